@@ -1,0 +1,148 @@
+//! The MLIR context AICF compiles in: the dialects its pipeline uses, and
+//! diagnostics captured as values instead of printed, so that every failure
+//! reaches the caller as a [`CompileError`] naming file, line and column.
+
+use crate::error::{CompileError, Diagnostic, Result, Severity};
+use crate::ffi;
+use melior::{
+    Context,
+    diagnostic::DiagnosticSeverity,
+    dialect::{DialectHandle, DialectRegistry},
+    ir::{Location, Module, operation::OperationLike},
+};
+use std::{cell::RefCell, rc::Rc};
+
+/// A context with AICF's dialects loaded and a diagnostic collector.
+pub struct CompilerContext {
+    context: Context,
+    diagnostics: Rc<RefCell<Vec<Diagnostic>>>,
+}
+
+impl Default for CompilerContext {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CompilerContext {
+    /// hl and ll plus the upstream dialects AICF's IR is written with.
+    pub fn new() -> Self {
+        let registry = DialectRegistry::new();
+        unsafe { ffi::aicfRegisterDialects(registry.to_raw()) };
+        for handle in [
+            DialectHandle::func(),
+            DialectHandle::arith(),
+            unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__math__()) },
+            DialectHandle::memref(),
+            DialectHandle::tensor(),
+            DialectHandle::scf(),
+        ] {
+            handle.insert_dialect(&registry);
+        }
+        let context = Context::new_with_registry(&registry, false);
+        context.load_all_available_dialects();
+        let diagnostics = Rc::new(RefCell::new(Vec::new()));
+        let sink = diagnostics.clone();
+        context.attach_diagnostic_handler(move |diagnostic| {
+            sink.borrow_mut().push(convert(&diagnostic));
+            true // handled: nothing is printed behind the caller's back
+        });
+        Self { context, diagnostics }
+    }
+
+    pub fn mlir(&self) -> &Context {
+        &self.context
+    }
+
+    /// Diagnostics emitted since the last call, oldest first.
+    pub fn take_diagnostics(&self) -> Vec<Diagnostic> {
+        std::mem::take(&mut *self.diagnostics.borrow_mut())
+    }
+
+    /// Parses and verifies `source`; `source_name` appears in locations.
+    pub fn parse(&self, source: &str, source_name: &str) -> Result<Module<'_>> {
+        self.take_diagnostics();
+        let module = parse_named(&self.context, source, source_name);
+        let Some(module) = module else {
+            return Err(CompileError::Parse {
+                source_name: source_name.to_string(),
+                diagnostics: self.take_diagnostics(),
+            });
+        };
+        if !module.as_operation().verify() {
+            return Err(CompileError::Verify {
+                source_name: source_name.to_string(),
+                diagnostics: self.take_diagnostics(),
+            });
+        }
+        Ok(module)
+    }
+
+    /// Reads and parses a `.mlir` file.
+    pub fn parse_file(&self, path: &std::path::Path) -> Result<Module<'_>> {
+        let source = std::fs::read_to_string(path).map_err(|e| CompileError::Parse {
+            source_name: path.display().to_string(),
+            diagnostics: vec![Diagnostic {
+                location: path.display().to_string(),
+                severity: Severity::Error,
+                message: format!("cannot read the file: {e}"),
+                notes: vec![],
+            }],
+        })?;
+        self.parse(&source, &path.display().to_string())
+    }
+}
+
+/// Parses with a source name, so that locations read `name:line:col`.
+fn parse_named<'c>(context: &'c Context, source: &str, source_name: &str) -> Option<Module<'c>> {
+    unsafe {
+        let raw = ffi::aicfParseModule(context.to_raw(), ffi::string_ref(source), ffi::string_ref(source_name));
+        Module::from_option_raw(raw)
+    }
+}
+
+/// Renders an MLIR location as `file:line:col` where it has one.
+pub fn describe_location(location: Location<'_>) -> String {
+    use mlir_sys::*;
+    let raw = location.to_raw();
+    unsafe {
+        if mlirLocationIsAFileLineColRange(raw) {
+            let file = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(raw));
+            let file = ffi::to_string(file);
+            let line = mlirLocationFileLineColRangeGetStartLine(raw);
+            let col = mlirLocationFileLineColRangeGetStartColumn(raw);
+            return format!("{file}:{line}:{col}");
+        }
+        if mlirLocationIsAName(raw) {
+            return describe_location(Location::from_raw(mlirLocationNameGetChildLoc(raw)));
+        }
+        if mlirLocationIsACallSite(raw) {
+            return describe_location(Location::from_raw(mlirLocationCallSiteGetCaller(raw)));
+        }
+        if mlirLocationIsAFused(raw) && mlirLocationFusedGetNumLocations(raw) > 0 {
+            let mut first = mlirLocationUnknownGet(mlirLocationGetContext(raw));
+            mlirLocationFusedGetLocations(raw, &mut first);
+            return describe_location(Location::from_raw(first));
+        }
+    }
+    location.to_string()
+}
+
+fn convert(diagnostic: &melior::diagnostic::Diagnostic<'_>) -> Diagnostic {
+    let severity = match diagnostic.severity() {
+        DiagnosticSeverity::Error => Severity::Error,
+        DiagnosticSeverity::Warning => Severity::Warning,
+        DiagnosticSeverity::Note => Severity::Note,
+        DiagnosticSeverity::Remark => Severity::Remark,
+    };
+    let notes = (0..diagnostic.note_count())
+        .filter_map(|i| diagnostic.note(i).ok())
+        .map(|note| convert(&note))
+        .collect();
+    Diagnostic {
+        location: describe_location(diagnostic.location()),
+        severity,
+        message: diagnostic.to_string(),
+        notes,
+    }
+}

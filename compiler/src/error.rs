@@ -1,0 +1,84 @@
+//! Errors of the compiler, typed by whose fault they are: the user's input
+//! (parse and verification errors, with MLIR's located diagnostics), a pass
+//! that rejected its input, or a bug in AICF itself.
+
+use std::fmt;
+
+/// One located diagnostic, rendered the way MLIR tools print it
+/// (`file:line:col: error: message`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub location: String,
+    pub severity: Severity,
+    pub message: String,
+    pub notes: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+    Note,
+    Remark,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+            Severity::Remark => "remark",
+        })
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.location, self.severity, self.message)?;
+        for note in &self.notes {
+            write!(f, "\n{note}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Renders diagnostics one per line for an error message.
+pub(crate) struct DiagnosticList<'a>(pub &'a [Diagnostic]);
+
+impl fmt::Display for DiagnosticList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// The input text is not valid IR (syntax, unknown op, type error).
+    #[error("{source_name}: the input is not valid IR:\n{}", DiagnosticList(.diagnostics))]
+    Parse { source_name: String, diagnostics: Vec<Diagnostic> },
+
+    /// The IR parsed but breaks an op's rules.
+    #[error("{source_name}: the IR does not verify:\n{}", DiagnosticList(.diagnostics))]
+    Verify { source_name: String, diagnostics: Vec<Diagnostic> },
+
+    /// A pipeline string does not name registered passes with valid options.
+    #[error("invalid pass pipeline '{pipeline}': {message}")]
+    Pipeline { pipeline: String, message: String },
+
+    /// A pass rejected its input; the diagnostics say where and why.
+    #[error("pipeline '{pipeline}' failed:\n{}", DiagnosticList(.diagnostics))]
+    PassFailed { pipeline: String, diagnostics: Vec<Diagnostic> },
+
+    /// A bug in AICF, not in the input.
+    #[error("internal compiler error: {0}")]
+    Internal(String),
+}
+
+pub type Result<T, E = CompileError> = std::result::Result<T, E>;

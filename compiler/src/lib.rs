@@ -1,0 +1,77 @@
+//! AICF's compiler: `hl` and `ll` dialects (ODS, C++), passes written in
+//! Rust over MLIR through melior, and the pipelines that turn a model into a
+//! compiled training step.
+//!
+//! ```text
+//!  model.mlir (hl) / Rust layer API
+//!        |  parse + verify: every hl op infers its result type and checks
+//!        |  its shape rule; parameters are hl.param symbols with owner,
+//!        |  shape, dtype and initializer
+//!        v
+//!  hl (tensors, value semantics)      hl-print-param-table: the model's state
+//!        |  (next: autodiff, optimizer step, fusion)
+//!        v
+//!  ll (buffers; one op = one kernel: gemm+epilogue, elementwise region,
+//!      row reductions, copy, fill)
+//!        |  (next: memory plan, schedule, kernel generation)
+//!        v
+//!  PTX / host shared object -> aicf-runtime
+//! ```
+//!
+//! What holds at each stage:
+//! - After parsing, the module verifies: types inferred by the ops match the
+//!   written ones, every `hl.get_param` names an `hl.param` of its type.
+//! - A pass either succeeds or reports a located diagnostic and fails; no
+//!   pass panics on bad input ([`passes`]).
+//!
+//! Entry points: [`CompilerContext`] to parse and verify, [`run_pipeline`]
+//! to run a textual pass pipeline, [`opt_main`] for the `aicf-opt` driver.
+
+pub mod context;
+pub mod error;
+pub mod ffi;
+pub mod passes;
+
+pub use context::CompilerContext;
+pub use error::{CompileError, Diagnostic, Result, Severity};
+pub use passes::register_passes;
+
+use melior::{ir::Module, pass::PassManager};
+use std::ffi::{CString, c_char, c_int};
+
+/// Runs a textual pipeline (`builtin.module(...)`) on `module` in place.
+pub fn run_pipeline(ctx: &CompilerContext, module: &mut Module<'_>, pipeline: &str) -> Result<()> {
+    register_passes();
+    ctx.take_diagnostics();
+    let pm = PassManager::new(ctx.mlir());
+    melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline).map_err(|e| {
+        CompileError::Pipeline {
+            pipeline: pipeline.to_string(),
+            message: {
+                let diags = ctx.take_diagnostics();
+                if diags.is_empty() {
+                    e.to_string()
+                } else {
+                    diags.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; ")
+                }
+            },
+        }
+    })?;
+    pm.run(module).map_err(|_| CompileError::PassFailed {
+        pipeline: pipeline.to_string(),
+        diagnostics: ctx.take_diagnostics(),
+    })
+}
+
+/// The `aicf-opt` driver (MLIR's `MlirOptMain` over AICF's registry) on this
+/// process's arguments. Returns the exit code.
+pub fn opt_main() -> i32 {
+    use std::os::unix::ffi::OsStringExt;
+    register_passes();
+    let args: Vec<CString> = std::env::args_os()
+        .map(|a| CString::new(a.into_vec()).unwrap_or_else(|_| CString::new("<argument with NUL>").unwrap()))
+        .collect();
+    let mut argv: Vec<*mut c_char> = args.iter().map(|a| a.as_ptr() as *mut c_char).collect();
+    argv.push(std::ptr::null_mut());
+    unsafe { ffi::aicfOptMain(args.len() as c_int, argv.as_mut_ptr()) }
+}

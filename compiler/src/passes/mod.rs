@@ -1,0 +1,201 @@
+//! AICF's passes. Each is declared in `dialects/include/aicf/Transforms/Passes.td`
+//! (argument, summary, description, typed options); the C++ shell TableGen
+//! generates parses the options and calls the body registered here.
+//!
+//! A body receives the operation the pass is anchored on and the parsed
+//! options. It reports problems as MLIR diagnostics on the offending op
+//! ([`emit_error`]) and returns [`PassFailed`]; it never panics on bad input.
+//! A panic (an AICF bug) is caught at the FFI boundary and turned into an
+//! "internal compiler error" diagnostic and a pass failure, since unwinding
+//! into C++ would abort the process.
+
+mod print_param_table;
+
+use crate::ffi;
+use melior::ir::{Location, OperationRef, operation::OperationLike};
+use mlir_sys::{MlirLogicalResult, MlirOperation, MlirStringRef};
+use std::{collections::BTreeMap, ffi::c_void, panic::AssertUnwindSafe, sync::Once};
+
+/// Returned by a pass body after it emitted its diagnostics.
+#[derive(Debug)]
+pub struct PassFailed;
+
+pub type PassResult = Result<(), PassFailed>;
+
+/// A pass body: the anchored operation and the pass's options.
+pub type PassBody = for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> PassResult;
+
+/// Every pass body, keyed by the pass argument declared in Passes.td.
+const PASS_BODIES: &[(&str, PassBody)] = &[("hl-print-param-table", print_param_table::run)];
+
+/// Installs every pass body and registers the passes (and AICF's named
+/// pipelines) in MLIR's global registry. Idempotent; call before parsing a
+/// textual pipeline or starting `aicf-opt`.
+pub fn register_passes() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for (argument, body) in PASS_BODIES {
+            let entry: &'static BodyEntry = Box::leak(Box::new(BodyEntry { argument, body: *body }));
+            unsafe {
+                ffi::aicfSetPassBody(
+                    ffi::string_ref(argument),
+                    trampoline,
+                    entry as *const BodyEntry as *mut c_void,
+                )
+            };
+        }
+        unsafe { ffi::aicfRegisterPasses() };
+    });
+}
+
+struct BodyEntry {
+    argument: &'static str,
+    body: PassBody,
+}
+
+unsafe extern "C" fn trampoline(op: MlirOperation, options: MlirStringRef, user_data: *mut c_void) -> MlirLogicalResult {
+    let entry = unsafe { &*(user_data as *const BodyEntry) };
+    let op = unsafe { OperationRef::from_raw(op) };
+    let options = unsafe { ffi::to_string(options) };
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| match PassOptions::parse(&options) {
+        Ok(options) => (entry.body)(op, &options),
+        Err(message) => {
+            emit_error(op.location(), &format!("pass '{}': {message}", entry.argument));
+            Err(PassFailed)
+        }
+    }));
+    let ok = match outcome {
+        Ok(Ok(())) => true,
+        Ok(Err(PassFailed)) => false,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            emit_error(
+                op.location(),
+                &format!("internal compiler error in pass '{}': {what}", entry.argument),
+            );
+            false
+        }
+    };
+    // mlirLogicalResultSuccess/Failure are inline in the C headers.
+    MlirLogicalResult { value: if ok { 1 } else { 0 } }
+}
+
+/// Emits an error diagnostic at `location` through the context's handlers.
+pub fn emit_error(location: Location<'_>, message: &str) {
+    let text = std::ffi::CString::new(message.replace('\0', " ")).expect("NULs were replaced");
+    unsafe { mlir_sys::mlirEmitError(location.to_raw(), text.as_ptr()) };
+}
+
+/// The options of one pass run, as MLIR printed them (`key=value` pairs
+/// separated by spaces; values may be wrapped in `{...}`, `"..."` or `'...'`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PassOptions {
+    values: BTreeMap<String, String>,
+}
+
+impl PassOptions {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut values = BTreeMap::new();
+        let mut chars = text.char_indices().peekable();
+        loop {
+            while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+            let Some(&(start, _)) = chars.peek() else { break };
+            let mut key_end = text.len();
+            while let Some(&(i, c)) = chars.peek() {
+                if c == '=' || c.is_whitespace() {
+                    key_end = i;
+                    break;
+                }
+                chars.next();
+            }
+            let key = text[start..key_end].to_string();
+            if chars.next_if(|(_, c)| *c == '=').is_none() {
+                return Err(format!("option '{key}' has no value"));
+            }
+            let mut value = String::new();
+            let mut depth = 0usize;
+            let mut quote: Option<char> = None;
+            while let Some(&(_, c)) = chars.peek() {
+                match (quote, c) {
+                    (Some(q), c) if c == q => quote = None,
+                    (Some(_), _) => {}
+                    (None, '"' | '\'') => quote = Some(c),
+                    (None, '{') => depth += 1,
+                    (None, '}') => depth = depth.saturating_sub(1),
+                    (None, c) if c.is_whitespace() && depth == 0 => break,
+                    _ => {}
+                }
+                value.push(c);
+                chars.next();
+            }
+            let unwrapped = strip_wrapping(&value).to_string();
+            values.insert(key, unwrapped);
+        }
+        Ok(Self { values })
+    }
+
+    /// The raw text of option `key`, or an error naming it.
+    pub fn get(&self, key: &str) -> Result<&str, String> {
+        self.values
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| format!("option '{key}' was not passed (pass declaration and body disagree)"))
+    }
+
+    pub fn get_bool(&self, key: &str) -> Result<bool, String> {
+        match self.get(key)? {
+            "true" | "1" => Ok(true),
+            "false" | "0" => Ok(false),
+            other => Err(format!("option '{key}' expects true or false, got '{other}'")),
+        }
+    }
+
+    pub fn get_i64(&self, key: &str) -> Result<i64, String> {
+        let raw = self.get(key)?;
+        raw.parse().map_err(|_| format!("option '{key}' expects an integer, got '{raw}'"))
+    }
+}
+
+fn strip_wrapping(value: &str) -> &str {
+    for (open, close) in [('{', '}'), ('"', '"'), ('\'', '\'')] {
+        if value.len() >= 2 && value.starts_with(open) && value.ends_with(close) {
+            return &value[1..value.len() - 1];
+        }
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PassOptions;
+
+    #[test]
+    fn parses_printed_options() {
+        let o = PassOptions::parse("group-by-owner=true require-params=false budget=1024").unwrap();
+        assert!(o.get_bool("group-by-owner").unwrap());
+        assert!(!o.get_bool("require-params").unwrap());
+        assert_eq!(o.get_i64("budget").unwrap(), 1024);
+        assert!(o.get("missing").unwrap_err().contains("'missing'"));
+    }
+
+    #[test]
+    fn keeps_wrapped_values_whole() {
+        let o = PassOptions::parse("pipeline={cse canonicalize} name=\"a b\" empty=").unwrap();
+        assert_eq!(o.get("pipeline").unwrap(), "cse canonicalize");
+        assert_eq!(o.get("name").unwrap(), "a b");
+        assert_eq!(o.get("empty").unwrap(), "");
+        assert!(PassOptions::parse("").unwrap().values.is_empty());
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        let o = PassOptions::parse("flag=maybe n=x").unwrap();
+        assert!(o.get_bool("flag").unwrap_err().contains("expects true or false"));
+        assert!(o.get_i64("n").unwrap_err().contains("expects an integer"));
+        assert!(PassOptions::parse("novalue").unwrap_err().contains("no value"));
+    }
+}

@@ -1,0 +1,22 @@
+/*===- aicf-c/Support.h - C API helpers missing upstream ---------*- C -*-===*/
+#ifndef AICF_C_SUPPORT_H
+#define AICF_C_SUPPORT_H
+
+#include "mlir-c/IR.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Parses `source` as a module whose locations name `sourceName` as their
+/// file (mlirModuleCreateParse leaves the file name empty). Returns a null
+/// module on failure; the diagnostics went to the context's handlers.
+MLIR_CAPI_EXPORTED MlirModule aicfParseModule(MlirContext context,
+                                              MlirStringRef source,
+                                              MlirStringRef sourceName);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // AICF_C_SUPPORT_H

@@ -1,0 +1,116 @@
+//===- RustPasses.cpp - TableGen'd passes whose bodies are in Rust ------===//
+//
+// Each pass declared in Passes.td gets a C++ class here that only forwards:
+// the generated base parses the options, runOnOperation prints them in
+// MLIR's textual form and calls the body that Rust installed for the pass's
+// argument. A missing body is a diagnostic, not a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#include "aicf-c/Passes.h"
+#include "aicf/Transforms/Passes.h"
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/CAPI/Support.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace {
+struct PassBody {
+  AicfPassBodyFn fn = nullptr;
+  void *userData = nullptr;
+};
+
+std::mutex &bodiesMutex() {
+  static std::mutex m;
+  return m;
+}
+
+llvm::StringMap<PassBody> &bodies() {
+  static llvm::StringMap<PassBody> map;
+  return map;
+}
+
+PassBody lookupBody(StringRef argument) {
+  std::lock_guard<std::mutex> lock(bodiesMutex());
+  auto it = bodies().find(argument);
+  return it == bodies().end() ? PassBody{} : it->second;
+}
+
+/// Runs the Rust body of `pass` on its current operation.
+template <typename PassT>
+void runRustBody(PassT &pass, Operation *op) {
+  StringRef argument = pass.getArgument();
+  PassBody body = lookupBody(argument);
+  if (!body.fn) {
+    op->emitError() << "pass '" << argument
+                    << "' has no body: the Rust side of AICF did not install "
+                       "it (call aicf_compiler::register_passes first)";
+    return pass.signalFailureFromBody();
+  }
+  // "arg{k=v k2=v2}" -> "k=v k2=v2"
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  pass.printAsTextualPipeline(os);
+  os.flush();
+  StringRef options = printed;
+  size_t open = options.find('{');
+  options = open == StringRef::npos
+                ? StringRef()
+                : options.drop_front(open + 1).drop_back(1);
+  MlirLogicalResult result = body.fn(wrap(op), wrap(options), body.userData);
+  if (mlirLogicalResultIsFailure(result))
+    pass.signalFailureFromBody();
+}
+} // namespace
+
+namespace aicf {
+#define GEN_PASS_DEF_HLPRINTPARAMTABLE
+#include "aicf/Transforms/Passes.h.inc"
+
+namespace {
+/// Declares the forwarding class of one TableGen'd pass.
+#define AICF_RUST_PASS(NAME)                                                   \
+  struct NAME : impl::NAME##Base<NAME> {                                       \
+    using Base::Base;                                                          \
+    void runOnOperation() override { runRustBody(*this, getOperation()); }    \
+    void signalFailureFromBody() { signalPassFailure(); }                      \
+  };
+
+AICF_RUST_PASS(HLPrintParamTable)
+#undef AICF_RUST_PASS
+} // namespace
+} // namespace aicf
+
+extern "C" void aicfSetPassBody(MlirStringRef argument, AicfPassBodyFn body,
+                                void *userData) {
+  std::lock_guard<std::mutex> lock(bodiesMutex());
+  bodies()[unwrap(argument)] = PassBody{body, userData};
+}
+
+extern "C" void aicfRegisterPasses(void) {
+  static std::once_flag once;
+  std::call_once(once, [] { aicf::registerAICFPasses(); });
+}
+
+extern "C" void aicfRegisterPipeline(MlirStringRef argument,
+                                     MlirStringRef description,
+                                     MlirStringRef pipeline) {
+  std::string text = unwrap(pipeline).str();
+  mlir::registerPassPipeline(
+      unwrap(argument), unwrap(description),
+      [text](OpPassManager &pm, StringRef options,
+             function_ref<LogicalResult(const Twine &)> errorHandler) {
+        if (!options.empty())
+          return errorHandler("this pipeline takes no options");
+        // parsePassPipeline appends to `pm`, which is already anchored on the
+        // op the pipeline runs on: the text must not repeat the anchor.
+        return parsePassPipeline(text, pm, llvm::errs());
+      },
+      [](function_ref<void(const detail::PassOptions &)>) {});
+}
