@@ -15,7 +15,6 @@ unsafe extern "C" {
 
     pub fn aicfSetPassBody(argument: MlirStringRef, body: PassBodyFn, user_data: *mut c_void);
     pub fn aicfRegisterPasses();
-    pub fn aicfRegisterPipeline(argument: MlirStringRef, description: MlirStringRef, pipeline: MlirStringRef);
 
     pub fn aicfParseModule(context: MlirContext, source: MlirStringRef, source_name: MlirStringRef) -> MlirModule;
 

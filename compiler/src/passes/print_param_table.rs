@@ -5,6 +5,8 @@
 //! 3. Print an aligned table to standard error, with a subtotal per owner
 //!    when `group-by-owner` is set, and a total line.
 
+use melior::ir::attribute::AttributeLike;
+
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use melior::ir::{
     OperationRef, RegionLike, BlockLike,
@@ -77,20 +79,15 @@ pub fn collect_params<'c, 'a>(
             continue;
         }
         let attr_error = |what: &str| (op, format!("hl.param is missing a valid '{what}' attribute"));
-        let path = op
-            .attribute("sym_name")
-            .ok()
-            .and_then(|a| StringAttribute::try_from(a).ok())
-            .ok_or_else(|| attr_error("sym_name"))?
-            .value()
-            .to_string();
-        let owner = op
-            .attribute("owner")
-            .ok()
-            .and_then(|a| StringAttribute::try_from(a).ok())
-            .ok_or_else(|| attr_error("owner"))?
-            .value()
-            .to_string();
+        let string_attr = |name: &str| {
+            op.attribute(name)
+                .ok()
+                .and_then(|a| StringAttribute::try_from(a).ok())
+                .map(|a| string_value(&a))
+                .ok_or_else(|| attr_error(name))
+        };
+        let path = string_attr("sym_name")?;
+        let owner = string_attr("owner")?;
         let ty = op
             .attribute("type")
             .ok()
@@ -114,6 +111,13 @@ pub fn collect_params<'c, 'a>(
         params.push(ParamInfo { path, owner, shape, dtype: ty.element().to_string(), init });
     }
     Ok(params)
+}
+
+/// The text of a string attribute. melior's `StringAttribute::value` builds
+/// a slice from the C API's null pointer when the string is empty, which
+/// aborts; this reads the empty string safely.
+fn string_value(attr: &StringAttribute<'_>) -> String {
+    unsafe { crate::ffi::to_string(mlir_sys::mlirStringAttrGetValue(attr.to_raw())) }
 }
 
 fn shape_text(shape: &[u64]) -> String {

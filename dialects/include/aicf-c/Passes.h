@@ -30,12 +30,6 @@ MLIR_CAPI_EXPORTED void aicfSetPassBody(MlirStringRef argument,
 /// textual pipelines and `aicf-opt` flags can name them. Idempotent.
 MLIR_CAPI_EXPORTED void aicfRegisterPasses(void);
 
-/// Registers a named pipeline (`aicf-opt --<argument>`) that expands to the
-/// textual `pipeline`, anchored on builtin.module.
-MLIR_CAPI_EXPORTED void aicfRegisterPipeline(MlirStringRef argument,
-                                             MlirStringRef description,
-                                             MlirStringRef pipeline);
-
 #ifdef __cplusplus
 }
 #endif

@@ -97,20 +97,3 @@ extern "C" void aicfRegisterPasses(void) {
   static std::once_flag once;
   std::call_once(once, [] { aicf::registerAICFPasses(); });
 }
-
-extern "C" void aicfRegisterPipeline(MlirStringRef argument,
-                                     MlirStringRef description,
-                                     MlirStringRef pipeline) {
-  std::string text = unwrap(pipeline).str();
-  mlir::registerPassPipeline(
-      unwrap(argument), unwrap(description),
-      [text](OpPassManager &pm, StringRef options,
-             function_ref<LogicalResult(const Twine &)> errorHandler) {
-        if (!options.empty())
-          return errorHandler("this pipeline takes no options");
-        // parsePassPipeline appends to `pm`, which is already anchored on the
-        // op the pipeline runs on: the text must not repeat the anchor.
-        return parsePassPipeline(text, pm, llvm::errs());
-      },
-      [](function_ref<void(const detail::PassOptions &)>) {});
-}

@@ -1,0 +1,230 @@
+// One case per ll verifier rule, with the exact diagnostic.
+// RUN: aicf-opt %s -split-input-file -verify-diagnostics
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<8x2xf16>, %c: memref<4x2xf32>) {
+  // expected-error @+1 {{'ll.gemm' op operands have different element types: 'memref<4x8xf32>' and 'memref<8x2xf16>'}}
+  ll.gemm %a, %b into %c : memref<4x8xf32>, memref<8x2xf16> -> memref<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<7x2xf32>, %c: memref<4x2xf32>) {
+  // expected-error @+1 {{'ll.gemm' op contracting dimensions differ: a has K = 8, b has K = 7}}
+  ll.gemm %a, %b into %c : memref<4x8xf32>, memref<7x2xf32> -> memref<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<8x2xf32>, %c: memref<2x4xf32>) {
+  // expected-error @+1 {{'ll.gemm' op result buffer 'memref<2x4xf32>' does not match the product shape [4, 2]}}
+  ll.gemm %a, %b into %c : memref<4x8xf32>, memref<8x2xf32> -> memref<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<8x2xf32>, %bias: memref<4xf32>, %c: memref<4x2xf32>) {
+  // expected-error @+1 {{'ll.gemm' op bias 'memref<4xf32>' must have N = 2 elements}}
+  ll.gemm %a, %b bias(%bias) into %c : memref<4x8xf32>, memref<8x2xf32>, memref<4xf32> -> memref<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4x4xf32>, %b: memref<4x4xf32>) {
+  // expected-error @+1 {{'ll.gemm' op result buffer must not alias an operand}}
+  ll.gemm %a, %b into %a : memref<4x4xf32>, memref<4x4xf32> -> memref<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4xf32>, %b: memref<4x4xf32>, %c: memref<4x4xf32>) {
+  // expected-error @+1 {{'ll.gemm' op operand #0 must be 2D memref of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'memref<4xf32>'}}
+  ll.gemm %a, %b into %c : memref<4xf32>, memref<4x4xf32> -> memref<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4xf32>) {
+  // expected-error @+1 {{'ll.elementwise' op needs at least one output buffer}}
+  "ll.elementwise"(%a) <{operandSegmentSizes = array<i32: 1, 0>}> ({
+  ^bb0(%x: f32):
+    ll.yield
+  }) : (memref<4xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4xf32>, %o1: memref<4xf32>, %o2: memref<2x4xf32>) {
+  // expected-error @+1 {{'ll.elementwise' op outputs must share one shape, got 'memref<4xf32>' and 'memref<2x4xf32>'}}
+  ll.elementwise ins(%a : memref<4xf32>) outs(%o1, %o2 : memref<4xf32>, memref<2x4xf32>) {
+  ^bb0(%x: f32):
+    ll.yield %x, %x : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<3xf32>, %o: memref<2x4xf32>) {
+  // expected-error @+1 {{'ll.elementwise' op input #0 of type 'memref<3xf32>' does not broadcast to the output shape of 'memref<2x4xf32>'}}
+  ll.elementwise ins(%a : memref<3xf32>) outs(%o : memref<2x4xf32>) {
+  ^bb0(%x: f32):
+    ll.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4xf32>, %o: memref<4xf32>) {
+  // expected-error @+1 {{'ll.elementwise' op body takes 2 scalars but the op has 1 inputs}}
+  ll.elementwise ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    ll.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4xf32>, %o: memref<4xf32>) {
+  // expected-error @+1 {{'ll.elementwise' op body argument #0 has type 'f16' but input #0 holds 'f32'}}
+  ll.elementwise ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f16):
+    %y = arith.extf %x : f16 to f32
+    ll.yield %y : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4xf32>, %o: memref<4xf32>) {
+  // expected-error @+1 {{'ll.elementwise' op body yields 2 values for 1 outputs}}
+  ll.elementwise ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32):
+    ll.yield %x, %x : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4xf32>, %o: memref<4xf16>) {
+  // expected-error @+1 {{'ll.elementwise' op yielded value #0 has type 'f32' but output #0 holds 'f16'}}
+  ll.elementwise ins(%a : memref<4xf32>) outs(%o : memref<4xf16>) {
+  ^bb0(%x: f32):
+    ll.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4xf32>, %o: memref<4xf32>, %m: memref<4xf32>) {
+  ll.elementwise ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32):
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'memref.load' op is not allowed in an ll.elementwise body: only side-effect-free scalar ops are}}
+    %y = memref.load %m[%c0] : memref<4xf32>
+    ll.yield %y : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<4xf32>, %o: memref<4xf32>) {
+  ll.elementwise ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) {
+  ^bb0(%x: f32):
+    // expected-error @+1 {{'arith.constant' op produces 'vector<4xf32>' in an ll.elementwise body, which is scalar}}
+    %v = arith.constant dense<0.0> : vector<4xf32>
+    ll.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%l: memref<8x4xf32>, %y: memref<7xi32>, %loss: memref<f32>) {
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op labels 'memref<7xi32>' do not have one entry per row of 'memref<8x4xf32>'}}
+  ll.softmax_cross_entropy %l, %y into %loss : memref<8x4xf32>, memref<7xi32> -> memref<f32>
+  return
+}
+
+// -----
+
+func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f16>) {
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op loss buffer 'memref<f16>' must hold 'f32'}}
+  ll.softmax_cross_entropy %l, %y into %loss : memref<8x4xf32>, memref<8xi32> -> memref<f16>
+  return
+}
+
+// -----
+
+func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f32>, %g: memref<4x8xf32>) {
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op gradient buffer 'memref<4x8xf32>' must have the logits' type 'memref<8x4xf32>'}}
+  ll.softmax_cross_entropy %l, %y into %loss, %g : memref<8x4xf32>, memref<8xi32> -> memref<f32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x4xf32>, %o: memref<4xf16>) {
+  // expected-error @+1 {{'ll.reduce' op input 'memref<8x4xf32>' and result 'memref<4xf16>' hold different element types}}
+  ll.reduce sum %x dims = [0] into %o : memref<8x4xf32> -> memref<4xf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x4xf32>, %o: memref<4xf32>) {
+  // expected-error @+1 {{'ll.reduce' op dimension 2 is out of range for 'memref<8x4xf32>'}}
+  ll.reduce sum %x dims = [2] into %o : memref<8x4xf32> -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x4xf32>, %o: memref<4xf32>) {
+  // expected-error @+1 {{'ll.reduce' op dimension 0 is listed twice}}
+  ll.reduce sum %x dims = [0, 0] into %o : memref<8x4xf32> -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x4xf32>, %o: memref<8xf32>) {
+  // expected-error @+1 {{'ll.reduce' op result 'memref<8xf32>' does not have the reduced shape [4]}}
+  ll.reduce mean %x dims = [0] into %o : memref<8x4xf32> -> memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x4xf32>, %o: memref<4x8xf32>) {
+  // expected-error @+1 {{'ll.copy' op failed to verify that all of {source, target} have same type}}
+  "ll.copy"(%x, %o) : (memref<8x4xf32>, memref<4x8xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8xi32>) {
+  // expected-error @+1 {{'ll.fill' op operand #0 must be memref of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'memref<8xi32>'}}
+  ll.fill %x, 0.0 : memref<8xi32>
+  return
+}
+
+// -----
+
+func.func @f(%x: f32) {
+  // expected-error @+1 {{'ll.yield' op expects parent op 'll.elementwise'}}
+  ll.yield %x : f32
+}

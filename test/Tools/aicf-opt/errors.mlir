@@ -1,0 +1,43 @@
+// aicf-opt reports bad input as located MLIR diagnostics and exits non-zero
+// (`not` inverts the exit code); it never panics or aborts.
+// RUN: split-file %s %t
+// RUN: not aicf-opt %t/syntax.mlir 2>&1 | FileCheck %s --check-prefix=SYNTAX
+// SYNTAX: syntax.mlir:3:16: error: use of value '%x' expects different type than prior uses: 'tensor<3xf32>' vs 'tensor<4xf32>'
+// SYNTAX: syntax.mlir:1:14: note: prior use here
+
+// RUN: not aicf-opt %t/unknown-op.mlir 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: unknown-op.mlir:2:8: error: custom op 'hl.softmaxx' is unknown
+
+// RUN: not aicf-opt %t/shape.mlir 2>&1 | FileCheck %s --check-prefix=SHAPE
+// SHAPE: shape.mlir:2:8: error: 'hl.linear' op input features 63 do not match the weight 'tensor<32x64xf32>' (expected [out, 63])
+
+// RUN: not aicf-opt %t/does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: cannot open input file '{{.*}}does-not-exist.mlir': No such file or directory
+
+// RUN: not aicf-opt %t/ok.mlir --no-such-pass 2>&1 | FileCheck %s --check-prefix=FLAG
+// FLAG: Unknown command line argument '--no-such-pass'
+
+// RUN: not aicf-opt %t/ok.mlir --pass-pipeline='builtin.module(hl-no-such-pass)' 2>&1 | FileCheck %s --check-prefix=PIPE
+// PIPE: 'hl-no-such-pass' does not refer to a registered pass or pass pipeline
+
+//--- syntax.mlir
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = hl.relu %x : tensor<4xf32>
+  %1 = hl.relu %x : tensor<3xf32>
+  return %0 : tensor<4xf32>
+}
+//--- unknown-op.mlir
+func.func @f(%x: tensor<4xf32>) {
+  %0 = hl.softmaxx %x : tensor<4xf32>
+  return
+}
+//--- shape.mlir
+func.func @f(%x: tensor<8x63xf32>, %w: tensor<32x64xf32>) {
+  %0 = hl.linear %x, %w : tensor<8x63xf32>, tensor<32x64xf32>
+  return
+}
+//--- ok.mlir
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = hl.relu %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
