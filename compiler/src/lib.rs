@@ -42,6 +42,8 @@ use std::ffi::{CString, c_char, c_int};
 /// Runs a textual pipeline (`builtin.module(...)`) on `module` in place.
 pub fn run_pipeline(ctx: &CompilerContext, module: &mut Module<'_>, pipeline: &str) -> Result<()> {
     register_passes();
+    static UPSTREAM: std::sync::Once = std::sync::Once::new();
+    UPSTREAM.call_once(melior::utility::register_all_passes);
     ctx.take_diagnostics();
     let pm = PassManager::new(ctx.mlir());
     melior::utility::parse_pass_pipeline(pm.as_operation_pass_manager(), pipeline).map_err(|e| {

@@ -11,6 +11,8 @@
 
 mod print_param_table;
 
+pub use print_param_table::{ParamInfo, collect_params, render_table};
+
 use crate::ffi;
 use melior::ir::{Location, OperationRef, operation::OperationLike};
 use mlir_sys::{MlirLogicalResult, MlirOperation, MlirStringRef};

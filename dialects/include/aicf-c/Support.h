@@ -9,8 +9,9 @@ extern "C" {
 #endif
 
 /// Parses `source` as a module whose locations name `sourceName` as their
-/// file (mlirModuleCreateParse leaves the file name empty). Returns a null
-/// module on failure; the diagnostics went to the context's handlers.
+/// file (mlirModuleCreateParse leaves the file name empty). The module is
+/// not verified. Returns a null module on failure; the diagnostics went to
+/// the context's handlers.
 MLIR_CAPI_EXPORTED MlirModule aicfParseModule(MlirContext context,
                                               MlirStringRef source,
                                               MlirStringRef sourceName);

@@ -9,7 +9,9 @@
 
 MlirModule aicfParseModule(MlirContext context, MlirStringRef source,
                            MlirStringRef sourceName) {
-  mlir::ParserConfig config(unwrap(context));
+  // Verification is the caller's separate step, so that a syntax error and a
+  // verifier error can be told apart.
+  mlir::ParserConfig config(unwrap(context), /*verifyAfterParse=*/false);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(unwrap(source), config,
                                               unwrap(sourceName));
