@@ -4,7 +4,7 @@
 CARGO ?= cargo
 AICF_OPT := target/debug/aicf-opt
 
-.PHONY: all setup build demo test lit fmt clean
+.PHONY: all setup build demo test lit check-runtime-deps fmt clean
 
 all: build
 
@@ -22,8 +22,14 @@ demo: build
 	@echo "== examples/mlp/digits_mlp.mlir: verified hl after canonicalize + cse"
 	@$(AICF_OPT) examples/mlp/digits_mlp.mlir --pass-pipeline='builtin.module(func.func(canonicalize,cse))'
 
-test: setup
+test: setup check-runtime-deps
 	$(CARGO) test --workspace
+
+# The runtime must build without LLVM/MLIR (it is embedded on machines that
+# have neither); fail if any crate of its dependency tree pulls them in.
+check-runtime-deps:
+	@if $(CARGO) tree -p aicf-runtime -e normal,build --prefix none | grep -iE '^(melior|mlir-sys|llvm|inkwell|tblgen)'; then \
+	  echo "aicf-runtime depends on LLVM/MLIR (see above)"; exit 1; fi
 
 # Only the FileCheck regression suite.
 lit: setup

@@ -1,1 +1,17 @@
+//! AICF's runtime. It loads what the compiler produced and runs it, and it
+//! links no LLVM or MLIR, so a Rust program embeds a compiled model with this
+//! crate alone and a GPU machine without LLVM can train from an artifact
+//! compiled elsewhere.
+//!
+//! Present today:
+//! - [`init`]: parameter initialisation with `torch.nn.init`'s semantics,
+//!   from the initializer text the compiler prints for each `hl.param`
+//!   (`kaiming_uniform, gain = 0.57735026918962584`).
+//! - [`rng`]: Philox4x32-10, the counter-based generator behind it, so that
+//!   every element's random number depends only on (seed, stream, index).
+//!
+//! The artifact loader, the CPU and CUDA backends and the trainer build on
+//! these (see docs/ARCHITECTURE.md).
 
+pub mod init;
+pub mod rng;
