@@ -40,5 +40,4 @@ fn main() {
     for lib in ["AICFOptMain", "AICFCAPI", "AICFTransforms", "AICFHLDialect", "AICFLLDialect"] {
         println!("cargo:rustc-link-lib=static={lib}");
     }
-    println!("cargo:include={}", root.join("dialects/include").display());
 }

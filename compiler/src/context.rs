@@ -119,10 +119,12 @@ pub fn describe_location(location: Location<'_>) -> String {
         if mlirLocationIsACallSite(raw) {
             return describe_location(Location::from_raw(mlirLocationCallSiteGetCaller(raw)));
         }
-        if mlirLocationIsAFused(raw) && mlirLocationFusedGetNumLocations(raw) > 0 {
-            let mut first = mlirLocationUnknownGet(mlirLocationGetContext(raw));
-            mlirLocationFusedGetLocations(raw, &mut first);
-            return describe_location(Location::from_raw(first));
+        let parts = if mlirLocationIsAFused(raw) { mlirLocationFusedGetNumLocations(raw) } else { 0 };
+        if parts > 0 {
+            // The C API writes every part; the buffer must hold them all.
+            let mut all = vec![mlirLocationUnknownGet(mlirLocationGetContext(raw)); parts as usize];
+            mlirLocationFusedGetLocations(raw, all.as_mut_ptr());
+            return describe_location(Location::from_raw(all[0]));
         }
     }
     location.to_string()
