@@ -196,7 +196,7 @@ func.func @f(%x: tensor<8x4xf32>, %w: tensor<16x4xf16>) {
 // -----
 
 func.func @f(%x: tensor<8x63xf32>, %w: tensor<32x64xf32>) {
-  // expected-error @+1 {{'hl.linear' op input features 63 do not match the weight 'tensor<32x64xf32>' (expected [out, 63])}}
+  // expected-error @+1 {{'hl.linear' op input 'tensor<8x63xf32>' has 63 features but the weight 'tensor<32x64xf32>' expects 64}}
   %0 = hl.linear %x, %w : tensor<8x63xf32>, tensor<32x64xf32>
   return
 }
@@ -212,15 +212,23 @@ func.func @f(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) {
 // -----
 
 func.func @f(%l: tensor<8x4x2xf32>, %y: tensor<8xi32>) {
-  // expected-error @+1 {{'hl.cross_entropy' op logits must have rank 2 ([batch, classes]), got 'tensor<8x4x2xf32>'}}
+  // expected-error @+1 {{'hl.cross_entropy' op labels 'tensor<8xi32>' must have the shape of the logits 'tensor<8x4x2xf32>' without the class axis ([8, 4])}}
   %0 = hl.cross_entropy %l, %y : tensor<8x4x2xf32>, tensor<8xi32>
   return
 }
 
 // -----
 
+func.func @f(%l: tensor<f32>, %y: tensor<i32>) {
+  // expected-error @+1 {{'hl.cross_entropy' op logits must have a class axis ([..., classes]), got 'tensor<f32>'}}
+  %0 = hl.cross_entropy %l, %y : tensor<f32>, tensor<i32>
+  return
+}
+
+// -----
+
 func.func @f(%l: tensor<8x4xf32>, %y: tensor<8x1xi32>) {
-  // expected-error @+1 {{'hl.cross_entropy' op labels must have rank 1 ([batch]), got 'tensor<8x1xi32>'}}
+  // expected-error @+1 {{'hl.cross_entropy' op labels 'tensor<8x1xi32>' must have the shape of the logits 'tensor<8x4xf32>' without the class axis ([8])}}
   %0 = hl.cross_entropy %l, %y : tensor<8x4xf32>, tensor<8x1xi32>
   return
 }
@@ -228,7 +236,7 @@ func.func @f(%l: tensor<8x4xf32>, %y: tensor<8x1xi32>) {
 // -----
 
 func.func @f(%l: tensor<8x4xf32>, %y: tensor<7xi64>) {
-  // expected-error @+1 {{'hl.cross_entropy' op batch sizes differ: logits 'tensor<8x4xf32>' and labels 'tensor<7xi64>'}}
+  // expected-error @+1 {{'hl.cross_entropy' op labels 'tensor<7xi64>' must have the shape of the logits 'tensor<8x4xf32>' without the class axis ([8])}}
   %0 = hl.cross_entropy %l, %y : tensor<8x4xf32>, tensor<7xi64>
   return
 }

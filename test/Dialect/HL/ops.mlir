@@ -67,3 +67,149 @@ func.func @broadcast_and_matmul(%a: tensor<4x1x3xf32>, %b: tensor<5x1xf32>, %m: 
   %6 = hl.constant dense<[1, 2]> : tensor<2xi32>
   return
 }
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%x: tensor<4x5xf32>, %r: tensor<5xf32>, %i: tensor<4x5xi32>, %c: tensor<4x1xi1>) {
+  // CHECK: hl.sub %{{.*}}, %{{.*}} : tensor<4x5xf32>, tensor<5xf32>
+  %0 = hl.sub %x, %r : tensor<4x5xf32>, tensor<5xf32>
+  // CHECK: hl.div %{{.*}}, %{{.*}} : tensor<5xf32>, tensor<4x5xf32>
+  %1 = hl.div %r, %x : tensor<5xf32>, tensor<4x5xf32>
+  // CHECK: hl.pow %{{.*}}, %{{.*}} : tensor<4x5xf32>, tensor<5xf32>
+  %2 = hl.pow %x, %r : tensor<4x5xf32>, tensor<5xf32>
+  // CHECK: hl.max %{{.*}}, %{{.*}} : tensor<4x5xf32>, tensor<5xf32>
+  %3 = hl.max %x, %r : tensor<4x5xf32>, tensor<5xf32>
+  // CHECK: hl.min %{{.*}}, %{{.*}} : tensor<4x5xi32>, tensor<4x5xi32>
+  %4 = hl.min %i, %i : tensor<4x5xi32>, tensor<4x5xi32>
+  // CHECK: %[[CMP:.*]] = hl.compare lt, %{{.*}}, %{{.*}} : tensor<4x5xf32>, tensor<5xf32>
+  %5 = hl.compare lt, %x, %r : tensor<4x5xf32>, tensor<5xf32>
+  // CHECK: hl.compare ge, %{{.*}}, %{{.*}} : tensor<4x5xi32>, tensor<4x5xi32>
+  %6 = hl.compare ge, %i, %i : tensor<4x5xi32>, tensor<4x5xi32>
+  // CHECK: hl.select %[[CMP]], %{{.*}}, %{{.*}} : tensor<4x5xi1>, tensor<4x5xf32>, tensor<5xf32>
+  %7 = hl.select %5, %x, %r : tensor<4x5xi1>, tensor<4x5xf32>, tensor<5xf32>
+  // The condition broadcasts as well.
+  // CHECK: hl.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x1xi1>, tensor<5xf32>, tensor<5xf32>
+  %8 = hl.select %c, %r, %r : tensor<4x1xi1>, tensor<5xf32>, tensor<5xf32>
+  // CHECK: hl.neg %{{.*}} : tensor<4x5xi32>
+  %9 = hl.neg %i : tensor<4x5xi32>
+  // CHECK: hl.abs %{{.*}} : tensor<4x5xf32>
+  %10 = hl.abs %x : tensor<4x5xf32>
+  // CHECK: hl.exp %{{.*}} : tensor<4x5xf32>
+  %11 = hl.exp %x : tensor<4x5xf32>
+  // CHECK: hl.log %{{.*}} : tensor<4x5xf32>
+  %12 = hl.log %x : tensor<4x5xf32>
+  // CHECK: hl.sqrt %{{.*}} : tensor<4x5xf32>
+  %13 = hl.sqrt %x : tensor<4x5xf32>
+  // CHECK: hl.rsqrt %{{.*}} : tensor<4x5xf32>
+  %14 = hl.rsqrt %x : tensor<4x5xf32>
+  // CHECK: hl.tanh %{{.*}} : tensor<4x5xf32>
+  %15 = hl.tanh %x : tensor<4x5xf32>
+  // CHECK: hl.sigmoid %{{.*}} : tensor<4x5xf32>
+  %16 = hl.sigmoid %x : tensor<4x5xf32>
+  // CHECK: hl.silu %{{.*}} : tensor<4x5xf32>
+  %17 = hl.silu %x : tensor<4x5xf32>
+  // The default (exact, erf) form prints no attribute.
+  // CHECK: hl.gelu %{{.*}} : tensor<4x5xf32>
+  %18 = hl.gelu %x approximate = none : tensor<4x5xf32>
+  // CHECK: hl.gelu %{{.*}} approximate = tanh : tensor<4x5xf32>
+  %19 = hl.gelu %x approximate = tanh : tensor<4x5xf32>
+  // CHECK: hl.cast %{{.*}} : tensor<4x5xf32> to tensor<4x5xbf16>
+  %20 = hl.cast %x : tensor<4x5xf32> to tensor<4x5xbf16>
+  // CHECK: hl.cast %{{.*}} : tensor<4x5xi32> to tensor<4x5xf16>
+  %21 = hl.cast %i : tensor<4x5xi32> to tensor<4x5xf16>
+  // CHECK: hl.cast %{{.*}} : tensor<4x1xi1> to tensor<4x1xi64>
+  %22 = hl.cast %c : tensor<4x1xi1> to tensor<4x1xi64>
+  return
+}
+
+// CHECK-LABEL: func.func @reductions_and_norms
+func.func @reductions_and_norms(%x: tensor<8x4x6xf32>, %g: tensor<6xf32>, %g2: tensor<4x6xf32>,
+                                %b2: tensor<4x6xf32>) {
+  // CHECK: hl.reduce_sum %{{.*}} axes = [0, 2] : tensor<8x4x6xf32>
+  %0 = hl.reduce_sum %x axes = [0, 2] : tensor<8x4x6xf32>
+  // CHECK: hl.reduce_mean %{{.*}} axes = [2] keepdim : tensor<8x4x6xf32>
+  %1 = hl.reduce_mean %x axes = [2] keepdim : tensor<8x4x6xf32>
+  // CHECK: hl.reduce_max %{{.*}} axes = [1] : tensor<8x4x6xf32>
+  %2 = hl.reduce_max %x axes = [1] : tensor<8x4x6xf32>
+  // CHECK: hl.argmax %{{.*}} axis = 2 : tensor<8x4x6xf32>
+  %3 = hl.argmax %x axis = 2 : tensor<8x4x6xf32>
+  // CHECK: hl.argmax %{{.*}} axis = 0 keepdim : tensor<8x4x6xf32>
+  %4 = hl.argmax %x axis = 0 keepdim : tensor<8x4x6xf32>
+  // CHECK: hl.softmax %{{.*}} axis = 2 : tensor<8x4x6xf32>
+  %5 = hl.softmax %x axis = 2 : tensor<8x4x6xf32>
+  // CHECK: hl.log_softmax %{{.*}} axis = 1 : tensor<8x4x6xf32>
+  %6 = hl.log_softmax %x axis = 1 : tensor<8x4x6xf32>
+  // CHECK: hl.layer_norm %{{.*}} weight %{{.*}} bias %{{.*}} dims = 2 eps = 1.000000e-05 : tensor<8x4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>
+  %7 = hl.layer_norm %x weight %g2 bias %b2 dims = 2 eps = 1.0e-05 : tensor<8x4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>
+  // CHECK: hl.layer_norm %{{.*}} weight %{{.*}} dims = 1 eps = 1.000000e-05 : tensor<8x4x6xf32>, tensor<6xf32>
+  %8 = hl.layer_norm %x weight %g dims = 1 eps = 1.0e-05 : tensor<8x4x6xf32>, tensor<6xf32>
+  // CHECK: hl.layer_norm %{{.*}} dims = 1 eps = 1.000000e-05 : tensor<8x4x6xf32>
+  %9 = hl.layer_norm %x dims = 1 eps = 1.0e-05 : tensor<8x4x6xf32>
+  // CHECK: hl.rms_norm %{{.*}} weight %{{.*}} dims = 1 eps = 9.9999999999999995E-7 : tensor<8x4x6xf32>, tensor<6xf32>
+  %10 = hl.rms_norm %x weight %g dims = 1 eps = 1.0e-06 : tensor<8x4x6xf32>, tensor<6xf32>
+  // CHECK: hl.rms_norm %{{.*}} dims = 3 eps = 1.000000e-05 : tensor<8x4x6xf32>
+  %11 = hl.rms_norm %x dims = 3 eps = 1.0e-05 : tensor<8x4x6xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @losses
+func.func @losses(%logits: tensor<4x16x65xf32>, %targets: tensor<4x16xi64>, %p: tensor<3x7xf64>) -> tensor<f32> {
+  // Any leading shape; the labels drop the class axis.
+  // CHECK: hl.cross_entropy %{{.*}}, %{{.*}} ignore_index = -1 : tensor<4x16x65xf32>, tensor<4x16xi64>
+  %0 = hl.cross_entropy %logits, %targets ignore_index = -1 : tensor<4x16x65xf32>, tensor<4x16xi64>
+  // CHECK: hl.cross_entropy %{{.*}}, %{{.*}} reduction = sum ignore_index = 0 : tensor<4x16x65xf32>, tensor<4x16xi64>
+  %1 = hl.cross_entropy %logits, %targets reduction = sum ignore_index = 0 : tensor<4x16x65xf32>, tensor<4x16xi64>
+  // CHECK: hl.mse_loss %{{.*}}, %{{.*}} : tensor<3x7xf64>, tensor<3x7xf64>
+  %2 = hl.mse_loss %p, %p : tensor<3x7xf64>, tensor<3x7xf64>
+  // CHECK: hl.mse_loss %{{.*}}, %{{.*}} reduction = sum : tensor<3x7xf64>, tensor<3x7xf64>
+  %3 = hl.mse_loss %p, %p reduction = sum : tensor<3x7xf64>, tensor<3x7xf64>
+  return %0 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %table: tensor<65x8xf32>,
+                  %tok: tensor<4x16xi32>, %b: tensor<4xf32>) {
+  // CHECK: hl.reshape %{{.*}} : tensor<2x3x4xf32> to tensor<6x4xf32>
+  %0 = hl.reshape %x : tensor<2x3x4xf32> to tensor<6x4xf32>
+  // CHECK: hl.transpose %{{.*}} permutation = [2, 0, 1] : tensor<2x3x4xf32>
+  %1 = hl.transpose %x permutation = [2, 0, 1] : tensor<2x3x4xf32>
+  // CHECK: hl.broadcast_to %{{.*}} : tensor<4xf32> to tensor<2x3x4xf32>
+  %2 = hl.broadcast_to %b : tensor<4xf32> to tensor<2x3x4xf32>
+  // CHECK: hl.concat %{{.*}}, %{{.*}} axis = 1 : tensor<2x3x4xf32>, tensor<2x5x4xf32>
+  %3 = hl.concat %x, %y axis = 1 : tensor<2x3x4xf32>, tensor<2x5x4xf32>
+  // CHECK: hl.slice %{{.*}} start = [0, 1, 0] limit = [2, 3, 4] strides = [1, 1, 3] : tensor<2x3x4xf32>
+  %4 = hl.slice %x start = [0, 1, 0] limit = [2, 3, 4] strides = [1, 1, 3] : tensor<2x3x4xf32>
+  // CHECK: hl.gather %{{.*}}[%{{.*}}] axis = 0 : tensor<65x8xf32>, tensor<4x16xi32>
+  %5 = hl.gather %table[%tok] axis = 0 : tensor<65x8xf32>, tensor<4x16xi32>
+  // Result types are inferred: [2, 8, 4], [2, 2, 2], [4, 16, 8].
+  // CHECK: hl.reduce_sum %{{.*}} axes = [1] : tensor<2x8x4xf32>
+  %6 = hl.reduce_sum %3 axes = [1] : tensor<2x8x4xf32>
+  // CHECK: hl.relu %{{.*}} : tensor<2x2x2xf32>
+  %7 = hl.relu %4 : tensor<2x2x2xf32>
+  // CHECK: hl.relu %{{.*}} : tensor<4x16x8xf32>
+  %8 = hl.relu %5 : tensor<4x16x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @vision_and_attention
+func.func @vision_and_attention(%img: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf32>, %bias: tensor<8xf32>,
+                                %nhwc: tensor<2x9x9x4xf32>, %gw: tensor<6x2x3x3xf32>,
+                                %q: tensor<2x4x16x8xf32>, %kv: tensor<2x4x12x8xf32>,
+                                %seed: tensor<i64>, %offset: tensor<i64>) {
+  // CHECK: %[[C:.*]] = hl.conv2d %{{.*}}, %{{.*}}, %{{.*}} stride = [2, 2] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>
+  %0 = hl.conv2d %img, %w, %bias stride = [2, 2] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>
+  // (9 + 2 - 3) / 2 + 1 = 5
+  // CHECK: hl.max_pool2d %[[C]] kernel = [2, 2] stride = [2, 2] padding = [1, 1] : tensor<2x8x5x5xf32>
+  %1 = hl.max_pool2d %0 kernel = [2, 2] stride = [2, 2] padding = [1, 1] : tensor<2x8x5x5xf32>
+  // Grouped, dilated, channels-last: C = 4 = 2 groups x 2, 9 - 2 * 2 = 5.
+  // CHECK: %[[G:.*]] = hl.conv2d %{{.*}}, %{{.*}} stride = [1, 1] padding = [0, 0] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x9x9x4xf32>, tensor<6x2x3x3xf32>
+  %2 = hl.conv2d %nhwc, %gw stride = [1, 1] padding = [0, 0] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x9x9x4xf32>, tensor<6x2x3x3xf32>
+  // CHECK: hl.avg_pool2d %[[G]] kernel = [3, 3] stride = [1, 2] padding = [0, 1] layout = nhwc : tensor<2x5x5x6xf32>
+  %3 = hl.avg_pool2d %2 kernel = [3, 3] stride = [1, 2] padding = [0, 1] layout = nhwc : tensor<2x5x5x6xf32>
+  // CHECK: hl.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>
+  %4 = hl.attention %q, %kv, %kv causal : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>
+  // CHECK: hl.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 2.500000e-01 : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>
+  %5 = hl.attention %q, %kv, %kv scale = 0.25 : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>
+  // CHECK: hl.dropout %{{.*}}, %{{.*}}, %{{.*}} p = 1.000000e-01 stream = 3 : tensor<2x4x16x8xf32>
+  %6 = hl.dropout %4, %seed, %offset p = 0.1 stream = 3 : tensor<2x4x16x8xf32>
+  return
+}

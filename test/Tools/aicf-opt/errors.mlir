@@ -9,7 +9,7 @@
 // UNKNOWN: unknown-op.mlir:2:8: error: custom op 'hl.softmaxx' is unknown
 
 // RUN: not aicf-opt %t/shape.mlir 2>&1 | FileCheck %s --check-prefix=SHAPE
-// SHAPE: shape.mlir:2:8: error: 'hl.linear' op input features 63 do not match the weight 'tensor<32x64xf32>' (expected [out, 63])
+// SHAPE: shape.mlir:2:8: error: 'hl.linear' op input 'tensor<8x63xf32>' has 63 features but the weight 'tensor<32x64xf32>' expects 64
 
 // RUN: not aicf-opt %t/does-not-exist.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: cannot open input file '{{.*}}does-not-exist.mlir': No such file or directory

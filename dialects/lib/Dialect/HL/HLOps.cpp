@@ -1,12 +1,15 @@
-//===- HLOps.cpp - hl operations: type inference and verifiers ----------===//
+//===- HLOps.cpp - hl operations: type inference, verifiers, folders -----===//
 
 #include "aicf/Dialect/HL/HLOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace hl;
@@ -27,44 +30,73 @@ InFlightDiagnostic inferError(std::optional<Location> loc, StringRef opName) {
 std::string dimStr(int64_t d) {
   return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
 }
+
+/// `[a, b, c]` for diagnostics.
+std::string listStr(ArrayRef<int64_t> values) {
+  std::string s = "[";
+  for (auto [i, v] : llvm::enumerate(values))
+    s += (i ? ", " : "") + std::to_string(v);
+  return s + "]";
+}
+
+RankedTensorType tensorOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// Folding a large non-splat constant would copy it into the IR; beyond
+/// this many elements the op stays and runs as a kernel.
+constexpr int64_t kMaxFoldedElements = 1 << 16;
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// Broadcasting binary ops
+// Broadcasting
 //===----------------------------------------------------------------------===//
 
-/// NumPy broadcasting: align from the right; equal dims stay, a 1 stretches,
-/// a dynamic dim against a static one > 1 takes the static one.
-static LogicalResult inferBroadcastBinary(StringRef opName,
-                                          std::optional<Location> loc,
-                                          Type lhsType, Type rhsType,
-                                          SmallVectorImpl<Type> &inferred) {
-  auto lhs = cast<RankedTensorType>(lhsType);
-  auto rhs = cast<RankedTensorType>(rhsType);
-  if (lhs.getElementType() != rhs.getElementType())
-    return inferError(loc, opName)
-           << "operands have different element types: " << lhs << " and "
-           << rhs;
-  int64_t rank = std::max(lhs.getRank(), rhs.getRank());
-  SmallVector<int64_t> shape(rank);
+/// NumPy broadcasting of any number of shapes: align from the right; equal
+/// dims stay, a 1 stretches, a dynamic dim against a static one > 1 takes the
+/// static one.
+static LogicalResult broadcastShapes(StringRef opName, std::optional<Location> loc,
+                                     ArrayRef<RankedTensorType> types,
+                                     SmallVectorImpl<int64_t> &shape) {
+  int64_t rank = 0;
+  for (RankedTensorType t : types)
+    rank = std::max(rank, t.getRank());
+  shape.assign(rank, 1);
   for (int64_t i = 0; i < rank; ++i) {
-    int64_t li = lhs.getRank() - rank + i, ri = rhs.getRank() - rank + i;
-    int64_t l = li >= 0 ? lhs.getDimSize(li) : 1;
-    int64_t r = ri >= 0 ? rhs.getDimSize(ri) : 1;
-    if (l == r || r == 1) {
-      shape[i] = l;
-    } else if (l == 1) {
-      shape[i] = r;
-    } else if (ShapedType::isDynamic(l) || ShapedType::isDynamic(r)) {
-      shape[i] = ShapedType::isDynamic(l) ? r : l;
-    } else {
-      return inferError(loc, opName)
-             << "operands are not broadcast-compatible: " << lhs << " and "
-             << rhs << " (result dimension " << i << ": " << dimStr(l)
-             << " vs " << dimStr(r) << ")";
+    for (RankedTensorType t : types) {
+      int64_t ti = t.getRank() - rank + i;
+      int64_t d = ti >= 0 ? t.getDimSize(ti) : 1;
+      int64_t &r = shape[i];
+      if (d == r || d == 1)
+        continue;
+      if (r == 1 || ShapedType::isDynamic(r)) {
+        r = d;
+      } else if (ShapedType::isDynamic(d)) {
+        continue;
+      } else {
+        auto diag = inferError(loc, opName) << "operands are not broadcast-compatible: ";
+        llvm::interleave(types, diag, " and ");
+        return diag << " (result dimension " << i << ": " << dimStr(r) << " vs "
+                    << dimStr(d) << ")";
+      }
     }
   }
-  inferred.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+static LogicalResult inferBroadcast(StringRef opName, std::optional<Location> loc,
+                                    ArrayRef<RankedTensorType> types,
+                                    Type elementType,
+                                    SmallVectorImpl<Type> &inferred) {
+  for (RankedTensorType t : types.drop_front())
+    if (t.getElementType() != types.front().getElementType()) {
+      auto diag = inferError(loc, opName) << "operands have different element types: ";
+      llvm::interleave(types, diag, " and ");
+      return diag;
+    }
+  SmallVector<int64_t> shape;
+  if (failed(broadcastShapes(opName, loc, types, shape)))
+    return failure();
+  inferred.push_back(RankedTensorType::get(
+      shape, elementType ? elementType : types.front().getElementType()));
   return success();
 }
 
@@ -72,13 +104,331 @@ static LogicalResult inferBroadcastBinary(StringRef opName,
   LogicalResult OP::inferReturnTypes(                                          \
       MLIRContext *, std::optional<Location> loc, OP::Adaptor adaptor,         \
       SmallVectorImpl<Type> &inferred) {                                       \
-    return inferBroadcastBinary(OP::getOperationName(), loc,                   \
-                                adaptor.getLhs().getType(),                    \
-                                adaptor.getRhs().getType(), inferred);         \
+    return inferBroadcast(OP::getOperationName(), loc,                         \
+                          {tensorOf(adaptor.getLhs()), tensorOf(adaptor.getRhs())}, \
+                          Type(), inferred);                                   \
   }
 HL_BROADCAST_BINARY_INFER(AddOp)
+HL_BROADCAST_BINARY_INFER(SubOp)
 HL_BROADCAST_BINARY_INFER(MulOp)
+HL_BROADCAST_BINARY_INFER(DivOp)
+HL_BROADCAST_BINARY_INFER(PowOp)
+HL_BROADCAST_BINARY_INFER(MaxOp)
+HL_BROADCAST_BINARY_INFER(MinOp)
 #undef HL_BROADCAST_BINARY_INFER
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location> loc,
+                                          CompareOp::Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferBroadcast(getOperationName(), loc,
+                        {tensorOf(adaptor.getLhs()), tensorOf(adaptor.getRhs())},
+                        IntegerType::get(ctx, 1), inferred);
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         SelectOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType cond = tensorOf(adaptor.getCondition());
+  RankedTensorType t = tensorOf(adaptor.getOnTrue());
+  RankedTensorType f = tensorOf(adaptor.getOnFalse());
+  if (t.getElementType() != f.getElementType())
+    return inferError(loc, getOperationName())
+           << "branches have different element types: " << t << " and " << f;
+  SmallVector<int64_t> shape;
+  if (failed(broadcastShapes(getOperationName(), loc, {cond, t, f}, shape)))
+    return failure();
+  inferred.push_back(RankedTensorType::get(shape, t.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Constant folding of elementwise ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The elements of a folded operand at the result's shape: a splat, or a
+/// dense value of exactly the result's shape. Broadcasting non-splat
+/// constants is left to the kernel.
+struct FoldOperand {
+  DenseElementsAttr attr;
+  bool ok(RankedTensorType resultType) const {
+    return attr && (attr.isSplat() || attr.getType().getShape() == resultType.getShape());
+  }
+};
+
+double toDouble(const APFloat &v) {
+  APFloat d = v;
+  bool lost;
+  d.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+  return d.convertToDouble();
+}
+
+APFloat fromDouble(double v, Type elementType) {
+  APFloat f(v);
+  bool lost;
+  f.convert(cast<FloatType>(elementType).getFloatSemantics(),
+            APFloat::rmNearestTiesToEven, &lost);
+  return f;
+}
+
+bool isSplatOf(Attribute attr, double value) {
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(attr);
+  if (!dense || !dense.isSplat())
+    return false;
+  Type et = dense.getElementType();
+  if (isa<FloatType>(et))
+    return toDouble(dense.getSplatValue<APFloat>()) == value;
+  if (et.isInteger(32) || et.isInteger(64))
+    return dense.getSplatValue<APInt>().getSExtValue() == static_cast<int64_t>(value);
+  return false;
+}
+
+/// Folds `fn` elementwise over float operands (computed in double and
+/// rounded to the element type) or integer operands (`intFn`, which may
+/// refuse, e.g. division by zero).
+Attribute foldElementwise(
+    ArrayRef<Attribute> operands, RankedTensorType resultType,
+    function_ref<double(ArrayRef<double>)> fn,
+    function_ref<std::optional<int64_t>(ArrayRef<int64_t>)> intFn = nullptr) {
+  SmallVector<DenseElementsAttr> attrs;
+  bool allSplat = true;
+  for (Attribute a : operands) {
+    FoldOperand op{dyn_cast_if_present<DenseElementsAttr>(a)};
+    if (!op.ok(resultType))
+      return {};
+    attrs.push_back(op.attr);
+    allSplat &= op.attr.isSplat();
+  }
+  int64_t n = allSplat ? 1 : resultType.getNumElements();
+  if (!allSplat && (!resultType.hasStaticShape() || n > kMaxFoldedElements))
+    return {};
+  Type inType = attrs.front().getElementType();
+  Type outType = resultType.getElementType();
+  auto shapedOut = allSplat ? RankedTensorType::get(resultType.getShape(), outType)
+                            : resultType;
+  if (isa<FloatType>(inType) && isa<FloatType>(outType)) {
+    SmallVector<APFloat> results;
+    SmallVector<double> args(attrs.size());
+    for (int64_t i = 0; i < n; ++i) {
+      for (auto [j, a] : llvm::enumerate(attrs))
+        args[j] = toDouble(a.isSplat() ? a.getSplatValue<APFloat>()
+                                       : a.getValues<APFloat>()[i]);
+      results.push_back(fromDouble(fn(args), outType));
+    }
+    return allSplat ? DenseElementsAttr::get(shapedOut, results.front())
+                    : DenseElementsAttr::get(shapedOut, results);
+  }
+  if (intFn && isa<IntegerType>(inType) && inType == outType) {
+    unsigned width = outType.getIntOrFloatBitWidth();
+    SmallVector<APInt> results;
+    SmallVector<int64_t> args(attrs.size());
+    for (int64_t i = 0; i < n; ++i) {
+      for (auto [j, a] : llvm::enumerate(attrs))
+        args[j] = (a.isSplat() ? a.getSplatValue<APInt>() : a.getValues<APInt>()[i])
+                      .getSExtValue();
+      std::optional<int64_t> r = intFn(args);
+      if (!r)
+        return {};
+      results.push_back(APInt(width, *r, /*isSigned=*/true));
+    }
+    return allSplat ? DenseElementsAttr::get(shapedOut, results.front())
+                    : DenseElementsAttr::get(shapedOut, results);
+  }
+  return {};
+}
+
+/// `value` as the result when its type already is the result's: what an
+/// identity fold (x + 0, x * 1, ...) may return.
+OpFoldResult identity(Value value, Type resultType) {
+  return value.getType() == resultType ? OpFoldResult(value) : OpFoldResult();
+}
+} // namespace
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  auto type = cast<RankedTensorType>(getType());
+  if (Attribute r = foldElementwise({adaptor.getLhs(), adaptor.getRhs()}, type,
+                                    [](ArrayRef<double> a) { return a[0] + a[1]; },
+                                    [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+                                      return a[0] + a[1];
+                                    }))
+    return r;
+  if (isSplatOf(adaptor.getRhs(), 0.0))
+    return identity(getLhs(), type);
+  if (isSplatOf(adaptor.getLhs(), 0.0))
+    return identity(getRhs(), type);
+  return {};
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  auto type = cast<RankedTensorType>(getType());
+  if (Attribute r = foldElementwise({adaptor.getLhs(), adaptor.getRhs()}, type,
+                                    [](ArrayRef<double> a) { return a[0] - a[1]; },
+                                    [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+                                      return a[0] - a[1];
+                                    }))
+    return r;
+  if (isSplatOf(adaptor.getRhs(), 0.0))
+    return identity(getLhs(), type);
+  return {};
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  auto type = cast<RankedTensorType>(getType());
+  if (Attribute r = foldElementwise({adaptor.getLhs(), adaptor.getRhs()}, type,
+                                    [](ArrayRef<double> a) { return a[0] * a[1]; },
+                                    [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+                                      return a[0] * a[1];
+                                    }))
+    return r;
+  if (isSplatOf(adaptor.getRhs(), 1.0))
+    return identity(getLhs(), type);
+  if (isSplatOf(adaptor.getLhs(), 1.0))
+    return identity(getRhs(), type);
+  return {};
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  auto type = cast<RankedTensorType>(getType());
+  if (Attribute r = foldElementwise({adaptor.getLhs(), adaptor.getRhs()}, type,
+                                    [](ArrayRef<double> a) { return a[0] / a[1]; },
+                                    [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+                                      if (a[1] == 0)
+                                        return std::nullopt;
+                                      return a[0] / a[1];
+                                    }))
+    return r;
+  if (isSplatOf(adaptor.getRhs(), 1.0))
+    return identity(getLhs(), type);
+  return {};
+}
+
+OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
+  auto type = cast<RankedTensorType>(getType());
+  if (Attribute r = foldElementwise({adaptor.getLhs(), adaptor.getRhs()}, type,
+                                    [](ArrayRef<double> a) { return std::pow(a[0], a[1]); }))
+    return r;
+  if (isSplatOf(adaptor.getRhs(), 1.0))
+    return identity(getLhs(), type);
+  return {};
+}
+
+/// NaN-propagating max/min, as torch.maximum/minimum.
+static double nanMax(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
+static double nanMin(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+}
+
+OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
+  if (getLhs() == getRhs())
+    return identity(getLhs(), getType());
+  return foldElementwise({adaptor.getLhs(), adaptor.getRhs()},
+                         cast<RankedTensorType>(getType()),
+                         [](ArrayRef<double> a) { return nanMax(a[0], a[1]); },
+                         [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+                           return std::max(a[0], a[1]);
+                         });
+}
+
+OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
+  if (getLhs() == getRhs())
+    return identity(getLhs(), getType());
+  return foldElementwise({adaptor.getLhs(), adaptor.getRhs()},
+                         cast<RankedTensorType>(getType()),
+                         [](ArrayRef<double> a) { return nanMin(a[0], a[1]); },
+                         [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+                           return std::min(a[0], a[1]);
+                         });
+}
+
+#define HL_UNARY_FOLD(OP, EXPR)                                                \
+  OpFoldResult OP::fold(FoldAdaptor adaptor) {                                 \
+    return foldElementwise({adaptor.getInput()},                               \
+                           cast<RankedTensorType>(getType()),                  \
+                           [](ArrayRef<double> a) {                            \
+                             double x = a[0];                                  \
+                             return EXPR;                                      \
+                           });                                                 \
+  }
+HL_UNARY_FOLD(ExpOp, std::exp(x))
+HL_UNARY_FOLD(LogOp, std::log(x))
+HL_UNARY_FOLD(SqrtOp, std::sqrt(x))
+HL_UNARY_FOLD(RsqrtOp, 1.0 / std::sqrt(x))
+HL_UNARY_FOLD(TanhOp, std::tanh(x))
+HL_UNARY_FOLD(SigmoidOp, 1.0 / (1.0 + std::exp(-x)))
+HL_UNARY_FOLD(ReluOp, x > 0.0 ? x : (std::isnan(x) ? x : 0.0))
+HL_UNARY_FOLD(SiluOp, x / (1.0 + std::exp(-x)))
+#undef HL_UNARY_FOLD
+
+OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
+  if (auto inner = getInput().getDefiningOp<NegOp>())
+    return inner.getInput();
+  return foldElementwise({adaptor.getInput()}, cast<RankedTensorType>(getType()),
+                         [](ArrayRef<double> a) { return -a[0]; },
+                         [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+                           return -a[0];
+                         });
+}
+
+OpFoldResult AbsOp::fold(FoldAdaptor adaptor) {
+  if (auto inner = getInput().getDefiningOp<AbsOp>())
+    return inner.getResult();
+  return foldElementwise({adaptor.getInput()}, cast<RankedTensorType>(getType()),
+                         [](ArrayRef<double> a) { return std::fabs(a[0]); },
+                         [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+                           return a[0] < 0 ? -a[0] : a[0];
+                         });
+}
+
+OpFoldResult GeluOp::fold(FoldAdaptor adaptor) {
+  bool tanhForm = getApproximate() == GeluApproximation::Tanh;
+  auto fn = [tanhForm](ArrayRef<double> a) {
+    double x = a[0];
+    if (tanhForm)
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  };
+  return foldElementwise({adaptor.getInput()}, cast<RankedTensorType>(getType()), fn);
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  if (in.getShape() != out.getShape())
+    return emitOpError("changes the shape from ")
+           << in << " to " << out << "; only the element type may change";
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  auto attr = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+  auto out = cast<RankedTensorType>(getType());
+  if (!attr || (!attr.isSplat() && attr.getNumElements() > kMaxFoldedElements))
+    return {};
+  Type from = attr.getElementType(), to = out.getElementType();
+  // Float-to-float is the case that pays (constants written in f32 used
+  // in bf16 graphs); other conversions run as kernels.
+  if (!isa<FloatType>(from) || !isa<FloatType>(to))
+    return {};
+  SmallVector<APFloat> values;
+  for (APFloat v : attr.getValues<APFloat>()) {
+    bool lost;
+    v.convert(cast<FloatType>(to).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    values.push_back(v);
+    if (attr.isSplat())
+      break;
+  }
+  return attr.isSplat() ? DenseElementsAttr::get(out, values.front())
+                        : DenseElementsAttr::get(out, values);
+}
 
 //===----------------------------------------------------------------------===//
 // ParamOp / GetParamOp
@@ -124,8 +474,16 @@ LogicalResult GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+Operation *HLDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}
+
 //===----------------------------------------------------------------------===//
-// MatmulOp
+// Contractions
 //===----------------------------------------------------------------------===//
 
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
@@ -133,8 +491,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          MatmulOp::Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   StringRef name = MatmulOp::getOperationName();
-  auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
-  auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
+  auto lhs = tensorOf(adaptor.getLhs());
+  auto rhs = tensorOf(adaptor.getRhs());
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return inferError(loc, name)
            << "operands must have rank >= 2, got " << lhs << " and " << rhs;
@@ -171,17 +529,13 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-//===----------------------------------------------------------------------===//
-// LinearOp
-//===----------------------------------------------------------------------===//
-
 LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          LinearOp::Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   StringRef name = LinearOp::getOperationName();
-  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
-  auto weight = cast<RankedTensorType>(adaptor.getWeight().getType());
+  auto input = tensorOf(adaptor.getInput());
+  auto weight = tensorOf(adaptor.getWeight());
   if (input.getRank() < 1)
     return inferError(loc, name) << "input must have rank >= 1, got " << input;
   if (weight.getRank() != 2)
@@ -194,11 +548,11 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   int64_t in = input.getDimSize(input.getRank() - 1);
   if (!ShapedType::isDynamic(in) && in != weight.getDimSize(1))
     return inferError(loc, name)
-           << "input features " << in << " do not match the weight " << weight
-           << " (expected [out, " << in << "])";
+           << "input " << input << " has " << in << " features but the weight "
+           << weight << " expects " << weight.getDimSize(1);
   int64_t out = weight.getDimSize(0);
   if (Value bias = adaptor.getBias()) {
-    auto biasType = cast<RankedTensorType>(bias.getType());
+    auto biasType = tensorOf(bias);
     if (biasType.getRank() != 1 || biasType.getDimSize(0) != out ||
         biasType.getElementType() != weight.getElementType())
       return inferError(loc, name)
@@ -213,27 +567,548 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
-// CrossEntropyOp
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// Checks `axes` (distinct, ascending, in range, non-empty) and infers the
+/// reduced type.
+static LogicalResult inferReduce(StringRef name, std::optional<Location> loc,
+                                 RankedTensorType input, ArrayRef<int64_t> axes,
+                                 bool keepdim, Type elementType,
+                                 SmallVectorImpl<Type> &inferred) {
+  if (axes.empty())
+    return inferError(loc, name) << "needs at least one axis to reduce";
+  for (auto [i, a] : llvm::enumerate(axes)) {
+    if (a < 0 || a >= input.getRank())
+      return inferError(loc, name)
+             << "axis " << a << " is out of range for " << input
+             << " (expected 0 <= axis < " << input.getRank() << ")";
+    if (i > 0 && a <= axes[i - 1])
+      return inferError(loc, name)
+             << "axes " << listStr(axes) << " must be distinct and ascending";
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < input.getRank(); ++d) {
+    if (!llvm::is_contained(axes, d))
+      shape.push_back(input.getDimSize(d));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  inferred.push_back(RankedTensorType::get(
+      shape, elementType ? elementType : input.getElementType()));
+  return success();
+}
+
+#define HL_REDUCE_INFER(OP)                                                    \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, OP::Adaptor adaptor,         \
+      SmallVectorImpl<Type> &inferred) {                                       \
+    return inferReduce(OP::getOperationName(), loc, tensorOf(adaptor.getInput()), \
+                       adaptor.getAxes(), adaptor.getKeepdim(), Type(), inferred); \
+  }
+HL_REDUCE_INFER(ReduceSumOp)
+HL_REDUCE_INFER(ReduceMeanOp)
+HL_REDUCE_INFER(ReduceMaxOp)
+#undef HL_REDUCE_INFER
+
+LogicalResult ArgmaxOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         ArgmaxOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  int64_t axis = adaptor.getAxis();
+  return inferReduce(getOperationName(), loc, tensorOf(adaptor.getInput()), {axis},
+                     adaptor.getKeepdim(), IntegerType::get(ctx, 64), inferred);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyAxis(Operation *op, int64_t axis, RankedTensorType type) {
+  if (axis < 0 || axis >= type.getRank())
+    return op->emitOpError("axis ")
+           << axis << " is out of range for " << type << " (expected 0 <= axis < "
+           << type.getRank() << ")";
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyAxis(*this, getAxis(), tensorOf(getInput()));
+}
+LogicalResult LogSoftmaxOp::verify() {
+  return verifyAxis(*this, getAxis(), tensorOf(getInput()));
+}
+
+/// The affine operands of layer_norm / rms_norm have the shape of the
+/// normalised trailing `dims` dimensions.
+static LogicalResult inferNorm(StringRef name, std::optional<Location> loc,
+                               RankedTensorType input, int64_t dims,
+                               ArrayRef<std::pair<StringRef, Value>> affine,
+                               SmallVectorImpl<Type> &inferred) {
+  if (dims > input.getRank())
+    return inferError(loc, name) << "normalises the last " << dims
+                                 << " dimensions but the input " << input
+                                 << " has rank " << input.getRank();
+  auto expected = RankedTensorType::get(
+      input.getShape().take_back(dims), input.getElementType());
+  for (auto [what, value] : affine)
+    if (value && value.getType() != expected)
+      return inferError(loc, name) << what << " must be " << expected
+                                   << " (the normalised dimensions of "
+                                   << input << "), got " << value.getType();
+  inferred.push_back(input);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            LayerNormOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferNorm(getOperationName(), loc, tensorOf(adaptor.getInput()),
+                   adaptor.getDims(),
+                   {{"weight", adaptor.getWeight()}, {"bias", adaptor.getBias()}},
+                   inferred);
+}
+
+LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          RMSNormOp::Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferNorm(getOperationName(), loc, tensorOf(adaptor.getInput()),
+                   adaptor.getDims(), {{"weight", adaptor.getWeight()}}, inferred);
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
 //===----------------------------------------------------------------------===//
 
 LogicalResult CrossEntropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, CrossEntropyOp::Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   StringRef name = CrossEntropyOp::getOperationName();
-  auto logits = cast<RankedTensorType>(adaptor.getLogits().getType());
-  auto labels = cast<RankedTensorType>(adaptor.getLabels().getType());
-  if (logits.getRank() != 2)
+  auto logits = tensorOf(adaptor.getLogits());
+  auto labels = tensorOf(adaptor.getLabels());
+  if (logits.getRank() < 1)
     return inferError(loc, name)
-           << "logits must have rank 2 ([batch, classes]), got " << logits;
-  if (labels.getRank() != 1)
+           << "logits must have a class axis ([..., classes]), got " << logits;
+  if (labels.getShape() != logits.getShape().drop_back())
     return inferError(loc, name)
-           << "labels must have rank 1 ([batch]), got " << labels;
-  int64_t n = logits.getDimSize(0), m = labels.getDimSize(0);
-  if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(m) && n != m)
-    return inferError(loc, name)
-           << "batch sizes differ: logits " << logits << " and labels "
-           << labels;
+           << "labels " << labels << " must have the shape of the logits "
+           << logits << " without the class axis ("
+           << listStr(logits.getShape().drop_back()) << ")";
   inferred.push_back(RankedTensorType::get({}, logits.getElementType()));
+  return success();
+}
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          MseLossOp::Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto input = tensorOf(adaptor.getInput()), target = tensorOf(adaptor.getTarget());
+  if (input != target)
+    return inferError(loc, getOperationName())
+           << "input " << input << " and target " << target
+           << " must have the same type";
+  inferred.push_back(RankedTensorType::get({}, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("changes the element type from ")
+           << in.getElementType() << " to " << out.getElementType();
+  if (!in.hasStaticShape() || !out.hasStaticShape())
+    return emitOpError("needs static shapes, got ") << in << " to " << out;
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << in << " (" << in.getNumElements() << " elements) to " << out
+           << " (" << out.getNumElements() << " elements)";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  if (auto attr = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    return attr.reshape(cast<ShapedType>(getType()));
+  return {};
+}
+
+static bool isIdentityPermutation(ArrayRef<int64_t> perm) {
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (static_cast<int64_t>(i) != p)
+      return false;
+  return true;
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            TransposeOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto input = tensorOf(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  SmallVector<bool> seen(input.getRank(), false);
+  bool valid = static_cast<int64_t>(perm.size()) == input.getRank();
+  for (int64_t p : perm) {
+    if (!valid || p < 0 || p >= input.getRank() || seen[p]) {
+      valid = false;
+      break;
+    }
+    seen[p] = true;
+  }
+  if (!valid)
+    return inferError(loc, getOperationName())
+           << "permutation " << listStr(perm) << " is not a permutation of the "
+           << input.getRank() << " dimensions of " << input;
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(input.getDimSize(p));
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  if (isIdentityPermutation(getPermutation()))
+    return getInput();
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    // result[i] = inner.result[outer[i]] = input[innerPerm[outer[i]]].
+    SmallVector<int64_t> composed;
+    for (int64_t p : getPermutation())
+      composed.push_back(inner.getPermutation()[p]);
+    if (isIdentityPermutation(composed))
+      return inner.getInput();
+    getInputMutable().assign(inner.getInput());
+    setPermutation(composed);
+    return getResult();
+  }
+  if (auto attr = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    if (attr.isSplat())
+      return attr.resizeSplat(cast<ShapedType>(getType()));
+  return {};
+}
+
+LogicalResult BroadcastToOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("changes the element type from ")
+           << in.getElementType() << " to " << out.getElementType();
+  bool ok = in.getRank() <= out.getRank();
+  for (int64_t i = 0; ok && i < in.getRank(); ++i) {
+    int64_t d = in.getDimSize(in.getRank() - 1 - i);
+    ok = d == 1 || d == out.getDimSize(out.getRank() - 1 - i);
+  }
+  if (!ok)
+    return emitOpError("cannot broadcast ")
+           << in << " to " << out
+           << " (aligned from the right, each input dimension must equal the "
+              "result's or be 1)";
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto attr = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    if (attr.isSplat())
+      return attr.resizeSplat(cast<ShapedType>(getType()));
+  return {};
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         ConcatOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return inferError(loc, name) << "needs at least one input";
+  auto first = tensorOf(inputs.front());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return inferError(loc, name) << "axis " << axis << " is out of range for "
+                                 << first << " (expected 0 <= axis < "
+                                 << first.getRank() << ")";
+  SmallVector<int64_t> shape(first.getShape());
+  for (Value v : inputs.drop_front()) {
+    auto t = tensorOf(v);
+    if (t.getRank() != first.getRank() || t.getElementType() != first.getElementType())
+      return inferError(loc, name) << "inputs must have the same rank and element type, got "
+                                   << first << " and " << t;
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (d == axis)
+        continue;
+      if (t.getDimSize(d) != first.getDimSize(d))
+        return inferError(loc, name)
+               << "inputs differ in dimension " << d << " (not the concatenation axis "
+               << axis << "): " << first << " and " << t;
+    }
+    if (ShapedType::isDynamic(shape[axis]) || t.isDynamicDim(axis))
+      shape[axis] = ShapedType::kDynamic;
+    else
+      shape[axis] += t.getDimSize(axis);
+  }
+  inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        SliceOp::Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto input = tensorOf(adaptor.getInput());
+  ArrayRef<int64_t> start = adaptor.getStart(), limit = adaptor.getLimit(),
+                    strides = adaptor.getStrides();
+  int64_t rank = input.getRank();
+  if (static_cast<int64_t>(start.size()) != rank ||
+      static_cast<int64_t>(limit.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    return inferError(loc, name) << "start, limit and strides need one entry per dimension of "
+                                 << input << " (" << rank << "), got "
+                                 << start.size() << ", " << limit.size() << " and "
+                                 << strides.size();
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = input.getDimSize(d);
+    if (strides[d] < 1)
+      return inferError(loc, name) << "stride " << strides[d] << " in dimension " << d
+                                   << " must be >= 1";
+    if (start[d] < 0 || start[d] > limit[d] ||
+        (!ShapedType::isDynamic(size) && limit[d] > size))
+      return inferError(loc, name)
+             << "window " << start[d] << ":" << limit[d] << " in dimension " << d
+             << " is outside " << input << " (need 0 <= start <= limit <= "
+             << dimStr(size) << ")";
+    shape.push_back((limit[d] - start[d] + strides[d] - 1) / strides[d]);
+  }
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType() && llvm::all_of(getStart(), [](int64_t s) { return s == 0; }) &&
+      llvm::all_of(getStrides(), [](int64_t s) { return s == 1; }))
+    return getInput();
+  if (auto attr = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    if (attr.isSplat())
+      return attr.resizeSplat(cast<ShapedType>(getType()));
+  return {};
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         GatherOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto input = tensorOf(adaptor.getInput());
+  auto indices = tensorOf(adaptor.getIndices());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= input.getRank())
+    return inferError(loc, getOperationName())
+           << "axis " << axis << " is out of range for " << input
+           << " (expected 0 <= axis < " << input.getRank() << ")";
+  SmallVector<int64_t> shape(input.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, input.getShape().drop_front(axis + 1));
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Vision
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks an `[h, w]` attribute: two entries, each at least `min`.
+LogicalResult checkPair(StringRef name, std::optional<Location> loc,
+                        StringRef what, ArrayRef<int64_t> v, int64_t min) {
+  if (v.size() != 2 || v[0] < min || v[1] < min)
+    return inferError(loc, name) << what << " must be [h, w] with entries >= "
+                                 << min << ", got " << listStr(v);
+  return success();
+}
+
+/// Output size of a sliding window, or a diagnostic when it is empty.
+LogicalResult windowOutput(StringRef name, std::optional<Location> loc,
+                           RankedTensorType input, int64_t size, int64_t kernel,
+                           int64_t stride, int64_t pad, int64_t dilation,
+                           int64_t &out) {
+  if (ShapedType::isDynamic(size)) {
+    out = ShapedType::kDynamic;
+    return success();
+  }
+  int64_t span = dilation * (kernel - 1) + 1;
+  if (size + 2 * pad < span)
+    return inferError(loc, name) << "the window (" << span
+                                 << " with dilation) does not fit the padded input "
+                                 << input << " (size " << size << " + 2 * "
+                                 << pad << ")";
+  out = (size + 2 * pad - span) / stride + 1;
+  return success();
+}
+
+/// Positions of (channel, height, width) in an image batch.
+struct ImageDims {
+  int64_t c, h, w;
+};
+/// Inference may run before default-valued attributes are populated (while
+/// parsing), so an absent layout is the default, NCHW.
+ImageDims imageDims(LayoutAttr layout) {
+  return !layout || layout.getValue() == Layout::NCHW ? ImageDims{1, 2, 3}
+                                                      : ImageDims{3, 1, 2};
+}
+} // namespace
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Conv2dOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto input = tensorOf(adaptor.getInput());
+  auto weight = tensorOf(adaptor.getWeight());
+  if (input.getRank() != 4 || weight.getRank() != 4)
+    return inferError(loc, name) << "input and weight must have rank 4, got "
+                                 << input << " and " << weight;
+  if (input.getElementType() != weight.getElementType())
+    return inferError(loc, name) << "input and weight have different element types: "
+                                 << input << " and " << weight;
+  if (failed(checkPair(name, loc, "stride", adaptor.getStride(), 1)) ||
+      failed(checkPair(name, loc, "padding", adaptor.getPadding(), 0)) ||
+      failed(checkPair(name, loc, "dilation", adaptor.getDilation(), 1)))
+    return failure();
+  ImageDims dims = imageDims(adaptor.getLayoutAttr());
+  int64_t groups = adaptor.getGroups();
+  int64_t channels = input.getDimSize(dims.c);
+  int64_t out = weight.getDimSize(0);
+  if (out % groups != 0)
+    return inferError(loc, name) << "output channels " << out
+                                 << " are not divisible by groups = " << groups;
+  if (!ShapedType::isDynamic(channels) &&
+      (channels % groups != 0 || channels / groups != weight.getDimSize(1)))
+    return inferError(loc, name)
+           << "input " << input << " has " << channels
+           << " channels but the weight " << weight << " with groups = " << groups
+           << " expects " << weight.getDimSize(1) * groups;
+  if (Value bias = adaptor.getBias()) {
+    auto expected = RankedTensorType::get({out}, weight.getElementType());
+    if (bias.getType() != expected)
+      return inferError(loc, name) << "bias must be " << expected << ", got "
+                                   << bias.getType();
+  }
+  int64_t oh, ow;
+  if (failed(windowOutput(name, loc, input, input.getDimSize(dims.h),
+                          weight.getDimSize(2), adaptor.getStride()[0],
+                          adaptor.getPadding()[0], adaptor.getDilation()[0], oh)) ||
+      failed(windowOutput(name, loc, input, input.getDimSize(dims.w),
+                          weight.getDimSize(3), adaptor.getStride()[1],
+                          adaptor.getPadding()[1], adaptor.getDilation()[1], ow)))
+    return failure();
+  SmallVector<int64_t> shape(4);
+  shape[0] = input.getDimSize(0);
+  shape[dims.c] = out;
+  shape[dims.h] = oh;
+  shape[dims.w] = ow;
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+template <typename Adaptor>
+static LogicalResult inferPool(StringRef name, std::optional<Location> loc,
+                               Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto input = tensorOf(adaptor.getInput());
+  if (input.getRank() != 4)
+    return inferError(loc, name) << "input must have rank 4, got " << input;
+  ArrayRef<int64_t> kernel = adaptor.getKernel(), stride = adaptor.getStride(),
+                    padding = adaptor.getPadding();
+  if (failed(checkPair(name, loc, "kernel", kernel, 1)) ||
+      failed(checkPair(name, loc, "stride", stride, 1)) ||
+      failed(checkPair(name, loc, "padding", padding, 0)))
+    return failure();
+  for (int i = 0; i < 2; ++i)
+    if (padding[i] > kernel[i] / 2)
+      return inferError(loc, name) << "padding " << listStr(padding)
+                                   << " must be at most half the kernel "
+                                   << listStr(kernel);
+  ImageDims dims = imageDims(adaptor.getLayoutAttr());
+  SmallVector<int64_t> shape(input.getShape());
+  if (failed(windowOutput(name, loc, input, input.getDimSize(dims.h), kernel[0],
+                          stride[0], padding[0], 1, shape[dims.h])) ||
+      failed(windowOutput(name, loc, input, input.getDimSize(dims.w), kernel[1],
+                          stride[1], padding[1], 1, shape[dims.w])))
+    return failure();
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            MaxPool2dOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferPool(getOperationName(), loc, adaptor, inferred);
+}
+
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            AvgPool2dOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferPool(getOperationName(), loc, adaptor, inferred);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            AttentionOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto q = tensorOf(adaptor.getQuery()), k = tensorOf(adaptor.getKey()),
+       v = tensorOf(adaptor.getValue());
+  int64_t rank = q.getRank();
+  if (rank < 2 || k.getRank() != rank || v.getRank() != rank)
+    return inferError(loc, name)
+           << "query, key and value must have the same rank >= 2, got " << q
+           << ", " << k << " and " << v;
+  if (k.getElementType() != q.getElementType() || v.getElementType() != q.getElementType())
+    return inferError(loc, name) << "query, key and value have different element types: "
+                                 << q << ", " << k << " and " << v;
+  for (int64_t d = 0; d < rank - 2; ++d)
+    if (k.getDimSize(d) != q.getDimSize(d) || v.getDimSize(d) != q.getDimSize(d))
+      return inferError(loc, name) << "batch dimension " << d << " differs: " << q
+                                   << ", " << k << " and " << v;
+  if (q.getDimSize(rank - 1) != k.getDimSize(rank - 1))
+    return inferError(loc, name) << "query " << q << " and key " << k
+                                 << " must have the same head dimension";
+  if (k.getDimSize(rank - 2) != v.getDimSize(rank - 2))
+    return inferError(loc, name) << "key " << k << " and value " << v
+                                 << " must have the same sequence length";
+  if (auto scale = adaptor.getScale(); scale && !(scale->convertToDouble() > 0.0))
+    return inferError(loc, name) << "scale must be positive";
+  SmallVector<int64_t> shape(q.getShape());
+  shape.back() = v.getDimSize(rank - 1);
+  inferred.push_back(RankedTensorType::get(shape, q.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DropoutOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DropoutOp::verify() {
+  double p = getP().convertToDouble();
+  if (!(p >= 0.0 && p < 1.0))
+    return emitOpError("drop probability p = ") << p << " must be in [0, 1)";
+  if (getStream() < 0)
+    return emitOpError("stream ") << getStream() << " must be >= 0";
   return success();
 }
 

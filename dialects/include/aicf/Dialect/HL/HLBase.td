@@ -28,6 +28,8 @@ def HL_Dialect : Dialect {
   }];
   let cppNamespace = "::hl";
   let useDefaultAttributePrinterParser = 1;
+  // Folders produce attributes; hl.constant materialises them.
+  let hasConstantMaterializer = 1;
 }
 
 class HL_Op<string mnemonic, list<Trait> traits = []>
@@ -65,6 +67,28 @@ def HL_FanMode : I32EnumAttr<"FanMode", "which fan a variance-scaling init uses"
 def HL_Reduction : I32EnumAttr<"Reduction", "how a loss reduces over the batch", [
     I32EnumAttrCase<"Mean", 0, "mean">,
     I32EnumAttrCase<"Sum", 1, "sum">]> {
+  let cppNamespace = "::hl";
+}
+
+def HL_ComparePredicate : I32EnumAttr<"ComparePredicate", "elementwise comparison", [
+    I32EnumAttrCase<"EQ", 0, "eq">,
+    I32EnumAttrCase<"NE", 1, "ne">,
+    I32EnumAttrCase<"LT", 2, "lt">,
+    I32EnumAttrCase<"LE", 3, "le">,
+    I32EnumAttrCase<"GT", 4, "gt">,
+    I32EnumAttrCase<"GE", 5, "ge">]> {
+  let cppNamespace = "::hl";
+}
+
+def HL_GeluApproximation : I32EnumAttr<"GeluApproximation", "how gelu is computed", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Tanh", 1, "tanh">]> {
+  let cppNamespace = "::hl";
+}
+
+def HL_Layout : I32EnumAttr<"Layout", "memory order of an image batch", [
+    I32EnumAttrCase<"NCHW", 0, "nchw">,
+    I32EnumAttrCase<"NHWC", 1, "nhwc">]> {
   let cppNamespace = "::hl";
 }
 

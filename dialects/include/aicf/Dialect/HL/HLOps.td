@@ -1,8 +1,8 @@
 //===- HLOps.td - hl dialect operations --------------------*- tablegen -*-===//
 //
-// The first slice of `hl`: what an MLP's forward pass and loss need.
-// Every op states its shape rule in its description; the rule is checked by
-// the op's type inference or verifier and reported on the op.
+// The operations of `hl`: what MLPs, CNNs and transformer language models are
+// written with. Every op states its shape rule in its description; the rule
+// is checked by the op's type inference or verifier and reported on the op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,10 +14,14 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def HL_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
 def HL_FloatTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
 def HL_IndexTensor : RankedTensorOf<[I32, I64]>;
+def HL_NumericTensor : RankedTensorOf<[F16, BF16, F32, F64, I32, I64]>;
+def HL_BoolTensor : RankedTensorOf<[I1]>;
 def HL_Tensor : RankedTensorOf<[F16, BF16, F32, F64, I1, I32, I64]>;
+def HL_I64Scalar : 0DTensorOf<[I64]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getIntegerType(64))";
+}
 
 //===----------------------------------------------------------------------===//
 // Parameters
@@ -74,6 +78,7 @@ def HL_GetParamOp : HL_Op<"get_param",
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
+
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//
@@ -96,14 +101,16 @@ def HL_ConstantOp : HL_Op<"constant",
 }
 
 //===----------------------------------------------------------------------===//
-// Elementwise
+// Elementwise: binary with broadcasting
 //===----------------------------------------------------------------------===//
 
-class HL_BroadcastBinaryOp<string mnemonic, list<Trait> traits = []>
+class HL_BroadcastBinaryOp<string mnemonic, list<Trait> traits = [],
+                           Type operandType = HL_NumericTensor>
     : HL_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
-  let arguments = (ins HL_FloatTensor:$lhs, HL_FloatTensor:$rhs);
-  let results = (outs HL_FloatTensor:$result);
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs operandType:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasFolder = 1;
 }
 
 def HL_AddOp : HL_BroadcastBinaryOp<"add", [Commutative]> {
@@ -112,6 +119,8 @@ def HL_AddOp : HL_BroadcastBinaryOp<"add", [Commutative]> {
     `lhs + rhs` with NumPy broadcasting: shapes are aligned from the right,
     and each pair of dimensions must be equal or one of them 1. Both
     operands have the same element type; the result has the broadcast shape.
+    Folds on constants, and `x + 0` to `x` when the result has `x`'s type
+    (the sign of a zero result is not preserved).
 
     ```mlir
     %y = hl.add %x, %b : tensor<32x128xf32>, tensor<128xf32>
@@ -119,10 +128,22 @@ def HL_AddOp : HL_BroadcastBinaryOp<"add", [Commutative]> {
   }];
 }
 
+def HL_SubOp : HL_BroadcastBinaryOp<"sub"> {
+  let summary = "elementwise subtraction with broadcasting";
+  let description = [{
+    `lhs - rhs` with NumPy broadcasting (see `hl.add`).
+
+    ```mlir
+    %d = hl.sub %x, %mean : tensor<32x128xf32>, tensor<32x1xf32>
+    ```
+  }];
+}
+
 def HL_MulOp : HL_BroadcastBinaryOp<"mul", [Commutative]> {
   let summary = "elementwise multiplication with broadcasting";
   let description = [{
-    `lhs * rhs` with NumPy broadcasting (see `hl.add`).
+    `lhs * rhs` with NumPy broadcasting (see `hl.add`). Folds on constants
+    and when one side is a one of the other's type.
 
     ```mlir
     %y = hl.mul %x, %s : tensor<32x128xf32>, tensor<1x128xf32>
@@ -130,18 +151,249 @@ def HL_MulOp : HL_BroadcastBinaryOp<"mul", [Commutative]> {
   }];
 }
 
-def HL_ReluOp : HL_Op<"relu", [Pure, SameOperandsAndResultType]> {
+def HL_DivOp : HL_BroadcastBinaryOp<"div"> {
+  let summary = "elementwise division with broadcasting";
+  let description = [{
+    `lhs / rhs` with NumPy broadcasting (see `hl.add`); integer division
+    truncates toward zero.
+
+    ```mlir
+    %y = hl.div %x, %n : tensor<32x128xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def HL_PowOp : HL_BroadcastBinaryOp<"pow", [], HL_FloatTensor> {
+  let summary = "elementwise power with broadcasting";
+  let description = [{
+    `lhs ^ rhs` with NumPy broadcasting (see `hl.add`), on floats.
+
+    ```mlir
+    %sq = hl.pow %x, %two : tensor<32x128xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def HL_MaxOp : HL_BroadcastBinaryOp<"max", [Commutative]> {
+  let summary = "elementwise maximum with broadcasting";
+  let description = [{
+    `max(lhs, rhs)` with NumPy broadcasting (see `hl.add`). A NaN on either
+    side gives NaN, as `torch.maximum`.
+
+    ```mlir
+    %y = hl.max %x, %floor : tensor<32x128xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def HL_MinOp : HL_BroadcastBinaryOp<"min", [Commutative]> {
+  let summary = "elementwise minimum with broadcasting";
+  let description = [{
+    `min(lhs, rhs)` with NumPy broadcasting (see `hl.add`), NaN-propagating.
+
+    ```mlir
+    %y = hl.min %x, %ceil : tensor<32x128xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def HL_CompareOp : HL_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison with broadcasting";
+  let description = [{
+    Compares `lhs` and `rhs` with NumPy broadcasting (see `hl.add`) and
+    yields an `i1` tensor of the broadcast shape. Comparisons with NaN are
+    false except `ne`. Not differentiable.
+
+    ```mlir
+    %pos = hl.compare gt, %x, %zero : tensor<32x128xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins
+    HL_ComparePredicate:$predicate,
+    HL_NumericTensor:$lhs,
+    HL_NumericTensor:$rhs
+  );
+  let results = (outs HL_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+def HL_SelectOp : HL_Op<"select", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise choice with broadcasting";
+  let description = [{
+    `cond ? on_true : on_false`, the three operands broadcast together
+    (NumPy rules, see `hl.add`). The branches have the same element type.
+
+    ```mlir
+    %y = hl.select %mask, %x, %zero
+        : tensor<32x128xi1>, tensor<32x128xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins
+    HL_BoolTensor:$condition,
+    HL_NumericTensor:$on_true,
+    HL_NumericTensor:$on_false
+  );
+  let results = (outs HL_NumericTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict
+    `:` type($condition) `,` type($on_true) `,` type($on_false)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise: unary
+//===----------------------------------------------------------------------===//
+
+class HL_UnaryOp<string mnemonic, Type operandType = HL_FloatTensor,
+                 list<Trait> traits = []>
+    : HL_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def HL_NegOp : HL_UnaryOp<"neg", HL_NumericTensor> {
+  let summary = "elementwise negation, -x";
+  let description = [{
+    ```mlir
+    %y = hl.neg %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_AbsOp : HL_UnaryOp<"abs", HL_NumericTensor> {
+  let summary = "elementwise absolute value, |x|";
+  let description = [{
+    The gradient at 0 is taken as 0 (sign(0) = 0), as in PyTorch.
+
+    ```mlir
+    %y = hl.abs %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_ExpOp : HL_UnaryOp<"exp"> {
+  let summary = "elementwise natural exponential, e^x";
+  let description = [{
+    ```mlir
+    %y = hl.exp %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_LogOp : HL_UnaryOp<"log"> {
+  let summary = "elementwise natural logarithm";
+  let description = [{
+    `log(x)`; `-inf` at 0 and NaN below 0, as IEEE.
+
+    ```mlir
+    %y = hl.log %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_SqrtOp : HL_UnaryOp<"sqrt"> {
+  let summary = "elementwise square root";
+  let description = [{
+    ```mlir
+    %y = hl.sqrt %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_RsqrtOp : HL_UnaryOp<"rsqrt"> {
+  let summary = "elementwise reciprocal square root, 1 / sqrt(x)";
+  let description = [{
+    ```mlir
+    %y = hl.rsqrt %var : tensor<32x1xf32>
+    ```
+  }];
+}
+
+def HL_TanhOp : HL_UnaryOp<"tanh"> {
+  let summary = "elementwise hyperbolic tangent";
+  let description = [{
+    ```mlir
+    %y = hl.tanh %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_SigmoidOp : HL_UnaryOp<"sigmoid"> {
+  let summary = "elementwise logistic function, 1 / (1 + e^-x)";
+  let description = [{
+    ```mlir
+    %y = hl.sigmoid %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_ReluOp : HL_UnaryOp<"relu"> {
   let summary = "rectified linear unit, max(x, 0)";
   let description = [{
-    Elementwise `max(x, 0)` on a floating-point tensor.
+    Elementwise `max(x, 0)` on a floating-point tensor; the gradient at 0 is
+    taken as 0, as in PyTorch.
 
     ```mlir
     %h = hl.relu %x : tensor<32x128xf32>
     ```
   }];
-  let arguments = (ins HL_FloatTensor:$input);
+}
+
+def HL_SiluOp : HL_UnaryOp<"silu"> {
+  let summary = "sigmoid linear unit, x * sigmoid(x)";
+  let description = [{
+    ```mlir
+    %h = hl.silu %x : tensor<32x128xf32>
+    ```
+  }];
+}
+
+def HL_GeluOp : HL_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `x * Phi(x)` with the standard normal CDF computed exactly through `erf`
+    (`approximate = none`, the default) or with the tanh approximation
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (`approximate = tanh`),
+    as `torch.nn.functional.gelu`.
+
+    ```mlir
+    %h = hl.gelu %x : tensor<32x128xf32>
+    %g = hl.gelu %x approximate = tanh : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$input,
+    DefaultValuedAttr<HL_GeluApproximation, "::hl::GeluApproximation::None">:$approximate
+  );
   let results = (outs HL_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input (`approximate` `=` $approximate^)? attr-dict `:` type($input)
+  }];
+  let hasFolder = 1;
+}
+
+def HL_CastOp : HL_Op<"cast", [Pure]> {
+  let summary = "converts the element type";
+  let description = [{
+    Converts every element to the result's element type; the shape stays.
+    Float to float rounds to nearest even, float to integer truncates toward
+    zero, integer to float rounds to nearest. A cast to the same type folds
+    away, a cast of a constant folds into a constant.
+
+    ```mlir
+    %h = hl.cast %x : tensor<32x128xf32> to tensor<32x128xbf16>
+    %f = hl.cast %labels : tensor<32xi32> to tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins HL_Tensor:$input);
+  let results = (outs HL_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -201,33 +453,512 @@ def HL_LinearOp : HL_Op<"linear", [Pure, InferTypeOpAdaptor]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class HL_ReduceOp<string mnemonic, Type operandType = HL_NumericTensor>
+    : HL_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let arguments = (ins
+    operandType:$input,
+    DenseI64ArrayAttr:$axes,
+    UnitAttr:$keepdim
+  );
+  let results = (outs operandType:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes (`keepdim` $keepdim^)? attr-dict `:` type($input)
+  }];
+}
+
+def HL_ReduceSumOp : HL_ReduceOp<"reduce_sum"> {
+  let summary = "sum over a list of axes";
+  let description = [{
+    Sums `input` over `axes`: distinct, ascending, each in `[0, rank)`, at
+    least one. The reduced axes are dropped from the result, or kept with
+    size 1 under `keepdim`.
+
+    ```mlir
+    %s = hl.reduce_sum %x axes = [0] : tensor<32x128xf32>
+    %r = hl.reduce_sum %x axes = [1] keepdim : tensor<32x128xf32>
+    ```
+  }];
+}
+
+def HL_ReduceMeanOp : HL_ReduceOp<"reduce_mean", HL_FloatTensor> {
+  let summary = "mean over a list of axes";
+  let description = [{
+    The mean of `input` over `axes`, with `hl.reduce_sum`'s rules for axes
+    and `keepdim`.
+
+    ```mlir
+    %m = hl.reduce_mean %x axes = [1, 2] keepdim : tensor<8x4x4xf32>
+    ```
+  }];
+}
+
+def HL_ReduceMaxOp : HL_ReduceOp<"reduce_max"> {
+  let summary = "maximum over a list of axes";
+  let description = [{
+    The maximum of `input` over `axes`, with `hl.reduce_sum`'s rules for
+    axes and `keepdim`. The gradient flows to every position equal to the
+    maximum, split evenly among ties.
+
+    ```mlir
+    %m = hl.reduce_max %x axes = [1] keepdim : tensor<32x10xf32>
+    ```
+  }];
+}
+
+def HL_ArgmaxOp : HL_Op<"argmax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "index of the maximum along one axis";
+  let description = [{
+    The `i64` index of the largest element along `axis` (the first one on
+    ties), the axis dropped or kept with size 1 under `keepdim`. Not
+    differentiable.
+
+    ```mlir
+    %pred = hl.argmax %logits axis = 1 : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins HL_NumericTensor:$input, I64Attr:$axis, UnitAttr:$keepdim);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $input `axis` `=` $axis (`keepdim` $keepdim^)? attr-dict `:` type($input)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+class HL_SoftmaxLikeOp<string mnemonic>
+    : HL_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let arguments = (ins HL_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def HL_SoftmaxOp : HL_SoftmaxLikeOp<"softmax"> {
+  let summary = "softmax along one axis";
+  let description = [{
+    `exp(x - max) / sum(exp(x - max))` along `axis` in `[0, rank)`.
+
+    ```mlir
+    %p = hl.softmax %scores axis = 3 : tensor<2x4x16x16xf32>
+    ```
+  }];
+}
+
+def HL_LogSoftmaxOp : HL_SoftmaxLikeOp<"log_softmax"> {
+  let summary = "log of the softmax along one axis";
+  let description = [{
+    `x - max - log(sum(exp(x - max)))` along `axis` in `[0, rank)`,
+    computed without forming the softmax.
+
+    ```mlir
+    %lp = hl.log_softmax %logits axis = 1 : tensor<32x10xf32>
+    ```
+  }];
+}
+
+def HL_LayerNormOp : HL_Op<"layer_norm",
+    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+  let summary = "layer normalisation over the trailing dimensions";
+  let description = [{
+    PyTorch's `layer_norm`: normalises `input` over its last `dims`
+    dimensions, `(x - mean) / sqrt(var + eps)` with the biased variance,
+    then multiplies by `weight` and adds `bias` where given. `weight` and
+    `bias` have the shape of those trailing dimensions and the input's
+    element type.
+
+    ```mlir
+    %y = hl.layer_norm %x weight %g bias %b dims = 1 eps = 1.0e-05
+        : tensor<8x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+    %z = hl.layer_norm %x dims = 2 eps = 1.0e-05 : tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$input,
+    Optional<HL_FloatTensor>:$weight,
+    Optional<HL_FloatTensor>:$bias,
+    ConfinedAttr<I64Attr, [IntPositive]>:$dims,
+    F64Attr:$eps
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? (`bias` $bias^)? `dims` `=` $dims `eps` `=` $eps
+    attr-dict `:` type($input) (`,` type($weight)^)? (`,` type($bias)^)?
+  }];
+}
+
+def HL_RMSNormOp : HL_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "root-mean-square normalisation over the trailing dimensions";
+  let description = [{
+    `x / sqrt(mean(x^2) + eps)` over the last `dims` dimensions, times
+    `weight` where given (PyTorch's `rms_norm`). `weight` has the shape of
+    those trailing dimensions.
+
+    ```mlir
+    %y = hl.rms_norm %x weight %g dims = 1 eps = 1.0e-06
+        : tensor<8x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$input,
+    Optional<HL_FloatTensor>:$weight,
+    ConfinedAttr<I64Attr, [IntPositive]>:$dims,
+    F64Attr:$eps
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? `dims` `=` $dims `eps` `=` $eps
+    attr-dict `:` type($input) (`,` type($weight)^)?
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 
 def HL_CrossEntropyOp : HL_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
   let summary = "softmax cross-entropy over integer class labels";
   let description = [{
-    `logits: [N, C]` are unnormalised class scores, `labels: [N]` hold class
-    indices in `[0, C)`. The result is a scalar (rank-0 tensor of the logits'
-    element type): the mean (default) or the sum over the batch of
-    `logsumexp(logits[i]) - logits[i, labels[i]]`.
+    `logits: [..., C]` are unnormalised class scores, `labels: [...]` (the
+    logits' shape without the class axis) hold class indices in `[0, C)`.
+    The result is a scalar (rank-0 tensor of the logits' element type): the
+    mean (default) or the sum over all positions of
+    `logsumexp(logits[i]) - logits[i, labels[i]]`. Positions whose label
+    equals `ignore_index` contribute nothing and are not counted in the
+    mean.
 
     ```mlir
     %loss = hl.cross_entropy %logits, %labels : tensor<32x10xf32>, tensor<32xi32>
     %total = hl.cross_entropy %logits, %labels reduction = sum
         : tensor<32x10xf32>, tensor<32xi32>
+    %lm = hl.cross_entropy %logits, %targets ignore_index = -1
+        : tensor<4x64x65xf32>, tensor<4x64xi64>
     ```
   }];
   let arguments = (ins
     HL_FloatTensor:$logits,
     HL_IndexTensor:$labels,
+    DefaultValuedAttr<HL_Reduction, "::hl::Reduction::Mean">:$reduction,
+    OptionalAttr<I64Attr>:$ignore_index
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels (`reduction` `=` $reduction^)?
+    (`ignore_index` `=` $ignore_index^)? attr-dict
+    `:` type($logits) `,` type($labels)
+  }];
+}
+
+def HL_MseLossOp : HL_Op<"mse_loss", [Pure, InferTypeOpAdaptor]> {
+  let summary = "mean squared error";
+  let description = [{
+    `(input - target)^2` over all elements, reduced to a scalar by mean
+    (default) or sum. Both operands have the same type.
+
+    ```mlir
+    %l = hl.mse_loss %pred, %target : tensor<32x1xf32>, tensor<32x1xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$input,
+    HL_FloatTensor:$target,
     DefaultValuedAttr<HL_Reduction, "::hl::Reduction::Mean">:$reduction
   );
   let results = (outs HL_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels (`reduction` `=` $reduction^)? attr-dict
-    `:` type($logits) `,` type($labels)
+    $input `,` $target (`reduction` `=` $reduction^)? attr-dict
+    `:` type($input) `,` type($target)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+def HL_ReshapeOp : HL_Op<"reshape", [Pure]> {
+  let summary = "the same elements in a new shape";
+  let description = [{
+    Reinterprets `input` in row-major order with the result's static shape;
+    both hold the same number of elements of the same type. A reshape to the
+    input's type folds away and a reshape of a reshape reads the original.
+
+    ```mlir
+    %flat = hl.reshape %img : tensor<32x1x8x8xf32> to tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins HL_Tensor:$input);
+  let results = (outs HL_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def HL_TransposeOp : HL_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutes the dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`, as
+    `torch.permute`. The identity permutation folds away and a transpose of
+    a transpose composes into one.
+
+    ```mlir
+    %t = hl.transpose %x permutation = [0, 2, 1, 3] : tensor<2x16x4x8xf32>
+    ```
+  }];
+  let arguments = (ins HL_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs HL_Tensor:$result);
+  let assemblyFormat = [{
+    $input `permutation` `=` $permutation attr-dict `:` type($input)
+  }];
+  let hasFolder = 1;
+}
+
+def HL_BroadcastToOp : HL_Op<"broadcast_to", [Pure]> {
+  let summary = "broadcasts to a larger shape";
+  let description = [{
+    Stretches `input` to the result's shape by NumPy's rules: aligned from
+    the right, each input dimension equal to the result's or 1. A broadcast
+    to the input's own type folds away.
+
+    ```mlir
+    %b = hl.broadcast_to %bias : tensor<128xf32> to tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins HL_Tensor:$input);
+  let results = (outs HL_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def HL_ConcatOp : HL_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "joins tensors along one axis";
+  let description = [{
+    Concatenates one or more tensors of the same rank and element type along
+    `axis`; every other dimension must agree.
+
+    ```mlir
+    %c = hl.concat %a, %b axis = 1 : tensor<4x3xf32>, tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<HL_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs HL_Tensor:$result);
+  let assemblyFormat = "$inputs `axis` `=` $axis attr-dict `:` type($inputs)";
+}
+
+def HL_SliceOp : HL_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "a strided window of a tensor";
+  let description = [{
+    Takes, in each dimension `d`, the indices `start[d], start[d] +
+    strides[d], ...` below `limit[d]`, like `x[start:limit:stride]`; the
+    result dimension is `ceil((limit - start) / stride)`. Requires
+    `0 <= start <= limit <= size` and `stride >= 1`. A slice that takes
+    everything folds away.
+
+    ```mlir
+    %s = hl.slice %x start = [0, 2] limit = [4, 10] strides = [1, 2]
+        : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_Tensor:$input,
+    DenseI64ArrayAttr:$start,
+    DenseI64ArrayAttr:$limit,
+    DenseI64ArrayAttr:$strides
+  );
+  let results = (outs HL_Tensor:$result);
+  let assemblyFormat = [{
+    $input `start` `=` $start `limit` `=` $limit `strides` `=` $strides
+    attr-dict `:` type($input)
+  }];
+  let hasFolder = 1;
+}
+
+def HL_GatherOp : HL_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "selects slices along an axis by index (embedding lookup)";
+  let description = [{
+    `torch.index_select` generalised to an index tensor of any rank (NumPy's
+    `take` along an axis): with `input: [A..., n, B...]` and
+    `indices: [I...]`, the result is `[A..., I..., B...]`. An embedding
+    lookup is a gather on axis 0 of the table. Indices outside `[0, n)` are
+    an error at run time. Differentiable in `input` only.
+
+    ```mlir
+    %e = hl.gather %table[%tokens] axis = 0 : tensor<65x64xf32>, tensor<4x32xi32>
+    ```
+  }];
+  let arguments = (ins HL_Tensor:$input, HL_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs HL_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` `axis` `=` $axis attr-dict `:` type($input) `,`
+    type($indices)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Vision
+//===----------------------------------------------------------------------===//
+
+def HL_Conv2dOp : HL_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D convolution (cross-correlation), PyTorch's conv2d";
+  let description = [{
+    `input` is `[N, C, H, W]` (`layout = nchw`, the default) or `[N, H, W, C]`
+    (`layout = nhwc`); `weight` is always `[O, C / groups, KH, KW]` and the
+    optional `bias` `[O]`. `stride`, `padding` (zeros, both sides) and
+    `dilation` are `[h, w]`; `C` and `O` must be divisible by `groups`. The
+    output has the input's layout with
+    `H' = (H + 2 ph - dh (KH - 1) - 1) / sh + 1` (and the same for W).
+
+    ```mlir
+    %y = hl.conv2d %x, %w, %b stride = [1, 1] padding = [1, 1]
+        dilation = [1, 1] groups = 1
+        : tensor<32x1x8x8xf32>, tensor<16x1x3x3xf32>, tensor<16xf32>
+    %z = hl.conv2d %x, %w stride = [2, 2] padding = [0, 0] dilation = [1, 1]
+        groups = 1 layout = nhwc : tensor<32x8x8x4xf32>, tensor<8x4x3x3xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$input,
+    HL_FloatTensor:$weight,
+    Optional<HL_FloatTensor>:$bias,
+    DenseI64ArrayAttr:$stride,
+    DenseI64ArrayAttr:$padding,
+    DenseI64ArrayAttr:$dilation,
+    ConfinedAttr<I64Attr, [IntPositive]>:$groups,
+    DefaultValuedAttr<HL_Layout, "::hl::Layout::NCHW">:$layout
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `stride` `=` $stride `padding` `=` $padding
+    `dilation` `=` $dilation `groups` `=` $groups (`layout` `=` $layout^)?
+    attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
+  }];
+}
+
+class HL_Pool2dOp<string mnemonic> : HL_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let results = (outs HL_FloatTensor:$result);
+}
+
+def HL_MaxPool2dOp : HL_Pool2dOp<"max_pool2d"> {
+  let summary = "2-D max pooling";
+  let description = [{
+    The maximum over each `kernel` window of every channel, windows moved by
+    `stride`, with `padding` (of -inf) on both sides, which must be at most
+    half the kernel. Output size as `hl.conv2d` with dilation 1; the layout
+    attribute as there.
+
+    ```mlir
+    %p = hl.max_pool2d %x kernel = [2, 2] stride = [2, 2] padding = [0, 0]
+        : tensor<32x16x8x8xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$input,
+    DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$stride,
+    DenseI64ArrayAttr:$padding,
+    DefaultValuedAttr<HL_Layout, "::hl::Layout::NCHW">:$layout
+  );
+  let assemblyFormat = [{
+    $input `kernel` `=` $kernel `stride` `=` $stride `padding` `=` $padding
+    (`layout` `=` $layout^)? attr-dict `:` type($input)
+  }];
+}
+
+def HL_AvgPool2dOp : HL_Pool2dOp<"avg_pool2d"> {
+  let summary = "2-D average pooling";
+  let description = [{
+    The mean over each `kernel` window, rules as `hl.max_pool2d`. Padded
+    zeros count in the divisor (PyTorch's default `count_include_pad`).
+
+    ```mlir
+    %p = hl.avg_pool2d %x kernel = [2, 2] stride = [2, 2] padding = [0, 0]
+        : tensor<32x16x8x8xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$input,
+    DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$stride,
+    DenseI64ArrayAttr:$padding,
+    DefaultValuedAttr<HL_Layout, "::hl::Layout::NCHW">:$layout
+  );
+  let assemblyFormat = [{
+    $input `kernel` `=` $kernel `stride` `=` $stride `padding` `=` $padding
+    (`layout` `=` $layout^)? attr-dict `:` type($input)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def HL_AttentionOp : HL_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+  let summary = "scaled dot-product attention";
+  let description = [{
+    `softmax(q k^T * scale [+ causal mask]) v` over the last two dimensions:
+    `query: [B..., L, D]`, `key: [B..., S, D]`, `value: [B..., S, Dv]` give
+    `[B..., L, Dv]`; leading dimensions must agree. `scale` defaults to
+    `1 / sqrt(D)`. Under `causal`, query `i` sees keys `j <= i` (top-left
+    aligned, as `is_causal` in PyTorch).
+
+    ```mlir
+    %o = hl.attention %q, %k, %v causal
+        : tensor<4x4x64x16xf32>, tensor<4x4x64x16xf32>, tensor<4x4x64x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$query,
+    HL_FloatTensor:$key,
+    HL_FloatTensor:$value,
+    UnitAttr:$causal,
+    OptionalAttr<F64Attr>:$scale
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`causal` $causal^)? (`scale` `=` $scale^)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Randomness
+//===----------------------------------------------------------------------===//
+
+def HL_DropoutOp : HL_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "inverted dropout with a counter-based random stream";
+  let description = [{
+    Zeroes each element with probability `p` and scales the others by
+    `1 / (1 - p)`. The random numbers are a pure function of the step's
+    `seed` and `offset` (runtime `i64` scalars, so that a replayed step
+    draws the same mask) and of the op's static `stream`, which the tracer
+    makes distinct per dropout in a step. Element `i` of the row-major
+    flattened tensor uses word `i mod 4` of Philox4x32-10 with key
+    `(lo32(seed), hi32(seed))` and counter
+    `(lo32(c), hi32(c), lo32(stream), hi32(stream))`, `c = offset + i / 4`;
+    it is kept when that word's top 24 bits divided by 2^24 are `>= p`.
+
+    ```mlir
+    %y = hl.dropout %x, %seed, %offset p = 1.000000e-01 stream = 0
+        : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$input,
+    HL_I64Scalar:$seed,
+    HL_I64Scalar:$offset,
+    F64Attr:$p,
+    I64Attr:$stream
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $seed `,` $offset `p` `=` $p `stream` `=` $stream attr-dict
+    `:` type($input)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // AICF_DIALECT_HL_HLOPS_TD
