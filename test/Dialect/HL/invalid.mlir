@@ -259,3 +259,478 @@ func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {
   %0 = "hl.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+func.func @f(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{'hl.select' op branches have different element types: 'tensor<4xf32>' and 'tensor<4xf16>'}}
+  %0 = hl.select %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @f(%c: tensor<3xi1>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{'hl.select' op operands are not broadcast-compatible: 'tensor<3xi1>' and 'tensor<4xf32>' and 'tensor<4xf32>' (result dimension 0: 3 vs 4)}}
+  %0 = hl.select %c, %a, %a : tensor<3xi1>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%c: tensor<4xf32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{'hl.select' op operand #0 must be ranked tensor of 1-bit signless integer values, but got 'tensor<4xf32>'}}
+  %0 = hl.select %c, %a, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4xf32>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'predicate' [eq, ne, lt, le, gt, ge]}}
+  %0 = hl.compare less, %a, %a : tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'hl.exp' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
+  %0 = hl.exp %a : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%i: tensor<4xi32>) {
+  // expected-error @+1 {{'hl.pow' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
+  %0 = "hl.pow"(%i, %i) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.cast' op changes the shape from 'tensor<4x5xf32>' to 'tensor<20xf16>'; only the element type may change}}
+  %0 = hl.cast %a : tensor<4x5xf32> to tensor<20xf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.reduce_sum' op needs at least one axis to reduce}}
+  %0 = hl.reduce_sum %a axes = [] : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.reduce_mean' op axis 2 is out of range for 'tensor<4x5xf32>' (expected 0 <= axis < 2)}}
+  %0 = hl.reduce_mean %a axes = [2] : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5x6xf32>) {
+  // expected-error @+1 {{'hl.reduce_max' op axes [2, 0] must be distinct and ascending}}
+  %0 = hl.reduce_max %a axes = [2, 0] : tensor<4x5x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.argmax' op axis -1 is out of range for 'tensor<4x5xf32>' (expected 0 <= axis < 2)}}
+  %0 = hl.argmax %a axis = -1 : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.softmax' op axis 2 is out of range for 'tensor<4x5xf32>' (expected 0 <= axis < 2)}}
+  %0 = hl.softmax %a axis = 2 : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.log_softmax' op axis 3 is out of range for 'tensor<4x5xf32>' (expected 0 <= axis < 2)}}
+  %0 = hl.log_softmax %a axis = 3 : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.layer_norm' op normalises the last 3 dimensions but the input 'tensor<4x5xf32>' has rank 2}}
+  %0 = hl.layer_norm %a dims = 3 eps = 1.0e-05 : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.layer_norm' op attribute 'dims' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %0 = hl.layer_norm %a dims = 0 eps = 1.0e-05 : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'hl.layer_norm' op weight must be 'tensor<5xf32>' (the normalised dimensions of 'tensor<4x5xf32>'), got 'tensor<4xf32>'}}
+  %0 = hl.layer_norm %a weight %g dims = 1 eps = 1.0e-05 : tensor<4x5xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>, %g: tensor<5xf32>, %b: tensor<5xf16>) {
+  // expected-error @+1 {{'hl.layer_norm' op bias must be 'tensor<5xf32>' (the normalised dimensions of 'tensor<4x5xf32>'), got 'tensor<5xf16>'}}
+  %0 = hl.layer_norm %a weight %g bias %b dims = 1 eps = 1.0e-05 : tensor<4x5xf32>, tensor<5xf32>, tensor<5xf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>, %g: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.rms_norm' op weight must be 'tensor<5xf32>' (the normalised dimensions of 'tensor<4x5xf32>'), got 'tensor<4x5xf32>'}}
+  %0 = hl.rms_norm %a weight %g dims = 1 eps = 1.0e-05 : tensor<4x5xf32>, tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>, %b: tensor<4x6xf32>) {
+  // expected-error @+1 {{'hl.mse_loss' op input 'tensor<4x5xf32>' and target 'tensor<4x6xf32>' must have the same type}}
+  %0 = hl.mse_loss %a, %b : tensor<4x5xf32>, tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.reshape' op cannot reshape 'tensor<4x5xf32>' (20 elements) to 'tensor<3x7xf32>' (21 elements)}}
+  %0 = hl.reshape %a : tensor<4x5xf32> to tensor<3x7xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.reshape' op changes the element type from 'f32' to 'f16'}}
+  %0 = hl.reshape %a : tensor<4x5xf32> to tensor<20xf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<?x5xf32>) {
+  // expected-error @+1 {{'hl.reshape' op needs static shapes, got 'tensor<?x5xf32>' to 'tensor<20xf32>'}}
+  %0 = hl.reshape %a : tensor<?x5xf32> to tensor<20xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5x6xf32>) {
+  // expected-error @+1 {{'hl.transpose' op permutation [0, 0, 1] is not a permutation of the 3 dimensions of 'tensor<4x5x6xf32>'}}
+  %0 = hl.transpose %a permutation = [0, 0, 1] : tensor<4x5x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5x6xf32>) {
+  // expected-error @+1 {{'hl.transpose' op permutation [1, 0] is not a permutation of the 3 dimensions of 'tensor<4x5x6xf32>'}}
+  %0 = hl.transpose %a permutation = [1, 0] : tensor<4x5x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<3x5xf32>) {
+  // expected-error @+1 {{'hl.broadcast_to' op cannot broadcast 'tensor<3x5xf32>' to 'tensor<2x4x5xf32>' (aligned from the right, each input dimension must equal the result's or be 1)}}
+  %0 = hl.broadcast_to %a : tensor<3x5xf32> to tensor<2x4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<5xf32>) {
+  // expected-error @+1 {{'hl.broadcast_to' op changes the element type from 'f32' to 'f64'}}
+  %0 = hl.broadcast_to %a : tensor<5xf32> to tensor<2x5xf64>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>, %b: tensor<3x5xf32>) {
+  // expected-error @+1 {{'hl.concat' op inputs differ in dimension 0 (not the concatenation axis 1): 'tensor<4x5xf32>' and 'tensor<3x5xf32>'}}
+  %0 = hl.concat %a, %b axis = 1 : tensor<4x5xf32>, tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>, %b: tensor<4x5xf16>) {
+  // expected-error @+1 {{'hl.concat' op inputs must have the same rank and element type, got 'tensor<4x5xf32>' and 'tensor<4x5xf16>'}}
+  %0 = hl.concat %a, %b axis = 1 : tensor<4x5xf32>, tensor<4x5xf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.concat' op axis 2 is out of range for 'tensor<4x5xf32>' (expected 0 <= axis < 2)}}
+  %0 = hl.concat %a axis = 2 : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // Inference reports why, then the generic verifier that it failed.
+  // expected-error @+2 {{'hl.concat' op needs at least one input}}
+  // expected-error @+1 {{'hl.concat' op failed to infer returned types}}
+  %0 = "hl.concat"() {axis = 0 : i64} : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.slice' op start, limit and strides need one entry per dimension of 'tensor<4x5xf32>' (2), got 1, 2 and 2}}
+  %0 = hl.slice %a start = [0] limit = [4, 5] strides = [1, 1] : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.slice' op stride 0 in dimension 1 must be >= 1}}
+  %0 = hl.slice %a start = [0, 0] limit = [4, 5] strides = [1, 0] : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.slice' op window 2:6 in dimension 1 is outside 'tensor<4x5xf32>' (need 0 <= start <= limit <= 5)}}
+  %0 = hl.slice %a start = [0, 2] limit = [4, 6] strides = [1, 1] : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.slice' op window 3:1 in dimension 0 is outside 'tensor<4x5xf32>' (need 0 <= start <= limit <= 4)}}
+  %0 = hl.slice %a start = [3, 0] limit = [1, 5] strides = [1, 1] : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%t: tensor<65x8xf32>, %i: tensor<4xi32>) {
+  // expected-error @+1 {{'hl.gather' op axis 2 is out of range for 'tensor<65x8xf32>' (expected 0 <= axis < 2)}}
+  %0 = hl.gather %t[%i] axis = 2 : tensor<65x8xf32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%t: tensor<65x8xf32>, %i: tensor<4xf32>) {
+  // expected-error @+1 {{'hl.gather' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xf32>'}}
+  %0 = hl.gather %t[%i] axis = 0 : tensor<65x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x9xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op input and weight must have rank 4, got 'tensor<2x3x9xf32>' and 'tensor<8x3x3x3xf32>'}}
+  %0 = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x3x9xf32>, tensor<8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf16>) {
+  // expected-error @+1 {{'hl.conv2d' op input and weight have different element types: 'tensor<2x3x9x9xf32>' and 'tensor<8x3x3x3xf16>'}}
+  %0 = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op stride must be [h, w] with entries >= 1, got [0, 1]}}
+  %0 = hl.conv2d %x, %w stride = [0, 1] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op padding must be [h, w] with entries >= 0, got [1]}}
+  %0 = hl.conv2d %x, %w stride = [1, 1] padding = [1] dilation = [1, 1] groups = 1 : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op dilation must be [h, w] with entries >= 1, got [1, 0]}}
+  %0 = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 0] groups = 1 : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x4x9x9xf32>, %w: tensor<9x2x3x3xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op output channels 9 are not divisible by groups = 2}}
+  %0 = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 2 : tensor<2x4x9x9xf32>, tensor<9x2x3x3xf32>
+  return
+}
+
+// -----
+
+// Channels are read from the layout: here the last dimension.
+func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op input 'tensor<2x3x9x9xf32>' has 9 channels but the weight 'tensor<8x3x3x3xf32>' with groups = 1 expects 3}}
+  %0 = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 1 layout = nhwc : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op bias must be 'tensor<8xf32>', got 'tensor<3xf32>'}}
+  %0 = hl.conv2d %x, %w, %b stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x4x4xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op the window (5 with dilation) does not fit the padded input 'tensor<2x3x4x4xf32>' (size 4 + 2 * 0)}}
+  %0 = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [2, 2] groups = 1 : tensor<2x3x4x4xf32>, tensor<8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x4x4xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op attribute 'groups' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %0 = "hl.conv2d"(%x, %x) {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 0>} : (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) -> tensor<2x2x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{'hl.max_pool2d' op input must have rank 4, got 'tensor<2x3x4xf32>'}}
+  %0 = hl.max_pool2d %x kernel = [2, 2] stride = [2, 2] padding = [0, 0] : tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x4x4xf32>) {
+  // expected-error @+1 {{'hl.max_pool2d' op kernel must be [h, w] with entries >= 1, got [2, 0]}}
+  %0 = hl.max_pool2d %x kernel = [2, 0] stride = [2, 2] padding = [0, 0] : tensor<2x3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x4x4xf32>) {
+  // expected-error @+1 {{'hl.avg_pool2d' op padding [2, 0] must be at most half the kernel [3, 3]}}
+  %0 = hl.avg_pool2d %x kernel = [3, 3] stride = [1, 1] padding = [2, 0] : tensor<2x3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x4x4xf32>) {
+  // expected-error @+1 {{'hl.avg_pool2d' op the window (5 with dilation) does not fit the padded input 'tensor<2x3x4x4xf32>' (size 4 + 2 * 0)}}
+  %0 = hl.avg_pool2d %x kernel = [5, 5] stride = [1, 1] padding = [0, 0] : tensor<2x3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<16xf32>) {
+  // expected-error @+1 {{'hl.attention' op query, key and value must have the same rank >= 2, got 'tensor<16xf32>', 'tensor<16xf32>' and 'tensor<16xf32>'}}
+  %0 = hl.attention %q, %q, %q : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x16x8xf32>, %k: tensor<3x16x8xf32>) {
+  // expected-error @+1 {{'hl.attention' op batch dimension 0 differs: 'tensor<2x16x8xf32>', 'tensor<3x16x8xf32>' and 'tensor<3x16x8xf32>'}}
+  %0 = hl.attention %q, %k, %k : tensor<2x16x8xf32>, tensor<3x16x8xf32>, tensor<3x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x16x8xf32>, %k: tensor<2x16x4xf32>) {
+  // expected-error @+1 {{'hl.attention' op query 'tensor<2x16x8xf32>' and key 'tensor<2x16x4xf32>' must have the same head dimension}}
+  %0 = hl.attention %q, %k, %k : tensor<2x16x8xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x16x8xf32>, %v: tensor<2x12x8xf32>) {
+  // expected-error @+1 {{'hl.attention' op key 'tensor<2x16x8xf32>' and value 'tensor<2x12x8xf32>' must have the same sequence length}}
+  %0 = hl.attention %q, %q, %v : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x12x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x16x8xf32>, %v: tensor<2x16x8xf16>) {
+  // expected-error @+1 {{'hl.attention' op query, key and value have different element types: 'tensor<2x16x8xf32>', 'tensor<2x16x8xf32>' and 'tensor<2x16x8xf16>'}}
+  %0 = hl.attention %q, %q, %v : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf16>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{'hl.attention' op scale must be positive}}
+  %0 = hl.attention %q, %q, %q scale = 0.0 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'hl.dropout' op drop probability p = 1.000000e+00 must be in [0, 1)}}
+  %0 = hl.dropout %x, %s, %s p = 1.0 stream = 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'hl.dropout' op stream -1 must be >= 0}}
+  %0 = hl.dropout %x, %s, %s p = 0.5 stream = -1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>, %s: tensor<i32>) {
+  // expected-error @+1 {{'hl.dropout' op operand #1 must be 0D tensor of 64-bit signless integer values, but got 'tensor<i32>'}}
+  %0 = "hl.dropout"(%x, %s, %s) {p = 0.5 : f64, stream = 0 : i64} : (tensor<4xf32>, tensor<i32>, tensor<i32>) -> tensor<4xf32>
+  return
+}

@@ -1107,8 +1107,10 @@ LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0.0 && p < 1.0))
     return emitOpError("drop probability p = ") << p << " must be in [0, 1)";
-  if (getStream() < 0)
-    return emitOpError("stream ") << getStream() << " must be >= 0";
+  // I64Attr getters return the value as unsigned.
+  int64_t stream = getStreamAttr().getInt();
+  if (stream < 0)
+    return emitOpError("stream ") << stream << " must be >= 0";
   return success();
 }
 
