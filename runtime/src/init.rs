@@ -172,13 +172,28 @@ impl fmt::Display for Init {
         f.write_str(self.name())?;
         match *self {
             Init::Zeros | Init::Ones => Ok(()),
-            Init::Normal { mean, std } => write!(f, ", mean = {mean}, std = {std}"),
-            Init::Uniform { low, high } => write!(f, ", low = {low}, high = {high}"),
-            Init::XavierUniform { gain } | Init::XavierNormal { gain } => write!(f, ", gain = {gain}"),
+            Init::Normal { mean, std } => write!(f, ", mean = {}, std = {}", Float(mean), Float(std)),
+            Init::Uniform { low, high } => write!(f, ", low = {}, high = {}", Float(low), Float(high)),
+            Init::XavierUniform { gain } | Init::XavierNormal { gain } => write!(f, ", gain = {}", Float(gain)),
             Init::KaimingUniform { gain, mode } | Init::KaimingNormal { gain, mode } => {
                 let mode = if mode == FanMode::FanIn { "fan_in" } else { "fan_out" };
-                write!(f, ", gain = {gain}, mode = {mode}")
+                write!(f, ", gain = {}, mode = {mode}", Float(gain))
             }
+        }
+    }
+}
+
+/// A float as an MLIR float literal: the shortest text that reads back to
+/// the same `f64`, always with a decimal point (`1.0`, `1.0e-5`), which
+/// MLIR's lexer requires to tell it from an integer.
+pub struct Float(pub f64);
+
+impl fmt::Display for Float {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = format!("{:?}", self.0);
+        match s.find('e') {
+            Some(e) if !s.contains('.') => write!(f, "{}.0{}", &s[..e], &s[e..]),
+            _ => f.write_str(&s),
         }
     }
 }

@@ -32,10 +32,10 @@
 // IR: hl.param @enc.fc1.weight : tensor<128x64xf32> owner "enc" init <kaiming_uniform>
 // IR: hl.param @temperature : tensor<f64> owner "" init <ones>
 
-// DIGITS:      fc1.weight  fc1    128x64  f32    8192      32768  kaiming_uniform, gain = 0.57735026918962584
+// DIGITS:      fc1.weight  fc1    128x64  f32    8192      32768  kaiming_uniform, gain = 0.57735026918962573
 // DIGITS-NEXT: fc1.bias    fc1    128     f32    128       512    uniform, low = -1.250000e-01, high = 1.250000e-01
-// DIGITS-NEXT: fc2.weight  fc2    10x128  f32    1280      5120   kaiming_uniform, gain = 0.57735026918962584
-// DIGITS-NEXT: fc2.bias    fc2    10      f32    10        40     uniform, low = -0.088388347648318447, high = 0.088388347648318447
+// DIGITS-NEXT: fc2.weight  fc2    10x128  f32    1280      5120   kaiming_uniform, gain = 0.57735026918962573
+// DIGITS-NEXT: fc2.bias    fc2    10      f32    10        40     uniform, low = -0.088388347648318433, high = 0.088388347648318433
 // DIGITS-NEXT: total: 4 parameters, 9610 elements, 38440 bytes
 
 // EMPTY: total: 0 parameters, 0 elements, 0 bytes

@@ -1,11 +1,11 @@
 //! The compiler as a Rust program embeds it: parse and verify `.mlir`, read
 //! the parameter table, run pipelines, and get errors as values that name
-//! file, line and column. (One test binary: each links all of MLIR.)
+//! file, line and column.
 
 use melior::ir::operation::OperationLike;
 use aicf_compiler::{CompileError, CompilerContext, Severity, passes::collect_params, run_pipeline};
 
-const MLP: &str = include_str!("../../examples/mlp/digits_mlp.mlir");
+const MLP: &str = include_str!("../../../examples/mlp/digits_mlp.mlir");
 
 #[test]
 fn parses_the_example_and_reads_its_parameters() {
@@ -41,9 +41,9 @@ fn parse_errors_name_file_line_and_column() {
     let d = &diagnostics[0];
     assert_eq!(d.location, "model.mlir:2:8");
     assert_eq!(d.severity, Severity::Error);
-    assert!(d.message.contains("input features 63 do not match the weight"), "{}", d.message);
+    assert!(d.message.contains("has 63 features but the weight"), "{}", d.message);
     let shown = CompileError::Parse { source_name, diagnostics: diagnostics.clone() }.to_string();
-    assert!(shown.contains("model.mlir:2:8: error: 'hl.linear' op input features 63"), "{shown}");
+    assert!(shown.contains("model.mlir:2:8: error: 'hl.linear' op input 'tensor<8x63xf32>' has 63"), "{shown}");
 }
 
 #[test]

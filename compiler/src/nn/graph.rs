@@ -1,0 +1,545 @@
+//! The tracing graph: every op a forward call executes is built at once as
+//! a real `hl` operation, with its result type inferred by the op itself
+//! (the C++ `InferTypeOpInterface`), so the Rust API and `.mlir` files share
+//! one set of shape rules and one set of diagnostics.
+//!
+//! Ownership: a [`GraphState`] owns an MLIR context and one module; the
+//! functions under construction live in that module (or in a region owned
+//! here until the function is finished). [`Tensor`]s hold raw handles to
+//! values in it and an `Rc` that keeps it alive.
+
+use super::{DType, NnError, Result, TensorSpec};
+use crate::{CompilerContext, ffi::string_ref};
+use aicf_runtime::init::Init;
+use mlir_sys::*;
+use std::{
+    cell::RefCell,
+    fmt,
+    rc::Rc,
+};
+
+/// A value of the graph being traced: its shape and dtype are known as soon
+/// as the op that produced it was traced.
+#[derive(Clone)]
+pub struct Tensor {
+    pub(super) graph: Rc<GraphState>,
+    pub(super) value: MlirValue,
+    pub(super) spec: TensorSpec,
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tensor({})", self.spec)
+    }
+}
+
+impl Tensor {
+    pub fn spec(&self) -> &TensorSpec {
+        &self.spec
+    }
+    pub fn shape(&self) -> &[usize] {
+        &self.spec.shape
+    }
+    pub fn dtype(&self) -> DType {
+        self.spec.dtype
+    }
+    pub fn rank(&self) -> usize {
+        self.spec.shape.len()
+    }
+    /// The graph this tensor belongs to: where layers declare parameters and
+    /// constants.
+    pub fn graph(&self) -> Graph {
+        Graph(self.graph.clone())
+    }
+}
+
+/// A handle on the graph being traced.
+#[derive(Clone)]
+pub struct Graph(pub(super) Rc<GraphState>);
+
+/// A parameter of the traced model, as declared by an `hl.param`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamSpec {
+    pub name: String,
+    pub owner: String,
+    pub spec: TensorSpec,
+    pub init: Init,
+}
+
+/// The signature of a traced function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionSig {
+    pub name: String,
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    /// True when the function takes the step's `seed` and `offset` (two
+    /// `tensor<i64>`) after its declared inputs, because it uses dropout.
+    pub takes_rng: bool,
+}
+
+/// Whether a traced function trains (dropout active) or evaluates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Train,
+    Eval,
+}
+
+/// The layer whose forward call is running, for diagnostics and locations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerRef {
+    /// Path of the layer in the model (`blocks.0.attn.q_proj`).
+    pub path: String,
+    /// What the layer is (`Linear(64 -> 32)`).
+    pub layer: String,
+}
+
+impl fmt::Display for LayerRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = if self.path.is_empty() { "<model>" } else { &self.path };
+        write!(f, "in `{path}` ({})", self.layer)
+    }
+}
+
+struct FunctionState {
+    name: String,
+    region: MlirRegion,
+    block: MlirBlock,
+    inputs: Vec<TensorSpec>,
+    mode: Mode,
+    rng: Option<(MlirValue, MlirValue)>,
+    next_stream: i64,
+}
+
+struct Inner {
+    module: MlirModule,
+    first_func: Option<MlirOperation>,
+    params: Vec<ParamSpec>,
+    function: Option<FunctionState>,
+    functions: Vec<FunctionSig>,
+    scopes: Vec<LayerRef>,
+}
+
+pub(crate) struct GraphState {
+    // Declared before `ctx`: the IR it owns is destroyed (in Drop) before
+    // the context that holds it.
+    inner: RefCell<Inner>,
+    ctx: CompilerContext,
+}
+
+impl Drop for GraphState {
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut();
+        unsafe {
+            if let Some(f) = inner.function.take() {
+                mlirRegionDestroy(f.region);
+            }
+            mlirModuleDestroy(inner.module);
+        }
+    }
+}
+
+impl GraphState {
+    pub(super) fn new() -> Rc<Self> {
+        let ctx = CompilerContext::new();
+        let module = unsafe { mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx.mlir().to_raw())) };
+        Rc::new(GraphState {
+            inner: RefCell::new(Inner {
+                module,
+                first_func: None,
+                params: Vec::new(),
+                function: None,
+                functions: Vec::new(),
+                scopes: Vec::new(),
+            }),
+            ctx,
+        })
+    }
+
+    fn raw_ctx(&self) -> MlirContext {
+        self.ctx.mlir().to_raw()
+    }
+
+    pub(super) fn push_scope(&self, scope: LayerRef) {
+        self.inner.borrow_mut().scopes.push(scope);
+    }
+    pub(super) fn pop_scope(&self) {
+        self.inner.borrow_mut().scopes.pop();
+    }
+    pub(super) fn current_scope(&self) -> Option<LayerRef> {
+        self.inner.borrow().scopes.last().cloned()
+    }
+    pub(super) fn mode(&self) -> Mode {
+        self.inner.borrow().function.as_ref().map_or(Mode::Eval, |f| f.mode)
+    }
+
+    /// The location of ops traced now: the innermost layer's path.
+    fn location(&self) -> MlirLocation {
+        let ctx = self.raw_ctx();
+        let inner = self.inner.borrow();
+        unsafe {
+            let unknown = mlirLocationUnknownGet(ctx);
+            match inner.scopes.last() {
+                Some(s) if !s.path.is_empty() => {
+                    mlirLocationNameGet(ctx, string_ref(&s.path), unknown)
+                }
+                _ => unknown,
+            }
+        }
+    }
+
+    fn parse_type(&self, text: &str) -> Result<MlirType> {
+        let t = unsafe { mlirTypeParseGet(self.raw_ctx(), string_ref(text)) };
+        if t.ptr.is_null() {
+            return Err(NnError::Internal(format!("cannot parse type `{text}`")));
+        }
+        Ok(t)
+    }
+
+    fn parse_attr(&self, text: &str) -> Result<MlirAttribute> {
+        self.ctx.take_diagnostics();
+        let a = unsafe { mlirAttributeParseGet(self.raw_ctx(), string_ref(text)) };
+        if a.ptr.is_null() {
+            let why: Vec<String> = self.ctx.take_diagnostics().into_iter().map(|d| d.message).collect();
+            return Err(NnError::Internal(format!("cannot parse attribute `{text}`: {}", why.join("; "))));
+        }
+        Ok(a)
+    }
+
+    /// The error for an op MLIR refused: its diagnostics, the layer it was
+    /// traced in and the operand types.
+    fn op_error(&self, op: &str, operands: &[String]) -> NnError {
+        let diagnostics = self.ctx.take_diagnostics();
+        let message = if diagnostics.is_empty() {
+            format!("'{op}' op cannot be built from operands {}", operands.join(", "))
+        } else {
+            diagnostics.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; ")
+        };
+        NnError::Op { layer: self.current_scope(), op: op.to_string(), message, operands: operands.to_vec() }
+    }
+
+    /// Traces one op into the current function. `results` gives the result
+    /// types of ops whose types do not follow from their operands (reshape,
+    /// cast, constant, ...); otherwise the op infers them.
+    pub(super) fn emit(
+        self: &Rc<Self>,
+        name: &str,
+        operands: &[&Tensor],
+        attributes: &[(&str, String)],
+        results: Option<&[TensorSpec]>,
+    ) -> Result<Vec<Tensor>> {
+        self.emit_op(name, operands, attributes, results, true)
+    }
+
+    fn emit_op(
+        self: &Rc<Self>,
+        name: &str,
+        operands: &[&Tensor],
+        attributes: &[(&str, String)],
+        results: Option<&[TensorSpec]>,
+        verify: bool,
+    ) -> Result<Vec<Tensor>> {
+        for t in operands {
+            if !Rc::ptr_eq(&t.graph, self) {
+                return Err(NnError::Invalid {
+                    layer: self.current_scope(),
+                    message: format!("'{name}' got a tensor {} of a different graph", t.spec),
+                });
+            }
+        }
+        let block = match &self.inner.borrow().function {
+            Some(f) => f.block,
+            None => return Err(NnError::Internal(format!("'{name}' traced outside a function"))),
+        };
+        let ctx = self.raw_ctx();
+        let mut named = Vec::with_capacity(attributes.len());
+        for (key, text) in attributes {
+            let attr = self.parse_attr(text)?;
+            named.push(unsafe { mlirNamedAttributeGet(mlirIdentifierGet(ctx, string_ref(key)), attr) });
+        }
+        let result_types: Vec<MlirType> = match results {
+            Some(specs) => specs.iter().map(|s| self.parse_type(&s.mlir_type())).collect::<Result<_>>()?,
+            None => Vec::new(),
+        };
+        let values: Vec<MlirValue> = operands.iter().map(|t| t.value).collect();
+        let location = self.location();
+        self.ctx.take_diagnostics();
+        let op = unsafe {
+            let mut state = mlirOperationStateGet(string_ref(name), location);
+            mlirOperationStateAddOperands(&mut state, values.len() as isize, values.as_ptr());
+            mlirOperationStateAddAttributes(&mut state, named.len() as isize, named.as_ptr());
+            if results.is_some() {
+                mlirOperationStateAddResults(&mut state, result_types.len() as isize, result_types.as_ptr());
+            } else {
+                mlirOperationStateEnableResultTypeInference(&mut state);
+            }
+            mlirOperationCreate(&mut state)
+        };
+        let operand_types: Vec<String> = operands.iter().map(|t| t.spec.mlir_type()).collect();
+        if op.ptr.is_null() {
+            return Err(self.op_error(name, &operand_types));
+        }
+        // Inferred ops were checked by their inference; the others (and the
+        // attribute rules of all) by the verifier. Symbol uses are checked
+        // when the module is finished.
+        if verify && !unsafe { mlirOperationVerify(op) } {
+            unsafe { mlirOperationDestroy(op) };
+            return Err(self.op_error(name, &operand_types));
+        }
+        unsafe { mlirBlockAppendOwnedOperation(block, op) };
+        let n = unsafe { mlirOperationGetNumResults(op) };
+        (0..n)
+            .map(|i| {
+                let value = unsafe { mlirOperationGetResult(op, i) };
+                Ok(Tensor { graph: self.clone(), value, spec: spec_of(unsafe { mlirValueGetType(value) })? })
+            })
+            .collect()
+    }
+
+    /// Declares (once) and reads a parameter.
+    pub(super) fn param(
+        self: &Rc<Self>,
+        name: &str,
+        owner: &str,
+        spec: &TensorSpec,
+        init: &Init,
+    ) -> Result<Tensor> {
+        let existing = self.inner.borrow().params.iter().find(|p| p.name == name).cloned();
+        match existing {
+            Some(p) if p.spec != *spec || p.init != *init => {
+                return Err(NnError::Invalid {
+                    layer: self.current_scope(),
+                    message: format!(
+                        "parameter `{name}` is declared again as {} with init {init}, but it is {} with init {}",
+                        spec.mlir_type(),
+                        p.spec.mlir_type(),
+                        p.init
+                    ),
+                });
+            }
+            Some(_) => {}
+            None => self.declare_param(name, owner, spec, init)?,
+        }
+        let symbol = format!("@{}", quote_symbol(name));
+        Ok(self.emit("hl.get_param", &[], &[("name", symbol)], Some(std::slice::from_ref(spec)))?.remove(0))
+    }
+
+    fn declare_param(&self, name: &str, owner: &str, spec: &TensorSpec, init: &Init) -> Result<()> {
+        let ctx = self.raw_ctx();
+        let attrs = [
+            ("sym_name", format!("\"{}\"", escape(name))),
+            ("type", spec.mlir_type()),
+            ("owner", format!("\"{}\"", escape(owner))),
+            ("init", format!("#hl.init<{init}>")),
+        ];
+        let mut named = Vec::new();
+        for (key, text) in &attrs {
+            let attr = self.parse_attr(text)?;
+            named.push(unsafe { mlirNamedAttributeGet(mlirIdentifierGet(ctx, string_ref(key)), attr) });
+        }
+        let location = self.location();
+        self.ctx.take_diagnostics();
+        let mut inner = self.inner.borrow_mut();
+        let body = unsafe { mlirModuleGetBody(inner.module) };
+        let op = unsafe {
+            let mut state = mlirOperationStateGet(string_ref("hl.param"), location);
+            mlirOperationStateAddAttributes(&mut state, named.len() as isize, named.as_ptr());
+            let op = mlirOperationCreate(&mut state);
+            match inner.first_func {
+                Some(f) => mlirBlockInsertOwnedOperationBefore(body, f, op),
+                None => mlirBlockAppendOwnedOperation(body, op),
+            }
+            op
+        };
+        // The verifier needs the op in its module (HasParent).
+        if !unsafe { mlirOperationVerify(op) } {
+            unsafe {
+                mlirOperationRemoveFromParent(op);
+                mlirOperationDestroy(op);
+            }
+            drop(inner);
+            return Err(self.op_error("hl.param", &[spec.mlir_type()]));
+        }
+        inner.params.push(ParamSpec { name: name.into(), owner: owner.into(), spec: spec.clone(), init: init.clone() });
+        Ok(())
+    }
+
+    /// The step's `seed` and `offset` inputs of the current function (added
+    /// as trailing arguments on first use) and a fresh stream id.
+    pub(super) fn rng(self: &Rc<Self>) -> Result<(Tensor, Tensor, i64)> {
+        let scalar = TensorSpec::new([], DType::I64);
+        let ty = self.parse_type(&scalar.mlir_type())?;
+        let mut inner = self.inner.borrow_mut();
+        let f = inner.function.as_mut().ok_or_else(|| NnError::Internal("dropout outside a function".into()))?;
+        let (seed, offset) = *f.rng.get_or_insert_with(|| unsafe {
+            let loc = mlirLocationUnknownGet(self.ctx.mlir().to_raw());
+            (mlirBlockAddArgument(f.block, ty, loc), mlirBlockAddArgument(f.block, ty, loc))
+        });
+        let stream = f.next_stream;
+        f.next_stream += 1;
+        drop(inner);
+        let t = |value| Tensor { graph: self.clone(), value, spec: scalar.clone() };
+        Ok((t(seed), t(offset), stream))
+    }
+
+    pub(super) fn begin_function(self: &Rc<Self>, name: &str, mode: Mode, inputs: &[TensorSpec]) -> Result<Vec<Tensor>> {
+        let mut types = Vec::new();
+        for s in inputs {
+            types.push(self.parse_type(&s.mlir_type())?);
+        }
+        let mut inner = self.inner.borrow_mut();
+        if inner.function.is_some() {
+            return Err(NnError::Internal(format!("function `{name}` begun inside another")));
+        }
+        if inner.functions.iter().any(|f| f.name == name) {
+            return Err(NnError::Invalid { layer: None, message: format!("function `{name}` is traced twice") });
+        }
+        let (region, block) = unsafe {
+            let loc = mlirLocationUnknownGet(self.raw_ctx());
+            let locs = vec![loc; types.len()];
+            let block = mlirBlockCreate(types.len() as isize, types.as_ptr(), locs.as_ptr());
+            let region = mlirRegionCreate();
+            mlirRegionAppendOwnedBlock(region, block);
+            (region, block)
+        };
+        inner.function = Some(FunctionState {
+            name: name.to_string(),
+            region,
+            block,
+            inputs: inputs.to_vec(),
+            mode,
+            rng: None,
+            next_stream: 0,
+        });
+        drop(inner);
+        Ok(inputs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Tensor {
+                graph: self.clone(),
+                value: unsafe { mlirBlockGetArgument(block, i as isize) },
+                spec: s.clone(),
+            })
+            .collect())
+    }
+
+    /// Drops the function under construction (its body failed).
+    pub(super) fn abandon_function(&self) {
+        if let Some(f) = self.inner.borrow_mut().function.take() {
+            unsafe { mlirRegionDestroy(f.region) };
+        }
+        self.inner.borrow_mut().scopes.clear();
+    }
+
+    pub(super) fn end_function(self: &Rc<Self>, outputs: &[Tensor]) -> Result<()> {
+        let refs: Vec<&Tensor> = outputs.iter().collect();
+        // func.return verifies against its parent function, which does not
+        // exist yet; the module is verified as a whole in `finish`.
+        self.emit_op("func.return", &refs, &[], Some(&[]), false)?;
+        let f = self.inner.borrow_mut().function.take().ok_or_else(|| NnError::Internal("no function to end".into()))?;
+        let mut arg_types: Vec<String> = f.inputs.iter().map(TensorSpec::mlir_type).collect();
+        if f.rng.is_some() {
+            arg_types.extend(["tensor<i64>".to_string(), "tensor<i64>".to_string()]);
+        }
+        let out_types: Vec<String> = outputs.iter().map(|t| t.spec.mlir_type()).collect();
+        let fn_type = format!("({}) -> ({})", arg_types.join(", "), out_types.join(", "));
+        let ctx = self.raw_ctx();
+        let attrs = [("sym_name", format!("\"{}\"", escape(&f.name))), ("function_type", fn_type)];
+        let mut named = Vec::new();
+        for (key, text) in &attrs {
+            let attr = match self.parse_attr(text) {
+                Ok(a) => a,
+                Err(e) => {
+                    unsafe { mlirRegionDestroy(f.region) };
+                    return Err(e);
+                }
+            };
+            named.push(unsafe { mlirNamedAttributeGet(mlirIdentifierGet(ctx, string_ref(key)), attr) });
+        }
+        let mut inner = self.inner.borrow_mut();
+        unsafe {
+            let mut state = mlirOperationStateGet(string_ref("func.func"), mlirLocationUnknownGet(ctx));
+            mlirOperationStateAddAttributes(&mut state, named.len() as isize, named.as_ptr());
+            mlirOperationStateAddOwnedRegions(&mut state, 1, &f.region);
+            let op = mlirOperationCreate(&mut state);
+            mlirBlockAppendOwnedOperation(mlirModuleGetBody(inner.module), op);
+            inner.first_func.get_or_insert(op);
+        }
+        inner.functions.push(FunctionSig {
+            name: f.name,
+            inputs: f.inputs,
+            outputs: outputs.iter().map(|t| t.spec.clone()).collect(),
+            takes_rng: f.rng.is_some(),
+        });
+        Ok(())
+    }
+
+    pub(super) fn last_function(&self) -> Result<FunctionSig> {
+        self.inner.borrow().functions.last().cloned().ok_or_else(|| NnError::Internal("no function traced".into()))
+    }
+
+    /// Verifies the whole module and prints it.
+    pub(super) fn finish(&self) -> Result<super::HlModule> {
+        let inner = self.inner.borrow();
+        if let Some(f) = &inner.function {
+            return Err(NnError::Internal(format!("function `{}` was not finished", f.name)));
+        }
+        self.ctx.take_diagnostics();
+        let op = unsafe { mlirModuleGetOperation(inner.module) };
+        if !unsafe { mlirOperationVerify(op) } {
+            let why: Vec<String> = self.ctx.take_diagnostics().iter().map(|d| d.to_string()).collect();
+            return Err(NnError::Internal(format!("the traced module does not verify:\n{}", why.join("\n"))));
+        }
+        let text = unsafe { melior::ir::operation::OperationRef::from_raw(op) }.to_string();
+        Ok(super::HlModule { text, params: inner.params.clone(), functions: inner.functions.clone() })
+    }
+}
+
+/// Reads a ranked tensor type back into a spec.
+fn spec_of(ty: MlirType) -> Result<TensorSpec> {
+    unsafe {
+        if !mlirTypeIsARankedTensor(ty) {
+            return Err(NnError::Internal("an hl op produced a value that is not a ranked tensor".into()));
+        }
+        let rank = mlirShapedTypeGetRank(ty);
+        let mut shape = Vec::with_capacity(rank as usize);
+        for d in 0..rank {
+            let size = mlirShapedTypeGetDimSize(ty, d as isize);
+            if size < 0 {
+                return Err(NnError::Internal("a traced value has a dynamic dimension".into()));
+            }
+            shape.push(size as usize);
+        }
+        let e = mlirShapedTypeGetElementType(ty);
+        let dtype = if mlirTypeIsAF32(e) {
+            DType::F32
+        } else if mlirTypeIsAF16(e) {
+            DType::F16
+        } else if mlirTypeIsABF16(e) {
+            DType::BF16
+        } else if mlirTypeIsAF64(e) {
+            DType::F64
+        } else if mlirTypeIsAInteger(e) {
+            match mlirIntegerTypeGetWidth(e) {
+                1 => DType::I1,
+                32 => DType::I32,
+                64 => DType::I64,
+                w => return Err(NnError::Internal(format!("unsupported integer width {w}"))),
+            }
+        } else {
+            return Err(NnError::Internal("unsupported element type".into()));
+        };
+        Ok(TensorSpec { shape, dtype })
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// A symbol reference: bare when it is a valid identifier, quoted otherwise.
+fn quote_symbol(name: &str) -> String {
+    let bare = !name.is_empty()
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.$-".contains(c));
+    if bare { name.to_string() } else { format!("\"{}\"", escape(name)) }
+}

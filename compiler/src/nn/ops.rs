@@ -1,0 +1,517 @@
+//! The functional API: one method per `hl` op on [`Tensor`]. Axes may be
+//! negative (counted from the end, as in PyTorch); everything else about
+//! shapes is checked by the op itself when it is traced.
+
+use super::{DType, Graph, NnError, Result, Tensor, TensorSpec, graph::GraphState};
+use aicf_runtime::init::{Float, Init};
+use std::rc::Rc;
+
+/// Comparison predicates of `hl.compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// How `gelu` is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GeluApproximation {
+    /// Exact, through erf (PyTorch's default).
+    #[default]
+    None,
+    Tanh,
+}
+
+/// Memory order of an image batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    #[default]
+    Nchw,
+    Nhwc,
+}
+
+/// How a loss reduces over its positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reduction {
+    #[default]
+    Mean,
+    Sum,
+}
+
+/// Options of a 2-D convolution (PyTorch's defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conv2dOptions {
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+    pub dilation: [usize; 2],
+    pub groups: usize,
+    pub layout: Layout,
+}
+
+impl Default for Conv2dOptions {
+    fn default() -> Self {
+        Conv2dOptions { stride: [1, 1], padding: [0, 0], dilation: [1, 1], groups: 1, layout: Layout::Nchw }
+    }
+}
+
+/// Options of a 2-D pooling window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pool2dOptions {
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+    pub layout: Layout,
+}
+
+impl Pool2dOptions {
+    /// A `k x k` window moved by `k` (PyTorch's default stride).
+    pub fn square(k: usize) -> Self {
+        Pool2dOptions { kernel: [k, k], stride: [k, k], padding: [0, 0], layout: Layout::Nchw }
+    }
+}
+
+fn array(values: &[i64]) -> String {
+    let items: Vec<String> = values.iter().map(i64::to_string).collect();
+    format!("array<i64: {}>", items.join(", "))
+}
+
+fn array_usize(values: &[usize]) -> String {
+    array(&values.iter().map(|&v| v as i64).collect::<Vec<_>>())
+}
+
+fn int(v: i64) -> String {
+    format!("{v} : i64")
+}
+
+// The hl enums are I32EnumAttrs: integer attributes holding the case's
+// value as declared in HLBase.td.
+fn enum_case(value: i32) -> String {
+    format!("{value} : i32")
+}
+
+fn layout_attr(layout: Layout) -> String {
+    enum_case(match layout {
+        Layout::Nchw => 0,
+        Layout::Nhwc => 1,
+    })
+}
+
+fn reduction_attr(r: Reduction) -> String {
+    enum_case(match r {
+        Reduction::Mean => 0,
+        Reduction::Sum => 1,
+    })
+}
+
+/// A float literal for an element of `dtype`, including the non-finite
+/// values, which MLIR only reads as hexadecimal bit patterns.
+pub(super) fn float_literal(v: f64, dtype: DType) -> String {
+    if v.is_finite() {
+        return Float(v).to_string();
+    }
+    let bits: u64 = match (dtype, v.is_nan(), v > 0.0) {
+        (DType::F64, true, _) => 0x7FF8_0000_0000_0000,
+        (DType::F64, false, true) => 0x7FF0_0000_0000_0000,
+        (DType::F64, false, false) => 0xFFF0_0000_0000_0000,
+        (DType::F16, true, _) => 0x7E00,
+        (DType::F16, false, true) => 0x7C00,
+        (DType::F16, false, false) => 0xFC00,
+        (DType::BF16, true, _) => 0x7FC0,
+        (DType::BF16, false, true) => 0x7F80,
+        (DType::BF16, false, false) => 0xFF80,
+        (_, true, _) => 0x7FC0_0000,
+        (_, false, true) => 0x7F80_0000,
+        (_, false, false) => 0xFF80_0000,
+    };
+    format!("0x{bits:X}")
+}
+
+impl Graph {
+    /// `hl.constant` of `values` (row-major) with `spec`'s shape; a single
+    /// value is a splat.
+    pub fn constant(&self, values: &[f64], spec: &TensorSpec) -> Result<Tensor> {
+        if values.len() != 1 && values.len() != spec.num_elements() {
+            return Err(NnError::Invalid {
+                layer: self.0.current_scope(),
+                message: format!("a constant {spec} needs 1 or {} values, got {}", spec.num_elements(), values.len()),
+            });
+        }
+        let text: Vec<String> = values
+            .iter()
+            .map(|&v| {
+                if spec.dtype.is_float() {
+                    float_literal(v, spec.dtype)
+                } else if spec.dtype == DType::I1 {
+                    (if v != 0.0 { "true" } else { "false" }).to_string()
+                } else {
+                    format!("{}", v as i64)
+                }
+            })
+            .collect();
+        let body = if text.len() == 1 { text[0].clone() } else { nest(&text, &spec.shape) };
+        let attr = format!("dense<{body}> : {}", spec.mlir_type());
+        Ok(self.0.emit("hl.constant", &[], &[("value", attr)], Some(std::slice::from_ref(spec)))?.remove(0))
+    }
+
+    /// `[0, 1, ..., n-1]` as `i32`, e.g. the positions of a sequence.
+    pub fn arange(&self, n: usize) -> Result<Tensor> {
+        let values: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        self.constant(&values, &TensorSpec::new([n], DType::I32))
+    }
+
+    /// Declares the parameter `name` (owned by the layer `owner`) the first
+    /// time and reads it. Declaring it again with another shape, dtype or
+    /// initializer is an error.
+    pub fn param(&self, name: &str, owner: &str, spec: &TensorSpec, init: Init) -> Result<Tensor> {
+        self.0.param(name, owner, spec, &init)
+    }
+
+    /// Whether the function being traced trains (dropout active).
+    pub fn is_training(&self) -> bool {
+        self.0.mode() == super::Mode::Train
+    }
+}
+
+/// Nests a flat row-major list to a dense literal of `shape`.
+fn nest(items: &[String], shape: &[usize]) -> String {
+    match shape {
+        [] | [_] => format!("[{}]", items.join(", ")),
+        [_, rest @ ..] => {
+            let inner: usize = rest.iter().product();
+            let parts: Vec<String> = items.chunks(inner.max(1)).map(|c| nest(c, rest)).collect();
+            format!("[{}]", parts.join(", "))
+        }
+    }
+}
+
+impl Tensor {
+    fn g(&self) -> &Rc<GraphState> {
+        &self.graph
+    }
+
+    fn op(&self, name: &str, operands: &[&Tensor], attrs: &[(&str, String)]) -> Result<Tensor> {
+        Ok(self.g().emit(name, operands, attrs, None)?.remove(0))
+    }
+
+    fn invalid(&self, message: String) -> NnError {
+        NnError::Invalid { layer: self.g().current_scope(), message }
+    }
+
+    /// A non-negative axis from a possibly negative one.
+    fn axis(&self, axis: i64, what: &str) -> Result<i64> {
+        let rank = self.rank() as i64;
+        let a = if axis < 0 { axis + rank } else { axis };
+        if a < 0 || a >= rank {
+            return Err(self.invalid(format!("{what}: axis {axis} is out of range for {} (rank {rank})", self.spec)));
+        }
+        Ok(a)
+    }
+
+    /// A rank-0 constant of this tensor's dtype.
+    pub fn scalar(&self, value: f64) -> Result<Tensor> {
+        self.graph().constant(&[value], &TensorSpec::new([], self.dtype()))
+    }
+
+    // Elementwise, broadcasting.
+    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
+        self.op("hl.add", &[self, other], &[])
+    }
+    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        self.op("hl.sub", &[self, other], &[])
+    }
+    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        self.op("hl.mul", &[self, other], &[])
+    }
+    pub fn div(&self, other: &Tensor) -> Result<Tensor> {
+        self.op("hl.div", &[self, other], &[])
+    }
+    pub fn pow(&self, other: &Tensor) -> Result<Tensor> {
+        self.op("hl.pow", &[self, other], &[])
+    }
+    pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
+        self.op("hl.max", &[self, other], &[])
+    }
+    pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
+        self.op("hl.min", &[self, other], &[])
+    }
+    pub fn add_scalar(&self, v: f64) -> Result<Tensor> {
+        self.add(&self.scalar(v)?)
+    }
+    pub fn mul_scalar(&self, v: f64) -> Result<Tensor> {
+        self.mul(&self.scalar(v)?)
+    }
+    pub fn compare(&self, predicate: Compare, other: &Tensor) -> Result<Tensor> {
+        let p = match predicate {
+            Compare::Eq => 0,
+            Compare::Ne => 1,
+            Compare::Lt => 2,
+            Compare::Le => 3,
+            Compare::Gt => 4,
+            Compare::Ge => 5,
+        };
+        self.op("hl.compare", &[self, other], &[("predicate", enum_case(p))])
+    }
+    /// `condition ? on_true : on_false`, broadcasting all three.
+    pub fn select(condition: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tensor> {
+        condition.op("hl.select", &[condition, on_true, on_false], &[])
+    }
+
+    // Elementwise, unary.
+    pub fn neg(&self) -> Result<Tensor> {
+        self.op("hl.neg", &[self], &[])
+    }
+    pub fn abs(&self) -> Result<Tensor> {
+        self.op("hl.abs", &[self], &[])
+    }
+    pub fn exp(&self) -> Result<Tensor> {
+        self.op("hl.exp", &[self], &[])
+    }
+    pub fn log(&self) -> Result<Tensor> {
+        self.op("hl.log", &[self], &[])
+    }
+    pub fn sqrt(&self) -> Result<Tensor> {
+        self.op("hl.sqrt", &[self], &[])
+    }
+    pub fn rsqrt(&self) -> Result<Tensor> {
+        self.op("hl.rsqrt", &[self], &[])
+    }
+    pub fn tanh(&self) -> Result<Tensor> {
+        self.op("hl.tanh", &[self], &[])
+    }
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        self.op("hl.sigmoid", &[self], &[])
+    }
+    pub fn relu(&self) -> Result<Tensor> {
+        self.op("hl.relu", &[self], &[])
+    }
+    pub fn silu(&self) -> Result<Tensor> {
+        self.op("hl.silu", &[self], &[])
+    }
+    pub fn gelu(&self, approximate: GeluApproximation) -> Result<Tensor> {
+        match approximate {
+            GeluApproximation::None => self.op("hl.gelu", &[self], &[]),
+            GeluApproximation::Tanh => {
+                self.op("hl.gelu", &[self], &[("approximate", enum_case(1))])
+            }
+        }
+    }
+    pub fn cast(&self, dtype: DType) -> Result<Tensor> {
+        let spec = TensorSpec::new(self.shape(), dtype);
+        Ok(self.g().emit("hl.cast", &[self], &[], Some(&[spec]))?.remove(0))
+    }
+
+    // Contractions.
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        self.matmul_t(other, false, false)
+    }
+    /// `op(self) @ op(other)`, `op` swapping the last two dimensions where asked.
+    pub fn matmul_t(&self, other: &Tensor, transpose_lhs: bool, transpose_rhs: bool) -> Result<Tensor> {
+        let mut attrs = Vec::new();
+        if transpose_lhs {
+            attrs.push(("transpose_lhs", "unit".to_string()));
+        }
+        if transpose_rhs {
+            attrs.push(("transpose_rhs", "unit".to_string()));
+        }
+        self.op("hl.matmul", &[self, other], &attrs)
+    }
+    /// `self @ weight^T + bias`.
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        match bias {
+            Some(b) => self.op("hl.linear", &[self, weight, b], &[]),
+            None => self.op("hl.linear", &[self, weight], &[]),
+        }
+    }
+
+    // Reductions.
+    fn reduce(&self, name: &str, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        let mut norm = axes.iter().map(|&a| self.axis(a, name)).collect::<Result<Vec<_>>>()?;
+        norm.sort_unstable();
+        let mut attrs = vec![("axes", array(&norm))];
+        if keepdim {
+            attrs.push(("keepdim", "unit".into()));
+        }
+        self.op(name, &[self], &attrs)
+    }
+    pub fn sum(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce("hl.reduce_sum", axes, keepdim)
+    }
+    pub fn mean(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce("hl.reduce_mean", axes, keepdim)
+    }
+    pub fn max(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce("hl.reduce_max", axes, keepdim)
+    }
+    pub fn argmax(&self, axis: i64, keepdim: bool) -> Result<Tensor> {
+        let mut attrs = vec![("axis", int(self.axis(axis, "hl.argmax")?))];
+        if keepdim {
+            attrs.push(("keepdim", "unit".into()));
+        }
+        self.op("hl.argmax", &[self], &attrs)
+    }
+
+    // Normalisation.
+    pub fn softmax(&self, axis: i64) -> Result<Tensor> {
+        self.op("hl.softmax", &[self], &[("axis", int(self.axis(axis, "hl.softmax")?))])
+    }
+    pub fn log_softmax(&self, axis: i64) -> Result<Tensor> {
+        self.op("hl.log_softmax", &[self], &[("axis", int(self.axis(axis, "hl.log_softmax")?))])
+    }
+    /// Layer norm over the last `dims` dimensions.
+    pub fn layer_norm(&self, weight: Option<&Tensor>, bias: Option<&Tensor>, dims: usize, eps: f64) -> Result<Tensor> {
+        let mut operands = vec![self];
+        operands.extend(weight);
+        operands.extend(bias);
+        let segments = format!("array<i32: 1, {}, {}>", weight.is_some() as i32, bias.is_some() as i32);
+        let attrs = [
+            ("dims", int(dims as i64)),
+            ("eps", format!("{} : f64", Float(eps))),
+            ("operandSegmentSizes", segments),
+        ];
+        self.op("hl.layer_norm", &operands, &attrs)
+    }
+    /// RMS norm over the last `dims` dimensions.
+    pub fn rms_norm(&self, weight: Option<&Tensor>, dims: usize, eps: f64) -> Result<Tensor> {
+        let mut operands = vec![self];
+        operands.extend(weight);
+        self.op("hl.rms_norm", &operands, &[("dims", int(dims as i64)), ("eps", format!("{} : f64", Float(eps)))])
+    }
+
+    // Losses.
+    /// Cross-entropy of logits `[..., C]` against integer labels `[...]`.
+    pub fn cross_entropy(&self, labels: &Tensor, reduction: Reduction, ignore_index: Option<i64>) -> Result<Tensor> {
+        let mut attrs = Vec::new();
+        if reduction != Reduction::Mean {
+            attrs.push(("reduction", reduction_attr(reduction)));
+        }
+        if let Some(i) = ignore_index {
+            attrs.push(("ignore_index", int(i)));
+        }
+        self.op("hl.cross_entropy", &[self, labels], &attrs)
+    }
+    pub fn mse_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        let attrs = if reduction == Reduction::Mean { vec![] } else { vec![("reduction", reduction_attr(reduction))] };
+        self.op("hl.mse_loss", &[self, target], &attrs)
+    }
+
+    // Shape.
+    /// The same elements in `shape`; one entry may be -1 and is inferred.
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        let total = self.spec.num_elements();
+        let known: i64 = shape.iter().filter(|&&d| d != -1).product();
+        let holes = shape.iter().filter(|&&d| d == -1).count();
+        let bad = shape.iter().any(|&d| d < -1) || holes > 1 || (holes == 1 && (known == 0 || total as i64 % known != 0));
+        if bad {
+            return Err(self.invalid(format!("hl.reshape: cannot reshape {} to {shape:?}", self.spec)));
+        }
+        let dims: Vec<usize> =
+            shape.iter().map(|&d| if d == -1 { total / known as usize } else { d as usize }).collect();
+        let spec = TensorSpec::new(dims, self.dtype());
+        Ok(self.g().emit("hl.reshape", &[self], &[], Some(&[spec]))?.remove(0))
+    }
+    /// Flattens the dimensions from `start` on into one.
+    pub fn flatten(&self, start: usize) -> Result<Tensor> {
+        let mut shape: Vec<i64> = self.shape()[..start.min(self.rank())].iter().map(|&d| d as i64).collect();
+        shape.push(-1);
+        self.reshape(&shape)
+    }
+    /// Result dimension `i` is dimension `permutation[i]` (PyTorch's `permute`).
+    pub fn permute(&self, permutation: &[i64]) -> Result<Tensor> {
+        self.op("hl.transpose", &[self], &[("permutation", array(permutation))])
+    }
+    /// Swaps two dimensions.
+    pub fn transpose(&self, a: i64, b: i64) -> Result<Tensor> {
+        let (a, b) = (self.axis(a, "hl.transpose")?, self.axis(b, "hl.transpose")?);
+        let mut perm: Vec<i64> = (0..self.rank() as i64).collect();
+        perm.swap(a as usize, b as usize);
+        self.permute(&perm)
+    }
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        let spec = TensorSpec::new(shape, self.dtype());
+        Ok(self.g().emit("hl.broadcast_to", &[self], &[], Some(&[spec]))?.remove(0))
+    }
+    pub fn concat(tensors: &[&Tensor], axis: i64) -> Result<Tensor> {
+        let first = tensors.first().ok_or_else(|| NnError::Invalid { layer: None, message: "hl.concat: no tensors".into() })?;
+        first.op("hl.concat", tensors, &[("axis", int(first.axis(axis, "hl.concat")?))])
+    }
+    /// `self[start:limit:strides]` in every dimension.
+    pub fn slice(&self, start: &[usize], limit: &[usize], strides: &[usize]) -> Result<Tensor> {
+        let attrs = [("start", array_usize(start)), ("limit", array_usize(limit)), ("strides", array_usize(strides))];
+        self.op("hl.slice", &[self], &attrs)
+    }
+    /// `len` entries from `start` along `axis` (PyTorch's `narrow`).
+    pub fn narrow(&self, axis: i64, start: usize, len: usize) -> Result<Tensor> {
+        let a = self.axis(axis, "hl.slice")? as usize;
+        let mut lo = vec![0; self.rank()];
+        let mut hi = self.shape().to_vec();
+        lo[a] = start;
+        hi[a] = start + len;
+        self.slice(&lo, &hi, &vec![1; self.rank()])
+    }
+    /// Selects along `axis` by `indices` (an embedding lookup on axis 0).
+    pub fn gather(&self, indices: &Tensor, axis: i64) -> Result<Tensor> {
+        self.op("hl.gather", &[self, indices], &[("axis", int(self.axis(axis, "hl.gather")?))])
+    }
+
+    // Vision.
+    pub fn conv2d(&self, weight: &Tensor, bias: Option<&Tensor>, o: &Conv2dOptions) -> Result<Tensor> {
+        let mut operands = vec![self, weight];
+        operands.extend(bias);
+        let mut attrs = vec![
+            ("stride", array_usize(&o.stride)),
+            ("padding", array_usize(&o.padding)),
+            ("dilation", array_usize(&o.dilation)),
+            ("groups", int(o.groups as i64)),
+        ];
+        if o.layout != Layout::Nchw {
+            attrs.push(("layout", layout_attr(o.layout)));
+        }
+        self.op("hl.conv2d", &operands, &attrs)
+    }
+    fn pool(&self, name: &str, o: &Pool2dOptions) -> Result<Tensor> {
+        let mut attrs = vec![
+            ("kernel", array_usize(&o.kernel)),
+            ("stride", array_usize(&o.stride)),
+            ("padding", array_usize(&o.padding)),
+        ];
+        if o.layout != Layout::Nchw {
+            attrs.push(("layout", layout_attr(o.layout)));
+        }
+        self.op(name, &[self], &attrs)
+    }
+    pub fn max_pool2d(&self, o: &Pool2dOptions) -> Result<Tensor> {
+        self.pool("hl.max_pool2d", o)
+    }
+    pub fn avg_pool2d(&self, o: &Pool2dOptions) -> Result<Tensor> {
+        self.pool("hl.avg_pool2d", o)
+    }
+
+    // Attention.
+    /// `softmax(q k^T * scale) v`, `scale` defaulting to `1 / sqrt(D)`.
+    pub fn attention(query: &Tensor, key: &Tensor, value: &Tensor, causal: bool, scale: Option<f64>) -> Result<Tensor> {
+        let mut attrs = Vec::new();
+        if causal {
+            attrs.push(("causal", "unit".to_string()));
+        }
+        if let Some(s) = scale {
+            attrs.push(("scale", format!("{} : f64", Float(s))));
+        }
+        query.op("hl.attention", &[query, key, value], &attrs)
+    }
+
+    /// Inverted dropout while training; the identity (no op) in evaluation.
+    pub fn dropout(&self, p: f64) -> Result<Tensor> {
+        if !(0.0..1.0).contains(&p) {
+            return Err(self.invalid(format!("dropout probability {p} must be in [0, 1)")));
+        }
+        if !self.graph().is_training() || p == 0.0 {
+            return Ok(self.clone());
+        }
+        let (seed, offset, stream) = self.g().rng()?;
+        self.op("hl.dropout", &[self, &seed, &offset], &[("p", format!("{} : f64", Float(p))), ("stream", int(stream))])
+    }
+}
