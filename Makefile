@@ -14,13 +14,17 @@ setup:
 build: setup
 	$(CARGO) build --workspace
 
-# At this stage the demo compiles the example model's IR: parse, verify,
-# print its parameter table, and run hl through canonicalize + CSE.
+# At this stage the demo compiles the example models' IR: parse, verify,
+# print the parameter table, run hl through canonicalize + CSE, and build
+# the char LM with the Rust layer API.
 demo: build
 	@echo "== examples/mlp/digits_mlp.mlir: parameters"
 	@$(AICF_OPT) examples/mlp/digits_mlp.mlir --hl-print-param-table -o /dev/null
 	@echo "== examples/mlp/digits_mlp.mlir: verified hl after canonicalize + cse"
 	@$(AICF_OPT) examples/mlp/digits_mlp.mlir --pass-pipeline='builtin.module(func.func(canonicalize,cse))'
+	@echo "== examples/char_lm: traced from Rust (examples/char_lm/model.rs) into target/char_lm.mlir"
+	@$(CARGO) run -q -p aicf-compiler --example models -- char_lm > target/char_lm.mlir
+	@$(AICF_OPT) target/char_lm.mlir --hl-print-param-table=group-by-owner -o /dev/null 2>&1 | tail -n 4
 
 test: setup check-runtime-deps
 	$(CARGO) test --workspace

@@ -540,6 +540,6 @@ fn escape(s: &str) -> String {
 fn quote_symbol(name: &str) -> String {
     let bare = !name.is_empty()
         && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.$-".contains(c));
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.$".contains(c));
     if bare { name.to_string() } else { format!("\"{}\"", escape(name)) }
 }
