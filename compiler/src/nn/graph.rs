@@ -23,6 +23,9 @@ use std::{
 #[derive(Clone)]
 pub struct Tensor {
     pub(super) graph: Rc<GraphState>,
+    /// The traced function the value belongs to; a value is only usable
+    /// there (it is a raw handle into that function's body).
+    pub(super) function: u64,
     pub(super) value: MlirValue,
     pub(super) spec: TensorSpec,
 }
@@ -101,6 +104,7 @@ impl fmt::Display for LayerRef {
 }
 
 struct FunctionState {
+    id: u64,
     name: String,
     region: MlirRegion,
     block: MlirBlock,
@@ -117,6 +121,7 @@ struct Inner {
     function: Option<FunctionState>,
     functions: Vec<FunctionSig>,
     scopes: Vec<LayerRef>,
+    next_function_id: u64,
 }
 
 pub(crate) struct GraphState {
@@ -150,6 +155,7 @@ impl GraphState {
                 function: None,
                 functions: Vec::new(),
                 scopes: Vec::new(),
+                next_function_id: 0,
             }),
             ctx,
         })
@@ -246,10 +252,24 @@ impl GraphState {
                 });
             }
         }
-        let block = match &self.inner.borrow().function {
-            Some(f) => f.block,
-            None => return Err(NnError::Internal(format!("'{name}' traced outside a function"))),
+        let (block, function) = match &self.inner.borrow().function {
+            Some(f) => (f.block, f.id),
+            None => {
+                return Err(NnError::Invalid {
+                    layer: None,
+                    message: format!("'{name}' traced outside a function being built"),
+                });
+            }
         };
+        if let Some(t) = operands.iter().find(|t| t.function != function) {
+            return Err(NnError::Invalid {
+                layer: self.current_scope(),
+                message: format!(
+                    "'{name}' got a tensor {} of another traced function; values do not cross functions",
+                    t.spec
+                ),
+            });
+        }
         let ctx = self.raw_ctx();
         let mut named = Vec::with_capacity(attributes.len());
         for (key, text) in attributes {
@@ -290,7 +310,7 @@ impl GraphState {
         (0..n)
             .map(|i| {
                 let value = unsafe { mlirOperationGetResult(op, i) };
-                Ok(Tensor { graph: self.clone(), value, spec: spec_of(unsafe { mlirValueGetType(value) })? })
+                Ok(Tensor { graph: self.clone(), function, value, spec: spec_of(unsafe { mlirValueGetType(value) })? })
             })
             .collect()
     }
@@ -376,8 +396,9 @@ impl GraphState {
         });
         let stream = f.next_stream;
         f.next_stream += 1;
+        let function = f.id;
         drop(inner);
-        let t = |value| Tensor { graph: self.clone(), value, spec: scalar.clone() };
+        let t = |value| Tensor { graph: self.clone(), function, value, spec: scalar.clone() };
         Ok((t(seed), t(offset), stream))
     }
 
@@ -401,7 +422,10 @@ impl GraphState {
             mlirRegionAppendOwnedBlock(region, block);
             (region, block)
         };
+        let id = inner.next_function_id;
+        inner.next_function_id += 1;
         inner.function = Some(FunctionState {
+            id,
             name: name.to_string(),
             region,
             block,
@@ -416,6 +440,7 @@ impl GraphState {
             .enumerate()
             .map(|(i, s)| Tensor {
                 graph: self.clone(),
+                function: id,
                 value: unsafe { mlirBlockGetArgument(block, i as isize) },
                 spec: s.clone(),
             })

@@ -449,7 +449,7 @@ impl Tensor {
         let mut lo = vec![0; self.rank()];
         let mut hi = self.shape().to_vec();
         lo[a] = start;
-        hi[a] = start + len;
+        hi[a] = start.saturating_add(len);
         self.slice(&lo, &hi, &vec![1; self.rank()])
     }
     /// Selects along `axis` by `indices` (an embedding lookup on axis 0).

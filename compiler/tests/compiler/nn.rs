@@ -156,6 +156,27 @@ fn tensors_of_two_graphs_do_not_mix() {
     let mut b = ModuleBuilder::new();
     let err = b.function("b", Mode::Eval, &[f32(&[2])], |xs| Ok(vec![xs[0].add(&stray)?])).unwrap_err();
     assert!(err.to_string().contains("of a different graph"), "{err}");
+
+    // Nor do values of two functions of one graph, finished or abandoned:
+    // each is a handle into its own function's body.
+    let mut kept = Vec::new();
+    b.function("c", Mode::Eval, &[f32(&[2])], |xs| {
+        kept.push(xs[0].relu()?);
+        Err(NnError::Invalid { layer: None, message: "abandoned on purpose".into() })
+    })
+    .unwrap_err();
+    b.function("d", Mode::Eval, &[f32(&[2])], |xs| {
+        kept.push(xs[0].clone());
+        Ok(vec![xs[0].clone()])
+    })
+    .unwrap();
+    for old in &kept {
+        let err = b.function("e", Mode::Eval, &[f32(&[2])], |xs| Ok(vec![xs[0].add(old)?])).unwrap_err();
+        assert!(err.to_string().contains("of another traced function"), "{err}");
+    }
+    // Outside any function a tensor can do nothing, and says so.
+    assert!(kept[1].relu().unwrap_err().to_string().contains("outside a function being built"));
+    assert!(b.finish().is_ok());
 }
 
 /// Traces one use of every functional op and checks that the module
