@@ -137,14 +137,7 @@ fn convert(diagnostic: &melior::diagnostic::Diagnostic<'_>) -> Diagnostic {
         DiagnosticSeverity::Note => Severity::Note,
         DiagnosticSeverity::Remark => Severity::Remark,
     };
-    let notes = (0..diagnostic.note_count())
-        .filter_map(|i| diagnostic.note(i).ok())
-        .map(|note| convert(&note))
-        .collect();
-    Diagnostic {
-        location: describe_location(diagnostic.location()),
-        severity,
-        message: diagnostic.to_string(),
-        notes,
-    }
+    let notes =
+        (0..diagnostic.note_count()).filter_map(|i| diagnostic.note(i).ok()).map(|note| convert(&note)).collect();
+    Diagnostic { location: describe_location(diagnostic.location()), severity, message: diagnostic.to_string(), notes }
 }

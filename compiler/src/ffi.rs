@@ -1,7 +1,9 @@
 //! Declarations of AICF's C API (`dialects/include/aicf-c/`), implemented in
 //! the C++ half of the compiler and linked statically by `build.rs`.
 
-use mlir_sys::{MlirContext, MlirModule, MlirDialectHandle, MlirDialectRegistry, MlirLogicalResult, MlirOperation, MlirStringRef};
+use mlir_sys::{
+    MlirContext, MlirDialectHandle, MlirDialectRegistry, MlirLogicalResult, MlirModule, MlirOperation, MlirStringRef,
+};
 use std::ffi::{c_char, c_int, c_void};
 
 /// Body of a TableGen-declared pass (see `aicf-c/Passes.h`).

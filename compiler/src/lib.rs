@@ -60,10 +60,8 @@ pub fn run_pipeline(ctx: &CompilerContext, module: &mut Module<'_>, pipeline: &s
             },
         }
     })?;
-    pm.run(module).map_err(|_| CompileError::PassFailed {
-        pipeline: pipeline.to_string(),
-        diagnostics: ctx.take_diagnostics(),
-    })
+    pm.run(module)
+        .map_err(|_| CompileError::PassFailed { pipeline: pipeline.to_string(), diagnostics: ctx.take_diagnostics() })
 }
 
 /// The `aicf-opt` driver (MLIR's `MlirOptMain` over AICF's registry) on this

@@ -53,26 +53,35 @@ impl CharLM {
 impl Module for CharLM {
     /// tokens `[batch, seq]` (i32, seq <= context) -> logits `[batch, seq, vocab]`.
     fn forward(&self, tokens: &Tensor) -> nn::Result<Tensor> {
-        layer(tokens, "", || "CharLM".into(), || {
-            let &[_, seq] = tokens.shape() else {
-                return Err(nn::NnError::Invalid {
-                    layer: None,
-                    message: format!("tokens must be [batch, seq], got {}", tokens.spec()),
-                });
-            };
-            if seq > self.config.context {
-                return Err(nn::NnError::Invalid {
-                    layer: None,
-                    message: format!("sequence of {seq} is longer than the context of {}", self.config.context),
-                });
-            }
-            let positions = tokens.graph().arange(seq)?;
-            let mut x = self.tok_emb.forward(tokens)?.add(&self.pos_emb.forward(&positions)?)?.dropout(self.config.dropout)?;
-            for block in &self.blocks {
-                x = block.forward(&x)?;
-            }
-            self.lm_head.forward(&self.ln_f.forward(&x)?)
-        })
+        layer(
+            tokens,
+            "",
+            || "CharLM".into(),
+            || {
+                let &[_, seq] = tokens.shape() else {
+                    return Err(nn::NnError::Invalid {
+                        layer: None,
+                        message: format!("tokens must be [batch, seq], got {}", tokens.spec()),
+                    });
+                };
+                if seq > self.config.context {
+                    return Err(nn::NnError::Invalid {
+                        layer: None,
+                        message: format!("sequence of {seq} is longer than the context of {}", self.config.context),
+                    });
+                }
+                let positions = tokens.graph().arange(seq)?;
+                let mut x = self
+                    .tok_emb
+                    .forward(tokens)?
+                    .add(&self.pos_emb.forward(&positions)?)?
+                    .dropout(self.config.dropout)?;
+                for block in &self.blocks {
+                    x = block.forward(&x)?;
+                }
+                self.lm_head.forward(&self.ln_f.forward(&x)?)
+            },
+        )
     }
 }
 

@@ -138,11 +138,10 @@ fn run_lit(path: &Utf8Path) -> datatest_stable::Result<()> {
     } else if scratch.exists() {
         std::fs::remove_file(&scratch)?;
     }
-    let search_path = std::env::join_paths(
-        [tools.to_path_buf(), llvm]
-            .into_iter()
-            .chain(std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default()),
-    )?;
+    let search_path =
+        std::env::join_paths([tools.to_path_buf(), llvm].into_iter().chain(
+            std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default(),
+        ))?;
     for run in &runs {
         let command = substitute(&run.command, &file, &scratch);
         let output = Command::new("bash")

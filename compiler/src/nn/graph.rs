@@ -12,11 +12,7 @@ use super::{DType, NnError, Result, TensorSpec};
 use crate::{CompilerContext, ffi::string_ref};
 use aicf_runtime::init::Init;
 use mlir_sys::*;
-use std::{
-    cell::RefCell,
-    fmt,
-    rc::Rc,
-};
+use std::{cell::RefCell, fmt, rc::Rc};
 
 /// A value of the graph being traced: its shape and dtype are known as soon
 /// as the op that produced it was traced.
@@ -185,9 +181,7 @@ impl GraphState {
         unsafe {
             let unknown = mlirLocationUnknownGet(ctx);
             match inner.scopes.last() {
-                Some(s) if !s.path.is_empty() => {
-                    mlirLocationNameGet(ctx, string_ref(&s.path), unknown)
-                }
+                Some(s) if !s.path.is_empty() => mlirLocationNameGet(ctx, string_ref(&s.path), unknown),
                 _ => unknown,
             }
         }
@@ -316,13 +310,7 @@ impl GraphState {
     }
 
     /// Declares (once) and reads a parameter.
-    pub(super) fn param(
-        self: &Rc<Self>,
-        name: &str,
-        owner: &str,
-        spec: &TensorSpec,
-        init: &Init,
-    ) -> Result<Tensor> {
+    pub(super) fn param(self: &Rc<Self>, name: &str, owner: &str, spec: &TensorSpec, init: &Init) -> Result<Tensor> {
         let existing = self.inner.borrow().params.iter().find(|p| p.name == name).cloned();
         match existing {
             Some(p) if p.spec != *spec || p.init != *init => {
@@ -379,7 +367,7 @@ impl GraphState {
             drop(inner);
             return Err(self.op_error("hl.param", &[spec.mlir_type()]));
         }
-        inner.params.push(ParamSpec { name: name.into(), owner: owner.into(), spec: spec.clone(), init: init.clone() });
+        inner.params.push(ParamSpec { name: name.into(), owner: owner.into(), spec: spec.clone(), init: *init });
         Ok(())
     }
 
@@ -402,7 +390,12 @@ impl GraphState {
         Ok((t(seed), t(offset), stream))
     }
 
-    pub(super) fn begin_function(self: &Rc<Self>, name: &str, mode: Mode, inputs: &[TensorSpec]) -> Result<Vec<Tensor>> {
+    pub(super) fn begin_function(
+        self: &Rc<Self>,
+        name: &str,
+        mode: Mode,
+        inputs: &[TensorSpec],
+    ) -> Result<Vec<Tensor>> {
         let mut types = Vec::new();
         for s in inputs {
             types.push(self.parse_type(&s.mlir_type())?);
@@ -460,7 +453,8 @@ impl GraphState {
         // func.return verifies against its parent function, which does not
         // exist yet; the module is verified as a whole in `finish`.
         self.emit_op("func.return", &refs, &[], Some(&[]), false)?;
-        let f = self.inner.borrow_mut().function.take().ok_or_else(|| NnError::Internal("no function to end".into()))?;
+        let f =
+            self.inner.borrow_mut().function.take().ok_or_else(|| NnError::Internal("no function to end".into()))?;
         let mut arg_types: Vec<String> = f.inputs.iter().map(TensorSpec::mlir_type).collect();
         if f.rng.is_some() {
             arg_types.extend(["tensor<i64>".to_string(), "tensor<i64>".to_string()]);

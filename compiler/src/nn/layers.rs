@@ -45,27 +45,32 @@ impl Linear {
 
 impl Module for Linear {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        layer(x, &self.path, || format!("Linear({} -> {})", self.in_features, self.out_features), || {
-            let g = x.graph();
-            let dtype = param_dtype(x);
-            let w = g.param(
-                &child(&self.path, "weight"),
-                &self.path,
-                &TensorSpec::new([self.out_features, self.in_features], dtype),
-                default_weight_init(),
-            )?;
-            let b = if self.bias {
-                Some(g.param(
-                    &child(&self.path, "bias"),
+        layer(
+            x,
+            &self.path,
+            || format!("Linear({} -> {})", self.in_features, self.out_features),
+            || {
+                let g = x.graph();
+                let dtype = param_dtype(x);
+                let w = g.param(
+                    &child(&self.path, "weight"),
                     &self.path,
-                    &TensorSpec::new([self.out_features], dtype),
-                    default_bias_init(self.in_features),
-                )?)
-            } else {
-                None
-            };
-            x.linear(&w, b.as_ref())
-        })
+                    &TensorSpec::new([self.out_features, self.in_features], dtype),
+                    default_weight_init(),
+                )?;
+                let b = if self.bias {
+                    Some(g.param(
+                        &child(&self.path, "bias"),
+                        &self.path,
+                        &TensorSpec::new([self.out_features], dtype),
+                        default_bias_init(self.in_features),
+                    )?)
+                } else {
+                    None
+                };
+                x.linear(&w, b.as_ref())
+            },
+        )
     }
 }
 
@@ -104,11 +109,14 @@ impl Conv2d {
 impl Module for Conv2d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let describe = || {
-            format!("Conv2d({} -> {}, kernel {}x{})", self.in_channels, self.out_channels, self.kernel[0], self.kernel[1])
+            format!(
+                "Conv2d({} -> {}, kernel {}x{})",
+                self.in_channels, self.out_channels, self.kernel[0], self.kernel[1]
+            )
         };
         layer(x, &self.path, describe, || {
             let groups = self.options.groups.max(1);
-            if self.in_channels % groups != 0 {
+            if !self.in_channels.is_multiple_of(groups) {
                 return Err(NnError::Invalid {
                     layer: None,
                     message: format!("{} input channels are not divisible by groups = {groups}", self.in_channels),
@@ -157,16 +165,21 @@ impl LayerNorm {
 
 impl Module for LayerNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        layer(x, &self.path, || format!("LayerNorm({:?})", self.shape), || {
-            if !self.affine {
-                return x.layer_norm(None, None, self.shape.len(), self.eps);
-            }
-            let g = x.graph();
-            let spec = TensorSpec::new(self.shape.clone(), param_dtype(x));
-            let w = g.param(&child(&self.path, "weight"), &self.path, &spec, Init::Ones)?;
-            let b = g.param(&child(&self.path, "bias"), &self.path, &spec, Init::Zeros)?;
-            x.layer_norm(Some(&w), Some(&b), self.shape.len(), self.eps)
-        })
+        layer(
+            x,
+            &self.path,
+            || format!("LayerNorm({:?})", self.shape),
+            || {
+                if !self.affine {
+                    return x.layer_norm(None, None, self.shape.len(), self.eps);
+                }
+                let g = x.graph();
+                let spec = TensorSpec::new(self.shape.clone(), param_dtype(x));
+                let w = g.param(&child(&self.path, "weight"), &self.path, &spec, Init::Ones)?;
+                let b = g.param(&child(&self.path, "bias"), &self.path, &spec, Init::Zeros)?;
+                x.layer_norm(Some(&w), Some(&b), self.shape.len(), self.eps)
+            },
+        )
     }
 }
 
@@ -189,14 +202,19 @@ impl RMSNorm {
 
 impl Module for RMSNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        layer(x, &self.path, || format!("RMSNorm({:?})", self.shape), || {
-            if !self.affine {
-                return x.rms_norm(None, self.shape.len(), self.eps);
-            }
-            let spec = TensorSpec::new(self.shape.clone(), param_dtype(x));
-            let w = x.graph().param(&child(&self.path, "weight"), &self.path, &spec, Init::Ones)?;
-            x.rms_norm(Some(&w), self.shape.len(), self.eps)
-        })
+        layer(
+            x,
+            &self.path,
+            || format!("RMSNorm({:?})", self.shape),
+            || {
+                if !self.affine {
+                    return x.rms_norm(None, self.shape.len(), self.eps);
+                }
+                let spec = TensorSpec::new(self.shape.clone(), param_dtype(x));
+                let w = x.graph().param(&child(&self.path, "weight"), &self.path, &spec, Init::Ones)?;
+                x.rms_norm(Some(&w), self.shape.len(), self.eps)
+            },
+        )
     }
 }
 
@@ -217,21 +235,26 @@ impl Embedding {
 
 impl Module for Embedding {
     fn forward(&self, indices: &Tensor) -> Result<Tensor> {
-        layer(indices, &self.path, || format!("Embedding({} x {})", self.num, self.dim), || {
-            if indices.dtype().is_float() {
-                return Err(NnError::Invalid {
-                    layer: None,
-                    message: format!("indices must be i32 or i64, got {}", indices.spec()),
-                });
-            }
-            let table = indices.graph().param(
-                &child(&self.path, "weight"),
-                &self.path,
-                &TensorSpec::f32([self.num, self.dim]),
-                Init::Normal { mean: 0.0, std: 1.0 },
-            )?;
-            table.gather(indices, 0)
-        })
+        layer(
+            indices,
+            &self.path,
+            || format!("Embedding({} x {})", self.num, self.dim),
+            || {
+                if indices.dtype().is_float() {
+                    return Err(NnError::Invalid {
+                        layer: None,
+                        message: format!("indices must be i32 or i64, got {}", indices.spec()),
+                    });
+                }
+                let table = indices.graph().param(
+                    &child(&self.path, "weight"),
+                    &self.path,
+                    &TensorSpec::f32([self.num, self.dim]),
+                    Init::Normal { mean: 0.0, std: 1.0 },
+                )?;
+                table.gather(indices, 0)
+            },
+        )
     }
 }
 
@@ -359,7 +382,7 @@ pub struct MultiHeadAttention {
 impl MultiHeadAttention {
     pub fn new(path: impl Into<String>, dim: usize, heads: usize, causal: bool) -> Result<Self> {
         let path = path.into();
-        if heads == 0 || dim % heads != 0 {
+        if heads == 0 || !dim.is_multiple_of(heads) {
             return Err(NnError::Invalid {
                 layer: Some(super::LayerRef { path, layer: format!("MultiHeadAttention({dim}, heads {heads})") }),
                 message: format!("dim {dim} is not divisible into {heads} heads"),
@@ -386,23 +409,28 @@ impl MultiHeadAttention {
 
 impl Module for MultiHeadAttention {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        layer(x, &self.path, || format!("MultiHeadAttention({}, heads {})", self.dim, self.heads), || {
-            let &[b, t, c] = x.shape() else {
-                return Err(NnError::Invalid {
-                    layer: None,
-                    message: format!("expects [batch, seq, {}], got {}", self.dim, x.spec()),
-                });
-            };
-            let (h, d) = (self.heads as i64, (self.dim / self.heads) as i64);
-            // [B, T, C] -> [B, H, T, D]
-            let split = |p: &Linear| -> Result<Tensor> {
-                p.forward(x)?.reshape(&[b as i64, t as i64, h, d])?.transpose(1, 2)
-            };
-            let (q, k, v) = (split(&self.q_proj)?, split(&self.k_proj)?, split(&self.v_proj)?);
-            let y = Tensor::attention(&q, &k, &v, self.causal, None)?;
-            let y = y.transpose(1, 2)?.reshape(&[b as i64, t as i64, c as i64])?;
-            self.out_proj.forward(&y)?.dropout(self.dropout)
-        })
+        layer(
+            x,
+            &self.path,
+            || format!("MultiHeadAttention({}, heads {})", self.dim, self.heads),
+            || {
+                let &[b, t, c] = x.shape() else {
+                    return Err(NnError::Invalid {
+                        layer: None,
+                        message: format!("expects [batch, seq, {}], got {}", self.dim, x.spec()),
+                    });
+                };
+                let (h, d) = (self.heads as i64, (self.dim / self.heads) as i64);
+                // [B, T, C] -> [B, H, T, D]
+                let split = |p: &Linear| -> Result<Tensor> {
+                    p.forward(x)?.reshape(&[b as i64, t as i64, h, d])?.transpose(1, 2)
+                };
+                let (q, k, v) = (split(&self.q_proj)?, split(&self.k_proj)?, split(&self.v_proj)?);
+                let y = Tensor::attention(&q, &k, &v, self.causal, None)?;
+                let y = y.transpose(1, 2)?.reshape(&[b as i64, t as i64, c as i64])?;
+                self.out_proj.forward(&y)?.dropout(self.dropout)
+            },
+        )
     }
 }
 
@@ -442,10 +470,15 @@ impl TransformerBlock {
 
 impl Module for TransformerBlock {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        layer(x, &self.path, || format!("TransformerBlock({}, heads {})", self.attn.dim, self.attn.heads), || {
-            let x = x.add(&self.attn.forward(&self.ln1.forward(x)?)?)?;
-            let h = self.fc.forward(&self.ln2.forward(&x)?)?.gelu(GeluApproximation::None)?;
-            x.add(&self.proj.forward(&h)?.dropout(self.dropout)?)
-        })
+        layer(
+            x,
+            &self.path,
+            || format!("TransformerBlock({}, heads {})", self.attn.dim, self.attn.heads),
+            || {
+                let x = x.add(&self.attn.forward(&self.ln1.forward(x)?)?)?;
+                let h = self.fc.forward(&self.ln2.forward(&x)?)?.gelu(GeluApproximation::None)?;
+                x.add(&self.proj.forward(&h)?.dropout(self.dropout)?)
+            },
+        )
     }
 }

@@ -143,7 +143,12 @@ impl<M: Module + ?Sized> Module for Box<M> {
 /// Runs `body` as the forward pass of the layer at `path`: ops traced inside
 /// carry the path as their location, and an error from inside names the
 /// innermost layer it happened in.
-pub fn layer<T>(x: &Tensor, path: &str, describe: impl FnOnce() -> String, body: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn layer<T>(
+    x: &Tensor,
+    path: &str,
+    describe: impl FnOnce() -> String,
+    body: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     let graph = &x.graph;
     graph.push_scope(LayerRef { path: path.to_string(), layer: describe() });
     let result = body();

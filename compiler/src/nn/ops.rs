@@ -294,9 +294,7 @@ impl Tensor {
     pub fn gelu(&self, approximate: GeluApproximation) -> Result<Tensor> {
         match approximate {
             GeluApproximation::None => self.op("hl.gelu", &[self], &[]),
-            GeluApproximation::Tanh => {
-                self.op("hl.gelu", &[self], &[("approximate", enum_case(1))])
-            }
+            GeluApproximation::Tanh => self.op("hl.gelu", &[self], &[("approximate", enum_case(1))]),
         }
     }
     pub fn cast(&self, dtype: DType) -> Result<Tensor> {
@@ -367,11 +365,8 @@ impl Tensor {
         operands.extend(weight);
         operands.extend(bias);
         let segments = format!("array<i32: 1, {}, {}>", weight.is_some() as i32, bias.is_some() as i32);
-        let attrs = [
-            ("dims", int(dims as i64)),
-            ("eps", format!("{} : f64", Float(eps))),
-            ("operandSegmentSizes", segments),
-        ];
+        let attrs =
+            [("dims", int(dims as i64)), ("eps", format!("{} : f64", Float(eps))), ("operandSegmentSizes", segments)];
         self.op("hl.layer_norm", &operands, &attrs)
     }
     /// RMS norm over the last `dims` dimensions.
@@ -404,7 +399,8 @@ impl Tensor {
         let total = self.spec.num_elements();
         let known: i64 = shape.iter().filter(|&&d| d != -1).product();
         let holes = shape.iter().filter(|&&d| d == -1).count();
-        let bad = shape.iter().any(|&d| d < -1) || holes > 1 || (holes == 1 && (known == 0 || total as i64 % known != 0));
+        let bad =
+            shape.iter().any(|&d| d < -1) || holes > 1 || (holes == 1 && (known == 0 || total as i64 % known != 0));
         if bad {
             return Err(self.invalid(format!("hl.reshape: cannot reshape {} to {shape:?}", self.spec)));
         }
@@ -435,7 +431,8 @@ impl Tensor {
         Ok(self.g().emit("hl.broadcast_to", &[self], &[], Some(&[spec]))?.remove(0))
     }
     pub fn concat(tensors: &[&Tensor], axis: i64) -> Result<Tensor> {
-        let first = tensors.first().ok_or_else(|| NnError::Invalid { layer: None, message: "hl.concat: no tensors".into() })?;
+        let first =
+            tensors.first().ok_or_else(|| NnError::Invalid { layer: None, message: "hl.concat: no tensors".into() })?;
         first.op("hl.concat", tensors, &[("axis", int(first.axis(axis, "hl.concat")?))])
     }
     /// `self[start:limit:strides]` in every dimension.

@@ -39,11 +39,7 @@ pub fn register_passes() {
         for (argument, body) in PASS_BODIES {
             let entry: &'static BodyEntry = Box::leak(Box::new(BodyEntry { argument, body: *body }));
             unsafe {
-                ffi::aicfSetPassBody(
-                    ffi::string_ref(argument),
-                    trampoline,
-                    entry as *const BodyEntry as *mut c_void,
-                )
+                ffi::aicfSetPassBody(ffi::string_ref(argument), trampoline, entry as *const BodyEntry as *mut c_void)
             };
         }
         unsafe { ffi::aicfRegisterPasses() };
@@ -55,7 +51,11 @@ struct BodyEntry {
     body: PassBody,
 }
 
-unsafe extern "C" fn trampoline(op: MlirOperation, options: MlirStringRef, user_data: *mut c_void) -> MlirLogicalResult {
+unsafe extern "C" fn trampoline(
+    op: MlirOperation,
+    options: MlirStringRef,
+    user_data: *mut c_void,
+) -> MlirLogicalResult {
     let entry = unsafe { &*(user_data as *const BodyEntry) };
     let op = unsafe { OperationRef::from_raw(op) };
     let options = unsafe { ffi::to_string(options) };
@@ -75,10 +75,7 @@ unsafe extern "C" fn trampoline(op: MlirOperation, options: MlirStringRef, user_
                 .map(String::as_str)
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic");
-            emit_error(
-                op.location(),
-                &format!("internal compiler error in pass '{}': {what}", entry.argument),
-            );
+            emit_error(op.location(), &format!("internal compiler error in pass '{}': {what}", entry.argument));
             false
         }
     };

@@ -9,7 +9,7 @@ use melior::ir::attribute::AttributeLike;
 
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use melior::ir::{
-    OperationRef, RegionLike, BlockLike,
+    BlockLike, OperationRef, RegionLike,
     attribute::{StringAttribute, TypeAttribute},
     operation::OperationLike,
     r#type::{DimSize, RankedTensorType, ShapedTypeLike},
@@ -66,9 +66,7 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
 }
 
 /// The `hl.param` ops of `module`'s body, in order.
-pub fn collect_params<'c, 'a>(
-    module: OperationRef<'c, 'a>,
-) -> Result<Vec<ParamInfo>, (OperationRef<'c, 'a>, String)> {
+pub fn collect_params<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<ParamInfo>, (OperationRef<'c, 'a>, String)> {
     let mut params = Vec::new();
     let Ok(region) = module.region(0) else { return Ok(params) };
     let Some(block) = region.first_block() else { return Ok(params) };
@@ -103,11 +101,7 @@ pub fn collect_params<'c, 'a>(
             }
         }
         let init = op.attribute("init").map_err(|_| attr_error("init"))?.to_string();
-        let init = init
-            .strip_prefix("#hl.init<")
-            .and_then(|s| s.strip_suffix('>'))
-            .unwrap_or(&init)
-            .to_string();
+        let init = init.strip_prefix("#hl.init<").and_then(|s| s.strip_suffix('>')).unwrap_or(&init).to_string();
         params.push(ParamInfo { path, owner, shape, dtype: ty.element().to_string(), init });
     }
     Ok(params)

@@ -2,8 +2,8 @@
 //! the parameter table, run pipelines, and get errors as values that name
 //! file, line and column.
 
-use melior::ir::operation::OperationLike;
 use aicf_compiler::{CompileError, CompilerContext, Severity, passes::collect_params, run_pipeline};
+use melior::ir::operation::OperationLike;
 
 const MLP: &str = include_str!("../../../examples/mlp/digits_mlp.mlir");
 
@@ -63,7 +63,7 @@ fn verifier_errors_are_reported_after_a_clean_parse() {
 #[test]
 fn missing_file_is_an_error_naming_the_path() {
     let ctx = CompilerContext::new();
-    let err = ctx.parse_file(std::path::Path::new("/nonexistent/model.mlir")).err().expect("no such file");
+    let err = ctx.parse_file(std::path::Path::new("/nonexistent/model.mlir")).expect_err("no such file");
     let text = err.to_string();
     assert!(text.contains("/nonexistent/model.mlir") && text.contains("cannot read the file"), "{text}");
 }

@@ -36,7 +36,10 @@ fn an_error_inside_a_nested_layer_names_the_innermost_one() {
     assert_eq!(err.layer().unwrap().path, "blocks.3.attn.q_proj", "{err}");
 
     let err = MultiHeadAttention::new("blocks.0.attn", 64, 5, false).unwrap_err();
-    assert_eq!(err.to_string(), "in `blocks.0.attn` (MultiHeadAttention(64, heads 5)): dim 64 is not divisible into 5 heads");
+    assert_eq!(
+        err.to_string(),
+        "in `blocks.0.attn` (MultiHeadAttention(64, heads 5)): dim 64 is not divisible into 5 heads"
+    );
 }
 
 /// A model whose graph depends on Rust control flow and on the input shape.
@@ -91,8 +94,7 @@ fn traced_modules_are_cached_by_input_shapes_and_dtypes() {
 fn a_layer_called_twice_shares_its_parameters() {
     let shared = Linear::new("tied", 8, 8);
     let mut b = ModuleBuilder::new();
-    b.function("twice", Mode::Eval, &[f32(&[2, 8])], |xs| Ok(vec![shared.forward(&shared.forward(&xs[0])?)?]))
-        .unwrap();
+    b.function("twice", Mode::Eval, &[f32(&[2, 8])], |xs| Ok(vec![shared.forward(&shared.forward(&xs[0])?)?])).unwrap();
     let m = b.finish().unwrap();
     assert_eq!(m.params.len(), 2);
     assert_eq!(m.text.matches("hl.get_param @tied.weight").count(), 2);
@@ -106,9 +108,8 @@ fn a_layer_called_twice_shares_its_parameters() {
         })
         .unwrap_err();
     assert!(
-        err.to_string().starts_with(
-            "in `fc` (Linear(8 -> 4)): parameter `fc.weight` is declared again as tensor<4x8xf32>"
-        ),
+        err.to_string()
+            .starts_with("in `fc` (Linear(8 -> 4)): parameter `fc.weight` is declared again as tensor<4x8xf32>"),
         "{err}"
     );
     // The builder stays usable after a failed function.
@@ -120,9 +121,8 @@ fn a_layer_called_twice_shares_its_parameters() {
 fn dropout_is_active_only_while_training_and_draws_distinct_streams() {
     let mut b = ModuleBuilder::new();
     let eval = b.function("eval", Mode::Eval, &[f32(&[4, 4])], |xs| Ok(vec![xs[0].dropout(0.5)?])).unwrap();
-    let train = b
-        .function("train", Mode::Train, &[f32(&[4, 4])], |xs| Ok(vec![xs[0].dropout(0.5)?.dropout(0.25)?]))
-        .unwrap();
+    let train =
+        b.function("train", Mode::Train, &[f32(&[4, 4])], |xs| Ok(vec![xs[0].dropout(0.5)?.dropout(0.25)?])).unwrap();
     let m = b.finish().unwrap();
     assert!(!eval.takes_rng);
     assert!(train.takes_rng);
@@ -184,10 +184,10 @@ fn tensors_of_two_graphs_do_not_mix() {
 #[test]
 fn every_op_traces_through_the_functional_api() {
     let inputs = [
-        f32(&[2, 3, 8, 8]),                      // image
-        f32(&[2, 5, 16]),                        // sequence
-        TensorSpec::new([2, 5], DType::I32),     // tokens
-        f32(&[3, 5]),                            // odd matrix
+        f32(&[2, 3, 8, 8]),                  // image
+        f32(&[2, 5, 16]),                    // sequence
+        TensorSpec::new([2, 5], DType::I32), // tokens
+        f32(&[3, 5]),                        // odd matrix
     ];
     let mut b = ModuleBuilder::new();
     let sig = b
@@ -229,7 +229,12 @@ fn every_op_traces_through_the_functional_api() {
             outs.push(table.gather(tok, 0)?.flatten(1)?);
             // vision, attention, dropout
             let conv = Conv2dOptions { stride: [2, 2], padding: [1, 1], ..Conv2dOptions::default() };
-            let k = g.param("k", "", &f32(&[6, 3, 3, 3]), Init::KaimingNormal { gain: 2f64.sqrt(), mode: FanMode::FanOut })?;
+            let k = g.param(
+                "k",
+                "",
+                &f32(&[6, 3, 3, 3]),
+                Init::KaimingNormal { gain: 2f64.sqrt(), mode: FanMode::FanOut },
+            )?;
             let c = img.conv2d(&k, None, &conv)?;
             outs.push(c.max_pool2d(&Pool2dOptions::square(2))?);
             let nhwc = Pool2dOptions { layout: Layout::Nhwc, ..Pool2dOptions::square(2) };
@@ -247,11 +252,52 @@ fn every_op_traces_through_the_functional_api() {
     let ctx = CompilerContext::new();
     m.parse(&ctx).unwrap_or_else(|e| panic!("{e}\n{m}"));
     for op in [
-        "add", "sub", "mul", "div", "pow", "max", "min", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh",
-        "sigmoid", "relu", "silu", "gelu", "compare", "select", "cast", "constant", "linear", "matmul",
-        "reduce_sum", "reduce_mean", "reduce_max", "argmax", "softmax", "log_softmax", "layer_norm", "rms_norm",
-        "cross_entropy", "mse_loss", "reshape", "transpose", "broadcast_to", "concat", "slice", "gather",
-        "conv2d", "max_pool2d", "avg_pool2d", "attention", "dropout", "get_param",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "pow",
+        "max",
+        "min",
+        "neg",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "tanh",
+        "sigmoid",
+        "relu",
+        "silu",
+        "gelu",
+        "compare",
+        "select",
+        "cast",
+        "constant",
+        "linear",
+        "matmul",
+        "reduce_sum",
+        "reduce_mean",
+        "reduce_max",
+        "argmax",
+        "softmax",
+        "log_softmax",
+        "layer_norm",
+        "rms_norm",
+        "cross_entropy",
+        "mse_loss",
+        "reshape",
+        "transpose",
+        "broadcast_to",
+        "concat",
+        "slice",
+        "gather",
+        "conv2d",
+        "max_pool2d",
+        "avg_pool2d",
+        "attention",
+        "dropout",
+        "get_param",
     ] {
         assert!(m.text.contains(&format!("hl.{op} ")), "hl.{op} missing from\n{m}");
     }
