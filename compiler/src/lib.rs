@@ -30,6 +30,7 @@
 pub mod context;
 pub mod error;
 pub mod ffi;
+pub mod interp;
 pub mod nn;
 pub mod passes;
 

@@ -514,7 +514,7 @@ impl GraphState {
 }
 
 /// Reads a ranked tensor type back into a spec.
-fn spec_of(ty: MlirType) -> Result<TensorSpec> {
+pub(crate) fn spec_of(ty: MlirType) -> Result<TensorSpec> {
     unsafe {
         if !mlirTypeIsARankedTensor(ty) {
             return Err(NnError::Internal("an hl op produced a value that is not a ranked tensor".into()));

@@ -31,6 +31,7 @@ pub use layers::*;
 pub use ops::{Compare, Conv2dOptions, GeluApproximation, Layout, Pool2dOptions, Reduction};
 
 use crate::CompilerContext;
+pub(crate) use graph::spec_of as spec_of_type;
 use graph::GraphState;
 use melior::ir::Module as MlirModule;
 use std::{cell::Cell, cell::RefCell, collections::HashMap, fmt, rc::Rc};

@@ -2,5 +2,6 @@
 //! links all of MLIR statically.
 
 mod api;
+mod interp;
 mod models;
 mod nn;

@@ -1,0 +1,358 @@
+//! The reference interpreter: runs any `hl` function on the CPU, simply and
+//! obviously correctly, as the numerical oracle every compiled path is
+//! tested against. It is not AICF's execution path (that is compiled
+//! kernels); it favours clarity over speed.
+//!
+//! Values are [`Array`]s of `f64` tagged with their dtype; every float
+//! result is rounded to its dtype, so an `f32` function computes in `f32`
+//! and an `f64` function in `f64`. Parameters are bound by name
+//! (`hl.get_param @fc1.weight` reads `params["fc1.weight"]`).
+
+mod array;
+mod kernels;
+
+pub use array::Array;
+
+use crate::{context::describe_location, ffi, nn::DType};
+use kernels::Window;
+use melior::ir::{Location, Module};
+use mlir_sys::*;
+use std::collections::HashMap;
+
+/// Why a function could not be run, and where.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{location}: '{op}': {message}")]
+pub struct InterpError {
+    pub location: String,
+    pub op: String,
+    pub message: String,
+}
+
+pub type Result<T, E = InterpError> = std::result::Result<T, E>;
+
+/// Runs functions of one verified module.
+pub struct Interpreter<'m, 'c> {
+    module: &'m Module<'c>,
+    params: HashMap<String, Array>,
+}
+
+impl<'m, 'c> Interpreter<'m, 'c> {
+    pub fn new(module: &'m Module<'c>) -> Self {
+        Interpreter { module, params: HashMap::new() }
+    }
+
+    /// Binds (or replaces) the value of parameter `name`.
+    pub fn set_param(&mut self, name: &str, value: Array) {
+        self.params.insert(name.to_string(), value);
+    }
+
+    pub fn param(&self, name: &str) -> Option<&Array> {
+        self.params.get(name)
+    }
+
+    /// Runs `@name` on `args`, returning its results.
+    pub fn run(&self, name: &str, args: &[Array]) -> Result<Vec<Array>> {
+        let func = self.find_function(name)?;
+        self.call(func, args)
+    }
+
+    fn find_function(&self, name: &str) -> Result<MlirOperation> {
+        let body = self.module.body();
+        let mut op = unsafe { mlirBlockGetFirstOperation(body.to_raw()) };
+        while !op.ptr.is_null() {
+            if op_name(op) == "func.func" && string_attr(op, "sym_name").as_deref() == Some(name) {
+                return Ok(op);
+            }
+            op = unsafe { mlirOperationGetNextInBlock(op) };
+        }
+        Err(InterpError { location: "<module>".into(), op: "func.call".into(), message: format!("no function @{name}") })
+    }
+
+    fn call(&self, func: MlirOperation, args: &[Array]) -> Result<Vec<Array>> {
+        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
+        let nargs = unsafe { mlirBlockGetNumArguments(block) } as usize;
+        let name = string_attr(func, "sym_name").unwrap_or_default();
+        let fail = |message: String| InterpError { location: format!("@{name}"), op: "func.func".into(), message };
+        if args.len() != nargs {
+            return Err(fail(format!("takes {nargs} arguments, got {}", args.len())));
+        }
+        let mut env: HashMap<usize, Array> = HashMap::new();
+        for (i, a) in args.iter().enumerate() {
+            let v = unsafe { mlirBlockGetArgument(block, i as isize) };
+            let (shape, dtype) = type_of(v).map_err(&fail)?;
+            if a.shape != shape || a.dtype != dtype {
+                return Err(fail(format!(
+                    "argument {i} must be {shape:?} {dtype:?}, got {:?} {:?}",
+                    a.shape, a.dtype
+                )));
+            }
+            env.insert(v.ptr as usize, a.clone());
+        }
+        let mut op = unsafe { mlirBlockGetFirstOperation(block) };
+        while !op.ptr.is_null() {
+            let name = op_name(op);
+            let operands: Vec<&Array> = (0..unsafe { mlirOperationGetNumOperands(op) })
+                .map(|i| {
+                    let v = unsafe { mlirOperationGetOperand(op, i) };
+                    env.get(&(v.ptr as usize)).ok_or_else(|| error(op, "an operand has no value".into()))
+                })
+                .collect::<Result<_>>()?;
+            if name == "func.return" {
+                return Ok(operands.into_iter().cloned().collect());
+            }
+            let results = self.eval(op, &name, &operands).map_err(|message| error(op, message))?;
+            for (i, r) in results.into_iter().enumerate() {
+                env.insert(unsafe { mlirOperationGetResult(op, i as isize) }.ptr as usize, r);
+            }
+            op = unsafe { mlirOperationGetNextInBlock(op) };
+        }
+        Err(fail("has no func.return".into()))
+    }
+
+    /// One op. Errors are plain messages; the caller adds the location.
+    fn eval(&self, op: MlirOperation, name: &str, x: &[&Array]) -> Result<Vec<Array>, String> {
+        let (shape, dtype) = if unsafe { mlirOperationGetNumResults(op) } > 0 {
+            type_of(unsafe { mlirOperationGetResult(op, 0) })?
+        } else {
+            (Vec::new(), DType::F32)
+        };
+        let map2 = |f: fn(f64, f64) -> f64| kernels::map_n(&x[..2], dtype, |a| f(a[0], a[1]));
+        let map1 = |f: &dyn Fn(f64) -> f64| kernels::map_n(&x[..1], dtype, |a| f(a[0]));
+        let int = !dtype.is_float();
+        let axes = |key: &str| -> Result<Vec<usize>, String> {
+            Ok(i64_array(op, key)?.into_iter().map(|a| a as usize).collect())
+        };
+        let window = |kernel: [usize; 2], dilation: [usize; 2]| -> Result<Window, String> {
+            Ok(Window {
+                kernel,
+                stride: pair(&axes("stride")?),
+                padding: pair(&axes("padding")?),
+                dilation,
+                nhwc: int_attr(op, "layout").unwrap_or(0) == 1,
+            })
+        };
+        let out = match name {
+            "hl.constant" => constant(op, shape.clone(), dtype)?,
+            "hl.get_param" => {
+                let p = flat_symbol(op, "name")?;
+                let v = self.params.get(&p).ok_or_else(|| format!("parameter @{p} has no value bound"))?;
+                if v.shape != shape || v.dtype != dtype {
+                    return Err(format!("parameter @{p} is bound to {:?} {:?}, the IR reads {shape:?} {dtype:?}", v.shape, v.dtype));
+                }
+                v.clone()
+            }
+            "hl.add" => map2(|a, b| a + b),
+            "hl.sub" => map2(|a, b| a - b),
+            "hl.mul" => map2(|a, b| a * b),
+            "hl.div" if int => {
+                if x[1].data.contains(&0.0) {
+                    return Err("integer division by zero".into());
+                }
+                map2(|a, b| (a / b).trunc())
+            }
+            "hl.div" => map2(|a, b| a / b),
+            "hl.pow" => map2(f64::powf),
+            "hl.max" => map2(kernels::nan_max),
+            "hl.min" => map2(kernels::nan_min),
+            "hl.compare" => {
+                let p = int_attr(op, "predicate")?;
+                kernels::map_n(&x[..2], DType::I1, move |a| {
+                    let (l, r) = (a[0], a[1]);
+                    let t = match p {
+                        0 => l == r,
+                        1 => l != r,
+                        2 => l < r,
+                        3 => l <= r,
+                        4 => l > r,
+                        _ => l >= r,
+                    };
+                    t as i32 as f64
+                })
+            }
+            "hl.select" => kernels::map_n(x, dtype, |a| if a[0] != 0.0 { a[1] } else { a[2] }),
+            "hl.neg" => map1(&|v| -v),
+            "hl.abs" => map1(&f64::abs),
+            "hl.exp" => map1(&f64::exp),
+            "hl.log" => map1(&f64::ln),
+            "hl.sqrt" => map1(&f64::sqrt),
+            "hl.rsqrt" => map1(&|v| 1.0 / v.sqrt()),
+            "hl.tanh" => map1(&f64::tanh),
+            "hl.sigmoid" => map1(&kernels::sigmoid),
+            "hl.relu" => map1(&|v| if v > 0.0 || v.is_nan() { v } else { 0.0 }),
+            "hl.silu" => map1(&|v| v * kernels::sigmoid(v)),
+            "hl.gelu" => {
+                let tanh_form = int_attr(op, "approximate").unwrap_or(0) == 1;
+                map1(&move |v| kernels::gelu(v, tanh_form))
+            }
+            "hl.cast" => Array::new(shape.clone(), dtype, x[0].data.clone()),
+            "hl.matmul" => kernels::matmul(x[0], x[1], unit(op, "transpose_lhs"), unit(op, "transpose_rhs"), dtype),
+            "hl.linear" => kernels::linear(x[0], x[1], x.get(2).copied()),
+            "hl.reduce_sum" => kernels::reduce(x[0], &axes("axes")?, unit(op, "keepdim"), 0.0, |a, v| a + v, |a, _| a),
+            "hl.reduce_mean" => {
+                kernels::reduce(x[0], &axes("axes")?, unit(op, "keepdim"), 0.0, |a, v| a + v, |a, n| a / n as f64)
+            }
+            "hl.reduce_max" => kernels::reduce(
+                x[0],
+                &axes("axes")?,
+                unit(op, "keepdim"),
+                f64::NEG_INFINITY,
+                kernels::nan_max,
+                |a, _| a,
+            ),
+            "hl.argmax" => kernels::argmax(x[0], int_attr(op, "axis")? as usize, unit(op, "keepdim")),
+            "hl.softmax" => kernels::softmax(x[0], int_attr(op, "axis")? as usize, false),
+            "hl.log_softmax" => kernels::softmax(x[0], int_attr(op, "axis")? as usize, true),
+            "hl.layer_norm" | "hl.rms_norm" => {
+                let segments = i32_array(op, "operandSegmentSizes").unwrap_or_else(|_| vec![1, (x.len() > 1) as i64]);
+                let w = (segments.get(1).copied().unwrap_or(0) > 0).then(|| x[1]);
+                let b = (segments.get(2).copied().unwrap_or(0) > 0).then(|| x[x.len() - 1]);
+                let dims = int_attr(op, "dims")? as usize;
+                let eps = float_attr(op, "eps")?;
+                kernels::normalize(x[0], w, b, dims, eps, name == "hl.layer_norm")
+            }
+            "hl.cross_entropy" => {
+                let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
+                kernels::cross_entropy(x[0], x[1], sum, int_attr(op, "ignore_index").ok())?
+            }
+            "hl.mse_loss" => {
+                let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
+                let total: f64 = x[0].data.iter().zip(&x[1].data).map(|(a, b)| (a - b) * (a - b)).sum();
+                Array::scalar(if sum { total } else { total / x[0].len() as f64 }, dtype)
+            }
+            "hl.reshape" => Array::new(shape.clone(), dtype, x[0].data.clone()),
+            "hl.transpose" => kernels::permute(x[0], &axes("permutation")?),
+            "hl.broadcast_to" => {
+                let target = Array::zeros(shape.clone(), dtype);
+                kernels::map_n(&[x[0], &target], dtype, |a| a[0])
+            }
+            "hl.concat" => kernels::concat(x, int_attr(op, "axis")? as usize),
+            "hl.slice" => kernels::slice(x[0], &axes("start")?, &axes("limit")?, &axes("strides")?),
+            "hl.gather" => kernels::gather(x[0], x[1], int_attr(op, "axis")? as usize)?,
+            "hl.conv2d" => {
+                let k = [x[1].shape[2], x[1].shape[3]];
+                let win = window(k, pair(&axes("dilation")?))?;
+                kernels::conv2d(x[0], x[1], x.get(2).copied(), &win, int_attr(op, "groups")? as usize)
+            }
+            "hl.max_pool2d" | "hl.avg_pool2d" => {
+                let win = window(pair(&axes("kernel")?), [1, 1])?;
+                kernels::pool2d(x[0], &win, name == "hl.max_pool2d")
+            }
+            "hl.attention" => kernels::attention(x[0], x[1], x[2], unit(op, "causal"), float_attr(op, "scale").ok()),
+            "hl.dropout" => {
+                let p = float_attr(op, "p")?;
+                let stream = int_attr(op, "stream")? as u64;
+                kernels::dropout(x[0], x[1].item() as i64 as u64, x[2].item() as i64 as u64, p, stream)
+            }
+            "func.call" => {
+                let callee = flat_symbol(op, "callee")?;
+                let func = self.find_function(&callee).map_err(|e| e.message)?;
+                let args: Vec<Array> = x.iter().map(|a| (*a).clone()).collect();
+                return self.call(func, &args).map_err(|e| e.to_string());
+            }
+            other => return Err(format!("the reference interpreter does not implement '{other}'")),
+        };
+        if out.shape != shape || out.dtype != dtype {
+            return Err(format!("computed {:?} {:?} but the IR says {shape:?} {dtype:?}", out.shape, out.dtype));
+        }
+        Ok(vec![out])
+    }
+}
+
+fn pair(v: &[usize]) -> [usize; 2] {
+    [v.first().copied().unwrap_or(1), v.get(1).copied().unwrap_or(1)]
+}
+
+fn error(op: MlirOperation, message: String) -> InterpError {
+    let location = describe_location(unsafe { Location::from_raw(mlirOperationGetLocation(op)) });
+    InterpError { location, op: op_name(op), message }
+}
+
+fn op_name(op: MlirOperation) -> String {
+    unsafe { ffi::to_string(mlirIdentifierStr(mlirOperationGetName(op))) }
+}
+
+fn attr(op: MlirOperation, key: &str) -> Result<MlirAttribute, String> {
+    let a = unsafe { mlirOperationGetAttributeByName(op, ffi::string_ref(key)) };
+    if a.ptr.is_null() { Err(format!("missing attribute '{key}'")) } else { Ok(a) }
+}
+
+fn unit(op: MlirOperation, key: &str) -> bool {
+    attr(op, key).is_ok()
+}
+
+fn int_attr(op: MlirOperation, key: &str) -> Result<i64, String> {
+    let a = attr(op, key)?;
+    if !unsafe { mlirAttributeIsAInteger(a) } {
+        return Err(format!("attribute '{key}' is not an integer"));
+    }
+    Ok(unsafe { mlirIntegerAttrGetValueInt(a) })
+}
+
+fn float_attr(op: MlirOperation, key: &str) -> Result<f64, String> {
+    let a = attr(op, key)?;
+    if !unsafe { mlirAttributeIsAFloat(a) } {
+        return Err(format!("attribute '{key}' is not a float"));
+    }
+    Ok(unsafe { mlirFloatAttrGetValueDouble(a) })
+}
+
+fn i64_array(op: MlirOperation, key: &str) -> Result<Vec<i64>, String> {
+    let a = attr(op, key)?;
+    if !unsafe { mlirAttributeIsADenseI64Array(a) } {
+        return Err(format!("attribute '{key}' is not an i64 array"));
+    }
+    Ok((0..unsafe { mlirDenseArrayGetNumElements(a) }).map(|i| unsafe { mlirDenseI64ArrayGetElement(a, i) }).collect())
+}
+
+fn i32_array(op: MlirOperation, key: &str) -> Result<Vec<i64>, String> {
+    let a = attr(op, key)?;
+    if !unsafe { mlirAttributeIsADenseI32Array(a) } {
+        return Err(format!("attribute '{key}' is not an i32 array"));
+    }
+    Ok((0..unsafe { mlirDenseArrayGetNumElements(a) })
+        .map(|i| unsafe { mlirDenseI32ArrayGetElement(a, i) } as i64)
+        .collect())
+}
+
+fn string_attr(op: MlirOperation, key: &str) -> Option<String> {
+    let a = attr(op, key).ok()?;
+    unsafe { mlirAttributeIsAString(a) }.then(|| unsafe { ffi::to_string(mlirStringAttrGetValue(a)) })
+}
+
+fn flat_symbol(op: MlirOperation, key: &str) -> Result<String, String> {
+    let a = attr(op, key)?;
+    Ok(unsafe { ffi::to_string(mlirFlatSymbolRefAttrGetValue(a)) })
+}
+
+fn type_of(v: MlirValue) -> Result<(Vec<usize>, DType), String> {
+    let spec = crate::nn::spec_of_type(unsafe { mlirValueGetType(v) }).map_err(|e| e.to_string())?;
+    Ok((spec.shape, spec.dtype))
+}
+
+/// The elements of an `hl.constant`.
+fn constant(op: MlirOperation, shape: Vec<usize>, dtype: DType) -> Result<Array, String> {
+    let a = attr(op, "value")?;
+    if !unsafe { mlirAttributeIsADenseElements(a) } {
+        return Err("only dense constants are supported".into());
+    }
+    let n: usize = shape.iter().product();
+    let splat = unsafe { mlirDenseElementsAttrIsSplat(a) };
+    let get = |i: isize| -> f64 {
+        unsafe {
+            match dtype {
+                DType::F64 => mlirDenseElementsAttrGetDoubleValue(a, i),
+                DType::F32 => mlirDenseElementsAttrGetFloatValue(a, i) as f64,
+                DType::I1 => mlirDenseElementsAttrGetBoolValue(a, i) as i32 as f64,
+                DType::I32 => mlirDenseElementsAttrGetInt32Value(a, i) as f64,
+                DType::I64 => mlirDenseElementsAttrGetInt64Value(a, i) as f64,
+                // Narrow floats are read through their f32 widening below.
+                DType::F16 | DType::BF16 => f64::NAN,
+            }
+        }
+    };
+    if matches!(dtype, DType::F16 | DType::BF16) {
+        return Err("constants of f16/bf16 are not supported by the reference interpreter".into());
+    }
+    let data = if splat { vec![get(0); n] } else { (0..n as isize).map(get).collect() };
+    Ok(Array::new(shape, dtype, data))
+}
