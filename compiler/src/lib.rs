@@ -3,7 +3,7 @@
 //! compiled training step.
 //!
 //! ```text
-//!  model.mlir (hl) / Rust layer API
+//!  model.mlir (hl) / Rust layer API (nn: traced into hl op by op)
 //!        |  parse + verify: every hl op infers its result type and checks
 //!        |  its shape rule; parameters are hl.param symbols with owner,
 //!        |  shape, dtype and initializer
@@ -24,8 +24,10 @@
 //! - A pass either succeeds or reports a located diagnostic and fails; no
 //!   pass panics on bad input ([`passes`]).
 //!
-//! Entry points: [`CompilerContext`] to parse and verify, [`run_pipeline`]
-//! to run a textual pass pipeline, [`opt_main`] for the `aicf-opt` driver.
+//! Entry points: [`CompilerContext`] to parse and verify, [`nn`] to build
+//! models in Rust, [`interp`] to run `hl` functions on the CPU as the
+//! numerical oracle, [`run_pipeline`] to run a textual pass pipeline,
+//! [`opt_main`] for the `aicf-opt` driver.
 
 pub mod context;
 pub mod error;

@@ -6,7 +6,6 @@ use aicf_compiler::{
     interp::{Array, Interpreter},
     nn::DType,
 };
-use aicf_runtime::init::Init;
 
 #[path = "../../../examples/char_lm/model.rs"]
 mod char_lm;
