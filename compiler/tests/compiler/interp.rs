@@ -7,8 +7,7 @@ use aicf_compiler::{
     nn::DType,
 };
 
-#[path = "../../../examples/char_lm/model.rs"]
-mod char_lm;
+use crate::models::char_lm;
 
 fn f64a(shape: &[usize], data: &[f64]) -> Array {
     Array::new(shape, DType::F64, data.to_vec())
@@ -180,7 +179,7 @@ fn errors_name_the_op_and_its_location() {
         return %g : tensor<2x2xf64>
       }"#;
     let idx = Array::new([2], DType::I32, vec![1.0, 4.0]);
-    let err = run(src, &[], &[idx.clone()]).unwrap_err();
+    let err = run(src, &[], std::slice::from_ref(&idx)).unwrap_err();
     assert_eq!(err, "interp.mlir:4:14: 'hl.get_param': parameter @w has no value bound");
     let err = run(src, &[("w", Array::zeros([4, 2], DType::F64))], &[idx]).unwrap_err();
     assert_eq!(err, "interp.mlir:5:14: 'hl.gather': index 4 is outside [0, 4) on axis 0");
@@ -203,7 +202,7 @@ fn runs_the_traced_char_lm() {
         interp.set_param(&p.name, Array::new(p.spec.shape.clone(), DType::F32, buf.iter().map(|&v| v as f64).collect()));
     }
     let tokens = Array::new([2, 8], DType::I32, (0..16).map(|i| (i * 7 % 65) as f64).collect());
-    let logits = interp.run("forward", &[tokens.clone()]).unwrap().remove(0);
+    let logits = interp.run("forward", std::slice::from_ref(&tokens)).unwrap().remove(0);
     assert_eq!(logits.shape, [2, 8, 65]);
     assert!(logits.data.iter().all(|v| v.is_finite()));
     let loss = interp

@@ -4,7 +4,7 @@
 use aicf_compiler::{CompilerContext, nn::HlModule};
 
 #[path = "../../../examples/char_lm/model.rs"]
-mod char_lm;
+pub(crate) mod char_lm;
 #[path = "../../../examples/cnn/model.rs"]
 mod cnn;
 #[path = "../../../examples/mlp/model.rs"]
