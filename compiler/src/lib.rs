@@ -33,6 +33,7 @@ pub mod context;
 pub mod error;
 pub mod ffi;
 pub mod interp;
+pub(crate) mod ir;
 pub mod nn;
 pub mod passes;
 

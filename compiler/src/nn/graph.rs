@@ -9,7 +9,11 @@
 //! values in it and an `Rc` that keeps it alive.
 
 use super::{DType, NnError, Result, TensorSpec};
-use crate::{CompilerContext, ffi::string_ref};
+use crate::{
+    CompilerContext,
+    ffi::string_ref,
+    ir::{self, BuildError, OpSpec},
+};
 use aicf_runtime::init::Init;
 use mlir_sys::*;
 use std::{cell::RefCell, fmt, rc::Rc};
@@ -188,21 +192,24 @@ impl GraphState {
     }
 
     fn parse_type(&self, text: &str) -> Result<MlirType> {
-        let t = unsafe { mlirTypeParseGet(self.raw_ctx(), string_ref(text)) };
-        if t.ptr.is_null() {
-            return Err(NnError::Internal(format!("cannot parse type `{text}`")));
-        }
-        Ok(t)
+        ir::parse_type(self.raw_ctx(), text).map_err(|e| self.build_error(e, "", &[]))
     }
 
-    fn parse_attr(&self, text: &str) -> Result<MlirAttribute> {
+    /// Creates `spec` at the current location, turning a refusal into the
+    /// op's diagnostics.
+    fn create(&self, spec: &OpSpec<'_>, location: MlirLocation, operand_types: &[String]) -> Result<MlirOperation> {
         self.ctx.take_diagnostics();
-        let a = unsafe { mlirAttributeParseGet(self.raw_ctx(), string_ref(text)) };
-        if a.ptr.is_null() {
-            let why: Vec<String> = self.ctx.take_diagnostics().into_iter().map(|d| d.message).collect();
-            return Err(NnError::Internal(format!("cannot parse attribute `{text}`: {}", why.join("; "))));
+        ir::create_op(self.raw_ctx(), location, spec).map_err(|e| self.build_error(e, spec.name, operand_types))
+    }
+
+    fn build_error(&self, e: BuildError, op: &str, operand_types: &[String]) -> NnError {
+        match e {
+            BuildError::Syntax(what) => {
+                let why: Vec<String> = self.ctx.take_diagnostics().into_iter().map(|d| d.message).collect();
+                NnError::Internal(format!("cannot parse the {what}: {}", why.join("; ")))
+            }
+            BuildError::Refused => self.op_error(op, operand_types),
         }
-        Ok(a)
     }
 
     /// The error for an op MLIR refused: its diagnostics, the layer it was
@@ -264,41 +271,23 @@ impl GraphState {
                 ),
             });
         }
-        let ctx = self.raw_ctx();
-        let mut named = Vec::with_capacity(attributes.len());
-        for (key, text) in attributes {
-            let attr = self.parse_attr(text)?;
-            named.push(unsafe { mlirNamedAttributeGet(mlirIdentifierGet(ctx, string_ref(key)), attr) });
-        }
         let result_types: Vec<MlirType> = match results {
             Some(specs) => specs.iter().map(|s| self.parse_type(&s.mlir_type())).collect::<Result<_>>()?,
             None => Vec::new(),
         };
         let values: Vec<MlirValue> = operands.iter().map(|t| t.value).collect();
-        let location = self.location();
-        self.ctx.take_diagnostics();
-        let op = unsafe {
-            let mut state = mlirOperationStateGet(string_ref(name), location);
-            mlirOperationStateAddOperands(&mut state, values.len() as isize, values.as_ptr());
-            mlirOperationStateAddAttributes(&mut state, named.len() as isize, named.as_ptr());
-            if results.is_some() {
-                mlirOperationStateAddResults(&mut state, result_types.len() as isize, result_types.as_ptr());
-            } else {
-                mlirOperationStateEnableResultTypeInference(&mut state);
-            }
-            mlirOperationCreate(&mut state)
-        };
         let operand_types: Vec<String> = operands.iter().map(|t| t.spec.mlir_type()).collect();
-        if op.ptr.is_null() {
-            return Err(self.op_error(name, &operand_types));
-        }
         // Inferred ops were checked by their inference; the others (and the
         // attribute rules of all) by the verifier. Symbol uses are checked
         // when the module is finished.
-        if verify && !unsafe { mlirOperationVerify(op) } {
-            unsafe { mlirOperationDestroy(op) };
-            return Err(self.op_error(name, &operand_types));
-        }
+        let spec = OpSpec {
+            operands: &values,
+            attributes,
+            results: results.map(|_| result_types.as_slice()),
+            verify,
+            ..OpSpec::new(name)
+        };
+        let op = self.create(&spec, self.location(), &operand_types)?;
         unsafe { mlirBlockAppendOwnedOperation(block, op) };
         let n = unsafe { mlirOperationGetNumResults(op) };
         (0..n)
@@ -332,33 +321,24 @@ impl GraphState {
     }
 
     fn declare_param(&self, name: &str, owner: &str, spec: &TensorSpec, init: &Init) -> Result<()> {
-        let ctx = self.raw_ctx();
         let attrs = [
             ("sym_name", format!("\"{}\"", escape(name))),
             ("type", spec.mlir_type()),
             ("owner", format!("\"{}\"", escape(owner))),
             ("init", format!("#hl.init<{init}>")),
         ];
-        let mut named = Vec::new();
-        for (key, text) in &attrs {
-            let attr = self.parse_attr(text)?;
-            named.push(unsafe { mlirNamedAttributeGet(mlirIdentifierGet(ctx, string_ref(key)), attr) });
-        }
-        let location = self.location();
-        self.ctx.take_diagnostics();
+        // The verifier needs the op in its module (HasParent): verify after
+        // inserting it.
+        let op_spec = OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.param") };
+        let op = self.create(&op_spec, self.location(), &[])?;
         let mut inner = self.inner.borrow_mut();
-        let body = unsafe { mlirModuleGetBody(inner.module) };
-        let op = unsafe {
-            let mut state = mlirOperationStateGet(string_ref("hl.param"), location);
-            mlirOperationStateAddAttributes(&mut state, named.len() as isize, named.as_ptr());
-            let op = mlirOperationCreate(&mut state);
+        unsafe {
+            let body = mlirModuleGetBody(inner.module);
             match inner.first_func {
                 Some(f) => mlirBlockInsertOwnedOperationBefore(body, f, op),
                 None => mlirBlockAppendOwnedOperation(body, op),
             }
-            op
-        };
-        // The verifier needs the op in its module (HasParent).
+        }
         if !unsafe { mlirOperationVerify(op) } {
             unsafe {
                 mlirOperationRemoveFromParent(op);
@@ -461,28 +441,28 @@ impl GraphState {
         }
         let out_types: Vec<String> = outputs.iter().map(|t| t.spec.mlir_type()).collect();
         let fn_type = format!("({}) -> ({})", arg_types.join(", "), out_types.join(", "));
-        let ctx = self.raw_ctx();
         let attrs = [("sym_name", format!("\"{}\"", escape(&f.name))), ("function_type", fn_type)];
-        let mut named = Vec::new();
-        for (key, text) in &attrs {
-            let attr = match self.parse_attr(text) {
-                Ok(a) => a,
-                Err(e) => {
-                    unsafe { mlirRegionDestroy(f.region) };
-                    return Err(e);
-                }
-            };
-            named.push(unsafe { mlirNamedAttributeGet(mlirIdentifierGet(ctx, string_ref(key)), attr) });
-        }
+        // The function is verified with its module, in `finish`.
+        let spec = OpSpec {
+            attributes: &attrs,
+            results: Some(&[]),
+            regions: &[f.region],
+            verify: false,
+            ..OpSpec::new("func.func")
+        };
+        let unknown = unsafe { mlirLocationUnknownGet(self.raw_ctx()) };
+        self.ctx.take_diagnostics();
+        let op = ir::create_op(self.raw_ctx(), unknown, &spec).map_err(|e| {
+            // An attribute that did not parse stops before the region is
+            // handed over; it is still ours to free.
+            if matches!(e, BuildError::Syntax(_)) {
+                unsafe { mlirRegionDestroy(f.region) };
+            }
+            self.build_error(e, "func.func", &[])
+        })?;
         let mut inner = self.inner.borrow_mut();
-        unsafe {
-            let mut state = mlirOperationStateGet(string_ref("func.func"), mlirLocationUnknownGet(ctx));
-            mlirOperationStateAddAttributes(&mut state, named.len() as isize, named.as_ptr());
-            mlirOperationStateAddOwnedRegions(&mut state, 1, &f.region);
-            let op = mlirOperationCreate(&mut state);
-            mlirBlockAppendOwnedOperation(mlirModuleGetBody(inner.module), op);
-            inner.first_func.get_or_insert(op);
-        }
+        unsafe { mlirBlockAppendOwnedOperation(mlirModuleGetBody(inner.module), op) };
+        inner.first_func.get_or_insert(op);
         inner.functions.push(FunctionSig {
             name: f.name,
             inputs: f.inputs,
