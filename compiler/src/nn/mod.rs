@@ -32,6 +32,7 @@ pub use ops::{Compare, Conv2dOptions, GeluApproximation, Layout, Pool2dOptions, 
 
 use crate::CompilerContext;
 pub(crate) use graph::spec_of as spec_of_type;
+pub(crate) use ops::float_literal;
 use graph::GraphState;
 use melior::ir::Module as MlirModule;
 use std::{cell::Cell, cell::RefCell, collections::HashMap, fmt, rc::Rc};

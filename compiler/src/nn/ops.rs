@@ -109,7 +109,7 @@ fn reduction_attr(r: Reduction) -> String {
 
 /// A float literal for an element of `dtype`, including the non-finite
 /// values, which MLIR only reads as hexadecimal bit patterns.
-pub(super) fn float_literal(v: f64, dtype: DType) -> String {
+pub(crate) fn float_literal(v: f64, dtype: DType) -> String {
     if v.is_finite() {
         return Float(v).to_string();
     }

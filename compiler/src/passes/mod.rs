@@ -9,8 +9,10 @@
 //! "internal compiler error" diagnostic and a pass failure, since unwinding
 //! into C++ would abort the process.
 
+mod autodiff;
 mod print_param_table;
 
+pub use autodiff::differentiate;
 pub use print_param_table::{ParamInfo, collect_params, render_table};
 
 use crate::ffi;
@@ -28,7 +30,8 @@ pub type PassResult = Result<(), PassFailed>;
 pub type PassBody = for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> PassResult;
 
 /// Every pass body, keyed by the pass argument declared in Passes.td.
-const PASS_BODIES: &[(&str, PassBody)] = &[("hl-print-param-table", print_param_table::run)];
+const PASS_BODIES: &[(&str, PassBody)] =
+    &[("hl-autodiff", autodiff::run), ("hl-print-param-table", print_param_table::run)];
 
 /// Installs every pass body and registers the passes (and AICF's named
 /// pipelines) in MLIR's global registry. Idempotent; call before parsing a

@@ -2,6 +2,7 @@
 //! links all of MLIR statically.
 
 mod api;
+mod autodiff;
 mod interp;
 mod models;
 mod nn;

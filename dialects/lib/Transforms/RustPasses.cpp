@@ -70,6 +70,7 @@ void runRustBody(PassT &pass, Operation *op) {
 } // namespace
 
 namespace aicf {
+#define GEN_PASS_DEF_HLAUTODIFF
 #define GEN_PASS_DEF_HLPRINTPARAMTABLE
 #include "aicf/Transforms/Passes.h.inc"
 
@@ -82,6 +83,7 @@ namespace {
     void signalFailureFromBody() { signalPassFailure(); }                      \
   };
 
+AICF_RUST_PASS(HLAutodiff)
 AICF_RUST_PASS(HLPrintParamTable)
 #undef AICF_RUST_PASS
 } // namespace

@@ -13,6 +13,53 @@
 
 include "mlir/Pass/PassBase.td"
 
+def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of an hl loss function";
+  let description = [{
+    Adds `@<function>_grad`, which takes the arguments of `@<function>` (a
+    function returning one floating-point scalar, the loss) and returns the
+    loss followed by its gradient with respect to every `hl.param` of the
+    module, in declaration order, and, with `wrt-inputs`, with respect to
+    every floating-point argument.
+
+    The forward ops are cloned into the new function and the gradient is
+    built behind them in reverse order, one rule per op kind (a
+    vector-Jacobian product written in `hl` ops): gradients of broadcast
+    operands are summed back to the operand's shape, a value used several
+    times sums the gradients of its uses, and integer values (labels,
+    indices, masks) have none. The result is ordinary `hl` that the later
+    passes optimise like any other. An op on the path from the parameters to
+    the loss that has no rule is an error on that op.
+
+    Before:
+    ```mlir
+    hl.param @w : tensor<4x3xf32> owner "" init <zeros>
+    func.func @loss(%x: tensor<2x3xf32>) -> tensor<f32> {
+      %w = hl.get_param @w : tensor<4x3xf32>
+      %y = hl.linear %x, %w : tensor<2x3xf32>, tensor<4x3xf32>
+      %l = hl.reduce_sum %y axes = [0, 1] : tensor<2x4xf32>
+      return %l : tensor<f32>
+    }
+    ```
+    After (`@loss` unchanged):
+    ```mlir
+    func.func @loss_grad(%x: tensor<2x3xf32>) -> (tensor<f32>, tensor<4x3xf32>) {
+      ... forward ...
+      %one = hl.constant dense<1.0> : tensor<f32>
+      %g = hl.broadcast_to ... : tensor<1x1xf32> to tensor<2x4xf32>
+      %dw = hl.matmul %g, %x transpose_lhs : tensor<2x4xf32>, tensor<2x3xf32>
+      return %l, %dw : tensor<f32>, tensor<4x3xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"loss\"",
+           "The function to differentiate">,
+    Option<"wrtInputs", "wrt-inputs", "bool", /*default=*/"false",
+           "Also return the gradient of every floating-point argument">,
+  ];
+}
+
 def HLPrintParamTable : Pass<"hl-print-param-table", "::mlir::ModuleOp"> {
   let summary = "Print the trainable parameters of an hl module";
   let description = [{

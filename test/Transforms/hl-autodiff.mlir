@@ -1,0 +1,90 @@
+// hl-autodiff on the digits MLP: the VJP structure of cross-entropy, the
+// two linear layers and the ReLU, after canonicalize removed the unused
+// input gradient and the multiplication by d(loss) = 1.
+// RUN: split-file %s %t
+// RUN: aicf-opt %t/mlp.mlir --hl-autodiff --canonicalize | FileCheck %s
+// RUN: aicf-opt %t/mlp.mlir --hl-autodiff=wrt-inputs=true --canonicalize | FileCheck %s --check-prefix=INPUTS
+// RUN: not aicf-opt %t/nofn.mlir --hl-autodiff=function=train 2>&1 | FileCheck %s --check-prefix=NOFN
+// RUN: not aicf-opt %t/vector.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=VECTOR
+// RUN: not aicf-opt %t/norule.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=NORULE
+
+// The forward is kept; the gradient function returns the loss, then one
+// gradient per hl.param in declaration order.
+// CHECK-LABEL: func.func @loss(
+// CHECK-LABEL: func.func @loss_grad(
+// CHECK-SAME: %[[X:.*]]: tensor<32x64xf32>, %[[Y:.*]]: tensor<32xi32>) -> (tensor<f32>, tensor<128x64xf32>, tensor<128xf32>, tensor<10x128xf32>, tensor<10xf32>)
+// CHECK-DAG: %[[ZERO:.*]] = hl.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[INV_N:.*]] = hl.constant dense<3.125000e-02> : tensor<f32>
+// CHECK-DAG: %[[IOTA:.*]] = hl.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]> : tensor<10xi32>
+// CHECK: %[[W1:.*]] = hl.get_param @fc1.weight
+// CHECK: %[[H:.*]] = hl.linear %[[X]], %[[W1]]
+// CHECK: %[[A:.*]] = hl.relu %[[H]]
+// CHECK: %[[W2:.*]] = hl.get_param @fc2.weight
+// CHECK: %[[LOGITS:.*]] = hl.linear %[[A]], %[[W2]]
+// CHECK: %[[LOSS:.*]] = hl.cross_entropy %[[LOGITS]], %[[Y]]
+// d logits = (softmax(logits) - onehot(labels)) / N
+// CHECK: %[[P:.*]] = hl.softmax %[[LOGITS]] axis = 1
+// CHECK: %[[L2:.*]] = hl.reshape %[[Y]] : tensor<32xi32> to tensor<32x1xi32>
+// CHECK: %[[HOT:.*]] = hl.compare eq, %[[L2]], %[[IOTA]]
+// CHECK: %[[HOTF:.*]] = hl.cast %[[HOT]] : tensor<32x10xi1> to tensor<32x10xf32>
+// CHECK: %[[D:.*]] = hl.sub %[[P]], %[[HOTF]]
+// CHECK: %[[DL:.*]] = hl.mul %[[D]], %[[INV_N]]
+// Second layer: dA = dL W2, dW2 = dL^T A, db2 = column sums of dL.
+// CHECK: %[[W2T:.*]] = hl.transpose %[[W2]] permutation = [1, 0]
+// CHECK: %[[DA:.*]] = hl.linear %[[DL]], %[[W2T]]
+// CHECK: %[[DW2:.*]] = hl.matmul %[[DL]], %[[A]] transpose_lhs
+// CHECK: %[[DB2:.*]] = hl.reduce_sum %[[DL]] axes = [0]
+// ReLU: the upstream gradient where the pre-activation was positive.
+// CHECK: %[[POS:.*]] = hl.compare gt, %[[H]], %[[ZERO]]
+// CHECK: %[[DH:.*]] = hl.select %[[POS]], %[[DA]], %[[ZERO]]
+// CHECK: %[[DW1:.*]] = hl.matmul %[[DH]], %[[X]] transpose_lhs
+// CHECK: %[[DB1:.*]] = hl.reduce_sum %[[DH]] axes = [0]
+// CHECK: return %[[LOSS]], %[[DW1]], %[[DB1]], %[[DW2]], %[[DB2]]
+
+// With wrt-inputs the input's gradient (dH W1) is returned last; the
+// integer labels get none.
+// INPUTS-LABEL: func.func @loss_grad
+// INPUTS-SAME: -> (tensor<f32>, tensor<128x64xf32>, tensor<128xf32>, tensor<10x128xf32>, tensor<10xf32>, tensor<32x64xf32>)
+// INPUTS: %[[W1T:.*]] = hl.transpose %{{.*}} permutation = [1, 0] : tensor<128x64xf32>
+// INPUTS: %[[DX:.*]] = hl.linear %{{.*}}, %[[W1T]] : tensor<32x128xf32>, tensor<64x128xf32>
+// INPUTS: return {{.*}}, %[[DX]] :
+
+// NOFN: error: hl-autodiff: no function @train to differentiate
+// VECTOR: vector.mlir:2:3: error: hl-autodiff: the loss must be a floating-point scalar, got tensor<4xf32>
+// NORULE: norule.mlir:4:8: error: hl-autodiff: no gradient rule for 'hl.attention' yet
+
+//--- mlp.mlir
+hl.param @fc1.weight : tensor<128x64xf32> owner "fc1" init <kaiming_uniform>
+hl.param @fc1.bias : tensor<128xf32> owner "fc1" init <zeros>
+hl.param @fc2.weight : tensor<10x128xf32> owner "fc2" init <kaiming_uniform>
+hl.param @fc2.bias : tensor<10xf32> owner "fc2" init <zeros>
+func.func @loss(%x: tensor<32x64xf32>, %labels: tensor<32xi32>) -> tensor<f32> {
+  %w1 = hl.get_param @fc1.weight : tensor<128x64xf32>
+  %b1 = hl.get_param @fc1.bias : tensor<128xf32>
+  %h = hl.linear %x, %w1, %b1 : tensor<32x64xf32>, tensor<128x64xf32>, tensor<128xf32>
+  %a = hl.relu %h : tensor<32x128xf32>
+  %w2 = hl.get_param @fc2.weight : tensor<10x128xf32>
+  %b2 = hl.get_param @fc2.bias : tensor<10xf32>
+  %logits = hl.linear %a, %w2, %b2 : tensor<32x128xf32>, tensor<10x128xf32>, tensor<10xf32>
+  %loss = hl.cross_entropy %logits, %labels : tensor<32x10xf32>, tensor<32xi32>
+  return %loss : tensor<f32>
+}
+
+//--- nofn.mlir
+func.func @loss(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+
+//--- vector.mlir
+func.func @loss(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- norule.mlir
+hl.param @q : tensor<2x4x8xf32> owner "" init <zeros>
+func.func @loss() -> tensor<f32> {
+  %q = hl.get_param @q : tensor<2x4x8xf32>
+  %o = hl.attention %q, %q, %q causal : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %l = hl.reduce_sum %o axes = [0, 1, 2] : tensor<2x4x8xf32>
+  return %l : tensor<f32>
+}
