@@ -311,6 +311,23 @@ impl Emitter {
         }
         self.op("hl.reduce_sum", &[x], &attrs)
     }
+    /// `[0, 1, ..., n-1]` of an integer `dtype`.
+    fn iota_of(&self, n: usize, dtype: DType) -> Result<MlirValue, Failure> {
+        let spec = TensorSpec::new([n], dtype);
+        let values: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+        let attr = format!("dense<[{}]> : {}", values.join(", "), spec.mlir_type());
+        let ty = ir::parse_type(self.ctx, &spec.mlir_type()).map_err(|e| (self.loc, format!("{e:?}")))?;
+        let op = self.append(&OpSpec { attributes: &[("value", attr)], results: Some(&[ty]), ..OpSpec::new("hl.constant") })?;
+        Ok(unsafe { mlirOperationGetResult(op, 0) })
+    }
+    /// `iota_of(n)` (i32) shaped to broadcast along dimension `dim` of a
+    /// rank-`rank` tensor.
+    fn iota(&self, n: usize, rank: usize, dim: usize) -> Result<MlirValue, Failure> {
+        let flat = self.iota_of(n, DType::I32)?;
+        let mut shape = vec![1; rank];
+        shape[dim] = n;
+        self.reshape(flat, &shape)
+    }
     /// Sums a gradient over the dimensions broadcasting stretched, back to
     /// `target`'s shape.
     fn unbroadcast(&self, g: MlirValue, target: &TensorSpec) -> Result<MlirValue, Failure> {
@@ -456,6 +473,87 @@ fn vjp(
             one(d)
         }
         "hl.cross_entropy" => cross_entropy_vjp(e, op, x, g),
+        "hl.pow" => {
+            // d/da = g b a^(b-1); d/db = g y ln(a)
+            let bm1 = e.binary("hl.sub", x[1], e.scalar(1.0, x[1])?)?;
+            let da = e.binary("hl.mul", g, e.binary("hl.mul", x[1], e.binary("hl.pow", x[0], bm1)?)?)?;
+            let db = e.binary("hl.mul", g, e.binary("hl.mul", y, e.unary("hl.log", x[0])?)?)?;
+            Ok(vec![Some(da), Some(db)])
+        }
+        "hl.max" | "hl.min" => {
+            // The gradient goes to the chosen side; ties go to lhs.
+            let predicate = if name == "hl.max" { "5 : i32" } else { "3 : i32" };
+            let lhs = e.op("hl.compare", &[x[0], x[1]], &[("predicate", predicate.into())])?;
+            let zero = e.scalar(0.0, g)?;
+            Ok(vec![Some(e.op("hl.select", &[lhs, g, zero], &[])?), Some(e.op("hl.select", &[lhs, zero, g], &[])?)])
+        }
+        "hl.abs" => {
+            // g sign(x), sign(0) = 0
+            let zero = e.scalar(0.0, x[0])?;
+            let pos = e.op("hl.compare", &[x[0], zero], &[("predicate", "4 : i32".into())])?;
+            let neg = e.op("hl.compare", &[x[0], zero], &[("predicate", "2 : i32".into())])?;
+            let ng = e.unary("hl.neg", g)?;
+            let inner = e.op("hl.select", &[neg, ng, zero], &[])?;
+            one(e.op("hl.select", &[pos, g, inner], &[])?)
+        }
+        "hl.select" => {
+            let zero = e.scalar(0.0, g)?;
+            Ok(vec![None, Some(e.op("hl.select", &[x[0], g, zero], &[])?), Some(e.op("hl.select", &[x[0], zero, g], &[])?)])
+        }
+        "hl.reduce_max" => {
+            // Split evenly among the positions equal to the maximum.
+            let xs = spec(x[0]);
+            let axes = i64_array(op, "axes");
+            let kept: Vec<usize> =
+                xs.shape.iter().enumerate().map(|(d, &n)| if axes.contains(&(d as i64)) { 1 } else { n }).collect();
+            let ymax = e.reshape(y, &kept)?;
+            let hit = e.op("hl.compare", &[x[0], ymax], &[("predicate", "0 : i32".into())])?;
+            let hit = e.typed("hl.cast", &[hit], &xs)?;
+            let axes_u: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
+            let count = e.sum(hit, &axes_u, true)?;
+            let share = e.binary("hl.div", e.reshape(g, &kept)?, count)?;
+            one(e.binary("hl.mul", hit, share)?)
+        }
+        "hl.concat" => {
+            let axis = int_attr(op, "axis") as usize;
+            let gs = spec(g);
+            let mut start = 0;
+            let mut grads = Vec::new();
+            for v in x {
+                let len = spec(*v).shape[axis];
+                let mut lo = vec![0; gs.shape.len()];
+                let mut hi = gs.shape.clone();
+                lo[axis] = start;
+                hi[axis] = start + len;
+                let ones = vec![1; gs.shape.len()];
+                let attrs = [("start", array(&lo)), ("limit", array(&hi)), ("strides", array(&ones))];
+                grads.push(Some(e.op("hl.slice", &[g], &attrs)?));
+                start += len;
+            }
+            Ok(grads)
+        }
+        "hl.dropout" => {
+            // The same mask and scale: dropout of g with the op's seed,
+            // offset, p and stream.
+            let attrs = [("p", attr_text(op, "p")), ("stream", attr_text(op, "stream"))];
+            one(e.op("hl.dropout", &[g, x[1], x[2]], &attrs)?)
+        }
+        "hl.layer_norm" | "hl.rms_norm" => norm_vjp(e, op, name == "hl.layer_norm", x, g),
+        "hl.attention" => attention_vjp(e, op, x, g),
+        "hl.gather" => gather_vjp(e, op, x, g),
+        "hl.gelu" if int_attr(op, "approximate") == 1 => {
+            // y = x/2 (1 + t), t = tanh(k (x + c x^3)):
+            // dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3 c x^2)
+            let (k, c) = ((2.0 / std::f64::consts::PI).sqrt(), 0.044715);
+            let x2 = e.binary("hl.mul", x[0], x[0])?;
+            let inner = e.binary("hl.add", x[0], e.scale(e.binary("hl.mul", x2, x[0])?, c)?)?;
+            let t = e.unary("hl.tanh", e.scale(inner, k)?)?;
+            let half_one_plus_t = e.scale(e.binary("hl.add", e.scalar(1.0, t)?, t)?, 0.5)?;
+            let sech2 = e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.mul", t, t)?)?;
+            let poly = e.scale(e.binary("hl.add", e.scalar(1.0 / (3.0 * c), x2)?, x2)?, 3.0 * c * k)?;
+            let second = e.binary("hl.mul", e.scale(x[0], 0.5)?, e.binary("hl.mul", sech2, poly)?)?;
+            one(e.binary("hl.mul", g, e.binary("hl.add", half_one_plus_t, second)?)?)
+        }
         "hl.mse_loss" => {
             let xs = spec(x[0]);
             let sum = int_attr_or(op, "reduction", 0) == 1;
@@ -513,6 +611,138 @@ fn cross_entropy_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: Mli
         };
     }
     Ok(vec![Some(d), None])
+}
+
+
+/// layer_norm / rms_norm over the trailing `dims` dimensions:
+/// with xhat = (x - mean) * rstd (mean = 0 for rms_norm) and dxhat = g * w,
+/// dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) (the
+/// mean(dxhat) term only for layer_norm), dw = sum(g * xhat), db = sum(g)
+/// over the leading dimensions.
+fn norm_vjp(e: &mut Emitter, op: MlirOperation, center: bool, x: &[MlirValue], g: MlirValue) -> Result<Vec<Option<MlirValue>>, Failure> {
+    let xs = spec(x[0]);
+    let rank = xs.shape.len();
+    let dims = int_attr(op, "dims") as usize;
+    let eps = optional_float_attr(op, "eps").unwrap_or(0.0);
+    let norm_axes: Vec<usize> = (rank - dims..rank).collect();
+    let lead_axes: Vec<usize> = (0..rank - dims).collect();
+    let mean_of = |v: MlirValue| -> Result<MlirValue, Failure> {
+        let mut attrs = vec![("axes", array(&norm_axes))];
+        attrs.push(("keepdim", "unit".into()));
+        e.op("hl.reduce_mean", &[v], &attrs)
+    };
+    let centered = if center { e.binary("hl.sub", x[0], mean_of(x[0])?)? } else { x[0] };
+    let var = mean_of(e.binary("hl.mul", centered, centered)?)?;
+    let eps = e.scalar(eps, x[0])?;
+    let rstd = e.unary("hl.rsqrt", e.binary("hl.add", var, eps)?)?;
+    let xhat = e.binary("hl.mul", centered, rstd)?;
+    // Which operands are present: layer_norm has operand segments.
+    let (has_w, has_b) = if center {
+        let seg = i32_array(op, "operandSegmentSizes");
+        (seg.get(1).copied().unwrap_or(0) > 0, seg.get(2).copied().unwrap_or(0) > 0)
+    } else {
+        (x.len() > 1, false)
+    };
+    let dxhat = if has_w { e.binary("hl.mul", g, x[1])? } else { g };
+    let mut inner = e.binary("hl.sub", dxhat, e.binary("hl.mul", xhat, mean_of(e.binary("hl.mul", dxhat, xhat)?)?)?)?;
+    if center {
+        inner = e.binary("hl.sub", inner, mean_of(dxhat)?)?;
+    }
+    let mut grads = vec![Some(e.binary("hl.mul", rstd, inner)?)];
+    let lead_sum = |v: MlirValue| -> Result<MlirValue, Failure> {
+        if lead_axes.is_empty() { Ok(v) } else { e.sum(v, &lead_axes, false) }
+    };
+    if has_w {
+        grads.push(Some(lead_sum(e.binary("hl.mul", g, xhat)?)?));
+    }
+    if has_b {
+        grads.push(Some(lead_sum(g)?));
+    }
+    Ok(grads)
+}
+
+/// Scaled dot-product attention, recomputing the probabilities:
+/// S = q k^T s (+ causal mask), P = softmax(S), O = P v;
+/// dv = P^T dO, dP = dO v^T, dS = P (dP - sum(dP P)), dq = dS k s,
+/// dk = dS^T q s. Masked positions have P = 0, hence dS = 0.
+fn attention_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) -> Result<Vec<Option<MlirValue>>, Failure> {
+    let (q, k, v) = (x[0], x[1], x[2]);
+    let qs = spec(q);
+    let rank = qs.shape.len();
+    let (l, d) = (qs.shape[rank - 2], qs.shape[rank - 1]);
+    let s_len = spec(k).shape[rank - 2];
+    let scale = optional_float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt());
+    let mm = |a: MlirValue, b: MlirValue, ta: bool, tb: bool| -> Result<MlirValue, Failure> {
+        let mut attrs = Vec::new();
+        if ta {
+            attrs.push(("transpose_lhs", "unit".to_string()));
+        }
+        if tb {
+            attrs.push(("transpose_rhs", "unit".to_string()));
+        }
+        e.op("hl.matmul", &[a, b], &attrs)
+    };
+    let mut scores = e.scale(mm(q, k, false, true)?, scale)?;
+    if has(op, "causal") {
+        // query i sees keys j <= i
+        let rows = e.iota(l, rank, rank - 2)?;
+        let cols = e.iota(s_len, rank, rank - 1)?;
+        let visible = e.op("hl.compare", &[cols, rows], &[("predicate", "3 : i32".into())])?;
+        let ninf = e.scalar(f64::NEG_INFINITY, scores)?;
+        scores = e.op("hl.select", &[visible, scores, ninf], &[])?;
+    }
+    let p = e.op("hl.softmax", &[scores], &[("axis", format!("{} : i64", rank - 1))])?;
+    let dv = mm(p, g, true, false)?;
+    let dp = mm(g, v, false, true)?;
+    let row = e.sum(e.binary("hl.mul", dp, p)?, &[rank - 1], true)?;
+    let ds = e.binary("hl.mul", p, e.binary("hl.sub", dp, row)?)?;
+    let dq = e.scale(mm(ds, k, false, false)?, scale)?;
+    let dk = e.scale(mm(ds, q, true, false)?, scale)?;
+    Ok(vec![Some(dq), Some(dk), Some(dv)])
+}
+
+/// gather along `axis`: the input's gradient is a scatter-add of g, written
+/// as a one-hot matrix product (indices [I...] -> onehot [N_I, n]):
+/// d input (moved to [n, rest]) = onehot^T @ g (reshaped to [N_I, rest]).
+fn gather_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) -> Result<Vec<Option<MlirValue>>, Failure> {
+    let xs = spec(x[0]);
+    let is = spec(x[1]);
+    let axis = int_attr(op, "axis") as usize;
+    let n = xs.shape[axis];
+    let count = is.num_elements();
+    // Move the gathered axis of g's index dims to the front: g is
+    // [A..., I..., B...]; permute to [I..., A..., B...].
+    let (a, i_rank) = (axis, is.shape.len());
+    let g_rank = spec(g).shape.len();
+    let mut perm: Vec<usize> = (a..a + i_rank).collect();
+    perm.extend(0..a);
+    perm.extend(a + i_rank..g_rank);
+    let gp = if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        g
+    } else {
+        e.op("hl.transpose", &[g], &[("permutation", array(&perm))])?
+    };
+    let rest: usize = xs.num_elements() / n.max(1);
+    let g2 = e.reshape(gp, &[count, rest])?;
+    let flat = e.reshape(x[1], &[count, 1])?;
+    let iota = e.iota_of(n, is.dtype)?;
+    let hot = e.op("hl.compare", &[flat, iota], &[("predicate", "0 : i32".into())])?;
+    let hot = e.typed("hl.cast", &[hot], &TensorSpec::new([count, n], xs.dtype))?;
+    let dx2 = e.op("hl.matmul", &[hot, g2], &[("transpose_lhs", "unit".into())])?;
+    // [n, A..., B...] back to [A..., n, B...]
+    let mut moved: Vec<usize> = vec![n];
+    moved.extend(&xs.shape[..axis]);
+    moved.extend(&xs.shape[axis + 1..]);
+    let dx = e.reshape(dx2, &moved)?;
+    let dx = if axis == 0 {
+        dx
+    } else {
+        let mut back: Vec<usize> = (1..=axis).collect();
+        back.push(0);
+        back.extend(axis + 1..xs.shape.len());
+        e.op("hl.transpose", &[dx], &[("permutation", array(&back))])?
+    };
+    Ok(vec![Some(dx), None])
 }
 
 fn key(v: MlirValue) -> usize {
@@ -576,6 +806,28 @@ fn int_attr_or(op: MlirOperation, key: &str, default: i64) -> i64 {
 
 fn int_attr(op: MlirOperation, key: &str) -> i64 {
     int_attr_or(op, key, 0)
+}
+
+fn optional_float_attr(op: MlirOperation, key: &str) -> Option<f64> {
+    let a = attr(op, key);
+    (!a.ptr.is_null() && unsafe { mlirAttributeIsAFloat(a) }).then(|| unsafe { mlirFloatAttrGetValueDouble(a) })
+}
+
+/// An attribute printed as MLIR text (to copy it onto another op).
+fn attr_text(op: MlirOperation, key: &str) -> String {
+    let a = attr(op, key);
+    if a.ptr.is_null() {
+        return String::new();
+    }
+    unsafe { melior::ir::Attribute::from_raw(a) }.to_string()
+}
+
+fn i32_array(op: MlirOperation, key: &str) -> Vec<i64> {
+    let a = attr(op, key);
+    if a.ptr.is_null() || !unsafe { mlirAttributeIsADenseI32Array(a) } {
+        return Vec::new();
+    }
+    (0..unsafe { mlirDenseArrayGetNumElements(a) }).map(|i| unsafe { mlirDenseI32ArrayGetElement(a, i) } as i64).collect()
 }
 
 fn i64_array(op: MlirOperation, key: &str) -> Vec<i64> {

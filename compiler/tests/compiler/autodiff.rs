@@ -223,3 +223,82 @@ func.func @loss(%x: tensor<1x1x4x4xf64>) -> tensor<f64> {
     let err = run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff)").unwrap_err().to_string();
     assert!(err.contains("nograd.mlir:5:8: error: hl-autodiff: no gradient rule for 'hl.conv2d' yet"), "{err}");
 }
+
+#[test]
+fn more_elementwise_rules() {
+    let t = "tensor<3x5xf64>";
+    check_range(&[("a", &[3, 5]), ("b", &[5])], &format!("  %out = hl.pow %a, %b : {t}, tensor<5xf64>"), &[3, 5], None, (0.5, 2.0));
+    check(&[("a", &[3, 5]), ("b", &[3, 1])], &format!("  %out = hl.max %a, %b : {t}, tensor<3x1xf64>"), &[3, 5], None);
+    check(&[("a", &[3, 5]), ("b", &[5])], &format!("  %out = hl.min %a, %b : {t}, tensor<5xf64>"), &[3, 5], None);
+    check(&[("a", &[3, 5])], &format!("  %out = hl.abs %a : {t}"), &[3, 5], None);
+    check(&[("a", &[3, 5])], &format!("  %out = hl.gelu %a approximate = tanh : {t}"), &[3, 5], None);
+    check(
+        &[("a", &[3, 5]), ("b", &[5])],
+        &format!(
+            "  %z = hl.constant dense<0.0> : tensor<f64>\n  %m = hl.compare gt, %a, %z : {t}, tensor<f64>\n  %out = hl.select %m, %a, %b : tensor<3x5xi1>, {t}, tensor<5xf64>"
+        ),
+        &[3, 5],
+        None,
+    );
+}
+
+#[test]
+fn reduce_max_concat_and_gather() {
+    check(&[("a", &[3, 4, 5])], "  %out = hl.reduce_max %a axes = [1] : tensor<3x4x5xf64>", &[3, 5], None);
+    check(
+        &[("a", &[3, 2]), ("b", &[3, 4])],
+        "  %out = hl.concat %a, %b, %a axis = 1 : tensor<3x2xf64>, tensor<3x4xf64>, tensor<3x2xf64>",
+        &[3, 8],
+        None,
+    );
+    // An embedding lookup with a repeated index (its rows' gradients add).
+    check(
+        &[("t", &[5, 3])],
+        "  %out = hl.gather %t[%labels] axis = 0 : tensor<5x3xf64>, tensor<2x2xi32>",
+        &[2, 2, 3],
+        Some((&[2, 2], vec![4.0, 1.0, 4.0, 0.0])),
+    );
+    check(
+        &[("t", &[2, 5, 3])],
+        "  %out = hl.gather %t[%labels] axis = 1 : tensor<2x5x3xf64>, tensor<3xi32>",
+        &[2, 3, 3],
+        Some((&[3], vec![2.0, 2.0, 0.0])),
+    );
+}
+
+#[test]
+fn normalisation_attention_and_dropout() {
+    let t = "tensor<2x3x4xf64>";
+    check(
+        &[("x", &[2, 3, 4]), ("w", &[4]), ("b", &[4])],
+        &format!("  %out = hl.layer_norm %x weight %w bias %b dims = 1 eps = 1.0e-05 : {t}, tensor<4xf64>, tensor<4xf64>"),
+        &[2, 3, 4],
+        None,
+    );
+    check(&[("x", &[2, 3, 4])], &format!("  %out = hl.layer_norm %x dims = 2 eps = 1.0e-05 : {t}"), &[2, 3, 4], None);
+    check(
+        &[("x", &[2, 3, 4]), ("w", &[4])],
+        &format!("  %out = hl.rms_norm %x weight %w dims = 1 eps = 1.0e-06 : {t}, tensor<4xf64>"),
+        &[2, 3, 4],
+        None,
+    );
+    let (q, kv) = ("tensor<2x3x4xf64>", "tensor<2x5x4xf64>");
+    check(
+        &[("q", &[2, 3, 4]), ("k", &[2, 5, 4]), ("v", &[2, 5, 4])],
+        &format!("  %out = hl.attention %q, %k, %v : {q}, {kv}, {kv}"),
+        &[2, 3, 4],
+        None,
+    );
+    check(
+        &[("q", &[2, 4, 3]), ("k", &[2, 4, 3]), ("v", &[2, 4, 3])],
+        "  %out = hl.attention %q, %k, %v causal scale = 0.7 : tensor<2x4x3xf64>, tensor<2x4x3xf64>, tensor<2x4x3xf64>",
+        &[2, 4, 3],
+        None,
+    );
+    check(
+        &[("x", &[3, 5])],
+        "  %s = hl.constant dense<7> : tensor<i64>\n  %o = hl.constant dense<0> : tensor<i64>\n  %out = hl.dropout %x, %s, %o p = 3.000000e-01 stream = 2 : tensor<3x5xf64>",
+        &[3, 5],
+        None,
+    );
+}
