@@ -175,6 +175,7 @@ impl<'m, 'c> Interpreter<'m, 'c> {
             "hl.exp" => map1(&f64::exp),
             "hl.log" => map1(&f64::ln),
             "hl.sqrt" => map1(&f64::sqrt),
+            "hl.erf" => map1(&libm::erf),
             "hl.rsqrt" => map1(&|v| 1.0 / v.sqrt()),
             "hl.tanh" => map1(&f64::tanh),
             "hl.sigmoid" => map1(&kernels::sigmoid),

@@ -273,6 +273,9 @@ impl Tensor {
     pub fn log(&self) -> Result<Tensor> {
         self.op("hl.log", &[self], &[])
     }
+    pub fn erf(&self) -> Result<Tensor> {
+        self.op("hl.erf", &[self], &[])
+    }
     pub fn sqrt(&self) -> Result<Tensor> {
         self.op("hl.sqrt", &[self], &[])
     }

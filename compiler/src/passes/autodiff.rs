@@ -541,8 +541,22 @@ fn vjp(
         "hl.layer_norm" | "hl.rms_norm" => norm_vjp(e, op, name == "hl.layer_norm", x, g),
         "hl.attention" => attention_vjp(e, op, x, g),
         "hl.gather" => gather_vjp(e, op, x, g),
-        "hl.gelu" if int_attr(op, "approximate") == 1 => {
-            // y = x/2 (1 + t), t = tanh(k (x + c x^3)):
+        "hl.erf" => {
+            // d/dx erf(x) = 2/sqrt(pi) e^(-x^2)
+            let e2 = e.unary("hl.exp", e.unary("hl.neg", e.binary("hl.mul", x[0], x[0])?)?)?;
+            one(e.binary("hl.mul", g, e.scale(e2, 2.0 / std::f64::consts::PI.sqrt())?)?)
+        }
+        "hl.gelu" if int_attr(op, "approximate") != 1 => {
+            // d/dx x Phi(x) = Phi(x) + x phi(x), Phi(x) = (1 + erf(x/sqrt2))/2
+            let erf = e.unary("hl.erf", e.scale(x[0], std::f64::consts::FRAC_1_SQRT_2)?)?;
+            let cdf = e.scale(e.binary("hl.add", e.scalar(1.0, erf)?, erf)?, 0.5)?;
+            let x2 = e.binary("hl.mul", x[0], x[0])?;
+            let pdf = e.scale(e.unary("hl.exp", e.scale(x2, -0.5)?)?, 1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
+            let d = e.binary("hl.add", cdf, e.binary("hl.mul", x[0], pdf)?)?;
+            one(e.binary("hl.mul", g, d)?)
+        }
+        "hl.gelu" => {
+            // tanh form: y = x/2 (1 + t), t = tanh(k (x + c x^3)):
             // dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3 c x^2)
             let (k, c) = ((2.0 / std::f64::consts::PI).sqrt(), 0.044715);
             let x2 = e.binary("hl.mul", x[0], x[0])?;

@@ -232,6 +232,8 @@ fn more_elementwise_rules() {
     check(&[("a", &[3, 5]), ("b", &[5])], &format!("  %out = hl.min %a, %b : {t}, tensor<5xf64>"), &[3, 5], None);
     check(&[("a", &[3, 5])], &format!("  %out = hl.abs %a : {t}"), &[3, 5], None);
     check(&[("a", &[3, 5])], &format!("  %out = hl.gelu %a approximate = tanh : {t}"), &[3, 5], None);
+    check(&[("a", &[3, 5])], &format!("  %out = hl.gelu %a : {t}"), &[3, 5], None);
+    check(&[("a", &[3, 5])], &format!("  %out = hl.erf %a : {t}"), &[3, 5], None);
     check(
         &[("a", &[3, 5]), ("b", &[5])],
         &format!(

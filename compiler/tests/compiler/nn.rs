@@ -203,7 +203,7 @@ fn every_op_traces_through_the_functional_api() {
             let e = m.add(&ones)?.sub(&ones)?.mul(&ones)?.div(&ones)?.pow(&m.scalar(2.0)?)?;
             let e = e.maximum(&ninf)?.minimum(&m.scalar(1e30)?)?.neg()?.abs()?.add_scalar(1.0)?.log()?.exp()?;
             let e = e.sqrt()?.rsqrt()?.tanh()?.sigmoid()?.relu()?.silu()?.gelu(GeluApproximation::Tanh)?;
-            let e = e.gelu(GeluApproximation::None)?.mul_scalar(0.5)?;
+            let e = e.gelu(GeluApproximation::None)?.erf()?.mul_scalar(0.5)?;
             let mask = e.compare(Compare::Gt, &m.scalar(0.0)?)?;
             let e = Tensor::select(&mask, &e, &m.scalar(0.0)?)?;
             outs.push(e.cast(DType::BF16)?);

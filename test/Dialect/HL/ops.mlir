@@ -97,6 +97,8 @@ func.func @elementwise(%x: tensor<4x5xf32>, %r: tensor<5xf32>, %i: tensor<4x5xi3
   %11 = hl.exp %x : tensor<4x5xf32>
   // CHECK: hl.log %{{.*}} : tensor<4x5xf32>
   %12 = hl.log %x : tensor<4x5xf32>
+  // CHECK: hl.erf %{{.*}} : tensor<4x5xf32>
+  %erf = hl.erf %x : tensor<4x5xf32>
   // CHECK: hl.sqrt %{{.*}} : tensor<4x5xf32>
   %13 = hl.sqrt %x : tensor<4x5xf32>
   // CHECK: hl.rsqrt %{{.*}} : tensor<4x5xf32>

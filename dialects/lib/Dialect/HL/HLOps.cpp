@@ -355,6 +355,7 @@ OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
   }
 HL_UNARY_FOLD(ExpOp, std::exp(x))
 HL_UNARY_FOLD(LogOp, std::log(x))
+HL_UNARY_FOLD(ErfOp, std::erf(x))
 HL_UNARY_FOLD(SqrtOp, std::sqrt(x))
 HL_UNARY_FOLD(RsqrtOp, 1.0 / std::sqrt(x))
 HL_UNARY_FOLD(TanhOp, std::tanh(x))

@@ -295,6 +295,18 @@ def HL_LogOp : HL_UnaryOp<"log"> {
   }];
 }
 
+def HL_ErfOp : HL_UnaryOp<"erf"> {
+  let summary = "elementwise Gauss error function";
+  let description = [{
+    `erf(x) = 2/sqrt(pi) * integral from 0 to x of e^(-t^2) dt`; what the
+    exact `gelu` and its gradient are written with.
+
+    ```mlir
+    %y = hl.erf %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
 def HL_SqrtOp : HL_UnaryOp<"sqrt"> {
   let summary = "elementwise square root";
   let description = [{
