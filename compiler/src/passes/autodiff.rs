@@ -532,6 +532,7 @@ fn vjp(
             }
             Ok(grads)
         }
+        "hl.slice" => slice_vjp(e, op, x, g),
         "hl.dropout" => {
             // The same mask and scale: dropout of g with the op's seed,
             // offset, p and stream.
@@ -673,6 +674,50 @@ fn norm_vjp(e: &mut Emitter, op: MlirOperation, center: bool, x: &[MlirValue], g
         grads.push(Some(lead_sum(g)?));
     }
     Ok(grads)
+}
+
+/// slice: g goes back to the positions it was taken from, zeros elsewhere.
+/// Per sliced axis, a product with the 0/1 selection matrix
+/// S[i, start + i * stride] = 1 (built from two iotas, so its size is not
+/// spelled out in the IR): the axis is moved last, the tensor flattened to
+/// [rest, out], multiplied by S [out, in], and moved back.
+fn slice_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) -> Result<Vec<Option<MlirValue>>, Failure> {
+    let xs = spec(x[0]);
+    let (start, strides) = (i64_array(op, "start"), i64_array(op, "strides"));
+    let rank = xs.shape.len();
+    let mut d = g;
+    for axis in 0..rank {
+        let ds = spec(d);
+        let (out_n, in_n) = (ds.shape[axis], xs.shape[axis]);
+        if start[axis] == 0 && strides[axis] == 1 && out_n == in_n {
+            continue;
+        }
+        let rows = e.reshape(e.iota_of(out_n, DType::I64)?, &[out_n, 1])?;
+        let stride = e.splat(strides[axis] as f64, &TensorSpec::new([], DType::I64))?;
+        let first = e.splat(start[axis] as f64, &TensorSpec::new([], DType::I64))?;
+        let taken = e.binary("hl.add", e.binary("hl.mul", rows, stride)?, first)?;
+        let cols = e.reshape(e.iota_of(in_n, DType::I64)?, &[1, in_n])?;
+        let hit = e.op("hl.compare", &[cols, taken], &[("predicate", "0 : i32".into())])?;
+        let select = e.typed("hl.cast", &[hit], &TensorSpec::new([out_n, in_n], xs.dtype))?;
+        let mut perm: Vec<usize> = (0..rank).filter(|&a| a != axis).collect();
+        perm.push(axis);
+        let moved = if axis + 1 == rank { d } else { e.op("hl.transpose", &[d], &[("permutation", array(&perm))])? };
+        let mut moved_shape = spec(moved).shape;
+        let rest: usize = moved_shape[..rank - 1].iter().product();
+        let product = e.op("hl.matmul", &[e.reshape(moved, &[rest, out_n])?, select], &[])?;
+        *moved_shape.last_mut().unwrap() = in_n;
+        let placed = e.reshape(product, &moved_shape)?;
+        d = if axis + 1 == rank {
+            placed
+        } else {
+            let mut inverse = vec![0; rank];
+            for (i, &p) in perm.iter().enumerate() {
+                inverse[p] = i;
+            }
+            e.op("hl.transpose", &[placed], &[("permutation", array(&inverse))])?
+        };
+    }
+    Ok(vec![Some(d)])
 }
 
 /// Scaled dot-product attention, recomputing the probabilities:

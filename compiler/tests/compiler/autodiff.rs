@@ -245,7 +245,13 @@ fn more_elementwise_rules() {
 }
 
 #[test]
-fn reduce_max_concat_and_gather() {
+fn reduce_max_concat_slice_and_gather() {
+    check(
+        &[("a", &[4, 7, 5])],
+        "  %out = hl.slice %a start = [1, 0, 2] limit = [4, 7, 5] strides = [2, 3, 1] : tensor<4x7x5xf64>",
+        &[2, 3, 3],
+        None,
+    );
     check(&[("a", &[3, 4, 5])], "  %out = hl.reduce_max %a axes = [1] : tensor<3x4x5xf64>", &[3, 5], None);
     check(
         &[("a", &[3, 2]), ("b", &[3, 4])],
