@@ -51,7 +51,7 @@
 
 // NOFN: error: hl-autodiff: no function @train to differentiate
 // VECTOR: vector.mlir:2:3: error: hl-autodiff: the loss must be a floating-point scalar, got tensor<4xf32>
-// NORULE: norule.mlir:4:8: error: hl-autodiff: no gradient rule for 'hl.conv2d' yet
+// NORULE: norule.mlir:8:8: error: hl-autodiff: no gradient rule for 'func.call' yet
 
 //--- mlp.mlir
 hl.param @fc1.weight : tensor<128x64xf32> owner "fc1" init <kaiming_uniform>
@@ -81,10 +81,14 @@ func.func @loss(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 //--- norule.mlir
-hl.param @w : tensor<1x1x3x3xf32> owner "" init <zeros>
-func.func @loss(%x: tensor<1x1x4x4xf32>) -> tensor<f32> {
-  %w = hl.get_param @w : tensor<1x1x3x3xf32>
-  %y = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>
-  %l = hl.reduce_sum %y axes = [0, 1, 2, 3] : tensor<1x1x2x2xf32>
+hl.param @w : tensor<3xf32> owner "" init <zeros>
+func.func @square(%v: tensor<3xf32>) -> tensor<3xf32> {
+  %s = hl.mul %v, %v : tensor<3xf32>, tensor<3xf32>
+  return %s : tensor<3xf32>
+}
+func.func @loss() -> tensor<f32> {
+  %w = hl.get_param @w : tensor<3xf32>
+  %y = func.call @square(%w) : (tensor<3xf32>) -> tensor<3xf32>
+  %l = hl.reduce_sum %y axes = [0] : tensor<3xf32>
   return %l : tensor<f32>
 }

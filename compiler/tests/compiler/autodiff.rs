@@ -210,18 +210,54 @@ fn softmax_family_and_losses() {
 
 #[test]
 fn an_op_without_a_rule_is_an_error_on_that_op() {
+    // Calls are not inlined by hl-autodiff: inline first.
     let src = r#"
-hl.param @w : tensor<1x1x3x3xf64> owner "" init <zeros>
-func.func @loss(%x: tensor<1x1x4x4xf64>) -> tensor<f64> {
-  %w = hl.get_param @w : tensor<1x1x3x3xf64>
-  %y = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<1x1x4x4xf64>, tensor<1x1x3x3xf64>
-  %l = hl.reduce_sum %y axes = [0, 1, 2, 3] : tensor<1x1x2x2xf64>
+hl.param @w : tensor<3xf64> owner "" init <zeros>
+func.func @square(%v: tensor<3xf64>) -> tensor<3xf64> {
+  %s = hl.mul %v, %v : tensor<3xf64>, tensor<3xf64>
+  return %s : tensor<3xf64>
+}
+func.func @loss() -> tensor<f64> {
+  %w = hl.get_param @w : tensor<3xf64>
+  %y = func.call @square(%w) : (tensor<3xf64>) -> tensor<3xf64>
+  %l = hl.reduce_sum %y axes = [0] : tensor<3xf64>
   return %l : tensor<f64>
 }"#;
     let ctx = CompilerContext::new();
     let mut module = ctx.parse(src, "nograd.mlir").unwrap();
     let err = run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff)").unwrap_err().to_string();
-    assert!(err.contains("nograd.mlir:5:8: error: hl-autodiff: no gradient rule for 'hl.conv2d' yet"), "{err}");
+    assert!(err.contains("nograd.mlir:9:8: error: hl-autodiff: no gradient rule for 'func.call' yet"), "{err}");
+    // After inlining, the same loss differentiates.
+    run_pipeline(&ctx, &mut module, "builtin.module(inline,hl-autodiff)").unwrap();
+}
+
+#[test]
+fn convolution_and_pooling() {
+    // Stride, padding, dilation, groups and bias together.
+    check(
+        &[("x", &[2, 4, 5, 6]), ("w", &[6, 2, 3, 2]), ("b", &[6])],
+        "  %out = hl.conv2d %x, %w, %b stride = [2, 1] padding = [1, 0] dilation = [1, 2] groups = 2 : tensor<2x4x5x6xf64>, tensor<6x2x3x2xf64>, tensor<6xf64>",
+        &[2, 6, 3, 4],
+        None,
+    );
+    check(
+        &[("x", &[1, 5, 5, 3]), ("w", &[2, 3, 3, 3])],
+        "  %out = hl.conv2d %x, %w stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 layout = nhwc : tensor<1x5x5x3xf64>, tensor<2x3x3x3xf64>",
+        &[1, 5, 5, 2],
+        None,
+    );
+    check(
+        &[("x", &[2, 3, 5, 4])],
+        "  %out = hl.max_pool2d %x kernel = [2, 2] stride = [2, 1] padding = [1, 0] : tensor<2x3x5x4xf64>",
+        &[2, 3, 3, 3],
+        None,
+    );
+    check(
+        &[("x", &[2, 3, 5, 4])],
+        "  %out = hl.avg_pool2d %x kernel = [3, 2] stride = [1, 2] padding = [1, 1] : tensor<2x3x5x4xf64>",
+        &[2, 3, 5, 3],
+        None,
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -20,7 +21,26 @@ using namespace hl;
 #define GET_ATTRDEF_CLASSES
 #include "aicf/Dialect/HL/HLAttrs.cpp.inc"
 
+namespace {
+/// hl ops are pure tensor computations and `hl.get_param` reads a module
+/// symbol, which stays visible wherever a call is inlined within the module:
+/// every hl op may be inlined.
+struct HLInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Operation *, bool) const final {
+    return true;
+  }
+  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void HLDialect::initialize() {
+  addInterfaces<HLInlinerInterface>();
   addOperations<
 #define GET_OP_LIST
 #include "aicf/Dialect/HL/HLOps.cpp.inc"
