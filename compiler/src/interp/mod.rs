@@ -41,7 +41,8 @@ impl<'m, 'c> Interpreter<'m, 'c> {
         Interpreter { module, params: HashMap::new() }
     }
 
-    /// Binds (or replaces) the value of parameter `name`.
+    /// Binds (or replaces) the value of parameter or optimizer state `name`
+    /// (`hl.param` and `hl.state` share the module's symbol names).
     pub fn set_param(&mut self, name: &str, value: Array) {
         self.params.insert(name.to_string(), value);
     }
@@ -133,7 +134,7 @@ impl<'m, 'c> Interpreter<'m, 'c> {
         };
         let out = match name {
             "hl.constant" => constant(op, shape.clone(), dtype)?,
-            "hl.get_param" => {
+            "hl.get_param" | "hl.get_state" => {
                 let p = flat_symbol(op, "name")?;
                 let v = self.params.get(&p).ok_or_else(|| format!("parameter @{p} has no value bound"))?;
                 if v.shape != shape || v.dtype != dtype {

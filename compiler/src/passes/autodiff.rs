@@ -44,7 +44,7 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     })
 }
 
-type Failure = (MlirLocation, String);
+pub(super) type Failure = (MlirLocation, String);
 
 /// Adds `@<function>_grad` to `module` (see the module docs).
 pub fn differentiate(module: MlirOperation, function: &str, wrt_inputs: bool) -> Result<(), Failure> {
@@ -270,39 +270,39 @@ fn vjp_by_decomposition(
 
 /// Emits `hl` ops at the end of a block, with the location of the op being
 /// differentiated.
-struct Emitter {
-    ctx: MlirContext,
-    block: MlirBlock,
-    loc: MlirLocation,
+pub(super) struct Emitter {
+    pub(super) ctx: MlirContext,
+    pub(super) block: MlirBlock,
+    pub(super) loc: MlirLocation,
     /// Every op emitted, in order (for local differentiation).
-    log: std::cell::RefCell<Vec<MlirOperation>>,
+    pub(super) log: std::cell::RefCell<Vec<MlirOperation>>,
 }
 
 impl Emitter {
-    fn append(&self, spec: &OpSpec<'_>) -> Result<MlirOperation, Failure> {
+    pub(super) fn append(&self, spec: &OpSpec<'_>) -> Result<MlirOperation, Failure> {
         let op = ir::create_op(self.ctx, self.loc, spec)
             .map_err(|e| (self.loc, format!("internal error building '{}' for a gradient: {e:?}", spec.name)))?;
         unsafe { mlirBlockAppendOwnedOperation(self.block, op) };
         self.log.borrow_mut().push(op);
         Ok(op)
     }
-    fn op(&self, name: &str, operands: &[MlirValue], attrs: &[(&str, String)]) -> Result<MlirValue, Failure> {
+    pub(super) fn op(&self, name: &str, operands: &[MlirValue], attrs: &[(&str, String)]) -> Result<MlirValue, Failure> {
         let op = self.append(&OpSpec { operands, attributes: attrs, ..OpSpec::new(name) })?;
         Ok(unsafe { mlirOperationGetResult(op, 0) })
     }
-    fn typed(&self, name: &str, operands: &[MlirValue], result: &TensorSpec) -> Result<MlirValue, Failure> {
+    pub(super) fn typed(&self, name: &str, operands: &[MlirValue], result: &TensorSpec) -> Result<MlirValue, Failure> {
         let ty = ir::parse_type(self.ctx, &result.mlir_type()).map_err(|e| (self.loc, format!("{e:?}")))?;
         let op = self.append(&OpSpec { operands, results: Some(&[ty]), ..OpSpec::new(name) })?;
         Ok(unsafe { mlirOperationGetResult(op, 0) })
     }
-    fn binary(&self, name: &str, a: MlirValue, b: MlirValue) -> Result<MlirValue, Failure> {
+    pub(super) fn binary(&self, name: &str, a: MlirValue, b: MlirValue) -> Result<MlirValue, Failure> {
         self.op(name, &[a, b], &[])
     }
-    fn unary(&self, name: &str, a: MlirValue) -> Result<MlirValue, Failure> {
+    pub(super) fn unary(&self, name: &str, a: MlirValue) -> Result<MlirValue, Failure> {
         self.op(name, &[a], &[])
     }
     /// A splat constant of `spec`.
-    fn splat(&self, value: f64, spec: &TensorSpec) -> Result<MlirValue, Failure> {
+    pub(super) fn splat(&self, value: f64, spec: &TensorSpec) -> Result<MlirValue, Failure> {
         let literal = if spec.dtype.is_float() {
             crate::nn::float_literal(value, spec.dtype)
         } else {
@@ -318,28 +318,28 @@ impl Emitter {
         Ok(unsafe { mlirOperationGetResult(op, 0) })
     }
     /// A rank-0 constant of `like`'s element type.
-    fn scalar(&self, value: f64, like: MlirValue) -> Result<MlirValue, Failure> {
+    pub(super) fn scalar(&self, value: f64, like: MlirValue) -> Result<MlirValue, Failure> {
         self.splat(value, &TensorSpec::new([], spec(like).dtype))
     }
-    fn scale(&self, x: MlirValue, factor: f64) -> Result<MlirValue, Failure> {
+    pub(super) fn scale(&self, x: MlirValue, factor: f64) -> Result<MlirValue, Failure> {
         let c = self.scalar(factor, x)?;
         self.binary("hl.mul", x, c)
     }
-    fn reshape(&self, x: MlirValue, shape: &[usize]) -> Result<MlirValue, Failure> {
+    pub(super) fn reshape(&self, x: MlirValue, shape: &[usize]) -> Result<MlirValue, Failure> {
         let s = spec(x);
         if s.shape == shape {
             return Ok(x);
         }
         self.typed("hl.reshape", &[x], &TensorSpec::new(shape, s.dtype))
     }
-    fn broadcast(&self, x: MlirValue, shape: &[usize]) -> Result<MlirValue, Failure> {
+    pub(super) fn broadcast(&self, x: MlirValue, shape: &[usize]) -> Result<MlirValue, Failure> {
         let s = spec(x);
         if s.shape == shape {
             return Ok(x);
         }
         self.typed("hl.broadcast_to", &[x], &TensorSpec::new(shape, s.dtype))
     }
-    fn sum(&self, x: MlirValue, axes: &[usize], keepdim: bool) -> Result<MlirValue, Failure> {
+    pub(super) fn sum(&self, x: MlirValue, axes: &[usize], keepdim: bool) -> Result<MlirValue, Failure> {
         let mut attrs = vec![("axes", array(axes))];
         if keepdim {
             attrs.push(("keepdim", "unit".into()));
@@ -347,7 +347,7 @@ impl Emitter {
         self.op("hl.reduce_sum", &[x], &attrs)
     }
     /// `[0, 1, ..., n-1]` of an integer `dtype`.
-    fn iota_of(&self, n: usize, dtype: DType) -> Result<MlirValue, Failure> {
+    pub(super) fn iota_of(&self, n: usize, dtype: DType) -> Result<MlirValue, Failure> {
         let spec = TensorSpec::new([n], dtype);
         let values: Vec<String> = (0..n).map(|i| i.to_string()).collect();
         let attr = format!("dense<[{}]> : {}", values.join(", "), spec.mlir_type());
@@ -357,7 +357,7 @@ impl Emitter {
     }
     /// `iota_of(n)` (i32) shaped to broadcast along dimension `dim` of a
     /// rank-`rank` tensor.
-    fn iota(&self, n: usize, rank: usize, dim: usize) -> Result<MlirValue, Failure> {
+    pub(super) fn iota(&self, n: usize, rank: usize, dim: usize) -> Result<MlirValue, Failure> {
         let flat = self.iota_of(n, DType::I32)?;
         let mut shape = vec![1; rank];
         shape[dim] = n;
@@ -365,7 +365,7 @@ impl Emitter {
     }
     /// Sums a gradient over the dimensions broadcasting stretched, back to
     /// `target`'s shape.
-    fn unbroadcast(&self, g: MlirValue, target: &TensorSpec) -> Result<MlirValue, Failure> {
+    pub(super) fn unbroadcast(&self, g: MlirValue, target: &TensorSpec) -> Result<MlirValue, Failure> {
         let gs = spec(g);
         if gs.shape == target.shape {
             return Ok(g);
@@ -926,15 +926,15 @@ fn gather_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue)
     Ok(vec![Some(dx), None])
 }
 
-fn key(v: MlirValue) -> usize {
+pub(super) fn key(v: MlirValue) -> usize {
     v.ptr as usize
 }
 
-fn spec(v: MlirValue) -> TensorSpec {
+pub(super) fn spec(v: MlirValue) -> TensorSpec {
     spec_of_type(unsafe { mlirValueGetType(v) }).unwrap_or(TensorSpec::new([], DType::I1))
 }
 
-fn ops_of(block: MlirBlock) -> Vec<MlirOperation> {
+pub(super) fn ops_of(block: MlirBlock) -> Vec<MlirOperation> {
     let mut out = Vec::new();
     let mut op = unsafe { mlirBlockGetFirstOperation(block) };
     while !op.ptr.is_null() {
@@ -944,15 +944,15 @@ fn ops_of(block: MlirBlock) -> Vec<MlirOperation> {
     out
 }
 
-fn op_name(op: MlirOperation) -> String {
+pub(super) fn op_name(op: MlirOperation) -> String {
     unsafe { ffi::to_string(mlirIdentifierStr(mlirOperationGetName(op))) }
 }
 
-fn op_loc(op: MlirOperation) -> MlirLocation {
+pub(super) fn op_loc(op: MlirOperation) -> MlirLocation {
     unsafe { mlirOperationGetLocation(op) }
 }
 
-fn attr(op: MlirOperation, key: &str) -> MlirAttribute {
+pub(super) fn attr(op: MlirOperation, key: &str) -> MlirAttribute {
     unsafe { mlirOperationGetAttributeByName(op, ffi::string_ref(key)) }
 }
 
@@ -960,7 +960,7 @@ fn has(op: MlirOperation, key: &str) -> bool {
     !attr(op, key).ptr.is_null()
 }
 
-fn string_attr(op: MlirOperation, key: &str) -> String {
+pub(super) fn string_attr(op: MlirOperation, key: &str) -> String {
     let a = attr(op, key);
     if a.ptr.is_null() || !unsafe { mlirAttributeIsAString(a) } {
         return String::new();
@@ -968,7 +968,7 @@ fn string_attr(op: MlirOperation, key: &str) -> String {
     unsafe { ffi::to_string(mlirStringAttrGetValue(a)) }
 }
 
-fn flat_symbol(op: MlirOperation, key: &str) -> String {
+pub(super) fn flat_symbol(op: MlirOperation, key: &str) -> String {
     let a = attr(op, key);
     if a.ptr.is_null() {
         return String::new();
@@ -1019,11 +1019,11 @@ fn i64_array(op: MlirOperation, key: &str) -> Vec<i64> {
     (0..unsafe { mlirDenseArrayGetNumElements(a) }).map(|i| unsafe { mlirDenseI64ArrayGetElement(a, i) }).collect()
 }
 
-fn array(values: &[usize]) -> String {
+pub(super) fn array(values: &[usize]) -> String {
     let items: Vec<String> = values.iter().map(usize::to_string).collect();
     format!("array<i64: {}>", items.join(", "))
 }
 
-fn type_text(t: MlirType) -> String {
+pub(super) fn type_text(t: MlirType) -> String {
     unsafe { melior::ir::Type::from_raw(t) }.to_string()
 }

@@ -60,6 +60,60 @@ def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Append the optimizer update: a complete train step";
+  let description = [{
+    Adds `@train_step`: the gradient of `@<function>` (from
+    `@<function>_grad`, which `hl-autodiff` is run to create when missing),
+    optional clipping of all gradients by their global L2 norm, and one
+    update per parameter with PyTorch's semantics:
+
+    - `sgd`: `g += wd p`; with momentum `b = m b + g` and
+      `g = nesterov ? g + m b : b`; `p -= lr g`.
+    - `adam`: `g += wd p`; `m = b1 m + (1-b1) g`; `v = b2 v + (1-b2) g^2`;
+      `p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`, `t` the step
+      count after this step.
+    - `adamw`: as adam without the `g += wd p`, after `p *= 1 - lr wd`.
+    - clipping (`clip-norm` > 0): `g *= min(1, max / (||g||_2 + 1e-6))`
+      over all gradients together.
+
+    The optimizer state is declared in the IR as `hl.state` symbols tied to
+    their parameter (`@fc1.weight.exp_avg ... of @fc1.weight slot
+    "exp_avg"`), plus the step count `@step`.
+
+    The train-step ABI: arguments are `@<function>`'s arguments (the
+    batch, `hl.bind = "input"`) and the learning rate (`hl.bind = "lr"`, a
+    runtime value: a schedule never recompiles). Parameters and state are
+    read by symbol. Results are the loss (`"loss"`), the updated parameters
+    in declaration order (`"param @name"`) and the updated state in
+    declaration order (`"state @name"`); the runtime writes each back to the
+    symbol it names.
+
+    ```mlir
+    func.func @train_step(%x: tensor<32x64xf32>, %y: tensor<32xi32>,
+                          %lr: tensor<f32> {hl.bind = "lr"})
+        -> (tensor<f32> {hl.bind = "loss"},
+            tensor<128x64xf32> {hl.bind = "param @fc1.weight"}, ...,
+            tensor<i64> {hl.bind = "state @step"})
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"loss\"",
+           "The loss function to train">,
+    Option<"kind", "kind", "std::string", /*default=*/"\"adam\"",
+           "sgd, adam or adamw">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false", "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "L2 penalty (sgd, adam) or decoupled decay (adamw)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam's first-moment decay">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam's second-moment decay">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam's denominator term">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Clip all gradients to this global L2 norm (0: off)">,
+  ];
+}
+
 def HLPrintParamTable : Pass<"hl-print-param-table", "::mlir::ModuleOp"> {
   let summary = "Print the trainable parameters of an hl module";
   let description = [{

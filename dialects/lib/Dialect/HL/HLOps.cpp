@@ -469,6 +469,33 @@ LogicalResult GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+LogicalResult StateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto ref = getParamAttr();
+  if (!ref)
+    return success();
+  auto param = dyn_cast_or_null<ParamOp>(
+      symbolTable.lookupNearestSymbolFrom(getOperation(), ref));
+  if (!param)
+    return emitOpError("'@") << ref.getValue() << "' does not name an hl.param";
+  if (param.getTensorType() != getType())
+    return emitOpError("slot type ")
+           << getType() << " differs from the type " << param.getTensorType()
+           << " of its parameter @" << ref.getValue();
+  return success();
+}
+
+LogicalResult GetStateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto state = dyn_cast_or_null<StateOp>(
+      symbolTable.lookupNearestSymbolFrom(getOperation(), getNameAttr()));
+  if (!state)
+    return emitOpError("'@") << getName() << "' does not name an hl.state";
+  if (state.getType() != getType())
+    return emitOpError("result type ")
+           << getType() << " does not match the type " << state.getType()
+           << " of state @" << getName();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ConstantOp
 //===----------------------------------------------------------------------===//

@@ -79,6 +79,51 @@ def HL_GetParamOp : HL_Op<"get_param",
 }
 
 
+def HL_StateOp : HL_Op<"state",
+    [Symbol, HasParent<"::mlir::ModuleOp">, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "declares a slot of optimizer state";
+  let description = [{
+    A tensor the optimizer keeps between steps, as a module-level symbol:
+    `slot` names what it is (`momentum`, `exp_avg`, `exp_avg_sq`, `step`)
+    and `param`, when given, the `hl.param` it belongs to, whose type it
+    then has. `init` is its value before the first step. The train step
+    reads it with `hl.get_state` and returns its next value; checkpoints and
+    model rewrites carry it with its parameter.
+
+    ```mlir
+    hl.state @fc1.weight.exp_avg : tensor<128x64xf32> of @fc1.weight
+        slot "exp_avg" init <zeros>
+    hl.state @step : tensor<i64> slot "step" init <zeros>
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    TypeAttrOf<HL_Tensor>:$type,
+    OptionalAttr<FlatSymbolRefAttr>:$param,
+    StrAttr:$slot,
+    HL_InitAttr:$init
+  );
+  let assemblyFormat = [{
+    $sym_name `:` $type (`of` $param^)? `slot` $slot `init` $init attr-dict
+  }];
+}
+
+def HL_GetStateOp : HL_Op<"get_state",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads the current value of an optimizer state slot";
+  let description = [{
+    Yields the value of the `hl.state` named by `name`, which must have
+    exactly the result's type.
+
+    ```mlir
+    %m = hl.get_state @fc1.weight.exp_avg : tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs HL_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,332 @@
+//! `hl-optimizer`: appends the optimizer update to make a complete train
+//! step (see the pass description in Passes.td for the ABI).
+//!
+//! Algorithm:
+//! 1. Make sure `@<function>_grad` exists (running `hl-autodiff` if not).
+//! 2. Declare the optimizer state as `hl.state` symbols after the last
+//!    `hl.param`: `<param>.momentum` (SGD with momentum) or `<param>.exp_avg`
+//!    and `<param>.exp_avg_sq` (Adam, AdamW), each tied to its parameter,
+//!    and the step count `@step`.
+//! 3. Build `@train_step(<function>'s arguments..., lr)`: the gradient
+//!    function's body, then optional clipping by global norm, then one update
+//!    per parameter with PyTorch's formulas, reading parameters and state
+//!    with `hl.get_param` / `hl.get_state`.
+//! 4. Return the loss, the new parameters (declaration order) and the new
+//!    state (declaration order), each result tagged `hl.bind` with what it
+//!    updates, so the runtime binds them by name.
+
+use super::autodiff::{Emitter, Failure, differentiate, key, op_loc, op_name, ops_of, spec, string_attr, type_text};
+use super::{PassFailed, PassOptions, PassResult, emit_error};
+use crate::{
+    ffi,
+    ir::{self, OpSpec},
+    nn::{DType, TensorSpec, spec_of_type},
+};
+use melior::ir::{Location, OperationRef, operation::OperationLike};
+use mlir_sys::*;
+use std::collections::HashMap;
+
+/// The update rule and its hyper-parameters (PyTorch's names and defaults).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Optimizer {
+    Sgd { momentum: f64, nesterov: bool, weight_decay: f64 },
+    Adam { beta1: f64, beta2: f64, eps: f64, weight_decay: f64 },
+    AdamW { beta1: f64, beta2: f64, eps: f64, weight_decay: f64 },
+}
+
+pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
+    let report = |m: String| {
+        emit_error(module.location(), &format!("hl-optimizer: {m}"));
+        PassFailed
+    };
+    let float = |key: &str| -> Result<f64, PassFailed> {
+        let raw = options.get(key).map_err(report)?;
+        raw.parse::<f64>().map_err(|_| report(format!("option '{key}' expects a number, got '{raw}'")))
+    };
+    let kind = options.get("kind").map_err(report)?.to_string();
+    let weight_decay = float("weight-decay")?;
+    let (beta1, beta2, eps) = (float("beta1")?, float("beta2")?, float("eps")?);
+    let optimizer = match kind.as_str() {
+        "sgd" => Optimizer::Sgd {
+            momentum: float("momentum")?,
+            nesterov: options.get_bool("nesterov").map_err(report)?,
+            weight_decay,
+        },
+        "adam" => Optimizer::Adam { beta1, beta2, eps, weight_decay },
+        "adamw" => Optimizer::AdamW { beta1, beta2, eps, weight_decay },
+        other => return Err(report(format!("unknown optimizer kind '{other}'; expected sgd, adam or adamw"))),
+    };
+    let clip = float("clip-norm")?;
+    let function = options.get("function").map_err(report)?.to_string();
+    add_train_step(module.to_raw(), &function, &optimizer, (clip > 0.0).then_some(clip)).map_err(|(loc, m)| {
+        emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
+        PassFailed
+    })
+}
+
+/// Adds the state declarations and `@train_step` to `module`.
+pub fn add_train_step(
+    module: MlirOperation,
+    function: &str,
+    optimizer: &Optimizer,
+    clip_norm: Option<f64>,
+) -> Result<(), Failure> {
+    let ctx = unsafe { mlirOperationGetContext(module) };
+    let module_loc = unsafe { mlirOperationGetLocation(module) };
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
+    let grad_name = format!("{function}_grad");
+    let find = |name: &str| ops_of(body).into_iter().find(|&op| string_attr(op, "sym_name") == name);
+    if let Some(op) = find("train_step") {
+        return Err((op_loc(op), "@train_step already exists".into()));
+    }
+    if find(&grad_name).is_none() {
+        differentiate(module, function, false)?;
+    }
+    let grad_fn = find(&grad_name).ok_or_else(|| (module_loc, format!("no @{grad_name}")))?;
+
+    // 2. State declarations.
+    let mut params: Vec<(String, TensorSpec)> = Vec::new();
+    let mut last_param = None;
+    for op in ops_of(body) {
+        if op_name(op) == "hl.param" {
+            let ty = unsafe { mlirTypeAttrGetValue(mlirOperationGetAttributeByName(op, ffi::string_ref("type"))) };
+            params.push((string_attr(op, "sym_name"), spec_of_type(ty).map_err(|e| (op_loc(op), e.to_string()))?));
+            last_param = Some(op);
+        }
+    }
+    let slots: &[&str] = match optimizer {
+        Optimizer::Sgd { momentum, .. } if *momentum > 0.0 => &["momentum"],
+        Optimizer::Sgd { .. } => &[],
+        Optimizer::Adam { .. } | Optimizer::AdamW { .. } => &["exp_avg", "exp_avg_sq"],
+    };
+    let mut states: Vec<(String, Option<String>, TensorSpec)> = Vec::new();
+    for (name, s) in &params {
+        for slot in slots {
+            states.push((format!("{name}.{slot}"), Some(name.clone()), s.clone()));
+        }
+    }
+    states.push(("step".into(), None, TensorSpec::new([], DType::I64)));
+    let mut anchor = last_param;
+    for (name, param, s) in &states {
+        if find(name).is_some() {
+            return Err((module_loc, format!("cannot declare optimizer state @{name}: the symbol exists")));
+        }
+        let slot = if param.is_some() { name.rsplit('.').next().unwrap_or(name) } else { "step" };
+        let mut attrs = vec![
+            ("sym_name", format!("\"{name}\"")),
+            ("type", s.mlir_type()),
+            ("slot", format!("\"{slot}\"")),
+            ("init", "#hl.init<zeros>".to_string()),
+        ];
+        if let Some(p) = param {
+            attrs.push(("param", format!("@\"{p}\"")));
+        }
+        let spec = OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.state") };
+        let op = ir::create_op(ctx, module_loc, &spec).map_err(|e| (module_loc, format!("{e:?}")))?;
+        unsafe {
+            match anchor {
+                Some(a) => mlirBlockInsertOwnedOperationAfter(body, a, op),
+                None => mlirBlockInsertOwnedOperation(body, 0, op),
+            }
+        }
+        anchor = Some(op);
+    }
+
+    // 3. The train step's body: the gradient function's, then the update.
+    let g_block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(grad_fn, 0)) };
+    let g_loc = op_loc(grad_fn);
+    let nargs = unsafe { mlirBlockGetNumArguments(g_block) };
+    let mut arg_types: Vec<MlirType> =
+        (0..nargs).map(|i| unsafe { mlirValueGetType(mlirBlockGetArgument(g_block, i)) }).collect();
+    let mut ret = None;
+    for op in ops_of(g_block) {
+        if op_name(op) == "func.return" {
+            ret = Some(op);
+        }
+    }
+    let ret = ret.ok_or_else(|| (g_loc, format!("@{grad_name} has no func.return")))?;
+    let loss_ty = unsafe { mlirValueGetType(mlirOperationGetOperand(ret, 0)) };
+    arg_types.push(loss_ty); // lr
+    let locs = vec![g_loc; arg_types.len()];
+    let block = unsafe { mlirBlockCreate(arg_types.len() as isize, arg_types.as_ptr(), locs.as_ptr()) };
+    let region = unsafe { mlirRegionCreate() };
+    unsafe { mlirRegionAppendOwnedBlock(region, block) };
+    let outputs = build_update(ctx, g_block, block, ret, &params, &states, optimizer, clip_norm)
+        .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
+
+    let e = Emitter { ctx, block, loc: g_loc, log: Default::default() };
+    e.append(&OpSpec { operands: &outputs, results: Some(&[]), verify: false, ..OpSpec::new("func.return") })
+        .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
+    let arg_text: Vec<String> = arg_types.iter().map(|&t| type_text(t)).collect();
+    let out_text: Vec<String> = outputs.iter().map(|&v| type_text(unsafe { mlirValueGetType(v) })).collect();
+    let mut arg_binds: Vec<String> = (0..nargs).map(|_| "{hl.bind = \"input\"}".to_string()).collect();
+    arg_binds.push("{hl.bind = \"lr\"}".into());
+    let mut res_binds = vec!["{hl.bind = \"loss\"}".to_string()];
+    res_binds.extend(params.iter().map(|(n, _)| format!("{{hl.bind = \"param @{n}\"}}")));
+    res_binds.extend(states.iter().map(|(n, _, _)| format!("{{hl.bind = \"state @{n}\"}}")));
+    let attrs = [
+        ("sym_name", "\"train_step\"".to_string()),
+        ("function_type", format!("({}) -> ({})", arg_text.join(", "), out_text.join(", "))),
+        ("arg_attrs", format!("[{}]", arg_binds.join(", "))),
+        ("res_attrs", format!("[{}]", res_binds.join(", "))),
+    ];
+    let spec = OpSpec { attributes: &attrs, results: Some(&[]), regions: &[region], verify: false, ..OpSpec::new("func.func") };
+    let func = ir::create_op(ctx, g_loc, &spec).map_err(|err| {
+        unsafe { mlirRegionDestroy(region) };
+        (g_loc, format!("cannot create @train_step: {err:?}"))
+    })?;
+    unsafe { mlirBlockInsertOwnedOperationAfter(body, grad_fn, func) };
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_update(
+    ctx: MlirContext,
+    g_block: MlirBlock,
+    block: MlirBlock,
+    ret: MlirOperation,
+    params: &[(String, TensorSpec)],
+    states: &[(String, Option<String>, TensorSpec)],
+    optimizer: &Optimizer,
+    clip_norm: Option<f64>,
+) -> Result<Vec<MlirValue>, Failure> {
+    let loc = op_loc(ret);
+    let mut map: HashMap<usize, MlirValue> = HashMap::new();
+    for i in 0..unsafe { mlirBlockGetNumArguments(g_block) } {
+        map.insert(key(unsafe { mlirBlockGetArgument(g_block, i) }), unsafe { mlirBlockGetArgument(block, i) });
+    }
+    let mut returned = Vec::new();
+    for op in ops_of(g_block) {
+        let n = unsafe { mlirOperationGetNumOperands(op) };
+        let operands: Vec<MlirValue> = (0..n)
+            .map(|i| map.get(&key(unsafe { mlirOperationGetOperand(op, i) })).copied())
+            .collect::<Option<_>>()
+            .ok_or_else(|| (op_loc(op), "an operand is defined outside the function body".to_string()))?;
+        if op.ptr == ret.ptr {
+            returned = operands;
+            break;
+        }
+        let copy = unsafe { mlirOperationClone(op) };
+        for (i, v) in operands.iter().enumerate() {
+            unsafe { mlirOperationSetOperand(copy, i as isize, *v) };
+        }
+        unsafe { mlirBlockAppendOwnedOperation(block, copy) };
+        for r in 0..unsafe { mlirOperationGetNumResults(op) } {
+            map.insert(key(unsafe { mlirOperationGetResult(op, r) }), unsafe { mlirOperationGetResult(copy, r) });
+        }
+    }
+    if returned.len() < 1 + params.len() {
+        return Err((loc, "the gradient function does not return one gradient per parameter".into()));
+    }
+    let e = Emitter { ctx, block, loc, log: Default::default() };
+    let loss = returned[0];
+    let mut grads: Vec<MlirValue> = returned[1..=params.len()].to_vec();
+    let lr = unsafe { mlirBlockGetArgument(block, mlirBlockGetNumArguments(block) - 1) };
+
+    // Clipping by global norm (torch.nn.utils.clip_grad_norm_):
+    // coef = min(1, max_norm / (norm + 1e-6)).
+    if let Some(max_norm) = clip_norm {
+        let mut total: Option<MlirValue> = None;
+        for &g in &grads {
+            let gs = spec(g);
+            let sq = e.binary("hl.mul", g, g)?;
+            let all: Vec<usize> = (0..gs.shape.len()).collect();
+            let mut s = if all.is_empty() { sq } else { e.sum(sq, &all, false)? };
+            if gs.dtype != DType::F32 {
+                s = e.typed("hl.cast", &[s], &TensorSpec::new([], DType::F32))?;
+            }
+            total = Some(match total {
+                Some(t) => e.binary("hl.add", t, s)?,
+                None => s,
+            });
+        }
+        if let Some(total) = total {
+            let norm = e.unary("hl.sqrt", total)?;
+            let coef = e.binary("hl.div", e.scalar(max_norm, norm)?, e.binary("hl.add", norm, e.scalar(1e-6, norm)?)?)?;
+            let coef = e.binary("hl.min", coef, e.scalar(1.0, coef)?)?;
+            for g in &mut grads {
+                let c = cast_to(&e, coef, spec(*g).dtype)?;
+                *g = e.binary("hl.mul", *g, c)?;
+            }
+        }
+    }
+
+    // Step count t = step + 1.
+    let step_ty = TensorSpec::new([], DType::I64);
+    let step_val = get_symbol(&e, "hl.get_state", "step", &step_ty)?;
+    let next_step = e.binary("hl.add", step_val, e.splat(1.0, &step_ty)?)?;
+
+    let mut new_params = Vec::new();
+    let mut new_states: HashMap<String, MlirValue> = HashMap::new();
+    for ((name, ps), g) in params.iter().zip(&grads) {
+        let p = get_symbol(&e, "hl.get_param", name, ps)?;
+        let lr_p = cast_to(&e, lr, ps.dtype)?;
+        let t = e.typed("hl.cast", &[next_step], &TensorSpec::new([], ps.dtype))?;
+        let state = |slot: &str| get_symbol(&e, "hl.get_state", &format!("{name}.{slot}"), ps);
+        let p_new = match *optimizer {
+            Optimizer::Sgd { momentum, nesterov, weight_decay } => {
+                let mut d = *g;
+                if weight_decay != 0.0 {
+                    d = e.binary("hl.add", d, e.scale(p, weight_decay)?)?;
+                }
+                if momentum > 0.0 {
+                    let buf = e.binary("hl.add", e.scale(state("momentum")?, momentum)?, d)?;
+                    new_states.insert(format!("{name}.momentum"), buf);
+                    d = if nesterov { e.binary("hl.add", d, e.scale(buf, momentum)?)? } else { buf };
+                }
+                e.binary("hl.sub", p, e.binary("hl.mul", d, lr_p)?)?
+            }
+            Optimizer::Adam { beta1, beta2, eps, weight_decay } | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
+                let decoupled = matches!(optimizer, Optimizer::AdamW { .. });
+                let mut d = *g;
+                let mut base = p;
+                if weight_decay != 0.0 {
+                    if decoupled {
+                        // p (1 - lr wd)
+                        let factor = e.binary("hl.sub", e.scalar(1.0, p)?, e.scale(lr_p, weight_decay)?)?;
+                        base = e.binary("hl.mul", p, factor)?;
+                    } else {
+                        d = e.binary("hl.add", d, e.scale(p, weight_decay)?)?;
+                    }
+                }
+                let m = e.binary("hl.add", e.scale(state("exp_avg")?, beta1)?, e.scale(d, 1.0 - beta1)?)?;
+                let v = e.binary("hl.add", e.scale(state("exp_avg_sq")?, beta2)?, e.scale(e.binary("hl.mul", d, d)?, 1.0 - beta2)?)?;
+                new_states.insert(format!("{name}.exp_avg"), m);
+                new_states.insert(format!("{name}.exp_avg_sq"), v);
+                // bias corrections 1 - beta^t
+                let bc1 = e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta1, t)?, t)?)?;
+                let bc2 = e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta2, t)?, t)?)?;
+                let denom = e.binary("hl.add", e.unary("hl.sqrt", e.binary("hl.div", v, bc2)?)?, e.scalar(eps, v)?)?;
+                let step_size = e.binary("hl.div", lr_p, bc1)?;
+                let update = e.binary("hl.mul", e.binary("hl.div", m, denom)?, step_size)?;
+                e.binary("hl.sub", base, update)?
+            }
+        };
+        new_params.push(p_new);
+    }
+    new_states.insert("step".into(), next_step);
+
+    let mut outputs = vec![loss];
+    outputs.extend(new_params);
+    for (name, _, _) in states {
+        outputs.push(*new_states.get(name).ok_or_else(|| (loc, format!("no update for state @{name}")))?);
+    }
+    Ok(outputs)
+}
+
+fn cast_to(e: &Emitter, v: MlirValue, dtype: DType) -> Result<MlirValue, Failure> {
+    let s = spec(v);
+    if s.dtype == dtype { Ok(v) } else { e.typed("hl.cast", &[v], &TensorSpec::new(s.shape, dtype)) }
+}
+
+/// `hl.get_param` / `hl.get_state` of `symbol`.
+fn get_symbol(e: &Emitter, op: &str, symbol: &str, ty: &TensorSpec) -> Result<MlirValue, Failure> {
+    let t = ir::parse_type(e.ctx, &ty.mlir_type()).map_err(|err| (e.loc, format!("{err:?}")))?;
+    let o = e.append(&OpSpec {
+        attributes: &[("name", format!("@\"{symbol}\""))],
+        results: Some(&[t]),
+        verify: false,
+        ..OpSpec::new(op)
+    })?;
+    Ok(unsafe { mlirOperationGetResult(o, 0) })
+}
