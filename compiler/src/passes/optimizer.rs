@@ -226,14 +226,16 @@ fn build_update(
     // Clipping by global norm (torch.nn.utils.clip_grad_norm_):
     // coef = min(1, max_norm / (norm + 1e-6)).
     if let Some(max_norm) = clip_norm {
+        // The norm is accumulated in f64 when any gradient is f64, else f32.
+        let acc = if grads.iter().any(|&g| spec(g).dtype == DType::F64) { DType::F64 } else { DType::F32 };
         let mut total: Option<MlirValue> = None;
         for &g in &grads {
             let gs = spec(g);
             let sq = e.binary("hl.mul", g, g)?;
             let all: Vec<usize> = (0..gs.shape.len()).collect();
             let mut s = if all.is_empty() { sq } else { e.sum(sq, &all, false)? };
-            if gs.dtype != DType::F32 {
-                s = e.typed("hl.cast", &[s], &TensorSpec::new([], DType::F32))?;
+            if gs.dtype != acc {
+                s = e.typed("hl.cast", &[s], &TensorSpec::new([], acc))?;
             }
             total = Some(match total {
                 Some(t) => e.binary("hl.add", t, s)?,

@@ -6,3 +6,4 @@ mod autodiff;
 mod interp;
 mod models;
 mod nn;
+mod optimizer;
