@@ -176,6 +176,8 @@ fn reductions_and_shapes() {
     check(&[("a", &[3, 4, 5])], &format!("  %out = hl.reshape %a : {t} to tensor<12x5xf64>"), &[12, 5], None);
     check(&[("a", &[3, 4, 5])], &format!("  %out = hl.transpose %a permutation = [2, 0, 1] : {t}"), &[5, 3, 4], None);
     check(&[("a", &[4, 1])], "  %out = hl.broadcast_to %a : tensor<4x1xf64> to tensor<3x4x5xf64>", &[3, 4, 5], None);
+    // A float cast passes the gradient back through the inverse cast.
+    check(&[("a", &[3, 5])], "  %out = hl.cast %a : tensor<3x5xf64> to tensor<3x5xf64>", &[3, 5], None);
 }
 
 #[test]

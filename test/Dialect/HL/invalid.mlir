@@ -734,3 +734,32 @@ func.func @f(%x: tensor<4xf32>, %s: tensor<i32>) {
   %0 = "hl.dropout"(%x, %s, %s) {p = 0.5 : f64, stream = 0 : i64} : (tensor<4xf32>, tensor<i32>, tensor<i32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+hl.param @w : tensor<3xf32> owner "" init <zeros>
+// expected-error @+1 {{'hl.state' op slot type 'tensor<4xf32>' differs from the type 'tensor<3xf32>' of its parameter @w}}
+hl.state @w.m : tensor<4xf32> of @w slot "momentum" init <zeros>
+
+// -----
+
+// expected-error @+1 {{'hl.state' op '@nothing' does not name an hl.param}}
+hl.state @m : tensor<4xf32> of @nothing slot "momentum" init <zeros>
+
+// -----
+
+hl.state @step : tensor<i64> slot "step" init <zeros>
+func.func @f() {
+  // expected-error @+1 {{'hl.get_state' op result type 'tensor<i32>' does not match the type 'tensor<i64>' of state @step}}
+  %0 = hl.get_state @step : tensor<i32>
+  return
+}
+
+// -----
+
+hl.param @w : tensor<3xf32> owner "" init <zeros>
+func.func @f() {
+  // expected-error @+1 {{'hl.get_state' op '@w' does not name an hl.state}}
+  %0 = hl.get_state @w : tensor<3xf32>
+  return
+}

@@ -215,3 +215,19 @@ func.func @vision_and_attention(%img: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf3
   %6 = hl.dropout %4, %seed, %offset p = 0.1 stream = 3 : tensor<2x4x16x8xf32>
   return
 }
+
+// Optimizer state: slots tied to a parameter, or free (the step count).
+// CHECK-LABEL: hl.param @opt.w : tensor<3xf32> owner "opt" init <zeros>
+hl.param @opt.w : tensor<3xf32> owner "opt" init <zeros>
+// CHECK: hl.state @opt.w.exp_avg : tensor<3xf32> of @opt.w slot "exp_avg" init <zeros>
+hl.state @opt.w.exp_avg : tensor<3xf32> of @opt.w slot "exp_avg" init <zeros>
+// CHECK: hl.state @step : tensor<i64> slot "step" init <zeros>
+hl.state @step : tensor<i64> slot "step" init <zeros>
+// CHECK-LABEL: func.func @read_state
+func.func @read_state() -> (tensor<3xf32>, tensor<i64>) {
+  // CHECK: hl.get_state @opt.w.exp_avg : tensor<3xf32>
+  %m = hl.get_state @opt.w.exp_avg : tensor<3xf32>
+  // CHECK: hl.get_state @step : tensor<i64>
+  %s = hl.get_state @step : tensor<i64>
+  return %m, %s : tensor<3xf32>, tensor<i64>
+}

@@ -77,6 +77,9 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
     - clipping (`clip-norm` > 0): `g *= min(1, max / (||g||_2 + 1e-6))`
       over all gradients together.
 
+    `weight-decay` defaults to 0 for every kind (PyTorch's AdamW defaults to
+    0.01: pass it explicitly).
+
     The optimizer state is declared in the IR as `hl.state` symbols tied to
     their parameter (`@fc1.weight.exp_avg ... of @fc1.weight slot
     "exp_avg"`), plus the step count `@step`.
