@@ -9,7 +9,9 @@
 //!        |  shape, dtype and initializer
 //!        v
 //!  hl (tensors, value semantics)      hl-print-param-table: the model's state
-//!        |  (next: autodiff, optimizer step, fusion)
+//!        |  hl-autodiff: @loss -> @loss_grad (backward graph as hl)
+//!        |  hl-optimizer: + hl.state slots, @train_step (the train-step ABI)
+//!        |  (next: fusion)
 //!        v
 //!  ll (buffers; one op = one kernel: gemm+epilogue, elementwise region,
 //!      row reductions, copy, fill)
@@ -21,6 +23,9 @@
 //! What holds at each stage:
 //! - After parsing, the module verifies: types inferred by the ops match the
 //!   written ones, every `hl.get_param` names an `hl.param` of its type.
+//! - After `hl-autodiff`: `@loss_grad` returns the loss, then one gradient
+//!   per `hl.param` in declaration order; after `hl-optimizer`, every
+//!   `@train_step` result is tagged `hl.bind` with the symbol it updates.
 //! - A pass either succeeds or reports a located diagnostic and fails; no
 //!   pass panics on bad input ([`passes`]).
 //!
