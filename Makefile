@@ -15,8 +15,8 @@ build: setup
 	$(CARGO) build --workspace
 
 # At this stage the demo compiles the example models' IR: parse, verify,
-# print the parameter table, run hl through canonicalize + CSE, and build
-# the char LM with the Rust layer API.
+# print the parameter table, run hl through canonicalize + CSE, build the
+# char LM with the Rust layer API, and build the MLP's train step.
 demo: build
 	@echo "== examples/mlp/digits_mlp.mlir: parameters"
 	@$(AICF_OPT) examples/mlp/digits_mlp.mlir --hl-print-param-table -o /dev/null
@@ -25,6 +25,8 @@ demo: build
 	@echo "== examples/char_lm: traced from Rust (examples/char_lm/model.rs) into target/char_lm.mlir"
 	@$(CARGO) run -q -p aicf-compiler --example models -- char_lm > target/char_lm.mlir
 	@$(AICF_OPT) target/char_lm.mlir --hl-print-param-table=group-by-owner -o /dev/null 2>&1 | tail -n 4
+	@echo "== examples/mlp/digits_mlp.mlir: the train step (hl-autodiff + hl-optimizer kind=adam), its state slots and ABI"
+	@$(AICF_OPT) examples/mlp/digits_mlp.mlir --hl-optimizer=kind=adam --canonicalize --cse | grep -E '^  (hl.state|func.func @train_step)' | sed 's/, /,\n      /g' | head -n 40
 
 test: setup check-runtime-deps
 	$(CARGO) test --workspace
