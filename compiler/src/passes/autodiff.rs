@@ -930,6 +930,9 @@ pub(super) fn key(v: MlirValue) -> usize {
     v.ptr as usize
 }
 
+/// The shape and dtype of a value. A value that is not a ranked tensor of
+/// an hl element type (possible only outside hl) reads as an i1 scalar,
+/// which no rule differentiates.
 pub(super) fn spec(v: MlirValue) -> TensorSpec {
     spec_of_type(unsafe { mlirValueGetType(v) }).unwrap_or(TensorSpec::new([], DType::I1))
 }
