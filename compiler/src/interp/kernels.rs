@@ -348,6 +348,94 @@ pub fn conv2d(x: &Array, wt: &Array, b: Option<&Array>, win: &Window, groups: us
     Array::new(win.shape(od), x.dtype, data)
 }
 
+/// The gradients of conv2d with respect to its input (`dx`, shaped like
+/// `x_shape`) and weight (`dw`, shaped like `w_shape`), by the forward's
+/// loop nest with the sums turned around.
+pub fn conv2d_backward(
+    dy: &Array,
+    x: Option<&Array>,
+    wt: Option<&Array>,
+    x_shape: &[usize],
+    w_shape: &[usize],
+    win: &Window,
+    groups: usize,
+) -> (Array, Array) {
+    let xd = win.dims(x_shape);
+    let [n, c, h, w] = xd;
+    let o = w_shape[0];
+    let (cg, og) = (c / groups, o / groups);
+    let (oh, ow) = (win.out(h, 0), win.out(w, 1));
+    let od = [n, o, oh, ow];
+    let mut dx = vec![0.0; x_shape.iter().product()];
+    let mut dw = vec![0.0; w_shape.iter().product()];
+    for ni in 0..n {
+        for oc in 0..o {
+            let g = oc / og;
+            for y in 0..oh {
+                for xx in 0..ow {
+                    let gy = dy.data[win.at([ni, oc, y, xx], od)];
+                    for ci in 0..cg {
+                        for kh in 0..win.kernel[0] {
+                            for kw in 0..win.kernel[1] {
+                                if let Some((iy, ix)) = win.tap((y, xx), (kh, kw), (h, w)) {
+                                    let xi = win.at([ni, g * cg + ci, iy, ix], xd);
+                                    let wi = ((oc * cg + ci) * win.kernel[0] + kh) * win.kernel[1] + kw;
+                                    if let Some(wt) = wt {
+                                        dx[xi] += gy * wt.data[wi];
+                                    }
+                                    if let Some(x) = x {
+                                        dw[wi] += gy * x.data[xi];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (Array::new(x_shape, dy.dtype, dx), Array::new(w_shape, dy.dtype, dw))
+}
+
+/// The gradient of max_pool2d (to each window's first maximum) or
+/// avg_pool2d (spread over the kernel area) with respect to its input.
+pub fn pool2d_backward(dy: &Array, x: &Array, win: &Window, max: bool) -> Array {
+    let xd = win.dims(&x.shape);
+    let [n, c, h, w] = xd;
+    let (oh, ow) = (win.out(h, 0), win.out(w, 1));
+    let od = [n, c, oh, ow];
+    let area = (win.kernel[0] * win.kernel[1]) as f64;
+    let mut dx = vec![0.0; x.len()];
+    for ni in 0..n {
+        for ci in 0..c {
+            for y in 0..oh {
+                for xx in 0..ow {
+                    let gy = dy.data[win.at([ni, ci, y, xx], od)];
+                    let mut best: Option<(usize, f64)> = None;
+                    for kh in 0..win.kernel[0] {
+                        for kw in 0..win.kernel[1] {
+                            if let Some((iy, ix)) = win.tap((y, xx), (kh, kw), (h, w)) {
+                                let i = win.at([ni, ci, iy, ix], xd);
+                                if max {
+                                    if best.is_none_or(|(_, v)| x.data[i] > v) {
+                                        best = Some((i, x.data[i]));
+                                    }
+                                } else {
+                                    dx[i] += gy / area;
+                                }
+                            }
+                        }
+                    }
+                    if let Some((i, _)) = best {
+                        dx[i] += gy;
+                    }
+                }
+            }
+        }
+    }
+    Array::new(x.shape.clone(), dy.dtype, dx)
+}
+
 /// max_pool2d (`max`) or avg_pool2d with padded zeros counted.
 pub fn pool2d(x: &Array, win: &Window, max: bool) -> Array {
     let xd = win.dims(&x.shape);

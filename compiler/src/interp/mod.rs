@@ -235,6 +235,19 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let win = window(k, pair(&axes("dilation")?))?;
                 kernels::conv2d(x[0], x[1], x.get(2).copied(), &win, int_attr(op, "groups")? as usize)
             }
+            "hl.conv2d_backward_input" | "hl.conv2d_backward_weight" => {
+                let input = name == "hl.conv2d_backward_input";
+                let (x_shape, w_shape) = if input { (shape.clone(), x[1].shape.clone()) } else { (x[1].shape.clone(), shape.clone()) };
+                let win = window([w_shape[2], w_shape[3]], pair(&axes("dilation")?))?;
+                let groups = int_attr(op, "groups")? as usize;
+                let (wt, xv) = if input { (Some(x[1]), None) } else { (None, Some(x[1])) };
+                let (dx, dw) = kernels::conv2d_backward(x[0], xv, wt, &x_shape, &w_shape, &win, groups);
+                if input { dx } else { dw }
+            }
+            "hl.max_pool2d_backward" | "hl.avg_pool2d_backward" => {
+                let win = window(pair(&axes("kernel")?), [1, 1])?;
+                kernels::pool2d_backward(x[0], x[1], &win, name == "hl.max_pool2d_backward")
+            }
             "hl.max_pool2d" | "hl.avg_pool2d" => {
                 let win = window(pair(&axes("kernel")?), [1, 1])?;
                 kernels::pool2d(x[0], &win, name == "hl.max_pool2d")

@@ -87,7 +87,7 @@ pub fn differentiate(module: MlirOperation, function: &str, wrt_inputs: bool) ->
             return Err(e);
         }
     };
-    let e = Emitter { ctx, block, loc: fwd_loc, log: Default::default() };
+    let e = Emitter { ctx, block, loc: fwd_loc };
     e.append(&OpSpec { operands: &outputs, results: Some(&[]), verify: false, ..OpSpec::new("func.return") })
         .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
     let arg_text: Vec<String> = arg_types.iter().map(|&t| type_text(t)).collect();
@@ -170,7 +170,7 @@ fn build_gradient(
     }
 
     // 3. Reverse sweep.
-    let mut e = Emitter { ctx, block, loc: fwd_loc, log: Default::default() };
+    let mut e = Emitter { ctx, block, loc: fwd_loc };
     let mut adjoint: HashMap<usize, MlirValue> = HashMap::new();
     adjoint.insert(key(loss), e.splat(1.0, &loss_spec)?);
     let mut param_grads: HashMap<String, MlirValue> = HashMap::new();
@@ -250,32 +250,12 @@ fn backprop(
     Ok(())
 }
 
-/// The gradient of a composite op through a decomposition into ops that
-/// have rules: `forward` emits the op's computation from its operands and
-/// returns the result; the emitted ops are then differentiated locally.
-fn vjp_by_decomposition(
-    e: &mut Emitter,
-    x: &[MlirValue],
-    g: MlirValue,
-    forward: impl FnOnce(&mut Emitter) -> Result<MlirValue, Failure>,
-) -> Result<Vec<Option<MlirValue>>, Failure> {
-    let first = e.log.borrow().len();
-    let y = forward(e)?;
-    let emitted: Vec<MlirOperation> = e.log.borrow()[first..].to_vec();
-    let mut adjoint = HashMap::from([(key(y), g)]);
-    let float = |v: MlirValue| spec(v).dtype.is_float();
-    backprop(e, &emitted, &mut adjoint, &float, &mut HashMap::new())?;
-    Ok(x.iter().map(|v| adjoint.get(&key(*v)).copied()).collect())
-}
-
 /// Emits `hl` ops at the end of a block, with the location of the op being
 /// differentiated.
 pub(super) struct Emitter {
     pub(super) ctx: MlirContext,
     pub(super) block: MlirBlock,
     pub(super) loc: MlirLocation,
-    /// Every op emitted, in order (for local differentiation).
-    pub(super) log: std::cell::RefCell<Vec<MlirOperation>>,
 }
 
 impl Emitter {
@@ -283,7 +263,6 @@ impl Emitter {
         let op = ir::create_op(self.ctx, self.loc, spec)
             .map_err(|e| (self.loc, format!("internal error building '{}' for a gradient: {e:?}", spec.name)))?;
         unsafe { mlirBlockAppendOwnedOperation(self.block, op) };
-        self.log.borrow_mut().push(op);
         Ok(op)
     }
     pub(super) fn op(&self, name: &str, operands: &[MlirValue], attrs: &[(&str, String)]) -> Result<MlirValue, Failure> {
@@ -568,9 +547,36 @@ fn vjp(
             Ok(grads)
         }
         "hl.slice" => slice_vjp(e, op, x, g),
-        "hl.conv2d" | "hl.max_pool2d" | "hl.avg_pool2d" => {
-            let op_name = name.to_string();
-            vjp_by_decomposition(e, x, g, |e| window_op_decomposed(e, op, &op_name, x))
+        "hl.conv2d" => {
+            let window = ["stride", "padding", "dilation", "groups", "layout"];
+            let attrs: Vec<(&str, String)> =
+                window.iter().filter(|k| has(op, k)).map(|&k| (k, attr_text(op, k))).collect();
+            let dx = e.append(&OpSpec {
+                operands: &[g, x[1]],
+                attributes: &attrs,
+                results: Some(&[unsafe { mlirValueGetType(x[0]) }]),
+                ..OpSpec::new("hl.conv2d_backward_input")
+            })?;
+            let dw = e.append(&OpSpec {
+                operands: &[g, x[0]],
+                attributes: &attrs,
+                results: Some(&[unsafe { mlirValueGetType(x[1]) }]),
+                ..OpSpec::new("hl.conv2d_backward_weight")
+            })?;
+            let mut grads = vec![Some(unsafe { mlirOperationGetResult(dx, 0) }), Some(unsafe { mlirOperationGetResult(dw, 0) })];
+            if x.len() > 2 {
+                // db: the sum over batch and space of each channel
+                let channel = if int_attr_or(op, "layout", 0) == 1 { 3 } else { 1 };
+                let axes: Vec<usize> = (0..4).filter(|&a| a != channel).collect();
+                grads.push(Some(e.sum(g, &axes, false)?));
+            }
+            Ok(grads)
+        }
+        "hl.max_pool2d" | "hl.avg_pool2d" => {
+            let window = ["kernel", "stride", "padding", "layout"];
+            let attrs: Vec<(&str, String)> =
+                window.iter().filter(|k| has(op, k)).map(|&k| (k, attr_text(op, k))).collect();
+            one(e.op(&format!("{name}_backward"), &[g, x[0]], &attrs)?)
         }
         "hl.dropout" => {
             // The same mask and scale: dropout of g with the op's seed,
@@ -757,89 +763,6 @@ fn slice_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) 
         };
     }
     Ok(vec![Some(d)])
-}
-
-/// conv2d, max_pool2d and avg_pool2d written with differentiable ops, for
-/// their gradients: the input (moved to NCHW) is padded by concatenation
-/// (zeros, or -inf for max pooling), its windows are gathered into patches
-/// `[N, C, OH*OW, KH*KW]` with a constant index table, and the op becomes a
-/// batched matmul with the weights (per group) or a max/mean over each
-/// window. Ties of max pooling share the gradient evenly.
-fn window_op_decomposed(e: &mut Emitter, op: MlirOperation, name: &str, x: &[MlirValue]) -> Result<MlirValue, Failure> {
-    let nhwc = int_attr_or(op, "layout", 0) == 1;
-    let mut input = x[0];
-    if nhwc {
-        input = e.op("hl.transpose", &[input], &[("permutation", array(&[0, 3, 1, 2]))])?;
-    }
-    let xs = spec(input);
-    let (n, c, h, w) = (xs.shape[0], xs.shape[1], xs.shape[2], xs.shape[3]);
-    let pair = |key: &str, default: usize| -> [usize; 2] {
-        let v = i64_array(op, key);
-        [v.first().map_or(default, |&a| a as usize), v.get(1).map_or(default, |&a| a as usize)]
-    };
-    let (stride, padding, dilation) = (pair("stride", 1), pair("padding", 0), pair("dilation", 1));
-    let kernel = if name == "hl.conv2d" {
-        let ws = spec(x[1]);
-        [ws.shape[2], ws.shape[3]]
-    } else {
-        pair("kernel", 1)
-    };
-    let pad_value = if name == "hl.max_pool2d" { f64::NEG_INFINITY } else { 0.0 };
-    let mut padded = input;
-    for (axis, p) in [(2usize, padding[0]), (3usize, padding[1])] {
-        if p == 0 {
-            continue;
-        }
-        let mut edge = spec(padded).shape;
-        edge[axis] = p;
-        let z = e.splat(pad_value, &TensorSpec::new(edge, xs.dtype))?;
-        padded = e.op("hl.concat", &[z, padded, z], &[("axis", format!("{axis} : i64"))])?;
-    }
-    let (hp, wp) = (h + 2 * padding[0], w + 2 * padding[1]);
-    let oh = (hp - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
-    let ow = (wp - dilation[1] * (kernel[1] - 1) - 1) / stride[1] + 1;
-    let (p, k) = (oh * ow, kernel[0] * kernel[1]);
-    let mut index = Vec::with_capacity(p * k);
-    for oy in 0..oh {
-        for ox in 0..ow {
-            for ky in 0..kernel[0] {
-                for kx in 0..kernel[1] {
-                    let iy = oy * stride[0] + ky * dilation[0];
-                    let ix = ox * stride[1] + kx * dilation[1];
-                    index.push((iy * wp + ix).to_string());
-                }
-            }
-        }
-    }
-    let index_spec = TensorSpec::new([p, k], DType::I32);
-    let rows: Vec<String> = index.chunks(k).map(|r| format!("[{}]", r.join(", "))).collect();
-    let table_attr = format!("dense<[{}]> : {}", rows.join(", "), index_spec.mlir_type());
-    let ty = ir::parse_type(e.ctx, &index_spec.mlir_type()).map_err(|err| (e.loc, format!("{err:?}")))?;
-    let table = e.append(&OpSpec { attributes: &[("value", table_attr)], results: Some(&[ty]), ..OpSpec::new("hl.constant") })?;
-    let table = unsafe { mlirOperationGetResult(table, 0) };
-    let flat = e.reshape(padded, &[n, c, hp * wp])?;
-    let patches = e.op("hl.gather", &[flat, table], &[("axis", "2 : i64".into())])?; // [N, C, P, K]
-    let out = if name == "hl.conv2d" {
-        let ws = spec(x[1]);
-        let o = ws.shape[0];
-        let groups = int_attr_or(op, "groups", 1) as usize;
-        let (cg, og) = (c / groups, o / groups);
-        let pg = e.reshape(patches, &[n, groups, cg, p, k])?;
-        let pg = e.op("hl.transpose", &[pg], &[("permutation", array(&[0, 1, 2, 4, 3]))])?;
-        let pg = e.reshape(pg, &[n, groups, cg * k, p])?;
-        let wg = e.reshape(x[1], &[groups, og, cg * k])?;
-        let wg = e.broadcast(wg, &[n, groups, og, cg * k])?;
-        let mut y = e.reshape(e.op("hl.matmul", &[wg, pg], &[])?, &[n, o, oh, ow])?;
-        if x.len() > 2 {
-            y = e.binary("hl.add", y, e.reshape(x[2], &[o, 1, 1])?)?;
-        }
-        y
-    } else {
-        let reduce = if name == "hl.max_pool2d" { "hl.reduce_max" } else { "hl.reduce_mean" };
-        let r = e.op(reduce, &[patches], &[("axes", array(&[3]))])?;
-        e.reshape(r, &[n, c, oh, ow])?
-    };
-    if nhwc { e.op("hl.transpose", &[out], &[("permutation", array(&[0, 2, 3, 1]))]) } else { Ok(out) }
 }
 
 /// Scaled dot-product attention, recomputing the probabilities:

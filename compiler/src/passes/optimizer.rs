@@ -154,7 +154,7 @@ pub fn add_train_step(
     let outputs = build_update(ctx, g_block, block, ret, &params, &states, optimizer, clip_norm)
         .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
 
-    let e = Emitter { ctx, block, loc: g_loc, log: Default::default() };
+    let e = Emitter { ctx, block, loc: g_loc };
     e.append(&OpSpec { operands: &outputs, results: Some(&[]), verify: false, ..OpSpec::new("func.return") })
         .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
     let arg_text: Vec<String> = arg_types.iter().map(|&t| type_text(t)).collect();
@@ -218,7 +218,7 @@ fn build_update(
     if returned.len() < 1 + params.len() {
         return Err((loc, "the gradient function does not return one gradient per parameter".into()));
     }
-    let e = Emitter { ctx, block, loc, log: Default::default() };
+    let e = Emitter { ctx, block, loc };
     let loss = returned[0];
     let mut grads: Vec<MlirValue> = returned[1..=params.len()].to_vec();
     let lr = unsafe { mlirBlockGetArgument(block, mlirBlockGetNumArguments(block) - 1) };

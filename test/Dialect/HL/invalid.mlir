@@ -763,3 +763,44 @@ func.func @f() {
   %0 = hl.get_state @w : tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @f(%dy: tensor<2x8x5x5xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'hl.conv2d_backward_input' op grad_output 'tensor<2x8x5x5xf32>' is not the type hl.conv2d of an input of the result's type produces from these operands ('tensor<2x8x7x7xf32>')}}
+  %0 = hl.conv2d_backward_input %dy, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x8x5x5xf32>, tensor<8x3x3x3xf32> -> tensor<2x3x9x9xf32>
+  return
+}
+
+// -----
+
+func.func @f(%dy: tensor<2x8x5x5xf32>, %w: tensor<8x3x3x3xf32>) {
+  // The forward's shape rules hold for the backward ops too.
+  // expected-error @+1 {{'hl.conv2d_backward_input' op input 'tensor<2x4x9x9xf32>' has 4 channels but the weight 'tensor<8x3x3x3xf32>' with groups = 1 expects 3}}
+  %0 = hl.conv2d_backward_input %dy, %w stride = [2, 2] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x8x5x5xf32>, tensor<8x3x3x3xf32> -> tensor<2x4x9x9xf32>
+  return
+}
+
+// -----
+
+func.func @f(%dy: tensor<2x8x5x5xf32>, %x: tensor<2x3x9x9xf32>) {
+  // expected-error @+1 {{'hl.conv2d_backward_weight' op grad_output 'tensor<2x8x5x5xf32>' is not the type hl.conv2d with a weight of the result's type produces from these operands ('tensor<2x8x4x4xf32>')}}
+  %0 = hl.conv2d_backward_weight %dy, %x stride = [2, 2] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x8x5x5xf32>, tensor<2x3x9x9xf32> -> tensor<8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%dy: tensor<2x8x2x2xf32>, %x: tensor<2x8x5x5xf32>) {
+  // expected-error @+1 {{'hl.max_pool2d_backward' op grad_output 'tensor<2x8x2x2xf32>' is not the type hl.max_pool2d of the input produces from these operands ('tensor<2x8x3x3xf32>')}}
+  %0 = hl.max_pool2d_backward %dy, %x kernel = [2, 2] stride = [2, 2] padding = [1, 1] : tensor<2x8x2x2xf32>, tensor<2x8x5x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%dy: tensor<2x8x3x3xf32>, %x: tensor<2x8x5x5xf32>) {
+  // expected-error @+1 {{'hl.avg_pool2d_backward' op padding [2, 2] must be at most half the kernel [2, 2]}}
+  %0 = hl.avg_pool2d_backward %dy, %x kernel = [2, 2] stride = [2, 2] padding = [2, 2] : tensor<2x8x3x3xf32>, tensor<2x8x5x5xf32>
+  return
+}

@@ -207,6 +207,15 @@ func.func @vision_and_attention(%img: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf3
   %2 = hl.conv2d %nhwc, %gw stride = [1, 1] padding = [0, 0] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x9x9x4xf32>, tensor<6x2x3x3xf32>
   // CHECK: hl.avg_pool2d %[[G]] kernel = [3, 3] stride = [1, 2] padding = [0, 1] layout = nhwc : tensor<2x5x5x6xf32>
   %3 = hl.avg_pool2d %2 kernel = [3, 3] stride = [1, 2] padding = [0, 1] layout = nhwc : tensor<2x5x5x6xf32>
+  // The backward ops of conv2d and pooling (what hl-autodiff emits).
+  // CHECK: hl.conv2d_backward_input %[[C]], %{{.*}} stride = [2, 2] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x8x5x5xf32>, tensor<8x3x3x3xf32> -> tensor<2x3x9x9xf32>
+  %dx = hl.conv2d_backward_input %0, %w stride = [2, 2] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x8x5x5xf32>, tensor<8x3x3x3xf32> -> tensor<2x3x9x9xf32>
+  // CHECK: hl.conv2d_backward_weight %[[G]], %{{.*}} stride = [1, 1] padding = [0, 0] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x5x5x6xf32>, tensor<2x9x9x4xf32> -> tensor<6x2x3x3xf32>
+  %dw = hl.conv2d_backward_weight %2, %nhwc stride = [1, 1] padding = [0, 0] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x5x5x6xf32>, tensor<2x9x9x4xf32> -> tensor<6x2x3x3xf32>
+  // CHECK: hl.max_pool2d_backward %{{.*}}, %[[C]] kernel = [2, 2] stride = [2, 2] padding = [1, 1] : tensor<2x8x3x3xf32>, tensor<2x8x5x5xf32>
+  %dp = hl.max_pool2d_backward %1, %0 kernel = [2, 2] stride = [2, 2] padding = [1, 1] : tensor<2x8x3x3xf32>, tensor<2x8x5x5xf32>
+  // CHECK: hl.avg_pool2d_backward %{{.*}}, %[[G]] kernel = [3, 3] stride = [1, 2] padding = [0, 1] layout = nhwc : tensor<2x3x3x6xf32>, tensor<2x5x5x6xf32>
+  %da = hl.avg_pool2d_backward %3, %2 kernel = [3, 3] stride = [1, 2] padding = [0, 1] layout = nhwc : tensor<2x3x3x6xf32>, tensor<2x5x5x6xf32>
   // CHECK: hl.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>
   %4 = hl.attention %q, %kv, %kv causal : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>
   // CHECK: hl.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 2.500000e-01 : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>

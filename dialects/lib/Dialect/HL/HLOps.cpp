@@ -995,25 +995,26 @@ ImageDims imageDims(LayoutAttr layout) {
 }
 } // namespace
 
-LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Conv2dOp::Adaptor adaptor,
-                                         SmallVectorImpl<Type> &inferred) {
-  StringRef name = getOperationName();
-  auto input = tensorOf(adaptor.getInput());
-  auto weight = tensorOf(adaptor.getWeight());
+/// The shape rule of a 2-D convolution, shared by conv2d and its backward
+/// ops (which check that their operands and result fit it).
+static LogicalResult inferConv2d(StringRef name, std::optional<Location> loc,
+                                 RankedTensorType input, RankedTensorType weight,
+                                 Type biasType, ArrayRef<int64_t> stride,
+                                 ArrayRef<int64_t> padding,
+                                 ArrayRef<int64_t> dilation, int64_t groups,
+                                 LayoutAttr layout,
+                                 SmallVectorImpl<Type> &inferred) {
   if (input.getRank() != 4 || weight.getRank() != 4)
     return inferError(loc, name) << "input and weight must have rank 4, got "
                                  << input << " and " << weight;
   if (input.getElementType() != weight.getElementType())
     return inferError(loc, name) << "input and weight have different element types: "
                                  << input << " and " << weight;
-  if (failed(checkPair(name, loc, "stride", adaptor.getStride(), 1)) ||
-      failed(checkPair(name, loc, "padding", adaptor.getPadding(), 0)) ||
-      failed(checkPair(name, loc, "dilation", adaptor.getDilation(), 1)))
+  if (failed(checkPair(name, loc, "stride", stride, 1)) ||
+      failed(checkPair(name, loc, "padding", padding, 0)) ||
+      failed(checkPair(name, loc, "dilation", dilation, 1)))
     return failure();
-  ImageDims dims = imageDims(adaptor.getLayoutAttr());
-  int64_t groups = adaptor.getGroups();
+  ImageDims dims = imageDims(layout);
   int64_t channels = input.getDimSize(dims.c);
   int64_t out = weight.getDimSize(0);
   if (out % groups != 0)
@@ -1025,19 +1026,19 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
            << "input " << input << " has " << channels
            << " channels but the weight " << weight << " with groups = " << groups
            << " expects " << weight.getDimSize(1) * groups;
-  if (Value bias = adaptor.getBias()) {
+  if (biasType) {
     auto expected = RankedTensorType::get({out}, weight.getElementType());
-    if (bias.getType() != expected)
+    if (biasType != expected)
       return inferError(loc, name) << "bias must be " << expected << ", got "
-                                   << bias.getType();
+                                   << biasType;
   }
   int64_t oh, ow;
   if (failed(windowOutput(name, loc, input, input.getDimSize(dims.h),
-                          weight.getDimSize(2), adaptor.getStride()[0],
-                          adaptor.getPadding()[0], adaptor.getDilation()[0], oh)) ||
+                          weight.getDimSize(2), stride[0], padding[0],
+                          dilation[0], oh)) ||
       failed(windowOutput(name, loc, input, input.getDimSize(dims.w),
-                          weight.getDimSize(3), adaptor.getStride()[1],
-                          adaptor.getPadding()[1], adaptor.getDilation()[1], ow)))
+                          weight.getDimSize(3), stride[1], padding[1],
+                          dilation[1], ow)))
     return failure();
   SmallVector<int64_t> shape(4);
   shape[0] = input.getDimSize(0);
@@ -1046,6 +1047,52 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
   shape[dims.w] = ow;
   inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
+}
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Conv2dOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  Value bias = adaptor.getBias();
+  return inferConv2d(getOperationName(), loc, tensorOf(adaptor.getInput()),
+                     tensorOf(adaptor.getWeight()),
+                     bias ? bias.getType() : Type(), adaptor.getStride(),
+                     adaptor.getPadding(), adaptor.getDilation(),
+                     adaptor.getGroups(), adaptor.getLayoutAttr(), inferred);
+}
+
+/// A backward op's `grad_output` must have the type the forward op gives.
+static LogicalResult checkGradOutput(Operation *op, Type gradOutput,
+                                     ArrayRef<Type> inferred,
+                                     StringRef forward) {
+  if (inferred.size() == 1 && inferred.front() == gradOutput)
+    return success();
+  return op->emitOpError("grad_output ")
+         << gradOutput << " is not the type " << forward
+         << " produces from these operands ("
+         << (inferred.empty() ? Type() : inferred.front()) << ")";
+}
+
+LogicalResult Conv2dBackwardInputOp::verify() {
+  SmallVector<Type> inferred;
+  if (failed(inferConv2d(getOperationName(), getLoc(), tensorOf(getResult()),
+                         tensorOf(getWeight()), Type(), getStride(),
+                         getPadding(), getDilation(), getGroups(),
+                         getLayoutAttr(), inferred)))
+    return failure();
+  return checkGradOutput(*this, getGradOutput().getType(), inferred,
+                         "hl.conv2d of an input of the result's type");
+}
+
+LogicalResult Conv2dBackwardWeightOp::verify() {
+  SmallVector<Type> inferred;
+  if (failed(inferConv2d(getOperationName(), getLoc(), tensorOf(getInput()),
+                         tensorOf(getResult()), Type(), getStride(),
+                         getPadding(), getDilation(), getGroups(),
+                         getLayoutAttr(), inferred)))
+    return failure();
+  return checkGradOutput(*this, getGradOutput().getType(), inferred,
+                         "hl.conv2d with a weight of the result's type");
 }
 
 template <typename Adaptor>
@@ -1081,6 +1128,22 @@ LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
                                             MaxPool2dOp::Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
   return inferPool(getOperationName(), loc, adaptor, inferred);
+}
+
+LogicalResult MaxPool2dBackwardOp::verify() {
+  SmallVector<Type> inferred;
+  if (failed(inferPool(getOperationName(), getLoc(), *this, inferred)))
+    return failure();
+  return checkGradOutput(*this, getGradOutput().getType(), inferred,
+                         "hl.max_pool2d of the input");
+}
+
+LogicalResult AvgPool2dBackwardOp::verify() {
+  SmallVector<Type> inferred;
+  if (failed(inferPool(getOperationName(), getLoc(), *this, inferred)))
+    return failure();
+  return checkGradOutput(*this, getGradOutput().getType(), inferred,
+                         "hl.avg_pool2d of the input");
 }
 
 LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,

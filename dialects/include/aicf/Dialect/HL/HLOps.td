@@ -949,6 +949,120 @@ def HL_AvgPool2dOp : HL_Pool2dOp<"avg_pool2d"> {
   }];
 }
 
+def HL_Conv2dBackwardInputOp : HL_Op<"conv2d_backward_input", [Pure]> {
+  let summary = "gradient of conv2d with respect to its input";
+  let description = [{
+    Given `grad_output` (the gradient of a `hl.conv2d`'s result) and the
+    convolution's `weight` and attributes, the gradient of its input: each
+    output position's gradient, times the weight, summed into every input
+    position the window read (a transposed convolution). The result type is
+    the input's; the verifier checks that `hl.conv2d` of such an input with
+    `weight` gives `grad_output`'s type. What `hl-autodiff` emits for conv2d.
+
+    ```mlir
+    %dx = hl.conv2d_backward_input %dy, %w stride = [1, 1] padding = [1, 1]
+        dilation = [1, 1] groups = 1
+        : tensor<32x16x8x8xf32>, tensor<16x1x3x3xf32> -> tensor<32x1x8x8xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$grad_output,
+    HL_FloatTensor:$weight,
+    DenseI64ArrayAttr:$stride,
+    DenseI64ArrayAttr:$padding,
+    DenseI64ArrayAttr:$dilation,
+    ConfinedAttr<I64Attr, [IntPositive]>:$groups,
+    DefaultValuedAttr<HL_Layout, "::hl::Layout::NCHW">:$layout
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad_output `,` $weight `stride` `=` $stride `padding` `=` $padding
+    `dilation` `=` $dilation `groups` `=` $groups (`layout` `=` $layout^)?
+    attr-dict `:` type($grad_output) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def HL_Conv2dBackwardWeightOp : HL_Op<"conv2d_backward_weight", [Pure]> {
+  let summary = "gradient of conv2d with respect to its weight";
+  let description = [{
+    Given `grad_output` and the convolution's `input` and attributes, the
+    gradient of its weight: for each weight tap, the sum over the batch and
+    the output positions of the gradient times the input value the tap read.
+    The result type is the weight's; the verifier checks that `hl.conv2d` of
+    `input` with such a weight gives `grad_output`'s type.
+
+    ```mlir
+    %dw = hl.conv2d_backward_weight %dy, %x stride = [1, 1] padding = [1, 1]
+        dilation = [1, 1] groups = 1
+        : tensor<32x16x8x8xf32>, tensor<32x1x8x8xf32> -> tensor<16x1x3x3xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$grad_output,
+    HL_FloatTensor:$input,
+    DenseI64ArrayAttr:$stride,
+    DenseI64ArrayAttr:$padding,
+    DenseI64ArrayAttr:$dilation,
+    ConfinedAttr<I64Attr, [IntPositive]>:$groups,
+    DefaultValuedAttr<HL_Layout, "::hl::Layout::NCHW">:$layout
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad_output `,` $input `stride` `=` $stride `padding` `=` $padding
+    `dilation` `=` $dilation `groups` `=` $groups (`layout` `=` $layout^)?
+    attr-dict `:` type($grad_output) `,` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+class HL_Pool2dBackwardOp<string mnemonic>
+    : HL_Op<mnemonic, [Pure, AllTypesMatch<["input", "result"]>]> {
+  let arguments = (ins
+    HL_FloatTensor:$grad_output,
+    HL_FloatTensor:$input,
+    DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$stride,
+    DenseI64ArrayAttr:$padding,
+    DefaultValuedAttr<HL_Layout, "::hl::Layout::NCHW">:$layout
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad_output `,` $input `kernel` `=` $kernel `stride` `=` $stride
+    `padding` `=` $padding (`layout` `=` $layout^)? attr-dict
+    `:` type($grad_output) `,` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def HL_MaxPool2dBackwardOp : HL_Pool2dBackwardOp<"max_pool2d_backward"> {
+  let summary = "gradient of max_pool2d with respect to its input";
+  let description = [{
+    Routes each window's gradient to the window's maximum in `input`, the
+    first one in row-major order on ties (as PyTorch's indices do); windows
+    that overlap add. The result has `input`'s type.
+
+    ```mlir
+    %dx = hl.max_pool2d_backward %dy, %x kernel = [2, 2] stride = [2, 2]
+        padding = [0, 0] : tensor<32x16x4x4xf32>, tensor<32x16x8x8xf32>
+    ```
+  }];
+}
+
+def HL_AvgPool2dBackwardOp : HL_Pool2dBackwardOp<"avg_pool2d_backward"> {
+  let summary = "gradient of avg_pool2d with respect to its input";
+  let description = [{
+    Spreads each window's gradient evenly over the window's kernel area
+    (padded positions included in the divisor, as the forward counts them);
+    windows that overlap add. `input` gives the shape only.
+
+    ```mlir
+    %dx = hl.avg_pool2d_backward %dy, %x kernel = [2, 2] stride = [2, 2]
+        padding = [0, 0] : tensor<32x16x4x4xf32>, tensor<32x16x8x8xf32>
+    ```
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
