@@ -804,3 +804,12 @@ func.func @f(%dy: tensor<2x8x3x3xf32>, %x: tensor<2x8x5x5xf32>) {
   %0 = hl.avg_pool2d_backward %dy, %x kernel = [2, 2] stride = [2, 2] padding = [2, 2] : tensor<2x8x3x3xf32>, tensor<2x8x5x5xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<4x5xf32>, %b: tensor<5xf32>) {
+  // expected-error @+2 {{'hl.layer_norm' op a bias needs a weight (pass ones for an unscaled layer norm)}}
+  // expected-error @+1 {{'hl.layer_norm' op failed to infer returned types}}
+  %0 = "hl.layer_norm"(%x, %b) {dims = 1 : i64, eps = 1.0e-5 : f64, operandSegmentSizes = array<i32: 1, 0, 1>} : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  return
+}

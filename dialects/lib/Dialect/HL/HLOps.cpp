@@ -692,6 +692,11 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             LayerNormOp::Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
+  // As nn.LayerNorm: a bias only with a weight (which also keeps the
+  // printed form unambiguous).
+  if (adaptor.getBias() && !adaptor.getWeight())
+    return inferError(loc, getOperationName())
+           << "a bias needs a weight (pass ones for an unscaled layer norm)";
   return inferNorm(getOperationName(), loc, tensorOf(adaptor.getInput()),
                    adaptor.getDims(),
                    {{"weight", adaptor.getWeight()}, {"bias", adaptor.getBias()}},

@@ -624,9 +624,9 @@ def HL_LayerNormOp : HL_Op<"layer_norm",
   let description = [{
     PyTorch's `layer_norm`: normalises `input` over its last `dims`
     dimensions, `(x - mean) / sqrt(var + eps)` with the biased variance,
-    then multiplies by `weight` and adds `bias` where given. `weight` and
-    `bias` have the shape of those trailing dimensions and the input's
-    element type.
+    then multiplies by `weight` and adds `bias` where given (a bias only
+    with a weight, as `nn.LayerNorm`). `weight` and `bias` have the shape of
+    those trailing dimensions and the input's element type.
 
     ```mlir
     %y = hl.layer_norm %x weight %g bias %b dims = 1 eps = 1.0e-05
