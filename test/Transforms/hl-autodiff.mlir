@@ -34,8 +34,10 @@
 // CHECK: %[[DA:.*]] = hl.linear %[[DL]], %[[W2T]]
 // CHECK: %[[DW2:.*]] = hl.matmul %[[DL]], %[[A]] transpose_lhs
 // CHECK: %[[DB2:.*]] = hl.reduce_sum %[[DL]] axes = [0]
-// ReLU: the upstream gradient where the pre-activation was positive.
-// CHECK: %[[POS:.*]] = hl.compare gt, %[[H]], %[[ZERO]]
+// ReLU: the upstream gradient where the activation is positive (the same
+// positions as a positive pre-activation, and the mask then reads only the
+// ReLU result).
+// CHECK: %[[POS:.*]] = hl.compare gt, %[[A]], %[[ZERO]]
 // CHECK: %[[DH:.*]] = hl.select %[[POS]], %[[DA]], %[[ZERO]]
 // CHECK: %[[DW1:.*]] = hl.matmul %[[DH]], %[[X]] transpose_lhs
 // CHECK: %[[DB1:.*]] = hl.reduce_sum %[[DH]] axes = [0]

@@ -189,6 +189,51 @@ impl<'m, 'c> Interpreter<'m, 'c> {
             "hl.cast" => Array::new(shape.clone(), dtype, x[0].data.clone()),
             "hl.matmul" => kernels::matmul(x[0], x[1], unit(op, "transpose_lhs"), unit(op, "transpose_rhs"), dtype),
             "hl.linear" => kernels::linear(x[0], x[1], x.get(2).copied()),
+            "hl.gemm" => {
+                let seg = i32_array(op, "operandSegmentSizes")?;
+                let mut next = 2;
+                let mut take = |present: i64| {
+                    (present > 0).then(|| {
+                        next += 1;
+                        x[next - 1]
+                    })
+                };
+                let (bias, mask, residual) = (take(seg[2]), take(seg[3]), take(seg[4]));
+                let (tl, tr) = (unit(op, "transpose_lhs"), unit(op, "transpose_rhs"));
+                let mut y = if x[1].rank() == 2 && x[0].rank() > 2 {
+                    let k = *x[0].shape.last().unwrap();
+                    let rows = x[0].len() / k.max(1);
+                    let flat = Array { shape: vec![rows, k], ..x[0].clone() };
+                    let mut y = kernels::matmul(&flat, x[1], false, tr, dtype);
+                    y.shape = shape.clone();
+                    y
+                } else {
+                    kernels::matmul(x[0], x[1], tl, tr, dtype)
+                };
+                let alpha = float_attr(op, "alpha").unwrap_or(1.0);
+                let act = int_attr(op, "act").unwrap_or(0);
+                let n = *shape.last().unwrap_or(&1);
+                for (i, v) in y.data.iter_mut().enumerate() {
+                    let mut t = alpha * *v + bias.map_or(0.0, |b| b.data[i % n.max(1)]);
+                    t = match act {
+                        1 => if t > 0.0 || t.is_nan() { t } else { 0.0 },
+                        2 => kernels::gelu(t, false),
+                        3 => kernels::gelu(t, true),
+                        4 => t * kernels::sigmoid(t),
+                        5 => t.tanh(),
+                        6 => kernels::sigmoid(t),
+                        _ => t,
+                    };
+                    if let Some(m) = mask {
+                        if !(m.data[i] > 0.0) {
+                            t = 0.0;
+                        }
+                    }
+                    *v = t + residual.map_or(0.0, |r| r.data[i]);
+                }
+                y.round();
+                y
+            }
             "hl.reduce_sum" => kernels::reduce(x[0], &axes("axes")?, unit(op, "keepdim"), 0.0, |a, v| a + v, |a, _| a),
             "hl.reduce_mean" => {
                 kernels::reduce(x[0], &axes("axes")?, unit(op, "keepdim"), 0.0, |a, v| a + v, |a, n| a / n as f64)

@@ -399,8 +399,11 @@ fn vjp(
             one(e.binary("hl.mul", g, d)?)
         }
         "hl.relu" => {
+            // The mask reads the result (y > 0 exactly where x > 0), so the
+            // pre-activation need not be kept and the forward GEMM can fuse
+            // the ReLU.
             let zero = e.scalar(0.0, y)?;
-            let pos = e.op("hl.compare", &[x[0], zero], &[("predicate", "4 : i32".into())])?;
+            let pos = e.op("hl.compare", &[y, zero], &[("predicate", "4 : i32".into())])?;
             one(e.op("hl.select", &[pos, g, zero], &[])?)
         }
         "hl.silu" => {
@@ -929,7 +932,7 @@ fn attr_text(op: MlirOperation, key: &str) -> String {
     unsafe { melior::ir::Attribute::from_raw(a) }.to_string()
 }
 
-fn i32_array(op: MlirOperation, key: &str) -> Vec<i64> {
+pub(super) fn i32_array(op: MlirOperation, key: &str) -> Vec<i64> {
     let a = attr(op, key);
     if a.ptr.is_null() || !unsafe { mlirAttributeIsADenseI32Array(a) } {
         return Vec::new();

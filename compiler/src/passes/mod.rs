@@ -10,10 +10,12 @@
 //! into C++ would abort the process.
 
 mod autodiff;
+mod fuse_gemm;
 mod optimizer;
 mod print_param_table;
 
 pub use autodiff::differentiate;
+pub use fuse_gemm::fuse_gemm_epilogues;
 pub use optimizer::{Optimizer, add_train_step};
 pub use print_param_table::{ParamInfo, collect_params, render_table};
 
@@ -33,7 +35,12 @@ pub type PassBody = for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> PassRe
 
 /// Every pass body, keyed by the pass argument declared in Passes.td.
 const PASS_BODIES: &[(&str, PassBody)] =
-    &[("hl-autodiff", autodiff::run), ("hl-optimizer", optimizer::run), ("hl-print-param-table", print_param_table::run)];
+    &[
+        ("hl-autodiff", autodiff::run),
+        ("hl-fuse-gemm-epilogue", fuse_gemm::run),
+        ("hl-optimizer", optimizer::run),
+        ("hl-print-param-table", print_param_table::run),
+    ];
 
 /// Installs every pass body and registers the passes (and AICF's named
 /// pipelines) in MLIR's global registry. Idempotent; call before parsing a

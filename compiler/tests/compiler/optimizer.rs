@@ -235,3 +235,59 @@ fn digits_mlp_trains_to_95_percent_in_the_interpreter() {
     println!("digits MLP, interpreter, {EPOCHS} epochs of Adam (lr {LR}, batch 32): held-out accuracy {:.2}%", 100.0 * accuracy);
     assert!(accuracy >= 0.95, "held-out accuracy {accuracy}");
 }
+
+/// Runs `function` of `module` (traced) after `pipeline`, with every
+/// parameter and state slot initialised from fixed seeds.
+fn run_after(traced: &aicf_compiler::nn::HlModule, pipeline: &str, function: &str, args: &[Array]) -> Vec<Array> {
+    let ctx = CompilerContext::new();
+    let mut module = traced.parse(&ctx).unwrap();
+    run_pipeline(&ctx, &mut module, pipeline).unwrap_or_else(|e| panic!("{e}"));
+    let text = module.as_operation().to_string();
+    let mut interp = Interpreter::new(&module);
+    for (i, p) in traced.params.iter().enumerate() {
+        let mut buf = vec![0f32; p.spec.num_elements()];
+        p.init.fill(&p.spec.shape, 99, i as u64, &mut buf).unwrap();
+        interp.set_param(&p.name, Array::new(p.spec.shape.clone(), DType::F32, buf.iter().map(|&v| v as f64).collect()));
+    }
+    for line in text.lines().filter_map(|l| l.trim().strip_prefix("hl.state @")) {
+        let name = line.split(' ').next().unwrap();
+        let param = traced.params.iter().find(|p| name.starts_with(&format!("{}.", p.name)));
+        match param {
+            Some(p) => interp.set_param(name, Array::zeros(p.spec.shape.clone(), DType::F32)),
+            None => interp.set_param(name, Array::zeros([], DType::I64)),
+        }
+    }
+    interp.run(function, args).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn assert_all_close(a: &[Array], b: &[Array], tol: f64) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.shape, y.shape);
+        for (u, v) in x.data.iter().zip(&y.data) {
+            assert!((u - v).abs() <= tol * (1.0 + v.abs()), "{u} vs {v}");
+        }
+    }
+}
+
+/// hl-fuse-gemm-epilogue changes no number beyond f32 rounding: the MLP's
+/// SGD train step and the char LM's gradient, fused and unfused.
+#[test]
+fn gemm_epilogue_fusion_preserves_the_train_step() {
+    let traced = mlp::build(8).unwrap();
+    let x = Array::new([8, 64], DType::F32, (0..512).map(|i| ((i * 37 % 17) as f64) / 16.0).collect());
+    let y = Array::new([8], DType::I32, (0..8).map(|i| (i * 3 % 10) as f64).collect());
+    let args = [x, y, Array::scalar(0.1, DType::F32)];
+    let base = "hl-optimizer{kind=sgd momentum=0.9},canonicalize,cse";
+    let plain = run_after(&traced, &format!("builtin.module({base})"), "train_step", &args);
+    let fused = run_after(&traced, &format!("builtin.module({base},hl-fuse-gemm-epilogue,canonicalize)"), "train_step", &args);
+    assert_all_close(&plain, &fused, 1e-5);
+
+    let config = crate::models::char_lm::Config { batch: 2, context: 8, dropout: 0.0, ..crate::models::char_lm::CONFIG };
+    let lm = crate::models::char_lm::build(config).unwrap();
+    let tokens = Array::new([2, 8], DType::I32, (0..16).map(|i| (i * 11 % 65) as f64).collect());
+    let args = [tokens.clone(), tokens];
+    let plain = run_after(&lm, "builtin.module(hl-autodiff,canonicalize,cse)", "loss_grad", &args);
+    let fused = run_after(&lm, "builtin.module(hl-autodiff,canonicalize,cse,hl-fuse-gemm-epilogue,canonicalize)", "loss_grad", &args);
+    assert_all_close(&plain, &fused, 1e-4);
+}

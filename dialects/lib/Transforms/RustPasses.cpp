@@ -71,6 +71,7 @@ void runRustBody(PassT &pass, Operation *op) {
 
 namespace aicf {
 #define GEN_PASS_DEF_HLAUTODIFF
+#define GEN_PASS_DEF_HLFUSEGEMMEPILOGUE
 #define GEN_PASS_DEF_HLOPTIMIZER
 #define GEN_PASS_DEF_HLPRINTPARAMTABLE
 #include "aicf/Transforms/Passes.h.inc"
@@ -85,6 +86,7 @@ namespace {
   };
 
 AICF_RUST_PASS(HLAutodiff)
+AICF_RUST_PASS(HLFuseGemmEpilogue)
 AICF_RUST_PASS(HLOptimizer)
 AICF_RUST_PASS(HLPrintParamTable)
 #undef AICF_RUST_PASS

@@ -60,6 +60,34 @@ def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def HLFuseGemmEpilogue : Pass<"hl-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
+  let summary = "Fuse matmul/linear with the elementwise ops after them into hl.gemm";
+  let description = [{
+    Rewrites every `hl.linear` and `hl.matmul` as `hl.gemm`, then absorbs
+    into each GEMM's epilogue the op that is the only use of its result,
+    repeatedly, in epilogue order: a multiplication by a constant scalar
+    (`alpha`), the addition of a `[N]` vector (`bias`), an activation
+    (`relu`, `gelu`, `silu`, `tanh`, `sigmoid`), a ReLU derivative mask
+    `select(compare gt(h, 0), y, 0)` (`mask`, the backward pass's form),
+    and the addition of a tensor of the result's type (`residual`).
+
+    The cost rule: a GEMM whose result is used more than once is not fused
+    into any of its uses, since the others still need the plain product and
+    the GEMM would be computed twice.
+
+    Before:
+    ```mlir
+    %y = hl.linear %x, %w, %b : tensor<32x64xf32>, tensor<128x64xf32>, tensor<128xf32>
+    %h = hl.relu %y : tensor<32x128xf32>
+    ```
+    After:
+    ```mlir
+    %h = hl.gemm %x, %w bias(%b) transpose_rhs act = relu
+        : tensor<32x64xf32>, tensor<128x64xf32> bias tensor<128xf32>
+    ```
+  }];
+}
+
 def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
   let summary = "Append the optimizer update: a complete train step";
   let description = [{

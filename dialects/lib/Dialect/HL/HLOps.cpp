@@ -514,13 +514,10 @@ Operation *HLDialect::materializeConstant(OpBuilder &builder, Attribute value,
 // Contractions
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         MatmulOp::Adaptor adaptor,
-                                         SmallVectorImpl<Type> &inferred) {
-  StringRef name = MatmulOp::getOperationName();
-  auto lhs = tensorOf(adaptor.getLhs());
-  auto rhs = tensorOf(adaptor.getRhs());
+static LogicalResult inferMatmul(StringRef name, std::optional<Location> loc,
+                                 RankedTensorType lhs, RankedTensorType rhs,
+                                 bool tl, bool tr,
+                                 SmallVectorImpl<Type> &inferred) {
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return inferError(loc, name)
            << "operands must have rank >= 2, got " << lhs << " and " << rhs;
@@ -541,7 +538,6 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
              << rhs;
     shape.push_back(lhs.getDimSize(i));
   }
-  bool tl = adaptor.getTransposeLhs(), tr = adaptor.getTransposeRhs();
   int64_t m = lhs.getDimSize(rank - (tl ? 1 : 2));
   int64_t kl = lhs.getDimSize(rank - (tl ? 2 : 1));
   int64_t kr = rhs.getDimSize(rank - (tr ? 1 : 2));
@@ -555,6 +551,15 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   shape.push_back(n);
   inferred.push_back(RankedTensorType::get(shape, lhs.getElementType()));
   return success();
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         MatmulOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferMatmul(getOperationName(), loc, tensorOf(adaptor.getLhs()),
+                     tensorOf(adaptor.getRhs()), adaptor.getTransposeLhs(),
+                     adaptor.getTransposeRhs(), inferred);
 }
 
 LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
@@ -591,6 +596,51 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(input.getShape());
   shape.back() = out;
   inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       GemmOp::Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto lhs = tensorOf(adaptor.getLhs()), rhs = tensorOf(adaptor.getRhs());
+  bool tl = adaptor.getTransposeLhs(), tr = adaptor.getTransposeRhs();
+  RankedTensorType result;
+  if (rhs.getRank() == 2 && lhs.getRank() > 2) {
+    // linear form: rows are all leading dimensions of lhs
+    if (tl)
+      return inferError(loc, name)
+             << "transpose_lhs needs operands of equal rank, got " << lhs
+             << " and " << rhs;
+    int64_t k = lhs.getDimSize(lhs.getRank() - 1);
+    int64_t kr = rhs.getDimSize(tr ? 1 : 0), n = rhs.getDimSize(tr ? 0 : 1);
+    if (lhs.getElementType() != rhs.getElementType() || k != kr)
+      return inferError(loc, name) << "operands " << lhs << " and " << rhs
+                                   << (tr ? " (transposed)" : "")
+                                   << " do not contract";
+    SmallVector<int64_t> shape(lhs.getShape());
+    shape.back() = n;
+    result = RankedTensorType::get(shape, lhs.getElementType());
+  } else {
+    SmallVector<Type> product;
+    if (failed(inferMatmul(name, loc, lhs, rhs, tl, tr, product)))
+      return failure();
+    result = cast<RankedTensorType>(product.front());
+  }
+  int64_t n = result.getDimSize(result.getRank() - 1);
+  if (Value bias = adaptor.getBias()) {
+    auto expected = RankedTensorType::get({n}, result.getElementType());
+    if (bias.getType() != expected)
+      return inferError(loc, name) << "bias must be " << expected << ", got "
+                                   << bias.getType();
+  }
+  for (auto [what, v] : {std::pair<StringRef, Value>{"mask", adaptor.getMask()},
+                         {"residual", adaptor.getResidual()}})
+    if (v && v.getType() != result)
+      return inferError(loc, name) << what << " must have the result's type "
+                                   << result << ", got " << v.getType();
+  inferred.push_back(result);
   return success();
 }
 

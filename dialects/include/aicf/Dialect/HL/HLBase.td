@@ -86,6 +86,17 @@ def HL_GeluApproximation : I32EnumAttr<"GeluApproximation", "how gelu is compute
   let cppNamespace = "::hl";
 }
 
+def HL_Activation : I32EnumAttr<"Activation", "activation of a fused epilogue", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Relu", 1, "relu">,
+    I32EnumAttrCase<"Gelu", 2, "gelu">,
+    I32EnumAttrCase<"GeluTanh", 3, "gelu_tanh">,
+    I32EnumAttrCase<"Silu", 4, "silu">,
+    I32EnumAttrCase<"Tanh", 5, "tanh">,
+    I32EnumAttrCase<"Sigmoid", 6, "sigmoid">]> {
+  let cppNamespace = "::hl";
+}
+
 def HL_Layout : I32EnumAttr<"Layout", "memory order of an image batch", [
     I32EnumAttrCase<"NCHW", 0, "nchw">,
     I32EnumAttrCase<"NHWC", 1, "nhwc">]> {

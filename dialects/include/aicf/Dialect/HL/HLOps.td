@@ -509,6 +509,54 @@ def HL_LinearOp : HL_Op<"linear", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def HL_GemmOp : HL_Op<"gemm",
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor]> {
+  let summary = "matrix product with a fused epilogue";
+  let description = [{
+    What `hl-fuse-gemm-epilogue` makes of a matmul or linear and the
+    elementwise ops that follow it, to become one GEMM kernel:
+
+    ```
+    y = alpha * op(lhs) @ op(rhs)      (op: transpose_lhs / transpose_rhs)
+    y = y + bias                        (bias [N], broadcast over rows)
+    y = act(y)                          (none, relu, gelu, gelu_tanh, silu, tanh, sigmoid)
+    y = mask > 0 ? y : 0                (mask: a ReLU's derivative in backward)
+    y = y + residual
+    ```
+
+    Shapes as `hl.matmul` (equal ranks >= 2, batch dimensions equal), or as
+    `hl.linear` when `rhs` has rank 2 and `lhs` a higher rank (the leading
+    dimensions of `lhs` are rows). `mask` and `residual` have the result's
+    type.
+
+    ```mlir
+    %h = hl.gemm %x, %w bias(%b) transpose_rhs act = relu
+        : tensor<32x64xf32>, tensor<128x64xf32> bias tensor<128xf32>
+    %dx = hl.gemm %dy, %w mask(%h) : tensor<32x128xf32>, tensor<128x64xf32>
+        mask tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$lhs,
+    HL_FloatTensor:$rhs,
+    Optional<HL_FloatTensor>:$bias,
+    Optional<HL_FloatTensor>:$mask,
+    Optional<HL_FloatTensor>:$residual,
+    UnitAttr:$transpose_lhs,
+    UnitAttr:$transpose_rhs,
+    DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+    DefaultValuedAttr<HL_Activation, "::hl::Activation::None">:$act
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`bias` `(` $bias^ `)`)? (`mask` `(` $mask^ `)`)?
+    (`residual` `(` $residual^ `)`)? (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? (`alpha` `=` $alpha^)? (`act` `=` $act^)?
+    attr-dict `:` type($lhs) `,` type($rhs) (`bias` type($bias)^)?
+    (`mask` type($mask)^)? (`residual` type($residual)^)?
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

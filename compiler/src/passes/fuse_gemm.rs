@@ -1,0 +1,320 @@
+//! `hl-fuse-gemm-epilogue`: matmul/linear and the elementwise ops that
+//! follow them become one `hl.gemm` (one GEMM kernel later).
+//!
+//! Algorithm, per function:
+//! 1. Rewrite every `hl.linear` and `hl.matmul` as an `hl.gemm` with no
+//!    epilogue (the same product).
+//!    A rank-2 `hl.transpose` feeding a GEMM operand becomes the operand's
+//!    transpose flag.
+//! 2. Repeat until nothing changes: for an `hl.gemm` whose result has
+//!    exactly one use, absorb that use when it is, in epilogue order,
+//!    a multiplication by a constant scalar (into `alpha`, before any bias),
+//!    the addition of a `[N]` tensor (into `bias`, before the activation),
+//!    an activation (`relu`, `gelu`, `silu`, `tanh`, `sigmoid`), a ReLU
+//!    derivative mask `select(compare gt(h, 0), y, 0)` (into `mask`), or
+//!    the addition of a tensor of the result's type (into `residual`).
+//! 3. The cost rule: a GEMM whose result has several uses is never fused
+//!    into one of them, since the others would still need the plain product
+//!    and the GEMM would run twice.
+
+use super::autodiff::{Failure, attr, i32_array, op_loc, op_name, ops_of, spec};
+use super::{PassFailed, PassOptions, PassResult, emit_error};
+use crate::ir::{self, OpSpec};
+use melior::ir::{Location, OperationRef};
+use mlir_sys::*;
+
+pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassResult {
+    fuse_gemm_epilogues(module.to_raw()).map(|_| ()).map_err(|(loc, m)| {
+        emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-fuse-gemm-epilogue: {m}"));
+        PassFailed
+    })
+}
+
+/// The operands and attributes of an `hl.gemm` being built.
+#[derive(Clone, Copy)]
+struct Gemm {
+    lhs: MlirValue,
+    rhs: MlirValue,
+    bias: Option<MlirValue>,
+    mask: Option<MlirValue>,
+    residual: Option<MlirValue>,
+    transpose_lhs: bool,
+    transpose_rhs: bool,
+    alpha: f64,
+    act: i64,
+}
+
+impl Gemm {
+    fn read(op: MlirOperation) -> Gemm {
+        let operand = |i| unsafe { mlirOperationGetOperand(op, i) };
+        let seg = i32_array(op, "operandSegmentSizes");
+        let mut next = 2;
+        let mut take = |present: i64| {
+            (present > 0).then(|| {
+                next += 1;
+                operand(next - 1)
+            })
+        };
+        let (bias, mask, residual) = (take(seg[2]), take(seg[3]), take(seg[4]));
+        let a = attr(op, "alpha");
+        let act = attr(op, "act");
+        Gemm {
+            lhs: operand(0),
+            rhs: operand(1),
+            bias,
+            mask,
+            residual,
+            transpose_lhs: !attr(op, "transpose_lhs").ptr.is_null(),
+            transpose_rhs: !attr(op, "transpose_rhs").ptr.is_null(),
+            alpha: if a.ptr.is_null() { 1.0 } else { unsafe { mlirFloatAttrGetValueDouble(a) } },
+            act: if act.ptr.is_null() { 0 } else { unsafe { mlirIntegerAttrGetValueInt(act) } },
+        }
+    }
+
+    /// Creates the op before `before` and returns it.
+    fn build(&self, block: MlirBlock, before: MlirOperation) -> Result<MlirOperation, Failure> {
+        let mut operands = vec![self.lhs, self.rhs];
+        operands.extend(self.bias);
+        operands.extend(self.mask);
+        operands.extend(self.residual);
+        let mut attrs = vec![(
+            "operandSegmentSizes",
+            format!(
+                "array<i32: 1, 1, {}, {}, {}>",
+                self.bias.is_some() as i32,
+                self.mask.is_some() as i32,
+                self.residual.is_some() as i32
+            ),
+        )];
+        if self.transpose_lhs {
+            attrs.push(("transpose_lhs", "unit".into()));
+        }
+        if self.transpose_rhs {
+            attrs.push(("transpose_rhs", "unit".into()));
+        }
+        if self.alpha != 1.0 {
+            attrs.push(("alpha", format!("{} : f64", aicf_runtime::init::Float(self.alpha))));
+        }
+        if self.act != 0 {
+            attrs.push(("act", format!("{} : i32", self.act)));
+        }
+        let loc = op_loc(before);
+        let ctx = unsafe { mlirOperationGetContext(before) };
+        let op = ir::create_op(ctx, loc, &OpSpec { operands: &operands, attributes: &attrs, ..OpSpec::new("hl.gemm") })
+            .map_err(|e| (loc, format!("internal error building hl.gemm: {e:?}")))?;
+        unsafe { mlirBlockInsertOwnedOperationBefore(block, before, op) };
+        Ok(op)
+    }
+}
+
+/// Runs the pass on every function of `module`; returns how many ops were
+/// absorbed into epilogues.
+pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
+    let mut absorbed = 0;
+    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
+        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
+        if block.ptr.is_null() {
+            continue;
+        }
+        // 1. linear / matmul -> gemm
+        for op in ops_of(block) {
+            let name = op_name(op);
+            if name != "hl.linear" && name != "hl.matmul" {
+                continue;
+            }
+            let operand = |i| unsafe { mlirOperationGetOperand(op, i) };
+            let linear = name == "hl.linear";
+            let n = unsafe { mlirOperationGetNumOperands(op) };
+            let gemm = Gemm {
+                lhs: operand(0),
+                rhs: operand(1),
+                bias: (linear && n > 2).then(|| operand(2)),
+                mask: None,
+                residual: None,
+                transpose_lhs: !linear && !attr(op, "transpose_lhs").ptr.is_null(),
+                transpose_rhs: linear || !attr(op, "transpose_rhs").ptr.is_null(),
+                alpha: 1.0,
+                act: 0,
+            };
+            replace(op, gemm.build(block, op)?);
+        }
+        // 1b. a rank-2 transpose feeding a gemm becomes its transpose flag
+        for op in ops_of(block) {
+            if op_name(op) != "hl.gemm" {
+                continue;
+            }
+            let mut g = Gemm::read(op);
+            let lhs_t = plain_transpose(g.lhs).filter(|_| spec(g.rhs).shape.len() == 2);
+            let rhs_t = plain_transpose(g.rhs);
+            if lhs_t.is_none() && rhs_t.is_none() {
+                continue;
+            }
+            if let Some(src) = lhs_t {
+                g.lhs = src;
+                g.transpose_lhs = !g.transpose_lhs;
+            }
+            if let Some(src) = rhs_t {
+                g.rhs = src;
+                g.transpose_rhs = !g.transpose_rhs;
+            }
+            replace(op, g.build(block, op)?);
+        }
+        // 2. absorb single consumers
+        loop {
+            let mut changed = false;
+            for op in ops_of(block) {
+                if op_name(op) != "hl.gemm" {
+                    continue;
+                }
+                let y = unsafe { mlirOperationGetResult(op, 0) };
+                let Some(user) = single_user(y) else { continue };
+                let mut g = Gemm::read(op);
+                if !absorb(&mut g, y, user) {
+                    continue;
+                }
+                let fused = g.build(block, user)?;
+                replace(user, fused);
+                unsafe { mlirOperationDestroy(op) };
+                absorbed += 1;
+                changed = true;
+                break;
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+    Ok(absorbed)
+}
+
+/// Folds `user` (the only use of the gemm result `y`) into `g` when it is
+/// an epilogue step that may come after what `g` already has.
+fn absorb(g: &mut Gemm, y: MlirValue, user: MlirOperation) -> bool {
+    let name = op_name(user);
+    let operands: Vec<MlirValue> =
+        (0..unsafe { mlirOperationGetNumOperands(user) }).map(|i| unsafe { mlirOperationGetOperand(user, i) }).collect();
+    let other = |pair: &[MlirValue]| -> Option<MlirValue> {
+        match pair {
+            [a, b] if a.ptr == y.ptr && b.ptr != y.ptr => Some(*b),
+            [a, b] if b.ptr == y.ptr && a.ptr != y.ptr => Some(*a),
+            _ => None,
+        }
+    };
+    let ys = spec(y);
+    let nothing_after_product = g.bias.is_none() && g.act == 0 && g.mask.is_none() && g.residual.is_none();
+    let nothing_after_bias = g.act == 0 && g.mask.is_none() && g.residual.is_none();
+    match name.as_str() {
+        "hl.mul" if nothing_after_product => match other(&operands).and_then(splat_scalar) {
+            Some(s) => {
+                g.alpha *= s;
+                true
+            }
+            None => false,
+        },
+        "hl.add" => {
+            let Some(v) = other(&operands) else { return false };
+            let vs = spec(v);
+            if nothing_after_bias && vs.shape == [*ys.shape.last().unwrap_or(&0)] && vs.dtype == ys.dtype {
+                g.bias = Some(v);
+                true
+            } else if g.residual.is_none() && vs == ys {
+                g.residual = Some(v);
+                true
+            } else {
+                false
+            }
+        }
+        "hl.relu" | "hl.silu" | "hl.tanh" | "hl.sigmoid" | "hl.gelu" if g.act == 0 && g.mask.is_none() && g.residual.is_none() => {
+            g.act = match name.as_str() {
+                "hl.relu" => 1,
+                "hl.gelu" if int_attr(user, "approximate") == 1 => 3,
+                "hl.gelu" => 2,
+                "hl.silu" => 4,
+                "hl.tanh" => 5,
+                _ => 6,
+            };
+            true
+        }
+        "hl.select" if g.mask.is_none() && g.residual.is_none() && operands.len() == 3 && operands[1].ptr == y.ptr => {
+            // select(compare gt(h, 0), y, 0)
+            let (cond, zero) = (operands[0], operands[2]);
+            if splat_scalar(zero) != Some(0.0) {
+                return false;
+            }
+            let cmp = unsafe { mlirOpResultGetOwner(cond) };
+            if unsafe { !mlirValueIsAOpResult(cond) } || op_name(cmp) != "hl.compare" || int_attr(cmp, "predicate") != 4 {
+                return false;
+            }
+            let (h, z) = unsafe { (mlirOperationGetOperand(cmp, 0), mlirOperationGetOperand(cmp, 1)) };
+            if splat_scalar(z) != Some(0.0) || spec(h) != ys {
+                return false;
+            }
+            g.mask = Some(h);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The input of an `hl.transpose` that swaps the two dimensions of a
+/// matrix.
+fn plain_transpose(v: MlirValue) -> Option<MlirValue> {
+    if unsafe { !mlirValueIsAOpResult(v) } {
+        return None;
+    }
+    let op = unsafe { mlirOpResultGetOwner(v) };
+    if op_name(op) != "hl.transpose" || spec(v).shape.len() != 2 {
+        return None;
+    }
+    Some(unsafe { mlirOperationGetOperand(op, 0) })
+}
+
+/// The value of a splat `hl.constant` (any shape that broadcasts as a
+/// scalar would: all dimensions 1).
+fn splat_scalar(v: MlirValue) -> Option<f64> {
+    if unsafe { !mlirValueIsAOpResult(v) } {
+        return None;
+    }
+    let op = unsafe { mlirOpResultGetOwner(v) };
+    if op_name(op) != "hl.constant" || spec(v).shape.iter().any(|&d| d != 1) {
+        return None;
+    }
+    let a = attr(op, "value");
+    if a.ptr.is_null() || unsafe { !mlirAttributeIsADenseElements(a) || !mlirDenseElementsAttrIsSplat(a) } {
+        return None;
+    }
+    let e = unsafe { mlirShapedTypeGetElementType(mlirAttributeGetType(a)) };
+    unsafe {
+        if mlirTypeIsAF32(e) {
+            Some(mlirDenseElementsAttrGetFloatSplatValue(a) as f64)
+        } else if mlirTypeIsAF64(e) {
+            Some(mlirDenseElementsAttrGetDoubleSplatValue(a))
+        } else {
+            None
+        }
+    }
+}
+
+fn int_attr(op: MlirOperation, key: &str) -> i64 {
+    let a = attr(op, key);
+    if a.ptr.is_null() || unsafe { !mlirAttributeIsAInteger(a) } { 0 } else { unsafe { mlirIntegerAttrGetValueInt(a) } }
+}
+
+/// The only user of `v`, if it has exactly one use.
+fn single_user(v: MlirValue) -> Option<MlirOperation> {
+    let first = unsafe { mlirValueGetFirstUse(v) };
+    if first.ptr.is_null() || !unsafe { mlirOpOperandGetNextUse(first) }.ptr.is_null() {
+        return None;
+    }
+    Some(unsafe { mlirOpOperandGetOwner(first) })
+}
+
+/// Replaces `old`'s result with `new`'s and erases `old`.
+fn replace(old: MlirOperation, new: MlirOperation) {
+    unsafe {
+        mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(old, 0), mlirOperationGetResult(new, 0));
+        mlirOperationDestroy(old);
+    }
+}
+
