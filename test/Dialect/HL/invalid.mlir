@@ -813,3 +813,52 @@ func.func @f(%x: tensor<4x5xf32>, %b: tensor<5xf32>) {
   %0 = "hl.layer_norm"(%x, %b) {dims = 1 : i64, eps = 1.0e-5 : f64, operandSegmentSizes = array<i32: 1, 0, 1>} : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>) {
+  // expected-error @+1 {{'hl.gemm' op transpose_lhs needs operands of equal rank, got 'tensor<2x8x16xf32>' and 'tensor<32x16xf32>'}}
+  %0 = hl.gemm %x, %w transpose_lhs transpose_rhs : tensor<2x8x16xf32>, tensor<32x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x8x16xf32>, %w: tensor<32x15xf32>) {
+  // expected-error @+1 {{'hl.gemm' op operands 'tensor<2x8x16xf32>' and 'tensor<32x15xf32>' (transposed) do not contract}}
+  %0 = hl.gemm %x, %w transpose_rhs : tensor<2x8x16xf32>, tensor<32x15xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<9x6xf32>) {
+  // The matmul form has matmul's rules.
+  // expected-error @+1 {{'hl.gemm' op contracting dimensions differ: 'tensor<4x8xf32>' has K = 8 but 'tensor<9x6xf32>' has K = 9}}
+  %0 = hl.gemm %a, %b : tensor<4x8xf32>, tensor<9x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'hl.gemm' op bias must be 'tensor<6xf32>', got 'tensor<4xf32>'}}
+  %0 = hl.gemm %a, %b bias(%c) : tensor<4x8xf32>, tensor<8x6xf32> bias tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %m: tensor<4x6xf16>) {
+  // expected-error @+1 {{'hl.gemm' op mask must have the result's type 'tensor<4x6xf32>', got 'tensor<4x6xf16>'}}
+  %0 = hl.gemm %a, %b mask(%m) : tensor<4x8xf32>, tensor<8x6xf32> mask tensor<4x6xf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %r: tensor<6xf32>) {
+  // expected-error @+1 {{'hl.gemm' op residual must have the result's type 'tensor<4x6xf32>', got 'tensor<6xf32>'}}
+  %0 = hl.gemm %a, %b residual(%r) : tensor<4x8xf32>, tensor<8x6xf32> residual tensor<6xf32>
+  return
+}

@@ -240,3 +240,15 @@ func.func @read_state() -> (tensor<3xf32>, tensor<i64>) {
   %s = hl.get_state @step : tensor<i64>
   return %m, %s : tensor<3xf32>, tensor<i64>
 }
+
+// CHECK-LABEL: func.func @gemm_forms
+func.func @gemm_forms(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>, %r: tensor<2x8x32xf32>,
+                      %a: tensor<3x4x5xf32>, %c: tensor<3x5x6xf32>, %m: tensor<3x4x6xf32>) {
+  // The linear form: rows are all leading dimensions of lhs.
+  // CHECK: hl.gemm %{{.*}}, %{{.*}} bias(%{{.*}}) residual(%{{.*}}) transpose_rhs alpha = 5.000000e-01 act = gelu_tanh : tensor<2x8x16xf32>, tensor<32x16xf32> bias tensor<32xf32> residual tensor<2x8x32xf32>
+  %0 = hl.gemm %x, %w bias(%b) residual(%r) transpose_rhs alpha = 0.5 act = gelu_tanh : tensor<2x8x16xf32>, tensor<32x16xf32> bias tensor<32xf32> residual tensor<2x8x32xf32>
+  // The batched matmul form with a mask.
+  // CHECK: hl.gemm %{{.*}}, %{{.*}} mask(%{{.*}}) act = silu : tensor<3x4x5xf32>, tensor<3x5x6xf32> mask tensor<3x4x6xf32>
+  %1 = hl.gemm %a, %c mask(%m) act = silu : tensor<3x4x5xf32>, tensor<3x5x6xf32> mask tensor<3x4x6xf32>
+  return
+}
