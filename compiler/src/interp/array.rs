@@ -60,6 +60,13 @@ impl Array {
     }
 }
 
+/// One value rounded to what `dtype` holds.
+pub(crate) fn round_scalar(x: f64, dtype: DType) -> f64 {
+    let mut a = Array { shape: vec![], dtype, data: vec![x] };
+    a.round();
+    a.data[0]
+}
+
 /// Round to nearest even at bfloat16's 8-bit significand.
 fn round_bf16(x: f64) -> f64 {
     let f = x as f32;

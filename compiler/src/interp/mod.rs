@@ -303,6 +303,7 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let stream = int_attr(op, "stream")? as u64;
                 kernels::dropout(x[0], x[1].item() as i64 as u64, x[2].item() as i64 as u64, p, stream)
             }
+            "hl.fused_elementwise" => fused_elementwise(op, x, &shape, dtype)?,
             "func.call" => {
                 let callee = flat_symbol(op, "callee")?;
                 let func = self.find_function(&callee).map_err(|e| e.message)?;
@@ -316,6 +317,150 @@ impl<'m, 'c> Interpreter<'m, 'c> {
         }
         Ok(vec![out])
     }
+}
+
+/// Runs a fused elementwise body once per element of the result.
+fn fused_elementwise(op: MlirOperation, x: &[&Array], shape: &[usize], dtype: DType) -> Result<Array, String> {
+    if unsafe { mlirOperationGetNumResults(op) } != 1 {
+        return Err("only single-result fused elementwise ops are interpreted".into());
+    }
+    let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
+    let mut body = Vec::new();
+    let mut o = unsafe { mlirBlockGetFirstOperation(block) };
+    while !o.ptr.is_null() {
+        body.push(o);
+        o = unsafe { mlirOperationGetNextInBlock(o) };
+    }
+    let args: Vec<usize> =
+        (0..unsafe { mlirBlockGetNumArguments(block) }).map(|i| unsafe { mlirBlockGetArgument(block, i) }.ptr as usize).collect();
+    let strides: Vec<Vec<usize>> = x.iter().map(|a| array::strides(&a.shape)).collect();
+    let n: usize = shape.iter().product();
+    let mut idx = vec![0; shape.len()];
+    let mut env: HashMap<usize, f64> = HashMap::new();
+    let mut data = Vec::with_capacity(n);
+    for i in 0..n {
+        array::unravel(i, shape, &mut idx);
+        for (k, a) in x.iter().enumerate() {
+            env.insert(args[k], a.data[array::broadcast_index(&idx, &a.shape, &strides[k])]);
+        }
+        let mut out = f64::NAN;
+        for &o in &body {
+            let name = op_name(o);
+            let vals: Vec<f64> = (0..unsafe { mlirOperationGetNumOperands(o) })
+                .map(|j| env[&(unsafe { mlirOperationGetOperand(o, j) }.ptr as usize)])
+                .collect();
+            if name == "hl.yield" {
+                out = vals[0];
+                break;
+            }
+            let r = unsafe { mlirOperationGetResult(o, 0) };
+            let rt = scalar_dtype(unsafe { mlirValueGetType(r) });
+            let v = eval_scalar(o, &name, &vals, rt)?;
+            env.insert(r.ptr as usize, array::round_scalar(v, rt));
+        }
+        data.push(out);
+    }
+    Ok(Array::new(shape.to_vec(), dtype, data))
+}
+
+fn scalar_dtype(t: MlirType) -> DType {
+    unsafe {
+        if mlirTypeIsAF32(t) {
+            DType::F32
+        } else if mlirTypeIsAF64(t) {
+            DType::F64
+        } else if mlirTypeIsAF16(t) {
+            DType::F16
+        } else if mlirTypeIsABF16(t) {
+            DType::BF16
+        } else {
+            match mlirIntegerTypeGetWidth(t) {
+                1 => DType::I1,
+                32 => DType::I32,
+                _ => DType::I64,
+            }
+        }
+    }
+}
+
+/// One scalar `arith` / `math` op of a fused body.
+fn eval_scalar(op: MlirOperation, name: &str, v: &[f64], out: DType) -> Result<f64, String> {
+    let b = |t: bool| if t { 1.0 } else { 0.0 };
+    Ok(match name {
+        "arith.constant" => {
+            let a = attr(op, "value")?;
+            unsafe {
+                if mlirAttributeIsAFloat(a) {
+                    mlirFloatAttrGetValueDouble(a)
+                } else if mlirAttributeIsABool(a) {
+                    b(mlirBoolAttrGetValue(a))
+                } else {
+                    mlirIntegerAttrGetValueInt(a) as f64
+                }
+            }
+        }
+        "arith.addf" | "arith.addi" => v[0] + v[1],
+        "arith.subf" | "arith.subi" => v[0] - v[1],
+        "arith.mulf" | "arith.muli" => v[0] * v[1],
+        "arith.divf" => v[0] / v[1],
+        "arith.divsi" => {
+            if v[1] == 0.0 {
+                return Err("integer division by zero".into());
+            }
+            (v[0] / v[1]).trunc()
+        }
+        "arith.maximumf" => kernels::nan_max(v[0], v[1]),
+        "arith.minimumf" => kernels::nan_min(v[0], v[1]),
+        "arith.maxsi" => v[0].max(v[1]),
+        "arith.minsi" => v[0].min(v[1]),
+        "arith.negf" => -v[0],
+        "arith.select" => {
+            if v[0] != 0.0 {
+                v[1]
+            } else {
+                v[2]
+            }
+        }
+        "arith.cmpf" | "arith.cmpi" => {
+            let p = int_attr(op, "predicate")?;
+            let (l, r) = (v[0], v[1]);
+            let unordered = l.is_nan() || r.is_nan();
+            b(if name == "arith.cmpf" {
+                match p {
+                    1 => l == r,
+                    2 => l > r,
+                    3 => l >= r,
+                    4 => l < r,
+                    5 => l <= r,
+                    13 => unordered || l != r,
+                    _ => return Err(format!("cmpf predicate {p} is not interpreted")),
+                }
+            } else {
+                match p {
+                    0 => l == r,
+                    1 => l != r,
+                    2 => l < r,
+                    3 => l <= r,
+                    4 => l > r,
+                    5 => l >= r,
+                    _ => return Err(format!("cmpi predicate {p} is not interpreted")),
+                }
+            })
+        }
+        "arith.extf" | "arith.truncf" | "arith.sitofp" | "arith.uitofp" | "arith.extsi" | "arith.extui"
+        | "arith.trunci" => v[0],
+        "arith.fptosi" => v[0].trunc(),
+        "math.powf" => v[0].powf(v[1]),
+        "math.absf" | "math.absi" => v[0].abs(),
+        "math.exp" => v[0].exp(),
+        "math.log" => v[0].ln(),
+        "math.erf" => libm::erf(v[0]),
+        "math.sqrt" => v[0].sqrt(),
+        "math.rsqrt" => 1.0 / v[0].sqrt(),
+        "math.tanh" => v[0].tanh(),
+        other => return Err(format!("the reference interpreter does not implement '{other}' in a fused body")),
+    })
+    .map(|x| if out == DType::I1 { b(x != 0.0) } else { x })
 }
 
 fn pair(v: &[usize]) -> [usize; 2] {

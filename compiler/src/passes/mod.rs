@@ -10,11 +10,13 @@
 //! into C++ would abort the process.
 
 mod autodiff;
+mod fuse_elementwise;
 mod fuse_gemm;
 mod optimizer;
 mod print_param_table;
 
 pub use autodiff::differentiate;
+pub use fuse_elementwise::fuse_elementwise;
 pub use fuse_gemm::fuse_gemm_epilogues;
 pub use optimizer::{Optimizer, add_train_step};
 pub use print_param_table::{ParamInfo, collect_params, render_table};
@@ -37,6 +39,7 @@ pub type PassBody = for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> PassRe
 const PASS_BODIES: &[(&str, PassBody)] =
     &[
         ("hl-autodiff", autodiff::run),
+        ("hl-fuse-elementwise", fuse_elementwise::run),
         ("hl-fuse-gemm-epilogue", fuse_gemm::run),
         ("hl-optimizer", optimizer::run),
         ("hl-print-param-table", print_param_table::run),

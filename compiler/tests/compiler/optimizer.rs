@@ -270,24 +270,36 @@ fn assert_all_close(a: &[Array], b: &[Array], tol: f64) {
     }
 }
 
-/// hl-fuse-gemm-epilogue changes no number beyond f32 rounding: the MLP's
-/// SGD train step and the char LM's gradient, fused and unfused.
+/// The fusion passes change no number beyond f32 rounding: the MLP's train
+/// step and the char LM's gradient, fused and unfused.
 #[test]
-fn gemm_epilogue_fusion_preserves_the_train_step() {
+fn fusion_preserves_the_train_step() {
     let traced = mlp::build(8).unwrap();
     let x = Array::new([8, 64], DType::F32, (0..512).map(|i| ((i * 37 % 17) as f64) / 16.0).collect());
     let y = Array::new([8], DType::I32, (0..8).map(|i| (i * 3 % 10) as f64).collect());
     let args = [x, y, Array::scalar(0.1, DType::F32)];
-    let base = "hl-optimizer{kind=sgd momentum=0.9},canonicalize,cse";
-    let plain = run_after(&traced, &format!("builtin.module({base})"), "train_step", &args);
-    let fused = run_after(&traced, &format!("builtin.module({base},hl-fuse-gemm-epilogue,canonicalize)"), "train_step", &args);
-    assert_all_close(&plain, &fused, 1e-5);
+    for kind in ["sgd momentum=0.9", "adamw weight-decay=0.01"] {
+        let base = format!("hl-optimizer{{kind={kind}}},canonicalize,cse");
+        let plain = run_after(&traced, &format!("builtin.module({base})"), "train_step", &args);
+        let fused = run_after(
+            &traced,
+            &format!("builtin.module({base},hl-fuse-gemm-epilogue,canonicalize,hl-fuse-elementwise)"),
+            "train_step",
+            &args,
+        );
+        assert_all_close(&plain, &fused, 1e-5);
+    }
 
     let config = crate::models::char_lm::Config { batch: 2, context: 8, dropout: 0.0, ..crate::models::char_lm::CONFIG };
     let lm = crate::models::char_lm::build(config).unwrap();
     let tokens = Array::new([2, 8], DType::I32, (0..16).map(|i| (i * 11 % 65) as f64).collect());
     let args = [tokens.clone(), tokens];
     let plain = run_after(&lm, "builtin.module(hl-autodiff,canonicalize,cse)", "loss_grad", &args);
-    let fused = run_after(&lm, "builtin.module(hl-autodiff,canonicalize,cse,hl-fuse-gemm-epilogue,canonicalize)", "loss_grad", &args);
+    let fused = run_after(
+        &lm,
+        "builtin.module(hl-autodiff,canonicalize,cse,hl-fuse-gemm-epilogue,canonicalize,hl-fuse-elementwise)",
+        "loss_grad",
+        &args,
+    );
     assert_all_close(&plain, &fused, 1e-4);
 }

@@ -11,6 +11,8 @@
 #include "aicf/Transforms/Passes.h"
 
 #include "mlir/CAPI/IR.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/CAPI/Support.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringMap.h"
@@ -71,6 +73,7 @@ void runRustBody(PassT &pass, Operation *op) {
 
 namespace aicf {
 #define GEN_PASS_DEF_HLAUTODIFF
+#define GEN_PASS_DEF_HLFUSEELEMENTWISE
 #define GEN_PASS_DEF_HLFUSEGEMMEPILOGUE
 #define GEN_PASS_DEF_HLOPTIMIZER
 #define GEN_PASS_DEF_HLPRINTPARAMTABLE
@@ -86,6 +89,7 @@ namespace {
   };
 
 AICF_RUST_PASS(HLAutodiff)
+AICF_RUST_PASS(HLFuseElementwise)
 AICF_RUST_PASS(HLFuseGemmEpilogue)
 AICF_RUST_PASS(HLOptimizer)
 AICF_RUST_PASS(HLPrintParamTable)

@@ -862,3 +862,101 @@ func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %r: tensor<6xf32>) {
   %0 = hl.gemm %a, %b residual(%r) : tensor<4x8xf32>, tensor<8x6xf32> residual tensor<6xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'hl.fused_elementwise' op input #0 of type 'tensor<4x3xf32>' does not broadcast to the result shape of 'tensor<3xf32>'}}
+  %0 = hl.fused_elementwise ins(%x : tensor<4x3xf32>) -> tensor<3xf32> {
+  ^bb0(%a: f32):
+    hl.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>) {
+  // expected-error @+1 {{'hl.fused_elementwise' op body argument #0 has type 'f64' but input #0 holds 'f32'}}
+  %0 = hl.fused_elementwise ins(%x : tensor<3xf32>) -> tensor<3xf32> {
+  ^bb0(%a: f64):
+    %t = arith.truncf %a : f64 to f32
+    hl.yield %t : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>) {
+  // expected-error @+1 {{'hl.fused_elementwise' op body takes 0 scalars but the op has 1 inputs}}
+  %0 = hl.fused_elementwise ins(%x : tensor<3xf32>) -> tensor<3xf32> {
+    %c = arith.constant 1.0 : f32
+    hl.yield %c : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>) {
+  // expected-error @+1 {{'hl.fused_elementwise' op yielded scalar #0 has type 'i1' but result #0 holds 'f32'}}
+  %0 = hl.fused_elementwise ins(%x : tensor<3xf32>) -> tensor<3xf32> {
+  ^bb0(%a: f32):
+    %b = arith.cmpf ogt, %a, %a : f32
+    hl.yield %b : i1
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>) {
+  // expected-error @+1 {{'hl.fused_elementwise' op body yields 2 scalars for 1 results}}
+  %0 = hl.fused_elementwise ins(%x : tensor<3xf32>) -> tensor<3xf32> {
+  ^bb0(%a: f32):
+    hl.yield %a, %a : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>) {
+  %0 = hl.fused_elementwise ins(%x : tensor<3xf32>) -> tensor<3xf32> {
+  ^bb0(%a: f32):
+    // expected-error @+1 {{'hl.exp' op is not a side-effect-free scalar op; a fused elementwise body holds only those}}
+    %t = hl.exp %x : tensor<3xf32>
+    hl.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>) {
+  // expected-error @+1 {{'hl.fused_elementwise' op needs at least one result}}
+  "hl.fused_elementwise"(%x) ({
+  ^bb0(%a: f32):
+    hl.yield
+  }) : (tensor<3xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>) {
+  // expected-error @+1 {{'hl.fused_elementwise' op results must share one shape, got 'tensor<3xf32>' and 'tensor<1x3xf32>'}}
+  %0:2 = hl.fused_elementwise ins(%x : tensor<3xf32>) -> tensor<3xf32>, tensor<1x3xf32> {
+  ^bb0(%a: f32):
+    hl.yield %a, %a : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'hl.yield' op expects parent op 'hl.fused_elementwise'}}
+  hl.yield
+}

@@ -60,6 +60,40 @@ def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def HLFuseElementwise : Pass<"hl-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Fuse chains of elementwise ops into hl.fused_elementwise";
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+  let description = [{
+    Groups elementwise `hl` ops (arithmetic, activations, compare, select,
+    cast) into one `hl.fused_elementwise` per group, whose body is their
+    scalar form in `arith` and `math`: one kernel instead of one per op.
+    An op joins its operand's producer when that producer is elementwise,
+    has this op as its only use, and has this op's shape. Splat constants
+    become scalar constants of the body.
+
+    The cost rule: an intermediate used by another op is materialised (the
+    group would otherwise be computed twice), and so is one that a consumer
+    broadcasts (fusing would recompute it for every element of the larger
+    result).
+
+    Before:
+    ```mlir
+    %s = hl.mul %g, %lr : tensor<128x64xf32>, tensor<f32>
+    %p = hl.sub %w, %s : tensor<128x64xf32>, tensor<128x64xf32>
+    ```
+    After:
+    ```mlir
+    %p = hl.fused_elementwise ins(%g, %lr, %w : tensor<128x64xf32>, tensor<f32>,
+                                  tensor<128x64xf32>) -> tensor<128x64xf32> {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %0 = arith.mulf %a, %b : f32
+      %1 = arith.subf %c, %0 : f32
+      hl.yield %1 : f32
+    }
+    ```
+  }];
+}
+
 def HLFuseGemmEpilogue : Pass<"hl-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
   let summary = "Fuse matmul/linear with the elementwise ops after them into hl.gemm";
   let description = [{

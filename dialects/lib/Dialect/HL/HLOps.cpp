@@ -644,6 +644,59 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult FusedElementwiseOp::verify() {
+  if (getResults().empty())
+    return emitOpError("needs at least one result");
+  auto resultType = cast<RankedTensorType>(getResult(0).getType());
+  for (Value r : getResults().drop_front())
+    if (cast<RankedTensorType>(r.getType()).getShape() != resultType.getShape())
+      return emitOpError("results must share one shape, got ")
+             << resultType << " and " << r.getType();
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    auto type = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> shape;
+    if (failed(broadcastShapes(getOperationName(), std::nullopt,
+                               {type, resultType}, shape)) ||
+        ArrayRef<int64_t>(shape) != resultType.getShape())
+      return emitOpError("input #") << i << " of type " << type
+                                    << " does not broadcast to the result shape of "
+                                    << resultType;
+  }
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body takes ")
+           << body.getNumArguments() << " scalars but the op has "
+           << getInputs().size() << " inputs";
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(body.getArguments(), getInputs()))) {
+    auto [arg, input] = pair;
+    Type elt = cast<RankedTensorType>(input.getType()).getElementType();
+    if (arg.getType() != elt)
+      return emitOpError("body argument #")
+             << i << " has type " << arg.getType() << " but input #" << i
+             << " holds " << elt;
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != getResults().size())
+    return emitOpError("body yields ")
+           << yield.getValues().size() << " scalars for " << getResults().size()
+           << " results";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(yield.getValues(), getResults()))) {
+    auto [value, result] = pair;
+    Type elt = cast<RankedTensorType>(result.getType()).getElementType();
+    if (value.getType() != elt)
+      return emitOpError("yielded scalar #")
+             << i << " has type " << value.getType() << " but result #" << i
+             << " holds " << elt;
+  }
+  for (Operation &op : body.without_terminator())
+    if (!isPure(&op) || op.getNumRegions() != 0 ||
+        !llvm::all_of(op.getResultTypes(), [](Type t) { return t.isIntOrFloat(); }))
+      return op.emitOpError("is not a side-effect-free scalar op; a fused "
+                            "elementwise body holds only those");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -557,6 +557,52 @@ def HL_GemmOp : HL_Op<"gemm",
   }];
 }
 
+def HL_FusedElementwiseOp : HL_Op<"fused_elementwise",
+    [Pure, SingleBlockImplicitTerminator<"::hl::YieldOp">]> {
+  let summary = "a group of elementwise ops fused into one scalar body";
+  let description = [{
+    What `hl-fuse-elementwise` makes of a chain of elementwise ops: `body`
+    runs once per element of the results, taking one scalar per input (in
+    order) and yielding one scalar per result. Inputs broadcast to the
+    results' shape with NumPy's rule; all results share one shape. The body
+    holds only side-effect-free scalar `arith` and `math` ops.
+
+    ```mlir
+    %y = hl.fused_elementwise ins(%x, %b : tensor<32x128xf32>, tensor<128xf32>)
+        -> tensor<32x128xf32> {
+    ^bb0(%xv: f32, %bv: f32):
+      %s = arith.addf %xv, %bv : f32
+      %z = arith.constant 0.0 : f32
+      %r = arith.maximumf %s, %z : f32
+      hl.yield %r : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<HL_Tensor>:$inputs);
+  let results = (outs Variadic<HL_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)` `->` type($results) $body attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def HL_YieldOp : HL_Op<"yield",
+    [Pure, Terminator, HasParent<"FusedElementwiseOp">]> {
+  let summary = "yields the scalars of a fused elementwise body";
+  let description = [{
+    Terminates an `hl.fused_elementwise` body with one scalar per result, of
+    that result's element type.
+
+    ```mlir
+    hl.yield %r : f32
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

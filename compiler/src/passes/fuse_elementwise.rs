@@ -1,0 +1,367 @@
+//! `hl-fuse-elementwise`: chains of elementwise ops become one
+//! `hl.fused_elementwise` (one kernel) with a scalar `arith`/`math` body.
+//!
+//! Algorithm, per function:
+//! 1. Walk the ops in order. An elementwise op joins the group of each
+//!    operand's producer that is elementwise, has this op as its only use,
+//!    and has this op's result shape (the cost rule: an intermediate that is
+//!    used elsewhere, or that a consumer would broadcast and so recompute per
+//!    element, is materialised instead).
+//! 2. Every group of two or more ops becomes one op at its last op (the only
+//!    one used outside the group). Its inputs are the group's operands from
+//!    outside, except splat constants, which become scalar constants of the
+//!    body; each op becomes its scalar form.
+
+use super::autodiff::{Failure, attr, op_loc, op_name, ops_of, spec};
+use super::{PassFailed, PassOptions, PassResult, emit_error};
+use crate::{
+    ir::{self, OpSpec},
+    nn::DType,
+};
+use melior::ir::{Location, OperationRef};
+use mlir_sys::*;
+use std::collections::HashMap;
+
+pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassResult {
+    fuse_elementwise(module.to_raw()).map(|_| ()).map_err(|(loc, m)| {
+        emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-fuse-elementwise: {m}"));
+        PassFailed
+    })
+}
+
+const ELEMENTWISE: &[&str] = &[
+    "hl.add", "hl.sub", "hl.mul", "hl.div", "hl.pow", "hl.max", "hl.min", "hl.neg", "hl.abs", "hl.exp", "hl.log",
+    "hl.erf", "hl.sqrt", "hl.rsqrt", "hl.tanh", "hl.sigmoid", "hl.relu", "hl.silu", "hl.gelu", "hl.compare",
+    "hl.select", "hl.cast",
+];
+
+fn is_elementwise(op: MlirOperation) -> bool {
+    ELEMENTWISE.contains(&op_name(op).as_str())
+}
+
+fn producer(v: MlirValue) -> Option<MlirOperation> {
+    unsafe { mlirValueIsAOpResult(v) }.then(|| unsafe { mlirOpResultGetOwner(v) })
+}
+
+fn single_use(v: MlirValue) -> bool {
+    let first = unsafe { mlirValueGetFirstUse(v) };
+    !first.ptr.is_null() && unsafe { mlirOpOperandGetNextUse(first) }.ptr.is_null()
+}
+
+fn operands(op: MlirOperation) -> Vec<MlirValue> {
+    (0..unsafe { mlirOperationGetNumOperands(op) }).map(|i| unsafe { mlirOperationGetOperand(op, i) }).collect()
+}
+
+/// Fuses every function of `module`; returns the number of groups made.
+pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
+    let mut made = 0;
+    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
+        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
+        if block.ptr.is_null() {
+            continue;
+        }
+        // 1. Grouping: group id per op (by address), groups as op lists.
+        let mut group_of: HashMap<usize, usize> = HashMap::new();
+        let mut groups: Vec<Vec<MlirOperation>> = Vec::new();
+        for op in ops_of(block) {
+            if !is_elementwise(op) || unsafe { mlirOperationGetNumResults(op) } != 1 {
+                continue;
+            }
+            let result_shape = spec(unsafe { mlirOperationGetResult(op, 0) }).shape;
+            let id = groups.len();
+            groups.push(vec![op]);
+            group_of.insert(op.ptr as usize, id);
+            for v in operands(op) {
+                let Some(p) = producer(v) else { continue };
+                let Some(&pg) = group_of.get(&(p.ptr as usize)) else { continue };
+                if !single_use(v) || spec(v).shape != result_shape || pg == id {
+                    continue;
+                }
+                let moved = std::mem::take(&mut groups[pg]);
+                for m in &moved {
+                    group_of.insert(m.ptr as usize, id);
+                }
+                groups[id].extend(moved);
+            }
+        }
+        // 2. Build the fused ops.
+        for mut group in groups.into_iter().filter(|g| g.len() >= 2) {
+            // Program order (the root, the only externally used op, last).
+            let order: HashMap<usize, usize> =
+                ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+            group.sort_by_key(|o| order[&(o.ptr as usize)]);
+            build_group(block, &group)?;
+            made += 1;
+        }
+    }
+    Ok(made)
+}
+
+fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(), Failure> {
+    let root = *group.last().unwrap();
+    let loc = op_loc(root);
+    let ctx = unsafe { mlirOperationGetContext(root) };
+    let inside: std::collections::HashSet<usize> = group.iter().map(|o| o.ptr as usize).collect();
+    // External inputs (splat constants become body constants).
+    let mut inputs: Vec<MlirValue> = Vec::new();
+    let mut constants: HashMap<usize, f64> = HashMap::new();
+    for &op in group {
+        for v in operands(op) {
+            if producer(v).is_some_and(|p| inside.contains(&(p.ptr as usize))) {
+                continue;
+            }
+            if let Some(c) = splat_value(v) {
+                constants.insert(v.ptr as usize, c);
+            } else if !inputs.iter().any(|i| i.ptr == v.ptr) {
+                inputs.push(v);
+            }
+        }
+    }
+    let scalar_types: Vec<MlirType> =
+        inputs.iter().map(|&v| unsafe { mlirShapedTypeGetElementType(mlirValueGetType(v)) }).collect();
+    let locs = vec![loc; inputs.len()];
+    let body = unsafe { mlirBlockCreate(scalar_types.len() as isize, scalar_types.as_ptr(), locs.as_ptr()) };
+    let region = unsafe { mlirRegionCreate() };
+    unsafe { mlirRegionAppendOwnedBlock(region, body) };
+    let s = Scalar { ctx, block: body, loc };
+    let built = (|| -> Result<MlirValue, Failure> {
+        let mut map: HashMap<usize, MlirValue> = HashMap::new();
+        for (i, v) in inputs.iter().enumerate() {
+            map.insert(v.ptr as usize, unsafe { mlirBlockGetArgument(body, i as isize) });
+        }
+        for &op in group {
+            let mut args = Vec::new();
+            for v in operands(op) {
+                let a = match map.get(&(v.ptr as usize)) {
+                    Some(&a) => a,
+                    None => {
+                        let c = constants[&(v.ptr as usize)];
+                        let a = s.constant(c, spec(v).dtype)?;
+                        map.insert(v.ptr as usize, a);
+                        a
+                    }
+                };
+                args.push(a);
+            }
+            let r = unsafe { mlirOperationGetResult(op, 0) };
+            let out = scalar_op(&s, op, &args, spec(r).dtype)?;
+            map.insert(r.ptr as usize, out);
+        }
+        Ok(map[&(unsafe { mlirOperationGetResult(root, 0) }.ptr as usize)])
+    })();
+    let yielded = match built {
+        Ok(v) => v,
+        Err(e) => {
+            unsafe { mlirRegionDestroy(region) };
+            return Err(e);
+        }
+    };
+    s.op("hl.yield", &[yielded], &[], Some(&[]))?;
+    let result_type = unsafe { mlirValueGetType(mlirOperationGetResult(root, 0)) };
+    let spec_op = OpSpec {
+        operands: &inputs,
+        results: Some(&[result_type]),
+        regions: &[region],
+        ..OpSpec::new("hl.fused_elementwise")
+    };
+    let fused = ir::create_op(ctx, loc, &spec_op).map_err(|e| (loc, format!("internal error: {e:?}")))?;
+    unsafe {
+        mlirBlockInsertOwnedOperationBefore(block, root, fused);
+        mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(root, 0), mlirOperationGetResult(fused, 0));
+        for &op in group.iter().rev() {
+            mlirOperationDestroy(op);
+        }
+    }
+    Ok(())
+}
+
+/// The value of a splat `hl.constant` (any shape: every element is it).
+fn splat_value(v: MlirValue) -> Option<f64> {
+    let op = producer(v)?;
+    if op_name(op) != "hl.constant" {
+        return None;
+    }
+    let a = attr(op, "value");
+    if a.ptr.is_null() || unsafe { !mlirAttributeIsADenseElements(a) || !mlirDenseElementsAttrIsSplat(a) } {
+        return None;
+    }
+    let s = spec(v);
+    unsafe {
+        Some(match s.dtype {
+            DType::F32 => mlirDenseElementsAttrGetFloatSplatValue(a) as f64,
+            DType::F64 => mlirDenseElementsAttrGetDoubleSplatValue(a),
+            DType::I32 => mlirDenseElementsAttrGetInt32SplatValue(a) as f64,
+            DType::I64 => mlirDenseElementsAttrGetInt64SplatValue(a) as f64,
+            DType::I1 => mlirDenseElementsAttrGetBoolSplatValue(a) as f64,
+            DType::F16 | DType::BF16 => return None,
+        })
+    }
+}
+
+/// Builds scalar ops at the end of a body block.
+struct Scalar {
+    ctx: MlirContext,
+    block: MlirBlock,
+    loc: MlirLocation,
+}
+
+impl Scalar {
+    fn op(&self, name: &str, args: &[MlirValue], attrs: &[(&str, String)], results: Option<&[MlirType]>) -> Result<MlirValue, Failure> {
+        let spec = OpSpec { operands: args, attributes: attrs, results, verify: name != "hl.yield", ..OpSpec::new(name) };
+        let op = ir::create_op(self.ctx, self.loc, &spec)
+            .map_err(|e| (self.loc, format!("internal error building '{name}': {e:?}")))?;
+        unsafe { mlirBlockAppendOwnedOperation(self.block, op) };
+        Ok(if unsafe { mlirOperationGetNumResults(op) } > 0 {
+            unsafe { mlirOperationGetResult(op, 0) }
+        } else {
+            MlirValue { ptr: std::ptr::null() }
+        })
+    }
+    fn ty(&self, dtype: DType) -> Result<MlirType, Failure> {
+        ir::parse_type(self.ctx, dtype.mlir()).map_err(|e| (self.loc, format!("{e:?}")))
+    }
+    fn constant(&self, value: f64, dtype: DType) -> Result<MlirValue, Failure> {
+        let text = if dtype.is_float() {
+            format!("{} : {}", crate::nn::float_literal(value, dtype), dtype.mlir())
+        } else if dtype == DType::I1 {
+            (if value != 0.0 { "true" } else { "false" }).to_string()
+        } else {
+            format!("{} : {}", value as i64, dtype.mlir())
+        };
+        let ty = self.ty(dtype)?;
+        self.op("arith.constant", &[], &[("value", text)], Some(&[ty]))
+    }
+    fn bin(&self, name: &str, a: MlirValue, b: MlirValue) -> Result<MlirValue, Failure> {
+        self.op(name, &[a, b], &[], None)
+    }
+    fn un(&self, name: &str, a: MlirValue) -> Result<MlirValue, Failure> {
+        self.op(name, &[a], &[], None)
+    }
+    fn cast(&self, name: &str, a: MlirValue, to: DType) -> Result<MlirValue, Failure> {
+        let ty = self.ty(to)?;
+        self.op(name, &[a], &[], Some(&[ty]))
+    }
+}
+
+fn dtype_of(v: MlirValue) -> DType {
+    crate::nn::spec_of_type(unsafe { mlirValueGetType(v) })
+        .map(|s| s.dtype)
+        .unwrap_or_else(|_| scalar_dtype(unsafe { mlirValueGetType(v) }))
+}
+
+fn scalar_dtype(t: MlirType) -> DType {
+    unsafe {
+        if mlirTypeIsAF32(t) {
+            DType::F32
+        } else if mlirTypeIsAF64(t) {
+            DType::F64
+        } else if mlirTypeIsAF16(t) {
+            DType::F16
+        } else if mlirTypeIsABF16(t) {
+            DType::BF16
+        } else {
+            match mlirIntegerTypeGetWidth(t) {
+                1 => DType::I1,
+                32 => DType::I32,
+                _ => DType::I64,
+            }
+        }
+    }
+}
+
+/// The scalar form of one elementwise hl op.
+fn scalar_op(s: &Scalar, op: MlirOperation, a: &[MlirValue], out: DType) -> Result<MlirValue, Failure> {
+    let name = op_name(op);
+    let float = scalar_dtype(unsafe { mlirValueGetType(a[0]) }).is_float();
+    let pick = |f: &str, i: &str| if float { f.to_string() } else { i.to_string() };
+    let v = match name.as_str() {
+        "hl.add" => s.bin(&pick("arith.addf", "arith.addi"), a[0], a[1])?,
+        "hl.sub" => s.bin(&pick("arith.subf", "arith.subi"), a[0], a[1])?,
+        "hl.mul" => s.bin(&pick("arith.mulf", "arith.muli"), a[0], a[1])?,
+        "hl.div" => s.bin(&pick("arith.divf", "arith.divsi"), a[0], a[1])?,
+        "hl.pow" => s.bin("math.powf", a[0], a[1])?,
+        "hl.max" => s.bin(&pick("arith.maximumf", "arith.maxsi"), a[0], a[1])?,
+        "hl.min" => s.bin(&pick("arith.minimumf", "arith.minsi"), a[0], a[1])?,
+        "hl.neg" if float => s.un("arith.negf", a[0])?,
+        "hl.neg" => s.bin("arith.subi", s.constant(0.0, out)?, a[0])?,
+        "hl.abs" => s.un(&pick("math.absf", "math.absi"), a[0])?,
+        "hl.exp" => s.un("math.exp", a[0])?,
+        "hl.log" => s.un("math.log", a[0])?,
+        "hl.erf" => s.un("math.erf", a[0])?,
+        "hl.sqrt" => s.un("math.sqrt", a[0])?,
+        "hl.rsqrt" => s.un("math.rsqrt", a[0])?,
+        "hl.tanh" => s.un("math.tanh", a[0])?,
+        "hl.relu" => s.bin("arith.maximumf", a[0], s.constant(0.0, out)?)?,
+        "hl.sigmoid" => sigmoid(s, a[0], out)?,
+        "hl.silu" => s.bin("arith.mulf", a[0], sigmoid(s, a[0], out)?)?,
+        "hl.gelu" => {
+            let x = a[0];
+            let half_x = s.bin("arith.mulf", x, s.constant(0.5, out)?)?;
+            let inner = if int_attr(op, "approximate") == 1 {
+                let x3 = s.bin("arith.mulf", s.bin("arith.mulf", x, x)?, x)?;
+                let poly = s.bin("arith.addf", x, s.bin("arith.mulf", x3, s.constant(0.044715, out)?)?)?;
+                let k = (2.0 / std::f64::consts::PI).sqrt();
+                s.un("math.tanh", s.bin("arith.mulf", poly, s.constant(k, out)?)?)?
+            } else {
+                s.un("math.erf", s.bin("arith.mulf", x, s.constant(std::f64::consts::FRAC_1_SQRT_2, out)?)?)?
+            };
+            s.bin("arith.mulf", half_x, s.bin("arith.addf", inner, s.constant(1.0, out)?)?)?
+        }
+        "hl.compare" => {
+            let p = int_attr(op, "predicate");
+            // eq ne lt le gt ge -> ordered float predicates (ne: unordered,
+            // true on NaN), signed integer predicates
+            let (fp, ip) = [(1, 0), (13, 1), (4, 2), (5, 3), (2, 4), (3, 5)][p.clamp(0, 5) as usize];
+            if float {
+                s.op("arith.cmpf", &[a[0], a[1]], &[("predicate", format!("{fp} : i64"))], None)?
+            } else {
+                s.op("arith.cmpi", &[a[0], a[1]], &[("predicate", format!("{ip} : i64"))], None)?
+            }
+        }
+        "hl.select" => s.op("arith.select", &[a[0], a[1], a[2]], &[], None)?,
+        "hl.cast" => cast(s, a[0], out)?,
+        other => return Err((op_loc(op), format!("internal error: '{other}' has no scalar form"))),
+    };
+    Ok(v)
+}
+
+fn sigmoid(s: &Scalar, x: MlirValue, t: DType) -> Result<MlirValue, Failure> {
+    let e = s.un("math.exp", s.un("arith.negf", x)?)?;
+    s.bin("arith.divf", s.constant(1.0, t)?, s.bin("arith.addf", s.constant(1.0, t)?, e)?)
+}
+
+/// hl.cast's semantics on a scalar.
+fn cast(s: &Scalar, x: MlirValue, to: DType) -> Result<MlirValue, Failure> {
+    let from = dtype_of(x);
+    let width = |d: DType| match d {
+        DType::F16 | DType::BF16 => 16,
+        DType::F32 | DType::I32 => 32,
+        DType::F64 | DType::I64 => 64,
+        DType::I1 => 1,
+    };
+    if from == to {
+        return Ok(x);
+    }
+    match (from.is_float(), to.is_float()) {
+        (true, true) if width(to) > width(from) || (from == DType::BF16 && to == DType::F16) => s.cast("arith.extf", x, to),
+        (true, true) => s.cast("arith.truncf", x, to),
+        (true, false) if to == DType::I1 => {
+            s.op("arith.cmpf", &[x, s.constant(0.0, from)?], &[("predicate", "13 : i64".into())], None)
+        }
+        (true, false) => s.cast("arith.fptosi", x, to),
+        (false, true) if from == DType::I1 => s.cast("arith.uitofp", x, to),
+        (false, true) => s.cast("arith.sitofp", x, to),
+        (false, false) if to == DType::I1 => {
+            s.op("arith.cmpi", &[x, s.constant(0.0, from)?], &[("predicate", "1 : i64".into())], None)
+        }
+        (false, false) if from == DType::I1 => s.cast("arith.extui", x, to),
+        (false, false) if width(to) > width(from) => s.cast("arith.extsi", x, to),
+        (false, false) => s.cast("arith.trunci", x, to),
+    }
+}
+
+fn int_attr(op: MlirOperation, key: &str) -> i64 {
+    let a = attr(op, key);
+    if a.ptr.is_null() || unsafe { !mlirAttributeIsAInteger(a) } { 0 } else { unsafe { mlirIntegerAttrGetValueInt(a) } }
+}

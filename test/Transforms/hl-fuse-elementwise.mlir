@@ -1,0 +1,83 @@
+// hl-fuse-elementwise: chains of elementwise ops become one
+// hl.fused_elementwise with a scalar arith/math body.
+// RUN: aicf-opt %s -split-input-file --hl-fuse-elementwise | FileCheck %s
+// The fused form parses back and verifies.
+// RUN: aicf-opt %s -split-input-file --hl-fuse-elementwise | aicf-opt -split-input-file | FileCheck %s
+
+// An SGD update p - lr * g: one kernel; the bias broadcast stays an input.
+// CHECK-LABEL: func.func @sgd_update
+// CHECK-SAME: (%[[G:.*]]: tensor<4x3xf32>, %[[LR:.*]]: tensor<f32>, %[[P:.*]]: tensor<4x3xf32>)
+func.func @sgd_update(%g: tensor<4x3xf32>, %lr: tensor<f32>, %p: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // CHECK-NEXT: %[[F:.*]] = hl.fused_elementwise ins(%[[G]], %[[LR]], %[[P]] : tensor<4x3xf32>, tensor<f32>, tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // CHECK-NEXT: ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32, %[[C:.*]]: f32):
+  // CHECK-NEXT:   %[[M:.*]] = arith.mulf %[[A]], %[[B]] : f32
+  // CHECK-NEXT:   %[[S:.*]] = arith.subf %[[C]], %[[M]] : f32
+  // CHECK-NEXT:   hl.yield %[[S]] : f32
+  // CHECK-NEXT: }
+  // CHECK-NEXT: return %[[F]]
+  %s = hl.mul %g, %lr : tensor<4x3xf32>, tensor<f32>
+  %u = hl.sub %p, %s : tensor<4x3xf32>, tensor<4x3xf32>
+  return %u : tensor<4x3xf32>
+}
+
+// -----
+
+// Splat constants become scalar constants of the body; compare, cast and
+// select have scalar forms (the softmax-minus-one-hot of cross-entropy's
+// gradient).
+// CHECK-LABEL: func.func @one_hot_delta
+func.func @one_hot_delta(%labels: tensor<8x1xi32>, %iota: tensor<5xi32>, %p: tensor<8x5xf32>) -> tensor<8x5xf32> {
+  // CHECK: hl.fused_elementwise ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<8x1xi32>, tensor<5xi32>, tensor<8x5xf32>) -> tensor<8x5xf32>
+  // CHECK: arith.cmpi eq
+  // CHECK: arith.uitofp %{{.*}} : i1 to f32
+  // CHECK: arith.subf
+  // CHECK: %[[K:.*]] = arith.constant 1.250000e-01 : f32
+  // CHECK: arith.mulf %{{.*}}, %[[K]] : f32
+  // CHECK-NOT: hl.constant
+  %hot = hl.compare eq, %labels, %iota : tensor<8x1xi32>, tensor<5xi32>
+  %f = hl.cast %hot : tensor<8x5xi1> to tensor<8x5xf32>
+  %d = hl.sub %p, %f : tensor<8x5xf32>, tensor<8x5xf32>
+  %k = hl.constant dense<0.125> : tensor<f32>
+  %s = hl.mul %d, %k : tensor<8x5xf32>, tensor<f32>
+  return %s : tensor<8x5xf32>
+}
+
+// -----
+
+// Activations in their scalar forms: gelu through erf, sigmoid through exp.
+// CHECK-LABEL: func.func @activations
+func.func @activations(%x: tensor<6xf32>) -> tensor<6xf32> {
+  // CHECK: hl.fused_elementwise
+  // CHECK: math.erf
+  // CHECK: math.exp
+  // CHECK: arith.divf
+  // CHECK-NOT: hl.gelu
+  // CHECK-NOT: hl.sigmoid
+  %g = hl.gelu %x : tensor<6xf32>
+  %s = hl.sigmoid %g : tensor<6xf32>
+  return %s : tensor<6xf32>
+}
+
+// -----
+
+// The cost rule, twice: %e is used by two ops, so it is materialised and
+// each use fuses with what follows it alone; %small ([3]) would be
+// recomputed for every row of the [4, 3] result, so it is not fused into
+// the add that broadcasts it.
+// CHECK-LABEL: func.func @cost_rule
+func.func @cost_rule(%x: tensor<4x3xf32>, %v: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  // CHECK: %[[E:.*]] = hl.exp %{{.*}} : tensor<4x3xf32>
+  // CHECK: %[[SMALL:.*]] = hl.fused_elementwise ins(%{{.*}} : tensor<3xf32>) -> tensor<3xf32>
+  // CHECK: math.tanh
+  // CHECK: math.sqrt
+  // CHECK: hl.fused_elementwise ins(%[[E]], %[[SMALL]] : tensor<4x3xf32>, tensor<3xf32>)
+  // CHECK: hl.fused_elementwise ins(%[[E]] : tensor<4x3xf32>)
+  %e = hl.exp %x : tensor<4x3xf32>
+  %t = hl.tanh %v : tensor<3xf32>
+  %small = hl.sqrt %t : tensor<3xf32>
+  %a = hl.add %e, %small : tensor<4x3xf32>, tensor<3xf32>
+  %a2 = hl.neg %a : tensor<4x3xf32>
+  %b = hl.log %e : tensor<4x3xf32>
+  %b2 = hl.abs %b : tensor<4x3xf32>
+  return %a2, %b2 : tensor<4x3xf32>, tensor<4x3xf32>
+}
