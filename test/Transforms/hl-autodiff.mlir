@@ -14,21 +14,15 @@
 // CHECK-LABEL: func.func @loss_grad(
 // CHECK-SAME: %[[X:.*]]: tensor<32x64xf32>, %[[Y:.*]]: tensor<32xi32>) -> (tensor<f32>, tensor<128x64xf32>, tensor<128xf32>, tensor<10x128xf32>, tensor<10xf32>)
 // CHECK-DAG: %[[ZERO:.*]] = hl.constant dense<0.000000e+00> : tensor<f32>
-// CHECK-DAG: %[[INV_N:.*]] = hl.constant dense<3.125000e-02> : tensor<f32>
-// CHECK-DAG: %[[IOTA:.*]] = hl.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]> : tensor<10xi32>
+// CHECK-DAG: %[[ONE:.*]] = hl.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[W1:.*]] = hl.get_param @fc1.weight
 // CHECK: %[[H:.*]] = hl.linear %[[X]], %[[W1]]
 // CHECK: %[[A:.*]] = hl.relu %[[H]]
 // CHECK: %[[W2:.*]] = hl.get_param @fc2.weight
 // CHECK: %[[LOGITS:.*]] = hl.linear %[[A]], %[[W2]]
 // CHECK: %[[LOSS:.*]] = hl.cross_entropy %[[LOGITS]], %[[Y]]
-// d logits = (softmax(logits) - onehot(labels)) / N
-// CHECK: %[[P:.*]] = hl.softmax %[[LOGITS]] axis = 1
-// CHECK: %[[L2:.*]] = hl.reshape %[[Y]] : tensor<32xi32> to tensor<32x1xi32>
-// CHECK: %[[HOT:.*]] = hl.compare eq, %[[L2]], %[[IOTA]]
-// CHECK: %[[HOTF:.*]] = hl.cast %[[HOT]] : tensor<32x10xi1> to tensor<32x10xf32>
-// CHECK: %[[D:.*]] = hl.sub %[[P]], %[[HOTF]]
-// CHECK: %[[DL:.*]] = hl.mul %[[D]], %[[INV_N]]
+// d logits = (softmax(logits) - onehot(labels)) * d loss / N, seeded with 1
+// CHECK: %[[DL:.*]] = hl.cross_entropy_backward %[[LOGITS]], %[[Y]], %[[ONE]] : tensor<32x10xf32>, tensor<32xi32>, tensor<f32>
 // Second layer: dA = dL W2, dW2 = dL^T A, db2 = column sums of dL.
 // CHECK: %[[W2T:.*]] = hl.transpose %[[W2]] permutation = [1, 0]
 // CHECK: %[[DA:.*]] = hl.linear %[[DL]], %[[W2T]]

@@ -223,6 +223,31 @@ pub fn cross_entropy(logits: &Array, labels: &Array, sum: bool, ignore: Option<i
     Ok(Array::scalar(value, logits.dtype))
 }
 
+/// d logits of a cross-entropy: (softmax - onehot) * g, / count under
+/// mean, zero on ignored positions.
+pub fn cross_entropy_backward(logits: &Array, labels: &Array, g: f64, sum: bool, ignore: Option<i64>) -> KResult<Array> {
+    let c = *logits.shape.last().unwrap();
+    let counted = labels.data.iter().filter(|&&l| Some(l as i64) != ignore).count();
+    let scale = if sum { g } else { g / counted as f64 };
+    let mut data = vec![0.0; logits.len()];
+    for ((row, out), &label) in logits.data.chunks(c.max(1)).zip(data.chunks_mut(c.max(1))).zip(&labels.data) {
+        let label = label as i64;
+        if Some(label) == ignore {
+            continue;
+        }
+        if label < 0 || label as usize >= c {
+            return Err(format!("label {label} is outside [0, {c})"));
+        }
+        let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let z: f64 = row.iter().map(|v| (v - m).exp()).sum();
+        for (k, (o, v)) in out.iter_mut().zip(row).enumerate() {
+            let p = (v - m).exp() / z;
+            *o = (p - if k as i64 == label { 1.0 } else { 0.0 }) * scale;
+        }
+    }
+    Ok(Array::new(logits.shape.clone(), logits.dtype, data))
+}
+
 pub fn permute(x: &Array, perm: &[usize]) -> Array {
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
     let in_strides = strides(&x.shape);

@@ -261,6 +261,17 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
                 kernels::cross_entropy(x[0], x[1], sum, int_attr(op, "ignore_index").ok())?
             }
+            "hl.cross_entropy_backward" => {
+                let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
+                kernels::cross_entropy_backward(x[0], x[1], x[2].item(), sum, int_attr(op, "ignore_index").ok())?
+            }
+            "hl.softmax_cross_entropy" => {
+                let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
+                let ignore = int_attr(op, "ignore_index").ok();
+                let loss = kernels::cross_entropy(x[0], x[1], sum, ignore)?;
+                let grad = kernels::cross_entropy_backward(x[0], x[1], x[2].item(), sum, ignore)?;
+                return Ok(vec![loss, grad]);
+            }
             "hl.mse_loss" => {
                 let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
                 let total: f64 = x[0].data.iter().zip(&x[1].data).map(|(a, b)| (a - b) * (a - b)).sum();

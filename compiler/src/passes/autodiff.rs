@@ -489,7 +489,11 @@ fn vjp(
             };
             one(d)
         }
-        "hl.cross_entropy" => cross_entropy_vjp(e, op, x, g),
+        "hl.cross_entropy" => {
+            let attrs: Vec<(&str, String)> =
+                ["reduction", "ignore_index"].iter().filter(|k| has(op, k)).map(|&k| (k, attr_text(op, k))).collect();
+            Ok(vec![Some(e.op("hl.cross_entropy_backward", &[x[0], x[1], g], &attrs)?), None])
+        }
         "hl.pow" => {
             // d/da = g b a^(b-1); d/db = g y ln(a)
             let bm1 = e.binary("hl.sub", x[1], e.scalar(1.0, x[1])?)?;
@@ -628,54 +632,6 @@ fn vjp(
         other => Err((e.loc, format!("no gradient rule for '{other}' yet"))),
     }
 }
-
-/// d logits = (softmax(logits) - onehot(labels)) * mask * g / count.
-fn cross_entropy_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) -> Result<Vec<Option<MlirValue>>, Failure> {
-    let ls = spec(x[0]);
-    let labels = spec(x[1]);
-    let rank = ls.shape.len();
-    let classes = ls.shape[rank - 1];
-    let p = e.op("hl.softmax", &[x[0]], &[("axis", format!("{} : i64", rank - 1))])?;
-    let mut with_class = labels.shape.clone();
-    with_class.push(1);
-    let l = e.reshape(x[1], &with_class)?;
-    let iota_attr = format!(
-        "dense<[{}]> : {}",
-        (0..classes).map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
-        TensorSpec::new([classes], labels.dtype).mlir_type()
-    );
-    let iota_ty = TensorSpec::new([classes], labels.dtype);
-    let ty = ir::parse_type(e.ctx, &iota_ty.mlir_type()).map_err(|err| (e.loc, format!("{err:?}")))?;
-    let iota = e.append(&OpSpec { attributes: &[("value", iota_attr)], results: Some(&[ty]), ..OpSpec::new("hl.constant") })?;
-    let iota = unsafe { mlirOperationGetResult(iota, 0) };
-    let hot = e.op("hl.compare", &[l, iota], &[("predicate", "0 : i32".into())])?;
-    let hot = e.typed("hl.cast", &[hot], &ls)?;
-    let mut d = e.binary("hl.sub", p, hot)?;
-    let sum = int_attr_or(op, "reduction", 0) == 1;
-    let ignore = optional_int_attr(op, "ignore_index");
-    let mut count = None;
-    if let Some(ignore) = ignore {
-        let ig = e.splat(ignore as f64, &TensorSpec::new([], labels.dtype))?;
-        let keep = e.op("hl.compare", &[l, ig], &[("predicate", "1 : i32".into())])?;
-        let mut keep_shape = with_class.clone();
-        keep_shape.truncate(rank);
-        let keep = e.typed("hl.cast", &[keep], &TensorSpec::new(keep_shape, ls.dtype))?;
-        d = e.binary("hl.mul", d, keep)?;
-        if !sum {
-            let all: Vec<usize> = (0..rank).collect();
-            count = Some(e.sum(keep, &all, false)?);
-        }
-    }
-    d = e.binary("hl.mul", d, g)?;
-    if !sum {
-        d = match count {
-            Some(c) => e.binary("hl.div", d, c)?,
-            None => e.scale(d, 1.0 / labels.num_elements().max(1) as f64)?,
-        };
-    }
-    Ok(vec![Some(d), None])
-}
-
 
 /// layer_norm / rms_norm over the trailing `dims` dimensions:
 /// with xhat = (x - mean) * rstd (mean = 0 for rms_norm) and dxhat = g * w,

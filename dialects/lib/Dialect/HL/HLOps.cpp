@@ -836,6 +836,36 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   return success();
 }
 
+/// The operands of a cross-entropy's backward forms: the forward's shape
+/// rule, and a scalar upstream gradient of the logits' element type.
+template <typename OpT>
+static LogicalResult verifyCrossEntropyGrad(OpT op) {
+  SmallVector<Type> loss;
+  if (failed(CrossEntropyOp::inferReturnTypes(
+          op.getContext(), op.getLoc(),
+          CrossEntropyOp::Adaptor({op.getLogits(), op.getLabels()},
+                                  op->getAttrDictionary()),
+          loss)))
+    return failure();
+  if (op.getGradOutput().getType() != loss.front())
+    return op.emitOpError("grad_output must be the loss's type ")
+           << loss.front() << ", got " << op.getGradOutput().getType();
+  return success();
+}
+
+LogicalResult CrossEntropyBackwardOp::verify() {
+  return verifyCrossEntropyGrad(*this);
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  if (failed(verifyCrossEntropyGrad(*this)))
+    return failure();
+  if (getLoss().getType() != getGradOutput().getType())
+    return emitOpError("loss must be ") << getGradOutput().getType() << ", got "
+                                        << getLoss().getType();
+  return success();
+}
+
 LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           MseLossOp::Adaptor adaptor,

@@ -804,6 +804,67 @@ def HL_CrossEntropyOp : HL_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def HL_CrossEntropyBackwardOp : HL_Op<"cross_entropy_backward",
+    [Pure, AllTypesMatch<["logits", "result"]>]> {
+  let summary = "gradient of cross_entropy with respect to its logits";
+  let description = [{
+    `(softmax(logits) - onehot(labels)) * grad_output`, divided by the
+    number of counted positions under `mean`, and zero at positions whose
+    label is `ignore_index`. `grad_output` is the gradient of the loss (a
+    scalar of the logits' element type); shapes and attributes as
+    `hl.cross_entropy`. What `hl-autodiff` emits for a cross-entropy.
+
+    ```mlir
+    %dl = hl.cross_entropy_backward %logits, %labels, %g
+        : tensor<32x10xf32>, tensor<32xi32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$logits,
+    HL_IndexTensor:$labels,
+    HL_FloatTensor:$grad_output,
+    DefaultValuedAttr<HL_Reduction, "::hl::Reduction::Mean">:$reduction,
+    OptionalAttr<I64Attr>:$ignore_index
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad_output (`reduction` `=` $reduction^)?
+    (`ignore_index` `=` $ignore_index^)? attr-dict
+    `:` type($logits) `,` type($labels) `,` type($grad_output)
+  }];
+  let hasVerifier = 1;
+}
+
+def HL_SoftmaxCrossEntropyOp : HL_Op<"softmax_cross_entropy",
+    [Pure, AllTypesMatch<["logits", "grad"]>]> {
+  let summary = "cross-entropy and its gradient in one op (one kernel)";
+  let description = [{
+    `hl.cross_entropy` and `hl.cross_entropy_backward` of the same logits,
+    labels and attributes, computed together: each row's softmax is formed
+    once for both. What `hl-fuse-reductions` makes of the pair.
+
+    ```mlir
+    %loss, %dl = hl.softmax_cross_entropy %logits, %labels, %g
+        : tensor<32x10xf32>, tensor<32xi32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$logits,
+    HL_IndexTensor:$labels,
+    HL_FloatTensor:$grad_output,
+    DefaultValuedAttr<HL_Reduction, "::hl::Reduction::Mean">:$reduction,
+    OptionalAttr<I64Attr>:$ignore_index
+  );
+  let results = (outs HL_FloatTensor:$loss, HL_FloatTensor:$grad);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad_output (`reduction` `=` $reduction^)?
+    (`ignore_index` `=` $ignore_index^)? attr-dict
+    `:` type($logits) `,` type($labels) `,` type($grad_output)
+    `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
 def HL_MseLossOp : HL_Op<"mse_loss", [Pure, InferTypeOpAdaptor]> {
   let summary = "mean squared error";
   let description = [{
