@@ -283,7 +283,7 @@ fn fusion_preserves_the_train_step() {
         let plain = run_after(&traced, &format!("builtin.module({base})"), "train_step", &args);
         let fused = run_after(
             &traced,
-            &format!("builtin.module({base},hl-fuse-gemm-epilogue,canonicalize,hl-fuse-elementwise)"),
+            &format!("builtin.module({base},hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,hl-fuse-elementwise)"),
             "train_step",
             &args,
         );
@@ -297,7 +297,7 @@ fn fusion_preserves_the_train_step() {
     let plain = run_after(&lm, "builtin.module(hl-autodiff,canonicalize,cse)", "loss_grad", &args);
     let fused = run_after(
         &lm,
-        "builtin.module(hl-autodiff,canonicalize,cse,hl-fuse-gemm-epilogue,canonicalize,hl-fuse-elementwise)",
+        "builtin.module(hl-autodiff,canonicalize,cse,hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,hl-fuse-elementwise)",
         "loss_grad",
         &args,
     );

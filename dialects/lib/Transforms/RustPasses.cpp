@@ -75,6 +75,7 @@ namespace aicf {
 #define GEN_PASS_DEF_HLAUTODIFF
 #define GEN_PASS_DEF_HLFUSEELEMENTWISE
 #define GEN_PASS_DEF_HLFUSEGEMMEPILOGUE
+#define GEN_PASS_DEF_HLFUSEREDUCTIONS
 #define GEN_PASS_DEF_HLOPTIMIZER
 #define GEN_PASS_DEF_HLPRINTPARAMTABLE
 #include "aicf/Transforms/Passes.h.inc"
@@ -91,6 +92,7 @@ namespace {
 AICF_RUST_PASS(HLAutodiff)
 AICF_RUST_PASS(HLFuseElementwise)
 AICF_RUST_PASS(HLFuseGemmEpilogue)
+AICF_RUST_PASS(HLFuseReductions)
 AICF_RUST_PASS(HLOptimizer)
 AICF_RUST_PASS(HLPrintParamTable)
 #undef AICF_RUST_PASS

@@ -960,3 +960,28 @@ func.func @f() {
   // expected-error @+1 {{'hl.yield' op expects parent op 'hl.fused_elementwise'}}
   hl.yield
 }
+
+// -----
+
+func.func @f(%l: tensor<8x5xf32>, %y: tensor<7xi32>, %g: tensor<f32>) {
+  // The forward's shape rule holds for the backward.
+  // expected-error @+1 {{'hl.cross_entropy_backward' op labels 'tensor<7xi32>' must have the shape of the logits 'tensor<8x5xf32>' without the class axis ([8])}}
+  %0 = hl.cross_entropy_backward %l, %y, %g : tensor<8x5xf32>, tensor<7xi32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<8x5xf32>, %y: tensor<8xi32>, %g: tensor<1xf32>) {
+  // expected-error @+1 {{'hl.cross_entropy_backward' op grad_output must be the loss's type 'tensor<f32>', got 'tensor<1xf32>'}}
+  %0 = hl.cross_entropy_backward %l, %y, %g : tensor<8x5xf32>, tensor<8xi32>, tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<8x5xf32>, %y: tensor<8xi32>, %g: tensor<f32>) {
+  // expected-error @+1 {{'hl.softmax_cross_entropy' op loss must be 'tensor<f32>', got 'tensor<1xf32>'}}
+  %0:2 = hl.softmax_cross_entropy %l, %y, %g : tensor<8x5xf32>, tensor<8xi32>, tensor<f32> -> tensor<1xf32>
+  return
+}

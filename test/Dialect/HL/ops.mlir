@@ -252,3 +252,12 @@ func.func @gemm_forms(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<
   %1 = hl.gemm %a, %c mask(%m) act = silu : tensor<3x4x5xf32>, tensor<3x5x6xf32> mask tensor<3x4x6xf32>
   return
 }
+
+// CHECK-LABEL: func.func @cross_entropy_forms
+func.func @cross_entropy_forms(%l: tensor<4x16x65xf32>, %t: tensor<4x16xi64>, %g: tensor<f32>) {
+  // CHECK: hl.cross_entropy_backward %{{.*}}, %{{.*}}, %{{.*}} reduction = sum ignore_index = -1 : tensor<4x16x65xf32>, tensor<4x16xi64>, tensor<f32>
+  %0 = hl.cross_entropy_backward %l, %t, %g reduction = sum ignore_index = -1 : tensor<4x16x65xf32>, tensor<4x16xi64>, tensor<f32>
+  // CHECK: hl.softmax_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x16x65xf32>, tensor<4x16xi64>, tensor<f32> -> tensor<f32>
+  %1:2 = hl.softmax_cross_entropy %l, %t, %g : tensor<4x16x65xf32>, tensor<4x16xi64>, tensor<f32> -> tensor<f32>
+  return
+}

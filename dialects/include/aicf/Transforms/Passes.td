@@ -122,6 +122,31 @@ def HLFuseGemmEpilogue : Pass<"hl-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
   }];
 }
 
+def HLFuseReductions : Pass<"hl-fuse-reductions", "::mlir::ModuleOp"> {
+  let summary = "Fuse row reductions that read the same rows into one op";
+  let description = [{
+    A cross-entropy and the cross-entropy backward of the same logits,
+    labels and attributes become one `hl.softmax_cross_entropy` (loss and
+    gradient from one softmax per row: one kernel instead of two passes
+    over the logits). The fused op takes the backward's place, where its
+    upstream gradient is defined, so the pair is left alone when the loss
+    is used before that place (fusing would need the loss earlier than it
+    can be computed).
+
+    Before:
+    ```mlir
+    %l = hl.cross_entropy %logits, %y : tensor<32x10xf32>, tensor<32xi32>
+    %d = hl.cross_entropy_backward %logits, %y, %one
+        : tensor<32x10xf32>, tensor<32xi32>, tensor<f32>
+    ```
+    After:
+    ```mlir
+    %l, %d = hl.softmax_cross_entropy %logits, %y, %one
+        : tensor<32x10xf32>, tensor<32xi32>, tensor<f32> -> tensor<f32>
+    ```
+  }];
+}
+
 def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
   let summary = "Append the optimizer update: a complete train step";
   let description = [{

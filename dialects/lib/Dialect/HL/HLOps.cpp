@@ -818,12 +818,10 @@ LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *,
 // Losses
 //===----------------------------------------------------------------------===//
 
-LogicalResult CrossEntropyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, CrossEntropyOp::Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
-  StringRef name = CrossEntropyOp::getOperationName();
-  auto logits = tensorOf(adaptor.getLogits());
-  auto labels = tensorOf(adaptor.getLabels());
+static LogicalResult inferCrossEntropy(StringRef name, std::optional<Location> loc,
+                                       RankedTensorType logits,
+                                       RankedTensorType labels,
+                                       SmallVectorImpl<Type> &inferred) {
   if (logits.getRank() < 1)
     return inferError(loc, name)
            << "logits must have a class axis ([..., classes]), got " << logits;
@@ -836,16 +834,21 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult CrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, CrossEntropyOp::Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  return inferCrossEntropy(getOperationName(), loc, tensorOf(adaptor.getLogits()),
+                           tensorOf(adaptor.getLabels()), inferred);
+}
+
 /// The operands of a cross-entropy's backward forms: the forward's shape
 /// rule, and a scalar upstream gradient of the logits' element type.
 template <typename OpT>
 static LogicalResult verifyCrossEntropyGrad(OpT op) {
   SmallVector<Type> loss;
-  if (failed(CrossEntropyOp::inferReturnTypes(
-          op.getContext(), op.getLoc(),
-          CrossEntropyOp::Adaptor({op.getLogits(), op.getLabels()},
-                                  op->getAttrDictionary()),
-          loss)))
+  if (failed(inferCrossEntropy(op->getName().getStringRef(), op.getLoc(),
+                               tensorOf(op.getLogits()), tensorOf(op.getLabels()),
+                               loss)))
     return failure();
   if (op.getGradOutput().getType() != loss.front())
     return op.emitOpError("grad_output must be the loss's type ")
