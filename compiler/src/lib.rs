@@ -11,7 +11,10 @@
 //!  hl (tensors, value semantics)      hl-print-param-table: the model's state
 //!        |  hl-autodiff: @loss -> @loss_grad (backward graph as hl)
 //!        |  hl-optimizer: + hl.state slots, @train_step (the train-step ABI)
-//!        |  (next: fusion)
+//!        |  hl-fuse-gemm-epilogue: matmul/linear + epilogue -> hl.gemm
+//!        |  hl-fuse-reductions: cross-entropy + backward -> hl.softmax_cross_entropy
+//!        |  hl-fuse-elementwise: elementwise chains -> hl.fused_elementwise
+//!        |  (next: multi-tensor optimizer fusion, convert-hl-to-ll)
 //!        v
 //!  ll (buffers; one op = one kernel: gemm+epilogue, elementwise region,
 //!      row reductions, copy, fill)
@@ -23,6 +26,8 @@
 //! What holds at each stage:
 //! - After parsing, the module verifies: types inferred by the ops match the
 //!   written ones, every `hl.get_param` names an `hl.param` of its type.
+//! - After the fusion passes: the interpreter computes the same numbers as
+//!   before them (up to rounding); every fused op is one future kernel.
 //! - After `hl-autodiff`: `@loss_grad` returns the loss, then one gradient
 //!   per `hl.param` in declaration order; after `hl-optimizer`, every
 //!   `@train_step` result is tagged `hl.bind` with the symbol it updates.
