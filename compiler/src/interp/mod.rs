@@ -224,10 +224,9 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                         6 => kernels::sigmoid(t),
                         _ => t,
                     };
-                    if let Some(m) = mask {
-                        if !(m.data[i] > 0.0) {
-                            t = 0.0;
-                        }
+                    // NaN in the mask counts as not positive.
+                    if mask.is_some_and(|m| m.data[i].partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)) {
+                        t = 0.0;
                     }
                     *v = t + residual.map_or(0.0, |r| r.data[i]);
                 }

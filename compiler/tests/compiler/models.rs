@@ -8,7 +8,7 @@ pub(crate) mod char_lm;
 #[path = "../../../examples/cnn/model.rs"]
 mod cnn;
 #[path = "../../../examples/mlp/model.rs"]
-mod mlp;
+pub(crate) mod mlp;
 
 /// Parses both, prints both from the same context: SSA names, comments and
 /// float spellings are normalised by the round trip, nothing else is.

@@ -129,8 +129,7 @@ fn clipping_by_global_norm() {
     }
 }
 
-#[path = "../../../examples/mlp/model.rs"]
-mod mlp;
+use crate::models::mlp;
 
 /// (pixels / 16, label) of every row of the bundled digits.
 fn digits() -> Vec<([f64; 64], usize)> {
