@@ -1,11 +1,18 @@
-//! Building operations through MLIR's C API, the way both the layer API's
-//! tracer and Rust pass bodies create `hl` ops: attributes and types given
-//! as MLIR text, result types either given or inferred by the op, and the
-//! op verified before it is inserted anywhere. Failures leave their reasons
-//! as diagnostics on the context (captured by `CompilerContext`, or printed
-//! by `aicf-opt`).
+//! Building and reading operations through MLIR's C API, shared by the
+//! layer API's tracer, the Rust pass bodies and the reference interpreter.
+//!
+//! Building: attributes and types given as MLIR text, result types either
+//! given or inferred by the op, and the op verified before it is inserted
+//! anywhere. Failures leave their reasons as diagnostics on the context
+//! (captured by `CompilerContext`, or printed by `aicf-opt`).
+//!
+//! Reading: an absent or differently kinded attribute reads as `None` (or
+//! empty); callers decide whether that is an error.
 
-use crate::ffi::string_ref;
+use crate::{
+    ffi::{self, string_ref},
+    nn::{DType, TensorSpec},
+};
 use mlir_sys::*;
 
 /// Why an op could not be created.
@@ -51,7 +58,11 @@ impl<'a> OpSpec<'a> {
 
 /// Creates a detached op; the caller owns it (insert it into a block, or
 /// destroy it).
-pub(crate) fn create_op(ctx: MlirContext, location: MlirLocation, spec: &OpSpec<'_>) -> Result<MlirOperation, BuildError> {
+pub(crate) fn create_op(
+    ctx: MlirContext,
+    location: MlirLocation,
+    spec: &OpSpec<'_>,
+) -> Result<MlirOperation, BuildError> {
     let mut named = Vec::with_capacity(spec.attributes.len());
     for (key, text) in spec.attributes {
         let attr = parse_attribute(ctx, text)?;
@@ -76,4 +87,219 @@ pub(crate) fn create_op(ctx: MlirContext, location: MlirLocation, spec: &OpSpec<
         return Err(BuildError::Refused);
     }
     Ok(op)
+}
+
+/// Ends `region`'s (single) block with `func.return outputs` and wraps the
+/// region in `func.func @name` (argument types from the block), with
+/// `attributes` added (`arg_attrs`, `res_attrs`). The function is not
+/// verified here (its uses of symbols need the module). On failure the
+/// region is freed.
+pub(crate) fn create_function(
+    ctx: MlirContext,
+    location: MlirLocation,
+    name: &str,
+    region: MlirRegion,
+    outputs: &[MlirValue],
+    attributes: &[(&str, String)],
+) -> Result<MlirOperation, BuildError> {
+    let built = (|| {
+        let block = unsafe { mlirRegionGetFirstBlock(region) };
+        let ret = create_op(
+            ctx,
+            location,
+            &OpSpec { operands: outputs, results: Some(&[]), verify: false, ..OpSpec::new("func.return") },
+        )?;
+        unsafe { mlirBlockAppendOwnedOperation(block, ret) };
+        let args: Vec<String> = (0..unsafe { mlirBlockGetNumArguments(block) })
+            .map(|i| type_text(unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }))
+            .collect();
+        let results: Vec<String> = outputs.iter().map(|&v| type_text(unsafe { mlirValueGetType(v) })).collect();
+        let mut attrs = vec![
+            ("sym_name", format!("\"{name}\"")),
+            ("function_type", format!("({}) -> ({})", args.join(", "), results.join(", "))),
+        ];
+        attrs.extend(attributes.iter().cloned());
+        Ok(attrs)
+    })();
+    let attrs = match built {
+        Ok(attrs) => attrs,
+        Err(e) => {
+            unsafe { mlirRegionDestroy(region) };
+            return Err(e);
+        }
+    };
+    let spec = OpSpec {
+        attributes: &attrs,
+        results: Some(&[]),
+        regions: &[region],
+        verify: false,
+        ..OpSpec::new("func.func")
+    };
+    // The region is handed over only once the op exists.
+    create_op(ctx, location, &spec).inspect_err(|_| unsafe { mlirRegionDestroy(region) })
+}
+
+// ---------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------
+
+/// A value's identity, for maps keyed by value.
+pub(crate) fn key(v: MlirValue) -> usize {
+    v.ptr as usize
+}
+
+/// The element type of a scalar or tensor type, if hl knows it.
+pub(crate) fn element_dtype(t: MlirType) -> Option<DType> {
+    unsafe {
+        let e = if mlirTypeIsAShaped(t) { mlirShapedTypeGetElementType(t) } else { t };
+        if mlirTypeIsAF32(e) {
+            Some(DType::F32)
+        } else if mlirTypeIsAF64(e) {
+            Some(DType::F64)
+        } else if mlirTypeIsAF16(e) {
+            Some(DType::F16)
+        } else if mlirTypeIsABF16(e) {
+            Some(DType::BF16)
+        } else if mlirTypeIsAInteger(e) {
+            match mlirIntegerTypeGetWidth(e) {
+                1 => Some(DType::I1),
+                32 => Some(DType::I32),
+                64 => Some(DType::I64),
+                _ => None,
+            }
+        } else {
+            None
+        }
+    }
+}
+
+/// The shape and dtype of a value. A value that is not a ranked tensor of
+/// an hl element type (possible only outside hl) reads as an i1 scalar,
+/// which no pass treats as data.
+pub(crate) fn spec(v: MlirValue) -> TensorSpec {
+    crate::nn::spec_of_type(unsafe { mlirValueGetType(v) }).unwrap_or(TensorSpec::new([], DType::I1))
+}
+
+pub(crate) fn ops_of(block: MlirBlock) -> Vec<MlirOperation> {
+    let mut out = Vec::new();
+    let mut op = unsafe { mlirBlockGetFirstOperation(block) };
+    while !op.ptr.is_null() {
+        out.push(op);
+        op = unsafe { mlirOperationGetNextInBlock(op) };
+    }
+    out
+}
+
+pub(crate) fn operands(op: MlirOperation) -> Vec<MlirValue> {
+    (0..unsafe { mlirOperationGetNumOperands(op) }).map(|i| unsafe { mlirOperationGetOperand(op, i) }).collect()
+}
+
+pub(crate) fn op_name(op: MlirOperation) -> String {
+    unsafe { ffi::to_string(mlirIdentifierStr(mlirOperationGetName(op))) }
+}
+
+pub(crate) fn op_loc(op: MlirOperation) -> MlirLocation {
+    unsafe { mlirOperationGetLocation(op) }
+}
+
+/// The op that defines `v`, if it is an op result.
+pub(crate) fn producer(v: MlirValue) -> Option<MlirOperation> {
+    unsafe { mlirValueIsAOpResult(v) }.then(|| unsafe { mlirOpResultGetOwner(v) })
+}
+
+/// The only user of `v`, if it has exactly one use.
+pub(crate) fn single_user(v: MlirValue) -> Option<MlirOperation> {
+    let first = unsafe { mlirValueGetFirstUse(v) };
+    if first.ptr.is_null() || !unsafe { mlirOpOperandGetNextUse(first) }.ptr.is_null() {
+        return None;
+    }
+    Some(unsafe { mlirOpOperandGetOwner(first) })
+}
+
+/// The attribute `key` (inherent or discardable); null when absent.
+pub(crate) fn attr(op: MlirOperation, key: &str) -> MlirAttribute {
+    unsafe { mlirOperationGetAttributeByName(op, string_ref(key)) }
+}
+
+pub(crate) fn has(op: MlirOperation, key: &str) -> bool {
+    !attr(op, key).ptr.is_null()
+}
+
+pub(crate) fn string_attr(op: MlirOperation, key: &str) -> Option<String> {
+    let a = attr(op, key);
+    (!a.ptr.is_null() && unsafe { mlirAttributeIsAString(a) })
+        .then(|| unsafe { ffi::to_string(mlirStringAttrGetValue(a)) })
+}
+
+pub(crate) fn flat_symbol(op: MlirOperation, key: &str) -> Option<String> {
+    let a = attr(op, key);
+    (!a.ptr.is_null() && unsafe { mlirAttributeIsAFlatSymbolRef(a) })
+        .then(|| unsafe { ffi::to_string(mlirFlatSymbolRefAttrGetValue(a)) })
+}
+
+/// An integer attribute; hl's enums (I32EnumAttr) read as their case value.
+pub(crate) fn int_attr(op: MlirOperation, key: &str) -> Option<i64> {
+    let a = attr(op, key);
+    (!a.ptr.is_null() && unsafe { mlirAttributeIsAInteger(a) }).then(|| unsafe { mlirIntegerAttrGetValueInt(a) })
+}
+
+pub(crate) fn float_attr(op: MlirOperation, key: &str) -> Option<f64> {
+    let a = attr(op, key);
+    (!a.ptr.is_null() && unsafe { mlirAttributeIsAFloat(a) }).then(|| unsafe { mlirFloatAttrGetValueDouble(a) })
+}
+
+pub(crate) fn i64_array(op: MlirOperation, key: &str) -> Option<Vec<i64>> {
+    let a = attr(op, key);
+    (!a.ptr.is_null() && unsafe { mlirAttributeIsADenseI64Array(a) }).then(|| {
+        (0..unsafe { mlirDenseArrayGetNumElements(a) }).map(|i| unsafe { mlirDenseI64ArrayGetElement(a, i) }).collect()
+    })
+}
+
+pub(crate) fn i32_array(op: MlirOperation, key: &str) -> Option<Vec<i64>> {
+    let a = attr(op, key);
+    (!a.ptr.is_null() && unsafe { mlirAttributeIsADenseI32Array(a) }).then(|| {
+        (0..unsafe { mlirDenseArrayGetNumElements(a) })
+            .map(|i| unsafe { mlirDenseI32ArrayGetElement(a, i) } as i64)
+            .collect()
+    })
+}
+
+/// An attribute printed as MLIR text (to copy it onto another op); empty
+/// when absent.
+pub(crate) fn attr_text(op: MlirOperation, key: &str) -> String {
+    let a = attr(op, key);
+    if a.ptr.is_null() { String::new() } else { unsafe { melior::ir::Attribute::from_raw(a) }.to_string() }
+}
+
+pub(crate) fn type_text(t: MlirType) -> String {
+    unsafe { melior::ir::Type::from_raw(t) }.to_string()
+}
+
+/// `array<i64: ...>` attribute text.
+pub(crate) fn i64_array_text(values: &[usize]) -> String {
+    let items: Vec<String> = values.iter().map(usize::to_string).collect();
+    format!("array<i64: {}>", items.join(", "))
+}
+
+/// The value of a splat `hl.constant` of a float or integer type (every
+/// element of any shape is it).
+pub(crate) fn splat_value(v: MlirValue) -> Option<f64> {
+    let op = producer(v)?;
+    if op_name(op) != "hl.constant" {
+        return None;
+    }
+    let a = attr(op, "value");
+    if a.ptr.is_null() || unsafe { !mlirAttributeIsADenseElements(a) || !mlirDenseElementsAttrIsSplat(a) } {
+        return None;
+    }
+    unsafe {
+        Some(match spec(v).dtype {
+            DType::F32 => mlirDenseElementsAttrGetFloatSplatValue(a) as f64,
+            DType::F64 => mlirDenseElementsAttrGetDoubleSplatValue(a),
+            DType::I32 => mlirDenseElementsAttrGetInt32SplatValue(a) as f64,
+            DType::I64 => mlirDenseElementsAttrGetInt64SplatValue(a) as f64,
+            DType::I1 => mlirDenseElementsAttrGetBoolSplatValue(a) as f64,
+            DType::F16 | DType::BF16 => return None,
+        })
+    }
 }

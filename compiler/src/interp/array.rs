@@ -5,6 +5,15 @@
 
 use crate::nn::DType;
 
+/// Data that does not fill its shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("array data has {got} elements but shape {shape:?} holds {expected}")]
+pub struct ShapeMismatch {
+    pub shape: Vec<usize>,
+    pub expected: usize,
+    pub got: usize,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Array {
     pub shape: Vec<usize>,
@@ -13,10 +22,19 @@ pub struct Array {
 }
 
 impl Array {
-    /// `data` in row-major order; its length must match `shape`.
-    pub fn new(shape: impl Into<Vec<usize>>, dtype: DType, data: Vec<f64>) -> Self {
+    /// `data` in row-major order, rounded to `dtype`; its length must be
+    /// the number of elements of `shape`.
+    pub fn new(shape: impl Into<Vec<usize>>, dtype: DType, data: Vec<f64>) -> Result<Self, ShapeMismatch> {
         let shape = shape.into();
-        assert_eq!(shape.iter().product::<usize>(), data.len(), "array data does not match shape {shape:?}");
+        let expected = shape.iter().product::<usize>();
+        if expected != data.len() {
+            return Err(ShapeMismatch { shape, expected, got: data.len() });
+        }
+        Ok(Self::from_parts(shape, dtype, data))
+    }
+    /// The kernels' constructor: their loops size `data` from `shape`.
+    pub(crate) fn from_parts(shape: Vec<usize>, dtype: DType, data: Vec<f64>) -> Self {
+        debug_assert_eq!(shape.iter().product::<usize>(), data.len(), "a kernel sized its output wrongly");
         let mut a = Array { shape, dtype, data };
         a.round();
         a
@@ -27,7 +45,7 @@ impl Array {
         Array { shape, dtype, data: vec![0.0; n] }
     }
     pub fn scalar(value: f64, dtype: DType) -> Self {
-        Array::new(Vec::new(), dtype, vec![value])
+        Self::from_parts(Vec::new(), dtype, vec![value])
     }
     pub fn len(&self) -> usize {
         self.data.len()
@@ -39,8 +57,8 @@ impl Array {
         self.shape.len()
     }
     /// The only element of a one-element array.
-    pub fn item(&self) -> f64 {
-        self.data[0]
+    pub fn item(&self) -> Option<f64> {
+        (self.data.len() == 1).then(|| self.data[0])
     }
 
     /// Rounds every element to what `dtype` can hold.
@@ -130,9 +148,11 @@ mod tests {
         assert_eq!(round_f16(1.0 + 1.0 / 2048.0), 1.0, "ties to even");
         assert_eq!(round_f16(65520.0), f64::INFINITY);
         assert_eq!(round_f16(3.0e-8), 2.0f64.powi(-24) * (3.0e-8f64 / 2.0f64.powi(-24)).round());
-        let a = Array::new([2], DType::F32, vec![0.1, 1.0 / 3.0]);
+        let a = Array::new([2], DType::F32, vec![0.1, 1.0 / 3.0]).unwrap();
         assert_eq!(a.data, vec![0.1f32 as f64, (1.0f32 / 3.0) as f64]);
-        assert_eq!(Array::new([2], DType::I32, vec![2.7, -2.7]).data, vec![2.0, -2.0]);
+        assert_eq!(Array::new([2], DType::I32, vec![2.7, -2.7]).unwrap().data, vec![2.0, -2.0]);
+        let err = Array::new([2, 3], DType::F32, vec![0.0; 5]).unwrap_err();
+        assert_eq!(err.to_string(), "array data has 5 elements but shape [2, 3] holds 6");
     }
 
     #[test]

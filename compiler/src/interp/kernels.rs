@@ -35,7 +35,7 @@ pub fn map_n(inputs: &[&Array], dtype: DType, f: impl Fn(&[f64]) -> f64) -> Arra
         }
         data.push(f(&args));
     }
-    Array::new(shape, dtype, data)
+    Array::from_parts(shape, dtype, data)
 }
 
 pub fn gelu(x: f64, tanh_form: bool) -> f64 {
@@ -88,7 +88,7 @@ pub fn matmul(a: &Array, b: &Array, ta: bool, tb: bool, dtype: DType) -> Array {
     }
     let mut shape = a.shape[..r - 2].to_vec();
     shape.extend([m, n]);
-    Array::new(shape, dtype, data)
+    Array::from_parts(shape, dtype, data)
 }
 
 /// `x W^T + b` over the last dimension of `x`.
@@ -106,8 +106,10 @@ pub fn linear(x: &Array, w: &Array, b: Option<&Array>) -> Array {
         }
     }
     let mut shape = x.shape.clone();
-    *shape.last_mut().unwrap() = out;
-    Array::new(shape, x.dtype, data)
+    if let Some(last) = shape.last_mut() {
+        *last = out;
+    }
+    Array::from_parts(shape, x.dtype, data)
 }
 
 /// Reduces over `axes` with `init` and `f`, then `finish(acc, count)`.
@@ -131,9 +133,12 @@ pub fn reduce(
         acc[o] = f(acc[o], x.data[i]);
     }
     let data = acc.into_iter().map(|a| finish(a, count)).collect();
-    let shape =
-        if keepdim { kept } else { x.shape.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).collect() };
-    Array::new(shape, x.dtype, data)
+    let shape = if keepdim {
+        kept
+    } else {
+        x.shape.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &n)| n).collect()
+    };
+    Array::from_parts(shape, x.dtype, data)
 }
 
 /// Calls `f` with the flat indices of every line along `axis`.
@@ -170,7 +175,7 @@ pub fn argmax(x: &Array, axis: usize, keepdim: bool) -> Array {
     } else {
         shape.remove(axis);
     }
-    Array::new(shape, DType::I64, data)
+    Array::from_parts(shape, DType::I64, data)
 }
 
 pub fn softmax(x: &Array, axis: usize, log: bool) -> Array {
@@ -182,7 +187,7 @@ pub fn softmax(x: &Array, axis: usize, log: bool) -> Array {
             data[p] = if log { x.data[p] - m - sum.ln() } else { (x.data[p] - m).exp() / sum };
         }
     });
-    Array::new(x.shape.clone(), x.dtype, data)
+    Array::from_parts(x.shape.clone(), x.dtype, data)
 }
 
 /// layer_norm (`center`) or rms_norm over the trailing `dims` dimensions.
@@ -198,14 +203,20 @@ pub fn normalize(x: &Array, w: Option<&Array>, b: Option<&Array>, dims: usize, e
             *o = (v - mean) * inv * w.map_or(1.0, |w| w.data[k]) + b.map_or(0.0, |b| b.data[k]);
         }
     }
-    Array::new(x.shape.clone(), x.dtype, data)
+    Array::from_parts(x.shape.clone(), x.dtype, data)
 }
 
-pub fn cross_entropy(logits: &Array, labels: &Array, sum: bool, ignore: Option<i64>) -> KResult<Array> {
-    let c = *logits.shape.last().unwrap();
-    let mut total = 0.0;
-    let mut count = 0usize;
-    for (row, &label) in logits.data.chunks(c.max(1)).zip(&labels.data) {
+/// The rows of `logits` (class axis last) with their label's class, the
+/// positions labelled `ignore` left out; a label outside the classes is an
+/// error.
+fn labelled_rows<'a>(
+    logits: &'a Array,
+    labels: &Array,
+    ignore: Option<i64>,
+) -> KResult<Vec<(usize, &'a [f64], usize)>> {
+    let c = logits.shape.last().copied().unwrap_or(1).max(1);
+    let mut rows = Vec::new();
+    for (i, (row, &label)) in logits.data.chunks(c).zip(&labels.data).enumerate() {
         let label = label as i64;
         if Some(label) == ignore {
             continue;
@@ -213,39 +224,51 @@ pub fn cross_entropy(logits: &Array, labels: &Array, sum: bool, ignore: Option<i
         if label < 0 || label as usize >= c {
             return Err(format!("label {label} is outside [0, {c})"));
         }
-        let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let lse = m + row.iter().map(|v| (v - m).exp()).sum::<f64>().ln();
-        total += lse - row[label as usize];
-        count += 1;
+        rows.push((i, row, label as usize));
     }
+    Ok(rows)
+}
+
+/// `(max, sum of exp(v - max))` of a row, for a stable softmax.
+fn softmax_parts(row: &[f64]) -> (f64, f64) {
+    let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (m, row.iter().map(|v| (v - m).exp()).sum())
+}
+
+pub fn cross_entropy(logits: &Array, labels: &Array, sum: bool, ignore: Option<i64>) -> KResult<Array> {
+    let rows = labelled_rows(logits, labels, ignore)?;
+    let total: f64 = rows
+        .iter()
+        .map(|(_, row, label)| {
+            let (m, z) = softmax_parts(row);
+            m + z.ln() - row[*label]
+        })
+        .sum();
     // A mean over no counted position is NaN, as in PyTorch.
-    let value = if sum { total } else { total / count as f64 };
+    let value = if sum { total } else { total / rows.len() as f64 };
     Ok(Array::scalar(value, logits.dtype))
 }
 
 /// d logits of a cross-entropy: (softmax - onehot) * g, / count under
 /// mean, zero on ignored positions.
-pub fn cross_entropy_backward(logits: &Array, labels: &Array, g: f64, sum: bool, ignore: Option<i64>) -> KResult<Array> {
-    let c = *logits.shape.last().unwrap();
-    let counted = labels.data.iter().filter(|&&l| Some(l as i64) != ignore).count();
-    let scale = if sum { g } else { g / counted as f64 };
+pub fn cross_entropy_backward(
+    logits: &Array,
+    labels: &Array,
+    g: f64,
+    sum: bool,
+    ignore: Option<i64>,
+) -> KResult<Array> {
+    let rows = labelled_rows(logits, labels, ignore)?;
+    let scale = if sum { g } else { g / rows.len() as f64 };
     let mut data = vec![0.0; logits.len()];
-    for ((row, out), &label) in logits.data.chunks(c.max(1)).zip(data.chunks_mut(c.max(1))).zip(&labels.data) {
-        let label = label as i64;
-        if Some(label) == ignore {
-            continue;
-        }
-        if label < 0 || label as usize >= c {
-            return Err(format!("label {label} is outside [0, {c})"));
-        }
-        let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let z: f64 = row.iter().map(|v| (v - m).exp()).sum();
-        for (k, (o, v)) in out.iter_mut().zip(row).enumerate() {
+    for (i, row, label) in rows {
+        let (m, z) = softmax_parts(row);
+        for (k, v) in row.iter().enumerate() {
             let p = (v - m).exp() / z;
-            *o = (p - if k as i64 == label { 1.0 } else { 0.0 }) * scale;
+            data[i * row.len() + k] = (p - if k == label { 1.0 } else { 0.0 }) * scale;
         }
     }
-    Ok(Array::new(logits.shape.clone(), logits.dtype, data))
+    Ok(Array::from_parts(logits.shape.clone(), logits.dtype, data))
 }
 
 pub fn permute(x: &Array, perm: &[usize]) -> Array {
@@ -258,7 +281,7 @@ pub fn permute(x: &Array, perm: &[usize]) -> Array {
             x.data[idx.iter().zip(perm).map(|(&v, &p)| v * in_strides[p]).sum::<usize>()]
         })
         .collect();
-    Array::new(shape, x.dtype, data)
+    Array::from_parts(shape, x.dtype, data)
 }
 
 pub fn concat(inputs: &[&Array], axis: usize) -> Array {
@@ -272,7 +295,7 @@ pub fn concat(inputs: &[&Array], axis: usize) -> Array {
             data.extend_from_slice(&a.data[o * chunk..(o + 1) * chunk]);
         }
     }
-    Array::new(shape, inputs[0].dtype, data)
+    Array::from_parts(shape, inputs[0].dtype, data)
 }
 
 pub fn slice(x: &Array, start: &[usize], limit: &[usize], step: &[usize]) -> Array {
@@ -285,7 +308,7 @@ pub fn slice(x: &Array, start: &[usize], limit: &[usize], step: &[usize]) -> Arr
             x.data[(0..x.rank()).map(|d| (start[d] + idx[d] * step[d]) * in_strides[d]).sum::<usize>()]
         })
         .collect();
-    Array::new(shape, x.dtype, data)
+    Array::from_parts(shape, x.dtype, data)
 }
 
 pub fn gather(x: &Array, indices: &Array, axis: usize) -> KResult<Array> {
@@ -306,7 +329,7 @@ pub fn gather(x: &Array, indices: &Array, axis: usize) -> KResult<Array> {
     let mut shape = x.shape[..axis].to_vec();
     shape.extend(&indices.shape);
     shape.extend(&x.shape[axis + 1..]);
-    Ok(Array::new(shape, x.dtype, data))
+    Ok(Array::from_parts(shape, x.dtype, data))
 }
 
 /// Geometry of a 2-D sliding window over an image batch in either layout.
@@ -333,7 +356,12 @@ impl Window {
         if self.nhwc { vec![n, h, w, c] } else { vec![n, c, h, w] }
     }
     /// Input position of output (oh, ow) and kernel tap (kh, kw), if inside.
-    fn tap(&self, (oh, ow): (usize, usize), (kh, kw): (usize, usize), (h, w): (usize, usize)) -> Option<(usize, usize)> {
+    fn tap(
+        &self,
+        (oh, ow): (usize, usize),
+        (kh, kw): (usize, usize),
+        (h, w): (usize, usize),
+    ) -> Option<(usize, usize)> {
         let y = (oh * self.stride[0] + kh * self.dilation[0]).checked_sub(self.padding[0])?;
         let x = (ow * self.stride[1] + kw * self.dilation[1]).checked_sub(self.padding[1])?;
         (y < h && x < w).then_some((y, x))
@@ -370,7 +398,7 @@ pub fn conv2d(x: &Array, wt: &Array, b: Option<&Array>, win: &Window, groups: us
             }
         }
     }
-    Array::new(win.shape(od), x.dtype, data)
+    Array::from_parts(win.shape(od), x.dtype, data)
 }
 
 /// The gradients of conv2d with respect to its input (`dx`, shaped like
@@ -419,7 +447,7 @@ pub fn conv2d_backward(
             }
         }
     }
-    (Array::new(x_shape, dy.dtype, dx), Array::new(w_shape, dy.dtype, dw))
+    (Array::from_parts(x_shape.to_vec(), dy.dtype, dx), Array::from_parts(w_shape.to_vec(), dy.dtype, dw))
 }
 
 /// The gradient of max_pool2d (to each window's first maximum) or
@@ -458,7 +486,7 @@ pub fn pool2d_backward(dy: &Array, x: &Array, win: &Window, max: bool) -> Array 
             }
         }
     }
-    Array::new(x.shape.clone(), dy.dtype, dx)
+    Array::from_parts(x.shape.clone(), dy.dtype, dx)
 }
 
 /// max_pool2d (`max`) or avg_pool2d with padded zeros counted.
@@ -487,7 +515,7 @@ pub fn pool2d(x: &Array, win: &Window, max: bool) -> Array {
             }
         }
     }
-    Array::new(win.shape(od), x.dtype, data)
+    Array::from_parts(win.shape(od), x.dtype, data)
 }
 
 pub fn attention(q: &Array, k: &Array, v: &Array, causal: bool, scale: Option<f64>) -> Array {
@@ -518,7 +546,7 @@ pub fn attention(q: &Array, k: &Array, v: &Array, causal: bool, scale: Option<f6
     }
     let mut shape = q.shape.clone();
     shape[r - 1] = dv;
-    Array::new(shape, q.dtype, data)
+    Array::from_parts(shape, q.dtype, data)
 }
 
 /// `hl.dropout`'s mask, exactly as its description defines it.
@@ -530,5 +558,5 @@ pub fn dropout(x: &Array, seed: u64, offset: u64, p: f64, stream: u64) -> Array 
         let u = aicf_runtime::rng::unit_f32(words[i % 4]) as f64;
         data.push(if u >= p { v * scale } else { 0.0 });
     }
-    Array::new(x.shape.clone(), x.dtype, data)
+    Array::from_parts(x.shape.clone(), x.dtype, data)
 }

@@ -13,7 +13,11 @@ mod kernels;
 
 pub use array::Array;
 
-use crate::{context::describe_location, ffi, nn::DType};
+use crate::{
+    context::describe_location,
+    ir::{self, has as unit, op_name, string_attr},
+    nn::DType,
+};
 use kernels::Window;
 use melior::ir::{Location, Module};
 use mlir_sys::*;
@@ -66,7 +70,11 @@ impl<'m, 'c> Interpreter<'m, 'c> {
             }
             op = unsafe { mlirOperationGetNextInBlock(op) };
         }
-        Err(InterpError { location: "<module>".into(), op: "func.call".into(), message: format!("no function @{name}") })
+        Err(InterpError {
+            location: "<module>".into(),
+            op: "func.call".into(),
+            message: format!("no function @{name}"),
+        })
     }
 
     fn call(&self, func: MlirOperation, args: &[Array]) -> Result<Vec<Array>> {
@@ -82,10 +90,7 @@ impl<'m, 'c> Interpreter<'m, 'c> {
             let v = unsafe { mlirBlockGetArgument(block, i as isize) };
             let (shape, dtype) = type_of(v).map_err(&fail)?;
             if a.shape != shape || a.dtype != dtype {
-                return Err(fail(format!(
-                    "argument {i} must be {shape:?} {dtype:?}, got {:?} {:?}",
-                    a.shape, a.dtype
-                )));
+                return Err(fail(format!("argument {i} must be {shape:?} {dtype:?}, got {:?} {:?}", a.shape, a.dtype)));
             }
             env.insert(v.ptr as usize, a.clone());
         }
@@ -138,7 +143,10 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let p = flat_symbol(op, "name")?;
                 let v = self.params.get(&p).ok_or_else(|| format!("parameter @{p} has no value bound"))?;
                 if v.shape != shape || v.dtype != dtype {
-                    return Err(format!("parameter @{p} is bound to {:?} {:?}, the IR reads {shape:?} {dtype:?}", v.shape, v.dtype));
+                    return Err(format!(
+                        "parameter @{p} is bound to {:?} {:?}, the IR reads {shape:?} {dtype:?}",
+                        v.shape, v.dtype
+                    ));
                 }
                 v.clone()
             }
@@ -186,7 +194,7 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let tanh_form = int_attr(op, "approximate").unwrap_or(0) == 1;
                 map1(&move |v| kernels::gelu(v, tanh_form))
             }
-            "hl.cast" => Array::new(shape.clone(), dtype, x[0].data.clone()),
+            "hl.cast" => Array::from_parts(shape.clone(), dtype, x[0].data.clone()),
             "hl.matmul" => kernels::matmul(x[0], x[1], unit(op, "transpose_lhs"), unit(op, "transpose_rhs"), dtype),
             "hl.linear" => kernels::linear(x[0], x[1], x.get(2).copied()),
             "hl.gemm" => {
@@ -201,7 +209,7 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let (bias, mask, residual) = (take(seg[2]), take(seg[3]), take(seg[4]));
                 let (tl, tr) = (unit(op, "transpose_lhs"), unit(op, "transpose_rhs"));
                 let mut y = if x[1].rank() == 2 && x[0].rank() > 2 {
-                    let k = *x[0].shape.last().unwrap();
+                    let k = x[0].shape.last().copied().unwrap_or(1);
                     let rows = x[0].len() / k.max(1);
                     let flat = Array { shape: vec![rows, k], ..x[0].clone() };
                     let mut y = kernels::matmul(&flat, x[1], false, tr, dtype);
@@ -216,7 +224,13 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 for (i, v) in y.data.iter_mut().enumerate() {
                     let mut t = alpha * *v + bias.map_or(0.0, |b| b.data[i % n.max(1)]);
                     t = match act {
-                        1 => if t > 0.0 || t.is_nan() { t } else { 0.0 },
+                        1 => {
+                            if t > 0.0 || t.is_nan() {
+                                t
+                            } else {
+                                0.0
+                            }
+                        }
                         2 => kernels::gelu(t, false),
                         3 => kernels::gelu(t, true),
                         4 => t * kernels::sigmoid(t),
@@ -262,13 +276,13 @@ impl<'m, 'c> Interpreter<'m, 'c> {
             }
             "hl.cross_entropy_backward" => {
                 let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
-                kernels::cross_entropy_backward(x[0], x[1], x[2].item(), sum, int_attr(op, "ignore_index").ok())?
+                kernels::cross_entropy_backward(x[0], x[1], scalar(x[2])?, sum, int_attr(op, "ignore_index").ok())?
             }
             "hl.softmax_cross_entropy" => {
                 let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
                 let ignore = int_attr(op, "ignore_index").ok();
                 let loss = kernels::cross_entropy(x[0], x[1], sum, ignore)?;
-                let grad = kernels::cross_entropy_backward(x[0], x[1], x[2].item(), sum, ignore)?;
+                let grad = kernels::cross_entropy_backward(x[0], x[1], scalar(x[2])?, sum, ignore)?;
                 return Ok(vec![loss, grad]);
             }
             "hl.mse_loss" => {
@@ -276,7 +290,7 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let total: f64 = x[0].data.iter().zip(&x[1].data).map(|(a, b)| (a - b) * (a - b)).sum();
                 Array::scalar(if sum { total } else { total / x[0].len() as f64 }, dtype)
             }
-            "hl.reshape" => Array::new(shape.clone(), dtype, x[0].data.clone()),
+            "hl.reshape" => Array::from_parts(shape.clone(), dtype, x[0].data.clone()),
             "hl.transpose" => kernels::permute(x[0], &axes("permutation")?),
             "hl.broadcast_to" => {
                 let target = Array::zeros(shape.clone(), dtype);
@@ -292,7 +306,8 @@ impl<'m, 'c> Interpreter<'m, 'c> {
             }
             "hl.conv2d_backward_input" | "hl.conv2d_backward_weight" => {
                 let input = name == "hl.conv2d_backward_input";
-                let (x_shape, w_shape) = if input { (shape.clone(), x[1].shape.clone()) } else { (x[1].shape.clone(), shape.clone()) };
+                let (x_shape, w_shape) =
+                    if input { (shape.clone(), x[1].shape.clone()) } else { (x[1].shape.clone(), shape.clone()) };
                 let win = window([w_shape[2], w_shape[3]], pair(&axes("dilation")?))?;
                 let groups = int_attr(op, "groups")? as usize;
                 let (wt, xv) = if input { (Some(x[1]), None) } else { (None, Some(x[1])) };
@@ -311,7 +326,7 @@ impl<'m, 'c> Interpreter<'m, 'c> {
             "hl.dropout" => {
                 let p = float_attr(op, "p")?;
                 let stream = int_attr(op, "stream")? as u64;
-                kernels::dropout(x[0], x[1].item() as i64 as u64, x[2].item() as i64 as u64, p, stream)
+                kernels::dropout(x[0], scalar(x[1])? as i64 as u64, scalar(x[2])? as i64 as u64, p, stream)
             }
             "hl.fused_elementwise" => fused_elementwise(op, x, &shape, dtype)?,
             "func.call" => {
@@ -334,63 +349,69 @@ fn fused_elementwise(op: MlirOperation, x: &[&Array], shape: &[usize], dtype: DT
     if unsafe { mlirOperationGetNumResults(op) } != 1 {
         return Err("only single-result fused elementwise ops are interpreted".into());
     }
-    let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
-    let mut body = Vec::new();
-    let mut o = unsafe { mlirBlockGetFirstOperation(block) };
-    while !o.ptr.is_null() {
-        body.push(o);
-        o = unsafe { mlirOperationGetNextInBlock(o) };
+    // Read the body once: every value gets a slot; constants are evaluated
+    // here, the other ops once per element below.
+    struct Step {
+        op: MlirOperation,
+        name: String,
+        args: Vec<usize>,
+        result: usize,
+        dtype: DType,
     }
-    let args: Vec<usize> =
-        (0..unsafe { mlirBlockGetNumArguments(block) }).map(|i| unsafe { mlirBlockGetArgument(block, i) }.ptr as usize).collect();
+    let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
+    let mut slot_of: HashMap<usize, usize> = HashMap::new();
+    let mut slots: Vec<f64> = Vec::new();
+    let mut slot = |v: MlirValue, slots: &mut Vec<f64>| {
+        *slot_of.entry(ir::key(v)).or_insert_with(|| {
+            slots.push(0.0);
+            slots.len() - 1
+        })
+    };
+    let nargs = unsafe { mlirBlockGetNumArguments(block) } as usize;
+    for i in 0..nargs {
+        slot(unsafe { mlirBlockGetArgument(block, i as isize) }, &mut slots);
+    }
+    let mut steps = Vec::new();
+    let mut yielded = None;
+    for o in ir::ops_of(block) {
+        let name = op_name(o);
+        let args: Vec<usize> = ir::operands(o).into_iter().map(|v| slot(v, &mut slots)).collect();
+        if name == "hl.yield" {
+            yielded = args.first().copied();
+            break;
+        }
+        let r = unsafe { mlirOperationGetResult(o, 0) };
+        let (result, rt) = (slot(r, &mut slots), scalar_dtype(unsafe { mlirValueGetType(r) }));
+        if name == "arith.constant" {
+            slots[result] = array::round_scalar(eval_scalar(o, &name, &[], rt)?, rt);
+        } else {
+            steps.push(Step { op: o, name, args, result, dtype: rt });
+        }
+    }
+    let yielded = yielded.ok_or("the fused body yields nothing")?;
     let strides: Vec<Vec<usize>> = x.iter().map(|a| array::strides(&a.shape)).collect();
     let n: usize = shape.iter().product();
     let mut idx = vec![0; shape.len()];
-    let mut env: HashMap<usize, f64> = HashMap::new();
+    let mut vals = Vec::new();
     let mut data = Vec::with_capacity(n);
     for i in 0..n {
         array::unravel(i, shape, &mut idx);
         for (k, a) in x.iter().enumerate() {
-            env.insert(args[k], a.data[array::broadcast_index(&idx, &a.shape, &strides[k])]);
+            slots[k] = a.data[array::broadcast_index(&idx, &a.shape, &strides[k])];
         }
-        let mut out = f64::NAN;
-        for &o in &body {
-            let name = op_name(o);
-            let vals: Vec<f64> = (0..unsafe { mlirOperationGetNumOperands(o) })
-                .map(|j| env[&(unsafe { mlirOperationGetOperand(o, j) }.ptr as usize)])
-                .collect();
-            if name == "hl.yield" {
-                out = vals[0];
-                break;
-            }
-            let r = unsafe { mlirOperationGetResult(o, 0) };
-            let rt = scalar_dtype(unsafe { mlirValueGetType(r) });
-            let v = eval_scalar(o, &name, &vals, rt)?;
-            env.insert(r.ptr as usize, array::round_scalar(v, rt));
+        for step in &steps {
+            vals.clear();
+            vals.extend(step.args.iter().map(|&a| slots[a]));
+            let v = eval_scalar(step.op, &step.name, &vals, step.dtype)?;
+            slots[step.result] = array::round_scalar(v, step.dtype);
         }
-        data.push(out);
+        data.push(slots[yielded]);
     }
-    Ok(Array::new(shape.to_vec(), dtype, data))
+    Ok(Array::from_parts(shape.to_vec(), dtype, data))
 }
 
 fn scalar_dtype(t: MlirType) -> DType {
-    unsafe {
-        if mlirTypeIsAF32(t) {
-            DType::F32
-        } else if mlirTypeIsAF64(t) {
-            DType::F64
-        } else if mlirTypeIsAF16(t) {
-            DType::F16
-        } else if mlirTypeIsABF16(t) {
-            DType::BF16
-        } else {
-            match mlirIntegerTypeGetWidth(t) {
-                1 => DType::I1,
-                32 => DType::I32,
-                _ => DType::I64,
-            }
-        }
-    }
+    ir::element_dtype(t).unwrap_or(DType::I1)
 }
 
 /// One scalar `arith` / `math` op of a fused body.
@@ -482,61 +503,38 @@ fn error(op: MlirOperation, message: String) -> InterpError {
     InterpError { location, op: op_name(op), message }
 }
 
-fn op_name(op: MlirOperation) -> String {
-    unsafe { ffi::to_string(mlirIdentifierStr(mlirOperationGetName(op))) }
+/// The value of a one-element operand (verified IR gives one).
+fn scalar(a: &Array) -> Result<f64, String> {
+    a.item().ok_or_else(|| format!("expected a one-element operand, got shape {:?}", a.shape))
+}
+
+fn missing(key: &str) -> String {
+    format!("missing or mistyped attribute '{key}'")
 }
 
 fn attr(op: MlirOperation, key: &str) -> Result<MlirAttribute, String> {
-    let a = unsafe { mlirOperationGetAttributeByName(op, ffi::string_ref(key)) };
-    if a.ptr.is_null() { Err(format!("missing attribute '{key}'")) } else { Ok(a) }
-}
-
-fn unit(op: MlirOperation, key: &str) -> bool {
-    attr(op, key).is_ok()
+    let a = ir::attr(op, key);
+    if a.ptr.is_null() { Err(missing(key)) } else { Ok(a) }
 }
 
 fn int_attr(op: MlirOperation, key: &str) -> Result<i64, String> {
-    let a = attr(op, key)?;
-    if !unsafe { mlirAttributeIsAInteger(a) } {
-        return Err(format!("attribute '{key}' is not an integer"));
-    }
-    Ok(unsafe { mlirIntegerAttrGetValueInt(a) })
+    ir::int_attr(op, key).ok_or_else(|| missing(key))
 }
 
 fn float_attr(op: MlirOperation, key: &str) -> Result<f64, String> {
-    let a = attr(op, key)?;
-    if !unsafe { mlirAttributeIsAFloat(a) } {
-        return Err(format!("attribute '{key}' is not a float"));
-    }
-    Ok(unsafe { mlirFloatAttrGetValueDouble(a) })
+    ir::float_attr(op, key).ok_or_else(|| missing(key))
 }
 
 fn i64_array(op: MlirOperation, key: &str) -> Result<Vec<i64>, String> {
-    let a = attr(op, key)?;
-    if !unsafe { mlirAttributeIsADenseI64Array(a) } {
-        return Err(format!("attribute '{key}' is not an i64 array"));
-    }
-    Ok((0..unsafe { mlirDenseArrayGetNumElements(a) }).map(|i| unsafe { mlirDenseI64ArrayGetElement(a, i) }).collect())
+    ir::i64_array(op, key).ok_or_else(|| missing(key))
 }
 
 fn i32_array(op: MlirOperation, key: &str) -> Result<Vec<i64>, String> {
-    let a = attr(op, key)?;
-    if !unsafe { mlirAttributeIsADenseI32Array(a) } {
-        return Err(format!("attribute '{key}' is not an i32 array"));
-    }
-    Ok((0..unsafe { mlirDenseArrayGetNumElements(a) })
-        .map(|i| unsafe { mlirDenseI32ArrayGetElement(a, i) } as i64)
-        .collect())
-}
-
-fn string_attr(op: MlirOperation, key: &str) -> Option<String> {
-    let a = attr(op, key).ok()?;
-    unsafe { mlirAttributeIsAString(a) }.then(|| unsafe { ffi::to_string(mlirStringAttrGetValue(a)) })
+    ir::i32_array(op, key).ok_or_else(|| missing(key))
 }
 
 fn flat_symbol(op: MlirOperation, key: &str) -> Result<String, String> {
-    let a = attr(op, key)?;
-    Ok(unsafe { ffi::to_string(mlirFlatSymbolRefAttrGetValue(a)) })
+    ir::flat_symbol(op, key).ok_or_else(|| missing(key))
 }
 
 fn type_of(v: MlirValue) -> Result<(Vec<usize>, DType), String> {
@@ -569,5 +567,5 @@ fn constant(op: MlirOperation, shape: Vec<usize>, dtype: DType) -> Result<Array,
         return Err("constants of f16/bf16 are not supported by the reference interpreter".into());
     }
     let data = if splat { vec![get(0); n] } else { (0..n as isize).map(get).collect() };
-    Ok(Array::new(shape, dtype, data))
+    Ok(Array::from_parts(shape, dtype, data))
 }

@@ -508,25 +508,8 @@ pub(crate) fn spec_of(ty: MlirType) -> Result<TensorSpec> {
             }
             shape.push(size as usize);
         }
-        let e = mlirShapedTypeGetElementType(ty);
-        let dtype = if mlirTypeIsAF32(e) {
-            DType::F32
-        } else if mlirTypeIsAF16(e) {
-            DType::F16
-        } else if mlirTypeIsABF16(e) {
-            DType::BF16
-        } else if mlirTypeIsAF64(e) {
-            DType::F64
-        } else if mlirTypeIsAInteger(e) {
-            match mlirIntegerTypeGetWidth(e) {
-                1 => DType::I1,
-                32 => DType::I32,
-                64 => DType::I64,
-                w => return Err(NnError::Internal(format!("unsupported integer width {w}"))),
-            }
-        } else {
-            return Err(NnError::Internal("unsupported element type".into()));
-        };
+        let dtype = ir::element_dtype(ty)
+            .ok_or_else(|| NnError::Internal(format!("unsupported element type in {}", ir::type_text(ty))))?;
         Ok(TensorSpec { shape, dtype })
     }
 }

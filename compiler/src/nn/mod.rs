@@ -31,10 +31,10 @@ pub use layers::*;
 pub use ops::{Compare, Conv2dOptions, GeluApproximation, Layout, Pool2dOptions, Reduction};
 
 use crate::CompilerContext;
-pub(crate) use graph::spec_of as spec_of_type;
-pub(crate) use ops::float_literal;
 use graph::GraphState;
+pub(crate) use graph::spec_of as spec_of_type;
 use melior::ir::Module as MlirModule;
+pub(crate) use ops::float_literal;
 use std::{cell::Cell, cell::RefCell, collections::HashMap, fmt, rc::Rc};
 
 /// Element types of `hl` tensors.

@@ -23,8 +23,10 @@
 
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
-    ffi,
-    ir::{self, OpSpec},
+    ir::{
+        self, OpSpec, attr_text, flat_symbol, float_attr, has, i32_array, i64_array, i64_array_text, int_attr, key,
+        op_loc, op_name, ops_of, spec, string_attr,
+    },
     nn::{DType, TensorSpec, spec_of_type},
 };
 use melior::ir::{Location, OperationRef, operation::OperationLike};
@@ -56,12 +58,12 @@ pub fn differentiate(module: MlirOperation, function: &str, wrt_inputs: bool) ->
     for op in ops_of(body) {
         match op_name(op).as_str() {
             "hl.param" => {
-                let name = string_attr(op, "sym_name");
-                let ty = unsafe { mlirTypeAttrGetValue(mlirOperationGetAttributeByName(op, ffi::string_ref("type"))) };
+                let name = string_attr(op, "sym_name").unwrap_or_default();
+                let ty = unsafe { mlirTypeAttrGetValue(ir::attr(op, "type")) };
                 params.push((name, spec_of_type(ty).map_err(|e| (module_loc, e.to_string()))?));
             }
-            "func.func" if string_attr(op, "sym_name") == function => forward = Some(op),
-            "func.func" if string_attr(op, "sym_name") == format!("{function}_grad") => {
+            "func.func" if string_attr(op, "sym_name").unwrap_or_default() == function => forward = Some(op),
+            "func.func" if string_attr(op, "sym_name").unwrap_or_default() == format!("{function}_grad") => {
                 return Err((unsafe { mlirOperationGetLocation(op) }, format!("@{function}_grad already exists")));
             }
             _ => {}
@@ -87,20 +89,8 @@ pub fn differentiate(module: MlirOperation, function: &str, wrt_inputs: bool) ->
             return Err(e);
         }
     };
-    let e = Emitter { ctx, block, loc: fwd_loc };
-    e.append(&OpSpec { operands: &outputs, results: Some(&[]), verify: false, ..OpSpec::new("func.return") })
-        .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
-    let arg_text: Vec<String> = arg_types.iter().map(|&t| type_text(t)).collect();
-    let out_text: Vec<String> = outputs.iter().map(|&v| type_text(unsafe { mlirValueGetType(v) })).collect();
-    let attrs = [
-        ("sym_name", format!("\"{function}_grad\"")),
-        ("function_type", format!("({}) -> ({})", arg_text.join(", "), out_text.join(", "))),
-    ];
-    let spec = OpSpec { attributes: &attrs, results: Some(&[]), regions: &[region], verify: false, ..OpSpec::new("func.func") };
-    let func = ir::create_op(ctx, fwd_loc, &spec).map_err(|e| {
-        unsafe { mlirRegionDestroy(region) };
-        (fwd_loc, format!("cannot create @{function}_grad: {e:?}"))
-    })?;
+    let func = ir::create_function(ctx, fwd_loc, &format!("{function}_grad"), region, &outputs, &[])
+        .map_err(|e| (fwd_loc, format!("cannot create @{function}_grad: {e:?}")))?;
     unsafe { mlirBlockInsertOwnedOperationAfter(body, forward, func) };
     Ok(())
 }
@@ -139,7 +129,10 @@ fn build_gradient(
             .ok_or_else(|| (op_loc(op), "an operand is defined outside the function body".to_string()))?;
         if op_name(op) == "func.return" {
             if operands.len() != 1 {
-                return Err((op_loc(op), format!("the function must return one scalar loss, it returns {}", operands.len())));
+                return Err((
+                    op_loc(op),
+                    format!("the function must return one scalar loss, it returns {}", operands.len()),
+                ));
             }
             loss = Some(operands[0]);
             return_loc = op_loc(op);
@@ -222,7 +215,7 @@ fn backprop(
         e.loc = op_loc(op);
         let name = op_name(op);
         if name == "hl.get_param" {
-            let p = flat_symbol(op, "name");
+            let p = flat_symbol(op, "name").unwrap_or_default();
             let total = match param_grads.get(&p) {
                 Some(&prev) => e.binary("hl.add", prev, g)?,
                 None => g,
@@ -230,8 +223,9 @@ fn backprop(
             param_grads.insert(p, total);
             continue;
         }
-        let operands: Vec<MlirValue> =
-            (0..unsafe { mlirOperationGetNumOperands(op) }).map(|i| unsafe { mlirOperationGetOperand(op, i) }).collect();
+        let operands: Vec<MlirValue> = (0..unsafe { mlirOperationGetNumOperands(op) })
+            .map(|i| unsafe { mlirOperationGetOperand(op, i) })
+            .collect();
         let grads = vjp(e, op, &name, &operands, y, g)?;
         for (x, dx) in operands.iter().zip(grads) {
             let Some(dx) = dx else { continue };
@@ -265,7 +259,12 @@ impl Emitter {
         unsafe { mlirBlockAppendOwnedOperation(self.block, op) };
         Ok(op)
     }
-    pub(super) fn op(&self, name: &str, operands: &[MlirValue], attrs: &[(&str, String)]) -> Result<MlirValue, Failure> {
+    pub(super) fn op(
+        &self,
+        name: &str,
+        operands: &[MlirValue],
+        attrs: &[(&str, String)],
+    ) -> Result<MlirValue, Failure> {
         let op = self.append(&OpSpec { operands, attributes: attrs, ..OpSpec::new(name) })?;
         Ok(unsafe { mlirOperationGetResult(op, 0) })
     }
@@ -319,7 +318,7 @@ impl Emitter {
         self.typed("hl.broadcast_to", &[x], &TensorSpec::new(shape, s.dtype))
     }
     pub(super) fn sum(&self, x: MlirValue, axes: &[usize], keepdim: bool) -> Result<MlirValue, Failure> {
-        let mut attrs = vec![("axes", array(axes))];
+        let mut attrs = vec![("axes", i64_array_text(axes))];
         if keepdim {
             attrs.push(("keepdim", "unit".into()));
         }
@@ -331,7 +330,11 @@ impl Emitter {
         let values: Vec<String> = (0..n).map(|i| i.to_string()).collect();
         let attr = format!("dense<[{}]> : {}", values.join(", "), spec.mlir_type());
         let ty = ir::parse_type(self.ctx, &spec.mlir_type()).map_err(|e| (self.loc, format!("{e:?}")))?;
-        let op = self.append(&OpSpec { attributes: &[("value", attr)], results: Some(&[ty]), ..OpSpec::new("hl.constant") })?;
+        let op = self.append(&OpSpec {
+            attributes: &[("value", attr)],
+            results: Some(&[ty]),
+            ..OpSpec::new("hl.constant")
+        })?;
         Ok(unsafe { mlirOperationGetResult(op, 0) })
     }
     /// `iota_of(n)` (i32) shaped to broadcast along dimension `dim` of a
@@ -350,9 +353,8 @@ impl Emitter {
             return Ok(g);
         }
         let lead = gs.shape.len() - target.shape.len();
-        let axes: Vec<usize> = (0..gs.shape.len())
-            .filter(|&i| i < lead || (target.shape[i - lead] == 1 && gs.shape[i] != 1))
-            .collect();
+        let axes: Vec<usize> =
+            (0..gs.shape.len()).filter(|&i| i < lead || (target.shape[i - lead] == 1 && gs.shape[i] != 1)).collect();
         let summed = if axes.is_empty() { g } else { self.sum(g, &axes, true)? };
         self.reshape(summed, &target.shape)
     }
@@ -418,7 +420,7 @@ fn vjp(
             let (out, inp) = (ws.shape[0], ws.shape[1]);
             let rows: usize = xs.shape[..xs.shape.len() - 1].iter().product();
             // dx = g W, as linear(g, W^T)
-            let wt = e.op("hl.transpose", &[x[1]], &[("permutation", array(&[1, 0]))])?;
+            let wt = e.op("hl.transpose", &[x[1]], &[("permutation", i64_array_text(&[1, 0]))])?;
             let dx = e.op("hl.linear", &[g, wt], &[])?;
             // dW = g2^T x2 over the flattened leading dims
             let g2 = e.reshape(g, &[rows, out])?;
@@ -453,7 +455,7 @@ fn vjp(
         }
         "hl.reduce_sum" | "hl.reduce_mean" => {
             let xs = spec(x[0]);
-            let axes = i64_array(op, "axes");
+            let axes = i64_array(op, "axes").unwrap_or_default();
             let kept: Vec<usize> =
                 xs.shape.iter().enumerate().map(|(d, &n)| if axes.contains(&(d as i64)) { 1 } else { n }).collect();
             let mut d = e.broadcast(e.reshape(g, &kept)?, &xs.shape)?;
@@ -465,18 +467,18 @@ fn vjp(
         }
         "hl.reshape" => one(e.reshape(g, &spec(x[0]).shape)?),
         "hl.transpose" => {
-            let perm = i64_array(op, "permutation");
+            let perm = i64_array(op, "permutation").unwrap_or_default();
             let mut inverse = vec![0usize; perm.len()];
             for (i, &p) in perm.iter().enumerate() {
                 inverse[p as usize] = i;
             }
-            one(e.op("hl.transpose", &[g], &[("permutation", array(&inverse))])?)
+            one(e.op("hl.transpose", &[g], &[("permutation", i64_array_text(&inverse))])?)
         }
         "hl.broadcast_to" => one(e.unbroadcast(g, &spec(x[0]))?),
         "hl.cast" if spec(x[0]).dtype.is_float() => one(e.typed("hl.cast", &[g], &spec(x[0]))?),
         "hl.cast" => Ok(vec![None]),
         "hl.softmax" | "hl.log_softmax" => {
-            let axis = int_attr(op, "axis") as usize;
+            let axis = int_attr(op, "axis").unwrap_or(0) as usize;
             let d = if name == "hl.softmax" {
                 // y (g - sum(g y))
                 let gy = e.binary("hl.mul", g, y)?;
@@ -519,12 +521,16 @@ fn vjp(
         }
         "hl.select" => {
             let zero = e.scalar(0.0, g)?;
-            Ok(vec![None, Some(e.op("hl.select", &[x[0], g, zero], &[])?), Some(e.op("hl.select", &[x[0], zero, g], &[])?)])
+            Ok(vec![
+                None,
+                Some(e.op("hl.select", &[x[0], g, zero], &[])?),
+                Some(e.op("hl.select", &[x[0], zero, g], &[])?),
+            ])
         }
         "hl.reduce_max" => {
             // Split evenly among the positions equal to the maximum.
             let xs = spec(x[0]);
-            let axes = i64_array(op, "axes");
+            let axes = i64_array(op, "axes").unwrap_or_default();
             let kept: Vec<usize> =
                 xs.shape.iter().enumerate().map(|(d, &n)| if axes.contains(&(d as i64)) { 1 } else { n }).collect();
             let ymax = e.reshape(y, &kept)?;
@@ -536,7 +542,7 @@ fn vjp(
             one(e.binary("hl.mul", hit, share)?)
         }
         "hl.concat" => {
-            let axis = int_attr(op, "axis") as usize;
+            let axis = int_attr(op, "axis").unwrap_or(0) as usize;
             let gs = spec(g);
             let mut start = 0;
             let mut grads = Vec::new();
@@ -547,7 +553,11 @@ fn vjp(
                 lo[axis] = start;
                 hi[axis] = start + len;
                 let ones = vec![1; gs.shape.len()];
-                let attrs = [("start", array(&lo)), ("limit", array(&hi)), ("strides", array(&ones))];
+                let attrs = [
+                    ("start", i64_array_text(&lo)),
+                    ("limit", i64_array_text(&hi)),
+                    ("strides", i64_array_text(&ones)),
+                ];
                 grads.push(Some(e.op("hl.slice", &[g], &attrs)?));
                 start += len;
             }
@@ -570,10 +580,11 @@ fn vjp(
                 results: Some(&[unsafe { mlirValueGetType(x[1]) }]),
                 ..OpSpec::new("hl.conv2d_backward_weight")
             })?;
-            let mut grads = vec![Some(unsafe { mlirOperationGetResult(dx, 0) }), Some(unsafe { mlirOperationGetResult(dw, 0) })];
+            let mut grads =
+                vec![Some(unsafe { mlirOperationGetResult(dx, 0) }), Some(unsafe { mlirOperationGetResult(dw, 0) })];
             if x.len() > 2 {
                 // db: the sum over batch and space of each channel
-                let channel = if int_attr_or(op, "layout", 0) == 1 { 3 } else { 1 };
+                let channel = if int_attr(op, "layout").unwrap_or(0) == 1 { 3 } else { 1 };
                 let axes: Vec<usize> = (0..4).filter(|&a| a != channel).collect();
                 grads.push(Some(e.sum(g, &axes, false)?));
             }
@@ -599,7 +610,7 @@ fn vjp(
             let e2 = e.unary("hl.exp", e.unary("hl.neg", e.binary("hl.mul", x[0], x[0])?)?)?;
             one(e.binary("hl.mul", g, e.scale(e2, 2.0 / std::f64::consts::PI.sqrt())?)?)
         }
-        "hl.gelu" if int_attr(op, "approximate") != 1 => {
+        "hl.gelu" if int_attr(op, "approximate").unwrap_or(0) != 1 => {
             // d/dx x Phi(x) = Phi(x) + x phi(x), Phi(x) = (1 + erf(x/sqrt2))/2
             let erf = e.unary("hl.erf", e.scale(x[0], std::f64::consts::FRAC_1_SQRT_2)?)?;
             let cdf = e.scale(e.binary("hl.add", e.scalar(1.0, erf)?, erf)?, 0.5)?;
@@ -623,7 +634,7 @@ fn vjp(
         }
         "hl.mse_loss" => {
             let xs = spec(x[0]);
-            let sum = int_attr_or(op, "reduction", 0) == 1;
+            let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
             let factor = if sum { 2.0 } else { 2.0 / xs.num_elements() as f64 };
             let diff = e.binary("hl.sub", x[0], x[1])?;
             let d = e.binary("hl.mul", e.scale(diff, factor)?, g)?;
@@ -638,15 +649,21 @@ fn vjp(
 /// dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) (the
 /// mean(dxhat) term only for layer_norm), dw = sum(g * xhat), db = sum(g)
 /// over the leading dimensions.
-fn norm_vjp(e: &mut Emitter, op: MlirOperation, center: bool, x: &[MlirValue], g: MlirValue) -> Result<Vec<Option<MlirValue>>, Failure> {
+fn norm_vjp(
+    e: &mut Emitter,
+    op: MlirOperation,
+    center: bool,
+    x: &[MlirValue],
+    g: MlirValue,
+) -> Result<Vec<Option<MlirValue>>, Failure> {
     let xs = spec(x[0]);
     let rank = xs.shape.len();
-    let dims = int_attr(op, "dims") as usize;
-    let eps = optional_float_attr(op, "eps").unwrap_or(0.0);
+    let dims = int_attr(op, "dims").unwrap_or(0) as usize;
+    let eps = float_attr(op, "eps").unwrap_or(0.0);
     let norm_axes: Vec<usize> = (rank - dims..rank).collect();
     let lead_axes: Vec<usize> = (0..rank - dims).collect();
     let mean_of = |v: MlirValue| -> Result<MlirValue, Failure> {
-        let mut attrs = vec![("axes", array(&norm_axes))];
+        let mut attrs = vec![("axes", i64_array_text(&norm_axes))];
         attrs.push(("keepdim", "unit".into()));
         e.op("hl.reduce_mean", &[v], &attrs)
     };
@@ -657,7 +674,7 @@ fn norm_vjp(e: &mut Emitter, op: MlirOperation, center: bool, x: &[MlirValue], g
     let xhat = e.binary("hl.mul", centered, rstd)?;
     // Which operands are present: layer_norm has operand segments.
     let (has_w, has_b) = if center {
-        let seg = i32_array(op, "operandSegmentSizes");
+        let seg = i32_array(op, "operandSegmentSizes").unwrap_or_default();
         (seg.get(1).copied().unwrap_or(0) > 0, seg.get(2).copied().unwrap_or(0) > 0)
     } else {
         (x.len() > 1, false)
@@ -685,9 +702,14 @@ fn norm_vjp(e: &mut Emitter, op: MlirOperation, center: bool, x: &[MlirValue], g
 /// S[i, start + i * stride] = 1 (built from two iotas, so its size is not
 /// spelled out in the IR): the axis is moved last, the tensor flattened to
 /// [rest, out], multiplied by S [out, in], and moved back.
-fn slice_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) -> Result<Vec<Option<MlirValue>>, Failure> {
+fn slice_vjp(
+    e: &mut Emitter,
+    op: MlirOperation,
+    x: &[MlirValue],
+    g: MlirValue,
+) -> Result<Vec<Option<MlirValue>>, Failure> {
     let xs = spec(x[0]);
-    let (start, strides) = (i64_array(op, "start"), i64_array(op, "strides"));
+    let (start, strides) = (i64_array(op, "start").unwrap_or_default(), i64_array(op, "strides").unwrap_or_default());
     let rank = xs.shape.len();
     let mut d = g;
     for axis in 0..rank {
@@ -705,11 +727,14 @@ fn slice_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) 
         let select = e.typed("hl.cast", &[hit], &TensorSpec::new([out_n, in_n], xs.dtype))?;
         let mut perm: Vec<usize> = (0..rank).filter(|&a| a != axis).collect();
         perm.push(axis);
-        let moved = if axis + 1 == rank { d } else { e.op("hl.transpose", &[d], &[("permutation", array(&perm))])? };
+        let moved =
+            if axis + 1 == rank { d } else { e.op("hl.transpose", &[d], &[("permutation", i64_array_text(&perm))])? };
         let mut moved_shape = spec(moved).shape;
         let rest: usize = moved_shape[..rank - 1].iter().product();
         let product = e.op("hl.matmul", &[e.reshape(moved, &[rest, out_n])?, select], &[])?;
-        *moved_shape.last_mut().unwrap() = in_n;
+        if let Some(last) = moved_shape.last_mut() {
+            *last = in_n;
+        }
         let placed = e.reshape(product, &moved_shape)?;
         d = if axis + 1 == rank {
             placed
@@ -718,7 +743,7 @@ fn slice_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) 
             for (i, &p) in perm.iter().enumerate() {
                 inverse[p] = i;
             }
-            e.op("hl.transpose", &[placed], &[("permutation", array(&inverse))])?
+            e.op("hl.transpose", &[placed], &[("permutation", i64_array_text(&inverse))])?
         };
     }
     Ok(vec![Some(d)])
@@ -728,13 +753,18 @@ fn slice_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) 
 /// S = q k^T s (+ causal mask), P = softmax(S), O = P v;
 /// dv = P^T dO, dP = dO v^T, dS = P (dP - sum(dP P)), dq = dS k s,
 /// dk = dS^T q s. Masked positions have P = 0, hence dS = 0.
-fn attention_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) -> Result<Vec<Option<MlirValue>>, Failure> {
+fn attention_vjp(
+    e: &mut Emitter,
+    op: MlirOperation,
+    x: &[MlirValue],
+    g: MlirValue,
+) -> Result<Vec<Option<MlirValue>>, Failure> {
     let (q, k, v) = (x[0], x[1], x[2]);
     let qs = spec(q);
     let rank = qs.shape.len();
     let (l, d) = (qs.shape[rank - 2], qs.shape[rank - 1]);
     let s_len = spec(k).shape[rank - 2];
-    let scale = optional_float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt());
+    let scale = float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt());
     let mm = |a: MlirValue, b: MlirValue, ta: bool, tb: bool| -> Result<MlirValue, Failure> {
         let mut attrs = Vec::new();
         if ta {
@@ -767,10 +797,15 @@ fn attention_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirVal
 /// gather along `axis`: the input's gradient is a scatter-add of g, written
 /// as a one-hot matrix product (indices [I...] -> onehot [N_I, n]):
 /// d input (moved to [n, rest]) = onehot^T @ g (reshaped to [N_I, rest]).
-fn gather_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue) -> Result<Vec<Option<MlirValue>>, Failure> {
+fn gather_vjp(
+    e: &mut Emitter,
+    op: MlirOperation,
+    x: &[MlirValue],
+    g: MlirValue,
+) -> Result<Vec<Option<MlirValue>>, Failure> {
     let xs = spec(x[0]);
     let is = spec(x[1]);
-    let axis = int_attr(op, "axis") as usize;
+    let axis = int_attr(op, "axis").unwrap_or(0) as usize;
     let n = xs.shape[axis];
     let count = is.num_elements();
     // Move the gathered axis of g's index dims to the front: g is
@@ -783,7 +818,7 @@ fn gather_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue)
     let gp = if perm.iter().enumerate().all(|(i, &p)| i == p) {
         g
     } else {
-        e.op("hl.transpose", &[g], &[("permutation", array(&perm))])?
+        e.op("hl.transpose", &[g], &[("permutation", i64_array_text(&perm))])?
     };
     let rest: usize = xs.num_elements() / n.max(1);
     let g2 = e.reshape(gp, &[count, rest])?;
@@ -803,112 +838,7 @@ fn gather_vjp(e: &mut Emitter, op: MlirOperation, x: &[MlirValue], g: MlirValue)
         let mut back: Vec<usize> = (1..=axis).collect();
         back.push(0);
         back.extend(axis + 1..xs.shape.len());
-        e.op("hl.transpose", &[dx], &[("permutation", array(&back))])?
+        e.op("hl.transpose", &[dx], &[("permutation", i64_array_text(&back))])?
     };
     Ok(vec![Some(dx), None])
-}
-
-pub(super) fn key(v: MlirValue) -> usize {
-    v.ptr as usize
-}
-
-/// The shape and dtype of a value. A value that is not a ranked tensor of
-/// an hl element type (possible only outside hl) reads as an i1 scalar,
-/// which no rule differentiates.
-pub(super) fn spec(v: MlirValue) -> TensorSpec {
-    spec_of_type(unsafe { mlirValueGetType(v) }).unwrap_or(TensorSpec::new([], DType::I1))
-}
-
-pub(super) fn ops_of(block: MlirBlock) -> Vec<MlirOperation> {
-    let mut out = Vec::new();
-    let mut op = unsafe { mlirBlockGetFirstOperation(block) };
-    while !op.ptr.is_null() {
-        out.push(op);
-        op = unsafe { mlirOperationGetNextInBlock(op) };
-    }
-    out
-}
-
-pub(super) fn op_name(op: MlirOperation) -> String {
-    unsafe { ffi::to_string(mlirIdentifierStr(mlirOperationGetName(op))) }
-}
-
-pub(super) fn op_loc(op: MlirOperation) -> MlirLocation {
-    unsafe { mlirOperationGetLocation(op) }
-}
-
-pub(super) fn attr(op: MlirOperation, key: &str) -> MlirAttribute {
-    unsafe { mlirOperationGetAttributeByName(op, ffi::string_ref(key)) }
-}
-
-fn has(op: MlirOperation, key: &str) -> bool {
-    !attr(op, key).ptr.is_null()
-}
-
-pub(super) fn string_attr(op: MlirOperation, key: &str) -> String {
-    let a = attr(op, key);
-    if a.ptr.is_null() || !unsafe { mlirAttributeIsAString(a) } {
-        return String::new();
-    }
-    unsafe { ffi::to_string(mlirStringAttrGetValue(a)) }
-}
-
-pub(super) fn flat_symbol(op: MlirOperation, key: &str) -> String {
-    let a = attr(op, key);
-    if a.ptr.is_null() {
-        return String::new();
-    }
-    unsafe { ffi::to_string(mlirFlatSymbolRefAttrGetValue(a)) }
-}
-
-fn optional_int_attr(op: MlirOperation, key: &str) -> Option<i64> {
-    let a = attr(op, key);
-    (!a.ptr.is_null() && unsafe { mlirAttributeIsAInteger(a) }).then(|| unsafe { mlirIntegerAttrGetValueInt(a) })
-}
-
-fn int_attr_or(op: MlirOperation, key: &str, default: i64) -> i64 {
-    optional_int_attr(op, key).unwrap_or(default)
-}
-
-fn int_attr(op: MlirOperation, key: &str) -> i64 {
-    int_attr_or(op, key, 0)
-}
-
-fn optional_float_attr(op: MlirOperation, key: &str) -> Option<f64> {
-    let a = attr(op, key);
-    (!a.ptr.is_null() && unsafe { mlirAttributeIsAFloat(a) }).then(|| unsafe { mlirFloatAttrGetValueDouble(a) })
-}
-
-/// An attribute printed as MLIR text (to copy it onto another op).
-fn attr_text(op: MlirOperation, key: &str) -> String {
-    let a = attr(op, key);
-    if a.ptr.is_null() {
-        return String::new();
-    }
-    unsafe { melior::ir::Attribute::from_raw(a) }.to_string()
-}
-
-pub(super) fn i32_array(op: MlirOperation, key: &str) -> Vec<i64> {
-    let a = attr(op, key);
-    if a.ptr.is_null() || !unsafe { mlirAttributeIsADenseI32Array(a) } {
-        return Vec::new();
-    }
-    (0..unsafe { mlirDenseArrayGetNumElements(a) }).map(|i| unsafe { mlirDenseI32ArrayGetElement(a, i) } as i64).collect()
-}
-
-fn i64_array(op: MlirOperation, key: &str) -> Vec<i64> {
-    let a = attr(op, key);
-    if a.ptr.is_null() || !unsafe { mlirAttributeIsADenseI64Array(a) } {
-        return Vec::new();
-    }
-    (0..unsafe { mlirDenseArrayGetNumElements(a) }).map(|i| unsafe { mlirDenseI64ArrayGetElement(a, i) }).collect()
-}
-
-pub(super) fn array(values: &[usize]) -> String {
-    let items: Vec<String> = values.iter().map(usize::to_string).collect();
-    format!("array<i64: {}>", items.join(", "))
-}
-
-pub(super) fn type_text(t: MlirType) -> String {
-    unsafe { melior::ir::Type::from_raw(t) }.to_string()
 }

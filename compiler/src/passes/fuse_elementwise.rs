@@ -12,10 +12,13 @@
 //!    outside, except splat constants, which become scalar constants of the
 //!    body; each op becomes its scalar form.
 
-use super::autodiff::{Failure, attr, op_loc, op_name, ops_of, spec};
+use super::autodiff::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
-    ir::{self, OpSpec},
+    ir::{
+        self, OpSpec, element_dtype, int_attr, op_loc, op_name, operands, ops_of, producer, single_user, spec,
+        splat_value,
+    },
     nn::DType,
 };
 use melior::ir::{Location, OperationRef};
@@ -30,26 +33,32 @@ pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassR
 }
 
 const ELEMENTWISE: &[&str] = &[
-    "hl.add", "hl.sub", "hl.mul", "hl.div", "hl.pow", "hl.max", "hl.min", "hl.neg", "hl.abs", "hl.exp", "hl.log",
-    "hl.erf", "hl.sqrt", "hl.rsqrt", "hl.tanh", "hl.sigmoid", "hl.relu", "hl.silu", "hl.gelu", "hl.compare",
-    "hl.select", "hl.cast",
+    "hl.add",
+    "hl.sub",
+    "hl.mul",
+    "hl.div",
+    "hl.pow",
+    "hl.max",
+    "hl.min",
+    "hl.neg",
+    "hl.abs",
+    "hl.exp",
+    "hl.log",
+    "hl.erf",
+    "hl.sqrt",
+    "hl.rsqrt",
+    "hl.tanh",
+    "hl.sigmoid",
+    "hl.relu",
+    "hl.silu",
+    "hl.gelu",
+    "hl.compare",
+    "hl.select",
+    "hl.cast",
 ];
 
 fn is_elementwise(op: MlirOperation) -> bool {
     ELEMENTWISE.contains(&op_name(op).as_str())
-}
-
-fn producer(v: MlirValue) -> Option<MlirOperation> {
-    unsafe { mlirValueIsAOpResult(v) }.then(|| unsafe { mlirOpResultGetOwner(v) })
-}
-
-fn single_use(v: MlirValue) -> bool {
-    let first = unsafe { mlirValueGetFirstUse(v) };
-    !first.ptr.is_null() && unsafe { mlirOpOperandGetNextUse(first) }.ptr.is_null()
-}
-
-fn operands(op: MlirOperation) -> Vec<MlirValue> {
-    (0..unsafe { mlirOperationGetNumOperands(op) }).map(|i| unsafe { mlirOperationGetOperand(op, i) }).collect()
 }
 
 /// Fuses every function of `module`; returns the number of groups made.
@@ -75,7 +84,7 @@ pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
             for v in operands(op) {
                 let Some(p) = producer(v) else { continue };
                 let Some(&pg) = group_of.get(&(p.ptr as usize)) else { continue };
-                if !single_use(v) || spec(v).shape != result_shape || pg == id {
+                if single_user(v).is_none() || spec(v).shape != result_shape || pg == id {
                     continue;
                 }
                 let moved = std::mem::take(&mut groups[pg]);
@@ -85,11 +94,10 @@ pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
                 groups[id].extend(moved);
             }
         }
-        // 2. Build the fused ops.
+        // 2. Build the fused ops, each group in program order (its root, the
+        // only op used outside it, last).
+        let order: HashMap<usize, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
         for mut group in groups.into_iter().filter(|g| g.len() >= 2) {
-            // Program order (the root, the only externally used op, last).
-            let order: HashMap<usize, usize> =
-                ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
             group.sort_by_key(|o| order[&(o.ptr as usize)]);
             build_group(block, &group)?;
             made += 1;
@@ -99,7 +107,7 @@ pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
 }
 
 fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(), Failure> {
-    let root = *group.last().unwrap();
+    let Some(&root) = group.last() else { return Ok(()) };
     let loc = op_loc(root);
     let ctx = unsafe { mlirOperationGetContext(root) };
     let inside: std::collections::HashSet<usize> = group.iter().map(|o| o.ptr as usize).collect();
@@ -176,29 +184,6 @@ fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(), Failure>
     Ok(())
 }
 
-/// The value of a splat `hl.constant` (any shape: every element is it).
-fn splat_value(v: MlirValue) -> Option<f64> {
-    let op = producer(v)?;
-    if op_name(op) != "hl.constant" {
-        return None;
-    }
-    let a = attr(op, "value");
-    if a.ptr.is_null() || unsafe { !mlirAttributeIsADenseElements(a) || !mlirDenseElementsAttrIsSplat(a) } {
-        return None;
-    }
-    let s = spec(v);
-    unsafe {
-        Some(match s.dtype {
-            DType::F32 => mlirDenseElementsAttrGetFloatSplatValue(a) as f64,
-            DType::F64 => mlirDenseElementsAttrGetDoubleSplatValue(a),
-            DType::I32 => mlirDenseElementsAttrGetInt32SplatValue(a) as f64,
-            DType::I64 => mlirDenseElementsAttrGetInt64SplatValue(a) as f64,
-            DType::I1 => mlirDenseElementsAttrGetBoolSplatValue(a) as f64,
-            DType::F16 | DType::BF16 => return None,
-        })
-    }
-}
-
 /// Builds scalar ops at the end of a body block.
 struct Scalar {
     ctx: MlirContext,
@@ -207,8 +192,15 @@ struct Scalar {
 }
 
 impl Scalar {
-    fn op(&self, name: &str, args: &[MlirValue], attrs: &[(&str, String)], results: Option<&[MlirType]>) -> Result<MlirValue, Failure> {
-        let spec = OpSpec { operands: args, attributes: attrs, results, verify: name != "hl.yield", ..OpSpec::new(name) };
+    fn op(
+        &self,
+        name: &str,
+        args: &[MlirValue],
+        attrs: &[(&str, String)],
+        results: Option<&[MlirType]>,
+    ) -> Result<MlirValue, Failure> {
+        let spec =
+            OpSpec { operands: args, attributes: attrs, results, verify: name != "hl.yield", ..OpSpec::new(name) };
         let op = ir::create_op(self.ctx, self.loc, &spec)
             .map_err(|e| (self.loc, format!("internal error building '{name}': {e:?}")))?;
         unsafe { mlirBlockAppendOwnedOperation(self.block, op) };
@@ -244,36 +236,16 @@ impl Scalar {
     }
 }
 
+/// The element type of a scalar or tensor value (hl's types only reach
+/// here, so an unknown one reads as i1 and takes the integer paths).
 fn dtype_of(v: MlirValue) -> DType {
-    crate::nn::spec_of_type(unsafe { mlirValueGetType(v) })
-        .map(|s| s.dtype)
-        .unwrap_or_else(|_| scalar_dtype(unsafe { mlirValueGetType(v) }))
-}
-
-fn scalar_dtype(t: MlirType) -> DType {
-    unsafe {
-        if mlirTypeIsAF32(t) {
-            DType::F32
-        } else if mlirTypeIsAF64(t) {
-            DType::F64
-        } else if mlirTypeIsAF16(t) {
-            DType::F16
-        } else if mlirTypeIsABF16(t) {
-            DType::BF16
-        } else {
-            match mlirIntegerTypeGetWidth(t) {
-                1 => DType::I1,
-                32 => DType::I32,
-                _ => DType::I64,
-            }
-        }
-    }
+    element_dtype(unsafe { mlirValueGetType(v) }).unwrap_or(DType::I1)
 }
 
 /// The scalar form of one elementwise hl op.
 fn scalar_op(s: &Scalar, op: MlirOperation, a: &[MlirValue], out: DType) -> Result<MlirValue, Failure> {
     let name = op_name(op);
-    let float = scalar_dtype(unsafe { mlirValueGetType(a[0]) }).is_float();
+    let float = dtype_of(a[0]).is_float();
     let pick = |f: &str, i: &str| if float { f.to_string() } else { i.to_string() };
     let v = match name.as_str() {
         "hl.add" => s.bin(&pick("arith.addf", "arith.addi"), a[0], a[1])?,
@@ -298,7 +270,7 @@ fn scalar_op(s: &Scalar, op: MlirOperation, a: &[MlirValue], out: DType) -> Resu
         "hl.gelu" => {
             let x = a[0];
             let half_x = s.bin("arith.mulf", x, s.constant(0.5, out)?)?;
-            let inner = if int_attr(op, "approximate") == 1 {
+            let inner = if int_attr(op, "approximate") == Some(1) {
                 let x3 = s.bin("arith.mulf", s.bin("arith.mulf", x, x)?, x)?;
                 let poly = s.bin("arith.addf", x, s.bin("arith.mulf", x3, s.constant(0.044715, out)?)?)?;
                 let k = (2.0 / std::f64::consts::PI).sqrt();
@@ -309,7 +281,7 @@ fn scalar_op(s: &Scalar, op: MlirOperation, a: &[MlirValue], out: DType) -> Resu
             s.bin("arith.mulf", half_x, s.bin("arith.addf", inner, s.constant(1.0, out)?)?)?
         }
         "hl.compare" => {
-            let p = int_attr(op, "predicate");
+            let p = int_attr(op, "predicate").unwrap_or(0);
             // eq ne lt le gt ge -> ordered float predicates (ne: unordered,
             // true on NaN), signed integer predicates
             let (fp, ip) = [(1, 0), (13, 1), (4, 2), (5, 3), (2, 4), (3, 5)][p.clamp(0, 5) as usize];
@@ -344,7 +316,9 @@ fn cast(s: &Scalar, x: MlirValue, to: DType) -> Result<MlirValue, Failure> {
         return Ok(x);
     }
     match (from.is_float(), to.is_float()) {
-        (true, true) if width(to) > width(from) || (from == DType::BF16 && to == DType::F16) => s.cast("arith.extf", x, to),
+        (true, true) if width(to) > width(from) || (from == DType::BF16 && to == DType::F16) => {
+            s.cast("arith.extf", x, to)
+        }
         (true, true) => s.cast("arith.truncf", x, to),
         (true, false) if to == DType::I1 => {
             s.op("arith.cmpf", &[x, s.constant(0.0, from)?], &[("predicate", "13 : i64".into())], None)
@@ -359,9 +333,4 @@ fn cast(s: &Scalar, x: MlirValue, to: DType) -> Result<MlirValue, Failure> {
         (false, false) if width(to) > width(from) => s.cast("arith.extsi", x, to),
         (false, false) => s.cast("arith.trunci", x, to),
     }
-}
-
-fn int_attr(op: MlirOperation, key: &str) -> i64 {
-    let a = attr(op, key);
-    if a.ptr.is_null() || unsafe { !mlirAttributeIsAInteger(a) } { 0 } else { unsafe { mlirIntegerAttrGetValueInt(a) } }
 }

@@ -6,7 +6,7 @@
 //!    epilogue (the same product).
 //!    A rank-2 `hl.transpose` feeding a GEMM operand becomes the operand's
 //!    transpose flag.
-//! 2. Repeat until nothing changes: for an `hl.gemm` whose result has
+//! 2. For every `hl.gemm` (and every op this step creates) whose result has
 //!    exactly one use, absorb that use when it is, in epilogue order,
 //!    a multiplication by a constant scalar (into `alpha`, before any bias),
 //!    the addition of a `[N]` tensor (into `bias`, before the activation),
@@ -17,9 +17,12 @@
 //!    into one of them, since the others would still need the plain product
 //!    and the GEMM would run twice.
 
-use super::autodiff::{Failure, attr, i32_array, op_loc, op_name, ops_of, spec};
+use super::autodiff::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
-use crate::ir::{self, OpSpec};
+use crate::ir::{
+    self, OpSpec, float_attr, has, i32_array, int_attr, op_loc, op_name, operands, ops_of, producer, single_user, spec,
+    splat_value,
+};
 use melior::ir::{Location, OperationRef};
 use mlir_sys::*;
 
@@ -47,7 +50,7 @@ struct Gemm {
 impl Gemm {
     fn read(op: MlirOperation) -> Gemm {
         let operand = |i| unsafe { mlirOperationGetOperand(op, i) };
-        let seg = i32_array(op, "operandSegmentSizes");
+        let seg = i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 0, 0]);
         let mut next = 2;
         let mut take = |present: i64| {
             (present > 0).then(|| {
@@ -56,18 +59,16 @@ impl Gemm {
             })
         };
         let (bias, mask, residual) = (take(seg[2]), take(seg[3]), take(seg[4]));
-        let a = attr(op, "alpha");
-        let act = attr(op, "act");
         Gemm {
             lhs: operand(0),
             rhs: operand(1),
             bias,
             mask,
             residual,
-            transpose_lhs: !attr(op, "transpose_lhs").ptr.is_null(),
-            transpose_rhs: !attr(op, "transpose_rhs").ptr.is_null(),
-            alpha: if a.ptr.is_null() { 1.0 } else { unsafe { mlirFloatAttrGetValueDouble(a) } },
-            act: if act.ptr.is_null() { 0 } else { unsafe { mlirIntegerAttrGetValueInt(act) } },
+            transpose_lhs: has(op, "transpose_lhs"),
+            transpose_rhs: has(op, "transpose_rhs"),
+            alpha: float_attr(op, "alpha").unwrap_or(1.0),
+            act: int_attr(op, "act").unwrap_or(0),
         }
     }
 
@@ -132,8 +133,8 @@ pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
                 bias: (linear && n > 2).then(|| operand(2)),
                 mask: None,
                 residual: None,
-                transpose_lhs: !linear && !attr(op, "transpose_lhs").ptr.is_null(),
-                transpose_rhs: linear || !attr(op, "transpose_rhs").ptr.is_null(),
+                transpose_lhs: !linear && has(op, "transpose_lhs"),
+                transpose_rhs: linear || has(op, "transpose_rhs"),
                 alpha: 1.0,
                 act: 0,
             };
@@ -160,29 +161,22 @@ pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
             }
             replace(op, g.build(block, op)?);
         }
-        // 2. absorb single consumers
-        loop {
-            let mut changed = false;
-            for op in ops_of(block) {
-                if op_name(op) != "hl.gemm" {
-                    continue;
-                }
-                let y = unsafe { mlirOperationGetResult(op, 0) };
-                let Some(user) = single_user(y) else { continue };
-                let mut g = Gemm::read(op);
-                if !absorb(&mut g, y, user) {
-                    continue;
-                }
-                let fused = g.build(block, user)?;
-                replace(user, fused);
-                unsafe { mlirOperationDestroy(op) };
-                absorbed += 1;
-                changed = true;
-                break;
+        // 2. absorb single consumers: a worklist of gemms, each fused op
+        // going back on it. Only the popped gemm and its (never gemm) user
+        // are destroyed, so no handle on the list goes stale.
+        let mut worklist: Vec<MlirOperation> = ops_of(block).into_iter().filter(|&o| op_name(o) == "hl.gemm").collect();
+        while let Some(op) = worklist.pop() {
+            let y = unsafe { mlirOperationGetResult(op, 0) };
+            let Some(user) = single_user(y) else { continue };
+            let mut g = Gemm::read(op);
+            if !absorb(&mut g, y, user) {
+                continue;
             }
-            if !changed {
-                break;
-            }
+            let fused = g.build(block, user)?;
+            replace(user, fused);
+            unsafe { mlirOperationDestroy(op) };
+            absorbed += 1;
+            worklist.push(fused);
         }
     }
     Ok(absorbed)
@@ -192,8 +186,7 @@ pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
 /// an epilogue step that may come after what `g` already has.
 fn absorb(g: &mut Gemm, y: MlirValue, user: MlirOperation) -> bool {
     let name = op_name(user);
-    let operands: Vec<MlirValue> =
-        (0..unsafe { mlirOperationGetNumOperands(user) }).map(|i| unsafe { mlirOperationGetOperand(user, i) }).collect();
+    let operands = operands(user);
     let other = |pair: &[MlirValue]| -> Option<MlirValue> {
         match pair {
             [a, b] if a.ptr == y.ptr && b.ptr != y.ptr => Some(*b),
@@ -225,10 +218,12 @@ fn absorb(g: &mut Gemm, y: MlirValue, user: MlirOperation) -> bool {
                 false
             }
         }
-        "hl.relu" | "hl.silu" | "hl.tanh" | "hl.sigmoid" | "hl.gelu" if g.act == 0 && g.mask.is_none() && g.residual.is_none() => {
+        "hl.relu" | "hl.silu" | "hl.tanh" | "hl.sigmoid" | "hl.gelu"
+            if g.act == 0 && g.mask.is_none() && g.residual.is_none() =>
+        {
             g.act = match name.as_str() {
                 "hl.relu" => 1,
-                "hl.gelu" if int_attr(user, "approximate") == 1 => 3,
+                "hl.gelu" if int_attr(user, "approximate") == Some(1) => 3,
                 "hl.gelu" => 2,
                 "hl.silu" => 4,
                 "hl.tanh" => 5,
@@ -242,8 +237,8 @@ fn absorb(g: &mut Gemm, y: MlirValue, user: MlirOperation) -> bool {
             if splat_scalar(zero) != Some(0.0) {
                 return false;
             }
-            let cmp = unsafe { mlirOpResultGetOwner(cond) };
-            if unsafe { !mlirValueIsAOpResult(cond) } || op_name(cmp) != "hl.compare" || int_attr(cmp, "predicate") != 4 {
+            let Some(cmp) = producer(cond) else { return false };
+            if op_name(cmp) != "hl.compare" || int_attr(cmp, "predicate") != Some(4) {
                 return false;
             }
             let (h, z) = unsafe { (mlirOperationGetOperand(cmp, 0), mlirOperationGetOperand(cmp, 1)) };
@@ -260,54 +255,21 @@ fn absorb(g: &mut Gemm, y: MlirValue, user: MlirOperation) -> bool {
 /// The input of an `hl.transpose` that swaps the two dimensions of a
 /// matrix.
 fn plain_transpose(v: MlirValue) -> Option<MlirValue> {
-    if unsafe { !mlirValueIsAOpResult(v) } {
-        return None;
-    }
-    let op = unsafe { mlirOpResultGetOwner(v) };
+    let op = producer(v)?;
     if op_name(op) != "hl.transpose" || spec(v).shape.len() != 2 {
         return None;
     }
     Some(unsafe { mlirOperationGetOperand(op, 0) })
 }
 
-/// The value of a splat `hl.constant` (any shape that broadcasts as a
-/// scalar would: all dimensions 1).
+/// The value of a splat `hl.constant` that broadcasts as a scalar would
+/// (all dimensions 1), in a float type.
 fn splat_scalar(v: MlirValue) -> Option<f64> {
-    if unsafe { !mlirValueIsAOpResult(v) } {
+    let s = spec(v);
+    if !s.dtype.is_float() || s.shape.iter().any(|&d| d != 1) {
         return None;
     }
-    let op = unsafe { mlirOpResultGetOwner(v) };
-    if op_name(op) != "hl.constant" || spec(v).shape.iter().any(|&d| d != 1) {
-        return None;
-    }
-    let a = attr(op, "value");
-    if a.ptr.is_null() || unsafe { !mlirAttributeIsADenseElements(a) || !mlirDenseElementsAttrIsSplat(a) } {
-        return None;
-    }
-    let e = unsafe { mlirShapedTypeGetElementType(mlirAttributeGetType(a)) };
-    unsafe {
-        if mlirTypeIsAF32(e) {
-            Some(mlirDenseElementsAttrGetFloatSplatValue(a) as f64)
-        } else if mlirTypeIsAF64(e) {
-            Some(mlirDenseElementsAttrGetDoubleSplatValue(a))
-        } else {
-            None
-        }
-    }
-}
-
-fn int_attr(op: MlirOperation, key: &str) -> i64 {
-    let a = attr(op, key);
-    if a.ptr.is_null() || unsafe { !mlirAttributeIsAInteger(a) } { 0 } else { unsafe { mlirIntegerAttrGetValueInt(a) } }
-}
-
-/// The only user of `v`, if it has exactly one use.
-fn single_user(v: MlirValue) -> Option<MlirOperation> {
-    let first = unsafe { mlirValueGetFirstUse(v) };
-    if first.ptr.is_null() || !unsafe { mlirOpOperandGetNextUse(first) }.ptr.is_null() {
-        return None;
-    }
-    Some(unsafe { mlirOpOperandGetOwner(first) })
+    splat_value(v)
 }
 
 /// Replaces `old`'s result with `new`'s and erases `old`.
@@ -317,4 +279,3 @@ fn replace(old: MlirOperation, new: MlirOperation) {
         mlirOperationDestroy(old);
     }
 }
-

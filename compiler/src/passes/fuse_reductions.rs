@@ -9,9 +9,9 @@
 //! it is fused only when every use of the forward loss comes after that
 //! place.
 
-use super::autodiff::{Failure, attr, op_loc, op_name, ops_of};
+use super::autodiff::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
-use crate::ir::{self, OpSpec};
+use crate::ir::{self, OpSpec, attr_text, has, op_loc, op_name, ops_of};
 use melior::ir::{Location, OperationRef};
 use mlir_sys::*;
 
@@ -20,12 +20,6 @@ pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassR
         emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-fuse-reductions: {m}"));
         PassFailed
     })
-}
-
-/// The text of an attribute, or "" when absent (to compare attributes).
-fn attr_or_empty(op: MlirOperation, key: &str) -> String {
-    let a = attr(op, key);
-    if a.ptr.is_null() { String::new() } else { unsafe { melior::ir::Attribute::from_raw(a) }.to_string() }
 }
 
 /// Fuses every function of `module`; returns the number of fused pairs.
@@ -39,8 +33,10 @@ pub fn fuse_reductions(module: MlirOperation) -> Result<usize, Failure> {
         }
         let ops = ops_of(block);
         let position = |op: MlirOperation| ops.iter().position(|o| o.ptr == op.ptr).unwrap_or(usize::MAX);
+        // Ops of `ops` erased by an earlier fusion: their handles are stale.
+        let mut erased: std::collections::HashSet<usize> = std::collections::HashSet::new();
         for (bi, &backward) in ops.iter().enumerate() {
-            if op_name(backward) != "hl.cross_entropy_backward" {
+            if erased.contains(&(backward.ptr as usize)) || op_name(backward) != "hl.cross_entropy_backward" {
                 continue;
             }
             let operand = |op: MlirOperation, i| unsafe { mlirOperationGetOperand(op, i) };
@@ -48,9 +44,11 @@ pub fn fuse_reductions(module: MlirOperation) -> Result<usize, Failure> {
                 op_name(fwd) == "hl.cross_entropy"
                     && operand(fwd, 0).ptr == operand(backward, 0).ptr
                     && operand(fwd, 1).ptr == operand(backward, 1).ptr
-                    && ["reduction", "ignore_index"].iter().all(|k| attr_or_empty(fwd, k) == attr_or_empty(backward, k))
+                    && ["reduction", "ignore_index"].iter().all(|k| attr_text(fwd, k) == attr_text(backward, k))
             };
-            let Some(&forward) = ops[..bi].iter().find(|&&f| same(f)) else { continue };
+            let Some(&forward) = ops[..bi].iter().find(|&&f| !erased.contains(&(f.ptr as usize)) && same(f)) else {
+                continue;
+            };
             // Every use of the loss must come after the backward's place.
             let loss = unsafe { mlirOperationGetResult(forward, 0) };
             let mut use_ = unsafe { mlirValueGetFirstUse(loss) };
@@ -67,14 +65,18 @@ pub fn fuse_reductions(module: MlirOperation) -> Result<usize, Failure> {
             let operands = [operand(backward, 0), operand(backward, 1), operand(backward, 2)];
             let attrs: Vec<(&str, String)> = ["reduction", "ignore_index"]
                 .iter()
-                .filter(|k| !attr(backward, k).ptr.is_null())
-                .map(|&k| (k, attr_or_empty(backward, k)))
+                .filter(|k| has(backward, k))
+                .map(|&k| (k, attr_text(backward, k)))
                 .collect();
             let types = unsafe { [mlirValueGetType(loss), mlirValueGetType(mlirOperationGetResult(backward, 0))] };
             let loc = op_loc(backward);
             let ctx = unsafe { mlirOperationGetContext(backward) };
-            let spec =
-                OpSpec { operands: &operands, attributes: &attrs, results: Some(&types), ..OpSpec::new("hl.softmax_cross_entropy") };
+            let spec = OpSpec {
+                operands: &operands,
+                attributes: &attrs,
+                results: Some(&types),
+                ..OpSpec::new("hl.softmax_cross_entropy")
+            };
             let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("internal error: {e:?}")))?;
             unsafe {
                 mlirBlockInsertOwnedOperationBefore(block, backward, op);
@@ -83,6 +85,7 @@ pub fn fuse_reductions(module: MlirOperation) -> Result<usize, Failure> {
                 mlirOperationDestroy(backward);
                 mlirOperationDestroy(forward);
             }
+            erased.extend([backward.ptr as usize, forward.ptr as usize]);
             fused += 1;
         }
     }

@@ -38,15 +38,14 @@ pub type PassResult = Result<(), PassFailed>;
 pub type PassBody = for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> PassResult;
 
 /// Every pass body, keyed by the pass argument declared in Passes.td.
-const PASS_BODIES: &[(&str, PassBody)] =
-    &[
-        ("hl-autodiff", autodiff::run),
-        ("hl-fuse-elementwise", fuse_elementwise::run),
-        ("hl-fuse-gemm-epilogue", fuse_gemm::run),
-        ("hl-fuse-reductions", fuse_reductions::run),
-        ("hl-optimizer", optimizer::run),
-        ("hl-print-param-table", print_param_table::run),
-    ];
+const PASS_BODIES: &[(&str, PassBody)] = &[
+    ("hl-autodiff", autodiff::run),
+    ("hl-fuse-elementwise", fuse_elementwise::run),
+    ("hl-fuse-gemm-epilogue", fuse_gemm::run),
+    ("hl-fuse-reductions", fuse_reductions::run),
+    ("hl-optimizer", optimizer::run),
+    ("hl-print-param-table", print_param_table::run),
+];
 
 /// Installs every pass body and registers the passes (and AICF's named
 /// pipelines) in MLIR's global registry. Idempotent; call before parsing a

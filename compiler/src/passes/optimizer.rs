@@ -15,11 +15,10 @@
 //!    state (declaration order), each result tagged `hl.bind` with what it
 //!    updates, so the runtime binds them by name.
 
-use super::autodiff::{Emitter, Failure, differentiate, key, op_loc, op_name, ops_of, spec, string_attr, type_text};
+use super::autodiff::{Emitter, Failure, differentiate};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
-    ffi,
-    ir::{self, OpSpec},
+    ir::{self, OpSpec, key, op_loc, op_name, ops_of, spec, string_attr},
     nn::{DType, TensorSpec, spec_of_type},
 };
 use melior::ir::{Location, OperationRef, operation::OperationLike};
@@ -75,7 +74,8 @@ pub fn add_train_step(
     let module_loc = unsafe { mlirOperationGetLocation(module) };
     let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
     let grad_name = format!("{function}_grad");
-    let find = |name: &str| ops_of(body).into_iter().find(|&op| string_attr(op, "sym_name") == name);
+    let find =
+        |name: &str| ops_of(body).into_iter().find(|&op| string_attr(op, "sym_name").unwrap_or_default() == name);
     if let Some(op) = find("train_step") {
         return Err((op_loc(op), "@train_step already exists".into()));
     }
@@ -89,8 +89,11 @@ pub fn add_train_step(
     let mut last_param = None;
     for op in ops_of(body) {
         if op_name(op) == "hl.param" {
-            let ty = unsafe { mlirTypeAttrGetValue(mlirOperationGetAttributeByName(op, ffi::string_ref("type"))) };
-            params.push((string_attr(op, "sym_name"), spec_of_type(ty).map_err(|e| (op_loc(op), e.to_string()))?));
+            let ty = unsafe { mlirTypeAttrGetValue(ir::attr(op, "type")) };
+            params.push((
+                string_attr(op, "sym_name").unwrap_or_default(),
+                spec_of_type(ty).map_err(|e| (op_loc(op), e.to_string()))?,
+            ));
             last_param = Some(op);
         }
     }
@@ -154,27 +157,15 @@ pub fn add_train_step(
     let outputs = build_update(ctx, g_block, block, ret, &params, &states, optimizer, clip_norm)
         .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
 
-    let e = Emitter { ctx, block, loc: g_loc };
-    e.append(&OpSpec { operands: &outputs, results: Some(&[]), verify: false, ..OpSpec::new("func.return") })
-        .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
-    let arg_text: Vec<String> = arg_types.iter().map(|&t| type_text(t)).collect();
-    let out_text: Vec<String> = outputs.iter().map(|&v| type_text(unsafe { mlirValueGetType(v) })).collect();
     let mut arg_binds: Vec<String> = (0..nargs).map(|_| "{hl.bind = \"input\"}".to_string()).collect();
     arg_binds.push("{hl.bind = \"lr\"}".into());
     let mut res_binds = vec!["{hl.bind = \"loss\"}".to_string()];
     res_binds.extend(params.iter().map(|(n, _)| format!("{{hl.bind = \"param @{n}\"}}")));
     res_binds.extend(states.iter().map(|(n, _, _)| format!("{{hl.bind = \"state @{n}\"}}")));
-    let attrs = [
-        ("sym_name", "\"train_step\"".to_string()),
-        ("function_type", format!("({}) -> ({})", arg_text.join(", "), out_text.join(", "))),
-        ("arg_attrs", format!("[{}]", arg_binds.join(", "))),
-        ("res_attrs", format!("[{}]", res_binds.join(", "))),
-    ];
-    let spec = OpSpec { attributes: &attrs, results: Some(&[]), regions: &[region], verify: false, ..OpSpec::new("func.func") };
-    let func = ir::create_op(ctx, g_loc, &spec).map_err(|err| {
-        unsafe { mlirRegionDestroy(region) };
-        (g_loc, format!("cannot create @train_step: {err:?}"))
-    })?;
+    let binds =
+        [("arg_attrs", format!("[{}]", arg_binds.join(", "))), ("res_attrs", format!("[{}]", res_binds.join(", ")))];
+    let func = ir::create_function(ctx, g_loc, "train_step", region, &outputs, &binds)
+        .map_err(|err| (g_loc, format!("cannot create @train_step: {err:?}")))?;
     unsafe { mlirBlockInsertOwnedOperationAfter(body, grad_fn, func) };
     Ok(())
 }
@@ -244,7 +235,8 @@ fn build_update(
         }
         if let Some(total) = total {
             let norm = e.unary("hl.sqrt", total)?;
-            let coef = e.binary("hl.div", e.scalar(max_norm, norm)?, e.binary("hl.add", norm, e.scalar(1e-6, norm)?)?)?;
+            let coef =
+                e.binary("hl.div", e.scalar(max_norm, norm)?, e.binary("hl.add", norm, e.scalar(1e-6, norm)?)?)?;
             let coef = e.binary("hl.min", coef, e.scalar(1.0, coef)?)?;
             for g in &mut grads {
                 let c = cast_to(&e, coef, spec(*g).dtype)?;
@@ -278,7 +270,8 @@ fn build_update(
                 }
                 e.binary("hl.sub", p, e.binary("hl.mul", d, lr_p)?)?
             }
-            Optimizer::Adam { beta1, beta2, eps, weight_decay } | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
+            Optimizer::Adam { beta1, beta2, eps, weight_decay }
+            | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
                 let decoupled = matches!(optimizer, Optimizer::AdamW { .. });
                 let mut d = *g;
                 let mut base = p;
@@ -292,7 +285,11 @@ fn build_update(
                     }
                 }
                 let m = e.binary("hl.add", e.scale(state("exp_avg")?, beta1)?, e.scale(d, 1.0 - beta1)?)?;
-                let v = e.binary("hl.add", e.scale(state("exp_avg_sq")?, beta2)?, e.scale(e.binary("hl.mul", d, d)?, 1.0 - beta2)?)?;
+                let v = e.binary(
+                    "hl.add",
+                    e.scale(state("exp_avg_sq")?, beta2)?,
+                    e.scale(e.binary("hl.mul", d, d)?, 1.0 - beta2)?,
+                )?;
                 new_states.insert(format!("{name}.exp_avg"), m);
                 new_states.insert(format!("{name}.exp_avg_sq"), v);
                 // bias corrections 1 - beta^t

@@ -73,18 +73,20 @@ fn check_range(
     let mut interp = Interpreter::new(&module);
     let mut state = 0x5eed;
     let mut values: Vec<(String, Array)> = Vec::new();
-    for (name, shape) in params.iter().map(|(n, s)| (n.to_string(), s.to_vec())).chain([("cotangent".to_string(), out_shape.to_vec())]) {
+    for (name, shape) in
+        params.iter().map(|(n, s)| (n.to_string(), s.to_vec())).chain([("cotangent".to_string(), out_shape.to_vec())])
+    {
         let n: usize = shape.iter().product();
         let (lo, hi) = if name == "cotangent" { (-1.0, 1.0) } else { range };
         let data = (0..n).map(|_| draw(&mut state, lo, hi)).collect();
-        let a = Array::new(shape, DType::F64, data);
+        let a = Array::new(shape, DType::F64, data).unwrap();
         interp.set_param(&name, a.clone());
         values.push((name, a));
     }
-    let args: Vec<Array> = labels.iter().map(|(shape, v)| Array::new(*shape, DType::I32, v.clone())).collect();
+    let args: Vec<Array> = labels.iter().map(|(shape, v)| Array::new(*shape, DType::I32, v.clone()).unwrap()).collect();
     let out = interp.run("loss_grad", &args).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let loss = interp.run("loss", &args).unwrap()[0].item();
-    assert_eq!(out[0].item(), loss, "the gradient function returns the loss first");
+    let loss = interp.run("loss", &args).unwrap()[0].item().unwrap();
+    assert_eq!(out[0].item().unwrap(), loss, "the gradient function returns the loss first");
 
     let h = 1e-6;
     for (k, (name, value)) in values.iter().enumerate() {
@@ -94,16 +96,19 @@ fn check_range(
             let mut plus = value.clone();
             plus.data[i] += h;
             interp.set_param(name, plus);
-            let f_plus = interp.run("loss", &args).unwrap()[0].item();
+            let f_plus = interp.run("loss", &args).unwrap()[0].item().unwrap();
             let mut minus = value.clone();
             minus.data[i] -= h;
             interp.set_param(name, minus);
-            let f_minus = interp.run("loss", &args).unwrap()[0].item();
+            let f_minus = interp.run("loss", &args).unwrap()[0].item().unwrap();
             interp.set_param(name, value.clone());
             let numeric = (f_plus - f_minus) / (2.0 * h);
             let analytic = grad.data[i];
             let err = (analytic - numeric).abs() / analytic.abs().max(numeric.abs()).max(1e-2);
-            assert!(err < 1e-6, "d loss / d {name}[{i}]: autodiff {analytic}, finite differences {numeric} (rel. error {err:e})\n{text}");
+            assert!(
+                err < 1e-6,
+                "d loss / d {name}[{i}]: autodiff {analytic}, finite differences {numeric} (rel. error {err:e})\n{text}"
+            );
         }
     }
 }
@@ -123,7 +128,13 @@ fn elementwise_binary_with_broadcasting() {
         None,
     );
     // Division by values kept away from zero.
-    check_range(&[("a", &[3, 5]), ("b", &[3, 1])], "  %out = hl.div %a, %b : tensor<3x5xf64>, tensor<3x1xf64>", &[3, 5], None, (0.5, 2.0));
+    check_range(
+        &[("a", &[3, 5]), ("b", &[3, 1])],
+        "  %out = hl.div %a, %b : tensor<3x5xf64>, tensor<3x1xf64>",
+        &[3, 5],
+        None,
+        (0.5, 2.0),
+    );
     // A value used twice sums both uses' gradients.
     check(&[("a", &[3, 5])], &format!("  %out = hl.mul %a, %a : {t35}, {t35}"), &[3, 5], None);
 }
@@ -265,7 +276,13 @@ fn convolution_and_pooling() {
 #[test]
 fn more_elementwise_rules() {
     let t = "tensor<3x5xf64>";
-    check_range(&[("a", &[3, 5]), ("b", &[5])], &format!("  %out = hl.pow %a, %b : {t}, tensor<5xf64>"), &[3, 5], None, (0.5, 2.0));
+    check_range(
+        &[("a", &[3, 5]), ("b", &[5])],
+        &format!("  %out = hl.pow %a, %b : {t}, tensor<5xf64>"),
+        &[3, 5],
+        None,
+        (0.5, 2.0),
+    );
     check(&[("a", &[3, 5]), ("b", &[3, 1])], &format!("  %out = hl.max %a, %b : {t}, tensor<3x1xf64>"), &[3, 5], None);
     check(&[("a", &[3, 5]), ("b", &[5])], &format!("  %out = hl.min %a, %b : {t}, tensor<5xf64>"), &[3, 5], None);
     check(&[("a", &[3, 5])], &format!("  %out = hl.abs %a : {t}"), &[3, 5], None);
@@ -317,7 +334,9 @@ fn normalisation_attention_and_dropout() {
     let t = "tensor<2x3x4xf64>";
     check(
         &[("x", &[2, 3, 4]), ("w", &[4]), ("b", &[4])],
-        &format!("  %out = hl.layer_norm %x weight %w bias %b dims = 1 eps = 1.0e-05 : {t}, tensor<4xf64>, tensor<4xf64>"),
+        &format!(
+            "  %out = hl.layer_norm %x weight %w bias %b dims = 1 eps = 1.0e-05 : {t}, tensor<4xf64>, tensor<4xf64>"
+        ),
         &[2, 3, 4],
         None,
     );

@@ -36,7 +36,7 @@ fn train(options: &str, xs: &[[f64; 3]], lr: f64) -> Vec<Vec<f64>> {
         .map(|l| l.split(' ').next().unwrap().to_string())
         .collect();
     let mut interp = Interpreter::new(&module);
-    interp.set_param("w", Array::new([3], DType::F64, W0.to_vec()));
+    interp.set_param("w", Array::new([3], DType::F64, W0.to_vec()).unwrap());
     for s in &states {
         let shape: Vec<usize> = if s == "step" { vec![] } else { vec![3] };
         let dtype = if s == "step" { DType::I64 } else { DType::F64 };
@@ -45,7 +45,7 @@ fn train(options: &str, xs: &[[f64; 3]], lr: f64) -> Vec<Vec<f64>> {
     let mut history = Vec::new();
     for x in xs {
         let out = interp
-            .run("train_step", &[Array::new([3], DType::F64, x.to_vec()), Array::scalar(lr, DType::F64)])
+            .run("train_step", &[Array::new([3], DType::F64, x.to_vec()).unwrap(), Array::scalar(lr, DType::F64)])
             .unwrap();
         interp.set_param("w", out[1].clone());
         for (s, v) in states.iter().zip(&out[2..]) {
@@ -53,7 +53,7 @@ fn train(options: &str, xs: &[[f64; 3]], lr: f64) -> Vec<Vec<f64>> {
         }
         history.push(out[1].data.clone());
     }
-    assert_eq!(interp.param("step").unwrap().item(), xs.len() as f64, "the step count advances");
+    assert_eq!(interp.param("step").unwrap().item().unwrap(), xs.len() as f64, "the step count advances");
     history
 }
 
@@ -177,7 +177,10 @@ fn digits_mlp_trains_to_95_percent_in_the_interpreter() {
     for (i, p) in traced.params.iter().enumerate() {
         let mut buf = vec![0f32; p.spec.num_elements()];
         p.init.fill(&p.spec.shape, 42, i as u64, &mut buf).unwrap();
-        interp.set_param(&p.name, Array::new(p.spec.shape.clone(), DType::F32, buf.iter().map(|&v| v as f64).collect()));
+        interp.set_param(
+            &p.name,
+            Array::new(p.spec.shape.clone(), DType::F32, buf.iter().map(|&v| v as f64).collect()).unwrap(),
+        );
         for slot in ["exp_avg", "exp_avg_sq"] {
             interp.set_param(&format!("{}.{slot}", p.name), Array::zeros(p.spec.shape.clone(), DType::F32));
         }
@@ -203,9 +206,16 @@ fn digits_mlp_trains_to_95_percent_in_the_interpreter() {
             let x: Vec<f64> = chunk.iter().flat_map(|&i| train_set[i].0).collect();
             let y: Vec<f64> = chunk.iter().map(|&i| train_set[i].1 as f64).collect();
             let out = interp
-                .run("train_step", &[Array::new([batch, 64], DType::F32, x), Array::new([batch], DType::I32, y), lr.clone()])
+                .run(
+                    "train_step",
+                    &[
+                        Array::new([batch, 64], DType::F32, x).unwrap(),
+                        Array::new([batch], DType::I32, y).unwrap(),
+                        lr.clone(),
+                    ],
+                )
                 .unwrap();
-            assert!(out[0].item().is_finite(), "loss {}", out[0].item());
+            assert!(out[0].item().unwrap().is_finite(), "loss {}", out[0].item().unwrap());
             for (name, value) in names.iter().zip(&out[1..]) {
                 interp.set_param(name, value.clone());
             }
@@ -220,7 +230,8 @@ fn digits_mlp_trains_to_95_percent_in_the_interpreter() {
         eval_interp.set_param(&p.name, interp.param(&p.name).unwrap().clone());
     }
     let x: Vec<f64> = test_set.iter().flat_map(|(px, _)| *px).collect();
-    let logits = eval_interp.run("forward", &[Array::new([test_set.len(), 64], DType::F32, x)]).unwrap().remove(0);
+    let logits =
+        eval_interp.run("forward", &[Array::new([test_set.len(), 64], DType::F32, x).unwrap()]).unwrap().remove(0);
     let correct = logits
         .data
         .chunks(10)
@@ -231,7 +242,10 @@ fn digits_mlp_trains_to_95_percent_in_the_interpreter() {
         })
         .count();
     let accuracy = correct as f64 / test_set.len() as f64;
-    println!("digits MLP, interpreter, {EPOCHS} epochs of Adam (lr {LR}, batch 32): held-out accuracy {:.2}%", 100.0 * accuracy);
+    println!(
+        "digits MLP, interpreter, {EPOCHS} epochs of Adam (lr {LR}, batch 32): held-out accuracy {:.2}%",
+        100.0 * accuracy
+    );
     assert!(accuracy >= 0.95, "held-out accuracy {accuracy}");
 }
 
@@ -246,7 +260,10 @@ fn run_after(traced: &aicf_compiler::nn::HlModule, pipeline: &str, function: &st
     for (i, p) in traced.params.iter().enumerate() {
         let mut buf = vec![0f32; p.spec.num_elements()];
         p.init.fill(&p.spec.shape, 99, i as u64, &mut buf).unwrap();
-        interp.set_param(&p.name, Array::new(p.spec.shape.clone(), DType::F32, buf.iter().map(|&v| v as f64).collect()));
+        interp.set_param(
+            &p.name,
+            Array::new(p.spec.shape.clone(), DType::F32, buf.iter().map(|&v| v as f64).collect()).unwrap(),
+        );
     }
     for line in text.lines().filter_map(|l| l.trim().strip_prefix("hl.state @")) {
         let name = line.split(' ').next().unwrap();
@@ -274,24 +291,27 @@ fn assert_all_close(a: &[Array], b: &[Array], tol: f64) {
 #[test]
 fn fusion_preserves_the_train_step() {
     let traced = mlp::build(8).unwrap();
-    let x = Array::new([8, 64], DType::F32, (0..512).map(|i| ((i * 37 % 17) as f64) / 16.0).collect());
-    let y = Array::new([8], DType::I32, (0..8).map(|i| (i * 3 % 10) as f64).collect());
+    let x = Array::new([8, 64], DType::F32, (0..512).map(|i| ((i * 37 % 17) as f64) / 16.0).collect()).unwrap();
+    let y = Array::new([8], DType::I32, (0..8).map(|i| (i * 3 % 10) as f64).collect()).unwrap();
     let args = [x, y, Array::scalar(0.1, DType::F32)];
     for kind in ["sgd momentum=0.9", "adamw weight-decay=0.01"] {
         let base = format!("hl-optimizer{{kind={kind}}},canonicalize,cse");
         let plain = run_after(&traced, &format!("builtin.module({base})"), "train_step", &args);
         let fused = run_after(
             &traced,
-            &format!("builtin.module({base},hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,hl-fuse-elementwise)"),
+            &format!(
+                "builtin.module({base},hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,hl-fuse-elementwise)"
+            ),
             "train_step",
             &args,
         );
         assert_all_close(&plain, &fused, 1e-5);
     }
 
-    let config = crate::models::char_lm::Config { batch: 2, context: 8, dropout: 0.0, ..crate::models::char_lm::CONFIG };
+    let config =
+        crate::models::char_lm::Config { batch: 2, context: 8, dropout: 0.0, ..crate::models::char_lm::CONFIG };
     let lm = crate::models::char_lm::build(config).unwrap();
-    let tokens = Array::new([2, 8], DType::I32, (0..16).map(|i| (i * 11 % 65) as f64).collect());
+    let tokens = Array::new([2, 8], DType::I32, (0..16).map(|i| (i * 11 % 65) as f64).collect()).unwrap();
     let args = [tokens.clone(), tokens];
     let plain = run_after(&lm, "builtin.module(hl-autodiff,canonicalize,cse)", "loss_grad", &args);
     let fused = run_after(
