@@ -216,6 +216,17 @@ pub(crate) fn single_user(v: MlirValue) -> Option<MlirOperation> {
     Some(unsafe { mlirOpOperandGetOwner(first) })
 }
 
+/// The ops using `v`, once per use (an op using `v` twice appears twice).
+pub(crate) fn users(v: MlirValue) -> Vec<MlirOperation> {
+    let mut out = Vec::new();
+    let mut u = unsafe { mlirValueGetFirstUse(v) };
+    while !u.ptr.is_null() {
+        out.push(unsafe { mlirOpOperandGetOwner(u) });
+        u = unsafe { mlirOpOperandGetNextUse(u) };
+    }
+    out
+}
+
 /// The attribute `key` (inherent or discardable); null when absent.
 pub(crate) fn attr(op: MlirOperation, key: &str) -> MlirAttribute {
     unsafe { mlirOperationGetAttributeByName(op, string_ref(key)) }

@@ -81,16 +81,52 @@ func.func @order(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>
 
 // -----
 
+// The bias gradient (column sums of dY) becomes the side result of the
+// weight-gradient GEMM; a row sum of a plain lhs likewise.
+// CHECK-LABEL: func.func @bias_gradient
+func.func @bias_gradient(%dy: tensor<32x10xf32>, %x: tensor<32x64xf32>, %w: tensor<64x8xf32>)
+    -> (tensor<10x64xf32>, tensor<10xf32>, tensor<32x8xf32>, tensor<32xf32>) {
+  // CHECK: %[[DW:.*]], %[[DB:.*]] = hl.gemm %{{.*}}, %{{.*}} transpose_lhs sum_lhs : tensor<32x10xf32>, tensor<32x64xf32>
+  // CHECK: %[[Y:.*]], %[[R:.*]] = hl.gemm %{{.*}}, %{{.*}} sum_lhs : tensor<32x64xf32>, tensor<64x8xf32>
+  // CHECK-NOT: hl.reduce_sum
+  // CHECK: return %[[DW]], %[[DB]], %[[Y]], %[[R]]
+  %dw = hl.matmul %dy, %x transpose_lhs : tensor<32x10xf32>, tensor<32x64xf32>
+  %db = hl.reduce_sum %dy axes = [0] : tensor<32x10xf32>
+  %y = hl.matmul %x, %w : tensor<32x64xf32>, tensor<64x8xf32>
+  %r = hl.reduce_sum %x axes = [1] : tensor<32x64xf32>
+  return %dw, %db, %y, %r : tensor<10x64xf32>, tensor<10xf32>, tensor<32x8xf32>, tensor<32xf32>
+}
+
+// -----
+
+// Not fused: the sum over the wrong axis, and a sum used before the GEMM
+// that would have to produce it.
+// CHECK-LABEL: func.func @sum_not_fused
+func.func @sum_not_fused(%dy: tensor<32x10xf32>, %x: tensor<32x64xf32>) -> (tensor<10x64xf32>, tensor<32xf32>, tensor<10xf32>) {
+  // CHECK: hl.reduce_sum %{{.*}} axes = [1]
+  // CHECK: %[[S:.*]] = hl.reduce_sum %{{.*}} axes = [0]
+  // CHECK: hl.neg %[[S]]
+  // CHECK: hl.gemm %{{.*}}, %{{.*}} transpose_lhs :
+  %r = hl.reduce_sum %dy axes = [1] : tensor<32x10xf32>
+  %s = hl.reduce_sum %dy axes = [0] : tensor<32x10xf32>
+  %n = hl.neg %s : tensor<10xf32>
+  %dw = hl.matmul %dy, %x transpose_lhs : tensor<32x10xf32>, tensor<32x64xf32>
+  return %dw, %r, %n : tensor<10x64xf32>, tensor<32xf32>, tensor<10xf32>
+}
+
+// -----
+
 // The digits MLP's SGD train step: five GEMMs, every epilogue fused
 // (forward ReLU and bias, backward ReLU mask), W^T folded into flags.
 // RUN: aicf-opt %S/../../examples/mlp/digits_mlp.mlir --hl-optimizer=kind=sgd --canonicalize --cse --hl-fuse-gemm-epilogue --canonicalize | FileCheck %s --check-prefix=MLP
 // MLP-LABEL: func.func @train_step
 // MLP: %[[A:.*]] = hl.gemm %arg0, %{{.*}} bias(%{{.*}}) transpose_rhs act = relu
 // MLP: %[[L:.*]] = hl.gemm %[[A]], %{{.*}} bias(%{{.*}}) transpose_rhs
-// MLP: hl.gemm %{{.*}}, %[[A]] transpose_lhs
+// MLP: hl.gemm %{{.*}}, %[[A]] transpose_lhs sum_lhs
 // MLP: %[[DA:.*]] = hl.gemm %{{.*}}, %{{.*}} mask(%[[A]])
-// MLP: hl.gemm %[[DA]], %arg0 transpose_lhs
+// MLP: hl.gemm %[[DA]], %arg0 transpose_lhs sum_lhs
 // MLP-NOT: hl.gemm
+// MLP-NOT: hl.reduce_sum
 // MLP-NOT: hl.linear
 // MLP-NOT: hl.relu
 // MLP-NOT: hl.transpose

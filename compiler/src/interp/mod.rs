@@ -117,7 +117,8 @@ impl<'m, 'c> Interpreter<'m, 'c> {
 
     /// One op. Errors are plain messages; the caller adds the location.
     fn eval(&self, op: MlirOperation, name: &str, x: &[&Array]) -> Result<Vec<Array>, String> {
-        let (shape, dtype) = if unsafe { mlirOperationGetNumResults(op) } > 0 {
+        let results = unsafe { mlirOperationGetNumResults(op) } as usize;
+        let (shape, dtype) = if results > 0 {
             type_of(unsafe { mlirOperationGetResult(op, 0) })?
         } else {
             (Vec::new(), DType::F32)
@@ -245,6 +246,13 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                     *v = t + residual.map_or(0.0, |r| r.data[i]);
                 }
                 y.round();
+                if unit(op, "sum_lhs") {
+                    // sum_k op(lhs)[m, k]: over the stored lhs's rows when transposed
+                    let axis = if tl { 0 } else { 1 };
+                    let mut s = kernels::reduce(x[0], &[axis], false, 0.0, |a, v| a + v, |a, _| a);
+                    s.round();
+                    return Ok(vec![y, s]);
+                }
                 y
             }
             "hl.reduce_sum" => kernels::reduce(x[0], &axes("axes")?, unit(op, "keepdim"), 0.0, |a, v| a + v, |a, _| a),
@@ -328,7 +336,18 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let stream = int_attr(op, "stream")? as u64;
                 kernels::dropout(x[0], scalar(x[1])? as i64 as u64, scalar(x[2])? as i64 as u64, p, stream)
             }
-            "hl.fused_elementwise" => fused_elementwise(op, x, &shape, dtype)?,
+            "hl.fused_elementwise" => return fused_elementwise(op, x, &result_specs(op, 0..results)),
+            "hl.multi_tensor_apply" => {
+                // group g: inputs [g*k, (g+1)*k), results [g*m, (g+1)*m)
+                let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
+                let k = unsafe { mlirBlockGetNumArguments(block) } as usize;
+                let m = results / (x.len() / k.max(1)).max(1);
+                let mut out = Vec::with_capacity(results);
+                for (g, group) in x.chunks(k.max(1)).enumerate() {
+                    out.extend(fused_elementwise(op, group, &result_specs(op, g * m..(g + 1) * m))?);
+                }
+                return Ok(out);
+            }
             "func.call" => {
                 let callee = flat_symbol(op, "callee")?;
                 let func = self.find_function(&callee).map_err(|e| e.message)?;
@@ -344,11 +363,20 @@ impl<'m, 'c> Interpreter<'m, 'c> {
     }
 }
 
-/// Runs a fused elementwise body once per element of the result.
-fn fused_elementwise(op: MlirOperation, x: &[&Array], shape: &[usize], dtype: DType) -> Result<Array, String> {
-    if unsafe { mlirOperationGetNumResults(op) } != 1 {
-        return Err("only single-result fused elementwise ops are interpreted".into());
-    }
+/// The shapes and dtypes of `op`'s results in `range`.
+fn result_specs(op: MlirOperation, range: std::ops::Range<usize>) -> Vec<(Vec<usize>, DType)> {
+    range
+        .map(|i| {
+            let s = ir::spec(unsafe { mlirOperationGetResult(op, i as isize) });
+            (s.shape, s.dtype)
+        })
+        .collect()
+}
+
+/// Runs the elementwise body of `op` once per element of `results` (one
+/// shape; one dtype each) over the inputs `x`.
+fn fused_elementwise(op: MlirOperation, x: &[&Array], results: &[(Vec<usize>, DType)]) -> Result<Vec<Array>, String> {
+    let shape = results.first().map(|r| r.0.clone()).ok_or("the fused op has no results")?;
     // Read the body once: every value gets a slot; constants are evaluated
     // here, the other ops once per element below.
     struct Step {
@@ -377,7 +405,7 @@ fn fused_elementwise(op: MlirOperation, x: &[&Array], shape: &[usize], dtype: DT
         let name = op_name(o);
         let args: Vec<usize> = ir::operands(o).into_iter().map(|v| slot(v, &mut slots)).collect();
         if name == "hl.yield" {
-            yielded = args.first().copied();
+            yielded = Some(args);
             break;
         }
         let r = unsafe { mlirOperationGetResult(o, 0) };
@@ -388,14 +416,17 @@ fn fused_elementwise(op: MlirOperation, x: &[&Array], shape: &[usize], dtype: DT
             steps.push(Step { op: o, name, args, result, dtype: rt });
         }
     }
-    let yielded = yielded.ok_or("the fused body yields nothing")?;
+    let yielded = yielded.ok_or("the fused body has no terminator")?;
+    if yielded.len() != results.len() {
+        return Err(format!("the fused body yields {} scalars for {} results", yielded.len(), results.len()));
+    }
     let strides: Vec<Vec<usize>> = x.iter().map(|a| array::strides(&a.shape)).collect();
     let n: usize = shape.iter().product();
     let mut idx = vec![0; shape.len()];
     let mut vals = Vec::new();
-    let mut data = Vec::with_capacity(n);
+    let mut data: Vec<Vec<f64>> = vec![Vec::with_capacity(n); results.len()];
     for i in 0..n {
-        array::unravel(i, shape, &mut idx);
+        array::unravel(i, &shape, &mut idx);
         for (k, a) in x.iter().enumerate() {
             slots[k] = a.data[array::broadcast_index(&idx, &a.shape, &strides[k])];
         }
@@ -405,9 +436,11 @@ fn fused_elementwise(op: MlirOperation, x: &[&Array], shape: &[usize], dtype: DT
             let v = eval_scalar(step.op, &step.name, &vals, step.dtype)?;
             slots[step.result] = array::round_scalar(v, step.dtype);
         }
-        data.push(slots[yielded]);
+        for (d, &y) in data.iter_mut().zip(&yielded) {
+            d.push(slots[y]);
+        }
     }
-    Ok(Array::from_parts(shape.to_vec(), dtype, data))
+    Ok(results.iter().zip(data).map(|((s, dtype), d)| Array::from_parts(s.clone(), *dtype, d)).collect())
 }
 
 fn scalar_dtype(t: MlirType) -> DType {

@@ -13,7 +13,12 @@
 //!    an activation (`relu`, `gelu`, `silu`, `tanh`, `sigmoid`), a ReLU
 //!    derivative mask `select(compare gt(h, 0), y, 0)` (into `mask`), or
 //!    the addition of a tensor of the result's type (into `residual`).
-//! 3. The cost rule: a GEMM whose result has several uses is never fused
+//! 3. A column sum `reduce_sum(G, axes = [0])` of the left operand of a
+//!    `transpose_lhs` gemm (the bias gradient next to `dW = dY^T X`), or a
+//!    row sum (`axes = [1]`) of a plain left operand, becomes the gemm's
+//!    `sum_lhs` side result, provided every use of the sum comes after the
+//!    gemm. The sum then costs no pass over `G` of its own.
+//! 4. The cost rule: a GEMM whose result has several uses is never fused
 //!    into one of them, since the others would still need the plain product
 //!    and the GEMM would run twice.
 
@@ -45,6 +50,7 @@ struct Gemm {
     transpose_rhs: bool,
     alpha: f64,
     act: i64,
+    sum_lhs: bool,
 }
 
 impl Gemm {
@@ -69,6 +75,7 @@ impl Gemm {
             transpose_rhs: has(op, "transpose_rhs"),
             alpha: float_attr(op, "alpha").unwrap_or(1.0),
             act: int_attr(op, "act").unwrap_or(0),
+            sum_lhs: has(op, "sum_lhs"),
         }
     }
 
@@ -98,6 +105,9 @@ impl Gemm {
         }
         if self.act != 0 {
             attrs.push(("act", format!("{} : i32", self.act)));
+        }
+        if self.sum_lhs {
+            attrs.push(("sum_lhs", "unit".into()));
         }
         let loc = op_loc(before);
         let ctx = unsafe { mlirOperationGetContext(before) };
@@ -137,6 +147,7 @@ pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
                 transpose_rhs: linear || has(op, "transpose_rhs"),
                 alpha: 1.0,
                 act: 0,
+                sum_lhs: false,
             };
             replace(op, gemm.build(block, op)?);
         }
@@ -177,6 +188,41 @@ pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
             unsafe { mlirOperationDestroy(op) };
             absorbed += 1;
             worklist.push(fused);
+        }
+        // 3. row / column sums of a gemm's lhs as its side result
+        let order: std::collections::HashMap<usize, usize> =
+            ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+        for sum in ops_of(block) {
+            if op_name(sum) != "hl.reduce_sum" || has(sum, "keepdim") {
+                continue;
+            }
+            let v = unsafe { mlirOperationGetOperand(sum, 0) };
+            let axes = ir::i64_array(sum, "axes").unwrap_or_default();
+            if spec(v).shape.len() != 2 || axes.len() != 1 {
+                continue;
+            }
+            let total = unsafe { mlirOperationGetResult(sum, 0) };
+            let gemm = ir::users(v).into_iter().find(|&u| {
+                if op_name(u) != "hl.gemm" {
+                    return false;
+                }
+                let g = Gemm::read(u);
+                g.lhs.ptr == v.ptr
+                    && !g.sum_lhs
+                    && spec(g.rhs).shape.len() == 2
+                    && axes[0] == if g.transpose_lhs { 0 } else { 1 }
+                    && ir::users(total).iter().all(|w| order.get(&(w.ptr as usize)) > order.get(&(u.ptr as usize)))
+            });
+            let Some(gemm) = gemm else { continue };
+            let mut g = Gemm::read(gemm);
+            g.sum_lhs = true;
+            let fused = g.build(block, gemm)?;
+            unsafe {
+                mlirValueReplaceAllUsesOfWith(total, mlirOperationGetResult(fused, 1));
+                mlirOperationDestroy(sum);
+            }
+            replace(gemm, fused);
+            absorbed += 1;
         }
     }
     Ok(absorbed)
@@ -272,10 +318,12 @@ fn splat_scalar(v: MlirValue) -> Option<f64> {
     splat_value(v)
 }
 
-/// Replaces `old`'s result with `new`'s and erases `old`.
+/// Replaces `old`'s results with `new`'s and erases `old`.
 fn replace(old: MlirOperation, new: MlirOperation) {
     unsafe {
-        mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(old, 0), mlirOperationGetResult(new, 0));
+        for i in 0..mlirOperationGetNumResults(old).min(mlirOperationGetNumResults(new)) {
+            mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(old, i), mlirOperationGetResult(new, i));
+        }
         mlirOperationDestroy(old);
     }
 }

@@ -865,6 +865,48 @@ func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %r: tensor<6xf32>) {
 
 // -----
 
+func.func @f(%a: tensor<2x4x8xf32>, %b: tensor<2x8x6xf32>) {
+  // expected-error @+2 {{'hl.gemm' op sum_lhs needs rank-2 operands, got 'tensor<2x4x8xf32>' and 'tensor<2x8x6xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = "hl.gemm"(%a, %b) {operandSegmentSizes = array<i32: 1, 1, 0, 0, 0>, sum_lhs} : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> (tensor<2x4x6xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>, %y: tensor<3xf32>) {
+  // expected-error @+1 {{'hl.multi_tensor_apply' op has 3 inputs, not a positive multiple of the body's 2 arguments}}
+  %0 = hl.multi_tensor_apply ins(%x, %y, %x : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> {
+  ^bb0(%a: f32, %b: f32):
+    hl.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{'hl.multi_tensor_apply' op has 1 results for 2 groups of 1}}
+  %0 = hl.multi_tensor_apply ins(%x, %y : tensor<3xf32>, tensor<4xf32>) -> tensor<3xf32> {
+  ^bb0(%a: f32):
+    hl.yield %a : f32
+  }
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{'hl.multi_tensor_apply' op group 1: input #0 of type 'tensor<4xf32>' does not broadcast to the result shape of 'tensor<5xf32>'}}
+  %0:2 = hl.multi_tensor_apply ins(%x, %y : tensor<3xf32>, tensor<4xf32>) -> tensor<3xf32>, tensor<5xf32> {
+  ^bb0(%a: f32):
+    hl.yield %a : f32
+  }
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<4x3xf32>) {
   // expected-error @+1 {{'hl.fused_elementwise' op input #0 of type 'tensor<4x3xf32>' does not broadcast to the result shape of 'tensor<3xf32>'}}
   %0 = hl.fused_elementwise ins(%x : tensor<4x3xf32>) -> tensor<3xf32> {
@@ -957,7 +999,7 @@ func.func @f(%x: tensor<3xf32>) {
 // -----
 
 func.func @f() {
-  // expected-error @+1 {{'hl.yield' op expects parent op 'hl.fused_elementwise'}}
+  // expected-error @+1 {{'hl.yield' op expects parent op to be one of 'hl.fused_elementwise, hl.multi_tensor_apply'}}
   hl.yield
 }
 

@@ -243,14 +243,34 @@ func.func @read_state() -> (tensor<3xf32>, tensor<i64>) {
 
 // CHECK-LABEL: func.func @gemm_forms
 func.func @gemm_forms(%x: tensor<2x8x16xf32>, %w: tensor<32x16xf32>, %b: tensor<32xf32>, %r: tensor<2x8x32xf32>,
-                      %a: tensor<3x4x5xf32>, %c: tensor<3x5x6xf32>, %m: tensor<3x4x6xf32>) {
+                      %a: tensor<3x4x5xf32>, %c: tensor<3x5x6xf32>, %m: tensor<3x4x6xf32>,
+                      %y: tensor<16x32xf32>, %z: tensor<16x16xf32>) {
   // The linear form: rows are all leading dimensions of lhs.
   // CHECK: hl.gemm %{{.*}}, %{{.*}} bias(%{{.*}}) residual(%{{.*}}) transpose_rhs alpha = 5.000000e-01 act = gelu_tanh : tensor<2x8x16xf32>, tensor<32x16xf32> bias tensor<32xf32> residual tensor<2x8x32xf32>
   %0 = hl.gemm %x, %w bias(%b) residual(%r) transpose_rhs alpha = 0.5 act = gelu_tanh : tensor<2x8x16xf32>, tensor<32x16xf32> bias tensor<32xf32> residual tensor<2x8x32xf32>
   // The batched matmul form with a mask.
   // CHECK: hl.gemm %{{.*}}, %{{.*}} mask(%{{.*}}) act = silu : tensor<3x4x5xf32>, tensor<3x5x6xf32> mask tensor<3x4x6xf32>
   %1 = hl.gemm %a, %c mask(%m) act = silu : tensor<3x4x5xf32>, tensor<3x5x6xf32> mask tensor<3x4x6xf32>
+  // The weight gradient with the bias gradient as its side result.
+  // CHECK: hl.gemm %{{.*}}, %{{.*}} transpose_lhs sum_lhs : tensor<16x32xf32>, tensor<16x16xf32>
+  %dw, %db = hl.gemm %y, %z transpose_lhs sum_lhs : tensor<16x32xf32>, tensor<16x16xf32>
   return
+}
+
+// Two groups through one SGD body: shapes differ, the scalar is shared.
+// CHECK-LABEL: func.func @multi_tensor_apply
+func.func @multi_tensor_apply(%g1: tensor<4x3xf32>, %p1: tensor<4x3xf32>, %g2: tensor<5xf32>, %p2: tensor<5xf32>,
+                              %lr: tensor<f32>) -> (tensor<4x3xf32>, tensor<5xf32>) {
+  // CHECK: hl.multi_tensor_apply ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<f32>, tensor<4x3xf32>, tensor<5xf32>, tensor<f32>, tensor<5xf32>) -> tensor<4x3xf32>, tensor<5xf32>
+  // CHECK: hl.yield
+  %a, %b = hl.multi_tensor_apply ins(%g1, %lr, %p1, %g2, %lr, %p2 : tensor<4x3xf32>, tensor<f32>, tensor<4x3xf32>,
+                                     tensor<5xf32>, tensor<f32>, tensor<5xf32>) -> tensor<4x3xf32>, tensor<5xf32> {
+  ^bb0(%g: f32, %r: f32, %p: f32):
+    %s = arith.mulf %g, %r : f32
+    %n = arith.subf %p, %s : f32
+    hl.yield %n : f32
+  }
+  return %a, %b : tensor<4x3xf32>, tensor<5xf32>
 }
 
 // CHECK-LABEL: func.func @cross_entropy_forms

@@ -641,59 +641,100 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
       return inferError(loc, name) << what << " must have the result's type "
                                    << result << ", got " << v.getType();
   inferred.push_back(result);
+  if (adaptor.getSumLhs()) {
+    if (lhs.getRank() != 2 || rhs.getRank() != 2)
+      return inferError(loc, name)
+             << "sum_lhs needs rank-2 operands, got " << lhs << " and " << rhs;
+    inferred.push_back(
+        RankedTensorType::get({result.getDimSize(0)}, result.getElementType()));
+  }
+  return success();
+}
+
+/// Checks one elementwise group: `inputs` broadcast to the shared shape of
+/// `results`, and `body` maps one scalar per input to one per result.
+/// `group` names the group in diagnostics of a multi-tensor op.
+static LogicalResult verifyElementwiseGroup(Operation *op, ValueRange inputs,
+                                            ValueRange results, Block &body,
+                                            const std::string &group) {
+  auto error = [&]() {
+    InFlightDiagnostic d = op->emitOpError();
+    if (!group.empty())
+      d << group << ": ";
+    return d;
+  };
+  if (results.empty())
+    return error() << "needs at least one result";
+  auto resultType = cast<RankedTensorType>(results[0].getType());
+  for (Value r : results.drop_front())
+    if (cast<RankedTensorType>(r.getType()).getShape() != resultType.getShape())
+      return error() << "results must share one shape, got " << resultType
+                     << " and " << r.getType();
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    auto type = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> shape;
+    if (failed(broadcastShapes(op->getName().getStringRef(), std::nullopt,
+                               {type, resultType}, shape)) ||
+        ArrayRef<int64_t>(shape) != resultType.getShape())
+      return error() << "input #" << i << " of type " << type
+                     << " does not broadcast to the result shape of "
+                     << resultType;
+  }
+  if (body.getNumArguments() != inputs.size())
+    return error() << "body takes " << body.getNumArguments()
+                   << " scalars but the op has " << inputs.size() << " inputs";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(body.getArguments(), inputs))) {
+    auto [arg, input] = pair;
+    Type elt = cast<RankedTensorType>(input.getType()).getElementType();
+    if (arg.getType() != elt)
+      return error() << "body argument #" << i << " has type " << arg.getType()
+                     << " but input #" << i << " holds " << elt;
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != results.size())
+    return error() << "body yields " << yield.getValues().size()
+                   << " scalars for " << results.size() << " results";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(yield.getValues(), results))) {
+    auto [value, result] = pair;
+    Type elt = cast<RankedTensorType>(result.getType()).getElementType();
+    if (value.getType() != elt)
+      return error() << "yielded scalar #" << i << " has type "
+                     << value.getType() << " but result #" << i << " holds "
+                     << elt;
+  }
+  for (Operation &inner : body.without_terminator())
+    if (!isPure(&inner) || inner.getNumRegions() != 0 ||
+        !llvm::all_of(inner.getResultTypes(),
+                      [](Type t) { return t.isIntOrFloat(); }))
+      return inner.emitOpError("is not a side-effect-free scalar op; a fused "
+                               "elementwise body holds only those");
   return success();
 }
 
 LogicalResult FusedElementwiseOp::verify() {
-  if (getResults().empty())
-    return emitOpError("needs at least one result");
-  auto resultType = cast<RankedTensorType>(getResult(0).getType());
-  for (Value r : getResults().drop_front())
-    if (cast<RankedTensorType>(r.getType()).getShape() != resultType.getShape())
-      return emitOpError("results must share one shape, got ")
-             << resultType << " and " << r.getType();
-  for (auto [i, input] : llvm::enumerate(getInputs())) {
-    auto type = cast<RankedTensorType>(input.getType());
-    SmallVector<int64_t> shape;
-    if (failed(broadcastShapes(getOperationName(), std::nullopt,
-                               {type, resultType}, shape)) ||
-        ArrayRef<int64_t>(shape) != resultType.getShape())
-      return emitOpError("input #") << i << " of type " << type
-                                    << " does not broadcast to the result shape of "
-                                    << resultType;
-  }
+  return verifyElementwiseGroup(*this, getInputs(), getResults(),
+                                getBody().front(), "");
+}
+
+LogicalResult MultiTensorApplyOp::verify() {
   Block &body = getBody().front();
-  if (body.getNumArguments() != getInputs().size())
-    return emitOpError("body takes ")
-           << body.getNumArguments() << " scalars but the op has "
-           << getInputs().size() << " inputs";
-  for (auto [i, pair] :
-       llvm::enumerate(llvm::zip(body.getArguments(), getInputs()))) {
-    auto [arg, input] = pair;
-    Type elt = cast<RankedTensorType>(input.getType()).getElementType();
-    if (arg.getType() != elt)
-      return emitOpError("body argument #")
-             << i << " has type " << arg.getType() << " but input #" << i
-             << " holds " << elt;
-  }
-  auto yield = cast<YieldOp>(body.getTerminator());
-  if (yield.getValues().size() != getResults().size())
-    return emitOpError("body yields ")
-           << yield.getValues().size() << " scalars for " << getResults().size()
-           << " results";
-  for (auto [i, pair] : llvm::enumerate(llvm::zip(yield.getValues(), getResults()))) {
-    auto [value, result] = pair;
-    Type elt = cast<RankedTensorType>(result.getType()).getElementType();
-    if (value.getType() != elt)
-      return emitOpError("yielded scalar #")
-             << i << " has type " << value.getType() << " but result #" << i
-             << " holds " << elt;
-  }
-  for (Operation &op : body.without_terminator())
-    if (!isPure(&op) || op.getNumRegions() != 0 ||
-        !llvm::all_of(op.getResultTypes(), [](Type t) { return t.isIntOrFloat(); }))
-      return op.emitOpError("is not a side-effect-free scalar op; a fused "
-                            "elementwise body holds only those");
+  size_t k = body.getNumArguments();
+  size_t m = cast<YieldOp>(body.getTerminator()).getValues().size();
+  if (k == 0 || m == 0)
+    return emitOpError("body must take and yield at least one scalar");
+  if (getInputs().empty() || getInputs().size() % k != 0)
+    return emitOpError("has ") << getInputs().size()
+                               << " inputs, not a positive multiple of the body's "
+                               << k << " arguments";
+  size_t groups = getInputs().size() / k;
+  if (getResults().size() != groups * m)
+    return emitOpError("has ") << getResults().size() << " results for "
+                               << groups << " groups of " << m;
+  for (size_t g = 0; g < groups; ++g)
+    if (failed(verifyElementwiseGroup(
+            *this, getInputs().slice(g * k, k), getResults().slice(g * m, m),
+            body, "group " + std::to_string(g))))
+      return failure();
   return success();
 }
 

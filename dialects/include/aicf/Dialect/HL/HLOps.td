@@ -524,6 +524,11 @@ def HL_GemmOp : HL_Op<"gemm",
     y = y + residual
     ```
 
+    With `sum_lhs` (rank-2 operands only) the op has a second result,
+    `lhs_sum[m] = sum_k op(lhs)[m, k]`: for the weight gradient of a linear
+    layer, `dW = dY^T X` (`transpose_lhs`), that is the column sums of `dY`,
+    the bias gradient, read while the GEMM streams `dY` anyway.
+
     Shapes as `hl.matmul` (equal ranks >= 2, batch dimensions equal), or as
     `hl.linear` when `rhs` has rank 2 and `lhs` a higher rank (the leading
     dimensions of `lhs` are rows). `mask` and `residual` have the result's
@@ -534,6 +539,8 @@ def HL_GemmOp : HL_Op<"gemm",
         : tensor<32x64xf32>, tensor<128x64xf32> bias tensor<128xf32>
     %dx = hl.gemm %dy, %w mask(%h) : tensor<32x128xf32>, tensor<128x64xf32>
         mask tensor<32x64xf32>
+    %dw, %db = hl.gemm %dy, %x transpose_lhs sum_lhs
+        : tensor<32x128xf32>, tensor<32x64xf32>
     ```
   }];
   let arguments = (ins
@@ -545,14 +552,15 @@ def HL_GemmOp : HL_Op<"gemm",
     UnitAttr:$transpose_lhs,
     UnitAttr:$transpose_rhs,
     DefaultValuedAttr<F64Attr, "1.0">:$alpha,
-    DefaultValuedAttr<HL_Activation, "::hl::Activation::None">:$act
+    DefaultValuedAttr<HL_Activation, "::hl::Activation::None">:$act,
+    UnitAttr:$sum_lhs
   );
-  let results = (outs HL_FloatTensor:$result);
+  let results = (outs HL_FloatTensor:$result, Optional<HL_FloatTensor>:$lhs_sum);
   let assemblyFormat = [{
     $lhs `,` $rhs (`bias` `(` $bias^ `)`)? (`mask` `(` $mask^ `)`)?
     (`residual` `(` $residual^ `)`)? (`transpose_lhs` $transpose_lhs^)?
     (`transpose_rhs` $transpose_rhs^)? (`alpha` `=` $alpha^)? (`act` `=` $act^)?
-    attr-dict `:` type($lhs) `,` type($rhs) (`bias` type($bias)^)?
+    (`sum_lhs` $sum_lhs^)? attr-dict `:` type($lhs) `,` type($rhs) (`bias` type($bias)^)?
     (`mask` type($mask)^)? (`residual` type($residual)^)?
   }];
 }
@@ -587,12 +595,45 @@ def HL_FusedElementwiseOp : HL_Op<"fused_elementwise",
   let hasVerifier = 1;
 }
 
+def HL_MultiTensorApplyOp : HL_Op<"multi_tensor_apply",
+    [Pure, SingleBlockImplicitTerminator<"::hl::YieldOp">]> {
+  let summary = "one elementwise body applied to several groups of tensors";
+  let description = [{
+    What `hl-fuse-optimizer` makes of the per-parameter update kernels of a
+    train step: one kernel that runs the same scalar body over several
+    independent groups. With a body of `k` arguments yielding `m` scalars,
+    the inputs are `G` groups of `k` tensors (group-major) and the results
+    `G` groups of `m` tensors; group `g` is exactly an
+    `hl.fused_elementwise` of inputs `[g*k, (g+1)*k)` and results
+    `[g*m, (g+1)*m)`, so every group has its own shape and broadcasting.
+
+    ```mlir
+    %w1n, %w2n = hl.multi_tensor_apply
+        ins(%gw1, %lr, %w1, %gw2, %lr, %w2 : tensor<128x64xf32>, tensor<f32>,
+            tensor<128x64xf32>, tensor<10x128xf32>, tensor<f32>, tensor<10x128xf32>)
+        -> tensor<128x64xf32>, tensor<10x128xf32> {
+    ^bb0(%g: f32, %r: f32, %p: f32):
+      %s = arith.mulf %g, %r : f32
+      %n = arith.subf %p, %s : f32
+      hl.yield %n : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<HL_Tensor>:$inputs);
+  let results = (outs Variadic<HL_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)` `->` type($results) $body attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def HL_YieldOp : HL_Op<"yield",
-    [Pure, Terminator, HasParent<"FusedElementwiseOp">]> {
+    [Pure, Terminator, ParentOneOf<["FusedElementwiseOp", "MultiTensorApplyOp"]>]> {
   let summary = "yields the scalars of a fused elementwise body";
   let description = [{
-    Terminates an `hl.fused_elementwise` body with one scalar per result, of
-    that result's element type.
+    Terminates an `hl.fused_elementwise` or `hl.multi_tensor_apply` body
+    with one scalar per result (per group), of that result's element type.
 
     ```mlir
     hl.yield %r : f32
