@@ -278,7 +278,11 @@ pub(crate) fn i32_array(op: MlirOperation, key: &str) -> Option<Vec<i64>> {
 /// An attribute printed as MLIR text (to copy it onto another op); empty
 /// when absent.
 pub(crate) fn attr_text(op: MlirOperation, key: &str) -> String {
-    let a = attr(op, key);
+    attr_text_raw(attr(op, key))
+}
+
+/// An attribute's text; empty for a null attribute.
+pub(crate) fn attr_text_raw(a: MlirAttribute) -> String {
     if a.ptr.is_null() { String::new() } else { unsafe { melior::ir::Attribute::from_raw(a) }.to_string() }
 }
 

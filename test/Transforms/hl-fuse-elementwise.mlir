@@ -60,18 +60,19 @@ func.func @activations(%x: tensor<6xf32>) -> tensor<6xf32> {
 
 // -----
 
-// The cost rule, twice: %e is used by two ops, so it is materialised and
-// each use fuses with what follows it alone; %small ([3]) would be
-// recomputed for every row of the [4, 3] result, so it is not fused into
-// the add that broadcasts it.
+// Multi-output fusion: %e has two users; both chains and %e become one
+// kernel with two results (%e computed once and, used nowhere else, never
+// stored). The cost rule: %small ([3]) would be recomputed for every row of
+// the [4, 3] result, so it is not fused into the add that broadcasts it.
 // CHECK-LABEL: func.func @cost_rule
 func.func @cost_rule(%x: tensor<4x3xf32>, %v: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
-  // CHECK: %[[E:.*]] = hl.exp %{{.*}} : tensor<4x3xf32>
   // CHECK: %[[SMALL:.*]] = hl.fused_elementwise ins(%{{.*}} : tensor<3xf32>) -> tensor<3xf32>
   // CHECK: math.tanh
   // CHECK: math.sqrt
-  // CHECK: hl.fused_elementwise ins(%[[E]], %[[SMALL]] : tensor<4x3xf32>, tensor<3xf32>)
-  // CHECK: hl.fused_elementwise ins(%[[E]] : tensor<4x3xf32>)
+  // CHECK: %[[F:.*]]:2 = hl.fused_elementwise ins(%{{.*}}, %[[SMALL]] : tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>, tensor<4x3xf32>
+  // CHECK-COUNT-1: math.exp
+  // CHECK: hl.yield %{{.*}}, %{{.*}} : f32, f32
+  // CHECK: return %[[F]]#0, %[[F]]#1
   %e = hl.exp %x : tensor<4x3xf32>
   %t = hl.tanh %v : tensor<3xf32>
   %small = hl.sqrt %t : tensor<3xf32>
@@ -80,4 +81,37 @@ func.func @cost_rule(%x: tensor<4x3xf32>, %v: tensor<3xf32>) -> (tensor<4x3xf32>
   %b = hl.log %e : tensor<4x3xf32>
   %b2 = hl.abs %b : tensor<4x3xf32>
   return %a2, %b2 : tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// Adam's moments are results of the step and inputs of the update: one
+// kernel yields both moments and the new parameter.
+// CHECK-LABEL: func.func @adam_like
+func.func @adam_like(%m: tensor<5xf32>, %g: tensor<5xf32>, %p: tensor<5xf32>) -> (tensor<5xf32>, tensor<5xf32>, tensor<5xf32>) {
+  // CHECK: %[[F:.*]]:3 = hl.fused_elementwise ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<5xf32>, tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>, tensor<5xf32>, tensor<5xf32>
+  // CHECK: return %[[F]]#2, %[[F]]#0, %[[F]]#1
+  %m2 = hl.add %m, %g : tensor<5xf32>, tensor<5xf32>
+  %g2 = hl.mul %g, %g : tensor<5xf32>, tensor<5xf32>
+  %v2 = hl.sqrt %g2 : tensor<5xf32>
+  %d = hl.div %m2, %v2 : tensor<5xf32>, tensor<5xf32>
+  %p2 = hl.sub %p, %d : tensor<5xf32>, tensor<5xf32>
+  return %p2, %m2, %v2 : tensor<5xf32>, tensor<5xf32>, tensor<5xf32>
+}
+
+// -----
+
+// Not merged: %t is used by a matmul that stands before the consumer, so
+// a fused op at the consumer's place would come too late for it.
+// CHECK-LABEL: func.func @use_in_between
+func.func @use_in_between(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // CHECK: %[[T:.*]] = hl.tanh
+  // CHECK: %[[M:.*]] = hl.matmul %[[T]], %[[T]]
+  // CHECK: hl.fused_elementwise ins(%[[T]], %[[M]]
+  %t = hl.tanh %x : tensor<4x4xf32>
+  %mm = hl.matmul %t, %t : tensor<4x4xf32>, tensor<4x4xf32>
+  %s = hl.mul %t, %t : tensor<4x4xf32>, tensor<4x4xf32>
+  %r = hl.add %mm, %s : tensor<4x4xf32>, tensor<4x4xf32>
+  %n = hl.neg %r : tensor<4x4xf32>
+  return %n : tensor<4x4xf32>
 }

@@ -3,20 +3,24 @@
 //!
 //! Algorithm, per function:
 //! 1. Walk the ops in order. An elementwise op joins the group of each
-//!    operand's producer that is elementwise, has this op as its only use,
-//!    and has this op's result shape (the cost rule: an intermediate that is
-//!    used elsewhere, or that a consumer would broadcast and so recompute per
-//!    element, is materialised instead).
-//! 2. Every group of two or more ops becomes one op at its last op (the only
-//!    one used outside the group). Its inputs are the group's operands from
-//!    outside, except splat constants, which become scalar constants of the
-//!    body; each op becomes its scalar form.
+//!    operand's producer that is elementwise and has this op's result shape
+//!    (the cost rule: a value that a consumer would broadcast, and so
+//!    recompute per element, is materialised instead), provided every other
+//!    use of that group's values comes after this op. A value used outside
+//!    its group becomes one more result of the fused op (multi-output
+//!    fusion: computed once, stored once, never recomputed), so Adam's two
+//!    moments and the parameter update are one kernel.
+//! 2. Every group of two or more ops becomes one op at its last op; all its
+//!    outside uses come later, so that is legal. Its inputs are the group's
+//!    operands from outside, except splat constants, which become scalar
+//!    constants of the body; each op becomes its scalar form; it yields
+//!    every value used outside the group, in program order.
 
 use super::autodiff::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
     ir::{
-        self, OpSpec, element_dtype, int_attr, op_loc, op_name, operands, ops_of, producer, single_user, spec,
+        self, OpSpec, element_dtype, int_attr, op_loc, op_name, operands, ops_of, producer, spec, users,
         splat_value,
     },
     nn::DType,
@@ -71,6 +75,7 @@ pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
             continue;
         }
         // 1. Grouping: group id per op (by address), groups as op lists.
+        let order: HashMap<usize, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
         let mut group_of: HashMap<usize, usize> = HashMap::new();
         let mut groups: Vec<Vec<MlirOperation>> = Vec::new();
         for op in ops_of(block) {
@@ -84,7 +89,20 @@ pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
             for v in operands(op) {
                 let Some(p) = producer(v) else { continue };
                 let Some(&pg) = group_of.get(&(p.ptr as usize)) else { continue };
-                if single_user(v).is_none() || spec(v).shape != result_shape || pg == id {
+                if spec(v).shape != result_shape || pg == id {
+                    continue;
+                }
+                // Every outside use of the producer group's values must come
+                // after `op`, where the fused op will stand.
+                let here = order[&(op.ptr as usize)];
+                let later = groups[pg].iter().all(|&m| {
+                    users(unsafe { mlirOperationGetResult(m, 0) }).iter().all(|u| {
+                        group_of.get(&(u.ptr as usize)) == Some(&pg)
+                            || u.ptr == op.ptr
+                            || order.get(&(u.ptr as usize)).is_some_and(|&o| o > here)
+                    })
+                });
+                if !later {
                     continue;
                 }
                 let moved = std::mem::take(&mut groups[pg]);
@@ -94,9 +112,7 @@ pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
                 groups[id].extend(moved);
             }
         }
-        // 2. Build the fused ops, each group in program order (its root, the
-        // only op used outside it, last).
-        let order: HashMap<usize, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+        // 2. Build the fused ops, each group in program order.
         for mut group in groups.into_iter().filter(|g| g.len() >= 2) {
             group.sort_by_key(|o| order[&(o.ptr as usize)]);
             build_group(block, &group)?;
@@ -133,7 +149,13 @@ fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(), Failure>
     let region = unsafe { mlirRegionCreate() };
     unsafe { mlirRegionAppendOwnedBlock(region, body) };
     let s = Scalar { ctx, block: body, loc };
-    let built = (|| -> Result<MlirValue, Failure> {
+    // The values used outside the group, in program order: the results.
+    let outputs: Vec<MlirValue> = group
+        .iter()
+        .map(|&op| unsafe { mlirOperationGetResult(op, 0) })
+        .filter(|&r| users(r).iter().any(|u| !inside.contains(&(u.ptr as usize))))
+        .collect();
+    let built = (|| -> Result<Vec<MlirValue>, Failure> {
         let mut map: HashMap<usize, MlirValue> = HashMap::new();
         for (i, v) in inputs.iter().enumerate() {
             map.insert(v.ptr as usize, unsafe { mlirBlockGetArgument(body, i as isize) });
@@ -156,7 +178,7 @@ fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(), Failure>
             let out = scalar_op(&s, op, &args, spec(r).dtype)?;
             map.insert(r.ptr as usize, out);
         }
-        Ok(map[&(unsafe { mlirOperationGetResult(root, 0) }.ptr as usize)])
+        Ok(outputs.iter().map(|r| map[&(r.ptr as usize)]).collect())
     })();
     let yielded = match built {
         Ok(v) => v,
@@ -165,18 +187,20 @@ fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(), Failure>
             return Err(e);
         }
     };
-    s.op("hl.yield", &[yielded], &[], Some(&[]))?;
-    let result_type = unsafe { mlirValueGetType(mlirOperationGetResult(root, 0)) };
+    s.op("hl.yield", &yielded, &[], Some(&[]))?;
+    let result_types: Vec<MlirType> = outputs.iter().map(|&r| unsafe { mlirValueGetType(r) }).collect();
     let spec_op = OpSpec {
         operands: &inputs,
-        results: Some(&[result_type]),
+        results: Some(&result_types),
         regions: &[region],
         ..OpSpec::new("hl.fused_elementwise")
     };
     let fused = ir::create_op(ctx, loc, &spec_op).map_err(|e| (loc, format!("internal error: {e:?}")))?;
     unsafe {
         mlirBlockInsertOwnedOperationBefore(block, root, fused);
-        mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(root, 0), mlirOperationGetResult(fused, 0));
+        for (i, &r) in outputs.iter().enumerate() {
+            mlirValueReplaceAllUsesOfWith(r, mlirOperationGetResult(fused, i as isize));
+        }
         for &op in group.iter().rev() {
             mlirOperationDestroy(op);
         }

@@ -12,6 +12,7 @@
 mod autodiff;
 mod fuse_elementwise;
 mod fuse_gemm;
+mod fuse_optimizer;
 mod fuse_reductions;
 mod optimizer;
 mod print_param_table;
@@ -19,6 +20,7 @@ mod print_param_table;
 pub use autodiff::differentiate;
 pub use fuse_elementwise::fuse_elementwise;
 pub use fuse_gemm::fuse_gemm_epilogues;
+pub use fuse_optimizer::fuse_optimizer;
 pub use fuse_reductions::fuse_reductions;
 pub use optimizer::{Optimizer, add_train_step};
 pub use print_param_table::{ParamInfo, collect_params, render_table};
@@ -42,6 +44,7 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
     ("hl-autodiff", autodiff::run),
     ("hl-fuse-elementwise", fuse_elementwise::run),
     ("hl-fuse-gemm-epilogue", fuse_gemm::run),
+    ("hl-fuse-optimizer", fuse_optimizer::run),
     ("hl-fuse-reductions", fuse_reductions::run),
     ("hl-optimizer", optimizer::run),
     ("hl-print-param-table", print_param_table::run),

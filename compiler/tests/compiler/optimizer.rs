@@ -294,13 +294,13 @@ fn fusion_preserves_the_train_step() {
     let x = Array::new([8, 64], DType::F32, (0..512).map(|i| ((i * 37 % 17) as f64) / 16.0).collect()).unwrap();
     let y = Array::new([8], DType::I32, (0..8).map(|i| (i * 3 % 10) as f64).collect()).unwrap();
     let args = [x, y, Array::scalar(0.1, DType::F32)];
-    for kind in ["sgd momentum=0.9", "adamw weight-decay=0.01"] {
+    for kind in ["sgd momentum=0.9", "adamw weight-decay=0.01", "adam"] {
         let base = format!("hl-optimizer{{kind={kind}}},canonicalize,cse");
         let plain = run_after(&traced, &format!("builtin.module({base})"), "train_step", &args);
         let fused = run_after(
             &traced,
             &format!(
-                "builtin.module({base},hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,hl-fuse-elementwise)"
+                "builtin.module({base},hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer)"
             ),
             "train_step",
             &args,

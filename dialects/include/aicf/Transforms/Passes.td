@@ -147,6 +147,33 @@ def HLFuseReductions : Pass<"hl-fuse-reductions", "::mlir::ModuleOp"> {
   }];
 }
 
+def HLFuseOptimizer : Pass<"hl-fuse-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Fuse the per-parameter updates of a train step into one multi-tensor kernel";
+  let description = [{
+    After `hl-fuse-elementwise`, each parameter's update (SGD, or Adam's
+    two moments and the parameter, as one multi-output op) is an
+    `hl.fused_elementwise` whose results only the function's `return` uses.
+    Those with the same body (same scalar ops, attributes and wiring; the
+    shapes may differ) become one `hl.multi_tensor_apply` at the place of
+    the last of them: one kernel launch for all parameters instead of one
+    per tensor. Updates with different bodies (another optimizer setting per
+    group) form one op per body; a body used once is left alone.
+
+    Before:
+    ```mlir
+    %w = hl.fused_elementwise ins(%gw, %lr, %pw : ...) -> tensor<128x64xf32> {...}
+    %b = hl.fused_elementwise ins(%gb, %lr, %pb : ...) -> tensor<128xf32> {...}
+    return %loss, %w, %b : ...
+    ```
+    After:
+    ```mlir
+    %w, %b = hl.multi_tensor_apply ins(%gw, %lr, %pw, %gb, %lr, %pb : ...)
+        -> tensor<128x64xf32>, tensor<128xf32> {...}
+    return %loss, %w, %b : ...
+    ```
+  }];
+}
+
 def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
   let summary = "Append the optimizer update: a complete train step";
   let description = [{
