@@ -2,7 +2,7 @@
 // RUN: aicf-opt %s -split-input-file -verify-diagnostics
 
 func.func @f(%a: memref<4x8xf32>, %b: memref<8x2xf16>, %c: memref<4x2xf32>) {
-  // expected-error @+1 {{'ll.gemm' op operands have different element types: 'memref<4x8xf32>' and 'memref<8x2xf16>'}}
+  // expected-error @+1 {{'ll.gemm' op operands and result hold different element types: 'memref<4x8xf32>', 'memref<8x2xf16>' and 'memref<4x2xf32>'}}
   ll.gemm %a, %b into %c : memref<4x8xf32>, memref<8x2xf16> -> memref<4x2xf32>
   return
 }
@@ -27,7 +27,7 @@ func.func @f(%a: memref<4x8xf32>, %b: memref<8x2xf32>, %c: memref<2x4xf32>) {
 
 func.func @f(%a: memref<4x8xf32>, %b: memref<8x2xf32>, %bias: memref<4xf32>, %c: memref<4x2xf32>) {
   // expected-error @+1 {{'ll.gemm' op bias 'memref<4xf32>' must have N = 2 elements}}
-  ll.gemm %a, %b bias(%bias) into %c : memref<4x8xf32>, memref<8x2xf32>, memref<4xf32> -> memref<4x2xf32>
+  ll.gemm %a, %b bias(%bias) into %c : memref<4x8xf32>, memref<8x2xf32> bias memref<4xf32> -> memref<4x2xf32>
   return
 }
 
@@ -42,7 +42,7 @@ func.func @f(%a: memref<4x4xf32>, %b: memref<4x4xf32>) {
 // -----
 
 func.func @f(%a: memref<4xf32>, %b: memref<4x4xf32>, %c: memref<4x4xf32>) {
-  // expected-error @+1 {{'ll.gemm' op operand #0 must be 2D memref of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'memref<4xf32>'}}
+  // expected-error @+1 {{'ll.gemm' op operands must be matrices (rank >= 2), got 'memref<4xf32>' and 'memref<4x4xf32>'}}
   ll.gemm %a, %b into %c : memref<4xf32>, memref<4x4xf32> -> memref<4x4xf32>
   return
 }
@@ -131,7 +131,7 @@ func.func @f(%a: memref<4xf32>, %o: memref<4xf32>, %m: memref<4xf32>) {
   ll.elementwise ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) {
   ^bb0(%x: f32):
     %c0 = arith.constant 0 : index
-    // expected-error @+1 {{'memref.load' op is not allowed in an ll.elementwise body: only side-effect-free scalar ops are}}
+    // expected-error @+1 {{'memref.load' op is not allowed in an elementwise body: only side-effect-free scalar ops are}}
     %y = memref.load %m[%c0] : memref<4xf32>
     ll.yield %y : f32
   }
@@ -143,7 +143,7 @@ func.func @f(%a: memref<4xf32>, %o: memref<4xf32>, %m: memref<4xf32>) {
 func.func @f(%a: memref<4xf32>, %o: memref<4xf32>) {
   ll.elementwise ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) {
   ^bb0(%x: f32):
-    // expected-error @+1 {{'arith.constant' op produces 'vector<4xf32>' in an ll.elementwise body, which is scalar}}
+    // expected-error @+1 {{'arith.constant' op produces 'vector<4xf32>' in an elementwise body, which is scalar}}
     %v = arith.constant dense<0.0> : vector<4xf32>
     ll.yield %x : f32
   }
@@ -153,7 +153,7 @@ func.func @f(%a: memref<4xf32>, %o: memref<4xf32>) {
 // -----
 
 func.func @f(%l: memref<8x4xf32>, %y: memref<7xi32>, %loss: memref<f32>) {
-  // expected-error @+1 {{'ll.softmax_cross_entropy' op labels 'memref<7xi32>' do not have one entry per row of 'memref<8x4xf32>'}}
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op labels 'memref<7xi32>' must have the shape of 'memref<8x4xf32>' without the class dimension}}
   ll.softmax_cross_entropy %l, %y into %loss : memref<8x4xf32>, memref<7xi32> -> memref<f32>
   return
 }
@@ -225,6 +225,73 @@ func.func @f(%x: memref<8xi32>) {
 // -----
 
 func.func @f(%x: f32) {
-  // expected-error @+1 {{'ll.yield' op expects parent op 'll.elementwise'}}
+  // expected-error @+1 {{'ll.yield' op expects parent op to be one of 'll.elementwise, ll.multi_tensor_apply'}}
   ll.yield %x : f32
+}
+
+// -----
+
+func.func @f(%a: memref<4x8xf32>, %b: memref<8x2xf32>, %c: memref<4x2xf32>, %s: memref<8xf32>) {
+  // expected-error @+1 {{'ll.gemm' op lhs_sum 'memref<8xf32>' must hold M = 4 elements of 'f32'}}
+  ll.gemm %a, %b into %c lhs_sum(%s) : memref<4x8xf32>, memref<8x2xf32> -> memref<4x2xf32> lhs_sum memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: memref<2x4x8xf32>, %b: memref<3x8x2xf32>, %c: memref<2x4x2xf32>) {
+  // expected-error @+1 {{'ll.gemm' op batch dimensions of 'memref<2x4x8xf32>' and 'memref<3x8x2xf32>' differ}}
+  ll.gemm %a, %b into %c : memref<2x4x8xf32>, memref<3x8x2xf32> -> memref<2x4x2xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
+  // expected-error @+1 {{'ll.softmax' op axis 2 is out of range for 'memref<4x8xf32>'}}
+  ll.softmax %x into %y axis = 2 : memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<4x8xf32>, %w: memref<4xf32>, %y: memref<4x8xf32>) {
+  // expected-error @+1 {{'ll.norm' op weight 'memref<4xf32>' must have the normalised dimensions of 'memref<4x8xf32>'}}
+  ll.norm %x weight(%w) into %y dims = 1 eps = 1.0e-5 : memref<4x8xf32> weight memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x8xf32>, %k: memref<2x5x7xf32>, %o: memref<2x4x8xf32>) {
+  // expected-error @+1 {{'ll.attention' op queries 'memref<2x4x8xf32>', keys 'memref<2x5x7xf32>' and values 'memref<2x5x7xf32>' do not form an attention}}
+  ll.attention %q, %k, %k into %o scale = 1.0 : memref<2x4x8xf32>, memref<2x5x7xf32>, memref<2x5x7xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x3xf32>, %y: memref<2x3xf32>) {
+  // expected-error @+1 {{'ll.transpose' op result buffer 'memref<2x3xf32>' is not 'memref<2x3xf32>' permuted}}
+  ll.transpose %x into %y permutation = [1, 0] : memref<2x3xf32> -> memref<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{'ll.reshape' op cannot view 'memref<2x3xf32>' as 'memref<7xf32>'}}
+  %v = ll.reshape %x : memref<2x3xf32> to memref<7xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<3xf32>, %y: memref<4xf32>) {
+  // expected-error @+1 {{'ll.multi_tensor_apply' op group 1: input #0 of type 'memref<4xf32>' does not broadcast to the output shape of 'memref<3xf32>'}}
+  ll.multi_tensor_apply ins(%x, %y : memref<3xf32>, memref<4xf32>) outs(%x, %x : memref<3xf32>, memref<3xf32>) {
+  ^bb0(%a: f32):
+    ll.yield %a : f32
+  }
+  return
 }

@@ -8,9 +8,9 @@ func.func @mlp_step(%x: memref<32x64xf32>, %w1: memref<128x64xf32>, %b1: memref<
                     %h: memref<32x128xf32>, %w2: memref<10x128xf32>, %logits: memref<32x10xf32>,
                     %labels: memref<32xi32>, %loss: memref<f32>, %dlogits: memref<32x10xf32>,
                     %dw2: memref<10x128xf32>, %db2: memref<10xf32>, %dh: memref<32x128xf32>) {
-  // CHECK: ll.gemm %{{.*}}, %{{.*}} bias(%{{.*}}) into %{{.*}} transpose_b act = relu : memref<32x64xf32>, memref<128x64xf32>, memref<128xf32> -> memref<32x128xf32>
+  // CHECK: ll.gemm %{{.*}}, %{{.*}} bias(%{{.*}}) into %{{.*}} transpose_b act = relu : memref<32x64xf32>, memref<128x64xf32> bias memref<128xf32> -> memref<32x128xf32>
   ll.gemm %x, %w1 bias(%b1) into %h transpose_b act = relu
-      : memref<32x64xf32>, memref<128x64xf32>, memref<128xf32> -> memref<32x128xf32>
+      : memref<32x64xf32>, memref<128x64xf32> bias memref<128xf32> -> memref<32x128xf32>
   // CHECK: ll.gemm %{{.*}}, %{{.*}} into %{{.*}} transpose_b : memref<32x128xf32>, memref<10x128xf32> -> memref<32x10xf32>
   ll.gemm %h, %w2 into %logits transpose_b : memref<32x128xf32>, memref<10x128xf32> -> memref<32x10xf32>
   // CHECK: ll.softmax_cross_entropy %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} : memref<32x10xf32>, memref<32xi32> -> memref<f32>, memref<32x10xf32>
@@ -22,6 +22,11 @@ func.func @mlp_step(%x: memref<32x64xf32>, %w1: memref<128x64xf32>, %b1: memref<
   // CHECK: ll.gemm %{{.*}}, %{{.*}} into %{{.*}} transpose_a accumulate alpha = 5.000000e-01 : memref<32x10xf32>, memref<32x128xf32> -> memref<10x128xf32>
   ll.gemm %dlogits, %h into %dw2 transpose_a accumulate alpha = 0.5
       : memref<32x10xf32>, memref<32x128xf32> -> memref<10x128xf32>
+  // CHECK: ll.gemm %{{.*}}, %{{.*}} into %{{.*}} lhs_sum(%{{.*}}) transpose_a : memref<32x10xf32>, memref<32x128xf32> -> memref<10x128xf32> lhs_sum memref<10xf32>
+  ll.gemm %dlogits, %h into %dw2 lhs_sum(%db2) transpose_a
+      : memref<32x10xf32>, memref<32x128xf32> -> memref<10x128xf32> lhs_sum memref<10xf32>
+  // CHECK: ll.gemm %{{.*}}, %{{.*}} mask(%{{.*}}) into %{{.*}} : memref<32x10xf32>, memref<10x128xf32> mask memref<32x128xf32> -> memref<32x128xf32>
+  ll.gemm %dlogits, %w2 mask(%h) into %dh : memref<32x10xf32>, memref<10x128xf32> mask memref<32x128xf32> -> memref<32x128xf32>
   // CHECK: ll.reduce sum %{{.*}} dims = [0] into %{{.*}} : memref<32x10xf32> -> memref<10xf32>
   ll.reduce sum %dlogits dims = [0] into %db2 : memref<32x10xf32> -> memref<10xf32>
   // CHECK: ll.reduce max %{{.*}} dims = [0, 1] into %{{.*}} : memref<32x10xf32> -> memref<f32>
@@ -59,6 +64,55 @@ func.func @elementwise_multi(%a: memref<4x8xf32>, %b: memref<8xf32>, %s: memref<
     %e = math.exp %sum : f32
     %m = arith.mulf %e, %z : f32
     ll.yield %sum, %m : f32, f32
+  }
+  return
+}
+
+// The row-reduction family, attention, data movement and views.
+// CHECK-LABEL: func.func @transformer_kernels
+func.func @transformer_kernels(%x: memref<8x128x256xf32>, %g: memref<256xf32>, %b: memref<256xf32>,
+                               %h: memref<8x128x256xf32>, %q: memref<8x4x128x64xf32>, %o: memref<8x4x128x64xf32>,
+                               %s: memref<8x4x128x128xf32>, %t: memref<8x128x4x64xf32>, %w: memref<768x256xf32>,
+                               %qkv: memref<8x128x768xf32>, %m: memref<8x4x128x1xf32>, %logits: memref<8x128x256xf32>,
+                               %labels: memref<8x128xi64>, %loss: memref<f32>, %one: memref<f32>) {
+  // CHECK: ll.norm %{{.*}} weight(%{{.*}}) bias(%{{.*}}) into %{{.*}} dims = 1 eps = 1.000000e-05 : memref<8x128x256xf32> weight memref<256xf32> bias memref<256xf32>
+  ll.norm %x weight(%g) bias(%b) into %h dims = 1 eps = 1.0e-5 : memref<8x128x256xf32> weight memref<256xf32> bias memref<256xf32>
+  // CHECK: ll.norm %{{.*}} weight(%{{.*}}) into %{{.*}} dims = 1 eps = 9.9999999999999995E-7 rms : memref<8x128x256xf32> weight memref<256xf32>
+  ll.norm %x weight(%g) into %h dims = 1 eps = 1.0e-6 rms : memref<8x128x256xf32> weight memref<256xf32>
+  // The linear form: leading dimensions of a are rows.
+  // CHECK: ll.gemm %{{.*}}, %{{.*}} into %{{.*}} transpose_b : memref<8x128x256xf32>, memref<768x256xf32> -> memref<8x128x768xf32>
+  ll.gemm %h, %w into %qkv transpose_b : memref<8x128x256xf32>, memref<768x256xf32> -> memref<8x128x768xf32>
+  // Batched: equal batch dimensions.
+  // CHECK: ll.gemm %{{.*}}, %{{.*}} into %{{.*}} transpose_b alpha = 1.250000e-01 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x128xf32>
+  ll.gemm %q, %o into %s transpose_b alpha = 0.125 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x128xf32>
+  // CHECK: ll.softmax %{{.*}} into %{{.*}} axis = 3 : memref<8x4x128x128xf32>
+  ll.softmax %s into %s axis = 3 : memref<8x4x128x128xf32>
+  // CHECK: ll.softmax %{{.*}} into %{{.*}} axis = 3 log : memref<8x4x128x128xf32>
+  ll.softmax %s into %s axis = 3 log : memref<8x4x128x128xf32>
+  // CHECK: ll.reduce max %{{.*}} dims = [3] into %{{.*}} : memref<8x4x128x128xf32> -> memref<8x4x128x1xf32>
+  ll.reduce max %s dims = [3] into %m : memref<8x4x128x128xf32> -> memref<8x4x128x1xf32>
+  // CHECK: ll.attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}} causal scale = 1.250000e-01 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>
+  ll.attention %q, %q, %q into %o causal scale = 0.125 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>
+  // CHECK: ll.transpose %{{.*}} into %{{.*}} permutation = [0, 2, 1, 3] : memref<8x128x4x64xf32> -> memref<8x4x128x64xf32>
+  ll.transpose %t into %q permutation = [0, 2, 1, 3] : memref<8x128x4x64xf32> -> memref<8x4x128x64xf32>
+  // CHECK: ll.reshape %{{.*}} : memref<8x128x256xf32> to memref<1024x256xf32>
+  %flat = ll.reshape %x : memref<8x128x256xf32> to memref<1024x256xf32>
+  // CHECK: ll.softmax_cross_entropy %{{.*}}, %{{.*}} grad_output(%{{.*}}) into %{{.*}}, %{{.*}} ignore_index = -1 : memref<8x128x256xf32>, memref<8x128xi64> grad_output memref<f32> -> memref<f32>, memref<8x128x256xf32>
+  ll.softmax_cross_entropy %logits, %labels grad_output(%one) into %loss, %logits ignore_index = -1
+      : memref<8x128x256xf32>, memref<8x128xi64> grad_output memref<f32> -> memref<f32>, memref<8x128x256xf32>
+  return
+}
+
+// One multi-tensor SGD update over two parameters, in place.
+// CHECK-LABEL: func.func @multi_tensor
+func.func @multi_tensor(%g1: memref<4x3xf32>, %p1: memref<4x3xf32>, %g2: memref<3xf32>, %p2: memref<3xf32>, %lr: memref<f32>) {
+  // CHECK: ll.multi_tensor_apply ins(%{{.*}} : memref<4x3xf32>, memref<f32>, memref<4x3xf32>, memref<3xf32>, memref<f32>, memref<3xf32>) outs(%{{.*}}, %{{.*}} : memref<4x3xf32>, memref<3xf32>)
+  ll.multi_tensor_apply ins(%g1, %lr, %p1, %g2, %lr, %p2 : memref<4x3xf32>, memref<f32>, memref<4x3xf32>, memref<3xf32>, memref<f32>, memref<3xf32>)
+                        outs(%p1, %p2 : memref<4x3xf32>, memref<3xf32>) {
+  ^bb0(%g: f32, %r: f32, %p: f32):
+    %s = arith.mulf %g, %r : f32
+    %n = arith.subf %p, %s : f32
+    ll.yield %n : f32
   }
   return
 }

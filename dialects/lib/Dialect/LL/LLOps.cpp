@@ -19,25 +19,65 @@ LogicalResult GemmOp::verify() {
   auto a = cast<MemRefType>(getA().getType());
   auto b = cast<MemRefType>(getB().getType());
   auto out = cast<MemRefType>(getOut().getType());
-  if (a.getElementType() != b.getElementType())
-    return emitOpError("operands have different element types: ")
+  if (a.getElementType() != b.getElementType() ||
+      a.getElementType() != out.getElementType())
+    return emitOpError("operands and result hold different element types: ")
+           << a << ", " << b << " and " << out;
+  bool ta = getTransposeA(), tb = getTransposeB();
+  int64_t ra = a.getRank(), rb = b.getRank();
+  if (ra < 2 || rb < 2)
+    return emitOpError("operands must be matrices (rank >= 2), got ")
            << a << " and " << b;
-  int64_t m = a.getDimSize(getTransposeA() ? 1 : 0);
-  int64_t ka = a.getDimSize(getTransposeA() ? 0 : 1);
-  int64_t kb = b.getDimSize(getTransposeB() ? 1 : 0);
-  int64_t n = b.getDimSize(getTransposeB() ? 0 : 1);
+  SmallVector<int64_t> expected;
+  int64_t kb = b.getDimSize(tb ? rb - 1 : rb - 2);
+  int64_t n = b.getDimSize(tb ? rb - 2 : rb - 1);
+  int64_t ka;
+  if (rb == 2 && ra > 2) {
+    if (ta)
+      return emitOpError("transpose_a needs operands of equal rank");
+    ka = a.getDimSize(ra - 1);
+    expected.append(a.getShape().begin(), a.getShape().end() - 1);
+  } else {
+    if (ra != rb)
+      return emitOpError("operands ") << a << " and " << b
+                                      << " have different ranks";
+    if (a.getShape().drop_back(2) != b.getShape().drop_back(2))
+      return emitOpError("batch dimensions of ")
+             << a << " and " << b << " differ";
+    ka = a.getDimSize(ta ? ra - 2 : ra - 1);
+    expected.append(a.getShape().begin(), a.getShape().end() - 2);
+    expected.push_back(a.getDimSize(ta ? ra - 1 : ra - 2));
+  }
   if (ka != kb)
     return emitOpError("contracting dimensions differ: a has K = ")
            << ka << ", b has K = " << kb;
-  if (out.getDimSize(0) != m || out.getDimSize(1) != n)
-    return emitOpError("result buffer ")
-           << out << " does not match the product shape [" << m << ", " << n
-           << "]";
+  expected.push_back(n);
+  if (out.getShape() != ArrayRef<int64_t>(expected)) {
+    InFlightDiagnostic diag = emitOpError("result buffer ");
+    diag << out << " does not match the product shape [";
+    llvm::interleaveComma(expected, diag);
+    return diag << "]";
+  }
   if (Value bias = getBias()) {
     auto biasType = cast<MemRefType>(bias.getType());
     if (biasType.getDimSize(0) != n)
       return emitOpError("bias ") << biasType << " must have N = " << n
                                   << " elements";
+  }
+  for (auto [what, v] : {std::pair<StringRef, Value>{"mask", getMask()},
+                         {"residual", getResidual()}})
+    if (v && v.getType() != Type(out))
+      return emitOpError() << what << " " << v.getType()
+                           << " must have the result's type " << out;
+  if (Value sum = getLhsSum()) {
+    if (ra != 2 || rb != 2)
+      return emitOpError("lhs_sum needs rank-2 operands");
+    auto sumType = cast<MemRefType>(sum.getType());
+    if (sumType.getDimSize(0) != expected[0] ||
+        sumType.getElementType() != out.getElementType())
+      return emitOpError("lhs_sum ") << sumType << " must hold M = "
+                                     << expected[0] << " elements of "
+                                     << out.getElementType();
   }
   if (getOut() == getA() || getOut() == getB())
     return emitOpError("result buffer must not alias an operand");
@@ -59,62 +99,95 @@ static bool broadcastsTo(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
   return true;
 }
 
-LogicalResult ElementwiseOp::verify() {
-  if (getOutputs().empty())
-    return emitOpError("needs at least one output buffer");
-  auto outType = cast<MemRefType>(getOutputs().front().getType());
-  for (Value output : getOutputs().drop_front()) {
+/// Checks one elementwise group: inputs broadcast to the outputs' shared
+/// shape; the body maps one scalar per input to one per output.
+static LogicalResult verifyGroup(Operation *op, ValueRange inputs,
+                                 ValueRange outputs, Block &body,
+                                 const std::string &group) {
+  auto error = [&]() {
+    InFlightDiagnostic d = op->emitOpError();
+    if (!group.empty())
+      d << group << ": ";
+    return d;
+  };
+  if (outputs.empty())
+    return error() << "needs at least one output buffer";
+  auto outType = cast<MemRefType>(outputs.front().getType());
+  for (Value output : outputs.drop_front()) {
     auto type = cast<MemRefType>(output.getType());
     if (type.getShape() != outType.getShape())
-      return emitOpError("outputs must share one shape, got ")
-             << outType << " and " << type;
+      return error() << "outputs must share one shape, got " << outType
+                     << " and " << type;
   }
-  for (auto [i, input] : llvm::enumerate(getInputs())) {
+  for (auto [i, input] : llvm::enumerate(inputs)) {
     auto type = cast<MemRefType>(input.getType());
     if (!broadcastsTo(type.getShape(), outType.getShape()))
-      return emitOpError("input #")
-             << i << " of type " << type
-             << " does not broadcast to the output shape of " << outType;
+      return error() << "input #" << i << " of type " << type
+                     << " does not broadcast to the output shape of "
+                     << outType;
   }
-  Block &body = getBody().front();
-  if (body.getNumArguments() != getInputs().size())
-    return emitOpError("body takes ")
-           << body.getNumArguments() << " scalars but the op has "
-           << getInputs().size() << " inputs";
-  for (auto [i, pair] :
-       llvm::enumerate(llvm::zip(body.getArguments(), getInputs()))) {
+  if (body.getNumArguments() != inputs.size())
+    return error() << "body takes " << body.getNumArguments()
+                   << " scalars but the op has " << inputs.size() << " inputs";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(body.getArguments(), inputs))) {
     auto [arg, input] = pair;
     Type elt = cast<MemRefType>(input.getType()).getElementType();
     if (arg.getType() != elt)
-      return emitOpError("body argument #")
-             << i << " has type " << arg.getType() << " but input #" << i
-             << " holds " << elt;
+      return error() << "body argument #" << i << " has type " << arg.getType()
+                     << " but input #" << i << " holds " << elt;
   }
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)
-    return emitOpError("body must end with ll.yield");
-  if (yield.getValues().size() != getOutputs().size())
-    return emitOpError("body yields ")
-           << yield.getValues().size() << " values for "
-           << getOutputs().size() << " outputs";
-  for (auto [i, pair] :
-       llvm::enumerate(llvm::zip(yield.getValues(), getOutputs()))) {
+    return error() << "body must end with ll.yield";
+  if (yield.getValues().size() != outputs.size())
+    return error() << "body yields " << yield.getValues().size()
+                   << " values for " << outputs.size() << " outputs";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(yield.getValues(), outputs))) {
     auto [value, output] = pair;
     Type elt = cast<MemRefType>(output.getType()).getElementType();
     if (value.getType() != elt)
-      return emitOpError("yielded value #")
-             << i << " has type " << value.getType() << " but output #" << i
-             << " holds " << elt;
+      return error() << "yielded value #" << i << " has type "
+                     << value.getType() << " but output #" << i << " holds "
+                     << elt;
   }
-  for (Operation &op : body.without_terminator()) {
-    if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
-      return op.emitOpError("is not allowed in an ll.elementwise body: only "
-                            "side-effect-free scalar ops are");
-    for (Type t : op.getResultTypes())
+  for (Operation &inner : body.without_terminator()) {
+    if (inner.getNumRegions() != 0 || !isMemoryEffectFree(&inner))
+      return inner.emitOpError("is not allowed in an elementwise body: only "
+                               "side-effect-free scalar ops are");
+    for (Type t : inner.getResultTypes())
       if (isa<ShapedType>(t))
-        return op.emitOpError("produces ")
-               << t << " in an ll.elementwise body, which is scalar";
+        return inner.emitOpError("produces ")
+               << t << " in an elementwise body, which is scalar";
   }
+  return success();
+}
+
+LogicalResult ElementwiseOp::verify() {
+  return verifyGroup(*this, getInputs(), getOutputs(), getBody().front(), "");
+}
+
+LogicalResult MultiTensorApplyOp::verify() {
+  Block &body = getBody().front();
+  size_t k = body.getNumArguments();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with ll.yield");
+  size_t m = yield.getValues().size();
+  if (k == 0 || m == 0)
+    return emitOpError("body must take and yield at least one scalar");
+  if (getInputs().empty() || getInputs().size() % k != 0)
+    return emitOpError("has ") << getInputs().size()
+                               << " inputs, not a positive multiple of the body's "
+                               << k << " arguments";
+  size_t groups = getInputs().size() / k;
+  if (getOutputs().size() != groups * m)
+    return emitOpError("has ") << getOutputs().size() << " outputs for "
+                               << groups << " groups of " << m;
+  for (size_t g = 0; g < groups; ++g)
+    if (failed(verifyGroup(*this, getInputs().slice(g * k, k),
+                           getOutputs().slice(g * m, m), body,
+                           "group " + std::to_string(g))))
+      return failure();
   return success();
 }
 
@@ -126,16 +199,99 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
   auto logits = cast<MemRefType>(getLogits().getType());
   auto labels = cast<MemRefType>(getLabels().getType());
   auto loss = cast<MemRefType>(getLoss().getType());
-  if (labels.getDimSize(0) != logits.getDimSize(0))
-    return emitOpError("labels ") << labels << " do not have one entry per row of "
-                                  << logits;
+  if (logits.getRank() < 1 || labels.getShape() != logits.getShape().drop_back())
+    return emitOpError("labels ") << labels << " must have the shape of "
+                                  << logits << " without the class dimension";
   if (loss.getElementType() != logits.getElementType())
     return emitOpError("loss buffer ") << loss << " must hold "
                                        << logits.getElementType();
+  if (Value g = getGradOutput())
+    if (cast<MemRefType>(g.getType()).getElementType() != logits.getElementType())
+      return emitOpError("grad_output ") << g.getType() << " must hold "
+                                         << logits.getElementType();
   if (Value grad = getGrad())
     if (grad.getType() != Type(logits))
       return emitOpError("gradient buffer ")
              << grad.getType() << " must have the logits' type " << logits;
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  auto in = cast<MemRefType>(getInput().getType());
+  if (getOut().getType() != Type(in))
+    return emitOpError("result buffer ") << getOut().getType()
+                                         << " must have the input's type " << in;
+  if (getAxis() < 0 || getAxis() >= in.getRank())
+    return emitOpError("axis ") << getAxis() << " is out of range for " << in;
+  return success();
+}
+
+LogicalResult NormOp::verify() {
+  auto in = cast<MemRefType>(getInput().getType());
+  if (getOut().getType() != Type(in))
+    return emitOpError("result buffer ") << getOut().getType()
+                                         << " must have the input's type " << in;
+  if (getDims() < 1 || getDims() > in.getRank())
+    return emitOpError("dims = ") << getDims() << " is out of range for " << in;
+  ArrayRef<int64_t> row = in.getShape().take_back(getDims());
+  for (auto [what, v] : {std::pair<StringRef, Value>{"weight", getWeight()},
+                         {"bias", getBias()}})
+    if (v) {
+      auto t = cast<MemRefType>(v.getType());
+      if (t.getShape() != row || t.getElementType() != in.getElementType())
+        return emitOpError() << what << " " << t
+                             << " must have the normalised dimensions of " << in;
+    }
+  if (getRms() && getBias())
+    return emitOpError("an RMS norm has no bias");
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = cast<MemRefType>(getQ().getType());
+  auto k = cast<MemRefType>(getK().getType());
+  auto v = cast<MemRefType>(getV().getType());
+  if (q.getRank() < 2 || k != v || k.getRank() != q.getRank() ||
+      k.getShape().drop_back(2) != q.getShape().drop_back(2) ||
+      k.getShape().back() != q.getShape().back())
+    return emitOpError("queries ") << q << ", keys " << k << " and values " << v
+                                   << " do not form an attention";
+  if (getOut().getType() != Type(q))
+    return emitOpError("result buffer ") << getOut().getType()
+                                         << " must have the queries' type " << q;
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  auto in = cast<MemRefType>(getInput().getType());
+  auto out = cast<MemRefType>(getOut().getType());
+  ArrayRef<int64_t> perm = getPermutation();
+  if (perm.size() != static_cast<size_t>(in.getRank()))
+    return emitOpError("permutation has ") << perm.size() << " entries for "
+                                           << in;
+  llvm::SmallSet<int64_t, 8> seen;
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || !seen.insert(p).second)
+      return emitOpError("permutation is not a permutation of [0, ")
+             << in.getRank() << ")";
+    expected.push_back(in.getDimSize(p));
+  }
+  if (out.getShape() != ArrayRef<int64_t>(expected) ||
+      out.getElementType() != in.getElementType())
+    return emitOpError("result buffer ") << out << " is not " << in
+                                         << " permuted";
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = cast<MemRefType>(getSource().getType());
+  auto out = cast<MemRefType>(getResult().getType());
+  if (in.getNumElements() != out.getNumElements() ||
+      in.getElementType() != out.getElementType())
+    return emitOpError("cannot view ") << in << " as " << out;
+  if (!in.getLayout().isIdentity() || !out.getLayout().isIdentity())
+    return emitOpError("views only contiguous (identity-layout) buffers");
   return success();
 }
 
@@ -156,11 +312,14 @@ LogicalResult ReduceOp::verify() {
     if (!reduced.insert(d).second)
       return emitOpError("dimension ") << d << " is listed twice";
   }
-  SmallVector<int64_t> expected;
-  for (int64_t i = 0; i < in.getRank(); ++i)
+  SmallVector<int64_t> expected, kept;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
     if (!reduced.contains(i))
       expected.push_back(in.getDimSize(i));
-  if (ArrayRef<int64_t>(expected) != out.getShape()) {
+    kept.push_back(reduced.contains(i) ? 1 : in.getDimSize(i));
+  }
+  if (ArrayRef<int64_t>(expected) != out.getShape() &&
+      ArrayRef<int64_t>(kept) != out.getShape()) {
     InFlightDiagnostic diag = emitOpError("result ");
     diag << out << " does not have the reduced shape [";
     llvm::interleaveComma(expected, diag);

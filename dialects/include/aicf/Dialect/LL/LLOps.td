@@ -5,8 +5,9 @@
 // launch. Each op declares which buffers it reads and which it writes, so
 // lifetime analysis and scheduling need no per-op knowledge.
 //
-// This first slice holds the kernels of an MLP train step; later work adds
-// convolution, attention, normalisation and the optimizer update.
+// Kernels: gemm (with epilogue), elementwise and multi_tensor_apply
+// (scalar bodies), softmax_cross_entropy, softmax, norm, reduce,
+// attention, transpose, copy and fill; reshape is a view, not a kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,7 +43,12 @@ def LL_Vector : MemRefRankOf<[F16, BF16, F32, F64], [1]>;
 
 def LL_Activation : I32EnumAttr<"Activation", "GEMM epilogue activation", [
     I32EnumAttrCase<"None", 0, "none">,
-    I32EnumAttrCase<"Relu", 1, "relu">]> {
+    I32EnumAttrCase<"Relu", 1, "relu">,
+    I32EnumAttrCase<"Gelu", 2, "gelu">,
+    I32EnumAttrCase<"GeluTanh", 3, "gelu_tanh">,
+    I32EnumAttrCase<"Silu", 4, "silu">,
+    I32EnumAttrCase<"Tanh", 5, "tanh">,
+    I32EnumAttrCase<"Sigmoid", 6, "sigmoid">]> {
   let cppNamespace = "::ll";
 }
 
@@ -63,28 +69,41 @@ def LL_LossReduction : I32EnumAttr<"LossReduction", "loss reduction over the bat
 // GEMM with epilogue
 //===----------------------------------------------------------------------===//
 
-def LL_GemmOp : LL_Op<"gemm"> {
-  let summary = "matrix product with a fused bias and activation epilogue";
+def LL_GemmOp : LL_Op<"gemm", [AttrSizedOperandSegments]> {
+  let summary = "matrix product with a fused epilogue";
   let description = [{
-    One GEMM kernel: `out = act(alpha * op(a) @ op(b) + bias)`, where
-    `op(x)` transposes `x` when `transpose_a` / `transpose_b` is set, `bias`
-    (optional, `[N]`) is broadcast over the rows, and `act` is applied last.
-    With `accumulate`, the product is added to the current contents of `out`
-    before the bias (`out += ...`), which is how gradients of a parameter used
-    twice are summed without a temporary. `out` must not alias `a` or `b`.
+    One GEMM kernel, the buffer form of `hl.gemm`:
+
+    ```
+    y = alpha * op(a) @ op(b)      (op: transpose_a / transpose_b)
+    y = y + bias                    (bias [N], broadcast over rows)
+    y = act(y)                      (none, relu, gelu, gelu_tanh, silu, tanh, sigmoid)
+    y = mask > 0 ? y : 0            (a ReLU's derivative in backward)
+    y = y + residual
+    out = y   (or out += y with accumulate)
+    lhs_sum[m] = sum_k op(a)[m, k]  (optional second output, rank-2 only)
+    ```
+
+    Operands are batched matrices of equal rank with equal batch
+    dimensions, or, when `b` has rank 2 and `a` a higher rank, the linear
+    form: every leading dimension of `a` is a row. `mask` and `residual`
+    have the type of `out`. `out` must not be `a` or `b`.
 
     ```mlir
     ll.gemm %x, %w bias(%b) into %y transpose_b act = relu
-        : memref<32x64xf32>, memref<128x64xf32>, memref<128xf32> -> memref<32x128xf32>
-    ll.gemm %dy, %x into %dw transpose_a
-        : memref<32x128xf32>, memref<32x64xf32> -> memref<128x64xf32>
+        : memref<32x64xf32>, memref<128x64xf32> bias memref<128xf32> -> memref<32x128xf32>
+    ll.gemm %dy, %x into %dw lhs_sum(%db) transpose_a
+        : memref<32x128xf32>, memref<32x64xf32> -> memref<128x64xf32> lhs_sum memref<128xf32>
     ```
   }];
   let arguments = (ins
-    Arg<LL_Matrix, "left operand", [MemRead]>:$a,
-    Arg<LL_Matrix, "right operand", [MemRead]>:$b,
+    Arg<LL_FloatBuffer, "left operand", [MemRead]>:$a,
+    Arg<LL_FloatBuffer, "right operand", [MemRead]>:$b,
     Arg<Optional<LL_Vector>, "bias over columns", [MemRead]>:$bias,
-    Arg<LL_Matrix, "result", [MemRead, MemWrite]>:$out,
+    Arg<Optional<LL_FloatBuffer>, "ReLU-derivative mask", [MemRead]>:$mask,
+    Arg<Optional<LL_FloatBuffer>, "residual added last", [MemRead]>:$residual,
+    Arg<LL_FloatBuffer, "result", [MemRead, MemWrite]>:$out,
+    Arg<Optional<LL_Vector>, "sums of op(a) over K", [MemWrite]>:$lhs_sum,
     UnitAttr:$transpose_a,
     UnitAttr:$transpose_b,
     UnitAttr:$accumulate,
@@ -92,10 +111,14 @@ def LL_GemmOp : LL_Op<"gemm"> {
     DefaultValuedAttr<LL_Activation, "::ll::Activation::None">:$act
   );
   let assemblyFormat = [{
-    $a `,` $b (`bias` `(` $bias^ `)`)? `into` $out
+    $a `,` $b (`bias` `(` $bias^ `)`)? (`mask` `(` $mask^ `)`)?
+    (`residual` `(` $residual^ `)`)? `into` $out
+    (`lhs_sum` `(` $lhs_sum^ `)`)?
     (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
     (`accumulate` $accumulate^)? (`alpha` `=` $alpha^)? (`act` `=` $act^)?
-    attr-dict `:` type($a) `,` type($b) (`,` type($bias)^)? `->` type($out)
+    attr-dict `:` type($a) `,` type($b) (`bias` type($bias)^)?
+    (`mask` type($mask)^)? (`residual` type($residual)^)? `->` type($out)
+    (`lhs_sum` type($lhs_sum)^)?
   }];
   let hasVerifier = 1;
 }
@@ -137,8 +160,40 @@ def LL_ElementwiseOp : LL_Op<"elementwise",
   let hasVerifier = 1;
 }
 
+def LL_MultiTensorApplyOp : LL_Op<"multi_tensor_apply",
+    [AttrSizedOperandSegments, SingleBlock]> {
+  let summary = "one elementwise body over several groups of buffers";
+  let description = [{
+    The buffer form of `hl.multi_tensor_apply`: one kernel launch runs the
+    body over `G` groups. With a body of `k` arguments yielding `m`
+    scalars, the inputs are `G` groups of `k` buffers and the outputs `G`
+    groups of `m`; group `g` behaves as an `ll.elementwise` of its slices.
+    An output may be one of its group's inputs of the same shape (the
+    parameter update in place).
+
+    ```mlir
+    ll.multi_tensor_apply ins(%g1, %lr, %p1, %g2, %lr, %p2 : ...) outs(%p1, %p2 : ...) {
+    ^bb0(%g: f32, %r: f32, %p: f32):
+      %s = arith.mulf %g, %r : f32
+      %n = arith.subf %p, %s : f32
+      ll.yield %n : f32
+    }
+    ```
+  }];
+  let arguments = (ins
+    Arg<Variadic<LL_Buffer>, "inputs", [MemRead]>:$inputs,
+    Arg<Variadic<LL_Buffer>, "outputs", [MemWrite]>:$outputs
+  );
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)`
+    `outs` `(` $outputs `:` type($outputs) `)` $body attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def LL_YieldOp : LL_Op<"yield",
-    [Pure, Terminator, HasParent<"ElementwiseOp">]> {
+    [Pure, Terminator, ParentOneOf<["ElementwiseOp", "MultiTensorApplyOp"]>]> {
   let summary = "yields the scalars of an elementwise body";
   let description = [{
     Terminates an `ll.elementwise` body with one value per output buffer,
@@ -156,15 +211,18 @@ def LL_YieldOp : LL_Op<"yield",
 // Row reductions
 //===----------------------------------------------------------------------===//
 
-def LL_SoftmaxCrossEntropyOp : LL_Op<"softmax_cross_entropy"> {
+def LL_SoftmaxCrossEntropyOp : LL_Op<"softmax_cross_entropy",
+    [AttrSizedOperandSegments]> {
   let summary = "softmax cross-entropy loss and, optionally, its gradient";
   let description = [{
-    One row-reduction kernel over `logits: [N, C]` and integer `labels: [N]`.
-    Writes the scalar loss (mean or sum over rows of
-    `logsumexp(logits[i]) - logits[i, labels[i]]`) to `loss`, and, when `grad`
-    is given, `d loss / d logits` (`softmax(logits) - onehot(labels)`, divided
-    by `N` for `mean`) to `grad`, so the forward loss and the start of the
-    backward pass are one kernel.
+    One row-reduction kernel over `logits: [..., C]` (classes last) and
+    integer `labels: [...]`. Writes the scalar loss (mean or sum over rows
+    of `logsumexp(logits[i]) - logits[i, labels[i]]`, rows whose label is
+    `ignore_index` left out) to `loss`, and, when `grad` is given,
+    `d loss / d logits` (`softmax(logits) - onehot(labels)`, divided by the
+    counted rows for `mean`) times the upstream gradient (`grad_output`, a
+    rank-0 buffer, or the constant `grad_scale`) to `grad`: the forward loss
+    and the start of the backward pass are one kernel.
 
     ```mlir
     ll.softmax_cross_entropy %logits, %labels into %loss, %dlogits
@@ -172,17 +230,141 @@ def LL_SoftmaxCrossEntropyOp : LL_Op<"softmax_cross_entropy"> {
     ```
   }];
   let arguments = (ins
-    Arg<LL_Matrix, "logits", [MemRead]>:$logits,
-    Arg<MemRefRankOf<[I32, I64], [1]>, "labels", [MemRead]>:$labels,
+    Arg<LL_FloatBuffer, "logits", [MemRead]>:$logits,
+    Arg<LL_IndexBuffer, "labels", [MemRead]>:$labels,
+    Arg<Optional<MemRefRankOf<[F16, BF16, F32, F64], [0]>>, "upstream gradient", [MemRead]>:$grad_output,
     Arg<MemRefRankOf<[F16, BF16, F32, F64], [0]>, "loss", [MemWrite]>:$loss,
-    Arg<Optional<LL_Matrix>, "gradient w.r.t. logits", [MemWrite]>:$grad,
-    DefaultValuedAttr<LL_LossReduction, "::ll::LossReduction::Mean">:$reduction
+    Arg<Optional<LL_FloatBuffer>, "gradient w.r.t. logits", [MemWrite]>:$grad,
+    DefaultValuedAttr<LL_LossReduction, "::ll::LossReduction::Mean">:$reduction,
+    OptionalAttr<I64Attr>:$ignore_index,
+    DefaultValuedAttr<F64Attr, "1.0">:$grad_scale
   );
   let assemblyFormat = [{
-    $logits `,` $labels `into` $loss (`,` $grad^)?
-    (`reduction` `=` $reduction^)? attr-dict
-    `:` type($logits) `,` type($labels) `->` type($loss) (`,` type($grad)^)?
+    $logits `,` $labels (`grad_output` `(` $grad_output^ `)`)? `into` $loss (`,` $grad^)?
+    (`reduction` `=` $reduction^)? (`ignore_index` `=` $ignore_index^)?
+    (`grad_scale` `=` $grad_scale^)? attr-dict
+    `:` type($logits) `,` type($labels) (`grad_output` type($grad_output)^)?
+    `->` type($loss) (`,` type($grad)^)?
   }];
+  let hasVerifier = 1;
+}
+
+def LL_SoftmaxOp : LL_Op<"softmax", [AllTypesMatch<["input", "out"]>]> {
+  let summary = "softmax or log-softmax along one dimension";
+  let description = [{
+    One row-reduction kernel: `out = softmax(input)` along `axis`
+    (max-subtracted), or its logarithm with `log`.
+
+    ```mlir
+    ll.softmax %s into %p axis = 3 : memref<8x4x128x128xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_FloatBuffer, "input", [MemRead]>:$input,
+    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out,
+    I64Attr:$axis,
+    UnitAttr:$log
+  );
+  let assemblyFormat = [{
+    $input `into` $out `axis` `=` $axis (`log` $log^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_NormOp : LL_Op<"norm", [AttrSizedOperandSegments, AllTypesMatch<["input", "out"]>]> {
+  let summary = "layer norm or RMS norm over the trailing dimensions";
+  let description = [{
+    One row-reduction kernel: each row (the trailing `dims` dimensions) is
+    normalised, `(x - mean) / sqrt(var + eps)` (layer norm) or
+    `x / sqrt(mean(x^2) + eps)` (with `rms`), then scaled by `weight` and
+    shifted by `bias` when given (shape of the trailing dimensions).
+
+    ```mlir
+    ll.norm %x weight(%g) bias(%b) into %y dims = 1 eps = 1.0e-05
+        : memref<1024x256xf32> weight memref<256xf32> bias memref<256xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_FloatBuffer, "input", [MemRead]>:$input,
+    Arg<Optional<LL_FloatBuffer>, "scale", [MemRead]>:$weight,
+    Arg<Optional<LL_FloatBuffer>, "shift", [MemRead]>:$bias,
+    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out,
+    I64Attr:$dims,
+    F64Attr:$eps,
+    UnitAttr:$rms
+  );
+  let assemblyFormat = [{
+    $input (`weight` `(` $weight^ `)`)? (`bias` `(` $bias^ `)`)? `into` $out
+    `dims` `=` $dims `eps` `=` $eps (`rms` $rms^)? attr-dict `:` type($input)
+    (`weight` type($weight)^)? (`bias` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_AttentionOp : LL_Op<"attention", [AllTypesMatch<["q", "out"]>]> {
+  let summary = "scaled dot-product attention in one kernel";
+  let description = [{
+    `out = softmax(q k^T * scale (+ causal mask)) v` over `[..., L, D]`
+    queries and `[..., S, D]` keys and values, without materialising the
+    `[L, S]` scores in memory (a FlashAttention-style kernel).
+
+    ```mlir
+    ll.attention %q, %k, %v into %o causal scale = 1.250000e-01
+        : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_FloatBuffer, "queries", [MemRead]>:$q,
+    Arg<LL_FloatBuffer, "keys", [MemRead]>:$k,
+    Arg<LL_FloatBuffer, "values", [MemRead]>:$v,
+    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out,
+    UnitAttr:$causal,
+    F64Attr:$scale
+  );
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `into` $out (`causal` $causal^)? `scale` `=` $scale attr-dict
+    `:` type($q) `,` type($k) `,` type($v)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_TransposeOp : LL_Op<"transpose"> {
+  let summary = "permutes the dimensions of a buffer into another";
+  let description = [{
+    `out[i_p0, ..., i_pn] = input[i_0, ..., i_n]` for `permutation` p: the
+    out buffer's dimension `d` is the input's dimension `permutation[d]`.
+
+    ```mlir
+    ll.transpose %x into %y permutation = [0, 2, 1, 3]
+        : memref<8x128x4x64xf32> -> memref<8x4x128x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_Buffer, "input", [MemRead]>:$input,
+    Arg<LL_Buffer, "result", [MemWrite]>:$out,
+    DenseI64ArrayAttr:$permutation
+  );
+  let assemblyFormat = [{
+    $input `into` $out `permutation` `=` $permutation attr-dict
+    `:` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_ReshapeOp : LL_Op<"reshape", [Pure]> {
+  let summary = "views a contiguous buffer with another shape (no kernel)";
+  let description = [{
+    The same memory with another shape of the same element count and type;
+    no data moves and no kernel runs. The memory planner treats the result
+    as an alias of the source.
+
+    ```mlir
+    %y = ll.reshape %x : memref<8x128x256xf32> to memref<1024x256xf32>
+    ```
+  }];
+  let arguments = (ins LL_Buffer:$source);
+  let results = (outs LL_Buffer:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
   let hasVerifier = 1;
 }
 
@@ -190,8 +372,8 @@ def LL_ReduceOp : LL_Op<"reduce"> {
   let summary = "reduces a buffer over a set of dimensions";
   let description = [{
     `out = combine over dims of input`: the output has the input's shape
-    with the reduced dimensions removed. Bias gradients are column sums
-    (`dims = [0]` of a `[N, C]` gradient).
+    with the reduced dimensions removed, or kept as 1 (the same rank).
+    Bias gradients are column sums (`dims = [0]` of a `[N, C]` gradient).
 
     ```mlir
     ll.reduce sum %dy dims = [0] into %db : memref<32x128xf32> -> memref<128xf32>
