@@ -61,7 +61,7 @@ const ELEMENTWISE: &[&str] = &[
     "hl.cast",
 ];
 
-fn is_elementwise(op: MlirOperation) -> bool {
+pub(super) fn is_elementwise(op: MlirOperation) -> bool {
     ELEMENTWISE.contains(&op_name(op).as_str())
 }
 
@@ -122,7 +122,7 @@ pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
     Ok(made)
 }
 
-fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(), Failure> {
+pub(super) fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(), Failure> {
     let Some(&root) = group.last() else { return Ok(()) };
     let loc = op_loc(root);
     let ctx = unsafe { mlirOperationGetContext(root) };

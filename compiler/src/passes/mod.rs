@@ -10,6 +10,7 @@
 //! into C++ would abort the process.
 
 mod autodiff;
+mod convert_to_ll;
 mod fuse_elementwise;
 mod fuse_gemm;
 mod fuse_optimizer;
@@ -18,6 +19,7 @@ mod optimizer;
 mod print_param_table;
 
 pub use autodiff::differentiate;
+pub use convert_to_ll::convert_to_ll;
 pub use fuse_elementwise::fuse_elementwise;
 pub use fuse_gemm::fuse_gemm_epilogues;
 pub use fuse_optimizer::fuse_optimizer;
@@ -41,6 +43,7 @@ pub type PassBody = for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> PassRe
 
 /// Every pass body, keyed by the pass argument declared in Passes.td.
 const PASS_BODIES: &[(&str, PassBody)] = &[
+    ("convert-hl-to-ll", convert_to_ll::run),
     ("hl-autodiff", autodiff::run),
     ("hl-fuse-elementwise", fuse_elementwise::run),
     ("hl-fuse-gemm-epilogue", fuse_gemm::run),

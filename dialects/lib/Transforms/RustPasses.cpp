@@ -8,11 +8,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "aicf-c/Passes.h"
+#include "aicf/Dialect/LL/LLDialect.h"
 #include "aicf/Transforms/Passes.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/CAPI/Support.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringMap.h"
@@ -72,6 +74,7 @@ void runRustBody(PassT &pass, Operation *op) {
 } // namespace
 
 namespace aicf {
+#define GEN_PASS_DEF_CONVERTHLTOLL
 #define GEN_PASS_DEF_HLAUTODIFF
 #define GEN_PASS_DEF_HLFUSEELEMENTWISE
 #define GEN_PASS_DEF_HLFUSEGEMMEPILOGUE
@@ -79,6 +82,8 @@ namespace aicf {
 #define GEN_PASS_DEF_HLFUSEREDUCTIONS
 #define GEN_PASS_DEF_HLOPTIMIZER
 #define GEN_PASS_DEF_HLPRINTPARAMTABLE
+#define GEN_PASS_DEF_LLPLANMEMORY
+#define GEN_PASS_DEF_LLSCHEDULE
 #include "aicf/Transforms/Passes.h.inc"
 
 namespace {
@@ -90,6 +95,7 @@ namespace {
     void signalFailureFromBody() { signalPassFailure(); }                      \
   };
 
+AICF_RUST_PASS(ConvertHLToLL)
 AICF_RUST_PASS(HLAutodiff)
 AICF_RUST_PASS(HLFuseElementwise)
 AICF_RUST_PASS(HLFuseGemmEpilogue)
@@ -97,6 +103,8 @@ AICF_RUST_PASS(HLFuseOptimizer)
 AICF_RUST_PASS(HLFuseReductions)
 AICF_RUST_PASS(HLOptimizer)
 AICF_RUST_PASS(HLPrintParamTable)
+AICF_RUST_PASS(LLPlanMemory)
+AICF_RUST_PASS(LLSchedule)
 #undef AICF_RUST_PASS
 } // namespace
 } // namespace aicf

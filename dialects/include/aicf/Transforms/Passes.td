@@ -268,4 +268,127 @@ def HLPrintParamTable : Pass<"hl-print-param-table", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertHLToLL : Pass<"convert-hl-to-ll", "::mlir::ModuleOp"> {
+  let summary = "Lower hl functions to ll: tensors become buffers, one op one kernel";
+  let description = [{
+    Rewrites every function of the module from `hl` tensors to `ll`
+    buffers. Every remaining `hl` op or fused group becomes exactly one `ll`
+    op (one kernel launch): `hl.gemm`/`matmul`/`linear` -> `ll.gemm` (with
+    its epilogue and `lhs_sum`), `hl.fused_elementwise` and any single
+    elementwise op -> `ll.elementwise`, `hl.multi_tensor_apply` ->
+    `ll.multi_tensor_apply`, cross-entropy forms ->
+    `ll.softmax_cross_entropy`, `softmax`/`log_softmax` -> `ll.softmax`,
+    `layer_norm`/`rms_norm` -> `ll.norm`, reductions -> `ll.reduce`,
+    `attention` -> `ll.attention`, `transpose` -> `ll.transpose`,
+    `broadcast_to` -> `ll.elementwise`; `reshape` becomes the view
+    `ll.reshape` (no kernel); splat constants become scalars of the bodies
+    that read them. `hl` is illegal afterwards: an op without a lowering
+    is a located error, never left behind. The module keeps its `hl.param`
+    and `hl.state` declarations (the state table with shapes and
+    initializers, which the runtime reads).
+
+    The function signature becomes the runtime's binding table: the
+    original arguments (`ll.bind = "input"` / `"lr"`), one output buffer per
+    result that is not a parameter or state (`"loss"`, `"result N"`), then
+    one buffer per parameter and state slot the function reads or writes
+    (`"param @name"`, `"state @name"`, declaration order); the function
+    returns nothing. A new parameter or state value is written into that
+    symbol's buffer by the kernel computing it when that is safe (nothing
+    reads the old value later, or the kernel is elementwise and reads it at
+    the same index), else copied there at the end. Temporaries are
+    `memref.alloc`s that `ll-plan-memory` places in one arena.
+
+    Before:
+    ```mlir
+    func.func @f(%x: tensor<32x64xf32> {hl.bind = "input"}) -> (tensor<32x128xf32>) {
+      %w = hl.get_param @w : tensor<128x64xf32>
+      %y = hl.gemm %x, %w transpose_rhs act = relu : tensor<32x64xf32>, tensor<128x64xf32>
+      return %y : tensor<32x128xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(%x: memref<32x64xf32> {ll.bind = "input"},
+                 %out: memref<32x128xf32> {ll.bind = "result 0"},
+                 %w: memref<128x64xf32> {ll.bind = "param @w"}) {
+      ll.gemm %x, %w into %out transpose_b act = relu
+          : memref<32x64xf32>, memref<128x64xf32> -> memref<32x128xf32>
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::ll::LLDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def LLPlanMemory : Pass<"ll-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Place every temporary buffer in one arena (lifetimes, reuse, in place)";
+  let description = [{
+    For each function: the lifetime of every `memref.alloc` (with its
+    `ll.reshape` views) is the span from the first to the last kernel that
+    touches it, in program order. An elementwise kernel writes its output
+    into an input of the same type that dies there (in place). Buffers
+    then get offsets in one arena, largest first, each at the lowest
+    64-byte-aligned offset that overlaps no buffer alive at the same time.
+    The function gains a last argument `%arena: memref<Nxi8>`
+    (`ll.bind = "arena"`) and every alloc becomes a `memref.view` into it.
+    Parameters, optimizer state, inputs and outputs live outside the arena.
+
+    The plan is recorded on the function as `ll.memory = {arena_bytes,
+    lower_bound_bytes, naive_bytes, buffers, in_place, recomputed}`: the
+    arena size, the most bytes simultaneously alive (no placement can do
+    better), and the sum of all temporaries (no reuse). With `report`, a
+    remark on the function says the same in words.
+
+    With `budget` > 0 (bytes) and an arena over budget, the planner
+    recomputes cheap values (elementwise kernels, norms, softmax,
+    transposes) just before a later use instead of keeping them alive
+    across the gap (activation checkpointing), greedily taking the
+    recomputation that lowers the peak most, until the arena fits or no
+    recomputation helps; then it fails with an error that names the
+    buffers alive at the peak.
+
+    ```mlir
+    %t = memref.alloc() : memref<32x128xf32>
+    ```
+    becomes
+    ```mlir
+    %c0 = arith.constant 0 : index
+    %t = memref.view %arena[%c0][] : memref<16384xi8> to memref<32x128xf32>
+    ```
+  }];
+  let options = [
+    Option<"budget", "budget", "int64_t", "0",
+           "Arena budget in bytes (0: no budget); met by recomputation">,
+    Option<"report", "report", "bool", "false",
+           "Emit a remark per function with the arena size, lower bound and naive sum">
+  ];
+  let dependentDialects = ["::ll::LLDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def LLSchedule : Pass<"ll-schedule", "::mlir::ModuleOp"> {
+  let summary = "Assign kernels to streams and place the events that order them";
+  let description = [{
+    Builds the dependence graph of each function's kernels from the bytes
+    they read and write (arena ranges after `ll-plan-memory`, whole
+    buffers otherwise): read-after-write, write-after-read and
+    write-after-write. Program order is kept (it is a topological order
+    of that graph; the CPU backend runs it as is). Each kernel goes on the
+    stream of a predecessor whose stream it can continue, else on the next
+    free stream (at most `max-streams`), else on the least busy one. Where
+    a kernel depends on a kernel of another stream, the producer records an
+    event and the consumer waits on it; waits implied by an earlier wait on
+    the same stream are dropped.
+
+    Every kernel gets `ll.stream = s`; producers get `ll.event = e`;
+    consumers get `ll.wait = array<i64: e...>`; the function gets
+    `ll.schedule = {streams, events}`.
+  }];
+  let options = [
+    Option<"maxStreams", "max-streams", "int64_t", "4",
+           "The most streams to use">
+  ];
+}
+
 #endif // AICF_TRANSFORMS_PASSES_TD

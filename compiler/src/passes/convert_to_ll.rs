@@ -1,0 +1,756 @@
+//! `convert-hl-to-ll`: every function of the module from `hl` tensors to
+//! `ll` buffers, one `ll` op (one kernel launch) per remaining `hl` op or
+//! fused group. `hl` is illegal afterwards: an op without a lowering is a
+//! located error.
+//!
+//! Algorithm, per function:
+//! 1. Every elementwise `hl` op still on its own becomes a one-op
+//!    `hl.fused_elementwise` (its splat constants become body scalars), so
+//!    all elementwise work lowers through one path.
+//! 2. The new signature: the original arguments, one output buffer per
+//!    result that is not a parameter or state, one buffer per parameter and
+//!    state symbol the function touches (declaration order), tagged
+//!    `ll.bind`.
+//! 3. Each op in order: its operands' buffers (parameters are their symbol's
+//!    buffer; a splat constant is materialised by a fill kernel only where a
+//!    kernel needs it as a buffer; a dense constant is a `memref.global`),
+//!    a fresh `memref.alloc` per result, one `ll` op.
+//! 4. Each result goes to its buffer: the kernel that computed it writes
+//!    there directly when safe (nothing reads the old contents afterwards,
+//!    or the kernel is elementwise and reads them at the same index),
+//!    otherwise an `ll.copy` at the end.
+
+use super::autodiff::Failure;
+use super::fuse_elementwise::{build_group, is_elementwise};
+use super::{PassFailed, PassOptions, PassResult, emit_error};
+use crate::{
+    ir::{
+        self, OpSpec, attr_text, float_attr, flat_symbol, has, i32_array, int_attr, key, op_loc, op_name, operands,
+        ops_of, producer, spec, splat_value, users,
+    },
+    nn::{DType, TensorSpec},
+};
+use melior::ir::{Location, OperationRef};
+use mlir_sys::*;
+use std::collections::HashMap;
+
+pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassResult {
+    convert_to_ll(module.to_raw()).map(|_| ()).map_err(|(loc, m)| {
+        emit_error(unsafe { Location::from_raw(loc) }, &format!("convert-hl-to-ll: {m}"));
+        PassFailed
+    })
+}
+
+/// `memref<...>` text for a tensor spec.
+pub(crate) fn memref_text(s: &TensorSpec) -> String {
+    let mut t = String::from("memref<");
+    for d in &s.shape {
+        t += &format!("{d}x");
+    }
+    t + s.dtype.mlir() + ">"
+}
+
+/// Converts every function of `module`; returns how many `ll` kernels
+/// were made.
+pub fn convert_to_ll(module: MlirOperation) -> Result<usize, Failure> {
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
+    // The module's parameters and state, in declaration order.
+    let symbols: Vec<(String, &'static str)> = ops_of(body)
+        .into_iter()
+        .filter_map(|op| match op_name(op).as_str() {
+            "hl.param" => ir::string_attr(op, "sym_name").map(|s| (s, "param")),
+            "hl.state" => ir::string_attr(op, "sym_name").map(|s| (s, "state")),
+            _ => None,
+        })
+        .collect();
+    let mut kernels = 0;
+    let mut constants = 0;
+    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
+        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
+        if block.ptr.is_null() {
+            continue;
+        }
+        for op in ops_of(block) {
+            if is_elementwise(op) {
+                build_group(block, &[op])?;
+            }
+        }
+        let mut lower = Lower::new(module, func, &symbols, &mut constants)?;
+        for op in ops_of(block) {
+            lower.op(op)?;
+        }
+        kernels += lower.kernels;
+        lower.finish(func)?;
+    }
+    Ok(kernels)
+}
+
+/// The `hl.bind` tags of a function's arguments or results.
+fn binds(func: MlirOperation, key_name: &str, count: usize) -> Vec<Option<String>> {
+    let attrs = ir::attr(func, key_name);
+    (0..count)
+        .map(|i| unsafe {
+            if attrs.ptr.is_null() || (i as isize) >= mlirArrayAttrGetNumElements(attrs) {
+                return None;
+            }
+            let dict = mlirArrayAttrGetElement(attrs, i as isize);
+            let tag = mlirDictionaryAttrGetElementByName(dict, crate::ffi::string_ref("hl.bind"));
+            if tag.ptr.is_null() || !mlirAttributeIsAString(tag) {
+                return None;
+            }
+            melior::StringRef::from_raw(mlirStringAttrGetValue(tag)).as_str().ok().map(str::to_string)
+        })
+        .collect()
+}
+
+struct Lower<'a> {
+    ctx: MlirContext,
+    module: MlirOperation,
+    func: MlirOperation,
+    loc: MlirLocation,
+    region: MlirRegion,
+    block: MlirBlock,
+    /// hl value -> buffer
+    map: HashMap<usize, MlirValue>,
+    /// symbol -> its buffer argument
+    symbol_args: HashMap<String, MlirValue>,
+    /// per original result: the output argument (None for param/state)
+    outputs: Vec<(Option<String>, MlirValue)>,
+    arg_tags: Vec<String>,
+    returned: Vec<MlirValue>,
+    kernels: usize,
+    constants: &'a mut usize,
+}
+
+impl<'a> Lower<'a> {
+    fn new(
+        module: MlirOperation,
+        func: MlirOperation,
+        symbols: &[(String, &'static str)],
+        constants: &'a mut usize,
+    ) -> Result<Self, Failure> {
+        let loc = op_loc(func);
+        let ctx = unsafe { mlirOperationGetContext(func) };
+        let old = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
+        let nargs = unsafe { mlirBlockGetNumArguments(old) } as usize;
+        let ret = ops_of(old).into_iter().last().filter(|&o| op_name(o) == "func.return");
+        let Some(ret) = ret else { return Err((loc, "the function has no func.return".into())) };
+        let returned = operands(ret);
+        let arg_binds = binds(func, "arg_attrs", nargs);
+        let res_binds = binds(func, "res_attrs", returned.len());
+        let mut types: Vec<MlirType> = Vec::new();
+        let mut tags: Vec<String> = Vec::new();
+        let typed = |v: MlirValue| -> Result<MlirType, Failure> {
+            let t = unsafe { mlirValueGetType(v) };
+            if !unsafe { mlirTypeIsARankedTensor(t) } {
+                return Err((loc, format!("cannot lower a value of type {} to a buffer", ir::type_text(t))));
+            }
+            ir::parse_type(ctx, &memref_text(&spec(v))).map_err(|e| (loc, format!("{e:?}")))
+        };
+        for i in 0..nargs {
+            types.push(typed(unsafe { mlirBlockGetArgument(old, i as isize) })?);
+            tags.push(arg_binds[i].clone().unwrap_or_else(|| "input".into()));
+        }
+        // Outputs for results that are not parameters or state.
+        let mut outputs = Vec::new();
+        for (i, &v) in returned.iter().enumerate() {
+            let tag = res_binds[i].clone();
+            let symbol = tag.as_deref().and_then(|t| t.strip_prefix("param @").or_else(|| t.strip_prefix("state @")));
+            if symbol.is_some() {
+                outputs.push((tag.clone(), MlirValue { ptr: std::ptr::null() }));
+            } else {
+                types.push(typed(v)?);
+                tags.push(tag.clone().unwrap_or_else(|| format!("result {i}")));
+                outputs.push((tag, MlirValue { ptr: std::ptr::null() }));
+            }
+        }
+        // Symbols the function reads or writes, in declaration order.
+        let mut touched: HashMap<String, MlirType> = HashMap::new();
+        for op in ops_of(old) {
+            if matches!(op_name(op).as_str(), "hl.get_param" | "hl.get_state") {
+                let name = flat_symbol(op, "name").unwrap_or_default();
+                touched.insert(name, typed(unsafe { mlirOperationGetResult(op, 0) })?);
+            }
+        }
+        for (i, &v) in returned.iter().enumerate() {
+            if let Some(t) = &res_binds[i]
+                && let Some(s) = t.strip_prefix("param @").or_else(|| t.strip_prefix("state @"))
+            {
+                touched.insert(s.to_string(), typed(v)?);
+            }
+        }
+        let mut symbol_order = Vec::new();
+        for (name, kind) in symbols {
+            if let Some(&t) = touched.get(name) {
+                types.push(t);
+                tags.push(format!("{kind} @{name}"));
+                symbol_order.push(name.clone());
+            }
+        }
+        if let Some(missing) = touched.keys().find(|k| !symbols.iter().any(|(s, _)| s == *k)) {
+            return Err((loc, format!("@{missing} is not declared by an hl.param or hl.state")));
+        }
+        let locs = vec![loc; types.len()];
+        let block = unsafe { mlirBlockCreate(types.len() as isize, types.as_ptr(), locs.as_ptr()) };
+        let region = unsafe { mlirRegionCreate() };
+        unsafe { mlirRegionAppendOwnedBlock(region, block) };
+        let mut map = HashMap::new();
+        for i in 0..nargs {
+            map.insert(key(unsafe { mlirBlockGetArgument(old, i as isize) }), unsafe {
+                mlirBlockGetArgument(block, i as isize)
+            });
+        }
+        let mut next = nargs;
+        for out in outputs.iter_mut() {
+            let symbol = out.0.as_deref().is_some_and(|t| t.starts_with("param @") || t.starts_with("state @"));
+            if !symbol {
+                out.1 = unsafe { mlirBlockGetArgument(block, next as isize) };
+                next += 1;
+            }
+        }
+        let mut symbol_args = HashMap::new();
+        for name in symbol_order {
+            symbol_args.insert(name, unsafe { mlirBlockGetArgument(block, next as isize) });
+            next += 1;
+        }
+        Ok(Lower {
+            ctx,
+            module,
+            func,
+            loc,
+            region,
+            block,
+            map,
+            symbol_args,
+            outputs,
+            arg_tags: tags,
+            returned,
+            kernels: 0,
+            constants,
+        })
+    }
+
+    fn ty(&self, s: &TensorSpec) -> Result<MlirType, Failure> {
+        ir::parse_type(self.ctx, &memref_text(s)).map_err(|e| (self.loc, format!("{e:?}")))
+    }
+
+    /// Appends an op to the new body.
+    fn emit(&mut self, loc: MlirLocation, spec: &OpSpec<'_>) -> Result<MlirOperation, Failure> {
+        let op = ir::create_op(self.ctx, loc, spec)
+            .map_err(|e| (loc, format!("internal error building '{}': {e:?}", spec.name)))?;
+        unsafe { mlirBlockAppendOwnedOperation(self.block, op) };
+        if spec.name.starts_with("ll.") && spec.name != "ll.reshape" {
+            self.kernels += 1;
+        }
+        Ok(op)
+    }
+
+    /// A fresh temporary buffer for the hl value `v`.
+    fn alloc(&mut self, v: MlirValue) -> Result<MlirValue, Failure> {
+        let t = self.ty(&spec(v))?;
+        let spec = OpSpec {
+            attributes: &[("operandSegmentSizes", "array<i32: 0, 0>".into())],
+            results: Some(&[t]),
+            ..OpSpec::new("memref.alloc")
+        };
+        let op = self.emit(self.loc, &spec)?;
+        let b = unsafe { mlirOperationGetResult(op, 0) };
+        self.map.insert(key(v), b);
+        Ok(b)
+    }
+
+    /// The buffer holding the hl value `v`.
+    fn buf(&mut self, v: MlirValue) -> Result<MlirValue, Failure> {
+        if let Some(&b) = self.map.get(&key(v)) {
+            return Ok(b);
+        }
+        let Some(p) = producer(v).filter(|&p| op_name(p) == "hl.constant") else {
+            return Err((self.loc, "internal error: a value was used before it was lowered".into()));
+        };
+        let loc = op_loc(p);
+        let s = spec(v);
+        if let Some(c) = splat_value(v) {
+            // A fill kernel: an elementwise op with no inputs.
+            let out = self.alloc(v)?;
+            let scalar = ir::parse_type(self.ctx, s.dtype.mlir()).map_err(|e| (loc, format!("{e:?}")))?;
+            let text = scalar_text(c, s.dtype);
+            let region = unsafe { mlirRegionCreate() };
+            let body = unsafe { mlirBlockCreate(0, std::ptr::null(), std::ptr::null()) };
+            unsafe { mlirRegionAppendOwnedBlock(region, body) };
+            let k = ir::create_op(
+                self.ctx,
+                loc,
+                &OpSpec { attributes: &[("value", text)], results: Some(&[scalar]), ..OpSpec::new("arith.constant") },
+            )
+            .map_err(|e| (loc, format!("{e:?}")))?;
+            unsafe { mlirBlockAppendOwnedOperation(body, k) };
+            let y = ir::create_op(
+                self.ctx,
+                loc,
+                &OpSpec {
+                    operands: &[unsafe { mlirOperationGetResult(k, 0) }],
+                    results: Some(&[]),
+                    verify: false,
+                    ..OpSpec::new("ll.yield")
+                },
+            )
+            .map_err(|e| (loc, format!("{e:?}")))?;
+            unsafe { mlirBlockAppendOwnedOperation(body, y) };
+            self.emit(
+                loc,
+                &OpSpec {
+                    operands: &[out],
+                    attributes: &[("operandSegmentSizes", "array<i32: 0, 1>".into())],
+                    results: Some(&[]),
+                    regions: &[region],
+                    ..OpSpec::new("ll.elementwise")
+                },
+            )?;
+            return Ok(out);
+        }
+        // A dense constant: a private global of the module.
+        *self.constants += 1;
+        let name = format!("__aicf_constant_{}", *self.constants);
+        let t = self.ty(&s)?;
+        let global = ir::create_op(
+            self.ctx,
+            loc,
+            &OpSpec {
+                attributes: &[
+                    ("sym_name", format!("\"{name}\"")),
+                    ("sym_visibility", "\"private\"".into()),
+                    ("type", ir::type_text(t)),
+                    ("initial_value", attr_text(p, "value")),
+                    ("constant", "unit".into()),
+                ],
+                results: Some(&[]),
+                ..OpSpec::new("memref.global")
+            },
+        )
+        .map_err(|e| (loc, format!("internal error building a constant: {e:?}")))?;
+        unsafe { mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(self.func), self.func, global) };
+        let _ = self.module;
+        let get = self.emit(
+            loc,
+            &OpSpec {
+                attributes: &[("name", format!("@{name}"))],
+                results: Some(&[t]),
+                ..OpSpec::new("memref.get_global")
+            },
+        )?;
+        let b = unsafe { mlirOperationGetResult(get, 0) };
+        self.map.insert(key(v), b);
+        Ok(b)
+    }
+
+    fn result(op: MlirOperation, i: isize) -> MlirValue {
+        unsafe { mlirOperationGetResult(op, i) }
+    }
+
+    /// Lowers one hl op.
+    fn op(&mut self, op: MlirOperation) -> Result<(), Failure> {
+        let name = op_name(op);
+        let loc = op_loc(op);
+        let x = operands(op);
+        let unit = |k: &str| has(op, k);
+        match name.as_str() {
+            "func.return" | "hl.constant" => {}
+            "hl.get_param" | "hl.get_state" => {
+                let s = flat_symbol(op, "name").unwrap_or_default();
+                let b = self.symbol_args[&s];
+                self.map.insert(key(Self::result(op, 0)), b);
+            }
+            "hl.gemm" | "hl.matmul" | "hl.linear" => {
+                let (a, b) = (self.buf(x[0])?, self.buf(x[1])?);
+                let seg = if name == "hl.gemm" {
+                    i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 0, 0])
+                } else {
+                    vec![1, 1, (name == "hl.linear" && x.len() > 2) as i64, 0, 0]
+                };
+                let mut ins = vec![a, b];
+                for v in &x[2..] {
+                    ins.push(self.buf(*v)?);
+                }
+                let out = self.alloc(Self::result(op, 0))?;
+                ins.push(out);
+                let sum = name == "hl.gemm" && unit("sum_lhs");
+                if sum {
+                    let s = self.alloc(Self::result(op, 1))?;
+                    ins.push(s);
+                }
+                let mut attrs = vec![(
+                    "operandSegmentSizes",
+                    format!("array<i32: 1, 1, {}, {}, {}, 1, {}>", seg[2], seg[3], seg[4], sum as i32),
+                )];
+                let (ta, tb) = match name.as_str() {
+                    "hl.linear" => (false, true),
+                    _ => (unit("transpose_lhs"), unit("transpose_rhs")),
+                };
+                if ta {
+                    attrs.push(("transpose_a", "unit".into()));
+                }
+                if tb {
+                    attrs.push(("transpose_b", "unit".into()));
+                }
+                if let Some(alpha) = float_attr(op, "alpha").filter(|&a| a != 1.0) {
+                    attrs.push(("alpha", format!("{} : f64", aicf_runtime::init::Float(alpha))));
+                }
+                if let Some(act) = int_attr(op, "act").filter(|&a| a != 0) {
+                    attrs.push(("act", format!("{act} : i32")));
+                }
+                let (sa, sb) = (spec(x[0]), spec(x[1]));
+                if sb.shape.len() > 2 && sa.shape[..sa.shape.len() - 2] != sb.shape[..sb.shape.len() - 2] {
+                    return Err((loc, format!("no kernel for a matmul broadcasting batch dimensions ({sa} and {sb})")));
+                }
+                self.emit(loc, &OpSpec { operands: &ins, attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.gemm") })?;
+            }
+            "hl.fused_elementwise" | "hl.multi_tensor_apply" => {
+                let mut ins = Vec::new();
+                for v in &x {
+                    ins.push(self.buf(*v)?);
+                }
+                let n = unsafe { mlirOperationGetNumResults(op) };
+                let mut outs = Vec::new();
+                for i in 0..n {
+                    outs.push(self.alloc(Self::result(op, i))?);
+                }
+                let region = self.take_body(op)?;
+                let segments = format!("array<i32: {}, {}>", ins.len(), outs.len());
+                ins.extend(outs);
+                let ll = if name == "hl.fused_elementwise" { "ll.elementwise" } else { "ll.multi_tensor_apply" };
+                self.emit(
+                    loc,
+                    &OpSpec {
+                        operands: &ins,
+                        attributes: &[("operandSegmentSizes", segments)],
+                        results: Some(&[]),
+                        regions: &[region],
+                        ..OpSpec::new(ll)
+                    },
+                )?;
+            }
+            "hl.broadcast_to" => {
+                let input = self.buf(x[0])?;
+                let out = self.alloc(Self::result(op, 0))?;
+                let dtype = spec(x[0]).dtype;
+                let scalar = ir::parse_type(self.ctx, dtype.mlir()).map_err(|e| (loc, format!("{e:?}")))?;
+                let region = unsafe { mlirRegionCreate() };
+                let body = unsafe { mlirBlockCreate(1, &scalar, &loc) };
+                unsafe { mlirRegionAppendOwnedBlock(region, body) };
+                let y = ir::create_op(
+                    self.ctx,
+                    loc,
+                    &OpSpec {
+                        operands: &[unsafe { mlirBlockGetArgument(body, 0) }],
+                        results: Some(&[]),
+                        verify: false,
+                        ..OpSpec::new("ll.yield")
+                    },
+                )
+                .map_err(|e| (loc, format!("{e:?}")))?;
+                unsafe { mlirBlockAppendOwnedOperation(body, y) };
+                self.emit(
+                    loc,
+                    &OpSpec {
+                        operands: &[input, out],
+                        attributes: &[("operandSegmentSizes", "array<i32: 1, 1>".into())],
+                        results: Some(&[]),
+                        regions: &[region],
+                        ..OpSpec::new("ll.elementwise")
+                    },
+                )?;
+            }
+            "hl.softmax_cross_entropy" | "hl.cross_entropy" | "hl.cross_entropy_backward" => {
+                let (logits, labels) = (self.buf(x[0])?, self.buf(x[1])?);
+                let mut ins = vec![logits, labels];
+                let mut attrs = Vec::new();
+                let mut grad_output = 0;
+                if let Some(&g) = x.get(2) {
+                    match splat_value(g) {
+                        Some(c) => {
+                            if c != 1.0 {
+                                attrs.push(("grad_scale", format!("{} : f64", aicf_runtime::init::Float(c))));
+                            }
+                        }
+                        None => {
+                            ins.push(self.buf(g)?);
+                            grad_output = 1;
+                        }
+                    }
+                }
+                let (loss, grad) = match name.as_str() {
+                    "hl.softmax_cross_entropy" => {
+                        (self.alloc(Self::result(op, 0))?, Some(self.alloc(Self::result(op, 1))?))
+                    }
+                    "hl.cross_entropy" => (self.alloc(Self::result(op, 0))?, None),
+                    _ => {
+                        // The loss is not wanted: a scratch buffer.
+                        let t = self.ty(&TensorSpec::new([], spec(x[0]).dtype))?;
+                        let scratch = self.emit(
+                            self.loc,
+                            &OpSpec {
+                                attributes: &[("operandSegmentSizes", "array<i32: 0, 0>".into())],
+                                results: Some(&[t]),
+                                ..OpSpec::new("memref.alloc")
+                            },
+                        )?;
+                        (Self::result(scratch, 0), Some(self.alloc(Self::result(op, 0))?))
+                    }
+                };
+                ins.push(loss);
+                ins.extend(grad);
+                attrs.push((
+                    "operandSegmentSizes",
+                    format!("array<i32: 1, 1, {grad_output}, 1, {}>", grad.is_some() as i32),
+                ));
+                if int_attr(op, "reduction") == Some(1) {
+                    attrs.push(("reduction", "1 : i32".into()));
+                }
+                if let Some(i) = int_attr(op, "ignore_index") {
+                    attrs.push(("ignore_index", format!("{i} : i64")));
+                }
+                self.emit(
+                    loc,
+                    &OpSpec {
+                        operands: &ins,
+                        attributes: &attrs,
+                        results: Some(&[]),
+                        ..OpSpec::new("ll.softmax_cross_entropy")
+                    },
+                )?;
+            }
+            "hl.softmax" | "hl.log_softmax" => {
+                let input = self.buf(x[0])?;
+                let out = self.alloc(Self::result(op, 0))?;
+                let mut attrs = vec![("axis", format!("{} : i64", int_attr(op, "axis").unwrap_or(0)))];
+                if name == "hl.log_softmax" {
+                    attrs.push(("log", "unit".into()));
+                }
+                self.emit(
+                    loc,
+                    &OpSpec { operands: &[input, out], attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.softmax") },
+                )?;
+            }
+            "hl.layer_norm" | "hl.rms_norm" => {
+                let layer = name == "hl.layer_norm";
+                let (w, b) = if layer {
+                    let seg = i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 0, 0]);
+                    (seg.get(1).copied().unwrap_or(0) > 0, seg.get(2).copied().unwrap_or(0) > 0)
+                } else {
+                    (x.len() > 1, false)
+                };
+                let mut ins = Vec::new();
+                for v in &x {
+                    ins.push(self.buf(*v)?);
+                }
+                ins.push(self.alloc(Self::result(op, 0))?);
+                let mut attrs = vec![
+                    ("operandSegmentSizes", format!("array<i32: 1, {}, {}, 1>", w as i32, b as i32)),
+                    ("dims", format!("{} : i64", int_attr(op, "dims").unwrap_or(1))),
+                    ("eps", format!("{} : f64", aicf_runtime::init::Float(float_attr(op, "eps").unwrap_or(1e-5)))),
+                ];
+                if !layer {
+                    attrs.push(("rms", "unit".into()));
+                }
+                self.emit(loc, &OpSpec { operands: &ins, attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.norm") })?;
+            }
+            "hl.reduce_sum" | "hl.reduce_mean" | "hl.reduce_max" => {
+                let input = self.buf(x[0])?;
+                let out = self.alloc(Self::result(op, 0))?;
+                let kind = match name.as_str() {
+                    "hl.reduce_sum" => 0,
+                    "hl.reduce_mean" => 1,
+                    _ => 2,
+                };
+                let attrs = [("kind", format!("{kind} : i32")), ("dims", attr_text(op, "axes"))];
+                self.emit(
+                    loc,
+                    &OpSpec { operands: &[input, out], attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.reduce") },
+                )?;
+            }
+            "hl.transpose" => {
+                let input = self.buf(x[0])?;
+                let out = self.alloc(Self::result(op, 0))?;
+                let attrs = [("permutation", attr_text(op, "permutation"))];
+                self.emit(
+                    loc,
+                    &OpSpec {
+                        operands: &[input, out],
+                        attributes: &attrs,
+                        results: Some(&[]),
+                        ..OpSpec::new("ll.transpose")
+                    },
+                )?;
+            }
+            "hl.reshape" => {
+                let input = self.buf(x[0])?;
+                let r = Self::result(op, 0);
+                let t = self.ty(&spec(r))?;
+                let view =
+                    self.emit(loc, &OpSpec { operands: &[input], results: Some(&[t]), ..OpSpec::new("ll.reshape") })?;
+                self.map.insert(key(r), Self::result(view, 0));
+            }
+            "hl.attention" => {
+                let (q, k, v) = (self.buf(x[0])?, self.buf(x[1])?, self.buf(x[2])?);
+                let out = self.alloc(Self::result(op, 0))?;
+                let d = spec(x[0]).shape.last().copied().unwrap_or(1) as f64;
+                let scale = float_attr(op, "scale").unwrap_or(1.0 / d.sqrt());
+                let mut attrs = vec![("scale", format!("{} : f64", aicf_runtime::init::Float(scale)))];
+                if unit("causal") {
+                    attrs.push(("causal", "unit".into()));
+                }
+                self.emit(
+                    loc,
+                    &OpSpec {
+                        operands: &[q, k, v, out],
+                        attributes: &attrs,
+                        results: Some(&[]),
+                        ..OpSpec::new("ll.attention")
+                    },
+                )?;
+            }
+            other if other.starts_with("hl.") => {
+                return Err((
+                    loc,
+                    format!("'{other}' has no ll kernel yet, and hl must not remain after this pass"),
+                ));
+            }
+            other => return Err((loc, format!("cannot lower '{other}' inside a function (inline calls first)"))),
+        }
+        Ok(())
+    }
+
+    /// The scalar body of a fused hl op, with `ll.yield` as its terminator.
+    fn take_body(&self, op: MlirOperation) -> Result<MlirRegion, Failure> {
+        let loc = op_loc(op);
+        unsafe {
+            let clone = mlirOperationClone(op);
+            let region = mlirRegionCreate();
+            mlirRegionTakeBody(region, mlirOperationGetRegion(clone, 0));
+            mlirOperationDestroy(clone);
+            let block = mlirRegionGetFirstBlock(region);
+            let term = mlirBlockGetTerminator(block);
+            let spec = OpSpec { operands: &operands(term), results: Some(&[]), verify: false, ..OpSpec::new("ll.yield") };
+            let y = ir::create_op(self.ctx, loc, &spec).map_err(|e| (loc, format!("{e:?}")))?;
+            mlirBlockInsertOwnedOperationBefore(block, term, y);
+            mlirOperationDestroy(term);
+            Ok(region)
+        }
+    }
+
+    /// Writes every result to its buffer and replaces the function.
+    fn finish(mut self, func: MlirOperation) -> Result<(), Failure> {
+        let returned = std::mem::take(&mut self.returned);
+        let outputs = std::mem::take(&mut self.outputs);
+        let mut targeted: Vec<usize> = Vec::new();
+        let mut copies = Vec::new();
+        for (v, (tag, out)) in returned.iter().zip(outputs) {
+            let target = match tag.as_deref().and_then(|t| t.strip_prefix("param @").or_else(|| t.strip_prefix("state @"))) {
+                Some(symbol) => self.symbol_args[symbol],
+                None => out,
+            };
+            let src = self.buf(*v)?;
+            if src.ptr == target.ptr {
+                continue;
+            }
+            let fresh = producer(src).is_some_and(|p| op_name(p) == "memref.alloc") && !targeted.contains(&key(src));
+            if fresh && self.safe_to_target(src, target) {
+                let alloc = producer(src).expect("checked above");
+                unsafe {
+                    mlirValueReplaceAllUsesOfWith(src, target);
+                    mlirOperationDestroy(alloc);
+                }
+                targeted.push(key(target));
+            } else {
+                copies.push((src, target));
+            }
+        }
+        for (src, target) in copies {
+            self.emit(self.loc, &OpSpec { operands: &[src, target], results: Some(&[]), ..OpSpec::new("ll.copy") })?;
+        }
+        let tags: Vec<String> = self.arg_tags.iter().map(|t| format!("{{ll.bind = \"{t}\"}}")).collect();
+        let name = ir::string_attr(func, "sym_name").unwrap_or_default();
+        let mut attrs = vec![("arg_attrs", format!("[{}]", tags.join(", ")))];
+        if let Some(vis) = ir::string_attr(func, "sym_visibility") {
+            attrs.push(("sym_visibility", format!("\"{vis}\"")));
+        }
+        let new = ir::create_function(self.ctx, op_loc(func), &name, self.region, &[], &attrs)
+            .map_err(|e| (self.loc, format!("internal error building the function: {e:?}")))?;
+        unsafe {
+            mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(func), func, new);
+            mlirOperationDestroy(func);
+        }
+        Ok(())
+    }
+
+    /// May the kernel that writes `src` write `target` instead? Yes when no
+    /// kernel after it reads `target`'s old contents, and the kernel itself
+    /// reads them only elementwise at the same index.
+    fn safe_to_target(&self, src: MlirValue, target: MlirValue) -> bool {
+        let order: HashMap<usize, usize> = ops_of(self.block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+        let Some(writer) = users(src).into_iter().min_by_key(|u| order.get(&(u.ptr as usize)).copied()) else {
+            return false;
+        };
+        let at = order[&(writer.ptr as usize)];
+        let mut readers = vec![target];
+        let mut i = 0;
+        while i < readers.len() {
+            for u in users(readers[i]) {
+                if op_name(u) == "ll.reshape" {
+                    readers.push(unsafe { mlirOperationGetResult(u, 0) });
+                }
+            }
+            i += 1;
+        }
+        for r in &readers {
+            for u in users(*r) {
+                if op_name(u) == "ll.reshape" {
+                    continue;
+                }
+                let pos = order[&(u.ptr as usize)];
+                if pos < at {
+                    continue;
+                }
+                if pos > at || !same_index(writer, *r, src) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Does elementwise `op` read `input` only at the indices where it writes
+/// `output` (same shape, and for a multi-tensor op, the same group)?
+fn same_index(op: MlirOperation, input: MlirValue, output: MlirValue) -> bool {
+    let name = op_name(op);
+    if name != "ll.elementwise" && name != "ll.multi_tensor_apply" {
+        return false;
+    }
+    if unsafe { !mlirTypeEqual(mlirValueGetType(input), mlirValueGetType(output)) } {
+        return false;
+    }
+    let seg = i32_array(op, "operandSegmentSizes").unwrap_or_default();
+    let (n_in, n_out) = (seg.first().copied().unwrap_or(0) as usize, seg.get(1).copied().unwrap_or(0) as usize);
+    let all = operands(op);
+    let (ins, outs) = (&all[..n_in], &all[n_in..n_in + n_out]);
+    if name == "ll.elementwise" {
+        return true;
+    }
+    let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
+    let k = unsafe { mlirBlockGetNumArguments(block) } as usize;
+    let m = n_out / (n_in / k.max(1)).max(1);
+    let Some(out_at) = outs.iter().position(|o| o.ptr == output.ptr) else { return false };
+    let group = out_at / m.max(1);
+    ins.iter().enumerate().all(|(i, v)| v.ptr != input.ptr || i / k.max(1) == group)
+}
+
+fn scalar_text(c: f64, dtype: DType) -> String {
+    if dtype.is_float() {
+        format!("{} : {}", crate::nn::float_literal(c, dtype), dtype.mlir())
+    } else if dtype == DType::I1 {
+        (if c != 0.0 { "true" } else { "false" }).to_string()
+    } else {
+        format!("{} : {}", c as i64, dtype.mlir())
+    }
+}
