@@ -2,7 +2,8 @@
 //! the C++ half of the compiler and linked statically by `build.rs`.
 
 use mlir_sys::{
-    MlirContext, MlirDialectHandle, MlirDialectRegistry, MlirLogicalResult, MlirModule, MlirOperation, MlirStringRef,
+    MlirContext, MlirDialectHandle, MlirDialectRegistry, MlirLocation, MlirLogicalResult, MlirModule, MlirOperation,
+    MlirStringRef,
 };
 use std::ffi::{c_char, c_int, c_void};
 
@@ -20,6 +21,7 @@ unsafe extern "C" {
 
     pub fn aicfParseModule(context: MlirContext, source: MlirStringRef, source_name: MlirStringRef) -> MlirModule;
 
+    pub fn aicfEmitRemark(location: MlirLocation, message: MlirStringRef);
     pub fn aicfOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
 }
 

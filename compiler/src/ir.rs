@@ -180,6 +180,29 @@ pub(crate) fn spec(v: MlirValue) -> TensorSpec {
     crate::nn::spec_of_type(unsafe { mlirValueGetType(v) }).unwrap_or(TensorSpec::new([], DType::I1))
 }
 
+/// The shape and dtype of a ranked tensor or memref value (None for any
+/// other type).
+pub(crate) fn buffer_spec(v: MlirValue) -> Option<TensorSpec> {
+    unsafe {
+        let t = mlirValueGetType(v);
+        if !mlirTypeIsAShaped(t) || !mlirShapedTypeHasRank(t) {
+            return None;
+        }
+        let shape = (0..mlirShapedTypeGetRank(t)).map(|i| mlirShapedTypeGetDimSize(t, i as isize).max(0) as usize).collect::<Vec<_>>();
+        Some(TensorSpec::new(shape, element_dtype(t)?))
+    }
+}
+
+/// Bytes of one element of `dtype` (i1 stored as a byte).
+pub(crate) fn dtype_bytes(dtype: DType) -> u64 {
+    match dtype {
+        DType::F16 | DType::BF16 => 2,
+        DType::F64 | DType::I64 => 8,
+        DType::I1 => 1,
+        DType::F32 | DType::I32 => 4,
+    }
+}
+
 pub(crate) fn ops_of(block: MlirBlock) -> Vec<MlirOperation> {
     let mut out = Vec::new();
     let mut op = unsafe { mlirBlockGetFirstOperation(block) };

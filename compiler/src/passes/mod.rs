@@ -16,7 +16,9 @@ mod fuse_gemm;
 mod fuse_optimizer;
 mod fuse_reductions;
 mod optimizer;
+mod plan_memory;
 mod print_param_table;
+mod schedule;
 
 pub use autodiff::differentiate;
 pub use convert_to_ll::convert_to_ll;
@@ -25,6 +27,8 @@ pub use fuse_gemm::fuse_gemm_epilogues;
 pub use fuse_optimizer::fuse_optimizer;
 pub use fuse_reductions::fuse_reductions;
 pub use optimizer::{Optimizer, add_train_step};
+pub use plan_memory::{MemoryPlan, plan_memory};
+pub use schedule::{Schedule, schedule};
 pub use print_param_table::{ParamInfo, collect_params, render_table};
 
 use crate::ffi;
@@ -51,6 +55,8 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
     ("hl-fuse-reductions", fuse_reductions::run),
     ("hl-optimizer", optimizer::run),
     ("hl-print-param-table", print_param_table::run),
+    ("ll-plan-memory", plan_memory::run),
+    ("ll-schedule", schedule::run),
 ];
 
 /// Installs every pass body and registers the passes (and AICF's named

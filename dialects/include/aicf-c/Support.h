@@ -16,6 +16,11 @@ MLIR_CAPI_EXPORTED MlirModule aicfParseModule(MlirContext context,
                                               MlirStringRef source,
                                               MlirStringRef sourceName);
 
+/// Emits a remark (severity "remark") at `location` through the context's
+/// diagnostic handlers: what a pass reports without failing.
+MLIR_CAPI_EXPORTED void aicfEmitRemark(MlirLocation location,
+                                       MlirStringRef message);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 
 MlirModule aicfParseModule(MlirContext context, MlirStringRef source,
@@ -16,4 +17,8 @@ MlirModule aicfParseModule(MlirContext context, MlirStringRef source,
       mlir::parseSourceString<mlir::ModuleOp>(unwrap(source), config,
                                               unwrap(sourceName));
   return MlirModule{module.release().getOperation()};
+}
+
+void aicfEmitRemark(MlirLocation location, MlirStringRef message) {
+  mlir::emitRemark(unwrap(location)) << unwrap(message);
 }

@@ -1,0 +1,621 @@
+//! `ll-plan-memory`: every temporary buffer of an `ll` function gets an
+//! offset in one arena.
+//!
+//! Algorithm, per function:
+//! 1. The model: the kernels in program order, each with the temporaries
+//!    (`memref.alloc` roots; `ll.reshape` views count as their root) it
+//!    reads and writes, and the function arguments it writes.
+//! 2. Budget (optional): while the planned arena exceeds it, try every
+//!    recomputation of a cheap single-output kernel (elementwise, norm,
+//!    softmax, transpose) right before one of its later uses, on the model;
+//!    apply the one that lowers the arena most to the IR (clone the kernel,
+//!    a fresh buffer, later uses renamed); stop when it fits, or fail when
+//!    nothing helps.
+//! 3. Lifetimes: first to last kernel touching a root. In place: an
+//!    elementwise kernel's output shares an input of the same type that
+//!    dies at that kernel.
+//! 4. Placement: largest first, each at the lowest 64-byte-aligned offset
+//!    free of every buffer alive at the same time. Lower bound: the most
+//!    bytes alive at one kernel.
+//! 5. Rewrite: an `%arena: memref<Nxi8>` argument (`ll.bind = "arena"`),
+//!    each alloc a `memref.view` at its offset, `ll.memory` on the function.
+
+use super::autodiff::Failure;
+use super::{PassFailed, PassOptions, PassResult, emit_error};
+use crate::ir::{self, OpSpec, i32_array, key, op_loc, op_name, operands, ops_of, producer, users};
+use melior::ir::{Location, OperationRef, operation::OperationLike};
+use mlir_sys::*;
+use std::collections::HashMap;
+
+const ALIGN: u64 = 64;
+
+pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
+    let parsed = (|| Ok::<_, String>((options.get_i64("budget")?, options.get_bool("report")?)))();
+    let (budget, report) = match parsed {
+        Ok(v) => v,
+        Err(m) => {
+            emit_error(module.location(), &format!("ll-plan-memory: {m}"));
+            return Err(PassFailed);
+        }
+    };
+    if budget < 0 {
+        emit_error(module.location(), &format!("ll-plan-memory: budget must be >= 0 bytes, got {budget}"));
+        return Err(PassFailed);
+    }
+    plan_memory(module.to_raw(), budget as u64, report).map(|_| ()).map_err(|(loc, m)| {
+        emit_error(unsafe { Location::from_raw(loc) }, &format!("ll-plan-memory: {m}"));
+        PassFailed
+    })
+}
+
+/// What the planner decided for one function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryPlan {
+    pub arena_bytes: u64,
+    pub lower_bound_bytes: u64,
+    pub naive_bytes: u64,
+    pub buffers: usize,
+    pub in_place: usize,
+    pub recomputed: usize,
+}
+
+/// Plans every `ll` function of `module`; returns the plans by function.
+pub fn plan_memory(module: MlirOperation, budget: u64, report: bool) -> Result<Vec<(String, MemoryPlan)>, Failure> {
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
+    let mut plans = Vec::new();
+    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
+        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
+        if block.ptr.is_null() {
+            continue;
+        }
+        if let Some(hl) = ops_of(block).into_iter().find(|&o| op_name(o).starts_with("hl.")) {
+            return Err((op_loc(hl), format!("'{}' is not lowered; run convert-hl-to-ll first", op_name(hl))));
+        }
+        let name = ir::string_attr(func, "sym_name").unwrap_or_default();
+        let mut recomputed = 0;
+        let mut model = Model::build(block);
+        let mut placed = model.place();
+        if budget > 0 {
+            while placed.arena > budget {
+                let Some((cand, _)) = model
+                    .candidates()
+                    .into_iter()
+                    .map(|c| {
+                        let p = model.with(&c).place().arena;
+                        (c, p)
+                    })
+                    .filter(|&(_, p)| p < placed.arena)
+                    .min_by_key(|&(_, p)| p)
+                else {
+                    return Err((op_loc(func), over_budget(&name, &model, &placed, budget, recomputed)));
+                };
+                recompute(block, &model, &cand)?;
+                recomputed += 1;
+                model = Model::build(block);
+                placed = model.place();
+            }
+        }
+        let plan = MemoryPlan {
+            arena_bytes: placed.arena,
+            lower_bound_bytes: placed.lower_bound,
+            naive_bytes: model.bufs.iter().map(|b| b.bytes).sum(),
+            buffers: model.bufs.len(),
+            in_place: placed.in_place,
+            recomputed,
+        };
+        rewrite(func, block, &model, &placed, &plan)?;
+        if report {
+            let ratio = if plan.lower_bound_bytes == 0 {
+                1.0
+            } else {
+                plan.arena_bytes as f64 / plan.lower_bound_bytes as f64
+            };
+            let text = format!(
+                "ll-plan-memory: @{name}: arena {} bytes, lower bound {} bytes ({ratio:.3}x), naive sum {} bytes; \
+                 {} buffers, {} in place, {} recomputed",
+                plan.arena_bytes, plan.lower_bound_bytes, plan.naive_bytes, plan.buffers, plan.in_place, plan.recomputed
+            );
+            unsafe { crate::ffi::aicfEmitRemark(op_loc(func), crate::ffi::string_ref(&text)) };
+        }
+        plans.push((name, plan));
+    }
+    Ok(plans)
+}
+
+#[derive(Clone)]
+struct Buf {
+    alloc: MlirOperation,
+    bytes: u64,
+    ty: String,
+}
+
+#[derive(Clone)]
+struct Step {
+    op: MlirOperation,
+    name: String,
+    reads: Vec<usize>,
+    writes: Vec<usize>,
+    /// function arguments (by position) written
+    writes_args: Vec<usize>,
+    /// function arguments read
+    reads_args: Vec<usize>,
+    /// elementwise (input, output) pairs that may share memory
+    same_index: Vec<(usize, usize)>,
+}
+
+#[derive(Clone)]
+struct Model {
+    bufs: Vec<Buf>,
+    steps: Vec<Step>,
+}
+
+/// A recomputation: re-run step `step` just before step `before`, and let
+/// every later read of its output read the copy.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    step: usize,
+    before: usize,
+}
+
+struct Placed {
+    offsets: Vec<u64>,
+    /// buffer -> the buffer whose memory it shares (itself if none)
+    root: Vec<usize>,
+    arena: u64,
+    lower_bound: u64,
+    in_place: usize,
+    /// the step at which the lower bound is reached
+    peak_step: usize,
+}
+
+fn align(n: u64) -> u64 {
+    n.div_ceil(ALIGN) * ALIGN
+}
+
+/// Operand positions an `ll` kernel writes.
+pub(super) fn written(op: MlirOperation) -> Vec<usize> {
+    let n = unsafe { mlirOperationGetNumOperands(op) } as usize;
+    let seg = || i32_array(op, "operandSegmentSizes").unwrap_or_default();
+    let starts = |seg: &[i64]| -> Vec<usize> {
+        let mut s = vec![0];
+        for &k in seg {
+            s.push(s.last().copied().unwrap_or(0) + k as usize);
+        }
+        s
+    };
+    match op_name(op).as_str() {
+        "ll.gemm" => {
+            let s = seg();
+            let st = starts(&s);
+            (st[5]..st[7]).collect()
+        }
+        "ll.elementwise" | "ll.multi_tensor_apply" => {
+            let s = seg();
+            (s.first().copied().unwrap_or(0) as usize..n).collect()
+        }
+        "ll.softmax_cross_entropy" => {
+            let s = seg();
+            let st = starts(&s);
+            (st[3]..st[5]).collect()
+        }
+        "ll.copy" => vec![1],
+        "ll.fill" => vec![0],
+        _ => vec![n.saturating_sub(1)],
+    }
+}
+
+pub(super) fn is_kernel(name: &str) -> bool {
+    name.starts_with("ll.") && name != "ll.reshape"
+}
+
+impl Model {
+    fn build(block: MlirBlock) -> Model {
+        let mut bufs = Vec::new();
+        let mut buf_of: HashMap<usize, usize> = HashMap::new();
+        let mut arg_of: HashMap<usize, usize> = HashMap::new();
+        for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
+            arg_of.insert(key(unsafe { mlirBlockGetArgument(block, i) }), i as usize);
+        }
+        let mut steps = Vec::new();
+        for op in ops_of(block) {
+            let name = op_name(op);
+            if name == "memref.alloc" {
+                let r = unsafe { mlirOperationGetResult(op, 0) };
+                let s = ir::buffer_spec(r).unwrap_or(crate::nn::TensorSpec::new([], crate::nn::DType::I1));
+                let elt = ir::dtype_bytes(s.dtype);
+                buf_of.insert(key(r), bufs.len());
+                bufs.push(Buf { alloc: op, bytes: (s.num_elements() as u64 * elt).max(1), ty: ir::type_text(unsafe { mlirValueGetType(r) }) });
+                continue;
+            }
+            if name == "ll.reshape" {
+                let (src, r) = unsafe { (mlirOperationGetOperand(op, 0), mlirOperationGetResult(op, 0)) };
+                if let Some(&b) = buf_of.get(&key(src)) {
+                    buf_of.insert(key(r), b);
+                }
+                if let Some(&a) = arg_of.get(&key(src)) {
+                    arg_of.insert(key(r), a);
+                }
+                continue;
+            }
+            if !is_kernel(&name) {
+                continue;
+            }
+            let writes_at = written(op);
+            let all = operands(op);
+            let mut step = Step {
+                op,
+                name: name.clone(),
+                reads: vec![],
+                writes: vec![],
+                writes_args: vec![],
+                reads_args: vec![],
+                same_index: vec![],
+            };
+            let accumulate = name == "ll.gemm" && ir::has(op, "accumulate");
+            for (i, v) in all.iter().enumerate() {
+                let w = writes_at.contains(&i);
+                if let Some(&b) = buf_of.get(&key(*v)) {
+                    if w {
+                        step.writes.push(b);
+                    }
+                    if !w || accumulate {
+                        step.reads.push(b);
+                    }
+                } else if let Some(&a) = arg_of.get(&key(*v)) {
+                    if w {
+                        step.writes_args.push(a);
+                    } else {
+                        step.reads_args.push(a);
+                    }
+                }
+            }
+            if name == "ll.elementwise" {
+                for (i, v) in all.iter().enumerate().filter(|(i, _)| !writes_at.contains(i)) {
+                    for (j, o) in all.iter().enumerate().filter(|(j, _)| writes_at.contains(j)) {
+                        let same = unsafe { mlirTypeEqual(mlirValueGetType(*v), mlirValueGetType(*o)) };
+                        if let (true, Some(&bi), Some(&bo)) = (same, buf_of.get(&key(*v)), buf_of.get(&key(*o))) {
+                            // only through the buffers themselves, not views
+                            if producer(*v).is_some_and(|p| op_name(p) == "memref.alloc")
+                                && producer(*o).is_some_and(|p| op_name(p) == "memref.alloc")
+                            {
+                                step.same_index.push((bi, bo));
+                            }
+                        }
+                        let _ = (i, j);
+                    }
+                }
+            }
+            steps.push(step);
+        }
+        Model { bufs, steps }
+    }
+
+    /// (first, last) step touching each buffer; None for an unused one.
+    fn spans(&self) -> Vec<Option<(usize, usize)>> {
+        let mut spans: Vec<Option<(usize, usize)>> = vec![None; self.bufs.len()];
+        for (t, s) in self.steps.iter().enumerate() {
+            for &b in s.reads.iter().chain(&s.writes) {
+                spans[b] = Some(match spans[b] {
+                    None => (t, t),
+                    Some((f, l)) => (f.min(t), l.max(t)),
+                });
+            }
+        }
+        spans
+    }
+
+    fn place(&self) -> Placed {
+        let n = self.bufs.len();
+        let spans = self.spans();
+        // In place: merge an output into a dying input of the same type.
+        let mut root: Vec<usize> = (0..n).collect();
+        let mut span: Vec<Option<(usize, usize)>> = spans.clone();
+        let mut in_place = 0;
+        let find = |root: &Vec<usize>, mut b: usize| {
+            while root[b] != b {
+                b = root[b];
+            }
+            b
+        };
+        for (t, s) in self.steps.iter().enumerate() {
+            let mut taken: Vec<usize> = Vec::new();
+            for &(i, o) in &s.same_index {
+                let (ri, ro) = (find(&root, i), find(&root, o));
+                let dies = span[ri].is_some_and(|(_, l)| l == t);
+                let fresh = spans[o].is_some_and(|(f, _)| f == t) && ro == o;
+                if dies && fresh && ri != ro && !taken.contains(&ri) && !s.writes.contains(&i) {
+                    root[ro] = ri;
+                    let (fi, _) = span[ri].unwrap_or((t, t));
+                    let (_, lo) = span[ro].unwrap_or((t, t));
+                    span[ri] = Some((fi, lo.max(t)));
+                    taken.push(ri);
+                    in_place += 1;
+                }
+            }
+        }
+        let roots: Vec<usize> = (0..n).filter(|&b| root[b] == b && span[b].is_some()).collect();
+        // Lower bound: the most bytes alive at one step.
+        let mut alive = vec![0u64; self.steps.len().max(1)];
+        for &b in &roots {
+            let (f, l) = span[b].unwrap_or((0, 0));
+            for a in &mut alive[f..=l] {
+                *a += align(self.bufs[b].bytes);
+            }
+        }
+        let (peak_step, lower_bound) =
+            alive.iter().copied().enumerate().max_by_key(|&(_, a)| a).unwrap_or((0, 0));
+        // Placement: largest first, lowest free offset.
+        let mut order = roots.clone();
+        order.sort_by_key(|&b| (std::cmp::Reverse(self.bufs[b].bytes), span[b].map(|s| s.0)));
+        let mut offsets = vec![0u64; n];
+        let mut placed: Vec<usize> = Vec::new();
+        let mut arena = 0;
+        for b in order {
+            let (f, l) = span[b].unwrap_or((0, 0));
+            let size = align(self.bufs[b].bytes);
+            let mut busy: Vec<(u64, u64)> = placed
+                .iter()
+                .filter(|&&p| span[p].is_some_and(|(pf, pl)| pf <= l && f <= pl))
+                .map(|&p| (offsets[p], offsets[p] + align(self.bufs[p].bytes)))
+                .collect();
+            busy.sort();
+            let mut at = 0;
+            for (s, e) in busy {
+                if at + size <= s {
+                    break;
+                }
+                at = at.max(e);
+            }
+            offsets[b] = at;
+            arena = arena.max(at + size);
+            placed.push(b);
+        }
+        for b in 0..n {
+            let r = find(&root, b);
+            offsets[b] = offsets[r];
+        }
+        let root = (0..n).map(|b| find(&root, b)).collect();
+        Placed { offsets, root, arena, lower_bound, in_place, peak_step }
+    }
+
+    /// Every recomputation that is legal: a cheap kernel with one output
+    /// that it does not read, re-run before a later use that is not the
+    /// first one after it.
+    fn candidates(&self) -> Vec<Candidate> {
+        let mut out = Vec::new();
+        for (k, s) in self.steps.iter().enumerate() {
+            let cheap = matches!(s.name.as_str(), "ll.elementwise" | "ll.norm" | "ll.softmax" | "ll.transpose");
+            if !cheap || s.writes.len() != 1 || !s.writes_args.is_empty() || s.reads.contains(&s.writes[0]) {
+                continue;
+            }
+            let b = s.writes[0];
+            if unsafe { !producer(mlirOperationGetResult(self.bufs[b].alloc, 0)).is_some() } {
+                continue;
+            }
+            let uses: Vec<usize> = (k + 1..self.steps.len()).filter(|&t| self.steps[t].reads.contains(&b)).collect();
+            if self.steps[k + 1..].iter().any(|t| t.writes.contains(&b)) {
+                continue;
+            }
+            for w in uses.windows(2) {
+                let (prev, next) = (w[0], w[1]);
+                if next <= prev + 1 {
+                    continue;
+                }
+                // the recomputed kernel's argument inputs must be unchanged
+                let clobbered = self.steps[k + 1..next]
+                    .iter()
+                    .any(|t| t.writes_args.iter().any(|a| s.reads_args.contains(a)));
+                if !clobbered {
+                    out.push(Candidate { step: k, before: next });
+                }
+            }
+        }
+        out
+    }
+
+    /// The model after `c`.
+    fn with(&self, c: &Candidate) -> Model {
+        let mut m = self.clone();
+        let old = self.steps[c.step].writes[0];
+        let fresh = m.bufs.len();
+        m.bufs.push(self.bufs[old].clone());
+        let mut copy = self.steps[c.step].clone();
+        copy.writes = vec![fresh];
+        copy.same_index.clear();
+        for s in &mut m.steps[c.before..] {
+            for r in &mut s.reads {
+                if *r == old {
+                    *r = fresh;
+                }
+            }
+            for p in &mut s.same_index {
+                if p.0 == old {
+                    p.0 = fresh;
+                }
+            }
+        }
+        m.steps.insert(c.before, copy);
+        m
+    }
+}
+
+/// Applies `c` to the IR.
+fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<(), Failure> {
+    let producer_op = model.steps[c.step].op;
+    let before = model.steps[c.before].op;
+    let loc = op_loc(producer_op);
+    let old_buf = model.bufs[model.steps[c.step].writes[0]].alloc;
+    let old = unsafe { mlirOperationGetResult(old_buf, 0) };
+    let ctx = unsafe { mlirOperationGetContext(before) };
+    let t = unsafe { mlirValueGetType(old) };
+    let alloc = ir::create_op(
+        ctx,
+        loc,
+        &OpSpec {
+            attributes: &[("operandSegmentSizes", "array<i32: 0, 0>".into())],
+            results: Some(&[t]),
+            ..OpSpec::new("memref.alloc")
+        },
+    )
+    .map_err(|e| (loc, format!("internal error: {e:?}")))?;
+    let fresh = unsafe { mlirOperationGetResult(alloc, 0) };
+    let order: HashMap<usize, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+    let from = order[&(before.ptr as usize)];
+    unsafe {
+        mlirBlockInsertOwnedOperationBefore(block, before, alloc);
+        let clone = mlirOperationClone(producer_op);
+        for i in 0..mlirOperationGetNumOperands(clone) {
+            if mlirOperationGetOperand(clone, i).ptr == old.ptr {
+                mlirOperationSetOperand(clone, i, fresh);
+            }
+        }
+        mlirBlockInsertOwnedOperationBefore(block, before, clone);
+    }
+    // Later readers of `old` (directly, or through views) read `fresh`.
+    let mut views = vec![(old, fresh)];
+    let mut i = 0;
+    while i < views.len() {
+        let (o, f) = views[i];
+        for u in users(o) {
+            let Some(&pos) = order.get(&(u.ptr as usize)) else { continue };
+            if pos < from {
+                continue;
+            }
+            if op_name(u) == "ll.reshape" {
+                // handled below: a view created at or after the recompute
+                let r = unsafe { mlirOperationGetResult(u, 0) };
+                unsafe { mlirOperationSetOperand(u, 0, f) };
+                let _ = r;
+                continue;
+            }
+            for k in 0..unsafe { mlirOperationGetNumOperands(u) } {
+                if unsafe { mlirOperationGetOperand(u, k) }.ptr == o.ptr {
+                    unsafe { mlirOperationSetOperand(u, k, f) };
+                }
+            }
+        }
+        // Views made before the recompute but read after it: a new view.
+        for u in users(o) {
+            let Some(&pos) = order.get(&(u.ptr as usize)) else { continue };
+            if pos >= from || op_name(u) != "ll.reshape" {
+                continue;
+            }
+            let r = unsafe { mlirOperationGetResult(u, 0) };
+            let late = users(r).iter().any(|w| order.get(&(w.ptr as usize)).is_some_and(|&p| p >= from));
+            if !late {
+                continue;
+            }
+            let view = ir::create_op(
+                ctx,
+                loc,
+                &OpSpec {
+                    operands: &[f],
+                    results: Some(&[unsafe { mlirValueGetType(r) }]),
+                    ..OpSpec::new("ll.reshape")
+                },
+            )
+            .map_err(|e| (loc, format!("internal error: {e:?}")))?;
+            unsafe { mlirBlockInsertOwnedOperationBefore(block, before, view) };
+            views.push((r, unsafe { mlirOperationGetResult(view, 0) }));
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomputed: usize) -> String {
+    let spans = model.spans();
+    let t = placed.peak_step;
+    let mut alive: Vec<String> = Vec::new();
+    for (b, buf) in model.bufs.iter().enumerate() {
+        if placed.root[b] != b {
+            continue;
+        }
+        if spans[b].is_some_and(|(f, l)| f <= t && t <= l) {
+            alive.push(format!("{} ({} bytes)", buf.ty, buf.bytes));
+        }
+    }
+    let at = model.steps.get(t).map(|s| s.name.clone()).unwrap_or_default();
+    format!(
+        "@{name} needs an arena of {} bytes (lower bound {}) after {recomputed} recomputations, over the budget of \
+         {budget} bytes; no further recomputation of a cheap kernel lowers it. Alive at the peak (kernel #{t}, '{at}'): {}",
+        placed.arena,
+        placed.lower_bound,
+        alive.join(", ")
+    )
+}
+
+fn rewrite(func: MlirOperation, block: MlirBlock, model: &Model, placed: &Placed, plan: &MemoryPlan) -> Result<(), Failure> {
+    let loc = op_loc(func);
+    let ctx = unsafe { mlirOperationGetContext(func) };
+    let arena_ty = ir::parse_type(ctx, &format!("memref<{}xi8>", plan.arena_bytes))
+        .map_err(|e| (loc, format!("internal error: {e:?}")))?;
+    let arena = unsafe { mlirBlockAddArgument(block, arena_ty, loc) };
+    let index = ir::parse_type(ctx, "index").map_err(|e| (loc, format!("{e:?}")))?;
+    for (b, buf) in model.bufs.iter().enumerate() {
+        let r = unsafe { mlirOperationGetResult(buf.alloc, 0) };
+        let t = unsafe { mlirValueGetType(r) };
+        let off = ir::create_op(
+            ctx,
+            loc,
+            &OpSpec {
+                attributes: &[("value", format!("{} : index", placed.offsets[b]))],
+                results: Some(&[index]),
+                ..OpSpec::new("arith.constant")
+            },
+        )
+        .map_err(|e| (loc, format!("{e:?}")))?;
+        let view = ir::create_op(
+            ctx,
+            op_loc(buf.alloc),
+            &OpSpec {
+                operands: &[arena, unsafe { mlirOperationGetResult(off, 0) }],
+                results: Some(&[t]),
+                ..OpSpec::new("memref.view")
+            },
+        )
+        .map_err(|e| (loc, format!("internal error building memref.view: {e:?}")))?;
+        unsafe {
+            mlirBlockInsertOwnedOperationBefore(block, buf.alloc, off);
+            mlirBlockInsertOwnedOperationBefore(block, buf.alloc, view);
+            mlirValueReplaceAllUsesOfWith(r, mlirOperationGetResult(view, 0));
+            mlirOperationDestroy(buf.alloc);
+        }
+    }
+    // The signature: one more argument, tagged.
+    let args: Vec<String> = (0..unsafe { mlirBlockGetNumArguments(block) })
+        .map(|i| ir::type_text(unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }))
+        .collect();
+    let fty = ir::attr(func, "function_type");
+    let results: Vec<String> = unsafe {
+        let t = mlirTypeAttrGetValue(fty);
+        (0..mlirFunctionTypeGetNumResults(t)).map(|i| ir::type_text(mlirFunctionTypeGetResult(t, i))).collect()
+    };
+    let mut tags: Vec<String> = Vec::new();
+    let old = ir::attr(func, "arg_attrs");
+    for i in 0..args.len() - 1 {
+        let a = unsafe {
+            if old.ptr.is_null() || i as isize >= mlirArrayAttrGetNumElements(old) {
+                "{}".to_string()
+            } else {
+                ir::attr_text_raw(mlirArrayAttrGetElement(old, i as isize))
+            }
+        };
+        tags.push(a);
+    }
+    tags.push("{ll.bind = \"arena\"}".into());
+    let memory = format!(
+        "{{arena_bytes = {} : i64, lower_bound_bytes = {} : i64, naive_bytes = {} : i64, buffers = {} : i64, \
+         in_place = {} : i64, recomputed = {} : i64}}",
+        plan.arena_bytes, plan.lower_bound_bytes, plan.naive_bytes, plan.buffers, plan.in_place, plan.recomputed
+    );
+    for (k, text) in [
+        ("function_type", format!("({}) -> ({})", args.join(", "), results.join(", "))),
+        ("arg_attrs", format!("[{}]", tags.join(", "))),
+        ("ll.memory", memory),
+    ] {
+        let a = ir::parse_attribute(ctx, &text).map_err(|e| (loc, format!("internal error: {e:?}")))?;
+        unsafe { mlirOperationSetAttributeByName(func, crate::ffi::string_ref(k), a) };
+    }
+    Ok(())
+}

@@ -1,0 +1,192 @@
+//! `ll-schedule`: streams for independent kernels and the events that
+//! order kernels across streams. Program order stays the execution order
+//! (it is a topological order of the dependences; the CPU backend runs it
+//! as is).
+//!
+//! Algorithm, per function:
+//! 1. What each kernel reads and writes, in bytes: an arena view is its
+//!    range of the arena, a reshape view its source's range, an argument or
+//!    a global the whole buffer.
+//! 2. Kernel `j` depends on an earlier `i` when one writes bytes the other
+//!    reads or writes.
+//! 3. `j` continues the stream of its latest predecessor that is still the
+//!    last kernel of its stream; else it opens a new stream (up to
+//!    `max-streams`), else it joins the stream that has been idle longest.
+//! 4. For a predecessor on another stream that `j`'s stream has not yet
+//!    waited for (or for a later kernel of it), the predecessor records an
+//!    event and `j` waits on it.
+
+use super::autodiff::Failure;
+use super::plan_memory::{is_kernel, written};
+use super::{PassFailed, PassOptions, PassResult, emit_error};
+use crate::ir::{self, key, op_loc, op_name, operands, ops_of, producer};
+use melior::ir::{Location, OperationRef, operation::OperationLike};
+use mlir_sys::*;
+use std::collections::HashMap;
+
+pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
+    let max = match options.get_i64("max-streams") {
+        Ok(m) if m >= 1 => m as usize,
+        Ok(m) => {
+            emit_error(module.location(), &format!("ll-schedule: max-streams must be at least 1, got {m}"));
+            return Err(PassFailed);
+        }
+        Err(m) => {
+            emit_error(module.location(), &format!("ll-schedule: {m}"));
+            return Err(PassFailed);
+        }
+    };
+    schedule(module.to_raw(), max).map(|_| ()).map_err(|(loc, m)| {
+        emit_error(unsafe { Location::from_raw(loc) }, &format!("ll-schedule: {m}"));
+        PassFailed
+    })
+}
+
+/// The schedule of one function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    pub streams: usize,
+    pub events: usize,
+    /// per kernel in program order: its stream
+    pub stream_of: Vec<usize>,
+}
+
+/// A byte range of one memory space (the arena, an argument, a global).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Range {
+    space: usize,
+    start: u64,
+    end: u64,
+}
+
+impl Range {
+    fn overlaps(&self, o: &Range) -> bool {
+        self.space == o.space && self.start < o.end && o.start < self.end
+    }
+}
+
+/// Schedules every `ll` function of `module`.
+pub fn schedule(module: MlirOperation, max_streams: usize) -> Result<Vec<(String, Schedule)>, Failure> {
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
+    let mut out = Vec::new();
+    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
+        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
+        if block.ptr.is_null() {
+            continue;
+        }
+        if let Some(hl) = ops_of(block).into_iter().find(|&o| op_name(o).starts_with("hl.")) {
+            return Err((op_loc(hl), format!("'{}' is not lowered; run convert-hl-to-ll first", op_name(hl))));
+        }
+        let kernels: Vec<MlirOperation> = ops_of(block).into_iter().filter(|&o| is_kernel(&op_name(o))).collect();
+        let mut spaces: HashMap<usize, usize> = HashMap::new();
+        let mut access: Vec<(Vec<Range>, Vec<Range>)> = Vec::new();
+        for &k in &kernels {
+            let w = written(k);
+            let (mut reads, mut writes) = (Vec::new(), Vec::new());
+            for (i, v) in operands(k).into_iter().enumerate() {
+                let r = range(v, &mut spaces);
+                if w.contains(&i) {
+                    writes.push(r);
+                    if op_name(k) == "ll.gemm" && ir::has(k, "accumulate") {
+                        reads.push(r);
+                    }
+                } else {
+                    reads.push(r);
+                }
+            }
+            access.push((reads, writes));
+        }
+        let hits = |a: &[Range], b: &[Range]| a.iter().any(|x| b.iter().any(|y| x.overlaps(y)));
+        let mut stream_of: Vec<usize> = Vec::new();
+        let mut tail: Vec<usize> = Vec::new(); // per stream: its last kernel
+        let mut event_of: HashMap<usize, usize> = HashMap::new();
+        let mut waits: Vec<Vec<usize>> = vec![Vec::new(); kernels.len()];
+        // synced[s][t]: the last kernel of stream t that stream s is ordered after
+        let mut synced: Vec<Vec<Option<usize>>> = Vec::new();
+        for j in 0..kernels.len() {
+            let preds: Vec<usize> = (0..j)
+                .filter(|&i| {
+                    let (ri, wi) = &access[i];
+                    let (rj, wj) = &access[j];
+                    hits(wi, rj) || hits(ri, wj) || hits(wi, wj)
+                })
+                .collect();
+            let cont = preds.iter().rev().map(|&p| stream_of[p]).find(|&s| preds.contains(&tail[s]));
+            let s = match cont {
+                Some(s) => s,
+                None if tail.len() < max_streams => {
+                    tail.push(j);
+                    for row in &mut synced {
+                        row.push(None);
+                    }
+                    synced.push(vec![None; tail.len()]);
+                    tail.len() - 1
+                }
+                None => (0..tail.len()).min_by_key(|&s| tail[s]).unwrap_or(0),
+            };
+            for &p in &preds {
+                let ps = stream_of[p];
+                if ps == s || synced[s][ps].is_some_and(|q| q >= p) {
+                    continue;
+                }
+                let next = event_of.len();
+                let e = *event_of.entry(p).or_insert(next);
+                if !waits[j].contains(&e) {
+                    waits[j].push(e);
+                }
+                synced[s][ps] = Some(p);
+            }
+            stream_of.push(s);
+            tail[s] = j;
+        }
+        let ctx = unsafe { mlirOperationGetContext(func) };
+        let set = |op: MlirOperation, k: &str, text: String| -> Result<(), Failure> {
+            let a = ir::parse_attribute(ctx, &text).map_err(|e| (op_loc(op), format!("internal error: {e:?}")))?;
+            unsafe { mlirOperationSetAttributeByName(op, crate::ffi::string_ref(k), a) };
+            Ok(())
+        };
+        for (j, &k) in kernels.iter().enumerate() {
+            set(k, "ll.stream", format!("{} : i64", stream_of[j]))?;
+            if let Some(e) = event_of.get(&j) {
+                set(k, "ll.event", format!("{e} : i64"))?;
+            }
+            if !waits[j].is_empty() {
+                let list: Vec<String> = waits[j].iter().map(usize::to_string).collect();
+                set(k, "ll.wait", format!("array<i64: {}>", list.join(", ")))?;
+            }
+        }
+        let streams = tail.len().max(1);
+        set(func, "ll.schedule", format!("{{streams = {streams} : i64, events = {} : i64}}", event_of.len()))?;
+        let name = ir::string_attr(func, "sym_name").unwrap_or_default();
+        out.push((name, Schedule { streams, events: event_of.len(), stream_of }));
+    }
+    Ok(out)
+}
+
+/// The bytes `v` names: its arena range, or all of its buffer.
+fn range(v: MlirValue, spaces: &mut HashMap<usize, usize>) -> Range {
+    let mut space_of = |k: usize| {
+        let n = spaces.len();
+        *spaces.entry(k).or_insert(n)
+    };
+    let whole = |_: MlirValue, space: usize| Range { space, start: 0, end: u64::MAX };
+    let Some(p) = producer(v) else { return whole(v, space_of(key(v))) };
+    match op_name(p).as_str() {
+        "ll.reshape" => range(unsafe { mlirOperationGetOperand(p, 0) }, spaces),
+        "memref.view" => {
+            let (src, off) = unsafe { (mlirOperationGetOperand(p, 0), mlirOperationGetOperand(p, 1)) };
+            let start = producer(off).and_then(|c| ir::int_attr(c, "value"));
+            let s = ir::buffer_spec(v).unwrap_or(crate::nn::TensorSpec::new([], crate::nn::DType::I1));
+            let elt = ir::dtype_bytes(s.dtype);
+            match start {
+                Some(start) => Range {
+                    space: space_of(key(src)),
+                    start: start as u64,
+                    end: start as u64 + (s.num_elements() as u64 * elt).max(1),
+                },
+                None => whole(v, space_of(key(src))),
+            }
+        }
+        _ => whole(v, space_of(key(v))),
+    }
+}
