@@ -1,6 +1,6 @@
 //! Prints the `hl` module of an example model built with the Rust layer API.
 //!
-//!     cargo run -p aicf-compiler --example models -- mlp|cnn|char_lm
+//!     cargo run -p aicf-compiler --example models -- mlp|cnn|char_lm|transformer
 
 #[path = "char_lm/model.rs"]
 mod char_lm;
@@ -8,6 +8,8 @@ mod char_lm;
 mod cnn;
 #[path = "mlp/model.rs"]
 mod mlp;
+#[path = "transformer/model.rs"]
+mod transformer;
 
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_default();
@@ -15,8 +17,9 @@ fn main() {
         "mlp" => mlp::build(mlp::BATCH),
         "cnn" => cnn::build(cnn::BATCH),
         "char_lm" => char_lm::build(char_lm::CONFIG),
+        "transformer" => transformer::build(transformer::BATCH),
         other => {
-            eprintln!("unknown model '{other}'; expected mlp, cnn or char_lm");
+            eprintln!("unknown model '{other}'; expected mlp, cnn, char_lm or transformer");
             std::process::exit(2);
         }
     };

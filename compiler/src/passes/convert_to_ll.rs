@@ -354,7 +354,9 @@ impl<'a> Lower<'a> {
         let x = operands(op);
         let unit = |k: &str| has(op, k);
         match name.as_str() {
-            "func.return" | "hl.constant" => {}
+            // Scalar constants hoisted out of bodies by canonicalize are
+            // copied back into each body that reads them (`take_body`).
+            "func.return" | "hl.constant" | "arith.constant" => {}
             "hl.get_param" | "hl.get_state" => {
                 let s = flat_symbol(op, "name").unwrap_or_default();
                 let b = self.symbol_args[&s];
@@ -629,6 +631,23 @@ impl<'a> Lower<'a> {
             mlirRegionTakeBody(region, mlirOperationGetRegion(clone, 0));
             mlirOperationDestroy(clone);
             let block = mlirRegionGetFirstBlock(region);
+            // Constants defined outside the body (hoisted by canonicalize)
+            // are cloned into it: a kernel body is self-contained.
+            let first = mlirBlockGetFirstOperation(block);
+            for inner in ops_of(block) {
+                for (i, v) in operands(inner).into_iter().enumerate() {
+                    let Some(def) = producer(v) else { continue };
+                    if mlirOperationGetBlock(def).ptr == block.ptr {
+                        continue;
+                    }
+                    if op_name(def) != "arith.constant" {
+                        return Err((loc, format!("a fused body reads '{}' from outside", op_name(def))));
+                    }
+                    let copy = mlirOperationClone(def);
+                    mlirBlockInsertOwnedOperationBefore(block, first, copy);
+                    mlirOperationSetOperand(inner, i as isize, mlirOperationGetResult(copy, 0));
+                }
+            }
             let term = mlirBlockGetTerminator(block);
             let spec = OpSpec { operands: &operands(term), results: Some(&[]), verify: false, ..OpSpec::new("ll.yield") };
             let y = ir::create_op(self.ctx, loc, &spec).map_err(|e| (loc, format!("{e:?}")))?;

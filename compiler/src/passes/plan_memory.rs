@@ -77,20 +77,23 @@ pub fn plan_memory(module: MlirOperation, budget: u64, report: bool) -> Result<V
         let mut placed = model.place();
         if budget > 0 {
             while placed.arena > budget {
-                let Some((cand, _)) = model
+                // The best cheap recomputation; a GEMM only when no cheap one helps.
+                let scored: Vec<(Candidate, u64, bool)> = model
                     .candidates()
                     .into_iter()
-                    .map(|c| {
-                        let p = model.with(&c).place().arena;
-                        (c, p)
-                    })
-                    .filter(|&(_, p)| p < placed.arena)
-                    .min_by_key(|&(_, p)| p)
-                else {
+                    .map(|c| (c, model.with(&c).place().arena, cheap(&model.steps[c.step])))
+                    .filter(|&(_, p, _)| p < placed.arena)
+                    .collect();
+                let best = scored
+                    .iter()
+                    .filter(|c| c.2)
+                    .min_by_key(|c| c.1)
+                    .or_else(|| scored.iter().min_by_key(|c| c.1))
+                    .map(|c| (c.0, c.1));
+                let Some((cand, _)) = best else {
                     return Err((op_loc(func), over_budget(&name, &model, &placed, budget, recomputed)));
                 };
-                recompute(block, &model, &cand)?;
-                recomputed += 1;
+                recomputed += recompute(block, &model, &cand)?;
                 model = Model::build(block);
                 placed = model.place();
             }
@@ -384,8 +387,7 @@ impl Model {
     fn candidates(&self) -> Vec<Candidate> {
         let mut out = Vec::new();
         for (k, s) in self.steps.iter().enumerate() {
-            let cheap = matches!(s.name.as_str(), "ll.elementwise" | "ll.norm" | "ll.softmax" | "ll.transpose");
-            if !cheap || s.writes.len() != 1 || !s.writes_args.is_empty() || s.reads.contains(&s.writes[0]) {
+            if !recomputable(s) || s.writes.len() != 1 || !s.writes_args.is_empty() || s.reads.contains(&s.writes[0]) {
                 continue;
             }
             let b = s.writes[0];
@@ -413,114 +415,171 @@ impl Model {
         out
     }
 
-    /// The model after `c`.
-    fn with(&self, c: &Candidate) -> Model {
-        let mut m = self.clone();
-        let old = self.steps[c.step].writes[0];
-        let fresh = m.bufs.len();
-        m.bufs.push(self.bufs[old].clone());
-        let mut copy = self.steps[c.step].clone();
-        copy.writes = vec![fresh];
-        copy.same_index.clear();
-        for s in &mut m.steps[c.before..] {
-            for r in &mut s.reads {
-                if *r == old {
-                    *r = fresh;
-                }
-            }
-            for p in &mut s.same_index {
-                if p.0 == old {
-                    p.0 = fresh;
+    /// The steps `c` re-runs, producers first: the kernel itself and,
+    /// recursively (depth 6), the producers of its inputs that are dead by
+    /// then (so that a transpose of a GEMM output is recomputed with it).
+    fn chain(&self, c: &Candidate) -> Vec<usize> {
+        let spans = self.spans();
+        let mut out = Vec::new();
+        self.collect_chain(c.step, c.before, &spans, 0, &mut out);
+        out
+    }
+
+    fn collect_chain(&self, k: usize, before: usize, spans: &[Option<(usize, usize)>], depth: usize, out: &mut Vec<usize>) {
+        if out.contains(&k) {
+            return;
+        }
+        if depth < 6 {
+            for &r in &self.steps[k].reads {
+                let dead = spans[r].is_some_and(|(_, l)| l < before);
+                let producer = (0..k).rev().find(|&p| self.steps[p].writes.contains(&r));
+                if let Some(p) = producer.filter(|&p| {
+                    dead && recomputable(&self.steps[p])
+                        && self.steps[p].writes.len() == 1
+                        && self.steps[p].writes_args.is_empty()
+                        && !self.steps[p + 1..before].iter().any(|t| t.writes_args.iter().any(|a| self.steps[p].reads_args.contains(a)))
+                }) {
+                    self.collect_chain(p, before, spans, depth + 1, out);
                 }
             }
         }
-        m.steps.insert(c.before, copy);
+        out.push(k);
+    }
+
+    /// The model after `c`.
+    fn with(&self, c: &Candidate) -> Model {
+        let mut m = self.clone();
+        let chain = self.chain(c);
+        let mut copies = Vec::new();
+        for &k in &chain {
+            let old = self.steps[k].writes[0];
+            let fresh = m.bufs.len();
+            m.bufs.push(self.bufs[old].clone());
+            let mut copy = self.steps[k].clone();
+            copy.writes = vec![fresh];
+            copy.same_index.clear();
+            // earlier copies of the chain feed this one
+            for r in &mut copy.reads {
+                if let Some(&(_, f)) = copies.iter().find(|(o, _)| o == r) {
+                    *r = f;
+                }
+            }
+            copies.push((old, fresh));
+            m.steps.insert(c.before + copies.len() - 1, copy);
+        }
+        let after = c.before + copies.len();
+        for s in &mut m.steps[after..] {
+            for r in &mut s.reads {
+                if let Some(&(_, f)) = copies.iter().find(|(o, _)| o == r) {
+                    *r = f;
+                }
+            }
+            for p in &mut s.same_index {
+                if let Some(&(_, f)) = copies.iter().find(|(o, _)| *o == p.0) {
+                    p.0 = f;
+                }
+            }
+        }
         m
     }
 }
 
-/// Applies `c` to the IR.
-fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<(), Failure> {
-    let producer_op = model.steps[c.step].op;
+/// Kernels worth re-running instead of keeping their output: memory-bound
+/// ones (elementwise, norms, softmax, transposes), and, as a last resort
+/// chosen only when none of those helps, GEMMs and attention (the
+/// activation checkpointing of a whole layer).
+fn cheap(s: &Step) -> bool {
+    matches!(s.name.as_str(), "ll.elementwise" | "ll.norm" | "ll.softmax" | "ll.transpose")
+}
+
+fn recomputable(s: &Step) -> bool {
+    cheap(s) || (s.name == "ll.gemm" && !ir::has(s.op, "accumulate")) || s.name == "ll.attention"
+}
+
+/// Applies `c` to the IR: clones of the chain's kernels before the use,
+/// each into a fresh buffer, and every later reader renamed.
+fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<usize, Failure> {
     let before = model.steps[c.before].op;
-    let loc = op_loc(producer_op);
-    let old_buf = model.bufs[model.steps[c.step].writes[0]].alloc;
-    let old = unsafe { mlirOperationGetResult(old_buf, 0) };
     let ctx = unsafe { mlirOperationGetContext(before) };
-    let t = unsafe { mlirValueGetType(old) };
-    let alloc = ir::create_op(
-        ctx,
-        loc,
-        &OpSpec {
-            attributes: &[("operandSegmentSizes", "array<i32: 0, 0>".into())],
-            results: Some(&[t]),
-            ..OpSpec::new("memref.alloc")
-        },
-    )
-    .map_err(|e| (loc, format!("internal error: {e:?}")))?;
-    let fresh = unsafe { mlirOperationGetResult(alloc, 0) };
     let order: HashMap<usize, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
     let from = order[&(before.ptr as usize)];
-    unsafe {
-        mlirBlockInsertOwnedOperationBefore(block, before, alloc);
-        let clone = mlirOperationClone(producer_op);
-        for i in 0..mlirOperationGetNumOperands(clone) {
-            if mlirOperationGetOperand(clone, i).ptr == old.ptr {
-                mlirOperationSetOperand(clone, i, fresh);
-            }
-        }
-        mlirBlockInsertOwnedOperationBefore(block, before, clone);
-    }
-    // Later readers of `old` (directly, or through views) read `fresh`.
-    let mut views = vec![(old, fresh)];
-    let mut i = 0;
-    while i < views.len() {
-        let (o, f) = views[i];
-        for u in users(o) {
-            let Some(&pos) = order.get(&(u.ptr as usize)) else { continue };
-            if pos < from {
-                continue;
-            }
-            if op_name(u) == "ll.reshape" {
-                // handled below: a view created at or after the recompute
-                let r = unsafe { mlirOperationGetResult(u, 0) };
-                unsafe { mlirOperationSetOperand(u, 0, f) };
-                let _ = r;
-                continue;
-            }
-            for k in 0..unsafe { mlirOperationGetNumOperands(u) } {
-                if unsafe { mlirOperationGetOperand(u, k) }.ptr == o.ptr {
-                    unsafe { mlirOperationSetOperand(u, k, f) };
+    let chain = model.chain(c);
+    let mut renames: Vec<(MlirValue, MlirValue)> = Vec::new();
+    for &k in &chain {
+        let producer_op = model.steps[k].op;
+        let loc = op_loc(producer_op);
+        let old = unsafe { mlirOperationGetResult(model.bufs[model.steps[k].writes[0]].alloc, 0) };
+        let t = unsafe { mlirValueGetType(old) };
+        let alloc = ir::create_op(
+            ctx,
+            loc,
+            &OpSpec {
+                attributes: &[("operandSegmentSizes", "array<i32: 0, 0>".into())],
+                results: Some(&[t]),
+                ..OpSpec::new("memref.alloc")
+            },
+        )
+        .map_err(|e| (loc, format!("internal error: {e:?}")))?;
+        let fresh = unsafe { mlirOperationGetResult(alloc, 0) };
+        unsafe {
+            mlirBlockInsertOwnedOperationBefore(block, before, alloc);
+            let clone = mlirOperationClone(producer_op);
+            for i in 0..mlirOperationGetNumOperands(clone) {
+                if mlirOperationGetOperand(clone, i).ptr == old.ptr {
+                    mlirOperationSetOperand(clone, i, fresh);
                 }
             }
+            mlirBlockInsertOwnedOperationBefore(block, before, clone);
         }
-        // Views made before the recompute but read after it: a new view.
-        for u in users(o) {
-            let Some(&pos) = order.get(&(u.ptr as usize)) else { continue };
-            if pos >= from || op_name(u) != "ll.reshape" {
-                continue;
-            }
-            let r = unsafe { mlirOperationGetResult(u, 0) };
-            let late = users(r).iter().any(|w| order.get(&(w.ptr as usize)).is_some_and(|&p| p >= from));
-            if !late {
-                continue;
-            }
-            let view = ir::create_op(
-                ctx,
-                loc,
-                &OpSpec {
-                    operands: &[f],
-                    results: Some(&[unsafe { mlirValueGetType(r) }]),
-                    ..OpSpec::new("ll.reshape")
-                },
-            )
-            .map_err(|e| (loc, format!("internal error: {e:?}")))?;
-            unsafe { mlirBlockInsertOwnedOperationBefore(block, before, view) };
-            views.push((r, unsafe { mlirOperationGetResult(view, 0) }));
-        }
-        i += 1;
+        renames.push((old, fresh));
     }
-    Ok(())
+    // Readers at or after the first clone read the fresh buffers (through
+    // new views where they read an old view).
+    for (old, fresh) in renames {
+        let order: HashMap<usize, usize> =
+            ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+        let start = from;
+        let late = |u: MlirOperation| order.get(&(u.ptr as usize)).is_some_and(|&p| p >= start);
+        let mut pairs = vec![(old, fresh)];
+        let mut i = 0;
+        while i < pairs.len() {
+            let (o, f) = pairs[i];
+            for u in users(o) {
+                if op_name(u) == "ll.reshape" {
+                    let r = unsafe { mlirOperationGetResult(u, 0) };
+                    if late(u) {
+                        unsafe { mlirOperationSetOperand(u, 0, f) };
+                    } else if users(r).into_iter().any(late) {
+                        let view = ir::create_op(
+                            ctx,
+                            op_loc(u),
+                            &OpSpec {
+                                operands: &[f],
+                                results: Some(&[unsafe { mlirValueGetType(r) }]),
+                                ..OpSpec::new("ll.reshape")
+                            },
+                        )
+                        .map_err(|e| (op_loc(u), format!("internal error: {e:?}")))?;
+                        // right after the fresh buffer's definition
+                        let def = producer(f).expect("a fresh alloc");
+                        unsafe { mlirBlockInsertOwnedOperationAfter(block, def, view) };
+                        pairs.push((r, unsafe { mlirOperationGetResult(view, 0) }));
+                    }
+                    continue;
+                }
+                if !late(u) {
+                    continue;
+                }
+                for k in 0..unsafe { mlirOperationGetNumOperands(u) } {
+                    if unsafe { mlirOperationGetOperand(u, k) }.ptr == o.ptr {
+                        unsafe { mlirOperationSetOperand(u, k, f) };
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+    Ok(chain.len())
 }
 
 fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomputed: usize) -> String {
@@ -538,7 +597,7 @@ fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomput
     let at = model.steps.get(t).map(|s| s.name.clone()).unwrap_or_default();
     format!(
         "@{name} needs an arena of {} bytes (lower bound {}) after {recomputed} recomputations, over the budget of \
-         {budget} bytes; no further recomputation of a cheap kernel lowers it. Alive at the peak (kernel #{t}, '{at}'): {}",
+         {budget} bytes; no recomputation lowers it further (the values alive at the peak are all needed there). Alive at the peak (kernel #{t}, '{at}'): {}",
         placed.arena,
         placed.lower_bound,
         alive.join(", ")

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/CAPI/Support.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -115,7 +116,57 @@ extern "C" void aicfSetPassBody(MlirStringRef argument, AicfPassBodyFn body,
   bodies()[unwrap(argument)] = PassBody{body, userData};
 }
 
+namespace {
+/// Options of `aicf-train-pipeline`.
+struct TrainPipelineOptions
+    : public PassPipelineOptions<TrainPipelineOptions> {
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, adam or adamw"),
+                                llvm::cl::init("sgd")};
+  Option<double> momentum{*this, "momentum",
+                          llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("weight decay"),
+                             llvm::cl::init(0.0)};
+  Option<int64_t> budget{*this, "budget",
+                         llvm::cl::desc("arena budget in bytes (0: none)"),
+                         llvm::cl::init(0)};
+  Option<bool> report{*this, "report",
+                      llvm::cl::desc("report the memory plan as remarks"),
+                      llvm::cl::init(false)};
+  Option<int64_t> maxStreams{*this, "max-streams",
+                             llvm::cl::desc("the most streams to use"),
+                             llvm::cl::init(4)};
+};
+
+/// The textual form of the train pipeline for `o`.
+std::string trainPipeline(const TrainPipelineOptions &o) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "hl-optimizer{kind=" << o.optimizer << " momentum=" << o.momentum
+     << " weight-decay=" << o.weightDecay << "},canonicalize,cse,"
+     << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
+     << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"
+     << "convert-hl-to-ll,ll-plan-memory{budget=" << o.budget
+     << " report=" << (o.report ? "true" : "false") << "},"
+     << "ll-schedule{max-streams=" << o.maxStreams << "}";
+  return os.str();
+}
+} // namespace
+
 extern "C" void aicfRegisterPasses(void) {
   static std::once_flag once;
-  std::call_once(once, [] { aicf::registerAICFPasses(); });
+  std::call_once(once, [] {
+    aicf::registerAICFPasses();
+    PassPipelineRegistration<TrainPipelineOptions>(
+        "aicf-train-pipeline",
+        "The whole train-step compilation: hl-optimizer, canonicalize, cse, "
+        "the hl fusion passes, convert-hl-to-ll, ll-plan-memory, ll-schedule",
+        [](OpPassManager &pm, const TrainPipelineOptions &o) {
+          std::string text = trainPipeline(o);
+          if (failed(parsePassPipeline(text, pm)))
+            llvm::errs() << "aicf-train-pipeline: cannot build '" << text
+                         << "'\n";
+        });
+  });
 }
