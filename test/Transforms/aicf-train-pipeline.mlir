@@ -1,0 +1,28 @@
+// The named pipeline on the benchmark MLP 784-512-512-10: the SGD train step
+// is 11 kernels, the Adam one 12, and the planned arena is the lower bound.
+// RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir --aicf-train-pipeline=report=true 2>&1 | FileCheck %s --check-prefix=SGD
+// RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=optimizer=adam report=true" 2>&1 | FileCheck %s --check-prefix=ADAM
+
+// SGD: remark: ll-plan-memory: @train_step: arena 3203136 bytes, lower bound 3203136 bytes (1.000x), naive sum 4796456 bytes; 12 buffers, 0 in place, 0 recomputed
+// SGD-LABEL: func.func @train_step
+// SGD-SAME: {ll.bind = "arena"}
+// SGD-COUNT-3: ll.gemm {{.*}} transpose_b
+// SGD: ll.softmax_cross_entropy
+// SGD: ll.gemm {{.*}} lhs_sum({{.*}}) transpose_a
+// SGD: ll.gemm {{.*}} mask(
+// SGD: ll.gemm {{.*}} lhs_sum({{.*}}) transpose_a
+// SGD: ll.gemm {{.*}} mask(
+// SGD: ll.gemm {{.*}} lhs_sum({{.*}}) transpose_a
+// SGD: ll.elementwise
+// SGD: ll.multi_tensor_apply
+// SGD-NOT: {{^    ll\.}}
+// SGD: return
+
+// ADAM: remark: ll-plan-memory: @train_step: arena 3203136 bytes, lower bound 3203136 bytes (1.000x)
+// ADAM-LABEL: func.func @train_step
+// ADAM-COUNT-8: ll.gemm
+// ADAM: ll.elementwise
+// ADAM: ll.elementwise
+// ADAM: ll.multi_tensor_apply
+// ADAM-NOT: {{^    ll\.}}
+// ADAM: return

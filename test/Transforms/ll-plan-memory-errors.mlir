@@ -1,0 +1,22 @@
+// ll-plan-memory diagnostics.
+// RUN: aicf-opt %s -split-input-file --ll-plan-memory=budget=1000 -verify-diagnostics -o /dev/null
+
+// Nothing to recompute: the budget cannot be met, and the error says what
+// is alive at the peak.
+// expected-error @below {{ll-plan-memory: @chain needs an arena of 2048 bytes (lower bound 2048) after 0 recomputations, over the budget of 1000 bytes; no recomputation lowers it further (the values alive at the peak are all needed there). Alive at the peak (kernel #1, 'll.gemm'): memref<16x16xf32> (1024 bytes), memref<16x16xf32> (1024 bytes)}}
+func.func @chain(%x: memref<16x16xf32>, %w: memref<16x16xf32>, %y: memref<16x16xf32>) {
+  %a = memref.alloc() : memref<16x16xf32>
+  ll.gemm %x, %w into %a : memref<16x16xf32>, memref<16x16xf32> -> memref<16x16xf32>
+  %b = memref.alloc() : memref<16x16xf32>
+  ll.gemm %a, %w into %b : memref<16x16xf32>, memref<16x16xf32> -> memref<16x16xf32>
+  ll.copy %b into %y : memref<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @not_lowered(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{ll-plan-memory: 'hl.exp' is not lowered; run convert-hl-to-ll first}}
+  %y = hl.exp %x : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
