@@ -15,8 +15,9 @@
 // SGD: ll.gemm {{.*}} lhs_sum({{.*}}) transpose_a
 // SGD: ll.elementwise
 // SGD: ll.multi_tensor_apply
-// SGD-NOT: {{^    ll\.}}
-// SGD: return
+// SGD: ll.yield
+// SGD-NEXT: } {ll.stream = {{[0-9]+}} : i64
+// SGD-NEXT: return
 
 // ADAM: remark: ll-plan-memory: @train_step: arena 3203136 bytes, lower bound 3203136 bytes (1.000x)
 // ADAM-LABEL: func.func @train_step
@@ -24,5 +25,6 @@
 // ADAM: ll.elementwise
 // ADAM: ll.elementwise
 // ADAM: ll.multi_tensor_apply
-// ADAM-NOT: {{^    ll\.}}
-// ADAM: return
+// ADAM: ll.yield
+// ADAM-NEXT: } {ll.stream = {{[0-9]+}} : i64
+// ADAM-NEXT: return
