@@ -188,7 +188,9 @@ pub(crate) fn buffer_spec(v: MlirValue) -> Option<TensorSpec> {
         if !mlirTypeIsAShaped(t) || !mlirShapedTypeHasRank(t) {
             return None;
         }
-        let shape = (0..mlirShapedTypeGetRank(t)).map(|i| mlirShapedTypeGetDimSize(t, i as isize).max(0) as usize).collect::<Vec<_>>();
+        let shape = (0..mlirShapedTypeGetRank(t))
+            .map(|i| mlirShapedTypeGetDimSize(t, i as isize).max(0) as usize)
+            .collect::<Vec<_>>();
         Some(TensorSpec::new(shape, element_dtype(t)?))
     }
 }

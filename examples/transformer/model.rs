@@ -13,7 +13,9 @@ pub const HEADS: usize = 4;
 
 /// `@forward(x) -> logits` and `@loss(x, targets)`.
 pub fn build(batch: usize) -> Result<HlModule> {
-    let model = Sequential::new().push(TransformerBlock::new("block", DIM, HEADS, 4, true)?).push(Linear::new("head", DIM, DIM));
+    let model = Sequential::new()
+        .push(TransformerBlock::new("block", DIM, HEADS, 4, true)?)
+        .push(Linear::new("head", DIM, DIM));
     let x = TensorSpec::new([batch, SEQ, DIM], DType::F32);
     let targets = TensorSpec::new([batch, SEQ], DType::I32);
     nn::classifier_module(&model, &x, &targets)

@@ -118,11 +118,8 @@ impl<'m, 'c> Interpreter<'m, 'c> {
     /// One op. Errors are plain messages; the caller adds the location.
     fn eval(&self, op: MlirOperation, name: &str, x: &[&Array]) -> Result<Vec<Array>, String> {
         let results = unsafe { mlirOperationGetNumResults(op) } as usize;
-        let (shape, dtype) = if results > 0 {
-            type_of(unsafe { mlirOperationGetResult(op, 0) })?
-        } else {
-            (Vec::new(), DType::F32)
-        };
+        let (shape, dtype) =
+            if results > 0 { type_of(unsafe { mlirOperationGetResult(op, 0) })? } else { (Vec::new(), DType::F32) };
         let map2 = |f: fn(f64, f64) -> f64| kernels::map_n(&x[..2], dtype, |a| f(a[0], a[1]));
         let map1 = |f: &dyn Fn(f64) -> f64| kernels::map_n(&x[..1], dtype, |a| f(a[0]));
         let int = !dtype.is_float();

@@ -25,7 +25,7 @@ use super::fuse_elementwise::{build_group, is_elementwise};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
     ir::{
-        self, OpSpec, attr_text, float_attr, flat_symbol, has, i32_array, int_attr, key, op_loc, op_name, operands,
+        self, OpSpec, attr_text, flat_symbol, float_attr, has, i32_array, int_attr, key, op_loc, op_name, operands,
         ops_of, producer, spec, splat_value, users,
     },
     nn::{DType, TensorSpec},
@@ -404,7 +404,10 @@ impl<'a> Lower<'a> {
                 if sb.shape.len() > 2 && sa.shape[..sa.shape.len() - 2] != sb.shape[..sb.shape.len() - 2] {
                     return Err((loc, format!("no kernel for a matmul broadcasting batch dimensions ({sa} and {sb})")));
                 }
-                self.emit(loc, &OpSpec { operands: &ins, attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.gemm") })?;
+                self.emit(
+                    loc,
+                    &OpSpec { operands: &ins, attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.gemm") },
+                )?;
             }
             "hl.fused_elementwise" | "hl.multi_tensor_apply" => {
                 let mut ins = Vec::new();
@@ -530,7 +533,12 @@ impl<'a> Lower<'a> {
                 }
                 self.emit(
                     loc,
-                    &OpSpec { operands: &[input, out], attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.softmax") },
+                    &OpSpec {
+                        operands: &[input, out],
+                        attributes: &attrs,
+                        results: Some(&[]),
+                        ..OpSpec::new("ll.softmax")
+                    },
                 )?;
             }
             "hl.layer_norm" | "hl.rms_norm" => {
@@ -554,7 +562,10 @@ impl<'a> Lower<'a> {
                 if !layer {
                     attrs.push(("rms", "unit".into()));
                 }
-                self.emit(loc, &OpSpec { operands: &ins, attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.norm") })?;
+                self.emit(
+                    loc,
+                    &OpSpec { operands: &ins, attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.norm") },
+                )?;
             }
             "hl.reduce_sum" | "hl.reduce_mean" | "hl.reduce_max" => {
                 let input = self.buf(x[0])?;
@@ -567,7 +578,12 @@ impl<'a> Lower<'a> {
                 let attrs = [("kind", format!("{kind} : i32")), ("dims", attr_text(op, "axes"))];
                 self.emit(
                     loc,
-                    &OpSpec { operands: &[input, out], attributes: &attrs, results: Some(&[]), ..OpSpec::new("ll.reduce") },
+                    &OpSpec {
+                        operands: &[input, out],
+                        attributes: &attrs,
+                        results: Some(&[]),
+                        ..OpSpec::new("ll.reduce")
+                    },
                 )?;
             }
             "hl.transpose" => {
@@ -612,10 +628,7 @@ impl<'a> Lower<'a> {
                 )?;
             }
             other if other.starts_with("hl.") => {
-                return Err((
-                    loc,
-                    format!("'{other}' has no ll kernel yet, and hl must not remain after this pass"),
-                ));
+                return Err((loc, format!("'{other}' has no ll kernel yet, and hl must not remain after this pass")));
             }
             other => return Err((loc, format!("cannot lower '{other}' inside a function (inline calls first)"))),
         }
@@ -649,7 +662,8 @@ impl<'a> Lower<'a> {
                 }
             }
             let term = mlirBlockGetTerminator(block);
-            let spec = OpSpec { operands: &operands(term), results: Some(&[]), verify: false, ..OpSpec::new("ll.yield") };
+            let spec =
+                OpSpec { operands: &operands(term), results: Some(&[]), verify: false, ..OpSpec::new("ll.yield") };
             let y = ir::create_op(self.ctx, loc, &spec).map_err(|e| (loc, format!("{e:?}")))?;
             mlirBlockInsertOwnedOperationBefore(block, term, y);
             mlirOperationDestroy(term);
@@ -664,10 +678,11 @@ impl<'a> Lower<'a> {
         let mut targeted: Vec<usize> = Vec::new();
         let mut copies = Vec::new();
         for (v, (tag, out)) in returned.iter().zip(outputs) {
-            let target = match tag.as_deref().and_then(|t| t.strip_prefix("param @").or_else(|| t.strip_prefix("state @"))) {
-                Some(symbol) => self.symbol_args[symbol],
-                None => out,
-            };
+            let target =
+                match tag.as_deref().and_then(|t| t.strip_prefix("param @").or_else(|| t.strip_prefix("state @"))) {
+                    Some(symbol) => self.symbol_args[symbol],
+                    None => out,
+                };
             let src = self.buf(*v)?;
             if src.ptr == target.ptr {
                 continue;
@@ -706,7 +721,8 @@ impl<'a> Lower<'a> {
     /// kernel after it reads `target`'s old contents, and the kernel itself
     /// reads them only elementwise at the same index.
     fn safe_to_target(&self, src: MlirValue, target: MlirValue) -> bool {
-        let order: HashMap<usize, usize> = ops_of(self.block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+        let order: HashMap<usize, usize> =
+            ops_of(self.block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
         let Some(writer) = users(src).into_iter().min_by_key(|u| order.get(&(u.ptr as usize)).copied()) else {
             return false;
         };

@@ -20,8 +20,7 @@ use super::autodiff::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
     ir::{
-        self, OpSpec, element_dtype, int_attr, op_loc, op_name, operands, ops_of, producer, spec, users,
-        splat_value,
+        self, OpSpec, element_dtype, int_attr, op_loc, op_name, operands, ops_of, producer, spec, splat_value, users,
     },
     nn::DType,
 };

@@ -28,8 +28,8 @@ pub use fuse_optimizer::fuse_optimizer;
 pub use fuse_reductions::fuse_reductions;
 pub use optimizer::{Optimizer, add_train_step};
 pub use plan_memory::{MemoryPlan, plan_memory};
-pub use schedule::{Schedule, schedule};
 pub use print_param_table::{ParamInfo, collect_params, render_table};
+pub use schedule::{Schedule, schedule};
 
 use crate::ffi;
 use melior::ir::{Location, OperationRef, operation::OperationLike};

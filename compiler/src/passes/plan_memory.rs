@@ -108,15 +108,17 @@ pub fn plan_memory(module: MlirOperation, budget: u64, report: bool) -> Result<V
         };
         rewrite(func, block, &model, &placed, &plan)?;
         if report {
-            let ratio = if plan.lower_bound_bytes == 0 {
-                1.0
-            } else {
-                plan.arena_bytes as f64 / plan.lower_bound_bytes as f64
-            };
+            let ratio =
+                if plan.lower_bound_bytes == 0 { 1.0 } else { plan.arena_bytes as f64 / plan.lower_bound_bytes as f64 };
             let text = format!(
                 "ll-plan-memory: @{name}: arena {} bytes, lower bound {} bytes ({ratio:.3}x), naive sum {} bytes; \
                  {} buffers, {} in place, {} recomputed",
-                plan.arena_bytes, plan.lower_bound_bytes, plan.naive_bytes, plan.buffers, plan.in_place, plan.recomputed
+                plan.arena_bytes,
+                plan.lower_bound_bytes,
+                plan.naive_bytes,
+                plan.buffers,
+                plan.in_place,
+                plan.recomputed
             );
             unsafe { crate::ffi::aicfEmitRemark(op_loc(func), crate::ffi::string_ref(&text)) };
         }
@@ -227,7 +229,11 @@ impl Model {
                 let s = ir::buffer_spec(r).unwrap_or(crate::nn::TensorSpec::new([], crate::nn::DType::I1));
                 let elt = ir::dtype_bytes(s.dtype);
                 buf_of.insert(key(r), bufs.len());
-                bufs.push(Buf { alloc: op, bytes: (s.num_elements() as u64 * elt).max(1), ty: ir::type_text(unsafe { mlirValueGetType(r) }) });
+                bufs.push(Buf {
+                    alloc: op,
+                    bytes: (s.num_elements() as u64 * elt).max(1),
+                    ty: ir::type_text(unsafe { mlirValueGetType(r) }),
+                });
                 continue;
             }
             if name == "ll.reshape" {
@@ -345,8 +351,7 @@ impl Model {
                 *a += align(self.bufs[b].bytes);
             }
         }
-        let (peak_step, lower_bound) =
-            alive.iter().copied().enumerate().max_by_key(|&(_, a)| a).unwrap_or((0, 0));
+        let (peak_step, lower_bound) = alive.iter().copied().enumerate().max_by_key(|&(_, a)| a).unwrap_or((0, 0));
         // Placement: largest first, lowest free offset.
         let mut order = roots.clone();
         order.sort_by_key(|&b| (std::cmp::Reverse(self.bufs[b].bytes), span[b].map(|s| s.0)));
@@ -404,9 +409,8 @@ impl Model {
                     continue;
                 }
                 // the recomputed kernel's argument inputs must be unchanged
-                let clobbered = self.steps[k + 1..next]
-                    .iter()
-                    .any(|t| t.writes_args.iter().any(|a| s.reads_args.contains(a)));
+                let clobbered =
+                    self.steps[k + 1..next].iter().any(|t| t.writes_args.iter().any(|a| s.reads_args.contains(a)));
                 if !clobbered {
                     out.push(Candidate { step: k, before: next });
                 }
@@ -425,7 +429,14 @@ impl Model {
         out
     }
 
-    fn collect_chain(&self, k: usize, before: usize, spans: &[Option<(usize, usize)>], depth: usize, out: &mut Vec<usize>) {
+    fn collect_chain(
+        &self,
+        k: usize,
+        before: usize,
+        spans: &[Option<(usize, usize)>],
+        depth: usize,
+        out: &mut Vec<usize>,
+    ) {
         if out.contains(&k) {
             return;
         }
@@ -437,7 +448,9 @@ impl Model {
                     dead && recomputable(&self.steps[p])
                         && self.steps[p].writes.len() == 1
                         && self.steps[p].writes_args.is_empty()
-                        && !self.steps[p + 1..before].iter().any(|t| t.writes_args.iter().any(|a| self.steps[p].reads_args.contains(a)))
+                        && !self.steps[p + 1..before]
+                            .iter()
+                            .any(|t| t.writes_args.iter().any(|a| self.steps[p].reads_args.contains(a)))
                 }) {
                     self.collect_chain(p, before, spans, depth + 1, out);
                 }
@@ -536,8 +549,7 @@ fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<usize, Fa
     // Readers at or after the first clone read the fresh buffers (through
     // new views where they read an old view).
     for (old, fresh) in renames {
-        let order: HashMap<usize, usize> =
-            ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+        let order: HashMap<usize, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
         let start = from;
         let late = |u: MlirOperation| order.get(&(u.ptr as usize)).is_some_and(|&p| p >= start);
         let mut pairs = vec![(old, fresh)];
@@ -604,7 +616,13 @@ fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomput
     )
 }
 
-fn rewrite(func: MlirOperation, block: MlirBlock, model: &Model, placed: &Placed, plan: &MemoryPlan) -> Result<(), Failure> {
+fn rewrite(
+    func: MlirOperation,
+    block: MlirBlock,
+    model: &Model,
+    placed: &Placed,
+    plan: &MemoryPlan,
+) -> Result<(), Failure> {
     let loc = op_loc(func);
     let ctx = unsafe { mlirOperationGetContext(func) };
     let arena_ty = ir::parse_type(ctx, &format!("memref<{}xi8>", plan.arena_bytes))

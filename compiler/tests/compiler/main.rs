@@ -4,6 +4,7 @@
 mod api;
 mod autodiff;
 mod interp;
+mod lowering;
 mod models;
 mod nn;
 mod optimizer;

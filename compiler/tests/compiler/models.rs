@@ -9,6 +9,8 @@ pub(crate) mod char_lm;
 mod cnn;
 #[path = "../../../examples/mlp/model.rs"]
 pub(crate) mod mlp;
+#[path = "../../../examples/transformer/model.rs"]
+pub(crate) mod transformer;
 
 /// Parses both, prints both from the same context: SSA names, comments and
 /// float spellings are normalised by the round trip, nothing else is.

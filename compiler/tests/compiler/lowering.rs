@@ -1,0 +1,106 @@
+//! The train step from `hl` to planned, scheduled `ll`: kernel counts of the
+//! benchmark MLP, its memory plan against the lower bound, and the
+//! transformer block lowered completely and planned under a budget.
+
+use aicf_compiler::{CompileError, CompilerContext, run_pipeline};
+
+const MLP784: &str = include_str!("../../../examples/mlp784/mlp784.mlir");
+
+/// The text of function `@name` in printed IR.
+fn function<'t>(ir: &'t str, name: &str) -> &'t str {
+    let start = ir.find(&format!("func.func @{name}(")).unwrap_or_else(|| panic!("no @{name} in:\n{ir}"));
+    let rest = &ir[start..];
+    let end = rest.find("\n  }\n").map_or(rest.len(), |e| e + 4);
+    &rest[..end]
+}
+
+/// Kernel launches of a printed ll function: its ll ops, without views and
+/// body terminators.
+fn kernels(func: &str) -> Vec<String> {
+    func.lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("ll.") && !l.starts_with("ll.yield") && !l.starts_with("ll.reshape"))
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// `key = N` from a printed `ll.memory` or `ll.schedule` attribute.
+fn number(func: &str, key: &str) -> u64 {
+    let at = func.find(&format!("{key} = ")).unwrap_or_else(|| panic!("no {key} in {func}"));
+    func[at + key.len() + 3..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
+fn compile(source: &str, name: &str, pipeline: &str) -> Result<String, CompileError> {
+    let ctx = CompilerContext::new();
+    let mut module = ctx.parse(source, name).unwrap();
+    run_pipeline(&ctx, &mut module, pipeline)?;
+    Ok(module.as_operation().to_string())
+}
+
+#[test]
+fn mlp784_train_step_kernel_counts() {
+    let unfused =
+        compile(MLP784, "mlp784.mlir", "builtin.module(hl-optimizer{kind=sgd},canonicalize,cse,convert-hl-to-ll)")
+            .unwrap();
+    let unfused = kernels(function(&unfused, "train_step")).len();
+    for (optimizer, budget) in [("sgd", 12), ("adam", 13)] {
+        let ir =
+            compile(MLP784, "mlp784.mlir", &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer}}})"))
+                .unwrap();
+        let step = function(&ir, "train_step");
+        let k = kernels(step);
+        println!("MLP 784-512-512-10 {optimizer}: {} kernels fused, {unfused} unfused (SGD): {k:?}", k.len());
+        assert!(k.len() <= budget, "{optimizer}: {} kernels, more than {budget}: {k:?}", k.len());
+        assert_eq!(k.iter().filter(|n| *n == "ll.gemm").count(), 8, "3 forward, 3 dW (+db), 2 dX GEMMs");
+        assert_eq!(k.iter().filter(|n| *n == "ll.multi_tensor_apply").count(), 1, "one update for all parameters");
+        assert!(!k.contains(&"ll.reduce".to_string()), "bias gradients ride on the dW GEMMs");
+        // The plan: within 1.1x of the lower bound, and far below no reuse.
+        let (arena, lower, naive) =
+            (number(step, "arena_bytes"), number(step, "lower_bound_bytes"), number(step, "naive_bytes"));
+        println!("  arena {arena} B, lower bound {lower} B, naive {naive} B");
+        assert!(arena as f64 <= 1.1 * lower as f64, "arena {arena} vs lower bound {lower}");
+        assert!(arena < naive);
+        assert!(number(step, "streams") >= 2, "dW and dX GEMMs of one layer are independent");
+    }
+    assert!(unfused > 30, "unfused: one kernel per hl op, got {unfused}");
+}
+
+#[test]
+fn transformer_block_lowers_and_meets_a_budget_by_recomputation() {
+    let module = crate::models::transformer::build(crate::models::transformer::BATCH).unwrap();
+    let ctx = CompilerContext::new();
+    let source = module.to_string();
+    let ir = compile(&source, "transformer", "builtin.module(aicf-train-pipeline{optimizer=adam})").unwrap();
+    let _ = ctx;
+    // Every function body is hl-free (the hl.param table stays at module level).
+    for line in ir.lines().filter(|l| l.starts_with("    ")) {
+        assert!(!line.trim_start().starts_with("hl.") && !line.contains(" = hl."), "left in hl: {line}");
+    }
+    let step = function(&ir, "train_step");
+    let peak = number(step, "arena_bytes");
+    assert!(kernels(step).contains(&"ll.attention".to_string()));
+    assert!(peak as f64 <= 1.1 * number(step, "lower_bound_bytes") as f64);
+
+    // Half the unconstrained peak is out of reach: the planner says why.
+    let half = compile(
+        &source,
+        "transformer",
+        &format!("builtin.module(aicf-train-pipeline{{optimizer=adam budget={}}})", peak / 2),
+    );
+    let err = half.expect_err("half the peak is below what the backward pass needs at once").to_string();
+    assert!(err.contains("no recomputation lowers it further") && err.contains("Alive at the peak"), "{err}");
+    println!("budget {} B (half of {peak} B): {err}", peak / 2);
+
+    // 60% is met by recomputing forward values.
+    let budget = peak * 6 / 10;
+    let ir = compile(
+        &source,
+        "transformer",
+        &format!("builtin.module(aicf-train-pipeline{{optimizer=adam budget={budget}}})"),
+    )
+    .unwrap();
+    let step = function(&ir, "train_step");
+    let (arena, recomputed) = (number(step, "arena_bytes"), number(step, "recomputed"));
+    println!("budget {budget} B: arena {arena} B after {recomputed} recomputed kernels (unconstrained {peak} B)");
+    assert!(arena <= budget && recomputed > 0);
+}
