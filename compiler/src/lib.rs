@@ -13,12 +13,20 @@
 //!        |  hl-optimizer: + hl.state slots, @train_step (the train-step ABI)
 //!        |  hl-fuse-gemm-epilogue: matmul/linear + epilogue -> hl.gemm
 //!        |  hl-fuse-reductions: cross-entropy + backward -> hl.softmax_cross_entropy
-//!        |  hl-fuse-elementwise: elementwise chains -> hl.fused_elementwise
-//!        |  (next: multi-tensor optimizer fusion, convert-hl-to-ll)
+//!        |  hl-fuse-gemm-epilogue also: bias gradient -> gemm sum_lhs
+//!        |  hl-fuse-elementwise: elementwise groups -> hl.fused_elementwise
+//!        |      (multi-output: a value used later becomes one more result)
+//!        |  hl-fuse-optimizer: update kernels -> one hl.multi_tensor_apply
+//!        v
+//!  convert-hl-to-ll: tensors -> buffers, one ll op per kernel, hl illegal
 //!        v
 //!  ll (buffers; one op = one kernel: gemm+epilogue, elementwise region,
-//!      row reductions, copy, fill)
-//!        |  (next: memory plan, schedule, kernel generation)
+//!      multi_tensor_apply, softmax_cross_entropy, softmax, norm, reduce,
+//!      attention, transpose, copy, fill; reshape is a view)
+//!        |  ll-plan-memory{budget report}: one arena, in place, recompute
+//!        |  ll-schedule{max-streams}: streams and events
+//!        |  (aicf-train-pipeline runs hl-optimizer .. ll-schedule)
+//!        |  (next: kernel generation)
 //!        v
 //!  PTX / host shared object -> aicf-runtime
 //! ```
@@ -31,6 +39,16 @@
 //! - After `hl-autodiff`: `@loss_grad` returns the loss, then one gradient
 //!   per `hl.param` in declaration order; after `hl-optimizer`, every
 //!   `@train_step` result is tagged `hl.bind` with the symbol it updates.
+//! - After `convert-hl-to-ll`: no `hl` op in any function body (the
+//!   `hl.param`/`hl.state` table stays); every function returns nothing and
+//!   its arguments carry `ll.bind`; temporaries are `memref.alloc`s.
+//! - After `ll-plan-memory`: no `memref.alloc`; one `%arena` argument; the
+//!   function carries `ll.memory` (arena, lower bound, naive sum); two
+//!   buffers share bytes only when their lifetimes do not overlap (or the
+//!   kernel is elementwise and the input dies there).
+//! - After `ll-schedule`: every kernel has `ll.stream`; a kernel depending
+//!   on another stream's kernel waits on its event; program order is a
+//!   valid execution order.
 //! - A pass either succeeds or reports a located diagnostic and fails; no
 //!   pass panics on bad input ([`passes`]).
 //!
