@@ -75,7 +75,7 @@ pub fn convert_to_ll(module: MlirOperation) -> Result<usize, Failure> {
                 build_group(block, &[op])?;
             }
         }
-        let mut lower = Lower::new(module, func, &symbols, &mut constants)?;
+        let mut lower = Lower::new(func, &symbols, &mut constants)?;
         for op in ops_of(block) {
             lower.op(op)?;
         }
@@ -105,7 +105,6 @@ fn binds(func: MlirOperation, key_name: &str, count: usize) -> Vec<Option<String
 
 struct Lower<'a> {
     ctx: MlirContext,
-    module: MlirOperation,
     func: MlirOperation,
     loc: MlirLocation,
     region: MlirRegion,
@@ -123,12 +122,7 @@ struct Lower<'a> {
 }
 
 impl<'a> Lower<'a> {
-    fn new(
-        module: MlirOperation,
-        func: MlirOperation,
-        symbols: &[(String, &'static str)],
-        constants: &'a mut usize,
-    ) -> Result<Self, Failure> {
+    fn new(func: MlirOperation, symbols: &[(String, &'static str)], constants: &'a mut usize) -> Result<Self, Failure> {
         let loc = op_loc(func);
         let ctx = unsafe { mlirOperationGetContext(func) };
         let old = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
@@ -147,9 +141,9 @@ impl<'a> Lower<'a> {
             }
             ir::parse_type(ctx, &memref_text(&spec(v))).map_err(|e| (loc, format!("{e:?}")))
         };
-        for i in 0..nargs {
+        for (i, tag) in arg_binds.iter().enumerate() {
             types.push(typed(unsafe { mlirBlockGetArgument(old, i as isize) })?);
-            tags.push(arg_binds[i].clone().unwrap_or_else(|| "input".into()));
+            tags.push(tag.clone().unwrap_or_else(|| "input".into()));
         }
         // Outputs for results that are not parameters or state.
         let mut outputs = Vec::new();
@@ -215,7 +209,6 @@ impl<'a> Lower<'a> {
         }
         Ok(Lower {
             ctx,
-            module,
             func,
             loc,
             region,
@@ -329,7 +322,6 @@ impl<'a> Lower<'a> {
         )
         .map_err(|e| (loc, format!("internal error building a constant: {e:?}")))?;
         unsafe { mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(self.func), self.func, global) };
-        let _ = self.module;
         let get = self.emit(
             loc,
             &OpSpec {

@@ -279,8 +279,8 @@ impl Model {
                 }
             }
             if name == "ll.elementwise" {
-                for (i, v) in all.iter().enumerate().filter(|(i, _)| !writes_at.contains(i)) {
-                    for (j, o) in all.iter().enumerate().filter(|(j, _)| writes_at.contains(j)) {
+                for (_, v) in all.iter().enumerate().filter(|(i, _)| !writes_at.contains(i)) {
+                    for (_, o) in all.iter().enumerate().filter(|(j, _)| writes_at.contains(j)) {
                         let same = unsafe { mlirTypeEqual(mlirValueGetType(*v), mlirValueGetType(*o)) };
                         if let (true, Some(&bi), Some(&bo)) = (same, buf_of.get(&key(*v)), buf_of.get(&key(*o))) {
                             // only through the buffers themselves, not views
@@ -290,7 +290,6 @@ impl Model {
                                 step.same_index.push((bi, bo));
                             }
                         }
-                        let _ = (i, j);
                     }
                 }
             }
@@ -396,9 +395,6 @@ impl Model {
                 continue;
             }
             let b = s.writes[0];
-            if unsafe { !producer(mlirOperationGetResult(self.bufs[b].alloc, 0)).is_some() } {
-                continue;
-            }
             let uses: Vec<usize> = (k + 1..self.steps.len()).filter(|&t| self.steps[t].reads.contains(&b)).collect();
             if self.steps[k + 1..].iter().any(|t| t.writes.contains(&b)) {
                 continue;

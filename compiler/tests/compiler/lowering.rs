@@ -68,10 +68,8 @@ fn mlp784_train_step_kernel_counts() {
 #[test]
 fn transformer_block_lowers_and_meets_a_budget_by_recomputation() {
     let module = crate::models::transformer::build(crate::models::transformer::BATCH).unwrap();
-    let ctx = CompilerContext::new();
     let source = module.to_string();
     let ir = compile(&source, "transformer", "builtin.module(aicf-train-pipeline{optimizer=adam})").unwrap();
-    let _ = ctx;
     // Every function body is hl-free (the hl.param table stays at module level).
     for line in ir.lines().filter(|l| l.starts_with("    ")) {
         assert!(!line.trim_start().starts_with("hl.") && !line.contains(" = hl."), "left in hl: {line}");
