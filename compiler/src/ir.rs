@@ -205,6 +205,30 @@ pub(crate) fn dtype_bytes(dtype: DType) -> u64 {
     }
 }
 
+/// The `func.func`s of `module` that have a body, with their entry block.
+pub(crate) fn functions(module: MlirOperation) -> Vec<(MlirOperation, MlirBlock)> {
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
+    ops_of(body)
+        .into_iter()
+        .filter(|&op| op_name(op) == "func.func")
+        .map(|f| (f, unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)) }))
+        .filter(|(_, b)| !b.ptr.is_null())
+        .collect()
+}
+
+/// A detached `memref.alloc() : ty`.
+pub(crate) fn alloc(ctx: MlirContext, location: MlirLocation, ty: MlirType) -> Result<MlirOperation, BuildError> {
+    create_op(
+        ctx,
+        location,
+        &OpSpec {
+            attributes: &[("operandSegmentSizes", "array<i32: 0, 0>".into())],
+            results: Some(&[ty]),
+            ..OpSpec::new("memref.alloc")
+        },
+    )
+}
+
 pub(crate) fn ops_of(block: MlirBlock) -> Vec<MlirOperation> {
     let mut out = Vec::new();
     let mut op = unsafe { mlirBlockGetFirstOperation(block) };

@@ -65,11 +65,7 @@ pub fn convert_to_ll(module: MlirOperation) -> Result<usize, Failure> {
         .collect();
     let mut kernels = 0;
     let mut constants = 0;
-    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
-        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
-        if block.ptr.is_null() {
-            continue;
-        }
+    for (func, block) in ir::functions(module) {
         for op in ops_of(block) {
             if is_elementwise(op) {
                 build_group(block, &[op])?;
@@ -238,18 +234,59 @@ impl<'a> Lower<'a> {
         Ok(op)
     }
 
+    /// A fresh temporary buffer of type `t`.
+    fn fresh(&mut self, t: MlirType) -> Result<MlirValue, Failure> {
+        let op = ir::alloc(self.ctx, self.loc, t).map_err(|e| (self.loc, format!("internal error: {e:?}")))?;
+        unsafe { mlirBlockAppendOwnedOperation(self.block, op) };
+        Ok(unsafe { mlirOperationGetResult(op, 0) })
+    }
+
     /// A fresh temporary buffer for the hl value `v`.
     fn alloc(&mut self, v: MlirValue) -> Result<MlirValue, Failure> {
-        let t = self.ty(&spec(v))?;
-        let spec = OpSpec {
-            attributes: &[("operandSegmentSizes", "array<i32: 0, 0>".into())],
-            results: Some(&[t]),
-            ..OpSpec::new("memref.alloc")
-        };
-        let op = self.emit(self.loc, &spec)?;
-        let b = unsafe { mlirOperationGetResult(op, 0) };
+        let b = self.fresh(self.ty(&spec(v))?)?;
         self.map.insert(key(v), b);
         Ok(b)
+    }
+
+    /// An `ll.elementwise` from `input` (if any) to `out` whose body yields
+    /// what `body` builds in it (given the block).
+    fn scalar_kernel(
+        &mut self,
+        loc: MlirLocation,
+        input: Option<(MlirValue, MlirType)>,
+        out: MlirValue,
+        body: impl FnOnce(MlirBlock) -> Result<MlirValue, Failure>,
+    ) -> Result<(), Failure> {
+        let region = unsafe { mlirRegionCreate() };
+        let arg: Vec<MlirType> = input.iter().map(|i| i.1).collect();
+        let block = unsafe { mlirBlockCreate(arg.len() as isize, arg.as_ptr(), [loc].as_ptr()) };
+        unsafe { mlirRegionAppendOwnedBlock(region, block) };
+        let built = body(block).and_then(|value| {
+            let spec = OpSpec { operands: &[value], results: Some(&[]), verify: false, ..OpSpec::new("ll.yield") };
+            ir::create_op(self.ctx, loc, &spec).map_err(|e| (loc, format!("{e:?}")))
+        });
+        let y = match built {
+            Ok(y) => y,
+            Err(e) => {
+                unsafe { mlirRegionDestroy(region) };
+                return Err(e);
+            }
+        };
+        unsafe { mlirBlockAppendOwnedOperation(block, y) };
+        let mut operands: Vec<MlirValue> = input.iter().map(|i| i.0).collect();
+        operands.push(out);
+        let segments = format!("array<i32: {}, 1>", operands.len() - 1);
+        self.emit(
+            loc,
+            &OpSpec {
+                operands: &operands,
+                attributes: &[("operandSegmentSizes", segments)],
+                results: Some(&[]),
+                regions: &[region],
+                ..OpSpec::new("ll.elementwise")
+            },
+        )?;
+        Ok(())
     }
 
     /// The buffer holding the hl value `v`.
@@ -267,38 +304,17 @@ impl<'a> Lower<'a> {
             let out = self.alloc(v)?;
             let scalar = ir::parse_type(self.ctx, s.dtype.mlir()).map_err(|e| (loc, format!("{e:?}")))?;
             let text = scalar_text(c, s.dtype);
-            let region = unsafe { mlirRegionCreate() };
-            let body = unsafe { mlirBlockCreate(0, std::ptr::null(), std::ptr::null()) };
-            unsafe { mlirRegionAppendOwnedBlock(region, body) };
-            let k = ir::create_op(
-                self.ctx,
-                loc,
-                &OpSpec { attributes: &[("value", text)], results: Some(&[scalar]), ..OpSpec::new("arith.constant") },
-            )
-            .map_err(|e| (loc, format!("{e:?}")))?;
-            unsafe { mlirBlockAppendOwnedOperation(body, k) };
-            let y = ir::create_op(
-                self.ctx,
-                loc,
-                &OpSpec {
-                    operands: &[unsafe { mlirOperationGetResult(k, 0) }],
-                    results: Some(&[]),
-                    verify: false,
-                    ..OpSpec::new("ll.yield")
-                },
-            )
-            .map_err(|e| (loc, format!("{e:?}")))?;
-            unsafe { mlirBlockAppendOwnedOperation(body, y) };
-            self.emit(
-                loc,
-                &OpSpec {
-                    operands: &[out],
-                    attributes: &[("operandSegmentSizes", "array<i32: 0, 1>".into())],
-                    results: Some(&[]),
-                    regions: &[region],
-                    ..OpSpec::new("ll.elementwise")
-                },
-            )?;
+            let ctx = self.ctx;
+            self.scalar_kernel(loc, None, out, |body| {
+                let spec = OpSpec {
+                    attributes: &[("value", text)],
+                    results: Some(&[scalar]),
+                    ..OpSpec::new("arith.constant")
+                };
+                let k = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("{e:?}")))?;
+                unsafe { mlirBlockAppendOwnedOperation(body, k) };
+                Ok(unsafe { mlirOperationGetResult(k, 0) })
+            })?;
             return Ok(out);
         }
         // A dense constant: a private global of the module.
@@ -429,33 +445,10 @@ impl<'a> Lower<'a> {
             "hl.broadcast_to" => {
                 let input = self.buf(x[0])?;
                 let out = self.alloc(Self::result(op, 0))?;
-                let dtype = spec(x[0]).dtype;
-                let scalar = ir::parse_type(self.ctx, dtype.mlir()).map_err(|e| (loc, format!("{e:?}")))?;
-                let region = unsafe { mlirRegionCreate() };
-                let body = unsafe { mlirBlockCreate(1, &scalar, &loc) };
-                unsafe { mlirRegionAppendOwnedBlock(region, body) };
-                let y = ir::create_op(
-                    self.ctx,
-                    loc,
-                    &OpSpec {
-                        operands: &[unsafe { mlirBlockGetArgument(body, 0) }],
-                        results: Some(&[]),
-                        verify: false,
-                        ..OpSpec::new("ll.yield")
-                    },
-                )
-                .map_err(|e| (loc, format!("{e:?}")))?;
-                unsafe { mlirBlockAppendOwnedOperation(body, y) };
-                self.emit(
-                    loc,
-                    &OpSpec {
-                        operands: &[input, out],
-                        attributes: &[("operandSegmentSizes", "array<i32: 1, 1>".into())],
-                        results: Some(&[]),
-                        regions: &[region],
-                        ..OpSpec::new("ll.elementwise")
-                    },
-                )?;
+                let scalar = ir::parse_type(self.ctx, spec(x[0]).dtype.mlir()).map_err(|e| (loc, format!("{e:?}")))?;
+                self.scalar_kernel(loc, Some((input, scalar)), out, |body| {
+                    Ok(unsafe { mlirBlockGetArgument(body, 0) })
+                })?;
             }
             "hl.softmax_cross_entropy" | "hl.cross_entropy" | "hl.cross_entropy_backward" => {
                 let (logits, labels) = (self.buf(x[0])?, self.buf(x[1])?);
@@ -482,16 +475,8 @@ impl<'a> Lower<'a> {
                     "hl.cross_entropy" => (self.alloc(Self::result(op, 0))?, None),
                     _ => {
                         // The loss is not wanted: a scratch buffer.
-                        let t = self.ty(&TensorSpec::new([], spec(x[0]).dtype))?;
-                        let scratch = self.emit(
-                            self.loc,
-                            &OpSpec {
-                                attributes: &[("operandSegmentSizes", "array<i32: 0, 0>".into())],
-                                results: Some(&[t]),
-                                ..OpSpec::new("memref.alloc")
-                            },
-                        )?;
-                        (Self::result(scratch, 0), Some(self.alloc(Self::result(op, 0))?))
+                        let scratch = self.fresh(self.ty(&TensorSpec::new([], spec(x[0]).dtype))?)?;
+                        (scratch, Some(self.alloc(Self::result(op, 0))?))
                     }
                 };
                 ins.push(loss);
@@ -667,7 +652,10 @@ impl<'a> Lower<'a> {
     fn finish(mut self, func: MlirOperation) -> Result<(), Failure> {
         let returned = std::mem::take(&mut self.returned);
         let outputs = std::mem::take(&mut self.outputs);
-        let mut targeted: Vec<usize> = Vec::new();
+        // Positions of the kernels; redirecting a result destroys only its
+        // alloc, so the other entries stay valid.
+        let order: HashMap<usize, usize> =
+            ops_of(self.block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
         let mut copies = Vec::new();
         for (v, (tag, out)) in returned.iter().zip(outputs) {
             let target =
@@ -679,14 +667,16 @@ impl<'a> Lower<'a> {
             if src.ptr == target.ptr {
                 continue;
             }
-            let fresh = producer(src).is_some_and(|p| op_name(p) == "memref.alloc") && !targeted.contains(&key(src));
-            if fresh && self.safe_to_target(src, target) {
-                let alloc = producer(src).expect("checked above");
+            let alloc = producer(src).filter(|&p| op_name(p) == "memref.alloc");
+            if let Some(alloc) = alloc.filter(|_| self.safe_to_target(src, target, &order)) {
                 unsafe {
                     mlirValueReplaceAllUsesOfWith(src, target);
                     mlirOperationDestroy(alloc);
                 }
-                targeted.push(key(target));
+                // a value returned twice now lives in the first target
+                for b in self.map.values_mut().filter(|b| b.ptr == src.ptr) {
+                    *b = target;
+                }
             } else {
                 copies.push((src, target));
             }
@@ -712,13 +702,11 @@ impl<'a> Lower<'a> {
     /// May the kernel that writes `src` write `target` instead? Yes when no
     /// kernel after it reads `target`'s old contents, and the kernel itself
     /// reads them only elementwise at the same index.
-    fn safe_to_target(&self, src: MlirValue, target: MlirValue) -> bool {
-        let order: HashMap<usize, usize> =
-            ops_of(self.block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+    fn safe_to_target(&self, src: MlirValue, target: MlirValue, order: &HashMap<usize, usize>) -> bool {
         let Some(writer) = users(src).into_iter().min_by_key(|u| order.get(&(u.ptr as usize)).copied()) else {
             return false;
         };
-        let at = order[&(writer.ptr as usize)];
+        let Some(&at) = order.get(&(writer.ptr as usize)) else { return false };
         let mut readers = vec![target];
         let mut i = 0;
         while i < readers.len() {
@@ -734,7 +722,7 @@ impl<'a> Lower<'a> {
                 if op_name(u) == "ll.reshape" {
                     continue;
                 }
-                let pos = order[&(u.ptr as usize)];
+                let Some(&pos) = order.get(&(u.ptr as usize)) else { return false };
                 if pos < at {
                     continue;
                 }

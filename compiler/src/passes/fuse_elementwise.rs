@@ -66,13 +66,8 @@ pub(super) fn is_elementwise(op: MlirOperation) -> bool {
 
 /// Fuses every function of `module`; returns the number of groups made.
 pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
-    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
     let mut made = 0;
-    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
-        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
-        if block.ptr.is_null() {
-            continue;
-        }
+    for (_, block) in ir::functions(module) {
         // 1. Grouping: group id per op (by address), groups as op lists.
         let order: HashMap<usize, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
         let mut group_of: HashMap<usize, usize> = HashMap::new();

@@ -121,13 +121,8 @@ impl Gemm {
 /// Runs the pass on every function of `module`; returns how many ops were
 /// absorbed into epilogues.
 pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
-    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
     let mut absorbed = 0;
-    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
-        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
-        if block.ptr.is_null() {
-            continue;
-        }
+    for (_, block) in ir::functions(module) {
         // 1. linear / matmul -> gemm
         for op in ops_of(block) {
             let name = op_name(op);

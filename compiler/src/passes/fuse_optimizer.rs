@@ -30,13 +30,8 @@ pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassR
 /// Fuses every function of `module`; returns the number of multi-tensor
 /// ops made.
 pub fn fuse_optimizer(module: MlirOperation) -> Result<usize, Failure> {
-    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
     let mut made = 0;
-    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
-        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
-        if block.ptr.is_null() {
-            continue;
-        }
+    for (_, block) in ir::functions(module) {
         let mut groups: Vec<(String, Vec<MlirOperation>)> = Vec::new();
         for op in ops_of(block) {
             if op_name(op) != "hl.fused_elementwise" || !only_returned(op) {

@@ -24,13 +24,8 @@ pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassR
 
 /// Fuses every function of `module`; returns the number of fused pairs.
 pub fn fuse_reductions(module: MlirOperation) -> Result<usize, Failure> {
-    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
     let mut fused = 0;
-    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
-        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
-        if block.ptr.is_null() {
-            continue;
-        }
+    for (_, block) in ir::functions(module) {
         let ops = ops_of(block);
         let position = |op: MlirOperation| ops.iter().position(|o| o.ptr == op.ptr).unwrap_or(usize::MAX);
         // Ops of `ops` erased by an earlier fusion: their handles are stale.

@@ -48,6 +48,15 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     })
 }
 
+/// An `ll` pass runs on lowered functions only: an `hl` op left in `block`
+/// is an error at that op.
+pub(super) fn require_lowered(block: MlirBlock) -> Result<(), Failure> {
+    match ops_of(block).into_iter().find(|&o| op_name(o).starts_with("hl.")) {
+        Some(hl) => Err((op_loc(hl), format!("'{}' is not lowered; run convert-hl-to-ll first", op_name(hl)))),
+        None => Ok(()),
+    }
+}
+
 /// What the planner decided for one function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryPlan {
@@ -61,16 +70,9 @@ pub struct MemoryPlan {
 
 /// Plans every `ll` function of `module`; returns the plans by function.
 pub fn plan_memory(module: MlirOperation, budget: u64, report: bool) -> Result<Vec<(String, MemoryPlan)>, Failure> {
-    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
     let mut plans = Vec::new();
-    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
-        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
-        if block.ptr.is_null() {
-            continue;
-        }
-        if let Some(hl) = ops_of(block).into_iter().find(|&o| op_name(o).starts_with("hl.")) {
-            return Err((op_loc(hl), format!("'{}' is not lowered; run convert-hl-to-ll first", op_name(hl))));
-        }
+    for (func, block) in ir::functions(module) {
+        require_lowered(block)?;
         let name = ir::string_attr(func, "sym_name").unwrap_or_default();
         let mut recomputed = 0;
         let mut model = Model::build(block);
@@ -519,16 +521,7 @@ fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<usize, Fa
         let loc = op_loc(producer_op);
         let old = unsafe { mlirOperationGetResult(model.bufs[model.steps[k].writes[0]].alloc, 0) };
         let t = unsafe { mlirValueGetType(old) };
-        let alloc = ir::create_op(
-            ctx,
-            loc,
-            &OpSpec {
-                attributes: &[("operandSegmentSizes", "array<i32: 0, 0>".into())],
-                results: Some(&[t]),
-                ..OpSpec::new("memref.alloc")
-            },
-        )
-        .map_err(|e| (loc, format!("internal error: {e:?}")))?;
+        let alloc = ir::alloc(ctx, loc, t).map_err(|e| (loc, format!("internal error: {e:?}")))?;
         let fresh = unsafe { mlirOperationGetResult(alloc, 0) };
         unsafe {
             mlirBlockInsertOwnedOperationBefore(block, before, alloc);
@@ -569,7 +562,8 @@ fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<usize, Fa
                         )
                         .map_err(|e| (op_loc(u), format!("internal error: {e:?}")))?;
                         // right after the fresh buffer's definition
-                        let def = producer(f).expect("a fresh alloc");
+                        let def = producer(f)
+                            .ok_or((op_loc(u), "internal error: a recomputed buffer has no alloc".to_string()))?;
                         unsafe { mlirBlockInsertOwnedOperationAfter(block, def, view) };
                         pairs.push((r, unsafe { mlirOperationGetResult(view, 0) }));
                     }

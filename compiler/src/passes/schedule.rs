@@ -17,7 +17,7 @@
 //!    event and `j` waits on it.
 
 use super::autodiff::Failure;
-use super::plan_memory::{is_kernel, written};
+use super::plan_memory::{is_kernel, require_lowered, written};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::ir::{self, key, op_loc, op_name, operands, ops_of, producer};
 use melior::ir::{Location, OperationRef, operation::OperationLike};
@@ -67,16 +67,9 @@ impl Range {
 
 /// Schedules every `ll` function of `module`.
 pub fn schedule(module: MlirOperation, max_streams: usize) -> Result<Vec<(String, Schedule)>, Failure> {
-    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
     let mut out = Vec::new();
-    for func in ops_of(body).into_iter().filter(|&op| op_name(op) == "func.func") {
-        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)) };
-        if block.ptr.is_null() {
-            continue;
-        }
-        if let Some(hl) = ops_of(block).into_iter().find(|&o| op_name(o).starts_with("hl.")) {
-            return Err((op_loc(hl), format!("'{}' is not lowered; run convert-hl-to-ll first", op_name(hl))));
-        }
+    for (func, block) in ir::functions(module) {
+        require_lowered(block)?;
         let kernels: Vec<MlirOperation> = ops_of(block).into_iter().filter(|&o| is_kernel(&op_name(o))).collect();
         let mut spaces: HashMap<usize, usize> = HashMap::new();
         let mut access: Vec<(Vec<Range>, Vec<Range>)> = Vec::new();
