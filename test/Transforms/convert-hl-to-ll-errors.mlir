@@ -1,12 +1,21 @@
 // convert-hl-to-ll diagnostics: located, and the pass fails.
 // RUN: aicf-opt %s -split-input-file --convert-hl-to-ll -verify-diagnostics -o /dev/null
 
-// hl is illegal after the pass: an op without a kernel is an error at its
-// location, not left behind.
-func.func @conv(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x2x2xf32> {
-  // expected-error @+1 {{convert-hl-to-ll: 'hl.conv2d' has no ll kernel yet, and hl must not remain after this pass}}
-  %y = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>
-  return %y : tensor<1x1x2x2xf32>
+// Buffers have static shapes: a dynamic dimension is an error where the
+// value is defined.
+func.func @dynamic(%a: tensor<4x4xf32>, %n: tensor<?x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @-1 {{convert-hl-to-ll: argument #1: tensor<?x4xf32> has a dynamic shape; buffers need static shapes (compile once per input shape)}}
+  %y = hl.relu %a : tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @dynamic_result(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{convert-hl-to-ll: tensor<?x4xf32> has a dynamic shape; buffers need static shapes (compile once per input shape)}}
+  %c = tensor.cast %a : tensor<4x4xf32> to tensor<?x4xf32>
+  %y = hl.relu %a : tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
 }
 
 // -----

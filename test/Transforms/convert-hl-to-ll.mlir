@@ -47,3 +47,63 @@ func.func @views(%x: tensor<2x3xf32>) -> (tensor<6xf32>, tensor<4x6xf32>) {
   return %r, %s : tensor<6xf32>, tensor<4x6xf32>
 }
 
+
+// -----
+
+// Vision: each convolution, pooling and their backward ops is one kernel.
+// CHECK-LABEL: func.func @vision
+// CHECK-NOT: hl.
+// CHECK: ll.conv2d %{{.*}}, %{{.*}} bias(%{{.*}}) into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x1x8x8xf32>, memref<4x1x3x3xf32> bias memref<4xf32> -> memref<2x4x8x8xf32>
+// CHECK: ll.pool2d max %{{.*}} into %{{.*}} kernel = [2, 2] stride = [2, 2] padding = [0, 0] : memref<2x4x8x8xf32> -> memref<2x4x4x4xf32>
+// CHECK: ll.pool2d_backward max %{{.*}}, %{{.*}} into %{{.*}} kernel = [2, 2] stride = [2, 2] padding = [0, 0]
+// CHECK: ll.conv2d_backward_input %{{.*}}, %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x4x8x8xf32>, memref<4x1x3x3xf32> -> memref<2x1x8x8xf32>
+// CHECK: ll.conv2d_backward_weight %{{.*}}, %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x4x8x8xf32>, memref<2x1x8x8xf32> -> memref<4x1x3x3xf32>
+// CHECK: ll.pool2d avg %{{.*}} into %{{.*}} kernel = [3, 3] stride = [1, 1] padding = [1, 1] layout = nhwc
+func.func @vision(%x: tensor<2x1x8x8xf32>, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>, %xn: tensor<2x8x8x3xf32>)
+    -> (tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32>, tensor<4x1x3x3xf32>, tensor<2x8x8x3xf32>) {
+  %y = hl.conv2d %x, %w, %b stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1
+      : tensor<2x1x8x8xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>
+  %p = hl.max_pool2d %y kernel = [2, 2] stride = [2, 2] padding = [0, 0] : tensor<2x4x8x8xf32>
+  %dy = hl.max_pool2d_backward %p, %y kernel = [2, 2] stride = [2, 2] padding = [0, 0]
+      : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>
+  %dx = hl.conv2d_backward_input %dy, %w stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1
+      : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x1x8x8xf32>
+  %dw = hl.conv2d_backward_weight %dy, %x stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1
+      : tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32> -> tensor<4x1x3x3xf32>
+  %a = hl.avg_pool2d %xn kernel = [3, 3] stride = [1, 1] padding = [1, 1] layout = nhwc : tensor<2x8x8x3xf32>
+  return %p, %dy, %dx, %dw, %a : tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32>, tensor<4x1x3x3xf32>, tensor<2x8x8x3xf32>
+}
+
+// -----
+
+// Sequence models: embedding lookup and its scatter-add gradient, norm and
+// softmax backward as one kernel each, slices, concat, dropout, losses.
+// CHECK-LABEL: func.func @sequence
+// CHECK-NOT: hl.
+// CHECK: ll.gather %{{.*}}[%{{.*}}] into %{{.*}} axis = 0 : memref<65x8xf32>, memref<2x4xi32> -> memref<2x4x8xf32>
+// CHECK: ll.scatter_add %{{.*}}[%{{.*}}] into %{{.*}} axis = 0 : memref<2x4x8xf32>, memref<2x4xi32> -> memref<65x8xf32>
+// CHECK: ll.norm_backward %{{.*}}, %{{.*}} weight(%{{.*}}) into %{{.*}} grad_weight(%{{.*}}) grad_bias(%{{.*}}) dims = 1 eps = 1.000000e-05 : memref<2x4x8xf32> weight memref<8xf32> grad_weight memref<8xf32> grad_bias memref<8xf32>
+// CHECK: ll.softmax_backward %{{.*}}, %{{.*}} into %{{.*}} axis = 2 : memref<2x4x8xf32>
+// CHECK: ll.slice %{{.*}} into %{{.*}} start = [0, 1, 0] strides = [1, 2, 1] : memref<2x4x8xf32> -> memref<2x2x8xf32>
+// CHECK: ll.slice %{{.*}} into %{{.*}} start = [0, 1, 0] strides = [1, 2, 1] backward : memref<2x2x8xf32> -> memref<2x4x8xf32>
+// CHECK: ll.concat %{{.*}}, %{{.*}} into %{{.*}} axis = 1 : memref<2x2x8xf32>, memref<2x4x8xf32> -> memref<2x6x8xf32>
+// CHECK: ll.dropout %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}} p = 1.000000e-01 stream = 2 : memref<2x4x8xf32>
+// CHECK: ll.mse_loss %{{.*}}, %{{.*}} into %{{.*}} : memref<2x4x8xf32> -> memref<f32>
+// CHECK: ll.argmax %{{.*}} into %{{.*}} axis = 2 : memref<2x4x8xf32> -> memref<2x4xi64>
+func.func @sequence(%t: tensor<65x8xf32>, %tok: tensor<2x4xi32>, %w: tensor<8xf32>, %seed: tensor<i64>, %off: tensor<i64>)
+    -> (tensor<65x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x6x8xf32>,
+        tensor<2x4x8xf32>, tensor<f32>, tensor<2x4xi64>) {
+  %e = hl.gather %t[%tok] axis = 0 : tensor<65x8xf32>, tensor<2x4xi32>
+  %dt = hl.gather_backward %e[%tok] axis = 0 : tensor<2x4x8xf32>, tensor<2x4xi32> -> tensor<65x8xf32>
+  %dx, %dw, %db = hl.norm_backward %e, %e weight(%w) dims = 1 eps = 1.0e-5 bias : tensor<2x4x8xf32> weight tensor<8xf32>
+      -> tensor<2x4x8xf32> grad_weight tensor<8xf32> grad_bias tensor<8xf32>
+  %ds = hl.softmax_backward %e, %dx axis = 2 : tensor<2x4x8xf32>
+  %s = hl.slice %ds start = [0, 1, 0] limit = [2, 4, 8] strides = [1, 2, 1] : tensor<2x4x8xf32>
+  %ss = hl.slice_backward %s start = [0, 1, 0] limit = [2, 4, 8] strides = [1, 2, 1] : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
+  %c = hl.concat %s, %ss axis = 1 : tensor<2x2x8xf32>, tensor<2x4x8xf32>
+  %d = hl.dropout %e, %seed, %off p = 0.1 stream = 2 : tensor<2x4x8xf32>
+  %l = hl.mse_loss %d, %e : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %i = hl.argmax %d axis = 2 : tensor<2x4x8xf32>
+  return %dt, %dx, %dw, %db, %ds, %c, %d, %l, %i : tensor<65x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>,
+      tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x4x8xf32>, tensor<f32>, tensor<2x4xi64>
+}

@@ -560,3 +560,106 @@ pub fn dropout(x: &Array, seed: u64, offset: u64, p: f64, stream: u64) -> Array 
     }
     Array::from_parts(x.shape.clone(), x.dtype, data)
 }
+
+/// Gradient of softmax (or log_softmax with `log`) along `axis` from the
+/// forward result `y` and the upstream gradient `g`.
+pub fn softmax_backward(y: &Array, g: &Array, axis: usize, log: bool) -> Array {
+    let mut data = vec![0.0; y.len()];
+    for_each_line(&y.shape, axis, |line| {
+        if log {
+            let sum: f64 = line.iter().map(|&p| g.data[p]).sum();
+            for &p in line {
+                data[p] = g.data[p] - y.data[p].exp() * sum;
+            }
+        } else {
+            let dot: f64 = line.iter().map(|&p| g.data[p] * y.data[p]).sum();
+            for &p in line {
+                data[p] = y.data[p] * (g.data[p] - dot);
+            }
+        }
+    });
+    Array::from_parts(y.shape.clone(), y.dtype, data)
+}
+
+/// Gradients of layer_norm (`center`) or rms_norm over the trailing `dims`
+/// dimensions: (dx, dw if `w`, db if `bias`).
+pub fn norm_backward(
+    g: &Array,
+    x: &Array,
+    w: Option<&Array>,
+    dims: usize,
+    eps: f64,
+    center: bool,
+    bias: bool,
+) -> Vec<Array> {
+    let inner: usize = x.shape[x.rank() - dims..].iter().product::<usize>().max(1);
+    let row_shape = x.shape[x.rank() - dims..].to_vec();
+    let mut dx = vec![0.0; x.len()];
+    let (mut dw, mut db) = (vec![0.0; inner], vec![0.0; inner]);
+    let mut xhat = vec![0.0; inner];
+    let mut dxhat = vec![0.0; inner];
+    for (r, row) in x.data.chunks(inner).enumerate() {
+        let gr = &g.data[r * inner..(r + 1) * inner];
+        let n = inner as f64;
+        let mean = if center { row.iter().sum::<f64>() / n } else { 0.0 };
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        let rstd = 1.0 / (var + eps).sqrt();
+        for k in 0..inner {
+            xhat[k] = (row[k] - mean) * rstd;
+            dxhat[k] = gr[k] * w.map_or(1.0, |w| w.data[k]);
+            dw[k] += gr[k] * xhat[k];
+            db[k] += gr[k];
+        }
+        let mean_d = if center { dxhat.iter().sum::<f64>() / n } else { 0.0 };
+        let mean_dx = dxhat.iter().zip(&xhat).map(|(a, b)| a * b).sum::<f64>() / n;
+        for k in 0..inner {
+            dx[r * inner + k] = rstd * (dxhat[k] - mean_d - xhat[k] * mean_dx);
+        }
+    }
+    let mut out = vec![Array::from_parts(x.shape.clone(), x.dtype, dx)];
+    if w.is_some() {
+        out.push(Array::from_parts(row_shape.clone(), x.dtype, dw));
+    }
+    if bias {
+        out.push(Array::from_parts(row_shape, x.dtype, db));
+    }
+    out
+}
+
+/// The adjoint of `gather`: `g`'s slices added into zeros of `shape` at the
+/// indices they were taken from.
+pub fn gather_backward(g: &Array, indices: &Array, axis: usize, shape: &[usize]) -> KResult<Array> {
+    let n = shape[axis];
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product();
+    let mut data = vec![0.0; shape.iter().product()];
+    let mut source = g.data.chunks(inner.max(1));
+    for o in 0..outer {
+        for &i in &indices.data {
+            let i = i as i64;
+            if i < 0 || i as usize >= n {
+                return Err(format!("index {i} is outside [0, {n}) on axis {axis}"));
+            }
+            let base = (o * n + i as usize) * inner;
+            if let Some(slice) = source.next() {
+                for (d, s) in data[base..base + inner].iter_mut().zip(slice) {
+                    *d += s;
+                }
+            }
+        }
+    }
+    Ok(Array::from_parts(shape.to_vec(), g.dtype, data))
+}
+
+/// The adjoint of `slice`: `g` written into zeros of `shape` at
+/// `start + i * step`.
+pub fn slice_backward(g: &Array, shape: &[usize], start: &[usize], step: &[usize]) -> Array {
+    let out_strides = strides(shape);
+    let mut idx = vec![0; g.rank()];
+    let mut data = vec![0.0; shape.iter().product()];
+    for (i, &v) in g.data.iter().enumerate() {
+        unravel(i, &g.shape, &mut idx);
+        data[(0..g.rank()).map(|d| (start[d] + idx[d] * step[d]) * out_strides[d]).sum::<usize>()] = v;
+    }
+    Array::from_parts(shape.to_vec(), g.dtype, data)
+}

@@ -275,6 +275,16 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let eps = float_attr(op, "eps")?;
                 kernels::normalize(x[0], w, b, dims, eps, name == "hl.layer_norm")
             }
+            "hl.softmax_backward" => {
+                kernels::softmax_backward(x[0], x[1], int_attr(op, "axis")? as usize, unit(op, "log"))
+            }
+            "hl.norm_backward" => {
+                let dims = int_attr(op, "dims")? as usize;
+                let (eps, rms, bias) = (float_attr(op, "eps")?, unit(op, "rms"), unit(op, "bias"));
+                return Ok(kernels::norm_backward(x[0], x[1], x.get(2).copied(), dims, eps, !rms, bias));
+            }
+            "hl.gather_backward" => kernels::gather_backward(x[0], x[1], int_attr(op, "axis")? as usize, &shape)?,
+            "hl.slice_backward" => kernels::slice_backward(x[0], &shape, &axes("start")?, &axes("strides")?),
             "hl.cross_entropy" => {
                 let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
                 kernels::cross_entropy(x[0], x[1], sum, int_attr(op, "ignore_index").ok())?

@@ -478,18 +478,12 @@ fn vjp(
         "hl.cast" if spec(x[0]).dtype.is_float() => one(e.typed("hl.cast", &[g], &spec(x[0]))?),
         "hl.cast" => Ok(vec![None]),
         "hl.softmax" | "hl.log_softmax" => {
-            let axis = int_attr(op, "axis").unwrap_or(0) as usize;
-            let d = if name == "hl.softmax" {
-                // y (g - sum(g y))
-                let gy = e.binary("hl.mul", g, y)?;
-                let s = e.sum(gy, &[axis], true)?;
-                e.binary("hl.mul", y, e.binary("hl.sub", g, s)?)?
-            } else {
-                // g - exp(y) sum(g)
-                let s = e.sum(g, &[axis], true)?;
-                e.binary("hl.sub", g, e.binary("hl.mul", e.unary("hl.exp", y)?, s)?)?
-            };
-            one(d)
+            // softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g), one kernel
+            let mut attrs = vec![("axis", attr_text(op, "axis"))];
+            if name == "hl.log_softmax" {
+                attrs.push(("log", "unit".into()));
+            }
+            one(e.op("hl.softmax_backward", &[y, g], &attrs)?)
         }
         "hl.cross_entropy" => {
             let attrs: Vec<(&str, String)> =
@@ -644,11 +638,9 @@ fn vjp(
     }
 }
 
-/// layer_norm / rms_norm over the trailing `dims` dimensions:
-/// with xhat = (x - mean) * rstd (mean = 0 for rms_norm) and dxhat = g * w,
-/// dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) (the
-/// mean(dxhat) term only for layer_norm), dw = sum(g * xhat), db = sum(g)
-/// over the leading dimensions.
+/// layer_norm / rms_norm: one `hl.norm_backward`, which recomputes the row
+/// statistics from the input and gives dx, dw (with a weight) and db (with a
+/// bias) together; its description has the formulas.
 fn norm_vjp(
     e: &mut Emitter,
     op: MlirOperation,
@@ -656,22 +648,6 @@ fn norm_vjp(
     x: &[MlirValue],
     g: MlirValue,
 ) -> Result<Vec<Option<MlirValue>>, Failure> {
-    let xs = spec(x[0]);
-    let rank = xs.shape.len();
-    let dims = int_attr(op, "dims").unwrap_or(0) as usize;
-    let eps = float_attr(op, "eps").unwrap_or(0.0);
-    let norm_axes: Vec<usize> = (rank - dims..rank).collect();
-    let lead_axes: Vec<usize> = (0..rank - dims).collect();
-    let mean_of = |v: MlirValue| -> Result<MlirValue, Failure> {
-        let mut attrs = vec![("axes", i64_array_text(&norm_axes))];
-        attrs.push(("keepdim", "unit".into()));
-        e.op("hl.reduce_mean", &[v], &attrs)
-    };
-    let centered = if center { e.binary("hl.sub", x[0], mean_of(x[0])?)? } else { x[0] };
-    let var = mean_of(e.binary("hl.mul", centered, centered)?)?;
-    let eps = e.scalar(eps, x[0])?;
-    let rstd = e.unary("hl.rsqrt", e.binary("hl.add", var, eps)?)?;
-    let xhat = e.binary("hl.mul", centered, rstd)?;
     // Which operands are present: layer_norm has operand segments.
     let (has_w, has_b) = if center {
         let seg = i32_array(op, "operandSegmentSizes").unwrap_or_default();
@@ -679,79 +655,58 @@ fn norm_vjp(
     } else {
         (x.len() > 1, false)
     };
-    let dxhat = if has_w { e.binary("hl.mul", g, x[1])? } else { g };
-    let mut inner = e.binary("hl.sub", dxhat, e.binary("hl.mul", xhat, mean_of(e.binary("hl.mul", dxhat, xhat)?)?)?)?;
-    if center {
-        inner = e.binary("hl.sub", inner, mean_of(dxhat)?)?;
-    }
-    let mut grads = vec![Some(e.binary("hl.mul", rstd, inner)?)];
-    let lead_sum = |v: MlirValue| -> Result<MlirValue, Failure> {
-        if lead_axes.is_empty() { Ok(v) } else { e.sum(v, &lead_axes, false) }
-    };
+    let xt = unsafe { mlirValueGetType(x[0]) };
+    let mut operands = vec![g, x[0]];
+    let mut types = vec![xt];
     if has_w {
-        grads.push(Some(lead_sum(e.binary("hl.mul", g, xhat)?)?));
+        operands.push(x[1]);
+        types.push(unsafe { mlirValueGetType(x[1]) });
     }
     if has_b {
-        grads.push(Some(lead_sum(g)?));
+        types.push(unsafe { mlirValueGetType(x[x.len() - 1]) });
     }
-    Ok(grads)
+    let mut attrs = vec![
+        ("dims", attr_text(op, "dims")),
+        ("eps", attr_text(op, "eps")),
+        ("resultSegmentSizes", format!("array<i32: 1, {}, {}>", has_w as i32, has_b as i32)),
+    ];
+    if !center {
+        attrs.push(("rms", "unit".into()));
+    }
+    if has_b {
+        attrs.push(("bias", "unit".into()));
+    }
+    let back = e.append(&OpSpec {
+        operands: &operands,
+        attributes: &attrs,
+        results: Some(&types),
+        ..OpSpec::new("hl.norm_backward")
+    })?;
+    Ok((0..types.len()).map(|i| Some(unsafe { mlirOperationGetResult(back, i as isize) })).collect())
 }
 
-/// slice: g goes back to the positions it was taken from, zeros elsewhere.
-/// Per sliced axis, a product with the 0/1 selection matrix
-/// S[i, start + i * stride] = 1 (built from two iotas, so its size is not
-/// spelled out in the IR): the axis is moved last, the tensor flattened to
-/// [rest, out], multiplied by S [out, in], and moved back.
+/// slice: g goes back to the positions it was taken from, zeros elsewhere
+/// (`hl.slice_backward`, one kernel).
 fn slice_vjp(
     e: &mut Emitter,
     op: MlirOperation,
     x: &[MlirValue],
     g: MlirValue,
 ) -> Result<Vec<Option<MlirValue>>, Failure> {
-    let xs = spec(x[0]);
-    let (start, strides) = (i64_array(op, "start").unwrap_or_default(), i64_array(op, "strides").unwrap_or_default());
-    let rank = xs.shape.len();
-    let mut d = g;
-    for axis in 0..rank {
-        let ds = spec(d);
-        let (out_n, in_n) = (ds.shape[axis], xs.shape[axis]);
-        if start[axis] == 0 && strides[axis] == 1 && out_n == in_n {
-            continue;
-        }
-        let rows = e.reshape(e.iota_of(out_n, DType::I64)?, &[out_n, 1])?;
-        let stride = e.splat(strides[axis] as f64, &TensorSpec::new([], DType::I64))?;
-        let first = e.splat(start[axis] as f64, &TensorSpec::new([], DType::I64))?;
-        let taken = e.binary("hl.add", e.binary("hl.mul", rows, stride)?, first)?;
-        let cols = e.reshape(e.iota_of(in_n, DType::I64)?, &[1, in_n])?;
-        let hit = e.op("hl.compare", &[cols, taken], &[("predicate", "0 : i32".into())])?;
-        let select = e.typed("hl.cast", &[hit], &TensorSpec::new([out_n, in_n], xs.dtype))?;
-        let mut perm: Vec<usize> = (0..rank).filter(|&a| a != axis).collect();
-        perm.push(axis);
-        let moved =
-            if axis + 1 == rank { d } else { e.op("hl.transpose", &[d], &[("permutation", i64_array_text(&perm))])? };
-        let mut moved_shape = spec(moved).shape;
-        let rest: usize = moved_shape[..rank - 1].iter().product();
-        let product = e.op("hl.matmul", &[e.reshape(moved, &[rest, out_n])?, select], &[])?;
-        if let Some(last) = moved_shape.last_mut() {
-            *last = in_n;
-        }
-        let placed = e.reshape(product, &moved_shape)?;
-        d = if axis + 1 == rank {
-            placed
-        } else {
-            let mut inverse = vec![0; rank];
-            for (i, &p) in perm.iter().enumerate() {
-                inverse[p] = i;
-            }
-            e.op("hl.transpose", &[placed], &[("permutation", i64_array_text(&inverse))])?
-        };
-    }
-    Ok(vec![Some(d)])
+    let attrs = [("start", attr_text(op, "start")), ("limit", attr_text(op, "limit")), ("strides", attr_text(op, "strides"))];
+    let back = e.append(&OpSpec {
+        operands: &[g],
+        attributes: &attrs,
+        results: Some(&[unsafe { mlirValueGetType(x[0]) }]),
+        ..OpSpec::new("hl.slice_backward")
+    })?;
+    Ok(vec![Some(unsafe { mlirOperationGetResult(back, 0) })])
 }
 
 /// Scaled dot-product attention, recomputing the probabilities:
 /// S = q k^T s (+ causal mask), P = softmax(S), O = P v;
-/// dv = P^T dO, dP = dO v^T, dS = P (dP - sum(dP P)), dq = dS k s,
+/// dv = P^T dO, dP = dO v^T, dS = P (dP - sum(dP P)) (hl.softmax_backward),
+/// dq = dS k s,
 /// dk = dS^T q s. Masked positions have P = 0, hence dS = 0.
 fn attention_vjp(
     e: &mut Emitter,
@@ -787,58 +742,25 @@ fn attention_vjp(
     let p = e.op("hl.softmax", &[scores], &[("axis", format!("{} : i64", rank - 1))])?;
     let dv = mm(p, g, true, false)?;
     let dp = mm(g, v, false, true)?;
-    let row = e.sum(e.binary("hl.mul", dp, p)?, &[rank - 1], true)?;
-    let ds = e.binary("hl.mul", p, e.binary("hl.sub", dp, row)?)?;
+    let ds = e.op("hl.softmax_backward", &[p, dp], &[("axis", format!("{} : i64", rank - 1))])?;
     let dq = e.scale(mm(ds, k, false, false)?, scale)?;
     let dk = e.scale(mm(ds, q, true, false)?, scale)?;
     Ok(vec![Some(dq), Some(dk), Some(dv)])
 }
 
-/// gather along `axis`: the input's gradient is a scatter-add of g, written
-/// as a one-hot matrix product (indices [I...] -> onehot [N_I, n]):
-/// d input (moved to [n, rest]) = onehot^T @ g (reshaped to [N_I, rest]).
+/// gather along `axis`: the input's gradient is a scatter-add of g into
+/// zeros (`hl.gather_backward`, one kernel; repeated indices add up).
 fn gather_vjp(
     e: &mut Emitter,
     op: MlirOperation,
     x: &[MlirValue],
     g: MlirValue,
 ) -> Result<Vec<Option<MlirValue>>, Failure> {
-    let xs = spec(x[0]);
-    let is = spec(x[1]);
-    let axis = int_attr(op, "axis").unwrap_or(0) as usize;
-    let n = xs.shape[axis];
-    let count = is.num_elements();
-    // Move the gathered axis of g's index dims to the front: g is
-    // [A..., I..., B...]; permute to [I..., A..., B...].
-    let (a, i_rank) = (axis, is.shape.len());
-    let g_rank = spec(g).shape.len();
-    let mut perm: Vec<usize> = (a..a + i_rank).collect();
-    perm.extend(0..a);
-    perm.extend(a + i_rank..g_rank);
-    let gp = if perm.iter().enumerate().all(|(i, &p)| i == p) {
-        g
-    } else {
-        e.op("hl.transpose", &[g], &[("permutation", i64_array_text(&perm))])?
-    };
-    let rest: usize = xs.num_elements() / n.max(1);
-    let g2 = e.reshape(gp, &[count, rest])?;
-    let flat = e.reshape(x[1], &[count, 1])?;
-    let iota = e.iota_of(n, is.dtype)?;
-    let hot = e.op("hl.compare", &[flat, iota], &[("predicate", "0 : i32".into())])?;
-    let hot = e.typed("hl.cast", &[hot], &TensorSpec::new([count, n], xs.dtype))?;
-    let dx2 = e.op("hl.matmul", &[hot, g2], &[("transpose_lhs", "unit".into())])?;
-    // [n, A..., B...] back to [A..., n, B...]
-    let mut moved: Vec<usize> = vec![n];
-    moved.extend(&xs.shape[..axis]);
-    moved.extend(&xs.shape[axis + 1..]);
-    let dx = e.reshape(dx2, &moved)?;
-    let dx = if axis == 0 {
-        dx
-    } else {
-        let mut back: Vec<usize> = (1..=axis).collect();
-        back.push(0);
-        back.extend(axis + 1..xs.shape.len());
-        e.op("hl.transpose", &[dx], &[("permutation", i64_array_text(&back))])?
-    };
-    Ok(vec![Some(dx), None])
+    let back = e.append(&OpSpec {
+        operands: &[g, x[1]],
+        attributes: &[("axis", attr_text(op, "axis"))],
+        results: Some(&[unsafe { mlirValueGetType(x[0]) }]),
+        ..OpSpec::new("hl.gather_backward")
+    })?;
+    Ok(vec![Some(unsafe { mlirOperationGetResult(back, 0) }), None])
 }

@@ -66,6 +66,7 @@ pub fn convert_to_ll(module: MlirOperation) -> Result<usize, Failure> {
     let mut kernels = 0;
     let mut constants = 0;
     for (func, block) in ir::functions(module) {
+        require_static(func, block)?;
         for op in ops_of(block) {
             if is_elementwise(op) {
                 build_group(block, &[op])?;
@@ -79,6 +80,37 @@ pub fn convert_to_ll(module: MlirOperation) -> Result<usize, Failure> {
         lower.finish(func)?;
     }
     Ok(kernels)
+}
+
+/// Buffers need static shapes: AICF compiles once per input shape (a new
+/// shape is a new compilation, cached by its shape key), so a dynamic
+/// dimension is an error at the value's definition.
+fn require_static(func: MlirOperation, block: MlirBlock) -> Result<(), Failure> {
+    let dynamic = |v: MlirValue| unsafe {
+        let t = mlirValueGetType(v);
+        mlirTypeIsAShaped(t) && (!mlirShapedTypeHasRank(t) || !mlirShapedTypeHasStaticShape(t))
+    };
+    let message = |v: MlirValue| {
+        format!(
+            "{} has a dynamic shape; buffers need static shapes (compile once per input shape)",
+            ir::type_text(unsafe { mlirValueGetType(v) })
+        )
+    };
+    for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
+        let arg = unsafe { mlirBlockGetArgument(block, i) };
+        if dynamic(arg) {
+            return Err((op_loc(func), format!("argument #{i}: {}", message(arg))));
+        }
+    }
+    for op in ops_of(block) {
+        for i in 0..unsafe { mlirOperationGetNumResults(op) } {
+            let r = unsafe { mlirOperationGetResult(op, i) };
+            if dynamic(r) {
+                return Err((op_loc(op), message(r)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The `hl.bind` tags of a function's arguments or results.
@@ -232,6 +264,18 @@ impl<'a> Lower<'a> {
             self.kernels += 1;
         }
         Ok(op)
+    }
+
+    /// Appends the `ll` kernel `name` over `operands` (inputs, then outputs).
+    fn kernel(
+        &mut self,
+        loc: MlirLocation,
+        name: &str,
+        operands: &[MlirValue],
+        attributes: Vec<(&str, String)>,
+    ) -> Result<(), Failure> {
+        let spec = OpSpec { operands, attributes: &attributes, results: Some(&[]), ..OpSpec::new(name) };
+        self.emit(loc, &spec).map(|_| ())
     }
 
     /// A fresh temporary buffer of type `t`.
@@ -604,6 +648,96 @@ impl<'a> Lower<'a> {
                     },
                 )?;
             }
+            "hl.softmax_backward" => {
+                let ins = vec![self.buf(x[0])?, self.buf(x[1])?, self.alloc(Self::result(op, 0))?];
+                let mut attrs = copied(op, &["axis"]);
+                if unit("log") {
+                    attrs.push(("log", "unit".into()));
+                }
+                self.kernel(loc, "ll.softmax_backward", &ins, attrs)?;
+            }
+            "hl.norm_backward" => {
+                let results = i32_array(op, "resultSegmentSizes").unwrap_or_else(|| vec![1, 0, 0]);
+                let mut ins = Vec::new();
+                for v in &x {
+                    ins.push(self.buf(*v)?);
+                }
+                let mut r = 0;
+                for &present in &results {
+                    if present > 0 {
+                        ins.push(self.alloc(Self::result(op, r))?);
+                        r += 1;
+                    }
+                }
+                let mut attrs = copied(op, &["dims", "eps"]);
+                attrs.push((
+                    "operandSegmentSizes",
+                    format!("array<i32: 1, 1, {}, 1, {}, {}>", x.len() - 2, results[1], results[2]),
+                ));
+                if unit("rms") {
+                    attrs.push(("rms", "unit".into()));
+                }
+                self.kernel(loc, "ll.norm_backward", &ins, attrs)?;
+            }
+            "hl.gather" | "hl.gather_backward" => {
+                let ins = vec![self.buf(x[0])?, self.buf(x[1])?, self.alloc(Self::result(op, 0))?];
+                let ll = if name == "hl.gather" { "ll.gather" } else { "ll.scatter_add" };
+                self.kernel(loc, ll, &ins, copied(op, &["axis"]))?;
+            }
+            "hl.slice" | "hl.slice_backward" => {
+                let ins = vec![self.buf(x[0])?, self.alloc(Self::result(op, 0))?];
+                let mut attrs = copied(op, &["start", "strides"]);
+                if name == "hl.slice_backward" {
+                    attrs.push(("backward", "unit".into()));
+                }
+                self.kernel(loc, "ll.slice", &ins, attrs)?;
+            }
+            "hl.concat" => {
+                let mut ins = Vec::new();
+                for v in &x {
+                    ins.push(self.buf(*v)?);
+                }
+                ins.push(self.alloc(Self::result(op, 0))?);
+                self.kernel(loc, "ll.concat", &ins, copied(op, &["axis"]))?;
+            }
+            "hl.argmax" => {
+                let ins = vec![self.buf(x[0])?, self.alloc(Self::result(op, 0))?];
+                self.kernel(loc, "ll.argmax", &ins, copied(op, &["axis"]))?;
+            }
+            "hl.conv2d" | "hl.conv2d_backward_input" | "hl.conv2d_backward_weight" => {
+                let mut ins = Vec::new();
+                for v in &x {
+                    ins.push(self.buf(*v)?);
+                }
+                ins.push(self.alloc(Self::result(op, 0))?);
+                let mut attrs = copied(op, &["stride", "padding", "dilation", "groups"]);
+                attrs.extend(layout(op));
+                self.kernel(loc, &name.replace("hl.", "ll."), &ins, attrs)?;
+            }
+            "hl.max_pool2d" | "hl.avg_pool2d" | "hl.max_pool2d_backward" | "hl.avg_pool2d_backward" => {
+                let mut ins = Vec::new();
+                for v in &x {
+                    ins.push(self.buf(*v)?);
+                }
+                ins.push(self.alloc(Self::result(op, 0))?);
+                let mut attrs = copied(op, &["kernel", "stride", "padding"]);
+                attrs.push(("kind", format!("{} : i32", name.starts_with("hl.avg") as i32)));
+                attrs.extend(layout(op));
+                let ll = if name.ends_with("_backward") { "ll.pool2d_backward" } else { "ll.pool2d" };
+                self.kernel(loc, ll, &ins, attrs)?;
+            }
+            "hl.dropout" => {
+                let ins = vec![self.buf(x[0])?, self.buf(x[1])?, self.buf(x[2])?, self.alloc(Self::result(op, 0))?];
+                self.kernel(loc, "ll.dropout", &ins, copied(op, &["p", "stream"]))?;
+            }
+            "hl.mse_loss" => {
+                let ins = vec![self.buf(x[0])?, self.buf(x[1])?, self.alloc(Self::result(op, 0))?];
+                let mut attrs = Vec::new();
+                if int_attr(op, "reduction") == Some(1) {
+                    attrs.push(("reduction", "1 : i32".into()));
+                }
+                self.kernel(loc, "ll.mse_loss", &ins, attrs)?;
+            }
             other if other.starts_with("hl.") => {
                 return Err((loc, format!("'{other}' has no ll kernel yet, and hl must not remain after this pass")));
             }
@@ -737,6 +871,16 @@ impl<'a> Lower<'a> {
 
 /// Does elementwise `op` read `input` only at the indices where it writes
 /// `output` (same shape, and for a multi-tensor op, the same group)?
+/// The attributes `keys` of `op` that it has, as text to copy onto its kernel.
+fn copied<'k>(op: MlirOperation, keys: &[&'k str]) -> Vec<(&'k str, String)> {
+    keys.iter().filter(|k| has(op, k)).map(|&k| (k, attr_text(op, k))).collect()
+}
+
+/// An image op's layout as the `ll` enum (absent for the default NCHW).
+fn layout(op: MlirOperation) -> Option<(&'static str, String)> {
+    int_attr(op, "layout").filter(|&l| l != 0).map(|l| ("layout", format!("{l} : i32")))
+}
+
 fn same_index(op: MlirOperation, input: MlirValue, output: MlirValue) -> bool {
     let name = op_name(op);
     if name != "ll.elementwise" && name != "ll.multi_tensor_apply" {

@@ -22,7 +22,7 @@
 
 use super::autodiff::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
-use crate::ir::{self, OpSpec, i32_array, key, op_loc, op_name, operands, ops_of, producer, users};
+use crate::ir::{self, OpSpec, key, op_loc, op_name, operands, ops_of, producer, users};
 use melior::ir::{Location, OperationRef, operation::OperationLike};
 use mlir_sys::*;
 use std::collections::HashMap;
@@ -179,36 +179,11 @@ fn align(n: u64) -> u64 {
     n.div_ceil(ALIGN) * ALIGN
 }
 
-/// Operand positions an `ll` kernel writes.
+/// Operand positions an `ll` kernel writes, as its op declares them
+/// (`MemWrite` on the operand, read through the memory-effect interface).
 pub(super) fn written(op: MlirOperation) -> Vec<usize> {
     let n = unsafe { mlirOperationGetNumOperands(op) } as usize;
-    let seg = || i32_array(op, "operandSegmentSizes").unwrap_or_default();
-    let starts = |seg: &[i64]| -> Vec<usize> {
-        let mut s = vec![0];
-        for &k in seg {
-            s.push(s.last().copied().unwrap_or(0) + k as usize);
-        }
-        s
-    };
-    match op_name(op).as_str() {
-        "ll.gemm" => {
-            let s = seg();
-            let st = starts(&s);
-            (st[5]..st[7]).collect()
-        }
-        "ll.elementwise" | "ll.multi_tensor_apply" => {
-            let s = seg();
-            (s.first().copied().unwrap_or(0) as usize..n).collect()
-        }
-        "ll.softmax_cross_entropy" => {
-            let s = seg();
-            let st = starts(&s);
-            (st[3]..st[5]).collect()
-        }
-        "ll.copy" => vec![1],
-        "ll.fill" => vec![0],
-        _ => vec![n.saturating_sub(1)],
-    }
+    (0..n).filter(|&i| unsafe { crate::ffi::aicfOperandIsWritten(op, i as isize) }).collect()
 }
 
 pub(super) fn is_kernel(name: &str) -> bool {

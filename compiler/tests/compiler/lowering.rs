@@ -1,6 +1,7 @@
 //! The train step from `hl` to planned, scheduled `ll`: kernel counts of the
-//! benchmark MLP, its memory plan against the lower bound, and the
-//! transformer block lowered completely and planned under a budget.
+//! benchmark MLP, its memory plan against the lower bound, the transformer
+//! block lowered completely and planned under a budget, and the CNN and the
+//! char LM lowered completely.
 
 use aicf_compiler::{CompileError, CompilerContext, run_pipeline};
 
@@ -71,9 +72,7 @@ fn transformer_block_lowers_and_meets_a_budget_by_recomputation() {
     let source = module.to_string();
     let ir = compile(&source, "transformer", "builtin.module(aicf-train-pipeline{optimizer=adam})").unwrap();
     // Every function body is hl-free (the hl.param table stays at module level).
-    for line in ir.lines().filter(|l| l.starts_with("    ")) {
-        assert!(!line.trim_start().starts_with("hl.") && !line.contains(" = hl."), "left in hl: {line}");
-    }
+    assert_no_hl(&ir);
     let step = function(&ir, "train_step");
     let peak = number(step, "arena_bytes");
     assert!(kernels(step).contains(&"ll.attention".to_string()));
@@ -101,4 +100,42 @@ fn transformer_block_lowers_and_meets_a_budget_by_recomputation() {
     let (arena, recomputed) = (number(step, "arena_bytes"), number(step, "recomputed"));
     println!("budget {budget} B: arena {arena} B after {recomputed} recomputed kernels (unconstrained {peak} B)");
     assert!(arena <= budget && recomputed > 0);
+}
+
+/// Every function body of printed IR is free of hl ops.
+fn assert_no_hl(ir: &str) {
+    for line in ir.lines().filter(|l| l.starts_with("    ")) {
+        assert!(!line.trim_start().starts_with("hl.") && !line.contains(" = hl."), "left in hl: {line}");
+    }
+}
+
+#[test]
+fn cnn_and_char_lm_train_steps_lower_completely() {
+    let cnn = include_str!("../../../examples/cnn/digits_cnn.mlir");
+    let lm = include_str!("../../../examples/char_lm/char_lm.mlir");
+    for (name, source, expected) in [
+        (
+            "digits_cnn",
+            cnn,
+            &["ll.conv2d", "ll.conv2d_backward_input", "ll.conv2d_backward_weight", "ll.pool2d", "ll.pool2d_backward"][..],
+        ),
+        ("char_lm", lm, &["ll.gather", "ll.scatter_add", "ll.norm_backward", "ll.softmax_backward", "ll.dropout"][..]),
+    ] {
+        let ir = compile(source, name, "builtin.module(aicf-train-pipeline{optimizer=adam})").unwrap();
+        assert_no_hl(&ir);
+        let step = function(&ir, "train_step");
+        let k = kernels(step);
+        for kind in expected {
+            assert!(k.iter().any(|n| n == kind), "{name}: no {kind} in {k:?}");
+        }
+        // The backward of layer norm, softmax and embedding is one kernel
+        // each: no reduction kernel is left for them.
+        if name == "char_lm" {
+            let reduces = k.iter().filter(|n| *n == "ll.reduce").count();
+            assert!(reduces <= 1, "char_lm: {reduces} reduce kernels: {k:?}");
+        }
+        let (arena, lower) = (number(step, "arena_bytes"), number(step, "lower_bound_bytes"));
+        println!("{name} train step (Adam): {} kernels, arena {arena} B, lower bound {lower} B", k.len());
+        assert!(arena as f64 <= 1.25 * lower as f64, "{name}: arena {arena} vs lower bound {lower}");
+    }
 }

@@ -21,6 +21,12 @@ MLIR_CAPI_EXPORTED MlirModule aicfParseModule(MlirContext context,
 MLIR_CAPI_EXPORTED void aicfEmitRemark(MlirLocation location,
                                        MlirStringRef message);
 
+/// Whether `op` declares a memory write to its operand number `index`
+/// (MemoryEffectOpInterface, as `ll` ops declare with `Arg<..., [MemWrite]>`):
+/// how the memory planner and the scheduler know what a kernel writes
+/// without a table of op names.
+MLIR_CAPI_EXPORTED bool aicfOperandIsWritten(MlirOperation op, intptr_t index);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 
 MlirModule aicfParseModule(MlirContext context, MlirStringRef source,
@@ -21,4 +22,18 @@ MlirModule aicfParseModule(MlirContext context, MlirStringRef source,
 
 void aicfEmitRemark(MlirLocation location, MlirStringRef message) {
   mlir::emitRemark(unwrap(location)) << unwrap(message);
+}
+
+bool aicfOperandIsWritten(MlirOperation op, intptr_t index) {
+  auto effects = llvm::dyn_cast<mlir::MemoryEffectOpInterface>(unwrap(op));
+  if (!effects)
+    return false;
+  llvm::SmallVector<mlir::MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  for (const mlir::MemoryEffects::EffectInstance &e : list)
+    if (llvm::isa<mlir::MemoryEffects::Write>(e.getEffect()))
+      if (mlir::OpOperand *operand = e.getEffectValue<mlir::OpOperand *>())
+        if (static_cast<intptr_t>(operand->getOperandNumber()) == index)
+          return true;
+  return false;
 }

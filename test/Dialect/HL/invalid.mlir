@@ -1027,3 +1027,43 @@ func.func @f(%l: tensor<8x5xf32>, %y: tensor<8xi32>, %g: tensor<f32>) {
   %0:2 = hl.softmax_cross_entropy %l, %y, %g : tensor<8x5xf32>, tensor<8xi32>, tensor<f32> -> tensor<1xf32>
   return
 }
+
+// -----
+
+func.func @f(%y: tensor<4x5xf32>, %g: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.softmax_backward' op axis 2 is out of range for 'tensor<4x5xf32>' (expected 0 <= axis < 2)}}
+  %0 = hl.softmax_backward %y, %g axis = 2 : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<4x5xf32>, %x: tensor<4x5xf32>, %w: tensor<5xf32>) {
+  // expected-error @+1 {{'hl.norm_backward' op has a weight gradient exactly when it has a weight}}
+  %0 = hl.norm_backward %g, %x weight(%w) dims = 1 eps = 1.0e-5 : tensor<4x5xf32> weight tensor<5xf32> -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: tensor<4x5xf32>, %x: tensor<4x5xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{'hl.norm_backward' op weight 'tensor<4xf32>' must be 'tensor<5xf32>'}}
+  %0:2 = hl.norm_backward %g, %x weight(%w) dims = 1 eps = 1.0e-5 : tensor<4x5xf32> weight tensor<4xf32> -> tensor<4x5xf32> grad_weight tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%de: tensor<4x32x64xf32>, %tok: tensor<4x32xi32>) {
+  // expected-error @+1 {{'hl.gather_backward' op grad_output 'tensor<4x32x64xf32>' is not the type hl.gather from the result's type produces from these operands ('tensor<4x32x60xf32>')}}
+  %0 = hl.gather_backward %de[%tok] axis = 0 : tensor<4x32x64xf32>, tensor<4x32xi32> -> tensor<65x60xf32>
+  return
+}
+
+// -----
+
+func.func @f(%dy: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.slice_backward' op grad_output 'tensor<4x5xf32>' is not the type hl.slice of the result's type produces from these operands ('tensor<4x4xf32>')}}
+  %0 = hl.slice_backward %dy start = [0, 2] limit = [4, 10] strides = [1, 2] : tensor<4x5xf32> -> tensor<8x16xf32>
+  return
+}

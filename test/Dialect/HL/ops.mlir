@@ -281,3 +281,20 @@ func.func @cross_entropy_forms(%l: tensor<4x16x65xf32>, %t: tensor<4x16xi64>, %g
   %1:2 = hl.softmax_cross_entropy %l, %t, %g : tensor<4x16x65xf32>, tensor<4x16xi64>, tensor<f32> -> tensor<f32>
   return
 }
+
+// CHECK-LABEL: func.func @backward_kernels
+func.func @backward_kernels(%dy: tensor<4x4xf32>, %de: tensor<4x32x64xf32>, %tok: tensor<4x32xi32>,
+                            %x: tensor<64x128xf32>, %g: tensor<64x128xf32>, %w: tensor<128xf32>) {
+  // CHECK: hl.slice_backward %{{.*}} start = [0, 2] limit = [4, 10] strides = [1, 2] : tensor<4x4xf32> -> tensor<8x16xf32>
+  %0 = hl.slice_backward %dy start = [0, 2] limit = [4, 10] strides = [1, 2] : tensor<4x4xf32> -> tensor<8x16xf32>
+  // CHECK: hl.gather_backward %{{.*}}[%{{.*}}] axis = 0 : tensor<4x32x64xf32>, tensor<4x32xi32> -> tensor<65x64xf32>
+  %1 = hl.gather_backward %de[%tok] axis = 0 : tensor<4x32x64xf32>, tensor<4x32xi32> -> tensor<65x64xf32>
+  // CHECK: hl.norm_backward %{{.*}}, %{{.*}} weight(%{{.*}}) dims = 1 eps = 1.000000e-05 bias : tensor<64x128xf32> weight tensor<128xf32> -> tensor<64x128xf32> grad_weight tensor<128xf32> grad_bias tensor<128xf32>
+  %2:3 = hl.norm_backward %g, %x weight(%w) dims = 1 eps = 1.0e-5 bias : tensor<64x128xf32> weight tensor<128xf32>
+      -> tensor<64x128xf32> grad_weight tensor<128xf32> grad_bias tensor<128xf32>
+  // CHECK: hl.norm_backward %{{.*}}, %{{.*}} dims = 1 eps = 1.000000e-05 rms : tensor<64x128xf32> -> tensor<64x128xf32>
+  %3 = hl.norm_backward %g, %x dims = 1 eps = 1.0e-5 rms : tensor<64x128xf32> -> tensor<64x128xf32>
+  // CHECK: hl.softmax_backward %{{.*}}, %{{.*}} axis = 1 log : tensor<64x128xf32>
+  %4 = hl.softmax_backward %x, %g axis = 1 log : tensor<64x128xf32>
+  return
+}

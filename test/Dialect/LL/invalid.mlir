@@ -295,3 +295,93 @@ func.func @f(%x: memref<3xf32>, %y: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @f(%y: memref<8x10xf32>, %g: memref<8x10xf32>) {
+  // expected-error @+1 {{'ll.softmax_backward' op axis 2 is out of range for 'memref<8x10xf32>'}}
+  ll.softmax_backward %y, %g into %g axis = 2 : memref<8x10xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: memref<8x10xf32>, %x: memref<8x10xf32>, %w: memref<8xf32>) {
+  // expected-error @+1 {{'ll.norm_backward' op weight 'memref<8xf32>' must be 'memref<10xf32>'}}
+  ll.norm_backward %g, %x weight(%w) into %g dims = 1 eps = 1.0e-05 : memref<8x10xf32> weight memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<2x4x6x6xf32>) {
+  // expected-error @+1 {{'ll.conv2d' op output 'memref<2x4x6x6xf32>' is not the convolution's shape [2, 4, 8, 8]}}
+  ll.conv2d %x, %w into %y stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1
+      : memref<2x3x8x8xf32>, memref<4x3x3x3xf32> -> memref<2x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x3x8x8xf32>, %w: memref<4x2x3x3xf32>, %y: memref<2x4x8x8xf32>) {
+  // expected-error @+1 {{'ll.conv2d_backward_weight' op input 'memref<2x3x8x8xf32>' and weight 'memref<4x2x3x3xf32>' do not fit groups = 1}}
+  ll.conv2d_backward_weight %y, %x into %w stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1
+      : memref<2x4x8x8xf32>, memref<2x3x8x8xf32> -> memref<4x2x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x4x8x8xf32>, %p: memref<2x4x3x3xf32>) {
+  // expected-error @+1 {{'ll.pool2d' op pooled buffer 'memref<2x4x3x3xf32>' is not the pooling's shape [2, 4, 4, 4]}}
+  ll.pool2d max %x into %p kernel = [2, 2] stride = [2, 2] padding = [0, 0] : memref<2x4x8x8xf32> -> memref<2x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%e: memref<4x8x16xf32>, %tok: memref<4x8xi32>, %t: memref<65x15xf32>) {
+  // expected-error @+1 {{'ll.scatter_add' op gathered buffer 'memref<4x8x16xf32>' is not [4, 8, 15] of 'f32'}}
+  ll.scatter_add %e[%tok] into %t axis = 0 : memref<4x8x16xf32>, memref<4x8xi32> -> memref<65x15xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x16xf32>, %s: memref<8x8xf32>) {
+  // expected-error @+1 {{'ll.slice' op window 'memref<8x8xf32>' does not fit in 'memref<8x16xf32>' in dimension 1}}
+  ll.slice %x into %s start = [0, 2] strides = [1, 2] : memref<8x16xf32> -> memref<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x16xf32>, %a: memref<8x3xf32>, %c: memref<8x20xf32>) {
+  // expected-error @+1 {{'ll.concat' op inputs add up to 19 along axis 1, the result has 20}}
+  ll.concat %x, %a into %c axis = 1 : memref<8x16xf32>, memref<8x3xf32> -> memref<8x20xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x16xf32>, %i: memref<16xi64>) {
+  // expected-error @+1 {{'ll.argmax' op result 'memref<16xi64>' is not 'memref<8x16xf32>' without axis 1}}
+  ll.argmax %x into %i axis = 1 : memref<8x16xf32> -> memref<16xi64>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x16xf32>, %l: memref<f16>) {
+  // expected-error @+1 {{'ll.mse_loss' op loss buffer must hold 'f32'}}
+  ll.mse_loss %x, %x into %l : memref<8x16xf32> -> memref<f16>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<8x16xf32>, %s: memref<i64>) {
+  // expected-error @+1 {{'ll.dropout' op p = 1.000000e+00 is not in [0, 1)}}
+  ll.dropout %x, %s, %s into %x p = 1.0 stream = 0 : memref<8x16xf32>
+  return
+}

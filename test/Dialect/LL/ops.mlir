@@ -116,3 +116,69 @@ func.func @multi_tensor(%g1: memref<4x3xf32>, %p1: memref<4x3xf32>, %g2: memref<
   }
   return
 }
+
+// CHECK-LABEL: func.func @backward_row_kernels
+func.func @backward_row_kernels(%y: memref<8x10xf32>, %g: memref<8x10xf32>, %dx: memref<8x10xf32>,
+                                %w: memref<10xf32>, %dw: memref<10xf32>, %db: memref<10xf32>) {
+  // CHECK: ll.softmax_backward %{{.*}}, %{{.*}} into %{{.*}} axis = 1 log : memref<8x10xf32>
+  ll.softmax_backward %y, %g into %dx axis = 1 log : memref<8x10xf32>
+  // CHECK: ll.norm_backward %{{.*}}, %{{.*}} weight(%{{.*}}) into %{{.*}} grad_weight(%{{.*}}) grad_bias(%{{.*}}) dims = 1 eps = 1.000000e-05 : memref<8x10xf32> weight memref<10xf32> grad_weight memref<10xf32> grad_bias memref<10xf32>
+  ll.norm_backward %g, %y weight(%w) into %dx grad_weight(%dw) grad_bias(%db) dims = 1 eps = 1.0e-05
+      : memref<8x10xf32> weight memref<10xf32> grad_weight memref<10xf32> grad_bias memref<10xf32>
+  // CHECK: ll.norm_backward %{{.*}}, %{{.*}} into %{{.*}} dims = 2 eps = 1.000000e-05 rms : memref<8x10xf32>
+  ll.norm_backward %g, %y into %dx dims = 2 eps = 1.0e-05 rms : memref<8x10xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @vision
+func.func @vision(%x: memref<2x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %b: memref<4xf32>,
+                  %y: memref<2x4x8x8xf32>, %p: memref<2x4x4x4xf32>, %xn: memref<2x8x8x4xf32>,
+                  %wn: memref<6x2x3x3xf32>, %yn: memref<2x3x3x6xf32>) {
+  // CHECK: ll.conv2d %{{.*}}, %{{.*}} bias(%{{.*}}) into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x3x8x8xf32>, memref<4x3x3x3xf32> bias memref<4xf32> -> memref<2x4x8x8xf32>
+  ll.conv2d %x, %w bias(%b) into %y stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1
+      : memref<2x3x8x8xf32>, memref<4x3x3x3xf32> bias memref<4xf32> -> memref<2x4x8x8xf32>
+  // CHECK: ll.conv2d %{{.*}}, %{{.*}} into %{{.*}} stride = [2, 2] padding = [0, 0] dilation = [1, 1] groups = 2 layout = nhwc : memref<2x8x8x4xf32>, memref<6x2x3x3xf32> -> memref<2x3x3x6xf32>
+  ll.conv2d %xn, %wn into %yn stride = [2, 2] padding = [0, 0] dilation = [1, 1] groups = 2 layout = nhwc
+      : memref<2x8x8x4xf32>, memref<6x2x3x3xf32> -> memref<2x3x3x6xf32>
+  // CHECK: ll.conv2d_backward_input %{{.*}}, %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x4x8x8xf32>, memref<4x3x3x3xf32> -> memref<2x3x8x8xf32>
+  ll.conv2d_backward_input %y, %w into %x stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1
+      : memref<2x4x8x8xf32>, memref<4x3x3x3xf32> -> memref<2x3x8x8xf32>
+  // CHECK: ll.conv2d_backward_weight %{{.*}}, %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x4x8x8xf32>, memref<2x3x8x8xf32> -> memref<4x3x3x3xf32>
+  ll.conv2d_backward_weight %y, %x into %w stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1
+      : memref<2x4x8x8xf32>, memref<2x3x8x8xf32> -> memref<4x3x3x3xf32>
+  // CHECK: ll.pool2d max %{{.*}} into %{{.*}} kernel = [2, 2] stride = [2, 2] padding = [0, 0] : memref<2x4x8x8xf32> -> memref<2x4x4x4xf32>
+  ll.pool2d max %y into %p kernel = [2, 2] stride = [2, 2] padding = [0, 0] : memref<2x4x8x8xf32> -> memref<2x4x4x4xf32>
+  // CHECK: ll.pool2d_backward avg %{{.*}}, %{{.*}} into %{{.*}} kernel = [2, 2] stride = [2, 2] padding = [0, 0] : memref<2x4x4x4xf32>, memref<2x4x8x8xf32>
+  ll.pool2d_backward avg %p, %y into %y kernel = [2, 2] stride = [2, 2] padding = [0, 0]
+      : memref<2x4x4x4xf32>, memref<2x4x8x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @indexing
+func.func @indexing(%t: memref<65x16xf32>, %tok: memref<4x8xi32>, %e: memref<4x8x16xf32>,
+                    %x: memref<8x16xf32>, %s: memref<8x7xf32>, %a: memref<8x3xf32>,
+                    %c: memref<8x19xf32>, %i: memref<8xi64>) {
+  // CHECK: ll.gather %{{.*}}[%{{.*}}] into %{{.*}} axis = 0 : memref<65x16xf32>, memref<4x8xi32> -> memref<4x8x16xf32>
+  ll.gather %t[%tok] into %e axis = 0 : memref<65x16xf32>, memref<4x8xi32> -> memref<4x8x16xf32>
+  // CHECK: ll.scatter_add %{{.*}}[%{{.*}}] into %{{.*}} axis = 0 : memref<4x8x16xf32>, memref<4x8xi32> -> memref<65x16xf32>
+  ll.scatter_add %e[%tok] into %t axis = 0 : memref<4x8x16xf32>, memref<4x8xi32> -> memref<65x16xf32>
+  // CHECK: ll.slice %{{.*}} into %{{.*}} start = [0, 2] strides = [1, 2] : memref<8x16xf32> -> memref<8x7xf32>
+  ll.slice %x into %s start = [0, 2] strides = [1, 2] : memref<8x16xf32> -> memref<8x7xf32>
+  // CHECK: ll.slice %{{.*}} into %{{.*}} start = [0, 2] strides = [1, 2] backward : memref<8x7xf32> -> memref<8x16xf32>
+  ll.slice %s into %x start = [0, 2] strides = [1, 2] backward : memref<8x7xf32> -> memref<8x16xf32>
+  // CHECK: ll.concat %{{.*}}, %{{.*}} into %{{.*}} axis = 1 : memref<8x16xf32>, memref<8x3xf32> -> memref<8x19xf32>
+  ll.concat %x, %a into %c axis = 1 : memref<8x16xf32>, memref<8x3xf32> -> memref<8x19xf32>
+  // CHECK: ll.argmax %{{.*}} into %{{.*}} axis = 1 : memref<8x16xf32> -> memref<8xi64>
+  ll.argmax %x into %i axis = 1 : memref<8x16xf32> -> memref<8xi64>
+  return
+}
+
+// CHECK-LABEL: func.func @losses_and_randomness
+func.func @losses_and_randomness(%x: memref<8x16xf32>, %t: memref<8x16xf32>, %l: memref<f32>,
+                                 %seed: memref<i64>, %offset: memref<i64>) {
+  // CHECK: ll.mse_loss %{{.*}}, %{{.*}} into %{{.*}} reduction = sum : memref<8x16xf32> -> memref<f32>
+  ll.mse_loss %x, %t into %l reduction = sum : memref<8x16xf32> -> memref<f32>
+  // CHECK: ll.dropout %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}} p = 1.000000e-01 stream = 3 : memref<8x16xf32>
+  ll.dropout %x, %seed, %offset into %t p = 0.1 stream = 3 : memref<8x16xf32>
+  return
+}

@@ -1336,6 +1336,68 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// Backward kernels
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxBackwardOp::verify() {
+  return verifyAxis(*this, getAxis(), tensorOf(getResult()));
+}
+
+LogicalResult NormBackwardOp::verify() {
+  auto in = tensorOf(getInput());
+  for (auto [what, v] :
+       {std::pair<StringRef, Value>{"grad_output", getGradOutput()},
+        {"grad_input", getGradInput()}})
+    if (v.getType() != Type(in))
+      return emitOpError() << what << " " << v.getType()
+                           << " must have the input's type " << in;
+  if (getDims() < 1 || getDims() > in.getRank())
+    return emitOpError("dims = ") << getDims() << " is out of range for " << in;
+  auto row = RankedTensorType::get(in.getShape().take_back(getDims()),
+                                   in.getElementType());
+  if (static_cast<bool>(getWeight()) != static_cast<bool>(getGradWeight()))
+    return emitOpError("has a weight gradient exactly when it has a weight");
+  if (getBias() != static_cast<bool>(getGradBias()))
+    return emitOpError("has a bias gradient exactly when `bias` is set");
+  if (getRms() && getBias())
+    return emitOpError("an RMS norm has no bias");
+  for (auto [what, v] : {std::pair<StringRef, Value>{"weight", getWeight()},
+                         {"grad_weight", getGradWeight()},
+                         {"grad_bias", getGradBias()}})
+    if (v && v.getType() != Type(row))
+      return emitOpError() << what << " " << v.getType() << " must be " << row;
+  return success();
+}
+
+LogicalResult GatherBackwardOp::verify() {
+  SmallVector<Type> inferred;
+  // Inherent attributes live in properties, not in the attribute dictionary.
+  GatherOp::Properties properties;
+  properties.axis = getAxisAttr();
+  GatherOp::Adaptor adaptor(ValueRange{getResult(), getIndices()}, nullptr,
+                            properties);
+  if (failed(GatherOp::inferReturnTypes(getContext(), getLoc(), adaptor,
+                                        inferred)))
+    return failure();
+  return checkGradOutput(*this, getGradOutput().getType(), inferred,
+                         "hl.gather from the result's type");
+}
+
+LogicalResult SliceBackwardOp::verify() {
+  SmallVector<Type> inferred;
+  SliceOp::Properties properties;
+  properties.start = getStartAttr();
+  properties.limit = getLimitAttr();
+  properties.strides = getStridesAttr();
+  SliceOp::Adaptor adaptor(ValueRange{getResult()}, nullptr, properties);
+  if (failed(SliceOp::inferReturnTypes(getContext(), getLoc(), adaptor,
+                                       inferred)))
+    return failure();
+  return checkGradOutput(*this, getGradOutput().getType(), inferred,
+                         "hl.slice of the result's type");
+}
+
+//===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
 

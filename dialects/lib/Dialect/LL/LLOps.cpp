@@ -328,5 +328,287 @@ LogicalResult ReduceOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Backward row reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxBackwardOp::verify() {
+  auto y = cast<MemRefType>(getResult().getType());
+  if (getAxis() < 0 || getAxis() >= y.getRank())
+    return emitOpError("axis ") << getAxis() << " is out of range for " << y;
+  return success();
+}
+
+LogicalResult NormBackwardOp::verify() {
+  auto in = cast<MemRefType>(getInput().getType());
+  for (auto [what, v] :
+       {std::pair<StringRef, Value>{"grad_output", getGradOutput()},
+        {"grad_input", getGradInput()}})
+    if (v.getType() != Type(in))
+      return emitOpError() << what << " " << v.getType()
+                           << " must have the input's type " << in;
+  if (getDims() < 1 || getDims() > in.getRank())
+    return emitOpError("dims = ") << getDims() << " is out of range for " << in;
+  auto row = MemRefType::get(in.getShape().take_back(getDims()),
+                             in.getElementType());
+  for (auto [what, v] : {std::pair<StringRef, Value>{"weight", getWeight()},
+                         {"grad_weight", getGradWeight()},
+                         {"grad_bias", getGradBias()}})
+    if (v && v.getType() != Type(row))
+      return emitOpError() << what << " " << v.getType() << " must be " << row;
+  if (getGradWeight() && !getWeight())
+    return emitOpError("grad_weight needs the weight");
+  if (getRms() && getGradBias())
+    return emitOpError("an RMS norm has no bias");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Vision
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Positions of channels, height and width in a rank-4 image buffer.
+struct Image {
+  unsigned c, h, w;
+  explicit Image(Layout layout)
+      : c(layout == Layout::NCHW ? 1 : 3), h(layout == Layout::NCHW ? 2 : 1),
+        w(layout == Layout::NCHW ? 3 : 2) {}
+};
+} // namespace
+
+/// The output extent of a window sweep, or -1 when the window does not fit.
+static int64_t windowExtent(int64_t in, int64_t kernel, int64_t stride,
+                            int64_t pad, int64_t dilation) {
+  int64_t span = dilation * (kernel - 1) + 1;
+  if (in + 2 * pad < span || stride < 1)
+    return -1;
+  return (in + 2 * pad - span) / stride + 1;
+}
+
+/// Checks that conv2d of `input` with `weight` gives `output`.
+static LogicalResult checkConv(Operation *op, Value inputV, Value weightV,
+                               Value outputV, ArrayRef<int64_t> stride,
+                               ArrayRef<int64_t> padding,
+                               ArrayRef<int64_t> dilation, int64_t groups,
+                               Layout layout) {
+  auto input = cast<MemRefType>(inputV.getType());
+  auto weight = cast<MemRefType>(weightV.getType());
+  auto output = cast<MemRefType>(outputV.getType());
+  if (input.getRank() != 4 || weight.getRank() != 4 || output.getRank() != 4)
+    return op->emitOpError("input, weight and output must have rank 4, got ")
+           << input << ", " << weight << " and " << output;
+  if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2)
+    return op->emitOpError("stride, padding and dilation must be [h, w] pairs");
+  if (input.getElementType() != weight.getElementType() ||
+      input.getElementType() != output.getElementType())
+    return op->emitOpError("input, weight and output hold different element "
+                           "types: ")
+           << input << ", " << weight << " and " << output;
+  Image d(layout);
+  int64_t out = weight.getDimSize(0);
+  if (out % groups != 0 || input.getDimSize(d.c) % groups != 0 ||
+      input.getDimSize(d.c) / groups != weight.getDimSize(1))
+    return op->emitOpError("input ")
+           << input << " and weight " << weight << " do not fit groups = "
+           << groups;
+  SmallVector<int64_t> expected(4);
+  expected[0] = input.getDimSize(0);
+  expected[d.c] = out;
+  expected[d.h] = windowExtent(input.getDimSize(d.h), weight.getDimSize(2),
+                               stride[0], padding[0], dilation[0]);
+  expected[d.w] = windowExtent(input.getDimSize(d.w), weight.getDimSize(3),
+                               stride[1], padding[1], dilation[1]);
+  if (output.getShape() != ArrayRef<int64_t>(expected)) {
+    InFlightDiagnostic diag = op->emitOpError("output ");
+    diag << output << " is not the convolution's shape [";
+    llvm::interleaveComma(expected, diag);
+    return diag << "]";
+  }
+  return success();
+}
+
+LogicalResult Conv2dOp::verify() {
+  if (failed(checkConv(*this, getInput(), getWeight(), getOut(), getStride(),
+                       getPadding(), getDilation(), getGroups(), getLayout())))
+    return failure();
+  if (Value bias = getBias()) {
+    auto weight = cast<MemRefType>(getWeight().getType());
+    auto expected = MemRefType::get({weight.getDimSize(0)}, weight.getElementType());
+    if (bias.getType() != Type(expected))
+      return emitOpError("bias ") << bias.getType() << " must be " << expected;
+  }
+  return success();
+}
+
+LogicalResult Conv2dBackwardInputOp::verify() {
+  return checkConv(*this, getOut(), getWeight(), getGradOutput(), getStride(),
+                   getPadding(), getDilation(), getGroups(), getLayout());
+}
+
+LogicalResult Conv2dBackwardWeightOp::verify() {
+  return checkConv(*this, getInput(), getOut(), getGradOutput(), getStride(),
+                   getPadding(), getDilation(), getGroups(), getLayout());
+}
+
+/// Checks that pooling `input` gives `output`.
+static LogicalResult checkPool(Operation *op, Value inputV, Value outputV,
+                               ArrayRef<int64_t> kernel,
+                               ArrayRef<int64_t> stride,
+                               ArrayRef<int64_t> padding, Layout layout) {
+  auto input = cast<MemRefType>(inputV.getType());
+  auto output = cast<MemRefType>(outputV.getType());
+  if (input.getRank() != 4 || kernel.size() != 2 || stride.size() != 2 ||
+      padding.size() != 2)
+    return op->emitOpError("needs a rank-4 input and [h, w] kernel, stride "
+                           "and padding, got ")
+           << input;
+  for (int i = 0; i < 2; ++i)
+    if (kernel[i] < 1 || padding[i] < 0 || padding[i] > kernel[i] / 2)
+      return op->emitOpError("padding must be at most half the kernel");
+  Image d(layout);
+  SmallVector<int64_t> expected(input.getShape());
+  expected[d.h] = windowExtent(input.getDimSize(d.h), kernel[0], stride[0],
+                               padding[0], 1);
+  expected[d.w] = windowExtent(input.getDimSize(d.w), kernel[1], stride[1],
+                               padding[1], 1);
+  if (output.getShape() != ArrayRef<int64_t>(expected) ||
+      output.getElementType() != input.getElementType()) {
+    InFlightDiagnostic diag = op->emitOpError("pooled buffer ");
+    diag << output << " is not the pooling's shape [";
+    llvm::interleaveComma(expected, diag);
+    return diag << "]";
+  }
+  return success();
+}
+
+LogicalResult Pool2dOp::verify() {
+  return checkPool(*this, getInput(), getOut(), getKernel(), getStride(),
+                   getPadding(), getLayout());
+}
+
+LogicalResult Pool2dBackwardOp::verify() {
+  return checkPool(*this, getInput(), getGradOutput(), getKernel(), getStride(),
+                   getPadding(), getLayout());
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing
+//===----------------------------------------------------------------------===//
+
+/// Checks that gathering `indices` from `table` along `axis` gives `result`.
+static LogicalResult checkGather(Operation *op, Value tableV, Value indicesV,
+                                 Value resultV, int64_t axis) {
+  auto table = cast<MemRefType>(tableV.getType());
+  auto indices = cast<MemRefType>(indicesV.getType());
+  auto result = cast<MemRefType>(resultV.getType());
+  if (axis < 0 || axis >= table.getRank())
+    return op->emitOpError("axis ") << axis << " is out of range for " << table;
+  SmallVector<int64_t> expected(table.getShape().take_front(axis));
+  llvm::append_range(expected, indices.getShape());
+  llvm::append_range(expected, table.getShape().drop_front(axis + 1));
+  if (result.getShape() != ArrayRef<int64_t>(expected) ||
+      result.getElementType() != table.getElementType()) {
+    InFlightDiagnostic diag = op->emitOpError("gathered buffer ");
+    diag << result << " is not [";
+    llvm::interleaveComma(expected, diag);
+    return diag << "] of " << table.getElementType();
+  }
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  return checkGather(*this, getInput(), getIndices(), getOut(), getAxis());
+}
+
+LogicalResult ScatterAddOp::verify() {
+  return checkGather(*this, getOut(), getIndices(), getGradOutput(), getAxis());
+}
+
+LogicalResult SliceOp::verify() {
+  // The window is `small`, the buffer it is taken from `large`.
+  auto small = cast<MemRefType>(
+      (getBackward() ? getInput() : getOut()).getType());
+  auto large = cast<MemRefType>(
+      (getBackward() ? getOut() : getInput()).getType());
+  ArrayRef<int64_t> start = getStart(), strides = getStrides();
+  if (small.getElementType() != large.getElementType() ||
+      small.getRank() != large.getRank() ||
+      start.size() != static_cast<size_t>(large.getRank()) ||
+      strides.size() != start.size())
+    return emitOpError("window ") << small << " of " << large
+                                  << " needs one start and stride per dimension";
+  for (int64_t i = 0; i < large.getRank(); ++i) {
+    int64_t n = small.getDimSize(i);
+    if (start[i] < 0 || strides[i] < 1 ||
+        (n > 0 && start[i] + (n - 1) * strides[i] >= large.getDimSize(i)))
+      return emitOpError("window ")
+             << small << " does not fit in " << large << " in dimension " << i;
+  }
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  auto out = cast<MemRefType>(getOut().getType());
+  int64_t axis = getAxis();
+  if (getInputs().empty() || axis < 0 || axis >= out.getRank())
+    return emitOpError("needs inputs and an axis in [0, ") << out.getRank() << ")";
+  int64_t total = 0;
+  for (Value v : getInputs()) {
+    auto t = cast<MemRefType>(v.getType());
+    if (t.getRank() != out.getRank() ||
+        t.getElementType() != out.getElementType())
+      return emitOpError("input ") << t << " does not fit " << out;
+    for (int64_t i = 0; i < out.getRank(); ++i)
+      if (i != axis && t.getDimSize(i) != out.getDimSize(i))
+        return emitOpError("input ") << t << " differs from " << out
+                                     << " outside axis " << axis;
+    total += t.getDimSize(axis);
+  }
+  if (total != out.getDimSize(axis))
+    return emitOpError("inputs add up to ")
+           << total << " along axis " << axis << ", the result has "
+           << out.getDimSize(axis);
+  return success();
+}
+
+LogicalResult ArgmaxOp::verify() {
+  auto in = cast<MemRefType>(getInput().getType());
+  auto out = cast<MemRefType>(getOut().getType());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= in.getRank())
+    return emitOpError("axis ") << axis << " is out of range for " << in;
+  SmallVector<int64_t> dropped(in.getShape()), kept(in.getShape());
+  dropped.erase(dropped.begin() + axis);
+  kept[axis] = 1;
+  if (out.getShape() != ArrayRef<int64_t>(dropped) &&
+      out.getShape() != ArrayRef<int64_t>(kept))
+    return emitOpError("result ") << out << " is not " << in
+                                  << " without axis " << axis;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses and randomness
+//===----------------------------------------------------------------------===//
+
+LogicalResult MseLossOp::verify() {
+  auto in = cast<MemRefType>(getInput().getType());
+  if (getTarget().getType() != Type(in))
+    return emitOpError("target ") << getTarget().getType()
+                                  << " must have the input's type " << in;
+  if (cast<MemRefType>(getLoss().getType()).getElementType() !=
+      in.getElementType())
+    return emitOpError("loss buffer must hold ") << in.getElementType();
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  if (!(getP().convertToDouble() >= 0.0 && getP().convertToDouble() < 1.0))
+    return emitOpError("p = ") << getP().convertToDouble()
+                               << " is not in [0, 1)";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "aicf/Dialect/LL/LLOps.cpp.inc"

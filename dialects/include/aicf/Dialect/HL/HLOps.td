@@ -1292,6 +1292,131 @@ def HL_AttentionOp : HL_Op<"attention", [Pure, InferTypeOpAdaptor]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Backward kernels (emitted by hl-autodiff)
+//===----------------------------------------------------------------------===//
+
+def HL_SoftmaxBackwardOp : HL_Op<"softmax_backward",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "gradient of softmax or log_softmax from its result";
+  let description = [{
+    From the forward `result` y along `axis` and its upstream gradient g:
+    `y * (g - sum(g * y))` for softmax, `g - exp(y) * sum(g)` for
+    log_softmax (`log`). One row reduction where the primitive form takes
+    a product, a reduction and an update. What `hl-autodiff` emits for
+    softmax, log_softmax and attention's probabilities.
+
+    ```mlir
+    %dx = hl.softmax_backward %y, %dy axis = 1 : tensor<32x10xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$result_value,
+    HL_FloatTensor:$grad_output,
+    I64Attr:$axis,
+    UnitAttr:$log
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $result_value `,` $grad_output `axis` `=` $axis (`log` $log^)? attr-dict
+    `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def HL_NormBackwardOp : HL_Op<"norm_backward",
+    [Pure, AttrSizedResultSegments, AllTypesMatch<["grad_output", "input", "grad_input"]>]> {
+  let summary = "gradient of layer_norm or rms_norm";
+  let description = [{
+    The gradients of a `hl.layer_norm` (or, with `rms`, `hl.rms_norm`) over
+    the trailing `dims` dimensions, from its `input`, optional `weight` and
+    the upstream gradient. With `xhat` the normalised input, `rstd` the
+    reciprocal deviation and `dxhat = grad_output * weight`:
+    `grad_input = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))`
+    (no `mean(dxhat)` term under `rms`); `grad_weight` (present when the
+    weight is) `= sum over rows of grad_output * xhat`; `grad_bias`
+    (requested with `bias`) `= sum over rows of grad_output`. The row
+    statistics are recomputed, so nothing but the input is kept from the
+    forward pass.
+
+    ```mlir
+    %dx, %dw, %db = hl.norm_backward %dy, %x weight(%w) dims = 1
+        eps = 1.000000e-05 bias : tensor<64x128xf32> weight tensor<128xf32>
+        -> tensor<64x128xf32> grad_weight tensor<128xf32> grad_bias tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$grad_output,
+    HL_FloatTensor:$input,
+    Optional<HL_FloatTensor>:$weight,
+    I64Attr:$dims,
+    F64Attr:$eps,
+    UnitAttr:$rms,
+    UnitAttr:$bias
+  );
+  let results = (outs
+    HL_FloatTensor:$grad_input,
+    Optional<HL_FloatTensor>:$grad_weight,
+    Optional<HL_FloatTensor>:$grad_bias
+  );
+  let assemblyFormat = [{
+    $grad_output `,` $input (`weight` `(` $weight^ `)`)? `dims` `=` $dims
+    `eps` `=` $eps (`rms` $rms^)? (`bias` $bias^)? attr-dict `:` type($input)
+    (`weight` type($weight)^)? `->` type($grad_input)
+    (`grad_weight` type($grad_weight)^)? (`grad_bias` type($grad_bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def HL_GatherBackwardOp : HL_Op<"gather_backward", [Pure]> {
+  let summary = "gradient of gather: a scatter-add into zeros";
+  let description = [{
+    The adjoint of `hl.gather` on `axis`: a zero tensor of the result type
+    (the gathered input's type) to which each slice of `grad_output` is
+    added at the index it was taken from; repeated indices add up (an
+    embedding's gradient). The verifier checks that gathering `indices`
+    from the result type gives `grad_output`'s type.
+
+    ```mlir
+    %dt = hl.gather_backward %de[%tokens] axis = 0
+        : tensor<4x32x64xf32>, tensor<4x32xi32> -> tensor<65x64xf32>
+    ```
+  }];
+  let arguments = (ins HL_FloatTensor:$grad_output, HL_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad_output `[` $indices `]` `axis` `=` $axis attr-dict
+    `:` type($grad_output) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def HL_SliceBackwardOp : HL_Op<"slice_backward", [Pure]> {
+  let summary = "gradient of slice: the window written into zeros";
+  let description = [{
+    The adjoint of `hl.slice` with the same `start`, `limit` and `strides`:
+    a zero tensor of the result type (the sliced input's type) with
+    `grad_output` at the positions the slice took.
+
+    ```mlir
+    %dx = hl.slice_backward %dy start = [0, 2] limit = [4, 10] strides = [1, 2]
+        : tensor<4x4xf32> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_Tensor:$grad_output,
+    DenseI64ArrayAttr:$start,
+    DenseI64ArrayAttr:$limit,
+    DenseI64ArrayAttr:$strides
+  );
+  let results = (outs HL_Tensor:$result);
+  let assemblyFormat = [{
+    $grad_output `start` `=` $start `limit` `=` $limit `strides` `=` $strides
+    attr-dict `:` type($grad_output) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Randomness
 //===----------------------------------------------------------------------===//
 

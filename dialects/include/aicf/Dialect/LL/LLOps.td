@@ -6,8 +6,10 @@
 // lifetime analysis and scheduling need no per-op knowledge.
 //
 // Kernels: gemm (with epilogue), elementwise and multi_tensor_apply
-// (scalar bodies), softmax_cross_entropy, softmax, norm, reduce,
-// attention, transpose, copy and fill; reshape is a view, not a kernel.
+// (scalar bodies), softmax_cross_entropy, softmax and norm (each with its
+// backward), reduce, attention, conv2d (+ both backward), pool2d (+
+// backward), gather and scatter_add, slice, concat, argmax, mse_loss,
+// dropout, transpose, copy and fill; reshape is a view, not a kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +42,9 @@ def LL_IndexBuffer : MemRefOf<[I32, I64]>;
 def LL_Buffer : MemRefOf<[F16, BF16, F32, F64, I1, I32, I64]>;
 def LL_Matrix : MemRefRankOf<[F16, BF16, F32, F64], [2]>;
 def LL_Vector : MemRefRankOf<[F16, BF16, F32, F64], [1]>;
+def LL_I64Scalar : MemRefRankOf<[I64], [0]> {
+  let builderCall = "::mlir::MemRefType::get({}, $_builder.getI64Type())";
+}
 
 def LL_Activation : I32EnumAttr<"Activation", "GEMM epilogue activation", [
     I32EnumAttrCase<"None", 0, "none">,
@@ -388,6 +393,398 @@ def LL_ReduceOp : LL_Op<"reduce"> {
   let assemblyFormat = [{
     $kind $input `dims` `=` $dims `into` $out attr-dict
     `:` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_SoftmaxBackwardOp : LL_Op<"softmax_backward",
+    [AllTypesMatch<["result", "grad_output", "out"]>]> {
+  let summary = "gradient of softmax or log-softmax in one kernel";
+  let description = [{
+    One row-reduction kernel from the forward `result` y and its upstream
+    gradient g along `axis`: `out = y * (g - sum(g * y))` for softmax, and
+    `out = g - exp(y) * sum(g)` for log-softmax (`log`). `out` may be `g`.
+
+    ```mlir
+    ll.softmax_backward %p, %dp into %ds axis = 3 : memref<8x4x128x128xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_FloatBuffer, "forward result", [MemRead]>:$result,
+    Arg<LL_FloatBuffer, "upstream gradient", [MemRead]>:$grad_output,
+    Arg<LL_FloatBuffer, "gradient w.r.t. the input", [MemWrite]>:$out,
+    I64Attr:$axis,
+    UnitAttr:$log
+  );
+  let assemblyFormat = [{
+    $result `,` $grad_output `into` $out `axis` `=` $axis (`log` $log^)?
+    attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_NormBackwardOp : LL_Op<"norm_backward",
+    [AttrSizedOperandSegments, AllTypesMatch<["grad_output", "input", "grad_input"]>]> {
+  let summary = "gradient of layer norm or RMS norm in one kernel";
+  let description = [{
+    With `xhat` the normalised rows of `input` (the trailing `dims`
+    dimensions; see `ll.norm`), `rstd` their reciprocal deviation and
+    `dxhat = grad_output * weight`:
+    `grad_input = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))`
+    (without the `mean(dxhat)` term under `rms`), and, when given,
+    `grad_weight = sum over rows of grad_output * xhat` and
+    `grad_bias = sum over rows of grad_output`. The statistics are
+    recomputed from `input`, never stored by the forward kernel.
+
+    ```mlir
+    ll.norm_backward %dy, %x weight(%g) into %dx grad_weight(%dg) grad_bias(%db)
+        dims = 1 eps = 1.0e-05 : memref<1024x256xf32> weight memref<256xf32>
+        grad_weight memref<256xf32> grad_bias memref<256xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_FloatBuffer, "upstream gradient", [MemRead]>:$grad_output,
+    Arg<LL_FloatBuffer, "forward input", [MemRead]>:$input,
+    Arg<Optional<LL_FloatBuffer>, "scale", [MemRead]>:$weight,
+    Arg<LL_FloatBuffer, "gradient w.r.t. the input", [MemWrite]>:$grad_input,
+    Arg<Optional<LL_FloatBuffer>, "gradient w.r.t. the scale", [MemWrite]>:$grad_weight,
+    Arg<Optional<LL_FloatBuffer>, "gradient w.r.t. the shift", [MemWrite]>:$grad_bias,
+    I64Attr:$dims,
+    F64Attr:$eps,
+    UnitAttr:$rms
+  );
+  let assemblyFormat = [{
+    $grad_output `,` $input (`weight` `(` $weight^ `)`)? `into` $grad_input
+    (`grad_weight` `(` $grad_weight^ `)`)? (`grad_bias` `(` $grad_bias^ `)`)?
+    `dims` `=` $dims `eps` `=` $eps (`rms` $rms^)? attr-dict `:` type($input)
+    (`weight` type($weight)^)? (`grad_weight` type($grad_weight)^)?
+    (`grad_bias` type($grad_bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Vision
+//===----------------------------------------------------------------------===//
+
+def LL_Layout : I32EnumAttr<"Layout", "image layout", [
+    I32EnumAttrCase<"NCHW", 0, "nchw">,
+    I32EnumAttrCase<"NHWC", 1, "nhwc">]> {
+  let cppNamespace = "::ll";
+}
+
+def LL_PoolKind : I32EnumAttr<"PoolKind", "pooling combiner", [
+    I32EnumAttrCase<"Max", 0, "max">,
+    I32EnumAttrCase<"Avg", 1, "avg">]> {
+  let cppNamespace = "::ll";
+}
+
+defvar LL_ConvAttrs = (ins
+  DenseI64ArrayAttr:$stride,
+  DenseI64ArrayAttr:$padding,
+  DenseI64ArrayAttr:$dilation,
+  ConfinedAttr<I64Attr, [IntPositive]>:$groups,
+  DefaultValuedAttr<LL_Layout, "::ll::Layout::NCHW">:$layout
+);
+
+def LL_Conv2dOp : LL_Op<"conv2d"> {
+  let summary = "2-D convolution with an optional bias, one kernel";
+  let description = [{
+    The buffer form of `hl.conv2d` (same attributes and shape rule):
+    `input` `[N, C, H, W]` (or NHWC), `weight` `[O, C / groups, KH, KW]`,
+    `bias` `[O]`.
+
+    ```mlir
+    ll.conv2d %x, %w bias(%b) into %y stride = [1, 1] padding = [1, 1]
+        dilation = [1, 1] groups = 1 : memref<32x1x8x8xf32>,
+        memref<16x1x3x3xf32> bias memref<16xf32> -> memref<32x16x8x8xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    Arg<LL_FloatBuffer, "input", [MemRead]>:$input,
+    Arg<LL_FloatBuffer, "weight", [MemRead]>:$weight,
+    Arg<Optional<LL_Vector>, "bias", [MemRead]>:$bias,
+    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out), LL_ConvAttrs);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `)`)? `into` $out
+    `stride` `=` $stride `padding` `=` $padding `dilation` `=` $dilation
+    `groups` `=` $groups (`layout` `=` $layout^)? attr-dict
+    `:` type($input) `,` type($weight) (`bias` type($bias)^)? `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_Conv2dBackwardInputOp : LL_Op<"conv2d_backward_input"> {
+  let summary = "gradient of conv2d with respect to its input (transposed convolution)";
+  let description = [{
+    ```mlir
+    ll.conv2d_backward_input %dy, %w into %dx stride = [1, 1] padding = [1, 1]
+        dilation = [1, 1] groups = 1
+        : memref<32x16x8x8xf32>, memref<16x1x3x3xf32> -> memref<32x1x8x8xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    Arg<LL_FloatBuffer, "upstream gradient", [MemRead]>:$grad_output,
+    Arg<LL_FloatBuffer, "weight", [MemRead]>:$weight,
+    Arg<LL_FloatBuffer, "gradient w.r.t. the input", [MemWrite]>:$out), LL_ConvAttrs);
+  let assemblyFormat = [{
+    $grad_output `,` $weight `into` $out
+    `stride` `=` $stride `padding` `=` $padding `dilation` `=` $dilation
+    `groups` `=` $groups (`layout` `=` $layout^)? attr-dict
+    `:` type($grad_output) `,` type($weight) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_Conv2dBackwardWeightOp : LL_Op<"conv2d_backward_weight"> {
+  let summary = "gradient of conv2d with respect to its weight";
+  let description = [{
+    ```mlir
+    ll.conv2d_backward_weight %dy, %x into %dw stride = [1, 1] padding = [1, 1]
+        dilation = [1, 1] groups = 1
+        : memref<32x16x8x8xf32>, memref<32x1x8x8xf32> -> memref<16x1x3x3xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    Arg<LL_FloatBuffer, "upstream gradient", [MemRead]>:$grad_output,
+    Arg<LL_FloatBuffer, "forward input", [MemRead]>:$input,
+    Arg<LL_FloatBuffer, "gradient w.r.t. the weight", [MemWrite]>:$out), LL_ConvAttrs);
+  let assemblyFormat = [{
+    $grad_output `,` $input `into` $out
+    `stride` `=` $stride `padding` `=` $padding `dilation` `=` $dilation
+    `groups` `=` $groups (`layout` `=` $layout^)? attr-dict
+    `:` type($grad_output) `,` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_Pool2dOp : LL_Op<"pool2d"> {
+  let summary = "2-D max or average pooling";
+  let description = [{
+    The buffer form of `hl.max_pool2d` / `hl.avg_pool2d`.
+
+    ```mlir
+    ll.pool2d max %x into %y kernel = [2, 2] stride = [2, 2] padding = [0, 0]
+        : memref<32x16x8x8xf32> -> memref<32x16x4x4xf32>
+    ```
+  }];
+  let arguments = (ins
+    LL_PoolKind:$kind,
+    Arg<LL_FloatBuffer, "input", [MemRead]>:$input,
+    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out,
+    DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$stride,
+    DenseI64ArrayAttr:$padding,
+    DefaultValuedAttr<LL_Layout, "::ll::Layout::NCHW">:$layout
+  );
+  let assemblyFormat = [{
+    $kind $input `into` $out `kernel` `=` $kernel `stride` `=` $stride
+    `padding` `=` $padding (`layout` `=` $layout^)? attr-dict
+    `:` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_Pool2dBackwardOp : LL_Op<"pool2d_backward",
+    [AllTypesMatch<["input", "out"]>]> {
+  let summary = "gradient of 2-D max or average pooling";
+  let description = [{
+    Max: each window's gradient goes to the window's first maximum in
+    `input`; avg: spread over the kernel area. Overlapping windows add.
+
+    ```mlir
+    ll.pool2d_backward max %dy, %x into %dx kernel = [2, 2] stride = [2, 2]
+        padding = [0, 0] : memref<32x16x4x4xf32>, memref<32x16x8x8xf32>
+    ```
+  }];
+  let arguments = (ins
+    LL_PoolKind:$kind,
+    Arg<LL_FloatBuffer, "upstream gradient", [MemRead]>:$grad_output,
+    Arg<LL_FloatBuffer, "forward input", [MemRead]>:$input,
+    Arg<LL_FloatBuffer, "gradient w.r.t. the input", [MemWrite]>:$out,
+    DenseI64ArrayAttr:$kernel,
+    DenseI64ArrayAttr:$stride,
+    DenseI64ArrayAttr:$padding,
+    DefaultValuedAttr<LL_Layout, "::ll::Layout::NCHW">:$layout
+  );
+  let assemblyFormat = [{
+    $kind $grad_output `,` $input `into` $out `kernel` `=` $kernel
+    `stride` `=` $stride `padding` `=` $padding (`layout` `=` $layout^)?
+    attr-dict `:` type($grad_output) `,` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing
+//===----------------------------------------------------------------------===//
+
+def LL_GatherOp : LL_Op<"gather"> {
+  let summary = "selects slices along an axis by index (embedding lookup)";
+  let description = [{
+    `input [A..., n, B...]`, `indices [I...]` -> `out [A..., I..., B...]`,
+    as `hl.gather`. An index outside `[0, n)` stops the step with an error.
+
+    ```mlir
+    ll.gather %table[%tokens] into %e axis = 0
+        : memref<65x64xf32>, memref<16x64xi32> -> memref<16x64x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_Buffer, "input", [MemRead]>:$input,
+    Arg<LL_IndexBuffer, "indices", [MemRead]>:$indices,
+    Arg<LL_Buffer, "result", [MemWrite]>:$out,
+    I64Attr:$axis
+  );
+  let assemblyFormat = [{
+    $input `[` $indices `]` `into` $out `axis` `=` $axis attr-dict
+    `:` type($input) `,` type($indices) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_ScatterAddOp : LL_Op<"scatter_add"> {
+  let summary = "gradient of gather: zero, then add each slice at its index";
+  let description = [{
+    The adjoint of `ll.gather` with the same `axis`: `out` (the gathered
+    input's type) is zeroed, then each slice of `grad_output` is added at
+    the position its index names; repeated indices add up.
+
+    ```mlir
+    ll.scatter_add %de[%tokens] into %dtable axis = 0
+        : memref<16x64x64xf32>, memref<16x64xi32> -> memref<65x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_FloatBuffer, "upstream gradient", [MemRead]>:$grad_output,
+    Arg<LL_IndexBuffer, "indices", [MemRead]>:$indices,
+    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out,
+    I64Attr:$axis
+  );
+  let assemblyFormat = [{
+    $grad_output `[` $indices `]` `into` $out `axis` `=` $axis attr-dict
+    `:` type($grad_output) `,` type($indices) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_SliceOp : LL_Op<"slice"> {
+  let summary = "copies a strided window of a buffer";
+  let description = [{
+    `out[i] = input[start + i * strides]` per dimension (`hl.slice`; the
+    limit is implied by `out`'s shape). With `backward`, the adjoint: `out`
+    has the sliced buffer's shape, is zeroed, and `input` (the window's
+    gradient) is written at those positions.
+
+    ```mlir
+    ll.slice %x into %y start = [0, 2] strides = [1, 2]
+        : memref<8x16xf32> -> memref<8x7xf32>
+    ll.slice %dy into %dx start = [0, 2] strides = [1, 2] backward
+        : memref<8x7xf32> -> memref<8x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_Buffer, "input", [MemRead]>:$input,
+    Arg<LL_Buffer, "result", [MemWrite]>:$out,
+    DenseI64ArrayAttr:$start,
+    DenseI64ArrayAttr:$strides,
+    UnitAttr:$backward
+  );
+  let assemblyFormat = [{
+    $input `into` $out `start` `=` $start `strides` `=` $strides
+    (`backward` $backward^)? attr-dict `:` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_ConcatOp : LL_Op<"concat"> {
+  let summary = "joins buffers along one axis";
+  let description = [{
+    ```mlir
+    ll.concat %a, %b into %c axis = 1
+        : memref<4x3xf32>, memref<4x5xf32> -> memref<4x8xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<Variadic<LL_Buffer>, "inputs", [MemRead]>:$inputs,
+    Arg<LL_Buffer, "result", [MemWrite]>:$out,
+    I64Attr:$axis
+  );
+  let assemblyFormat = [{
+    $inputs `into` $out `axis` `=` $axis attr-dict `:` type($inputs) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_ArgmaxOp : LL_Op<"argmax"> {
+  let summary = "index of the maximum along one axis";
+  let description = [{
+    `out` is `input`'s shape with `axis` removed or kept as 1; the first
+    maximum wins ties.
+
+    ```mlir
+    ll.argmax %logits into %pred axis = 1 : memref<32x10xf32> -> memref<32xi64>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_Buffer, "input", [MemRead]>:$input,
+    Arg<MemRefOf<[I64]>, "result", [MemWrite]>:$out,
+    I64Attr:$axis
+  );
+  let assemblyFormat = [{
+    $input `into` $out `axis` `=` $axis attr-dict `:` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses and randomness
+//===----------------------------------------------------------------------===//
+
+def LL_MseLossOp : LL_Op<"mse_loss", [AllTypesMatch<["input", "target"]>]> {
+  let summary = "mean squared error into a scalar";
+  let description = [{
+    ```mlir
+    ll.mse_loss %pred, %target into %loss : memref<32x1xf32> -> memref<f32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_FloatBuffer, "input", [MemRead]>:$input,
+    Arg<LL_FloatBuffer, "target", [MemRead]>:$target,
+    Arg<MemRefRankOf<[F16, BF16, F32, F64], [0]>, "loss", [MemWrite]>:$loss,
+    DefaultValuedAttr<LL_LossReduction, "::ll::LossReduction::Mean">:$reduction
+  );
+  let assemblyFormat = [{
+    $input `,` $target `into` $loss (`reduction` `=` $reduction^)? attr-dict
+    `:` type($input) `->` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_DropoutOp : LL_Op<"dropout", [AllTypesMatch<["input", "out"]>]> {
+  let summary = "inverted dropout from a counter-based random stream";
+  let description = [{
+    `hl.dropout` on buffers: the mask is Philox4x32-10 of the rank-0 `seed`
+    and `offset` buffers and the static `stream` (the exact rule is in
+    `hl.dropout`'s description), so a replayed step draws the same mask and
+    the backward kernel, the same op on the gradient, the same zeros.
+
+    ```mlir
+    ll.dropout %x, %seed, %offset into %y p = 1.000000e-01 stream = 0
+        : memref<32x128xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_FloatBuffer, "input", [MemRead]>:$input,
+    Arg<LL_I64Scalar, "seed", [MemRead]>:$seed,
+    Arg<LL_I64Scalar, "offset", [MemRead]>:$offset,
+    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out,
+    F64Attr:$p,
+    I64Attr:$stream
+  );
+  let assemblyFormat = [{
+    $input `,` $seed `,` $offset `into` $out `p` `=` $p `stream` `=` $stream
+    attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }
