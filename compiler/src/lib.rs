@@ -21,8 +21,10 @@
 //!  convert-hl-to-ll: tensors -> buffers, one ll op per kernel, hl illegal
 //!        v
 //!  ll (buffers; one op = one kernel: gemm+epilogue, elementwise region,
-//!      multi_tensor_apply, softmax_cross_entropy, softmax, norm, reduce,
-//!      attention, transpose, copy, fill; reshape is a view)
+//!      multi_tensor_apply, softmax_cross_entropy, softmax and norm (each
+//!      with its backward), reduce, attention, conv2d (+ 2 backward),
+//!      pool2d (+ backward), gather, scatter_add, slice, concat, argmax,
+//!      mse_loss, dropout, transpose, copy, fill; reshape is a view)
 //!        |  ll-plan-memory{budget report}: one arena, in place, recompute
 //!        |  ll-schedule{max-streams}: streams and events
 //!        |  (aicf-train-pipeline runs hl-optimizer .. ll-schedule)
@@ -39,7 +41,7 @@
 //! - After `hl-autodiff`: `@loss_grad` returns the loss, then one gradient
 //!   per `hl.param` in declaration order; after `hl-optimizer`, every
 //!   `@train_step` result is tagged `hl.bind` with the symbol it updates.
-//! - After `convert-hl-to-ll`: no `hl` op in any function body (the
+//! - After `convert-hl-to-ll`: every shape is static; no `hl` op in any function body (the
 //!   `hl.param`/`hl.state` table stays); every function returns nothing and
 //!   its arguments carry `ll.bind`; temporaries are `memref.alloc`s.
 //! - After `ll-plan-memory`: no `memref.alloc`; one `%arena` argument; the
