@@ -59,6 +59,7 @@
 //! numerical oracle, [`run_pipeline`] to run a textual pass pipeline,
 //! [`opt_main`] for the `aicf-opt` driver.
 
+pub mod codegen;
 pub mod context;
 pub mod error;
 pub mod ffi;

@@ -13,5 +13,8 @@
 //! The artifact loader, the CPU and CUDA backends and the trainer build on
 //! these (see docs/ARCHITECTURE.md).
 
+pub mod artifact;
+pub mod cpu;
 pub mod init;
 pub mod rng;
+pub mod session;

@@ -3,6 +3,7 @@
 
 mod api;
 mod autodiff;
+mod cpu;
 mod interp;
 mod lowering;
 mod models;

@@ -1,0 +1,175 @@
+//! The compiled module on disk: a directory holding `manifest.json` (this
+//! module's types) and `kernels.so`, the host code the compiler generated.
+//!
+//! ```text
+//! model.aicf/
+//!   manifest.json   format, IR hash, target, parameter/state table,
+//!                   constants, and per function: its arguments (by binding
+//!                   tag), arena size and the kernel calls in program order
+//!   kernels.so      one exported symbol per call:
+//!                   void aicf_kN(int64_t begin, int64_t end, void **buffers)
+//! ```
+//!
+//! A call runs rows `[begin, end)` of its `work`; the runtime splits the
+//! range over threads when the call is large enough (`grain` rows per piece
+//! at least). `buffers[i]` is the address of operand `i`: an argument, a byte
+//! offset in the function's arena, or a constant.
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever a field changes meaning.
+pub const FORMAT: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub format: u32,
+    /// Hash of the `hl` module the artifact was compiled from: checkpoints
+    /// carry it, so that one cannot be loaded into a different model.
+    pub ir_hash: String,
+    /// What the kernels were compiled for (`x86_64 cpu haswell +avx2 +fma`).
+    pub target: String,
+    /// Parameters, then optimizer state, in declaration order.
+    pub symbols: Vec<Symbol>,
+    pub constants: Vec<Constant>,
+    pub functions: Vec<Function>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Symbol {
+    pub name: String,
+    /// "param" or "state".
+    pub kind: String,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    /// The initializer text of a parameter ([`crate::init::Init::parse`]);
+    /// state starts at zero.
+    pub init: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    F64,
+    I32,
+    I64,
+    I1,
+    /// Raw bytes (the arena).
+    U8,
+}
+
+impl DType {
+    pub fn bytes(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::I1 | DType::U8 => 1,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Constant {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub values: Vec<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub args: Vec<Arg>,
+    pub arena_bytes: u64,
+    pub calls: Vec<Call>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Arg {
+    /// The `ll.bind` tag: "input", "lr", "loss", "result N", "param @x",
+    /// "state @x" or "arena".
+    pub bind: String,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+}
+
+/// What an argument is to the caller of its function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Supplied by the caller: data, labels, the learning rate.
+    Input,
+    /// Written by the function and handed back: the loss, results.
+    Output,
+    /// A parameter or optimizer-state symbol, owned by the session.
+    Symbol(String),
+    /// The function's scratch memory.
+    Arena,
+}
+
+impl Arg {
+    pub fn role(&self) -> Role {
+        if self.bind == "arena" {
+            Role::Arena
+        } else if let Some(s) = self.bind.strip_prefix("param @").or_else(|| self.bind.strip_prefix("state @")) {
+            Role::Symbol(s.to_string())
+        } else if self.bind == "loss" || self.bind.starts_with("result") {
+            Role::Output
+        } else {
+            Role::Input
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.shape.iter().product::<usize>() * self.dtype.bytes()
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Call {
+    /// The exported symbol in `kernels.so`.
+    pub symbol: String,
+    /// The `ll` op it implements, for errors and profiles.
+    pub op: String,
+    /// Rows of work; the kernel runs `[begin, end)` of them.
+    pub work: u64,
+    /// The fewest rows worth a thread of their own.
+    pub grain: u64,
+    pub buffers: Vec<Buffer>,
+    /// Integer operands whose values must be valid indices: checked before
+    /// the call, so that a bad label is an error, not a wild read.
+    pub index_checks: Vec<IndexCheck>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+pub enum Buffer {
+    Arg { index: usize },
+    Arena { offset: u64 },
+    Constant { index: usize },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct IndexCheck {
+    /// Operand position in `buffers`, its element type and count.
+    pub operand: usize,
+    pub dtype: DType,
+    pub count: usize,
+    /// Valid values are `[0, bound)`, plus `allowed` (an ignore index).
+    pub bound: i64,
+    pub allowed: Option<i64>,
+    pub what: String,
+}
+
+/// The manifest as the JSON that `manifest.json` holds.
+pub fn to_json(m: &Manifest) -> Result<String, serde_json::Error> {
+    serde_json::to_string_pretty(m)
+}
+
+/// FNV-1a 64 of `text`, in hex: the IR hash manifests and checkpoints carry.
+pub fn ir_hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}

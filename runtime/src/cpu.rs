@@ -1,0 +1,254 @@
+//! The CPU backend: loads a compiled module (`manifest.json` + `kernels.so`)
+//! and runs its functions, splitting each kernel's rows over a thread pool.
+
+use crate::artifact::{Buffer, Call, DType, FORMAT, Function, Manifest};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// `void aicf_kN(int64_t begin, int64_t end, void **buffers)`
+type KernelFn = unsafe extern "C" fn(i64, i64, *const *mut u8);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("{path}: {message}")]
+    Load { path: PathBuf, message: String },
+    #[error("no function @{0} in the compiled module")]
+    NoFunction(String),
+    #[error("@{function}: {message}")]
+    Arguments { function: String, message: String },
+    #[error("@{function}, kernel #{call} ({op}): {message}")]
+    Kernel { function: String, call: usize, op: String, message: String },
+}
+
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+/// Zeroed memory aligned to 64 bytes, viewed as bytes.
+pub struct Bytes {
+    words: Vec<[u64; 8]>,
+    len: usize,
+}
+
+impl Bytes {
+    pub fn zeroed(len: usize) -> Self {
+        Bytes { words: vec![[0; 8]; len.div_ceil(64).max(1)], len }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: the words hold at least `len` initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
+    fn ptr(&mut self) -> *mut u8 {
+        self.words.as_mut_ptr() as *mut u8
+    }
+}
+
+impl Default for Bytes {
+    fn default() -> Self {
+        Bytes::zeroed(0)
+    }
+}
+
+impl Clone for Bytes {
+    fn clone(&self) -> Self {
+        Bytes { words: self.words.clone(), len: self.len }
+    }
+}
+
+pub struct CpuModule {
+    manifest: Manifest,
+    /// Resolved symbol per call, per function.
+    kernels: HashMap<String, Vec<KernelFn>>,
+    constants: Vec<Bytes>,
+    pool: rayon::ThreadPool,
+    // Last: the code must outlive the function pointers above.
+    _library: libloading::Library,
+}
+
+impl CpuModule {
+    /// Loads `dir/manifest.json` and `dir/kernels.so`, with `threads` worker
+    /// threads (0: one per core).
+    pub fn load(dir: &Path, threads: usize) -> Result<Self> {
+        let path = dir.join("manifest.json");
+        let load_err = |path: &Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
+        let text = std::fs::read_to_string(&path).map_err(|e| load_err(&path, e.to_string()))?;
+        let manifest: Manifest =
+            serde_json::from_str(&text).map_err(|e| load_err(&path, format!("not a valid manifest: {e}")))?;
+        if manifest.format != FORMAT {
+            return Err(load_err(&path, format!("format {} (this runtime reads {FORMAT})", manifest.format)));
+        }
+        let so = dir.join("kernels.so");
+        // SAFETY: loading runs no initialisers beyond the C runtime's; the
+        // compiler generated the library from the manifest beside it.
+        let library = unsafe { libloading::Library::new(&so) }.map_err(|e| load_err(&so, e.to_string()))?;
+        let mut kernels = HashMap::new();
+        for f in &manifest.functions {
+            let mut resolved = Vec::new();
+            for c in &f.calls {
+                let symbol: libloading::Symbol<KernelFn> = unsafe { library.get(c.symbol.as_bytes()) }
+                    .map_err(|e| load_err(&so, format!("{} (for @{}): {e}", c.symbol, f.name)))?;
+                resolved.push(*symbol);
+            }
+            kernels.insert(f.name.clone(), resolved);
+        }
+        let constants = manifest
+            .constants
+            .iter()
+            .map(|c| {
+                let mut b = Bytes::zeroed(c.values.len() * c.dtype.bytes());
+                write_values(b.as_bytes_mut(), c.dtype, &c.values);
+                b
+            })
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| load_err(dir, format!("cannot start worker threads: {e}")))?;
+        Ok(CpuModule { manifest, kernels, constants, pool, _library: library })
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    pub fn function(&self, name: &str) -> Result<&Function> {
+        self.manifest.functions.iter().find(|f| f.name == name).ok_or_else(|| RuntimeError::NoFunction(name.into()))
+    }
+
+    /// Runs `name` over `args`, one buffer per argument of its signature in
+    /// order (the arena included), each exactly the argument's size.
+    pub fn run(&self, name: &str, args: &mut [&mut Bytes]) -> Result<()> {
+        let f = self.function(name)?;
+        let bad = |message: String| RuntimeError::Arguments { function: name.into(), message };
+        if args.len() != f.args.len() {
+            return Err(bad(format!("{} buffers for {} arguments", args.len(), f.args.len())));
+        }
+        for (i, (a, spec)) in args.iter().zip(&f.args).enumerate() {
+            let want = if spec.bind == "arena" { f.arena_bytes as usize } else { spec.bytes() };
+            if a.len() != want {
+                return Err(bad(format!(
+                    "argument #{i} ({}) holds {} bytes, expected {want} ({:?} {:?})",
+                    spec.bind,
+                    a.len(),
+                    spec.shape,
+                    spec.dtype
+                )));
+            }
+        }
+        let arena_index = f.args.iter().position(|a| a.bind == "arena");
+        let bases: Vec<*mut u8> = args.iter_mut().map(|a| a.ptr()).collect();
+        let constants: Vec<*const u8> = self.constants.iter().map(|c| c.words.as_ptr() as *const u8).collect();
+        for (k, (call, kernel)) in f.calls.iter().zip(&self.kernels[name]).enumerate() {
+            let pointers: Vec<*mut u8> = call
+                .buffers
+                .iter()
+                .map(|b| match *b {
+                    Buffer::Arg { index } => bases[index],
+                    // SAFETY: the compiler placed every buffer inside the arena.
+                    Buffer::Arena { offset } => unsafe { bases[arena_index.unwrap_or(0)].add(offset as usize) },
+                    Buffer::Constant { index } => constants[index] as *mut u8,
+                })
+                .collect();
+            check_indices(call, &pointers).map_err(|message| RuntimeError::Kernel {
+                function: name.into(),
+                call: k,
+                op: call.op.clone(),
+                message,
+            })?;
+            self.launch(*kernel, call, &pointers);
+        }
+        Ok(())
+    }
+
+    fn launch(&self, kernel: KernelFn, call: &Call, pointers: &[*mut u8]) {
+        let work = call.work as i64;
+        let pieces = (call.work / call.grain.max(1)).min(self.threads() as u64).max(1) as i64;
+        let table = Pointers(pointers.as_ptr());
+        if pieces == 1 {
+            // SAFETY: the kernel reads and writes only the buffers the
+            // manifest gives it, all live for this call.
+            unsafe { kernel(0, work, table.0) };
+            return;
+        }
+        self.pool.scope(|s| {
+            for p in 0..pieces {
+                let (lo, hi) = (work * p / pieces, work * (p + 1) / pieces);
+                let table = table;
+                // SAFETY: pieces write disjoint rows.
+                s.spawn(move |_| unsafe { kernel(lo, hi, table.get()) });
+            }
+        });
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Pointers(*const *mut u8);
+// SAFETY: the table outlives the scope that shares it, and the kernels
+// write disjoint rows of the buffers it points to.
+unsafe impl Send for Pointers {}
+unsafe impl Sync for Pointers {}
+impl Pointers {
+    fn get(self) -> *const *mut u8 {
+        self.0
+    }
+}
+
+fn check_indices(call: &Call, pointers: &[*mut u8]) -> Result<(), String> {
+    for c in &call.index_checks {
+        let p = pointers[c.operand];
+        for i in 0..c.count {
+            // SAFETY: the operand holds `count` integers of `dtype`.
+            let v = unsafe {
+                match c.dtype {
+                    DType::I32 => *(p as *const i32).add(i) as i64,
+                    DType::I64 => *(p as *const i64).add(i),
+                    _ => continue,
+                }
+            };
+            if (v < 0 || v >= c.bound) && Some(v) != c.allowed {
+                return Err(format!("{} {v} at position {i} is outside [0, {})", c.what, c.bound));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `values` into `out` as `dtype` elements.
+pub fn write_values(out: &mut [u8], dtype: DType, values: &[f64]) {
+    for (i, &v) in values.iter().enumerate() {
+        let at = i * dtype.bytes();
+        match dtype {
+            DType::F32 => out[at..at + 4].copy_from_slice(&(v as f32).to_le_bytes()),
+            DType::F64 => out[at..at + 8].copy_from_slice(&v.to_le_bytes()),
+            DType::I32 => out[at..at + 4].copy_from_slice(&(v as i32).to_le_bytes()),
+            DType::I64 => out[at..at + 8].copy_from_slice(&(v as i64).to_le_bytes()),
+            DType::I1 => out[at] = (v != 0.0) as u8,
+            DType::U8 => out[at] = v as u8,
+        }
+    }
+}
+
+/// Reads `out` as `dtype` elements.
+pub fn read_values(bytes: &[u8], dtype: DType) -> Vec<f64> {
+    bytes
+        .chunks_exact(dtype.bytes())
+        .map(|c| match dtype {
+            DType::F32 => f32::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
+            DType::F64 => f64::from_le_bytes(c.try_into().unwrap_or_default()),
+            DType::I32 => i32::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
+            DType::I64 => i64::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
+            DType::I1 | DType::U8 => c[0] as f64,
+        })
+        .collect()
+}
