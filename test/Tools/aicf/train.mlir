@@ -1,0 +1,23 @@
+// `aicf train` on the digits MLP: compiles the train step for the CPU,
+// trains with Adam, reports held-out accuracy, writes metrics and a plot.
+// Bad input is a clear error naming the file.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --lr 3e-3 --epochs 3 --out %t | FileCheck %s
+// RUN: FileCheck %s --check-prefix=METRICS < %t/metrics.jsonl
+// RUN: grep -c '<polyline' %t/plot.svg | FileCheck %s --check-prefix=PLOT
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/inputs/four_features.csv --out %t 2>&1 | FileCheck %s --check-prefix=SHAPE
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/inputs/missing.csv --out %t 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 1e30 --epochs 1 --out %t 2>&1 | FileCheck %s --check-prefix=NAN
+
+// CHECK: training on 1438 rows (359 held out), batch 32, 44 steps per epoch
+// CHECK: epoch   1/3  train loss {{[0-9.]+}}  val accuracy {{[0-9.]+}}%
+// CHECK: epoch   3/3
+// CHECK: final held-out accuracy {{[0-9.]+}}% after 3 epochs (132 steps
+
+// METRICS: {"epoch":1,"seconds":{{.*}},"step":44,"train_loss":{{.*}},"val_accuracy":{{.*}}}
+// METRICS: {"epoch":3,
+
+// PLOT: 2
+
+// SHAPE: aicf: error: {{.*}}four_features.csv: rows have 4 features, the model takes [32, 64]
+// MISSING: aicf: error: {{.*}}missing.csv: No such file or directory
+// NAN: aicf: error: the loss became {{.*}} at epoch 1, step {{[0-9]+}} (lr 1000000000000000000000000000000); lower the learning rate

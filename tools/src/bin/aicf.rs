@@ -1,0 +1,405 @@
+//! `aicf`: compile a model to a CPU artifact, or train it on a data set.
+//!
+//! ```text
+//! aicf compile examples/mlp/digits_mlp.mlir -o target/digits.aicf
+//! aicf compile examples/mlp/digits_mlp.mlir --emit ll        # print a stage
+//! aicf train examples/mlp/digits_mlp.mlir --data data/digits.csv.gz \
+//!     --optimizer adam --lr 3e-3 --epochs 20 --out target/run
+//! ```
+
+use aicf_compiler::{CompilerContext, codegen::compile_cpu, run_pipeline};
+use aicf_runtime::{
+    artifact::{self, Role, ir_hash},
+    cpu::CpuModule,
+    session::{Session, Tensor},
+};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(name = "aicf", version, about = "AICF: a training compiler (compile and train models written in hl)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Optimizer {
+    Sgd,
+    Adam,
+    Adamw,
+}
+
+impl Optimizer {
+    fn name(self) -> &'static str {
+        match self {
+            Optimizer::Sgd => "sgd",
+            Optimizer::Adam => "adam",
+            Optimizer::Adamw => "adamw",
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Stage {
+    /// The model as parsed and verified.
+    Hl,
+    /// The fused hl train step (after autodiff, optimizer and fusion).
+    Fused,
+    /// The planned, scheduled ll train step.
+    Ll,
+}
+
+#[derive(clap::Args)]
+struct Compile {
+    /// The model: an hl module with @forward and @loss.
+    model: PathBuf,
+    #[arg(long, value_enum, default_value = "adam")]
+    optimizer: Optimizer,
+    #[arg(long, default_value_t = 0.0)]
+    weight_decay: f64,
+    #[arg(long, default_value_t = 0.0)]
+    momentum: f64,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compile a model's train step for the CPU (or print one stage).
+    Compile {
+        #[command(flatten)]
+        compile: Compile,
+        /// Where to write the artifact (manifest.json + kernels.so).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Print this stage's IR instead of writing an artifact.
+        #[arg(long, value_enum)]
+        emit: Option<Stage>,
+    },
+    /// Train a classifier on a CSV data set (features..., label per row).
+    Train {
+        #[command(flatten)]
+        compile: Compile,
+        /// CSV or gzip-compressed CSV: one row per example, the label last.
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value_t = 1e-3)]
+        lr: f64,
+        #[arg(long, default_value_t = 10)]
+        epochs: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Fraction of the rows held out for validation (a seeded shuffle).
+        #[arg(long, default_value_t = 0.2)]
+        val_split: f64,
+        /// Worker threads (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        /// Run directory: metrics.jsonl, plot.svg and the compiled artifact.
+        #[arg(long, default_value = "target/aicf-run")]
+        out: PathBuf,
+    },
+}
+
+type Result<T> = std::result::Result<T, String>;
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Compile { compile, output, emit } => run_compile(&compile, output, emit),
+        Command::Train { compile, data, lr, epochs, seed, val_split, threads, out } => {
+            train(&compile, &data, lr, epochs, seed, val_split, threads, &out)
+        }
+    };
+    if let Err(e) = result {
+        eprintln!("aicf: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn pipeline(c: &Compile, to_ll: bool) -> String {
+    let options = format!("optimizer={} weight-decay={} momentum={}", c.optimizer.name(), c.weight_decay, c.momentum);
+    if to_ll {
+        format!("builtin.module(aicf-train-pipeline{{{options}}})")
+    } else {
+        format!(
+            "builtin.module(hl-optimizer{{kind={} weight-decay={} momentum={}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
+             canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
+            c.optimizer.name(),
+            c.weight_decay,
+            c.momentum
+        )
+    }
+}
+
+fn run_compile(c: &Compile, output: Option<PathBuf>, emit: Option<Stage>) -> Result<()> {
+    let source = read(&c.model)?;
+    let ctx = CompilerContext::new();
+    let name = c.model.display().to_string();
+    let mut module = ctx.parse(&source, &name).map_err(|e| e.to_string())?;
+    match emit {
+        Some(Stage::Hl) => {}
+        Some(stage) => run_pipeline(&ctx, &mut module, &pipeline(c, matches!(stage, Stage::Ll))).map_err(|e| e.to_string())?,
+        None => {
+            let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
+            let started = Instant::now();
+            let manifest = compile(&ctx, c, &source, &name, &out)?;
+            let kernels: usize = manifest.functions.iter().map(|f| f.calls.len()).sum();
+            println!(
+                "compiled {name} -> {} ({} functions, {kernels} kernel calls, {}) in {:.2} s",
+                out.display(),
+                manifest.functions.len(),
+                manifest.target,
+                started.elapsed().as_secs_f64()
+            );
+            return Ok(());
+        }
+    }
+    println!("{}", module.as_operation());
+    Ok(())
+}
+
+/// Parses, lowers and generates code for `source` into `out`.
+fn compile(ctx: &CompilerContext, c: &Compile, source: &str, name: &str, out: &Path) -> Result<artifact::Manifest> {
+    let mut module = ctx.parse(source, name).map_err(|e| e.to_string())?;
+    run_pipeline(ctx, &mut module, &pipeline(c, true)).map_err(|e| e.to_string())?;
+    compile_cpu(ctx, &module, &ir_hash(source), out).map_err(|e| e.to_string())
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Rows of (features, label) from a CSV file, gzip-compressed or not.
+fn load_csv(path: &Path) -> Result<Vec<(Vec<f64>, i64)>> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut text = String::new();
+    let read = if path.extension().is_some_and(|e| e == "gz") {
+        flate2::read::GzDecoder::new(file).read_to_string(&mut text)
+    } else {
+        std::io::BufReader::new(file).read_to_string(&mut text)
+    };
+    read.map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut rows = Vec::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let values: Vec<f64> = line
+            .split(',')
+            .map(|v| v.trim().parse::<f64>())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?;
+        let Some((&label, features)) = values.split_last() else { continue };
+        if label.fract() != 0.0 || label < 0.0 {
+            return Err(format!("{}:{}: the label {label} is not a class index", path.display(), n + 1));
+        }
+        if let Some(first) = rows.first().map(|r: &(Vec<f64>, i64)| r.0.len())
+            && first != features.len()
+        {
+            return Err(format!(
+                "{}:{}: {} features, earlier rows have {first}",
+                path.display(),
+                n + 1,
+                features.len()
+            ));
+        }
+        rows.push((features.to_vec(), label as i64));
+    }
+    if rows.is_empty() {
+        return Err(format!("{}: no rows", path.display()));
+    }
+    Ok(rows)
+}
+
+/// A fixed-seed LCG shuffle: the same order on every run and machine.
+fn shuffle<T>(items: &mut [T], state: &mut u64) {
+    for i in (1..items.len()).rev() {
+        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        items.swap(i, (*state >> 33) as usize % (i + 1));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn train(
+    c: &Compile,
+    data: &Path,
+    lr: f64,
+    epochs: usize,
+    seed: u64,
+    val_split: f64,
+    threads: usize,
+    out: &Path,
+) -> Result<()> {
+    let source = read(&c.model)?;
+    let name = c.model.display().to_string();
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // The artifact is cached by the IR and the pipeline's options.
+    let key = ir_hash(&format!("{source}\n{}", pipeline(c, true)));
+    let dir = out.join(format!("artifact-{key}"));
+    let started = Instant::now();
+    if !dir.join("manifest.json").exists() || !dir.join("kernels.so").exists() {
+        let ctx = CompilerContext::new();
+        compile(&ctx, c, &source, &name, &dir)?;
+        println!("compiled {name} in {:.2} s -> {}", started.elapsed().as_secs_f64(), dir.display());
+    } else {
+        println!("using the compiled {}", dir.display());
+    }
+    let module = CpuModule::load(&dir, threads).map_err(|e| e.to_string())?;
+    let step = module.function("train_step").map_err(|e| e.to_string())?.clone();
+    let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
+    let inputs: Vec<&artifact::Arg> = step.args.iter().filter(|a| a.role() == Role::Input).collect();
+    let [x_arg, y_arg, lr_arg] = inputs[..] else {
+        return Err(format!("@train_step takes {} inputs; `aicf train` feeds (features, labels, lr)", inputs.len()));
+    };
+    let (batch, features) = match x_arg.shape[..] {
+        [b, f] => (b, f),
+        _ => return Err(format!("the model's input is {:?}; `aicf train` feeds [batch, features]", x_arg.shape)),
+    };
+    let classes = forward.args.iter().find(|a| a.role() == Role::Output).and_then(|a| a.shape.last().copied()).unwrap_or(0);
+
+    let mut rows = load_csv(data)?;
+    if rows[0].0.len() != features {
+        return Err(format!(
+            "{}: rows have {} features, the model takes [{batch}, {features}]",
+            data.display(),
+            rows[0].0.len()
+        ));
+    }
+    if let Some((_, bad)) = rows.iter().find(|r| r.1 as usize >= classes) {
+        return Err(format!("{}: label {bad} is not below the model's {classes} classes", data.display()));
+    }
+    let mut state = seed ^ 0x2545F4914F6CDD1D;
+    shuffle(&mut rows, &mut state);
+    let held = ((rows.len() as f64) * val_split).round() as usize;
+    let (val, train_rows) = rows.split_at(held);
+    // Features scaled by the training split's largest magnitude.
+    let scale = train_rows.iter().flat_map(|r| r.0.iter()).fold(0.0f64, |m, v| m.max(v.abs())).max(1e-12);
+    let mut session = Session::new(module, seed).map_err(|e| e.to_string())?;
+    let metrics_path = out.join("metrics.jsonl");
+    let mut metrics = std::fs::File::create(&metrics_path).map_err(|e| format!("{}: {e}", metrics_path.display()))?;
+    println!(
+        "training on {} rows ({} held out), batch {batch}, {} steps per epoch, {} threads",
+        train_rows.len(),
+        val.len(),
+        train_rows.len() / batch,
+        session.module().threads()
+    );
+    if train_rows.len() < batch {
+        return Err(format!("{} training rows, fewer than one batch of {batch}", train_rows.len()));
+    }
+    let lr_t = Tensor::scalar(lr, lr_arg.dtype);
+    let mut order: Vec<usize> = (0..train_rows.len()).collect();
+    let mut history = Vec::new();
+    let train_started = Instant::now();
+    let mut steps = 0usize;
+    for epoch in 1..=epochs {
+        let epoch_started = Instant::now();
+        shuffle(&mut order, &mut state);
+        let mut loss_sum = 0.0;
+        let mut count = 0;
+        // Full batches only: the last partial batch is dropped each epoch
+        // (the rows differ every epoch with the shuffle).
+        for chunk in order.chunks_exact(batch) {
+            let x: Vec<f64> = chunk.iter().flat_map(|&i| train_rows[i].0.iter().map(|v| v / scale)).collect();
+            let y: Vec<f64> = chunk.iter().map(|&i| train_rows[i].1 as f64).collect();
+            let out = session
+                .call(
+                    "train_step",
+                    &[
+                        &Tensor::new(x_arg.shape.clone(), x_arg.dtype, x),
+                        &Tensor::new(y_arg.shape.clone(), y_arg.dtype, y),
+                        &lr_t,
+                    ],
+                )
+                .map_err(|e| e.to_string())?;
+            let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
+            steps += 1;
+            if !loss.is_finite() {
+                return Err(format!(
+                    "the loss became {loss} at epoch {epoch}, step {steps} (lr {lr}); lower the learning rate"
+                ));
+            }
+            loss_sum += loss;
+            count += 1;
+        }
+        let accuracy = evaluate(&mut session, val, batch, features, scale, classes)?;
+        let train_loss = loss_sum / count.max(1) as f64;
+        let seconds = epoch_started.elapsed().as_secs_f64();
+        println!(
+            "epoch {epoch:>3}/{epochs}  train loss {train_loss:.4}  val accuracy {:.2}%  ({seconds:.2} s)",
+            100.0 * accuracy
+        );
+        writeln!(
+            metrics,
+            "{}",
+            serde_json::json!({"epoch": epoch, "step": steps, "train_loss": train_loss, "val_accuracy": accuracy, "seconds": seconds})
+        )
+        .map_err(|e| format!("{}: {e}", metrics_path.display()))?;
+        history.push((train_loss, accuracy));
+    }
+    let plot = out.join("plot.svg");
+    std::fs::write(&plot, svg_plot(&history)).map_err(|e| format!("{}: {e}", plot.display()))?;
+    let final_accuracy = history.last().map_or(0.0, |h| h.1);
+    println!(
+        "final held-out accuracy {:.2}% after {epochs} epochs ({steps} steps, training {:.2} s); metrics {}, plot {}",
+        100.0 * final_accuracy,
+        train_started.elapsed().as_secs_f64(),
+        metrics_path.display(),
+        plot.display()
+    );
+    Ok(())
+}
+
+/// Accuracy of @forward's argmax on `rows`, in batches of the compiled size
+/// (the last batch padded with zeros, its padding ignored).
+fn evaluate(
+    session: &mut Session,
+    rows: &[(Vec<f64>, i64)],
+    batch: usize,
+    features: usize,
+    scale: f64,
+    classes: usize,
+) -> Result<f64> {
+    let mut correct = 0;
+    for chunk in rows.chunks(batch) {
+        let mut x: Vec<f64> = chunk.iter().flat_map(|r| r.0.iter().map(|v| v / scale)).collect();
+        x.resize(batch * features, 0.0);
+        let logits = session
+            .call("forward", &[&Tensor::new([batch, features], artifact::DType::F32, x)])
+            .map_err(|e| e.to_string())?;
+        let logits = &logits[0].values;
+        for (i, r) in chunk.iter().enumerate() {
+            let row = &logits[i * classes..(i + 1) * classes];
+            let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
+            correct += (best as i64 == r.1) as usize;
+        }
+    }
+    Ok(correct as f64 / rows.len().max(1) as f64)
+}
+
+/// Train loss (left axis) and held-out accuracy (right axis) per epoch.
+fn svg_plot(history: &[(f64, f64)]) -> String {
+    let (w, h, pad) = (640.0, 360.0, 48.0);
+    let n = history.len().max(2) as f64 - 1.0;
+    let max_loss = history.iter().map(|p| p.0).fold(1e-9f64, f64::max);
+    let x = |i: usize| pad + (w - 2.0 * pad) * i as f64 / n;
+    let line = |f: &dyn Fn(&(f64, f64)) -> f64| {
+        history.iter().enumerate().map(|(i, p)| format!("{:.1},{:.1}", x(i), f(p))).collect::<Vec<_>>().join(" ")
+    };
+    let loss = line(&|p| h - pad - (h - 2.0 * pad) * p.0 / max_loss);
+    let acc = line(&|p| h - pad - (h - 2.0 * pad) * p.1);
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">
+<rect width="100%" height="100%" fill="white"/>
+<line x1="{pad}" y1="{b}" x2="{r}" y2="{b}" stroke="black"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{b}" stroke="black"/>
+<text x="{pad}" y="20">train loss (blue, max {max_loss:.3}) and held-out accuracy (orange, 0-100%) per epoch</text>
+<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{loss}"/>
+<polyline fill="none" stroke="#ff7f0e" stroke-width="2" points="{acc}"/>
+<text x="{r}" y="{lb}" text-anchor="end">epoch {epochs}</text>
+</svg>
+"##,
+        b = h - pad,
+        r = w - pad,
+        lb = h - pad + 16.0,
+        epochs = history.len()
+    )
+}
