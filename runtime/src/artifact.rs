@@ -137,6 +137,35 @@ pub struct Call {
     /// Integer operands whose values must be valid indices: checked before
     /// the call, so that a bad label is an error, not a wild read.
     pub index_checks: Vec<IndexCheck>,
+    /// For a GEMM: the library candidate the kernel registry may run
+    /// instead of the generated kernel.
+    #[serde(default)]
+    pub library: Option<LibraryGemm>,
+}
+
+/// A GEMM as a library call: `out[b] = alpha * A[b] B[b]` for each of
+/// `batch` products (row-major `out`, `m x n`), A and B read through their
+/// strides in elements (`[row, column]`, and per batch), then `epilogue`
+/// (bias, activation, mask, residual, lhs_sum) as a generated row kernel.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LibraryGemm {
+    pub batch: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a_strides: [usize; 2],
+    pub b_strides: [usize; 2],
+    pub a_batch: usize,
+    pub b_batch: usize,
+    pub alpha: f64,
+    /// Operand positions of A, B and the output.
+    pub a: usize,
+    pub b: usize,
+    pub out: usize,
+    /// Operands the epilogue reads at the output's index (mask, residual):
+    /// the library path is off when one shares the output's memory.
+    pub aliases: Vec<usize>,
+    pub epilogue: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]

@@ -1,7 +1,8 @@
 //! The CPU backend: loads a compiled module (`manifest.json` + `kernels.so`)
 //! and runs its functions, splitting each kernel's rows over a thread pool.
 
-use crate::artifact::{Buffer, Call, DType, FORMAT, Function, Manifest};
+use crate::artifact::{Buffer, Call, DType, FORMAT, Function, LibraryGemm, Manifest};
+use crate::registry::{Choice, Registry};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -64,8 +65,12 @@ impl Clone for Bytes {
 
 pub struct CpuModule {
     manifest: Manifest,
-    /// Resolved symbol per call, per function.
-    kernels: HashMap<String, Vec<KernelFn>>,
+    /// Resolved symbol per call, per function, with the library GEMM's
+    /// epilogue where there is one.
+    kernels: HashMap<String, Vec<(KernelFn, Option<KernelFn>)>>,
+    registry: Registry,
+    /// Overrides the registry (tests, benchmarks of one candidate).
+    forced: Option<Choice>,
     constants: Vec<Bytes>,
     pool: rayon::ThreadPool,
     // Last: the code must outlive the function pointers above.
@@ -92,9 +97,16 @@ impl CpuModule {
         for f in &manifest.functions {
             let mut resolved = Vec::new();
             for c in &f.calls {
-                let symbol: libloading::Symbol<KernelFn> = unsafe { library.get(c.symbol.as_bytes()) }
-                    .map_err(|e| load_err(&so, format!("{} (for @{}): {e}", c.symbol, f.name)))?;
-                resolved.push(*symbol);
+                let get = |name: &str| -> Result<KernelFn> {
+                    let symbol: libloading::Symbol<KernelFn> = unsafe { library.get(name.as_bytes()) }
+                        .map_err(|e| load_err(&so, format!("{name} (for @{}): {e}", f.name)))?;
+                    Ok(*symbol)
+                };
+                let epilogue = match c.library.as_ref().and_then(|l| l.epilogue.as_deref()) {
+                    Some(e) => Some(get(e)?),
+                    None => None,
+                };
+                resolved.push((get(&c.symbol)?, epilogue));
             }
             kernels.insert(f.name.clone(), resolved);
         }
@@ -111,7 +123,12 @@ impl CpuModule {
             .num_threads(threads)
             .build()
             .map_err(|e| load_err(dir, format!("cannot start worker threads: {e}")))?;
-        Ok(CpuModule { manifest, kernels, constants, pool, _library: library })
+        Ok(CpuModule { manifest, kernels, registry: Registry::open(), forced: None, constants, pool, _library: library })
+    }
+
+    /// Runs every GEMM with `choice` instead of the registry's decision.
+    pub fn force_gemm(&mut self, choice: Option<Choice>) {
+        self.forced = choice;
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -149,7 +166,7 @@ impl CpuModule {
         let arena_index = f.args.iter().position(|a| a.bind == "arena");
         let bases: Vec<*mut u8> = args.iter_mut().map(|a| a.ptr()).collect();
         let constants: Vec<*const u8> = self.constants.iter().map(|c| c.words.as_ptr() as *const u8).collect();
-        for (k, (call, kernel)) in f.calls.iter().zip(&self.kernels[name]).enumerate() {
+        for (k, (call, (kernel, epilogue))) in f.calls.iter().zip(&self.kernels[name]).enumerate() {
             let pointers: Vec<*mut u8> = call
                 .buffers
                 .iter()
@@ -166,9 +183,93 @@ impl CpuModule {
                 op: call.op.clone(),
                 message,
             })?;
-            self.launch(*kernel, call, &pointers);
+            match &call.library {
+                Some(g) if g.aliases.iter().all(|&a| pointers[a] != pointers[g.out]) => {
+                    self.gemm(*kernel, *epilogue, call, g, &pointers)
+                }
+                _ => self.launch(*kernel, call, &pointers),
+            }
         }
         Ok(())
+    }
+
+    /// A GEMM through the registry: the measured-faster candidate (measured
+    /// on first use of the shape, both candidates on the live buffers; the
+    /// GEMM overwrites its output, so a repeat is harmless).
+    fn gemm(&self, kernel: KernelFn, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
+        let key = Registry::key(g, call, &self.manifest.target, self.threads());
+        let choice = self.forced.or_else(|| self.registry.get(&key)).unwrap_or_else(|| {
+            let time = |f: &dyn Fn()| {
+                f();
+                (0..3)
+                    .map(|_| {
+                        let t = std::time::Instant::now();
+                        f();
+                        t.elapsed().as_secs_f64() * 1e3
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            };
+            let generated = time(&|| self.launch(kernel, call, pointers));
+            let library = time(&|| self.library_gemm(epilogue, call, g, pointers));
+            let choice = if library < generated { Choice::Library } else { Choice::Generated };
+            self.registry.set(key, choice, generated, library);
+            choice
+        });
+        match choice {
+            Choice::Library => self.library_gemm(epilogue, call, g, pointers),
+            Choice::Generated => self.launch(kernel, call, pointers),
+        }
+    }
+
+    /// matrixmultiply's sgemm over row blocks on the pool, then the epilogue.
+    fn library_gemm(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
+        let (a, b, c) = (
+            Pointers(pointers[g.a] as *const *mut u8),
+            Pointers(pointers[g.b] as *const *mut u8),
+            Pointers(pointers[g.out] as *const *mut u8),
+        );
+        let pieces = ((g.m * g.n * g.k) as u64 / (1 << 16)).clamp(1, self.threads() as u64).min(g.m as u64) as usize;
+        for batch in 0..g.batch {
+            let block = |lo: usize, hi: usize| {
+                // SAFETY: the manifest's strides stay inside A, B and out;
+                // row blocks of out are disjoint.
+                unsafe {
+                    let ap = (a.get() as *const f32).add(batch * g.a_batch + lo * g.a_strides[0]);
+                    let bp = (b.get() as *const f32).add(batch * g.b_batch);
+                    let cp = (c.get() as *mut f32).add((batch * g.m + lo) * g.n);
+                    matrixmultiply::sgemm(
+                        hi - lo,
+                        g.k,
+                        g.n,
+                        g.alpha as f32,
+                        ap,
+                        g.a_strides[0] as isize,
+                        g.a_strides[1] as isize,
+                        bp,
+                        g.b_strides[0] as isize,
+                        g.b_strides[1] as isize,
+                        0.0,
+                        cp,
+                        g.n as isize,
+                        1,
+                    );
+                }
+            };
+            if pieces == 1 {
+                block(0, g.m);
+            } else {
+                self.pool.scope(|s| {
+                    for p in 0..pieces {
+                        let (lo, hi) = (g.m * p / pieces, g.m * (p + 1) / pieces);
+                        let block = &block;
+                        s.spawn(move |_| block(lo, hi));
+                    }
+                });
+            }
+        }
+        if let Some(e) = epilogue {
+            self.launch(e, call, pointers);
+        }
     }
 
     fn launch(&self, kernel: KernelFn, call: &Call, pointers: &[*mut u8]) {

@@ -16,5 +16,6 @@
 pub mod artifact;
 pub mod cpu;
 pub mod init;
+pub mod registry;
 pub mod rng;
 pub mod session;

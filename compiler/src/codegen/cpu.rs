@@ -14,7 +14,7 @@ use crate::context::CompilerContext;
 use crate::error::CompileError;
 use crate::ir::{self, attr, float_attr, has, i64_array, int_attr, op_name, operands, ops_of};
 use crate::nn::DType;
-use aicf_runtime::artifact::{self, Arg, Buffer, Call, Constant, Function, IndexCheck, Manifest, Symbol};
+use aicf_runtime::artifact::{self, Arg, Buffer, Call, Constant, Function, IndexCheck, LibraryGemm, Manifest, Symbol};
 use aicf_runtime::init::Float;
 use melior::ir::Module;
 use mlir_sys::*;
@@ -145,6 +145,8 @@ struct Generator {
     bodies: Vec<(String, MlirOperation)>,
     /// (kernel name, number of buffers) for the C entries.
     entries: Vec<(String, usize)>,
+    /// The library candidate of each GEMM kernel (by kernel name).
+    library: HashMap<String, Option<LibraryGemm>>,
 }
 
 /// One kernel function being written: SSA names and indentation.
@@ -226,6 +228,46 @@ impl Kernel {
     }
     fn fop(&mut self, op: &str, a: &str, b: &str, t: DType) -> String {
         self.val(&format!("arith.{op} {a}, {b} fastmath<contract> : {}", t.mlir()))
+    }
+}
+
+/// What follows the product in a GEMM kernel, per output element.
+struct Epilogue {
+    bias: Option<usize>,
+    mask: Option<usize>,
+    residual: Option<usize>,
+    out: usize,
+    act: i64,
+    accumulate: bool,
+    t: DType,
+}
+
+impl Epilogue {
+    /// Stores epilogue(`y`) at column `j`, element `o` of the output.
+    fn write(&self, k: &mut Kernel, j: &str, o: &str, y: &str, specs: &[(Vec<usize>, DType)]) {
+        let t = self.t;
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let mut y = y.to_string();
+        if let Some(p) = self.bias {
+            let bv = k.load(&format!("%b{p}"), j, &ty(p));
+            y = k.fop("addf", &y, &bv, t);
+        }
+        y = activation(k, self.act, &y, t);
+        if let Some(p) = self.mask {
+            let zero = k.float(0.0, t);
+            let mv = k.load(&format!("%b{p}"), o, &ty(p));
+            let pos = k.val(&format!("arith.cmpf ogt, {mv}, {zero} : {}", t.mlir()));
+            y = k.val(&format!("arith.select {pos}, {y}, {zero} : {}", t.mlir()));
+        }
+        if let Some(p) = self.residual {
+            let rv = k.load(&format!("%b{p}"), o, &ty(p));
+            y = k.fop("addf", &y, &rv, t);
+        }
+        if self.accumulate {
+            let old = k.load(&format!("%b{}", self.out), o, &ty(self.out));
+            y = k.fop("addf", &old, &y, t);
+        }
+        k.store(&y, &format!("%b{}", self.out), o, &ty(self.out));
     }
 }
 
@@ -352,7 +394,9 @@ impl Generator {
                         .map(|v| refs.get(&ir::key(*v)).copied().ok_or_else(|| at(op, "an operand of unknown origin")))
                         .collect::<Result<Vec<_>>>()?;
                     for (kernel, work, cost, which, checks) in self.kernel(op, &x)? {
+                        let library = self.library.get(&kernel).cloned().flatten();
                         calls.push(Call {
+                            library,
                             symbol: format!("aicf_{kernel}"),
                             op: op_kind.clone(),
                             work,
@@ -432,8 +476,10 @@ impl Generator {
                 vec![(self.last(), numel(shape).max(1) as u64, 1, all, vec![])]
             }
             "ll.gemm" => {
-                let (work, cost) = self.gemm(op, &specs)?;
-                vec![(self.last(), work, cost, all, vec![])]
+                let kernels_before = self.kernels;
+                let (work, cost, library) = self.gemm(op, &specs)?;
+                self.library.insert(format!("k{kernels_before}"), library);
+                vec![(format!("k{kernels_before}"), work, cost, all, vec![])]
             }
             "ll.softmax_cross_entropy" => {
                 let (work, cost, check) = self.softmax_cross_entropy(op, &specs)?;
@@ -559,7 +605,7 @@ impl Generator {
 
     /// One row of the (batched) product per work item, accumulated in a
     /// stack row, then the epilogue.
-    fn gemm(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<(u64, u64)> {
+    fn gemm(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<(u64, u64, Option<LibraryGemm>)> {
         let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 0, 0, 1, 0]);
         let starts: Vec<usize> = seg.iter().scan(0usize, |s, &n| {
             let at = *s;
@@ -664,32 +710,62 @@ impl Generator {
             let c = k.float(alpha, t);
             y = k.fop("mulf", &y, &c, t);
         }
-        if let Some(p) = bias {
-            let bv = k.load(&format!("%b{p}"), &j, &ty(p));
-            y = k.fop("addf", &y, &bv, t);
-        }
-        y = activation(&mut k, act, &y, t);
-        if let Some(p) = mask {
-            let mv = k.load(&format!("%b{p}"), &o, &ty(p));
-            let pos = k.val(&format!("arith.cmpf ogt, {mv}, {zero} : {}", t.mlir()));
-            y = k.val(&format!("arith.select {pos}, {y}, {zero} : {}", t.mlir()));
-        }
-        if let Some(p) = residual {
-            let rv = k.load(&format!("%b{p}"), &o, &ty(p));
-            y = k.fop("addf", &y, &rv, t);
-        }
-        if accumulate {
-            let old = k.load(&format!("%b{out}"), &o, &ty(out));
-            y = k.fop("addf", &old, &y, t);
-        }
-        k.store(&y, &format!("%b{out}"), &o, &ty(out));
+        let epilogue = Epilogue { bias, mask, residual, out, act, accumulate, t };
+        epilogue.write(&mut k, &j, &o, &y, specs);
         k.close();
         if let (Some(p), Some(s)) = (lhs_sum, sum_a) {
             k.store(&s, &format!("%b{p}"), &w, &ty(p));
         }
         k.close();
         self.finish(k, specs);
-        Ok((rows as u64, (2 * kk * n + 4 * n) as u64))
+        // The library candidate: an f32 GEMM into `out` with alpha, then
+        // this kernel's epilogue (if any) as its own pass over the rows.
+        let library = (t == DType::F32 && !accumulate).then(|| {
+            let needs_epilogue = bias.is_some() || mask.is_some() || residual.is_some() || lhs_sum.is_some() || act != 0;
+            let epilogue = needs_epilogue.then(|| {
+                let mut k = Kernel::new();
+                let zero = k.float(0.0, t);
+                let (nc, kc) = (k.index(n), k.index(kk));
+                let w = k.open("%begin", "%end");
+                if let Some(p) = lhs_sum {
+                    // only rank-2 operands carry lhs_sum: row w of op(a)
+                    let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, t.mlir());
+                    let ai = if ta { k.mad(&kx, m, &w) } else { k.mad(&w, kk, &kx) };
+                    let av = k.load("%b0", &ai, &ty(0));
+                    let s = k.val(&format!("arith.addf {acc}, {av} fastmath<fast> : {}", t.mlir()));
+                    k.close_with(&s, t.mlir());
+                    k.store(&r, &format!("%b{p}"), &w, &ty(p));
+                }
+                let row_out = k.mul(&w, &nc);
+                let j = k.open("%c0", &nc);
+                let o = k.add(&row_out, &j);
+                let y = k.load(&format!("%b{out}"), &o, &ty(out));
+                Epilogue { bias, mask, residual, out, act, accumulate: false, t }.write(&mut k, &j, &o, &y, specs);
+                k.close();
+                k.close();
+                self.finish(k, specs);
+                self.last()
+            });
+            let (a_row, a_col) = if ta { (1, m) } else { (kk, 1) };
+            let (b_row, b_col) = if tb { (1, kk) } else { (n, 1) };
+            LibraryGemm {
+                batch: rows / m.max(1),
+                m,
+                n,
+                k: kk,
+                a_strides: [a_row, a_col],
+                b_strides: [b_row, b_col],
+                a_batch: if batched { m * kk } else { 0 },
+                b_batch: if batched { kk * n } else { 0 },
+                alpha,
+                a: 0,
+                b: 1,
+                out,
+                aliases: [mask, residual].into_iter().flatten().collect(),
+                epilogue: epilogue.map(|e| format!("aicf_{e}")),
+            }
+        });
+        Ok((rows as u64, (2 * kk * n + 4 * n) as u64, library))
     }
 
     /// Loss (and gradient) over all rows in one work item: the mean needs

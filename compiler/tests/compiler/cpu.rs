@@ -12,6 +12,7 @@ use aicf_compiler::{
 use aicf_runtime::{
     artifact::{self, ir_hash},
     cpu::CpuModule,
+    registry::Choice,
     session::{Session, Tensor},
 };
 use std::path::PathBuf;
@@ -42,14 +43,16 @@ fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
 }
 
 /// One optimizer's train step of the digits MLP, compiled and interpreted.
-fn train_step_matches(optimizer: &str, steps: usize) {
+fn train_step_matches(optimizer: &str, steps: usize, gemm: Choice) {
     let traced = mlp::build(mlp::BATCH).unwrap();
     let ctx = CompilerContext::new();
     let mut planned = traced.parse(&ctx).unwrap();
     run_pipeline(&ctx, &mut planned, &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer}}})")).unwrap();
-    let dir = out_dir(&format!("digits_mlp_{optimizer}"));
+    let dir = out_dir(&format!("digits_mlp_{optimizer}_{gemm:?}"));
     let manifest = compile_cpu(&ctx, &planned, &ir_hash(&traced.text), &dir).unwrap_or_else(|e| panic!("{e}"));
-    let mut session = Session::new(CpuModule::load(&dir, 2).unwrap(), 7).unwrap();
+    let mut module = CpuModule::load(&dir, 2).unwrap();
+    module.force_gemm(Some(gemm));
+    let mut session = Session::new(module, 7).unwrap();
 
     let mut reference = traced.parse(&ctx).unwrap();
     run_pipeline(&ctx, &mut reference, &format!("builtin.module(hl-optimizer{{kind={optimizer}}},canonicalize,cse)"))
@@ -99,10 +102,17 @@ fn train_step_matches(optimizer: &str, steps: usize) {
 
 #[test]
 fn digits_mlp_sgd_train_step_matches_the_interpreter() {
-    train_step_matches("sgd", 3);
+    train_step_matches("sgd", 3, Choice::Generated);
 }
 
 #[test]
 fn digits_mlp_adam_train_step_matches_the_interpreter() {
-    train_step_matches("adam", 3);
+    train_step_matches("adam", 3, Choice::Generated);
+}
+
+/// The registry's library candidate (sgemm + the generated epilogue,
+/// lhs_sum included) computes the same step.
+#[test]
+fn library_gemm_train_step_matches_the_interpreter() {
+    train_step_matches("sgd", 2, Choice::Library);
 }

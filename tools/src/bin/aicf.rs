@@ -100,6 +100,20 @@ enum Command {
         #[arg(long, default_value = "target/aicf-run")]
         out: PathBuf,
     },
+    /// Time the compiled train step on a fixed random batch (median of
+    /// `--steps` after warm-up).
+    Bench {
+        #[command(flatten)]
+        compile: Compile,
+        #[arg(long, default_value_t = 0.1)]
+        lr: f64,
+        #[arg(long, default_value_t = 50)]
+        steps: usize,
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        #[arg(long, default_value = "target/aicf-bench")]
+        out: PathBuf,
+    },
 }
 
 type Result<T> = std::result::Result<T, String>;
@@ -111,6 +125,7 @@ fn main() {
         Command::Train { compile, data, lr, epochs, seed, val_split, threads, out } => {
             train(&compile, &data, lr, epochs, seed, val_split, threads, &out)
         }
+        Command::Bench { compile, lr, steps, threads, out } => bench(&compile, lr, steps, threads, &out),
     };
     if let Err(e) = result {
         eprintln!("aicf: error: {e}");
@@ -218,6 +233,79 @@ fn shuffle<T>(items: &mut [T], state: &mut u64) {
     }
 }
 
+/// The compiled module for `c`, from the cache under `out` (keyed by the
+/// IR and the pipeline's options) or compiled now.
+fn compiled(c: &Compile, threads: usize, out: &Path) -> Result<CpuModule> {
+    let source = read(&c.model)?;
+    let name = c.model.display().to_string();
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let key = ir_hash(&format!("{source}\n{}", pipeline(c, true)));
+    let dir = out.join(format!("artifact-{key}"));
+    let started = Instant::now();
+    if !dir.join("manifest.json").exists() || !dir.join("kernels.so").exists() {
+        let ctx = CompilerContext::new();
+        compile(&ctx, c, &source, &name, &dir)?;
+        println!("compiled {name} in {:.2} s -> {}", started.elapsed().as_secs_f64(), dir.display());
+    } else {
+        println!("using the compiled {}", dir.display());
+    }
+    CpuModule::load(&dir, threads).map_err(|e| e.to_string())
+}
+
+fn bench(c: &Compile, lr: f64, steps: usize, threads: usize, out: &Path) -> Result<()> {
+    let module = compiled(c, threads, out)?;
+    let step = module.function("train_step").map_err(|e| e.to_string())?.clone();
+    let mut session = Session::new(module, 0).map_err(|e| e.to_string())?;
+    let mut state = 1u64;
+    let mut random = |n: usize, f: &dyn Fn(f64) -> f64| -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                f((state >> 40) as f64 / (1u64 << 24) as f64)
+            })
+            .collect()
+    };
+    let mut inputs = Vec::new();
+    for a in step.args.iter().filter(|a| a.role() == Role::Input) {
+        let n: usize = a.shape.iter().product();
+        let values = match (a.bind.as_str(), a.dtype) {
+            ("lr", _) => vec![lr],
+            (_, artifact::DType::I32 | artifact::DType::I64) => {
+                // labels: below the class count (the last dim of @forward's result)
+                let classes = session
+                    .module()
+                    .function("forward")
+                    .ok()
+                    .and_then(|f| f.args.iter().find(|a| a.role() == Role::Output).and_then(|a| a.shape.last().copied()))
+                    .unwrap_or(2) as f64;
+                random(n, &|u| (u * classes).floor())
+            }
+            _ => random(n, &|u| u * 2.0 - 1.0),
+        };
+        inputs.push(Tensor::new(a.shape.clone(), a.dtype, values));
+    }
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    for _ in 0..5 {
+        session.call("train_step", &refs).map_err(|e| e.to_string())?;
+    }
+    let mut times = Vec::new();
+    for _ in 0..steps {
+        let t = Instant::now();
+        session.call("train_step", &refs).map_err(|e| e.to_string())?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{}: train step ({}) median {:.3} ms, min {:.3} ms over {steps} steps, {} threads",
+        c.model.display(),
+        c.optimizer.name(),
+        times[times.len() / 2],
+        times[0],
+        session.module().threads()
+    );
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn train(
     c: &Compile,
@@ -229,21 +317,7 @@ fn train(
     threads: usize,
     out: &Path,
 ) -> Result<()> {
-    let source = read(&c.model)?;
-    let name = c.model.display().to_string();
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    // The artifact is cached by the IR and the pipeline's options.
-    let key = ir_hash(&format!("{source}\n{}", pipeline(c, true)));
-    let dir = out.join(format!("artifact-{key}"));
-    let started = Instant::now();
-    if !dir.join("manifest.json").exists() || !dir.join("kernels.so").exists() {
-        let ctx = CompilerContext::new();
-        compile(&ctx, c, &source, &name, &dir)?;
-        println!("compiled {name} in {:.2} s -> {}", started.elapsed().as_secs_f64(), dir.display());
-    } else {
-        println!("using the compiled {}", dir.display());
-    }
-    let module = CpuModule::load(&dir, threads).map_err(|e| e.to_string())?;
+    let module = compiled(c, threads, out)?;
     let step = module.function("train_step").map_err(|e| e.to_string())?.clone();
     let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
     let inputs: Vec<&artifact::Arg> = step.args.iter().filter(|a| a.role() == Role::Input).collect();

@@ -1,0 +1,78 @@
+//! The GEMM kernel registry: for each GEMM shape, the generated kernel or
+//! the library one (matrixmultiply's sgemm plus the generated epilogue),
+//! whichever measured faster on this machine. Decisions are cached on disk
+//! (`$AICF_CACHE_DIR/gemm-registry.json`, default
+//! `~/.cache/aicf/gemm-registry.json`), keyed by the shape, the compiled
+//! target and the thread count, so a shape is measured once per machine.
+
+use crate::artifact::{Call, LibraryGemm};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    Generated,
+    Library,
+}
+
+pub struct Registry {
+    path: Option<PathBuf>,
+    decisions: Mutex<BTreeMap<String, String>>,
+}
+
+impl Registry {
+    /// Loads the cache file (an unreadable or corrupt one is ignored and
+    /// rewritten).
+    pub fn open() -> Self {
+        let path = std::env::var_os("AICF_CACHE_DIR")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/aicf")))
+            .map(|d| d.join("gemm-registry.json"));
+        let decisions = path
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        Registry { path, decisions: Mutex::new(decisions) }
+    }
+
+    pub fn key(g: &LibraryGemm, call: &Call, target: &str, threads: usize) -> String {
+        format!(
+            "{target}/t{threads}: batch {} m {} n {} k {} a {:?} b {:?} epilogue {}",
+            g.batch,
+            g.m,
+            g.n,
+            g.k,
+            g.a_strides,
+            g.b_strides,
+            call.library.as_ref().and_then(|l| l.epilogue.as_ref()).is_some()
+        )
+    }
+
+    pub fn get(&self, key: &str) -> Option<Choice> {
+        let d = self.decisions.lock().ok()?;
+        match d.get(key).map(String::as_str) {
+            Some("library") => Some(Choice::Library),
+            Some("generated") => Some(Choice::Generated),
+            _ => None,
+        }
+    }
+
+    /// Records a measured decision and writes the cache atomically.
+    pub fn set(&self, key: String, choice: Choice, generated_ms: f64, library_ms: f64) {
+        let Ok(mut d) = self.decisions.lock() else { return };
+        let value = if choice == Choice::Library { "library" } else { "generated" };
+        d.insert(key.clone(), value.into());
+        d.insert(format!("{key} (ms generated/library)"), format!("{generated_ms:.4}/{library_ms:.4}"));
+        if let (Some(path), Ok(text)) = (&self.path, serde_json::to_string_pretty(&*d)) {
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, path);
+            }
+        }
+    }
+}
