@@ -14,6 +14,7 @@
 //! these (see docs/ARCHITECTURE.md).
 
 pub mod artifact;
+pub mod checkpoint;
 pub mod cpu;
 pub mod init;
 pub mod registry;

@@ -3,6 +3,9 @@
 //! by function name with the caller's inputs.
 
 use crate::artifact::{DType, Role};
+use crate::checkpoint::{self, CheckpointError, Entry};
+use std::collections::BTreeMap;
+use std::path::Path;
 use crate::cpu::{Bytes, CpuModule, Result, RuntimeError, read_values, write_values};
 use crate::init::Init;
 use std::collections::HashMap;
@@ -139,5 +142,58 @@ impl Session {
             }
         }
         result.map(|_| outputs)
+    }
+
+    /// Saves every parameter and state symbol with `metadata` (plus the IR
+    /// hash) to `path`, atomically.
+    pub fn save_checkpoint(&self, path: &Path, metadata: &BTreeMap<String, String>) -> Result<(), CheckpointError> {
+        let entries: Vec<Entry> = self
+            .module
+            .manifest()
+            .symbols
+            .iter()
+            .map(|s| Entry {
+                name: s.name.clone(),
+                dtype: s.dtype,
+                shape: s.shape.clone(),
+                bytes: self.symbols.get(&s.name).map(|b| b.as_bytes().to_vec()).unwrap_or_default(),
+            })
+            .collect();
+        let mut metadata = metadata.clone();
+        metadata.insert("aicf.ir_hash".into(), self.module.manifest().ir_hash.clone());
+        checkpoint::save(path, &entries, &metadata)
+    }
+
+    /// Restores every symbol from `path` (which must come from this model:
+    /// same IR hash, every symbol present with its shape); returns the
+    /// checkpoint's metadata. Nothing changes when it fails.
+    pub fn load_checkpoint(&mut self, path: &Path) -> Result<BTreeMap<String, String>, CheckpointError> {
+        let (entries, metadata) = checkpoint::load(path)?;
+        let p = path.display().to_string();
+        // The IR hash is of the model; the optimizer's state is checked by
+        // name and shape below.
+        let expected = self.module.manifest().ir_hash.clone();
+        let found = metadata.get("aicf.ir_hash").cloned().unwrap_or_else(|| "none".into());
+        if found != expected {
+            return Err(CheckpointError::OtherModel { path: p, found, expected });
+        }
+        for s in &self.module.manifest().symbols {
+            let e = entries.get(&s.name).ok_or_else(|| CheckpointError::Mismatch {
+                path: p.clone(),
+                message: format!("it has no {} (saved with another optimizer?)", s.name),
+            })?;
+            if e.shape != s.shape || e.dtype != s.dtype {
+                return Err(CheckpointError::Mismatch {
+                    path: p.clone(),
+                    message: format!("{} is {:?} {:?}, the model has {:?} {:?}", s.name, e.dtype, e.shape, s.dtype, s.shape),
+                });
+            }
+        }
+        for (name, b) in self.symbols.iter_mut() {
+            if let Some(e) = entries.get(name) {
+                b.as_bytes_mut().copy_from_slice(&e.bytes);
+            }
+        }
+        Ok(metadata)
     }
 }

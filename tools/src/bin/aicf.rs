@@ -99,6 +99,13 @@ enum Command {
         /// Run directory: metrics.jsonl, plot.svg and the compiled artifact.
         #[arg(long, default_value = "target/aicf-run")]
         out: PathBuf,
+        /// Save `last.safetensors` here after every epoch (atomically).
+        #[arg(long)]
+        checkpoint_dir: Option<PathBuf>,
+        /// Continue from `<checkpoint-dir>/last.safetensors`: parameters,
+        /// optimizer state, epoch and data order, bit for bit.
+        #[arg(long, requires = "checkpoint_dir")]
+        resume: bool,
     },
     /// Time the compiled train step on a fixed random batch (median of
     /// `--steps` after warm-up).
@@ -122,8 +129,9 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Compile { compile, output, emit } => run_compile(&compile, output, emit),
-        Command::Train { compile, data, lr, epochs, seed, val_split, threads, out } => {
-            train(&compile, &data, lr, epochs, seed, val_split, threads, &out)
+        Command::Train { compile, data, lr, epochs, seed, val_split, threads, out, checkpoint_dir, resume } => {
+            let run = Run { lr, epochs, seed, val_split, threads, checkpoint_dir, resume };
+            train(&compile, &data, &run, &out)
         }
         Command::Bench { compile, lr, steps, threads, out } => bench(&compile, lr, steps, threads, &out),
     };
@@ -306,17 +314,19 @@ fn bench(c: &Compile, lr: f64, steps: usize, threads: usize, out: &Path) -> Resu
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn train(
-    c: &Compile,
-    data: &Path,
+/// The options of one training run.
+struct Run {
     lr: f64,
     epochs: usize,
     seed: u64,
     val_split: f64,
     threads: usize,
-    out: &Path,
-) -> Result<()> {
+    checkpoint_dir: Option<PathBuf>,
+    resume: bool,
+}
+
+fn train(c: &Compile, data: &Path, run: &Run, out: &Path) -> Result<()> {
+    let &Run { lr, epochs, seed, val_split, threads, .. } = run;
     let module = compiled(c, threads, out)?;
     let step = module.function("train_step").map_err(|e| e.to_string())?.clone();
     let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
@@ -361,12 +371,27 @@ fn train(
         return Err(format!("{} training rows, fewer than one batch of {batch}", train_rows.len()));
     }
     let lr_t = Tensor::scalar(lr, lr_arg.dtype);
-    let mut order: Vec<usize> = (0..train_rows.len()).collect();
     let mut history = Vec::new();
     let train_started = Instant::now();
     let mut steps = 0usize;
-    for epoch in 1..=epochs {
+    let mut first_epoch = 1;
+    let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
+    if let (true, Some(path)) = (run.resume, &checkpoint) {
+        let meta = session.load_checkpoint(path).map_err(|e| e.to_string())?;
+        let field = |k: &str| -> Result<u64> {
+            meta.get(k)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{}: no {k} in the checkpoint's metadata", path.display()))
+        };
+        first_epoch = field("epoch")? as usize + 1;
+        steps = field("step")? as usize;
+        state = field("data_rng_state")?;
+        println!("resumed from {} at epoch {} (step {steps})", path.display(), first_epoch - 1);
+    }
+    for epoch in first_epoch..=epochs {
         let epoch_started = Instant::now();
+        // The epoch's order depends only on the RNG state (checkpointed).
+        let mut order: Vec<usize> = (0..train_rows.len()).collect();
         shuffle(&mut order, &mut state);
         let mut loss_sum = 0.0;
         let mut count = 0;
@@ -409,6 +434,17 @@ fn train(
         )
         .map_err(|e| format!("{}: {e}", metrics_path.display()))?;
         history.push((train_loss, accuracy));
+        if let Some(path) = &checkpoint {
+            let meta = std::collections::BTreeMap::from([
+                ("epoch".to_string(), epoch.to_string()),
+                ("step".to_string(), steps.to_string()),
+                ("data_rng_state".to_string(), state.to_string()),
+                ("seed".to_string(), seed.to_string()),
+                ("optimizer".to_string(), c.optimizer.name().to_string()),
+                ("lr".to_string(), lr.to_string()),
+            ]);
+            session.save_checkpoint(path, &meta).map_err(|e| e.to_string())?;
+        }
     }
     let plot = out.join("plot.svg");
     std::fs::write(&plot, svg_plot(&history)).map_err(|e| format!("{}: {e}", plot.display()))?;

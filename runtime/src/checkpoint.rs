@@ -1,0 +1,136 @@
+//! Checkpoints in the safetensors format: every parameter and optimizer
+//! state symbol under its name, and in the header's `__metadata__` the IR
+//! hash of the model (a checkpoint loads only into the model it came from),
+//! the training position and the data-order RNG state, so that a resumed
+//! run continues bit-identically.
+//!
+//! Writes are atomic: the file is written beside its target, flushed to
+//! disk, then renamed over it, so a crash leaves the previous checkpoint
+//! whole.
+
+use crate::artifact::DType;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
+    #[error("{path}: not a valid checkpoint: {message}")]
+    Corrupt { path: String, message: String },
+    #[error("{path}: the checkpoint's state does not fit this train step: {message}")]
+    Mismatch { path: String, message: String },
+    #[error("{path}: the checkpoint is of another model (IR hash {found}, this model's is {expected})")]
+    OtherModel { path: String, found: String, expected: String },
+}
+
+/// One tensor: name, element type, shape and little-endian bytes.
+pub struct Entry {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub bytes: Vec<u8>,
+}
+
+fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "F32",
+        DType::F64 => "F64",
+        DType::I32 => "I32",
+        DType::I64 => "I64",
+        DType::I1 => "BOOL",
+        DType::U8 => "U8",
+    }
+}
+
+fn dtype_of(name: &str) -> Option<DType> {
+    Some(match name {
+        "F32" => DType::F32,
+        "F64" => DType::F64,
+        "I32" => DType::I32,
+        "I64" => DType::I64,
+        "BOOL" => DType::I1,
+        "U8" => DType::U8,
+        _ => return None,
+    })
+}
+
+/// Writes `entries` and `metadata` to `path` atomically.
+pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>) -> Result<(), CheckpointError> {
+    let io = |e: std::io::Error| CheckpointError::Io { path: path.display().to_string(), message: e.to_string() };
+    let mut header = serde_json::Map::new();
+    header.insert("__metadata__".into(), serde_json::to_value(metadata).map_err(|e| io(std::io::Error::other(e)))?);
+    let mut offset = 0usize;
+    for e in entries {
+        header.insert(
+            e.name.clone(),
+            serde_json::json!({"dtype": dtype_name(e.dtype), "shape": e.shape, "data_offsets": [offset, offset + e.bytes.len()]}),
+        );
+        offset += e.bytes.len();
+    }
+    let mut text = serde_json::to_string(&header).map_err(|e| io(std::io::Error::other(e)))?;
+    while text.len() % 8 != 0 {
+        text.push(' ');
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension(format!("partial{}", std::process::id()));
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&(text.len() as u64).to_le_bytes())?;
+        f.write_all(text.as_bytes())?;
+        for e in entries {
+            f.write_all(&e.bytes)?;
+        }
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // The rename itself reaches the disk with the directory.
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
+    }
+    Ok(())
+}
+
+/// Reads a checkpoint: its entries by name and its metadata.
+pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, String>), CheckpointError> {
+    let p = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| CheckpointError::Io { path: p.clone(), message: e.to_string() })?;
+    let corrupt = |m: String| CheckpointError::Corrupt { path: p.clone(), message: m };
+    if bytes.len() < 8 {
+        return Err(corrupt(format!("{} bytes, shorter than the header length", bytes.len())));
+    }
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()) as usize;
+    if n > bytes.len() - 8 {
+        return Err(corrupt(format!("header of {n} bytes in a file of {}", bytes.len())));
+    }
+    let header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&bytes[8..8 + n]).map_err(|e| corrupt(format!("header: {e}")))?;
+    let data = &bytes[8 + n..];
+    let mut metadata = BTreeMap::new();
+    let mut entries = BTreeMap::new();
+    for (name, v) in header {
+        if name == "__metadata__" {
+            metadata = serde_json::from_value(v).map_err(|e| corrupt(format!("metadata: {e}")))?;
+            continue;
+        }
+        let dtype = v["dtype"].as_str().and_then(dtype_of).ok_or_else(|| corrupt(format!("{name}: dtype")))?;
+        let shape: Vec<usize> =
+            serde_json::from_value(v["shape"].clone()).map_err(|e| corrupt(format!("{name}: shape: {e}")))?;
+        let [lo, hi]: [usize; 2] =
+            serde_json::from_value(v["data_offsets"].clone()).map_err(|e| corrupt(format!("{name}: offsets: {e}")))?;
+        let expected = shape.iter().product::<usize>() * dtype.bytes();
+        if hi < lo || hi > data.len() || hi - lo != expected {
+            return Err(corrupt(format!("{name}: bytes [{lo}, {hi}) do not hold {shape:?} {dtype:?} in {} data bytes", data.len())));
+        }
+        entries.insert(name.clone(), Entry { name, dtype, shape, bytes: data[lo..hi].to_vec() });
+    }
+    Ok((entries, metadata))
+}

@@ -1,0 +1,25 @@
+// Checkpoints: four epochs straight and two + two resumed from the
+// checkpoint end with byte-identical parameters and optimizer state. A
+// corrupt checkpoint or one of another model is a clear error and leaves
+// the file alone.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 4 --out %t/run --checkpoint-dir %t/straight > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 2 --out %t/run --checkpoint-dir %t/resumed > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 4 --out %t/run --checkpoint-dir %t/resumed --resume | FileCheck %s
+// RUN: cmp %t/straight/last.safetensors %t/resumed/last.safetensors
+// RUN: mkdir -p %t/bad && printf 'not a checkpoint' > %t/bad/last.safetensors
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --checkpoint-dir %t/bad --resume 2>&1 | FileCheck %s --check-prefix=CORRUPT
+// RUN: printf 'not a checkpoint' | cmp - %t/bad/last.safetensors
+// RUN: sed 's/gain = 0.5773502691896257/gain = 1.0/' %S/../../../examples/mlp/digits_mlp.mlir > %t/other.mlir
+// RUN: not aicf train %t/other.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --checkpoint-dir %t/straight --resume 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 1 --out %t/run --checkpoint-dir %t/sgd > /dev/null
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
+
+// CHECK: resumed from {{.*}}last.safetensors at epoch 2 (step 88)
+// CHECK-NOT: epoch   2/4
+// CHECK: epoch   3/4
+// CHECK: epoch   4/4
+
+// CORRUPT: aicf: error: {{.*}}last.safetensors: not a valid checkpoint: header of {{[0-9]+}} bytes in a file of 16
+// OTHER: aicf: error: {{.*}}last.safetensors: the checkpoint is of another model (IR hash {{[0-9a-f]+}}, this model's is {{[0-9a-f]+}})
+// OPTIMIZER: aicf: error: {{.*}}last.safetensors: the checkpoint's state does not fit this train step: it has no fc1.weight.exp_avg (saved with another optimizer?)
