@@ -489,6 +489,24 @@ impl Generator {
                 let (work, cost) = self.reduce(op, &specs)?;
                 vec![(self.last(), work, cost, all, vec![])]
             }
+            "ll.transpose" => self.transpose(op, &specs),
+            "ll.softmax" => self.softmax(op, &specs, false),
+            "ll.softmax_backward" => self.softmax(op, &specs, true),
+            "ll.norm" => self.norm(op, &specs),
+            "ll.norm_backward" => self.norm_backward(op, &specs),
+            "ll.attention" => self.attention(op, &specs),
+            "ll.gather" => self.gather(op, &specs, false),
+            "ll.scatter_add" => self.gather(op, &specs, true),
+            "ll.slice" => self.slice(op, &specs),
+            "ll.concat" => self.concat(op, &specs),
+            "ll.argmax" => self.argmax(op, &specs),
+            "ll.mse_loss" => self.mse_loss(op, &specs),
+            "ll.dropout" => self.dropout(op, &specs),
+            "ll.conv2d" => self.conv(op, &specs, "forward"),
+            "ll.conv2d_backward_input" => self.conv(op, &specs, "input"),
+            "ll.conv2d_backward_weight" => self.conv(op, &specs, "weight"),
+            "ll.pool2d" => self.pool(op, &specs, false),
+            "ll.pool2d_backward" => self.pool(op, &specs, true),
             other => return Err(at(op, format!("no CPU kernel generator for '{other}' yet"))),
         })
     }
@@ -1095,4 +1113,947 @@ fn host_cpu(clang: &str) -> String {
             Some(text[at..].split('"').next()?.to_string())
         })
         .unwrap_or_else(|| "native".into())
+}
+
+/// Geometry of the lines along `axis` of `shape`: (outer, n, inner).
+fn lines(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product())
+}
+
+impl Kernel {
+    /// The coordinates of flat index `idx` in `shape` (row-major).
+    fn unravel(&mut self, idx: &str, shape: &[usize]) -> Vec<String> {
+        let mut coords = vec![String::new(); shape.len()];
+        let mut rem = idx.to_string();
+        for d in (0..shape.len()).rev() {
+            if d == 0 {
+                coords[0] = rem.clone();
+                break;
+            }
+            let n = self.index(shape[d]);
+            coords[d] = self.val(&format!("arith.remui {rem}, {n} : index"));
+            rem = self.val(&format!("arith.divui {rem}, {n} : index"));
+        }
+        coords
+    }
+    /// `sum coords[d] * strides[d]`.
+    fn ravel(&mut self, coords: &[String], strides: &[usize]) -> String {
+        let mut acc = "%c0".to_string();
+        for (c, &s) in coords.iter().zip(strides) {
+            acc = self.mad(c, s, &acc);
+        }
+        acc
+    }
+    /// The start of line `l` (of `lines(shape, axis)`) and its stride.
+    fn line_base(&mut self, l: &str, inner: usize, n: usize) -> String {
+        let ic = self.index(inner);
+        let o = self.val(&format!("arith.divui {l}, {ic} : index"));
+        let i = self.val(&format!("arith.remui {l}, {ic} : index"));
+        self.mad(&o, n * inner, &i)
+    }
+    /// `base + j * stride`
+    fn at(&mut self, base: &str, j: &str, stride: usize) -> String {
+        self.mad(j, stride, base)
+    }
+    fn cmpi(&mut self, pred: &str, a: &str, b: &str) -> String {
+        self.val(&format!("arith.cmpi {pred}, {a}, {b} : index"))
+    }
+    fn and(&mut self, a: &str, b: &str) -> String {
+        self.val(&format!("arith.andi {a}, {b} : i1"))
+    }
+}
+
+/// The image dimensions (channel, height, width) of a layout attribute.
+fn image_dims(op: MlirOperation) -> (usize, usize, usize) {
+    if int_attr(op, "layout").unwrap_or(0) == 1 { (3, 1, 2) } else { (1, 2, 3) }
+}
+
+fn pair(op: MlirOperation, key: &str, default: usize) -> [usize; 2] {
+    let v = i64_array(op, key).unwrap_or_default();
+    [v.first().copied().unwrap_or(default as i64) as usize, v.get(1).copied().unwrap_or(default as i64) as usize]
+}
+
+type Kernels = Vec<(String, u64, u64, Vec<usize>, Vec<IndexCheck>)>;
+
+impl Generator {
+    fn one(&mut self, k: Kernel, specs: &[(Vec<usize>, DType)], work: usize, cost: usize) -> Kernels {
+        self.finish(k, specs);
+        vec![(self.last(), work.max(1) as u64, cost.max(1) as u64, (0..specs.len()).collect(), vec![])]
+    }
+
+    fn transpose(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let perm: Vec<usize> = i64_array(op, "permutation").unwrap_or_default().iter().map(|&p| p as usize).collect();
+        let (ins, outs) = (&specs[0], &specs[1]);
+        let in_strides = row_major_strides(&ins.0);
+        let strides: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
+        let mut k = Kernel::new();
+        let o = k.open("%begin", "%end");
+        let c = k.unravel(&o, &outs.0);
+        let i = k.ravel(&c, &strides);
+        let v = k.load("%b0", &i, &flat_type(&ins.0, ins.1));
+        k.store(&v, "%b1", &o, &flat_type(&outs.0, outs.1));
+        k.close();
+        let n = numel(&outs.0);
+        self.one(k, specs, n, 4 * outs.0.len())
+    }
+
+    /// softmax / log-softmax (`backward`: their gradient from y and g).
+    fn softmax(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], backward: bool) -> Kernels {
+        let (shape, t) = (&specs[0].0, specs[0].1);
+        let axis = int_attr(op, "axis").unwrap_or(0) as usize;
+        let log = has(op, "log");
+        let (outer, n, inner) = lines(shape, axis);
+        let (ty, f) = (flat_type(shape, t), t.mlir());
+        let out = if backward { "%b2" } else { "%b1" };
+        let mut k = Kernel::new();
+        let zero = k.float(0.0, t);
+        let nc = k.index(n);
+        let l = k.open("%begin", "%end");
+        let base = k.line_base(&l, inner, n);
+        if backward {
+            // log: g - exp(y) sum(g); else y (g - sum(g y))
+            let (j, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
+            let p = k.at(&base, &j, inner);
+            let g = k.load("%b1", &p, &ty);
+            let term = if log {
+                g
+            } else {
+                let y = k.load("%b0", &p, &ty);
+                k.fop("mulf", &g, &y, t)
+            };
+            let next = k.val(&format!("arith.addf {acc}, {term} fastmath<fast> : {f}"));
+            k.close_with(&next, f);
+            let j = k.open("%c0", &nc);
+            let p = k.at(&base, &j, inner);
+            let (y, g) = (k.load("%b0", &p, &ty), k.load("%b1", &p, &ty));
+            let v = if log {
+                let e = k.val(&format!("math.exp {y} : {f}"));
+                let es = k.fop("mulf", &e, &s, t);
+                k.fop("subf", &g, &es, t)
+            } else {
+                let d = k.fop("subf", &g, &s, t);
+                k.fop("mulf", &y, &d, t)
+            };
+            k.store(&v, out, &p, &ty);
+            k.close();
+        } else {
+            let ninf = k.float(f64::NEG_INFINITY, t);
+            let (j, mx, m) = k.open_reduce("%c0", &nc, &ninf, f);
+            let p = k.at(&base, &j, inner);
+            let x = k.load("%b0", &p, &ty);
+            let nm = k.val(&format!("arith.maximumf {mx}, {x} : {f}"));
+            k.close_with(&nm, f);
+            let (j, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
+            let p = k.at(&base, &j, inner);
+            let x = k.load("%b0", &p, &ty);
+            let d = k.fop("subf", &x, &m, t);
+            let e = k.val(&format!("math.exp {d} : {f}"));
+            let next = k.fop("addf", &acc, &e, t);
+            k.close_with(&next, f);
+            let ls = k.val(&format!("math.log {s} : {f}"));
+            let j = k.open("%c0", &nc);
+            let p = k.at(&base, &j, inner);
+            let x = k.load("%b0", &p, &ty);
+            let d = k.fop("subf", &x, &m, t);
+            let v = if log {
+                k.fop("subf", &d, &ls, t)
+            } else {
+                let e = k.val(&format!("math.exp {d} : {f}"));
+                k.fop("divf", &e, &s, t)
+            };
+            k.store(&v, out, &p, &ty);
+            k.close();
+        }
+        k.close();
+        self.one(k, specs, outer * inner, 8 * n)
+    }
+
+    /// Mean and reciprocal deviation of the row at `base` (length `n`).
+    fn row_stats(k: &mut Kernel, base: &str, n: usize, t: DType, center: bool, eps: f64, ty: &str, buf: &str) -> (String, String) {
+        let f = t.mlir();
+        let zero = k.float(0.0, t);
+        let nc = k.index(n);
+        let count = k.float(n as f64, t);
+        let mean = if center {
+            let (j, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
+            let p = k.add(base, &j);
+            let x = k.load(buf, &p, ty);
+            let next = k.val(&format!("arith.addf {acc}, {x} fastmath<fast> : {f}"));
+            k.close_with(&next, f);
+            k.fop("divf", &s, &count, t)
+        } else {
+            zero.clone()
+        };
+        let (j, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
+        let p = k.add(base, &j);
+        let x = k.load(buf, &p, ty);
+        let d = k.fop("subf", &x, &mean, t);
+        let d2 = k.fop("mulf", &d, &d, t);
+        let next = k.val(&format!("arith.addf {acc}, {d2} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let var = k.fop("divf", &s, &count, t);
+        let e = k.float(eps, t);
+        let ve = k.fop("addf", &var, &e, t);
+        let rstd = k.val(&format!("math.rsqrt {ve} : {f}"));
+        (mean, rstd)
+    }
+
+    fn norm(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 0, 0, 1]);
+        let (w, b) = ((seg[1] > 0).then_some(1), (seg[2] > 0).then_some(1 + seg[1] as usize));
+        let out = 1 + seg[1] as usize + seg[2] as usize;
+        let (shape, t) = (&specs[0].0, specs[0].1);
+        let dims = int_attr(op, "dims").unwrap_or(1) as usize;
+        let n: usize = shape[shape.len() - dims..].iter().product();
+        let rows = numel(shape) / n.max(1);
+        let (eps, center) = (float_attr(op, "eps").unwrap_or(1e-5), !has(op, "rms"));
+        let ty = flat_type(shape, t);
+        let mut k = Kernel::new();
+        let r = k.open("%begin", "%end");
+        let nc = k.index(n);
+        let base = k.mul(&r, &nc);
+        let (mean, rstd) = Self::row_stats(&mut k, &base, n, t, center, eps, &ty, "%b0");
+        let j = k.open("%c0", &nc);
+        let p = k.add(&base, &j);
+        let x = k.load("%b0", &p, &ty);
+        let d = k.fop("subf", &x, &mean, t);
+        let mut y = k.fop("mulf", &d, &rstd, t);
+        if let Some(w) = w {
+            let wv = k.load(&format!("%b{w}"), &j, &flat_type(&specs[w].0, t));
+            y = k.fop("mulf", &y, &wv, t);
+        }
+        if let Some(b) = b {
+            let bv = k.load(&format!("%b{b}"), &j, &flat_type(&specs[b].0, t));
+            y = k.fop("addf", &y, &bv, t);
+        }
+        k.store(&y, &format!("%b{out}"), &p, &flat_type(&specs[out].0, t));
+        k.close();
+        k.close();
+        self.one(k, specs, rows, 10 * n)
+    }
+
+    /// dx per row; dw and db summed over rows in the same pass, so one
+    /// work item (rows are not split over threads).
+    fn norm_backward(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 1, 0, 0]);
+        let w = (seg[2] > 0).then_some(2);
+        let dx = 2 + seg[2] as usize;
+        let dw = (seg[4] > 0).then_some(dx + 1);
+        let db = (seg[5] > 0).then_some(dx + 1 + seg[4] as usize);
+        let (shape, t) = (&specs[1].0, specs[1].1);
+        let f = t.mlir();
+        let dims = int_attr(op, "dims").unwrap_or(1) as usize;
+        let n: usize = shape[shape.len() - dims..].iter().product();
+        let rows = numel(shape) / n.max(1);
+        let (eps, center) = (float_attr(op, "eps").unwrap_or(1e-5), !has(op, "rms"));
+        let ty = flat_type(shape, t);
+        let row_ty = format!("memref<{n}x{f}>");
+        let mut k = Kernel::new();
+        let zero = k.float(0.0, t);
+        let nc = k.index(n);
+        let count = k.float(n as f64, t);
+        for p in [dw, db].into_iter().flatten() {
+            let j = k.open("%c0", &nc);
+            k.store(&zero, &format!("%b{p}"), &j, &row_ty);
+            k.close();
+        }
+        let rc = k.index(rows);
+        let r = k.open("%c0", &rc);
+        let base = k.mul(&r, &nc);
+        let (mean, rstd) = Self::row_stats(&mut k, &base, n, t, center, eps, &ty, "%b1");
+        // xhat_j = (x_j - mean) rstd; dxhat_j = g_j w_j
+        let xhat = |k: &mut Kernel, j: &str| -> String {
+            let p = k.add(&base, j);
+            let x = k.load("%b1", &p, &ty);
+            let d = k.fop("subf", &x, &mean, t);
+            k.fop("mulf", &d, &rstd, t)
+        };
+        let dxhat = |k: &mut Kernel, j: &str| -> String {
+            let p = k.add(&base, j);
+            let g = k.load("%b0", &p, &ty);
+            match w {
+                Some(w) => {
+                    let wv = k.load(&format!("%b{w}"), j, &row_ty);
+                    k.fop("mulf", &g, &wv, t)
+                }
+                None => g,
+            }
+        };
+        // mean(dxhat) and mean(dxhat * xhat)
+        let (j, acc, s1) = k.open_reduce("%c0", &nc, &zero, f);
+        let d = dxhat(&mut k, &j);
+        let next = k.val(&format!("arith.addf {acc}, {d} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let (j, acc, s2) = k.open_reduce("%c0", &nc, &zero, f);
+        let d = dxhat(&mut k, &j);
+        let xh = xhat(&mut k, &j);
+        let dx_xh = k.fop("mulf", &d, &xh, t);
+        let next = k.val(&format!("arith.addf {acc}, {dx_xh} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let m1 = if center { k.fop("divf", &s1, &count, t) } else { zero.clone() };
+        let m2 = k.fop("divf", &s2, &count, t);
+        let j = k.open("%c0", &nc);
+        let d = dxhat(&mut k, &j);
+        let xh = xhat(&mut k, &j);
+        let a = k.fop("subf", &d, &m1, t);
+        let b = k.fop("mulf", &xh, &m2, t);
+        let c = k.fop("subf", &a, &b, t);
+        let v = k.fop("mulf", &c, &rstd, t);
+        let p = k.add(&base, &j);
+        k.store(&v, &format!("%b{dx}"), &p, &ty);
+        let g = k.load("%b0", &p, &ty);
+        if let Some(dw) = dw {
+            let cur = k.load(&format!("%b{dw}"), &j, &row_ty);
+            let gx = k.fop("mulf", &g, &xh, t);
+            let s = k.fop("addf", &cur, &gx, t);
+            k.store(&s, &format!("%b{dw}"), &j, &row_ty);
+        }
+        if let Some(db) = db {
+            let cur = k.load(&format!("%b{db}"), &j, &row_ty);
+            let s = k.fop("addf", &cur, &g, t);
+            k.store(&s, &format!("%b{db}"), &j, &row_ty);
+        }
+        k.close();
+        k.close();
+        self.one(k, specs, 1, rows * n * 20)
+    }
+
+    /// One query row per work item: scores into a stack row, softmax, then
+    /// the weighted sum of values.
+    fn attention(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (q, kv, t) = (&specs[0].0, &specs[1].0, specs[0].1);
+        let f = t.mlir();
+        let rank = q.len();
+        let (l, d) = (q[rank - 2], q[rank - 1]);
+        let s_len = kv[rank - 2];
+        let dv = specs[2].0[rank - 1];
+        let batch: usize = q[..rank - 2].iter().product();
+        let scale = float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt());
+        let causal = has(op, "causal");
+        let (tq, tk, tv, to) = (flat_type(q, t), flat_type(kv, t), flat_type(&specs[2].0, t), flat_type(&specs[3].0, t));
+        let row_ty = format!("memref<{s_len}x{f}>");
+        let mut k = Kernel::new();
+        let scores = k.val(&format!("memref.alloca() : {row_ty}"));
+        let zero = k.float(0.0, t);
+        let ninf = k.float(f64::NEG_INFINITY, t);
+        let sc = k.float(scale, t);
+        let (lc, dc, sn, dvc) = (k.index(l), k.index(d), k.index(s_len), k.index(dv));
+        let w = k.open("%begin", "%end");
+        let b = k.val(&format!("arith.divui {w}, {lc} : index"));
+        let i = k.val(&format!("arith.remui {w}, {lc} : index"));
+        let qb = k.mul(&w, &dc);
+        let kb = k.mad(&b, s_len * d, "%c0");
+        let vb = k.mad(&b, s_len * dv, "%c0");
+        let (j, mx, m) = k.open_reduce("%c0", &sn, &ninf, f);
+        let (x, acc, dot) = k.open_reduce("%c0", &dc, &zero, f);
+        let qi = k.add(&qb, &x);
+        let qv = k.load("%b0", &qi, &tq);
+        let kr = k.mad(&j, d, &kb);
+        let ki = k.add(&kr, &x);
+        let kv_ = k.load("%b1", &ki, &tk);
+        let pr = k.val(&format!("arith.mulf {qv}, {kv_} fastmath<fast> : {f}"));
+        let next = k.val(&format!("arith.addf {acc}, {pr} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let mut sv = k.fop("mulf", &dot, &sc, t);
+        if causal {
+            let visible = k.cmpi("ule", &j, &i);
+            sv = k.val(&format!("arith.select {visible}, {sv}, {ninf} : {f}"));
+        }
+        k.store(&sv, &scores, &j, &row_ty);
+        let nm = k.val(&format!("arith.maximumf {mx}, {sv} : {f}"));
+        k.close_with(&nm, f);
+        let (j, acc, sum) = k.open_reduce("%c0", &sn, &zero, f);
+        let sv = k.load(&scores, &j, &row_ty);
+        let dd = k.fop("subf", &sv, &m, t);
+        let e = k.val(&format!("math.exp {dd} : {f}"));
+        k.store(&e, &scores, &j, &row_ty);
+        let next = k.fop("addf", &acc, &e, t);
+        k.close_with(&next, f);
+        let ob = k.mul(&w, &dvc);
+        let x = k.open("%c0", &dvc);
+        let (j, acc, o) = k.open_reduce("%c0", &sn, &zero, f);
+        let p = k.load(&scores, &j, &row_ty);
+        let vr = k.mad(&j, dv, &vb);
+        let vi = k.add(&vr, &x);
+        let v = k.load("%b2", &vi, &tv);
+        let pv = k.val(&format!("arith.mulf {p}, {v} fastmath<fast> : {f}"));
+        let next = k.val(&format!("arith.addf {acc}, {pv} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let r = k.fop("divf", &o, &sum, t);
+        let oi = k.add(&ob, &x);
+        k.store(&r, "%b3", &oi, &to);
+        k.close();
+        k.close();
+        self.one(k, specs, batch * l, 2 * s_len * (d + dv) + 8 * s_len)
+    }
+
+    fn gather(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], backward: bool) -> Kernels {
+        let axis = int_attr(op, "axis").unwrap_or(0) as usize;
+        // The table is the input (forward) or the output (backward).
+        let table = if backward { &specs[2] } else { &specs[0] };
+        let (outer, n, inner) = lines(&table.0, axis);
+        let (idx, it) = (&specs[1].0, specs[1].1);
+        let count = numel(idx);
+        let (tt, ti, tg) = (flat_type(&table.0, table.1), flat_type(idx, it), flat_type(&specs[if backward { 0 } else { 2 }].0, table.1));
+        let lt = it.mlir();
+        let mut k = Kernel::new();
+        let check = IndexCheck {
+            operand: 1,
+            dtype: runtime_dtype(it).unwrap_or(artifact::DType::I64),
+            count,
+            bound: n as i64,
+            allowed: None,
+            what: "index".into(),
+        };
+        let kernels = if backward {
+            // Column (o, j) of the table per work item: zero it, then add
+            // every slice whose index names a row.
+            let zero = k.float(0.0, table.1);
+            let (ic, nc, cc) = (k.index(inner), k.index(n), k.index(count));
+            let w = k.open("%begin", "%end");
+            let o = k.val(&format!("arith.divui {w}, {ic} : index"));
+            let j = k.val(&format!("arith.remui {w}, {ic} : index"));
+            let r = k.open("%c0", &nc);
+            let row = k.mad(&o, n, &r);
+            let p = k.mad(&row, inner, &j);
+            k.store(&zero, "%b2", &p, &tt);
+            k.close();
+            let c = k.open("%c0", &cc);
+            let iv = k.load("%b1", &c, &ti);
+            let ix = k.val(&format!("arith.index_cast {iv} : {lt} to index"));
+            let row = k.mad(&o, n, &ix);
+            let p = k.mad(&row, inner, &j);
+            let src_row = k.mad(&o, count, &c);
+            let s = k.mad(&src_row, inner, &j);
+            let gv = k.load("%b0", &s, &tg);
+            let cur = k.load("%b2", &p, &tt);
+            let sum = k.fop("addf", &cur, &gv, table.1);
+            k.store(&sum, "%b2", &p, &tt);
+            k.close();
+            k.close();
+            let _ = nc;
+            self.one(k, specs, outer * inner, 2 * (n + count))
+        } else {
+            let (ic, cc) = (k.index(inner), k.index(count));
+            let w = k.open("%begin", "%end");
+            let o = k.val(&format!("arith.divui {w}, {cc} : index"));
+            let c = k.val(&format!("arith.remui {w}, {cc} : index"));
+            let iv = k.load("%b1", &c, &ti);
+            let ix = k.val(&format!("arith.index_cast {iv} : {lt} to index"));
+            let row = k.mad(&o, n, &ix);
+            let src = k.mul(&row, &ic);
+            let dst = k.mul(&w, &ic);
+            let j = k.open("%c0", &ic);
+            let s = k.add(&src, &j);
+            let v = k.load("%b0", &s, &tt);
+            let dd = k.add(&dst, &j);
+            k.store(&v, "%b2", &dd, &tg);
+            k.close();
+            k.close();
+            self.one(k, specs, outer * count, 2 * inner)
+        };
+        kernels.into_iter().map(|(a, b, c, d, _)| (a, b, c, d, vec![check.clone()])).collect()
+    }
+
+    /// Forward: out[i] = in[start + i stride]; backward: every element of
+    /// the (large) output reads its window element or writes zero.
+    fn slice(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let backward = has(op, "backward");
+        let start: Vec<usize> = i64_array(op, "start").unwrap_or_default().iter().map(|&v| v as usize).collect();
+        let step: Vec<usize> = i64_array(op, "strides").unwrap_or_default().iter().map(|&v| v as usize).collect();
+        let (ins, outs) = (&specs[0], &specs[1]);
+        let (ti, to) = (flat_type(&ins.0, ins.1), flat_type(&outs.0, outs.1));
+        let mut k = Kernel::new();
+        let o = k.open("%begin", "%end");
+        let c = k.unravel(&o, &outs.0);
+        if backward {
+            // coordinate c[d] is in the window iff c >= start, (c - start) % step == 0, (c - start) / step < size
+            let zero = k.float(0.0, ins.1);
+            let mut inside = k.val("arith.constant true");
+            let mut win = Vec::new();
+            for d in 0..c.len() {
+                let s = k.index(start[d]);
+                let ge = k.cmpi("uge", &c[d], &s);
+                let off = k.val(&format!("arith.subi {}, {s} : index", c[d]));
+                let st = k.index(step[d]);
+                let q = k.val(&format!("arith.divui {off}, {st} : index"));
+                let r = k.val(&format!("arith.remui {off}, {st} : index"));
+                let exact = k.cmpi("eq", &r, "%c0");
+                let sz = k.index(ins.0[d]);
+                let lt = k.cmpi("ult", &q, &sz);
+                inside = k.and(&inside, &ge);
+                inside = k.and(&inside, &exact);
+                inside = k.and(&inside, &lt);
+                win.push(q);
+            }
+            // clamp the window coordinates for the (masked) load
+            let safe: Vec<String> = win.iter().map(|q| k.val(&format!("arith.select {inside}, {q}, %c0 : index"))).collect();
+            let i = k.ravel(&safe, &row_major_strides(&ins.0));
+            let v = k.load("%b0", &i, &ti);
+            let r = k.val(&format!("arith.select {inside}, {v}, {zero} : {}", ins.1.mlir()));
+            k.store(&r, "%b1", &o, &to);
+        } else {
+            let strides = row_major_strides(&ins.0);
+            let mut acc = "%c0".to_string();
+            for d in 0..c.len() {
+                let sc = k.index(start[d]);
+                let x = k.mad(&c[d], step[d], &sc);
+                acc = k.mad(&x, strides[d], &acc);
+            }
+            let v = k.load("%b0", &acc, &ti);
+            k.store(&v, "%b1", &o, &to);
+        }
+        k.close();
+        let n = numel(&outs.0);
+        self.one(k, specs, n, 8 * outs.0.len())
+    }
+
+    /// One kernel per input, copying it to its place along `axis`.
+    fn concat(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let axis = int_attr(op, "axis").unwrap_or(0) as usize;
+        let out = specs.len() - 1;
+        let out_strides = row_major_strides(&specs[out].0);
+        let mut offset = 0;
+        let mut all = Vec::new();
+        for (n, (shape, t)) in specs[..out].iter().enumerate() {
+            let mut k = Kernel::new();
+            let i = k.open("%begin", "%end");
+            let mut c = k.unravel(&i, shape);
+            let oc = k.index(offset);
+            c[axis] = k.add(&c[axis], &oc);
+            let o = k.ravel(&c, &out_strides);
+            let v = k.load("%b0", &i, &flat_type(shape, *t));
+            k.store(&v, "%b1", &o, &flat_type(&specs[out].0, *t));
+            k.close();
+            let pair = [specs[n].clone(), specs[out].clone()];
+            self.finish(k, &pair);
+            all.push((self.last(), numel(shape).max(1) as u64, 4 * shape.len() as u64, vec![n, out], vec![]));
+            offset += shape[axis];
+        }
+        all
+    }
+
+    fn argmax(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let axis = int_attr(op, "axis").unwrap_or(0) as usize;
+        let (shape, t) = (&specs[0].0, specs[0].1);
+        let (outer, n, inner) = lines(shape, axis);
+        let (f, ty) = (t.mlir(), flat_type(shape, t));
+        let mut k = Kernel::new();
+        let nc = k.index(n);
+        let l = k.open("%begin", "%end");
+        let base = k.line_base(&l, inner, n);
+        let ninf = k.float(f64::NEG_INFINITY, t);
+        k.n += 1;
+        let (j, bv, bi, r) = (format!("%i{}", k.n), format!("%bv{}", k.n), format!("%bi{}", k.n), format!("%r{}", k.n));
+        k.line(&format!("{r}:2 = scf.for {j} = %c0 to {nc} step %c1 iter_args({bv} = {ninf}, {bi} = %c0) -> ({f}, index) {{"));
+        k.depth += 1;
+        let p = k.at(&base, &j, inner);
+        let v = k.load("%b0", &p, &ty);
+        let better = k.val(&format!("arith.cmpf ogt, {v}, {bv} : {f}"));
+        let nb = k.val(&format!("arith.select {better}, {v}, {bv} : {f}"));
+        let ni = k.val(&format!("arith.select {better}, {j}, {bi} : index"));
+        k.line(&format!("scf.yield {nb}, {ni} : {f}, index"));
+        k.depth -= 1;
+        k.line("}");
+        let iv = k.val(&format!("arith.index_cast {r}#1 : index to i64"));
+        k.store(&iv, "%b1", &l, &flat_type(&specs[1].0, specs[1].1));
+        k.close();
+        self.one(k, specs, outer * inner, 4 * n)
+    }
+
+    fn mse_loss(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (shape, t) = (&specs[0].0, specs[0].1);
+        let (f, ty) = (t.mlir(), flat_type(shape, t));
+        let n = numel(shape);
+        let mut k = Kernel::new();
+        let zero = k.float(0.0, t);
+        let nc = k.index(n);
+        let (i, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
+        let a = k.load("%b0", &i, &ty);
+        let b = k.load("%b1", &i, &ty);
+        let d = k.fop("subf", &a, &b, t);
+        let d2 = k.fop("mulf", &d, &d, t);
+        let next = k.val(&format!("arith.addf {acc}, {d2} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let v = if int_attr(op, "reduction") == Some(1) {
+            s
+        } else {
+            let c = k.float(n as f64, t);
+            k.fop("divf", &s, &c, t)
+        };
+        k.store(&v, "%b2", "%c0", &flat_type(&specs[2].0, t));
+        self.one(k, specs, 1, 4 * n)
+    }
+
+    /// Philox4x32-10 per group of four elements, as `hl.dropout` defines.
+    fn dropout(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (shape, t) = (&specs[0].0, specs[0].1);
+        let (f, ty) = (t.mlir(), flat_type(shape, t));
+        let p = float_attr(op, "p").unwrap_or(0.0);
+        let stream = int_attr(op, "stream").unwrap_or(0) as u64;
+        // keep iff (word >> 8) / 2^24 >= p, i.e. (word >> 8) >= ceil(p 2^24)
+        let threshold = (p * 16_777_216.0).ceil() as u64;
+        let n = numel(shape);
+        let mut k = Kernel::new();
+        let c = |k: &mut Kernel, v: u64, t: &str| k.val(&format!("arith.constant {v} : {t}"));
+        let seed = k.load("%b1", "%c0", "memref<1xi64>");
+        let offset = k.load("%b2", "%c0", "memref<1xi64>");
+        let c32 = c(&mut k, 32, "i64");
+        let k0 = k.val(&format!("arith.trunci {seed} : i64 to i32"));
+        let sh = k.val(&format!("arith.shrui {seed}, {c32} : i64"));
+        let k1 = k.val(&format!("arith.trunci {sh} : i64 to i32"));
+        let scale = k.float(1.0 / (1.0 - p), t);
+        let zero = k.float(0.0, t);
+        let (s_lo, s_hi) = (c(&mut k, stream & 0xffff_ffff, "i32"), c(&mut k, stream >> 32, "i32"));
+        let (m0, m1) = (c(&mut k, 0xD251_1F53, "i64"), c(&mut k, 0xCD9E_8D57, "i64"));
+        let (w0, w1) = (c(&mut k, 0x9E37_79B9, "i32"), c(&mut k, 0xBB67_AE85, "i32"));
+        let thr = c(&mut k, threshold, "i32");
+        let c8 = c(&mut k, 8, "i32");
+        let four = k.index(4);
+        let g = k.open("%begin", "%end");
+        let gi = k.val(&format!("arith.index_cast {g} : index to i64"));
+        let block = k.val(&format!("arith.addi {offset}, {gi} : i64"));
+        let b_lo = k.val(&format!("arith.trunci {block} : i64 to i32"));
+        let bsh = k.val(&format!("arith.shrui {block}, {c32} : i64"));
+        let b_hi = k.val(&format!("arith.trunci {bsh} : i64 to i32"));
+        let mut ctr = [b_lo, b_hi, s_lo.clone(), s_hi.clone()];
+        let (mut ka, mut kb) = (k0.clone(), k1.clone());
+        for round in 0..10 {
+            if round > 0 {
+                ka = k.val(&format!("arith.addi {ka}, {w0} : i32"));
+                kb = k.val(&format!("arith.addi {kb}, {w1} : i32"));
+            }
+            let mulhilo = |k: &mut Kernel, m: &str, x: &str| {
+                let x64 = k.val(&format!("arith.extui {x} : i32 to i64"));
+                let prod = k.val(&format!("arith.muli {m}, {x64} : i64"));
+                let hi64 = k.val(&format!("arith.shrui {prod}, {c32} : i64"));
+                let hi = k.val(&format!("arith.trunci {hi64} : i64 to i32"));
+                let lo = k.val(&format!("arith.trunci {prod} : i64 to i32"));
+                (hi, lo)
+            };
+            let (hi0, lo0) = mulhilo(&mut k, &m0, &ctr[0]);
+            let (hi1, lo1) = mulhilo(&mut k, &m1, &ctr[2]);
+            let x0 = k.val(&format!("arith.xori {hi1}, {} : i32", ctr[1]));
+            let x0 = k.val(&format!("arith.xori {x0}, {ka} : i32"));
+            let x2 = k.val(&format!("arith.xori {hi0}, {} : i32", ctr[3]));
+            let x2 = k.val(&format!("arith.xori {x2}, {kb} : i32"));
+            ctr = [x0, lo1, x2, lo0];
+        }
+        let base = k.mul(&g, &four);
+        for (word, value) in ctr.iter().enumerate() {
+            let wc = k.index(word);
+            let i = k.add(&base, &wc);
+            let nc = k.index(n);
+            let inside = k.cmpi("ult", &i, &nc);
+            k.line(&format!("scf.if {inside} {{"));
+            k.depth += 1;
+            let top = k.val(&format!("arith.shrui {value}, {c8} : i32"));
+            let keep = k.val(&format!("arith.cmpi uge, {top}, {thr} : i32"));
+            let x = k.load("%b0", &i, &ty);
+            let y = k.fop("mulf", &x, &scale, t);
+            let r = k.val(&format!("arith.select {keep}, {y}, {zero} : {f}"));
+            k.store(&r, "%b3", &i, &ty);
+            k.depth -= 1;
+            k.line("}");
+        }
+        k.close();
+        self.one(k, specs, n.div_ceil(4), 120)
+    }
+
+    /// Direct convolution and its two gradients, one output element per
+    /// work item.
+    fn conv(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], which: &str) -> Kernels {
+        let (cd, hd, wd) = image_dims(op);
+        let (stride, pad, dil) = (pair(op, "stride", 1), pair(op, "padding", 0), pair(op, "dilation", 1));
+        let groups = int_attr(op, "groups").unwrap_or(1) as usize;
+        // x: input image, w: weight [O, C/g, KH, KW], y: output image
+        let (x, w, y) = match which {
+            "forward" => (0, 1, specs.len() - 1),
+            "input" => (2, 1, 0),
+            _ => (1, 2, 0),
+        };
+        let (xs, ws, ys, t) = (&specs[x].0, &specs[w].0, &specs[y].0, specs[0].1);
+        let f = t.mlir();
+        let (xstr, wstr, ystr) = (row_major_strides(xs), row_major_strides(ws), row_major_strides(ys));
+        let (cg, og) = (ws[1], ws[0] / groups);
+        let (kh, kw) = (ws[2], ws[3]);
+        let (tx, tw, ty) = (flat_type(xs, t), flat_type(ws, t), flat_type(ys, t));
+        let mut k = Kernel::new();
+        let zero = k.float(0.0, t);
+        let e = k.open("%begin", "%end");
+        let image_at = |k: &mut Kernel, strides: &[usize], n: &str, c: &str, h: &str, wv: &str| -> String {
+            let mut coords = vec![String::new(); 4];
+            coords[0] = n.into();
+            coords[cd] = c.into();
+            coords[hd] = h.into();
+            coords[wd] = wv.into();
+            k.ravel(&coords, strides)
+        };
+        // in-bounds input coordinate: (o * s - p + kx * d) for output o, tap kx
+        let tap = |k: &mut Kernel, o: &str, kx: &str, axis: usize| -> (String, String) {
+            let s = k.index(stride[axis]);
+            let os = k.mul(o, &s);
+            let dc = k.index(dil[axis]);
+            let kd = k.mul(kx, &dc);
+            let sum = k.add(&os, &kd);
+            let pc = k.index(pad[axis]);
+            let ge = k.cmpi("uge", &sum, &pc);
+            let pos = k.val(&format!("arith.subi {sum}, {pc} : index"));
+            let lim = k.index(if axis == 0 { xs[hd] } else { xs[wd] });
+            let lt = k.cmpi("ult", &pos, &lim);
+            let ok = k.and(&ge, &lt);
+            let safe = k.val(&format!("arith.select {ok}, {pos}, %c0 : index"));
+            (ok, safe)
+        };
+        let (cost, work) = match which {
+            "forward" => {
+                let c = k.unravel(&e, ys);
+                let (n, o, oh, ow) = (&c[0], &c[cd], &c[hd], &c[wd]);
+                let ogc = k.index(og);
+                let g = k.val(&format!("arith.divui {o}, {ogc} : index"));
+                let cgc = k.index(cg);
+                let cbase = k.mul(&g, &cgc);
+                let (khc, kwc) = (k.index(kh), k.index(kw));
+                let (ci, acc0, s0) = k.open_reduce("%c0", &cgc, &zero, f);
+                let (a, acc1, s1) = k.open_reduce("%c0", &khc, &acc0, f);
+                let (b, acc2, s2) = k.open_reduce("%c0", &kwc, &acc1, f);
+                let (okh, h) = tap(&mut k, oh, &a, 0);
+                let (okw, wv) = tap(&mut k, ow, &b, 1);
+                let ok = k.and(&okh, &okw);
+                let chan = k.add(&cbase, &ci);
+                let xi = image_at(&mut k, &xstr, n, &chan, &h, &wv);
+                let xv = k.load(&format!("%b{x}"), &xi, &tx);
+                let wi = k.ravel(&[o.clone(), ci.clone(), a.clone(), b.clone()], &wstr);
+                let wvv = k.load(&format!("%b{w}"), &wi, &tw);
+                let pr = k.fop("mulf", &xv, &wvv, t);
+                let pr = k.val(&format!("arith.select {ok}, {pr}, {zero} : {f}"));
+                let next = k.val(&format!("arith.addf {acc2}, {pr} fastmath<fast> : {f}"));
+                k.close_with(&next, f);
+                k.close_with(&s2, f);
+                k.close_with(&s1, f);
+                let mut v = s0;
+                if specs.len() == 4 {
+                    let bv = k.load("%b2", o, &flat_type(&specs[2].0, t));
+                    v = k.fop("addf", &v, &bv, t);
+                }
+                k.store(&v, &format!("%b{y}"), &e, &ty);
+                (cg * kh * kw * 4, numel(ys))
+            }
+            "input" => {
+                // dx[n, c, h, w] = sum over o in c's group, taps with
+                // h = oh s - p + a d: dy[n, o, oh, ow] w[o, c % cg, a, b]
+                let c = k.unravel(&e, xs);
+                let (n, ch, h, wv) = (&c[0], &c[cd], &c[hd], &c[wd]);
+                let cgc = k.index(cg);
+                let g = k.val(&format!("arith.divui {ch}, {cgc} : index"));
+                let cl = k.val(&format!("arith.remui {ch}, {cgc} : index"));
+                let ogc = k.index(og);
+                let obase = k.mul(&g, &ogc);
+                let (khc, kwc) = (k.index(kh), k.index(kw));
+                let (oi, acc0, s0) = k.open_reduce("%c0", &ogc, &zero, f);
+                let (a, acc1, s1) = k.open_reduce("%c0", &khc, &acc0, f);
+                let (b, acc2, s2) = k.open_reduce("%c0", &kwc, &acc1, f);
+                // oh = (h + p - a d) / s when exact and in range
+                let axis_ok = |k: &mut Kernel, pos: &str, kx: &str, axis: usize, lim: usize| -> (String, String) {
+                    let pc = k.index(pad[axis]);
+                    let hp = k.add(pos, &pc);
+                    let dc = k.index(dil[axis]);
+                    let ad = k.mul(kx, &dc);
+                    let ge = k.cmpi("uge", &hp, &ad);
+                    let num = k.val(&format!("arith.subi {hp}, {ad} : index"));
+                    let s = k.index(stride[axis]);
+                    let q = k.val(&format!("arith.divui {num}, {s} : index"));
+                    let r = k.val(&format!("arith.remui {num}, {s} : index"));
+                    let exact = k.cmpi("eq", &r, "%c0");
+                    let l = k.index(lim);
+                    let lt = k.cmpi("ult", &q, &l);
+                    let ok = k.and(&ge, &exact);
+                    let ok = k.and(&ok, &lt);
+                    let safe = k.val(&format!("arith.select {ok}, {q}, %c0 : index"));
+                    (ok, safe)
+                };
+                let (okh, oh) = axis_ok(&mut k, h, &a, 0, ys[hd]);
+                let (okw, ow) = axis_ok(&mut k, wv, &b, 1, ys[wd]);
+                let ok = k.and(&okh, &okw);
+                let o = k.add(&obase, &oi);
+                let yi = image_at(&mut k, &ystr, n, &o, &oh, &ow);
+                let gv = k.load(&format!("%b{y}"), &yi, &ty);
+                let wi = k.ravel(&[o.clone(), cl.clone(), a.clone(), b.clone()], &wstr);
+                let wvv = k.load(&format!("%b{w}"), &wi, &tw);
+                let pr = k.fop("mulf", &gv, &wvv, t);
+                let pr = k.val(&format!("arith.select {ok}, {pr}, {zero} : {f}"));
+                let next = k.val(&format!("arith.addf {acc2}, {pr} fastmath<fast> : {f}"));
+                k.close_with(&next, f);
+                k.close_with(&s2, f);
+                k.close_with(&s1, f);
+                k.store(&s0, &format!("%b{x}"), &e, &tx);
+                (og * kh * kw * 12, numel(xs))
+            }
+            _ => {
+                // dw[o, c, a, b] = sum over n, oh, ow: dy[n, o, oh, ow] x[n, g cg + c, h, w]
+                let c = k.unravel(&e, ws);
+                let (o, ci, a, b) = (&c[0], &c[1], &c[2], &c[3]);
+                let ogc = k.index(og);
+                let g = k.val(&format!("arith.divui {o}, {ogc} : index"));
+                let chan = k.mad(&g, cg, ci);
+                let (nc, ohc, owc) = (k.index(ys[0]), k.index(ys[hd]), k.index(ys[wd]));
+                let (n, acc0, s0) = k.open_reduce("%c0", &nc, &zero, f);
+                let (oh, acc1, s1) = k.open_reduce("%c0", &ohc, &acc0, f);
+                let (ow, acc2, s2) = k.open_reduce("%c0", &owc, &acc1, f);
+                let (okh, h) = tap(&mut k, &oh, a, 0);
+                let (okw, wv) = tap(&mut k, &ow, b, 1);
+                let ok = k.and(&okh, &okw);
+                let xi = image_at(&mut k, &xstr, &n, &chan, &h, &wv);
+                let xv = k.load(&format!("%b{x}"), &xi, &tx);
+                let yi = image_at(&mut k, &ystr, &n, o, &oh, &ow);
+                let gv = k.load(&format!("%b{y}"), &yi, &ty);
+                let pr = k.fop("mulf", &xv, &gv, t);
+                let pr = k.val(&format!("arith.select {ok}, {pr}, {zero} : {f}"));
+                let next = k.val(&format!("arith.addf {acc2}, {pr} fastmath<fast> : {f}"));
+                k.close_with(&next, f);
+                k.close_with(&s2, f);
+                k.close_with(&s1, f);
+                k.store(&s0, "%b2", &e, &tw);
+                (ys[0] * ys[hd] * ys[wd] * 4, numel(ws))
+            }
+        };
+        k.close();
+        self.one(k, specs, work, cost)
+    }
+
+    /// Max or average pooling and its gradient, one element per work item.
+    fn pool(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], backward: bool) -> Kernels {
+        let (cd, hd, wd) = image_dims(op);
+        let _ = cd;
+        let (kern, stride, pad) = (pair(op, "kernel", 1), pair(op, "stride", 1), pair(op, "padding", 0));
+        let max = int_attr(op, "kind").unwrap_or(0) == 0;
+        let (x, y) = if backward { (1, 0) } else { (0, 1) };
+        let (xs, ys, t) = (&specs[x].0, &specs[y].0, specs[0].1);
+        let f = t.mlir();
+        let (tx, ty) = (flat_type(xs, t), flat_type(ys, t));
+        let (xstr, ystr) = (row_major_strides(xs), row_major_strides(ys));
+        let area = (kern[0] * kern[1]) as f64;
+        let mut k = Kernel::new();
+        let zero = k.float(0.0, t);
+        let ninf = k.float(f64::NEG_INFINITY, t);
+        let (k0, k1) = (k.index(kern[0]), k.index(kern[1]));
+        // input coordinate of output o, tap a on `axis`, in bounds?
+        let tap = |k: &mut Kernel, o: &str, a: &str, axis: usize| -> (String, String) {
+            let s = k.index(stride[axis]);
+            let os = k.mul(o, &s);
+            let sum = k.add(&os, a);
+            let pc = k.index(pad[axis]);
+            let ge = k.cmpi("uge", &sum, &pc);
+            let pos = k.val(&format!("arith.subi {sum}, {pc} : index"));
+            let lim = k.index(if axis == 0 { xs[hd] } else { xs[wd] });
+            let lt = k.cmpi("ult", &pos, &lim);
+            let ok = k.and(&ge, &lt);
+            let safe = k.val(&format!("arith.select {ok}, {pos}, %c0 : index"));
+            (ok, safe)
+        };
+        let with = |c: &[String], h: &str, w: &str| -> Vec<String> {
+            let mut v = c.to_vec();
+            v[hd] = h.into();
+            v[wd] = w.into();
+            v
+        };
+        let e = k.open("%begin", "%end");
+        if !backward {
+            let c = k.unravel(&e, ys);
+            let init = if max { &ninf } else { &zero };
+            let (a, acc0, s0) = k.open_reduce("%c0", &k0, init, f);
+            let (b, acc1, s1) = k.open_reduce("%c0", &k1, &acc0, f);
+            let (okh, h) = tap(&mut k, &c[hd], &a, 0);
+            let (okw, w) = tap(&mut k, &c[wd], &b, 1);
+            let ok = k.and(&okh, &okw);
+            let xi = k.ravel(&with(&c, &h, &w), &xstr);
+            let xv = k.load(&format!("%b{x}"), &xi, &tx);
+            let next = if max {
+                let m = k.val(&format!("arith.maximumf {acc1}, {xv} : {f}"));
+                k.val(&format!("arith.select {ok}, {m}, {acc1} : {f}"))
+            } else {
+                let s = k.fop("addf", &acc1, &xv, t);
+                k.val(&format!("arith.select {ok}, {s}, {acc1} : {f}"))
+            };
+            k.close_with(&next, f);
+            k.close_with(&s1, f);
+            let v = if max {
+                s0
+            } else {
+                let ar = k.float(area, t);
+                k.fop("divf", &s0, &ar, t)
+            };
+            k.store(&v, &format!("%b{y}"), &e, &ty);
+        } else {
+            // dx at (h, w): sum over windows (oh, ow) containing it of dy,
+            // for max only where (h, w) is the window's first maximum.
+            let c = k.unravel(&e, xs);
+            let (ohc, owc) = (k.index(ys[hd]), k.index(ys[wd]));
+            let (oh, acc0, s0) = k.open_reduce("%c0", &ohc, &zero, f);
+            let (ow, acc1, s1) = k.open_reduce("%c0", &owc, &acc0, f);
+            // is (h, w) inside window (oh, ow)? a = h + p - oh s in [0, k)
+            let rel = |k: &mut Kernel, pos: &str, o: &str, axis: usize| -> String {
+                let pc = k.index(pad[axis]);
+                let hp = k.add(pos, &pc);
+                let s = k.index(stride[axis]);
+                let os = k.mul(o, &s);
+                let ge = k.cmpi("uge", &hp, &os);
+                let a = k.val(&format!("arith.subi {hp}, {os} : index"));
+                let kk = k.index(kern[axis]);
+                let lt = k.cmpi("ult", &a, &kk);
+                k.and(&ge, &lt)
+            };
+            let inh = rel(&mut k, &c[hd], &oh, 0);
+            let inw = rel(&mut k, &c[wd], &ow, 1);
+            let inside = k.and(&inh, &inw);
+            let yc = with(&c, &oh, &ow);
+            let yi = k.ravel(&yc, &ystr);
+            let gv = k.load(&format!("%b{y}"), &yi, &ty);
+            let contrib = if max {
+                // the window's first maximum, in row-major order
+                let here = k.ravel(&c, &xstr);
+                k.n += 1;
+                let (a, best, at, r) = (format!("%i{}", k.n), format!("%m{}", k.n), format!("%p{}", k.n), format!("%r{}", k.n));
+                let big = k.index(usize::MAX >> 1);
+                k.line(&format!("{r}:2 = scf.for {a} = %c0 to {k0} step %c1 iter_args({best} = {ninf}, {at} = {big}) -> ({f}, index) {{"));
+                k.depth += 1;
+                let (b, best1, at1, r1) = {
+                    k.n += 1;
+                    (format!("%i{}", k.n), format!("%m{}", k.n), format!("%p{}", k.n), format!("%r{}", k.n))
+                };
+                k.line(&format!("{r1}:2 = scf.for {b} = %c0 to {k1} step %c1 iter_args({best1} = {best}, {at1} = {at}) -> ({f}, index) {{"));
+                k.depth += 1;
+                let (okh, h) = tap(&mut k, &oh, &a, 0);
+                let (okw, w) = tap(&mut k, &ow, &b, 1);
+                let ok = k.and(&okh, &okw);
+                let xi = k.ravel(&with(&c, &h, &w), &xstr);
+                let xv = k.load(&format!("%b{x}"), &xi, &tx);
+                let gt = k.val(&format!("arith.cmpf ogt, {xv}, {best1} : {f}"));
+                let better = k.and(&ok, &gt);
+                let nb = k.val(&format!("arith.select {better}, {xv}, {best1} : {f}"));
+                let np = k.val(&format!("arith.select {better}, {xi}, {at1} : index"));
+                k.line(&format!("scf.yield {nb}, {np} : {f}, index"));
+                k.depth -= 1;
+                k.line("}");
+                k.line(&format!("scf.yield {r1}#0, {r1}#1 : {f}, index"));
+                k.depth -= 1;
+                k.line("}");
+                let is_max = k.cmpi("eq", &format!("{r}#1"), &here);
+                let take = k.and(&inside, &is_max);
+                k.val(&format!("arith.select {take}, {gv}, {zero} : {f}"))
+            } else {
+                let ar = k.float(area, t);
+                let share = k.fop("divf", &gv, &ar, t);
+                k.val(&format!("arith.select {inside}, {share}, {zero} : {f}"))
+            };
+            let next = k.fop("addf", &acc1, &contrib, t);
+            k.close_with(&next, f);
+            k.close_with(&s1, f);
+            k.store(&s0, "%b2", &e, &tx);
+        }
+        k.close();
+        let work = if backward { numel(xs) } else { numel(ys) };
+        let cost = if backward { ys[hd] * ys[wd] * (4 + kern[0] * kern[1] * 6) } else { kern[0] * kern[1] * 6 };
+        self.one(k, specs, work, cost)
+    }
 }

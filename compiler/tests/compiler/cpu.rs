@@ -116,3 +116,112 @@ fn digits_mlp_adam_train_step_matches_the_interpreter() {
 fn library_gemm_train_step_matches_the_interpreter() {
     train_step_matches("sgd", 2, Choice::Library);
 }
+
+/// Compiles `@f` of `source` (hl) for the CPU and compares each result
+/// with the interpreter's on `inputs`.
+fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {
+    let ctx = CompilerContext::new();
+    let reference = ctx.parse(source, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let want = Interpreter::new(&reference).run("f", inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut planned = ctx.parse(source, name).unwrap();
+    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap_or_else(|e| panic!("{name}: {e}"));
+    let dir = out_dir(&format!("kernel_{name}"));
+    compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut session = Session::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+    let tensors: Vec<Tensor> = inputs
+        .iter()
+        .map(|a| {
+            let dtype = match a.dtype {
+                DType::I32 => artifact::DType::I32,
+                DType::I64 => artifact::DType::I64,
+                _ => artifact::DType::F32,
+            };
+            Tensor::new(a.shape.clone(), dtype, a.data.clone())
+        })
+        .collect();
+    let got = session.call("f", &tensors.iter().collect::<Vec<_>>()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(got.len(), want.len(), "{name}: results");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        close(&format!("{name} result {i}"), &g.values, &w.data, tol);
+    }
+}
+
+fn f32s(shape: &[usize], seed: u64) -> Array {
+    Array::new(shape.to_vec(), DType::F32, data(shape.iter().product(), seed)).unwrap()
+}
+
+fn indices(shape: &[usize], bound: usize, seed: u64) -> Array {
+    let v = data(shape.iter().product(), seed).iter().map(|u| ((u + 1.0) / 2.0 * bound as f64).floor().min(bound as f64 - 1.0)).collect();
+    Array::new(shape.to_vec(), DType::I32, v).unwrap()
+}
+
+/// Every ll kernel kind, on odd and round shapes, against the interpreter.
+#[test]
+fn every_kernel_matches_the_interpreter() {
+    let t = "tensor<3x5x7xf32>";
+    let cases: Vec<(&str, String, Vec<Array>)> = vec![
+        (
+            "transpose",
+            format!("func.func @f(%x: {t}) -> tensor<7x3x5xf32> {{\n  %y = hl.transpose %x permutation = [2, 0, 1] : {t}\n  return %y : tensor<7x3x5xf32>\n}}"),
+            vec![f32s(&[3, 5, 7], 1)],
+        ),
+        (
+            "softmax",
+            format!("func.func @f(%x: {t}) -> ({t}, {t}) {{\n  %y = hl.softmax %x axis = 1 : {t}\n  %z = hl.log_softmax %x axis = 2 : {t}\n  return %y, %z : {t}, {t}\n}}"),
+            vec![f32s(&[3, 5, 7], 2)],
+        ),
+        (
+            "softmax_backward",
+            format!("func.func @f(%y: {t}, %g: {t}) -> ({t}, {t}) {{\n  %a = hl.softmax_backward %y, %g axis = 1 : {t}\n  %b = hl.softmax_backward %y, %g axis = 2 log : {t}\n  return %a, %b : {t}, {t}\n}}"),
+            vec![f32s(&[3, 5, 7], 3), f32s(&[3, 5, 7], 4)],
+        ),
+        (
+            "norm",
+            "func.func @f(%x: tensor<6x10xf32>, %w: tensor<10xf32>, %b: tensor<10xf32>, %r: tensor<4x3x5xf32>, %v: tensor<3x5xf32>) -> (tensor<6x10xf32>, tensor<4x3x5xf32>) {\n  %y = hl.layer_norm %x weight %w bias %b dims = 1 eps = 1.0e-05 : tensor<6x10xf32>, tensor<10xf32>, tensor<10xf32>\n  %z = hl.rms_norm %r weight %v dims = 2 eps = 1.0e-06 : tensor<4x3x5xf32>, tensor<3x5xf32>\n  return %y, %z : tensor<6x10xf32>, tensor<4x3x5xf32>\n}".into(),
+            vec![f32s(&[6, 10], 5), f32s(&[10], 6), f32s(&[10], 7), f32s(&[4, 3, 5], 8), f32s(&[3, 5], 9)],
+        ),
+        (
+            "norm_backward",
+            "func.func @f(%g: tensor<6x10xf32>, %x: tensor<6x10xf32>, %w: tensor<10xf32>) -> (tensor<6x10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<6x10xf32>) {\n  %dx, %dw, %db = hl.norm_backward %g, %x weight(%w) dims = 1 eps = 1.0e-05 bias : tensor<6x10xf32> weight tensor<10xf32> -> tensor<6x10xf32> grad_weight tensor<10xf32> grad_bias tensor<10xf32>\n  %r = hl.norm_backward %g, %x dims = 1 eps = 1.0e-05 rms : tensor<6x10xf32> -> tensor<6x10xf32>\n  return %dx, %dw, %db, %r : tensor<6x10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<6x10xf32>\n}".into(),
+            vec![f32s(&[6, 10], 10), f32s(&[6, 10], 11), f32s(&[10], 12)],
+        ),
+        (
+            "attention",
+            "func.func @f(%q: tensor<2x2x5x4xf32>, %k: tensor<2x2x5x4xf32>, %v: tensor<2x2x5x4xf32>, %a: tensor<2x3x4xf32>, %b: tensor<2x6x4xf32>, %c: tensor<2x6x3xf32>) -> (tensor<2x2x5x4xf32>, tensor<2x3x3xf32>) {\n  %o = hl.attention %q, %k, %v causal : tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32>\n  %p = hl.attention %a, %b, %c scale = 0.7 : tensor<2x3x4xf32>, tensor<2x6x4xf32>, tensor<2x6x3xf32>\n  return %o, %p : tensor<2x2x5x4xf32>, tensor<2x3x3xf32>\n}".into(),
+            vec![f32s(&[2, 2, 5, 4], 13), f32s(&[2, 2, 5, 4], 14), f32s(&[2, 2, 5, 4], 15), f32s(&[2, 3, 4], 16), f32s(&[2, 6, 4], 17), f32s(&[2, 6, 3], 18)],
+        ),
+        (
+            "gather",
+            "func.func @f(%t: tensor<11x4xf32>, %i: tensor<2x3xi32>, %u: tensor<3x7x2xf32>, %j: tensor<5xi32>) -> (tensor<2x3x4xf32>, tensor<3x5x2xf32>, tensor<11x4xf32>) {\n  %a = hl.gather %t[%i] axis = 0 : tensor<11x4xf32>, tensor<2x3xi32>\n  %b = hl.gather %u[%j] axis = 1 : tensor<3x7x2xf32>, tensor<5xi32>\n  %c = hl.gather_backward %a[%i] axis = 0 : tensor<2x3x4xf32>, tensor<2x3xi32> -> tensor<11x4xf32>\n  return %a, %b, %c : tensor<2x3x4xf32>, tensor<3x5x2xf32>, tensor<11x4xf32>\n}".into(),
+            vec![f32s(&[11, 4], 19), indices(&[2, 3], 4, 20), f32s(&[3, 7, 2], 21), indices(&[5], 7, 22)],
+        ),
+        (
+            "slice_concat",
+            "func.func @f(%x: tensor<8x9xf32>) -> (tensor<3x3xf32>, tensor<8x9xf32>, tensor<8x12xf32>) {\n  %s = hl.slice %x start = [1, 2] limit = [8, 9] strides = [3, 3] : tensor<8x9xf32>\n  %b = hl.slice_backward %s start = [1, 2] limit = [8, 9] strides = [3, 3] : tensor<3x3xf32> -> tensor<8x9xf32>\n  %t = hl.slice %x start = [0, 0] limit = [8, 3] strides = [1, 1] : tensor<8x9xf32>\n  %c = hl.concat %x, %t axis = 1 : tensor<8x9xf32>, tensor<8x3xf32>\n  return %s, %b, %c : tensor<3x3xf32>, tensor<8x9xf32>, tensor<8x12xf32>\n}".into(),
+            vec![f32s(&[8, 9], 23)],
+        ),
+        (
+            "argmax_mse_reduce",
+            format!("func.func @f(%x: {t}, %y: {t}) -> (tensor<3x7xi64>, tensor<f32>, tensor<1x5x1xf32>, tensor<5xf32>) {{\n  %a = hl.argmax %x axis = 1 : {t}\n  %l = hl.mse_loss %x, %y : {t}, {t}\n  %s = hl.reduce_sum %x axes = [0, 2] keepdim : {t}\n  %m = hl.reduce_max %y axes = [0, 2] : {t}\n  return %a, %l, %s, %m : tensor<3x7xi64>, tensor<f32>, tensor<1x5x1xf32>, tensor<5xf32>\n}}"),
+            vec![f32s(&[3, 5, 7], 24), f32s(&[3, 5, 7], 25)],
+        ),
+        (
+            "dropout",
+            "func.func @f(%x: tensor<5x7xf32>, %s: tensor<i64>, %o: tensor<i64>) -> tensor<5x7xf32> {\n  %y = hl.dropout %x, %s, %o p = 0.3 stream = 5 : tensor<5x7xf32>\n  return %y : tensor<5x7xf32>\n}".into(),
+            vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64)],
+        ),
+        (
+            "conv",
+            "func.func @f(%x: tensor<2x3x7x6xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %xn: tensor<2x9x8x4xf32>, %wn: tensor<6x2x3x2xf32>) -> (tensor<2x4x7x6xf32>, tensor<2x3x7x6xf32>, tensor<4x3x3x3xf32>, tensor<2x3x8x6xf32>, tensor<2x9x8x4xf32>, tensor<6x2x3x2xf32>) {\n  %y = hl.conv2d %x, %w, %b stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x3x7x6xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>\n  %dx = hl.conv2d_backward_input %y, %w stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x4x7x6xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x7x6xf32>\n  %dw = hl.conv2d_backward_weight %y, %x stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x4x7x6xf32>, tensor<2x3x7x6xf32> -> tensor<4x3x3x3xf32>\n  %z = hl.conv2d %xn, %wn stride = [2, 1] padding = [0, 1] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x9x8x4xf32>, tensor<6x2x3x2xf32>\n  %dxn = hl.conv2d_backward_input %z, %wn stride = [2, 1] padding = [0, 1] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x3x8x6xf32>, tensor<6x2x3x2xf32> -> tensor<2x9x8x4xf32>\n  %dwn = hl.conv2d_backward_weight %z, %xn stride = [2, 1] padding = [0, 1] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x3x8x6xf32>, tensor<2x9x8x4xf32> -> tensor<6x2x3x2xf32>\n  return %y, %dx, %dw, %z, %dxn, %dwn : tensor<2x4x7x6xf32>, tensor<2x3x7x6xf32>, tensor<4x3x3x3xf32>, tensor<2x3x8x6xf32>, tensor<2x9x8x4xf32>, tensor<6x2x3x2xf32>\n}".into(),
+            vec![f32s(&[2, 3, 7, 6], 27), f32s(&[4, 3, 3, 3], 28), f32s(&[4], 29), f32s(&[2, 9, 8, 4], 30), f32s(&[6, 2, 3, 2], 31)],
+        ),
+        (
+            "pool",
+            "func.func @f(%x: tensor<2x3x7x6xf32>) -> (tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>, tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>) {\n  %m = hl.max_pool2d %x kernel = [3, 2] stride = [2, 2] padding = [0, 0] : tensor<2x3x7x6xf32>\n  %dm = hl.max_pool2d_backward %m, %x kernel = [3, 2] stride = [2, 2] padding = [0, 0] : tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>\n  %a = hl.avg_pool2d %x kernel = [3, 3] stride = [2, 2] padding = [1, 1] : tensor<2x3x7x6xf32>\n  %da = hl.avg_pool2d_backward %a, %x kernel = [3, 3] stride = [2, 2] padding = [1, 1] : tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>\n  return %m, %dm, %a, %da : tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>, tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>\n}".into(),
+            vec![f32s(&[2, 3, 7, 6], 32)],
+        ),
+    ];
+    for (name, source, inputs) in cases {
+        kernel_matches(name, &source, &inputs, 2e-5);
+    }
+}

@@ -265,7 +265,7 @@ func.func @f(%x: memref<4x8xf32>, %w: memref<4xf32>, %y: memref<4x8xf32>) {
 
 func.func @f(%q: memref<2x4x8xf32>, %k: memref<2x5x7xf32>, %o: memref<2x4x8xf32>) {
   // expected-error @+1 {{'ll.attention' op queries 'memref<2x4x8xf32>', keys 'memref<2x5x7xf32>' and values 'memref<2x5x7xf32>' do not form an attention}}
-  ll.attention %q, %k, %k into %o scale = 1.0 : memref<2x4x8xf32>, memref<2x5x7xf32>, memref<2x5x7xf32>
+  ll.attention %q, %k, %k into %o scale = 1.0 : memref<2x4x8xf32>, memref<2x5x7xf32>, memref<2x5x7xf32> -> memref<2x4x8xf32>
   return
 }
 
@@ -383,5 +383,13 @@ func.func @f(%x: memref<8x16xf32>, %l: memref<f16>) {
 func.func @f(%x: memref<8x16xf32>, %s: memref<i64>) {
   // expected-error @+1 {{'ll.dropout' op p = 1.000000e+00 is not in [0, 1)}}
   ll.dropout %x, %s, %s into %x p = 1.0 stream = 0 : memref<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x4x8xf32>, %k: memref<2x5x8xf32>, %v: memref<2x5x3xf32>, %o: memref<2x4x8xf32>) {
+  // expected-error @+1 {{'ll.attention' op result buffer 'memref<2x4x8xf32>' is not the queries' shape with the values' width}}
+  ll.attention %q, %k, %v into %o scale = 1.0 : memref<2x4x8xf32>, memref<2x5x8xf32>, memref<2x5x3xf32> -> memref<2x4x8xf32>
   return
 }

@@ -91,8 +91,8 @@ func.func @transformer_kernels(%x: memref<8x128x256xf32>, %g: memref<256xf32>, %
   ll.softmax %s into %s axis = 3 log : memref<8x4x128x128xf32>
   // CHECK: ll.reduce max %{{.*}} dims = [3] into %{{.*}} : memref<8x4x128x128xf32> -> memref<8x4x128x1xf32>
   ll.reduce max %s dims = [3] into %m : memref<8x4x128x128xf32> -> memref<8x4x128x1xf32>
-  // CHECK: ll.attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}} causal scale = 1.250000e-01 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>
-  ll.attention %q, %q, %q into %o causal scale = 0.125 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>
+  // CHECK: ll.attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}} causal scale = 1.250000e-01 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>
+  ll.attention %q, %q, %q into %o causal scale = 0.125 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>
   // CHECK: ll.transpose %{{.*}} into %{{.*}} permutation = [0, 2, 1, 3] : memref<8x128x4x64xf32> -> memref<8x4x128x64xf32>
   ll.transpose %t into %q permutation = [0, 2, 1, 3] : memref<8x128x4x64xf32> -> memref<8x4x128x64xf32>
   // CHECK: ll.reshape %{{.*}} : memref<8x128x256xf32> to memref<1024x256xf32>

@@ -251,14 +251,22 @@ LogicalResult AttentionOp::verify() {
   auto q = cast<MemRefType>(getQ().getType());
   auto k = cast<MemRefType>(getK().getType());
   auto v = cast<MemRefType>(getV().getType());
-  if (q.getRank() < 2 || k != v || k.getRank() != q.getRank() ||
+  if (q.getRank() < 2 || k.getRank() != q.getRank() ||
+      v.getRank() != q.getRank() ||
       k.getShape().drop_back(2) != q.getShape().drop_back(2) ||
-      k.getShape().back() != q.getShape().back())
+      v.getShape().drop_back(1) != k.getShape().drop_back(1) ||
+      k.getShape().back() != q.getShape().back() ||
+      k.getElementType() != q.getElementType() ||
+      v.getElementType() != q.getElementType())
     return emitOpError("queries ") << q << ", keys " << k << " and values " << v
                                    << " do not form an attention";
-  if (getOut().getType() != Type(q))
-    return emitOpError("result buffer ") << getOut().getType()
-                                         << " must have the queries' type " << q;
+  SmallVector<int64_t> expected(q.getShape());
+  expected.back() = v.getShape().back();
+  auto out = cast<MemRefType>(getOut().getType());
+  if (out.getShape() != ArrayRef<int64_t>(expected) ||
+      out.getElementType() != q.getElementType())
+    return emitOpError("result buffer ")
+           << out << " is not the queries' shape with the values' width";
   return success();
 }
 

@@ -306,16 +306,18 @@ def LL_NormOp : LL_Op<"norm", [AttrSizedOperandSegments, AllTypesMatch<["input",
   let hasVerifier = 1;
 }
 
-def LL_AttentionOp : LL_Op<"attention", [AllTypesMatch<["q", "out"]>]> {
+def LL_AttentionOp : LL_Op<"attention"> {
   let summary = "scaled dot-product attention in one kernel";
   let description = [{
     `out = softmax(q k^T * scale (+ causal mask)) v` over `[..., L, D]`
-    queries and `[..., S, D]` keys and values, without materialising the
-    `[L, S]` scores in memory (a FlashAttention-style kernel).
+    queries, `[..., S, D]` keys and `[..., S, Dv]` values into
+    `[..., L, Dv]`, without materialising the `[L, S]` scores in memory (a
+    FlashAttention-style kernel).
 
     ```mlir
     ll.attention %q, %k, %v into %o causal scale = 1.250000e-01
         : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>
+        -> memref<8x4x128x64xf32>
     ```
   }];
   let arguments = (ins
@@ -328,7 +330,7 @@ def LL_AttentionOp : LL_Op<"attention", [AllTypesMatch<["q", "out"]>]> {
   );
   let assemblyFormat = [{
     $q `,` $k `,` $v `into` $out (`causal` $causal^)? `scale` `=` $scale attr-dict
-    `:` type($q) `,` type($k) `,` type($v)
+    `:` type($q) `,` type($k) `,` type($v) `->` type($out)
   }];
   let hasVerifier = 1;
 }
