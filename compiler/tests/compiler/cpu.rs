@@ -42,13 +42,22 @@ fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
     }
 }
 
-/// One optimizer's train step of the digits MLP, compiled and interpreted.
-fn train_step_matches(optimizer: &str, steps: usize, gemm: Choice) {
-    let traced = mlp::build(mlp::BATCH).unwrap();
+/// `steps` train steps of `traced` with `optimizer`, compiled and
+/// interpreted from the same parameters; integer inputs are drawn below
+/// `classes`, i64 scalars (dropout seed and offset) are the step number.
+fn train_step_matches_for(
+    traced: &aicf_compiler::nn::HlModule,
+    tag: &str,
+    optimizer: &str,
+    steps: usize,
+    gemm: Choice,
+    classes: usize,
+    tol: f64,
+) {
     let ctx = CompilerContext::new();
     let mut planned = traced.parse(&ctx).unwrap();
     run_pipeline(&ctx, &mut planned, &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer}}})")).unwrap();
-    let dir = out_dir(&format!("digits_mlp_{optimizer}_{gemm:?}"));
+    let dir = out_dir(&format!("{tag}_{optimizer}_{gemm:?}"));
     let manifest = compile_cpu(&ctx, &planned, &ir_hash(&traced.text), &dir).unwrap_or_else(|e| panic!("{e}"));
     let mut module = CpuModule::load(&dir, 2).unwrap();
     module.force_gemm(Some(gemm));
@@ -64,40 +73,51 @@ fn train_step_matches(optimizer: &str, steps: usize, gemm: Choice) {
         interp.set_param(&s.name, Array::new(t.shape.clone(), dtype, t.values.clone()).unwrap());
     }
     let names: Vec<String> = manifest.symbols.iter().map(|s| s.name.clone()).collect();
+    let step_fn = manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
     for step in 0..steps {
-        let b = mlp::BATCH;
-        let x = data(b * 64, 11 + step as u64);
-        let y: Vec<f64> = data(b, 5 + step as u64).iter().map(|v| ((v + 1.0) * 5.0).floor().min(9.0)).collect();
-        let lr = 0.05;
-        let out = session
-            .call(
-                "train_step",
-                &[
-                    &Tensor::new([b, 64], artifact::DType::F32, x.clone()),
-                    &Tensor::new([b], artifact::DType::I32, y.clone()),
-                    &Tensor::scalar(lr, artifact::DType::F32),
-                ],
-            )
-            .unwrap();
-        let want = interp
-            .run(
-                "train_step",
-                &[
-                    Array::new([b, 64], DType::F32, x).unwrap(),
-                    Array::new([b], DType::I32, y).unwrap(),
-                    Array::scalar(lr, DType::F32),
-                ],
-            )
-            .unwrap();
-        close("loss", &out[0].values, &want[0].data, 1e-5);
+        let mut tensors = Vec::new();
+        let mut arrays = Vec::new();
+        for (n, a) in step_fn.args.iter().filter(|a| a.role() == artifact::Role::Input).enumerate() {
+            let count: usize = a.shape.iter().product();
+            let seed = 100 * step as u64 + n as u64;
+            let (values, dtype) = match (a.bind.as_str(), a.dtype) {
+                ("lr", _) => (vec![0.01], DType::F32),
+                (_, artifact::DType::I32) => (indices(&a.shape, classes, seed).data, DType::I32),
+                (_, artifact::DType::I64) => (vec![(step + 3) as f64; count], DType::I64),
+                _ => (data(count, seed), DType::F32),
+            };
+            tensors.push(Tensor::new(a.shape.clone(), a.dtype, values.clone()));
+            arrays.push(Array::new(a.shape.clone(), dtype, values).unwrap());
+        }
+        let out = session.call("train_step", &tensors.iter().collect::<Vec<_>>()).unwrap();
+        let want = interp.run("train_step", &arrays).unwrap();
+        close("loss", &out[0].values, &want[0].data, tol);
         // The interpreter returns the new value of every symbol it updates,
         // in the symbol table's order.
-        let updated: Vec<&String> = names.iter().filter(|n| interp.param(n).is_some()).collect();
-        for (name, value) in updated.iter().zip(&want[1..]) {
-            close(name, &session.symbol(name).unwrap().values, &value.data, 1e-4);
+        for (name, value) in names.iter().zip(&want[1..]) {
+            close(name, &session.symbol(name).unwrap().values, &value.data, tol * 10.0);
             interp.set_param(name, value.clone());
         }
     }
+}
+
+fn train_step_matches(optimizer: &str, steps: usize, gemm: Choice) {
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    train_step_matches_for(&traced, "digits_mlp", optimizer, steps, gemm, 10, 1e-5);
+}
+
+#[test]
+fn digits_cnn_adam_train_step_matches_the_interpreter() {
+    let traced = crate::models::cnn::build(crate::models::cnn::BATCH).unwrap();
+    train_step_matches_for(&traced, "digits_cnn", "adam", 2, Choice::Library, 10, 1e-5);
+}
+
+/// Embedding, attention, layer norm and dropout in one train step.
+#[test]
+fn char_lm_adam_train_step_matches_the_interpreter() {
+    let config = crate::models::char_lm::Config { batch: 2, ..crate::models::char_lm::CONFIG };
+    let traced = crate::models::char_lm::build(config).unwrap();
+    train_step_matches_for(&traced, "char_lm", "adam", 2, Choice::Generated, 65, 1e-4);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use aicf_compiler::{CompilerContext, nn::HlModule};
 #[path = "../../../examples/char_lm/model.rs"]
 pub(crate) mod char_lm;
 #[path = "../../../examples/cnn/model.rs"]
-mod cnn;
+pub(crate) mod cnn;
 #[path = "../../../examples/mlp/model.rs"]
 pub(crate) mod mlp;
 #[path = "../../../examples/transformer/model.rs"]
