@@ -28,9 +28,12 @@
 //!        |  ll-plan-memory{budget report}: one arena, in place, recompute
 //!        |  ll-schedule{max-streams}: streams and events
 //!        |  (aicf-train-pipeline runs hl-optimizer .. ll-schedule)
-//!        |  (next: kernel generation)
 //!        v
-//!  PTX / host shared object -> aicf-runtime
+//!  codegen::compile_cpu: each kernel as scf/arith/math over flat buffers,
+//!        |  bodies inlined, lowered to the LLVM dialect, clang -O3
+//!        |  -march=native -> kernels.so + manifest.json (next: PTX)
+//!        v
+//!  aicf-runtime: CpuModule (dlopen, thread pool, GEMM registry), Session
 //! ```
 //!
 //! What holds at each stage:
@@ -51,6 +54,10 @@
 //! - After `ll-schedule`: every kernel has `ll.stream`; a kernel depending
 //!   on another stream's kernel waits on its event; program order is a
 //!   valid execution order.
+//! - After `compile_cpu`: every kernel of every function is one or more
+//!   exported `aicf_kN(begin, end, buffers)` calls in the manifest, in
+//!   program order; each computes what the interpreter computes for its op
+//!   (tested per kernel kind and per train step).
 //! - A pass either succeeds or reports a located diagnostic and fails; no
 //!   pass panics on bad input ([`passes`]).
 //!

@@ -71,6 +71,8 @@ pub struct CpuModule {
     registry: Registry,
     /// Overrides the registry (tests, benchmarks of one candidate).
     forced: Option<Choice>,
+    /// Per (function, call): total milliseconds and calls, when profiling.
+    profile: Option<std::sync::Mutex<HashMap<(String, usize), (f64, u64)>>>,
     constants: Vec<Bytes>,
     pool: rayon::ThreadPool,
     // Last: the code must outlive the function pointers above.
@@ -123,7 +125,27 @@ impl CpuModule {
             .num_threads(threads)
             .build()
             .map_err(|e| load_err(dir, format!("cannot start worker threads: {e}")))?;
-        Ok(CpuModule { manifest, kernels, registry: Registry::open(), forced: None, constants, pool, _library: library })
+        Ok(CpuModule { manifest, kernels, registry: Registry::open(), forced: None, profile: None, constants, pool, _library: library })
+    }
+
+    /// Starts recording the time of every kernel call.
+    pub fn enable_profile(&mut self) {
+        self.profile = Some(Default::default());
+    }
+
+    /// (function, call index, op, total ms, calls), slowest first.
+    pub fn profile(&self) -> Vec<(String, usize, String, f64, u64)> {
+        let Some(p) = &self.profile else { return Vec::new() };
+        let p = p.lock().map(|p| p.clone()).unwrap_or_default();
+        let mut rows: Vec<_> = p
+            .into_iter()
+            .map(|((f, k), (ms, n))| {
+                let op = self.function(&f).ok().and_then(|func| func.calls.get(k)).map(|c| c.op.clone()).unwrap_or_default();
+                (f, k, op, ms, n)
+            })
+            .collect();
+        rows.sort_by(|a, b| b.3.total_cmp(&a.3));
+        rows
     }
 
     /// Runs every GEMM with `choice` instead of the registry's decision.
@@ -183,11 +205,19 @@ impl CpuModule {
                 op: call.op.clone(),
                 message,
             })?;
+            let started = self.profile.as_ref().map(|_| std::time::Instant::now());
             match &call.library {
                 Some(g) if g.aliases.iter().all(|&a| pointers[a] != pointers[g.out]) => {
                     self.gemm(*kernel, *epilogue, call, g, &pointers)
                 }
                 _ => self.launch(*kernel, call, &pointers),
+            }
+            if let (Some(p), Some(t)) = (&self.profile, started)
+                && let Ok(mut p) = p.lock()
+            {
+                let e = p.entry((name.to_string(), k)).or_default();
+                e.0 += t.elapsed().as_secs_f64() * 1e3;
+                e.1 += 1;
             }
         }
         Ok(())
@@ -228,7 +258,7 @@ impl CpuModule {
             Pointers(pointers[g.b] as *const *mut u8),
             Pointers(pointers[g.out] as *const *mut u8),
         );
-        let pieces = ((g.m * g.n * g.k) as u64 / (1 << 16)).clamp(1, self.threads() as u64).min(g.m as u64) as usize;
+        let pieces = ((2 * g.m * g.n * g.k) as u64 / (1 << 18)).clamp(1, self.threads() as u64).min(g.m as u64) as usize;
         for batch in 0..g.batch {
             let block = |lo: usize, hi: usize| {
                 // SAFETY: the manifest's strides stay inside A, B and out;

@@ -24,8 +24,9 @@ use std::path::Path;
 
 type Result<T> = std::result::Result<T, CompileError>;
 
-/// Rows below this many scalar operations run on one thread.
-const GRAIN_OPS: u64 = 1 << 15;
+/// The fewest scalar operations worth a thread of their own: below this a
+/// piece costs less than handing it to a worker (tens of microseconds).
+const GRAIN_OPS: u64 = 1 << 18;
 
 /// The lowering from the kernels module to the LLVM dialect.
 const TO_LLVM: &str = "builtin.module(inline,symbol-dce,canonicalize,cse,convert-scf-to-cf,\

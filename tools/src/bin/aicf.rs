@@ -120,6 +120,9 @@ enum Command {
         threads: usize,
         #[arg(long, default_value = "target/aicf-bench")]
         out: PathBuf,
+        /// Print the time of each kernel call, slowest first.
+        #[arg(long)]
+        profile: bool,
     },
 }
 
@@ -133,7 +136,7 @@ fn main() {
             let run = Run { lr, epochs, seed, val_split, threads, checkpoint_dir, resume };
             train(&compile, &data, &run, &out)
         }
-        Command::Bench { compile, lr, steps, threads, out } => bench(&compile, lr, steps, threads, &out),
+        Command::Bench { compile, lr, steps, threads, out, profile } => bench(&compile, lr, steps, threads, &out, profile),
     };
     if let Err(e) = result {
         eprintln!("aicf: error: {e}");
@@ -260,8 +263,11 @@ fn compiled(c: &Compile, threads: usize, out: &Path) -> Result<CpuModule> {
     CpuModule::load(&dir, threads).map_err(|e| e.to_string())
 }
 
-fn bench(c: &Compile, lr: f64, steps: usize, threads: usize, out: &Path) -> Result<()> {
-    let module = compiled(c, threads, out)?;
+fn bench(c: &Compile, lr: f64, steps: usize, threads: usize, out: &Path, profile: bool) -> Result<()> {
+    let mut module = compiled(c, threads, out)?;
+    if profile {
+        module.enable_profile();
+    }
     let step = module.function("train_step").map_err(|e| e.to_string())?.clone();
     let mut session = Session::new(module, 0).map_err(|e| e.to_string())?;
     let mut state = 1u64;
@@ -311,6 +317,9 @@ fn bench(c: &Compile, lr: f64, steps: usize, threads: usize, out: &Path) -> Resu
         times[0],
         session.module().threads()
     );
+    for (f, k, op, ms, n) in session.module().profile().into_iter().filter(|r| r.0 == "train_step").take(12) {
+        println!("  @{f} #{k:<3} {op:<28} {:.3} ms/step", ms / n as f64);
+    }
     Ok(())
 }
 
