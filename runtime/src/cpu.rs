@@ -251,14 +251,17 @@ impl CpuModule {
         }
     }
 
-    /// matrixmultiply's sgemm over row blocks on the pool, then the epilogue.
+    /// matrixmultiply's sgemm (threaded), then the epilogue on the pool.
     fn library_gemm(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
         let (a, b, c) = (
             Pointers(pointers[g.a] as *const *mut u8),
             Pointers(pointers[g.b] as *const *mut u8),
             Pointers(pointers[g.out] as *const *mut u8),
         );
-        let pieces = ((2 * g.m * g.n * g.k) as u64 / (1 << 18)).clamp(1, self.threads() as u64).min(g.m as u64) as usize;
+        // sgemm threads itself (sharing its packed panels, which beats
+        // splitting rows over our pool: each piece would pack all of B);
+        // its thread count is MATMUL_NUM_THREADS, default one per core.
+        let pieces = 1;
         for batch in 0..g.batch {
             let block = |lo: usize, hi: usize| {
                 // SAFETY: the manifest's strides stay inside A, B and out;

@@ -7,6 +7,7 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 2 --out %t/run --checkpoint-dir %t/resumed > /dev/null
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 4 --out %t/run --checkpoint-dir %t/resumed --resume | FileCheck %s
 // RUN: cmp %t/straight/last.safetensors %t/resumed/last.safetensors
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/straight/last.safetensors --out %t/run | FileCheck %s --check-prefix=EVAL
 // RUN: mkdir -p %t/bad && printf 'not a checkpoint' > %t/bad/last.safetensors
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --checkpoint-dir %t/bad --resume 2>&1 | FileCheck %s --check-prefix=CORRUPT
 // RUN: printf 'not a checkpoint' | cmp - %t/bad/last.safetensors
@@ -19,6 +20,8 @@
 // CHECK-NOT: epoch   2/4
 // CHECK: epoch   3/4
 // CHECK: epoch   4/4
+
+// EVAL: accuracy {{(9[0-9]|100)\.[0-9][0-9]}}% on 1797 rows of {{.*}}digits.csv.gz (checkpoint {{.*}}last.safetensors, epoch 4)
 
 // CORRUPT: aicf: error: {{.*}}last.safetensors: not a valid checkpoint: header of {{[0-9]+}} bytes in a file of 16
 // OTHER: aicf: error: {{.*}}last.safetensors: the checkpoint is of another model (IR hash {{[0-9a-f]+}}, this model's is {{[0-9a-f]+}})

@@ -107,6 +107,20 @@ enum Command {
         #[arg(long, requires = "checkpoint_dir")]
         resume: bool,
     },
+    /// Accuracy of a checkpoint on a CSV data set (every row).
+    Eval {
+        #[command(flatten)]
+        compile: Compile,
+        #[arg(long)]
+        data: PathBuf,
+        /// A `last.safetensors` written by `aicf train --checkpoint-dir`.
+        #[arg(long)]
+        checkpoint: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+        #[arg(long, default_value = "target/aicf-run")]
+        out: PathBuf,
+    },
     /// Time the compiled train step on a fixed random batch (median of
     /// `--steps` after warm-up).
     Bench {
@@ -136,6 +150,7 @@ fn main() {
             let run = Run { lr, epochs, seed, val_split, threads, checkpoint_dir, resume };
             train(&compile, &data, &run, &out)
         }
+        Command::Eval { compile, data, checkpoint, threads, out } => eval(&compile, &data, &checkpoint, threads, &out),
         Command::Bench { compile, lr, steps, threads, out, profile } => bench(&compile, lr, steps, threads, &out, profile),
     };
     if let Err(e) = result {
@@ -261,6 +276,34 @@ fn compiled(c: &Compile, threads: usize, out: &Path) -> Result<CpuModule> {
         println!("using the compiled {}", dir.display());
     }
     CpuModule::load(&dir, threads).map_err(|e| e.to_string())
+}
+
+fn eval(c: &Compile, data: &Path, checkpoint: &Path, threads: usize, out: &Path) -> Result<()> {
+    let module = compiled(c, threads, out)?;
+    let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
+    let x = forward.args.iter().find(|a| a.role() == Role::Input).ok_or("@forward takes no input")?;
+    let (batch, features) = match x.shape[..] {
+        [b, f] => (b, f),
+        _ => return Err(format!("the model's input is {:?}; `aicf eval` feeds [batch, features]", x.shape)),
+    };
+    let classes = forward.args.iter().find(|a| a.role() == Role::Output).and_then(|a| a.shape.last().copied()).unwrap_or(0);
+    let mut session = Session::new(module, 0).map_err(|e| e.to_string())?;
+    let meta = session.load_checkpoint(checkpoint).map_err(|e| e.to_string())?;
+    let scale: f64 = meta.get("feature_scale").and_then(|v| v.parse().ok()).unwrap_or(1.0);
+    let rows = load_csv(data)?;
+    if rows[0].0.len() != features {
+        return Err(format!("{}: rows have {} features, the model takes [{batch}, {features}]", data.display(), rows[0].0.len()));
+    }
+    let accuracy = evaluate(&mut session, &rows, batch, features, scale, classes)?;
+    println!(
+        "accuracy {:.2}% on {} rows of {} (checkpoint {}, epoch {})",
+        100.0 * accuracy,
+        rows.len(),
+        data.display(),
+        checkpoint.display(),
+        meta.get("epoch").map_or("?", String::as_str)
+    );
+    Ok(())
 }
 
 fn bench(c: &Compile, lr: f64, steps: usize, threads: usize, out: &Path, profile: bool) -> Result<()> {
@@ -451,6 +494,7 @@ fn train(c: &Compile, data: &Path, run: &Run, out: &Path) -> Result<()> {
                 ("seed".to_string(), seed.to_string()),
                 ("optimizer".to_string(), c.optimizer.name().to_string()),
                 ("lr".to_string(), lr.to_string()),
+                ("feature_scale".to_string(), scale.to_string()),
             ]);
             session.save_checkpoint(path, &meta).map_err(|e| e.to_string())?;
         }
