@@ -239,65 +239,42 @@ impl CpuModule {
                     })
                     .fold(f64::INFINITY, f64::min)
             };
-            let generated = time(&|| self.launch(kernel, call, pointers));
-            let library = time(&|| self.library_gemm(epilogue, call, g, pointers));
-            let choice = if library < generated { Choice::Library } else { Choice::Generated };
-            self.registry.set(key, choice, generated, library);
-            choice
+            let times = [
+                (Choice::Generated, time(&|| self.launch(kernel, call, pointers))),
+                (Choice::Library, time(&|| self.library_gemm(epilogue, call, g, pointers, false))),
+                (Choice::LibrarySwapped, time(&|| self.library_gemm(epilogue, call, g, pointers, true))),
+            ];
+            let best = times.iter().min_by(|x, y| x.1.total_cmp(&y.1)).map_or(Choice::Generated, |t| t.0);
+            self.registry.set(key, best, &times);
+            best
         });
         match choice {
-            Choice::Library => self.library_gemm(epilogue, call, g, pointers),
+            Choice::Library => self.library_gemm(epilogue, call, g, pointers, false),
+            Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
             Choice::Generated => self.launch(kernel, call, pointers),
         }
     }
 
-    /// matrixmultiply's sgemm (threaded), then the epilogue on the pool.
-    fn library_gemm(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
-        let (a, b, c) = (
-            Pointers(pointers[g.a] as *const *mut u8),
-            Pointers(pointers[g.b] as *const *mut u8),
-            Pointers(pointers[g.out] as *const *mut u8),
-        );
-        // sgemm threads itself (sharing its packed panels, which beats
-        // splitting rows over our pool: each piece would pack all of B);
-        // its thread count is MATMUL_NUM_THREADS, default one per core.
-        let pieces = 1;
+    /// matrixmultiply's sgemm (threaded: it shares its packed panels
+    /// between threads, which beats splitting rows over our pool), then the
+    /// epilogue on the pool. `swapped` computes C^T = B^T A^T instead, which
+    /// packs A where the direct form packs B: the better one depends on
+    /// which operand is strided and which is still in cache.
+    fn library_gemm(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8], swapped: bool) {
+        let (a, b, c) = (pointers[g.a] as *const f32, pointers[g.b] as *const f32, pointers[g.out] as *mut f32);
         for batch in 0..g.batch {
-            let block = |lo: usize, hi: usize| {
-                // SAFETY: the manifest's strides stay inside A, B and out;
-                // row blocks of out are disjoint.
-                unsafe {
-                    let ap = (a.get() as *const f32).add(batch * g.a_batch + lo * g.a_strides[0]);
-                    let bp = (b.get() as *const f32).add(batch * g.b_batch);
-                    let cp = (c.get() as *mut f32).add((batch * g.m + lo) * g.n);
-                    matrixmultiply::sgemm(
-                        hi - lo,
-                        g.k,
-                        g.n,
-                        g.alpha as f32,
-                        ap,
-                        g.a_strides[0] as isize,
-                        g.a_strides[1] as isize,
-                        bp,
-                        g.b_strides[0] as isize,
-                        g.b_strides[1] as isize,
-                        0.0,
-                        cp,
-                        g.n as isize,
-                        1,
-                    );
+            // SAFETY: the manifest's shapes and strides stay inside A, B
+            // and the output.
+            unsafe {
+                let (ap, bp) = (a.add(batch * g.a_batch), b.add(batch * g.b_batch));
+                let cp = c.add(batch * g.m * g.n);
+                let [ar, ac] = g.a_strides.map(|s| s as isize);
+                let [br, bc] = g.b_strides.map(|s| s as isize);
+                if swapped {
+                    matrixmultiply::sgemm(g.n, g.k, g.m, g.alpha as f32, bp, bc, br, ap, ac, ar, 0.0, cp, 1, g.n as isize);
+                } else {
+                    matrixmultiply::sgemm(g.m, g.k, g.n, g.alpha as f32, ap, ar, ac, bp, br, bc, 0.0, cp, g.n as isize, 1);
                 }
-            };
-            if pieces == 1 {
-                block(0, g.m);
-            } else {
-                self.pool.scope(|s| {
-                    for p in 0..pieces {
-                        let (lo, hi) = (g.m * p / pieces, g.m * (p + 1) / pieces);
-                        let block = &block;
-                        s.spawn(move |_| block(lo, hi));
-                    }
-                });
             }
         }
         if let Some(e) = epilogue {

@@ -13,7 +13,20 @@ use std::sync::Mutex;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Choice {
     Generated,
+    /// sgemm computing C = A B
     Library,
+    /// sgemm computing C^T = B^T A^T (written through C's strides)
+    LibrarySwapped,
+}
+
+impl Choice {
+    fn name(self) -> &'static str {
+        match self {
+            Choice::Generated => "generated",
+            Choice::Library => "library",
+            Choice::LibrarySwapped => "library-swapped",
+        }
+    }
 }
 
 pub struct Registry {
@@ -52,19 +65,17 @@ impl Registry {
 
     pub fn get(&self, key: &str) -> Option<Choice> {
         let d = self.decisions.lock().ok()?;
-        match d.get(key).map(String::as_str) {
-            Some("library") => Some(Choice::Library),
-            Some("generated") => Some(Choice::Generated),
-            _ => None,
-        }
+        let name = d.get(key)?;
+        [Choice::Generated, Choice::Library, Choice::LibrarySwapped].into_iter().find(|c| c.name() == name)
     }
 
-    /// Records a measured decision and writes the cache atomically.
-    pub fn set(&self, key: String, choice: Choice, generated_ms: f64, library_ms: f64) {
+    /// Records a measured decision (and the times behind it) and writes the
+    /// cache atomically.
+    pub fn set(&self, key: String, choice: Choice, times: &[(Choice, f64)]) {
         let Ok(mut d) = self.decisions.lock() else { return };
-        let value = if choice == Choice::Library { "library" } else { "generated" };
-        d.insert(key.clone(), value.into());
-        d.insert(format!("{key} (ms generated/library)"), format!("{generated_ms:.4}/{library_ms:.4}"));
+        d.insert(key.clone(), choice.name().into());
+        let detail: Vec<String> = times.iter().map(|(c, ms)| format!("{} {ms:.4}", c.name())).collect();
+        d.insert(format!("{key} (ms)"), detail.join(", "));
         if let (Some(path), Ok(text)) = (&self.path, serde_json::to_string_pretty(&*d)) {
             if let Some(dir) = path.parent() {
                 let _ = std::fs::create_dir_all(dir);

@@ -130,11 +130,12 @@ fn digits_mlp_adam_train_step_matches_the_interpreter() {
     train_step_matches("adam", 3, Choice::Generated);
 }
 
-/// The registry's library candidate (sgemm + the generated epilogue,
-/// lhs_sum included) computes the same step.
+/// The registry's library candidates (sgemm in either orientation + the
+/// generated epilogue, lhs_sum included) compute the same step.
 #[test]
 fn library_gemm_train_step_matches_the_interpreter() {
     train_step_matches("sgd", 2, Choice::Library);
+    train_step_matches("adam", 2, Choice::LibrarySwapped);
 }
 
 /// Compiles `@f` of `source` (hl) for the CPU and compares each result
