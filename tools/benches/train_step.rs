@@ -1,0 +1,62 @@
+//! Criterion benchmarks of compiled train steps (the workloads of
+//! ../shared/bench/common_spec.txt): `cargo bench -p aicf-tools --bench train_step`.
+//! Each model is compiled once into target/criterion-artifacts, then its
+//! train step runs on a fixed random batch.
+
+use aicf_compiler::{CompilerContext, codegen::compile_cpu, run_pipeline};
+use aicf_runtime::{
+    artifact::{DType, Role, ir_hash},
+    cpu::CpuModule,
+    session::{Session, Tensor},
+};
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::path::Path;
+
+/// A session of `model` with `optimizer`, and inputs for its train step.
+fn prepare(model: &str, optimizer: &str, classes: usize) -> (Session, Vec<Tensor>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let source = std::fs::read_to_string(root.join(model)).expect(model);
+    let ctx = CompilerContext::new();
+    let mut module = ctx.parse(&source, model).expect("model parses");
+    run_pipeline(&ctx, &mut module, &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer}}})"))
+        .expect("pipeline");
+    let dir = root.join("target/criterion-artifacts").join(format!("{}-{optimizer}", ir_hash(&source)));
+    compile_cpu(&ctx, &module, &ir_hash(&source), &dir).expect("codegen");
+    let session = Session::new(CpuModule::load(&dir, 2).expect("load"), 0).expect("session");
+    let step = session.module().function("train_step").expect("train_step").clone();
+    let mut state = 7u64;
+    let mut next = || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 40) as f64 / (1u64 << 24) as f64
+    };
+    let inputs = step
+        .args
+        .iter()
+        .filter(|a| a.role() == Role::Input)
+        .map(|a| {
+            let n: usize = a.shape.iter().product();
+            let values = match (a.bind.as_str(), a.dtype) {
+                ("lr", _) => vec![0.01],
+                (_, DType::I32 | DType::I64) => (0..n).map(|_| (next() * classes as f64).floor()).collect(),
+                _ => (0..n).map(|_| next() * 2.0 - 1.0).collect(),
+            };
+            Tensor::new(a.shape.clone(), a.dtype, values)
+        })
+        .collect();
+    (session, inputs)
+}
+
+fn train_steps(c: &mut Criterion) {
+    for (name, model, optimizer) in [
+        ("mlp784_b256_sgd", "examples/mlp784/mlp784.mlir", "sgd"),
+        ("mlp64_b32_sgd", "examples/mlp64/mlp64.mlir", "sgd"),
+        ("digits_cnn_b32_adam", "examples/cnn/digits_cnn.mlir", "adam"),
+    ] {
+        let (mut session, inputs) = prepare(model, optimizer, 10);
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        c.bench_function(name, |b| b.iter(|| session.call("train_step", &refs).expect("step")));
+    }
+}
+
+criterion_group!(benches, train_steps);
+criterion_main!(benches);
