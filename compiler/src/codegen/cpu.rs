@@ -1156,6 +1156,29 @@ impl Kernel {
     fn at(&mut self, base: &str, j: &str, stride: usize) -> String {
         self.mad(j, stride, base)
     }
+    /// `sum over i < bounds[0], j < bounds[1], l < bounds[2] of (ok ? x * y : 0)`
+    /// where `term` gives (ok, x, y) for the three induction variables.
+    fn masked_sum3(
+        &mut self,
+        bounds: [&str; 3],
+        t: DType,
+        term: impl FnOnce(&mut Kernel, [String; 3]) -> (String, String, String),
+    ) -> String {
+        let f = t.mlir();
+        let zero = self.float(0.0, t);
+        let (i, acc0, s0) = self.open_reduce("%c0", bounds[0], &zero, f);
+        let (j, acc1, s1) = self.open_reduce("%c0", bounds[1], &acc0, f);
+        let (l, acc2, s2) = self.open_reduce("%c0", bounds[2], &acc1, f);
+        let (ok, x, y) = term(self, [i, j, l]);
+        let product = self.fop("mulf", &x, &y, t);
+        let masked = self.val(&format!("arith.select {ok}, {product}, {zero} : {f}"));
+        let next = self.val(&format!("arith.addf {acc2}, {masked} fastmath<fast> : {f}"));
+        self.close_with(&next, f);
+        self.close_with(&s2, f);
+        self.close_with(&s1, f);
+        s0
+    }
+
     fn cmpi(&mut self, pred: &str, a: &str, b: &str) -> String {
         self.val(&format!("arith.cmpi {pred}, {a}, {b} : index"))
     }
@@ -1774,13 +1797,11 @@ impl Generator {
             _ => (1, 2, 0),
         };
         let (xs, ws, ys, t) = (&specs[x].0, &specs[w].0, &specs[y].0, specs[0].1);
-        let f = t.mlir();
         let (xstr, wstr, ystr) = (row_major_strides(xs), row_major_strides(ws), row_major_strides(ys));
         let (cg, og) = (ws[1], ws[0] / groups);
         let (kh, kw) = (ws[2], ws[3]);
         let (tx, tw, ty) = (flat_type(xs, t), flat_type(ws, t), flat_type(ys, t));
         let mut k = Kernel::new();
-        let zero = k.float(0.0, t);
         let e = k.open("%begin", "%end");
         let image_at = |k: &mut Kernel, strides: &[usize], n: &str, c: &str, h: &str, wv: &str| -> String {
             let mut coords = vec![String::new(); 4];
@@ -1815,23 +1836,17 @@ impl Generator {
                 let cgc = k.index(cg);
                 let cbase = k.mul(&g, &cgc);
                 let (khc, kwc) = (k.index(kh), k.index(kw));
-                let (ci, acc0, s0) = k.open_reduce("%c0", &cgc, &zero, f);
-                let (a, acc1, s1) = k.open_reduce("%c0", &khc, &acc0, f);
-                let (b, acc2, s2) = k.open_reduce("%c0", &kwc, &acc1, f);
-                let (okh, h) = tap(&mut k, oh, &a, 0);
-                let (okw, wv) = tap(&mut k, ow, &b, 1);
-                let ok = k.and(&okh, &okw);
-                let chan = k.add(&cbase, &ci);
-                let xi = image_at(&mut k, &xstr, n, &chan, &h, &wv);
-                let xv = k.load(&format!("%b{x}"), &xi, &tx);
-                let wi = k.ravel(&[o.clone(), ci.clone(), a.clone(), b.clone()], &wstr);
-                let wvv = k.load(&format!("%b{w}"), &wi, &tw);
-                let pr = k.fop("mulf", &xv, &wvv, t);
-                let pr = k.val(&format!("arith.select {ok}, {pr}, {zero} : {f}"));
-                let next = k.val(&format!("arith.addf {acc2}, {pr} fastmath<fast> : {f}"));
-                k.close_with(&next, f);
-                k.close_with(&s2, f);
-                k.close_with(&s1, f);
+                let s0 = k.masked_sum3([&cgc, &khc, &kwc], t, |k, [ci, a, b]| {
+                    let (okh, h) = tap(k, oh, &a, 0);
+                    let (okw, wv) = tap(k, ow, &b, 1);
+                    let ok = k.and(&okh, &okw);
+                    let chan = k.add(&cbase, &ci);
+                    let xi = image_at(k, &xstr, n, &chan, &h, &wv);
+                    let xv = k.load(&format!("%b{x}"), &xi, &tx);
+                    let wi = k.ravel(&[o.clone(), ci, a, b], &wstr);
+                    let wvv = k.load(&format!("%b{w}"), &wi, &tw);
+                    (ok, xv, wvv)
+                });
                 let mut v = s0;
                 if specs.len() == 4 {
                     let bv = k.load("%b2", o, &flat_type(&specs[2].0, t));
@@ -1851,9 +1866,6 @@ impl Generator {
                 let ogc = k.index(og);
                 let obase = k.mul(&g, &ogc);
                 let (khc, kwc) = (k.index(kh), k.index(kw));
-                let (oi, acc0, s0) = k.open_reduce("%c0", &ogc, &zero, f);
-                let (a, acc1, s1) = k.open_reduce("%c0", &khc, &acc0, f);
-                let (b, acc2, s2) = k.open_reduce("%c0", &kwc, &acc1, f);
                 // oh = (h + p - a d) / s when exact and in range
                 let axis_ok = |k: &mut Kernel, pos: &str, kx: &str, axis: usize, lim: usize| -> (String, String) {
                     let pc = k.index(pad[axis]);
@@ -1873,20 +1885,17 @@ impl Generator {
                     let safe = k.val(&format!("arith.select {ok}, {q}, %c0 : index"));
                     (ok, safe)
                 };
-                let (okh, oh) = axis_ok(&mut k, h, &a, 0, ys[hd]);
-                let (okw, ow) = axis_ok(&mut k, wv, &b, 1, ys[wd]);
-                let ok = k.and(&okh, &okw);
-                let o = k.add(&obase, &oi);
-                let yi = image_at(&mut k, &ystr, n, &o, &oh, &ow);
-                let gv = k.load(&format!("%b{y}"), &yi, &ty);
-                let wi = k.ravel(&[o.clone(), cl.clone(), a.clone(), b.clone()], &wstr);
-                let wvv = k.load(&format!("%b{w}"), &wi, &tw);
-                let pr = k.fop("mulf", &gv, &wvv, t);
-                let pr = k.val(&format!("arith.select {ok}, {pr}, {zero} : {f}"));
-                let next = k.val(&format!("arith.addf {acc2}, {pr} fastmath<fast> : {f}"));
-                k.close_with(&next, f);
-                k.close_with(&s2, f);
-                k.close_with(&s1, f);
+                let s0 = k.masked_sum3([&ogc, &khc, &kwc], t, |k, [oi, a, b]| {
+                    let (okh, oh) = axis_ok(k, h, &a, 0, ys[hd]);
+                    let (okw, ow) = axis_ok(k, wv, &b, 1, ys[wd]);
+                    let ok = k.and(&okh, &okw);
+                    let o = k.add(&obase, &oi);
+                    let yi = image_at(k, &ystr, n, &o, &oh, &ow);
+                    let gv = k.load(&format!("%b{y}"), &yi, &ty);
+                    let wi = k.ravel(&[o, cl.clone(), a, b], &wstr);
+                    let wvv = k.load(&format!("%b{w}"), &wi, &tw);
+                    (ok, gv, wvv)
+                });
                 k.store(&s0, &format!("%b{x}"), &e, &tx);
                 (og * kh * kw * 12, numel(xs))
             }
@@ -1898,22 +1907,16 @@ impl Generator {
                 let g = k.val(&format!("arith.divui {o}, {ogc} : index"));
                 let chan = k.mad(&g, cg, ci);
                 let (nc, ohc, owc) = (k.index(ys[0]), k.index(ys[hd]), k.index(ys[wd]));
-                let (n, acc0, s0) = k.open_reduce("%c0", &nc, &zero, f);
-                let (oh, acc1, s1) = k.open_reduce("%c0", &ohc, &acc0, f);
-                let (ow, acc2, s2) = k.open_reduce("%c0", &owc, &acc1, f);
-                let (okh, h) = tap(&mut k, &oh, a, 0);
-                let (okw, wv) = tap(&mut k, &ow, b, 1);
-                let ok = k.and(&okh, &okw);
-                let xi = image_at(&mut k, &xstr, &n, &chan, &h, &wv);
-                let xv = k.load(&format!("%b{x}"), &xi, &tx);
-                let yi = image_at(&mut k, &ystr, &n, o, &oh, &ow);
-                let gv = k.load(&format!("%b{y}"), &yi, &ty);
-                let pr = k.fop("mulf", &xv, &gv, t);
-                let pr = k.val(&format!("arith.select {ok}, {pr}, {zero} : {f}"));
-                let next = k.val(&format!("arith.addf {acc2}, {pr} fastmath<fast> : {f}"));
-                k.close_with(&next, f);
-                k.close_with(&s2, f);
-                k.close_with(&s1, f);
+                let s0 = k.masked_sum3([&nc, &ohc, &owc], t, |k, [n, oh, ow]| {
+                    let (okh, h) = tap(k, &oh, a, 0);
+                    let (okw, wv) = tap(k, &ow, b, 1);
+                    let ok = k.and(&okh, &okw);
+                    let xi = image_at(k, &xstr, &n, &chan, &h, &wv);
+                    let xv = k.load(&format!("%b{x}"), &xi, &tx);
+                    let yi = image_at(k, &ystr, &n, o, &oh, &ow);
+                    let gv = k.load(&format!("%b{y}"), &yi, &ty);
+                    (ok, xv, gv)
+                });
                 k.store(&s0, "%b2", &e, &tw);
                 (ys[0] * ys[hd] * ys[wd] * 4, numel(ws))
             }
