@@ -1187,6 +1187,25 @@ impl Kernel {
     }
 }
 
+/// The input coordinate `o * stride - pad + kx * dilation` that window tap
+/// `kx` of output `o` reads, and whether it lies in `[0, limit)`: (in
+/// bounds, the coordinate or 0 when it is not).
+fn window_tap(k: &mut Kernel, o: &str, kx: &str, stride: usize, dilation: usize, pad: usize, limit: usize) -> (String, String) {
+    let s = k.index(stride);
+    let os = k.mul(o, &s);
+    let dc = k.index(dilation);
+    let kd = k.mul(kx, &dc);
+    let sum = k.add(&os, &kd);
+    let pc = k.index(pad);
+    let ge = k.cmpi("uge", &sum, &pc);
+    let pos = k.val(&format!("arith.subi {sum}, {pc} : index"));
+    let lim = k.index(limit);
+    let lt = k.cmpi("ult", &pos, &lim);
+    let ok = k.and(&ge, &lt);
+    let safe = k.val(&format!("arith.select {ok}, {pos}, %c0 : index"));
+    (ok, safe)
+}
+
 /// The image dimensions (channel, height, width) of a layout attribute.
 fn image_dims(op: MlirOperation) -> (usize, usize, usize) {
     if int_attr(op, "layout").unwrap_or(0) == 1 { (3, 1, 2) } else { (1, 2, 3) }
@@ -1811,21 +1830,9 @@ impl Generator {
             coords[wd] = wv.into();
             k.ravel(&coords, strides)
         };
-        // in-bounds input coordinate: (o * s - p + kx * d) for output o, tap kx
-        let tap = |k: &mut Kernel, o: &str, kx: &str, axis: usize| -> (String, String) {
-            let s = k.index(stride[axis]);
-            let os = k.mul(o, &s);
-            let dc = k.index(dil[axis]);
-            let kd = k.mul(kx, &dc);
-            let sum = k.add(&os, &kd);
-            let pc = k.index(pad[axis]);
-            let ge = k.cmpi("uge", &sum, &pc);
-            let pos = k.val(&format!("arith.subi {sum}, {pc} : index"));
-            let lim = k.index(if axis == 0 { xs[hd] } else { xs[wd] });
-            let lt = k.cmpi("ult", &pos, &lim);
-            let ok = k.and(&ge, &lt);
-            let safe = k.val(&format!("arith.select {ok}, {pos}, %c0 : index"));
-            (ok, safe)
+        let limits = [xs[hd], xs[wd]];
+        let tap = |k: &mut Kernel, o: &str, kx: &str, axis: usize| {
+            window_tap(k, o, kx, stride[axis], dil[axis], pad[axis], limits[axis])
         };
         let (cost, work) = match which {
             "forward" => {
@@ -1941,20 +1948,8 @@ impl Generator {
         let zero = k.float(0.0, t);
         let ninf = k.float(f64::NEG_INFINITY, t);
         let (k0, k1) = (k.index(kern[0]), k.index(kern[1]));
-        // input coordinate of output o, tap a on `axis`, in bounds?
-        let tap = |k: &mut Kernel, o: &str, a: &str, axis: usize| -> (String, String) {
-            let s = k.index(stride[axis]);
-            let os = k.mul(o, &s);
-            let sum = k.add(&os, a);
-            let pc = k.index(pad[axis]);
-            let ge = k.cmpi("uge", &sum, &pc);
-            let pos = k.val(&format!("arith.subi {sum}, {pc} : index"));
-            let lim = k.index(if axis == 0 { xs[hd] } else { xs[wd] });
-            let lt = k.cmpi("ult", &pos, &lim);
-            let ok = k.and(&ge, &lt);
-            let safe = k.val(&format!("arith.select {ok}, {pos}, %c0 : index"));
-            (ok, safe)
-        };
+        let limits = [xs[hd], xs[wd]];
+        let tap = |k: &mut Kernel, o: &str, a: &str, axis: usize| window_tap(k, o, a, stride[axis], 1, pad[axis], limits[axis]);
         let with = |c: &[String], h: &str, w: &str| -> Vec<String> {
             let mut v = c.to_vec();
             v[hd] = h.into();
