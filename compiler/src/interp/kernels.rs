@@ -311,20 +311,31 @@ pub fn slice(x: &Array, start: &[usize], limit: &[usize], step: &[usize]) -> Arr
     Array::from_parts(shape, x.dtype, data)
 }
 
-pub fn gather(x: &Array, indices: &Array, axis: usize) -> KResult<Array> {
-    let n = x.shape[axis];
-    let outer: usize = x.shape[..axis].iter().product();
-    let inner: usize = x.shape[axis + 1..].iter().product();
-    let mut data = Vec::with_capacity(outer * indices.len() * inner);
+/// For a gather of `indices` along `axis` from a tensor of `shape`: the
+/// flat offset of every gathered slice (`inner` elements each), in the
+/// result's order; an index outside the axis is an error.
+fn gathered_slices(shape: &[usize], indices: &Array, axis: usize) -> KResult<(Vec<usize>, usize)> {
+    let n = shape[axis];
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product();
+    let mut bases = Vec::with_capacity(outer * indices.len());
     for o in 0..outer {
         for &i in &indices.data {
             let i = i as i64;
             if i < 0 || i as usize >= n {
                 return Err(format!("index {i} is outside [0, {n}) on axis {axis}"));
             }
-            let base = (o * n + i as usize) * inner;
-            data.extend_from_slice(&x.data[base..base + inner]);
+            bases.push((o * n + i as usize) * inner);
         }
+    }
+    Ok((bases, inner))
+}
+
+pub fn gather(x: &Array, indices: &Array, axis: usize) -> KResult<Array> {
+    let (bases, inner) = gathered_slices(&x.shape, indices, axis)?;
+    let mut data = Vec::with_capacity(bases.len() * inner);
+    for base in bases {
+        data.extend_from_slice(&x.data[base..base + inner]);
     }
     let mut shape = x.shape[..axis].to_vec();
     shape.extend(&indices.shape);
@@ -629,23 +640,11 @@ pub fn norm_backward(
 /// The adjoint of `gather`: `g`'s slices added into zeros of `shape` at the
 /// indices they were taken from.
 pub fn gather_backward(g: &Array, indices: &Array, axis: usize, shape: &[usize]) -> KResult<Array> {
-    let n = shape[axis];
-    let outer: usize = shape[..axis].iter().product();
-    let inner: usize = shape[axis + 1..].iter().product();
+    let (bases, inner) = gathered_slices(shape, indices, axis)?;
     let mut data = vec![0.0; shape.iter().product()];
-    let mut source = g.data.chunks(inner.max(1));
-    for o in 0..outer {
-        for &i in &indices.data {
-            let i = i as i64;
-            if i < 0 || i as usize >= n {
-                return Err(format!("index {i} is outside [0, {n}) on axis {axis}"));
-            }
-            let base = (o * n + i as usize) * inner;
-            if let Some(slice) = source.next() {
-                for (d, s) in data[base..base + inner].iter_mut().zip(slice) {
-                    *d += s;
-                }
-            }
+    for (base, slice) in bases.into_iter().zip(g.data.chunks(inner.max(1))) {
+        for (d, s) in data[base..base + inner].iter_mut().zip(slice) {
+            *d += s;
         }
     }
     Ok(Array::from_parts(shape.to_vec(), g.dtype, data))
