@@ -1,7 +1,9 @@
 //! The GEMM kernel registry: for each GEMM shape, the generated kernel or
-//! the library one (matrixmultiply's sgemm plus the generated epilogue),
-//! whichever measured faster on this machine. Decisions are cached on disk
-//! (`$AICF_CACHE_DIR/gemm-registry.json`, default
+//! the library one (matrixmultiply's sgemm, as C = AB or as C^T = B^T A^T,
+//! plus the generated epilogue), whichever measured faster on this machine.
+//! Candidates are timed from a cold cache (64 MiB written between runs), as
+//! a GEMM meets its weights inside a train step. Decisions are cached on disk
+//! (`$AICF/gemm-registry.json`, default
 //! `~/.cache/aicf/gemm-registry.json`), keyed by the shape, the compiled
 //! target and the thread count, so a shape is measured once per machine.
 
