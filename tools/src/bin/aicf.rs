@@ -53,7 +53,7 @@ enum Stage {
 }
 
 #[derive(clap::Args)]
-struct Compile {
+struct ModelArgs {
     /// The model: an hl module with @forward and @loss.
     model: PathBuf,
     #[arg(long, value_enum, default_value = "adam")]
@@ -69,7 +69,7 @@ enum Command {
     /// Compile a model's train step for the CPU (or print one stage).
     Compile {
         #[command(flatten)]
-        compile: Compile,
+        compile: ModelArgs,
         /// Where to write the artifact (manifest.json + kernels.so).
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -80,7 +80,7 @@ enum Command {
     /// Train a classifier on a CSV data set (features..., label per row).
     Train {
         #[command(flatten)]
-        compile: Compile,
+        compile: ModelArgs,
         /// CSV or gzip-compressed CSV: one row per example, the label last.
         #[arg(long)]
         data: PathBuf,
@@ -110,7 +110,7 @@ enum Command {
     /// Accuracy of a checkpoint on a CSV data set (every row).
     Eval {
         #[command(flatten)]
-        compile: Compile,
+        compile: ModelArgs,
         #[arg(long)]
         data: PathBuf,
         /// A `last.safetensors` written by `aicf train --checkpoint-dir`.
@@ -125,7 +125,7 @@ enum Command {
     /// `--steps` after warm-up).
     Bench {
         #[command(flatten)]
-        compile: Compile,
+        compile: ModelArgs,
         #[arg(long, default_value_t = 0.1)]
         lr: f64,
         #[arg(long, default_value_t = 50)]
@@ -159,7 +159,7 @@ fn main() {
     }
 }
 
-fn pipeline(c: &Compile, to_ll: bool) -> String {
+fn pipeline(c: &ModelArgs, to_ll: bool) -> String {
     let options = format!("optimizer={} weight-decay={} momentum={}", c.optimizer.name(), c.weight_decay, c.momentum);
     if to_ll {
         format!("builtin.module(aicf-train-pipeline{{{options}}})")
@@ -174,7 +174,7 @@ fn pipeline(c: &Compile, to_ll: bool) -> String {
     }
 }
 
-fn run_compile(c: &Compile, output: Option<PathBuf>, emit: Option<Stage>) -> Result<()> {
+fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>) -> Result<()> {
     let source = read(&c.model)?;
     let ctx = CompilerContext::new();
     let name = c.model.display().to_string();
@@ -197,12 +197,15 @@ fn run_compile(c: &Compile, output: Option<PathBuf>, emit: Option<Stage>) -> Res
             return Ok(());
         }
     }
-    println!("{}", module.as_operation());
-    Ok(())
+    // A closed pipe (`| head`) ends the output quietly.
+    match writeln!(std::io::stdout().lock(), "{}", module.as_operation()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing the IR: {e}")),
+        _ => Ok(()),
+    }
 }
 
 /// Parses, lowers and generates code for `source` into `out`.
-fn compile(ctx: &CompilerContext, c: &Compile, source: &str, name: &str, out: &Path) -> Result<artifact::Manifest> {
+fn compile(ctx: &CompilerContext, c: &ModelArgs, source: &str, name: &str, out: &Path) -> Result<artifact::Manifest> {
     let mut module = ctx.parse(source, name).map_err(|e| e.to_string())?;
     run_pipeline(ctx, &mut module, &pipeline(c, true)).map_err(|e| e.to_string())?;
     compile_cpu(ctx, &module, &ir_hash(source), out).map_err(|e| e.to_string())
@@ -261,7 +264,7 @@ fn shuffle<T>(items: &mut [T], state: &mut u64) {
 
 /// The compiled module for `c`, from the cache under `out` (keyed by the
 /// IR and the pipeline's options) or compiled now.
-fn compiled(c: &Compile, threads: usize, out: &Path) -> Result<CpuModule> {
+fn compiled(c: &ModelArgs, threads: usize, out: &Path) -> Result<CpuModule> {
     let source = read(&c.model)?;
     let name = c.model.display().to_string();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -278,7 +281,7 @@ fn compiled(c: &Compile, threads: usize, out: &Path) -> Result<CpuModule> {
     CpuModule::load(&dir, threads).map_err(|e| e.to_string())
 }
 
-fn eval(c: &Compile, data: &Path, checkpoint: &Path, threads: usize, out: &Path) -> Result<()> {
+fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Path) -> Result<()> {
     let module = compiled(c, threads, out)?;
     let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
     let x = forward.args.iter().find(|a| a.role() == Role::Input).ok_or("@forward takes no input")?;
@@ -306,7 +309,7 @@ fn eval(c: &Compile, data: &Path, checkpoint: &Path, threads: usize, out: &Path)
     Ok(())
 }
 
-fn bench(c: &Compile, lr: f64, steps: usize, threads: usize, out: &Path, profile: bool) -> Result<()> {
+fn bench(c: &ModelArgs, lr: f64, steps: usize, threads: usize, out: &Path, profile: bool) -> Result<()> {
     let mut module = compiled(c, threads, out)?;
     if profile {
         module.enable_profile();
@@ -377,7 +380,7 @@ struct Run {
     resume: bool,
 }
 
-fn train(c: &Compile, data: &Path, run: &Run, out: &Path) -> Result<()> {
+fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     let &Run { lr, epochs, seed, val_split, threads, .. } = run;
     let module = compiled(c, threads, out)?;
     let step = module.function("train_step").map_err(|e| e.to_string())?.clone();

@@ -1,0 +1,30 @@
+// `aicf compile`: an artifact (manifest + kernels.so) or one stage's IR;
+// bad input is an error naming the file.
+// RUN: rm -rf %t && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd -o %t | FileCheck %s
+// RUN: test -f %t/manifest.json && test -f %t/kernels.so
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t/manifest.json
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit ll | FileCheck %s --check-prefix=LL
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit fused | FileCheck %s --check-prefix=FUSED
+// RUN: not aicf compile %S/inputs/bad.mlir.txt 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not aicf compile %S/inputs/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
+
+// CHECK: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, x86_64 cpu {{.*}}) in {{[0-9.]+}} s
+
+// MANIFEST: "format": 1,
+// MANIFEST: "name": "fc1.weight",
+// MANIFEST: "init": "kaiming_uniform, gain = 0.57735026918962573"
+// MANIFEST: "name": "train_step",
+// MANIFEST: "symbol": "aicf_k{{[0-9]+}}",
+// MANIFEST: "op": "ll.gemm",
+
+// LL: func.func @train_step({{.*}}{ll.bind = "arena"})
+// LL: ll.gemm
+// LL: ll.softmax_cross_entropy
+
+// FUSED: func.func @train_step
+// FUSED: hl.gemm
+// FUSED: hl.multi_tensor_apply
+
+// BAD: aicf: error: {{.*}}bad.mlir.txt: the input is not valid IR:
+// BAD: bad.mlir.txt:1:14: error: expected non-function type
+// MISSING: aicf: error: {{.*}}missing.mlir: No such file or directory
