@@ -995,11 +995,11 @@ impl Generator {
         let tmp = out_dir.join("kernels.so.tmp");
         let clang = clang()?;
         let output = std::process::Command::new(&clang)
-            .args(["-O3", "-march=native", "-fPIC", "-shared", "-Wno-override-module", "-Wl,-z,defs"])
+            .args(["-O3", "-march=native", "-fveclib=libmvec", "-fPIC", "-shared", "-Wno-override-module", "-Wl,-z,defs"])
             .arg(&ll)
             .arg("-o")
             .arg(&tmp)
-            .arg("-lm")
+            .args(["-lmvec", "-lm"])
             .output()
             .map_err(|e| internal(format!("{clang}: {e}")))?;
         if !output.status.success() {

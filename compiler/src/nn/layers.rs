@@ -446,6 +446,9 @@ pub struct TransformerBlock {
     pub fc: Linear,
     pub proj: Linear,
     pub dropout: f64,
+    /// The MLP's GELU: exact (default, PyTorch's `nn.GELU()`) or the tanh
+    /// form (`approximate="tanh"`, GPT-2's).
+    pub gelu: GeluApproximation,
 }
 
 impl TransformerBlock {
@@ -458,8 +461,13 @@ impl TransformerBlock {
             fc: Linear::new(child(&path, "mlp.fc"), dim, mlp_ratio * dim),
             proj: Linear::new(child(&path, "mlp.proj"), mlp_ratio * dim, dim),
             dropout: 0.0,
+            gelu: GeluApproximation::None,
             path,
         })
+    }
+    pub fn with_gelu(mut self, gelu: GeluApproximation) -> Self {
+        self.gelu = gelu;
+        self
     }
     pub fn with_dropout(mut self, p: f64) -> Self {
         self.dropout = p;
@@ -476,7 +484,7 @@ impl Module for TransformerBlock {
             || format!("TransformerBlock({}, heads {})", self.attn.dim, self.attn.heads),
             || {
                 let x = x.add(&self.attn.forward(&self.ln1.forward(x)?)?)?;
-                let h = self.fc.forward(&self.ln2.forward(&x)?)?.gelu(GeluApproximation::None)?;
+                let h = self.fc.forward(&self.ln2.forward(&x)?)?.gelu(self.gelu)?;
                 x.add(&self.proj.forward(&h)?.dropout(self.dropout)?)
             },
         )

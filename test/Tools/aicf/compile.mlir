@@ -28,3 +28,8 @@
 // BAD: aicf: error: {{.*}}bad.mlir.txt: the input is not valid IR:
 // BAD: bad.mlir.txt:1:14: error: expected non-function type
 // MISSING: aicf: error: {{.*}}missing.mlir: No such file or directory
+
+// `aicf bench` runs (a smoke test of its output; timings are not asserted).
+// RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --steps 2 --profile --out %t/bench | FileCheck %s --check-prefix=BENCH
+// BENCH: digits_mlp.mlir: train step (sgd) median {{[0-9.]+}} ms, min {{[0-9.]+}} ms over 2 steps
+// BENCH: @train_step #{{[0-9]+}} ll.
