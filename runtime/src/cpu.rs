@@ -91,6 +91,30 @@ impl CpuModule {
         if manifest.format != FORMAT {
             return Err(load_err(&path, format!("format {} (this runtime reads {FORMAT})", manifest.format)));
         }
+        // A manifest that names buffers it does not have is refused here,
+        // not discovered as a wild pointer later.
+        for f in &manifest.functions {
+            let has_arena = f.args.iter().any(|a| a.bind == "arena");
+            for (k, c) in f.calls.iter().enumerate() {
+                for b in &c.buffers {
+                    let fine = match *b {
+                        Buffer::Arg { index } => index < f.args.len(),
+                        Buffer::Arena { offset } => has_arena && offset < f.arena_bytes.max(1),
+                        Buffer::Constant { index } => index < manifest.constants.len(),
+                    };
+                    if !fine {
+                        return Err(load_err(&path, format!("@{} call #{k} names {b:?}, which the function lacks", f.name)));
+                    }
+                }
+                let operands = c.buffers.len();
+                let out_of_range = c.index_checks.iter().map(|i| i.operand).chain(
+                    c.library.iter().flat_map(|g| [g.a, g.b, g.out].into_iter().chain(g.aliases.iter().copied())),
+                );
+                if let Some(bad) = out_of_range.into_iter().find(|&o| o >= operands) {
+                    return Err(load_err(&path, format!("@{} call #{k} refers to operand {bad} of {operands}", f.name)));
+                }
+            }
+        }
         let so = dir.join("kernels.so");
         // SAFETY: loading runs no initialisers beyond the C runtime's; the
         // compiler generated the library from the manifest beside it.
@@ -194,8 +218,9 @@ impl CpuModule {
                 .iter()
                 .map(|b| match *b {
                     Buffer::Arg { index } => bases[index],
-                    // SAFETY: the compiler placed every buffer inside the arena.
-                    Buffer::Arena { offset } => unsafe { bases[arena_index.unwrap_or(0)].add(offset as usize) },
+                    // SAFETY: load() checked that the function has an arena
+                    // and that the offset lies inside it.
+                    Buffer::Arena { offset } => unsafe { bases[arena_index.unwrap_or_default()].add(offset as usize) },
                     Buffer::Constant { index } => constants[index] as *mut u8,
                 })
                 .collect();
@@ -370,4 +395,36 @@ pub fn read_values(bytes: &[u8], dtype: DType) -> Vec<f64> {
             DType::I1 | DType::U8 => c[0] as f64,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_error(manifest: &str) -> String {
+        let dir = std::env::temp_dir().join(format!("aicf-manifest-test-{}-{}", std::process::id(), manifest.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("manifest.json"), manifest).unwrap();
+        let e = CpuModule::load(&dir, 1).err().map(|e| e.to_string()).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        e
+    }
+
+    #[test]
+    fn bad_manifests_are_errors_naming_the_file() {
+        assert!(load_error("{").contains("manifest.json: not a valid manifest"));
+        let base = r#"{"format": 1, "ir_hash": "h", "target": "t", "symbols": [], "constants": [], "functions": [
+            {"name": "f", "args": [{"bind": "input", "shape": [4], "dtype": "f32"}], "arena_bytes": 0,
+             "calls": [{"symbol": "aicf_k0", "op": "ll.copy", "work": 4, "grain": 4, "index_checks": [],
+                        "buffers": [{"arg": {"index": 0}}, BUFFER]}]}]}"#;
+        let e = load_error(&base.replace("BUFFER", r#"{"arg": {"index": 3}}"#));
+        assert!(e.contains("@f call #0 names Arg { index: 3 }, which the function lacks"), "{e}");
+        let e = load_error(&base.replace("BUFFER", r#"{"arena": {"offset": 0}}"#));
+        assert!(e.contains("names Arena { offset: 0 }"), "{e}");
+        let e = load_error(&base.replace("BUFFER", r#"{"arg": {"index": 0}}"#).replace(r#""format": 1"#, r#""format": 9"#));
+        assert!(e.contains("format 9 (this runtime reads 1)"), "{e}");
+        // A well-formed manifest without its kernels names the missing file.
+        let e = load_error(&base.replace("BUFFER", r#"{"arg": {"index": 0}}"#));
+        assert!(e.contains("kernels.so"), "{e}");
+    }
 }
