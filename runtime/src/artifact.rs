@@ -8,6 +8,8 @@
 //!                   tag), arena size and the kernel calls in program order
 //!   kernels.so      one exported symbol per call:
 //!                   void aicf_kN(int64_t begin, int64_t end, void **buffers)
+//!   kernels.ll      the LLVM IR kernels.so was built from (for reading;
+//!                   the runtime does not need it)
 //! ```
 //!
 //! A call runs rows `[begin, end)` of its `work`; the runtime splits the

@@ -7,6 +7,8 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/inputs/four_features.csv --out %t 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/inputs/missing.csv --out %t 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 1e30 --epochs 1 --out %t 2>&1 | FileCheck %s --check-prefix=NAN
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --val-split 0 --epochs 1 --out %t | FileCheck %s --check-prefix=NOVAL
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --val-split 1 --out %t 2>&1 | FileCheck %s --check-prefix=SPLIT
 
 // CHECK: training on 1438 rows (359 held out), batch 32, 44 steps per epoch
 // CHECK: epoch   1/3  train loss {{[0-9.]+}}  val accuracy {{[0-9.]+}}%
@@ -21,3 +23,7 @@
 // SHAPE: aicf: error: {{.*}}four_features.csv: rows have 4 features, the model takes [32, 64]
 // MISSING: aicf: error: {{.*}}missing.csv: No such file or directory
 // NAN: aicf: error: the loss became {{.*}} at epoch 1, step {{[0-9]+}} (lr 1000000000000000000000000000000); lower the learning rate
+
+// NOVAL: training on 1797 rows (0 held out)
+// NOVAL: final held-out accuracy n/a (no held-out rows) after 1 epochs
+// SPLIT: aicf: error: --val-split 1 is not in [0, 1)

@@ -382,6 +382,9 @@ struct Run {
 
 fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     let &Run { lr, epochs, seed, val_split, threads, .. } = run;
+    if !(0.0..1.0).contains(&val_split) {
+        return Err(format!("--val-split {val_split} is not in [0, 1)"));
+    }
     let module = compiled(c, threads, out)?;
     let step = module.function("train_step").map_err(|e| e.to_string())?.clone();
     let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
@@ -475,12 +478,13 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
             loss_sum += loss;
             count += 1;
         }
-        let accuracy = evaluate(&mut session, val, batch, features, scale, classes)?;
+        // Without held-out rows there is no accuracy to report (NaN, "null" in JSON).
+        let accuracy = if val.is_empty() { f64::NAN } else { evaluate(&mut session, val, batch, features, scale, classes)? };
         let train_loss = loss_sum / count.max(1) as f64;
         let seconds = epoch_started.elapsed().as_secs_f64();
         println!(
-            "epoch {epoch:>3}/{epochs}  train loss {train_loss:.4}  val accuracy {:.2}%  ({seconds:.2} s)",
-            100.0 * accuracy
+            "epoch {epoch:>3}/{epochs}  train loss {train_loss:.4}  val accuracy {}  ({seconds:.2} s)",
+            percent(accuracy)
         );
         writeln!(
             metrics,
@@ -506,13 +510,18 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     std::fs::write(&plot, svg_plot(&history)).map_err(|e| format!("{}: {e}", plot.display()))?;
     let final_accuracy = history.last().map_or(0.0, |h| h.1);
     println!(
-        "final held-out accuracy {:.2}% after {epochs} epochs ({steps} steps, training {:.2} s); metrics {}, plot {}",
-        100.0 * final_accuracy,
+        "final held-out accuracy {} after {epochs} epochs ({steps} steps, training {:.2} s); metrics {}, plot {}",
+        percent(final_accuracy),
         train_started.elapsed().as_secs_f64(),
         metrics_path.display(),
         plot.display()
     );
     Ok(())
+}
+
+/// An accuracy as a percentage, or "n/a" where there were no rows to measure it on.
+fn percent(accuracy: f64) -> String {
+    if accuracy.is_nan() { "n/a (no held-out rows)".to_string() } else { format!("{:.2}%", 100.0 * accuracy) }
 }
 
 /// Accuracy of @forward's argmax on `rows`, in batches of the compiled size
@@ -549,7 +558,14 @@ fn svg_plot(history: &[(f64, f64)]) -> String {
     let max_loss = history.iter().map(|p| p.0).fold(1e-9f64, f64::max);
     let x = |i: usize| pad + (w - 2.0 * pad) * i as f64 / n;
     let line = |f: &dyn Fn(&(f64, f64)) -> f64| {
-        history.iter().enumerate().map(|(i, p)| format!("{:.1},{:.1}", x(i), f(p))).collect::<Vec<_>>().join(" ")
+        // Points without a value (accuracy with no held-out rows) are left out.
+        history
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| f(p).is_finite())
+            .map(|(i, p)| format!("{:.1},{:.1}", x(i), f(p)))
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let loss = line(&|p| h - pad - (h - 2.0 * pad) * p.0 / max_loss);
     let acc = line(&|p| h - pad - (h - 2.0 * pad) * p.1);
