@@ -147,6 +147,9 @@ impl CpuModule {
             .collect();
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
+            .start_handler(|_| {
+                flush_denormals(true);
+            })
             .build()
             .map_err(|e| load_err(dir, format!("cannot start worker threads: {e}")))?;
         Ok(CpuModule { manifest, kernels, registry: Registry::open(), forced: None, profile: None, constants, pool, _library: library })
@@ -209,6 +212,9 @@ impl CpuModule {
                 )));
             }
         }
+        // The calling thread runs kernels too; its float mode is restored on
+        // return, so the embedding program's own arithmetic is untouched.
+        let _mode = FloatMode::flush_denormals();
         let arena_index = f.args.iter().position(|a| a.bind == "arena");
         let bases: Vec<*mut u8> = args.iter_mut().map(|a| a.ptr()).collect();
         let constants: Vec<*const u8> = self.constants.iter().map(|c| c.words.as_ptr() as *const u8).collect();
@@ -275,6 +281,7 @@ impl CpuModule {
                 (Choice::Generated, time(&|| self.launch(kernel, call, pointers))),
                 (Choice::Library, time(&|| self.library_gemm(epilogue, call, g, pointers, false))),
                 (Choice::LibrarySwapped, time(&|| self.library_gemm(epilogue, call, g, pointers, true))),
+                (Choice::GemmRs, time(&|| self.gemm_rs(epilogue, call, g, pointers))),
             ];
             drop(time);
             let best = times.iter().min_by(|x, y| x.1.total_cmp(&y.1)).map_or(Choice::Generated, |t| t.0);
@@ -284,7 +291,50 @@ impl CpuModule {
         match choice {
             Choice::Library => self.library_gemm(epilogue, call, g, pointers, false),
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
+            Choice::GemmRs => self.gemm_rs(epilogue, call, g, pointers),
             Choice::Generated => self.launch(kernel, call, pointers),
+        }
+    }
+
+    /// The `gemm` crate's GEMM, threaded on the runtime's pool, then the
+    /// epilogue.
+    fn gemm_rs(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
+        let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
+        let threads = self.threads();
+        self.pool.install(|| {
+            let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
+            for batch in 0..g.batch {
+                let [ar, ac] = g.a_strides.map(|s| s as isize);
+                let [br, bc] = g.b_strides.map(|s| s as isize);
+                // SAFETY: as in library_gemm. gemm's convention is
+                // dst = alpha dst + beta lhs rhs; dst is not read.
+                unsafe {
+                    gemm::gemm(
+                        g.m,
+                        g.n,
+                        g.k,
+                        c.add(batch * g.m * g.n),
+                        1,
+                        g.n as isize,
+                        false,
+                        a.add(batch * g.a_batch),
+                        ac,
+                        ar,
+                        b.add(batch * g.b_batch),
+                        bc,
+                        br,
+                        0.0,
+                        g.alpha as f32,
+                        false,
+                        false,
+                        false,
+                        gemm::Parallelism::Rayon(threads),
+                    )
+                }
+            }
+        });
+        if let Some(e) = epilogue {
+            self.launch(e, call, pointers);
         }
     }
 
@@ -333,6 +383,51 @@ impl CpuModule {
                 s.spawn(move |_| unsafe { kernel(lo, hi, table.get()) });
             }
         });
+    }
+}
+
+/// Kernels run with subnormal floats flushed to zero (MXCSR FTZ and DAZ on
+/// x86-64), as TensorFlow's and XLA's CPU runtimes do: a gradient that decays
+/// into the subnormal range (a model that has fit its batch) otherwise makes
+/// every multiply on it a microcode assist, several times slower. Values below
+/// 1.2e-38 become 0; nothing else changes.
+fn flush_denormals(on: bool) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        const FTZ_DAZ: u32 = (1 << 15) | (1 << 6);
+        let mut old: u32 = 0;
+        // SAFETY: stmxcsr/ldmxcsr read and write this thread's SSE control
+        // register only; the bits set are the two flush modes.
+        unsafe {
+            std::arch::asm!("stmxcsr [{}]", in(reg) &mut old, options(nostack));
+            let new = if on { old | FTZ_DAZ } else { old & !FTZ_DAZ };
+            std::arch::asm!("ldmxcsr [{}]", in(reg) &new, options(nostack, readonly));
+        }
+        old
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = on;
+        0
+    }
+}
+
+/// Flush-to-zero for the current thread while alive; the previous mode after.
+struct FloatMode(u32);
+
+impl FloatMode {
+    fn flush_denormals() -> Self {
+        FloatMode(flush_denormals(true))
+    }
+}
+
+impl Drop for FloatMode {
+    fn drop(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: restores the value stmxcsr read on this thread.
+        unsafe {
+            std::arch::asm!("ldmxcsr [{}]", in(reg) &self.0, options(nostack, readonly));
+        }
     }
 }
 

@@ -1,6 +1,7 @@
-//! The GEMM kernel registry: for each GEMM shape, the generated kernel or
-//! the library one (matrixmultiply's sgemm, as C = AB or as C^T = B^T A^T,
-//! plus the generated epilogue), whichever measured faster on this machine.
+//! The GEMM kernel registry: for each GEMM shape, the generated kernel or a
+//! library one (matrixmultiply's sgemm, as C = AB or as C^T = B^T A^T, or
+//! the `gemm` crate, each followed by the generated epilogue), whichever
+//! measured fastest on this machine.
 //! Candidates are timed from a cold cache (64 MiB written between runs), as
 //! a GEMM meets its weights inside a train step. Decisions are cached on disk
 //! (`$AICF/gemm-registry.json`, default
@@ -19,14 +20,25 @@ pub enum Choice {
     Library,
     /// sgemm computing C^T = B^T A^T (written through C's strides)
     LibrarySwapped,
+    /// the `gemm` crate, threaded on the runtime's pool
+    GemmRs,
 }
 
 impl Choice {
-    fn name(self) -> &'static str {
+    pub const ALL: [Choice; 4] = [Choice::Generated, Choice::Library, Choice::LibrarySwapped, Choice::GemmRs];
+
+    /// The candidate named `name` ("generated", "library", "library-swapped",
+    /// "gemm-rs").
+    pub fn from_name(name: &str) -> Option<Choice> {
+        Choice::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
         match self {
             Choice::Generated => "generated",
             Choice::Library => "library",
             Choice::LibrarySwapped => "library-swapped",
+            Choice::GemmRs => "gemm-rs",
         }
     }
 }
@@ -67,8 +79,7 @@ impl Registry {
 
     pub fn get(&self, key: &str) -> Option<Choice> {
         let d = self.decisions.lock().ok()?;
-        let name = d.get(key)?;
-        [Choice::Generated, Choice::Library, Choice::LibrarySwapped].into_iter().find(|c| c.name() == name)
+        Choice::from_name(d.get(key)?)
     }
 
     /// Records a measured decision (and the times behind it) and writes the

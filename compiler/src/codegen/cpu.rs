@@ -28,6 +28,12 @@ type Result<T> = std::result::Result<T, CompileError>;
 /// piece costs less than handing it to a worker (tens of microseconds).
 const GRAIN_OPS: u64 = 1 << 18;
 
+/// Before lowering: `tanh` is rewritten through `exp` (sign(x) (1 - e^-2|x|)
+/// / (1 + e^-2|x|), within 1e-7 absolute), which libmvec vectorises; the
+/// `tanh` intrinsic would stay a scalar libm call per element. Then every
+/// `exp` is guarded (see `guard_exp`).
+const EXPAND_MATH: &str = "builtin.module(math-expand-ops{ops=tanh})";
+
 /// The lowering from the kernels module to the LLVM dialect.
 const TO_LLVM: &str = "builtin.module(inline,symbol-dce,canonicalize,cse,convert-scf-to-cf,\
 convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,convert-arith-to-llvm,\
@@ -36,6 +42,70 @@ reconcile-unrealized-casts)";
 
 fn internal(m: impl Into<String>) -> CompileError {
     CompileError::Internal(m.into())
+}
+
+/// Rewrites every f32/f64 `math.exp x` to `x < lo ? 0 : exp(max(x, lo))`,
+/// `lo` the smallest argument with a normal result (-87 for f32, -708 for
+/// f64). libmvec's vector `exp` leaves its fast path for all eight lanes when
+/// one lane's result would be subnormal or zero, which a causal mask's -inf
+/// or a saturated tanh hits on most rows: about ten times slower. NaN stays
+/// NaN (`maximumf` propagates it; the comparison is false).
+fn guard_exp(ctx: MlirContext, module: MlirOperation) -> Result<()> {
+    fn collect(op: MlirOperation, found: &mut Vec<MlirOperation>) {
+        if op_name(op) == "math.exp" {
+            found.push(op);
+        }
+        for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
+            let region = unsafe { mlirOperationGetRegion(op, r) };
+            let mut block = unsafe { mlirRegionGetFirstBlock(region) };
+            while !block.ptr.is_null() {
+                for inner in ops_of(block) {
+                    collect(inner, found);
+                }
+                block = unsafe { mlirBlockGetNextInRegion(block) };
+            }
+        }
+    }
+    let mut exps = Vec::new();
+    collect(module, &mut exps);
+    for exp in exps {
+        let x = unsafe { mlirOperationGetOperand(exp, 0) };
+        let ty = unsafe { mlirValueGetType(x) };
+        let t = ir::type_text(ty);
+        let lo = match t.as_str() {
+            "f32" => "-8.700000e+01",
+            "f64" => "-7.080000e+02",
+            _ => continue,
+        };
+        let loc = ir::op_loc(exp);
+        let block = unsafe { mlirOperationGetBlock(exp) };
+        let before = |spec: ir::OpSpec<'_>| -> Result<MlirValue> {
+            let op = ir::create_op(ctx, loc, &spec).map_err(|e| at(exp, format!("guarding exp: {e:?}")))?;
+            unsafe { mlirBlockInsertOwnedOperationBefore(block, exp, op) };
+            Ok(unsafe { mlirOperationGetResult(op, 0) })
+        };
+        let types = [ty];
+        let (low_attr, zero_attr) = ([("value", format!("{lo} : {t}"))], [("value", format!("0.000000e+00 : {t}"))]);
+        let constant = |attributes| ir::OpSpec { attributes, results: Some(&types), ..ir::OpSpec::new("arith.constant") };
+        let low = before(constant(&low_attr))?;
+        let zero = before(constant(&zero_attr))?;
+        let clamped = before(ir::OpSpec { operands: &[x, low], results: Some(&types), ..ir::OpSpec::new("arith.maximumf") })?;
+        let e = before(ir::OpSpec { operands: &[clamped], results: Some(&types), ..ir::OpSpec::new("math.exp") })?;
+        let i1 = [unsafe { mlirIntegerTypeGet(ctx, 1) }];
+        let below = before(ir::OpSpec {
+            operands: &[x, low],
+            attributes: &[("predicate", "4 : i64".into())], // olt
+            results: Some(&i1),
+            ..ir::OpSpec::new("arith.cmpf")
+        })?;
+        let guarded =
+            before(ir::OpSpec { operands: &[below, zero, e], results: Some(&types), ..ir::OpSpec::new("arith.select") })?;
+        unsafe {
+            mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(exp, 0), guarded);
+            mlirOperationDestroy(exp);
+        }
+    }
+    Ok(())
 }
 
 /// An error at an op of the planned module.
@@ -148,6 +218,8 @@ struct Generator {
     entries: Vec<(String, usize)>,
     /// The library candidate of each GEMM kernel (by kernel name).
     library: HashMap<String, Option<LibraryGemm>>,
+    /// Where the operands of the op being generated live.
+    buffers: Vec<Buffer>,
 }
 
 /// One kernel function being written: SSA names and indentation.
@@ -394,6 +466,7 @@ impl Generator {
                         .iter()
                         .map(|v| refs.get(&ir::key(*v)).copied().ok_or_else(|| at(op, "an operand of unknown origin")))
                         .collect::<Result<Vec<_>>>()?;
+                    self.buffers = buffers.clone();
                     for (kernel, work, cost, which, checks) in self.kernel(op, &x)? {
                         let library = self.library.get(&kernel).cloned().flatten();
                         calls.push(Call {
@@ -430,7 +503,10 @@ impl Generator {
                 let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_default();
                 let n_in = seg.first().copied().unwrap_or(0) as usize;
                 let body = self.body(op);
-                let (work, cost) = self.elementwise(&specs[..n_in], &specs[n_in..], &body);
+                let ins: Vec<usize> = (0..n_in).collect();
+                let outs: Vec<usize> = (n_in..specs.len()).collect();
+                let alias = self.in_place(&specs, &ins, &outs);
+                let (work, cost) = self.elementwise(&specs[..n_in], &specs[n_in..], &body, &alias);
                 vec![(self.last(), work, cost, all, vec![])]
             }
             "ll.multi_tensor_apply" => {
@@ -448,7 +524,8 @@ impl Generator {
                     let outs: Vec<usize> = (n_in + g * m..n_in + (g + 1) * m).collect();
                     let s_in: Vec<_> = ins.iter().map(|&i| specs[i].clone()).collect();
                     let s_out: Vec<_> = outs.iter().map(|&i| specs[i].clone()).collect();
-                    let (work, cost) = self.elementwise(&s_in, &s_out, &body);
+                    let alias = self.in_place(&specs, &ins, &outs);
+                    let (work, cost) = self.elementwise(&s_in, &s_out, &body, &alias);
                     out.push((self.last(), work, cost, ins.into_iter().chain(outs).collect(), vec![]));
                 }
                 out
@@ -547,13 +624,28 @@ impl Generator {
         self.entries.push((name, specs.len()));
     }
 
+    /// Per output (operand positions `outs`), the position within `ins` of
+    /// an input that is the same buffer with the same type: the op updates it
+    /// in place.
+    fn in_place(&self, specs: &[(Vec<usize>, DType)], ins: &[usize], outs: &[usize]) -> Vec<Option<usize>> {
+        outs.iter()
+            .map(|&o| ins.iter().position(|&i| self.buffers.get(i) == self.buffers.get(o) && specs[i] == specs[o]))
+            .collect()
+    }
+
     /// An elementwise kernel: rows of the outputs' last dimension; inputs
     /// broadcast NumPy-style. Returns (rows, operations per row).
+    ///
+    /// An output updated in place (`alias[m]`, the input it overwrites) is
+    /// stored through that input's pointer, so LLVM sees one buffer read and
+    /// written at the same index and vectorises the loop; through two
+    /// pointers its run-time overlap check fails and the scalar loop runs.
     fn elementwise(
         &mut self,
         ins: &[(Vec<usize>, DType)],
         outs: &[(Vec<usize>, DType)],
         body: &(String, Vec<DType>, Vec<DType>),
+        alias: &[Option<usize>],
     ) -> (u64, u64) {
         let shape = outs.first().map(|o| o.0.clone()).unwrap_or_default();
         let rank = shape.len();
@@ -612,7 +704,8 @@ impl Generator {
         ));
         for (m, (s, t)) in outs.iter().enumerate() {
             let v = if out_t.len() == 1 { r.clone() } else { format!("{r}#{m}") };
-            k.store(&v, &format!("%b{}", ins.len() + m), &out_idx, &flat_type(s, *t));
+            let target = alias.get(m).copied().flatten().unwrap_or(ins.len() + m);
+            k.store(&v, &format!("%b{target}"), &out_idx, &flat_type(s, *t));
         }
         k.close();
         k.close();
@@ -745,11 +838,29 @@ impl Generator {
                 let mut k = Kernel::new();
                 let zero = k.float(0.0, t);
                 let (nc, kc) = (k.index(n), k.index(kk));
+                if let (Some(p), true) = (lhs_sum, ta) {
+                    // Row w of op(a) is column w of the stored A: summed a
+                    // stored row at a time over this piece's columns
+                    // (contiguous, vectorised), in the same k order as below.
+                    let sums = format!("%b{p}");
+                    let w = k.open("%begin", "%end");
+                    k.store(&zero, &sums, &w, &ty(p));
+                    k.close();
+                    let kx = k.open("%c0", &kc);
+                    let w = k.open("%begin", "%end");
+                    let ai = k.mad(&kx, m, &w);
+                    let av = k.load("%b0", &ai, &ty(0));
+                    let cur = k.load(&sums, &w, &ty(p));
+                    let s = k.fop("addf", &cur, &av, t);
+                    k.store(&s, &sums, &w, &ty(p));
+                    k.close();
+                    k.close();
+                }
                 let w = k.open("%begin", "%end");
-                if let Some(p) = lhs_sum {
+                if let (Some(p), false) = (lhs_sum, ta) {
                     // only rank-2 operands carry lhs_sum: row w of op(a)
                     let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, t.mlir());
-                    let ai = if ta { k.mad(&kx, m, &w) } else { k.mad(&w, kk, &kx) };
+                    let ai = k.mad(&w, kk, &kx);
                     let av = k.load("%b0", &ai, &ty(0));
                     let s = k.val(&format!("arith.addf {acc}, {av} fastmath<fast> : {}", t.mlir()));
                     k.close_with(&s, t.mlir());
@@ -956,6 +1067,8 @@ impl Generator {
             internal(format!("generated kernels do not parse: {diags:?}\n{source}"))
         })?;
         self.fill_bodies(&module)?;
+        crate::run_pipeline(ctx, &mut module, EXPAND_MATH)?;
+        guard_exp(mlir.to_raw(), module.as_operation().to_raw())?;
         crate::run_pipeline(ctx, &mut module, TO_LLVM)?;
         // C entries: aicf_kN(begin, end, void **buffers) -> kN(begin, end, p0, ...)
         let mut text = module.as_operation().to_string();
@@ -1477,6 +1590,8 @@ impl Generator {
         let row_ty = format!("memref<{s_len}x{f}>");
         let mut k = Kernel::new();
         let scores = k.val(&format!("memref.alloca() : {row_ty}"));
+        let out_ty = format!("memref<{dv}x{f}>");
+        let out_row = k.val(&format!("memref.alloca() : {out_ty}"));
         let zero = k.float(0.0, t);
         let ninf = k.float(f64::NEG_INFINITY, t);
         let sc = k.float(scale, t);
@@ -1487,7 +1602,15 @@ impl Generator {
         let qb = k.mul(&w, &dc);
         let kb = k.mad(&b, s_len * d, "%c0");
         let vb = k.mad(&b, s_len * dv, "%c0");
-        let (j, mx, m) = k.open_reduce("%c0", &sn, &ninf, f);
+        // Causal: key j is visible to query i when j <= i; the loops stop
+        // there instead of computing scores that the mask would discard.
+        let jn = if causal {
+            let i1 = k.add(&i, "%c1");
+            k.val(&format!("arith.minui {i1}, {sn} : index"))
+        } else {
+            sn.clone()
+        };
+        let (j, mx, m) = k.open_reduce("%c0", &jn, &ninf, f);
         let (x, acc, dot) = k.open_reduce("%c0", &dc, &zero, f);
         let qi = k.add(&qb, &x);
         let qv = k.load("%b0", &qi, &tq);
@@ -1497,31 +1620,37 @@ impl Generator {
         let pr = k.val(&format!("arith.mulf {qv}, {kv_} fastmath<fast> : {f}"));
         let next = k.val(&format!("arith.addf {acc}, {pr} fastmath<fast> : {f}"));
         k.close_with(&next, f);
-        let mut sv = k.fop("mulf", &dot, &sc, t);
-        if causal {
-            let visible = k.cmpi("ule", &j, &i);
-            sv = k.val(&format!("arith.select {visible}, {sv}, {ninf} : {f}"));
-        }
+        let sv = k.fop("mulf", &dot, &sc, t);
         k.store(&sv, &scores, &j, &row_ty);
         let nm = k.val(&format!("arith.maximumf {mx}, {sv} : {f}"));
         k.close_with(&nm, f);
-        let (j, acc, sum) = k.open_reduce("%c0", &sn, &zero, f);
+        let (j, acc, sum) = k.open_reduce("%c0", &jn, &zero, f);
         let sv = k.load(&scores, &j, &row_ty);
         let dd = k.fop("subf", &sv, &m, t);
         let e = k.val(&format!("math.exp {dd} : {f}"));
         k.store(&e, &scores, &j, &row_ty);
         let next = k.fop("addf", &acc, &e, t);
         k.close_with(&next, f);
+        // out[x] = sum_j p_j V[j, x] / sum, accumulated a key at a time over
+        // the contiguous row of V (each x still sums j in order).
         let ob = k.mul(&w, &dvc);
         let x = k.open("%c0", &dvc);
-        let (j, acc, o) = k.open_reduce("%c0", &sn, &zero, f);
+        k.store(&zero, &out_row, &x, &out_ty);
+        k.close();
+        let j = k.open("%c0", &jn);
         let p = k.load(&scores, &j, &row_ty);
         let vr = k.mad(&j, dv, &vb);
+        let x = k.open("%c0", &dvc);
         let vi = k.add(&vr, &x);
         let v = k.load("%b2", &vi, &tv);
-        let pv = k.val(&format!("arith.mulf {p}, {v} fastmath<fast> : {f}"));
-        let next = k.val(&format!("arith.addf {acc}, {pv} fastmath<fast> : {f}"));
-        k.close_with(&next, f);
+        let cur = k.load(&out_row, &x, &out_ty);
+        let pv = k.fop("mulf", &p, &v, t);
+        let next = k.fop("addf", &cur, &pv, t);
+        k.store(&next, &out_row, &x, &out_ty);
+        k.close();
+        k.close();
+        let x = k.open("%c0", &dvc);
+        let o = k.load(&out_row, &x, &out_ty);
         let r = k.fop("divf", &o, &sum, t);
         let oi = k.add(&ob, &x);
         k.store(&r, "%b3", &oi, &to);

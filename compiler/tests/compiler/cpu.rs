@@ -176,6 +176,42 @@ fn indices(shape: &[usize], bound: usize, seed: u64) -> Array {
     Array::new(shape.to_vec(), DType::I32, v).unwrap()
 }
 
+/// exp, tanh, sigmoid and tanh-GELU where the vector `exp` would leave its
+/// fast path (results below the normal range, -inf, NaN), on rows of 19
+/// (vector body and scalar remainder): the guarded `exp` gives exact zeros,
+/// saturated +-1 and NaN where the interpreter does.
+#[test]
+fn transcendentals_at_extreme_inputs_match_the_interpreter() {
+    let special = [-1e4, -1000.0, -100.0, -87.5, -86.9, -40.0, -9.0, -1e-3, -1e-40, 0.0, 1e-30, 0.5, 9.0, 40.0, 88.0, f64::NAN, f64::NEG_INFINITY, 3.0, -3.0];
+    let rows: Vec<f64> = (0..3).flat_map(|r| special.iter().map(move |v| v * if r == 1 { -1.0 } else { 1.0 })).collect();
+    let x = Array::new(vec![3, 19], DType::F32, rows).unwrap();
+    let t = "tensor<3x19xf32>";
+    let source = format!(
+        "func.func @f(%x: {t}) -> ({t}, {t}, {t}, {t}) {{\n  %a = hl.exp %x : {t}\n  %b = hl.tanh %x : {t}\n  %c = hl.sigmoid %x : {t}\n  %d = hl.gelu %x approximate = tanh : {t}\n  return %a, %b, %c, %d : {t}, {t}, {t}, {t}\n}}"
+    );
+    let ctx = CompilerContext::new();
+    let want = Interpreter::new(&ctx.parse(&source, "extremes").unwrap()).run("f", &[x.clone()]).unwrap();
+    let mut planned = ctx.parse(&source, "extremes").unwrap();
+    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
+    let dir = out_dir("kernel_extremes");
+    compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = Session::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+    let got = session.call("f", &[&Tensor::new(vec![3, 19], artifact::DType::F32, x.data.clone())]).unwrap();
+    for (name, (g, w)) in ["exp", "tanh", "sigmoid", "gelu"].iter().zip(got.iter().zip(&want)) {
+        for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {
+            let input = x.data[i];
+            if w.is_nan() {
+                assert!(g.is_nan(), "{name}({input}): compiled {g}, interpreter NaN");
+            } else if w.is_infinite() {
+                assert_eq!(g, w, "{name}({input})");
+            } else {
+                // f32 results: absolute 1e-6 near zero, relative 1e-6 above.
+                assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{name}({input}): compiled {g}, interpreter {w}");
+            }
+        }
+    }
+}
+
 /// Every ll kernel kind, on odd and round shapes, against the interpreter.
 #[test]
 fn every_kernel_matches_the_interpreter() {

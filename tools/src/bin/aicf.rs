@@ -11,6 +11,7 @@ use aicf_compiler::{CompilerContext, codegen::compile_cpu, run_pipeline};
 use aicf_runtime::{
     artifact::{self, Role, ir_hash},
     cpu::CpuModule,
+    registry::Choice,
     session::{Session, Tensor},
 };
 use clap::{Parser, Subcommand, ValueEnum};
@@ -126,8 +127,10 @@ enum Command {
     Bench {
         #[command(flatten)]
         compile: ModelArgs,
-        #[arg(long, default_value_t = 0.1)]
-        lr: f64,
+        /// Learning rate; default that of the baselines' spec (SGD 0.1,
+        /// Adam 1e-3), so the timed steps train rather than diverge.
+        #[arg(long)]
+        lr: Option<f64>,
         #[arg(long, default_value_t = 50)]
         steps: usize,
         #[arg(long, default_value_t = 0)]
@@ -137,6 +140,10 @@ enum Command {
         /// Print the time of each kernel call, slowest first.
         #[arg(long)]
         profile: bool,
+        /// Run every GEMM with this candidate instead of the registry's
+        /// measured choice: generated, library, library-swapped or gemm-rs.
+        #[arg(long, value_parser = gemm_candidate)]
+        gemm: Option<Choice>,
     },
 }
 
@@ -151,7 +158,10 @@ fn main() {
             train(&compile, &data, &run, &out)
         }
         Command::Eval { compile, data, checkpoint, threads, out } => eval(&compile, &data, &checkpoint, threads, &out),
-        Command::Bench { compile, lr, steps, threads, out, profile } => bench(&compile, lr, steps, threads, &out, profile),
+        Command::Bench { compile, lr, steps, threads, out, profile, gemm } => {
+            let lr = lr.unwrap_or(if compile.optimizer.name() == "adam" { 1e-3 } else { 0.1 });
+            bench(&compile, lr, steps, threads, &out, profile, gemm)
+        }
     };
     if let Err(e) = result {
         eprintln!("aicf: error: {e}");
@@ -264,11 +274,27 @@ fn shuffle<T>(items: &mut [T], state: &mut u64) {
 
 /// The compiled module for `c`, from the cache under `out` (keyed by the
 /// IR and the pipeline's options) or compiled now.
+fn gemm_candidate(name: &str) -> Result<Choice> {
+    Choice::from_name(name).ok_or_else(|| "not a candidate (generated, library, library-swapped, gemm-rs)".to_string())
+}
+
+/// What identifies the compiler that wrote an artifact: its version and this
+/// executable's size and modification time, so that a rebuilt compiler never
+/// reuses kernels an older one generated.
+fn compiler_identity() -> String {
+    let exe = std::env::current_exe().and_then(std::fs::metadata);
+    let stamp = exe.as_ref().ok().map(|m| {
+        let modified = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).unwrap_or_default();
+        format!("{} {}", m.len(), modified.as_nanos())
+    });
+    format!("aicf {} {}", env!("CARGO_PKG_VERSION"), stamp.unwrap_or_default())
+}
+
 fn compiled(c: &ModelArgs, threads: usize, out: &Path) -> Result<CpuModule> {
     let source = read(&c.model)?;
     let name = c.model.display().to_string();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let key = ir_hash(&format!("{source}\n{}", pipeline(c, true)));
+    let key = ir_hash(&format!("{source}\n{}\n{}", pipeline(c, true), compiler_identity()));
     let dir = out.join(format!("artifact-{key}"));
     let started = Instant::now();
     if !dir.join("manifest.json").exists() || !dir.join("kernels.so").exists() {
@@ -309,8 +335,9 @@ fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Pat
     Ok(())
 }
 
-fn bench(c: &ModelArgs, lr: f64, steps: usize, threads: usize, out: &Path, profile: bool) -> Result<()> {
+fn bench(c: &ModelArgs, lr: f64, steps: usize, threads: usize, out: &Path, profile: bool, gemm: Option<Choice>) -> Result<()> {
     let mut module = compiled(c, threads, out)?;
+    module.force_gemm(gemm);
     if profile {
         module.enable_profile();
     }
@@ -349,14 +376,16 @@ fn bench(c: &ModelArgs, lr: f64, steps: usize, threads: usize, out: &Path, profi
         session.call("train_step", &refs).map_err(|e| e.to_string())?;
     }
     let mut times = Vec::new();
+    let mut loss = f64::NAN;
     for _ in 0..steps {
         let t = Instant::now();
-        session.call("train_step", &refs).map_err(|e| e.to_string())?;
+        let out = session.call("train_step", &refs).map_err(|e| e.to_string())?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
+        loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
     }
     times.sort_by(f64::total_cmp);
     println!(
-        "{}: train step ({}) median {:.3} ms, min {:.3} ms over {steps} steps, {} threads",
+        "{}: train step ({}) median {:.3} ms, min {:.3} ms over {steps} steps, {} threads, final loss {loss:.6}",
         c.model.display(),
         c.optimizer.name(),
         times[times.len() / 2],
