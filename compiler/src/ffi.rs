@@ -23,6 +23,7 @@ unsafe extern "C" {
 
     pub fn aicfEmitRemark(location: MlirLocation, message: MlirStringRef);
     pub fn aicfOperandIsWritten(op: MlirOperation, index: isize) -> bool;
+    pub fn aicfInferResultTypes(op: MlirOperation) -> c_int;
     pub fn aicfOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
 }
 

@@ -19,6 +19,7 @@ mod optimizer;
 mod plan_memory;
 mod print_param_table;
 mod schedule;
+mod set_batch;
 
 pub use autodiff::differentiate;
 pub use convert_to_ll::convert_to_ll;
@@ -55,6 +56,7 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
     ("hl-fuse-reductions", fuse_reductions::run),
     ("hl-optimizer", optimizer::run),
     ("hl-print-param-table", print_param_table::run),
+    ("hl-set-batch", set_batch::run),
     ("ll-plan-memory", plan_memory::run),
     ("ll-schedule", schedule::run),
 ];

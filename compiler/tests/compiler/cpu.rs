@@ -130,6 +130,82 @@ fn digits_mlp_adam_train_step_matches_the_interpreter() {
     train_step_matches("adam", 3, Choice::Generated);
 }
 
+/// A smaller last batch: the model retargeted by `hl-set-batch` and added
+/// to the session as a variant trains the session's parameters; its step
+/// matches the interpreter on the model traced at that batch size. Without
+/// the variant the batch is a clear error.
+#[test]
+fn a_smaller_batch_runs_its_variant_on_the_session_state() {
+    let ctx = CompilerContext::new();
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    let compiled = |batch: Option<usize>, tag: &str| {
+        let mut m = traced.parse(&ctx).unwrap();
+        if let Some(b) = batch {
+            run_pipeline(&ctx, &mut m, &format!("builtin.module(hl-set-batch{{size={b}}})")).unwrap();
+        }
+        run_pipeline(&ctx, &mut m, "builtin.module(aicf-train-pipeline{optimizer=sgd})").unwrap();
+        let dir = out_dir(tag);
+        compile_cpu(&ctx, &m, &ir_hash(&traced.text), &dir).unwrap_or_else(|e| panic!("{e}"));
+        CpuModule::load(&dir, 2).unwrap()
+    };
+    let mut session = Session::new(compiled(None, "variant_main"), 3).unwrap();
+    let (rows, features) = (5, 64);
+    let x = data(rows * features, 41);
+    let y = indices(&[rows], 10, 42).data;
+    let inputs = [
+        Tensor::new(vec![rows, features], artifact::DType::F32, x.clone()),
+        Tensor::new(vec![rows], artifact::DType::I32, y.clone()),
+        Tensor::scalar(0.05, artifact::DType::F32),
+    ];
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let e = session.call("train_step", &refs).unwrap_err().to_string();
+    assert!(e.contains("input #0 (input) is F32 [5, 64], the model expects F32 [32, 64]"), "{e}");
+    assert!(!session.compiled_for("train_step", &refs));
+    session.add_variant(compiled(Some(rows), "variant_small")).unwrap();
+    assert!(session.compiled_for("train_step", &refs));
+
+    let small = mlp::build(rows).unwrap();
+    let mut reference = small.parse(&ctx).unwrap();
+    run_pipeline(&ctx, &mut reference, "builtin.module(hl-optimizer{kind=sgd},canonicalize,cse)").unwrap();
+    let mut interp = Interpreter::new(&reference);
+    let names: Vec<String> = session.module().manifest().symbols.iter().map(|s| s.name.clone()).collect();
+    for name in &names {
+        let t = session.symbol(name).unwrap();
+        let dtype = if t.dtype == artifact::DType::I64 { DType::I64 } else { DType::F32 };
+        interp.set_param(name, Array::new(t.shape.clone(), dtype, t.values.clone()).unwrap());
+    }
+    let got = session.call("train_step", &refs).unwrap();
+    let want = interp
+        .run(
+            "train_step",
+            &[
+                Array::new(vec![rows, features], DType::F32, x).unwrap(),
+                Array::new(vec![rows], DType::I32, y).unwrap(),
+                Array::new(vec![], DType::F32, vec![0.05]).unwrap(),
+            ],
+        )
+        .unwrap();
+    close("loss", &got[0].values, &want[0].data, 1e-5);
+    for (name, value) in names.iter().zip(&want[1..]) {
+        close(name, &session.symbol(name).unwrap().values, &value.data, 1e-4);
+    }
+    // The full batch still runs the first module, on the updated state.
+    let full = [
+        Tensor::new(vec![32, features], artifact::DType::F32, data(32 * features, 43)),
+        Tensor::new(vec![32], artifact::DType::I32, indices(&[32], 10, 44).data),
+        Tensor::scalar(0.05, artifact::DType::F32),
+    ];
+    assert!(session.call("train_step", &full.iter().collect::<Vec<_>>()).unwrap()[0].values[0].is_finite());
+    // A variant of another model is refused.
+    let other = crate::models::cnn::build(crate::models::cnn::BATCH).unwrap();
+    let mut m = other.parse(&ctx).unwrap();
+    run_pipeline(&ctx, &mut m, "builtin.module(aicf-train-pipeline{optimizer=sgd})").unwrap();
+    let dir = out_dir("variant_other");
+    compile_cpu(&ctx, &m, &ir_hash(&other.text), &dir).unwrap();
+    let e = session.add_variant(CpuModule::load(&dir, 1).unwrap()).unwrap_err().to_string();
+    assert!(e.contains("the variant is another model"), "{e}");
+}
+
 /// The registry's library candidates (sgemm in either orientation + the
 /// generated epilogue, lhs_sum included) compute the same step.
 #[test]

@@ -27,6 +27,13 @@ MLIR_CAPI_EXPORTED void aicfEmitRemark(MlirLocation location,
 /// without a table of op names.
 MLIR_CAPI_EXPORTED bool aicfOperandIsWritten(MlirOperation op, intptr_t index);
 
+/// Infers `op`'s result types again from its operands and attributes
+/// (InferTypeOpInterface) and sets them: how `hl-set-batch` carries a new
+/// batch size through a function. Returns 1 when the types were set, 0 when
+/// the op does not infer its types, and -1 when inference failed (the op's
+/// diagnostic went to the context's handlers).
+MLIR_CAPI_EXPORTED int aicfInferResultTypes(MlirOperation op);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
 
@@ -36,4 +37,21 @@ bool aicfOperandIsWritten(MlirOperation op, intptr_t index) {
         if (static_cast<intptr_t>(operand->getOperandNumber()) == index)
           return true;
   return false;
+}
+
+int aicfInferResultTypes(MlirOperation op) {
+  mlir::Operation *o = unwrap(op);
+  auto infer = llvm::dyn_cast<mlir::InferTypeOpInterface>(o);
+  if (!infer)
+    return 0;
+  llvm::SmallVector<mlir::Type> types;
+  if (mlir::failed(infer.inferReturnTypes(
+          o->getContext(), o->getLoc(), o->getOperands(),
+          o->getRawDictionaryAttrs(), o->getPropertiesStorage(),
+          o->getRegions(), types)) ||
+      types.size() != o->getNumResults())
+    return -1;
+  for (auto [result, type] : llvm::zip(o->getResults(), types))
+    result.setType(type);
+  return 1;
 }

@@ -16,7 +16,7 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 1 --out %t/run --checkpoint-dir %t/sgd > /dev/null
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
 
-// CHECK: resumed from {{.*}}last.safetensors at epoch 2 (step 88)
+// CHECK: resumed from {{.*}}last.safetensors at epoch 2 (step 90)
 // CHECK-NOT: epoch   2/4
 // CHECK: epoch   3/4
 // CHECK: epoch   4/4

@@ -195,7 +195,7 @@ fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>) -> R
         None => {
             let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
             let started = Instant::now();
-            let manifest = compile(&ctx, c, &source, &name, &out)?;
+            let manifest = compile(&ctx, c, &source, &name, &out, None)?;
             let kernels: usize = manifest.functions.iter().map(|f| f.calls.len()).sum();
             println!(
                 "compiled {name} -> {} ({} functions, {kernels} kernel calls, {}) in {:.2} s",
@@ -214,9 +214,21 @@ fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>) -> R
     }
 }
 
-/// Parses, lowers and generates code for `source` into `out`.
-fn compile(ctx: &CompilerContext, c: &ModelArgs, source: &str, name: &str, out: &Path) -> Result<artifact::Manifest> {
+/// Parses, lowers and generates code for `source` into `out`, at batch size
+/// `batch` when given (`hl-set-batch`; the IR hash stays the model's, so its
+/// checkpoints fit every batch size).
+fn compile(
+    ctx: &CompilerContext,
+    c: &ModelArgs,
+    source: &str,
+    name: &str,
+    out: &Path,
+    batch: Option<usize>,
+) -> Result<artifact::Manifest> {
     let mut module = ctx.parse(source, name).map_err(|e| e.to_string())?;
+    if let Some(b) = batch {
+        run_pipeline(ctx, &mut module, &format!("builtin.module(hl-set-batch{{size={b}}})")).map_err(|e| e.to_string())?;
+    }
     run_pipeline(ctx, &mut module, &pipeline(c, true)).map_err(|e| e.to_string())?;
     compile_cpu(ctx, &module, &ir_hash(source), out).map_err(|e| e.to_string())
 }
@@ -272,8 +284,6 @@ fn shuffle<T>(items: &mut [T], state: &mut u64) {
     }
 }
 
-/// The compiled module for `c`, from the cache under `out` (keyed by the
-/// IR and the pipeline's options) or compiled now.
 fn gemm_candidate(name: &str) -> Result<Choice> {
     Choice::from_name(name).ok_or_else(|| "not a candidate (generated, library, library-swapped, gemm-rs)".to_string())
 }
@@ -290,17 +300,22 @@ fn compiler_identity() -> String {
     format!("aicf {} {}", env!("CARGO_PKG_VERSION"), stamp.unwrap_or_default())
 }
 
-fn compiled(c: &ModelArgs, threads: usize, out: &Path) -> Result<CpuModule> {
+/// The compiled module for `c` (at batch size `batch`, or the model's own),
+/// from the cache under `out` or compiled now. The cache key is the IR, the
+/// pipeline's options, the batch size and the compiler build: a shape is
+/// compiled once, never per step.
+fn compiled(c: &ModelArgs, threads: usize, out: &Path, batch: Option<usize>) -> Result<CpuModule> {
     let source = read(&c.model)?;
     let name = c.model.display().to_string();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let key = ir_hash(&format!("{source}\n{}\n{}", pipeline(c, true), compiler_identity()));
+    let key = ir_hash(&format!("{source}\n{}\n{}\nbatch {batch:?}", pipeline(c, true), compiler_identity()));
     let dir = out.join(format!("artifact-{key}"));
     let started = Instant::now();
     if !dir.join("manifest.json").exists() || !dir.join("kernels.so").exists() {
         let ctx = CompilerContext::new();
-        compile(&ctx, c, &source, &name, &dir)?;
-        println!("compiled {name} in {:.2} s -> {}", started.elapsed().as_secs_f64(), dir.display());
+        compile(&ctx, c, &source, &name, &dir, batch)?;
+        let variant = batch.map(|b| format!(" for batch {b}")).unwrap_or_default();
+        println!("compiled {name}{variant} in {:.2} s -> {}", started.elapsed().as_secs_f64(), dir.display());
     } else {
         println!("using the compiled {}", dir.display());
     }
@@ -308,7 +323,7 @@ fn compiled(c: &ModelArgs, threads: usize, out: &Path) -> Result<CpuModule> {
 }
 
 fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Path) -> Result<()> {
-    let module = compiled(c, threads, out)?;
+    let module = compiled(c, threads, out, None)?;
     let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
     let x = forward.args.iter().find(|a| a.role() == Role::Input).ok_or("@forward takes no input")?;
     let (batch, features) = match x.shape[..] {
@@ -323,6 +338,7 @@ fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Pat
     if rows[0].0.len() != features {
         return Err(format!("{}: rows have {} features, the model takes [{batch}, {features}]", data.display(), rows[0].0.len()));
     }
+    add_batch_variant(&mut session, c, threads, out, batch, rows.len() % batch)?;
     let accuracy = evaluate(&mut session, &rows, batch, features, scale, classes)?;
     println!(
         "accuracy {:.2}% on {} rows of {} (checkpoint {}, epoch {})",
@@ -336,7 +352,7 @@ fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Pat
 }
 
 fn bench(c: &ModelArgs, lr: f64, steps: usize, threads: usize, out: &Path, profile: bool, gemm: Option<Choice>) -> Result<()> {
-    let mut module = compiled(c, threads, out)?;
+    let mut module = compiled(c, threads, out, None)?;
     module.force_gemm(gemm);
     if profile {
         module.enable_profile();
@@ -414,7 +430,7 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     if !(0.0..1.0).contains(&val_split) {
         return Err(format!("--val-split {val_split} is not in [0, 1)"));
     }
-    let module = compiled(c, threads, out)?;
+    let module = compiled(c, threads, out, None)?;
     let step = module.function("train_step").map_err(|e| e.to_string())?.clone();
     let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
     let inputs: Vec<&artifact::Arg> = step.args.iter().filter(|a| a.role() == Role::Input).collect();
@@ -445,13 +461,17 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     // Features scaled by the training split's largest magnitude.
     let scale = train_rows.iter().flat_map(|r| r.0.iter()).fold(0.0f64, |m, v| m.max(v.abs())).max(1e-12);
     let mut session = Session::new(module, seed).map_err(|e| e.to_string())?;
+    // A last batch smaller than the model's, in training and in validation,
+    // runs a variant compiled for its size (once; cached under --out).
+    add_batch_variant(&mut session, c, threads, out, batch, train_rows.len() % batch)?;
+    add_batch_variant(&mut session, c, threads, out, batch, val.len() % batch)?;
     let metrics_path = out.join("metrics.jsonl");
     let mut metrics = std::fs::File::create(&metrics_path).map_err(|e| format!("{}: {e}", metrics_path.display()))?;
     println!(
         "training on {} rows ({} held out), batch {batch}, {} steps per epoch, {} threads",
         train_rows.len(),
         val.len(),
-        train_rows.len() / batch,
+        train_rows.len().div_ceil(batch),
         session.module().threads()
     );
     if train_rows.len() < batch {
@@ -482,17 +502,16 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
         shuffle(&mut order, &mut state);
         let mut loss_sum = 0.0;
         let mut count = 0;
-        // Full batches only: the last partial batch is dropped each epoch
-        // (the rows differ every epoch with the shuffle).
-        for chunk in order.chunks_exact(batch) {
+        // Every row once per epoch; the last, smaller batch runs its variant.
+        for chunk in order.chunks(batch) {
             let x: Vec<f64> = chunk.iter().flat_map(|&i| train_rows[i].0.iter().map(|v| v / scale)).collect();
             let y: Vec<f64> = chunk.iter().map(|&i| train_rows[i].1 as f64).collect();
             let out = session
                 .call(
                     "train_step",
                     &[
-                        &Tensor::new(x_arg.shape.clone(), x_arg.dtype, x),
-                        &Tensor::new(y_arg.shape.clone(), y_arg.dtype, y),
+                        &Tensor::new([chunk.len(), features], x_arg.dtype, x),
+                        &Tensor::new([chunk.len()], y_arg.dtype, y),
                         &lr_t,
                     ],
                 )
@@ -504,8 +523,9 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
                     "the loss became {loss} at epoch {epoch}, step {steps} (lr {lr}); lower the learning rate"
                 ));
             }
-            loss_sum += loss;
-            count += 1;
+            // Each batch's mean loss, weighted by its rows.
+            loss_sum += loss * chunk.len() as f64;
+            count += chunk.len();
         }
         // Without held-out rows there is no accuracy to report (NaN, "null" in JSON).
         let accuracy = if val.is_empty() { f64::NAN } else { evaluate(&mut session, val, batch, features, scale, classes)? };
@@ -553,8 +573,31 @@ fn percent(accuracy: f64) -> String {
     if accuracy.is_nan() { "n/a (no held-out rows)".to_string() } else { format!("{:.2}%", 100.0 * accuracy) }
 }
 
+/// Compiles the model at batch size `size` and adds it to `session`, unless
+/// `size` is 0 or the session already runs that size.
+fn add_batch_variant(session: &mut Session, c: &ModelArgs, threads: usize, out: &Path, batch: usize, size: usize) -> Result<()> {
+    let forward = session.module().function("forward").map_err(|e| e.to_string())?;
+    let shapes: Vec<Tensor> = forward
+        .args
+        .iter()
+        .filter(|a| a.role() == Role::Input)
+        .map(|a| {
+            let mut shape = a.shape.clone();
+            if shape.first() == Some(&batch) {
+                shape[0] = size;
+            }
+            Tensor::new(shape, a.dtype, Vec::new())
+        })
+        .collect();
+    if size == 0 || session.compiled_for("forward", &shapes.iter().collect::<Vec<_>>()) {
+        return Ok(());
+    }
+    let variant = compiled(c, threads, out, Some(size))?;
+    session.add_variant(variant).map_err(|e| e.to_string())
+}
+
 /// Accuracy of @forward's argmax on `rows`, in batches of the compiled size
-/// (the last batch padded with zeros, its padding ignored).
+/// (the last one, smaller, runs the variant compiled for its size).
 fn evaluate(
     session: &mut Session,
     rows: &[(Vec<f64>, i64)],
@@ -565,10 +608,9 @@ fn evaluate(
 ) -> Result<f64> {
     let mut correct = 0;
     for chunk in rows.chunks(batch) {
-        let mut x: Vec<f64> = chunk.iter().flat_map(|r| r.0.iter().map(|v| v / scale)).collect();
-        x.resize(batch * features, 0.0);
+        let x: Vec<f64> = chunk.iter().flat_map(|r| r.0.iter().map(|v| v / scale)).collect();
         let logits = session
-            .call("forward", &[&Tensor::new([batch, features], artifact::DType::F32, x)])
+            .call("forward", &[&Tensor::new([chunk.len(), features], artifact::DType::F32, x)])
             .map_err(|e| e.to_string())?;
         let logits = &logits[0].values;
         for (i, r) in chunk.iter().enumerate() {

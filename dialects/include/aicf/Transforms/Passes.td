@@ -231,6 +231,43 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def HLSetBatch : Pass<"hl-set-batch", "::mlir::ModuleOp"> {
+  let summary = "Retarget a model to another batch size";
+  let description = [{
+    Gives the model a new batch size: every function argument whose leading
+    dimension is the model's batch gets `size` instead, every op then infers
+    its result types again from its operands, in order, and each function's
+    type follows its arguments and returned values. Parameters, state and
+    the ops themselves are unchanged, so the same checkpoint (and a live
+    session's state) fits the model at either batch size. This is how a
+    smaller last batch is compiled: once per shape, cached by it.
+
+    The model's batch is `from` when given, otherwise the leading dimension
+    of the first argument of `@forward` (or, without `@forward`, of the
+    first function that has arguments).
+
+    An op whose shape is fixed by an attribute (a reshape to `[32, 64]`
+    rather than `[-1, 64]`) cannot follow; it is an error at that op.
+
+    Input (`size=7`):
+
+    ```mlir
+    func.func @forward(%x: tensor<32x64xf32>) -> tensor<32x10xf32>
+    ```
+
+    Output:
+
+    ```mlir
+    func.func @forward(%x: tensor<7x64xf32>) -> tensor<7x10xf32>
+    ```
+  }];
+  let options = [
+    Option<"size", "size", "int64_t", /*default=*/"0", "The new batch size (required, > 0)">,
+    Option<"from", "from", "int64_t", /*default=*/"0",
+           "The batch size to replace (0: the leading dimension of @forward's first argument)">,
+  ];
+}
+
 def HLPrintParamTable : Pass<"hl-print-param-table", "::mlir::ModuleOp"> {
   let summary = "Print the trainable parameters of an hl module";
   let description = [{

@@ -1,0 +1,144 @@
+//! `hl-set-batch`: the same model at another batch size.
+//!
+//! 1. Find the model's batch: `from`, or the leading dimension of the first
+//!    argument of `@forward` (else of the first function with arguments).
+//! 2. In every function, give each argument whose leading dimension is the
+//!    batch the new size.
+//! 3. Walk each body in order and let every op infer its result types again
+//!    (`aicfInferResultTypes`); an op that cannot is an error at that op.
+//! 4. Rewrite each function's type from its arguments and returned values,
+//!    and verify the module, so that an op that does not infer its types but
+//!    no longer fits (a call, a fixed reshape) is reported where it is.
+
+use super::{PassFailed, PassOptions, PassResult, emit_error};
+use crate::ffi;
+use crate::ir::{self, op_name, ops_of};
+use melior::ir::{Location, OperationRef, operation::OperationLike};
+use mlir_sys::*;
+use std::collections::HashSet;
+
+pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
+    let report = |m: String| {
+        emit_error(module.location(), &format!("hl-set-batch: {m}"));
+        PassFailed
+    };
+    let size = options.get_i64("size").map_err(report)?;
+    let from = options.get_i64("from").map_err(report)?;
+    if size <= 0 {
+        return Err(report(format!("size={size}: give the new batch size, a positive integer")));
+    }
+    let module = module.to_raw();
+    let functions = ir::functions(module);
+    let leading = |block: MlirBlock| -> Option<i64> {
+        let n = unsafe { mlirBlockGetNumArguments(block) };
+        (n > 0).then(|| leading_dim(unsafe { mlirValueGetType(mlirBlockGetArgument(block, 0)) })).flatten()
+    };
+    let from = if from > 0 {
+        from
+    } else {
+        let forward = functions.iter().find(|(f, _)| ir::string_attr(*f, "sym_name").as_deref() == Some("forward"));
+        let detected = match forward {
+            Some((_, block)) => leading(*block),
+            None => functions.iter().find_map(|(_, block)| leading(*block)),
+        };
+        detected.ok_or_else(|| report("no function argument has a leading dimension to take as the batch; give from=N".into()))?
+    };
+    if from == size {
+        return Ok(());
+    }
+    for &(func, block) in &functions {
+        for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
+            let arg = unsafe { mlirBlockGetArgument(block, i) };
+            let ty = unsafe { mlirValueGetType(arg) };
+            if leading_dim(ty) == Some(from) {
+                unsafe { mlirValueSetType(arg, with_leading_dim(ty, size)) };
+            }
+        }
+        let mut changed = HashSet::new();
+        for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
+            let arg = unsafe { mlirBlockGetArgument(block, i) };
+            if leading_dim(unsafe { mlirValueGetType(arg) }) == Some(size) {
+                changed.insert(ir::key(arg));
+            }
+        }
+        reinfer(block, from, size, &mut changed)?;
+        let ins: Vec<MlirType> =
+            (0..unsafe { mlirBlockGetNumArguments(block) }).map(|i| unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }).collect();
+        let outs: Vec<MlirType> = ops_of(block)
+            .into_iter()
+            .rev()
+            .find(|op| op_name(*op) == "func.return")
+            .map(|ret| ir::operands(ret).iter().map(|v| unsafe { mlirValueGetType(*v) }).collect())
+            .unwrap_or_default();
+        unsafe {
+            let ctx = mlirOperationGetContext(func);
+            let ty = mlirFunctionTypeGet(ctx, ins.len() as isize, ins.as_ptr(), outs.len() as isize, outs.as_ptr());
+            let name = ffi::string_ref("function_type");
+            mlirOperationSetAttributeByName(func, name, mlirTypeAttrGet(ty));
+        }
+    }
+    // What did not infer its types (a call, a fixed shape) must still fit.
+    if !unsafe { mlirOperationVerify(module) } {
+        return Err(PassFailed);
+    }
+    Ok(())
+}
+
+/// Infers again the result types of every op of `block` (nested regions
+/// first), in order. `changed` holds the values whose type changed. An op
+/// that states its result type instead of inferring it (`hl.reshape`,
+/// `hl.cast`) and reads a changed value gets the new batch in each result
+/// whose leading dimension is the old one; the verifier judges the rest.
+fn reinfer(block: MlirBlock, from: i64, size: i64, changed: &mut HashSet<usize>) -> PassResult {
+    for op in ops_of(block) {
+        for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
+            let mut inner = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)) };
+            while !inner.ptr.is_null() {
+                reinfer(inner, from, size, changed)?;
+                inner = unsafe { mlirBlockGetNextInRegion(inner) };
+            }
+        }
+        let results: Vec<MlirValue> =
+            (0..unsafe { mlirOperationGetNumResults(op) }).map(|i| unsafe { mlirOperationGetResult(op, i) }).collect();
+        let before: Vec<MlirType> = results.iter().map(|r| unsafe { mlirValueGetType(*r) }).collect();
+        match unsafe { ffi::aicfInferResultTypes(op) } {
+            1 => {}
+            0 if ir::operands(op).iter().any(|v| changed.contains(&ir::key(*v))) => {
+                for (r, ty) in results.iter().zip(&before) {
+                    if leading_dim(*ty) == Some(from) {
+                        unsafe { mlirValueSetType(*r, with_leading_dim(*ty, size)) };
+                    }
+                }
+            }
+            0 => {}
+            _ => {
+                let loc = unsafe { Location::from_raw(ir::op_loc(op)) };
+                emit_error(loc, &format!("hl-set-batch: '{}' cannot take batch size {size}", op_name(op)));
+                return Err(PassFailed);
+            }
+        }
+        for (r, ty) in results.iter().zip(&before) {
+            if !unsafe { mlirTypeEqual(mlirValueGetType(*r), *ty) } {
+                changed.insert(ir::key(*r));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The leading dimension of a ranked tensor type of rank >= 1.
+fn leading_dim(ty: MlirType) -> Option<i64> {
+    unsafe {
+        (mlirTypeIsARankedTensor(ty) && mlirShapedTypeGetRank(ty) > 0).then(|| mlirShapedTypeGetDimSize(ty, 0))
+    }
+}
+
+/// `ty` (a ranked tensor) with its leading dimension set to `size`.
+fn with_leading_dim(ty: MlirType, size: i64) -> MlirType {
+    unsafe {
+        let rank = mlirShapedTypeGetRank(ty) as isize;
+        let mut shape: Vec<i64> = (0..rank).map(|d| mlirShapedTypeGetDimSize(ty, d)).collect();
+        shape[0] = size;
+        mlirRankedTensorTypeGet(rank, shape.as_ptr(), mlirShapedTypeGetElementType(ty), mlirRankedTensorTypeGetEncoding(ty))
+    }
+}

@@ -1,0 +1,24 @@
+// hl-set-batch diagnostics.
+// RUN: aicf-opt %s -split-input-file --pass-pipeline='builtin.module(hl-set-batch{size=7})' -verify-diagnostics -o /dev/null
+// RUN: not aicf-opt %s --pass-pipeline='builtin.module(hl-set-batch)' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOSIZE
+
+// NOSIZE: hl-set-batch: size=0: give the new batch size, a positive integer
+
+// A reshape that folds the batch into another dimension cannot follow: the
+// error is at the reshape.
+func.func @forward(%x: tensor<32x4xf32>) -> tensor<128xf32> {
+  // expected-error @below {{'hl.reshape' op cannot reshape 'tensor<7x4xf32>' (28 elements) to 'tensor<128xf32>' (128 elements)}}
+  %r = hl.reshape %x : tensor<32x4xf32> to tensor<128xf32>
+  return %r : tensor<128xf32>
+}
+
+// -----
+
+// Nothing carries a batch.
+// expected-error @below {{hl-set-batch: no function argument has a leading dimension to take as the batch; give from=N}}
+module {
+  func.func @forward() -> tensor<f32> {
+    %c = hl.constant dense<1.0> : tensor<f32>
+    return %c : tensor<f32>
+  }
+}
