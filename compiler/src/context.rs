@@ -36,6 +36,8 @@ impl CompilerContext {
             DialectHandle::memref(),
             DialectHandle::tensor(),
             DialectHandle::scf(),
+            // The CPU kernels' register-blocked loops.
+            unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__vector__()) },
         ] {
             handle.insert_dialect(&registry);
         }

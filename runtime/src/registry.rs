@@ -43,6 +43,10 @@ impl Choice {
     }
 }
 
+/// The version of the candidate set, part of every key: a decision measured
+/// against older candidates (a slower generated kernel, say) is not reused.
+const CANDIDATES: &str = "v2";
+
 pub struct Registry {
     path: Option<PathBuf>,
     decisions: Mutex<BTreeMap<String, String>>,
@@ -66,7 +70,7 @@ impl Registry {
 
     pub fn key(g: &LibraryGemm, call: &Call, target: &str, threads: usize) -> String {
         format!(
-            "{target}/t{threads}: batch {} m {} n {} k {} a {:?} b {:?} epilogue {}",
+            "{CANDIDATES}/{target}/t{threads}: batch {} m {} n {} k {} a {:?} b {:?} epilogue {}",
             g.batch,
             g.m,
             g.n,

@@ -224,7 +224,10 @@ fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {
     run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap_or_else(|e| panic!("{name}: {e}"));
     let dir = out_dir(&format!("kernel_{name}"));
     compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let mut session = Session::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+    // The generated kernels are under test, GEMMs included.
+    let mut module = CpuModule::load(&dir, 2).unwrap();
+    module.force_gemm(Some(Choice::Generated));
+    let mut session = Session::new(module, 0).unwrap();
     let tensors: Vec<Tensor> = inputs
         .iter()
         .map(|a| {
@@ -297,6 +300,15 @@ fn every_kernel_matches_the_interpreter() {
             "transpose",
             format!("func.func @f(%x: {t}) -> tensor<7x3x5xf32> {{\n  %y = hl.transpose %x permutation = [2, 0, 1] : {t}\n  return %y : tensor<7x3x5xf32>\n}}"),
             vec![f32s(&[3, 5, 7], 1)],
+        ),
+        (
+            // The register-blocked paths with their column and k tails:
+            // B rows (n = 45: one block and 13 columns), B transposed
+            // (k = 37: four vectors and 5; n = 11: two blocks of 4 and 3),
+            // A transposed, and a batched product.
+            "gemm_shapes",
+            "func.func @f(%a: tensor<5x37xf32>, %b: tensor<37x45xf32>, %w: tensor<11x37xf32>, %bias: tensor<11xf32>, %c: tensor<37x5xf32>, %m: tensor<3x6x37xf32>, %n: tensor<3x37x40xf32>) -> (tensor<5x45xf32>, tensor<5x11xf32>, tensor<5x45xf32>, tensor<3x6x40xf32>) {\n  %p = hl.matmul %a, %b : tensor<5x37xf32>, tensor<37x45xf32>\n  %q = hl.linear %a, %w, %bias : tensor<5x37xf32>, tensor<11x37xf32>, tensor<11xf32>\n  %r = hl.matmul %c, %b transpose_lhs : tensor<37x5xf32>, tensor<37x45xf32>\n  %s = hl.matmul %m, %n : tensor<3x6x37xf32>, tensor<3x37x40xf32>\n  return %p, %q, %r, %s : tensor<5x45xf32>, tensor<5x11xf32>, tensor<5x45xf32>, tensor<3x6x40xf32>\n}".into(),
+            vec![f32s(&[5, 37], 51), f32s(&[37, 45], 52), f32s(&[11, 37], 53), f32s(&[11], 54), f32s(&[37, 5], 55), f32s(&[3, 6, 37], 56), f32s(&[3, 37, 40], 57)],
         ),
         (
             "softmax",
