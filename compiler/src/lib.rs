@@ -74,6 +74,7 @@ pub mod interp;
 pub(crate) mod ir;
 pub mod nn;
 pub mod passes;
+pub mod trainer;
 
 pub use context::CompilerContext;
 pub use error::{CompileError, Diagnostic, Result, Severity};

@@ -75,6 +75,12 @@ impl Session {
         &self.modules[0]
     }
 
+    /// The module the session was created with, to configure (profiling,
+    /// a forced GEMM candidate).
+    pub fn module_mut(&mut self) -> &mut CpuModule {
+        &mut self.modules[0]
+    }
+
     /// Adds `module`, the same model compiled for other input shapes, to run
     /// on this session's parameters and state. Its symbol table must be this
     /// model's: same names, shapes and types, in the same order.

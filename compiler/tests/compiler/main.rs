@@ -9,3 +9,4 @@ mod lowering;
 mod models;
 mod nn;
 mod optimizer;
+mod trainer;

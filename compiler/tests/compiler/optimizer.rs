@@ -132,7 +132,7 @@ fn clipping_by_global_norm() {
 use crate::models::mlp;
 
 /// (pixels / 16, label) of every row of the bundled digits.
-fn digits() -> Vec<([f64; 64], usize)> {
+pub(crate) fn digits() -> Vec<([f64; 64], usize)> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/digits.csv.gz");
     let mut text = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(path).expect("data/digits.csv.gz"))

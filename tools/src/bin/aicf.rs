@@ -7,12 +7,16 @@
 //!     --optimizer adam --lr 3e-3 --epochs 20 --out target/run
 //! ```
 
-use aicf_compiler::{CompilerContext, codegen::compile_cpu, run_pipeline};
+use aicf_compiler::{
+    CompilerContext,
+    codegen::compile_cpu,
+    run_pipeline,
+    trainer::{Options, TrainError, Trainer},
+};
 use aicf_runtime::{
     artifact::{self, Role, ir_hash},
-    cpu::CpuModule,
     registry::Choice,
-    session::{Session, Tensor},
+    session::Tensor,
 };
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{Read, Write};
@@ -77,6 +81,10 @@ enum Command {
         /// Print this stage's IR instead of writing an artifact.
         #[arg(long, value_enum)]
         emit: Option<Stage>,
+        /// Compile for this batch size instead of the model's (hl-set-batch):
+        /// a variant that runs on the same parameters and checkpoints.
+        #[arg(long)]
+        batch: Option<usize>,
     },
     /// Train a classifier on a CSV data set (features..., label per row).
     Train {
@@ -152,7 +160,7 @@ type Result<T> = std::result::Result<T, String>;
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Compile { compile, output, emit } => run_compile(&compile, output, emit),
+        Command::Compile { compile, output, emit, batch } => run_compile(&compile, output, emit, batch),
         Command::Train { compile, data, lr, epochs, seed, val_split, threads, out, checkpoint_dir, resume } => {
             let run = Run { lr, epochs, seed, val_split, threads, checkpoint_dir, resume };
             train(&compile, &data, &run, &out)
@@ -184,18 +192,23 @@ fn pipeline(c: &ModelArgs, to_ll: bool) -> String {
     }
 }
 
-fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>) -> Result<()> {
+fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>, batch: Option<usize>) -> Result<()> {
     let source = read(&c.model)?;
     let ctx = CompilerContext::new();
     let name = c.model.display().to_string();
     let mut module = ctx.parse(&source, &name).map_err(|e| e.to_string())?;
+    if let Some(b) = batch {
+        run_pipeline(&ctx, &mut module, &format!("builtin.module(hl-set-batch{{size={b}}})")).map_err(|e| e.to_string())?;
+    }
     match emit {
         Some(Stage::Hl) => {}
         Some(stage) => run_pipeline(&ctx, &mut module, &pipeline(c, matches!(stage, Stage::Ll))).map_err(|e| e.to_string())?,
         None => {
             let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
             let started = Instant::now();
-            let manifest = compile(&ctx, c, &source, &name, &out, None)?;
+            // The IR hash is the model source's, whatever the batch size.
+            run_pipeline(&ctx, &mut module, &pipeline(c, true)).map_err(|e| e.to_string())?;
+            let manifest = compile_cpu(&ctx, &module, &ir_hash(&source), &out).map_err(|e| e.to_string())?;
             let kernels: usize = manifest.functions.iter().map(|f| f.calls.len()).sum();
             println!(
                 "compiled {name} -> {} ({} functions, {kernels} kernel calls, {}) in {:.2} s",
@@ -212,25 +225,6 @@ fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>) -> R
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing the IR: {e}")),
         _ => Ok(()),
     }
-}
-
-/// Parses, lowers and generates code for `source` into `out`, at batch size
-/// `batch` when given (`hl-set-batch`; the IR hash stays the model's, so its
-/// checkpoints fit every batch size).
-fn compile(
-    ctx: &CompilerContext,
-    c: &ModelArgs,
-    source: &str,
-    name: &str,
-    out: &Path,
-    batch: Option<usize>,
-) -> Result<artifact::Manifest> {
-    let mut module = ctx.parse(source, name).map_err(|e| e.to_string())?;
-    if let Some(b) = batch {
-        run_pipeline(ctx, &mut module, &format!("builtin.module(hl-set-batch{{size={b}}})")).map_err(|e| e.to_string())?;
-    }
-    run_pipeline(ctx, &mut module, &pipeline(c, true)).map_err(|e| e.to_string())?;
-    compile_cpu(ctx, &module, &ir_hash(source), out).map_err(|e| e.to_string())
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -288,58 +282,62 @@ fn gemm_candidate(name: &str) -> Result<Choice> {
     Choice::from_name(name).ok_or_else(|| "not a candidate (generated, library, library-swapped, gemm-rs)".to_string())
 }
 
-/// What identifies the compiler that wrote an artifact: its version and this
-/// executable's size and modification time, so that a rebuilt compiler never
-/// reuses kernels an older one generated.
-fn compiler_identity() -> String {
-    let exe = std::env::current_exe().and_then(std::fs::metadata);
-    let stamp = exe.as_ref().ok().map(|m| {
-        let modified = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).unwrap_or_default();
-        format!("{} {}", m.len(), modified.as_nanos())
-    });
-    format!("aicf {} {}", env!("CARGO_PKG_VERSION"), stamp.unwrap_or_default())
+/// The model compiled for training (from the cache under `out`, or now),
+/// with a line per compilation.
+fn trainer_for(c: &ModelArgs, threads: usize, seed: u64, out: &Path) -> Result<Trainer> {
+    let options = Options {
+        optimizer: c.optimizer.name().into(),
+        momentum: c.momentum,
+        weight_decay: c.weight_decay,
+        threads,
+        seed,
+        cache_dir: out.to_path_buf(),
+    };
+    let trainer = Trainer::from_file(&c.model, options).map_err(|e| e.to_string())?;
+    report_compiled(&trainer, 0, &c.model);
+    Ok(trainer)
 }
 
-/// The compiled module for `c` (at batch size `batch`, or the model's own),
-/// from the cache under `out` or compiled now. The cache key is the IR, the
-/// pipeline's options, the batch size and the compiler build: a shape is
-/// compiled once, never per step.
-fn compiled(c: &ModelArgs, threads: usize, out: &Path, batch: Option<usize>) -> Result<CpuModule> {
-    let source = read(&c.model)?;
-    let name = c.model.display().to_string();
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let key = ir_hash(&format!("{source}\n{}\n{}\nbatch {batch:?}", pipeline(c, true), compiler_identity()));
-    let dir = out.join(format!("artifact-{key}"));
-    let started = Instant::now();
-    if !dir.join("manifest.json").exists() || !dir.join("kernels.so").exists() {
-        let ctx = CompilerContext::new();
-        compile(&ctx, c, &source, &name, &dir, batch)?;
-        let variant = batch.map(|b| format!(" for batch {b}")).unwrap_or_default();
-        println!("compiled {name}{variant} in {:.2} s -> {}", started.elapsed().as_secs_f64(), dir.display());
-    } else {
-        println!("using the compiled {}", dir.display());
+/// Prints the trainer's compilations from number `from` on.
+fn report_compiled(trainer: &Trainer, from: usize, model: &Path) {
+    for c in trainer.compiled().iter().skip(from) {
+        let variant = c.batch.map(|b| format!(" for batch {b}")).unwrap_or_default();
+        match c.seconds {
+            Some(s) => println!("compiled {}{variant} in {s:.2} s -> {}", model.display(), c.dir.display()),
+            None => println!("using the compiled {}{variant}", c.dir.display()),
+        }
     }
-    CpuModule::load(&dir, threads).map_err(|e| e.to_string())
+}
+
+/// Compiles (or finds) the variant for `rows` rows of the model's input
+/// shape `x_shape` (batch first), before training starts.
+fn prepare_rows(trainer: &mut Trainer, model: &Path, x: &artifact::Arg, rows: usize) -> Result<()> {
+    let before = trainer.compiled().len();
+    let mut shape = x.shape.clone();
+    shape[0] = rows;
+    if rows > 0 {
+        trainer.ensure_compiled("forward", &[&Tensor::new(shape, x.dtype, Vec::new())]).map_err(|e| e.to_string())?;
+    }
+    report_compiled(trainer, before, model);
+    Ok(())
 }
 
 fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Path) -> Result<()> {
-    let module = compiled(c, threads, out, None)?;
-    let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
+    let mut trainer = trainer_for(c, threads, 0, out)?;
+    let forward = trainer.session().module().function("forward").map_err(|e| e.to_string())?.clone();
     let x = forward.args.iter().find(|a| a.role() == Role::Input).ok_or("@forward takes no input")?;
     let (batch, features) = match x.shape[..] {
         [b, f] => (b, f),
         _ => return Err(format!("the model's input is {:?}; `aicf eval` feeds [batch, features]", x.shape)),
     };
-    let classes = forward.args.iter().find(|a| a.role() == Role::Output).and_then(|a| a.shape.last().copied()).unwrap_or(0);
-    let mut session = Session::new(module, 0).map_err(|e| e.to_string())?;
-    let meta = session.load_checkpoint(checkpoint).map_err(|e| e.to_string())?;
+    let meta = trainer.load_checkpoint(checkpoint).map_err(|e| e.to_string())?;
     let scale: f64 = meta.get("feature_scale").and_then(|v| v.parse().ok()).unwrap_or(1.0);
     let rows = load_csv(data)?;
     if rows[0].0.len() != features {
         return Err(format!("{}: rows have {} features, the model takes [{batch}, {features}]", data.display(), rows[0].0.len()));
     }
-    add_batch_variant(&mut session, c, threads, out, batch, rows.len() % batch)?;
-    let accuracy = evaluate(&mut session, &rows, batch, features, scale, classes)?;
+    prepare_rows(&mut trainer, &c.model, x, rows.len() % batch)?;
+    let accuracy = evaluate(&mut trainer, &rows, features, scale)?;
     println!(
         "accuracy {:.2}% on {} rows of {} (checkpoint {}, epoch {})",
         100.0 * accuracy,
@@ -352,13 +350,13 @@ fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Pat
 }
 
 fn bench(c: &ModelArgs, lr: f64, steps: usize, threads: usize, out: &Path, profile: bool, gemm: Option<Choice>) -> Result<()> {
-    let mut module = compiled(c, threads, out, None)?;
-    module.force_gemm(gemm);
+    let mut trainer = trainer_for(c, threads, 0, out)?;
+    let session = trainer.session_mut();
+    session.module_mut().force_gemm(gemm);
     if profile {
-        module.enable_profile();
+        session.module_mut().enable_profile();
     }
-    let step = module.function("train_step").map_err(|e| e.to_string())?.clone();
-    let mut session = Session::new(module, 0).map_err(|e| e.to_string())?;
+    let step = session.module().function("train_step").map_err(|e| e.to_string())?.clone();
     let mut state = 1u64;
     let mut random = |n: usize, f: &dyn Fn(f64) -> f64| -> Vec<f64> {
         (0..n)
@@ -430,11 +428,11 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     if !(0.0..1.0).contains(&val_split) {
         return Err(format!("--val-split {val_split} is not in [0, 1)"));
     }
-    let module = compiled(c, threads, out, None)?;
-    let step = module.function("train_step").map_err(|e| e.to_string())?.clone();
-    let forward = module.function("forward").map_err(|e| e.to_string())?.clone();
+    let mut trainer = trainer_for(c, threads, seed, out)?;
+    let step = trainer.session().module().function("train_step").map_err(|e| e.to_string())?.clone();
+    let forward = trainer.session().module().function("forward").map_err(|e| e.to_string())?.clone();
     let inputs: Vec<&artifact::Arg> = step.args.iter().filter(|a| a.role() == Role::Input).collect();
-    let [x_arg, y_arg, lr_arg] = inputs[..] else {
+    let [x_arg, y_arg, _lr] = inputs[..] else {
         return Err(format!("@train_step takes {} inputs; `aicf train` feeds (features, labels, lr)", inputs.len()));
     };
     let (batch, features) = match x_arg.shape[..] {
@@ -460,11 +458,10 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     let (val, train_rows) = rows.split_at(held);
     // Features scaled by the training split's largest magnitude.
     let scale = train_rows.iter().flat_map(|r| r.0.iter()).fold(0.0f64, |m, v| m.max(v.abs())).max(1e-12);
-    let mut session = Session::new(module, seed).map_err(|e| e.to_string())?;
     // A last batch smaller than the model's, in training and in validation,
     // runs a variant compiled for its size (once; cached under --out).
-    add_batch_variant(&mut session, c, threads, out, batch, train_rows.len() % batch)?;
-    add_batch_variant(&mut session, c, threads, out, batch, val.len() % batch)?;
+    prepare_rows(&mut trainer, &c.model, x_arg, train_rows.len() % batch)?;
+    prepare_rows(&mut trainer, &c.model, x_arg, val.len() % batch)?;
     let metrics_path = out.join("metrics.jsonl");
     let mut metrics = std::fs::File::create(&metrics_path).map_err(|e| format!("{}: {e}", metrics_path.display()))?;
     println!(
@@ -472,19 +469,18 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
         train_rows.len(),
         val.len(),
         train_rows.len().div_ceil(batch),
-        session.module().threads()
+        trainer.session().module().threads()
     );
     if train_rows.len() < batch {
         return Err(format!("{} training rows, fewer than one batch of {batch}", train_rows.len()));
     }
-    let lr_t = Tensor::scalar(lr, lr_arg.dtype);
     let mut history = Vec::new();
     let train_started = Instant::now();
     let mut steps = 0usize;
     let mut first_epoch = 1;
     let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
     if let (true, Some(path)) = (run.resume, &checkpoint) {
-        let meta = session.load_checkpoint(path).map_err(|e| e.to_string())?;
+        let meta = trainer.load_checkpoint(path).map_err(|e| e.to_string())?;
         let field = |k: &str| -> Result<u64> {
             meta.get(k)
                 .and_then(|v| v.parse().ok())
@@ -506,29 +502,22 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
         for chunk in order.chunks(batch) {
             let x: Vec<f64> = chunk.iter().flat_map(|&i| train_rows[i].0.iter().map(|v| v / scale)).collect();
             let y: Vec<f64> = chunk.iter().map(|&i| train_rows[i].1 as f64).collect();
-            let out = session
-                .call(
-                    "train_step",
-                    &[
-                        &Tensor::new([chunk.len(), features], x_arg.dtype, x),
-                        &Tensor::new([chunk.len()], y_arg.dtype, y),
-                        &lr_t,
-                    ],
-                )
-                .map_err(|e| e.to_string())?;
-            let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
+            let x = Tensor::new([chunk.len(), features], x_arg.dtype, x);
+            let y = Tensor::new([chunk.len()], y_arg.dtype, y);
+            let loss = match trainer.step(&[&x, &y], lr) {
+                Ok(m) => m.loss,
+                Err(TrainError::NonFinite { step, loss, lr }) => {
+                    return Err(format!("the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate"));
+                }
+                Err(e) => return Err(e.to_string()),
+            };
             steps += 1;
-            if !loss.is_finite() {
-                return Err(format!(
-                    "the loss became {loss} at epoch {epoch}, step {steps} (lr {lr}); lower the learning rate"
-                ));
-            }
             // Each batch's mean loss, weighted by its rows.
             loss_sum += loss * chunk.len() as f64;
             count += chunk.len();
         }
         // Without held-out rows there is no accuracy to report (NaN, "null" in JSON).
-        let accuracy = if val.is_empty() { f64::NAN } else { evaluate(&mut session, val, batch, features, scale, classes)? };
+        let accuracy = if val.is_empty() { f64::NAN } else { evaluate(&mut trainer, val, features, scale)? };
         let train_loss = loss_sum / count.max(1) as f64;
         let seconds = epoch_started.elapsed().as_secs_f64();
         println!(
@@ -552,7 +541,7 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
                 ("lr".to_string(), lr.to_string()),
                 ("feature_scale".to_string(), scale.to_string()),
             ]);
-            session.save_checkpoint(path, &meta).map_err(|e| e.to_string())?;
+            trainer.save_checkpoint(path, &meta).map_err(|e| e.to_string())?;
         }
     }
     let plot = out.join("plot.svg");
@@ -573,53 +562,13 @@ fn percent(accuracy: f64) -> String {
     if accuracy.is_nan() { "n/a (no held-out rows)".to_string() } else { format!("{:.2}%", 100.0 * accuracy) }
 }
 
-/// Compiles the model at batch size `size` and adds it to `session`, unless
-/// `size` is 0 or the session already runs that size.
-fn add_batch_variant(session: &mut Session, c: &ModelArgs, threads: usize, out: &Path, batch: usize, size: usize) -> Result<()> {
-    let forward = session.module().function("forward").map_err(|e| e.to_string())?;
-    let shapes: Vec<Tensor> = forward
-        .args
-        .iter()
-        .filter(|a| a.role() == Role::Input)
-        .map(|a| {
-            let mut shape = a.shape.clone();
-            if shape.first() == Some(&batch) {
-                shape[0] = size;
-            }
-            Tensor::new(shape, a.dtype, Vec::new())
-        })
-        .collect();
-    if size == 0 || session.compiled_for("forward", &shapes.iter().collect::<Vec<_>>()) {
-        return Ok(());
-    }
-    let variant = compiled(c, threads, out, Some(size))?;
-    session.add_variant(variant).map_err(|e| e.to_string())
-}
-
-/// Accuracy of @forward's argmax on `rows`, in batches of the compiled size
-/// (the last one, smaller, runs the variant compiled for its size).
-fn evaluate(
-    session: &mut Session,
-    rows: &[(Vec<f64>, i64)],
-    batch: usize,
-    features: usize,
-    scale: f64,
-    classes: usize,
-) -> Result<f64> {
-    let mut correct = 0;
-    for chunk in rows.chunks(batch) {
-        let x: Vec<f64> = chunk.iter().flat_map(|r| r.0.iter().map(|v| v / scale)).collect();
-        let logits = session
-            .call("forward", &[&Tensor::new([chunk.len(), features], artifact::DType::F32, x)])
-            .map_err(|e| e.to_string())?;
-        let logits = &logits[0].values;
-        for (i, r) in chunk.iter().enumerate() {
-            let row = &logits[i * classes..(i + 1) * classes];
-            let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
-            correct += (best as i64 == r.1) as usize;
-        }
-    }
-    Ok(correct as f64 / rows.len().max(1) as f64)
+/// Accuracy on `rows` (features scaled by `scale`): the trainer's
+/// evaluation, in batches of the model's size and a smaller last one.
+fn evaluate(trainer: &mut Trainer, rows: &[(Vec<f64>, i64)], features: usize, scale: f64) -> Result<f64> {
+    let x: Vec<f64> = rows.iter().flat_map(|r| r.0.iter().map(|v| v / scale)).collect();
+    let labels: Vec<i64> = rows.iter().map(|r| r.1).collect();
+    let x = Tensor::new([rows.len(), features], artifact::DType::F32, x);
+    Ok(trainer.evaluate(&x, &labels).map_err(|e| e.to_string())?.accuracy)
 }
 
 /// Train loss (left axis) and held-out accuracy (right axis) per epoch.

@@ -1,0 +1,114 @@
+//! The embedding API: a model file in, compiled training out.
+
+use crate::optimizer::digits;
+use aicf_compiler::trainer::{Options, TrainError, Trainer};
+use aicf_runtime::{artifact::DType, session::Tensor};
+use std::path::PathBuf;
+
+fn model() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"))
+}
+
+fn options(tag: &str, optimizer: &str) -> Options {
+    let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(tag);
+    let _ = std::fs::remove_dir_all(&cache_dir);
+    Options { optimizer: optimizer.into(), threads: 2, seed: 1, cache_dir, ..Options::default() }
+}
+
+/// Rows `[start, start + n)` of the digits as (features, labels).
+fn batch(rows: &[([f64; 64], usize)], start: usize, n: usize) -> (Tensor, Tensor) {
+    let take = &rows[start..start + n];
+    let x = take.iter().flat_map(|r| r.0).collect();
+    let y = take.iter().map(|r| r.1 as f64).collect();
+    (Tensor::new([n, 64], DType::F32, x), Tensor::new([n], DType::I32, y))
+}
+
+/// Train steps (a smaller last batch included), predict, evaluate, a
+/// checkpoint round trip and the compile cache, as an embedding program
+/// would use them.
+#[test]
+fn the_trainer_trains_predicts_evaluates_and_caches() {
+    let rows = digits();
+    let (train, held) = rows.split_at(1500);
+    let options = options("trainer_api", "adam");
+    let mut t = Trainer::from_file(&model(), options.clone()).unwrap();
+    assert_eq!(t.batch(), Some(32));
+    assert!(t.compiled()[0].seconds.is_some(), "the first trainer compiles");
+    let before = t.evaluate(&batch(held, 0, held.len()).0, &held.iter().map(|r| r.1 as i64).collect::<Vec<_>>()).unwrap();
+    let mut first = None;
+    let mut last = 0.0;
+    for _epoch in 0..3 {
+        // 1500 = 46 x 32 + 28: the last batch runs a variant.
+        for start in (0..train.len()).step_by(32) {
+            let n = 32.min(train.len() - start);
+            let (x, y) = batch(train, start, n);
+            let m = t.step(&[&x, &y], 3e-3).unwrap();
+            assert_eq!(m.rows, n);
+            first.get_or_insert(m.loss);
+            last = m.loss;
+        }
+    }
+    assert_eq!(t.steps(), 3 * 47);
+    assert!(last < first.unwrap() / 4.0, "loss {first:?} -> {last}");
+    let batches: Vec<Option<usize>> = t.compiled().iter().map(|c| c.batch).collect();
+    // 297 held-out rows = 9 x 32 + 9: evaluation compiled a variant for 9.
+    assert_eq!(batches, [None, Some(9), Some(28)]);
+    let labels: Vec<i64> = held.iter().map(|r| r.1 as i64).collect();
+    let after = t.evaluate(&batch(held, 0, held.len()).0, &labels).unwrap();
+    assert_eq!(after.rows, 297);
+    assert!(after.accuracy > 0.8 && after.accuracy > before.accuracy, "accuracy {} -> {}", before.accuracy, after.accuracy);
+    let logits = t.predict(&[&batch(held, 0, 5).0]).unwrap();
+    assert_eq!(logits[0].shape, [5, 10]);
+
+    // A checkpoint restores parameters, optimizer state and the step count.
+    let ckpt = options.cache_dir.join("ckpt.safetensors");
+    t.save_checkpoint(&ckpt, &Default::default()).unwrap();
+    let saved = t.session().symbol("fc1.weight").unwrap();
+    let (x, y) = batch(train, 0, 32);
+    t.step(&[&x, &y], 3e-3).unwrap();
+    assert_ne!(t.session().symbol("fc1.weight").unwrap(), saved);
+    t.load_checkpoint(&ckpt).unwrap();
+    assert_eq!(t.session().symbol("fc1.weight").unwrap(), saved);
+    assert_eq!(t.steps(), 3 * 47);
+
+    // A second trainer finds every compilation in the cache.
+    let mut again = Trainer::from_file(&model(), options).unwrap();
+    assert_eq!(again.compiled()[0].seconds, None);
+    let (x, y) = batch(train, 0, 28);
+    again.step(&[&x, &y], 3e-3).unwrap();
+    assert_eq!(again.compiled()[1].seconds, None);
+}
+
+/// Inputs that do not fit beyond the batch size, a missing model file and a
+/// diverging run are errors that say what happened.
+#[test]
+fn trainer_errors_name_the_problem() {
+    let e = Trainer::from_file("no/such/model.mlir".as_ref(), options("trainer_missing", "sgd")).err().unwrap();
+    assert!(e.to_string().starts_with("no/such/model.mlir: "), "{e}");
+
+    let mut t = Trainer::from_file(&model(), options("trainer_errors", "sgd")).unwrap();
+    let x = Tensor::new([32, 63], DType::F32, vec![0.0; 32 * 63]);
+    let y = Tensor::new([32], DType::I32, vec![0.0; 32]);
+    let e = t.step(&[&x, &y], 0.1).unwrap_err().to_string();
+    assert!(e.contains("input #0 (input) is F32 [32, 63], the model expects F32 [32, 64]"), "{e}");
+    assert_eq!(t.compiled().len(), 1, "no variant for a feature mismatch");
+
+    let rows = digits();
+    let (x, y) = batch(&rows, 0, 32);
+    let mut diverged = None;
+    for _ in 0..10 {
+        match t.step(&[&x, &y], 1e30) {
+            Ok(_) => {}
+            Err(e) => {
+                diverged = Some(e);
+                break;
+            }
+        }
+    }
+    match diverged {
+        Some(TrainError::NonFinite { step, lr, .. }) => {
+            assert!(step >= 1 && lr == 1e30);
+        }
+        other => panic!("expected a non-finite loss, got {other:?}"),
+    }
+}
