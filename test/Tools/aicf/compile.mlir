@@ -5,6 +5,9 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/manifest.json
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit ll | FileCheck %s --check-prefix=LL
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit fused | FileCheck %s --check-prefix=FUSED
+// A variant for batch 7 (what a smaller last batch runs): the same
+// parameters, every batch-carrying buffer 7 rows.
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --batch 7 --emit ll | FileCheck %s --check-prefix=BATCH
 // RUN: not aicf compile %S/inputs/bad.mlir.txt 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not aicf compile %S/inputs/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 
@@ -33,3 +36,6 @@
 // RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --steps 2 --profile --out %t/bench | FileCheck %s --check-prefix=BENCH
 // BENCH: digits_mlp.mlir: train step (sgd) median {{[0-9.]+}} ms, min {{[0-9.]+}} ms over 2 steps
 // BENCH: @train_step #{{[0-9]+}} ll.
+
+// BATCH: func.func @forward(%{{.*}}: memref<7x64xf32> {ll.bind = "input"}, %{{.*}}: memref<7x10xf32> {ll.bind = "result 0"}, %{{.*}}: memref<128x64xf32> {ll.bind = "param @fc1.weight"}
+// BATCH: func.func @train_step(%{{.*}}: memref<7x64xf32> {ll.bind = "input"}, %{{.*}}: memref<7xi32> {ll.bind = "input"}
