@@ -4,7 +4,7 @@
 CARGO ?= cargo
 AICF_OPT := target/debug/aicf-opt
 
-.PHONY: all setup build demo test lit check-runtime-deps fmt clean
+.PHONY: all setup build demo test lit check-runtime-deps gpu-bundle fmt clean
 
 all: build
 
@@ -31,6 +31,21 @@ test: setup check-runtime-deps
 check-runtime-deps:
 	@if $(CARGO) tree -p aicf-runtime -e normal,build --prefix none | grep -iE '^(melior|mlir-sys|llvm|inkwell|tblgen)'; then \
 	  echo "aicf-runtime depends on LLVM/MLIR (see above)"; exit 1; fi
+
+# The GPU test bundle (target/gpu-bundle, under 64 MiB): the compiler's
+# GPU tests write the cases (every kernel kind and the example train steps
+# compiled to PTX, checked by ptxas, with the CPU path's results) and the
+# benchmark artifacts; beside them the runtime's GPU test binary and
+# gpu_bench (neither links LLVM/MLIR) and run.sh. On a GPU machine:
+#   target/gpu-bundle/run.sh
+BUNDLE := target/gpu-bundle
+gpu-bundle: setup
+	$(CARGO) test -p aicf-compiler --test compiler gpu::
+	$(CARGO) build --release -p aicf-runtime --example gpu_bench
+	@exe=$$($(CARGO) test --release -p aicf-runtime --test gpu --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p'); \
+	  test -n "$$exe" && cp "$$exe" $(BUNDLE)/gpu-test
+	cp target/release/examples/gpu_bench benches/gpu/run.sh benches/gpu/torch_baselines.py $(BUNDLE)/
+	@du -sh $(BUNDLE)
 
 # Only the FileCheck regression suite.
 lit: setup

@@ -143,6 +143,19 @@ pub struct Call {
     /// instead of the generated kernel.
     #[serde(default)]
     pub library: Option<LibraryGemm>,
+    /// On the GPU: the launch shape (the compiler's, from the `gpu.func`'s
+    /// `known_block_size`/`known_grid_size` attributes). The kernel's
+    /// parameters are `(i64 work, buffer pointers...)`.
+    #[serde(default)]
+    pub launch: Option<Launch>,
+}
+
+/// A CUDA launch: grid and block dimensions and dynamic shared memory.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Launch {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
 }
 
 /// A GEMM as a library call: `out[b] = alpha * A[b] B[b]` for each of

@@ -16,6 +16,7 @@
 pub mod artifact;
 pub mod checkpoint;
 pub mod cpu;
+pub mod cuda;
 pub mod init;
 pub mod registry;
 pub mod rng;

@@ -21,8 +21,8 @@ pub struct Session {
     arenas: HashMap<(usize, String), Bytes>,
 }
 
-/// A host tensor: shape, element type and little-endian bytes.
-#[derive(Clone, Debug, PartialEq)]
+/// A host tensor: shape, element type and values.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Tensor {
     pub shape: Vec<usize>,
     pub dtype: DType,
@@ -42,21 +42,7 @@ impl Session {
     /// Parameters drawn from their initializers with `seed` (parameter `i`
     /// of the table uses stream `i`); state zeroed.
     pub fn new(module: CpuModule, seed: u64) -> Result<Self> {
-        let mut symbols = HashMap::new();
-        let mut stream = 0;
-        for s in &module.manifest().symbols {
-            let n: usize = s.shape.iter().product();
-            let mut b = Bytes::zeroed(n * s.dtype.bytes());
-            if let Some(spec) = &s.init {
-                let err = |m: String| RuntimeError::Arguments { function: format!("init of {}", s.name), message: m };
-                let init = Init::parse(spec).map_err(|e| err(e.to_string()))?;
-                let mut values = vec![0f32; n];
-                init.fill(&s.shape, seed, stream, &mut values).map_err(|e| err(e.to_string()))?;
-                stream += 1;
-                write_values(b.as_bytes_mut(), s.dtype, &values.iter().map(|&v| v as f64).collect::<Vec<_>>());
-            }
-            symbols.insert(s.name.clone(), b);
-        }
+        let symbols = initial_symbols(&module.manifest().symbols, seed)?;
         let mut session = Session { modules: Vec::new(), symbols, arenas: HashMap::new() };
         session.push(module);
         Ok(session)
@@ -253,8 +239,30 @@ impl Session {
     }
 }
 
+/// Every symbol's starting value: parameters drawn from their
+/// initializers with `seed` (parameter `i` of the table uses stream `i`),
+/// state zeroed. The CPU and CUDA sessions start from the same numbers.
+pub(crate) fn initial_symbols(table: &[crate::artifact::Symbol], seed: u64) -> Result<HashMap<String, Bytes>> {
+    let mut symbols = HashMap::new();
+    let mut stream = 0;
+    for s in table {
+        let n: usize = s.shape.iter().product();
+        let mut b = Bytes::zeroed(n * s.dtype.bytes());
+        if let Some(spec) = &s.init {
+            let err = |m: String| RuntimeError::Arguments { function: format!("init of {}", s.name), message: m };
+            let init = Init::parse(spec).map_err(|e| err(e.to_string()))?;
+            let mut values = vec![0f32; n];
+            init.fill(&s.shape, seed, stream, &mut values).map_err(|e| err(e.to_string()))?;
+            stream += 1;
+            write_values(b.as_bytes_mut(), s.dtype, &values.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        }
+        symbols.insert(s.name.clone(), b);
+    }
+    Ok(symbols)
+}
+
 /// Why `inputs` do not fit `f`'s inputs (count, shape or type), if they do not.
-fn input_mismatch(f: &crate::artifact::Function, inputs: &[&Tensor]) -> Option<String> {
+pub(crate) fn input_mismatch(f: &crate::artifact::Function, inputs: &[&Tensor]) -> Option<String> {
     let expected: Vec<_> = f.args.iter().filter(|a| a.role() == Role::Input).collect();
     if expected.len() != inputs.len() {
         return Some(format!("{} inputs given, the function takes {}", inputs.len(), expected.len()));

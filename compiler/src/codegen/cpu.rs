@@ -22,6 +22,10 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+#[path = "gpu.rs"]
+mod gpu;
+pub use gpu::{compile_gpu, ptxas, validate_ptx};
+
 type Result<T> = std::result::Result<T, CompileError>;
 
 /// The fewest scalar operations worth a thread of their own: below this a
@@ -117,9 +121,15 @@ fn at(op: MlirOperation, message: impl std::fmt::Display) -> CompileError {
 /// Compiles the planned `module` (after `aicf-train-pipeline`) for the host
 /// CPU into `out_dir` (`manifest.json`, `kernels.so`); returns the manifest.
 pub fn compile_cpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
+    compile(ctx, module, ir_hash, out_dir, false)
+}
+
+/// `compile_cpu`, or with `gpu` [`gpu::compile_gpu`]: one generator writes
+/// both; the GPU differs in its elementwise and GEMM kernels and its build.
+fn compile(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path, gpu: bool) -> Result<Manifest> {
     let raw = module.as_operation().to_raw();
     let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(raw, 0)) };
-    let mut generator = Generator::default();
+    let mut generator = Generator { gpu, ..Generator::default() };
     let mut globals: HashMap<String, MlirOperation> = HashMap::new();
     let mut symbols = Vec::new();
     for op in ops_of(top) {
@@ -139,7 +149,11 @@ pub fn compile_cpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, ou
         functions.push(generator.function(func, block, &name, &globals, &mut constants, &mut constant_of)?);
     }
     std::fs::create_dir_all(out_dir).map_err(|e| internal(format!("{}: {e}", out_dir.display())))?;
-    let target = generator.build(ctx, out_dir)?;
+    let target = if gpu {
+        generator.build_gpu(ctx, out_dir, &mut functions)?
+    } else {
+        generator.build(ctx, out_dir)?
+    };
     let manifest = Manifest {
         format: artifact::FORMAT,
         ir_hash: ir_hash.to_string(),
@@ -235,6 +249,14 @@ struct Generator {
     library: HashMap<String, Option<LibraryGemm>>,
     /// Where the operands of the op being generated live.
     buffers: Vec<Buffer>,
+    /// Generating for the GPU (see `gpu.rs`).
+    gpu: bool,
+    /// GPU kernels written whole as `gpu.func` (not row functions), by
+    /// name, with their launch shapes.
+    gpu_funcs: String,
+    launches: HashMap<String, artifact::Launch>,
+    /// The buffer types of each row kernel, by name.
+    signatures: HashMap<String, Vec<String>>,
 }
 
 /// One kernel function being written: SSA names and indentation.
@@ -347,6 +369,72 @@ impl Kernel {
     }
     fn fop(&mut self, op: &str, a: &str, b: &str, t: DType) -> String {
         self.val(&format!("arith.{op} {a}, {b} fastmath<contract> : {}", t.mlir()))
+    }
+}
+
+/// An `ll.gemm`'s operands and sizes: operand positions of the optional
+/// epilogue inputs and the output; `rows` output rows in all, `m` per batch,
+/// the product `m x kk` by `kk x n`.
+struct GemmLayout {
+    bias: Option<usize>,
+    mask: Option<usize>,
+    residual: Option<usize>,
+    out: usize,
+    lhs_sum: Option<usize>,
+    ta: bool,
+    tb: bool,
+    accumulate: bool,
+    alpha: f64,
+    act: i64,
+    rows: usize,
+    m: usize,
+    kk: usize,
+    n: usize,
+    batched: bool,
+}
+
+impl GemmLayout {
+    fn of(op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Self {
+        let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 0, 0, 1, 0]);
+        let starts: Vec<usize> = seg
+            .iter()
+            .scan(0usize, |s, &n| {
+                let at = *s;
+                *s += n as usize;
+                Some(at)
+            })
+            .collect();
+        let has_seg = |i: usize| seg.get(i).copied().unwrap_or(0) > 0;
+        let (ta, tb) = (has(op, "transpose_a"), has(op, "transpose_b"));
+        let (a, b) = (&specs[0].0, &specs[1].0);
+        let (ra, rb) = (a.len(), b.len());
+        let (rows, m, kk, n, batched) = if rb == 2 && ra > 2 {
+            let kk = a[ra - 1];
+            (numel(a) / kk.max(1), numel(a) / kk.max(1), kk, if tb { b[0] } else { b[1] }, false)
+        } else {
+            let m = if ta { a[ra - 1] } else { a[ra - 2] };
+            let kk = if ta { a[ra - 2] } else { a[ra - 1] };
+            let n = if tb { b[rb - 2] } else { b[rb - 1] };
+            let batch: usize = a[..ra - 2].iter().product();
+            (batch * m, m, kk, n, batch > 1)
+        };
+        GemmLayout {
+            bias: has_seg(2).then(|| starts[2]),
+            mask: has_seg(3).then(|| starts[3]),
+            residual: has_seg(4).then(|| starts[4]),
+            out: starts[5],
+            lhs_sum: has_seg(6).then(|| starts[6]),
+            ta,
+            tb,
+            accumulate: has(op, "accumulate"),
+            alpha: float_attr(op, "alpha").unwrap_or(1.0),
+            act: int_attr(op, "act").unwrap_or(0),
+            rows,
+            m,
+            kk,
+            n,
+            batched,
+        }
     }
 }
 
@@ -523,6 +611,7 @@ impl Generator {
                             grain: (GRAIN_OPS / cost.max(1)).max(1),
                             buffers: which.iter().map(|&i| buffers[i]).collect(),
                             index_checks: checks,
+                            launch: None,
                         });
                     }
                 }
@@ -599,6 +688,7 @@ impl Generator {
                 self.finish(k, &specs);
                 vec![(self.last(), numel(shape).max(1) as u64, 1, all, vec![])]
             }
+            "ll.gemm" if self.gpu => self.gpu_gemm(op, &specs)?,
             "ll.gemm" => {
                 let kernels_before = self.kernels;
                 let (work, cost, library) = self.gemm(op, &specs)?;
@@ -667,6 +757,7 @@ impl Generator {
         let _ = writeln!(self.text, "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index");
         self.text.push_str(&k.text);
         let _ = writeln!(self.text, "    return\n  }}");
+        self.signatures.insert(name.clone(), specs.iter().map(|(s, t)| flat_type(s, *t)).collect());
         self.entries.push((name, specs.len()));
     }
 
@@ -698,7 +789,17 @@ impl Generator {
         let cols = shape.last().copied().unwrap_or(1).max(1);
         let rows = (numel(&shape) / cols).max(1);
         let mut k = Kernel::new();
-        let i = k.open("%begin", "%end");
+        // On the GPU a work item is one element (consecutive threads touch
+        // consecutive addresses): its row and column are computed; on the
+        // CPU it is a row, whose columns run in the inner loop.
+        let (i, element) = if self.gpu {
+            let e = k.open("%begin", "%end");
+            let cols_c = k.index(cols);
+            let row = k.val(&format!("arith.divui {e}, {cols_c} : index"));
+            (row, Some(e))
+        } else {
+            (k.open("%begin", "%end"), None)
+        };
         // Per input: the offset of its row, and whether it runs along the row.
         let mut bases = Vec::new();
         for (s, _) in ins {
@@ -729,9 +830,19 @@ impl Generator {
             bases.push((base, along));
         }
         let cols_c = k.index(cols);
-        let row_out = k.mul(&i, &cols_c);
-        let j = k.open("%c0", &cols_c);
-        let out_idx = k.add(&row_out, &j);
+        let (j, out_idx) = match &element {
+            Some(e) => {
+                let row_start = k.mul(&i, &cols_c);
+                let j = k.val(&format!("arith.subi {e}, {row_start} : index"));
+                (j, e.clone())
+            }
+            None => {
+                let row_out = k.mul(&i, &cols_c);
+                let j = k.open("%c0", &cols_c);
+                let out_idx = k.add(&row_out, &j);
+                (j, out_idx)
+            }
+        };
         let mut values = Vec::new();
         for (n, ((s, t), (base, along))) in ins.iter().zip(&bases).enumerate() {
             let idx = if *along { k.add(base, &j) } else { base.clone() };
@@ -754,9 +865,13 @@ impl Generator {
             k.store(&v, &format!("%b{target}"), &out_idx, &flat_type(s, *t));
         }
         k.close();
-        k.close();
         let mut specs = ins.to_vec();
         specs.extend(outs.iter().cloned());
+        if element.is_some() {
+            self.finish(k, &specs);
+            return ((rows * cols) as u64, (ins.len() + outs.len() + 4) as u64);
+        }
+        k.close();
         self.finish(k, &specs);
         (rows as u64, (cols * (ins.len() + outs.len() + 4)) as u64)
     }
@@ -764,32 +879,9 @@ impl Generator {
     /// One row of the (batched) product per work item, accumulated in a
     /// stack row, then the epilogue.
     fn gemm(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<(u64, u64, Option<LibraryGemm>)> {
-        let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 0, 0, 1, 0]);
-        let starts: Vec<usize> = seg.iter().scan(0usize, |s, &n| {
-            let at = *s;
-            *s += n as usize;
-            Some(at)
-        }).collect();
-        let has_seg = |i: usize| seg.get(i).copied().unwrap_or(0) > 0;
-        let (bias, mask, residual, out, lhs_sum) =
-            (has_seg(2).then(|| starts[2]), has_seg(3).then(|| starts[3]), has_seg(4).then(|| starts[4]), starts[5], has_seg(6).then(|| starts[6]));
-        let (ta, tb, accumulate) = (has(op, "transpose_a"), has(op, "transpose_b"), has(op, "accumulate"));
-        let alpha = float_attr(op, "alpha").unwrap_or(1.0);
-        let act = int_attr(op, "act").unwrap_or(0);
-        let (a, b) = (&specs[0].0, &specs[1].0);
+        let GemmLayout { bias, mask, residual, out, lhs_sum, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched } =
+            GemmLayout::of(op, specs);
         let t = specs[out].1;
-        let (ra, rb) = (a.len(), b.len());
-        // rows: all output rows; m: rows per batch; kk, n: product sizes
-        let (rows, m, kk, n, batched) = if rb == 2 && ra > 2 {
-            let kk = a[ra - 1];
-            (numel(a) / kk.max(1), numel(a) / kk.max(1), kk, if tb { b[0] } else { b[1] }, false)
-        } else {
-            let m = if ta { a[ra - 1] } else { a[ra - 2] };
-            let kk = if ta { a[ra - 2] } else { a[ra - 1] };
-            let n = if tb { b[rb - 2] } else { b[rb - 1] };
-            let batch: usize = a[..ra - 2].iter().product();
-            (batch * m, m, kk, n, batch > 1)
-        };
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let mut k = Kernel::new();
         let row_t = format!("memref<{n}x{}>", t.mlir());
@@ -1275,8 +1367,13 @@ impl Generator {
     /// Moves each elementwise op's region into its body declaration.
     fn fill_bodies(&self, module: &Module<'_>) -> Result<()> {
         let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
+        // On the GPU the declarations are inside the gpu.module.
+        let nested = ops_of(top).into_iter().filter(|&o| op_name(o) == "gpu.module").flat_map(|g| {
+            ops_of(unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(g, 0)) })
+        });
         let decls: HashMap<String, MlirOperation> = ops_of(top)
             .into_iter()
+            .chain(nested)
             .filter(|&o| op_name(o) == "func.func")
             .map(|o| (ir::string_attr(o, "sym_name").unwrap_or_default(), o))
             .collect();

@@ -3,4 +3,4 @@
 
 pub mod cpu;
 
-pub use cpu::compile_cpu;
+pub use cpu::{compile_cpu, compile_gpu, ptxas, validate_ptx};

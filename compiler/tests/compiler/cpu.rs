@@ -18,14 +18,14 @@ use aicf_runtime::{
 use std::path::PathBuf;
 
 /// A fresh directory under the target dir for one artifact.
-fn out_dir(name: &str) -> PathBuf {
+pub(crate) fn out_dir(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
 
 /// Deterministic inputs in [-1, 1) and labels in [0, classes).
-fn data(n: usize, seed: u64) -> Vec<f64> {
+pub(crate) fn data(n: usize, seed: u64) -> Vec<f64> {
     let mut s = seed;
     (0..n)
         .map(|_| {
@@ -75,20 +75,7 @@ fn train_step_matches_for(
     let names: Vec<String> = manifest.symbols.iter().map(|s| s.name.clone()).collect();
     let step_fn = manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
     for step in 0..steps {
-        let mut tensors = Vec::new();
-        let mut arrays = Vec::new();
-        for (n, a) in step_fn.args.iter().filter(|a| a.role() == artifact::Role::Input).enumerate() {
-            let count: usize = a.shape.iter().product();
-            let seed = 100 * step as u64 + n as u64;
-            let (values, dtype) = match (a.bind.as_str(), a.dtype) {
-                ("lr", _) => (vec![0.01], DType::F32),
-                (_, artifact::DType::I32) => (indices(&a.shape, classes, seed).data, DType::I32),
-                (_, artifact::DType::I64) => (vec![(step + 3) as f64; count], DType::I64),
-                _ => (data(count, seed), DType::F32),
-            };
-            tensors.push(Tensor::new(a.shape.clone(), a.dtype, values.clone()));
-            arrays.push(Array::new(a.shape.clone(), dtype, values).unwrap());
-        }
+        let (tensors, arrays) = step_inputs(step_fn, step, classes);
         let out = session.call("train_step", &tensors.iter().collect::<Vec<_>>()).unwrap();
         let want = interp.run("train_step", &arrays).unwrap();
         close("loss", &out[0].values, &want[0].data, tol);
@@ -99,6 +86,26 @@ fn train_step_matches_for(
             interp.set_param(name, value.clone());
         }
     }
+}
+
+/// The inputs of train step `step`: data in [-1, 1), labels below
+/// `classes`, lr 0.01, i64 scalars (dropout seed and offset) step + 3.
+pub(crate) fn step_inputs(step_fn: &artifact::Function, step: usize, classes: usize) -> (Vec<Tensor>, Vec<Array>) {
+    let mut tensors = Vec::new();
+    let mut arrays = Vec::new();
+    for (n, a) in step_fn.args.iter().filter(|a| a.role() == artifact::Role::Input).enumerate() {
+        let count: usize = a.shape.iter().product();
+        let seed = 100 * step as u64 + n as u64;
+        let (values, dtype) = match (a.bind.as_str(), a.dtype) {
+            ("lr", _) => (vec![0.01], DType::F32),
+            (_, artifact::DType::I32) => (indices(&a.shape, classes, seed).data, DType::I32),
+            (_, artifact::DType::I64) => (vec![(step + 3) as f64; count], DType::I64),
+            _ => (data(count, seed), DType::F32),
+        };
+        tensors.push(Tensor::new(a.shape.clone(), a.dtype, values.clone()));
+        arrays.push(Array::new(a.shape.clone(), dtype, values).unwrap());
+    }
+    (tensors, arrays)
 }
 
 fn train_step_matches(optimizer: &str, steps: usize, gemm: Choice) {
@@ -246,11 +253,11 @@ fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {
     }
 }
 
-fn f32s(shape: &[usize], seed: u64) -> Array {
+pub(crate) fn f32s(shape: &[usize], seed: u64) -> Array {
     Array::new(shape.to_vec(), DType::F32, data(shape.iter().product(), seed)).unwrap()
 }
 
-fn indices(shape: &[usize], bound: usize, seed: u64) -> Array {
+pub(crate) fn indices(shape: &[usize], bound: usize, seed: u64) -> Array {
     let v = data(shape.iter().product(), seed).iter().map(|u| ((u + 1.0) / 2.0 * bound as f64).floor().min(bound as f64 - 1.0)).collect();
     Array::new(shape.to_vec(), DType::I32, v).unwrap()
 }
@@ -294,8 +301,16 @@ fn transcendentals_at_extreme_inputs_match_the_interpreter() {
 /// Every ll kernel kind, on odd and round shapes, against the interpreter.
 #[test]
 fn every_kernel_matches_the_interpreter() {
+    for (name, source, inputs) in kernel_cases() {
+        kernel_matches(name, &source, &inputs, 2e-5);
+    }
+}
+
+/// (name, hl source of `@f`, inputs): every ll kernel kind on odd and
+/// round shapes.
+pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
     let t = "tensor<3x5x7xf32>";
-    let cases: Vec<(&str, String, Vec<Array>)> = vec![
+    vec![
         (
             "transpose",
             format!("func.func @f(%x: {t}) -> tensor<7x3x5xf32> {{\n  %y = hl.transpose %x permutation = [2, 0, 1] : {t}\n  return %y : tensor<7x3x5xf32>\n}}"),
@@ -365,8 +380,5 @@ fn every_kernel_matches_the_interpreter() {
             "func.func @f(%x: tensor<2x3x7x6xf32>) -> (tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>, tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>) {\n  %m = hl.max_pool2d %x kernel = [3, 2] stride = [2, 2] padding = [0, 0] : tensor<2x3x7x6xf32>\n  %dm = hl.max_pool2d_backward %m, %x kernel = [3, 2] stride = [2, 2] padding = [0, 0] : tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>\n  %a = hl.avg_pool2d %x kernel = [3, 3] stride = [2, 2] padding = [1, 1] : tensor<2x3x7x6xf32>\n  %da = hl.avg_pool2d_backward %a, %x kernel = [3, 3] stride = [2, 2] padding = [1, 1] : tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>\n  return %m, %dm, %a, %da : tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>, tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>\n}".into(),
             vec![f32s(&[2, 3, 7, 6], 32)],
         ),
-    ];
-    for (name, source, inputs) in cases {
-        kernel_matches(name, &source, &inputs, 2e-5);
-    }
+    ]
 }

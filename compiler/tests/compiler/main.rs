@@ -4,6 +4,7 @@
 mod api;
 mod autodiff;
 mod cpu;
+mod gpu;
 mod interp;
 mod lowering;
 mod models;

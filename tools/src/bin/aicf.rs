@@ -9,7 +9,7 @@
 
 use aicf_compiler::{
     CompilerContext,
-    codegen::compile_cpu,
+    codegen::{compile_cpu, compile_gpu, ptxas, validate_ptx},
     run_pipeline,
     trainer::{Options, TrainError, Trainer},
 };
@@ -45,6 +45,12 @@ impl Optimizer {
             Optimizer::Adamw => "adamw",
         }
     }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Target {
+    Cpu,
+    Cuda,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -85,6 +91,10 @@ enum Command {
         /// a variant that runs on the same parameters and checkpoints.
         #[arg(long)]
         batch: Option<usize>,
+        /// What to compile for: the host CPU (kernels.so) or NVIDIA GPUs
+        /// (PTX for sm_80 and sm_90, each checked by ptxas when one is found).
+        #[arg(long, value_enum, default_value_t = Target::Cpu)]
+        target: Target,
     },
     /// Train a classifier on a CSV data set (features..., label per row).
     Train {
@@ -160,7 +170,7 @@ type Result<T> = std::result::Result<T, String>;
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Compile { compile, output, emit, batch } => run_compile(&compile, output, emit, batch),
+        Command::Compile { compile, output, emit, batch, target } => run_compile(&compile, output, emit, batch, target),
         Command::Train { compile, data, lr, epochs, seed, val_split, threads, out, checkpoint_dir, resume } => {
             let run = Run { lr, epochs, seed, val_split, threads, checkpoint_dir, resume };
             train(&compile, &data, &run, &out)
@@ -192,7 +202,7 @@ fn pipeline(c: &ModelArgs, to_ll: bool) -> String {
     }
 }
 
-fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>, batch: Option<usize>) -> Result<()> {
+fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>, batch: Option<usize>, target: Target) -> Result<()> {
     let source = read(&c.model)?;
     let ctx = CompilerContext::new();
     let name = c.model.display().to_string();
@@ -208,14 +218,29 @@ fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>, batc
             let started = Instant::now();
             // The IR hash is the model source's, whatever the batch size.
             run_pipeline(&ctx, &mut module, &pipeline(c, true)).map_err(|e| e.to_string())?;
-            let manifest = compile_cpu(&ctx, &module, &ir_hash(&source), &out).map_err(|e| e.to_string())?;
+            let manifest = match target {
+                Target::Cpu => compile_cpu(&ctx, &module, &ir_hash(&source), &out),
+                Target::Cuda => compile_gpu(&ctx, &module, &ir_hash(&source), &out),
+            }
+            .map_err(|e| e.to_string())?;
+            let seconds = started.elapsed().as_secs_f64();
+            if let Target::Cuda = target {
+                if ptxas().is_some() {
+                    for chip in ["sm_80", "sm_90"] {
+                        validate_ptx(&out.join(format!("kernels.{chip}.ptx")), chip).map_err(|e| e.to_string())?;
+                    }
+                    println!("ptxas accepts the PTX for sm_80 and sm_90");
+                } else {
+                    println!("ptxas not found: the PTX was not assembled here (run `make setup`)");
+                }
+            }
             let kernels: usize = manifest.functions.iter().map(|f| f.calls.len()).sum();
             println!(
                 "compiled {name} -> {} ({} functions, {kernels} kernel calls, {}) in {:.2} s",
                 out.display(),
                 manifest.functions.len(),
                 manifest.target,
-                started.elapsed().as_secs_f64()
+                seconds
             );
             return Ok(());
         }

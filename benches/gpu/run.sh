@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The GPU test bundle's one command (make gpu-bundle puts this file, the
+# runtime's GPU test binary, gpu_bench and the compiled cases in one folder):
+#   ./run.sh            the GPU tests, then the benchmarks
+#   ./run.sh test       the GPU tests only
+# Benchmark lines are JSON; with PyTorch installed its baselines run too.
+set -euo pipefail
+cd "$(dirname "$0")"
+if [ "${1:-all}" != bench ]; then
+  ./gpu-test --nocapture --test-threads 1
+fi
+[ "${1:-all}" = test ] && exit 0
+n=$((4096 * 4096))
+./gpu_bench --copy $((4 * n))
+AICF_BENCH_BYTES=$((3 * 4 * n)) ./gpu_bench bench/elementwise 200
+AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096 10
+./gpu_bench cases/train_mlp784_sgd 500
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  python3 torch_baselines.py
+else
+  echo '{"bench":"torch","skipped":"no PyTorch with CUDA here"}'
+fi

@@ -1,0 +1,76 @@
+"""PyTorch baselines of the GPU bundle's benchmarks, same workloads, fp32:
+MLP 784-512-512-10 batch 256 SGD train step (eager and
+torch.compile(mode="reduce-overhead")), a 4096^3 GEMM (f32 with TF32 off,
+as AICF's; and bf16), the elementwise chain x*y + x over 4096x4096, and a
+device-to-device copy. One JSON line per measurement."""
+import json, time
+import torch
+import torch.nn as nn
+
+dev = "cuda"
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+def timed(fn, steps, warm=20):
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(steps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / steps
+
+
+def emit(**kw):
+    kw["device"] = torch.cuda.get_device_name()
+    print(json.dumps(kw), flush=True)
+
+
+def mlp784():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(256, 784, device=dev)
+    y = torch.randint(0, 10, (256,), device=dev)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    emit(bench="torch_mlp784_sgd", mode="eager", ms=round(timed(step, 500), 4))
+    compiled = torch.compile(step, mode="reduce-overhead")
+    emit(bench="torch_mlp784_sgd", mode="reduce-overhead", ms=round(timed(compiled, 500, warm=30), 4))
+
+
+def gemm():
+    n = 4096
+    for dtype, name in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
+        a = torch.randn(n, n, device=dev, dtype=dtype)
+        b = torch.randn(n, n, device=dev, dtype=dtype)
+        ms = timed(lambda: torch.matmul(a, b), 20, warm=5)
+        emit(bench=f"torch_matmul4096_{name}", ms=round(ms, 4), tflop_per_s=round(2 * n**3 / ms / 1e9, 2))
+
+
+def elementwise():
+    n = 4096 * 4096
+    x = torch.randn(n, device=dev)
+    y = torch.randn(n, device=dev)
+    out = torch.empty_like(x)
+    ms = timed(lambda: torch.addcmul(x, x, y, out=out), 200)
+    emit(bench="torch_elementwise", ms=round(ms, 4), gb_per_s=round(3 * 4 * n / ms / 1e6, 1))
+    ms = timed(lambda: out.copy_(x), 200)
+    emit(bench="torch_copy", ms=round(ms, 4), gb_per_s=round(2 * 4 * n / ms / 1e6, 1))
+
+
+if __name__ == "__main__":
+    mlp784()
+    gemm()
+    elementwise()

@@ -1,0 +1,395 @@
+//! GPU kernel generation: a planned `ll` module becomes PTX for sm_80 and
+//! sm_90 and a manifest whose calls carry their launch shapes.
+//!
+//! The kernels are the CPU generator's, placed in a `gpu.module`: a row
+//! kernel (`kN(begin, end, buffers...)`, see `cpu.rs`) becomes a private
+//! device function called by a `gpu.func` entry that runs work item
+//! `blockIdx.x * B + threadIdx.x` (one work item per thread; elementwise
+//! kernels count elements, not rows, so neighbouring threads touch
+//! neighbouring addresses). GEMM is written for the GPU directly: a tile of
+//! the output per block staged through shared memory, a register block per
+//! thread, and the fused epilogue (bias, activation, mask, residual,
+//! accumulate) applied before the one store.
+//!
+//! Lowering: `inline`, `nvvm-attach-target` (libdevice linked for `math`),
+//! `convert-gpu-to-nvvm` with bare pointers, `gpu-module-to-binary{format=isa}`;
+//! the PTX is read from the `gpu.binary` object. Launch shapes are the
+//! generator's (the `known_block_size`/`known_grid_size` attributes of each
+//! `gpu.func`), written to the manifest, never read back from PTX.
+//!
+//! Every entry takes `(i64 work, ptr buffer0, ...)`.
+
+use super::*;
+use aicf_runtime::artifact::Launch;
+use std::path::PathBuf;
+
+/// Chips the PTX is generated for (PTX ISA 8.0; the driver JIT-compiles
+/// sm_80 PTX for later chips too).
+const CHIPS: [&str; 2] = ["sm_80", "sm_90"];
+
+/// Threads per block of a row kernel.
+const ROW_BLOCK: u64 = 256;
+
+/// Compiles the planned `module` for NVIDIA GPUs into `out_dir`
+/// (`manifest.json`, `kernels.sm_80.ptx`, `kernels.sm_90.ptx`).
+pub fn compile_gpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
+    compile(ctx, module, ir_hash, out_dir, true)
+}
+
+/// The PTX file of `chip` in an artifact directory.
+pub fn ptx_path(dir: &Path, chip: &str) -> PathBuf {
+    dir.join(format!("kernels.{chip}.ptx"))
+}
+
+/// `ptxas`: `$AICF_PTXAS`, the project's `.venv/bin/ptxas` (`make setup`
+/// installs it from the nvidia-cuda-nvcc wheel), or the one on `PATH`.
+pub fn ptxas() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("AICF_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let venv = repo.join(".venv/bin/ptxas");
+    if venv.exists() {
+        return Some(venv);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join("ptxas")).find(|p| p.exists())
+}
+
+/// Assembles `ptx` with `ptxas -arch=chip` (output discarded): invalid PTX
+/// is an error holding ptxas's message.
+pub fn validate_ptx(ptx: &Path, chip: &str) -> Result<()> {
+    let ptxas = ptxas().ok_or_else(|| internal("ptxas not found (run `make setup`, or set AICF_PTXAS)"))?;
+    let out = std::env::temp_dir().join(format!("aicf-ptxas-{}-{chip}.cubin", std::process::id()));
+    let output = std::process::Command::new(&ptxas)
+        .arg(format!("-arch={chip}"))
+        .arg(ptx)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .map_err(|e| internal(format!("{}: {e}", ptxas.display())))?;
+    let _ = std::fs::remove_file(&out);
+    if !output.status.success() {
+        return Err(internal(format!(
+            "ptxas -arch={chip} rejects {}:\n{}",
+            ptx.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// libdevice (the CUDA math library as LLVM bitcode, which `math` ops
+/// lower to): `$AICF_LIBDEVICE`, the nvidia-cuda-nvcc wheel in the
+/// project's `.venv`, or a CUDA installation.
+fn libdevice() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("AICF_LIBDEVICE") {
+        return Ok(PathBuf::from(p));
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut candidates = vec![PathBuf::from("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")];
+    if let Ok(dir) = std::fs::read_dir(repo.join(".venv/lib")) {
+        for python in dir.flatten() {
+            candidates.push(python.path().join("site-packages/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc"));
+        }
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.exists())
+        .ok_or_else(|| internal("libdevice.10.bc not found (run `make setup`, or set AICF_LIBDEVICE)"))
+}
+
+fn row_launch(work: u64) -> Launch {
+    let block = ROW_BLOCK.min(work.div_ceil(32) * 32).max(32);
+    Launch { grid: [work.div_ceil(block).max(1) as u32, 1, 1], block: [block as u32, 1, 1], shared_bytes: 0 }
+}
+
+impl Generator {
+    /// A GEMM for the GPU: block (x, y, z) computes the `bm x bn` output
+    /// tile (column tile x, row tile y) of batch z; its 256 threads each own
+    /// a `tm x tn` register block. Per step of 16 along k, the block stages
+    /// A's `bm x 16` and B's `16 x bn` tiles in shared memory (zero outside
+    /// the matrices, so odd sizes need no other care), then each thread
+    /// accumulates its block from them. The epilogue runs on the registers.
+    /// With `lhs_sum` a second (row) kernel sums the rows of op(A).
+    #[allow(clippy::type_complexity)]
+    pub(super) fn gpu_gemm(
+        &mut self,
+        op: MlirOperation,
+        specs: &[(Vec<usize>, DType)],
+    ) -> Result<Vec<(String, u64, u64, Vec<usize>, Vec<IndexCheck>)>> {
+        let GemmLayout { bias, mask, residual, out, lhs_sum, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched } =
+            GemmLayout::of(op, specs);
+        let t = specs[out].1;
+        if t != DType::F32 || specs[0].1 != DType::F32 || specs[1].1 != DType::F32 {
+            return Err(at(op, "the GPU GEMM is f32 only for now"));
+        }
+        let batch = rows / m.max(1);
+        // Big tiles where they still fill the GPU's 132 multiprocessors,
+        // else smaller ones (more blocks).
+        let (tm, tn) = if m.div_ceil(64) * n.div_ceil(64) * batch >= 132 { (4, 4) } else { (2, 2) };
+        let (bm, bn, bk) = (16 * tm, 16 * tn, 16);
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let (sa, sb) = (
+            format!("memref<{}xf32, #gpu.address_space<workgroup>>", bm * bk),
+            format!("memref<{}xf32, #gpu.address_space<workgroup>>", bk * bn),
+        );
+        let mut k = Kernel::new();
+        let tid = k.val("gpu.thread_id x");
+        let sixteen = k.index(16);
+        let tx = k.val(&format!("arith.remui {tid}, {sixteen} : index"));
+        let ty_ = k.val(&format!("arith.divui {tid}, {sixteen} : index"));
+        let bx = k.val("gpu.block_id x");
+        let by = k.val("gpu.block_id y");
+        let bz = k.val("gpu.block_id z");
+        let row0 = k.mad(&by, bm, "%c0");
+        let col0 = k.mad(&bx, bn, "%c0");
+        let (a_base, b_base) = if batched {
+            (k.mad(&bz, m * kk, "%c0"), k.mad(&bz, kk * n, "%c0"))
+        } else {
+            ("%c0".to_string(), "%c0".to_string())
+        };
+        let o_base = k.mad(&bz, m * n, "%c0");
+        let (mc, kc, nc) = (k.index(m), k.index(kk), k.index(n));
+        let zero = k.float(0.0, t);
+        let step = k.index(bk);
+        // This thread's register block: rows a_row.., columns b_col.. of the tile.
+        let a_row = k.mad(&ty_, tm, "%c0");
+        let b_col = k.mad(&tx, tn, "%c0");
+        let (kt, accs, results) = k.open_reduce_all("%c0", &kc, &step, &vec![zero.clone(); tm * tn], "f32");
+        // Loads a tile element: `e` is this thread's element of the tile,
+        // (r, c) its place, in bounds when r < r_lim and c < c_lim.
+        let staged = |k: &mut Kernel, q: usize, fast: usize| -> (String, String) {
+            let e = k.mad("%c1", 256 * q, &tid);
+            let f = k.index(fast);
+            let slow = k.val(&format!("arith.divui {e}, {f} : index"));
+            let quick = k.val(&format!("arith.remui {e}, {f} : index"));
+            (slow, quick)
+        };
+        let bounded_load = |k: &mut Kernel, buf: &str, addr: &str, ok: &str, ty: &str| -> String {
+            let safe = k.val(&format!("arith.select {ok}, {addr}, %c0 : index"));
+            let v = k.load(buf, &safe, ty);
+            k.val(&format!("arith.select {ok}, {v}, {zero} : f32"))
+        };
+        // A's tile, k-major in shared memory: As[c * bm + r] = A(row0 + r, kt + c).
+        for q in 0..tm {
+            // Neighbouring threads read along A's stored rows.
+            let (r, c) = if ta {
+                let (c, r) = staged(&mut k, q, bm);
+                (r, c)
+            } else {
+                staged(&mut k, q, bk)
+            };
+            let gi = k.add(&row0, &r);
+            let gk = k.add(&kt, &c);
+            let in_i = k.val(&format!("arith.cmpi ult, {gi}, {mc} : index"));
+            let in_k = k.val(&format!("arith.cmpi ult, {gk}, {kc} : index"));
+            let ok = k.val(&format!("arith.andi {in_i}, {in_k} : i1"));
+            let off = if ta { k.mad(&gk, m, &gi) } else { k.mad(&gi, kk, &gk) };
+            let addr = k.add(&a_base, &off);
+            let v = bounded_load(&mut k, "%b0", &addr, &ok, &ty(0));
+            let at = k.mad(&c, bm, &r);
+            k.store(&v, "%As", &at, &sa);
+        }
+        // B's tile: Bs[r * bn + c] = B(kt + r, col0 + c).
+        for q in 0..tn {
+            let (r, c) = if tb {
+                let (c, r) = staged(&mut k, q, bk);
+                (r, c)
+            } else {
+                staged(&mut k, q, bn)
+            };
+            let gk = k.add(&kt, &r);
+            let gj = k.add(&col0, &c);
+            let in_k = k.val(&format!("arith.cmpi ult, {gk}, {kc} : index"));
+            let in_j = k.val(&format!("arith.cmpi ult, {gj}, {nc} : index"));
+            let ok = k.val(&format!("arith.andi {in_k}, {in_j} : i1"));
+            let off = if tb { k.mad(&gj, kk, &gk) } else { k.mad(&gk, n, &gj) };
+            let addr = k.add(&b_base, &off);
+            let v = bounded_load(&mut k, "%b1", &addr, &ok, &ty(1));
+            let at = k.mad(&r, bn, &c);
+            k.store(&v, "%Bs", &at, &sb);
+        }
+        k.line("gpu.barrier");
+        // The 16 steps along k, unrolled: tm values of A and tn of B from
+        // shared memory, tm x tn fused multiply-adds.
+        let mut acc = accs.clone();
+        for kx in 0..bk {
+            let av: Vec<String> = (0..tm)
+                .map(|ii| {
+                    let at = k.mad("%c1", kx * bm + ii, &a_row);
+                    k.load("%As", &at, &sa)
+                })
+                .collect();
+            let bv: Vec<String> = (0..tn)
+                .map(|jj| {
+                    let at = k.mad("%c1", kx * bn + jj, &b_col);
+                    k.load("%Bs", &at, &sb)
+                })
+                .collect();
+            for ii in 0..tm {
+                for jj in 0..tn {
+                    let a = &acc[ii * tn + jj];
+                    acc[ii * tn + jj] = k.val(&format!("math.fma {}, {}, {a} : f32", av[ii], bv[jj]));
+                }
+            }
+        }
+        k.line("gpu.barrier");
+        k.close_with_all(&acc, "f32");
+        // The epilogue, per output element in bounds.
+        let alpha_c = (alpha != 1.0).then(|| k.float(alpha, t));
+        for ii in 0..tm {
+            for jj in 0..tn {
+                let i = k.mad("%c1", ii, &a_row);
+                let i = k.add(&row0, &i);
+                let j = k.mad("%c1", jj, &b_col);
+                let j = k.add(&col0, &j);
+                let in_i = k.val(&format!("arith.cmpi ult, {i}, {mc} : index"));
+                let in_j = k.val(&format!("arith.cmpi ult, {j}, {nc} : index"));
+                let ok = k.val(&format!("arith.andi {in_i}, {in_j} : i1"));
+                k.line(&format!("scf.if {ok} {{"));
+                k.depth += 1;
+                let mut y = results[ii * tn + jj].clone();
+                if let Some(a) = &alpha_c {
+                    y = k.fop("mulf", &y, a, t);
+                }
+                let row = k.mad(&i, n, &o_base);
+                let o = k.add(&row, &j);
+                Epilogue { bias, mask, residual, out, act, accumulate, t }.write(&mut k, &j, &o, &y, specs);
+                k.close();
+            }
+        }
+        let name = format!("k{}", self.kernels);
+        self.kernels += 1;
+        let params: Vec<String> = specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
+        let grid = [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, batch as u32];
+        let _ = writeln!(
+            self.gpu_funcs,
+            "    gpu.func @aicf_{name}(%work: index, {}) workgroup(%As : {sa}, %Bs : {sb}) kernel attributes \
+             {{known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: {}, {}, {}>}} {{",
+            params.join(", "),
+            grid[0],
+            grid[1],
+            grid[2]
+        );
+        let _ = writeln!(self.gpu_funcs, "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index");
+        for line in k.text.lines() {
+            let _ = writeln!(self.gpu_funcs, "  {line}");
+        }
+        let _ = writeln!(self.gpu_funcs, "      gpu.return\n    }}");
+        self.launches.insert(name.clone(), Launch { grid, block: [256, 1, 1], shared_bytes: 0 });
+        let all: Vec<usize> = (0..specs.len()).collect();
+        let mut kernels = vec![(name, rows as u64, (2 * kk * n) as u64, all.clone(), vec![])];
+        if let Some(p) = lhs_sum {
+            // Row w of op(A) summed along k (rank-2 operands only carry it).
+            let mut k = Kernel::new();
+            let zero = k.float(0.0, t);
+            let kc = k.index(kk);
+            let w = k.open("%begin", "%end");
+            let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, "f32");
+            let ai = if ta { k.mad(&kx, m, &w) } else { k.mad(&w, kk, &kx) };
+            let av = k.load("%b0", &ai, &ty(0));
+            let s = k.fop("addf", &acc, &av, t);
+            k.close_with(&s, "f32");
+            k.store(&r, &format!("%b{p}"), &w, &ty(p));
+            k.close();
+            self.finish(k, specs);
+            kernels.push((self.last(), rows as u64, kk as u64, all, vec![]));
+        }
+        Ok(kernels)
+    }
+
+    /// Wraps each row kernel in its `gpu.func` entry, lowers the module to
+    /// PTX for each chip and writes it; sets each call's launch shape.
+    pub(super) fn build_gpu(&self, ctx: &CompilerContext, out_dir: &Path, functions: &mut [Function]) -> Result<String> {
+        let mut work_of: HashMap<String, u64> = HashMap::new();
+        for f in functions.iter_mut() {
+            for c in &mut f.calls {
+                let name = c.symbol.trim_start_matches("aicf_");
+                c.launch = Some(self.launches.get(name).copied().unwrap_or_else(|| row_launch(c.work)));
+                work_of.insert(name.to_string(), c.work);
+            }
+        }
+        let mut text = String::from("module attributes {gpu.container_module} {\n  gpu.module @aicf_kernels {\n");
+        // Row kernels are device functions, inlined into their entries.
+        for line in self.text.lines() {
+            let line = line.replacen("func.func @k", "func.func private @k", 1);
+            let _ = writeln!(text, "  {line}");
+        }
+        for (name, count) in &self.entries {
+            let types = &self.signatures[name];
+            let launch = row_launch(work_of.get(name).copied().unwrap_or(1));
+            let params: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("%b{i}: {t}")).collect();
+            let args: Vec<String> = (0..*count).map(|i| format!("%b{i}")).collect();
+            let _ = write!(
+                text,
+                "    gpu.func @aicf_{name}(%work: index, {params}) kernel attributes \
+                 {{known_block_size = array<i32: {b}, 1, 1>, known_grid_size = array<i32: {g}, 1, 1>}} {{\n\
+                 \x20     %bid = gpu.block_id x\n\
+                 \x20     %tid = gpu.thread_id x\n\
+                 \x20     %block = arith.constant {b} : index\n\
+                 \x20     %first = arith.muli %bid, %block : index\n\
+                 \x20     %item = arith.addi %first, %tid : index\n\
+                 \x20     %live = arith.cmpi ult, %item, %work : index\n\
+                 \x20     scf.if %live {{\n\
+                 \x20       %one = arith.constant 1 : index\n\
+                 \x20       %next = arith.addi %item, %one : index\n\
+                 \x20       func.call @{name}(%item, %next, {args}) : (index, index, {types}) -> ()\n\
+                 \x20     }}\n\
+                 \x20     gpu.return\n\
+                 \x20   }}\n",
+                params = params.join(", "),
+                b = launch.block[0],
+                g = launch.grid[0],
+                args = args.join(", "),
+                types = types.join(", "),
+            );
+        }
+        text.push_str(&self.gpu_funcs);
+        text.push_str("  }\n}\n");
+        let libdevice = libdevice()?;
+        let mlir = ctx.mlir();
+        for chip in CHIPS {
+            let mut module = Module::parse(mlir, &text).ok_or_else(|| {
+                let diags = ctx.take_diagnostics();
+                internal(format!("generated GPU kernels do not parse: {diags:?}\n{text}"))
+            })?;
+            self.fill_bodies(&module)?;
+            crate::run_pipeline(ctx, &mut module, EXPAND_MATH)?;
+            guard_exp(mlir.to_raw(), module.as_operation().to_raw())?;
+            let pipeline = format!(
+                "builtin.module(gpu.module(inline,symbol-dce,canonicalize,cse),\
+                 nvvm-attach-target{{chip={chip} features=+ptx80 O=3 l={}}},\
+                 gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1}},\
+                 reconcile-unrealized-casts),gpu-module-to-binary{{format=isa}})",
+                libdevice.display()
+            );
+            crate::run_pipeline(ctx, &mut module, &pipeline)?;
+            let ptx = binary_text(&module)?;
+            write_atomically(&ptx_path(out_dir, chip), ptx.as_bytes())?;
+        }
+        Ok(format!("cuda {}", CHIPS.join(" ")))
+    }
+}
+
+/// The PTX of the (one) `gpu.binary` object in `module`.
+fn binary_text(module: &Module<'_>) -> Result<String> {
+    let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
+    let binary = ops_of(top)
+        .into_iter()
+        .find(|&o| op_name(o) == "gpu.binary")
+        .ok_or_else(|| internal("gpu-module-to-binary left no gpu.binary"))?;
+    let objects = attr(binary, "objects");
+    unsafe {
+        if mlirArrayAttrGetNumElements(objects) != 1 {
+            return Err(internal("expected one object in the gpu.binary"));
+        }
+        let object = mlirArrayAttrGetElement(objects, 0);
+        if !mlirAttributeIsAGPUObjectAttr(object) {
+            return Err(internal("the gpu.binary holds no #gpu.object"));
+        }
+        let s = mlirGPUObjectAttrGetObject(object);
+        let bytes = std::slice::from_raw_parts(s.data as *const u8, s.length);
+        Ok(String::from_utf8_lossy(bytes).into_owned())
+    }
+}

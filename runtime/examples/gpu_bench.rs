@@ -1,0 +1,79 @@
+//! GPU benchmarks of compiled artifacts (part of the GPU test bundle):
+//!
+//!   gpu_bench <artifact dir> [steps]
+//!
+//! Runs the artifact's function (`train_step`, else `f`) `steps` times on
+//! the GPU, once launching kernel by kernel and once replaying a CUDA
+//! Graph, and prints one JSON line per mode: milliseconds per call and,
+//! for single-function artifacts, the bandwidth and FLOP rate the caller
+//! asks for through `AICF_BENCH_BYTES` / `AICF_BENCH_FLOPS` (per call).
+//! Inputs come from the directory's case.json when there is one, else are
+//! deterministic values in [-1, 1). `gpu_bench --copy <bytes>` times a
+//! device-to-device copy instead (the bandwidth reference).
+
+use aicf_runtime::artifact::{DType, Role};
+use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession};
+use aicf_runtime::session::Tensor;
+use std::path::PathBuf;
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("gpu_bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    cuda::available()?;
+    if args.first().map(String::as_str) == Some("--copy") {
+        let bytes: usize = args.get(1).and_then(|s| s.parse().ok()).ok_or("--copy <bytes>")?;
+        let ms = cuda::time_copy(bytes, 50).map_err(|e| e.to_string())?;
+        println!("{{\"bench\":\"copy\",\"bytes\":{bytes},\"ms\":{ms:.4},\"gb_per_s\":{:.1}}}", 2.0 * bytes as f64 / ms / 1e6);
+        return Ok(());
+    }
+    let dir = PathBuf::from(args.first().ok_or("usage: gpu_bench <artifact dir> [steps]")?);
+    let steps: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200);
+    let per_call = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<f64>().ok());
+    for graphs in [false, true] {
+        let module = CudaModule::load(&dir, 0).map_err(|e| e.to_string())?;
+        let device = module.device_name();
+        let function = if module.function("train_step").is_ok() { "train_step" } else { "f" };
+        let f = module.function(function).map_err(|e| e.to_string())?.clone();
+        let kernels = f.calls.len();
+        let inputs: Vec<Tensor> = match std::fs::read_to_string(dir.join("case.json")) {
+            Ok(text) => {
+                let case: BundleCase = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+                case.calls.first().ok_or("case.json has no calls")?.inputs.clone()
+            }
+            Err(_) => f
+                .args
+                .iter()
+                .filter(|a| a.role() == Role::Input)
+                .map(|a| {
+                    let n: usize = a.shape.iter().product();
+                    let values = match a.dtype {
+                        DType::F32 | DType::F64 => (0..n).map(|i| ((i * 7919) % 2001) as f64 / 1000.0 - 1.0).collect(),
+                        _ => vec![0.0; n],
+                    };
+                    Tensor::new(a.shape.clone(), a.dtype, values)
+                })
+                .collect(),
+        };
+        let mut session = CudaSession::new(module, 0).map_err(|e| e.to_string())?;
+        session.graphs = graphs;
+        let ms = session.time(function, &inputs.iter().collect::<Vec<_>>(), steps).map_err(|e| e.to_string())?;
+        let mut line = format!(
+            "{{\"bench\":\"{}\",\"device\":\"{device}\",\"graphs\":{graphs},\"kernels\":{kernels},\"steps\":{steps},\"ms\":{ms:.4}",
+            dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        );
+        if let Some(b) = per_call("AICF_BENCH_BYTES") {
+            line.push_str(&format!(",\"gb_per_s\":{:.1}", b / ms / 1e6));
+        }
+        if let Some(fl) = per_call("AICF_BENCH_FLOPS") {
+            line.push_str(&format!(",\"tflop_per_s\":{:.2}", fl / ms / 1e9));
+        }
+        println!("{line}}}");
+    }
+    Ok(())
+}

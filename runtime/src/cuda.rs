@@ -1,0 +1,472 @@
+//! The CUDA backend: runs an artifact compiled with `aicf compile --target
+//! cuda` (manifest.json, kernels.sm_80.ptx, kernels.sm_90.ptx).
+//!
+//! The driver (libcuda) is loaded at run time through cudarc, so this crate
+//! builds and its CPU paths run where no CUDA exists; [`available`] says
+//! whether a GPU can be used, and why not.
+//!
+//! A [`CudaSession`] holds the parameters and optimizer state on the
+//! device, one arena per function (the compiler's memory plan: every
+//! intermediate at its planned offset), and fixed device buffers for each
+//! function's inputs and outputs. The first call of a function launches its
+//! kernels one by one (checking each launch); later calls replay a CUDA
+//! Graph of the whole function, captured on the second call, since every
+//! pointer and launch shape is fixed by the plan: compile once, train many.
+
+use crate::artifact::{Buffer, Function, Manifest, Role};
+use crate::cpu::{Bytes, Result, RuntimeError, read_values, write_values};
+use crate::session::{Tensor, initial_symbols, input_mismatch};
+use cudarc::driver::{CudaContext, CudaGraph, CudaStream, DriverError, result, sys};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{CString, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Whether a CUDA GPU can be used here: `Err` says why not (no driver
+/// library, no device).
+pub fn available() -> std::result::Result<(), String> {
+    // SAFETY: only probes whether libcuda can be opened.
+    if !unsafe { sys::is_culib_present() } {
+        return Err("no CUDA driver library (libcuda.so) on this machine".into());
+    }
+    result::init().map_err(|e| format!("cuInit failed: {e}"))?;
+    match result::device::get_count() {
+        Ok(0) => Err("the CUDA driver sees no GPU".into()),
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("cuDeviceGetCount failed: {e}")),
+    }
+}
+
+fn cuda_err(what: impl std::fmt::Display) -> impl Fn(DriverError) -> RuntimeError {
+    let what = what.to_string();
+    move |e| RuntimeError::Arguments { function: "cuda".into(), message: format!("{what}: {e}") }
+}
+
+/// Device memory, freed on drop.
+struct DeviceBuffer {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    ctx: Arc<CudaContext>,
+}
+
+impl DeviceBuffer {
+    fn zeroed(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
+        ctx.bind_to_thread().map_err(cuda_err("binding the context"))?;
+        // SAFETY: a fresh allocation of at least one byte, then cleared.
+        let ptr = unsafe { result::malloc_sync(bytes.max(1)) }.map_err(cuda_err(format!("allocating {bytes} bytes")))?;
+        unsafe { result::memset_d8_sync(ptr, 0, bytes.max(1)) }.map_err(cuda_err("clearing device memory"))?;
+        Ok(DeviceBuffer { ptr, bytes, ctx: ctx.clone() })
+    }
+    fn upload(&self, host: &[u8]) -> Result<()> {
+        assert!(host.len() <= self.bytes.max(1));
+        // SAFETY: `host.len()` bytes fit the allocation.
+        unsafe { result::memcpy_htod_sync(self.ptr, host) }.map_err(cuda_err("copying to the device"))
+    }
+    fn download(&self, host: &mut [u8]) -> Result<()> {
+        assert!(host.len() <= self.bytes.max(1));
+        // SAFETY: as in upload.
+        unsafe { result::memcpy_dtoh_sync(host, self.ptr) }.map_err(cuda_err("copying from the device"))
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated by malloc_sync, freed once.
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
+}
+
+/// A loaded GPU artifact: its manifest, the PTX module for this device's
+/// chip, each call's kernel and the constants on the device.
+pub struct CudaModule {
+    manifest: Manifest,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: sys::CUmodule,
+    /// Per function, per call.
+    kernels: HashMap<String, Vec<sys::CUfunction>>,
+    constants: Vec<DeviceBuffer>,
+    /// Which PTX was loaded.
+    pub chip: String,
+}
+
+impl CudaModule {
+    /// Loads `dir` onto GPU `ordinal`: the sm_90 PTX on compute capability
+    /// 9 and above, else the sm_80 one (the driver JIT-compiles it).
+    pub fn load(dir: &Path, ordinal: usize) -> Result<Self> {
+        let load_err = |path: &Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
+        let path = dir.join("manifest.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| load_err(&path, e.to_string()))?;
+        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| load_err(&path, e.to_string()))?;
+        if !manifest.target.starts_with("cuda") {
+            return Err(load_err(&path, format!("compiled for '{}', not CUDA (aicf compile --target cuda)", manifest.target)));
+        }
+        if let Err(why) = available() {
+            return Err(load_err(dir, why));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(cuda_err(format!("opening GPU {ordinal}")))?;
+        let (major, _) = ctx.compute_capability().map_err(cuda_err("reading the compute capability"))?;
+        let chip = if major >= 9 { "sm_90" } else { "sm_80" };
+        let ptx_path = dir.join(format!("kernels.{chip}.ptx"));
+        let ptx = std::fs::read(&ptx_path).map_err(|e| load_err(&ptx_path, e.to_string()))?;
+        let ptx = CString::new(ptx).map_err(|_| load_err(&ptx_path, "a NUL byte in the PTX".into()))?;
+        ctx.bind_to_thread().map_err(cuda_err("binding the context"))?;
+        // SAFETY: a NUL-terminated PTX image.
+        let module = unsafe { result::module::load_data(ptx.as_ptr() as *const c_void) }
+            .map_err(|e| load_err(&ptx_path, format!("the driver rejects the PTX: {e}")))?;
+        let mut kernels = HashMap::new();
+        for f in &manifest.functions {
+            let mut resolved = Vec::new();
+            for (k, c) in f.calls.iter().enumerate() {
+                if c.launch.is_none() {
+                    return Err(load_err(&path, format!("@{} call #{k} has no launch shape", f.name)));
+                }
+                let name = CString::new(c.symbol.clone()).map_err(|_| load_err(&path, "a kernel name with a NUL".into()))?;
+                // SAFETY: the module is loaded and alive for this CudaModule.
+                let func = unsafe { result::module::get_function(module, name) }
+                    .map_err(|e| load_err(&ptx_path, format!("no kernel {} (for @{}): {e}", c.symbol, f.name)))?;
+                resolved.push(func);
+            }
+            kernels.insert(f.name.clone(), resolved);
+        }
+        let mut constants = Vec::new();
+        for c in &manifest.constants {
+            let mut host = Bytes::zeroed(c.values.len() * c.dtype.bytes());
+            write_values(host.as_bytes_mut(), c.dtype, &c.values);
+            let d = DeviceBuffer::zeroed(&ctx, host.len())?;
+            d.upload(host.as_bytes())?;
+            constants.push(d);
+        }
+        let stream = ctx.new_stream().map_err(cuda_err("creating a stream"))?;
+        Ok(CudaModule { manifest, ctx, stream, module, kernels, constants, chip: chip.into() })
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn function(&self, name: &str) -> Result<&Function> {
+        self.manifest.functions.iter().find(|f| f.name == name).ok_or_else(|| RuntimeError::NoFunction(name.into()))
+    }
+
+    /// The device's name (`NVIDIA H100 80GB HBM3`).
+    pub fn device_name(&self) -> String {
+        self.ctx.name().unwrap_or_default()
+    }
+}
+
+impl Drop for CudaModule {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: loaded once in `load`; no kernel of it runs any more
+        // (sessions synchronise before they drop).
+        let _ = unsafe { result::module::unload(self.module) };
+    }
+}
+
+/// What a function's calls need on the device between calls.
+struct Bound {
+    /// Per argument: its buffer (inputs, outputs, arena); symbols live in
+    /// the session's table.
+    args: Vec<Option<DeviceBuffer>>,
+    /// Per call: the kernel's parameter values (work, then pointers).
+    params: Vec<Vec<u64>>,
+    graph: Option<CudaGraph>,
+    calls: u64,
+}
+
+/// Parameters and optimizer state on the GPU, and calls of the module's
+/// functions on them.
+pub struct CudaSession {
+    module: CudaModule,
+    symbols: HashMap<String, DeviceBuffer>,
+    bound: HashMap<String, Bound>,
+    /// Replay a captured CUDA Graph from the second call on (default on).
+    pub graphs: bool,
+}
+
+impl CudaSession {
+    /// Parameters initialised as [`crate::session::Session::new`] does
+    /// (the same numbers for the same seed), then copied to the device.
+    pub fn new(module: CudaModule, seed: u64) -> Result<Self> {
+        let host = initial_symbols(&module.manifest.symbols, seed)?;
+        let mut symbols = HashMap::new();
+        for (name, bytes) in host {
+            let d = DeviceBuffer::zeroed(&module.ctx, bytes.len())?;
+            d.upload(bytes.as_bytes())?;
+            symbols.insert(name, d);
+        }
+        Ok(CudaSession { module, symbols, bound: HashMap::new(), graphs: true })
+    }
+
+    pub fn module(&self) -> &CudaModule {
+        &self.module
+    }
+
+    /// The current value of a parameter or state symbol.
+    pub fn symbol(&self, name: &str) -> Option<Tensor> {
+        let s = self.module.manifest.symbols.iter().find(|s| s.name == name)?;
+        let d = self.symbols.get(name)?;
+        let mut host = Bytes::zeroed(d.bytes);
+        self.module.stream.synchronize().ok()?;
+        d.download(host.as_bytes_mut()).ok()?;
+        Some(Tensor::new(s.shape.clone(), s.dtype, read_values(host.as_bytes(), s.dtype)))
+    }
+
+    /// Every symbol, by name (for checkpoints and comparisons).
+    pub fn symbols(&self) -> BTreeMap<String, Tensor> {
+        self.module.manifest.symbols.iter().filter_map(|s| Some((s.name.clone(), self.symbol(&s.name)?))).collect()
+    }
+
+    fn bind(&mut self, function: &str) -> Result<()> {
+        if self.bound.contains_key(function) {
+            return Ok(());
+        }
+        let f = self.module.function(function)?.clone();
+        let mut args = Vec::new();
+        let mut pointers = Vec::new();
+        for a in &f.args {
+            match a.role() {
+                Role::Symbol(s) => {
+                    let d = self.symbols.get(&s).ok_or_else(|| RuntimeError::Arguments {
+                        function: function.into(),
+                        message: format!("no buffer for symbol @{s}"),
+                    })?;
+                    pointers.push(d.ptr);
+                    args.push(None);
+                }
+                _ => {
+                    let d = DeviceBuffer::zeroed(&self.module.ctx, a.bytes())?;
+                    pointers.push(d.ptr);
+                    args.push(Some(d));
+                }
+            }
+        }
+        let arena = f.args.iter().position(|a| a.role() == Role::Arena);
+        let mut params = Vec::new();
+        for (k, c) in f.calls.iter().enumerate() {
+            let mut p = vec![c.work];
+            for b in &c.buffers {
+                p.push(match *b {
+                    Buffer::Arg { index } => pointers[index],
+                    Buffer::Arena { offset } => {
+                        let a = arena.ok_or_else(|| RuntimeError::Kernel {
+                            function: function.into(),
+                            call: k,
+                            op: c.op.clone(),
+                            message: "an arena offset in a function without an arena".into(),
+                        })?;
+                        pointers[a] + offset
+                    }
+                    Buffer::Constant { index } => self.module.constants[index].ptr,
+                });
+            }
+            params.push(p);
+        }
+        self.bound.insert(function.into(), Bound { args, params, graph: None, calls: 0 });
+        Ok(())
+    }
+
+    /// Launches every kernel of `function` on the session's stream.
+    fn launch_all(&self, function: &str, check: bool) -> Result<()> {
+        let f = self.module.function(function)?;
+        let bound = &self.bound[function];
+        let kernels = &self.module.kernels[function];
+        for (k, ((c, kernel), p)) in f.calls.iter().zip(kernels).zip(&bound.params).enumerate() {
+            let launch = c.launch.expect("checked at load");
+            let mut values: Vec<u64> = p.clone();
+            let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+            // SAFETY: the parameters are (i64 work, pointers) as every
+            // generated entry takes, each pointer inside its buffer by the
+            // compiler's plan.
+            unsafe {
+                result::launch_kernel(
+                    *kernel,
+                    (launch.grid[0], launch.grid[1], launch.grid[2]),
+                    (launch.block[0], launch.block[1], launch.block[2]),
+                    launch.shared_bytes,
+                    self.module.stream.cu_stream(),
+                    &mut ptrs,
+                )
+            }
+            .map_err(|e| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message: e.to_string() })?;
+            if check {
+                self.module.stream.synchronize().map_err(|e| RuntimeError::Kernel {
+                    function: function.into(),
+                    call: k,
+                    op: c.op.clone(),
+                    message: format!("failed on the device: {e}"),
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `function` with its inputs in signature order; returns its
+    /// outputs in signature order (as [`crate::session::Session::call`]).
+    pub fn call(&mut self, function: &str, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let bad = |message: String| RuntimeError::Arguments { function: function.into(), message };
+        let f = self.module.function(function)?.clone();
+        if let Some(problem) = input_mismatch(&f, inputs) {
+            return Err(bad(problem));
+        }
+        self.bind(function)?;
+        // Integer inputs used as indices are checked on the host: a bad
+        // label is an error here, not a wild read on the device.
+        for c in &f.calls {
+            for check in &c.index_checks {
+                let Buffer::Arg { index } = c.buffers[check.operand] else { continue };
+                let position = f.args[..index].iter().filter(|a| a.role() == Role::Input).count();
+                if f.args[index].role() != Role::Input {
+                    continue;
+                }
+                if let Some((i, v)) = inputs[position]
+                    .values
+                    .iter()
+                    .enumerate()
+                    .find(|(_, v)| (**v < 0.0 || **v >= check.bound as f64) && Some(**v as i64) != check.allowed)
+                {
+                    return Err(bad(format!("{} {v} at position {i} is outside [0, {})", check.what, check.bound)));
+                }
+            }
+        }
+        let bound = &self.bound[function];
+        let mut next = 0;
+        for (a, d) in f.args.iter().zip(&bound.args) {
+            if a.role() == Role::Input {
+                let mut host = Bytes::zeroed(a.bytes());
+                write_values(host.as_bytes_mut(), a.dtype, &inputs[next].values);
+                next += 1;
+                d.as_ref().expect("inputs have buffers").upload(host.as_bytes())?;
+            }
+        }
+        let calls = bound.calls;
+        if bound.graph.is_some() {
+            let graph = bound.graph.as_ref().expect("checked");
+            graph.launch().map_err(cuda_err(format!("@{function}: replaying its CUDA Graph")))?;
+        } else if self.graphs && calls >= 1 {
+            // Capture the function's launches once, then replay them.
+            let stream = self.module.stream.clone();
+            stream
+                .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .map_err(cuda_err(format!("@{function}: starting a graph capture")))?;
+            let launched = self.launch_all(function, false);
+            let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+            launched?;
+            let graph = graph.map_err(cuda_err(format!("@{function}: ending the graph capture")))?;
+            let b = self.bound.get_mut(function).expect("bound above");
+            b.graph = graph;
+            if let Some(g) = &b.graph {
+                g.launch().map_err(cuda_err(format!("@{function}: launching its CUDA Graph")))?;
+            }
+        } else {
+            // The first call checks each kernel as it runs: an error names it.
+            self.launch_all(function, calls == 0)?;
+        }
+        self.module.stream.synchronize().map_err(cuda_err(format!("@{function}: running on the device")))?;
+        let b = self.bound.get_mut(function).expect("bound above");
+        b.calls += 1;
+        let mut outputs = Vec::new();
+        for (a, d) in f.args.iter().zip(&b.args) {
+            if a.role() == Role::Output {
+                let mut host = Bytes::zeroed(a.bytes());
+                d.as_ref().expect("outputs have buffers").download(host.as_bytes_mut())?;
+                outputs.push(Tensor::new(a.shape.clone(), a.dtype, read_values(host.as_bytes(), a.dtype)));
+            }
+        }
+        Ok(outputs)
+    }
+
+    /// Runs `function` `steps` times on the inputs already on the device
+    /// (graph replay when enabled, no copies); returns the mean time per
+    /// call in milliseconds, measured with CUDA events.
+    pub fn time(&mut self, function: &str, inputs: &[&Tensor], steps: usize) -> Result<f64> {
+        self.call(function, inputs)?;
+        self.call(function, inputs)?;
+        let stream = self.module.stream.clone();
+        let start = stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cuda_err("recording an event"))?;
+        for _ in 0..steps {
+            match &self.bound[function].graph {
+                Some(g) => g.launch().map_err(cuda_err("replaying"))?,
+                None => self.launch_all(function, false)?,
+            }
+        }
+        let end = stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cuda_err("recording an event"))?;
+        end.synchronize().map_err(cuda_err("waiting for the steps"))?;
+        let ms = start.elapsed_ms(&end).map_err(cuda_err("reading the events"))?;
+        Ok(ms as f64 / steps.max(1) as f64)
+    }
+}
+
+/// Milliseconds per device-to-device copy of `bytes` on GPU 0 (the mean
+/// of `reps` after a warm-up): the bandwidth reference for kernels.
+pub fn time_copy(bytes: usize, reps: usize) -> Result<f64> {
+    let ctx = CudaContext::new(0).map_err(cuda_err("opening GPU 0"))?;
+    let stream = ctx.new_stream().map_err(cuda_err("creating a stream"))?;
+    let (src, dst) = (DeviceBuffer::zeroed(&ctx, bytes)?, DeviceBuffer::zeroed(&ctx, bytes)?);
+    let copy = || {
+        // SAFETY: both buffers hold `bytes` bytes.
+        unsafe { result::memcpy_dtod_async(dst.ptr, src.ptr, bytes, stream.cu_stream()) }.map_err(cuda_err("copying"))
+    };
+    copy()?;
+    let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let start = stream.record_event(flags).map_err(cuda_err("recording an event"))?;
+    for _ in 0..reps {
+        copy()?;
+    }
+    let end = stream.record_event(flags).map_err(cuda_err("recording an event"))?;
+    end.synchronize().map_err(cuda_err("waiting for the copies"))?;
+    Ok(start.elapsed_ms(&end).map_err(cuda_err("reading the events"))? as f64 / reps.max(1) as f64)
+}
+
+/// One check of the GPU test bundle (`make gpu-bundle`): an artifact
+/// compiled for CUDA, calls with their inputs, and what the CPU path (the
+/// reference interpreter for single kernels, the CPU backend for train
+/// steps) returned for them, to a stated tolerance.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BundleCase {
+    pub name: String,
+    pub function: String,
+    pub seed: u64,
+    /// Relative tolerance: |gpu - cpu| <= tol (1 + |cpu|).
+    pub tol: f64,
+    pub calls: Vec<BundleCall>,
+    /// Symbols after the last call (train steps), by name.
+    pub symbols: BTreeMap<String, Tensor>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BundleCall {
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<Tensor>,
+}
+
+impl BundleCase {
+    pub fn path(bundle: &Path, name: &str) -> PathBuf {
+        bundle.join(name)
+    }
+}
+
+/// Compares `got` with `want` element by element; the first difference
+/// beyond `tol` (relative, NaN only where NaN is expected) as an error.
+pub fn compare(what: &str, got: &Tensor, want: &Tensor, tol: f64) -> std::result::Result<f64, String> {
+    if got.shape != want.shape {
+        return Err(format!("{what}: shape {:?}, expected {:?}", got.shape, want.shape));
+    }
+    let mut worst: f64 = 0.0;
+    for (i, (g, w)) in got.values.iter().zip(&want.values).enumerate() {
+        if w.is_nan() != g.is_nan() || (w.is_infinite() && g != w) {
+            return Err(format!("{what}[{i}]: GPU {g}, CPU {w}"));
+        }
+        if w.is_finite() {
+            let err = (g - w).abs() / (1.0 + w.abs());
+            if err > tol {
+                return Err(format!("{what}[{i}]: GPU {g}, CPU {w} (relative difference {err:.2e} > {tol:.0e})"));
+            }
+            worst = worst.max(err);
+        }
+    }
+    Ok(worst)
+}
