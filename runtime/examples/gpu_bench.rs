@@ -9,7 +9,8 @@
 //! asks for through `AICF_BENCH_BYTES` / `AICF_BENCH_FLOPS` (per call).
 //! Inputs come from the directory's case.json when there is one, else are
 //! deterministic values in [-1, 1). `gpu_bench --copy <bytes>` times a
-//! device-to-device copy instead (the bandwidth reference).
+//! device-to-device copy instead (the bandwidth reference). With
+//! `AICF_BENCH_PROFILE` set, each kernel is then timed alone.
 
 use aicf_runtime::artifact::{DType, Role};
 use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession};
@@ -74,6 +75,11 @@ fn run() -> Result<(), String> {
             line.push_str(&format!(",\"tflop_per_s\":{:.2}", fl / ms / 1e9));
         }
         println!("{line}}}");
+        if graphs && std::env::var_os("AICF_BENCH_PROFILE").is_some() {
+            for (k, (op, ms)) in session.profile(function, &inputs.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?.iter().enumerate() {
+                println!("{{\"kernel\":{k},\"op\":\"{op}\",\"ms\":{ms:.4}}}");
+            }
+        }
     }
     Ok(())
 }

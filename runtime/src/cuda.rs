@@ -269,29 +269,34 @@ impl CudaSession {
         Ok(())
     }
 
-    /// Launches every kernel of `function` on the session's stream.
+    /// Launches kernel `k` of `function` on the session's stream.
+    fn launch_one(&self, function: &str, k: usize) -> Result<()> {
+        let c = &self.module.function(function)?.calls[k];
+        let kernel = self.module.kernels[function][k];
+        let launch = c.launch.expect("checked at load");
+        let mut values: Vec<u64> = self.bound[function].params[k].clone();
+        let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+        // SAFETY: the parameters are (i64 work, pointers) as every generated
+        // entry takes, each pointer inside its buffer by the compiler's plan.
+        unsafe {
+            result::launch_kernel(
+                kernel,
+                (launch.grid[0], launch.grid[1], launch.grid[2]),
+                (launch.block[0], launch.block[1], launch.block[2]),
+                launch.shared_bytes,
+                self.module.stream.cu_stream(),
+                &mut ptrs,
+            )
+        }
+        .map_err(|e| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message: e.to_string() })
+    }
+
+    /// Launches every kernel of `function` on the session's stream; with
+    /// `check`, waits for each and names the one that failed.
     fn launch_all(&self, function: &str, check: bool) -> Result<()> {
         let f = self.module.function(function)?;
-        let bound = &self.bound[function];
-        let kernels = &self.module.kernels[function];
-        for (k, ((c, kernel), p)) in f.calls.iter().zip(kernels).zip(&bound.params).enumerate() {
-            let launch = c.launch.expect("checked at load");
-            let mut values: Vec<u64> = p.clone();
-            let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
-            // SAFETY: the parameters are (i64 work, pointers) as every
-            // generated entry takes, each pointer inside its buffer by the
-            // compiler's plan.
-            unsafe {
-                result::launch_kernel(
-                    *kernel,
-                    (launch.grid[0], launch.grid[1], launch.grid[2]),
-                    (launch.block[0], launch.block[1], launch.block[2]),
-                    launch.shared_bytes,
-                    self.module.stream.cu_stream(),
-                    &mut ptrs,
-                )
-            }
-            .map_err(|e| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message: e.to_string() })?;
+        for (k, c) in f.calls.iter().enumerate() {
+            self.launch_one(function, k)?;
             if check {
                 self.module.stream.synchronize().map_err(|e| RuntimeError::Kernel {
                     function: function.into(),
@@ -302,6 +307,25 @@ impl CudaSession {
             }
         }
         Ok(())
+    }
+
+    /// Per kernel of `function`, in program order: its `ll` op and its time
+    /// in milliseconds, each launch timed alone with CUDA events (after a
+    /// call on `inputs`, so the buffers hold real values).
+    pub fn profile(&mut self, function: &str, inputs: &[&Tensor]) -> Result<Vec<(String, f64)>> {
+        self.call(function, inputs)?;
+        let stream = self.module.stream.clone();
+        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let calls = self.module.function(function)?.calls.clone();
+        let mut out = Vec::new();
+        for (k, c) in calls.iter().enumerate() {
+            let start = stream.record_event(flags).map_err(cuda_err("recording an event"))?;
+            self.launch_one(function, k)?;
+            let end = stream.record_event(flags).map_err(cuda_err("recording an event"))?;
+            end.synchronize().map_err(cuda_err(format!("@{function} kernel #{k}")))?;
+            out.push((c.op.clone(), start.elapsed_ms(&end).map_err(cuda_err("reading the events"))? as f64));
+        }
+        Ok(out)
     }
 
     /// Calls `function` with its inputs in signature order; returns its

@@ -125,9 +125,16 @@ impl Generator {
             return Err(at(op, "the GPU GEMM is f32 only for now"));
         }
         let batch = rows / m.max(1);
-        // Big tiles where they still fill the GPU's 132 multiprocessors,
-        // else smaller ones (more blocks).
-        let (tm, tn) = if m.div_ceil(64) * n.div_ceil(64) * batch >= 132 { (4, 4) } else { (2, 2) };
+        // The biggest tiles (128, 64 or 32 square) that still give the
+        // GPU's 132 multiprocessors a block each.
+        let tiles = |edge: usize| m.div_ceil(edge) * n.div_ceil(edge) * batch;
+        let (tm, tn) = if tiles(128) >= 132 {
+            (8, 8)
+        } else if tiles(64) >= 132 {
+            (4, 4)
+        } else {
+            (2, 2)
+        };
         let (bm, bn, bk) = (16 * tm, 16 * tn, 16);
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let (sa, sb) = (
