@@ -1164,6 +1164,13 @@ impl Generator {
         let zero = k.float(0.0, t);
         let one = k.float(1.0, t);
         let (rc, cc) = (k.index(rows), k.index(classes));
+        // On the GPU one block's threads share the rows (thread i takes
+        // rows i, i + B, ...) and sum their parts through shared memory.
+        let (lo, step) = if self.gpu {
+            (k.val("gpu.thread_id x"), k.index(gpu::REDUCE_BLOCK))
+        } else {
+            ("%c0".to_string(), "%c1".to_string())
+        };
         let lt = label_t.mlir();
         let ignore_c = ignore.map(|i| k.val(&format!("arith.constant {i} : {lt}")));
         // Whether label `l` counts (every label does without an ignore index).
@@ -1175,13 +1182,13 @@ impl Generator {
         let count = if sum {
             one.clone()
         } else {
-            let (r, acc, res) = k.open_reduce("%c0", &rc, &zero, f);
+            let (r, acc, res) = k.open_reduce_all(&lo, &rc, &step, std::slice::from_ref(&zero), f);
             let l = k.load("%b1", &r, &ty(1));
             let valid = labelled(&mut k, &l);
             let inc = k.val(&format!("arith.select {valid}, {one}, {zero} : {f}"));
-            let s = k.fop("addf", &acc, &inc, t);
-            k.close_with(&s, f);
-            res
+            let s = k.fop("addf", &acc[0], &inc, t);
+            k.close_with_all(&[s], f);
+            if self.gpu { gpu::block_sum(&mut k, &lo, &res[0], t) } else { res[0].clone() }
         };
         let upstream = match grad_output {
             Some(p) => {
@@ -1192,7 +1199,8 @@ impl Generator {
             None => k.float(grad_scale, t),
         };
         let scale = k.fop("divf", &upstream, &count, t);
-        let (r, acc, total) = k.open_reduce("%c0", &rc, &zero, f);
+        let (r, accs, totals) = k.open_reduce_all(&lo, &rc, &step, std::slice::from_ref(&zero), f);
+        let acc = accs[0].clone();
         let l = k.load("%b1", &r, &ty(1));
         let valid = labelled(&mut k, &l);
         let li = k.val(&format!("arith.index_cast {l} : {} to index", label_t.mlir()));
@@ -1232,11 +1240,21 @@ impl Generator {
             k.store(&gv, &format!("%b{g}"), &at, &ty(g));
             k.close();
         }
-        k.close_with(&next, f);
+        k.close_with_all(&[next], f);
+        let total = if self.gpu { gpu::block_sum(&mut k, &lo, &totals[0], t) } else { totals[0].clone() };
         let l = if sum { total } else { k.fop("divf", &total, &count, t) };
-        k.store(&l, &format!("%b{loss}"), "%c0", &ty(loss));
-        // One work item, [0, 1): the whole op.
-        self.finish(k, specs);
+        if self.gpu {
+            let first = k.val(&format!("arith.cmpi eq, {lo}, %c0 : index"));
+            k.line(&format!("scf.if {first} {{"));
+            k.depth += 1;
+            k.store(&l, &format!("%b{loss}"), "%c0", &ty(loss));
+            k.close();
+            self.finish_gpu_func(k, specs, &[("%S", format!("memref<{}x{f}, #gpu.address_space<workgroup>>", gpu::REDUCE_BLOCK))], [1, 1, 1], gpu::REDUCE_BLOCK as u32);
+        } else {
+            k.store(&l, &format!("%b{loss}"), "%c0", &ty(loss));
+            // One work item, [0, 1): the whole op.
+            self.finish(k, specs);
+        }
         let check = IndexCheck {
             operand: 1,
             dtype: runtime_dtype(label_t)?,

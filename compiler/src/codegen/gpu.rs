@@ -30,6 +30,26 @@ const CHIPS: [&str; 2] = ["sm_80", "sm_90"];
 /// Threads per block of a row kernel.
 const ROW_BLOCK: u64 = 256;
 
+/// Threads of the one block of a whole-op reduction (cross-entropy).
+pub(super) const REDUCE_BLOCK: usize = 256;
+
+/// The sum over the block's threads of each thread's `part` (thread `tid`),
+/// through workgroup memory `%S` (REDUCE_BLOCK elements): every thread gets
+/// the total. Ends with a barrier, so `%S` can be used again.
+pub(super) fn block_sum(k: &mut Kernel, tid: &str, part: &str, t: DType) -> String {
+    let ty = format!("memref<{REDUCE_BLOCK}x{}, #gpu.address_space<workgroup>>", t.mlir());
+    k.store(part, "%S", tid, &ty);
+    k.line("gpu.barrier");
+    let zero = k.float(0.0, t);
+    let n = k.index(REDUCE_BLOCK);
+    let (i, acc, total) = k.open_reduce("%c0", &n, &zero, t.mlir());
+    let v = k.load("%S", &i, &ty);
+    let s = k.fop("addf", &acc, &v, t);
+    k.close_with(&s, t.mlir());
+    k.line("gpu.barrier");
+    total
+}
+
 /// Compiles the planned `module` for NVIDIA GPUs into `out_dir`
 /// (`manifest.json`, `kernels.sm_80.ptx`, `kernels.sm_90.ptx`).
 pub fn compile_gpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
@@ -266,25 +286,8 @@ impl Generator {
                 k.close();
             }
         }
-        let name = format!("k{}", self.kernels);
-        self.kernels += 1;
-        let params: Vec<String> = specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
         let grid = [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, batch as u32];
-        let _ = writeln!(
-            self.gpu_funcs,
-            "    gpu.func @aicf_{name}(%work: index, {}) workgroup(%As : {sa}, %Bs : {sb}) kernel attributes \
-             {{known_block_size = array<i32: 256, 1, 1>, known_grid_size = array<i32: {}, {}, {}>}} {{",
-            params.join(", "),
-            grid[0],
-            grid[1],
-            grid[2]
-        );
-        let _ = writeln!(self.gpu_funcs, "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index");
-        for line in k.text.lines() {
-            let _ = writeln!(self.gpu_funcs, "  {line}");
-        }
-        let _ = writeln!(self.gpu_funcs, "      gpu.return\n    }}");
-        self.launches.insert(name.clone(), Launch { grid, block: [256, 1, 1], shared_bytes: 0 });
+        let name = self.finish_gpu_func(k, specs, &[("%As", sa), ("%Bs", sb)], grid, 256);
         let all: Vec<usize> = (0..specs.len()).collect();
         let mut kernels = vec![(name, rows as u64, (2 * kk * n) as u64, all.clone(), vec![])];
         if let Some(p) = lhs_sum {
@@ -304,6 +307,39 @@ impl Generator {
             kernels.push((self.last(), rows as u64, kk as u64, all, vec![]));
         }
         Ok(kernels)
+    }
+
+    /// Appends kernel `kN`, written whole for the GPU, as a `gpu.func` with
+    /// `workgroup` memory, launched on `grid` blocks of `block` threads.
+    pub(super) fn finish_gpu_func(
+        &mut self,
+        k: Kernel,
+        specs: &[(Vec<usize>, DType)],
+        workgroup: &[(&str, String)],
+        grid: [u32; 3],
+        block: u32,
+    ) -> String {
+        let name = format!("k{}", self.kernels);
+        self.kernels += 1;
+        let params: Vec<String> = specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
+        let shared: Vec<String> = workgroup.iter().map(|(n, t)| format!("{n} : {t}")).collect();
+        let _ = writeln!(
+            self.gpu_funcs,
+            "    gpu.func @aicf_{name}(%work: index, {}) workgroup({}) kernel attributes \
+             {{known_block_size = array<i32: {block}, 1, 1>, known_grid_size = array<i32: {}, {}, {}>}} {{",
+            params.join(", "),
+            shared.join(", "),
+            grid[0],
+            grid[1],
+            grid[2]
+        );
+        let _ = writeln!(self.gpu_funcs, "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index");
+        for line in k.text.lines() {
+            let _ = writeln!(self.gpu_funcs, "  {line}");
+        }
+        let _ = writeln!(self.gpu_funcs, "      gpu.return\n    }}");
+        self.launches.insert(name.clone(), Launch { grid, block: [block, 1, 1], shared_bytes: 0 });
+        name
     }
 
     /// Wraps each row kernel in its `gpu.func` entry, lowers the module to
