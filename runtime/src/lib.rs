@@ -10,8 +10,14 @@
 //! - [`rng`]: Philox4x32-10, the counter-based generator behind it, so that
 //!   every element's random number depends only on (seed, stream, index).
 //!
-//! The artifact loader, the CPU and CUDA backends and the trainer build on
-//! these (see docs/ARCHITECTURE.md).
+//! - [`artifact`], [`cpu`], [`session`], [`checkpoint`], [`registry`]: the
+//!   compiled module, its CPU backend with the GEMM registry, sessions and
+//!   checkpoints.
+//! - [`cuda`]: the CUDA backend (PTX modules, device arena, CUDA Graph
+//!   replay), libcuda opened at run time; [`cuda::available`] says why no
+//!   GPU can be used.
+//!
+//! See docs/ARCHITECTURE.md.
 
 pub mod artifact;
 pub mod checkpoint;

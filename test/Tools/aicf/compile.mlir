@@ -8,10 +8,23 @@
 // A variant for batch 7 (what a smaller last batch runs): the same
 // parameters, every batch-carrying buffer 7 rows.
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --batch 7 --emit ll | FileCheck %s --check-prefix=BATCH
+// For NVIDIA GPUs: PTX for both chips, assembled by ptxas, and each call's
+// launch shape in the manifest.
+// RUN: rm -rf %t.cuda && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --target cuda -o %t.cuda | FileCheck %s --check-prefix=CUDA
+// RUN: test -f %t.cuda/kernels.sm_80.ptx && test -f %t.cuda/kernels.sm_90.ptx
+// RUN: FileCheck %s --check-prefix=LAUNCH < %t.cuda/manifest.json
 // RUN: not aicf compile %S/inputs/bad.mlir.txt 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not aicf compile %S/inputs/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 
 // CHECK: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, x86_64 cpu {{.*}}) in {{[0-9.]+}} s
+
+// CUDA: ptxas accepts the PTX for sm_80 and sm_90
+// CUDA: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, cuda sm_80 sm_90) in {{[0-9.]+}} s
+
+// LAUNCH: "target": "cuda sm_80 sm_90",
+// LAUNCH: "launch": {
+// LAUNCH-NEXT: "grid": [
+// LAUNCH: "block": [
 
 // MANIFEST: "format": 1,
 // MANIFEST: "name": "fc1.weight",
