@@ -20,7 +20,7 @@ use cudarc::driver::{CudaContext, CudaGraph, CudaStream, DriverError, result, sy
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CString, c_void};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Whether a CUDA GPU can be used here: `Err` says why not (no driver
@@ -58,13 +58,22 @@ impl DeviceBuffer {
         unsafe { result::memset_d8_sync(ptr, 0, bytes.max(1)) }.map_err(cuda_err("clearing device memory"))?;
         Ok(DeviceBuffer { ptr, bytes, ctx: ctx.clone() })
     }
+    fn fits(&self, len: usize) -> Result<()> {
+        if len > self.bytes.max(1) {
+            return Err(RuntimeError::Arguments {
+                function: "cuda".into(),
+                message: format!("{len} bytes do not fit a device buffer of {}", self.bytes),
+            });
+        }
+        Ok(())
+    }
     fn upload(&self, host: &[u8]) -> Result<()> {
-        assert!(host.len() <= self.bytes.max(1));
+        self.fits(host.len())?;
         // SAFETY: `host.len()` bytes fit the allocation.
         unsafe { result::memcpy_htod_sync(self.ptr, host) }.map_err(cuda_err("copying to the device"))
     }
     fn download(&self, host: &mut [u8]) -> Result<()> {
-        assert!(host.len() <= self.bytes.max(1));
+        self.fits(host.len())?;
         // SAFETY: as in upload.
         unsafe { result::memcpy_dtoh_sync(host, self.ptr) }.map_err(cuda_err("copying from the device"))
     }
@@ -273,7 +282,8 @@ impl CudaSession {
     fn launch_one(&self, function: &str, k: usize) -> Result<()> {
         let c = &self.module.function(function)?.calls[k];
         let kernel = self.module.kernels[function][k];
-        let launch = c.launch.expect("checked at load");
+        let err = |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message };
+        let launch = c.launch.ok_or_else(|| err("no launch shape".into()))?;
         let mut values: Vec<u64> = self.bound[function].params[k].clone();
         let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
         // SAFETY: the parameters are (i64 work, pointers) as every generated
@@ -288,7 +298,7 @@ impl CudaSession {
                 &mut ptrs,
             )
         }
-        .map_err(|e| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message: e.to_string() })
+        .map_err(|e| err(e.to_string()))
     }
 
     /// Launches every kernel of `function` on the session's stream; with
@@ -357,20 +367,19 @@ impl CudaSession {
             }
         }
         let bound = &self.bound[function];
-        let mut next = 0;
+        // input_mismatch checked that there is one tensor per input.
+        let mut next = inputs.iter();
         for (a, d) in f.args.iter().zip(&bound.args) {
-            if a.role() == Role::Input {
+            if let (Role::Input, Some(d)) = (a.role(), d) {
+                let Some(t) = next.next() else { break };
                 let mut host = Bytes::zeroed(a.bytes());
-                write_values(host.as_bytes_mut(), a.dtype, &inputs[next].values);
-                next += 1;
-                d.as_ref().expect("inputs have buffers").upload(host.as_bytes())?;
+                write_values(host.as_bytes_mut(), a.dtype, &t.values);
+                d.upload(host.as_bytes())?;
             }
         }
-        let calls = bound.calls;
-        if bound.graph.is_some() {
-            let graph = bound.graph.as_ref().expect("checked");
+        if let Some(graph) = &bound.graph {
             graph.launch().map_err(cuda_err(format!("@{function}: replaying its CUDA Graph")))?;
-        } else if self.graphs && calls >= 1 {
+        } else if self.graphs && bound.calls >= 1 {
             // Capture the function's launches once, then replay them.
             let stream = self.module.stream.clone();
             stream
@@ -380,23 +389,24 @@ impl CudaSession {
             let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0));
             launched?;
             let graph = graph.map_err(cuda_err(format!("@{function}: ending the graph capture")))?;
-            let b = self.bound.get_mut(function).expect("bound above");
-            b.graph = graph;
-            if let Some(g) = &b.graph {
+            if let Some(g) = &graph {
                 g.launch().map_err(cuda_err(format!("@{function}: launching its CUDA Graph")))?;
+            }
+            if let Some(b) = self.bound.get_mut(function) {
+                b.graph = graph;
             }
         } else {
             // The first call checks each kernel as it runs: an error names it.
-            self.launch_all(function, calls == 0)?;
+            self.launch_all(function, bound.calls == 0)?;
         }
         self.module.stream.synchronize().map_err(cuda_err(format!("@{function}: running on the device")))?;
-        let b = self.bound.get_mut(function).expect("bound above");
-        b.calls += 1;
+        let bound = &mut self.bound.get_mut(function).ok_or_else(|| RuntimeError::NoFunction(function.into()))?;
+        bound.calls += 1;
         let mut outputs = Vec::new();
-        for (a, d) in f.args.iter().zip(&b.args) {
-            if a.role() == Role::Output {
+        for (a, d) in f.args.iter().zip(&bound.args) {
+            if let (Role::Output, Some(d)) = (a.role(), d) {
                 let mut host = Bytes::zeroed(a.bytes());
-                d.as_ref().expect("outputs have buffers").download(host.as_bytes_mut())?;
+                d.download(host.as_bytes_mut())?;
                 outputs.push(Tensor::new(a.shape.clone(), a.dtype, read_values(host.as_bytes(), a.dtype)));
             }
         }
@@ -465,12 +475,6 @@ pub struct BundleCase {
 pub struct BundleCall {
     pub inputs: Vec<Tensor>,
     pub outputs: Vec<Tensor>,
-}
-
-impl BundleCase {
-    pub fn path(bundle: &Path, name: &str) -> PathBuf {
-        bundle.join(name)
-    }
 }
 
 /// Compares `got` with `want` element by element; the first difference

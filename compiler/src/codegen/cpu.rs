@@ -905,6 +905,15 @@ impl Generator {
             let off = if ta { k.mad(kx, m, &i) } else { k.mad(&i, kk, kx) };
             k.add(&a_base, &off)
         };
+        // Row i of op(A) summed along k (the epilogue's lhs_sum).
+        let row_sum_a = |k: &mut Kernel| -> String {
+            let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, t.mlir());
+            let ai = a_at(k, &kx);
+            let av = k.load("%b0", &ai, &ty(0));
+            let s = k.val(&format!("arith.addf {acc}, {av} fastmath<fast> : {}", t.mlir()));
+            k.close_with(&s, t.mlir());
+            r
+        };
         let b_at = |k: &mut Kernel, kx: &str, j: &str| -> String {
             let off = if tb { k.mad(j, kk, kx) } else { k.mad(kx, n, j) };
             k.add(&b_base, &off)
@@ -954,12 +963,7 @@ impl Generator {
             k.store(&r, &acc_buf, &j, &row_t);
             k.close();
             if lhs_sum.is_some() {
-                let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, t.mlir());
-                let ai = a_at(&mut k, &kx);
-                let av = k.load("%b0", &ai, &a_row);
-                let s = k.val(&format!("arith.addf {acc}, {av} fastmath<fast> : {}", t.mlir()));
-                k.close_with(&s, t.mlir());
-                sum_a = Some(r);
+                sum_a = Some(row_sum_a(&mut k));
             }
         } else if vector && tb && !ta && kk >= lanes && n >= 4 {
             let kfull = k.index(kk / lanes * lanes);
@@ -1007,12 +1011,7 @@ impl Generator {
             k.store(&r, &acc_buf, &j, &row_t);
             k.close();
             if lhs_sum.is_some() {
-                let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, t.mlir());
-                let ai = a_at(&mut k, &kx);
-                let av = k.load("%b0", &ai, &a_row);
-                let s = k.val(&format!("arith.addf {acc}, {av} fastmath<fast> : {}", t.mlir()));
-                k.close_with(&s, t.mlir());
-                sum_a = Some(r);
+                sum_a = Some(row_sum_a(&mut k));
             }
         } else if tb {
             // dot products: acc[j] = sum_k A(i,k) B(j,k)
@@ -1028,12 +1027,7 @@ impl Generator {
             k.store(&r, &acc_buf, &j, &row_t);
             k.close();
             if lhs_sum.is_some() {
-                let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, t.mlir());
-                let ai = a_at(&mut k, &kx);
-                let av = k.load("%b0", &ai, &ty(0));
-                let s = k.val(&format!("arith.addf {acc}, {av} fastmath<fast> : {}", t.mlir()));
-                k.close_with(&s, t.mlir());
-                sum_a = Some(r);
+                sum_a = Some(row_sum_a(&mut k));
             }
         } else {
             // rank-1 updates: acc[:] += A(i,k) B(k,:)
@@ -1322,13 +1316,7 @@ impl Generator {
     fn build(&self, ctx: &CompilerContext, out_dir: &Path) -> Result<String> {
         let source = format!("module {{\n{}}}\n", self.text);
         let mlir = ctx.mlir();
-        let mut module = Module::parse(mlir, &source).ok_or_else(|| {
-            let diags = ctx.take_diagnostics();
-            internal(format!("generated kernels do not parse: {diags:?}\n{source}"))
-        })?;
-        self.fill_bodies(&module)?;
-        crate::run_pipeline(ctx, &mut module, EXPAND_MATH)?;
-        guard_exp(mlir.to_raw(), module.as_operation().to_raw())?;
+        let mut module = self.parse_kernels(ctx, &source)?;
         crate::run_pipeline(ctx, &mut module, TO_LLVM)?;
         // C entries: aicf_kN(begin, end, void **buffers) -> kN(begin, end, p0, ...)
         let mut text = module.as_operation().to_string();
@@ -1380,6 +1368,19 @@ impl Generator {
         }
         std::fs::rename(&tmp, &so).map_err(|e| internal(format!("{}: {e}", so.display())))?;
         Ok(format!("{} cpu {}", std::env::consts::ARCH, host_cpu(&clang)))
+    }
+
+    /// Parses the generated kernels `source`, moves the bodies in, expands
+    /// `tanh` and guards `exp`: the module both backends lower from.
+    fn parse_kernels<'c>(&self, ctx: &'c CompilerContext, source: &str) -> Result<Module<'c>> {
+        let mut module = Module::parse(ctx.mlir(), source).ok_or_else(|| {
+            let diags = ctx.take_diagnostics();
+            internal(format!("generated kernels do not parse: {diags:?}\n{source}"))
+        })?;
+        self.fill_bodies(&module)?;
+        crate::run_pipeline(ctx, &mut module, EXPAND_MATH)?;
+        guard_exp(ctx.mlir().to_raw(), module.as_operation().to_raw())?;
+        Ok(module)
     }
 
     /// Moves each elementwise op's region into its body declaration.

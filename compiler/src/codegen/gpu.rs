@@ -345,12 +345,15 @@ impl Generator {
     /// Wraps each row kernel in its `gpu.func` entry, lowers the module to
     /// PTX for each chip and writes it; sets each call's launch shape.
     pub(super) fn build_gpu(&self, ctx: &CompilerContext, out_dir: &Path, functions: &mut [Function]) -> Result<String> {
-        let mut work_of: HashMap<String, u64> = HashMap::new();
+        // Each kernel's launch shape: the whole-op kernels' own, else one
+        // thread per work item.
+        let mut launch_of: HashMap<String, Launch> = HashMap::new();
         for f in functions.iter_mut() {
             for c in &mut f.calls {
                 let name = c.symbol.trim_start_matches("aicf_");
-                c.launch = Some(self.launches.get(name).copied().unwrap_or_else(|| row_launch(c.work)));
-                work_of.insert(name.to_string(), c.work);
+                let launch = self.launches.get(name).copied().unwrap_or_else(|| row_launch(c.work));
+                c.launch = Some(launch);
+                launch_of.insert(name.to_string(), launch);
             }
         }
         let mut text = String::from("module attributes {gpu.container_module} {\n  gpu.module @aicf_kernels {\n");
@@ -361,7 +364,7 @@ impl Generator {
         }
         for (name, count) in &self.entries {
             let types = &self.signatures[name];
-            let launch = row_launch(work_of.get(name).copied().unwrap_or(1));
+            let launch = launch_of.get(name).copied().unwrap_or_else(|| row_launch(1));
             let params: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("%b{i}: {t}")).collect();
             let args: Vec<String> = (0..*count).map(|i| format!("%b{i}")).collect();
             let _ = write!(
@@ -391,15 +394,8 @@ impl Generator {
         text.push_str(&self.gpu_funcs);
         text.push_str("  }\n}\n");
         let libdevice = libdevice()?;
-        let mlir = ctx.mlir();
         for chip in CHIPS {
-            let mut module = Module::parse(mlir, &text).ok_or_else(|| {
-                let diags = ctx.take_diagnostics();
-                internal(format!("generated GPU kernels do not parse: {diags:?}\n{text}"))
-            })?;
-            self.fill_bodies(&module)?;
-            crate::run_pipeline(ctx, &mut module, EXPAND_MATH)?;
-            guard_exp(mlir.to_raw(), module.as_operation().to_raw())?;
+            let mut module = self.parse_kernels(ctx, &text)?;
             let pipeline = format!(
                 "builtin.module(gpu.module(inline,symbol-dce,canonicalize,cse),\
                  nvvm-attach-target{{chip={chip} features=+ptx80 O=3 l={}}},\
