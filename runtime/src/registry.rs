@@ -4,7 +4,7 @@
 //! measured fastest on this machine.
 //! Candidates are timed from a cold cache (64 MiB written between runs), as
 //! a GEMM meets its weights inside a train step. Decisions are cached on disk
-//! (`$AICF/gemm-registry.json`, default
+//! (`$AICF_CACHE_DIR/gemm-registry.json`, default
 //! `~/.cache/aicf/gemm-registry.json`), keyed by the shape, the compiled
 //! target and the thread count, so a shape is measured once per machine.
 
@@ -47,6 +47,14 @@ impl Choice {
 /// against older candidates (a slower generated kernel, say) is not reused.
 const CANDIDATES: &str = "v2";
 
+/// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
+/// (`None` without a home directory).
+pub fn cache_dir() -> Option<PathBuf> {
+    std::env::var_os("AICF_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/aicf")))
+}
+
 pub struct Registry {
     path: Option<PathBuf>,
     decisions: Mutex<BTreeMap<String, String>>,
@@ -56,10 +64,7 @@ impl Registry {
     /// Loads the cache file (an unreadable or corrupt one is ignored and
     /// rewritten).
     pub fn open() -> Self {
-        let path = std::env::var_os("AICF_CACHE_DIR")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/aicf")))
-            .map(|d| d.join("gemm-registry.json"));
+        let path = cache_dir().map(|d| d.join("gemm-registry.json"));
         let decisions = path
             .as_ref()
             .and_then(|p| std::fs::read_to_string(p).ok())

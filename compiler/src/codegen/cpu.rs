@@ -120,13 +120,124 @@ fn at(op: MlirOperation, message: impl std::fmt::Display) -> CompileError {
 
 /// Compiles the planned `module` (after `aicf-train-pipeline`) for the host
 /// CPU into `out_dir` (`manifest.json`, `kernels.so`); returns the manifest.
+/// Kernel objects are cached in [`KernelCache::default_dir`].
 pub fn compile_cpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
-    compile(ctx, module, ir_hash, out_dir, false)
+    let cache = KernelCache::new(KernelCache::default_dir(out_dir));
+    Ok(compile_cpu_cached(ctx, module, ir_hash, out_dir, &cache)?.0)
+}
+
+/// [`compile_cpu`] with the kernel objects taken from (and added to)
+/// `cache`; also says how many kernels had to be compiled.
+pub fn compile_cpu_cached(
+    ctx: &CompilerContext,
+    module: &Module<'_>,
+    ir_hash: &str,
+    out_dir: &Path,
+    cache: &KernelCache,
+) -> Result<(Manifest, KernelStats)> {
+    compile(ctx, module, ir_hash, out_dir, Some(cache))
+}
+
+/// How one CPU build went: distinct kernels, how many of them were not in
+/// the kernel cache and were compiled, and the seconds from the kernels
+/// module to `kernels.so`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KernelStats {
+    pub kernels: usize,
+    pub compiled: usize,
+    pub seconds: f64,
+}
+
+/// The clang flags every kernel object is compiled with (part of its hash).
+const KERNEL_FLAGS: [&str; 6] = ["-O3", "-march=native", "-fveclib=libmvec", "-fPIC", "-c", "-Wno-override-module"];
+
+/// Compiled kernel objects, content-addressed: `<hash>.o` (and the
+/// `<hash>.ll` it came from) for the hash of the kernel's LLVM-dialect
+/// function with its name taken out, the clang flags, clang and the host
+/// CPU. A kernel the model had before a rewrite (or that another model or
+/// batch size shares) is linked from here, not compiled again; identical
+/// kernels of one module are compiled once. Files are written under a
+/// temporary name and renamed, so concurrent builds share the directory.
+#[derive(Clone, Debug)]
+pub struct KernelCache {
+    dir: std::path::PathBuf,
+}
+
+impl KernelCache {
+    pub fn new(dir: std::path::PathBuf) -> Self {
+        KernelCache { dir }
+    }
+
+    /// `$AICF_CACHE_DIR/kernels` (default `~/.cache/aicf/kernels`), or
+    /// `out_dir/kernel-cache` without a home directory.
+    pub fn default_dir(out_dir: &Path) -> std::path::PathBuf {
+        aicf_runtime::registry::cache_dir().map(|d| d.join("kernels")).unwrap_or_else(|| out_dir.join("kernel-cache"))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn object(&self, hash: &str) -> std::path::PathBuf {
+        self.dir.join(format!("{hash}.o"))
+    }
+
+    fn temporary(&self, name: &str) -> std::path::PathBuf {
+        let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
+        self.dir.join(format!("{name}.{}.{thread}.tmp", std::process::id()))
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| internal(format!("{}: {e}", self.dir.display())))?;
+        let tmp = self.temporary(name);
+        let path = self.dir.join(name);
+        std::fs::write(&tmp, bytes)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| internal(format!("{}: {e}", path.display())))
+    }
+
+    /// Compiles `<hash>.ll` to `<hash>.o` for each of `hashes`, with as
+    /// many clang processes at once as there are cores.
+    fn compile_all(&self, clang: &str, hashes: &[String]) -> Result<()> {
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(hashes.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let compile_one = |hash: &str| -> Result<()> {
+            let ll = self.dir.join(format!("{hash}.ll"));
+            let tmp = self.temporary(&format!("{hash}.o"));
+            let output = std::process::Command::new(clang)
+                .args(KERNEL_FLAGS)
+                .arg(&ll)
+                .arg("-o")
+                .arg(&tmp)
+                .output()
+                .map_err(|e| internal(format!("{clang}: {e}")))?;
+            if !output.status.success() {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(internal(format!("{clang} failed on {}:\n{}", ll.display(), String::from_utf8_lossy(&output.stderr))));
+            }
+            let object = self.object(hash);
+            std::fs::rename(&tmp, &object).map_err(|e| internal(format!("{}: {e}", object.display())))
+        };
+        let results: Vec<Result<()>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(hash) = hashes.get(i) else { return Ok(()) };
+                        compile_one(hash)?;
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(internal("a kernel compile thread panicked")))).collect()
+        });
+        results.into_iter().collect()
+    }
 }
 
 /// `compile_cpu`, or with `gpu` [`gpu::compile_gpu`]: one generator writes
 /// both; the GPU differs in its elementwise and GEMM kernels and its build.
-fn compile(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path, gpu: bool) -> Result<Manifest> {
+fn compile(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path, cpu: Option<&KernelCache>) -> Result<(Manifest, KernelStats)> {
+    let gpu = cpu.is_none();
     let raw = module.as_operation().to_raw();
     let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(raw, 0)) };
     let mut generator = Generator { gpu, ..Generator::default() };
@@ -149,10 +260,26 @@ fn compile(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &
         functions.push(generator.function(func, block, &name, &globals, &mut constants, &mut constant_of)?);
     }
     std::fs::create_dir_all(out_dir).map_err(|e| internal(format!("{}: {e}", out_dir.display())))?;
-    let target = if gpu {
-        generator.build_gpu(ctx, out_dir, &mut functions)?
-    } else {
-        generator.build(ctx, out_dir)?
+    let mut stats = KernelStats::default();
+    let target = match cpu {
+        None => generator.build_gpu(ctx, out_dir, &mut functions)?,
+        Some(cache) => {
+            let (target, names, s) = generator.build(ctx, out_dir, cache)?;
+            stats = s;
+            // Calls (and GEMM epilogues) name their kernel by its hash.
+            let rename = |symbol: &mut String| {
+                if let Some(new) = symbol.strip_prefix("aicf_").and_then(|k| names.get(k)) {
+                    *symbol = new.clone();
+                }
+            };
+            for call in functions.iter_mut().flat_map(|f| f.calls.iter_mut()) {
+                rename(&mut call.symbol);
+                if let Some(epilogue) = call.library.as_mut().and_then(|l| l.epilogue.as_mut()) {
+                    rename(epilogue);
+                }
+            }
+            target
+        }
     };
     let manifest = Manifest {
         format: artifact::FORMAT,
@@ -164,7 +291,7 @@ fn compile(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &
     };
     let text = serde_json_string(&manifest)?;
     write_atomically(&out_dir.join("manifest.json"), text.as_bytes())?;
-    Ok(manifest)
+    Ok((manifest, stats))
 }
 
 fn serde_json_string(m: &Manifest) -> Result<String> {
@@ -1311,63 +1438,100 @@ impl Generator {
         Ok((outs.max(1) as u64, (red * 3) as u64))
     }
 
-    /// Parses the kernels module, fills in the bodies, lowers it to LLVM and
-    /// compiles `kernels.so` into `out_dir`. Returns the target description.
-    fn build(&self, ctx: &CompilerContext, out_dir: &Path) -> Result<String> {
+    /// Lowers the kernels to the LLVM dialect and builds `kernels.so` in
+    /// `out_dir` from one object per distinct kernel, taken from
+    /// `kernel_cache` when it holds it (see [`KernelCache`]), else compiled
+    /// there (`clang -O3`, one process per kernel, as many at once as there
+    /// are cores). Returns the target description and, per kernel name
+    /// (`kN`), its exported symbol `aicf_<hash>`.
+    fn build(&self, ctx: &CompilerContext, out_dir: &Path, cache: &KernelCache) -> Result<(String, HashMap<String, String>, KernelStats)> {
+        let started = std::time::Instant::now();
         let source = format!("module {{\n{}}}\n", self.text);
         let mlir = ctx.mlir();
         let mut module = self.parse_kernels(ctx, &source)?;
         crate::run_pipeline(ctx, &mut module, TO_LLVM)?;
-        // C entries: aicf_kN(begin, end, void **buffers) -> kN(begin, end, p0, ...)
-        let mut text = module.as_operation().to_string();
-        let end = text.rfind('}').ok_or_else(|| internal("printed module has no end"))?;
-        let mut entries = String::new();
+        let (clang, cpu) = toolchain()?;
+        let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
+        // Declarations (libm, libmvec) go into every kernel's module; the
+        // kernels are hashed alone.
+        let mut declarations = String::new();
+        let mut defined: HashMap<String, MlirOperation> = HashMap::new();
+        for op in ops_of(top) {
+            let name = ir::string_attr(op, "sym_name").unwrap_or_default();
+            let has_body = unsafe { mlirOperationGetNumRegions(op) } > 0
+                && !unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) }.ptr.is_null();
+            if op_name(op) == "llvm.func" && has_body {
+                defined.insert(name, op);
+            } else {
+                let _ = writeln!(declarations, "  {}", unsafe { melior::ir::OperationRef::from_raw(op) });
+            }
+        }
+        let mut symbols = HashMap::new();
+        let mut objects: Vec<(String, String)> = Vec::new(); // (hash, module text) in first-use order
         for (name, count) in &self.entries {
-            let _ = writeln!(entries, "  llvm.func @aicf_{name}(%begin: i64, %end: i64, %args: !llvm.ptr) {{");
+            let op = defined.get(name).ok_or_else(|| internal(format!("kernel @{name} vanished in the lowering")))?;
+            let text = unsafe { melior::ir::OperationRef::from_raw(*op) }.to_string();
+            let body = text.replacen(&format!("@{name}("), "@kernel(", 1);
+            let hash = artifact::ir_hash(&format!("{KERNEL_FLAGS:?} {clang} {cpu}\n{body}"));
+            symbols.insert(name.clone(), format!("aicf_{hash}"));
+            if objects.iter().any(|(h, _)| *h == hash) {
+                continue;
+            }
+            let mut m = format!("module {{\n{declarations}  {}\n", body.replacen("@kernel(", &format!("@k_{hash}("), 1));
+            let _ = writeln!(m, "  llvm.func @aicf_{hash}(%begin: i64, %end: i64, %args: !llvm.ptr) {{");
             let mut ptrs = Vec::new();
             for i in 0..*count {
                 let _ = writeln!(
-                    entries,
+                    m,
                     "    %a{i} = llvm.getelementptr %args[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n    %p{i} = llvm.load %a{i} : !llvm.ptr -> !llvm.ptr"
                 );
                 ptrs.push(format!("%p{i}"));
             }
             let types = vec!["!llvm.ptr"; *count].join(", ");
             let _ = writeln!(
-                entries,
-                "    llvm.call @{name}(%begin, %end, {}) : (i64, i64, {types}) -> ()\n    llvm.return\n  }}",
+                m,
+                "    llvm.call @k_{hash}(%begin, %end, {}) : (i64, i64, {types}) -> ()\n    llvm.return\n  }}\n}}",
                 ptrs.join(", ")
             );
+            objects.push((hash, m));
         }
-        text.insert_str(end, &entries);
-        let module = Module::parse(mlir, &text).ok_or_else(|| {
-            internal(format!("kernel entries do not parse: {:?}", ctx.take_diagnostics()))
-        })?;
-        unsafe { mlirRegisterAllLLVMTranslations(mlir.to_raw()) };
-        let llvm = unsafe { mlirTranslateModuleToLLVMIRToString(module.as_operation().to_raw()) };
-        if llvm.is_null() {
-            return Err(internal(format!("translation to LLVM IR failed: {:?}", ctx.take_diagnostics())));
+        // Translate the missing kernels (in this context, one at a time),
+        // then compile them in parallel.
+        let mut missing = Vec::new();
+        for (hash, text) in &objects {
+            if cache.object(hash).exists() {
+                continue;
+            }
+            let kernel = Module::parse(mlir, text)
+                .ok_or_else(|| internal(format!("kernel {hash} does not parse: {:?}", ctx.take_diagnostics())))?;
+            unsafe { mlirRegisterAllLLVMTranslations(mlir.to_raw()) };
+            let llvm = unsafe { mlirTranslateModuleToLLVMIRToString(kernel.as_operation().to_raw()) };
+            if llvm.is_null() {
+                return Err(internal(format!("translation of kernel {hash} to LLVM IR failed: {:?}", ctx.take_diagnostics())));
+            }
+            let llvm_text = unsafe { std::ffi::CStr::from_ptr(llvm) }.to_string_lossy().into_owned();
+            unsafe { LLVMDisposeMessage(llvm) };
+            cache.write(&format!("{hash}.ll"), llvm_text.as_bytes())?;
+            missing.push(hash.clone());
         }
-        let llvm_text = unsafe { std::ffi::CStr::from_ptr(llvm) }.to_string_lossy().into_owned();
-        unsafe { LLVMDisposeMessage(llvm) };
-        let ll = out_dir.join("kernels.ll");
-        std::fs::write(&ll, &llvm_text).map_err(|e| internal(format!("{}: {e}", ll.display())))?;
+        let compiled = missing.len();
+        cache.compile_all(clang, &missing)?;
         let so = out_dir.join("kernels.so");
-        let tmp = out_dir.join("kernels.so.tmp");
-        let clang = clang()?;
-        let output = std::process::Command::new(&clang)
-            .args(["-O3", "-march=native", "-fveclib=libmvec", "-fPIC", "-shared", "-Wno-override-module", "-Wl,-z,defs"])
-            .arg(&ll)
+        let tmp = out_dir.join(format!("kernels.so.{}.tmp", std::process::id()));
+        let output = std::process::Command::new(clang)
+            .args(["-shared", "-fPIC", "-Wl,-z,defs"])
+            .args(objects.iter().map(|(h, _)| cache.object(h)))
             .arg("-o")
             .arg(&tmp)
             .args(["-lmvec", "-lm"])
             .output()
             .map_err(|e| internal(format!("{clang}: {e}")))?;
         if !output.status.success() {
-            return Err(internal(format!("{clang} failed on {}:\n{}", ll.display(), String::from_utf8_lossy(&output.stderr))));
+            return Err(internal(format!("{clang} failed to link {}:\n{}", so.display(), String::from_utf8_lossy(&output.stderr))));
         }
         std::fs::rename(&tmp, &so).map_err(|e| internal(format!("{}: {e}", so.display())))?;
-        Ok(format!("{} cpu {}", std::env::consts::ARCH, host_cpu(&clang)))
+        let stats = KernelStats { kernels: objects.len(), compiled, seconds: started.elapsed().as_secs_f64() };
+        Ok((format!("{} cpu {cpu}", std::env::consts::ARCH), symbols, stats))
     }
 
     /// Parses the generated kernels `source`, moves the bodies in, expands
@@ -1479,6 +1643,20 @@ fn clang() -> Result<String> {
         }
     }
     Err(internal("no clang found to compile the kernels (run tools/setup.sh, or set AICF_CLANG)"))
+}
+
+/// clang and the host CPU it compiles for, looked up once per process.
+fn toolchain() -> Result<(&'static str, &'static str)> {
+    static FOUND: std::sync::OnceLock<std::result::Result<(String, String), String>> = std::sync::OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let clang = clang().map_err(|e| e.to_string())?;
+        let cpu = host_cpu(&clang);
+        Ok((clang, cpu))
+    });
+    match found {
+        Ok((clang, cpu)) => Ok((clang, cpu)),
+        Err(e) => Err(internal(e.clone())),
+    }
 }
 
 /// The host CPU clang compiles for under -march=native.

@@ -53,7 +53,7 @@ pub(super) fn block_sum(k: &mut Kernel, tid: &str, part: &str, t: DType) -> Stri
 /// Compiles the planned `module` for NVIDIA GPUs into `out_dir`
 /// (`manifest.json`, `kernels.sm_80.ptx`, `kernels.sm_90.ptx`).
 pub fn compile_gpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
-    compile(ctx, module, ir_hash, out_dir, true)
+    Ok(compile(ctx, module, ir_hash, out_dir, None)?.0)
 }
 
 /// The PTX file of `chip` in an artifact directory.

@@ -15,6 +15,7 @@ mod fuse_elementwise;
 mod fuse_gemm;
 mod fuse_optimizer;
 mod fuse_reductions;
+pub mod grow;
 mod optimizer;
 mod plan_memory;
 mod print_param_table;
@@ -50,6 +51,7 @@ pub type PassBody = for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> PassRe
 const PASS_BODIES: &[(&str, PassBody)] = &[
     ("convert-hl-to-ll", convert_to_ll::run),
     ("hl-autodiff", autodiff::run),
+    ("hl-deepen", grow::run_deepen),
     ("hl-fuse-elementwise", fuse_elementwise::run),
     ("hl-fuse-gemm-epilogue", fuse_gemm::run),
     ("hl-fuse-optimizer", fuse_optimizer::run),
@@ -57,6 +59,7 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
     ("hl-optimizer", optimizer::run),
     ("hl-print-param-table", print_param_table::run),
     ("hl-set-batch", set_batch::run),
+    ("hl-widen", grow::run_widen),
     ("ll-plan-memory", plan_memory::run),
     ("ll-schedule", schedule::run),
 ];

@@ -61,21 +61,20 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
                 changed.insert(ir::key(arg));
             }
         }
-        reinfer(block, from, size, &mut changed)?;
-        let ins: Vec<MlirType> =
-            (0..unsafe { mlirBlockGetNumArguments(block) }).map(|i| unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }).collect();
-        let outs: Vec<MlirType> = ops_of(block)
-            .into_iter()
-            .rev()
-            .find(|op| op_name(*op) == "func.return")
-            .map(|ret| ir::operands(ret).iter().map(|v| unsafe { mlirValueGetType(*v) }).collect())
-            .unwrap_or_default();
-        unsafe {
-            let ctx = mlirOperationGetContext(func);
-            let ty = mlirFunctionTypeGet(ctx, ins.len() as isize, ins.as_ptr(), outs.len() as isize, outs.as_ptr());
-            let name = ffi::string_ref("function_type");
-            mlirOperationSetAttributeByName(func, name, mlirTypeAttrGet(ty));
-        }
+        // An op that states its result type instead of inferring it
+        // (`hl.reshape`, `hl.cast`) and reads a changed value gets the new
+        // batch in each result whose leading dimension is the old one; the
+        // verifier judges the rest.
+        let mut fixed = |_op: MlirOperation, results: &[MlirValue], before: &[MlirType]| {
+            for (r, ty) in results.iter().zip(before) {
+                if leading_dim(*ty) == Some(from) {
+                    unsafe { mlirValueSetType(*r, with_leading_dim(*ty, size)) };
+                }
+            }
+            Ok(())
+        };
+        reinfer(block, &mut changed, &mut fixed, &format!("hl-set-batch: '{{op}}' cannot take batch size {size}"))?;
+        retype_function(func, block);
     }
     // What did not infer its types (a call, a fixed shape) must still fit.
     if !unsafe { mlirOperationVerify(module) } {
@@ -86,15 +85,20 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
 
 /// Infers again the result types of every op of `block` (nested regions
 /// first), in order. `changed` holds the values whose type changed. An op
-/// that states its result type instead of inferring it (`hl.reshape`,
-/// `hl.cast`) and reads a changed value gets the new batch in each result
-/// whose leading dimension is the old one; the verifier judges the rest.
-fn reinfer(block: MlirBlock, from: i64, size: i64, changed: &mut HashSet<usize>) -> PassResult {
+/// that does not infer its result types and reads a changed value is handed
+/// to `fixed` (with its results and their types before); an op that cannot
+/// infer them is an error at it: `refused` with `{op}` for its name.
+pub(super) fn reinfer(
+    block: MlirBlock,
+    changed: &mut HashSet<usize>,
+    fixed: &mut dyn FnMut(MlirOperation, &[MlirValue], &[MlirType]) -> PassResult,
+    refused: &str,
+) -> PassResult {
     for op in ops_of(block) {
         for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
             let mut inner = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)) };
             while !inner.ptr.is_null() {
-                reinfer(inner, from, size, changed)?;
+                reinfer(inner, changed, fixed, refused)?;
                 inner = unsafe { mlirBlockGetNextInRegion(inner) };
             }
         }
@@ -103,17 +107,11 @@ fn reinfer(block: MlirBlock, from: i64, size: i64, changed: &mut HashSet<usize>)
         let before: Vec<MlirType> = results.iter().map(|r| unsafe { mlirValueGetType(*r) }).collect();
         match unsafe { ffi::aicfInferResultTypes(op) } {
             1 => {}
-            0 if ir::operands(op).iter().any(|v| changed.contains(&ir::key(*v))) => {
-                for (r, ty) in results.iter().zip(&before) {
-                    if leading_dim(*ty) == Some(from) {
-                        unsafe { mlirValueSetType(*r, with_leading_dim(*ty, size)) };
-                    }
-                }
-            }
+            0 if ir::operands(op).iter().any(|v| changed.contains(&ir::key(*v))) => fixed(op, &results, &before)?,
             0 => {}
             _ => {
                 let loc = unsafe { Location::from_raw(ir::op_loc(op)) };
-                emit_error(loc, &format!("hl-set-batch: '{}' cannot take batch size {size}", op_name(op)));
+                emit_error(loc, &refused.replace("{op}", &op_name(op)));
                 return Err(PassFailed);
             }
         }
@@ -124,6 +122,25 @@ fn reinfer(block: MlirBlock, from: i64, size: i64, changed: &mut HashSet<usize>)
         }
     }
     Ok(())
+}
+
+/// Sets `func`'s type from its entry block's arguments and the operands of
+/// its `func.return`.
+pub(super) fn retype_function(func: MlirOperation, block: MlirBlock) {
+    let ins: Vec<MlirType> =
+        (0..unsafe { mlirBlockGetNumArguments(block) }).map(|i| unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }).collect();
+    let outs: Vec<MlirType> = ops_of(block)
+        .into_iter()
+        .rev()
+        .find(|op| op_name(*op) == "func.return")
+        .map(|ret| ir::operands(ret).iter().map(|v| unsafe { mlirValueGetType(*v) }).collect())
+        .unwrap_or_default();
+    unsafe {
+        let ctx = mlirOperationGetContext(func);
+        let ty = mlirFunctionTypeGet(ctx, ins.len() as isize, ins.as_ptr(), outs.len() as isize, outs.as_ptr());
+        let name = ffi::string_ref("function_type");
+        mlirOperationSetAttributeByName(func, name, mlirTypeAttrGet(ty));
+    }
 }
 
 /// The leading dimension of a ranked tensor type of rank >= 1.

@@ -77,6 +77,7 @@ void runRustBody(PassT &pass, Operation *op) {
 namespace aicf {
 #define GEN_PASS_DEF_CONVERTHLTOLL
 #define GEN_PASS_DEF_HLAUTODIFF
+#define GEN_PASS_DEF_HLDEEPEN
 #define GEN_PASS_DEF_HLFUSEELEMENTWISE
 #define GEN_PASS_DEF_HLFUSEGEMMEPILOGUE
 #define GEN_PASS_DEF_HLFUSEOPTIMIZER
@@ -84,6 +85,7 @@ namespace aicf {
 #define GEN_PASS_DEF_HLOPTIMIZER
 #define GEN_PASS_DEF_HLPRINTPARAMTABLE
 #define GEN_PASS_DEF_HLSETBATCH
+#define GEN_PASS_DEF_HLWIDEN
 #define GEN_PASS_DEF_LLPLANMEMORY
 #define GEN_PASS_DEF_LLSCHEDULE
 #include "aicf/Transforms/Passes.h.inc"
@@ -99,6 +101,7 @@ namespace {
 
 AICF_RUST_PASS(ConvertHLToLL)
 AICF_RUST_PASS(HLAutodiff)
+AICF_RUST_PASS(HLDeepen)
 AICF_RUST_PASS(HLFuseElementwise)
 AICF_RUST_PASS(HLFuseGemmEpilogue)
 AICF_RUST_PASS(HLFuseOptimizer)
@@ -106,6 +109,7 @@ AICF_RUST_PASS(HLFuseReductions)
 AICF_RUST_PASS(HLOptimizer)
 AICF_RUST_PASS(HLPrintParamTable)
 AICF_RUST_PASS(HLSetBatch)
+AICF_RUST_PASS(HLWiden)
 AICF_RUST_PASS(LLPlanMemory)
 AICF_RUST_PASS(LLSchedule)
 #undef AICF_RUST_PASS

@@ -268,6 +268,89 @@ def HLSetBatch : Pass<"hl-set-batch", "::mlir::ModuleOp"> {
   ];
 }
 
+def HLWiden : Pass<"hl-widen", "::mlir::ModuleOp"> {
+  let summary = "Widen a linear layer's hidden units (Net2WiderNet, zero-out growth)";
+  let description = [{
+    Gives linear layer `layer` `width` output units. Its weight (`[H, in]`)
+    and bias grow along their first axis; every `hl.linear` that reads its
+    units, through elementwise activations (relu, gelu, tanh, sigmoid, silu,
+    ...), grows its weight along the second axis, and gets PyTorch's bias
+    bound for the new fan-in when it had the old one. Every op then infers
+    its types again. A layer whose units reach anything else (an add, a
+    norm, the function's result) is an error at that op.
+
+    Function preservation: the pass rewrites the architecture; parameter
+    values live in the runtime. With the values carried by AICF's widening
+    rules (`aicf_compiler::adapt`), the function is preserved exactly:
+    `net2wider` copies units and splits their outgoing weights among the
+    copies; `zero-out` (GradMax-style) gives the new units fresh incoming
+    weights and zero outgoing weights. Trained from its initialisers (as
+    `aicf-opt` output alone), the model is a new, wider one.
+
+    Input (`layer=fc1 width=256`):
+
+    ```mlir
+    hl.param @fc1.weight : tensor<128x64xf32> ...
+    hl.param @fc2.weight : tensor<10x128xf32> ...
+    ```
+
+    Output:
+
+    ```mlir
+    hl.param @fc1.weight : tensor<256x64xf32> ...
+    hl.param @fc2.weight : tensor<10x256xf32> ...
+    ```
+  }];
+  let options = [
+    Option<"layer", "layer", "std::string", /*default=*/"\"\"", "The linear layer to widen (its parameters' owner)">,
+    Option<"width", "width", "int64_t", /*default=*/"0", "Its new number of output units (>= the current)">,
+  ];
+}
+
+def HLDeepen : Pass<"hl-deepen", "::mlir::ModuleOp"> {
+  let summary = "Insert a layer after a linear layer's activation (Net2DeeperNet, zero-init residual)";
+  let description = [{
+    Inserts a new `width x width` linear layer `name` after linear layer
+    `after` and its activations: `relu(linear(a))` where the activation
+    chain ends in `a = relu(...)`, or, with `residual=true`,
+    `a + fc_out(relu(fc_in(a)))` after any activation (parameters
+    `name.fc_in.*` and `name.fc_out.*`). Every other use of `a` reads the new
+    value. The new parameters are declared after `after`'s, with PyTorch's
+    `nn.Linear` initialisers.
+
+    Function preservation: exact with the values carried by AICF's deepening
+    rules (`aicf_compiler::adapt`): the identity layer gets weight I and
+    bias 0 (relu(I a) = a for a >= 0, which is why a relu must end the
+    chain); the residual block's output projection starts at zero. Trained
+    from its initialisers alone, the model is a new, deeper one.
+
+    Input (`after=fc1 name=fc1_deep`):
+
+    ```mlir
+    %h = hl.linear %x, %w1, %b1 : ...
+    %a = hl.relu %h : tensor<32x128xf32>
+    %logits = hl.linear %a, %w2, %b2 : ...
+    ```
+
+    Output:
+
+    ```mlir
+    %a = hl.relu %h : tensor<32x128xf32>
+    %w = hl.get_param @fc1_deep.weight : tensor<128x128xf32>
+    %b = hl.get_param @fc1_deep.bias : tensor<128xf32>
+    %d = hl.linear %a, %w, %b : ...
+    %a2 = hl.relu %d : tensor<32x128xf32>
+    %logits = hl.linear %a2, %w2, %b2 : ...
+    ```
+  }];
+  let options = [
+    Option<"after", "after", "std::string", /*default=*/"\"\"", "The linear layer to insert after">,
+    Option<"name", "name", "std::string", /*default=*/"\"\"", "The new layer's name (default: <after>_deep)">,
+    Option<"residual", "residual", "bool", /*default=*/"false",
+           "Insert a residual block with a zero output projection instead of an identity layer">,
+  ];
+}
+
 def HLPrintParamTable : Pass<"hl-print-param-table", "::mlir::ModuleOp"> {
   let summary = "Print the trainable parameters of an hl module";
   let description = [{

@@ -1,0 +1,446 @@
+//! Growth operators: `hl-widen` and `hl-deepen` rewrite a model's
+//! architecture in `hl`; the runtime side (`crate::adapt`) carries the
+//! trained parameters and optimizer state across by each operator's rule.
+//!
+//! Both passes work on the model as written (`@forward`, `@loss`, any other
+//! function), before autodiff: a grown model is compiled again from them.
+//!
+//! `hl-widen{layer=fc1 width=N}`:
+//! 1. Plan ([`plan_widen`]): `@fc1.weight` (`[H, in]`) and `@fc1.bias` are
+//!    the incoming parameters (axis 0). Every `hl.linear` that reads them is
+//!    followed through elementwise activations (relu, gelu, tanh, ...) to
+//!    the `hl.linear`s that take the result as their input; their weights
+//!    are the outgoing parameters (axis 1). Anything else reached (an add, a
+//!    norm, a return) is an error at that op: the hidden width would leak.
+//! 2. Give the parameters their new types (and the outgoing layers' bias
+//!    initialisers PyTorch's bound for the new fan-in), retype their
+//!    `hl.get_param`s, infer every op's result types again, retype the
+//!    functions and verify.
+//!
+//! `hl-deepen{after=fc1 name=fc1_deep residual=false}`:
+//! 1. Plan ([`plan_deepen`]): in each function, the activation chain after
+//!    each `hl.linear` of `@fc1.weight` ends at a value `a` of width `H`.
+//! 2. Declare the new layer's parameters after fc1's (PyTorch's `nn.Linear`
+//!    initialisers) and insert after `a`: `relu(linear(a))` (identity mode;
+//!    the chain must end in `hl.relu`, so `a >= 0`), or
+//!    `a + linear_out(relu(linear_in(a)))` (residual mode, any activation);
+//!    every other use of `a` then reads the new value.
+
+use super::set_batch::{reinfer, retype_function};
+use super::{PassFailed, PassOptions, PassResult, emit_error};
+use crate::ir::{self, OpSpec, op_loc, op_name, operands, ops_of, string_attr, users};
+use melior::ir::{Location, OperationRef, operation::OperationLike};
+use mlir_sys::*;
+use std::collections::HashSet;
+
+/// An error at a place of the module: (location, message).
+pub type Failure = (MlirLocation, String);
+
+/// Elementwise ops that keep a hidden unit a hidden unit: unit `j` of their
+/// result depends on unit `j` of their operand only.
+const ACTIVATIONS: &[&str] =
+    &["hl.relu", "hl.gelu", "hl.tanh", "hl.sigmoid", "hl.silu", "hl.neg", "hl.abs", "hl.exp", "hl.erf"];
+
+/// What `hl-widen` changes: the parameters whose `axis` grows from `old`
+/// to `width` units.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WidenPlan {
+    pub layer: String,
+    pub old: usize,
+    pub width: usize,
+    /// Parameters that produce the hidden units (the layer's weight rows and
+    /// bias): `(name, axis)`.
+    pub incoming: Vec<(String, usize)>,
+    /// Parameters that read them (the next layers' weight columns).
+    pub outgoing: Vec<(String, usize)>,
+}
+
+/// What `hl-deepen` adds: new parameters of width `width`, the new layer's
+/// (`residual`: `.fc_in` and `.fc_out`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeepenPlan {
+    pub after: String,
+    pub name: String,
+    pub width: usize,
+    pub residual: bool,
+}
+
+impl DeepenPlan {
+    /// The new layers' names, in declaration order.
+    pub fn layers(&self) -> Vec<String> {
+        if self.residual {
+            vec![format!("{}.fc_in", self.name), format!("{}.fc_out", self.name)]
+        } else {
+            vec![self.name.clone()]
+        }
+    }
+}
+
+fn module_body(module: MlirOperation) -> MlirBlock {
+    unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) }
+}
+
+/// The `hl.param` declaring `name`.
+fn find_param(module: MlirOperation, name: &str) -> Option<MlirOperation> {
+    ops_of(module_body(module))
+        .into_iter()
+        .find(|&op| op_name(op) == "hl.param" && string_attr(op, "sym_name").as_deref() == Some(name))
+}
+
+fn param_shape(op: MlirOperation) -> Vec<usize> {
+    let t = unsafe { mlirTypeAttrGetValue(ir::attr(op, "type")) };
+    crate::nn::spec_of_type(t).map(|s| s.shape).unwrap_or_default()
+}
+
+/// Every `hl.get_param @name` of every function (top level of its body).
+fn reads_of(module: MlirOperation, name: &str) -> Vec<MlirOperation> {
+    let mut out = Vec::new();
+    for (_, block) in ir::functions(module) {
+        for op in ops_of(block) {
+            if op_name(op) == "hl.get_param" && ir::flat_symbol(op, "name").as_deref() == Some(name) {
+                out.push(op);
+            }
+        }
+    }
+    out
+}
+
+/// The `hl.linear`s that take `@<layer>.weight` as their weight; an error
+/// if the layer or its weight does not exist or is used otherwise.
+fn layer_linears(module: MlirOperation, layer: &str, pass: &str) -> Result<(MlirOperation, Vec<MlirOperation>), Failure> {
+    let module_loc = op_loc(module);
+    let weight = format!("{layer}.weight");
+    let decl = find_param(module, &weight)
+        .ok_or_else(|| (module_loc, format!("{pass}: no parameter @{weight} (is '{layer}' a linear layer of this model?)")))?;
+    if param_shape(decl).len() != 2 {
+        return Err((op_loc(decl), format!("{pass}: @{weight} is not a matrix; only linear layers can grow")));
+    }
+    let mut linears = Vec::new();
+    for read in reads_of(module, &weight) {
+        let w = unsafe { mlirOperationGetResult(read, 0) };
+        for user in users(w) {
+            if op_name(user) != "hl.linear" || !unsafe { mlirValueEqual(operands(user)[1], w) } {
+                return Err((op_loc(user), format!("{pass}: @{weight} is read by '{}' here, not as a linear layer's weight", op_name(user))));
+            }
+            linears.push(user);
+        }
+    }
+    if linears.is_empty() {
+        return Err((op_loc(decl), format!("{pass}: no function uses @{weight} in an hl.linear")));
+    }
+    Ok((decl, linears))
+}
+
+/// The parameter an `hl.get_param` result names, if `v` is one.
+fn param_of(v: MlirValue) -> Option<String> {
+    let op = ir::producer(v)?;
+    (op_name(op) == "hl.get_param").then(|| ir::flat_symbol(op, "name")).flatten()
+}
+
+/// Plans `hl-widen` of linear layer `layer` to `width` hidden units.
+pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<WidenPlan, Failure> {
+    const PASS: &str = "hl-widen";
+    let (decl, linears) = layer_linears(module, layer, PASS)?;
+    let old = param_shape(decl)[0];
+    if width < old {
+        return Err((op_loc(decl), format!("{PASS}: width={width} is narrower than {layer}'s {old} units; widening only grows")));
+    }
+    let mut incoming = vec![(format!("{layer}.weight"), 0)];
+    let bias = format!("{layer}.bias");
+    if find_param(module, &bias).is_some() {
+        incoming.push((bias, 0));
+    }
+    let mut outgoing: Vec<(String, usize)> = Vec::new();
+    for linear in linears {
+        if let Some(b) = operands(linear).get(2)
+            && param_of(*b).as_deref() != Some(&format!("{layer}.bias"))
+        {
+            return Err((op_loc(linear), format!("{PASS}: this linear of @{layer}.weight has a bias other than @{layer}.bias")));
+        }
+        let mut frontier = vec![unsafe { mlirOperationGetResult(linear, 0) }];
+        let mut seen = HashSet::new();
+        while let Some(v) = frontier.pop() {
+            if !seen.insert(ir::key(v)) {
+                continue;
+            }
+            for user in users(v) {
+                let name = op_name(user);
+                if ACTIVATIONS.contains(&name.as_str()) {
+                    frontier.push(unsafe { mlirOperationGetResult(user, 0) });
+                    continue;
+                }
+                let args = operands(user);
+                if name == "hl.linear" && unsafe { mlirValueEqual(args[0], v) } {
+                    let Some(w) = param_of(args[1]) else {
+                        return Err((op_loc(user), format!("{PASS}: {layer}'s units feed a linear whose weight is not a parameter")));
+                    };
+                    if !outgoing.iter().any(|(p, _)| *p == w) {
+                        outgoing.push((w, 1));
+                    }
+                    continue;
+                }
+                return Err((
+                    op_loc(user),
+                    format!(
+                        "{PASS}: {layer}'s units reach '{name}' here; widening supports a linear layer followed by elementwise activations and linear layers"
+                    ),
+                ));
+            }
+        }
+    }
+    if outgoing.is_empty() {
+        return Err((op_loc(decl), format!("{PASS}: {layer}'s output reaches no linear layer; its width is the model's output")));
+    }
+    Ok(WidenPlan { layer: layer.to_string(), old, width, incoming, outgoing })
+}
+
+/// Applies a [`WidenPlan`] to `module`.
+pub fn apply_widen(module: MlirOperation, plan: &WidenPlan) -> Result<(), Failure> {
+    let ctx = unsafe { mlirOperationGetContext(module) };
+    let mut changed = HashSet::new();
+    for (name, axis) in plan.incoming.iter().chain(&plan.outgoing) {
+        let decl = find_param(module, name).ok_or_else(|| (op_loc(module), format!("hl-widen: no parameter @{name}")))?;
+        let t = unsafe { mlirTypeAttrGetValue(ir::attr(decl, "type")) };
+        let mut shape = param_shape(decl);
+        shape[*axis] = plan.width;
+        let new = resized(t, &shape);
+        unsafe { mlirOperationSetAttributeByName(decl, crate::ffi::string_ref("type"), mlirTypeAttrGet(new)) };
+        for read in reads_of(module, name) {
+            let v = unsafe { mlirOperationGetResult(read, 0) };
+            unsafe { mlirValueSetType(v, new) };
+            changed.insert(ir::key(v));
+        }
+    }
+    // The next layers' biases: PyTorch's bound 1/sqrt(fan_in) for the new fan-in.
+    for (name, _) in &plan.outgoing {
+        let Some(layer) = name.strip_suffix(".weight") else { continue };
+        let Some(bias) = find_param(module, &format!("{layer}.bias")) else { continue };
+        let text = ir::attr_text(bias, "init");
+        let old_bound = 1.0 / (plan.old as f64).sqrt();
+        if let Some((low, high)) = uniform_bounds(&text)
+            && (high - old_bound).abs() < 1e-9 * old_bound.max(1.0)
+            && (low + old_bound).abs() < 1e-9 * old_bound.max(1.0)
+        {
+            let b = 1.0 / (plan.width as f64).sqrt();
+            let attr = ir::parse_attribute(ctx, &format!("#hl.init<uniform, low = {}, high = {}>", -b, b))
+                .map_err(|e| (op_loc(bias), format!("hl-widen: {e:?}")))?;
+            unsafe { mlirOperationSetAttributeByName(bias, crate::ffi::string_ref("init"), attr) };
+        }
+    }
+    retype_all(module, &mut changed, "hl-widen")
+}
+
+/// Re-infers every function's op types after the values in `changed`
+/// changed type; an op that states its types and reads one is an error.
+fn retype_all(module: MlirOperation, changed: &mut HashSet<usize>, pass: &str) -> Result<(), Failure> {
+    for (func, block) in ir::functions(module) {
+        let mut fixed = |op: MlirOperation, _: &[MlirValue], _: &[MlirType]| -> PassResult {
+            let loc = unsafe { Location::from_raw(op_loc(op)) };
+            emit_error(loc, &format!("{pass}: '{}' states its result type and cannot follow the new width", op_name(op)));
+            Err(PassFailed)
+        };
+        reinfer(block, changed, &mut fixed, &format!("{pass}: '{{op}}' does not accept the new width"))
+            .map_err(|_| (op_loc(func), format!("{pass}: the rewritten function does not type (see the error above)")))?;
+        retype_function(func, block);
+    }
+    if !unsafe { mlirOperationVerify(module) } {
+        return Err((op_loc(module), format!("{pass}: the rewritten module does not verify (see the errors above)")));
+    }
+    Ok(())
+}
+
+/// `(low, high)` of an `#hl.init<uniform, low = a, high = b>` text.
+fn uniform_bounds(text: &str) -> Option<(f64, f64)> {
+    let inner = text.strip_prefix("#hl.init<")?.strip_suffix('>')?;
+    let mut parts = inner.split(',').map(str::trim);
+    if parts.next()? != "uniform" {
+        return None;
+    }
+    let (mut low, mut high) = (None, None);
+    for part in parts {
+        let (k, v) = part.split_once('=')?;
+        let v: f64 = v.trim().parse().ok()?;
+        match k.trim() {
+            "low" => low = Some(v),
+            "high" => high = Some(v),
+            _ => {}
+        }
+    }
+    Some((low?, high?))
+}
+
+/// A ranked tensor type like `t` with `shape`.
+fn resized(t: MlirType, shape: &[usize]) -> MlirType {
+    let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    unsafe {
+        mlirRankedTensorTypeGet(dims.len() as isize, dims.as_ptr(), mlirShapedTypeGetElementType(t), mlirRankedTensorTypeGetEncoding(t))
+    }
+}
+
+/// The end of the activation chain after `linear`: the last value reached
+/// through single-use activations, and the op that defines it.
+fn chain_end(linear: MlirOperation) -> (MlirValue, MlirOperation) {
+    let mut op = linear;
+    loop {
+        let v = unsafe { mlirOperationGetResult(op, 0) };
+        match ir::single_user(v) {
+            Some(user) if ACTIVATIONS.contains(&op_name(user).as_str()) => op = user,
+            _ => return (v, op),
+        }
+    }
+}
+
+/// Plans `hl-deepen`: a layer `name` after linear layer `after`.
+pub fn plan_deepen(module: MlirOperation, after: &str, name: &str, residual: bool) -> Result<DeepenPlan, Failure> {
+    const PASS: &str = "hl-deepen";
+    let (decl, linears) = layer_linears(module, after, PASS)?;
+    let width = param_shape(decl)[0];
+    if name.is_empty() || name.contains(|c: char| c.is_whitespace() || c == '@') {
+        return Err((op_loc(module), format!("{PASS}: name='{name}' is not a layer name")));
+    }
+    let plan = DeepenPlan { after: after.to_string(), name: name.to_string(), width, residual };
+    for layer in plan.layers() {
+        for p in ["weight", "bias"] {
+            if find_param(module, &format!("{layer}.{p}")).is_some() {
+                return Err((op_loc(module), format!("{PASS}: the model already has @{layer}.{p}; pick another name")));
+            }
+        }
+    }
+    for linear in linears {
+        let (_, last) = chain_end(linear);
+        if !residual && op_name(last) != "hl.relu" {
+            return Err((
+                op_loc(last),
+                format!(
+                    "{PASS}: {after} is not followed by a relu here ('{}'), so an identity layer would not preserve the function; use residual=true",
+                    op_name(last)
+                ),
+            ));
+        }
+    }
+    Ok(plan)
+}
+
+/// Applies a [`DeepenPlan`] to `module`.
+pub fn apply_deepen(module: MlirOperation, plan: &DeepenPlan) -> Result<(), Failure> {
+    const PASS: &str = "hl-deepen";
+    let ctx = unsafe { mlirOperationGetContext(module) };
+    let (decl, linears) = layer_linears(module, &plan.after, PASS)?;
+    let elem = unsafe { mlirShapedTypeGetElementType(mlirTypeAttrGetValue(ir::attr(decl, "type"))) };
+    let elem_text = ir::type_text(elem);
+    let h = plan.width;
+    // Declarations: after the last parameter of `after`.
+    let body = module_body(module);
+    let mut anchor = decl;
+    for op in ops_of(body) {
+        if op_name(op) == "hl.param" && string_attr(op, "owner").as_deref() == Some(plan.after.as_str()) {
+            anchor = op;
+        }
+    }
+    let bound = 1.0 / (h as f64).sqrt();
+    for layer in plan.layers() {
+        for (p, ty, init) in [
+            ("weight", format!("tensor<{h}x{h}x{elem_text}>"), "#hl.init<kaiming_uniform, gain = 0.57735026918962584>".to_string()),
+            ("bias", format!("tensor<{h}x{elem_text}>"), format!("#hl.init<uniform, low = {}, high = {}>", -bound, bound)),
+        ] {
+            let attrs = [
+                ("sym_name", format!("\"{layer}.{p}\"")),
+                ("type", ty),
+                ("owner", format!("\"{layer}\"")),
+                ("init", init),
+            ];
+            let op = ir::create_op(ctx, op_loc(decl), &OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.param") })
+                .map_err(|e| (op_loc(decl), format!("{PASS}: declaring @{layer}.{p}: {e:?}")))?;
+            unsafe { mlirBlockInsertOwnedOperationAfter(body, anchor, op) };
+            anchor = op;
+        }
+    }
+    for linear in linears {
+        let (a, last) = chain_end(linear);
+        let loc = op_loc(last);
+        let block = unsafe { mlirOperationGetBlock(last) };
+        let a_type = unsafe { mlirValueGetType(a) };
+        let mut at = last;
+        let mut new_ops = Vec::new();
+        let mut emit = |spec: OpSpec<'_>| -> Result<MlirValue, Failure> {
+            let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("{PASS}: building '{}': {e:?}", spec.name)))?;
+            unsafe { mlirBlockInsertOwnedOperationAfter(block, at, op) };
+            at = op;
+            new_ops.push(op);
+            Ok(unsafe { mlirOperationGetResult(op, 0) })
+        };
+        let dense = |layer: &str, x: MlirValue, emit: &mut dyn FnMut(OpSpec<'_>) -> Result<MlirValue, Failure>| {
+            let mut read = |p: &str, ty: String| -> Result<MlirValue, Failure> {
+                let t = ir::parse_type(ctx, &ty).map_err(|e| (loc, format!("{PASS}: {e:?}")))?;
+                emit(OpSpec {
+                    attributes: &[("name", format!("@{layer}.{p}"))],
+                    results: Some(&[t]),
+                    verify: false,
+                    ..OpSpec::new("hl.get_param")
+                })
+            };
+            let w = read("weight", format!("tensor<{h}x{h}x{elem_text}>"))?;
+            let b = read("bias", format!("tensor<{h}x{elem_text}>"))?;
+            emit(OpSpec { operands: &[x, w, b], results: Some(&[a_type]), ..OpSpec::new("hl.linear") })
+        };
+        let relu = |x: MlirValue, emit: &mut dyn FnMut(OpSpec<'_>) -> Result<MlirValue, Failure>| {
+            emit(OpSpec { operands: &[x], results: Some(&[a_type]), ..OpSpec::new("hl.relu") })
+        };
+        let out = if plan.residual {
+            let layers = plan.layers();
+            let hidden = dense(&layers[0], a, &mut emit)?;
+            let act = relu(hidden, &mut emit)?;
+            let delta = dense(&layers[1], act, &mut emit)?;
+            emit(OpSpec { operands: &[a, delta], results: Some(&[a_type]), ..OpSpec::new("hl.add") })?
+        } else {
+            let hidden = dense(&plan.name, a, &mut emit)?;
+            relu(hidden, &mut emit)?
+        };
+        unsafe { mlirValueReplaceAllUsesExcept(a, out, new_ops.len() as isize, new_ops.as_mut_ptr()) };
+    }
+    if !unsafe { mlirOperationVerify(module) } {
+        return Err((op_loc(module), format!("{PASS}: the rewritten module does not verify (see the errors above)")));
+    }
+    Ok(())
+}
+
+fn report(module: OperationRef<'_, '_>, pass: &'static str) -> impl Fn(String) -> PassFailed {
+    let loc = module.location().to_raw();
+    move |m: String| {
+        emit_error(unsafe { Location::from_raw(loc) }, &format!("{pass}: {m}"));
+        PassFailed
+    }
+}
+
+fn failed((loc, message): Failure) -> PassFailed {
+    emit_error(unsafe { Location::from_raw(loc) }, &message);
+    PassFailed
+}
+
+pub(super) fn run_widen(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
+    let report = report(module, "hl-widen");
+    let layer = options.get("layer").map_err(&report)?.to_string();
+    let width = options.get_i64("width").map_err(&report)?;
+    if layer.is_empty() || width <= 0 {
+        return Err(report(format!("give layer=NAME and width=N (N > 0); got layer='{layer}' width={width}")));
+    }
+    let raw = module.to_raw();
+    let plan = plan_widen(raw, &layer, width as usize).map_err(failed)?;
+    apply_widen(raw, &plan).map_err(failed)
+}
+
+pub(super) fn run_deepen(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
+    let report = report(module, "hl-deepen");
+    let after = options.get("after").map_err(&report)?.to_string();
+    let residual = options.get_bool("residual").map_err(&report)?;
+    let mut name = options.get("name").map_err(&report)?.to_string();
+    if after.is_empty() {
+        return Err(report("give after=LAYER, the linear layer to insert after".into()));
+    }
+    if name.is_empty() {
+        name = format!("{after}_deep");
+    }
+    let raw = module.to_raw();
+    let plan = plan_deepen(raw, &after, &name, residual).map_err(failed)?;
+    apply_deepen(raw, &plan).map_err(failed)
+}
