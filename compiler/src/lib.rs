@@ -66,6 +66,7 @@
 //! numerical oracle, [`run_pipeline`] to run a textual pass pipeline,
 //! [`opt_main`] for the `aicf-opt` driver.
 
+pub mod adapt;
 pub mod codegen;
 pub mod context;
 pub mod error;

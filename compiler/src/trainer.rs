@@ -20,7 +20,11 @@
 //! variant of the model on the same parameters and optimizer state
 //! (`hl-set-batch`), and are cached like the first.
 
-use crate::{CompileError, CompilerContext, codegen::compile_cpu, run_pipeline};
+use crate::{
+    CompileError, CompilerContext,
+    codegen::{KernelCache, compile_cpu_cached},
+    run_pipeline,
+};
 use aicf_runtime::{
     artifact::{Role, ir_hash},
     checkpoint::CheckpointError,
@@ -115,6 +119,10 @@ pub struct Compiled {
     pub dir: PathBuf,
     /// Seconds spent compiling; `None` when the cache had it.
     pub seconds: Option<f64>,
+    /// Distinct kernels, and how many of them were compiled rather than
+    /// found in the kernel cache (0, 0 when the whole artifact was cached).
+    pub kernels: usize,
+    pub compiled_kernels: usize,
 }
 
 /// A model compiled for training on the CPU, with its parameters and
@@ -161,6 +169,71 @@ impl Trainer {
 
     pub fn session_mut(&mut self) -> &mut Session {
         &mut self.session
+    }
+
+    /// The `hl` module this trainer was compiled from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The name the source goes by in diagnostics.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Every parameter and optimizer-state symbol's current value, by name.
+    pub fn state(&self) -> BTreeMap<String, Tensor> {
+        self.session
+            .module()
+            .manifest()
+            .symbols
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), self.session.symbol(&s.name)?)))
+            .collect()
+    }
+
+    /// Replaces every symbol's value with `state`'s (which must hold each
+    /// symbol with its shape); nothing changes when it does not fit.
+    pub fn set_state(&mut self, state: &BTreeMap<String, Tensor>) -> Result<()> {
+        for s in &self.session.module().manifest().symbols {
+            match state.get(&s.name) {
+                Some(t) if t.shape == s.shape => {}
+                Some(t) => return Err(TrainError::Input(format!("state for {} is {:?}, the model has {:?}", s.name, t.shape, s.shape))),
+                None => return Err(TrainError::Input(format!("no state for {}", s.name))),
+            }
+        }
+        for (name, t) in state {
+            self.session.set_symbol(name, t)?;
+        }
+        Ok(())
+    }
+
+    /// Sets the step count (carried across a rewrite or a rollback).
+    pub fn set_steps(&mut self, steps: u64) {
+        self.steps = steps;
+    }
+
+    /// `@loss` on `inputs` (features and labels) without updating anything.
+    pub fn loss(&mut self, inputs: &[&Tensor]) -> Result<f64> {
+        self.ensure_compiled("loss", inputs)?;
+        let out = self.session.call("loss", inputs)?;
+        Ok(out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN))
+    }
+
+    /// Compiles (or finds in the cache) the variant of the model for
+    /// `batch` rows, if the session has none, and adds it.
+    pub fn add_batch(&mut self, batch: usize) -> Result<()> {
+        if self.compiled.iter().any(|c| c.batch == Some(batch)) || self.batch() == Some(batch) {
+            return Ok(());
+        }
+        let (module, compiled) = compile_cached(&self.source, &self.name, &self.options, Some(batch))?;
+        self.session.add_variant(module)?;
+        self.compiled.push(compiled);
+        Ok(())
     }
 
     /// Steps taken so far (restored by [`Trainer::load_checkpoint`] from the
@@ -273,10 +346,33 @@ impl Trainer {
 /// Compiles `source` (at batch size `batch`, or its own) into the cache, or
 /// finds it there, and loads it.
 fn compile_cached(source: &str, name: &str, options: &Options, batch: Option<usize>) -> Result<(CpuModule, Compiled)> {
+    let compiled = compile_artifact(source, name, options, batch)?;
+    let module = CpuModule::load(&compiled.dir, options.threads)?;
+    Ok((module, compiled))
+}
+
+/// Compiles `source` at each of `batches` (`None`: its own batch size) into
+/// `options.cache_dir`, where a [`Trainer`] of it will find them: all at
+/// once (their MLIR work overlaps, their clang processes share the cores),
+/// ahead of a rewrite or during it.
+pub fn precompile(source: &str, name: &str, options: &Options, batches: &[Option<usize>]) -> Result<Vec<Compiled>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = batches.iter().map(|b| scope.spawn(move || compile_artifact(source, name, options, *b))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(TrainError::Input("a compile thread panicked".into()))))
+            .collect()
+    })
+}
+
+/// Compiles `source` (at batch size `batch`, or its own) into the cache,
+/// or finds it there.
+fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<usize>) -> Result<Compiled> {
     let pipeline = options.pipeline();
     let key = ir_hash(&format!("{source}\n{pipeline}\n{}\nbatch {batch:?}", compiler_identity()));
     let dir = options.cache_dir.join(format!("artifact-{key}"));
     let mut seconds = None;
+    let (mut kernels, mut compiled_kernels) = (0, 0);
     if !dir.join("manifest.json").exists() || !dir.join("kernels.so").exists() {
         let started = Instant::now();
         let ctx = CompilerContext::new();
@@ -287,11 +383,12 @@ fn compile_cached(source: &str, name: &str, options: &Options, batch: Option<usi
         run_pipeline(&ctx, &mut module, &pipeline)?;
         // The IR hash is the model's at every batch size, so one checkpoint
         // fits all of its variants.
-        compile_cpu(&ctx, &module, &ir_hash(source), &dir)?;
+        let cache = KernelCache::new(KernelCache::default_dir(&options.cache_dir));
+        let (_, stats) = compile_cpu_cached(&ctx, &module, &ir_hash(source), &dir, &cache)?;
+        (kernels, compiled_kernels) = (stats.kernels, stats.compiled);
         seconds = Some(started.elapsed().as_secs_f64());
     }
-    let module = CpuModule::load(&dir, options.threads)?;
-    Ok((module, Compiled { batch, dir, seconds }))
+    Ok(Compiled { batch, dir, seconds, kernels, compiled_kernels })
 }
 
 /// What identifies the compiler that wrote an artifact: its version and the

@@ -149,15 +149,29 @@ pub struct KernelStats {
 }
 
 /// The clang flags every kernel object is compiled with (part of its hash).
-const KERNEL_FLAGS: [&str; 6] = ["-O3", "-march=native", "-fveclib=libmvec", "-fPIC", "-c", "-Wno-override-module"];
+const KERNEL_FLAGS: [&str; 8] = [
+    "-O3",
+    "-march=native",
+    "-fveclib=libmvec",
+    "-fPIC",
+    "-c",
+    "-Wno-override-module",
+    // Merging the runtime memory checks of a fully unrolled short row loop
+    // (bias + relu over 32 columns) is quadratic: half a second per kernel
+    // with LLVM 22's default of 100, 40 ms with 8; the kernels run the same.
+    "-mllvm",
+    "-memory-check-merge-threshold=8",
+];
 
-/// Compiled kernel objects, content-addressed: `<hash>.o` (and the
-/// `<hash>.ll` it came from) for the hash of the kernel's LLVM-dialect
-/// function with its name taken out, the clang flags, clang and the host
-/// CPU. A kernel the model had before a rewrite (or that another model or
-/// batch size shares) is linked from here, not compiled again; identical
-/// kernels of one module are compiled once. Files are written under a
-/// temporary name and renamed, so concurrent builds share the directory.
+/// Compiled kernels, content-addressed by the hash of the kernel's
+/// LLVM-dialect function with its name taken out, the clang flags, clang and
+/// the host CPU: `<hash>.obj` names the object (`g_<group>.o`, compiled from
+/// `g_<group>.ll`) that holds the kernel, among the others compiled with it
+/// in one clang process. A kernel the model had before a rewrite (or that
+/// another model or batch size shares) is linked from here, not compiled
+/// again; identical kernels of one module are compiled once. Files are
+/// written under a temporary name and renamed, so concurrent builds share
+/// the directory.
 #[derive(Clone, Debug)]
 pub struct KernelCache {
     dir: std::path::PathBuf,
@@ -178,8 +192,12 @@ impl KernelCache {
         &self.dir
     }
 
-    fn object(&self, hash: &str) -> std::path::PathBuf {
-        self.dir.join(format!("{hash}.o"))
+    /// The object holding kernel `hash`, if one was compiled: its
+    /// `<hash>.obj` names it.
+    fn object_of(&self, hash: &str) -> Option<std::path::PathBuf> {
+        let group = std::fs::read_to_string(self.dir.join(format!("{hash}.obj"))).ok()?;
+        let object = self.dir.join(format!("{}.o", group.trim()));
+        object.exists().then_some(object)
     }
 
     fn temporary(&self, name: &str) -> std::path::PathBuf {
@@ -196,14 +214,12 @@ impl KernelCache {
             .map_err(|e| internal(format!("{}: {e}", path.display())))
     }
 
-    /// Compiles `<hash>.ll` to `<hash>.o` for each of `hashes`, with as
-    /// many clang processes at once as there are cores.
-    fn compile_all(&self, clang: &str, hashes: &[String]) -> Result<()> {
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(hashes.len().max(1));
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let compile_one = |hash: &str| -> Result<()> {
-            let ll = self.dir.join(format!("{hash}.ll"));
-            let tmp = self.temporary(&format!("{hash}.o"));
+    /// Compiles each group's `<group>.ll` to `<group>.o`, all at once, and
+    /// then records for each of its kernels that the object holds it.
+    fn compile_all(&self, clang: &str, groups: &[(String, Vec<String>)]) -> Result<()> {
+        let compile_one = |(group, members): &(String, Vec<String>)| -> Result<()> {
+            let ll = self.dir.join(format!("{group}.ll"));
+            let tmp = self.temporary(&format!("{group}.o"));
             let output = std::process::Command::new(clang)
                 .args(KERNEL_FLAGS)
                 .arg(&ll)
@@ -215,19 +231,15 @@ impl KernelCache {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(internal(format!("{clang} failed on {}:\n{}", ll.display(), String::from_utf8_lossy(&output.stderr))));
             }
-            let object = self.object(hash);
-            std::fs::rename(&tmp, &object).map_err(|e| internal(format!("{}: {e}", object.display())))
+            let object = self.dir.join(format!("{group}.o"));
+            std::fs::rename(&tmp, &object).map_err(|e| internal(format!("{}: {e}", object.display())))?;
+            for hash in members {
+                self.write(&format!("{hash}.obj"), group.as_bytes())?;
+            }
+            Ok(())
         };
         let results: Vec<Result<()>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    scope.spawn(|| loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(hash) = hashes.get(i) else { return Ok(()) };
-                        compile_one(hash)?;
-                    })
-                })
-                .collect();
+            let handles: Vec<_> = groups.iter().map(|g| scope.spawn(move || compile_one(g))).collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(internal("a kernel compile thread panicked")))).collect()
         });
         results.into_iter().collect()
@@ -1467,18 +1479,21 @@ impl Generator {
             }
         }
         let mut symbols = HashMap::new();
-        let mut objects: Vec<(String, String)> = Vec::new(); // (hash, module text) in first-use order
+        let mut kernels: Vec<(String, String)> = Vec::new(); // (hash, kernel and entry text) in first-use order
         for (name, count) in &self.entries {
             let op = defined.get(name).ok_or_else(|| internal(format!("kernel @{name} vanished in the lowering")))?;
             let text = unsafe { melior::ir::OperationRef::from_raw(*op) }.to_string();
-            let body = text.replacen(&format!("@{name}("), "@kernel(", 1);
+            let body = text.replacen(&format!("llvm.func @{name}("), "llvm.func @kernel(", 1);
             let hash = artifact::ir_hash(&format!("{KERNEL_FLAGS:?} {clang} {cpu}\n{body}"));
             symbols.insert(name.clone(), format!("aicf_{hash}"));
-            if objects.iter().any(|(h, _)| *h == hash) {
+            if kernels.iter().any(|(h, _)| *h == hash) {
                 continue;
             }
-            let mut m = format!("module {{\n{declarations}  {}\n", body.replacen("@kernel(", &format!("@k_{hash}("), 1));
-            let _ = writeln!(m, "  llvm.func @aicf_{hash}(%begin: i64, %end: i64, %args: !llvm.ptr) {{");
+            // The kernel is internal to its object and its entry weak: an
+            // object compiled with other kernels may be linked beside
+            // another that holds the same one.
+            let mut m = format!("  {}\n", body.replacen("llvm.func @kernel(", &format!("llvm.func internal @k_{hash}("), 1));
+            let _ = writeln!(m, "  llvm.func weak @aicf_{hash}(%begin: i64, %end: i64, %args: !llvm.ptr) {{");
             let mut ptrs = Vec::new();
             for i in 0..*count {
                 let _ = writeln!(
@@ -1490,37 +1505,51 @@ impl Generator {
             let types = vec!["!llvm.ptr"; *count].join(", ");
             let _ = writeln!(
                 m,
-                "    llvm.call @k_{hash}(%begin, %end, {}) : (i64, i64, {types}) -> ()\n    llvm.return\n  }}\n}}",
+                "    llvm.call @k_{hash}(%begin, %end, {}) : (i64, i64, {types}) -> ()\n    llvm.return\n  }}",
                 ptrs.join(", ")
             );
-            objects.push((hash, m));
+            kernels.push((hash, m));
         }
-        // Translate the missing kernels (in this context, one at a time),
-        // then compile them in parallel.
-        let mut missing = Vec::new();
-        for (hash, text) in &objects {
-            if cache.object(hash).exists() {
+        // The missing kernels, in one group per core (a clang process costs
+        // about as much as compiling a small kernel): each group is
+        // translated here, then the groups compile in parallel.
+        let missing: Vec<&(String, String)> = kernels.iter().filter(|(h, _)| cache.object_of(h).is_none()).collect();
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(missing.len()).max(1);
+        let mut groups = Vec::new();
+        for g in 0..workers {
+            let members: Vec<&(String, String)> = missing.iter().skip(g).step_by(workers).copied().collect();
+            if members.is_empty() {
                 continue;
             }
-            let kernel = Module::parse(mlir, text)
-                .ok_or_else(|| internal(format!("kernel {hash} does not parse: {:?}", ctx.take_diagnostics())))?;
+            let hashes: Vec<&str> = members.iter().map(|(h, _)| h.as_str()).collect();
+            let group = format!("g_{}", artifact::ir_hash(&hashes.join(" ")));
+            let text = format!("module {{\n{declarations}{}}}\n", members.iter().map(|(_, t)| t.as_str()).collect::<String>());
+            let module = Module::parse(mlir, &text)
+                .ok_or_else(|| internal(format!("kernels {hashes:?} do not parse: {:?}", ctx.take_diagnostics())))?;
             unsafe { mlirRegisterAllLLVMTranslations(mlir.to_raw()) };
-            let llvm = unsafe { mlirTranslateModuleToLLVMIRToString(kernel.as_operation().to_raw()) };
+            let llvm = unsafe { mlirTranslateModuleToLLVMIRToString(module.as_operation().to_raw()) };
             if llvm.is_null() {
-                return Err(internal(format!("translation of kernel {hash} to LLVM IR failed: {:?}", ctx.take_diagnostics())));
+                return Err(internal(format!("translation of kernels {hashes:?} to LLVM IR failed: {:?}", ctx.take_diagnostics())));
             }
             let llvm_text = unsafe { std::ffi::CStr::from_ptr(llvm) }.to_string_lossy().into_owned();
             unsafe { LLVMDisposeMessage(llvm) };
-            cache.write(&format!("{hash}.ll"), llvm_text.as_bytes())?;
-            missing.push(hash.clone());
+            cache.write(&format!("{group}.ll"), llvm_text.as_bytes())?;
+            groups.push((group, hashes.iter().map(|h| h.to_string()).collect::<Vec<_>>()));
         }
         let compiled = missing.len();
-        cache.compile_all(clang, &missing)?;
+        cache.compile_all(clang, &groups)?;
+        let mut objects: Vec<std::path::PathBuf> = Vec::new();
+        for (hash, _) in &kernels {
+            let object = cache.object_of(hash).ok_or_else(|| internal(format!("kernel {hash} has no object in {}", cache.dir.display())))?;
+            if !objects.contains(&object) {
+                objects.push(object);
+            }
+        }
         let so = out_dir.join("kernels.so");
         let tmp = out_dir.join(format!("kernels.so.{}.tmp", std::process::id()));
         let output = std::process::Command::new(clang)
             .args(["-shared", "-fPIC", "-Wl,-z,defs"])
-            .args(objects.iter().map(|(h, _)| cache.object(h)))
+            .args(&objects)
             .arg("-o")
             .arg(&tmp)
             .args(["-lmvec", "-lm"])
@@ -1530,7 +1559,7 @@ impl Generator {
             return Err(internal(format!("{clang} failed to link {}:\n{}", so.display(), String::from_utf8_lossy(&output.stderr))));
         }
         std::fs::rename(&tmp, &so).map_err(|e| internal(format!("{}: {e}", so.display())))?;
-        let stats = KernelStats { kernels: objects.len(), compiled, seconds: started.elapsed().as_secs_f64() };
+        let stats = KernelStats { kernels: kernels.len(), compiled, seconds: started.elapsed().as_secs_f64() };
         Ok((format!("{} cpu {cpu}", std::env::consts::ARCH), symbols, stats))
     }
 

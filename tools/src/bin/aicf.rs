@@ -9,6 +9,7 @@
 
 use aicf_compiler::{
     CompilerContext,
+    adapt::{Adaptive, Outcome, Policy, Progress},
     codegen::{compile_cpu, compile_gpu, ptxas, validate_ptx},
     run_pipeline,
     trainer::{Options, TrainError, Trainer},
@@ -63,7 +64,7 @@ enum Stage {
     Ll,
 }
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 struct ModelArgs {
     /// The model: an hl module with @forward and @loss.
     model: PathBuf,
@@ -125,6 +126,11 @@ enum Command {
         /// optimizer state, epoch and data order, bit for bit.
         #[arg(long, requires = "checkpoint_dir")]
         resume: bool,
+        /// Change the model while it trains by this policy (TOML: rules of
+        /// a trigger and a growth action; see examples/grow/policy.toml).
+        /// Decisions go to `<out>/decisions.jsonl`.
+        #[arg(long)]
+        adapt: Option<PathBuf>,
     },
     /// Accuracy of a checkpoint on a CSV data set (every row).
     Eval {
@@ -171,8 +177,8 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Compile { compile, output, emit, batch, target } => run_compile(&compile, output, emit, batch, target),
-        Command::Train { compile, data, lr, epochs, seed, val_split, threads, out, checkpoint_dir, resume } => {
-            let run = Run { lr, epochs, seed, val_split, threads, checkpoint_dir, resume };
+        Command::Train { compile, data, lr, epochs, seed, val_split, threads, out, checkpoint_dir, resume, adapt } => {
+            let run = Run { lr, epochs, seed, val_split, threads, checkpoint_dir, resume, adapt };
             train(&compile, &data, &run, &out)
         }
         Command::Eval { compile, data, checkpoint, threads, out } => eval(&compile, &data, &checkpoint, threads, &out),
@@ -446,6 +452,7 @@ struct Run {
     threads: usize,
     checkpoint_dir: Option<PathBuf>,
     resume: bool,
+    adapt: Option<PathBuf>,
 }
 
 fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
@@ -453,6 +460,17 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     if !(0.0..1.0).contains(&val_split) {
         return Err(format!("--val-split {val_split} is not in [0, 1)"));
     }
+    let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
+    // An adaptive run saves the model it has grown into beside its
+    // checkpoint, and resumes from it.
+    let grown_model = run.checkpoint_dir.as_ref().map(|d| d.join("model.mlir"));
+    let mut model = c.model.clone();
+    if let (true, Some(_), Some(m)) = (run.resume, &run.adapt, &grown_model)
+        && m.exists()
+    {
+        model = m.clone();
+    }
+    let c = &ModelArgs { model, ..c.clone() };
     let mut trainer = trainer_for(c, threads, seed, out)?;
     let step = trainer.session().module().function("train_step").map_err(|e| e.to_string())?.clone();
     let forward = trainer.session().module().function("forward").map_err(|e| e.to_string())?.clone();
@@ -485,8 +503,34 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     let scale = train_rows.iter().flat_map(|r| r.0.iter()).fold(0.0f64, |m, v| m.max(v.abs())).max(1e-12);
     // A last batch smaller than the model's, in training and in validation,
     // runs a variant compiled for its size (once; cached under --out).
-    prepare_rows(&mut trainer, &c.model, x_arg, train_rows.len() % batch)?;
-    prepare_rows(&mut trainer, &c.model, x_arg, val.len() % batch)?;
+    let ragged = [train_rows.len() % batch, val.len() % batch];
+    for r in ragged {
+        prepare_rows(&mut trainer, &c.model, x_arg, r)?;
+    }
+    let batch_of = |rows: &[&(Vec<f64>, i64)]| -> [Tensor; 2] {
+        let x: Vec<f64> = rows.iter().flat_map(|r| r.0.iter().map(|v| v / scale)).collect();
+        let y: Vec<f64> = rows.iter().map(|r| r.1 as f64).collect();
+        [Tensor::new([rows.len(), features], x_arg.dtype, x), Tensor::new([rows.len()], y_arg.dtype, y)]
+    };
+    let policy = match &run.adapt {
+        Some(path) => Policy::from_file(path).map_err(|e| e.to_string())?,
+        None => Policy { observe_every: 0, ..Policy::default() },
+    };
+    let mut adaptive = Adaptive::new(trainer, policy);
+    if run.adapt.is_some() {
+        adaptive.log_to(&out.join("decisions.jsonl")).map_err(|e| e.to_string())?;
+        // Rewrites are checked on the first full batch of held-out rows (of
+        // training rows without them); forks train on the first training
+        // batches and compare on the held-out ones.
+        let probe_rows: Vec<&(Vec<f64>, i64)> = if val.len() >= batch { val[..batch].iter().collect() } else { train_rows[..batch.min(train_rows.len())].iter().collect() };
+        if probe_rows.len() == batch {
+            adaptive.set_probe(batch_of(&probe_rows).to_vec());
+        }
+        let full = |rows: &[(Vec<f64>, i64)]| -> Vec<Vec<Tensor>> {
+            rows.chunks_exact(batch).map(|c| batch_of(&c.iter().collect::<Vec<_>>()).to_vec()).collect()
+        };
+        adaptive.set_fork_data(full(train_rows), full(val));
+    }
     let metrics_path = out.join("metrics.jsonl");
     let mut metrics = std::fs::File::create(&metrics_path).map_err(|e| format!("{}: {e}", metrics_path.display()))?;
     println!(
@@ -494,92 +538,176 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
         train_rows.len(),
         val.len(),
         train_rows.len().div_ceil(batch),
-        trainer.session().module().threads()
+        adaptive.trainer().session().module().threads()
     );
     if train_rows.len() < batch {
         return Err(format!("{} training rows, fewer than one batch of {batch}", train_rows.len()));
     }
     let mut history = Vec::new();
     let train_started = Instant::now();
-    let mut steps = 0usize;
     let mut first_epoch = 1;
-    let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
     if let (true, Some(path)) = (run.resume, &checkpoint) {
-        let meta = trainer.load_checkpoint(path).map_err(|e| e.to_string())?;
+        let meta = adaptive.trainer_mut().load_checkpoint(path).map_err(|e| e.to_string())?;
         let field = |k: &str| -> Result<u64> {
             meta.get(k)
                 .and_then(|v| v.parse().ok())
                 .ok_or_else(|| format!("{}: no {k} in the checkpoint's metadata", path.display()))
         };
         first_epoch = field("epoch")? as usize + 1;
-        steps = field("step")? as usize;
         state = field("data_rng_state")?;
-        println!("resumed from {} at epoch {} (step {steps})", path.display(), first_epoch - 1);
+        println!("resumed from {} at epoch {} (step {})", path.display(), first_epoch - 1, field("step")?);
     }
-    for epoch in first_epoch..=epochs {
+    let batches = train_rows.len().div_ceil(batch);
+    let mut epoch = first_epoch;
+    let mut start_batch = 0;
+    'epochs: while epoch <= epochs {
         let epoch_started = Instant::now();
         // The epoch's order depends only on the RNG state (checkpointed).
+        let epoch_rng = state;
         let mut order: Vec<usize> = (0..train_rows.len()).collect();
         shuffle(&mut order, &mut state);
+        if start_batch >= batches {
+            // Rolled back to the end of this epoch: the next one starts.
+            (start_batch, epoch) = (0, epoch + 1);
+            continue;
+        }
         let mut loss_sum = 0.0;
         let mut count = 0;
         // Every row once per epoch; the last, smaller batch runs its variant.
-        for chunk in order.chunks(batch) {
-            let x: Vec<f64> = chunk.iter().flat_map(|&i| train_rows[i].0.iter().map(|v| v / scale)).collect();
-            let y: Vec<f64> = chunk.iter().map(|&i| train_rows[i].1 as f64).collect();
-            let x = Tensor::new([chunk.len(), features], x_arg.dtype, x);
-            let y = Tensor::new([chunk.len()], y_arg.dtype, y);
-            let loss = match trainer.step(&[&x, &y], lr) {
-                Ok(m) => m.loss,
+        for (b, chunk) in order.chunks(batch).enumerate().skip(start_batch) {
+            let [x, y] = batch_of(&chunk.iter().map(|&i| &train_rows[i]).collect::<Vec<_>>());
+            let progress = Progress { epoch, batch: b + 1, rng: epoch_rng };
+            match adaptive.step(&[&x, &y], lr, progress) {
+                Ok(Outcome::Trained(m, decision)) => {
+                    // Each batch's mean loss, weighted by its rows.
+                    loss_sum += m.loss * chunk.len() as f64;
+                    count += chunk.len();
+                    if let Some(d) = decision {
+                        after_rewrite(&mut adaptive, d, c, x_arg, &ragged, grown_model.as_deref())?;
+                    }
+                }
+                Ok(Outcome::RolledBack(d, to)) => {
+                    println!("  {}", adaptive.decisions()[d].summary());
+                    (epoch, start_batch, state) = (to.epoch, to.batch, to.rng);
+                    continue 'epochs;
+                }
                 Err(TrainError::NonFinite { step, loss, lr }) => {
                     return Err(format!("the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate"));
                 }
                 Err(e) => return Err(e.to_string()),
-            };
-            steps += 1;
-            // Each batch's mean loss, weighted by its rows.
-            loss_sum += loss * chunk.len() as f64;
-            count += chunk.len();
+            }
         }
+        start_batch = 0;
+        let trainer = adaptive.trainer_mut();
         // Without held-out rows there is no accuracy to report (NaN, "null" in JSON).
-        let accuracy = if val.is_empty() { f64::NAN } else { evaluate(&mut trainer, val, features, scale)? };
+        let accuracy = if val.is_empty() { f64::NAN } else { evaluate(trainer, val, features, scale)? };
+        // The held-out loss over its full batches (NaN with none).
+        let val_loss = if val.len() >= batch { held_out_loss(trainer, val, batch, &batch_of)? } else { f64::NAN };
+        let steps = trainer.steps();
         let train_loss = loss_sum / count.max(1) as f64;
         let seconds = epoch_started.elapsed().as_secs_f64();
         println!(
-            "epoch {epoch:>3}/{epochs}  train loss {train_loss:.4}  val accuracy {}  ({seconds:.2} s)",
+            "epoch {epoch:>3}/{epochs}  train loss {train_loss:.4}  val loss {val_loss:.4}  val accuracy {}  ({seconds:.2} s)",
             percent(accuracy)
         );
+        let params = aicf_compiler::adapt::param_count(trainer);
         writeln!(
             metrics,
             "{}",
-            serde_json::json!({"epoch": epoch, "step": steps, "train_loss": train_loss, "val_accuracy": accuracy, "seconds": seconds})
+            serde_json::json!({"epoch": epoch, "step": steps, "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": accuracy, "seconds": seconds,
+                "params": params, "train_flops": adaptive.flops})
         )
         .map_err(|e| format!("{}: {e}", metrics_path.display()))?;
         history.push((train_loss, accuracy));
+        if let Some(d) = adaptive.epoch_end(Progress { epoch, batch: batches, rng: epoch_rng }).map_err(|e| e.to_string())? {
+            after_rewrite(&mut adaptive, d, c, x_arg, &ragged, grown_model.as_deref())?;
+        }
         if let Some(path) = &checkpoint {
             let meta = std::collections::BTreeMap::from([
                 ("epoch".to_string(), epoch.to_string()),
-                ("step".to_string(), steps.to_string()),
+                ("step".to_string(), adaptive.trainer().steps().to_string()),
                 ("data_rng_state".to_string(), state.to_string()),
                 ("seed".to_string(), seed.to_string()),
                 ("optimizer".to_string(), c.optimizer.name().to_string()),
                 ("lr".to_string(), lr.to_string()),
                 ("feature_scale".to_string(), scale.to_string()),
             ]);
-            trainer.save_checkpoint(path, &meta).map_err(|e| e.to_string())?;
+            adaptive.trainer().save_checkpoint(path, &meta).map_err(|e| e.to_string())?;
         }
+        epoch += 1;
     }
     let plot = out.join("plot.svg");
     std::fs::write(&plot, svg_plot(&history)).map_err(|e| format!("{}: {e}", plot.display()))?;
     let final_accuracy = history.last().map_or(0.0, |h| h.1);
     println!(
-        "final held-out accuracy {} after {epochs} epochs ({steps} steps, training {:.2} s); metrics {}, plot {}",
+        "final held-out accuracy {} after {epochs} epochs ({} steps, training {:.2} s); metrics {}, plot {}",
         percent(final_accuracy),
+        adaptive.trainer().steps(),
         train_started.elapsed().as_secs_f64(),
         metrics_path.display(),
         plot.display()
     );
+    if run.adapt.is_some() {
+        println!(
+            "adaptive run: {} decisions (log {}), final model {} parameters",
+            adaptive.decisions().len(),
+            out.join("decisions.jsonl").display(),
+            aicf_compiler::adapt::param_count(adaptive.trainer()),
+        );
+    }
+    println!("training FLOPs {:.3e} (6 per weight element per row)", adaptive.flops);
     Ok(())
+}
+
+/// After decision `d` changed the model: report it, compile the new
+/// model's variants for the ragged batches now (not mid-epoch), and save
+/// the new model beside the checkpoint.
+fn after_rewrite(
+    adaptive: &mut Adaptive,
+    d: usize,
+    c: &ModelArgs,
+    x_arg: &artifact::Arg,
+    ragged: &[usize],
+    grown_model: Option<&Path>,
+) -> Result<()> {
+    let started = Instant::now();
+    let trainer = adaptive.trainer_mut();
+    let before = trainer.compiled().len();
+    for &r in ragged {
+        if r > 0 {
+            let mut shape = x_arg.shape.clone();
+            shape[0] = r;
+            trainer.ensure_compiled("forward", &[&Tensor::new(shape, x_arg.dtype, Vec::new())]).map_err(|e| e.to_string())?;
+        }
+    }
+    let variants = trainer.compiled().len() - before;
+    let variant_seconds = started.elapsed().as_secs_f64();
+    if let Some(path) = grown_model {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        aicf_compiler::codegen::write_atomically(path, trainer.source().as_bytes()).map_err(|e| e.to_string())?;
+    }
+    let summary = adaptive.decisions()[d].summary();
+    let extra = if variants > 0 { format!(" (+{variant_seconds:.2} s compiling {variants} batch variant(s) of {})", c.model.display()) } else { String::new() };
+    println!("  {summary}{extra}");
+    Ok(())
+}
+
+/// Mean `@loss` over the full batches of `rows`.
+fn held_out_loss(
+    trainer: &mut Trainer,
+    rows: &[(Vec<f64>, i64)],
+    batch: usize,
+    batch_of: &dyn Fn(&[&(Vec<f64>, i64)]) -> [Tensor; 2],
+) -> Result<f64> {
+    let mut total = 0.0;
+    let chunks: Vec<_> = rows.chunks_exact(batch).collect();
+    for chunk in &chunks {
+        let [x, y] = batch_of(&chunk.iter().collect::<Vec<_>>());
+        total += trainer.loss(&[&x, &y]).map_err(|e| e.to_string())?;
+    }
+    Ok(total / chunks.len().max(1) as f64)
 }
 
 /// An accuracy as a percentage, or "n/a" where there were no rows to measure it on.
