@@ -261,8 +261,14 @@ impl CpuModule {
         let key = Registry::key(g, call, &self.manifest.target, self.threads());
         let choice = self.forced.or_else(|| self.registry.get(&key)).unwrap_or_else(|| {
             // Timed from a cold cache, as inside a train step, where the
-            // kernels between two uses of a weight evict it.
-            let mut scratch = vec![0u8; 64 << 20];
+            // kernels between two uses of a weight evict it. The eviction
+            // buffer is allocated once per process (a new model after a
+            // rewrite measures its new shapes without faulting it in again).
+            static SCRATCH: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+            let mut scratch = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+            if scratch.is_empty() {
+                scratch.resize(64 << 20, 0);
+            }
             let mut time = |f: &dyn Fn()| {
                 f();
                 let mut best = f64::INFINITY;
