@@ -16,11 +16,11 @@
 // CHECK: compiled {{.*}}digits_mlp.mlir for batch 30 in
 // CHECK: compiled {{.*}}digits_mlp.mlir for batch 7 in
 // CHECK: training on 1438 rows (359 held out), batch 32, 45 steps per epoch
-// CHECK: epoch   1/3  train loss {{[0-9.]+}}  val accuracy {{[0-9.]+}}%
+// CHECK: epoch   1/3  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy {{[0-9.]+}}%
 // CHECK: epoch   3/3
 // CHECK: final held-out accuracy {{[0-9.]+}}% after 3 epochs (135 steps
 
-// METRICS: {"epoch":1,"seconds":{{.*}},"step":45,"train_loss":{{.*}},"val_accuracy":{{.*}}}
+// METRICS: {"epoch":1,"params":9610,"seconds":{{.*}},"step":45,"train_flops":{{.*}},"train_loss":{{.*}},"val_accuracy":{{.*}},"val_loss":{{.*}}}
 // METRICS: {"epoch":3,
 
 // PLOT: 2

@@ -1,0 +1,29 @@
+// `aicf train --adapt`: the model changes while it trains. At step 50 fc1
+// widens from 16 to 32 units (Net2Wider), at step 100 a residual block is
+// inserted after it; each rewrite is checked on a probe batch (the loss
+// unchanged), logged with its IR diff, and training goes on. The grown model
+// is saved beside the checkpoint and a resumed run continues from it.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 3 --out %t/run --checkpoint-dir %t/ckpt --adapt %S/inputs/grow-steps.toml | FileCheck %s
+// RUN: FileCheck %s --check-prefix=LOG < %t/run/decisions.jsonl
+// RUN: FileCheck %s --check-prefix=MODEL < %t/ckpt/model.mlir
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 4 --out %t/run --checkpoint-dir %t/ckpt --adapt %S/inputs/grow-steps.toml --resume | FileCheck %s --check-prefix=RESUME
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --adapt %S/inputs/bad-policy.toml 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --adapt %t/missing.toml 2>&1 | FileCheck %s --check-prefix=MISSING
+
+// CHECK: step 50 (epoch 2): widen fc1 to 32 (net2wider) on step 50 reached -> accepted [fc1.weight 16x64 -> 32x64, fc1.bias 16 -> 32, fc2.weight 10x16 -> 10x32], probe loss [[L1:[0-9.]+]] -> [[L1]]
+// CHECK: step 100 (epoch 3): deepen after fc1 (residual, zero output) on step 100 reached -> accepted [+fc1_deep1.fc_in.weight 32x32, +fc1_deep1.fc_in.bias 32, +fc1_deep1.fc_out.weight 32x32, +fc1_deep1.fc_out.bias 32], probe loss [[L2:[0-9.]+]] -> [[L2]]
+// CHECK: epoch   3/3
+// CHECK: adaptive run: 2 decisions (log {{.*}}decisions.jsonl), final model 4522 parameters
+
+// LOG: "step":50,{{.*}}"action":"widen fc1 to 32 (net2wider)",{{.*}}"params_before":1210,"params_after":2410,{{.*}}"exact":true,{{.*}}"outcome":"accepted"
+// LOG: "step":100,{{.*}}"action":"deepen after fc1 (residual, zero output)",{{.*}}"outcome":"accepted"
+
+// MODEL: hl.param @fc1.weight : tensor<32x64xf32>
+// MODEL: hl.param @fc1_deep1.fc_out.weight : tensor<32x32xf32>
+
+// RESUME: resumed from {{.*}}last.safetensors at epoch 3 (step 135)
+// RESUME: epoch   4/4
+
+// BAD: rule 0 ({{\[\[rule\]\]}} number 1): unknown trigger when = "sometimes" (epoch, steps, plateau, instability)
+// MISSING: missing.toml: No such file or directory

@@ -1,0 +1,23 @@
+// hl-widen and hl-deepen diagnostics: each names the op that stops the
+// rewrite.
+// RUN: aicf-opt %s -split-input-file --hl-widen="layer=fc1 width=16" -verify-diagnostics -o /dev/null
+// RUN: not aicf-opt %s -split-input-file --hl-widen="layer=nope width=16" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not aicf-opt %s -split-input-file --hl-widen="layer=fc1 width=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NARROW
+// RUN: not aicf-opt %s -split-input-file --hl-deepen="after=fc1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NORELU
+
+// MISSING: hl-widen: no parameter @nope.weight (is 'nope' a linear layer of this model?)
+// NARROW: hl-widen: width=2 is narrower than fc1's 8 units; widening only grows
+// NORELU: hl-deepen: fc1 is not followed by a relu here ('hl.tanh'), so an identity layer would not preserve the function; use residual=true
+
+// The hidden units feed a residual add: widening would change its width.
+hl.param @fc1.weight : tensor<8x8xf32> owner "fc1" init <kaiming_uniform, gain = 1.0>
+hl.param @fc1.bias : tensor<8xf32> owner "fc1" init <zeros>
+func.func @forward(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %w = hl.get_param @fc1.weight : tensor<8x8xf32>
+  %b = hl.get_param @fc1.bias : tensor<8xf32>
+  %h = hl.linear %x, %w, %b : tensor<2x8xf32>, tensor<8x8xf32>, tensor<8xf32>
+  %a = hl.tanh %h : tensor<2x8xf32>
+  // expected-error @below {{hl-widen: fc1's units reach 'hl.add' here; widening supports a linear layer followed by elementwise activations and linear layers}}
+  %r = hl.add %a, %x : tensor<2x8xf32>, tensor<2x8xf32>
+  return %r : tensor<2x8xf32>
+}
