@@ -679,6 +679,9 @@ pub struct Policy {
     /// Largest relative probe-loss change a function-preserving rewrite may
     /// make before it is rejected.
     pub verify_tolerance: f64,
+    /// Largest relative rise of the probe loss an inexact rewrite (Net2Wider
+    /// with `noise`) may cause before it is rejected.
+    pub max_loss_increase: f64,
     /// After a rewrite, the learning rate ramps from 10% to 100% over this
     /// many steps (0: no re-warm-up).
     pub rewarmup_steps: u64,
@@ -705,6 +708,7 @@ impl Default for Policy {
         Policy {
             observe_every: 10,
             verify_tolerance: 1e-5,
+            max_loss_increase: 0.05,
             rewarmup_steps: 0,
             watch_steps: 50,
             spike_factor: 4.0,
@@ -722,6 +726,7 @@ impl Default for Policy {
 struct RawPolicy {
     observe_every: Option<u64>,
     verify_tolerance: Option<f64>,
+    max_loss_increase: Option<f64>,
     rewarmup_steps: Option<u64>,
     watch_steps: Option<u64>,
     spike_factor: Option<f64>,
@@ -816,6 +821,7 @@ impl Policy {
         let policy = Policy {
             observe_every: raw.observe_every.unwrap_or(d.observe_every),
             verify_tolerance: raw.verify_tolerance.unwrap_or(d.verify_tolerance),
+            max_loss_increase: raw.max_loss_increase.unwrap_or(d.max_loss_increase),
             rewarmup_steps: raw.rewarmup_steps.unwrap_or(d.rewarmup_steps),
             watch_steps: raw.watch_steps.unwrap_or(d.watch_steps),
             spike_factor: raw.spike_factor.unwrap_or(d.spike_factor),
@@ -1250,12 +1256,22 @@ impl Adaptive {
         if let (Some(a), Some(b)) = (before, after) {
             let change = (b - a).abs() / a.abs().max(1e-12);
             d.relative_change = Some(change);
-            if d.exact && !(change <= self.policy.verify_tolerance) {
+            let rise = (b - a) / a.abs().max(1e-12);
+            let refused = if d.exact {
+                (!(change <= self.policy.verify_tolerance)).then(|| {
+                    format!(
+                        "the probe loss changed by {change:.2e} (tolerance {:.0e}) under a function-preserving rewrite",
+                        self.policy.verify_tolerance
+                    )
+                })
+            } else {
+                (!(rise <= self.policy.max_loss_increase)).then(|| {
+                    format!("the probe loss rose by {:.2}% (at most {:.2}%)", 100.0 * rise, 100.0 * self.policy.max_loss_increase)
+                })
+            };
+            if let Some(reason) = refused {
                 d.outcome = "rejected".into();
-                d.reason = format!(
-                    "the probe loss changed by {change:.2e} (tolerance {:.0e}) under a function-preserving rewrite",
-                    self.policy.verify_tolerance
-                );
+                d.reason = reason;
                 d.pause_seconds = started.elapsed().as_secs_f64();
                 self.rejected.push(op.clone());
                 self.record(d)?;

@@ -201,8 +201,7 @@ impl KernelCache {
     }
 
     fn temporary(&self, name: &str) -> std::path::PathBuf {
-        let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
-        self.dir.join(format!("{name}.{}.{thread}.tmp", std::process::id()))
+        self.dir.join(format!("{name}.{}.{}.tmp", std::process::id(), thread_tag()))
     }
 
     fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
@@ -310,10 +309,16 @@ fn serde_json_string(m: &Manifest) -> Result<String> {
     aicf_runtime::artifact::to_json(m).map_err(|e| internal(format!("manifest: {e}")))
 }
 
+/// The current thread, for temporary file names: two threads of one process
+/// may build the same artifact (a rewrite compiled ahead and on demand).
+fn thread_tag() -> String {
+    format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "")
+}
+
 /// Writes `bytes` to a temporary file beside `path`, then renames it over
 /// `path`: a reader never sees half a file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
+    let tmp = path.with_extension(format!("{}.{}.tmp", std::process::id(), thread_tag()));
     std::fs::write(&tmp, bytes)
         .and_then(|_| std::fs::rename(&tmp, path))
         .map_err(|e| internal(format!("{}: {e}", path.display())))
@@ -1546,7 +1551,7 @@ impl Generator {
             }
         }
         let so = out_dir.join("kernels.so");
-        let tmp = out_dir.join(format!("kernels.so.{}.tmp", std::process::id()));
+        let tmp = out_dir.join(format!("kernels.so.{}.{}.tmp", std::process::id(), thread_tag()));
         let output = std::process::Command::new(clang)
             .args(["-shared", "-fPIC", "-Wl,-z,defs"])
             .args(&objects)

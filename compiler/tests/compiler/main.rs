@@ -1,6 +1,7 @@
 //! The compiler's integration tests, in one binary because each test binary
 //! links all of MLIR statically.
 
+mod adapt;
 mod api;
 mod autodiff;
 mod cpu;

@@ -1,0 +1,322 @@
+//! Training that changes the model while it trains: the growth operators
+//! preserve the function and carry the optimizer state by their rules
+//! (values checked), a rollback restores everything bit for bit, forks keep
+//! the better candidate, and policies and observers behave as documented.
+
+use crate::optimizer::digits;
+use aicf_compiler::adapt::{
+    Action, Adaptive, Observer, Operator, Outcome, Policy, Progress, Rule, State, Template, Trigger, WidenRule, grow,
+};
+use aicf_compiler::trainer::{Options, Trainer};
+use aicf_runtime::{artifact::DType, session::Tensor};
+use std::path::PathBuf;
+
+fn narrow() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/grow/narrow_mlp.mlir"))
+}
+
+fn options(optimizer: &str, momentum: f64) -> Options {
+    // One cache for the file: the same models compile once.
+    let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("adapt");
+    Options { optimizer: optimizer.into(), momentum, threads: 2, seed: 3, cache_dir, ..Options::default() }
+}
+
+/// Batch `i` (32 rows) of the digits, features scaled to [0, 1].
+fn batch(i: usize) -> [Tensor; 2] {
+    let rows = digits();
+    let take = &rows[(i * 32) % 1760..(i * 32) % 1760 + 32];
+    let x = take.iter().flat_map(|r| r.0.map(|v| v / 16.0)).collect();
+    let y = take.iter().map(|r| r.1 as f64).collect();
+    [Tensor::new([32, 64], DType::F32, x), Tensor::new([32], DType::I32, y)]
+}
+
+/// The narrow MLP after `steps` steps: parameters and optimizer state away
+/// from their initial values.
+fn trained(optimizer: &str, momentum: f64, steps: usize) -> Trainer {
+    let mut t = Trainer::from_file(&narrow(), options(optimizer, momentum)).unwrap();
+    for i in 0..steps {
+        let [x, y] = batch(i);
+        t.step(&[&x, &y], if optimizer == "sgd" { 0.05 } else { 3e-3 }).unwrap();
+    }
+    t
+}
+
+fn row(t: &Tensor, r: usize) -> &[f64] {
+    let cols = t.shape[1..].iter().product::<usize>();
+    &t.values[r * cols..(r + 1) * cols]
+}
+
+fn column(t: &Tensor, c: usize) -> Vec<f64> {
+    let cols = t.shape[1];
+    (0..t.shape[0]).map(|r| t.values[r * cols + c]).collect()
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * a.abs().max(b.abs()).max(1e-6)
+}
+
+/// `@loss` on a probe batch and `@forward`'s logits, before and after.
+fn assert_same_function(old: &mut Trainer, new: &mut Trainer) {
+    let [x, y] = batch(40);
+    let (a, b) = (old.loss(&[&x, &y]).unwrap(), new.loss(&[&x, &y]).unwrap());
+    assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
+    let (la, lb) = (old.predict(&[&x]).unwrap().remove(0), new.predict(&[&x]).unwrap().remove(0));
+    let worst = la.values.iter().zip(&lb.values).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+    assert!(worst < 1e-4, "logits differ by {worst}");
+}
+
+#[test]
+fn net2wider_preserves_the_function_and_splits_weights_and_adam_moments() {
+    let mut old = trained("adam", 0.0, 20);
+    let s = 0.2;
+    let op = Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: s, noise: 0.0 };
+    assert!(op.exact());
+    let mut g = grow(&old, &op, 7).unwrap();
+    assert_eq!(g.rewrite.diff, ["fc1.weight 16x64 -> 40x64", "fc1.bias 16 -> 40", "fc2.weight 10x16 -> 10x40"]);
+    assert_same_function(&mut old, &mut g.trainer);
+    let (o, n): (State, State) = (old.state(), g.trainer.state());
+    // Each unit's source: itself, or the old unit whose incoming weights it copies.
+    let source: Vec<usize> = (0..40)
+        .map(|j| {
+            let found: Vec<usize> = (0..16).filter(|&s| row(&n["fc1.weight"], j) == row(&o["fc1.weight"], s)).collect();
+            assert_eq!(found.len(), 1, "unit {j} copies {found:?}");
+            found[0]
+        })
+        .collect();
+    assert!((0..16).all(|j| source[j] == j));
+    let copies = |g: usize| source.iter().filter(|&&x| x == g).count() as f64;
+    for j in 0..40 {
+        let (src, c) = (source[j], copies(source[j]));
+        let alpha = if j < 16 { (1.0 + s * (c - 1.0)) / c } else { (1.0 - s) / c };
+        // Outgoing weights split by alpha (they sum to the old column over the copies).
+        for (new, old_w) in column(&n["fc2.weight"], j).iter().zip(column(&o["fc2.weight"], src)) {
+            assert!(close(*new, alpha * old_w, 1e-6), "fc2.weight[:, {j}] {new} vs {alpha} x {old_w}");
+        }
+        // Incoming: bias copied; Adam moments scaled by alpha and alpha^2.
+        assert_eq!(n["fc1.bias"].values[j], o["fc1.bias"].values[src]);
+        for (p, kind, scale) in [("fc1.weight", "exp_avg", alpha), ("fc1.weight", "exp_avg_sq", alpha * alpha), ("fc1.bias", "exp_avg", alpha)] {
+            let name = format!("{p}.{kind}");
+            let (new, old_m) = (row(&n[&name], j), row(&o[&name], src));
+            for (a, b) in new.iter().zip(old_m) {
+                assert!(close(*a, scale * b, 1e-6), "{name}[{j}] {a} vs {scale} x {b}");
+            }
+        }
+        // Outgoing moments copied unchanged.
+        assert_eq!(column(&n["fc2.weight.exp_avg"], j), column(&o["fc2.weight.exp_avg"], src));
+        assert_eq!(column(&n["fc2.weight.exp_avg_sq"], j), column(&o["fc2.weight.exp_avg_sq"], src));
+    }
+    for g in 0..16 {
+        let total: f64 = (0..40).filter(|&j| source[j] == g).map(|j| if j < 16 { (1.0 + s * (copies(g) - 1.0)) / copies(g) } else { (1.0 - s) / copies(g) }).sum();
+        assert!((total - 1.0).abs() < 1e-12);
+    }
+    assert_eq!(n["fc2.bias"], o["fc2.bias"]);
+    assert_eq!(n["step"], o["step"]);
+    assert_eq!(g.trainer.steps(), 20);
+    // Training goes on from the carried state.
+    let [x, y] = batch(21);
+    assert!(g.trainer.step(&[&x, &y], 3e-3).unwrap().loss.is_finite());
+}
+
+#[test]
+fn zero_out_widening_preserves_the_function_and_zeroes_new_momentum() {
+    let mut old = trained("sgd", 0.9, 20);
+    let op = Operator::Widen { layer: "fc1".into(), width: 32, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 };
+    let mut g = grow(&old, &op, 1).unwrap();
+    assert_same_function(&mut old, &mut g.trainer);
+    let (o, n) = (old.state(), g.trainer.state());
+    for j in 0..32 {
+        if j < 16 {
+            assert_eq!(row(&n["fc1.weight"], j), row(&o["fc1.weight"], j));
+            assert_eq!(row(&n["fc1.weight.momentum"], j), row(&o["fc1.weight.momentum"], j));
+            assert_eq!(column(&n["fc2.weight"], j), column(&o["fc2.weight"], j));
+            assert_eq!(column(&n["fc2.weight.momentum"], j), column(&o["fc2.weight.momentum"], j));
+        } else {
+            // Fresh incoming weights (from the initialiser), zero outgoing, zero momentum.
+            assert!(row(&n["fc1.weight"], j).iter().any(|v| *v != 0.0));
+            assert!((0..16).all(|s| row(&n["fc1.weight"], j) != row(&o["fc1.weight"], s)));
+            assert!(column(&n["fc2.weight"], j).iter().all(|v| *v == 0.0));
+            assert!(row(&n["fc1.weight.momentum"], j).iter().all(|v| *v == 0.0));
+            assert_eq!(n["fc1.bias.momentum"].values[j], 0.0);
+            assert!(column(&n["fc2.weight.momentum"], j).iter().all(|v| *v == 0.0));
+        }
+    }
+    assert_eq!(n["fc2.bias.momentum"], o["fc2.bias.momentum"]);
+    // The zero outgoing weights get a gradient at once: one step moves them.
+    let [x, y] = batch(21);
+    g.trainer.step(&[&x, &y], 0.05).unwrap();
+    assert!(column(&g.trainer.state()["fc2.weight"], 20).iter().any(|v| *v != 0.0));
+}
+
+#[test]
+fn deepening_preserves_the_function_with_identity_or_zero_output_layers() {
+    let mut old = trained("adam", 0.0, 20);
+    let identity = Operator::Deepen { after: "fc1".into(), name: Some("mid".into()), residual: false };
+    let mut g = grow(&old, &identity, 0).unwrap();
+    assert_eq!(g.rewrite.diff, ["+mid.weight 16x16", "+mid.bias 16"]);
+    assert_same_function(&mut old, &mut g.trainer);
+    let (o, n) = (old.state(), g.trainer.state());
+    for i in 0..16 {
+        for j in 0..16 {
+            assert_eq!(n["mid.weight"].values[i * 16 + j], if i == j { 1.0 } else { 0.0 });
+        }
+    }
+    assert!(n["mid.bias"].values.iter().chain(&n["mid.weight.exp_avg"].values).chain(&n["mid.weight.exp_avg_sq"].values).all(|v| *v == 0.0));
+    for name in ["fc1.weight", "fc1.weight.exp_avg", "fc2.weight.exp_avg_sq", "step"] {
+        assert_eq!(n[name], o[name], "{name} carried unchanged");
+    }
+
+    let residual = Operator::Deepen { after: "fc1".into(), name: Some("blk".into()), residual: true };
+    let mut r = grow(&old, &residual, 0).unwrap();
+    assert_same_function(&mut old, &mut r.trainer);
+    let n = r.trainer.state();
+    assert!(n["blk.fc_in.weight"].values.iter().any(|v| *v != 0.0), "fc_in from its initialiser");
+    assert!(n["blk.fc_out.weight"].values.iter().chain(&n["blk.fc_out.bias"].values).all(|v| *v == 0.0));
+    assert!(n["blk.fc_in.weight.exp_avg"].values.iter().all(|v| *v == 0.0));
+    // A relu must end the chain for an identity layer; a tanh model is refused.
+    let tanh = old.source().replace("hl.relu", "hl.tanh");
+    let t = Trainer::from_source(&tanh, "tanh.mlir", options("adam", 0.0)).unwrap();
+    let e = grow(&t, &identity, 0).err().expect("identity deepening after tanh").to_string();
+    assert!(e.contains("not followed by a relu"), "{e}");
+}
+
+fn policy(rules: Vec<Rule>) -> Policy {
+    Policy { prefetch: false, watch_steps: 50, rules, ..Policy::default() }
+}
+
+#[test]
+fn a_rollback_restores_parameters_state_step_and_rng_bit_for_bit() {
+    let mut run = Adaptive::new(trained("adam", 0.0, 0), policy(vec![]));
+    let progress = |i: usize| Progress { epoch: 1 + i / 10, batch: i % 10 + 1, rng: 0x5eed ^ (i as u64 / 10) };
+    for i in 0..15 {
+        let [x, y] = batch(i);
+        assert!(matches!(run.step(&[&x, &y], 3e-3, progress(i)).unwrap(), Outcome::Trained(_, None)));
+    }
+    let (before, steps) = (run.trainer().state(), run.trainer().steps());
+    let op = Operator::Widen { layer: "fc1".into(), width: 48, rule: WidenRule::Net2wider, split_noise: 0.1, noise: 0.0 };
+    let d = run.apply(&op, "test", &[], progress(14)).unwrap().expect("the widening is accepted");
+    assert_eq!(run.decisions()[d].outcome, "accepted");
+    assert_eq!(aicf_compiler::adapt::param_count(run.trainer()), 48 * 64 + 48 + 10 * 48 + 10);
+    // A diverging step inside the watch window rolls the rewrite back.
+    for i in 15..20 {
+        let [x, y] = batch(i);
+        run.step(&[&x, &y], 3e-3, progress(i)).unwrap();
+    }
+    // A step at an absurd rate: its own loss is finite, the next one is not.
+    let [x, y] = batch(20);
+    assert!(matches!(run.step(&[&x, &y], 1e30, progress(20)).unwrap(), Outcome::Trained(..)));
+    let [x, y] = batch(21);
+    let Outcome::RolledBack(r, to) = run.step(&[&x, &y], 3e-3, progress(21)).unwrap() else {
+        panic!("a non-finite loss after a watched rewrite rolls it back")
+    };
+    assert_eq!(to, progress(14), "the data loop resumes where the rewrite happened");
+    assert_eq!(run.decisions()[d].outcome, "rolled back");
+    assert!(run.decisions()[r].reason.contains("rolled back to step 15"), "{}", run.decisions()[r].reason);
+    assert_eq!(run.trainer().steps(), steps);
+    let after = run.trainer().state();
+    assert_eq!(after.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
+    for (name, t) in &before {
+        let bits = |v: &Tensor| v.values.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&after[name]), bits(t), "{name} restored bit for bit");
+    }
+    // Training goes on from the restored state.
+    let [x, y] = batch(22);
+    assert!(matches!(run.step(&[&x, &y], 3e-3, progress(15)).unwrap(), Outcome::Trained(_, None)));
+}
+
+#[test]
+fn a_rewrite_whose_probe_loss_moves_is_rejected_and_the_model_kept() {
+    let mut run = Adaptive::new(trained("adam", 0.0, 10), Policy { max_loss_increase: 0.001, ..policy(vec![]) });
+    let [x, y] = batch(3);
+    run.set_probe(vec![x, y]);
+    let state = run.trainer().state();
+    // Net2Wider with noise on the copies' incoming weights is not exact: the
+    // probe may rise by max_loss_increase (0.1% here); this much noise
+    // exceeds it.
+    let op = Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 20.0 };
+    assert!(!op.exact());
+    let applied = run.apply(&op, "test", &[], Progress::default()).unwrap();
+    assert_eq!(applied, None, "{:?}", run.decisions());
+    let d = &run.decisions()[0];
+    assert_eq!(d.outcome, "rejected");
+    assert!(d.loss_after.unwrap() > 1.001 * d.loss_before.unwrap() && d.reason.contains("probe loss rose"), "{d:?}");
+    assert_eq!(run.trainer().state(), state, "the model is unchanged");
+    // A little noise is within bounds and accepted.
+    let gentle = Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 0.01 };
+    assert!(run.apply(&gentle, "test", &[], Progress::default()).unwrap().is_some());
+    assert_eq!(run.decisions()[1].outcome, "accepted");
+}
+
+#[test]
+fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
+    let candidates = vec![
+        Template::Widen { layer: "fc1".into(), width: Some(32), factor: None, max_width: None, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 },
+        Template::Deepen { after: "fc1".into(), residual: true },
+    ];
+    let rule = Rule { trigger: Trigger::Steps { at: 10 }, action: Action::Fork { candidates, steps: 8 }, min_gap: 0, max_times: 1 };
+    let mut run = Adaptive::new(trained("adam", 0.0, 0), policy(vec![rule]));
+    run.set_fork_data((30..34).map(|i| batch(i).to_vec()).collect(), (40..42).map(|i| batch(i).to_vec()).collect());
+    let mut forked = None;
+    for i in 0..10 {
+        let [x, y] = batch(i);
+        if let Outcome::Trained(_, Some(d)) = run.step(&[&x, &y], 3e-3, Progress::default()).unwrap() {
+            forked = Some(d);
+        }
+    }
+    let d = &run.decisions()[forked.expect("the fork ran at step 10")];
+    assert_eq!(d.outcome, "accepted");
+    assert_eq!(d.candidates.len(), 2);
+    assert!(d.candidates.iter().all(|c| c.1.is_finite()));
+    let best = d.candidates.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
+    assert!(d.reason.contains(&best.0), "{} keeps {}", d.reason, best.0);
+    assert_eq!(run.trainer().steps(), 10 + 8, "the kept candidate's fork steps count");
+}
+
+#[test]
+fn policy_files_parse_and_errors_name_the_rule() {
+    let p = Policy::from_file(&PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/grow/policy.toml"))).unwrap();
+    assert_eq!(p.rules.len(), 2);
+    assert_eq!(p.rules[0].trigger, Trigger::Plateau { window: 45, threshold: 0.1 });
+    assert!(matches!(&p.rules[0].action, Action::Grow(Template::Widen { max_width: Some(128), rule: WidenRule::ZeroOut, .. })));
+    assert_eq!(p.rules[1].action, Action::Rollback { lr_factor: 0.5 });
+    let err = |text: &str| Policy::parse(text).unwrap_err();
+    assert!(err("[[rule]]\nwhen = \"plateau\"\naction = \"rollback\"").contains("rule 0 ([[rule]] number 1): when = \"plateau\" needs window"));
+    assert!(err("[[rule]]\nwhen = \"epoch\"\naction = { op = \"widen\", layr = \"fc1\" }").contains("unknown field `layr`"));
+    assert!(err("[[rule]]\nwhen = \"epoch\"\naction = { fork = [], steps = 3 }").contains("a fork needs candidates"));
+    assert!(err("spike_factor = 0.5").contains("spike_factor"));
+    assert!(Policy::from_file(&PathBuf::from("no/such/policy.toml")).is_err());
+}
+
+#[test]
+fn the_observer_sees_plateaus_and_spikes_not_one_hard_batch() {
+    let mut o = Observer::default();
+    o.losses = (1..=40).map(|s| (s, 2.0 / s as f64)).collect();
+    assert_eq!(o.plateau(0, 10, 0.05), None, "still improving");
+    o.losses.extend((41..=60).map(|s| (s, 0.05 + 0.001 * (s % 2) as f64)));
+    assert!(o.plateau(0, 10, 0.05).unwrap().starts_with("plateau"));
+    assert_eq!(o.plateau(55, 10, 0.05), None, "too few steps since the last rewrite");
+    o.losses.push((61, 0.5));
+    assert_eq!(o.instability(4.0, 20), None, "one hard batch is not a spike");
+    o.losses.extend([(62, 0.6), (63, 0.7)]);
+    assert!(o.instability(4.0, 20).unwrap().contains("over 4x the median"));
+    o.losses.push((64, f64::NAN));
+    assert!(o.instability(4.0, 20).unwrap().contains("became NaN"));
+}
+
+#[test]
+fn observed_gradient_norms_agree_between_sgd_and_adam() {
+    // Same initial parameters (same seed), same batch: the gradient is the
+    // same, recovered from SGD's update and from Adam's first moment.
+    let norms = |optimizer: &str| {
+        let every = Policy { observe_every: 1, ..policy(vec![]) };
+        let mut run = Adaptive::new(trained(optimizer, 0.0, 0), every);
+        let [x, y] = batch(5);
+        run.step(&[&x, &y], if optimizer == "sgd" { 0.05 } else { 3e-3 }, Progress::default()).unwrap();
+        let o = run.observer().observations.last().cloned().expect("step 1 is observed");
+        assert!(o.layers["fc1"].update_ratio > 0.0 && o.layers["fc2"].update_ratio > 0.0);
+        (o.layers["fc1"].grad_norm, o.layers["fc2"].grad_norm, o.grad_norm)
+    };
+    let (s, a) = (norms("sgd"), norms("adam"));
+    for (x, y) in [(s.0, a.0), (s.1, a.1), (s.2, a.2)] {
+        assert!(x > 0.0 && close(x, y, 1e-3), "sgd {x} vs adam {y}");
+    }
+}
