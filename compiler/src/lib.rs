@@ -55,7 +55,7 @@
 //!   on another stream's kernel waits on its event; program order is a
 //!   valid execution order.
 //! - After `compile_cpu`: every kernel of every function is one or more
-//!   exported `aicf_kN(begin, end, buffers)` calls in the manifest, in
+//!   exported `aicf_<hash>(begin, end, buffers)` calls in the manifest, in
 //!   program order; each computes what the interpreter computes for its op
 //!   (tested per kernel kind and per train step).
 //! - A pass either succeeds or reports a located diagnostic and fails; no

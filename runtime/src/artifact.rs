@@ -6,11 +6,14 @@
 //!   manifest.json   format, IR hash, target, parameter/state table,
 //!                   constants, and per function: its arguments (by binding
 //!                   tag), arena size and the kernel calls in program order
-//!   kernels.so      one exported symbol per call:
-//!                   void aicf_kN(int64_t begin, int64_t end, void **buffers)
-//!   kernels.ll      the LLVM IR kernels.so was built from (for reading;
-//!                   the runtime does not need it)
+//!   kernels.so      one exported symbol per distinct kernel, named by the
+//!                   hash of its code (identical kernels share one):
+//!                   void aicf_<hash>(int64_t begin, int64_t end, void **buffers)
 //! ```
+//!
+//! The LLVM IR the kernels were compiled from lies in the compiler's kernel
+//! cache (`$AICF_CACHE_DIR/kernels`, for reading; the runtime does not need
+//! it).
 //!
 //! A call runs rows `[begin, end)` of its `work`; the runtime splits the
 //! range over threads when the call is large enough (`grain` rows per piece

@@ -6,7 +6,7 @@ use crate::registry::{Choice, Registry};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// `void aicf_kN(int64_t begin, int64_t end, void **buffers)`
+/// `void aicf_<hash>(int64_t begin, int64_t end, void **buffers)`
 type KernelFn = unsafe extern "C" fn(i64, i64, *const *mut u8);
 
 #[derive(Debug, thiserror::Error)]

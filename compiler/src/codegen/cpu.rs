@@ -5,10 +5,13 @@
 //! `scf`/`arith`/`math`/`memref` over flat (1-D) buffers, with the row range
 //! `[begin, end)` as its first two arguments; elementwise bodies are moved
 //! in as private functions and inlined. The module is lowered to the LLVM
-//! dialect (bare-pointer calling convention), each kernel gets a C entry
-//! `aicf_kN(begin, end, void **buffers)`, and the LLVM IR is compiled for
+//! dialect (bare-pointer calling convention); each kernel is then named by
+//! the hash of its code and gets a C entry `aicf_<hash>(begin, end, void
+//! **buffers)`. Kernels the [`KernelCache`] does not hold are compiled for
 //! the host CPU (`clang -O3 -march=native`: the host's SIMD, detected, not
-//! hard-coded) into `kernels.so`.
+//! hard-coded), a group per core in parallel, and `kernels.so` is linked
+//! from the cached objects: after a model rewrite only the kernels whose
+//! code changed are compiled again.
 
 use crate::context::CompilerContext;
 use crate::error::CompileError;

@@ -30,7 +30,7 @@
 // MANIFEST: "name": "fc1.weight",
 // MANIFEST: "init": "kaiming_uniform, gain = 0.57735026918962573"
 // MANIFEST: "name": "train_step",
-// MANIFEST: "symbol": "aicf_k{{[0-9]+}}",
+// MANIFEST: "symbol": "aicf_{{[0-9a-f]+}}",
 // MANIFEST: "op": "ll.gemm",
 
 // LL: func.func @train_step({{.*}}{ll.bind = "arena"})
