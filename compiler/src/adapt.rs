@@ -104,6 +104,11 @@ pub enum Operator {
         #[serde(default)]
         residual: bool,
     },
+    /// `hl-add-heads`: the multi-head attention at `attention` to `heads`
+    /// heads. New heads' q/k/v projections from their initialiser, the
+    /// output projection's new columns zero (exact), new state zero: the
+    /// zero-out rule over whole heads.
+    Heads { attention: String, heads: usize },
 }
 
 impl Operator {
@@ -112,7 +117,7 @@ impl Operator {
     pub fn exact(&self) -> bool {
         match self {
             Operator::Widen { noise, .. } => *noise == 0.0,
-            Operator::Deepen { .. } => true,
+            Operator::Deepen { .. } | Operator::Heads { .. } => true,
         }
     }
 
@@ -124,6 +129,7 @@ impl Operator {
                 "builtin.module(hl-deepen{{after={after} name={} residual={residual}}})",
                 name.clone().unwrap_or_else(|| format!("{after}_deep"))
             ),
+            Operator::Heads { attention, heads } => format!("builtin.module(hl-add-heads{{attention={attention} heads={heads}}})"),
         }
     }
 
@@ -133,6 +139,7 @@ impl Operator {
             Operator::Deepen { after, residual, .. } => {
                 format!("deepen after {after} ({})", if *residual { "residual, zero output" } else { "identity" })
             }
+            Operator::Heads { attention, heads } => format!("grow {attention} to {heads} heads"),
         }
     }
 }
@@ -201,6 +208,13 @@ pub fn rewrite(source: &str, name: &str, op: &Operator) -> Result<Rewrite, Compi
             let name = name.clone().unwrap_or_else(|| format!("{after}_deep"));
             Plan::Deepen(grow::plan_deepen(raw, after, &name, *residual).map_err(failed)?)
         }
+        // New heads are zero-out units, a head at a time.
+        Operator::Heads { attention, heads } => Plan::Widen {
+            plan: grow::plan_heads(raw, attention, *heads).map_err(failed)?.widen,
+            rule: WidenRule::ZeroOut,
+            split_noise: 0.0,
+            noise: 0.0,
+        },
     };
     let before = params_of(raw);
     crate::run_pipeline(&ctx, &mut module, &op.pipeline())?;
@@ -618,6 +632,14 @@ pub enum Template {
         #[serde(default)]
         residual: bool,
     },
+    /// `add` heads (default 1) up to `max_heads`.
+    Heads {
+        attention: String,
+        #[serde(default)]
+        add: Option<usize>,
+        #[serde(default)]
+        max_heads: Option<usize>,
+    },
 }
 
 impl Template {
@@ -643,6 +665,13 @@ impl Template {
             }
             Template::Deepen { after, residual } => {
                 Some(Operator::Deepen { after: after.clone(), name: Some(format!("{after}_deep{serial}")), residual: *residual })
+            }
+            Template::Heads { attention, add, max_heads } => {
+                let ctx = CompilerContext::new();
+                let module = ctx.parse(trainer.source(), trainer.name()).ok()?;
+                let (heads, _) = grow::attention_heads(module.as_operation().to_raw(), attention).ok()?;
+                let target = max_heads.map_or(heads + add.unwrap_or(1), |m| (heads + add.unwrap_or(1)).min(m));
+                (target > heads).then(|| Operator::Heads { attention: attention.clone(), heads: target })
             }
         }
     }

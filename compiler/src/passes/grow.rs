@@ -196,10 +196,26 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
 
 /// Applies a [`WidenPlan`] to `module`.
 pub fn apply_widen(module: MlirOperation, plan: &WidenPlan) -> Result<(), Failure> {
+    resize(module, plan, &mut |op, _, _| {
+        let loc = unsafe { Location::from_raw(op_loc(op)) };
+        emit_error(loc, &format!("hl-widen: '{}' states its result type and cannot follow the new width", op_name(op)));
+        Err(PassFailed)
+    }, "hl-widen")
+}
+
+/// Gives `plan`'s parameters their new sizes and retypes every function;
+/// an op that states its result type and reads a changed value goes to
+/// `fixed`.
+fn resize(
+    module: MlirOperation,
+    plan: &WidenPlan,
+    fixed: &mut dyn FnMut(MlirOperation, &[MlirValue], &[MlirType]) -> PassResult,
+    pass: &str,
+) -> Result<(), Failure> {
     let ctx = unsafe { mlirOperationGetContext(module) };
     let mut changed = HashSet::new();
     for (name, axis) in plan.incoming.iter().chain(&plan.outgoing) {
-        let decl = find_param(module, name).ok_or_else(|| (op_loc(module), format!("hl-widen: no parameter @{name}")))?;
+        let decl = find_param(module, name).ok_or_else(|| (op_loc(module), format!("{pass}: no parameter @{name}")))?;
         let t = unsafe { mlirTypeAttrGetValue(ir::attr(decl, "type")) };
         let mut shape = param_shape(decl);
         shape[*axis] = plan.width;
@@ -223,23 +239,12 @@ pub fn apply_widen(module: MlirOperation, plan: &WidenPlan) -> Result<(), Failur
         {
             let b = 1.0 / (plan.width as f64).sqrt();
             let attr = ir::parse_attribute(ctx, &format!("#hl.init<uniform, low = {}, high = {}>", -b, b))
-                .map_err(|e| (op_loc(bias), format!("hl-widen: {e:?}")))?;
+                .map_err(|e| (op_loc(bias), format!("{pass}: {e:?}")))?;
             unsafe { mlirOperationSetAttributeByName(bias, crate::ffi::string_ref("init"), attr) };
         }
     }
-    retype_all(module, &mut changed, "hl-widen")
-}
-
-/// Re-infers every function's op types after the values in `changed`
-/// changed type; an op that states its types and reads one is an error.
-fn retype_all(module: MlirOperation, changed: &mut HashSet<usize>, pass: &str) -> Result<(), Failure> {
     for (func, block) in ir::functions(module) {
-        let mut fixed = |op: MlirOperation, _: &[MlirValue], _: &[MlirType]| -> PassResult {
-            let loc = unsafe { Location::from_raw(op_loc(op)) };
-            emit_error(loc, &format!("{pass}: '{}' states its result type and cannot follow the new width", op_name(op)));
-            Err(PassFailed)
-        };
-        reinfer(block, changed, &mut fixed, &format!("{pass}: '{{op}}' does not accept the new width"))
+        reinfer(block, &mut changed, fixed, &format!("{pass}: '{{op}}' does not accept the new width"))
             .map_err(|_| (op_loc(func), format!("{pass}: the rewritten function does not type (see the error above)")))?;
         retype_function(func, block);
     }
@@ -247,6 +252,97 @@ fn retype_all(module: MlirOperation, changed: &mut HashSet<usize>, pass: &str) -
         return Err((op_loc(module), format!("{pass}: the rewritten module does not verify (see the errors above)")));
     }
     Ok(())
+}
+
+/// What `hl-add-heads` changes: the attention's q/k/v projections grow
+/// by whole heads (incoming), its output projection's columns with them
+/// (outgoing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeadsPlan {
+    pub widen: WidenPlan,
+    pub heads: usize,
+    pub new_heads: usize,
+    pub head_dim: usize,
+}
+
+/// Plans `hl-add-heads` on the multi-head attention at `path` (its
+/// `q_proj`, `k_proj`, `v_proj` and `out_proj` linears, the layer API's
+/// layout): `heads` heads in all.
+pub fn plan_heads(module: MlirOperation, path: &str, heads: usize) -> Result<HeadsPlan, Failure> {
+    const PASS: &str = "hl-add-heads";
+    let (old, head_dim) = attention_heads(module, path)?;
+    let (q, _) = layer_linears(module, &format!("{path}.q_proj"), PASS)?;
+    let inner = old * head_dim;
+    if heads <= old {
+        return Err((op_loc(q), format!("{PASS}: heads={heads} does not add to {path}'s {old} heads")));
+    }
+    let mut incoming = Vec::new();
+    for p in ["q_proj", "k_proj", "v_proj"] {
+        incoming.push((format!("{path}.{p}.weight"), 0));
+        if find_param(module, &format!("{path}.{p}.bias")).is_some() {
+            incoming.push((format!("{path}.{p}.bias"), 0));
+        }
+    }
+    let widen = WidenPlan {
+        layer: path.to_string(),
+        old: inner,
+        width: heads * head_dim,
+        incoming,
+        outgoing: vec![(format!("{path}.out_proj.weight"), 1)],
+    };
+    Ok(HeadsPlan { widen, heads: old, new_heads: heads, head_dim })
+}
+
+/// `(heads, head_dim)` of the multi-head attention at `path`.
+pub fn attention_heads(module: MlirOperation, path: &str) -> Result<(usize, usize), Failure> {
+    const PASS: &str = "hl-add-heads";
+    let (q, linears) = layer_linears(module, &format!("{path}.q_proj"), PASS)?;
+    for p in ["k_proj", "v_proj", "out_proj"] {
+        layer_linears(module, &format!("{path}.{p}"), PASS)?;
+    }
+    let inner = param_shape(q)[0];
+    // [B, T, C] -> reshape [B, T, H, D]: the head count and size.
+    let split = ir::single_user(unsafe { mlirOperationGetResult(linears[0], 0) })
+        .filter(|op| op_name(*op) == "hl.reshape")
+        .ok_or_else(|| (op_loc(linears[0]), format!("{PASS}: {path}.q_proj's output is not split into heads by an hl.reshape here")))?;
+    let shape = ir::spec(unsafe { mlirOperationGetResult(split, 0) }).shape;
+    match shape[..] {
+        [_, _, h, d] if h * d == inner => Ok((h, d)),
+        _ => Err((op_loc(split), format!("{PASS}: expected a split into [batch, seq, heads, head_dim], got {shape:?}"))),
+    }
+}
+
+/// Applies a [`HeadsPlan`]: the projections resize, the head split
+/// `[B, T, H, D]` becomes `[B, T, H', D]` and the merge `[B, T, C]`
+/// becomes `[B, T, H' D]`.
+pub fn apply_heads(module: MlirOperation, plan: &HeadsPlan) -> Result<(), Failure> {
+    let (h, d, c) = (plan.heads as i64, plan.head_dim as i64, plan.widen.old as i64);
+    let (h2, c2) = (plan.new_heads as i64, plan.widen.width as i64);
+    let mut fixed = |op: MlirOperation, results: &[MlirValue], before: &[MlirType]| -> PassResult {
+        let loc = unsafe { Location::from_raw(op_loc(op)) };
+        let fail = |m: String| {
+            emit_error(loc, &format!("hl-add-heads: {m}"));
+            PassFailed
+        };
+        if op_name(op) != "hl.reshape" || results.len() != 1 {
+            return Err(fail(format!("'{}' states its result type and cannot follow the new head count", op_name(op))));
+        }
+        let t = before[0];
+        let rank = unsafe { mlirShapedTypeGetRank(t) };
+        let mut dims: Vec<i64> = (0..rank as isize).map(|i| unsafe { mlirShapedTypeGetDimSize(t, i) }).collect();
+        let n = dims.len();
+        if n >= 2 && dims[n - 2] == h && dims[n - 1] == d {
+            dims[n - 2] = h2;
+        } else if n >= 1 && dims[n - 1] == c {
+            dims[n - 1] = c2;
+        } else {
+            return Err(fail(format!("cannot tell the heads axis of this reshape's result {dims:?}")));
+        }
+        let shape: Vec<usize> = dims.iter().map(|&x| x as usize).collect();
+        unsafe { mlirValueSetType(results[0], resized(t, &shape)) };
+        Ok(())
+    };
+    resize(module, &plan.widen, &mut fixed, "hl-add-heads")
 }
 
 /// `(low, high)` of an `#hl.init<uniform, low = a, high = b>` text.
@@ -427,6 +523,18 @@ pub(super) fn run_widen(module: OperationRef<'_, '_>, options: &PassOptions) -> 
     let raw = module.to_raw();
     let plan = plan_widen(raw, &layer, width as usize).map_err(failed)?;
     apply_widen(raw, &plan).map_err(failed)
+}
+
+pub(super) fn run_heads(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
+    let report = report(module, "hl-add-heads");
+    let attention = options.get("attention").map_err(&report)?.to_string();
+    let heads = options.get_i64("heads").map_err(&report)?;
+    if attention.is_empty() || heads <= 0 {
+        return Err(report(format!("give attention=PATH and heads=N (N > 0); got attention='{attention}' heads={heads}")));
+    }
+    let raw = module.to_raw();
+    let plan = plan_heads(raw, &attention, heads as usize).map_err(failed)?;
+    apply_heads(raw, &plan).map_err(failed)
 }
 
 pub(super) fn run_deepen(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {

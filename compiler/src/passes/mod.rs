@@ -50,6 +50,7 @@ pub type PassBody = for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> PassRe
 /// Every pass body, keyed by the pass argument declared in Passes.td.
 const PASS_BODIES: &[(&str, PassBody)] = &[
     ("convert-hl-to-ll", convert_to_ll::run),
+    ("hl-add-heads", grow::run_heads),
     ("hl-autodiff", autodiff::run),
     ("hl-deepen", grow::run_deepen),
     ("hl-fuse-elementwise", fuse_elementwise::run),

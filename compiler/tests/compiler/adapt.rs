@@ -1,5 +1,5 @@
 //! Training that changes the model while it trains: the growth operators
-//! preserve the function and carry the optimizer state by their rules
+//! (widen, deepen, attention heads) preserve the function and carry the optimizer state by their rules
 //! (values checked), a rollback restores everything bit for bit, forks keep
 //! the better candidate, and policies and observers behave as documented.
 
@@ -319,4 +319,70 @@ fn observed_gradient_norms_agree_between_sgd_and_adam() {
     for (x, y) in [(s.0, a.0), (s.1, a.1), (s.2, a.2)] {
         assert!(x > 0.0 && close(x, y, 1e-3), "sgd {x} vs adam {y}");
     }
+}
+
+/// A causal self-attention (8 wide, 2 heads of 4) and a linear head over
+/// 5 classes, per token, through the layer API.
+fn attention_model() -> String {
+    use aicf_compiler::nn::{self, DType as NnDType, Linear, MultiHeadAttention, Sequential, TensorSpec};
+    let model = Sequential::new().push(MultiHeadAttention::new("attn", 8, 2, true).unwrap()).push(Linear::new("head", 8, 5));
+    let x = TensorSpec::new([2, 6, 8], NnDType::F32);
+    let targets = TensorSpec::new([2, 6], NnDType::I32);
+    nn::classifier_module(&model, &x, &targets).unwrap().to_string()
+}
+
+fn tokens(i: usize) -> [Tensor; 2] {
+    let x = (0..96).map(|k| (((k * 7 + i * 13) % 17) as f64 - 8.0) / 8.0).collect();
+    let y = (0..12).map(|k| ((k + i) % 5) as f64).collect();
+    [Tensor::new([2, 6, 8], DType::F32, x), Tensor::new([2, 6], DType::I32, y)]
+}
+
+#[test]
+fn adding_attention_heads_preserves_the_function_and_starts_new_heads_at_zero_output() {
+    let mut old = Trainer::from_source(&attention_model(), "attention.mlir", options("adam", 0.0)).unwrap();
+    for i in 0..5 {
+        let [x, y] = tokens(i);
+        old.step(&[&x, &y], 1e-2).unwrap();
+    }
+    let op = Operator::Heads { attention: "attn".into(), heads: 3 };
+    let mut g = grow(&old, &op, 0).unwrap();
+    assert_eq!(
+        g.rewrite.diff,
+        [
+            "attn.q_proj.weight 8x8 -> 12x8",
+            "attn.q_proj.bias 8 -> 12",
+            "attn.k_proj.weight 8x8 -> 12x8",
+            "attn.k_proj.bias 8 -> 12",
+            "attn.v_proj.weight 8x8 -> 12x8",
+            "attn.v_proj.bias 8 -> 12",
+            "attn.out_proj.weight 8x8 -> 8x12"
+        ]
+    );
+    let [x, y] = tokens(9);
+    let (a, b) = (old.loss(&[&x, &y]).unwrap(), g.trainer.loss(&[&x, &y]).unwrap());
+    assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
+    let (o, n) = (old.state(), g.trainer.state());
+    for p in ["q_proj", "k_proj", "v_proj"] {
+        let w = format!("attn.{p}.weight");
+        for r in 0..12 {
+            if r < 8 {
+                assert_eq!(row(&n[&w], r), row(&o[&w], r));
+                assert_eq!(row(&n[&format!("{w}.exp_avg")], r), row(&o[&format!("{w}.exp_avg")], r));
+            } else {
+                assert!(row(&n[&w], r).iter().any(|v| *v != 0.0), "{w} row {r} from the initialiser");
+                assert!(row(&n[&format!("{w}.exp_avg_sq")], r).iter().all(|v| *v == 0.0));
+            }
+        }
+    }
+    for c in 0..12 {
+        let col = column(&n["attn.out_proj.weight"], c);
+        if c < 8 {
+            assert_eq!(col, column(&o["attn.out_proj.weight"], c));
+        } else {
+            assert!(col.iter().all(|v| *v == 0.0), "new head's output column {c} starts at zero");
+        }
+    }
+    assert_eq!(n["head.weight"], o["head.weight"]);
+    let [x, y] = tokens(10);
+    assert!(g.trainer.step(&[&x, &y], 1e-2).unwrap().loss.is_finite());
 }

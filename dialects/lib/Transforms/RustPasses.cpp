@@ -76,6 +76,7 @@ void runRustBody(PassT &pass, Operation *op) {
 
 namespace aicf {
 #define GEN_PASS_DEF_CONVERTHLTOLL
+#define GEN_PASS_DEF_HLADDHEADS
 #define GEN_PASS_DEF_HLAUTODIFF
 #define GEN_PASS_DEF_HLDEEPEN
 #define GEN_PASS_DEF_HLFUSEELEMENTWISE
@@ -100,6 +101,7 @@ namespace {
   };
 
 AICF_RUST_PASS(ConvertHLToLL)
+AICF_RUST_PASS(HLAddHeads)
 AICF_RUST_PASS(HLAutodiff)
 AICF_RUST_PASS(HLDeepen)
 AICF_RUST_PASS(HLFuseElementwise)

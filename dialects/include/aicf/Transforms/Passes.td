@@ -268,6 +268,42 @@ def HLSetBatch : Pass<"hl-set-batch", "::mlir::ModuleOp"> {
   ];
 }
 
+def HLAddHeads : Pass<"hl-add-heads", "::mlir::ModuleOp"> {
+  let summary = "Add heads to a multi-head attention (zero-output new heads)";
+  let description = [{
+    Gives the multi-head attention at `attention` (the layer API's layout:
+    `<path>.q_proj`, `k_proj`, `v_proj`, `out_proj` linears, the q/k/v
+    outputs split by `hl.reshape` into `[batch, seq, heads, head_dim]` and
+    merged back after `hl.attention`) `heads` heads in all, of the same
+    size: the q/k/v projections grow by whole heads along their output
+    rows, the output projection along its input columns, the split and
+    merge reshapes follow, and every other op infers its types again.
+
+    Function preservation: exact with the values carried by AICF's rule
+    (`aicf_compiler::adapt`, `Operator::Heads`): the new heads' q/k/v
+    weights come from the initialiser and the output projection's new
+    columns start at zero, so the new heads add nothing until trained.
+
+    Input (`attention=attn heads=3`, head_dim 4):
+
+    ```mlir
+    %q = hl.linear %x, %wq, %bq : tensor<2x6x8xf32>, tensor<8x8xf32>, tensor<8xf32>
+    %qh = hl.reshape %q : tensor<2x6x8xf32> to tensor<2x6x2x4xf32>
+    ```
+
+    Output:
+
+    ```mlir
+    %q = hl.linear %x, %wq, %bq : tensor<2x6x8xf32>, tensor<12x8xf32>, tensor<12xf32>
+    %qh = hl.reshape %q : tensor<2x6x12xf32> to tensor<2x6x3x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"attention", "attention", "std::string", /*default=*/"\"\"", "The attention layer's path">,
+    Option<"heads", "heads", "int64_t", /*default=*/"0", "Its new number of heads (more than now)">,
+  ];
+}
+
 def HLWiden : Pass<"hl-widen", "::mlir::ModuleOp"> {
   let summary = "Widen a linear layer's hidden units (Net2WiderNet, zero-out growth)";
   let description = [{
