@@ -534,10 +534,13 @@ impl Observer {
     /// `window` before them: a plateau when it improved by less than
     /// `threshold` (relative). `None` until there are `2 window` steps.
     pub fn plateau(&self, since: u64, window: usize, threshold: f64) -> Option<String> {
-        let recent: Vec<f64> = self.losses.iter().filter(|(s, _)| *s > since).map(|l| l.1).collect();
+        // The last 2 window steps after `since`, read from the end (each
+        // step's check costs the window, not the history).
+        let mut recent: Vec<f64> = self.losses.iter().rev().take_while(|(s, _)| *s > since).take(2 * window).map(|l| l.1).collect();
         if window == 0 || recent.len() < 2 * window {
             return None;
         }
+        recent.reverse();
         let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
         let last = mean(&recent[recent.len() - window..]);
         let prev = mean(&recent[recent.len() - 2 * window..recent.len() - window]);
