@@ -10,7 +10,7 @@
 //! for (x, y) in batches {
 //!     let outcome = run.step(&[&x, &y], lr, progress)?;   // may widen/deepen the model, or roll back
 //! }
-//! run.epoch_end(progress)?;
+//! run.epoch_end(progress, Some(held_out_loss))?;
 //! for d in run.decisions() { println!("{}", d.summary()); }
 //! ```
 //!
@@ -25,7 +25,7 @@
 //!   norms and update/parameter ratios per layer, recovered from the change
 //!   of the parameters and optimizer state over the step.
 //! - A [`Policy`] (TOML) holds rules: a [`Trigger`] (epoch boundary, step
-//!   count, loss plateau, instability) and an [`Action`] (widen, deepen,
+//!   count, plateau of the training or the held-out loss, instability) and an [`Action`] (widen, deepen,
 //!   fork candidates, roll back).
 //! - [`Adaptive`] runs the rules as a transaction: it keeps the model it
 //!   replaces (and writes a checkpoint of it when given a directory),
@@ -473,6 +473,29 @@ pub struct Observation {
     pub layers: BTreeMap<String, LayerStats>,
 }
 
+/// Whether the mean of the last `window` values of `series` after step
+/// `since` improved on the `window` before it by less than `threshold`.
+fn plateau_of(series: &[(u64, f64)], since: u64, window: usize, threshold: f64, what: &str, unit: &str) -> Option<String> {
+    // The last 2 window values after `since`, read from the end (a check
+    // costs the window, not the history).
+    let mut recent: Vec<f64> = series.iter().rev().take_while(|(s, _)| *s > since).take(2 * window).map(|l| l.1).collect();
+    if window == 0 || recent.len() < 2 * window {
+        return None;
+    }
+    recent.reverse();
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    let last = mean(&recent[window..]);
+    let prev = mean(&recent[..window]);
+    let improvement = (prev - last) / prev.abs().max(1e-12);
+    (improvement < threshold).then(|| {
+        format!(
+            "plateau: mean {what} {last:.4} over the last {window} {unit}, {prev:.4} before ({:.2}% better, threshold {:.2}%)",
+            100.0 * improvement,
+            100.0 * threshold
+        )
+    })
+}
+
 /// Loss history, and every `every` steps gradient norms and update ratios
 /// per layer. The gradient is recovered from the step's change of the
 /// optimizer state (Adam: `g = (m' - beta1 m) / (1 - beta1)`; SGD with
@@ -482,6 +505,8 @@ pub struct Observation {
 pub struct Observer {
     /// `(step, loss)` of every step.
     pub losses: Vec<(u64, f64)>,
+    /// `(step, held-out loss)` at each epoch end that reported one.
+    pub val_losses: Vec<(u64, f64)>,
     pub observations: Vec<Observation>,
     before: Option<State>,
 }
@@ -534,20 +559,13 @@ impl Observer {
     /// `window` before them: a plateau when it improved by less than
     /// `threshold` (relative). `None` until there are `2 window` steps.
     pub fn plateau(&self, since: u64, window: usize, threshold: f64) -> Option<String> {
-        // The last 2 window steps after `since`, read from the end (each
-        // step's check costs the window, not the history).
-        let mut recent: Vec<f64> = self.losses.iter().rev().take_while(|(s, _)| *s > since).take(2 * window).map(|l| l.1).collect();
-        if window == 0 || recent.len() < 2 * window {
-            return None;
-        }
-        recent.reverse();
-        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
-        let last = mean(&recent[recent.len() - window..]);
-        let prev = mean(&recent[recent.len() - 2 * window..recent.len() - window]);
-        let improvement = (prev - last) / prev.abs().max(1e-12);
-        (improvement < threshold).then(|| {
-            format!("plateau: mean loss {last:.4} over the last {window} steps, {prev:.4} before ({:.2}% better, threshold {:.2}%)", 100.0 * improvement, 100.0 * threshold)
-        })
+        plateau_of(&self.losses, since, window, threshold, "training loss", "steps")
+    }
+
+    /// [`Observer::plateau`] of the held-out loss, a value per epoch end
+    /// (`window` in epochs).
+    pub fn val_plateau(&self, since: u64, window: usize, threshold: f64) -> Option<String> {
+        plateau_of(&self.val_losses, since, window, threshold, "held-out loss", "epochs")
     }
 
     /// A non-finite loss, a loss spike (the mean of the last 3 steps above
@@ -606,6 +624,9 @@ pub enum Trigger {
     Steps { at: u64 },
     /// When the training loss stops improving: see [`Observer::plateau`].
     Plateau { window: usize, threshold: f64 },
+    /// When the held-out loss stops improving, checked at epoch ends (the
+    /// window in epochs): see [`Observer::val_plateau`].
+    ValPlateau { window: usize, threshold: f64 },
     /// A non-finite loss, or a loss or gradient-norm spike.
     Instability,
 }
@@ -823,8 +844,12 @@ impl Policy {
                     window: need(r.window.map(|w| w as f64), "window = STEPS")? as usize,
                     threshold: need(r.threshold, "threshold = RELATIVE_IMPROVEMENT")?,
                 },
+                "val-plateau" => Trigger::ValPlateau {
+                    window: need(r.window.map(|w| w as f64), "window = EPOCHS")? as usize,
+                    threshold: need(r.threshold, "threshold = RELATIVE_IMPROVEMENT")?,
+                },
                 "instability" => Trigger::Instability,
-                other => return Err(at(format!("unknown trigger when = \"{other}\" (epoch, steps, plateau, instability)"))),
+                other => return Err(at(format!("unknown trigger when = \"{other}\" (epoch, steps, plateau, val-plateau, instability)"))),
             };
             let action = match &r.action {
                 toml::Value::String(s) if s == "rollback" => Action::Rollback { lr_factor: 0.5 },
@@ -1155,15 +1180,23 @@ impl Adaptive {
         Ok(Outcome::Trained(metrics, None))
     }
 
-    /// Runs the epoch rules at the end of epoch `progress.epoch`, and keeps
-    /// the state as the last good one. `progress` is where the next epoch
-    /// starts.
-    pub fn epoch_end(&mut self, progress: Progress) -> Result<Option<usize>> {
+    /// Runs the epoch rules (epoch, held-out plateau) at the end of epoch
+    /// `progress.epoch`, given its held-out loss, and keeps the state as the
+    /// last good one for an instability rule. `progress` is the epoch's end.
+    pub fn epoch_end(&mut self, progress: Progress, val_loss: Option<f64>) -> Result<Option<usize>> {
+        if let Some(v) = val_loss.filter(|v| v.is_finite()) {
+            self.observer.val_losses.push((self.trainer.steps(), v));
+        }
         let mut changed = None;
         for i in 0..self.policy.rules.len() {
-            if let Trigger::Epoch { every } = self.policy.rules[i].trigger
-                && progress.epoch.is_multiple_of(every)
-                && let Some(Acted::Changed(d)) = self.act(i, &format!("end of epoch {}", progress.epoch), &[], progress)?
+            let reason = match self.policy.rules[i].trigger {
+                Trigger::Epoch { every } if progress.epoch.is_multiple_of(every) => Some(format!("end of epoch {}", progress.epoch)),
+                Trigger::ValPlateau { window, threshold } => self.observer.val_plateau(self.last_rewrite, window, threshold),
+                _ => None,
+            };
+            if let Some(reason) = reason
+                && changed.is_none()
+                && let Some(Acted::Changed(d)) = self.act(i, &reason, &[], progress)?
             {
                 changed = Some(d);
             }
@@ -1407,6 +1440,7 @@ impl Adaptive {
         self.trainer.set_state(&kept.state)?;
         self.trainer.set_steps(kept.steps);
         self.observer.losses.retain(|(s, _)| *s <= kept.steps);
+        self.observer.val_losses.retain(|(s, _)| *s <= kept.steps);
         self.observer.observations.retain(|o| o.step <= kept.steps);
         d.params_after = param_count(&self.trainer);
         d.outcome = "accepted".into();

@@ -283,6 +283,9 @@ fn policy_files_parse_and_errors_name_the_rule() {
     assert!(err("[[rule]]\nwhen = \"epoch\"\naction = { op = \"widen\", layr = \"fc1\" }").contains("unknown field `layr`"));
     assert!(err("[[rule]]\nwhen = \"epoch\"\naction = { fork = [], steps = 3 }").contains("a fork needs candidates"));
     assert!(err("spike_factor = 0.5").contains("spike_factor"));
+    let v = Policy::parse("[[rule]]\nwhen = \"val-plateau\"\nwindow = 2\nthreshold = 0.01\naction = { op = \"heads\", attention = \"attn\", max_heads = 8 }").unwrap();
+    assert_eq!(v.rules[0].trigger, Trigger::ValPlateau { window: 2, threshold: 0.01 });
+    assert_eq!(v.rules[0].action, Action::Grow(Template::Heads { attention: "attn".into(), add: None, max_heads: Some(8) }));
     assert!(Policy::from_file(&PathBuf::from("no/such/policy.toml")).is_err());
 }
 
@@ -300,6 +303,23 @@ fn the_observer_sees_plateaus_and_spikes_not_one_hard_batch() {
     assert!(o.instability(4.0, 20).unwrap().contains("over 4x the median"));
     o.losses.push((64, f64::NAN));
     assert!(o.instability(4.0, 20).unwrap().contains("became NaN"));
+    // Held-out plateaus, a value per epoch.
+    o.val_losses = vec![(45, 0.5), (90, 0.3), (135, 0.29), (180, 0.289)];
+    assert!(o.val_plateau(0, 1, 0.05).unwrap().contains("held-out loss 0.2890 over the last 1 epochs"));
+    assert_eq!(o.val_plateau(0, 2, 0.05), None, "0.2895 against 0.4: still improving");
+}
+
+#[test]
+fn a_held_out_plateau_grows_the_model_at_an_epoch_end() {
+    let widen = Template::Widen { layer: "fc1".into(), width: Some(24), factor: None, max_width: None, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 };
+    let rule = Rule { trigger: Trigger::ValPlateau { window: 1, threshold: 0.5 }, action: Action::Grow(widen), min_gap: 0, max_times: 0 };
+    let mut run = Adaptive::new(trained("adam", 0.0, 3), policy(vec![rule]));
+    assert_eq!(run.epoch_end(Progress { epoch: 1, ..Progress::default() }, Some(1.0)).unwrap(), None);
+    let d = run.epoch_end(Progress { epoch: 2, ..Progress::default() }, Some(0.9)).unwrap().expect("10% better is a plateau at 50%");
+    assert!(run.decisions()[d].trigger.contains("held-out loss"), "{}", run.decisions()[d].trigger);
+    assert_eq!(run.trainer().state()["fc1.weight"].shape, [24, 64]);
+    // Widened to its cap: the rule has nothing left to do.
+    assert_eq!(run.epoch_end(Progress { epoch: 3, ..Progress::default() }, Some(0.9)).unwrap(), None);
 }
 
 #[test]

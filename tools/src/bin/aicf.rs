@@ -619,7 +619,7 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
         )
         .map_err(|e| format!("{}: {e}", metrics_path.display()))?;
         history.push((train_loss, accuracy));
-        if let Some(d) = adaptive.epoch_end(Progress { epoch, batch: batches, rng: epoch_rng }).map_err(|e| e.to_string())? {
+        if let Some(d) = adaptive.epoch_end(Progress { epoch, batch: batches, rng: epoch_rng }, Some(val_loss)).map_err(|e| e.to_string())? {
             after_rewrite(&mut adaptive, d, c, x_arg, &ragged, grown_model.as_deref())?;
         }
         if let Some(path) = &checkpoint {
