@@ -7,6 +7,7 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 3 --out %t/run --checkpoint-dir %t/ckpt --adapt %S/inputs/grow-steps.toml | FileCheck %s
 // RUN: FileCheck %s --check-prefix=LOG < %t/run/decisions.jsonl
 // RUN: FileCheck %s --check-prefix=MODEL < %t/ckpt/model.mlir
+// RUN: FileCheck %s --check-prefix=METRICS < %t/run/metrics.jsonl
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 4 --out %t/run --checkpoint-dir %t/ckpt --adapt %S/inputs/grow-steps.toml --resume | FileCheck %s --check-prefix=RESUME
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --adapt %S/inputs/bad-policy.toml 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --adapt %t/missing.toml 2>&1 | FileCheck %s --check-prefix=MISSING
@@ -19,11 +20,15 @@
 // LOG: "step":50,{{.*}}"action":"widen fc1 to 32 (net2wider)",{{.*}}"params_before":1210,"params_after":2410,{{.*}}"exact":true,{{.*}}"outcome":"accepted"
 // LOG: "step":100,{{.*}}"action":"deepen after fc1 (residual, zero output)",{{.*}}"outcome":"accepted"
 
+// The observer's last gradient norms and update ratios, per layer, each epoch.
+// METRICS: {"epoch":1,"grad_norm":{{[0-9.e-]+}},"layers":{"fc1":{"grad_norm":{{[0-9.e-]+}},"update_ratio":{{[0-9.e-]+}}},"fc2":{
+// METRICS: {"epoch":3,{{.*}}"fc1_deep1.fc_in":{"grad_norm"
+
 // MODEL: hl.param @fc1.weight : tensor<32x64xf32>
 // MODEL: hl.param @fc1_deep1.fc_out.weight : tensor<32x32xf32>
 
 // RESUME: resumed from {{.*}}last.safetensors at epoch 3 (step 135)
 // RESUME: epoch   4/4
 
-// BAD: rule 0 ({{\[\[rule\]\]}} number 1): unknown trigger when = "sometimes" (epoch, steps, plateau, instability)
+// BAD: rule 0 ({{\[\[rule\]\]}} number 1): unknown trigger when = "sometimes" (epoch, steps, plateau, val-plateau, instability)
 // MISSING: missing.toml: No such file or directory

@@ -611,12 +611,15 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
             percent(accuracy)
         );
         let params = aicf_compiler::adapt::param_count(trainer);
-        writeln!(
-            metrics,
-            "{}",
-            serde_json::json!({"epoch": epoch, "step": steps, "train_loss": train_loss, "val_loss": val_loss, "val_accuracy": accuracy, "seconds": seconds,
-                "params": params, "train_flops": adaptive.flops})
-        )
+        let mut record = serde_json::json!({"epoch": epoch, "step": steps, "train_loss": train_loss, "val_loss": val_loss,
+            "val_accuracy": accuracy, "seconds": seconds, "params": params, "train_flops": adaptive.flops});
+        // An adaptive run's observer: the epoch's last gradient norms and
+        // update/parameter ratios per layer.
+        if let Some(o) = adaptive.observer().observations.last() {
+            record["grad_norm"] = serde_json::json!(o.grad_norm);
+            record["layers"] = serde_json::json!(o.layers);
+        }
+        writeln!(metrics, "{record}")
         .map_err(|e| format!("{}: {e}", metrics_path.display()))?;
         history.push((train_loss, accuracy));
         if let Some(d) = adaptive.epoch_end(Progress { epoch, batch: batches, rng: epoch_rng }, Some(val_loss)).map_err(|e| e.to_string())? {
