@@ -2,6 +2,12 @@
 //! ../shared/bench/common_spec.txt): `cargo bench -p aicf-tools --bench train_step`.
 //! Each model is compiled once into target/criterion-artifacts, then its
 //! train step runs on a fixed random batch.
+//!
+//! And the cost of changing a model while it trains (`rewrite/...`): a
+//! compile whose kernels are all in the kernel cache (the incremental
+//! recompile's floor), and a widening of the digits MLP whose new model was
+//! compiled ahead (the pause under the default prefetch: rewrite, load,
+//! state rebinding).
 
 use aicf_compiler::{CompilerContext, codegen::compile_cpu, run_pipeline};
 use aicf_runtime::{
@@ -58,5 +64,31 @@ fn train_steps(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, train_steps);
+fn rewrites(c: &mut Criterion) {
+    use aicf_compiler::adapt::{Operator, WidenRule, grow};
+    use aicf_compiler::trainer::{Options, Trainer};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut group = c.benchmark_group("rewrite");
+    group.sample_size(10);
+    // Every kernel cached: parse, pipeline, code generation, link.
+    let source = std::fs::read_to_string(root.join("examples/mlp/digits_mlp.mlir")).expect("digits MLP");
+    let out = root.join("target/criterion-artifacts/recompile");
+    let compile = || {
+        let ctx = CompilerContext::new();
+        let mut module = ctx.parse(&source, "digits_mlp.mlir").expect("parses");
+        run_pipeline(&ctx, &mut module, "builtin.module(aicf-train-pipeline{optimizer=adam})").expect("pipeline");
+        compile_cpu(&ctx, &module, &ir_hash(&source), &out).expect("codegen");
+    };
+    compile();
+    group.bench_function("digits_mlp_compile_all_kernels_cached", |b| b.iter(compile));
+    // The widening of examples/grow, its new model compiled ahead.
+    let options = Options { cache_dir: root.join("target/criterion-artifacts/grow"), threads: 2, ..Options::default() };
+    let trainer = Trainer::from_file(&root.join("examples/grow/narrow_mlp.mlir"), options).expect("narrow MLP");
+    let op = Operator::Widen { layer: "fc1".into(), width: 32, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 };
+    grow(&trainer, &op, 0).expect("widening");
+    group.bench_function("widen_fc1_16_to_32_compiled_ahead", |b| b.iter(|| grow(&trainer, &op, 0).expect("widening")));
+    group.finish();
+}
+
+criterion_group!(benches, train_steps, rewrites);
 criterion_main!(benches);
