@@ -185,7 +185,9 @@ fn policy(rules: Vec<Rule>) -> Policy {
 
 #[test]
 fn a_rollback_restores_parameters_state_step_and_rng_bit_for_bit() {
-    let mut run = Adaptive::new(trained("adam", 0.0, 0), policy(vec![]));
+    let checkpoints = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("adapt-checkpoints");
+    let _ = std::fs::remove_dir_all(&checkpoints);
+    let mut run = Adaptive::new(trained("adam", 0.0, 0), Policy { checkpoint_dir: Some(checkpoints.clone()), ..policy(vec![]) });
     let progress = |i: usize| Progress { epoch: 1 + i / 10, batch: i % 10 + 1, rng: 0x5eed ^ (i as u64 / 10) };
     for i in 0..15 {
         let [x, y] = batch(i);
@@ -196,6 +198,11 @@ fn a_rollback_restores_parameters_state_step_and_rng_bit_for_bit() {
     let d = run.apply(&op, "test", &[], progress(14)).unwrap().expect("the widening is accepted");
     assert_eq!(run.decisions()[d].outcome, "accepted");
     assert_eq!(aicf_compiler::adapt::param_count(run.trainer()), 48 * 64 + 48 + 10 * 48 + 10);
+    // The model before the rewrite was checkpointed: it loads into the narrow model.
+    let mut reloaded = trained("adam", 0.0, 0);
+    reloaded.load_checkpoint(&checkpoints.join("before-rewrite-1.safetensors")).unwrap();
+    assert_eq!(reloaded.state(), before);
+    assert_eq!(reloaded.steps(), steps);
     // A diverging step inside the watch window rolls the rewrite back.
     for i in 15..20 {
         let [x, y] = batch(i);
