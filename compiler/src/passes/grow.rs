@@ -1,8 +1,9 @@
-//! Growth operators: `hl-widen` and `hl-deepen` rewrite a model's
-//! architecture in `hl`; the runtime side (`crate::adapt`) carries the
-//! trained parameters and optimizer state across by each operator's rule.
+//! Growth operators: `hl-widen`, `hl-deepen` and `hl-add-heads` rewrite a
+//! model's architecture in `hl`; the runtime side (`crate::adapt`) carries
+//! the trained parameters and optimizer state across by each operator's
+//! rule.
 //!
-//! Both passes work on the model as written (`@forward`, `@loss`, any other
+//! The passes work on the model as written (`@forward`, `@loss`, any other
 //! function), before autodiff: a grown model is compiled again from them.
 //!
 //! `hl-widen{layer=fc1 width=N}`:
@@ -25,6 +26,11 @@
 //!    the chain must end in `hl.relu`, so `a >= 0`), or
 //!    `a + linear_out(relu(linear_in(a)))` (residual mode, any activation);
 //!    every other use of `a` then reads the new value.
+//!
+//! `hl-add-heads{attention=attn heads=N}`: the widening of the attention's
+//! q/k/v projections (incoming) and output projection (outgoing) by whole
+//! heads ([`plan_heads`]); the head split and merge `hl.reshape`s, which
+//! state their result types, get the new head count ([`apply_heads`]).
 
 use super::set_batch::{reinfer, retype_function};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
