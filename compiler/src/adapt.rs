@@ -1006,6 +1006,10 @@ pub struct Adaptive {
     last_rewrite: u64,
     rewrites: usize,
     fired: Vec<usize>,
+    /// Rules with nothing to grow the current model by (at their cap):
+    /// not resolved again (an attention's heads are read from the IR)
+    /// until the model changes.
+    idle: Vec<bool>,
     rejected: Vec<Operator>,
     rolled_back_to: Vec<u64>,
     probe: Option<Vec<Tensor>>,
@@ -1036,6 +1040,7 @@ impl Adaptive {
             last_rewrite: 0,
             rewrites: 0,
             fired: vec![0; rules],
+            idle: vec![false; rules],
             rejected: Vec::new(),
             rolled_back_to: Vec::new(),
             probe: None,
@@ -1230,7 +1235,7 @@ impl Adaptive {
     /// Rule `i` fired for `reason`: act if its limits allow.
     fn act(&mut self, i: usize, reason: &str, inputs: &[&Tensor], progress: Progress) -> Result<Option<Acted>> {
         let rule = self.policy.rules[i].clone();
-        if rule.max_times > 0 && self.fired[i] >= rule.max_times {
+        if (rule.max_times > 0 && self.fired[i] >= rule.max_times) || self.idle[i] {
             return Ok(None);
         }
         let step = self.trainer.steps();
@@ -1250,11 +1255,15 @@ impl Adaptive {
         let decided = match &rule.action {
             Action::Grow(t) => match t.resolve(&self.trainer, serial) {
                 Some(op) if !self.rejected.contains(&op) => self.apply(&op, reason, inputs, progress)?,
-                _ => return Ok(None),
+                _ => {
+                    self.idle[i] = true;
+                    return Ok(None);
+                }
             },
             Action::Fork { candidates, steps } => {
                 let ops: Vec<Operator> = candidates.iter().filter_map(|t| t.resolve(&self.trainer, serial)).collect();
                 if ops.is_empty() {
+                    self.idle[i] = true;
                     return Ok(None);
                 }
                 self.fork(&ops, *steps, reason, progress)?
@@ -1369,6 +1378,7 @@ impl Adaptive {
         self.last_rewrite = self.trainer.steps();
         self.rewrites += 1;
         self.prefetched = false;
+        self.idle.fill(false);
     }
 
     /// Starts compiling, on a background thread, the model each growth
@@ -1456,6 +1466,7 @@ impl Adaptive {
             self.rejected.push(op);
         }
         self.prefetched = false;
+        self.idle.fill(false);
         self.last_rewrite = kept.steps;
         if kept.decision.is_none() {
             // The epoch-end state stays the last good one.

@@ -1065,6 +1065,25 @@ impl Generator {
             let off = if tb { k.mad(j, kk, kx) } else { k.mad(kx, n, j) };
             k.add(&b_base, &off)
         };
+        // The scalar dot product of row i of op(A) and column j of op(B) over
+        // k in [lo, kk), added to `init` (`fast`: fastmath<fast>, else
+        // contract); returns the sum.
+        let dot = |k: &mut Kernel, lo: &str, init: &str, j: &str, fast: bool| -> String {
+            let (kx, acc, r) = k.open_reduce(lo, &kc, init, t.mlir());
+            let ai = a_at(k, &kx);
+            let av = k.load("%b0", &ai, &ty(0));
+            let bi = b_at(k, &kx, j);
+            let bv = k.load("%b1", &bi, &ty(1));
+            let s = if fast {
+                let p = k.val(&format!("arith.mulf {av}, {bv} fastmath<fast> : {}", t.mlir()));
+                k.val(&format!("arith.addf {acc}, {p} fastmath<fast> : {}", t.mlir()))
+            } else {
+                let p = k.fop("mulf", &av, &bv, t);
+                k.fop("addf", &acc, &p, t)
+            };
+            k.close_with(&s, t.mlir());
+            r
+        };
         let mut sum_a = None;
         // Register-blocked f32 products (`vector` dialect, the host's SIMD
         // width): rows of B a block of 4 vectors at a time with A(i, k)
@@ -1099,14 +1118,7 @@ impl Generator {
             k.close();
             // The columns after the last full block.
             let j = k.open(&full, &nc);
-            let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, t.mlir());
-            let ai = a_at(&mut k, &kx);
-            let av = k.load("%b0", &ai, &a_row);
-            let bi = b_at(&mut k, &kx, &j);
-            let bv = k.load("%b1", &bi, &b_row);
-            let p = k.fop("mulf", &av, &bv, t);
-            let s = k.fop("addf", &acc, &p, t);
-            k.close_with(&s, t.mlir());
+            let r = dot(&mut k, "%c0", &zero, &j, false);
             k.store(&r, &acc_buf, &j, &row_t);
             k.close();
             if lhs_sum.is_some() {
@@ -1134,27 +1146,13 @@ impl Generator {
                 let j = k.mad("%c1", c, &jb);
                 let head = k.val(&format!("vector.reduction <add>, {r} fastmath<fast> : {vt} into f32"));
                 // k after the last full vector
-                let (kx, acc, dot) = k.open_reduce(&kfull, &kc, &head, t.mlir());
-                let ai = a_at(&mut k, &kx);
-                let av = k.load("%b0", &ai, &a_row);
-                let bi = b_at(&mut k, &kx, &j);
-                let bv = k.load("%b1", &bi, &b_row);
-                let p = k.fop("mulf", &av, &bv, t);
-                let s = k.fop("addf", &acc, &p, t);
-                k.close_with(&s, t.mlir());
-                k.store(&dot, &acc_buf, &j, &row_t);
+                let r = dot(&mut k, &kfull, &head, &j, false);
+                k.store(&r, &acc_buf, &j, &row_t);
             }
             k.close();
             // The columns after the last block of four.
             let j = k.open(&jfull, &nc);
-            let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, t.mlir());
-            let ai = a_at(&mut k, &kx);
-            let av = k.load("%b0", &ai, &a_row);
-            let bi = b_at(&mut k, &kx, &j);
-            let bv = k.load("%b1", &bi, &b_row);
-            let p = k.val(&format!("arith.mulf {av}, {bv} fastmath<fast> : {}", t.mlir()));
-            let s = k.val(&format!("arith.addf {acc}, {p} fastmath<fast> : {}", t.mlir()));
-            k.close_with(&s, t.mlir());
+            let r = dot(&mut k, "%c0", &zero, &j, true);
             k.store(&r, &acc_buf, &j, &row_t);
             k.close();
             if lhs_sum.is_some() {
@@ -1163,14 +1161,7 @@ impl Generator {
         } else if tb {
             // dot products: acc[j] = sum_k A(i,k) B(j,k)
             let j = k.open("%c0", &nc);
-            let (kx, acc, r) = k.open_reduce("%c0", &kc, &zero, t.mlir());
-            let ai = a_at(&mut k, &kx);
-            let av = k.load("%b0", &ai, &ty(0));
-            let bi = b_at(&mut k, &kx, &j);
-            let bv = k.load("%b1", &bi, &ty(1));
-            let p = k.val(&format!("arith.mulf {av}, {bv} fastmath<fast> : {}", t.mlir()));
-            let s = k.val(&format!("arith.addf {acc}, {p} fastmath<fast> : {}", t.mlir()));
-            k.close_with(&s, t.mlir());
+            let r = dot(&mut k, "%c0", &zero, &j, true);
             k.store(&r, &acc_buf, &j, &row_t);
             k.close();
             if lhs_sum.is_some() {

@@ -9,7 +9,7 @@
 
 use aicf_compiler::{
     CompilerContext,
-    adapt::{Adaptive, Outcome, Policy, Progress},
+    adapt::{Action, Adaptive, Outcome, Policy, Progress},
     codegen::{compile_cpu, compile_gpu, ptxas, validate_ptx},
     run_pipeline,
     trainer::{Options, TrainError, Trainer},
@@ -340,14 +340,12 @@ fn report_compiled(trainer: &Trainer, from: usize, model: &Path) {
     }
 }
 
-/// Compiles (or finds) the variant for `rows` rows of the model's input
-/// shape `x_shape` (batch first), before training starts.
-fn prepare_rows(trainer: &mut Trainer, model: &Path, x: &artifact::Arg, rows: usize) -> Result<()> {
+/// Compiles (or finds) the variant of the model for `rows` rows (a smaller
+/// last batch), before training starts.
+fn prepare_rows(trainer: &mut Trainer, model: &Path, rows: usize) -> Result<()> {
     let before = trainer.compiled().len();
-    let mut shape = x.shape.clone();
-    shape[0] = rows;
     if rows > 0 {
-        trainer.ensure_compiled("forward", &[&Tensor::new(shape, x.dtype, Vec::new())]).map_err(|e| e.to_string())?;
+        trainer.add_batch(rows).map_err(|e| e.to_string())?;
     }
     report_compiled(trainer, before, model);
     Ok(())
@@ -367,7 +365,7 @@ fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Pat
     if rows[0].0.len() != features {
         return Err(format!("{}: rows have {} features, the model takes [{batch}, {features}]", data.display(), rows[0].0.len()));
     }
-    prepare_rows(&mut trainer, &c.model, x, rows.len() % batch)?;
+    prepare_rows(&mut trainer, &c.model, rows.len() % batch)?;
     let accuracy = evaluate(&mut trainer, &rows, features, scale)?;
     println!(
         "accuracy {:.2}% on {} rows of {} (checkpoint {}, epoch {})",
@@ -503,9 +501,8 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     let scale = train_rows.iter().flat_map(|r| r.0.iter()).fold(0.0f64, |m, v| m.max(v.abs())).max(1e-12);
     // A last batch smaller than the model's, in training and in validation,
     // runs a variant compiled for its size (once; cached under --out).
-    let ragged = [train_rows.len() % batch, val.len() % batch];
-    for r in ragged {
-        prepare_rows(&mut trainer, &c.model, x_arg, r)?;
+    for r in [train_rows.len() % batch, val.len() % batch] {
+        prepare_rows(&mut trainer, &c.model, r)?;
     }
     let batch_of = |rows: &[&(Vec<f64>, i64)]| -> [Tensor; 2] {
         let x: Vec<f64> = rows.iter().flat_map(|r| r.0.iter().map(|v| v / scale)).collect();
@@ -529,7 +526,9 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
         let full = |rows: &[(Vec<f64>, i64)]| -> Vec<Vec<Tensor>> {
             rows.chunks_exact(batch).map(|c| batch_of(&c.iter().collect::<Vec<_>>()).to_vec()).collect()
         };
-        adaptive.set_fork_data(full(train_rows), full(val));
+        if adaptive.policy().rules.iter().any(|r| matches!(r.action, Action::Fork { .. })) {
+            adaptive.set_fork_data(full(train_rows), full(val));
+        }
     }
     let metrics_path = out.join("metrics.jsonl");
     let mut metrics = std::fs::File::create(&metrics_path).map_err(|e| format!("{}: {e}", metrics_path.display()))?;
@@ -583,7 +582,7 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
                     loss_sum += m.loss * chunk.len() as f64;
                     count += chunk.len();
                     if let Some(d) = decision {
-                        after_rewrite(&mut adaptive, d, c, x_arg, &ragged, grown_model.as_deref())?;
+                        after_rewrite(&mut adaptive, d, grown_model.as_deref())?;
                     }
                 }
                 Ok(Outcome::RolledBack(d, to)) => {
@@ -623,7 +622,7 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
         .map_err(|e| format!("{}: {e}", metrics_path.display()))?;
         history.push((train_loss, accuracy));
         if let Some(d) = adaptive.epoch_end(Progress { epoch, batch: batches, rng: epoch_rng }, Some(val_loss)).map_err(|e| e.to_string())? {
-            after_rewrite(&mut adaptive, d, c, x_arg, &ragged, grown_model.as_deref())?;
+            after_rewrite(&mut adaptive, d, grown_model.as_deref())?;
         }
         if let Some(path) = &checkpoint {
             let meta = std::collections::BTreeMap::from([
@@ -662,38 +661,17 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// After decision `d` changed the model: report it, compile the new
-/// model's variants for the ragged batches now (not mid-epoch), and save
-/// the new model beside the checkpoint.
-fn after_rewrite(
-    adaptive: &mut Adaptive,
-    d: usize,
-    c: &ModelArgs,
-    x_arg: &artifact::Arg,
-    ragged: &[usize],
-    grown_model: Option<&Path>,
-) -> Result<()> {
-    let started = Instant::now();
-    let trainer = adaptive.trainer_mut();
-    let before = trainer.compiled().len();
-    for &r in ragged {
-        if r > 0 {
-            let mut shape = x_arg.shape.clone();
-            shape[0] = r;
-            trainer.ensure_compiled("forward", &[&Tensor::new(shape, x_arg.dtype, Vec::new())]).map_err(|e| e.to_string())?;
-        }
-    }
-    let variants = trainer.compiled().len() - before;
-    let variant_seconds = started.elapsed().as_secs_f64();
+/// After decision `d` changed the model: report it and save the new model
+/// beside the checkpoint. (`adapt::grow` compiled the new model at every
+/// batch size the old one ran.)
+fn after_rewrite(adaptive: &mut Adaptive, d: usize, grown_model: Option<&Path>) -> Result<()> {
     if let Some(path) = grown_model {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        aicf_compiler::codegen::write_atomically(path, trainer.source().as_bytes()).map_err(|e| e.to_string())?;
+        aicf_compiler::codegen::write_atomically(path, adaptive.trainer().source().as_bytes()).map_err(|e| e.to_string())?;
     }
-    let summary = adaptive.decisions()[d].summary();
-    let extra = if variants > 0 { format!(" (+{variant_seconds:.2} s compiling {variants} batch variant(s) of {})", c.model.display()) } else { String::new() };
-    println!("  {summary}{extra}");
+    println!("  {}", adaptive.decisions()[d].summary());
     Ok(())
 }
 
