@@ -54,7 +54,7 @@ fn run() -> Result<(), String> {
                 .map(|a| {
                     let n: usize = a.shape.iter().product();
                     let values = match a.dtype {
-                        DType::F32 | DType::F64 => (0..n).map(|i| ((i * 7919) % 2001) as f64 / 1000.0 - 1.0).collect(),
+                        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => (0..n).map(|i| ((i * 7919) % 2001) as f64 / 1000.0 - 1.0).collect(),
                         _ => vec![0.0; n],
                     };
                     Tensor::new(a.shape.clone(), a.dtype, values)

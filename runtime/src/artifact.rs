@@ -61,6 +61,10 @@ pub enum DType {
     I1,
     /// Raw bytes (the arena).
     U8,
+    /// IEEE half precision (GPU GEMM operands).
+    F16,
+    /// bfloat16: f32's exponent with 7 fraction bits (GPU GEMM operands).
+    BF16,
 }
 
 impl DType {
@@ -68,6 +72,7 @@ impl DType {
         match self {
             DType::F64 | DType::I64 => 8,
             DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::BF16 => 2,
             DType::I1 | DType::U8 => 1,
         }
     }

@@ -41,6 +41,8 @@ fn dtype_name(d: DType) -> &'static str {
         DType::I64 => "I64",
         DType::I1 => "BOOL",
         DType::U8 => "U8",
+        DType::F16 => "F16",
+        DType::BF16 => "BF16",
     }
 }
 
@@ -52,6 +54,8 @@ fn dtype_of(name: &str) -> Option<DType> {
         "I64" => DType::I64,
         "BOOL" => DType::I1,
         "U8" => DType::U8,
+        "F16" => DType::F16,
+        "BF16" => DType::BF16,
         _ => return None,
     })
 }

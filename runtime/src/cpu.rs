@@ -480,6 +480,9 @@ pub fn write_values(out: &mut [u8], dtype: DType, values: &[f64]) {
             DType::I64 => out[at..at + 8].copy_from_slice(&(v as i64).to_le_bytes()),
             DType::I1 => out[at] = (v != 0.0) as u8,
             DType::U8 => out[at] = v as u8,
+            // Rounded to nearest even, as a GPU's conversion does.
+            DType::F16 => out[at..at + 2].copy_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+            DType::BF16 => out[at..at + 2].copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
         }
     }
 }
@@ -494,6 +497,8 @@ pub fn read_values(bytes: &[u8], dtype: DType) -> Vec<f64> {
             DType::I32 => i32::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
             DType::I64 => i64::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
             DType::I1 | DType::U8 => c[0] as f64,
+            DType::F16 => half::f16::from_le_bytes([c[0], c[1]]).to_f64(),
+            DType::BF16 => half::bf16::from_le_bytes([c[0], c[1]]).to_f64(),
         })
         .collect()
 }

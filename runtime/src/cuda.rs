@@ -13,7 +13,7 @@
 //! Graph of the whole function, captured on the second call, since every
 //! pointer and launch shape is fixed by the plan: compile once, train many.
 
-use crate::artifact::{Buffer, Function, Manifest, Role};
+use crate::artifact::{Buffer, DType, Function, Manifest, Role};
 use crate::cpu::{Bytes, Result, RuntimeError, read_values, write_values};
 use crate::session::{Tensor, initial_symbols, input_mismatch};
 use cudarc::driver::{CudaContext, CudaGraph, CudaStream, DriverError, result, sys};
@@ -475,6 +475,82 @@ pub struct BundleCase {
 pub struct BundleCall {
     pub inputs: Vec<Tensor>,
     pub outputs: Vec<Tensor>,
+}
+
+/// A GEMM check of the GPU test bundle (`gemm.json` beside an artifact of
+/// one `ll.gemm`, function `f(a, b[, bias]) -> out`): inputs too big to
+/// ship are made on the GPU machine, and the reference is computed there,
+/// on the host. Inputs are multiples of 1/8 in [-1, 1], exact in f16 and
+/// bf16, so products are exact and an f32 result is exact up to the order
+/// of the sums; a 16-bit result is the exact value rounded once.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GemmCheck {
+    pub batch: usize,
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    /// `a` stored k x m, `b` stored n x k.
+    pub ta: bool,
+    pub tb: bool,
+    pub dtype: DType,
+    pub out: DType,
+    pub bias: bool,
+    pub relu: bool,
+    /// Relative tolerance, as in [`compare`].
+    pub tol: f64,
+}
+
+impl GemmCheck {
+    fn value(i: usize, salt: usize) -> f64 {
+        ((i * 7919 + salt * 104_729) % 17) as f64 / 8.0 - 1.0
+    }
+
+    /// The inputs: `a`, `b` and (with `bias`) the bias, each batch's
+    /// matrices stored as the transposes say.
+    pub fn inputs(&self) -> Vec<Tensor> {
+        let (b, m, k, n) = (self.batch, self.m, self.k, self.n);
+        let make = |shape: Vec<usize>, dtype: DType, salt: usize| {
+            let len: usize = shape.iter().product();
+            Tensor::new(shape, dtype, (0..len).map(|i| Self::value(i, salt)).collect())
+        };
+        let lead = |r: usize, c: usize| if b > 1 { vec![b, r, c] } else { vec![r, c] };
+        let a = make(if self.ta { lead(k, m) } else { lead(m, k) }, self.dtype, 1);
+        let bm = make(if self.tb { lead(n, k) } else { lead(k, n) }, self.dtype, 2);
+        let mut inputs = vec![a, bm];
+        if self.bias {
+            inputs.push(make(vec![n], self.out, 3));
+        }
+        inputs
+    }
+
+    /// The result on the host: `relu(op(a) op(b) + bias)` per batch, in f64.
+    pub fn reference(&self, inputs: &[Tensor]) -> Tensor {
+        let (b, m, k, n) = (self.batch, self.m, self.k, self.n);
+        let (a, bm) = (&inputs[0].values, &inputs[1].values);
+        let mut out = vec![0.0; b * m * n];
+        for z in 0..b {
+            let (a, bm) = (&a[z * m * k..], &bm[z * k * n..]);
+            for i in 0..m {
+                for j in 0..n {
+                    let mut y: f64 = (0..k)
+                        .map(|p| {
+                            let x = if self.ta { a[p * m + i] } else { a[i * k + p] };
+                            let w = if self.tb { bm[j * k + p] } else { bm[p * n + j] };
+                            x * w
+                        })
+                        .sum();
+                    if self.bias {
+                        y += inputs[2].values[j];
+                    }
+                    if self.relu {
+                        y = y.max(0.0);
+                    }
+                    out[(z * m + i) * n + j] = y;
+                }
+            }
+        }
+        Tensor::new(if b > 1 { vec![b, m, n] } else { vec![m, n] }, self.out, out)
+    }
 }
 
 /// Compares `got` with `want` element by element; the first difference

@@ -7,7 +7,7 @@
 //! test binary (the bundle's layout), else `target/gpu-bundle/cases`.
 //! Without a GPU, or without a bundle, the test says why and passes.
 
-use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession, compare};
+use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession, GemmCheck, compare};
 use std::path::PathBuf;
 
 fn bundle() -> Option<PathBuf> {
@@ -84,4 +84,42 @@ fn every_bundle_case_matches_the_cpu_on_the_gpu() {
         }
     }
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// The bundle's tensor-core GEMM checks (`gemm/<name>/gemm.json` beside
+/// `cases/`): inputs made here, the result compared with the host's.
+#[test]
+fn every_gemm_check_matches_the_host_reference() {
+    if let Err(why) = cuda::available() {
+        println!("skipped: {why}");
+        return;
+    }
+    let Some(dir) = bundle().and_then(|cases| Some(cases.parent()?.join("gemm"))).filter(|d| d.is_dir()) else {
+        println!("skipped: no GEMM checks in the GPU bundle (run `make gpu-bundle`, or set AICF_GPU_BUNDLE)");
+        return;
+    };
+    let mut failures = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    assert!(!entries.is_empty(), "{}: no GEMM checks", dir.display());
+    for path in &entries {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(path.join("gemm.json")).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let check: GemmCheck = serde_json::from_str(&text).unwrap();
+        let run = || -> Result<f64, String> {
+            let module = CudaModule::load(path, 0).map_err(|e| e.to_string())?;
+            let mut session = CudaSession::new(module, 0).map_err(|e| e.to_string())?;
+            let inputs = check.inputs();
+            let got = session.call("f", &inputs.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?;
+            compare("out", &got[0], &check.reference(&inputs), check.tol)
+        };
+        match run() {
+            Ok(worst) => println!("ok   gemm {name:<24} worst relative difference {worst:.1e}"),
+            Err(e) => {
+                println!("FAIL gemm {name:<24} {e}");
+                failures.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} GEMM checks failed:\n{}", failures.len(), entries.len(), failures.join("\n"));
 }

@@ -334,7 +334,8 @@ fn runtime_dtype(d: DType) -> Result<artifact::DType> {
         DType::I32 => artifact::DType::I32,
         DType::I64 => artifact::DType::I64,
         DType::I1 => artifact::DType::I1,
-        other => return Err(internal(format!("the CPU backend has no {other:?} buffers yet"))),
+        DType::F16 => artifact::DType::F16,
+        DType::BF16 => artifact::DType::BF16,
     })
 }
 
@@ -593,7 +594,27 @@ struct Epilogue {
     out: usize,
     act: i64,
     accumulate: bool,
+    /// The type the epilogue computes in (f32 for 16-bit GEMMs, whose
+    /// operands are widened on load and whose result is narrowed on store).
     t: DType,
+}
+
+/// Bits of a float type.
+fn float_bits(t: DType) -> u32 {
+    match t {
+        DType::F16 | DType::BF16 => 16,
+        DType::F64 => 64,
+        _ => 32,
+    }
+}
+
+/// `v` of float type `from` as `to` (`arith.extf`/`truncf`; nothing when equal).
+fn cast_float(k: &mut Kernel, v: &str, from: DType, to: DType) -> String {
+    if from == to {
+        return v.to_string();
+    }
+    let op = if float_bits(from) < float_bits(to) { "extf" } else { "truncf" };
+    k.val(&format!("arith.{op} {v} : {} to {}", from.mlir(), to.mlir()))
 }
 
 impl Epilogue {
@@ -601,26 +622,31 @@ impl Epilogue {
     fn write(&self, k: &mut Kernel, j: &str, o: &str, y: &str, specs: &[(Vec<usize>, DType)]) {
         let t = self.t;
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let load = |k: &mut Kernel, p: usize, at: &str| {
+            let v = k.load(&format!("%b{p}"), at, &ty(p));
+            cast_float(k, &v, specs[p].1, t)
+        };
         let mut y = y.to_string();
         if let Some(p) = self.bias {
-            let bv = k.load(&format!("%b{p}"), j, &ty(p));
+            let bv = load(k, p, j);
             y = k.fop("addf", &y, &bv, t);
         }
         y = activation(k, self.act, &y, t);
         if let Some(p) = self.mask {
             let zero = k.float(0.0, t);
-            let mv = k.load(&format!("%b{p}"), o, &ty(p));
+            let mv = load(k, p, o);
             let pos = k.val(&format!("arith.cmpf ogt, {mv}, {zero} : {}", t.mlir()));
             y = k.val(&format!("arith.select {pos}, {y}, {zero} : {}", t.mlir()));
         }
         if let Some(p) = self.residual {
-            let rv = k.load(&format!("%b{p}"), o, &ty(p));
+            let rv = load(k, p, o);
             y = k.fop("addf", &y, &rv, t);
         }
         if self.accumulate {
-            let old = k.load(&format!("%b{}", self.out), o, &ty(self.out));
+            let old = load(k, self.out, o);
             y = k.fop("addf", &old, &y, t);
         }
+        let y = cast_float(k, &y, t, specs[self.out].1);
         k.store(&y, &format!("%b{}", self.out), o, &ty(self.out));
     }
 }
@@ -780,6 +806,12 @@ impl Generator {
         let name = op_name(op);
         let specs = x.iter().map(|v| buf_spec(*v)).collect::<Result<Vec<_>>>()?;
         let all: Vec<usize> = (0..x.len()).collect();
+        // 16-bit floats: the GPU's tensor-core GEMM (and copies and fills).
+        let narrow = specs.iter().any(|(_, t)| matches!(t, DType::F16 | DType::BF16));
+        if narrow && !(self.gpu && matches!(name.as_str(), "ll.gemm" | "ll.copy" | "ll.fill")) {
+            let backend = if self.gpu { "the GPU backend" } else { "the CPU backend" };
+            return Err(at(op, format!("{backend} has no f16/bf16 '{name}' kernel yet (only the GPU GEMM, copy and fill take them)")));
+        }
         Ok(match name.as_str() {
             "ll.elementwise" => {
                 let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_default();

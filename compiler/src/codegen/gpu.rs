@@ -141,8 +141,24 @@ impl Generator {
         let GemmLayout { bias, mask, residual, out, lhs_sum, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched } =
             GemmLayout::of(op, specs);
         let t = specs[out].1;
-        if t != DType::F32 || specs[0].1 != DType::F32 || specs[1].1 != DType::F32 {
-            return Err(at(op, "the GPU GEMM is f32 only for now"));
+        let (ta_t, tb_t) = (specs[0].1, specs[1].1);
+        if matches!(ta_t, DType::F16 | DType::BF16) && ta_t == tb_t {
+            if lhs_sum.is_some() {
+                return Err(at(op, "the tensor-core GEMM has no fused row sum of A yet"));
+            }
+            if !t.is_float() {
+                return Err(at(op, format!("a {} GEMM with a {t:?} result", ta_t.mlir())));
+            }
+            let layout = GemmLayout { bias, mask, residual, out, lhs_sum, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched };
+            return Ok(vec![self.tensor_core_gemm(&layout, ta_t, specs)]);
+        }
+        if t != DType::F32 || ta_t != DType::F32 || tb_t != DType::F32 {
+            return Err(at(op, format!(
+                "the GPU GEMM takes f32 x f32 -> f32, or f16 x f16 / bf16 x bf16 with any float result (here {} x {} -> {})",
+                ta_t.mlir(),
+                tb_t.mlir(),
+                t.mlir()
+            )));
         }
         let batch = rows / m.max(1);
         // The biggest tiles (128, 64 or 32 square) that still give the
@@ -309,6 +325,265 @@ impl Generator {
         Ok(kernels)
     }
 
+    /// A GEMM of f16 or bf16 operands on the tensor cores, accumulating in
+    /// f32 (`mma.sync.m16n8k16`), with the epilogue in f32 and the result
+    /// stored in the output's type.
+    ///
+    /// Block (x, y, z) computes a `bm x bn` tile of batch z with `wm x wn`
+    /// warps, each owning a `16 fm x 16 fn` sub-tile: fm 16-row fragments of
+    /// A times 2 fn 8-column fragments of B per step of 16 along k. Tiles of
+    /// 32 along k go through shared memory in two stages: while the warps
+    /// multiply one stage, the next tile is copied into the other. Each
+    /// operand keeps its stored layout in shared memory (rows padded by 8
+    /// elements, so the eight 16-byte rows an `ldmatrix` reads fall in
+    /// distinct banks); `ldmatrix` (transposing where the layout asks for
+    /// it) gives the fragments in the order `mma` takes them.
+    ///
+    /// Copies are `cp.async` 16-byte chunks when each operand's contiguous
+    /// dimension is a multiple of 8 (chunks past the matrix are zero-filled
+    /// by the copy's source size); otherwise plain loads, element by element,
+    /// with bounds checks. Either way odd sizes need no other care.
+    fn tensor_core_gemm(&mut self, l: &GemmLayout, et: DType, specs: &[(Vec<usize>, DType)]) -> (String, u64, u64, Vec<usize>, Vec<IndexCheck>) {
+        let GemmLayout { bias, mask, residual, out, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched, .. } = *l;
+        let e = et.mlir();
+        let batch = rows / m.max(1);
+        let tiles = |edge: usize| m.div_ceil(edge) * n.div_ceil(edge) * batch;
+        // 128 x 128 tiles (8 warps of 64 x 32) when they fill the GPU's 132
+        // multiprocessors, else 64 x 64 (4 warps of 32 x 32).
+        let (wm, wn, fm, fnn) = if tiles(128) >= 132 { (2, 4, 4, 2) } else { (2, 2, 2, 2) };
+        let (bm, bn, bk) = (wm * 16 * fm, wn * 16 * fnn, 32);
+        let threads = 32 * wm * wn;
+        // Shared-memory layouts (rows x cols, cols contiguous, padded).
+        let (a_rows, a_cols) = if ta { (bk, bm) } else { (bm, bk) };
+        let (b_rows, b_cols) = if tb { (bn, bk) } else { (bk, bn) };
+        let (a_ld, b_ld) = (a_cols + 8, b_cols + 8);
+        let (a_stage, b_stage) = (a_rows * a_ld, b_rows * b_ld);
+        let sa = format!("memref<{}x{e}, #gpu.address_space<workgroup>>", 2 * a_stage);
+        let sb = format!("memref<{}x{e}, #gpu.address_space<workgroup>>", 2 * b_stage);
+        let asynchronous = (if ta { m } else { kk }) % 8 == 0 && (if tb { kk } else { n }) % 8 == 0;
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+
+        let mut k = Kernel::new();
+        let tid = k.val("gpu.thread_id x");
+        let c32 = k.index(32);
+        let lane = k.val(&format!("arith.remui {tid}, {c32} : index"));
+        let warp = k.val(&format!("arith.divui {tid}, {c32} : index"));
+        let wn_c = k.index(wn);
+        let warp_m = k.val(&format!("arith.divui {warp}, {wn_c} : index"));
+        let warp_n = k.val(&format!("arith.remui {warp}, {wn_c} : index"));
+        let c8 = k.index(8);
+        let c4 = k.index(4);
+        let c2 = k.index(2);
+        let quad = k.val(&format!("arith.divui {lane}, {c8} : index"));
+        let r8 = k.val(&format!("arith.remui {lane}, {c8} : index"));
+        let q_lo = k.val(&format!("arith.remui {quad}, {c2} : index"));
+        let q_hi = k.val(&format!("arith.divui {quad}, {c2} : index"));
+        let (bx, by, bz) = (k.val("gpu.block_id x"), k.val("gpu.block_id y"), k.val("gpu.block_id z"));
+        let row0 = k.mad(&by, bm, "%c0");
+        let col0 = k.mad(&bx, bn, "%c0");
+        let (a_base, b_base) = if batched {
+            (k.mad(&bz, m * kk, "%c0"), k.mad(&bz, kk * n, "%c0"))
+        } else {
+            ("%c0".to_string(), "%c0".to_string())
+        };
+        let o_base = k.mad(&bz, m * n, "%c0");
+        let (mc, kc, nc) = (k.index(m), k.index(kk), k.index(n));
+        let wm0 = k.mad(&warp_m, 16 * fm, "%c0");
+        let wn0 = k.mad(&warp_n, 16 * fnn, "%c0");
+        // Each lane's ldmatrix row within a stage (fragment offsets are
+        // constants added later). Lane l addresses row l % 8 of matrix
+        // l / 8; A's four matrices are (rows 0-7, k 0-7), (rows 8-15, k 0-7),
+        // (rows 0-7, k 8-15), (rows 8-15, k 8-15); B's are (k 0-7, cols 0-7),
+        // (k 8-15, cols 0-7), (k 0-7, cols 8-15), (k 8-15, cols 8-15).
+        let a_lane = if ta {
+            // Stored k x m: row k = r + 8 q_hi, column m = wm0 + 8 q_lo (transposed).
+            let kr = k.mad(&q_hi, 8, &r8);
+            let mcol = k.mad(&q_lo, 8, &wm0);
+            k.mad(&kr, a_ld, &mcol)
+        } else {
+            let mr = k.mad(&q_lo, 8, &r8);
+            let mr = k.add(&wm0, &mr);
+            let kcol = k.mad(&q_hi, 8, "%c0");
+            k.mad(&mr, a_ld, &kcol)
+        };
+        let b_lane = if tb {
+            // Stored n x k: row n = wn0 + r + 8 q_hi, column k = 8 q_lo.
+            let nr = k.mad(&q_hi, 8, &r8);
+            let nr = k.add(&wn0, &nr);
+            let kcol = k.mad(&q_lo, 8, "%c0");
+            k.mad(&nr, b_ld, &kcol)
+        } else {
+            // Stored k x n: row k = r + 8 q_lo, column n = wn0 + 8 q_hi (transposed).
+            let kr = k.mad(&q_lo, 8, &r8);
+            let ncol = k.mad(&q_hi, 8, &wn0);
+            k.mad(&kr, b_ld, &ncol)
+        };
+
+        // Copies tile `t` (of 32 along k) of both operands into stage `t % 2`.
+        let load_tile = |k: &mut Kernel, t: &str| {
+            let kt = k.mad(t, bk, "%c0");
+            let stage = k.val(&format!("arith.remui {t}, {c2} : index"));
+            let a_off = k.mad(&stage, a_stage, "%c0");
+            let b_off = k.mad(&stage, b_stage, "%c0");
+            // (buffer, batch base, smem, stage offset, rows, cols, ld, global
+            // row/col of the tile's corner, their limits, global row stride)
+            let (a_r0, a_c0, a_rl, a_cl, a_g) = if ta { (&kt, &row0, &kc, &mc, m) } else { (&row0, &kt, &mc, &kc, kk) };
+            let (b_r0, b_c0, b_rl, b_cl, b_g) = if tb { (&col0, &kt, &nc, &kc, kk) } else { (&kt, &col0, &kc, &nc, n) };
+            let mut tokens = Vec::new();
+            for (buf, base, smem, st, off, r_n, c_n, ld, r0, c0, rl, cl, g) in [
+                ("%b0", &a_base, "%As", &sa, &a_off, a_rows, a_cols, a_ld, a_r0, a_c0, a_rl, a_cl, a_g),
+                ("%b1", &b_base, "%Bs", &sb, &b_off, b_rows, b_cols, b_ld, b_r0, b_c0, b_rl, b_cl, b_g),
+            ] {
+                let gty = if buf == "%b0" { ty(0) } else { ty(1) };
+                let per_row = c_n / 8;
+                for q in 0..r_n * per_row / threads {
+                    let chunk = k.mad("%c1", q * threads, &tid);
+                    let pr = k.index(per_row);
+                    let r = k.val(&format!("arith.divui {chunk}, {pr} : index"));
+                    let c = k.val(&format!("arith.remui {chunk}, {pr} : index"));
+                    let c = k.mad(&c, 8, "%c0");
+                    let gr = k.add(r0, &r);
+                    let gc = k.add(c0, &c);
+                    let row_ok = k.val(&format!("arith.cmpi ult, {gr}, {rl} : index"));
+                    let at = k.mad(&r, ld, &c);
+                    let at = k.add(off, &at);
+                    let src = k.mad(&gr, g, &gc);
+                    let src = k.add(base, &src);
+                    if asynchronous {
+                        // Elements of the chunk inside the matrix: min(cl - gc, 8), 0 past it.
+                        let col_ok = k.val(&format!("arith.cmpi ult, {gc}, {cl} : index"));
+                        let ok = k.val(&format!("arith.andi {row_ok}, {col_ok} : i1"));
+                        let left = k.val(&format!("arith.subi {cl}, {gc} : index"));
+                        let left = k.val(&format!("arith.minui {left}, {c8} : index"));
+                        let count = k.val(&format!("arith.select {ok}, {left}, %c0 : index"));
+                        let src = k.val(&format!("arith.select {ok}, {src}, %c0 : index"));
+                        tokens.push(k.val(&format!(
+                            "nvgpu.device_async_copy {buf}[{src}], {smem}[{at}], 8, {count} {{bypassL1}} : {gty} to {st}"
+                        )));
+                    } else {
+                        let zero = k.float(0.0, et);
+                        for j in 0..8 {
+                            let gj = k.mad("%c1", j, &gc);
+                            let col_ok = k.val(&format!("arith.cmpi ult, {gj}, {cl} : index"));
+                            let ok = k.val(&format!("arith.andi {row_ok}, {col_ok} : i1"));
+                            let sj = k.mad("%c1", j, &src);
+                            let sj = k.val(&format!("arith.select {ok}, {sj}, %c0 : index"));
+                            let v = k.load(buf, &sj, &gty);
+                            let v = k.val(&format!("arith.select {ok}, {v}, {zero} : {e}"));
+                            let aj = k.mad("%c1", j, &at);
+                            k.store(&v, smem, &aj, st);
+                        }
+                    }
+                }
+            }
+            asynchronous.then(|| k.val(&format!("nvgpu.device_async_create_group {}", tokens.join(", "))))
+        };
+
+        let first = load_tile(&mut k, "%c0");
+        let ntiles = k.index(kk.div_ceil(bk));
+        let zero = k.float(0.0, DType::F32);
+        let nacc = fm * 2 * fnn * 4;
+        let (t, accs, results) = k.open_reduce_all("%c0", &ntiles, "%c1", &vec![zero; nacc], "f32");
+        // The next tile goes into the other stage while this one is used
+        // (past the last tile it is all zero fill, never read).
+        let next = k.add(&t, "%c1");
+        if let Some(group) = load_tile(&mut k, &next) {
+            // Every group but the newest done: this tile's copies.
+            k.line(&format!("nvgpu.device_async_wait {group} {{numGroups = 1 : i32}}"));
+        }
+        k.line("gpu.barrier");
+        let stage = k.val(&format!("arith.remui {t}, {c2} : index"));
+        let a_off = k.mad(&stage, a_stage, &a_lane);
+        let b_off = k.mad(&stage, b_stage, &b_lane);
+        let mut acc = accs.clone();
+        let (frag_a, frag_b) = (format!("vector<4x2x{e}>"), format!("vector<4x2x{e}>"));
+        // One register of a fragment as mma takes it: bf16 pairs as i32,
+        // f16 pairs as vector<2xf16>.
+        let reg = |k: &mut Kernel, frag: &str, i: usize| -> String {
+            if et == DType::BF16 {
+                let v = k.val(&format!("vector.extract {frag}[{i}] : vector<2xbf16> from vector<4x2xbf16>"));
+                k.val(&format!("llvm.bitcast {v} : vector<2xbf16> to i32"))
+            } else {
+                k.val(&format!("vector.extract {frag}[{i}] : vector<2xf16> from vector<4x2xf16>"))
+            }
+        };
+        let reg_ty = if et == DType::BF16 { "i32" } else { "vector<2xf16>" };
+        for ks in 0..bk / 16 {
+            let mut a_regs = Vec::new();
+            for mi in 0..fm {
+                let at = if ta { k.mad("%c1", ks * 16 * a_ld + mi * 16, &a_off) } else { k.mad("%c1", mi * 16 * a_ld + ks * 16, &a_off) };
+                let f = k.val(&format!("nvgpu.ldmatrix %As[{at}] {{numTiles = 4 : i32, transpose = {ta}}} : {sa} -> {frag_a}"));
+                a_regs.push((0..4).map(|i| reg(&mut k, &f, i)).collect::<Vec<_>>());
+            }
+            let mut b_regs = Vec::new();
+            for np in 0..fnn {
+                let at = if tb { k.mad("%c1", np * 16 * b_ld + ks * 16, &b_off) } else { k.mad("%c1", ks * 16 * b_ld + np * 16, &b_off) };
+                let f = k.val(&format!("nvgpu.ldmatrix %Bs[{at}] {{numTiles = 4 : i32, transpose = {}}} : {sb} -> {frag_b}", !tb));
+                let r: Vec<String> = (0..4).map(|i| reg(&mut k, &f, i)).collect();
+                b_regs.push(r[..2].to_vec());
+                b_regs.push(r[2..].to_vec());
+            }
+            for (mi, a) in a_regs.iter().enumerate() {
+                for (ni, b) in b_regs.iter().enumerate() {
+                    let c = (mi * 2 * fnn + ni) * 4;
+                    let d = k.val(&format!(
+                        "nvvm.mma.sync A[{}] B[{}] C[{}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, \
+                         shape = #nvvm.shape<m = 16, n = 8, k = 16>, multiplicandAPtxType = #nvvm.mma_type<{e}>, \
+                         multiplicandBPtxType = #nvvm.mma_type<{e}>}} : ({reg_ty}, {reg_ty}, f32) -> !llvm.struct<(f32, f32, f32, f32)>",
+                        a.join(", "),
+                        b.join(", "),
+                        acc[c..c + 4].join(", ")
+                    ));
+                    for i in 0..4 {
+                        acc[c + i] = k.val(&format!("llvm.extractvalue {d}[{i}] : !llvm.struct<(f32, f32, f32, f32)>"));
+                    }
+                }
+            }
+        }
+        k.line("gpu.barrier");
+        k.close_with_all(&acc, "f32");
+        if let Some(group) = first {
+            // Every group done (the last, all zero fill) before the block
+            // exits; the token only orders the wait after the copies.
+            k.line(&format!("nvgpu.device_async_wait {group} {{numGroups = 0 : i32}}"));
+        }
+
+        // The epilogue: register i of fragment (mi, ni) is row
+        // g + 8 (i / 2), column 2 q + i % 2 of its 16 x 8 tile, for lane
+        // g * 4 + q.
+        let g = k.val(&format!("arith.divui {lane}, {c4} : index"));
+        let q = k.val(&format!("arith.remui {lane}, {c4} : index"));
+        let er = k.add(&row0, &wm0);
+        let er = k.add(&er, &g);
+        let ec = k.add(&col0, &wn0);
+        let ec = k.mad(&q, 2, &ec);
+        let alpha_c = (alpha != 1.0).then(|| k.float(alpha, DType::F32));
+        for mi in 0..fm {
+            for ni in 0..2 * fnn {
+                for r in 0..4 {
+                    let i = k.mad("%c1", mi * 16 + 8 * (r / 2), &er);
+                    let j = k.mad("%c1", ni * 8 + r % 2, &ec);
+                    let in_i = k.val(&format!("arith.cmpi ult, {i}, {mc} : index"));
+                    let in_j = k.val(&format!("arith.cmpi ult, {j}, {nc} : index"));
+                    let ok = k.val(&format!("arith.andi {in_i}, {in_j} : i1"));
+                    k.line(&format!("scf.if {ok} {{"));
+                    k.depth += 1;
+                    let mut y = results[(mi * 2 * fnn + ni) * 4 + r].clone();
+                    if let Some(a) = &alpha_c {
+                        y = k.fop("mulf", &y, a, DType::F32);
+                    }
+                    let o = k.mad(&i, n, &o_base);
+                    let o = k.add(&o, &j);
+                    Epilogue { bias, mask, residual, out, act, accumulate, t: DType::F32 }.write(&mut k, &j, &o, &y, specs);
+                    k.close();
+                }
+            }
+        }
+        let grid = [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, batch as u32];
+        let name = self.finish_gpu_func(k, specs, &[("%As", sa), ("%Bs", sb)], grid, threads as u32);
+        (name, rows as u64, (2 * kk * n) as u64, (0..specs.len()).collect(), vec![])
+    }
+
     /// Appends kernel `kN`, written whole for the GPU, as a `gpu.func` with
     /// `workgroup` memory, launched on `grid` blocks of `block` threads.
     pub(super) fn finish_gpu_func(
@@ -399,8 +674,8 @@ impl Generator {
             let pipeline = format!(
                 "builtin.module(gpu.module(inline,symbol-dce,canonicalize,cse),\
                  nvvm-attach-target{{chip={chip} features=+ptx80 O=3 l={}}},\
-                 gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1}},\
-                 reconcile-unrealized-casts),gpu-module-to-binary{{format=isa}})",
+                 gpu.module(convert-nvgpu-to-nvvm,convert-scf-to-cf,convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1}},\
+                 convert-vector-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts),gpu-module-to-binary{{format=isa}})",
                 libdevice.display()
             );
             crate::run_pipeline(ctx, &mut module, &pipeline)?;

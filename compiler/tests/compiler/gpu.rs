@@ -19,7 +19,7 @@ use aicf_compiler::{
 use aicf_runtime::{
     artifact::{self, ir_hash},
     cpu::CpuModule,
-    cuda::{BundleCall, BundleCase},
+    cuda::{BundleCall, BundleCase, GemmCheck},
     registry::Choice,
     session::{Session, Tensor},
 };
@@ -150,16 +150,18 @@ fn ptxas_rejects_invalid_ptx() {
 
 /// The bundle's benchmark artifacts (compiled and checked by ptxas here,
 /// timed by `gpu_bench` on a GPU): a fused elementwise chain over 2^24
-/// elements (bandwidth) and an f32 GEMM 4096^3 (FLOP rate).
+/// elements (bandwidth), and GEMMs 4096^3 in f32 and in bf16 (FLOP rate).
 #[test]
 fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
     let t = "tensor<4096x4096xf32>";
+    let h = "tensor<4096x4096xbf16>";
     let cases = [
         (
             "elementwise",
             format!("func.func @f(%x: {t}, %y: {t}) -> {t} {{\n  %a = hl.mul %x, %y : {t}, {t}\n  %b = hl.add %a, %x : {t}, {t}\n  return %b : {t}\n}}"),
         ),
         ("gemm4096", format!("func.func @f(%a: {t}, %b: {t}) -> {t} {{\n  %p = hl.matmul %a, %b : {t}, {t}\n  return %p : {t}\n}}")),
+        ("gemm4096_bf16", format!("func.func @f(%a: {h}, %b: {h}) -> {h} {{\n  %p = hl.matmul %a, %b : {h}, {h}\n  return %p : {h}\n}}")),
     ];
     for (name, source) in cases {
         let ctx = CompilerContext::new();
@@ -175,5 +177,106 @@ fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
         for file in ["manifest.json", "kernels.sm_80.ptx", "kernels.sm_90.ptx"] {
             std::fs::copy(dir.join(file), bench.join(file)).unwrap();
         }
+    }
+}
+
+/// The `ll` text of a GemmCheck's one GEMM: `f(a, b[, bias]) -> out`.
+fn gemm_source(c: &GemmCheck) -> String {
+    let ty = |dims: [usize; 2], t: artifact::DType| {
+        let lead = if c.batch > 1 { format!("{}x", c.batch) } else { String::new() };
+        format!("memref<{lead}{}x{}x{}>", dims[0], dims[1], if t == artifact::DType::BF16 { "bf16" } else if t == artifact::DType::F16 { "f16" } else { "f32" })
+    };
+    let a = ty(if c.ta { [c.k, c.m] } else { [c.m, c.k] }, c.dtype);
+    let b = ty(if c.tb { [c.n, c.k] } else { [c.k, c.n] }, c.dtype);
+    let o = ty([c.m, c.n], c.out);
+    let bias_t = ty([1, c.n], c.out).replace("1x", "").replace(&format!("{}x", c.batch), "");
+    let mut args = vec![format!("%a: {a} {{ll.bind = \"input\"}}"), format!("%b: {b} {{ll.bind = \"input\"}}")];
+    if c.bias {
+        args.push(format!("%bias: {bias_t} {{ll.bind = \"input\"}}"));
+    }
+    args.push(format!("%out: {o} {{ll.bind = \"result 0\"}}"));
+    args.push("%arena: memref<0xi8> {ll.bind = \"arena\"}".into());
+    let op = format!(
+        "ll.gemm %a, %b{} into %out{}{}{} : {a}, {b}{} -> {o}",
+        if c.bias { " bias(%bias)" } else { "" },
+        if c.ta { " transpose_a" } else { "" },
+        if c.tb { " transpose_b" } else { "" },
+        if c.relu { " act = relu" } else { "" },
+        if c.bias { format!(" bias {bias_t}") } else { String::new() },
+    );
+    format!(
+        "func.func @f({}) attributes {{ll.memory = {{arena_bytes = 0 : i64, buffers = 0 : i64, in_place = 0 : i64, \
+         lower_bound_bytes = 0 : i64, naive_bytes = 0 : i64, recomputed = 0 : i64}}}} {{\n  {op}\n  return\n}}\n",
+        args.join(", ")
+    )
+}
+
+/// Tensor-core GEMMs (f16 and bf16 operands, f32 accumulation) on the
+/// layouts, transposes, result types and tile configurations the generator
+/// has, odd and round sizes, the copy paths (cp.async where the contiguous
+/// dimension is a multiple of 8, else plain loads): ptxas accepts each, the
+/// PTX holds the tensor-core instructions, and the bundle gets a GEMM check
+/// (inputs made and reference computed on the GPU machine).
+#[test]
+fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
+    use artifact::DType::{BF16, F16, F32};
+    let check = |batch, m, k, n, ta, tb, dtype, out, bias, relu| {
+        let tol = match out {
+            F32 => 1e-5,
+            F16 => 2e-3,
+            _ => 8e-3,
+        };
+        GemmCheck { batch, m, k, n, ta, tb, dtype, out, bias, relu, tol }
+    };
+    let cases = [
+        // (name, check, cp.async copies, 128 x 128 tiles)
+        ("bf16_bias_relu", check(1, 100, 72, 56, false, false, BF16, BF16, true, true), true, false),
+        ("bf16_ta_f32", check(1, 40, 64, 24, true, false, BF16, F32, false, false), true, false),
+        ("bf16_tb_odd", check(1, 33, 37, 29, false, true, BF16, F32, true, false), false, false),
+        ("f16_ta_tb_batched", check(3, 48, 40, 16, true, true, F16, F16, false, false), true, false),
+        ("f16_odd", check(1, 17, 9, 13, false, false, F16, F32, false, true), false, false),
+        ("bf16_big", check(1, 1536, 96, 1536, false, false, BF16, BF16, false, false), true, true),
+        ("bf16_big_tb", check(1, 1536, 72, 1408, false, true, BF16, F32, true, false), true, true),
+        ("bf16_big_ta", check(1, 1408, 80, 1536, true, false, BF16, F32, false, true), true, true),
+    ];
+    for (name, c, asynchronous, big) in cases {
+        let ctx = CompilerContext::new();
+        let source = gemm_source(&c);
+        let module = ctx.parse(&source, name).unwrap_or_else(|e| panic!("{name}: {e}\n{source}"));
+        let dir = out_dir(&format!("gpu_tc_{name}"));
+        let manifest = compile_gpu(&ctx, &module, "tc", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+        ptxas_accepts(&dir, name);
+        let launch = manifest.functions[0].calls[0].launch.unwrap();
+        assert_eq!(launch.block[0], if big { 256 } else { 128 }, "{name}: {launch:?}");
+        let ptx = std::fs::read_to_string(dir.join("kernels.sm_80.ptx")).unwrap();
+        let kind = if c.dtype == BF16 { "bf16" } else { "f16" };
+        assert!(ptx.contains(&format!("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32")), "{name}: no mma.sync");
+        assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4"), "{name}: no ldmatrix");
+        assert_eq!(ptx.contains("cp.async"), asynchronous, "{name}: cp.async copies");
+        let bundle = bundle_cases().join("../gemm").join(name);
+        let _ = std::fs::remove_dir_all(&bundle);
+        std::fs::create_dir_all(&bundle).unwrap();
+        for file in ["manifest.json", "kernels.sm_80.ptx", "kernels.sm_90.ptx"] {
+            std::fs::copy(dir.join(file), bundle.join(file)).unwrap();
+        }
+        std::fs::write(bundle.join("gemm.json"), serde_json::to_string(&c).unwrap()).unwrap();
+    }
+}
+
+/// The host reference of the GEMM checks agrees with the CPU backend's
+/// f32 GEMM on the same (exact) inputs, so a GPU failure is the GPU's.
+#[test]
+fn gemm_check_reference_matches_the_cpu_backend() {
+    use artifact::DType::F32;
+    for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+        let c = GemmCheck { batch: 2, m: 7, k: 5, n: 6, ta, tb, dtype: F32, out: F32, bias: false, relu: true, tol: 1e-6 };
+        let ctx = CompilerContext::new();
+        let module = ctx.parse(&gemm_source(&c), "check").unwrap();
+        let dir = out_dir(&format!("gemm_check_{ta}_{tb}"));
+        compile_cpu(&ctx, &module, "check", &dir).unwrap();
+        let mut session = Session::new(CpuModule::load(&dir, 1).unwrap(), 0).unwrap();
+        let inputs = c.inputs();
+        let got = session.call("f", &inputs.iter().collect::<Vec<_>>()).unwrap();
+        aicf_runtime::cuda::compare("cpu", &got[0], &c.reference(&inputs), 1e-6).unwrap();
     }
 }

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
@@ -30,6 +31,8 @@ void aicfRegisterDialects(MlirDialectRegistry registry) {
   // PTX, and the translations to LLVM IR it runs.
   auto &r = *unwrap(registry);
   r.insert<mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect, mlir::LLVM::LLVMDialect>();
+  // nvgpu: the tensor-core GEMM's ldmatrix and cp.async.
+  r.insert<mlir::nvgpu::NVGPUDialect>();
   mlir::registerAllExtensions(r);
   mlir::NVVM::registerNVVMTargetInterfaceExternalModels(r);
   mlir::registerGPUDialectTranslation(r);

@@ -9,6 +9,15 @@ func.func @f(%a: memref<4x8xf32>, %b: memref<8x2xf16>, %c: memref<4x2xf32>) {
 
 // -----
 
+// Only f16/bf16 operands may have a wider (f32) result.
+func.func @f(%a: memref<4x8xbf16>, %b: memref<8x2xbf16>, %c: memref<4x2xf16>) {
+  // expected-error @+1 {{'ll.gemm' op operands and result hold different element types: 'memref<4x8xbf16>', 'memref<8x2xbf16>' and 'memref<4x2xf16>' (only f16 or bf16 operands may have an f32 result)}}
+  ll.gemm %a, %b into %c : memref<4x8xbf16>, memref<8x2xbf16> -> memref<4x2xf16>
+  return
+}
+
+// -----
+
 func.func @f(%a: memref<4x8xf32>, %b: memref<7x2xf32>, %c: memref<4x2xf32>) {
   // expected-error @+1 {{'ll.gemm' op contracting dimensions differ: a has K = 8, b has K = 7}}
   ll.gemm %a, %b into %c : memref<4x8xf32>, memref<7x2xf32> -> memref<4x2xf32>

@@ -3,6 +3,14 @@
 // RUN: aicf-opt %s | aicf-opt | FileCheck %s
 // RUN: aicf-opt %s --mlir-print-op-generic | aicf-opt | FileCheck %s
 
+// Mixed precision: bf16 operands, f32 result.
+// CHECK-LABEL: func.func @mixed_precision
+func.func @mixed_precision(%x: memref<32x64xbf16>, %w: memref<128x64xbf16>, %y: memref<32x128xf32>) {
+  // CHECK: ll.gemm %{{.*}}, %{{.*}} into %{{.*}} transpose_b : memref<32x64xbf16>, memref<128x64xbf16> -> memref<32x128xf32>
+  ll.gemm %x, %w into %y transpose_b : memref<32x64xbf16>, memref<128x64xbf16> -> memref<32x128xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @mlp_step
 func.func @mlp_step(%x: memref<32x64xf32>, %w1: memref<128x64xf32>, %b1: memref<128xf32>,
                     %h: memref<32x128xf32>, %w2: memref<10x128xf32>, %logits: memref<32x10xf32>,

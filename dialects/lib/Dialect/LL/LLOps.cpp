@@ -19,10 +19,14 @@ LogicalResult GemmOp::verify() {
   auto a = cast<MemRefType>(getA().getType());
   auto b = cast<MemRefType>(getB().getType());
   auto out = cast<MemRefType>(getOut().getType());
-  if (a.getElementType() != b.getElementType() ||
-      a.getElementType() != out.getElementType())
+  // One element type throughout, or 16-bit float operands (accumulated in
+  // f32) with an f32 result: mixed precision.
+  Type et = a.getElementType();
+  bool mixed = (et.isF16() || et.isBF16()) && out.getElementType().isF32();
+  if (et != b.getElementType() || (et != out.getElementType() && !mixed))
     return emitOpError("operands and result hold different element types: ")
-           << a << ", " << b << " and " << out;
+           << a << ", " << b << " and " << out
+           << " (only f16 or bf16 operands may have an f32 result)";
   bool ta = getTransposeA(), tb = getTransposeB();
   int64_t ra = a.getRank(), rb = b.getRank();
   if (ra < 2 || rb < 2)

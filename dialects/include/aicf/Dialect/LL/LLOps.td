@@ -91,8 +91,11 @@ def LL_GemmOp : LL_Op<"gemm", [AttrSizedOperandSegments]> {
 
     Operands are batched matrices of equal rank with equal batch
     dimensions, or, when `b` has rank 2 and `a` a higher rank, the linear
-    form: every leading dimension of `a` is a row. `mask` and `residual`
-    have the type of `out`. `out` must not be `a` or `b`.
+    form: every leading dimension of `a` is a row. `a`, `b` and `out`
+    share one element type, except that f16 or bf16 operands may have an f32
+    `out` (mixed precision; f16/bf16 products accumulate in f32 either way).
+    `mask` and `residual` have the type of `out`. `out` must not be `a` or
+    `b`.
 
     ```mlir
     ll.gemm %x, %w bias(%b) into %y transpose_b act = relu
