@@ -156,6 +156,15 @@ pub struct Call {
     /// parameters are `(i64 work, buffer pointers...)`.
     #[serde(default)]
     pub launch: Option<Launch>,
+    /// The schedule (`ll-schedule`): the stream this call runs on, the
+    /// events it waits for first, and the event it records after it. The
+    /// CPU runs calls in program order and ignores them.
+    #[serde(default)]
+    pub stream: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<u32>,
 }
 
 /// A CUDA launch: grid and block dimensions and dynamic shared memory.

@@ -16,7 +16,7 @@
 use crate::artifact::{Buffer, DType, Function, Manifest, Role};
 use crate::cpu::{Bytes, Result, RuntimeError, read_values, write_values};
 use crate::session::{Tensor, initial_symbols, input_mismatch};
-use cudarc::driver::{CudaContext, CudaGraph, CudaStream, DriverError, result, sys};
+use cudarc::driver::{CudaContext, CudaEvent, CudaGraph, CudaStream, DriverError, result, sys};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CString, c_void};
@@ -92,7 +92,12 @@ impl Drop for DeviceBuffer {
 pub struct CudaModule {
     manifest: Manifest,
     ctx: Arc<CudaContext>,
+    /// Stream 0: uploads, downloads, graph capture, and every call when
+    /// the schedule has one stream.
     stream: Arc<CudaStream>,
+    /// Streams 1.. of the schedule (`ll-schedule`), as many as the
+    /// functions use.
+    side: Vec<Arc<CudaStream>>,
     module: sys::CUmodule,
     /// Per function, per call.
     kernels: HashMap<String, Vec<sys::CUfunction>>,
@@ -149,7 +154,9 @@ impl CudaModule {
             constants.push(d);
         }
         let stream = ctx.new_stream().map_err(cuda_err("creating a stream"))?;
-        Ok(CudaModule { manifest, ctx, stream, module, kernels, constants, chip: chip.into() })
+        let streams = manifest.functions.iter().flat_map(|f| &f.calls).map(|c| c.stream as usize + 1).max().unwrap_or(1);
+        let side = (1..streams).map(|_| ctx.new_stream().map_err(cuda_err("creating a stream"))).collect::<Result<Vec<_>>>()?;
+        Ok(CudaModule { manifest, ctx, stream, side, module, kernels, constants, chip: chip.into() })
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -184,6 +191,11 @@ struct Bound {
     params: Vec<Vec<u64>>,
     graph: Option<CudaGraph>,
     calls: u64,
+    /// The schedule's events, by id; then, per side stream, the event it
+    /// starts after (stream 0's work so far) and the one stream 0 joins.
+    events: Vec<CudaEvent>,
+    fork: Option<CudaEvent>,
+    joins: Vec<CudaEvent>,
 }
 
 /// Parameters and optimizer state on the GPU, and calls of the module's
@@ -194,6 +206,9 @@ pub struct CudaSession {
     bound: HashMap<String, Bound>,
     /// Replay a captured CUDA Graph from the second call on (default on).
     pub graphs: bool,
+    /// Run calls on the schedule's streams, ordered by its events (default
+    /// on); off, every call runs on stream 0 in program order.
+    pub streams: bool,
 }
 
 impl CudaSession {
@@ -207,7 +222,7 @@ impl CudaSession {
             d.upload(bytes.as_bytes())?;
             symbols.insert(name, d);
         }
-        Ok(CudaSession { module, symbols, bound: HashMap::new(), graphs: true })
+        Ok(CudaSession { module, symbols, bound: HashMap::new(), graphs: true, streams: true })
     }
 
     pub fn module(&self) -> &CudaModule {
@@ -274,12 +289,17 @@ impl CudaSession {
             }
             params.push(p);
         }
-        self.bound.insert(function.into(), Bound { args, params, graph: None, calls: 0 });
+        let event = || self.module.ctx.new_event(None).map_err(cuda_err("creating an event"));
+        let ids = f.calls.iter().flat_map(|c| c.waits.iter().copied().chain(c.event)).map(|e| e as usize + 1).max().unwrap_or(0);
+        let events = (0..ids).map(|_| event()).collect::<Result<Vec<_>>>()?;
+        let fork = if self.module.side.is_empty() { None } else { Some(event()?) };
+        let joins = self.module.side.iter().map(|_| event()).collect::<Result<Vec<_>>>()?;
+        self.bound.insert(function.into(), Bound { args, params, graph: None, calls: 0, events, fork, joins });
         Ok(())
     }
 
-    /// Launches kernel `k` of `function` on the session's stream.
-    fn launch_one(&self, function: &str, k: usize) -> Result<()> {
+    /// Launches kernel `k` of `function` on `stream`.
+    fn launch_one(&self, function: &str, k: usize, stream: &CudaStream) -> Result<()> {
         let c = &self.module.function(function)?.calls[k];
         let kernel = self.module.kernels[function][k];
         let err = |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message };
@@ -294,26 +314,59 @@ impl CudaSession {
                 (launch.grid[0], launch.grid[1], launch.grid[2]),
                 (launch.block[0], launch.block[1], launch.block[2]),
                 launch.shared_bytes,
-                self.module.stream.cu_stream(),
+                stream.cu_stream(),
                 &mut ptrs,
             )
         }
         .map_err(|e| err(e.to_string()))
     }
 
-    /// Launches every kernel of `function` on the session's stream; with
-    /// `check`, waits for each and names the one that failed.
+    /// Launches every kernel of `function`: on the schedule's streams
+    /// (with `streams`), which start after stream 0's work so far, wait for
+    /// the events the schedule names, and rejoin stream 0 at the end (so a
+    /// graph captured on stream 0 holds them all); else on stream 0. With
+    /// `check`, waits for each kernel and names the one that failed.
     fn launch_all(&self, function: &str, check: bool) -> Result<()> {
         let f = self.module.function(function)?;
+        let bound = &self.bound[function];
+        let main = &self.module.stream;
+        let used: Vec<usize> = (1..=self.module.side.len()).filter(|&s| f.calls.iter().any(|c| c.stream as usize == s)).collect();
+        let multi = self.streams && !used.is_empty();
+        let event_err = |k: usize, c: &crate::artifact::Call| {
+            let (function, op) = (function.to_string(), c.op.clone());
+            move |e: DriverError| RuntimeError::Kernel { function, call: k, op, message: format!("ordering the streams: {e}") }
+        };
+        if multi && let Some(fork) = &bound.fork {
+            fork.record(main).map_err(cuda_err(format!("@{function}: forking the streams")))?;
+            for &s in &used {
+                self.module.side[s - 1].wait(fork).map_err(cuda_err(format!("@{function}: forking the streams")))?;
+            }
+        }
         for (k, c) in f.calls.iter().enumerate() {
-            self.launch_one(function, k)?;
+            let stream = if multi && c.stream > 0 { &self.module.side[c.stream as usize - 1] } else { main };
+            if multi {
+                for &w in &c.waits {
+                    stream.wait(&bound.events[w as usize]).map_err(event_err(k, c))?;
+                }
+            }
+            self.launch_one(function, k, stream)?;
+            if multi && let Some(e) = c.event {
+                bound.events[e as usize].record(stream).map_err(event_err(k, c))?;
+            }
             if check {
-                self.module.stream.synchronize().map_err(|e| RuntimeError::Kernel {
+                stream.synchronize().map_err(|e| RuntimeError::Kernel {
                     function: function.into(),
                     call: k,
                     op: c.op.clone(),
                     message: format!("failed on the device: {e}"),
                 })?;
+            }
+        }
+        if multi {
+            for &s in &used {
+                let join = &bound.joins[s - 1];
+                join.record(&self.module.side[s - 1]).map_err(cuda_err(format!("@{function}: joining the streams")))?;
+                main.wait(join).map_err(cuda_err(format!("@{function}: joining the streams")))?;
             }
         }
         Ok(())
@@ -330,7 +383,7 @@ impl CudaSession {
         let mut out = Vec::new();
         for (k, c) in calls.iter().enumerate() {
             let start = stream.record_event(flags).map_err(cuda_err("recording an event"))?;
-            self.launch_one(function, k)?;
+            self.launch_one(function, k, &stream)?;
             let end = stream.record_event(flags).map_err(cuda_err("recording an event"))?;
             end.synchronize().map_err(cuda_err(format!("@{function} kernel #{k}")))?;
             out.push((c.op.clone(), start.elapsed_ms(&end).map_err(cuda_err("reading the events"))? as f64));

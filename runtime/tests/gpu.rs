@@ -43,11 +43,13 @@ fn cases() -> Option<Vec<(PathBuf, BundleCase)>> {
 }
 
 /// Runs one case: every call's outputs, then (train steps) every symbol.
-/// With `graphs`, calls after the first replay a captured CUDA Graph.
-fn run_case(dir: &std::path::Path, case: &BundleCase, graphs: bool) -> Result<f64, String> {
+/// With `graphs`, calls after the first replay a captured CUDA Graph; with
+/// `streams`, calls run on the schedule's streams.
+fn run_case(dir: &std::path::Path, case: &BundleCase, graphs: bool, streams: bool) -> Result<f64, String> {
     let module = CudaModule::load(dir, 0).map_err(|e| e.to_string())?;
     let mut session = CudaSession::new(module, case.seed).map_err(|e| e.to_string())?;
     session.graphs = graphs;
+    session.streams = streams;
     let mut worst: f64 = 0.0;
     for (n, call) in case.calls.iter().enumerate() {
         let got = session.call(&case.function, &call.inputs.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?;
@@ -71,14 +73,15 @@ fn every_bundle_case_matches_the_cpu_on_the_gpu() {
     let Some(cases) = cases() else { return };
     let mut failures = Vec::new();
     for (dir, case) in &cases {
-        // Train steps run twice: launch by launch, and with graph replay.
-        let modes: &[bool] = if case.calls.len() > 1 { &[false, true] } else { &[false] };
-        for &graphs in modes {
-            match run_case(dir, case, graphs) {
-                Ok(worst) => println!("ok   {:<28} graphs={graphs:<5} worst relative difference {worst:.1e}", case.name),
+        // Train steps run three ways: launch by launch on one stream, and
+        // on the schedule's streams launch by launch and with graph replay.
+        let modes: &[(bool, bool)] = if case.calls.len() > 1 { &[(false, false), (false, true), (true, true)] } else { &[(false, true)] };
+        for &(graphs, streams) in modes {
+            match run_case(dir, case, graphs, streams) {
+                Ok(worst) => println!("ok   {:<28} graphs={graphs:<5} streams={streams:<5} worst relative difference {worst:.1e}", case.name),
                 Err(e) => {
-                    println!("FAIL {:<28} graphs={graphs:<5} {e}", case.name);
-                    failures.push(format!("{} (graphs={graphs}): {e}", case.name));
+                    println!("FAIL {:<28} graphs={graphs:<5} streams={streams:<5} {e}", case.name);
+                    failures.push(format!("{} (graphs={graphs}, streams={streams}): {e}", case.name));
                 }
             }
         }

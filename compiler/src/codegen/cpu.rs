@@ -405,6 +405,8 @@ struct Generator {
     launches: HashMap<String, artifact::Launch>,
     /// The buffer types of each row kernel, by name.
     signatures: HashMap<String, Vec<String>>,
+    /// Row kernels that run a warp per work item on the GPU.
+    warp_rows: std::collections::HashSet<String>,
 }
 
 /// One kernel function being written: SSA names and indentation.
@@ -412,11 +414,66 @@ struct Kernel {
     text: String,
     n: usize,
     depth: usize,
+    /// A warp-per-row GPU kernel's lane (`gpu.lane_id`): a work item is a
+    /// row, its columns are split over the warp's 32 lanes, and row
+    /// reductions end in shuffles. None on the CPU: a thread per row.
+    lane: Option<String>,
 }
 
 impl Kernel {
     fn new() -> Self {
-        Kernel { text: String::new(), n: 0, depth: 2 }
+        Kernel { text: String::new(), n: 0, depth: 2, lane: None }
+    }
+    /// A row kernel that is warp-per-row on the GPU (`gpu`), else plain.
+    fn rows(gpu: bool) -> Self {
+        let mut k = Kernel::new();
+        if gpu {
+            k.lane = Some(k.val("gpu.lane_id"));
+        }
+        k
+    }
+    /// Opens the loop over this thread's columns `0..n` of a row: all of
+    /// them, or in a warp-per-row kernel the lane's (lane, lane + 32, ...).
+    fn open_cols(&mut self, n: &str) -> String {
+        match self.lane.clone() {
+            Some(lane) => {
+                let step = self.index(32);
+                self.open_step(&lane, n, &step)
+            }
+            None => self.open("%c0", n),
+        }
+    }
+    /// [`Kernel::open_reduce`] over this thread's columns (see
+    /// [`Kernel::open_cols`]); combine the lanes' results with
+    /// [`Kernel::warp_all`].
+    fn open_cols_reduce(&mut self, n: &str, init: &str, t: &str) -> (String, String, String) {
+        let Some(lane) = self.lane.clone() else {
+            return self.open_reduce("%c0", n, init, t);
+        };
+        let step = self.index(32);
+        self.n += 1;
+        let (iv, acc, r) = (format!("%i{}", self.n), format!("%a{}", self.n), format!("%r{}", self.n));
+        self.line(&format!("{r} = scf.for {iv} = {lane} to {n} step {step} iter_args({acc} = {init}) -> ({t}) {{"));
+        self.depth += 1;
+        (iv, acc, r)
+    }
+    /// In a warp-per-row kernel, `op` (`addf`, `maximumf`) of `v` over the
+    /// warp's lanes, in every lane (butterfly of xor shuffles); else `v`.
+    fn warp_all(&mut self, v: &str, op: &str, t: DType) -> String {
+        if self.lane.is_none() {
+            return v.to_string();
+        }
+        let f = t.mlir();
+        let width = self.val("arith.constant 32 : i32");
+        let mut v = v.to_string();
+        for offset in [16, 8, 4, 2, 1] {
+            let o = self.val(&format!("arith.constant {offset} : i32"));
+            self.n += 1;
+            let other = format!("%s{}", self.n);
+            self.line(&format!("{other}, %v{} = gpu.shuffle xor {v}, {o}, {width} : {f}", self.n));
+            v = self.val(&format!("arith.{op} {v}, {other} : {f}"));
+        }
+        v
     }
     fn line(&mut self, s: &str) {
         let _ = writeln!(self.text, "{}{s}", "  ".repeat(self.depth));
@@ -774,9 +831,19 @@ impl Generator {
                         .map(|v| refs.get(&ir::key(*v)).copied().ok_or_else(|| at(op, "an operand of unknown origin")))
                         .collect::<Result<Vec<_>>>()?;
                     self.buffers = buffers.clone();
+                    // The op's place in the schedule: its kernels share its
+                    // stream, the first waits and the last records.
+                    let stream = ir::int_attr(op, "ll.stream").unwrap_or(0) as u32;
+                    let waits: Vec<u32> = ir::i64_array(op, "ll.wait").unwrap_or_default().iter().map(|&e| e as u32).collect();
+                    let event = ir::int_attr(op, "ll.event").map(|e| e as u32);
+                    let first = calls.len();
                     for (kernel, work, cost, which, checks) in self.kernel(op, &x)? {
                         let library = self.library.get(&kernel).cloned().flatten();
+                        let waits = if calls.len() == first { waits.clone() } else { vec![] };
                         calls.push(Call {
+                            stream,
+                            waits,
+                            event: None,
                             library,
                             symbol: format!("aicf_{kernel}"),
                             op: op_kind.clone(),
@@ -786,6 +853,11 @@ impl Generator {
                             index_checks: checks,
                             launch: None,
                         });
+                    }
+                    if calls.len() > first {
+                        if let Some(last) = calls.last_mut() {
+                            last.event = event;
+                        }
                     }
                 }
                 other => return Err(at(op, format!("'{other}' has no place in a planned ll function"))),
@@ -937,6 +1009,9 @@ impl Generator {
         self.text.push_str(&k.text);
         let _ = writeln!(self.text, "    return\n  }}");
         self.signatures.insert(name.clone(), specs.iter().map(|(s, t)| flat_type(s, *t)).collect());
+        if k.lane.is_some() {
+            self.warp_rows.insert(name.clone());
+        }
         self.entries.push((name, specs.len()));
     }
 
@@ -1865,14 +1940,14 @@ impl Generator {
         let (outer, n, inner) = lines(shape, axis);
         let (ty, f) = (flat_type(shape, t), t.mlir());
         let out = if backward { "%b2" } else { "%b1" };
-        let mut k = Kernel::new();
+        let mut k = Kernel::rows(self.gpu);
         let zero = k.float(0.0, t);
         let nc = k.index(n);
         let l = k.open("%begin", "%end");
         let base = k.line_base(&l, inner, n);
         if backward {
             // log: g - exp(y) sum(g); else y (g - sum(g y))
-            let (j, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
+            let (j, acc, s) = k.open_cols_reduce(&nc, &zero, f);
             let p = k.at(&base, &j, inner);
             let g = k.load("%b1", &p, &ty);
             let term = if log {
@@ -1883,7 +1958,8 @@ impl Generator {
             };
             let next = k.val(&format!("arith.addf {acc}, {term} fastmath<fast> : {f}"));
             k.close_with(&next, f);
-            let j = k.open("%c0", &nc);
+            let s = k.warp_all(&s, "addf", t);
+            let j = k.open_cols(&nc);
             let p = k.at(&base, &j, inner);
             let (y, g) = (k.load("%b0", &p, &ty), k.load("%b1", &p, &ty));
             let v = if log {
@@ -1898,20 +1974,22 @@ impl Generator {
             k.close();
         } else {
             let ninf = k.float(f64::NEG_INFINITY, t);
-            let (j, mx, m) = k.open_reduce("%c0", &nc, &ninf, f);
+            let (j, mx, m) = k.open_cols_reduce(&nc, &ninf, f);
             let p = k.at(&base, &j, inner);
             let x = k.load("%b0", &p, &ty);
             let nm = k.val(&format!("arith.maximumf {mx}, {x} : {f}"));
             k.close_with(&nm, f);
-            let (j, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
+            let m = k.warp_all(&m, "maximumf", t);
+            let (j, acc, s) = k.open_cols_reduce(&nc, &zero, f);
             let p = k.at(&base, &j, inner);
             let x = k.load("%b0", &p, &ty);
             let d = k.fop("subf", &x, &m, t);
             let e = k.val(&format!("math.exp {d} : {f}"));
             let next = k.fop("addf", &acc, &e, t);
             k.close_with(&next, f);
+            let s = k.warp_all(&s, "addf", t);
             let ls = k.val(&format!("math.log {s} : {f}"));
-            let j = k.open("%c0", &nc);
+            let j = k.open_cols(&nc);
             let p = k.at(&base, &j, inner);
             let x = k.load("%b0", &p, &ty);
             let d = k.fop("subf", &x, &m, t);
@@ -1928,29 +2006,32 @@ impl Generator {
         self.one(k, specs, outer * inner, 8 * n)
     }
 
-    /// Mean and reciprocal deviation of the row at `base` (length `n`).
+    /// Mean and reciprocal deviation of the row at `base` (length `n`), in
+    /// every lane of a warp-per-row kernel.
     fn row_stats(k: &mut Kernel, base: &str, n: usize, t: DType, center: bool, eps: f64, ty: &str, buf: &str) -> (String, String) {
         let f = t.mlir();
         let zero = k.float(0.0, t);
         let nc = k.index(n);
         let count = k.float(n as f64, t);
         let mean = if center {
-            let (j, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
+            let (j, acc, s) = k.open_cols_reduce(&nc, &zero, f);
             let p = k.add(base, &j);
             let x = k.load(buf, &p, ty);
             let next = k.val(&format!("arith.addf {acc}, {x} fastmath<fast> : {f}"));
             k.close_with(&next, f);
+            let s = k.warp_all(&s, "addf", t);
             k.fop("divf", &s, &count, t)
         } else {
             zero.clone()
         };
-        let (j, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
+        let (j, acc, s) = k.open_cols_reduce(&nc, &zero, f);
         let p = k.add(base, &j);
         let x = k.load(buf, &p, ty);
         let d = k.fop("subf", &x, &mean, t);
         let d2 = k.fop("mulf", &d, &d, t);
         let next = k.val(&format!("arith.addf {acc}, {d2} fastmath<fast> : {f}"));
         k.close_with(&next, f);
+        let s = k.warp_all(&s, "addf", t);
         let var = k.fop("divf", &s, &count, t);
         let e = k.float(eps, t);
         let ve = k.fop("addf", &var, &e, t);
@@ -1968,12 +2049,12 @@ impl Generator {
         let rows = numel(shape) / n.max(1);
         let (eps, center) = (float_attr(op, "eps").unwrap_or(1e-5), !has(op, "rms"));
         let ty = flat_type(shape, t);
-        let mut k = Kernel::new();
+        let mut k = Kernel::rows(self.gpu);
         let r = k.open("%begin", "%end");
         let nc = k.index(n);
         let base = k.mul(&r, &nc);
         let (mean, rstd) = Self::row_stats(&mut k, &base, n, t, center, eps, &ty, "%b0");
-        let j = k.open("%c0", &nc);
+        let j = k.open_cols(&nc);
         let p = k.add(&base, &j);
         let x = k.load("%b0", &p, &ty);
         let d = k.fop("subf", &x, &mean, t);
@@ -1992,8 +2073,10 @@ impl Generator {
         self.one(k, specs, rows, 10 * n)
     }
 
-    /// dx per row; dw and db summed over rows in the same pass, so one
-    /// work item (rows are not split over threads).
+    /// dx per row; dw and db summed over rows in the same pass. On the CPU
+    /// that is one work item (rows are not split over threads). On the GPU
+    /// a warp takes a row and adds its terms of dw and db atomically, after
+    /// a kernel that zeroes them.
     fn norm_backward(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 1, 0, 0]);
         let w = (seg[2] > 0).then_some(2);
@@ -2008,17 +2091,30 @@ impl Generator {
         let (eps, center) = (float_attr(op, "eps").unwrap_or(1e-5), !has(op, "rms"));
         let ty = flat_type(shape, t);
         let row_ty = format!("memref<{n}x{f}>");
-        let mut k = Kernel::new();
+        let mut kernels = Vec::new();
+        if self.gpu && (dw.is_some() || db.is_some()) {
+            let mut k = Kernel::new();
+            let zero = k.float(0.0, t);
+            let j = k.open("%begin", "%end");
+            for p in [dw, db].into_iter().flatten() {
+                k.store(&zero, &format!("%b{p}"), &j, &row_ty);
+            }
+            k.close();
+            kernels.extend(self.one(k, specs, n, 1));
+        }
+        let mut k = Kernel::rows(self.gpu);
         let zero = k.float(0.0, t);
         let nc = k.index(n);
         let count = k.float(n as f64, t);
-        for p in [dw, db].into_iter().flatten() {
-            let j = k.open("%c0", &nc);
-            k.store(&zero, &format!("%b{p}"), &j, &row_ty);
-            k.close();
+        if !self.gpu {
+            for p in [dw, db].into_iter().flatten() {
+                let j = k.open("%c0", &nc);
+                k.store(&zero, &format!("%b{p}"), &j, &row_ty);
+                k.close();
+            }
         }
         let rc = k.index(rows);
-        let r = k.open("%c0", &rc);
+        let r = if self.gpu { k.open("%begin", "%end") } else { k.open("%c0", &rc) };
         let base = k.mul(&r, &nc);
         let (mean, rstd) = Self::row_stats(&mut k, &base, n, t, center, eps, &ty, "%b1");
         // xhat_j = (x_j - mean) rstd; dxhat_j = g_j w_j
@@ -2040,19 +2136,21 @@ impl Generator {
             }
         };
         // mean(dxhat) and mean(dxhat * xhat)
-        let (j, acc, s1) = k.open_reduce("%c0", &nc, &zero, f);
+        let (j, acc, s1) = k.open_cols_reduce(&nc, &zero, f);
         let d = dxhat(&mut k, &j);
         let next = k.val(&format!("arith.addf {acc}, {d} fastmath<fast> : {f}"));
         k.close_with(&next, f);
-        let (j, acc, s2) = k.open_reduce("%c0", &nc, &zero, f);
+        let s1 = k.warp_all(&s1, "addf", t);
+        let (j, acc, s2) = k.open_cols_reduce(&nc, &zero, f);
         let d = dxhat(&mut k, &j);
         let xh = xhat(&mut k, &j);
         let dx_xh = k.fop("mulf", &d, &xh, t);
         let next = k.val(&format!("arith.addf {acc}, {dx_xh} fastmath<fast> : {f}"));
         k.close_with(&next, f);
+        let s2 = k.warp_all(&s2, "addf", t);
         let m1 = if center { k.fop("divf", &s1, &count, t) } else { zero.clone() };
         let m2 = k.fop("divf", &s2, &count, t);
-        let j = k.open("%c0", &nc);
+        let j = k.open_cols(&nc);
         let d = dxhat(&mut k, &j);
         let xh = xhat(&mut k, &j);
         let a = k.fop("subf", &d, &m1, t);
@@ -2062,20 +2160,28 @@ impl Generator {
         let p = k.add(&base, &j);
         k.store(&v, &format!("%b{dx}"), &p, &ty);
         let g = k.load("%b0", &p, &ty);
+        let gpu = self.gpu;
+        let add_into = |k: &mut Kernel, p: usize, v: &str| {
+            if gpu {
+                k.val(&format!("memref.atomic_rmw addf {v}, %b{p}[{j}] : ({f}, {row_ty}) -> {f}"));
+            } else {
+                let cur = k.load(&format!("%b{p}"), &j, &row_ty);
+                let s = k.fop("addf", &cur, v, t);
+                k.store(&s, &format!("%b{p}"), &j, &row_ty);
+            }
+        };
         if let Some(dw) = dw {
-            let cur = k.load(&format!("%b{dw}"), &j, &row_ty);
             let gx = k.fop("mulf", &g, &xh, t);
-            let s = k.fop("addf", &cur, &gx, t);
-            k.store(&s, &format!("%b{dw}"), &j, &row_ty);
+            add_into(&mut k, dw, &gx);
         }
         if let Some(db) = db {
-            let cur = k.load(&format!("%b{db}"), &j, &row_ty);
-            let s = k.fop("addf", &cur, &g, t);
-            k.store(&s, &format!("%b{db}"), &j, &row_ty);
+            add_into(&mut k, db, &g);
         }
         k.close();
         k.close();
-        self.one(k, specs, 1, rows * n * 20)
+        let (work, cost) = if self.gpu { (rows, n * 20) } else { (1, rows * n * 20) };
+        kernels.extend(self.one(k, specs, work, cost));
+        kernels
     }
 
     /// One query row per work item: scores into a stack row, softmax, then

@@ -124,6 +124,11 @@ fn row_launch(work: u64) -> Launch {
     Launch { grid: [work.div_ceil(block).max(1) as u32, 1, 1], block: [block as u32, 1, 1], shared_bytes: 0 }
 }
 
+/// A warp-per-row kernel's launch: 32 threads per work item.
+fn warp_launch(work: u64) -> Launch {
+    row_launch(work * 32)
+}
+
 impl Generator {
     /// A GEMM for the GPU: block (x, y, z) computes the `bm x bn` output
     /// tile (column tile x, row tile y) of batch z; its 256 threads each own
@@ -626,7 +631,11 @@ impl Generator {
         for f in functions.iter_mut() {
             for c in &mut f.calls {
                 let name = c.symbol.trim_start_matches("aicf_");
-                let launch = self.launches.get(name).copied().unwrap_or_else(|| row_launch(c.work));
+                let launch = match self.launches.get(name) {
+                    Some(l) => *l,
+                    None if self.warp_rows.contains(name) => warp_launch(c.work),
+                    None => row_launch(c.work),
+                };
                 c.launch = Some(launch);
                 launch_of.insert(name.to_string(), launch);
             }
@@ -642,6 +651,15 @@ impl Generator {
             let launch = launch_of.get(name).copied().unwrap_or_else(|| row_launch(1));
             let params: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("%b{i}: {t}")).collect();
             let args: Vec<String> = (0..*count).map(|i| format!("%b{i}")).collect();
+            // The work item of a thread, or of its warp (a warp-per-row
+            // kernel: the whole warp takes or skips the item, so its
+            // shuffles see every lane).
+            let item = if self.warp_rows.contains(name) {
+                "%thread = arith.addi %first, %tid : index\n      %c32 = arith.constant 32 : index\n      \
+                 %item = arith.divui %thread, %c32 : index"
+            } else {
+                "%item = arith.addi %first, %tid : index"
+            };
             let _ = write!(
                 text,
                 "    gpu.func @aicf_{name}(%work: index, {params}) kernel attributes \
@@ -650,7 +668,7 @@ impl Generator {
                  \x20     %tid = gpu.thread_id x\n\
                  \x20     %block = arith.constant {b} : index\n\
                  \x20     %first = arith.muli %bid, %block : index\n\
-                 \x20     %item = arith.addi %first, %tid : index\n\
+                 \x20     {item}\n\
                  \x20     %live = arith.cmpi ult, %item, %work : index\n\
                  \x20     scf.if %live {{\n\
                  \x20       %one = arith.constant 1 : index\n\
@@ -664,6 +682,7 @@ impl Generator {
                 g = launch.grid[0],
                 args = args.join(", "),
                 types = types.join(", "),
+                item = item,
             );
         }
         text.push_str(&self.gpu_funcs);
