@@ -6,10 +6,14 @@
 //! device function called by a `gpu.func` entry that runs work item
 //! `blockIdx.x * B + threadIdx.x` (one work item per thread; elementwise
 //! kernels count elements, not rows, so neighbouring threads touch
-//! neighbouring addresses). GEMM is written for the GPU directly: a tile of
-//! the output per block staged through shared memory, a register block per
-//! thread, and the fused epilogue (bias, activation, mask, residual,
-//! accumulate) applied before the one store.
+//! neighbouring addresses). Row kernels written with [`Kernel::rows`]
+//! (softmax, norms and their gradients) run a warp per work item instead:
+//! entry `(blockIdx.x * B + threadIdx.x) / 32`, columns split over the lanes,
+//! row reductions by xor shuffles. GEMM is written for the GPU directly: a
+//! tile of the output per block staged through shared memory, a register
+//! block per thread (f32) or tensor-core fragments (f16/bf16), and the
+//! fused epilogue (bias, activation, mask, residual, accumulate) applied
+//! before the one store.
 //!
 //! Lowering: `inline`, `nvvm-attach-target` (libdevice linked for `math`),
 //! `convert-gpu-to-nvvm` with bare pointers, `gpu-module-to-binary{format=isa}`;
