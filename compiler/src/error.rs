@@ -79,6 +79,10 @@ pub enum CompileError {
     /// A bug in AICF, not in the input.
     #[error("internal compiler error: {0}")]
     Internal(String),
+
+    /// Valid input that a backend cannot compile yet (located).
+    #[error("not supported yet: {0}")]
+    Unsupported(String),
 }
 
 pub type Result<T, E = CompileError> = std::result::Result<T, E>;

@@ -121,6 +121,12 @@ fn at(op: MlirOperation, message: impl std::fmt::Display) -> CompileError {
     CompileError::Internal(format!("{loc}: {message}"))
 }
 
+/// Valid IR at `op` that the backend has no kernel for yet.
+fn unsupported_at(op: MlirOperation, message: impl std::fmt::Display) -> CompileError {
+    let loc = unsafe { melior::ir::Location::from_raw(ir::op_loc(op)) };
+    CompileError::Unsupported(format!("{loc}: {message}"))
+}
+
 /// Compiles the planned `module` (after `aicf-train-pipeline`) for the host
 /// CPU into `out_dir` (`manifest.json`, `kernels.so`); returns the manifest.
 /// Kernel objects are cached in [`KernelCache::default_dir`].
@@ -882,7 +888,7 @@ impl Generator {
         let narrow = specs.iter().any(|(_, t)| matches!(t, DType::F16 | DType::BF16));
         if narrow && !(self.gpu && matches!(name.as_str(), "ll.gemm" | "ll.copy" | "ll.fill")) {
             let backend = if self.gpu { "the GPU backend" } else { "the CPU backend" };
-            return Err(at(op, format!("{backend} has no f16/bf16 '{name}' kernel yet (only the GPU GEMM, copy and fill take them)")));
+            return Err(unsupported_at(op, format!("{backend} has no f16/bf16 '{name}' kernel yet (only the GPU GEMM, copy and fill take them)")));
         }
         Ok(match name.as_str() {
             "ll.elementwise" => {
@@ -972,7 +978,7 @@ impl Generator {
             "ll.conv2d_backward_weight" => self.conv(op, &specs, "weight"),
             "ll.pool2d" => self.pool(op, &specs, false),
             "ll.pool2d_backward" => self.pool(op, &specs, true),
-            other => return Err(at(op, format!("no CPU kernel generator for '{other}' yet"))),
+            other => return Err(unsupported_at(op, format!("no kernel generator for '{other}' yet"))),
         })
     }
 

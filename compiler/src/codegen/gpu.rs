@@ -153,7 +153,7 @@ impl Generator {
         let (ta_t, tb_t) = (specs[0].1, specs[1].1);
         if matches!(ta_t, DType::F16 | DType::BF16) && ta_t == tb_t {
             if lhs_sum.is_some() {
-                return Err(at(op, "the tensor-core GEMM has no fused row sum of A yet"));
+                return Err(unsupported_at(op, "the tensor-core GEMM has no fused row sum of A yet"));
             }
             if !t.is_float() {
                 return Err(at(op, format!("a {} GEMM with a {t:?} result", ta_t.mlir())));

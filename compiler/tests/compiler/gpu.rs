@@ -98,6 +98,15 @@ fn train_case(name: &str, source: &str, optimizer: &str, steps: usize, classes: 
     let gpu = out_dir(&format!("gpu_{name}_{optimizer}"));
     let manifest = compile_gpu(&ctx, &planned, &ir_hash(source), &gpu).unwrap_or_else(|e| panic!("{name}: {e}"));
     ptxas_accepts(&gpu, name);
+    // The schedule reaches the manifest: every event a call waits for is
+    // recorded by an earlier call.
+    for f in &manifest.functions {
+        for (k, c) in f.calls.iter().enumerate() {
+            for w in &c.waits {
+                assert!(f.calls[..k].iter().any(|p| p.event == Some(*w)), "{name} @{}: call {k} waits for event {w}, never recorded before it", f.name);
+            }
+        }
+    }
     let cpu = out_dir(&format!("gpu_{name}_{optimizer}_cpu"));
     compile_cpu(&ctx, &planned, &ir_hash(source), &cpu).unwrap();
     let mut module = CpuModule::load(&cpu, 2).unwrap();
@@ -129,6 +138,40 @@ fn train_steps_compile_to_ptx_that_ptxas_accepts() {
     let lm = crate::models::char_lm::build(config).unwrap();
     train_case("char_lm", &lm.text, "adam", 2, 65, 1e-3);
     train_case("mlp784", include_str!("../../../examples/mlp784/mlp784.mlir"), "sgd", 3, 10, 1e-4);
+}
+
+/// The MLP784 train step's schedule runs on several streams (what the
+/// CUDA session forks and joins), ordered by events.
+#[test]
+fn train_step_schedule_reaches_the_gpu_manifest() {
+    let ctx = CompilerContext::new();
+    let source = include_str!("../../../examples/mlp784/mlp784.mlir");
+    let mut planned = ctx.parse(source, "mlp784").unwrap();
+    run_pipeline(&ctx, &mut planned, "builtin.module(aicf-train-pipeline{optimizer=sgd})").unwrap();
+    let dir = out_dir("gpu_schedule_mlp784");
+    let manifest = compile_gpu(&ctx, &planned, "schedule", &dir).unwrap();
+    let step = manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
+    let streams: std::collections::BTreeSet<u32> = step.calls.iter().map(|c| c.stream).collect();
+    assert!(streams.len() > 1 && streams.contains(&0), "streams {streams:?}");
+    assert!(step.calls.iter().any(|c| !c.waits.is_empty()) && step.calls.iter().any(|c| c.event.is_some()));
+}
+
+/// 16-bit buffers anywhere but the GPU GEMM (and copies and fills) are an
+/// error at the op that names the backend, not a wrong kernel.
+#[test]
+fn sixteen_bit_buffers_outside_the_gpu_gemm_are_located_errors() {
+    let ctx = CompilerContext::new();
+    let t = "tensor<8x8xbf16>";
+    let source = format!("func.func @f(%a: {t}, %b: {t}) -> {t} {{\n  %p = hl.matmul %a, %b : {t}, {t}\n  %q = hl.add %p, %a : {t}, {t}\n  return %q : {t}\n}}");
+    let lower = |pipeline: &str| {
+        let mut m = ctx.parse(&source, "bf16").unwrap();
+        run_pipeline(&ctx, &mut m, pipeline).unwrap();
+        m
+    };
+    let e = compile_cpu(&ctx, &lower("builtin.module(convert-hl-to-ll,ll-plan-memory)"), "x", &out_dir("bf16_cpu")).unwrap_err().to_string();
+    assert!(e.starts_with("not supported yet: ") && e.contains("the CPU backend has no f16/bf16 'll.gemm' kernel yet") && e.contains("\"bf16\":2:"), "{e}");
+    let e = compile_gpu(&ctx, &lower("builtin.module(convert-hl-to-ll,ll-plan-memory)"), "x", &out_dir("bf16_gpu")).unwrap_err().to_string();
+    assert!(e.contains("the GPU backend has no f16/bf16 'll.elementwise' kernel yet"), "{e}");
 }
 
 /// ptxas is the check: PTX with an undefined register, or for an
