@@ -129,7 +129,9 @@ impl Operator {
                 "builtin.module(hl-deepen{{after={after} name={} residual={residual}}})",
                 name.clone().unwrap_or_else(|| format!("{after}_deep"))
             ),
-            Operator::Heads { attention, heads } => format!("builtin.module(hl-add-heads{{attention={attention} heads={heads}}})"),
+            Operator::Heads { attention, heads } => {
+                format!("builtin.module(hl-add-heads{{attention={attention} heads={heads}}})")
+            }
         }
     }
 
@@ -202,7 +204,12 @@ pub fn rewrite(source: &str, name: &str, op: &Operator) -> Result<Rewrite, Compi
                     message: format!("split_noise {split_noise} must be in [0, 1) and noise {noise} at least 0"),
                 });
             }
-            Plan::Widen { plan: grow::plan_widen(raw, layer, *width).map_err(failed)?, rule: *rule, split_noise: *split_noise, noise: *noise }
+            Plan::Widen {
+                plan: grow::plan_widen(raw, layer, *width).map_err(failed)?,
+                rule: *rule,
+                split_noise: *split_noise,
+                noise: *noise,
+            }
         }
         Operator::Deepen { after, name, residual } => {
             let name = name.clone().unwrap_or_else(|| format!("{after}_deep"));
@@ -247,7 +254,14 @@ fn split_symbol(name: &str) -> (&str, Option<&'static str>) {
 /// `values` (of `shape`) re-indexed along `axis`: index `j` of the result
 /// is `source[j]`'s slice times `scale[j]`, or `fill`'s when `source[j]` is
 /// `None`.
-fn gather_axis(values: &[f64], shape: &[usize], axis: usize, source: &[Option<usize>], scale: &[f64], fill: &[f64]) -> Vec<f64> {
+fn gather_axis(
+    values: &[f64],
+    shape: &[usize],
+    axis: usize,
+    source: &[Option<usize>],
+    scale: &[f64],
+    fill: &[f64],
+) -> Vec<f64> {
     let outer: usize = shape[..axis].iter().product();
     let inner: usize = shape[axis + 1..].iter().product();
     let (old, new) = (shape[axis], source.len());
@@ -317,14 +331,22 @@ pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<Stat
                     let zeros = vec![0.0; fresh_t.values.len()];
                     let values = match (rule, is_incoming, kind) {
                         // Net2Wider: incoming copied (state scaled by the split), outgoing split (state copied).
-                        (WidenRule::Net2wider, true, None) => gather_axis(&o.values, &o.shape, axis, source, &vec![1.0; w.width], &zeros),
+                        (WidenRule::Net2wider, true, None) => {
+                            gather_axis(&o.values, &o.shape, axis, source, &vec![1.0; w.width], &zeros)
+                        }
                         (WidenRule::Net2wider, true, Some("exp_avg_sq")) => {
                             let sq: Vec<f64> = alpha.iter().map(|a| a * a).collect();
                             gather_axis(&o.values, &o.shape, axis, source, &sq, &zeros)
                         }
-                        (WidenRule::Net2wider, true, Some(_)) => gather_axis(&o.values, &o.shape, axis, source, alpha, &zeros),
-                        (WidenRule::Net2wider, false, None) => gather_axis(&o.values, &o.shape, axis, source, alpha, &zeros),
-                        (WidenRule::Net2wider, false, Some(_)) => gather_axis(&o.values, &o.shape, axis, source, &vec![1.0; w.width], &zeros),
+                        (WidenRule::Net2wider, true, Some(_)) => {
+                            gather_axis(&o.values, &o.shape, axis, source, alpha, &zeros)
+                        }
+                        (WidenRule::Net2wider, false, None) => {
+                            gather_axis(&o.values, &o.shape, axis, source, alpha, &zeros)
+                        }
+                        (WidenRule::Net2wider, false, Some(_)) => {
+                            gather_axis(&o.values, &o.shape, axis, source, &vec![1.0; w.width], &zeros)
+                        }
                         // Zero-out: new incoming from the initialiser, new outgoing and all new state zero.
                         (WidenRule::ZeroOut, _, _) => {
                             let kept: Vec<Option<usize>> = (0..w.width).map(|j| (j < w.old).then_some(j)).collect();
@@ -378,7 +400,9 @@ fn new_symbol(plan: &Plan, name: &str, param: &str, kind: Option<&str>, fresh: &
         return Err(TrainError::Input(format!("rebinding: the rewrite added {name}, which no rule covers")));
     };
     let layers = d.layers();
-    let Some(layer) = layers.iter().find(|l| param.strip_prefix(l.as_str()).is_some_and(|r| r == ".weight" || r == ".bias")) else {
+    let Some(layer) =
+        layers.iter().find(|l| param.strip_prefix(l.as_str()).is_some_and(|r| r == ".weight" || r == ".bias"))
+    else {
         return Err(TrainError::Input(format!("rebinding: {name} is new and not the new layer's")));
     };
     let n = fresh.values.len();
@@ -475,10 +499,18 @@ pub struct Observation {
 
 /// Whether the mean of the last `window` values of `series` after step
 /// `since` improved on the `window` before it by less than `threshold`.
-fn plateau_of(series: &[(u64, f64)], since: u64, window: usize, threshold: f64, what: &str, unit: &str) -> Option<String> {
+fn plateau_of(
+    series: &[(u64, f64)],
+    since: u64,
+    window: usize,
+    threshold: f64,
+    what: &str,
+    unit: &str,
+) -> Option<String> {
     // The last 2 window values after `since`, read from the end (a check
     // costs the window, not the history).
-    let mut recent: Vec<f64> = series.iter().rev().take_while(|(s, _)| *s > since).take(2 * window).map(|l| l.1).collect();
+    let mut recent: Vec<f64> =
+        series.iter().rev().take_while(|(s, _)| *s > since).take(2 * window).map(|l| l.1).collect();
     if window == 0 || recent.len() < 2 * window {
         return None;
     }
@@ -530,7 +562,9 @@ impl Observer {
         let params = trainer.session().module().manifest().symbols.iter().filter(|s| s.kind == "param");
         for s in params {
             let (Some(p0), Some(p1)) = (before.get(&s.name), after.get(&s.name)) else { continue };
-            let state = |kind: &str| Some((before.get(&format!("{}.{kind}", s.name))?, after.get(&format!("{}.{kind}", s.name))?));
+            let state = |kind: &str| {
+                Some((before.get(&format!("{}.{kind}", s.name))?, after.get(&format!("{}.{kind}", s.name))?))
+            };
             let grad: Vec<f64> = match options.optimizer.as_str() {
                 "adam" | "adamw" => match state("exp_avg") {
                     Some((m0, m1)) => m0.values.iter().zip(&m1.values).map(|(a, b)| (b - 0.9 * a) / 0.1).collect(),
@@ -600,11 +634,15 @@ impl Observer {
             && last.step == step
             && k > 4
         {
-            let prior: Vec<f64> = self.observations[k.saturating_sub(1 + window)..k - 1].iter().map(|o| o.grad_norm).collect();
+            let prior: Vec<f64> =
+                self.observations[k.saturating_sub(1 + window)..k - 1].iter().map(|o| o.grad_norm).collect();
             if let Some(m) = median(prior)
                 && (last.grad_norm > factor * m || !last.grad_norm.is_finite())
             {
-                return Some(format!("instability: gradient norm {:.4} at step {step} is over {factor}x the recent median {m:.4}", last.grad_norm));
+                return Some(format!(
+                    "instability: gradient norm {:.4} at step {step} is over {factor}x the recent median {m:.4}",
+                    last.grad_norm
+                ));
             }
         }
         None
@@ -687,9 +725,11 @@ impl Template {
                     noise: *noise,
                 })
             }
-            Template::Deepen { after, residual } => {
-                Some(Operator::Deepen { after: after.clone(), name: Some(format!("{after}_deep{serial}")), residual: *residual })
-            }
+            Template::Deepen { after, residual } => Some(Operator::Deepen {
+                after: after.clone(),
+                name: Some(format!("{after}_deep{serial}")),
+                residual: *residual,
+            }),
             Template::Heads { attention, add, max_heads } => {
                 let ctx = CompilerContext::new();
                 let module = ctx.parse(trainer.source(), trainer.name()).ok()?;
@@ -708,10 +748,15 @@ pub enum Action {
     /// Grow each candidate from the same state, train each `steps` steps on
     /// the fork batches, keep the one with the lowest loss on the
     /// evaluation batches.
-    Fork { candidates: Vec<Template>, steps: usize },
+    Fork {
+        candidates: Vec<Template>,
+        steps: usize,
+    },
     /// Back to the model and state before the last rewrite (or the last
     /// epoch's end), with the learning rate times `lr_factor` from then on.
-    Rollback { lr_factor: f64 },
+    Rollback {
+        lr_factor: f64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -825,7 +870,8 @@ struct RawLrFactor {
 
 impl Policy {
     pub fn from_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
         Self::parse(&text).map_err(|message| TrainError::Io { path: path.to_path_buf(), message })
     }
 
@@ -849,19 +895,25 @@ impl Policy {
                     threshold: need(r.threshold, "threshold = RELATIVE_IMPROVEMENT")?,
                 },
                 "instability" => Trigger::Instability,
-                other => return Err(at(format!("unknown trigger when = \"{other}\" (epoch, steps, plateau, val-plateau, instability)"))),
+                other => {
+                    return Err(at(format!(
+                        "unknown trigger when = \"{other}\" (epoch, steps, plateau, val-plateau, instability)"
+                    )));
+                }
             };
             let action = match &r.action {
                 toml::Value::String(s) if s == "rollback" => Action::Rollback { lr_factor: 0.5 },
                 toml::Value::Table(t) if t.contains_key("fork") => {
-                    let f: RawFork = r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?;
+                    let f: RawFork =
+                        r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?;
                     if f.fork.is_empty() || f.steps == 0 {
                         return Err(at("a fork needs candidates and steps > 0".into()));
                     }
                     Action::Fork { candidates: f.fork, steps: f.steps }
                 }
                 toml::Value::Table(t) if t.contains_key("rollback") => {
-                    let f: RawRollback = r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?;
+                    let f: RawRollback =
+                        r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?;
                     Action::Rollback { lr_factor: f.rollback.lr_factor }
                 }
                 toml::Value::Table(_) => {
@@ -1080,7 +1132,8 @@ impl Adaptive {
 
     /// Writes every decision to `path` as JSON lines.
     pub fn log_to(&mut self, path: &Path) -> Result<()> {
-        let file = std::fs::File::create(path).map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+        let file = std::fs::File::create(path)
+            .map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
         self.log = Some((path.to_path_buf(), file));
         Ok(())
     }
@@ -1102,7 +1155,8 @@ impl Adaptive {
     pub fn lr_scale(&self) -> f64 {
         let ramp = self.policy.rewarmup_steps;
         let since = self.trainer.steps().saturating_sub(self.last_rewrite);
-        let warm = if ramp > 0 && self.rewrites > 0 && since < ramp { 0.1 + 0.9 * since as f64 / ramp as f64 } else { 1.0 };
+        let warm =
+            if ramp > 0 && self.rewrites > 0 && since < ramp { 0.1 + 0.9 * since as f64 / ramp as f64 } else { 1.0 };
         self.lr_factor * warm
     }
 
@@ -1195,8 +1249,12 @@ impl Adaptive {
         let mut changed = None;
         for i in 0..self.policy.rules.len() {
             let reason = match self.policy.rules[i].trigger {
-                Trigger::Epoch { every } if progress.epoch.is_multiple_of(every) => Some(format!("end of epoch {}", progress.epoch)),
-                Trigger::ValPlateau { window, threshold } => self.observer.val_plateau(self.last_rewrite, window, threshold),
+                Trigger::Epoch { every } if progress.epoch.is_multiple_of(every) => {
+                    Some(format!("end of epoch {}", progress.epoch))
+                }
+                Trigger::ValPlateau { window, threshold } => {
+                    self.observer.val_plateau(self.last_rewrite, window, threshold)
+                }
                 _ => None,
             };
             if let Some(reason) = reason
@@ -1299,7 +1357,13 @@ impl Adaptive {
     /// Rewrites the model by `op` as a transaction: checkpoint, grow, probe
     /// check; the new model replaces the current one only if it passes.
     /// Returns the decision's index when the model changed.
-    pub fn apply(&mut self, op: &Operator, trigger: &str, inputs: &[&Tensor], progress: Progress) -> Result<Option<usize>> {
+    pub fn apply(
+        &mut self,
+        op: &Operator,
+        trigger: &str,
+        inputs: &[&Tensor],
+        progress: Progress,
+    ) -> Result<Option<usize>> {
         let started = Instant::now();
         let waited = self.wait_for_prefetch();
         self.save_before_rewrite()?;
@@ -1340,7 +1404,11 @@ impl Adaptive {
                 })
             } else {
                 (!(rise <= self.policy.max_loss_increase)).then(|| {
-                    format!("the probe loss rose by {:.2}% (at most {:.2}%)", 100.0 * rise, 100.0 * self.policy.max_loss_increase)
+                    format!(
+                        "the probe loss rose by {:.2}% (at most {:.2}%)",
+                        100.0 * rise,
+                        100.0 * self.policy.max_loss_increase
+                    )
                 })
             };
             if let Some(reason) = refused {
@@ -1409,7 +1477,8 @@ impl Adaptive {
         if ops.is_empty() {
             return;
         }
-        let (source, name, options) = (self.trainer.source().to_string(), self.trainer.name().to_string(), self.trainer.options().clone());
+        let (source, name, options) =
+            (self.trainer.source().to_string(), self.trainer.name().to_string(), self.trainer.options().clone());
         let batches: Vec<Option<usize>> = self.trainer.compiled().iter().map(|c| c.batch).collect();
         // Failures are left for the rewrite itself to report.
         self.prefetch = Some(std::thread::spawn(move || {
@@ -1458,7 +1527,10 @@ impl Adaptive {
             Some(i) => {
                 self.decisions[i].outcome = "rolled back".into();
                 self.decisions[i].reason = reason.to_string();
-                format!("rewrite at step {} ({}) rolled back to step {}", self.decisions[i].step, self.decisions[i].action, kept.steps)
+                format!(
+                    "rewrite at step {} ({}) rolled back to step {}",
+                    self.decisions[i].step, self.decisions[i].action, kept.steps
+                )
             }
             None => format!("back to the state of step {} (end of epoch {})", kept.steps, kept.progress.epoch),
         };
@@ -1470,7 +1542,8 @@ impl Adaptive {
         self.last_rewrite = kept.steps;
         if kept.decision.is_none() {
             // The epoch-end state stays the last good one.
-            self.last_good = Some(Kept { trainer: None, state: kept.state, op: None, decision: None, until: 0, ..kept });
+            self.last_good =
+                Some(Kept { trainer: None, state: kept.state, op: None, decision: None, until: 0, ..kept });
         }
         let index = self.record(d)?;
         Ok(Some((index, kept.progress)))
@@ -1482,7 +1555,11 @@ impl Adaptive {
     /// the pause).
     fn fork(&mut self, ops: &[Operator], steps: usize, trigger: &str, progress: Progress) -> Result<Option<usize>> {
         let started = Instant::now();
-        let mut d = self.decision(trigger, format!("fork {}", ops.iter().map(Operator::describe).collect::<Vec<_>>().join(" | ")), progress);
+        let mut d = self.decision(
+            trigger,
+            format!("fork {}", ops.iter().map(Operator::describe).collect::<Vec<_>>().join(" | ")),
+            progress,
+        );
         if self.fork_train.is_empty() || self.fork_eval.is_empty() {
             d.outcome = "rejected".into();
             d.reason = "no fork data (Adaptive::set_fork_data)".into();
@@ -1548,5 +1625,13 @@ enum Acted {
 
 /// Parameters (elements) of the model.
 pub fn param_count(trainer: &Trainer) -> usize {
-    trainer.session().module().manifest().symbols.iter().filter(|s| s.kind == "param").map(|s| s.shape.iter().product::<usize>()).sum()
+    trainer
+        .session()
+        .module()
+        .manifest()
+        .symbols
+        .iter()
+        .filter(|s| s.kind == "param")
+        .map(|s| s.shape.iter().product::<usize>())
+        .sum()
 }

@@ -202,7 +202,12 @@ impl Trainer {
         for s in &self.session.module().manifest().symbols {
             match state.get(&s.name) {
                 Some(t) if t.shape == s.shape => {}
-                Some(t) => return Err(TrainError::Input(format!("state for {} is {:?}, the model has {:?}", s.name, t.shape, s.shape))),
+                Some(t) => {
+                    return Err(TrainError::Input(format!(
+                        "state for {} is {:?}, the model has {:?}",
+                        s.name, t.shape, s.shape
+                    )));
+                }
                 None => return Err(TrainError::Input(format!("no state for {}", s.name))),
             }
         }
@@ -258,7 +263,10 @@ impl Trainer {
             && expected.iter().zip(inputs).all(|(a, t)| {
                 a.dtype == t.dtype
                     && a.shape.len() == t.shape.len()
-                    && (a.shape == t.shape || (a.shape.first() == batch.as_ref() && a.shape[1..] == t.shape[1..] && t.shape.first() == size.as_ref()))
+                    && (a.shape == t.shape
+                        || (a.shape.first() == batch.as_ref()
+                            && a.shape[1..] == t.shape[1..]
+                            && t.shape.first() == size.as_ref()))
             });
         match size {
             Some(size) if size > 0 && only_batch_differs => {
@@ -277,8 +285,10 @@ impl Trainer {
     /// features and labels) with learning rate `lr`. A non-finite loss is an
     /// error naming the step.
     pub fn step(&mut self, inputs: &[&Tensor], lr: f64) -> Result<Metrics> {
-        let lr_arg = self.session.module().function("train_step")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
-        let lr_t = Tensor::scalar(lr, lr_arg.ok_or_else(|| TrainError::Input("@train_step takes no learning rate".into()))?);
+        let lr_arg =
+            self.session.module().function("train_step")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
+        let lr_t =
+            Tensor::scalar(lr, lr_arg.ok_or_else(|| TrainError::Input("@train_step takes no learning rate".into()))?);
         let mut all: Vec<&Tensor> = inputs.to_vec();
         all.push(&lr_t);
         self.ensure_compiled("train_step", &all)?;
@@ -357,7 +367,8 @@ fn compile_cached(source: &str, name: &str, options: &Options, batch: Option<usi
 /// ahead of a rewrite or during it.
 pub fn precompile(source: &str, name: &str, options: &Options, batches: &[Option<usize>]) -> Result<Vec<Compiled>> {
     std::thread::scope(|scope| {
-        let handles: Vec<_> = batches.iter().map(|b| scope.spawn(move || compile_artifact(source, name, options, *b))).collect();
+        let handles: Vec<_> =
+            batches.iter().map(|b| scope.spawn(move || compile_artifact(source, name, options, *b))).collect();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(TrainError::Input("a compile thread panicked".into()))))

@@ -5,7 +5,9 @@
 //! v with three linears where the baselines use one fused `[256, 768]`
 //! weight: the same FLOPs.)
 
-use aicf_compiler::nn::{self, DType, GeluApproximation, HlModule, Linear, Result, Sequential, TensorSpec, TransformerBlock};
+use aicf_compiler::nn::{
+    self, DType, GeluApproximation, HlModule, Linear, Result, Sequential, TensorSpec, TransformerBlock,
+};
 
 pub const BATCH: usize = 8;
 pub const SEQ: usize = 128;

@@ -30,7 +30,10 @@ fn run() -> Result<(), String> {
     if args.first().map(String::as_str) == Some("--copy") {
         let bytes: usize = args.get(1).and_then(|s| s.parse().ok()).ok_or("--copy <bytes>")?;
         let ms = cuda::time_copy(bytes, 50).map_err(|e| e.to_string())?;
-        println!("{{\"bench\":\"copy\",\"bytes\":{bytes},\"ms\":{ms:.4},\"gb_per_s\":{:.1}}}", 2.0 * bytes as f64 / ms / 1e6);
+        println!(
+            "{{\"bench\":\"copy\",\"bytes\":{bytes},\"ms\":{ms:.4},\"gb_per_s\":{:.1}}}",
+            2.0 * bytes as f64 / ms / 1e6
+        );
         return Ok(());
     }
     let dir = PathBuf::from(args.first().ok_or("usage: gpu_bench <artifact dir> [steps]")?);
@@ -54,7 +57,9 @@ fn run() -> Result<(), String> {
                 .map(|a| {
                     let n: usize = a.shape.iter().product();
                     let values = match a.dtype {
-                        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => (0..n).map(|i| ((i * 7919) % 2001) as f64 / 1000.0 - 1.0).collect(),
+                        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
+                            (0..n).map(|i| ((i * 7919) % 2001) as f64 / 1000.0 - 1.0).collect()
+                        }
                         _ => vec![0.0; n],
                     };
                     Tensor::new(a.shape.clone(), a.dtype, values)
@@ -76,7 +81,12 @@ fn run() -> Result<(), String> {
         }
         println!("{line}}}");
         if graphs && std::env::var_os("AICF_BENCH_PROFILE").is_some() {
-            for (k, (op, ms)) in session.profile(function, &inputs.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?.iter().enumerate() {
+            for (k, (op, ms)) in session
+                .profile(function, &inputs.iter().collect::<Vec<_>>())
+                .map_err(|e| e.to_string())?
+                .iter()
+                .enumerate()
+            {
                 println!("{{\"kernel\":{k},\"op\":\"{op}\",\"ms\":{ms:.4}}}");
             }
         }

@@ -132,7 +132,10 @@ pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, St
             serde_json::from_value(v["data_offsets"].clone()).map_err(|e| corrupt(format!("{name}: offsets: {e}")))?;
         let expected = shape.iter().product::<usize>() * dtype.bytes();
         if hi < lo || hi > data.len() || hi - lo != expected {
-            return Err(corrupt(format!("{name}: bytes [{lo}, {hi}) do not hold {shape:?} {dtype:?} in {} data bytes", data.len())));
+            return Err(corrupt(format!(
+                "{name}: bytes [{lo}, {hi}) do not hold {shape:?} {dtype:?} in {} data bytes",
+                data.len()
+            )));
         }
         entries.insert(name.clone(), Entry { name, dtype, shape, bytes: data[lo..hi].to_vec() });
     }

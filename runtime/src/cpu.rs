@@ -103,7 +103,10 @@ impl CpuModule {
                         Buffer::Constant { index } => index < manifest.constants.len(),
                     };
                     if !fine {
-                        return Err(load_err(&path, format!("@{} call #{k} names {b:?}, which the function lacks", f.name)));
+                        return Err(load_err(
+                            &path,
+                            format!("@{} call #{k} names {b:?}, which the function lacks", f.name),
+                        ));
                     }
                 }
                 let operands = c.buffers.len();
@@ -111,7 +114,10 @@ impl CpuModule {
                     c.library.iter().flat_map(|g| [g.a, g.b, g.out].into_iter().chain(g.aliases.iter().copied())),
                 );
                 if let Some(bad) = out_of_range.into_iter().find(|&o| o >= operands) {
-                    return Err(load_err(&path, format!("@{} call #{k} refers to operand {bad} of {operands}", f.name)));
+                    return Err(load_err(
+                        &path,
+                        format!("@{} call #{k} refers to operand {bad} of {operands}", f.name),
+                    ));
                 }
             }
         }
@@ -152,7 +158,16 @@ impl CpuModule {
             })
             .build()
             .map_err(|e| load_err(dir, format!("cannot start worker threads: {e}")))?;
-        Ok(CpuModule { manifest, kernels, registry: Registry::open(), forced: None, profile: None, constants, pool, _library: library })
+        Ok(CpuModule {
+            manifest,
+            kernels,
+            registry: Registry::open(),
+            forced: None,
+            profile: None,
+            constants,
+            pool,
+            _library: library,
+        })
     }
 
     /// Starts recording the time of every kernel call.
@@ -167,7 +182,8 @@ impl CpuModule {
         let mut rows: Vec<_> = p
             .into_iter()
             .map(|((f, k), (ms, n))| {
-                let op = self.function(&f).ok().and_then(|func| func.calls.get(k)).map(|c| c.op.clone()).unwrap_or_default();
+                let op =
+                    self.function(&f).ok().and_then(|func| func.calls.get(k)).map(|c| c.op.clone()).unwrap_or_default();
                 (f, k, op, ms, n)
             })
             .collect();
@@ -349,7 +365,14 @@ impl CpuModule {
     /// epilogue on the pool. `swapped` computes C^T = B^T A^T instead, which
     /// packs A where the direct form packs B: the better one depends on
     /// which operand is strided and which is still in cache.
-    fn library_gemm(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8], swapped: bool) {
+    fn library_gemm(
+        &self,
+        epilogue: Option<KernelFn>,
+        call: &Call,
+        g: &LibraryGemm,
+        pointers: &[*mut u8],
+        swapped: bool,
+    ) {
         let (a, b, c) = (pointers[g.a] as *const f32, pointers[g.b] as *const f32, pointers[g.out] as *mut f32);
         for batch in 0..g.batch {
             // SAFETY: the manifest's shapes and strides stay inside A, B
@@ -360,9 +383,39 @@ impl CpuModule {
                 let [ar, ac] = g.a_strides.map(|s| s as isize);
                 let [br, bc] = g.b_strides.map(|s| s as isize);
                 if swapped {
-                    matrixmultiply::sgemm(g.n, g.k, g.m, g.alpha as f32, bp, bc, br, ap, ac, ar, 0.0, cp, 1, g.n as isize);
+                    matrixmultiply::sgemm(
+                        g.n,
+                        g.k,
+                        g.m,
+                        g.alpha as f32,
+                        bp,
+                        bc,
+                        br,
+                        ap,
+                        ac,
+                        ar,
+                        0.0,
+                        cp,
+                        1,
+                        g.n as isize,
+                    );
                 } else {
-                    matrixmultiply::sgemm(g.m, g.k, g.n, g.alpha as f32, ap, ar, ac, bp, br, bc, 0.0, cp, g.n as isize, 1);
+                    matrixmultiply::sgemm(
+                        g.m,
+                        g.k,
+                        g.n,
+                        g.alpha as f32,
+                        ap,
+                        ar,
+                        ac,
+                        bp,
+                        br,
+                        bc,
+                        0.0,
+                        cp,
+                        g.n as isize,
+                        1,
+                    );
                 }
             }
         }
@@ -527,7 +580,8 @@ mod tests {
         assert!(e.contains("@f call #0 names Arg { index: 3 }, which the function lacks"), "{e}");
         let e = load_error(&base.replace("BUFFER", r#"{"arena": {"offset": 0}}"#));
         assert!(e.contains("names Arena { offset: 0 }"), "{e}");
-        let e = load_error(&base.replace("BUFFER", r#"{"arg": {"index": 0}}"#).replace(r#""format": 1"#, r#""format": 9"#));
+        let e =
+            load_error(&base.replace("BUFFER", r#"{"arg": {"index": 0}}"#).replace(r#""format": 1"#, r#""format": 9"#));
         assert!(e.contains("format 9 (this runtime reads 1)"), "{e}");
         // A well-formed manifest without its kernels names the missing file.
         let e = load_error(&base.replace("BUFFER", r#"{"arg": {"index": 0}}"#));

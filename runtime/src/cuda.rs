@@ -54,7 +54,8 @@ impl DeviceBuffer {
     fn zeroed(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
         ctx.bind_to_thread().map_err(cuda_err("binding the context"))?;
         // SAFETY: a fresh allocation of at least one byte, then cleared.
-        let ptr = unsafe { result::malloc_sync(bytes.max(1)) }.map_err(cuda_err(format!("allocating {bytes} bytes")))?;
+        let ptr =
+            unsafe { result::malloc_sync(bytes.max(1)) }.map_err(cuda_err(format!("allocating {bytes} bytes")))?;
         unsafe { result::memset_d8_sync(ptr, 0, bytes.max(1)) }.map_err(cuda_err("clearing device memory"))?;
         Ok(DeviceBuffer { ptr, bytes, ctx: ctx.clone() })
     }
@@ -115,7 +116,10 @@ impl CudaModule {
         let text = std::fs::read_to_string(&path).map_err(|e| load_err(&path, e.to_string()))?;
         let manifest: Manifest = serde_json::from_str(&text).map_err(|e| load_err(&path, e.to_string()))?;
         if !manifest.target.starts_with("cuda") {
-            return Err(load_err(&path, format!("compiled for '{}', not CUDA (aicf compile --target cuda)", manifest.target)));
+            return Err(load_err(
+                &path,
+                format!("compiled for '{}', not CUDA (aicf compile --target cuda)", manifest.target),
+            ));
         }
         if let Err(why) = available() {
             return Err(load_err(dir, why));
@@ -137,7 +141,8 @@ impl CudaModule {
                 if c.launch.is_none() {
                     return Err(load_err(&path, format!("@{} call #{k} has no launch shape", f.name)));
                 }
-                let name = CString::new(c.symbol.clone()).map_err(|_| load_err(&path, "a kernel name with a NUL".into()))?;
+                let name =
+                    CString::new(c.symbol.clone()).map_err(|_| load_err(&path, "a kernel name with a NUL".into()))?;
                 // SAFETY: the module is loaded and alive for this CudaModule.
                 let func = unsafe { result::module::get_function(module, name) }
                     .map_err(|e| load_err(&ptx_path, format!("no kernel {} (for @{}): {e}", c.symbol, f.name)))?;
@@ -154,8 +159,11 @@ impl CudaModule {
             constants.push(d);
         }
         let stream = ctx.new_stream().map_err(cuda_err("creating a stream"))?;
-        let streams = manifest.functions.iter().flat_map(|f| &f.calls).map(|c| c.stream as usize + 1).max().unwrap_or(1);
-        let side = (1..streams).map(|_| ctx.new_stream().map_err(cuda_err("creating a stream"))).collect::<Result<Vec<_>>>()?;
+        let streams =
+            manifest.functions.iter().flat_map(|f| &f.calls).map(|c| c.stream as usize + 1).max().unwrap_or(1);
+        let side = (1..streams)
+            .map(|_| ctx.new_stream().map_err(cuda_err("creating a stream")))
+            .collect::<Result<Vec<_>>>()?;
         Ok(CudaModule { manifest, ctx, stream, side, module, kernels, constants, chip: chip.into() })
     }
 
@@ -290,7 +298,13 @@ impl CudaSession {
             params.push(p);
         }
         let event = || self.module.ctx.new_event(None).map_err(cuda_err("creating an event"));
-        let ids = f.calls.iter().flat_map(|c| c.waits.iter().copied().chain(c.event)).map(|e| e as usize + 1).max().unwrap_or(0);
+        let ids = f
+            .calls
+            .iter()
+            .flat_map(|c| c.waits.iter().copied().chain(c.event))
+            .map(|e| e as usize + 1)
+            .max()
+            .unwrap_or(0);
         let events = (0..ids).map(|_| event()).collect::<Result<Vec<_>>>()?;
         let fork = if self.module.side.is_empty() { None } else { Some(event()?) };
         let joins = self.module.side.iter().map(|_| event()).collect::<Result<Vec<_>>>()?;
@@ -302,7 +316,8 @@ impl CudaSession {
     fn launch_one(&self, function: &str, k: usize, stream: &CudaStream) -> Result<()> {
         let c = &self.module.function(function)?.calls[k];
         let kernel = self.module.kernels[function][k];
-        let err = |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message };
+        let err =
+            |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message };
         let launch = c.launch.ok_or_else(|| err("no launch shape".into()))?;
         let mut values: Vec<u64> = self.bound[function].params[k].clone();
         let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
@@ -330,11 +345,17 @@ impl CudaSession {
         let f = self.module.function(function)?;
         let bound = &self.bound[function];
         let main = &self.module.stream;
-        let used: Vec<usize> = (1..=self.module.side.len()).filter(|&s| f.calls.iter().any(|c| c.stream as usize == s)).collect();
+        let used: Vec<usize> =
+            (1..=self.module.side.len()).filter(|&s| f.calls.iter().any(|c| c.stream as usize == s)).collect();
         let multi = self.streams && !used.is_empty();
         let event_err = |k: usize, c: &crate::artifact::Call| {
             let (function, op) = (function.to_string(), c.op.clone());
-            move |e: DriverError| RuntimeError::Kernel { function, call: k, op, message: format!("ordering the streams: {e}") }
+            move |e: DriverError| RuntimeError::Kernel {
+                function,
+                call: k,
+                op,
+                message: format!("ordering the streams: {e}"),
+            }
         };
         if multi && let Some(fork) = &bound.fork {
             fork.record(main).map_err(cuda_err(format!("@{function}: forking the streams")))?;
@@ -473,14 +494,16 @@ impl CudaSession {
         self.call(function, inputs)?;
         self.call(function, inputs)?;
         let stream = self.module.stream.clone();
-        let start = stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cuda_err("recording an event"))?;
+        let start =
+            stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cuda_err("recording an event"))?;
         for _ in 0..steps {
             match &self.bound[function].graph {
                 Some(g) => g.launch().map_err(cuda_err("replaying"))?,
                 None => self.launch_all(function, false)?,
             }
         }
-        let end = stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cuda_err("recording an event"))?;
+        let end =
+            stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(cuda_err("recording an event"))?;
         end.synchronize().map_err(cuda_err("waiting for the steps"))?;
         let ms = start.elapsed_ms(&end).map_err(cuda_err("reading the events"))?;
         Ok(ms as f64 / steps.max(1) as f64)

@@ -4,11 +4,11 @@
 
 use crate::artifact::{DType, Role};
 use crate::checkpoint::{self, CheckpointError, Entry};
-use std::collections::BTreeMap;
-use std::path::Path;
 use crate::cpu::{Bytes, CpuModule, Result, RuntimeError, read_values, write_values};
 use crate::init::Init;
+use std::collections::BTreeMap;
 use std::collections::HashMap;
+use std::path::Path;
 
 /// One set of parameters and optimizer state, and the compiled modules that
 /// run on it: the model as first compiled, plus variants of it compiled for
@@ -100,7 +100,12 @@ impl Session {
     /// Replaces a symbol's value (same shape).
     pub fn set_symbol(&mut self, name: &str, value: &Tensor) -> Result<()> {
         let err = |m: String| RuntimeError::Arguments { function: format!("set {name}"), message: m };
-        let s = self.modules[0].manifest().symbols.iter().find(|s| s.name == name).ok_or_else(|| err("no such symbol".into()))?;
+        let s = self.modules[0]
+            .manifest()
+            .symbols
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| err("no such symbol".into()))?;
         if s.shape != value.shape {
             return Err(err(format!("shape {:?}, expected {:?}", value.shape, s.shape)));
         }
@@ -140,7 +145,12 @@ impl Session {
                     .modules
                     .iter()
                     .filter_map(|m| m.function(function).ok())
-                    .map(|f| format!("{:?}", f.args.iter().filter(|a| a.role() == Role::Input).map(|a| &a.shape).collect::<Vec<_>>()))
+                    .map(|f| {
+                        format!(
+                            "{:?}",
+                            f.args.iter().filter(|a| a.role() == Role::Input).map(|a| &a.shape).collect::<Vec<_>>()
+                        )
+                    })
                     .collect();
                 message.push_str(&format!(" (compiled for inputs {})", shapes.join(", ")));
             }
@@ -159,9 +169,7 @@ impl Session {
                     b
                 }
                 Role::Output => Bytes::zeroed(a.bytes()),
-                Role::Symbol(s) => {
-                    self.symbols.remove(&s).ok_or_else(|| bad(format!("no buffer for symbol @{s}")))?
-                }
+                Role::Symbol(s) => self.symbols.remove(&s).ok_or_else(|| bad(format!("no buffer for symbol @{s}")))?,
                 Role::Arena => self.arenas.remove(&(index, function.to_string())).unwrap_or_default(),
             };
             buffers.push(b);
@@ -226,7 +234,10 @@ impl Session {
             if e.shape != s.shape || e.dtype != s.dtype {
                 return Err(CheckpointError::Mismatch {
                     path: p.clone(),
-                    message: format!("{} is {:?} {:?}, the model has {:?} {:?}", s.name, e.dtype, e.shape, s.dtype, s.shape),
+                    message: format!(
+                        "{} is {:?} {:?}, the model has {:?} {:?}",
+                        s.name, e.dtype, e.shape, s.dtype, s.shape
+                    ),
                 });
             }
         }
@@ -267,7 +278,12 @@ pub(crate) fn input_mismatch(f: &crate::artifact::Function, inputs: &[&Tensor]) 
     if expected.len() != inputs.len() {
         return Some(format!("{} inputs given, the function takes {}", inputs.len(), expected.len()));
     }
-    expected.iter().zip(inputs).enumerate().find(|(_, (a, t))| t.shape != a.shape || t.dtype != a.dtype).map(|(i, (a, t))| {
-        format!("input #{i} ({}) is {:?} {:?}, the model expects {:?} {:?}", a.bind, t.dtype, t.shape, a.dtype, a.shape)
-    })
+    expected.iter().zip(inputs).enumerate().find(|(_, (a, t))| t.shape != a.shape || t.dtype != a.dtype).map(
+        |(i, (a, t))| {
+            format!(
+                "input #{i} ({}) is {:?} {:?}, the model expects {:?} {:?}",
+                a.bind, t.dtype, t.shape, a.dtype, a.shape
+            )
+        },
+    )
 }

@@ -34,7 +34,8 @@ fn cases() -> Option<Vec<(PathBuf, BundleCase)>> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(path.join("case.json")).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(path.join("case.json")).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         found.push((path, serde_json::from_str::<BundleCase>(&text).unwrap()));
     }
     found.sort_by(|a, b| a.1.name.cmp(&b.1.name));
@@ -75,10 +76,14 @@ fn every_bundle_case_matches_the_cpu_on_the_gpu() {
     for (dir, case) in &cases {
         // Train steps run three ways: launch by launch on one stream, and
         // on the schedule's streams launch by launch and with graph replay.
-        let modes: &[(bool, bool)] = if case.calls.len() > 1 { &[(false, false), (false, true), (true, true)] } else { &[(false, true)] };
+        let modes: &[(bool, bool)] =
+            if case.calls.len() > 1 { &[(false, false), (false, true), (true, true)] } else { &[(false, true)] };
         for &(graphs, streams) in modes {
             match run_case(dir, case, graphs, streams) {
-                Ok(worst) => println!("ok   {:<28} graphs={graphs:<5} streams={streams:<5} worst relative difference {worst:.1e}", case.name),
+                Ok(worst) => println!(
+                    "ok   {:<28} graphs={graphs:<5} streams={streams:<5} worst relative difference {worst:.1e}",
+                    case.name
+                ),
                 Err(e) => {
                     println!("FAIL {:<28} graphs={graphs:<5} streams={streams:<5} {e}", case.name);
                     failures.push(format!("{} (graphs={graphs}, streams={streams}): {e}", case.name));
@@ -102,12 +107,16 @@ fn every_gemm_check_matches_the_host_reference() {
         return;
     };
     let mut failures = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     assert!(!entries.is_empty(), "{}: no GEMM checks", dir.display());
     for path in &entries {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let text = std::fs::read_to_string(path.join("gemm.json")).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(path.join("gemm.json")).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let check: GemmCheck = serde_json::from_str(&text).unwrap();
         let run = || -> Result<f64, String> {
             let module = CudaModule::load(path, 0).map_err(|e| e.to_string())?;
@@ -124,5 +133,11 @@ fn every_gemm_check_matches_the_host_reference() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} GEMM checks failed:\n{}", failures.len(), entries.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} GEMM checks failed:\n{}",
+        failures.len(),
+        entries.len(),
+        failures.join("\n")
+    );
 }

@@ -93,10 +93,12 @@ fn guard_exp(ctx: MlirContext, module: MlirOperation) -> Result<()> {
         };
         let types = [ty];
         let (low_attr, zero_attr) = ([("value", format!("{lo} : {t}"))], [("value", format!("0.000000e+00 : {t}"))]);
-        let constant = |attributes| ir::OpSpec { attributes, results: Some(&types), ..ir::OpSpec::new("arith.constant") };
+        let constant =
+            |attributes| ir::OpSpec { attributes, results: Some(&types), ..ir::OpSpec::new("arith.constant") };
         let low = before(constant(&low_attr))?;
         let zero = before(constant(&zero_attr))?;
-        let clamped = before(ir::OpSpec { operands: &[x, low], results: Some(&types), ..ir::OpSpec::new("arith.maximumf") })?;
+        let clamped =
+            before(ir::OpSpec { operands: &[x, low], results: Some(&types), ..ir::OpSpec::new("arith.maximumf") })?;
         let e = before(ir::OpSpec { operands: &[clamped], results: Some(&types), ..ir::OpSpec::new("math.exp") })?;
         let i1 = [unsafe { mlirIntegerTypeGet(ctx, 1) }];
         let below = before(ir::OpSpec {
@@ -105,8 +107,11 @@ fn guard_exp(ctx: MlirContext, module: MlirOperation) -> Result<()> {
             results: Some(&i1),
             ..ir::OpSpec::new("arith.cmpf")
         })?;
-        let guarded =
-            before(ir::OpSpec { operands: &[below, zero, e], results: Some(&types), ..ir::OpSpec::new("arith.select") })?;
+        let guarded = before(ir::OpSpec {
+            operands: &[below, zero, e],
+            results: Some(&types),
+            ..ir::OpSpec::new("arith.select")
+        })?;
         unsafe {
             mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(exp, 0), guarded);
             mlirOperationDestroy(exp);
@@ -237,7 +242,11 @@ impl KernelCache {
                 .map_err(|e| internal(format!("{clang}: {e}")))?;
             if !output.status.success() {
                 let _ = std::fs::remove_file(&tmp);
-                return Err(internal(format!("{clang} failed on {}:\n{}", ll.display(), String::from_utf8_lossy(&output.stderr))));
+                return Err(internal(format!(
+                    "{clang} failed on {}:\n{}",
+                    ll.display(),
+                    String::from_utf8_lossy(&output.stderr)
+                )));
             }
             let object = self.dir.join(format!("{group}.o"));
             std::fs::rename(&tmp, &object).map_err(|e| internal(format!("{}: {e}", object.display())))?;
@@ -248,7 +257,10 @@ impl KernelCache {
         };
         let results: Vec<Result<()>> = std::thread::scope(|scope| {
             let handles: Vec<_> = groups.iter().map(|g| scope.spawn(move || compile_one(g))).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(internal("a kernel compile thread panicked")))).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(internal("a kernel compile thread panicked"))))
+                .collect()
         });
         results.into_iter().collect()
     }
@@ -256,7 +268,13 @@ impl KernelCache {
 
 /// `compile_cpu`, or with `gpu` [`gpu::compile_gpu`]: one generator writes
 /// both; the GPU differs in its elementwise and GEMM kernels and its build.
-fn compile(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path, cpu: Option<&KernelCache>) -> Result<(Manifest, KernelStats)> {
+fn compile(
+    ctx: &CompilerContext,
+    module: &Module<'_>,
+    ir_hash: &str,
+    out_dir: &Path,
+    cpu: Option<&KernelCache>,
+) -> Result<(Manifest, KernelStats)> {
     let gpu = cpu.is_none();
     let raw = module.as_operation().to_raw();
     let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(raw, 0)) };
@@ -301,14 +319,8 @@ fn compile(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &
             target
         }
     };
-    let manifest = Manifest {
-        format: artifact::FORMAT,
-        ir_hash: ir_hash.to_string(),
-        target,
-        symbols,
-        constants,
-        functions,
-    };
+    let manifest =
+        Manifest { format: artifact::FORMAT, ir_hash: ir_hash.to_string(), target, symbols, constants, functions };
     let text = serde_json_string(&manifest)?;
     write_atomically(&out_dir.join("manifest.json"), text.as_bytes())?;
     Ok((manifest, stats))
@@ -347,7 +359,8 @@ fn runtime_dtype(d: DType) -> Result<artifact::DType> {
 
 fn symbol_entry(op: MlirOperation) -> Result<Symbol> {
     let t = unsafe { mlirTypeAttrGetValue(attr(op, "type")) };
-    let spec = crate::nn::spec_of_type(t).map_err(|e| at(op, format!("a symbol without a usable tensor type: {e:?}")))?;
+    let spec =
+        crate::nn::spec_of_type(t).map_err(|e| at(op, format!("a symbol without a usable tensor type: {e:?}")))?;
     let init = has(op, "init").then(|| {
         let text = ir::attr_text(op, "init");
         text.strip_prefix("#hl.init<").and_then(|s| s.strip_suffix('>')).unwrap_or(&text).to_string()
@@ -526,7 +539,14 @@ impl Kernel {
     /// Opens a loop with `step` carrying `inits.len()` values of type `t`;
     /// returns (iv, carried values, results). Close with
     /// [`Kernel::close_with_all`].
-    fn open_reduce_all(&mut self, lo: &str, hi: &str, step: &str, inits: &[String], t: &str) -> (String, Vec<String>, Vec<String>) {
+    fn open_reduce_all(
+        &mut self,
+        lo: &str,
+        hi: &str,
+        step: &str,
+        inits: &[String],
+        t: &str,
+    ) -> (String, Vec<String>, Vec<String>) {
         self.n += 1;
         let (iv, r) = (format!("%i{}", self.n), format!("%r{}", self.n));
         let accs: Vec<String> = (0..inits.len()).map(|i| format!("%a{}_{i}", self.n)).collect();
@@ -840,7 +860,8 @@ impl Generator {
                     // The op's place in the schedule: its kernels share its
                     // stream, the first waits and the last records.
                     let stream = ir::int_attr(op, "ll.stream").unwrap_or(0) as u32;
-                    let waits: Vec<u32> = ir::i64_array(op, "ll.wait").unwrap_or_default().iter().map(|&e| e as u32).collect();
+                    let waits: Vec<u32> =
+                        ir::i64_array(op, "ll.wait").unwrap_or_default().iter().map(|&e| e as u32).collect();
                     let event = ir::int_attr(op, "ll.event").map(|e| e as u32);
                     let first = calls.len();
                     for (kernel, work, cost, which, checks) in self.kernel(op, &x)? {
@@ -860,10 +881,10 @@ impl Generator {
                             launch: None,
                         });
                     }
-                    if calls.len() > first {
-                        if let Some(last) = calls.last_mut() {
-                            last.event = event;
-                        }
+                    if calls.len() > first
+                        && let Some(last) = calls.last_mut()
+                    {
+                        last.event = event;
                     }
                 }
                 other => return Err(at(op, format!("'{other}' has no place in a planned ll function"))),
@@ -888,7 +909,10 @@ impl Generator {
         let narrow = specs.iter().any(|(_, t)| matches!(t, DType::F16 | DType::BF16));
         if narrow && !(self.gpu && matches!(name.as_str(), "ll.gemm" | "ll.copy" | "ll.fill")) {
             let backend = if self.gpu { "the GPU backend" } else { "the CPU backend" };
-            return Err(unsupported_at(op, format!("{backend} has no f16/bf16 '{name}' kernel yet (only the GPU GEMM, copy and fill take them)")));
+            return Err(unsupported_at(
+                op,
+                format!("{backend} has no f16/bf16 '{name}' kernel yet (only the GPU GEMM, copy and fill take them)"),
+            ));
         }
         Ok(match name.as_str() {
             "ll.elementwise" => {
@@ -992,11 +1016,18 @@ impl Generator {
         let name = format!("body{}", self.bodies.len());
         let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
         let ins: Vec<DType> = (0..unsafe { mlirBlockGetNumArguments(block) })
-            .map(|i| ir::element_dtype(unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }).unwrap_or(DType::F32))
+            .map(|i| {
+                ir::element_dtype(unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }).unwrap_or(DType::F32)
+            })
             .collect();
         let outs: Vec<DType> = ir::ops_of(block)
             .last()
-            .map(|y| operands(*y).iter().map(|v| ir::element_dtype(unsafe { mlirValueGetType(*v) }).unwrap_or(DType::F32)).collect())
+            .map(|y| {
+                operands(*y)
+                    .iter()
+                    .map(|v| ir::element_dtype(unsafe { mlirValueGetType(*v) }).unwrap_or(DType::F32))
+                    .collect()
+            })
             .unwrap_or_default();
         let list = |ts: &[DType]| ts.iter().map(|t| t.mlir()).collect::<Vec<_>>().join(", ");
         let _ = writeln!(self.text, "  func.func private @{name}({}) -> ({})", list(&ins), list(&outs));
@@ -1113,12 +1144,7 @@ impl Generator {
         k.n += 1;
         let r = format!("%y{}", k.n);
         let results = if out_t.len() == 1 { r.clone() } else { format!("{r}:{}", out_t.len()) };
-        k.line(&format!(
-            "{results} = func.call @{fname}({}) : ({}) -> ({})",
-            values.join(", "),
-            sig(in_t),
-            sig(out_t)
-        ));
+        k.line(&format!("{results} = func.call @{fname}({}) : ({}) -> ({})", values.join(", "), sig(in_t), sig(out_t)));
         for (m, (s, t)) in outs.iter().enumerate() {
             let v = if out_t.len() == 1 { r.clone() } else { format!("{r}#{m}") };
             let target = alias.get(m).copied().flatten().unwrap_or(ins.len() + m);
@@ -1320,7 +1346,8 @@ impl Generator {
         // The library candidate: an f32 GEMM into `out` with alpha, then
         // this kernel's epilogue (if any) as its own pass over the rows.
         let library = (t == DType::F32 && !accumulate).then(|| {
-            let needs_epilogue = bias.is_some() || mask.is_some() || residual.is_some() || lhs_sum.is_some() || act != 0;
+            let needs_epilogue =
+                bias.is_some() || mask.is_some() || residual.is_some() || lhs_sum.is_some() || act != 0;
             let epilogue = needs_epilogue.then(|| {
                 let mut k = Kernel::new();
                 let zero = k.float(0.0, t);
@@ -1494,7 +1521,13 @@ impl Generator {
             k.depth += 1;
             k.store(&l, &format!("%b{loss}"), "%c0", &ty(loss));
             k.close();
-            self.finish_gpu_func(k, specs, &[("%S", format!("memref<{}x{f}, #gpu.address_space<workgroup>>", gpu::REDUCE_BLOCK))], [1, 1, 1], gpu::REDUCE_BLOCK as u32);
+            self.finish_gpu_func(
+                k,
+                specs,
+                &[("%S", format!("memref<{}x{f}, #gpu.address_space<workgroup>>", gpu::REDUCE_BLOCK))],
+                [1, 1, 1],
+                gpu::REDUCE_BLOCK as u32,
+            );
         } else {
             k.store(&l, &format!("%b{loss}"), "%c0", &ty(loss));
             // One work item, [0, 1): the whole op.
@@ -1568,7 +1601,12 @@ impl Generator {
     /// there (`clang -O3`, one process per kernel, as many at once as there
     /// are cores). Returns the target description and, per kernel name
     /// (`kN`), its exported symbol `aicf_<hash>`.
-    fn build(&self, ctx: &CompilerContext, out_dir: &Path, cache: &KernelCache) -> Result<(String, HashMap<String, String>, KernelStats)> {
+    fn build(
+        &self,
+        ctx: &CompilerContext,
+        out_dir: &Path,
+        cache: &KernelCache,
+    ) -> Result<(String, HashMap<String, String>, KernelStats)> {
         let started = std::time::Instant::now();
         let source = format!("module {{\n{}}}\n", self.text);
         let mlir = ctx.mlir();
@@ -1604,7 +1642,8 @@ impl Generator {
             // The kernel is internal to its object and its entry weak: an
             // object compiled with other kernels may be linked beside
             // another that holds the same one.
-            let mut m = format!("  {}\n", body.replacen("llvm.func @kernel(", &format!("llvm.func internal @k_{hash}("), 1));
+            let mut m =
+                format!("  {}\n", body.replacen("llvm.func @kernel(", &format!("llvm.func internal @k_{hash}("), 1));
             let _ = writeln!(m, "  llvm.func weak @aicf_{hash}(%begin: i64, %end: i64, %args: !llvm.ptr) {{");
             let mut ptrs = Vec::new();
             for i in 0..*count {
@@ -1635,13 +1674,17 @@ impl Generator {
             }
             let hashes: Vec<&str> = members.iter().map(|(h, _)| h.as_str()).collect();
             let group = format!("g_{}", artifact::ir_hash(&hashes.join(" ")));
-            let text = format!("module {{\n{declarations}{}}}\n", members.iter().map(|(_, t)| t.as_str()).collect::<String>());
+            let text =
+                format!("module {{\n{declarations}{}}}\n", members.iter().map(|(_, t)| t.as_str()).collect::<String>());
             let module = Module::parse(mlir, &text)
                 .ok_or_else(|| internal(format!("kernels {hashes:?} do not parse: {:?}", ctx.take_diagnostics())))?;
             unsafe { mlirRegisterAllLLVMTranslations(mlir.to_raw()) };
             let llvm = unsafe { mlirTranslateModuleToLLVMIRToString(module.as_operation().to_raw()) };
             if llvm.is_null() {
-                return Err(internal(format!("translation of kernels {hashes:?} to LLVM IR failed: {:?}", ctx.take_diagnostics())));
+                return Err(internal(format!(
+                    "translation of kernels {hashes:?} to LLVM IR failed: {:?}",
+                    ctx.take_diagnostics()
+                )));
             }
             let llvm_text = unsafe { std::ffi::CStr::from_ptr(llvm) }.to_string_lossy().into_owned();
             unsafe { LLVMDisposeMessage(llvm) };
@@ -1652,7 +1695,9 @@ impl Generator {
         cache.compile_all(clang, &groups)?;
         let mut objects: Vec<std::path::PathBuf> = Vec::new();
         for (hash, _) in &kernels {
-            let object = cache.object_of(hash).ok_or_else(|| internal(format!("kernel {hash} has no object in {}", cache.dir.display())))?;
+            let object = cache
+                .object_of(hash)
+                .ok_or_else(|| internal(format!("kernel {hash} has no object in {}", cache.dir.display())))?;
             if !objects.contains(&object) {
                 objects.push(object);
             }
@@ -1668,7 +1713,11 @@ impl Generator {
             .output()
             .map_err(|e| internal(format!("{clang}: {e}")))?;
         if !output.status.success() {
-            return Err(internal(format!("{clang} failed to link {}:\n{}", so.display(), String::from_utf8_lossy(&output.stderr))));
+            return Err(internal(format!(
+                "{clang} failed to link {}:\n{}",
+                so.display(),
+                String::from_utf8_lossy(&output.stderr)
+            )));
         }
         std::fs::rename(&tmp, &so).map_err(|e| internal(format!("{}: {e}", so.display())))?;
         let stats = KernelStats { kernels: kernels.len(), compiled, seconds: started.elapsed().as_secs_f64() };
@@ -1692,9 +1741,10 @@ impl Generator {
     fn fill_bodies(&self, module: &Module<'_>) -> Result<()> {
         let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
         // On the GPU the declarations are inside the gpu.module.
-        let nested = ops_of(top).into_iter().filter(|&o| op_name(o) == "gpu.module").flat_map(|g| {
-            ops_of(unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(g, 0)) })
-        });
+        let nested = ops_of(top)
+            .into_iter()
+            .filter(|&o| op_name(o) == "gpu.module")
+            .flat_map(|g| ops_of(unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(g, 0)) }));
         let decls: HashMap<String, MlirOperation> = ops_of(top)
             .into_iter()
             .chain(nested)
@@ -1713,7 +1763,12 @@ impl Generator {
                 let ret = ir::create_op(
                     mlirOperationGetContext(*decl),
                     ir::op_loc(yield_op),
-                    &ir::OpSpec { operands: &values, results: Some(&[]), verify: false, ..ir::OpSpec::new("func.return") },
+                    &ir::OpSpec {
+                        operands: &values,
+                        results: Some(&[]),
+                        verify: false,
+                        ..ir::OpSpec::new("func.return")
+                    },
                 )
                 .map_err(|e| internal(format!("{e:?}")))?;
                 mlirBlockInsertOwnedOperationBefore(block, yield_op, ret);
@@ -1888,7 +1943,15 @@ impl Kernel {
 /// The input coordinate `o * stride - pad + kx * dilation` that window tap
 /// `kx` of output `o` reads, and whether it lies in `[0, limit)`: (in
 /// bounds, the coordinate or 0 when it is not).
-fn window_tap(k: &mut Kernel, o: &str, kx: &str, stride: usize, dilation: usize, pad: usize, limit: usize) -> (String, String) {
+fn window_tap(
+    k: &mut Kernel,
+    o: &str,
+    kx: &str,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+    limit: usize,
+) -> (String, String) {
     let s = k.index(stride);
     let os = k.mul(o, &s);
     let dc = k.index(dilation);
@@ -2014,7 +2077,16 @@ impl Generator {
 
     /// Mean and reciprocal deviation of the row at `base` (length `n`), in
     /// every lane of a warp-per-row kernel.
-    fn row_stats(k: &mut Kernel, base: &str, n: usize, t: DType, center: bool, eps: f64, ty: &str, buf: &str) -> (String, String) {
+    fn row_stats(
+        k: &mut Kernel,
+        base: &str,
+        n: usize,
+        t: DType,
+        center: bool,
+        eps: f64,
+        ty: &str,
+        buf: &str,
+    ) -> (String, String) {
         let f = t.mlir();
         let zero = k.float(0.0, t);
         let nc = k.index(n);
@@ -2202,7 +2274,8 @@ impl Generator {
         let batch: usize = q[..rank - 2].iter().product();
         let scale = float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt());
         let causal = has(op, "causal");
-        let (tq, tk, tv, to) = (flat_type(q, t), flat_type(kv, t), flat_type(&specs[2].0, t), flat_type(&specs[3].0, t));
+        let (tq, tk, tv, to) =
+            (flat_type(q, t), flat_type(kv, t), flat_type(&specs[2].0, t), flat_type(&specs[3].0, t));
         let row_ty = format!("memref<{s_len}x{f}>");
         let mut k = Kernel::new();
         let scores = k.val(&format!("memref.alloca() : {row_ty}"));
@@ -2282,7 +2355,11 @@ impl Generator {
         let (outer, n, inner) = lines(&table.0, axis);
         let (idx, it) = (&specs[1].0, specs[1].1);
         let count = numel(idx);
-        let (tt, ti, tg) = (flat_type(&table.0, table.1), flat_type(idx, it), flat_type(&specs[if backward { 0 } else { 2 }].0, table.1));
+        let (tt, ti, tg) = (
+            flat_type(&table.0, table.1),
+            flat_type(idx, it),
+            flat_type(&specs[if backward { 0 } else { 2 }].0, table.1),
+        );
         let lt = it.mlir();
         let mut k = Kernel::new();
         let check = IndexCheck {
@@ -2375,7 +2452,8 @@ impl Generator {
                 win.push(q);
             }
             // clamp the window coordinates for the (masked) load
-            let safe: Vec<String> = win.iter().map(|q| k.val(&format!("arith.select {inside}, {q}, %c0 : index"))).collect();
+            let safe: Vec<String> =
+                win.iter().map(|q| k.val(&format!("arith.select {inside}, {q}, %c0 : index"))).collect();
             let i = k.ravel(&safe, &row_major_strides(&ins.0));
             let v = k.load("%b0", &i, &ti);
             let r = k.val(&format!("arith.select {inside}, {v}, {zero} : {}", ins.1.mlir()));
@@ -2433,7 +2511,9 @@ impl Generator {
         let ninf = k.float(f64::NEG_INFINITY, t);
         k.n += 1;
         let (j, bv, bi, r) = (format!("%i{}", k.n), format!("%bv{}", k.n), format!("%bi{}", k.n), format!("%r{}", k.n));
-        k.line(&format!("{r}:2 = scf.for {j} = %c0 to {nc} step %c1 iter_args({bv} = {ninf}, {bi} = %c0) -> ({f}, index) {{"));
+        k.line(&format!(
+            "{r}:2 = scf.for {j} = %c0 to {nc} step %c1 iter_args({bv} = {ninf}, {bi} = %c0) -> ({f}, index) {{"
+        ));
         k.depth += 1;
         let p = k.at(&base, &j, inner);
         let v = k.load("%b0", &p, &ty);
@@ -2694,7 +2774,9 @@ impl Generator {
         let ninf = k.float(f64::NEG_INFINITY, t);
         let (k0, k1) = (k.index(kern[0]), k.index(kern[1]));
         let limits = [xs[hd], xs[wd]];
-        let tap = |k: &mut Kernel, o: &str, a: &str, axis: usize| window_tap(k, o, a, stride[axis], 1, pad[axis], limits[axis]);
+        let tap = |k: &mut Kernel, o: &str, a: &str, axis: usize| {
+            window_tap(k, o, a, stride[axis], 1, pad[axis], limits[axis])
+        };
         let with = |c: &[String], h: &str, w: &str| -> Vec<String> {
             let mut v = c.to_vec();
             v[hd] = h.into();
@@ -2757,7 +2839,8 @@ impl Generator {
                 // the window's first maximum, in row-major order
                 let here = k.ravel(&c, &xstr);
                 k.n += 1;
-                let (a, best, at, r) = (format!("%i{}", k.n), format!("%m{}", k.n), format!("%p{}", k.n), format!("%r{}", k.n));
+                let (a, best, at, r) =
+                    (format!("%i{}", k.n), format!("%m{}", k.n), format!("%p{}", k.n), format!("%r{}", k.n));
                 let big = k.index(usize::MAX >> 1);
                 k.line(&format!("{r}:2 = scf.for {a} = %c0 to {k0} step %c1 iter_args({best} = {ninf}, {at} = {big}) -> ({f}, index) {{"));
                 k.depth += 1;

@@ -133,6 +133,39 @@ fn warp_launch(work: u64) -> Launch {
     row_launch(work * 32)
 }
 
+/// Where a GEMM block's output tile lies: its first row and column, the
+/// batch's offsets into A, B and the output (block z is batch z), and the
+/// sizes as index constants.
+struct Tile {
+    row0: String,
+    col0: String,
+    a_base: String,
+    b_base: String,
+    o_base: String,
+    mc: String,
+    kc: String,
+    nc: String,
+}
+
+impl Tile {
+    /// Block (x, y, z) computes the `bm x bn` tile at column tile x, row tile y.
+    fn of(k: &mut Kernel, bm: usize, bn: usize, m: usize, kk: usize, n: usize, batched: bool) -> Tile {
+        let bx = k.val("gpu.block_id x");
+        let by = k.val("gpu.block_id y");
+        let bz = k.val("gpu.block_id z");
+        let row0 = k.mad(&by, bm, "%c0");
+        let col0 = k.mad(&bx, bn, "%c0");
+        let (a_base, b_base) = if batched {
+            (k.mad(&bz, m * kk, "%c0"), k.mad(&bz, kk * n, "%c0"))
+        } else {
+            ("%c0".to_string(), "%c0".to_string())
+        };
+        let o_base = k.mad(&bz, m * n, "%c0");
+        let (mc, kc, nc) = (k.index(m), k.index(kk), k.index(n));
+        Tile { row0, col0, a_base, b_base, o_base, mc, kc, nc }
+    }
+}
+
 impl Generator {
     /// A GEMM for the GPU: block (x, y, z) computes the `bm x bn` output
     /// tile (column tile x, row tile y) of batch z; its 256 threads each own
@@ -147,8 +180,9 @@ impl Generator {
         op: MlirOperation,
         specs: &[(Vec<usize>, DType)],
     ) -> Result<Vec<(String, u64, u64, Vec<usize>, Vec<IndexCheck>)>> {
+        let layout = GemmLayout::of(op, specs);
         let GemmLayout { bias, mask, residual, out, lhs_sum, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched } =
-            GemmLayout::of(op, specs);
+            layout;
         let t = specs[out].1;
         let (ta_t, tb_t) = (specs[0].1, specs[1].1);
         if matches!(ta_t, DType::F16 | DType::BF16) && ta_t == tb_t {
@@ -158,16 +192,18 @@ impl Generator {
             if !t.is_float() {
                 return Err(at(op, format!("a {} GEMM with a {t:?} result", ta_t.mlir())));
             }
-            let layout = GemmLayout { bias, mask, residual, out, lhs_sum, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched };
             return Ok(vec![self.tensor_core_gemm(&layout, ta_t, specs)]);
         }
         if t != DType::F32 || ta_t != DType::F32 || tb_t != DType::F32 {
-            return Err(at(op, format!(
-                "the GPU GEMM takes f32 x f32 -> f32, or f16 x f16 / bf16 x bf16 with any float result (here {} x {} -> {})",
-                ta_t.mlir(),
-                tb_t.mlir(),
-                t.mlir()
-            )));
+            return Err(at(
+                op,
+                format!(
+                    "the GPU GEMM takes f32 x f32 -> f32, or f16 x f16 / bf16 x bf16 with any float result (here {} x {} -> {})",
+                    ta_t.mlir(),
+                    tb_t.mlir(),
+                    t.mlir()
+                ),
+            ));
         }
         let batch = rows / m.max(1);
         // The biggest tiles (128, 64 or 32 square) that still give the
@@ -191,18 +227,7 @@ impl Generator {
         let sixteen = k.index(16);
         let tx = k.val(&format!("arith.remui {tid}, {sixteen} : index"));
         let ty_ = k.val(&format!("arith.divui {tid}, {sixteen} : index"));
-        let bx = k.val("gpu.block_id x");
-        let by = k.val("gpu.block_id y");
-        let bz = k.val("gpu.block_id z");
-        let row0 = k.mad(&by, bm, "%c0");
-        let col0 = k.mad(&bx, bn, "%c0");
-        let (a_base, b_base) = if batched {
-            (k.mad(&bz, m * kk, "%c0"), k.mad(&bz, kk * n, "%c0"))
-        } else {
-            ("%c0".to_string(), "%c0".to_string())
-        };
-        let o_base = k.mad(&bz, m * n, "%c0");
-        let (mc, kc, nc) = (k.index(m), k.index(kk), k.index(n));
+        let Tile { row0, col0, a_base, b_base, o_base, mc, kc, nc } = Tile::of(&mut k, bm, bn, m, kk, n, batched);
         let zero = k.float(0.0, t);
         let step = k.index(bk);
         // This thread's register block: rows a_row.., columns b_col.. of the tile.
@@ -352,7 +377,12 @@ impl Generator {
     /// dimension is a multiple of 8 (chunks past the matrix are zero-filled
     /// by the copy's source size); otherwise plain loads, element by element,
     /// with bounds checks. Either way odd sizes need no other care.
-    fn tensor_core_gemm(&mut self, l: &GemmLayout, et: DType, specs: &[(Vec<usize>, DType)]) -> (String, u64, u64, Vec<usize>, Vec<IndexCheck>) {
+    fn tensor_core_gemm(
+        &mut self,
+        l: &GemmLayout,
+        et: DType,
+        specs: &[(Vec<usize>, DType)],
+    ) -> (String, u64, u64, Vec<usize>, Vec<IndexCheck>) {
         let GemmLayout { bias, mask, residual, out, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched, .. } = *l;
         let e = et.mlir();
         let batch = rows / m.max(1);
@@ -387,16 +417,7 @@ impl Generator {
         let r8 = k.val(&format!("arith.remui {lane}, {c8} : index"));
         let q_lo = k.val(&format!("arith.remui {quad}, {c2} : index"));
         let q_hi = k.val(&format!("arith.divui {quad}, {c2} : index"));
-        let (bx, by, bz) = (k.val("gpu.block_id x"), k.val("gpu.block_id y"), k.val("gpu.block_id z"));
-        let row0 = k.mad(&by, bm, "%c0");
-        let col0 = k.mad(&bx, bn, "%c0");
-        let (a_base, b_base) = if batched {
-            (k.mad(&bz, m * kk, "%c0"), k.mad(&bz, kk * n, "%c0"))
-        } else {
-            ("%c0".to_string(), "%c0".to_string())
-        };
-        let o_base = k.mad(&bz, m * n, "%c0");
-        let (mc, kc, nc) = (k.index(m), k.index(kk), k.index(n));
+        let Tile { row0, col0, a_base, b_base, o_base, mc, kc, nc } = Tile::of(&mut k, bm, bn, m, kk, n, batched);
         let wm0 = k.mad(&warp_m, 16 * fm, "%c0");
         let wn0 = k.mad(&warp_n, 16 * fnn, "%c0");
         // Each lane's ldmatrix row within a stage (fragment offsets are
@@ -520,14 +541,27 @@ impl Generator {
         for ks in 0..bk / 16 {
             let mut a_regs = Vec::new();
             for mi in 0..fm {
-                let at = if ta { k.mad("%c1", ks * 16 * a_ld + mi * 16, &a_off) } else { k.mad("%c1", mi * 16 * a_ld + ks * 16, &a_off) };
-                let f = k.val(&format!("nvgpu.ldmatrix %As[{at}] {{numTiles = 4 : i32, transpose = {ta}}} : {sa} -> {frag_a}"));
+                let at = if ta {
+                    k.mad("%c1", ks * 16 * a_ld + mi * 16, &a_off)
+                } else {
+                    k.mad("%c1", mi * 16 * a_ld + ks * 16, &a_off)
+                };
+                let f = k.val(&format!(
+                    "nvgpu.ldmatrix %As[{at}] {{numTiles = 4 : i32, transpose = {ta}}} : {sa} -> {frag_a}"
+                ));
                 a_regs.push((0..4).map(|i| reg(&mut k, &f, i)).collect::<Vec<_>>());
             }
             let mut b_regs = Vec::new();
             for np in 0..fnn {
-                let at = if tb { k.mad("%c1", np * 16 * b_ld + ks * 16, &b_off) } else { k.mad("%c1", ks * 16 * b_ld + np * 16, &b_off) };
-                let f = k.val(&format!("nvgpu.ldmatrix %Bs[{at}] {{numTiles = 4 : i32, transpose = {}}} : {sb} -> {frag_b}", !tb));
+                let at = if tb {
+                    k.mad("%c1", np * 16 * b_ld + ks * 16, &b_off)
+                } else {
+                    k.mad("%c1", ks * 16 * b_ld + np * 16, &b_off)
+                };
+                let f = k.val(&format!(
+                    "nvgpu.ldmatrix %Bs[{at}] {{numTiles = 4 : i32, transpose = {}}} : {sb} -> {frag_b}",
+                    !tb
+                ));
                 let r: Vec<String> = (0..4).map(|i| reg(&mut k, &f, i)).collect();
                 b_regs.push(r[..2].to_vec());
                 b_regs.push(r[2..].to_vec());
@@ -583,7 +617,8 @@ impl Generator {
                     }
                     let o = k.mad(&i, n, &o_base);
                     let o = k.add(&o, &j);
-                    Epilogue { bias, mask, residual, out, act, accumulate, t: DType::F32 }.write(&mut k, &j, &o, &y, specs);
+                    Epilogue { bias, mask, residual, out, act, accumulate, t: DType::F32 }
+                        .write(&mut k, &j, &o, &y, specs);
                     k.close();
                 }
             }
@@ -605,7 +640,8 @@ impl Generator {
     ) -> String {
         let name = format!("k{}", self.kernels);
         self.kernels += 1;
-        let params: Vec<String> = specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
+        let params: Vec<String> =
+            specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
         let shared: Vec<String> = workgroup.iter().map(|(n, t)| format!("{n} : {t}")).collect();
         let _ = writeln!(
             self.gpu_funcs,
@@ -628,7 +664,12 @@ impl Generator {
 
     /// Wraps each row kernel in its `gpu.func` entry, lowers the module to
     /// PTX for each chip and writes it; sets each call's launch shape.
-    pub(super) fn build_gpu(&self, ctx: &CompilerContext, out_dir: &Path, functions: &mut [Function]) -> Result<String> {
+    pub(super) fn build_gpu(
+        &self,
+        ctx: &CompilerContext,
+        out_dir: &Path,
+        functions: &mut [Function],
+    ) -> Result<String> {
         // Each kernel's launch shape: the whole-op kernels' own, else one
         // thread per work item.
         let mut launch_of: HashMap<String, Launch> = HashMap::new();

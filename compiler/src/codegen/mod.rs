@@ -3,4 +3,6 @@
 
 pub mod cpu;
 
-pub use cpu::{KernelCache, KernelStats, compile_cpu, compile_cpu_cached, compile_gpu, ptxas, validate_ptx, write_atomically};
+pub use cpu::{
+    KernelCache, KernelStats, compile_cpu, compile_cpu_cached, compile_gpu, ptxas, validate_ptx, write_atomically,
+};

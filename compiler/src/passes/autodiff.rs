@@ -693,7 +693,8 @@ fn slice_vjp(
     x: &[MlirValue],
     g: MlirValue,
 ) -> Result<Vec<Option<MlirValue>>, Failure> {
-    let attrs = [("start", attr_text(op, "start")), ("limit", attr_text(op, "limit")), ("strides", attr_text(op, "strides"))];
+    let attrs =
+        [("start", attr_text(op, "start")), ("limit", attr_text(op, "limit")), ("strides", attr_text(op, "strides"))];
     let back = e.append(&OpSpec {
         operands: &[g],
         attributes: &attrs,

@@ -113,11 +113,16 @@ fn reads_of(module: MlirOperation, name: &str) -> Vec<MlirOperation> {
 
 /// The `hl.linear`s that take `@<layer>.weight` as their weight; an error
 /// if the layer or its weight does not exist or is used otherwise.
-fn layer_linears(module: MlirOperation, layer: &str, pass: &str) -> Result<(MlirOperation, Vec<MlirOperation>), Failure> {
+fn layer_linears(
+    module: MlirOperation,
+    layer: &str,
+    pass: &str,
+) -> Result<(MlirOperation, Vec<MlirOperation>), Failure> {
     let module_loc = op_loc(module);
     let weight = format!("{layer}.weight");
-    let decl = find_param(module, &weight)
-        .ok_or_else(|| (module_loc, format!("{pass}: no parameter @{weight} (is '{layer}' a linear layer of this model?)")))?;
+    let decl = find_param(module, &weight).ok_or_else(|| {
+        (module_loc, format!("{pass}: no parameter @{weight} (is '{layer}' a linear layer of this model?)"))
+    })?;
     if param_shape(decl).len() != 2 {
         return Err((op_loc(decl), format!("{pass}: @{weight} is not a matrix; only linear layers can grow")));
     }
@@ -126,7 +131,10 @@ fn layer_linears(module: MlirOperation, layer: &str, pass: &str) -> Result<(Mlir
         let w = unsafe { mlirOperationGetResult(read, 0) };
         for user in users(w) {
             if op_name(user) != "hl.linear" || !unsafe { mlirValueEqual(operands(user)[1], w) } {
-                return Err((op_loc(user), format!("{pass}: @{weight} is read by '{}' here, not as a linear layer's weight", op_name(user))));
+                return Err((
+                    op_loc(user),
+                    format!("{pass}: @{weight} is read by '{}' here, not as a linear layer's weight", op_name(user)),
+                ));
             }
             linears.push(user);
         }
@@ -149,7 +157,10 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
     let (decl, linears) = layer_linears(module, layer, PASS)?;
     let old = param_shape(decl)[0];
     if width < old {
-        return Err((op_loc(decl), format!("{PASS}: width={width} is narrower than {layer}'s {old} units; widening only grows")));
+        return Err((
+            op_loc(decl),
+            format!("{PASS}: width={width} is narrower than {layer}'s {old} units; widening only grows"),
+        ));
     }
     let mut incoming = vec![(format!("{layer}.weight"), 0)];
     let bias = format!("{layer}.bias");
@@ -161,7 +172,10 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
         if let Some(b) = operands(linear).get(2)
             && param_of(*b).as_deref() != Some(&format!("{layer}.bias"))
         {
-            return Err((op_loc(linear), format!("{PASS}: this linear of @{layer}.weight has a bias other than @{layer}.bias")));
+            return Err((
+                op_loc(linear),
+                format!("{PASS}: this linear of @{layer}.weight has a bias other than @{layer}.bias"),
+            ));
         }
         let mut frontier = vec![unsafe { mlirOperationGetResult(linear, 0) }];
         let mut seen = HashSet::new();
@@ -178,7 +192,10 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
                 let args = operands(user);
                 if name == "hl.linear" && unsafe { mlirValueEqual(args[0], v) } {
                     let Some(w) = param_of(args[1]) else {
-                        return Err((op_loc(user), format!("{PASS}: {layer}'s units feed a linear whose weight is not a parameter")));
+                        return Err((
+                            op_loc(user),
+                            format!("{PASS}: {layer}'s units feed a linear whose weight is not a parameter"),
+                        ));
                     };
                     if !outgoing.iter().any(|(p, _)| *p == w) {
                         outgoing.push((w, 1));
@@ -195,18 +212,29 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
         }
     }
     if outgoing.is_empty() {
-        return Err((op_loc(decl), format!("{PASS}: {layer}'s output reaches no linear layer; its width is the model's output")));
+        return Err((
+            op_loc(decl),
+            format!("{PASS}: {layer}'s output reaches no linear layer; its width is the model's output"),
+        ));
     }
     Ok(WidenPlan { layer: layer.to_string(), old, width, incoming, outgoing })
 }
 
 /// Applies a [`WidenPlan`] to `module`.
 pub fn apply_widen(module: MlirOperation, plan: &WidenPlan) -> Result<(), Failure> {
-    resize(module, plan, &mut |op, _, _| {
-        let loc = unsafe { Location::from_raw(op_loc(op)) };
-        emit_error(loc, &format!("hl-widen: '{}' states its result type and cannot follow the new width", op_name(op)));
-        Err(PassFailed)
-    }, "hl-widen")
+    resize(
+        module,
+        plan,
+        &mut |op, _, _| {
+            let loc = unsafe { Location::from_raw(op_loc(op)) };
+            emit_error(
+                loc,
+                &format!("hl-widen: '{}' states its result type and cannot follow the new width", op_name(op)),
+            );
+            Err(PassFailed)
+        },
+        "hl-widen",
+    )
 }
 
 /// Gives `plan`'s parameters their new sizes and retypes every function;
@@ -250,8 +278,9 @@ fn resize(
         }
     }
     for (func, block) in ir::functions(module) {
-        reinfer(block, &mut changed, fixed, &format!("{pass}: '{{op}}' does not accept the new width"))
-            .map_err(|_| (op_loc(func), format!("{pass}: the rewritten function does not type (see the error above)")))?;
+        reinfer(block, &mut changed, fixed, &format!("{pass}: '{{op}}' does not accept the new width")).map_err(
+            |_| (op_loc(func), format!("{pass}: the rewritten function does not type (see the error above)")),
+        )?;
         retype_function(func, block);
     }
     if !unsafe { mlirOperationVerify(module) } {
@@ -310,11 +339,18 @@ pub fn attention_heads(module: MlirOperation, path: &str) -> Result<(usize, usiz
     // [B, T, C] -> reshape [B, T, H, D]: the head count and size.
     let split = ir::single_user(unsafe { mlirOperationGetResult(linears[0], 0) })
         .filter(|op| op_name(*op) == "hl.reshape")
-        .ok_or_else(|| (op_loc(linears[0]), format!("{PASS}: {path}.q_proj's output is not split into heads by an hl.reshape here")))?;
+        .ok_or_else(|| {
+            (
+                op_loc(linears[0]),
+                format!("{PASS}: {path}.q_proj's output is not split into heads by an hl.reshape here"),
+            )
+        })?;
     let shape = ir::spec(unsafe { mlirOperationGetResult(split, 0) }).shape;
     match shape[..] {
         [_, _, h, d] if h * d == inner => Ok((h, d)),
-        _ => Err((op_loc(split), format!("{PASS}: expected a split into [batch, seq, heads, head_dim], got {shape:?}"))),
+        _ => {
+            Err((op_loc(split), format!("{PASS}: expected a split into [batch, seq, heads, head_dim], got {shape:?}")))
+        }
     }
 }
 
@@ -375,7 +411,12 @@ fn uniform_bounds(text: &str) -> Option<(f64, f64)> {
 fn resized(t: MlirType, shape: &[usize]) -> MlirType {
     let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
     unsafe {
-        mlirRankedTensorTypeGet(dims.len() as isize, dims.as_ptr(), mlirShapedTypeGetElementType(t), mlirRankedTensorTypeGetEncoding(t))
+        mlirRankedTensorTypeGet(
+            dims.len() as isize,
+            dims.as_ptr(),
+            mlirShapedTypeGetElementType(t),
+            mlirRankedTensorTypeGetEncoding(t),
+        )
     }
 }
 
@@ -442,8 +483,16 @@ pub fn apply_deepen(module: MlirOperation, plan: &DeepenPlan) -> Result<(), Fail
     let bound = 1.0 / (h as f64).sqrt();
     for layer in plan.layers() {
         for (p, ty, init) in [
-            ("weight", format!("tensor<{h}x{h}x{elem_text}>"), "#hl.init<kaiming_uniform, gain = 0.57735026918962584>".to_string()),
-            ("bias", format!("tensor<{h}x{elem_text}>"), format!("#hl.init<uniform, low = {}, high = {}>", -bound, bound)),
+            (
+                "weight",
+                format!("tensor<{h}x{h}x{elem_text}>"),
+                "#hl.init<kaiming_uniform, gain = 0.57735026918962584>".to_string(),
+            ),
+            (
+                "bias",
+                format!("tensor<{h}x{elem_text}>"),
+                format!("#hl.init<uniform, low = {}, high = {}>", -bound, bound),
+            ),
         ] {
             let attrs = [
                 ("sym_name", format!("\"{layer}.{p}\"")),
@@ -451,8 +500,12 @@ pub fn apply_deepen(module: MlirOperation, plan: &DeepenPlan) -> Result<(), Fail
                 ("owner", format!("\"{layer}\"")),
                 ("init", init),
             ];
-            let op = ir::create_op(ctx, op_loc(decl), &OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.param") })
-                .map_err(|e| (op_loc(decl), format!("{PASS}: declaring @{layer}.{p}: {e:?}")))?;
+            let op = ir::create_op(
+                ctx,
+                op_loc(decl),
+                &OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.param") },
+            )
+            .map_err(|e| (op_loc(decl), format!("{PASS}: declaring @{layer}.{p}: {e:?}")))?;
             unsafe { mlirBlockInsertOwnedOperationAfter(body, anchor, op) };
             anchor = op;
         }
@@ -465,7 +518,8 @@ pub fn apply_deepen(module: MlirOperation, plan: &DeepenPlan) -> Result<(), Fail
         let mut at = last;
         let mut new_ops = Vec::new();
         let mut emit = |spec: OpSpec<'_>| -> Result<MlirValue, Failure> {
-            let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("{PASS}: building '{}': {e:?}", spec.name)))?;
+            let op = ir::create_op(ctx, loc, &spec)
+                .map_err(|e| (loc, format!("{PASS}: building '{}': {e:?}", spec.name)))?;
             unsafe { mlirBlockInsertOwnedOperationAfter(block, at, op) };
             at = op;
             new_ops.push(op);
@@ -536,7 +590,9 @@ pub(super) fn run_heads(module: OperationRef<'_, '_>, options: &PassOptions) -> 
     let attention = options.get("attention").map_err(&report)?.to_string();
     let heads = options.get_i64("heads").map_err(&report)?;
     if attention.is_empty() || heads <= 0 {
-        return Err(report(format!("give attention=PATH and heads=N (N > 0); got attention='{attention}' heads={heads}")));
+        return Err(report(format!(
+            "give attention=PATH and heads=N (N > 0); got attention='{attention}' heads={heads}"
+        )));
     }
     let raw = module.to_raw();
     let plan = plan_heads(raw, &attention, heads as usize).map_err(failed)?;

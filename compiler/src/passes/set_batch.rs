@@ -41,7 +41,9 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
             Some((_, block)) => leading(*block),
             None => functions.iter().find_map(|(_, block)| leading(*block)),
         };
-        detected.ok_or_else(|| report("no function argument has a leading dimension to take as the batch; give from=N".into()))?
+        detected.ok_or_else(|| {
+            report("no function argument has a leading dimension to take as the batch; give from=N".into())
+        })?
     };
     if from == size {
         return Ok(());
@@ -127,8 +129,9 @@ pub(super) fn reinfer(
 /// Sets `func`'s type from its entry block's arguments and the operands of
 /// its `func.return`.
 pub(super) fn retype_function(func: MlirOperation, block: MlirBlock) {
-    let ins: Vec<MlirType> =
-        (0..unsafe { mlirBlockGetNumArguments(block) }).map(|i| unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }).collect();
+    let ins: Vec<MlirType> = (0..unsafe { mlirBlockGetNumArguments(block) })
+        .map(|i| unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) })
+        .collect();
     let outs: Vec<MlirType> = ops_of(block)
         .into_iter()
         .rev()
@@ -145,9 +148,7 @@ pub(super) fn retype_function(func: MlirOperation, block: MlirBlock) {
 
 /// The leading dimension of a ranked tensor type of rank >= 1.
 fn leading_dim(ty: MlirType) -> Option<i64> {
-    unsafe {
-        (mlirTypeIsARankedTensor(ty) && mlirShapedTypeGetRank(ty) > 0).then(|| mlirShapedTypeGetDimSize(ty, 0))
-    }
+    unsafe { (mlirTypeIsARankedTensor(ty) && mlirShapedTypeGetRank(ty) > 0).then(|| mlirShapedTypeGetDimSize(ty, 0)) }
 }
 
 /// `ty` (a ranked tensor) with its leading dimension set to `size`.
@@ -156,6 +157,11 @@ fn with_leading_dim(ty: MlirType, size: i64) -> MlirType {
         let rank = mlirShapedTypeGetRank(ty) as isize;
         let mut shape: Vec<i64> = (0..rank).map(|d| mlirShapedTypeGetDimSize(ty, d)).collect();
         shape[0] = size;
-        mlirRankedTensorTypeGet(rank, shape.as_ptr(), mlirShapedTypeGetElementType(ty), mlirRankedTensorTypeGetEncoding(ty))
+        mlirRankedTensorTypeGet(
+            rank,
+            shape.as_ptr(),
+            mlirShapedTypeGetElementType(ty),
+            mlirRankedTensorTypeGetEncoding(ty),
+        )
     }
 }

@@ -94,7 +94,11 @@ fn net2wider_preserves_the_function_and_splits_weights_and_adam_moments() {
         }
         // Incoming: bias copied; Adam moments scaled by alpha and alpha^2.
         assert_eq!(n["fc1.bias"].values[j], o["fc1.bias"].values[src]);
-        for (p, kind, scale) in [("fc1.weight", "exp_avg", alpha), ("fc1.weight", "exp_avg_sq", alpha * alpha), ("fc1.bias", "exp_avg", alpha)] {
+        for (p, kind, scale) in [
+            ("fc1.weight", "exp_avg", alpha),
+            ("fc1.weight", "exp_avg_sq", alpha * alpha),
+            ("fc1.bias", "exp_avg", alpha),
+        ] {
             let name = format!("{p}.{kind}");
             let (new, old_m) = (row(&n[&name], j), row(&o[&name], src));
             for (a, b) in new.iter().zip(old_m) {
@@ -106,7 +110,10 @@ fn net2wider_preserves_the_function_and_splits_weights_and_adam_moments() {
         assert_eq!(column(&n["fc2.weight.exp_avg_sq"], j), column(&o["fc2.weight.exp_avg_sq"], src));
     }
     for g in 0..16 {
-        let total: f64 = (0..40).filter(|&j| source[j] == g).map(|j| if j < 16 { (1.0 + s * (copies(g) - 1.0)) / copies(g) } else { (1.0 - s) / copies(g) }).sum();
+        let total: f64 = (0..40)
+            .filter(|&j| source[j] == g)
+            .map(|j| if j < 16 { (1.0 + s * (copies(g) - 1.0)) / copies(g) } else { (1.0 - s) / copies(g) })
+            .sum();
         assert!((total - 1.0).abs() < 1e-12);
     }
     assert_eq!(n["fc2.bias"], o["fc2.bias"]);
@@ -160,7 +167,14 @@ fn deepening_preserves_the_function_with_identity_or_zero_output_layers() {
             assert_eq!(n["mid.weight"].values[i * 16 + j], if i == j { 1.0 } else { 0.0 });
         }
     }
-    assert!(n["mid.bias"].values.iter().chain(&n["mid.weight.exp_avg"].values).chain(&n["mid.weight.exp_avg_sq"].values).all(|v| *v == 0.0));
+    assert!(
+        n["mid.bias"]
+            .values
+            .iter()
+            .chain(&n["mid.weight.exp_avg"].values)
+            .chain(&n["mid.weight.exp_avg_sq"].values)
+            .all(|v| *v == 0.0)
+    );
     for name in ["fc1.weight", "fc1.weight.exp_avg", "fc2.weight.exp_avg_sq", "step"] {
         assert_eq!(n[name], o[name], "{name} carried unchanged");
     }
@@ -187,14 +201,16 @@ fn policy(rules: Vec<Rule>) -> Policy {
 fn a_rollback_restores_parameters_state_step_and_rng_bit_for_bit() {
     let checkpoints = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("adapt-checkpoints");
     let _ = std::fs::remove_dir_all(&checkpoints);
-    let mut run = Adaptive::new(trained("adam", 0.0, 0), Policy { checkpoint_dir: Some(checkpoints.clone()), ..policy(vec![]) });
+    let mut run =
+        Adaptive::new(trained("adam", 0.0, 0), Policy { checkpoint_dir: Some(checkpoints.clone()), ..policy(vec![]) });
     let progress = |i: usize| Progress { epoch: 1 + i / 10, batch: i % 10 + 1, rng: 0x5eed ^ (i as u64 / 10) };
     for i in 0..15 {
         let [x, y] = batch(i);
         assert!(matches!(run.step(&[&x, &y], 3e-3, progress(i)).unwrap(), Outcome::Trained(_, None)));
     }
     let (before, steps) = (run.trainer().state(), run.trainer().steps());
-    let op = Operator::Widen { layer: "fc1".into(), width: 48, rule: WidenRule::Net2wider, split_noise: 0.1, noise: 0.0 };
+    let op =
+        Operator::Widen { layer: "fc1".into(), width: 48, rule: WidenRule::Net2wider, split_noise: 0.1, noise: 0.0 };
     let d = run.apply(&op, "test", &[], progress(14)).unwrap().expect("the widening is accepted");
     assert_eq!(run.decisions()[d].outcome, "accepted");
     assert_eq!(aicf_compiler::adapt::param_count(run.trainer()), 48 * 64 + 48 + 10 * 48 + 10);
@@ -239,7 +255,8 @@ fn a_rewrite_whose_probe_loss_moves_is_rejected_and_the_model_kept() {
     // Net2Wider with noise on the copies' incoming weights is not exact: the
     // probe may rise by max_loss_increase (0.1% here); this much noise
     // exceeds it.
-    let op = Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 20.0 };
+    let op =
+        Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 20.0 };
     assert!(!op.exact());
     let applied = run.apply(&op, "test", &[], Progress::default()).unwrap();
     assert_eq!(applied, None, "{:?}", run.decisions());
@@ -248,7 +265,8 @@ fn a_rewrite_whose_probe_loss_moves_is_rejected_and_the_model_kept() {
     assert!(d.loss_after.unwrap() > 1.001 * d.loss_before.unwrap() && d.reason.contains("probe loss rose"), "{d:?}");
     assert_eq!(run.trainer().state(), state, "the model is unchanged");
     // A little noise is within bounds and accepted.
-    let gentle = Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 0.01 };
+    let gentle =
+        Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 0.01 };
     assert!(run.apply(&gentle, "test", &[], Progress::default()).unwrap().is_some());
     assert_eq!(run.decisions()[1].outcome, "accepted");
 }
@@ -256,10 +274,23 @@ fn a_rewrite_whose_probe_loss_moves_is_rejected_and_the_model_kept() {
 #[test]
 fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
     let candidates = vec![
-        Template::Widen { layer: "fc1".into(), width: Some(32), factor: None, max_width: None, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 },
+        Template::Widen {
+            layer: "fc1".into(),
+            width: Some(32),
+            factor: None,
+            max_width: None,
+            rule: WidenRule::ZeroOut,
+            split_noise: 0.0,
+            noise: 0.0,
+        },
         Template::Deepen { after: "fc1".into(), residual: true },
     ];
-    let rule = Rule { trigger: Trigger::Steps { at: 10 }, action: Action::Fork { candidates, steps: 8 }, min_gap: 0, max_times: 1 };
+    let rule = Rule {
+        trigger: Trigger::Steps { at: 10 },
+        action: Action::Fork { candidates, steps: 8 },
+        min_gap: 0,
+        max_times: 1,
+    };
     let mut run = Adaptive::new(trained("adam", 0.0, 0), policy(vec![rule]));
     run.set_fork_data((30..34).map(|i| batch(i).to_vec()).collect(), (40..42).map(|i| batch(i).to_vec()).collect());
     let mut forked = None;
@@ -280,19 +311,31 @@ fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
 
 #[test]
 fn policy_files_parse_and_errors_name_the_rule() {
-    let p = Policy::from_file(&PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/grow/policy.toml"))).unwrap();
+    let p = Policy::from_file(&PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/grow/policy.toml")))
+        .unwrap();
     assert_eq!(p.rules.len(), 2);
     assert_eq!(p.rules[0].trigger, Trigger::Plateau { window: 45, threshold: 0.1 });
-    assert!(matches!(&p.rules[0].action, Action::Grow(Template::Widen { max_width: Some(128), rule: WidenRule::ZeroOut, .. })));
+    assert!(matches!(
+        &p.rules[0].action,
+        Action::Grow(Template::Widen { max_width: Some(128), rule: WidenRule::ZeroOut, .. })
+    ));
     assert_eq!(p.rules[1].action, Action::Rollback { lr_factor: 0.5 });
     let err = |text: &str| Policy::parse(text).unwrap_err();
-    assert!(err("[[rule]]\nwhen = \"plateau\"\naction = \"rollback\"").contains("rule 0 ([[rule]] number 1): when = \"plateau\" needs window"));
-    assert!(err("[[rule]]\nwhen = \"epoch\"\naction = { op = \"widen\", layr = \"fc1\" }").contains("unknown field `layr`"));
+    assert!(
+        err("[[rule]]\nwhen = \"plateau\"\naction = \"rollback\"")
+            .contains("rule 0 ([[rule]] number 1): when = \"plateau\" needs window")
+    );
+    assert!(
+        err("[[rule]]\nwhen = \"epoch\"\naction = { op = \"widen\", layr = \"fc1\" }").contains("unknown field `layr`")
+    );
     assert!(err("[[rule]]\nwhen = \"epoch\"\naction = { fork = [], steps = 3 }").contains("a fork needs candidates"));
     assert!(err("spike_factor = 0.5").contains("spike_factor"));
     let v = Policy::parse("[[rule]]\nwhen = \"val-plateau\"\nwindow = 2\nthreshold = 0.01\naction = { op = \"heads\", attention = \"attn\", max_heads = 8 }").unwrap();
     assert_eq!(v.rules[0].trigger, Trigger::ValPlateau { window: 2, threshold: 0.01 });
-    assert_eq!(v.rules[0].action, Action::Grow(Template::Heads { attention: "attn".into(), add: None, max_heads: Some(8) }));
+    assert_eq!(
+        v.rules[0].action,
+        Action::Grow(Template::Heads { attention: "attn".into(), add: None, max_heads: Some(8) })
+    );
     assert!(Policy::from_file(&PathBuf::from("no/such/policy.toml")).is_err());
 }
 
@@ -318,11 +361,27 @@ fn the_observer_sees_plateaus_and_spikes_not_one_hard_batch() {
 
 #[test]
 fn a_held_out_plateau_grows_the_model_at_an_epoch_end() {
-    let widen = Template::Widen { layer: "fc1".into(), width: Some(24), factor: None, max_width: None, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 };
-    let rule = Rule { trigger: Trigger::ValPlateau { window: 1, threshold: 0.5 }, action: Action::Grow(widen), min_gap: 0, max_times: 0 };
+    let widen = Template::Widen {
+        layer: "fc1".into(),
+        width: Some(24),
+        factor: None,
+        max_width: None,
+        rule: WidenRule::ZeroOut,
+        split_noise: 0.0,
+        noise: 0.0,
+    };
+    let rule = Rule {
+        trigger: Trigger::ValPlateau { window: 1, threshold: 0.5 },
+        action: Action::Grow(widen),
+        min_gap: 0,
+        max_times: 0,
+    };
     let mut run = Adaptive::new(trained("adam", 0.0, 3), policy(vec![rule]));
     assert_eq!(run.epoch_end(Progress { epoch: 1, ..Progress::default() }, Some(1.0)).unwrap(), None);
-    let d = run.epoch_end(Progress { epoch: 2, ..Progress::default() }, Some(0.9)).unwrap().expect("10% better is a plateau at 50%");
+    let d = run
+        .epoch_end(Progress { epoch: 2, ..Progress::default() }, Some(0.9))
+        .unwrap()
+        .expect("10% better is a plateau at 50%");
     assert!(run.decisions()[d].trigger.contains("held-out loss"), "{}", run.decisions()[d].trigger);
     assert_eq!(run.trainer().state()["fc1.weight"].shape, [24, 64]);
     // Widened to its cap: the rule has nothing left to do.
@@ -352,7 +411,8 @@ fn observed_gradient_norms_agree_between_sgd_and_adam() {
 /// 5 classes, per token, through the layer API.
 fn attention_model() -> String {
     use aicf_compiler::nn::{self, DType as NnDType, Linear, MultiHeadAttention, Sequential, TensorSpec};
-    let model = Sequential::new().push(MultiHeadAttention::new("attn", 8, 2, true).unwrap()).push(Linear::new("head", 8, 5));
+    let model =
+        Sequential::new().push(MultiHeadAttention::new("attn", 8, 2, true).unwrap()).push(Linear::new("head", 8, 5));
     let x = TensorSpec::new([2, 6, 8], NnDType::F32);
     let targets = TensorSpec::new([2, 6], NnDType::I32);
     nn::classifier_module(&model, &x, &targets).unwrap().to_string()

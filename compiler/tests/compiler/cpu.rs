@@ -228,7 +228,8 @@ fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {
     let reference = ctx.parse(source, name).unwrap_or_else(|e| panic!("{name}: {e}"));
     let want = Interpreter::new(&reference).run("f", inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut planned = ctx.parse(source, name).unwrap();
-    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap_or_else(|e| panic!("{name}: {e}"));
+    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)")
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     let dir = out_dir(&format!("kernel_{name}"));
     compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     // The generated kernels are under test, GEMMs included.
@@ -258,7 +259,10 @@ pub(crate) fn f32s(shape: &[usize], seed: u64) -> Array {
 }
 
 pub(crate) fn indices(shape: &[usize], bound: usize, seed: u64) -> Array {
-    let v = data(shape.iter().product(), seed).iter().map(|u| ((u + 1.0) / 2.0 * bound as f64).floor().min(bound as f64 - 1.0)).collect();
+    let v = data(shape.iter().product(), seed)
+        .iter()
+        .map(|u| ((u + 1.0) / 2.0 * bound as f64).floor().min(bound as f64 - 1.0))
+        .collect();
     Array::new(shape.to_vec(), DType::I32, v).unwrap()
 }
 
@@ -268,8 +272,29 @@ pub(crate) fn indices(shape: &[usize], bound: usize, seed: u64) -> Array {
 /// saturated +-1 and NaN where the interpreter does.
 #[test]
 fn transcendentals_at_extreme_inputs_match_the_interpreter() {
-    let special = [-1e4, -1000.0, -100.0, -87.5, -86.9, -40.0, -9.0, -1e-3, -1e-40, 0.0, 1e-30, 0.5, 9.0, 40.0, 88.0, f64::NAN, f64::NEG_INFINITY, 3.0, -3.0];
-    let rows: Vec<f64> = (0..3).flat_map(|r| special.iter().map(move |v| v * if r == 1 { -1.0 } else { 1.0 })).collect();
+    let special = [
+        -1e4,
+        -1000.0,
+        -100.0,
+        -87.5,
+        -86.9,
+        -40.0,
+        -9.0,
+        -1e-3,
+        -1e-40,
+        0.0,
+        1e-30,
+        0.5,
+        9.0,
+        40.0,
+        88.0,
+        f64::NAN,
+        f64::NEG_INFINITY,
+        3.0,
+        -3.0,
+    ];
+    let rows: Vec<f64> =
+        (0..3).flat_map(|r| special.iter().map(move |v| v * if r == 1 { -1.0 } else { 1.0 })).collect();
     let x = Array::new(vec![3, 19], DType::F32, rows).unwrap();
     let t = "tensor<3x19xf32>";
     let source = format!(

@@ -72,7 +72,8 @@ fn every_kernel_compiles_to_ptx_that_ptxas_accepts() {
         assert!(manifest.target.starts_with("cuda"), "{name}: {}", manifest.target);
         for c in manifest.functions.iter().flat_map(|f| &f.calls) {
             let launch = c.launch.unwrap_or_else(|| panic!("{name}: {} has no launch shape", c.symbol));
-            let threads: u64 = launch.block.iter().map(|&b| b as u64).product::<u64>() * launch.grid.iter().map(|&g| g as u64).product::<u64>();
+            let threads: u64 = launch.block.iter().map(|&b| b as u64).product::<u64>()
+                * launch.grid.iter().map(|&g| g as u64).product::<u64>();
             assert!(launch.block[0] > 0 && threads > 0, "{name}: {} launches nothing", c.symbol);
         }
         ptxas_accepts(&dir, name);
@@ -81,7 +82,10 @@ fn every_kernel_compiles_to_ptx_that_ptxas_accepts() {
             function: "f".into(),
             seed: 0,
             tol: 2e-5,
-            calls: vec![BundleCall { inputs: inputs.iter().map(tensor_of).collect(), outputs: want.iter().map(tensor_of).collect() }],
+            calls: vec![BundleCall {
+                inputs: inputs.iter().map(tensor_of).collect(),
+                outputs: want.iter().map(tensor_of).collect(),
+            }],
             symbols: BTreeMap::new(),
         };
         write_case(&case, &dir);
@@ -103,7 +107,11 @@ fn train_case(name: &str, source: &str, optimizer: &str, steps: usize, classes: 
     for f in &manifest.functions {
         for (k, c) in f.calls.iter().enumerate() {
             for w in &c.waits {
-                assert!(f.calls[..k].iter().any(|p| p.event == Some(*w)), "{name} @{}: call {k} waits for event {w}, never recorded before it", f.name);
+                assert!(
+                    f.calls[..k].iter().any(|p| p.event == Some(*w)),
+                    "{name} @{}: call {k} waits for event {w}, never recorded before it",
+                    f.name
+                );
             }
         }
     }
@@ -122,7 +130,14 @@ fn train_case(name: &str, source: &str, optimizer: &str, steps: usize, classes: 
         calls.push(BundleCall { inputs, outputs });
     }
     let symbols = manifest.symbols.iter().map(|s| (s.name.clone(), session.symbol(&s.name).unwrap())).collect();
-    let case = BundleCase { name: format!("train_{name}_{optimizer}"), function: "train_step".into(), seed, tol, calls, symbols };
+    let case = BundleCase {
+        name: format!("train_{name}_{optimizer}"),
+        function: "train_step".into(),
+        seed,
+        tol,
+        calls,
+        symbols,
+    };
     write_case(&case, &gpu);
 }
 
@@ -162,15 +177,26 @@ fn train_step_schedule_reaches_the_gpu_manifest() {
 fn sixteen_bit_buffers_outside_the_gpu_gemm_are_located_errors() {
     let ctx = CompilerContext::new();
     let t = "tensor<8x8xbf16>";
-    let source = format!("func.func @f(%a: {t}, %b: {t}) -> {t} {{\n  %p = hl.matmul %a, %b : {t}, {t}\n  %q = hl.add %p, %a : {t}, {t}\n  return %q : {t}\n}}");
+    let source = format!(
+        "func.func @f(%a: {t}, %b: {t}) -> {t} {{\n  %p = hl.matmul %a, %b : {t}, {t}\n  %q = hl.add %p, %a : {t}, {t}\n  return %q : {t}\n}}"
+    );
     let lower = |pipeline: &str| {
         let mut m = ctx.parse(&source, "bf16").unwrap();
         run_pipeline(&ctx, &mut m, pipeline).unwrap();
         m
     };
-    let e = compile_cpu(&ctx, &lower("builtin.module(convert-hl-to-ll,ll-plan-memory)"), "x", &out_dir("bf16_cpu")).unwrap_err().to_string();
-    assert!(e.starts_with("not supported yet: ") && e.contains("the CPU backend has no f16/bf16 'll.gemm' kernel yet") && e.contains("\"bf16\":2:"), "{e}");
-    let e = compile_gpu(&ctx, &lower("builtin.module(convert-hl-to-ll,ll-plan-memory)"), "x", &out_dir("bf16_gpu")).unwrap_err().to_string();
+    let e = compile_cpu(&ctx, &lower("builtin.module(convert-hl-to-ll,ll-plan-memory)"), "x", &out_dir("bf16_cpu"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("not supported yet: ")
+            && e.contains("the CPU backend has no f16/bf16 'll.gemm' kernel yet")
+            && e.contains("\"bf16\":2:"),
+        "{e}"
+    );
+    let e = compile_gpu(&ctx, &lower("builtin.module(convert-hl-to-ll,ll-plan-memory)"), "x", &out_dir("bf16_gpu"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("the GPU backend has no f16/bf16 'll.elementwise' kernel yet"), "{e}");
 }
 
@@ -201,15 +227,28 @@ fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
     let cases = [
         (
             "elementwise",
-            format!("func.func @f(%x: {t}, %y: {t}) -> {t} {{\n  %a = hl.mul %x, %y : {t}, {t}\n  %b = hl.add %a, %x : {t}, {t}\n  return %b : {t}\n}}"),
+            format!(
+                "func.func @f(%x: {t}, %y: {t}) -> {t} {{\n  %a = hl.mul %x, %y : {t}, {t}\n  %b = hl.add %a, %x : {t}, {t}\n  return %b : {t}\n}}"
+            ),
         ),
-        ("gemm4096", format!("func.func @f(%a: {t}, %b: {t}) -> {t} {{\n  %p = hl.matmul %a, %b : {t}, {t}\n  return %p : {t}\n}}")),
-        ("gemm4096_bf16", format!("func.func @f(%a: {h}, %b: {h}) -> {h} {{\n  %p = hl.matmul %a, %b : {h}, {h}\n  return %p : {h}\n}}")),
+        (
+            "gemm4096",
+            format!(
+                "func.func @f(%a: {t}, %b: {t}) -> {t} {{\n  %p = hl.matmul %a, %b : {t}, {t}\n  return %p : {t}\n}}"
+            ),
+        ),
+        (
+            "gemm4096_bf16",
+            format!(
+                "func.func @f(%a: {h}, %b: {h}) -> {h} {{\n  %p = hl.matmul %a, %b : {h}, {h}\n  return %p : {h}\n}}"
+            ),
+        ),
     ];
     for (name, source) in cases {
         let ctx = CompilerContext::new();
         let mut planned = ctx.parse(&source, name).unwrap();
-        run_pipeline(&ctx, &mut planned, "builtin.module(hl-fuse-elementwise,convert-hl-to-ll,ll-plan-memory)").unwrap();
+        run_pipeline(&ctx, &mut planned, "builtin.module(hl-fuse-elementwise,convert-hl-to-ll,ll-plan-memory)")
+            .unwrap();
         let dir = out_dir(&format!("gpu_bench_{name}"));
         let manifest = compile_gpu(&ctx, &planned, "bench", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(manifest.functions[0].calls.len(), 1, "{name}: one fused kernel");
@@ -227,7 +266,18 @@ fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
 fn gemm_source(c: &GemmCheck) -> String {
     let ty = |dims: [usize; 2], t: artifact::DType| {
         let lead = if c.batch > 1 { format!("{}x", c.batch) } else { String::new() };
-        format!("memref<{lead}{}x{}x{}>", dims[0], dims[1], if t == artifact::DType::BF16 { "bf16" } else if t == artifact::DType::F16 { "f16" } else { "f32" })
+        format!(
+            "memref<{lead}{}x{}x{}>",
+            dims[0],
+            dims[1],
+            if t == artifact::DType::BF16 {
+                "bf16"
+            } else if t == artifact::DType::F16 {
+                "f16"
+            } else {
+                "f32"
+            }
+        )
     };
     let a = ty(if c.ta { [c.k, c.m] } else { [c.m, c.k] }, c.dtype);
     let b = ty(if c.tb { [c.n, c.k] } else { [c.k, c.n] }, c.dtype);
@@ -293,7 +343,10 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         assert_eq!(launch.block[0], if big { 256 } else { 128 }, "{name}: {launch:?}");
         let ptx = std::fs::read_to_string(dir.join("kernels.sm_80.ptx")).unwrap();
         let kind = if c.dtype == BF16 { "bf16" } else { "f16" };
-        assert!(ptx.contains(&format!("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32")), "{name}: no mma.sync");
+        assert!(
+            ptx.contains(&format!("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32")),
+            "{name}: no mma.sync"
+        );
         assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4"), "{name}: no ldmatrix");
         assert_eq!(ptx.contains("cp.async"), asynchronous, "{name}: cp.async copies");
         let bundle = bundle_cases().join("../gemm").join(name);
@@ -312,7 +365,8 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
 fn gemm_check_reference_matches_the_cpu_backend() {
     use artifact::DType::F32;
     for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-        let c = GemmCheck { batch: 2, m: 7, k: 5, n: 6, ta, tb, dtype: F32, out: F32, bias: false, relu: true, tol: 1e-6 };
+        let c =
+            GemmCheck { batch: 2, m: 7, k: 5, n: 6, ta, tb, dtype: F32, out: F32, bias: false, relu: true, tol: 1e-6 };
         let ctx = CompilerContext::new();
         let module = ctx.parse(&gemm_source(&c), "check").unwrap();
         let dir = out_dir(&format!("gemm_check_{ta}_{tb}"));

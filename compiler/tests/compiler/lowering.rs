@@ -117,7 +117,8 @@ fn cnn_and_char_lm_train_steps_lower_completely() {
         (
             "digits_cnn",
             cnn,
-            &["ll.conv2d", "ll.conv2d_backward_input", "ll.conv2d_backward_weight", "ll.pool2d", "ll.pool2d_backward"][..],
+            &["ll.conv2d", "ll.conv2d_backward_input", "ll.conv2d_backward_weight", "ll.pool2d", "ll.pool2d_backward"]
+                [..],
         ),
         ("char_lm", lm, &["ll.gather", "ll.scatter_add", "ll.norm_backward", "ll.softmax_backward", "ll.dropout"][..]),
     ] {

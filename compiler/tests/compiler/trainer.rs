@@ -34,7 +34,8 @@ fn the_trainer_trains_predicts_evaluates_and_caches() {
     let mut t = Trainer::from_file(&model(), options.clone()).unwrap();
     assert_eq!(t.batch(), Some(32));
     assert!(t.compiled()[0].seconds.is_some(), "the first trainer compiles");
-    let before = t.evaluate(&batch(held, 0, held.len()).0, &held.iter().map(|r| r.1 as i64).collect::<Vec<_>>()).unwrap();
+    let before =
+        t.evaluate(&batch(held, 0, held.len()).0, &held.iter().map(|r| r.1 as i64).collect::<Vec<_>>()).unwrap();
     let mut first = None;
     let mut last = 0.0;
     for _epoch in 0..3 {
@@ -56,7 +57,12 @@ fn the_trainer_trains_predicts_evaluates_and_caches() {
     let labels: Vec<i64> = held.iter().map(|r| r.1 as i64).collect();
     let after = t.evaluate(&batch(held, 0, held.len()).0, &labels).unwrap();
     assert_eq!(after.rows, 297);
-    assert!(after.accuracy > 0.8 && after.accuracy > before.accuracy, "accuracy {} -> {}", before.accuracy, after.accuracy);
+    assert!(
+        after.accuracy > 0.8 && after.accuracy > before.accuracy,
+        "accuracy {} -> {}",
+        before.accuracy,
+        after.accuracy
+    );
     let logits = t.predict(&[&batch(held, 0, 5).0]).unwrap();
     assert_eq!(logits[0].shape, [5, 10]);
 

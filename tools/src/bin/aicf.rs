@@ -208,17 +208,26 @@ fn pipeline(c: &ModelArgs, to_ll: bool) -> String {
     }
 }
 
-fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>, batch: Option<usize>, target: Target) -> Result<()> {
+fn run_compile(
+    c: &ModelArgs,
+    output: Option<PathBuf>,
+    emit: Option<Stage>,
+    batch: Option<usize>,
+    target: Target,
+) -> Result<()> {
     let source = read(&c.model)?;
     let ctx = CompilerContext::new();
     let name = c.model.display().to_string();
     let mut module = ctx.parse(&source, &name).map_err(|e| e.to_string())?;
     if let Some(b) = batch {
-        run_pipeline(&ctx, &mut module, &format!("builtin.module(hl-set-batch{{size={b}}})")).map_err(|e| e.to_string())?;
+        run_pipeline(&ctx, &mut module, &format!("builtin.module(hl-set-batch{{size={b}}})"))
+            .map_err(|e| e.to_string())?;
     }
     match emit {
         Some(Stage::Hl) => {}
-        Some(stage) => run_pipeline(&ctx, &mut module, &pipeline(c, matches!(stage, Stage::Ll))).map_err(|e| e.to_string())?,
+        Some(stage) => {
+            run_pipeline(&ctx, &mut module, &pipeline(c, matches!(stage, Stage::Ll))).map_err(|e| e.to_string())?
+        }
         None => {
             let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
             let started = Instant::now();
@@ -363,7 +372,11 @@ fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Pat
     let scale: f64 = meta.get("feature_scale").and_then(|v| v.parse().ok()).unwrap_or(1.0);
     let rows = load_csv(data)?;
     if rows[0].0.len() != features {
-        return Err(format!("{}: rows have {} features, the model takes [{batch}, {features}]", data.display(), rows[0].0.len()));
+        return Err(format!(
+            "{}: rows have {} features, the model takes [{batch}, {features}]",
+            data.display(),
+            rows[0].0.len()
+        ));
     }
     prepare_rows(&mut trainer, &c.model, rows.len() % batch)?;
     let accuracy = evaluate(&mut trainer, &rows, features, scale)?;
@@ -378,7 +391,15 @@ fn eval(c: &ModelArgs, data: &Path, checkpoint: &Path, threads: usize, out: &Pat
     Ok(())
 }
 
-fn bench(c: &ModelArgs, lr: f64, steps: usize, threads: usize, out: &Path, profile: bool, gemm: Option<Choice>) -> Result<()> {
+fn bench(
+    c: &ModelArgs,
+    lr: f64,
+    steps: usize,
+    threads: usize,
+    out: &Path,
+    profile: bool,
+    gemm: Option<Choice>,
+) -> Result<()> {
     let mut trainer = trainer_for(c, threads, 0, out)?;
     let session = trainer.session_mut();
     session.module_mut().force_gemm(gemm);
@@ -406,7 +427,9 @@ fn bench(c: &ModelArgs, lr: f64, steps: usize, threads: usize, out: &Path, profi
                     .module()
                     .function("forward")
                     .ok()
-                    .and_then(|f| f.args.iter().find(|a| a.role() == Role::Output).and_then(|a| a.shape.last().copied()))
+                    .and_then(|f| {
+                        f.args.iter().find(|a| a.role() == Role::Output).and_then(|a| a.shape.last().copied())
+                    })
                     .unwrap_or(2) as f64;
                 random(n, &|u| (u * classes).floor())
             }
@@ -480,7 +503,8 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
         [b, f] => (b, f),
         _ => return Err(format!("the model's input is {:?}; `aicf train` feeds [batch, features]", x_arg.shape)),
     };
-    let classes = forward.args.iter().find(|a| a.role() == Role::Output).and_then(|a| a.shape.last().copied()).unwrap_or(0);
+    let classes =
+        forward.args.iter().find(|a| a.role() == Role::Output).and_then(|a| a.shape.last().copied()).unwrap_or(0);
 
     let mut rows = load_csv(data)?;
     if rows[0].0.len() != features {
@@ -519,7 +543,11 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
         // Rewrites are checked on the first full batch of held-out rows (of
         // training rows without them); forks train on the first training
         // batches and compare on the held-out ones.
-        let probe_rows: Vec<&(Vec<f64>, i64)> = if val.len() >= batch { val[..batch].iter().collect() } else { train_rows[..batch.min(train_rows.len())].iter().collect() };
+        let probe_rows: Vec<&(Vec<f64>, i64)> = if val.len() >= batch {
+            val[..batch].iter().collect()
+        } else {
+            train_rows[..batch.min(train_rows.len())].iter().collect()
+        };
         if probe_rows.len() == batch {
             adaptive.set_probe(batch_of(&probe_rows).to_vec());
         }
@@ -591,7 +619,9 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
                     continue 'epochs;
                 }
                 Err(TrainError::NonFinite { step, loss, lr }) => {
-                    return Err(format!("the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate"));
+                    return Err(format!(
+                        "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate"
+                    ));
                 }
                 Err(e) => return Err(e.to_string()),
             }
@@ -618,10 +648,12 @@ fn train(c: &ModelArgs, data: &Path, run: &Run, out: &Path) -> Result<()> {
             record["grad_norm"] = serde_json::json!(o.grad_norm);
             record["layers"] = serde_json::json!(o.layers);
         }
-        writeln!(metrics, "{record}")
-        .map_err(|e| format!("{}: {e}", metrics_path.display()))?;
+        writeln!(metrics, "{record}").map_err(|e| format!("{}: {e}", metrics_path.display()))?;
         history.push((train_loss, accuracy));
-        if let Some(d) = adaptive.epoch_end(Progress { epoch, batch: batches, rng: epoch_rng }, Some(val_loss)).map_err(|e| e.to_string())? {
+        if let Some(d) = adaptive
+            .epoch_end(Progress { epoch, batch: batches, rng: epoch_rng }, Some(val_loss))
+            .map_err(|e| e.to_string())?
+        {
             after_rewrite(&mut adaptive, d, grown_model.as_deref())?;
         }
         if let Some(path) = &checkpoint {
@@ -669,7 +701,8 @@ fn after_rewrite(adaptive: &mut Adaptive, d: usize, grown_model: Option<&Path>) 
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        aicf_compiler::codegen::write_atomically(path, adaptive.trainer().source().as_bytes()).map_err(|e| e.to_string())?;
+        aicf_compiler::codegen::write_atomically(path, adaptive.trainer().source().as_bytes())
+            .map_err(|e| e.to_string())?;
     }
     println!("  {}", adaptive.decisions()[d].summary());
     Ok(())
