@@ -204,6 +204,8 @@ struct Bound {
     events: Vec<CudaEvent>,
     fork: Option<CudaEvent>,
     joins: Vec<CudaEvent>,
+    /// The side streams (1..) the function's calls use.
+    used: Vec<usize>,
 }
 
 /// Parameters and optimizer state on the GPU, and calls of the module's
@@ -308,7 +310,8 @@ impl CudaSession {
         let events = (0..ids).map(|_| event()).collect::<Result<Vec<_>>>()?;
         let fork = if self.module.side.is_empty() { None } else { Some(event()?) };
         let joins = self.module.side.iter().map(|_| event()).collect::<Result<Vec<_>>>()?;
-        self.bound.insert(function.into(), Bound { args, params, graph: None, calls: 0, events, fork, joins });
+        let used = (1..=self.module.side.len()).filter(|&s| f.calls.iter().any(|c| c.stream as usize == s)).collect();
+        self.bound.insert(function.into(), Bound { args, params, graph: None, calls: 0, events, fork, joins, used });
         Ok(())
     }
 
@@ -345,8 +348,7 @@ impl CudaSession {
         let f = self.module.function(function)?;
         let bound = &self.bound[function];
         let main = &self.module.stream;
-        let used: Vec<usize> =
-            (1..=self.module.side.len()).filter(|&s| f.calls.iter().any(|c| c.stream as usize == s)).collect();
+        let used = &bound.used;
         let multi = self.streams && !used.is_empty();
         let event_err = |k: usize, c: &crate::artifact::Call| {
             let (function, op) = (function.to_string(), c.op.clone());
@@ -359,7 +361,7 @@ impl CudaSession {
         };
         if multi && let Some(fork) = &bound.fork {
             fork.record(main).map_err(cuda_err(format!("@{function}: forking the streams")))?;
-            for &s in &used {
+            for &s in used {
                 self.module.side[s - 1].wait(fork).map_err(cuda_err(format!("@{function}: forking the streams")))?;
             }
         }
@@ -384,7 +386,7 @@ impl CudaSession {
             }
         }
         if multi {
-            for &s in &used {
+            for &s in used {
                 let join = &bound.joins[s - 1];
                 join.record(&self.module.side[s - 1]).map_err(cuda_err(format!("@{function}: joining the streams")))?;
                 main.wait(join).map_err(cuda_err(format!("@{function}: joining the streams")))?;

@@ -2191,8 +2191,12 @@ impl Generator {
                 k.close();
             }
         }
-        let rc = k.index(rows);
-        let r = if self.gpu { k.open("%begin", "%end") } else { k.open("%c0", &rc) };
+        let r = if self.gpu {
+            k.open("%begin", "%end")
+        } else {
+            let rc = k.index(rows);
+            k.open("%c0", &rc)
+        };
         let base = k.mul(&r, &nc);
         let (mean, rstd) = Self::row_stats(&mut k, &base, n, t, center, eps, &ty, "%b1");
         // xhat_j = (x_j - mean) rstd; dxhat_j = g_j w_j

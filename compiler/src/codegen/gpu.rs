@@ -526,7 +526,7 @@ impl Generator {
         let a_off = k.mad(&stage, a_stage, &a_lane);
         let b_off = k.mad(&stage, b_stage, &b_lane);
         let mut acc = accs.clone();
-        let (frag_a, frag_b) = (format!("vector<4x2x{e}>"), format!("vector<4x2x{e}>"));
+        let frag = format!("vector<4x2x{e}>");
         // One register of a fragment as mma takes it: bf16 pairs as i32,
         // f16 pairs as vector<2xf16>.
         let reg = |k: &mut Kernel, frag: &str, i: usize| -> String {
@@ -547,7 +547,7 @@ impl Generator {
                     k.mad("%c1", mi * 16 * a_ld + ks * 16, &a_off)
                 };
                 let f = k.val(&format!(
-                    "nvgpu.ldmatrix %As[{at}] {{numTiles = 4 : i32, transpose = {ta}}} : {sa} -> {frag_a}"
+                    "nvgpu.ldmatrix %As[{at}] {{numTiles = 4 : i32, transpose = {ta}}} : {sa} -> {frag}"
                 ));
                 a_regs.push((0..4).map(|i| reg(&mut k, &f, i)).collect::<Vec<_>>());
             }
@@ -559,7 +559,7 @@ impl Generator {
                     k.mad("%c1", ks * 16 * b_ld + np * 16, &b_off)
                 };
                 let f = k.val(&format!(
-                    "nvgpu.ldmatrix %Bs[{at}] {{numTiles = 4 : i32, transpose = {}}} : {sb} -> {frag_b}",
+                    "nvgpu.ldmatrix %Bs[{at}] {{numTiles = 4 : i32, transpose = {}}} : {sb} -> {frag}",
                     !tb
                 ));
                 let r: Vec<String> = (0..4).map(|i| reg(&mut k, &f, i)).collect();
