@@ -15,6 +15,8 @@ n=$((4096 * 4096))
 AICF_BENCH_BYTES=$((3 * 4 * n)) ./gpu_bench bench/elementwise 200
 AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096 10
 AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096_bf16 20
+# causal attention: half of the 4 L S d multiply-adds of 64 heads
+AICF_BENCH_FLOPS=$((2 * 64 * 1024 * 1024 * 64)) ./gpu_bench bench/attention 20
 ./gpu_bench cases/train_mlp784_sgd 500
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   python3 torch_baselines.py

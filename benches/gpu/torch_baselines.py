@@ -1,8 +1,8 @@
 """PyTorch baselines of the GPU bundle's benchmarks, same workloads, fp32:
 MLP 784-512-512-10 batch 256 SGD train step (eager and
 torch.compile(mode="reduce-overhead")), a 4096^3 GEMM (f32 with TF32 off,
-as AICF's; and bf16), the elementwise chain x*y + x over 4096x4096, and a
-device-to-device copy. One JSON line per measurement."""
+as AICF's; and bf16), the elementwise chain x*y + x over 4096x4096, a
+device-to-device copy, and causal attention over 8x8 heads of 1024x64. One JSON line per measurement."""
 import json, time
 import torch
 import torch.nn as nn
@@ -70,7 +70,17 @@ def elementwise():
     emit(bench="torch_copy", ms=round(ms, 4), gb_per_s=round(2 * 4 * n / ms / 1e6, 1))
 
 
+def attention():
+    # fp32, causal, 8 x 8 heads of 1024 x 64: AICF's bench/attention
+    q, k, v = (torch.randn(8, 8, 1024, 64, device=dev) for _ in range(3))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    ms = timed(lambda: sdpa(q, k, v, is_causal=True), 20, warm=5)
+    flops = 2 * 64 * 1024 * 1024 * 64
+    emit(bench="torch_attention_f32_causal", ms=round(ms, 4), tflop_per_s=round(flops / ms / 1e9, 2))
+
+
 if __name__ == "__main__":
     mlp784()
     gemm()
     elementwise()
+    attention()

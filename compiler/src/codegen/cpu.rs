@@ -603,6 +603,109 @@ impl Kernel {
     }
 }
 
+/// The largest head size (query/key or value) whose row the fused attention
+/// keeps in registers: a thread holds its query row and output accumulator
+/// (`d + dv` values) through the loop over keys.
+const ONLINE_HEAD: usize = 128;
+
+/// An `ll.attention`'s sizes: `batch` independent (q, k, v) of `l` queries
+/// and `s` keys, query/key head size `d`, value/output head size `dv`.
+struct AttentionShape {
+    batch: usize,
+    l: usize,
+    s: usize,
+    d: usize,
+    dv: usize,
+    scale: f64,
+    causal: bool,
+    t: DType,
+}
+
+impl AttentionShape {
+    fn of(op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Self {
+        let (q, kv) = (&specs[0].0, &specs[1].0);
+        let rank = q.len();
+        let d = q[rank - 1];
+        AttentionShape {
+            batch: q[..rank - 2].iter().product(),
+            l: q[rank - 2],
+            s: kv[rank - 2],
+            d,
+            dv: specs[2].0[rank - 1],
+            scale: float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt()),
+            causal: has(op, "causal"),
+            t: specs[0].1,
+        }
+    }
+
+    /// The query row at `base` of `buf`, each element times the scale
+    /// (so a key's score is one dot product); `offsets` are the index
+    /// constants 0, 1, ...
+    fn scaled_query(&self, k: &mut Kernel, buf: &str, base: &str, ty: &str, offsets: &[String]) -> Vec<String> {
+        let sc = k.float(self.scale, self.t);
+        (0..self.d)
+            .map(|x| {
+                let at = k.add(base, &offsets[x]);
+                let v = k.load(buf, &at, ty);
+                k.fop("mulf", &v, &sc, self.t)
+            })
+            .collect()
+    }
+
+    /// The online softmax's state before any key: running max -inf, sum 0,
+    /// output accumulator 0.
+    fn initial_state(&self, k: &mut Kernel) -> Vec<String> {
+        let ninf = k.float(f64::NEG_INFINITY, self.t);
+        let zero = k.float(0.0, self.t);
+        [ninf].into_iter().chain(std::iter::repeat_n(zero, self.dv + 1)).collect()
+    }
+
+    /// Folds keys `0..hi` into the online-softmax `state` (max m, sum l,
+    /// accumulator o[dv]): per key the score s = q . k, then m' = max(m, s),
+    /// l' = l e^(m-m') + e^(s-m'), o' = o e^(m-m') + e^(s-m') v. `rows(j)`
+    /// gives key j's row start in `keys` and in `values` (buffer, type).
+    /// Returns the state after the last key; the output row is o / l.
+    #[allow(clippy::too_many_arguments)]
+    fn online_keys(
+        &self,
+        k: &mut Kernel,
+        q: &[String],
+        state: &[String],
+        hi: &str,
+        keys: (&str, &str),
+        values: (&str, &str),
+        offsets: &[String],
+        rows: impl Fn(&mut Kernel, &str) -> (String, String),
+    ) -> Vec<String> {
+        let (t, f) = (self.t, self.t.mlir());
+        let (j, acc, results) = k.open_reduce_all("%c0", hi, "%c1", state, f);
+        let (kr, vr) = rows(k, &j);
+        let mut score = String::new();
+        for (x, qx) in q.iter().enumerate() {
+            let at = k.add(&kr, &offsets[x]);
+            let kv = k.load(keys.0, &at, keys.1);
+            let p = k.fop("mulf", qx, &kv, t);
+            score = if x == 0 { p } else { k.fop("addf", &score, &p, t) };
+        }
+        let m = k.val(&format!("arith.maximumf {}, {score} : {f}", acc[0]));
+        let dm = k.fop("subf", &acc[0], &m, t);
+        let alpha = k.val(&format!("math.exp {dm} : {f}"));
+        let ds = k.fop("subf", &score, &m, t);
+        let p = k.val(&format!("math.exp {ds} : {f}"));
+        let kept = k.fop("mulf", &acc[1], &alpha, t);
+        let mut next = vec![m, k.fop("addf", &kept, &p, t)];
+        for x in 0..self.dv {
+            let at = k.add(&vr, &offsets[x]);
+            let v = k.load(values.0, &at, values.1);
+            let kept = k.fop("mulf", &acc[2 + x], &alpha, t);
+            let pv = k.fop("mulf", &p, &v, t);
+            next.push(k.fop("addf", &kept, &pv, t));
+        }
+        k.close_with_all(&next, f);
+        results
+    }
+}
+
 /// An `ll.gemm`'s operands and sizes: operand positions of the optional
 /// epilogue inputs and the output; `rows` output rows in all, `m` per batch,
 /// the product `m x kk` by `kk x n`.
@@ -2266,9 +2369,59 @@ impl Generator {
         kernels
     }
 
-    /// One query row per work item: scores into a stack row, softmax, then
-    /// the weighted sum of values.
+    /// Attention, fused: FlashAttention's online softmax, one query row per
+    /// thread (the GPU stages key/value tiles through shared memory, see
+    /// `gpu_attention`). Head sizes over [`ONLINE_HEAD`] take the two-pass
+    /// row kernel instead.
     fn attention(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let a = AttentionShape::of(op, specs);
+        if a.d == 0 || a.dv == 0 || a.d > ONLINE_HEAD || a.dv > ONLINE_HEAD {
+            return self.attention_rows(op, specs);
+        }
+        if self.gpu {
+            return self.gpu_attention(&a, specs);
+        }
+        let t = a.t;
+        let (tq, tk, tv, to) = (
+            flat_type(&specs[0].0, t),
+            flat_type(&specs[1].0, t),
+            flat_type(&specs[2].0, t),
+            flat_type(&specs[3].0, t),
+        );
+        let mut k = Kernel::new();
+        let offsets: Vec<String> = (0..a.d.max(a.dv)).map(|x| k.index(x)).collect();
+        let (lc, sn) = (k.index(a.l), k.index(a.s));
+        let w = k.open("%begin", "%end");
+        let b = k.val(&format!("arith.divui {w}, {lc} : index"));
+        let i = k.val(&format!("arith.remui {w}, {lc} : index"));
+        let query = k.mad(&w, a.d, "%c0");
+        let q = a.scaled_query(&mut k, "%b0", &query, &tq, &offsets);
+        // Causal: key j is visible to query i when j <= i.
+        let keys = if a.causal {
+            let i1 = k.add(&i, "%c1");
+            k.val(&format!("arith.minui {i1}, {sn} : index"))
+        } else {
+            sn.clone()
+        };
+        let kb = k.mad(&b, a.s * a.d, "%c0");
+        let vb = k.mad(&b, a.s * a.dv, "%c0");
+        let init = a.initial_state(&mut k);
+        let rows = |k: &mut Kernel, j: &str| (k.mad(j, a.d, &kb), k.mad(j, a.dv, &vb));
+        let state = a.online_keys(&mut k, &q, &init, &keys, ("%b1", &tk), ("%b2", &tv), &offsets, rows);
+        let out = k.mad(&w, a.dv, "%c0");
+        for (x, o) in state[2..].iter().enumerate() {
+            let r = k.fop("divf", o, &state[1], t);
+            let at = k.add(&out, &offsets[x]);
+            k.store(&r, "%b3", &at, &to);
+        }
+        k.close();
+        self.one(k, specs, a.batch * a.l, 2 * a.s * (a.d + a.dv) + 8 * a.s)
+    }
+
+    /// One query row per work item: scores into a stack row, softmax, then
+    /// the weighted sum of values (head sizes too large to keep a row's
+    /// query and output in registers).
+    fn attention_rows(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let (q, kv, t) = (&specs[0].0, &specs[1].0, specs[0].1);
         let f = t.mlir();
         let rank = q.len();

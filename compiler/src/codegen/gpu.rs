@@ -166,7 +166,112 @@ impl Tile {
     }
 }
 
+/// Query rows per block of the fused attention (a thread each).
+const ATTENTION_QUERIES: usize = 64;
+/// Keys per shared-memory tile of the fused attention.
+const ATTENTION_KEYS: usize = 32;
+
 impl Generator {
+    /// Fused attention, FlashAttention-style: block (b, tile) takes
+    /// [`ATTENTION_QUERIES`] query rows of batch b, a thread each, and walks
+    /// the keys in tiles of [`ATTENTION_KEYS`]: the block copies a tile's
+    /// key and value rows into shared memory (coalesced, every thread
+    /// reading the same key then, so a broadcast), and each thread folds
+    /// those keys into its row's online softmax, its query row and output
+    /// accumulator in registers. Scores never reach memory. Causal blocks
+    /// stop at the tile past their last row, and each thread at its own
+    /// row. Threads past the last row compute the last row again and store
+    /// nothing, so every thread takes part in each copy and barrier.
+    pub(super) fn gpu_attention(&mut self, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let t = a.t;
+        let f = t.mlir();
+        let (bq, bk) = (ATTENTION_QUERIES, ATTENTION_KEYS);
+        let (tq, tk, tv, to) = (
+            flat_type(&specs[0].0, t),
+            flat_type(&specs[1].0, t),
+            flat_type(&specs[2].0, t),
+            flat_type(&specs[3].0, t),
+        );
+        let shared = |n: usize| format!("memref<{n}x{f}, #gpu.address_space<workgroup>>");
+        let (ks, vs) = (shared(bk * a.d), shared(bk * a.dv));
+        let mut k = Kernel::new();
+        let offsets: Vec<String> = (0..a.d.max(a.dv)).map(|x| k.index(x)).collect();
+        let tid = k.val("gpu.thread_id x");
+        let block = k.val("gpu.block_id x");
+        let tiles = a.l.div_ceil(bq);
+        let tiles_c = k.index(tiles);
+        let b = k.val(&format!("arith.divui {block}, {tiles_c} : index"));
+        let tile = k.val(&format!("arith.remui {block}, {tiles_c} : index"));
+        let first = k.mad(&tile, bq, "%c0");
+        let i = k.add(&first, &tid);
+        let (last_row, sn, bkc, bqc) = (k.index(a.l - 1), k.index(a.s), k.index(bk), k.index(bq));
+        let row = k.val(&format!("arith.minui {i}, {last_row} : index"));
+        let w = k.mad(&b, a.l, &row);
+        let query = k.mad(&w, a.d, "%c0");
+        let q = a.scaled_query(&mut k, "%b0", &query, &tq, &offsets);
+        let kb = k.mad(&b, a.s * a.d, "%c0");
+        let vb = k.mad(&b, a.s * a.dv, "%c0");
+        // Keys this block needs: all, or (causal) up to its last row.
+        let block_keys = if a.causal {
+            let end = k.add(&first, &bqc);
+            k.val(&format!("arith.minui {end}, {sn} : index"))
+        } else {
+            sn.clone()
+        };
+        let last_key = k.index(a.s - 1);
+        let init = a.initial_state(&mut k);
+        let (t0, state, results) = k.open_reduce_all("%c0", &block_keys, &bkc, &init, f);
+        // The tile's key and value rows into shared memory (rows past the
+        // last key repeat it; no thread reads them).
+        for (buf, width, ty, dst, base) in [("%b1", a.d, &tk, ("%Ks", &ks), &kb), ("%b2", a.dv, &tv, ("%Vs", &vs), &vb)]
+        {
+            let n = k.index(bk * width);
+            let e = k.open_step(&tid, &n, &bqc);
+            let wc = k.index(width);
+            let r = k.val(&format!("arith.divui {e}, {wc} : index"));
+            let c = k.val(&format!("arith.remui {e}, {wc} : index"));
+            let key = k.add(&t0, &r);
+            let key = k.val(&format!("arith.minui {key}, {last_key} : index"));
+            let src = k.mad(&key, width, base);
+            let src = k.add(&src, &c);
+            let v = k.load(buf, &src, ty);
+            k.store(&v, dst.0, &e, dst.1);
+            k.close();
+        }
+        k.line("gpu.barrier");
+        // This thread's keys of the tile: up to the last key, and (causal)
+        // up to its row.
+        let left = k.val(&format!("arith.subi {sn}, {t0} : index"));
+        let mut count = k.val(&format!("arith.minui {left}, {bkc} : index"));
+        if a.causal {
+            let seen = k.add(&row, "%c1");
+            let seen = k.val(&format!("arith.maxui {seen}, {t0} : index"));
+            let seen = k.val(&format!("arith.subi {seen}, {t0} : index"));
+            count = k.val(&format!("arith.minui {count}, {seen} : index"));
+        }
+        let rows = |k: &mut Kernel, j: &str| (k.mad(j, a.d, "%c0"), k.mad(j, a.dv, "%c0"));
+        let next = a.online_keys(&mut k, &q, &state, &count, ("%Ks", &ks), ("%Vs", &vs), &offsets, rows);
+        k.line("gpu.barrier");
+        k.close_with_all(&next, f);
+        let lc = k.index(a.l);
+        let inside = k.val(&format!("arith.cmpi ult, {i}, {lc} : index"));
+        k.line(&format!("scf.if {inside} {{"));
+        k.depth += 1;
+        let out = k.mad(&w, a.dv, "%c0");
+        for (x, o) in results[2..].iter().enumerate() {
+            let r = k.fop("divf", o, &results[1], t);
+            let at = k.add(&out, &offsets[x]);
+            k.store(&r, "%b3", &at, &to);
+        }
+        k.close();
+        let blocks = (a.batch * tiles).max(1) as u32;
+        let name =
+            self.finish_gpu_func(k, specs, &[("%Ks", ks.clone()), ("%Vs", vs.clone())], [blocks, 1, 1], bq as u32);
+        let work = (a.batch * a.l).max(1) as u64;
+        let cost = (2 * a.s * (a.d + a.dv) + 8 * a.s) as u64;
+        vec![(name, work, cost, (0..specs.len()).collect(), vec![])]
+    }
+
     /// A GEMM for the GPU: block (x, y, z) computes the `bm x bn` output
     /// tile (column tile x, row tile y) of batch z; its 256 threads each own
     /// a `tm x tn` register block. Per step of 16 along k, the block stages

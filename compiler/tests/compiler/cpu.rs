@@ -376,6 +376,16 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[2, 2, 5, 4], 13), f32s(&[2, 2, 5, 4], 14), f32s(&[2, 2, 5, 4], 15), f32s(&[2, 3, 4], 16), f32s(&[2, 6, 4], 17), f32s(&[2, 6, 3], 18)],
         ),
         (
+            // The fused kernel's tiles: 70 queries (a second, partial block
+            // of 64 on the GPU) over 70 keys (three tiles of 32, the last
+            // partial), causal; 33 queries over 45 keys with a value head
+            // size apart from the key's; a head of 130 (over the register
+            // limit: the two-pass row kernel).
+            "attention_tiles",
+            "func.func @f(%q: tensor<2x70x16xf32>, %k: tensor<2x70x16xf32>, %v: tensor<2x70x24xf32>, %a: tensor<33x8xf32>, %b: tensor<45x8xf32>, %c: tensor<45x12xf32>, %x: tensor<1x3x130xf32>, %y: tensor<1x5x130xf32>, %z: tensor<1x5x7xf32>) -> (tensor<2x70x24xf32>, tensor<33x12xf32>, tensor<1x3x7xf32>) {\n  %o = hl.attention %q, %k, %v causal : tensor<2x70x16xf32>, tensor<2x70x16xf32>, tensor<2x70x24xf32>\n  %p = hl.attention %a, %b, %c : tensor<33x8xf32>, tensor<45x8xf32>, tensor<45x12xf32>\n  %r = hl.attention %x, %y, %z causal : tensor<1x3x130xf32>, tensor<1x5x130xf32>, tensor<1x5x7xf32>\n  return %o, %p, %r : tensor<2x70x24xf32>, tensor<33x12xf32>, tensor<1x3x7xf32>\n}".into(),
+            vec![f32s(&[2, 70, 16], 61), f32s(&[2, 70, 16], 62), f32s(&[2, 70, 24], 63), f32s(&[33, 8], 64), f32s(&[45, 8], 65), f32s(&[45, 12], 66), f32s(&[1, 3, 130], 67), f32s(&[1, 5, 130], 68), f32s(&[1, 5, 7], 69)],
+        ),
+        (
             "gather",
             "func.func @f(%t: tensor<11x4xf32>, %i: tensor<2x3xi32>, %u: tensor<3x7x2xf32>, %j: tensor<5xi32>) -> (tensor<2x3x4xf32>, tensor<3x5x2xf32>, tensor<11x4xf32>) {\n  %a = hl.gather %t[%i] axis = 0 : tensor<11x4xf32>, tensor<2x3xi32>\n  %b = hl.gather %u[%j] axis = 1 : tensor<3x7x2xf32>, tensor<5xi32>\n  %c = hl.gather_backward %a[%i] axis = 0 : tensor<2x3x4xf32>, tensor<2x3xi32> -> tensor<11x4xf32>\n  return %a, %b, %c : tensor<2x3x4xf32>, tensor<3x5x2xf32>, tensor<11x4xf32>\n}".into(),
             vec![f32s(&[11, 4], 19), indices(&[2, 3], 4, 20), f32s(&[3, 7, 2], 21), indices(&[5], 7, 22)],

@@ -219,11 +219,13 @@ fn ptxas_rejects_invalid_ptx() {
 
 /// The bundle's benchmark artifacts (compiled and checked by ptxas here,
 /// timed by `gpu_bench` on a GPU): a fused elementwise chain over 2^24
-/// elements (bandwidth), and GEMMs 4096^3 in f32 and in bf16 (FLOP rate).
+/// elements (bandwidth), GEMMs 4096^3 in f32 and in bf16 (FLOP rate), and
+/// causal attention over 8x8 heads of 1024 x 64 (FLOP rate).
 #[test]
 fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
     let t = "tensor<4096x4096xf32>";
     let h = "tensor<4096x4096xbf16>";
+    let a = "tensor<8x8x1024x64xf32>";
     let cases = [
         (
             "elementwise",
@@ -241,6 +243,12 @@ fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
             "gemm4096_bf16",
             format!(
                 "func.func @f(%a: {h}, %b: {h}) -> {h} {{\n  %p = hl.matmul %a, %b : {h}, {h}\n  return %p : {h}\n}}"
+            ),
+        ),
+        (
+            "attention",
+            format!(
+                "func.func @f(%q: {a}, %k: {a}, %v: {a}) -> {a} {{\n  %o = hl.attention %q, %k, %v causal : {a}, {a}, {a}\n  return %o : {a}\n}}"
             ),
         ),
     ];
