@@ -547,24 +547,59 @@ impl Kernel {
         inits: &[String],
         t: &str,
     ) -> (String, Vec<String>, Vec<String>) {
+        let typed: Vec<(String, String)> = inits.iter().map(|i| (i.clone(), t.to_string())).collect();
+        self.open_carry(lo, hi, step, &typed)
+    }
+    fn close_with_all(&mut self, values: &[String], t: &str) {
+        self.close_carry(values, &vec![t.to_string(); values.len()]);
+    }
+    /// Opens `scf.for` from `lo` to `hi` by `step` carrying `inits`
+    /// (value, type); returns (iv, carried values, results). Close with
+    /// [`Kernel::close_carry`].
+    fn open_carry(
+        &mut self,
+        lo: &str,
+        hi: &str,
+        step: &str,
+        inits: &[(String, String)],
+    ) -> (String, Vec<String>, Vec<String>) {
         self.n += 1;
         let (iv, r) = (format!("%i{}", self.n), format!("%r{}", self.n));
         let accs: Vec<String> = (0..inits.len()).map(|i| format!("%a{}_{i}", self.n)).collect();
-        let args: Vec<String> = accs.iter().zip(inits).map(|(a, i)| format!("{a} = {i}")).collect();
-        let types = vec![t; inits.len()].join(", ");
+        let args: Vec<String> = accs.iter().zip(inits).map(|(a, (i, _))| format!("{a} = {i}")).collect();
+        let types: Vec<&str> = inits.iter().map(|(_, t)| t.as_str()).collect();
         self.line(&format!(
-            "{r}:{} = scf.for {iv} = {lo} to {hi} step {step} iter_args({}) -> ({types}) {{",
+            "{r}:{} = scf.for {iv} = {lo} to {hi} step {step} iter_args({}) -> ({}) {{",
             inits.len(),
-            args.join(", ")
+            args.join(", "),
+            types.join(", ")
         ));
         self.depth += 1;
         let results = (0..inits.len()).map(|i| format!("{r}#{i}")).collect();
         (iv, accs, results)
     }
-    fn close_with_all(&mut self, values: &[String], t: &str) {
-        self.line(&format!("scf.yield {} : {}", values.join(", "), vec![t; values.len()].join(", ")));
+    /// `scf.yield values` and the end of the loop or `scf.if` branch.
+    fn close_carry(&mut self, values: &[String], types: &[String]) {
+        self.line(&format!("scf.yield {} : {}", values.join(", "), types.join(", ")));
         self.depth -= 1;
         self.line("}");
+    }
+    /// Opens `scf.if cond -> (types)`; returns its results. End the then
+    /// branch with [`Kernel::else_carry`], the else branch with
+    /// [`Kernel::close_carry`].
+    fn open_if(&mut self, cond: &str, types: &[String]) -> Vec<String> {
+        self.n += 1;
+        let r = format!("%u{}", self.n);
+        self.line(&format!("{r}:{} = scf.if {cond} -> ({}) {{", types.len(), types.join(", ")));
+        self.depth += 1;
+        (0..types.len()).map(|i| format!("{r}#{i}")).collect()
+    }
+    /// Yields the then branch's `values` and opens the else branch.
+    fn else_carry(&mut self, values: &[String], types: &[String]) {
+        self.line(&format!("scf.yield {} : {}", values.join(", "), types.join(", ")));
+        self.depth -= 1;
+        self.line("} else {");
+        self.depth += 1;
     }
     /// Opens a reduction loop carrying one value; returns (iv, carried,
     /// result). Close with [`Kernel::close_with`].
@@ -638,71 +673,87 @@ impl AttentionShape {
         }
     }
 
-    /// The query row at `base` of `buf`, each element times the scale
-    /// (so a key's score is one dot product); `offsets` are the index
-    /// constants 0, 1, ...
-    fn scaled_query(&self, k: &mut Kernel, buf: &str, base: &str, ty: &str, offsets: &[String]) -> Vec<String> {
-        let sc = k.float(self.scale, self.t);
-        (0..self.d)
-            .map(|x| {
-                let at = k.add(base, &offsets[x]);
-                let v = k.load(buf, &at, ty);
-                k.fop("mulf", &v, &sc, self.t)
-            })
-            .collect()
+    /// `vector<n x t>`
+    fn vector(&self, n: usize) -> String {
+        format!("vector<{n}x{}>", self.t.mlir())
+    }
+
+    /// The query row at `base` of `buf` (a `vector<d>`), times the scale so
+    /// that a key's score is one dot product.
+    fn scaled_query(&self, k: &mut Kernel, buf: &str, base: &str, ty: &str) -> String {
+        let vq = self.vector(self.d);
+        let q = k.val(&format!("vector.load {buf}[{base}] : {ty}, {vq}"));
+        let sc = k.val(&format!("arith.constant dense<{}> : {vq}", Float(self.scale)));
+        k.val(&format!("arith.mulf {q}, {sc} : {vq}"))
     }
 
     /// The online softmax's state before any key: running max -inf, sum 0,
-    /// output accumulator 0.
-    fn initial_state(&self, k: &mut Kernel) -> Vec<String> {
+    /// output accumulator 0; as (value, type) pairs.
+    fn initial_state(&self, k: &mut Kernel) -> Vec<(String, String)> {
+        let (f, vo) = (self.t.mlir().to_string(), self.vector(self.dv));
         let ninf = k.float(f64::NEG_INFINITY, self.t);
         let zero = k.float(0.0, self.t);
-        [ninf].into_iter().chain(std::iter::repeat_n(zero, self.dv + 1)).collect()
+        let o = k.val(&format!("arith.constant dense<0.0> : {vo}"));
+        vec![(ninf, f.clone()), (zero, f), (o, vo)]
     }
 
     /// Folds keys `0..hi` into the online-softmax `state` (max m, sum l,
-    /// accumulator o[dv]): per key the score s = q . k, then m' = max(m, s),
-    /// l' = l e^(m-m') + e^(s-m'), o' = o e^(m-m') + e^(s-m') v. `rows(j)`
-    /// gives key j's row start in `keys` and in `values` (buffer, type).
-    /// Returns the state after the last key; the output row is o / l.
-    #[allow(clippy::too_many_arguments)]
+    /// accumulator o, see [`AttentionShape::initial_state`]): per key the
+    /// score s = q . k, then m' = max(m, s), l' = l e^(m-m') + e^(s-m'),
+    /// o' = o e^(m-m') + e^(s-m') v, with one exp since m' is m or s.
+    /// `rows(j)` gives key j's row start in `keys` and in `values`
+    /// (buffer, type). Returns the state after the last key; the output row
+    /// is o / l.
     fn online_keys(
         &self,
         k: &mut Kernel,
-        q: &[String],
-        state: &[String],
+        q: &str,
+        state: &[(String, String)],
         hi: &str,
         keys: (&str, &str),
         values: (&str, &str),
-        offsets: &[String],
         rows: impl Fn(&mut Kernel, &str) -> (String, String),
-    ) -> Vec<String> {
+    ) -> Vec<(String, String)> {
         let (t, f) = (self.t, self.t.mlir());
-        let (j, acc, results) = k.open_reduce_all("%c0", hi, "%c1", state, f);
+        let (vk, vo) = (self.vector(self.d), self.vector(self.dv));
+        let types: Vec<String> = state.iter().map(|(_, ty)| ty.clone()).collect();
+        let (j, acc, results) = k.open_carry("%c0", hi, "%c1", state);
         let (kr, vr) = rows(k, &j);
-        let mut score = String::new();
-        for (x, qx) in q.iter().enumerate() {
-            let at = k.add(&kr, &offsets[x]);
-            let kv = k.load(keys.0, &at, keys.1);
-            let p = k.fop("mulf", qx, &kv, t);
-            score = if x == 0 { p } else { k.fop("addf", &score, &p, t) };
-        }
-        let m = k.val(&format!("arith.maximumf {}, {score} : {f}", acc[0]));
-        let dm = k.fop("subf", &acc[0], &m, t);
+        let kv = k.val(&format!("vector.load {}[{kr}] : {}, {vk}", keys.0, keys.1));
+        let prod = k.val(&format!("arith.mulf {q}, {kv} : {vk}"));
+        let score = k.val(&format!("vector.reduction <add>, {prod} fastmath<reassoc,contract> : {vk} into {f}"));
+        let (m, l, o) = (&acc[0], &acc[1], &acc[2]);
+        // A key over the running max rescales what came before by e^(m-s)
+        // and counts 1; any other adds e^(s-m). The max rises seldom after
+        // the first keys.
+        let rises = k.val(&format!("arith.cmpf ogt, {score}, {m} : {f}"));
+        let next = k.open_if(&rises, &types);
+        let dm = k.fop("subf", m, &score, t);
         let alpha = k.val(&format!("math.exp {dm} : {f}"));
-        let ds = k.fop("subf", &score, &m, t);
+        let one = k.float(1.0, t);
+        let kept = k.fop("mulf", l, &alpha, t);
+        let l1 = k.fop("addf", &kept, &one, t);
+        let v = k.val(&format!("vector.load {}[{vr}] : {}, {vo}", values.0, values.1));
+        let a = k.val(&format!("vector.broadcast {alpha} : {f} to {vo}"));
+        let o1 = k.val(&format!("vector.fma {o}, {a}, {v} : {vo}"));
+        k.else_carry(&[score.clone(), l1, o1], &types);
+        let ds = k.fop("subf", &score, m, t);
         let p = k.val(&format!("math.exp {ds} : {f}"));
-        let kept = k.fop("mulf", &acc[1], &alpha, t);
-        let mut next = vec![m, k.fop("addf", &kept, &p, t)];
-        for x in 0..self.dv {
-            let at = k.add(&vr, &offsets[x]);
-            let v = k.load(values.0, &at, values.1);
-            let kept = k.fop("mulf", &acc[2 + x], &alpha, t);
-            let pv = k.fop("mulf", &p, &v, t);
-            next.push(k.fop("addf", &kept, &pv, t));
-        }
-        k.close_with_all(&next, f);
-        results
+        let l1 = k.fop("addf", l, &p, t);
+        let v = k.val(&format!("vector.load {}[{vr}] : {}, {vo}", values.0, values.1));
+        let pb = k.val(&format!("vector.broadcast {p} : {f} to {vo}"));
+        let o1 = k.val(&format!("vector.fma {pb}, {v}, {o} : {vo}"));
+        k.close_carry(&[m.clone(), l1, o1], &types);
+        k.close_carry(&next, &types);
+        results.into_iter().zip(types).collect()
+    }
+
+    /// Stores the output row o / l of `state` at `base` of `buf`.
+    fn store_output(&self, k: &mut Kernel, state: &[(String, String)], buf: &str, base: &str, ty: &str) {
+        let (f, vo) = (self.t.mlir(), self.vector(self.dv));
+        let l = k.val(&format!("vector.broadcast {} : {f} to {vo}", state[1].0));
+        let o = k.val(&format!("arith.divf {}, {l} : {vo}", state[2].0));
+        k.line(&format!("vector.store {o}, {buf}[{base}] : {ty}, {vo}"));
     }
 }
 
@@ -2389,13 +2440,12 @@ impl Generator {
             flat_type(&specs[3].0, t),
         );
         let mut k = Kernel::new();
-        let offsets: Vec<String> = (0..a.d.max(a.dv)).map(|x| k.index(x)).collect();
         let (lc, sn) = (k.index(a.l), k.index(a.s));
         let w = k.open("%begin", "%end");
         let b = k.val(&format!("arith.divui {w}, {lc} : index"));
         let i = k.val(&format!("arith.remui {w}, {lc} : index"));
         let query = k.mad(&w, a.d, "%c0");
-        let q = a.scaled_query(&mut k, "%b0", &query, &tq, &offsets);
+        let q = a.scaled_query(&mut k, "%b0", &query, &tq);
         // Causal: key j is visible to query i when j <= i.
         let keys = if a.causal {
             let i1 = k.add(&i, "%c1");
@@ -2407,13 +2457,9 @@ impl Generator {
         let vb = k.mad(&b, a.s * a.dv, "%c0");
         let init = a.initial_state(&mut k);
         let rows = |k: &mut Kernel, j: &str| (k.mad(j, a.d, &kb), k.mad(j, a.dv, &vb));
-        let state = a.online_keys(&mut k, &q, &init, &keys, ("%b1", &tk), ("%b2", &tv), &offsets, rows);
+        let state = a.online_keys(&mut k, &q, &init, &keys, ("%b1", &tk), ("%b2", &tv), rows);
         let out = k.mad(&w, a.dv, "%c0");
-        for (x, o) in state[2..].iter().enumerate() {
-            let r = k.fop("divf", o, &state[1], t);
-            let at = k.add(&out, &offsets[x]);
-            k.store(&r, "%b3", &at, &to);
-        }
+        a.store_output(&mut k, &state, "%b3", &out, &to);
         k.close();
         self.one(k, specs, a.batch * a.l, 2 * a.s * (a.d + a.dv) + 8 * a.s)
     }

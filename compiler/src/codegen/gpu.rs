@@ -31,6 +31,9 @@ use std::path::PathBuf;
 /// sm_80 PTX for later chips too).
 const CHIPS: [&str; 2] = ["sm_80", "sm_90"];
 
+/// Alignment in bytes of every shared-memory buffer.
+const SHARED_ALIGN: usize = 16;
+
 /// Threads per block of a row kernel.
 const ROW_BLOCK: u64 = 256;
 
@@ -195,7 +198,6 @@ impl Generator {
         let shared = |n: usize| format!("memref<{n}x{f}, #gpu.address_space<workgroup>>");
         let (ks, vs) = (shared(bk * a.d), shared(bk * a.dv));
         let mut k = Kernel::new();
-        let offsets: Vec<String> = (0..a.d.max(a.dv)).map(|x| k.index(x)).collect();
         let tid = k.val("gpu.thread_id x");
         let block = k.val("gpu.block_id x");
         let tiles = a.l.div_ceil(bq);
@@ -208,7 +210,7 @@ impl Generator {
         let row = k.val(&format!("arith.minui {i}, {last_row} : index"));
         let w = k.mad(&b, a.l, &row);
         let query = k.mad(&w, a.d, "%c0");
-        let q = a.scaled_query(&mut k, "%b0", &query, &tq, &offsets);
+        let q = a.scaled_query(&mut k, "%b0", &query, &tq);
         let kb = k.mad(&b, a.s * a.d, "%c0");
         let vb = k.mad(&b, a.s * a.dv, "%c0");
         // Keys this block needs: all, or (causal) up to its last row.
@@ -220,7 +222,7 @@ impl Generator {
         };
         let last_key = k.index(a.s - 1);
         let init = a.initial_state(&mut k);
-        let (t0, state, results) = k.open_reduce_all("%c0", &block_keys, &bkc, &init, f);
+        let (t0, state, results) = k.open_carry("%c0", &block_keys, &bkc, &init);
         // The tile's key and value rows into shared memory (rows past the
         // last key repeat it; no thread reads them).
         for (buf, width, ty, dst, base) in [("%b1", a.d, &tk, ("%Ks", &ks), &kb), ("%b2", a.dv, &tv, ("%Vs", &vs), &vb)]
@@ -250,19 +252,19 @@ impl Generator {
             count = k.val(&format!("arith.minui {count}, {seen} : index"));
         }
         let rows = |k: &mut Kernel, j: &str| (k.mad(j, a.d, "%c0"), k.mad(j, a.dv, "%c0"));
-        let next = a.online_keys(&mut k, &q, &state, &count, ("%Ks", &ks), ("%Vs", &vs), &offsets, rows);
+        let types: Vec<String> = init.iter().map(|(_, ty)| ty.clone()).collect();
+        let state: Vec<(String, String)> = state.into_iter().zip(types.iter().cloned()).collect();
+        let next = a.online_keys(&mut k, &q, &state, &count, ("%Ks", &ks), ("%Vs", &vs), rows);
         k.line("gpu.barrier");
-        k.close_with_all(&next, f);
+        let next: Vec<String> = next.into_iter().map(|(v, _)| v).collect();
+        k.close_carry(&next, &types);
+        let results: Vec<(String, String)> = results.into_iter().zip(types).collect();
         let lc = k.index(a.l);
         let inside = k.val(&format!("arith.cmpi ult, {i}, {lc} : index"));
         k.line(&format!("scf.if {inside} {{"));
         k.depth += 1;
         let out = k.mad(&w, a.dv, "%c0");
-        for (x, o) in results[2..].iter().enumerate() {
-            let r = k.fop("divf", o, &results[1], t);
-            let at = k.add(&out, &offsets[x]);
-            k.store(&r, "%b3", &at, &to);
-        }
+        a.store_output(&mut k, &results, "%b3", &out, &to);
         k.close();
         let blocks = (a.batch * tiles).max(1) as u32;
         let name =
@@ -747,7 +749,10 @@ impl Generator {
         self.kernels += 1;
         let params: Vec<String> =
             specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
-        let shared: Vec<String> = workgroup.iter().map(|(n, t)| format!("{n} : {t}")).collect();
+        // 16-byte aligned: cp.async, ldmatrix and vector loads need it (the
+        // default is the element's alignment).
+        let shared: Vec<String> =
+            workgroup.iter().map(|(n, t)| format!("{n} : {t} {{llvm.align = {SHARED_ALIGN} : i64}}")).collect();
         let _ = writeln!(
             self.gpu_funcs,
             "    gpu.func @aicf_{name}(%work: index, {}) workgroup({}) kernel attributes \
