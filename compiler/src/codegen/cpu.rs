@@ -482,6 +482,10 @@ impl Kernel {
         if self.lane.is_none() {
             return v.to_string();
         }
+        self.shuffle_all(v, op, t)
+    }
+    /// `op` of `v` over the 32 lanes of a warp, in every lane (GPU only).
+    fn shuffle_all(&mut self, v: &str, op: &str, t: DType) -> String {
         let f = t.mlir();
         let width = self.val("arith.constant 32 : i32");
         let mut v = v.to_string();
@@ -1567,7 +1571,11 @@ impl Generator {
     }
 
     /// Loss (and gradient) over all rows in one work item: the mean needs
-    /// the count of labelled rows first.
+    /// the count of labelled rows first. On the GPU the work item is one
+    /// block: its threads count the labelled rows, then each warp takes
+    /// rows (warp w: rows w, w + W, ...) with the classes split over its
+    /// lanes, the row max and sum by xor shuffles, and the block sums the
+    /// warps' losses.
     fn softmax_cross_entropy(
         &mut self,
         op: MlirOperation,
@@ -1586,16 +1594,23 @@ impl Generator {
         let label_t = specs[1].1;
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let f = t.mlir();
-        let mut k = Kernel::new();
+        let mut k = Kernel::rows(self.gpu);
         let zero = k.float(0.0, t);
         let one = k.float(1.0, t);
         let (rc, cc) = (k.index(rows), k.index(classes));
-        // On the GPU one block's threads share the rows (thread i takes
-        // rows i, i + B, ...) and sum their parts through shared memory.
-        let (lo, step) = if self.gpu {
-            (k.val("gpu.thread_id x"), k.index(gpu::REDUCE_BLOCK))
+        // GPU: thread `tid` counts rows tid, tid + B, ...; warp `tid / 32`
+        // takes rows warp, warp + B / 32, ...
+        let (tid, step, warp, warps) = if self.gpu {
+            let tid = k.val("gpu.thread_id x");
+            let step = k.index(gpu::REDUCE_BLOCK);
+            let width = k.index(32);
+            let warp = k.val(&format!("arith.divui {tid}, {width} : index"));
+            let warps = k.index(gpu::REDUCE_BLOCK / 32);
+            (tid, step, warp, warps)
         } else {
-            ("%c0".to_string(), "%c1".to_string())
+            let c0 = "%c0".to_string();
+            let c1 = "%c1".to_string();
+            (c0.clone(), c1.clone(), c0, c1)
         };
         let lt = label_t.mlir();
         let ignore_c = ignore.map(|i| k.val(&format!("arith.constant {i} : {lt}")));
@@ -1608,13 +1623,13 @@ impl Generator {
         let count = if sum {
             one.clone()
         } else {
-            let (r, acc, res) = k.open_reduce_all(&lo, &rc, &step, std::slice::from_ref(&zero), f);
+            let (r, acc, res) = k.open_reduce_all(&tid, &rc, &step, std::slice::from_ref(&zero), f);
             let l = k.load("%b1", &r, &ty(1));
             let valid = labelled(&mut k, &l);
             let inc = k.val(&format!("arith.select {valid}, {one}, {zero} : {f}"));
             let s = k.fop("addf", &acc[0], &inc, t);
             k.close_with_all(&[s], f);
-            if self.gpu { gpu::block_sum(&mut k, &lo, &res[0], t) } else { res[0].clone() }
+            if self.gpu { gpu::block_sum(&mut k, &tid, &res[0], t) } else { res[0].clone() }
         };
         let upstream = match grad_output {
             Some(p) => {
@@ -1625,7 +1640,7 @@ impl Generator {
             None => k.float(grad_scale, t),
         };
         let scale = k.fop("divf", &upstream, &count, t);
-        let (r, accs, totals) = k.open_reduce_all(&lo, &rc, &step, std::slice::from_ref(&zero), f);
+        let (r, accs, totals) = k.open_reduce_all(&warp, &rc, &warps, std::slice::from_ref(&zero), f);
         let acc = accs[0].clone();
         let l = k.load("%b1", &r, &ty(1));
         let valid = labelled(&mut k, &l);
@@ -1633,18 +1648,20 @@ impl Generator {
         let li = k.val(&format!("arith.select {valid}, {li}, %c0 : index"));
         let base = k.mul(&r, &cc);
         let ninf = k.float(f64::NEG_INFINITY, t);
-        let (c, mx, m) = k.open_reduce("%c0", &cc, &ninf, f);
+        let (c, mx, m) = k.open_cols_reduce(&cc, &ninf, f);
         let at = k.add(&base, &c);
         let v = k.load("%b0", &at, &ty(0));
         let nm = k.val(&format!("arith.maximumf {mx}, {v} : {f}"));
         k.close_with(&nm, f);
-        let (c, se, s) = k.open_reduce("%c0", &cc, &zero, f);
+        let m = k.warp_all(&m, "maximumf", t);
+        let (c, se, s) = k.open_cols_reduce(&cc, &zero, f);
         let at = k.add(&base, &c);
         let v = k.load("%b0", &at, &ty(0));
         let d = k.fop("subf", &v, &m, t);
         let e = k.val(&format!("math.exp {d} : {f}"));
         let ns = k.fop("addf", &se, &e, t);
         k.close_with(&ns, f);
+        let s = k.warp_all(&s, "addf", t);
         let logs = k.val(&format!("math.log {s} : {f}"));
         let lse = k.fop("addf", &m, &logs, t);
         let at = k.add(&base, &li);
@@ -1654,7 +1671,7 @@ impl Generator {
         let next = k.fop("addf", &acc, &row_loss, t);
         if let Some(g) = grad {
             let gs = k.val(&format!("arith.select {valid}, {scale}, {zero} : {f}"));
-            let c = k.open("%c0", &cc);
+            let c = k.open_cols(&cc);
             let at = k.add(&base, &c);
             let v = k.load("%b0", &at, &ty(0));
             let d = k.fop("subf", &v, &lse, t);
@@ -1667,10 +1684,19 @@ impl Generator {
             k.close();
         }
         k.close_with_all(&[next], f);
-        let total = if self.gpu { gpu::block_sum(&mut k, &lo, &totals[0], t) } else { totals[0].clone() };
+        let total = match &k.lane {
+            // every lane holds its warp's total: lane 0's counts
+            Some(lane) => {
+                let lane = lane.clone();
+                let first = k.val(&format!("arith.cmpi eq, {lane}, %c0 : index"));
+                let part = k.val(&format!("arith.select {first}, {}, {zero} : {f}", totals[0]));
+                gpu::block_sum(&mut k, &tid, &part, t)
+            }
+            None => totals[0].clone(),
+        };
         let l = if sum { total } else { k.fop("divf", &total, &count, t) };
         if self.gpu {
-            let first = k.val(&format!("arith.cmpi eq, {lo}, %c0 : index"));
+            let first = k.val(&format!("arith.cmpi eq, {tid}, %c0 : index"));
             k.line(&format!("scf.if {first} {{"));
             k.depth += 1;
             k.store(&l, &format!("%b{loss}"), "%c0", &ty(loss));
@@ -1678,7 +1704,7 @@ impl Generator {
             self.finish_gpu_func(
                 k,
                 specs,
-                &[("%S", format!("memref<{}x{f}, #gpu.address_space<workgroup>>", gpu::REDUCE_BLOCK))],
+                &[("%S", format!("memref<{}x{f}, #gpu.address_space<workgroup>>", gpu::REDUCE_BLOCK / 32))],
                 [1, 1, 1],
                 gpu::REDUCE_BLOCK as u32,
             );

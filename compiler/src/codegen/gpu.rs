@@ -38,17 +38,27 @@ const SHARED_ALIGN: usize = 16;
 const ROW_BLOCK: u64 = 256;
 
 /// Threads of the one block of a whole-op reduction (cross-entropy).
-pub(super) const REDUCE_BLOCK: usize = 256;
+pub(super) const REDUCE_BLOCK: usize = 1024;
 
-/// The sum over the block's threads of each thread's `part` (thread `tid`),
-/// through workgroup memory `%S` (REDUCE_BLOCK elements): every thread gets
-/// the total. Ends with a barrier, so `%S` can be used again.
+/// The sum over the block's threads of each thread's `part` (thread `tid`):
+/// each warp's sum by xor shuffles, then the warps' sums through workgroup
+/// memory `%S` (REDUCE_BLOCK / 32 elements); every thread gets the total.
+/// Ends with a barrier, so `%S` can be used again.
 pub(super) fn block_sum(k: &mut Kernel, tid: &str, part: &str, t: DType) -> String {
-    let ty = format!("memref<{REDUCE_BLOCK}x{}, #gpu.address_space<workgroup>>", t.mlir());
-    k.store(part, "%S", tid, &ty);
+    let warps = REDUCE_BLOCK / 32;
+    let ty = format!("memref<{warps}x{}, #gpu.address_space<workgroup>>", t.mlir());
+    let warp_total = k.shuffle_all(part, "addf", t);
+    let width = k.index(32);
+    let lane = k.val(&format!("arith.remui {tid}, {width} : index"));
+    let warp = k.val(&format!("arith.divui {tid}, {width} : index"));
+    let first = k.val(&format!("arith.cmpi eq, {lane}, %c0 : index"));
+    k.line(&format!("scf.if {first} {{"));
+    k.depth += 1;
+    k.store(&warp_total, "%S", &warp, &ty);
+    k.close();
     k.line("gpu.barrier");
     let zero = k.float(0.0, t);
-    let n = k.index(REDUCE_BLOCK);
+    let n = k.index(warps);
     let (i, acc, total) = k.open_reduce("%c0", &n, &zero, t.mlir());
     let v = k.load("%S", &i, &ty);
     let s = k.fop("addf", &acc, &v, t);

@@ -386,6 +386,14 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[2, 70, 16], 61), f32s(&[2, 70, 16], 62), f32s(&[2, 70, 24], 63), f32s(&[33, 8], 64), f32s(&[45, 8], 65), f32s(&[45, 12], 66), f32s(&[1, 3, 130], 67), f32s(&[1, 5, 130], 68), f32s(&[1, 5, 7], 69)],
         ),
         (
+            // 35 rows of 37 classes (more than a warp's 32 lanes), mean,
+            // and their gradient summed; 70 rows of 5 classes (fewer than
+            // the lanes) with an ignored label, loss and gradient fused.
+            "cross_entropy",
+            "func.func @f(%x: tensor<5x7x37xf32>, %t: tensor<5x7xi32>, %y: tensor<70x5xf32>, %u: tensor<70xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<5x7x37xf32>, tensor<f32>, tensor<70x5xf32>) {\n  %a = hl.cross_entropy %x, %t : tensor<5x7x37xf32>, tensor<5x7xi32>\n  %b = hl.cross_entropy_backward %x, %t, %g reduction = sum : tensor<5x7x37xf32>, tensor<5x7xi32>, tensor<f32>\n  %c:2 = hl.softmax_cross_entropy %y, %u, %g ignore_index = 1 : tensor<70x5xf32>, tensor<70xi32>, tensor<f32> -> tensor<f32>\n  return %a, %b, %c#0, %c#1 : tensor<f32>, tensor<5x7x37xf32>, tensor<f32>, tensor<70x5xf32>\n}".into(),
+            vec![f32s(&[5, 7, 37], 71), indices(&[5, 7], 37, 72), f32s(&[70, 5], 73), indices(&[70], 5, 74), Array::scalar(0.75, DType::F32)],
+        ),
+        (
             "gather",
             "func.func @f(%t: tensor<11x4xf32>, %i: tensor<2x3xi32>, %u: tensor<3x7x2xf32>, %j: tensor<5xi32>) -> (tensor<2x3x4xf32>, tensor<3x5x2xf32>, tensor<11x4xf32>) {\n  %a = hl.gather %t[%i] axis = 0 : tensor<11x4xf32>, tensor<2x3xi32>\n  %b = hl.gather %u[%j] axis = 1 : tensor<3x7x2xf32>, tensor<5xi32>\n  %c = hl.gather_backward %a[%i] axis = 0 : tensor<2x3x4xf32>, tensor<2x3xi32> -> tensor<11x4xf32>\n  return %a, %b, %c : tensor<2x3x4xf32>, tensor<3x5x2xf32>, tensor<11x4xf32>\n}".into(),
             vec![f32s(&[11, 4], 19), indices(&[2, 3], 4, 20), f32s(&[3, 7, 2], 21), indices(&[5], 7, 22)],
