@@ -12,6 +12,11 @@
 //! kernels one by one (checking each launch); later calls replay a CUDA
 //! Graph of the whole function, captured on the second call, since every
 //! pointer and launch shape is fixed by the plan: compile once, train many.
+//!
+//! Inputs reach the device through two staging slots per function (pinned
+//! host memory and a device buffer each), copied on a stream of their own:
+//! [`CudaSession::call_each`] copies batch i + 1 while call i computes, and
+//! a call's stream waits only for its own batch's copy.
 
 use crate::artifact::{Buffer, DType, Function, Manifest, Role};
 use crate::cpu::{Bytes, Result, RuntimeError, read_values, write_values};
@@ -86,6 +91,66 @@ impl Drop for DeviceBuffer {
         // SAFETY: allocated by malloc_sync, freed once.
         let _ = unsafe { result::free_sync(self.ptr) };
     }
+}
+
+/// Page-locked host memory (`cuMemHostAlloc`), freed on drop: a copy from
+/// it to the device is truly asynchronous, so it can overlap kernels (a
+/// copy from pageable memory is staged by the driver and may not).
+struct PinnedBuffer {
+    ptr: *mut u8,
+    bytes: usize,
+    ctx: Arc<CudaContext>,
+}
+
+impl PinnedBuffer {
+    fn new(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
+        ctx.bind_to_thread().map_err(cuda_err("binding the context"))?;
+        // SAFETY: a fresh allocation of at least one byte, cleared below
+        // before any read.
+        let ptr = unsafe { result::malloc_host(bytes.max(1), 0) }
+            .map_err(cuda_err(format!("allocating {bytes} bytes of pinned host memory")))?;
+        let ptr = ptr as *mut u8;
+        // SAFETY: `ptr` holds at least `bytes.max(1)` writable bytes.
+        unsafe { std::ptr::write_bytes(ptr, 0, bytes.max(1)) };
+        Ok(PinnedBuffer { ptr, bytes, ctx: ctx.clone() })
+    }
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `bytes` initialised bytes at `ptr`, owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
+    }
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in as_bytes, borrowed mutably through self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated by malloc_host, freed once.
+        let _ = unsafe { result::free_host(self.ptr as *mut c_void) };
+    }
+}
+
+/// Inputs of one call staged on the device: per input of the function,
+/// pinned host memory and a device buffer, the event after their copies
+/// (on the copy stream) and the event after stream 0 took them into the
+/// function's input buffers (so the slot may be written again).
+struct Slot {
+    host: Vec<PinnedBuffer>,
+    device: Vec<DeviceBuffer>,
+    copied: CudaEvent,
+    taken: CudaEvent,
+}
+
+/// A function's two staging slots: while a call computes on one batch, the
+/// next batch is copied into the other.
+struct Staging {
+    slots: [Slot; 2],
+    /// Slots staged and not yet taken by a call, oldest first.
+    queue: std::collections::VecDeque<usize>,
+    /// The slot the next `stage` writes.
+    next: usize,
 }
 
 /// A loaded GPU artifact: its manifest, the PTX module for this device's
@@ -206,6 +271,9 @@ struct Bound {
     joins: Vec<CudaEvent>,
     /// The side streams (1..) the function's calls use.
     used: Vec<usize>,
+    staging: Staging,
+    /// A call launched and not yet finished.
+    running: bool,
 }
 
 /// Parameters and optimizer state on the GPU, and calls of the module's
@@ -219,6 +287,8 @@ pub struct CudaSession {
     /// Run calls on the schedule's streams, ordered by its events (default
     /// on); off, every call runs on stream 0 in program order.
     pub streams: bool,
+    /// Host-to-device copies of staged inputs, beside the computation.
+    copies: Arc<CudaStream>,
 }
 
 impl CudaSession {
@@ -232,7 +302,8 @@ impl CudaSession {
             d.upload(bytes.as_bytes())?;
             symbols.insert(name, d);
         }
-        Ok(CudaSession { module, symbols, bound: HashMap::new(), graphs: true, streams: true })
+        let copies = module.ctx.new_stream().map_err(cuda_err("creating the copy stream"))?;
+        Ok(CudaSession { module, symbols, bound: HashMap::new(), graphs: true, streams: true, copies })
     }
 
     pub fn module(&self) -> &CudaModule {
@@ -311,7 +382,20 @@ impl CudaSession {
         let fork = if self.module.side.is_empty() { None } else { Some(event()?) };
         let joins = self.module.side.iter().map(|_| event()).collect::<Result<Vec<_>>>()?;
         let used = (1..=self.module.side.len()).filter(|&s| f.calls.iter().any(|c| c.stream as usize == s)).collect();
-        self.bound.insert(function.into(), Bound { args, params, graph: None, calls: 0, events, fork, joins, used });
+        let inputs: Vec<usize> = f.args.iter().filter(|a| a.role() == Role::Input).map(|a| a.bytes()).collect();
+        let slot = || -> Result<Slot> {
+            Ok(Slot {
+                host: inputs.iter().map(|&b| PinnedBuffer::new(&self.module.ctx, b)).collect::<Result<_>>()?,
+                device: inputs.iter().map(|&b| DeviceBuffer::zeroed(&self.module.ctx, b)).collect::<Result<_>>()?,
+                copied: event()?,
+                taken: event()?,
+            })
+        };
+        let staging = Staging { slots: [slot()?, slot()?], queue: Default::default(), next: 0 };
+        self.bound.insert(
+            function.into(),
+            Bound { args, params, graph: None, calls: 0, events, fork, joins, used, staging, running: false },
+        );
         Ok(())
     }
 
@@ -416,13 +500,47 @@ impl CudaSession {
 
     /// Calls `function` with its inputs in signature order; returns its
     /// outputs in signature order (as [`crate::session::Session::call`]).
+    /// The inputs go through [`CudaSession::stage`] (pinned memory, an
+    /// asynchronous copy); [`CudaSession::call_each`] overlaps that copy
+    /// with the previous call.
     pub fn call(&mut self, function: &str, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        self.stage(function, inputs)?;
+        self.launch(function)?;
+        self.finish(function)
+    }
+
+    /// Calls `function` on each batch of inputs in turn, copying batch i + 1
+    /// to the device while call i computes; returns each call's outputs.
+    /// This is the training loop's form: the copies of a batch cost no time
+    /// on the device's critical path.
+    pub fn call_each(&mut self, function: &str, batches: &[Vec<Tensor>]) -> Result<Vec<Vec<Tensor>>> {
+        fn refs(b: &[Tensor]) -> Vec<&Tensor> {
+            b.iter().collect()
+        }
+        let mut outputs = Vec::with_capacity(batches.len());
+        if let Some(first) = batches.first() {
+            self.stage(function, &refs(first))?;
+        }
+        for i in 0..batches.len() {
+            self.launch(function)?;
+            if let Some(next) = batches.get(i + 1) {
+                self.stage(function, &refs(next))?;
+            }
+            outputs.push(self.finish(function)?);
+        }
+        Ok(outputs)
+    }
+
+    /// Checks `inputs` and starts copying them to the device for a later
+    /// [`CudaSession::launch`] of `function`: they are written to pinned
+    /// host memory and copied on the copy stream, beside whatever runs. Two
+    /// calls' inputs can be staged at once.
+    pub fn stage(&mut self, function: &str, inputs: &[&Tensor]) -> Result<()> {
         let bad = |message: String| RuntimeError::Arguments { function: function.into(), message };
         let f = self.module.function(function)?.clone();
         if let Some(problem) = input_mismatch(&f, inputs) {
             return Err(bad(problem));
         }
-        self.bind(function)?;
         // Integer inputs used as indices are checked on the host: a bad
         // label is an error here, not a wild read on the device.
         for c in &f.calls {
@@ -442,27 +560,74 @@ impl CudaSession {
                 }
             }
         }
-        let bound = &self.bound[function];
-        // input_mismatch checked that there is one tensor per input.
-        let mut next = inputs.iter();
-        for (a, d) in f.args.iter().zip(&bound.args) {
-            if let (Role::Input, Some(d)) = (a.role(), d) {
-                let Some(t) = next.next() else { break };
-                let mut host = Bytes::zeroed(a.bytes());
-                write_values(host.as_bytes_mut(), a.dtype, &t.values);
-                d.upload(host.as_bytes())?;
+        self.bind(function)?;
+        let copies = self.copies.clone();
+        let bound = self.bound.get_mut(function).ok_or_else(|| RuntimeError::NoFunction(function.into()))?;
+        let staging = &mut bound.staging;
+        if staging.queue.len() == staging.slots.len() {
+            return Err(bad("two calls' inputs are already staged; launch one first".into()));
+        }
+        let s = staging.next;
+        let slot = &mut staging.slots[s];
+        let copy_err = |what: &str| cuda_err(format!("@{function}: {what}"));
+        // The slot's last copy has left its pinned memory, and stream 0 has
+        // taken its device buffers, before either is written again.
+        slot.copied.synchronize().map_err(copy_err("waiting for the last input copy"))?;
+        copies.wait(&slot.taken).map_err(copy_err("ordering the input copy"))?;
+        let dtypes = f.args.iter().filter(|a| a.role() == Role::Input).map(|a| a.dtype);
+        for (((t, dtype), host), device) in inputs.iter().zip(dtypes).zip(&mut slot.host).zip(&slot.device) {
+            write_values(host.as_bytes_mut(), dtype, &t.values);
+            let bytes = host.as_bytes();
+            device.fits(bytes.len())?;
+            // SAFETY: `bytes` fit the device buffer; the pinned memory stays
+            // untouched until `copied` (recorded next) has passed.
+            unsafe { result::memcpy_htod_async(device.ptr, bytes, copies.cu_stream()) }
+                .map_err(copy_err("copying inputs to the device"))?;
+        }
+        slot.copied.record(&copies).map_err(copy_err("recording the input copy"))?;
+        staging.queue.push_back(s);
+        staging.next = (s + 1) % staging.slots.len();
+        Ok(())
+    }
+
+    /// Starts `function` on the oldest staged inputs (see
+    /// [`CudaSession::stage`]) without waiting for it: stream 0 waits for
+    /// their copy, takes them into the function's input buffers, then runs
+    /// the kernels (the first call one by one, checking each; then a CUDA
+    /// Graph captured once and replayed). [`CudaSession::finish`] waits and
+    /// returns the outputs.
+    pub fn launch(&mut self, function: &str) -> Result<()> {
+        let bad = |message: String| RuntimeError::Arguments { function: function.into(), message };
+        let f = self.module.function(function)?.clone();
+        let bound = self.bound.get_mut(function).ok_or_else(|| bad("no inputs staged (call stage first)".into()))?;
+        if bound.running {
+            return Err(bad("the last call is still running (call finish first)".into()));
+        }
+        let Some(s) = bound.staging.queue.pop_front() else {
+            return Err(bad("no inputs staged (call stage first)".into()));
+        };
+        let main = self.module.stream.clone();
+        let slot = &bound.staging.slots[s];
+        let copy_err = |what: &str| cuda_err(format!("@{function}: {what}"));
+        main.wait(&slot.copied).map_err(copy_err("waiting for the input copy"))?;
+        let args = f.args.iter().zip(&bound.args).filter(|(a, _)| a.role() == Role::Input);
+        for ((a, d), staged) in args.zip(&slot.device) {
+            if let Some(d) = d {
+                // SAFETY: both buffers hold the input's `a.bytes()` bytes.
+                unsafe { result::memcpy_dtod_async(d.ptr, staged.ptr, a.bytes(), main.cu_stream()) }
+                    .map_err(copy_err("taking the staged inputs"))?;
             }
         }
+        slot.taken.record(&main).map_err(copy_err("recording the taken inputs"))?;
+        let bound = &self.bound[function];
         if let Some(graph) = &bound.graph {
             graph.launch().map_err(cuda_err(format!("@{function}: replaying its CUDA Graph")))?;
         } else if self.graphs && bound.calls >= 1 {
             // Capture the function's launches once, then replay them.
-            let stream = self.module.stream.clone();
-            stream
-                .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            main.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .map_err(cuda_err(format!("@{function}: starting a graph capture")))?;
             let launched = self.launch_all(function, false);
-            let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+            let graph = main.end_capture(sys::CUgraphInstantiate_flags(0));
             launched?;
             let graph = graph.map_err(cuda_err(format!("@{function}: ending the graph capture")))?;
             if let Some(g) = &graph {
@@ -475,8 +640,25 @@ impl CudaSession {
             // The first call checks each kernel as it runs: an error names it.
             self.launch_all(function, bound.calls == 0)?;
         }
-        self.module.stream.synchronize().map_err(cuda_err(format!("@{function}: running on the device")))?;
-        let bound = &mut self.bound.get_mut(function).ok_or_else(|| RuntimeError::NoFunction(function.into()))?;
+        if let Some(b) = self.bound.get_mut(function) {
+            b.running = true;
+        }
+        Ok(())
+    }
+
+    /// Waits for the call of `function` that [`CudaSession::launch`]
+    /// started; returns its outputs in signature order.
+    pub fn finish(&mut self, function: &str) -> Result<Vec<Tensor>> {
+        let f = self.module.function(function)?.clone();
+        let result = self.module.stream.synchronize();
+        let bound = self.bound.get_mut(function).ok_or_else(|| RuntimeError::NoFunction(function.into()))?;
+        if !std::mem::replace(&mut bound.running, false) {
+            return Err(RuntimeError::Arguments {
+                function: function.into(),
+                message: "no call running (call launch first)".into(),
+            });
+        }
+        result.map_err(cuda_err(format!("@{function}: running on the device")))?;
         bound.calls += 1;
         let mut outputs = Vec::new();
         for (a, d) in f.args.iter().zip(&bound.args) {

@@ -43,17 +43,37 @@ fn cases() -> Option<Vec<(PathBuf, BundleCase)>> {
     Some(found)
 }
 
+/// How a case's calls run.
+#[derive(Clone, Copy, Debug)]
+struct Mode {
+    /// Calls after the first replay a captured CUDA Graph.
+    graphs: bool,
+    /// Calls run on the schedule's streams.
+    streams: bool,
+    /// All calls through `call_each`: the next batch's copy overlaps the
+    /// call before it.
+    pipelined: bool,
+}
+
 /// Runs one case: every call's outputs, then (train steps) every symbol.
-/// With `graphs`, calls after the first replay a captured CUDA Graph; with
-/// `streams`, calls run on the schedule's streams.
-fn run_case(dir: &std::path::Path, case: &BundleCase, graphs: bool, streams: bool) -> Result<f64, String> {
+fn run_case(dir: &std::path::Path, case: &BundleCase, mode: Mode) -> Result<f64, String> {
     let module = CudaModule::load(dir, 0).map_err(|e| e.to_string())?;
     let mut session = CudaSession::new(module, case.seed).map_err(|e| e.to_string())?;
-    session.graphs = graphs;
-    session.streams = streams;
+    session.graphs = mode.graphs;
+    session.streams = mode.streams;
+    let results = if mode.pipelined {
+        let batches: Vec<_> = case.calls.iter().map(|c| c.inputs.clone()).collect();
+        session.call_each(&case.function, &batches).map_err(|e| e.to_string())?
+    } else {
+        let mut results = Vec::new();
+        for call in &case.calls {
+            let inputs: Vec<_> = call.inputs.iter().collect();
+            results.push(session.call(&case.function, &inputs).map_err(|e| e.to_string())?);
+        }
+        results
+    };
     let mut worst: f64 = 0.0;
-    for (n, call) in case.calls.iter().enumerate() {
-        let got = session.call(&case.function, &call.inputs.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?;
+    for (n, (call, got)) in case.calls.iter().zip(&results).enumerate() {
         if got.len() != call.outputs.len() {
             return Err(format!("call {n}: {} outputs, expected {}", got.len(), call.outputs.len()));
         }
@@ -74,19 +94,22 @@ fn every_bundle_case_matches_the_cpu_on_the_gpu() {
     let Some(cases) = cases() else { return };
     let mut failures = Vec::new();
     for (dir, case) in &cases {
-        // Train steps run three ways: launch by launch on one stream, and
-        // on the schedule's streams launch by launch and with graph replay.
-        let modes: &[(bool, bool)] =
-            if case.calls.len() > 1 { &[(false, false), (false, true), (true, true)] } else { &[(false, true)] };
-        for &(graphs, streams) in modes {
-            match run_case(dir, case, graphs, streams) {
-                Ok(worst) => println!(
-                    "ok   {:<28} graphs={graphs:<5} streams={streams:<5} worst relative difference {worst:.1e}",
-                    case.name
-                ),
+        // Train steps run four ways: launch by launch on one stream; on the
+        // schedule's streams launch by launch and with graph replay; and
+        // the last with each batch's copy overlapping the step before.
+        let mode = |graphs, streams, pipelined| Mode { graphs, streams, pipelined };
+        let modes = if case.calls.len() > 1 {
+            vec![mode(false, false, false), mode(false, true, false), mode(true, true, false), mode(true, true, true)]
+        } else {
+            vec![mode(false, true, false)]
+        };
+        for m in modes {
+            let how = format!("graphs={:<5} streams={:<5} pipelined={:<5}", m.graphs, m.streams, m.pipelined);
+            match run_case(dir, case, m) {
+                Ok(worst) => println!("ok   {:<28} {how} worst relative difference {worst:.1e}", case.name),
                 Err(e) => {
-                    println!("FAIL {:<28} graphs={graphs:<5} streams={streams:<5} {e}", case.name);
-                    failures.push(format!("{} (graphs={graphs}, streams={streams}): {e}", case.name));
+                    println!("FAIL {:<28} {how} {e}", case.name);
+                    failures.push(format!("{} ({how}): {e}", case.name));
                 }
             }
         }
@@ -140,4 +163,31 @@ fn every_gemm_check_matches_the_host_reference() {
         entries.len(),
         failures.join("\n")
     );
+}
+
+/// The staged-call API used out of order says what to do, and a staged
+/// call still runs after the errors.
+#[test]
+fn staged_calls_out_of_order_are_clear_errors() {
+    let Some(cases) = cases() else { return };
+    let Some((dir, case)) = cases.iter().find(|(_, c)| c.calls.len() > 1) else {
+        println!("skipped: no train-step case in the bundle");
+        return;
+    };
+    let module = CudaModule::load(dir, 0).unwrap();
+    let mut session = CudaSession::new(module, case.seed).unwrap();
+    let f = &case.function;
+    let inputs: Vec<_> = case.calls[0].inputs.iter().collect();
+    let message = |r: Result<(), aicf_runtime::cpu::RuntimeError>| r.unwrap_err().to_string();
+    assert!(message(session.launch(f)).contains("no inputs staged"));
+    assert!(message(session.finish(f).map(|_| ())).contains("no call running"));
+    session.stage(f, &inputs).unwrap();
+    session.stage(f, &inputs).unwrap();
+    assert!(message(session.stage(f, &inputs)).contains("already staged"));
+    session.launch(f).unwrap();
+    assert!(message(session.launch(f)).contains("still running"));
+    let got = session.finish(f).unwrap();
+    for (i, (g, w)) in got.iter().zip(&case.calls[0].outputs).enumerate() {
+        compare(&format!("output {i}"), g, w, case.tol).unwrap();
+    }
 }
