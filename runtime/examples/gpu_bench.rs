@@ -10,10 +10,12 @@
 //! Inputs come from the directory's case.json when there is one, else are
 //! deterministic values in [-1, 1). `gpu_bench --copy <bytes>` times a
 //! device-to-device copy instead (the bandwidth reference). With
-//! `AICF_BENCH_PROFILE` set, each kernel is then timed alone.
+//! `AICF_BENCH_PROFILE` set, each kernel is then timed alone. GEMMs run
+//! the generated kernels; where cuBLASLt can run some of them, a third line
+//! times the call with cuBLASLt running those ("gemm":"cublaslt").
 
 use aicf_runtime::artifact::{DType, Role};
-use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession};
+use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession, GemmPolicy};
 use aicf_runtime::session::Tensor;
 use std::path::PathBuf;
 
@@ -39,7 +41,8 @@ fn run() -> Result<(), String> {
     let dir = PathBuf::from(args.first().ok_or("usage: gpu_bench <artifact dir> [steps]")?);
     let steps: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200);
     let per_call = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<f64>().ok());
-    for graphs in [false, true] {
+    let library = if cuda::cublaslt_present() { Some((true, GemmPolicy::Library)) } else { None };
+    for (graphs, gemm) in [(false, GemmPolicy::Generated), (true, GemmPolicy::Generated)].into_iter().chain(library) {
         let module = CudaModule::load(&dir, 0).map_err(|e| e.to_string())?;
         let device = module.device_name();
         let function = if module.function("train_step").is_ok() { "train_step" } else { "f" };
@@ -68,11 +71,19 @@ fn run() -> Result<(), String> {
         };
         let mut session = CudaSession::new(module, 0).map_err(|e| e.to_string())?;
         session.graphs = graphs;
+        session.gemm = gemm;
         let ms = session.time(function, &inputs.iter().collect::<Vec<_>>(), steps).map_err(|e| e.to_string())?;
+        let library_calls = session.library_calls(function);
+        if gemm == GemmPolicy::Library && library_calls == 0 {
+            continue;
+        }
         let mut line = format!(
             "{{\"bench\":\"{}\",\"device\":\"{device}\",\"graphs\":{graphs},\"kernels\":{kernels},\"steps\":{steps},\"ms\":{ms:.4}",
             dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
         );
+        if gemm == GemmPolicy::Library {
+            line.push_str(&format!(",\"gemm\":\"cublaslt\",\"cublaslt_calls\":{library_calls}"));
+        }
         if let Some(b) = per_call("AICF_BENCH_BYTES") {
             line.push_str(&format!(",\"gb_per_s\":{:.1}", b / ms / 1e6));
         }
@@ -80,7 +91,7 @@ fn run() -> Result<(), String> {
             line.push_str(&format!(",\"tflop_per_s\":{:.2}", fl / ms / 1e9));
         }
         println!("{line}}}");
-        if graphs && std::env::var_os("AICF_BENCH_PROFILE").is_some() {
+        if graphs && gemm == GemmPolicy::Generated && std::env::var_os("AICF_BENCH_PROFILE").is_some() {
             for (k, (op, ms)) in session
                 .profile(function, &inputs.iter().collect::<Vec<_>>())
                 .map_err(|e| e.to_string())?

@@ -198,6 +198,25 @@ pub struct LibraryGemm {
     /// the library path is off when one shares the output's memory.
     pub aliases: Vec<usize>,
     pub epilogue: Option<String>,
+    /// A GPU GEMM whose whole epilogue cuBLASLt can apply (the CPU runs
+    /// its epilogues as `epilogue`); absent on the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuGemm>,
+}
+
+/// What cuBLASLt needs beyond the product's shape for a GPU GEMM.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GpuGemm {
+    /// Operand position of the bias (one value per output column), and its
+    /// element type.
+    pub bias: Option<(usize, DType)>,
+    /// `ll.gemm act`: 0 none, 1 ReLU, 3 tanh-GELU (the ones cuBLASLt has).
+    pub act: i64,
+    /// The product is added to the output (beta = 1).
+    pub accumulate: bool,
+    /// Element types of A and B (the same), and of the output.
+    pub operands: DType,
+    pub output: DType,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]

@@ -18,8 +18,10 @@
 //! [`CudaSession::call_each`] copies batch i + 1 while call i computes, and
 //! a call's stream waits only for its own batch's copy.
 
-use crate::artifact::{Buffer, DType, Function, Manifest, Role};
+use crate::artifact::{Buffer, Call, DType, Function, GpuGemm, LibraryGemm, Manifest, Role};
 use crate::cpu::{Bytes, Result, RuntimeError, read_values, write_values};
+use crate::cublas;
+use crate::registry::{self, Registry};
 use crate::session::{Tensor, initial_symbols, input_mismatch};
 use cudarc::driver::{CudaContext, CudaEvent, CudaGraph, CudaStream, DriverError, result, sys};
 use serde::{Deserialize, Serialize};
@@ -274,6 +276,21 @@ struct Bound {
     staging: Staging,
     /// A call launched and not yet finished.
     running: bool,
+    /// Per call: the cuBLASLt plan that runs it instead of its kernel (a
+    /// GEMM the registry gave to the library).
+    library: Vec<Option<cublas::Plan>>,
+}
+
+/// Which GEMM runs a GEMM call that cuBLASLt could also run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmPolicy {
+    /// The faster on this device, measured once per shape and remembered
+    /// in the registry's cache (the default).
+    Measure,
+    /// Always the generated kernel.
+    Generated,
+    /// Always cuBLASLt where it is present.
+    Library,
 }
 
 /// Parameters and optimizer state on the GPU, and calls of the module's
@@ -289,6 +306,13 @@ pub struct CudaSession {
     pub streams: bool,
     /// Host-to-device copies of staged inputs, beside the computation.
     copies: Arc<CudaStream>,
+    /// Which GEMM runs calls that have a cuBLASLt candidate; set before a
+    /// function's first call.
+    pub gemm: GemmPolicy,
+    /// cuBLASLt's handle and workspace, made when a GEMM first needs them
+    /// (or why they cannot be).
+    lt: Option<std::result::Result<(cublas::Handle, DeviceBuffer), String>>,
+    registry: Option<Registry>,
 }
 
 impl CudaSession {
@@ -303,7 +327,17 @@ impl CudaSession {
             symbols.insert(name, d);
         }
         let copies = module.ctx.new_stream().map_err(cuda_err("creating the copy stream"))?;
-        Ok(CudaSession { module, symbols, bound: HashMap::new(), graphs: true, streams: true, copies })
+        Ok(CudaSession {
+            module,
+            symbols,
+            bound: HashMap::new(),
+            graphs: true,
+            streams: true,
+            copies,
+            gemm: GemmPolicy::Measure,
+            lt: None,
+            registry: None,
+        })
     }
 
     pub fn module(&self) -> &CudaModule {
@@ -392,35 +426,168 @@ impl CudaSession {
             })
         };
         let staging = Staging { slots: [slot()?, slot()?], queue: Default::default(), next: 0 };
+        let mut library = Vec::new();
+        for (k, c) in f.calls.iter().enumerate() {
+            library.push(self.choose_gemm(function, k, c, &params[k])?);
+        }
         self.bound.insert(
             function.into(),
-            Bound { args, params, graph: None, calls: 0, events, fork, joins, used, staging, running: false },
+            Bound { args, params, graph: None, calls: 0, events, fork, joins, used, staging, running: false, library },
         );
         Ok(())
     }
 
-    /// Launches kernel `k` of `function` on `stream`.
+    /// Launches call `k` of `function` on `stream`: its kernel, or the
+    /// cuBLASLt GEMM the registry chose for it.
     fn launch_one(&self, function: &str, k: usize, stream: &CudaStream) -> Result<()> {
         let c = &self.module.function(function)?.calls[k];
-        let kernel = self.module.kernels[function][k];
         let err =
             |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message };
-        let launch = c.launch.ok_or_else(|| err("no launch shape".into()))?;
-        let mut values: Vec<u64> = self.bound[function].params[k].clone();
-        let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
-        // SAFETY: the parameters are (i64 work, pointers) as every generated
-        // entry takes, each pointer inside its buffer by the compiler's plan.
-        unsafe {
-            result::launch_kernel(
-                kernel,
-                (launch.grid[0], launch.grid[1], launch.grid[2]),
-                (launch.block[0], launch.block[1], launch.block[2]),
-                launch.shared_bytes,
-                stream.cu_stream(),
-                &mut ptrs,
-            )
+        let bound = &self.bound[function];
+        let params = &bound.params[k];
+        if let (Some(plan), Some(g), Some(Ok((handle, workspace)))) = (&bound.library[k], &c.library, &self.lt) {
+            let at = |p: usize| params[1 + p];
+            // SAFETY: the call's buffers hold the GEMM's matrices by the
+            // compiler's plan; the workspace is the session's.
+            return unsafe { plan.run(handle, at(g.a), at(g.b), at(g.out), workspace.ptr, stream.cu_stream()) }
+                .map_err(err);
         }
-        .map_err(|e| err(e.to_string()))
+        let launch = c.launch.ok_or_else(|| err("no launch shape".into()))?;
+        launch_kernel(self.module.kernels[function][k], launch, params, stream).map_err(|e| err(e.to_string()))
+    }
+
+    /// How many calls of `function` cuBLASLt runs (after its first call).
+    pub fn library_calls(&self, function: &str) -> usize {
+        self.bound.get(function).map_or(0, |b| b.library.iter().filter(|p| p.is_some()).count())
+    }
+
+    /// cuBLASLt's handle and workspace, made on first use.
+    fn lt(&mut self) -> std::result::Result<&cublas::Handle, String> {
+        if self.lt.is_none() {
+            let made = cublas::Handle::new().and_then(|h| {
+                let w = DeviceBuffer::zeroed(&self.module.ctx, cublas::WORKSPACE_BYTES).map_err(|e| e.to_string())?;
+                Ok((h, w))
+            });
+            self.lt = Some(made);
+        }
+        match &self.lt {
+            Some(Ok((h, _))) => Ok(h),
+            Some(Err(why)) => Err(why.clone()),
+            None => Err("cuBLASLt not set up".into()),
+        }
+    }
+
+    /// The cuBLASLt plan that runs call `k` (buffers at `params`, as the
+    /// kernel takes them), if the call has a cuBLASLt candidate and the
+    /// policy or the registry picks it. Measuring runs both candidates on
+    /// scratch buffers of the call's sizes, never on the session's.
+    fn choose_gemm(&mut self, function: &str, k: usize, c: &Call, params: &[u64]) -> Result<Option<cublas::Plan>> {
+        let (Some(g), policy) = (&c.library, self.gemm) else { return Ok(None) };
+        let Some(gpu) = &g.gpu else { return Ok(None) };
+        if policy == GemmPolicy::Generated {
+            return Ok(None);
+        }
+        let Ok(handle) = self.lt() else { return Ok(None) };
+        let at = |p: usize| params[1 + p];
+        let bias = gpu.bias.map(|(p, _)| at(p));
+        // A shape cuBLASLt has no algorithm for stays generated.
+        let Ok(plan) = cublas::Plan::new(handle, g, gpu, bias, [at(g.a), at(g.b), at(g.out)]) else {
+            return Ok(None);
+        };
+        if policy == GemmPolicy::Library {
+            return Ok(Some(plan));
+        }
+        let key = format!(
+            "cuda/{}/{}: batch {} m {} n {} k {} a {:?} b {:?} {:?}",
+            self.module.device_name(),
+            registry::CANDIDATES,
+            g.batch,
+            g.m,
+            g.n,
+            g.k,
+            g.a_strides,
+            g.b_strides,
+            gpu
+        );
+        let registry = self.registry.get_or_insert_with(Registry::open);
+        if let Some(choice) = registry.get_named(&key) {
+            return Ok((choice == LIBRARY).then_some(plan));
+        }
+        let (generated, library) = self.measure_gemm(function, k, c, g, gpu)?;
+        let pick = if library < generated { LIBRARY } else { "generated" };
+        if let Some(r) = &self.registry {
+            r.set_named(key, pick, &[("generated", generated), (LIBRARY, library)]);
+        }
+        Ok((pick == LIBRARY).then_some(plan))
+    }
+
+    /// Milliseconds per run of call `k`'s kernel and of cuBLASLt on the same
+    /// GEMM, on scratch buffers (mean of 5 after 2 warm-ups each).
+    fn measure_gemm(
+        &mut self,
+        function: &str,
+        k: usize,
+        c: &Call,
+        g: &LibraryGemm,
+        gpu: &GpuGemm,
+    ) -> Result<(f64, f64)> {
+        let size = |p: usize| -> usize {
+            let elements = if p == g.a {
+                g.a_batch * g.batch.saturating_sub(1) + g.m * g.k
+            } else if p == g.b {
+                g.b_batch * g.batch.saturating_sub(1) + g.k * g.n
+            } else if p == g.out {
+                g.batch * g.m * g.n
+            } else {
+                g.n
+            };
+            let t = if p == g.a || p == g.b {
+                gpu.operands
+            } else if p == g.out {
+                gpu.output
+            } else {
+                gpu.bias.map_or(DType::F32, |(_, t)| t)
+            };
+            elements * t.bytes()
+        };
+        let scratch = (0..c.buffers.len())
+            .map(|p| DeviceBuffer::zeroed(&self.module.ctx, size(p)))
+            .collect::<Result<Vec<_>>>()?;
+        let mut params = vec![c.work];
+        params.extend(scratch.iter().map(|b| b.ptr));
+        let stream = self.module.stream.clone();
+        let err = |message: String| RuntimeError::Kernel {
+            function: function.into(),
+            call: k,
+            op: c.op.clone(),
+            message: format!("measuring the GEMM candidates: {message}"),
+        };
+        let launch = c.launch.ok_or_else(|| err("no launch shape".into()))?;
+        let kernel = self.module.kernels[function][k];
+        let time = |run: &dyn Fn() -> std::result::Result<(), String>| -> Result<f64> {
+            for _ in 0..2 {
+                run().map_err(err)?;
+            }
+            let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+            let start = stream.record_event(flags).map_err(|e| err(e.to_string()))?;
+            for _ in 0..5 {
+                run().map_err(err)?;
+            }
+            let end = stream.record_event(flags).map_err(|e| err(e.to_string()))?;
+            end.synchronize().map_err(|e| err(e.to_string()))?;
+            Ok(start.elapsed_ms(&end).map_err(|e| err(e.to_string()))? as f64 / 5.0)
+        };
+        let generated = time(&|| launch_kernel(kernel, launch, &params, &stream).map_err(|e| e.to_string()))?;
+        let handle = self.lt().map_err(err)?;
+        let at = |p: usize| scratch[p].ptr;
+        let bias = gpu.bias.map(|(p, _)| at(p));
+        let plan = cublas::Plan::new(handle, g, gpu, bias, [at(g.a), at(g.b), at(g.out)]).map_err(err)?;
+        let Some(Ok((handle, workspace))) = &self.lt else { return Err(err("cuBLASLt not set up".into())) };
+        // SAFETY: the scratch buffers hold the GEMM's sizes; the workspace
+        // is the session's; both outlive the synchronised timing.
+        let library =
+            time(&|| unsafe { plan.run(handle, at(g.a), at(g.b), at(g.out), workspace.ptr, stream.cu_stream()) })?;
+        Ok((generated, library))
     }
 
     /// Launches every kernel of `function`: on the schedule's streams
@@ -691,6 +858,39 @@ impl CudaSession {
         end.synchronize().map_err(cuda_err("waiting for the steps"))?;
         let ms = start.elapsed_ms(&end).map_err(cuda_err("reading the events"))?;
         Ok(ms as f64 / steps.max(1) as f64)
+    }
+}
+
+/// Whether libcublasLt can be loaded here (without it, GEMMs run the
+/// generated kernels).
+pub fn cublaslt_present() -> bool {
+    cublas::present()
+}
+
+/// The registry's name for the cuBLASLt candidate.
+const LIBRARY: &str = "cublaslt";
+
+/// Launches `kernel` with `launch`'s shape on `stream`, its parameters
+/// `params` (work, then buffer addresses).
+fn launch_kernel(
+    kernel: sys::CUfunction,
+    launch: crate::artifact::Launch,
+    params: &[u64],
+    stream: &CudaStream,
+) -> std::result::Result<(), DriverError> {
+    let mut values: Vec<u64> = params.to_vec();
+    let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| v as *mut u64 as *mut c_void).collect();
+    // SAFETY: the parameters are (i64 work, pointers) as every generated
+    // entry takes, each pointer inside its buffer by the compiler's plan.
+    unsafe {
+        result::launch_kernel(
+            kernel,
+            (launch.grid[0], launch.grid[1], launch.grid[2]),
+            (launch.block[0], launch.block[1], launch.block[2]),
+            launch.shared_bytes,
+            stream.cu_stream(),
+            &mut ptrs,
+        )
     }
 }
 

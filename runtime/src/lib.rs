@@ -22,6 +22,7 @@
 pub mod artifact;
 pub mod checkpoint;
 pub mod cpu;
+mod cublas;
 pub mod cuda;
 pub mod init;
 pub mod registry;

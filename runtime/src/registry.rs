@@ -45,7 +45,7 @@ impl Choice {
 
 /// The version of the candidate set, part of every key: a decision measured
 /// against older candidates (a slower generated kernel, say) is not reused.
-const CANDIDATES: &str = "v2";
+pub(crate) const CANDIDATES: &str = "v2";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
 /// (`None` without a home directory).
@@ -87,16 +87,26 @@ impl Registry {
     }
 
     pub fn get(&self, key: &str) -> Option<Choice> {
-        let d = self.decisions.lock().ok()?;
-        Choice::from_name(d.get(key)?)
+        Choice::from_name(&self.get_named(key)?)
+    }
+
+    /// The candidate recorded for `key`, by name (any backend's).
+    pub fn get_named(&self, key: &str) -> Option<String> {
+        self.decisions.lock().ok()?.get(key).cloned()
     }
 
     /// Records a measured decision (and the times behind it) and writes the
     /// cache atomically.
     pub fn set(&self, key: String, choice: Choice, times: &[(Choice, f64)]) {
+        let named: Vec<(&str, f64)> = times.iter().map(|(c, ms)| (c.name(), *ms)).collect();
+        self.set_named(key, choice.name(), &named);
+    }
+
+    /// [`Registry::set`] with candidates by name.
+    pub fn set_named(&self, key: String, choice: &str, times: &[(&str, f64)]) {
         let Ok(mut d) = self.decisions.lock() else { return };
-        d.insert(key.clone(), choice.name().into());
-        let detail: Vec<String> = times.iter().map(|(c, ms)| format!("{} {ms:.4}", c.name())).collect();
+        d.insert(key.clone(), choice.into());
+        let detail: Vec<String> = times.iter().map(|(c, ms)| format!("{c} {ms:.4}")).collect();
         d.insert(format!("{key} (ms)"), detail.join(", "));
         if let (Some(path), Ok(text)) = (&self.path, serde_json::to_string_pretty(&*d)) {
             if let Some(dir) = path.parent() {

@@ -7,7 +7,7 @@
 //! test binary (the bundle's layout), else `target/gpu-bundle/cases`.
 //! Without a GPU, or without a bundle, the test says why and passes.
 
-use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession, GemmCheck, compare};
+use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession, GemmCheck, GemmPolicy, compare};
 use std::path::PathBuf;
 
 fn bundle() -> Option<PathBuf> {
@@ -53,14 +53,18 @@ struct Mode {
     /// All calls through `call_each`: the next batch's copy overlaps the
     /// call before it.
     pipelined: bool,
+    /// Generated GEMM kernels, or cuBLASLt wherever it can run the GEMM.
+    gemm: GemmPolicy,
 }
 
 /// Runs one case: every call's outputs, then (train steps) every symbol.
-fn run_case(dir: &std::path::Path, case: &BundleCase, mode: Mode) -> Result<f64, String> {
+/// Returns the worst relative difference and how many calls cuBLASLt ran.
+fn run_case(dir: &std::path::Path, case: &BundleCase, mode: Mode) -> Result<(f64, usize), String> {
     let module = CudaModule::load(dir, 0).map_err(|e| e.to_string())?;
     let mut session = CudaSession::new(module, case.seed).map_err(|e| e.to_string())?;
     session.graphs = mode.graphs;
     session.streams = mode.streams;
+    session.gemm = mode.gemm;
     let results = if mode.pipelined {
         let batches: Vec<_> = case.calls.iter().map(|c| c.inputs.clone()).collect();
         session.call_each(&case.function, &batches).map_err(|e| e.to_string())?
@@ -86,7 +90,7 @@ fn run_case(dir: &std::path::Path, case: &BundleCase, mode: Mode) -> Result<f64,
         // Parameters after several steps: ten times the outputs' tolerance.
         worst = worst.max(compare(name, &got, want, case.tol * 10.0)?);
     }
-    Ok(worst)
+    Ok((worst, session.library_calls(&case.function)))
 }
 
 #[test]
@@ -97,16 +101,33 @@ fn every_bundle_case_matches_the_cpu_on_the_gpu() {
         // Train steps run four ways: launch by launch on one stream; on the
         // schedule's streams launch by launch and with graph replay; and
         // the last with each batch's copy overlapping the step before.
-        let mode = |graphs, streams, pipelined| Mode { graphs, streams, pipelined };
+        // Each case once more with cuBLASLt running the GEMMs it can.
+        let mode = |graphs, streams, pipelined| Mode { graphs, streams, pipelined, gemm: GemmPolicy::Generated };
+        let library = |m: Mode| Mode { gemm: GemmPolicy::Library, ..m };
         let modes = if case.calls.len() > 1 {
-            vec![mode(false, false, false), mode(false, true, false), mode(true, true, false), mode(true, true, true)]
+            let replayed = mode(true, true, false);
+            vec![
+                mode(false, false, false),
+                mode(false, true, false),
+                replayed,
+                mode(true, true, true),
+                library(replayed),
+            ]
         } else {
-            vec![mode(false, true, false)]
+            vec![mode(false, true, false), library(mode(false, true, false))]
         };
         for m in modes {
-            let how = format!("graphs={:<5} streams={:<5} pipelined={:<5}", m.graphs, m.streams, m.pipelined);
+            let how = format!(
+                "graphs={:<5} streams={:<5} pipelined={:<5} gemm={:<9}",
+                m.graphs,
+                m.streams,
+                m.pipelined,
+                format!("{:?}", m.gemm)
+            );
             match run_case(dir, case, m) {
-                Ok(worst) => println!("ok   {:<28} {how} worst relative difference {worst:.1e}", case.name),
+                Ok((worst, lt)) => {
+                    println!("ok   {:<28} {how} worst relative difference {worst:.1e}, {lt} cuBLASLt calls", case.name)
+                }
                 Err(e) => {
                     println!("FAIL {:<28} {how} {e}", case.name);
                     failures.push(format!("{} ({how}): {e}", case.name));
@@ -130,6 +151,7 @@ fn every_gemm_check_matches_the_host_reference() {
         return;
     };
     let mut failures = Vec::new();
+    let mut library_runs = 0;
     let mut entries: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -141,20 +163,32 @@ fn every_gemm_check_matches_the_host_reference() {
         let text =
             std::fs::read_to_string(path.join("gemm.json")).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let check: GemmCheck = serde_json::from_str(&text).unwrap();
-        let run = || -> Result<f64, String> {
-            let module = CudaModule::load(path, 0).map_err(|e| e.to_string())?;
-            let mut session = CudaSession::new(module, 0).map_err(|e| e.to_string())?;
-            let inputs = check.inputs();
-            let got = session.call("f", &inputs.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?;
-            compare("out", &got[0], &check.reference(&inputs), check.tol)
-        };
-        match run() {
-            Ok(worst) => println!("ok   gemm {name:<24} worst relative difference {worst:.1e}"),
-            Err(e) => {
-                println!("FAIL gemm {name:<24} {e}");
-                failures.push(format!("{name}: {e}"));
+        // The generated kernel, then cuBLASLt on the same GEMM.
+        for policy in [GemmPolicy::Generated, GemmPolicy::Library] {
+            let run = || -> Result<(f64, usize), String> {
+                let module = CudaModule::load(path, 0).map_err(|e| e.to_string())?;
+                let mut session = CudaSession::new(module, 0).map_err(|e| e.to_string())?;
+                session.gemm = policy;
+                let inputs = check.inputs();
+                let got = session.call("f", &inputs.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?;
+                Ok((compare("out", &got[0], &check.reference(&inputs), check.tol)?, session.library_calls("f")))
+            };
+            match run() {
+                Ok((worst, lt)) => {
+                    library_runs += lt;
+                    println!(
+                        "ok   gemm {name:<24} {policy:?}: worst relative difference {worst:.1e}, {lt} cuBLASLt calls"
+                    )
+                }
+                Err(e) => {
+                    println!("FAIL gemm {name:<24} {policy:?}: {e}");
+                    failures.push(format!("{name} ({policy:?}): {e}"));
+                }
             }
         }
+    }
+    if cuda::cublaslt_present() && library_runs == 0 {
+        failures.push("libcublasLt is present but ran none of the GEMM checks".into());
     }
     assert!(
         failures.is_empty(),

@@ -1565,6 +1565,7 @@ impl Generator {
                 out,
                 aliases: [mask, residual].into_iter().flatten().collect(),
                 epilogue: epilogue.map(|e| format!("aicf_{e}")),
+                gpu: None,
             }
         });
         Ok((rows as u64, (2 * kk * n + 4 * n) as u64, library))

@@ -291,8 +291,54 @@ impl Generator {
     /// the matrices, so odd sizes need no other care), then each thread
     /// accumulates its block from them. The epilogue runs on the registers.
     /// With `lhs_sum` a second (row) kernel sums the rows of op(A).
+    ///
+    /// Where cuBLASLt can apply the whole epilogue (bias, ReLU or
+    /// tanh-GELU, accumulate, alpha; no mask, residual or row sum), the
+    /// GEMM kernel's call also carries the library candidate, which the
+    /// runtime's registry may choose instead.
+    pub(super) fn gpu_gemm(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels> {
+        let kernels = self.gpu_gemm_kernels(op, specs)?;
+        let g = GemmLayout::of(op, specs);
+        let (operands, output) = (specs[0].1, specs[g.out].1);
+        let types_fit = match operands {
+            DType::F32 => output == DType::F32,
+            DType::F16 | DType::BF16 => specs[1].1 == operands && (output == operands || output == DType::F32),
+            _ => false,
+        };
+        let epilogue_fits =
+            g.mask.is_none() && g.residual.is_none() && g.lhs_sum.is_none() && matches!(g.act, 0 | 1 | 3);
+        if let (true, true, Some(first)) = (types_fit, epilogue_fits, kernels.first()) {
+            let batch = g.rows / g.m.max(1);
+            let library = LibraryGemm {
+                batch,
+                m: g.m,
+                n: g.n,
+                k: g.kk,
+                a_strides: if g.ta { [1, g.m] } else { [g.kk, 1] },
+                b_strides: if g.tb { [1, g.kk] } else { [g.n, 1] },
+                a_batch: if g.batched { g.m * g.kk } else { 0 },
+                b_batch: if g.batched { g.kk * g.n } else { 0 },
+                alpha: g.alpha,
+                a: 0,
+                b: 1,
+                out: g.out,
+                aliases: vec![],
+                epilogue: None,
+                gpu: Some(artifact::GpuGemm {
+                    bias: g.bias.map(|p| runtime_dtype(specs[p].1).map(|t| (p, t))).transpose()?,
+                    act: g.act,
+                    accumulate: g.accumulate,
+                    operands: runtime_dtype(operands)?,
+                    output: runtime_dtype(output)?,
+                }),
+            };
+            self.library.insert(first.0.clone(), Some(library));
+        }
+        Ok(kernels)
+    }
+
     #[allow(clippy::type_complexity)]
-    pub(super) fn gpu_gemm(
+    fn gpu_gemm_kernels(
         &mut self,
         op: MlirOperation,
         specs: &[(Vec<usize>, DType)],

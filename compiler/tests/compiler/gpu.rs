@@ -357,6 +357,13 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         ptxas_accepts(&dir, name);
         let launch = manifest.functions[0].calls[0].launch.unwrap();
         assert_eq!(launch.block[0], if big { 256 } else { 128 }, "{name}: {launch:?}");
+        // The call carries its cuBLASLt candidate: the same product and the
+        // whole epilogue (the runtime's GPU test runs it both ways).
+        let library = manifest.functions[0].calls[0].library.clone().unwrap_or_else(|| panic!("{name}: no candidate"));
+        let gpu = library.gpu.unwrap_or_else(|| panic!("{name}: no GPU part"));
+        assert_eq!((library.batch, library.m, library.n, library.k), (c.batch, c.m, c.n, c.k), "{name}");
+        assert_eq!((library.a_strides[1] != 1, library.b_strides[1] != 1), (c.ta, c.tb), "{name}: transposes");
+        assert_eq!((gpu.operands, gpu.output, gpu.bias.is_some(), gpu.act), (c.dtype, c.out, c.bias, c.relu as i64));
         let ptx = std::fs::read_to_string(dir.join("kernels.sm_80.ptx")).unwrap();
         let kind = if c.dtype == BF16 { "bf16" } else { "f16" };
         assert!(
@@ -392,4 +399,29 @@ fn gemm_check_reference_matches_the_cpu_backend() {
         let got = session.call("f", &inputs.iter().collect::<Vec<_>>()).unwrap();
         aicf_runtime::cuda::compare("cpu", &got[0], &c.reference(&inputs), 1e-6).unwrap();
     }
+}
+
+/// A GEMM whose epilogue cuBLASLt lacks (here a mask, the ReLU gradient)
+/// carries no cuBLASLt candidate; the same product without it does.
+#[test]
+fn only_gemms_cublaslt_can_finish_carry_its_candidate() {
+    let ctx = CompilerContext::new();
+    let source = "func.func @f(%g: memref<32x10xf32> {ll.bind = \"input\"}, %w: memref<10x128xf32> {ll.bind = \"input\"}, \
+         %h: memref<32x128xf32> {ll.bind = \"input\"}, %dh: memref<32x128xf32> {ll.bind = \"result 0\"}, \
+         %p: memref<32x128xf32> {ll.bind = \"result 1\"}, %arena: memref<0xi8> {ll.bind = \"arena\"}) \
+         attributes {ll.memory = {arena_bytes = 0 : i64, buffers = 0 : i64, in_place = 0 : i64, lower_bound_bytes = 0 : i64, \
+         naive_bytes = 0 : i64, recomputed = 0 : i64}} {\n  \
+         ll.gemm %g, %w mask(%h) into %dh : memref<32x10xf32>, memref<10x128xf32> mask memref<32x128xf32> -> memref<32x128xf32>\n  \
+         ll.gemm %g, %w into %p : memref<32x10xf32>, memref<10x128xf32> -> memref<32x128xf32>\n  return\n}\n";
+    let module = ctx.parse(source, "masked").unwrap();
+    let dir = out_dir("gpu_gemm_candidates");
+    let manifest = compile_gpu(&ctx, &module, "candidates", &dir).unwrap();
+    let calls = &manifest.functions[0].calls;
+    assert_eq!(calls.len(), 2);
+    assert!(calls[0].library.is_none(), "masked GEMM: {:?}", calls[0].library);
+    let plain = calls[1].library.as_ref().and_then(|l| l.gpu.as_ref()).expect("plain GEMM: a cuBLASLt candidate");
+    assert_eq!(
+        (plain.operands, plain.output, plain.bias, plain.act),
+        (artifact::DType::F32, artifact::DType::F32, None, 0)
+    );
 }
