@@ -21,7 +21,7 @@
 use crate::artifact::{Buffer, Call, DType, Function, GpuGemm, LibraryGemm, Manifest, Role};
 use crate::cpu::{Bytes, Result, RuntimeError, read_values, write_values};
 use crate::cublas;
-use crate::registry::{self, Registry};
+use crate::registry::Registry;
 use crate::session::{Tensor, initial_symbols, input_mismatch};
 use cudarc::driver::{CudaContext, CudaEvent, CudaGraph, CudaStream, DriverError, result, sys};
 use serde::{Deserialize, Serialize};
@@ -497,18 +497,7 @@ impl CudaSession {
         if policy == GemmPolicy::Library {
             return Ok(Some(plan));
         }
-        let key = format!(
-            "cuda/{}/{}: batch {} m {} n {} k {} a {:?} b {:?} {:?}",
-            self.module.device_name(),
-            registry::CANDIDATES,
-            g.batch,
-            g.m,
-            g.n,
-            g.k,
-            g.a_strides,
-            g.b_strides,
-            gpu
-        );
+        let key = Registry::gpu_key(g, gpu, &self.module.device_name());
         let registry = self.registry.get_or_insert_with(Registry::open);
         if let Some(choice) = registry.get_named(&key) {
             return Ok((choice == LIBRARY).then_some(plan));

@@ -8,7 +8,7 @@
 //! `~/.cache/aicf/gemm-registry.json`), keyed by the shape, the compiled
 //! target and the thread count, so a shape is measured once per machine.
 
-use crate::artifact::{Call, LibraryGemm};
+use crate::artifact::{Call, GpuGemm, LibraryGemm};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -45,7 +45,7 @@ impl Choice {
 
 /// The version of the candidate set, part of every key: a decision measured
 /// against older candidates (a slower generated kernel, say) is not reused.
-pub(crate) const CANDIDATES: &str = "v2";
+const CANDIDATES: &str = "v2";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
 /// (`None` without a home directory).
@@ -53,6 +53,11 @@ pub fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("AICF_CACHE_DIR")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/aicf")))
+}
+
+/// A GEMM's shape and operand layouts, as the keys write them.
+fn shape(g: &LibraryGemm) -> String {
+    format!("batch {} m {} n {} k {} a {:?} b {:?}", g.batch, g.m, g.n, g.k, g.a_strides, g.b_strides)
 }
 
 pub struct Registry {
@@ -74,16 +79,14 @@ impl Registry {
     }
 
     pub fn key(g: &LibraryGemm, call: &Call, target: &str, threads: usize) -> String {
-        format!(
-            "{CANDIDATES}/{target}/t{threads}: batch {} m {} n {} k {} a {:?} b {:?} epilogue {}",
-            g.batch,
-            g.m,
-            g.n,
-            g.k,
-            g.a_strides,
-            g.b_strides,
-            call.library.as_ref().and_then(|l| l.epilogue.as_ref()).is_some()
-        )
+        let epilogue = call.library.as_ref().and_then(|l| l.epilogue.as_ref()).is_some();
+        format!("{CANDIDATES}/{target}/t{threads}: {} epilogue {epilogue}", shape(g))
+    }
+
+    /// The key of a GPU GEMM's decision (generated kernel or cuBLASLt) on
+    /// the GPU named `device`.
+    pub fn gpu_key(g: &LibraryGemm, gpu: &GpuGemm, device: &str) -> String {
+        format!("cuda/{device}/{CANDIDATES}: {} {gpu:?}", shape(g))
     }
 
     pub fn get(&self, key: &str) -> Option<Choice> {

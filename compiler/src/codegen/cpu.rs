@@ -2449,11 +2449,11 @@ impl Generator {
 
     /// Attention, fused: FlashAttention's online softmax, one query row per
     /// thread (the GPU stages key/value tiles through shared memory, see
-    /// `gpu_attention`). Head sizes over [`ONLINE_HEAD`] take the two-pass
-    /// row kernel instead.
+    /// `gpu_attention`). Head sizes over [`ONLINE_HEAD`] (and empty
+    /// operands) take the two-pass row kernel instead.
     fn attention(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let a = AttentionShape::of(op, specs);
-        if a.d == 0 || a.dv == 0 || a.d > ONLINE_HEAD || a.dv > ONLINE_HEAD {
+        if [a.l, a.s, a.d, a.dv].contains(&0) || a.d > ONLINE_HEAD || a.dv > ONLINE_HEAD {
             return self.attention_rows(op, specs);
         }
         if self.gpu {
