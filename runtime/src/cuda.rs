@@ -754,7 +754,7 @@ impl CudaSession {
     /// returns the outputs.
     pub fn launch(&mut self, function: &str) -> Result<()> {
         let bad = |message: String| RuntimeError::Arguments { function: function.into(), message };
-        let f = self.module.function(function)?.clone();
+        let f = self.module.function(function)?;
         let bound = self.bound.get_mut(function).ok_or_else(|| bad("no inputs staged (call stage first)".into()))?;
         if bound.running {
             return Err(bad("the last call is still running (call finish first)".into()));
@@ -805,7 +805,7 @@ impl CudaSession {
     /// Waits for the call of `function` that [`CudaSession::launch`]
     /// started; returns its outputs in signature order.
     pub fn finish(&mut self, function: &str) -> Result<Vec<Tensor>> {
-        let f = self.module.function(function)?.clone();
+        let f = self.module.function(function)?;
         let result = self.module.stream.synchronize();
         let bound = self.bound.get_mut(function).ok_or_else(|| RuntimeError::NoFunction(function.into()))?;
         if !std::mem::replace(&mut bound.running, false) {
