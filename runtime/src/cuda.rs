@@ -807,13 +807,16 @@ impl CudaSession {
     pub fn finish(&mut self, function: &str) -> Result<Vec<Tensor>> {
         let f = self.module.function(function)?;
         let result = self.module.stream.synchronize();
-        let bound = self.bound.get_mut(function).ok_or_else(|| RuntimeError::NoFunction(function.into()))?;
-        if !std::mem::replace(&mut bound.running, false) {
+        // A function never launched has no bound state yet: that is the
+        // same mistake as finishing twice.
+        let bound = self.bound.get_mut(function).filter(|b| b.running);
+        let Some(bound) = bound else {
             return Err(RuntimeError::Arguments {
                 function: function.into(),
                 message: "no call running (call launch first)".into(),
             });
-        }
+        };
+        bound.running = false;
         result.map_err(cuda_err(format!("@{function}: running on the device")))?;
         bound.calls += 1;
         let mut outputs = Vec::new();
