@@ -6,6 +6,10 @@
 # Benchmark lines are JSON; with PyTorch installed its baselines run too.
 set -euo pipefail
 cd "$(dirname "$0")"
+# cuBLASLt (a GEMM candidate) is loaded at run time: the CUDA toolkit's
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
 if [ "${1:-all}" != bench ]; then
   ./gpu-test --nocapture --test-threads 1
 fi
@@ -15,6 +19,10 @@ n=$((4096 * 4096))
 AICF_BENCH_BYTES=$((3 * 4 * n)) ./gpu_bench bench/elementwise 200
 AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096 10
 AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096_bf16 20
+# the same bf16 GEMM under other tilings (block tile x bk, warps, stages)
+for v in bench/gemm4096_bf16-*; do
+  AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench "$v" 20
+done
 # causal attention: half of the 4 L S d multiply-adds of 64 heads
 AICF_BENCH_FLOPS=$((2 * 64 * 1024 * 1024 * 64)) ./gpu_bench bench/attention 20
 ./gpu_bench cases/train_mlp784_sgd 500

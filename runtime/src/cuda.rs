@@ -205,14 +205,27 @@ impl CudaModule {
         for f in &manifest.functions {
             let mut resolved = Vec::new();
             for (k, c) in f.calls.iter().enumerate() {
-                if c.launch.is_none() {
+                let Some(launch) = c.launch else {
                     return Err(load_err(&path, format!("@{} call #{k} has no launch shape", f.name)));
-                }
+                };
                 let name =
                     CString::new(c.symbol.clone()).map_err(|_| load_err(&path, "a kernel name with a NUL".into()))?;
                 // SAFETY: the module is loaded and alive for this CudaModule.
                 let func = unsafe { result::module::get_function(module, name) }
                     .map_err(|e| load_err(&ptx_path, format!("no kernel {} (for @{}): {e}", c.symbol, f.name)))?;
+                // Dynamic shared memory over the default 48 KiB must be
+                // asked for per kernel (the big tensor-core GEMM tiles).
+                if launch.shared_bytes > 48 * 1024 {
+                    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+                    // SAFETY: `func` was just resolved in the loaded module.
+                    unsafe { result::function::set_function_attribute(func, attribute, launch.shared_bytes as i32) }
+                        .map_err(|e| {
+                            load_err(
+                                &ptx_path,
+                                format!("{} needs {} bytes of shared memory: {e}", c.symbol, launch.shared_bytes),
+                            )
+                        })?;
+                }
                 resolved.push(func);
             }
             kernels.insert(f.name.clone(), resolved);

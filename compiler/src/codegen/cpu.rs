@@ -27,7 +27,7 @@ use std::path::Path;
 
 #[path = "gpu.rs"]
 mod gpu;
-pub use gpu::{compile_gpu, ptxas, validate_ptx};
+pub use gpu::{GpuOptions, TensorCoreTile, compile_gpu, compile_gpu_with, ptxas, validate_ptx};
 
 type Result<T> = std::result::Result<T, CompileError>;
 
@@ -149,7 +149,7 @@ pub fn compile_cpu_cached(
     out_dir: &Path,
     cache: &KernelCache,
 ) -> Result<(Manifest, KernelStats)> {
-    compile(ctx, module, ir_hash, out_dir, Some(cache))
+    compile(ctx, module, ir_hash, out_dir, Some(cache), GpuOptions::default())
 }
 
 /// How one CPU build went: distinct kernels, how many of them were not in
@@ -274,11 +274,12 @@ fn compile(
     ir_hash: &str,
     out_dir: &Path,
     cpu: Option<&KernelCache>,
+    gpu_options: GpuOptions,
 ) -> Result<(Manifest, KernelStats)> {
     let gpu = cpu.is_none();
     let raw = module.as_operation().to_raw();
     let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(raw, 0)) };
-    let mut generator = Generator { gpu, ..Generator::default() };
+    let mut generator = Generator { gpu, gemm_tile: gpu_options.gemm_tile, ..Generator::default() };
     let mut globals: HashMap<String, MlirOperation> = HashMap::new();
     let mut symbols = Vec::new();
     for op in ops_of(top) {
@@ -426,6 +427,8 @@ struct Generator {
     signatures: HashMap<String, Vec<String>>,
     /// Row kernels that run a warp per work item on the GPU.
     warp_rows: std::collections::HashSet<String>,
+    /// The tiling of tensor-core GEMMs, if not each shape's default.
+    gemm_tile: Option<TensorCoreTile>,
 }
 
 /// One kernel function being written: SSA names and indentation.

@@ -70,7 +70,21 @@ pub(super) fn block_sum(k: &mut Kernel, tid: &str, part: &str, t: DType) -> Stri
 /// Compiles the planned `module` for NVIDIA GPUs into `out_dir`
 /// (`manifest.json`, `kernels.sm_80.ptx`, `kernels.sm_90.ptx`).
 pub fn compile_gpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
-    Ok(compile(ctx, module, ir_hash, out_dir, None)?.0)
+    compile_gpu_with(ctx, module, ir_hash, out_dir, &GpuOptions::default())
+}
+
+/// [`compile_gpu`] with `options`.
+pub fn compile_gpu_with(
+    ctx: &CompilerContext,
+    module: &Module<'_>,
+    ir_hash: &str,
+    out_dir: &Path,
+    options: &GpuOptions,
+) -> Result<Manifest> {
+    if let Some(tile) = options.gemm_tile {
+        tile.check().map_err(|e| CompileError::Unsupported(format!("the GEMM tile option: {e}")))?;
+    }
+    Ok(compile(ctx, module, ir_hash, out_dir, None, *options)?.0)
 }
 
 /// The PTX file of `chip` in an artifact directory.
@@ -177,6 +191,90 @@ impl Tile {
         let (mc, kc, nc) = (k.index(m), k.index(kk), k.index(n));
         Tile { row0, col0, a_base, b_base, o_base, mc, kc, nc }
     }
+}
+
+/// How a tensor-core GEMM is tiled: `warps_m x warps_n` warps per block,
+/// each owning `16 frags_m x 16 frags_n` of the output; tiles of `bk`
+/// along k copied into shared memory `stages` deep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorCoreTile {
+    pub warps_m: usize,
+    pub warps_n: usize,
+    pub frags_m: usize,
+    pub frags_n: usize,
+    pub bk: usize,
+    pub stages: usize,
+}
+
+impl TensorCoreTile {
+    /// The tiling for an `m x n` output (`batch` of them): 128 x 256 blocks
+    /// of 8 warps (64 x 64 each) when they fill the GPU's 132
+    /// multiprocessors, else 128 x 128 of 4, else 64 x 64 of 4 (32 x 32).
+    pub fn for_shape(m: usize, n: usize, batch: usize) -> TensorCoreTile {
+        let tiles = |bm: usize, bn: usize| m.div_ceil(bm) * n.div_ceil(bn) * batch;
+        let (warps_m, warps_n, frags_m, frags_n) = if tiles(128, 256) >= 132 {
+            (2, 4, 4, 4)
+        } else if tiles(128, 128) >= 132 {
+            (2, 2, 4, 4)
+        } else {
+            (2, 2, 2, 2)
+        };
+        TensorCoreTile { warps_m, warps_n, frags_m, frags_n, bk: 32, stages: 4 }
+    }
+
+    /// The block's output tile, rows x columns.
+    pub fn block(&self) -> (usize, usize) {
+        (16 * self.warps_m * self.frags_m, 16 * self.warps_n * self.frags_n)
+    }
+
+    pub fn threads(&self) -> usize {
+        32 * self.warps_m * self.warps_n
+    }
+
+    /// Shared memory per stage (rows, columns, padded row length, elements)
+    /// of A's tile, then of B's, each in its stored layout.
+    #[allow(clippy::type_complexity)]
+    fn shared_layout(&self, ta: bool, tb: bool) -> (usize, usize, usize, usize, usize, usize, usize, usize) {
+        let ((bm, bn), bk) = (self.block(), self.bk);
+        let (a_rows, a_cols) = if ta { (bk, bm) } else { (bm, bk) };
+        let (b_rows, b_cols) = if tb { (bn, bk) } else { (bk, bn) };
+        let (a_ld, b_ld) = (a_cols + 8, b_cols + 8);
+        (a_rows, a_cols, a_ld, a_rows * a_ld, b_rows, b_cols, b_ld, b_rows * b_ld)
+    }
+
+    /// Bytes of shared memory the block takes, for 16-bit operands.
+    pub fn shared_bytes(&self, ta: bool, tb: bool) -> usize {
+        let (.., a_stage, _, _, _, b_stage) = self.shared_layout(ta, tb);
+        2 * self.stages * (a_stage + b_stage)
+    }
+
+    /// Whether the kernel can be built this way: whole 16-byte chunks of
+    /// each tile for every thread, at least two stages, bk a multiple of 16
+    /// and the shared memory within an H100's 227 KiB per block.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let (bm, bn) = self.block();
+        let threads = self.threads();
+        let parts = [self.warps_m, self.warps_n, self.frags_m, self.frags_n, self.bk, self.stages];
+        if parts.contains(&0) || self.bk % 16 != 0 || self.stages < 2 || threads > 1024 {
+            return Err(format!("{self:?}: bk must be a multiple of 16, at least 2 stages, at most 32 warps"));
+        }
+        if (bm * self.bk / 8) % threads != 0 || (self.bk * bn / 8) % threads != 0 {
+            return Err(format!("{self:?}: a {bm}x{bn}x{} tile is not whole 16-byte chunks per thread", self.bk));
+        }
+        let most = (0..4).map(|t| self.shared_bytes(t & 1 == 1, t & 2 == 2)).max().unwrap_or(0);
+        if most > 227 * 1024 {
+            return Err(format!("{self:?}: {most} bytes of shared memory, over 227 KiB"));
+        }
+        Ok(())
+    }
+}
+
+/// Options of the GPU code generator.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GpuOptions {
+    /// The tiling of every tensor-core GEMM, in place of the shape's
+    /// default (for tuning).
+    pub gemm_tile: Option<TensorCoreTile>,
 }
 
 /// Query rows per block of the fused attention (a thread each).
@@ -526,15 +624,17 @@ impl Generator {
     /// f32 (`mma.sync.m16n8k16`), with the epilogue in f32 and the result
     /// stored in the output's type.
     ///
-    /// Block (x, y, z) computes a `bm x bn` tile of batch z with `wm x wn`
-    /// warps, each owning a `16 fm x 16 fn` sub-tile: fm 16-row fragments of
-    /// A times 2 fn 8-column fragments of B per step of 16 along k. Tiles of
-    /// 32 along k go through shared memory in two stages: while the warps
-    /// multiply one stage, the next tile is copied into the other. Each
-    /// operand keeps its stored layout in shared memory (rows padded by 8
-    /// elements, so the eight 16-byte rows an `ldmatrix` reads fall in
-    /// distinct banks); `ldmatrix` (transposing where the layout asks for
-    /// it) gives the fragments in the order `mma` takes them.
+    /// Block (x, y, z) computes a `bm x bn` tile of batch z with the
+    /// [`TensorCoreTile`]'s `warps_m x warps_n` warps, each owning a
+    /// `16 frags_m x 16 frags_n` sub-tile: frags_m 16-row fragments of A
+    /// times 2 frags_n 8-column fragments of B per step of 16 along k.
+    /// Tiles of `bk` along k go through dynamic shared memory `stages`
+    /// deep: while the warps multiply one stage, the copies of the next
+    /// `stages - 1` tiles are in flight, and one barrier per tile orders
+    /// them. Each operand keeps its stored layout in shared memory (rows
+    /// padded by 8 elements, so the eight 16-byte rows an `ldmatrix` reads
+    /// fall in distinct banks); `ldmatrix` (transposing where the layout
+    /// asks for it) gives the fragments in the order `mma` takes them.
     ///
     /// Copies are `cp.async` 16-byte chunks when each operand's contiguous
     /// dimension is a multiple of 8 (chunks past the matrix are zero-filled
@@ -549,23 +649,24 @@ impl Generator {
         let GemmLayout { bias, mask, residual, out, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched, .. } = *l;
         let e = et.mlir();
         let batch = rows / m.max(1);
-        let tiles = |edge: usize| m.div_ceil(edge) * n.div_ceil(edge) * batch;
-        // 128 x 128 tiles (8 warps of 64 x 32) when they fill the GPU's 132
-        // multiprocessors, else 64 x 64 (4 warps of 32 x 32).
-        let (wm, wn, fm, fnn) = if tiles(128) >= 132 { (2, 4, 4, 2) } else { (2, 2, 2, 2) };
-        let (bm, bn, bk) = (wm * 16 * fm, wn * 16 * fnn, 32);
-        let threads = 32 * wm * wn;
-        // Shared-memory layouts (rows x cols, cols contiguous, padded).
-        let (a_rows, a_cols) = if ta { (bk, bm) } else { (bm, bk) };
-        let (b_rows, b_cols) = if tb { (bn, bk) } else { (bk, bn) };
-        let (a_ld, b_ld) = (a_cols + 8, b_cols + 8);
-        let (a_stage, b_stage) = (a_rows * a_ld, b_rows * b_ld);
-        let sa = format!("memref<{}x{e}, #gpu.address_space<workgroup>>", 2 * a_stage);
-        let sb = format!("memref<{}x{e}, #gpu.address_space<workgroup>>", 2 * b_stage);
+        let tile = self.gemm_tile.unwrap_or_else(|| TensorCoreTile::for_shape(m, n, batch));
+        let TensorCoreTile { warps_m: _, warps_n: wn, frags_m: fm, frags_n: fnn, bk, stages } = tile;
+        let (bm, bn) = tile.block();
+        let threads = tile.threads();
+        let (a_rows, a_cols, a_ld, a_stage, b_rows, b_cols, b_ld, b_stage) = tile.shared_layout(ta, tb);
+        let sa = format!("memref<{}x{e}, #gpu.address_space<workgroup>>", stages * a_stage);
+        let sb = format!("memref<{}x{e}, #gpu.address_space<workgroup>>", stages * b_stage);
         let asynchronous = (if ta { m } else { kk }) % 8 == 0 && (if tb { kk } else { n }) % 8 == 0;
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
 
         let mut k = Kernel::new();
+        // A's stages, then B's, in the dynamic shared memory (A's part is a
+        // multiple of 16 bytes: rows of a multiple of 8 elements).
+        let dynamic = "memref<?xi8, #gpu.address_space<workgroup>>";
+        let b_at = k.index(stages * a_stage * 2);
+        k.line(&format!("%smem = gpu.dynamic_shared_memory : {dynamic}"));
+        k.line(&format!("%As = memref.view %smem[%c0][] : {dynamic} to {sa}"));
+        k.line(&format!("%Bs = memref.view %smem[{b_at}][] : {dynamic} to {sb}"));
         let tid = k.val("gpu.thread_id x");
         let c32 = k.index(32);
         let lane = k.val(&format!("arith.remui {tid}, {c32} : index"));
@@ -612,10 +713,12 @@ impl Generator {
             k.mad(&kr, b_ld, &ncol)
         };
 
-        // Copies tile `t` (of 32 along k) of both operands into stage `t % 2`.
+        // Copies tile `t` (of bk along k) of both operands into stage
+        // `t % stages`.
+        let c_stages = k.index(stages);
         let load_tile = |k: &mut Kernel, t: &str| {
             let kt = k.mad(t, bk, "%c0");
-            let stage = k.val(&format!("arith.remui {t}, {c2} : index"));
+            let stage = k.val(&format!("arith.remui {t}, {c_stages} : index"));
             let a_off = k.mad(&stage, a_stage, "%c0");
             let b_off = k.mad(&stage, b_stage, "%c0");
             // (buffer, batch base, smem, stage offset, rows, cols, ld, global
@@ -672,20 +775,26 @@ impl Generator {
             asynchronous.then(|| k.val(&format!("nvgpu.device_async_create_group {}", tokens.join(", "))))
         };
 
-        let first = load_tile(&mut k, "%c0");
+        // The first stages - 1 tiles in flight, a commit group each.
+        for s in 0..stages - 1 {
+            let t = k.index(s);
+            load_tile(&mut k, &t);
+        }
         let ntiles = k.index(kk.div_ceil(bk));
         let zero = k.float(0.0, DType::F32);
         let nacc = fm * 2 * fnn * 4;
         let (t, accs, results) = k.open_reduce_all("%c0", &ntiles, "%c1", &vec![zero; nacc], "f32");
-        // The next tile goes into the other stage while this one is used
-        // (past the last tile it is all zero fill, never read).
-        let next = k.add(&t, "%c1");
-        if let Some(group) = load_tile(&mut k, &next) {
-            // Every group but the newest done: this tile's copies.
-            k.line(&format!("nvgpu.device_async_wait {group} {{numGroups = 1 : i32}}"));
+        if asynchronous {
+            // Of the groups committed (one per tile up to t + stages - 2),
+            // all but the newest stages - 2 done: tile t's copies.
+            k.line(&format!("nvvm.cp.async.wait.group {}", stages - 2));
         }
+        // Every thread's copies of tile t visible, and every warp done with
+        // tile t - 1, whose stage the next copy refills.
         k.line("gpu.barrier");
-        let stage = k.val(&format!("arith.remui {t}, {c2} : index"));
+        let ahead = k.mad("%c1", stages - 1, &t);
+        load_tile(&mut k, &ahead);
+        let stage = k.val(&format!("arith.remui {t}, {c_stages} : index"));
         let a_off = k.mad(&stage, a_stage, &a_lane);
         let b_off = k.mad(&stage, b_stage, &b_lane);
         let mut acc = accs.clone();
@@ -746,12 +855,11 @@ impl Generator {
                 }
             }
         }
-        k.line("gpu.barrier");
         k.close_with_all(&acc, "f32");
-        if let Some(group) = first {
-            // Every group done (the last, all zero fill) before the block
-            // exits; the token only orders the wait after the copies.
-            k.line(&format!("nvgpu.device_async_wait {group} {{numGroups = 0 : i32}}"));
+        if asynchronous {
+            // The copies past the last tile (all zero fill) done before the
+            // block exits.
+            k.line("nvvm.cp.async.wait.group 0");
         }
 
         // The epilogue: register i of fragment (mi, ni) is row
@@ -787,7 +895,10 @@ impl Generator {
             }
         }
         let grid = [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, batch as u32];
-        let name = self.finish_gpu_func(k, specs, &[("%As", sa), ("%Bs", sb)], grid, threads as u32);
+        let name = self.finish_gpu_func(k, specs, &[], grid, threads as u32);
+        if let Some(launch) = self.launches.get_mut(&name) {
+            launch.shared_bytes = tile.shared_bytes(ta, tb) as u32;
+        }
         (name, rows as u64, (2 * kk * n) as u64, (0..specs.len()).collect(), vec![])
     }
 
@@ -809,12 +920,12 @@ impl Generator {
         // default is the element's alignment).
         let shared: Vec<String> =
             workgroup.iter().map(|(n, t)| format!("{n} : {t} {{llvm.align = {SHARED_ALIGN} : i64}}")).collect();
+        let workgroup = if shared.is_empty() { String::new() } else { format!(" workgroup({})", shared.join(", ")) };
         let _ = writeln!(
             self.gpu_funcs,
-            "    gpu.func @aicf_{name}(%work: index, {}) workgroup({}) kernel attributes \
+            "    gpu.func @aicf_{name}(%work: index, {}){workgroup} kernel attributes \
              {{known_block_size = array<i32: {block}, 1, 1>, known_grid_size = array<i32: {}, {}, {}>}} {{",
             params.join(", "),
-            shared.join(", "),
             grid[0],
             grid[1],
             grid[2]

@@ -4,5 +4,6 @@
 pub mod cpu;
 
 pub use cpu::{
-    KernelCache, KernelStats, compile_cpu, compile_cpu_cached, compile_gpu, ptxas, validate_ptx, write_atomically,
+    GpuOptions, KernelCache, KernelStats, TensorCoreTile, compile_cpu, compile_cpu_cached, compile_gpu,
+    compile_gpu_with, ptxas, validate_ptx, write_atomically,
 };

@@ -11,7 +11,7 @@
 use crate::cpu::{kernel_cases, out_dir, step_inputs};
 use aicf_compiler::{
     CompilerContext,
-    codegen::{compile_cpu, compile_gpu, validate_ptx},
+    codegen::{GpuOptions, TensorCoreTile, compile_cpu, compile_gpu, compile_gpu_with, validate_ptx},
     interp::Interpreter,
     nn::DType,
     run_pipeline,
@@ -39,7 +39,11 @@ fn ptxas_accepts(dir: &Path, what: &str) {
         let path = dir.join(format!("kernels.{chip}.ptx"));
         validate_ptx(&path, chip).unwrap_or_else(|e| panic!("{what}: {e}"));
         let ptx = std::fs::read_to_string(&path).unwrap();
-        for line in ptx.lines().filter(|l| l.trim_start().starts_with(".shared ")) {
+        let shared = |l: &&str| {
+            let l = l.trim_start();
+            l.starts_with(".shared ") || l.starts_with(".extern .shared ")
+        };
+        for line in ptx.lines().filter(shared) {
             assert!(line.contains(".align 16"), "{what} ({chip}): shared buffer not 16-byte aligned: {line}");
         }
     }
@@ -276,6 +280,59 @@ fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
             std::fs::copy(dir.join(file), bench.join(file)).unwrap();
         }
     }
+    gemm_tile_variants();
+}
+
+/// The bf16 GEMM benchmark under other tilings than the default, for
+/// tuning on a GPU (`run.sh` times each as `gemm4096_bf16-<tile>`); a tile
+/// the kernel cannot take is a clear error.
+fn gemm_tile_variants() {
+    let h = "tensor<4096x4096xbf16>";
+    let source =
+        format!("func.func @f(%a: {h}, %b: {h}) -> {h} {{\n  %p = hl.matmul %a, %b : {h}, {h}\n  return %p : {h}\n}}");
+    let ctx = CompilerContext::new();
+    let mut planned = ctx.parse(&source, "gemm").unwrap();
+    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
+    let tile = |warps_m, warps_n, frags_m, frags_n, bk, stages| TensorCoreTile {
+        warps_m,
+        warps_n,
+        frags_m,
+        frags_n,
+        bk,
+        stages,
+    };
+    let variants = [
+        tile(2, 4, 4, 4, 32, 3),
+        tile(2, 4, 4, 4, 64, 3),
+        tile(2, 2, 4, 4, 32, 4),
+        tile(4, 2, 4, 4, 32, 4),
+        tile(2, 4, 4, 2, 32, 4),
+        tile(2, 4, 4, 2, 64, 3),
+    ];
+    for t in variants {
+        let (bm, bn) = t.block();
+        let name = format!("gemm4096_bf16-{bm}x{bn}x{}-w{}x{}-s{}", t.bk, t.warps_m, t.warps_n, t.stages);
+        let dir = out_dir(&format!("gpu_bench_{name}"));
+        let options = GpuOptions { gemm_tile: Some(t) };
+        let manifest =
+            compile_gpu_with(&ctx, &planned, "bench", &dir, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(manifest.functions[0].calls[0].launch.unwrap().shared_bytes as usize, t.shared_bytes(false, false));
+        ptxas_accepts(&dir, &name);
+        let bench = bundle_cases().join("../bench").join(&name);
+        let _ = std::fs::remove_dir_all(&bench);
+        std::fs::create_dir_all(&bench).unwrap();
+        for file in ["manifest.json", "kernels.sm_80.ptx", "kernels.sm_90.ptx"] {
+            std::fs::copy(dir.join(file), bench.join(file)).unwrap();
+        }
+    }
+    // 128 x 256 tiles with bk 64 take 51 KiB a stage: 5 stages are over
+    // a block's 227 KiB. Three warps cannot split a 16 x 16 tile of B.
+    let too_big = GpuOptions { gemm_tile: Some(tile(2, 4, 4, 4, 64, 5)) };
+    let err = compile_gpu_with(&ctx, &planned, "bench", &out_dir("gpu_bench_too_big"), &too_big).unwrap_err();
+    assert!(err.to_string().contains("over 227 KiB"), "{err}");
+    let ragged = GpuOptions { gemm_tile: Some(tile(3, 1, 1, 1, 16, 2)) };
+    let err = compile_gpu_with(&ctx, &planned, "bench", &out_dir("gpu_bench_ragged"), &ragged).unwrap_err();
+    assert!(err.to_string().contains("16-byte chunks"), "{err}");
 }
 
 /// The `ll` text of a GemmCheck's one GEMM: `f(a, b[, bias]) -> out`.
@@ -338,17 +395,17 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         GemmCheck { batch, m, k, n, ta, tb, dtype, out, bias, relu, tol }
     };
     let cases = [
-        // (name, check, cp.async copies, 128 x 128 tiles)
-        ("bf16_bias_relu", check(1, 100, 72, 56, false, false, BF16, BF16, true, true), true, false),
-        ("bf16_ta_f32", check(1, 40, 64, 24, true, false, BF16, F32, false, false), true, false),
-        ("bf16_tb_odd", check(1, 33, 37, 29, false, true, BF16, F32, true, false), false, false),
-        ("f16_ta_tb_batched", check(3, 48, 40, 16, true, true, F16, F16, false, false), true, false),
-        ("f16_odd", check(1, 17, 9, 13, false, false, F16, F32, false, true), false, false),
-        ("bf16_big", check(1, 1536, 96, 1536, false, false, BF16, BF16, false, false), true, true),
-        ("bf16_big_tb", check(1, 1536, 72, 1408, false, true, BF16, F32, true, false), true, true),
-        ("bf16_big_ta", check(1, 1408, 80, 1536, true, false, BF16, F32, false, true), true, true),
+        // (name, check, cp.async copies, the block's output tile)
+        ("bf16_bias_relu", check(1, 100, 72, 56, false, false, BF16, BF16, true, true), true, (64, 64)),
+        ("bf16_ta_f32", check(1, 40, 64, 24, true, false, BF16, F32, false, false), true, (64, 64)),
+        ("bf16_tb_odd", check(1, 33, 37, 29, false, true, BF16, F32, true, false), false, (64, 64)),
+        ("f16_ta_tb_batched", check(3, 48, 40, 16, true, true, F16, F16, false, false), true, (64, 64)),
+        ("f16_odd", check(1, 17, 9, 13, false, false, F16, F32, false, true), false, (64, 64)),
+        ("bf16_big", check(1, 1536, 96, 1536, false, false, BF16, BF16, false, false), true, (128, 128)),
+        ("bf16_big_tb", check(1, 2048, 72, 2304, false, true, BF16, F32, true, false), true, (128, 256)),
+        ("bf16_big_ta", check(1, 2304, 80, 2048, true, false, BF16, F32, false, true), true, (128, 256)),
     ];
-    for (name, c, asynchronous, big) in cases {
+    for (name, c, asynchronous, block) in cases {
         let ctx = CompilerContext::new();
         let source = gemm_source(&c);
         let module = ctx.parse(&source, name).unwrap_or_else(|e| panic!("{name}: {e}\n{source}"));
@@ -356,7 +413,11 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         let manifest = compile_gpu(&ctx, &module, "tc", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
         ptxas_accepts(&dir, name);
         let launch = manifest.functions[0].calls[0].launch.unwrap();
-        assert_eq!(launch.block[0], if big { 256 } else { 128 }, "{name}: {launch:?}");
+        let tile = TensorCoreTile::for_shape(c.m, c.n, c.batch);
+        assert_eq!(tile.block(), block, "{name}");
+        assert_eq!(launch.block[0] as usize, tile.threads(), "{name}: {launch:?}");
+        assert_eq!(launch.grid, [c.n.div_ceil(block.1) as u32, c.m.div_ceil(block.0) as u32, c.batch as u32]);
+        assert_eq!(launch.shared_bytes as usize, tile.shared_bytes(c.ta, c.tb), "{name}: dynamic shared memory");
         // The call carries its cuBLASLt candidate: the same product and the
         // whole epilogue (the runtime's GPU test runs it both ways).
         let library = manifest.functions[0].calls[0].library.clone().unwrap_or_else(|| panic!("{name}: no candidate"));
