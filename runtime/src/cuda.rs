@@ -193,7 +193,10 @@ impl CudaModule {
         }
         let ctx = CudaContext::new(ordinal).map_err(cuda_err(format!("opening GPU {ordinal}")))?;
         let (major, _) = ctx.compute_capability().map_err(cuda_err("reading the compute capability"))?;
-        let chip = if major >= 9 { "sm_90" } else { "sm_80" };
+        // The sm_90 PTX is built for sm_90a (wgmma), which only sm_90
+        // devices run; any other takes the sm_80 PTX, which the driver
+        // compiles for newer chips.
+        let chip = if major == 9 { "sm_90" } else { "sm_80" };
         let ptx_path = dir.join(format!("kernels.{chip}.ptx"));
         let ptx = std::fs::read(&ptx_path).map_err(|e| load_err(&ptx_path, e.to_string()))?;
         let ptx = CString::new(ptx).map_err(|_| load_err(&ptx_path, "a NUL byte in the PTX".into()))?;

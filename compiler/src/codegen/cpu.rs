@@ -279,7 +279,8 @@ fn compile(
     let gpu = cpu.is_none();
     let raw = module.as_operation().to_raw();
     let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(raw, 0)) };
-    let mut generator = Generator { gpu, gemm_tile: gpu_options.gemm_tile, ..Generator::default() };
+    let mut generator =
+        Generator { gpu, gemm_tile: gpu_options.gemm_tile, wgmma: gpu_options.wgmma, ..Generator::default() };
     let mut globals: HashMap<String, MlirOperation> = HashMap::new();
     let mut symbols = Vec::new();
     for op in ops_of(top) {
@@ -421,7 +422,9 @@ struct Generator {
     gpu: bool,
     /// GPU kernels written whole as `gpu.func` (not row functions), by
     /// name, with their launch shapes.
-    gpu_funcs: String,
+    gpu_funcs: Vec<(String, String)>,
+    /// The sm_90 form of kernels that have one (wgmma GEMMs), by name.
+    hopper: HashMap<String, String>,
     launches: HashMap<String, artifact::Launch>,
     /// The buffer types of each row kernel, by name.
     signatures: HashMap<String, Vec<String>>,
@@ -429,6 +432,8 @@ struct Generator {
     warp_rows: std::collections::HashSet<String>,
     /// The tiling of tensor-core GEMMs, if not each shape's default.
     gemm_tile: Option<TensorCoreTile>,
+    /// Whether big tensor-core GEMMs get a wgmma form for sm_90.
+    wgmma: bool,
 }
 
 /// One kernel function being written: SSA names and indentation.

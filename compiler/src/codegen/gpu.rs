@@ -30,6 +30,14 @@ use std::path::PathBuf;
 /// Chips the PTX is generated for (PTX ISA 8.0; the driver JIT-compiles
 /// sm_80 PTX for later chips too).
 const CHIPS: [&str; 2] = ["sm_80", "sm_90"];
+/// The chip whose PTX may use Hopper's own instructions (wgmma): it is
+/// built for `sm_90a`, which runs on sm_90 devices only.
+const HOPPER: &str = "sm_90";
+
+/// The PTX target a chip's kernels are built for.
+pub fn ptx_target(chip: &str) -> String {
+    if chip == HOPPER { format!("{chip}a") } else { chip.to_string() }
+}
 
 /// Alignment in bytes of every shared-memory buffer.
 const SHARED_ALIGN: usize = 16;
@@ -113,7 +121,7 @@ pub fn validate_ptx(ptx: &Path, chip: &str) -> Result<()> {
     let ptxas = ptxas().ok_or_else(|| internal("ptxas not found (run `make setup`, or set AICF_PTXAS)"))?;
     let out = std::env::temp_dir().join(format!("aicf-ptxas-{}-{chip}.cubin", std::process::id()));
     let output = std::process::Command::new(&ptxas)
-        .arg(format!("-arch={chip}"))
+        .arg(format!("-arch={}", ptx_target(chip)))
         .arg(ptx)
         .arg("-o")
         .arg(&out)
@@ -122,7 +130,8 @@ pub fn validate_ptx(ptx: &Path, chip: &str) -> Result<()> {
     let _ = std::fs::remove_file(&out);
     if !output.status.success() {
         return Err(internal(format!(
-            "ptxas -arch={chip} rejects {}:\n{}",
+            "ptxas -arch={} rejects {}:\n{}",
+            ptx_target(chip),
             ptx.display(),
             String::from_utf8_lossy(&output.stderr).trim()
         )));
@@ -270,12 +279,28 @@ impl TensorCoreTile {
 }
 
 /// Options of the GPU code generator.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct GpuOptions {
     /// The tiling of every tensor-core GEMM, in place of the shape's
     /// default (for tuning).
     pub gemm_tile: Option<TensorCoreTile>,
+    /// Whether 128 x 256 tensor-core GEMMs take Hopper's warpgroup MMA
+    /// (`wgmma`) in the sm_90 build, rather than `mma.sync`.
+    pub wgmma: bool,
 }
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        GpuOptions { gemm_tile: None, wgmma: true }
+    }
+}
+
+/// Tiles along k of the wgmma GEMM: one 128-byte swizzle row of 16-bit
+/// elements.
+const WGMMA_BK: usize = 64;
+/// Shared-memory stages of the wgmma GEMM (48 KiB each), within the 163
+/// KiB an A100 block may take, since the sm_80 kernel shares the launch.
+const WGMMA_STAGES: usize = 3;
 
 /// Query rows per block of the fused attention (a thread each).
 const ATTENTION_QUERIES: usize = 64;
@@ -896,10 +921,239 @@ impl Generator {
         }
         let grid = [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, batch as u32];
         let name = self.finish_gpu_func(k, specs, &[], grid, threads as u32);
+        let mut shared = tile.shared_bytes(ta, tb);
+        // The same block tile and threads on Hopper's warpgroup MMA.
+        if self.wgmma && asynchronous && tile.block() == (128, 256) && threads == 256 {
+            // A tile of the wgmma's own depth along k sets its stages too.
+            let wgmma_stages = if tile.bk == WGMMA_BK { tile.stages } else { WGMMA_STAGES };
+            let (text, bytes) = self.wgmma_gemm(&name, l, et, specs, wgmma_stages);
+            self.hopper.insert(name.clone(), text);
+            shared = shared.max(bytes);
+        }
         if let Some(launch) = self.launches.get_mut(&name) {
-            launch.shared_bytes = tile.shared_bytes(ta, tb) as u32;
+            launch.shared_bytes = shared as u32;
         }
         (name, rows as u64, (2 * kk * n) as u64, (0..specs.len()).collect(), vec![])
+    }
+
+    /// The Hopper form of a tensor-core GEMM kernel (same name, launch and
+    /// epilogue as the `mma.sync` one it replaces in the sm_90 build): two
+    /// warpgroups each multiply 64 rows of a 128 x 256 block tile with
+    /// `wgmma.mma_async.m64n256k16`, reading both operands straight from
+    /// shared memory through matrix descriptors, accumulating in 128 f32
+    /// registers per thread.
+    ///
+    /// Tiles of [`WGMMA_BK`] along k are copied by `cp.async` into
+    /// `stages` stages in the 128-byte swizzled layout `wgmma`
+    /// reads: 8 rows of 128 bytes make a 1024-byte atom, and row r's 16-byte
+    /// chunk c lies at chunk c ^ (r % 8). A K-major operand (A row-major, B
+    /// stored n x k) has a 64-element k row per atom row; an M- or N-major
+    /// one (A stored k x m, B row-major) has 64 m or n columns per atom row
+    /// and 8 k rows per atom, the atoms of one 64-column block k-contiguous.
+    /// Returns the kernel text and its dynamic shared memory in bytes.
+    fn wgmma_gemm(
+        &self,
+        name: &str,
+        l: &GemmLayout,
+        et: DType,
+        specs: &[(Vec<usize>, DType)],
+        stages: usize,
+    ) -> (String, usize) {
+        let GemmLayout { bias, mask, residual, out, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched, .. } = *l;
+        let e = et.mlir();
+        let batch = rows / m.max(1);
+        let (bm, bn, bk) = (128, 256, WGMMA_BK);
+        // Elements per stage of each operand; atoms are 512 elements.
+        let (a_stage, b_stage) = (bm * bk, bk * bn);
+        let atoms_k = bk / 8;
+        // One byte past an atom so the stages can start 1024-byte aligned.
+        let bytes = 2 * stages * (a_stage + b_stage) + 1024;
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let mut k = Kernel::new();
+        let dynamic = "memref<?xi8, #gpu.address_space<workgroup>>";
+        let sa = format!("memref<{}x{e}, #gpu.address_space<workgroup>>", stages * a_stage);
+        let sb = format!("memref<{}x{e}, #gpu.address_space<workgroup>>", stages * b_stage);
+        k.line(&format!("%smem = gpu.dynamic_shared_memory : {dynamic}"));
+        // The swizzle works on shared addresses: align the stages to 1024.
+        let addr = k.val(&format!("memref.extract_aligned_pointer_as_index %smem : {dynamic} -> index"));
+        let c1024 = k.index(1024);
+        let low = k.val(&format!("arith.remui {addr}, {c1024} : index"));
+        let pad = k.val(&format!("arith.subi {c1024}, {low} : index"));
+        let pad = k.val(&format!("arith.remui {pad}, {c1024} : index"));
+        let b_at = k.mad("%c1", 2 * stages * a_stage, &pad);
+        k.line(&format!("%As = memref.view %smem[{pad}][] : {dynamic} to {sa}"));
+        k.line(&format!("%Bs = memref.view %smem[{b_at}][] : {dynamic} to {sb}"));
+        let a_addr = k.add(&addr, &pad);
+        let b_addr = k.add(&addr, &b_at);
+        let tid = k.val("gpu.thread_id x");
+        let c128 = k.index(128);
+        let wg = k.val(&format!("arith.divui {tid}, {c128} : index"));
+        let Tile { row0, col0, a_base, b_base, o_base, mc, kc, nc } = Tile::of(&mut k, bm, bn, m, kk, n, batched);
+        let c_stages = k.index(stages);
+        let c8 = k.index(8);
+        // Element offset in a stage of chunk `chunk` (8 elements) of row `r`
+        // of a K-major operand, or of k row `r`, column chunk `chunk` of an
+        // M/N-major one.
+        let swizzled = |k: &mut Kernel, r: &str, chunk: &str, k_major: bool| -> String {
+            let r8 = k.val(&format!("arith.remui {r}, {c8} : index"));
+            let cc = k.val(&format!("arith.remui {chunk}, {c8} : index"));
+            let sw = k.val(&format!("arith.xori {cc}, {r8} : index"));
+            let in_row = k.mad(&sw, 8, "%c0");
+            if k_major {
+                k.mad(r, 64, &in_row)
+            } else {
+                let block = k.val(&format!("arith.divui {chunk}, {c8} : index"));
+                let kg = k.val(&format!("arith.divui {r}, {c8} : index"));
+                let atom = k.mad(&block, atoms_k, &kg);
+                let at = k.mad(&r8, 64, &in_row);
+                k.mad(&atom, 512, &at)
+            }
+        };
+        let threads = 256;
+        let load_tile = |k: &mut Kernel, t: &str| {
+            let kt = k.mad(t, bk, "%c0");
+            let stage = k.val(&format!("arith.remui {t}, {c_stages} : index"));
+            let a_off = k.mad(&stage, a_stage, "%c0");
+            let b_off = k.mad(&stage, b_stage, "%c0");
+            // (buffer, batch base, smem, its type, stage offset, stored rows
+            // and columns of the tile, K-major, global corner, limits, row
+            // stride)
+            let (a_r0, a_c0, a_rl, a_cl, a_g) = if ta { (&kt, &row0, &kc, &mc, m) } else { (&row0, &kt, &mc, &kc, kk) };
+            let (b_r0, b_c0, b_rl, b_cl, b_g) = if tb { (&col0, &kt, &nc, &kc, kk) } else { (&kt, &col0, &kc, &nc, n) };
+            let (a_rows, a_cols) = if ta { (bk, bm) } else { (bm, bk) };
+            let (b_rows, b_cols) = if tb { (bn, bk) } else { (bk, bn) };
+            let mut tokens = Vec::new();
+            for (buf, base, smem, st, off, r_n, c_n, k_major, r0, c0, rl, cl, g) in [
+                ("%b0", &a_base, "%As", &sa, &a_off, a_rows, a_cols, !ta, a_r0, a_c0, a_rl, a_cl, a_g),
+                ("%b1", &b_base, "%Bs", &sb, &b_off, b_rows, b_cols, tb, b_r0, b_c0, b_rl, b_cl, b_g),
+            ] {
+                let gty = if buf == "%b0" { ty(0) } else { ty(1) };
+                let per_row = c_n / 8;
+                for q in 0..r_n * per_row / threads {
+                    let id = k.mad("%c1", q * threads, &tid);
+                    let pr = k.index(per_row);
+                    let r = k.val(&format!("arith.divui {id}, {pr} : index"));
+                    let chunk = k.val(&format!("arith.remui {id}, {pr} : index"));
+                    let c = k.mad(&chunk, 8, "%c0");
+                    let gr = k.add(r0, &r);
+                    let gc = k.add(c0, &c);
+                    let row_ok = k.val(&format!("arith.cmpi ult, {gr}, {rl} : index"));
+                    let col_ok = k.val(&format!("arith.cmpi ult, {gc}, {cl} : index"));
+                    let ok = k.val(&format!("arith.andi {row_ok}, {col_ok} : i1"));
+                    let left = k.val(&format!("arith.subi {cl}, {gc} : index"));
+                    let left = k.val(&format!("arith.minui {left}, {c8} : index"));
+                    let count = k.val(&format!("arith.select {ok}, {left}, %c0 : index"));
+                    let src = k.mad(&gr, g, &gc);
+                    let src = k.add(base, &src);
+                    let src = k.val(&format!("arith.select {ok}, {src}, %c0 : index"));
+                    let at = swizzled(k, &r, &chunk, k_major);
+                    let at = k.add(off, &at);
+                    tokens.push(k.val(&format!(
+                        "nvgpu.device_async_copy {buf}[{src}], {smem}[{at}], 8, {count} {{bypassL1}} : {gty} to {st}"
+                    )));
+                }
+            }
+            k.val(&format!("nvgpu.device_async_create_group {}", tokens.join(", ")));
+        };
+        for s in 0..stages - 1 {
+            let t = k.index(s);
+            load_tile(&mut k, &t);
+        }
+        // Matrix descriptors: start address, leading and stride byte
+        // offsets (each over 16), 128-byte swizzle. K-major: 8-row groups
+        // 1024 bytes apart, the leading offset unused. M/N-major: 64-column
+        // blocks atoms_k atoms apart (leading), 8-row k groups one atom.
+        let fixed = |k_major: bool| -> u64 {
+            let leading: u64 = if k_major { 1 } else { (atoms_k * 1024 / 16) as u64 };
+            (leading << 16) | ((1024u64 / 16) << 32) | (1u64 << 62)
+        };
+        let descriptor = |k: &mut Kernel, byte_addr: &str, k_major: bool| -> String {
+            let a = k.val(&format!("arith.index_cast {byte_addr} : index to i64"));
+            let c4 = k.val("arith.constant 4 : i64");
+            let mask = k.val("arith.constant 16383 : i64");
+            let a = k.val(&format!("arith.shrui {a}, {c4} : i64"));
+            let a = k.val(&format!("arith.andi {a}, {mask} : i64"));
+            let f = k.val(&format!("arith.constant {} : i64", fixed(k_major) as i64));
+            k.val(&format!("arith.ori {a}, {f} : i64"))
+        };
+        let nacc = bn / 2;
+        let acc_ty = format!("!llvm.struct<({})>", vec!["f32"; nacc].join(", "));
+        let zero = k.val(&format!("llvm.mlir.zero : {acc_ty}"));
+        let ntiles = k.index(kk.div_ceil(bk));
+        let (t, accs, results) = k.open_reduce_all("%c0", &ntiles, "%c1", &[zero], &acc_ty);
+        // Of the groups committed (one per tile up to t + stages - 2), all
+        // but the newest stages - 2 done: tile t's copies, made visible to
+        // wgmma's (async proxy) reads and to the other warps.
+        k.line(&format!("nvvm.cp.async.wait.group {}", stages - 2));
+        k.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}");
+        k.line("gpu.barrier");
+        let stage = k.val(&format!("arith.remui {t}, {c_stages} : index"));
+        let a_stage_at = k.mad(&stage, 2 * a_stage, &a_addr);
+        let b_stage_at = k.mad(&stage, 2 * b_stage, &b_addr);
+        // This warpgroup's 64 rows of A: 64 rows of 128 bytes (K-major) or
+        // the wg-th 64-column block (M-major).
+        let a_rows_at = if ta { k.mad(&wg, atoms_k * 1024, &a_stage_at) } else { k.mad(&wg, 64 * 128, &a_stage_at) };
+        k.line("nvvm.wgmma.fence.aligned");
+        let mut acc = accs[0].clone();
+        let (layout_a, layout_b) = (if ta { "col" } else { "row" }, if tb { "col" } else { "row" });
+        for ks in 0..bk / 16 {
+            // Step ks along k: 32 bytes into a K-major row, two k groups
+            // (atoms) on in an M/N-major block.
+            let a_at = k.mad("%c1", if ta { 2 * ks * 1024 } else { 32 * ks }, &a_rows_at);
+            let b_at = k.mad("%c1", if tb { 32 * ks } else { 2 * ks * 1024 }, &b_stage_at);
+            let da = descriptor(&mut k, &a_at, !ta);
+            let db = descriptor(&mut k, &b_at, tb);
+            acc = k.val(&format!(
+                "nvvm.wgmma.mma_async {da}, {db}, {acc}, #nvvm.shape<m = 64, n = {bn}, k = 16>, \
+                 D[<f32>, <one>], A[<{e}>, <one>, <{layout_a}>], B[<{e}>, <one>, <{layout_b}>] : {acc_ty} -> {acc_ty}"
+            ));
+        }
+        k.line("nvvm.wgmma.commit.group.sync.aligned");
+        // While tile t multiplies: tile t - 1's wgmmas done in every
+        // warpgroup, so its stage takes the copy of tile t + stages - 1.
+        k.line("nvvm.wgmma.wait.group.sync.aligned 1");
+        k.line("gpu.barrier");
+        let ahead = k.mad("%c1", stages - 1, &t);
+        load_tile(&mut k, &ahead);
+        k.close_with_all(&[acc], &acc_ty);
+        k.line("nvvm.wgmma.wait.group.sync.aligned 0");
+        k.line("nvvm.cp.async.wait.group 0");
+
+        // The epilogue: accumulator 4 j + r of warp w (of the warpgroup),
+        // lane 4 g + q, is row 16 w + g + 8 (r / 2), column 8 j + 2 q + r % 2
+        // of the warpgroup's 64 x 256 tile.
+        let c32 = k.index(32);
+        let c4 = k.index(4);
+        let lane = k.val(&format!("arith.remui {tid}, {c32} : index"));
+        let warp = k.val(&format!("arith.divui {tid}, {c32} : index"));
+        let g = k.val(&format!("arith.divui {lane}, {c4} : index"));
+        let q = k.val(&format!("arith.remui {lane}, {c4} : index"));
+        // Warp w of warpgroup wg is warp 4 wg + w: its rows start at 16 warp.
+        let er = k.mad(&warp, 16, &row0);
+        let er = k.add(&er, &g);
+        let ec = k.mad(&q, 2, &col0);
+        let alpha_c = (alpha != 1.0).then(|| k.float(alpha, DType::F32));
+        for j in 0..bn / 8 {
+            for r in 0..4 {
+                let i = k.mad("%c1", 8 * (r / 2), &er);
+                let jj = k.mad("%c1", 8 * j + r % 2, &ec);
+                let in_i = k.val(&format!("arith.cmpi ult, {i}, {mc} : index"));
+                let in_j = k.val(&format!("arith.cmpi ult, {jj}, {nc} : index"));
+                let ok = k.val(&format!("arith.andi {in_i}, {in_j} : i1"));
+                k.line(&format!("scf.if {ok} {{"));
+                k.depth += 1;
+                let mut y = k.val(&format!("llvm.extractvalue {}[{}] : {acc_ty}", results[0], 4 * j + r));
+                if let Some(a) = &alpha_c {
+                    y = k.fop("mulf", &y, a, DType::F32);
+                }
+                let o = k.mad(&i, n, &o_base);
+                let o = k.add(&o, &jj);
+                Epilogue { bias, mask, residual, out, act, accumulate, t: DType::F32 }.write(&mut k, &jj, &o, &y, specs);
+                k.close();
+            }
+        }
+        let grid = [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, batch as u32];
+        (gpu_func_text(name, &k, specs, &[], grid, threads as u32), bytes)
     }
 
     /// Appends kernel `kN`, written whole for the GPU, as a `gpu.func` with
@@ -914,27 +1168,8 @@ impl Generator {
     ) -> String {
         let name = format!("k{}", self.kernels);
         self.kernels += 1;
-        let params: Vec<String> =
-            specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
-        // 16-byte aligned: cp.async, ldmatrix and vector loads need it (the
-        // default is the element's alignment).
-        let shared: Vec<String> =
-            workgroup.iter().map(|(n, t)| format!("{n} : {t} {{llvm.align = {SHARED_ALIGN} : i64}}")).collect();
-        let workgroup = if shared.is_empty() { String::new() } else { format!(" workgroup({})", shared.join(", ")) };
-        let _ = writeln!(
-            self.gpu_funcs,
-            "    gpu.func @aicf_{name}(%work: index, {}){workgroup} kernel attributes \
-             {{known_block_size = array<i32: {block}, 1, 1>, known_grid_size = array<i32: {}, {}, {}>}} {{",
-            params.join(", "),
-            grid[0],
-            grid[1],
-            grid[2]
-        );
-        let _ = writeln!(self.gpu_funcs, "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index");
-        for line in k.text.lines() {
-            let _ = writeln!(self.gpu_funcs, "  {line}");
-        }
-        let _ = writeln!(self.gpu_funcs, "      gpu.return\n    }}");
+        let text = gpu_func_text(&name, &k, specs, workgroup, grid, block);
+        self.gpu_funcs.push((name.clone(), text));
         self.launches.insert(name.clone(), Launch { grid, block: [block, 1, 1], shared_bytes: 0 });
         name
     }
@@ -1007,17 +1242,23 @@ impl Generator {
                 item = item,
             );
         }
-        text.push_str(&self.gpu_funcs);
-        text.push_str("  }\n}\n");
         let libdevice = libdevice()?;
         for chip in CHIPS {
+            // Kernels with a Hopper form (wgmma) take it in the sm_90 build.
+            let mut text = text.clone();
+            for (name, func) in &self.gpu_funcs {
+                text.push_str(self.hopper.get(name).filter(|_| chip == HOPPER).unwrap_or(func));
+            }
+            text.push_str("  }\n}\n");
             let mut module = self.parse_kernels(ctx, &text)?;
             let pipeline = format!(
                 "builtin.module(gpu.module(inline,symbol-dce,canonicalize,cse),\
-                 nvvm-attach-target{{chip={chip} features=+ptx80 O=3 l={}}},\
+                 nvvm-attach-target{{chip={target} features=+ptx80 O=3 l={}}},\
                  gpu.module(convert-nvgpu-to-nvvm,convert-scf-to-cf,convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1}},\
-                 convert-vector-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts),gpu-module-to-binary{{format=isa}})",
-                libdevice.display()
+                 convert-nvvm-to-llvm,convert-vector-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts),\
+                 gpu-module-to-binary{{format=isa}})",
+                libdevice.display(),
+                target = ptx_target(chip),
             );
             crate::run_pipeline(ctx, &mut module, &pipeline)?;
             let ptx = binary_text(&module)?;
@@ -1028,6 +1269,41 @@ impl Generator {
 }
 
 /// The PTX of the (one) `gpu.binary` object in `module`.
+/// The `gpu.func` of kernel `name` (body `k`, buffers `specs`), with
+/// `workgroup` memory, for `grid` blocks of `block` threads.
+fn gpu_func_text(
+    name: &str,
+    k: &Kernel,
+    specs: &[(Vec<usize>, DType)],
+    workgroup: &[(&str, String)],
+    grid: [u32; 3],
+    block: u32,
+) -> String {
+    let params: Vec<String> =
+        specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
+    // 16-byte aligned: cp.async, ldmatrix and vector loads need it (the
+    // default is the element's alignment).
+    let shared: Vec<String> =
+        workgroup.iter().map(|(n, t)| format!("{n} : {t} {{llvm.align = {SHARED_ALIGN} : i64}}")).collect();
+    let workgroup = if shared.is_empty() { String::new() } else { format!(" workgroup({})", shared.join(", ")) };
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "    gpu.func @aicf_{name}(%work: index, {}){workgroup} kernel attributes \
+         {{known_block_size = array<i32: {block}, 1, 1>, known_grid_size = array<i32: {}, {}, {}>}} {{",
+        params.join(", "),
+        grid[0],
+        grid[1],
+        grid[2]
+    );
+    let _ = writeln!(text, "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index");
+    for line in k.text.lines() {
+        let _ = writeln!(text, "  {line}");
+    }
+    let _ = writeln!(text, "      gpu.return\n    }}");
+    text
+}
+
 fn binary_text(module: &Module<'_>) -> Result<String> {
     let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
     let binary = ops_of(top)

@@ -301,24 +301,36 @@ fn gemm_tile_variants() {
         bk,
         stages,
     };
+    // mma.sync tilings (the default benchmark's kernel is wgmma on sm_90),
+    // and wgmma 4 stages deep.
     let variants = [
-        tile(2, 4, 4, 4, 32, 3),
-        tile(2, 4, 4, 4, 64, 3),
-        tile(2, 2, 4, 4, 32, 4),
-        tile(4, 2, 4, 4, 32, 4),
-        tile(2, 4, 4, 2, 32, 4),
-        tile(2, 4, 4, 2, 64, 3),
+        (tile(2, 4, 4, 4, 32, 4), false),
+        (tile(2, 4, 4, 4, 64, 3), false),
+        (tile(2, 2, 4, 4, 32, 4), false),
+        (tile(2, 4, 4, 4, 64, 4), true),
     ];
-    for t in variants {
+    let benches = bundle_cases().join("../bench");
+    for old in std::fs::read_dir(&benches).into_iter().flatten().flatten() {
+        if old.file_name().to_string_lossy().starts_with("gemm4096_bf16-") {
+            std::fs::remove_dir_all(old.path()).unwrap();
+        }
+    }
+    for (t, wgmma) in variants {
         let (bm, bn) = t.block();
-        let name = format!("gemm4096_bf16-{bm}x{bn}x{}-w{}x{}-s{}", t.bk, t.warps_m, t.warps_n, t.stages);
+        let kind = if wgmma { "wgmma" } else { "mma" };
+        let name = format!("gemm4096_bf16-{kind}-{bm}x{bn}x{}-w{}x{}-s{}", t.bk, t.warps_m, t.warps_n, t.stages);
         let dir = out_dir(&format!("gpu_bench_{name}"));
-        let options = GpuOptions { gemm_tile: Some(t) };
+        let options = GpuOptions { gemm_tile: Some(t), wgmma };
         let manifest =
             compile_gpu_with(&ctx, &planned, "bench", &dir, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(manifest.functions[0].calls[0].launch.unwrap().shared_bytes as usize, t.shared_bytes(false, false));
+        // wgmma: stages of 48 KiB and 1 KiB to align them (if over mma.sync).
+        let wgmma_bytes = if wgmma { t.stages * 48 * 1024 + 1024 } else { 0 };
+        let shared = t.shared_bytes(false, false).max(wgmma_bytes);
+        assert_eq!(manifest.functions[0].calls[0].launch.unwrap().shared_bytes as usize, shared, "{name}");
         ptxas_accepts(&dir, &name);
-        let bench = bundle_cases().join("../bench").join(&name);
+        let ptx = std::fs::read_to_string(dir.join("kernels.sm_90.ptx")).unwrap();
+        assert_eq!(ptx.contains("wgmma"), wgmma, "{name}: wgmma on sm_90");
+        let bench = benches.join(&name);
         let _ = std::fs::remove_dir_all(&bench);
         std::fs::create_dir_all(&bench).unwrap();
         for file in ["manifest.json", "kernels.sm_80.ptx", "kernels.sm_90.ptx"] {
@@ -327,10 +339,10 @@ fn gemm_tile_variants() {
     }
     // 128 x 256 tiles with bk 64 take 51 KiB a stage: 5 stages are over
     // a block's 227 KiB. Three warps cannot split a 16 x 16 tile of B.
-    let too_big = GpuOptions { gemm_tile: Some(tile(2, 4, 4, 4, 64, 5)) };
+    let too_big = GpuOptions { gemm_tile: Some(tile(2, 4, 4, 4, 64, 5)), ..GpuOptions::default() };
     let err = compile_gpu_with(&ctx, &planned, "bench", &out_dir("gpu_bench_too_big"), &too_big).unwrap_err();
     assert!(err.to_string().contains("over 227 KiB"), "{err}");
-    let ragged = GpuOptions { gemm_tile: Some(tile(3, 1, 1, 1, 16, 2)) };
+    let ragged = GpuOptions { gemm_tile: Some(tile(3, 1, 1, 1, 16, 2)), ..GpuOptions::default() };
     let err = compile_gpu_with(&ctx, &planned, "bench", &out_dir("gpu_bench_ragged"), &ragged).unwrap_err();
     assert!(err.to_string().contains("16-byte chunks"), "{err}");
 }
@@ -402,6 +414,7 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         ("f16_ta_tb_batched", check(3, 48, 40, 16, true, true, F16, F16, false, false), true, (64, 64)),
         ("f16_odd", check(1, 17, 9, 13, false, false, F16, F32, false, true), false, (64, 64)),
         ("bf16_big", check(1, 1536, 96, 1536, false, false, BF16, BF16, false, false), true, (128, 128)),
+        ("bf16_wide", check(1, 2048, 136, 2304, false, false, BF16, BF16, true, true), true, (128, 256)),
         ("bf16_big_tb", check(1, 2048, 72, 2304, false, true, BF16, F32, true, false), true, (128, 256)),
         ("bf16_big_ta", check(1, 2304, 80, 2048, true, false, BF16, F32, false, true), true, (128, 256)),
     ];
@@ -417,7 +430,15 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         assert_eq!(tile.block(), block, "{name}");
         assert_eq!(launch.block[0] as usize, tile.threads(), "{name}: {launch:?}");
         assert_eq!(launch.grid, [c.n.div_ceil(block.1) as u32, c.m.div_ceil(block.0) as u32, c.batch as u32]);
-        assert_eq!(launch.shared_bytes as usize, tile.shared_bytes(c.ta, c.tb), "{name}: dynamic shared memory");
+        // 128 x 256 tiles take wgmma on sm_90: 3 stages of 48 KiB and 1 KiB
+        // to align them for the swizzle, more than the mma.sync kernel's.
+        let hopper = block == (128, 256);
+        let shared = if hopper { 3 * 48 * 1024 + 1024 } else { tile.shared_bytes(c.ta, c.tb) };
+        assert_eq!(launch.shared_bytes as usize, shared, "{name}: dynamic shared memory");
+        let sm90 = std::fs::read_to_string(dir.join("kernels.sm_90.ptx")).unwrap();
+        assert_eq!(sm90.contains(".target sm_90a"), true, "{name}: built for sm_90a");
+        assert_eq!(sm90.contains("wgmma.mma_async.sync.aligned.m64n256k16.f32"), hopper, "{name}: wgmma on sm_90");
+        assert_eq!(sm90.contains("mma.sync.aligned.m16n8k16"), !hopper, "{name}: mma.sync on sm_90");
         // The call carries its cuBLASLt candidate: the same product and the
         // whole epilogue (the runtime's GPU test runs it both ways).
         let library = manifest.functions[0].calls[0].library.clone().unwrap_or_else(|| panic!("{name}: no candidate"));
