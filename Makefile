@@ -58,7 +58,7 @@ gpu-bundle: setup
 	$(CARGO) build --release -p aicf-runtime --example gpu_bench
 	@exe=$$($(CARGO) test --release -p aicf-runtime --test gpu --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p'); \
 	  test -n "$$exe" && cp "$$exe" $(BUNDLE)/gpu-test
-	cp target/release/examples/gpu_bench benches/gpu/run.sh benches/gpu/torch_baselines.py $(BUNDLE)/
+	cp target/release/examples/gpu_bench benches/gpu/run.sh benches/gpu/torch_baselines.py benches/gpu/ratios.py $(BUNDLE)/
 	@du -sh $(BUNDLE)
 
 # Only the FileCheck regression suite.

@@ -14,20 +14,29 @@ if [ "${1:-all}" != bench ]; then
   ./gpu-test --nocapture --test-threads 1
 fi
 [ "${1:-all}" = test ] && exit 0
-n=$((4096 * 4096))
-./gpu_bench --copy $((4 * n))
-AICF_BENCH_BYTES=$((3 * 4 * n)) ./gpu_bench bench/elementwise 200
-AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096 10
-AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096_bf16 20
-# the same bf16 GEMM under other tilings (block tile x bk, warps, stages)
-for v in bench/gemm4096_bf16-*; do
-  AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench "$v" 20
-done
-# causal attention: half of the 4 L S d multiply-adds of 64 heads
-AICF_BENCH_FLOPS=$((2 * 64 * 1024 * 1024 * 64)) ./gpu_bench bench/attention 20
-./gpu_bench cases/train_mlp784_sgd 500
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  python3 torch_baselines.py
-else
-  echo '{"bench":"torch","skipped":"no PyTorch with CUDA here"}'
-fi
+benches() {
+  local n=$((4096 * 4096))
+  ./gpu_bench --copy $((4 * n))
+  AICF_BENCH_BYTES=$((3 * 4 * n)) ./gpu_bench bench/elementwise 200
+  AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096 10
+  AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096_bf16 20
+  # the same bf16 GEMM under other tilings (block tile x bk, warps, stages)
+  for v in bench/gemm4096_bf16-*; do
+    AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench "$v" 20
+  done
+  # causal attention: half of the 4 L S d multiply-adds of 64 heads
+  AICF_BENCH_FLOPS=$((2 * 64 * 1024 * 1024 * 64)) ./gpu_bench bench/attention 20
+  ./gpu_bench cases/train_mlp784_sgd 500
+  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    python3 torch_baselines.py
+  else
+    echo '{"bench":"torch","skipped":"no PyTorch with CUDA here"}'
+  fi
+}
+# Every line to bench.jsonl (beside this script, or $AICF_BENCH_OUT), then
+# the table of ratios against PyTorch.
+out="${AICF_BENCH_OUT:-bench.jsonl}"
+status=0
+benches 2>&1 | tee "$out" || status=$?
+python3 ratios.py "$out"
+exit "$status"

@@ -1,0 +1,59 @@
+"""The GPU bundle's comparison table: reads the JSON lines of `run.sh bench`
+(AICF's gpu_bench and torch_baselines.py) from a file and prints AICF beside
+PyTorch with the ratios the GPU issue's targets name."""
+import json
+import sys
+
+
+def main(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+
+    def find(bench, **want):
+        for r in rows:
+            if r.get("bench") == bench and all(r.get(k) == v for k, v in want.items()):
+                return r
+        return None
+
+    def generated(bench):
+        # AICF's own kernels with graph replay (not the cuBLASLt line)
+        for r in rows:
+            if r.get("bench") == bench and r.get("graphs") and "gemm" not in r:
+                return r
+        return None
+
+    print(f"{'workload':<34}{'AICF':>12}{'PyTorch':>12}{'ratio':>9}  target")
+    mlp = generated("train_mlp784_sgd")
+    for mode in ["eager", "reduce-overhead", "cuda-graph"]:
+        t = find("torch_mlp784_sgd", mode=mode)
+        if mlp and t:
+            target = "<= 1.0x" if mode == "reduce-overhead" else ""
+            print(f"{'MLP 784 step ms vs ' + mode:<34}{mlp['ms']:>12.4f}{t['ms']:>12.4f}{mlp['ms'] / t['ms']:>8.2f}x  {target}")
+    for bench, torch_bench, target in [
+        ("gemm4096_bf16", "torch_matmul4096_bf16", ">= 0.60x"),
+        ("gemm4096", "torch_matmul4096_f32", ""),
+        ("attention", "torch_attention_f32_causal", ""),
+    ]:
+        a, t = generated(bench), find(torch_bench)
+        if a and t:
+            print(f"{bench + ' TFLOP/s':<34}{a['tflop_per_s']:>12.1f}{t['tflop_per_s']:>12.1f}"
+                  f"{a['tflop_per_s'] / t['tflop_per_s']:>8.2f}x  {target}")
+    e, copy = generated("elementwise"), find("copy")
+    if e and copy:
+        print(f"{'elementwise GB/s vs AICF copy':<34}{e['gb_per_s']:>12.1f}{copy['gb_per_s']:>12.1f}"
+              f"{e['gb_per_s'] / copy['gb_per_s']:>8.2f}x  >= 0.80x")
+    e_t = find("torch_elementwise")
+    if e and e_t:
+        print(f"{'elementwise GB/s vs PyTorch':<34}{e['gb_per_s']:>12.1f}{e_t['gb_per_s']:>12.1f}"
+              f"{e['gb_per_s'] / e_t['gb_per_s']:>8.2f}x")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "/dev/stdin")
