@@ -35,7 +35,7 @@ const CHIPS: [&str; 2] = ["sm_80", "sm_90"];
 const HOPPER: &str = "sm_90";
 
 /// The PTX target a chip's kernels are built for.
-pub fn ptx_target(chip: &str) -> String {
+fn ptx_target(chip: &str) -> String {
     if chip == HOPPER { format!("{chip}a") } else { chip.to_string() }
 }
 
@@ -1148,7 +1148,8 @@ impl Generator {
                 }
                 let o = k.mad(&i, n, &o_base);
                 let o = k.add(&o, &jj);
-                Epilogue { bias, mask, residual, out, act, accumulate, t: DType::F32 }.write(&mut k, &jj, &o, &y, specs);
+                Epilogue { bias, mask, residual, out, act, accumulate, t: DType::F32 }
+                    .write(&mut k, &jj, &o, &y, specs);
                 k.close();
             }
         }
