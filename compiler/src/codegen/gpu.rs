@@ -264,10 +264,10 @@ impl TensorCoreTile {
         let (bm, bn) = self.block();
         let threads = self.threads();
         let parts = [self.warps_m, self.warps_n, self.frags_m, self.frags_n, self.bk, self.stages];
-        if parts.contains(&0) || self.bk % 16 != 0 || self.stages < 2 || threads > 1024 {
+        if parts.contains(&0) || !self.bk.is_multiple_of(16) || self.stages < 2 || threads > 1024 {
             return Err(format!("{self:?}: bk must be a multiple of 16, at least 2 stages, at most 32 warps"));
         }
-        if (bm * self.bk / 8) % threads != 0 || (self.bk * bn / 8) % threads != 0 {
+        if !(bm * self.bk / 8).is_multiple_of(threads) || !(self.bk * bn / 8).is_multiple_of(threads) {
             return Err(format!("{self:?}: a {bm}x{bn}x{} tile is not whole 16-byte chunks per thread", self.bk));
         }
         let most = (0..4).map(|t| self.shared_bytes(t & 1 == 1, t & 2 == 2)).max().unwrap_or(0);

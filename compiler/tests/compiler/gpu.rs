@@ -436,7 +436,7 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         let shared = if hopper { 3 * 48 * 1024 + 1024 } else { tile.shared_bytes(c.ta, c.tb) };
         assert_eq!(launch.shared_bytes as usize, shared, "{name}: dynamic shared memory");
         let sm90 = std::fs::read_to_string(dir.join("kernels.sm_90.ptx")).unwrap();
-        assert_eq!(sm90.contains(".target sm_90a"), true, "{name}: built for sm_90a");
+        assert!(sm90.contains(".target sm_90a"), "{name}: built for sm_90a");
         assert_eq!(sm90.contains("wgmma.mma_async.sync.aligned.m64n256k16.f32"), hopper, "{name}: wgmma on sm_90");
         assert_eq!(sm90.contains("mma.sync.aligned.m16n8k16"), !hopper, "{name}: mma.sync on sm_90");
         // The call carries its cuBLASLt candidate: the same product and the
