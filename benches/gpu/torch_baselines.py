@@ -30,7 +30,8 @@ def emit(**kw):
     print(json.dumps(kw), flush=True)
 
 
-def mlp784():
+def mlp784_step():
+    """A fresh MLP 784-512-512-10 with SGD and one batch of 256: its step."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -45,6 +46,11 @@ def mlp784():
         opt.step()
         return loss
 
+    return step
+
+
+def mlp784():
+    step = mlp784_step()
     emit(bench="torch_mlp784_sgd", mode="eager", ms=round(timed(step, 500), 4))
     compiled = torch.compile(step, mode="reduce-overhead")
     emit(bench="torch_mlp784_sgd", mode="reduce-overhead", ms=round(timed(compiled, 500, warm=30), 4))
@@ -54,20 +60,7 @@ def mlp784_graph():
     """The whole eager step captured by hand in one CUDA graph and replayed
     (a fresh model, before any torch.compile): PyTorch's kernels with no
     launch overhead, the floor of both modes."""
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)).to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x = torch.randn(256, 784, device=dev)
-    y = torch.randint(0, 10, (256,), device=dev)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = mlp784_step()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):

@@ -172,6 +172,7 @@ fn warp_launch(work: u64) -> Launch {
 /// Where a GEMM block's output tile lies: its first row and column, the
 /// batch's offsets into A, B and the output (block z is batch z), and the
 /// sizes as index constants.
+#[derive(Clone)]
 struct Tile {
     row0: String,
     col0: String,
@@ -199,6 +200,19 @@ impl Tile {
         let o_base = k.mad(&bz, m * n, "%c0");
         let (mc, kc, nc) = (k.index(m), k.index(kk), k.index(n));
         Tile { row0, col0, a_base, b_base, o_base, mc, kc, nc }
+    }
+
+    /// Of A's and B's tiles at k offset `kt`, in their stored layouts: the
+    /// corner's row and column, the rows and columns of the matrix, and its
+    /// row stride.
+    #[allow(clippy::type_complexity)]
+    fn corners<'a>(&'a self, l: &GemmLayout, kt: &'a str) -> [(&'a str, &'a str, &'a str, &'a str, usize); 2] {
+        let Tile { row0, col0, mc, kc, nc, .. } = self;
+        let (m, kk, n) = (l.m, l.kk, l.n);
+        [
+            if l.ta { (kt, row0, kc, mc, m) } else { (row0, kt, mc, kc, kk) },
+            if l.tb { (col0, kt, nc, kc, kk) } else { (kt, col0, kc, nc, n) },
+        ]
     }
 }
 
@@ -671,7 +685,7 @@ impl Generator {
         et: DType,
         specs: &[(Vec<usize>, DType)],
     ) -> (String, u64, u64, Vec<usize>, Vec<IndexCheck>) {
-        let GemmLayout { bias, mask, residual, out, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched, .. } = *l;
+        let GemmLayout { ta, tb, rows, m, kk, n, batched, .. } = *l;
         let e = et.mlir();
         let batch = rows / m.max(1);
         let tile = self.gemm_tile.unwrap_or_else(|| TensorCoreTile::for_shape(m, n, batch));
@@ -706,7 +720,8 @@ impl Generator {
         let r8 = k.val(&format!("arith.remui {lane}, {c8} : index"));
         let q_lo = k.val(&format!("arith.remui {quad}, {c2} : index"));
         let q_hi = k.val(&format!("arith.divui {quad}, {c2} : index"));
-        let Tile { row0, col0, a_base, b_base, o_base, mc, kc, nc } = Tile::of(&mut k, bm, bn, m, kk, n, batched);
+        let place = Tile::of(&mut k, bm, bn, m, kk, n, batched);
+        let Tile { row0, col0, a_base, b_base, o_base, mc, nc, .. } = place.clone();
         let wm0 = k.mad(&warp_m, 16 * fm, "%c0");
         let wn0 = k.mad(&warp_n, 16 * fnn, "%c0");
         // Each lane's ldmatrix row within a stage (fragment offsets are
@@ -748,39 +763,20 @@ impl Generator {
             let b_off = k.mad(&stage, b_stage, "%c0");
             // (buffer, batch base, smem, stage offset, rows, cols, ld, global
             // row/col of the tile's corner, their limits, global row stride)
-            let (a_r0, a_c0, a_rl, a_cl, a_g) = if ta { (&kt, &row0, &kc, &mc, m) } else { (&row0, &kt, &mc, &kc, kk) };
-            let (b_r0, b_c0, b_rl, b_cl, b_g) = if tb { (&col0, &kt, &nc, &kc, kk) } else { (&kt, &col0, &kc, &nc, n) };
+            let [(a_r0, a_c0, a_rl, a_cl, a_g), (b_r0, b_c0, b_rl, b_cl, b_g)] = place.corners(l, &kt);
             let mut tokens = Vec::new();
             for (buf, base, smem, st, off, r_n, c_n, ld, r0, c0, rl, cl, g) in [
                 ("%b0", &a_base, "%As", &sa, &a_off, a_rows, a_cols, a_ld, a_r0, a_c0, a_rl, a_cl, a_g),
                 ("%b1", &b_base, "%Bs", &sb, &b_off, b_rows, b_cols, b_ld, b_r0, b_c0, b_rl, b_cl, b_g),
             ] {
                 let gty = if buf == "%b0" { ty(0) } else { ty(1) };
-                let per_row = c_n / 8;
-                for q in 0..r_n * per_row / threads {
-                    let chunk = k.mad("%c1", q * threads, &tid);
-                    let pr = k.index(per_row);
-                    let r = k.val(&format!("arith.divui {chunk}, {pr} : index"));
-                    let c = k.val(&format!("arith.remui {chunk}, {pr} : index"));
-                    let c = k.mad(&c, 8, "%c0");
-                    let gr = k.add(r0, &r);
-                    let gc = k.add(c0, &c);
-                    let row_ok = k.val(&format!("arith.cmpi ult, {gr}, {rl} : index"));
-                    let at = k.mad(&r, ld, &c);
+                for ch in tile_chunks(k, &tid, threads, r_n, c_n, base, r0, c0, rl, g) {
+                    let c = k.mad(&ch.chunk, 8, "%c0");
+                    let at = k.mad(&ch.r, ld, &c);
                     let at = k.add(off, &at);
-                    let src = k.mad(&gr, g, &gc);
-                    let src = k.add(base, &src);
+                    let Chunk { gc, row_ok, src, .. } = &ch;
                     if asynchronous {
-                        // Elements of the chunk inside the matrix: min(cl - gc, 8), 0 past it.
-                        let col_ok = k.val(&format!("arith.cmpi ult, {gc}, {cl} : index"));
-                        let ok = k.val(&format!("arith.andi {row_ok}, {col_ok} : i1"));
-                        let left = k.val(&format!("arith.subi {cl}, {gc} : index"));
-                        let left = k.val(&format!("arith.minui {left}, {c8} : index"));
-                        let count = k.val(&format!("arith.select {ok}, {left}, %c0 : index"));
-                        let src = k.val(&format!("arith.select {ok}, {src}, %c0 : index"));
-                        tokens.push(k.val(&format!(
-                            "nvgpu.device_async_copy {buf}[{src}], {smem}[{at}], 8, {count} {{bypassL1}} : {gty} to {st}"
-                        )));
+                        tokens.push(async_chunk(k, &ch, cl, buf, &gty, smem, st, &at));
                     } else {
                         let zero = k.float(0.0, et);
                         for j in 0..8 {
@@ -896,26 +892,13 @@ impl Generator {
         let er = k.add(&er, &g);
         let ec = k.add(&col0, &wn0);
         let ec = k.mad(&q, 2, &ec);
-        let alpha_c = (alpha != 1.0).then(|| k.float(alpha, DType::F32));
         for mi in 0..fm {
             for ni in 0..2 * fnn {
                 for r in 0..4 {
                     let i = k.mad("%c1", mi * 16 + 8 * (r / 2), &er);
                     let j = k.mad("%c1", ni * 8 + r % 2, &ec);
-                    let in_i = k.val(&format!("arith.cmpi ult, {i}, {mc} : index"));
-                    let in_j = k.val(&format!("arith.cmpi ult, {j}, {nc} : index"));
-                    let ok = k.val(&format!("arith.andi {in_i}, {in_j} : i1"));
-                    k.line(&format!("scf.if {ok} {{"));
-                    k.depth += 1;
-                    let mut y = results[(mi * 2 * fnn + ni) * 4 + r].clone();
-                    if let Some(a) = &alpha_c {
-                        y = k.fop("mulf", &y, a, DType::F32);
-                    }
-                    let o = k.mad(&i, n, &o_base);
-                    let o = k.add(&o, &j);
-                    Epilogue { bias, mask, residual, out, act, accumulate, t: DType::F32 }
-                        .write(&mut k, &j, &o, &y, specs);
-                    k.close();
+                    let y = results[(mi * 2 * fnn + ni) * 4 + r].clone();
+                    tensor_core_epilogue(&mut k, l, specs, (&i, &j), (&mc, &nc), &o_base, |_| y);
                 }
             }
         }
@@ -959,7 +942,7 @@ impl Generator {
         specs: &[(Vec<usize>, DType)],
         stages: usize,
     ) -> (String, usize) {
-        let GemmLayout { bias, mask, residual, out, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched, .. } = *l;
+        let GemmLayout { ta, tb, rows, m, kk, n, batched, .. } = *l;
         let e = et.mlir();
         let batch = rows / m.max(1);
         let (bm, bn, bk) = (128, 256, WGMMA_BK);
@@ -988,7 +971,8 @@ impl Generator {
         let tid = k.val("gpu.thread_id x");
         let c128 = k.index(128);
         let wg = k.val(&format!("arith.divui {tid}, {c128} : index"));
-        let Tile { row0, col0, a_base, b_base, o_base, mc, kc, nc } = Tile::of(&mut k, bm, bn, m, kk, n, batched);
+        let place = Tile::of(&mut k, bm, bn, m, kk, n, batched);
+        let Tile { row0, col0, a_base, b_base, o_base, mc, nc, .. } = place.clone();
         let c_stages = k.index(stages);
         let c8 = k.index(8);
         // Element offset in a stage of chunk `chunk` (8 elements) of row `r`
@@ -1018,8 +1002,7 @@ impl Generator {
             // (buffer, batch base, smem, its type, stage offset, stored rows
             // and columns of the tile, K-major, global corner, limits, row
             // stride)
-            let (a_r0, a_c0, a_rl, a_cl, a_g) = if ta { (&kt, &row0, &kc, &mc, m) } else { (&row0, &kt, &mc, &kc, kk) };
-            let (b_r0, b_c0, b_rl, b_cl, b_g) = if tb { (&col0, &kt, &nc, &kc, kk) } else { (&kt, &col0, &kc, &nc, n) };
+            let [(a_r0, a_c0, a_rl, a_cl, a_g), (b_r0, b_c0, b_rl, b_cl, b_g)] = place.corners(l, &kt);
             let (a_rows, a_cols) = if ta { (bk, bm) } else { (bm, bk) };
             let (b_rows, b_cols) = if tb { (bn, bk) } else { (bk, bn) };
             let mut tokens = Vec::new();
@@ -1028,29 +1011,10 @@ impl Generator {
                 ("%b1", &b_base, "%Bs", &sb, &b_off, b_rows, b_cols, tb, b_r0, b_c0, b_rl, b_cl, b_g),
             ] {
                 let gty = if buf == "%b0" { ty(0) } else { ty(1) };
-                let per_row = c_n / 8;
-                for q in 0..r_n * per_row / threads {
-                    let id = k.mad("%c1", q * threads, &tid);
-                    let pr = k.index(per_row);
-                    let r = k.val(&format!("arith.divui {id}, {pr} : index"));
-                    let chunk = k.val(&format!("arith.remui {id}, {pr} : index"));
-                    let c = k.mad(&chunk, 8, "%c0");
-                    let gr = k.add(r0, &r);
-                    let gc = k.add(c0, &c);
-                    let row_ok = k.val(&format!("arith.cmpi ult, {gr}, {rl} : index"));
-                    let col_ok = k.val(&format!("arith.cmpi ult, {gc}, {cl} : index"));
-                    let ok = k.val(&format!("arith.andi {row_ok}, {col_ok} : i1"));
-                    let left = k.val(&format!("arith.subi {cl}, {gc} : index"));
-                    let left = k.val(&format!("arith.minui {left}, {c8} : index"));
-                    let count = k.val(&format!("arith.select {ok}, {left}, %c0 : index"));
-                    let src = k.mad(&gr, g, &gc);
-                    let src = k.add(base, &src);
-                    let src = k.val(&format!("arith.select {ok}, {src}, %c0 : index"));
-                    let at = swizzled(k, &r, &chunk, k_major);
+                for ch in tile_chunks(k, &tid, threads, r_n, c_n, base, r0, c0, rl, g) {
+                    let at = swizzled(k, &ch.r, &ch.chunk, k_major);
                     let at = k.add(off, &at);
-                    tokens.push(k.val(&format!(
-                        "nvgpu.device_async_copy {buf}[{src}], {smem}[{at}], 8, {count} {{bypassL1}} : {gty} to {st}"
-                    )));
+                    tokens.push(async_chunk(k, &ch, cl, buf, &gty, smem, st, &at));
                 }
             }
             k.val(&format!("nvgpu.device_async_create_group {}", tokens.join(", ")));
@@ -1132,25 +1096,14 @@ impl Generator {
         let er = k.mad(&warp, 16, &row0);
         let er = k.add(&er, &g);
         let ec = k.mad(&q, 2, &col0);
-        let alpha_c = (alpha != 1.0).then(|| k.float(alpha, DType::F32));
         for j in 0..bn / 8 {
             for r in 0..4 {
                 let i = k.mad("%c1", 8 * (r / 2), &er);
                 let jj = k.mad("%c1", 8 * j + r % 2, &ec);
-                let in_i = k.val(&format!("arith.cmpi ult, {i}, {mc} : index"));
-                let in_j = k.val(&format!("arith.cmpi ult, {jj}, {nc} : index"));
-                let ok = k.val(&format!("arith.andi {in_i}, {in_j} : i1"));
-                k.line(&format!("scf.if {ok} {{"));
-                k.depth += 1;
-                let mut y = k.val(&format!("llvm.extractvalue {}[{}] : {acc_ty}", results[0], 4 * j + r));
-                if let Some(a) = &alpha_c {
-                    y = k.fop("mulf", &y, a, DType::F32);
-                }
-                let o = k.mad(&i, n, &o_base);
-                let o = k.add(&o, &jj);
-                Epilogue { bias, mask, residual, out, act, accumulate, t: DType::F32 }
-                    .write(&mut k, &jj, &o, &y, specs);
-                k.close();
+                let acc = &results[0];
+                tensor_core_epilogue(&mut k, l, specs, (&i, &jj), (&mc, &nc), &o_base, |k| {
+                    k.val(&format!("llvm.extractvalue {acc}[{}] : {acc_ty}", 4 * j + r))
+                });
             }
         }
         let grid = [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, batch as u32];
@@ -1270,6 +1223,98 @@ impl Generator {
 }
 
 /// The PTX of the (one) `gpu.binary` object in `module`.
+/// The epilogue of a tensor-core GEMM's output (i, j), inside the output's
+/// `limits` (rows, columns): its f32 accumulator (`value`, read inside the
+/// bounds check) times alpha, then bias, activation, mask, residual,
+/// accumulate and the store in the output's type.
+fn tensor_core_epilogue(
+    k: &mut Kernel,
+    l: &GemmLayout,
+    specs: &[(Vec<usize>, DType)],
+    (i, j): (&str, &str),
+    (mc, nc): (&str, &str),
+    o_base: &str,
+    value: impl FnOnce(&mut Kernel) -> String,
+) {
+    let GemmLayout { bias, mask, residual, out, accumulate, alpha, act, n, .. } = *l;
+    let in_i = k.val(&format!("arith.cmpi ult, {i}, {mc} : index"));
+    let in_j = k.val(&format!("arith.cmpi ult, {j}, {nc} : index"));
+    let ok = k.val(&format!("arith.andi {in_i}, {in_j} : i1"));
+    k.line(&format!("scf.if {ok} {{"));
+    k.depth += 1;
+    let mut y = value(k);
+    if alpha != 1.0 {
+        let a = k.float(alpha, DType::F32);
+        y = k.fop("mulf", &y, &a, DType::F32);
+    }
+    let o = k.mad(i, n, o_base);
+    let o = k.add(&o, j);
+    Epilogue { bias, mask, residual, out, act, accumulate, t: DType::F32 }.write(k, j, &o, &y, specs);
+    k.close();
+}
+
+/// One 16-byte chunk (8 elements) of a GEMM operand tile that a thread
+/// copies: its row and chunk index in the tile, its global column, whether
+/// its row is inside the matrix, and its first element's index in the
+/// operand buffer.
+struct Chunk {
+    r: String,
+    chunk: String,
+    gc: String,
+    row_ok: String,
+    src: String,
+}
+
+/// The chunks thread `tid` of `threads` copies of a `rows x cols` tile
+/// (chunks q threads + tid in row-major order) whose corner is (r0, c0) in
+/// a matrix of `rl` rows and row stride `g` at `base` in its buffer.
+#[allow(clippy::too_many_arguments)]
+fn tile_chunks(
+    k: &mut Kernel,
+    tid: &str,
+    threads: usize,
+    rows: usize,
+    cols: usize,
+    base: &str,
+    r0: &str,
+    c0: &str,
+    rl: &str,
+    g: usize,
+) -> Vec<Chunk> {
+    let per_row = cols / 8;
+    let pr = k.index(per_row);
+    (0..rows * per_row / threads)
+        .map(|q| {
+            let id = k.mad("%c1", q * threads, tid);
+            let r = k.val(&format!("arith.divui {id}, {pr} : index"));
+            let chunk = k.val(&format!("arith.remui {id}, {pr} : index"));
+            let c = k.mad(&chunk, 8, "%c0");
+            let gr = k.add(r0, &r);
+            let gc = k.add(c0, &c);
+            let row_ok = k.val(&format!("arith.cmpi ult, {gr}, {rl} : index"));
+            let src = k.mad(&gr, g, &gc);
+            let src = k.add(base, &src);
+            Chunk { r, chunk, gc, row_ok, src }
+        })
+        .collect()
+}
+
+/// `cp.async` of chunk `c` into `smem[at]`: its elements inside the matrix
+/// (columns below `cl`, min(cl - gc, 8) of them), zero fill for the rest and
+/// for a row outside it. Returns the copy's token.
+#[allow(clippy::too_many_arguments)]
+fn async_chunk(k: &mut Kernel, c: &Chunk, cl: &str, buf: &str, gty: &str, smem: &str, st: &str, at: &str) -> String {
+    let Chunk { gc, row_ok, src, .. } = c;
+    let c8 = k.index(8);
+    let col_ok = k.val(&format!("arith.cmpi ult, {gc}, {cl} : index"));
+    let ok = k.val(&format!("arith.andi {row_ok}, {col_ok} : i1"));
+    let left = k.val(&format!("arith.subi {cl}, {gc} : index"));
+    let left = k.val(&format!("arith.minui {left}, {c8} : index"));
+    let count = k.val(&format!("arith.select {ok}, {left}, %c0 : index"));
+    let src = k.val(&format!("arith.select {ok}, {src}, %c0 : index"));
+    k.val(&format!("nvgpu.device_async_copy {buf}[{src}], {smem}[{at}], 8, {count} {{bypassL1}} : {gty} to {st}"))
+}
+
 /// The `gpu.func` of kernel `name` (body `k`, buffers `specs`), with
 /// `workgroup` memory, for `grid` blocks of `block` threads.
 fn gpu_func_text(
