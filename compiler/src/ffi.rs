@@ -22,7 +22,7 @@ unsafe extern "C" {
     pub fn aicfParseModule(context: MlirContext, source: MlirStringRef, source_name: MlirStringRef) -> MlirModule;
 
     pub fn aicfEmitRemark(location: MlirLocation, message: MlirStringRef);
-    pub fn aicfOperandIsWritten(op: MlirOperation, index: isize) -> bool;
+    pub fn aicfWrittenOperands(op: MlirOperation, written: *mut bool, count: isize);
     pub fn aicfInferResultTypes(op: MlirOperation) -> c_int;
     pub fn aicfOptMain(argc: c_int, argv: *mut *mut c_char) -> c_int;
 }

@@ -367,3 +367,39 @@ pub(crate) fn splat_value(v: MlirValue) -> Option<f64> {
         })
     }
 }
+
+/// An operation printed as MLIR text in its own scope: SSA names are
+/// numbered from the op itself and nothing around it is verified. The
+/// default printer (`Display`) verifies and numbers the whole enclosing
+/// module before printing one op, so printing each kernel of a module that
+/// way costs the square of the module's size.
+pub(crate) fn op_text_local(op: MlirOperation) -> String {
+    unsafe extern "C" fn append(s: MlirStringRef, data: *mut std::ffi::c_void) {
+        let out = unsafe { &mut *(data as *mut Vec<u8>) };
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(s.data as *const u8, s.length) });
+    }
+    let mut out: Vec<u8> = Vec::new();
+    unsafe {
+        let flags = mlirOpPrintingFlagsCreate();
+        mlirOpPrintingFlagsUseLocalScope(flags);
+        mlirOpPrintingFlagsAssumeVerified(flags);
+        mlirOperationPrintWithFlags(op, flags, Some(append), &mut out as *mut Vec<u8> as *mut std::ffi::c_void);
+        mlirOpPrintingFlagsDestroy(flags);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What an op computes, as text for a content key: the op printed in its
+/// own scope without its place in the schedule (`ll.stream`, `ll.wait`,
+/// `ll.event`), which does not change the code it runs.
+pub(crate) fn region_text(op: MlirOperation) -> String {
+    unsafe {
+        let clone = mlirOperationClone(op);
+        for key in ["ll.stream", "ll.wait", "ll.event"] {
+            mlirOperationRemoveAttributeByName(clone, ffi::string_ref(key));
+        }
+        let text = op_text_local(clone);
+        mlirOperationDestroy(clone);
+        text
+    }
+}

@@ -75,6 +75,8 @@ pub mod interp;
 pub(crate) mod ir;
 pub mod nn;
 pub mod passes;
+pub mod pipeline;
+pub mod timing;
 pub mod trainer;
 
 pub use context::CompilerContext;

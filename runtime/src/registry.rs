@@ -105,17 +105,29 @@ impl Registry {
         self.set_named(key, choice.name(), &named);
     }
 
-    /// [`Registry::set`] with candidates by name.
+    /// [`Registry::set`] with candidates by name. The file is merged, not
+    /// overwritten: under a lock, the decisions other processes (or other
+    /// modules of this one, such as a batch-size variant) wrote since this
+    /// registry was opened are read back and kept beside this one.
     pub fn set_named(&self, key: String, choice: &str, times: &[(&str, f64)]) {
         let Ok(mut d) = self.decisions.lock() else { return };
         d.insert(key.clone(), choice.into());
         let detail: Vec<String> = times.iter().map(|(c, ms)| format!("{c} {ms:.4}")).collect();
         d.insert(format!("{key} (ms)"), detail.join(", "));
-        if let (Some(path), Ok(text)) = (&self.path, serde_json::to_string_pretty(&*d)) {
-            if let Some(dir) = path.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let Some(path) = &self.path else { return };
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let lock = std::fs::File::create(path.with_extension("lock"));
+        let _guard = lock.as_ref().ok().map(|f| f.lock());
+        let on_disk: BTreeMap<String, String> =
+            std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+        for (k, v) in on_disk {
+            d.entry(k).or_insert(v);
+        }
+        if let Ok(text) = serde_json::to_string_pretty(&*d) {
+            let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
+            let tmp = path.with_extension(format!("tmp{}.{thread}", std::process::id()));
             if std::fs::write(&tmp, text).is_ok() {
                 let _ = std::fs::rename(&tmp, path);
             }

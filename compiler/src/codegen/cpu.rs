@@ -27,7 +27,7 @@ use std::path::Path;
 
 #[path = "gpu.rs"]
 mod gpu;
-pub use gpu::{GpuOptions, TensorCoreTile, compile_gpu, compile_gpu_with, ptxas, validate_ptx};
+pub use gpu::{GpuOptions, TensorCoreTile, compile_gpu, compile_gpu_timed, compile_gpu_with, ptxas, validate_ptx};
 
 type Result<T> = std::result::Result<T, CompileError>;
 
@@ -155,11 +155,13 @@ pub fn compile_cpu_cached(
 /// How one CPU build went: distinct kernels, how many of them were not in
 /// the kernel cache and were compiled, and the seconds from the kernels
 /// module to `kernels.so`.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct KernelStats {
     pub kernels: usize,
     pub compiled: usize,
     pub seconds: f64,
+    /// The code generation's stages and their times.
+    pub timings: crate::timing::Timings,
 }
 
 /// The clang flags every kernel object is compiled with (part of its hash).
@@ -295,14 +297,23 @@ fn compile(
     let mut functions = Vec::new();
     let mut constants = Vec::new();
     let mut constant_of: HashMap<String, usize> = HashMap::new();
+    let generate_started = std::time::Instant::now();
     for (func, block) in ir::functions(raw) {
         let name = ir::string_attr(func, "sym_name").unwrap_or_default();
         functions.push(generator.function(func, block, &name, &globals, &mut constants, &mut constant_of)?);
     }
+    let generate_seconds = generate_started.elapsed().as_secs_f64();
     std::fs::create_dir_all(out_dir).map_err(|e| internal(format!("{}: {e}", out_dir.display())))?;
     let mut stats = KernelStats::default();
     let target = match cpu {
-        None => generator.build_gpu(ctx, out_dir, &mut functions)?,
+        None => {
+            let started = std::time::Instant::now();
+            let target = generator.build_gpu(ctx, out_dir, &mut functions)?;
+            stats.kernels = generator.entries.len();
+            stats.compiled = stats.kernels;
+            stats.timings.add("PTX for sm_80 and sm_90 (NVVM)", started.elapsed().as_secs_f64(), "");
+            target
+        }
         Some(cache) => {
             let (target, names, s) = generator.build(ctx, out_dir, cache)?;
             stats = s;
@@ -325,6 +336,10 @@ fn compile(
         Manifest { format: artifact::FORMAT, ir_hash: ir_hash.to_string(), target, symbols, constants, functions };
     let text = serde_json_string(&manifest)?;
     write_atomically(&out_dir.join("manifest.json"), text.as_bytes())?;
+    let mut timings = crate::timing::Timings::default();
+    timings.add("kernel generation", generate_seconds, format!("{} kernels", generator.kernels));
+    timings.extend(std::mem::take(&mut stats.timings));
+    stats.timings = timings;
     Ok((manifest, stats))
 }
 
@@ -434,6 +449,17 @@ struct Generator {
     gemm_tile: Option<TensorCoreTile>,
     /// Whether big tensor-core GEMMs get a wgmma form for sm_90.
     wgmma: bool,
+    /// The kernels written so far, in order, by their (deduplicated) names.
+    finished: Vec<String>,
+    /// A kernel's name by its content: the same code (another layer of the
+    /// same shape, another batch of a multi-tensor update) is written,
+    /// parsed and lowered once, however many calls run it.
+    kernel_of: HashMap<String, String>,
+    /// Body declarations not yet written: (name, declaration, its op). They
+    /// are written with the first new kernel that calls them.
+    pending_bodies: Vec<(String, String, MlirOperation)>,
+    /// Each body's content key, by name.
+    body_keys: HashMap<String, String>,
 }
 
 /// One kernel function being written: SSA names and indentation.
@@ -1030,6 +1056,9 @@ impl Generator {
                         ir::i64_array(op, "ll.wait").unwrap_or_default().iter().map(|&e| e as u32).collect();
                     let event = ir::int_attr(op, "ll.event").map(|e| e as u32);
                     let first = calls.len();
+                    // Library candidates are the op's own (a kernel shared
+                    // with another op may have other aliases).
+                    self.library.clear();
                     for (kernel, work, cost, which, checks) in self.kernel(op, &x)? {
                         let library = self.library.get(&kernel).cloned().flatten();
                         let waits = if calls.len() == first { waits.clone() } else { vec![] };
@@ -1137,10 +1166,11 @@ impl Generator {
             }
             "ll.gemm" if self.gpu => self.gpu_gemm(op, &specs)?,
             "ll.gemm" => {
-                let kernels_before = self.kernels;
+                let before = self.finished.len();
                 let (work, cost, library) = self.gemm(op, &specs)?;
-                self.library.insert(format!("k{kernels_before}"), library);
-                vec![(format!("k{kernels_before}"), work, cost, all, vec![])]
+                let kernel = self.finished[before].clone();
+                self.library.insert(kernel.clone(), library);
+                vec![(kernel, work, cost, all, vec![])]
             }
             "ll.softmax_cross_entropy" => {
                 let (work, cost, check) = self.softmax_cross_entropy(op, &specs)?;
@@ -1172,8 +1202,54 @@ impl Generator {
         })
     }
 
+    /// The name of the kernel written last.
     fn last(&self) -> String {
-        format!("k{}", self.kernels - 1)
+        self.finished.last().cloned().unwrap_or_default()
+    }
+
+    /// Names `text`, a kernel whose name in it is `@{placeholder}`: the name
+    /// of an identical kernel written before, or a new one (then `write`
+    /// gets the new name and adds the kernel). The content key replaces
+    /// every body the kernel calls by that body's own content.
+    fn dedup(&mut self, placeholder: &str, text: &str, write: impl FnOnce(&mut Self, &str)) -> String {
+        let text_key = text.replace(&format!("@{placeholder}("), "@kernel(");
+        // `@bodyN(` becomes `@body_<content hash>(`.
+        let mut key = String::with_capacity(text_key.len());
+        let mut rest = text_key.as_str();
+        while let Some(at) = rest.find("@body") {
+            let (before, from) = rest.split_at(at);
+            key.push_str(before);
+            let end = from.find('(').unwrap_or(from.len());
+            match self.body_keys.get(&from[1..end]) {
+                Some(body) => {
+                    key.push('@');
+                    key.push_str(body);
+                }
+                None => key.push_str(&from[..end]),
+            }
+            rest = &from[end..];
+        }
+        key.push_str(rest);
+        if let Some(existing) = self.kernel_of.get(&key) {
+            let existing = existing.clone();
+            self.finished.push(existing.clone());
+            return existing;
+        }
+        let name = format!("k{}", self.kernels);
+        self.kernels += 1;
+        // The bodies this kernel calls are declared before it.
+        let (used, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_bodies)
+            .into_iter()
+            .partition(|(b, _, _)| text.contains(&format!("@{b}(")));
+        self.pending_bodies = rest;
+        for (body, declaration, op) in used {
+            self.text.push_str(&declaration);
+            self.bodies.push((body, op));
+        }
+        write(self, &name);
+        self.kernel_of.insert(key, name.clone());
+        self.finished.push(name.clone());
+        name
     }
 
     /// Declares the body of an elementwise-style op as a private function
@@ -1196,26 +1272,32 @@ impl Generator {
             })
             .unwrap_or_default();
         let list = |ts: &[DType]| ts.iter().map(|t| t.mlir()).collect::<Vec<_>>().join(", ");
-        let _ = writeln!(self.text, "  func.func private @{name}({}) -> ({})", list(&ins), list(&outs));
-        self.bodies.push((name.clone(), op));
+        let declaration = format!("  func.func private @{name}({}) -> ({})\n", list(&ins), list(&outs));
+        let key = format!("body_{}", artifact::ir_hash(&format!("{declaration}{}", ir::region_text(op))));
+        self.body_keys.insert(name.clone(), key);
+        self.pending_bodies.push((name.clone(), declaration, op));
         (name, ins, outs)
     }
 
-    /// Appends kernel `kN` with buffers `%b0..` of `specs`' flat types.
-    fn finish(&mut self, k: Kernel, specs: &[(Vec<usize>, DType)]) {
-        let name = format!("k{}", self.kernels);
-        self.kernels += 1;
+    /// Appends a row kernel with buffers `%b0..` of `specs`' flat types
+    /// (or finds an identical one); returns its name.
+    fn finish(&mut self, k: Kernel, specs: &[(Vec<usize>, DType)]) -> String {
         let params: Vec<String> =
             specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
-        let _ = writeln!(self.text, "  func.func @{name}(%begin: index, %end: index, {}) {{", params.join(", "));
-        let _ = writeln!(self.text, "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index");
-        self.text.push_str(&k.text);
-        let _ = writeln!(self.text, "    return\n  }}");
-        self.signatures.insert(name.clone(), specs.iter().map(|(s, t)| flat_type(s, *t)).collect());
-        if k.lane.is_some() {
-            self.warp_rows.insert(name.clone());
-        }
-        self.entries.push((name, specs.len()));
+        let mut text = format!("  func.func @KERNEL(%begin: index, %end: index, {}) {{\n", params.join(", "));
+        text.push_str("    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n");
+        text.push_str(&k.text);
+        text.push_str("    return\n  }\n");
+        // A warp-per-row kernel launches differently from a plain one.
+        let keyed = format!("{}{text}", if k.lane.is_some() { "warp " } else { "" });
+        self.dedup("KERNEL", &keyed, |g, name| {
+            g.text.push_str(&text.replacen("@KERNEL(", &format!("@{name}("), 1));
+            g.signatures.insert(name.to_string(), specs.iter().map(|(s, t)| flat_type(s, *t)).collect());
+            if k.lane.is_some() {
+                g.warp_rows.insert(name.to_string());
+            }
+            g.entries.push((name.to_string(), specs.len()));
+        })
     }
 
     /// Per output (operand positions `outs`), the position within `ins` of
@@ -1797,10 +1879,12 @@ impl Generator {
         cache: &KernelCache,
     ) -> Result<(String, HashMap<String, String>, KernelStats)> {
         let started = std::time::Instant::now();
+        let mut timings = crate::timing::Timings::default();
         let source = format!("module {{\n{}}}\n", self.text);
         let mlir = ctx.mlir();
-        let mut module = self.parse_kernels(ctx, &source)?;
-        crate::run_pipeline(ctx, &mut module, TO_LLVM)?;
+        let mut module = timings.time("kernels: parse, bodies, math expansion", || self.parse_kernels(ctx, &source))?;
+        timings.time("kernels: lower to the LLVM dialect", || crate::run_pipeline(ctx, &mut module, TO_LLVM))?;
+        let hash_started = std::time::Instant::now();
         let (clang, cpu) = toolchain()?;
         let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
         // Declarations (libm, libmvec) go into every kernel's module; the
@@ -1814,14 +1898,14 @@ impl Generator {
             if op_name(op) == "llvm.func" && has_body {
                 defined.insert(name, op);
             } else {
-                let _ = writeln!(declarations, "  {}", unsafe { melior::ir::OperationRef::from_raw(op) });
+                let _ = writeln!(declarations, "  {}", ir::op_text_local(op));
             }
         }
         let mut symbols = HashMap::new();
         let mut kernels: Vec<(String, String)> = Vec::new(); // (hash, kernel and entry text) in first-use order
         for (name, count) in &self.entries {
             let op = defined.get(name).ok_or_else(|| internal(format!("kernel @{name} vanished in the lowering")))?;
-            let text = unsafe { melior::ir::OperationRef::from_raw(*op) }.to_string();
+            let text = ir::op_text_local(*op);
             let body = text.replacen(&format!("llvm.func @{name}("), "llvm.func @kernel(", 1);
             let hash = artifact::ir_hash(&format!("{KERNEL_FLAGS:?} {clang} {cpu}\n{body}"));
             symbols.insert(name.clone(), format!("aicf_{hash}"));
@@ -1850,9 +1934,15 @@ impl Generator {
             );
             kernels.push((hash, m));
         }
+        timings.add(
+            "kernels: print and hash",
+            hash_started.elapsed().as_secs_f64(),
+            format!("{} distinct", kernels.len()),
+        );
         // The missing kernels, in one group per core (a clang process costs
         // about as much as compiling a small kernel): each group is
         // translated here, then the groups compile in parallel.
+        let translate_started = std::time::Instant::now();
         let missing: Vec<&(String, String)> = kernels.iter().filter(|(h, _)| cache.object_of(h).is_none()).collect();
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(missing.len()).max(1);
         let mut groups = Vec::new();
@@ -1881,7 +1971,19 @@ impl Generator {
             groups.push((group, hashes.iter().map(|h| h.to_string()).collect::<Vec<_>>()));
         }
         let compiled = missing.len();
+        timings.add(
+            "kernels: translate to LLVM IR",
+            translate_started.elapsed().as_secs_f64(),
+            format!("{compiled} not cached"),
+        );
+        let clang_started = std::time::Instant::now();
         cache.compile_all(clang, &groups)?;
+        timings.add(
+            "host compile (clang -O3)",
+            clang_started.elapsed().as_secs_f64(),
+            format!("{compiled} of {} kernels, {} processes", kernels.len(), groups.len()),
+        );
+        let link_started = std::time::Instant::now();
         let mut objects: Vec<std::path::PathBuf> = Vec::new();
         for (hash, _) in &kernels {
             let object = cache
@@ -1909,7 +2011,8 @@ impl Generator {
             )));
         }
         std::fs::rename(&tmp, &so).map_err(|e| internal(format!("{}: {e}", so.display())))?;
-        let stats = KernelStats { kernels: kernels.len(), compiled, seconds: started.elapsed().as_secs_f64() };
+        timings.add("link kernels.so", link_started.elapsed().as_secs_f64(), format!("{} objects", objects.len()));
+        let stats = KernelStats { kernels: kernels.len(), compiled, seconds: started.elapsed().as_secs_f64(), timings };
         Ok((format!("{} cpu {cpu}", std::env::consts::ARCH), symbols, stats))
     }
 

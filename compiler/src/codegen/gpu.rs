@@ -89,10 +89,21 @@ pub fn compile_gpu_with(
     out_dir: &Path,
     options: &GpuOptions,
 ) -> Result<Manifest> {
+    Ok(compile_gpu_timed(ctx, module, ir_hash, out_dir, options)?.0)
+}
+
+/// [`compile_gpu_with`], also saying how long each stage took.
+pub fn compile_gpu_timed(
+    ctx: &CompilerContext,
+    module: &Module<'_>,
+    ir_hash: &str,
+    out_dir: &Path,
+    options: &GpuOptions,
+) -> Result<(Manifest, super::KernelStats)> {
     if let Some(tile) = options.gemm_tile {
         tile.check().map_err(|e| CompileError::Unsupported(format!("the GEMM tile option: {e}")))?;
     }
-    Ok(compile(ctx, module, ir_hash, out_dir, None, *options)?.0)
+    compile(ctx, module, ir_hash, out_dir, None, *options)
 }
 
 /// The PTX file of `chip` in an artifact directory.
@@ -1120,12 +1131,11 @@ impl Generator {
         grid: [u32; 3],
         block: u32,
     ) -> String {
-        let name = format!("k{}", self.kernels);
-        self.kernels += 1;
-        let text = gpu_func_text(&name, &k, specs, workgroup, grid, block);
-        self.gpu_funcs.push((name.clone(), text));
-        self.launches.insert(name.clone(), Launch { grid, block: [block, 1, 1], shared_bytes: 0 });
-        name
+        let text = gpu_func_text("KERNEL", &k, specs, workgroup, grid, block);
+        self.dedup("aicf_KERNEL", &text, |g, name| {
+            g.gpu_funcs.push((name.to_string(), text.replacen("@aicf_KERNEL(", &format!("@aicf_{name}("), 1)));
+            g.launches.insert(name.to_string(), Launch { grid, block: [block, 1, 1], shared_bytes: 0 });
+        })
     }
 
     /// Wraps each row kernel in its `gpu.func` entry, lowers the module to

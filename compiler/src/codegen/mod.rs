@@ -5,5 +5,5 @@ pub mod cpu;
 
 pub use cpu::{
     GpuOptions, KernelCache, KernelStats, TensorCoreTile, compile_cpu, compile_cpu_cached, compile_gpu,
-    compile_gpu_with, ptxas, validate_ptx, write_atomically,
+    compile_gpu_timed, compile_gpu_with, ptxas, validate_ptx, write_atomically,
 };

@@ -209,7 +209,8 @@ impl<'a> Lower<'a> {
                 symbol_order.push(name.clone());
             }
         }
-        if let Some(missing) = touched.keys().find(|k| !symbols.iter().any(|(s, _)| s == *k)) {
+        let declared: std::collections::HashSet<&str> = symbols.iter().map(|(s, _)| s.as_str()).collect();
+        if let Some(missing) = touched.keys().find(|k| !declared.contains(k.as_str())) {
             return Err((loc, format!("@{missing} is not declared by an hl.param or hl.state")));
         }
         let locs = vec![loc; types.len()];
@@ -791,26 +792,30 @@ impl<'a> Lower<'a> {
         let order: HashMap<usize, usize> =
             ops_of(self.block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
         let mut copies = Vec::new();
+        // Buffers whose kernel now writes a result's target instead.
+        let mut moved: HashMap<usize, MlirValue> = HashMap::new();
+        let mut groups = GroupIndex::default();
         for (v, (tag, out)) in returned.iter().zip(outputs) {
             let target =
                 match tag.as_deref().and_then(|t| t.strip_prefix("param @").or_else(|| t.strip_prefix("state @"))) {
                     Some(symbol) => self.symbol_args[symbol],
                     None => out,
                 };
-            let src = self.buf(*v)?;
+            let mut src = self.buf(*v)?;
+            // a value returned twice now lives in the first target
+            while let Some(&t) = moved.get(&(src.ptr as usize)) {
+                src = t;
+            }
             if src.ptr == target.ptr {
                 continue;
             }
             let alloc = producer(src).filter(|&p| op_name(p) == "memref.alloc");
-            if let Some(alloc) = alloc.filter(|_| self.safe_to_target(src, target, &order)) {
+            if let Some(alloc) = alloc.filter(|_| self.safe_to_target(src, target, &order, &mut groups)) {
                 unsafe {
                     mlirValueReplaceAllUsesOfWith(src, target);
                     mlirOperationDestroy(alloc);
                 }
-                // a value returned twice now lives in the first target
-                for b in self.map.values_mut().filter(|b| b.ptr == src.ptr) {
-                    *b = target;
-                }
+                moved.insert(src.ptr as usize, target);
             } else {
                 copies.push((src, target));
             }
@@ -836,7 +841,13 @@ impl<'a> Lower<'a> {
     /// May the kernel that writes `src` write `target` instead? Yes when no
     /// kernel after it reads `target`'s old contents, and the kernel itself
     /// reads them only elementwise at the same index.
-    fn safe_to_target(&self, src: MlirValue, target: MlirValue, order: &HashMap<usize, usize>) -> bool {
+    fn safe_to_target(
+        &self,
+        src: MlirValue,
+        target: MlirValue,
+        order: &HashMap<usize, usize>,
+        groups: &mut GroupIndex,
+    ) -> bool {
         let Some(writer) = users(src).into_iter().min_by_key(|u| order.get(&(u.ptr as usize)).copied()) else {
             return false;
         };
@@ -860,7 +871,7 @@ impl<'a> Lower<'a> {
                 if pos < at {
                     continue;
                 }
-                if pos > at || !same_index(writer, *r, src) {
+                if pos > at || !groups.same_index(writer, *r, src) {
                     return false;
                 }
             }
@@ -869,8 +880,6 @@ impl<'a> Lower<'a> {
     }
 }
 
-/// Does elementwise `op` read `input` only at the indices where it writes
-/// `output` (same shape, and for a multi-tensor op, the same group)?
 /// The attributes `keys` of `op` that it has, as text to copy onto its kernel.
 fn copied<'k>(op: MlirOperation, keys: &[&'k str]) -> Vec<(&'k str, String)> {
     keys.iter().filter(|k| has(op, k)).map(|&k| (k, attr_text(op, k))).collect()
@@ -881,27 +890,50 @@ fn layout(op: MlirOperation) -> Option<(&'static str, String)> {
     int_attr(op, "layout").filter(|&l| l != 0).map(|l| ("layout", format!("{l} : i32")))
 }
 
-fn same_index(op: MlirOperation, input: MlirValue, output: MlirValue) -> bool {
-    let name = op_name(op);
-    if name != "ll.elementwise" && name != "ll.multi_tensor_apply" {
-        return false;
+/// Per multi-tensor op, which group each of its operands belongs to, built
+/// once: the op has thousands of operands and `safe_to_target` asks about
+/// each result.
+#[derive(Default)]
+struct GroupIndex {
+    /// op -> (input value -> its groups, output value -> its group)
+    of: HashMap<usize, (HashMap<usize, Vec<usize>>, HashMap<usize, usize>)>,
+}
+
+impl GroupIndex {
+    /// Does elementwise `op` read `input` only at the indices where it
+    /// writes `output` (same shape, and for a multi-tensor op, the same
+    /// group)?
+    fn same_index(&mut self, op: MlirOperation, input: MlirValue, output: MlirValue) -> bool {
+        let name = op_name(op);
+        if name != "ll.elementwise" && name != "ll.multi_tensor_apply" {
+            return false;
+        }
+        if unsafe { !mlirTypeEqual(mlirValueGetType(input), mlirValueGetType(output)) } {
+            return false;
+        }
+        if name == "ll.elementwise" {
+            return true;
+        }
+        let (ins, outs) = self.of.entry(op.ptr as usize).or_insert_with(|| {
+            let seg = i32_array(op, "operandSegmentSizes").unwrap_or_default();
+            let (n_in, n_out) = (seg.first().copied().unwrap_or(0) as usize, seg.get(1).copied().unwrap_or(0) as usize);
+            let all = operands(op);
+            let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
+            let k = (unsafe { mlirBlockGetNumArguments(block) } as usize).max(1);
+            let m = (n_out / (n_in / k).max(1)).max(1);
+            let mut ins: HashMap<usize, Vec<usize>> = HashMap::new();
+            for (i, v) in all[..n_in].iter().enumerate() {
+                ins.entry(v.ptr as usize).or_default().push(i / k);
+            }
+            let mut outs = HashMap::new();
+            for (j, v) in all[n_in..n_in + n_out].iter().enumerate() {
+                outs.entry(v.ptr as usize).or_insert(j / m);
+            }
+            (ins, outs)
+        });
+        let Some(&group) = outs.get(&(output.ptr as usize)) else { return false };
+        ins.get(&(input.ptr as usize)).is_none_or(|gs| gs.iter().all(|&g| g == group))
     }
-    if unsafe { !mlirTypeEqual(mlirValueGetType(input), mlirValueGetType(output)) } {
-        return false;
-    }
-    let seg = i32_array(op, "operandSegmentSizes").unwrap_or_default();
-    let (n_in, n_out) = (seg.first().copied().unwrap_or(0) as usize, seg.get(1).copied().unwrap_or(0) as usize);
-    let all = operands(op);
-    let (ins, outs) = (&all[..n_in], &all[n_in..n_in + n_out]);
-    if name == "ll.elementwise" {
-        return true;
-    }
-    let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
-    let k = unsafe { mlirBlockGetNumArguments(block) } as usize;
-    let m = n_out / (n_in / k.max(1)).max(1);
-    let Some(out_at) = outs.iter().position(|o| o.ptr == output.ptr) else { return false };
-    let group = out_at / m.max(1);
-    ins.iter().enumerate().all(|(i, v)| v.ptr != input.ptr || i / k.max(1) == group)
 }
 
 fn scalar_text(c: f64, dtype: DType) -> String {

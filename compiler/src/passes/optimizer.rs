@@ -110,8 +110,10 @@ pub fn add_train_step(
     }
     states.push(("step".into(), None, TensorSpec::new([], DType::I64)));
     let mut anchor = last_param;
+    let taken: std::collections::HashSet<String> =
+        ops_of(body).into_iter().filter_map(|op| string_attr(op, "sym_name")).collect();
     for (name, param, s) in &states {
-        if find(name).is_some() {
+        if taken.contains(name) {
             return Err((module_loc, format!("cannot declare optimizer state @{name}: the symbol exists")));
         }
         let slot = if param.is_some() { name.rsplit('.').next().unwrap_or(name) } else { "step" };

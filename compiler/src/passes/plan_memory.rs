@@ -181,9 +181,12 @@ fn align(n: u64) -> u64 {
 
 /// Operand positions an `ll` kernel writes, as its op declares them
 /// (`MemWrite` on the operand, read through the memory-effect interface).
-pub(super) fn written(op: MlirOperation) -> Vec<usize> {
+/// Per operand of `op`: whether the kernel writes it.
+pub(super) fn written(op: MlirOperation) -> Vec<bool> {
     let n = unsafe { mlirOperationGetNumOperands(op) } as usize;
-    (0..n).filter(|&i| unsafe { crate::ffi::aicfOperandIsWritten(op, i as isize) }).collect()
+    let mut mask = vec![false; n];
+    unsafe { crate::ffi::aicfWrittenOperands(op, mask.as_mut_ptr(), n as isize) };
+    mask
 }
 
 pub(super) fn is_kernel(name: &str) -> bool {
@@ -239,7 +242,7 @@ impl Model {
             };
             let accumulate = name == "ll.gemm" && ir::has(op, "accumulate");
             for (i, v) in all.iter().enumerate() {
-                let w = writes_at.contains(&i);
+                let w = writes_at[i];
                 if let Some(&b) = buf_of.get(&key(*v)) {
                     if w {
                         step.writes.push(b);
@@ -256,8 +259,8 @@ impl Model {
                 }
             }
             if name == "ll.elementwise" {
-                for (_, v) in all.iter().enumerate().filter(|(i, _)| !writes_at.contains(i)) {
-                    for (_, o) in all.iter().enumerate().filter(|(j, _)| writes_at.contains(j)) {
+                for (_, v) in all.iter().enumerate().filter(|(i, _)| !writes_at[*i]) {
+                    for (_, o) in all.iter().enumerate().filter(|(j, _)| writes_at[*j]) {
                         let same = unsafe { mlirTypeEqual(mlirValueGetType(*v), mlirValueGetType(*o)) };
                         if let (true, Some(&bi), Some(&bo)) = (same, buf_of.get(&key(*v)), buf_of.get(&key(*o))) {
                             // only through the buffers themselves, not views

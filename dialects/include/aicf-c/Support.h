@@ -21,11 +21,14 @@ MLIR_CAPI_EXPORTED MlirModule aicfParseModule(MlirContext context,
 MLIR_CAPI_EXPORTED void aicfEmitRemark(MlirLocation location,
                                        MlirStringRef message);
 
-/// Whether `op` declares a memory write to its operand number `index`
-/// (MemoryEffectOpInterface, as `ll` ops declare with `Arg<..., [MemWrite]>`):
-/// how the memory planner and the scheduler know what a kernel writes
-/// without a table of op names.
-MLIR_CAPI_EXPORTED bool aicfOperandIsWritten(MlirOperation op, intptr_t index);
+/// Sets `written[i]` for every operand `i` (of `count`) that `op` declares a
+/// memory write to (MemoryEffectOpInterface, as `ll` ops declare with
+/// `Arg<..., [MemWrite]>`): how the memory planner and the scheduler know
+/// what a kernel writes without a table of op names. One query per op, so
+/// an op with thousands of operands (a multi-tensor update) lists its
+/// effects once.
+MLIR_CAPI_EXPORTED void aicfWrittenOperands(MlirOperation op, bool *written,
+                                            intptr_t count);
 
 /// Infers `op`'s result types again from its operands and attributes
 /// (InferTypeOpInterface) and sets them: how `hl-set-batch` carries a new

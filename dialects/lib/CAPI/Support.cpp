@@ -25,18 +25,21 @@ void aicfEmitRemark(MlirLocation location, MlirStringRef message) {
   mlir::emitRemark(unwrap(location)) << unwrap(message);
 }
 
-bool aicfOperandIsWritten(MlirOperation op, intptr_t index) {
+void aicfWrittenOperands(MlirOperation op, bool *written, intptr_t count) {
+  for (intptr_t i = 0; i < count; ++i)
+    written[i] = false;
   auto effects = llvm::dyn_cast<mlir::MemoryEffectOpInterface>(unwrap(op));
   if (!effects)
-    return false;
+    return;
   llvm::SmallVector<mlir::MemoryEffects::EffectInstance> list;
   effects.getEffects(list);
   for (const mlir::MemoryEffects::EffectInstance &e : list)
     if (llvm::isa<mlir::MemoryEffects::Write>(e.getEffect()))
-      if (mlir::OpOperand *operand = e.getEffectValue<mlir::OpOperand *>())
-        if (static_cast<intptr_t>(operand->getOperandNumber()) == index)
-          return true;
-  return false;
+      if (mlir::OpOperand *operand = e.getEffectValue<mlir::OpOperand *>()) {
+        intptr_t index = operand->getOperandNumber();
+        if (index < count)
+          written[index] = true;
+      }
 }
 
 int aicfInferResultTypes(MlirOperation op) {

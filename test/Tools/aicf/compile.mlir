@@ -16,10 +16,10 @@
 // RUN: not aicf compile %S/inputs/bad.mlir.txt 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not aicf compile %S/inputs/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 
-// CHECK: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, x86_64 cpu {{.*}}) in {{[0-9.]+}} s
+// CHECK: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, {{[0-9]+}} distinct kernels, {{[0-9]+}} compiled, x86_64 cpu {{.*}}) in {{[0-9.]+}} s
 
 // CUDA: ptxas accepts the PTX for sm_80 and sm_90
-// CUDA: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, cuda sm_80 sm_90) in {{[0-9.]+}} s
+// CUDA: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, {{[0-9]+}} distinct kernels, {{[0-9]+}} compiled, cuda sm_80 sm_90) in {{[0-9.]+}} s
 
 // LAUNCH: "target": "cuda sm_80 sm_90",
 // LAUNCH: "launch": {

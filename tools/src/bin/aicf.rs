@@ -10,12 +10,13 @@
 use aicf_compiler::{
     CompilerContext,
     adapt::{Action, Adaptive, Outcome, Policy, Progress},
-    codegen::{compile_cpu, compile_gpu, ptxas, validate_ptx},
+    codegen::{GpuOptions, KernelCache, ptxas, validate_ptx},
+    pipeline::{self, TrainOptions},
     run_pipeline,
     trainer::{Options, TrainError, Trainer},
 };
 use aicf_runtime::{
-    artifact::{self, Role, ir_hash},
+    artifact::{self, Role},
     registry::Choice,
     session::Tensor,
 };
@@ -96,6 +97,9 @@ enum Command {
         /// (PTX for sm_80 and sm_90, each checked by ptxas when one is found).
         #[arg(long, value_enum, default_value_t = Target::Cpu)]
         target: Target,
+        /// Print how long each stage of the compile took.
+        #[arg(long)]
+        timing: bool,
     },
     /// Train a classifier on a CSV data set (features..., label per row).
     Train {
@@ -176,7 +180,9 @@ type Result<T> = std::result::Result<T, String>;
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Compile { compile, output, emit, batch, target } => run_compile(&compile, output, emit, batch, target),
+        Command::Compile { compile, output, emit, batch, target, timing } => {
+            run_compile(&compile, output, emit, batch, target, timing)
+        }
         Command::Train { compile, data, lr, epochs, seed, val_split, threads, out, checkpoint_dir, resume, adapt } => {
             let run = Run { lr, epochs, seed, val_split, threads, checkpoint_dir, resume, adapt };
             train(&compile, &data, &run, &out)
@@ -193,18 +199,12 @@ fn main() {
     }
 }
 
-fn pipeline(c: &ModelArgs, to_ll: bool) -> String {
-    let options = format!("optimizer={} weight-decay={} momentum={}", c.optimizer.name(), c.weight_decay, c.momentum);
-    if to_ll {
-        format!("builtin.module(aicf-train-pipeline{{{options}}})")
-    } else {
-        format!(
-            "builtin.module(hl-optimizer{{kind={} weight-decay={} momentum={}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
-             canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
-            c.optimizer.name(),
-            c.weight_decay,
-            c.momentum
-        )
+fn train_options(c: &ModelArgs) -> TrainOptions {
+    TrainOptions {
+        optimizer: c.optimizer.name().into(),
+        momentum: c.momentum,
+        weight_decay: c.weight_decay,
+        memory_budget: None,
     }
 }
 
@@ -214,51 +214,56 @@ fn run_compile(
     emit: Option<Stage>,
     batch: Option<usize>,
     target: Target,
+    timing: bool,
 ) -> Result<()> {
     let source = read(&c.model)?;
-    let ctx = CompilerContext::new();
     let name = c.model.display().to_string();
+    let options = train_options(c);
+    let Some(stage) = emit else {
+        let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
+        let started = Instant::now();
+        let target = match target {
+            Target::Cpu => pipeline::Target::Cpu(KernelCache::new(KernelCache::default_dir(&out))),
+            Target::Cuda => pipeline::Target::Cuda(GpuOptions::default()),
+        };
+        let compiled =
+            pipeline::compile_source(&source, &name, &options, batch, &target, &out).map_err(|e| e.to_string())?;
+        let manifest = &compiled.manifest;
+        let seconds = started.elapsed().as_secs_f64();
+        if let pipeline::Target::Cuda(_) = target {
+            if ptxas().is_some() {
+                for chip in ["sm_80", "sm_90"] {
+                    validate_ptx(&out.join(format!("kernels.{chip}.ptx")), chip).map_err(|e| e.to_string())?;
+                }
+                println!("ptxas accepts the PTX for sm_80 and sm_90");
+            } else {
+                println!("ptxas not found: the PTX was not assembled here (run `make setup`)");
+            }
+        }
+        let kernels: usize = manifest.functions.iter().map(|f| f.calls.len()).sum();
+        println!(
+            "compiled {name} -> {} ({} functions, {kernels} kernel calls, {} distinct kernels, {} compiled, {}) in {:.2} s",
+            out.display(),
+            manifest.functions.len(),
+            compiled.kernels,
+            compiled.compiled_kernels,
+            manifest.target,
+            seconds
+        );
+        if timing {
+            print!("{}", compiled.timings.report());
+        }
+        return Ok(());
+    };
+    let ctx = CompilerContext::new();
     let mut module = ctx.parse(&source, &name).map_err(|e| e.to_string())?;
     if let Some(b) = batch {
-        run_pipeline(&ctx, &mut module, &format!("builtin.module(hl-set-batch{{size={b}}})"))
-            .map_err(|e| e.to_string())?;
+        run_pipeline(&ctx, &mut module, &pipeline::set_batch(b)).map_err(|e| e.to_string())?;
     }
-    match emit {
-        Some(Stage::Hl) => {}
-        Some(stage) => {
-            run_pipeline(&ctx, &mut module, &pipeline(c, matches!(stage, Stage::Ll))).map_err(|e| e.to_string())?
-        }
-        None => {
-            let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
-            let started = Instant::now();
-            // The IR hash is the model source's, whatever the batch size.
-            run_pipeline(&ctx, &mut module, &pipeline(c, true)).map_err(|e| e.to_string())?;
-            let manifest = match target {
-                Target::Cpu => compile_cpu(&ctx, &module, &ir_hash(&source), &out),
-                Target::Cuda => compile_gpu(&ctx, &module, &ir_hash(&source), &out),
-            }
-            .map_err(|e| e.to_string())?;
-            let seconds = started.elapsed().as_secs_f64();
-            if let Target::Cuda = target {
-                if ptxas().is_some() {
-                    for chip in ["sm_80", "sm_90"] {
-                        validate_ptx(&out.join(format!("kernels.{chip}.ptx")), chip).map_err(|e| e.to_string())?;
-                    }
-                    println!("ptxas accepts the PTX for sm_80 and sm_90");
-                } else {
-                    println!("ptxas not found: the PTX was not assembled here (run `make setup`)");
-                }
-            }
-            let kernels: usize = manifest.functions.iter().map(|f| f.calls.len()).sum();
-            println!(
-                "compiled {name} -> {} ({} functions, {kernels} kernel calls, {}) in {:.2} s",
-                out.display(),
-                manifest.functions.len(),
-                manifest.target,
-                seconds
-            );
-            return Ok(());
-        }
+    match stage {
+        Stage::Hl => {}
+        Stage::Fused => run_pipeline(&ctx, &mut module, &options.fusion_pipeline()).map_err(|e| e.to_string())?,
+        Stage::Ll => run_pipeline(&ctx, &mut module, &options.train_pipeline()).map_err(|e| e.to_string())?,
     }
     // A closed pipe (`| head`) ends the output quietly.
     match writeln!(std::io::stdout().lock(), "{}", module.as_operation()) {

@@ -1,0 +1,123 @@
+//! Every pass pipeline AICF runs on a model, spelled in one place, and the
+//! whole compilation of a model (parse, passes, kernels) as timed stages.
+//!
+//! ```text
+//!  source --parse + verify--> hl --[hl-set-batch]--> --aicf-train-pipeline--> planned ll
+//!         --codegen (target)--> artifact: manifest.json + kernels.so | kernels.sm_*.ptx
+//! ```
+
+use crate::codegen::{self, KernelCache};
+use crate::timing::Timings;
+use crate::{CompileError, CompilerContext, Result, run_pipeline};
+use aicf_runtime::artifact::{Manifest, ir_hash};
+use std::path::Path;
+
+/// How a model's train step is compiled: the optimizer it gets and the
+/// memory plan's budget.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainOptions {
+    /// `sgd`, `adam` or `adamw`.
+    pub optimizer: String,
+    pub momentum: f64,
+    pub weight_decay: f64,
+    /// Arena budget of every function's memory plan, met by recomputing
+    /// activations (`ll-plan-memory{budget}`); `None`: no budget.
+    pub memory_budget: Option<MemoryBudget>,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions { optimizer: "adam".into(), momentum: 0.0, weight_decay: 0.0, memory_budget: None }
+    }
+}
+
+/// An arena budget: bytes, or a fraction of each function's arena
+/// without one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MemoryBudget {
+    Bytes(u64),
+    Fraction(f64),
+}
+
+impl TrainOptions {
+    /// The pass pipeline from a model to its planned, scheduled train step.
+    pub fn train_pipeline(&self) -> String {
+        let budget = match self.memory_budget {
+            Some(MemoryBudget::Bytes(b)) => format!(" budget={b}"),
+            Some(MemoryBudget::Fraction(f)) => format!(" budget-fraction={f}"),
+            None => String::new(),
+        };
+        format!(
+            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{budget}}})",
+            self.optimizer, self.weight_decay, self.momentum
+        )
+    }
+
+    /// The `hl` part of the train pipeline: the fused train step before
+    /// it is lowered to `ll` (`aicf compile --emit fused`).
+    pub fn fusion_pipeline(&self) -> String {
+        format!(
+            "builtin.module(hl-optimizer{{kind={} weight-decay={} momentum={}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
+             canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
+            self.optimizer, self.weight_decay, self.momentum
+        )
+    }
+}
+
+/// Retargets a model to `size` rows per batch.
+pub fn set_batch(size: usize) -> String {
+    format!("builtin.module(hl-set-batch{{size={size}}})")
+}
+
+/// What code generation targets.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// The host CPU: `kernels.so`, built from kernels held in the cache.
+    Cpu(KernelCache),
+    /// NVIDIA GPUs: PTX for sm_80 and sm_90.
+    Cuda(codegen::GpuOptions),
+}
+
+/// One compiled artifact.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub manifest: Manifest,
+    /// Distinct kernels, and how many of them were compiled rather than
+    /// found in the kernel cache.
+    pub kernels: usize,
+    pub compiled_kernels: usize,
+    pub timings: Timings,
+}
+
+/// Parses `source` (named `name` in diagnostics), retargets it to `batch`
+/// rows if asked, runs the train pipeline and generates its kernels into
+/// `out_dir`. The artifact's IR hash is the source's at every batch size,
+/// so one checkpoint fits every variant.
+pub fn compile_source(
+    source: &str,
+    name: &str,
+    options: &TrainOptions,
+    batch: Option<usize>,
+    target: &Target,
+    out_dir: &Path,
+) -> Result<Compiled> {
+    let mut timings = Timings::default();
+    let ctx = CompilerContext::new();
+    let mut module = timings.time("parse and verify", || ctx.parse(source, name))?;
+    if let Some(b) = batch {
+        if b == 0 {
+            return Err(CompileError::Unsupported(format!("{name}: a batch of 0 rows")));
+        }
+        timings.time("hl-set-batch", || run_pipeline(&ctx, &mut module, &set_batch(b)))?;
+    }
+    timings.time("train pipeline (autodiff .. ll-schedule)", || {
+        run_pipeline(&ctx, &mut module, &options.train_pipeline())
+    })?;
+    let hash = ir_hash(source);
+    let (manifest, stats) = match target {
+        Target::Cpu(cache) => codegen::compile_cpu_cached(&ctx, &module, &hash, out_dir, cache)?,
+        Target::Cuda(gpu) => codegen::compile_gpu_timed(&ctx, &module, &hash, out_dir, gpu)?,
+    };
+    timings.extend(stats.timings);
+    Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })
+}
