@@ -13,10 +13,21 @@
 // RUN: rm -rf %t.cuda && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --target cuda -o %t.cuda | FileCheck %s --check-prefix=CUDA
 // RUN: test -f %t.cuda/kernels.sm_80.ptx && test -f %t.cuda/kernels.sm_90.ptx
 // RUN: FileCheck %s --check-prefix=LAUNCH < %t.cuda/manifest.json
+// --timing: each stage of the compile with its seconds.
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o %t.timed --timing | FileCheck %s --check-prefix=TIMING
 // RUN: not aicf compile %S/inputs/bad.mlir.txt 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not aicf compile %S/inputs/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 
 // CHECK: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, {{[0-9]+}} distinct kernels, {{[0-9]+}} compiled, x86_64 cpu {{.*}}) in {{[0-9.]+}} s
+
+// TIMING: seconds   share  stage
+// TIMING: parse and verify
+// TIMING: train pipeline (autodiff .. ll-schedule)
+// TIMING: kernel generation ({{[0-9]+}} kernels)
+// TIMING: kernels: lower to the LLVM dialect
+// TIMING: host compile (clang -O3) ({{[0-9]+}} of {{[0-9]+}} kernels
+// TIMING: link kernels.so
+// TIMING: 100.0%  total
 
 // CUDA: ptxas accepts the PTX for sm_80 and sm_90
 // CUDA: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, {{[0-9]+}} distinct kernels, {{[0-9]+}} compiled, cuda sm_80 sm_90) in {{[0-9.]+}} s
