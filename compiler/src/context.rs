@@ -132,6 +132,29 @@ pub fn describe_location(location: Location<'_>) -> String {
     location.to_string()
 }
 
+/// Every place a (possibly fused) location names, `file:line:col` each,
+/// distinct, in order, joined by `, ` (a fused kernel's `hl` ops).
+pub fn describe_all_locations(location: Location<'_>) -> String {
+    use mlir_sys::*;
+    let raw = location.to_raw();
+    let parts = unsafe { if mlirLocationIsAFused(raw) { mlirLocationFusedGetNumLocations(raw) } else { 0 } };
+    if parts == 0 {
+        return describe_location(location);
+    }
+    let mut all = vec![unsafe { mlirLocationUnknownGet(mlirLocationGetContext(raw)) }; parts as usize];
+    unsafe { mlirLocationFusedGetLocations(raw, all.as_mut_ptr()) };
+    let mut seen: Vec<String> = Vec::new();
+    for part in all {
+        let text = describe_all_locations(unsafe { Location::from_raw(part) });
+        for piece in text.split(", ") {
+            if !seen.iter().any(|s| s == piece) {
+                seen.push(piece.to_string());
+            }
+        }
+    }
+    seen.join(", ")
+}
+
 fn convert(diagnostic: &melior::diagnostic::Diagnostic<'_>) -> Diagnostic {
     let severity = match diagnostic.severity() {
         DiagnosticSeverity::Error => Severity::Error,

@@ -66,7 +66,6 @@
 //! numerical oracle, [`run_pipeline`] to run a textual pass pipeline,
 //! [`opt_main`] for the `aicf-opt` driver.
 
-pub mod adapt;
 pub mod codegen;
 pub mod context;
 pub mod error;
@@ -77,7 +76,7 @@ pub mod nn;
 pub mod passes;
 pub mod pipeline;
 pub mod timing;
-pub mod trainer;
+pub mod train;
 
 pub use context::CompilerContext;
 pub use error::{CompileError, Diagnostic, Result, Severity};

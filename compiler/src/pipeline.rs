@@ -39,6 +39,37 @@ pub enum MemoryBudget {
     Fraction(f64),
 }
 
+impl MemoryBudget {
+    /// `12000000`, `512K`, `64M`, `2G` (KiB, MiB, GiB) or `60%`.
+    pub fn parse(text: &str) -> std::result::Result<MemoryBudget, String> {
+        let t = text.trim();
+        if let Some(p) = t.strip_suffix('%') {
+            let p: f64 = p.trim().parse().map_err(|_| format!("'{text}': not a percentage"))?;
+            if !(p > 0.0 && p <= 100.0) {
+                return Err(format!("'{text}': a percentage in (0, 100]"));
+            }
+            return Ok(MemoryBudget::Fraction(p / 100.0));
+        }
+        let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+            Some((i, _)) => t.split_at(i),
+            None => (t, ""),
+        };
+        let scale: u64 = match unit.trim() {
+            "" | "B" => 1,
+            "K" | "KiB" => 1 << 10,
+            "M" | "MiB" => 1 << 20,
+            "G" | "GiB" => 1 << 30,
+            other => return Err(format!("'{text}': unknown unit '{other}' (use K, M, G or %)")),
+        };
+        let n: u64 = digits.parse().map_err(|_| format!("'{text}': not a number of bytes"))?;
+        match n.checked_mul(scale) {
+            Some(0) => Err(format!("'{text}': a budget of 0 bytes")),
+            Some(b) if b <= i64::MAX as u64 => Ok(MemoryBudget::Bytes(b)),
+            _ => Err(format!("'{text}': more bytes than a budget can hold")),
+        }
+    }
+}
+
 impl TrainOptions {
     /// The pass pipeline from a model to its planned, scheduled train step.
     pub fn train_pipeline(&self) -> String {

@@ -14,9 +14,9 @@
 //! the generated kernels; where cuBLASLt can run some of them, a third line
 //! times the call with cuBLASLt running those ("gemm":"cublaslt").
 
+use aicf_runtime::Tensor;
 use aicf_runtime::artifact::{DType, Role};
 use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession, GemmPolicy};
-use aicf_runtime::session::Tensor;
 use std::path::PathBuf;
 
 fn main() {

@@ -139,6 +139,10 @@ pub struct Call {
     pub symbol: String,
     /// The `ll` op it implements, for errors and profiles.
     pub op: String,
+    /// Where the `hl` op it came from is written (`model.mlir:41:10`, or
+    /// several for a fused kernel), for profiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// Rows of work; the kernel runs `[begin, end)` of them.
     pub work: u64,
     /// The fewest rows worth a thread of their own.

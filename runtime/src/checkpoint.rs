@@ -103,6 +103,31 @@ pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>)
     Ok(())
 }
 
+/// Reads only a checkpoint's metadata (its header), not its tensors: what
+/// a resume checks before anything is compiled.
+pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>, CheckpointError> {
+    use std::io::Read;
+    let p = path.display().to_string();
+    let io = |e: std::io::Error| CheckpointError::Io { path: p.clone(), message: e.to_string() };
+    let corrupt = |m: String| CheckpointError::Corrupt { path: p.clone(), message: m };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let mut length = [0u8; 8];
+    file.read_exact(&mut length).map_err(|_| corrupt(format!("{size} bytes, shorter than the header length")))?;
+    let n = u64::from_le_bytes(length);
+    if n > size - 8 {
+        return Err(corrupt(format!("header of {n} bytes in a file of {size}")));
+    }
+    let mut header = vec![0u8; n as usize];
+    file.read_exact(&mut header).map_err(io)?;
+    let header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&header).map_err(|e| corrupt(format!("header: {e}")))?;
+    match header.get("__metadata__") {
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| corrupt(format!("metadata: {e}"))),
+        None => Ok(BTreeMap::new()),
+    }
+}
+
 /// Reads a checkpoint: its entries by name and its metadata.
 pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, String>), CheckpointError> {
     let p = path.display().to_string();
@@ -130,8 +155,8 @@ pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, St
             serde_json::from_value(v["shape"].clone()).map_err(|e| corrupt(format!("{name}: shape: {e}")))?;
         let [lo, hi]: [usize; 2] =
             serde_json::from_value(v["data_offsets"].clone()).map_err(|e| corrupt(format!("{name}: offsets: {e}")))?;
-        let expected = shape.iter().product::<usize>() * dtype.bytes();
-        if hi < lo || hi > data.len() || hi - lo != expected {
+        let expected = shape.iter().try_fold(dtype.bytes(), |n, &d| n.checked_mul(d));
+        if hi < lo || hi > data.len() || Some(hi - lo) != expected {
             return Err(corrupt(format!(
                 "{name}: bytes [{lo}, {hi}) do not hold {shape:?} {dtype:?} in {} data bytes",
                 data.len()

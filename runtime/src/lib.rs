@@ -10,21 +10,30 @@
 //! - [`rng`]: Philox4x32-10, the counter-based generator behind it, so that
 //!   every element's random number depends only on (seed, stream, index).
 //!
-//! - [`artifact`], [`cpu`], [`session`], [`checkpoint`], [`registry`]: the
-//!   compiled module, its CPU backend with the GEMM registry, sessions and
-//!   checkpoints.
-//! - [`cuda`]: the CUDA backend (PTX modules, device arena, CUDA Graph
-//!   replay), libcuda opened at run time; [`cuda::available`] says why no
-//!   GPU can be used.
+//! - [`artifact`]: the compiled module on disk.
+//! - [`backend`]: the [`Backend`] interface every device implements (load,
+//!   call, parameters and state, batch-size variants, checkpoints,
+//!   profiles), [`Device`] and [`open`]; [`host`]: tensors and buffers;
+//!   [`error`]: the one error type.
+//! - [`cpu`]: the CPU backend (kernels.so, thread pool, the GEMM
+//!   [`registry`]); [`cuda`]: the CUDA backend (PTX modules, device arena,
+//!   CUDA Graph replay), libcuda opened at run time; [`cuda::available`]
+//!   says why no GPU can be used.
+//! - [`checkpoint`]: safetensors checkpoints.
 //!
 //! See docs/ARCHITECTURE.md.
 
 pub mod artifact;
+pub mod backend;
 pub mod checkpoint;
 pub mod cpu;
-mod cublas;
 pub mod cuda;
+pub mod error;
+pub mod host;
 pub mod init;
 pub mod registry;
 pub mod rng;
-pub mod session;
+
+pub use backend::{Backend, Device, TraceEvent, open};
+pub use error::{Result, RuntimeError};
+pub use host::Tensor;

@@ -5,9 +5,14 @@
 //!
 //! The bundle's folder is `$AICF_GPU_BUNDLE`, else `cases/` beside this
 //! test binary (the bundle's layout), else `target/gpu-bundle/cases`.
-//! Without a GPU, or without a bundle, the test says why and passes.
+//!
+//! Every test here needs a GPU and the bundle, so each is `#[ignore]`d:
+//! `cargo test` lists them as ignored on a machine without one, and the
+//! bundle's `run.sh` runs them with `--include-ignored`. Run that way
+//! without a GPU or a bundle, a test fails and says why.
 
 use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession, GemmCheck, GemmPolicy, compare};
+use aicf_runtime::{Backend, RuntimeError};
 use std::path::PathBuf;
 
 fn bundle() -> Option<PathBuf> {
@@ -22,14 +27,16 @@ fn bundle() -> Option<PathBuf> {
     built.is_dir().then_some(built)
 }
 
-fn cases() -> Option<Vec<(PathBuf, BundleCase)>> {
+fn require_gpu() {
     if let Err(why) = cuda::available() {
-        println!("skipped: {why}");
-        return None;
+        panic!("this test needs a GPU: {why}");
     }
+}
+
+fn cases() -> Vec<(PathBuf, BundleCase)> {
+    require_gpu();
     let Some(dir) = bundle() else {
-        println!("skipped: no GPU bundle (run `make gpu-bundle`, or set AICF_GPU_BUNDLE)");
-        return None;
+        panic!("no GPU bundle (run `make gpu-bundle`, or set AICF_GPU_BUNDLE)");
     };
     let mut found = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
@@ -40,7 +47,7 @@ fn cases() -> Option<Vec<(PathBuf, BundleCase)>> {
     }
     found.sort_by(|a, b| a.1.name.cmp(&b.1.name));
     assert!(!found.is_empty(), "{}: an empty bundle", dir.display());
-    Some(found)
+    found
 }
 
 /// How a case's calls run.
@@ -94,8 +101,9 @@ fn run_case(dir: &std::path::Path, case: &BundleCase, mode: Mode) -> Result<(f64
 }
 
 #[test]
+#[ignore = "needs a GPU and the GPU bundle (make gpu-bundle; target/gpu-bundle/run.sh)"]
 fn every_bundle_case_matches_the_cpu_on_the_gpu() {
-    let Some(cases) = cases() else { return };
+    let cases = cases();
     let mut failures = Vec::new();
     for (dir, case) in &cases {
         // Train steps run four ways: launch by launch on one stream; on the
@@ -141,14 +149,11 @@ fn every_bundle_case_matches_the_cpu_on_the_gpu() {
 /// The bundle's tensor-core GEMM checks (`gemm/<name>/gemm.json` beside
 /// `cases/`): inputs made here, the result compared with the host's.
 #[test]
+#[ignore = "needs a GPU and the GPU bundle (make gpu-bundle; target/gpu-bundle/run.sh)"]
 fn every_gemm_check_matches_the_host_reference() {
-    if let Err(why) = cuda::available() {
-        println!("skipped: {why}");
-        return;
-    }
+    require_gpu();
     let Some(dir) = bundle().and_then(|cases| Some(cases.parent()?.join("gemm"))).filter(|d| d.is_dir()) else {
-        println!("skipped: no GEMM checks in the GPU bundle (run `make gpu-bundle`, or set AICF_GPU_BUNDLE)");
-        return;
+        panic!("no GEMM checks in the GPU bundle (run `make gpu-bundle`, or set AICF_GPU_BUNDLE)");
     };
     let mut failures = Vec::new();
     let mut library_runs = 0;
@@ -202,17 +207,17 @@ fn every_gemm_check_matches_the_host_reference() {
 /// The staged-call API used out of order says what to do, and a staged
 /// call still runs after the errors.
 #[test]
+#[ignore = "needs a GPU and the GPU bundle (make gpu-bundle; target/gpu-bundle/run.sh)"]
 fn staged_calls_out_of_order_are_clear_errors() {
-    let Some(cases) = cases() else { return };
+    let cases = cases();
     let Some((dir, case)) = cases.iter().find(|(_, c)| c.calls.len() > 1) else {
-        println!("skipped: no train-step case in the bundle");
-        return;
+        panic!("no train-step case in the bundle");
     };
     let module = CudaModule::load(dir, 0).unwrap();
     let mut session = CudaSession::new(module, case.seed).unwrap();
     let f = &case.function;
     let inputs: Vec<_> = case.calls[0].inputs.iter().collect();
-    let message = |r: Result<(), aicf_runtime::cpu::RuntimeError>| r.unwrap_err().to_string();
+    let message = |r: Result<(), RuntimeError>| r.unwrap_err().to_string();
     assert!(message(session.launch(f)).contains("no inputs staged"));
     assert!(message(session.finish(f).map(|_| ())).contains("no call running"));
     session.stage(f, &inputs).unwrap();

@@ -21,10 +21,10 @@ mod char_lm;
 #[path = "../../examples/transformer/model.rs"]
 mod transformer;
 
-use aicf_compiler::adapt::{Operator, WidenRule, grow};
 use aicf_compiler::codegen::KernelCache;
 use aicf_compiler::pipeline::{Compiled, Target, TrainOptions, compile_source};
-use aicf_compiler::trainer::{Options, Trainer, precompile};
+use aicf_compiler::train::adapt::{Operator, WidenRule, grow};
+use aicf_compiler::train::{Options, Trainer, precompile};
 use std::path::Path;
 use std::time::Instant;
 
@@ -141,7 +141,7 @@ fn growth_pause(scratch: &Path) {
         let trainer = Trainer::from_source(&source, "char_lm_12", options(dir)).expect("compiles");
         if ahead {
             // What `prefetch` does on a background thread while training runs.
-            let rewritten = aicf_compiler::adapt::rewrite(&source, "char_lm_12", &op).expect("rewrites");
+            let rewritten = aicf_compiler::train::adapt::rewrite(&source, "char_lm_12", &op).expect("rewrites");
             precompile(&rewritten.source, "char_lm_12", trainer.options(), &[None]).expect("compiles ahead");
         }
         let started = Instant::now();

@@ -11,15 +11,15 @@
 
 use aicf_compiler::{CompilerContext, codegen::compile_cpu, run_pipeline};
 use aicf_runtime::{
+    Backend, Tensor,
     artifact::{DType, Role, ir_hash},
-    cpu::CpuModule,
-    session::{Session, Tensor},
+    cpu::{CpuModule, CpuSession},
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
 
 /// A session of `model` with `optimizer`, and inputs for its train step.
-fn prepare(model: &str, optimizer: &str, classes: usize) -> (Session, Vec<Tensor>) {
+fn prepare(model: &str, optimizer: &str, classes: usize) -> (CpuSession, Vec<Tensor>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let source = std::fs::read_to_string(root.join(model)).expect(model);
     let ctx = CompilerContext::new();
@@ -28,7 +28,7 @@ fn prepare(model: &str, optimizer: &str, classes: usize) -> (Session, Vec<Tensor
         .expect("pipeline");
     let dir = root.join("target/criterion-artifacts").join(format!("{}-{optimizer}", ir_hash(&source)));
     compile_cpu(&ctx, &module, &ir_hash(&source), &dir).expect("codegen");
-    let session = Session::new(CpuModule::load(&dir, 2).expect("load"), 0).expect("session");
+    let session = CpuSession::new(CpuModule::load(&dir, 2).expect("load"), 0).expect("session");
     let step = session.module().function("train_step").expect("train_step").clone();
     let mut state = 7u64;
     let mut next = || {
@@ -65,8 +65,8 @@ fn train_steps(c: &mut Criterion) {
 }
 
 fn rewrites(c: &mut Criterion) {
-    use aicf_compiler::adapt::{Operator, WidenRule, grow};
-    use aicf_compiler::trainer::{Options, Trainer};
+    use aicf_compiler::train::adapt::{Operator, WidenRule, grow};
+    use aicf_compiler::train::{Options, Trainer};
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut group = c.benchmark_group("rewrite");
     group.sample_size(10);
@@ -82,7 +82,11 @@ fn rewrites(c: &mut Criterion) {
     compile();
     group.bench_function("digits_mlp_compile_all_kernels_cached", |b| b.iter(compile));
     // The widening of examples/grow, its new model compiled ahead.
-    let options = Options { cache_dir: root.join("target/criterion-artifacts/grow"), threads: 2, ..Options::default() };
+    let options = Options {
+        cache_dir: root.join("target/criterion-artifacts/grow"),
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        ..Options::default()
+    };
     let trainer = Trainer::from_file(&root.join("examples/grow/narrow_mlp.mlir"), options).expect("narrow MLP");
     let op = Operator::Widen { layer: "fc1".into(), width: 32, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 };
     grow(&trainer, &op, 0).expect("widening");

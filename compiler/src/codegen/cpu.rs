@@ -1056,6 +1056,9 @@ impl Generator {
                         ir::i64_array(op, "ll.wait").unwrap_or_default().iter().map(|&e| e as u32).collect();
                     let event = ir::int_attr(op, "ll.event").map(|e| e as u32);
                     let first = calls.len();
+                    let origin = crate::context::describe_all_locations(unsafe {
+                        melior::ir::Location::from_raw(ir::op_loc(op))
+                    });
                     // Library candidates are the op's own (a kernel shared
                     // with another op may have other aliases).
                     self.library.clear();
@@ -1069,6 +1072,7 @@ impl Generator {
                             library,
                             symbol: format!("aicf_{kernel}"),
                             op: op_kind.clone(),
+                            origin: Some(origin.clone()),
                             work,
                             grain: (GRAIN_OPS / cost.max(1)).max(1),
                             buffers: which.iter().map(|&i| buffers[i]).collect(),

@@ -29,7 +29,7 @@ pub use fuse_gemm::fuse_gemm_epilogues;
 pub use fuse_optimizer::fuse_optimizer;
 pub use fuse_reductions::fuse_reductions;
 pub use optimizer::{Optimizer, add_train_step};
-pub use plan_memory::{MemoryPlan, plan_memory};
+pub use plan_memory::{Budget, MemoryPlan, plan_memory};
 pub use print_param_table::{ParamInfo, collect_params, render_table};
 pub use schedule::{Schedule, schedule};
 
@@ -191,6 +191,11 @@ impl PassOptions {
     pub fn get_i64(&self, key: &str) -> Result<i64, String> {
         let raw = self.get(key)?;
         raw.parse().map_err(|_| format!("option '{key}' expects an integer, got '{raw}'"))
+    }
+
+    pub fn get_f64(&self, key: &str) -> Result<f64, String> {
+        let raw = self.get(key)?;
+        raw.parse().map_err(|_| format!("option '{key}' expects a number, got '{raw}'"))
     }
 }
 

@@ -5,7 +5,8 @@
 //! 1. The model: the kernels in program order, each with the temporaries
 //!    (`memref.alloc` roots; `ll.reshape` views count as their root) it
 //!    reads and writes, and the function arguments it writes.
-//! 2. Budget (optional): while the planned arena exceeds it, try every
+//! 2. Budget (optional; bytes, or a fraction of the arena the plan takes
+//!    without one): while the planned arena exceeds it, try every
 //!    recomputation of a cheap single-output kernel (elementwise, norm,
 //!    softmax, transpose) right before one of its later uses, on the model;
 //!    apply the one that lowers the arena most to the IR (clone the kernel,
@@ -30,22 +31,39 @@ use std::collections::HashMap;
 const ALIGN: u64 = 64;
 
 pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
-    let parsed = (|| Ok::<_, String>((options.get_i64("budget")?, options.get_bool("report")?)))();
-    let (budget, report) = match parsed {
-        Ok(v) => v,
-        Err(m) => {
-            emit_error(module.location(), &format!("ll-plan-memory: {m}"));
-            return Err(PassFailed);
-        }
+    let parsed = (|| {
+        Ok::<_, String>((options.get_i64("budget")?, options.get_f64("budget-fraction")?, options.get_bool("report")?))
+    })();
+    let fail = |m: String| {
+        emit_error(module.location(), &format!("ll-plan-memory: {m}"));
+        Err(PassFailed)
     };
-    if budget < 0 {
-        emit_error(module.location(), &format!("ll-plan-memory: budget must be >= 0 bytes, got {budget}"));
-        return Err(PassFailed);
-    }
-    plan_memory(module.to_raw(), budget as u64, report).map(|_| ()).map_err(|(loc, m)| {
+    let (bytes, fraction, report) = match parsed {
+        Ok(v) => v,
+        Err(m) => return fail(m),
+    };
+    let budget = match (bytes, fraction) {
+        (b, _) if b < 0 => return fail(format!("budget must be >= 0 bytes, got {b}")),
+        (_, f) if !(0.0..=1.0).contains(&f) => return fail(format!("budget-fraction must be in [0, 1], got {f}")),
+        (b, f) if b > 0 && f > 0.0 => return fail("give a budget in bytes or as a fraction, not both".into()),
+        (b, _) if b > 0 => Budget::Bytes(b as u64),
+        (_, f) if f > 0.0 => Budget::Fraction(f),
+        _ => Budget::None,
+    };
+    plan_memory(module.to_raw(), budget, report).map(|_| ()).map_err(|(loc, m)| {
         emit_error(unsafe { Location::from_raw(loc) }, &format!("ll-plan-memory: {m}"));
         PassFailed
     })
+}
+
+/// The arena every function's plan must fit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Budget {
+    None,
+    Bytes(u64),
+    /// This fraction of the largest arena the module's functions take
+    /// without a budget (the train step's: the peak of a training run).
+    Fraction(f64),
 }
 
 /// An `ll` pass runs on lowered functions only: an `hl` op left in `block`
@@ -69,7 +87,21 @@ pub struct MemoryPlan {
 }
 
 /// Plans every `ll` function of `module`; returns the plans by function.
-pub fn plan_memory(module: MlirOperation, budget: u64, report: bool) -> Result<Vec<(String, MemoryPlan)>, Failure> {
+pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Result<Vec<(String, MemoryPlan)>, Failure> {
+    let budget = match budget {
+        Budget::None => 0,
+        Budget::Bytes(b) => b,
+        // Of the largest arena (the train step's): the peak the functions
+        // reach without a budget; smaller functions already fit.
+        Budget::Fraction(f) => {
+            let mut largest = 0;
+            for (_, block) in ir::functions(module) {
+                require_lowered(block)?;
+                largest = largest.max(Model::build(block).place().arena);
+            }
+            ((largest as f64 * f).ceil() as u64).max(1)
+        }
+    };
     let mut plans = Vec::new();
     for (func, block) in ir::functions(module) {
         require_lowered(block)?;

@@ -4,11 +4,11 @@
 //! the better candidate, and policies and observers behave as documented.
 
 use crate::optimizer::digits;
-use aicf_compiler::adapt::{
+use aicf_compiler::train::adapt::{
     Action, Adaptive, Observer, Operator, Outcome, Policy, Progress, Rule, State, Template, Trigger, WidenRule, grow,
 };
-use aicf_compiler::trainer::{Options, Trainer};
-use aicf_runtime::{artifact::DType, session::Tensor};
+use aicf_compiler::train::{Options, Trainer};
+use aicf_runtime::{Tensor, artifact::DType};
 use std::path::PathBuf;
 
 fn narrow() -> PathBuf {
@@ -18,7 +18,14 @@ fn narrow() -> PathBuf {
 fn options(optimizer: &str, momentum: f64) -> Options {
     // One cache for the file: the same models compile once.
     let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("adapt");
-    Options { optimizer: optimizer.into(), momentum, threads: 2, seed: 3, cache_dir, ..Options::default() }
+    Options {
+        optimizer: optimizer.into(),
+        momentum,
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        seed: 3,
+        cache_dir,
+        ..Options::default()
+    }
 }
 
 /// Batch `i` (32 rows) of the digits, features scaled to [0, 1].
@@ -213,7 +220,7 @@ fn a_rollback_restores_parameters_state_step_and_rng_bit_for_bit() {
         Operator::Widen { layer: "fc1".into(), width: 48, rule: WidenRule::Net2wider, split_noise: 0.1, noise: 0.0 };
     let d = run.apply(&op, "test", &[], progress(14)).unwrap().expect("the widening is accepted");
     assert_eq!(run.decisions()[d].outcome, "accepted");
-    assert_eq!(aicf_compiler::adapt::param_count(run.trainer()), 48 * 64 + 48 + 10 * 48 + 10);
+    assert_eq!(aicf_compiler::train::adapt::param_count(run.trainer()), 48 * 64 + 48 + 10 * 48 + 10);
     // The model before the rewrite was checkpointed: it loads into the narrow model.
     let mut reloaded = trained("adam", 0.0, 0);
     reloaded.load_checkpoint(&checkpoints.join("before-rewrite-1.safetensors")).unwrap();

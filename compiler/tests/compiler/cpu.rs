@@ -10,10 +10,10 @@ use aicf_compiler::{
     run_pipeline,
 };
 use aicf_runtime::{
+    Backend, Tensor,
     artifact::{self, ir_hash},
-    cpu::CpuModule,
+    cpu::{CpuModule, CpuSession},
     registry::Choice,
-    session::{Session, Tensor},
 };
 use std::path::PathBuf;
 
@@ -61,7 +61,7 @@ fn train_step_matches_for(
     let manifest = compile_cpu(&ctx, &planned, &ir_hash(&traced.text), &dir).unwrap_or_else(|e| panic!("{e}"));
     let mut module = CpuModule::load(&dir, 2).unwrap();
     module.force_gemm(Some(gemm));
-    let mut session = Session::new(module, 7).unwrap();
+    let mut session = CpuSession::new(module, 7).unwrap();
 
     let mut reference = traced.parse(&ctx).unwrap();
     run_pipeline(&ctx, &mut reference, &format!("builtin.module(hl-optimizer{{kind={optimizer}}},canonicalize,cse)"))
@@ -155,7 +155,7 @@ fn a_smaller_batch_runs_its_variant_on_the_session_state() {
         compile_cpu(&ctx, &m, &ir_hash(&traced.text), &dir).unwrap_or_else(|e| panic!("{e}"));
         CpuModule::load(&dir, 2).unwrap()
     };
-    let mut session = Session::new(compiled(None, "variant_main"), 3).unwrap();
+    let mut session = CpuSession::new(compiled(None, "variant_main"), 3).unwrap();
     let (rows, features) = (5, 64);
     let x = data(rows * features, 41);
     let y = indices(&[rows], 10, 42).data;
@@ -168,7 +168,7 @@ fn a_smaller_batch_runs_its_variant_on_the_session_state() {
     let e = session.call("train_step", &refs).unwrap_err().to_string();
     assert!(e.contains("input #0 (input) is F32 [5, 64], the model expects F32 [32, 64]"), "{e}");
     assert!(!session.compiled_for("train_step", &refs));
-    session.add_variant(compiled(Some(rows), "variant_small")).unwrap();
+    session.add_module(compiled(Some(rows), "variant_small")).unwrap();
     assert!(session.compiled_for("train_step", &refs));
 
     let small = mlp::build(rows).unwrap();
@@ -209,7 +209,7 @@ fn a_smaller_batch_runs_its_variant_on_the_session_state() {
     run_pipeline(&ctx, &mut m, "builtin.module(aicf-train-pipeline{optimizer=sgd})").unwrap();
     let dir = out_dir("variant_other");
     compile_cpu(&ctx, &m, &ir_hash(&other.text), &dir).unwrap();
-    let e = session.add_variant(CpuModule::load(&dir, 1).unwrap()).unwrap_err().to_string();
+    let e = session.add_module(CpuModule::load(&dir, 1).unwrap()).unwrap_err().to_string();
     assert!(e.contains("the variant is another model"), "{e}");
 }
 
@@ -235,7 +235,7 @@ fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {
     // The generated kernels are under test, GEMMs included.
     let mut module = CpuModule::load(&dir, 2).unwrap();
     module.force_gemm(Some(Choice::Generated));
-    let mut session = Session::new(module, 0).unwrap();
+    let mut session = CpuSession::new(module, 0).unwrap();
     let tensors: Vec<Tensor> = inputs
         .iter()
         .map(|a| {
@@ -306,7 +306,7 @@ fn transcendentals_at_extreme_inputs_match_the_interpreter() {
     run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
     let dir = out_dir("kernel_extremes");
     compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
-    let mut session = Session::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+    let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
     let got = session.call("f", &[&Tensor::new(vec![3, 19], artifact::DType::F32, x.data.clone())]).unwrap();
     for (name, (g, w)) in ["exp", "tanh", "sigmoid", "gelu"].iter().zip(got.iter().zip(&want)) {
         for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {

@@ -17,11 +17,11 @@ use aicf_compiler::{
     run_pipeline,
 };
 use aicf_runtime::{
+    Backend, Tensor,
     artifact::{self, ir_hash},
-    cpu::CpuModule,
+    cpu::{CpuModule, CpuSession},
     cuda::{BundleCall, BundleCase, GemmCheck},
     registry::Choice,
-    session::{Session, Tensor},
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -132,7 +132,7 @@ fn train_case(name: &str, source: &str, optimizer: &str, steps: usize, classes: 
     let mut module = CpuModule::load(&cpu, 2).unwrap();
     module.force_gemm(Some(Choice::Library));
     let seed = 11;
-    let mut session = Session::new(module, seed).unwrap();
+    let mut session = CpuSession::new(module, seed).unwrap();
     let step_fn = manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
     let mut calls = Vec::new();
     for step in 0..steps {
@@ -476,7 +476,7 @@ fn gemm_check_reference_matches_the_cpu_backend() {
         let module = ctx.parse(&gemm_source(&c), "check").unwrap();
         let dir = out_dir(&format!("gemm_check_{ta}_{tb}"));
         compile_cpu(&ctx, &module, "check", &dir).unwrap();
-        let mut session = Session::new(CpuModule::load(&dir, 1).unwrap(), 0).unwrap();
+        let mut session = CpuSession::new(CpuModule::load(&dir, 1).unwrap(), 0).unwrap();
         let inputs = c.inputs();
         let got = session.call("f", &inputs.iter().collect::<Vec<_>>()).unwrap();
         aicf_runtime::cuda::compare("cpu", &got[0], &c.reference(&inputs), 1e-6).unwrap();

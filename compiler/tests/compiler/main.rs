@@ -11,4 +11,5 @@ mod lowering;
 mod models;
 mod nn;
 mod optimizer;
+mod train;
 mod trainer;

@@ -1,4 +1,4 @@
-//! The three example models build from Rust and from their `.mlir` files,
+//! The four example models build from Rust and from their `.mlir` files,
 //! and the two paths give the same IR.
 
 use aicf_compiler::{CompilerContext, nn::HlModule};
@@ -59,4 +59,16 @@ fn char_lm_from_rust_equals_char_lm_from_mlir() {
     assert!(!traced.function("forward").unwrap().takes_rng);
     assert!(traced.function("loss").unwrap().takes_rng);
     assert_eq!(traced.text.matches("hl.dropout").count(), 5, "embeddings + 2 per block, all in @loss");
+}
+
+#[test]
+fn transformer_from_rust_equals_transformer_from_mlir() {
+    let traced = transformer::build(transformer::BATCH).expect("the transformer block traces");
+    assert_same_ir(
+        &traced,
+        "transformer_block.mlir",
+        include_str!("../../../examples/transformer/transformer_block.mlir"),
+    );
+    assert_eq!(traced.function("forward").unwrap().outputs[0].shape, [8, 128, 256]);
+    assert!(!traced.function("loss").unwrap().takes_rng);
 }

@@ -1,8 +1,8 @@
 //! The embedding API: a model file in, compiled training out.
 
 use crate::optimizer::digits;
-use aicf_compiler::trainer::{Options, TrainError, Trainer};
-use aicf_runtime::{artifact::DType, session::Tensor};
+use aicf_compiler::train::{Options, TrainError, Trainer};
+use aicf_runtime::{Tensor, artifact::DType};
 use std::path::PathBuf;
 
 fn model() -> PathBuf {
@@ -12,7 +12,13 @@ fn model() -> PathBuf {
 fn options(tag: &str, optimizer: &str) -> Options {
     let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(tag);
     let _ = std::fs::remove_dir_all(&cache_dir);
-    Options { optimizer: optimizer.into(), threads: 2, seed: 1, cache_dir, ..Options::default() }
+    Options {
+        optimizer: optimizer.into(),
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        seed: 1,
+        cache_dir,
+        ..Options::default()
+    }
 }
 
 /// Rows `[start, start + n)` of the digits as (features, labels).
@@ -69,12 +75,12 @@ fn the_trainer_trains_predicts_evaluates_and_caches() {
     // A checkpoint restores parameters, optimizer state and the step count.
     let ckpt = options.cache_dir.join("ckpt.safetensors");
     t.save_checkpoint(&ckpt, &Default::default()).unwrap();
-    let saved = t.session().symbol("fc1.weight").unwrap();
+    let saved = t.backend().symbol("fc1.weight").unwrap();
     let (x, y) = batch(train, 0, 32);
     t.step(&[&x, &y], 3e-3).unwrap();
-    assert_ne!(t.session().symbol("fc1.weight").unwrap(), saved);
+    assert_ne!(t.backend().symbol("fc1.weight").unwrap(), saved);
     t.load_checkpoint(&ckpt).unwrap();
-    assert_eq!(t.session().symbol("fc1.weight").unwrap(), saved);
+    assert_eq!(t.backend().symbol("fc1.weight").unwrap(), saved);
     assert_eq!(t.steps(), 3 * 47);
 
     // A second trainer finds every compilation in the cache.

@@ -139,6 +139,11 @@ struct TrainPipelineOptions
   Option<int64_t> budget{*this, "budget",
                          llvm::cl::desc("arena budget in bytes (0: none)"),
                          llvm::cl::init(0)};
+  Option<double> budgetFraction{
+      *this, "budget-fraction",
+      llvm::cl::desc("arena budget as a fraction of the arena without one "
+                     "(0: none)"),
+      llvm::cl::init(0.0)};
   Option<bool> report{*this, "report",
                       llvm::cl::desc("report the memory plan as remarks"),
                       llvm::cl::init(false)};
@@ -156,6 +161,7 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
      << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"
      << "convert-hl-to-ll,ll-plan-memory{budget=" << o.budget
+     << " budget-fraction=" << o.budgetFraction
      << " report=" << (o.report ? "true" : "false") << "},"
      << "ll-schedule{max-streams=" << o.maxStreams << "}";
   return os.str();

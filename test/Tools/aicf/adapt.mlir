@@ -21,7 +21,7 @@
 // LOG: "step":100,{{.*}}"action":"deepen after fc1 (residual, zero output)",{{.*}}"outcome":"accepted"
 
 // The observer's last gradient norms and update ratios, per layer, each epoch.
-// METRICS: {"epoch":1,"grad_norm":{{[0-9.e-]+}},"layers":{"fc1":{"grad_norm":{{[0-9.e-]+}},"update_ratio":{{[0-9.e-]+}}},"fc2":{
+// METRICS: {"epoch":1,{{.*}}"grad_norm":{{[0-9.e-]+}},"layers":{"fc1":{"grad_norm":{{[0-9.e-]+}},"update_ratio":{{[0-9.e-]+}}},"fc2":{
 // METRICS: {"epoch":3,{{.*}}"fc1_deep1.fc_in":{"grad_norm"
 
 // MODEL: hl.param @fc1.weight : tensor<32x64xf32>

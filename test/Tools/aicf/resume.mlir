@@ -25,4 +25,4 @@
 
 // CORRUPT: aicf: error: {{.*}}last.safetensors: not a valid checkpoint: header of {{[0-9]+}} bytes in a file of 16
 // OTHER: aicf: error: {{.*}}last.safetensors: the checkpoint is of another model (IR hash {{[0-9a-f]+}}, this model's is {{[0-9a-f]+}})
-// OPTIMIZER: aicf: error: {{.*}}last.safetensors: the checkpoint's state does not fit this train step: it has no fc1.weight.exp_avg (saved with another optimizer?)
+// OPTIMIZER: aicf: error: {{.*}}last.safetensors: the checkpoint was trained with optimizer sgd; this run asks for adam

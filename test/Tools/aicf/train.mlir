@@ -4,7 +4,7 @@
 // RUN: rm -rf %t
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --lr 3e-3 --epochs 3 --out %t | FileCheck %s
 // RUN: FileCheck %s --check-prefix=METRICS < %t/metrics.jsonl
-// RUN: grep -c '<polyline' %t/plot.svg | FileCheck %s --check-prefix=PLOT
+// RUN: FileCheck %s --check-prefix=PLOT < %t/plot.svg
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/inputs/four_features.csv --out %t 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/inputs/missing.csv --out %t 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 1e30 --epochs 1 --out %t 2>&1 | FileCheck %s --check-prefix=NAN
@@ -15,20 +15,26 @@
 // held out) run variants compiled once for their sizes.
 // CHECK: compiled {{.*}}digits_mlp.mlir for batch 30 in
 // CHECK: compiled {{.*}}digits_mlp.mlir for batch 7 in
-// CHECK: training on 1438 rows (359 held out), batch 32, 45 steps per epoch
+// CHECK: data: 1797 rows of 64 features and a label ({{.*}}digits.csv.gz)
+// CHECK: training on 1438 examples (359 held out), batch 32, 45 steps per epoch, cpu, {{[0-9]+}} threads
 // CHECK: epoch   1/3  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy {{[0-9.]+}}%
 // CHECK: epoch   3/3
 // CHECK: final held-out accuracy {{[0-9.]+}}% after 3 epochs (135 steps
 
-// METRICS: {"epoch":1,"params":9610,"seconds":{{.*}},"step":45,"train_flops":{{.*}},"train_loss":{{.*}},"val_accuracy":{{.*}},"val_loss":{{.*}}}
+// METRICS: {"epoch":1,"step":45,"train_loss":{{[0-9.]+}},"val_loss":{{[0-9.]+}},"val_accuracy":{{[0-9.]+}},"unit":"nats","seconds":{{[0-9.e-]+}},"steps_per_second":{{[0-9.e-]+}},"params":9610,"train_flops":{{[0-9.e]+}}}
 // METRICS: {"epoch":3,
 
-// PLOT: 2
+// PLOT: <svg
+// PLOT-DAG: loss (nats)
+// PLOT-DAG: held-out accuracy
+// PLOT-DAG: {{^}}train loss
+// PLOT-DAG: {{^}}held-out loss
+// PLOT: </svg>
 
-// SHAPE: aicf: error: {{.*}}four_features.csv: rows have 4 features, the model takes [32, 64]
+// SHAPE: aicf: error: {{.*}}four_features.csv: rows have 4 features and a label; the model's input #0 is [32, 64] f32, which takes 64 features per row
 // MISSING: aicf: error: {{.*}}missing.csv: No such file or directory
 // NAN: aicf: error: the loss became {{.*}} at epoch 1, step {{[0-9]+}} (lr 1000000000000000000000000000000); lower the learning rate
 
-// NOVAL: training on 1797 rows (0 held out)
-// NOVAL: final held-out accuracy n/a (no held-out rows) after 1 epochs
+// NOVAL: training on 1797 examples (0 held out)
+// NOVAL: final held-out accuracy n/a (no held-out examples) after 1 epochs
 // SPLIT: aicf: error: --val-split 1 is not in [0, 1)

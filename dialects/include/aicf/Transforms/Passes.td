@@ -496,7 +496,9 @@ def LLPlanMemory : Pass<"ll-plan-memory", "::mlir::ModuleOp"> {
     better), and the sum of all temporaries (no reuse). With `report`, a
     remark on the function says the same in words.
 
-    With `budget` > 0 (bytes) and an arena over budget, the planner
+    With `budget` > 0 (bytes) or `budget-fraction` > 0 (of the largest
+    arena the module's functions take without one: the train step's peak)
+    and an arena over budget, the planner
     recomputes cheap values (elementwise kernels, norms, softmax,
     transposes) just before a later use instead of keeping them alive
     across the gap (activation checkpointing), greedily taking the
@@ -516,6 +518,9 @@ def LLPlanMemory : Pass<"ll-plan-memory", "::mlir::ModuleOp"> {
   let options = [
     Option<"budget", "budget", "int64_t", "0",
            "Arena budget in bytes (0: no budget); met by recomputation">,
+    Option<"budgetFraction", "budget-fraction", "double", "0.0",
+           "Arena budget as a fraction of the largest arena the module's "
+           "functions take without a budget (0: none); met by recomputation">,
     Option<"report", "report", "bool", "false",
            "Emit a remark per function with the arena size, lower bound and naive sum">
   ];

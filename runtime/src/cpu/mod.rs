@@ -1,67 +1,20 @@
 //! The CPU backend: loads a compiled module (`manifest.json` + `kernels.so`)
 //! and runs its functions, splitting each kernel's rows over a thread pool.
 
+mod session;
+
+pub use session::CpuSession;
+
 use crate::artifact::{Buffer, Call, DType, FORMAT, Function, LibraryGemm, Manifest};
+use crate::backend::TraceEvent;
+use crate::error::{Result, RuntimeError};
+use crate::host::{Bytes, write_values};
 use crate::registry::{Choice, Registry};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// `void aicf_<hash>(int64_t begin, int64_t end, void **buffers)`
 type KernelFn = unsafe extern "C" fn(i64, i64, *const *mut u8);
-
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    #[error("{path}: {message}")]
-    Load { path: PathBuf, message: String },
-    #[error("no function @{0} in the compiled module")]
-    NoFunction(String),
-    #[error("@{function}: {message}")]
-    Arguments { function: String, message: String },
-    #[error("@{function}, kernel #{call} ({op}): {message}")]
-    Kernel { function: String, call: usize, op: String, message: String },
-}
-
-pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
-
-/// Zeroed memory aligned to 64 bytes, viewed as bytes.
-pub struct Bytes {
-    words: Vec<[u64; 8]>,
-    len: usize,
-}
-
-impl Bytes {
-    pub fn zeroed(len: usize) -> Self {
-        Bytes { words: vec![[0; 8]; len.div_ceil(64).max(1)], len }
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: the words hold at least `len` initialised bytes.
-        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
-    }
-    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
-        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
-    }
-    fn ptr(&mut self) -> *mut u8 {
-        self.words.as_mut_ptr() as *mut u8
-    }
-}
-
-impl Default for Bytes {
-    fn default() -> Self {
-        Bytes::zeroed(0)
-    }
-}
-
-impl Clone for Bytes {
-    fn clone(&self) -> Self {
-        Bytes { words: self.words.clone(), len: self.len }
-    }
-}
 
 pub struct CpuModule {
     manifest: Manifest,
@@ -71,8 +24,8 @@ pub struct CpuModule {
     registry: Registry,
     /// Overrides the registry (tests, benchmarks of one candidate).
     forced: Option<Choice>,
-    /// Per (function, call): total milliseconds and calls, when profiling.
-    profile: Option<std::sync::Mutex<HashMap<(String, usize), (f64, u64)>>>,
+    /// Every kernel call's time, while profiling.
+    trace: Option<std::sync::Mutex<Vec<TraceEvent>>>,
     constants: Vec<Bytes>,
     pool: rayon::ThreadPool,
     // Last: the code must outlive the function pointers above.
@@ -163,32 +116,24 @@ impl CpuModule {
             kernels,
             registry: Registry::open(),
             forced: None,
-            profile: None,
+            trace: None,
             constants,
             pool,
             _library: library,
         })
     }
 
-    /// Starts recording the time of every kernel call.
-    pub fn enable_profile(&mut self) {
-        self.profile = Some(Default::default());
+    /// Starts (or stops) recording the time of every kernel call.
+    pub fn set_profiling(&mut self, on: bool) {
+        self.trace = on.then(Default::default);
     }
 
-    /// (function, call index, op, total ms, calls), slowest first.
-    pub fn profile(&self) -> Vec<(String, usize, String, f64, u64)> {
-        let Some(p) = &self.profile else { return Vec::new() };
-        let p = p.lock().map(|p| p.clone()).unwrap_or_default();
-        let mut rows: Vec<_> = p
-            .into_iter()
-            .map(|((f, k), (ms, n))| {
-                let op =
-                    self.function(&f).ok().and_then(|func| func.calls.get(k)).map(|c| c.op.clone()).unwrap_or_default();
-                (f, k, op, ms, n)
-            })
-            .collect();
-        rows.sort_by(|a, b| b.3.total_cmp(&a.3));
-        rows
+    /// The calls recorded since the last take.
+    pub fn take_trace(&self) -> Vec<TraceEvent> {
+        self.trace
+            .as_ref()
+            .map(|t| t.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default())
+            .unwrap_or_default()
     }
 
     /// Runs every GEMM with `choice` instead of the registry's decision.
@@ -233,7 +178,7 @@ impl CpuModule {
         let _mode = FloatMode::flush_denormals();
         let arena_index = f.args.iter().position(|a| a.bind == "arena");
         let bases: Vec<*mut u8> = args.iter_mut().map(|a| a.ptr()).collect();
-        let constants: Vec<*const u8> = self.constants.iter().map(|c| c.words.as_ptr() as *const u8).collect();
+        let constants: Vec<*const u8> = self.constants.iter().map(|c| c.const_ptr()).collect();
         for (k, (call, (kernel, epilogue))) in f.calls.iter().zip(&self.kernels[name]).enumerate() {
             let pointers: Vec<*mut u8> = call
                 .buffers
@@ -252,30 +197,51 @@ impl CpuModule {
                 op: call.op.clone(),
                 message,
             })?;
-            let started = self.profile.as_ref().map(|_| std::time::Instant::now());
-            match &call.library {
+            // A GEMM's candidate is chosen (measured, on a shape's first
+            // use) before its time starts: the trace holds kernel time only.
+            let gemm = match &call.library {
                 Some(g) if g.aliases.iter().all(|&a| pointers[a] != pointers[g.out]) => {
-                    self.gemm(*kernel, *epilogue, call, g, &pointers)
+                    Some((g, self.gemm_choice(*kernel, *epilogue, call, g, &pointers)))
                 }
-                _ => self.launch(*kernel, call, &pointers),
+                _ => None,
+            };
+            let started = self.trace.as_ref().map(|_| crate::backend::trace_clock_us());
+            match gemm {
+                Some((g, choice)) => self.run_gemm(choice, *kernel, *epilogue, call, g, &pointers),
+                None => self.launch(*kernel, call, &pointers),
             }
-            if let (Some(p), Some(t)) = (&self.profile, started)
-                && let Ok(mut p) = p.lock()
+            if let (Some(trace), Some(start)) = (&self.trace, started)
+                && let Ok(mut trace) = trace.lock()
             {
-                let e = p.entry((name.to_string(), k)).or_default();
-                e.0 += t.elapsed().as_secs_f64() * 1e3;
-                e.1 += 1;
+                trace.push(TraceEvent {
+                    function: name.to_string(),
+                    call: k,
+                    kernel: call.symbol.clone(),
+                    op: call.op.clone(),
+                    origin: call.origin.clone(),
+                    stream: 0,
+                    start_us: start,
+                    duration_us: crate::backend::trace_clock_us() - start,
+                });
             }
         }
         Ok(())
     }
 
-    /// A GEMM through the registry: the measured-faster candidate (measured
-    /// on first use of the shape, both candidates on the live buffers; the
-    /// GEMM overwrites its output, so a repeat is harmless).
-    fn gemm(&self, kernel: KernelFn, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
+    /// The candidate that runs a GEMM: the forced one, or the registry's
+    /// measured-faster one (measured on first use of the shape, every
+    /// candidate on the live buffers; the GEMM overwrites its output, so a
+    /// repeat is harmless).
+    fn gemm_choice(
+        &self,
+        kernel: KernelFn,
+        epilogue: Option<KernelFn>,
+        call: &Call,
+        g: &LibraryGemm,
+        pointers: &[*mut u8],
+    ) -> Choice {
         let key = Registry::key(g, call, &self.manifest.target, self.threads());
-        let choice = self.forced.or_else(|| self.registry.get(&key)).unwrap_or_else(|| {
+        self.forced.or_else(|| self.registry.get(&key)).unwrap_or_else(|| {
             // Timed from a cold cache, as inside a train step, where the
             // kernels between two uses of a weight evict it. The eviction
             // buffer is allocated once per process (a new model after a
@@ -309,7 +275,19 @@ impl CpuModule {
             let best = times.iter().min_by(|x, y| x.1.total_cmp(&y.1)).map_or(Choice::Generated, |t| t.0);
             self.registry.set(key, best, &times);
             best
-        });
+        })
+    }
+
+    /// Runs a GEMM call with candidate `choice`.
+    fn run_gemm(
+        &self,
+        choice: Choice,
+        kernel: KernelFn,
+        epilogue: Option<KernelFn>,
+        call: &Call,
+        g: &LibraryGemm,
+        pointers: &[*mut u8],
+    ) {
         match choice {
             Choice::Library => self.library_gemm(epilogue, call, g, pointers, false),
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
@@ -520,40 +498,6 @@ fn check_indices(call: &Call, pointers: &[*mut u8]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Writes `values` into `out` as `dtype` elements.
-pub fn write_values(out: &mut [u8], dtype: DType, values: &[f64]) {
-    for (i, &v) in values.iter().enumerate() {
-        let at = i * dtype.bytes();
-        match dtype {
-            DType::F32 => out[at..at + 4].copy_from_slice(&(v as f32).to_le_bytes()),
-            DType::F64 => out[at..at + 8].copy_from_slice(&v.to_le_bytes()),
-            DType::I32 => out[at..at + 4].copy_from_slice(&(v as i32).to_le_bytes()),
-            DType::I64 => out[at..at + 8].copy_from_slice(&(v as i64).to_le_bytes()),
-            DType::I1 => out[at] = (v != 0.0) as u8,
-            DType::U8 => out[at] = v as u8,
-            // Rounded to nearest even, as a GPU's conversion does.
-            DType::F16 => out[at..at + 2].copy_from_slice(&half::f16::from_f64(v).to_le_bytes()),
-            DType::BF16 => out[at..at + 2].copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
-        }
-    }
-}
-
-/// Reads `out` as `dtype` elements.
-pub fn read_values(bytes: &[u8], dtype: DType) -> Vec<f64> {
-    bytes
-        .chunks_exact(dtype.bytes())
-        .map(|c| match dtype {
-            DType::F32 => f32::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
-            DType::F64 => f64::from_le_bytes(c.try_into().unwrap_or_default()),
-            DType::I32 => i32::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
-            DType::I64 => i64::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
-            DType::I1 | DType::U8 => c[0] as f64,
-            DType::F16 => half::f16::from_le_bytes([c[0], c[1]]).to_f64(),
-            DType::BF16 => half::bf16::from_le_bytes([c[0], c[1]]).to_f64(),
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
-//! The embedding API: a model in `hl` in, compiled training out.
+//! A model compiled for training on one device, with its parameters and
+//! optimizer state.
 //!
 //! ```ignore
-//! use aicf_compiler::trainer::{Options, Trainer};
-//! use aicf_runtime::{artifact::DType, session::Tensor};
+//! use aicf_compiler::train::{Options, Trainer};
+//! use aicf_runtime::{Device, Tensor, artifact::DType};
 //!
-//! let mut trainer = Trainer::from_file("examples/mlp/digits_mlp.mlir".as_ref(), Options::default())?;
+//! let options = Options { device: Device::parse("cuda")?, ..Options::default() };
+//! let mut trainer = Trainer::from_file("examples/mlp/digits_mlp.mlir".as_ref(), options)?;
 //! let m = trainer.step(&[&x, &labels], 1e-3)?;          // compiles a variant for a new batch size
 //! println!("step {} loss {}", m.step, m.loss);
 //! let logits = trainer.predict(&[&x])?;                  // @forward
@@ -12,24 +14,22 @@
 //! trainer.save_checkpoint("ckpt.safetensors".as_ref(), &Default::default())?;
 //! ```
 //!
-//! A [`Trainer`] compiles the model's train step for the CPU (the whole
-//! `aicf-train-pipeline` and code generation) into a cache directory, keyed
-//! by the IR, the optimizer options, the batch size and the compiler build,
-//! and runs it through an [`aicf_runtime::session::Session`]. Inputs of a
-//! batch size it has not run before (a smaller last batch) compile once, as a
-//! variant of the model on the same parameters and optimizer state
+//! A [`Trainer`] compiles the model's train step for its device's target
+//! (the whole `aicf-train-pipeline` and code generation: host code for the
+//! CPU, PTX for CUDA) into a cache directory, keyed by the IR, the pipeline
+//! options, the target, the batch size and the compiler build, and runs it
+//! through the runtime's [`Backend`] for that device. Inputs of a batch size
+//! it has not run before (a smaller last batch) compile once, as a variant
+//! of the model on the same parameters and optimizer state
 //! (`hl-set-batch`), and are cached like the first.
 
-use crate::{
-    CompileError, CompilerContext,
-    codegen::{KernelCache, compile_cpu_cached},
-    run_pipeline,
-};
+use crate::CompileError;
+use crate::codegen::{GpuOptions, KernelCache};
+use crate::pipeline::{self, MemoryBudget, Target, TrainOptions};
+use crate::timing::Timings;
 use aicf_runtime::{
+    Backend, Device, RuntimeError, Tensor,
     artifact::{Role, ir_hash},
-    checkpoint::CheckpointError,
-    cpu::{CpuModule, RuntimeError},
-    session::{Session, Tensor},
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,8 +42,10 @@ pub struct Options {
     pub optimizer: String,
     pub momentum: f64,
     pub weight_decay: f64,
-    /// Worker threads (0: one per core).
-    pub threads: usize,
+    /// The memory plan's budget (activations recomputed to meet it).
+    pub memory_budget: Option<MemoryBudget>,
+    /// Where the model runs (the CPU's worker threads are part of it).
+    pub device: Device,
     /// Seeds the parameters' initializers.
     pub seed: u64,
     /// Where compiled artifacts are cached.
@@ -56,7 +58,8 @@ impl Default for Options {
             optimizer: "adam".into(),
             momentum: 0.0,
             weight_decay: 0.0,
-            threads: 0,
+            memory_budget: None,
+            device: Device::default(),
             seed: 0,
             cache_dir: PathBuf::from("target/aicf-cache"),
         }
@@ -64,12 +67,22 @@ impl Default for Options {
 }
 
 impl Options {
-    /// The pass pipeline from a model to its planned train step.
-    pub fn pipeline(&self) -> String {
-        format!(
-            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}}})",
-            self.optimizer, self.weight_decay, self.momentum
-        )
+    /// The compile options of the train step.
+    pub fn train_options(&self) -> TrainOptions {
+        TrainOptions {
+            optimizer: self.optimizer.clone(),
+            momentum: self.momentum,
+            weight_decay: self.weight_decay,
+            memory_budget: self.memory_budget,
+        }
+    }
+
+    /// What the device's code is generated for.
+    pub fn target(&self) -> Target {
+        match self.device {
+            Device::Cpu { .. } => Target::Cpu(KernelCache::new(KernelCache::default_dir(&self.cache_dir))),
+            Device::Cuda { .. } => Target::Cuda(GpuOptions::default()),
+        }
     }
 }
 
@@ -79,16 +92,20 @@ pub enum TrainError {
     Compile(#[from] CompileError),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
-    #[error(transparent)]
-    Checkpoint(#[from] CheckpointError),
     #[error("{path}: {message}")]
     Io { path: PathBuf, message: String },
-    /// The inputs do not fit the model (beyond its batch size).
+    /// The inputs or data do not fit the model, or an option is invalid.
     #[error("{0}")]
     Input(String),
     /// The loss stopped being a number; the step's update was applied.
     #[error("the loss became {loss} at step {step} (lr {lr}); lower the learning rate")]
     NonFinite { step: u64, loss: f64, lr: f64 },
+}
+
+impl From<aicf_runtime::checkpoint::CheckpointError> for TrainError {
+    fn from(e: aicf_runtime::checkpoint::CheckpointError) -> Self {
+        TrainError::Runtime(e.into())
+    }
 }
 
 pub type Result<T, E = TrainError> = std::result::Result<T, E>;
@@ -123,15 +140,17 @@ pub struct Compiled {
     /// found in the kernel cache (0, 0 when the whole artifact was cached).
     pub kernels: usize,
     pub compiled_kernels: usize,
+    /// The compile's stages (empty when the cache had it).
+    pub timings: Timings,
 }
 
-/// A model compiled for training on the CPU, with its parameters and
+/// A model compiled for training on one device, with its parameters and
 /// optimizer state.
 pub struct Trainer {
     source: String,
     name: String,
     options: Options,
-    session: Session,
+    backend: Box<dyn Backend>,
     compiled: Vec<Compiled>,
     steps: u64,
 }
@@ -146,15 +165,15 @@ impl Trainer {
 
     /// Compiles the `hl` module `source` (named `name` in diagnostics).
     pub fn from_source(source: &str, name: &str, options: Options) -> Result<Self> {
-        let (module, compiled) = compile_cached(source, name, &options, None)?;
-        let session = Session::new(module, options.seed)?;
-        Ok(Trainer { source: source.into(), name: name.into(), options, session, compiled: vec![compiled], steps: 0 })
+        let compiled = compile_artifact(source, name, &options, None)?;
+        let backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;
+        Ok(Trainer { source: source.into(), name: name.into(), options, backend, compiled: vec![compiled], steps: 0 })
     }
 
     /// The batch size the model was written for (the leading dimension of
     /// `@train_step`'s first input).
     pub fn batch(&self) -> Option<usize> {
-        let f = self.session.module().function("train_step").ok()?;
+        let f = self.backend.function("train_step").ok()?;
         f.args.iter().find(|a| a.role() == Role::Input)?.shape.first().copied()
     }
 
@@ -163,12 +182,13 @@ impl Trainer {
         &self.compiled
     }
 
-    pub fn session(&self) -> &Session {
-        &self.session
+    /// The runtime backend the model runs on.
+    pub fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
     }
 
-    pub fn session_mut(&mut self) -> &mut Session {
-        &mut self.session
+    pub fn backend_mut(&mut self) -> &mut dyn Backend {
+        self.backend.as_mut()
     }
 
     /// The `hl` module this trainer was compiled from.
@@ -187,19 +207,13 @@ impl Trainer {
 
     /// Every parameter and optimizer-state symbol's current value, by name.
     pub fn state(&self) -> BTreeMap<String, Tensor> {
-        self.session
-            .module()
-            .manifest()
-            .symbols
-            .iter()
-            .filter_map(|s| Some((s.name.clone(), self.session.symbol(&s.name)?)))
-            .collect()
+        self.backend.symbols()
     }
 
     /// Replaces every symbol's value with `state`'s (which must hold each
     /// symbol with its shape); nothing changes when it does not fit.
     pub fn set_state(&mut self, state: &BTreeMap<String, Tensor>) -> Result<()> {
-        for s in &self.session.module().manifest().symbols {
+        for s in &self.backend.manifest().symbols {
             match state.get(&s.name) {
                 Some(t) if t.shape == s.shape => {}
                 Some(t) => {
@@ -212,7 +226,7 @@ impl Trainer {
             }
         }
         for (name, t) in state {
-            self.session.set_symbol(name, t)?;
+            self.backend.set_symbol(name, t)?;
         }
         Ok(())
     }
@@ -225,18 +239,18 @@ impl Trainer {
     /// `@loss` on `inputs` (features and labels) without updating anything.
     pub fn loss(&mut self, inputs: &[&Tensor]) -> Result<f64> {
         self.ensure_compiled("loss", inputs)?;
-        let out = self.session.call("loss", inputs)?;
+        let out = self.backend.call("loss", inputs)?;
         Ok(out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN))
     }
 
     /// Compiles (or finds in the cache) the variant of the model for
-    /// `batch` rows, if the session has none, and adds it.
+    /// `batch` rows, if the backend has none, and adds it.
     pub fn add_batch(&mut self, batch: usize) -> Result<()> {
         if self.compiled.iter().any(|c| c.batch == Some(batch)) || self.batch() == Some(batch) {
             return Ok(());
         }
-        let (module, compiled) = compile_cached(&self.source, &self.name, &self.options, Some(batch))?;
-        self.session.add_variant(module)?;
+        let compiled = compile_artifact(&self.source, &self.name, &self.options, Some(batch))?;
+        self.backend.add_variant(&compiled.dir)?;
         self.compiled.push(compiled);
         Ok(())
     }
@@ -247,16 +261,16 @@ impl Trainer {
         self.steps
     }
 
-    /// Makes sure a module of the session runs `function` on inputs of these
+    /// Makes sure a module of the backend runs `function` on inputs of these
     /// shapes: if none does and the inputs differ from the model's only in
     /// their batch size, a variant for that size is compiled (or loaded from
     /// the cache) and added.
     pub fn ensure_compiled(&mut self, function: &str, inputs: &[&Tensor]) -> Result<()> {
-        if self.session.compiled_for(function, inputs) {
+        if self.backend.compiled_for(function, inputs) {
             return Ok(());
         }
         let batch = self.batch();
-        let f = self.session.module().function(function)?;
+        let f = self.backend.function(function)?;
         let expected: Vec<_> = f.args.iter().filter(|a| a.role() == Role::Input).collect();
         let size = inputs.first().and_then(|t| t.shape.first()).copied();
         let only_batch_differs = expected.len() == inputs.len()
@@ -269,30 +283,25 @@ impl Trainer {
                             && t.shape.first() == size.as_ref()))
             });
         match size {
-            Some(size) if size > 0 && only_batch_differs => {
-                let (module, compiled) = compile_cached(&self.source, &self.name, &self.options, Some(size))?;
-                self.session.add_variant(module)?;
-                self.compiled.push(compiled);
-                Ok(())
-            }
+            Some(size) if size > 0 && only_batch_differs => self.add_batch(size),
             // No module takes these inputs, so the call fails on them before
             // running anything; its error names what the model expects.
-            _ => self.session.call(function, inputs).map(|_| ()).map_err(Into::into),
+            _ => self.backend.call(function, inputs).map(|_| ()).map_err(Into::into),
         }
     }
 
     /// One train step on `inputs` (what `@loss` takes after its parameters:
-    /// features and labels) with learning rate `lr`. A non-finite loss is an
-    /// error naming the step.
+    /// features and labels, and dropout's seed and offset where it has
+    /// them) with learning rate `lr`. A non-finite loss is an error naming
+    /// the step.
     pub fn step(&mut self, inputs: &[&Tensor], lr: f64) -> Result<Metrics> {
-        let lr_arg =
-            self.session.module().function("train_step")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
+        let lr_arg = self.backend.function("train_step")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
         let lr_t =
             Tensor::scalar(lr, lr_arg.ok_or_else(|| TrainError::Input("@train_step takes no learning rate".into()))?);
         let mut all: Vec<&Tensor> = inputs.to_vec();
         all.push(&lr_t);
         self.ensure_compiled("train_step", &all)?;
-        let out = self.session.call("train_step", &all)?;
+        let out = self.backend.call("train_step", &all)?;
         self.steps += 1;
         let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {
@@ -304,7 +313,7 @@ impl Trainer {
     /// `@forward` on `inputs` (any batch size; a new one compiles once).
     pub fn predict(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         self.ensure_compiled("forward", inputs)?;
-        Ok(self.session.call("forward", inputs)?)
+        Ok(self.backend.call("forward", inputs)?)
     }
 
     /// Accuracy of `@forward`'s argmax over the last dimension against
@@ -340,25 +349,18 @@ impl Trainer {
     pub fn save_checkpoint(&self, path: &Path, metadata: &BTreeMap<String, String>) -> Result<()> {
         let mut metadata = metadata.clone();
         metadata.entry("step".into()).or_insert_with(|| self.steps.to_string());
-        Ok(self.session.save_checkpoint(path, &metadata)?)
+        Ok(self.backend.save_checkpoint(path, &metadata)?)
     }
 
-    /// Restores a checkpoint of this model; returns its metadata.
+    /// Restores a checkpoint of this model (written on any device); returns
+    /// its metadata.
     pub fn load_checkpoint(&mut self, path: &Path) -> Result<BTreeMap<String, String>> {
-        let metadata = self.session.load_checkpoint(path)?;
+        let metadata = self.backend.load_checkpoint(path)?;
         if let Some(step) = metadata.get("step").and_then(|s| s.parse().ok()) {
             self.steps = step;
         }
         Ok(metadata)
     }
-}
-
-/// Compiles `source` (at batch size `batch`, or its own) into the cache, or
-/// finds it there, and loads it.
-fn compile_cached(source: &str, name: &str, options: &Options, batch: Option<usize>) -> Result<(CpuModule, Compiled)> {
-    let compiled = compile_artifact(source, name, options, batch)?;
-    let module = CpuModule::load(&compiled.dir, options.threads)?;
-    Ok((module, compiled))
 }
 
 /// Compiles `source` at each of `batches` (`None`: its own batch size) into
@@ -376,30 +378,50 @@ pub fn precompile(source: &str, name: &str, options: &Options, batches: &[Option
     })
 }
 
+/// The files of a complete artifact for `device`.
+fn complete(dir: &Path, device: &Device) -> bool {
+    let kernels: &[&str] = match device {
+        Device::Cpu { .. } => &["kernels.so"],
+        Device::Cuda { .. } => &["kernels.sm_80.ptx", "kernels.sm_90.ptx"],
+    };
+    dir.join("manifest.json").exists() && kernels.iter().all(|k| dir.join(k).exists())
+}
+
 /// Compiles `source` (at batch size `batch`, or its own) into the cache,
 /// or finds it there.
 fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<usize>) -> Result<Compiled> {
-    let pipeline = options.pipeline();
-    let key = ir_hash(&format!("{source}\n{pipeline}\n{}\nbatch {batch:?}", compiler_identity()));
+    let train = options.train_options();
+    let target = options.target();
+    let target_key = match &target {
+        Target::Cpu(_) => "cpu".to_string(),
+        Target::Cuda(gpu) => format!("cuda {gpu:?}"),
+    };
+    let key = ir_hash(&format!(
+        "{source}\n{}\n{target_key}\n{}\nbatch {batch:?}",
+        train.train_pipeline(),
+        compiler_identity()
+    ));
     let dir = options.cache_dir.join(format!("artifact-{key}"));
-    let mut seconds = None;
-    let (mut kernels, mut compiled_kernels) = (0, 0);
-    if !dir.join("manifest.json").exists() || !dir.join("kernels.so").exists() {
-        let started = Instant::now();
-        let ctx = CompilerContext::new();
-        let mut module = ctx.parse(source, name)?;
-        if let Some(b) = batch {
-            run_pipeline(&ctx, &mut module, &format!("builtin.module(hl-set-batch{{size={b}}})"))?;
-        }
-        run_pipeline(&ctx, &mut module, &pipeline)?;
-        // The IR hash is the model's at every batch size, so one checkpoint
-        // fits all of its variants.
-        let cache = KernelCache::new(KernelCache::default_dir(&options.cache_dir));
-        let (_, stats) = compile_cpu_cached(&ctx, &module, &ir_hash(source), &dir, &cache)?;
-        (kernels, compiled_kernels) = (stats.kernels, stats.compiled);
-        seconds = Some(started.elapsed().as_secs_f64());
+    if complete(&dir, &options.device) {
+        return Ok(Compiled {
+            batch,
+            dir,
+            seconds: None,
+            kernels: 0,
+            compiled_kernels: 0,
+            timings: Timings::default(),
+        });
     }
-    Ok(Compiled { batch, dir, seconds, kernels, compiled_kernels })
+    let started = Instant::now();
+    let compiled = pipeline::compile_source(source, name, &train, batch, &target, &dir)?;
+    Ok(Compiled {
+        batch,
+        dir,
+        seconds: Some(started.elapsed().as_secs_f64()),
+        kernels: compiled.kernels,
+        compiled_kernels: compiled.compiled_kernels,
+        timings: compiled.timings,
+    })
 }
 
 /// What identifies the compiler that wrote an artifact: its version and the

@@ -1,0 +1,692 @@
+//! The adaptive run: each step under the policy's rules, every rewrite a
+//! transaction (kept model, probe check, watch window, rollback).
+
+use super::{Action, Grown, Observer, Operator, Policy, Result, State, Template, Trigger, grow, rewrite, step_flops};
+use crate::train::{Metrics, TrainError, Trainer};
+use aicf_runtime::Tensor;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Where the caller's data loop is: the epoch, the batch within it, and the
+/// data-order RNG state the epoch's order was drawn from. A rollback hands
+/// back the one saved with the state it restores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    pub epoch: usize,
+    pub batch: usize,
+    pub rng: u64,
+}
+
+/// One decision of the policy, as logged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Decision {
+    pub step: u64,
+    pub epoch: usize,
+    pub trigger: String,
+    pub action: String,
+    /// The parameter table's changes.
+    pub diff: Vec<String>,
+    pub params_before: usize,
+    pub params_after: usize,
+    /// `@loss` on the probe batch before and after the rewrite.
+    pub loss_before: Option<f64>,
+    pub loss_after: Option<f64>,
+    pub relative_change: Option<f64>,
+    /// Whether the operator preserves the function (the check enforced).
+    pub exact: bool,
+    /// Seconds training stood still: rewrite, compile, state carried,
+    /// probe check.
+    pub pause_seconds: f64,
+    /// Of them, seconds spent waiting for the background compile of the
+    /// new model to finish.
+    pub waited_seconds: f64,
+    pub kernels: usize,
+    pub compiled_kernels: usize,
+    /// "accepted", "rejected" or "rolled back".
+    pub outcome: String,
+    pub reason: String,
+    /// A fork's candidates and their evaluation losses.
+    pub candidates: Vec<(String, f64)>,
+}
+
+impl Decision {
+    pub fn summary(&self) -> String {
+        let losses = match (self.loss_before, self.loss_after) {
+            (Some(a), Some(b)) => format!(", probe loss {a:.6} -> {b:.6}"),
+            _ => String::new(),
+        };
+        let compile = if self.kernels == 0 {
+            format!("compiled ahead, {:.2} s waiting for it", self.waited_seconds)
+        } else {
+            format!("{} of {} kernels compiled", self.compiled_kernels, self.kernels)
+        };
+        format!(
+            "step {} (epoch {}): {} on {} -> {} [{}]{losses}, pause {:.2} s ({compile}){}",
+            self.step,
+            self.epoch,
+            self.action,
+            self.trigger,
+            self.outcome,
+            self.diff.join(", "),
+            self.pause_seconds,
+            if self.reason.is_empty() { String::new() } else { format!(": {}", self.reason) }
+        )
+    }
+}
+
+/// What one step of an adaptive run did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Trained; `Some(i)`: decision `i` then changed the model.
+    Trained(Metrics, Option<usize>),
+    /// Rolled back (decision `i`): continue the data loop from `Progress`.
+    RolledBack(usize, Progress),
+}
+
+/// A model and state to return to.
+struct Kept {
+    /// The model before a rewrite (`None`: the current one) and the
+    /// operator that replaced it.
+    trainer: Option<Trainer>,
+    op: Option<Operator>,
+    state: State,
+    steps: u64,
+    progress: Progress,
+    /// The decision that replaced it, and the step its watch ends at.
+    decision: Option<usize>,
+    until: u64,
+}
+
+/// A [`Trainer`] run under a [`Policy`].
+pub struct Adaptive {
+    trainer: Trainer,
+    policy: Policy,
+    observer: Observer,
+    decisions: Vec<Decision>,
+    log: Option<(PathBuf, std::fs::File)>,
+    /// The model before the last rewrite, while it is watched.
+    kept: Option<Kept>,
+    /// The state at the last epoch end (same model).
+    last_good: Option<Kept>,
+    last_rewrite: u64,
+    rewrites: usize,
+    fired: Vec<usize>,
+    /// Rules with nothing to grow the current model by (at their cap):
+    /// not resolved again (an attention's heads are read from the IR)
+    /// until the model changes.
+    idle: Vec<bool>,
+    rejected: Vec<Operator>,
+    rolled_back_to: Vec<u64>,
+    probe: Option<Vec<Tensor>>,
+    fork_train: Vec<Vec<Tensor>>,
+    fork_eval: Vec<Vec<Tensor>>,
+    lr_factor: f64,
+    /// The learning rate of the last step (a fork trains at it).
+    last_lr: f64,
+    /// The background compile of the models the rules may grow into.
+    prefetch: Option<std::thread::JoinHandle<()>>,
+    /// Whether it was started for the current model.
+    prefetched: bool,
+    /// Training FLOPs so far (6 per weight element per row).
+    pub flops: f64,
+}
+
+impl Adaptive {
+    pub fn new(trainer: Trainer, policy: Policy) -> Self {
+        let rules = policy.rules.len();
+        Adaptive {
+            trainer,
+            policy,
+            observer: Observer::default(),
+            decisions: Vec::new(),
+            log: None,
+            kept: None,
+            last_good: None,
+            last_rewrite: 0,
+            rewrites: 0,
+            fired: vec![0; rules],
+            idle: vec![false; rules],
+            rejected: Vec::new(),
+            rolled_back_to: Vec::new(),
+            probe: None,
+            fork_train: Vec::new(),
+            fork_eval: Vec::new(),
+            lr_factor: 1.0,
+            last_lr: 0.0,
+            prefetch: None,
+            prefetched: false,
+            flops: 0.0,
+        }
+    }
+
+    pub fn trainer(&self) -> &Trainer {
+        &self.trainer
+    }
+
+    pub fn trainer_mut(&mut self) -> &mut Trainer {
+        &mut self.trainer
+    }
+
+    pub fn into_trainer(self) -> Trainer {
+        self.trainer
+    }
+
+    pub fn observer(&self) -> &Observer {
+        &self.observer
+    }
+
+    pub fn decisions(&self) -> &[Decision] {
+        &self.decisions
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Writes every decision to `path` as JSON lines.
+    pub fn log_to(&mut self, path: &Path) -> Result<()> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+        self.log = Some((path.to_path_buf(), file));
+        Ok(())
+    }
+
+    /// The batch (features, labels, at the model's batch size) on which
+    /// rewrites are checked.
+    pub fn set_probe(&mut self, probe: Vec<Tensor>) {
+        self.probe = Some(probe);
+    }
+
+    /// Batches a fork trains its candidates on, and those it compares them on.
+    pub fn set_fork_data(&mut self, train: Vec<Vec<Tensor>>, eval: Vec<Vec<Tensor>>) {
+        self.fork_train = train;
+        self.fork_eval = eval;
+    }
+
+    /// The learning rate's factor now: the rollback factor times the
+    /// re-warm-up ramp after a rewrite.
+    pub fn lr_scale(&self) -> f64 {
+        let ramp = self.policy.rewarmup_steps;
+        let since = self.trainer.steps().saturating_sub(self.last_rewrite);
+        let warm =
+            if ramp > 0 && self.rewrites > 0 && since < ramp { 0.1 + 0.9 * since as f64 / ramp as f64 } else { 1.0 };
+        self.lr_factor * warm
+    }
+
+    fn record(&mut self, d: Decision) -> Result<usize> {
+        if let Some((path, file)) = &mut self.log {
+            let line = serde_json::to_string(&d).map_err(|e| TrainError::Input(e.to_string()))?;
+            writeln!(file, "{line}").map_err(|e| TrainError::Io { path: path.clone(), message: e.to_string() })?;
+        }
+        self.decisions.push(d);
+        Ok(self.decisions.len() - 1)
+    }
+
+    /// One train step on `inputs` at `lr` (times [`Adaptive::lr_scale`]),
+    /// observed; then the step rules (steps, plateau, instability) run. A
+    /// non-finite loss with nothing to roll back to is an error.
+    pub fn step(&mut self, inputs: &[&Tensor], lr: f64, progress: Progress) -> Result<Outcome> {
+        self.last_lr = lr;
+        if !self.prefetched {
+            self.prefetch_next();
+        }
+        let lr = lr * self.lr_scale();
+        self.observer.before_step(&self.trainer, self.policy.observe_every);
+        let rows = inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
+        let metrics = match self.trainer.step(inputs, lr) {
+            Ok(m) => m,
+            Err(TrainError::NonFinite { step, loss, lr: at_lr }) => {
+                self.observer.losses.push((step, loss));
+                let reason = format!("instability: the loss became {loss} at step {step} (lr {at_lr})");
+                // A watched rewrite goes back; otherwise an instability
+                // rule decides; without one the error stands.
+                let watched = self.kept.as_ref().is_some_and(|k| k.decision.is_some());
+                let rolled = if watched {
+                    self.roll_back(&reason, progress)?
+                } else if let Some(i) = self.instability_rule() {
+                    match self.act(i, &reason, inputs, progress)? {
+                        Some(Acted::RolledBack(d, p)) => Some((d, p)),
+                        _ => None,
+                    }
+                } else {
+                    None
+                };
+                return match rolled {
+                    Some((d, p)) => Ok(Outcome::RolledBack(d, p)),
+                    None => Err(TrainError::NonFinite { step, loss, lr: at_lr }),
+                };
+            }
+            Err(e) => return Err(e),
+        };
+        self.flops += step_flops(&self.trainer, rows);
+        self.observer.after_step(&self.trainer, metrics.loss, lr);
+        let step = self.trainer.steps();
+        // A watched rewrite that destabilised training goes back.
+        let unstable = self.observer.instability(self.policy.spike_factor, 20);
+        if let Some(reason) = &unstable
+            && self.kept.as_ref().is_some_and(|k| k.decision.is_some() && step <= k.until)
+            && let Some((d, p)) = self.roll_back(reason, progress)?
+        {
+            return Ok(Outcome::RolledBack(d, p));
+        }
+        if self.kept.as_ref().is_some_and(|k| step > k.until) {
+            self.kept = None;
+        }
+        for i in 0..self.policy.rules.len() {
+            let rule = self.policy.rules[i].clone();
+            let reason = match &rule.trigger {
+                Trigger::Steps { at } if step == *at => Some(format!("step {at} reached")),
+                Trigger::Plateau { window, threshold } => self.observer.plateau(self.last_rewrite, *window, *threshold),
+                Trigger::Instability => unstable.clone(),
+                _ => None,
+            };
+            if let Some(reason) = reason
+                && let Some(outcome) = self.act(i, &reason, inputs, progress)?
+            {
+                return Ok(match outcome {
+                    Acted::Changed(d) => Outcome::Trained(metrics, Some(d)),
+                    Acted::RolledBack(d, p) => Outcome::RolledBack(d, p),
+                });
+            }
+        }
+        Ok(Outcome::Trained(metrics, None))
+    }
+
+    /// Runs the epoch rules (epoch, held-out plateau) at the end of epoch
+    /// `progress.epoch`, given its held-out loss, and keeps the state as the
+    /// last good one for an instability rule. `progress` is the epoch's end.
+    pub fn epoch_end(&mut self, progress: Progress, val_loss: Option<f64>) -> Result<Option<usize>> {
+        if let Some(v) = val_loss.filter(|v| v.is_finite()) {
+            self.observer.val_losses.push((self.trainer.steps(), v));
+        }
+        let mut changed = None;
+        for i in 0..self.policy.rules.len() {
+            let reason = match self.policy.rules[i].trigger {
+                Trigger::Epoch { every } if progress.epoch.is_multiple_of(every) => {
+                    Some(format!("end of epoch {}", progress.epoch))
+                }
+                Trigger::ValPlateau { window, threshold } => {
+                    self.observer.val_plateau(self.last_rewrite, window, threshold)
+                }
+                _ => None,
+            };
+            if let Some(reason) = reason
+                && changed.is_none()
+                && let Some(Acted::Changed(d)) = self.act(i, &reason, &[], progress)?
+            {
+                changed = Some(d);
+            }
+        }
+        if self.kept.is_none() && self.instability_rule().is_some() {
+            self.last_good = Some(Kept {
+                trainer: None,
+                op: None,
+                state: self.trainer.state(),
+                steps: self.trainer.steps(),
+                progress,
+                decision: None,
+                until: 0,
+            });
+        }
+        Ok(changed)
+    }
+
+    fn decision(&self, trigger: &str, action: String, progress: Progress) -> Decision {
+        Decision {
+            step: self.trainer.steps(),
+            epoch: progress.epoch,
+            trigger: trigger.to_string(),
+            action,
+            params_before: param_count(&self.trainer),
+            params_after: param_count(&self.trainer),
+            ..Decision::default()
+        }
+    }
+
+    /// Rule `i` fired for `reason`: act if its limits allow.
+    fn act(&mut self, i: usize, reason: &str, inputs: &[&Tensor], progress: Progress) -> Result<Option<Acted>> {
+        let rule = self.policy.rules[i].clone();
+        if (rule.max_times > 0 && self.fired[i] >= rule.max_times) || self.idle[i] {
+            return Ok(None);
+        }
+        let step = self.trainer.steps();
+        if let Action::Rollback { lr_factor } = rule.action {
+            self.fired[i] += 1;
+            return Ok(self.roll_back(reason, progress)?.map(|(d, p)| {
+                self.lr_factor *= lr_factor;
+                Acted::RolledBack(d, p)
+            }));
+        }
+        if (self.rewrites > 0 && step < self.last_rewrite + rule.min_gap)
+            || (self.policy.max_rewrites > 0 && self.rewrites >= self.policy.max_rewrites)
+        {
+            return Ok(None);
+        }
+        let serial = self.rewrites;
+        let decided = match &rule.action {
+            Action::Grow(t) => match t.resolve(&self.trainer, serial) {
+                Some(op) if !self.rejected.contains(&op) => self.apply(&op, reason, inputs, progress)?,
+                _ => {
+                    self.idle[i] = true;
+                    return Ok(None);
+                }
+            },
+            Action::Fork { candidates, steps } => {
+                let ops: Vec<Operator> = candidates.iter().filter_map(|t| t.resolve(&self.trainer, serial)).collect();
+                if ops.is_empty() {
+                    self.idle[i] = true;
+                    return Ok(None);
+                }
+                self.fork(&ops, *steps, reason, progress)?
+            }
+            Action::Rollback { .. } => return Ok(None),
+        };
+        self.fired[i] += 1;
+        Ok(decided.map(Acted::Changed))
+    }
+
+    fn instability_rule(&self) -> Option<usize> {
+        self.policy.rules.iter().position(|r| r.trigger == Trigger::Instability)
+    }
+
+    /// The probe batch: the one set, else the step's inputs.
+    fn probe_inputs<'a>(&'a self, inputs: &[&'a Tensor]) -> Vec<&'a Tensor> {
+        match &self.probe {
+            Some(p) => p.iter().collect(),
+            None => inputs.to_vec(),
+        }
+    }
+
+    fn save_before_rewrite(&self) -> Result<()> {
+        if let Some(dir) = &self.policy.checkpoint_dir {
+            std::fs::create_dir_all(dir).map_err(|e| TrainError::Io { path: dir.clone(), message: e.to_string() })?;
+            let path = dir.join(format!("before-rewrite-{}.safetensors", self.rewrites + 1));
+            let meta = BTreeMap::from([("rewrite".to_string(), (self.rewrites + 1).to_string())]);
+            self.trainer.save_checkpoint(&path, &meta)?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites the model by `op` as a transaction: checkpoint, grow, probe
+    /// check; the new model replaces the current one only if it passes.
+    /// Returns the decision's index when the model changed.
+    pub fn apply(
+        &mut self,
+        op: &Operator,
+        trigger: &str,
+        inputs: &[&Tensor],
+        progress: Progress,
+    ) -> Result<Option<usize>> {
+        let started = Instant::now();
+        let waited = self.wait_for_prefetch();
+        self.save_before_rewrite()?;
+        let mut d = self.decision(trigger, op.describe(), progress);
+        d.exact = op.exact();
+        d.waited_seconds = waited;
+        let probe: Vec<Tensor> = self.probe_inputs(inputs).into_iter().cloned().collect();
+        let probe: Vec<&Tensor> = probe.iter().collect();
+        let before = if probe.is_empty() { None } else { Some(self.trainer.loss(&probe)?) };
+        let mut grown = match grow(&self.trainer, op, self.policy.seed ^ self.rewrites as u64) {
+            Ok(g) => g,
+            Err(e) => {
+                d.outcome = "rejected".into();
+                d.reason = format!("the rewrite failed: {e}");
+                d.pause_seconds = started.elapsed().as_secs_f64();
+                self.rejected.push(op.clone());
+                self.record(d)?;
+                return Ok(None);
+            }
+        };
+        let after = if probe.is_empty() { None } else { Some(grown.trainer.loss(&probe)?) };
+        d.diff = grown.rewrite.diff.clone();
+        d.params_after = param_count(&grown.trainer);
+        d.kernels = grown.kernels;
+        d.compiled_kernels = grown.compiled_kernels;
+        d.loss_before = before;
+        d.loss_after = after;
+        if let (Some(a), Some(b)) = (before, after) {
+            let change = (b - a).abs() / a.abs().max(1e-12);
+            d.relative_change = Some(change);
+            let rise = (b - a) / a.abs().max(1e-12);
+            let refused = if d.exact {
+                (!(change <= self.policy.verify_tolerance)).then(|| {
+                    format!(
+                        "the probe loss changed by {change:.2e} (tolerance {:.0e}) under a function-preserving rewrite",
+                        self.policy.verify_tolerance
+                    )
+                })
+            } else {
+                (!(rise <= self.policy.max_loss_increase)).then(|| {
+                    format!(
+                        "the probe loss rose by {:.2}% (at most {:.2}%)",
+                        100.0 * rise,
+                        100.0 * self.policy.max_loss_increase
+                    )
+                })
+            };
+            if let Some(reason) = refused {
+                d.outcome = "rejected".into();
+                d.reason = reason;
+                d.pause_seconds = started.elapsed().as_secs_f64();
+                self.rejected.push(op.clone());
+                self.record(d)?;
+                return Ok(None);
+            }
+        }
+        d.outcome = "accepted".into();
+        d.pause_seconds = started.elapsed().as_secs_f64();
+        let index = self.decisions.len();
+        self.replace(grown.trainer, op.clone(), progress, index);
+        self.record(d)?;
+        Ok(Some(index))
+    }
+
+    /// Makes `new` the current model, keeping the old one (and its state)
+    /// to roll back to while decision `index` (of `op`) is watched.
+    fn replace(&mut self, new: Trainer, op: Operator, progress: Progress, index: usize) {
+        let old = std::mem::replace(&mut self.trainer, new);
+        let steps = old.steps();
+        self.kept = Some(Kept {
+            state: old.state(),
+            steps,
+            trainer: Some(old),
+            op: Some(op),
+            progress,
+            decision: Some(index),
+            until: self.trainer.steps() + self.policy.watch_steps,
+        });
+        self.last_good = None;
+        self.last_rewrite = self.trainer.steps();
+        self.rewrites += 1;
+        self.prefetched = false;
+        self.idle.fill(false);
+    }
+
+    /// Starts compiling, on a background thread, the model each growth
+    /// rule (and fork candidate) would turn the current one into, at every
+    /// batch size the current one runs.
+    fn prefetch_next(&mut self) {
+        self.prefetched = true;
+        if !self.policy.prefetch || self.prefetch.as_ref().is_some_and(|h| !h.is_finished()) {
+            return;
+        }
+        let serial = self.rewrites;
+        let mut ops: Vec<Operator> = Vec::new();
+        for rule in &self.policy.rules {
+            let templates: Vec<&Template> = match &rule.action {
+                Action::Grow(t) => vec![t],
+                Action::Fork { candidates, .. } => candidates.iter().collect(),
+                Action::Rollback { .. } => vec![],
+            };
+            for t in templates {
+                if let Some(op) = t.resolve(&self.trainer, serial)
+                    && !self.rejected.contains(&op)
+                    && !ops.contains(&op)
+                {
+                    ops.push(op);
+                }
+            }
+        }
+        if ops.is_empty() {
+            return;
+        }
+        let (source, name, options) =
+            (self.trainer.source().to_string(), self.trainer.name().to_string(), self.trainer.options().clone());
+        let batches: Vec<Option<usize>> = self.trainer.compiled().iter().map(|c| c.batch).collect();
+        // Failures are left for the rewrite itself to report.
+        self.prefetch = Some(std::thread::spawn(move || {
+            for op in ops {
+                if let Ok(r) = rewrite(&source, &name, &op) {
+                    let _ = crate::train::precompile(&r.source, &name, &options, &batches);
+                }
+            }
+        }));
+    }
+
+    /// Waits for the background compile; returns the seconds waited.
+    fn wait_for_prefetch(&mut self) -> f64 {
+        let started = Instant::now();
+        if let Some(h) = self.prefetch.take() {
+            let _ = h.join();
+        }
+        started.elapsed().as_secs_f64()
+    }
+
+    /// Back to the model before the watched rewrite, else to the state of
+    /// the last epoch's end: parameters, optimizer state and step count bit
+    /// for bit, and the data loop's progress (returned). `None` when there
+    /// is nothing to go back to.
+    pub fn roll_back(&mut self, reason: &str, progress: Progress) -> Result<Option<(usize, Progress)>> {
+        let target = self.kept.as_ref().or(self.last_good.as_ref()).map(|k| k.steps);
+        // Going back to the same point twice would replay the same steps:
+        // the second time, there is nothing to go back to.
+        if target.is_none_or(|t| self.rolled_back_to.contains(&t)) {
+            return Ok(None);
+        }
+        let Some(kept) = self.kept.take().or_else(|| self.last_good.take()) else { return Ok(None) };
+        self.rolled_back_to.push(kept.steps);
+        let mut d = self.decision(reason, "roll back".into(), progress);
+        if let Some(t) = kept.trainer {
+            self.trainer = t;
+        }
+        self.trainer.set_state(&kept.state)?;
+        self.trainer.set_steps(kept.steps);
+        self.observer.losses.retain(|(s, _)| *s <= kept.steps);
+        self.observer.val_losses.retain(|(s, _)| *s <= kept.steps);
+        self.observer.observations.retain(|o| o.step <= kept.steps);
+        d.params_after = param_count(&self.trainer);
+        d.outcome = "accepted".into();
+        d.reason = match kept.decision {
+            Some(i) => {
+                self.decisions[i].outcome = "rolled back".into();
+                self.decisions[i].reason = reason.to_string();
+                format!(
+                    "rewrite at step {} ({}) rolled back to step {}",
+                    self.decisions[i].step, self.decisions[i].action, kept.steps
+                )
+            }
+            None => format!("back to the state of step {} (end of epoch {})", kept.steps, kept.progress.epoch),
+        };
+        if let Some(op) = kept.op {
+            self.rejected.push(op);
+        }
+        self.prefetched = false;
+        self.idle.fill(false);
+        self.last_rewrite = kept.steps;
+        if kept.decision.is_none() {
+            // The epoch-end state stays the last good one.
+            self.last_good =
+                Some(Kept { trainer: None, state: kept.state, op: None, decision: None, until: 0, ..kept });
+        }
+        let index = self.record(d)?;
+        Ok(Some((index, kept.progress)))
+    }
+
+    /// Grows each of `ops` from the current state, trains each `steps`
+    /// steps on the fork batches, and keeps the one with the lowest mean
+    /// loss on the evaluation batches (its training counts in the FLOPs and
+    /// the pause).
+    fn fork(&mut self, ops: &[Operator], steps: usize, trigger: &str, progress: Progress) -> Result<Option<usize>> {
+        let started = Instant::now();
+        let mut d = self.decision(
+            trigger,
+            format!("fork {}", ops.iter().map(Operator::describe).collect::<Vec<_>>().join(" | ")),
+            progress,
+        );
+        if self.fork_train.is_empty() || self.fork_eval.is_empty() {
+            d.outcome = "rejected".into();
+            d.reason = "no fork data (Adaptive::set_fork_data)".into();
+            self.record(d)?;
+            return Ok(None);
+        }
+        d.waited_seconds = self.wait_for_prefetch();
+        self.save_before_rewrite()?;
+        let lr = self.last_lr * self.lr_factor;
+        let mut best: Option<(f64, Grown, Operator)> = None;
+        for op in ops {
+            let mut g = match grow(&self.trainer, op, self.policy.seed ^ self.rewrites as u64) {
+                Ok(g) => g,
+                Err(e) => {
+                    d.candidates.push((format!("{} (failed: {e})", op.describe()), f64::NAN));
+                    continue;
+                }
+            };
+            for k in 0..steps {
+                let batch: Vec<&Tensor> = self.fork_train[k % self.fork_train.len()].iter().collect();
+                let rows = batch.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
+                self.flops += step_flops(&g.trainer, rows);
+                if g.trainer.step(&batch, lr).is_err() {
+                    break;
+                }
+            }
+            let mut total = 0.0;
+            for batch in &self.fork_eval {
+                let batch: Vec<&Tensor> = batch.iter().collect();
+                total += g.trainer.loss(&batch).unwrap_or(f64::NAN);
+            }
+            let loss = total / self.fork_eval.len() as f64;
+            d.candidates.push((op.describe(), loss));
+            if loss.is_finite() && best.as_ref().is_none_or(|b| loss < b.0) {
+                best = Some((loss, g, op.clone()));
+            }
+        }
+        d.pause_seconds = started.elapsed().as_secs_f64();
+        let Some((_, g, op)) = best else {
+            d.outcome = "rejected".into();
+            d.reason = "no candidate trained to a finite loss".into();
+            self.record(d)?;
+            return Ok(None);
+        };
+        d.exact = op.exact();
+        d.diff = g.rewrite.diff.clone();
+        d.params_after = param_count(&g.trainer);
+        d.kernels = g.kernels;
+        d.compiled_kernels = g.compiled_kernels;
+        d.outcome = "accepted".into();
+        d.reason = format!("kept {} after {steps} steps each", op.describe());
+        let index = self.decisions.len();
+        self.replace(g.trainer, op, progress, index);
+        self.record(d)?;
+        Ok(Some(index))
+    }
+}
+
+enum Acted {
+    Changed(usize),
+    RolledBack(usize, Progress),
+}
+
+/// Parameters (elements) of the model.
+pub fn param_count(trainer: &Trainer) -> usize {
+    trainer
+        .backend()
+        .manifest()
+        .symbols
+        .iter()
+        .filter(|s| s.kind == "param")
+        .map(|s| s.shape.iter().product::<usize>())
+        .sum()
+}

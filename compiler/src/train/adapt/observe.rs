@@ -1,0 +1,178 @@
+//! The observer: the loss history and, every few steps, gradient norms and
+//! update/parameter ratios per layer, recovered from the change of the
+//! parameters and optimizer state over the step.
+
+use super::State;
+use crate::train::Trainer;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Gradient norm and update/parameter ratio of one layer over one step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LayerStats {
+    pub grad_norm: f64,
+    pub update_ratio: f64,
+}
+
+/// What the observer measured at one observed step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Observation {
+    pub step: u64,
+    pub loss: f64,
+    /// The global gradient norm (all layers).
+    pub grad_norm: f64,
+    /// By layer (a parameter's owner: `fc1` for `fc1.weight`).
+    pub layers: BTreeMap<String, LayerStats>,
+}
+
+/// Whether the mean of the last `window` values of `series` after step
+/// `since` improved on the `window` before it by less than `threshold`.
+fn plateau_of(
+    series: &[(u64, f64)],
+    since: u64,
+    window: usize,
+    threshold: f64,
+    what: &str,
+    unit: &str,
+) -> Option<String> {
+    // The last 2 window values after `since`, read from the end (a check
+    // costs the window, not the history).
+    let mut recent: Vec<f64> =
+        series.iter().rev().take_while(|(s, _)| *s > since).take(2 * window).map(|l| l.1).collect();
+    if window == 0 || recent.len() < 2 * window {
+        return None;
+    }
+    recent.reverse();
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    let last = mean(&recent[window..]);
+    let prev = mean(&recent[..window]);
+    let improvement = (prev - last) / prev.abs().max(1e-12);
+    (improvement < threshold).then(|| {
+        format!(
+            "plateau: mean {what} {last:.4} over the last {window} {unit}, {prev:.4} before ({:.2}% better, threshold {:.2}%)",
+            100.0 * improvement,
+            100.0 * threshold
+        )
+    })
+}
+
+/// Loss history, and every `every` steps gradient norms and update ratios
+/// per layer. The gradient is recovered from the step's change of the
+/// optimizer state (Adam: `g = (m' - beta1 m) / (1 - beta1)`; SGD with
+/// momentum: `g = buf' - momentum buf`; plain SGD: `g = (p - p') / lr`), so
+/// the compiled train step is unchanged and unobserved steps cost nothing.
+#[derive(Debug, Default)]
+pub struct Observer {
+    /// `(step, loss)` of every step.
+    pub losses: Vec<(u64, f64)>,
+    /// `(step, held-out loss)` at each epoch end that reported one.
+    pub val_losses: Vec<(u64, f64)>,
+    pub observations: Vec<Observation>,
+    before: Option<State>,
+}
+
+fn layer_of(param: &str) -> &str {
+    param.rsplit_once('.').map_or(param, |(l, _)| l)
+}
+
+impl Observer {
+    pub(super) fn before_step(&mut self, trainer: &Trainer, every: u64) {
+        self.before = (every > 0 && (trainer.steps() + 1).is_multiple_of(every)).then(|| trainer.state());
+    }
+
+    pub(super) fn after_step(&mut self, trainer: &Trainer, loss: f64, lr: f64) {
+        let step = trainer.steps();
+        self.losses.push((step, loss));
+        let Some(before) = self.before.take() else { return };
+        let after = trainer.state();
+        let options = trainer.options();
+        let mut layers: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new(); // grad^2, update^2, param^2
+        let params = trainer.backend().manifest().symbols.iter().filter(|s| s.kind == "param");
+        for s in params {
+            let (Some(p0), Some(p1)) = (before.get(&s.name), after.get(&s.name)) else { continue };
+            let state = |kind: &str| {
+                Some((before.get(&format!("{}.{kind}", s.name))?, after.get(&format!("{}.{kind}", s.name))?))
+            };
+            let grad: Vec<f64> = match options.optimizer.as_str() {
+                "adam" | "adamw" => match state("exp_avg") {
+                    Some((m0, m1)) => m0.values.iter().zip(&m1.values).map(|(a, b)| (b - 0.9 * a) / 0.1).collect(),
+                    None => continue,
+                },
+                _ if options.momentum > 0.0 => match state("momentum") {
+                    Some((b0, b1)) => b0.values.iter().zip(&b1.values).map(|(a, b)| b - options.momentum * a).collect(),
+                    None => continue,
+                },
+                _ => p0.values.iter().zip(&p1.values).map(|(a, b)| (a - b) / lr.max(f64::MIN_POSITIVE)).collect(),
+            };
+            let e = layers.entry(layer_of(&s.name).to_string()).or_default();
+            e.0 += grad.iter().map(|g| g * g).sum::<f64>();
+            e.1 += p0.values.iter().zip(&p1.values).map(|(a, b)| (a - b) * (a - b)).sum::<f64>();
+            e.2 += p0.values.iter().map(|v| v * v).sum::<f64>();
+        }
+        let grad_norm = layers.values().map(|e| e.0).sum::<f64>().sqrt();
+        let layers = layers
+            .into_iter()
+            .map(|(k, (g, u, p))| (k, LayerStats { grad_norm: g.sqrt(), update_ratio: u.sqrt() / p.sqrt().max(1e-30) }))
+            .collect();
+        self.observations.push(Observation { step, loss, grad_norm, layers });
+    }
+
+    /// Mean loss of the last `window` steps after `since`, against the
+    /// `window` before them: a plateau when it improved by less than
+    /// `threshold` (relative). `None` until there are `2 window` steps.
+    pub fn plateau(&self, since: u64, window: usize, threshold: f64) -> Option<String> {
+        plateau_of(&self.losses, since, window, threshold, "training loss", "steps")
+    }
+
+    /// [`Observer::plateau`] of the held-out loss, a value per epoch end
+    /// (`window` in epochs).
+    pub fn val_plateau(&self, since: u64, window: usize, threshold: f64) -> Option<String> {
+        plateau_of(&self.val_losses, since, window, threshold, "held-out loss", "epochs")
+    }
+
+    /// A non-finite loss, a loss spike (the mean of the last 3 steps above
+    /// `factor` times the median of the `window` steps before them: one
+    /// hard batch is not a spike), or a gradient norm above `factor` times
+    /// the median of the observations before it.
+    pub fn instability(&self, factor: f64, window: usize) -> Option<String> {
+        let &(step, loss) = self.losses.last()?;
+        if !loss.is_finite() {
+            return Some(format!("instability: the loss became {loss} at step {step}"));
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied()
+        };
+        const RECENT: usize = 3;
+        let n = self.losses.len();
+        if n >= RECENT + window.max(1) {
+            let recent = self.losses[n - RECENT..].iter().map(|l| l.1).sum::<f64>() / RECENT as f64;
+            let prior: Vec<f64> = self.losses[n - RECENT - window.max(1)..n - RECENT].iter().map(|l| l.1).collect();
+            if let Some(m) = median(prior)
+                && recent > factor * m
+            {
+                return Some(format!(
+                    "instability: mean loss {recent:.4} over steps {}..{step} is over {factor}x the median {m:.4} before",
+                    step + 1 - RECENT as u64
+                ));
+            }
+        }
+        let k = self.observations.len();
+        if let Some(last) = self.observations.last()
+            && last.step == step
+            && k > 4
+        {
+            let prior: Vec<f64> =
+                self.observations[k.saturating_sub(1 + window)..k - 1].iter().map(|o| o.grad_norm).collect();
+            if let Some(m) = median(prior)
+                && (last.grad_norm > factor * m || !last.grad_norm.is_finite())
+            {
+                return Some(format!(
+                    "instability: gradient norm {:.4} at step {step} is over {factor}x the recent median {m:.4}",
+                    last.grad_norm
+                ));
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,307 @@
+//! Growth policies: rules of a trigger and an action, read from TOML.
+
+use super::{Operator, Result, WidenRule};
+use crate::CompilerContext;
+use crate::passes::grow;
+use crate::train::{TrainError, Trainer};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// When a rule fires.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Trigger {
+    /// At the end of every `every`-th epoch.
+    Epoch { every: usize },
+    /// Once, after `at` steps (a warm-up).
+    Steps { at: u64 },
+    /// When the training loss stops improving: see [`Observer::plateau`].
+    Plateau { window: usize, threshold: f64 },
+    /// When the held-out loss stops improving, checked at epoch ends (the
+    /// window in epochs): see [`Observer::val_plateau`].
+    ValPlateau { window: usize, threshold: f64 },
+    /// A non-finite loss, or a loss or gradient-norm spike.
+    Instability,
+}
+
+/// A growth operator as a policy states it: a fixed width, or a factor of
+/// the current one up to a cap.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Template {
+    Widen {
+        layer: String,
+        #[serde(default)]
+        width: Option<usize>,
+        #[serde(default)]
+        factor: Option<f64>,
+        #[serde(default)]
+        max_width: Option<usize>,
+        #[serde(default)]
+        rule: WidenRule,
+        #[serde(default)]
+        split_noise: f64,
+        #[serde(default)]
+        noise: f64,
+    },
+    Deepen {
+        after: String,
+        #[serde(default)]
+        residual: bool,
+    },
+    /// `add` heads (default 1) up to `max_heads`.
+    Heads {
+        attention: String,
+        #[serde(default)]
+        add: Option<usize>,
+        #[serde(default)]
+        max_heads: Option<usize>,
+    },
+}
+
+impl Template {
+    /// The operator for the model as it is now; `None` when it has reached
+    /// its cap (or the layer is gone).
+    pub fn resolve(&self, trainer: &Trainer, serial: usize) -> Option<Operator> {
+        match self {
+            Template::Widen { layer, width, factor, max_width, rule, split_noise, noise } => {
+                let weight = format!("{layer}.weight");
+                let symbols = &trainer.backend().manifest().symbols;
+                let current = symbols.iter().find(|s| s.name == weight)?.shape.first().copied()?;
+                let target = match (width, factor) {
+                    (Some(w), _) => *w,
+                    (None, Some(f)) => (current as f64 * f).ceil() as usize,
+                    (None, None) => current * 2,
+                };
+                let target = max_width.map_or(target, |m| target.min(m));
+                (target > current).then(|| Operator::Widen {
+                    layer: layer.clone(),
+                    width: target,
+                    rule: *rule,
+                    split_noise: *split_noise,
+                    noise: *noise,
+                })
+            }
+            Template::Deepen { after, residual } => Some(Operator::Deepen {
+                after: after.clone(),
+                name: Some(format!("{after}_deep{serial}")),
+                residual: *residual,
+            }),
+            Template::Heads { attention, add, max_heads } => {
+                let ctx = CompilerContext::new();
+                let module = ctx.parse(trainer.source(), trainer.name()).ok()?;
+                let (heads, _) = grow::attention_heads(module.as_operation().to_raw(), attention).ok()?;
+                let target = max_heads.map_or(heads + add.unwrap_or(1), |m| (heads + add.unwrap_or(1)).min(m));
+                (target > heads).then(|| Operator::Heads { attention: attention.clone(), heads: target })
+            }
+        }
+    }
+}
+
+/// What a rule does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    Grow(Template),
+    /// Grow each candidate from the same state, train each `steps` steps on
+    /// the fork batches, keep the one with the lowest loss on the
+    /// evaluation batches.
+    Fork {
+        candidates: Vec<Template>,
+        steps: usize,
+    },
+    /// Back to the model and state before the last rewrite (or the last
+    /// epoch's end), with the learning rate times `lr_factor` from then on.
+    Rollback {
+        lr_factor: f64,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    pub trigger: Trigger,
+    pub action: Action,
+    /// Steps since the last rewrite before the rule may fire again.
+    pub min_gap: u64,
+    /// How many times it may act (0: no limit).
+    pub max_times: usize,
+}
+
+/// How the runtime may change the model while it trains.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    /// Observe gradient norms and update ratios every this many steps.
+    pub observe_every: u64,
+    /// Largest relative probe-loss change a function-preserving rewrite may
+    /// make before it is rejected.
+    pub verify_tolerance: f64,
+    /// Largest relative rise of the probe loss an inexact rewrite (Net2Wider
+    /// with `noise`) may cause before it is rejected.
+    pub max_loss_increase: f64,
+    /// After a rewrite, the learning rate ramps from 10% to 100% over this
+    /// many steps (0: no re-warm-up).
+    pub rewarmup_steps: u64,
+    /// After a rewrite, this many steps are watched; an instability in them
+    /// rolls the rewrite back.
+    pub watch_steps: u64,
+    /// The factor over the recent median that counts as a spike.
+    pub spike_factor: f64,
+    /// Rewrites at most (0: no limit).
+    pub max_rewrites: usize,
+    /// Where to write a checkpoint before each rewrite.
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Compile the models the rules would grow into ahead of time, on a
+    /// background thread (every batch size in use), so that a rewrite only
+    /// loads them.
+    pub prefetch: bool,
+    /// Seeds Net2Wider's choices.
+    pub seed: u64,
+    pub rules: Vec<Rule>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            observe_every: 10,
+            verify_tolerance: 1e-5,
+            max_loss_increase: 0.05,
+            rewarmup_steps: 0,
+            watch_steps: 50,
+            spike_factor: 4.0,
+            max_rewrites: 0,
+            checkpoint_dir: None,
+            prefetch: true,
+            seed: 0,
+            rules: Vec::new(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    observe_every: Option<u64>,
+    verify_tolerance: Option<f64>,
+    max_loss_increase: Option<f64>,
+    rewarmup_steps: Option<u64>,
+    watch_steps: Option<u64>,
+    spike_factor: Option<f64>,
+    max_rewrites: Option<usize>,
+    checkpoint_dir: Option<PathBuf>,
+    prefetch: Option<bool>,
+    seed: Option<u64>,
+    #[serde(default)]
+    rule: Vec<RawRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    when: String,
+    every: Option<usize>,
+    at: Option<u64>,
+    window: Option<usize>,
+    threshold: Option<f64>,
+    min_gap: Option<u64>,
+    max_times: Option<usize>,
+    action: toml::Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFork {
+    fork: Vec<Template>,
+    steps: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRollback {
+    rollback: RawLrFactor,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLrFactor {
+    lr_factor: f64,
+}
+
+impl Policy {
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+        Self::parse(&text).map_err(|message| TrainError::Io { path: path.to_path_buf(), message })
+    }
+
+    /// Reads a policy (TOML); the error names the rule and field.
+    pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| e.to_string())?;
+        let d = Policy::default();
+        let mut rules = Vec::new();
+        for (i, r) in raw.rule.iter().enumerate() {
+            let at = |m: String| format!("rule {} ([[rule]] number {}): {m}", i, i + 1);
+            let need = |v: Option<f64>, name: &str| v.ok_or_else(|| at(format!("when = \"{}\" needs {name}", r.when)));
+            let trigger = match r.when.as_str() {
+                "epoch" => Trigger::Epoch { every: r.every.unwrap_or(1).max(1) },
+                "steps" => Trigger::Steps { at: need(r.at.map(|a| a as f64), "at = STEPS")? as u64 },
+                "plateau" => Trigger::Plateau {
+                    window: need(r.window.map(|w| w as f64), "window = STEPS")? as usize,
+                    threshold: need(r.threshold, "threshold = RELATIVE_IMPROVEMENT")?,
+                },
+                "val-plateau" => Trigger::ValPlateau {
+                    window: need(r.window.map(|w| w as f64), "window = EPOCHS")? as usize,
+                    threshold: need(r.threshold, "threshold = RELATIVE_IMPROVEMENT")?,
+                },
+                "instability" => Trigger::Instability,
+                other => {
+                    return Err(at(format!(
+                        "unknown trigger when = \"{other}\" (epoch, steps, plateau, val-plateau, instability)"
+                    )));
+                }
+            };
+            let action = match &r.action {
+                toml::Value::String(s) if s == "rollback" => Action::Rollback { lr_factor: 0.5 },
+                toml::Value::Table(t) if t.contains_key("fork") => {
+                    let f: RawFork =
+                        r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?;
+                    if f.fork.is_empty() || f.steps == 0 {
+                        return Err(at("a fork needs candidates and steps > 0".into()));
+                    }
+                    Action::Fork { candidates: f.fork, steps: f.steps }
+                }
+                toml::Value::Table(t) if t.contains_key("rollback") => {
+                    let f: RawRollback =
+                        r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?;
+                    Action::Rollback { lr_factor: f.rollback.lr_factor }
+                }
+                toml::Value::Table(_) => {
+                    Action::Grow(r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?)
+                }
+                other => {
+                    return Err(at(format!(
+                        "action = {other} is not \"rollback\", {{ op = \"widen\" | \"deepen\", ... }} or {{ fork = [...], steps = N }}"
+                    )));
+                }
+            };
+            rules.push(Rule { trigger, action, min_gap: r.min_gap.unwrap_or(0), max_times: r.max_times.unwrap_or(0) });
+        }
+        let policy = Policy {
+            observe_every: raw.observe_every.unwrap_or(d.observe_every),
+            verify_tolerance: raw.verify_tolerance.unwrap_or(d.verify_tolerance),
+            max_loss_increase: raw.max_loss_increase.unwrap_or(d.max_loss_increase),
+            rewarmup_steps: raw.rewarmup_steps.unwrap_or(d.rewarmup_steps),
+            watch_steps: raw.watch_steps.unwrap_or(d.watch_steps),
+            spike_factor: raw.spike_factor.unwrap_or(d.spike_factor),
+            max_rewrites: raw.max_rewrites.unwrap_or(d.max_rewrites),
+            checkpoint_dir: raw.checkpoint_dir,
+            prefetch: raw.prefetch.unwrap_or(d.prefetch),
+            seed: raw.seed.unwrap_or(d.seed),
+            rules,
+        };
+        if !(policy.verify_tolerance >= 0.0) || !(policy.spike_factor > 1.0) {
+            return Err(format!(
+                "verify_tolerance ({}) must be at least 0 and spike_factor ({}) above 1",
+                policy.verify_tolerance, policy.spike_factor
+            ));
+        }
+        Ok(policy)
+    }
+}

@@ -1,0 +1,438 @@
+//! Growth operators: the rewrite of the `hl` source, and the rebinding of
+//! every parameter and optimizer-state value onto the new model.
+
+use super::Result;
+use crate::passes::grow::{self, DeepenPlan, WidenPlan};
+use crate::train::{TrainError, Trainer};
+use crate::{CompileError, CompilerContext, Diagnostic, Severity};
+use aicf_runtime::Tensor;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Every parameter and optimizer-state value of a model, by symbol name.
+pub type State = BTreeMap<String, Tensor>;
+
+/// How `widen` fills the new units. Both preserve the function exactly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WidenRule {
+    /// Net2WiderNet (Chen et al. 2016). New unit `j` copies a random
+    /// existing unit `g(j)`: its incoming weights and bias are `g(j)`'s; the
+    /// outgoing weights of `g(j)` are split among its `c` copies (itself
+    /// included): the original keeps `(1 + s (c - 1)) / c`, each copy
+    /// `(1 - s) / c` (`s` = `split_noise`, the symmetry breaking; any split
+    /// summing to one preserves the function). Optimizer state: a copy's
+    /// gradient on its incoming weights is its split factor times the
+    /// source's, so first moments (Adam `exp_avg`, SGD `momentum`) are the
+    /// source's times the factor and second moments (`exp_avg_sq`) times its
+    /// square; a copy's outgoing weights see the source's gradient, so their
+    /// moments are copied unchanged.
+    #[default]
+    Net2wider,
+    /// GradMax-style growth (Evci et al. 2022): new units get incoming
+    /// weights and bias from the layer's initialiser and zero outgoing
+    /// weights, so the function is unchanged while the outgoing weights'
+    /// gradient is not zero. Optimizer state of every new entry is zero;
+    /// existing entries are copied.
+    ZeroOut,
+}
+
+/// A growth operator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum Operator {
+    /// `hl-widen`: linear layer `layer` to `width` units, by `rule`.
+    /// `noise` > 0 adds Gaussian noise (times the layer's weight standard
+    /// deviation) to the copies' incoming weights: not function-preserving,
+    /// so the probe check records the change instead of enforcing it.
+    Widen {
+        layer: String,
+        width: usize,
+        #[serde(default)]
+        rule: WidenRule,
+        #[serde(default)]
+        split_noise: f64,
+        #[serde(default)]
+        noise: f64,
+    },
+    /// `hl-deepen`: a new layer after `after`'s activation. Identity mode
+    /// (Net2DeeperNet): weight I, bias 0, exact after a relu. Residual mode:
+    /// `fc_in` from its initialiser, `fc_out` weight and bias zero, exact
+    /// after any activation. New parameters start with zero optimizer state.
+    Deepen {
+        after: String,
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        residual: bool,
+    },
+    /// `hl-add-heads`: the multi-head attention at `attention` to `heads`
+    /// heads. New heads' q/k/v projections from their initialiser, the
+    /// output projection's new columns zero (exact), new state zero: the
+    /// zero-out rule over whole heads.
+    Heads { attention: String, heads: usize },
+}
+
+impl Operator {
+    /// Whether the rewrite, with its rule's values, computes the same
+    /// function (the probe check then enforces it).
+    pub fn exact(&self) -> bool {
+        match self {
+            Operator::Widen { noise, .. } => *noise == 0.0,
+            Operator::Deepen { .. } | Operator::Heads { .. } => true,
+        }
+    }
+
+    /// The pass pipeline that rewrites the architecture.
+    pub fn pipeline(&self) -> String {
+        match self {
+            Operator::Widen { layer, width, .. } => format!("builtin.module(hl-widen{{layer={layer} width={width}}})"),
+            Operator::Deepen { after, name, residual } => format!(
+                "builtin.module(hl-deepen{{after={after} name={} residual={residual}}})",
+                name.clone().unwrap_or_else(|| format!("{after}_deep"))
+            ),
+            Operator::Heads { attention, heads } => {
+                format!("builtin.module(hl-add-heads{{attention={attention} heads={heads}}})")
+            }
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Operator::Widen { layer, width, rule, .. } => format!("widen {layer} to {width} ({rule:?})").to_lowercase(),
+            Operator::Deepen { after, residual, .. } => {
+                format!("deepen after {after} ({})", if *residual { "residual, zero output" } else { "identity" })
+            }
+            Operator::Heads { attention, heads } => format!("grow {attention} to {heads} heads"),
+        }
+    }
+}
+
+/// What a rewrite planned, for [`rebind`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    Widen { plan: WidenPlan, rule: WidenRule, split_noise: f64, noise: f64 },
+    Deepen(DeepenPlan),
+}
+
+/// A rewritten model.
+#[derive(Clone, Debug)]
+pub struct Rewrite {
+    /// The new `hl` module.
+    pub source: String,
+    pub plan: Plan,
+    /// The parameter table's changes: `fc1.weight 16x64 -> 32x64`,
+    /// `+fc1_deep.weight 32x32`.
+    pub diff: Vec<String>,
+}
+
+fn params_of(module: mlir_sys::MlirOperation) -> Vec<(String, Vec<usize>)> {
+    let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(module, 0)) };
+    crate::ir::ops_of(body)
+        .into_iter()
+        .filter(|&op| crate::ir::op_name(op) == "hl.param")
+        .map(|op| {
+            let t = unsafe { mlir_sys::mlirTypeAttrGetValue(crate::ir::attr(op, "type")) };
+            let shape = crate::nn::spec_of_type(t).map(|s| s.shape).unwrap_or_default();
+            (crate::ir::string_attr(op, "sym_name").unwrap_or_default(), shape)
+        })
+        .collect()
+}
+
+fn shape_text(shape: &[usize]) -> String {
+    shape.iter().map(usize::to_string).collect::<Vec<_>>().join("x")
+}
+
+/// Rewrites the `hl` module `source` by `op` (the growth pass), returning
+/// the new module's text and the plan its state rebinding follows.
+pub fn rewrite(source: &str, name: &str, op: &Operator) -> Result<Rewrite, CompileError> {
+    let ctx = CompilerContext::new();
+    let mut module = ctx.parse(source, name)?;
+    let raw = module.as_operation().to_raw();
+    let failed = |(loc, message): grow::Failure| CompileError::PassFailed {
+        pipeline: op.pipeline(),
+        diagnostics: vec![Diagnostic {
+            location: unsafe { melior::ir::Location::from_raw(loc) }.to_string(),
+            severity: Severity::Error,
+            message,
+            notes: vec![],
+        }],
+    };
+    let plan = match op {
+        Operator::Widen { layer, width, rule, split_noise, noise } => {
+            if !(0.0..1.0).contains(split_noise) || !noise.is_finite() || *noise < 0.0 {
+                return Err(CompileError::Pipeline {
+                    pipeline: op.pipeline(),
+                    message: format!("split_noise {split_noise} must be in [0, 1) and noise {noise} at least 0"),
+                });
+            }
+            Plan::Widen {
+                plan: grow::plan_widen(raw, layer, *width).map_err(failed)?,
+                rule: *rule,
+                split_noise: *split_noise,
+                noise: *noise,
+            }
+        }
+        Operator::Deepen { after, name, residual } => {
+            let name = name.clone().unwrap_or_else(|| format!("{after}_deep"));
+            Plan::Deepen(grow::plan_deepen(raw, after, &name, *residual).map_err(failed)?)
+        }
+        // New heads are zero-out units, a head at a time.
+        Operator::Heads { attention, heads } => Plan::Widen {
+            plan: grow::plan_heads(raw, attention, *heads).map_err(failed)?.widen,
+            rule: WidenRule::ZeroOut,
+            split_noise: 0.0,
+            noise: 0.0,
+        },
+    };
+    let before = params_of(raw);
+    crate::run_pipeline(&ctx, &mut module, &op.pipeline())?;
+    let after = params_of(module.as_operation().to_raw());
+    let mut diff = Vec::new();
+    for (name, shape) in &after {
+        match before.iter().find(|(n, _)| n == name) {
+            Some((_, old)) if old != shape => diff.push(format!("{name} {} -> {}", shape_text(old), shape_text(shape))),
+            Some(_) => {}
+            None => diff.push(format!("+{name} {}", shape_text(shape))),
+        }
+    }
+    Ok(Rewrite { source: module.as_operation().to_string(), plan, diff })
+}
+
+/// The optimizer-state kinds a parameter can have, by symbol suffix.
+const STATE_KINDS: [&str; 3] = ["momentum", "exp_avg", "exp_avg_sq"];
+
+/// `(parameter, state kind)` of a symbol name: `fc1.weight.exp_avg` is
+/// `("fc1.weight", Some("exp_avg"))`; a parameter has no kind.
+fn split_symbol(name: &str) -> (&str, Option<&'static str>) {
+    for kind in STATE_KINDS {
+        if let Some(p) = name.strip_suffix(kind).and_then(|p| p.strip_suffix('.')) {
+            return (p, Some(kind));
+        }
+    }
+    (name, None)
+}
+
+/// `values` (of `shape`) re-indexed along `axis`: index `j` of the result
+/// is `source[j]`'s slice times `scale[j]`, or `fill`'s when `source[j]` is
+/// `None`.
+fn gather_axis(
+    values: &[f64],
+    shape: &[usize],
+    axis: usize,
+    source: &[Option<usize>],
+    scale: &[f64],
+    fill: &[f64],
+) -> Vec<f64> {
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product();
+    let (old, new) = (shape[axis], source.len());
+    let mut out = vec![0.0; outer * new * inner];
+    for o in 0..outer {
+        for (j, src) in source.iter().enumerate() {
+            for i in 0..inner {
+                let at = (o * new + j) * inner + i;
+                out[at] = match src {
+                    Some(s) => values[(o * old + s) * inner + i] * scale[j],
+                    None => fill[at],
+                };
+            }
+        }
+    }
+    out
+}
+
+/// A uniform index below `n` and a standard normal, from Philox stream
+/// `stream` of `seed`, block `i`.
+fn draw(seed: u64, stream: u64, i: u64, n: usize) -> (usize, f64) {
+    let b = aicf_runtime::rng::block(seed, stream, i);
+    let u1 = aicf_runtime::rng::unit_open_f32(b[1]) as f64;
+    let u2 = aicf_runtime::rng::unit_f32(b[2]) as f64;
+    ((b[0] as usize) % n.max(1), (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos())
+}
+
+/// The new model's state from the old model's (`old`) by `plan`'s rule.
+/// `fresh` is the new model's state as initialised (where a rule takes a
+/// new parameter's initialiser); `seed` picks Net2Wider's source units and
+/// noise. Symbols the plan does not touch are copied (the step count among
+/// them); a new symbol no rule covers is an error.
+pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<State> {
+    let missing = |name: &str| TrainError::Input(format!("rebinding: the old model has no {name}"));
+    let mut out = State::new();
+    // Net2Wider's choice of source units and split factors.
+    let widen = match plan {
+        Plan::Widen { plan: w, rule, split_noise, .. } => {
+            let mut source: Vec<Option<usize>> = (0..w.width).map(|j| (j < w.old).then_some(j)).collect();
+            let mut alpha = vec![1.0; w.width];
+            if *rule == WidenRule::Net2wider {
+                let mut copies = vec![1usize; w.old];
+                for (j, s) in source.iter_mut().enumerate().skip(w.old) {
+                    let (g, _) = draw(seed, 0xADA7, j as u64, w.old);
+                    *s = Some(g);
+                    copies[g] += 1;
+                }
+                for (j, s) in source.iter().enumerate() {
+                    let g = s.unwrap_or(0);
+                    let c = copies[g] as f64;
+                    alpha[j] = if j < w.old { (1.0 + split_noise * (c - 1.0)) / c } else { (1.0 - split_noise) / c };
+                }
+            }
+            Some((w, *rule, source, alpha))
+        }
+        Plan::Deepen(_) => None,
+    };
+    for (name, fresh_t) in fresh {
+        let (param, kind) = split_symbol(name);
+        let value = if let Some((w, rule, source, alpha)) = &widen {
+            let incoming = w.incoming.iter().find(|(p, _)| p == param).map(|&(_, a)| (a, true));
+            let outgoing = w.outgoing.iter().find(|(p, _)| p == param).map(|&(_, a)| (a, false));
+            match incoming.or(outgoing) {
+                None => None,
+                Some((axis, is_incoming)) => {
+                    let o = old.get(name).ok_or_else(|| missing(name))?;
+                    let zeros = vec![0.0; fresh_t.values.len()];
+                    let values = match (rule, is_incoming, kind) {
+                        // Net2Wider: incoming copied (state scaled by the split), outgoing split (state copied).
+                        (WidenRule::Net2wider, true, None) => {
+                            gather_axis(&o.values, &o.shape, axis, source, &vec![1.0; w.width], &zeros)
+                        }
+                        (WidenRule::Net2wider, true, Some("exp_avg_sq")) => {
+                            let sq: Vec<f64> = alpha.iter().map(|a| a * a).collect();
+                            gather_axis(&o.values, &o.shape, axis, source, &sq, &zeros)
+                        }
+                        (WidenRule::Net2wider, true, Some(_)) => {
+                            gather_axis(&o.values, &o.shape, axis, source, alpha, &zeros)
+                        }
+                        (WidenRule::Net2wider, false, None) => {
+                            gather_axis(&o.values, &o.shape, axis, source, alpha, &zeros)
+                        }
+                        (WidenRule::Net2wider, false, Some(_)) => {
+                            gather_axis(&o.values, &o.shape, axis, source, &vec![1.0; w.width], &zeros)
+                        }
+                        // Zero-out: new incoming from the initialiser, new outgoing and all new state zero.
+                        (WidenRule::ZeroOut, _, _) => {
+                            let kept: Vec<Option<usize>> = (0..w.width).map(|j| (j < w.old).then_some(j)).collect();
+                            let fill = if is_incoming && kind.is_none() { &fresh_t.values } else { &zeros };
+                            gather_axis(&o.values, &o.shape, axis, &kept, &vec![1.0; w.width], fill)
+                        }
+                    };
+                    Some(values)
+                }
+            }
+        } else {
+            None
+        };
+        let value = match value {
+            Some(v) => v,
+            None => match old.get(name) {
+                Some(o) if o.shape == fresh_t.shape => o.values.clone(),
+                Some(o) => {
+                    return Err(TrainError::Input(format!(
+                        "rebinding: {name} changes from {:?} to {:?} and no rule of the rewrite covers it",
+                        o.shape, fresh_t.shape
+                    )));
+                }
+                None => new_symbol(plan, name, param, kind, fresh_t)?,
+            },
+        };
+        out.insert(name.clone(), Tensor::new(fresh_t.shape.clone(), fresh_t.dtype, value));
+    }
+    // Net2Wider's optional noise on the copies' incoming weights.
+    if let Some((w, WidenRule::Net2wider, _, _)) = &widen
+        && let Plan::Widen { noise, .. } = plan
+        && *noise > 0.0
+    {
+        let weight = format!("{}.weight", w.layer);
+        if let Some(t) = out.get_mut(&weight) {
+            let n = t.values.len() as f64;
+            let mean = t.values.iter().sum::<f64>() / n;
+            let std = (t.values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+            let cols: usize = t.shape[1..].iter().product();
+            for (i, v) in t.values.iter_mut().enumerate().skip(w.old * cols) {
+                *v += noise * std * draw(seed, 0x0015E, i as u64, 1).1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The value of a symbol a deepening added.
+fn new_symbol(plan: &Plan, name: &str, param: &str, kind: Option<&str>, fresh: &Tensor) -> Result<Vec<f64>> {
+    let Plan::Deepen(d) = plan else {
+        return Err(TrainError::Input(format!("rebinding: the rewrite added {name}, which no rule covers")));
+    };
+    let layers = d.layers();
+    let Some(layer) =
+        layers.iter().find(|l| param.strip_prefix(l.as_str()).is_some_and(|r| r == ".weight" || r == ".bias"))
+    else {
+        return Err(TrainError::Input(format!("rebinding: {name} is new and not the new layer's")));
+    };
+    let n = fresh.values.len();
+    if kind.is_some() {
+        return Ok(vec![0.0; n]);
+    }
+    let is_weight = param.ends_with(".weight");
+    Ok(if d.residual {
+        // fc_in from its initialiser; fc_out zero.
+        if layer.ends_with(".fc_in") { fresh.values.clone() } else { vec![0.0; n] }
+    } else if is_weight {
+        let h = d.width;
+        (0..h * h).map(|i| if i / h == i % h { 1.0 } else { 0.0 }).collect()
+    } else {
+        vec![0.0; n]
+    })
+}
+
+/// Training FLOPs of one step of a model: 6 per weight-matrix element per
+/// row (2 forward, 4 backward), the usual dense-layer count; biases,
+/// activations and the optimizer are left out.
+pub fn step_flops(trainer: &Trainer, rows: usize) -> f64 {
+    let weights: usize = trainer
+        .backend()
+        .manifest()
+        .symbols
+        .iter()
+        .filter(|s| s.kind == "param" && s.shape.len() >= 2)
+        .map(|s| s.shape.iter().product::<usize>())
+        .sum();
+    6.0 * weights as f64 * rows as f64
+}
+
+/// How a growth went.
+pub struct Grown {
+    pub trainer: Trainer,
+    pub rewrite: Rewrite,
+    /// Seconds from the old model to the new one, state carried.
+    pub seconds: f64,
+    /// Distinct kernels of the new model (summed over its batch sizes) and
+    /// how many were compiled (the rest came from the kernel cache; both 0
+    /// when the whole model was compiled ahead).
+    pub kernels: usize,
+    pub compiled_kernels: usize,
+}
+
+/// Rewrites `trainer`'s model by `op`, compiles it (unchanged kernels from
+/// the kernel cache) and carries the parameters, optimizer state and step
+/// count over by the operator's rule. `trainer` is left as it was.
+pub fn grow(trainer: &Trainer, op: &Operator, seed: u64) -> Result<Grown> {
+    let started = Instant::now();
+    let rewrite = rewrite(trainer.source(), trainer.name(), op)?;
+    // The new model at every batch size the old one ran, compiled at once.
+    let batches: Vec<Option<usize>> = trainer.compiled().iter().map(|c| c.batch).collect();
+    let compiled = crate::train::precompile(&rewrite.source, trainer.name(), trainer.options(), &batches)?;
+    let mut new = Trainer::from_source(&rewrite.source, trainer.name(), trainer.options().clone())?;
+    for b in batches.iter().flatten() {
+        new.add_batch(*b)?;
+    }
+    let state = rebind(&rewrite.plan, &trainer.state(), &new.state(), seed)?;
+    new.set_state(&state)?;
+    new.set_steps(trainer.steps());
+    Ok(Grown {
+        trainer: new,
+        rewrite,
+        seconds: started.elapsed().as_secs_f64(),
+        kernels: compiled.iter().map(|c| c.kernels).sum(),
+        compiled_kernels: compiled.iter().map(|c| c.compiled_kernels).sum(),
+    })
+}

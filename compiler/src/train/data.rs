@@ -1,0 +1,804 @@
+//! Data that feeds any model's inputs.
+//!
+//! A model's [`Signature`] is read from its `hl` source before anything is
+//! compiled: `@loss`'s arguments (the data inputs `@forward` takes, the
+//! targets, and the dropout seed and offset where it has them) and
+//! `@forward`'s output. A [`Dataset`] is loaded against it and refused, with
+//! one error naming the input and both shapes and types, when it does not
+//! fit:
+//!
+//! - **Tables**: CSV (`.csv`, `.csv.gz`), one example per row, the label
+//!   last. The features are reshaped to the first input's shape (64
+//!   features feed `[batch, 64]` or `[batch, 1, 8, 8]`) and scaled by the
+//!   training split's largest magnitude.
+//! - **Text** (`.txt`): next-token prediction. The vocabulary is the file's
+//!   distinct characters, or its bytes when the model's output has exactly
+//!   256 classes; token inputs are `[batch, context]` ids, or one-hot
+//!   `[batch, context, classes]` floats; targets are the next tokens. The
+//!   held-out split is the end of the file; training draws random windows.
+//! - **Arrays**: named tensors in a `.safetensors` file (`input0`,
+//!   `input1`, ... or in file order), or one `.npy` file per input, the
+//!   first dimension indexing examples.
+//!
+//! The dropout seed and offset are not data: the training loop passes the
+//! run's seed and a per-step offset.
+
+use crate::CompilerContext;
+use crate::ir;
+use crate::train::TrainError;
+use aicf_runtime::{Tensor, artifact::DType};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+type Result<T, E = TrainError> = std::result::Result<T, E>;
+
+fn bad(message: impl Into<String>) -> TrainError {
+    TrainError::Input(message.into())
+}
+
+/// What an input of `@loss` is to the training loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// An input `@forward` takes too (features, tokens).
+    Data,
+    /// What the loss compares the output with (labels, next tokens).
+    Target,
+    /// Dropout's seed and per-step offset (rank-0 i64, last).
+    Seed,
+    Offset,
+}
+
+/// One argument of `@loss`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Input {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub role: Role,
+}
+
+impl Input {
+    fn describe(&self) -> String {
+        describe(&self.shape, self.dtype)
+    }
+}
+
+fn describe(shape: &[usize], dtype: DType) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    format!("[{}] {}", dims.join(", "), format!("{dtype:?}").to_lowercase())
+}
+
+/// What a model takes and returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Signature {
+    /// `@loss`'s arguments, in order.
+    pub inputs: Vec<Input>,
+    /// `@forward`'s first result (the logits), when there is a `@forward`.
+    pub output: Option<(Vec<usize>, DType)>,
+}
+
+impl Signature {
+    /// Reads the signature from the `hl` module `source` (parsed and
+    /// verified, nothing compiled).
+    pub fn of_source(source: &str, name: &str) -> Result<Signature> {
+        let ctx = CompilerContext::new();
+        let module = ctx.parse(source, name)?;
+        let raw = module.as_operation().to_raw();
+        let mut loss = None;
+        let mut forward = None;
+        for (func, block) in ir::functions(raw) {
+            let args: Vec<(Vec<usize>, DType)> = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
+                .map(|i| {
+                    let s = ir::spec(unsafe { mlir_sys::mlirBlockGetArgument(block, i) });
+                    (s.shape.clone(), runtime_dtype(s.dtype))
+                })
+                .collect();
+            match ir::string_attr(func, "sym_name").as_deref() {
+                Some("loss") => loss = Some(args),
+                Some("forward") => {
+                    let results = ir::ops_of(block)
+                        .into_iter()
+                        .rfind(|&o| ir::op_name(o) == "func.return")
+                        .and_then(|r| ir::operands(r).first().copied())
+                        .map(|v| {
+                            let s = ir::spec(v);
+                            (s.shape.clone(), runtime_dtype(s.dtype))
+                        });
+                    forward = Some((args.len(), results));
+                }
+                _ => {}
+            }
+        }
+        let loss = loss.ok_or_else(|| bad(format!("{name}: the model has no @loss to train")))?;
+        let data_inputs = forward.as_ref().map_or(1, |f| f.0);
+        let rng = loss.iter().rev().take_while(|(s, t)| s.is_empty() && *t == DType::I64).count();
+        let rng = if rng >= 2 { 2 } else { 0 };
+        let inputs = loss
+            .iter()
+            .enumerate()
+            .map(|(i, (shape, dtype))| {
+                let role = if i >= loss.len() - rng {
+                    if i == loss.len() - rng { Role::Seed } else { Role::Offset }
+                } else if i < data_inputs {
+                    Role::Data
+                } else {
+                    Role::Target
+                };
+                Input { shape: shape.clone(), dtype: *dtype, role }
+            })
+            .collect();
+        Ok(Signature { inputs, output: forward.and_then(|f| f.1) })
+    }
+
+    /// The batch size: the first input's leading dimension.
+    pub fn batch(&self) -> usize {
+        self.inputs.first().and_then(|i| i.shape.first()).copied().unwrap_or(1)
+    }
+
+    /// The classes of the output's last dimension.
+    pub fn classes(&self) -> Option<usize> {
+        self.output.as_ref().and_then(|(s, _)| s.last().copied())
+    }
+
+    /// Whether `@loss` takes dropout's seed and offset.
+    pub fn takes_rng(&self) -> bool {
+        self.inputs.iter().any(|i| i.role == Role::Seed)
+    }
+
+    /// The inputs data feeds (data and targets), in order.
+    pub fn fed(&self) -> Vec<&Input> {
+        self.inputs.iter().filter(|i| matches!(i.role, Role::Data | Role::Target)).collect()
+    }
+
+    /// Whether the targets are class indices of the output (so accuracy
+    /// and a cross-entropy of `@forward`'s logits mean something).
+    pub fn classifies(&self) -> bool {
+        let Some((out, _)) = &self.output else { return false };
+        let targets: Vec<&Input> = self.inputs.iter().filter(|i| i.role == Role::Target).collect();
+        matches!(targets[..], [t] if is_int(t.dtype) && t.shape[..] == out[..out.len().saturating_sub(1)])
+    }
+}
+
+fn runtime_dtype(d: crate::nn::DType) -> DType {
+    use crate::nn::DType as N;
+    match d {
+        N::F32 => DType::F32,
+        N::F64 => DType::F64,
+        N::I32 => DType::I32,
+        N::I64 => DType::I64,
+        N::I1 => DType::I1,
+        N::F16 => DType::F16,
+        N::BF16 => DType::BF16,
+    }
+}
+
+fn is_int(d: DType) -> bool {
+    matches!(d, DType::I32 | DType::I64 | DType::I1 | DType::U8)
+}
+
+/// Training or held-out examples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    Train,
+    HeldOut,
+}
+
+/// How to read a data set.
+#[derive(Clone, Debug)]
+pub struct DataOptions {
+    /// Seeds the split of tables and arrays into training and held-out rows.
+    pub seed: u64,
+    /// The held-out fraction (tables and arrays: of the rows, seeded; text:
+    /// the end of the file).
+    pub val_split: f64,
+    /// Text: training windows per epoch (default: as many as the training
+    /// tokens fill once).
+    pub windows_per_epoch: Option<usize>,
+    /// Text: held-out windows evaluated each epoch, at most.
+    pub eval_windows: usize,
+    /// Tables: divide features by this instead of the training split's
+    /// largest magnitude (evaluating a checkpoint: the scale it trained
+    /// with).
+    pub feature_scale: Option<f64>,
+}
+
+impl Default for DataOptions {
+    fn default() -> Self {
+        DataOptions { seed: 0, val_split: 0.2, windows_per_epoch: None, eval_windows: 256, feature_scale: None }
+    }
+}
+
+/// One fed input's values, example by example.
+struct Column {
+    /// The input's shape without the batch dimension.
+    shape: Vec<usize>,
+    dtype: DType,
+    /// Example `e`'s values: `values[e * per .. (e + 1) * per]`.
+    values: Vec<f64>,
+}
+
+impl Column {
+    fn per(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+/// A table of examples: CSV rows or arrays.
+struct Rows {
+    columns: Vec<Column>,
+    train: Vec<usize>,
+    held: Vec<usize>,
+}
+
+/// The vocabulary of a text.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Vocab {
+    /// The text's distinct characters, sorted.
+    Chars(Vec<char>),
+    Bytes,
+}
+
+struct Text {
+    tokens: Vec<u32>,
+    vocab: Vocab,
+    /// Training tokens are `[0, split)`, held-out ones `[split, len)`.
+    split: usize,
+    context: usize,
+    /// The token input: ids (`None`) or one-hot vectors of this width.
+    one_hot: Option<usize>,
+    token_dtype: DType,
+    target_dtype: DType,
+    windows_per_epoch: usize,
+    eval_windows: usize,
+}
+
+enum Kind {
+    Rows(Rows),
+    Text(Text),
+}
+
+/// A data set split into training and held-out examples, making the
+/// batches of one model's fed inputs.
+pub struct Dataset {
+    kind: Kind,
+    /// What was loaded, for reports (`1797 rows of 64 features + label`).
+    pub description: String,
+    /// Values recorded in checkpoints, so a resume reads the data the same
+    /// way (`feature_scale`, the vocabulary).
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Dataset {
+    /// Loads `paths` for a model of signature `sig`, checking that every fed
+    /// input fits.
+    pub fn load(paths: &[PathBuf], sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+        let [first, ..] = paths else { return Err(bad("no data file given")) };
+        let name = first.display().to_string();
+        let ext = |p: &Path| p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        let kind = ext(first);
+        if !(0.0..1.0).contains(&options.val_split) {
+            return Err(bad(format!("the held-out fraction {} is not in [0, 1)", options.val_split)));
+        }
+        if paths.len() > 1 && !paths.iter().all(|p| ext(p).ends_with(".npy")) {
+            return Err(bad("several data files are only read as .npy arrays, one per input"));
+        }
+        if kind.ends_with(".csv") || kind.ends_with(".csv.gz") {
+            table(first, sig, options)
+        } else if kind.ends_with(".txt") {
+            text(first, sig, options)
+        } else if kind.ends_with(".safetensors") {
+            let arrays = read_safetensors(first, sig.fed().len())?;
+            rows_of_arrays(&name, arrays, sig, options)
+        } else if kind.ends_with(".npy") {
+            let arrays = paths.iter().map(|p| read_npy(p)).collect::<Result<Vec<_>>>()?;
+            rows_of_arrays(&name, arrays, sig, options)
+        } else {
+            Err(bad(format!("{name}: not a data file AICF reads (.csv, .csv.gz, .txt, .safetensors, .npy)")))
+        }
+    }
+
+    /// Training examples per epoch.
+    pub fn train_len(&self) -> usize {
+        match &self.kind {
+            Kind::Rows(r) => r.train.len(),
+            Kind::Text(t) => t.windows_per_epoch,
+        }
+    }
+
+    /// Held-out examples.
+    pub fn held_len(&self) -> usize {
+        match &self.kind {
+            Kind::Rows(r) => r.held.len(),
+            Kind::Text(t) => t.held_windows(),
+        }
+    }
+
+    /// Whether each example is a window of text (the loss is per token).
+    pub fn is_text(&self) -> bool {
+        matches!(self.kind, Kind::Text(_))
+    }
+
+    /// What the held-out loss is measured in.
+    pub fn loss_unit(&self) -> &'static str {
+        match &self.kind {
+            Kind::Text(Text { vocab: Vocab::Chars(_), .. }) => "nats/char",
+            Kind::Text(Text { vocab: Vocab::Bytes, .. }) => "nats/byte",
+            Kind::Rows(_) => "nats",
+        }
+    }
+
+    /// The training examples of one epoch, in an order drawn from `rng`
+    /// (which advances): a shuffle of the rows, or random text windows.
+    pub fn epoch_order(&self, rng: &mut u64) -> Vec<usize> {
+        match &self.kind {
+            Kind::Rows(r) => {
+                let mut order: Vec<usize> = (0..r.train.len()).collect();
+                shuffle(&mut order, rng);
+                order
+            }
+            Kind::Text(t) => {
+                let starts = (t.split - t.context).max(1);
+                (0..t.windows_per_epoch).map(|_| (lcg(rng) >> 11) as usize % starts).collect()
+            }
+        }
+    }
+
+    /// The held-out examples, in batches of at most `batch` (text: only
+    /// full ones).
+    pub fn held_out(&self, batch: usize) -> Vec<Vec<usize>> {
+        match &self.kind {
+            Kind::Rows(r) => (0..r.held.len()).collect::<Vec<_>>().chunks(batch.max(1)).map(<[_]>::to_vec).collect(),
+            Kind::Text(t) => {
+                let windows: Vec<usize> = (0..t.held_windows()).collect();
+                windows.chunks_exact(batch.max(1)).map(<[_]>::to_vec).collect()
+            }
+        }
+    }
+
+    /// The fed inputs (data and targets, the signature's order) for
+    /// `examples`: epoch positions of [`Dataset::epoch_order`]'s output
+    /// (training; `order` maps them), or held-out examples.
+    pub fn batch(&self, split: Split, examples: &[usize]) -> Vec<Tensor> {
+        match &self.kind {
+            Kind::Rows(r) => {
+                let ids: Vec<usize> = examples
+                    .iter()
+                    .map(|&e| match split {
+                        Split::Train => r.train[e],
+                        Split::HeldOut => r.held[e],
+                    })
+                    .collect();
+                r.columns
+                    .iter()
+                    .map(|c| {
+                        let per = c.per();
+                        let mut values = Vec::with_capacity(ids.len() * per);
+                        for &i in &ids {
+                            values.extend_from_slice(&c.values[i * per..(i + 1) * per]);
+                        }
+                        let mut shape = vec![ids.len()];
+                        shape.extend_from_slice(&c.shape);
+                        Tensor::new(shape, c.dtype, values)
+                    })
+                    .collect()
+            }
+            Kind::Text(t) => {
+                let starts: Vec<usize> = match split {
+                    Split::Train => examples.to_vec(),
+                    Split::HeldOut => examples.iter().map(|&w| t.split + w * t.context).collect(),
+                };
+                t.batch(&starts)
+            }
+        }
+    }
+}
+
+/// The next state of the 64-bit LCG every data order is drawn from (the
+/// same order on every run and machine).
+fn lcg(state: &mut u64) -> u64 {
+    *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *state
+}
+
+/// A seeded Fisher-Yates shuffle on the LCG.
+pub fn shuffle<T>(items: &mut [T], state: &mut u64) {
+    for i in (1..items.len()).rev() {
+        items.swap(i, (lcg(state) >> 33) as usize % (i + 1));
+    }
+}
+
+/// The seeded split of `rows` examples into (training, held-out) ids: a
+/// shuffle, the first `val_split` of it held out.
+fn split_rows(rows: usize, seed: u64, val_split: f64) -> (Vec<usize>, Vec<usize>) {
+    let mut order: Vec<usize> = (0..rows).collect();
+    let mut state = seed ^ 0x2545F4914F6CDD1D;
+    shuffle(&mut order, &mut state);
+    let held = ((rows as f64) * val_split).round() as usize;
+    let (h, t) = order.split_at(held);
+    (t.to_vec(), h.to_vec())
+}
+
+/// Reads a whole file, gunzipping a `.gz` one.
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    let io = |e: std::io::Error| TrainError::Io { path: path.to_path_buf(), message: e.to_string() };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    if path.extension().is_some_and(|e| e == "gz") {
+        flate2::read::GzDecoder::new(file).read_to_end(&mut bytes).map_err(io)?;
+    } else {
+        std::io::BufReader::new(file).read_to_end(&mut bytes).map_err(io)?;
+    }
+    Ok(bytes)
+}
+
+/// The fed inputs of a table model: one data input (features) and one
+/// target (a label per example).
+fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s Input)> {
+    match sig.fed()[..] {
+        [x, y] if x.role == Role::Data && y.role == Role::Target && y.shape.len() == 1 => Ok((x, y)),
+        _ => {
+            let found: Vec<String> = sig.fed().iter().map(|i| format!("{:?} {}", i.role, i.describe())).collect();
+            Err(bad(format!(
+                "{name}: a CSV table (features, then a label per row) feeds a model of one input and one label of \
+                 [batch]; this model's @loss takes {}",
+                found.join(", ")
+            )))
+        }
+    }
+}
+
+fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+    let name = path.display().to_string();
+    let (x, y) = table_inputs(sig, &name)?;
+    let bytes = read_bytes(path)?;
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(&bytes[..]);
+    let mut features: Vec<f64> = Vec::new();
+    let mut labels: Vec<f64> = Vec::new();
+    let mut width = None;
+    for (n, record) in reader.records().enumerate() {
+        let at = |message: String| bad(format!("{name}:{}: {message}", n + 1));
+        let record = record.map_err(|e| at(e.to_string()))?;
+        if record.iter().all(|c| c.trim().is_empty()) {
+            continue;
+        }
+        let values = record
+            .iter()
+            .map(|c| c.trim().parse::<f64>().map_err(|e| at(format!("'{c}': {e}"))))
+            .collect::<Result<Vec<f64>>>()?;
+        if let Some(bad_cell) = values.iter().position(|v| !v.is_finite()) {
+            return Err(at(format!("column {} is {}, not a finite number", bad_cell + 1, values[bad_cell])));
+        }
+        let Some((&label, row)) = values.split_last() else { continue };
+        match width {
+            None => width = Some(row.len()),
+            Some(w) if w != row.len() => {
+                return Err(at(format!("{} features, earlier rows have {w}", row.len())));
+            }
+            _ => {}
+        }
+        if label.fract() != 0.0 || label < 0.0 {
+            return Err(at(format!("the label {label} is not a class index")));
+        }
+        features.extend_from_slice(row);
+        labels.push(label);
+    }
+    let rows = labels.len();
+    if rows == 0 {
+        return Err(bad(format!("{name}: no rows")));
+    }
+    let width = width.unwrap_or(0);
+    let per: usize = x.shape[1..].iter().product();
+    if width != per {
+        return Err(bad(format!(
+            "{name}: rows have {width} features and a label; the model's input #0 is {}, which takes {per} features \
+             per row",
+            x.describe()
+        )));
+    }
+    check_labels(&name, &labels, sig)?;
+    let (train, held) = split_rows(rows, options.seed, options.val_split);
+    // Features scaled by the training split's largest magnitude.
+    let scale = options.feature_scale.unwrap_or_else(|| {
+        train.iter().flat_map(|&r| features[r * width..(r + 1) * width].iter()).fold(0.0f64, |m, v| m.max(v.abs()))
+    });
+    let scale = scale.max(1e-12);
+    for v in &mut features {
+        *v /= scale;
+    }
+    let columns = vec![
+        Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features },
+        Column { shape: vec![], dtype: y.dtype, values: labels },
+    ];
+    Ok(Dataset {
+        description: format!("{rows} rows of {width} features and a label ({name})"),
+        metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
+        kind: Kind::Rows(Rows { columns, train, held }),
+    })
+}
+
+/// Labels must index the model's classes.
+fn check_labels(name: &str, labels: &[f64], sig: &Signature) -> Result<()> {
+    let Some(classes) = sig.classifies().then(|| sig.classes()).flatten() else { return Ok(()) };
+    if let Some((row, v)) = labels.iter().enumerate().find(|(_, v)| **v < 0.0 || **v >= classes as f64) {
+        return Err(bad(format!("{name}: example {row}'s label {v} is not below the model's {classes} classes")));
+    }
+    Ok(())
+}
+
+fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+    let name = path.display().to_string();
+    let fed = sig.fed();
+    let [tokens_in, targets] = fed[..] else {
+        return Err(bad(format!(
+            "{name}: text feeds a model of two inputs (tokens, next tokens); this model's @loss feeds {}",
+            fed.len()
+        )));
+    };
+    let (batch, context) = match tokens_in.shape[..] {
+        [b, t] if is_int(tokens_in.dtype) => (b, t),
+        [b, t, _] if !is_int(tokens_in.dtype) => (b, t),
+        _ => {
+            return Err(bad(format!(
+                "{name}: text feeds token ids [batch, context] or one-hot vectors [batch, context, vocabulary]; the \
+                 model's input #0 is {}",
+                tokens_in.describe()
+            )));
+        }
+    };
+    if targets.shape != [batch, context] || !is_int(targets.dtype) {
+        return Err(bad(format!(
+            "{name}: text's targets are the next tokens, [{batch}, {context}] integers; the model's input #1 is {}",
+            targets.describe()
+        )));
+    }
+    let classes = sig.classes().ok_or_else(|| bad(format!("{name}: the model has no @forward output to predict")))?;
+    let bytes = read_bytes(path)?;
+    let vocab = if classes == 256 {
+        Vocab::Bytes
+    } else {
+        let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("{name}: not UTF-8 text ({e})")))?;
+        let mut chars: Vec<char> = text.chars().collect();
+        chars.sort_unstable();
+        chars.dedup();
+        Vocab::Chars(chars)
+    };
+    let tokens: Vec<u32> = match &vocab {
+        Vocab::Bytes => bytes.iter().map(|&b| b as u32).collect(),
+        Vocab::Chars(chars) => std::str::from_utf8(&bytes)
+            .unwrap_or_default()
+            .chars()
+            .map(|c| chars.binary_search(&c).unwrap_or(0) as u32)
+            .collect(),
+    };
+    let size = match &vocab {
+        Vocab::Bytes => 256,
+        Vocab::Chars(c) => c.len(),
+    };
+    if size > classes {
+        return Err(bad(format!(
+            "{name}: the text has {size} distinct characters; the model predicts {classes} classes"
+        )));
+    }
+    if let Some(&width) = tokens_in.shape.get(2)
+        && width < size
+    {
+        return Err(bad(format!(
+            "{name}: one-hot tokens of {size} symbols do not fit the model's input width {width}"
+        )));
+    }
+    let held = ((tokens.len() as f64) * options.val_split).round() as usize;
+    let split = tokens.len() - held;
+    if split < context + 1 {
+        return Err(bad(format!(
+            "{name}: {} training tokens, fewer than one window of {} (the context and the next token)",
+            split,
+            context + 1
+        )));
+    }
+    let windows_per_epoch = options.windows_per_epoch.unwrap_or_else(|| (split / context).max(batch));
+    if windows_per_epoch == 0 {
+        return Err(bad("zero windows per epoch"));
+    }
+    let t = Text {
+        tokens,
+        vocab: vocab.clone(),
+        split,
+        context,
+        one_hot: tokens_in.shape.get(2).copied(),
+        token_dtype: tokens_in.dtype,
+        target_dtype: targets.dtype,
+        windows_per_epoch,
+        eval_windows: options.eval_windows,
+    };
+    let vocab_text = match &vocab {
+        Vocab::Bytes => "bytes".to_string(),
+        Vocab::Chars(c) => c.iter().collect::<String>(),
+    };
+    Ok(Dataset {
+        description: format!(
+            "{} tokens of {} ({} {}), {} for training, {} held out; windows of {context}",
+            t.tokens.len(),
+            name,
+            size,
+            if vocab == Vocab::Bytes { "byte values" } else { "distinct characters" },
+            split,
+            t.tokens.len() - split
+        ),
+        metadata: BTreeMap::from([("vocabulary".into(), vocab_text)]),
+        kind: Kind::Text(t),
+    })
+}
+
+impl Text {
+    /// Held-out windows: consecutive ones from the end of the text, at
+    /// most `eval_windows`.
+    fn held_windows(&self) -> usize {
+        ((self.tokens.len() - self.split).saturating_sub(1) / self.context).min(self.eval_windows)
+    }
+
+    /// Windows starting at `starts`: the tokens, and the next tokens.
+    fn batch(&self, starts: &[usize]) -> Vec<Tensor> {
+        let (b, t) = (starts.len(), self.context);
+        let mut targets = Vec::with_capacity(b * t);
+        let inputs = match self.one_hot {
+            None => {
+                let mut ids = Vec::with_capacity(b * t);
+                for &s in starts {
+                    ids.extend(self.tokens[s..s + t].iter().map(|&v| v as f64));
+                    targets.extend(self.tokens[s + 1..s + t + 1].iter().map(|&v| v as f64));
+                }
+                Tensor::new([b, t], self.token_dtype, ids)
+            }
+            Some(width) => {
+                let mut hot = vec![0.0; b * t * width];
+                for (w, &s) in starts.iter().enumerate() {
+                    for (i, &v) in self.tokens[s..s + t].iter().enumerate() {
+                        hot[(w * t + i) * width + v as usize] = 1.0;
+                    }
+                    targets.extend(self.tokens[s + 1..s + t + 1].iter().map(|&v| v as f64));
+                }
+                Tensor::new([b, t, width], self.token_dtype, hot)
+            }
+        };
+        vec![inputs, Tensor::new([b, t], self.target_dtype, targets)]
+    }
+}
+
+/// An array of a data file: its name, shape and values.
+struct Array {
+    name: String,
+    shape: Vec<usize>,
+    values: Vec<f64>,
+}
+
+fn read_safetensors(path: &Path, wanted: usize) -> Result<Vec<Array>> {
+    let name = path.display().to_string();
+    let bytes = read_bytes(path)?;
+    let file = safetensors::SafeTensors::deserialize(&bytes)
+        .map_err(|e| bad(format!("{name}: not a safetensors file ({e})")))?;
+    let tensors: Vec<(String, safetensors::tensor::TensorView<'_>)> = file.tensors();
+    // `input0`, `input1`, ... when named so; else in the file's order.
+    let named: Option<Vec<usize>> =
+        (0..wanted).map(|i| tensors.iter().position(|(n, _)| *n == format!("input{i}"))).collect();
+    let order: Vec<usize> = match named {
+        Some(order) => order,
+        None => {
+            let mut order: Vec<usize> = (0..tensors.len()).collect();
+            order.sort_by_key(|&i| tensors[i].1.data().as_ptr() as usize);
+            order
+        }
+    };
+    let mut out = Vec::new();
+    for i in order {
+        let (n, view) = &tensors[i];
+        let values = safetensor_values(view).map_err(|m| bad(format!("{name}: tensor '{n}': {m}")))?;
+        out.push(Array { name: format!("{name}: tensor '{n}'"), shape: view.shape().to_vec(), values });
+    }
+    Ok(out)
+}
+
+fn safetensor_values(view: &safetensors::tensor::TensorView<'_>) -> std::result::Result<Vec<f64>, String> {
+    use safetensors::Dtype as D;
+    let data = view.data();
+    let words = |n: usize| data.chunks_exact(n);
+    Ok(match view.dtype() {
+        D::F32 => words(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
+        D::F64 => words(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or_default())).collect(),
+        D::I32 => words(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
+        D::I64 => words(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()) as f64).collect(),
+        D::U8 => data.iter().map(|&b| b as f64).collect(),
+        D::I8 => data.iter().map(|&b| b as i8 as f64).collect(),
+        D::BOOL => data.iter().map(|&b| (b != 0) as u8 as f64).collect(),
+        D::F16 => words(2).map(|c| half_f16(u16::from_le_bytes([c[0], c[1]]))).collect(),
+        D::BF16 => words(2).map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16) as f64).collect(),
+        other => return Err(format!("its element type {other:?} is not one AICF reads")),
+    })
+}
+
+/// IEEE half precision to f64.
+fn half_f16(bits: u16) -> f64 {
+    let sign = if bits >> 15 == 1 { -1.0 } else { 1.0 };
+    let exp = ((bits >> 10) & 0x1f) as i32;
+    let frac = (bits & 0x3ff) as f64;
+    sign * match exp {
+        0 => frac * 2f64.powi(-24),
+        31 if frac == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+fn read_npy(path: &Path) -> Result<Array> {
+    let name = path.display().to_string();
+    let bytes = read_bytes(path)?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(format!("{name}: not a .npy file ({e})")))?;
+    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    let dtype = npy.dtype();
+    let fail = |e: std::io::Error| bad(format!("{name}: {e}"));
+    let npyz::DType::Plain(ty) = &dtype else {
+        return Err(bad(format!("{name}: a structured array; AICF reads plain numeric arrays")));
+    };
+    let values: Vec<f64> = match (ty.type_char(), ty.size_field()) {
+        (npyz::TypeChar::Float, 4) => npy.into_vec::<f32>().map_err(fail)?.into_iter().map(f64::from).collect(),
+        (npyz::TypeChar::Float, 8) => npy.into_vec::<f64>().map_err(fail)?,
+        (npyz::TypeChar::Int, 4) => npy.into_vec::<i32>().map_err(fail)?.into_iter().map(f64::from).collect(),
+        (npyz::TypeChar::Int, 8) => npy.into_vec::<i64>().map_err(fail)?.into_iter().map(|v| v as f64).collect(),
+        (npyz::TypeChar::Uint, 1) => npy.into_vec::<u8>().map_err(fail)?.into_iter().map(f64::from).collect(),
+        (npyz::TypeChar::Bool, 1) => {
+            npy.into_vec::<bool>().map_err(fail)?.into_iter().map(|b| b as u8 as f64).collect()
+        }
+        _ => return Err(bad(format!("{name}: element type {dtype:?} is not one AICF reads"))),
+    };
+    Ok(Array { name, shape, values })
+}
+
+fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+    let fed = sig.fed();
+    if arrays.len() != fed.len() {
+        return Err(bad(format!(
+            "{name}: {} arrays for the model's {} inputs ({})",
+            arrays.len(),
+            fed.len(),
+            fed.iter().map(|i| i.describe()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let rows = arrays[0].shape.first().copied().unwrap_or(0);
+    let mut columns = Vec::new();
+    for (i, (a, input)) in arrays.into_iter().zip(&fed).enumerate() {
+        let want = &input.shape[1..];
+        if a.shape.first() != Some(&rows) || &a.shape[1..] != want {
+            return Err(bad(format!(
+                "{}: input #{i} of the model is {} ({} examples of {:?}); the array is {:?}",
+                a.name,
+                input.describe(),
+                rows,
+                want,
+                a.shape
+            )));
+        }
+        if let Some(at) = a.values.iter().position(|v| !v.is_finite()) {
+            return Err(bad(format!("{}: element {at} is {}, not a finite number", a.name, a.values[at])));
+        }
+        if is_int(input.dtype)
+            && let Some(at) = a.values.iter().position(|v| v.fract() != 0.0)
+        {
+            return Err(bad(format!(
+                "{}: input #{i} is {:?}, and element {at} is {}",
+                a.name, input.dtype, a.values[at]
+            )));
+        }
+        if input.role == Role::Target {
+            check_labels(&a.name, &a.values, sig)?;
+        }
+        columns.push(Column { shape: want.to_vec(), dtype: input.dtype, values: a.values });
+    }
+    if rows == 0 {
+        return Err(bad(format!("{name}: no examples")));
+    }
+    let (train, held) = split_rows(rows, options.seed, options.val_split);
+    Ok(Dataset {
+        description: format!("{rows} examples of {} arrays ({name})", columns.len()),
+        metadata: BTreeMap::new(),
+        kind: Kind::Rows(Rows { columns, train, held }),
+    })
+}

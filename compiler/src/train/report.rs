@@ -1,0 +1,154 @@
+//! What a training run writes beside its checkpoints: the metrics as JSON
+//! lines, the plot (SVG, drawn with `plotters`), and the profile as a
+//! trace-event JSON file that Perfetto and `chrome://tracing` open.
+
+use crate::train::TrainError;
+use aicf_runtime::TraceEvent;
+use plotters::prelude::*;
+use std::path::Path;
+
+type Result<T, E = TrainError> = std::result::Result<T, E>;
+
+fn io(path: &Path) -> impl Fn(String) -> TrainError + '_ {
+    move |message| TrainError::Io { path: path.to_path_buf(), message }
+}
+
+/// One epoch's numbers.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EpochRecord {
+    pub epoch: usize,
+    /// Steps taken by the end of the epoch.
+    pub step: u64,
+    /// Mean training loss over the epoch's examples.
+    pub train_loss: f64,
+    /// Held-out loss (NaN, `null` in JSON, without held-out examples).
+    #[serde(with = "nan_as_null")]
+    pub val_loss: f64,
+    /// Held-out accuracy of `@forward`'s argmax (NaN without one).
+    #[serde(with = "nan_as_null")]
+    pub val_accuracy: f64,
+    /// What the losses are measured in (`nats`, `nats/char`).
+    pub unit: String,
+    pub seconds: f64,
+    pub steps_per_second: f64,
+    pub params: usize,
+    pub train_flops: f64,
+    /// An adaptive run's observer: the last global gradient norm and the
+    /// per-layer statistics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grad_norm: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<serde_json::Value>,
+}
+
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() { s.serialize_f64(*v) } else { s.serialize_none() }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+}
+
+/// The records of `path` (a run's `metrics.jsonl`) before epoch `before`:
+/// what a resumed run keeps of the run it continues. Lines that do not
+/// parse are dropped.
+pub fn read_metrics(path: &Path, before: usize) -> Vec<EpochRecord> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    text.lines().filter_map(|l| serde_json::from_str::<EpochRecord>(l).ok()).filter(|r| r.epoch < before).collect()
+}
+
+/// Writes `records` to `path` as JSON lines (atomically).
+pub fn write_metrics(path: &Path, records: &[EpochRecord]) -> Result<()> {
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r).map_err(|e| io(path)(e.to_string()))?);
+        text.push('\n');
+    }
+    crate::codegen::write_atomically(path, text.as_bytes()).map_err(|e| io(path)(e.to_string()))
+}
+
+/// The losses (left axis) and the held-out accuracy (right axis, when
+/// there is one) per epoch, as SVG.
+pub fn plot(path: &Path, records: &[EpochRecord]) -> Result<()> {
+    let mut svg = String::new();
+    draw(&mut svg, records).map_err(|e| e.to_string()).map_err(|e| io(path)(format!("drawing the plot: {e}")))?;
+    crate::codegen::write_atomically(path, svg.as_bytes()).map_err(|e| io(path)(e.to_string()))
+}
+
+fn draw<'a>(svg: &'a mut String, records: &[EpochRecord]) -> std::result::Result<(), Box<dyn std::error::Error + 'a>> {
+    let root = SVGBackend::with_string(svg, (720, 400)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let last = records.iter().map(|r| r.epoch).max().unwrap_or(1).max(1);
+    let first = records.iter().map(|r| r.epoch).min().unwrap_or(1).min(last);
+    let losses = records.iter().flat_map(|r| [r.train_loss, r.val_loss]).filter(|v| v.is_finite());
+    let top = losses.fold(1e-9f64, f64::max) * 1.05;
+    let unit = records.first().map_or("nats", |r| r.unit.as_str());
+    let accuracy = records.iter().any(|r| r.val_accuracy.is_finite());
+    let mut chart = ChartBuilder::on(&root)
+        .caption("training", ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .right_y_label_area_size(if accuracy { 56 } else { 0 })
+        .build_cartesian_2d(first as f64..last as f64 + 1e-9, 0.0..top)?
+        .set_secondary_coord(first as f64..last as f64 + 1e-9, 0.0..1.0);
+    chart.configure_mesh().x_desc("epoch").y_desc(format!("loss ({unit})")).draw()?;
+    if accuracy {
+        chart.configure_secondary_axes().y_desc("held-out accuracy").draw()?;
+    }
+    let series = |f: &dyn Fn(&EpochRecord) -> f64| -> Vec<(f64, f64)> {
+        records.iter().filter(|r| f(r).is_finite()).map(|r| (r.epoch as f64, f(r))).collect()
+    };
+    chart
+        .draw_series(LineSeries::new(series(&|r| r.train_loss), BLUE.stroke_width(2)))?
+        .label("train loss")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE.stroke_width(2)));
+    let val = series(&|r| r.val_loss);
+    if !val.is_empty() {
+        chart
+            .draw_series(LineSeries::new(val, RED.stroke_width(2)))?
+            .label("held-out loss")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED.stroke_width(2)));
+    }
+    if accuracy {
+        let orange = RGBColor(255, 127, 14);
+        chart
+            .draw_secondary_series(LineSeries::new(series(&|r| r.val_accuracy), orange.stroke_width(2)))?
+            .label("held-out accuracy")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], orange.stroke_width(2)));
+    }
+    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Writes `events` as a trace-event JSON file (the "JSON object format" of
+/// the Trace Event Format: complete events, `ph` "X", microseconds), one
+/// track per stream of each device.
+pub fn write_trace(path: &Path, device: &str, events: &[TraceEvent]) -> Result<()> {
+    let mut out = Vec::with_capacity(events.len() + 2);
+    out.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": device}}));
+    let mut streams: Vec<u32> = events.iter().map(|e| e.stream).collect();
+    streams.sort_unstable();
+    streams.dedup();
+    for s in streams {
+        out.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 0, "tid": s,
+            "args": {"name": format!("stream {s}")}}));
+    }
+    for e in events {
+        out.push(serde_json::json!({
+            "name": e.op, "cat": "kernel", "ph": "X", "pid": 0, "tid": e.stream,
+            "ts": e.start_us, "dur": e.duration_us,
+            "args": {"kernel": e.kernel, "hl": e.origin.clone().unwrap_or_default(),
+                     "function": e.function, "call": e.call},
+        }));
+    }
+    let trace = serde_json::json!({"traceEvents": out, "displayTimeUnit": "ms"});
+    let text = serde_json::to_string(&trace).map_err(|e| io(path)(e.to_string()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| io(path)(e.to_string()))?;
+    }
+    crate::codegen::write_atomically(path, text.as_bytes()).map_err(|e| io(path)(e.to_string()))
+}

@@ -1,0 +1,714 @@
+//! The training loop as a library: [`fit`] trains a model on a data set for
+//! a number of epochs on any device and reports through a [`Report`]; `aicf
+//! train` is this call with a printer.
+//!
+//! The order of work: the model's signature and the data are read and
+//! checked against each other, the options and (resuming) the checkpoint's
+//! record of them are checked, and only then is anything compiled. Each
+//! epoch trains on every training example once (tables: a seeded shuffle of
+//! the rows, a smaller last batch running a variant compiled for its size;
+//! text: random windows), then evaluates the held-out examples, writes the
+//! metrics line, and with a checkpoint directory saves `last.safetensors`
+//! atomically. A resumed run continues bit for bit: parameters, optimizer
+//! state, step, epoch and the data order's RNG come from the checkpoint.
+
+use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, param_count};
+use super::data::{DataOptions, Dataset, Role, Signature, Split};
+use super::report::{self, EpochRecord};
+use super::{Compiled, Options, TrainError, Trainer};
+use aicf_runtime::{Tensor, artifact::DType};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+type Result<T, E = TrainError> = std::result::Result<T, E>;
+
+/// How to run training.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub epochs: usize,
+    pub lr: f64,
+    /// Seeds the data split and order and dropout.
+    pub seed: u64,
+    /// How the data is read and split.
+    pub data: DataOptions,
+    /// The run directory: `metrics.jsonl`, `plot.svg`, `decisions.jsonl`.
+    pub out: PathBuf,
+    /// Save `last.safetensors` here after every epoch.
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Continue from `<checkpoint_dir>/last.safetensors`.
+    pub resume: bool,
+    /// Change the model while it trains by this policy (TOML).
+    pub adapt: Option<PathBuf>,
+    /// Write the kernel timeline of `profile_steps` steps here.
+    pub profile: Option<PathBuf>,
+    pub profile_steps: usize,
+    /// Show a progress bar (steps per second, ETA) on the terminal.
+    pub progress: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            epochs: 10,
+            lr: 3e-3,
+            seed: 0,
+            data: DataOptions::default(),
+            out: PathBuf::from("target/aicf-run"),
+            checkpoint_dir: None,
+            resume: false,
+            adapt: None,
+            profile: None,
+            profile_steps: 10,
+            progress: false,
+        }
+    }
+}
+
+/// What training starts with.
+#[derive(Clone, Debug)]
+pub struct Start {
+    pub data: String,
+    pub train_examples: usize,
+    pub held_examples: usize,
+    pub batch: usize,
+    pub steps_per_epoch: usize,
+    pub device: String,
+}
+
+/// What a run reports as it goes; every method does nothing by default.
+pub trait Report {
+    /// The model was compiled (or found compiled) for this batch size.
+    fn compiled(&mut self, _model: &Path, _compiled: &Compiled) {}
+    fn started(&mut self, _start: &Start) {}
+    fn resumed(&mut self, _checkpoint: &Path, _epoch: usize, _step: u64) {}
+    fn epoch(&mut self, _record: &EpochRecord, _epochs: usize) {}
+    /// An adaptive run's decision, summarised.
+    fn decision(&mut self, _summary: &str) {}
+}
+
+/// A report that says nothing.
+pub struct Quiet;
+impl Report for Quiet {}
+
+/// How a run ended.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub records: Vec<EpochRecord>,
+    pub steps: u64,
+    pub training_seconds: f64,
+    pub metrics: PathBuf,
+    pub plot: PathBuf,
+    pub trace: Option<PathBuf>,
+    /// Adaptive runs: decisions taken and where they are logged.
+    pub decisions: usize,
+    pub decisions_log: Option<PathBuf>,
+    pub params: usize,
+    pub train_flops: f64,
+}
+
+impl Summary {
+    pub fn last(&self) -> Option<&EpochRecord> {
+        self.records.last()
+    }
+}
+
+/// Checks what does not need the model compiled.
+fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
+    let bad = |m: String| Err(TrainError::Input(m));
+    if !run.lr.is_finite() || run.lr <= 0.0 {
+        return bad(format!("the learning rate {} is not a positive number", run.lr));
+    }
+    if !options.momentum.is_finite() || !(0.0..1.0).contains(&options.momentum) {
+        return bad(format!("the momentum {} is not in [0, 1)", options.momentum));
+    }
+    if !options.weight_decay.is_finite() || options.weight_decay < 0.0 {
+        return bad(format!("the weight decay {} is not a number of at least 0", options.weight_decay));
+    }
+    if run.resume && run.checkpoint_dir.is_none() {
+        return bad("resuming needs a checkpoint directory".into());
+    }
+    if run.profile.is_some() && run.profile_steps == 0 {
+        return bad("a profile of 0 steps".into());
+    }
+    Ok(())
+}
+
+/// The options a checkpoint records, which a resume must match.
+fn recorded(options: &Options, run: &RunOptions, data: &[PathBuf]) -> Vec<(&'static str, String)> {
+    let files: Vec<String> =
+        data.iter().map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()).collect();
+    vec![
+        ("optimizer", options.optimizer.clone()),
+        ("lr", run.lr.to_string()),
+        ("momentum", options.momentum.to_string()),
+        ("weight_decay", options.weight_decay.to_string()),
+        ("seed", run.seed.to_string()),
+        ("val_split", run.data.val_split.to_string()),
+        ("data", files.join(",")),
+    ]
+}
+
+/// The model file to train: a resumed adaptive run continues from the
+/// model it grew into (`model.mlir` beside its checkpoint).
+fn model_path(model: &Path, run: &RunOptions) -> PathBuf {
+    if let (true, Some(_), Some(dir)) = (run.resume, &run.adapt, &run.checkpoint_dir) {
+        let grown = dir.join("model.mlir");
+        if grown.exists() {
+            return grown;
+        }
+    }
+    model.to_path_buf()
+}
+
+/// Trains the model in `model` on `data` by `run`, compiled and run by
+/// `options`.
+pub fn fit(
+    model: &Path,
+    options: &Options,
+    data: &[PathBuf],
+    run: &RunOptions,
+    report: &mut dyn Report,
+) -> Result<Summary> {
+    check_options(options, run)?;
+    let model = model_path(model, run);
+    let name = model.display().to_string();
+    let source = std::fs::read_to_string(&model)
+        .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
+    let sig = Signature::of_source(&source, &name)?;
+    let data_options = DataOptions { seed: run.seed, ..run.data.clone() };
+    let dataset = Dataset::load(data, &sig, &data_options)?;
+    if dataset.train_len() == 0 {
+        return Err(TrainError::Input(format!("{}: no training examples", dataset.description)));
+    }
+    let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
+    let policy = match &run.adapt {
+        Some(path) => Policy::from_file(path)?,
+        None => Policy { observe_every: 0, ..Policy::default() },
+    };
+    // A resume checks the checkpoint's record of the run before compiling.
+    let resume_meta = match (&checkpoint, run.resume) {
+        (Some(path), true) => {
+            let meta = aicf_runtime::checkpoint::read_metadata(path)?;
+            for (key, value) in recorded(options, run, data) {
+                if let Some(saved) = meta.get(key)
+                    && *saved != value
+                {
+                    return Err(TrainError::Input(format!(
+                        "{}: the checkpoint was trained with {key} {saved}; this run asks for {value}",
+                        path.display()
+                    )));
+                }
+            }
+            Some(meta)
+        }
+        _ => None,
+    };
+    std::fs::create_dir_all(&run.out).map_err(|e| TrainError::Io { path: run.out.clone(), message: e.to_string() })?;
+    let trainer_options = Options { cache_dir: run.out.clone(), ..options.clone() };
+    let trainer = Trainer::from_source(&source, &name, trainer_options)?;
+    let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model, report)?;
+    if let (Some(path), Some(_)) = (&checkpoint, &resume_meta) {
+        loop_.resume(path, report)?;
+    }
+    loop_.train(run, checkpoint.as_deref(), options, data, report)
+}
+
+/// The state of one run.
+struct Loop<'a> {
+    adaptive: Adaptive,
+    sig: &'a Signature,
+    data: &'a Dataset,
+    batch: usize,
+    model: PathBuf,
+    /// The data order's RNG, at the start of the next epoch.
+    rng: u64,
+    /// Dropout's seed.
+    seed: u64,
+    first_epoch: usize,
+    records: Vec<EpochRecord>,
+}
+
+impl<'a> Loop<'a> {
+    fn new(
+        trainer: Trainer,
+        sig: &'a Signature,
+        data: &'a Dataset,
+        run: &RunOptions,
+        policy: Policy,
+        model: &Path,
+        report: &mut dyn Report,
+    ) -> Result<Self> {
+        let batch = sig.batch();
+        let mut trainer = trainer;
+        // A last batch smaller than the model's, in training and in
+        // evaluation, runs a variant compiled for its size (once; cached).
+        if !data.is_text() {
+            for rows in [data.train_len() % batch, data.held_len() % batch] {
+                if rows > 0 {
+                    trainer.add_batch(rows)?;
+                }
+            }
+        }
+        for c in trainer.compiled() {
+            report.compiled(model, c);
+        }
+        let mut adaptive = Adaptive::new(trainer, policy);
+        if run.adapt.is_some() {
+            adaptive.log_to(&run.out.join("decisions.jsonl"))?;
+        }
+        let mut loop_ = Loop {
+            adaptive,
+            sig,
+            data,
+            batch,
+            model: model.to_path_buf(),
+            rng: 0,
+            seed: run.seed & ((1 << 52) - 1),
+            first_epoch: 1,
+            records: Vec::new(),
+        };
+        loop_.rng = loop_.initial_rng(run.seed);
+        if run.adapt.is_some() {
+            loop_.set_up_adaptation()?;
+        }
+        Ok(loop_)
+    }
+
+    /// The data order's RNG state after the held-out split (of a table)
+    /// drew from the seeded state.
+    fn initial_rng(&self, seed: u64) -> u64 {
+        let mut state = seed ^ 0x2545F4914F6CDD1D;
+        if !self.data.is_text() {
+            let mut rows: Vec<usize> = (0..self.data.train_len() + self.data.held_len()).collect();
+            super::data::shuffle(&mut rows, &mut state);
+        }
+        state
+    }
+
+    /// The probe batch rewrites are checked on (the first full held-out
+    /// batch, or training batch), and, with a fork rule, the batches forks
+    /// train and compare on.
+    fn set_up_adaptation(&mut self) -> Result<()> {
+        let held = self.data.held_out(self.batch);
+        let probe = match held.iter().find(|b| b.len() == self.batch) {
+            Some(b) => Some(self.inputs(Split::HeldOut, b, 0)),
+            None if self.data.train_len() >= self.batch => {
+                let ids: Vec<usize> = (0..self.batch).collect();
+                Some(self.inputs(Split::Train, &ids, 0))
+            }
+            None => None,
+        };
+        if let Some(p) = probe {
+            self.adaptive.set_probe(p);
+        }
+        if self.adaptive.policy().rules.iter().any(|r| matches!(r.action, Action::Fork { .. })) {
+            let full = |split: Split, n: usize| -> Vec<Vec<Tensor>> {
+                let ids: Vec<usize> = (0..n).collect();
+                ids.chunks_exact(self.batch).map(|c| self.inputs(split, c, 0)).collect()
+            };
+            let (train, eval) = (full(Split::Train, self.data.train_len()), full(Split::HeldOut, self.data.held_len()));
+            self.adaptive.set_fork_data(train, eval);
+        }
+        Ok(())
+    }
+
+    /// The train step's inputs for `examples`: the fed inputs, then
+    /// dropout's seed and this step's offset where the loss takes them.
+    fn inputs(&self, split: Split, examples: &[usize], step: u64) -> Vec<Tensor> {
+        let mut inputs = self.data.batch(split, examples);
+        for i in &self.sig.inputs {
+            match i.role {
+                // Dropout's counters: 2^24 per step per dropout op.
+                Role::Seed => inputs.push(Tensor::scalar(self.seed as f64, DType::I64)),
+                Role::Offset => inputs.push(Tensor::scalar((step << 24) as f64, DType::I64)),
+                _ => {}
+            }
+        }
+        inputs
+    }
+
+    fn resume(&mut self, path: &Path, report: &mut dyn Report) -> Result<()> {
+        let meta = self.adaptive.trainer_mut().load_checkpoint(path)?;
+        let field = |k: &str| -> Result<u64> {
+            meta.get(k).and_then(|v| v.parse().ok()).ok_or_else(|| TrainError::Io {
+                path: path.to_path_buf(),
+                message: format!("no {k} in the checkpoint's metadata"),
+            })
+        };
+        let epoch = field("epoch")? as usize;
+        self.first_epoch = epoch.checked_add(1).ok_or_else(|| TrainError::Io {
+            path: path.to_path_buf(),
+            message: format!("epoch {epoch} cannot be continued"),
+        })?;
+        self.rng = field("data_rng_state")?;
+        report.resumed(path, epoch, field("step")?);
+        Ok(())
+    }
+
+    fn train(
+        mut self,
+        run: &RunOptions,
+        checkpoint: Option<&Path>,
+        options: &Options,
+        data_files: &[PathBuf],
+        report: &mut dyn Report,
+    ) -> Result<Summary> {
+        let steps_per_epoch = self.data.train_len().div_ceil(self.batch);
+        report.started(&Start {
+            data: self.data.description.clone(),
+            train_examples: self.data.train_len(),
+            held_examples: self.data.held_len(),
+            batch: self.batch,
+            steps_per_epoch,
+            device: self.adaptive.trainer().backend().device(),
+        });
+        let metrics = run.out.join("metrics.jsonl");
+        // A resumed run keeps the records of the epochs it continues from.
+        self.records = if run.resume { report::read_metrics(&metrics, self.first_epoch) } else { Vec::new() };
+        report::write_metrics(&metrics, &self.records)?;
+        let bar = progress_bar(run, steps_per_epoch, self.first_epoch);
+        let started = Instant::now();
+        let mut profiler = run.profile.as_ref().map(|p| Profiler {
+            path: p.clone(),
+            left: run.profile_steps,
+            warm: 2,
+            recording: false,
+        });
+        let mut trace = None;
+        let mut epoch = self.first_epoch;
+        let mut start_batch = 0;
+        'epochs: while epoch <= run.epochs {
+            let epoch_started = Instant::now();
+            let epoch_steps_before = self.adaptive.trainer().steps();
+            // The epoch's order depends only on the RNG state (checkpointed).
+            let epoch_rng = self.rng;
+            let order = self.data.epoch_order(&mut self.rng);
+            if start_batch >= steps_per_epoch {
+                // Rolled back to the end of this epoch: the next one starts.
+                (start_batch, epoch) = (0, epoch + 1);
+                continue;
+            }
+            let (mut loss_sum, mut count) = (0.0, 0usize);
+            for (b, chunk) in order.chunks(self.batch).enumerate().skip(start_batch) {
+                let step = self.adaptive.trainer().steps();
+                let inputs = self.inputs(Split::Train, chunk, step);
+                let refs: Vec<&Tensor> = inputs.iter().collect();
+                if let Some(p) = &mut profiler {
+                    p.before_step(self.adaptive.trainer_mut());
+                }
+                let progress = Progress { epoch, batch: b + 1, rng: epoch_rng };
+                let outcome = self.adaptive.step(&refs, run.lr, progress).map_err(|e| match e {
+                    TrainError::NonFinite { step, loss, lr } => TrainError::Input(format!(
+                        "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate"
+                    )),
+                    other => other,
+                })?;
+                match outcome {
+                    Outcome::Trained(m, decision) => {
+                        // Each batch's mean loss, weighted by its examples.
+                        loss_sum += m.loss * chunk.len() as f64;
+                        count += chunk.len();
+                        if let Some(d) = decision {
+                            self.after_rewrite(d, run, bar.as_ref(), report)?;
+                        }
+                        if let Some(bar) = &bar {
+                            bar.inc(1);
+                            bar.set_message(format!("epoch {epoch}, loss {:.4}", m.loss));
+                        }
+                    }
+                    Outcome::RolledBack(d, to) => {
+                        let summary = self.adaptive.decisions()[d].summary();
+                        suspend(bar.as_ref(), || report.decision(&summary));
+                        (epoch, start_batch, self.rng) = (to.epoch, to.batch, to.rng);
+                        continue 'epochs;
+                    }
+                }
+                if let Some(p) = &mut profiler
+                    && let Some(events) = p.after_step(self.adaptive.trainer_mut())
+                {
+                    let device = self.adaptive.trainer().backend().device();
+                    report::write_trace(&p.path, &device, &events)?;
+                    trace = Some(p.path.clone());
+                    profiler = None;
+                }
+            }
+            start_batch = 0;
+            let (val_loss, val_accuracy) = self.evaluate()?;
+            let trainer = self.adaptive.trainer();
+            let steps = trainer.steps();
+            let seconds = epoch_started.elapsed().as_secs_f64();
+            let mut record = EpochRecord {
+                epoch,
+                step: steps,
+                train_loss: loss_sum / count.max(1) as f64,
+                val_loss,
+                val_accuracy,
+                unit: self.data.loss_unit().into(),
+                seconds,
+                steps_per_second: (steps - epoch_steps_before) as f64 / seconds.max(1e-9),
+                params: param_count(trainer),
+                train_flops: self.adaptive.flops,
+                grad_norm: None,
+                layers: None,
+            };
+            if let Some(o) = self.adaptive.observer().observations.last() {
+                record.grad_norm = Some(o.grad_norm);
+                record.layers = serde_json::to_value(&o.layers).ok();
+            }
+            suspend(bar.as_ref(), || report.epoch(&record, run.epochs));
+            self.records.push(record);
+            report::write_metrics(&metrics, &self.records)?;
+            if let Some(d) =
+                self.adaptive.epoch_end(Progress { epoch, batch: steps_per_epoch, rng: epoch_rng }, Some(val_loss))?
+            {
+                self.after_rewrite(d, run, bar.as_ref(), report)?;
+            }
+            if let Some(path) = checkpoint {
+                let mut meta: BTreeMap<String, String> = BTreeMap::from([
+                    ("epoch".to_string(), epoch.to_string()),
+                    ("step".to_string(), self.adaptive.trainer().steps().to_string()),
+                    ("data_rng_state".to_string(), self.rng.to_string()),
+                ]);
+                meta.extend(recorded(options, run, data_files).into_iter().map(|(k, v)| (k.to_string(), v)));
+                meta.extend(self.data.metadata.clone());
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| TrainError::Io { path: dir.to_path_buf(), message: e.to_string() })?;
+                }
+                self.adaptive.trainer().save_checkpoint(path, &meta)?;
+            }
+            epoch += 1;
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        // A run shorter than its profile writes what it recorded.
+        if let Some(p) = &mut profiler {
+            let events = self.adaptive.trainer_mut().backend_mut().take_trace();
+            if !events.is_empty() {
+                let device = self.adaptive.trainer().backend().device();
+                report::write_trace(&p.path, &device, &events)?;
+                trace = Some(p.path.clone());
+            }
+        }
+        let plot = run.out.join("plot.svg");
+        report::plot(&plot, &self.records)?;
+        let trainer = self.adaptive.trainer();
+        Ok(Summary {
+            steps: trainer.steps(),
+            training_seconds: started.elapsed().as_secs_f64(),
+            metrics,
+            plot,
+            trace,
+            decisions: self.adaptive.decisions().len(),
+            decisions_log: run.adapt.as_ref().map(|_| run.out.join("decisions.jsonl")),
+            params: param_count(trainer),
+            train_flops: self.adaptive.flops,
+            records: self.records,
+        })
+    }
+
+    /// After decision `d` changed the model: report it and save the new
+    /// model beside the checkpoint.
+    fn after_rewrite(
+        &mut self,
+        d: usize,
+        run: &RunOptions,
+        bar: Option<&indicatif::ProgressBar>,
+        report: &mut dyn Report,
+    ) -> Result<()> {
+        if let Some(dir) = &run.checkpoint_dir {
+            std::fs::create_dir_all(dir).map_err(|e| TrainError::Io { path: dir.clone(), message: e.to_string() })?;
+            let path = dir.join("model.mlir");
+            crate::codegen::write_atomically(&path, self.adaptive.trainer().source().as_bytes())?;
+            self.model = path;
+        }
+        let summary = self.adaptive.decisions()[d].summary();
+        suspend(bar, || report.decision(&summary));
+        Ok(())
+    }
+
+    /// The held-out loss (mean over full batches of `@loss`, or where the
+    /// loss takes dropout's seed, the cross-entropy of `@forward`'s logits)
+    /// and accuracy (classifiers), NaN where there is none.
+    fn evaluate(&mut self) -> Result<(f64, f64)> {
+        let batches = self.data.held_out(self.batch);
+        if batches.is_empty() {
+            return Ok((f64::NAN, f64::NAN));
+        }
+        let classifies = self.sig.classifies();
+        let by_logits = self.sig.takes_rng();
+        let (mut loss_sum, mut loss_batches) = (0.0, 0usize);
+        let (mut nll, mut correct, mut targets) = (0.0, 0usize, 0usize);
+        let trainer = self.adaptive.trainer_mut();
+        for ids in &batches {
+            let fed = self.data.batch(Split::HeldOut, ids);
+            let data: Vec<&Tensor> =
+                fed.iter().zip(self.sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
+            if classifies {
+                let logits = trainer.predict(&data)?;
+                let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { continue };
+                let classes = logits.shape.last().copied().unwrap_or(1).max(1);
+                for (row, &label) in logits.values.chunks(classes).zip(&labels.values) {
+                    let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
+                    correct += (best as f64 == label) as usize;
+                    targets += 1;
+                    if by_logits {
+                        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                        let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
+                        nll += max + sum.ln() - row[label as usize];
+                    }
+                }
+            }
+            if !by_logits && ids.len() == self.batch {
+                let refs: Vec<&Tensor> = fed.iter().collect();
+                loss_sum += trainer.loss(&refs)?;
+                loss_batches += 1;
+            }
+        }
+        let loss = if by_logits {
+            if targets > 0 { nll / targets as f64 } else { f64::NAN }
+        } else if loss_batches > 0 {
+            loss_sum / loss_batches as f64
+        } else {
+            f64::NAN
+        };
+        let accuracy = if classifies && targets > 0 { correct as f64 / targets as f64 } else { f64::NAN };
+        Ok((loss, accuracy))
+    }
+}
+
+/// Records the kernel timeline of a few steps after a warm-up.
+struct Profiler {
+    path: PathBuf,
+    /// Steps still to record.
+    left: usize,
+    /// Steps still to skip (the first calls set up the device).
+    warm: usize,
+    recording: bool,
+}
+
+impl Profiler {
+    fn before_step(&mut self, trainer: &mut Trainer) {
+        if self.warm == 0 && self.left > 0 && !self.recording {
+            trainer.backend_mut().set_profiling(true);
+            self.recording = true;
+        }
+    }
+
+    /// The events, once the last step to record has run.
+    fn after_step(&mut self, trainer: &mut Trainer) -> Option<Vec<aicf_runtime::TraceEvent>> {
+        if self.warm > 0 {
+            self.warm -= 1;
+            return None;
+        }
+        self.left = self.left.saturating_sub(1);
+        if self.left > 0 {
+            return None;
+        }
+        let events = trainer.backend_mut().take_trace();
+        trainer.backend_mut().set_profiling(false);
+        Some(events)
+    }
+}
+
+fn progress_bar(run: &RunOptions, steps_per_epoch: usize, first_epoch: usize) -> Option<indicatif::ProgressBar> {
+    if !run.progress {
+        return None;
+    }
+    let total = (run.epochs + 1).saturating_sub(first_epoch) * steps_per_epoch;
+    let bar = indicatif::ProgressBar::new(total as u64);
+    let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {per_sec}  ETA {eta}  {msg}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    Some(bar)
+}
+
+/// Runs `f` with the progress bar out of the way of printed lines.
+fn suspend(bar: Option<&indicatif::ProgressBar>, f: impl FnOnce()) {
+    match bar {
+        Some(bar) => bar.suspend(f),
+        None => f(),
+    }
+}
+
+/// Accuracy (and held-out loss) of a checkpoint on a data set: every
+/// example of a table or array file, the held-out end of a text.
+pub struct Scored {
+    pub accuracy: f64,
+    pub loss: f64,
+    pub unit: String,
+    pub examples: usize,
+    pub epoch: Option<String>,
+}
+
+/// Scores `checkpoint` of the model in `model` on `data`.
+pub fn evaluate_checkpoint(
+    model: &Path,
+    options: &Options,
+    data: &[PathBuf],
+    checkpoint: &Path,
+    out: &Path,
+    report: &mut dyn Report,
+) -> Result<Scored> {
+    let name = model.display().to_string();
+    let source = std::fs::read_to_string(model)
+        .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
+    let sig = Signature::of_source(&source, &name)?;
+    if !sig.classifies() {
+        return Err(TrainError::Input(format!(
+            "{name}: scoring needs a classifier (targets that index @forward's classes)"
+        )));
+    }
+    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
+    let scale = meta.get("feature_scale").and_then(|v| v.parse().ok());
+    let val_split: f64 = meta.get("val_split").and_then(|v| v.parse().ok()).unwrap_or(0.2);
+    // Every row of a table is scored (with the scale it trained with); a
+    // text's held-out end.
+    let mut data_options = DataOptions { val_split: 0.0, feature_scale: scale, ..DataOptions::default() };
+    let text = data.first().is_some_and(|p| p.to_string_lossy().ends_with(".txt"));
+    if text {
+        data_options.val_split = val_split;
+    }
+    let dataset = Dataset::load(data, &sig, &data_options)?;
+    std::fs::create_dir_all(out).map_err(|e| TrainError::Io { path: out.to_path_buf(), message: e.to_string() })?;
+    let mut trainer =
+        Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?;
+    trainer.load_checkpoint(checkpoint)?;
+    let batch = sig.batch();
+    let split = if text { Split::HeldOut } else { Split::Train };
+    let n = if text { dataset.held_len() } else { dataset.train_len() };
+    if !text && n % batch > 0 {
+        trainer.add_batch(n % batch)?;
+    }
+    for c in trainer.compiled() {
+        report.compiled(model, c);
+    }
+    let ids: Vec<usize> = (0..n).collect();
+    let chunks: Vec<&[usize]> = if text { ids.chunks_exact(batch).collect() } else { ids.chunks(batch).collect() };
+    let (mut correct, mut targets, mut nll) = (0usize, 0usize, 0.0);
+    for chunk in chunks {
+        let fed = dataset.batch(split, chunk);
+        let data_in: Vec<&Tensor> =
+            fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
+        let logits = trainer.predict(&data_in)?;
+        let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { continue };
+        let classes = logits.shape.last().copied().unwrap_or(1).max(1);
+        for (row, &label) in logits.values.chunks(classes).zip(&labels.values) {
+            let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
+            correct += (best as f64 == label) as usize;
+            targets += 1;
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
+            nll += max + sum.ln() - row.get(label as usize).copied().unwrap_or(f64::NAN);
+        }
+    }
+    Ok(Scored {
+        accuracy: correct as f64 / targets.max(1) as f64,
+        loss: nll / targets.max(1) as f64,
+        unit: dataset.loss_unit().into(),
+        examples: n,
+        epoch: meta.get("epoch").cloned(),
+    })
+}

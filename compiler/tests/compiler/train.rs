@@ -1,0 +1,343 @@
+//! Training as a library: model signatures, data that feeds any model's
+//! inputs (tables reshaped to images, text windows as ids or one-hot,
+//! arrays from safetensors and .npy), mismatches refused before anything is
+//! compiled, a budgeted memory plan that trains like the unbudgeted one,
+//! and the epoch loop's metrics, plot, profile trace and checkpoints.
+
+use aicf_compiler::pipeline::MemoryBudget;
+use aicf_compiler::train::{
+    Options, Trainer,
+    data::{DataOptions, Dataset, Role, Signature, Split},
+    run::{self, Quiet, RunOptions},
+};
+use aicf_runtime::{Device, Tensor, artifact::DType};
+use std::path::{Path, PathBuf};
+
+fn example(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples").join(path)
+}
+
+fn signature(path: &str) -> Signature {
+    let source = std::fs::read_to_string(example(path)).unwrap();
+    Signature::of_source(&source, path).unwrap()
+}
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("train-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn digits() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data/digits.csv.gz")
+}
+
+fn roles(sig: &Signature) -> Vec<(Role, Vec<usize>, DType)> {
+    sig.inputs.iter().map(|i| (i.role, i.shape.clone(), i.dtype)).collect()
+}
+
+#[test]
+fn signatures_of_the_example_models() {
+    let mlp = signature("mlp/digits_mlp.mlir");
+    assert_eq!(roles(&mlp), [(Role::Data, vec![32, 64], DType::F32), (Role::Target, vec![32], DType::I32)]);
+    assert_eq!((mlp.batch(), mlp.classes(), mlp.classifies(), mlp.takes_rng()), (32, Some(10), true, false));
+
+    let cnn = signature("cnn/digits_cnn.mlir");
+    assert_eq!(roles(&cnn)[0], (Role::Data, vec![32, 1, 8, 8], DType::F32));
+
+    let lm = signature("char_lm/char_lm.mlir");
+    assert_eq!(
+        roles(&lm),
+        [
+            (Role::Data, vec![16, 64], DType::I32),
+            (Role::Target, vec![16, 64], DType::I32),
+            (Role::Seed, vec![], DType::I64),
+            (Role::Offset, vec![], DType::I64),
+        ]
+    );
+    assert_eq!((lm.classes(), lm.classifies(), lm.takes_rng()), (Some(65), true, true));
+
+    let block = signature("transformer/transformer_block.mlir");
+    assert_eq!(roles(&block), [(Role::Data, vec![8, 128, 256], DType::F32), (Role::Target, vec![8, 128], DType::I32)]);
+    assert_eq!(block.classes(), Some(256));
+}
+
+#[test]
+fn a_table_feeds_the_cnn_reshaped_to_images() {
+    let sig = signature("cnn/digits_cnn.mlir");
+    let data = Dataset::load(&[digits()], &sig, &DataOptions::default()).unwrap();
+    assert_eq!((data.train_len(), data.held_len()), (1438, 359));
+    let b = data.batch(Split::Train, &[0, 1, 2]);
+    assert_eq!((b[0].shape.as_slice(), b[0].dtype), (&[3, 1, 8, 8][..], DType::F32));
+    assert_eq!((b[1].shape.as_slice(), b[1].dtype), (&[3][..], DType::I32));
+    // Features scaled into [0, 1] by the training split's largest value.
+    assert!(b[0].values.iter().all(|v| (0.0..=1.0).contains(v)));
+    assert_eq!(data.metadata["feature_scale"], "16");
+    // The epoch order is a seeded permutation of the training rows.
+    let (mut a, mut b2) = (7u64, 7u64);
+    let order = data.epoch_order(&mut a);
+    assert_eq!(order, data.epoch_order(&mut b2));
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..1438).collect::<Vec<_>>());
+}
+
+#[test]
+fn text_feeds_token_ids_and_one_hot_windows() {
+    let dir = scratch("text");
+    let path = dir.join("tiny.txt");
+    let text = "to be, or not to be: that is the question.\n".repeat(40);
+    std::fs::write(&path, &text).unwrap();
+    let options = DataOptions { val_split: 0.1, windows_per_epoch: Some(48), eval_windows: 4, ..Default::default() };
+    assert_eq!(text.len(), 1720);
+
+    // The char LM: a character vocabulary, ids, next-character targets.
+    let lm = signature("char_lm/char_lm.mlir");
+    let data = Dataset::load(std::slice::from_ref(&path), &lm, &options).unwrap();
+    assert_eq!(data.loss_unit(), "nats/char");
+    let mut chars: Vec<char> = text.chars().collect();
+    chars.sort_unstable();
+    chars.dedup();
+    assert_eq!(data.metadata["vocabulary"], chars.iter().collect::<String>());
+    // 172 held-out characters: two windows of 64 and their next characters.
+    assert_eq!((data.train_len(), data.held_len()), (48, 2));
+    let b = data.batch(Split::Train, &[3, 10]);
+    assert_eq!((b[0].shape.as_slice(), b[1].shape.as_slice()), (&[2, 64][..], &[2, 64][..]));
+    let id = |c: char| chars.binary_search(&c).unwrap() as f64;
+    let expected: Vec<f64> = text.chars().skip(3).take(65).map(id).collect();
+    assert_eq!(b[0].values[..64], expected[..64]);
+    assert_eq!(b[1].values[..64], expected[1..65], "targets are the next characters");
+    let held = data.held_out(16);
+    assert!(held.is_empty(), "2 held-out windows make no full batch of 16");
+
+    // The transformer block: 256 classes, so bytes, one-hot.
+    let block = signature("transformer/transformer_block.mlir");
+    let data = Dataset::load(std::slice::from_ref(&path), &block, &options).unwrap();
+    assert_eq!(data.loss_unit(), "nats/byte");
+    let b = data.batch(Split::Train, &[0]);
+    assert_eq!(b[0].shape, [1, 128, 256]);
+    for (position, byte) in text.bytes().take(128).enumerate() {
+        let row = &b[0].values[position * 256..(position + 1) * 256];
+        assert_eq!(row.iter().sum::<f64>(), 1.0);
+        assert_eq!(row[byte as usize], 1.0);
+    }
+    assert_eq!(b[1].values[..4], [b'o', b' ', b'b', b'e'].map(f64::from));
+}
+
+#[test]
+fn arrays_from_safetensors_and_npy_feed_any_signature() {
+    let dir = scratch("arrays");
+    let sig = signature("cnn/digits_cnn.mlir");
+    let rows = 40;
+    let x: Vec<f32> = (0..rows * 64).map(|i| (i % 17) as f32 / 16.0).collect();
+    let y: Vec<i64> = (0..rows).map(|i| (i % 10) as i64).collect();
+    let xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let yb: Vec<u8> = y.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let views = [
+        ("input0", safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![rows, 1, 8, 8], &xb).unwrap()),
+        ("input1", safetensors::tensor::TensorView::new(safetensors::Dtype::I64, vec![rows], &yb).unwrap()),
+    ];
+    let st = dir.join("digits.safetensors");
+    std::fs::write(&st, safetensors::serialize(views, &None).unwrap()).unwrap();
+    let options = DataOptions { val_split: 0.25, ..Default::default() };
+    let data = Dataset::load(std::slice::from_ref(&st), &sig, &options).unwrap();
+    assert_eq!((data.train_len(), data.held_len()), (30, 10));
+    let all = data.batch(Split::Train, &(0..30).collect::<Vec<_>>());
+    assert_eq!(all[0].shape, [30, 1, 8, 8]);
+    assert_eq!(all[1].dtype, DType::I32, "labels take the model's type");
+
+    // The same arrays as one .npy file per input.
+    let npy = |name: &str, shape: &[u64], values: &dyn Fn(&mut dyn FnMut(f64))| -> PathBuf {
+        let path = dir.join(name);
+        let mut bytes = Vec::new();
+        {
+            use npyz::WriterBuilder;
+            let mut w =
+                npyz::WriteOptions::<f64>::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().unwrap();
+            values(&mut |v| w.push(&v).unwrap());
+            w.finish().unwrap();
+        }
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let px = npy("x.npy", &[rows as u64, 1, 8, 8], &|push| x.iter().for_each(|&v| push(v as f64)));
+    let py = npy("y.npy", &[rows as u64], &|push| y.iter().for_each(|&v| push(v as f64)));
+    let from_npy = Dataset::load(&[px.clone(), py.clone()], &sig, &options).unwrap();
+    assert_eq!(from_npy.batch(Split::Train, &(0..30).collect::<Vec<_>>()), all);
+
+    // An array of the wrong shape names the input and both shapes.
+    let wrong = npy("x64.npy", &[rows as u64, 64], &|push| x.iter().for_each(|&v| push(v as f64)));
+    let e = Dataset::load(&[wrong, py], &sig, &options).err().unwrap().to_string();
+    assert!(e.contains("input #0 of the model is [32, 1, 8, 8] f32") && e.contains("[40, 64]"), "{e}");
+}
+
+#[test]
+fn data_that_does_not_fit_is_one_error_naming_the_input() {
+    let dir = scratch("mismatch");
+    let lm = signature("char_lm/char_lm.mlir");
+    let mlp = signature("mlp/digits_mlp.mlir");
+    let options = DataOptions::default();
+    let err = |paths: &[PathBuf], sig: &Signature| Dataset::load(paths, sig, &options).err().unwrap().to_string();
+
+    let e = err(&[digits()], &lm);
+    assert!(e.contains("a CSV table") && e.contains("Data [16, 64] i32"), "{e}");
+
+    let text = dir.join("t.txt");
+    std::fs::write(&text, "hello world\n".repeat(100)).unwrap();
+    let e = err(std::slice::from_ref(&text), &mlp);
+    assert!(e.contains("text feeds token ids [batch, context]") && e.contains("[32, 64] f32"), "{e}");
+
+    let wide = dir.join("wide.csv");
+    std::fs::write(&wide, "1,2,3,4\n5,6,7,8\n").unwrap();
+    let e = err(std::slice::from_ref(&wide), &mlp);
+    assert!(e.contains("rows have 3 features and a label") && e.contains("[32, 64] f32"), "{e}");
+
+    let nan = dir.join("nan.csv");
+    let row = |v: &str| format!("{}{v},1\n", "0,".repeat(63));
+    std::fs::write(&nan, format!("{}{}", row("0"), row("nan"))).unwrap();
+    let e = err(std::slice::from_ref(&nan), &mlp);
+    assert!(e.contains("nan.csv:2: column 64 is NaN, not a finite number"), "{e}");
+
+    let label = dir.join("label.csv");
+    std::fs::write(&label, format!("{}{}", row("0"), format!("{}0,12\n", "0,".repeat(63)))).unwrap();
+    let e = err(std::slice::from_ref(&label), &mlp);
+    assert!(e.contains("label 12 is not below the model's 10 classes"), "{e}");
+
+    let many = dir.join("many.txt");
+    std::fs::write(&many, (0..100u32).filter_map(char::from_u32).map(|c| c.to_string()).collect::<String>()).unwrap();
+    let e = err(std::slice::from_ref(&many), &lm);
+    assert!(e.contains("100 distinct characters; the model predicts 65 classes"), "{e}");
+
+    let e = err(&[dir.join("absent.csv")], &mlp);
+    assert!(e.contains("absent.csv") && e.contains("No such file"), "{e}");
+    let e = err(&[dir.join("data.bin")], &mlp);
+    assert!(e.contains("not a data file AICF reads"), "{e}");
+}
+
+/// The losses of `steps` train steps of the char LM (dropout's seed and
+/// offset fixed per step) compiled with `budget`, and the arena of its
+/// train step.
+fn char_lm_losses(budget: Option<MemoryBudget>, dir: &Path, steps: usize) -> (Vec<f64>, u64) {
+    let options = Options {
+        memory_budget: budget,
+        device: Device::Cpu { threads: 2 },
+        cache_dir: dir.to_path_buf(),
+        ..Options::default()
+    };
+    let mut t = Trainer::from_file(&example("char_lm/char_lm.mlir"), options).unwrap();
+    let arena = t.backend().function("train_step").unwrap().arena_bytes;
+    let mut losses = Vec::new();
+    for s in 0..steps {
+        let tokens: Vec<f64> = (0..16 * 64).map(|i| ((i * 7 + s * 13) % 65) as f64).collect();
+        let targets: Vec<f64> = (0..16 * 64).map(|i| ((i * 7 + s * 13 + 1) % 65) as f64).collect();
+        let inputs = [
+            Tensor::new([16, 64], DType::I32, tokens),
+            Tensor::new([16, 64], DType::I32, targets),
+            Tensor::scalar(5.0, DType::I64),
+            Tensor::scalar((s << 24) as f64, DType::I64),
+        ];
+        losses.push(t.step(&inputs.iter().collect::<Vec<_>>(), 3e-3).unwrap().loss);
+    }
+    (losses, arena)
+}
+
+/// A budgeted plan recomputes activations instead of keeping them: its
+/// arena is smaller and it trains to the same losses, step for step.
+#[test]
+fn a_budgeted_plan_trains_like_the_unbudgeted_one() {
+    let (free, arena) = char_lm_losses(None, &scratch("budget-none"), 6);
+    let (budgeted, small) = char_lm_losses(Some(MemoryBudget::Fraction(0.6)), &scratch("budget-60"), 6);
+    assert!(small <= arena * 6 / 10 + 64, "the budgeted arena {small} is over 60% of {arena}");
+    assert_eq!(free, budgeted, "recomputing gives the same numbers");
+    assert!(free.last() < free.first(), "the LM trains: {free:?}");
+    // A budget below what any recomputation reaches is a located error.
+    let options = Options { memory_budget: Some(MemoryBudget::Bytes(64)), ..Options::default() };
+    let e =
+        Trainer::from_file(&example("char_lm/char_lm.mlir"), Options { cache_dir: scratch("budget-tiny"), ..options })
+            .err()
+            .unwrap()
+            .to_string();
+    assert!(e.contains("ll-plan-memory") && e.contains("64"), "{e}");
+}
+
+/// The trace-event format's complete events: name, phase "X", start and
+/// duration in microseconds, process and thread ids.
+fn check_trace(path: &Path) -> usize {
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().expect("a traceEvents array");
+    let mut kernels = 0;
+    for e in events {
+        assert!(e["name"].is_string() && e["pid"].is_u64() && e["tid"].is_u64(), "{e}");
+        match e["ph"].as_str() {
+            Some("X") => {
+                assert!(e["ts"].as_f64().is_some_and(|t| t >= 0.0), "{e}");
+                assert!(e["dur"].as_f64().is_some_and(|d| d >= 0.0), "{e}");
+                assert!(e["args"]["kernel"].as_str().is_some_and(|k| k.starts_with("aicf_")), "{e}");
+                assert!(e["args"]["hl"].as_str().is_some_and(|h| h.contains("digits_cnn.mlir:")), "{e}");
+                kernels += 1;
+            }
+            Some("M") => assert!(e["args"]["name"].is_string(), "{e}"),
+            other => panic!("an event of phase {other:?}: {e}"),
+        }
+    }
+    kernels
+}
+
+/// The loop end to end on the CNN: metrics per epoch, the plot, a profile
+/// of three steps in the trace-event format, a checkpoint, and a resume
+/// that ends where a straight run does.
+#[test]
+fn fit_writes_metrics_plot_profile_and_resumes() {
+    let dir = scratch("fit");
+    let options = Options { device: Device::Cpu { threads: 2 }, ..Options::default() };
+    let run = |epochs: usize, ckpt: &str, resume: bool, profile: Option<PathBuf>| RunOptions {
+        epochs,
+        lr: 3e-3,
+        out: dir.join(format!("run-{ckpt}")),
+        checkpoint_dir: Some(dir.join(ckpt)),
+        resume,
+        profile,
+        profile_steps: 3,
+        ..RunOptions::default()
+    };
+    let model = example("cnn/digits_cnn.mlir");
+    let trace = dir.join("trace.json");
+    let straight =
+        run::fit(&model, &options, &[digits()], &run(3, "straight", false, Some(trace.clone())), &mut Quiet).unwrap();
+    assert_eq!(straight.records.len(), 3);
+    assert_eq!(straight.steps, 3 * 45);
+    assert!(straight.records[2].val_accuracy > 0.8, "{:?}", straight.records[2]);
+    assert_eq!(straight.trace.as_deref(), Some(trace.as_path()));
+    let kernels_per_step = straight_kernels(&dir);
+    assert_eq!(check_trace(&trace), 3 * kernels_per_step, "three steps' kernel calls");
+    let metrics = std::fs::read_to_string(&straight.metrics).unwrap();
+    assert_eq!(metrics.lines().count(), 3);
+    assert!(std::fs::read_to_string(&straight.plot).unwrap().contains("held-out accuracy"));
+
+    run::fit(&model, &options, &[digits()], &run(2, "resumed", false, None), &mut Quiet).unwrap();
+    let resumed = run::fit(&model, &options, &[digits()], &run(3, "resumed", true, None), &mut Quiet).unwrap();
+    assert_eq!(resumed.records.len(), 3, "the resumed run keeps the records it continues");
+    let read = |ckpt: &str| std::fs::read(dir.join(ckpt).join("last.safetensors")).unwrap();
+    assert_eq!(read("straight"), read("resumed"), "a resumed run ends where a straight one does");
+
+    // A resume with another learning rate is refused before compiling.
+    let mut other = run(4, "resumed", true, None);
+    other.lr = 1e-3;
+    let e = run::fit(&model, &options, &[digits()], &other, &mut Quiet).err().unwrap().to_string();
+    assert!(e.contains("trained with lr 0.003; this run asks for 0.001"), "{e}");
+}
+
+/// Kernel calls of the CNN's train step at its own batch of 32.
+fn straight_kernels(dir: &Path) -> usize {
+    for entry in std::fs::read_dir(dir.join("run-straight")).unwrap() {
+        let Ok(text) = std::fs::read_to_string(entry.unwrap().path().join("manifest.json")) else { continue };
+        let manifest: aicf_runtime::artifact::Manifest = serde_json::from_str(&text).unwrap();
+        let step = manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
+        if step.args[0].shape[0] == 32 {
+            return step.calls.len();
+        }
+    }
+    panic!("no artifact of the CNN at batch 32")
+}

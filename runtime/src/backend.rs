@@ -1,0 +1,281 @@
+//! The seam between training and devices: one [`Backend`] interface that
+//! the CPU ([`crate::cpu::CpuSession`]) and CUDA
+//! ([`crate::cuda::CudaSession`]) sessions implement, so that a trainer,
+//! a checkpoint or a benchmark is written once for every device.
+//!
+//! A backend holds one model's parameters and optimizer state (its symbol
+//! table) and the compiled modules that run on them: the artifact it was
+//! opened with, and variants of the same model compiled for other input
+//! shapes (a smaller last batch). A call runs the module compiled for its
+//! inputs' shapes. Checkpoints are written from the symbol table, byte for
+//! byte, so a checkpoint written on one device loads on any other.
+
+use crate::artifact::{Function, Manifest};
+use crate::checkpoint::{self, CheckpointError, Entry};
+use crate::error::{Result, RuntimeError};
+use crate::host::{Tensor, read_values, write_values};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Where a model runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// The host CPU, with `threads` worker threads (0: one per core).
+    Cpu { threads: usize },
+    /// NVIDIA GPU number `ordinal`.
+    Cuda { ordinal: usize },
+}
+
+impl Default for Device {
+    fn default() -> Self {
+        Device::Cpu { threads: 0 }
+    }
+}
+
+impl Device {
+    /// `cpu`, `cuda` or `cuda:N`.
+    pub fn parse(text: &str) -> std::result::Result<Device, String> {
+        match text.split_once(':') {
+            None if text == "cpu" => Ok(Device::Cpu { threads: 0 }),
+            None if text == "cuda" => Ok(Device::Cuda { ordinal: 0 }),
+            Some(("cuda", n)) => n
+                .parse()
+                .map(|ordinal| Device::Cuda { ordinal })
+                .map_err(|_| format!("'{text}': the GPU number '{n}' is not a number")),
+            _ => Err(format!("'{text}' is not a device (cpu, cuda or cuda:N)")),
+        }
+    }
+
+    pub fn is_cuda(&self) -> bool {
+        matches!(self, Device::Cuda { .. })
+    }
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Cpu { .. } => write!(f, "cpu"),
+            Device::Cuda { ordinal } => write!(f, "cuda:{ordinal}"),
+        }
+    }
+}
+
+/// One kernel call on a device's timeline (`aicf train --profile`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TraceEvent {
+    /// The function the call belongs to (`train_step`).
+    pub function: String,
+    /// Its position in the function.
+    pub call: usize,
+    /// The kernel's symbol.
+    pub kernel: String,
+    /// The `ll` op it implements.
+    pub op: String,
+    /// Where its `hl` op is written.
+    pub origin: Option<String>,
+    /// The schedule's stream (0 on the CPU, which runs one).
+    pub stream: u32,
+    /// Microseconds since the backend started recording, and the call's
+    /// duration.
+    pub start_us: f64,
+    pub duration_us: f64,
+}
+
+/// A compiled model's state and the modules that run on it, on one device.
+pub trait Backend {
+    /// What runs the model (`cpu, 2 threads`, `cuda:0 NVIDIA H100 80GB HBM3 (sm_90)`).
+    fn device(&self) -> String;
+
+    /// The manifest of the artifact the backend was opened with.
+    fn manifest(&self) -> &Manifest;
+
+    /// Loads `dir`, the same model compiled for other input shapes, to run
+    /// on this backend's parameters and state. Its symbol table and IR hash
+    /// must be this model's.
+    fn add_variant(&mut self, dir: &Path) -> Result<()>;
+
+    /// Whether a module of this backend runs `function` on inputs of these
+    /// shapes and types.
+    fn compiled_for(&self, function: &str, inputs: &[&Tensor]) -> bool;
+
+    /// Calls `function` with its inputs in signature order; returns its
+    /// outputs (the loss, results) in signature order. Parameters and state
+    /// are read and updated in place.
+    fn call(&mut self, function: &str, inputs: &[&Tensor]) -> Result<Vec<Tensor>>;
+
+    /// Calls `function` on each batch in turn; returns each call's outputs.
+    /// A GPU copies batch i + 1 while call i computes.
+    fn call_each(&mut self, function: &str, batches: &[Vec<Tensor>]) -> Result<Vec<Vec<Tensor>>> {
+        batches.iter().map(|b| self.call(function, &b.iter().collect::<Vec<_>>())).collect()
+    }
+
+    /// A parameter or state symbol's bytes (little-endian elements).
+    fn symbol_bytes(&self, name: &str) -> Option<Vec<u8>>;
+
+    /// Replaces a symbol's bytes (exactly its size).
+    fn set_symbol_bytes(&mut self, name: &str, bytes: &[u8]) -> Result<()>;
+
+    /// Starts (or stops) recording every kernel call's time; see
+    /// [`Backend::take_trace`].
+    fn set_profiling(&mut self, on: bool);
+
+    /// The calls recorded since the last take, in the order they ran.
+    fn take_trace(&mut self) -> Vec<TraceEvent>;
+
+    /// Runs every GEMM that has library candidates with the one named
+    /// (`generated`, or a backend's library: `library`, `library-swapped`,
+    /// `gemm-rs` on the CPU, `cublaslt` on CUDA) instead of the registry's
+    /// measured choice; `None` goes back to the registry.
+    fn force_gemm(&mut self, candidate: Option<&str>) -> Result<()>;
+
+    /// The current value of a parameter or state symbol.
+    fn symbol(&self, name: &str) -> Option<Tensor> {
+        let s = self.manifest().symbols.iter().find(|s| s.name == name)?;
+        let bytes = self.symbol_bytes(name)?;
+        Some(Tensor::new(s.shape.clone(), s.dtype, read_values(&bytes, s.dtype)))
+    }
+
+    /// Replaces a symbol's value (same shape).
+    fn set_symbol(&mut self, name: &str, value: &Tensor) -> Result<()> {
+        let err = |m: String| RuntimeError::Arguments { function: format!("set {name}"), message: m };
+        let s = self.manifest().symbols.iter().find(|s| s.name == name).ok_or_else(|| err("no such symbol".into()))?;
+        if s.shape != value.shape {
+            return Err(err(format!("shape {:?}, expected {:?}", value.shape, s.shape)));
+        }
+        if value.values.len() != s.shape.iter().product::<usize>() {
+            return Err(err(format!("{} values for shape {:?}", value.values.len(), s.shape)));
+        }
+        let mut bytes = vec![0u8; value.values.len() * s.dtype.bytes()];
+        write_values(&mut bytes, s.dtype, &value.values);
+        self.set_symbol_bytes(name, &bytes)
+    }
+
+    /// Every parameter and state symbol's value, by name.
+    fn symbols(&self) -> BTreeMap<String, Tensor> {
+        self.manifest().symbols.iter().filter_map(|s| Some((s.name.clone(), self.symbol(&s.name)?))).collect()
+    }
+
+    fn function(&self, name: &str) -> Result<&Function> {
+        self.manifest().functions.iter().find(|f| f.name == name).ok_or_else(|| RuntimeError::NoFunction(name.into()))
+    }
+
+    /// Saves every parameter and state symbol with `metadata` (plus the IR
+    /// hash) to `path`, atomically.
+    fn save_checkpoint(&self, path: &Path, metadata: &BTreeMap<String, String>) -> Result<()> {
+        let entries = self
+            .manifest()
+            .symbols
+            .iter()
+            .map(|s| {
+                let bytes = self.symbol_bytes(&s.name).ok_or_else(|| RuntimeError::Arguments {
+                    function: "save_checkpoint".into(),
+                    message: format!("no value for symbol {}", s.name),
+                })?;
+                Ok(Entry { name: s.name.clone(), dtype: s.dtype, shape: s.shape.clone(), bytes })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut metadata = metadata.clone();
+        metadata.insert("aicf.ir_hash".into(), self.manifest().ir_hash.clone());
+        Ok(checkpoint::save(path, &entries, &metadata)?)
+    }
+
+    /// Restores every symbol from `path`, which must come from this model
+    /// (same IR hash, every symbol present with its shape and type);
+    /// returns the checkpoint's metadata. Nothing changes when it fails.
+    fn load_checkpoint(&mut self, path: &Path) -> Result<BTreeMap<String, String>> {
+        let (entries, metadata) = checkpoint::load(path)?;
+        let p = path.display().to_string();
+        let expected = self.manifest().ir_hash.clone();
+        let found = metadata.get("aicf.ir_hash").cloned().unwrap_or_else(|| "none".into());
+        if found != expected {
+            return Err(CheckpointError::OtherModel { path: p, found, expected }.into());
+        }
+        for s in &self.manifest().symbols {
+            let e = entries.get(&s.name).ok_or_else(|| CheckpointError::Mismatch {
+                path: p.clone(),
+                message: format!("it has no {} (saved with another optimizer?)", s.name),
+            })?;
+            if e.shape != s.shape || e.dtype != s.dtype {
+                return Err(CheckpointError::Mismatch {
+                    path: p.clone(),
+                    message: format!(
+                        "{} is {:?} {:?}, the model has {:?} {:?}",
+                        s.name, e.dtype, e.shape, s.dtype, s.shape
+                    ),
+                }
+                .into());
+            }
+        }
+        let names: Vec<String> = self.manifest().symbols.iter().map(|s| s.name.clone()).collect();
+        for name in names {
+            self.set_symbol_bytes(&name, &entries[&name].bytes)?;
+        }
+        Ok(metadata)
+    }
+}
+
+/// Microseconds since the process first asked: the clock of every trace.
+pub(crate) fn trace_clock_us() -> f64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(std::time::Instant::now).elapsed().as_secs_f64() * 1e6
+}
+
+/// Opens the artifact in `dir` on `device`, parameters drawn from their
+/// initializers with `seed` (the same numbers on every device).
+pub fn open(dir: &Path, device: &Device, seed: u64) -> Result<Box<dyn Backend>> {
+    match *device {
+        Device::Cpu { threads } => {
+            let module = crate::cpu::CpuModule::load(dir, threads)?;
+            Ok(Box::new(crate::cpu::CpuSession::new(module, seed)?))
+        }
+        Device::Cuda { ordinal } => {
+            let module = crate::cuda::CudaModule::load(dir, ordinal)?;
+            Ok(Box::new(crate::cuda::CudaSession::new(module, seed)?))
+        }
+    }
+}
+
+/// Whether `variant` is the model `first` holds (same IR hash, symbol
+/// table) compiled for other shapes.
+pub(crate) fn check_variant(first: &Manifest, variant: &Manifest) -> Result<()> {
+    let key = |m: &Manifest| -> Vec<(String, Vec<usize>, crate::artifact::DType)> {
+        m.symbols.iter().map(|s| (s.name.clone(), s.shape.clone(), s.dtype)).collect()
+    };
+    if key(first) != key(variant) || first.ir_hash != variant.ir_hash {
+        return Err(RuntimeError::Arguments {
+            function: "add_variant".into(),
+            message: "the variant is another model (its IR hash or symbol table differs)".into(),
+        });
+    }
+    if first.target != variant.target {
+        return Err(RuntimeError::Arguments {
+            function: "add_variant".into(),
+            message: format!("the variant was compiled for '{}', the model for '{}'", variant.target, first.target),
+        });
+    }
+    Ok(())
+}
+
+/// The error of a call no module was compiled for: what the first module
+/// expects, and the input shapes the others were compiled for.
+pub(crate) fn no_module_for(function: &str, manifests: &[&Manifest], first_problem: Option<String>) -> RuntimeError {
+    let mut message = first_problem.unwrap_or_default();
+    if manifests.len() > 1 {
+        let shapes: Vec<String> = manifests
+            .iter()
+            .filter_map(|m| m.functions.iter().find(|f| f.name == function))
+            .map(|f| {
+                format!(
+                    "{:?}",
+                    f.args
+                        .iter()
+                        .filter(|a| a.role() == crate::artifact::Role::Input)
+                        .map(|a| &a.shape)
+                        .collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        message.push_str(&format!(" (compiled for inputs {})", shapes.join(", ")));
+    }
+    RuntimeError::Arguments { function: function.into(), message }
+}

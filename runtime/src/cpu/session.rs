@@ -1,0 +1,171 @@
+//! The CPU backend's session: one model's parameters and optimizer state
+//! in host memory, one arena per (module, function), and the modules that
+//! run on them (the model as first compiled, and variants of it compiled
+//! for other input shapes).
+
+use super::CpuModule;
+use crate::artifact::{Manifest, Role};
+use crate::backend::{Backend, TraceEvent, check_variant, no_module_for};
+use crate::error::{Result, RuntimeError};
+use crate::host::{Bytes, Tensor, initial_symbols, input_mismatch, read_values};
+use crate::registry::Choice;
+use std::collections::HashMap;
+use std::path::Path;
+
+pub struct CpuSession {
+    modules: Vec<CpuModule>,
+    symbols: HashMap<String, Bytes>,
+    /// Per (module, function).
+    arenas: HashMap<(usize, String), Bytes>,
+}
+
+impl CpuSession {
+    /// Parameters drawn from their initializers with `seed` (parameter `i`
+    /// of the table uses stream `i`); state zeroed.
+    pub fn new(module: CpuModule, seed: u64) -> Result<Self> {
+        let symbols = initial_symbols(&module.manifest().symbols, seed)?;
+        let mut session = CpuSession { modules: Vec::new(), symbols, arenas: HashMap::new() };
+        session.push(module);
+        Ok(session)
+    }
+
+    fn push(&mut self, module: CpuModule) {
+        let index = self.modules.len();
+        for f in &module.manifest().functions {
+            self.arenas.insert((index, f.name.clone()), Bytes::zeroed(f.arena_bytes as usize));
+        }
+        self.modules.push(module);
+    }
+
+    /// The module the session was created with.
+    pub fn module(&self) -> &CpuModule {
+        &self.modules[0]
+    }
+
+    /// Adds `module`, the same model compiled for other input shapes.
+    pub fn add_module(&mut self, module: CpuModule) -> Result<()> {
+        check_variant(self.module().manifest(), module.manifest())?;
+        self.push(module);
+        Ok(())
+    }
+}
+
+impl Backend for CpuSession {
+    fn device(&self) -> String {
+        format!("cpu, {} threads", self.module().threads())
+    }
+
+    fn manifest(&self) -> &Manifest {
+        self.module().manifest()
+    }
+
+    fn add_variant(&mut self, dir: &Path) -> Result<()> {
+        let module = CpuModule::load(dir, self.module().threads())?;
+        self.add_module(module)
+    }
+
+    fn compiled_for(&self, function: &str, inputs: &[&Tensor]) -> bool {
+        self.modules.iter().any(|m| m.function(function).is_ok_and(|f| input_mismatch(f, inputs).is_none()))
+    }
+
+    /// The module is the first one compiled for the inputs' shapes; with
+    /// none, the error names what the first module expects and the shapes
+    /// the others were compiled for.
+    fn call(&mut self, function: &str, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let bad = |message: String| RuntimeError::Arguments { function: function.into(), message };
+        let mut chosen = None;
+        let mut first_problem = None;
+        for (i, m) in self.modules.iter().enumerate() {
+            let Ok(f) = m.function(function) else { continue };
+            match input_mismatch(f, inputs) {
+                None => {
+                    chosen = Some(i);
+                    break;
+                }
+                Some(problem) => {
+                    first_problem.get_or_insert(problem);
+                }
+            }
+        }
+        let Some(index) = chosen else {
+            self.module().function(function)?;
+            let manifests: Vec<&Manifest> = self.modules.iter().map(|m| m.manifest()).collect();
+            return Err(no_module_for(function, &manifests, first_problem));
+        };
+        let f = self.modules[index].function(function)?.clone();
+        let mut buffers: Vec<Bytes> = Vec::with_capacity(f.args.len());
+        let mut next_input = 0;
+        for a in &f.args {
+            let b = match a.role() {
+                Role::Input => {
+                    let t = inputs[next_input];
+                    next_input += 1;
+                    let mut b = Bytes::zeroed(a.bytes());
+                    crate::host::write_values(b.as_bytes_mut(), a.dtype, &t.values);
+                    b
+                }
+                Role::Output => Bytes::zeroed(a.bytes()),
+                Role::Symbol(s) => self.symbols.remove(&s).ok_or_else(|| bad(format!("no buffer for symbol @{s}")))?,
+                Role::Arena => self.arenas.remove(&(index, function.to_string())).unwrap_or_default(),
+            };
+            buffers.push(b);
+        }
+        let mut refs: Vec<&mut Bytes> = buffers.iter_mut().collect();
+        let result = self.modules[index].run(function, &mut refs);
+        // Give the symbols and the arena back, whatever happened.
+        let mut outputs = Vec::new();
+        for (a, b) in f.args.iter().zip(buffers) {
+            match a.role() {
+                Role::Symbol(s) => {
+                    self.symbols.insert(s, b);
+                }
+                Role::Arena => {
+                    self.arenas.insert((index, function.to_string()), b);
+                }
+                Role::Output => outputs.push(Tensor::new(a.shape.clone(), a.dtype, read_values(b.as_bytes(), a.dtype))),
+                Role::Input => {}
+            }
+        }
+        result.map(|_| outputs)
+    }
+
+    fn symbol_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        self.symbols.get(name).map(|b| b.as_bytes().to_vec())
+    }
+
+    fn set_symbol_bytes(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        let err = |m: String| RuntimeError::Arguments { function: format!("set {name}"), message: m };
+        let b = self.symbols.get_mut(name).ok_or_else(|| err("no such symbol".into()))?;
+        if b.len() != bytes.len() {
+            return Err(err(format!("{} bytes, the symbol holds {}", bytes.len(), b.len())));
+        }
+        b.as_bytes_mut().copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn set_profiling(&mut self, on: bool) {
+        for m in &mut self.modules {
+            m.set_profiling(on);
+        }
+    }
+
+    fn take_trace(&mut self) -> Vec<TraceEvent> {
+        let mut events: Vec<TraceEvent> = self.modules.iter().flat_map(|m| m.take_trace()).collect();
+        events.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
+        events
+    }
+
+    fn force_gemm(&mut self, candidate: Option<&str>) -> Result<()> {
+        let choice = match candidate {
+            None => None,
+            Some(name) => Some(Choice::from_name(name).ok_or_else(|| RuntimeError::Arguments {
+                function: "force_gemm".into(),
+                message: format!("'{name}' is not a CPU GEMM candidate (generated, library, library-swapped, gemm-rs)"),
+            })?),
+        };
+        for m in &mut self.modules {
+            m.force_gemm(choice);
+        }
+        Ok(())
+    }
+}

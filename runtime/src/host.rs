@@ -1,0 +1,171 @@
+//! Host-side values shared by every backend: tensors as the caller sees
+//! them, aligned byte buffers, element conversion, the parameters'
+//! starting values and the check of a call's inputs.
+
+use crate::artifact::{DType, Function, Role, Symbol};
+use crate::error::{Result, RuntimeError};
+use crate::init::Init;
+use std::collections::HashMap;
+
+/// A host tensor: shape, element type and values.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Tensor {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub values: Vec<f64>,
+}
+
+impl Tensor {
+    pub fn new(shape: impl Into<Vec<usize>>, dtype: DType, values: Vec<f64>) -> Self {
+        Tensor { shape: shape.into(), dtype, values }
+    }
+    pub fn scalar(value: f64, dtype: DType) -> Self {
+        Tensor { shape: vec![], dtype, values: vec![value] }
+    }
+}
+
+/// Zeroed memory aligned to 64 bytes, viewed as bytes.
+pub struct Bytes {
+    words: Vec<[u64; 8]>,
+    len: usize,
+}
+
+impl Bytes {
+    pub fn zeroed(len: usize) -> Self {
+        Bytes { words: vec![[0; 8]; len.div_ceil(64).max(1)], len }
+    }
+    /// `bytes` copied into aligned memory.
+    pub fn from_slice(bytes: &[u8]) -> Self {
+        let mut b = Bytes::zeroed(bytes.len());
+        b.as_bytes_mut().copy_from_slice(bytes);
+        b
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: the words hold at least `len` initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.len) }
+    }
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, self.len) }
+    }
+    pub(crate) fn ptr(&mut self) -> *mut u8 {
+        self.words.as_mut_ptr() as *mut u8
+    }
+    pub(crate) fn const_ptr(&self) -> *const u8 {
+        self.words.as_ptr() as *const u8
+    }
+}
+
+impl Default for Bytes {
+    fn default() -> Self {
+        Bytes::zeroed(0)
+    }
+}
+
+impl Clone for Bytes {
+    fn clone(&self) -> Self {
+        Bytes { words: self.words.clone(), len: self.len }
+    }
+}
+
+/// Writes `values` into `out` as `dtype` elements.
+pub fn write_values(out: &mut [u8], dtype: DType, values: &[f64]) {
+    for (i, &v) in values.iter().enumerate() {
+        let at = i * dtype.bytes();
+        match dtype {
+            DType::F32 => out[at..at + 4].copy_from_slice(&(v as f32).to_le_bytes()),
+            DType::F64 => out[at..at + 8].copy_from_slice(&v.to_le_bytes()),
+            DType::I32 => out[at..at + 4].copy_from_slice(&(v as i32).to_le_bytes()),
+            DType::I64 => out[at..at + 8].copy_from_slice(&(v as i64).to_le_bytes()),
+            DType::I1 => out[at] = (v != 0.0) as u8,
+            DType::U8 => out[at] = v as u8,
+            // Rounded to nearest even, as a GPU's conversion does.
+            DType::F16 => out[at..at + 2].copy_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+            DType::BF16 => out[at..at + 2].copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+        }
+    }
+}
+
+/// Reads `out` as `dtype` elements.
+pub fn read_values(bytes: &[u8], dtype: DType) -> Vec<f64> {
+    bytes
+        .chunks_exact(dtype.bytes())
+        .map(|c| match dtype {
+            DType::F32 => f32::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
+            DType::F64 => f64::from_le_bytes(c.try_into().unwrap_or_default()),
+            DType::I32 => i32::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
+            DType::I64 => i64::from_le_bytes(c.try_into().unwrap_or_default()) as f64,
+            DType::I1 | DType::U8 => c[0] as f64,
+            DType::F16 => half::f16::from_le_bytes([c[0], c[1]]).to_f64(),
+            DType::BF16 => half::bf16::from_le_bytes([c[0], c[1]]).to_f64(),
+        })
+        .collect()
+}
+
+/// Every symbol's starting value: parameters drawn from their
+/// initializers with `seed` (parameter `i` of the table uses stream `i`),
+/// state zeroed. Every backend starts from the same numbers.
+pub(crate) fn initial_symbols(table: &[Symbol], seed: u64) -> Result<HashMap<String, Bytes>> {
+    let mut symbols = HashMap::new();
+    let mut stream = 0;
+    for s in table {
+        let n: usize = s.shape.iter().product();
+        let mut b = Bytes::zeroed(n * s.dtype.bytes());
+        if let Some(spec) = &s.init {
+            let err = |m: String| RuntimeError::Arguments { function: format!("init of {}", s.name), message: m };
+            let init = Init::parse(spec).map_err(|e| err(e.to_string()))?;
+            let mut values = vec![0f32; n];
+            init.fill(&s.shape, seed, stream, &mut values).map_err(|e| err(e.to_string()))?;
+            stream += 1;
+            write_values(b.as_bytes_mut(), s.dtype, &values.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        }
+        symbols.insert(s.name.clone(), b);
+    }
+    Ok(symbols)
+}
+
+/// Why `inputs` do not fit `f`'s inputs (count, shape or type), if they do not.
+pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String> {
+    let expected: Vec<_> = f.args.iter().filter(|a| a.role() == Role::Input).collect();
+    if expected.len() != inputs.len() {
+        return Some(format!("{} inputs given, the function takes {}", inputs.len(), expected.len()));
+    }
+    expected.iter().zip(inputs).enumerate().find(|(_, (a, t))| t.shape != a.shape || t.dtype != a.dtype).map(
+        |(i, (a, t))| {
+            format!(
+                "input #{i} ({}) is {:?} {:?}, the model expects {:?} {:?}",
+                a.bind, t.dtype, t.shape, a.dtype, a.shape
+            )
+        },
+    )
+}
+
+/// Integer inputs that kernels use as indices (labels, token ids), checked
+/// on the host before anything runs: a bad one is an error naming it, not
+/// a wild read.
+pub(crate) fn check_input_indices(f: &Function, inputs: &[&Tensor]) -> std::result::Result<(), String> {
+    for c in &f.calls {
+        for check in &c.index_checks {
+            let Some(crate::artifact::Buffer::Arg { index }) = c.buffers.get(check.operand).copied() else { continue };
+            if f.args.get(index).map(|a| a.role()) != Some(Role::Input) {
+                continue;
+            }
+            let position = f.args[..index].iter().filter(|a| a.role() == Role::Input).count();
+            let Some(input) = inputs.get(position) else { continue };
+            if let Some((i, v)) = input
+                .values
+                .iter()
+                .enumerate()
+                .find(|(_, v)| (**v < 0.0 || **v >= check.bound as f64) && Some(**v as i64) != check.allowed)
+            {
+                return Err(format!("{} {v} at position {i} is outside [0, {})", check.what, check.bound));
+            }
+        }
+    }
+    Ok(())
+}
