@@ -36,6 +36,12 @@ def main(path):
         if mlp and t:
             target = "<= 1.0x" if mode == "reduce-overhead" else ""
             print(f"{'MLP 784 step ms vs ' + mode:<34}{mlp['ms']:>12.4f}{t['ms']:>12.4f}{mlp['ms'] / t['ms']:>8.2f}x  {target}")
+    for name in ["digits_mlp", "digits_cnn", "char_lm"]:
+        a = generated(f"run_{name}")
+        for mode in ["eager", "cuda-graph"]:
+            t = find(f"torch_{name}_adam", mode=mode)
+            if a and t:
+                print(f"{name + ' step ms vs ' + mode:<34}{a['ms']:>12.4f}{t['ms']:>12.4f}{a['ms'] / t['ms']:>8.2f}x")
     for bench, torch_bench, target in [
         ("gemm4096_bf16", "torch_matmul4096_bf16", ">= 0.60x"),
         ("gemm4096", "torch_matmul4096_f32", ""),

@@ -28,6 +28,10 @@ benches() {
   # causal attention: half of the 4 L S d multiply-adds of 64 heads
   AICF_BENCH_FLOPS=$((2 * 64 * 1024 * 1024 * 64)) ./gpu_bench bench/attention 20
   ./gpu_bench cases/train_mlp784_sgd 500
+  # aicf train's steps of the example models (Adam, their batch sizes)
+  ./gpu_bench runs/digits_mlp/main 1000
+  ./gpu_bench runs/digits_cnn/main 500
+  ./gpu_bench runs/char_lm/main 200
   if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     python3 torch_baselines.py
   else

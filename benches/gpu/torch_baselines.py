@@ -2,7 +2,10 @@
 MLP 784-512-512-10 batch 256 SGD train step (eager and
 torch.compile(mode="reduce-overhead")), a 4096^3 GEMM (f32 with TF32 off,
 as AICF's; and bf16), the elementwise chain x*y + x over 4096x4096, a
-device-to-device copy, and causal attention over 8x8 heads of 1024x64. One JSON line per measurement."""
+device-to-device copy, and causal attention over 8x8 heads of 1024x64; and
+the train steps of `aicf train`'s example models with Adam (the digits MLP
+64-128-10 and CNN at batch 32, the char LM of examples/char_lm at batch 16),
+eager and captured in one CUDA graph. One JSON line per measurement."""
 import json, time
 import torch
 import torch.nn as nn
@@ -74,6 +77,91 @@ def mlp784_graph():
     emit(bench="torch_mlp784_sgd", mode="cuda-graph", ms=round(timed(graph.replay, 500), 4))
 
 
+def adam_step(model, loss_fn, *batch, capturable=False):
+    """One Adam step of `model` on a fixed batch (`capturable`: so a CUDA
+    graph can replay it)."""
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3, capturable=capturable)
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = loss_fn(model, *batch)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def graphed(step):
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block as examples/char_lm's (causal
+    attention, GELU MLP of 4x, dropout)."""
+
+    def __init__(self, d, heads, p):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.fc, self.proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.heads, self.drop = heads, nn.Dropout(p)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.ln1(x)
+        split = lambda y: y.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        a = torch.nn.functional.scaled_dot_product_attention(split(self.q(h)), split(self.k(h)), split(self.v(h)),
+                                                             is_causal=True)
+        x = x + self.drop(self.o(a.transpose(1, 2).reshape(b, t, d)))
+        return x + self.drop(self.proj(torch.nn.functional.gelu(self.fc(self.ln2(x)))))
+
+
+class CharLM(nn.Module):
+    def __init__(self, vocab=65, context=64, d=64, heads=4, layers=2, p=0.1):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(context, d)
+        self.blocks = nn.Sequential(*(Block(d, heads, p) for _ in range(layers)))
+        self.ln, self.head, self.drop = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False), nn.Dropout(p)
+
+    def forward(self, idx):
+        x = self.drop(self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device)))
+        return self.head(self.ln(self.blocks(x)))
+
+
+def example_models():
+    """aicf train's example models, one Adam step each (run_* in gpu_bench)."""
+    torch.manual_seed(0)
+    ce = nn.CrossEntropyLoss()
+    mlp = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)).to(dev)
+    cnn = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Flatten(), nn.Linear(128, 10)).to(dev)
+    lm = CharLM().to(dev)
+    labels = torch.randint(0, 10, (32,), device=dev)
+    tokens = torch.randint(0, 65, (16, 64), device=dev)
+    cases = [
+        ("digits_mlp", mlp, lambda m, x, y: ce(m(x), y), (torch.rand(32, 64, device=dev), labels), 1000),
+        ("digits_cnn", cnn, lambda m, x, y: ce(m(x), y), (torch.rand(32, 1, 8, 8, device=dev), labels), 500),
+        ("char_lm", lm, lambda m, x, y: ce(m(x).view(-1, 65), y.view(-1)), (tokens, tokens), 200),
+    ]
+    for name, model, loss, batch, steps in cases:
+        eager = adam_step(model, loss, *batch)
+        emit(bench=f"torch_{name}_adam", mode="eager", ms=round(timed(eager, steps), 4))
+        replay = graphed(adam_step(model, loss, *batch, capturable=True))
+        emit(bench=f"torch_{name}_adam", mode="cuda-graph", ms=round(timed(replay, steps), 4))
+
+
 def gemm():
     n = 4096
     for dtype, name in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
@@ -105,7 +193,7 @@ def attention():
 
 if __name__ == "__main__":
     # One failing baseline (a PyTorch version's limits) leaves the others.
-    for bench in [mlp784_graph, mlp784, gemm, elementwise, attention]:
+    for bench in [mlp784_graph, mlp784, example_models, gemm, elementwise, attention]:
         try:
             bench()
         except Exception as e:  # noqa: BLE001

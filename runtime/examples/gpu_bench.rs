@@ -48,12 +48,19 @@ fn run() -> Result<(), String> {
         let function = if module.function("train_step").is_ok() { "train_step" } else { "f" };
         let f = module.function(function).map_err(|e| e.to_string())?.clone();
         let kernels = f.calls.len();
-        let inputs: Vec<Tensor> = match std::fs::read_to_string(dir.join("case.json")) {
-            Ok(text) => {
+        // A training run's artifact (`runs/<name>/main`) takes its run's
+        // first step.
+        let run = dir.parent().map(|p| p.join("run.json")).and_then(|p| std::fs::read_to_string(p).ok());
+        let inputs: Vec<Tensor> = match (std::fs::read_to_string(dir.join("case.json")), run) {
+            (Ok(text), _) => {
                 let case: BundleCase = serde_json::from_str(&text).map_err(|e| e.to_string())?;
                 case.calls.first().ok_or("case.json has no calls")?.inputs.clone()
             }
-            Err(_) => f
+            (_, Some(text)) => {
+                let run: cuda::TrainRun = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+                run.steps.first().ok_or("run.json has no steps")?.clone()
+            }
+            _ => f
                 .args
                 .iter()
                 .filter(|a| a.role() == Role::Input)
@@ -77,9 +84,15 @@ fn run() -> Result<(), String> {
         if gemm == GemmPolicy::Library && library_calls == 0 {
             continue;
         }
+        // A run's artifact is named by its run (`runs/char_lm/main`: run_char_lm).
+        let name = match dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() {
+            main if main == "main" => {
+                format!("run_{}", dir.parent().and_then(|p| p.file_name()).unwrap_or_default().to_string_lossy())
+            }
+            other => other,
+        };
         let mut line = format!(
-            "{{\"bench\":\"{}\",\"device\":\"{device}\",\"graphs\":{graphs},\"kernels\":{kernels},\"steps\":{steps},\"ms\":{ms:.4}",
-            dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            "{{\"bench\":\"{name}\",\"device\":\"{device}\",\"graphs\":{graphs},\"kernels\":{kernels},\"steps\":{steps},\"ms\":{ms:.4}"
         );
         if gemm == GemmPolicy::Library {
             line.push_str(&format!(",\"gemm\":\"cublaslt\",\"cublaslt_calls\":{library_calls}"));

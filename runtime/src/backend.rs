@@ -220,9 +220,27 @@ pub(crate) fn trace_clock_us() -> f64 {
     EPOCH.get_or_init(std::time::Instant::now).elapsed().as_secs_f64() * 1e6
 }
 
+/// Whether `device` can run here: the error says why not (no CUDA driver,
+/// no such GPU). Cheap: call it before compiling for the device.
+pub fn check_device(device: &Device) -> Result<()> {
+    match *device {
+        Device::Cpu { .. } => Ok(()),
+        Device::Cuda { ordinal } => {
+            let fail = |message: String| RuntimeError::Device { device: device.to_string(), message };
+            crate::cuda::available().map_err(fail)?;
+            let count = crate::cuda::device_count().map_err(fail)?;
+            if ordinal >= count {
+                return Err(fail(format!("this machine has {count} GPU(s), numbered from 0")));
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Opens the artifact in `dir` on `device`, parameters drawn from their
 /// initializers with `seed` (the same numbers on every device).
 pub fn open(dir: &Path, device: &Device, seed: u64) -> Result<Box<dyn Backend>> {
+    check_device(device)?;
     match *device {
         Device::Cpu { threads } => {
             let module = crate::cpu::CpuModule::load(dir, threads)?;

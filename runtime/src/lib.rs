@@ -34,6 +34,6 @@ pub mod init;
 pub mod registry;
 pub mod rng;
 
-pub use backend::{Backend, Device, TraceEvent, open};
+pub use backend::{Backend, Device, TraceEvent, check_device, open};
 pub use error::{Result, RuntimeError};
 pub use host::Tensor;

@@ -230,3 +230,106 @@ fn staged_calls_out_of_order_are_clear_errors() {
         compare(&format!("output {i}"), g, w, case.tol).unwrap();
     }
 }
+
+/// The bundle's training runs (`runs/<name>`, the first 100 steps of `aicf
+/// train` on the real data, written by the compiler's GPU tests) through
+/// the runtime's `Backend` interface on the GPU: every loss as the CPU's
+/// (the smaller last batch runs its variant); the CPU's checkpoint after
+/// half the steps continues on the GPU to the CPU's final state; the GPU's
+/// own checkpoint loads back into a fresh GPU session unchanged.
+#[test]
+#[ignore = "needs a GPU and the GPU bundle (make gpu-bundle; target/gpu-bundle/run.sh)"]
+fn training_runs_match_the_cpu_and_checkpoints_cross_devices() {
+    use aicf_runtime::{Device, checkpoint, cuda::TrainRun};
+    require_gpu();
+    let Some(dir) = bundle().and_then(|cases| Some(cases.parent()?.join("runs"))).filter(|d| d.is_dir()) else {
+        panic!("no training runs in the GPU bundle (run `make gpu-bundle`, or set AICF_GPU_BUNDLE)");
+    };
+    let mut failures = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    assert!(!entries.is_empty(), "{}: no training runs", dir.display());
+    for path in &entries {
+        let run: TrainRun = serde_json::from_str(&std::fs::read_to_string(path.join("run.json")).unwrap()).unwrap();
+        let open = || -> Result<Box<dyn Backend>, String> {
+            let mut b = aicf_runtime::open(&path.join("main"), &Device::Cuda { ordinal: 0 }, run.seed)
+                .map_err(|e| e.to_string())?;
+            if path.join("variant").is_dir() {
+                b.add_variant(&path.join("variant")).map_err(|e| e.to_string())?;
+            }
+            Ok(b)
+        };
+        let steps = |b: &mut dyn Backend, range: std::ops::Range<usize>| -> Result<f64, String> {
+            let mut worst: f64 = 0.0;
+            for i in range {
+                let inputs: Vec<_> = run.steps[i].iter().collect();
+                let out = b.call("train_step", &inputs).map_err(|e| format!("step {i}: {e}"))?;
+                let (got, want) = (out[0].values[0], run.losses[i]);
+                let err = (got - want).abs() / want.abs().max(1e-6);
+                if !(err <= run.tol) {
+                    return Err(format!(
+                        "step {i}: loss {got} on the GPU, {want} on the CPU ({err:.1e} > {:.0e})",
+                        run.tol
+                    ));
+                }
+                worst = worst.max(err);
+            }
+            Ok(worst)
+        };
+        let compare_state = |b: &dyn Backend, file: &str| -> Result<f64, String> {
+            let (entries, _) = checkpoint::load(&path.join(file)).map_err(|e| e.to_string())?;
+            let mut worst: f64 = 0.0;
+            for (name, e) in entries {
+                let want = aicf_runtime::Tensor::new(
+                    e.shape.clone(),
+                    e.dtype,
+                    aicf_runtime::host::read_values(&e.bytes, e.dtype),
+                );
+                let got = b.symbol(&name).ok_or_else(|| format!("no symbol {name}"))?;
+                worst = worst.max(compare(&name, &got, &want, run.state_tol)?);
+            }
+            Ok(worst)
+        };
+        let result = (|| -> Result<String, String> {
+            // Straight: every step's loss.
+            let mut b = open()?;
+            let losses = steps(b.as_mut(), 0..run.steps.len())?;
+            let straight = compare_state(b.as_ref(), "cpu-final.safetensors")?;
+            // The GPU's checkpoint, into a fresh GPU session.
+            let saved = std::env::temp_dir().join(format!("aicf-gpu-{}.safetensors", run.name));
+            b.save_checkpoint(&saved, &Default::default()).map_err(|e| e.to_string())?;
+            let mut again = open()?;
+            again.load_checkpoint(&saved).map_err(|e| e.to_string())?;
+            for (name, want) in b.symbols() {
+                let got = again.symbol(&name).ok_or_else(|| format!("no symbol {name}"))?;
+                if got != want {
+                    return Err(format!("{name} changed through the GPU's checkpoint"));
+                }
+            }
+            // The CPU's checkpoint after half the steps, continued here.
+            let mut resumed = open()?;
+            resumed.load_checkpoint(&path.join("cpu-resume.safetensors")).map_err(|e| e.to_string())?;
+            steps(resumed.as_mut(), run.resume_at..run.steps.len())?;
+            let across = compare_state(resumed.as_ref(), "cpu-final.safetensors")?;
+            Ok(format!(
+                "{} steps, worst loss difference {losses:.1e}, final state {straight:.1e}; CPU checkpoint at step {} continued: {across:.1e}",
+                run.steps.len(),
+                run.resume_at
+            ))
+        })();
+        match result {
+            Ok(summary) => println!("ok   run {:<12} {summary}", run.name),
+            Err(e) => {
+                println!("FAIL run {:<12} {e}", run.name);
+                failures.push(format!("{}: {e}", run.name));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} training runs failed:\n{}",
+        failures.len(),
+        entries.len(),
+        failures.join("\n")
+    );
+}

@@ -171,6 +171,7 @@ pub fn fit(
     report: &mut dyn Report,
 ) -> Result<Summary> {
     check_options(options, run)?;
+    aicf_runtime::check_device(&options.device)?;
     let model = model_path(model, run);
     let name = model.display().to_string();
     let source = std::fs::read_to_string(&model)
@@ -313,19 +314,8 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
-    /// The train step's inputs for `examples`: the fed inputs, then
-    /// dropout's seed and this step's offset where the loss takes them.
     fn inputs(&self, split: Split, examples: &[usize], step: u64) -> Vec<Tensor> {
-        let mut inputs = self.data.batch(split, examples);
-        for i in &self.sig.inputs {
-            match i.role {
-                // Dropout's counters: 2^24 per step per dropout op.
-                Role::Seed => inputs.push(Tensor::scalar(self.seed as f64, DType::I64)),
-                Role::Offset => inputs.push(Tensor::scalar((step << 24) as f64, DType::I64)),
-                _ => {}
-            }
-        }
-        inputs
+        step_inputs(self.sig, self.data, split, examples, self.seed, step)
     }
 
     fn resume(&mut self, path: &Path, report: &mut dyn Report) -> Result<()> {
@@ -579,6 +569,29 @@ impl<'a> Loop<'a> {
     }
 }
 
+/// What `@loss` takes for `examples` at train step `step` (before the
+/// learning rate): the fed inputs, then dropout's seed and the step's
+/// offset where the loss takes them (2^24 counters per step and dropout op,
+/// so no two steps share a mask).
+pub fn step_inputs(
+    sig: &Signature,
+    data: &Dataset,
+    split: Split,
+    examples: &[usize],
+    seed: u64,
+    step: u64,
+) -> Vec<Tensor> {
+    let mut inputs = data.batch(split, examples);
+    for i in &sig.inputs {
+        match i.role {
+            Role::Seed => inputs.push(Tensor::scalar((seed & ((1 << 52) - 1)) as f64, DType::I64)),
+            Role::Offset => inputs.push(Tensor::scalar((step << 24) as f64, DType::I64)),
+            _ => {}
+        }
+    }
+    inputs
+}
+
 /// Records the kernel timeline of a few steps after a warm-up.
 struct Profiler {
     path: PathBuf,
@@ -666,7 +679,9 @@ pub fn evaluate_checkpoint(
     let val_split: f64 = meta.get("val_split").and_then(|v| v.parse().ok()).unwrap_or(0.2);
     // Every row of a table is scored (with the scale it trained with); a
     // text's held-out end.
-    let mut data_options = DataOptions { val_split: 0.0, feature_scale: scale, ..DataOptions::default() };
+    // Scoring reads every held-out window of a text, not a sample.
+    let mut data_options =
+        DataOptions { val_split: 0.0, feature_scale: scale, eval_windows: usize::MAX, ..DataOptions::default() };
     let text = data.first().is_some_and(|p| p.to_string_lossy().ends_with(".txt"));
     if text {
         data_options.val_split = val_split;

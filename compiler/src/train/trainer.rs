@@ -165,6 +165,8 @@ impl Trainer {
 
     /// Compiles the `hl` module `source` (named `name` in diagnostics).
     pub fn from_source(source: &str, name: &str, options: Options) -> Result<Self> {
+        // A device that is not there is an error before anything compiles.
+        aicf_runtime::check_device(&options.device)?;
         let compiled = compile_artifact(source, name, &options, None)?;
         let backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;
         Ok(Trainer { source: source.into(), name: name.into(), options, backend, compiled: vec![compiled], steps: 0 })

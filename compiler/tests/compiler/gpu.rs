@@ -507,3 +507,72 @@ fn only_gemms_cublaslt_can_finish_carry_its_candidate() {
         (artifact::DType::F32, artifact::DType::F32, None, 0)
     );
 }
+
+/// The first `steps` steps of training `model` on `data` with Adam at
+/// `lr`: the CPU's losses and checkpoints, and the model compiled for CUDA
+/// (and for the smaller last batch), written as a training run of the GPU
+/// bundle (`runs/<name>`), which the runtime's GPU test replays through the
+/// `Backend` interface.
+fn train_run(name: &str, model: &str, data: &str, steps: usize, lr: f64, tol: f64, state_tol: f64) {
+    use aicf_compiler::pipeline::{Target, compile_source};
+    use aicf_compiler::train::{
+        Options, Trainer,
+        data::{DataOptions, Dataset, Signature, Split},
+        run::step_inputs,
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let source = std::fs::read_to_string(root.join(model)).unwrap();
+    let sig = Signature::of_source(&source, model).unwrap();
+    let batch = sig.batch();
+    let options = DataOptions { windows_per_epoch: Some(steps * batch), ..DataOptions::default() };
+    let dataset = Dataset::load(&[root.join(data)], &sig, &options).unwrap();
+    let seed = 5;
+    let mut rng = seed;
+    let mut order = Vec::new();
+    while order.len() < steps {
+        let epoch = dataset.epoch_order(&mut rng);
+        order.extend(epoch.chunks(batch).map(<[usize]>::to_vec));
+    }
+    order.truncate(steps);
+    let dir = bundle_cases().join("../runs").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let train = Options { cache_dir: out_dir(&format!("run_{name}")), seed, ..Options::default() };
+    let ragged = order.iter().map(Vec::len).find(|&n| n != batch);
+    let gpu = Target::Cuda(GpuOptions::default());
+    for (sub, size) in [("main", None), ("variant", ragged)] {
+        if sub == "main" || size.is_some() {
+            compile_source(&source, model, &train.train_options(), size, &gpu, &dir.join(sub))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            ptxas_accepts(&dir.join(sub), name);
+        }
+    }
+    let mut trainer = Trainer::from_source(&source, model, train).unwrap();
+    let lr_of = trainer.backend().function("train_step").unwrap().args.iter().find(|a| a.bind == "lr").unwrap().dtype;
+    let resume_at = steps / 2;
+    let mut runs = Vec::new();
+    let mut losses = Vec::new();
+    for (step, examples) in order.iter().enumerate() {
+        if step == resume_at {
+            trainer.save_checkpoint(&dir.join("cpu-resume.safetensors"), &Default::default()).unwrap();
+        }
+        let mut inputs = step_inputs(&sig, &dataset, Split::Train, examples, seed, step as u64);
+        losses.push(trainer.step(&inputs.iter().collect::<Vec<_>>(), lr).unwrap().loss);
+        inputs.push(Tensor::scalar(lr, lr_of));
+        runs.push(inputs);
+    }
+    trainer.save_checkpoint(&dir.join("cpu-final.safetensors"), &Default::default()).unwrap();
+    assert!(losses[steps - 1] < losses[0], "{name} trains on the CPU: {losses:?}");
+    let run = aicf_runtime::cuda::TrainRun { name: name.into(), seed, tol, state_tol, steps: runs, losses, resume_at };
+    std::fs::write(dir.join("run.json"), serde_json::to_string(&run).unwrap()).unwrap();
+}
+
+/// `aicf train`'s first 100 steps of the digits MLP and CNN (through the
+/// epoch's smaller last batch) and of the char LM on tiny Shakespeare, for
+/// the GPU bundle.
+#[test]
+fn training_runs_for_the_gpu_bundle() {
+    train_run("digits_mlp", "examples/mlp/digits_mlp.mlir", "data/digits.csv.gz", 100, 3e-3, 1e-3, 1e-2);
+    train_run("digits_cnn", "examples/cnn/digits_cnn.mlir", "data/digits.csv.gz", 100, 3e-3, 1e-3, 1e-2);
+    train_run("char_lm", "examples/char_lm/char_lm.mlir", "data/tinyshakespeare.txt", 100, 3e-3, 5e-3, 5e-2);
+}

@@ -126,3 +126,26 @@ pub fn compare(what: &str, got: &Tensor, want: &Tensor, tol: f64) -> std::result
     }
     Ok(worst)
 }
+
+/// A training run of the GPU test bundle (`runs/<name>/run.json`): the model
+/// compiled for CUDA at its batch size (`main/`) and for the smaller last
+/// batch (`variant/`, when the data has one), the inputs of the first steps
+/// of `aicf train` on the real data (lr included), the CPU's losses for
+/// them, and the CPU's checkpoints after `resume_at` and after every step
+/// (`cpu-resume.safetensors`, `cpu-final.safetensors`). On the GPU, through
+/// the runtime's `Backend` interface: the same steps give the same losses
+/// (within `tol`, relative), and a CPU checkpoint continues on the GPU to
+/// the CPU's final state (within `state_tol`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrainRun {
+    pub name: String,
+    pub seed: u64,
+    /// Relative tolerance of each loss.
+    pub tol: f64,
+    /// Relative tolerance of the final parameters and state.
+    pub state_tol: f64,
+    pub steps: Vec<Vec<Tensor>>,
+    pub losses: Vec<f64>,
+    /// Steps after which `cpu-resume.safetensors` was written.
+    pub resume_at: usize,
+}

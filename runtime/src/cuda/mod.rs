@@ -22,7 +22,7 @@ mod bundle;
 mod cublas;
 mod session;
 
-pub use bundle::{BundleCall, BundleCase, GemmCheck, compare};
+pub use bundle::{BundleCall, BundleCase, GemmCheck, TrainRun, compare};
 pub use session::{CudaSession, GemmPolicy};
 
 use crate::artifact::{Function, Manifest};
@@ -47,6 +47,11 @@ pub fn available() -> std::result::Result<(), String> {
         Ok(_) => Ok(()),
         Err(e) => Err(format!("cuDeviceGetCount failed: {e}")),
     }
+}
+
+/// How many GPUs the driver sees (after [`available`] said it can run).
+pub fn device_count() -> std::result::Result<usize, String> {
+    result::device::get_count().map(|n| n.max(0) as usize).map_err(|e| format!("cuDeviceGetCount failed: {e}"))
 }
 
 pub(crate) fn cuda_err(what: impl std::fmt::Display) -> impl Fn(DriverError) -> RuntimeError {

@@ -1,0 +1,53 @@
+// `aicf train` feeds whatever @loss takes: the CNN from a CSV table
+// (rows reshaped to [1, 8, 8] images), the char LM from text (character
+// vocabulary, random windows, dropout's seed and offset from the loop),
+// the transformer block from the same text (bytes, one-hot inputs); a
+// budgeted memory plan; a profile in the trace-event format. Data that
+// does not fit the model, and a device that is not there, are errors
+// before anything is compiled.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/cnn | FileCheck %s --check-prefix=CNN
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --windows-per-epoch 48 --eval-windows 32 --out %t/lm --checkpoint-dir %t/lm-ckpt --profile %t/lm-trace.json --profile-steps 2 | FileCheck %s --check-prefix=LM
+// RUN: FileCheck %s --check-prefix=TRACE < %t/lm-trace.json
+// RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm | FileCheck %s --check-prefix=LMEVAL
+// RUN: aicf train %S/../../../examples/transformer/transformer_block.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 16 --eval-windows 8 --out %t/block | FileCheck %s --check-prefix=BLOCK
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 32 --eval-windows 16 --memory-budget 60% --out %t/budget | FileCheck %s --check-prefix=BUDGET
+// RUN: aicf compile %S/../../../examples/char_lm/char_lm.mlir --memory-budget 60% --emit ll | FileCheck %s --check-prefix=PLAN
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/digits.csv.gz --out %t/bad 2>&1 | FileCheck %s --check-prefix=TABLE
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/tinyshakespeare.txt --out %t/bad 2>&1 | FileCheck %s --check-prefix=TEXT
+// RUN: test ! -e %t/bad
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --memory-budget 0% --out %t/bad 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --device tpu --out %t/bad 2>&1 | FileCheck %s --check-prefix=DEVICE
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --device cuda:3 --out %t/bad 2>&1 | FileCheck %s --check-prefix=CUDA
+
+// CNN: data: 1797 rows of 64 features and a label
+// CNN: training on 1438 examples (359 held out), batch 32, 45 steps per epoch
+// CNN: epoch   2/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy {{[0-9.]+}}%
+// CNN: final held-out accuracy
+
+// LM: data: 1115394 tokens of {{.*}}tinyshakespeare.txt (65 distinct characters), 892315 for training, 223079 held out; windows of 64
+// LM: training on 48 examples (32 held out), batch 16, 3 steps per epoch
+// LM: epoch   1/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}} nats/char  val accuracy {{[0-9.]+}}%
+// LM: epoch   2/2
+// LM: final held-out loss {{[0-9.]+}} nats/char
+// LM: profile: {{.*}}lm-trace.json (open in https://ui.perfetto.dev or chrome://tracing)
+
+// TRACE: {"displayTimeUnit":"ms","traceEvents":[{"args":{"name":"cpu, {{[0-9]+}} threads"},"name":"process_name","ph":"M","pid":0,"tid":0}
+// TRACE-SAME: {"args":{"call":0,"function":"train_step","hl":"{{.*}}char_lm.mlir:{{[0-9]+}}:{{[0-9]+}}{{.*}}","kernel":"aicf_{{[0-9a-f]+}}"},"cat":"kernel","dur":{{[0-9.e-]+}},"name":"ll.{{[a-z_]+}}","ph":"X","pid":0,"tid":0,"ts":{{[0-9.e]+}}}
+
+// LMEVAL: accuracy {{[0-9.]+}}% on 3485 held-out windows of {{.*}}tinyshakespeare.txt (checkpoint {{.*}}last.safetensors, epoch 2); loss {{[0-9.]+}} nats/char
+
+// BLOCK: data: 1115394 tokens of {{.*}}tinyshakespeare.txt (256 byte values)
+// BLOCK: training on 16 examples (8 held out), batch 8, 2 steps per epoch
+// BLOCK: epoch   1/1  train loss {{[0-9.]+}}  val loss {{[0-9.]+}} nats/byte
+
+// BUDGET: epoch   1/1  train loss {{[0-9.]+}}
+
+// PLAN: func.func @train_step
+// PLAN-SAME: ll.memory = {{.*}}recomputed = {{[1-9][0-9]*}}
+
+// TABLE: aicf: error: {{.*}}digits.csv.gz: a CSV table (features, then a label per row) feeds a model of one input and one label of [batch]; this model's @loss takes Data [16, 64] i32, Target [16, 64] i32
+// TEXT: aicf: error: {{.*}}tinyshakespeare.txt: text feeds token ids [batch, context] or one-hot vectors [batch, context, vocabulary]; the model's input #0 is [32, 1, 8, 8] f32
+// ZERO: error: invalid value '0%' for '--memory-budget <MEMORY_BUDGET>': '0%': a percentage in (0, 100]
+// DEVICE: error: invalid value 'tpu' for '--device <DEVICE>': 'tpu' is not a device (cpu, cuda or cuda:N)
+// CUDA: aicf: error: device cuda:3: {{.*}}
