@@ -95,6 +95,32 @@ impl TrainOptions {
     }
 }
 
+/// Before a kernels module is lowered: `tanh` is rewritten through `exp`
+/// (sign(x) (1 - e^-2|x|) / (1 + e^-2|x|), within 1e-7 absolute), which
+/// libmvec vectorises; the `tanh` intrinsic would stay a scalar libm call
+/// per element. (Then every `exp` is guarded: `codegen::guard_exp`.)
+pub(crate) const KERNEL_MATH: &str = "builtin.module(math-expand-ops{ops=tanh})";
+
+/// The CPU kernels module to the LLVM dialect (bare-pointer calling
+/// convention, so each kernel takes plain pointers).
+pub(crate) const KERNELS_TO_LLVM: &str = "builtin.module(inline,symbol-dce,canonicalize,cse,convert-scf-to-cf,\
+convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,\
+convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},\
+reconcile-unrealized-casts)";
+
+/// The GPU kernels module (a `gpu.module`) to PTX for `chip` (`sm_80`,
+/// `sm_90a`), linking libdevice for `math`.
+pub(crate) fn gpu_kernels_to_ptx(chip: &str, libdevice: &Path) -> String {
+    format!(
+        "builtin.module(gpu.module(inline,symbol-dce,canonicalize,cse),\
+         nvvm-attach-target{{chip={chip} features=+ptx80 O=3 l={}}},\
+         gpu.module(convert-nvgpu-to-nvvm,convert-scf-to-cf,convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1}},\
+         convert-nvvm-to-llvm,convert-vector-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts),\
+         gpu-module-to-binary{{format=isa}})",
+        libdevice.display()
+    )
+}
+
 /// Retargets a model to `size` rows per batch.
 pub fn set_batch(size: usize) -> String {
     format!("builtin.module(hl-set-batch{{size={size}}})")

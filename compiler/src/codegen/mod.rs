@@ -1,9 +1,751 @@
-//! Kernel generation: from a planned `ll` module to machine code and the
-//! manifest the runtime loads (`aicf_runtime::artifact`).
+//! Kernel generation: a planned `ll` module becomes machine code for a
+//! target and the manifest the runtime loads (`aicf_runtime::artifact`).
+//!
+//! ```text
+//!  planned ll module
+//!     | the driver (this file): per function, its arguments, constants and
+//!     | kernel calls; per ll op, the generator of its family (ops/*.rs)
+//!     v
+//!  kernels module: one func.func per distinct kernel, in scf/arith/math/
+//!     | memref/vector over flat (1-D) buffers, rows [begin, end) as the
+//!     | first two arguments; elementwise bodies moved in from the ll ops
+//!     v
+//!  target/cpu.rs: lowered to the LLVM dialect, a C entry per kernel,
+//!     | clang -O3 -march=native per group of kernels the cache lacks,
+//!     | kernels.so linked from cached objects
+//!  target/gpu.rs: row kernels inside gpu.func entries (one work item per
+//!     | thread, or a warp per row), GEMM and attention written whole for the
+//!     | GPU, NVVM to PTX for sm_80 and sm_90a, launch shapes in the manifest
+//! ```
+//!
+//! A kernel is named by its content: identical kernels (another layer of
+//! the same shape) are written, lowered and compiled once.
+//!
+//! Layout: `emit.rs` is the kernel text builder; `ops/` holds one file per
+//! op family (elementwise, reduce, softmax and cross-entropy, norm,
+//! attention, conv and pooling, data movement) and `ops/gemm/` one per GEMM
+//! form (CPU, SIMT, mma.sync, wgmma); `target/` the two targets' builds.
 
-pub mod cpu;
+mod emit;
+pub(crate) mod ops;
+mod prelude;
+pub mod target;
 
-pub use cpu::{
-    GpuOptions, KernelCache, KernelStats, TensorCoreTile, compile_cpu, compile_cpu_cached, compile_gpu,
-    compile_gpu_timed, compile_gpu_with, ptxas, validate_ptx, write_atomically,
-};
+pub use ops::gemm::mma::TensorCoreTile;
+pub use target::cpu::{KernelCache, compile_cpu, compile_cpu_cached};
+pub use target::gpu::{GpuOptions, compile_gpu, compile_gpu_timed, compile_gpu_with, ptx_path, ptxas, validate_ptx};
+
+use prelude::*;
+
+pub(crate) type Result<T> = std::result::Result<T, CompileError>;
+
+/// The fewest scalar operations worth a thread of their own: below this a
+/// piece costs less than handing it to a worker (tens of microseconds).
+pub(crate) const GRAIN_OPS: u64 = 1 << 20;
+
+pub(crate) fn internal(m: impl Into<String>) -> CompileError {
+    CompileError::Internal(m.into())
+}
+
+/// Rewrites every f32/f64 `math.exp x` to `x < lo ? 0 : exp(max(x, lo))`,
+/// `lo` the smallest argument with a normal result (-87 for f32, -708 for
+/// f64). libmvec's vector `exp` leaves its fast path for all eight lanes when
+/// one lane's result would be subnormal or zero, which a causal mask's -inf
+/// or a saturated tanh hits on most rows: about ten times slower. NaN stays
+/// NaN (`maximumf` propagates it; the comparison is false).
+pub(crate) fn guard_exp(ctx: MlirContext, module: MlirOperation) -> Result<()> {
+    fn collect(op: MlirOperation, found: &mut Vec<MlirOperation>) {
+        if op_name(op) == "math.exp" {
+            found.push(op);
+        }
+        for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
+            let region = unsafe { mlirOperationGetRegion(op, r) };
+            let mut block = unsafe { mlirRegionGetFirstBlock(region) };
+            while !block.ptr.is_null() {
+                for inner in ops_of(block) {
+                    collect(inner, found);
+                }
+                block = unsafe { mlirBlockGetNextInRegion(block) };
+            }
+        }
+    }
+    let mut exps = Vec::new();
+    collect(module, &mut exps);
+    for exp in exps {
+        let x = unsafe { mlirOperationGetOperand(exp, 0) };
+        let ty = unsafe { mlirValueGetType(x) };
+        let t = ir::type_text(ty);
+        let lo = match t.as_str() {
+            "f32" => "-8.700000e+01",
+            "f64" => "-7.080000e+02",
+            _ => continue,
+        };
+        let loc = ir::op_loc(exp);
+        let block = unsafe { mlirOperationGetBlock(exp) };
+        let before = |spec: ir::OpSpec<'_>| -> Result<MlirValue> {
+            let op = ir::create_op(ctx, loc, &spec).map_err(|e| at(exp, format!("guarding exp: {e:?}")))?;
+            unsafe { mlirBlockInsertOwnedOperationBefore(block, exp, op) };
+            Ok(unsafe { mlirOperationGetResult(op, 0) })
+        };
+        let types = [ty];
+        let (low_attr, zero_attr) = ([("value", format!("{lo} : {t}"))], [("value", format!("0.000000e+00 : {t}"))]);
+        let constant =
+            |attributes| ir::OpSpec { attributes, results: Some(&types), ..ir::OpSpec::new("arith.constant") };
+        let low = before(constant(&low_attr))?;
+        let zero = before(constant(&zero_attr))?;
+        let clamped =
+            before(ir::OpSpec { operands: &[x, low], results: Some(&types), ..ir::OpSpec::new("arith.maximumf") })?;
+        let e = before(ir::OpSpec { operands: &[clamped], results: Some(&types), ..ir::OpSpec::new("math.exp") })?;
+        let i1 = [unsafe { mlirIntegerTypeGet(ctx, 1) }];
+        let below = before(ir::OpSpec {
+            operands: &[x, low],
+            attributes: &[("predicate", "4 : i64".into())], // olt
+            results: Some(&i1),
+            ..ir::OpSpec::new("arith.cmpf")
+        })?;
+        let guarded = before(ir::OpSpec {
+            operands: &[below, zero, e],
+            results: Some(&types),
+            ..ir::OpSpec::new("arith.select")
+        })?;
+        unsafe {
+            mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(exp, 0), guarded);
+            mlirOperationDestroy(exp);
+        }
+    }
+    Ok(())
+}
+
+/// An error at an op of the planned module.
+pub(crate) fn at(op: MlirOperation, message: impl std::fmt::Display) -> CompileError {
+    let loc = unsafe { melior::ir::Location::from_raw(ir::op_loc(op)) };
+    CompileError::Internal(format!("{loc}: {message}"))
+}
+
+/// Valid IR at `op` that the backend has no kernel for yet.
+pub(crate) fn unsupported_at(op: MlirOperation, message: impl std::fmt::Display) -> CompileError {
+    let loc = unsafe { melior::ir::Location::from_raw(ir::op_loc(op)) };
+    CompileError::Unsupported(format!("{loc}: {message}"))
+}
+
+/// How one CPU build went: distinct kernels, how many of them were not in
+/// the kernel cache and were compiled, and the seconds from the kernels
+/// module to `kernels.so`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KernelStats {
+    pub kernels: usize,
+    pub compiled: usize,
+    pub seconds: f64,
+    /// The code generation's stages and their times.
+    pub timings: crate::timing::Timings,
+}
+
+/// `compile_cpu`, or with `gpu` [`gpu::compile_gpu`]: one generator writes
+/// both; the GPU differs in its elementwise and GEMM kernels and its build.
+pub(crate) fn compile(
+    ctx: &CompilerContext,
+    module: &Module<'_>,
+    ir_hash: &str,
+    out_dir: &Path,
+    cpu: Option<&KernelCache>,
+    gpu_options: GpuOptions,
+) -> Result<(Manifest, KernelStats)> {
+    let gpu = cpu.is_none();
+    let raw = module.as_operation().to_raw();
+    let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(raw, 0)) };
+    let mut generator =
+        Generator { gpu, gemm_tile: gpu_options.gemm_tile, wgmma: gpu_options.wgmma, ..Generator::default() };
+    let mut globals: HashMap<String, MlirOperation> = HashMap::new();
+    let mut symbols = Vec::new();
+    for op in ops_of(top) {
+        match op_name(op).as_str() {
+            "hl.param" | "hl.state" => symbols.push(symbol_entry(op)?),
+            "memref.global" => {
+                globals.insert(ir::string_attr(op, "sym_name").unwrap_or_default(), op);
+            }
+            _ => {}
+        }
+    }
+    let mut functions = Vec::new();
+    let mut constants = Vec::new();
+    let mut constant_of: HashMap<String, usize> = HashMap::new();
+    let generate_started = std::time::Instant::now();
+    for (func, block) in ir::functions(raw) {
+        let name = ir::string_attr(func, "sym_name").unwrap_or_default();
+        functions.push(generator.function(func, block, &name, &globals, &mut constants, &mut constant_of)?);
+    }
+    let generate_seconds = generate_started.elapsed().as_secs_f64();
+    std::fs::create_dir_all(out_dir).map_err(|e| internal(format!("{}: {e}", out_dir.display())))?;
+    let mut stats = KernelStats::default();
+    let target = match cpu {
+        None => {
+            let started = std::time::Instant::now();
+            let target = generator.build_gpu(ctx, out_dir, &mut functions)?;
+            stats.kernels = generator.entries.len();
+            stats.compiled = stats.kernels;
+            stats.timings.add("PTX for sm_80 and sm_90 (NVVM)", started.elapsed().as_secs_f64(), "");
+            target
+        }
+        Some(cache) => {
+            let (target, names, s) = generator.build(ctx, out_dir, cache)?;
+            stats = s;
+            // Calls (and GEMM epilogues) name their kernel by its hash.
+            let rename = |symbol: &mut String| {
+                if let Some(new) = symbol.strip_prefix("aicf_").and_then(|k| names.get(k)) {
+                    *symbol = new.clone();
+                }
+            };
+            for call in functions.iter_mut().flat_map(|f| f.calls.iter_mut()) {
+                rename(&mut call.symbol);
+                if let Some(epilogue) = call.library.as_mut().and_then(|l| l.epilogue.as_mut()) {
+                    rename(epilogue);
+                }
+            }
+            target
+        }
+    };
+    let manifest =
+        Manifest { format: artifact::FORMAT, ir_hash: ir_hash.to_string(), target, symbols, constants, functions };
+    let text = serde_json_string(&manifest)?;
+    write_atomically(&out_dir.join("manifest.json"), text.as_bytes())?;
+    let mut timings = crate::timing::Timings::default();
+    timings.add("kernel generation", generate_seconds, format!("{} kernels", generator.kernels));
+    timings.extend(std::mem::take(&mut stats.timings));
+    stats.timings = timings;
+    Ok((manifest, stats))
+}
+
+pub(crate) fn serde_json_string(m: &Manifest) -> Result<String> {
+    aicf_runtime::artifact::to_json(m).map_err(|e| internal(format!("manifest: {e}")))
+}
+
+/// The current thread, for temporary file names: two threads of one process
+/// may build the same artifact (a rewrite compiled ahead and on demand).
+pub(crate) fn thread_tag() -> String {
+    format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "")
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over
+/// `path`: a reader never sees half a file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("{}.{}.tmp", std::process::id(), thread_tag()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| internal(format!("{}: {e}", path.display())))
+}
+
+pub(crate) fn runtime_dtype(d: DType) -> Result<artifact::DType> {
+    Ok(match d {
+        DType::F32 => artifact::DType::F32,
+        DType::F64 => artifact::DType::F64,
+        DType::I32 => artifact::DType::I32,
+        DType::I64 => artifact::DType::I64,
+        DType::I1 => artifact::DType::I1,
+        DType::F16 => artifact::DType::F16,
+        DType::BF16 => artifact::DType::BF16,
+    })
+}
+
+pub(crate) fn symbol_entry(op: MlirOperation) -> Result<Symbol> {
+    let t = unsafe { mlirTypeAttrGetValue(attr(op, "type")) };
+    let spec =
+        crate::nn::spec_of_type(t).map_err(|e| at(op, format!("a symbol without a usable tensor type: {e:?}")))?;
+    let init = has(op, "init").then(|| {
+        let text = ir::attr_text(op, "init");
+        text.strip_prefix("#hl.init<").and_then(|s| s.strip_suffix('>')).unwrap_or(&text).to_string()
+    });
+    Ok(Symbol {
+        name: ir::string_attr(op, "sym_name").unwrap_or_default(),
+        kind: if op_name(op) == "hl.param" { "param" } else { "state" }.into(),
+        shape: spec.shape.clone(),
+        dtype: runtime_dtype(spec.dtype)?,
+        init,
+    })
+}
+
+/// Shape and element type of a memref value.
+pub(crate) fn buf_spec(v: MlirValue) -> Result<(Vec<usize>, DType)> {
+    let s = ir::buffer_spec(v).ok_or_else(|| internal("a kernel operand is not a static memref"))?;
+    Ok((s.shape.clone(), s.dtype))
+}
+
+#[derive(Default)]
+pub(crate) struct Generator {
+    /// The kernels module's text (func.func per kernel, body declarations).
+    pub(crate) text: String,
+    pub(crate) kernels: usize,
+    /// (declaration name, the ll op whose region becomes its body)
+    pub(crate) bodies: Vec<(String, MlirOperation)>,
+    /// (kernel name, number of buffers) for the C entries.
+    pub(crate) entries: Vec<(String, usize)>,
+    /// The library candidate of each GEMM kernel (by kernel name).
+    pub(crate) library: HashMap<String, Option<LibraryGemm>>,
+    /// Where the operands of the op being generated live.
+    pub(crate) buffers: Vec<Buffer>,
+    /// Generating for the GPU (see `gpu.rs`).
+    pub(crate) gpu: bool,
+    /// GPU kernels written whole as `gpu.func` (not row functions), by
+    /// name, with their launch shapes.
+    pub(crate) gpu_funcs: Vec<(String, String)>,
+    /// The sm_90 form of kernels that have one (wgmma GEMMs), by name.
+    pub(crate) hopper: HashMap<String, String>,
+    pub(crate) launches: HashMap<String, artifact::Launch>,
+    /// The buffer types of each row kernel, by name.
+    pub(crate) signatures: HashMap<String, Vec<String>>,
+    /// Row kernels that run a warp per work item on the GPU.
+    pub(crate) warp_rows: std::collections::HashSet<String>,
+    /// The tiling of tensor-core GEMMs, if not each shape's default.
+    pub(crate) gemm_tile: Option<TensorCoreTile>,
+    /// Whether big tensor-core GEMMs get a wgmma form for sm_90.
+    pub(crate) wgmma: bool,
+    /// The kernels written so far, in order, by their (deduplicated) names.
+    pub(crate) finished: Vec<String>,
+    /// A kernel's name by its content: the same code (another layer of the
+    /// same shape, another batch of a multi-tensor update) is written,
+    /// parsed and lowered once, however many calls run it.
+    pub(crate) kernel_of: HashMap<String, String>,
+    /// Body declarations not yet written: (name, declaration, its op). They
+    /// are written with the first new kernel that calls them.
+    pub(crate) pending_bodies: Vec<(String, String, MlirOperation)>,
+    /// Each body's content key, by name.
+    pub(crate) body_keys: HashMap<String, String>,
+}
+
+pub(crate) type Kernels = Vec<(String, u64, u64, Vec<usize>, Vec<IndexCheck>)>;
+
+impl Generator {
+    /// Plans one function: its arguments, constants and kernel calls, and
+    /// writes its kernels.
+    pub(crate) fn function(
+        &mut self,
+        func: MlirOperation,
+        block: MlirBlock,
+        name: &str,
+        globals: &HashMap<String, MlirOperation>,
+        constants: &mut Vec<Constant>,
+        constant_of: &mut HashMap<String, usize>,
+    ) -> Result<Function> {
+        let mut args = Vec::new();
+        let mut refs: HashMap<usize, Buffer> = HashMap::new();
+        let binds = arg_binds(func);
+        for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
+            let v = unsafe { mlirBlockGetArgument(block, i) };
+            let bind = binds.get(i as usize).cloned().flatten().unwrap_or_else(|| "input".into());
+            if bind == "arena" {
+                let bytes = unsafe { mlirShapedTypeGetDimSize(mlirValueGetType(v), 0) }.max(0) as usize;
+                args.push(Arg { bind, shape: vec![bytes], dtype: artifact::DType::U8 });
+            } else {
+                let (shape, dtype) = buf_spec(v)?;
+                args.push(Arg { bind, shape, dtype: runtime_dtype(dtype)? });
+            }
+            refs.insert(ir::key(v), Buffer::Arg { index: i as usize });
+        }
+        let arena_bytes = args.iter().find(|a| a.bind == "arena").map_or(0, |a| a.bytes() as u64);
+        let mut index_constants: HashMap<usize, u64> = HashMap::new();
+        let mut calls = Vec::new();
+        for op in ops_of(block) {
+            let op_kind = op_name(op);
+            let result = || unsafe { mlirOperationGetResult(op, 0) };
+            match op_kind.as_str() {
+                "arith.constant" => {
+                    if let Some(c) = int_attr(op, "value") {
+                        index_constants.insert(ir::key(result()), c as u64);
+                    }
+                }
+                "memref.view" => {
+                    let x = operands(op);
+                    let offset = x.get(1).and_then(|v| index_constants.get(&ir::key(*v))).copied();
+                    let offset = offset.ok_or_else(|| at(op, "a view at a non-constant offset"))?;
+                    refs.insert(ir::key(result()), Buffer::Arena { offset });
+                }
+                "ll.reshape" => {
+                    let source = refs.get(&ir::key(operands(op)[0])).copied();
+                    refs.insert(ir::key(result()), source.ok_or_else(|| at(op, "a view of an unknown buffer"))?);
+                }
+                "memref.get_global" => {
+                    let global = ir::flat_symbol(op, "name").unwrap_or_default();
+                    let index = match constant_of.get(&global) {
+                        Some(&i) => i,
+                        None => {
+                            let g = globals.get(&global).ok_or_else(|| at(op, format!("no global @{global}")))?;
+                            constants.push(global_values(*g, result())?);
+                            constant_of.insert(global.clone(), constants.len() - 1);
+                            constants.len() - 1
+                        }
+                    };
+                    refs.insert(ir::key(result()), Buffer::Constant { index });
+                }
+                "memref.alloc" => {
+                    return Err(at(op, "a buffer outside the arena: run ll-plan-memory before code generation"));
+                }
+                "func.return" => {}
+                k if k.starts_with("ll.") => {
+                    let x = operands(op);
+                    let buffers = x
+                        .iter()
+                        .map(|v| refs.get(&ir::key(*v)).copied().ok_or_else(|| at(op, "an operand of unknown origin")))
+                        .collect::<Result<Vec<_>>>()?;
+                    self.buffers = buffers.clone();
+                    // The op's place in the schedule: its kernels share its
+                    // stream, the first waits and the last records.
+                    let stream = ir::int_attr(op, "ll.stream").unwrap_or(0) as u32;
+                    let waits: Vec<u32> =
+                        ir::i64_array(op, "ll.wait").unwrap_or_default().iter().map(|&e| e as u32).collect();
+                    let event = ir::int_attr(op, "ll.event").map(|e| e as u32);
+                    let first = calls.len();
+                    let origin = crate::context::describe_all_locations(unsafe {
+                        melior::ir::Location::from_raw(ir::op_loc(op))
+                    });
+                    // Library candidates are the op's own (a kernel shared
+                    // with another op may have other aliases).
+                    self.library.clear();
+                    for (kernel, work, cost, which, checks) in self.kernel(op, &x)? {
+                        let library = self.library.get(&kernel).cloned().flatten();
+                        let waits = if calls.len() == first { waits.clone() } else { vec![] };
+                        calls.push(Call {
+                            stream,
+                            waits,
+                            event: None,
+                            library,
+                            symbol: format!("aicf_{kernel}"),
+                            op: op_kind.clone(),
+                            origin: Some(origin.clone()),
+                            work,
+                            grain: (GRAIN_OPS / cost.max(1)).max(1),
+                            buffers: which.iter().map(|&i| buffers[i]).collect(),
+                            index_checks: checks,
+                            launch: None,
+                        });
+                    }
+                    if calls.len() > first
+                        && let Some(last) = calls.last_mut()
+                    {
+                        last.event = event;
+                    }
+                }
+                other => return Err(at(op, format!("'{other}' has no place in a planned ll function"))),
+            }
+        }
+        Ok(Function { name: name.to_string(), args, arena_bytes, calls })
+    }
+
+    /// Writes the kernel function(s) for one `ll` op. Each is (name, rows
+    /// of work, scalar operations per row, operand positions it takes,
+    /// index checks on those positions).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn kernel(
+        &mut self,
+        op: MlirOperation,
+        x: &[MlirValue],
+    ) -> Result<Vec<(String, u64, u64, Vec<usize>, Vec<IndexCheck>)>> {
+        let name = op_name(op);
+        let specs = x.iter().map(|v| buf_spec(*v)).collect::<Result<Vec<_>>>()?;
+        let all: Vec<usize> = (0..x.len()).collect();
+        // 16-bit floats: the GPU's tensor-core GEMM (and copies and fills).
+        let narrow = specs.iter().any(|(_, t)| matches!(t, DType::F16 | DType::BF16));
+        if narrow && !(self.gpu && matches!(name.as_str(), "ll.gemm" | "ll.copy" | "ll.fill")) {
+            let backend = if self.gpu { "the GPU backend" } else { "the CPU backend" };
+            return Err(unsupported_at(
+                op,
+                format!("{backend} has no f16/bf16 '{name}' kernel yet (only the GPU GEMM, copy and fill take them)"),
+            ));
+        }
+        Ok(match name.as_str() {
+            "ll.elementwise" => {
+                let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_default();
+                let n_in = seg.first().copied().unwrap_or(0) as usize;
+                let body = self.body(op);
+                let ins: Vec<usize> = (0..n_in).collect();
+                let outs: Vec<usize> = (n_in..specs.len()).collect();
+                let alias = self.in_place(&specs, &ins, &outs);
+                let (work, cost) = self.elementwise(&specs[..n_in], &specs[n_in..], &body, &alias);
+                vec![(self.last(), work, cost, all, vec![])]
+            }
+            "ll.multi_tensor_apply" => {
+                let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_default();
+                let n_in = seg.first().copied().unwrap_or(0) as usize;
+                let region = unsafe { mlirOperationGetRegion(op, 0) };
+                let block = unsafe { mlirRegionGetFirstBlock(region) };
+                let k = unsafe { mlirBlockGetNumArguments(block) } as usize;
+                let m = ir::ops_of(block).last().map_or(0, |y| operands(*y).len());
+                let groups = n_in / k.max(1);
+                let body = self.body(op);
+                let mut out = Vec::new();
+                for g in 0..groups {
+                    let ins: Vec<usize> = (g * k..(g + 1) * k).collect();
+                    let outs: Vec<usize> = (n_in + g * m..n_in + (g + 1) * m).collect();
+                    let s_in: Vec<_> = ins.iter().map(|&i| specs[i].clone()).collect();
+                    let s_out: Vec<_> = outs.iter().map(|&i| specs[i].clone()).collect();
+                    let alias = self.in_place(&specs, &ins, &outs);
+                    let (work, cost) = self.elementwise(&s_in, &s_out, &body, &alias);
+                    out.push((self.last(), work, cost, ins.into_iter().chain(outs).collect(), vec![]));
+                }
+                out
+            }
+            "ll.fill" => {
+                let (shape, t) = &specs[0];
+                let value = float_attr(op, "value").unwrap_or(0.0);
+                let mut k = Kernel::new();
+                let ty = flat_type(shape, *t);
+                let i = k.open("%begin", "%end");
+                let v = k.float(value, *t);
+                k.store(&v, "%b0", &i, &ty);
+                k.close();
+                self.finish(k, &specs);
+                vec![(self.last(), numel(shape).max(1) as u64, 1, all, vec![])]
+            }
+            "ll.copy" => {
+                let (shape, t) = &specs[0];
+                let ty = flat_type(shape, *t);
+                let mut k = Kernel::new();
+                let i = k.open("%begin", "%end");
+                let v = k.load("%b0", &i, &ty);
+                k.store(&v, "%b1", &i, &ty);
+                k.close();
+                self.finish(k, &specs);
+                vec![(self.last(), numel(shape).max(1) as u64, 1, all, vec![])]
+            }
+            "ll.gemm" if self.gpu => self.gpu_gemm(op, &specs)?,
+            "ll.gemm" => {
+                let before = self.finished.len();
+                let (work, cost, library) = self.gemm(op, &specs)?;
+                let kernel = self.finished[before].clone();
+                self.library.insert(kernel.clone(), library);
+                vec![(kernel, work, cost, all, vec![])]
+            }
+            "ll.softmax_cross_entropy" => {
+                let (work, cost, check) = self.softmax_cross_entropy(op, &specs)?;
+                vec![(self.last(), work, cost, all, vec![check])]
+            }
+            "ll.reduce" => {
+                let (work, cost) = self.reduce(op, &specs)?;
+                vec![(self.last(), work, cost, all, vec![])]
+            }
+            "ll.transpose" => self.transpose(op, &specs),
+            "ll.softmax" => self.softmax(op, &specs, false),
+            "ll.softmax_backward" => self.softmax(op, &specs, true),
+            "ll.norm" => self.norm(op, &specs),
+            "ll.norm_backward" => self.norm_backward(op, &specs),
+            "ll.attention" => self.attention(op, &specs),
+            "ll.gather" => self.gather(op, &specs, false),
+            "ll.scatter_add" => self.gather(op, &specs, true),
+            "ll.slice" => self.slice(op, &specs),
+            "ll.concat" => self.concat(op, &specs),
+            "ll.argmax" => self.argmax(op, &specs),
+            "ll.mse_loss" => self.mse_loss(op, &specs),
+            "ll.dropout" => self.dropout(op, &specs),
+            "ll.conv2d" => self.conv(op, &specs, "forward"),
+            "ll.conv2d_backward_input" => self.conv(op, &specs, "input"),
+            "ll.conv2d_backward_weight" => self.conv(op, &specs, "weight"),
+            "ll.pool2d" => self.pool(op, &specs, false),
+            "ll.pool2d_backward" => self.pool(op, &specs, true),
+            other => return Err(unsupported_at(op, format!("no kernel generator for '{other}' yet"))),
+        })
+    }
+
+    /// The name of the kernel written last.
+    pub(crate) fn last(&self) -> String {
+        self.finished.last().cloned().unwrap_or_default()
+    }
+
+    /// Names `text`, a kernel whose name in it is `@{placeholder}`: the name
+    /// of an identical kernel written before, or a new one (then `write`
+    /// gets the new name and adds the kernel). The content key replaces
+    /// every body the kernel calls by that body's own content.
+    pub(crate) fn dedup(&mut self, placeholder: &str, text: &str, write: impl FnOnce(&mut Self, &str)) -> String {
+        let text_key = text.replace(&format!("@{placeholder}("), "@kernel(");
+        // `@bodyN(` becomes `@body_<content hash>(`.
+        let mut key = String::with_capacity(text_key.len());
+        let mut rest = text_key.as_str();
+        while let Some(at) = rest.find("@body") {
+            let (before, from) = rest.split_at(at);
+            key.push_str(before);
+            let end = from.find('(').unwrap_or(from.len());
+            match self.body_keys.get(&from[1..end]) {
+                Some(body) => {
+                    key.push('@');
+                    key.push_str(body);
+                }
+                None => key.push_str(&from[..end]),
+            }
+            rest = &from[end..];
+        }
+        key.push_str(rest);
+        if let Some(existing) = self.kernel_of.get(&key) {
+            let existing = existing.clone();
+            self.finished.push(existing.clone());
+            return existing;
+        }
+        let name = format!("k{}", self.kernels);
+        self.kernels += 1;
+        // The bodies this kernel calls are declared before it.
+        let (used, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_bodies)
+            .into_iter()
+            .partition(|(b, _, _)| text.contains(&format!("@{b}(")));
+        self.pending_bodies = rest;
+        for (body, declaration, op) in used {
+            self.text.push_str(&declaration);
+            self.bodies.push((body, op));
+        }
+        write(self, &name);
+        self.kernel_of.insert(key, name.clone());
+        self.finished.push(name.clone());
+        name
+    }
+
+    /// Declares the body of an elementwise-style op as a private function
+    /// (filled in after parsing); returns its name and signature.
+    pub(crate) fn body(&mut self, op: MlirOperation) -> (String, Vec<DType>, Vec<DType>) {
+        let name = format!("body{}", self.bodies.len());
+        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
+        let ins: Vec<DType> = (0..unsafe { mlirBlockGetNumArguments(block) })
+            .map(|i| {
+                ir::element_dtype(unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }).unwrap_or(DType::F32)
+            })
+            .collect();
+        let outs: Vec<DType> = ir::ops_of(block)
+            .last()
+            .map(|y| {
+                operands(*y)
+                    .iter()
+                    .map(|v| ir::element_dtype(unsafe { mlirValueGetType(*v) }).unwrap_or(DType::F32))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let list = |ts: &[DType]| ts.iter().map(|t| t.mlir()).collect::<Vec<_>>().join(", ");
+        let declaration = format!("  func.func private @{name}({}) -> ({})\n", list(&ins), list(&outs));
+        let key = format!("body_{}", artifact::ir_hash(&format!("{declaration}{}", ir::region_text(op))));
+        self.body_keys.insert(name.clone(), key);
+        self.pending_bodies.push((name.clone(), declaration, op));
+        (name, ins, outs)
+    }
+
+    /// Appends a row kernel with buffers `%b0..` of `specs`' flat types
+    /// (or finds an identical one); returns its name.
+    pub(crate) fn finish(&mut self, k: Kernel, specs: &[(Vec<usize>, DType)]) -> String {
+        let params: Vec<String> =
+            specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
+        let mut text = format!("  func.func @KERNEL(%begin: index, %end: index, {}) {{\n", params.join(", "));
+        text.push_str("    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n");
+        text.push_str(&k.text);
+        text.push_str("    return\n  }\n");
+        // A warp-per-row kernel launches differently from a plain one.
+        let keyed = format!("{}{text}", if k.lane.is_some() { "warp " } else { "" });
+        self.dedup("KERNEL", &keyed, |g, name| {
+            g.text.push_str(&text.replacen("@KERNEL(", &format!("@{name}("), 1));
+            g.signatures.insert(name.to_string(), specs.iter().map(|(s, t)| flat_type(s, *t)).collect());
+            if k.lane.is_some() {
+                g.warp_rows.insert(name.to_string());
+            }
+            g.entries.push((name.to_string(), specs.len()));
+        })
+    }
+
+    /// Per output (operand positions `outs`), the position within `ins` of
+    /// an input that is the same buffer with the same type: the op updates it
+    /// in place.
+    pub(crate) fn in_place(&self, specs: &[(Vec<usize>, DType)], ins: &[usize], outs: &[usize]) -> Vec<Option<usize>> {
+        outs.iter()
+            .map(|&o| ins.iter().position(|&i| self.buffers.get(i) == self.buffers.get(o) && specs[i] == specs[o]))
+            .collect()
+    }
+
+    pub(crate) fn one(&mut self, k: Kernel, specs: &[(Vec<usize>, DType)], work: usize, cost: usize) -> Kernels {
+        self.finish(k, specs);
+        vec![(self.last(), work.max(1) as u64, cost.max(1) as u64, (0..specs.len()).collect(), vec![])]
+    }
+
+    /// Parses the generated kernels `source`, moves the bodies in, expands
+    /// `tanh` and guards `exp`: the module both backends lower from.
+    pub(crate) fn parse_kernels<'c>(&self, ctx: &'c CompilerContext, source: &str) -> Result<Module<'c>> {
+        let mut module = Module::parse(ctx.mlir(), source).ok_or_else(|| {
+            let diags = ctx.take_diagnostics();
+            internal(format!("generated kernels do not parse: {diags:?}\n{source}"))
+        })?;
+        self.fill_bodies(&module)?;
+        crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNEL_MATH)?;
+        guard_exp(ctx.mlir().to_raw(), module.as_operation().to_raw())?;
+        Ok(module)
+    }
+
+    /// Moves each elementwise op's region into its body declaration.
+    pub(crate) fn fill_bodies(&self, module: &Module<'_>) -> Result<()> {
+        let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
+        // On the GPU the declarations are inside the gpu.module.
+        let nested = ops_of(top)
+            .into_iter()
+            .filter(|&o| op_name(o) == "gpu.module")
+            .flat_map(|g| ops_of(unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(g, 0)) }));
+        let decls: HashMap<String, MlirOperation> = ops_of(top)
+            .into_iter()
+            .chain(nested)
+            .filter(|&o| op_name(o) == "func.func")
+            .map(|o| (ir::string_attr(o, "sym_name").unwrap_or_default(), o))
+            .collect();
+        for (name, op) in &self.bodies {
+            let decl = decls.get(name).ok_or_else(|| internal(format!("no declaration @{name}")))?;
+            unsafe {
+                let clone = mlirOperationClone(*op);
+                let block = mlirRegionGetFirstBlock(mlirOperationGetRegion(clone, 0));
+                mlirBlockDetach(block);
+                mlirOperationDestroy(clone);
+                let yield_op = mlirBlockGetTerminator(block);
+                let values = operands(yield_op);
+                let ret = ir::create_op(
+                    mlirOperationGetContext(*decl),
+                    ir::op_loc(yield_op),
+                    &ir::OpSpec {
+                        operands: &values,
+                        results: Some(&[]),
+                        verify: false,
+                        ..ir::OpSpec::new("func.return")
+                    },
+                )
+                .map_err(|e| internal(format!("{e:?}")))?;
+                mlirBlockInsertOwnedOperationBefore(block, yield_op, ret);
+                mlirOperationDestroy(yield_op);
+                mlirRegionAppendOwnedBlock(mlirOperationGetRegion(*decl, 0), block);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `ll.bind` tag of each argument of `func`.
+pub(crate) fn arg_binds(func: MlirOperation) -> Vec<Option<String>> {
+    let attrs = attr(func, "arg_attrs");
+    if attrs.ptr.is_null() {
+        return Vec::new();
+    }
+    (0..unsafe { mlirArrayAttrGetNumElements(attrs) })
+        .map(|i| unsafe {
+            let dict = mlirArrayAttrGetElement(attrs, i);
+            let tag = mlirDictionaryAttrGetElementByName(dict, crate::ffi::string_ref("ll.bind"));
+            (!tag.ptr.is_null() && mlirAttributeIsAString(tag))
+                .then(|| crate::ffi::to_string(mlirStringAttrGetValue(tag)))
+        })
+        .collect()
+}
+
+/// A `memref.global`'s values (splat or dense).
+pub(crate) fn global_values(global: MlirOperation, value: MlirValue) -> Result<Constant> {
+    let (shape, dtype) = buf_spec(value)?;
+    let a = attr(global, "initial_value");
+    let n = numel(&shape).max(1);
+    let get = |i: isize| unsafe {
+        match dtype {
+            DType::F32 => mlirDenseElementsAttrGetFloatValue(a, i) as f64,
+            DType::F64 => mlirDenseElementsAttrGetDoubleValue(a, i),
+            DType::I32 => mlirDenseElementsAttrGetInt32Value(a, i) as f64,
+            DType::I64 => mlirDenseElementsAttrGetInt64Value(a, i) as f64,
+            DType::I1 => mlirDenseElementsAttrGetBoolValue(a, i) as i32 as f64,
+            _ => f64::NAN,
+        }
+    };
+    if a.ptr.is_null() || !unsafe { mlirAttributeIsADenseElements(a) } {
+        return Err(at(global, "a constant without dense values"));
+    }
+    let splat = unsafe { mlirDenseElementsAttrIsSplat(a) };
+    let values = (0..n).map(|i| get(if splat { 0 } else { i as isize })).collect();
+    Ok(Constant { shape, dtype: runtime_dtype(dtype)?, values })
+}

@@ -1,0 +1,358 @@
+use crate::codegen::prelude::*;
+
+/// The largest head size (query/key or value) whose row the fused attention
+/// keeps in registers: a thread holds its query row and output accumulator
+/// (`d + dv` values) through the loop over keys.
+pub(crate) const ONLINE_HEAD: usize = 128;
+
+/// Query rows per block of the fused attention (a thread each).
+pub(crate) const ATTENTION_QUERIES: usize = 64;
+
+/// Keys per shared-memory tile of the fused attention.
+pub(crate) const ATTENTION_KEYS: usize = 32;
+
+/// An `ll.attention`'s sizes: `batch` independent (q, k, v) of `l` queries
+/// and `s` keys, query/key head size `d`, value/output head size `dv`.
+pub(crate) struct AttentionShape {
+    pub(crate) batch: usize,
+    pub(crate) l: usize,
+    pub(crate) s: usize,
+    pub(crate) d: usize,
+    pub(crate) dv: usize,
+    pub(crate) scale: f64,
+    pub(crate) causal: bool,
+    pub(crate) t: DType,
+}
+
+impl AttentionShape {
+    pub(crate) fn of(op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Self {
+        let (q, kv) = (&specs[0].0, &specs[1].0);
+        let rank = q.len();
+        let d = q[rank - 1];
+        AttentionShape {
+            batch: q[..rank - 2].iter().product(),
+            l: q[rank - 2],
+            s: kv[rank - 2],
+            d,
+            dv: specs[2].0[rank - 1],
+            scale: float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt()),
+            causal: has(op, "causal"),
+            t: specs[0].1,
+        }
+    }
+
+    /// `vector<n x t>`
+    pub(crate) fn vector(&self, n: usize) -> String {
+        format!("vector<{n}x{}>", self.t.mlir())
+    }
+
+    /// The query row at `base` of `buf` (a `vector<d>`), times the scale so
+    /// that a key's score is one dot product.
+    pub(crate) fn scaled_query(&self, k: &mut Kernel, buf: &str, base: &str, ty: &str) -> String {
+        let vq = self.vector(self.d);
+        let q = k.val(&format!("vector.load {buf}[{base}] : {ty}, {vq}"));
+        let sc = k.val(&format!("arith.constant dense<{}> : {vq}", Float(self.scale)));
+        k.val(&format!("arith.mulf {q}, {sc} : {vq}"))
+    }
+
+    /// The online softmax's state before any key: running max -inf, sum 0,
+    /// output accumulator 0; as (value, type) pairs.
+    pub(crate) fn initial_state(&self, k: &mut Kernel) -> Vec<(String, String)> {
+        let (f, vo) = (self.t.mlir().to_string(), self.vector(self.dv));
+        let ninf = k.float(f64::NEG_INFINITY, self.t);
+        let zero = k.float(0.0, self.t);
+        let o = k.val(&format!("arith.constant dense<0.0> : {vo}"));
+        vec![(ninf, f.clone()), (zero, f), (o, vo)]
+    }
+
+    /// Folds keys `0..hi` into the online-softmax `state` (max m, sum l,
+    /// accumulator o, see [`AttentionShape::initial_state`]): per key the
+    /// score s = q . k, then m' = max(m, s), l' = l e^(m-m') + e^(s-m'),
+    /// o' = o e^(m-m') + e^(s-m') v, with one exp since m' is m or s.
+    /// `rows(j)` gives key j's row start in `keys` and in `values`
+    /// (buffer, type). Returns the state after the last key; the output row
+    /// is o / l.
+    pub(crate) fn online_keys(
+        &self,
+        k: &mut Kernel,
+        q: &str,
+        state: &[(String, String)],
+        hi: &str,
+        keys: (&str, &str),
+        values: (&str, &str),
+        rows: impl Fn(&mut Kernel, &str) -> (String, String),
+    ) -> Vec<(String, String)> {
+        let (t, f) = (self.t, self.t.mlir());
+        let (vk, vo) = (self.vector(self.d), self.vector(self.dv));
+        let types: Vec<String> = state.iter().map(|(_, ty)| ty.clone()).collect();
+        let (j, acc, results) = k.open_carry("%c0", hi, "%c1", state);
+        let (kr, vr) = rows(k, &j);
+        let kv = k.val(&format!("vector.load {}[{kr}] : {}, {vk}", keys.0, keys.1));
+        let prod = k.val(&format!("arith.mulf {q}, {kv} : {vk}"));
+        let score = k.val(&format!("vector.reduction <add>, {prod} fastmath<reassoc,contract> : {vk} into {f}"));
+        let (m, l, o) = (&acc[0], &acc[1], &acc[2]);
+        // A key over the running max rescales what came before by e^(m-s)
+        // and counts 1; any other adds e^(s-m). The max rises seldom after
+        // the first keys.
+        let rises = k.val(&format!("arith.cmpf ogt, {score}, {m} : {f}"));
+        let next = k.open_if(&rises, &types);
+        let dm = k.fop("subf", m, &score, t);
+        let alpha = k.val(&format!("math.exp {dm} : {f}"));
+        let one = k.float(1.0, t);
+        let kept = k.fop("mulf", l, &alpha, t);
+        let l1 = k.fop("addf", &kept, &one, t);
+        let v = k.val(&format!("vector.load {}[{vr}] : {}, {vo}", values.0, values.1));
+        let a = k.val(&format!("vector.broadcast {alpha} : {f} to {vo}"));
+        let o1 = k.val(&format!("vector.fma {o}, {a}, {v} : {vo}"));
+        k.else_carry(&[score.clone(), l1, o1], &types);
+        let ds = k.fop("subf", &score, m, t);
+        let p = k.val(&format!("math.exp {ds} : {f}"));
+        let l1 = k.fop("addf", l, &p, t);
+        let v = k.val(&format!("vector.load {}[{vr}] : {}, {vo}", values.0, values.1));
+        let pb = k.val(&format!("vector.broadcast {p} : {f} to {vo}"));
+        let o1 = k.val(&format!("vector.fma {pb}, {v}, {o} : {vo}"));
+        k.close_carry(&[m.clone(), l1, o1], &types);
+        k.close_carry(&next, &types);
+        results.into_iter().zip(types).collect()
+    }
+
+    /// Stores the output row o / l of `state` at `base` of `buf`.
+    pub(crate) fn store_output(&self, k: &mut Kernel, state: &[(String, String)], buf: &str, base: &str, ty: &str) {
+        let (f, vo) = (self.t.mlir(), self.vector(self.dv));
+        let l = k.val(&format!("vector.broadcast {} : {f} to {vo}", state[1].0));
+        let o = k.val(&format!("arith.divf {}, {l} : {vo}", state[2].0));
+        k.line(&format!("vector.store {o}, {buf}[{base}] : {ty}, {vo}"));
+    }
+}
+
+impl Generator {
+    /// Attention, fused: FlashAttention's online softmax, one query row per
+    /// thread (the GPU stages key/value tiles through shared memory, see
+    /// `gpu_attention`). Head sizes over [`ONLINE_HEAD`] (and empty
+    /// operands) take the two-pass row kernel instead.
+    pub(crate) fn attention(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let a = AttentionShape::of(op, specs);
+        if [a.l, a.s, a.d, a.dv].contains(&0) || a.d > ONLINE_HEAD || a.dv > ONLINE_HEAD {
+            return self.attention_rows(op, specs);
+        }
+        if self.gpu {
+            return self.gpu_attention(&a, specs);
+        }
+        let t = a.t;
+        let (tq, tk, tv, to) = (
+            flat_type(&specs[0].0, t),
+            flat_type(&specs[1].0, t),
+            flat_type(&specs[2].0, t),
+            flat_type(&specs[3].0, t),
+        );
+        let mut k = Kernel::new();
+        let (lc, sn) = (k.index(a.l), k.index(a.s));
+        let w = k.open("%begin", "%end");
+        let b = k.val(&format!("arith.divui {w}, {lc} : index"));
+        let i = k.val(&format!("arith.remui {w}, {lc} : index"));
+        let query = k.mad(&w, a.d, "%c0");
+        let q = a.scaled_query(&mut k, "%b0", &query, &tq);
+        // Causal: key j is visible to query i when j <= i.
+        let keys = if a.causal {
+            let i1 = k.add(&i, "%c1");
+            k.val(&format!("arith.minui {i1}, {sn} : index"))
+        } else {
+            sn.clone()
+        };
+        let kb = k.mad(&b, a.s * a.d, "%c0");
+        let vb = k.mad(&b, a.s * a.dv, "%c0");
+        let init = a.initial_state(&mut k);
+        let rows = |k: &mut Kernel, j: &str| (k.mad(j, a.d, &kb), k.mad(j, a.dv, &vb));
+        let state = a.online_keys(&mut k, &q, &init, &keys, ("%b1", &tk), ("%b2", &tv), rows);
+        let out = k.mad(&w, a.dv, "%c0");
+        a.store_output(&mut k, &state, "%b3", &out, &to);
+        k.close();
+        self.one(k, specs, a.batch * a.l, 2 * a.s * (a.d + a.dv) + 8 * a.s)
+    }
+
+    /// One query row per work item: scores into a stack row, softmax, then
+    /// the weighted sum of values (head sizes too large to keep a row's
+    /// query and output in registers).
+    pub(crate) fn attention_rows(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (q, kv, t) = (&specs[0].0, &specs[1].0, specs[0].1);
+        let f = t.mlir();
+        let rank = q.len();
+        let (l, d) = (q[rank - 2], q[rank - 1]);
+        let s_len = kv[rank - 2];
+        let dv = specs[2].0[rank - 1];
+        let batch: usize = q[..rank - 2].iter().product();
+        let scale = float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt());
+        let causal = has(op, "causal");
+        let (tq, tk, tv, to) =
+            (flat_type(q, t), flat_type(kv, t), flat_type(&specs[2].0, t), flat_type(&specs[3].0, t));
+        let row_ty = format!("memref<{s_len}x{f}>");
+        let mut k = Kernel::new();
+        let scores = k.val(&format!("memref.alloca() : {row_ty}"));
+        let out_ty = format!("memref<{dv}x{f}>");
+        let out_row = k.val(&format!("memref.alloca() : {out_ty}"));
+        let zero = k.float(0.0, t);
+        let ninf = k.float(f64::NEG_INFINITY, t);
+        let sc = k.float(scale, t);
+        let (lc, dc, sn, dvc) = (k.index(l), k.index(d), k.index(s_len), k.index(dv));
+        let w = k.open("%begin", "%end");
+        let b = k.val(&format!("arith.divui {w}, {lc} : index"));
+        let i = k.val(&format!("arith.remui {w}, {lc} : index"));
+        let qb = k.mul(&w, &dc);
+        let kb = k.mad(&b, s_len * d, "%c0");
+        let vb = k.mad(&b, s_len * dv, "%c0");
+        // Causal: key j is visible to query i when j <= i; the loops stop
+        // there instead of computing scores that the mask would discard.
+        let jn = if causal {
+            let i1 = k.add(&i, "%c1");
+            k.val(&format!("arith.minui {i1}, {sn} : index"))
+        } else {
+            sn.clone()
+        };
+        let (j, mx, m) = k.open_reduce("%c0", &jn, &ninf, f);
+        let (x, acc, dot) = k.open_reduce("%c0", &dc, &zero, f);
+        let qi = k.add(&qb, &x);
+        let qv = k.load("%b0", &qi, &tq);
+        let kr = k.mad(&j, d, &kb);
+        let ki = k.add(&kr, &x);
+        let kv_ = k.load("%b1", &ki, &tk);
+        let pr = k.val(&format!("arith.mulf {qv}, {kv_} fastmath<fast> : {f}"));
+        let next = k.val(&format!("arith.addf {acc}, {pr} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let sv = k.fop("mulf", &dot, &sc, t);
+        k.store(&sv, &scores, &j, &row_ty);
+        let nm = k.val(&format!("arith.maximumf {mx}, {sv} : {f}"));
+        k.close_with(&nm, f);
+        let (j, acc, sum) = k.open_reduce("%c0", &jn, &zero, f);
+        let sv = k.load(&scores, &j, &row_ty);
+        let dd = k.fop("subf", &sv, &m, t);
+        let e = k.val(&format!("math.exp {dd} : {f}"));
+        k.store(&e, &scores, &j, &row_ty);
+        let next = k.fop("addf", &acc, &e, t);
+        k.close_with(&next, f);
+        // out[x] = sum_j p_j V[j, x] / sum, accumulated a key at a time over
+        // the contiguous row of V (each x still sums j in order).
+        let ob = k.mul(&w, &dvc);
+        let x = k.open("%c0", &dvc);
+        k.store(&zero, &out_row, &x, &out_ty);
+        k.close();
+        let j = k.open("%c0", &jn);
+        let p = k.load(&scores, &j, &row_ty);
+        let vr = k.mad(&j, dv, &vb);
+        let x = k.open("%c0", &dvc);
+        let vi = k.add(&vr, &x);
+        let v = k.load("%b2", &vi, &tv);
+        let cur = k.load(&out_row, &x, &out_ty);
+        let pv = k.fop("mulf", &p, &v, t);
+        let next = k.fop("addf", &cur, &pv, t);
+        k.store(&next, &out_row, &x, &out_ty);
+        k.close();
+        k.close();
+        let x = k.open("%c0", &dvc);
+        let o = k.load(&out_row, &x, &out_ty);
+        let r = k.fop("divf", &o, &sum, t);
+        let oi = k.add(&ob, &x);
+        k.store(&r, "%b3", &oi, &to);
+        k.close();
+        k.close();
+        self.one(k, specs, batch * l, 2 * s_len * (d + dv) + 8 * s_len)
+    }
+
+    /// Fused attention, FlashAttention-style: block (b, tile) takes
+    /// [`ATTENTION_QUERIES`] query rows of batch b, a thread each, and walks
+    /// the keys in tiles of [`ATTENTION_KEYS`]: the block copies a tile's
+    /// key and value rows into shared memory (coalesced, every thread
+    /// reading the same key then, so a broadcast), and each thread folds
+    /// those keys into its row's online softmax, its query row and output
+    /// accumulator in registers. Scores never reach memory. Causal blocks
+    /// stop at the tile past their last row, and each thread at its own
+    /// row. Threads past the last row compute the last row again and store
+    /// nothing, so every thread takes part in each copy and barrier.
+    pub(crate) fn gpu_attention(&mut self, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let t = a.t;
+        let f = t.mlir();
+        let (bq, bk) = (ATTENTION_QUERIES, ATTENTION_KEYS);
+        let (tq, tk, tv, to) = (
+            flat_type(&specs[0].0, t),
+            flat_type(&specs[1].0, t),
+            flat_type(&specs[2].0, t),
+            flat_type(&specs[3].0, t),
+        );
+        let shared = |n: usize| format!("memref<{n}x{f}, #gpu.address_space<workgroup>>");
+        let (ks, vs) = (shared(bk * a.d), shared(bk * a.dv));
+        let mut k = Kernel::new();
+        let tid = k.val("gpu.thread_id x");
+        let block = k.val("gpu.block_id x");
+        let tiles = a.l.div_ceil(bq);
+        let tiles_c = k.index(tiles);
+        let b = k.val(&format!("arith.divui {block}, {tiles_c} : index"));
+        let tile = k.val(&format!("arith.remui {block}, {tiles_c} : index"));
+        let first = k.mad(&tile, bq, "%c0");
+        let i = k.add(&first, &tid);
+        let (last_row, sn, bkc, bqc) = (k.index(a.l - 1), k.index(a.s), k.index(bk), k.index(bq));
+        let row = k.val(&format!("arith.minui {i}, {last_row} : index"));
+        let w = k.mad(&b, a.l, &row);
+        let query = k.mad(&w, a.d, "%c0");
+        let q = a.scaled_query(&mut k, "%b0", &query, &tq);
+        let kb = k.mad(&b, a.s * a.d, "%c0");
+        let vb = k.mad(&b, a.s * a.dv, "%c0");
+        // Keys this block needs: all, or (causal) up to its last row.
+        let block_keys = if a.causal {
+            let end = k.add(&first, &bqc);
+            k.val(&format!("arith.minui {end}, {sn} : index"))
+        } else {
+            sn.clone()
+        };
+        let last_key = k.index(a.s - 1);
+        let init = a.initial_state(&mut k);
+        let (t0, state, results) = k.open_carry("%c0", &block_keys, &bkc, &init);
+        // The tile's key and value rows into shared memory (rows past the
+        // last key repeat it; no thread reads them).
+        for (buf, width, ty, dst, base) in [("%b1", a.d, &tk, ("%Ks", &ks), &kb), ("%b2", a.dv, &tv, ("%Vs", &vs), &vb)]
+        {
+            let n = k.index(bk * width);
+            let e = k.open_step(&tid, &n, &bqc);
+            let wc = k.index(width);
+            let r = k.val(&format!("arith.divui {e}, {wc} : index"));
+            let c = k.val(&format!("arith.remui {e}, {wc} : index"));
+            let key = k.add(&t0, &r);
+            let key = k.val(&format!("arith.minui {key}, {last_key} : index"));
+            let src = k.mad(&key, width, base);
+            let src = k.add(&src, &c);
+            let v = k.load(buf, &src, ty);
+            k.store(&v, dst.0, &e, dst.1);
+            k.close();
+        }
+        k.line("gpu.barrier");
+        // This thread's keys of the tile: up to the last key, and (causal)
+        // up to its row.
+        let left = k.val(&format!("arith.subi {sn}, {t0} : index"));
+        let mut count = k.val(&format!("arith.minui {left}, {bkc} : index"));
+        if a.causal {
+            let seen = k.add(&row, "%c1");
+            let seen = k.val(&format!("arith.maxui {seen}, {t0} : index"));
+            let seen = k.val(&format!("arith.subi {seen}, {t0} : index"));
+            count = k.val(&format!("arith.minui {count}, {seen} : index"));
+        }
+        let rows = |k: &mut Kernel, j: &str| (k.mad(j, a.d, "%c0"), k.mad(j, a.dv, "%c0"));
+        let types: Vec<String> = init.iter().map(|(_, ty)| ty.clone()).collect();
+        let state: Vec<(String, String)> = state.into_iter().zip(types.iter().cloned()).collect();
+        let next = a.online_keys(&mut k, &q, &state, &count, ("%Ks", &ks), ("%Vs", &vs), rows);
+        k.line("gpu.barrier");
+        let next: Vec<String> = next.into_iter().map(|(v, _)| v).collect();
+        k.close_carry(&next, &types);
+        let results: Vec<(String, String)> = results.into_iter().zip(types).collect();
+        let lc = k.index(a.l);
+        let inside = k.val(&format!("arith.cmpi ult, {i}, {lc} : index"));
+        k.line(&format!("scf.if {inside} {{"));
+        k.depth += 1;
+        let out = k.mad(&w, a.dv, "%c0");
+        a.store_output(&mut k, &results, "%b3", &out, &to);
+        k.close();
+        let blocks = (a.batch * tiles).max(1) as u32;
+        let name =
+            self.finish_gpu_func(k, specs, &[("%Ks", ks.clone()), ("%Vs", vs.clone())], [blocks, 1, 1], bq as u32);
+        let work = (a.batch * a.l).max(1) as u64;
+        let cost = (2 * a.s * (a.d + a.dv) + 8 * a.s) as u64;
+        vec![(name, work, cost, (0..specs.len()).collect(), vec![])]
+    }
+}

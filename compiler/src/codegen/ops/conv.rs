@@ -1,0 +1,296 @@
+use crate::codegen::prelude::*;
+
+/// The input coordinate `o * stride - pad + kx * dilation` that window tap
+/// `kx` of output `o` reads, and whether it lies in `[0, limit)`: (in
+/// bounds, the coordinate or 0 when it is not).
+pub(crate) fn window_tap(
+    k: &mut Kernel,
+    o: &str,
+    kx: &str,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+    limit: usize,
+) -> (String, String) {
+    let s = k.index(stride);
+    let os = k.mul(o, &s);
+    let dc = k.index(dilation);
+    let kd = k.mul(kx, &dc);
+    let sum = k.add(&os, &kd);
+    let pc = k.index(pad);
+    let ge = k.cmpi("uge", &sum, &pc);
+    let pos = k.val(&format!("arith.subi {sum}, {pc} : index"));
+    let lim = k.index(limit);
+    let lt = k.cmpi("ult", &pos, &lim);
+    let ok = k.and(&ge, &lt);
+    let safe = k.val(&format!("arith.select {ok}, {pos}, %c0 : index"));
+    (ok, safe)
+}
+
+/// The image dimensions (channel, height, width) of a layout attribute.
+pub(crate) fn image_dims(op: MlirOperation) -> (usize, usize, usize) {
+    if int_attr(op, "layout").unwrap_or(0) == 1 { (3, 1, 2) } else { (1, 2, 3) }
+}
+
+pub(crate) fn pair(op: MlirOperation, key: &str, default: usize) -> [usize; 2] {
+    let v = i64_array(op, key).unwrap_or_default();
+    [v.first().copied().unwrap_or(default as i64) as usize, v.get(1).copied().unwrap_or(default as i64) as usize]
+}
+
+impl Generator {
+    /// Direct convolution and its two gradients, one output element per
+    /// work item.
+    pub(crate) fn conv(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], which: &str) -> Kernels {
+        let (cd, hd, wd) = image_dims(op);
+        let (stride, pad, dil) = (pair(op, "stride", 1), pair(op, "padding", 0), pair(op, "dilation", 1));
+        let groups = int_attr(op, "groups").unwrap_or(1) as usize;
+        // x: input image, w: weight [O, C/g, KH, KW], y: output image
+        let (x, w, y) = match which {
+            "forward" => (0, 1, specs.len() - 1),
+            "input" => (2, 1, 0),
+            _ => (1, 2, 0),
+        };
+        let (xs, ws, ys, t) = (&specs[x].0, &specs[w].0, &specs[y].0, specs[0].1);
+        let (xstr, wstr, ystr) = (row_major_strides(xs), row_major_strides(ws), row_major_strides(ys));
+        let (cg, og) = (ws[1], ws[0] / groups);
+        let (kh, kw) = (ws[2], ws[3]);
+        let (tx, tw, ty) = (flat_type(xs, t), flat_type(ws, t), flat_type(ys, t));
+        let mut k = Kernel::new();
+        let e = k.open("%begin", "%end");
+        let image_at = |k: &mut Kernel, strides: &[usize], n: &str, c: &str, h: &str, wv: &str| -> String {
+            let mut coords = vec![String::new(); 4];
+            coords[0] = n.into();
+            coords[cd] = c.into();
+            coords[hd] = h.into();
+            coords[wd] = wv.into();
+            k.ravel(&coords, strides)
+        };
+        let limits = [xs[hd], xs[wd]];
+        let tap = |k: &mut Kernel, o: &str, kx: &str, axis: usize| {
+            window_tap(k, o, kx, stride[axis], dil[axis], pad[axis], limits[axis])
+        };
+        let (cost, work) = match which {
+            "forward" => {
+                let c = k.unravel(&e, ys);
+                let (n, o, oh, ow) = (&c[0], &c[cd], &c[hd], &c[wd]);
+                let ogc = k.index(og);
+                let g = k.val(&format!("arith.divui {o}, {ogc} : index"));
+                let cgc = k.index(cg);
+                let cbase = k.mul(&g, &cgc);
+                let (khc, kwc) = (k.index(kh), k.index(kw));
+                let s0 = k.masked_sum3([&cgc, &khc, &kwc], t, |k, [ci, a, b]| {
+                    let (okh, h) = tap(k, oh, &a, 0);
+                    let (okw, wv) = tap(k, ow, &b, 1);
+                    let ok = k.and(&okh, &okw);
+                    let chan = k.add(&cbase, &ci);
+                    let xi = image_at(k, &xstr, n, &chan, &h, &wv);
+                    let xv = k.load(&format!("%b{x}"), &xi, &tx);
+                    let wi = k.ravel(&[o.clone(), ci, a, b], &wstr);
+                    let wvv = k.load(&format!("%b{w}"), &wi, &tw);
+                    (ok, xv, wvv)
+                });
+                let mut v = s0;
+                if specs.len() == 4 {
+                    let bv = k.load("%b2", o, &flat_type(&specs[2].0, t));
+                    v = k.fop("addf", &v, &bv, t);
+                }
+                k.store(&v, &format!("%b{y}"), &e, &ty);
+                (cg * kh * kw * 4, numel(ys))
+            }
+            "input" => {
+                // dx[n, c, h, w] = sum over o in c's group, taps with
+                // h = oh s - p + a d: dy[n, o, oh, ow] w[o, c % cg, a, b]
+                let c = k.unravel(&e, xs);
+                let (n, ch, h, wv) = (&c[0], &c[cd], &c[hd], &c[wd]);
+                let cgc = k.index(cg);
+                let g = k.val(&format!("arith.divui {ch}, {cgc} : index"));
+                let cl = k.val(&format!("arith.remui {ch}, {cgc} : index"));
+                let ogc = k.index(og);
+                let obase = k.mul(&g, &ogc);
+                let (khc, kwc) = (k.index(kh), k.index(kw));
+                // oh = (h + p - a d) / s when exact and in range
+                let axis_ok = |k: &mut Kernel, pos: &str, kx: &str, axis: usize, lim: usize| -> (String, String) {
+                    let pc = k.index(pad[axis]);
+                    let hp = k.add(pos, &pc);
+                    let dc = k.index(dil[axis]);
+                    let ad = k.mul(kx, &dc);
+                    let ge = k.cmpi("uge", &hp, &ad);
+                    let num = k.val(&format!("arith.subi {hp}, {ad} : index"));
+                    let s = k.index(stride[axis]);
+                    let q = k.val(&format!("arith.divui {num}, {s} : index"));
+                    let r = k.val(&format!("arith.remui {num}, {s} : index"));
+                    let exact = k.cmpi("eq", &r, "%c0");
+                    let l = k.index(lim);
+                    let lt = k.cmpi("ult", &q, &l);
+                    let ok = k.and(&ge, &exact);
+                    let ok = k.and(&ok, &lt);
+                    let safe = k.val(&format!("arith.select {ok}, {q}, %c0 : index"));
+                    (ok, safe)
+                };
+                let s0 = k.masked_sum3([&ogc, &khc, &kwc], t, |k, [oi, a, b]| {
+                    let (okh, oh) = axis_ok(k, h, &a, 0, ys[hd]);
+                    let (okw, ow) = axis_ok(k, wv, &b, 1, ys[wd]);
+                    let ok = k.and(&okh, &okw);
+                    let o = k.add(&obase, &oi);
+                    let yi = image_at(k, &ystr, n, &o, &oh, &ow);
+                    let gv = k.load(&format!("%b{y}"), &yi, &ty);
+                    let wi = k.ravel(&[o, cl.clone(), a, b], &wstr);
+                    let wvv = k.load(&format!("%b{w}"), &wi, &tw);
+                    (ok, gv, wvv)
+                });
+                k.store(&s0, &format!("%b{x}"), &e, &tx);
+                (og * kh * kw * 12, numel(xs))
+            }
+            _ => {
+                // dw[o, c, a, b] = sum over n, oh, ow: dy[n, o, oh, ow] x[n, g cg + c, h, w]
+                let c = k.unravel(&e, ws);
+                let (o, ci, a, b) = (&c[0], &c[1], &c[2], &c[3]);
+                let ogc = k.index(og);
+                let g = k.val(&format!("arith.divui {o}, {ogc} : index"));
+                let chan = k.mad(&g, cg, ci);
+                let (nc, ohc, owc) = (k.index(ys[0]), k.index(ys[hd]), k.index(ys[wd]));
+                let s0 = k.masked_sum3([&nc, &ohc, &owc], t, |k, [n, oh, ow]| {
+                    let (okh, h) = tap(k, &oh, a, 0);
+                    let (okw, wv) = tap(k, &ow, b, 1);
+                    let ok = k.and(&okh, &okw);
+                    let xi = image_at(k, &xstr, &n, &chan, &h, &wv);
+                    let xv = k.load(&format!("%b{x}"), &xi, &tx);
+                    let yi = image_at(k, &ystr, &n, o, &oh, &ow);
+                    let gv = k.load(&format!("%b{y}"), &yi, &ty);
+                    (ok, xv, gv)
+                });
+                k.store(&s0, "%b2", &e, &tw);
+                (ys[0] * ys[hd] * ys[wd] * 4, numel(ws))
+            }
+        };
+        k.close();
+        self.one(k, specs, work, cost)
+    }
+
+    /// Max or average pooling and its gradient, one element per work item.
+    pub(crate) fn pool(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], backward: bool) -> Kernels {
+        let (cd, hd, wd) = image_dims(op);
+        let _ = cd;
+        let (kern, stride, pad) = (pair(op, "kernel", 1), pair(op, "stride", 1), pair(op, "padding", 0));
+        let max = int_attr(op, "kind").unwrap_or(0) == 0;
+        let (x, y) = if backward { (1, 0) } else { (0, 1) };
+        let (xs, ys, t) = (&specs[x].0, &specs[y].0, specs[0].1);
+        let f = t.mlir();
+        let (tx, ty) = (flat_type(xs, t), flat_type(ys, t));
+        let (xstr, ystr) = (row_major_strides(xs), row_major_strides(ys));
+        let area = (kern[0] * kern[1]) as f64;
+        let mut k = Kernel::new();
+        let zero = k.float(0.0, t);
+        let ninf = k.float(f64::NEG_INFINITY, t);
+        let (k0, k1) = (k.index(kern[0]), k.index(kern[1]));
+        let limits = [xs[hd], xs[wd]];
+        let tap = |k: &mut Kernel, o: &str, a: &str, axis: usize| {
+            window_tap(k, o, a, stride[axis], 1, pad[axis], limits[axis])
+        };
+        let with = |c: &[String], h: &str, w: &str| -> Vec<String> {
+            let mut v = c.to_vec();
+            v[hd] = h.into();
+            v[wd] = w.into();
+            v
+        };
+        let e = k.open("%begin", "%end");
+        if !backward {
+            let c = k.unravel(&e, ys);
+            let init = if max { &ninf } else { &zero };
+            let (a, acc0, s0) = k.open_reduce("%c0", &k0, init, f);
+            let (b, acc1, s1) = k.open_reduce("%c0", &k1, &acc0, f);
+            let (okh, h) = tap(&mut k, &c[hd], &a, 0);
+            let (okw, w) = tap(&mut k, &c[wd], &b, 1);
+            let ok = k.and(&okh, &okw);
+            let xi = k.ravel(&with(&c, &h, &w), &xstr);
+            let xv = k.load(&format!("%b{x}"), &xi, &tx);
+            let next = if max {
+                let m = k.val(&format!("arith.maximumf {acc1}, {xv} : {f}"));
+                k.val(&format!("arith.select {ok}, {m}, {acc1} : {f}"))
+            } else {
+                let s = k.fop("addf", &acc1, &xv, t);
+                k.val(&format!("arith.select {ok}, {s}, {acc1} : {f}"))
+            };
+            k.close_with(&next, f);
+            k.close_with(&s1, f);
+            let v = if max {
+                s0
+            } else {
+                let ar = k.float(area, t);
+                k.fop("divf", &s0, &ar, t)
+            };
+            k.store(&v, &format!("%b{y}"), &e, &ty);
+        } else {
+            // dx at (h, w): sum over windows (oh, ow) containing it of dy,
+            // for max only where (h, w) is the window's first maximum.
+            let c = k.unravel(&e, xs);
+            let (ohc, owc) = (k.index(ys[hd]), k.index(ys[wd]));
+            let (oh, acc0, s0) = k.open_reduce("%c0", &ohc, &zero, f);
+            let (ow, acc1, s1) = k.open_reduce("%c0", &owc, &acc0, f);
+            // is (h, w) inside window (oh, ow)? a = h + p - oh s in [0, k)
+            let rel = |k: &mut Kernel, pos: &str, o: &str, axis: usize| -> String {
+                let pc = k.index(pad[axis]);
+                let hp = k.add(pos, &pc);
+                let s = k.index(stride[axis]);
+                let os = k.mul(o, &s);
+                let ge = k.cmpi("uge", &hp, &os);
+                let a = k.val(&format!("arith.subi {hp}, {os} : index"));
+                let kk = k.index(kern[axis]);
+                let lt = k.cmpi("ult", &a, &kk);
+                k.and(&ge, &lt)
+            };
+            let inh = rel(&mut k, &c[hd], &oh, 0);
+            let inw = rel(&mut k, &c[wd], &ow, 1);
+            let inside = k.and(&inh, &inw);
+            let yc = with(&c, &oh, &ow);
+            let yi = k.ravel(&yc, &ystr);
+            let gv = k.load(&format!("%b{y}"), &yi, &ty);
+            let contrib = if max {
+                // the window's first maximum, in row-major order
+                let here = k.ravel(&c, &xstr);
+                k.n += 1;
+                let (a, best, at, r) =
+                    (format!("%i{}", k.n), format!("%m{}", k.n), format!("%p{}", k.n), format!("%r{}", k.n));
+                let big = k.index(usize::MAX >> 1);
+                k.line(&format!("{r}:2 = scf.for {a} = %c0 to {k0} step %c1 iter_args({best} = {ninf}, {at} = {big}) -> ({f}, index) {{"));
+                k.depth += 1;
+                let (b, best1, at1, r1) = {
+                    k.n += 1;
+                    (format!("%i{}", k.n), format!("%m{}", k.n), format!("%p{}", k.n), format!("%r{}", k.n))
+                };
+                k.line(&format!("{r1}:2 = scf.for {b} = %c0 to {k1} step %c1 iter_args({best1} = {best}, {at1} = {at}) -> ({f}, index) {{"));
+                k.depth += 1;
+                let (okh, h) = tap(&mut k, &oh, &a, 0);
+                let (okw, w) = tap(&mut k, &ow, &b, 1);
+                let ok = k.and(&okh, &okw);
+                let xi = k.ravel(&with(&c, &h, &w), &xstr);
+                let xv = k.load(&format!("%b{x}"), &xi, &tx);
+                let gt = k.val(&format!("arith.cmpf ogt, {xv}, {best1} : {f}"));
+                let better = k.and(&ok, &gt);
+                let nb = k.val(&format!("arith.select {better}, {xv}, {best1} : {f}"));
+                let np = k.val(&format!("arith.select {better}, {xi}, {at1} : index"));
+                k.line(&format!("scf.yield {nb}, {np} : {f}, index"));
+                k.depth -= 1;
+                k.line("}");
+                k.line(&format!("scf.yield {r1}#0, {r1}#1 : {f}, index"));
+                k.depth -= 1;
+                k.line("}");
+                let is_max = k.cmpi("eq", &format!("{r}#1"), &here);
+                let take = k.and(&inside, &is_max);
+                k.val(&format!("arith.select {take}, {gv}, {zero} : {f}"))
+            } else {
+                let ar = k.float(area, t);
+                let share = k.fop("divf", &gv, &ar, t);
+                k.val(&format!("arith.select {inside}, {share}, {zero} : {f}"))
+            };
+            let next = k.fop("addf", &acc1, &contrib, t);
+            k.close_with(&next, f);
+            k.close_with(&s1, f);
+            k.store(&s0, "%b2", &e, &tx);
+        }
+        k.close();
+        let work = if backward { numel(xs) } else { numel(ys) };
+        let cost = if backward { ys[hd] * ys[wd] * (4 + kern[0] * kern[1] * 6) } else { kern[0] * kern[1] * 6 };
+        self.one(k, specs, work, cost)
+    }
+}

@@ -1,0 +1,275 @@
+use crate::codegen::prelude::*;
+
+impl Generator {
+    pub(crate) fn transpose(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let perm: Vec<usize> = i64_array(op, "permutation").unwrap_or_default().iter().map(|&p| p as usize).collect();
+        let (ins, outs) = (&specs[0], &specs[1]);
+        let in_strides = row_major_strides(&ins.0);
+        let strides: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
+        let mut k = Kernel::new();
+        let o = k.open("%begin", "%end");
+        let c = k.unravel(&o, &outs.0);
+        let i = k.ravel(&c, &strides);
+        let v = k.load("%b0", &i, &flat_type(&ins.0, ins.1));
+        k.store(&v, "%b1", &o, &flat_type(&outs.0, outs.1));
+        k.close();
+        let n = numel(&outs.0);
+        self.one(k, specs, n, 4 * outs.0.len())
+    }
+
+    pub(crate) fn gather(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], backward: bool) -> Kernels {
+        let axis = int_attr(op, "axis").unwrap_or(0) as usize;
+        // The table is the input (forward) or the output (backward).
+        let table = if backward { &specs[2] } else { &specs[0] };
+        let (outer, n, inner) = lines(&table.0, axis);
+        let (idx, it) = (&specs[1].0, specs[1].1);
+        let count = numel(idx);
+        let (tt, ti, tg) = (
+            flat_type(&table.0, table.1),
+            flat_type(idx, it),
+            flat_type(&specs[if backward { 0 } else { 2 }].0, table.1),
+        );
+        let lt = it.mlir();
+        let mut k = Kernel::new();
+        let check = IndexCheck {
+            operand: 1,
+            dtype: runtime_dtype(it).unwrap_or(artifact::DType::I64),
+            count,
+            bound: n as i64,
+            allowed: None,
+            what: "index".into(),
+        };
+        let kernels = if backward {
+            // Column (o, j) of the table per work item: zero it, then add
+            // every slice whose index names a row.
+            let zero = k.float(0.0, table.1);
+            let (ic, nc, cc) = (k.index(inner), k.index(n), k.index(count));
+            let w = k.open("%begin", "%end");
+            let o = k.val(&format!("arith.divui {w}, {ic} : index"));
+            let j = k.val(&format!("arith.remui {w}, {ic} : index"));
+            let r = k.open("%c0", &nc);
+            let row = k.mad(&o, n, &r);
+            let p = k.mad(&row, inner, &j);
+            k.store(&zero, "%b2", &p, &tt);
+            k.close();
+            let c = k.open("%c0", &cc);
+            let iv = k.load("%b1", &c, &ti);
+            let ix = k.val(&format!("arith.index_cast {iv} : {lt} to index"));
+            let row = k.mad(&o, n, &ix);
+            let p = k.mad(&row, inner, &j);
+            let src_row = k.mad(&o, count, &c);
+            let s = k.mad(&src_row, inner, &j);
+            let gv = k.load("%b0", &s, &tg);
+            let cur = k.load("%b2", &p, &tt);
+            let sum = k.fop("addf", &cur, &gv, table.1);
+            k.store(&sum, "%b2", &p, &tt);
+            k.close();
+            k.close();
+            let _ = nc;
+            self.one(k, specs, outer * inner, 2 * (n + count))
+        } else {
+            let (ic, cc) = (k.index(inner), k.index(count));
+            let w = k.open("%begin", "%end");
+            let o = k.val(&format!("arith.divui {w}, {cc} : index"));
+            let c = k.val(&format!("arith.remui {w}, {cc} : index"));
+            let iv = k.load("%b1", &c, &ti);
+            let ix = k.val(&format!("arith.index_cast {iv} : {lt} to index"));
+            let row = k.mad(&o, n, &ix);
+            let src = k.mul(&row, &ic);
+            let dst = k.mul(&w, &ic);
+            let j = k.open("%c0", &ic);
+            let s = k.add(&src, &j);
+            let v = k.load("%b0", &s, &tt);
+            let dd = k.add(&dst, &j);
+            k.store(&v, "%b2", &dd, &tg);
+            k.close();
+            k.close();
+            self.one(k, specs, outer * count, 2 * inner)
+        };
+        kernels.into_iter().map(|(a, b, c, d, _)| (a, b, c, d, vec![check.clone()])).collect()
+    }
+
+    /// Forward: out[i] = in[start + i stride]; backward: every element of
+    /// the (large) output reads its window element or writes zero.
+    pub(crate) fn slice(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let backward = has(op, "backward");
+        let start: Vec<usize> = i64_array(op, "start").unwrap_or_default().iter().map(|&v| v as usize).collect();
+        let step: Vec<usize> = i64_array(op, "strides").unwrap_or_default().iter().map(|&v| v as usize).collect();
+        let (ins, outs) = (&specs[0], &specs[1]);
+        let (ti, to) = (flat_type(&ins.0, ins.1), flat_type(&outs.0, outs.1));
+        let mut k = Kernel::new();
+        let o = k.open("%begin", "%end");
+        let c = k.unravel(&o, &outs.0);
+        if backward {
+            // coordinate c[d] is in the window iff c >= start, (c - start) % step == 0, (c - start) / step < size
+            let zero = k.float(0.0, ins.1);
+            let mut inside = k.val("arith.constant true");
+            let mut win = Vec::new();
+            for d in 0..c.len() {
+                let s = k.index(start[d]);
+                let ge = k.cmpi("uge", &c[d], &s);
+                let off = k.val(&format!("arith.subi {}, {s} : index", c[d]));
+                let st = k.index(step[d]);
+                let q = k.val(&format!("arith.divui {off}, {st} : index"));
+                let r = k.val(&format!("arith.remui {off}, {st} : index"));
+                let exact = k.cmpi("eq", &r, "%c0");
+                let sz = k.index(ins.0[d]);
+                let lt = k.cmpi("ult", &q, &sz);
+                inside = k.and(&inside, &ge);
+                inside = k.and(&inside, &exact);
+                inside = k.and(&inside, &lt);
+                win.push(q);
+            }
+            // clamp the window coordinates for the (masked) load
+            let safe: Vec<String> =
+                win.iter().map(|q| k.val(&format!("arith.select {inside}, {q}, %c0 : index"))).collect();
+            let i = k.ravel(&safe, &row_major_strides(&ins.0));
+            let v = k.load("%b0", &i, &ti);
+            let r = k.val(&format!("arith.select {inside}, {v}, {zero} : {}", ins.1.mlir()));
+            k.store(&r, "%b1", &o, &to);
+        } else {
+            let strides = row_major_strides(&ins.0);
+            let mut acc = "%c0".to_string();
+            for d in 0..c.len() {
+                let sc = k.index(start[d]);
+                let x = k.mad(&c[d], step[d], &sc);
+                acc = k.mad(&x, strides[d], &acc);
+            }
+            let v = k.load("%b0", &acc, &ti);
+            k.store(&v, "%b1", &o, &to);
+        }
+        k.close();
+        let n = numel(&outs.0);
+        self.one(k, specs, n, 8 * outs.0.len())
+    }
+
+    /// One kernel per input, copying it to its place along `axis`.
+    pub(crate) fn concat(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let axis = int_attr(op, "axis").unwrap_or(0) as usize;
+        let out = specs.len() - 1;
+        let out_strides = row_major_strides(&specs[out].0);
+        let mut offset = 0;
+        let mut all = Vec::new();
+        for (n, (shape, t)) in specs[..out].iter().enumerate() {
+            let mut k = Kernel::new();
+            let i = k.open("%begin", "%end");
+            let mut c = k.unravel(&i, shape);
+            let oc = k.index(offset);
+            c[axis] = k.add(&c[axis], &oc);
+            let o = k.ravel(&c, &out_strides);
+            let v = k.load("%b0", &i, &flat_type(shape, *t));
+            k.store(&v, "%b1", &o, &flat_type(&specs[out].0, *t));
+            k.close();
+            let pair = [specs[n].clone(), specs[out].clone()];
+            self.finish(k, &pair);
+            all.push((self.last(), numel(shape).max(1) as u64, 4 * shape.len() as u64, vec![n, out], vec![]));
+            offset += shape[axis];
+        }
+        all
+    }
+
+    pub(crate) fn argmax(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let axis = int_attr(op, "axis").unwrap_or(0) as usize;
+        let (shape, t) = (&specs[0].0, specs[0].1);
+        let (outer, n, inner) = lines(shape, axis);
+        let (f, ty) = (t.mlir(), flat_type(shape, t));
+        let mut k = Kernel::new();
+        let nc = k.index(n);
+        let l = k.open("%begin", "%end");
+        let base = k.line_base(&l, inner, n);
+        let ninf = k.float(f64::NEG_INFINITY, t);
+        k.n += 1;
+        let (j, bv, bi, r) = (format!("%i{}", k.n), format!("%bv{}", k.n), format!("%bi{}", k.n), format!("%r{}", k.n));
+        k.line(&format!(
+            "{r}:2 = scf.for {j} = %c0 to {nc} step %c1 iter_args({bv} = {ninf}, {bi} = %c0) -> ({f}, index) {{"
+        ));
+        k.depth += 1;
+        let p = k.at(&base, &j, inner);
+        let v = k.load("%b0", &p, &ty);
+        let better = k.val(&format!("arith.cmpf ogt, {v}, {bv} : {f}"));
+        let nb = k.val(&format!("arith.select {better}, {v}, {bv} : {f}"));
+        let ni = k.val(&format!("arith.select {better}, {j}, {bi} : index"));
+        k.line(&format!("scf.yield {nb}, {ni} : {f}, index"));
+        k.depth -= 1;
+        k.line("}");
+        let iv = k.val(&format!("arith.index_cast {r}#1 : index to i64"));
+        k.store(&iv, "%b1", &l, &flat_type(&specs[1].0, specs[1].1));
+        k.close();
+        self.one(k, specs, outer * inner, 4 * n)
+    }
+
+    /// Philox4x32-10 per group of four elements, as `hl.dropout` defines.
+    pub(crate) fn dropout(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (shape, t) = (&specs[0].0, specs[0].1);
+        let (f, ty) = (t.mlir(), flat_type(shape, t));
+        let p = float_attr(op, "p").unwrap_or(0.0);
+        let stream = int_attr(op, "stream").unwrap_or(0) as u64;
+        // keep iff (word >> 8) / 2^24 >= p, i.e. (word >> 8) >= ceil(p 2^24)
+        let threshold = (p * 16_777_216.0).ceil() as u64;
+        let n = numel(shape);
+        let mut k = Kernel::new();
+        let c = |k: &mut Kernel, v: u64, t: &str| k.val(&format!("arith.constant {v} : {t}"));
+        let seed = k.load("%b1", "%c0", "memref<1xi64>");
+        let offset = k.load("%b2", "%c0", "memref<1xi64>");
+        let c32 = c(&mut k, 32, "i64");
+        let k0 = k.val(&format!("arith.trunci {seed} : i64 to i32"));
+        let sh = k.val(&format!("arith.shrui {seed}, {c32} : i64"));
+        let k1 = k.val(&format!("arith.trunci {sh} : i64 to i32"));
+        let scale = k.float(1.0 / (1.0 - p), t);
+        let zero = k.float(0.0, t);
+        let (s_lo, s_hi) = (c(&mut k, stream & 0xffff_ffff, "i32"), c(&mut k, stream >> 32, "i32"));
+        let (m0, m1) = (c(&mut k, 0xD251_1F53, "i64"), c(&mut k, 0xCD9E_8D57, "i64"));
+        let (w0, w1) = (c(&mut k, 0x9E37_79B9, "i32"), c(&mut k, 0xBB67_AE85, "i32"));
+        let thr = c(&mut k, threshold, "i32");
+        let c8 = c(&mut k, 8, "i32");
+        let four = k.index(4);
+        let g = k.open("%begin", "%end");
+        let gi = k.val(&format!("arith.index_cast {g} : index to i64"));
+        let block = k.val(&format!("arith.addi {offset}, {gi} : i64"));
+        let b_lo = k.val(&format!("arith.trunci {block} : i64 to i32"));
+        let bsh = k.val(&format!("arith.shrui {block}, {c32} : i64"));
+        let b_hi = k.val(&format!("arith.trunci {bsh} : i64 to i32"));
+        let mut ctr = [b_lo, b_hi, s_lo.clone(), s_hi.clone()];
+        let (mut ka, mut kb) = (k0.clone(), k1.clone());
+        for round in 0..10 {
+            if round > 0 {
+                ka = k.val(&format!("arith.addi {ka}, {w0} : i32"));
+                kb = k.val(&format!("arith.addi {kb}, {w1} : i32"));
+            }
+            let mulhilo = |k: &mut Kernel, m: &str, x: &str| {
+                let x64 = k.val(&format!("arith.extui {x} : i32 to i64"));
+                let prod = k.val(&format!("arith.muli {m}, {x64} : i64"));
+                let hi64 = k.val(&format!("arith.shrui {prod}, {c32} : i64"));
+                let hi = k.val(&format!("arith.trunci {hi64} : i64 to i32"));
+                let lo = k.val(&format!("arith.trunci {prod} : i64 to i32"));
+                (hi, lo)
+            };
+            let (hi0, lo0) = mulhilo(&mut k, &m0, &ctr[0]);
+            let (hi1, lo1) = mulhilo(&mut k, &m1, &ctr[2]);
+            let x0 = k.val(&format!("arith.xori {hi1}, {} : i32", ctr[1]));
+            let x0 = k.val(&format!("arith.xori {x0}, {ka} : i32"));
+            let x2 = k.val(&format!("arith.xori {hi0}, {} : i32", ctr[3]));
+            let x2 = k.val(&format!("arith.xori {x2}, {kb} : i32"));
+            ctr = [x0, lo1, x2, lo0];
+        }
+        let base = k.mul(&g, &four);
+        for (word, value) in ctr.iter().enumerate() {
+            let wc = k.index(word);
+            let i = k.add(&base, &wc);
+            let nc = k.index(n);
+            let inside = k.cmpi("ult", &i, &nc);
+            k.line(&format!("scf.if {inside} {{"));
+            k.depth += 1;
+            let top = k.val(&format!("arith.shrui {value}, {c8} : i32"));
+            let keep = k.val(&format!("arith.cmpi uge, {top}, {thr} : i32"));
+            let x = k.load("%b0", &i, &ty);
+            let y = k.fop("mulf", &x, &scale, t);
+            let r = k.val(&format!("arith.select {keep}, {y}, {zero} : {f}"));
+            k.store(&r, "%b3", &i, &ty);
+            k.depth -= 1;
+            k.line("}");
+        }
+        k.close();
+        self.one(k, specs, n.div_ceil(4), 120)
+    }
+}

@@ -1,0 +1,104 @@
+use crate::codegen::prelude::*;
+
+impl Generator {
+    /// An elementwise kernel: rows of the outputs' last dimension; inputs
+    /// broadcast NumPy-style. Returns (rows, operations per row).
+    ///
+    /// An output updated in place (`alias[m]`, the input it overwrites) is
+    /// stored through that input's pointer, so LLVM sees one buffer read and
+    /// written at the same index and vectorises the loop; through two
+    /// pointers its run-time overlap check fails and the scalar loop runs.
+    pub(crate) fn elementwise(
+        &mut self,
+        ins: &[(Vec<usize>, DType)],
+        outs: &[(Vec<usize>, DType)],
+        body: &(String, Vec<DType>, Vec<DType>),
+        alias: &[Option<usize>],
+    ) -> (u64, u64) {
+        let shape = outs.first().map(|o| o.0.clone()).unwrap_or_default();
+        let rank = shape.len();
+        let cols = shape.last().copied().unwrap_or(1).max(1);
+        let rows = (numel(&shape) / cols).max(1);
+        let mut k = Kernel::new();
+        // On the GPU a work item is one element (consecutive threads touch
+        // consecutive addresses): its row and column are computed; on the
+        // CPU it is a row, whose columns run in the inner loop.
+        let (i, element) = if self.gpu {
+            let e = k.open("%begin", "%end");
+            let cols_c = k.index(cols);
+            let row = k.val(&format!("arith.divui {e}, {cols_c} : index"));
+            (row, Some(e))
+        } else {
+            (k.open("%begin", "%end"), None)
+        };
+        // Per input: the offset of its row, and whether it runs along the row.
+        let mut bases = Vec::new();
+        for (s, _) in ins {
+            let mut aligned = vec![1; rank.saturating_sub(s.len())];
+            aligned.extend(s);
+            let along = aligned.last().copied().unwrap_or(1) == cols && cols > 1;
+            let outer_same = rank > 0 && aligned[..rank - 1] == shape[..rank - 1];
+            let base = if rank <= 1 || aligned[..rank - 1].iter().all(|&d| d == 1) {
+                "%c0".to_string()
+            } else if outer_same {
+                let c = k.index(aligned[rank - 1]);
+                k.mul(&i, &c)
+            } else {
+                // Unravel the row over the outer dimensions.
+                let strides = row_major_strides(&aligned);
+                let mut rem = i.clone();
+                let mut acc = "%c0".to_string();
+                for d in (0..rank - 1).rev() {
+                    let n = k.index(shape[d]);
+                    let coord = k.val(&format!("arith.remui {rem}, {n} : index"));
+                    rem = k.val(&format!("arith.divui {rem}, {n} : index"));
+                    if aligned[d] != 1 {
+                        acc = k.mad(&coord, strides[d], &acc);
+                    }
+                }
+                acc
+            };
+            bases.push((base, along));
+        }
+        let cols_c = k.index(cols);
+        let (j, out_idx) = match &element {
+            Some(e) => {
+                let row_start = k.mul(&i, &cols_c);
+                let j = k.val(&format!("arith.subi {e}, {row_start} : index"));
+                (j, e.clone())
+            }
+            None => {
+                let row_out = k.mul(&i, &cols_c);
+                let j = k.open("%c0", &cols_c);
+                let out_idx = k.add(&row_out, &j);
+                (j, out_idx)
+            }
+        };
+        let mut values = Vec::new();
+        for (n, ((s, t), (base, along))) in ins.iter().zip(&bases).enumerate() {
+            let idx = if *along { k.add(base, &j) } else { base.clone() };
+            values.push(k.load(&format!("%b{n}"), &idx, &flat_type(s, *t)));
+        }
+        let (fname, in_t, out_t) = body;
+        let sig = |ts: &[DType]| ts.iter().map(|t| t.mlir()).collect::<Vec<_>>().join(", ");
+        k.n += 1;
+        let r = format!("%y{}", k.n);
+        let results = if out_t.len() == 1 { r.clone() } else { format!("{r}:{}", out_t.len()) };
+        k.line(&format!("{results} = func.call @{fname}({}) : ({}) -> ({})", values.join(", "), sig(in_t), sig(out_t)));
+        for (m, (s, t)) in outs.iter().enumerate() {
+            let v = if out_t.len() == 1 { r.clone() } else { format!("{r}#{m}") };
+            let target = alias.get(m).copied().flatten().unwrap_or(ins.len() + m);
+            k.store(&v, &format!("%b{target}"), &out_idx, &flat_type(s, *t));
+        }
+        k.close();
+        let mut specs = ins.to_vec();
+        specs.extend(outs.iter().cloned());
+        if element.is_some() {
+            self.finish(k, &specs);
+            return ((rows * cols) as u64, (ins.len() + outs.len() + 4) as u64);
+        }
+        k.close();
+        self.finish(k, &specs);
+        (rows as u64, (cols * (ins.len() + outs.len() + 4)) as u64)
+    }
+}

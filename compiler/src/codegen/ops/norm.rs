@@ -1,0 +1,194 @@
+use crate::codegen::prelude::*;
+
+impl Generator {
+    /// Mean and reciprocal deviation of the row at `base` (length `n`), in
+    /// every lane of a warp-per-row kernel.
+    pub(crate) fn row_stats(
+        k: &mut Kernel,
+        base: &str,
+        n: usize,
+        t: DType,
+        center: bool,
+        eps: f64,
+        ty: &str,
+        buf: &str,
+    ) -> (String, String) {
+        let f = t.mlir();
+        let zero = k.float(0.0, t);
+        let nc = k.index(n);
+        let count = k.float(n as f64, t);
+        let mean = if center {
+            let (j, acc, s) = k.open_cols_reduce(&nc, &zero, f);
+            let p = k.add(base, &j);
+            let x = k.load(buf, &p, ty);
+            let next = k.val(&format!("arith.addf {acc}, {x} fastmath<fast> : {f}"));
+            k.close_with(&next, f);
+            let s = k.warp_all(&s, "addf", t);
+            k.fop("divf", &s, &count, t)
+        } else {
+            zero.clone()
+        };
+        let (j, acc, s) = k.open_cols_reduce(&nc, &zero, f);
+        let p = k.add(base, &j);
+        let x = k.load(buf, &p, ty);
+        let d = k.fop("subf", &x, &mean, t);
+        let d2 = k.fop("mulf", &d, &d, t);
+        let next = k.val(&format!("arith.addf {acc}, {d2} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let s = k.warp_all(&s, "addf", t);
+        let var = k.fop("divf", &s, &count, t);
+        let e = k.float(eps, t);
+        let ve = k.fop("addf", &var, &e, t);
+        let rstd = k.val(&format!("math.rsqrt {ve} : {f}"));
+        (mean, rstd)
+    }
+
+    pub(crate) fn norm(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 0, 0, 1]);
+        let (w, b) = ((seg[1] > 0).then_some(1), (seg[2] > 0).then_some(1 + seg[1] as usize));
+        let out = 1 + seg[1] as usize + seg[2] as usize;
+        let (shape, t) = (&specs[0].0, specs[0].1);
+        let dims = int_attr(op, "dims").unwrap_or(1) as usize;
+        let n: usize = shape[shape.len() - dims..].iter().product();
+        let rows = numel(shape) / n.max(1);
+        let (eps, center) = (float_attr(op, "eps").unwrap_or(1e-5), !has(op, "rms"));
+        let ty = flat_type(shape, t);
+        let mut k = Kernel::rows(self.gpu);
+        let r = k.open("%begin", "%end");
+        let nc = k.index(n);
+        let base = k.mul(&r, &nc);
+        let (mean, rstd) = Self::row_stats(&mut k, &base, n, t, center, eps, &ty, "%b0");
+        let j = k.open_cols(&nc);
+        let p = k.add(&base, &j);
+        let x = k.load("%b0", &p, &ty);
+        let d = k.fop("subf", &x, &mean, t);
+        let mut y = k.fop("mulf", &d, &rstd, t);
+        if let Some(w) = w {
+            let wv = k.load(&format!("%b{w}"), &j, &flat_type(&specs[w].0, t));
+            y = k.fop("mulf", &y, &wv, t);
+        }
+        if let Some(b) = b {
+            let bv = k.load(&format!("%b{b}"), &j, &flat_type(&specs[b].0, t));
+            y = k.fop("addf", &y, &bv, t);
+        }
+        k.store(&y, &format!("%b{out}"), &p, &flat_type(&specs[out].0, t));
+        k.close();
+        k.close();
+        self.one(k, specs, rows, 10 * n)
+    }
+
+    /// dx per row; dw and db summed over rows in the same pass. On the CPU
+    /// that is one work item (rows are not split over threads). On the GPU
+    /// a warp takes a row and adds its terms of dw and db atomically, after
+    /// a kernel that zeroes them.
+    pub(crate) fn norm_backward(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 1, 0, 0]);
+        let w = (seg[2] > 0).then_some(2);
+        let dx = 2 + seg[2] as usize;
+        let dw = (seg[4] > 0).then_some(dx + 1);
+        let db = (seg[5] > 0).then_some(dx + 1 + seg[4] as usize);
+        let (shape, t) = (&specs[1].0, specs[1].1);
+        let f = t.mlir();
+        let dims = int_attr(op, "dims").unwrap_or(1) as usize;
+        let n: usize = shape[shape.len() - dims..].iter().product();
+        let rows = numel(shape) / n.max(1);
+        let (eps, center) = (float_attr(op, "eps").unwrap_or(1e-5), !has(op, "rms"));
+        let ty = flat_type(shape, t);
+        let row_ty = format!("memref<{n}x{f}>");
+        let mut kernels = Vec::new();
+        if self.gpu && (dw.is_some() || db.is_some()) {
+            let mut k = Kernel::new();
+            let zero = k.float(0.0, t);
+            let j = k.open("%begin", "%end");
+            for p in [dw, db].into_iter().flatten() {
+                k.store(&zero, &format!("%b{p}"), &j, &row_ty);
+            }
+            k.close();
+            kernels.extend(self.one(k, specs, n, 1));
+        }
+        let mut k = Kernel::rows(self.gpu);
+        let zero = k.float(0.0, t);
+        let nc = k.index(n);
+        let count = k.float(n as f64, t);
+        if !self.gpu {
+            for p in [dw, db].into_iter().flatten() {
+                let j = k.open("%c0", &nc);
+                k.store(&zero, &format!("%b{p}"), &j, &row_ty);
+                k.close();
+            }
+        }
+        let r = if self.gpu {
+            k.open("%begin", "%end")
+        } else {
+            let rc = k.index(rows);
+            k.open("%c0", &rc)
+        };
+        let base = k.mul(&r, &nc);
+        let (mean, rstd) = Self::row_stats(&mut k, &base, n, t, center, eps, &ty, "%b1");
+        // xhat_j = (x_j - mean) rstd; dxhat_j = g_j w_j
+        let xhat = |k: &mut Kernel, j: &str| -> String {
+            let p = k.add(&base, j);
+            let x = k.load("%b1", &p, &ty);
+            let d = k.fop("subf", &x, &mean, t);
+            k.fop("mulf", &d, &rstd, t)
+        };
+        let dxhat = |k: &mut Kernel, j: &str| -> String {
+            let p = k.add(&base, j);
+            let g = k.load("%b0", &p, &ty);
+            match w {
+                Some(w) => {
+                    let wv = k.load(&format!("%b{w}"), j, &row_ty);
+                    k.fop("mulf", &g, &wv, t)
+                }
+                None => g,
+            }
+        };
+        // mean(dxhat) and mean(dxhat * xhat)
+        let (j, acc, s1) = k.open_cols_reduce(&nc, &zero, f);
+        let d = dxhat(&mut k, &j);
+        let next = k.val(&format!("arith.addf {acc}, {d} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let s1 = k.warp_all(&s1, "addf", t);
+        let (j, acc, s2) = k.open_cols_reduce(&nc, &zero, f);
+        let d = dxhat(&mut k, &j);
+        let xh = xhat(&mut k, &j);
+        let dx_xh = k.fop("mulf", &d, &xh, t);
+        let next = k.val(&format!("arith.addf {acc}, {dx_xh} fastmath<fast> : {f}"));
+        k.close_with(&next, f);
+        let s2 = k.warp_all(&s2, "addf", t);
+        let m1 = if center { k.fop("divf", &s1, &count, t) } else { zero.clone() };
+        let m2 = k.fop("divf", &s2, &count, t);
+        let j = k.open_cols(&nc);
+        let d = dxhat(&mut k, &j);
+        let xh = xhat(&mut k, &j);
+        let a = k.fop("subf", &d, &m1, t);
+        let b = k.fop("mulf", &xh, &m2, t);
+        let c = k.fop("subf", &a, &b, t);
+        let v = k.fop("mulf", &c, &rstd, t);
+        let p = k.add(&base, &j);
+        k.store(&v, &format!("%b{dx}"), &p, &ty);
+        let g = k.load("%b0", &p, &ty);
+        let gpu = self.gpu;
+        let add_into = |k: &mut Kernel, p: usize, v: &str| {
+            if gpu {
+                k.val(&format!("memref.atomic_rmw addf {v}, %b{p}[{j}] : ({f}, {row_ty}) -> {f}"));
+            } else {
+                let cur = k.load(&format!("%b{p}"), &j, &row_ty);
+                let s = k.fop("addf", &cur, v, t);
+                k.store(&s, &format!("%b{p}"), &j, &row_ty);
+            }
+        };
+        if let Some(dw) = dw {
+            let gx = k.fop("mulf", &g, &xh, t);
+            add_into(&mut k, dw, &gx);
+        }
+        if let Some(db) = db {
+            add_into(&mut k, db, &g);
+        }
+        k.close();
+        k.close();
+        let (work, cost) = if self.gpu { (rows, n * 20) } else { (1, rows * n * 20) };
+        kernels.extend(self.one(k, specs, work, cost));
+        kernels
+    }
+}

@@ -1,0 +1,336 @@
+//! The CPU target: the kernels module becomes host code and a manifest
+//! ([`aicf_runtime::artifact`]).
+//!
+//! Each `ll` kernel becomes one function of a kernels module written in
+//! `scf`/`arith`/`math`/`memref` over flat (1-D) buffers, with the row range
+//! `[begin, end)` as its first two arguments; elementwise bodies are moved
+//! in as private functions and inlined. The module is lowered to the LLVM
+//! dialect (bare-pointer calling convention); each kernel is then named by
+//! the hash of its code and gets a C entry `aicf_<hash>(begin, end, void
+//! **buffers)`. Kernels the [`KernelCache`] does not hold are compiled for
+//! the host CPU (`clang -O3 -march=native`: the host's SIMD, detected, not
+//! hard-coded), a group per core in parallel, and `kernels.so` is linked
+//! from the cached objects: after a model rewrite only the kernels whose
+//! code changed are compiled again.
+
+use crate::codegen::prelude::*;
+
+/// Compiles the planned `module` (after `aicf-train-pipeline`) for the host
+/// CPU into `out_dir` (`manifest.json`, `kernels.so`); returns the manifest.
+/// Kernel objects are cached in [`KernelCache::default_dir`].
+pub fn compile_cpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
+    let cache = KernelCache::new(KernelCache::default_dir(out_dir));
+    Ok(compile_cpu_cached(ctx, module, ir_hash, out_dir, &cache)?.0)
+}
+
+/// [`compile_cpu`] with the kernel objects taken from (and added to)
+/// `cache`; also says how many kernels had to be compiled.
+pub fn compile_cpu_cached(
+    ctx: &CompilerContext,
+    module: &Module<'_>,
+    ir_hash: &str,
+    out_dir: &Path,
+    cache: &KernelCache,
+) -> Result<(Manifest, KernelStats)> {
+    compile(ctx, module, ir_hash, out_dir, Some(cache), GpuOptions::default())
+}
+
+/// The clang flags every kernel object is compiled with (part of its hash).
+pub(crate) const KERNEL_FLAGS: [&str; 8] = [
+    "-O3",
+    "-march=native",
+    "-fveclib=libmvec",
+    "-fPIC",
+    "-c",
+    "-Wno-override-module",
+    // Merging the runtime memory checks of a fully unrolled short row loop
+    // (bias + relu over 32 columns) is quadratic: half a second per kernel
+    // with LLVM 22's default of 100, 40 ms with 8; the kernels run the same.
+    "-mllvm",
+    "-memory-check-merge-threshold=8",
+];
+
+/// Compiled kernels, content-addressed by the hash of the kernel's
+/// LLVM-dialect function with its name taken out, the clang flags, clang and
+/// the host CPU: `<hash>.obj` names the object (`g_<group>.o`, compiled from
+/// `g_<group>.ll`) that holds the kernel, among the others compiled with it
+/// in one clang process. A kernel the model had before a rewrite (or that
+/// another model or batch size shares) is linked from here, not compiled
+/// again; identical kernels of one module are compiled once. Files are
+/// written under a temporary name and renamed, so concurrent builds share
+/// the directory.
+#[derive(Clone, Debug)]
+pub struct KernelCache {
+    dir: std::path::PathBuf,
+}
+
+impl KernelCache {
+    pub fn new(dir: std::path::PathBuf) -> Self {
+        KernelCache { dir }
+    }
+
+    /// `$AICF_CACHE_DIR/kernels` (default `~/.cache/aicf/kernels`), or
+    /// `out_dir/kernel-cache` without a home directory.
+    pub fn default_dir(out_dir: &Path) -> std::path::PathBuf {
+        aicf_runtime::registry::cache_dir().map(|d| d.join("kernels")).unwrap_or_else(|| out_dir.join("kernel-cache"))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The object holding kernel `hash`, if one was compiled: its
+    /// `<hash>.obj` names it.
+    pub(crate) fn object_of(&self, hash: &str) -> Option<std::path::PathBuf> {
+        let group = std::fs::read_to_string(self.dir.join(format!("{hash}.obj"))).ok()?;
+        let object = self.dir.join(format!("{}.o", group.trim()));
+        object.exists().then_some(object)
+    }
+
+    pub(crate) fn temporary(&self, name: &str) -> std::path::PathBuf {
+        self.dir.join(format!("{name}.{}.{}.tmp", std::process::id(), thread_tag()))
+    }
+
+    pub(crate) fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| internal(format!("{}: {e}", self.dir.display())))?;
+        let tmp = self.temporary(name);
+        let path = self.dir.join(name);
+        std::fs::write(&tmp, bytes)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| internal(format!("{}: {e}", path.display())))
+    }
+
+    /// Compiles each group's `<group>.ll` to `<group>.o`, all at once, and
+    /// then records for each of its kernels that the object holds it.
+    pub(crate) fn compile_all(&self, clang: &str, groups: &[(String, Vec<String>)]) -> Result<()> {
+        let compile_one = |(group, members): &(String, Vec<String>)| -> Result<()> {
+            let ll = self.dir.join(format!("{group}.ll"));
+            let tmp = self.temporary(&format!("{group}.o"));
+            let output = std::process::Command::new(clang)
+                .args(KERNEL_FLAGS)
+                .arg(&ll)
+                .arg("-o")
+                .arg(&tmp)
+                .output()
+                .map_err(|e| internal(format!("{clang}: {e}")))?;
+            if !output.status.success() {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(internal(format!(
+                    "{clang} failed on {}:\n{}",
+                    ll.display(),
+                    String::from_utf8_lossy(&output.stderr)
+                )));
+            }
+            let object = self.dir.join(format!("{group}.o"));
+            std::fs::rename(&tmp, &object).map_err(|e| internal(format!("{}: {e}", object.display())))?;
+            for hash in members {
+                self.write(&format!("{hash}.obj"), group.as_bytes())?;
+            }
+            Ok(())
+        };
+        let results: Vec<Result<()>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = groups.iter().map(|g| scope.spawn(move || compile_one(g))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(internal("a kernel compile thread panicked"))))
+                .collect()
+        });
+        results.into_iter().collect()
+    }
+}
+
+impl Generator {
+    /// Lowers the kernels to the LLVM dialect and builds `kernels.so` in
+    /// `out_dir` from one object per distinct kernel, taken from
+    /// `kernel_cache` when it holds it (see [`KernelCache`]), else compiled
+    /// there (`clang -O3`, one process per kernel, as many at once as there
+    /// are cores). Returns the target description and, per kernel name
+    /// (`kN`), its exported symbol `aicf_<hash>`.
+    pub(crate) fn build(
+        &self,
+        ctx: &CompilerContext,
+        out_dir: &Path,
+        cache: &KernelCache,
+    ) -> Result<(String, HashMap<String, String>, KernelStats)> {
+        let started = std::time::Instant::now();
+        let mut timings = crate::timing::Timings::default();
+        let source = format!("module {{\n{}}}\n", self.text);
+        let mlir = ctx.mlir();
+        let mut module = timings.time("kernels: parse, bodies, math expansion", || self.parse_kernels(ctx, &source))?;
+        timings.time("kernels: lower to the LLVM dialect", || {
+            crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_TO_LLVM)
+        })?;
+        let hash_started = std::time::Instant::now();
+        let (clang, cpu) = toolchain()?;
+        let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
+        // Declarations (libm, libmvec) go into every kernel's module; the
+        // kernels are hashed alone.
+        let mut declarations = String::new();
+        let mut defined: HashMap<String, MlirOperation> = HashMap::new();
+        for op in ops_of(top) {
+            let name = ir::string_attr(op, "sym_name").unwrap_or_default();
+            let has_body = unsafe { mlirOperationGetNumRegions(op) } > 0
+                && !unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) }.ptr.is_null();
+            if op_name(op) == "llvm.func" && has_body {
+                defined.insert(name, op);
+            } else {
+                let _ = writeln!(declarations, "  {}", ir::op_text_local(op));
+            }
+        }
+        let mut symbols = HashMap::new();
+        let mut kernels: Vec<(String, String)> = Vec::new(); // (hash, kernel and entry text) in first-use order
+        for (name, count) in &self.entries {
+            let op = defined.get(name).ok_or_else(|| internal(format!("kernel @{name} vanished in the lowering")))?;
+            let text = ir::op_text_local(*op);
+            let body = text.replacen(&format!("llvm.func @{name}("), "llvm.func @kernel(", 1);
+            let hash = artifact::ir_hash(&format!("{KERNEL_FLAGS:?} {clang} {cpu}\n{body}"));
+            symbols.insert(name.clone(), format!("aicf_{hash}"));
+            if kernels.iter().any(|(h, _)| *h == hash) {
+                continue;
+            }
+            // The kernel is internal to its object and its entry weak: an
+            // object compiled with other kernels may be linked beside
+            // another that holds the same one.
+            let mut m =
+                format!("  {}\n", body.replacen("llvm.func @kernel(", &format!("llvm.func internal @k_{hash}("), 1));
+            let _ = writeln!(m, "  llvm.func weak @aicf_{hash}(%begin: i64, %end: i64, %args: !llvm.ptr) {{");
+            let mut ptrs = Vec::new();
+            for i in 0..*count {
+                let _ = writeln!(
+                    m,
+                    "    %a{i} = llvm.getelementptr %args[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr\n    %p{i} = llvm.load %a{i} : !llvm.ptr -> !llvm.ptr"
+                );
+                ptrs.push(format!("%p{i}"));
+            }
+            let types = vec!["!llvm.ptr"; *count].join(", ");
+            let _ = writeln!(
+                m,
+                "    llvm.call @k_{hash}(%begin, %end, {}) : (i64, i64, {types}) -> ()\n    llvm.return\n  }}",
+                ptrs.join(", ")
+            );
+            kernels.push((hash, m));
+        }
+        timings.add(
+            "kernels: print and hash",
+            hash_started.elapsed().as_secs_f64(),
+            format!("{} distinct", kernels.len()),
+        );
+        // The missing kernels, in one group per core (a clang process costs
+        // about as much as compiling a small kernel): each group is
+        // translated here, then the groups compile in parallel.
+        let translate_started = std::time::Instant::now();
+        let missing: Vec<&(String, String)> = kernels.iter().filter(|(h, _)| cache.object_of(h).is_none()).collect();
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(missing.len()).max(1);
+        let mut groups = Vec::new();
+        for g in 0..workers {
+            let members: Vec<&(String, String)> = missing.iter().skip(g).step_by(workers).copied().collect();
+            if members.is_empty() {
+                continue;
+            }
+            let hashes: Vec<&str> = members.iter().map(|(h, _)| h.as_str()).collect();
+            let group = format!("g_{}", artifact::ir_hash(&hashes.join(" ")));
+            let text =
+                format!("module {{\n{declarations}{}}}\n", members.iter().map(|(_, t)| t.as_str()).collect::<String>());
+            let module = Module::parse(mlir, &text)
+                .ok_or_else(|| internal(format!("kernels {hashes:?} do not parse: {:?}", ctx.take_diagnostics())))?;
+            unsafe { mlirRegisterAllLLVMTranslations(mlir.to_raw()) };
+            let llvm = unsafe { mlirTranslateModuleToLLVMIRToString(module.as_operation().to_raw()) };
+            if llvm.is_null() {
+                return Err(internal(format!(
+                    "translation of kernels {hashes:?} to LLVM IR failed: {:?}",
+                    ctx.take_diagnostics()
+                )));
+            }
+            let llvm_text = unsafe { std::ffi::CStr::from_ptr(llvm) }.to_string_lossy().into_owned();
+            unsafe { LLVMDisposeMessage(llvm) };
+            cache.write(&format!("{group}.ll"), llvm_text.as_bytes())?;
+            groups.push((group, hashes.iter().map(|h| h.to_string()).collect::<Vec<_>>()));
+        }
+        let compiled = missing.len();
+        timings.add(
+            "kernels: translate to LLVM IR",
+            translate_started.elapsed().as_secs_f64(),
+            format!("{compiled} not cached"),
+        );
+        let clang_started = std::time::Instant::now();
+        cache.compile_all(clang, &groups)?;
+        timings.add(
+            "host compile (clang -O3)",
+            clang_started.elapsed().as_secs_f64(),
+            format!("{compiled} of {} kernels, {} processes", kernels.len(), groups.len()),
+        );
+        let link_started = std::time::Instant::now();
+        let mut objects: Vec<std::path::PathBuf> = Vec::new();
+        for (hash, _) in &kernels {
+            let object = cache
+                .object_of(hash)
+                .ok_or_else(|| internal(format!("kernel {hash} has no object in {}", cache.dir.display())))?;
+            if !objects.contains(&object) {
+                objects.push(object);
+            }
+        }
+        let so = out_dir.join("kernels.so");
+        let tmp = out_dir.join(format!("kernels.so.{}.{}.tmp", std::process::id(), thread_tag()));
+        let output = std::process::Command::new(clang)
+            .args(["-shared", "-fPIC", "-Wl,-z,defs"])
+            .args(&objects)
+            .arg("-o")
+            .arg(&tmp)
+            .args(["-lmvec", "-lm"])
+            .output()
+            .map_err(|e| internal(format!("{clang}: {e}")))?;
+        if !output.status.success() {
+            return Err(internal(format!(
+                "{clang} failed to link {}:\n{}",
+                so.display(),
+                String::from_utf8_lossy(&output.stderr)
+            )));
+        }
+        std::fs::rename(&tmp, &so).map_err(|e| internal(format!("{}: {e}", so.display())))?;
+        timings.add("link kernels.so", link_started.elapsed().as_secs_f64(), format!("{} objects", objects.len()));
+        let stats = KernelStats { kernels: kernels.len(), compiled, seconds: started.elapsed().as_secs_f64(), timings };
+        Ok((format!("{} cpu {cpu}", std::env::consts::ARCH), symbols, stats))
+    }
+}
+
+/// The C compiler that turns LLVM IR into the shared object: `$AICF_CLANG`,
+/// else clang-22 from the toolchain.
+pub(crate) fn clang() -> Result<String> {
+    if let Ok(c) = std::env::var("AICF_CLANG") {
+        return Ok(c);
+    }
+    for c in ["/usr/lib/llvm-22/bin/clang", "clang-22", "clang"] {
+        if std::process::Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()) {
+            return Ok(c.to_string());
+        }
+    }
+    Err(internal("no clang found to compile the kernels (run tools/setup.sh, or set AICF_CLANG)"))
+}
+
+/// clang and the host CPU it compiles for, looked up once per process.
+pub(crate) fn toolchain() -> Result<(&'static str, &'static str)> {
+    static FOUND: std::sync::OnceLock<std::result::Result<(String, String), String>> = std::sync::OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let clang = clang().map_err(|e| e.to_string())?;
+        let cpu = host_cpu(&clang);
+        Ok((clang, cpu))
+    });
+    match found {
+        Ok((clang, cpu)) => Ok((clang, cpu)),
+        Err(e) => Err(internal(e.clone())),
+    }
+}
+
+/// The host CPU clang compiles for under -march=native.
+pub(crate) fn host_cpu(clang: &str) -> String {
+    std::process::Command::new(clang)
+        .args(["-march=native", "-###", "-x", "c", "-c", "/dev/null"])
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stderr).into_owned();
+            let at = text.find("\"-target-cpu\" \"")? + 15;
+            Some(text[at..].split('"').next()?.to_string())
+        })
+        .unwrap_or_else(|| "native".into())
+}
