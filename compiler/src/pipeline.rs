@@ -6,7 +6,9 @@
 //!         --codegen (target)--> artifact: manifest.json + kernels.so | kernels.sm_*.ptx
 //! ```
 
-use crate::codegen::{self, KernelCache};
+pub use crate::codegen::Target;
+
+use crate::codegen;
 use crate::timing::Timings;
 use crate::{CompileError, CompilerContext, Result, run_pipeline};
 use aicf_runtime::artifact::{Manifest, ir_hash};
@@ -126,15 +128,6 @@ pub fn set_batch(size: usize) -> String {
     format!("builtin.module(hl-set-batch{{size={size}}})")
 }
 
-/// What code generation targets.
-#[derive(Clone, Debug)]
-pub enum Target {
-    /// The host CPU: `kernels.so`, built from kernels held in the cache.
-    Cpu(KernelCache),
-    /// NVIDIA GPUs: PTX for sm_80 and sm_90.
-    Cuda(codegen::GpuOptions),
-}
-
 /// One compiled artifact.
 #[derive(Clone, Debug)]
 pub struct Compiled {
@@ -171,10 +164,7 @@ pub fn compile_source(
         run_pipeline(&ctx, &mut module, &options.train_pipeline())
     })?;
     let hash = ir_hash(source);
-    let (manifest, stats) = match target {
-        Target::Cpu(cache) => codegen::compile_cpu_cached(&ctx, &module, &hash, out_dir, cache)?,
-        Target::Cuda(gpu) => codegen::compile_gpu_timed(&ctx, &module, &hash, out_dir, gpu)?,
-    };
+    let (manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
     timings.extend(stats.timings);
     Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })
 }

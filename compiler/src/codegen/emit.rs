@@ -55,15 +55,6 @@ impl Kernel {
         Kernel { text: String::new(), n: 0, depth: 2, lane: None }
     }
 
-    /// A row kernel that is warp-per-row on the GPU (`gpu`), else plain.
-    pub(crate) fn rows(gpu: bool) -> Self {
-        let mut k = Kernel::new();
-        if gpu {
-            k.lane = Some(k.val("gpu.lane_id"));
-        }
-        k
-    }
-
     /// Opens the loop over this thread's columns `0..n` of a row: all of
     /// them, or in a warp-per-row kernel the lane's (lane, lane + 32, ...).
     pub(crate) fn open_cols(&mut self, n: &str) -> String {

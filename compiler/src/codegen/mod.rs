@@ -32,8 +32,9 @@ mod prelude;
 pub mod target;
 
 pub use ops::gemm::mma::TensorCoreTile;
-pub use target::cpu::{KernelCache, compile_cpu, compile_cpu_cached};
-pub use target::gpu::{GpuOptions, compile_gpu, compile_gpu_timed, compile_gpu_with, ptx_path, ptxas, validate_ptx};
+pub use target::Target;
+pub use target::cpu::{KernelCache, compile_cpu};
+pub use target::gpu::{GpuOptions, compile_gpu, compile_gpu_with, ptx_path, ptxas, validate_ptx};
 
 use prelude::*;
 
@@ -140,21 +141,20 @@ pub struct KernelStats {
     pub timings: crate::timing::Timings,
 }
 
-/// `compile_cpu`, or with `gpu` [`gpu::compile_gpu`]: one generator writes
-/// both; the GPU differs in its elementwise and GEMM kernels and its build.
-pub(crate) fn compile(
+/// Generates the planned `module`'s kernels for `target` into `out_dir`
+/// (`manifest.json` and the target's kernel files); returns the manifest
+/// and how the build went.
+pub fn compile(
     ctx: &CompilerContext,
     module: &Module<'_>,
     ir_hash: &str,
     out_dir: &Path,
-    cpu: Option<&KernelCache>,
-    gpu_options: GpuOptions,
+    target: &Target,
 ) -> Result<(Manifest, KernelStats)> {
-    let gpu = cpu.is_none();
+    target.check()?;
     let raw = module.as_operation().to_raw();
     let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(raw, 0)) };
-    let mut generator =
-        Generator { gpu, gemm_tile: gpu_options.gemm_tile, wgmma: gpu_options.wgmma, ..Generator::default() };
+    let mut generator = Generator::new(target.info());
     let mut globals: HashMap<String, MlirOperation> = HashMap::new();
     let mut symbols = Vec::new();
     for op in ops_of(top) {
@@ -176,34 +176,8 @@ pub(crate) fn compile(
     }
     let generate_seconds = generate_started.elapsed().as_secs_f64();
     std::fs::create_dir_all(out_dir).map_err(|e| internal(format!("{}: {e}", out_dir.display())))?;
-    let mut stats = KernelStats::default();
-    let target = match cpu {
-        None => {
-            let started = std::time::Instant::now();
-            let target = generator.build_gpu(ctx, out_dir, &mut functions)?;
-            stats.kernels = generator.entries.len();
-            stats.compiled = stats.kernels;
-            stats.timings.add("PTX for sm_80 and sm_90 (NVVM)", started.elapsed().as_secs_f64(), "");
-            target
-        }
-        Some(cache) => {
-            let (target, names, s) = generator.build(ctx, out_dir, cache)?;
-            stats = s;
-            // Calls (and GEMM epilogues) name their kernel by its hash.
-            let rename = |symbol: &mut String| {
-                if let Some(new) = symbol.strip_prefix("aicf_").and_then(|k| names.get(k)) {
-                    *symbol = new.clone();
-                }
-            };
-            for call in functions.iter_mut().flat_map(|f| f.calls.iter_mut()) {
-                rename(&mut call.symbol);
-                if let Some(epilogue) = call.library.as_mut().and_then(|l| l.epilogue.as_mut()) {
-                    rename(epilogue);
-                }
-            }
-            target
-        }
-    };
+    let info = generator.target.clone();
+    let (target, mut stats) = info.build(&generator, ctx, out_dir, &mut functions)?;
     let manifest =
         Manifest { format: artifact::FORMAT, ir_hash: ir_hash.to_string(), target, symbols, constants, functions };
     let text = serde_json_string(&manifest)?;
@@ -269,7 +243,6 @@ pub(crate) fn buf_spec(v: MlirValue) -> Result<(Vec<usize>, DType)> {
     Ok((s.shape.clone(), s.dtype))
 }
 
-#[derive(Default)]
 pub(crate) struct Generator {
     /// The kernels module's text (func.func per kernel, body declarations).
     pub(crate) text: String,
@@ -282,8 +255,8 @@ pub(crate) struct Generator {
     pub(crate) library: HashMap<String, Option<LibraryGemm>>,
     /// Where the operands of the op being generated live.
     pub(crate) buffers: Vec<Buffer>,
-    /// Generating for the GPU (see `gpu.rs`).
-    pub(crate) gpu: bool,
+    /// What the kernels are written for.
+    pub(crate) target: std::rc::Rc<dyn TargetInfo>,
     /// GPU kernels written whole as `gpu.func` (not row functions), by
     /// name, with their launch shapes.
     pub(crate) gpu_funcs: Vec<(String, String)>,
@@ -294,10 +267,6 @@ pub(crate) struct Generator {
     pub(crate) signatures: HashMap<String, Vec<String>>,
     /// Row kernels that run a warp per work item on the GPU.
     pub(crate) warp_rows: std::collections::HashSet<String>,
-    /// The tiling of tensor-core GEMMs, if not each shape's default.
-    pub(crate) gemm_tile: Option<TensorCoreTile>,
-    /// Whether big tensor-core GEMMs get a wgmma form for sm_90.
-    pub(crate) wgmma: bool,
     /// The kernels written so far, in order, by their (deduplicated) names.
     pub(crate) finished: Vec<String>,
     /// A kernel's name by its content: the same code (another layer of the
@@ -314,6 +283,27 @@ pub(crate) struct Generator {
 pub(crate) type Kernels = Vec<(String, u64, u64, Vec<usize>, Vec<IndexCheck>)>;
 
 impl Generator {
+    pub(crate) fn new(target: std::rc::Rc<dyn TargetInfo>) -> Self {
+        Generator {
+            text: String::new(),
+            kernels: 0,
+            bodies: Vec::new(),
+            entries: Vec::new(),
+            library: HashMap::new(),
+            buffers: Vec::new(),
+            target,
+            gpu_funcs: Vec::new(),
+            hopper: HashMap::new(),
+            launches: HashMap::new(),
+            signatures: HashMap::new(),
+            warp_rows: Default::default(),
+            finished: Vec::new(),
+            kernel_of: HashMap::new(),
+            pending_bodies: Vec::new(),
+            body_keys: HashMap::new(),
+        }
+    }
+
     /// Plans one function: its arguments, constants and kernel calls, and
     /// writes its kernels.
     pub(crate) fn function(
@@ -443,11 +433,13 @@ impl Generator {
         let all: Vec<usize> = (0..x.len()).collect();
         // 16-bit floats: the GPU's tensor-core GEMM (and copies and fills).
         let narrow = specs.iter().any(|(_, t)| matches!(t, DType::F16 | DType::BF16));
-        if narrow && !(self.gpu && matches!(name.as_str(), "ll.gemm" | "ll.copy" | "ll.fill")) {
-            let backend = if self.gpu { "the GPU backend" } else { "the CPU backend" };
+        if narrow && !self.target.takes_16bit(&name) {
             return Err(unsupported_at(
                 op,
-                format!("{backend} has no f16/bf16 '{name}' kernel yet (only the GPU GEMM, copy and fill take them)"),
+                format!(
+                    "{} has no f16/bf16 '{name}' kernel yet (only the GPU GEMM, copy and fill take them)",
+                    self.target.name()
+                ),
             ));
         }
         Ok(match name.as_str() {
@@ -505,14 +497,7 @@ impl Generator {
                 self.finish(k, &specs);
                 vec![(self.last(), numel(shape).max(1) as u64, 1, all, vec![])]
             }
-            "ll.gemm" if self.gpu => self.gpu_gemm(op, &specs)?,
-            "ll.gemm" => {
-                let before = self.finished.len();
-                let (work, cost, library) = self.gemm(op, &specs)?;
-                let kernel = self.finished[before].clone();
-                self.library.insert(kernel.clone(), library);
-                vec![(kernel, work, cost, all, vec![])]
-            }
+            "ll.gemm" => self.target.clone().gemm(self, op, &specs)?,
             "ll.softmax_cross_entropy" => {
                 let (work, cost, check) = self.softmax_cross_entropy(op, &specs)?;
                 vec![(self.last(), work, cost, all, vec![check])]
@@ -525,7 +510,7 @@ impl Generator {
             "ll.softmax" => self.softmax(op, &specs, false),
             "ll.softmax_backward" => self.softmax(op, &specs, true),
             "ll.norm" => self.norm(op, &specs),
-            "ll.norm_backward" => self.norm_backward(op, &specs),
+            "ll.norm_backward" => self.target.clone().norm_backward(self, op, &specs),
             "ll.attention" => self.attention(op, &specs),
             "ll.gather" => self.gather(op, &specs, false),
             "ll.scatter_add" => self.gather(op, &specs, true),

@@ -2,10 +2,13 @@
 //! types, the kernel builder, and the generator's own items.
 
 pub(crate) use super::emit::{Kernel, cast_float, flat_type, lines, numel, row_major_strides, simd_lanes};
+pub(crate) use super::ops::attention::AttentionShape;
 pub(crate) use super::ops::gemm::mma::{TensorCoreTile, async_chunk, tensor_core_epilogue, tile_chunks};
 pub(crate) use super::ops::gemm::wgmma::{WGMMA_BK, WGMMA_STAGES};
 pub(crate) use super::ops::gemm::{Epilogue, GemmLayout, Tile};
-pub(crate) use super::target::gpu::{GpuOptions, REDUCE_BLOCK, block_sum, gpu_func_text};
+pub(crate) use super::target::cpu::KernelCache;
+pub(crate) use super::target::gpu::{GpuOptions, gpu_func_text};
+pub(crate) use super::target::{Target, TargetInfo, Team};
 pub(crate) use super::{
     Generator, KernelStats, Kernels, Result, at, compile, internal, runtime_dtype, thread_tag, unsupported_at,
     write_atomically,

@@ -135,9 +135,12 @@ impl Generator {
         if [a.l, a.s, a.d, a.dv].contains(&0) || a.d > ONLINE_HEAD || a.dv > ONLINE_HEAD {
             return self.attention_rows(op, specs);
         }
-        if self.gpu {
-            return self.gpu_attention(&a, specs);
-        }
+        self.target.clone().attention(self, &a, specs)
+    }
+
+    /// The CPU's form of online attention: a query row per work item, its
+    /// keys and values read from memory in turn.
+    pub(crate) fn online_attention(&mut self, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let t = a.t;
         let (tq, tk, tv, to) = (
             flat_type(&specs[0].0, t),

@@ -20,17 +20,10 @@ impl Generator {
         let cols = shape.last().copied().unwrap_or(1).max(1);
         let rows = (numel(&shape) / cols).max(1);
         let mut k = Kernel::new();
-        // On the GPU a work item is one element (consecutive threads touch
-        // consecutive addresses): its row and column are computed; on the
-        // CPU it is a row, whose columns run in the inner loop.
-        let (i, element) = if self.gpu {
-            let e = k.open("%begin", "%end");
-            let cols_c = k.index(cols);
-            let row = k.val(&format!("arith.divui {e}, {cols_c} : index"));
-            (row, Some(e))
-        } else {
-            (k.open("%begin", "%end"), None)
-        };
+        // A work item is an element on the GPU (consecutive threads touch
+        // consecutive addresses), a row on the CPU (its columns run in the
+        // inner loop).
+        let (i, element) = self.target.elementwise_item(&mut k, cols);
         // Per input: the offset of its row, and whether it runs along the row.
         let mut bases = Vec::new();
         for (s, _) in ins {

@@ -53,7 +53,7 @@ impl Generator {
         let rows = numel(shape) / n.max(1);
         let (eps, center) = (float_attr(op, "eps").unwrap_or(1e-5), !has(op, "rms"));
         let ty = flat_type(shape, t);
-        let mut k = Kernel::rows(self.gpu);
+        let mut k = self.target.row_kernel();
         let r = k.open("%begin", "%end");
         let nc = k.index(n);
         let base = k.mul(&r, &nc);
@@ -77,118 +77,169 @@ impl Generator {
         self.one(k, specs, rows, 10 * n)
     }
 
-    /// dx per row; dw and db summed over rows in the same pass. On the CPU
-    /// that is one work item (rows are not split over threads). On the GPU
-    /// a warp takes a row and adds its terms of dw and db atomically, after
-    /// a kernel that zeroes them.
-    pub(crate) fn norm_backward(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+    /// dx per row; dw and db summed over rows in the same pass, every row
+    /// in order in one work item: the CPU's form (deterministic sums, rows
+    /// not split over threads).
+    pub(crate) fn norm_backward_serial(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let g = NormGradient::of(op, specs);
+        let t = g.t;
+        let mut k = self.target.row_kernel();
+        let zero = k.float(0.0, t);
+        let nc = k.index(g.n);
+        let count = k.float(g.n as f64, t);
+        for p in [g.dw, g.db].into_iter().flatten() {
+            let j = k.open("%c0", &nc);
+            k.store(&zero, &format!("%b{p}"), &j, &g.row_ty);
+            k.close();
+        }
+        let rc = k.index(g.rows);
+        let r = k.open("%c0", &rc);
+        let row_ty = g.row_ty.clone();
+        g.row(&mut k, &r, &nc, &zero, &count, &|k: &mut Kernel, p: usize, j: &str, v: &str| {
+            let cur = k.load(&format!("%b{p}"), j, &row_ty);
+            let s = k.fop("addf", &cur, v, t);
+            k.store(&s, &format!("%b{p}"), j, &row_ty);
+        });
+        self.one(k, specs, 1, g.rows * g.n * 20)
+    }
+
+    /// dx per row, a warp per row; each row adds its terms of dw and db
+    /// atomically, after a kernel that zeroes them: the GPU's form.
+    pub(crate) fn norm_backward_atomic(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let g = NormGradient::of(op, specs);
+        let (t, f) = (g.t, g.t.mlir());
+        let mut kernels = Vec::new();
+        if g.dw.is_some() || g.db.is_some() {
+            let mut k = Kernel::new();
+            let zero = k.float(0.0, t);
+            let j = k.open("%begin", "%end");
+            for p in [g.dw, g.db].into_iter().flatten() {
+                k.store(&zero, &format!("%b{p}"), &j, &g.row_ty);
+            }
+            k.close();
+            kernels.extend(self.one(k, specs, g.n, 1));
+        }
+        let mut k = self.target.row_kernel();
+        let zero = k.float(0.0, t);
+        let nc = k.index(g.n);
+        let count = k.float(g.n as f64, t);
+        let r = k.open("%begin", "%end");
+        let row_ty = g.row_ty.clone();
+        g.row(&mut k, &r, &nc, &zero, &count, &|k: &mut Kernel, p: usize, j: &str, v: &str| {
+            k.val(&format!("memref.atomic_rmw addf {v}, %b{p}[{j}] : ({f}, {row_ty}) -> {f}"));
+        });
+        kernels.extend(self.one(k, specs, g.rows, g.n * 20));
+        kernels
+    }
+}
+
+/// An `ll.norm_backward`: its operands and the normalised shape.
+struct NormGradient {
+    w: Option<usize>,
+    dx: usize,
+    dw: Option<usize>,
+    db: Option<usize>,
+    t: DType,
+    n: usize,
+    rows: usize,
+    eps: f64,
+    center: bool,
+    ty: String,
+    row_ty: String,
+}
+
+impl NormGradient {
+    fn of(op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Self {
         let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 1, 0, 0]);
         let w = (seg[2] > 0).then_some(2);
         let dx = 2 + seg[2] as usize;
         let dw = (seg[4] > 0).then_some(dx + 1);
         let db = (seg[5] > 0).then_some(dx + 1 + seg[4] as usize);
         let (shape, t) = (&specs[1].0, specs[1].1);
-        let f = t.mlir();
         let dims = int_attr(op, "dims").unwrap_or(1) as usize;
         let n: usize = shape[shape.len() - dims..].iter().product();
         let rows = numel(shape) / n.max(1);
         let (eps, center) = (float_attr(op, "eps").unwrap_or(1e-5), !has(op, "rms"));
-        let ty = flat_type(shape, t);
-        let row_ty = format!("memref<{n}x{f}>");
-        let mut kernels = Vec::new();
-        if self.gpu && (dw.is_some() || db.is_some()) {
-            let mut k = Kernel::new();
-            let zero = k.float(0.0, t);
-            let j = k.open("%begin", "%end");
-            for p in [dw, db].into_iter().flatten() {
-                k.store(&zero, &format!("%b{p}"), &j, &row_ty);
-            }
-            k.close();
-            kernels.extend(self.one(k, specs, n, 1));
+        NormGradient {
+            w,
+            dx,
+            dw,
+            db,
+            t,
+            n,
+            rows,
+            eps,
+            center,
+            ty: flat_type(shape, t),
+            row_ty: format!("memref<{n}x{}>", t.mlir()),
         }
-        let mut k = Kernel::rows(self.gpu);
-        let zero = k.float(0.0, t);
-        let nc = k.index(n);
-        let count = k.float(n as f64, t);
-        if !self.gpu {
-            for p in [dw, db].into_iter().flatten() {
-                let j = k.open("%c0", &nc);
-                k.store(&zero, &format!("%b{p}"), &j, &row_ty);
-                k.close();
-            }
-        }
-        let r = if self.gpu {
-            k.open("%begin", "%end")
-        } else {
-            let rc = k.index(rows);
-            k.open("%c0", &rc)
-        };
-        let base = k.mul(&r, &nc);
-        let (mean, rstd) = Self::row_stats(&mut k, &base, n, t, center, eps, &ty, "%b1");
+    }
+
+    /// Row `r` (inside its loop): dx, and each column's terms of dw and db
+    /// added by `add_into(k, buffer, column, value)`; closes the row loop.
+    fn row(
+        &self,
+        k: &mut Kernel,
+        r: &str,
+        nc: &str,
+        zero: &str,
+        count: &str,
+        add_into: &dyn Fn(&mut Kernel, usize, &str, &str),
+    ) {
+        let (t, f, ty) = (self.t, self.t.mlir(), &self.ty);
+        let base = k.mul(r, nc);
+        let (mean, rstd) = Generator::row_stats(k, &base, self.n, t, self.center, self.eps, ty, "%b1");
         // xhat_j = (x_j - mean) rstd; dxhat_j = g_j w_j
         let xhat = |k: &mut Kernel, j: &str| -> String {
             let p = k.add(&base, j);
-            let x = k.load("%b1", &p, &ty);
+            let x = k.load("%b1", &p, ty);
             let d = k.fop("subf", &x, &mean, t);
             k.fop("mulf", &d, &rstd, t)
         };
         let dxhat = |k: &mut Kernel, j: &str| -> String {
             let p = k.add(&base, j);
-            let g = k.load("%b0", &p, &ty);
-            match w {
+            let g = k.load("%b0", &p, ty);
+            match self.w {
                 Some(w) => {
-                    let wv = k.load(&format!("%b{w}"), j, &row_ty);
+                    let wv = k.load(&format!("%b{w}"), j, &self.row_ty);
                     k.fop("mulf", &g, &wv, t)
                 }
                 None => g,
             }
         };
         // mean(dxhat) and mean(dxhat * xhat)
-        let (j, acc, s1) = k.open_cols_reduce(&nc, &zero, f);
-        let d = dxhat(&mut k, &j);
+        let (j, acc, s1) = k.open_cols_reduce(nc, zero, f);
+        let d = dxhat(k, &j);
         let next = k.val(&format!("arith.addf {acc}, {d} fastmath<fast> : {f}"));
         k.close_with(&next, f);
         let s1 = k.warp_all(&s1, "addf", t);
-        let (j, acc, s2) = k.open_cols_reduce(&nc, &zero, f);
-        let d = dxhat(&mut k, &j);
-        let xh = xhat(&mut k, &j);
+        let (j, acc, s2) = k.open_cols_reduce(nc, zero, f);
+        let d = dxhat(k, &j);
+        let xh = xhat(k, &j);
         let dx_xh = k.fop("mulf", &d, &xh, t);
         let next = k.val(&format!("arith.addf {acc}, {dx_xh} fastmath<fast> : {f}"));
         k.close_with(&next, f);
         let s2 = k.warp_all(&s2, "addf", t);
-        let m1 = if center { k.fop("divf", &s1, &count, t) } else { zero.clone() };
-        let m2 = k.fop("divf", &s2, &count, t);
-        let j = k.open_cols(&nc);
-        let d = dxhat(&mut k, &j);
-        let xh = xhat(&mut k, &j);
+        let m1 = if self.center { k.fop("divf", &s1, count, t) } else { zero.to_string() };
+        let m2 = k.fop("divf", &s2, count, t);
+        let j = k.open_cols(nc);
+        let d = dxhat(k, &j);
+        let xh = xhat(k, &j);
         let a = k.fop("subf", &d, &m1, t);
         let b = k.fop("mulf", &xh, &m2, t);
         let c = k.fop("subf", &a, &b, t);
         let v = k.fop("mulf", &c, &rstd, t);
         let p = k.add(&base, &j);
-        k.store(&v, &format!("%b{dx}"), &p, &ty);
-        let g = k.load("%b0", &p, &ty);
-        let gpu = self.gpu;
-        let add_into = |k: &mut Kernel, p: usize, v: &str| {
-            if gpu {
-                k.val(&format!("memref.atomic_rmw addf {v}, %b{p}[{j}] : ({f}, {row_ty}) -> {f}"));
-            } else {
-                let cur = k.load(&format!("%b{p}"), &j, &row_ty);
-                let s = k.fop("addf", &cur, v, t);
-                k.store(&s, &format!("%b{p}"), &j, &row_ty);
-            }
-        };
-        if let Some(dw) = dw {
+        k.store(&v, &format!("%b{}", self.dx), &p, ty);
+        let g = k.load("%b0", &p, ty);
+        if let Some(dw) = self.dw {
             let gx = k.fop("mulf", &g, &xh, t);
-            add_into(&mut k, dw, &gx);
+            add_into(k, dw, &j, &gx);
         }
-        if let Some(db) = db {
-            add_into(&mut k, db, &g);
+        if let Some(db) = self.db {
+            add_into(k, db, &j, &g);
         }
         k.close();
         k.close();
-        let (work, cost) = if self.gpu { (rows, n * 20) } else { (1, rows * n * 20) };
-        kernels.extend(self.one(k, specs, work, cost));
-        kernels
     }
 }

@@ -9,7 +9,7 @@ impl Generator {
         let (outer, n, inner) = lines(shape, axis);
         let (ty, f) = (flat_type(shape, t), t.mlir());
         let out = if backward { "%b2" } else { "%b1" };
-        let mut k = Kernel::rows(self.gpu);
+        let mut k = self.target.row_kernel();
         let zero = k.float(0.0, t);
         let nc = k.index(n);
         let l = k.open("%begin", "%end");
@@ -99,24 +99,14 @@ impl Generator {
         let label_t = specs[1].1;
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let f = t.mlir();
-        let mut k = Kernel::rows(self.gpu);
+        let mut k = self.target.row_kernel();
         let zero = k.float(0.0, t);
         let one = k.float(1.0, t);
         let (rc, cc) = (k.index(rows), k.index(classes));
-        // GPU: thread `tid` counts rows tid, tid + B, ...; warp `tid / 32`
-        // takes rows warp, warp + B / 32, ...
-        let (tid, step, warp, warps) = if self.gpu {
-            let tid = k.val("gpu.thread_id x");
-            let step = k.index(REDUCE_BLOCK);
-            let width = k.index(32);
-            let warp = k.val(&format!("arith.divui {tid}, {width} : index"));
-            let warps = k.index(REDUCE_BLOCK / 32);
-            (tid, step, warp, warps)
-        } else {
-            let c0 = "%c0".to_string();
-            let c1 = "%c1".to_string();
-            (c0.clone(), c1.clone(), c0, c1)
-        };
+        // The team's thread `tid` counts rows tid, tid + step, ...; warp
+        // `warp` takes rows warp, warp + warps, ...
+        let team = self.target.team(&mut k);
+        let (tid, step, warp, warps) = (&team.tid, &team.step, &team.warp, &team.warps);
         let lt = label_t.mlir();
         let ignore_c = ignore.map(|i| k.val(&format!("arith.constant {i} : {lt}")));
         // Whether label `l` counts (every label does without an ignore index).
@@ -128,13 +118,13 @@ impl Generator {
         let count = if sum {
             one.clone()
         } else {
-            let (r, acc, res) = k.open_reduce_all(&tid, &rc, &step, std::slice::from_ref(&zero), f);
+            let (r, acc, res) = k.open_reduce_all(tid, &rc, step, std::slice::from_ref(&zero), f);
             let l = k.load("%b1", &r, &ty(1));
             let valid = labelled(&mut k, &l);
             let inc = k.val(&format!("arith.select {valid}, {one}, {zero} : {f}"));
             let s = k.fop("addf", &acc[0], &inc, t);
             k.close_with_all(&[s], f);
-            if self.gpu { block_sum(&mut k, &tid, &res[0], t) } else { res[0].clone() }
+            self.target.team_sum(&mut k, &team, &res[0], t)
         };
         let upstream = match grad_output {
             Some(p) => {
@@ -145,7 +135,7 @@ impl Generator {
             None => k.float(grad_scale, t),
         };
         let scale = k.fop("divf", &upstream, &count, t);
-        let (r, accs, totals) = k.open_reduce_all(&warp, &rc, &warps, std::slice::from_ref(&zero), f);
+        let (r, accs, totals) = k.open_reduce_all(warp, &rc, warps, std::slice::from_ref(&zero), f);
         let acc = accs[0].clone();
         let l = k.load("%b1", &r, &ty(1));
         let valid = labelled(&mut k, &l);
@@ -189,35 +179,9 @@ impl Generator {
             k.close();
         }
         k.close_with_all(&[next], f);
-        let total = match &k.lane {
-            // every lane holds its warp's total: lane 0's counts
-            Some(lane) => {
-                let lane = lane.clone();
-                let first = k.val(&format!("arith.cmpi eq, {lane}, %c0 : index"));
-                let part = k.val(&format!("arith.select {first}, {}, {zero} : {f}", totals[0]));
-                block_sum(&mut k, &tid, &part, t)
-            }
-            None => totals[0].clone(),
-        };
+        let total = self.target.team_total(&mut k, &team, &totals[0], t);
         let l = if sum { total } else { k.fop("divf", &total, &count, t) };
-        if self.gpu {
-            let first = k.val(&format!("arith.cmpi eq, {tid}, %c0 : index"));
-            k.line(&format!("scf.if {first} {{"));
-            k.depth += 1;
-            k.store(&l, &format!("%b{loss}"), "%c0", &ty(loss));
-            k.close();
-            self.finish_gpu_func(
-                k,
-                specs,
-                &[("%S", format!("memref<{}x{f}, #gpu.address_space<workgroup>>", REDUCE_BLOCK / 32))],
-                [1, 1, 1],
-                REDUCE_BLOCK as u32,
-            );
-        } else {
-            k.store(&l, &format!("%b{loss}"), "%c0", &ty(loss));
-            // One work item, [0, 1): the whole op.
-            self.finish(k, specs);
-        }
+        self.target.clone().finish_team(self, k, &team, &l, loss, specs);
         let check = IndexCheck {
             operand: 1,
             dtype: runtime_dtype(label_t)?,

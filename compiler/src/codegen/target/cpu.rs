@@ -20,19 +20,94 @@ use crate::codegen::prelude::*;
 /// Kernel objects are cached in [`KernelCache::default_dir`].
 pub fn compile_cpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
     let cache = KernelCache::new(KernelCache::default_dir(out_dir));
-    Ok(compile_cpu_cached(ctx, module, ir_hash, out_dir, &cache)?.0)
+    Ok(compile(ctx, module, ir_hash, out_dir, &Target::Cpu(cache))?.0)
 }
 
-/// [`compile_cpu`] with the kernel objects taken from (and added to)
-/// `cache`; also says how many kernels had to be compiled.
-pub fn compile_cpu_cached(
-    ctx: &CompilerContext,
-    module: &Module<'_>,
-    ir_hash: &str,
-    out_dir: &Path,
-    cache: &KernelCache,
-) -> Result<(Manifest, KernelStats)> {
-    compile(ctx, module, ir_hash, out_dir, Some(cache), GpuOptions::default())
+/// The host CPU: a thread per row (columns in the inner loop, where LLVM
+/// vectorises them), whole-op reductions in one thread, every kernel a row
+/// function behind a C entry in kernels.so.
+pub(crate) struct CpuTarget {
+    pub(crate) cache: KernelCache,
+}
+
+impl TargetInfo for CpuTarget {
+    fn name(&self) -> &'static str {
+        "the CPU backend"
+    }
+
+    fn takes_16bit(&self, _op: &str) -> bool {
+        false
+    }
+
+    fn row_kernel(&self) -> Kernel {
+        Kernel::new()
+    }
+
+    fn elementwise_item(&self, k: &mut Kernel, _cols: usize) -> (String, Option<String>) {
+        (k.open("%begin", "%end"), None)
+    }
+
+    fn team(&self, _k: &mut Kernel) -> Team {
+        let (c0, c1) = ("%c0".to_string(), "%c1".to_string());
+        Team { tid: c0.clone(), step: c1.clone(), warp: c0, warps: c1 }
+    }
+
+    fn team_sum(&self, _k: &mut Kernel, _team: &Team, part: &str, _t: DType) -> String {
+        part.to_string()
+    }
+
+    fn team_total(&self, _k: &mut Kernel, _team: &Team, warp_total: &str, _t: DType) -> String {
+        warp_total.to_string()
+    }
+
+    fn finish_team(
+        &self,
+        g: &mut Generator,
+        mut k: Kernel,
+        _team: &Team,
+        value: &str,
+        out: usize,
+        specs: &[(Vec<usize>, DType)],
+    ) -> String {
+        k.store(value, &format!("%b{out}"), "%c0", &flat_type(&specs[out].0, specs[out].1));
+        // One work item, [0, 1): the whole op.
+        g.finish(k, specs)
+    }
+
+    fn gemm(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels> {
+        g.cpu_gemm(op, specs)
+    }
+
+    fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        g.online_attention(a, specs)
+    }
+
+    fn norm_backward(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        g.norm_backward_serial(op, specs)
+    }
+
+    fn build(
+        &self,
+        g: &Generator,
+        ctx: &CompilerContext,
+        out_dir: &Path,
+        functions: &mut [Function],
+    ) -> Result<(String, KernelStats)> {
+        let (target, names, stats) = g.build(ctx, out_dir, &self.cache)?;
+        // Calls (and GEMM epilogues) name their kernel by its hash.
+        let rename = |symbol: &mut String| {
+            if let Some(new) = symbol.strip_prefix("aicf_").and_then(|k| names.get(k)) {
+                *symbol = new.clone();
+            }
+        };
+        for call in functions.iter_mut().flat_map(|f| f.calls.iter_mut()) {
+            rename(&mut call.symbol);
+            if let Some(epilogue) = call.library.as_mut().and_then(|l| l.epilogue.as_mut()) {
+                rename(epilogue);
+            }
+        }
+        Ok((target, stats))
+    }
 }
 
 /// The clang flags every kernel object is compiled with (part of its hash).

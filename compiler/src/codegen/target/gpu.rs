@@ -88,21 +88,109 @@ pub fn compile_gpu_with(
     out_dir: &Path,
     options: &GpuOptions,
 ) -> Result<Manifest> {
-    Ok(compile_gpu_timed(ctx, module, ir_hash, out_dir, options)?.0)
+    Ok(compile(ctx, module, ir_hash, out_dir, &Target::Cuda(*options))?.0)
 }
 
-/// [`compile_gpu_with`], also saying how long each stage took.
-pub fn compile_gpu_timed(
-    ctx: &CompilerContext,
-    module: &Module<'_>,
-    ir_hash: &str,
-    out_dir: &Path,
-    options: &GpuOptions,
-) -> Result<(Manifest, KernelStats)> {
-    if let Some(tile) = options.gemm_tile {
-        tile.check().map_err(|e| CompileError::Unsupported(format!("the GEMM tile option: {e}")))?;
+/// NVIDIA GPUs: an element per thread for elementwise kernels, a warp per
+/// row for row kernels, a block of [`REDUCE_BLOCK`] threads for a whole-op
+/// reduction; GEMM and attention written whole for the GPU.
+pub(crate) struct GpuTarget {
+    pub(crate) options: GpuOptions,
+}
+
+impl TargetInfo for GpuTarget {
+    fn name(&self) -> &'static str {
+        "the GPU backend"
     }
-    compile(ctx, module, ir_hash, out_dir, None, *options)
+
+    fn takes_16bit(&self, op: &str) -> bool {
+        matches!(op, "ll.gemm" | "ll.copy" | "ll.fill")
+    }
+
+    fn row_kernel(&self) -> Kernel {
+        let mut k = Kernel::new();
+        k.lane = Some(k.val("gpu.lane_id"));
+        k
+    }
+
+    fn elementwise_item(&self, k: &mut Kernel, cols: usize) -> (String, Option<String>) {
+        let e = k.open("%begin", "%end");
+        let cols_c = k.index(cols);
+        let row = k.val(&format!("arith.divui {e}, {cols_c} : index"));
+        (row, Some(e))
+    }
+
+    fn team(&self, k: &mut Kernel) -> Team {
+        let tid = k.val("gpu.thread_id x");
+        let step = k.index(REDUCE_BLOCK);
+        let width = k.index(32);
+        let warp = k.val(&format!("arith.divui {tid}, {width} : index"));
+        let warps = k.index(REDUCE_BLOCK / 32);
+        Team { tid, step, warp, warps }
+    }
+
+    fn team_sum(&self, k: &mut Kernel, team: &Team, part: &str, t: DType) -> String {
+        block_sum(k, &team.tid, part, t)
+    }
+
+    fn team_total(&self, k: &mut Kernel, team: &Team, warp_total: &str, t: DType) -> String {
+        // Every lane holds its warp's total: lane 0's counts.
+        let part = match k.lane.clone() {
+            Some(lane) => {
+                let zero = k.float(0.0, t);
+                let first = k.val(&format!("arith.cmpi eq, {lane}, %c0 : index"));
+                k.val(&format!("arith.select {first}, {warp_total}, {zero} : {}", t.mlir()))
+            }
+            None => warp_total.to_string(),
+        };
+        block_sum(k, &team.tid, &part, t)
+    }
+
+    fn finish_team(
+        &self,
+        g: &mut Generator,
+        mut k: Kernel,
+        team: &Team,
+        value: &str,
+        out: usize,
+        specs: &[(Vec<usize>, DType)],
+    ) -> String {
+        let t = specs[out].1;
+        let first = k.val(&format!("arith.cmpi eq, {}, %c0 : index", team.tid));
+        k.line(&format!("scf.if {first} {{"));
+        k.depth += 1;
+        k.store(value, &format!("%b{out}"), "%c0", &flat_type(&specs[out].0, t));
+        k.close();
+        let shared = format!("memref<{}x{}, #gpu.address_space<workgroup>>", REDUCE_BLOCK / 32, t.mlir());
+        g.finish_gpu_func(k, specs, &[("%S", shared)], [1, 1, 1], REDUCE_BLOCK as u32)
+    }
+
+    fn gemm(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels> {
+        g.gpu_gemm(op, specs, &self.options)
+    }
+
+    fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        g.gpu_attention(a, specs)
+    }
+
+    fn norm_backward(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        g.norm_backward_atomic(op, specs)
+    }
+
+    fn build(
+        &self,
+        g: &Generator,
+        ctx: &CompilerContext,
+        out_dir: &Path,
+        functions: &mut [Function],
+    ) -> Result<(String, KernelStats)> {
+        let started = std::time::Instant::now();
+        let target = g.build_gpu(ctx, out_dir, functions)?;
+        let mut stats = KernelStats { kernels: g.entries.len() + g.gpu_funcs.len(), ..KernelStats::default() };
+        stats.compiled = stats.kernels;
+        stats.timings.add("PTX for sm_80 and sm_90 (NVVM)", started.elapsed().as_secs_f64(), "");
+        Ok((target, stats))
+    }
 }
 
 /// The PTX file of `chip` in an artifact directory.

@@ -1,6 +1,115 @@
-//! What code generation targets: the host CPU (`cpu.rs`: kernels.so built
-//! from a content-addressed kernel cache) and NVIDIA GPUs (`gpu.rs`: PTX
-//! for sm_80 and sm_90a, launch shapes in the manifest).
+//! What code generation targets, as a value: [`Target`] is what a caller
+//! picks (the host CPU with its kernel cache, or NVIDIA GPUs with their
+//! options); [`TargetInfo`] is how that target shapes the kernels the op
+//! families write (Triton's `TargetInfoBase`): how a row kernel or an
+//! elementwise kernel maps onto threads, how the threads of a whole-op
+//! reduction combine, which form of a family (GEMM, attention, a norm's
+//! gradient) it runs, and how the kernels become an artifact. The op
+//! generators (`ops/`) call these hooks and never ask which target it is.
+//!
+//! `cpu.rs`: kernels.so from a content-addressed kernel cache. `gpu.rs`:
+//! PTX for sm_80 and sm_90a, launch shapes in the manifest.
 
 pub mod cpu;
 pub mod gpu;
+
+use crate::codegen::prelude::*;
+
+/// What code is generated for.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// The host CPU: `kernels.so`, built from kernels held in the cache.
+    Cpu(KernelCache),
+    /// NVIDIA GPUs: PTX for sm_80 and sm_90.
+    Cuda(GpuOptions),
+}
+
+impl Target {
+    /// Whether the options make sense (a GEMM tiling the GPU can run).
+    pub(crate) fn check(&self) -> Result<()> {
+        match self {
+            Target::Cuda(GpuOptions { gemm_tile: Some(tile), .. }) => {
+                tile.check().map_err(|e| CompileError::Unsupported(format!("the GEMM tile option: {e}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The hooks of this target.
+    pub(crate) fn info(&self) -> std::rc::Rc<dyn TargetInfo> {
+        match self {
+            Target::Cpu(cache) => std::rc::Rc::new(cpu::CpuTarget { cache: cache.clone() }),
+            Target::Cuda(options) => std::rc::Rc::new(gpu::GpuTarget { options: *options }),
+        }
+    }
+}
+
+/// The threads of a kernel that reduces a whole op (a loss over every
+/// row): the id of this thread, the stride its loop over rows takes, and
+/// the warp id and warp count when a warp takes a row.
+pub(crate) struct Team {
+    pub(crate) tid: String,
+    pub(crate) step: String,
+    pub(crate) warp: String,
+    pub(crate) warps: String,
+}
+
+/// How a target shapes kernels.
+pub(crate) trait TargetInfo {
+    /// For messages: `the CPU backend`.
+    fn name(&self) -> &'static str;
+
+    /// Whether this target's kernel of `op` takes f16/bf16 buffers.
+    fn takes_16bit(&self, op: &str) -> bool;
+
+    /// A kernel over rows (softmax, norms, losses): the GPU gives each row
+    /// a warp (columns over its lanes, row reductions by shuffles), the CPU
+    /// a thread.
+    fn row_kernel(&self) -> Kernel;
+
+    /// Opens an elementwise kernel's loop over its work items: returns the
+    /// row an item is in and, where an item is one element, the element.
+    fn elementwise_item(&self, k: &mut Kernel, cols: usize) -> (String, Option<String>);
+
+    /// The threads of a whole-op reduction kernel.
+    fn team(&self, k: &mut Kernel) -> Team;
+
+    /// `part` summed over the team's threads.
+    fn team_sum(&self, k: &mut Kernel, team: &Team, part: &str, t: DType) -> String;
+
+    /// The team's total of `warp_total` (each warp's, held by every lane).
+    fn team_total(&self, k: &mut Kernel, team: &Team, warp_total: &str, t: DType) -> String;
+
+    /// Stores `value` into buffer `out` once for the team and finishes the
+    /// kernel (one work item: the whole op); returns its name.
+    fn finish_team(
+        &self,
+        g: &mut Generator,
+        k: Kernel,
+        team: &Team,
+        value: &str,
+        out: usize,
+        specs: &[(Vec<usize>, DType)],
+    ) -> String;
+
+    /// The form of `ll.gemm` (`ops/gemm/`).
+    fn gemm(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels>;
+
+    /// The form of online attention (`ops/attention.rs`).
+    fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels;
+
+    /// The form of `ll.norm_backward` (`ops/norm.rs`): how every row's
+    /// contribution to the shared weight and bias gradients is added.
+    fn norm_backward(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels;
+
+    /// Builds the artifact in `out_dir` from the generated kernels; sets
+    /// each call's kernel symbol and launch as the target names them.
+    /// Returns the manifest's target description and the build's stats.
+    fn build(
+        &self,
+        g: &Generator,
+        ctx: &CompilerContext,
+        out_dir: &Path,
+        functions: &mut [Function],
+    ) -> Result<(String, KernelStats)>;
+}

@@ -1,6 +1,16 @@
 use crate::codegen::prelude::*;
 
 impl Generator {
+    /// The CPU's GEMM: the generated kernel, with the library candidates
+    /// the registry times against it.
+    pub(crate) fn cpu_gemm(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels> {
+        let before = self.finished.len();
+        let (work, cost, library) = self.gemm(op, specs)?;
+        let kernel = self.finished[before].clone();
+        self.library.insert(kernel.clone(), library);
+        Ok(vec![(kernel, work, cost, (0..specs.len()).collect(), vec![])])
+    }
+
     /// One row of the (batched) product per work item, accumulated in a
     /// stack row, then the epilogue.
     pub(crate) fn gemm(

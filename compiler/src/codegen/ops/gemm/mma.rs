@@ -102,11 +102,12 @@ impl Generator {
         l: &GemmLayout,
         et: DType,
         specs: &[(Vec<usize>, DType)],
+        options: &GpuOptions,
     ) -> (String, u64, u64, Vec<usize>, Vec<IndexCheck>) {
         let GemmLayout { ta, tb, rows, m, kk, n, batched, .. } = *l;
         let e = et.mlir();
         let batch = rows / m.max(1);
-        let tile = self.gemm_tile.unwrap_or_else(|| TensorCoreTile::for_shape(m, n, batch));
+        let tile = options.gemm_tile.unwrap_or_else(|| TensorCoreTile::for_shape(m, n, batch));
         let TensorCoreTile { warps_m: _, warps_n: wn, frags_m: fm, frags_n: fnn, bk, stages } = tile;
         let (bm, bn) = tile.block();
         let threads = tile.threads();
@@ -324,7 +325,7 @@ impl Generator {
         let name = self.finish_gpu_func(k, specs, &[], grid, threads as u32);
         let mut shared = tile.shared_bytes(ta, tb);
         // The same block tile and threads on Hopper's warpgroup MMA.
-        if self.wgmma && asynchronous && tile.block() == (128, 256) && threads == 256 {
+        if options.wgmma && asynchronous && tile.block() == (128, 256) && threads == 256 {
             // A tile of the wgmma's own depth along k sets its stages too.
             let wgmma_stages = if tile.bk == WGMMA_BK { tile.stages } else { WGMMA_STAGES };
             let (text, bytes) = self.wgmma_gemm(&name, l, et, specs, wgmma_stages);

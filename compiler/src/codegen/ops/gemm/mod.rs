@@ -237,8 +237,16 @@ impl Generator {
     /// tanh-GELU, accumulate, alpha; no mask, residual or row sum), the
     /// GEMM kernel's call also carries the library candidate, which the
     /// runtime's registry may choose instead.
-    pub(crate) fn gpu_gemm(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels> {
-        let kernels = self.gpu_gemm_kernels(op, specs)?;
+    /// The GPU's GEMM: SIMT tiles for f32, the tensor cores for f16/bf16
+    /// (`mma.sync`, and `wgmma` in the sm_90 build), with cuBLASLt as the
+    /// measured candidate where it can apply the whole epilogue.
+    pub(crate) fn gpu_gemm(
+        &mut self,
+        op: MlirOperation,
+        specs: &[(Vec<usize>, DType)],
+        options: &GpuOptions,
+    ) -> Result<Kernels> {
+        let kernels = self.gpu_gemm_kernels(op, specs, options)?;
         let g = GemmLayout::of(op, specs);
         let (operands, output) = (specs[0].1, specs[g.out].1);
         let types_fit = match operands {

@@ -6,6 +6,7 @@ impl Generator {
         &mut self,
         op: MlirOperation,
         specs: &[(Vec<usize>, DType)],
+        options: &GpuOptions,
     ) -> Result<Vec<(String, u64, u64, Vec<usize>, Vec<IndexCheck>)>> {
         let layout = GemmLayout::of(op, specs);
         let GemmLayout { bias, mask, residual, out, lhs_sum, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched } =
@@ -19,7 +20,7 @@ impl Generator {
             if !t.is_float() {
                 return Err(at(op, format!("a {} GEMM with a {t:?} result", ta_t.mlir())));
             }
-            return Ok(vec![self.tensor_core_gemm(&layout, ta_t, specs)]);
+            return Ok(vec![self.tensor_core_gemm(&layout, ta_t, specs, options)]);
         }
         if t != DType::F32 || ta_t != DType::F32 || tb_t != DType::F32 {
             return Err(at(
