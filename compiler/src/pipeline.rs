@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  source --parse + verify--> hl --[hl-set-batch]--> --aicf-train-pipeline--> planned ll
-//!         --codegen (target)--> artifact: manifest.json + kernels.so | kernels.sm_*.ptx
+//!         --codegen (target)--> artifact: manifest.json + kernels.so | PTX modules per chip
 //! ```
 
 pub use crate::codegen::Target;

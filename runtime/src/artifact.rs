@@ -11,6 +11,10 @@
 //!                   void aicf_<hash>(int64_t begin, int64_t end, void **buffers)
 //! ```
 //!
+//! A GPU artifact holds PTX modules instead (`ptx_<hash>_<chip>.ptx`, listed
+//! per chip in the manifest's `ptx`), each entry `aicf_<hash>(i64 work,
+//! buffers...)` named by the hash of its code.
+//!
 //! The LLVM IR the kernels were compiled from lies in the compiler's kernel
 //! cache (`$AICF_CACHE_DIR/kernels`, for reading; the runtime does not need
 //! it).
@@ -37,6 +41,21 @@ pub struct Manifest {
     pub symbols: Vec<Symbol>,
     pub constants: Vec<Constant>,
     pub functions: Vec<Function>,
+    /// A GPU artifact's PTX modules, per chip (`sm_80`, `sm_90`): files of
+    /// the artifact directory, each holding some of the kernels (empty:
+    /// `kernels.<chip>.ptx` holds them all).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub ptx: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl Manifest {
+    /// The PTX files of `chip` in an artifact directory.
+    pub fn ptx_files(&self, chip: &str) -> Vec<String> {
+        match self.ptx.get(chip) {
+            Some(files) => files.clone(),
+            None => vec![format!("kernels.{chip}.ptx")],
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

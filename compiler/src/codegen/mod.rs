@@ -34,7 +34,7 @@ pub mod target;
 pub use ops::gemm::mma::TensorCoreTile;
 pub use target::Target;
 pub use target::cpu::{KernelCache, compile_cpu};
-pub use target::gpu::{GpuOptions, compile_gpu, compile_gpu_with, ptx_path, ptxas, validate_ptx};
+pub use target::gpu::{GpuOptions, compile_gpu, compile_gpu_with, ptx_files, ptxas, validate_ptx};
 
 use prelude::*;
 
@@ -177,9 +177,9 @@ pub fn compile(
     let generate_seconds = generate_started.elapsed().as_secs_f64();
     std::fs::create_dir_all(out_dir).map_err(|e| internal(format!("{}: {e}", out_dir.display())))?;
     let info = generator.target.clone();
-    let (target, mut stats) = info.build(&generator, ctx, out_dir, &mut functions)?;
+    let (target, mut stats, ptx) = info.build(&generator, ctx, out_dir, &mut functions)?;
     let manifest =
-        Manifest { format: artifact::FORMAT, ir_hash: ir_hash.to_string(), target, symbols, constants, functions };
+        Manifest { format: artifact::FORMAT, ir_hash: ir_hash.to_string(), target, symbols, constants, functions, ptx };
     let text = serde_json_string(&manifest)?;
     write_atomically(&out_dir.join("manifest.json"), text.as_bytes())?;
     let mut timings = crate::timing::Timings::default();
@@ -278,6 +278,12 @@ pub(crate) struct Generator {
     pub(crate) pending_bodies: Vec<(String, String, MlirOperation)>,
     /// Each body's content key, by name.
     pub(crate) body_keys: HashMap<String, String>,
+    /// Each body's declaration, by name.
+    pub(crate) body_decls: HashMap<String, String>,
+    /// Each kernel's content key, by name (what a kernel cache keys it by).
+    pub(crate) kernel_keys: HashMap<String, String>,
+    /// Each row kernel's function text, by name.
+    pub(crate) kernel_texts: HashMap<String, String>,
 }
 
 pub(crate) type Kernels = Vec<(String, u64, u64, Vec<usize>, Vec<IndexCheck>)>;
@@ -301,6 +307,9 @@ impl Generator {
             kernel_of: HashMap::new(),
             pending_bodies: Vec::new(),
             body_keys: HashMap::new(),
+            body_decls: HashMap::new(),
+            kernel_keys: HashMap::new(),
+            kernel_texts: HashMap::new(),
         }
     }
 
@@ -570,9 +579,11 @@ impl Generator {
         self.pending_bodies = rest;
         for (body, declaration, op) in used {
             self.text.push_str(&declaration);
+            self.body_decls.insert(body.clone(), declaration);
             self.bodies.push((body, op));
         }
         write(self, &name);
+        self.kernel_keys.insert(name.clone(), key.clone());
         self.kernel_of.insert(key, name.clone());
         self.finished.push(name.clone());
         name
@@ -617,7 +628,9 @@ impl Generator {
         // A warp-per-row kernel launches differently from a plain one.
         let keyed = format!("{}{text}", if k.lane.is_some() { "warp " } else { "" });
         self.dedup("KERNEL", &keyed, |g, name| {
-            g.text.push_str(&text.replacen("@KERNEL(", &format!("@{name}("), 1));
+            let named = text.replacen("@KERNEL(", &format!("@{name}("), 1);
+            g.text.push_str(&named);
+            g.kernel_texts.insert(name.to_string(), named);
             g.signatures.insert(name.to_string(), specs.iter().map(|(s, t)| flat_type(s, *t)).collect());
             if k.lane.is_some() {
                 g.warp_rows.insert(name.to_string());
@@ -643,18 +656,29 @@ impl Generator {
     /// Parses the generated kernels `source`, moves the bodies in, expands
     /// `tanh` and guards `exp`: the module both backends lower from.
     pub(crate) fn parse_kernels<'c>(&self, ctx: &'c CompilerContext, source: &str) -> Result<Module<'c>> {
+        self.parse_kernels_with(ctx, source, &self.bodies)
+    }
+
+    /// [`Generator::parse_kernels`] with the bodies `bodies` (declaration
+    /// name, the op whose region it takes).
+    pub(crate) fn parse_kernels_with<'c>(
+        &self,
+        ctx: &'c CompilerContext,
+        source: &str,
+        bodies: &[(String, MlirOperation)],
+    ) -> Result<Module<'c>> {
         let mut module = Module::parse(ctx.mlir(), source).ok_or_else(|| {
             let diags = ctx.take_diagnostics();
             internal(format!("generated kernels do not parse: {diags:?}\n{source}"))
         })?;
-        self.fill_bodies(&module)?;
+        Self::fill_bodies(&module, bodies)?;
         crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNEL_MATH)?;
         guard_exp(ctx.mlir().to_raw(), module.as_operation().to_raw())?;
         Ok(module)
     }
 
     /// Moves each elementwise op's region into its body declaration.
-    pub(crate) fn fill_bodies(&self, module: &Module<'_>) -> Result<()> {
+    pub(crate) fn fill_bodies(module: &Module<'_>, bodies: &[(String, MlirOperation)]) -> Result<()> {
         let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
         // On the GPU the declarations are inside the gpu.module.
         let nested = ops_of(top)
@@ -667,7 +691,7 @@ impl Generator {
             .filter(|&o| op_name(o) == "func.func")
             .map(|o| (ir::string_attr(o, "sym_name").unwrap_or_default(), o))
             .collect();
-        for (name, op) in &self.bodies {
+        for (name, op) in bodies {
             let decl = decls.get(name).ok_or_else(|| internal(format!("no declaration @{name}")))?;
             unsafe {
                 let clone = mlirOperationClone(*op);

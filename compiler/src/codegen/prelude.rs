@@ -23,6 +23,6 @@ pub(crate) use aicf_runtime::artifact::{
 pub(crate) use aicf_runtime::init::Float;
 pub(crate) use melior::ir::Module;
 pub(crate) use mlir_sys::*;
-pub(crate) use std::collections::HashMap;
+pub(crate) use std::collections::{BTreeMap, HashMap};
 pub(crate) use std::fmt::Write as _;
 pub(crate) use std::path::{Path, PathBuf};

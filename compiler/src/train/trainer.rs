@@ -380,13 +380,15 @@ pub fn precompile(source: &str, name: &str, options: &Options, batches: &[Option
     })
 }
 
-/// The files of a complete artifact for `device`.
+/// Whether `dir` holds a complete artifact for `device`: its manifest and
+/// every kernel file it needs.
 fn complete(dir: &Path, device: &Device) -> bool {
-    let kernels: &[&str] = match device {
-        Device::Cpu { .. } => &["kernels.so"],
-        Device::Cuda { .. } => &["kernels.sm_80.ptx", "kernels.sm_90.ptx"],
-    };
-    dir.join("manifest.json").exists() && kernels.iter().all(|k| dir.join(k).exists())
+    match device {
+        Device::Cpu { .. } => dir.join("manifest.json").exists() && dir.join("kernels.so").exists(),
+        Device::Cuda { .. } => ["sm_80", "sm_90"]
+            .iter()
+            .all(|chip| crate::codegen::ptx_files(dir, chip).is_ok_and(|files| files.iter().all(|f| f.exists()))),
+    }
 }
 
 /// Compiles `source` (at batch size `batch`, or its own) into the cache,

@@ -11,7 +11,7 @@
 use crate::cpu::{kernel_cases, out_dir, step_inputs};
 use aicf_compiler::{
     CompilerContext,
-    codegen::{GpuOptions, TensorCoreTile, compile_cpu, compile_gpu, compile_gpu_with, validate_ptx},
+    codegen::{GpuOptions, TensorCoreTile, compile_cpu, compile_gpu, compile_gpu_with, ptx_files, validate_ptx},
     interp::Interpreter,
     nn::DType,
     run_pipeline,
@@ -36,9 +36,10 @@ fn bundle_cases() -> PathBuf {
 /// does not check, the hardware faults).
 fn ptxas_accepts(dir: &Path, what: &str) {
     for chip in ["sm_80", "sm_90"] {
-        let path = dir.join(format!("kernels.{chip}.ptx"));
-        validate_ptx(&path, chip).unwrap_or_else(|e| panic!("{what}: {e}"));
-        let ptx = std::fs::read_to_string(&path).unwrap();
+        let ptx = ptx_text(dir, chip);
+        for path in ptx_files(dir, chip).unwrap() {
+            validate_ptx(&path, chip).unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
         let shared = |l: &&str| {
             let l = l.trim_start();
             l.starts_with(".shared ") || l.starts_with(".extern .shared ")
@@ -49,14 +50,27 @@ fn ptxas_accepts(dir: &Path, what: &str) {
     }
 }
 
+/// Every PTX module of `chip` in an artifact, one after the other.
+fn ptx_text(dir: &Path, chip: &str) -> String {
+    ptx_files(dir, chip).unwrap().iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
+}
+
+/// Copies a GPU artifact: its manifest and every PTX module it lists.
+fn copy_artifact(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    std::fs::copy(from.join("manifest.json"), to.join("manifest.json")).unwrap();
+    for chip in ["sm_80", "sm_90"] {
+        for file in ptx_files(from, chip).unwrap() {
+            std::fs::copy(&file, to.join(file.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
 /// Writes `case` and its artifact (from `artifact`) under the bundle.
 fn write_case(case: &BundleCase, artifact: &Path) {
     let dir = bundle_cases().join(&case.name);
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in ["manifest.json", "kernels.sm_80.ptx", "kernels.sm_90.ptx"] {
-        std::fs::copy(artifact.join(file), dir.join(file)).unwrap();
-    }
+    copy_artifact(artifact, &dir);
     std::fs::write(dir.join("case.json"), serde_json::to_string(case).unwrap()).unwrap();
 }
 
@@ -276,9 +290,7 @@ fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
         let bench = bundle_cases().join("../bench").join(name);
         let _ = std::fs::remove_dir_all(&bench);
         std::fs::create_dir_all(&bench).unwrap();
-        for file in ["manifest.json", "kernels.sm_80.ptx", "kernels.sm_90.ptx"] {
-            std::fs::copy(dir.join(file), bench.join(file)).unwrap();
-        }
+        copy_artifact(&dir, &bench);
     }
     gemm_tile_variants();
 }
@@ -328,14 +340,12 @@ fn gemm_tile_variants() {
         let shared = t.shared_bytes(false, false).max(wgmma_bytes);
         assert_eq!(manifest.functions[0].calls[0].launch.unwrap().shared_bytes as usize, shared, "{name}");
         ptxas_accepts(&dir, &name);
-        let ptx = std::fs::read_to_string(dir.join("kernels.sm_90.ptx")).unwrap();
+        let ptx = ptx_text(&dir, "sm_90");
         assert_eq!(ptx.contains("wgmma"), wgmma, "{name}: wgmma on sm_90");
         let bench = benches.join(&name);
         let _ = std::fs::remove_dir_all(&bench);
         std::fs::create_dir_all(&bench).unwrap();
-        for file in ["manifest.json", "kernels.sm_80.ptx", "kernels.sm_90.ptx"] {
-            std::fs::copy(dir.join(file), bench.join(file)).unwrap();
-        }
+        copy_artifact(&dir, &bench);
     }
     // 128 x 256 tiles with bk 64 take 51 KiB a stage: 5 stages are over
     // a block's 227 KiB. Three warps cannot split a 16 x 16 tile of B.
@@ -435,7 +445,7 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         let hopper = block == (128, 256);
         let shared = if hopper { 3 * 48 * 1024 + 1024 } else { tile.shared_bytes(c.ta, c.tb) };
         assert_eq!(launch.shared_bytes as usize, shared, "{name}: dynamic shared memory");
-        let sm90 = std::fs::read_to_string(dir.join("kernels.sm_90.ptx")).unwrap();
+        let sm90 = ptx_text(&dir, "sm_90");
         assert!(sm90.contains(".target sm_90a"), "{name}: built for sm_90a");
         assert_eq!(sm90.contains("wgmma.mma_async.sync.aligned.m64n256k16.f32"), hopper, "{name}: wgmma on sm_90");
         assert_eq!(sm90.contains("mma.sync.aligned.m16n8k16"), !hopper, "{name}: mma.sync on sm_90");
@@ -446,7 +456,7 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         assert_eq!((library.batch, library.m, library.n, library.k), (c.batch, c.m, c.n, c.k), "{name}");
         assert_eq!((library.a_strides[1] != 1, library.b_strides[1] != 1), (c.ta, c.tb), "{name}: transposes");
         assert_eq!((gpu.operands, gpu.output, gpu.bias.is_some(), gpu.act), (c.dtype, c.out, c.bias, c.relu as i64));
-        let ptx = std::fs::read_to_string(dir.join("kernels.sm_80.ptx")).unwrap();
+        let ptx = ptx_text(&dir, "sm_80");
         let kind = if c.dtype == BF16 { "bf16" } else { "f16" };
         assert!(
             ptx.contains(&format!("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32")),
@@ -457,9 +467,7 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         let bundle = bundle_cases().join("../gemm").join(name);
         let _ = std::fs::remove_dir_all(&bundle);
         std::fs::create_dir_all(&bundle).unwrap();
-        for file in ["manifest.json", "kernels.sm_80.ptx", "kernels.sm_90.ptx"] {
-            std::fs::copy(dir.join(file), bundle.join(file)).unwrap();
-        }
+        copy_artifact(&dir, &bundle);
         std::fs::write(bundle.join("gemm.json"), serde_json::to_string(&c).unwrap()).unwrap();
     }
 }
@@ -575,4 +583,38 @@ fn training_runs_for_the_gpu_bundle() {
     train_run("digits_mlp", "examples/mlp/digits_mlp.mlir", "data/digits.csv.gz", 100, 3e-3, 1e-3, 1e-2);
     train_run("digits_cnn", "examples/cnn/digits_cnn.mlir", "data/digits.csv.gz", 100, 3e-3, 1e-3, 1e-2);
     train_run("char_lm", "examples/char_lm/char_lm.mlir", "data/tinyshakespeare.txt", 100, 3e-3, 5e-3, 5e-2);
+}
+
+/// GPU kernels come from the kernel cache by their content: the narrow
+/// MLP widened (a growth rewrite) compiles only the kernels whose shapes
+/// changed, and the same model again compiles none.
+#[test]
+fn a_rewrite_compiles_only_its_changed_gpu_kernels() {
+    use aicf_compiler::pipeline::{Target, TrainOptions, compile_source};
+    use aicf_compiler::train::adapt::{Operator, WidenRule, rewrite};
+    let narrow = include_str!("../../../examples/grow/narrow_mlp.mlir");
+    let op = Operator::Widen { layer: "fc1".into(), width: 24, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 };
+    let wide = rewrite(narrow, "narrow_mlp.mlir", &op).unwrap().source;
+    let gpu = Target::Cuda(GpuOptions::default());
+    let options = TrainOptions::default();
+    let compile = |source: &str, dir: &str| compile_source(source, "m", &options, None, &gpu, &out_dir(dir)).unwrap();
+    let before = compile(narrow, "gpu_grow_before");
+    let after = compile(&wide, "gpu_grow_after");
+    assert!(
+        after.compiled_kernels < after.kernels,
+        "{} of {} kernels compiled again",
+        after.compiled_kernels,
+        after.kernels
+    );
+    let again = compile(&wide, "gpu_grow_again");
+    assert_eq!(again.compiled_kernels, 0, "every kernel of a model compiled before is cached");
+    for (dir, c) in [("gpu_grow_before", &before), ("gpu_grow_after", &after), ("gpu_grow_again", &again)] {
+        ptxas_accepts(&out_dir_kept(dir), dir);
+        assert_eq!(c.manifest.ptx.len(), 2, "{dir}: PTX modules for both chips");
+    }
+}
+
+/// `out_dir`'s directory, without clearing it.
+fn out_dir_kept(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name)
 }

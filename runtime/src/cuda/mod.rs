@@ -1,5 +1,5 @@
 //! The CUDA backend: runs an artifact compiled with `aicf compile --target
-//! cuda` (manifest.json, kernels.sm_80.ptx, kernels.sm_90.ptx).
+//! cuda` (manifest.json and the PTX modules it lists for sm_80 and sm_90).
 //!
 //! The driver (libcuda) is loaded at run time through cudarc, so this crate
 //! builds and its CPU paths run where no CUDA exists; [`available`] says
@@ -154,7 +154,8 @@ pub struct CudaModule {
     /// Streams 1.. of the schedule (`ll-schedule`), as many as the
     /// functions use.
     pub(crate) side: Vec<Arc<CudaStream>>,
-    module: sys::CUmodule,
+    /// The chip's PTX modules.
+    modules: Vec<sys::CUmodule>,
     /// Per function, per call.
     pub(crate) kernels: HashMap<String, Vec<sys::CUfunction>>,
     pub(crate) constants: Vec<DeviceBuffer>,
@@ -187,42 +188,42 @@ impl CudaModule {
         // devices run; any other takes the sm_80 PTX, which the driver
         // compiles for newer chips.
         let chip = if major == 9 { "sm_90" } else { "sm_80" };
-        let ptx_path = dir.join(format!("kernels.{chip}.ptx"));
-        let ptx = std::fs::read(&ptx_path).map_err(|e| load_err(&ptx_path, e.to_string()))?;
-        let ptx = CString::new(ptx).map_err(|_| load_err(&ptx_path, "a NUL byte in the PTX".into()))?;
         ctx.bind_to_thread().map_err(cuda_err("binding the context"))?;
-        // SAFETY: a NUL-terminated PTX image.
-        let module = unsafe { result::module::load_data(ptx.as_ptr() as *const c_void) }
-            .map_err(|e| load_err(&ptx_path, format!("the driver rejects the PTX: {e}")))?;
-        let mut kernels = HashMap::new();
-        for f in &manifest.functions {
-            let mut resolved = Vec::new();
-            for (k, c) in f.calls.iter().enumerate() {
-                let Some(launch) = c.launch else {
-                    return Err(load_err(&path, format!("@{} call #{k} has no launch shape", f.name)));
-                };
-                let name =
-                    CString::new(c.symbol.clone()).map_err(|_| load_err(&path, "a kernel name with a NUL".into()))?;
-                // SAFETY: the module is loaded and alive for this CudaModule.
-                let func = unsafe { result::module::get_function(module, name) }
-                    .map_err(|e| load_err(&ptx_path, format!("no kernel {} (for @{}): {e}", c.symbol, f.name)))?;
-                // Dynamic shared memory over the default 48 KiB must be
-                // asked for per kernel (the big tensor-core GEMM tiles).
-                if launch.shared_bytes > 48 * 1024 {
-                    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-                    // SAFETY: `func` was just resolved in the loaded module.
-                    unsafe { result::function::set_function_attribute(func, attribute, launch.shared_bytes as i32) }
-                        .map_err(|e| {
-                            load_err(
-                                &ptx_path,
-                                format!("{} needs {} bytes of shared memory: {e}", c.symbol, launch.shared_bytes),
-                            )
-                        })?;
-                }
-                resolved.push(func);
+        // Every PTX module of the chip; a kernel is in one of them.
+        let mut modules: Vec<(sys::CUmodule, std::path::PathBuf)> = Vec::new();
+        let unload = |modules: &[(sys::CUmodule, std::path::PathBuf)]| {
+            for (m, _) in modules {
+                // SAFETY: loaded above, no kernel of it launched yet.
+                let _ = unsafe { result::module::unload(*m) };
             }
-            kernels.insert(f.name.clone(), resolved);
+        };
+        for file in manifest.ptx_files(chip) {
+            let ptx_path = dir.join(&file);
+            let loaded = std::fs::read(&ptx_path)
+                .map_err(|e| load_err(&ptx_path, e.to_string()))
+                .and_then(|ptx| CString::new(ptx).map_err(|_| load_err(&ptx_path, "a NUL byte in the PTX".into())))
+                .and_then(|ptx| {
+                    // SAFETY: a NUL-terminated PTX image.
+                    unsafe { result::module::load_data(ptx.as_ptr() as *const c_void) }
+                        .map_err(|e| load_err(&ptx_path, format!("the driver rejects the PTX: {e}")))
+                });
+            match loaded {
+                Ok(m) => modules.push((m, ptx_path)),
+                Err(e) => {
+                    unload(&modules);
+                    return Err(e);
+                }
+            }
         }
+        let resolved = Self::resolve(&manifest, &path, &modules);
+        let kernels = match resolved {
+            Ok(k) => k,
+            Err(e) => {
+                unload(&modules);
+                return Err(e);
+            }
+        };
+        let modules: Vec<sys::CUmodule> = modules.into_iter().map(|(m, _)| m).collect();
         let mut constants = Vec::new();
         for c in &manifest.constants {
             let mut host = Bytes::zeroed(c.values.len() * c.dtype.bytes());
@@ -237,11 +238,55 @@ impl CudaModule {
         let side = (1..streams)
             .map(|_| ctx.new_stream().map_err(cuda_err("creating a stream")))
             .collect::<Result<Vec<_>>>()?;
-        Ok(CudaModule { manifest, ctx, stream, side, module, kernels, constants, chip: chip.into(), ordinal })
+        Ok(CudaModule { manifest, ctx, stream, side, modules, kernels, constants, chip: chip.into(), ordinal })
     }
 
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+
+    /// Each call's kernel, from the module that holds it, with the dynamic
+    /// shared memory its launch needs.
+    fn resolve(
+        manifest: &Manifest,
+        path: &Path,
+        modules: &[(sys::CUmodule, std::path::PathBuf)],
+    ) -> Result<HashMap<String, Vec<sys::CUfunction>>> {
+        let load_err = |path: &Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
+        let mut kernels = HashMap::new();
+        for f in &manifest.functions {
+            let mut resolved = Vec::new();
+            for (k, c) in f.calls.iter().enumerate() {
+                let Some(launch) = c.launch else {
+                    return Err(load_err(path, format!("@{} call #{k} has no launch shape", f.name)));
+                };
+                let name =
+                    CString::new(c.symbol.clone()).map_err(|_| load_err(path, "a kernel name with a NUL".into()))?;
+                // SAFETY: the modules are loaded and alive for this CudaModule.
+                let found = modules
+                    .iter()
+                    .find_map(|(m, p)| unsafe { result::module::get_function(*m, name.clone()) }.ok().map(|f| (f, p)));
+                let Some((func, ptx_path)) = found else {
+                    return Err(load_err(path, format!("no PTX module holds kernel {} (for @{})", c.symbol, f.name)));
+                };
+                // Dynamic shared memory over the default 48 KiB must be
+                // asked for per kernel (the big tensor-core GEMM tiles).
+                if launch.shared_bytes > 48 * 1024 {
+                    let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+                    // SAFETY: `func` was just resolved in a loaded module.
+                    unsafe { result::function::set_function_attribute(func, attribute, launch.shared_bytes as i32) }
+                        .map_err(|e| {
+                            load_err(
+                                ptx_path,
+                                format!("{} needs {} bytes of shared memory: {e}", c.symbol, launch.shared_bytes),
+                            )
+                        })?;
+                }
+                resolved.push(func);
+            }
+            kernels.insert(f.name.clone(), resolved);
+        }
+        Ok(kernels)
     }
 
     pub fn function(&self, name: &str) -> Result<&Function> {
@@ -259,7 +304,9 @@ impl Drop for CudaModule {
         let _ = self.ctx.bind_to_thread();
         // SAFETY: loaded once in `load`; no kernel of it runs any more
         // (sessions synchronise before they drop).
-        let _ = unsafe { result::module::unload(self.module) };
+        for m in &self.modules {
+            let _ = unsafe { result::module::unload(*m) };
+        }
     }
 }
 

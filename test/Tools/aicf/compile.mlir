@@ -11,7 +11,8 @@
 // For NVIDIA GPUs: PTX for both chips, assembled by ptxas, and each call's
 // launch shape in the manifest.
 // RUN: rm -rf %t.cuda && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --target cuda -o %t.cuda | FileCheck %s --check-prefix=CUDA
-// RUN: test -f %t.cuda/kernels.sm_80.ptx && test -f %t.cuda/kernels.sm_90.ptx
+// RUN: ls %t.cuda | FileCheck %s --check-prefix=PTXFILES
+// RUN: FileCheck %s --check-prefix=PTXLIST < %t.cuda/manifest.json
 // RUN: FileCheck %s --check-prefix=LAUNCH < %t.cuda/manifest.json
 // --timing: each stage of the compile with its seconds.
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o %t.timed --timing | FileCheck %s --check-prefix=TIMING
@@ -31,6 +32,13 @@
 
 // CUDA: ptxas accepts the PTX for sm_80 and sm_90
 // CUDA: compiled {{.*}}digits_mlp.mlir -> {{.*}} (4 functions, {{[0-9]+}} kernel calls, {{[0-9]+}} distinct kernels, {{[0-9]+}} compiled, cuda sm_80 sm_90) in {{[0-9.]+}} s
+
+// PTXFILES: manifest.json
+// PTXFILES-DAG: ptx_{{[0-9a-f]+}}_sm_80.ptx
+// PTXFILES-DAG: ptx_{{[0-9a-f]+}}_sm_90.ptx
+// PTXLIST: "ptx": {
+// PTXLIST-NEXT: "sm_80": [
+// PTXLIST-NEXT: "ptx_{{[0-9a-f]+}}_sm_80.ptx"
 
 // LAUNCH: "target": "cuda sm_80 sm_90",
 // LAUNCH: "launch": {

@@ -14,7 +14,7 @@
 
 use aicf_compiler::{
     CompilerContext,
-    codegen::{GpuOptions, KernelCache, ptxas, validate_ptx},
+    codegen::{GpuOptions, KernelCache, ptx_files, ptxas, validate_ptx},
     pipeline::{self, MemoryBudget, TrainOptions},
     run_pipeline,
     train::{
@@ -339,7 +339,9 @@ fn run_compile(
         if let pipeline::Target::Cuda(_) = target {
             if ptxas().is_some() {
                 for chip in ["sm_80", "sm_90"] {
-                    validate_ptx(&out.join(format!("kernels.{chip}.ptx")), chip).map_err(|e| e.to_string())?;
+                    for file in ptx_files(&out, chip).map_err(|e| e.to_string())? {
+                        validate_ptx(&file, chip).map_err(|e| e.to_string())?;
+                    }
                 }
                 println!("ptxas accepts the PTX for sm_80 and sm_90");
             } else {

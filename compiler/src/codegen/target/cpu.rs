@@ -92,7 +92,7 @@ impl TargetInfo for CpuTarget {
         ctx: &CompilerContext,
         out_dir: &Path,
         functions: &mut [Function],
-    ) -> Result<(String, KernelStats)> {
+    ) -> Result<(String, KernelStats, BTreeMap<String, Vec<String>>)> {
         let (target, names, stats) = g.build(ctx, out_dir, &self.cache)?;
         // Calls (and GEMM epilogues) name their kernel by its hash.
         let rename = |symbol: &mut String| {
@@ -106,7 +106,7 @@ impl TargetInfo for CpuTarget {
                 rename(epilogue);
             }
         }
-        Ok((target, stats))
+        Ok((target, stats, BTreeMap::new()))
     }
 }
 
@@ -164,6 +164,11 @@ impl KernelCache {
 
     pub(crate) fn temporary(&self, name: &str) -> std::path::PathBuf {
         self.dir.join(format!("{name}.{}.{}.tmp", std::process::id(), thread_tag()))
+    }
+
+    /// A small file of the cache, if it is there.
+    pub(crate) fn read(&self, name: &str) -> Option<String> {
+        std::fs::read_to_string(self.dir.join(name)).ok()
     }
 
     pub(crate) fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {

@@ -75,7 +75,7 @@ pub(crate) fn block_sum(k: &mut Kernel, tid: &str, part: &str, t: DType) -> Stri
 }
 
 /// Compiles the planned `module` for NVIDIA GPUs into `out_dir`
-/// (`manifest.json`, `kernels.sm_80.ptx`, `kernels.sm_90.ptx`).
+/// (`manifest.json` and the PTX modules it lists for sm_80 and sm_90).
 pub fn compile_gpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
     compile_gpu_with(ctx, module, ir_hash, out_dir, &GpuOptions::default())
 }
@@ -183,19 +183,19 @@ impl TargetInfo for GpuTarget {
         ctx: &CompilerContext,
         out_dir: &Path,
         functions: &mut [Function],
-    ) -> Result<(String, KernelStats)> {
-        let started = std::time::Instant::now();
-        let target = g.build_gpu(ctx, out_dir, functions)?;
-        let mut stats = KernelStats { kernels: g.entries.len() + g.gpu_funcs.len(), ..KernelStats::default() };
-        stats.compiled = stats.kernels;
-        stats.timings.add("PTX for sm_80 and sm_90 (NVVM)", started.elapsed().as_secs_f64(), "");
-        Ok((target, stats))
+    ) -> Result<(String, KernelStats, BTreeMap<String, Vec<String>>)> {
+        let cache = KernelCache::new(KernelCache::default_dir(out_dir));
+        g.build_gpu(ctx, out_dir, functions, &cache)
     }
 }
 
 /// The PTX file of `chip` in an artifact directory.
-pub fn ptx_path(dir: &Path, chip: &str) -> PathBuf {
-    dir.join(format!("kernels.{chip}.ptx"))
+pub fn ptx_files(dir: &Path, chip: &str) -> Result<Vec<PathBuf>> {
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| internal(format!("{}: {e}", path.display())))?;
+    let manifest: Manifest =
+        serde_json::from_str(&text).map_err(|e| internal(format!("{}: not a manifest: {e}", path.display())))?;
+    Ok(manifest.ptx_files(chip).into_iter().map(|f| dir.join(f)).collect())
 }
 
 /// `ptxas`: `$AICF_PTXAS`, the project's `.venv/bin/ptxas` (`make setup`
@@ -302,14 +302,20 @@ impl Generator {
         })
     }
 
-    /// Wraps each row kernel in its `gpu.func` entry, lowers the module to
-    /// PTX for each chip and writes it; sets each call's launch shape.
+    /// Wraps each row kernel in its `gpu.func` entry and writes the PTX of
+    /// every kernel for each chip; sets each call's kernel name and launch
+    /// shape. Kernels are named by their content and their PTX comes from
+    /// the kernel cache where an earlier build (another model, the model
+    /// before a rewrite) compiled them: only the missing ones go through
+    /// NVVM, in one module per chip. The artifact holds the PTX modules its
+    /// kernels are in (`<module>.ptx`, listed per chip in the manifest).
     pub(crate) fn build_gpu(
         &self,
         ctx: &CompilerContext,
         out_dir: &Path,
         functions: &mut [Function],
-    ) -> Result<String> {
+        cache: &KernelCache,
+    ) -> Result<(String, KernelStats, BTreeMap<String, Vec<String>>)> {
         // Each kernel's launch shape: the whole-op kernels' own, else one
         // thread per work item.
         let mut launch_of: HashMap<String, Launch> = HashMap::new();
@@ -325,66 +331,168 @@ impl Generator {
                 launch_of.insert(name.to_string(), launch);
             }
         }
-        let mut text = String::from("module attributes {gpu.container_module} {\n  gpu.module @aicf_kernels {\n");
-        // Row kernels are device functions, inlined into their entries.
-        for line in self.text.lines() {
-            let line = line.replacen("func.func @k", "func.func private @k", 1);
-            let _ = writeln!(text, "  {line}");
+        let units = self.gpu_units(&launch_of);
+        // Calls name their kernel by its content.
+        let renamed: HashMap<String, String> = units.iter().map(|u| (u.name.clone(), u.symbol.clone())).collect();
+        for c in functions.iter_mut().flat_map(|f| f.calls.iter_mut()) {
+            if let Some(new) = c.symbol.strip_prefix("aicf_").and_then(|k| renamed.get(k)) {
+                c.symbol = new.clone();
+            }
         }
+        let libdevice = libdevice()?;
+        let mut stats = KernelStats { kernels: units.len(), ..KernelStats::default() };
+        let mut modules = BTreeMap::new();
+        for chip in CHIPS {
+            let started = std::time::Instant::now();
+            let pipeline = crate::pipeline::gpu_kernels_to_ptx(&ptx_target(chip), &libdevice);
+            // A unit's PTX for this chip: its text and the lowering.
+            let keys: Vec<String> = units
+                .iter()
+                .map(|u| artifact::ir_hash(&format!("{pipeline}\n{}\n{}", u.bodies_text(self), u.text(chip))))
+                .collect();
+            let module_of = |key: &str| cache.read(&format!("{key}.ptxmod")).map(|m| m.trim().to_string());
+            let missing: Vec<usize> = (0..units.len()).filter(|&i| module_of(&keys[i]).is_none()).collect();
+            let mut needed: Vec<String> = Vec::new();
+            let mut members: HashMap<String, usize> = HashMap::new();
+            for (i, key) in keys.iter().enumerate() {
+                if let Some(m) = module_of(key) {
+                    *members.entry(m.clone()).or_default() += 1;
+                    if !needed.contains(&m) {
+                        needed.push(m);
+                    }
+                } else if !missing.contains(&i) {
+                    return Err(internal(format!(
+                        "kernel {} lost its PTX module in {}",
+                        units[i].symbol,
+                        cache.dir().display()
+                    )));
+                }
+            }
+            // Cached modules that hold mostly other models' kernels would
+            // bloat this artifact: then its cached kernels are compiled
+            // again, with the missing ones, into a module of its own.
+            let held: usize = needed
+                .iter()
+                .map(|m| cache.read(&format!("{m}.count")).and_then(|c| c.trim().parse().ok()).unwrap_or(0))
+                .sum();
+            let repack = !needed.is_empty() && held > 2 * units.len() + 16;
+            let compile: Vec<usize> = if repack { (0..units.len()).collect() } else { missing.clone() };
+            if !compile.is_empty() {
+                let module = self.compile_units(ctx, chip, &pipeline, &units, &compile)?;
+                let name = format!(
+                    "ptx_{}_{chip}",
+                    artifact::ir_hash(&compile.iter().map(|&i| keys[i].as_str()).collect::<Vec<_>>().join(" "))
+                );
+                cache.write(&format!("{name}.ptx"), module.as_bytes())?;
+                cache.write(&format!("{name}.count"), compile.len().to_string().as_bytes())?;
+                for &i in &compile {
+                    cache.write(&format!("{}.ptxmod", keys[i]), name.as_bytes())?;
+                }
+                if repack {
+                    needed.clear();
+                }
+                needed.push(name);
+            }
+            stats.compiled = stats.compiled.max(compile.len());
+            for m in &needed {
+                let from = cache.dir().join(format!("{m}.ptx"));
+                let to = out_dir.join(format!("{m}.ptx"));
+                let bytes = std::fs::read(&from).map_err(|e| internal(format!("{}: {e}", from.display())))?;
+                write_atomically(&to, &bytes)?;
+            }
+            stats.timings.add(
+                &format!("PTX for {chip} (NVVM)"),
+                started.elapsed().as_secs_f64(),
+                format!("{} of {} kernels compiled, {} modules", compile.len(), units.len(), needed.len()),
+            );
+            modules.insert(chip.to_string(), needed.iter().map(|m| format!("{m}.ptx")).collect());
+        }
+        Ok((format!("cuda {}", CHIPS.join(" ")), stats, modules))
+    }
+
+    /// The kernels as units of the PTX cache: each row kernel with its
+    /// `gpu.func` entry, each kernel written whole, named by content.
+    fn gpu_units(&self, launch_of: &HashMap<String, Launch>) -> Vec<Unit> {
+        let mut units = Vec::new();
         for (name, count) in &self.entries {
             let types = &self.signatures[name];
             let launch = launch_of.get(name).copied().unwrap_or_else(|| row_launch(1));
-            let params: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("%b{i}: {t}")).collect();
-            let args: Vec<String> = (0..*count).map(|i| format!("%b{i}")).collect();
-            // The work item of a thread, or of its warp (a warp-per-row
-            // kernel: the whole warp takes or skips the item, so its
-            // shuffles see every lane).
-            let item = if self.warp_rows.contains(name) {
-                "%thread = arith.addi %first, %tid : index\n      %c32 = arith.constant 32 : index\n      \
-                 %item = arith.divui %thread, %c32 : index"
-            } else {
-                "%item = arith.addi %first, %tid : index"
-            };
-            let _ = write!(
-                text,
-                "    gpu.func @aicf_{name}(%work: index, {params}) kernel attributes \
-                 {{known_block_size = array<i32: {b}, 1, 1>, known_grid_size = array<i32: {g}, 1, 1>}} {{\n\
-                 \x20     %bid = gpu.block_id x\n\
-                 \x20     %tid = gpu.thread_id x\n\
-                 \x20     %block = arith.constant {b} : index\n\
-                 \x20     %first = arith.muli %bid, %block : index\n\
-                 \x20     {item}\n\
-                 \x20     %live = arith.cmpi ult, %item, %work : index\n\
-                 \x20     scf.if %live {{\n\
-                 \x20       %one = arith.constant 1 : index\n\
-                 \x20       %next = arith.addi %item, %one : index\n\
-                 \x20       func.call @{name}(%item, %next, {args}) : (index, index, {types}) -> ()\n\
-                 \x20     }}\n\
-                 \x20     gpu.return\n\
-                 \x20   }}\n",
-                params = params.join(", "),
-                b = launch.block[0],
-                g = launch.grid[0],
-                args = args.join(", "),
-                types = types.join(", "),
-                item = item,
-            );
+            let warp = self.warp_rows.contains(name);
+            let key = format!("{} {launch:?} {warp}", self.kernel_keys.get(name).map_or("", String::as_str));
+            let hash = artifact::ir_hash(&key);
+            let device = self.kernel_texts.get(name).cloned().unwrap_or_default();
+            let device = device.replacen(&format!("func.func @{name}("), &format!("func.func private @k_{hash}("), 1);
+            let entry = row_entry(&hash, *count, types, launch, warp);
+            units.push(Unit {
+                name: name.clone(),
+                symbol: format!("aicf_{hash}"),
+                texts: [format!("{device}{entry}"), format!("{device}{entry}")],
+                bodies: self.bodies_of(&device),
+            });
         }
-        let libdevice = libdevice()?;
-        for chip in CHIPS {
-            // Kernels with a Hopper form (wgmma) take it in the sm_90 build.
-            let mut text = text.clone();
-            for (name, func) in &self.gpu_funcs {
-                text.push_str(self.hopper.get(name).filter(|_| chip == HOPPER).unwrap_or(func));
+        for (name, func) in &self.gpu_funcs {
+            let hopper = self.hopper.get(name).unwrap_or(func);
+            let key = format!("{} {func} {hopper}", self.kernel_keys.get(name).map_or("", String::as_str));
+            let hash = artifact::ir_hash(&key);
+            let rename =
+                |t: &str| t.replacen(&format!("gpu.func @aicf_{name}("), &format!("gpu.func @aicf_{hash}("), 1);
+            let texts = [rename(func), rename(hopper)];
+            let bodies = self.bodies_of(&texts[0]);
+            units.push(Unit { name: name.clone(), symbol: format!("aicf_{hash}"), texts, bodies });
+        }
+        units
+    }
+
+    /// The body declarations a kernel's text calls.
+    fn bodies_of(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("@body") {
+            let from = &rest[at + 1..];
+            let end = from.find('(').unwrap_or(from.len());
+            let name = from[..end].to_string();
+            if !out.contains(&name) {
+                out.push(name);
             }
-            text.push_str("  }\n}\n");
-            let mut module = self.parse_kernels(ctx, &text)?;
-            let pipeline = crate::pipeline::gpu_kernels_to_ptx(&ptx_target(chip), &libdevice);
-            crate::run_pipeline(ctx, &mut module, &pipeline)?;
-            let ptx = binary_text(&module)?;
-            write_atomically(&ptx_path(out_dir, chip), ptx.as_bytes())?;
+            rest = &from[end..];
         }
-        Ok(format!("cuda {}", CHIPS.join(" ")))
+        out
+    }
+
+    /// Lowers units `which` to PTX for `chip` in one module.
+    fn compile_units(
+        &self,
+        ctx: &CompilerContext,
+        chip: &str,
+        pipeline: &str,
+        units: &[Unit],
+        which: &[usize],
+    ) -> Result<String> {
+        let mut text = String::from("module attributes {gpu.container_module} {\n  gpu.module @aicf_kernels {\n");
+        let mut bodies: Vec<(String, MlirOperation)> = Vec::new();
+        for &i in which {
+            for b in &units[i].bodies {
+                if bodies.iter().any(|(n, _)| n == b) {
+                    continue;
+                }
+                let op = self.bodies.iter().find(|(n, _)| n == b).map(|(_, op)| *op);
+                let decl = self.body_decls.get(b);
+                let (Some(op), Some(decl)) = (op, decl) else {
+                    return Err(internal(format!("a GPU kernel calls @{b}, which was never declared")));
+                };
+                let _ = write!(text, "  {decl}");
+                bodies.push((b.clone(), op));
+            }
+        }
+        for &i in which {
+            for line in units[i].text(chip).lines() {
+                let _ = writeln!(text, "  {line}");
+            }
+        }
+        text.push_str("  }\n}\n");
+        let mut module = self.parse_kernels_with(ctx, &text, &bodies)?;
+        crate::run_pipeline(ctx, &mut module, pipeline)?;
+        binary_text(&module)
     }
 }
 
@@ -423,6 +531,64 @@ pub(crate) fn gpu_func_text(
     text
 }
 
+/// A kernel of the PTX cache: the generator's name for it, the symbol it
+/// is compiled under (its content hash), its text for sm_80 and for sm_90
+/// (a Hopper form where it has one), and the bodies it calls.
+struct Unit {
+    name: String,
+    symbol: String,
+    texts: [String; 2],
+    bodies: Vec<String>,
+}
+
+impl Unit {
+    fn text(&self, chip: &str) -> &str {
+        if chip == HOPPER { &self.texts[1] } else { &self.texts[0] }
+    }
+
+    /// What the unit's bodies compute, for its cache key.
+    fn bodies_text(&self, g: &Generator) -> String {
+        self.bodies.iter().map(|b| g.body_keys.get(b).map_or("", String::as_str)).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// The `gpu.func` entry of row kernel `k_<hash>`: work item `blockIdx.x *
+/// B + threadIdx.x`, or with `warp` that over 32 (the whole warp takes or
+/// skips an item, so its shuffles see every lane).
+fn row_entry(hash: &str, count: usize, types: &[String], launch: Launch, warp: bool) -> String {
+    let params: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("%b{i}: {t}")).collect();
+    let args: Vec<String> = (0..count).map(|i| format!("%b{i}")).collect();
+    let item = if warp {
+        "%thread = arith.addi %first, %tid : index\n      %c32 = arith.constant 32 : index\n      \
+         %item = arith.divui %thread, %c32 : index"
+    } else {
+        "%item = arith.addi %first, %tid : index"
+    };
+    format!(
+        "    gpu.func @aicf_{hash}(%work: index, {params}) kernel attributes \
+         {{known_block_size = array<i32: {b}, 1, 1>, known_grid_size = array<i32: {g}, 1, 1>}} {{\n\
+         \x20     %bid = gpu.block_id x\n\
+         \x20     %tid = gpu.thread_id x\n\
+         \x20     %block = arith.constant {b} : index\n\
+         \x20     %first = arith.muli %bid, %block : index\n\
+         \x20     {item}\n\
+         \x20     %live = arith.cmpi ult, %item, %work : index\n\
+         \x20     scf.if %live {{\n\
+         \x20       %one = arith.constant 1 : index\n\
+         \x20       %next = arith.addi %item, %one : index\n\
+         \x20       func.call @k_{hash}(%item, %next, {args}) : (index, index, {types}) -> ()\n\
+         \x20     }}\n\
+         \x20     gpu.return\n\
+         \x20   }}\n",
+        params = params.join(", "),
+        b = launch.block[0],
+        g = launch.grid[0],
+        args = args.join(", "),
+        types = types.join(", "),
+    )
+}
+
+/// The PTX of the (one) `gpu.binary` object in `module`.
 pub(crate) fn binary_text(module: &Module<'_>) -> Result<String> {
     let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
     let binary = ops_of(top)

@@ -104,12 +104,13 @@ pub(crate) trait TargetInfo {
 
     /// Builds the artifact in `out_dir` from the generated kernels; sets
     /// each call's kernel symbol and launch as the target names them.
-    /// Returns the manifest's target description and the build's stats.
+    /// Returns the manifest's target description, the build's stats and
+    /// the PTX modules per chip (GPU).
     fn build(
         &self,
         g: &Generator,
         ctx: &CompilerContext,
         out_dir: &Path,
         functions: &mut [Function],
-    ) -> Result<(String, KernelStats)>;
+    ) -> Result<(String, KernelStats, BTreeMap<String, Vec<String>>)>;
 }
