@@ -11,7 +11,7 @@
 
 use crate::{
     ffi::{self, string_ref},
-    nn::{DType, TensorSpec},
+    types::{DType, TensorSpec},
 };
 use mlir_sys::*;
 

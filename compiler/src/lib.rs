@@ -77,6 +77,7 @@ pub mod passes;
 pub mod pipeline;
 pub mod timing;
 pub mod train;
+pub mod types;
 
 pub use context::CompilerContext;
 pub use error::{CompileError, Diagnostic, Result, Severity};

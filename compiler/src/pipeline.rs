@@ -123,6 +123,21 @@ pub(crate) fn gpu_kernels_to_ptx(chip: &str, libdevice: &Path) -> String {
     )
 }
 
+/// Widens linear layer `layer` to `width` units (a growth rewrite).
+pub fn widen(layer: &str, width: usize) -> String {
+    format!("builtin.module(hl-widen{{layer={layer} width={width}}})")
+}
+
+/// Inserts a layer named `name` after `after`'s activation (a growth rewrite).
+pub fn deepen(after: &str, name: &str, residual: bool) -> String {
+    format!("builtin.module(hl-deepen{{after={after} name={name} residual={residual}}})")
+}
+
+/// Grows multi-head attention `attention` to `heads` heads (a growth rewrite).
+pub fn add_heads(attention: &str, heads: usize) -> String {
+    format!("builtin.module(hl-add-heads{{attention={attention} heads={heads}}})")
+}
+
 /// Retargets a model to `size` rows per batch.
 pub fn set_batch(size: usize) -> String {
     format!("builtin.module(hl-set-batch{{size={size}}})")

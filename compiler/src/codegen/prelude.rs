@@ -16,7 +16,7 @@ pub(crate) use super::{
 pub(crate) use crate::context::CompilerContext;
 pub(crate) use crate::error::CompileError;
 pub(crate) use crate::ir::{self, attr, float_attr, has, i64_array, int_attr, op_name, operands, ops_of};
-pub(crate) use crate::nn::DType;
+pub(crate) use crate::types::DType;
 pub(crate) use aicf_runtime::artifact::{
     self, Arg, Buffer, Call, Constant, Function, IndexCheck, Launch, LibraryGemm, Manifest, Symbol,
 };

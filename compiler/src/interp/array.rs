@@ -3,7 +3,7 @@
 //! float results are rounded to their dtype after every op, so an `f32`
 //! program computes what an `f32` machine would, up to the order of sums.
 
-use crate::nn::DType;
+use crate::types::DType;
 
 /// Data that does not fill its shape.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! right rather than fast: loops over multi-indices, sums in f64.
 
 use super::array::{Array, broadcast_index, strides, unravel};
-use crate::nn::DType;
+use crate::types::DType;
 
 pub type KResult<T> = Result<T, String>;
 

@@ -16,7 +16,7 @@ pub use array::Array;
 use crate::{
     context::describe_location,
     ir::{self, has as unit, op_name, string_attr},
-    nn::DType,
+    types::DType,
 };
 use kernels::Window;
 use melior::ir::{Location, Module};

@@ -26,6 +26,8 @@ mod graph;
 mod layers;
 mod ops;
 
+/// The element and tensor types of `hl` (defined in [`crate::types`]).
+pub use crate::types::{DType, TensorSpec};
 pub use graph::{FunctionSig, Graph, LayerRef, Mode, ParamSpec, Tensor};
 pub use layers::*;
 pub use ops::{Compare, Conv2dOptions, GeluApproximation, Layout, Pool2dOptions, Reduction};
@@ -36,69 +38,6 @@ pub(crate) use graph::spec_of as spec_of_type;
 use melior::ir::Module as MlirModule;
 pub(crate) use ops::float_literal;
 use std::{cell::Cell, cell::RefCell, collections::HashMap, fmt, rc::Rc};
-
-/// Element types of `hl` tensors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DType {
-    F16,
-    BF16,
-    F32,
-    F64,
-    I1,
-    I32,
-    I64,
-}
-
-impl DType {
-    /// The MLIR spelling (`f32`, `bf16`, `i64`, ...).
-    pub fn mlir(self) -> &'static str {
-        match self {
-            DType::F16 => "f16",
-            DType::BF16 => "bf16",
-            DType::F32 => "f32",
-            DType::F64 => "f64",
-            DType::I1 => "i1",
-            DType::I32 => "i32",
-            DType::I64 => "i64",
-        }
-    }
-    pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
-    }
-}
-
-/// Shape and dtype of a tensor: what a traced function is keyed by.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TensorSpec {
-    pub shape: Vec<usize>,
-    pub dtype: DType,
-}
-
-impl TensorSpec {
-    pub fn new(shape: impl Into<Vec<usize>>, dtype: DType) -> Self {
-        TensorSpec { shape: shape.into(), dtype }
-    }
-    pub fn f32(shape: impl Into<Vec<usize>>) -> Self {
-        Self::new(shape, DType::F32)
-    }
-    /// `tensor<8x63xf32>`.
-    pub fn mlir_type(&self) -> String {
-        let mut s = String::from("tensor<");
-        for d in &self.shape {
-            s += &format!("{d}x");
-        }
-        s + self.dtype.mlir() + ">"
-    }
-    pub fn num_elements(&self) -> usize {
-        self.shape.iter().product()
-    }
-}
-
-impl fmt::Display for TensorSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.mlir_type())
-    }
-}
 
 /// What went wrong while tracing a model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -21,13 +21,15 @@
 //! operand, which is then unused and removed by `-canonicalize`. An op on
 //! the differentiable path without a rule is an error on that op.
 
+use super::common::{Emitter, Failure};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
     ir::{
         self, OpSpec, attr_text, flat_symbol, float_attr, has, i32_array, i64_array, i64_array_text, int_attr, key,
         op_loc, op_name, ops_of, spec, string_attr,
     },
-    nn::{DType, TensorSpec, spec_of_type},
+    nn::spec_of_type,
+    types::TensorSpec,
 };
 use melior::ir::{Location, OperationRef, operation::OperationLike};
 use mlir_sys::*;
@@ -45,8 +47,6 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         PassFailed
     })
 }
-
-pub(super) type Failure = (MlirLocation, String);
 
 /// Adds `@<function>_grad` to `module` (see the module docs).
 pub fn differentiate(module: MlirOperation, function: &str, wrt_inputs: bool) -> Result<(), Failure> {
@@ -242,122 +242,6 @@ fn backprop(
     }
     e.loc = outer_loc;
     Ok(())
-}
-
-/// Emits `hl` ops at the end of a block, with the location of the op being
-/// differentiated.
-pub(super) struct Emitter {
-    pub(super) ctx: MlirContext,
-    pub(super) block: MlirBlock,
-    pub(super) loc: MlirLocation,
-}
-
-impl Emitter {
-    pub(super) fn append(&self, spec: &OpSpec<'_>) -> Result<MlirOperation, Failure> {
-        let op = ir::create_op(self.ctx, self.loc, spec)
-            .map_err(|e| (self.loc, format!("internal error building '{}' for a gradient: {e:?}", spec.name)))?;
-        unsafe { mlirBlockAppendOwnedOperation(self.block, op) };
-        Ok(op)
-    }
-    pub(super) fn op(
-        &self,
-        name: &str,
-        operands: &[MlirValue],
-        attrs: &[(&str, String)],
-    ) -> Result<MlirValue, Failure> {
-        let op = self.append(&OpSpec { operands, attributes: attrs, ..OpSpec::new(name) })?;
-        Ok(unsafe { mlirOperationGetResult(op, 0) })
-    }
-    pub(super) fn typed(&self, name: &str, operands: &[MlirValue], result: &TensorSpec) -> Result<MlirValue, Failure> {
-        let ty = ir::parse_type(self.ctx, &result.mlir_type()).map_err(|e| (self.loc, format!("{e:?}")))?;
-        let op = self.append(&OpSpec { operands, results: Some(&[ty]), ..OpSpec::new(name) })?;
-        Ok(unsafe { mlirOperationGetResult(op, 0) })
-    }
-    pub(super) fn binary(&self, name: &str, a: MlirValue, b: MlirValue) -> Result<MlirValue, Failure> {
-        self.op(name, &[a, b], &[])
-    }
-    pub(super) fn unary(&self, name: &str, a: MlirValue) -> Result<MlirValue, Failure> {
-        self.op(name, &[a], &[])
-    }
-    /// A splat constant of `spec`.
-    pub(super) fn splat(&self, value: f64, spec: &TensorSpec) -> Result<MlirValue, Failure> {
-        let literal = if spec.dtype.is_float() {
-            crate::nn::float_literal(value, spec.dtype)
-        } else {
-            format!("{}", value as i64)
-        };
-        let attr = format!("dense<{literal}> : {}", spec.mlir_type());
-        let ty = ir::parse_type(self.ctx, &spec.mlir_type()).map_err(|e| (self.loc, format!("{e:?}")))?;
-        let op = self.append(&OpSpec {
-            attributes: &[("value", attr)],
-            results: Some(&[ty]),
-            ..OpSpec::new("hl.constant")
-        })?;
-        Ok(unsafe { mlirOperationGetResult(op, 0) })
-    }
-    /// A rank-0 constant of `like`'s element type.
-    pub(super) fn scalar(&self, value: f64, like: MlirValue) -> Result<MlirValue, Failure> {
-        self.splat(value, &TensorSpec::new([], spec(like).dtype))
-    }
-    pub(super) fn scale(&self, x: MlirValue, factor: f64) -> Result<MlirValue, Failure> {
-        let c = self.scalar(factor, x)?;
-        self.binary("hl.mul", x, c)
-    }
-    pub(super) fn reshape(&self, x: MlirValue, shape: &[usize]) -> Result<MlirValue, Failure> {
-        let s = spec(x);
-        if s.shape == shape {
-            return Ok(x);
-        }
-        self.typed("hl.reshape", &[x], &TensorSpec::new(shape, s.dtype))
-    }
-    pub(super) fn broadcast(&self, x: MlirValue, shape: &[usize]) -> Result<MlirValue, Failure> {
-        let s = spec(x);
-        if s.shape == shape {
-            return Ok(x);
-        }
-        self.typed("hl.broadcast_to", &[x], &TensorSpec::new(shape, s.dtype))
-    }
-    pub(super) fn sum(&self, x: MlirValue, axes: &[usize], keepdim: bool) -> Result<MlirValue, Failure> {
-        let mut attrs = vec![("axes", i64_array_text(axes))];
-        if keepdim {
-            attrs.push(("keepdim", "unit".into()));
-        }
-        self.op("hl.reduce_sum", &[x], &attrs)
-    }
-    /// `[0, 1, ..., n-1]` of an integer `dtype`.
-    pub(super) fn iota_of(&self, n: usize, dtype: DType) -> Result<MlirValue, Failure> {
-        let spec = TensorSpec::new([n], dtype);
-        let values: Vec<String> = (0..n).map(|i| i.to_string()).collect();
-        let attr = format!("dense<[{}]> : {}", values.join(", "), spec.mlir_type());
-        let ty = ir::parse_type(self.ctx, &spec.mlir_type()).map_err(|e| (self.loc, format!("{e:?}")))?;
-        let op = self.append(&OpSpec {
-            attributes: &[("value", attr)],
-            results: Some(&[ty]),
-            ..OpSpec::new("hl.constant")
-        })?;
-        Ok(unsafe { mlirOperationGetResult(op, 0) })
-    }
-    /// `iota_of(n)` (i32) shaped to broadcast along dimension `dim` of a
-    /// rank-`rank` tensor.
-    pub(super) fn iota(&self, n: usize, rank: usize, dim: usize) -> Result<MlirValue, Failure> {
-        let flat = self.iota_of(n, DType::I32)?;
-        let mut shape = vec![1; rank];
-        shape[dim] = n;
-        self.reshape(flat, &shape)
-    }
-    /// Sums a gradient over the dimensions broadcasting stretched, back to
-    /// `target`'s shape.
-    pub(super) fn unbroadcast(&self, g: MlirValue, target: &TensorSpec) -> Result<MlirValue, Failure> {
-        let gs = spec(g);
-        if gs.shape == target.shape {
-            return Ok(g);
-        }
-        let lead = gs.shape.len() - target.shape.len();
-        let axes: Vec<usize> =
-            (0..gs.shape.len()).filter(|&i| i < lead || (target.shape[i - lead] == 1 && gs.shape[i] != 1)).collect();
-        let summed = if axes.is_empty() { g } else { self.sum(g, &axes, true)? };
-        self.reshape(summed, &target.shape)
-    }
 }
 
 /// The gradient of each operand of `op` (result `y`, adjoint `g`), `None`

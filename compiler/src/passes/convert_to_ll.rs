@@ -20,7 +20,7 @@
 //!    or the kernel is elementwise and reads them at the same index),
 //!    otherwise an `ll.copy` at the end.
 
-use super::autodiff::Failure;
+use super::common::Failure;
 use super::fuse_elementwise::{build_group, is_elementwise};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
@@ -28,7 +28,7 @@ use crate::{
         self, OpSpec, attr_text, flat_symbol, float_attr, has, i32_array, int_attr, key, op_loc, op_name, operands,
         ops_of, producer, spec, splat_value, users,
     },
-    nn::{DType, TensorSpec},
+    types::{DType, TensorSpec},
 };
 use melior::ir::{Location, OperationRef};
 use mlir_sys::*;

@@ -16,13 +16,13 @@
 //!    constants of the body; each op becomes its scalar form; it yields
 //!    every value used outside the group, in program order.
 
-use super::autodiff::Failure;
+use super::common::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
     ir::{
         self, OpSpec, element_dtype, int_attr, op_loc, op_name, operands, ops_of, producer, spec, splat_value, users,
     },
-    nn::DType,
+    types::DType,
 };
 use melior::ir::{Location, OperationRef};
 use mlir_sys::*;

@@ -22,7 +22,7 @@
 //!    into one of them, since the others would still need the plain product
 //!    and the GEMM would run twice.
 
-use super::autodiff::Failure;
+use super::common::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::ir::{
     self, OpSpec, float_attr, has, i32_array, int_attr, op_loc, op_name, operands, ops_of, producer, single_user, spec,

@@ -13,7 +13,7 @@
 //!    member, with the members' inputs concatenated (group-major) and the
 //!    first member's body.
 
-use super::autodiff::Failure;
+use super::common::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::ir::{self, OpSpec, op_loc, op_name, operands, ops_of, users};
 use melior::ir::{Location, OperationRef};

@@ -9,7 +9,7 @@
 //! it is fused only when every use of the forward loss comes after that
 //! place.
 
-use super::autodiff::Failure;
+use super::common::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::ir::{self, OpSpec, attr_text, has, op_loc, op_name, ops_of};
 use melior::ir::{Location, OperationRef};

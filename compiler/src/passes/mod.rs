@@ -10,6 +10,7 @@
 //! into C++ would abort the process.
 
 mod autodiff;
+mod common;
 mod convert_to_ll;
 mod fuse_elementwise;
 mod fuse_gemm;

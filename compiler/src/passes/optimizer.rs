@@ -15,11 +15,13 @@
 //!    state (declaration order), each result tagged `hl.bind` with what it
 //!    updates, so the runtime binds them by name.
 
-use super::autodiff::{Emitter, Failure, differentiate};
+use super::autodiff::differentiate;
+use super::common::{Emitter, Failure};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
     ir::{self, OpSpec, key, op_loc, op_name, ops_of, spec, string_attr},
-    nn::{DType, TensorSpec, spec_of_type},
+    nn::spec_of_type,
+    types::{DType, TensorSpec},
 };
 use melior::ir::{Location, OperationRef, operation::OperationLike};
 use mlir_sys::*;

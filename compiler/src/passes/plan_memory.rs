@@ -21,7 +21,7 @@
 //! 5. Rewrite: an `%arena: memref<Nxi8>` argument (`ll.bind = "arena"`),
 //!    each alloc a `memref.view` at its offset, `ll.memory` on the function.
 
-use super::autodiff::Failure;
+use super::common::Failure;
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::ir::{self, OpSpec, key, op_loc, op_name, operands, ops_of, producer, users};
 use melior::ir::{Location, OperationRef, operation::OperationLike};
@@ -238,7 +238,7 @@ impl Model {
             let name = op_name(op);
             if name == "memref.alloc" {
                 let r = unsafe { mlirOperationGetResult(op, 0) };
-                let s = ir::buffer_spec(r).unwrap_or(crate::nn::TensorSpec::new([], crate::nn::DType::I1));
+                let s = ir::buffer_spec(r).unwrap_or(crate::types::TensorSpec::new([], crate::types::DType::I1));
                 let elt = ir::dtype_bytes(s.dtype);
                 buf_of.insert(key(r), bufs.len());
                 bufs.push(Buf {

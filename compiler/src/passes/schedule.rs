@@ -16,7 +16,7 @@
 //!    waited for (or for a later kernel of it), the predecessor records an
 //!    event and `j` waits on it.
 
-use super::autodiff::Failure;
+use super::common::Failure;
 use super::plan_memory::{is_kernel, require_lowered, written};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::ir::{self, key, op_loc, op_name, operands, ops_of, producer};
@@ -203,7 +203,7 @@ fn range(v: MlirValue, spaces: &mut HashMap<usize, usize>) -> Range {
         "memref.view" => {
             let (src, off) = unsafe { (mlirOperationGetOperand(p, 0), mlirOperationGetOperand(p, 1)) };
             let start = producer(off).and_then(|c| ir::int_attr(c, "value"));
-            let s = ir::buffer_spec(v).unwrap_or(crate::nn::TensorSpec::new([], crate::nn::DType::I1));
+            let s = ir::buffer_spec(v).unwrap_or(crate::types::TensorSpec::new([], crate::types::DType::I1));
             let elt = ir::dtype_bytes(s.dtype);
             match start {
                 Some(start) => Range {

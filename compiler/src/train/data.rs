@@ -159,8 +159,8 @@ impl Signature {
     }
 }
 
-fn runtime_dtype(d: crate::nn::DType) -> DType {
-    use crate::nn::DType as N;
+fn runtime_dtype(d: crate::types::DType) -> DType {
+    use crate::types::DType as N;
     match d {
         N::F32 => DType::F32,
         N::F64 => DType::F64,

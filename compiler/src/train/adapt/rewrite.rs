@@ -86,15 +86,13 @@ impl Operator {
 
     /// The pass pipeline that rewrites the architecture.
     pub fn pipeline(&self) -> String {
+        use crate::pipeline;
         match self {
-            Operator::Widen { layer, width, .. } => format!("builtin.module(hl-widen{{layer={layer} width={width}}})"),
-            Operator::Deepen { after, name, residual } => format!(
-                "builtin.module(hl-deepen{{after={after} name={} residual={residual}}})",
-                name.clone().unwrap_or_else(|| format!("{after}_deep"))
-            ),
-            Operator::Heads { attention, heads } => {
-                format!("builtin.module(hl-add-heads{{attention={attention} heads={heads}}})")
+            Operator::Widen { layer, width, .. } => pipeline::widen(layer, *width),
+            Operator::Deepen { after, name, residual } => {
+                pipeline::deepen(after, &name.clone().unwrap_or_else(|| format!("{after}_deep")), *residual)
             }
+            Operator::Heads { attention, heads } => pipeline::add_heads(attention, *heads),
         }
     }
 
