@@ -109,6 +109,20 @@ pub trait Backend {
         batches.iter().map(|b| self.call(function, &b.iter().collect::<Vec<_>>())).collect()
     }
 
+    /// Calls `function` on `inputs` (see [`Backend::call`]) and, where the
+    /// device computes asynchronously, starts copying `next` (the next
+    /// call's inputs) while it computes: a GPU's next call on exactly those
+    /// inputs then finds them on the device. Other backends just call.
+    fn call_staging_next(
+        &mut self,
+        function: &str,
+        inputs: &[&Tensor],
+        next: Option<&[&Tensor]>,
+    ) -> Result<Vec<Tensor>> {
+        let _ = next;
+        self.call(function, inputs)
+    }
+
     /// A parameter or state symbol's bytes (little-endian elements).
     fn symbol_bytes(&self, name: &str) -> Option<Vec<u8>>;
 

@@ -380,9 +380,22 @@ impl<'a> Loop<'a> {
                 continue;
             }
             let (mut loss_sum, mut count) = (0.0, 0usize);
-            for (b, chunk) in order.chunks(self.batch).enumerate().skip(start_batch) {
+            let chunks: Vec<&[usize]> = order.chunks(self.batch).collect();
+            let mut prepared: Option<Vec<Tensor>> = None;
+            for (b, chunk) in chunks.iter().enumerate().skip(start_batch) {
                 let step = self.adaptive.trainer().steps();
-                let inputs = self.inputs(Split::Train, chunk, step);
+                let inputs = match prepared.take() {
+                    Some(p) => p,
+                    None => self.inputs(Split::Train, chunk, step),
+                };
+                // On a GPU the next batch is copied while this step runs.
+                if self.adaptive.trainer().options().device.is_cuda()
+                    && let Some(next) = chunks.get(b + 1)
+                {
+                    let next = self.inputs(Split::Train, next, step + 1);
+                    self.adaptive.stage_next(next.clone());
+                    prepared = Some(next);
+                }
                 let refs: Vec<&Tensor> = inputs.iter().collect();
                 if let Some(p) = &mut profiler {
                     p.before_step(self.adaptive.trainer_mut());

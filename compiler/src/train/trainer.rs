@@ -297,13 +297,20 @@ impl Trainer {
     /// them) with learning rate `lr`. A non-finite loss is an error naming
     /// the step.
     pub fn step(&mut self, inputs: &[&Tensor], lr: f64) -> Result<Metrics> {
+        self.step_staging_next(inputs, lr, None)
+    }
+
+    /// [`Trainer::step`], and while it computes on a GPU, `next` (the next
+    /// step's inputs, at the same learning rate) is copied to the device.
+    pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         let lr_arg = self.backend.function("train_step")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
         let lr_t =
             Tensor::scalar(lr, lr_arg.ok_or_else(|| TrainError::Input("@train_step takes no learning rate".into()))?);
         let mut all: Vec<&Tensor> = inputs.to_vec();
         all.push(&lr_t);
         self.ensure_compiled("train_step", &all)?;
-        let out = self.backend.call("train_step", &all)?;
+        let next: Option<Vec<&Tensor>> = next.map(|n| n.iter().copied().chain(std::iter::once(&lr_t)).collect());
+        let out = self.backend.call_staging_next("train_step", &all, next.as_deref())?;
         self.steps += 1;
         let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {

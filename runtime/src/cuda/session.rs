@@ -86,8 +86,8 @@ pub struct CudaSession {
     symbols: HashMap<String, DeviceBuffer>,
     bound: HashMap<Key, Bound>,
     /// Per function: the modules whose staged inputs wait for a launch,
-    /// oldest first.
-    staged: HashMap<String, VecDeque<usize>>,
+    /// and those inputs, oldest first.
+    staged: HashMap<String, VecDeque<(usize, Vec<Tensor>)>>,
     /// Replay a captured CUDA Graph from the second call on (default on;
     /// off while profiling).
     pub graphs: bool,
@@ -568,7 +568,10 @@ impl CudaSession {
         slot.copied.record(&copies).map_err(copy_err("recording the input copy"))?;
         staging.queue.push_back(s);
         staging.next = (s + 1) % staging.slots.len();
-        self.staged.entry(function.to_string()).or_default().push_back(m);
+        self.staged
+            .entry(function.to_string())
+            .or_default()
+            .push_back((m, inputs.iter().map(|t| (*t).clone()).collect()));
         Ok(())
     }
 
@@ -583,7 +586,7 @@ impl CudaSession {
         if self.running(function).is_some() {
             return Err(bad("the last call is still running (call finish first)".into()));
         }
-        let Some(m) = self.staged.get_mut(function).and_then(|q| q.pop_front()) else {
+        let Some((m, _)) = self.staged.get_mut(function).and_then(|q| q.pop_front()) else {
             self.modules[0].function(function)?;
             return Err(bad("no inputs staged (call stage first)".into()));
         };
@@ -634,6 +637,43 @@ impl CudaSession {
             b.running = true;
         }
         Ok(())
+    }
+
+    /// [`Backend::call_staging_next`]: inputs the previous call staged are
+    /// used when they are these; `next` is copied while this call runs.
+    pub fn call_staging_next(
+        &mut self,
+        function: &str,
+        inputs: &[&Tensor],
+        next: Option<&[&Tensor]>,
+    ) -> Result<Vec<Tensor>> {
+        let queued = self.staged.get(function).and_then(|q| q.front());
+        let ready = queued.is_some_and(|(_, s)| s.len() == inputs.len() && s.iter().zip(inputs).all(|(a, b)| a == *b));
+        if !ready {
+            self.drop_staged(function);
+            self.stage(function, inputs)?;
+        }
+        self.launch(function)?;
+        // A batch that cannot be staged now (a shape no module has yet) is
+        // staged, or refused, by the call that runs it.
+        if let Some(next) = next
+            && self.module_for(function, next).is_ok()
+            && self.stage(function, next).is_err()
+        {
+            self.drop_staged(function);
+        }
+        self.finish(function)
+    }
+
+    /// Forgets the inputs staged for `function` and not launched (their
+    /// slots are written again only after their copies finish).
+    fn drop_staged(&mut self, function: &str) {
+        let Some(queue) = self.staged.get_mut(function) else { return };
+        for (m, _) in queue.drain(..) {
+            if let Some(b) = self.bound.get_mut(&(m, function.to_string())) {
+                b.staging.queue.clear();
+            }
+        }
     }
 
     /// The module whose call of `function` was launched and not finished.
@@ -747,6 +787,15 @@ impl Backend for CudaSession {
 
     fn call_each(&mut self, function: &str, batches: &[Vec<Tensor>]) -> Result<Vec<Vec<Tensor>>> {
         CudaSession::call_each(self, function, batches)
+    }
+
+    fn call_staging_next(
+        &mut self,
+        function: &str,
+        inputs: &[&Tensor],
+        next: Option<&[&Tensor]>,
+    ) -> Result<Vec<Tensor>> {
+        CudaSession::call_staging_next(self, function, inputs, next)
     }
 
     fn symbol_bytes(&self, name: &str) -> Option<Vec<u8>> {

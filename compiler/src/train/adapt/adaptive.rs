@@ -132,6 +132,8 @@ pub struct Adaptive {
     prefetched: bool,
     /// Training FLOPs so far (6 per weight element per row).
     pub flops: f64,
+    /// The next step's inputs, copied to a GPU while this step runs.
+    next: Option<Vec<Tensor>>,
 }
 
 impl Adaptive {
@@ -159,7 +161,14 @@ impl Adaptive {
             prefetch: None,
             prefetched: false,
             flops: 0.0,
+            next: None,
         }
+    }
+
+    /// The next step's inputs (before the learning rate), which a GPU copies
+    /// while the next [`Adaptive::step`] computes.
+    pub fn stage_next(&mut self, next: Vec<Tensor>) {
+        self.next = Some(next);
     }
 
     pub fn trainer(&self) -> &Trainer {
@@ -236,7 +245,9 @@ impl Adaptive {
         let lr = lr * self.lr_scale();
         self.observer.before_step(&self.trainer, self.policy.observe_every);
         let rows = inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
-        let metrics = match self.trainer.step(inputs, lr) {
+        let next = self.next.take();
+        let next: Option<Vec<&Tensor>> = next.as_ref().map(|n| n.iter().collect());
+        let metrics = match self.trainer.step_staging_next(inputs, lr, next.as_deref()) {
             Ok(m) => m,
             Err(TrainError::NonFinite { step, loss, lr: at_lr }) => {
                 self.observer.losses.push((step, loss));
