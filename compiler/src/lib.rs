@@ -29,11 +29,18 @@
 //!        |  ll-schedule{max-streams}: streams and events
 //!        |  (aicf-train-pipeline runs hl-optimizer .. ll-schedule)
 //!        v
-//!  codegen::compile_cpu: each kernel as scf/arith/math over flat buffers,
-//!        |  bodies inlined, lowered to the LLVM dialect, clang -O3
-//!        |  -march=native -> kernels.so + manifest.json (next: PTX)
+//!  codegen::compile(.., &Target): each op family's generator (codegen/ops)
+//!        |  writes its kernels through the target's hooks, as scf/arith/
+//!        |  math/vector over flat buffers; identical kernels once
+//!        |  Target::Cpu: lowered to the LLVM dialect, clang -O3
+//!        |    -march=native per missing kernel -> kernels.so + manifest.json
+//!        |  Target::Cuda: gpu.func entries, NVVM -> PTX modules per chip
 //!        v
-//!  aicf-runtime: CpuModule (dlopen, thread pool, GEMM registry), Session
+//!  aicf-runtime: the Backend interface (CPU: dlopen, thread pool, GEMM
+//!        |  registry; CUDA: device arena, graph replay, staged inputs)
+//!        v
+//!  train: Trainer (a model on a device), data for any signature, the
+//!        epoch loop (run::fit), growth while training (adapt)
 //! ```
 //!
 //! What holds at each stage:
@@ -54,17 +61,20 @@
 //! - After `ll-schedule`: every kernel has `ll.stream`; a kernel depending
 //!   on another stream's kernel waits on its event; program order is a
 //!   valid execution order.
-//! - After `compile_cpu`: every kernel of every function is one or more
-//!   exported `aicf_<hash>(begin, end, buffers)` calls in the manifest, in
-//!   program order; each computes what the interpreter computes for its op
-//!   (tested per kernel kind and per train step).
+//! - After `codegen::compile`: every kernel of every function is one or
+//!   more calls of `aicf_<hash>` kernels in the manifest, in program order;
+//!   each computes what the interpreter computes for its op (tested per
+//!   kernel kind and per train step on the CPU; the GPU's PTX is checked by
+//!   ptxas here and against the CPU on a GPU machine).
 //! - A pass either succeeds or reports a located diagnostic and fails; no
 //!   pass panics on bad input ([`passes`]).
 //!
 //! Entry points: [`CompilerContext`] to parse and verify, [`nn`] to build
 //! models in Rust, [`interp`] to run `hl` functions on the CPU as the
-//! numerical oracle, [`run_pipeline`] to run a textual pass pipeline,
-//! [`opt_main`] for the `aicf-opt` driver.
+//! numerical oracle, [`run_pipeline`] to run a textual pass pipeline
+//! ([`pipeline`] spells them all, and compiles a model's text with its
+//! stages timed), [`train`] to train, [`opt_main`] for the `aicf-opt`
+//! driver.
 
 pub mod codegen;
 pub mod context;
