@@ -11,6 +11,25 @@ func.func @dynamic(%a: tensor<4x4xf32>, %n: tensor<?x4xf32>) -> tensor<4x4xf32> 
 
 // -----
 
+// A zero-size dimension (a batch or width of 0) is refused where it is
+// defined: no kernel runs on an empty buffer.
+func.func @empty(%a: tensor<0x4xf32>) -> tensor<0x4xf32> {
+  // expected-error @-1 {{convert-hl-to-ll: argument #0: tensor<0x4xf32> has a zero-size dimension; AICF compiles no empty tensors (a batch, width or length of 0)}}
+  %y = hl.relu %a : tensor<0x4xf32>
+  return %y : tensor<0x4xf32>
+}
+
+// -----
+
+func.func @empty_result(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{convert-hl-to-ll: tensor<4x0xf32> has a zero-size dimension; AICF compiles no empty tensors (a batch, width or length of 0)}}
+  %e = hl.slice %a start = [0, 0] limit = [4, 0] strides = [1, 1] : tensor<4x4xf32>
+  %y = hl.relu %a : tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
 func.func @dynamic_result(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
   // expected-error @+1 {{convert-hl-to-ll: tensor<?x4xf32> has a dynamic shape; buffers need static shapes (compile once per input shape)}}
   %c = tensor.cast %a : tensor<4x4xf32> to tensor<?x4xf32>

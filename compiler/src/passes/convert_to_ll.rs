@@ -90,22 +90,30 @@ fn require_static(func: MlirOperation, block: MlirBlock) -> Result<(), Failure> 
         let t = mlirValueGetType(v);
         mlirTypeIsAShaped(t) && (!mlirShapedTypeHasRank(t) || !mlirShapedTypeHasStaticShape(t))
     };
+    let empty = |v: MlirValue| unsafe {
+        let t = mlirValueGetType(v);
+        mlirTypeIsAShaped(t)
+            && mlirShapedTypeHasRank(t)
+            && (0..mlirShapedTypeGetRank(t)).any(|d| mlirShapedTypeGetDimSize(t, d as isize) == 0)
+    };
     let message = |v: MlirValue| {
-        format!(
-            "{} has a dynamic shape; buffers need static shapes (compile once per input shape)",
-            ir::type_text(unsafe { mlirValueGetType(v) })
-        )
+        let t = ir::type_text(unsafe { mlirValueGetType(v) });
+        if empty(v) {
+            format!("{t} has a zero-size dimension; AICF compiles no empty tensors (a batch, width or length of 0)")
+        } else {
+            format!("{t} has a dynamic shape; buffers need static shapes (compile once per input shape)")
+        }
     };
     for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
         let arg = unsafe { mlirBlockGetArgument(block, i) };
-        if dynamic(arg) {
+        if dynamic(arg) || empty(arg) {
             return Err((op_loc(func), format!("argument #{i}: {}", message(arg))));
         }
     }
     for op in ops_of(block) {
         for i in 0..unsafe { mlirOperationGetNumResults(op) } {
             let r = unsafe { mlirOperationGetResult(op, i) };
-            if dynamic(r) {
+            if dynamic(r) || empty(r) {
                 return Err((op_loc(op), message(r)));
             }
         }

@@ -23,6 +23,13 @@ hl.param @p : tensor<?x4xf32> owner "" init <zeros>
 
 // -----
 
+// A layer of width 0 (the digits MLP's hidden width set to 0): refused
+// here, not compiled into kernels that write outside their buffers.
+// expected-error @+1 {{'hl.param' op parameter @fc1.weight has a zero-size dimension ('tensor<0x64xf32>'); a parameter holds at least one value}}
+hl.param @fc1.weight : tensor<0x64xf32> owner "fc1" init <zeros>
+
+// -----
+
 // expected-error @+1 {{'hl.param' op attribute 'type' failed to satisfy constraint: type attribute of ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
 hl.param @p : tensor<4xi32> owner "" init <zeros>
 
@@ -563,6 +570,14 @@ func.func @f(%x: tensor<2x3x9xf32>, %w: tensor<8x3x3x3xf32>) {
 func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf16>) {
   // expected-error @+1 {{'hl.conv2d' op input and weight have different element types: 'tensor<2x3x9x9xf32>' and 'tensor<8x3x3x3xf16>'}}
   %0 = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{'hl.conv2d' op groups = 0 must be at least 1}}
+  %0 = hl.conv2d %x, %w stride = [1, 1] padding = [0, 0] dilation = [1, 1] groups = 0 : tensor<2x3x9x9xf32>, tensor<8x3x3x3xf32>
   return
 }
 

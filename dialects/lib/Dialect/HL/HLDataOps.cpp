@@ -288,6 +288,8 @@ static LogicalResult inferConv2d(StringRef name, std::optional<Location> loc,
       failed(checkPair(name, loc, "padding", padding, 0)) ||
       failed(checkPair(name, loc, "dilation", dilation, 1)))
     return failure();
+  if (groups < 1)
+    return inferError(loc, name) << "groups = " << groups << " must be at least 1";
   ImageDims dims = imageDims(layout);
   int64_t channels = input.getDimSize(dims.c);
   int64_t out = weight.getDimSize(0);

@@ -422,6 +422,10 @@ LogicalResult ParamOp::verify() {
   if (!type.hasStaticShape())
     return emitOpError("parameter @")
            << name << " must have a static shape, got " << type;
+  if (llvm::is_contained(type.getShape(), 0))
+    return emitOpError("parameter @")
+           << name << " has a zero-size dimension (" << type
+           << "); a parameter holds at least one value";
   return success();
 }
 

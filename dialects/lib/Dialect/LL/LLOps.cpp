@@ -414,6 +414,8 @@ static LogicalResult checkConv(Operation *op, Value inputV, Value weightV,
            << input << ", " << weight << " and " << output;
   Image d(layout);
   int64_t out = weight.getDimSize(0);
+  if (groups < 1)
+    return op->emitOpError("groups = ") << groups << " must be at least 1";
   if (out % groups != 0 || input.getDimSize(d.c) % groups != 0 ||
       input.getDimSize(d.c) / groups != weight.getDimSize(1))
     return op->emitOpError("input ")
