@@ -80,6 +80,10 @@ pub enum CompileError {
     #[error("internal compiler error: {0}")]
     Internal(String),
 
+    /// A file or directory that could not be read or written.
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
+
     /// Valid input that a backend cannot compile yet (located).
     #[error("not supported yet: {0}")]
     Unsupported(String),

@@ -27,7 +27,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a field changes meaning.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Manifest {
@@ -46,6 +46,19 @@ pub struct Manifest {
     /// `kernels.<chip>.ptx` holds them all).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub ptx: std::collections::BTreeMap<String, Vec<String>>,
+    /// The CPU features the host code was compiled for (`+avx512f`, ...):
+    /// a host without one of them refuses the artifact instead of dying of
+    /// an illegal instruction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_features: Vec<String>,
+    /// Each kernel file of the artifact (`kernels.so`, the PTX modules) and
+    /// the hash of its bytes: a truncated or replaced file is refused.
+    #[serde(default)]
+    pub files: std::collections::BTreeMap<String, String>,
+    /// The hash of this manifest written with an empty checksum: an edited
+    /// manifest is refused.
+    #[serde(default)]
+    pub checksum: String,
 }
 
 impl Manifest {
@@ -167,6 +180,10 @@ pub struct Call {
     /// The fewest rows worth a thread of their own.
     pub grain: u64,
     pub buffers: Vec<Buffer>,
+    /// The bytes each buffer spans (the operand's shape times its element
+    /// size): the loader checks every one lies inside its argument, the
+    /// arena or its constant, so no kernel can reach outside its memory.
+    pub bytes: Vec<u64>,
     /// Integer operands whose values must be valid indices: checked before
     /// the call, so that a bad label is an error, not a wild read.
     pub index_checks: Vec<IndexCheck>,
@@ -267,6 +284,35 @@ pub fn to_json(m: &Manifest) -> Result<String, serde_json::Error> {
     serde_json::to_string_pretty(m)
 }
 
+/// FNV-1a 64 of `bytes`, in hex.
+pub fn bytes_hash(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}
+
+impl Manifest {
+    /// The checksum of this manifest: its JSON with an empty checksum.
+    pub fn compute_checksum(&self) -> String {
+        let blank = Manifest { checksum: String::new(), ..self.clone() };
+        bytes_hash(to_json(&blank).unwrap_or_default().as_bytes())
+    }
+
+    /// Sets `files` to the hashes of `names` in `dir`, then the checksum.
+    pub fn seal(&mut self, dir: &std::path::Path, names: &[String]) -> std::io::Result<()> {
+        self.files.clear();
+        for name in names {
+            let bytes = std::fs::read(dir.join(name))?;
+            self.files.insert(name.clone(), bytes_hash(&bytes));
+        }
+        self.checksum = self.compute_checksum();
+        Ok(())
+    }
+}
+
 /// FNV-1a 64 of `text`, in hex: the IR hash manifests and checkpoints carry.
 pub fn ir_hash(text: &str) -> String {
     let mut h: u64 = 0xcbf29ce484222325;
@@ -275,4 +321,72 @@ pub fn ir_hash(text: &str) -> String {
         h = h.wrapping_mul(0x100000001b3);
     }
     format!("{h:016x}")
+}
+
+/// Reads and checks `dir/manifest.json`: the format this runtime reads, the
+/// manifest's checksum, every kernel file's hash, and every call's buffers
+/// (each names a buffer the function has, and spans bytes that lie inside
+/// it), so that nothing a manifest says can make a kernel reach outside its
+/// memory.
+pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
+    use crate::error::RuntimeError;
+    let path = dir.join("manifest.json");
+    let fail = |path: &std::path::Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
+    let text = std::fs::read_to_string(&path).map_err(|e| fail(&path, e.to_string()))?;
+    let manifest: Manifest =
+        serde_json::from_str(&text).map_err(|e| fail(&path, format!("not a valid manifest: {e}")))?;
+    if manifest.format != FORMAT {
+        return Err(fail(
+            &path,
+            format!("format {} (this runtime reads {FORMAT}); compile the model again", manifest.format),
+        ));
+    }
+    if manifest.checksum != manifest.compute_checksum() {
+        return Err(fail(&path, "the manifest was modified after it was written (its checksum differs)".into()));
+    }
+    for (name, hash) in &manifest.files {
+        let file = dir.join(name);
+        let bytes = std::fs::read(&file).map_err(|e| fail(&file, e.to_string()))?;
+        if bytes_hash(&bytes) != *hash {
+            return Err(fail(&file, "truncated or modified since it was compiled (its hash differs)".into()));
+        }
+    }
+    for f in &manifest.functions {
+        let has_arena = f.args.iter().any(|a| a.bind == "arena");
+        for (k, c) in f.calls.iter().enumerate() {
+            let at = |m: String| fail(&path, format!("@{} call #{k}: {m}", f.name));
+            if c.bytes.len() != c.buffers.len() {
+                return Err(at(format!("{} buffers but {} extents", c.buffers.len(), c.bytes.len())));
+            }
+            for (b, &bytes) in c.buffers.iter().zip(&c.bytes) {
+                let room = match *b {
+                    Buffer::Arg { index } => f.args.get(index).map(|a| {
+                        if a.bind == "arena" { f.arena_bytes } else { a.bytes() as u64 }
+                    }),
+                    Buffer::Arena { offset } if has_arena => Some(f.arena_bytes.saturating_sub(offset)),
+                    Buffer::Arena { .. } => None,
+                    Buffer::Constant { index } => {
+                        manifest.constants.get(index).map(|c| (c.values.len() * c.dtype.bytes()) as u64)
+                    }
+                };
+                match room {
+                    None => return Err(at(format!("names {b:?}, which the function lacks"))),
+                    Some(room) if bytes > room => {
+                        return Err(at(format!("{b:?} spans {bytes} bytes, but only {room} are there")));
+                    }
+                    _ => {}
+                }
+            }
+            let operands = c.buffers.len();
+            let out_of_range = c
+                .index_checks
+                .iter()
+                .map(|i| i.operand)
+                .chain(c.library.iter().flat_map(|g| [g.a, g.b, g.out].into_iter().chain(g.aliases.iter().copied())));
+            if let Some(bad) = out_of_range.into_iter().find(|&o| o >= operands) {
+                return Err(at(format!("refers to operand {bad} of {operands}")));
+            }
+        }
+    }
+    Ok(manifest)
 }

@@ -48,6 +48,12 @@ pub(crate) fn internal(m: impl Into<String>) -> CompileError {
     CompileError::Internal(m.into())
 }
 
+/// A file or directory AICF could not read or write (a full disk, a path
+/// it may not write): the user's to fix, not an internal error.
+pub(crate) fn io_error(path: &Path, e: impl std::fmt::Display) -> CompileError {
+    CompileError::Io { path: path.display().to_string(), message: e.to_string() }
+}
+
 /// Rewrites every f32/f64 `math.exp x` to `x < lo ? 0 : exp(max(x, lo))`,
 /// `lo` the smallest argument with a normal result (-87 for f32, -708 for
 /// f64). libmvec's vector `exp` leaves its fast path for all eight lanes when
@@ -175,11 +181,30 @@ pub fn compile(
         functions.push(generator.function(func, block, &name, &globals, &mut constants, &mut constant_of)?);
     }
     let generate_seconds = generate_started.elapsed().as_secs_f64();
-    std::fs::create_dir_all(out_dir).map_err(|e| internal(format!("{}: {e}", out_dir.display())))?;
+    std::fs::create_dir_all(out_dir).map_err(|e| io_error(out_dir, e))?;
     let info = generator.target.clone();
     let (target, mut stats, ptx) = info.build(&generator, ctx, out_dir, &mut functions)?;
-    let manifest =
-        Manifest { format: artifact::FORMAT, ir_hash: ir_hash.to_string(), target, symbols, constants, functions, ptx };
+    // The kernel files the manifest vouches for: the host library, or every
+    // chip's PTX modules.
+    let mut files: Vec<String> = ptx.values().flatten().cloned().collect();
+    if ptx.is_empty() && out_dir.join("kernels.so").exists() {
+        files.push("kernels.so".into());
+    }
+    files.sort();
+    files.dedup();
+    let mut manifest = Manifest {
+        format: artifact::FORMAT,
+        ir_hash: ir_hash.to_string(),
+        target,
+        symbols,
+        constants,
+        functions,
+        ptx,
+        cpu_features: info.cpu_features(),
+        files: Default::default(),
+        checksum: String::new(),
+    };
+    manifest.seal(out_dir, &files).map_err(|e| io_error(out_dir, e))?;
     let text = serde_json_string(&manifest)?;
     write_atomically(&out_dir.join("manifest.json"), text.as_bytes())?;
     let mut timings = crate::timing::Timings::default();
@@ -203,9 +228,10 @@ pub(crate) fn thread_tag() -> String {
 /// `path`: a reader never sees half a file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension(format!("{}.{}.tmp", std::process::id(), thread_tag()));
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| internal(format!("{}: {e}", path.display())))
+    std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io_error(path, e)
+    })
 }
 
 pub(crate) fn runtime_dtype(d: DType) -> Result<artifact::DType> {
@@ -385,6 +411,17 @@ impl Generator {
                         .map(|v| refs.get(&ir::key(*v)).copied().ok_or_else(|| at(op, "an operand of unknown origin")))
                         .collect::<Result<Vec<_>>>()?;
                     self.buffers = buffers.clone();
+                    // What each operand spans, for the loader's bounds check.
+                    let extents = x
+                        .iter()
+                        .map(|v| {
+                            let (shape, t) = buf_spec(*v)?;
+                            shape
+                                .iter()
+                                .try_fold(crate::ir::dtype_bytes(t), |n, &d| n.checked_mul(d as u64))
+                                .ok_or_else(|| at(op, format!("a buffer of {shape:?} {t:?} is too large to address")))
+                        })
+                        .collect::<Result<Vec<u64>>>()?;
                     // The op's place in the schedule: its kernels share its
                     // stream, the first waits and the last records.
                     let stream = ir::int_attr(op, "ll.stream").unwrap_or(0) as u32;
@@ -412,6 +449,7 @@ impl Generator {
                             work,
                             grain: (GRAIN_OPS / cost.max(1)).max(1),
                             buffers: which.iter().map(|&i| buffers[i]).collect(),
+                            bytes: which.iter().map(|&i| extents[i]).collect(),
                             index_checks: checks,
                             launch: None,
                         });

@@ -387,14 +387,19 @@ pub fn precompile(source: &str, name: &str, options: &Options, batches: &[Option
     })
 }
 
-/// Whether `dir` holds a complete artifact for `device`: its manifest and
-/// every kernel file it needs.
+/// Whether `dir` holds a complete, intact artifact this host can run on
+/// `device`: a manifest of this format whose checksum and kernel file hashes
+/// hold (a cache entry cut short by a killed process, or written by an older
+/// compiler, is compiled again), with host code for this CPU.
 fn complete(dir: &Path, device: &Device) -> bool {
+    let Ok(manifest) = aicf_runtime::artifact::load_manifest(dir) else { return false };
     match device {
-        Device::Cpu { .. } => dir.join("manifest.json").exists() && dir.join("kernels.so").exists(),
+        Device::Cpu { .. } => {
+            manifest.files.contains_key("kernels.so") && aicf_runtime::cpu::missing_cpu_feature(&manifest).is_none()
+        }
         Device::Cuda { .. } => ["sm_80", "sm_90"]
             .iter()
-            .all(|chip| crate::codegen::ptx_files(dir, chip).is_ok_and(|files| files.iter().all(|f| f.exists()))),
+            .all(|chip| manifest.ptx_files(chip).iter().all(|f| manifest.files.contains_key(f))),
     }
 }
 

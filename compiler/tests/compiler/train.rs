@@ -341,3 +341,68 @@ fn straight_kernels(dir: &Path) -> usize {
     }
     panic!("no artifact of the CNN at batch 32")
 }
+
+/// A cached artifact whose kernel library was cut short (a process killed
+/// while writing it, a full disk) or whose manifest was edited is compiled
+/// again, never loaded; an intact one is reused.
+#[test]
+fn a_damaged_cache_entry_is_compiled_again() {
+    let cache = scratch("damaged-cache");
+    let options = || Options { device: Device::Cpu { threads: 1 }, cache_dir: cache.clone(), ..Options::default() };
+    let model = example("mlp/digits_mlp.mlir");
+    let first = Trainer::from_file(&model, options()).unwrap();
+    let dir = first.compiled()[0].dir.clone();
+    assert!(first.compiled()[0].seconds.is_some(), "a cold cache compiles");
+    drop(first);
+    let again = Trainer::from_file(&model, options()).unwrap();
+    assert!(again.compiled()[0].seconds.is_none(), "an intact entry is reused");
+    drop(again);
+
+    let so = dir.join("kernels.so");
+    let bytes = std::fs::read(&so).unwrap();
+    std::fs::write(&so, &bytes[..bytes.len() / 2]).unwrap();
+    let mut repaired = Trainer::from_file(&model, options()).unwrap();
+    assert!(repaired.compiled()[0].seconds.is_some(), "a truncated library is compiled again");
+    let x = Tensor::new([32, 64], DType::F32, vec![0.5; 32 * 64]);
+    let y = Tensor::new([32], DType::I32, vec![3.0; 32]);
+    assert!(repaired.step(&[&x, &y], 1e-2).unwrap().loss.is_finite());
+    drop(repaired);
+
+    let manifest = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, text.replacen("\"arena_bytes\": ", "\"arena_bytes\": 1", 1)).unwrap();
+    let edited = Trainer::from_file(&model, options()).unwrap();
+    assert!(edited.compiled()[0].seconds.is_some(), "an edited manifest is compiled again");
+}
+
+/// The kernel cache checks each object against the hash written after it:
+/// truncated objects are compiled again, and the artifact built from them
+/// runs.
+#[test]
+fn damaged_kernel_cache_objects_are_compiled_again() {
+    use aicf_compiler::codegen::KernelCache;
+    use aicf_compiler::pipeline::{Target, TrainOptions, compile_source};
+    let dir = scratch("damaged-kernels");
+    let target = Target::Cpu(KernelCache::new(dir.join("kernels")));
+    let source = std::fs::read_to_string(example("mlp/digits_mlp.mlir")).unwrap();
+    let compile = |out: &str| compile_source(&source, "m", &TrainOptions::default(), None, &target, &dir.join(out));
+    let cold = compile("a").unwrap();
+    assert_eq!(cold.compiled_kernels, cold.kernels);
+    assert_eq!(compile("b").unwrap().compiled_kernels, 0, "an intact cache compiles nothing");
+    let mut damaged = 0;
+    for entry in std::fs::read_dir(dir.join("kernels")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "o") {
+            let bytes = std::fs::read(&path).unwrap();
+            std::fs::write(&path, &bytes[..bytes.len() / 3]).unwrap();
+            damaged += 1;
+        }
+    }
+    assert!(damaged > 0);
+    let repaired = compile("c").unwrap();
+    assert_eq!(repaired.compiled_kernels, repaired.kernels, "every damaged object is compiled again");
+    let mut session = aicf_runtime::open(&dir.join("c"), &Device::Cpu { threads: 1 }, 0).unwrap();
+    let x = Tensor::new([32, 64], DType::F32, vec![0.25; 32 * 64]);
+    let out = session.call("forward", &[&x]).unwrap();
+    assert!(out[0].values.iter().all(|v| v.is_finite()));
+}

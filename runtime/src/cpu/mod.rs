@@ -5,7 +5,7 @@ mod session;
 
 pub use session::CpuSession;
 
-use crate::artifact::{Buffer, Call, DType, FORMAT, Function, LibraryGemm, Manifest};
+use crate::artifact::{Buffer, Call, DType, Function, LibraryGemm, Manifest};
 use crate::backend::TraceEvent;
 use crate::error::{Result, RuntimeError};
 use crate::host::{Bytes, write_values};
@@ -36,43 +36,16 @@ impl CpuModule {
     /// Loads `dir/manifest.json` and `dir/kernels.so`, with `threads` worker
     /// threads (0: one per core).
     pub fn load(dir: &Path, threads: usize) -> Result<Self> {
-        let path = dir.join("manifest.json");
         let load_err = |path: &Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
-        let text = std::fs::read_to_string(&path).map_err(|e| load_err(&path, e.to_string()))?;
-        let manifest: Manifest =
-            serde_json::from_str(&text).map_err(|e| load_err(&path, format!("not a valid manifest: {e}")))?;
-        if manifest.format != FORMAT {
-            return Err(load_err(&path, format!("format {} (this runtime reads {FORMAT})", manifest.format)));
-        }
-        // A manifest that names buffers it does not have is refused here,
-        // not discovered as a wild pointer later.
-        for f in &manifest.functions {
-            let has_arena = f.args.iter().any(|a| a.bind == "arena");
-            for (k, c) in f.calls.iter().enumerate() {
-                for b in &c.buffers {
-                    let fine = match *b {
-                        Buffer::Arg { index } => index < f.args.len(),
-                        Buffer::Arena { offset } => has_arena && offset < f.arena_bytes.max(1),
-                        Buffer::Constant { index } => index < manifest.constants.len(),
-                    };
-                    if !fine {
-                        return Err(load_err(
-                            &path,
-                            format!("@{} call #{k} names {b:?}, which the function lacks", f.name),
-                        ));
-                    }
-                }
-                let operands = c.buffers.len();
-                let out_of_range = c.index_checks.iter().map(|i| i.operand).chain(
-                    c.library.iter().flat_map(|g| [g.a, g.b, g.out].into_iter().chain(g.aliases.iter().copied())),
-                );
-                if let Some(bad) = out_of_range.into_iter().find(|&o| o >= operands) {
-                    return Err(load_err(
-                        &path,
-                        format!("@{} call #{k} refers to operand {bad} of {operands}", f.name),
-                    ));
-                }
-            }
+        let manifest = crate::artifact::load_manifest(dir)?;
+        if let Some(missing) = missing_cpu_feature(&manifest) {
+            return Err(load_err(
+                dir,
+                format!(
+                    "compiled for a CPU with {missing}, which this CPU lacks ({}); compile the model again here",
+                    manifest.target
+                ),
+            ));
         }
         let so = dir.join("kernels.so");
         // SAFETY: loading runs no initialisers beyond the C runtime's; the
@@ -423,6 +396,41 @@ impl CpuModule {
     }
 }
 
+/// Whether this CPU has `feature` (`+avx512f`, as clang names it). A
+/// feature the runtime cannot test is taken as present: the compiler's own
+/// host check (its cache key) stands for it.
+/// The first CPU feature `manifest`'s host code was compiled for that this
+/// CPU lacks, if any.
+pub fn missing_cpu_feature(manifest: &Manifest) -> Option<&str> {
+    manifest.cpu_features.iter().map(String::as_str).find(|f| !host_has(f))
+}
+
+fn host_has(feature: &str) -> bool {
+    let name = feature.trim_start_matches('+');
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! detect {
+            ($($f:tt),*) => {
+                match name {
+                    $($f => std::arch::is_x86_feature_detected!($f),)*
+                    _ => true,
+                }
+            };
+        }
+        detect!(
+            "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "lzcnt",
+            "movbe", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512ifma", "avx512vbmi",
+            "avx512vbmi2", "avx512vnni", "avx512bitalg", "avx512vpopcntdq", "avx512bf16", "avx512fp16", "gfni",
+            "vaes", "vpclmulqdq"
+        )
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = name;
+        true
+    }
+}
+
 /// Kernels run with subnormal floats flushed to zero (MXCSR FTZ and DAZ on
 /// x86-64), as TensorFlow's and XLA's CPU runtimes do: a gradient that decays
 /// into the subnormal range (a model that has fit its batch) otherwise makes
@@ -504,31 +512,76 @@ fn check_indices(call: &Call, pointers: &[*mut u8]) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn load_error(manifest: &str) -> String {
-        let dir = std::env::temp_dir().join(format!("aicf-manifest-test-{}-{}", std::process::id(), manifest.len()));
+    /// Loads an artifact directory holding `manifest` (and `files`), and
+    /// returns the error.
+    fn load_error(manifest: &str, files: &[(&str, &[u8])]) -> String {
+        let dir = std::env::temp_dir().join(format!(
+            "aicf-manifest-test-{}-{}",
+            std::process::id(),
+            crate::artifact::bytes_hash(manifest.as_bytes())
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("manifest.json"), manifest).unwrap();
+        for (name, bytes) in files {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
         let e = CpuModule::load(&dir, 1).err().map(|e| e.to_string()).unwrap_or_default();
         let _ = std::fs::remove_dir_all(&dir);
         e
     }
 
-    #[test]
-    fn bad_manifests_are_errors_naming_the_file() {
-        assert!(load_error("{").contains("manifest.json: not a valid manifest"));
-        let base = r#"{"format": 1, "ir_hash": "h", "target": "t", "symbols": [], "constants": [], "functions": [
+    /// `json` with its checksum set, as the compiler writes it.
+    fn sealed(json: &str) -> String {
+        let mut m: Manifest = serde_json::from_str(json).unwrap();
+        m.checksum = m.compute_checksum();
+        crate::artifact::to_json(&m).unwrap()
+    }
+
+    const BASE: &str = r#"{"format": 2, "ir_hash": "h", "target": "t", "symbols": [], "constants": [], "functions": [
             {"name": "f", "args": [{"bind": "input", "shape": [4], "dtype": "f32"}], "arena_bytes": 0,
              "calls": [{"symbol": "aicf_k0", "op": "ll.copy", "work": 4, "grain": 4, "index_checks": [],
-                        "buffers": [{"arg": {"index": 0}}, BUFFER]}]}]}"#;
-        let e = load_error(&base.replace("BUFFER", r#"{"arg": {"index": 3}}"#));
-        assert!(e.contains("@f call #0 names Arg { index: 3 }, which the function lacks"), "{e}");
-        let e = load_error(&base.replace("BUFFER", r#"{"arena": {"offset": 0}}"#));
+                        "buffers": [{"arg": {"index": 0}}, BUFFER], "bytes": [16, 16]}]}]}"#;
+
+    #[test]
+    fn bad_manifests_are_errors_naming_the_file() {
+        assert!(load_error("{", &[]).contains("manifest.json: not a valid manifest"));
+        let e = load_error(&sealed(&BASE.replace("BUFFER", r#"{"arg": {"index": 3}}"#)), &[]);
+        assert!(e.contains("@f call #0: names Arg { index: 3 }, which the function lacks"), "{e}");
+        let e = load_error(&sealed(&BASE.replace("BUFFER", r#"{"arena": {"offset": 0}}"#)), &[]);
         assert!(e.contains("names Arena { offset: 0 }"), "{e}");
-        let e =
-            load_error(&base.replace("BUFFER", r#"{"arg": {"index": 0}}"#).replace(r#""format": 1"#, r#""format": 9"#));
-        assert!(e.contains("format 9 (this runtime reads 1)"), "{e}");
+        let good = BASE.replace("BUFFER", r#"{"arg": {"index": 0}}"#);
+        let e = load_error(&sealed(&good.replace(r#""format": 2"#, r#""format": 9"#)), &[]);
+        assert!(e.contains("format 9 (this runtime reads 2)"), "{e}");
+        // A call whose extent runs past its buffer (16 bytes) would read
+        // memory that is not its own.
+        let e = load_error(&sealed(&good.replace("[16, 16]", "[16, 64]")), &[]);
+        assert!(e.contains("spans 64 bytes, but only 16 are there"), "{e}");
         // A well-formed manifest without its kernels names the missing file.
-        let e = load_error(&base.replace("BUFFER", r#"{"arg": {"index": 0}}"#));
+        let e = load_error(&sealed(&good), &[]);
         assert!(e.contains("kernels.so"), "{e}");
+    }
+
+    #[test]
+    fn modified_artifacts_are_refused() {
+        let good = BASE.replace("BUFFER", r#"{"arg": {"index": 0}}"#);
+        // An edit after sealing (here: the arena) breaks the checksum.
+        let edited = sealed(&good).replace(r#""arena_bytes": 0"#, r#""arena_bytes": 8"#);
+        let e = load_error(&edited, &[]);
+        assert!(e.contains("modified after it was written"), "{e}");
+        // A kernel file whose bytes are not the ones compiled is refused
+        // before it is loaded.
+        let with_file = good.replacen('{', r#"{"files": {"kernels.so": "0000000000000000"}, "#, 1);
+        let e = load_error(&sealed(&with_file), &[("kernels.so", b"truncated")]);
+        assert!(e.contains("kernels.so: truncated or modified since it was compiled"), "{e}");
+        // Host code for a CPU feature this host lacks is refused, not run
+        // into an illegal instruction. (Only meaningful where the host lacks
+        // some feature; an x86-64 host without AVX-512 FP16 is the usual
+        // case.)
+        #[cfg(target_arch = "x86_64")]
+        if !std::arch::is_x86_feature_detected!("avx512fp16") {
+            let with_feature = good.replacen('{', r#"{"cpu_features": ["+avx512fp16"], "#, 1);
+            let e = load_error(&sealed(&with_feature), &[]);
+            assert!(e.contains("compiled for a CPU with +avx512fp16, which this CPU lacks"), "{e}");
+        }
     }
 }

@@ -171,8 +171,7 @@ impl CudaModule {
     pub fn load(dir: &Path, ordinal: usize) -> Result<Self> {
         let load_err = |path: &Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
         let path = dir.join("manifest.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| load_err(&path, e.to_string()))?;
-        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| load_err(&path, e.to_string()))?;
+        let manifest = crate::artifact::load_manifest(dir)?;
         if !manifest.target.starts_with("cuda") {
             return Err(load_err(
                 &path,

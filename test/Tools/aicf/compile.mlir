@@ -39,18 +39,25 @@
 // PTXLIST: "ptx": {
 // PTXLIST-NEXT: "sm_80": [
 // PTXLIST-NEXT: "ptx_{{[0-9a-f]+}}_sm_80.ptx"
+// PTXLIST: "files": {
+// PTXLIST-NEXT: "ptx_{{[0-9a-f]+}}_sm_{{80|90}}.ptx": "{{[0-9a-f]+}}"
 
 // LAUNCH: "target": "cuda sm_80 sm_90",
 // LAUNCH: "launch": {
 // LAUNCH-NEXT: "grid": [
 // LAUNCH: "block": [
 
-// MANIFEST: "format": 1,
+// MANIFEST: "format": 2,
 // MANIFEST: "name": "fc1.weight",
 // MANIFEST: "init": "kaiming_uniform, gain = 0.57735026918962573"
 // MANIFEST: "name": "train_step",
 // MANIFEST: "symbol": "aicf_{{[0-9a-f]+}}",
 // MANIFEST: "op": "ll.gemm",
+// MANIFEST: "bytes": [
+// MANIFEST: "cpu_features": [
+// MANIFEST: "files": {
+// MANIFEST-NEXT: "kernels.so": "{{[0-9a-f]+}}"
+// MANIFEST: "checksum": "{{[0-9a-f]+}}"
 
 // LL: func.func @train_step({{.*}}{ll.bind = "arena"})
 // LL: ll.gemm

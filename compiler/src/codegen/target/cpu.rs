@@ -35,6 +35,10 @@ impl TargetInfo for CpuTarget {
         "the CPU backend"
     }
 
+    fn cpu_features(&self) -> Vec<String> {
+        toolchain().map(|t| t.2.to_vec()).unwrap_or_default()
+    }
+
     fn takes_16bit(&self, _op: &str) -> bool {
         false
     }
@@ -133,7 +137,10 @@ pub(crate) const KERNEL_FLAGS: [&str; 8] = [
 /// another model or batch size shares) is linked from here, not compiled
 /// again; identical kernels of one module are compiled once. Files are
 /// written under a temporary name and renamed, so concurrent builds share
-/// the directory.
+/// the directory; each object (and PTX module) has a `<file>.hash` beside
+/// it, written after it, and one whose bytes no longer match (a process
+/// killed mid-write, a disk that filled up, an edit) counts as missing and
+/// is compiled again.
 #[derive(Clone, Debug)]
 pub struct KernelCache {
     dir: std::path::PathBuf,
@@ -158,8 +165,22 @@ impl KernelCache {
     /// `<hash>.obj` names it.
     pub(crate) fn object_of(&self, hash: &str) -> Option<std::path::PathBuf> {
         let group = std::fs::read_to_string(self.dir.join(format!("{hash}.obj"))).ok()?;
-        let object = self.dir.join(format!("{}.o", group.trim()));
-        object.exists().then_some(object)
+        let name = format!("{}.o", group.trim());
+        self.intact(&name).then(|| self.dir.join(name))
+    }
+
+    /// Whether the cache holds `name` with the bytes its `<name>.hash`
+    /// records.
+    pub(crate) fn intact(&self, name: &str) -> bool {
+        let Some(hash) = self.read(&format!("{name}.hash")) else { return false };
+        std::fs::read(self.dir.join(name)).is_ok_and(|bytes| artifact::bytes_hash(&bytes) == hash.trim())
+    }
+
+    /// Records the hash of `name`'s bytes, once it is complete.
+    pub(crate) fn seal(&self, name: &str) -> Result<()> {
+        let path = self.dir.join(name);
+        let bytes = std::fs::read(&path).map_err(|e| internal(format!("{}: {e}", path.display())))?;
+        self.write(&format!("{name}.hash"), artifact::bytes_hash(&bytes).as_bytes())
     }
 
     pub(crate) fn temporary(&self, name: &str) -> std::path::PathBuf {
@@ -203,6 +224,7 @@ impl KernelCache {
             }
             let object = self.dir.join(format!("{group}.o"));
             std::fs::rename(&tmp, &object).map_err(|e| internal(format!("{}: {e}", object.display())))?;
+            self.seal(&format!("{group}.o"))?;
             for hash in members {
                 self.write(&format!("{hash}.obj"), group.as_bytes())?;
             }
@@ -241,7 +263,7 @@ impl Generator {
             crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_TO_LLVM)
         })?;
         let hash_started = std::time::Instant::now();
-        let (clang, cpu) = toolchain()?;
+        let (clang, cpu, _) = toolchain()?;
         let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
         // Declarations (libm, libmvec) go into every kernel's module; the
         // kernels are hashed alone.
@@ -388,29 +410,42 @@ pub(crate) fn clang() -> Result<String> {
 }
 
 /// clang and the host CPU it compiles for, looked up once per process.
-pub(crate) fn toolchain() -> Result<(&'static str, &'static str)> {
-    static FOUND: std::sync::OnceLock<std::result::Result<(String, String), String>> = std::sync::OnceLock::new();
+/// clang, the host CPU's name and the features `-march=native` enables
+/// there (found once per process).
+pub(crate) fn toolchain() -> Result<(&'static str, &'static str, &'static [String])> {
+    type Found = std::result::Result<(String, String, Vec<String>), String>;
+    static FOUND: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
     let found = FOUND.get_or_init(|| {
         let clang = clang().map_err(|e| e.to_string())?;
-        let cpu = host_cpu(&clang);
-        Ok((clang, cpu))
+        let (cpu, features) = host_cpu(&clang);
+        Ok((clang, cpu, features))
     });
     match found {
-        Ok((clang, cpu)) => Ok((clang, cpu)),
+        Ok((clang, cpu, features)) => Ok((clang, cpu, features)),
         Err(e) => Err(internal(e.clone())),
     }
 }
 
 /// The host CPU clang compiles for under -march=native.
-pub(crate) fn host_cpu(clang: &str) -> String {
-    std::process::Command::new(clang)
+pub(crate) fn host_cpu(clang: &str) -> (String, Vec<String>) {
+    let text = std::process::Command::new(clang)
         .args(["-march=native", "-###", "-x", "c", "-c", "/dev/null"])
         .output()
-        .ok()
-        .and_then(|o| {
-            let text = String::from_utf8_lossy(&o.stderr).into_owned();
-            let at = text.find("\"-target-cpu\" \"")? + 15;
-            Some(text[at..].split('"').next()?.to_string())
-        })
-        .unwrap_or_else(|| "native".into())
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .unwrap_or_default();
+    let cpu = text
+        .find("\"-target-cpu\" \"")
+        .and_then(|at| text[at + 15..].split('"').next().map(str::to_string))
+        .unwrap_or_else(|| "native".into());
+    // `"-target-feature" "+avx512f"` for each feature the CPU has.
+    let mut features: Vec<String> = text
+        .split("\"-target-feature\" \"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .filter(|f| f.starts_with('+'))
+        .map(str::to_string)
+        .collect();
+    features.sort();
+    features.dedup();
+    (cpu, features)
 }

@@ -350,7 +350,10 @@ impl Generator {
                 .iter()
                 .map(|u| artifact::ir_hash(&format!("{pipeline}\n{}\n{}", u.bodies_text(self), u.text(chip))))
                 .collect();
-            let module_of = |key: &str| cache.read(&format!("{key}.ptxmod")).map(|m| m.trim().to_string());
+            let module_of = |key: &str| {
+                let module = cache.read(&format!("{key}.ptxmod")).map(|m| m.trim().to_string())?;
+                cache.intact(&format!("{module}.ptx")).then_some(module)
+            };
             let missing: Vec<usize> = (0..units.len()).filter(|&i| module_of(&keys[i]).is_none()).collect();
             let mut needed: Vec<String> = Vec::new();
             let mut members: HashMap<String, usize> = HashMap::new();
@@ -384,6 +387,7 @@ impl Generator {
                     artifact::ir_hash(&compile.iter().map(|&i| keys[i].as_str()).collect::<Vec<_>>().join(" "))
                 );
                 cache.write(&format!("{name}.ptx"), module.as_bytes())?;
+                cache.seal(&format!("{name}.ptx"))?;
                 cache.write(&format!("{name}.count"), compile.len().to_string().as_bytes())?;
                 for &i in &compile {
                     cache.write(&format!("{}.ptxmod", keys[i]), name.as_bytes())?;

@@ -59,6 +59,11 @@ pub(crate) trait TargetInfo {
     /// For messages: `the CPU backend`.
     fn name(&self) -> &'static str;
 
+    /// The host features the code needs (the CPU's; none for PTX).
+    fn cpu_features(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether this target's kernel of `op` takes f16/bf16 buffers.
     fn takes_16bit(&self, op: &str) -> bool;
 
