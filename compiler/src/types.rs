@@ -56,8 +56,10 @@ impl TensorSpec {
         }
         s + self.dtype.mlir() + ">"
     }
+    /// The element count (saturating: a shape past `usize` is refused by
+    /// the verifiers and `convert-hl-to-ll` before any size is planned).
     pub fn num_elements(&self) -> usize {
-        self.shape.iter().product()
+        self.shape.iter().fold(1usize, |n, &d| n.saturating_mul(d))
     }
 }
 

@@ -161,7 +161,7 @@ impl Arg {
     }
 
     pub fn bytes(&self) -> usize {
-        self.shape.iter().product::<usize>() * self.dtype.bytes()
+        self.shape.iter().fold(self.dtype.bytes(), |n, &d| n.saturating_mul(d))
     }
 }
 

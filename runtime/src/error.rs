@@ -24,8 +24,24 @@ pub enum RuntimeError {
     /// A device that is not there, or that this build cannot drive.
     #[error("device {device}: {message}")]
     Device { device: String, message: String },
+    /// Memory that cannot be had: more than the machine has free, or an
+    /// allocation the system refused.
+    #[error("{what} needs {} of memory; {}", human_bytes(*bytes), available.map_or("the allocation was refused".to_string(), |a| format!("this machine has {} available", human_bytes(a))))]
+    Memory { what: String, bytes: u64, available: Option<u64> },
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+/// `bytes` in the largest binary unit that keeps it at 1 or more.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} bytes") } else { format!("{value:.1} {}", UNITS[unit]) }
+}

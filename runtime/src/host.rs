@@ -31,8 +31,17 @@ pub struct Bytes {
 }
 
 impl Bytes {
+    /// `len` zeroed bytes; aborts if the system refuses the memory (use
+    /// [`Bytes::try_zeroed`] for sizes that come from a model or a file).
     pub fn zeroed(len: usize) -> Self {
         Bytes { words: vec![[0; 8]; len.div_ceil(64).max(1)], len }
+    }
+
+    /// `len` zeroed bytes, or an error naming `what` and the size when the
+    /// system refuses them.
+    pub fn try_zeroed(len: usize, what: &str) -> Result<Self> {
+        let words = try_vec([0u64; 8], len.div_ceil(64).max(1), what)?;
+        Ok(Bytes { words, len })
     }
     /// `bytes` copied into aligned memory.
     pub fn from_slice(bytes: &[u8]) -> Self {
@@ -107,19 +116,53 @@ pub fn read_values(bytes: &[u8], dtype: DType) -> Vec<f64> {
         .collect()
 }
 
+/// `n` copies of `value`, or an error naming `what` when the system refuses
+/// the memory.
+pub(crate) fn try_vec<T: Clone>(value: T, n: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    let bytes = (n as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+    v.try_reserve_exact(n).map_err(|_| RuntimeError::Memory { what: what.to_string(), bytes, available: None })?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// The memory this machine has free (`MemAvailable` of `/proc/meminfo`),
+/// where the system says.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// Refuses, before allocating, `bytes` of host memory for `what` that the
+/// machine does not have free: an error that names the size instead of an
+/// abort or the out-of-memory killer halfway through.
+pub(crate) fn check_memory(what: &str, bytes: u64) -> Result<()> {
+    match available_memory() {
+        Some(available) if bytes > available => {
+            Err(RuntimeError::Memory { what: what.to_string(), bytes, available: Some(available) })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Every symbol's starting value: parameters drawn from their
 /// initializers with `seed` (parameter `i` of the table uses stream `i`),
 /// state zeroed. Every backend starts from the same numbers.
 pub(crate) fn initial_symbols(table: &[Symbol], seed: u64) -> Result<HashMap<String, Bytes>> {
     let mut symbols = HashMap::new();
     let mut stream = 0;
+    let total = table.iter().fold(0u64, |t, s| t.saturating_add(s.shape.iter().fold(s.dtype.bytes() as u64, |n, &d| n.saturating_mul(d as u64))));
+    check_memory(&format!("the {} parameters and optimizer state", table.len()), total)?;
     for s in table {
-        let n: usize = s.shape.iter().product();
-        let mut b = Bytes::zeroed(n * s.dtype.bytes());
+        let n: usize = s.shape.iter().fold(1usize, |n, &d| n.saturating_mul(d));
+        let what = format!("@{}", s.name);
+        let mut b = Bytes::try_zeroed(n.saturating_mul(s.dtype.bytes()), &what)?;
         if let Some(spec) = &s.init {
             let err = |m: String| RuntimeError::Arguments { function: format!("init of {}", s.name), message: m };
             let init = Init::parse(spec).map_err(|e| err(e.to_string()))?;
-            let mut values = vec![0f32; n];
+            let mut values = try_vec(0f32, n, &what)?;
             init.fill(&s.shape, seed, stream, &mut values).map_err(|e| err(e.to_string()))?;
             stream += 1;
             write_values(b.as_bytes_mut(), s.dtype, &values.iter().map(|&v| v as f64).collect::<Vec<_>>());
@@ -168,4 +211,39 @@ pub(crate) fn check_input_indices(f: &Function, inputs: &[&Tensor]) -> std::resu
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Memory the system cannot give is an error that names what it was
+    /// for and how much, not an abort.
+    #[test]
+    fn refused_memory_is_an_error_naming_the_size() {
+        let e = Bytes::try_zeroed(usize::MAX / 2, "the arena of @train_step").err().unwrap().to_string();
+        assert!(e.starts_with("the arena of @train_step needs "), "{e}");
+        assert!(e.contains("the allocation was refused"), "{e}");
+        if let Some(available) = available_memory() {
+            let e = check_memory("@fc1.weight", available.saturating_mul(4)).err().unwrap().to_string();
+            assert!(e.contains("@fc1.weight needs") && e.contains("this machine has"), "{e}");
+        }
+        assert!(check_memory("a small buffer", 64).is_ok());
+        assert_eq!(Bytes::try_zeroed(100, "x").unwrap().len(), 100);
+    }
+
+    /// A symbol table of 2^40 parameters is refused before anything is
+    /// allocated or initialised.
+    #[test]
+    fn huge_symbol_tables_are_refused_up_front() {
+        let table = vec![Symbol {
+            name: "fc1.weight".into(),
+            kind: "param".into(),
+            shape: vec![1 << 20, 1 << 20],
+            dtype: DType::F32,
+            init: Some("zeros".into()),
+        }];
+        let e = initial_symbols(&table, 0).err().unwrap().to_string();
+        assert!(e.contains("needs 4.0 TiB of memory"), "{e}");
+    }
 }

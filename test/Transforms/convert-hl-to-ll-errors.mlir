@@ -21,6 +21,16 @@ func.func @empty(%a: tensor<0x4xf32>) -> tensor<0x4xf32> {
 
 // -----
 
+// A tensor past 1 TiB (or past what 64 bits count) is refused before any
+// byte count of the plan could overflow.
+func.func @huge(%a: tensor<4611686018427387904x4xf32>) -> tensor<4611686018427387904x4xf32> {
+  // expected-error @-1 {{convert-hl-to-ll: argument #0: tensor<4611686018427387904x4xf32> is larger than the 1 TiB a tensor may hold}}
+  %y = hl.relu %a : tensor<4611686018427387904x4xf32>
+  return %y : tensor<4611686018427387904x4xf32>
+}
+
+// -----
+
 func.func @empty_result(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
   // expected-error @+1 {{convert-hl-to-ll: tensor<4x0xf32> has a zero-size dimension; AICF compiles no empty tensors (a batch, width or length of 0)}}
   %e = hl.slice %a start = [0, 0] limit = [4, 0] strides = [1, 1] : tensor<4x4xf32>

@@ -4,9 +4,12 @@
 // RUN: not aicf-opt %s -split-input-file --hl-widen="layer=nope width=16" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not aicf-opt %s -split-input-file --hl-widen="layer=fc1 width=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NARROW
 // RUN: not aicf-opt %s -split-input-file --hl-deepen="after=fc1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NORELU
+// A width past what memory holds is refused by the parameter's verifier.
+// RUN: not aicf-opt %S/../../examples/mlp/digits_mlp.mlir --hl-widen="layer=fc1 width=4611686018427387904" -o /dev/null 2>&1 | FileCheck %s --check-prefix=HUGE
 
 // MISSING: hl-widen: no parameter @nope.weight (is 'nope' a linear layer of this model?)
 // NARROW: hl-widen: width=2 is narrower than fc1's 8 units; widening only grows
+// HUGE: error: 'hl.param' op parameter @fc1.weight ('tensor<4611686018427387904x64xf32>') is larger than the 1 TiB a tensor may hold
 // NORELU: hl-deepen: fc1 is not followed by a relu here ('hl.tanh'), so an identity layer would not preserve the function; use residual=true
 
 // The hidden units feed a residual add: widening would change its width.

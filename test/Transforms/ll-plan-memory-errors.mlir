@@ -20,3 +20,12 @@ func.func @not_lowered(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = hl.exp %x : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @huge(%x: memref<16xf32>) {
+  // expected-error @+1 {{ll-plan-memory: memref<1099511627776x16xf32> is larger than the 1 TiB a buffer may hold}}
+  %a = memref.alloc() : memref<1099511627776x16xf32>
+  ll.copy %x into %x : memref<16xf32>
+  return
+}

@@ -124,3 +124,18 @@ impl Emitter {
         self.reshape(summed, &target.shape)
     }
 }
+
+/// The most bytes one tensor or buffer may hold (1 TiB): more than any
+/// device has, and far from overflowing the memory plan's byte counts.
+pub const MAX_TENSOR_BYTES: u64 = 1 << 40;
+
+/// Whether `v`'s shaped type holds more than [`MAX_TENSOR_BYTES`] (or more
+/// than a `u64` counts).
+pub(crate) fn too_large(v: mlir_sys::MlirValue) -> bool {
+    crate::ir::buffer_spec(v).is_some_and(|spec| {
+        spec.shape
+            .iter()
+            .try_fold(crate::ir::dtype_bytes(spec.dtype), |n, &d| n.checked_mul(d as u64))
+            .is_none_or(|bytes| bytes > MAX_TENSOR_BYTES)
+    })
+}

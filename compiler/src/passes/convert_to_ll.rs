@@ -96,9 +96,13 @@ fn require_static(func: MlirOperation, block: MlirBlock) -> Result<(), Failure> 
             && mlirShapedTypeHasRank(t)
             && (0..mlirShapedTypeGetRank(t)).any(|d| mlirShapedTypeGetDimSize(t, d as isize) == 0)
     };
+    // Bytes past MAX_TENSOR_BYTES (or past u64) would overflow the plan.
+    let huge = super::common::too_large;
     let message = |v: MlirValue| {
         let t = ir::type_text(unsafe { mlirValueGetType(v) });
-        if empty(v) {
+        if huge(v) {
+            format!("{t} is larger than the 1 TiB a tensor may hold")
+        } else if empty(v) {
             format!("{t} has a zero-size dimension; AICF compiles no empty tensors (a batch, width or length of 0)")
         } else {
             format!("{t} has a dynamic shape; buffers need static shapes (compile once per input shape)")
@@ -106,14 +110,14 @@ fn require_static(func: MlirOperation, block: MlirBlock) -> Result<(), Failure> 
     };
     for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
         let arg = unsafe { mlirBlockGetArgument(block, i) };
-        if dynamic(arg) || empty(arg) {
+        if dynamic(arg) || empty(arg) || huge(arg) {
             return Err((op_loc(func), format!("argument #{i}: {}", message(arg))));
         }
     }
     for op in ops_of(block) {
         for i in 0..unsafe { mlirOperationGetNumResults(op) } {
             let r = unsafe { mlirOperationGetResult(op, i) };
-            if dynamic(r) || empty(r) {
+            if dynamic(r) || empty(r) || huge(r) {
                 return Err((op_loc(op), message(r)));
             }
         }

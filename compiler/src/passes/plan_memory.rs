@@ -68,11 +68,23 @@ pub enum Budget {
 
 /// An `ll` pass runs on lowered functions only: an `hl` op left in `block`
 /// is an error at that op.
+/// A buffer over [`super::common::MAX_TENSOR_BYTES`] is an error at its
+/// allocation.
 pub(super) fn require_lowered(block: MlirBlock) -> Result<(), Failure> {
-    match ops_of(block).into_iter().find(|&o| op_name(o).starts_with("hl.")) {
-        Some(hl) => Err((op_loc(hl), format!("'{}' is not lowered; run convert-hl-to-ll first", op_name(hl)))),
-        None => Ok(()),
+    for op in ops_of(block) {
+        let name = op_name(op);
+        if name.starts_with("hl.") {
+            return Err((op_loc(op), format!("'{name}' is not lowered; run convert-hl-to-ll first")));
+        }
+        if name == "memref.alloc" {
+            let r = unsafe { mlirOperationGetResult(op, 0) };
+            if super::common::too_large(r) {
+                let t = ir::type_text(unsafe { mlirValueGetType(r) });
+                return Err((op_loc(op), format!("{t} is larger than the 1 TiB a buffer may hold")));
+            }
+        }
     }
+    Ok(())
 }
 
 /// What the planner decided for one function.
@@ -243,7 +255,7 @@ impl Model {
                 buf_of.insert(key(r), bufs.len());
                 bufs.push(Buf {
                     alloc: op,
-                    bytes: (s.num_elements() as u64 * elt).max(1),
+                    bytes: (s.num_elements() as u64).saturating_mul(elt).max(1),
                     ty: ir::type_text(unsafe { mlirValueGetType(r) }),
                 });
                 continue;

@@ -311,7 +311,7 @@ impl Trainer {
         self.ensure_compiled("train_step", &all)?;
         let next: Option<Vec<&Tensor>> = next.map(|n| n.iter().copied().chain(std::iter::once(&lr_t)).collect());
         let out = self.backend.call_staging_next("train_step", &all, next.as_deref())?;
-        self.steps += 1;
+        self.steps = self.steps.saturating_add(1);
         let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {
             return Err(TrainError::NonFinite { step: self.steps, loss, lr });
@@ -364,13 +364,33 @@ impl Trainer {
     /// Restores a checkpoint of this model (written on any device); returns
     /// its metadata.
     pub fn load_checkpoint(&mut self, path: &Path) -> Result<BTreeMap<String, String>> {
+        // The step count is checked before any state is restored: a count no
+        // run reaches (past 2^53, where f64 step offsets stop being exact) is
+        // a damaged or crafted file.
+        let metadata = aicf_runtime::checkpoint::read_metadata(path).map_err(RuntimeError::from)?;
+        let step = match metadata.get("step") {
+            None => None,
+            Some(text) => match text.parse::<u64>() {
+                Ok(step) if step <= MAX_STEPS => Some(step),
+                _ => {
+                    return Err(TrainError::Io {
+                        path: path.to_path_buf(),
+                        message: format!("step {text:?} in its metadata is not a step count (0 to 2^53)"),
+                    });
+                }
+            },
+        };
         let metadata = self.backend.load_checkpoint(path)?;
-        if let Some(step) = metadata.get("step").and_then(|s| s.parse().ok()) {
+        if let Some(step) = step {
             self.steps = step;
         }
         Ok(metadata)
     }
 }
+
+/// The most steps a run counts: beyond 2^53 a step offset fed to the model
+/// as a number is no longer exact.
+pub const MAX_STEPS: u64 = 1 << 53;
 
 /// Compiles `source` at each of `batches` (`None`: its own batch size) into
 /// `options.cache_dir`, where a [`Trainer`] of it will find them: all at

@@ -406,3 +406,23 @@ fn damaged_kernel_cache_objects_are_compiled_again() {
     let out = session.call("forward", &[&x]).unwrap();
     assert!(out[0].values.iter().all(|v| v.is_finite()));
 }
+
+/// A checkpoint whose step count no run reaches (a damaged or crafted
+/// file) is refused with its path, and the trainer's state is untouched.
+#[test]
+fn a_checkpoint_with_an_impossible_step_count_is_refused() {
+    let dir = scratch("step-count");
+    let options = Options { device: Device::Cpu { threads: 1 }, cache_dir: dir.clone(), ..Options::default() };
+    let mut t = Trainer::from_file(&example("mlp/digits_mlp.mlir"), options).unwrap();
+    let good = dir.join("good.safetensors");
+    t.save_checkpoint(&good, &Default::default()).unwrap();
+    let (entries, mut meta) = aicf_runtime::checkpoint::load(&good).unwrap();
+    meta.insert("step".into(), u64::MAX.to_string());
+    let bad = dir.join("bad.safetensors");
+    aicf_runtime::checkpoint::save(&bad, &entries.into_values().collect::<Vec<_>>(), &meta).unwrap();
+    let before = t.state();
+    let e = t.load_checkpoint(&bad).err().unwrap().to_string();
+    assert!(e.contains("bad.safetensors") && e.contains("is not a step count"), "{e}");
+    assert_eq!(t.state(), before);
+    assert_eq!(t.steps(), 0);
+}

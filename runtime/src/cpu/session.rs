@@ -25,16 +25,23 @@ impl CpuSession {
     pub fn new(module: CpuModule, seed: u64) -> Result<Self> {
         let symbols = initial_symbols(&module.manifest().symbols, seed)?;
         let mut session = CpuSession { modules: Vec::new(), symbols, arenas: HashMap::new() };
-        session.push(module);
+        session.push(module)?;
         Ok(session)
     }
 
-    fn push(&mut self, module: CpuModule) {
+    /// Adds `module` with its functions' arenas, refusing arenas the machine
+    /// does not have the memory for.
+    fn push(&mut self, module: CpuModule) -> Result<()> {
         let index = self.modules.len();
-        for f in &module.manifest().functions {
-            self.arenas.insert((index, f.name.clone()), Bytes::zeroed(f.arena_bytes as usize));
+        let functions = &module.manifest().functions;
+        let total = functions.iter().fold(0u64, |t, f| t.saturating_add(f.arena_bytes));
+        crate::host::check_memory(&format!("the arenas of {} functions", functions.len()), total)?;
+        for f in functions {
+            let arena = Bytes::try_zeroed(f.arena_bytes as usize, &format!("the arena of @{}", f.name))?;
+            self.arenas.insert((index, f.name.clone()), arena);
         }
         self.modules.push(module);
+        Ok(())
     }
 
     /// The module the session was created with.
@@ -45,8 +52,7 @@ impl CpuSession {
     /// Adds `module`, the same model compiled for other input shapes.
     pub fn add_module(&mut self, module: CpuModule) -> Result<()> {
         check_variant(self.module().manifest(), module.manifest())?;
-        self.push(module);
-        Ok(())
+        self.push(module)
     }
 }
 
@@ -93,23 +99,38 @@ impl Backend for CpuSession {
             return Err(no_module_for(function, &manifests, first_problem));
         };
         let f = self.modules[index].function(function)?.clone();
-        let mut buffers: Vec<Bytes> = Vec::with_capacity(f.args.len());
+        // First what can fail (the call's own buffers, the symbols' presence),
+        // then the session's symbols and arena are taken: an error never
+        // leaves the session without them.
+        let mut own: Vec<Option<Bytes>> = Vec::with_capacity(f.args.len());
         let mut next_input = 0;
         for a in &f.args {
-            let b = match a.role() {
+            own.push(match a.role() {
                 Role::Input => {
                     let t = inputs[next_input];
                     next_input += 1;
-                    let mut b = Bytes::zeroed(a.bytes());
+                    let mut b = Bytes::try_zeroed(a.bytes(), &format!("@{function}'s input {}", a.bind))?;
                     crate::host::write_values(b.as_bytes_mut(), a.dtype, &t.values);
-                    b
+                    Some(b)
                 }
-                Role::Output => Bytes::zeroed(a.bytes()),
-                Role::Symbol(s) => self.symbols.remove(&s).ok_or_else(|| bad(format!("no buffer for symbol @{s}")))?,
-                Role::Arena => self.arenas.remove(&(index, function.to_string())).unwrap_or_default(),
-            };
-            buffers.push(b);
+                Role::Output => Some(Bytes::try_zeroed(a.bytes(), &format!("@{function}'s {}", a.bind))?),
+                Role::Symbol(s) if !self.symbols.contains_key(&s) => {
+                    return Err(bad(format!("no buffer for symbol @{s}")));
+                }
+                Role::Symbol(_) | Role::Arena => None,
+            });
         }
+        let buffers: Vec<Bytes> = f
+            .args
+            .iter()
+            .zip(own)
+            .map(|(a, b)| match (a.role(), b) {
+                (_, Some(b)) => b,
+                (Role::Symbol(s), None) => self.symbols.remove(&s).unwrap_or_default(),
+                (_, None) => self.arenas.remove(&(index, function.to_string())).unwrap_or_default(),
+            })
+            .collect();
+        let mut buffers = buffers;
         let mut refs: Vec<&mut Bytes> = buffers.iter_mut().collect();
         let result = self.modules[index].run(function, &mut refs);
         // Give the symbols and the arena back, whatever happened.

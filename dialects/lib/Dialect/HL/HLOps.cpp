@@ -426,6 +426,17 @@ LogicalResult ParamOp::verify() {
     return emitOpError("parameter @")
            << name << " has a zero-size dimension (" << type
            << "); a parameter holds at least one value";
+  // A tensor larger than any machine's memory (an option such as
+  // hl-widen's width gone wrong) would overflow the byte counts of the
+  // memory plan: 2^40 bytes (1 TiB) is the most one tensor may hold.
+  uint64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+  for (int64_t d : type.getShape()) {
+    if (d < 0 || bytes > (uint64_t(1) << 40) / uint64_t(d))
+      return emitOpError("parameter @")
+             << name << " (" << type
+             << ") is larger than the 1 TiB a tensor may hold";
+    bytes *= uint64_t(d);
+  }
   return success();
 }
 
