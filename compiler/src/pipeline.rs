@@ -154,10 +154,31 @@ pub struct Compiled {
     pub timings: Timings,
 }
 
+/// The module as the printer writes it: comments, blank lines, value names
+/// and locations gone, attributes in their canonical form. Hashes of it
+/// identify a model (its checkpoints, its cached artifacts) however its
+/// source is laid out.
+pub fn canonical_text(module: &melior::ir::Module<'_>) -> String {
+    module.as_operation().to_string()
+}
+
+/// [`canonical_text`] of `source`, parsed and verified.
+pub fn canonical_source(source: &str, name: &str) -> Result<String> {
+    let ctx = CompilerContext::new();
+    let module = ctx.parse(source, name)?;
+    Ok(canonical_text(&module))
+}
+
+/// The IR hash of `source`: the hash of its canonical text, which
+/// checkpoints and manifests carry.
+pub fn model_hash(source: &str, name: &str) -> Result<String> {
+    Ok(ir_hash(&canonical_source(source, name)?))
+}
+
 /// Parses `source` (named `name` in diagnostics), retargets it to `batch`
 /// rows if asked, runs the train pipeline and generates its kernels into
-/// `out_dir`. The artifact's IR hash is the source's at every batch size,
-/// so one checkpoint fits every variant.
+/// `out_dir`. The artifact's IR hash is the source's ([`model_hash`]) at
+/// every batch size, so one checkpoint fits every variant.
 pub fn compile_source(
     source: &str,
     name: &str,
@@ -169,6 +190,7 @@ pub fn compile_source(
     let mut timings = Timings::default();
     let ctx = CompilerContext::new();
     let mut module = timings.time("parse and verify", || ctx.parse(source, name))?;
+    let hash = ir_hash(&canonical_text(&module));
     if let Some(b) = batch {
         if b == 0 {
             return Err(CompileError::Unsupported(format!("{name}: a batch of 0 rows")));
@@ -178,7 +200,6 @@ pub fn compile_source(
     timings.time("train pipeline (autodiff .. ll-schedule)", || {
         run_pipeline(&ctx, &mut module, &options.train_pipeline())
     })?;
-    let hash = ir_hash(source);
     let (manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
     timings.extend(stats.timings);
     Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })

@@ -360,9 +360,9 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
             }
             for (b, &bytes) in c.buffers.iter().zip(&c.bytes) {
                 let room = match *b {
-                    Buffer::Arg { index } => f.args.get(index).map(|a| {
-                        if a.bind == "arena" { f.arena_bytes } else { a.bytes() as u64 }
-                    }),
+                    Buffer::Arg { index } => {
+                        f.args.get(index).map(|a| if a.bind == "arena" { f.arena_bytes } else { a.bytes() as u64 })
+                    }
                     Buffer::Arena { offset } if has_arena => Some(f.arena_bytes.saturating_sub(offset)),
                     Buffer::Arena { .. } => None,
                     Buffer::Constant { index } => {
@@ -378,11 +378,10 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
                 }
             }
             let operands = c.buffers.len();
-            let out_of_range = c
-                .index_checks
-                .iter()
-                .map(|i| i.operand)
-                .chain(c.library.iter().flat_map(|g| [g.a, g.b, g.out].into_iter().chain(g.aliases.iter().copied())));
+            let out_of_range =
+                c.index_checks.iter().map(|i| i.operand).chain(
+                    c.library.iter().flat_map(|g| [g.a, g.b, g.out].into_iter().chain(g.aliases.iter().copied())),
+                );
             if let Some(bad) = out_of_range.into_iter().find(|&o| o >= operands) {
                 return Err(at(format!("refers to operand {bad} of {operands}")));
             }

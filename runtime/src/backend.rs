@@ -142,6 +142,15 @@ pub trait Backend {
     /// measured choice; `None` goes back to the registry.
     fn force_gemm(&mut self, candidate: Option<&str>) -> Result<()>;
 
+    /// The GEMM candidates this session ran (registry key -> candidate),
+    /// with what the machine knows for the same target: checkpoints record
+    /// them.
+    fn gemm_choices(&self) -> BTreeMap<String, String>;
+
+    /// Runs `choices` (as [`Backend::gemm_choices`] gives them) ahead of
+    /// the machine's registry: a resumed run replays the kernels it ran.
+    fn pin_gemm_choices(&mut self, choices: &BTreeMap<String, String>);
+
     /// The current value of a parameter or state symbol.
     fn symbol(&self, name: &str) -> Option<Tensor> {
         let s = self.manifest().symbols.iter().find(|s| s.name == name)?;
@@ -176,7 +185,14 @@ pub trait Backend {
     /// Saves every parameter and state symbol with `metadata` (plus the IR
     /// hash) to `path`, atomically.
     fn save_checkpoint(&self, path: &Path, metadata: &BTreeMap<String, String>) -> Result<()> {
-        let entries = self
+        self.save_checkpoint_with(path, metadata, Vec::new())
+    }
+
+    /// [`Backend::save_checkpoint`] with `extra` entries beside the
+    /// symbols (names outside the model's, such as `aicf.kept/...`), which
+    /// [`Backend::load_checkpoint`] ignores.
+    fn save_checkpoint_with(&self, path: &Path, metadata: &BTreeMap<String, String>, extra: Vec<Entry>) -> Result<()> {
+        let mut entries = self
             .manifest()
             .symbols
             .iter()
@@ -188,8 +204,14 @@ pub trait Backend {
                 Ok(Entry { name: s.name.clone(), dtype: s.dtype, shape: s.shape.clone(), bytes })
             })
             .collect::<Result<Vec<_>>>()?;
+        entries.extend(extra);
         let mut metadata = metadata.clone();
         metadata.insert("aicf.ir_hash".into(), self.manifest().ir_hash.clone());
+        let choices = self.gemm_choices();
+        if !choices.is_empty() {
+            let text = serde_json::to_string(&choices).unwrap_or_default();
+            metadata.insert(GEMM_CHOICES.into(), text);
+        }
         Ok(checkpoint::save(path, &entries, &metadata)?)
     }
 
@@ -220,13 +242,27 @@ pub trait Backend {
                 .into());
             }
         }
+        let choices: Option<BTreeMap<String, String>> =
+            match metadata.get(GEMM_CHOICES) {
+                Some(text) => Some(serde_json::from_str(text).map_err(|e| CheckpointError::Corrupt {
+                    path: p.clone(),
+                    message: format!("{GEMM_CHOICES}: {e}"),
+                })?),
+                None => None,
+            };
         let names: Vec<String> = self.manifest().symbols.iter().map(|s| s.name.clone()).collect();
         for name in names {
             self.set_symbol_bytes(&name, &entries[&name].bytes)?;
         }
+        if let Some(choices) = choices {
+            self.pin_gemm_choices(&choices);
+        }
         Ok(metadata)
     }
 }
+
+/// The checkpoint metadata key of the GEMM choices a run made.
+pub const GEMM_CHOICES: &str = "aicf.gemm";
 
 /// Microseconds since the process first asked: the clock of every trace.
 pub(crate) fn trace_clock_us() -> f64 {

@@ -60,6 +60,28 @@ fn dtype_of(name: &str) -> Option<DType> {
     })
 }
 
+/// Removes the temporary files (`<stem>.partial<pid>`) that saves of
+/// `path` by processes no longer running left behind (killed mid-write).
+/// Where processes cannot be looked up (no `/proc`), nothing is removed.
+pub fn remove_stale_partials(path: &Path) {
+    let (Some(dir), Some(stem)) = (path.parent(), path.file_stem().and_then(|s| s.to_str())) else { return };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(listing) = std::fs::read_dir(dir) else { return };
+    let prefix = format!("{stem}.partial");
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Writes `entries` and `metadata` to `path` atomically.
 pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>) -> Result<(), CheckpointError> {
     let io = |e: std::io::Error| CheckpointError::Io { path: path.display().to_string(), message: e.to_string() };
@@ -80,6 +102,7 @@ pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>)
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
+    remove_stale_partials(path);
     let tmp = path.with_extension(format!("partial{}", std::process::id()));
     let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;

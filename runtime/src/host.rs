@@ -153,7 +153,9 @@ pub(crate) fn check_memory(what: &str, bytes: u64) -> Result<()> {
 pub(crate) fn initial_symbols(table: &[Symbol], seed: u64) -> Result<HashMap<String, Bytes>> {
     let mut symbols = HashMap::new();
     let mut stream = 0;
-    let total = table.iter().fold(0u64, |t, s| t.saturating_add(s.shape.iter().fold(s.dtype.bytes() as u64, |n, &d| n.saturating_mul(d as u64))));
+    let total = table.iter().fold(0u64, |t, s| {
+        t.saturating_add(s.shape.iter().fold(s.dtype.bytes() as u64, |n, &d| n.saturating_mul(d as u64)))
+    });
     check_memory(&format!("the {} parameters and optimizer state", table.len()), total)?;
     for s in table {
         let n: usize = s.shape.iter().fold(1usize, |n, &d| n.saturating_mul(d));

@@ -63,6 +63,11 @@ fn shape(g: &LibraryGemm) -> String {
 pub struct Registry {
     path: Option<PathBuf>,
     decisions: Mutex<BTreeMap<String, String>>,
+    /// The choices this session ran (or was given by a checkpoint, which
+    /// win over the machine's): what a checkpoint records, so that a resume
+    /// on another machine or a fresh cache runs the same kernels and
+    /// reaches the same bits.
+    session: Mutex<BTreeMap<String, String>>,
 }
 
 impl Registry {
@@ -75,7 +80,32 @@ impl Registry {
             .and_then(|p| std::fs::read_to_string(p).ok())
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
-        Registry { path, decisions: Mutex::new(decisions) }
+        Registry { path, decisions: Mutex::new(decisions), session: Mutex::default() }
+    }
+
+    /// Makes `choices` (key -> candidate name, as [`Registry::choices`]
+    /// returns them) this session's, ahead of the machine's decisions.
+    pub fn pin(&self, choices: &BTreeMap<String, String>) {
+        if let Ok(mut s) = self.session.lock() {
+            s.extend(choices.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+    }
+
+    /// The choices this session ran, and every decision the machine holds
+    /// for the same target and thread count (a model that grows meets
+    /// them next): what a checkpoint records.
+    pub fn choices(&self) -> BTreeMap<String, String> {
+        let mut out = self.session.lock().map(|s| s.clone()).unwrap_or_default();
+        let prefix = |k: &str| k.split_once(": ").map(|(p, _)| p.to_string());
+        let prefixes: std::collections::BTreeSet<String> = out.keys().filter_map(|k| prefix(k)).collect();
+        if let Ok(d) = self.decisions.lock() {
+            for (k, v) in d.iter() {
+                if !k.ends_with(" (ms)") && prefix(k).is_some_and(|p| prefixes.contains(&p)) {
+                    out.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+        out
     }
 
     pub fn key(g: &LibraryGemm, call: &Call, target: &str, threads: usize) -> String {
@@ -95,7 +125,13 @@ impl Registry {
 
     /// The candidate recorded for `key`, by name (any backend's).
     pub fn get_named(&self, key: &str) -> Option<String> {
-        self.decisions.lock().ok()?.get(key).cloned()
+        let mut session = self.session.lock().ok()?;
+        if let Some(c) = session.get(key) {
+            return Some(c.clone());
+        }
+        let c = self.decisions.lock().ok()?.get(key).cloned()?;
+        session.insert(key.to_string(), c.clone());
+        Some(c)
     }
 
     /// Records a measured decision (and the times behind it) and writes the
@@ -110,6 +146,9 @@ impl Registry {
     /// modules of this one, such as a batch-size variant) wrote since this
     /// registry was opened are read back and kept beside this one.
     pub fn set_named(&self, key: String, choice: &str, times: &[(&str, f64)]) {
+        if let Ok(mut s) = self.session.lock() {
+            s.insert(key.clone(), choice.to_string());
+        }
         let Ok(mut d) = self.decisions.lock() else { return };
         d.insert(key.clone(), choice.into());
         let detail: Vec<String> = times.iter().map(|(c, ms)| format!("{c} {ms:.4}")).collect();

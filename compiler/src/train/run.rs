@@ -38,6 +38,14 @@ pub struct RunOptions {
     pub checkpoint_dir: Option<PathBuf>,
     /// Continue from `<checkpoint_dir>/last.safetensors`.
     pub resume: bool,
+    /// Continue from this checkpoint instead (any one a run wrote: an
+    /// earlier model version's `v<k>.safetensors`, another run's), saving
+    /// to `checkpoint_dir` if given: a fork.
+    pub resume_from: Option<PathBuf>,
+    /// Resume even where this run's options (learning rate, optimizer,
+    /// seed, data, model) differ from the checkpoint's record: the
+    /// differences are reported and the new values recorded.
+    pub override_resume: bool,
     /// Change the model while it trains by this policy (TOML).
     pub adapt: Option<PathBuf>,
     /// Write the kernel timeline of `profile_steps` steps here.
@@ -57,6 +65,8 @@ impl Default for RunOptions {
             out: PathBuf::from("target/aicf-run"),
             checkpoint_dir: None,
             resume: false,
+            resume_from: None,
+            override_resume: false,
             adapt: None,
             profile: None,
             profile_steps: 10,
@@ -85,6 +95,8 @@ pub trait Report {
     fn epoch(&mut self, _record: &EpochRecord, _epochs: usize) {}
     /// An adaptive run's decision, summarised.
     fn decision(&mut self, _summary: &str) {}
+    /// Something the user should know that does not stop the run.
+    fn note(&mut self, _message: &str) {}
 }
 
 /// A report that says nothing.
@@ -125,7 +137,7 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     if !options.weight_decay.is_finite() || options.weight_decay < 0.0 {
         return bad(format!("the weight decay {} is not a number of at least 0", options.weight_decay));
     }
-    if run.resume && run.checkpoint_dir.is_none() {
+    if run.resume && run.checkpoint_dir.is_none() && run.resume_from.is_none() {
         return bad("resuming needs a checkpoint directory".into());
     }
     if run.profile.is_some() && run.profile_steps == 0 {
@@ -134,32 +146,48 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     Ok(())
 }
 
-/// The options a checkpoint records, which a resume must match.
-fn recorded(options: &Options, run: &RunOptions, data: &[PathBuf]) -> Vec<(&'static str, String)> {
-    let files: Vec<String> =
-        data.iter().map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()).collect();
-    vec![
+/// The options a checkpoint records, which a resume must match: the
+/// model (its canonical IR hash), the optimizer and its settings, the
+/// seed, the split and the data (each file's name and content hash).
+fn recorded(
+    options: &Options,
+    run: &RunOptions,
+    data: &[PathBuf],
+    model_hash: &str,
+) -> Result<Vec<(&'static str, String)>> {
+    let mut files = Vec::new();
+    for p in data {
+        let bytes = std::fs::read(p).map_err(|e| TrainError::Io { path: p.clone(), message: e.to_string() })?;
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        files.push(format!("{name} ({})", aicf_runtime::artifact::bytes_hash(&bytes)));
+    }
+    Ok(vec![
+        ("model", model_hash.to_string()),
         ("optimizer", options.optimizer.clone()),
         ("lr", run.lr.to_string()),
         ("momentum", options.momentum.to_string()),
         ("weight_decay", options.weight_decay.to_string()),
         ("seed", run.seed.to_string()),
         ("val_split", run.data.val_split.to_string()),
-        ("data", files.join(",")),
-    ]
+        ("data", files.join(", ")),
+    ])
 }
 
-/// The model file to train: a resumed adaptive run continues from the
-/// model it grew into (`model.mlir` beside its checkpoint).
-fn model_path(model: &Path, run: &RunOptions) -> PathBuf {
-    if let (true, Some(_), Some(dir)) = (run.resume, &run.adapt, &run.checkpoint_dir) {
-        let grown = dir.join("model.mlir");
-        if grown.exists() {
-            return grown;
-        }
-    }
-    model.to_path_buf()
-}
+/// Checkpoint metadata: the model's IR (the checkpoint and the model it
+/// belongs to are one file).
+pub const IR_KEY: &str = "aicf.ir";
+/// Checkpoint metadata: the model version (0: the model the run started
+/// with; each accepted rewrite a new one) and the hash of every version's
+/// IR.
+const VERSION_KEY: &str = "aicf.model_version";
+const VERSIONS_KEY: &str = "aicf.versions";
+/// Checkpoint metadata: an adaptive run's [`super::adapt::Snapshot`].
+const ADAPT_KEY: &str = "aicf.adapt";
+/// Checkpoint entries: the state of the model a watched rewrite replaced.
+const KEPT_PREFIX: &str = "aicf.kept/";
+/// A step's loss over this many times the run's first loss (at least 1) is
+/// divergence: the run stops before a checkpoint could take the state.
+pub const DIVERGENCE_FACTOR: f64 = 1e4;
 
 /// Trains the model in `model` on `data` by `run`, compiled and run by
 /// `options`.
@@ -172,47 +200,113 @@ pub fn fit(
 ) -> Result<Summary> {
     check_options(options, run)?;
     aicf_runtime::check_device(&options.device)?;
-    let model = model_path(model, run);
     let name = model.display().to_string();
-    let source = std::fs::read_to_string(&model)
+    let original = std::fs::read_to_string(model)
         .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
+    let model_hash = crate::pipeline::model_hash(&original, &name)?;
+    let record = recorded(options, run, data, &model_hash)?;
+    let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
+    let resume_from = run.resume_from.clone().or_else(|| if run.resume { checkpoint.clone() } else { None });
+    let policy = match &run.adapt {
+        Some(path) => Policy::from_file(path)?,
+        None => Policy { observe_every: 0, ..Policy::default() },
+    };
+    // A resume checks the checkpoint's record of the run before compiling,
+    // and trains the model the checkpoint holds (an adaptive run's grown
+    // one), written to the run directory for its diagnostics.
+    let (source, model_file, resume) = match &resume_from {
+        Some(path) => {
+            let meta = aicf_runtime::checkpoint::read_metadata(path)?;
+            for (key, value) in &record {
+                if let Some(saved) = meta.get(*key)
+                    && saved != value
+                {
+                    let message = if *key == "model" {
+                        format!(
+                            "{}: the checkpoint is of another model (IR hash {saved}, this model's is {value})",
+                            path.display()
+                        )
+                    } else {
+                        format!(
+                            "{}: the checkpoint was trained with {key} {saved}; this run asks for {value}",
+                            path.display()
+                        )
+                    };
+                    if !run.override_resume {
+                        return Err(TrainError::Input(format!("{message} (--override-resume goes on anyway)")));
+                    }
+                    report.note(&format!("{message}; going on (--override-resume)"));
+                }
+            }
+            match meta.get(IR_KEY) {
+                Some(ir) => {
+                    std::fs::create_dir_all(&run.out)
+                        .map_err(|e| TrainError::Io { path: run.out.clone(), message: e.to_string() })?;
+                    let file = run.out.join("resumed-model.mlir");
+                    crate::codegen::write_atomically(&file, ir.as_bytes())?;
+                    (ir.clone(), file, Some((path.clone(), meta)))
+                }
+                None => (original, model.to_path_buf(), Some((path.clone(), meta))),
+            }
+        }
+        None => (original, model.to_path_buf(), None),
+    };
+    let name = model_file.display().to_string();
     let sig = Signature::of_source(&source, &name)?;
     let data_options = DataOptions { seed: run.seed, ..run.data.clone() };
     let dataset = Dataset::load(data, &sig, &data_options)?;
     if dataset.train_len() == 0 {
         return Err(TrainError::Input(format!("{}: no training examples", dataset.description)));
     }
-    let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
-    let policy = match &run.adapt {
-        Some(path) => Policy::from_file(path)?,
-        None => Policy { observe_every: 0, ..Policy::default() },
-    };
-    // A resume checks the checkpoint's record of the run before compiling.
-    let resume_meta = match (&checkpoint, run.resume) {
-        (Some(path), true) => {
-            let meta = aicf_runtime::checkpoint::read_metadata(path)?;
-            for (key, value) in recorded(options, run, data) {
-                if let Some(saved) = meta.get(key)
-                    && *saved != value
-                {
-                    return Err(TrainError::Input(format!(
-                        "{}: the checkpoint was trained with {key} {saved}; this run asks for {value}",
-                        path.display()
-                    )));
-                }
-            }
-            Some(meta)
-        }
-        _ => None,
-    };
+    if let Some((path, meta)) = &resume
+        && let Some(summary) = nothing_to_train(path, meta, run, report)?
+    {
+        return Ok(summary);
+    }
     std::fs::create_dir_all(&run.out).map_err(|e| TrainError::Io { path: run.out.clone(), message: e.to_string() })?;
     let trainer_options = Options { cache_dir: run.out.clone(), ..options.clone() };
     let trainer = Trainer::from_source(&source, &name, trainer_options)?;
-    let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model, report)?;
-    if let (Some(path), Some(_)) = (&checkpoint, &resume_meta) {
-        loop_.resume(path, report)?;
+    let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, report)?;
+    loop_.record = record;
+    if let Some((path, meta)) = &resume {
+        loop_.resume(path, meta, run, report)?;
+    } else if let Some(dir) = &run.checkpoint_dir {
+        loop_.write_version(dir)?;
     }
-    loop_.train(run, checkpoint.as_deref(), options, data, report)
+    loop_.train(run, checkpoint.as_deref(), report)
+}
+
+/// A resume asked to train to an epoch the checkpoint has reached: the
+/// run's records as they are, and a note (nothing is compiled or written).
+fn nothing_to_train(
+    path: &Path,
+    meta: &BTreeMap<String, String>,
+    run: &RunOptions,
+    report: &mut dyn Report,
+) -> Result<Option<Summary>> {
+    let epoch: usize = meta.get("epoch").and_then(|e| e.parse().ok()).unwrap_or(0);
+    if epoch < run.epochs {
+        return Ok(None);
+    }
+    report.note(&format!(
+        "nothing to train: {} is at epoch {epoch}, and this run asks for {} epochs (raise --epochs to go on)",
+        path.display(),
+        run.epochs
+    ));
+    let metrics = run.out.join("metrics.jsonl");
+    let records = report::read_metrics(&metrics, usize::MAX);
+    Ok(Some(Summary {
+        steps: meta.get("step").and_then(|s| s.parse().ok()).unwrap_or(0),
+        training_seconds: 0.0,
+        plot: run.out.join("plot.svg"),
+        trace: None,
+        decisions: 0,
+        decisions_log: None,
+        params: records.last().map_or(0, |r| r.params),
+        train_flops: records.last().map_or(0.0, |r| r.train_flops),
+        metrics,
+        records,
+    }))
 }
 
 /// The state of one run.
@@ -228,6 +322,15 @@ struct Loop<'a> {
     seed: u64,
     first_epoch: usize,
     records: Vec<EpochRecord>,
+    /// The options checkpoints record ([`recorded`]).
+    record: Vec<(&'static str, String)>,
+    /// The current model's version, and each version's by its IR's hash.
+    version: usize,
+    versions: BTreeMap<String, usize>,
+    /// The run's first loss, which divergence is measured against.
+    reference_loss: Option<f64>,
+    /// The epoch of the last checkpoint written (or resumed from).
+    saved_epoch: Option<usize>,
 }
 
 impl<'a> Loop<'a> {
@@ -268,7 +371,14 @@ impl<'a> Loop<'a> {
             seed: run.seed & ((1 << 52) - 1),
             first_epoch: 1,
             records: Vec::new(),
+            record: Vec::new(),
+            version: 0,
+            versions: BTreeMap::new(),
+            reference_loss: None,
+            saved_epoch: None,
         };
+        let first = aicf_runtime::artifact::ir_hash(loop_.adaptive.trainer().source());
+        loop_.versions.insert(first, 0);
         loop_.rng = loop_.initial_rng(run.seed);
         if run.adapt.is_some() {
             loop_.set_up_adaptation()?;
@@ -318,32 +428,129 @@ impl<'a> Loop<'a> {
         step_inputs(self.sig, self.data, split, examples, self.seed, step)
     }
 
-    fn resume(&mut self, path: &Path, report: &mut dyn Report) -> Result<()> {
-        let meta = self.adaptive.trainer_mut().load_checkpoint(path)?;
+    /// Continues from the checkpoint at `path` (its metadata `meta`):
+    /// parameters, optimizer state and GEMM choices, the epoch, the data
+    /// order, the model version and, for an adaptive run, the policy's state
+    /// and the model it still watches.
+    fn resume(
+        &mut self,
+        path: &Path,
+        meta: &BTreeMap<String, String>,
+        run: &RunOptions,
+        report: &mut dyn Report,
+    ) -> Result<()> {
+        let corrupt = |message: String| TrainError::Io { path: path.to_path_buf(), message };
         let field = |k: &str| -> Result<u64> {
-            meta.get(k).and_then(|v| v.parse().ok()).ok_or_else(|| TrainError::Io {
-                path: path.to_path_buf(),
-                message: format!("no {k} in the checkpoint's metadata"),
-            })
+            meta.get(k)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| corrupt(format!("no {k} in the checkpoint's metadata")))
         };
         let epoch = field("epoch")? as usize;
-        self.first_epoch = epoch.checked_add(1).ok_or_else(|| TrainError::Io {
-            path: path.to_path_buf(),
-            message: format!("epoch {epoch} cannot be continued"),
-        })?;
+        self.first_epoch = epoch.checked_add(1).ok_or_else(|| corrupt(format!("epoch {epoch} cannot be continued")))?;
         self.rng = field("data_rng_state")?;
+        self.reference_loss = meta.get("reference_loss").and_then(|v| v.parse().ok());
+        if let Some(v) = meta.get(VERSION_KEY) {
+            self.version = v.parse().map_err(|_| corrupt(format!("{VERSION_KEY} {v:?} is not a version")))?;
+        }
+        if let Some(v) = meta.get(VERSIONS_KEY) {
+            self.versions = serde_json::from_str(v).map_err(|e| corrupt(format!("{VERSIONS_KEY}: {e}")))?;
+        }
+        self.adaptive.trainer_mut().load_checkpoint(path)?;
+        let current = aicf_runtime::artifact::ir_hash(self.adaptive.trainer().source());
+        self.versions.entry(current).or_insert(self.version);
+        if run.adapt.is_some()
+            && let Some(text) = meta.get(ADAPT_KEY)
+        {
+            let snapshot = serde_json::from_str(text).map_err(|e| corrupt(format!("{ADAPT_KEY}: {e}")))?;
+            let (entries, _) = aicf_runtime::checkpoint::load(path)?;
+            let kept: BTreeMap<String, Tensor> = entries
+                .into_values()
+                .filter_map(|e| {
+                    let name = e.name.strip_prefix(KEPT_PREFIX)?.to_string();
+                    let values = aicf_runtime::host::read_values(&e.bytes, e.dtype);
+                    Some((name, Tensor::new(e.shape, e.dtype, values)))
+                })
+                .collect();
+            self.adaptive.restore(snapshot, (!kept.is_empty()).then_some(kept))?;
+        }
+        if let Some(dir) = &run.checkpoint_dir {
+            self.write_version(dir)?;
+        }
+        self.saved_epoch = Some(epoch);
         report.resumed(path, epoch, field("step")?);
         Ok(())
     }
 
-    fn train(
-        mut self,
-        run: &RunOptions,
-        checkpoint: Option<&Path>,
-        options: &Options,
-        data_files: &[PathBuf],
-        report: &mut dyn Report,
-    ) -> Result<Summary> {
+    /// Writes the current model's IR as `model-v<k>.mlir` (and as
+    /// `model.mlir`, the latest) in the checkpoint directory `dir`.
+    fn write_version(&mut self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir).map_err(|e| TrainError::Io { path: dir.to_path_buf(), message: e.to_string() })?;
+        let source = self.adaptive.trainer().source();
+        let path = dir.join(format!("model-v{}.mlir", self.version));
+        if !path.exists() {
+            crate::codegen::write_atomically(&path, source.as_bytes())?;
+        }
+        crate::codegen::write_atomically(&dir.join("model.mlir"), source.as_bytes())?;
+        self.model = path;
+        Ok(())
+    }
+
+    /// The version of the current model: a new one for a model not seen
+    /// before in this run.
+    fn update_version(&mut self) {
+        let hash = aicf_runtime::artifact::ir_hash(self.adaptive.trainer().source());
+        let next = self.versions.values().max().map_or(0, |v| v + 1);
+        self.version = *self.versions.entry(hash).or_insert(next);
+    }
+
+    /// Where the last good checkpoint is, for messages about a run that
+    /// stopped.
+    fn kept_checkpoint(&self, checkpoint: Option<&Path>) -> String {
+        match (checkpoint, self.saved_epoch) {
+            (Some(path), Some(epoch)) => {
+                format!("the last good checkpoint, {} (epoch {epoch}), is kept", path.display())
+            }
+            _ => "no checkpoint was written".to_string(),
+        }
+    }
+
+    /// Saves the epoch's state to `path`, and as the last state of the
+    /// current model version (`v<k>.safetensors` beside it): the IR, the
+    /// run's record, the data order, the GEMM choices and an adaptive run's
+    /// state all in the one file, written atomically.
+    fn save(&mut self, path: &Path, epoch: usize, run: &RunOptions) -> Result<()> {
+        let trainer = self.adaptive.trainer();
+        let mut meta: BTreeMap<String, String> = BTreeMap::from([
+            ("epoch".to_string(), epoch.to_string()),
+            ("step".to_string(), trainer.steps().to_string()),
+            ("data_rng_state".to_string(), self.rng.to_string()),
+            (IR_KEY.to_string(), trainer.source().to_string()),
+            (VERSION_KEY.to_string(), self.version.to_string()),
+            (VERSIONS_KEY.to_string(), serde_json::to_string(&self.versions).unwrap_or_default()),
+        ]);
+        if let Some(r) = self.reference_loss {
+            meta.insert("reference_loss".into(), r.to_string());
+        }
+        meta.extend(self.record.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        meta.extend(self.data.metadata.clone());
+        let mut extra = BTreeMap::new();
+        if run.adapt.is_some() {
+            let (snapshot, kept) = self.adaptive.snapshot();
+            let text = serde_json::to_string(&snapshot).map_err(|e| TrainError::Input(e.to_string()))?;
+            meta.insert(ADAPT_KEY.into(), text);
+            for (name, t) in kept.unwrap_or_default() {
+                extra.insert(format!("{KEPT_PREFIX}{name}"), t);
+            }
+        }
+        trainer.save_checkpoint_with(path, &meta, &extra)?;
+        if let Some(dir) = path.parent() {
+            link_or_copy(path, &dir.join(format!("v{}.safetensors", self.version)))?;
+        }
+        self.saved_epoch = Some(epoch);
+        Ok(())
+    }
+
+    fn train(mut self, run: &RunOptions, checkpoint: Option<&Path>, report: &mut dyn Report) -> Result<Summary> {
         let steps_per_epoch = self.data.train_len().div_ceil(self.batch);
         report.started(&Start {
             data: self.data.description.clone(),
@@ -402,13 +609,29 @@ impl<'a> Loop<'a> {
                 }
                 let progress = Progress { epoch, batch: b + 1, rng: epoch_rng };
                 let outcome = self.adaptive.step(&refs, run.lr, progress).map_err(|e| match e {
-                    TrainError::NonFinite { step, loss, lr } => TrainError::Input(format!(
-                        "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate"
+                    TrainError::NonFinite { step, loss, lr } => TrainError::Diverged(format!(
+                        "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate; {}",
+                        self.kept_checkpoint(checkpoint)
                     )),
                     other => other,
                 })?;
                 match outcome {
                     Outcome::Trained(m, decision) => {
+                        // A loss far above where the run started has
+                        // diverged even while it is finite: the state is
+                        // not saved over a good checkpoint.
+                        let reference = *self.reference_loss.get_or_insert(m.loss);
+                        if m.loss > DIVERGENCE_FACTOR * reference.abs().max(1.0) {
+                            return Err(TrainError::Diverged(format!(
+                                "the loss became {:.4e} at epoch {epoch}, step {} (lr {}), over {DIVERGENCE_FACTOR:e} \
+                                 times the run's first loss {reference:.4}: training diverged; lower the learning \
+                                 rate; {}",
+                                m.loss,
+                                m.step,
+                                run.lr,
+                                self.kept_checkpoint(checkpoint)
+                            )));
+                        }
                         // Each batch's mean loss, weighted by its examples.
                         loss_sum += m.loss * chunk.len() as f64;
                         count += chunk.len();
@@ -421,6 +644,7 @@ impl<'a> Loop<'a> {
                         }
                     }
                     Outcome::RolledBack(d, to) => {
+                        self.update_version();
                         let summary = self.adaptive.decisions()[d].summary();
                         suspend(bar.as_ref(), || report.decision(&summary));
                         (epoch, start_batch, self.rng) = (to.epoch, to.batch, to.rng);
@@ -438,6 +662,28 @@ impl<'a> Loop<'a> {
             }
             start_batch = 0;
             let (val_loss, val_accuracy) = self.evaluate()?;
+            // An epoch whose last steps blew the parameters up shows it
+            // here (the held-out loss, or the state itself before a save):
+            // the run stops and the last good checkpoint stays.
+            let evaluated = !self.data.held_out(self.batch).is_empty();
+            if evaluated && !val_loss.is_finite() {
+                return Err(TrainError::Diverged(format!(
+                    "the held-out loss became {val_loss} at the end of epoch {epoch} (lr {}): training diverged; lower \
+                     the learning rate; {}",
+                    run.lr,
+                    self.kept_checkpoint(checkpoint)
+                )));
+            }
+            if checkpoint.is_some()
+                && let Some(name) = non_finite_symbol(self.adaptive.trainer())
+            {
+                return Err(TrainError::Diverged(format!(
+                    "{name} holds a value that is not finite at the end of epoch {epoch} (lr {}): training diverged; \
+                     lower the learning rate; {}",
+                    run.lr,
+                    self.kept_checkpoint(checkpoint)
+                )));
+            }
             let trainer = self.adaptive.trainer();
             let steps = trainer.steps();
             let seconds = epoch_started.elapsed().as_secs_f64();
@@ -468,18 +714,7 @@ impl<'a> Loop<'a> {
                 self.after_rewrite(d, run, bar.as_ref(), report)?;
             }
             if let Some(path) = checkpoint {
-                let mut meta: BTreeMap<String, String> = BTreeMap::from([
-                    ("epoch".to_string(), epoch.to_string()),
-                    ("step".to_string(), self.adaptive.trainer().steps().to_string()),
-                    ("data_rng_state".to_string(), self.rng.to_string()),
-                ]);
-                meta.extend(recorded(options, run, data_files).into_iter().map(|(k, v)| (k.to_string(), v)));
-                meta.extend(self.data.metadata.clone());
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| TrainError::Io { path: dir.to_path_buf(), message: e.to_string() })?;
-                }
-                self.adaptive.trainer().save_checkpoint(path, &meta)?;
+                self.save(path, epoch, run)?;
             }
             epoch += 1;
         }
@@ -521,11 +756,9 @@ impl<'a> Loop<'a> {
         bar: Option<&indicatif::ProgressBar>,
         report: &mut dyn Report,
     ) -> Result<()> {
+        self.update_version();
         if let Some(dir) = &run.checkpoint_dir {
-            std::fs::create_dir_all(dir).map_err(|e| TrainError::Io { path: dir.clone(), message: e.to_string() })?;
-            let path = dir.join("model.mlir");
-            crate::codegen::write_atomically(&path, self.adaptive.trainer().source().as_bytes())?;
-            self.model = path;
+            self.write_version(dir)?;
         }
         let summary = self.adaptive.decisions()[d].summary();
         suspend(bar, || report.decision(&summary));
@@ -580,6 +813,27 @@ impl<'a> Loop<'a> {
         let accuracy = if classifies && targets > 0 { correct as f64 / targets as f64 } else { f64::NAN };
         Ok((loss, accuracy))
     }
+}
+
+/// The first parameter or state symbol of `trainer` holding a NaN or an
+/// infinity.
+fn non_finite_symbol(trainer: &Trainer) -> Option<String> {
+    trainer.state().into_iter().find(|(_, t)| t.values.iter().any(|v| !v.is_finite())).map(|(name, _)| name)
+}
+
+/// Links `from` as `to` (or copies it where links are not possible),
+/// replacing `to` atomically.
+fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    aicf_runtime::checkpoint::remove_stale_partials(to);
+    let tmp = to.with_extension(format!("partial{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::fs::hard_link(from, &tmp)
+        .or_else(|_| std::fs::copy(from, &tmp).map(|_| ()))
+        .and_then(|_| std::fs::rename(&tmp, to))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            TrainError::Io { path: to.to_path_buf(), message: e.to_string() }
+        })
 }
 
 /// What `@loss` takes for `examples` at train step `step` (before the

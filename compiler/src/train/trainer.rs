@@ -97,6 +97,10 @@ pub enum TrainError {
     /// The inputs or data do not fit the model, or an option is invalid.
     #[error("{0}")]
     Input(String),
+    /// Training diverged (a loss far above the run's first, a non-finite
+    /// held-out loss or state); nothing was saved after it.
+    #[error("{0}")]
+    Diverged(String),
     /// The loss stopped being a number; the step's update was applied.
     #[error("the loss became {loss} at step {step} (lr {lr}); lower the learning rate")]
     NonFinite { step: u64, loss: f64, lr: f64 },
@@ -356,9 +360,29 @@ impl Trainer {
     /// Saves parameters, optimizer state, `metadata` and this trainer's step
     /// count, atomically.
     pub fn save_checkpoint(&self, path: &Path, metadata: &BTreeMap<String, String>) -> Result<()> {
+        self.save_checkpoint_with(path, metadata, &BTreeMap::new())
+    }
+
+    /// [`Trainer::save_checkpoint`] with `extra` tensors stored beside the
+    /// model's (under their own names; loading the checkpoint ignores
+    /// them; [`aicf_runtime::checkpoint::load`] reads them back).
+    pub fn save_checkpoint_with(
+        &self,
+        path: &Path,
+        metadata: &BTreeMap<String, String>,
+        extra: &BTreeMap<String, Tensor>,
+    ) -> Result<()> {
         let mut metadata = metadata.clone();
         metadata.entry("step".into()).or_insert_with(|| self.steps.to_string());
-        Ok(self.backend.save_checkpoint(path, &metadata)?)
+        let extra = extra
+            .iter()
+            .map(|(name, t)| {
+                let mut bytes = vec![0u8; t.values.len() * t.dtype.bytes()];
+                aicf_runtime::host::write_values(&mut bytes, t.dtype, &t.values);
+                aicf_runtime::checkpoint::Entry { name: name.clone(), dtype: t.dtype, shape: t.shape.clone(), bytes }
+            })
+            .collect();
+        Ok(self.backend.save_checkpoint_with(path, &metadata, extra)?)
     }
 
     /// Restores a checkpoint of this model (written on any device); returns
@@ -432,8 +456,11 @@ fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<u
         Target::Cpu(_) => "cpu".to_string(),
         Target::Cuda(gpu) => format!("cuda {gpu:?}"),
     };
+    // Keyed by the canonical IR: a comment or a renamed value in the
+    // source finds the same artifact.
+    let canonical = pipeline::canonical_source(source, name)?;
     let key = ir_hash(&format!(
-        "{source}\n{}\n{target_key}\n{}\nbatch {batch:?}",
+        "{canonical}\n{}\n{target_key}\n{}\nbatch {batch:?}",
         train.train_pipeline(),
         compiler_identity()
     ));

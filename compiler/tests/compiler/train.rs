@@ -426,3 +426,27 @@ fn a_checkpoint_with_an_impossible_step_count_is_refused() {
     assert_eq!(t.state(), before);
     assert_eq!(t.steps(), 0);
 }
+
+/// A model is identified by its canonical IR: a comment, a renamed value or
+/// another layout changes neither its hash nor which checkpoints fit it,
+/// and finds its cached artifact; a changed shape does.
+#[test]
+fn the_model_hash_ignores_comments_and_value_names() {
+    use aicf_compiler::pipeline::model_hash;
+    let source = std::fs::read_to_string(example("mlp/digits_mlp.mlir")).unwrap();
+    let edited = format!("// a note on the model\n\n{}", source.replace("%h", "%hidden").replace("%a ", "%act "));
+    let edited = edited.replace("%a :", "%act :").replace("%a,", "%act,");
+    assert_eq!(model_hash(&source, "a.mlir").unwrap(), model_hash(&edited, "b.mlir").unwrap());
+    let wider = source.replace("128", "96");
+    assert_ne!(model_hash(&source, "a").unwrap(), model_hash(&wider, "a").unwrap());
+
+    let dir = scratch("canonical-hash");
+    let options = || Options { device: Device::Cpu { threads: 1 }, cache_dir: dir.clone(), ..Options::default() };
+    let t = Trainer::from_source(&source, "a.mlir", options()).unwrap();
+    let checkpoint = dir.join("a.safetensors");
+    t.save_checkpoint(&checkpoint, &Default::default()).unwrap();
+    let mut commented = Trainer::from_source(&edited, "b.mlir", options()).unwrap();
+    assert!(commented.compiled()[0].seconds.is_none(), "the cached artifact is found");
+    commented.load_checkpoint(&checkpoint).unwrap();
+    assert_eq!(commented.state(), t.state());
+}

@@ -118,6 +118,11 @@ impl CpuModule {
         &self.manifest
     }
 
+    /// The GEMM registry this module's calls consult.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     pub fn threads(&self) -> usize {
         self.pool.current_num_threads()
     }
@@ -418,10 +423,35 @@ fn host_has(feature: &str) -> bool {
             };
         }
         detect!(
-            "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "lzcnt",
-            "movbe", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl", "avx512ifma", "avx512vbmi",
-            "avx512vbmi2", "avx512vnni", "avx512bitalg", "avx512vpopcntdq", "avx512bf16", "avx512fp16", "gfni",
-            "vaes", "vpclmulqdq"
+            "sse3",
+            "ssse3",
+            "sse4.1",
+            "sse4.2",
+            "popcnt",
+            "avx",
+            "avx2",
+            "fma",
+            "f16c",
+            "bmi1",
+            "bmi2",
+            "lzcnt",
+            "movbe",
+            "avx512f",
+            "avx512cd",
+            "avx512bw",
+            "avx512dq",
+            "avx512vl",
+            "avx512ifma",
+            "avx512vbmi",
+            "avx512vbmi2",
+            "avx512vnni",
+            "avx512bitalg",
+            "avx512vpopcntdq",
+            "avx512bf16",
+            "avx512fp16",
+            "gfni",
+            "vaes",
+            "vpclmulqdq"
         )
     }
     #[cfg(not(target_arch = "x86_64"))]

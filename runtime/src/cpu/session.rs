@@ -17,6 +17,8 @@ pub struct CpuSession {
     symbols: HashMap<String, Bytes>,
     /// Per (module, function).
     arenas: HashMap<(usize, String), Bytes>,
+    /// GEMM choices a checkpoint gave (each module added later runs them).
+    pins: std::collections::BTreeMap<String, String>,
 }
 
 impl CpuSession {
@@ -24,7 +26,7 @@ impl CpuSession {
     /// of the table uses stream `i`); state zeroed.
     pub fn new(module: CpuModule, seed: u64) -> Result<Self> {
         let symbols = initial_symbols(&module.manifest().symbols, seed)?;
-        let mut session = CpuSession { modules: Vec::new(), symbols, arenas: HashMap::new() };
+        let mut session = CpuSession { modules: Vec::new(), symbols, arenas: HashMap::new(), pins: Default::default() };
         session.push(module)?;
         Ok(session)
     }
@@ -40,6 +42,7 @@ impl CpuSession {
             let arena = Bytes::try_zeroed(f.arena_bytes as usize, &format!("the arena of @{}", f.name))?;
             self.arenas.insert((index, f.name.clone()), arena);
         }
+        module.registry().pin(&self.pins);
         self.modules.push(module);
         Ok(())
     }
@@ -174,6 +177,21 @@ impl Backend for CpuSession {
         let mut events: Vec<TraceEvent> = self.modules.iter().flat_map(|m| m.take_trace()).collect();
         events.sort_by(|a, b| a.start_us.total_cmp(&b.start_us));
         events
+    }
+
+    fn gemm_choices(&self) -> std::collections::BTreeMap<String, String> {
+        let mut all = std::collections::BTreeMap::new();
+        for m in &self.modules {
+            all.extend(m.registry().choices());
+        }
+        all
+    }
+
+    fn pin_gemm_choices(&mut self, choices: &std::collections::BTreeMap<String, String>) {
+        self.pins.extend(choices.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for m in &self.modules {
+            m.registry().pin(choices);
+        }
     }
 
     fn force_gemm(&mut self, candidate: Option<&str>) -> Result<()> {

@@ -831,6 +831,17 @@ impl Backend for CudaSession {
         self.profile.as_mut().map(|(_, _, t)| std::mem::take(t)).unwrap_or_default()
     }
 
+    fn gemm_choices(&self) -> std::collections::BTreeMap<String, String> {
+        self.registry.as_ref().map(Registry::choices).unwrap_or_default()
+    }
+
+    fn pin_gemm_choices(&mut self, choices: &std::collections::BTreeMap<String, String>) {
+        self.registry.get_or_insert_with(Registry::open).pin(choices);
+        // The choice is made when a function is bound: bind again.
+        self.bound.clear();
+        self.staged.clear();
+    }
+
     fn force_gemm(&mut self, candidate: Option<&str>) -> Result<()> {
         self.gemm = match candidate {
             None => GemmPolicy::Measure,

@@ -170,6 +170,17 @@ enum Command {
         /// device): parameters, optimizer state, epoch and data order.
         #[arg(long, requires = "checkpoint_dir")]
         resume: bool,
+        /// Continue from this checkpoint instead: any one a run wrote (an
+        /// earlier model version's `v<k>.safetensors` in a checkpoint
+        /// directory; the model comes from the checkpoint). With
+        /// `--checkpoint-dir` elsewhere, a fork.
+        #[arg(long, conflicts_with = "resume")]
+        resume_from: Option<PathBuf>,
+        /// Resume even where the learning rate, optimizer, seed, split, data
+        /// or model differ from what the checkpoint records (each difference
+        /// is printed).
+        #[arg(long)]
+        override_resume: bool,
         /// Change the model while it trains by this policy (TOML: rules of
         /// a trigger and a growth action; see examples/grow/policy.toml).
         /// Decisions go to `<out>/decisions.jsonl`.
@@ -253,6 +264,8 @@ fn main() {
             out,
             checkpoint_dir,
             resume,
+            resume_from,
+            override_resume,
             adapt,
             profile,
             profile_steps,
@@ -266,6 +279,8 @@ fn main() {
                 out,
                 checkpoint_dir,
                 resume,
+                resume_from,
+                override_resume,
                 adapt,
                 profile,
                 profile_steps,
@@ -420,6 +435,10 @@ impl Report for Printer {
     fn decision(&mut self, summary: &str) {
         println!("  {summary}");
     }
+
+    fn note(&mut self, message: &str) {
+        println!("note: {message}");
+    }
 }
 
 /// An accuracy as a percentage, or "n/a" where there were no examples to
@@ -439,7 +458,7 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions) -> R
     println!(
         "final held-out accuracy {} after {} epochs ({} steps, training {:.2} s); metrics {}, plot {}",
         percent(accuracy),
-        run.epochs,
+        last.map_or(0, |r| r.epoch),
         summary.steps,
         summary.training_seconds,
         summary.metrics.display(),

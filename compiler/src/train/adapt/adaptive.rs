@@ -1,10 +1,12 @@
 //! The adaptive run: each step under the policy's rules, every rewrite a
 //! transaction (kept model, probe check, watch window, rollback).
 
-use super::{Action, Grown, Observer, Operator, Policy, Result, State, Template, Trigger, grow, rewrite, step_flops};
+use super::{
+    Action, Grown, Observation, Observer, Operator, Policy, Result, State, Template, Trigger, grow, rewrite, step_flops,
+};
 use crate::train::{Metrics, TrainError, Trainer};
 use aicf_runtime::Tensor;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,7 +15,7 @@ use std::time::Instant;
 /// Where the caller's data loop is: the epoch, the batch within it, and the
 /// data-order RNG state the epoch's order was drawn from. A rollback hands
 /// back the one saved with the state it restores.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Progress {
     pub epoch: usize,
     pub batch: usize,
@@ -21,7 +23,8 @@ pub struct Progress {
 }
 
 /// One decision of the policy, as logged.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Decision {
     pub step: u64,
     pub epoch: usize,
@@ -49,6 +52,7 @@ pub struct Decision {
     pub outcome: String,
     pub reason: String,
     /// A fork's candidates and their evaluation losses.
+    #[serde(deserialize_with = "super::pairs_nan_if_null")]
     pub candidates: Vec<(String, f64)>,
 }
 
@@ -77,6 +81,10 @@ impl Decision {
     }
 }
 
+/// Steps (and observations) before the last three that the instability
+/// trigger compares them with.
+const INSTABILITY_WINDOW: usize = 20;
+
 /// What one step of an adaptive run did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -85,6 +93,47 @@ pub enum Outcome {
     /// Rolled back (decision `i`): continue the data loop from `Progress`.
     RolledBack(usize, Progress),
 }
+
+/// What an adaptive run carries through a checkpoint to go on exactly as
+/// it would have: its decisions, the rules' counters, the losses its
+/// triggers read, and the model it still watches (whose state the
+/// checkpoint holds beside the current one).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub decisions: Vec<Decision>,
+    pub last_rewrite: u64,
+    pub rewrites: usize,
+    pub fired: Vec<usize>,
+    pub rejected: Vec<Operator>,
+    pub rolled_back_to: Vec<u64>,
+    pub lr_factor: f64,
+    pub flops: f64,
+    /// The most recent losses, as many as the triggers read.
+    #[serde(deserialize_with = "super::pairs_nan_if_null")]
+    pub losses: Vec<(u64, f64)>,
+    #[serde(deserialize_with = "super::pairs_nan_if_null")]
+    pub val_losses: Vec<(u64, f64)>,
+    pub observations: Vec<Observation>,
+    /// Where the epoch-end state an instability rule returns to was taken:
+    /// it is the checkpoint's own state.
+    pub last_good: Option<(u64, Progress)>,
+    pub kept: Option<KeptModel>,
+}
+
+/// The model a watched rewrite replaced: its source and where it was.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KeptModel {
+    pub source: String,
+    pub op: Option<Operator>,
+    pub steps: u64,
+    pub progress: Progress,
+    pub decision: Option<usize>,
+    pub until: u64,
+}
+
+/// Observations a snapshot keeps: the instability trigger reads the last
+/// 21, the metrics the last one.
+const KEPT_OBSERVATIONS: usize = 32;
 
 /// A model and state to return to.
 struct Kept {
@@ -195,6 +244,122 @@ impl Adaptive {
         &self.policy
     }
 
+    /// The run's adaptive state at an epoch end, and the state of the model
+    /// a watched rewrite replaced (if one is watched), for a checkpoint.
+    pub fn snapshot(&self) -> (Snapshot, Option<State>) {
+        let windows = self
+            .policy
+            .rules
+            .iter()
+            .map(|r| match r.trigger {
+                Trigger::Plateau { window, .. } => 2 * window,
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        let keep = windows.max(3 + INSTABILITY_WINDOW) + 1;
+        let tail = |v: &[(u64, f64)], n: usize| v[v.len().saturating_sub(n)..].to_vec();
+        let steps = self.trainer.steps();
+        let snapshot = Snapshot {
+            decisions: self.decisions.clone(),
+            last_rewrite: self.last_rewrite,
+            rewrites: self.rewrites,
+            fired: self.fired.clone(),
+            rejected: self.rejected.clone(),
+            rolled_back_to: self.rolled_back_to.clone(),
+            lr_factor: self.lr_factor,
+            flops: self.flops,
+            losses: tail(&self.observer.losses, keep),
+            val_losses: self.observer.val_losses.clone(),
+            observations: self.observer.observations
+                [self.observer.observations.len().saturating_sub(KEPT_OBSERVATIONS)..]
+                .to_vec(),
+            last_good: self.last_good.as_ref().filter(|k| k.steps == steps).map(|k| (k.steps, k.progress)),
+            kept: self.kept.as_ref().map(|k| KeptModel {
+                source: k.trainer.as_ref().unwrap_or(&self.trainer).source().to_string(),
+                op: k.op.clone(),
+                steps: k.steps,
+                progress: k.progress,
+                decision: k.decision,
+                until: k.until,
+            }),
+        };
+        (snapshot, self.kept.as_ref().map(|k| k.state.clone()))
+    }
+
+    /// Continues from `snapshot` (see [`Adaptive::snapshot`]) with the
+    /// current trainer holding the checkpoint's state; `kept_state` is the
+    /// watched model's. The decision log is rewritten with the snapshot's
+    /// decisions, and later ones are appended.
+    pub fn restore(&mut self, snapshot: Snapshot, kept_state: Option<State>) -> Result<()> {
+        let rules = self.policy.rules.len();
+        if snapshot.fired.len() != rules {
+            return Err(TrainError::Input(format!(
+                "the checkpoint's adaptive state has {} rules; the policy has {rules} (resume with the policy the run \
+                 used)",
+                snapshot.fired.len()
+            )));
+        }
+        self.kept = match (snapshot.kept, kept_state) {
+            (Some(k), Some(state)) => {
+                let options = self.trainer.options().clone();
+                let mut old = Trainer::from_source(&k.source, self.trainer.name(), options)?;
+                old.backend_mut().pin_gemm_choices(&self.trainer.backend().gemm_choices());
+                for b in self.trainer.compiled().iter().filter_map(|c| c.batch) {
+                    old.add_batch(b)?;
+                }
+                old.set_state(&state)?;
+                old.set_steps(k.steps);
+                Some(Kept {
+                    trainer: Some(old),
+                    op: k.op,
+                    state,
+                    steps: k.steps,
+                    progress: k.progress,
+                    decision: k.decision,
+                    until: k.until,
+                })
+            }
+            (Some(_), None) => {
+                return Err(TrainError::Input(
+                    "the checkpoint watches a rewrite but holds no state of the model \
+                                              it replaced"
+                        .into(),
+                ));
+            }
+            (None, _) => None,
+        };
+        self.last_good = snapshot.last_good.map(|(steps, progress)| Kept {
+            trainer: None,
+            op: None,
+            state: self.trainer.state(),
+            steps,
+            progress,
+            decision: None,
+            until: 0,
+        });
+        self.decisions = snapshot.decisions;
+        self.last_rewrite = snapshot.last_rewrite;
+        self.rewrites = snapshot.rewrites;
+        self.fired = snapshot.fired;
+        self.rejected = snapshot.rejected;
+        self.rolled_back_to = snapshot.rolled_back_to;
+        self.lr_factor = snapshot.lr_factor;
+        self.flops = snapshot.flops;
+        self.observer.losses = snapshot.losses;
+        self.observer.val_losses = snapshot.val_losses;
+        self.observer.observations = snapshot.observations;
+        self.idle.fill(false);
+        self.prefetched = false;
+        if let Some((path, file)) = &mut self.log {
+            for d in &self.decisions {
+                let line = serde_json::to_string(d).map_err(|e| TrainError::Input(e.to_string()))?;
+                writeln!(file, "{line}").map_err(|e| TrainError::Io { path: path.clone(), message: e.to_string() })?;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes every decision to `path` as JSON lines.
     pub fn log_to(&mut self, path: &Path) -> Result<()> {
         let file = std::fs::File::create(path)
@@ -276,7 +441,7 @@ impl Adaptive {
         self.observer.after_step(&self.trainer, metrics.loss, lr);
         let step = self.trainer.steps();
         // A watched rewrite that destabilised training goes back.
-        let unstable = self.observer.instability(self.policy.spike_factor, 20);
+        let unstable = self.observer.instability(self.policy.spike_factor, INSTABILITY_WINDOW);
         if let Some(reason) = &unstable
             && self.kept.as_ref().is_some_and(|k| k.decision.is_some() && step <= k.until)
             && let Some((d, p)) = self.roll_back(reason, progress)?

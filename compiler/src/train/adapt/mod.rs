@@ -45,9 +45,27 @@ pub mod observe;
 pub mod policy;
 pub mod rewrite;
 
-pub use adaptive::{Adaptive, Decision, Outcome, Progress, param_count};
+pub use adaptive::{Adaptive, Decision, Outcome, Progress, Snapshot, param_count};
 pub use observe::{LayerStats, Observation, Observer};
 pub use policy::{Action, Policy, Rule, Template, Trigger};
 pub use rewrite::{Grown, Operator, Plan, Rewrite, State, WidenRule, grow, rebind, rewrite, step_flops};
 
 pub type Result<T, E = super::TrainError> = std::result::Result<T, E>;
+
+/// An `f64` written by serde_json, where a NaN or an infinity became
+/// `null`: read back as NaN.
+pub(crate) fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// [`nan_if_null`] for the second member of pairs.
+pub(crate) fn pairs_nan_if_null<'de, D, K>(d: D) -> std::result::Result<Vec<(K, f64)>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    K: serde::Deserialize<'de>,
+{
+    use serde::Deserialize;
+    let pairs: Vec<(K, Option<f64>)> = Vec::deserialize(d)?;
+    Ok(pairs.into_iter().map(|(k, v)| (k, v.unwrap_or(f64::NAN))).collect())
+}

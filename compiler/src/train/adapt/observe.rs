@@ -4,22 +4,26 @@
 
 use super::State;
 use crate::train::Trainer;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Gradient norm and update/parameter ratio of one layer over one step.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LayerStats {
+    #[serde(deserialize_with = "super::nan_if_null")]
     pub grad_norm: f64,
+    #[serde(deserialize_with = "super::nan_if_null")]
     pub update_ratio: f64,
 }
 
 /// What the observer measured at one observed step.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
     pub step: u64,
+    #[serde(deserialize_with = "super::nan_if_null")]
     pub loss: f64,
     /// The global gradient norm (all layers).
+    #[serde(deserialize_with = "super::nan_if_null")]
     pub grad_norm: f64,
     /// By layer (a parameter's owner: `fc1` for `fc1.weight`).
     pub layers: BTreeMap<String, LayerStats>,

@@ -420,6 +420,9 @@ pub fn grow(trainer: &Trainer, op: &Operator, seed: u64) -> Result<Grown> {
     let batches: Vec<Option<usize>> = trainer.compiled().iter().map(|c| c.batch).collect();
     let compiled = crate::train::precompile(&rewrite.source, trainer.name(), trainer.options(), &batches)?;
     let mut new = Trainer::from_source(&rewrite.source, trainer.name(), trainer.options().clone())?;
+    // The GEMM choices the run made (or resumed with) carry over: a resumed
+    // run grows into the kernels the interrupted one ran.
+    new.backend_mut().pin_gemm_choices(&trainer.backend().gemm_choices());
     for b in batches.iter().flatten() {
         new.add_batch(*b)?;
     }

@@ -1,0 +1,81 @@
+// Checkpoints hold the model they belong to (its IR), the run's record, the
+// GEMM choices and an adaptive run's state, so that a resume on a fresh
+// cache continues bit for bit, a run forks from any model version, and no
+// diverged or interrupted run costs the last good checkpoint.
+// RUN: rm -rf %t && mkdir -p %t
+
+// An adaptive run: 4 epochs straight, against 2 epochs and a resume to 4 on
+// a fresh cache (kernels and GEMM choices from scratch). The widening at
+// step 50 is still watched when epoch 2 ends (step 90): the checkpoint
+// carries the model it replaced, and the deepening at step 100 is replayed.
+// RUN: env AICF_CACHE_DIR=%t/cache-a aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/a --checkpoint-dir %t/a-ckpt --adapt %S/inputs/grow-steps.toml > /dev/null
+// RUN: env AICF_CACHE_DIR=%t/cache-a aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %S/inputs/grow-steps.toml > /dev/null
+// RUN: env AICF_CACHE_DIR=%t/cache-c aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %S/inputs/grow-steps.toml --resume | FileCheck %s --check-prefix=ADAPT
+// RUN: python3 %S/inputs/same-tensors.py %t/a-ckpt/last.safetensors %t/b-ckpt/last.safetensors | FileCheck %s --check-prefix=SAME
+// RUN: FileCheck %s --check-prefix=LOG < %t/b/decisions.jsonl
+// RUN: ls %t/b-ckpt | FileCheck %s --check-prefix=VERSIONS
+// ADAPT: resumed from {{.*}}b-ckpt{{/|\\}}last.safetensors at epoch 2 (step 90)
+// ADAPT-NOT: step 50
+// ADAPT: step 100 (epoch 3): deepen after fc1 (residual, zero output) on step 100 reached -> accepted
+// ADAPT: epoch   4/4
+// ADAPT: adaptive run: 2 decisions
+// SAME: same {{[0-9]+}} tensors
+// LOG: "step":50,{{.*}}"outcome":"accepted"
+// LOG-NEXT: "step":100,{{.*}}"outcome":"accepted"
+// VERSIONS: last.safetensors
+// VERSIONS: model-v0.mlir
+// VERSIONS: model-v1.mlir
+// VERSIONS: model-v2.mlir
+// VERSIONS: model.mlir
+// VERSIONS: v0.safetensors
+// VERSIONS: v1.safetensors
+// VERSIONS: v2.safetensors
+
+// A fork from an earlier model version: v1 (fc1 widened) as it was at the
+// end of epoch 2, trained on without the policy, into its own directory.
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/fork --checkpoint-dir %t/fork-ckpt --resume-from %t/b-ckpt/v1.safetensors | FileCheck %s --check-prefix=FORK
+// RUN: FileCheck %s --check-prefix=FORKMODEL < %t/fork-ckpt/model.mlir
+// FORK: resumed from {{.*}}v1.safetensors at epoch 2 (step 90)
+// FORK: epoch   3/3
+// FORKMODEL: hl.param @fc1.weight : tensor<32x64xf32>
+// FORKMODEL-NOT: fc1_deep1
+
+// A plain run resumed on a fresh cache ends where a straight one does.
+// RUN: env AICF_CACHE_DIR=%t/cache-p aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/p --checkpoint-dir %t/p-straight > /dev/null
+// RUN: env AICF_CACHE_DIR=%t/cache-p aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/q --checkpoint-dir %t/p-resumed > /dev/null
+// RUN: env AICF_CACHE_DIR=%t/cache-q aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/q --checkpoint-dir %t/p-resumed --resume > /dev/null
+// RUN: python3 %S/inputs/same-tensors.py %t/p-straight/last.safetensors %t/p-resumed/last.safetensors | FileCheck %s --check-prefix=SAME
+
+// Asking for epochs the checkpoint has reached trains nothing and keeps
+// the metrics.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/q --checkpoint-dir %t/p-resumed --resume | FileCheck %s --check-prefix=NOTHING
+// RUN: FileCheck %s --check-prefix=KEPTMETRICS < %t/q/metrics.jsonl
+// NOTHING: note: nothing to train: {{.*}}last.safetensors is at epoch 3, and this run asks for 2 epochs (raise --epochs to go on)
+// NOTHING: final held-out accuracy {{[0-9.]+}}% after 3 epochs
+// KEPTMETRICS: {"epoch":1,
+// KEPTMETRICS: {"epoch":2,
+// KEPTMETRICS: {"epoch":3,
+
+// A resume with another learning rate, seed or data is refused, naming both
+// values, unless --override-resume says to go on. A learning rate that
+// blows the model up stops the run in the step it happens, and the last
+// good checkpoint stays as it was. A save killed halfway left a temporary
+// file behind: the next save removes it.
+// RUN: cp %t/p-resumed/last.safetensors %t/good.safetensors
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --lr 1e-2 --out %t/q --checkpoint-dir %t/p-resumed --resume 2>&1 | FileCheck %s --check-prefix=LR
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --seed 7 --out %t/q --checkpoint-dir %t/p-resumed --resume 2>&1 | FileCheck %s --check-prefix=SEED
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,1000p | gzip > %t/digits.csv.gz
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv.gz --epochs 5 --out %t/q --checkpoint-dir %t/p-resumed --resume 2>&1 | FileCheck %s --check-prefix=DATA
+// RUN: printf 'torn' > %t/p-resumed/last.partial999999999
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --lr 1e5 --override-resume --out %t/q --checkpoint-dir %t/p-resumed --resume 2>&1 | FileCheck %s --check-prefix=DIVERGED
+// RUN: cmp %t/good.safetensors %t/p-resumed/last.safetensors
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --lr 1e-3 --override-resume --out %t/q --checkpoint-dir %t/p-resumed --resume | FileCheck %s --check-prefix=OVERRIDE
+// RUN: ls %t/p-resumed | FileCheck %s --check-prefix=NOPARTIAL
+// LR: error: {{.*}}last.safetensors: the checkpoint was trained with lr 0.003; this run asks for 0.01 (--override-resume goes on anyway)
+// SEED: error: {{.*}}last.safetensors: the checkpoint was trained with seed 0; this run asks for 7
+// DATA: error: {{.*}}last.safetensors: the checkpoint was trained with data digits.csv.gz ({{[0-9a-f]+}}); this run asks for digits.csv.gz ({{[0-9a-f]+}})
+// DIVERGED: note: {{.*}}the checkpoint was trained with lr 0.003; this run asks for 100000; going on (--override-resume)
+// DIVERGED: error: the loss became {{.*}} at epoch 4, step {{[0-9]+}} (lr 100000){{.*}}lower the learning rate; the last good checkpoint, {{.*}}last.safetensors (epoch 3), is kept
+// OVERRIDE: resumed from {{.*}} at epoch 3
+// OVERRIDE: epoch   4/4
+// NOPARTIAL-NOT: partial
