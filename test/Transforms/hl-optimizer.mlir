@@ -4,6 +4,18 @@
 // RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=adamw weight-decay=0.01" --canonicalize | FileCheck %s --check-prefix=ADAMW
 // RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=sgd momentum=0.9 nesterov=true clip-norm=1.0" --canonicalize | FileCheck %s --check-prefix=SGD
 // RUN: not aicf-opt %t/model.mlir --hl-optimizer=kind=lion 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=sgd momentum=-1" 2>&1 | FileCheck %s --check-prefix=MOMENTUM
+// RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=sgd momentum=nan" 2>&1 | FileCheck %s --check-prefix=NANMOMENTUM
+// RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=sgd nesterov=true" 2>&1 | FileCheck %s --check-prefix=NESTEROV
+// RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=adam beta2=1" 2>&1 | FileCheck %s --check-prefix=BETA
+// RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=adamw weight-decay=-0.5" 2>&1 | FileCheck %s --check-prefix=DECAY
+// RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=adam clip-norm=-1" 2>&1 | FileCheck %s --check-prefix=CLIP
+// MOMENTUM: hl-optimizer: momentum=-1 is not in [0, 1)
+// NANMOMENTUM: hl-optimizer: momentum=NaN is not in [0, 1)
+// NESTEROV: hl-optimizer: nesterov=true needs a momentum above 0
+// BETA: hl-optimizer: beta2=1 is not in [0, 1)
+// DECAY: hl-optimizer: weight-decay=-0.5 is not at least 0
+// CLIP: hl-optimizer: clip-norm=-1 is not above 0 (0 turns clipping off)
 // RUN: not aicf-opt %t/taken.mlir --hl-optimizer 2>&1 | FileCheck %s --check-prefix=TAKEN
 
 // Two slots per parameter, after the parameters, then the step count.

@@ -35,6 +35,36 @@ pub enum Optimizer {
     AdamW { beta1: f64, beta2: f64, eps: f64, weight_decay: f64 },
 }
 
+impl Optimizer {
+    /// Why these hyper-parameters (with gradient clipping at `clip_norm`)
+    /// make no optimizer, if they do not: PyTorch's ranges.
+    pub fn check(&self, clip_norm: Option<f64>) -> Result<(), String> {
+        let within = |name: &str, v: f64, ok: bool, range: &str| {
+            if ok && v.is_finite() { Ok(()) } else { Err(format!("{name}={v} is not {range}")) }
+        };
+        match *self {
+            Optimizer::Sgd { momentum, nesterov, weight_decay } => {
+                within("momentum", momentum, (0.0..1.0).contains(&momentum), "in [0, 1)")?;
+                within("weight-decay", weight_decay, weight_decay >= 0.0, "at least 0")?;
+                if nesterov && momentum == 0.0 {
+                    return Err("nesterov=true needs a momentum above 0".into());
+                }
+            }
+            Optimizer::Adam { beta1, beta2, eps, weight_decay }
+            | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
+                within("beta1", beta1, (0.0..1.0).contains(&beta1), "in [0, 1)")?;
+                within("beta2", beta2, (0.0..1.0).contains(&beta2), "in [0, 1)")?;
+                within("eps", eps, eps > 0.0, "above 0")?;
+                within("weight-decay", weight_decay, weight_decay >= 0.0, "at least 0")?;
+            }
+        }
+        match clip_norm {
+            Some(c) => within("clip-norm", c, c > 0.0, "above 0 (0 turns clipping off)"),
+            None => Ok(()),
+        }
+    }
+}
+
 pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
     let report = |m: String| {
         emit_error(module.location(), &format!("hl-optimizer: {m}"));
@@ -58,8 +88,10 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         other => return Err(report(format!("unknown optimizer kind '{other}'; expected sgd, adam or adamw"))),
     };
     let clip = float("clip-norm")?;
+    let clip = (clip != 0.0).then_some(clip);
+    optimizer.check(clip).map_err(report)?;
     let function = options.get("function").map_err(report)?.to_string();
-    add_train_step(module.to_raw(), &function, &optimizer, (clip > 0.0).then_some(clip)).map_err(|(loc, m)| {
+    add_train_step(module.to_raw(), &function, &optimizer, clip).map_err(|(loc, m)| {
         emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
         PassFailed
     })
@@ -74,6 +106,7 @@ pub fn add_train_step(
 ) -> Result<(), Failure> {
     let ctx = unsafe { mlirOperationGetContext(module) };
     let module_loc = unsafe { mlirOperationGetLocation(module) };
+    optimizer.check(clip_norm).map_err(|m| (module_loc, m))?;
     let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
     let grad_name = format!("{function}_grad");
     let find =

@@ -200,6 +200,19 @@ pub fn fit(
 ) -> Result<Summary> {
     check_options(options, run)?;
     aicf_runtime::check_device(&options.device)?;
+    // Where the run writes is checked before anything is compiled or
+    // trained.
+    if let Some(dir) = &run.checkpoint_dir {
+        create_dir(dir)?;
+    }
+    if let Some(profile) = &run.profile {
+        if profile.is_dir() {
+            return Err(TrainError::Io { path: profile.clone(), message: "is a directory, not a file".into() });
+        }
+        if let Some(dir) = profile.parent().filter(|d| !d.as_os_str().is_empty()) {
+            create_dir(dir)?;
+        }
+    }
     let name = model.display().to_string();
     let original = std::fs::read_to_string(model)
         .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
@@ -240,8 +253,7 @@ pub fn fit(
             }
             match meta.get(IR_KEY) {
                 Some(ir) => {
-                    std::fs::create_dir_all(&run.out)
-                        .map_err(|e| TrainError::Io { path: run.out.clone(), message: e.to_string() })?;
+                    create_dir(&run.out)?;
                     let file = run.out.join("resumed-model.mlir");
                     crate::codegen::write_atomically(&file, ir.as_bytes())?;
                     (ir.clone(), file, Some((path.clone(), meta)))
@@ -263,7 +275,7 @@ pub fn fit(
     {
         return Ok(summary);
     }
-    std::fs::create_dir_all(&run.out).map_err(|e| TrainError::Io { path: run.out.clone(), message: e.to_string() })?;
+    create_dir(&run.out)?;
     let trainer_options = Options { cache_dir: run.out.clone(), ..options.clone() };
     let trainer = Trainer::from_source(&source, &name, trainer_options)?;
     let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, report)?;
@@ -484,7 +496,7 @@ impl<'a> Loop<'a> {
     /// Writes the current model's IR as `model-v<k>.mlir` (and as
     /// `model.mlir`, the latest) in the checkpoint directory `dir`.
     fn write_version(&mut self, dir: &Path) -> Result<()> {
-        std::fs::create_dir_all(dir).map_err(|e| TrainError::Io { path: dir.to_path_buf(), message: e.to_string() })?;
+        create_dir(dir)?;
         let source = self.adaptive.trainer().source();
         let path = dir.join(format!("model-v{}.mlir", self.version));
         if !path.exists() {
@@ -775,7 +787,7 @@ impl<'a> Loop<'a> {
         }
         let classifies = self.sig.classifies();
         let by_logits = self.sig.takes_rng();
-        let (mut loss_sum, mut loss_batches) = (0.0, 0usize);
+        let (mut loss_sum, mut loss_rows) = (0.0, 0usize);
         let (mut nll, mut correct, mut targets) = (0.0, 0usize, 0usize);
         let trainer = self.adaptive.trainer_mut();
         for ids in &batches {
@@ -797,22 +809,36 @@ impl<'a> Loop<'a> {
                     }
                 }
             }
-            if !by_logits && ids.len() == self.batch {
-                let refs: Vec<&Tensor> = fed.iter().collect();
-                loss_sum += trainer.loss(&refs)?;
-                loss_batches += 1;
+            // Every batch counts by its rows (a smaller last one runs its
+            // variant), so the loss is the mean over held-out examples.
+            let refs: Vec<&Tensor> = fed.iter().collect();
+            if !by_logits && trainer.backend().compiled_for("loss", &refs) {
+                loss_sum += trainer.loss(&refs)? * ids.len() as f64;
+                loss_rows += ids.len();
             }
         }
         let loss = if by_logits {
             if targets > 0 { nll / targets as f64 } else { f64::NAN }
-        } else if loss_batches > 0 {
-            loss_sum / loss_batches as f64
+        } else if loss_rows > 0 {
+            loss_sum / loss_rows as f64
         } else {
             f64::NAN
         };
         let accuracy = if classifies && targets > 0 { correct as f64 / targets as f64 } else { f64::NAN };
         Ok((loss, accuracy))
     }
+}
+
+/// Creates `dir` and its parents; a file in the way is named as such.
+pub(crate) fn create_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        let blocked = dir.ancestors().find(|a| a.is_file());
+        let message = match blocked {
+            Some(file) => format!("cannot create the directory: {} is a file", file.display()),
+            None => e.to_string(),
+        };
+        TrainError::Io { path: dir.to_path_buf(), message }
+    })
 }
 
 /// The first parameter or state symbol of `trainer` holding a NaN or an
@@ -954,7 +980,7 @@ pub fn evaluate_checkpoint(
         data_options.val_split = val_split;
     }
     let dataset = Dataset::load(data, &sig, &data_options)?;
-    std::fs::create_dir_all(out).map_err(|e| TrainError::Io { path: out.to_path_buf(), message: e.to_string() })?;
+    create_dir(out)?;
     let mut trainer =
         Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?;
     trainer.load_checkpoint(checkpoint)?;

@@ -112,7 +112,8 @@ enum Command {
     Compile {
         #[command(flatten)]
         compile: ModelArgs,
-        /// Where to write the artifact (manifest.json + kernels.so).
+        /// Where to write the artifact (manifest.json + kernels.so), or with
+        /// --emit the IR (default: printed).
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Print this stage's IR instead of writing an artifact.
@@ -388,6 +389,10 @@ fn run_compile(
         Stage::Fused => run_pipeline(&ctx, &mut module, &options.fusion_pipeline()).map_err(|e| e.to_string())?,
         Stage::Ll => run_pipeline(&ctx, &mut module, &options.train_pipeline()).map_err(|e| e.to_string())?,
     }
+    if let Some(path) = output {
+        let text = format!("{}\n", module.as_operation());
+        return aicf_compiler::codegen::write_atomically(&path, text.as_bytes()).map_err(|e| e.to_string());
+    }
     // A closed pipe (`| head`) ends the output quietly.
     match writeln!(std::io::stdout().lock(), "{}", module.as_operation()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing the IR: {e}")),
@@ -514,6 +519,9 @@ fn bench(
 ) -> Result<()> {
     if steps == 0 {
         return Err("--steps must be at least 1".into());
+    }
+    if !lr.is_finite() || lr <= 0.0 {
+        return Err(format!("the learning rate {lr} is not a positive number"));
     }
     let options = options(c, d, 0, out);
     let mut trainer = Trainer::from_file(&c.model, options).map_err(|e| e.to_string())?;

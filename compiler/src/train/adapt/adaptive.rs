@@ -578,7 +578,7 @@ impl Adaptive {
 
     fn save_before_rewrite(&self) -> Result<()> {
         if let Some(dir) = &self.policy.checkpoint_dir {
-            std::fs::create_dir_all(dir).map_err(|e| TrainError::Io { path: dir.clone(), message: e.to_string() })?;
+            crate::train::run::create_dir(dir)?;
             let path = dir.join(format!("before-rewrite-{}.safetensors", self.rewrites + 1));
             let meta = BTreeMap::from([("rewrite".to_string(), (self.rewrites + 1).to_string())]);
             self.trainer.save_checkpoint(&path, &meta)?;

@@ -1,0 +1,61 @@
+// Bad input to the CLI is one clear error that names the place, found
+// before anything is compiled where it can be: numbers out of range, data
+// with NaN cells or labels the model has no class for, too few rows, paths
+// that cannot be written, models with empty tensors.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=LR
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr nan --out %t/run 2>&1 | FileCheck %s --check-prefix=LRNAN
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum -5 --out %t/run 2>&1 | FileCheck %s --check-prefix=MOMENTUM
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum nan --out %t/run 2>&1 | FileCheck %s --check-prefix=MOMENTUMNAN
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --weight-decay -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=DECAY
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 0 --out %t/bench 2>&1 | FileCheck %s --check-prefix=STEPS
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --lr -1 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=LR
+// RUN: test ! -e %t/run && test ! -e %t/bench
+//
+// LR: aicf: error: the learning rate -1 is not a positive number
+// LRNAN: aicf: error: the learning rate NaN is not a positive number
+// MOMENTUM: aicf: error: the momentum -5 is not in [0, 1)
+// MOMENTUMNAN: aicf: error: the momentum NaN is not in [0, 1)
+// DECAY: aicf: error: the weight decay -1 is not a number of at least 0
+// STEPS: aicf: error: --steps must be at least 1
+
+// Data: a NaN cell, a label past the model's classes (in training and in
+// scoring), each refused before compiling. Fewer rows than one batch train
+// on variants compiled for their sizes.
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,100p > %t/digits.csv
+// RUN: sed '7s/^[0-9.]*,/nan,/' %t/digits.csv > %t/nan.csv
+// RUN: sed '5s/,[0-9]*$/,42/' %t/digits.csv > %t/label.csv
+// RUN: sed -n 1,20p %t/digits.csv > %t/short.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/nan.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=NAN
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/label.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=LABEL
+// RUN: test ! -e %t/run
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/short.csv --epochs 2 --out %t/short | FileCheck %s --check-prefix=SHORT
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run --checkpoint-dir %t/ckpt > /dev/null
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/label.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=LABEL
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/nan.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=NAN
+// NAN: aicf: error: {{.*}}nan.csv:7: column 1 is NaN, not a finite number
+// LABEL: aicf: error: {{.*}}label.csv: example 4's label 42 is not below the model's 10 classes
+// SHORT: training on 16 examples (4 held out), batch 32, 1 steps per epoch
+// SHORT: epoch   2/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy
+
+// Paths that cannot be written are named, before training.
+// RUN: printf 'x' > %t/file
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run2 --checkpoint-dir %t/file/ckpt 2>&1 | FileCheck %s --check-prefix=BLOCKED
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run2 --profile %t/file/trace.json 2>&1 | FileCheck %s --check-prefix=BLOCKED
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o %t/file/artifact 2>&1 | FileCheck %s --check-prefix=NOTDIR
+// RUN: test ! -e %t/run2
+// BLOCKED: aicf: error: {{.*}}file{{.*}}: cannot create the directory: {{.*}}file is a file
+// BLOCKED-NOT: compiled
+// NOTDIR: aicf: error: {{.*}}file{{.*}}artifact{{.*}}: Not a directory
+
+// --emit with -o writes the IR to the file.
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit ll -o %t/model.ll.mlir
+// RUN: FileCheck %s --check-prefix=EMITTED < %t/model.ll.mlir
+// EMITTED: func.func @train_step
+
+// A model with an empty hidden layer, or no classes, is refused where the
+// empty tensor is declared: nothing is compiled that would run on it.
+// RUN: sed 's/128/0/g' %S/../../../examples/mlp/digits_mlp.mlir > %t/empty.mlir
+// RUN: not aicf train %t/empty.mlir --data %t/digits.csv --out %t/run3 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: not aicf bench %t/empty.mlir --steps 1 --out %t/run3 2>&1 | FileCheck %s --check-prefix=EMPTY
+// EMPTY: empty.mlir:11:1: error: 'hl.param' op parameter @fc1.weight has a zero-size dimension ('tensor<0x64xf32>'); a parameter holds at least one value
