@@ -2,6 +2,11 @@
 // ll kernel; parameters are bound by symbol and updated in place.
 // RUN: aicf-opt %s -split-input-file --convert-hl-to-ll | FileCheck %s
 // RUN: aicf-opt %s -split-input-file --convert-hl-to-ll | aicf-opt -split-input-file | FileCheck %s
+// Run alone on an Adam train step, the pass loads the dialects it builds
+// (math for the bias corrections).
+// RUN: aicf-opt %S/../../examples/mlp/digits_mlp.mlir --hl-optimizer=kind=adam --convert-hl-to-ll | FileCheck %s --check-prefix=ADAM
+// ADAM: func.func @train_step
+// ADAM: math.powf
 
 hl.param @w : tensor<8x4xf32> owner "" init <zeros>
 hl.param @b : tensor<8xf32> owner "" init <zeros>

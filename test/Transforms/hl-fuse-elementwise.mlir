@@ -115,3 +115,18 @@ func.func @use_in_between(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %n = hl.neg %r : tensor<4x4xf32>
   return %n : tensor<4x4xf32>
 }
+
+// -----
+
+// A chain nothing reads is dead: it goes, instead of becoming a fused op
+// without results.
+// CHECK-LABEL: func.func @dead_chain
+// CHECK-NOT: hl.exp
+// CHECK-NOT: hl.fused_elementwise
+// CHECK: hl.tanh
+func.func @dead_chain(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = hl.exp %x : tensor<4xf32>
+  %b = hl.relu %a : tensor<4xf32>
+  %c = hl.tanh %x : tensor<4xf32>
+  return %c : tensor<4xf32>
+}

@@ -121,6 +121,20 @@ pub(super) fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(
     let loc = op_loc(root);
     let ctx = unsafe { mlirOperationGetContext(root) };
     let inside: std::collections::HashSet<usize> = group.iter().map(|o| o.ptr as usize).collect();
+    // The values used outside the group, in program order: the results.
+    let outputs: Vec<MlirValue> = group
+        .iter()
+        .map(|&op| unsafe { mlirOperationGetResult(op, 0) })
+        .filter(|&r| users(r).iter().any(|u| !inside.contains(&(u.ptr as usize))))
+        .collect();
+    if outputs.is_empty() {
+        // Nothing outside uses the group: it is dead, and elementwise ops
+        // have no effects, so it goes (a fused op needs a result).
+        for &op in group.iter().rev() {
+            unsafe { mlirOperationDestroy(op) };
+        }
+        return Ok(());
+    }
     // External inputs (splat constants become body constants).
     let mut inputs: Vec<MlirValue> = Vec::new();
     let mut constants: HashMap<usize, f64> = HashMap::new();
@@ -143,12 +157,6 @@ pub(super) fn build_group(block: MlirBlock, group: &[MlirOperation]) -> Result<(
     let region = unsafe { mlirRegionCreate() };
     unsafe { mlirRegionAppendOwnedBlock(region, body) };
     let s = Scalar { ctx, block: body, loc };
-    // The values used outside the group, in program order: the results.
-    let outputs: Vec<MlirValue> = group
-        .iter()
-        .map(|&op| unsafe { mlirOperationGetResult(op, 0) })
-        .filter(|&r| users(r).iter().any(|u| !inside.contains(&(u.ptr as usize))))
-        .collect();
     let built = (|| -> Result<Vec<MlirValue>, Failure> {
         let mut map: HashMap<usize, MlirValue> = HashMap::new();
         for (i, v) in inputs.iter().enumerate() {

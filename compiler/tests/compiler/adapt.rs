@@ -337,6 +337,16 @@ fn policy_files_parse_and_errors_name_the_rule() {
     );
     assert!(err("[[rule]]\nwhen = \"epoch\"\naction = { fork = [], steps = 3 }").contains("a fork needs candidates"));
     assert!(err("spike_factor = 0.5").contains("spike_factor"));
+    // Another trigger's key would be ignored: it is an error naming both.
+    let e = err("[[rule]]\nwhen = \"epoch\"\nat = 5\naction = \"rollback\"");
+    assert!(e.contains("rule 0 ([[rule]] number 1): when = \"epoch\" takes every, not at"), "{e}");
+    let e = err("[[rule]]\nwhen = \"instability\"\nwindow = 5\naction = \"rollback\"");
+    assert!(e.contains("when = \"instability\" takes no trigger keys, not window"), "{e}");
+    assert!(err("[[rule]]\nwhen = \"epoch\"\nevery = 0\naction = \"rollback\"").contains("count from 1"));
+    let e = err("[[rule]]\nwhen = \"plateau\"\nwindow = 5\nthreshold = -1.0\naction = \"rollback\"");
+    assert!(e.contains("threshold = -1 is not a number of at least 0"), "{e}");
+    let e = err("[[rule]]\nwhen = \"instability\"\naction = { rollback = { lr_factor = 0.0 } }");
+    assert!(e.contains("rollback lr_factor = 0 is not in (0, 1]"), "{e}");
     let v = Policy::parse("[[rule]]\nwhen = \"val-plateau\"\nwindow = 2\nthreshold = 0.01\naction = { op = \"heads\", attention = \"attn\", max_heads = 8 }").unwrap();
     assert_eq!(v.rules[0].trigger, Trigger::ValPlateau { window: 2, threshold: 0.01 });
     assert_eq!(

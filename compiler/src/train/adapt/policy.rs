@@ -239,8 +239,34 @@ impl Policy {
         for (i, r) in raw.rule.iter().enumerate() {
             let at = |m: String| format!("rule {} ([[rule]] number {}): {m}", i, i + 1);
             let need = |v: Option<f64>, name: &str| v.ok_or_else(|| at(format!("when = \"{}\" needs {name}", r.when)));
+            // Each trigger takes its own keys; another trigger's key would be
+            // silently ignored, so it is an error.
+            let takes: &[&str] = match r.when.as_str() {
+                "epoch" => &["every"],
+                "steps" => &["at"],
+                "plateau" | "val-plateau" => &["window", "threshold"],
+                _ => &[],
+            };
+            let given = [
+                ("every", r.every.is_some()),
+                ("at", r.at.is_some()),
+                ("window", r.window.is_some()),
+                ("threshold", r.threshold.is_some()),
+            ];
+            if let Some((key, _)) = given.iter().find(|(k, set)| *set && !takes.contains(k)) {
+                let takes = if takes.is_empty() { "no trigger keys".to_string() } else { takes.join(" and ") };
+                return Err(at(format!("when = \"{}\" takes {takes}, not {key}", r.when)));
+            }
+            if r.every == Some(0) || r.window == Some(0) || r.at == Some(0) {
+                return Err(at("every, at and window count from 1".into()));
+            }
+            if let Some(t) = r.threshold
+                && !(t.is_finite() && t >= 0.0)
+            {
+                return Err(at(format!("threshold = {t} is not a number of at least 0")));
+            }
             let trigger = match r.when.as_str() {
-                "epoch" => Trigger::Epoch { every: r.every.unwrap_or(1).max(1) },
+                "epoch" => Trigger::Epoch { every: r.every.unwrap_or(1) },
                 "steps" => Trigger::Steps { at: need(r.at.map(|a| a as f64), "at = STEPS")? as u64 },
                 "plateau" => Trigger::Plateau {
                     window: need(r.window.map(|w| w as f64), "window = STEPS")? as usize,
@@ -270,7 +296,11 @@ impl Policy {
                 toml::Value::Table(t) if t.contains_key("rollback") => {
                     let f: RawRollback =
                         r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?;
-                    Action::Rollback { lr_factor: f.rollback.lr_factor }
+                    let lr_factor = f.rollback.lr_factor;
+                    if !(lr_factor > 0.0 && lr_factor <= 1.0) {
+                        return Err(at(format!("rollback lr_factor = {lr_factor} is not in (0, 1]")));
+                    }
+                    Action::Rollback { lr_factor }
                 }
                 toml::Value::Table(_) => {
                     Action::Grow(r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?)
@@ -296,6 +326,9 @@ impl Policy {
             seed: raw.seed.unwrap_or(d.seed),
             rules,
         };
+        if !(policy.max_loss_increase >= 0.0) {
+            return Err(format!("max_loss_increase ({}) must be at least 0", policy.max_loss_increase));
+        }
         if !(policy.verify_tolerance >= 0.0) || !(policy.spike_factor > 1.0) {
             return Err(format!(
                 "verify_tolerance ({}) must be at least 0 and spike_factor ({}) above 1",

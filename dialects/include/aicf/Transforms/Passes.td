@@ -15,6 +15,7 @@ include "mlir/Pass/PassBase.td"
 
 def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of an hl loss function";
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
   let description = [{
     Adds `@<function>_grad`, which takes the arguments of `@<function>` (a
     function returning one floating-point scalar, the loss) and returns the
@@ -96,6 +97,7 @@ def HLFuseElementwise : Pass<"hl-fuse-elementwise", "::mlir::ModuleOp"> {
 
 def HLFuseGemmEpilogue : Pass<"hl-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
   let summary = "Fuse matmul/linear with the elementwise ops after them into hl.gemm";
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
   let description = [{
     Rewrites every `hl.linear` and `hl.matmul` as `hl.gemm`, then absorbs
     into each GEMM's epilogue the op that is the only use of its result,
@@ -124,6 +126,7 @@ def HLFuseGemmEpilogue : Pass<"hl-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
 
 def HLFuseReductions : Pass<"hl-fuse-reductions", "::mlir::ModuleOp"> {
   let summary = "Fuse row reductions that read the same rows into one op";
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
   let description = [{
     A cross-entropy and the cross-entropy backward of the same logits,
     labels and attributes become one `hl.softmax_cross_entropy` (loss and
@@ -149,6 +152,7 @@ def HLFuseReductions : Pass<"hl-fuse-reductions", "::mlir::ModuleOp"> {
 
 def HLFuseOptimizer : Pass<"hl-fuse-optimizer", "::mlir::ModuleOp"> {
   let summary = "Fuse the per-parameter updates of a train step into one multi-tensor kernel";
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
   let description = [{
     After `hl-fuse-elementwise`, each parameter's update (SGD, or Adam's
     two moments and the parameter, as one multi-output op) is an
@@ -176,6 +180,7 @@ def HLFuseOptimizer : Pass<"hl-fuse-optimizer", "::mlir::ModuleOp"> {
 
 def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
   let summary = "Append the optimizer update: a complete train step";
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
   let description = [{
     Adds `@train_step`: the gradient of `@<function>` (from
     `@<function>_grad`, which `hl-autodiff` is run to create when missing),
@@ -473,8 +478,10 @@ def ConvertHLToLL : Pass<"convert-hl-to-ll", "::mlir::ModuleOp"> {
     }
     ```
   }];
-  let dependentDialects = ["::ll::LLDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect"];
+  let dependentDialects = ["::ll::LLDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 def LLPlanMemory : Pass<"ll-plan-memory", "::mlir::ModuleOp"> {
