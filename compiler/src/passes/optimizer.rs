@@ -286,13 +286,25 @@ fn build_update(
     let step_ty = TensorSpec::new([], DType::I64);
     let step_val = get_symbol(&e, "hl.get_state", "step", &step_ty)?;
     let next_step = e.binary("hl.add", step_val, e.splat(1.0, &step_ty)?)?;
+    // Adam's bias corrections 1 - beta^t, computed in f64 and rounded once
+    // (in f32, 0.999 is 0.99900001 and 1 - 0.999^1 comes out 1.3e-5 small,
+    // shrinking every early update).
+    let corrections = match *optimizer {
+        Optimizer::Adam { beta1, beta2, .. } | Optimizer::AdamW { beta1, beta2, .. } => {
+            let t = e.typed("hl.cast", &[next_step], &TensorSpec::new([], DType::F64))?;
+            let correction = |beta: f64| -> Result<MlirValue, Failure> {
+                e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta, t)?, t)?)
+            };
+            Some((correction(beta1)?, correction(beta2)?))
+        }
+        Optimizer::Sgd { .. } => None,
+    };
 
     let mut new_params = Vec::new();
     let mut new_states: HashMap<String, MlirValue> = HashMap::new();
     for ((name, ps), g) in params.iter().zip(&grads) {
         let p = get_symbol(&e, "hl.get_param", name, ps)?;
         let lr_p = cast_to(&e, lr, ps.dtype)?;
-        let t = e.typed("hl.cast", &[next_step], &TensorSpec::new([], ps.dtype))?;
         let state = |slot: &str| get_symbol(&e, "hl.get_state", &format!("{name}.{slot}"), ps);
         let p_new = match *optimizer {
             Optimizer::Sgd { momentum, nesterov, weight_decay } => {
@@ -329,9 +341,8 @@ fn build_update(
                 )?;
                 new_states.insert(format!("{name}.exp_avg"), m);
                 new_states.insert(format!("{name}.exp_avg_sq"), v);
-                // bias corrections 1 - beta^t
-                let bc1 = e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta1, t)?, t)?)?;
-                let bc2 = e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta2, t)?, t)?)?;
+                let (bc1, bc2) = corrections.ok_or_else(|| (loc, "no bias corrections".to_string()))?;
+                let (bc1, bc2) = (cast_to(&e, bc1, ps.dtype)?, cast_to(&e, bc2, ps.dtype)?);
                 let denom = e.binary("hl.add", e.unary("hl.sqrt", e.binary("hl.div", v, bc2)?)?, e.scalar(eps, v)?)?;
                 let step_size = e.binary("hl.div", lr_p, bc1)?;
                 let update = e.binary("hl.mul", e.binary("hl.div", m, denom)?, step_size)?;

@@ -135,7 +135,11 @@ impl Generator {
             None => k.float(grad_scale, t),
         };
         let scale = k.fop("divf", &upstream, &count, t);
-        let (r, accs, totals) = k.open_reduce_all(warp, &rc, warps, std::slice::from_ref(&zero), f);
+        // The rows' losses are summed in f64 (one f32 accumulator over 1024
+        // rows drifts 10x further from the exact sum than PyTorch's
+        // pairwise f32 sum), rounded once.
+        let zero64 = k.float(0.0, DType::F64);
+        let (r, accs, totals) = k.open_reduce_all(warp, &rc, warps, std::slice::from_ref(&zero64), "f64");
         let acc = accs[0].clone();
         let l = k.load("%b1", &r, &ty(1));
         let valid = labelled(&mut k, &l);
@@ -163,7 +167,8 @@ impl Generator {
         let xl = k.load("%b0", &at, &ty(0));
         let row_loss = k.fop("subf", &lse, &xl, t);
         let row_loss = k.val(&format!("arith.select {valid}, {row_loss}, {zero} : {f}"));
-        let next = k.fop("addf", &acc, &row_loss, t);
+        let row_loss64 = if t == DType::F64 { row_loss } else { k.val(&format!("arith.extf {row_loss} : {f} to f64")) };
+        let next = k.fop("addf", &acc, &row_loss64, DType::F64);
         if let Some(g) = grad {
             let gs = k.val(&format!("arith.select {valid}, {scale}, {zero} : {f}"));
             let c = k.open_cols(&cc);
@@ -178,8 +183,10 @@ impl Generator {
             k.store(&gv, &format!("%b{g}"), &at, &ty(g));
             k.close();
         }
-        k.close_with_all(&[next], f);
-        let total = self.target.team_total(&mut k, &team, &totals[0], t);
+        k.close_with_all(&[next], "f64");
+        let partial =
+            if t == DType::F64 { totals[0].clone() } else { k.val(&format!("arith.truncf {} : f64 to {f}", totals[0])) };
+        let total = self.target.team_total(&mut k, &team, &partial, t);
         let l = if sum { total } else { k.fop("divf", &total, &count, t) };
         self.target.clone().finish_team(self, k, &team, &l, loss, specs);
         let check = IndexCheck {
