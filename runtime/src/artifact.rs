@@ -177,6 +177,11 @@ pub struct Call {
     pub origin: Option<String>,
     /// Rows of work; the kernel runs `[begin, end)` of them.
     pub work: u64,
+    /// Floating-point operations of the `ll` op this call starts (matrix
+    /// products, convolutions and attention: 2 per multiply-add; 0 for the
+    /// rest and for an op's later kernels): what FLOP counts and MFU sum.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flops: u64,
     /// The fewest rows worth a thread of their own.
     pub grain: u64,
     pub buffers: Vec<Buffer>,
@@ -282,6 +287,18 @@ pub struct IndexCheck {
 /// The manifest as the JSON that `manifest.json` holds.
 pub fn to_json(m: &Manifest) -> Result<String, serde_json::Error> {
     serde_json::to_string_pretty(m)
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Function {
+    /// The floating-point operations of one call of this function (see
+    /// [`Call::flops`]).
+    pub fn flops(&self) -> u64 {
+        self.calls.iter().map(|c| c.flops).sum()
+    }
 }
 
 /// FNV-1a 64 of `bytes`, in hex.

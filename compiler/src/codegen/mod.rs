@@ -214,6 +214,39 @@ pub fn compile(
     Ok((manifest, stats))
 }
 
+/// The floating-point operations of `ll` op `op` on operands `x`: 2 per
+/// multiply-add of a matrix product, a convolution (either gradient) or an
+/// attention (half the scores when causal); 0 for the other ops.
+fn op_flops(op: MlirOperation, x: &[MlirValue]) -> Result<u64> {
+    let name = op_name(op);
+    let shape = |i: usize| -> Result<Vec<usize>> { Ok(buf_spec(x[i])?.0) };
+    let numel = |s: &[usize]| s.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    Ok(match name.as_str() {
+        "ll.gemm" => {
+            let specs = x.iter().map(|v| buf_spec(*v)).collect::<Result<Vec<_>>>()?;
+            let g = ops::gemm::GemmLayout::of(op, &specs);
+            2u64.saturating_mul(g.rows as u64).saturating_mul(g.n as u64).saturating_mul(g.kk as u64)
+        }
+        // Every output (gradient) element of the product is a dot product
+        // over C / groups x KH x KW weights.
+        "ll.conv2d" | "ll.conv2d_backward_input" | "ll.conv2d_backward_weight" => {
+            let weight = if name == "ll.conv2d_backward_weight" { shape(x.len() - 1)? } else { shape(1)? };
+            let per = numel(&weight[1..]);
+            let products = if name == "ll.conv2d" { numel(&shape(x.len() - 1)?) } else { numel(&shape(0)?) };
+            2u64.saturating_mul(products).saturating_mul(per)
+        }
+        "ll.attention" => {
+            let (q, k, v) = (shape(0)?, shape(1)?, shape(2)?);
+            let (l, d) = (q[q.len() - 2] as u64, q[q.len() - 1] as u64);
+            let (s, dv) = (k[k.len() - 2] as u64, v[v.len() - 1] as u64);
+            let batch = numel(&q[..q.len() - 2]);
+            let full = 2u64.saturating_mul(batch).saturating_mul(l).saturating_mul(s).saturating_mul(d + dv);
+            if ir::has(op, "causal") { full / 2 } else { full }
+        }
+        _ => 0,
+    })
+}
+
 pub(crate) fn serde_json_string(m: &Manifest) -> Result<String> {
     aicf_runtime::artifact::to_json(m).map_err(|e| internal(format!("manifest: {e}")))
 }
@@ -435,6 +468,7 @@ impl Generator {
                     // Library candidates are the op's own (a kernel shared
                     // with another op may have other aliases).
                     self.library.clear();
+                    let mut flops = op_flops(op, &x)?;
                     for (kernel, work, cost, which, checks) in self.kernel(op, &x)? {
                         let library = self.library.get(&kernel).cloned().flatten();
                         let waits = if calls.len() == first { waits.clone() } else { vec![] };
@@ -447,6 +481,7 @@ impl Generator {
                             op: op_kind.clone(),
                             origin: Some(origin.clone()),
                             work,
+                            flops: std::mem::take(&mut flops),
                             grain: (GRAIN_OPS / cost.max(1)).max(1),
                             buffers: which.iter().map(|&i| buffers[i]).collect(),
                             bytes: which.iter().map(|&i| extents[i]).collect(),

@@ -523,3 +523,27 @@ fn the_cross_entropy_sum_is_accurate_over_many_rows() {
     }
     assert!(worst < 1.5e-7, "relative error {worst:e}");
 }
+
+/// Training FLOPs come from the compiled train step: every matrix product,
+/// convolution (forward and both gradients) and attention, 2 per
+/// multiply-add, counted by hand here from the models' shapes.
+#[test]
+fn training_flops_count_convolutions_and_skip_unneeded_gradients() {
+    use aicf_compiler::train::adapt::step_flops;
+    let dir = scratch("flops");
+    let options = || Options { device: Device::Cpu { threads: 1 }, cache_dir: dir.clone(), ..Options::default() };
+    // MLP 64 -> 128 -> 10, batch 32: both layers forward and their weight
+    // gradients, and the input gradient of fc2 only (the data needs none).
+    let mlp = Trainer::from_file(&example("mlp/digits_mlp.mlir"), options()).unwrap();
+    let (fc1, fc2) = (64 * 128, 128 * 10);
+    assert_eq!(step_flops(&mlp, 32), (2 * 32 * (2 * fc1 + 3 * fc2)) as f64);
+    assert_eq!(step_flops(&mlp, 16), (2 * 16 * (2 * fc1 + 3 * fc2)) as f64, "scaled to a smaller batch");
+    // CNN: conv1 (16 x 8 x 8 outputs of 1 x 3 x 3) forward and weight
+    // gradient; conv2 (32 x 4 x 4 outputs of 16 x 3 x 3) forward and both
+    // gradients; fc 128 -> 10 forward and both gradients.
+    let cnn = Trainer::from_file(&example("cnn/digits_cnn.mlir"), options()).unwrap();
+    let conv1 = 2 * 32 * (16 * 8 * 8) * 9;
+    let conv2 = 2 * 32 * (32 * 4 * 4) * (16 * 9);
+    let fc = 2 * 32 * 128 * 10;
+    assert_eq!(step_flops(&cnn, 32), (2 * conv1 + 3 * conv2 + 3 * fc) as f64);
+}

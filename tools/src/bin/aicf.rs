@@ -484,7 +484,10 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions) -> R
     if let Some(trace) = &summary.trace {
         println!("profile: {} (open in https://ui.perfetto.dev or chrome://tracing)", trace.display());
     }
-    println!("training FLOPs {:.3e} (6 per weight element per row)", summary.train_flops);
+    println!(
+        "training FLOPs {:.3e} (the train step's matrix products, convolutions and attention)",
+        summary.train_flops
+    );
     Ok(())
 }
 

@@ -184,8 +184,11 @@ impl Generator {
             k.close();
         }
         k.close_with_all(&[next], "f64");
-        let partial =
-            if t == DType::F64 { totals[0].clone() } else { k.val(&format!("arith.truncf {} : f64 to {f}", totals[0])) };
+        let partial = if t == DType::F64 {
+            totals[0].clone()
+        } else {
+            k.val(&format!("arith.truncf {} : f64 to {f}", totals[0]))
+        };
         let total = self.target.team_total(&mut k, &team, &partial, t);
         let l = if sum { total } else { k.fop("divf", &total, &count, t) };
         self.target.clone().finish_team(self, k, &team, &l, loss, specs);

@@ -179,7 +179,7 @@ pub struct Adaptive {
     prefetch: Option<std::thread::JoinHandle<()>>,
     /// Whether it was started for the current model.
     prefetched: bool,
-    /// Training FLOPs so far (6 per weight element per row).
+    /// Training FLOPs so far ([`step_flops`]).
     pub flops: f64,
     /// The next step's inputs, copied to a GPU while this step runs.
     next: Option<Vec<Tensor>>,

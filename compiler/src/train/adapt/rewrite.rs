@@ -382,19 +382,21 @@ fn new_symbol(plan: &Plan, name: &str, param: &str, kind: Option<&str>, fresh: &
     })
 }
 
-/// Training FLOPs of one step of a model: 6 per weight-matrix element per
-/// row (2 forward, 4 backward), the usual dense-layer count; biases,
-/// activations and the optimizer are left out.
+/// Training FLOPs of one step on `rows` examples, counted from the
+/// compiled train step's kernels: its matrix products, convolutions and
+/// attention, forward and backward, 2 per multiply-add (what an MFU
+/// counts; elementwise work, reductions and the optimizer are left out),
+/// scaled from the model's batch to `rows`.
 pub fn step_flops(trainer: &Trainer, rows: usize) -> f64 {
-    let weights: usize = trainer
-        .backend()
-        .manifest()
-        .symbols
+    let Ok(step) = trainer.backend().function("train_step") else { return 0.0 };
+    let batch = step
+        .args
         .iter()
-        .filter(|s| s.kind == "param" && s.shape.len() >= 2)
-        .map(|s| s.shape.iter().product::<usize>())
-        .sum();
-    6.0 * weights as f64 * rows as f64
+        .find(|a| a.role() == aicf_runtime::artifact::Role::Input)
+        .and_then(|a| a.shape.first().copied())
+        .unwrap_or(rows)
+        .max(1);
+    step.flops() as f64 * rows as f64 / batch as f64
 }
 
 /// How a growth went.
