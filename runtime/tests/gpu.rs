@@ -302,7 +302,7 @@ fn training_runs_match_the_cpu_and_checkpoints_cross_devices() {
             let losses = steps(b.as_mut(), 0..run.steps.len())?;
             let straight = compare_state(b.as_ref(), "cpu-final.safetensors")?;
             // The GPU's checkpoint, into a fresh GPU session.
-            let saved = std::env::temp_dir().join(format!("aicf-gpu-{}.safetensors", run.name));
+            let saved = std::env::temp_dir().join(format!("aicf-gpu-{}-{}.safetensors", std::process::id(), run.name));
             b.save_checkpoint(&saved, &Default::default()).map_err(|e| e.to_string())?;
             let mut again = open()?;
             again.load_checkpoint(&saved).map_err(|e| e.to_string())?;

@@ -37,13 +37,13 @@
 // ADAMW-SAME: tensor<4xf32> {hl.bind = "state @fc.bias.exp_avg"}, tensor<4xf32> {hl.bind = "state @fc.bias.exp_avg_sq"}, tensor<i64> {hl.bind = "state @step"})
 // ADAMW: %[[STEP:.*]] = hl.get_state @step : tensor<i64>
 // ADAMW: %[[T:.*]] = hl.add %[[STEP]], %{{.*}} : tensor<i64>, tensor<i64>
+// Bias corrections 1 - beta^t, once, in f64.
+// ADAMW: hl.pow %{{.*}}, %{{.*}} : tensor<f64>, tensor<f64>
 // ADAMW: %[[W:.*]] = hl.get_param @fc.weight : tensor<4x3xf32>
 // Decoupled decay: p (1 - lr wd).
 // ADAMW: %[[DECAYED:.*]] = hl.mul %[[W]], %{{.*}} : tensor<4x3xf32>, tensor<f32>
 // ADAMW: hl.get_state @fc.weight.exp_avg : tensor<4x3xf32>
 // ADAMW: hl.get_state @fc.weight.exp_avg_sq : tensor<4x3xf32>
-// Bias corrections 1 - beta^t.
-// ADAMW: hl.pow %{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>
 // ADAMW: hl.sqrt
 // ADAMW: %[[NEW_W:.*]] = hl.sub %[[DECAYED]], %{{.*}} : tensor<4x3xf32>, tensor<4x3xf32>
 // ADAMW: return %{{.*}}, %[[NEW_W]], {{.*}}, %[[T]] :

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `%s` | the test file |
 //! | `%S`, `%p` | the test file's folder |
-//! | `%t` | a scratch path for this test (`target/lit/<test>.tmp`) |
+//! | `%t` | a scratch path for this test (`target/lit/run-<pid>/<test>.tmp`: two runs at once do not share it) |
 //! | `%T` | the scratch folder |
 //! | `%%` | `%` |
 //!
@@ -131,7 +131,7 @@ fn run_lit(path: &Utf8Path) -> datatest_stable::Result<()> {
     }
     let target_dir = tools.parent().unwrap();
     let relative = path.strip_prefix("../test").unwrap_or(path.as_ref());
-    let scratch = target_dir.join("lit").join(format!("{relative}.tmp"));
+    let scratch = lit_root(target_dir).join(format!("{relative}.tmp"));
     std::fs::create_dir_all(scratch.parent().unwrap())?;
     if scratch.is_dir() {
         std::fs::remove_dir_all(&scratch)?;
@@ -168,4 +168,28 @@ fn run_lit(path: &Utf8Path) -> datatest_stable::Result<()> {
 
 datatest_stable::harness! {
     { test = run_lit, root = "../test", pattern = r"\.mlir$" },
+}
+
+/// This process's scratch root, `target/lit/run-<pid>`; the roots of runs
+/// whose process has ended are removed on first use.
+fn lit_root(target_dir: &Path) -> PathBuf {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let base = target_dir.join("lit");
+        if let Ok(entries) = std::fs::read_dir(&base) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let dead = name.strip_prefix("run-").and_then(|p| p.parse::<u32>().ok()).is_some_and(|pid| {
+                    pid != std::process::id()
+                        && Path::new("/proc/self").exists()
+                        && !Path::new(&format!("/proc/{pid}")).exists()
+                });
+                if dead {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        base.join(format!("run-{}", std::process::id()))
+    })
+    .clone()
 }

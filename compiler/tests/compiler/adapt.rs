@@ -17,7 +17,7 @@ fn narrow() -> PathBuf {
 
 fn options(optimizer: &str, momentum: f64) -> Options {
     // One cache for the file: the same models compile once.
-    let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("adapt");
+    let cache_dir = crate::tmp_root().join("adapt");
     Options {
         optimizer: optimizer.into(),
         momentum,
@@ -206,7 +206,7 @@ fn policy(rules: Vec<Rule>) -> Policy {
 
 #[test]
 fn a_rollback_restores_parameters_state_step_and_rng_bit_for_bit() {
-    let checkpoints = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("adapt-checkpoints");
+    let checkpoints = crate::tmp_root().join("adapt-checkpoints");
     let _ = std::fs::remove_dir_all(&checkpoints);
     let mut run =
         Adaptive::new(trained("adam", 0.0, 0), Policy { checkpoint_dir: Some(checkpoints.clone()), ..policy(vec![]) });

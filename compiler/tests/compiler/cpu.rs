@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 /// A fresh directory under the target dir for one artifact.
 pub(crate) fn out_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let dir = crate::tmp_root().join(name);
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }

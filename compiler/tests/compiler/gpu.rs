@@ -616,5 +616,5 @@ fn a_rewrite_compiles_only_its_changed_gpu_kernels() {
 
 /// `out_dir`'s directory, without clearing it.
 fn out_dir_kept(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name)
+    crate::tmp_root().join(name)
 }

@@ -24,7 +24,7 @@ fn signature(path: &str) -> Signature {
 
 /// A fresh directory for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("train-{name}"));
+    let dir = crate::tmp_root().join(format!("train-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -10,7 +10,7 @@ fn model() -> PathBuf {
 }
 
 fn options(tag: &str, optimizer: &str) -> Options {
-    let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(tag);
+    let cache_dir = crate::tmp_root().join(tag);
     let _ = std::fs::remove_dir_all(&cache_dir);
     Options {
         optimizer: optimizer.into(),
