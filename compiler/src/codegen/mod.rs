@@ -399,7 +399,7 @@ impl Generator {
             refs.insert(ir::key(v), Buffer::Arg { index: i as usize });
         }
         let arena_bytes = args.iter().find(|a| a.bind == "arena").map_or(0, |a| a.bytes() as u64);
-        let mut index_constants: HashMap<usize, u64> = HashMap::new();
+        let mut index_constants: HashMap<usize, i64> = HashMap::new();
         let mut calls = Vec::new();
         for op in ops_of(block) {
             let op_kind = op_name(op);
@@ -407,13 +407,14 @@ impl Generator {
             match op_kind.as_str() {
                 "arith.constant" => {
                     if let Some(c) = int_attr(op, "value") {
-                        index_constants.insert(ir::key(result()), c as u64);
+                        index_constants.insert(ir::key(result()), c);
                     }
                 }
                 "memref.view" => {
                     let x = operands(op);
                     let offset = x.get(1).and_then(|v| index_constants.get(&ir::key(*v))).copied();
                     let offset = offset.ok_or_else(|| at(op, "a view at a non-constant offset"))?;
+                    let offset = u64::try_from(offset).map_err(|_| at(op, format!("a view at offset {offset}")))?;
                     refs.insert(ir::key(result()), Buffer::Arena { offset });
                 }
                 "ll.reshape" => {

@@ -10,8 +10,8 @@ pub(crate) use super::target::cpu::KernelCache;
 pub(crate) use super::target::gpu::{GpuOptions, gpu_func_text};
 pub(crate) use super::target::{Target, TargetInfo, Team};
 pub(crate) use super::{
-    Generator, KernelStats, Kernels, Result, at, compile, internal, runtime_dtype, thread_tag, unsupported_at,
-    write_atomically,
+    Generator, KernelStats, Kernels, Result, at, compile, internal, io_error, runtime_dtype, thread_tag,
+    unsupported_at, write_atomically,
 };
 pub(crate) use crate::context::CompilerContext;
 pub(crate) use crate::error::CompileError;

@@ -139,3 +139,44 @@ pub(crate) fn too_large(v: mlir_sys::MlirValue) -> bool {
             .is_none_or(|bytes| bytes > MAX_TENSOR_BYTES)
     })
 }
+
+/// The first value of `op` (its results, block arguments and nested ops,
+/// all the way down) whose type holds more than [`MAX_TENSOR_BYTES`]: its
+/// location and a message. Every pass checks this first, so that no size
+/// computation of any pass can overflow.
+pub(crate) fn oversized(op: MlirOperation) -> Option<(MlirLocation, String)> {
+    let describe = |v: MlirValue| {
+        let t = crate::ir::type_text(unsafe { mlirValueGetType(v) });
+        format!("{t} is larger than the 1 TiB a tensor may hold")
+    };
+    unsafe {
+        for i in 0..mlirOperationGetNumResults(op) {
+            let r = mlirOperationGetResult(op, i);
+            if too_large(r) {
+                return Some((mlirOperationGetLocation(op), describe(r)));
+            }
+        }
+        for r in 0..mlirOperationGetNumRegions(op) {
+            let region = mlirOperationGetRegion(op, r);
+            let mut block = mlirRegionGetFirstBlock(region);
+            while !block.ptr.is_null() {
+                for a in 0..mlirBlockGetNumArguments(block) {
+                    let arg = mlirBlockGetArgument(block, a);
+                    if too_large(arg) {
+                        let (loc, m) = (mlirOperationGetLocation(op), describe(arg));
+                        return Some((loc, format!("argument #{a}: {m}")));
+                    }
+                }
+                let mut inner = mlirBlockGetFirstOperation(block);
+                while !inner.ptr.is_null() {
+                    if let Some(found) = oversized(inner) {
+                        return Some(found);
+                    }
+                    inner = mlirOperationGetNextInBlock(inner);
+                }
+                block = mlirBlockGetNextInRegion(block);
+            }
+        }
+    }
+    None
+}

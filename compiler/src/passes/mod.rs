@@ -96,6 +96,12 @@ unsafe extern "C" fn trampoline(
     let op = unsafe { OperationRef::from_raw(op) };
     let options = unsafe { ffi::to_string(options) };
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| match PassOptions::parse(&options) {
+        // A tensor past what any size count holds is refused before the
+        // pass computes with it.
+        Ok(_) if let Some((loc, message)) = common::oversized(op.to_raw()) => {
+            emit_error(unsafe { Location::from_raw(loc) }, &format!("{}: {message}", entry.argument));
+            Err(PassFailed)
+        }
         Ok(options) => (entry.body)(op, &options),
         Err(message) => {
             emit_error(op.location(), &format!("pass '{}': {message}", entry.argument));

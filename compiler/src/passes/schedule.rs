@@ -205,12 +205,11 @@ fn range(v: MlirValue, spaces: &mut HashMap<usize, usize>) -> Range {
             let start = producer(off).and_then(|c| ir::int_attr(c, "value"));
             let s = ir::buffer_spec(v).unwrap_or(crate::types::TensorSpec::new([], crate::types::DType::I1));
             let elt = ir::dtype_bytes(s.dtype);
-            match start {
-                Some(start) => Range {
-                    space: space_of(key(src)),
-                    start: start as u64,
-                    end: start as u64 + (s.num_elements() as u64 * elt).max(1),
-                },
+            // A negative or overflowing range (invalid IR the planner never
+            // writes) conflicts with the whole arena.
+            let bytes = (s.num_elements() as u64).saturating_mul(elt).max(1);
+            match start.filter(|&s| s >= 0).and_then(|s| Some((s as u64, (s as u64).checked_add(bytes)?))) {
+                Some((start, end)) => Range { space: space_of(key(src)), start, end },
                 None => whole(v, space_of(key(src))),
             }
         }

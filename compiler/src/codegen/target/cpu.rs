@@ -179,7 +179,7 @@ impl KernelCache {
     /// Records the hash of `name`'s bytes, once it is complete.
     pub(crate) fn seal(&self, name: &str) -> Result<()> {
         let path = self.dir.join(name);
-        let bytes = std::fs::read(&path).map_err(|e| internal(format!("{}: {e}", path.display())))?;
+        let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
         self.write(&format!("{name}.hash"), artifact::bytes_hash(&bytes).as_bytes())
     }
 
@@ -193,12 +193,10 @@ impl KernelCache {
     }
 
     pub(crate) fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| internal(format!("{}: {e}", self.dir.display())))?;
+        std::fs::create_dir_all(&self.dir).map_err(|e| io_error(&self.dir, e))?;
         let tmp = self.temporary(name);
         let path = self.dir.join(name);
-        std::fs::write(&tmp, bytes)
-            .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|e| internal(format!("{}: {e}", path.display())))
+        std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| io_error(&path, e))
     }
 
     /// Compiles each group's `<group>.ll` to `<group>.o`, all at once, and
@@ -223,7 +221,7 @@ impl KernelCache {
                 )));
             }
             let object = self.dir.join(format!("{group}.o"));
-            std::fs::rename(&tmp, &object).map_err(|e| internal(format!("{}: {e}", object.display())))?;
+            std::fs::rename(&tmp, &object).map_err(|e| io_error(&object, e))?;
             self.seal(&format!("{group}.o"))?;
             for hash in members {
                 self.write(&format!("{hash}.obj"), group.as_bytes())?;
@@ -388,7 +386,7 @@ impl Generator {
                 String::from_utf8_lossy(&output.stderr)
             )));
         }
-        std::fs::rename(&tmp, &so).map_err(|e| internal(format!("{}: {e}", so.display())))?;
+        std::fs::rename(&tmp, &so).map_err(|e| io_error(&so, e))?;
         timings.add("link kernels.so", link_started.elapsed().as_secs_f64(), format!("{} objects", objects.len()));
         let stats = KernelStats { kernels: kernels.len(), compiled, seconds: started.elapsed().as_secs_f64(), timings };
         Ok((format!("{} cpu {cpu}", std::env::consts::ARCH), symbols, stats))

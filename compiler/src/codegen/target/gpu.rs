@@ -192,7 +192,7 @@ impl TargetInfo for GpuTarget {
 /// The PTX file of `chip` in an artifact directory.
 pub fn ptx_files(dir: &Path, chip: &str) -> Result<Vec<PathBuf>> {
     let path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| internal(format!("{}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
     let manifest: Manifest =
         serde_json::from_str(&text).map_err(|e| internal(format!("{}: not a manifest: {e}", path.display())))?;
     Ok(manifest.ptx_files(chip).into_iter().map(|f| dir.join(f)).collect())
@@ -224,7 +224,7 @@ pub fn validate_ptx(ptx: &Path, chip: &str) -> Result<()> {
         .arg("-o")
         .arg(&out)
         .output()
-        .map_err(|e| internal(format!("{}: {e}", ptxas.display())))?;
+        .map_err(|e| io_error(&ptxas, e))?;
     let _ = std::fs::remove_file(&out);
     if !output.status.success() {
         return Err(internal(format!(
@@ -401,7 +401,7 @@ impl Generator {
             for m in &needed {
                 let from = cache.dir().join(format!("{m}.ptx"));
                 let to = out_dir.join(format!("{m}.ptx"));
-                let bytes = std::fs::read(&from).map_err(|e| internal(format!("{}: {e}", from.display())))?;
+                let bytes = std::fs::read(&from).map_err(|e| io_error(&from, e))?;
                 write_atomically(&to, &bytes)?;
             }
             stats.timings.add(
