@@ -189,3 +189,42 @@ pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, St
     }
     Ok((entries, metadata))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of `header` (JSON) followed by `data`.
+    fn file(name: &str, header: &str, data: &[u8]) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("aicf-ckpt-{}-{name}.safetensors", std::process::id()));
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend_from_slice(data);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// Crafted headers (shapes whose size overflows, offsets past the data,
+    /// a header longer than the file) are errors naming the file, never a
+    /// panic or an allocation of the claimed size.
+    #[test]
+    fn crafted_checkpoints_are_errors() {
+        let cases = [
+            ("huge", r#"{"w": {"dtype": "F32", "shape": [4611686018427387904, 4611686018427387904], "data_offsets": [0, 16]}}"#),
+            ("past", r#"{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 1600]}}"#),
+            ("reversed", r#"{"w": {"dtype": "F32", "shape": [0], "data_offsets": [16, 0]}}"#),
+            ("dtype", r#"{"w": {"dtype": "Q7", "shape": [4], "data_offsets": [0, 16]}}"#),
+        ];
+        for (name, header) in cases {
+            let path = file(name, header, &[0u8; 16]);
+            let e = load(&path).err().unwrap_or_else(|| panic!("{name} loaded"));
+            let text = e.to_string();
+            assert!(text.contains(&path.display().to_string()) && text.contains("not a valid checkpoint"), "{name}: {text}");
+            let _ = std::fs::remove_file(&path);
+        }
+        let path = std::env::temp_dir().join(format!("aicf-ckpt-{}-long.safetensors", std::process::id()));
+        std::fs::write(&path, u64::MAX.to_le_bytes()).unwrap();
+        assert!(load(&path).is_err() && read_metadata(&path).is_err());
+        let _ = std::fs::remove_file(&path);
+    }
+}
