@@ -24,7 +24,7 @@ func.func @not_lowered(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @huge(%x: memref<16xf32>) {
-  // expected-error @+1 {{ll-plan-memory: memref<1099511627776x16xf32> is larger than the 1 TiB a buffer may hold}}
+  // expected-error @+1 {{ll-plan-memory: memref<1099511627776x16xf32> is larger than the 1 TiB a tensor may hold}}
   %a = memref.alloc() : memref<1099511627776x16xf32>
   ll.copy %x into %x : memref<16xf32>
   return
