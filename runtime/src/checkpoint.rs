@@ -210,7 +210,10 @@ mod tests {
     #[test]
     fn crafted_checkpoints_are_errors() {
         let cases = [
-            ("huge", r#"{"w": {"dtype": "F32", "shape": [4611686018427387904, 4611686018427387904], "data_offsets": [0, 16]}}"#),
+            (
+                "huge",
+                r#"{"w": {"dtype": "F32", "shape": [4611686018427387904, 4611686018427387904], "data_offsets": [0, 16]}}"#,
+            ),
             ("past", r#"{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 1600]}}"#),
             ("reversed", r#"{"w": {"dtype": "F32", "shape": [0], "data_offsets": [16, 0]}}"#),
             ("dtype", r#"{"w": {"dtype": "Q7", "shape": [4], "data_offsets": [0, 16]}}"#),
@@ -219,7 +222,10 @@ mod tests {
             let path = file(name, header, &[0u8; 16]);
             let e = load(&path).err().unwrap_or_else(|| panic!("{name} loaded"));
             let text = e.to_string();
-            assert!(text.contains(&path.display().to_string()) && text.contains("not a valid checkpoint"), "{name}: {text}");
+            assert!(
+                text.contains(&path.display().to_string()) && text.contains("not a valid checkpoint"),
+                "{name}: {text}"
+            );
             let _ = std::fs::remove_file(&path);
         }
         let path = std::env::temp_dir().join(format!("aicf-ckpt-{}-long.safetensors", std::process::id()));

@@ -217,7 +217,14 @@ pub fn fit(
     let original = std::fs::read_to_string(model)
         .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
     let model_hash = crate::pipeline::model_hash(&original, &name)?;
-    let record = recorded(options, run, data, &model_hash)?;
+    let mut record = recorded(options, run, data, &model_hash)?;
+    // An adaptive run records its policy (a resume with another one would
+    // replay other decisions); a run without one takes any checkpoint's.
+    if let Some(policy) = &run.adapt {
+        let text =
+            std::fs::read(policy).map_err(|e| TrainError::Io { path: policy.clone(), message: e.to_string() })?;
+        record.push(("policy", aicf_runtime::artifact::bytes_hash(&text)));
+    }
     let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
     let resume_from = run.resume_from.clone().or_else(|| if run.resume { checkpoint.clone() } else { None });
     let policy = match &run.adapt {
@@ -509,10 +516,40 @@ impl<'a> Loop<'a> {
 
     /// The version of the current model: a new one for a model not seen
     /// before in this run.
-    fn update_version(&mut self) {
+    /// A new version's number is past every one this run knows and every
+    /// `model-v<k>.mlir` already in the checkpoint directory (a run resumed
+    /// from an earlier version there must not reuse a later one's number).
+    fn update_version(&mut self, checkpoint_dir: Option<&Path>) {
         let hash = aicf_runtime::artifact::ir_hash(self.adaptive.trainer().source());
-        let next = self.versions.values().max().map_or(0, |v| v + 1);
-        self.version = *self.versions.entry(hash).or_insert(next);
+        if let Some(&v) = self.versions.get(&hash) {
+            self.version = v;
+            return;
+        }
+        let on_disk: Vec<(usize, PathBuf)> = checkpoint_dir
+            .and_then(|d| std::fs::read_dir(d).ok())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let k = name.strip_prefix("model-v")?.strip_suffix(".mlir")?.parse::<usize>().ok()?;
+                Some((k, e.path()))
+            })
+            .collect();
+        // The same IR written before (by the run this one was resumed
+        // from) keeps its number.
+        let same = on_disk.iter().find(|(_, path)| {
+            std::fs::read_to_string(path).is_ok_and(|text| aicf_runtime::artifact::ir_hash(&text) == hash)
+        });
+        if let Some((k, _)) = same {
+            self.versions.insert(hash, *k);
+            self.version = *k;
+            return;
+        }
+        let newest = on_disk.iter().map(|(k, _)| *k).max();
+        let next = self.versions.values().copied().chain(newest).max().map_or(0, |v| v + 1);
+        self.versions.insert(hash, next);
+        self.version = next;
     }
 
     /// Where the last good checkpoint is, for messages about a run that
@@ -656,7 +693,7 @@ impl<'a> Loop<'a> {
                         }
                     }
                     Outcome::RolledBack(d, to) => {
-                        self.update_version();
+                        self.update_version(run.checkpoint_dir.as_deref());
                         let summary = self.adaptive.decisions()[d].summary();
                         suspend(bar.as_ref(), || report.decision(&summary));
                         (epoch, start_batch, self.rng) = (to.epoch, to.batch, to.rng);
@@ -768,7 +805,7 @@ impl<'a> Loop<'a> {
         bar: Option<&indicatif::ProgressBar>,
         report: &mut dyn Report,
     ) -> Result<()> {
-        self.update_version();
+        self.update_version(run.checkpoint_dir.as_deref());
         if let Some(dir) = &run.checkpoint_dir {
             self.write_version(dir)?;
         }

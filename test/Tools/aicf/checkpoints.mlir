@@ -40,6 +40,18 @@
 // FORKMODEL: hl.param @fc1.weight : tensor<32x64xf32>
 // FORKMODEL-NOT: fc1_deep1
 
+// Resumed from v1 in its own directory, the run replays the deepening:
+// the model it grows into is the v2 already there, not a new number.
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %S/inputs/grow-steps.toml --resume-from %t/b-ckpt/v1.safetensors > /dev/null
+// RUN: ls %t/b-ckpt | FileCheck %s --check-prefix=SAMEVERSIONS
+// RUN: python3 %S/inputs/same-tensors.py %t/a-ckpt/last.safetensors %t/b-ckpt/last.safetensors | FileCheck %s --check-prefix=SAME
+// SAMEVERSIONS: model-v2.mlir
+// SAMEVERSIONS-NOT: model-v3.mlir
+// A policy other than the one the run used is refused.
+// RUN: sed 's/at = 100/at = 120/' %S/inputs/grow-steps.toml > %t/other-policy.toml
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %t/other-policy.toml --resume 2>&1 | FileCheck %s --check-prefix=POLICY
+// POLICY: error: {{.*}}last.safetensors: the checkpoint was trained with policy {{[0-9a-f]+}}; this run asks for {{[0-9a-f]+}}
+
 // A plain run resumed on a fresh cache ends where a straight one does.
 // RUN: env AICF_CACHE_DIR=%t/cache-p aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/p --checkpoint-dir %t/p-straight > /dev/null
 // RUN: env AICF_CACHE_DIR=%t/cache-p aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/q --checkpoint-dir %t/p-resumed > /dev/null
