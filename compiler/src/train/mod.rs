@@ -6,6 +6,7 @@
 
 pub mod adapt;
 pub mod data;
+pub mod eval;
 pub mod report;
 pub mod run;
 pub mod trainer;

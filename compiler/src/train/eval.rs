@@ -1,0 +1,93 @@
+//! Scoring a checkpoint on a data set (`aicf eval`): accuracy and
+//! held-out loss over every example of a table or array file, or the
+//! held-out end of a text.
+
+use super::data::{DataOptions, Dataset, Role, Signature, Split};
+use super::run::{Report, create_dir};
+use super::{Options, TrainError, Trainer};
+use aicf_runtime::Tensor;
+use std::path::{Path, PathBuf};
+
+type Result<T, E = TrainError> = std::result::Result<T, E>;
+
+/// Accuracy (and held-out loss) of a checkpoint on a data set: every
+/// example of a table or array file, the held-out end of a text.
+pub struct Scored {
+    pub accuracy: f64,
+    pub loss: f64,
+    pub unit: String,
+    pub examples: usize,
+    pub epoch: Option<String>,
+}
+
+/// Scores `checkpoint` of the model in `model` on `data`.
+pub fn evaluate_checkpoint(
+    model: &Path,
+    options: &Options,
+    data: &[PathBuf],
+    checkpoint: &Path,
+    out: &Path,
+    report: &mut dyn Report,
+) -> Result<Scored> {
+    let name = model.display().to_string();
+    let source = std::fs::read_to_string(model)
+        .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
+    let sig = Signature::of_source(&source, &name)?;
+    if !sig.classifies() {
+        return Err(TrainError::Input(format!(
+            "{name}: scoring needs a classifier (targets that index @forward's classes)"
+        )));
+    }
+    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
+    let scale = meta.get("feature_scale").and_then(|v| v.parse().ok());
+    let val_split: f64 = meta.get("val_split").and_then(|v| v.parse().ok()).unwrap_or(0.2);
+    // Every row of a table is scored (with the scale it trained with); a
+    // text's held-out end.
+    // Scoring reads every held-out window of a text, not a sample.
+    let mut data_options =
+        DataOptions { val_split: 0.0, feature_scale: scale, eval_windows: usize::MAX, ..DataOptions::default() };
+    let text = data.first().is_some_and(|p| p.to_string_lossy().ends_with(".txt"));
+    if text {
+        data_options.val_split = val_split;
+    }
+    let dataset = Dataset::load(data, &sig, &data_options)?;
+    create_dir(out)?;
+    let mut trainer =
+        Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?;
+    trainer.load_checkpoint(checkpoint)?;
+    let batch = sig.batch();
+    let split = if text { Split::HeldOut } else { Split::Train };
+    let n = if text { dataset.held_len() } else { dataset.train_len() };
+    if !text && n % batch > 0 {
+        trainer.add_batch(n % batch)?;
+    }
+    for c in trainer.compiled() {
+        report.compiled(model, c);
+    }
+    let ids: Vec<usize> = (0..n).collect();
+    let chunks: Vec<&[usize]> = if text { ids.chunks_exact(batch).collect() } else { ids.chunks(batch).collect() };
+    let (mut correct, mut targets, mut nll) = (0usize, 0usize, 0.0);
+    for chunk in chunks {
+        let fed = dataset.batch(split, chunk);
+        let data_in: Vec<&Tensor> =
+            fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
+        let logits = trainer.predict(&data_in)?;
+        let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { continue };
+        let classes = logits.shape.last().copied().unwrap_or(1).max(1);
+        for (row, &label) in logits.values.chunks(classes).zip(&labels.values) {
+            let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
+            correct += (best as f64 == label) as usize;
+            targets += 1;
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
+            nll += max + sum.ln() - row.get(label as usize).copied().unwrap_or(f64::NAN);
+        }
+    }
+    Ok(Scored {
+        accuracy: correct as f64 / targets.max(1) as f64,
+        loss: nll / targets.max(1) as f64,
+        unit: dataset.loss_unit().into(),
+        examples: n,
+        epoch: meta.get("epoch").cloned(),
+    })
+}
