@@ -717,10 +717,11 @@ impl<'a> Loop<'a> {
             // here (the held-out loss, or the state itself before a save):
             // the run stops and the last good checkpoint stays.
             let evaluated = !self.data.held_out(self.batch).is_empty();
-            if evaluated && !val_loss.is_finite() {
+            let limit = self.reference_loss.map_or(f64::INFINITY, |r| DIVERGENCE_FACTOR * r.abs().max(1.0));
+            if evaluated && !(val_loss.is_finite() && val_loss <= limit) {
                 return Err(TrainError::Diverged(format!(
-                    "the held-out loss became {val_loss} at the end of epoch {epoch} (lr {}): training diverged; lower \
-                     the learning rate; {}",
+                    "the held-out loss became {val_loss:.4e} at the end of epoch {epoch} (lr {}): training diverged; \
+                     lower the learning rate; {}",
                     run.lr,
                     self.kept_checkpoint(checkpoint)
                 )));

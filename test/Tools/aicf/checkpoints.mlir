@@ -91,3 +91,17 @@
 // OVERRIDE: resumed from {{.*}} at epoch 3
 // OVERRIDE: epoch   4/4
 // NOPARTIAL-NOT: partial
+
+// The last step of an epoch blows the parameters up: its own loss was
+// fine, the held-out loss shows it (NaN, or finite but 1e4 times the run's
+// first loss), and the epoch's state is not saved over the good
+// checkpoint. (40 rows: one training step per epoch.)
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,40p > %t/forty.csv
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/forty.csv --epochs 1 --out %t/e --checkpoint-dir %t/e-ckpt > /dev/null
+// RUN: cp %t/e-ckpt/last.safetensors %t/e-good.safetensors
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/forty.csv --epochs 3 --lr 1e30 --override-resume --out %t/e --checkpoint-dir %t/e-ckpt --resume 2>&1 | FileCheck %s --check-prefix=EPOCHEND
+// RUN: cmp %t/e-good.safetensors %t/e-ckpt/last.safetensors
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/forty.csv --epochs 3 --lr 1e6 --override-resume --out %t/e --checkpoint-dir %t/e-ckpt --resume 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: cmp %t/e-good.safetensors %t/e-ckpt/last.safetensors
+// HUGE: error: the held-out loss became {{[0-9.]+}}e{{[0-9]+}} at the end of epoch 2 (lr 1000000): training diverged{{.*}}(epoch 1), is kept
+// EPOCHEND: error: the held-out loss became {{.*}} at the end of epoch 2 (lr 1000000000000000000000000000000): training diverged; lower the learning rate; the last good checkpoint, {{.*}}last.safetensors (epoch 1), is kept
