@@ -301,14 +301,34 @@ impl Function {
     }
 }
 
-/// FNV-1a 64 of `bytes`, in hex.
-pub fn bytes_hash(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf29ce484222325;
+const FNV_OFFSET: u64 = 0xcbf29ce484222325;
+
+fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         h ^= b as u64;
         h = h.wrapping_mul(0x100000001b3);
     }
-    format!("{h:016x}")
+    h
+}
+
+/// FNV-1a 64 of `bytes`, in hex.
+pub fn bytes_hash(bytes: &[u8]) -> String {
+    format!("{:016x}", fnv1a(FNV_OFFSET, bytes))
+}
+
+/// [`bytes_hash`] of the file at `path`, read in pieces (a data set or a
+/// kernel library is never held in memory whole for it).
+pub fn file_hash(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut buffer = vec![0u8; 1 << 16];
+    let mut h = FNV_OFFSET;
+    loop {
+        match file.read(&mut buffer)? {
+            0 => return Ok(format!("{h:016x}")),
+            n => h = fnv1a(h, &buffer[..n]),
+        }
+    }
 }
 
 impl Manifest {
@@ -322,8 +342,7 @@ impl Manifest {
     pub fn seal(&mut self, dir: &std::path::Path, names: &[String]) -> std::io::Result<()> {
         self.files.clear();
         for name in names {
-            let bytes = std::fs::read(dir.join(name))?;
-            self.files.insert(name.clone(), bytes_hash(&bytes));
+            self.files.insert(name.clone(), file_hash(&dir.join(name))?);
         }
         self.checksum = self.compute_checksum();
         Ok(())
@@ -363,8 +382,7 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
     }
     for (name, hash) in &manifest.files {
         let file = dir.join(name);
-        let bytes = std::fs::read(&file).map_err(|e| fail(&file, e.to_string()))?;
-        if bytes_hash(&bytes) != *hash {
+        if file_hash(&file).map_err(|e| fail(&file, e.to_string()))? != *hash {
             return Err(fail(&file, "truncated or modified since it was compiled (its hash differs)".into()));
         }
     }

@@ -159,9 +159,10 @@ fn recorded(
 ) -> Result<Vec<(&'static str, String)>> {
     let mut files = Vec::new();
     for p in data {
-        let bytes = std::fs::read(p).map_err(|e| TrainError::Io { path: p.clone(), message: e.to_string() })?;
+        let hash = aicf_runtime::artifact::file_hash(p)
+            .map_err(|e| TrainError::Io { path: p.clone(), message: e.to_string() })?;
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        files.push(format!("{name} ({})", aicf_runtime::artifact::bytes_hash(&bytes)));
+        files.push(format!("{name} ({hash})"));
     }
     Ok(vec![
         ("model", model_hash.to_string()),
@@ -223,9 +224,9 @@ pub fn fit(
     // An adaptive run records its policy (a resume with another one would
     // replay other decisions); a run without one takes any checkpoint's.
     if let Some(policy) = &run.adapt {
-        let text =
-            std::fs::read(policy).map_err(|e| TrainError::Io { path: policy.clone(), message: e.to_string() })?;
-        record.push(("policy", aicf_runtime::artifact::bytes_hash(&text)));
+        let hash = aicf_runtime::artifact::file_hash(policy)
+            .map_err(|e| TrainError::Io { path: policy.clone(), message: e.to_string() })?;
+        record.push(("policy", hash));
     }
     let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
     let resume_from = run.resume_from.clone().or_else(|| if run.resume { checkpoint.clone() } else { None });
@@ -482,17 +483,25 @@ impl<'a> Loop<'a> {
         if run.adapt.is_some()
             && let Some(text) = meta.get(ADAPT_KEY)
         {
-            let snapshot = serde_json::from_str(text).map_err(|e| corrupt(format!("{ADAPT_KEY}: {e}")))?;
-            let (entries, _) = aicf_runtime::checkpoint::load(path)?;
-            let kept: BTreeMap<String, Tensor> = entries
-                .into_values()
-                .filter_map(|e| {
-                    let name = e.name.strip_prefix(KEPT_PREFIX)?.to_string();
-                    let values = aicf_runtime::host::read_values(&e.bytes, e.dtype);
-                    Some((name, Tensor::new(e.shape, e.dtype, values)))
-                })
-                .collect();
-            self.adaptive.restore(snapshot, (!kept.is_empty()).then_some(kept))?;
+            let snapshot: super::adapt::Snapshot =
+                serde_json::from_str(text).map_err(|e| corrupt(format!("{ADAPT_KEY}: {e}")))?;
+            // The watched rewrite's state is read only when there is one.
+            let kept = match snapshot.kept {
+                None => None,
+                Some(_) => {
+                    let (entries, _) = aicf_runtime::checkpoint::load(path)?;
+                    let kept: BTreeMap<String, Tensor> = entries
+                        .into_values()
+                        .filter_map(|e| {
+                            let name = e.name.strip_prefix(KEPT_PREFIX)?.to_string();
+                            let values = aicf_runtime::host::read_values(&e.bytes, e.dtype);
+                            Some((name, Tensor::new(e.shape, e.dtype, values)))
+                        })
+                        .collect();
+                    (!kept.is_empty()).then_some(kept)
+                }
+            };
+            self.adaptive.restore(snapshot, kept)?;
         }
         if let Some(dir) = &run.checkpoint_dir {
             self.write_version(dir)?;

@@ -240,7 +240,7 @@ fn run(args: &Args) -> Result<(), String> {
                         })
                         .collect();
                     let (outcome, status, output) = execute(path, &argv, args.timeout, &work);
-                    *results.lock().unwrap().entry((input.kind, outcome)).or_default() += 1;
+                    *results.lock().unwrap_or_else(|e| e.into_inner()).entry((input.kind, outcome)).or_default() += 1;
                     if std::env::var_os("AICF_FUZZ_SHOW").is_some() {
                         let first = output.lines().find(|l| l.contains("error")).unwrap_or("");
                         println!("#{i} {} {outcome:?}: {first}", input.kind);
@@ -252,7 +252,7 @@ fn run(args: &Args) -> Result<(), String> {
                         let command = format!("{tool} {}\n", shell_words(&input.args));
                         let _ = std::fs::write(dir.join("command"), &command);
                         let _ = std::fs::write(dir.join("output"), format!("{status}\n{output}"));
-                        crash_list.lock().unwrap().push(format!("#{i} ({}): {status}: {}", input.kind, command.trim()));
+                        crash_list.lock().unwrap_or_else(|e| e.into_inner()).push(format!("#{i} ({}): {status}: {}", input.kind, command.trim()));
                     }
                     let _ = std::fs::remove_file(&file);
                     let _ = std::fs::remove_dir_all(&scratch);
@@ -260,8 +260,8 @@ fn run(args: &Args) -> Result<(), String> {
             });
         }
     });
-    let results = results.into_inner().unwrap();
-    let crash_list = crash_list.into_inner().unwrap();
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let crash_list = crash_list.into_inner().unwrap_or_else(|e| e.into_inner());
     println!("{:<22} {:>9} {:>9} {:>7}", "input kind", "accepted", "refused", "crash");
     let kinds: std::collections::BTreeSet<&str> = results.keys().map(|(k, _)| *k).collect();
     let mut totals = [0usize; 3];

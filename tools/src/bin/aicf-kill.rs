@@ -51,16 +51,18 @@ fn main() {
     let mut seed = 1u64;
     let mut out = PathBuf::from("target/kill");
     let mut it = std::env::args().skip(1);
+    let usage = |message: String| -> ! {
+        eprintln!("aicf-kill: {message}\nusage: aicf-kill [--trials N] [--seed S] [--out DIR]");
+        std::process::exit(2);
+    };
     while let Some(flag) = it.next() {
-        let value = it.next().unwrap_or_default();
+        let Some(value) = it.next() else { usage(format!("{flag} needs a value")) };
+        let number = |v: &str| v.parse::<u64>().unwrap_or_else(|_| usage(format!("{flag}: '{v}' is not a count")));
         match flag.as_str() {
-            "--trials" => trials = value.parse().unwrap_or(trials),
-            "--seed" => seed = value.parse().unwrap_or(seed),
+            "--trials" => trials = number(&value) as usize,
+            "--seed" => seed = number(&value),
             "--out" => out = PathBuf::from(value),
-            _ => {
-                eprintln!("aicf-kill [--trials N] [--seed S] [--out DIR]");
-                std::process::exit(2);
-            }
+            other => usage(format!("unknown option {other}")),
         }
     }
     match run(trials, seed, &out) {
@@ -113,21 +115,18 @@ fn run(trials: usize, seed: u64, out: &Path) -> Result<usize, String> {
     // time), their final checkpoints the bits every trial must reach.
     let mut references = Vec::new();
     for mode in &MODES {
+        let reference = |dir: &Path| -> Result<f64, String> {
+            let started = Instant::now();
+            let o = train(&aicf, &repo, mode, dir, &cache, false).output().map_err(|e| e.to_string())?;
+            if !o.status.success() {
+                return Err(format!("the {} reference run failed: {}", mode.name, String::from_utf8_lossy(&o.stderr)));
+            }
+            Ok(started.elapsed().as_secs_f64())
+        };
         let dir = out.join(format!("reference-{}", mode.name));
-        let started = Instant::now();
-        let o = train(&aicf, &repo, mode, &dir, &cache, false).output().map_err(|e| e.to_string())?;
-        if !o.status.success() {
-            return Err(format!("the {} reference run failed: {}", mode.name, String::from_utf8_lossy(&o.stderr)));
-        }
+        reference(&dir)?;
         // Timed again, now that its kernels are cached, as the trials run.
-        let dir2 = out.join(format!("reference-{}-warm", mode.name));
-        let warm = Instant::now();
-        let o = train(&aicf, &repo, mode, &dir2, &cache, false).output().map_err(|e| e.to_string())?;
-        if !o.status.success() {
-            return Err(format!("the {} reference run failed: {}", mode.name, String::from_utf8_lossy(&o.stderr)));
-        }
-        let seconds = warm.elapsed().as_secs_f64();
-        let _ = started;
+        let seconds = reference(&out.join(format!("reference-{}-warm", mode.name)))?;
         let tensors = tensors(&dir.join("ckpt/last.safetensors"))?;
         println!("reference {}: {seconds:.2} s", mode.name);
         references.push((seconds, tensors));

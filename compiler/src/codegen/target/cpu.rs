@@ -173,14 +173,14 @@ impl KernelCache {
     /// records.
     pub(crate) fn intact(&self, name: &str) -> bool {
         let Some(hash) = self.read(&format!("{name}.hash")) else { return false };
-        std::fs::read(self.dir.join(name)).is_ok_and(|bytes| artifact::bytes_hash(&bytes) == hash.trim())
+        artifact::file_hash(&self.dir.join(name)).is_ok_and(|h| h == hash.trim())
     }
 
     /// Records the hash of `name`'s bytes, once it is complete.
     pub(crate) fn seal(&self, name: &str) -> Result<()> {
         let path = self.dir.join(name);
-        let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
-        self.write(&format!("{name}.hash"), artifact::bytes_hash(&bytes).as_bytes())
+        let hash = artifact::file_hash(&path).map_err(|e| io_error(&path, e))?;
+        self.write(&format!("{name}.hash"), hash.as_bytes())
     }
 
     pub(crate) fn temporary(&self, name: &str) -> std::path::PathBuf {
