@@ -133,6 +133,17 @@ pub fn deepen(after: &str, name: &str, residual: bool) -> String {
     format!("builtin.module(hl-deepen{{after={after} name={name} residual={residual}}})")
 }
 
+/// Widens the residual stream to `width` channels (a growth rewrite).
+pub fn widen_residual(width: usize) -> String {
+    format!("builtin.module(hl-widen-residual{{width={width}}})")
+}
+
+/// Inserts a block at `at` of the stack `prefix`, built like block `from`
+/// (a growth rewrite).
+pub fn insert_block(prefix: &str, at: i64, from: i64) -> String {
+    format!("builtin.module(hl-insert-block{{prefix={prefix} at={at} from={from}}})")
+}
+
 /// Grows multi-head attention `attention` to `heads` heads (a growth rewrite).
 pub fn add_heads(attention: &str, heads: usize) -> String {
     format!("builtin.module(hl-add-heads{{attention={attention} heads={heads}}})")

@@ -82,18 +82,18 @@ impl DeepenPlan {
     }
 }
 
-fn module_body(module: MlirOperation) -> MlirBlock {
+pub(super) fn module_body(module: MlirOperation) -> MlirBlock {
     unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) }
 }
 
 /// The `hl.param` declaring `name`.
-fn find_param(module: MlirOperation, name: &str) -> Option<MlirOperation> {
+pub(super) fn find_param(module: MlirOperation, name: &str) -> Option<MlirOperation> {
     ops_of(module_body(module))
         .into_iter()
         .find(|&op| op_name(op) == "hl.param" && string_attr(op, "sym_name").as_deref() == Some(name))
 }
 
-fn param_shape(op: MlirOperation) -> Vec<usize> {
+pub(super) fn param_shape(op: MlirOperation) -> Vec<usize> {
     let t = unsafe { mlirTypeAttrGetValue(ir::attr(op, "type")) };
     crate::nn::spec_of_type(t).map(|s| s.shape).unwrap_or_default()
 }
@@ -146,7 +146,7 @@ fn layer_linears(
 }
 
 /// The parameter an `hl.get_param` result names, if `v` is one.
-fn param_of(v: MlirValue) -> Option<String> {
+pub(super) fn param_of(v: MlirValue) -> Option<String> {
     let op = ir::producer(v)?;
     (op_name(op) == "hl.get_param").then(|| ir::flat_symbol(op, "name")).flatten()
 }
@@ -240,7 +240,7 @@ pub fn apply_widen(module: MlirOperation, plan: &WidenPlan) -> Result<(), Failur
 /// Gives `plan`'s parameters their new sizes and retypes every function;
 /// an op that states its result type and reads a changed value goes to
 /// `fixed`.
-fn resize(
+pub(super) fn resize(
     module: MlirOperation,
     plan: &WidenPlan,
     fixed: &mut dyn FnMut(MlirOperation, &[MlirValue], &[MlirType]) -> PassResult,

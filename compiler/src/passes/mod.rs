@@ -17,6 +17,7 @@ mod fuse_gemm;
 mod fuse_optimizer;
 mod fuse_reductions;
 pub mod grow;
+pub mod grow_stream;
 mod optimizer;
 mod plan_memory;
 mod print_param_table;
@@ -61,7 +62,9 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
     ("hl-optimizer", optimizer::run),
     ("hl-print-param-table", print_param_table::run),
     ("hl-set-batch", set_batch::run),
+    ("hl-insert-block", grow_stream::run_block),
     ("hl-widen", grow::run_widen),
+    ("hl-widen-residual", grow_stream::run_residual),
     ("ll-plan-memory", plan_memory::run),
     ("ll-schedule", schedule::run),
 ];

@@ -490,3 +490,214 @@ fn adding_attention_heads_preserves_the_function_and_starts_new_heads_at_zero_ou
     let [x, y] = tokens(10);
     assert!(g.trainer.step(&[&x, &y], 1e-2).unwrap().loss.is_finite());
 }
+
+/// A small char LM (vocabulary 11, context 8, width 8, 2 heads, `layers`
+/// pre-norm blocks), through the examples' layer-API model.
+fn small_lm(layers: usize, dropout: f64) -> String {
+    let config = crate::models::char_lm::Config {
+        vocab: 11,
+        context: 8,
+        dim: 8,
+        heads: 2,
+        layers,
+        dropout,
+        batch: 2,
+    };
+    crate::models::char_lm::build(config).unwrap().text
+}
+
+/// Tokens and next tokens for step `i` (and, for a model with dropout, the
+/// step's seed and offset).
+fn lm_batch(i: usize, dropout: bool) -> Vec<Tensor> {
+    let x: Vec<f64> = (0..16).map(|k| ((k * 5 + i * 3) % 11) as f64).collect();
+    let y: Vec<f64> = (0..16).map(|k| ((k * 5 + i * 3 + 5) % 11) as f64).collect();
+    let mut out = vec![Tensor::new([2, 8], DType::I32, x), Tensor::new([2, 8], DType::I32, y)];
+    if dropout {
+        out.push(Tensor::new(Vec::<usize>::new(), DType::I64, vec![7.0]));
+        out.push(Tensor::new(Vec::<usize>::new(), DType::I64, vec![i as f64]));
+    }
+    out
+}
+
+fn trained_lm(layers: usize, dropout: f64, steps: usize) -> Trainer {
+    let mut t = Trainer::from_source(&small_lm(layers, dropout), "small_lm.mlir", options("adam", 0.0)).unwrap();
+    for i in 0..steps {
+        let b = lm_batch(i, dropout > 0.0);
+        t.step(&b.iter().collect::<Vec<_>>(), 1e-2).unwrap();
+    }
+    t
+}
+
+fn lm_loss(t: &mut Trainer, i: usize, dropout: bool) -> f64 {
+    let b = lm_batch(i, dropout);
+    t.loss(&b.iter().collect::<Vec<_>>()).unwrap()
+}
+
+fn lm_logits(t: &mut Trainer, i: usize) -> Tensor {
+    let b = lm_batch(i, false);
+    t.predict(&[&b[0]]).unwrap().remove(0)
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+    a.values.iter().zip(&b.values).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max)
+}
+
+#[test]
+fn widening_the_residual_stream_preserves_the_function_and_follows_each_slots_rule() {
+    let mut old = trained_lm(2, 0.0, 6);
+    let op = Operator::WidenResidual { width: 12 };
+    let mut g = grow(&old, &op, 0).unwrap();
+    assert!(g.rewrite.exact, "no dropout: exact");
+    for p in ["tok_emb.weight 11x8 -> 11x12", "blocks.1.ln2.weight 8 -> 12", "lm_head.weight 11x8 -> 11x12"] {
+        assert!(g.rewrite.diff.iter().any(|d| d == p), "{p} in {:?}", g.rewrite.diff);
+    }
+    assert!(g.rewrite.source.contains("eps = 6.66666"), "eps scaled by 8/12");
+    let (a, b) = (lm_loss(&mut old, 20, false), lm_loss(&mut g.trainer, 20, false));
+    assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
+    let worst = max_diff(&lm_logits(&mut old, 21), &lm_logits(&mut g.trainer, 21));
+    assert!(worst < 1e-4, "logits differ by {worst}");
+
+    let (o, n) = (old.state(), g.trainer.state());
+    let s = (8.0f64 / 12.0).sqrt();
+    // Values are f32 in the session: 1e-6.
+    // Producers: old columns kept, new columns the mean of the old; state zero-filled.
+    for p in ["tok_emb.weight", "pos_emb.weight"] {
+        for r in 0..n[p].shape[0] {
+            let (nr, or) = (row(&n[p], r), row(&o[p], r));
+            assert_eq!(&nr[..8], or);
+            let mean = or.iter().sum::<f64>() / 8.0;
+            assert!(nr[8..].iter().all(|v| close(*v, mean, 1e-6)), "{p} row {r} new columns are the mean");
+            assert!(row(&n[&format!("{p}.exp_avg")], r)[8..].iter().all(|v| *v == 0.0));
+            assert_eq!(&row(&n[&format!("{p}.exp_avg_sq")], r)[..8], row(&o[&format!("{p}.exp_avg_sq")], r));
+        }
+    }
+    let w = "blocks.0.attn.out_proj.weight";
+    for r in 8..12 {
+        let mean: Vec<f64> = (0..8).map(|c| column(&o[w], c).iter().sum::<f64>() / 8.0).collect();
+        assert!(row(&n[w], r).iter().zip(&mean).all(|(v, m)| close(*v, *m, 1e-6)), "{w} new row {r} is the mean row");
+    }
+    // Layer norms: old weights times sqrt(8/12), moments by the gradient's scale, new bias zero.
+    let ln = "blocks.1.ln1.weight";
+    for c in 0..12 {
+        let v = n[ln].values[c];
+        if c < 8 {
+            assert!(close(v, o[ln].values[c] * s, 1e-6));
+            assert!(close(n[&format!("{ln}.exp_avg")].values[c], o[&format!("{ln}.exp_avg")].values[c] / s, 1e-6));
+            assert!(close(
+                n[&format!("{ln}.exp_avg_sq")].values[c],
+                o[&format!("{ln}.exp_avg_sq")].values[c] / (s * s),
+                1e-6
+            ));
+        } else {
+            assert!(close(v, s, 1e-6));
+            assert_eq!(n[&format!("{ln}.exp_avg")].values[c], 0.0);
+            assert_eq!(n["blocks.1.ln1.bias"].values[c], 0.0);
+        }
+    }
+    // Consumers of a norm: new columns from the initialiser (not zero), state zero.
+    let q = "blocks.0.attn.q_proj.weight";
+    assert!((8..12).any(|c| column(&n[q], c).iter().any(|v| *v != 0.0)));
+    assert!((8..12).all(|c| column(&n[&format!("{q}.exp_avg")], c).iter().all(|v| *v == 0.0)));
+    assert_eq!(n["step"], o["step"], "the step count is kept");
+    let b = lm_batch(30, false);
+    assert!(g.trainer.step(&b.iter().collect::<Vec<_>>(), 1e-2).unwrap().loss.is_finite());
+}
+
+#[test]
+fn a_new_block_with_zero_output_projections_is_the_identity_under_dropout_and_renames_the_later_blocks() {
+    let mut old = trained_lm(2, 0.1, 6);
+    let op = Operator::AddBlock {
+        prefix: "blocks".into(),
+        at: Some(1),
+        from: Some(0),
+        init: Default::default(),
+        state: Default::default(),
+    };
+    let mut g = grow(&old, &op, 0).unwrap();
+    assert!(g.rewrite.exact);
+    assert!(g.rewrite.diff.iter().any(|d| d == "+blocks.2.mlp.proj.weight 8x32"), "{:?}", g.rewrite.diff);
+    // Dropout included: the old ops keep their masks, the new block adds zero.
+    let (a, b) = (lm_loss(&mut old, 20, true), lm_loss(&mut g.trainer, 20, true));
+    assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
+    let (o, n) = (old.state(), g.trainer.state());
+    // Old block 1 is block 2 now, values and state.
+    for s in ["blocks.1.attn.q_proj.weight", "blocks.1.mlp.fc.bias.exp_avg_sq", "blocks.1.ln2.weight"] {
+        assert_eq!(n[&s.replace("blocks.1", "blocks.2")], o[s], "{s} moved up");
+    }
+    for s in ["blocks.0.attn.q_proj.weight", "lm_head.weight"] {
+        assert_eq!(n[s], o[s]);
+    }
+    // The new block: output projections zero, the rest from the initialisers, state zero.
+    for p in ["attn.out_proj.weight", "attn.out_proj.bias", "mlp.proj.weight", "mlp.proj.bias"] {
+        assert!(n[&format!("blocks.1.{p}")].values.iter().all(|v| *v == 0.0), "blocks.1.{p} zero");
+    }
+    assert!(n["blocks.1.attn.q_proj.weight"].values.iter().any(|v| *v != 0.0));
+    assert_ne!(n["blocks.1.attn.q_proj.weight"], o["blocks.0.attn.q_proj.weight"]);
+    assert!(n["blocks.1.mlp.fc.weight.exp_avg"].values.iter().all(|v| *v == 0.0));
+    assert_eq!(n["step"], o["step"]);
+    let b = lm_batch(30, true);
+    assert!(g.trainer.step(&b.iter().collect::<Vec<_>>(), 1e-2).unwrap().loss.is_finite());
+}
+
+#[test]
+fn stacking_copies_a_blocks_values_and_by_its_rule_its_state() {
+    let old = trained_lm(2, 0.0, 6);
+    let op = Operator::AddBlock {
+        prefix: "blocks".into(),
+        at: None,
+        from: Some(0),
+        init: aicf_compiler::train::adapt::BlockInit::Copy,
+        state: aicf_compiler::train::adapt::SlotRule::Copy,
+    };
+    assert!(!op.exact());
+    let g = grow(&old, &op, 0).unwrap();
+    let (o, n) = (old.state(), g.trainer.state());
+    for s in ["attn.q_proj.weight", "attn.out_proj.bias", "mlp.proj.weight.exp_avg", "ln1.weight.exp_avg_sq"] {
+        assert_eq!(n[&format!("blocks.2.{s}")], o[&format!("blocks.0.{s}")], "blocks.2.{s} copies blocks.0's");
+    }
+    // Copying state needs copied values.
+    let bad = Operator::AddBlock {
+        prefix: "blocks".into(),
+        at: None,
+        from: None,
+        init: Default::default(),
+        state: aicf_compiler::train::adapt::SlotRule::Copy,
+    };
+    assert!(grow(&old, &bad, 0).is_err());
+}
+
+#[test]
+fn composed_transformer_growth_reaches_the_target_shape_and_preserves_the_function() {
+    // 2 blocks of width 8 (2 heads, MLP 32) to 4 blocks of width 16 (4 heads, MLP 64), as a policy would.
+    let mut old = trained_lm(2, 0.0, 6);
+    let text = r#"
+        [[rule]]
+        when = "steps"
+        at = 7
+        action = { op = "compose", ops = [
+            { op = "widen-residual", factor = 2.0 },
+            { op = "heads", attention = "blocks.*.attn", add = 2 },
+            { op = "widen", layer = "blocks.*.mlp.fc", factor = 2.0, rule = "zero-out" },
+            { op = "add-block", count = 2, max_blocks = 4 },
+        ] }
+    "#;
+    let policy = Policy::parse(text).unwrap();
+    let Action::Grow(template) = &policy.rules[0].action else { panic!("a growth action") };
+    let op = template.resolve(&old, 0).expect("resolves");
+    let Operator::Compose { ops } = &op else { panic!("a composition, got {op:?}") };
+    assert_eq!(ops.len(), 1 + 2 + 2 + 2, "{ops:?}");
+    let mut g = grow(&old, &op, 0).unwrap();
+    let config =
+        crate::models::char_lm::Config { vocab: 11, context: 8, dim: 16, heads: 4, layers: 4, dropout: 0.0, batch: 2 };
+    let target_text = crate::models::char_lm::build(config).unwrap().text;
+    let target = Trainer::from_source(&target_text, "target.mlir", options("adam", 0.0)).unwrap();
+    let (shapes, want): (Vec<_>, Vec<_>) = (
+        g.trainer.state().into_iter().map(|(k, v)| (k, v.shape)).collect(),
+        target.state().into_iter().map(|(k, v)| (k, v.shape)).collect(),
+    );
+    assert_eq!(shapes, want, "the grown model has the target's parameters");
+    let (a, b) = (lm_loss(&mut old, 20, false), lm_loss(&mut g.trainer, 20, false));
+    assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
+    let b = lm_batch(30, false);
+    assert!(g.trainer.step(&b.iter().collect::<Vec<_>>(), 1e-2).unwrap().loss.is_finite());
+}

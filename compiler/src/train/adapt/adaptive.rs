@@ -437,6 +437,7 @@ impl Adaptive {
             }
             Err(e) => return Err(e),
         };
+        let flops_before = self.flops;
         self.flops += step_flops(&self.trainer, rows);
         self.observer.after_step(&self.trainer, metrics.loss, lr);
         let step = self.trainer.steps();
@@ -455,6 +456,10 @@ impl Adaptive {
             let rule = self.policy.rules[i].clone();
             let reason = match &rule.trigger {
                 Trigger::Steps { at } if step == *at => Some(format!("step {at} reached")),
+                Trigger::EverySteps { every } if step.is_multiple_of(*every) => Some(format!("step {step} (every {every})")),
+                Trigger::Flops { at } if flops_before < *at && self.flops >= *at => {
+                    Some(format!("{:.3e} training FLOPs reached", at))
+                }
                 Trigger::Plateau { window, threshold } => self.observer.plateau(self.last_rewrite, *window, *threshold),
                 Trigger::Instability => unstable.clone(),
                 _ => None,
@@ -618,6 +623,7 @@ impl Adaptive {
         };
         let after = if probe.is_empty() { None } else { Some(grown.trainer.loss(&probe)?) };
         d.diff = grown.rewrite.diff.clone();
+        d.exact = grown.rewrite.exact;
         d.params_after = param_count(&grown.trainer);
         d.kernels = grown.kernels;
         d.compiled_kernels = grown.compiled_kernels;
@@ -836,7 +842,7 @@ impl Adaptive {
             self.record(d)?;
             return Ok(None);
         };
-        d.exact = op.exact();
+        d.exact = g.rewrite.exact;
         d.diff = g.rewrite.diff.clone();
         d.params_after = param_count(&g.trainer);
         d.kernels = g.kernels;

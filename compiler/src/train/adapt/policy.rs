@@ -1,8 +1,8 @@
 //! Growth policies: rules of a trigger and an action, read from TOML.
 
-use super::{Operator, Result, WidenRule};
+use super::{BlockInit, Operator, Result, SlotRule, WidenRule};
 use crate::CompilerContext;
-use crate::passes::grow;
+use crate::passes::{grow, grow_stream};
 use crate::train::{TrainError, Trainer};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -14,6 +14,11 @@ pub enum Trigger {
     Epoch { every: usize },
     /// Once, after `at` steps (a warm-up).
     Steps { at: u64 },
+    /// Every `every` steps (the step count a multiple of it).
+    EverySteps { every: u64 },
+    /// When the run's training FLOPs (as `metrics.jsonl` counts them) pass
+    /// `at`.
+    Flops { at: f64 },
     /// When the training loss stops improving: see [`Observer::plateau`].
     Plateau { window: usize, threshold: f64 },
     /// When the held-out loss stops improving, checked at epoch ends (the
@@ -56,6 +61,77 @@ pub enum Template {
         #[serde(default)]
         max_heads: Option<usize>,
     },
+    /// The residual stream to `width`, or `factor` times its width (2 if
+    /// neither), at most `max_width`.
+    WidenResidual {
+        #[serde(default)]
+        width: Option<usize>,
+        #[serde(default)]
+        factor: Option<f64>,
+        #[serde(default)]
+        max_width: Option<usize>,
+    },
+    /// `count` new blocks (1 if not given) in the stack `prefix`, while it
+    /// has fewer than `max_blocks`: at `at` (after the last if not given),
+    /// each built like `from` (the block before it if not given); `init`
+    /// and `state` as [`Operator::AddBlock`].
+    AddBlock {
+        #[serde(default = "blocks")]
+        prefix: String,
+        #[serde(default)]
+        at: Option<usize>,
+        #[serde(default)]
+        from: Option<usize>,
+        #[serde(default)]
+        count: Option<usize>,
+        #[serde(default)]
+        max_blocks: Option<usize>,
+        #[serde(default)]
+        init: BlockInit,
+        #[serde(default)]
+        state: SlotRule,
+    },
+    /// Several growths at once, in this order (each resolved against the
+    /// model before any of them).
+    Compose { ops: Vec<Template> },
+}
+
+fn blocks() -> String {
+    "blocks".into()
+}
+
+/// Whether `name` matches `pattern`, where a `*` segment of the pattern
+/// stands for any one dot-separated segment (`blocks.*.mlp.fc`).
+fn matches(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<&str>, Vec<&str>) = (pattern.split('.').collect(), name.split('.').collect());
+    p.len() == n.len() && p.iter().zip(&n).all(|(a, b)| *a == "*" || a == b)
+}
+
+/// The layers (`<layer>.weight` parameters) a pattern names, in
+/// declaration order; the pattern itself when it has no `*`.
+fn expand(trainer: &Trainer, pattern: &str, suffix: &str) -> Vec<String> {
+    if !pattern.contains('*') {
+        return vec![pattern.to_string()];
+    }
+    let mut out: Vec<String> = Vec::new();
+    for s in &trainer.backend().manifest().symbols {
+        if let Some(layer) = s.name.strip_suffix(suffix)
+            && matches(pattern, layer)
+            && !out.iter().any(|l| l == layer)
+        {
+            out.push(layer.to_string());
+        }
+    }
+    out
+}
+
+/// One operator, or their composition.
+fn one_or_all(mut ops: Vec<Operator>) -> Option<Operator> {
+    match ops.len() {
+        0 => None,
+        1 => ops.pop(),
+        _ => Some(Operator::Compose { ops }),
+    }
 }
 
 impl Template {
@@ -63,6 +139,63 @@ impl Template {
     /// its cap (or the layer is gone).
     pub fn resolve(&self, trainer: &Trainer, serial: usize) -> Option<Operator> {
         match self {
+            Template::Widen { layer, .. } if layer.contains('*') => {
+                let ops = expand(trainer, layer, ".weight").into_iter().filter_map(|l| {
+                    let Template::Widen { width, factor, max_width, rule, split_noise, noise, .. } = self.clone() else {
+                        return None;
+                    };
+                    Template::Widen { layer: l, width, factor, max_width, rule, split_noise, noise }.resolve(trainer, serial)
+                });
+                one_or_all(ops.collect())
+            }
+            Template::Heads { attention, add, max_heads } if attention.contains('*') => {
+                let ops = expand(trainer, attention, ".q_proj.weight").into_iter().filter_map(|a| {
+                    Template::Heads { attention: a, add: *add, max_heads: *max_heads }.resolve(trainer, serial)
+                });
+                one_or_all(ops.collect())
+            }
+            Template::WidenResidual { width, factor, max_width } => {
+                let ctx = CompilerContext::new();
+                let module = ctx.parse(trainer.source(), trainer.name()).ok()?;
+                let current = grow_stream::residual_width(module.as_operation().to_raw()).ok()?;
+                let target = match (width, factor) {
+                    (Some(w), _) => *w,
+                    (None, Some(f)) => (current as f64 * f).ceil() as usize,
+                    (None, None) => current * 2,
+                };
+                let target = max_width.map_or(target, |m| target.min(m));
+                (target > current).then_some(Operator::WidenResidual { width: target })
+            }
+            Template::AddBlock { prefix, at, from, count, max_blocks, init, state } => {
+                let symbols = &trainer.backend().manifest().symbols;
+                let mut indices: Vec<usize> =
+                    symbols.iter().filter_map(|s| grow_stream::block_of(&s.name, prefix).map(|(i, _)| i)).collect();
+                indices.sort_unstable();
+                indices.dedup();
+                let have = indices.len();
+                let want = have + count.unwrap_or(1);
+                let want = max_blocks.map_or(want, |m| want.min(m));
+                let ops: Vec<Operator> = (have..want)
+                    .enumerate()
+                    .map(|(k, _)| Operator::AddBlock {
+                        prefix: prefix.clone(),
+                        at: at.map(|a| a + k),
+                        from: *from,
+                        init: *init,
+                        state: *state,
+                    })
+                    .collect();
+                one_or_all(ops)
+            }
+            Template::Compose { ops } => {
+                let ops: Vec<Operator> = ops.iter().filter_map(|t| t.resolve(trainer, serial)).collect();
+                // A nested composition flattens.
+                let flat = ops.into_iter().flat_map(|o| match o {
+                    Operator::Compose { ops } => ops,
+                    o => vec![o],
+                });
+                one_or_all(flat.collect())
+            }
             Template::Widen { layer, width, factor, max_width, rule, split_noise, noise } => {
                 let weight = format!("{layer}.weight");
                 let symbols = &trainer.backend().manifest().symbols;
@@ -200,6 +333,7 @@ struct RawRule {
     at: Option<u64>,
     window: Option<usize>,
     threshold: Option<f64>,
+    flops: Option<f64>,
     min_gap: Option<u64>,
     max_times: Option<usize>,
     action: toml::Value,
@@ -243,7 +377,8 @@ impl Policy {
             // silently ignored, so it is an error.
             let takes: &[&str] = match r.when.as_str() {
                 "epoch" => &["every"],
-                "steps" => &["at"],
+                "steps" => &["at", "every"],
+                "flops" => &["flops"],
                 "plateau" | "val-plateau" => &["window", "threshold"],
                 _ => &[],
             };
@@ -252,6 +387,7 @@ impl Policy {
                 ("at", r.at.is_some()),
                 ("window", r.window.is_some()),
                 ("threshold", r.threshold.is_some()),
+                ("flops", r.flops.is_some()),
             ];
             if let Some((key, _)) = given.iter().find(|(k, set)| *set && !takes.contains(k)) {
                 let takes = if takes.is_empty() { "no trigger keys".to_string() } else { takes.join(" and ") };
@@ -267,7 +403,18 @@ impl Policy {
             }
             let trigger = match r.when.as_str() {
                 "epoch" => Trigger::Epoch { every: r.every.unwrap_or(1) },
-                "steps" => Trigger::Steps { at: need(r.at.map(|a| a as f64), "at = STEPS")? as u64 },
+                "steps" => match (r.at, r.every) {
+                    (Some(at), None) => Trigger::Steps { at },
+                    (None, Some(every)) => Trigger::EverySteps { every: every as u64 },
+                    _ => return Err(at("when = \"steps\" needs at = STEP or every = STEPS (one of them)".into())),
+                },
+                "flops" => {
+                    let f = need(r.flops, "flops = TRAINING_FLOPS")?;
+                    if !(f.is_finite() && f > 0.0) {
+                        return Err(at(format!("flops = {f} is not a positive number")));
+                    }
+                    Trigger::Flops { at: f }
+                }
                 "plateau" => Trigger::Plateau {
                     window: need(r.window.map(|w| w as f64), "window = STEPS")? as usize,
                     threshold: need(r.threshold, "threshold = RELATIVE_IMPROVEMENT")?,
@@ -279,7 +426,7 @@ impl Policy {
                 "instability" => Trigger::Instability,
                 other => {
                     return Err(at(format!(
-                        "unknown trigger when = \"{other}\" (epoch, steps, plateau, val-plateau, instability)"
+                        "unknown trigger when = \"{other}\" (epoch, steps, flops, plateau, val-plateau, instability)"
                     )));
                 }
             };

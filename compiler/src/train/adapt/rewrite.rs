@@ -3,6 +3,7 @@
 
 use super::Result;
 use crate::passes::grow::{self, DeepenPlan, WidenPlan};
+use crate::passes::grow_stream::{self, BlockPlan, ResidualPlan};
 use crate::train::{TrainError, Trainer};
 use crate::{CompileError, CompilerContext, Diagnostic, Severity};
 use aicf_runtime::Tensor;
@@ -72,6 +73,66 @@ pub enum Operator {
     /// output projection's new columns zero (exact), new state zero: the
     /// zero-out rule over whole heads.
     Heads { attention: String, heads: usize },
+    /// `hl-widen-residual`: the residual stream of a pre-norm network to
+    /// `width` channels (LEMON-style average expansion, made exact): the
+    /// new output units of embeddings and of the projections added into the
+    /// stream are the mean of the old ones; the layer norms' old weights
+    /// are scaled by `sqrt(old / width)` (their `eps` by `old / width`),
+    /// their new weights are `sqrt(old / width)` and new biases zero; the
+    /// new input columns of linear layers reading a norm come from their
+    /// initialiser, of those reading the raw stream zero. Optimizer state:
+    /// copied, new entries zero; a norm weight's first moments times
+    /// `sqrt(width / old)` and second moments times `width / old` (its
+    /// gradient scales so). Exact in evaluation; with dropout on the stream
+    /// only in expectation (the probe check then bounds the loss rise).
+    WidenResidual { width: usize },
+    /// `hl-insert-block`: a block of the stack `prefix` at position `at`
+    /// (`None`: after the last), built like block `from` (`None`: the one
+    /// before), the blocks from `at` on renamed one up. `init`: `zero`
+    /// (the block's initialisers, its output projections zero: the
+    /// identity, exact) or `copy` (block `from`'s values: stacking, not
+    /// function-preserving). `state`: the new block's optimizer state,
+    /// `zero` (reset) or `copy` (block `from`'s, with `init = copy`).
+    AddBlock {
+        #[serde(default = "default_prefix")]
+        prefix: String,
+        #[serde(default)]
+        at: Option<usize>,
+        #[serde(default)]
+        from: Option<usize>,
+        #[serde(default)]
+        init: BlockInit,
+        #[serde(default)]
+        state: SlotRule,
+    },
+    /// Several growth operators, one after the other, as one rewrite.
+    Compose { ops: Vec<Operator> },
+}
+
+fn default_prefix() -> String {
+    "blocks".into()
+}
+
+/// How a new block's parameters start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BlockInit {
+    /// From the initialisers, output projections zero: the identity.
+    #[default]
+    Zero,
+    /// The values of the block it is built like (G_stack-style stacking).
+    Copy,
+}
+
+/// What a new parameter's optimizer-state slots start from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotRule {
+    /// Zero (reset).
+    #[default]
+    Zero,
+    /// The source parameter's.
+    Copy,
 }
 
 impl Operator {
@@ -80,7 +141,9 @@ impl Operator {
     pub fn exact(&self) -> bool {
         match self {
             Operator::Widen { noise, .. } => *noise == 0.0,
-            Operator::Deepen { .. } | Operator::Heads { .. } => true,
+            Operator::Deepen { .. } | Operator::Heads { .. } | Operator::WidenResidual { .. } => true,
+            Operator::AddBlock { init, .. } => *init == BlockInit::Zero,
+            Operator::Compose { ops } => ops.iter().all(Operator::exact),
         }
     }
 
@@ -93,6 +156,12 @@ impl Operator {
                 pipeline::deepen(after, &name.clone().unwrap_or_else(|| format!("{after}_deep")), *residual)
             }
             Operator::Heads { attention, heads } => pipeline::add_heads(attention, *heads),
+            Operator::WidenResidual { width } => pipeline::widen_residual(*width),
+            Operator::AddBlock { prefix, at, from, .. } => {
+                let index = |i: &Option<usize>| i.map_or(-1, |i| i as i64);
+                pipeline::insert_block(prefix, index(at), index(from))
+            }
+            Operator::Compose { ops } => ops.iter().map(Operator::pipeline).collect::<Vec<_>>().join(" then "),
         }
     }
 
@@ -103,6 +172,13 @@ impl Operator {
                 format!("deepen after {after} ({})", if *residual { "residual, zero output" } else { "identity" })
             }
             Operator::Heads { attention, heads } => format!("grow {attention} to {heads} heads"),
+            Operator::WidenResidual { width } => format!("widen the residual stream to {width}"),
+            Operator::AddBlock { prefix, at, from, init, .. } => {
+                let at = at.map_or("after the last".to_string(), |a| format!("at {a}"));
+                let from = from.map_or(String::new(), |f| format!(" like {prefix}.{f}"));
+                format!("add a block to {prefix} {at}{from} ({init:?})").to_lowercase()
+            }
+            Operator::Compose { ops } => ops.iter().map(Operator::describe).collect::<Vec<_>>().join("; "),
         }
     }
 }
@@ -112,6 +188,8 @@ impl Operator {
 pub enum Plan {
     Widen { plan: WidenPlan, rule: WidenRule, split_noise: f64, noise: f64 },
     Deepen(DeepenPlan),
+    Residual(ResidualPlan),
+    Block { plan: BlockPlan, init: BlockInit, state: SlotRule },
 }
 
 /// A rewritten model.
@@ -123,6 +201,10 @@ pub struct Rewrite {
     /// The parameter table's changes: `fc1.weight 16x64 -> 32x64`,
     /// `+fc1_deep.weight 32x32`.
     pub diff: Vec<String>,
+    /// Whether the values the plan's rule carries compute the same
+    /// function (a residual widening under dropout does only in
+    /// expectation).
+    pub exact: bool,
 }
 
 fn params_of(module: mlir_sys::MlirOperation) -> Vec<(String, Vec<usize>)> {
@@ -176,6 +258,29 @@ pub fn rewrite(source: &str, name: &str, op: &Operator) -> Result<Rewrite, Compi
             let name = name.clone().unwrap_or_else(|| format!("{after}_deep"));
             Plan::Deepen(grow::plan_deepen(raw, after, &name, *residual).map_err(failed)?)
         }
+        Operator::WidenResidual { width } => {
+            Plan::Residual(grow_stream::plan_residual(raw, *width).map_err(failed)?)
+        }
+        Operator::AddBlock { prefix, at, from, init, state } => {
+            let count = grow_stream::plan_block(raw, prefix, 0, 0).map_err(failed)?.count;
+            let at = at.unwrap_or(count);
+            let from = from.unwrap_or(at.saturating_sub(1).min(count.saturating_sub(1)));
+            if *state == SlotRule::Copy && *init != BlockInit::Copy {
+                return Err(CompileError::Pipeline {
+                    pipeline: op.pipeline(),
+                    message: "state = \"copy\" needs init = \"copy\" (a new block's fresh values have no state to copy)"
+                        .into(),
+                });
+            }
+            let plan = grow_stream::plan_block(raw, prefix, at, from).map_err(failed)?;
+            Plan::Block { plan, init: *init, state: *state }
+        }
+        Operator::Compose { .. } => {
+            return Err(CompileError::Pipeline {
+                pipeline: op.pipeline(),
+                message: "a composition rewrites one operator at a time (adapt::grow runs them in turn)".into(),
+            });
+        }
         // New heads are zero-out units, a head at a time.
         Operator::Heads { attention, heads } => Plan::Widen {
             plan: grow::plan_heads(raw, attention, *heads).map_err(failed)?.widen,
@@ -195,7 +300,8 @@ pub fn rewrite(source: &str, name: &str, op: &Operator) -> Result<Rewrite, Compi
             None => diff.push(format!("+{name} {}", shape_text(shape))),
         }
     }
-    Ok(Rewrite { source: module.as_operation().to_string(), plan, diff })
+    let exact = op.exact() && !matches!(&plan, Plan::Residual(r) if r.dropout);
+    Ok(Rewrite { source: module.as_operation().to_string(), plan, diff, exact })
 }
 
 /// The optimizer-state kinds a parameter can have, by symbol suffix.
@@ -279,6 +385,8 @@ pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<Stat
             Some((w, *rule, source, alpha))
         }
         Plan::Deepen(_) => None,
+        Plan::Residual(r) => return rebind_residual(r, old, fresh),
+        Plan::Block { plan: b, init, state } => return rebind_block(b, *init, *state, old, fresh),
     };
     for (name, fresh_t) in fresh {
         let (param, kind) = split_symbol(name);
@@ -355,6 +463,126 @@ pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<Stat
     Ok(out)
 }
 
+/// How [`extend`] fills the new entries.
+enum Fill<'a> {
+    Zero,
+    /// The mean of the old entries along the axis.
+    Mean,
+    Value(f64),
+    /// The new model's initial values (same shape as the result).
+    From(&'a [f64]),
+}
+
+/// `o` extended along `axis` to `width` entries: the old ones times
+/// `scale`, the new ones by `fill`.
+fn extend(o: &Tensor, axis: usize, width: usize, scale: f64, fill: Fill<'_>) -> Vec<f64> {
+    let outer: usize = o.shape[..axis].iter().product();
+    let inner: usize = o.shape[axis + 1..].iter().product();
+    let old = o.shape[axis];
+    let mut out = vec![0.0; outer * width * inner];
+    for a in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| (a * old + j) * inner + i;
+            let mean = (0..old).map(|j| o.values[at(j)]).sum::<f64>() / old.max(1) as f64;
+            for j in 0..width {
+                let k = (a * width + j) * inner + i;
+                out[k] = if j < old {
+                    o.values[at(j)] * scale
+                } else {
+                    match fill {
+                        Fill::Zero => 0.0,
+                        Fill::Mean => mean,
+                        Fill::Value(v) => v,
+                        Fill::From(f) => f[k],
+                    }
+                };
+            }
+        }
+    }
+    out
+}
+
+/// [`rebind`] for a residual widening (the rule in [`Operator::WidenResidual`]).
+fn rebind_residual(r: &ResidualPlan, old: &State, fresh: &State) -> Result<State> {
+    let s = r.norm_scale();
+    let mut out = State::new();
+    for (name, fresh_t) in fresh {
+        let (param, kind) = split_symbol(name);
+        let producer = r.producers.iter().find(|(p, _)| p == param).map(|&(_, a)| a);
+        let consumer = r.consumers.iter().find(|(p, _, _)| p == param).map(|&(_, a, n)| (a, n));
+        let norm_weight = r.norms.iter().any(|(w, _)| w == param);
+        let norm_bias = r.norms.iter().any(|(_, b)| b.as_deref() == Some(param));
+        let o = old.get(name);
+        let values = match (o, kind) {
+            (Some(o), None) if producer.is_some() => extend(o, producer.unwrap_or(0), r.width, 1.0, Fill::Mean),
+            (Some(o), None) if consumer.is_some() => {
+                let (axis, normalized) = consumer.unwrap_or((1, false));
+                let fill = if normalized { Fill::From(&fresh_t.values) } else { Fill::Zero };
+                extend(o, axis, r.width, 1.0, fill)
+            }
+            (Some(o), None) if norm_weight => extend(o, 0, r.width, s, Fill::Value(s)),
+            (Some(o), Some("exp_avg_sq")) if norm_weight => extend(o, 0, r.width, 1.0 / (s * s), Fill::Zero),
+            (Some(o), Some(_)) if norm_weight => extend(o, 0, r.width, 1.0 / s, Fill::Zero),
+            (Some(o), _) if producer.is_some() || consumer.is_some() || norm_bias => {
+                let axis = producer.or(consumer.map(|c| c.0)).unwrap_or(0);
+                extend(o, axis, r.width, 1.0, Fill::Zero)
+            }
+            (Some(o), _) if o.shape == fresh_t.shape => o.values.clone(),
+            (Some(o), _) => {
+                return Err(TrainError::Input(format!(
+                    "rebinding: {name} changes from {:?} to {:?} and the residual widening has no rule for it",
+                    o.shape, fresh_t.shape
+                )));
+            }
+            (None, _) => return Err(TrainError::Input(format!("rebinding: the old model has no {name}"))),
+        };
+        if values.len() != fresh_t.values.len() {
+            return Err(TrainError::Input(format!(
+                "rebinding: {name} came out with {} values for shape {:?}",
+                values.len(),
+                fresh_t.shape
+            )));
+        }
+        out.insert(name.clone(), Tensor::new(fresh_t.shape.clone(), fresh_t.dtype, values));
+    }
+    Ok(out)
+}
+
+/// [`rebind`] for a new block (the rule in [`Operator::AddBlock`]).
+fn rebind_block(b: &BlockPlan, init: BlockInit, state: SlotRule, old: &State, fresh: &State) -> Result<State> {
+    let mut out = State::new();
+    for (name, fresh_t) in fresh {
+        let (param, kind) = split_symbol(name);
+        let suffix = kind.map_or(String::new(), |k| format!(".{k}"));
+        let block = grow_stream::block_of(param, &b.prefix);
+        let source = |i: usize, rest: &str| format!("{}.{i}.{rest}{suffix}", b.prefix);
+        let copied = |from: String| -> Result<Vec<f64>> {
+            let o = old.get(&from).ok_or_else(|| TrainError::Input(format!("rebinding: the old model has no {from}")))?;
+            if o.shape != fresh_t.shape {
+                return Err(TrainError::Input(format!(
+                    "rebinding: {name} is {:?}, its source {from} {:?}",
+                    fresh_t.shape, o.shape
+                )));
+            }
+            Ok(o.values.clone())
+        };
+        let n = fresh_t.values.len();
+        let values = match block {
+            Some((i, rest)) if i == b.at => match (init, kind) {
+                (BlockInit::Zero, None) if b.outputs.iter().any(|p| p == rest) => vec![0.0; n],
+                (BlockInit::Zero, None) => fresh_t.values.clone(),
+                (BlockInit::Copy, None) => copied(source(b.from, rest))?,
+                (BlockInit::Copy, Some(_)) if state == SlotRule::Copy => copied(source(b.from, rest))?,
+                (_, Some(_)) => vec![0.0; n],
+            },
+            Some((i, rest)) if i > b.at => copied(source(i - 1, rest))?,
+            _ => copied(name.clone())?,
+        };
+        out.insert(name.clone(), Tensor::new(fresh_t.shape.clone(), fresh_t.dtype, values));
+    }
+    Ok(out)
+}
+
 /// The value of a symbol a deepening added.
 fn new_symbol(plan: &Plan, name: &str, param: &str, kind: Option<&str>, fresh: &Tensor) -> Result<Vec<f64>> {
     let Plan::Deepen(d) = plan else {
@@ -417,6 +645,31 @@ pub struct Grown {
 /// count over by the operator's rule. `trainer` is left as it was.
 pub fn grow(trainer: &Trainer, op: &Operator, seed: u64) -> Result<Grown> {
     let started = Instant::now();
+    if let Operator::Compose { ops } = op {
+        let mut done: Option<Grown> = None;
+        for (k, step) in ops.iter().enumerate() {
+            let base = done.as_ref().map_or(trainer, |g| &g.trainer);
+            let next = grow(base, step, seed ^ (k as u64).wrapping_mul(0x9E37_79B9))?;
+            done = Some(match done {
+                None => next,
+                Some(prev) => {
+                    let mut rewrite = next.rewrite;
+                    rewrite.diff = prev.rewrite.diff.into_iter().chain(rewrite.diff).collect();
+                    rewrite.exact &= prev.rewrite.exact;
+                    Grown {
+                        trainer: next.trainer,
+                        rewrite,
+                        seconds: 0.0,
+                        kernels: next.kernels,
+                        compiled_kernels: prev.compiled_kernels + next.compiled_kernels,
+                    }
+                }
+            });
+        }
+        let mut grown = done.ok_or_else(|| TrainError::Input("an empty composition of growth operators".into()))?;
+        grown.seconds = started.elapsed().as_secs_f64();
+        return Ok(grown);
+    }
     let rewrite = rewrite(trainer.source(), trainer.name(), op)?;
     // The new model at every batch size the old one ran, compiled at once.
     let batches: Vec<Option<usize>> = trainer.compiled().iter().map(|c| c.batch).collect();

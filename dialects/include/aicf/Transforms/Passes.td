@@ -309,6 +309,72 @@ def HLAddHeads : Pass<"hl-add-heads", "::mlir::ModuleOp"> {
   ];
 }
 
+def HLWidenResidual : Pass<"hl-widen-residual", "::mlir::ModuleOp"> {
+  let summary = "Widen a pre-norm residual network's stream (embeddings, norms, every projection)";
+  let description = [{
+    Gives the residual stream `width` channels. The stream starts at the
+    embedding lookups (`hl.gather` of a parameter table) and runs through
+    adds and dropout; the embedding tables' columns, the output rows and
+    biases of every linear layer added into it, every layer norm's weight
+    and bias, and the input columns of every linear layer that reads it (or
+    a layer norm of it) grow; each layer norm's `eps` is scaled by
+    `old / width`. A post-norm add, a reduction or any other op on the
+    stream is an error at that op; so are tied weights.
+
+    Function preservation: exact in evaluation with the values carried by
+    AICF's rule (`aicf_compiler::adapt`, `Operator::WidenResidual`): new
+    producer units are the mean of the old ones (the stream's mean is kept
+    and its variance scaled by `old / width`), the layer norms' old weights
+    are scaled by `sqrt(old / width)` so their outputs are unchanged on the
+    old channels and zero on the new, and raw-stream readers get zero new
+    columns. A dropout on the stream draws new masks for the wider tensor.
+
+    Input (`width=128`):
+
+    ```mlir
+    hl.param @tok_emb.weight : tensor<65x64xf32> ...
+    %n = hl.layer_norm %x weight %w bias %b dims = 1 eps = 1.0e-05 : ...
+    ```
+
+    Output:
+
+    ```mlir
+    hl.param @tok_emb.weight : tensor<65x128xf32> ...
+    %n = hl.layer_norm %x weight %w bias %b dims = 1 eps = 5.0e-06 : ...
+    ```
+  }];
+  let options = [
+    Option<"width", "width", "int64_t", /*default=*/"0", "The stream's new width (more than now)">,
+  ];
+}
+
+def HLInsertBlock : Pass<"hl-insert-block", "::mlir::ModuleOp"> {
+  let summary = "Insert a residual block into a stack of blocks (depth growth, stacking)";
+  let description = [{
+    Blocks are the parameters `<prefix>.<i>.*`, `i = 0..n`; block `i`'s ops
+    are those that depend on its parameters and on no parameter declared
+    after them, with one input and one output of the stream's type. The
+    pass clones block `from`'s ops into position `at` of the stream (between
+    blocks `at-1` and `at`; `at=-1`: after the last; `from=-1`: the block
+    before `at`), reading new parameters `<prefix>.<at>.*` declared like
+    block `from`'s (new dropout streams for its dropouts), and renames the
+    blocks from `at` on one up.
+
+    Function preservation: with the block's output projections (the linear
+    layers its residual adds add) zero, the new block is the identity:
+    AICF's `zero` rule (`Operator::AddBlock`). The `copy` rule (stacking)
+    copies block `from`'s values and is not function-preserving.
+
+    Input (`prefix=blocks at=-1`): a model with `@blocks.0.*`, `@blocks.1.*`.
+    Output: `@blocks.2.*` declared like `@blocks.1.*`, its ops after block 1.
+  }];
+  let options = [
+    Option<"prefix", "prefix", "std::string", /*default=*/"\"blocks\"", "The blocks' parameter prefix">,
+    Option<"at", "at", "int64_t", /*default=*/"-1", "The new block's position (-1: after the last)">,
+    Option<"from", "from", "int64_t", /*default=*/"-1", "The block it is built like (-1: the one before it)">,
+  ];
+}
+
 def HLWiden : Pass<"hl-widen", "::mlir::ModuleOp"> {
   let summary = "Widen a linear layer's hidden units (Net2WiderNet, zero-out growth)";
   let description = [{
