@@ -139,9 +139,11 @@ pub fn widen_residual(width: usize) -> String {
 }
 
 /// Inserts a block at `at` of the stack `prefix`, built like block `from`
-/// (a growth rewrite).
-pub fn insert_block(prefix: &str, at: i64, from: i64) -> String {
-    format!("builtin.module(hl-insert-block{{prefix={prefix} at={at} from={from}}})")
+/// (a growth rewrite), its branches masked in over `mask` steps (0: not).
+pub fn insert_block(prefix: &str, at: i64, from: i64, mask: usize, mask_delay: usize) -> String {
+    format!(
+        "builtin.module(hl-insert-block{{prefix={prefix} at={at} from={from} mask={mask} mask_delay={mask_delay}}})"
+    )
 }
 
 /// Grows multi-head attention `attention` to `heads` heads (a growth rewrite).

@@ -255,6 +255,13 @@ pub(super) fn resize(
         shape[*axis] = plan.width;
         let new = resized(t, &shape);
         unsafe { mlirOperationSetAttributeByName(decl, crate::ffi::string_ref("type"), mlirTypeAttrGet(new)) };
+        // A state of the parameter's shape the model declares (a grown
+        // parameter's ages) follows it.
+        for op in ops_of(module_body(module)) {
+            if op_name(op) == "hl.state" && ir::flat_symbol(op, "param").as_deref() == Some(name.as_str()) {
+                unsafe { mlirOperationSetAttributeByName(op, crate::ffi::string_ref("type"), mlirTypeAttrGet(new)) };
+            }
+        }
         for read in reads_of(module, name) {
             let v = unsafe { mlirOperationGetResult(read, 0) };
             unsafe { mlirValueSetType(v, new) };

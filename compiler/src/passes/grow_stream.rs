@@ -125,12 +125,22 @@ impl Trace {
         match op_name(p).as_str() {
             "hl.linear" => {
                 let weight = param_of(args[1]).ok_or_else(|| {
-                    (op_loc(p), format!("{RESIDUAL}: this linear writes the residual stream with a weight that is not a parameter"))
+                    (
+                        op_loc(p),
+                        format!(
+                            "{RESIDUAL}: this linear writes the residual stream with a weight that is not a parameter"
+                        ),
+                    )
                 })?;
                 self.producer(weight, 0);
                 if let Some(b) = args.get(2) {
                     let bias = param_of(*b).ok_or_else(|| {
-                        (op_loc(p), format!("{RESIDUAL}: this linear writes the residual stream with a bias that is not a parameter"))
+                        (
+                            op_loc(p),
+                            format!(
+                                "{RESIDUAL}: this linear writes the residual stream with a bias that is not a parameter"
+                            ),
+                        )
                     })?;
                     self.producer(bias, 0);
                 }
@@ -148,13 +158,17 @@ impl Trace {
             "hl.layer_norm" => {
                 return Err((
                     op_loc(p),
-                    format!("{RESIDUAL}: a layer norm's output is added into the residual stream here (post-norm); only pre-norm residual networks can widen exactly"),
+                    format!(
+                        "{RESIDUAL}: a layer norm's output is added into the residual stream here (post-norm); only pre-norm residual networks can widen exactly"
+                    ),
                 ));
             }
             other => {
                 return Err((
                     op_loc(p),
-                    format!("{RESIDUAL}: '{other}' writes the residual stream here; it can be written by embeddings, linear layers, adds and dropout"),
+                    format!(
+                        "{RESIDUAL}: '{other}' writes the residual stream here; it can be written by embeddings, linear layers, adds and dropout"
+                    ),
                 ));
             }
         }
@@ -167,7 +181,9 @@ impl Trace {
         let Some(table) = table else {
             return Err((
                 op_loc(gather),
-                format!("{RESIDUAL}: this gather writes the residual stream but is not an embedding lookup (a parameter table, axis 0)"),
+                format!(
+                    "{RESIDUAL}: this gather writes the residual stream but is not an embedding lookup (a parameter table, axis 0)"
+                ),
             ));
         };
         self.producer(table, 1);
@@ -176,7 +192,10 @@ impl Trace {
 
     fn consumer(&mut self, linear: MlirOperation, normalized: bool) -> Result<(), Failure> {
         let weight = param_of(operands(linear)[1]).ok_or_else(|| {
-            (op_loc(linear), format!("{RESIDUAL}: this linear reads the residual stream with a weight that is not a parameter"))
+            (
+                op_loc(linear),
+                format!("{RESIDUAL}: this linear reads the residual stream with a weight that is not a parameter"),
+            )
         })?;
         match self.consumers.iter_mut().find(|(p, _, _)| *p == weight) {
             Some(c) => c.2 &= normalized,
@@ -206,7 +225,9 @@ impl Trace {
                 other => {
                     return Err((
                         op_loc(user),
-                        format!("{RESIDUAL}: the residual stream reaches '{other}' here; it may reach adds, dropout, layer norms over its last axis and linear layers"),
+                        format!(
+                            "{RESIDUAL}: the residual stream reaches '{other}' here; it may reach adds, dropout, layer norms over its last axis and linear layers"
+                        ),
                     ));
                 }
             }
@@ -216,7 +237,10 @@ impl Trace {
 
     fn norm(&mut self, ln: MlirOperation) -> Result<(), Failure> {
         if ir::int_attr(ln, "dims") != Some(1) {
-            return Err((op_loc(ln), format!("{RESIDUAL}: this layer norm normalises more than the stream's last axis")));
+            return Err((
+                op_loc(ln),
+                format!("{RESIDUAL}: this layer norm normalises more than the stream's last axis"),
+            ));
         }
         let args = operands(ln);
         // Operand segments: input, then the optional weight and bias.
@@ -225,7 +249,9 @@ impl Trace {
         let (Some(Some(weight)), bias) = (weight, bias) else {
             return Err((
                 op_loc(ln),
-                format!("{RESIDUAL}: this layer norm of the residual stream has no weight parameter, so its output cannot keep its scale"),
+                format!(
+                    "{RESIDUAL}: this layer norm of the residual stream has no weight parameter, so its output cannot keep its scale"
+                ),
             ));
         };
         let bias = match bias {
@@ -276,7 +302,9 @@ fn trace(module: MlirOperation) -> Result<Trace, Failure> {
     let Some(first) = seeds.first() else {
         return Err((
             op_loc(module),
-            format!("{RESIDUAL}: no embedding lookup (an hl.gather of a parameter table) starts a residual stream in this model"),
+            format!(
+                "{RESIDUAL}: no embedding lookup (an hl.gather of a parameter table) starts a residual stream in this model"
+            ),
         ));
     };
     t.width = *ir::spec(unsafe { mlirOperationGetResult(*first, 0) }).shape.last().unwrap_or(&0);
@@ -290,13 +318,17 @@ fn trace(module: MlirOperation) -> Result<Trace, Failure> {
     let mut roles: HashMap<&str, &str> = HashMap::new();
     let named = t.producers.iter().map(|(p, _)| (p.as_str(), "writes"));
     let named = named.chain(t.consumers.iter().map(|(p, _, _)| (p.as_str(), "reads")));
-    let named = named.chain(t.norms.iter().flat_map(|(w, b)| std::iter::once(w).chain(b)).map(|p| (p.as_str(), "normalises")));
+    let named =
+        named.chain(t.norms.iter().flat_map(|(w, b)| std::iter::once(w).chain(b)).map(|p| (p.as_str(), "normalises")));
     for (p, role) in named {
         if let Some(other) = roles.insert(p, role)
             && other != role
         {
             let at = find_param(module, p).map_or(op_loc(module), op_loc);
-            return Err((at, format!("{RESIDUAL}: @{p} both {other} and {role} the residual stream (tied weights cannot widen)")));
+            return Err((
+                at,
+                format!("{RESIDUAL}: @{p} both {other} and {role} the residual stream (tied weights cannot widen)"),
+            ));
         }
     }
     Ok(t)
@@ -384,6 +416,27 @@ pub struct BlockPlan {
     /// the stream), without the prefix: zero, they make the block the
     /// identity.
     pub outputs: Vec<String>,
+    /// MSG-style masked entry: each branch the new block adds into the
+    /// stream is multiplied by a mask ramped from 0 to 1.
+    pub mask: Option<Mask>,
+}
+
+/// The mask of a new block's branches: `clamp((c - delay) / steps, 0, 1)`
+/// where `c` counts the train steps since the growth (the state
+/// `<prefix>.<at>.mask`, slot `mask`, which the train step increments).
+/// While it is 0 the block adds nothing and its parameters get zero
+/// gradients, whatever their values: the model trains as the one without it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mask {
+    pub steps: usize,
+    pub delay: usize,
+}
+
+impl BlockPlan {
+    /// The new block's mask counter, if masked.
+    pub fn mask_symbol(&self) -> Option<String> {
+        self.mask.map(|_| format!("{}.{}.mask", self.prefix, self.at))
+    }
 }
 
 impl BlockPlan {
@@ -413,31 +466,23 @@ struct BlockOps {
 /// The ops of block `index` in `block` (a function body): those depending
 /// on its parameters and on no parameter declared after them. `None` if
 /// the function does not read the block.
-fn block_ops(
-    module: MlirOperation,
-    body: MlirBlock,
-    prefix: &str,
-    index: usize,
-) -> Result<Option<BlockOps>, Failure> {
+fn block_ops(module: MlirOperation, body: MlirBlock, prefix: &str, index: usize) -> Result<Option<BlockOps>, Failure> {
     // Declaration order of the parameters.
     let decls: HashMap<String, usize> = ops_of(module_body(module))
         .into_iter()
-        .filter(|&op| op_name(op) == "hl.param")
+        .filter(|&op| matches!(op_name(op).as_str(), "hl.param" | "hl.state"))
         .filter_map(|op| string_attr(op, "sym_name"))
         .enumerate()
         .map(|(i, n)| (n, i))
         .collect();
-    let last_own = decls
-        .iter()
-        .filter(|(n, _)| block_of(n, prefix).is_some_and(|(i, _)| i == index))
-        .map(|(_, &i)| i)
-        .max();
+    let last_own =
+        decls.iter().filter(|(n, _)| block_of(n, prefix).is_some_and(|(i, _)| i == index)).map(|(_, &i)| i).max();
     let Some(last_own) = last_own else { return Ok(None) };
     let ops = ops_of(body);
     let (mut own, mut later) = (HashSet::new(), HashSet::new());
     for &op in &ops {
         let (mut o, mut l) = (false, false);
-        if op_name(op) == "hl.get_param"
+        if matches!(op_name(op).as_str(), "hl.get_param" | "hl.get_state")
             && let Some(name) = ir::flat_symbol(op, "name")
         {
             o = block_of(&name, prefix).is_some_and(|(i, _)| i == index);
@@ -456,7 +501,8 @@ fn block_ops(
             later.insert(op.ptr);
         }
     }
-    let members: Vec<MlirOperation> = ops.iter().copied().filter(|op| own.contains(&op.ptr) && !later.contains(&op.ptr)).collect();
+    let members: Vec<MlirOperation> =
+        ops.iter().copied().filter(|op| own.contains(&op.ptr) && !later.contains(&op.ptr)).collect();
     if members.is_empty() {
         return Ok(None);
     }
@@ -466,7 +512,9 @@ fn block_ops(
     for &op in &members {
         for r in 0..unsafe { mlirOperationGetNumResults(op) } {
             let v = unsafe { mlirOperationGetResult(op, r) };
-            if users(v).iter().any(|u| !inside.contains(&u.ptr)) && !outputs.iter().any(|o| unsafe { mlirValueEqual(*o, v) }) {
+            if users(v).iter().any(|u| !inside.contains(&u.ptr))
+                && !outputs.iter().any(|o| unsafe { mlirValueEqual(*o, v) })
+            {
                 outputs.push(v);
             }
         }
@@ -493,7 +541,10 @@ fn block_ops(
     let [input] = inputs[..] else {
         return Err((
             op_loc(first),
-            format!("{BLOCK}: block {prefix}.{index} reads {} values of its output's type, not one (its input)", inputs.len()),
+            format!(
+                "{BLOCK}: block {prefix}.{index} reads {} values of its output's type, not one (its input)",
+                inputs.len()
+            ),
         ));
     };
     Ok(Some(BlockOps { ops: members, input, output }))
@@ -502,40 +553,71 @@ fn block_ops(
 /// The output projections of a block: walking its residual adds from the
 /// input to the output, the linear layer (through dropout) each adds.
 fn output_projections(b: &BlockOps, prefix: &str, index: usize) -> Result<Vec<String>, Failure> {
+    Ok(spine(b, prefix, index)?.into_iter().flat_map(|(_, _, params)| params).collect())
+}
+
+/// A block's residual adds from its input to its output: each add, the
+/// operand index of the branch it adds, and the parameters (without the
+/// prefix) of the linear layer that branch ends in.
+fn spine(b: &BlockOps, prefix: &str, index: usize) -> Result<Vec<(MlirOperation, usize, Vec<String>)>, Failure> {
     let inside: HashSet<_> = b.ops.iter().map(|o| o.ptr).collect();
     let at = op_loc(b.ops[0]);
     let mut v = b.input;
-    let mut params = Vec::new();
+    let mut out = Vec::new();
     for _ in 0..=b.ops.len() {
         if unsafe { mlirValueEqual(v, b.output) } {
-            return Ok(params);
+            return Ok(out);
         }
         let adds: Vec<MlirOperation> =
             users(v).into_iter().filter(|u| inside.contains(&u.ptr) && op_name(*u) == "hl.add").collect();
         let [add] = adds[..] else {
-            return Err((at, format!("{BLOCK}: block {prefix}.{index}'s residual stream does not run through one add per branch")));
+            return Err((
+                at,
+                format!("{BLOCK}: block {prefix}.{index}'s residual stream does not run through one add per branch"),
+            ));
         };
         let args = operands(add);
-        let mut branch = if unsafe { mlirValueEqual(args[0], v) } { args[1] } else { args[0] };
-        while let Some(p) = ir::producer(branch).filter(|p| op_name(*p) == "hl.dropout") {
+        let branch_index = if unsafe { mlirValueEqual(args[0], v) } { 1 } else { 0 };
+        let mut branch = args[branch_index];
+        // Through dropout, and a mask (a product with a rank-0 value).
+        while let Some(p) = ir::producer(branch).filter(|p| {
+            op_name(*p) == "hl.dropout" || (op_name(*p) == "hl.mul" && ir::spec(operands(*p)[1]).shape.is_empty())
+        }) {
             branch = operands(p)[0];
         }
         let linear = ir::producer(branch).filter(|p| op_name(*p) == "hl.linear").ok_or_else(|| {
             (op_loc(add), format!("{BLOCK}: this residual add of block {prefix}.{index} adds no linear layer's output"))
         })?;
+        let mut params = Vec::new();
         for p in operands(linear).iter().skip(1).filter_map(|w| param_of(*w)) {
-            let rest = block_of(&p, prefix).filter(|(i, _)| *i == index).map(|(_, r)| r.to_string()).ok_or_else(|| {
-                (op_loc(linear), format!("{BLOCK}: block {prefix}.{index}'s output projection reads @{p}, not its own parameter"))
-            })?;
+            let rest =
+                block_of(&p, prefix).filter(|(i, _)| *i == index).map(|(_, r)| r.to_string()).ok_or_else(|| {
+                    (
+                        op_loc(linear),
+                        format!(
+                            "{BLOCK}: block {prefix}.{index}'s output projection reads @{p}, not its own parameter"
+                        ),
+                    )
+                })?;
             params.push(rest);
         }
+        out.push((add, branch_index, params));
         v = unsafe { mlirOperationGetResult(add, 0) };
     }
     Err((at, format!("{BLOCK}: block {prefix}.{index}'s residual adds do not reach its output")))
 }
 
 /// Plans `hl-insert-block`: a block at `at` (0 ..= n) built like `from`.
-pub fn plan_block(module: MlirOperation, prefix: &str, at: usize, from: usize) -> Result<BlockPlan, Failure> {
+pub fn plan_block(
+    module: MlirOperation,
+    prefix: &str,
+    at: usize,
+    from: usize,
+    mask: Option<Mask>,
+) -> Result<BlockPlan, Failure> {
+    if mask.is_some_and(|m| m.steps == 0) {
+        return Err((op_loc(module), format!("{BLOCK}: a mask ramps over at least 1 step")));
+    }
     let mut indices = HashSet::new();
     let mut params = Vec::new();
     for op in ops_of(module_body(module)) {
@@ -559,7 +641,9 @@ pub fn plan_block(module: MlirOperation, prefix: &str, at: usize, from: usize) -
     if at > count || from >= count {
         return Err((
             op_loc(module),
-            format!("{BLOCK}: at={at} must be at most {count} and from={from} below {count} (the model has {count} blocks)"),
+            format!(
+                "{BLOCK}: at={at} must be at most {count} and from={from} below {count} (the model has {count} blocks)"
+            ),
         ));
     }
     let mut outputs: Option<Vec<String>> = None;
@@ -574,7 +658,13 @@ pub fn plan_block(module: MlirOperation, prefix: &str, at: usize, from: usize) -
     }
     let outputs = outputs
         .ok_or_else(|| (op_loc(module), format!("{BLOCK}: no function reads block {prefix}.{from}'s parameters")))?;
-    Ok(BlockPlan { prefix: prefix.to_string(), count, at, from, params, outputs })
+    let plan = BlockPlan { prefix: prefix.to_string(), count, at, from, params, outputs, mask };
+    if let Some(name) = plan.mask_symbol()
+        && ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name))
+    {
+        return Err((op_loc(module), format!("{BLOCK}: the symbol @{name} exists")));
+    }
+    Ok(plan)
 }
 
 fn set_string(op: MlirOperation, key: &str, value: &str) {
@@ -612,15 +702,22 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
             block_ops(module, body, prefix, plan.count - 1)?.map(|b| b.output)
         };
         let stream = stream.ok_or_else(|| {
-            (op_loc(src.ops[0]), format!("{BLOCK}: this function reads block {} but not the blocks around position {}", plan.from, plan.at))
+            (
+                op_loc(src.ops[0]),
+                format!(
+                    "{BLOCK}: this function reads block {} but not the blocks around position {}",
+                    plan.from, plan.at
+                ),
+            )
         })?;
-        sites.push((body, src, stream));
+        let adds = spine(&src, prefix, plan.from)?;
+        sites.push((body, src, stream, adds));
     }
     // Blocks at..count move one up, declarations and reads.
     let up = |i: usize| plan.renamed(i);
     let body = module_body(module);
     for op in ops_of(body) {
-        if op_name(op) == "hl.param"
+        if matches!(op_name(op).as_str(), "hl.param" | "hl.state")
             && let Some(name) = string_attr(op, "sym_name")
             && let Some(new) = rename(&name, prefix, up)
         {
@@ -630,11 +727,16 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
             {
                 set_string(op, "owner", new_owner.trim_end_matches(".x"));
             }
+            if let Some(param) = ir::flat_symbol(op, "param")
+                && let Some(new_param) = rename(&param, prefix, up)
+            {
+                set_symbol(op, "param", &new_param);
+            }
         }
     }
     for (_, block) in ir::functions(module) {
         for op in ops_of(block) {
-            if op_name(op) == "hl.get_param"
+            if matches!(op_name(op).as_str(), "hl.get_param" | "hl.get_state")
                 && let Some(name) = ir::flat_symbol(op, "name")
                 && let Some(new) = rename(&name, prefix, up)
             {
@@ -651,15 +753,19 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
     let decls = ops_of(body);
     let anchor_after = decls.iter().rev().find(|&&op| {
         op_name(op) == "hl.param"
-            && string_attr(op, "sym_name").and_then(|n| block_of(&n, prefix).map(|(i, _)| i)).is_some_and(|i| i < plan.at)
+            && string_attr(op, "sym_name")
+                .and_then(|n| block_of(&n, prefix).map(|(i, _)| i))
+                .is_some_and(|i| i < plan.at)
     });
     let anchor_before = decls.iter().find(|&&op| {
         op_name(op) == "hl.param"
-            && string_attr(op, "sym_name").and_then(|n| block_of(&n, prefix).map(|(i, _)| i)).is_some_and(|i| i > plan.at)
+            && string_attr(op, "sym_name")
+                .and_then(|n| block_of(&n, prefix).map(|(i, _)| i))
+                .is_some_and(|i| i > plan.at)
     });
     let mut last: Option<MlirOperation> = None;
     for &op in &decls {
-        if op_name(op) != "hl.param" {
+        if !matches!(op_name(op).as_str(), "hl.param" | "hl.state") {
             continue;
         }
         let Some(new) = string_attr(op, "sym_name").and_then(|n| to_new(&n)) else { continue };
@@ -668,6 +774,9 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
         let owner = string_attr(op, "owner").and_then(|o| to_new(&format!("{o}.x")));
         if let Some(owner) = owner {
             set_string(copy, "owner", owner.trim_end_matches(".x"));
+        }
+        if let Some(param) = ir::flat_symbol(op, "param").and_then(|p| to_new(&p)) {
+            set_symbol(copy, "param", &param);
         }
         unsafe {
             match (last, anchor_after, anchor_before) {
@@ -679,6 +788,32 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
         }
         last = Some(copy);
     }
+    // The mask counter, after the new block's declarations.
+    let source_mask = format!("{prefix}.{}.mask", up(plan.from));
+    if plan.mask.is_some() && decls.iter().any(|&op| string_attr(op, "sym_name").as_deref() == Some(&source_mask)) {
+        return Err((
+            op_loc(module),
+            format!("{BLOCK}: block {} is masked itself; a masked block is built like an unmasked one", plan.from),
+        ));
+    }
+    if let (Some(mask), Some(name), Some(after)) = (plan.mask, plan.mask_symbol(), last) {
+        let ctx = unsafe { mlirOperationGetContext(module) };
+        let attrs = [
+            ("sym_name", format!("\"{name}\"")),
+            ("type", "tensor<f32>".to_string()),
+            ("slot", "\"mask\"".to_string()),
+            ("init", "#hl.init<zeros>".to_string()),
+            ("ramp", format!("{} : i64", mask.steps)),
+            ("delay", format!("{} : i64", mask.delay)),
+        ];
+        let op = ir::create_op(
+            ctx,
+            op_loc(after),
+            &ir::OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..ir::OpSpec::new("hl.state") },
+        )
+        .map_err(|e| (op_loc(after), format!("{BLOCK}: declaring @{name}: {e:?}")))?;
+        unsafe { mlirBlockInsertOwnedOperationAfter(body, after, op) };
+    }
     // Dropout streams stay unique: the clones draw new ones.
     let mut next_stream = 0i64;
     for (_, block) in ir::functions(module) {
@@ -688,13 +823,14 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
             }
         }
     }
-    for (block, b, stream) in sites {
+    for (block, b, stream, adds) in sites {
         let order: HashMap<_, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr, i)).collect();
         let def = ir::producer(stream);
         let def_at = def.map_or(0, |d| order[&d.ptr] + 1);
         let mut map: HashMap<usize, MlirValue> = HashMap::new();
         map.insert(ir::key(b.input), stream);
         let mut clones = Vec::new();
+        let mut cloned: HashMap<usize, MlirOperation> = HashMap::new();
         let mut prev = def;
         for &op in &b.ops {
             let copy = unsafe { mlirOperationClone(op) };
@@ -704,11 +840,14 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
                 } else if ir::producer(*a).is_some_and(|p| order[&p.ptr] >= def_at) {
                     return Err((
                         op_loc(op),
-                        format!("{BLOCK}: block {} reads a value defined after position {} of the stream", plan.from, plan.at),
+                        format!(
+                            "{BLOCK}: block {} reads a value defined after position {} of the stream",
+                            plan.from, plan.at
+                        ),
                     ));
                 }
             }
-            if op_name(copy) == "hl.get_param"
+            if matches!(op_name(copy).as_str(), "hl.get_param" | "hl.get_state")
                 && let Some(new) = ir::flat_symbol(copy, "name").and_then(|n| to_new(&n))
             {
                 set_symbol(copy, "name", &new);
@@ -727,8 +866,28 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
             }
             prev = Some(copy);
             clones.push(copy);
+            cloned.insert(op.ptr as usize, copy);
             for r in 0..unsafe { mlirOperationGetNumResults(op) } {
-                map.insert(ir::key(unsafe { mlirOperationGetResult(op, r) }), unsafe { mlirOperationGetResult(copy, r) });
+                map.insert(ir::key(unsafe { mlirOperationGetResult(op, r) }), unsafe {
+                    mlirOperationGetResult(copy, r)
+                });
+            }
+        }
+        if let (Some(mask), Some(name)) = (plan.mask, plan.mask_symbol()) {
+            let mut first = true;
+            let mut m = None;
+            for (add, index, _) in &adds {
+                let add = cloned[&(add.ptr as usize)];
+                let branch = operands(add)[*index];
+                let mut emitted = Vec::new();
+                if first {
+                    m = Some(mask_value(add, &name, mask, ir::spec(branch).dtype, &mut emitted)?);
+                    first = false;
+                }
+                let m = m.ok_or_else(|| (op_loc(add), format!("{BLOCK}: no mask value")))?;
+                let masked = insert_before(add, "hl.mul", &[branch, m], None, &[], &mut emitted)?;
+                unsafe { mlirOperationSetOperand(add, *index as isize, masked) };
+                clones.extend(emitted);
             }
         }
         let out = map[&ir::key(b.output)];
@@ -738,6 +897,58 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
         return Err((op_loc(module), format!("{BLOCK}: the rewritten module does not verify (see the errors above)")));
     }
     Ok(())
+}
+
+/// Inserts `name(operands)` before `at`, recording it in `emitted`.
+fn insert_before(
+    at: MlirOperation,
+    name: &str,
+    operands: &[MlirValue],
+    result: Option<&str>,
+    attributes: &[(&str, String)],
+    emitted: &mut Vec<MlirOperation>,
+) -> Result<MlirValue, Failure> {
+    let ctx = unsafe { mlirOperationGetContext(at) };
+    let loc = op_loc(at);
+    let ty = match result {
+        Some(t) => Some(ir::parse_type(ctx, t).map_err(|e| (loc, format!("{BLOCK}: {e:?}")))?),
+        None => None,
+    };
+    let types = ty.map(|t| [t]);
+    let spec = ir::OpSpec { operands, attributes, results: types.as_ref().map(|t| &t[..]), ..ir::OpSpec::new(name) };
+    let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("{BLOCK}: building '{name}': {e:?}")))?;
+    unsafe { mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(at), at, op) };
+    emitted.push(op);
+    Ok(unsafe { mlirOperationGetResult(op, 0) })
+}
+
+/// `clamp((c - delay) / steps, 0, 1)` of the counter `@name`, before `at`,
+/// as a rank-0 tensor of `dtype`.
+fn mask_value(
+    at: MlirOperation,
+    name: &str,
+    mask: Mask,
+    dtype: crate::types::DType,
+    emitted: &mut Vec<MlirOperation>,
+) -> Result<MlirValue, Failure> {
+    let f32 = "tensor<f32>";
+    let constant = |v: f64, emitted: &mut Vec<MlirOperation>| {
+        let value = format!("dense<{}> : tensor<f32>", crate::nn::float_literal(v, crate::types::DType::F32));
+        insert_before(at, "hl.constant", &[], Some(f32), &[("value", value)], emitted)
+    };
+    let c = insert_before(at, "hl.get_state", &[], Some(f32), &[("name", format!("@\"{name}\""))], emitted)?;
+    let delay = constant(mask.delay as f64, emitted)?;
+    let steps = constant(mask.steps as f64, emitted)?;
+    let (zero, one) = (constant(0.0, emitted)?, constant(1.0, emitted)?);
+    let since = insert_before(at, "hl.sub", &[c, delay], None, &[], emitted)?;
+    let ramp = insert_before(at, "hl.div", &[since, steps], None, &[], emitted)?;
+    let low = insert_before(at, "hl.max", &[ramp, zero], None, &[], emitted)?;
+    let m = insert_before(at, "hl.min", &[low, one], None, &[], emitted)?;
+    if dtype == crate::types::DType::F32 {
+        return Ok(m);
+    }
+    let ty = crate::types::TensorSpec::new([], dtype).mlir_type();
+    insert_before(at, "hl.cast", &[m], Some(&ty), &[], emitted)
 }
 
 fn report(module: OperationRef<'_, '_>, pass: &'static str) -> impl Fn(String) -> PassFailed {
@@ -774,10 +985,16 @@ pub(super) fn run_block(module: OperationRef<'_, '_>, options: &PassOptions) -> 
             "give prefix=NAME, at=K (-1: after the last block) and from=J (-1: the block before K); got prefix='{prefix}' at={at} from={from}"
         )));
     }
+    let mask_steps = options.get_i64("mask").map_err(&report)?;
+    let delay = options.get_i64("mask_delay").map_err(&report)?;
+    if mask_steps < 0 || delay < 0 {
+        return Err(report(format!("mask={mask_steps} and mask_delay={delay} count steps (0: no mask)")));
+    }
+    let mask = (mask_steps > 0).then_some(Mask { steps: mask_steps as usize, delay: delay as usize });
     let raw = module.to_raw();
-    let count = plan_block(raw, &prefix, 0, 0).map_err(failed)?.count;
+    let count = plan_block(raw, &prefix, 0, 0, None).map_err(failed)?.count;
     let at = if at < 0 { count } else { at as usize };
     let from = if from < 0 { at.saturating_sub(1).min(count - 1) } else { from as usize };
-    let plan = plan_block(raw, &prefix, at, from).map_err(failed)?;
+    let plan = plan_block(raw, &prefix, at, from, mask).map_err(failed)?;
     apply_block(raw, &plan).map_err(failed)
 }

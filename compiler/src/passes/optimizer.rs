@@ -144,6 +144,38 @@ pub fn add_train_step(
         }
     }
     states.push(("step".into(), None, TensorSpec::new([], DType::I64)));
+    // States the model declared itself: a masked growth's counters (`slot
+    // "mask"`), which the step increments, and a grown parameter's ages
+    // (`slot "age" of @p`, its shape: steps each entry has been trained),
+    // which give Adam its bias corrections per entry.
+    let mut counters: Vec<(String, Option<String>, TensorSpec)> = Vec::new();
+    for op in ops_of(body) {
+        if op_name(op) == "hl.state" && string_attr(op, "slot").as_deref() == Some("age") {
+            let name = string_attr(op, "sym_name").unwrap_or_default();
+            let param = ir::flat_symbol(op, "param").unwrap_or_default();
+            let Some((_, ps)) = params.iter().find(|(p, _)| *p == param) else {
+                return Err((op_loc(op), format!("age state @{name} belongs to no parameter (of @{param})")));
+            };
+            if name != format!("{param}.age") {
+                return Err((op_loc(op), format!("the age state of @{param} must be named @{param}.age")));
+            }
+            if !matches!(optimizer, Optimizer::Adam { .. } | Optimizer::AdamW { .. }) {
+                return Err((
+                    op_loc(op),
+                    format!("@{name}: ages give Adam's bias corrections; this optimizer has none"),
+                ));
+            }
+            counters.push((name, Some(param), ps.clone()));
+        }
+        if op_name(op) == "hl.state" && string_attr(op, "slot").as_deref() == Some("mask") {
+            let ty = unsafe { mlirTypeAttrGetValue(ir::attr(op, "type")) };
+            let s = spec_of_type(ty).map_err(|e| (op_loc(op), e.to_string()))?;
+            if !s.shape.is_empty() || !s.dtype.is_float() {
+                return Err((op_loc(op), "a mask counter is a rank-0 float state".into()));
+            }
+            counters.push((string_attr(op, "sym_name").unwrap_or_default(), None, s));
+        }
+    }
     let mut anchor = last_param;
     let taken: std::collections::HashSet<String> =
         ops_of(body).into_iter().filter_map(|op| string_attr(op, "sym_name")).collect();
@@ -171,6 +203,8 @@ pub fn add_train_step(
         }
         anchor = Some(op);
     }
+
+    states.extend(counters);
 
     // 3. The train step's body: the gradient function's, then the update.
     let g_block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(grad_fn, 0)) };
@@ -342,7 +376,19 @@ fn build_update(
                 new_states.insert(format!("{name}.exp_avg"), m);
                 new_states.insert(format!("{name}.exp_avg_sq"), v);
                 let (bc1, bc2) = corrections.ok_or_else(|| (loc, "no bias corrections".to_string()))?;
-                let (bc1, bc2) = (cast_to(&e, bc1, ps.dtype)?, cast_to(&e, bc2, ps.dtype)?);
+                let (bc1, bc2) = if states.iter().any(|(n, p, _)| p.as_deref() == Some(name) && n.ends_with(".age")) {
+                    // Per entry, by its age (f64, rounded once, as the global ones).
+                    let age = e.binary("hl.add", state("age")?, e.scalar(1.0, p)?)?;
+                    new_states.insert(format!("{name}.age"), age);
+                    let t = e.typed("hl.cast", &[age], &TensorSpec::new(ps.shape.clone(), DType::F64))?;
+                    let correction = |beta: f64| -> Result<MlirValue, Failure> {
+                        let c = e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta, t)?, t)?)?;
+                        cast_to(&e, c, ps.dtype)
+                    };
+                    (correction(beta1)?, correction(beta2)?)
+                } else {
+                    (cast_to(&e, bc1, ps.dtype)?, cast_to(&e, bc2, ps.dtype)?)
+                };
                 let denom = e.binary("hl.add", e.unary("hl.sqrt", e.binary("hl.div", v, bc2)?)?, e.scalar(eps, v)?)?;
                 let step_size = e.binary("hl.div", lr_p, bc1)?;
                 let update = e.binary("hl.mul", e.binary("hl.div", m, denom)?, step_size)?;
@@ -352,6 +398,12 @@ fn build_update(
         new_params.push(p_new);
     }
     new_states.insert("step".into(), next_step);
+    for (name, param, s) in states {
+        if param.is_none() && name != "step" && !new_states.contains_key(name) {
+            let c = get_symbol(&e, "hl.get_state", name, s)?;
+            new_states.insert(name.clone(), e.binary("hl.add", c, e.scalar(1.0, c)?)?);
+        }
+    }
 
     let mut outputs = vec![loss];
     outputs.extend(new_params);

@@ -252,7 +252,11 @@ fn run(args: &Args) -> Result<(), String> {
                         let command = format!("{tool} {}\n", shell_words(&input.args));
                         let _ = std::fs::write(dir.join("command"), &command);
                         let _ = std::fs::write(dir.join("output"), format!("{status}\n{output}"));
-                        crash_list.lock().unwrap_or_else(|e| e.into_inner()).push(format!("#{i} ({}): {status}: {}", input.kind, command.trim()));
+                        crash_list.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                            "#{i} ({}): {status}: {}",
+                            input.kind,
+                            command.trim()
+                        ));
                     }
                     let _ = std::fs::remove_file(&file);
                     let _ = std::fs::remove_dir_all(&scratch);

@@ -2,7 +2,8 @@
 //! transaction (kept model, probe check, watch window, rollback).
 
 use super::{
-    Action, Grown, Observation, Observer, Operator, Policy, Result, State, Template, Trigger, grow, rewrite, step_flops,
+    Action, Grown, Observation, Observer, Operator, Policy, Result, State, Template, Trigger, grow_with, rewrite,
+    step_flops,
 };
 use crate::train::{Metrics, TrainError, Trainer};
 use aicf_runtime::Tensor;
@@ -74,7 +75,10 @@ impl Decision {
             self.action,
             self.trigger,
             self.outcome,
-            self.diff.join(", "),
+            match self.diff.len() {
+                0..=8 => self.diff.join(", "),
+                n => format!("{}, ... {} more changes in the decision log", self.diff[..6].join(", "), n - 6),
+            },
             self.pause_seconds,
             if self.reason.is_empty() { String::new() } else { format!(": {}", self.reason) }
         )
@@ -456,7 +460,9 @@ impl Adaptive {
             let rule = self.policy.rules[i].clone();
             let reason = match &rule.trigger {
                 Trigger::Steps { at } if step == *at => Some(format!("step {at} reached")),
-                Trigger::EverySteps { every } if step.is_multiple_of(*every) => Some(format!("step {step} (every {every})")),
+                Trigger::EverySteps { every } if step.is_multiple_of(*every) => {
+                    Some(format!("step {step} (every {every})"))
+                }
                 Trigger::Flops { at } if flops_before < *at && self.flops >= *at => {
                     Some(format!("{:.3e} training FLOPs reached", at))
                 }
@@ -610,7 +616,12 @@ impl Adaptive {
         let probe: Vec<Tensor> = self.probe_inputs(inputs).into_iter().cloned().collect();
         let probe: Vec<&Tensor> = probe.iter().collect();
         let before = if probe.is_empty() { None } else { Some(self.trainer.loss(&probe)?) };
-        let mut grown = match grow(&self.trainer, op, self.policy.seed ^ self.rewrites as u64) {
+        let mut grown = match grow_with(
+            &self.trainer,
+            op,
+            self.policy.seed ^ self.rewrites as u64,
+            self.policy.age_bias_correction,
+        ) {
             Ok(g) => g,
             Err(e) => {
                 d.outcome = "rejected".into();
@@ -809,7 +820,12 @@ impl Adaptive {
         let lr = self.last_lr * self.lr_factor;
         let mut best: Option<(f64, Grown, Operator)> = None;
         for op in ops {
-            let mut g = match grow(&self.trainer, op, self.policy.seed ^ self.rewrites as u64) {
+            let mut g = match grow_with(
+                &self.trainer,
+                op,
+                self.policy.seed ^ self.rewrites as u64,
+                self.policy.age_bias_correction,
+            ) {
                 Ok(g) => g,
                 Err(e) => {
                     d.candidates.push((format!("{} (failed: {e})", op.describe()), f64::NAN));

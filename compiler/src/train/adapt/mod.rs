@@ -48,7 +48,10 @@ pub mod rewrite;
 pub use adaptive::{Adaptive, Decision, Outcome, Progress, Snapshot, param_count};
 pub use observe::{LayerStats, Observation, Observer};
 pub use policy::{Action, Policy, Rule, Template, Trigger};
-pub use rewrite::{BlockInit, Grown, Operator, Plan, Rewrite, SlotRule, State, WidenRule, grow, rebind, rewrite, step_flops};
+pub use rewrite::{
+    BlockInit, Grown, Operator, Plan, Rewrite, SlotRule, State, WidenRule, grow, grow_with, rebind, rewrite,
+    rewrite_with, step_flops,
+};
 
 pub type Result<T, E = super::TrainError> = std::result::Result<T, E>;
 

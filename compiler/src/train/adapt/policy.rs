@@ -90,6 +90,10 @@ pub enum Template {
         init: BlockInit,
         #[serde(default)]
         state: SlotRule,
+        #[serde(default)]
+        mask: Option<usize>,
+        #[serde(default)]
+        mask_delay: usize,
     },
     /// Several growths at once, in this order (each resolved against the
     /// model before any of them).
@@ -141,10 +145,12 @@ impl Template {
         match self {
             Template::Widen { layer, .. } if layer.contains('*') => {
                 let ops = expand(trainer, layer, ".weight").into_iter().filter_map(|l| {
-                    let Template::Widen { width, factor, max_width, rule, split_noise, noise, .. } = self.clone() else {
+                    let Template::Widen { width, factor, max_width, rule, split_noise, noise, .. } = self.clone()
+                    else {
                         return None;
                     };
-                    Template::Widen { layer: l, width, factor, max_width, rule, split_noise, noise }.resolve(trainer, serial)
+                    Template::Widen { layer: l, width, factor, max_width, rule, split_noise, noise }
+                        .resolve(trainer, serial)
                 });
                 one_or_all(ops.collect())
             }
@@ -166,7 +172,7 @@ impl Template {
                 let target = max_width.map_or(target, |m| target.min(m));
                 (target > current).then_some(Operator::WidenResidual { width: target })
             }
-            Template::AddBlock { prefix, at, from, count, max_blocks, init, state } => {
+            Template::AddBlock { prefix, at, from, count, max_blocks, init, state, mask, mask_delay } => {
                 let symbols = &trainer.backend().manifest().symbols;
                 let mut indices: Vec<usize> =
                     symbols.iter().filter_map(|s| grow_stream::block_of(&s.name, prefix).map(|(i, _)| i)).collect();
@@ -183,6 +189,8 @@ impl Template {
                         from: *from,
                         init: *init,
                         state: *state,
+                        mask: *mask,
+                        mask_delay: *mask_delay,
                     })
                     .collect();
                 one_or_all(ops)
@@ -272,6 +280,9 @@ pub struct Policy {
     /// After a rewrite, the learning rate ramps from 10% to 100% over this
     /// many steps (0: no re-warm-up).
     pub rewarmup_steps: u64,
+    /// Grown parameters get per-entry ages, and Adam bias-corrects each
+    /// entry by its own (`adapt::rewrite_with`).
+    pub age_bias_correction: bool,
     /// After a rewrite, this many steps are watched; an instability in them
     /// rolls the rewrite back.
     pub watch_steps: u64,
@@ -297,6 +308,7 @@ impl Default for Policy {
             verify_tolerance: 1e-5,
             max_loss_increase: 0.05,
             rewarmup_steps: 0,
+            age_bias_correction: false,
             watch_steps: 50,
             spike_factor: 4.0,
             max_rewrites: 0,
@@ -315,6 +327,7 @@ struct RawPolicy {
     verify_tolerance: Option<f64>,
     max_loss_increase: Option<f64>,
     rewarmup_steps: Option<u64>,
+    age_bias_correction: Option<bool>,
     watch_steps: Option<u64>,
     spike_factor: Option<f64>,
     max_rewrites: Option<usize>,
@@ -465,6 +478,7 @@ impl Policy {
             verify_tolerance: raw.verify_tolerance.unwrap_or(d.verify_tolerance),
             max_loss_increase: raw.max_loss_increase.unwrap_or(d.max_loss_increase),
             rewarmup_steps: raw.rewarmup_steps.unwrap_or(d.rewarmup_steps),
+            age_bias_correction: raw.age_bias_correction.unwrap_or(d.age_bias_correction),
             watch_steps: raw.watch_steps.unwrap_or(d.watch_steps),
             spike_factor: raw.spike_factor.unwrap_or(d.spike_factor),
             max_rewrites: raw.max_rewrites.unwrap_or(d.max_rewrites),

@@ -104,6 +104,14 @@ pub enum Operator {
         init: BlockInit,
         #[serde(default)]
         state: SlotRule,
+        /// MSG-style masked entry: the block's branches are multiplied by
+        /// a mask ramped from 0 to 1 over this many steps (after
+        /// `mask_delay` steps at 0), so the function is preserved for any
+        /// `init`; the mask's counter is a state the train step advances.
+        #[serde(default)]
+        mask: Option<usize>,
+        #[serde(default)]
+        mask_delay: usize,
     },
     /// Several growth operators, one after the other, as one rewrite.
     Compose { ops: Vec<Operator> },
@@ -142,7 +150,7 @@ impl Operator {
         match self {
             Operator::Widen { noise, .. } => *noise == 0.0,
             Operator::Deepen { .. } | Operator::Heads { .. } | Operator::WidenResidual { .. } => true,
-            Operator::AddBlock { init, .. } => *init == BlockInit::Zero,
+            Operator::AddBlock { init, mask, .. } => *init == BlockInit::Zero || mask.is_some(),
             Operator::Compose { ops } => ops.iter().all(Operator::exact),
         }
     }
@@ -157,9 +165,9 @@ impl Operator {
             }
             Operator::Heads { attention, heads } => pipeline::add_heads(attention, *heads),
             Operator::WidenResidual { width } => pipeline::widen_residual(*width),
-            Operator::AddBlock { prefix, at, from, .. } => {
+            Operator::AddBlock { prefix, at, from, mask, mask_delay, .. } => {
                 let index = |i: &Option<usize>| i.map_or(-1, |i| i as i64);
-                pipeline::insert_block(prefix, index(at), index(from))
+                pipeline::insert_block(prefix, index(at), index(from), mask.unwrap_or(0), *mask_delay)
             }
             Operator::Compose { ops } => ops.iter().map(Operator::pipeline).collect::<Vec<_>>().join(" then "),
         }
@@ -173,10 +181,11 @@ impl Operator {
             }
             Operator::Heads { attention, heads } => format!("grow {attention} to {heads} heads"),
             Operator::WidenResidual { width } => format!("widen the residual stream to {width}"),
-            Operator::AddBlock { prefix, at, from, init, .. } => {
+            Operator::AddBlock { prefix, at, from, init, mask, .. } => {
                 let at = at.map_or("after the last".to_string(), |a| format!("at {a}"));
                 let from = from.map_or(String::new(), |f| format!(" like {prefix}.{f}"));
-                format!("add a block to {prefix} {at}{from} ({init:?})").to_lowercase()
+                let mask = mask.map_or(String::new(), |k| format!(", masked over {k} steps"));
+                format!("add a block to {prefix} {at}{from} ({init:?}{mask})").to_lowercase()
             }
             Operator::Compose { ops } => ops.iter().map(Operator::describe).collect::<Vec<_>>().join("; "),
         }
@@ -227,6 +236,14 @@ fn shape_text(shape: &[usize]) -> String {
 /// Rewrites the `hl` module `source` by `op` (the growth pass), returning
 /// the new module's text and the plan its state rebinding follows.
 pub fn rewrite(source: &str, name: &str, op: &Operator) -> Result<Rewrite, CompileError> {
+    rewrite_with(source, name, op, false)
+}
+
+/// [`rewrite`]; with `ages`, every parameter the rewrite changes or adds
+/// gets an age state (`hl.state @p.age of @p slot "age"`), so Adam
+/// bias-corrects each entry by the steps it has been trained (new entries
+/// from 0) instead of by the run's step count.
+pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Result<Rewrite, CompileError> {
     let ctx = CompilerContext::new();
     let mut module = ctx.parse(source, name)?;
     let raw = module.as_operation().to_raw();
@@ -258,21 +275,21 @@ pub fn rewrite(source: &str, name: &str, op: &Operator) -> Result<Rewrite, Compi
             let name = name.clone().unwrap_or_else(|| format!("{after}_deep"));
             Plan::Deepen(grow::plan_deepen(raw, after, &name, *residual).map_err(failed)?)
         }
-        Operator::WidenResidual { width } => {
-            Plan::Residual(grow_stream::plan_residual(raw, *width).map_err(failed)?)
-        }
-        Operator::AddBlock { prefix, at, from, init, state } => {
-            let count = grow_stream::plan_block(raw, prefix, 0, 0).map_err(failed)?.count;
+        Operator::WidenResidual { width } => Plan::Residual(grow_stream::plan_residual(raw, *width).map_err(failed)?),
+        Operator::AddBlock { prefix, at, from, init, state, mask, mask_delay } => {
+            let count = grow_stream::plan_block(raw, prefix, 0, 0, None).map_err(failed)?.count;
             let at = at.unwrap_or(count);
             let from = from.unwrap_or(at.saturating_sub(1).min(count.saturating_sub(1)));
             if *state == SlotRule::Copy && *init != BlockInit::Copy {
                 return Err(CompileError::Pipeline {
                     pipeline: op.pipeline(),
-                    message: "state = \"copy\" needs init = \"copy\" (a new block's fresh values have no state to copy)"
-                        .into(),
+                    message:
+                        "state = \"copy\" needs init = \"copy\" (a new block's fresh values have no state to copy)"
+                            .into(),
                 });
             }
-            let plan = grow_stream::plan_block(raw, prefix, at, from).map_err(failed)?;
+            let mask = mask.map(|steps| grow_stream::Mask { steps, delay: *mask_delay });
+            let plan = grow_stream::plan_block(raw, prefix, at, from, mask).map_err(failed)?;
             Plan::Block { plan, init: *init, state: *state }
         }
         Operator::Compose { .. } => {
@@ -292,6 +309,15 @@ pub fn rewrite(source: &str, name: &str, op: &Operator) -> Result<Rewrite, Compi
     let before = params_of(raw);
     crate::run_pipeline(&ctx, &mut module, &op.pipeline())?;
     let after = params_of(module.as_operation().to_raw());
+    if ages {
+        let grown: Vec<&str> = after
+            .iter()
+            .filter(|(n, shape)| before.iter().find(|(b, _)| b == n).is_none_or(|(_, old)| old != shape))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        declare_ages(module.as_operation().to_raw(), &grown)
+            .map_err(|message| CompileError::Pipeline { pipeline: op.pipeline(), message })?;
+    }
     let mut diff = Vec::new();
     for (name, shape) in &after {
         match before.iter().find(|(n, _)| n == name) {
@@ -304,8 +330,59 @@ pub fn rewrite(source: &str, name: &str, op: &Operator) -> Result<Rewrite, Compi
     Ok(Rewrite { source: module.as_operation().to_string(), plan, diff, exact })
 }
 
-/// The optimizer-state kinds a parameter can have, by symbol suffix.
-const STATE_KINDS: [&str; 3] = ["momentum", "exp_avg", "exp_avg_sq"];
+/// Declares `hl.state @p.age of @p slot "age"` after each of `params`'
+/// declarations that has none.
+fn declare_ages(module: mlir_sys::MlirOperation, params: &[&str]) -> std::result::Result<(), String> {
+    use crate::ir;
+    let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(module, 0)) };
+    let ops = ir::ops_of(body);
+    let names: std::collections::HashSet<String> =
+        ops.iter().filter_map(|&op| ir::string_attr(op, "sym_name")).collect();
+    let ctx = unsafe { mlir_sys::mlirOperationGetContext(module) };
+    for &decl in &ops {
+        if ir::op_name(decl) != "hl.param" {
+            continue;
+        }
+        let Some(p) = ir::string_attr(decl, "sym_name") else { continue };
+        let age = format!("{p}.age");
+        if !params.contains(&p.as_str()) || names.contains(&age) {
+            continue;
+        }
+        let ty = ir::attr_text(decl, "type");
+        let attrs = [
+            ("sym_name", format!("\"{age}\"")),
+            ("type", ty),
+            ("param", format!("@\"{p}\"")),
+            ("slot", "\"age\"".to_string()),
+            ("init", "#hl.init<zeros>".to_string()),
+        ];
+        let spec = ir::OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..ir::OpSpec::new("hl.state") };
+        let op = ir::create_op(ctx, ir::op_loc(decl), &spec).map_err(|e| format!("declaring @{age}: {e:?}"))?;
+        unsafe { mlir_sys::mlirBlockInsertOwnedOperationAfter(body, decl, op) };
+    }
+    Ok(())
+}
+
+/// The optimizer-state kinds a parameter can have, by symbol suffix
+/// (`age`: the steps each entry has been trained, where a growth declared
+/// it).
+const STATE_KINDS: [&str; 4] = ["momentum", "exp_avg", "exp_avg_sq", "age"];
+
+/// `old` with an age for every parameter `fresh` has one for and `old`
+/// has not: each entry as old as the run (its `step`).
+fn with_ages(old: &State, fresh: &State) -> State {
+    let mut out = old.clone();
+    let step = old.get("step").and_then(|t| t.values.first()).copied().unwrap_or(0.0);
+    for name in fresh.keys() {
+        if let (param, Some("age")) = split_symbol(name)
+            && !old.contains_key(name)
+            && let Some(p) = old.get(param)
+        {
+            out.insert(name.clone(), Tensor::new(p.shape.clone(), p.dtype, vec![step; p.values.len()]));
+        }
+    }
+    out
+}
 
 /// `(parameter, state kind)` of a symbol name: `fc1.weight.exp_avg` is
 /// `("fc1.weight", Some("exp_avg"))`; a parameter has no kind.
@@ -362,6 +439,7 @@ fn draw(seed: u64, stream: u64, i: u64, n: usize) -> (usize, f64) {
 /// noise. Symbols the plan does not touch are copied (the step count among
 /// them); a new symbol no rule covers is an error.
 pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<State> {
+    let old = &with_ages(old, fresh);
     let missing = |name: &str| TrainError::Input(format!("rebinding: the old model has no {name}"));
     let mut out = State::new();
     // Net2Wider's choice of source units and split factors.
@@ -399,6 +477,11 @@ pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<Stat
                     let o = old.get(name).ok_or_else(|| missing(name))?;
                     let zeros = vec![0.0; fresh_t.values.len()];
                     let values = match (rule, is_incoming, kind) {
+                        // Ages: kept entries keep theirs, new ones start at 0.
+                        (_, _, Some("age")) => {
+                            let kept: Vec<Option<usize>> = (0..w.width).map(|j| (j < w.old).then_some(j)).collect();
+                            gather_axis(&o.values, &o.shape, axis, &kept, &vec![1.0; w.width], &zeros)
+                        }
                         // Net2Wider: incoming copied (state scaled by the split), outgoing split (state copied).
                         (WidenRule::Net2wider, true, None) => {
                             gather_axis(&o.values, &o.shape, axis, source, &vec![1.0; w.width], &zeros)
@@ -514,6 +597,10 @@ fn rebind_residual(r: &ResidualPlan, old: &State, fresh: &State) -> Result<State
         let norm_bias = r.norms.iter().any(|(_, b)| b.as_deref() == Some(param));
         let o = old.get(name);
         let values = match (o, kind) {
+            (Some(o), Some("age")) if o.shape != fresh_t.shape => {
+                let axis = producer.or(consumer.map(|c| c.0)).unwrap_or(0);
+                extend(o, axis, r.width, 1.0, Fill::Zero)
+            }
             (Some(o), None) if producer.is_some() => extend(o, producer.unwrap_or(0), r.width, 1.0, Fill::Mean),
             (Some(o), None) if consumer.is_some() => {
                 let (axis, normalized) = consumer.unwrap_or((1, false));
@@ -557,7 +644,8 @@ fn rebind_block(b: &BlockPlan, init: BlockInit, state: SlotRule, old: &State, fr
         let block = grow_stream::block_of(param, &b.prefix);
         let source = |i: usize, rest: &str| format!("{}.{i}.{rest}{suffix}", b.prefix);
         let copied = |from: String| -> Result<Vec<f64>> {
-            let o = old.get(&from).ok_or_else(|| TrainError::Input(format!("rebinding: the old model has no {from}")))?;
+            let o =
+                old.get(&from).ok_or_else(|| TrainError::Input(format!("rebinding: the old model has no {from}")))?;
             if o.shape != fresh_t.shape {
                 return Err(TrainError::Input(format!(
                     "rebinding: {name} is {:?}, its source {from} {:?}",
@@ -568,6 +656,7 @@ fn rebind_block(b: &BlockPlan, init: BlockInit, state: SlotRule, old: &State, fr
         };
         let n = fresh_t.values.len();
         let values = match block {
+            Some((i, "mask")) if i == b.at => vec![0.0; n],
             Some((i, rest)) if i == b.at => match (init, kind) {
                 (BlockInit::Zero, None) if b.outputs.iter().any(|p| p == rest) => vec![0.0; n],
                 (BlockInit::Zero, None) => fresh_t.values.clone(),
@@ -644,12 +733,18 @@ pub struct Grown {
 /// the kernel cache) and carries the parameters, optimizer state and step
 /// count over by the operator's rule. `trainer` is left as it was.
 pub fn grow(trainer: &Trainer, op: &Operator, seed: u64) -> Result<Grown> {
+    grow_with(trainer, op, seed, false)
+}
+
+/// [`grow`]; with `ages`, the parameters the rewrite changes or adds get
+/// per-entry ages for Adam's bias correction ([`rewrite_with`]).
+pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Result<Grown> {
     let started = Instant::now();
     if let Operator::Compose { ops } = op {
         let mut done: Option<Grown> = None;
         for (k, step) in ops.iter().enumerate() {
             let base = done.as_ref().map_or(trainer, |g| &g.trainer);
-            let next = grow(base, step, seed ^ (k as u64).wrapping_mul(0x9E37_79B9))?;
+            let next = grow_with(base, step, seed ^ (k as u64).wrapping_mul(0x9E37_79B9), ages)?;
             done = Some(match done {
                 None => next,
                 Some(prev) => {
@@ -670,7 +765,7 @@ pub fn grow(trainer: &Trainer, op: &Operator, seed: u64) -> Result<Grown> {
         grown.seconds = started.elapsed().as_secs_f64();
         return Ok(grown);
     }
-    let rewrite = rewrite(trainer.source(), trainer.name(), op)?;
+    let rewrite = rewrite_with(trainer.source(), trainer.name(), op, ages)?;
     // The new model at every batch size the old one ran, compiled at once.
     let batches: Vec<Option<usize>> = trainer.compiled().iter().map(|c| c.batch).collect();
     let compiled = crate::train::precompile(&rewrite.source, trainer.name(), trainer.options(), &batches)?;

@@ -363,7 +363,12 @@ def HLInsertBlock : Pass<"hl-insert-block", "::mlir::ModuleOp"> {
     Function preservation: with the block's output projections (the linear
     layers its residual adds add) zero, the new block is the identity:
     AICF's `zero` rule (`Operator::AddBlock`). The `copy` rule (stacking)
-    copies block `from`'s values and is not function-preserving.
+    copies block `from`'s values and is not function-preserving. With
+    `mask=K` (MSG), every branch the new block adds is multiplied by
+    `clamp((c - mask_delay) / K, 0, 1)`, where `c` is a counter state
+    (`hl.state @<prefix>.<at>.mask slot "mask"`) the train step increments:
+    exact for any values of the new block, which gets zero gradients while
+    its mask is 0.
 
     Input (`prefix=blocks at=-1`): a model with `@blocks.0.*`, `@blocks.1.*`.
     Output: `@blocks.2.*` declared like `@blocks.1.*`, its ops after block 1.
@@ -372,6 +377,9 @@ def HLInsertBlock : Pass<"hl-insert-block", "::mlir::ModuleOp"> {
     Option<"prefix", "prefix", "std::string", /*default=*/"\"blocks\"", "The blocks' parameter prefix">,
     Option<"at", "at", "int64_t", /*default=*/"-1", "The new block's position (-1: after the last)">,
     Option<"from", "from", "int64_t", /*default=*/"-1", "The block it is built like (-1: the one before it)">,
+    Option<"mask", "mask", "int64_t", /*default=*/"0",
+           "Masked entry (MSG): the new block's branches ramp in over this many steps (0: no mask)">,
+    Option<"mask_delay", "mask_delay", "int64_t", /*default=*/"0", "Steps the mask stays 0 before the ramp">,
   ];
 }
 

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Grows the char LM on tiny Shakespeare and compares it with the target
+model trained from scratch (`make grow-lm`; Python standard library only).
+
+    experiment.py [--aicf target/debug/aicf] [--out target/grow_lm]
+                  [--seeds 3] [--steps 2400] [--lrs 1.5e-3,3e-3,6e-3]
+
+The target is examples/grow_lm/target.mlir: 4 pre-norm blocks of width 64,
+4 heads, MLP 256, context 64, batch 16, no dropout. Runs, all Adam with a
+constant learning rate, `--steps` steps, a held-out evaluation every 200
+steps (256 windows from the end of the text):
+
+1. scratch, seed 0, at each of `--lrs`: the learning rate with the lowest
+   best held-out loss is the tuned one;
+2. scratch at the tuned rate, seeds 1 .. N-1;
+3. grown 2x (small2x.mlir: 2 blocks of width 32, grow2x.toml) and grown 4x
+   (small4x.mlir: 1 block of width 16, grow4x.toml), seeds 0 .. N-1, at the
+   tuned rate. Both become the target's architecture at step 600 in one
+   function-preserving rewrite.
+
+For each seed, the goal is the from-scratch run's best held-out loss; the
+table gives the training FLOPs (the compiled step's matrix products and
+attention, as `metrics.jsonl` counts them) and the training seconds each
+grown run needed to first reach it, as a ratio of the scratch run's, with
+mean and spread over the seeds. Results go to OUT/results.md.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+EVAL_EVERY = 200  # steps: windows per epoch / batch 16
+
+
+def run(aicf, model, out, seed, lr, steps, policy=None):
+    metrics = os.path.join(out, "metrics.jsonl")
+    if os.path.exists(os.path.join(out, "done")):
+        return load(metrics)
+    epochs = steps // EVAL_EVERY
+    cmd = [aicf, "train", model, "--data", os.path.join(ROOT, "data/tinyshakespeare.txt"),
+           "--windows-per-epoch", str(EVAL_EVERY * 16), "--epochs", str(epochs), "--lr", str(lr),
+           "--seed", str(seed), "--out", out, "--no-progress"]
+    if policy:
+        cmd += ["--adapt", policy]
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    open(os.path.join(out, "done"), "w").close()
+    return load(metrics)
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def best(rows):
+    return min(rows, key=lambda r: r["val_loss"])
+
+
+def reach(rows, target):
+    """FLOPs and training seconds until the held-out loss first reaches target."""
+    seconds = 0.0
+    for r in rows:
+        seconds += r["seconds"]
+        if r["val_loss"] <= target:
+            return r["train_flops"], seconds, r["step"]
+    return None
+
+
+def spread(xs, fmt="{:.2f}"):
+    if not xs:
+        return "-"
+    if len(xs) == 1:
+        return fmt.format(xs[0])
+    return (fmt + " (" + fmt + " - " + fmt + ")").format(statistics.mean(xs), min(xs), max(xs))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--aicf", default=os.path.join(ROOT, "target/debug/aicf"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "target/grow_lm"))
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=2400)
+    ap.add_argument("--lrs", default="1.5e-3,3e-3,6e-3")
+    a = ap.parse_args()
+    if a.seeds < 1 or a.steps < EVAL_EVERY or a.steps % EVAL_EVERY:
+        sys.exit(f"--seeds must be at least 1 and --steps a multiple of {EVAL_EVERY}")
+    lrs = [float(x) for x in a.lrs.split(",")]
+    target = os.path.join(HERE, "target.mlir")
+
+    tuning = {lr: run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s0"), 0, lr, a.steps) for lr in lrs}
+    lr = min(lrs, key=lambda x: best(tuning[x])["val_loss"])
+    scratch = {0: tuning[lr]}
+    for s in range(1, a.seeds):
+        scratch[s] = run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s{s}"), s, lr, a.steps)
+    grown = {}
+    for factor in ("2x", "4x"):
+        model, policy = os.path.join(HERE, f"small{factor}.mlir"), os.path.join(HERE, f"grow{factor}.toml")
+        grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{factor}-s{s}"), s, lr, a.steps, policy)
+                         for s in range(a.seeds)}
+
+    lines = [f"Tuning (seed 0, best held-out loss): " + ", ".join(
+        f"lr {x:g}: {best(tuning[x])['val_loss']:.4f}" for x in lrs) + f"; tuned lr {lr:g}", ""]
+    lines.append("| run | seeds reaching the scratch best | FLOPs to reach it (x scratch) | training time to reach it (x scratch) | best held-out loss | final held-out loss |")
+    lines.append("|---|---|---|---|---|---|")
+    sb = [best(scratch[s])["val_loss"] for s in scratch]
+    sf = [scratch[s][-1]["val_loss"] for s in scratch]
+    lines.append(f"| scratch (target, lr {lr:g}) | {len(scratch)}/{len(scratch)} | 1 | 1 | {spread(sb, '{:.4f}')} | {spread(sf, '{:.4f}')} |")
+    for factor, runs in grown.items():
+        flops, secs, bests, finals, reached = [], [], [], [], 0
+        for s, rows in runs.items():
+            goal = best(scratch[s])
+            f0, t0, _ = reach(scratch[s], goal["val_loss"])
+            got = reach(rows, goal["val_loss"])
+            bests.append(best(rows)["val_loss"])
+            finals.append(rows[-1]["val_loss"])
+            if got:
+                reached += 1
+                flops.append(got[0] / f0)
+                secs.append(got[1] / t0)
+        lines.append(f"| grown {factor} | {reached}/{len(runs)} | {spread(flops)} | {spread(secs)} | "
+                     f"{spread(bests, '{:.4f}')} | {spread(finals, '{:.4f}')} |")
+    lines.append("")
+    lines.append("Mean (min - max) over the seeds; each grown run against the scratch run of its seed. "
+                 f"{a.steps} steps of batch 16 x 64 characters each run, held-out loss every {EVAL_EVERY} steps.")
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(a.out, "results.md"), "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
