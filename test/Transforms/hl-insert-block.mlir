@@ -15,6 +15,7 @@
 // CHECK-NEXT: hl.param @ln_f.weight
 // CHECK-LABEL: func.func @forward
 // CHECK: hl.get_param @blocks.0.ln1.weight
+// CHECK: hl.get_param @blocks.0.mlp.proj.bias
 // CHECK: %[[B0:.*]] = hl.add %{{.*}}, %{{.*}} : tensor<16x64x64xf32>, tensor<16x64x64xf32>
 // CHECK-NEXT: hl.get_param @blocks.1.ln1.weight
 // CHECK-NEXT: hl.get_param @blocks.1.ln1.bias

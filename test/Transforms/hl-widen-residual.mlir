@@ -34,7 +34,7 @@ func.func @forward(%t: tensor<2x3xi32>) -> tensor<2x3x8xf32> {
   %e = hl.get_param @emb.weight : tensor<5x8xf32>
   %x = hl.gather %e[%t] axis = 0 : tensor<5x8xf32>, tensor<2x3xi32>
   %w = hl.get_param @ln.weight : tensor<8xf32>
-  // expected-error @below {{hl-widen-residual: a layer norm of the residual stream reaches 'hl.add' here; only linear layers may read it}}
+  // expected-error @below {{hl-widen-residual: a layer norm's output is added into the residual stream here (post-norm); only pre-norm residual networks can widen exactly}}
   %n = hl.layer_norm %x weight %w dims = 1 eps = 1.0e-05 : tensor<2x3x8xf32>, tensor<8xf32>
   %y = hl.add %x, %n : tensor<2x3x8xf32>, tensor<2x3x8xf32>
   return %y : tensor<2x3x8xf32>
@@ -42,11 +42,11 @@ func.func @forward(%t: tensor<2x3xi32>) -> tensor<2x3x8xf32> {
 
 // -----
 
-// The stream reaching a reduction: its width would change the result.
+// The stream reaching the function's result: its width would change it.
 hl.param @emb.weight : tensor<5x8xf32> owner "emb" init <normal>
 func.func @forward(%t: tensor<2x3xi32>) -> tensor<2x3x8xf32> {
   %e = hl.get_param @emb.weight : tensor<5x8xf32>
-  // expected-error @below {{hl-widen-residual: the residual stream reaches 'func.return' here; it may reach adds, dropout, layer norms over its last axis and linear layers}}
   %x = hl.gather %e[%t] axis = 0 : tensor<5x8xf32>, tensor<2x3xi32>
+  // expected-error @below {{hl-widen-residual: the residual stream reaches 'func.return' here; it may reach adds, dropout, layer norms over its last axis and linear layers}}
   return %x : tensor<2x3x8xf32>
 }
