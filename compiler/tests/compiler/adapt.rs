@@ -796,3 +796,49 @@ fn grown_entries_are_bias_corrected_by_their_own_age_when_the_policy_asks() {
     // Kept entries update as before: the same values either way.
     assert_eq!(row(&a["fc1.weight"], 3), row(&p["fc1.weight"], 3));
 }
+
+#[test]
+fn schedules_grow_every_k_steps_or_at_a_flops_budget_and_bad_schedules_are_refused() {
+    let text = r#"
+        [[rule]]
+        when = "steps"
+        every = 4
+        action = { op = "widen", layer = "fc1", factor = 2.0, max_width = 64, rule = "zero-out" }
+
+        [[rule]]
+        when = "flops"
+        flops = 2.0e6
+        action = { op = "deepen", after = "fc1", residual = true }
+    "#;
+    let mut p = Policy::parse(text).unwrap();
+    assert_eq!(p.rules[0].trigger, Trigger::EverySteps { every: 4 });
+    assert_eq!(p.rules[1].trigger, Trigger::Flops { at: 2.0e6 });
+    p.prefetch = false;
+    let mut run = Adaptive::new(trained("adam", 0.0, 0), p);
+    let mut grown = Vec::new();
+    for i in 0..13 {
+        let [x, y] = batch(i);
+        if let Outcome::Trained(_, Some(d)) = run.step(&[&x, &y], 3e-3, Progress::default()).unwrap() {
+            grown.push((run.trainer().steps(), run.decisions()[d].action.clone()));
+        }
+    }
+    // 16 -> 32 at step 4, -> 64 at step 8, then capped; the FLOPs budget
+    // (the narrow model's steps count about 0.2 MFLOPs each, more once wider) once.
+    let widen: Vec<u64> = grown.iter().filter(|(_, a)| a.starts_with("widen")).map(|(s, _)| *s).collect();
+    assert_eq!(widen, [4, 8], "{grown:?}");
+    let deepen: Vec<&(u64, String)> = grown.iter().filter(|(_, a)| a.starts_with("deepen")).collect();
+    assert_eq!(deepen.len(), 1, "{grown:?}");
+    assert_eq!(run.trainer().state()["fc1.weight"].shape, [64, 64]);
+    assert!(run.decisions().iter().any(|d| d.trigger.contains("training FLOPs reached")));
+
+    for (bad, says) in [
+        ("when = \"steps\"\naction = \"rollback\"", "needs at = STEP or every = STEPS"),
+        ("when = \"steps\"\nat = 3\nevery = 2\naction = \"rollback\"", "needs at = STEP or every = STEPS"),
+        ("when = \"flops\"\nflops = -1.0\naction = \"rollback\"", "is not a positive number"),
+        ("when = \"epoch\"\nflops = 1.0\naction = \"rollback\"", "takes every, not flops"),
+        ("when = \"steps\"\nat = 3\naction = { op = \"add-block\", init = \"sideways\" }", "unknown variant"),
+    ] {
+        let err = Policy::parse(&format!("[[rule]]\n{bad}")).unwrap_err();
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+}
