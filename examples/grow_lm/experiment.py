@@ -15,7 +15,7 @@ steps (256 windows from the end of the text):
 2. scratch at the tuned rate, seeds 1 .. N-1;
 3. grown 2x (small2x.mlir: 2 blocks of width 32, grow2x.toml) and grown 4x
    (small4x.mlir: 1 block of width 16, grow4x.toml), seeds 0 .. N-1, at the
-   tuned rate. Both become the target's architecture at step 600 in one
+   tuned rate. Both become the target's architecture at step 400 in one
    function-preserving rewrite.
 
 For each seed, the goal is the from-scratch run's best held-out loss; the
