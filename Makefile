@@ -27,14 +27,17 @@ demo: build
 # units wide and widens fc1 on each loss plateau up to 128 (the demo's
 # model), against that model trained from scratch for as many epochs;
 # compare.py gives the training FLOPs each needed to reach the from-scratch
-# run's best held-out loss.
+# run's best held-out loss. Every GEMM runs the generated kernel on 2
+# threads (not the registry's timing-dependent choice), so the runs' bits,
+# and the growth decisions they lead to, are the same on every machine.
+DETERMINISTIC := --gemm generated --threads 2
 grow: build
 	@mkdir -p target/grow
 	$(AICF) train examples/grow/narrow_mlp.mlir --data data/digits.csv.gz --optimizer adam --lr 3e-3 --epochs 30 \
-	  --seed 0 --out target/grow/grown --adapt examples/grow/policy.toml
+	  --seed 0 --out target/grow/grown --adapt examples/grow/policy.toml $(DETERMINISTIC)
 	$(AICF_OPT) examples/grow/narrow_mlp.mlir --hl-widen="layer=fc1 width=128" > target/grow/final_mlp.mlir
 	$(AICF) train target/grow/final_mlp.mlir --data data/digits.csv.gz --optimizer adam --lr 3e-3 --epochs 30 \
-	  --seed 0 --out target/grow/scratch
+	  --seed 0 --out target/grow/scratch $(DETERMINISTIC)
 	@python3 examples/grow/compare.py target/grow/scratch/metrics.jsonl target/grow/grown/metrics.jsonl
 
 # Growing a transformer language model (examples/grow_lm): the char LM of

@@ -567,7 +567,7 @@ pub fn apply_deepen(module: MlirOperation, plan: &DeepenPlan) -> Result<(), Fail
     Ok(())
 }
 
-fn report(module: OperationRef<'_, '_>, pass: &'static str) -> impl Fn(String) -> PassFailed {
+pub(super) fn report(module: OperationRef<'_, '_>, pass: &'static str) -> impl Fn(String) -> PassFailed {
     let loc = module.location().to_raw();
     move |m: String| {
         emit_error(unsafe { Location::from_raw(loc) }, &format!("{pass}: {m}"));
@@ -575,7 +575,7 @@ fn report(module: OperationRef<'_, '_>, pass: &'static str) -> impl Fn(String) -
     }
 }
 
-fn failed((loc, message): Failure) -> PassFailed {
+pub(super) fn failed((loc, message): Failure) -> PassFailed {
     emit_error(unsafe { Location::from_raw(loc) }, &message);
     PassFailed
 }

@@ -40,10 +40,10 @@
 //! listed: with them zero the new block is the identity (exact, dropout
 //! included, as the old ops keep their dropout streams).
 
-use super::grow::{Failure, WidenPlan, find_param, module_body, param_of, param_shape, resize};
+use super::grow::{Failure, WidenPlan, failed, find_param, module_body, param_of, param_shape, report, resize};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::ir::{self, op_loc, op_name, operands, ops_of, string_attr, users};
-use melior::ir::{Location, OperationRef, operation::OperationLike};
+use melior::ir::{Location, OperationRef};
 use mlir_sys::*;
 use std::collections::{HashMap, HashSet};
 
@@ -949,19 +949,6 @@ fn mask_value(
     }
     let ty = crate::types::TensorSpec::new([], dtype).mlir_type();
     insert_before(at, "hl.cast", &[m], Some(&ty), &[], emitted)
-}
-
-fn report(module: OperationRef<'_, '_>, pass: &'static str) -> impl Fn(String) -> PassFailed {
-    let loc = module.location().to_raw();
-    move |m: String| {
-        emit_error(unsafe { Location::from_raw(loc) }, &format!("{pass}: {m}"));
-        PassFailed
-    }
-}
-
-fn failed((loc, message): Failure) -> PassFailed {
-    emit_error(unsafe { Location::from_raw(loc) }, &message);
-    PassFailed
 }
 
 pub(super) fn run_residual(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {

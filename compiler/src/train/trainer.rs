@@ -50,6 +50,12 @@ pub struct Options {
     pub seed: u64,
     /// Where compiled artifacts are cached.
     pub cache_dir: PathBuf,
+    /// Runs every GEMM with this candidate instead of the one the GEMM
+    /// registry measured fastest on this machine: a timing-independent
+    /// choice, so a run's bits do not depend on the machine's load when
+    /// the registry was filled (CPU: generated, library, library-swapped,
+    /// gemm-rs; CUDA: generated, cublaslt).
+    pub gemm: Option<String>,
 }
 
 impl Default for Options {
@@ -62,6 +68,7 @@ impl Default for Options {
             device: Device::default(),
             seed: 0,
             cache_dir: PathBuf::from("target/aicf-cache"),
+            gemm: None,
         }
     }
 }
@@ -172,7 +179,8 @@ impl Trainer {
         // A device that is not there is an error before anything compiles.
         aicf_runtime::check_device(&options.device)?;
         let compiled = compile_artifact(source, name, &options, None)?;
-        let backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;
+        let mut backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;
+        backend.force_gemm(options.gemm.as_deref())?;
         Ok(Trainer { source: source.into(), name: name.into(), options, backend, compiled: vec![compiled], steps: 0 })
     }
 

@@ -19,6 +19,9 @@ pub struct CpuSession {
     arenas: HashMap<(usize, String), Bytes>,
     /// GEMM choices a checkpoint gave (each module added later runs them).
     pins: std::collections::BTreeMap<String, String>,
+    /// The candidate every GEMM runs with, when forced (modules added
+    /// later too).
+    forced: Option<Choice>,
 }
 
 impl CpuSession {
@@ -26,7 +29,8 @@ impl CpuSession {
     /// of the table uses stream `i`); state zeroed.
     pub fn new(module: CpuModule, seed: u64) -> Result<Self> {
         let symbols = initial_symbols(&module.manifest().symbols, seed)?;
-        let mut session = CpuSession { modules: Vec::new(), symbols, arenas: HashMap::new(), pins: Default::default() };
+        let mut session =
+            CpuSession { modules: Vec::new(), symbols, arenas: HashMap::new(), pins: Default::default(), forced: None };
         session.push(module)?;
         Ok(session)
     }
@@ -43,6 +47,8 @@ impl CpuSession {
             self.arenas.insert((index, f.name.clone()), arena);
         }
         module.registry().pin(&self.pins);
+        let mut module = module;
+        module.force_gemm(self.forced);
         self.modules.push(module);
         Ok(())
     }
@@ -202,6 +208,7 @@ impl Backend for CpuSession {
                 message: format!("'{name}' is not a CPU GEMM candidate (generated, library, library-swapped, gemm-rs)"),
             })?),
         };
+        self.forced = choice;
         for m in &mut self.modules {
             m.force_gemm(choice);
         }

@@ -198,6 +198,12 @@ enum Command {
         /// No progress bar (it is drawn only on a terminal anyway).
         #[arg(long)]
         no_progress: bool,
+        /// Run every GEMM with this candidate instead of the registry's
+        /// measured choice, so the run's bits do not depend on timings
+        /// (CPU: generated, library, library-swapped, gemm-rs; CUDA:
+        /// generated, cublaslt).
+        #[arg(long)]
+        gemm: Option<String>,
     },
     /// Accuracy and held-out loss of a checkpoint on a data set (every row
     /// of a table, the held-out end of a text).
@@ -271,6 +277,7 @@ fn main() {
             profile,
             profile_steps,
             no_progress,
+            gemm,
         } => {
             let run = RunOptions {
                 epochs,
@@ -287,7 +294,7 @@ fn main() {
                 profile_steps,
                 progress: !no_progress,
             };
-            train(&compile, &device, &data, &run)
+            train(&compile, &device, &data, &run, gemm)
         }
         Command::Eval { compile, device, data, checkpoint, out } => eval(&compile, &device, &data, &checkpoint, &out),
         Command::Bench { compile, device, lr, steps, out, profile, trace, gemm } => {
@@ -327,6 +334,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Options {
         device: d.device(),
         seed,
         cache_dir: out.to_path_buf(),
+        gemm: None,
     }
 }
 
@@ -452,11 +460,11 @@ fn percent(accuracy: f64) -> String {
     if accuracy.is_nan() { "n/a (no held-out examples)".to_string() } else { format!("{:.2}%", 100.0 * accuracy) }
 }
 
-fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions) -> Result<()> {
+fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, gemm: Option<String>) -> Result<()> {
     if !(0.0..1.0).contains(&run.data.val_split) {
         return Err(format!("--val-split {} is not in [0, 1)", run.data.val_split));
     }
-    let options = options(c, d, run.seed, &run.out);
+    let options = Options { gemm, ..options(c, d, run.seed, &run.out) };
     let summary = run::fit(&c.model, &options, data, run, &mut Printer).map_err(|e| e.to_string())?;
     let last = summary.last();
     let accuracy = last.map_or(f64::NAN, |r| r.val_accuracy);
