@@ -71,6 +71,15 @@ def reach(rows, target):
     return None
 
 
+def at_flops(rows, flops):
+    """The held-out loss of the last evaluation at or below `flops` training FLOPs."""
+    last = None
+    for r in rows:
+        if r["train_flops"] <= flops * (1 + 1e-9):
+            last = r["val_loss"]
+    return last if last is not None else float("nan")
+
+
 def spread(xs, fmt="{:.2f}"):
     if not xs:
         return "-"
@@ -105,25 +114,32 @@ def main():
 
     lines = [f"Tuning (seed 0, best held-out loss): " + ", ".join(
         f"lr {x:g}: {best(tuning[x])['val_loss']:.4f}" for x in lrs) + f"; tuned lr {lr:g}", ""]
-    lines.append("| run | seeds reaching the scratch best | FLOPs to reach it (x scratch) | training time to reach it (x scratch) | best held-out loss | final held-out loss |")
-    lines.append("|---|---|---|---|---|---|")
+    lines.append("| run | seeds reaching the scratch best | FLOPs to reach it (x scratch) | training time to reach it (x scratch) | best held-out loss | final held-out loss | FLOPs to the grown run's best loss (x scratch) | held-out loss at half the scratch FLOPs |")
+    lines.append("|---|---|---|---|---|---|---|---|")
     sb = [best(scratch[s])["val_loss"] for s in scratch]
     sf = [scratch[s][-1]["val_loss"] for s in scratch]
-    lines.append(f"| scratch (target, lr {lr:g}) | {len(scratch)}/{len(scratch)} | 1 | 1 | {spread(sb, '{:.4f}')} | {spread(sf, '{:.4f}')} |")
+    half = [at_flops(scratch[s], scratch[s][-1]["train_flops"] / 2) for s in scratch]
+    lines.append(f"| scratch (target, lr {lr:g}) | {len(scratch)}/{len(scratch)} | 1 | 1 | {spread(sb, '{:.4f}')} | "
+                 f"{spread(sf, '{:.4f}')} | 1 | {spread(half, '{:.4f}')} |")
     for factor, runs in grown.items():
-        flops, secs, bests, finals, reached = [], [], [], [], 0
+        flops, secs, bests, finals, reached, own, halves = [], [], [], [], 0, [], []
         for s, rows in runs.items():
             goal = best(scratch[s])
             f0, t0, _ = reach(scratch[s], goal["val_loss"])
             got = reach(rows, goal["val_loss"])
             bests.append(best(rows)["val_loss"])
             finals.append(rows[-1]["val_loss"])
+            halves.append(at_flops(rows, scratch[s][-1]["train_flops"] / 2))
             if got:
                 reached += 1
                 flops.append(got[0] / f0)
                 secs.append(got[1] / t0)
+            # Where growth paid: the FLOPs each run needed to reach the grown run's best.
+            mine, theirs = reach(rows, best(rows)["val_loss"]), reach(scratch[s], best(rows)["val_loss"])
+            if mine and theirs:
+                own.append(mine[0] / theirs[0])
         lines.append(f"| grown {factor} | {reached}/{len(runs)} | {spread(flops)} | {spread(secs)} | "
-                     f"{spread(bests, '{:.4f}')} | {spread(finals, '{:.4f}')} |")
+                     f"{spread(bests, '{:.4f}')} | {spread(finals, '{:.4f}')} | {spread(own)} | {spread(halves, '{:.4f}')} |")
     lines.append("")
     lines.append("Mean (min - max) over the seeds; each grown run against the scratch run of its seed. "
                  f"{a.steps} steps of batch 16 x 64 characters each run, held-out loss every {EVAL_EVERY} steps.")

@@ -486,7 +486,11 @@ fn block_ops(module: MlirOperation, body: MlirBlock, prefix: &str, index: usize)
             && let Some(name) = ir::flat_symbol(op, "name")
         {
             o = block_of(&name, prefix).is_some_and(|(i, _)| i == index);
-            l = decls.get(&name).is_some_and(|&d| d > last_own);
+            // Later: a later block's, or (not a block's) declared after this block's.
+            l = match block_of(&name, prefix) {
+                Some((i, _)) => i > index,
+                None => decls.get(&name).is_some_and(|&d| d > last_own),
+            };
         }
         for a in operands(op) {
             if let Some(p) = ir::producer(a) {
@@ -752,13 +756,13 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
     };
     let decls = ops_of(body);
     let anchor_after = decls.iter().rev().find(|&&op| {
-        op_name(op) == "hl.param"
+        matches!(op_name(op).as_str(), "hl.param" | "hl.state")
             && string_attr(op, "sym_name")
                 .and_then(|n| block_of(&n, prefix).map(|(i, _)| i))
                 .is_some_and(|i| i < plan.at)
     });
     let anchor_before = decls.iter().find(|&&op| {
-        op_name(op) == "hl.param"
+        matches!(op_name(op).as_str(), "hl.param" | "hl.state")
             && string_attr(op, "sym_name")
                 .and_then(|n| block_of(&n, prefix).map(|(i, _)| i))
                 .is_some_and(|i| i > plan.at)

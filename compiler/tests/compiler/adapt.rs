@@ -842,3 +842,29 @@ fn schedules_grow_every_k_steps_or_at_a_flops_budget_and_bad_schedules_are_refus
         assert!(err.contains(says), "{bad}: {err}");
     }
 }
+
+#[test]
+fn blocks_added_one_after_another_with_ages_keep_their_declarations_in_block_order() {
+    // 1 block to 4, with ages declared by each rewrite (the 4x experiment's path).
+    use aicf_compiler::train::adapt::grow_with;
+    let mut old = trained_lm(1, 0.0, 4);
+    let block = |_: usize| Operator::AddBlock {
+        prefix: "blocks".into(),
+        at: None,
+        from: None,
+        init: Default::default(),
+        state: Default::default(),
+        mask: None,
+        mask_delay: 0,
+    };
+    let op = Operator::Compose { ops: vec![Operator::WidenResidual { width: 16 }, block(1), block(2), block(3)] };
+    let mut g = grow_with(&old, &op, 0, true).unwrap();
+    let n = g.trainer.state();
+    for i in 0..4 {
+        assert_eq!(n[&format!("blocks.{i}.mlp.proj.weight")].shape, [16, 32]);
+        assert!(n.contains_key(&format!("blocks.{i}.attn.out_proj.weight.age")), "blocks.{i} has ages");
+    }
+    assert!(n["blocks.3.attn.q_proj.weight.age"].values.iter().all(|v| *v == 0.0));
+    let (a, b) = (lm_loss(&mut old, 20, false), lm_loss(&mut g.trainer, 20, false));
+    assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
+}
