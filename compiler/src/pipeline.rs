@@ -123,9 +123,10 @@ pub(crate) fn gpu_kernels_to_ptx(chip: &str, libdevice: &Path) -> String {
     )
 }
 
-/// Widens linear layer `layer` to `width` units (a growth rewrite).
-pub fn widen(layer: &str, width: usize) -> String {
-    format!("builtin.module(hl-widen{{layer={layer} width={width}}})")
+/// Widens linear layer `layer` to `width` units (a growth rewrite), the
+/// new units masked in over `mask` steps (0: not).
+pub fn widen(layer: &str, width: usize, mask: usize, mask_delay: usize) -> String {
+    format!("builtin.module(hl-widen{{layer={layer} width={width} mask={mask} mask_delay={mask_delay}}})")
 }
 
 /// Inserts a layer named `name` after `after`'s activation (a growth rewrite).

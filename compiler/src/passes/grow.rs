@@ -42,6 +42,29 @@ use std::collections::HashSet;
 /// An error at a place of the module: (location, message).
 pub type Failure = (MlirLocation, String);
 
+/// MSG-style masked entry of new structure: its contribution is
+/// multiplied by `clamp((c - delay) / steps, 0, 1)`, where `c` is a counter
+/// state (slot `mask`) the train step increments. While the mask is 0 the
+/// new structure adds nothing and gets zero gradients, whatever its values.
+/// A new block has one counter; widened units one per unit (kept units
+/// start full, new ones at 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mask {
+    pub steps: usize,
+    pub delay: usize,
+}
+
+/// The per-unit mask counter of a masked widening of `layer`.
+pub fn unit_mask(layer: &str) -> String {
+    format!("{layer}.mask")
+}
+
+/// Whether `op` applies a growth mask (a product with a tagged mask value).
+fn is_mask(op: MlirOperation) -> bool {
+    op_name(op) == "hl.mul"
+        && operands(op).get(1).and_then(|m| ir::producer(*m)).is_some_and(|p| ir::has(p, "hl.mask"))
+}
+
 /// Elementwise ops that keep a hidden unit a hidden unit: unit `j` of their
 /// result depends on unit `j` of their operand only.
 const ACTIVATIONS: &[&str] =
@@ -185,7 +208,7 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
             }
             for user in users(v) {
                 let name = op_name(user);
-                if ACTIVATIONS.contains(&name.as_str()) {
+                if ACTIVATIONS.contains(&name.as_str()) || is_mask(user) {
                     frontier.push(unsafe { mlirOperationGetResult(user, 0) });
                     continue;
                 }
@@ -220,8 +243,47 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
     Ok(WidenPlan { layer: layer.to_string(), old, width, incoming, outgoing })
 }
 
-/// Applies a [`WidenPlan`] to `module`.
-pub fn apply_widen(module: MlirOperation, plan: &WidenPlan) -> Result<(), Failure> {
+/// Applies a [`WidenPlan`] to `module`; with `mask`, the layer's units
+/// (as its activation chain ends) are multiplied by a per-unit mask before
+/// the next layers read them (declared on the first masked widening;
+/// later widenings grow it).
+pub fn apply_widen(module: MlirOperation, plan: &WidenPlan, mask: Option<Mask>) -> Result<(), Failure> {
+    const PASS: &str = "hl-widen";
+    let name = unit_mask(&plan.layer);
+    let declared = ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name));
+    widen_only(module, plan)?;
+    let Some(mask) = mask.filter(|_| !declared) else { return Ok(()) };
+    let (decl, linears) = layer_linears(module, &plan.layer, PASS)?;
+    let mut anchor = decl;
+    for op in ops_of(module_body(module)) {
+        if matches!(op_name(op).as_str(), "hl.param" | "hl.state")
+            && string_attr(op, "sym_name").is_some_and(|n| n.starts_with(&format!("{}.", plan.layer)))
+        {
+            anchor = op;
+        }
+    }
+    let state = format!("tensor<{}xf32>", plan.width);
+    crate::passes::grow_stream::declare_mask(module, anchor, &name, &state, mask)
+        .map_err(|(l, m)| (l, format!("{PASS}: {m}")))?;
+    for linear in linears {
+        let (v, last) = chain_end(linear);
+        let next = unsafe { mlirOperationGetNextInBlock(last) };
+        let mut emitted = Vec::new();
+        let dtype = ir::spec(v).dtype;
+        let m = crate::passes::grow_stream::mask_value(next, &name, &state, mask, dtype, &mut emitted)
+            .map_err(|(l, m)| (l, format!("{PASS}: {m}")))?;
+        let masked = crate::passes::grow_stream::insert_before(next, "hl.mul", &[v, m], None, &[], &mut emitted)
+            .map_err(|(l, m)| (l, format!("{PASS}: {m}")))?;
+        let _ = masked;
+        unsafe { mlirValueReplaceAllUsesExcept(v, masked, emitted.len() as isize, emitted.as_mut_ptr()) };
+    }
+    if !unsafe { mlirOperationVerify(module) } {
+        return Err((op_loc(module), format!("{PASS}: the rewritten module does not verify (see the errors above)")));
+    }
+    Ok(())
+}
+
+fn widen_only(module: MlirOperation, plan: &WidenPlan) -> Result<(), Failure> {
     resize(
         module,
         plan,
@@ -266,6 +328,25 @@ pub(super) fn resize(
             let v = unsafe { mlirOperationGetResult(read, 0) };
             unsafe { mlirValueSetType(v, new) };
             changed.insert(ir::key(v));
+        }
+    }
+    // A masked widening's per-unit counter follows the width.
+    let mask = unit_mask(&plan.layer);
+    if let Some(state) = ops_of(module_body(module))
+        .into_iter()
+        .find(|&op| op_name(op) == "hl.state" && string_attr(op, "sym_name").as_deref() == Some(&mask))
+    {
+        let t = unsafe { mlirTypeAttrGetValue(ir::attr(state, "type")) };
+        let new = resized(t, &[plan.width]);
+        unsafe { mlirOperationSetAttributeByName(state, crate::ffi::string_ref("type"), mlirTypeAttrGet(new)) };
+        for (_, block) in ir::functions(module) {
+            for op in ops_of(block) {
+                if op_name(op) == "hl.get_state" && ir::flat_symbol(op, "name").as_deref() == Some(&mask) {
+                    let v = unsafe { mlirOperationGetResult(op, 0) };
+                    unsafe { mlirValueSetType(v, new) };
+                    changed.insert(ir::key(v));
+                }
+            }
         }
     }
     // The next layers' biases: PyTorch's bound 1/sqrt(fan_in) for the new fan-in.
@@ -587,9 +668,15 @@ pub(super) fn run_widen(module: OperationRef<'_, '_>, options: &PassOptions) -> 
     if layer.is_empty() || width <= 0 {
         return Err(report(format!("give layer=NAME and width=N (N > 0); got layer='{layer}' width={width}")));
     }
+    let steps = options.get_i64("mask").map_err(&report)?;
+    let delay = options.get_i64("mask_delay").map_err(&report)?;
+    if steps < 0 || delay < 0 {
+        return Err(report(format!("mask={steps} and mask_delay={delay} count steps (0: no mask)")));
+    }
+    let mask = (steps > 0).then_some(Mask { steps: steps as usize, delay: delay as usize });
     let raw = module.to_raw();
     let plan = plan_widen(raw, &layer, width as usize).map_err(failed)?;
-    apply_widen(raw, &plan).map_err(failed)
+    apply_widen(raw, &plan, mask).map_err(failed)
 }
 
 pub(super) fn run_heads(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {

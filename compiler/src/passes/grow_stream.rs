@@ -421,17 +421,6 @@ pub struct BlockPlan {
     pub mask: Option<Mask>,
 }
 
-/// The mask of a new block's branches: `clamp((c - delay) / steps, 0, 1)`
-/// where `c` counts the train steps since the growth (the state
-/// `<prefix>.<at>.mask`, slot `mask`, which the train step increments).
-/// While it is 0 the block adds nothing and its parameters get zero
-/// gradients, whatever their values: the model trains as the one without it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mask {
-    pub steps: usize,
-    pub delay: usize,
-}
-
 impl BlockPlan {
     /// The new block's mask counter, if masked.
     pub fn mask_symbol(&self) -> Option<String> {
@@ -449,6 +438,8 @@ impl BlockPlan {
 const BLOCK: &str = "hl-insert-block";
 
 /// `(index, rest)` of a parameter `<prefix>.<index>.<rest>`.
+pub use super::grow::Mask;
+
 pub fn block_of<'a>(name: &'a str, prefix: &str) -> Option<(usize, &'a str)> {
     let rest = name.strip_prefix(prefix)?.strip_prefix('.')?;
     let (i, rest) = rest.split_once('.')?;
@@ -801,22 +792,7 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
         ));
     }
     if let (Some(mask), Some(name), Some(after)) = (plan.mask, plan.mask_symbol(), last) {
-        let ctx = unsafe { mlirOperationGetContext(module) };
-        let attrs = [
-            ("sym_name", format!("\"{name}\"")),
-            ("type", "tensor<f32>".to_string()),
-            ("slot", "\"mask\"".to_string()),
-            ("init", "#hl.init<zeros>".to_string()),
-            ("ramp", format!("{} : i64", mask.steps)),
-            ("delay", format!("{} : i64", mask.delay)),
-        ];
-        let op = ir::create_op(
-            ctx,
-            op_loc(after),
-            &ir::OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..ir::OpSpec::new("hl.state") },
-        )
-        .map_err(|e| (op_loc(after), format!("{BLOCK}: declaring @{name}: {e:?}")))?;
-        unsafe { mlirBlockInsertOwnedOperationAfter(body, after, op) };
+        declare_mask(module, after, &name, "tensor<f32>", mask).map_err(|(l, m)| (l, format!("{BLOCK}: {m}")))?;
     }
     // Dropout streams stay unique: the clones draw new ones.
     let mut next_stream = 0i64;
@@ -885,7 +861,7 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
                 let branch = operands(add)[*index];
                 let mut emitted = Vec::new();
                 if first {
-                    m = Some(mask_value(add, &name, mask, ir::spec(branch).dtype, &mut emitted)?);
+                    m = Some(mask_value(add, &name, "tensor<f32>", mask, ir::spec(branch).dtype, &mut emitted)?);
                     first = false;
                 }
                 let m = m.ok_or_else(|| (op_loc(add), format!("{BLOCK}: no mask value")))?;
@@ -904,7 +880,7 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
 }
 
 /// Inserts `name(operands)` before `at`, recording it in `emitted`.
-fn insert_before(
+pub(super) fn insert_before(
     at: MlirOperation,
     name: &str,
     operands: &[MlirValue],
@@ -926,11 +902,14 @@ fn insert_before(
     Ok(unsafe { mlirOperationGetResult(op, 0) })
 }
 
-/// `clamp((c - delay) / steps, 0, 1)` of the counter `@name`, before `at`,
-/// as a rank-0 tensor of `dtype`.
-fn mask_value(
+/// `clamp((c - delay) / steps, 0, 1)` of the counter `@name` (of type
+/// `state`, f32), before `at`, in `dtype`; the `hl.min` that makes it is
+/// tagged `hl.mask = "<name>"` so later rewrites can tell a mask from the
+/// model's own products.
+pub(super) fn mask_value(
     at: MlirOperation,
     name: &str,
+    state: &str,
     mask: Mask,
     dtype: crate::types::DType,
     emitted: &mut Vec<MlirOperation>,
@@ -940,19 +919,48 @@ fn mask_value(
         let value = format!("dense<{}> : tensor<f32>", crate::nn::float_literal(v, crate::types::DType::F32));
         insert_before(at, "hl.constant", &[], Some(f32), &[("value", value)], emitted)
     };
-    let c = insert_before(at, "hl.get_state", &[], Some(f32), &[("name", format!("@\"{name}\""))], emitted)?;
+    let c = insert_before(at, "hl.get_state", &[], Some(state), &[("name", format!("@\"{name}\""))], emitted)?;
     let delay = constant(mask.delay as f64, emitted)?;
     let steps = constant(mask.steps as f64, emitted)?;
     let (zero, one) = (constant(0.0, emitted)?, constant(1.0, emitted)?);
     let since = insert_before(at, "hl.sub", &[c, delay], None, &[], emitted)?;
     let ramp = insert_before(at, "hl.div", &[since, steps], None, &[], emitted)?;
     let low = insert_before(at, "hl.max", &[ramp, zero], None, &[], emitted)?;
-    let m = insert_before(at, "hl.min", &[low, one], None, &[], emitted)?;
+    let m = insert_before(at, "hl.min", &[low, one], None, &[("hl.mask", format!("\"{name}\""))], emitted)?;
     if dtype == crate::types::DType::F32 {
         return Ok(m);
     }
-    let ty = crate::types::TensorSpec::new([], dtype).mlir_type();
+    let shape = ir::spec(m).shape;
+    let ty = crate::types::TensorSpec::new(shape, dtype).mlir_type();
     insert_before(at, "hl.cast", &[m], Some(&ty), &[], emitted)
+}
+
+/// Declares the mask counter `@name : state slot "mask" {ramp, delay}`
+/// after `after` in the module body.
+pub(super) fn declare_mask(
+    module: MlirOperation,
+    after: MlirOperation,
+    name: &str,
+    state: &str,
+    mask: Mask,
+) -> Result<(), Failure> {
+    let ctx = unsafe { mlirOperationGetContext(module) };
+    let attrs = [
+        ("sym_name", format!("\"{name}\"")),
+        ("type", state.to_string()),
+        ("slot", "\"mask\"".to_string()),
+        ("init", "#hl.init<zeros>".to_string()),
+        ("ramp", format!("{} : i64", mask.steps)),
+        ("delay", format!("{} : i64", mask.delay)),
+    ];
+    let op = ir::create_op(
+        ctx,
+        op_loc(after),
+        &ir::OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..ir::OpSpec::new("hl.state") },
+    )
+    .map_err(|e| (op_loc(after), format!("declaring @{name}: {e:?}")))?;
+    unsafe { mlirBlockInsertOwnedOperationAfter(module_body(module), after, op) };
+    Ok(())
 }
 
 pub(super) fn run_residual(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {

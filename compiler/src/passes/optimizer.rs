@@ -170,8 +170,8 @@ pub fn add_train_step(
         if op_name(op) == "hl.state" && string_attr(op, "slot").as_deref() == Some("mask") {
             let ty = unsafe { mlirTypeAttrGetValue(ir::attr(op, "type")) };
             let s = spec_of_type(ty).map_err(|e| (op_loc(op), e.to_string()))?;
-            if !s.shape.is_empty() || !s.dtype.is_float() {
-                return Err((op_loc(op), "a mask counter is a rank-0 float state".into()));
+            if !s.dtype.is_float() {
+                return Err((op_loc(op), "a mask counter is a float state".into()));
             }
             counters.push((string_attr(op, "sym_name").unwrap_or_default(), None, s));
         }

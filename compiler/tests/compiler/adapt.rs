@@ -76,7 +76,7 @@ fn assert_same_function(old: &mut Trainer, new: &mut Trainer) {
 fn net2wider_preserves_the_function_and_splits_weights_and_adam_moments() {
     let mut old = trained("adam", 0.0, 20);
     let s = 0.2;
-    let op = Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: s, noise: 0.0 };
+    let op = Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: s, noise: 0.0, mask: None, mask_delay: 0 };
     assert!(op.exact());
     let mut g = grow(&old, &op, 7).unwrap();
     assert_eq!(g.rewrite.diff, ["fc1.weight 16x64 -> 40x64", "fc1.bias 16 -> 40", "fc2.weight 10x16 -> 10x40"]);
@@ -134,7 +134,7 @@ fn net2wider_preserves_the_function_and_splits_weights_and_adam_moments() {
 #[test]
 fn zero_out_widening_preserves_the_function_and_zeroes_new_momentum() {
     let mut old = trained("sgd", 0.9, 20);
-    let op = Operator::Widen { layer: "fc1".into(), width: 32, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 };
+    let op = Operator::Widen { layer: "fc1".into(), width: 32, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0, mask: None, mask_delay: 0 };
     let mut g = grow(&old, &op, 1).unwrap();
     assert_same_function(&mut old, &mut g.trainer);
     let (o, n) = (old.state(), g.trainer.state());
@@ -217,7 +217,7 @@ fn a_rollback_restores_parameters_state_step_and_rng_bit_for_bit() {
     }
     let (before, steps) = (run.trainer().state(), run.trainer().steps());
     let op =
-        Operator::Widen { layer: "fc1".into(), width: 48, rule: WidenRule::Net2wider, split_noise: 0.1, noise: 0.0 };
+        Operator::Widen { layer: "fc1".into(), width: 48, rule: WidenRule::Net2wider, split_noise: 0.1, noise: 0.0, mask: None, mask_delay: 0 };
     let d = run.apply(&op, "test", &[], progress(14)).unwrap().expect("the widening is accepted");
     assert_eq!(run.decisions()[d].outcome, "accepted");
     assert_eq!(aicf_compiler::train::adapt::param_count(run.trainer()), 48 * 64 + 48 + 10 * 48 + 10);
@@ -263,7 +263,7 @@ fn a_rewrite_whose_probe_loss_moves_is_rejected_and_the_model_kept() {
     // probe may rise by max_loss_increase (0.1% here); this much noise
     // exceeds it.
     let op =
-        Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 20.0 };
+        Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 20.0, mask: None, mask_delay: 0 };
     assert!(!op.exact());
     let applied = run.apply(&op, "test", &[], Progress::default()).unwrap();
     assert_eq!(applied, None, "{:?}", run.decisions());
@@ -273,7 +273,7 @@ fn a_rewrite_whose_probe_loss_moves_is_rejected_and_the_model_kept() {
     assert_eq!(run.trainer().state(), state, "the model is unchanged");
     // A little noise is within bounds and accepted.
     let gentle =
-        Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 0.01 };
+        Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 0.01, mask: None, mask_delay: 0 };
     assert!(run.apply(&gentle, "test", &[], Progress::default()).unwrap().is_some());
     assert_eq!(run.decisions()[1].outcome, "accepted");
 }
@@ -289,6 +289,8 @@ fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
             rule: WidenRule::ZeroOut,
             split_noise: 0.0,
             noise: 0.0,
+        mask: None,
+        mask_delay: 0,
         },
         Template::Deepen { after: "fc1".into(), residual: true },
     ];
@@ -386,6 +388,8 @@ fn a_held_out_plateau_grows_the_model_at_an_epoch_end() {
         rule: WidenRule::ZeroOut,
         split_noise: 0.0,
         noise: 0.0,
+        mask: None,
+        mask_delay: 0,
     };
     let rule = Rule {
         trigger: Trigger::ValPlateau { window: 1, threshold: 0.5 },
@@ -752,7 +756,7 @@ fn a_masked_block_trains_bit_for_bit_like_the_model_without_it_then_ramps_in() {
 fn grown_entries_are_bias_corrected_by_their_own_age_when_the_policy_asks() {
     use aicf_compiler::train::adapt::grow_with;
     let old = trained("adam", 0.0, 20);
-    let op = Operator::Widen { layer: "fc1".into(), width: 24, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 };
+    let op = Operator::Widen { layer: "fc1".into(), width: 24, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0, mask: None, mask_delay: 0 };
     let mut aged = grow_with(&old, &op, 0, true).unwrap();
     let mut plain = grow(&old, &op, 0).unwrap();
     assert!(aged.rewrite.source.contains("hl.state @fc1.weight.age : tensor<24x64xf32> of @fc1.weight slot \"age\""));
@@ -867,4 +871,61 @@ fn blocks_added_one_after_another_with_ages_keep_their_declarations_in_block_ord
     assert!(n["blocks.3.attn.q_proj.weight.age"].values.iter().all(|v| *v == 0.0));
     let (a, b) = (lm_loss(&mut old, 20, false), lm_loss(&mut g.trainer, 20, false));
     assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
+}
+
+#[test]
+fn masked_fresh_units_preserve_the_function_and_ramp_in_by_their_own_counters() {
+    // New units with non-zero outgoing weights (`fresh`) change the function
+    // unless masked; masked (delay 2, ramp 4) they do not, get no gradient
+    // while their mask is 0, and a later masked widening keeps the counters.
+    let mut old = trained("adam", 0.0, 10);
+    let widen = |width: usize, mask: Option<usize>| Operator::Widen {
+        layer: "fc1".into(),
+        width,
+        rule: WidenRule::Fresh,
+        split_noise: 0.0,
+        noise: 0.0,
+        mask,
+        mask_delay: 2,
+    };
+    assert!(!widen(24, None).exact() && widen(24, Some(4)).exact());
+    let [x, y] = batch(40);
+    let unmasked = grow(&old, &widen(24, None), 0).unwrap();
+    let mut masked = grow(&old, &widen(24, Some(4)), 0).unwrap();
+    let mut unmasked = unmasked.trainer;
+    let base = old.loss(&[&x, &y]).unwrap();
+    let (a, b) = (unmasked.loss(&[&x, &y]).unwrap(), masked.trainer.loss(&[&x, &y]).unwrap());
+    assert!(!close(base, a, 1e-4), "fresh outgoing weights move the loss ({base} -> {a})");
+    assert!(close(base, b, 1e-6), "masked: {base} -> {b}");
+    let n = masked.trainer.state();
+    assert_eq!(n["fc1.mask"].values, [vec![6.0; 16], vec![0.0; 8]].concat(), "kept units full, new ones at 0");
+    assert!((16..24).all(|c| column(&n["fc2.weight"], c).iter().any(|v| *v != 0.0)), "fresh outgoing weights");
+    let before = n["fc1.weight"].clone();
+    for i in 0..2 {
+        let [x, y] = batch(41 + i);
+        masked.trainer.step(&[&x, &y], 3e-3).unwrap();
+    }
+    let n = masked.trainer.state();
+    for r in 16..24 {
+        assert_eq!(row(&n["fc1.weight"], r), row(&before, r), "masked unit {r} gets no gradient");
+    }
+    assert!((0..16).any(|r| row(&n["fc1.weight"], r) != row(&before, r)), "kept units train");
+    assert_eq!(n["fc1.mask"].values[20], 2.0);
+    // A second masked widening: the counters carry, the new units start at 0.
+    let g = grow(&masked.trainer, &widen(32, Some(4)), 0).unwrap();
+    let m = &g.trainer.state()["fc1.mask"].values;
+    assert_eq!(&m[..24], &[vec![8.0; 16], vec![2.0; 8]].concat()[..]);
+    assert!(m[24..].iter().all(|v| *v == 0.0));
+    assert_eq!(g.rewrite.source.matches("hl.mask").count(), masked.trainer.source().matches("hl.mask").count());
+    // Net2Wider with a mask is refused: its copies share the kept units' outgoing weights.
+    let bad = Operator::Widen {
+        layer: "fc1".into(),
+        width: 24,
+        rule: WidenRule::Net2wider,
+        split_noise: 0.0,
+        noise: 0.0,
+        mask: Some(4),
+        mask_delay: 0,
+    };
+    assert!(grow(&old, &bad, 0).is_err());
 }

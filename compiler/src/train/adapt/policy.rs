@@ -47,6 +47,10 @@ pub enum Template {
         split_noise: f64,
         #[serde(default)]
         noise: f64,
+        #[serde(default)]
+        mask: Option<usize>,
+        #[serde(default)]
+        mask_delay: usize,
     },
     Deepen {
         after: String,
@@ -145,11 +149,12 @@ impl Template {
         match self {
             Template::Widen { layer, .. } if layer.contains('*') => {
                 let ops = expand(trainer, layer, ".weight").into_iter().filter_map(|l| {
-                    let Template::Widen { width, factor, max_width, rule, split_noise, noise, .. } = self.clone()
+                    let Template::Widen { width, factor, max_width, rule, split_noise, noise, mask, mask_delay, .. } =
+                        self.clone()
                     else {
                         return None;
                     };
-                    Template::Widen { layer: l, width, factor, max_width, rule, split_noise, noise }
+                    Template::Widen { layer: l, width, factor, max_width, rule, split_noise, noise, mask, mask_delay }
                         .resolve(trainer, serial)
                 });
                 one_or_all(ops.collect())
@@ -204,7 +209,7 @@ impl Template {
                 });
                 one_or_all(flat.collect())
             }
-            Template::Widen { layer, width, factor, max_width, rule, split_noise, noise } => {
+            Template::Widen { layer, width, factor, max_width, rule, split_noise, noise, mask, mask_delay } => {
                 let weight = format!("{layer}.weight");
                 let symbols = &trainer.backend().manifest().symbols;
                 let current = symbols.iter().find(|s| s.name == weight)?.shape.first().copied()?;
@@ -220,6 +225,8 @@ impl Template {
                     rule: *rule,
                     split_noise: *split_noise,
                     noise: *noise,
+                    mask: *mask,
+                    mask_delay: *mask_delay,
                 })
             }
             Template::Deepen { after, residual } => Some(Operator::Deepen {

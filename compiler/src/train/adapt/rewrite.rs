@@ -37,6 +37,10 @@ pub enum WidenRule {
     /// gradient is not zero. Optimizer state of every new entry is zero;
     /// existing entries are copied.
     ZeroOut,
+    /// New units' incoming and outgoing weights both from the layers'
+    /// initialisers: function-preserving only under a mask (MSG), which
+    /// the operator must then ask for. New state zero.
+    Fresh,
 }
 
 /// A growth operator.
@@ -56,6 +60,13 @@ pub enum Operator {
         split_noise: f64,
         #[serde(default)]
         noise: f64,
+        /// MSG-style masked entry of the new units over this many steps
+        /// (after `mask_delay` at 0): a per-unit counter, kept units full.
+        /// With `zero-out` or `fresh`.
+        #[serde(default)]
+        mask: Option<usize>,
+        #[serde(default)]
+        mask_delay: usize,
     },
     /// `hl-deepen`: a new layer after `after`'s activation. Identity mode
     /// (Net2DeeperNet): weight I, bias 0, exact after a relu. Residual mode:
@@ -148,6 +159,7 @@ impl Operator {
     /// function (the probe check then enforces it).
     pub fn exact(&self) -> bool {
         match self {
+            Operator::Widen { rule: WidenRule::Fresh, mask, .. } => mask.is_some(),
             Operator::Widen { noise, .. } => *noise == 0.0,
             Operator::Deepen { .. } | Operator::Heads { .. } | Operator::WidenResidual { .. } => true,
             Operator::AddBlock { init, mask, .. } => *init == BlockInit::Zero || mask.is_some(),
@@ -159,7 +171,9 @@ impl Operator {
     pub fn pipeline(&self) -> String {
         use crate::pipeline;
         match self {
-            Operator::Widen { layer, width, .. } => pipeline::widen(layer, *width),
+            Operator::Widen { layer, width, mask, mask_delay, .. } => {
+                pipeline::widen(layer, *width, mask.unwrap_or(0), *mask_delay)
+            }
             Operator::Deepen { after, name, residual } => {
                 pipeline::deepen(after, &name.clone().unwrap_or_else(|| format!("{after}_deep")), *residual)
             }
@@ -175,7 +189,10 @@ impl Operator {
 
     pub fn describe(&self) -> String {
         match self {
-            Operator::Widen { layer, width, rule, .. } => format!("widen {layer} to {width} ({rule:?})").to_lowercase(),
+            Operator::Widen { layer, width, rule, mask, .. } => {
+                let mask = mask.map_or(String::new(), |k| format!(", masked over {k} steps"));
+                format!("widen {layer} to {width} ({rule:?}{mask})").to_lowercase()
+            }
             Operator::Deepen { after, residual, .. } => {
                 format!("deepen after {after} ({})", if *residual { "residual, zero output" } else { "identity" })
             }
@@ -195,7 +212,7 @@ impl Operator {
 /// What a rewrite planned, for [`rebind`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plan {
-    Widen { plan: WidenPlan, rule: WidenRule, split_noise: f64, noise: f64 },
+    Widen { plan: WidenPlan, rule: WidenRule, split_noise: f64, noise: f64, mask: Option<grow::Mask> },
     Deepen(DeepenPlan),
     Residual(ResidualPlan),
     Block { plan: BlockPlan, init: BlockInit, state: SlotRule },
@@ -257,11 +274,17 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
         }],
     };
     let plan = match op {
-        Operator::Widen { layer, width, rule, split_noise, noise } => {
+        Operator::Widen { layer, width, rule, split_noise, noise, mask, mask_delay } => {
             if !(0.0..1.0).contains(split_noise) || !noise.is_finite() || *noise < 0.0 {
                 return Err(CompileError::Pipeline {
                     pipeline: op.pipeline(),
                     message: format!("split_noise {split_noise} must be in [0, 1) and noise {noise} at least 0"),
+                });
+            }
+            if mask.is_some() && *rule == WidenRule::Net2wider {
+                return Err(CompileError::Pipeline {
+                    pipeline: op.pipeline(),
+                    message: "a mask needs rule = \"zero-out\" or \"fresh\" (net2wider splits the kept units' outgoing weights with the masked copies)".into(),
                 });
             }
             Plan::Widen {
@@ -269,6 +292,7 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
                 rule: *rule,
                 split_noise: *split_noise,
                 noise: *noise,
+                mask: mask.map(|steps| grow::Mask { steps, delay: *mask_delay }),
             }
         }
         Operator::Deepen { after, name, residual } => {
@@ -304,6 +328,7 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
             rule: WidenRule::ZeroOut,
             split_noise: 0.0,
             noise: 0.0,
+            mask: None,
         },
     };
     let before = params_of(raw);
@@ -499,6 +524,12 @@ pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<Stat
                         (WidenRule::Net2wider, false, Some(_)) => {
                             gather_axis(&o.values, &o.shape, axis, source, &vec![1.0; w.width], &zeros)
                         }
+                        // Fresh: new incoming and outgoing from the initialisers, new state zero.
+                        (WidenRule::Fresh, _, _) => {
+                            let kept: Vec<Option<usize>> = (0..w.width).map(|j| (j < w.old).then_some(j)).collect();
+                            let fill = if kind.is_none() { &fresh_t.values } else { &zeros };
+                            gather_axis(&o.values, &o.shape, axis, &kept, &vec![1.0; w.width], fill)
+                        }
                         // Zero-out: new incoming from the initialiser, new outgoing and all new state zero.
                         (WidenRule::ZeroOut, _, _) => {
                             let kept: Vec<Option<usize>> = (0..w.width).map(|j| (j < w.old).then_some(j)).collect();
@@ -511,6 +542,27 @@ pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<Stat
             }
         } else {
             None
+        };
+        // A masked widening's per-unit counter: kept units full (their
+        // counters as they were, or past the ramp on the first masked
+        // widening), new units from 0.
+        let value = match (&widen, value) {
+            (Some((w, ..)), None) if *name == grow::unit_mask(&w.layer) => {
+                let full = match plan {
+                    Plan::Widen { mask: Some(m), .. } => (m.steps + m.delay) as f64,
+                    _ => 0.0,
+                };
+                Some(
+                    (0..w.width)
+                        .map(|j| match old.get(name) {
+                            Some(o) => o.values.get(j).copied().unwrap_or(0.0),
+                            None if j < w.old => full,
+                            None => 0.0,
+                        })
+                        .collect(),
+                )
+            }
+            (_, v) => v,
         };
         let value = match value {
             Some(v) => v,

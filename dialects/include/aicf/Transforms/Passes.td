@@ -419,6 +419,9 @@ def HLWiden : Pass<"hl-widen", "::mlir::ModuleOp"> {
   let options = [
     Option<"layer", "layer", "std::string", /*default=*/"\"\"", "The linear layer to widen (its parameters' owner)">,
     Option<"width", "width", "int64_t", /*default=*/"0", "Its new number of output units (>= the current)">,
+    Option<"mask", "mask", "int64_t", /*default=*/"0",
+           "Masked entry (MSG): the units ramp in over this many steps, by a per-unit counter (0: no mask)">,
+    Option<"mask_delay", "mask_delay", "int64_t", /*default=*/"0", "Steps a new unit's mask stays 0 before the ramp">,
   ];
 }
 
