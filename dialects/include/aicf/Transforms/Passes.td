@@ -400,7 +400,11 @@ def HLWiden : Pass<"hl-widen", "::mlir::ModuleOp"> {
     `net2wider` copies units and splits their outgoing weights among the
     copies; `zero-out` (GradMax-style) gives the new units fresh incoming
     weights and zero outgoing weights. Trained from its initialisers (as
-    `aicf-opt` output alone), the model is a new, wider one.
+    `aicf-opt` output alone), the model is a new, wider one. With
+    `mask=K` (MSG), the layer's units are multiplied by a per-unit mask
+    `clamp((c - mask_delay) / K, 0, 1)` of a counter state
+    (`@<layer>.mask`, slot `mask`) the train step advances: new units with
+    any outgoing weights then leave the function unchanged.
 
     Input (`layer=fc1 width=256`):
 
