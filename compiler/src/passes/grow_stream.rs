@@ -653,13 +653,7 @@ pub fn plan_block(
     }
     let outputs = outputs
         .ok_or_else(|| (op_loc(module), format!("{BLOCK}: no function reads block {prefix}.{from}'s parameters")))?;
-    let plan = BlockPlan { prefix: prefix.to_string(), count, at, from, params, outputs, mask };
-    if let Some(name) = plan.mask_symbol()
-        && ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name))
-    {
-        return Err((op_loc(module), format!("{BLOCK}: the symbol @{name} exists")));
-    }
-    Ok(plan)
+    Ok(BlockPlan { prefix: prefix.to_string(), count, at, from, params, outputs, mask })
 }
 
 fn set_string(op: MlirOperation, key: &str, value: &str) {
@@ -784,15 +778,25 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
         last = Some(copy);
     }
     // The mask counter, after the new block's declarations.
-    let source_mask = format!("{prefix}.{}.mask", up(plan.from));
-    if plan.mask.is_some() && decls.iter().any(|&op| string_attr(op, "sym_name").as_deref() == Some(&source_mask)) {
-        return Err((
-            op_loc(module),
-            format!("{BLOCK}: block {} is masked itself; a masked block is built like an unmasked one", plan.from),
-        ));
-    }
-    if let (Some(mask), Some(name), Some(after)) = (plan.mask, plan.mask_symbol(), last) {
-        declare_mask(module, after, &name, "tensor<f32>", mask).map_err(|(l, m)| (l, format!("{BLOCK}: {m}")))?;
+    // A block built like a masked one is masked by its clone of the
+    // source's mask (its counter restarts at 0); a requested mask sets
+    // that clone's ramp. Otherwise a requested mask gets its counter here.
+    let source_masked = decls
+        .iter()
+        .any(|&op| string_attr(op, "sym_name").as_deref() == Some(&format!("{prefix}.{}.mask", up(plan.from))));
+    if let (Some(mask), Some(name)) = (plan.mask, plan.mask_symbol()) {
+        if source_masked {
+            let clone = ops_of(body).into_iter().find(|&op| string_attr(op, "sym_name").as_deref() == Some(&name));
+            if let Some(clone) = clone {
+                let ctx = unsafe { mlirOperationGetContext(module) };
+                for (key, value) in [("ramp", mask.steps), ("delay", mask.delay)] {
+                    let attr = unsafe { mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), value as i64) };
+                    unsafe { mlirOperationSetAttributeByName(clone, crate::ffi::string_ref(key), attr) };
+                }
+            }
+        } else if let Some(after) = last {
+            declare_mask(module, after, &name, "tensor<f32>", mask).map_err(|(l, m)| (l, format!("{BLOCK}: {m}")))?;
+        }
     }
     // Dropout streams stay unique: the clones draw new ones.
     let mut next_stream = 0i64;
@@ -853,7 +857,7 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
                 });
             }
         }
-        if let (Some(mask), Some(name)) = (plan.mask, plan.mask_symbol()) {
+        if let (Some(mask), Some(name), false) = (plan.mask, plan.mask_symbol(), source_masked) {
             let mut first = true;
             let mut m = None;
             for (add, index, _) in &adds {
