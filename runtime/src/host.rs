@@ -147,6 +147,19 @@ pub(crate) fn check_memory(what: &str, bytes: u64) -> Result<()> {
     }
 }
 
+/// [`initial_symbols`] as tensors, by name: the state a session of `table`
+/// starts from.
+pub fn initial_state(table: &[Symbol], seed: u64) -> Result<std::collections::BTreeMap<String, Tensor>> {
+    let symbols = initial_symbols(table, seed)?;
+    Ok(table
+        .iter()
+        .map(|s| {
+            let values = read_values(symbols[&s.name].as_bytes(), s.dtype);
+            (s.name.clone(), Tensor::new(s.shape.clone(), s.dtype, values))
+        })
+        .collect())
+}
+
 /// Every symbol's starting value: parameters drawn from their
 /// initializers with `seed` (parameter `i` of the table uses stream `i`),
 /// state zeroed. Every backend starts from the same numbers.

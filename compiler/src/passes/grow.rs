@@ -61,8 +61,7 @@ pub fn unit_mask(layer: &str) -> String {
 
 /// Whether `op` applies a growth mask (a product with a tagged mask value).
 fn is_mask(op: MlirOperation) -> bool {
-    op_name(op) == "hl.mul"
-        && operands(op).get(1).and_then(|m| ir::producer(*m)).is_some_and(|p| ir::has(p, "hl.mask"))
+    op_name(op) == "hl.mul" && operands(op).get(1).and_then(|m| ir::producer(*m)).is_some_and(|p| ir::has(p, "hl.mask"))
 }
 
 /// Elementwise ops that keep a hidden unit a hidden unit: unit `j` of their
@@ -250,7 +249,8 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
 pub fn apply_widen(module: MlirOperation, plan: &WidenPlan, mask: Option<Mask>) -> Result<(), Failure> {
     const PASS: &str = "hl-widen";
     let name = unit_mask(&plan.layer);
-    let declared = ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name));
+    let declared =
+        ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name));
     widen_only(module, plan)?;
     let Some(mask) = mask.filter(|_| !declared) else { return Ok(()) };
     let (decl, linears) = layer_linears(module, &plan.layer, PASS)?;

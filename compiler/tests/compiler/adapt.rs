@@ -76,7 +76,15 @@ fn assert_same_function(old: &mut Trainer, new: &mut Trainer) {
 fn net2wider_preserves_the_function_and_splits_weights_and_adam_moments() {
     let mut old = trained("adam", 0.0, 20);
     let s = 0.2;
-    let op = Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: s, noise: 0.0, mask: None, mask_delay: 0 };
+    let op = Operator::Widen {
+        layer: "fc1".into(),
+        width: 40,
+        rule: WidenRule::Net2wider,
+        split_noise: s,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    };
     assert!(op.exact());
     let mut g = grow(&old, &op, 7).unwrap();
     assert_eq!(g.rewrite.diff, ["fc1.weight 16x64 -> 40x64", "fc1.bias 16 -> 40", "fc2.weight 10x16 -> 10x40"]);
@@ -134,7 +142,15 @@ fn net2wider_preserves_the_function_and_splits_weights_and_adam_moments() {
 #[test]
 fn zero_out_widening_preserves_the_function_and_zeroes_new_momentum() {
     let mut old = trained("sgd", 0.9, 20);
-    let op = Operator::Widen { layer: "fc1".into(), width: 32, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0, mask: None, mask_delay: 0 };
+    let op = Operator::Widen {
+        layer: "fc1".into(),
+        width: 32,
+        rule: WidenRule::ZeroOut,
+        split_noise: 0.0,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    };
     let mut g = grow(&old, &op, 1).unwrap();
     assert_same_function(&mut old, &mut g.trainer);
     let (o, n) = (old.state(), g.trainer.state());
@@ -216,8 +232,15 @@ fn a_rollback_restores_parameters_state_step_and_rng_bit_for_bit() {
         assert!(matches!(run.step(&[&x, &y], 3e-3, progress(i)).unwrap(), Outcome::Trained(_, None)));
     }
     let (before, steps) = (run.trainer().state(), run.trainer().steps());
-    let op =
-        Operator::Widen { layer: "fc1".into(), width: 48, rule: WidenRule::Net2wider, split_noise: 0.1, noise: 0.0, mask: None, mask_delay: 0 };
+    let op = Operator::Widen {
+        layer: "fc1".into(),
+        width: 48,
+        rule: WidenRule::Net2wider,
+        split_noise: 0.1,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    };
     let d = run.apply(&op, "test", &[], progress(14)).unwrap().expect("the widening is accepted");
     assert_eq!(run.decisions()[d].outcome, "accepted");
     assert_eq!(aicf_compiler::train::adapt::param_count(run.trainer()), 48 * 64 + 48 + 10 * 48 + 10);
@@ -262,8 +285,15 @@ fn a_rewrite_whose_probe_loss_moves_is_rejected_and_the_model_kept() {
     // Net2Wider with noise on the copies' incoming weights is not exact: the
     // probe may rise by max_loss_increase (0.1% here); this much noise
     // exceeds it.
-    let op =
-        Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 20.0, mask: None, mask_delay: 0 };
+    let op = Operator::Widen {
+        layer: "fc1".into(),
+        width: 40,
+        rule: WidenRule::Net2wider,
+        split_noise: 0.0,
+        noise: 20.0,
+        mask: None,
+        mask_delay: 0,
+    };
     assert!(!op.exact());
     let applied = run.apply(&op, "test", &[], Progress::default()).unwrap();
     assert_eq!(applied, None, "{:?}", run.decisions());
@@ -272,8 +302,15 @@ fn a_rewrite_whose_probe_loss_moves_is_rejected_and_the_model_kept() {
     assert!(d.loss_after.unwrap() > 1.001 * d.loss_before.unwrap() && d.reason.contains("probe loss rose"), "{d:?}");
     assert_eq!(run.trainer().state(), state, "the model is unchanged");
     // A little noise is within bounds and accepted.
-    let gentle =
-        Operator::Widen { layer: "fc1".into(), width: 40, rule: WidenRule::Net2wider, split_noise: 0.0, noise: 0.01, mask: None, mask_delay: 0 };
+    let gentle = Operator::Widen {
+        layer: "fc1".into(),
+        width: 40,
+        rule: WidenRule::Net2wider,
+        split_noise: 0.0,
+        noise: 0.01,
+        mask: None,
+        mask_delay: 0,
+    };
     assert!(run.apply(&gentle, "test", &[], Progress::default()).unwrap().is_some());
     assert_eq!(run.decisions()[1].outcome, "accepted");
 }
@@ -289,8 +326,8 @@ fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
             rule: WidenRule::ZeroOut,
             split_noise: 0.0,
             noise: 0.0,
-        mask: None,
-        mask_delay: 0,
+            mask: None,
+            mask_delay: 0,
         },
         Template::Deepen { after: "fc1".into(), residual: true },
     ];
@@ -756,7 +793,15 @@ fn a_masked_block_trains_bit_for_bit_like_the_model_without_it_then_ramps_in() {
 fn grown_entries_are_bias_corrected_by_their_own_age_when_the_policy_asks() {
     use aicf_compiler::train::adapt::grow_with;
     let old = trained("adam", 0.0, 20);
-    let op = Operator::Widen { layer: "fc1".into(), width: 24, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0, mask: None, mask_delay: 0 };
+    let op = Operator::Widen {
+        layer: "fc1".into(),
+        width: 24,
+        rule: WidenRule::ZeroOut,
+        split_noise: 0.0,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    };
     let mut aged = grow_with(&old, &op, 0, true).unwrap();
     let mut plain = grow(&old, &op, 0).unwrap();
     assert!(aged.rewrite.source.contains("hl.state @fc1.weight.age : tensor<24x64xf32> of @fc1.weight slot \"age\""));
@@ -928,4 +973,14 @@ fn masked_fresh_units_preserve_the_function_and_ramp_in_by_their_own_counters() 
         mask_delay: 0,
     };
     assert!(grow(&old, &bad, 0).is_err());
+}
+
+#[test]
+fn a_models_initial_state_without_compiling_is_the_compiled_sessions() {
+    // What a composition's intermediate models start from.
+    let source = small_lm(2, 0.1);
+    let compiled = Trainer::from_source(&source, "small_lm.mlir", options("adam", 0.0)).unwrap();
+    let state =
+        aicf_compiler::train::adapt::rewrite::initial_state(&source, "small_lm.mlir", &options("adam", 0.0)).unwrap();
+    assert_eq!(state, compiled.state());
 }

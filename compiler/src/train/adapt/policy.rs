@@ -149,8 +149,9 @@ impl Template {
         match self {
             Template::Widen { layer, .. } if layer.contains('*') => {
                 let ops = expand(trainer, layer, ".weight").into_iter().filter_map(|l| {
-                    let Template::Widen { width, factor, max_width, rule, split_noise, noise, mask, mask_delay, .. } =
-                        self.clone()
+                    let Template::Widen {
+                        width, factor, max_width, rule, split_noise, noise, mask, mask_delay, ..
+                    } = self.clone()
                     else {
                         return None;
                     };

@@ -792,32 +792,37 @@ pub fn grow(trainer: &Trainer, op: &Operator, seed: u64) -> Result<Grown> {
 /// per-entry ages for Adam's bias correction ([`rewrite_with`]).
 pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Result<Grown> {
     let started = Instant::now();
-    if let Operator::Compose { ops } = op {
-        let mut done: Option<Grown> = None;
-        for (k, step) in ops.iter().enumerate() {
-            let base = done.as_ref().map_or(trainer, |g| &g.trainer);
-            let next = grow_with(base, step, seed ^ (k as u64).wrapping_mul(0x9E37_79B9), ages)?;
-            done = Some(match done {
-                None => next,
-                Some(prev) => {
-                    let mut rewrite = next.rewrite;
-                    rewrite.diff = prev.rewrite.diff.into_iter().chain(rewrite.diff).collect();
-                    rewrite.exact &= prev.rewrite.exact;
-                    Grown {
-                        trainer: next.trainer,
-                        rewrite,
-                        seconds: 0.0,
-                        kernels: next.kernels,
-                        compiled_kernels: prev.compiled_kernels + next.compiled_kernels,
-                    }
-                }
-            });
+    // A composition rewrites and rebinds through its intermediate models
+    // without compiling them (their initial values need only their
+    // parameter table); only the last model is compiled.
+    let (steps, last) = match op {
+        Operator::Compose { ops } => {
+            let (last, steps) =
+                ops.split_last().ok_or_else(|| TrainError::Input("an empty composition of growth operators".into()))?;
+            (steps, last)
         }
-        let mut grown = done.ok_or_else(|| TrainError::Input("an empty composition of growth operators".into()))?;
-        grown.seconds = started.elapsed().as_secs_f64();
-        return Ok(grown);
+        single => (&[][..], single),
+    };
+    let mut source = trainer.source().to_string();
+    let mut state = trainer.state();
+    let mut diff = Vec::new();
+    let mut exact = true;
+    let seed_of = |k: usize| seed ^ (k as u64).wrapping_mul(0x9E37_79B9);
+    for (k, step) in steps.iter().enumerate() {
+        if matches!(step, Operator::Compose { .. }) {
+            return Err(TrainError::Input("a composition inside a composition: list its operators instead".into()));
+        }
+        let r = rewrite_with(&source, trainer.name(), step, ages)?;
+        let fresh = initial_state(&r.source, trainer.name(), trainer.options())?;
+        state = rebind(&r.plan, &state, &fresh, seed_of(k))?;
+        diff.extend(r.diff);
+        exact &= r.exact;
+        source = r.source;
     }
-    let rewrite = rewrite_with(trainer.source(), trainer.name(), op, ages)?;
+    if matches!(last, Operator::Compose { .. }) {
+        return Err(TrainError::Input("a composition inside a composition: list its operators instead".into()));
+    }
+    let mut rewrite = rewrite_with(&source, trainer.name(), last, ages)?;
     // The new model at every batch size the old one ran, compiled at once.
     let batches: Vec<Option<usize>> = trainer.compiled().iter().map(|c| c.batch).collect();
     let compiled = crate::train::precompile(&rewrite.source, trainer.name(), trainer.options(), &batches)?;
@@ -828,9 +833,12 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
     for b in batches.iter().flatten() {
         new.add_batch(*b)?;
     }
-    let state = rebind(&rewrite.plan, &trainer.state(), &new.state(), seed)?;
+    let state = rebind(&rewrite.plan, &state, &new.state(), seed_of(steps.len()))?;
     new.set_state(&state)?;
     new.set_steps(trainer.steps());
+    diff.append(&mut rewrite.diff);
+    rewrite.diff = diff;
+    rewrite.exact &= exact;
     Ok(Grown {
         trainer: new,
         rewrite,
@@ -838,4 +846,28 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
         kernels: compiled.iter().map(|c| c.kernels).sum(),
         compiled_kernels: compiled.iter().map(|c| c.compiled_kernels).sum(),
     })
+}
+
+/// The state a model compiled from `source` starts from (parameters from
+/// their initialisers with the options' seed, optimizer state zero),
+/// without compiling it: its parameter table is the module's after
+/// `hl-optimizer`, in declaration order, as a compiled artifact's is.
+pub fn initial_state(source: &str, name: &str, options: &crate::train::Options) -> Result<State> {
+    let ctx = CompilerContext::new();
+    let mut module = ctx.parse(source, name)?;
+    let t = options.train_options();
+    let pipeline = format!(
+        "builtin.module(hl-optimizer{{kind={} weight-decay={} momentum={}}})",
+        t.optimizer, t.weight_decay, t.momentum
+    );
+    crate::run_pipeline(&ctx, &mut module, &pipeline)?;
+    let raw = module.as_operation().to_raw();
+    let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(raw, 0)) };
+    let mut table = Vec::new();
+    for op in crate::ir::ops_of(body) {
+        if matches!(crate::ir::op_name(op).as_str(), "hl.param" | "hl.state") {
+            table.push(crate::codegen::symbol_entry(op).map_err(TrainError::from)?);
+        }
+    }
+    Ok(aicf_runtime::host::initial_state(&table, options.seed)?)
 }
