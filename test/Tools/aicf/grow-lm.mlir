@@ -2,14 +2,19 @@
 // at step 3 into 4 blocks of width 64 (residual stream, heads, MLPs, two
 // stacked blocks, the MLP units and blocks masked in), the probe loss does
 // not move, and the grown model (with its mask counters and ages) is the
-// checkpoint's and trains on.
+// checkpoint's, trains on, and resumes from the checkpoint.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: aicf train %S/../../../examples/grow_lm/small2x.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 48 --eval-windows 16 --epochs 3 --lr 6e-3 --out %t/run --checkpoint-dir %t/ckpt --adapt %S/inputs/grow-lm.toml | FileCheck %s
 // RUN: FileCheck %s --check-prefix=MODEL < %t/ckpt/model.mlir
+// RUN: aicf train %S/../../../examples/grow_lm/small2x.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 48 --eval-windows 16 --epochs 4 --lr 6e-3 --out %t/run --checkpoint-dir %t/ckpt --adapt %S/inputs/grow-lm.toml --resume | FileCheck %s --check-prefix=RESUME
 
 // CHECK: step 3 (epoch 1): widen the residual stream to 64; grow blocks.0.attn to 4 heads; grow blocks.1.attn to 4 heads; widen blocks.0.mlp.fc to 256 (fresh, masked over 4 steps); widen blocks.1.mlp.fc to 256 (fresh, masked over 4 steps); add a block to blocks after the last (copy, masked over 4 steps); add a block to blocks after the last (copy, masked over 4 steps) on step 3 reached -> accepted [tok_emb.weight 65x32 -> 65x64, {{.*}} more changes in the decision log], probe loss [[L:[0-9.]+]] -> [[L]]
 // CHECK: epoch   3/3
 // CHECK: final model 212480 parameters
+
+// RESUME: resumed from {{.*}}last.safetensors at epoch 3 (step 9)
+// RESUME: epoch   4/4
+// RESUME: final model 212480 parameters
 
 // MODEL: hl.param @tok_emb.weight : tensor<65x64xf32>
 // MODEL: hl.state @tok_emb.weight.age : tensor<65x64xf32> of @tok_emb.weight slot "age" init <zeros>
