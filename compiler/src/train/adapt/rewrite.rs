@@ -792,6 +792,8 @@ pub fn grow(trainer: &Trainer, op: &Operator, seed: u64) -> Result<Grown> {
 /// per-entry ages for Adam's bias correction ([`rewrite_with`]).
 pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Result<Grown> {
     let started = Instant::now();
+    // Ages serve Adam's bias corrections; SGD has none to correct.
+    let ages = ages && matches!(trainer.options().optimizer.as_str(), "adam" | "adamw");
     // A composition rewrites and rebinds through its intermediate models
     // without compiling them (their initial values need only their
     // parameter table); only the last model is compiled.
