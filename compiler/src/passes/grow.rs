@@ -445,7 +445,42 @@ pub fn attention_heads(module: MlirOperation, path: &str) -> Result<(usize, usiz
 /// Applies a [`HeadsPlan`]: the projections resize, the head split
 /// `[B, T, H, D]` becomes `[B, T, H', D]` and the merge `[B, T, C]`
 /// becomes `[B, T, H' D]`.
-pub fn apply_heads(module: MlirOperation, plan: &HeadsPlan) -> Result<(), Failure> {
+pub fn apply_heads(module: MlirOperation, plan: &HeadsPlan, mask: Option<Mask>) -> Result<(), Failure> {
+    const PASS: &str = "hl-add-heads";
+    let name = unit_mask(&plan.widen.layer);
+    let declared = ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name));
+    heads_only(module, plan)?;
+    let Some(mask) = mask.filter(|_| !declared) else { return Ok(()) };
+    // The merged heads, where the output projection reads them, times a
+    // per-channel mask (a head's channels share its ramp).
+    let (decl, linears) = layer_linears(module, &format!("{}.out_proj", plan.widen.layer), PASS)?;
+    let mut anchor = decl;
+    for op in ops_of(module_body(module)) {
+        if matches!(op_name(op).as_str(), "hl.param" | "hl.state")
+            && string_attr(op, "sym_name").is_some_and(|n| n.starts_with(&format!("{}.", plan.widen.layer)))
+        {
+            anchor = op;
+        }
+    }
+    let state = format!("tensor<{}xf32>", plan.widen.width);
+    crate::passes::grow_stream::declare_mask(module, anchor, &name, &state, mask)
+        .map_err(|(l, m)| (l, format!("{PASS}: {m}")))?;
+    for linear in linears {
+        let v = operands(linear)[0];
+        let mut emitted = Vec::new();
+        let m = crate::passes::grow_stream::mask_value(linear, &name, &state, mask, ir::spec(v).dtype, &mut emitted)
+            .map_err(|(l, m)| (l, format!("{PASS}: {m}")))?;
+        let masked = crate::passes::grow_stream::insert_before(linear, "hl.mul", &[v, m], None, &[], &mut emitted)
+            .map_err(|(l, m)| (l, format!("{PASS}: {m}")))?;
+        unsafe { mlirOperationSetOperand(linear, 0, masked) };
+    }
+    if !unsafe { mlirOperationVerify(module) } {
+        return Err((op_loc(module), format!("{PASS}: the rewritten module does not verify (see the errors above)")));
+    }
+    Ok(())
+}
+
+fn heads_only(module: MlirOperation, plan: &HeadsPlan) -> Result<(), Failure> {
     let (h, d, c) = (plan.heads as i64, plan.head_dim as i64, plan.widen.old as i64);
     let (h2, c2) = (plan.new_heads as i64, plan.widen.width as i64);
     let mut fixed = |op: MlirOperation, results: &[MlirValue], before: &[MlirType]| -> PassResult {
@@ -688,9 +723,15 @@ pub(super) fn run_heads(module: OperationRef<'_, '_>, options: &PassOptions) -> 
             "give attention=PATH and heads=N (N > 0); got attention='{attention}' heads={heads}"
         )));
     }
+    let steps = options.get_i64("mask").map_err(&report)?;
+    let delay = options.get_i64("mask_delay").map_err(&report)?;
+    if steps < 0 || delay < 0 {
+        return Err(report(format!("mask={steps} and mask_delay={delay} count steps (0: no mask)")));
+    }
+    let mask = (steps > 0).then_some(Mask { steps: steps as usize, delay: delay as usize });
     let raw = module.to_raw();
     let plan = plan_heads(raw, &attention, heads as usize).map_err(failed)?;
-    apply_heads(raw, &plan).map_err(failed)
+    apply_heads(raw, &plan, mask).map_err(failed)
 }
 
 pub(super) fn run_deepen(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {

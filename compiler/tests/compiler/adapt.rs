@@ -390,7 +390,7 @@ fn policy_files_parse_and_errors_name_the_rule() {
     assert_eq!(v.rules[0].trigger, Trigger::ValPlateau { window: 2, threshold: 0.01 });
     assert_eq!(
         v.rules[0].action,
-        Action::Grow(Template::Heads { attention: "attn".into(), add: None, max_heads: Some(8) })
+        Action::Grow(Template::Heads { attention: "attn".into(), add: None, max_heads: Some(8), mask: None, mask_delay: 0 })
     );
     assert!(Policy::from_file(&PathBuf::from("no/such/policy.toml")).is_err());
 }
@@ -489,7 +489,7 @@ fn adding_attention_heads_preserves_the_function_and_starts_new_heads_at_zero_ou
         let [x, y] = tokens(i);
         old.step(&[&x, &y], 1e-2).unwrap();
     }
-    let op = Operator::Heads { attention: "attn".into(), heads: 3 };
+    let op = Operator::Heads { attention: "attn".into(), heads: 3, mask: None, mask_delay: 0 };
     let mut g = grow(&old, &op, 0).unwrap();
     assert_eq!(
         g.rewrite.diff,
@@ -983,4 +983,36 @@ fn a_models_initial_state_without_compiling_is_the_compiled_sessions() {
     let state =
         aicf_compiler::train::adapt::rewrite::initial_state(&source, "small_lm.mlir", &options("adam", 0.0)).unwrap();
     assert_eq!(state, compiled.state());
+}
+
+#[test]
+fn masked_heads_with_fresh_output_columns_preserve_the_function_and_stay_still_while_masked() {
+    let mut old = Trainer::from_source(&attention_model(), "attention.mlir", options("adam", 0.0)).unwrap();
+    for i in 0..5 {
+        let [x, y] = tokens(i);
+        old.step(&[&x, &y], 1e-2).unwrap();
+    }
+    let op = Operator::Heads { attention: "attn".into(), heads: 3, mask: Some(4), mask_delay: 1 };
+    let mut g = grow(&old, &op, 0).unwrap();
+    let [x, y] = tokens(9);
+    let (a, b) = (old.loss(&[&x, &y]).unwrap(), g.trainer.loss(&[&x, &y]).unwrap());
+    assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
+    let n = g.trainer.state();
+    assert!((8..12).any(|c| column(&n["attn.out_proj.weight"], c).iter().any(|v| *v != 0.0)), "fresh output columns");
+    assert_eq!(n["attn.mask"].values, [vec![5.0; 8], vec![0.0; 4]].concat());
+    let q = n["attn.q_proj.weight"].clone();
+    for i in 0..2 {
+        let [x, y] = tokens(20 + i);
+        g.trainer.step(&[&x, &y], 1e-2).unwrap();
+    }
+    let n = g.trainer.state();
+    for r in 8..12 {
+        assert_eq!(row(&n["attn.q_proj.weight"], r), row(&q, r), "masked head row {r} gets no gradient");
+    }
+    assert!((0..8).any(|r| row(&n["attn.q_proj.weight"], r) != row(&q, r)));
+    // A second masked growth carries the counters and keeps one mask.
+    let more = Operator::Heads { attention: "attn".into(), heads: 4, mask: Some(4), mask_delay: 1 };
+    let g2 = grow(&g.trainer, &more, 0).unwrap();
+    assert_eq!(g2.trainer.state()["attn.mask"].values, [vec![7.0; 8], vec![2.0; 4], vec![0.0; 4]].concat());
+    assert_eq!(g2.rewrite.source.matches("hl.mask").count(), g.rewrite.source.matches("hl.mask").count());
 }

@@ -64,6 +64,10 @@ pub enum Template {
         add: Option<usize>,
         #[serde(default)]
         max_heads: Option<usize>,
+        #[serde(default)]
+        mask: Option<usize>,
+        #[serde(default)]
+        mask_delay: usize,
     },
     /// The residual stream to `width`, or `factor` times its width (2 if
     /// neither), at most `max_width`.
@@ -160,9 +164,16 @@ impl Template {
                 });
                 one_or_all(ops.collect())
             }
-            Template::Heads { attention, add, max_heads } if attention.contains('*') => {
+            Template::Heads { attention, add, max_heads, mask, mask_delay } if attention.contains('*') => {
                 let ops = expand(trainer, attention, ".q_proj.weight").into_iter().filter_map(|a| {
-                    Template::Heads { attention: a, add: *add, max_heads: *max_heads }.resolve(trainer, serial)
+                    Template::Heads {
+                        attention: a,
+                        add: *add,
+                        max_heads: *max_heads,
+                        mask: *mask,
+                        mask_delay: *mask_delay,
+                    }
+                    .resolve(trainer, serial)
                 });
                 one_or_all(ops.collect())
             }
@@ -235,12 +246,17 @@ impl Template {
                 name: Some(format!("{after}_deep{serial}")),
                 residual: *residual,
             }),
-            Template::Heads { attention, add, max_heads } => {
+            Template::Heads { attention, add, max_heads, mask, mask_delay } => {
                 let ctx = CompilerContext::new();
                 let module = ctx.parse(trainer.source(), trainer.name()).ok()?;
                 let (heads, _) = grow::attention_heads(module.as_operation().to_raw(), attention).ok()?;
                 let target = max_heads.map_or(heads + add.unwrap_or(1), |m| (heads + add.unwrap_or(1)).min(m));
-                (target > heads).then(|| Operator::Heads { attention: attention.clone(), heads: target })
+                (target > heads).then(|| Operator::Heads {
+                    attention: attention.clone(),
+                    heads: target,
+                    mask: *mask,
+                    mask_delay: *mask_delay,
+                })
             }
         }
     }

@@ -83,7 +83,17 @@ pub enum Operator {
     /// heads. New heads' q/k/v projections from their initialiser, the
     /// output projection's new columns zero (exact), new state zero: the
     /// zero-out rule over whole heads.
-    Heads { attention: String, heads: usize },
+    Heads {
+        attention: String,
+        heads: usize,
+        /// MSG-style masked entry over this many steps (after
+        /// `mask_delay`): then the new heads' output columns come from the
+        /// initialiser too (exact under the mask), not zero.
+        #[serde(default)]
+        mask: Option<usize>,
+        #[serde(default)]
+        mask_delay: usize,
+    },
     /// `hl-widen-residual`: the residual stream of a pre-norm network to
     /// `width` channels (LEMON-style average expansion, made exact): the
     /// new output units of embeddings and of the projections added into the
@@ -177,7 +187,9 @@ impl Operator {
             Operator::Deepen { after, name, residual } => {
                 pipeline::deepen(after, &name.clone().unwrap_or_else(|| format!("{after}_deep")), *residual)
             }
-            Operator::Heads { attention, heads } => pipeline::add_heads(attention, *heads),
+            Operator::Heads { attention, heads, mask, mask_delay } => {
+                pipeline::add_heads(attention, *heads, mask.unwrap_or(0), *mask_delay)
+            }
             Operator::WidenResidual { width } => pipeline::widen_residual(*width),
             Operator::AddBlock { prefix, at, from, mask, mask_delay, .. } => {
                 let index = |i: &Option<usize>| i.map_or(-1, |i| i as i64);
@@ -196,7 +208,10 @@ impl Operator {
             Operator::Deepen { after, residual, .. } => {
                 format!("deepen after {after} ({})", if *residual { "residual, zero output" } else { "identity" })
             }
-            Operator::Heads { attention, heads } => format!("grow {attention} to {heads} heads"),
+            Operator::Heads { attention, heads, mask, .. } => {
+                let mask = mask.map_or(String::new(), |k| format!(" (fresh, masked over {k} steps)"));
+                format!("grow {attention} to {heads} heads{mask}")
+            }
             Operator::WidenResidual { width } => format!("widen the residual stream to {width}"),
             Operator::AddBlock { prefix, at, from, init, mask, .. } => {
                 let at = at.map_or("after the last".to_string(), |a| format!("at {a}"));
@@ -323,12 +338,12 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
             });
         }
         // New heads are zero-out units, a head at a time.
-        Operator::Heads { attention, heads } => Plan::Widen {
+        Operator::Heads { attention, heads, mask, mask_delay } => Plan::Widen {
             plan: grow::plan_heads(raw, attention, *heads).map_err(failed)?.widen,
-            rule: WidenRule::ZeroOut,
+            rule: if mask.is_some() { WidenRule::Fresh } else { WidenRule::ZeroOut },
             split_noise: 0.0,
             noise: 0.0,
-            mask: None,
+            mask: mask.map(|steps| grow::Mask { steps, delay: *mask_delay }),
         },
     };
     let before = params_of(raw);

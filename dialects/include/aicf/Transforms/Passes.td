@@ -288,6 +288,10 @@ def HLAddHeads : Pass<"hl-add-heads", "::mlir::ModuleOp"> {
     (`aicf_compiler::adapt`, `Operator::Heads`): the new heads' q/k/v
     weights come from the initialiser and the output projection's new
     columns start at zero, so the new heads add nothing until trained.
+    With `mask=K` (MSG), the merged heads are multiplied by a per-channel
+    mask of a counter state (`@<attention>.mask`) before the output
+    projection reads them, so new heads with any output weights (AICF's
+    `fresh` heads) leave the function unchanged while their mask is 0.
 
     Input (`attention=attn heads=3`, head_dim 4):
 
@@ -306,6 +310,9 @@ def HLAddHeads : Pass<"hl-add-heads", "::mlir::ModuleOp"> {
   let options = [
     Option<"attention", "attention", "std::string", /*default=*/"\"\"", "The attention layer's path">,
     Option<"heads", "heads", "int64_t", /*default=*/"0", "Its new number of heads (more than now)">,
+    Option<"mask", "mask", "int64_t", /*default=*/"0",
+           "Masked entry (MSG): the new heads' channels ramp in over this many steps (0: no mask)">,
+    Option<"mask_delay", "mask_delay", "int64_t", /*default=*/"0", "Steps a new head's mask stays 0 before the ramp">,
   ];
 }
 
