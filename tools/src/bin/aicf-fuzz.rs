@@ -153,6 +153,7 @@ const OPTION_PROBES: &[(&str, &str)] = &[
     ("hl", "--hl-insert-block=from={} mask=3"),
     ("hl", "--hl-insert-block=mask={} mask_delay=1"),
     ("hl", "--hl-widen=layer=fc1 width=24 mask={}"),
+    ("hl", "--hl-add-heads=attention=attn heads=3 mask={}"),
     ("hl", "--hl-optimizer=kind=sgd momentum={}"),
     ("hl", "--hl-optimizer=kind=adam clip-norm={}"),
     ("hl", "--aicf-train-pipeline=budget={}"),
