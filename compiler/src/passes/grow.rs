@@ -60,7 +60,7 @@ pub fn unit_mask(layer: &str) -> String {
 }
 
 /// Whether `op` applies a growth mask (a product with a tagged mask value).
-fn is_mask(op: MlirOperation) -> bool {
+pub(super) fn is_mask(op: MlirOperation) -> bool {
     op_name(op) == "hl.mul" && operands(op).get(1).and_then(|m| ir::producer(*m)).is_some_and(|p| ir::has(p, "hl.mask"))
 }
 
@@ -448,7 +448,8 @@ pub fn attention_heads(module: MlirOperation, path: &str) -> Result<(usize, usiz
 pub fn apply_heads(module: MlirOperation, plan: &HeadsPlan, mask: Option<Mask>) -> Result<(), Failure> {
     const PASS: &str = "hl-add-heads";
     let name = unit_mask(&plan.widen.layer);
-    let declared = ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name));
+    let declared =
+        ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name));
     heads_only(module, plan)?;
     let Some(mask) = mask.filter(|_| !declared) else { return Ok(()) };
     // The merged heads, where the output projection reads them, times a

@@ -155,6 +155,8 @@ impl Trace {
                 self.dropout = true;
                 self.claim(args[0], p)?;
             }
+            // A masked block's branch: the mask scales every channel alike.
+            "hl.mul" if super::grow::is_mask(p) => self.claim(args[0], p)?,
             "hl.layer_norm" => {
                 return Err((
                     op_loc(p),
@@ -218,6 +220,9 @@ impl Trace {
                     for a in args {
                         self.claim(a, user)?;
                     }
+                    self.claim(unsafe { mlirOperationGetResult(user, 0) }, user)?;
+                }
+                "hl.mul" if first && super::grow::is_mask(user) => {
                     self.claim(unsafe { mlirOperationGetResult(user, 0) }, user)?;
                 }
                 "hl.layer_norm" if first => self.norm(user)?,
@@ -835,6 +840,11 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
                 && let Some(new) = ir::flat_symbol(copy, "name").and_then(|n| to_new(&n))
             {
                 set_symbol(copy, "name", &new);
+            }
+            if ir::has(copy, "hl.mask")
+                && let Some(new) = string_attr(copy, "hl.mask").and_then(|n| to_new(&n))
+            {
+                set_string(copy, "hl.mask", &new);
             }
             if op_name(copy) == "hl.dropout" {
                 let ctx = unsafe { mlirOperationGetContext(copy) };

@@ -390,7 +390,13 @@ fn policy_files_parse_and_errors_name_the_rule() {
     assert_eq!(v.rules[0].trigger, Trigger::ValPlateau { window: 2, threshold: 0.01 });
     assert_eq!(
         v.rules[0].action,
-        Action::Grow(Template::Heads { attention: "attn".into(), add: None, max_heads: Some(8), mask: None, mask_delay: 0 })
+        Action::Grow(Template::Heads {
+            attention: "attn".into(),
+            add: None,
+            max_heads: Some(8),
+            mask: None,
+            mask_delay: 0
+        })
     );
     assert!(Policy::from_file(&PathBuf::from("no/such/policy.toml")).is_err());
 }
@@ -1015,4 +1021,23 @@ fn masked_heads_with_fresh_output_columns_preserve_the_function_and_stay_still_w
     let g2 = grow(&g.trainer, &more, 0).unwrap();
     assert_eq!(g2.trainer.state()["attn.mask"].values, [vec![7.0; 8], vec![2.0; 4], vec![0.0; 4]].concat());
     assert_eq!(g2.rewrite.source.matches("hl.mask").count(), g.rewrite.source.matches("hl.mask").count());
+}
+
+#[test]
+fn the_residual_stream_widens_through_masked_blocks() {
+    let mut old = trained_lm(2, 0.0, 4);
+    let block = Operator::AddBlock {
+        prefix: "blocks".into(),
+        at: None,
+        from: None,
+        init: aicf_compiler::train::adapt::BlockInit::Copy,
+        state: Default::default(),
+        mask: Some(3),
+        mask_delay: 0,
+    };
+    let op = Operator::Compose { ops: vec![block, Operator::WidenResidual { width: 16 }] };
+    let mut g = grow(&old, &op, 0).unwrap();
+    assert_eq!(g.trainer.state()["blocks.2.mlp.proj.weight"].shape, [16, 32]);
+    let (a, b) = (lm_loss(&mut old, 20, false), lm_loss(&mut g.trainer, 20, false));
+    assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
 }
