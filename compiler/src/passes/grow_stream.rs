@@ -815,7 +815,7 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
     for (block, b, stream, adds) in sites {
         let order: HashMap<_, usize> = ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr, i)).collect();
         let def = ir::producer(stream);
-        let def_at = def.map_or(0, |d| order[&d.ptr] + 1);
+        let def_at = def.and_then(|d| order.get(&d.ptr)).map_or(0, |i| i + 1);
         let mut map: HashMap<usize, MlirValue> = HashMap::new();
         map.insert(ir::key(b.input), stream);
         let mut clones = Vec::new();
@@ -826,7 +826,7 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
             for (k, a) in operands(op).iter().enumerate() {
                 if let Some(v) = map.get(&ir::key(*a)) {
                     unsafe { mlirOperationSetOperand(copy, k as isize, *v) };
-                } else if ir::producer(*a).is_some_and(|p| order[&p.ptr] >= def_at) {
+                } else if ir::producer(*a).is_some_and(|p| order.get(&p.ptr).is_some_and(|&i| i >= def_at)) {
                     return Err((
                         op_loc(op),
                         format!(
