@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 EVAL_EVERY = 200  # steps: windows per epoch / batch 16
 
 
-def run(aicf, model, out, seed, lr, steps, policy=None):
+def run(aicf, model, out, seed, lr, steps, policy=None, schedule=()):
     metrics = os.path.join(out, "metrics.jsonl")
     if os.path.exists(os.path.join(out, "done")):
         return load(metrics)
@@ -46,6 +46,7 @@ def run(aicf, model, out, seed, lr, steps, policy=None):
            "--seed", str(seed), "--out", out, "--no-progress"]
     if policy:
         cmd += ["--adapt", policy]
+    cmd += list(schedule)
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     open(os.path.join(out, "done"), "w").close()
@@ -95,21 +96,25 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=2400)
     ap.add_argument("--lrs", default="1.5e-3,3e-3,6e-3")
+    ap.add_argument("--cosine", type=int, metavar="WARMUP", default=None,
+                    help="every run on a cosine schedule to 0.1 x lr, after WARMUP steps of linear warm-up")
     a = ap.parse_args()
     if a.seeds < 1 or a.steps < EVAL_EVERY or a.steps % EVAL_EVERY:
         sys.exit(f"--seeds must be at least 1 and --steps a multiple of {EVAL_EVERY}")
     lrs = [float(x) for x in a.lrs.split(",")]
+    sched = () if a.cosine is None else ("--lr-schedule", "cosine", "--warmup-steps", str(a.cosine))
     target = os.path.join(HERE, "target.mlir")
 
-    tuning = {lr: run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s0"), 0, lr, a.steps) for lr in lrs}
+    tuning = {lr: run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s0"), 0, lr, a.steps, schedule=sched)
+              for lr in lrs}
     lr = min(lrs, key=lambda x: best(tuning[x])["val_loss"])
     scratch = {0: tuning[lr]}
     for s in range(1, a.seeds):
-        scratch[s] = run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s{s}"), s, lr, a.steps)
+        scratch[s] = run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s{s}"), s, lr, a.steps, schedule=sched)
     grown = {}
     for factor in ("2x", "4x"):
         model, policy = os.path.join(HERE, f"small{factor}.mlir"), os.path.join(HERE, f"grow{factor}.toml")
-        grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{factor}-s{s}"), s, lr, a.steps, policy)
+        grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{factor}-s{s}"), s, lr, a.steps, policy, sched)
                          for s in range(a.seeds)}
 
     lines = [f"Tuning (seed 0, best held-out loss): " + ", ".join(

@@ -33,6 +33,10 @@ pub struct EpochRecord {
     pub steps_per_second: f64,
     pub params: usize,
     pub train_flops: f64,
+    /// The learning rate of the epoch's last step (before an adaptive
+    /// run's re-warm-up and rollback factors).
+    #[serde(default)]
+    pub lr: f64,
     /// An adaptive run's observer: the last global gradient norm and the
     /// per-layer statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -25,11 +25,51 @@ pub use super::eval::{Scored, evaluate_checkpoint};
 
 type Result<T, E = TrainError> = std::result::Result<T, E>;
 
+/// The learning rate over a run: `lr` throughout, or a linear warm-up
+/// over `warmup_steps` then a cosine decay to `min_factor` times `lr` at
+/// the run's last step (nanoGPT's schedule).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LrSchedule {
+    Constant,
+    Cosine { warmup_steps: u64, min_factor: f64 },
+}
+
+impl LrSchedule {
+    /// The rate of step `step` (0-based) of `total`.
+    pub fn at(&self, lr: f64, step: u64, total: u64) -> f64 {
+        match *self {
+            LrSchedule::Constant => lr,
+            LrSchedule::Cosine { warmup_steps, min_factor } => {
+                if step < warmup_steps {
+                    return lr * (step + 1) as f64 / warmup_steps as f64;
+                }
+                let span = total.saturating_sub(warmup_steps).max(1) as f64;
+                let progress = ((step - warmup_steps) as f64 / span).min(1.0);
+                let min = lr * min_factor;
+                min + 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()) * (lr - min)
+            }
+        }
+    }
+
+    /// For the checkpoint's record (older checkpoints have none, and
+    /// resume as before).
+    fn describe(&self) -> String {
+        match self {
+            LrSchedule::Constant => "constant".into(),
+            LrSchedule::Cosine { warmup_steps, min_factor } => {
+                format!("cosine, warm-up {warmup_steps} steps, down to {min_factor} x lr")
+            }
+        }
+    }
+}
+
 /// How to run training.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub epochs: usize,
     pub lr: f64,
+    /// How the rate changes over the run.
+    pub lr_schedule: LrSchedule,
     /// Seeds the data split and order and dropout.
     pub seed: u64,
     /// How the data is read and split.
@@ -62,6 +102,7 @@ impl Default for RunOptions {
         RunOptions {
             epochs: 10,
             lr: 3e-3,
+            lr_schedule: LrSchedule::Constant,
             seed: 0,
             data: DataOptions::default(),
             out: PathBuf::from("target/aicf-run"),
@@ -133,6 +174,11 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     if !run.lr.is_finite() || run.lr <= 0.0 {
         return bad(format!("the learning rate {} is not a positive number", run.lr));
     }
+    if let LrSchedule::Cosine { min_factor, .. } = run.lr_schedule
+        && !(0.0..=1.0).contains(&min_factor)
+    {
+        return bad(format!("the cosine schedule's minimum factor {min_factor} is not in [0, 1]"));
+    }
     if !options.momentum.is_finite() || !(0.0..1.0).contains(&options.momentum) {
         return bad(format!("the momentum {} is not in [0, 1)", options.momentum));
     }
@@ -164,7 +210,7 @@ fn recorded(
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         files.push(format!("{name} ({hash})"));
     }
-    Ok(vec![
+    let mut record = vec![
         ("model", model_hash.to_string()),
         ("optimizer", options.optimizer.clone()),
         ("lr", run.lr.to_string()),
@@ -173,7 +219,9 @@ fn recorded(
         ("seed", run.seed.to_string()),
         ("val_split", run.data.val_split.to_string()),
         ("data", files.join(", ")),
-    ])
+    ];
+    record.push(("lr_schedule", run.lr_schedule.describe()));
+    Ok(record)
 }
 
 /// Checkpoint metadata: the model's IR (the checkpoint and the model it
@@ -635,6 +683,7 @@ impl<'a> Loop<'a> {
         let mut trace = None;
         let mut epoch = self.first_epoch;
         let mut start_batch = 0;
+        let mut last_lr = run.lr;
         'epochs: while epoch <= run.epochs {
             let epoch_started = Instant::now();
             let epoch_steps_before = self.adaptive.trainer().steps();
@@ -668,7 +717,10 @@ impl<'a> Loop<'a> {
                     p.before_step(self.adaptive.trainer_mut());
                 }
                 let progress = Progress { epoch, batch: b + 1, rng: epoch_rng };
-                let outcome = self.adaptive.step(&refs, run.lr, progress).map_err(|e| match e {
+                let total = (run.epochs * steps_per_epoch) as u64;
+                let lr = run.lr_schedule.at(run.lr, step, total);
+                last_lr = lr;
+                let outcome = self.adaptive.step(&refs, lr, progress).map_err(|e| match e {
                     TrainError::NonFinite { step, loss, lr } => TrainError::Diverged(format!(
                         "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate; {}",
                         self.kept_checkpoint(checkpoint)
@@ -688,7 +740,7 @@ impl<'a> Loop<'a> {
                                  rate; {}",
                                 m.loss,
                                 m.step,
-                                run.lr,
+                                lr,
                                 self.kept_checkpoint(checkpoint)
                             )));
                         }
@@ -759,6 +811,7 @@ impl<'a> Loop<'a> {
                 steps_per_second: (steps - epoch_steps_before) as f64 / seconds.max(1e-9),
                 params: param_count(trainer),
                 train_flops: self.adaptive.flops,
+                lr: last_lr,
                 grad_norm: None,
                 layers: None,
             };

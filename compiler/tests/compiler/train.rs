@@ -547,3 +547,17 @@ fn training_flops_count_convolutions_and_skip_unneeded_gradients() {
     let fc = 2 * 32 * 128 * 10;
     assert_eq!(step_flops(&cnn, 32), (2 * conv1 + 3 * conv2 + 3 * fc) as f64);
 }
+
+#[test]
+fn the_cosine_schedule_warms_up_linearly_then_decays_to_its_floor() {
+    use aicf_compiler::train::run::LrSchedule;
+    let s = LrSchedule::Cosine { warmup_steps: 10, min_factor: 0.1 };
+    assert_eq!(s.at(1.0, 0, 110), 0.1);
+    assert_eq!(s.at(1.0, 9, 110), 1.0);
+    assert!((s.at(1.0, 10, 110) - 1.0).abs() < 1e-12, "the decay starts at the full rate");
+    assert!((s.at(1.0, 60, 110) - 0.55).abs() < 1e-12, "halfway: the mean of lr and its floor");
+    assert!((s.at(1.0, 110, 110) - 0.1).abs() < 1e-12 && (s.at(1.0, 500, 110) - 0.1).abs() < 1e-12);
+    let rates: Vec<f64> = (10..110).map(|t| s.at(1.0, t, 110)).collect();
+    assert!(rates.windows(2).all(|w| w[1] <= w[0]), "monotone after the warm-up");
+    assert_eq!(LrSchedule::Constant.at(3e-3, 77, 100), 3e-3);
+}

@@ -21,7 +21,7 @@ use aicf_compiler::{
         Compiled, Options, Trainer,
         data::DataOptions,
         report::EpochRecord,
-        run::{self, Report, RunOptions, Start},
+        run::{self, LrSchedule, Report, RunOptions, Start},
     },
 };
 use aicf_runtime::{Device, Tensor, artifact::Role};
@@ -52,6 +52,12 @@ impl Optimizer {
             Optimizer::Adamw => "adamw",
         }
     }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Schedule {
+    Constant,
+    Cosine,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -204,6 +210,17 @@ enum Command {
         /// generated, cublaslt).
         #[arg(long)]
         gemm: Option<String>,
+        /// How the learning rate changes: constant, or cosine (a linear
+        /// warm-up over --warmup-steps, then a cosine decay to --min-lr-factor
+        /// times --lr at the last step).
+        #[arg(long, value_enum, default_value_t = Schedule::Constant)]
+        lr_schedule: Schedule,
+        /// Steps of the cosine schedule's linear warm-up.
+        #[arg(long, default_value_t = 0)]
+        warmup_steps: u64,
+        /// Where the cosine schedule ends, as a fraction of --lr.
+        #[arg(long, default_value_t = 0.1)]
+        min_lr_factor: f64,
     },
     /// Accuracy and held-out loss of a checkpoint on a data set (every row
     /// of a table, the held-out end of a text).
@@ -278,10 +295,18 @@ fn main() {
             profile_steps,
             no_progress,
             gemm,
+            lr_schedule,
+            warmup_steps,
+            min_lr_factor,
         } => {
+            let lr_schedule = match lr_schedule {
+                Schedule::Constant => LrSchedule::Constant,
+                Schedule::Cosine => LrSchedule::Cosine { warmup_steps, min_factor: min_lr_factor },
+            };
             let run = RunOptions {
                 epochs,
                 lr,
+                lr_schedule,
                 seed,
                 data: DataOptions { seed, val_split, windows_per_epoch, eval_windows, feature_scale: None },
                 out,
