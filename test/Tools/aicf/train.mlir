@@ -21,7 +21,7 @@
 // CHECK: epoch   3/3
 // CHECK: final held-out accuracy {{[0-9.]+}}% after 3 epochs (135 steps
 
-// METRICS: {"epoch":1,"step":45,"train_loss":{{[0-9.]+}},"val_loss":{{[0-9.]+}},"val_accuracy":{{[0-9.]+}},"unit":"nats","seconds":{{[0-9.e-]+}},"steps_per_second":{{[0-9.e-]+}},"params":9610,"train_flops":{{[0-9.e]+}}}
+// METRICS: {"epoch":1,"step":45,"train_loss":{{[0-9.]+}},"val_loss":{{[0-9.]+}},"val_accuracy":{{[0-9.]+}},"unit":"nats","seconds":{{[0-9.e-]+}},"steps_per_second":{{[0-9.e-]+}},"params":9610,"train_flops":{{[0-9.e]+}},"lr":0.003}
 // METRICS: {"epoch":3,
 
 // PLOT: <svg
