@@ -274,7 +274,6 @@ pub fn apply_widen(module: MlirOperation, plan: &WidenPlan, mask: Option<Mask>) 
             .map_err(|(l, m)| (l, format!("{PASS}: {m}")))?;
         let masked = crate::passes::grow_stream::insert_before(next, "hl.mul", &[v, m], None, &[], &mut emitted)
             .map_err(|(l, m)| (l, format!("{PASS}: {m}")))?;
-        let _ = masked;
         unsafe { mlirValueReplaceAllUsesExcept(v, masked, emitted.len() as isize, emitted.as_mut_ptr()) };
     }
     if !unsafe { mlirOperationVerify(module) } {

@@ -607,6 +607,25 @@ fn spine(b: &BlockOps, prefix: &str, index: usize) -> Result<Vec<(MlirOperation,
     Err((at, format!("{BLOCK}: block {prefix}.{index}'s residual adds do not reach its output")))
 }
 
+/// How many blocks `<prefix>.<i>.*` the model has; an error if none, or if
+/// they are not numbered from 0 without gaps.
+pub fn block_count(module: MlirOperation, prefix: &str) -> Result<usize, Failure> {
+    let indices: HashSet<usize> = ops_of(module_body(module))
+        .into_iter()
+        .filter(|&op| op_name(op) == "hl.param")
+        .filter_map(|op| string_attr(op, "sym_name"))
+        .filter_map(|name| block_of(&name, prefix).map(|(i, _)| i))
+        .collect();
+    let count = indices.len();
+    if count == 0 {
+        return Err((op_loc(module), format!("{BLOCK}: no parameters named {prefix}.<i>.* (prefix={prefix})")));
+    }
+    if (0..count).any(|i| !indices.contains(&i)) {
+        return Err((op_loc(module), format!("{BLOCK}: the blocks {prefix}.<i> are not numbered 0 to {}", count - 1)));
+    }
+    Ok(count)
+}
+
 /// Plans `hl-insert-block`: a block at `at` (0 ..= n) built like `from`.
 pub fn plan_block(
     module: MlirOperation,
@@ -618,26 +637,13 @@ pub fn plan_block(
     if mask.is_some_and(|m| m.steps == 0) {
         return Err((op_loc(module), format!("{BLOCK}: a mask ramps over at least 1 step")));
     }
-    let mut indices = HashSet::new();
-    let mut params = Vec::new();
-    for op in ops_of(module_body(module)) {
-        if op_name(op) == "hl.param"
-            && let Some(name) = string_attr(op, "sym_name")
-            && let Some((i, rest)) = block_of(&name, prefix)
-        {
-            indices.insert(i);
-            if i == from {
-                params.push(rest.to_string());
-            }
-        }
-    }
-    let count = indices.len();
-    if count == 0 {
-        return Err((op_loc(module), format!("{BLOCK}: no parameters named {prefix}.<i>.* (prefix={prefix})")));
-    }
-    if (0..count).any(|i| !indices.contains(&i)) {
-        return Err((op_loc(module), format!("{BLOCK}: the blocks {prefix}.<i> are not numbered 0 to {}", count - 1)));
-    }
+    let count = block_count(module, prefix)?;
+    let params: Vec<String> = ops_of(module_body(module))
+        .into_iter()
+        .filter(|&op| op_name(op) == "hl.param")
+        .filter_map(|op| string_attr(op, "sym_name"))
+        .filter_map(|name| block_of(&name, prefix).filter(|(i, _)| *i == from).map(|(_, rest)| rest.to_string()))
+        .collect();
     if at > count || from >= count {
         return Err((
             op_loc(module),
@@ -1005,7 +1011,7 @@ pub(super) fn run_block(module: OperationRef<'_, '_>, options: &PassOptions) -> 
     }
     let mask = (mask_steps > 0).then_some(Mask { steps: mask_steps as usize, delay: delay as usize });
     let raw = module.to_raw();
-    let count = plan_block(raw, &prefix, 0, 0, None).map_err(failed)?.count;
+    let count = block_count(raw, &prefix).map_err(failed)?;
     let at = if at < 0 { count } else { at as usize };
     let from = if from < 0 { at.saturating_sub(1).min(count - 1) } else { from as usize };
     let plan = plan_block(raw, &prefix, at, from, mask).map_err(failed)?;

@@ -892,6 +892,11 @@ fn schedules_grow_every_k_steps_or_at_a_flops_budget_and_bad_schedules_are_refus
         ("when = \"flops\"\nflops = -1.0\naction = \"rollback\"", "is not a positive number"),
         ("when = \"epoch\"\nflops = 1.0\naction = \"rollback\"", "takes every, not flops"),
         ("when = \"steps\"\nat = 3\naction = { op = \"add-block\", init = \"sideways\" }", "unknown variant"),
+        ("when = \"steps\"\nat = 3\naction = { op = \"add-block\", count = 0 }", "count = 0: it counts from 1"),
+        (
+            "when = \"steps\"\nat = 3\naction = { op = \"compose\", ops = [{ op = \"widen\", layer = \"fc1\", mask = 0 }] }",
+            "mask = 0",
+        ),
     ] {
         let err = Policy::parse(&format!("[[rule]]\n{bad}")).unwrap_err();
         assert!(err.contains(says), "{bad}: {err}");
@@ -940,6 +945,7 @@ fn masked_fresh_units_preserve_the_function_and_ramp_in_by_their_own_counters() 
         mask_delay: 2,
     };
     assert!(!widen(24, None).exact() && widen(24, Some(4)).exact());
+    assert!(grow(&old, &widen(24, Some(0)), 0).is_err(), "a mask over 0 steps is refused");
     let [x, y] = batch(40);
     let unmasked = grow(&old, &widen(24, None), 0).unwrap();
     let mut masked = grow(&old, &widen(24, Some(4)), 0).unwrap();

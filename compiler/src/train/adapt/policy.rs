@@ -112,6 +112,22 @@ fn blocks() -> String {
     "blocks".into()
 }
 
+impl Template {
+    /// Counts that must be at least 1 (`count`, `mask`), here and in a
+    /// composition's templates.
+    fn check(&self) -> std::result::Result<(), String> {
+        let zero = |what: &str| Err(format!("{what} = 0: it counts from 1"));
+        match self {
+            Template::Widen { mask: Some(0), .. } | Template::Heads { mask: Some(0), .. } => zero("mask"),
+            Template::AddBlock { mask: Some(0), .. } => zero("mask"),
+            Template::AddBlock { count: Some(0), .. } => zero("count"),
+            Template::Compose { ops } if ops.is_empty() => Err("a composition of no operators".into()),
+            Template::Compose { ops } => ops.iter().try_for_each(Template::check),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Whether `name` matches `pattern`, where a `*` segment of the pattern
 /// stands for any one dot-separated segment (`blocks.*.mlp.fc`).
 fn matches(pattern: &str, name: &str) -> bool {
@@ -198,9 +214,8 @@ impl Template {
                 let have = indices.len();
                 let want = have + count.unwrap_or(1);
                 let want = max_blocks.map_or(want, |m| want.min(m));
-                let ops: Vec<Operator> = (have..want)
-                    .enumerate()
-                    .map(|(k, _)| Operator::AddBlock {
+                let ops: Vec<Operator> = (0..want.saturating_sub(have))
+                    .map(|k| Operator::AddBlock {
                         prefix: prefix.clone(),
                         at: at.map(|a| a + k),
                         from: *from,
@@ -472,6 +487,9 @@ impl Policy {
                 toml::Value::Table(t) if t.contains_key("fork") => {
                     let f: RawFork =
                         r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?;
+                    for t in &f.fork {
+                        t.check().map_err(|m| at(format!("fork candidate: {m}")))?;
+                    }
                     if f.fork.is_empty() || f.steps == 0 {
                         return Err(at("a fork needs candidates and steps > 0".into()));
                     }
@@ -487,7 +505,10 @@ impl Policy {
                     Action::Rollback { lr_factor }
                 }
                 toml::Value::Table(_) => {
-                    Action::Grow(r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?)
+                    let t: Template =
+                        r.action.clone().try_into().map_err(|e: toml::de::Error| at(format!("action: {e}")))?;
+                    t.check().map_err(|m| at(format!("action: {m}")))?;
+                    Action::Grow(t)
                 }
                 other => {
                     return Err(at(format!(

@@ -296,6 +296,12 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
                     message: format!("split_noise {split_noise} must be in [0, 1) and noise {noise} at least 0"),
                 });
             }
+            if *mask == Some(0) {
+                return Err(CompileError::Pipeline {
+                    pipeline: op.pipeline(),
+                    message: "a mask ramps over at least 1 step".into(),
+                });
+            }
             if mask.is_some() && *rule == WidenRule::Net2wider {
                 return Err(CompileError::Pipeline {
                     pipeline: op.pipeline(),
@@ -316,7 +322,7 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
         }
         Operator::WidenResidual { width } => Plan::Residual(grow_stream::plan_residual(raw, *width).map_err(failed)?),
         Operator::AddBlock { prefix, at, from, init, state, mask, mask_delay } => {
-            let count = grow_stream::plan_block(raw, prefix, 0, 0, None).map_err(failed)?.count;
+            let count = grow_stream::block_count(raw, prefix).map_err(failed)?;
             let at = at.unwrap_or(count);
             let from = from.unwrap_or(at.saturating_sub(1).min(count.saturating_sub(1)));
             if *state == SlotRule::Copy && *init != BlockInit::Copy {
@@ -338,6 +344,12 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
             });
         }
         // New heads are zero-out units, a head at a time.
+        Operator::Heads { mask: Some(0), .. } => {
+            return Err(CompileError::Pipeline {
+                pipeline: op.pipeline(),
+                message: "a mask ramps over at least 1 step".into(),
+            });
+        }
         Operator::Heads { attention, heads, mask, mask_delay } => Plan::Widen {
             plan: grow::plan_heads(raw, attention, *heads).map_err(failed)?.widen,
             rule: if mask.is_some() { WidenRule::Fresh } else { WidenRule::ZeroOut },
