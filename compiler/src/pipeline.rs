@@ -104,8 +104,14 @@ impl TrainOptions {
 pub(crate) const KERNEL_MATH: &str = "builtin.module(math-expand-ops{ops=tanh})";
 
 /// The CPU kernels module to the LLVM dialect (bare-pointer calling
-/// convention, so each kernel takes plain pointers).
+/// convention, so each kernel takes plain pointers). Arithmetic and math on
+/// 16-bit floats (elementwise bodies) runs in f32, rounded after each op,
+/// and bf16 conversions become integer code (round to nearest even): the
+/// host need not have `avx512_bf16`, and no libgcc conversion routine is
+/// called.
 pub(crate) const KERNELS_TO_LLVM: &str = "builtin.module(inline,symbol-dce,canonicalize,cse,convert-scf-to-cf,\
+math-extend-to-supported-types{target-type=f32},\
+arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32},arith-expand{include-bf16=true},\
 convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,\
 convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},\
 reconcile-unrealized-casts)";

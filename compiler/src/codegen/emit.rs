@@ -242,12 +242,62 @@ impl Kernel {
         self.line("}");
     }
 
+    /// Element `idx` of buffer `b` (of memref type `ty`) in the type
+    /// kernels compute in: a 16-bit float is widened to f32 on load.
     pub(crate) fn load(&mut self, b: &str, idx: &str, ty: &str) -> String {
+        let v = self.load_raw(b, idx, ty);
+        match narrow_element(ty) {
+            Some(t) => self.val(&format!("arith.extf {v} : {} to f32", t.mlir())),
+            None => v,
+        }
+    }
+
+    /// Stores `v` (in the compute type: f32 for a 16-bit buffer, rounded to
+    /// nearest even on the store) at `idx` of buffer `b`.
+    pub(crate) fn store(&mut self, v: &str, b: &str, idx: &str, ty: &str) {
+        let v = match narrow_element(ty) {
+            Some(t) => self.val(&format!("arith.truncf {v} : f32 to {}", t.mlir())),
+            None => v.to_string(),
+        };
+        self.store_raw(&v, b, idx, ty);
+    }
+
+    /// The stored element itself (16-bit floats stay 16-bit).
+    pub(crate) fn load_raw(&mut self, b: &str, idx: &str, ty: &str) -> String {
         self.val(&format!("memref.load {b}[{idx}] : {ty}"))
     }
 
-    pub(crate) fn store(&mut self, v: &str, b: &str, idx: &str, ty: &str) {
+    pub(crate) fn store_raw(&mut self, v: &str, b: &str, idx: &str, ty: &str) {
         self.line(&format!("memref.store {v}, {b}[{idx}] : {ty}"));
+    }
+
+    /// `lanes` consecutive elements from `idx` of `b` as a vector of f32
+    /// (16-bit floats widened), or of the buffer's own type.
+    pub(crate) fn vload(&mut self, b: &str, idx: &str, ty: &str, lanes: usize) -> String {
+        match narrow_element(ty) {
+            Some(t) => {
+                let raw = self.val(&format!("vector.load {b}[{idx}] : {ty}, vector<{lanes}x{}>", t.mlir()));
+                self.val(&format!("arith.extf {raw} : vector<{lanes}x{}> to vector<{lanes}xf32>", t.mlir()))
+            }
+            None => {
+                let e = element_of(ty).map_or("f32".to_string(), |t| t.mlir().to_string());
+                self.val(&format!("vector.load {b}[{idx}] : {ty}, vector<{lanes}x{e}>"))
+            }
+        }
+    }
+
+    /// Stores vector `v` (f32 lanes for a 16-bit buffer) from `idx` of `b`.
+    pub(crate) fn vstore(&mut self, v: &str, b: &str, idx: &str, ty: &str, lanes: usize) {
+        match narrow_element(ty) {
+            Some(t) => {
+                let n = self.val(&format!("arith.truncf {v} : vector<{lanes}xf32> to vector<{lanes}x{}>", t.mlir()));
+                self.line(&format!("vector.store {n}, {b}[{idx}] : {ty}, vector<{lanes}x{}>", t.mlir()));
+            }
+            None => {
+                let e = element_of(ty).map_or("f32".to_string(), |t| t.mlir().to_string());
+                self.line(&format!("vector.store {v}, {b}[{idx}] : {ty}, vector<{lanes}x{e}>"));
+            }
+        }
     }
 
     pub(crate) fn add(&mut self, a: &str, b: &str) -> String {
@@ -337,6 +387,37 @@ impl Kernel {
     pub(crate) fn and(&mut self, a: &str, b: &str) -> String {
         self.val(&format!("arith.andi {a}, {b} : i1"))
     }
+}
+
+/// The type a kernel computes values stored as `t` in: f32 for the
+/// 16-bit floats (storage in 16 bits, arithmetic and accumulation in f32),
+/// else `t` itself.
+pub(crate) fn compute(t: DType) -> DType {
+    match t {
+        DType::F16 | DType::BF16 => DType::F32,
+        t => t,
+    }
+}
+
+/// The element type of a memref type string (`memref<12xbf16>`,
+/// `memref<64xf32, 3>`).
+pub(crate) fn element_of(ty: &str) -> Option<DType> {
+    let inner = ty.strip_prefix("memref<")?;
+    let shape = inner.split([',', '>']).next()?;
+    match shape.rsplit('x').next()? {
+        "f16" => Some(DType::F16),
+        "bf16" => Some(DType::BF16),
+        "f32" => Some(DType::F32),
+        "f64" => Some(DType::F64),
+        "i32" => Some(DType::I32),
+        "i64" => Some(DType::I64),
+        _ => None,
+    }
+}
+
+/// The 16-bit float element type of a memref type string, if it has one.
+pub(crate) fn narrow_element(ty: &str) -> Option<DType> {
+    element_of(ty).filter(|t| matches!(t, DType::F16 | DType::BF16))
 }
 
 /// Bits of a float type.

@@ -514,17 +514,8 @@ impl Generator {
         let name = op_name(op);
         let specs = x.iter().map(|v| buf_spec(*v)).collect::<Result<Vec<_>>>()?;
         let all: Vec<usize> = (0..x.len()).collect();
-        // 16-bit floats: the GPU's tensor-core GEMM (and copies and fills).
-        let narrow = specs.iter().any(|(_, t)| matches!(t, DType::F16 | DType::BF16));
-        if narrow && !self.target.takes_16bit(&name) {
-            return Err(unsupported_at(
-                op,
-                format!(
-                    "{} has no f16/bf16 '{name}' kernel yet (only the GPU GEMM, copy and fill take them)",
-                    self.target.name()
-                ),
-            ));
-        }
+        // 16-bit float buffers are stored in 16 bits and computed on in
+        // f32 by every kernel kind: `Kernel::load` widens, `store` rounds.
         Ok(match name.as_str() {
             "ll.elementwise" => {
                 let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_default();
@@ -563,7 +554,7 @@ impl Generator {
                 let mut k = Kernel::new();
                 let ty = flat_type(shape, *t);
                 let i = k.open("%begin", "%end");
-                let v = k.float(value, *t);
+                let v = k.float(value, compute(*t));
                 k.store(&v, "%b0", &i, &ty);
                 k.close();
                 self.finish(k, &specs);

@@ -1,7 +1,9 @@
 //! What the code generator's files share: the IR readers, the artifact
 //! types, the kernel builder, and the generator's own items.
 
-pub(crate) use super::emit::{Kernel, cast_float, flat_type, lines, numel, row_major_strides, simd_lanes};
+pub(crate) use super::emit::{
+    Kernel, cast_float, compute, flat_type, lines, narrow_element, numel, row_major_strides, simd_lanes,
+};
 pub(crate) use super::ops::attention::AttentionShape;
 pub(crate) use super::ops::gemm::mma::{TensorCoreTile, async_chunk, tensor_core_epilogue, tile_chunks};
 pub(crate) use super::ops::gemm::wgmma::{WGMMA_BK, WGMMA_STAGES};

@@ -242,6 +242,8 @@ fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {
             let dtype = match a.dtype {
                 DType::I32 => artifact::DType::I32,
                 DType::I64 => artifact::DType::I64,
+                DType::BF16 => artifact::DType::BF16,
+                DType::F16 => artifact::DType::F16,
                 _ => artifact::DType::F32,
             };
             Tensor::new(a.shape.clone(), dtype, a.data.clone())
@@ -329,6 +331,36 @@ fn every_kernel_matches_the_interpreter() {
     for (name, source, inputs) in kernel_cases() {
         kernel_matches(name, &source, &inputs, 2e-5);
     }
+}
+
+/// Every ll kernel kind in bf16 and in f16 (stored in 16 bits, computed in
+/// f32) against the interpreter, which rounds each op's result to the
+/// 16-bit type: within 2 units in the last place (bf16 keeps 8 significant
+/// bits, f16 11), as a fused kernel rounds once where the interpreter
+/// rounds after each op.
+#[test]
+fn every_kernel_matches_the_interpreter_in_16_bits() {
+    for dtype in [DType::BF16, DType::F16] {
+        let tol = if dtype == DType::BF16 { 2.0 / 256.0 } else { 2.0 / 2048.0 };
+        for (name, source, inputs) in narrow_kernel_cases(dtype) {
+            kernel_matches(&name, &source, &inputs, tol);
+        }
+    }
+}
+
+/// [`kernel_cases`] with every f32 tensor as `dtype` (f16 or bf16), inputs
+/// rounded to it.
+pub(crate) fn narrow_kernel_cases(dtype: DType) -> Vec<(String, String, Vec<Array>)> {
+    kernel_cases()
+        .into_iter()
+        .map(|(name, source, inputs)| {
+            let inputs = inputs
+                .into_iter()
+                .map(|a| if a.dtype == DType::F32 { Array::new(a.shape, dtype, a.data).unwrap() } else { a })
+                .collect();
+            (format!("{name}_{}", dtype.mlir()), source.replace("f32>", &format!("{}>", dtype.mlir())), inputs)
+        })
+        .collect()
 }
 
 /// (name, hl source of `@f`, inputs): every ll kernel kind on odd and

@@ -37,7 +37,7 @@ impl AttentionShape {
             dv: specs[2].0[rank - 1],
             scale: float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt()),
             causal: has(op, "causal"),
-            t: specs[0].1,
+            t: compute(specs[0].1),
         }
     }
 
@@ -50,7 +50,7 @@ impl AttentionShape {
     /// that a key's score is one dot product.
     pub(crate) fn scaled_query(&self, k: &mut Kernel, buf: &str, base: &str, ty: &str) -> String {
         let vq = self.vector(self.d);
-        let q = k.val(&format!("vector.load {buf}[{base}] : {ty}, {vq}"));
+        let q = k.vload(buf, base, ty, self.d);
         let sc = k.val(&format!("arith.constant dense<{}> : {vq}", Float(self.scale)));
         k.val(&format!("arith.mulf {q}, {sc} : {vq}"))
     }
@@ -87,7 +87,7 @@ impl AttentionShape {
         let types: Vec<String> = state.iter().map(|(_, ty)| ty.clone()).collect();
         let (j, acc, results) = k.open_carry("%c0", hi, "%c1", state);
         let (kr, vr) = rows(k, &j);
-        let kv = k.val(&format!("vector.load {}[{kr}] : {}, {vk}", keys.0, keys.1));
+        let kv = k.vload(keys.0, &kr, keys.1, self.d);
         let prod = k.val(&format!("arith.mulf {q}, {kv} : {vk}"));
         let score = k.val(&format!("vector.reduction <add>, {prod} fastmath<reassoc,contract> : {vk} into {f}"));
         let (m, l, o) = (&acc[0], &acc[1], &acc[2]);
@@ -101,14 +101,14 @@ impl AttentionShape {
         let one = k.float(1.0, t);
         let kept = k.fop("mulf", l, &alpha, t);
         let l1 = k.fop("addf", &kept, &one, t);
-        let v = k.val(&format!("vector.load {}[{vr}] : {}, {vo}", values.0, values.1));
+        let v = k.vload(values.0, &vr, values.1, self.dv);
         let a = k.val(&format!("vector.broadcast {alpha} : {f} to {vo}"));
         let o1 = k.val(&format!("vector.fma {o}, {a}, {v} : {vo}"));
         k.else_carry(&[score.clone(), l1, o1], &types);
         let ds = k.fop("subf", &score, m, t);
         let p = k.val(&format!("math.exp {ds} : {f}"));
         let l1 = k.fop("addf", l, &p, t);
-        let v = k.val(&format!("vector.load {}[{vr}] : {}, {vo}", values.0, values.1));
+        let v = k.vload(values.0, &vr, values.1, self.dv);
         let pb = k.val(&format!("vector.broadcast {p} : {f} to {vo}"));
         let o1 = k.val(&format!("vector.fma {pb}, {v}, {o} : {vo}"));
         k.close_carry(&[m.clone(), l1, o1], &types);
@@ -121,7 +121,7 @@ impl AttentionShape {
         let (f, vo) = (self.t.mlir(), self.vector(self.dv));
         let l = k.val(&format!("vector.broadcast {} : {f} to {vo}", state[1].0));
         let o = k.val(&format!("arith.divf {}, {l} : {vo}", state[2].0));
-        k.line(&format!("vector.store {o}, {buf}[{base}] : {ty}, {vo}"));
+        k.vstore(&o, buf, base, ty, self.dv);
     }
 }
 
@@ -141,13 +141,8 @@ impl Generator {
     /// The CPU's form of online attention: a query row per work item, its
     /// keys and values read from memory in turn.
     pub(crate) fn online_attention(&mut self, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
-        let t = a.t;
-        let (tq, tk, tv, to) = (
-            flat_type(&specs[0].0, t),
-            flat_type(&specs[1].0, t),
-            flat_type(&specs[2].0, t),
-            flat_type(&specs[3].0, t),
-        );
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let (tq, tk, tv, to) = (ty(0), ty(1), ty(2), ty(3));
         let mut k = Kernel::new();
         let (lc, sn) = (k.index(a.l), k.index(a.s));
         let w = k.open("%begin", "%end");
@@ -177,7 +172,7 @@ impl Generator {
     /// the weighted sum of values (head sizes too large to keep a row's
     /// query and output in registers).
     pub(crate) fn attention_rows(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
-        let (q, kv, t) = (&specs[0].0, &specs[1].0, specs[0].1);
+        let (q, kv, t) = (&specs[0].0, &specs[1].0, compute(specs[0].1));
         let f = t.mlir();
         let rank = q.len();
         let (l, d) = (q[rank - 2], q[rank - 1]);
@@ -186,8 +181,8 @@ impl Generator {
         let batch: usize = q[..rank - 2].iter().product();
         let scale = float_attr(op, "scale").unwrap_or(1.0 / (d as f64).sqrt());
         let causal = has(op, "causal");
-        let (tq, tk, tv, to) =
-            (flat_type(q, t), flat_type(kv, t), flat_type(&specs[2].0, t), flat_type(&specs[3].0, t));
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let (tq, tk, tv, to) = (ty(0), ty(1), ty(2), ty(3));
         let row_ty = format!("memref<{s_len}x{f}>");
         let mut k = Kernel::new();
         let scores = k.val(&format!("memref.alloca() : {row_ty}"));
@@ -274,12 +269,8 @@ impl Generator {
         let t = a.t;
         let f = t.mlir();
         let (bq, bk) = (ATTENTION_QUERIES, ATTENTION_KEYS);
-        let (tq, tk, tv, to) = (
-            flat_type(&specs[0].0, t),
-            flat_type(&specs[1].0, t),
-            flat_type(&specs[2].0, t),
-            flat_type(&specs[3].0, t),
-        );
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let (tq, tk, tv, to) = (ty(0), ty(1), ty(2), ty(3));
         let shared = |n: usize| format!("memref<{n}x{f}, #gpu.address_space<workgroup>>");
         let (ks, vs) = (shared(bk * a.d), shared(bk * a.dv));
         let mut k = Kernel::new();

@@ -50,11 +50,11 @@ impl Generator {
             "input" => (2, 1, 0),
             _ => (1, 2, 0),
         };
-        let (xs, ws, ys, t) = (&specs[x].0, &specs[w].0, &specs[y].0, specs[0].1);
+        let (xs, ws, ys, t) = (&specs[x].0, &specs[w].0, &specs[y].0, compute(specs[0].1));
         let (xstr, wstr, ystr) = (row_major_strides(xs), row_major_strides(ws), row_major_strides(ys));
         let (cg, og) = (ws[1], ws[0] / groups);
         let (kh, kw) = (ws[2], ws[3]);
-        let (tx, tw, ty) = (flat_type(xs, t), flat_type(ws, t), flat_type(ys, t));
+        let (tx, tw, ty) = (flat_type(xs, specs[x].1), flat_type(ws, specs[w].1), flat_type(ys, specs[y].1));
         let mut k = Kernel::new();
         let e = k.open("%begin", "%end");
         let image_at = |k: &mut Kernel, strides: &[usize], n: &str, c: &str, h: &str, wv: &str| -> String {
@@ -91,7 +91,7 @@ impl Generator {
                 });
                 let mut v = s0;
                 if specs.len() == 4 {
-                    let bv = k.load("%b2", o, &flat_type(&specs[2].0, t));
+                    let bv = k.load("%b2", o, &flat_type(&specs[2].0, specs[2].1));
                     v = k.fop("addf", &v, &bv, t);
                 }
                 k.store(&v, &format!("%b{y}"), &e, &ty);
@@ -174,9 +174,9 @@ impl Generator {
         let (kern, stride, pad) = (pair(op, "kernel", 1), pair(op, "stride", 1), pair(op, "padding", 0));
         let max = int_attr(op, "kind").unwrap_or(0) == 0;
         let (x, y) = if backward { (1, 0) } else { (0, 1) };
-        let (xs, ys, t) = (&specs[x].0, &specs[y].0, specs[0].1);
+        let (xs, ys, t) = (&specs[x].0, &specs[y].0, compute(specs[0].1));
         let f = t.mlir();
-        let (tx, ty) = (flat_type(xs, t), flat_type(ys, t));
+        let (tx, ty) = (flat_type(xs, specs[x].1), flat_type(ys, specs[y].1));
         let (xstr, ystr) = (row_major_strides(xs), row_major_strides(ys));
         let area = (kern[0] * kern[1]) as f64;
         let mut k = Kernel::new();
@@ -286,7 +286,7 @@ impl Generator {
             let next = k.fop("addf", &acc1, &contrib, t);
             k.close_with(&next, f);
             k.close_with(&s1, f);
-            k.store(&s0, "%b2", &e, &tx);
+            k.store(&s0, "%b2", &e, &flat_type(&specs[2].0, specs[2].1));
         }
         k.close();
         let work = if backward { numel(xs) } else { numel(ys) };

@@ -27,7 +27,7 @@ impl Generator {
         let (tt, ti, tg) = (
             flat_type(&table.0, table.1),
             flat_type(idx, it),
-            flat_type(&specs[if backward { 0 } else { 2 }].0, table.1),
+            flat_type(&specs[if backward { 0 } else { 2 }].0, specs[if backward { 0 } else { 2 }].1),
         );
         let lt = it.mlir();
         let mut k = Kernel::new();
@@ -42,7 +42,7 @@ impl Generator {
         let kernels = if backward {
             // Column (o, j) of the table per work item: zero it, then add
             // every slice whose index names a row.
-            let zero = k.float(0.0, table.1);
+            let zero = k.float(0.0, compute(table.1));
             let (ic, nc, cc) = (k.index(inner), k.index(n), k.index(count));
             let w = k.open("%begin", "%end");
             let o = k.val(&format!("arith.divui {w}, {ic} : index"));
@@ -61,7 +61,7 @@ impl Generator {
             let s = k.mad(&src_row, inner, &j);
             let gv = k.load("%b0", &s, &tg);
             let cur = k.load("%b2", &p, &tt);
-            let sum = k.fop("addf", &cur, &gv, table.1);
+            let sum = k.fop("addf", &cur, &gv, compute(table.1));
             k.store(&sum, "%b2", &p, &tt);
             k.close();
             k.close();
@@ -102,7 +102,7 @@ impl Generator {
         let c = k.unravel(&o, &outs.0);
         if backward {
             // coordinate c[d] is in the window iff c >= start, (c - start) % step == 0, (c - start) / step < size
-            let zero = k.float(0.0, ins.1);
+            let zero = k.float(0.0, compute(ins.1));
             let mut inside = k.val("arith.constant true");
             let mut win = Vec::new();
             for d in 0..c.len() {
@@ -125,7 +125,7 @@ impl Generator {
                 win.iter().map(|q| k.val(&format!("arith.select {inside}, {q}, %c0 : index"))).collect();
             let i = k.ravel(&safe, &row_major_strides(&ins.0));
             let v = k.load("%b0", &i, &ti);
-            let r = k.val(&format!("arith.select {inside}, {v}, {zero} : {}", ins.1.mlir()));
+            let r = k.val(&format!("arith.select {inside}, {v}, {zero} : {}", compute(ins.1).mlir()));
             k.store(&r, "%b1", &o, &to);
         } else {
             let strides = row_major_strides(&ins.0);
@@ -158,7 +158,7 @@ impl Generator {
             c[axis] = k.add(&c[axis], &oc);
             let o = k.ravel(&c, &out_strides);
             let v = k.load("%b0", &i, &flat_type(shape, *t));
-            k.store(&v, "%b1", &o, &flat_type(&specs[out].0, *t));
+            k.store(&v, "%b1", &o, &flat_type(&specs[out].0, specs[out].1));
             k.close();
             let pair = [specs[n].clone(), specs[out].clone()];
             self.finish(k, &pair);
@@ -170,9 +170,9 @@ impl Generator {
 
     pub(crate) fn argmax(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let axis = int_attr(op, "axis").unwrap_or(0) as usize;
-        let (shape, t) = (&specs[0].0, specs[0].1);
+        let (shape, t) = (&specs[0].0, compute(specs[0].1));
         let (outer, n, inner) = lines(shape, axis);
-        let (f, ty) = (t.mlir(), flat_type(shape, t));
+        let (f, ty) = (t.mlir(), flat_type(shape, specs[0].1));
         let mut k = Kernel::new();
         let nc = k.index(n);
         let l = k.open("%begin", "%end");
@@ -200,8 +200,9 @@ impl Generator {
 
     /// Philox4x32-10 per group of four elements, as `hl.dropout` defines.
     pub(crate) fn dropout(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
-        let (shape, t) = (&specs[0].0, specs[0].1);
-        let (f, ty) = (t.mlir(), flat_type(shape, t));
+        let (shape, t) = (&specs[0].0, compute(specs[0].1));
+        let (f, ty) = (t.mlir(), flat_type(shape, specs[0].1));
+        let out_ty = flat_type(&specs[3].0, specs[3].1);
         let p = float_attr(op, "p").unwrap_or(0.0);
         let stream = int_attr(op, "stream").unwrap_or(0) as u64;
         // keep iff (word >> 8) / 2^24 >= p, i.e. (word >> 8) >= ceil(p 2^24)
@@ -265,7 +266,7 @@ impl Generator {
             let x = k.load("%b0", &i, &ty);
             let y = k.fop("mulf", &x, &scale, t);
             let r = k.val(&format!("arith.select {keep}, {y}, {zero} : {f}"));
-            k.store(&r, "%b3", &i, &ty);
+            k.store(&r, "%b3", &i, &out_ty);
             k.depth -= 1;
             k.line("}");
         }

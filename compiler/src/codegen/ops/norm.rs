@@ -47,12 +47,12 @@ impl Generator {
         let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 0, 0, 1]);
         let (w, b) = ((seg[1] > 0).then_some(1), (seg[2] > 0).then_some(1 + seg[1] as usize));
         let out = 1 + seg[1] as usize + seg[2] as usize;
-        let (shape, t) = (&specs[0].0, specs[0].1);
+        let (shape, t) = (&specs[0].0, compute(specs[0].1));
         let dims = int_attr(op, "dims").unwrap_or(1) as usize;
         let n: usize = shape[shape.len() - dims..].iter().product();
         let rows = numel(shape) / n.max(1);
         let (eps, center) = (float_attr(op, "eps").unwrap_or(1e-5), !has(op, "rms"));
-        let ty = flat_type(shape, t);
+        let ty = flat_type(shape, specs[0].1);
         let mut k = self.target.row_kernel();
         let r = k.open("%begin", "%end");
         let nc = k.index(n);
@@ -64,14 +64,14 @@ impl Generator {
         let d = k.fop("subf", &x, &mean, t);
         let mut y = k.fop("mulf", &d, &rstd, t);
         if let Some(w) = w {
-            let wv = k.load(&format!("%b{w}"), &j, &flat_type(&specs[w].0, t));
+            let wv = k.load(&format!("%b{w}"), &j, &flat_type(&specs[w].0, specs[w].1));
             y = k.fop("mulf", &y, &wv, t);
         }
         if let Some(b) = b {
-            let bv = k.load(&format!("%b{b}"), &j, &flat_type(&specs[b].0, t));
+            let bv = k.load(&format!("%b{b}"), &j, &flat_type(&specs[b].0, specs[b].1));
             y = k.fop("addf", &y, &bv, t);
         }
-        k.store(&y, &format!("%b{out}"), &p, &flat_type(&specs[out].0, t));
+        k.store(&y, &format!("%b{out}"), &p, &flat_type(&specs[out].0, specs[out].1));
         k.close();
         k.close();
         self.one(k, specs, rows, 10 * n)
@@ -89,16 +89,16 @@ impl Generator {
         let count = k.float(g.n as f64, t);
         for p in [g.dw, g.db].into_iter().flatten() {
             let j = k.open("%c0", &nc);
-            k.store(&zero, &format!("%b{p}"), &j, &g.row_ty);
+            k.store(&zero, &format!("%b{p}"), &j, &g.tys[p]);
             k.close();
         }
         let rc = k.index(g.rows);
         let r = k.open("%c0", &rc);
-        let row_ty = g.row_ty.clone();
+        let row_ty = |p: usize| g.tys[p].clone();
         g.row(&mut k, &r, &nc, &zero, &count, &|k: &mut Kernel, p: usize, j: &str, v: &str| {
-            let cur = k.load(&format!("%b{p}"), j, &row_ty);
+            let cur = k.load(&format!("%b{p}"), j, &row_ty(p));
             let s = k.fop("addf", &cur, v, t);
-            k.store(&s, &format!("%b{p}"), j, &row_ty);
+            k.store(&s, &format!("%b{p}"), j, &row_ty(p));
         });
         self.one(k, specs, 1, g.rows * g.n * 20)
     }
@@ -114,7 +114,7 @@ impl Generator {
             let zero = k.float(0.0, t);
             let j = k.open("%begin", "%end");
             for p in [g.dw, g.db].into_iter().flatten() {
-                k.store(&zero, &format!("%b{p}"), &j, &g.row_ty);
+                k.store(&zero, &format!("%b{p}"), &j, &g.tys[p]);
             }
             k.close();
             kernels.extend(self.one(k, specs, g.n, 1));
@@ -124,9 +124,14 @@ impl Generator {
         let nc = k.index(g.n);
         let count = k.float(g.n as f64, t);
         let r = k.open("%begin", "%end");
-        let row_ty = g.row_ty.clone();
+        let tys = g.tys.clone();
         g.row(&mut k, &r, &nc, &zero, &count, &|k: &mut Kernel, p: usize, j: &str, v: &str| {
-            k.val(&format!("memref.atomic_rmw addf {v}, %b{p}[{j}] : ({f}, {row_ty}) -> {f}"));
+            // A 16-bit gradient is added in its own type (rounded first).
+            let (v, f) = match narrow_element(&tys[p]) {
+                Some(n) => (k.val(&format!("arith.truncf {v} : {f} to {}", n.mlir())), n.mlir()),
+                None => (v.to_string(), f),
+            };
+            k.val(&format!("memref.atomic_rmw addf {v}, %b{p}[{j}] : ({f}, {}) -> {f}", tys[p]));
         });
         kernels.extend(self.one(k, specs, g.rows, g.n * 20));
         kernels
@@ -139,13 +144,14 @@ struct NormGradient {
     dx: usize,
     dw: Option<usize>,
     db: Option<usize>,
+    /// The compute type.
     t: DType,
     n: usize,
     rows: usize,
     eps: f64,
     center: bool,
-    ty: String,
-    row_ty: String,
+    /// Each operand's memref type.
+    tys: Vec<String>,
 }
 
 impl NormGradient {
@@ -155,7 +161,7 @@ impl NormGradient {
         let dx = 2 + seg[2] as usize;
         let dw = (seg[4] > 0).then_some(dx + 1);
         let db = (seg[5] > 0).then_some(dx + 1 + seg[4] as usize);
-        let (shape, t) = (&specs[1].0, specs[1].1);
+        let (shape, t) = (&specs[1].0, compute(specs[1].1));
         let dims = int_attr(op, "dims").unwrap_or(1) as usize;
         let n: usize = shape[shape.len() - dims..].iter().product();
         let rows = numel(shape) / n.max(1);
@@ -170,8 +176,7 @@ impl NormGradient {
             rows,
             eps,
             center,
-            ty: flat_type(shape, t),
-            row_ty: format!("memref<{n}x{}>", t.mlir()),
+            tys: specs.iter().map(|(s, d)| flat_type(s, *d)).collect(),
         }
     }
 
@@ -186,22 +191,22 @@ impl NormGradient {
         count: &str,
         add_into: &dyn Fn(&mut Kernel, usize, &str, &str),
     ) {
-        let (t, f, ty) = (self.t, self.t.mlir(), &self.ty);
+        let (t, f) = (self.t, self.t.mlir());
         let base = k.mul(r, nc);
-        let (mean, rstd) = Generator::row_stats(k, &base, self.n, t, self.center, self.eps, ty, "%b1");
+        let (mean, rstd) = Generator::row_stats(k, &base, self.n, t, self.center, self.eps, &self.tys[1], "%b1");
         // xhat_j = (x_j - mean) rstd; dxhat_j = g_j w_j
         let xhat = |k: &mut Kernel, j: &str| -> String {
             let p = k.add(&base, j);
-            let x = k.load("%b1", &p, ty);
+            let x = k.load("%b1", &p, &self.tys[1]);
             let d = k.fop("subf", &x, &mean, t);
             k.fop("mulf", &d, &rstd, t)
         };
         let dxhat = |k: &mut Kernel, j: &str| -> String {
             let p = k.add(&base, j);
-            let g = k.load("%b0", &p, ty);
+            let g = k.load("%b0", &p, &self.tys[0]);
             match self.w {
                 Some(w) => {
-                    let wv = k.load(&format!("%b{w}"), j, &self.row_ty);
+                    let wv = k.load(&format!("%b{w}"), j, &self.tys[w]);
                     k.fop("mulf", &g, &wv, t)
                 }
                 None => g,
@@ -230,8 +235,8 @@ impl NormGradient {
         let c = k.fop("subf", &a, &b, t);
         let v = k.fop("mulf", &c, &rstd, t);
         let p = k.add(&base, &j);
-        k.store(&v, &format!("%b{}", self.dx), &p, ty);
-        let g = k.load("%b0", &p, ty);
+        k.store(&v, &format!("%b{}", self.dx), &p, &self.tys[self.dx]);
+        let g = k.load("%b0", &p, &self.tys[0]);
         if let Some(dw) = self.dw {
             let gx = k.fop("mulf", &g, &xh, t);
             add_into(k, dw, &j, &gx);

@@ -3,7 +3,8 @@ use crate::codegen::prelude::*;
 impl Generator {
     /// `out[o] = combine over the reduced coordinates of input`.
     pub(crate) fn reduce(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<(u64, u64)> {
-        let (shape, t) = (&specs[0].0, specs[0].1);
+        let (shape, st) = (&specs[0].0, specs[0].1);
+        let t = compute(st);
         let dims: Vec<usize> = i64_array(op, "dims").unwrap_or_default().into_iter().map(|d| d as usize).collect();
         let kind = int_attr(op, "kind").unwrap_or(0);
         let kept: Vec<usize> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
@@ -33,7 +34,7 @@ impl Generator {
             rem = k.val(&format!("arith.divui {rem}, {nd} : index"));
             off = k.mad(&c, strides[d], &off);
         }
-        let v = k.load("%b0", &off, &flat_type(shape, t));
+        let v = k.load("%b0", &off, &flat_type(shape, st));
         let next = if kind == 2 {
             k.val(&format!("arith.maximumf {acc}, {v} : {f}"))
         } else {
@@ -53,15 +54,16 @@ impl Generator {
     }
 
     pub(crate) fn mse_loss(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
-        let (shape, t) = (&specs[0].0, specs[0].1);
-        let (f, ty) = (t.mlir(), flat_type(shape, t));
+        let (shape, t) = (&specs[0].0, compute(specs[0].1));
+        let f = t.mlir();
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let n = numel(shape);
         let mut k = Kernel::new();
         let zero = k.float(0.0, t);
         let nc = k.index(n);
         let (i, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
-        let a = k.load("%b0", &i, &ty);
-        let b = k.load("%b1", &i, &ty);
+        let a = k.load("%b0", &i, &ty(0));
+        let b = k.load("%b1", &i, &ty(1));
         let d = k.fop("subf", &a, &b, t);
         let d2 = k.fop("mulf", &d, &d, t);
         let next = k.val(&format!("arith.addf {acc}, {d2} fastmath<fast> : {f}"));
@@ -72,7 +74,7 @@ impl Generator {
             let c = k.float(n as f64, t);
             k.fop("divf", &s, &c, t)
         };
-        k.store(&v, "%b2", "%c0", &flat_type(&specs[2].0, t));
+        k.store(&v, "%b2", "%c0", &ty(2));
         self.one(k, specs, 1, 4 * n)
     }
 }

@@ -3,12 +3,13 @@ use crate::codegen::prelude::*;
 impl Generator {
     /// softmax / log-softmax (`backward`: their gradient from y and g).
     pub(crate) fn softmax(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], backward: bool) -> Kernels {
-        let (shape, t) = (&specs[0].0, specs[0].1);
+        let (shape, t) = (&specs[0].0, compute(specs[0].1));
         let axis = int_attr(op, "axis").unwrap_or(0) as usize;
         let log = has(op, "log");
         let (outer, n, inner) = lines(shape, axis);
-        let (ty, f) = (flat_type(shape, t), t.mlir());
-        let out = if backward { "%b2" } else { "%b1" };
+        let f = t.mlir();
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let (out, out_ty) = if backward { ("%b2", ty(2)) } else { ("%b1", ty(1)) };
         let mut k = self.target.row_kernel();
         let zero = k.float(0.0, t);
         let nc = k.index(n);
@@ -18,11 +19,11 @@ impl Generator {
             // log: g - exp(y) sum(g); else y (g - sum(g y))
             let (j, acc, s) = k.open_cols_reduce(&nc, &zero, f);
             let p = k.at(&base, &j, inner);
-            let g = k.load("%b1", &p, &ty);
+            let g = k.load("%b1", &p, &ty(1));
             let term = if log {
                 g
             } else {
-                let y = k.load("%b0", &p, &ty);
+                let y = k.load("%b0", &p, &ty(0));
                 k.fop("mulf", &g, &y, t)
             };
             let next = k.val(&format!("arith.addf {acc}, {term} fastmath<fast> : {f}"));
@@ -30,7 +31,7 @@ impl Generator {
             let s = k.warp_all(&s, "addf", t);
             let j = k.open_cols(&nc);
             let p = k.at(&base, &j, inner);
-            let (y, g) = (k.load("%b0", &p, &ty), k.load("%b1", &p, &ty));
+            let (y, g) = (k.load("%b0", &p, &ty(0)), k.load("%b1", &p, &ty(1)));
             let v = if log {
                 let e = k.val(&format!("math.exp {y} : {f}"));
                 let es = k.fop("mulf", &e, &s, t);
@@ -39,19 +40,19 @@ impl Generator {
                 let d = k.fop("subf", &g, &s, t);
                 k.fop("mulf", &y, &d, t)
             };
-            k.store(&v, out, &p, &ty);
+            k.store(&v, out, &p, &out_ty);
             k.close();
         } else {
             let ninf = k.float(f64::NEG_INFINITY, t);
             let (j, mx, m) = k.open_cols_reduce(&nc, &ninf, f);
             let p = k.at(&base, &j, inner);
-            let x = k.load("%b0", &p, &ty);
+            let x = k.load("%b0", &p, &ty(0));
             let nm = k.val(&format!("arith.maximumf {mx}, {x} : {f}"));
             k.close_with(&nm, f);
             let m = k.warp_all(&m, "maximumf", t);
             let (j, acc, s) = k.open_cols_reduce(&nc, &zero, f);
             let p = k.at(&base, &j, inner);
-            let x = k.load("%b0", &p, &ty);
+            let x = k.load("%b0", &p, &ty(0));
             let d = k.fop("subf", &x, &m, t);
             let e = k.val(&format!("math.exp {d} : {f}"));
             let next = k.fop("addf", &acc, &e, t);
@@ -60,7 +61,7 @@ impl Generator {
             let ls = k.val(&format!("math.log {s} : {f}"));
             let j = k.open_cols(&nc);
             let p = k.at(&base, &j, inner);
-            let x = k.load("%b0", &p, &ty);
+            let x = k.load("%b0", &p, &ty(0));
             let d = k.fop("subf", &x, &m, t);
             let v = if log {
                 k.fop("subf", &d, &ls, t)
@@ -68,7 +69,7 @@ impl Generator {
                 let e = k.val(&format!("math.exp {d} : {f}"));
                 k.fop("divf", &e, &s, t)
             };
-            k.store(&v, out, &p, &ty);
+            k.store(&v, out, &p, &out_ty);
             k.close();
         }
         k.close();
@@ -90,7 +91,7 @@ impl Generator {
         let grad_output = (seg[2] > 0).then_some(2);
         let loss = 2 + seg[2] as usize;
         let grad = (seg[4] > 0).then_some(loss + 1);
-        let (logits, t) = (&specs[0].0, specs[0].1);
+        let (logits, t) = (&specs[0].0, compute(specs[0].1));
         let classes = logits.last().copied().unwrap_or(1);
         let rows = numel(logits) / classes.max(1);
         let ignore = int_attr(op, "ignore_index");

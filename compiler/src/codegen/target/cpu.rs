@@ -31,16 +31,8 @@ pub(crate) struct CpuTarget {
 }
 
 impl TargetInfo for CpuTarget {
-    fn name(&self) -> &'static str {
-        "the CPU backend"
-    }
-
     fn cpu_features(&self) -> Vec<String> {
         toolchain().map(|t| t.2.to_vec()).unwrap_or_default()
-    }
-
-    fn takes_16bit(&self, _op: &str) -> bool {
-        false
     }
 
     fn row_kernel(&self) -> Kernel {

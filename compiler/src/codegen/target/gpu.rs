@@ -99,14 +99,6 @@ pub(crate) struct GpuTarget {
 }
 
 impl TargetInfo for GpuTarget {
-    fn name(&self) -> &'static str {
-        "the GPU backend"
-    }
-
-    fn takes_16bit(&self, op: &str) -> bool {
-        matches!(op, "ll.gemm" | "ll.copy" | "ll.fill")
-    }
-
     fn row_kernel(&self) -> Kernel {
         let mut k = Kernel::new();
         k.lane = Some(k.val("gpu.lane_id"));
@@ -155,11 +147,11 @@ impl TargetInfo for GpuTarget {
         out: usize,
         specs: &[(Vec<usize>, DType)],
     ) -> String {
-        let t = specs[out].1;
+        let t = compute(specs[out].1);
         let first = k.val(&format!("arith.cmpi eq, {}, %c0 : index", team.tid));
         k.line(&format!("scf.if {first} {{"));
         k.depth += 1;
-        k.store(value, &format!("%b{out}"), "%c0", &flat_type(&specs[out].0, t));
+        k.store(value, &format!("%b{out}"), "%c0", &flat_type(&specs[out].0, specs[out].1));
         k.close();
         let shared = format!("memref<{}x{}, #gpu.address_space<workgroup>>", REDUCE_BLOCK / 32, t.mlir());
         g.finish_gpu_func(k, specs, &[("%S", shared)], [1, 1, 1], REDUCE_BLOCK as u32)

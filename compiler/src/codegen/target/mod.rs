@@ -56,16 +56,10 @@ pub(crate) struct Team {
 
 /// How a target shapes kernels.
 pub(crate) trait TargetInfo {
-    /// For messages: `the CPU backend`.
-    fn name(&self) -> &'static str;
-
     /// The host features the code needs (the CPU's; none for PTX).
     fn cpu_features(&self) -> Vec<String> {
         Vec::new()
     }
-
-    /// Whether this target's kernel of `op` takes f16/bf16 buffers.
-    fn takes_16bit(&self, op: &str) -> bool;
 
     /// A kernel over rows (softmax, norms, losses): the GPU gives each row
     /// a warp (columns over its lanes, row reductions by shuffles), the CPU

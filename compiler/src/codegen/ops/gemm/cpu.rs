@@ -20,7 +20,8 @@ impl Generator {
     ) -> Result<(u64, u64, Option<LibraryGemm>)> {
         let GemmLayout { bias, mask, residual, out, lhs_sum, ta, tb, accumulate, alpha, act, rows, m, kk, n, batched } =
             GemmLayout::of(op, specs);
-        let t = specs[out].1;
+        // 16-bit operands are widened on load: the product accumulates in f32.
+        let t = compute(specs[out].1);
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let mut k = Kernel::new();
         let row_t = format!("memref<{n}x{}>", t.mlir());
@@ -99,7 +100,7 @@ impl Generator {
             let mut next = Vec::new();
             for (c, acc) in accs.iter().enumerate() {
                 let at = k.mad("%c1", c * lanes, &base);
-                let bv = k.val(&format!("vector.load %b1[{at}] : {b_row}, {vt}"));
+                let bv = k.vload("%b1", &at, &b_row, lanes);
                 next.push(k.val(&format!("vector.fma {avv}, {bv}, {acc} : {vt}")));
             }
             k.close_with_all(&next, &vt);
@@ -125,12 +126,12 @@ impl Generator {
             let jb = k.open_step("%c0", &jfull, &four);
             let (kx, accs, rs) = k.open_reduce_all("%c0", &kfull, &kstep, &vec![vzero.clone(); 4], &vt);
             let ai = a_at(&mut k, &kx);
-            let av = k.val(&format!("vector.load %b0[{ai}] : {a_row}, {vt}"));
+            let av = k.vload("%b0", &ai, &a_row, lanes);
             let mut next = Vec::new();
             for (c, acc) in accs.iter().enumerate() {
                 let j = k.mad("%c1", c, &jb);
                 let bi = b_at(&mut k, &kx, &j);
-                let bv = k.val(&format!("vector.load %b1[{bi}] : {b_row}, {vt}"));
+                let bv = k.vload("%b1", &bi, &b_row, lanes);
                 next.push(k.val(&format!("vector.fma {av}, {bv}, {acc} : {vt}")));
             }
             k.close_with_all(&next, &vt);
@@ -198,7 +199,8 @@ impl Generator {
         self.finish(k, specs);
         // The library candidate: an f32 GEMM into `out` with alpha, then
         // this kernel's epilogue (if any) as its own pass over the rows.
-        let library = (t == DType::F32 && !accumulate).then(|| {
+        let all_f32 = [0, 1, out].iter().all(|&i| specs[i].1 == DType::F32);
+        let library = (all_f32 && !accumulate).then(|| {
             let needs_epilogue =
                 bias.is_some() || mask.is_some() || residual.is_some() || lhs_sum.is_some() || act != 0;
             let epilogue = needs_epilogue.then(|| {

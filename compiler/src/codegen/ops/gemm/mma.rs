@@ -204,10 +204,10 @@ impl Generator {
                             let ok = k.val(&format!("arith.andi {row_ok}, {col_ok} : i1"));
                             let sj = k.mad("%c1", j, &src);
                             let sj = k.val(&format!("arith.select {ok}, {sj}, %c0 : index"));
-                            let v = k.load(buf, &sj, &gty);
+                            let v = k.load_raw(buf, &sj, &gty);
                             let v = k.val(&format!("arith.select {ok}, {v}, {zero} : {e}"));
                             let aj = k.mad("%c1", j, &at);
-                            k.store(&v, smem, &aj, st);
+                            k.store_raw(&v, smem, &aj, st);
                         }
                     }
                 }

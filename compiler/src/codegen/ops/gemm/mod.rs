@@ -96,7 +96,7 @@ impl Epilogue {
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let load = |k: &mut Kernel, p: usize, at: &str| {
             let v = k.load(&format!("%b{p}"), at, &ty(p));
-            cast_float(k, &v, specs[p].1, t)
+            cast_float(k, &v, compute(specs[p].1), t)
         };
         let mut y = y.to_string();
         if let Some(p) = self.bias {
@@ -118,7 +118,7 @@ impl Epilogue {
             let old = load(k, self.out, o);
             y = k.fop("addf", &old, &y, t);
         }
-        let y = cast_float(k, &y, t, specs[self.out].1);
+        let y = cast_float(k, &y, t, compute(specs[self.out].1));
         k.store(&y, &format!("%b{}", self.out), o, &ty(self.out));
     }
 }
