@@ -25,11 +25,60 @@ pub struct TrainOptions {
     /// Arena budget of every function's memory plan, met by recomputing
     /// activations (`ll-plan-memory{budget}`); `None`: no budget.
     pub memory_budget: Option<MemoryBudget>,
+    /// Mixed precision (`hl-autocast` before autodiff), fp32 by default.
+    pub precision: Precision,
 }
 
 impl Default for TrainOptions {
     fn default() -> Self {
-        TrainOptions { optimizer: "adam".into(), momentum: 0.0, weight_decay: 0.0, memory_budget: None }
+        TrainOptions {
+            optimizer: "adam".into(),
+            momentum: 0.0,
+            weight_decay: 0.0,
+            memory_budget: None,
+            precision: Precision::Fp32,
+        }
+    }
+}
+
+/// The precision a model trains in: f32 throughout, or contractions in
+/// bf16/f16 with f32 accumulation, master weights and accuracy guards
+/// (`hl-autocast`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    #[default]
+    Fp32,
+    Bf16,
+    Fp16,
+}
+
+impl Precision {
+    /// `fp32`, `bf16` or `fp16` (also `f32`, `f16`).
+    pub fn parse(text: &str) -> std::result::Result<Precision, String> {
+        match text.trim() {
+            "fp32" | "f32" => Ok(Precision::Fp32),
+            "bf16" => Ok(Precision::Bf16),
+            "fp16" | "f16" => Ok(Precision::Fp16),
+            other => Err(format!("'{other}': a precision is fp32, bf16 or fp16")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Bf16 => "bf16",
+            Precision::Fp16 => "fp16",
+        }
+    }
+
+    /// The `hl-autocast` pass that sets it up, with a trailing comma
+    /// (nothing for fp32).
+    fn autocast(self) -> String {
+        match self {
+            Precision::Fp32 => String::new(),
+            Precision::Bf16 => "hl-autocast{dtype=bf16},".into(),
+            Precision::Fp16 => "hl-autocast{dtype=f16},".into(),
+        }
     }
 }
 
@@ -81,8 +130,11 @@ impl TrainOptions {
             None => String::new(),
         };
         format!(
-            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{budget}}})",
-            self.optimizer, self.weight_decay, self.momentum
+            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{budget} precision={}}})",
+            self.optimizer,
+            self.weight_decay,
+            self.momentum,
+            self.precision.name()
         )
     }
 
@@ -90,9 +142,12 @@ impl TrainOptions {
     /// it is lowered to `ll` (`aicf compile --emit fused`).
     pub fn fusion_pipeline(&self) -> String {
         format!(
-            "builtin.module(hl-optimizer{{kind={} weight-decay={} momentum={}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
+            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
              canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
-            self.optimizer, self.weight_decay, self.momentum
+            self.precision.autocast(),
+            self.optimizer,
+            self.weight_decay,
+            self.momentum
         )
     }
 }
@@ -103,16 +158,19 @@ impl TrainOptions {
 /// per element. (Then every `exp` is guarded: `codegen::guard_exp`.)
 pub(crate) const KERNEL_MATH: &str = "builtin.module(math-expand-ops{ops=tanh})";
 
+/// Before a CPU kernels module is lowered: arithmetic and math on 16-bit
+/// floats (in elementwise bodies) runs in f32, rounded after each op. Then
+/// every rounding to bf16 becomes integer code
+/// (`codegen::round_bf16_in_integers`).
+pub(crate) const KERNELS_16BIT: &str = "builtin.module(math-extend-to-supported-types{target-type=f32},\
+arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32})";
+
 /// The CPU kernels module to the LLVM dialect (bare-pointer calling
-/// convention, so each kernel takes plain pointers). Arithmetic and math on
-/// 16-bit floats (elementwise bodies) runs in f32, rounded after each op,
-/// and bf16 conversions become integer code (round to nearest even): the
-/// host need not have `avx512_bf16`, and no libgcc conversion routine is
-/// called.
+/// convention, so each kernel takes plain pointers); widening bf16 is
+/// integer code too (`arith-expand`): the host need not have `avx512_bf16`,
+/// and no libgcc conversion routine is called.
 pub(crate) const KERNELS_TO_LLVM: &str = "builtin.module(inline,symbol-dce,canonicalize,cse,convert-scf-to-cf,\
-math-extend-to-supported-types{target-type=f32},\
-arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32},arith-expand{include-bf16=true},\
-convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,\
+arith-expand{include-bf16=true},convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,finalize-memref-to-llvm,convert-arith-to-llvm,\
 convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},\
 reconcile-unrealized-casts)";
 

@@ -9,6 +9,7 @@
 //! "internal compiler error" diagnostic and a pass failure, since unwinding
 //! into C++ would abort the process.
 
+mod autocast;
 mod autodiff;
 mod common;
 mod convert_to_ll;
@@ -53,6 +54,7 @@ pub type PassBody = for<'c, 'a> fn(OperationRef<'c, 'a>, &PassOptions) -> PassRe
 const PASS_BODIES: &[(&str, PassBody)] = &[
     ("convert-hl-to-ll", convert_to_ll::run),
     ("hl-add-heads", grow::run_heads),
+    ("hl-autocast", autocast::run),
     ("hl-autodiff", autodiff::run),
     ("hl-deepen", grow::run_deepen),
     ("hl-fuse-elementwise", fuse_elementwise::run),

@@ -25,7 +25,7 @@
 
 use crate::CompileError;
 use crate::codegen::{GpuOptions, KernelCache};
-use crate::pipeline::{self, MemoryBudget, Target, TrainOptions};
+use crate::pipeline::{self, MemoryBudget, Precision, Target, TrainOptions};
 use crate::timing::Timings;
 use aicf_runtime::{
     Backend, Device, RuntimeError, Tensor,
@@ -56,6 +56,8 @@ pub struct Options {
     /// the registry was filled (CPU: generated, library, library-swapped,
     /// gemm-rs; CUDA: generated, cublaslt).
     pub gemm: Option<String>,
+    /// fp32, or mixed precision in bf16/fp16 (`hl-autocast`).
+    pub precision: Precision,
 }
 
 impl Default for Options {
@@ -69,6 +71,7 @@ impl Default for Options {
             seed: 0,
             cache_dir: PathBuf::from("target/aicf-cache"),
             gemm: None,
+            precision: Precision::Fp32,
         }
     }
 }
@@ -81,6 +84,7 @@ impl Options {
             momentum: self.momentum,
             weight_decay: self.weight_decay,
             memory_budget: self.memory_budget,
+            precision: self.precision,
         }
     }
 

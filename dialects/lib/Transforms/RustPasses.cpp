@@ -78,6 +78,7 @@ void runRustBody(PassT &pass, Operation *op) {
 namespace aicf {
 #define GEN_PASS_DEF_CONVERTHLTOLL
 #define GEN_PASS_DEF_HLADDHEADS
+#define GEN_PASS_DEF_HLAUTOCAST
 #define GEN_PASS_DEF_HLAUTODIFF
 #define GEN_PASS_DEF_HLDEEPEN
 #define GEN_PASS_DEF_HLFUSEELEMENTWISE
@@ -105,6 +106,7 @@ namespace {
 
 AICF_RUST_PASS(ConvertHLToLL)
 AICF_RUST_PASS(HLAddHeads)
+AICF_RUST_PASS(HLAutocast)
 AICF_RUST_PASS(HLAutodiff)
 AICF_RUST_PASS(HLDeepen)
 AICF_RUST_PASS(HLFuseElementwise)
@@ -155,12 +157,18 @@ struct TrainPipelineOptions
   Option<int64_t> maxStreams{*this, "max-streams",
                              llvm::cl::desc("the most streams to use"),
                              llvm::cl::init(4)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32, bf16 or fp16 (hl-autocast before autodiff)"),
+      llvm::cl::init("fp32")};
 };
 
 /// The textual form of the train pipeline for `o`.
 std::string trainPipeline(const TrainPipelineOptions &o) {
   std::string text;
   llvm::raw_string_ostream os(text);
+  if (o.precision != "fp32" && o.precision != "f32")
+    os << "hl-autocast{dtype=" << o.precision << "},";
   os << "hl-optimizer{kind=" << o.optimizer << " momentum=" << o.momentum
      << " weight-decay=" << o.weightDecay << "},canonicalize,cse,"
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"

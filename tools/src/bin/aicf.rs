@@ -15,7 +15,7 @@
 use aicf_compiler::{
     CompilerContext,
     codegen::{GpuOptions, KernelCache, ptx_files, ptxas, validate_ptx},
-    pipeline::{self, MemoryBudget, TrainOptions},
+    pipeline::{self, MemoryBudget, Precision, TrainOptions},
     run_pipeline,
     train::{
         Compiled, Options, Trainer,
@@ -91,6 +91,10 @@ struct ModelArgs {
     /// are recomputed to meet it.
     #[arg(long, value_parser = memory_budget)]
     memory_budget: Option<MemoryBudget>,
+    /// fp32, or mixed precision: bf16 or fp16 contractions with f32
+    /// accumulation, master weights and losses (hl-autocast).
+    #[arg(long, default_value = "fp32", value_parser = Precision::parse)]
+    precision: Precision,
 }
 
 #[derive(clap::Args, Clone)]
@@ -347,6 +351,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         momentum: c.momentum,
         weight_decay: c.weight_decay,
         memory_budget: c.memory_budget,
+        precision: c.precision,
     }
 }
 
@@ -360,6 +365,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Options {
         seed,
         cache_dir: out.to_path_buf(),
         gemm: None,
+        precision: c.precision,
     }
 }
 

@@ -249,6 +249,8 @@ impl Generator {
         let source = format!("module {{\n{}}}\n", self.text);
         let mlir = ctx.mlir();
         let mut module = timings.time("kernels: parse, bodies, math expansion", || self.parse_kernels(ctx, &source))?;
+        crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_16BIT)?;
+        round_bf16_in_integers(mlir.to_raw(), module.as_operation().to_raw())?;
         timings.time("kernels: lower to the LLVM dialect", || {
             crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_TO_LLVM)
         })?;
@@ -438,4 +440,89 @@ pub(crate) fn host_cpu(clang: &str) -> (String, Vec<String>) {
     features.sort();
     features.dedup();
     (cpu, features)
+}
+
+/// Rewrites every `arith.truncf` from f32 to bf16 (scalar or vector) of the
+/// kernels `module` as integer code: round to nearest even by adding
+/// `0x7fff + lsb` to the bits, a NaN kept quiet (no rounding, the quiet bit
+/// set). LLVM would lower `fptrunc` to bf16 as a call to `__truncsfbf2`
+/// where the host lacks `avx512_bf16` (libgcc before 13 has none), and
+/// MLIR's own expansion selects the NaN pattern on bf16 values, which the
+/// x86 backend widens through that same call once vectorised.
+pub(crate) fn round_bf16_in_integers(ctx: MlirContext, module: MlirOperation) -> Result<()> {
+    fn collect(op: MlirOperation, found: &mut Vec<MlirOperation>) {
+        if op_name(op) == "arith.truncf" {
+            found.push(op);
+        }
+        for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
+            let mut block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)) };
+            while !block.ptr.is_null() {
+                for inner in ops_of(block) {
+                    collect(inner, found);
+                }
+                block = unsafe { mlirBlockGetNextInRegion(block) };
+            }
+        }
+    }
+    let mut truncs = Vec::new();
+    collect(module, &mut truncs);
+    for op in truncs {
+        let x = unsafe { mlirOperationGetOperand(op, 0) };
+        let (from, to) = (ir::type_text(unsafe { mlirValueGetType(x) }), ir::type_text(unsafe {
+            mlirValueGetType(mlirOperationGetResult(op, 0))
+        }));
+        // `f32` -> `bf16`, or `vector<Nxf32>` -> `vector<Nxbf16>`.
+        let lanes = match (from.as_str(), to.as_str()) {
+            ("f32", "bf16") => None,
+            (f, t) if f.starts_with("vector<") && f.ends_with("xf32>") && t == f.replace("xf32>", "xbf16>") => {
+                Some(f["vector<".len()..f.len() - "xf32>".len()].to_string())
+            }
+            _ => continue,
+        };
+        let of = |e: &str| match &lanes {
+            Some(n) => format!("vector<{n}x{e}>"),
+            None => e.to_string(),
+        };
+        let ty = |e: &str| ir::parse_type(ctx, &of(e)).map_err(|e| at(op, format!("rounding to bf16: {e:?}")));
+        let (i32t, i16t, i1t, bf16t) = (ty("i32")?, ty("i16")?, ty("i1")?, ty("bf16")?);
+        let loc = ir::op_loc(op);
+        let block = unsafe { mlirOperationGetBlock(op) };
+        let before = |name: &str, operands: &[MlirValue], attributes: &[(&str, String)], result: MlirType| {
+            let types = [result];
+            let spec = ir::OpSpec { operands, attributes, results: Some(&types), ..ir::OpSpec::new(name) };
+            let new = ir::create_op(ctx, loc, &spec).map_err(|e| at(op, format!("rounding to bf16: {e:?}")))?;
+            unsafe { mlirBlockInsertOwnedOperationBefore(block, op, new) };
+            Ok::<MlirValue, CompileError>(unsafe { mlirOperationGetResult(new, 0) })
+        };
+        let constant = |v: u32| {
+            let text = match &lanes {
+                Some(n) => format!("dense<{v}> : vector<{n}xi32>"),
+                None => format!("{v} : i32"),
+            };
+            before("arith.constant", &[], &[("value", text)], i32t)
+        };
+        let bits = before("arith.bitcast", &[x], &[], i32t)?;
+        let ordered = before("arith.cmpf", &[x, x], &[("predicate", "7 : i64".into())], i1t)?; // ord
+        let one_if_number = before("arith.extui", &[ordered], &[], i32t)?;
+        let (zero, one, sixteen, bias) = (constant(0)?, constant(1)?, constant(16)?, constant(0x7fff)?);
+        // all ones for a number, zero for a NaN
+        let mask = before("arith.subi", &[zero, one_if_number], &[], i32t)?;
+        let high = before("arith.shrui", &[bits, sixteen], &[], i32t)?;
+        let lsb = before("arith.andi", &[high, one], &[], i32t)?;
+        let round = before("arith.addi", &[lsb, bias], &[], i32t)?;
+        let round = before("arith.andi", &[round, mask], &[], i32t)?;
+        let rounded = before("arith.addi", &[bits, round], &[], i32t)?;
+        let one_if_nan = before("arith.subi", &[one, one_if_number], &[], i32t)?;
+        let twenty_two = constant(22)?;
+        let quiet = before("arith.shli", &[one_if_nan, twenty_two], &[], i32t)?;
+        let rounded = before("arith.ori", &[rounded, quiet], &[], i32t)?;
+        let top = before("arith.shrui", &[rounded, sixteen], &[], i32t)?;
+        let half = before("arith.trunci", &[top], &[], i16t)?;
+        let value = before("arith.bitcast", &[half], &[], bf16t)?;
+        unsafe {
+            mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 0), value);
+            mlirOperationDestroy(op);
+        }
+    }
+    Ok(())
 }

@@ -236,6 +236,55 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def HLAutocast : Pass<"hl-autocast", "::mlir::ModuleOp"> {
+  let summary = "Mixed precision: contractions in bf16/f16, accuracy guards in f32";
+  let description = [{
+    Rewrites every function for mixed-precision training, before autodiff
+    (so the backward pass inherits each op's precision), by a policy table
+    in the spirit of `torch.autocast`:
+
+    - contractions (`matmul`, `linear`, `gemm`, `conv2d`, `attention`) take
+      their float operands in `dtype`; their kernels accumulate in f32;
+    - `exp`, `log`, `pow`, `rsqrt`, `softmax`, `log_softmax`, the norms,
+      `reduce_sum`, `reduce_mean` and every loss take 16-bit operands in f32;
+    - mixed-type elementwise ops widen to their widest float operand (a
+      scalar or splat constant follows the others);
+    - everything else computes in its input's type.
+
+    Parameters and optimizer state stay f32 (master weights): contractions
+    read `hl.cast` of a parameter, and its gradient returns through the cast
+    in f32. Function signatures do not change. `fp32-ops` and `low-ops`
+    override the table per op, `fp32-layers` keeps every op reading a
+    parameter under the given prefixes in f32.
+
+    Input (`dtype=bf16`):
+
+    ```mlir
+    %w = hl.get_param @fc.weight : tensor<10x64xf32>
+    %y = hl.linear %x, %w : tensor<32x64xf32>, tensor<10x64xf32>
+    ```
+
+    Output:
+
+    ```mlir
+    %w = hl.get_param @fc.weight : tensor<10x64xf32>
+    %0 = hl.cast %x : tensor<32x64xf32> to tensor<32x64xbf16>
+    %1 = hl.cast %w : tensor<10x64xf32> to tensor<10x64xbf16>
+    %y = hl.linear %0, %1 : tensor<32x64xbf16>, tensor<10x64xbf16>
+    ```
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",
+           "The low type: bf16, f16 (f32: no change)">,
+    Option<"fp32Ops", "fp32-ops", "std::string", /*default=*/"\"\"",
+           "Ops kept in f32 (comma-separated, e.g. matmul,hl.gelu)">,
+    Option<"lowOps", "low-ops", "std::string", /*default=*/"\"\"",
+           "Ops computed in the low type besides the contractions">,
+    Option<"fp32Layers", "fp32-layers", "std::string", /*default=*/"\"\"",
+           "Parameter prefixes whose ops stay in f32 (comma-separated)">,
+  ];
+}
+
 def HLSetBatch : Pass<"hl-set-batch", "::mlir::ModuleOp"> {
   let summary = "Retarget a model to another batch size";
   let description = [{
