@@ -114,7 +114,50 @@ impl DType {
 pub struct Constant {
     pub shape: Vec<usize>,
     pub dtype: DType,
+    /// JSON has no infinities or NaN: those are written as the strings
+    /// `"inf"`, `"-inf"` and `"nan"`.
+    #[serde(with = "non_finite")]
     pub values: Vec<f64>,
+}
+
+/// Numbers that may be infinite or NaN, as JSON numbers or strings.
+mod non_finite {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Value {
+        Number(f64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        let out: Vec<Value> = values
+            .iter()
+            .map(|&v| match v {
+                v if v.is_finite() => Value::Number(v),
+                v if v.is_nan() => Value::Text("nan".into()),
+                v if v > 0.0 => Value::Text("inf".into()),
+                _ => Value::Text("-inf".into()),
+            })
+            .collect();
+        out.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        let raw = Vec::<Value>::deserialize(d)?;
+        raw.into_iter()
+            .map(|v| match v {
+                Value::Number(x) => Ok(x),
+                Value::Text(t) => match t.as_str() {
+                    "inf" => Ok(f64::INFINITY),
+                    "-inf" => Ok(f64::NEG_INFINITY),
+                    "nan" => Ok(f64::NAN),
+                    other => Err(serde::de::Error::custom(format!("'{other}' is not a number"))),
+                },
+            })
+            .collect()
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -423,4 +466,21 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
         }
     }
     Ok(manifest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Constant, DType};
+
+    /// A constant's infinities and NaN survive the manifest's JSON.
+    #[test]
+    fn non_finite_constants_round_trip() {
+        let c = Constant { shape: vec![4], dtype: DType::BF16, values: vec![f64::NEG_INFINITY, 0.5, f64::INFINITY, f64::NAN] };
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(text.contains("\"-inf\"") && text.contains("\"nan\""), "{text}");
+        let back: Constant = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.values[..3], c.values[..3]);
+        assert!(back.values[3].is_nan());
+        assert!(serde_json::from_str::<Constant>(r#"{"shape":[1],"dtype":"f32","values":["big"]}"#).is_err());
+    }
 }

@@ -141,8 +141,9 @@ impl Init {
                 fill_normal(out, mean, std, seed, stream)
             }
             Init::Uniform { low, high } => {
-                if !(low < high) {
-                    return Err(invalid("low must be < high"));
+                // low == high: the constant low (a one-point interval).
+                if !(low <= high) {
+                    return Err(invalid("low must be <= high"));
                 }
                 fill_uniform(out, low, high, seed, stream)
             }
@@ -332,7 +333,9 @@ mod tests {
         let err = Init::Zeros.fill(&[3, 4], 0, 0, &mut v).unwrap_err();
         assert_eq!(err.to_string(), "buffer holds 10 elements but shape [3, 4] has 12");
         let err = Init::Uniform { low: 1.0, high: 0.0 }.fill(&[10], 0, 0, &mut v).unwrap_err();
-        assert!(err.to_string().contains("low must be < high"), "{err}");
+        assert!(err.to_string().contains("low must be <= high"), "{err}");
+        Init::Uniform { low: 65536.0, high: 65536.0 }.fill(&[10], 0, 0, &mut v).unwrap();
+        assert!(v.iter().all(|&x| x == 65536.0), "a one-point interval is a constant");
         Init::Ones.fill(&[2, 5], 0, 0, &mut v).unwrap();
         assert!(v.iter().all(|&x| x == 1.0));
     }

@@ -598,14 +598,19 @@ fn constant(op: MlirOperation, shape: Vec<usize>, dtype: DType) -> Result<Array,
                 DType::I1 => mlirDenseElementsAttrGetBoolValue(a, i) as i32 as f64,
                 DType::I32 => mlirDenseElementsAttrGetInt32Value(a, i) as f64,
                 DType::I64 => mlirDenseElementsAttrGetInt64Value(a, i) as f64,
-                // Narrow floats are read through their f32 widening below.
-                DType::F16 | DType::BF16 => f64::NAN,
+                // 16-bit floats: the element's two bytes of the raw data.
+                DType::F16 | DType::BF16 => {
+                    let raw = mlirDenseElementsAttrGetRawData(a) as *const u8;
+                    let bits = u16::from_le_bytes([*raw.offset(2 * i), *raw.offset(2 * i + 1)]);
+                    if dtype == DType::F16 {
+                        half::f16::from_bits(bits).to_f64()
+                    } else {
+                        half::bf16::from_bits(bits).to_f64()
+                    }
+                }
             }
         }
     };
-    if matches!(dtype, DType::F16 | DType::BF16) {
-        return Err("constants of f16/bf16 are not supported by the reference interpreter".into());
-    }
     let data = if splat { vec![get(0); n] } else { (0..n as isize).map(get).collect() };
     Ok(Array::from_parts(shape, dtype, data))
 }

@@ -38,6 +38,23 @@ impl Emitter {
         let op = self.append(&OpSpec { operands, results: Some(&[ty]), ..OpSpec::new(name) })?;
         Ok(unsafe { mlirOperationGetResult(op, 0) })
     }
+    /// `name(operands)` of type `result`, inserted before `at` (not
+    /// verified: `hl.get_state` needs its module).
+    pub(super) fn op_before(
+        &self,
+        at: MlirOperation,
+        name: &str,
+        operands: &[MlirValue],
+        attributes: &[(&str, String)],
+        result: &TensorSpec,
+    ) -> Result<MlirValue, Failure> {
+        let ty = ir::parse_type(self.ctx, &result.mlir_type()).map_err(|e| (self.loc, format!("{e:?}")))?;
+        let spec = OpSpec { operands, attributes, results: Some(&[ty]), verify: false, ..OpSpec::new(name) };
+        let op = ir::create_op(self.ctx, self.loc, &spec)
+            .map_err(|e| (self.loc, format!("internal error building '{name}': {e:?}")))?;
+        unsafe { mlirBlockInsertOwnedOperationBefore(self.block, at, op) };
+        Ok(unsafe { mlirOperationGetResult(op, 0) })
+    }
     pub(super) fn binary(&self, name: &str, a: MlirValue, b: MlirValue) -> Result<MlirValue, Failure> {
         self.op(name, &[a, b], &[])
     }

@@ -91,18 +91,50 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     let clip = (clip != 0.0).then_some(clip);
     optimizer.check(clip).map_err(report)?;
     let function = options.get("function").map_err(report)?.to_string();
-    add_train_step(module.to_raw(), &function, &optimizer, clip).map_err(|(loc, m)| {
+    let scale = float("loss-scale")?;
+    let interval = options.get_i64("scale-growth-interval").map_err(report)?;
+    if scale < 0.0 || interval <= 0 {
+        return Err(report(format!(
+            "loss-scale={scale} scale-growth-interval={interval}: a scale of at least 0 (0: off) and an interval above 0"
+        )));
+    }
+    let loss_scale = (scale > 0.0).then_some(LossScale { init: scale, growth_interval: interval as u64 });
+    add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, loss_scale).map_err(|(loc, m)| {
         emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
         PassFailed
     })
 }
 
 /// Adds the state declarations and `@train_step` to `module`.
+/// Dynamic loss scaling (GradScaler's rule) for f16 training: the loss is
+/// multiplied by the scale before the backward pass and the gradients
+/// divided by it; a step whose gradients are not all finite changes no
+/// parameter or state and halves the scale, and `growth_interval` finite
+/// steps in a row double it. The scale and the count of finite steps are
+/// states (`@loss_scale`, `@loss_scale.good_steps`): checkpoints carry them
+/// and the decision is made inside the compiled step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LossScale {
+    pub init: f64,
+    pub growth_interval: u64,
+}
+
 pub fn add_train_step(
     module: MlirOperation,
     function: &str,
     optimizer: &Optimizer,
     clip_norm: Option<f64>,
+) -> Result<(), Failure> {
+    add_train_step_scaled(module, function, optimizer, clip_norm, None)
+}
+
+/// [`add_train_step`] with optional dynamic loss scaling.
+pub fn add_train_step_scaled(
+    module: MlirOperation,
+    function: &str,
+    optimizer: &Optimizer,
+    clip_norm: Option<f64>,
+    loss_scale: Option<LossScale>,
 ) -> Result<(), Failure> {
     let ctx = unsafe { mlirOperationGetContext(module) };
     let module_loc = unsafe { mlirOperationGetLocation(module) };
@@ -114,9 +146,35 @@ pub fn add_train_step(
     if let Some(op) = find("train_step") {
         return Err((op_loc(op), "@train_step already exists".into()));
     }
-    if find(&grad_name).is_none() {
-        differentiate(module, function, false)?;
+    if let Some(ls) = loss_scale {
+        if !(ls.init.is_finite() && ls.init > 0.0) || ls.growth_interval == 0 {
+            return Err((module_loc, format!("loss-scale={} growth every {} steps: a positive scale and interval", ls.init, ls.growth_interval)));
+        }
     }
+    // With loss scaling the gradient is that of `@<function>_scaled`, the
+    // loss times `@loss_scale`.
+    let grad_name = match loss_scale {
+        Some(_) => {
+            let scaled = format!("{function}_scaled");
+            let f = find(function).ok_or_else(|| (module_loc, format!("no @{function} to differentiate")))?;
+            if find(&scaled).is_some() {
+                return Err((op_loc(f), format!("@{scaled} exists: loss scaling names its scaled loss so")));
+            }
+            scaled_loss(ctx, body, f, &scaled)?;
+            differentiate(module, &scaled, false)?;
+            // The scaled loss itself is not needed once differentiated.
+            if let Some(op) = find(&scaled) {
+                unsafe { mlirOperationDestroy(op) };
+            }
+            format!("{scaled}_grad")
+        }
+        None => {
+            if find(&grad_name).is_none() {
+                differentiate(module, function, false)?;
+            }
+            grad_name
+        }
+    };
     let grad_fn = find(&grad_name).ok_or_else(|| (module_loc, format!("no @{grad_name}")))?;
 
     // 2. State declarations.
@@ -144,6 +202,10 @@ pub fn add_train_step(
         }
     }
     states.push(("step".into(), None, TensorSpec::new([], DType::I64)));
+    if loss_scale.is_some() {
+        states.push((LOSS_SCALE.into(), None, TensorSpec::new([], DType::F32)));
+        states.push((GOOD_STEPS.into(), None, TensorSpec::new([], DType::F32)));
+    }
     // States the model declared itself: a masked growth's counters (`slot
     // "mask"`), which the step increments, and a grown parameter's ages
     // (`slot "age" of @p`, its shape: steps each entry has been trained),
@@ -183,12 +245,23 @@ pub fn add_train_step(
         if taken.contains(name) {
             return Err((module_loc, format!("cannot declare optimizer state @{name}: the symbol exists")));
         }
-        let slot = if param.is_some() { name.rsplit('.').next().unwrap_or(name) } else { "step" };
+        let slot = match (param, name.as_str()) {
+            (Some(_), _) => name.rsplit('.').next().unwrap_or(name),
+            (None, LOSS_SCALE) => "loss_scale",
+            (None, GOOD_STEPS) => "good_steps",
+            (None, _) => "step",
+        };
+        // The scale starts at its initial value: a uniform draw from the
+        // one-point interval [init, init].
+        let init = match (name.as_str(), loss_scale) {
+            (LOSS_SCALE, Some(ls)) => format!("#hl.init<uniform, low = {:e}, high = {:e}>", ls.init, ls.init),
+            _ => "#hl.init<zeros>".to_string(),
+        };
         let mut attrs = vec![
             ("sym_name", format!("\"{name}\"")),
             ("type", s.mlir_type()),
             ("slot", format!("\"{slot}\"")),
-            ("init", "#hl.init<zeros>".to_string()),
+            ("init", init),
         ];
         if let Some(p) = param {
             attrs.push(("param", format!("@\"{p}\"")));
@@ -225,7 +298,7 @@ pub fn add_train_step(
     let block = unsafe { mlirBlockCreate(arg_types.len() as isize, arg_types.as_ptr(), locs.as_ptr()) };
     let region = unsafe { mlirRegionCreate() };
     unsafe { mlirRegionAppendOwnedBlock(region, block) };
-    let outputs = build_update(ctx, g_block, block, ret, &params, &states, optimizer, clip_norm)
+    let outputs = build_update(ctx, g_block, block, ret, &params, &states, optimizer, clip_norm, loss_scale)
         .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
 
     let mut arg_binds: Vec<String> = (0..nargs).map(|_| "{hl.bind = \"input\"}".to_string()).collect();
@@ -251,6 +324,7 @@ fn build_update(
     states: &[(String, Option<String>, TensorSpec)],
     optimizer: &Optimizer,
     clip_norm: Option<f64>,
+    loss_scale: Option<LossScale>,
 ) -> Result<Vec<MlirValue>, Failure> {
     let loc = op_loc(ret);
     let mut map: HashMap<usize, MlirValue> = HashMap::new();
@@ -281,9 +355,40 @@ fn build_update(
         return Err((loc, "the gradient function does not return one gradient per parameter".into()));
     }
     let e = Emitter { ctx, block, loc };
-    let loss = returned[0];
+    let mut loss = returned[0];
     let mut grads: Vec<MlirValue> = returned[1..=params.len()].to_vec();
     let lr = unsafe { mlirBlockGetArgument(block, mlirBlockGetNumArguments(block) - 1) };
+
+    // Loss scaling: the loss and gradients divided by the scale (a power
+    // of two: exact), and whether every gradient is finite (an inf or NaN
+    // anywhere makes the sum of all of them times 0 a NaN).
+    let scalar = TensorSpec::new([], DType::F32);
+    let finite = match loss_scale {
+        Some(_) => {
+            let scale = get_symbol(&e, "hl.get_state", LOSS_SCALE, &scalar)?;
+            let inverse = e.binary("hl.div", e.scalar(1.0, scale)?, scale)?;
+            loss = e.binary("hl.mul", loss, cast_to(&e, inverse, spec(loss).dtype)?)?;
+            let mut total: Option<MlirValue> = None;
+            for g in &mut grads {
+                *g = e.binary("hl.mul", *g, cast_to(&e, inverse, spec(*g).dtype)?)?;
+                let gs = spec(*g);
+                let all: Vec<usize> = (0..gs.shape.len()).collect();
+                let s = if all.is_empty() { *g } else { e.sum(*g, &all, false)? };
+                let s = cast_to(&e, s, DType::F32)?;
+                total = Some(match total {
+                    Some(t) => e.binary("hl.add", t, s)?,
+                    None => s,
+                });
+            }
+            let total = match total {
+                Some(t) => t,
+                None => e.splat(0.0, &scalar)?,
+            };
+            let zero = e.binary("hl.mul", total, e.scalar(0.0, total)?)?;
+            Some(e.op("hl.compare", &[zero, e.scalar(0.0, total)?], &[("predicate", "0 : i32".into())])?)
+        }
+        None => None,
+    };
 
     // Clipping by global norm (torch.nn.utils.clip_grad_norm_):
     // coef = min(1, max_norm / (norm + 1e-6)).
@@ -399,10 +504,37 @@ fn build_update(
     }
     new_states.insert("step".into(), next_step);
     for (name, param, s) in states {
-        if param.is_none() && name != "step" && !new_states.contains_key(name) {
+        if param.is_none() && ![LOSS_SCALE, GOOD_STEPS, "step"].contains(&name.as_str()) && !new_states.contains_key(name)
+        {
             let c = get_symbol(&e, "hl.get_state", name, s)?;
             new_states.insert(name.clone(), e.binary("hl.add", c, e.scalar(1.0, c)?)?);
         }
+    }
+    if let (Some(ls), Some(finite)) = (loss_scale, finite) {
+        // A step with a non-finite gradient keeps every parameter and state.
+        for (p, (name, ps)) in new_params.iter_mut().zip(params) {
+            let old = get_symbol(&e, "hl.get_param", name, ps)?;
+            *p = e.op("hl.select", &[finite, *p, old], &[])?;
+        }
+        for (name, _, s) in states {
+            if let Some(v) = new_states.get_mut(name) {
+                let old = get_symbol(&e, "hl.get_state", name, s)?;
+                *v = e.op("hl.select", &[finite, *v, old], &[])?;
+            }
+        }
+        // The scale: halved after an overflow, doubled after
+        // `growth_interval` finite steps in a row.
+        let scale = get_symbol(&e, "hl.get_state", LOSS_SCALE, &scalar)?;
+        let good = get_symbol(&e, "hl.get_state", GOOD_STEPS, &scalar)?;
+        let good1 = e.binary("hl.add", good, e.scalar(1.0, good)?)?;
+        let grow =
+            e.op("hl.compare", &[good1, e.scalar(ls.growth_interval as f64, good1)?], &[("predicate", "5 : i32".into())])?;
+        let kept = e.op("hl.select", &[grow, e.scale(scale, 2.0)?, scale], &[])?;
+        let new_scale = e.op("hl.select", &[finite, kept, e.scale(scale, 0.5)?], &[])?;
+        let counted = e.op("hl.select", &[grow, e.scalar(0.0, good1)?, good1], &[])?;
+        let new_good = e.op("hl.select", &[finite, counted, e.scalar(0.0, good1)?], &[])?;
+        new_states.insert(LOSS_SCALE.into(), new_scale);
+        new_states.insert(GOOD_STEPS.into(), new_good);
     }
 
     let mut outputs = vec![loss];
@@ -411,6 +543,34 @@ fn build_update(
         outputs.push(*new_states.get(name).ok_or_else(|| (loc, format!("no update for state @{name}")))?);
     }
     Ok(outputs)
+}
+
+/// The loss-scaling states' names.
+pub(crate) const LOSS_SCALE: &str = "loss_scale";
+pub(crate) const GOOD_STEPS: &str = "loss_scale.good_steps";
+
+/// Adds `@<scaled>`: a copy of `f` (a loss function) whose loss is
+/// multiplied by `@loss_scale`.
+fn scaled_loss(ctx: MlirContext, body: MlirBlock, f: MlirOperation, scaled: &str) -> Result<(), Failure> {
+    let copy = unsafe { mlirOperationClone(f) };
+    unsafe {
+        mlirOperationSetAttributeByName(copy, crate::ffi::string_ref("sym_name"), mlirStringAttrGet(ctx, crate::ffi::string_ref(scaled)));
+        mlirBlockInsertOwnedOperationAfter(body, f, copy);
+    }
+    let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0)) };
+    let ret = ops_of(block)
+        .into_iter()
+        .rev()
+        .find(|op| op_name(*op) == "func.return")
+        .ok_or_else(|| (op_loc(f), "the loss function has no func.return".to_string()))?;
+    let loss = unsafe { mlirOperationGetOperand(ret, 0) };
+    let e = Emitter { ctx, block, loc: op_loc(ret) };
+    let scale = e.op_before(ret, "hl.get_state", &[], &[("name", format!("@\"{LOSS_SCALE}\""))], &TensorSpec::new([], DType::F32))?;
+    let ls = spec(loss);
+    let scale = if ls.dtype == DType::F32 { scale } else { e.op_before(ret, "hl.cast", &[scale], &[], &TensorSpec::new([], ls.dtype))? };
+    let product = e.op_before(ret, "hl.mul", &[loss, scale], &[], &ls)?;
+    unsafe { mlirOperationSetOperand(ret, 0, product) };
+    Ok(())
 }
 
 fn cast_to(e: &Emitter, v: MlirValue, dtype: DType) -> Result<MlirValue, Failure> {

@@ -7,6 +7,7 @@ use aicf_compiler::{
     codegen::compile_cpu,
     interp::{Array, Interpreter},
     nn::DType,
+    pipeline::Precision,
     run_pipeline,
 };
 use aicf_runtime::{
@@ -54,9 +55,34 @@ fn train_step_matches_for(
     classes: usize,
     tol: f64,
 ) {
+    train_step_matches_in(traced, tag, optimizer, steps, gemm, classes, (tol, tol * 10.0), Precision::Fp32);
+}
+
+/// [`train_step_matches_for`] in `precision` (the interpreter runs the
+/// same `hl-autocast`ed module, rounding each op's result to its type),
+/// with tolerances (loss, symbols).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn train_step_matches_in(
+    traced: &aicf_compiler::nn::HlModule,
+    tag: &str,
+    optimizer: &str,
+    steps: usize,
+    gemm: Choice,
+    classes: usize,
+    (tol, symbol_tol): (f64, f64),
+    precision: Precision,
+) {
     let ctx = CompilerContext::new();
     let mut planned = traced.parse(&ctx).unwrap();
-    run_pipeline(&ctx, &mut planned, &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer}}})")).unwrap();
+    let p = precision.name();
+    run_pipeline(&ctx, &mut planned, &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer} precision={p}}})"))
+        .unwrap();
+    let autocast = match precision {
+        Precision::Fp32 => "",
+        Precision::Bf16 => "hl-autocast{dtype=bf16},",
+        Precision::Fp16 => "hl-autocast{dtype=f16},",
+    };
+    let scaling = if precision == Precision::Fp16 { " loss-scale=65536" } else { "" };
     let dir = out_dir(&format!("{tag}_{optimizer}_{gemm:?}"));
     let manifest = compile_cpu(&ctx, &planned, &ir_hash(&traced.text), &dir).unwrap_or_else(|e| panic!("{e}"));
     let mut module = CpuModule::load(&dir, 2).unwrap();
@@ -64,8 +90,12 @@ fn train_step_matches_for(
     let mut session = CpuSession::new(module, 7).unwrap();
 
     let mut reference = traced.parse(&ctx).unwrap();
-    run_pipeline(&ctx, &mut reference, &format!("builtin.module(hl-optimizer{{kind={optimizer}}},canonicalize,cse)"))
-        .unwrap();
+    run_pipeline(
+        &ctx,
+        &mut reference,
+        &format!("builtin.module({autocast}hl-optimizer{{kind={optimizer}{scaling}}},canonicalize,cse)"),
+    )
+    .unwrap();
     let mut interp = Interpreter::new(&reference);
     for s in &manifest.symbols {
         let t = session.symbol(&s.name).unwrap();
@@ -82,7 +112,7 @@ fn train_step_matches_for(
         // The interpreter returns the new value of every symbol it updates,
         // in the symbol table's order.
         for (name, value) in names.iter().zip(&want[1..]) {
-            close(name, &session.symbol(name).unwrap().values, &value.data, tol * 10.0);
+            close(name, &session.symbol(name).unwrap().values, &value.data, symbol_tol);
             interp.set_param(name, value.clone());
         }
     }

@@ -11,6 +11,7 @@ mod lowering;
 mod models;
 mod nn;
 mod optimizer;
+mod precision;
 mod train;
 mod trainer;
 

@@ -169,8 +169,11 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
   llvm::raw_string_ostream os(text);
   if (o.precision != "fp32" && o.precision != "f32")
     os << "hl-autocast{dtype=" << o.precision << "},";
+  // fp16 trains with dynamic loss scaling (GradScaler's defaults).
+  bool fp16 = o.precision == "fp16" || o.precision == "f16";
   os << "hl-optimizer{kind=" << o.optimizer << " momentum=" << o.momentum
-     << " weight-decay=" << o.weightDecay << "},canonicalize,cse,"
+     << " weight-decay=" << o.weightDecay
+     << (fp16 ? " loss-scale=65536" : "") << "},canonicalize,cse,"
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
      << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"
      << "convert-hl-to-ll,ll-plan-memory{budget=" << o.budget

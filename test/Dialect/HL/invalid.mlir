@@ -68,7 +68,7 @@ hl.param @p : tensor<4x4xf32> owner "" init <normal, std = 0.0>
 
 // -----
 
-// expected-error @+1 {{initializer bounds must satisfy low < high, got low = 1, high = -1}}
+// expected-error @+1 {{initializer bounds must satisfy low <= high, got low = 1, high = -1}}
 hl.param @p : tensor<4x4xf32> owner "" init <uniform, low = 1.0, high = -1.0>
 
 // -----

@@ -121,6 +121,29 @@ pub(crate) const KERNEL_FLAGS: [&str; 8] = [
     "-memory-check-merge-threshold=8",
 ];
 
+/// Routines the kernels may call that the host's runtime libraries may
+/// lack: rounding f32 to bf16, which LLVM calls where it widens a bf16
+/// operation it has no instruction for (a vectorised select of bf16 values
+/// on a host without `avx512_bf16`) and libgcc before 13 does not define.
+/// Weak and hidden: a library's own definition wins, and none is exported.
+const SUPPORT_C: &str = r#"
+typedef unsigned short u16;
+typedef unsigned int u32;
+/* Round to nearest even; a NaN stays a (quiet) NaN. */
+__attribute__((weak, visibility("hidden"))) __bf16 __truncsfbf2(float x) {
+  u32 b;
+  __builtin_memcpy(&b, &x, 4);
+  u16 h;
+  if ((b & 0x7fffffffu) > 0x7f800000u)
+    h = (u16)((b >> 16) | 0x40u);
+  else
+    h = (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+  __bf16 r;
+  __builtin_memcpy(&r, &h, 2);
+  return r;
+}
+"#;
+
 /// Compiled kernels, content-addressed by the hash of the kernel's
 /// LLVM-dialect function with its name taken out, the clang flags, clang and
 /// the host CPU: `<hash>.obj` names the object (`g_<group>.o`, compiled from
@@ -166,6 +189,32 @@ impl KernelCache {
     pub(crate) fn intact(&self, name: &str) -> bool {
         let Some(hash) = self.read(&format!("{name}.hash")) else { return false };
         artifact::file_hash(&self.dir.join(name)).is_ok_and(|h| h == hash.trim())
+    }
+
+    /// The object every `kernels.so` links beside its kernels
+    /// ([`SUPPORT_C`]), compiled once per clang into the cache.
+    pub(crate) fn support_object(&self, clang: &str) -> Result<std::path::PathBuf> {
+        let name = format!("support_{}.o", artifact::ir_hash(&format!("{clang}\n{SUPPORT_C}")));
+        if self.intact(&name) {
+            return Ok(self.dir.join(name));
+        }
+        self.write("support.c", SUPPORT_C.as_bytes())?;
+        let tmp = self.temporary(&name);
+        let output = std::process::Command::new(clang)
+            .args(["-O2", "-fPIC", "-c", "-x", "c"])
+            .arg(self.dir.join("support.c"))
+            .arg("-o")
+            .arg(&tmp)
+            .output()
+            .map_err(|e| internal(format!("{clang}: {e}")))?;
+        if !output.status.success() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(internal(format!("{clang} failed on support.c:\n{}", String::from_utf8_lossy(&output.stderr))));
+        }
+        let object = self.dir.join(&name);
+        std::fs::rename(&tmp, &object).map_err(|e| io_error(&object, e))?;
+        self.seal(&name)?;
+        Ok(object)
     }
 
     /// Records the hash of `name`'s bytes, once it is complete.
@@ -363,6 +412,7 @@ impl Generator {
                 objects.push(object);
             }
         }
+        objects.push(cache.support_object(clang)?);
         let so = out_dir.join("kernels.so");
         let tmp = out_dir.join(format!("kernels.so.{}.{}.tmp", std::process::id(), thread_tag()));
         let output = std::process::Command::new(clang)

@@ -233,6 +233,11 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
     Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam's denominator term">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
            "Clip all gradients to this global L2 norm (0: off)">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "Dynamic loss scaling from this scale (0: off; fp16 takes 65536): "
+           "a step with a non-finite gradient changes nothing and halves it">,
+    Option<"scaleGrowthInterval", "scale-growth-interval", "int64_t", /*default=*/"2000",
+           "Finite steps in a row after which the loss scale doubles">,
   ];
 }
 

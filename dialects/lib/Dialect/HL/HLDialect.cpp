@@ -201,8 +201,10 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if ((args & Std) && !(stdDev.convertToDouble() > 0.0))
     return emitError() << "initializer std must be > 0, got "
                        << shortest(stdDev);
-  if ((args & Low) && !(low.convertToDouble() < high.convertToDouble()))
-    return emitError() << "initializer bounds must satisfy low < high, got low = "
+  // low == high is a constant (a one-point interval: the loss scale's
+  // initial value).
+  if ((args & Low) && !(low.convertToDouble() <= high.convertToDouble()))
+    return emitError() << "initializer bounds must satisfy low <= high, got low = "
                        << shortest(low) << ", high = " << shortest(high);
   if ((args & Gain) && !(gain.convertToDouble() > 0.0))
     return emitError() << "initializer gain must be > 0, got "

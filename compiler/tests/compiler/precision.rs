@@ -1,0 +1,126 @@
+//! Mixed precision: `hl-autocast` train steps against the interpreter's
+//! bf16/f16 emulation, master weights, and fp16 loss scaling decided inside
+//! the compiled step.
+
+use crate::cpu::{out_dir, step_inputs, train_step_matches_in};
+use crate::models::{cnn, mlp};
+use aicf_compiler::{CompilerContext, codegen::compile_cpu, pipeline::Precision, run_pipeline};
+use aicf_runtime::{
+    Backend, Tensor,
+    artifact::{self, ir_hash},
+    cpu::{CpuModule, CpuSession},
+    registry::Choice,
+};
+
+/// SGD steps of the digits MLP in bf16 and in f16: the compiled step (16-bit
+/// storage, f32 arithmetic inside each kernel, fused epilogues rounded
+/// once) against the interpreter rounding every op: the loss within a few
+/// units in the last place of the low type, the f32 master weights within
+/// what those gradients move them.
+#[test]
+fn digits_mlp_mixed_precision_train_steps_match_the_interpreter() {
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    train_step_matches_in(&traced, "digits_mlp_bf16", "sgd", 3, Choice::Generated, 10, (2e-2, 1e-4), Precision::Bf16);
+    train_step_matches_in(&traced, "digits_mlp_f16", "sgd", 3, Choice::Generated, 10, (3e-3, 2e-5), Precision::Fp16);
+}
+
+/// The CNN's convolutions, pooling and their gradients in bf16.
+#[test]
+fn digits_cnn_bf16_train_step_matches_the_interpreter() {
+    let traced = cnn::build(cnn::BATCH).unwrap();
+    train_step_matches_in(&traced, "digits_cnn_bf16", "sgd", 2, Choice::Generated, 10, (2e-2, 1e-4), Precision::Bf16);
+}
+
+/// Master weights: in bf16 the parameters and optimizer state stay f32, the
+/// model's functions keep their signatures, and the contractions run on
+/// 16-bit buffers.
+#[test]
+fn bf16_keeps_f32_master_weights_and_signatures() {
+    let ctx = CompilerContext::new();
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    let mut m = traced.parse(&ctx).unwrap();
+    run_pipeline(&ctx, &mut m, "builtin.module(aicf-train-pipeline{optimizer=adam precision=bf16})").unwrap();
+    let dir = out_dir("bf16_master");
+    let manifest = compile_cpu(&ctx, &m, &ir_hash(&traced.text), &dir).unwrap_or_else(|e| panic!("{e}"));
+    for s in &manifest.symbols {
+        assert!(matches!(s.dtype, artifact::DType::F32 | artifact::DType::I64), "@{}: {:?}", s.name, s.dtype);
+    }
+    let step = manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
+    for a in step.args.iter().filter(|a| a.role() == artifact::Role::Input) {
+        assert_ne!(a.dtype, artifact::DType::BF16, "train_step argument {}", a.bind);
+    }
+    let planned = m.as_operation().to_string();
+    let gemms: Vec<&str> = planned.lines().filter(|l| l.contains("ll.gemm")).collect();
+    assert!(!gemms.is_empty() && gemms.iter().all(|l| l.contains("bf16")), "GEMMs not on bf16 operands: {gemms:?}");
+}
+
+/// fp16 dynamic loss scaling, in the compiled step: finite steps train and
+/// double the scale every `scale-growth-interval` (here 2) of them; an
+/// injected overflow (a scale so large that the f16 gradients are infinite)
+/// changes no parameter or optimizer state and halves the scale; training
+/// goes on, halving until the gradients fit, then updating again.
+#[test]
+fn fp16_overflow_skips_the_step_and_halves_the_scale() {
+    let ctx = CompilerContext::new();
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    let mut m = traced.parse(&ctx).unwrap();
+    run_pipeline(
+        &ctx,
+        &mut m,
+        "builtin.module(hl-autocast{dtype=f16},hl-optimizer{kind=adam loss-scale=65536 scale-growth-interval=2},\
+         canonicalize,cse,hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,hl-fuse-elementwise,\
+         hl-fuse-optimizer,canonicalize,cse,convert-hl-to-ll,ll-plan-memory,ll-schedule)",
+    )
+    .unwrap();
+    let dir = out_dir("fp16_overflow");
+    let manifest = compile_cpu(&ctx, &m, &ir_hash(&traced.text), &dir).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 5).unwrap();
+    let step_fn = manifest.functions.iter().find(|f| f.name == "train_step").unwrap().clone();
+    let scalar = |s: &CpuSession, name: &str| s.symbol(name).unwrap().values[0];
+    let weights = |s: &CpuSession| s.symbol("fc1.weight").unwrap().values;
+    assert_eq!(scalar(&session, "loss_scale"), 65536.0, "the initial scale");
+    let run = |s: &mut CpuSession, k: usize| -> f64 {
+        let (tensors, _) = step_inputs(&step_fn, k, 10);
+        s.call("train_step", &tensors.iter().collect::<Vec<_>>()).unwrap()[0].values[0]
+    };
+
+    // Two finite steps: both update, and the second doubles the scale.
+    let before = weights(&session);
+    let loss = run(&mut session, 0);
+    assert!(loss.is_finite() && loss > 0.5, "loss {loss}");
+    assert_ne!(weights(&session), before);
+    assert_eq!((scalar(&session, "loss_scale"), scalar(&session, "loss_scale.good_steps")), (65536.0, 1.0));
+    run(&mut session, 1);
+    assert_eq!((scalar(&session, "loss_scale"), scalar(&session, "loss_scale.good_steps")), (131072.0, 0.0));
+    assert_eq!(scalar(&session, "step"), 2.0);
+
+    // An overflow: the loss gradient times 2^40 is past f16's 65504.
+    let huge = 2f64.powi(40);
+    session.set_symbol("loss_scale", &Tensor::scalar(huge, artifact::DType::F32)).unwrap();
+    let (params, moments) = (weights(&session), session.symbol("fc1.weight.exp_avg").unwrap().values);
+    let loss = run(&mut session, 2);
+    assert!(loss.is_finite(), "the reported loss is unscaled: {loss}");
+    assert_eq!(weights(&session), params, "a skipped step changes no parameter");
+    assert_eq!(session.symbol("fc1.weight.exp_avg").unwrap().values, moments, "nor the optimizer state");
+    assert_eq!(scalar(&session, "step"), 2.0, "nor Adam's step count");
+    assert_eq!(scalar(&session, "loss_scale"), huge / 2.0, "the scale is halved");
+    assert_eq!(scalar(&session, "loss_scale.good_steps"), 0.0);
+
+    // Training continues: each overflowing step halves the scale, until a
+    // step fits and updates the weights.
+    let mut scale = huge / 2.0;
+    for k in 3..40 {
+        let held = weights(&session);
+        let loss = run(&mut session, k);
+        assert!(loss.is_finite(), "step {k}: loss {loss}");
+        let now = scalar(&session, "loss_scale");
+        if weights(&session) != held {
+            assert!(scale <= 2f64.powi(24), "step {k} fit at scale {scale}");
+            assert_eq!(scalar(&session, "step"), 3.0);
+            return;
+        }
+        assert_eq!(now, scale / 2.0, "step {k}: overflowed at {scale}");
+        scale = now;
+    }
+    panic!("no step fit after 37 halvings");
+}
