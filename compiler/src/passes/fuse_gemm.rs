@@ -30,6 +30,7 @@ use crate::ir::{
 };
 use melior::ir::{Location, OperationRef};
 use mlir_sys::*;
+use crate::types::DType;
 
 pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassResult {
     fuse_gemm_epilogues(module.to_raw()).map(|_| ()).map_err(|(loc, m)| {
@@ -193,7 +194,9 @@ pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
             }
             let v = unsafe { mlirOperationGetOperand(sum, 0) };
             let axes = ir::i64_array(sum, "axes").unwrap_or_default();
-            if spec(v).shape.len() != 2 || axes.len() != 1 {
+            // A 16-bit lhs is a tensor-core GEMM's on the GPU, which has no
+            // row-sum epilogue: its sum stays a reduction of its own.
+            if spec(v).shape.len() != 2 || axes.len() != 1 || matches!(spec(v).dtype, DType::F16 | DType::BF16) {
                 continue;
             }
             let total = unsafe { mlirOperationGetResult(sum, 0) };

@@ -521,6 +521,19 @@ fn only_gemms_cublaslt_can_finish_carry_its_candidate() {
 /// bundle (`runs/<name>`), which the runtime's GPU test replays through the
 /// `Backend` interface.
 fn train_run(name: &str, model: &str, data: &str, steps: usize, lr: f64, tol: f64, state_tol: f64) {
+    train_run_in(name, model, data, steps, lr, (tol, state_tol), aicf_compiler::pipeline::Precision::Fp32);
+}
+
+/// [`train_run`] in `precision`.
+fn train_run_in(
+    name: &str,
+    model: &str,
+    data: &str,
+    steps: usize,
+    lr: f64,
+    (tol, state_tol): (f64, f64),
+    precision: aicf_compiler::pipeline::Precision,
+) {
     use aicf_compiler::pipeline::{Target, compile_source};
     use aicf_compiler::train::{
         Options, Trainer,
@@ -544,7 +557,7 @@ fn train_run(name: &str, model: &str, data: &str, steps: usize, lr: f64, tol: f6
     let dir = bundle_cases().join("../runs").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let train = Options { cache_dir: out_dir(&format!("run_{name}")), seed, ..Options::default() };
+    let train = Options { cache_dir: out_dir(&format!("run_{name}")), seed, precision, ..Options::default() };
     let ragged = order.iter().map(Vec::len).find(|&n| n != batch);
     let gpu = Target::Cuda(GpuOptions::default());
     for (sub, size) in [("main", None), ("variant", ragged)] {
@@ -582,6 +595,38 @@ fn training_runs_for_the_gpu_bundle() {
     train_run("digits_mlp", "examples/mlp/digits_mlp.mlir", "data/digits.csv.gz", 100, 3e-3, 1e-3, 1e-2);
     train_run("digits_cnn", "examples/cnn/digits_cnn.mlir", "data/digits.csv.gz", 100, 3e-3, 1e-3, 1e-2);
     train_run("char_lm", "examples/char_lm/char_lm.mlir", "data/tinyshakespeare.txt", 100, 3e-3, 5e-3, 5e-2);
+    // Mixed precision: the GPU's bf16 run against the CPU's (both round
+    // each kernel's output to bf16, in different orders of summation).
+    let bf16 = aicf_compiler::pipeline::Precision::Bf16;
+    train_run_in("char_lm_bf16", "examples/char_lm/char_lm.mlir", "data/tinyshakespeare.txt", 100, 3e-3, (2e-2, 1e-1), bf16);
+}
+
+/// The char LM in bf16 for the GPU: every GEMM of its train step (forward
+/// and backward, on bf16 operands) runs on the tensor cores: its kernel's
+/// PTX holds `mma.sync` (sm_80) or `wgmma` (sm_90a), and ptxas accepts it.
+#[test]
+fn bf16_char_lm_gemms_run_on_tensor_cores() {
+    use aicf_compiler::pipeline::{Precision, Target, TrainOptions, compile_source};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let source = std::fs::read_to_string(root.join("examples/char_lm/char_lm.mlir")).unwrap();
+    let options = TrainOptions { precision: Precision::Bf16, ..TrainOptions::default() };
+    let dir = out_dir("gpu_char_lm_bf16");
+    let compiled = compile_source(&source, "char_lm", &options, None, &Target::Cuda(GpuOptions::default()), &dir)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = out_dir_kept("gpu_char_lm_bf16");
+    ptxas_accepts(&dir, "char_lm bf16");
+    let step = compiled.manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
+    let gemms: Vec<&str> = step.calls.iter().filter(|c| c.op == "ll.gemm").map(|c| c.symbol.as_str()).collect();
+    assert!(gemms.len() >= 12, "GEMMs of the char LM's train step: {gemms:?}");
+    for chip in ["sm_80", "sm_90"] {
+        let ptx = ptx_text(&dir, chip);
+        for symbol in &gemms {
+            let at = ptx.find(&format!(".entry {symbol}(")).unwrap_or_else(|| panic!("{chip}: no kernel {symbol}"));
+            let end = ptx[at + 1..].find(".entry ").map_or(ptx.len(), |e| at + 1 + e);
+            let body = &ptx[at..end];
+            assert!(body.contains("mma.sync") || body.contains("wgmma"), "{chip}: GEMM {symbol} is not on the tensor cores");
+        }
+    }
 }
 
 /// GPU kernels come from the kernel cache by their content: the narrow
