@@ -124,3 +124,57 @@ fn fp16_overflow_skips_the_step_and_halves_the_scale() {
     }
     panic!("no step fit after 37 halvings");
 }
+
+/// Growth on a mixed-precision model: the rewrite is of the f32 source and
+/// the new model compiles in the same precision; the master weights, Adam's
+/// moments, the step count and fp16's loss scale carry over, and the grown
+/// model computes the same function and trains on.
+#[test]
+fn growth_carries_master_weights_and_the_loss_scale() {
+    use aicf_compiler::train::adapt::{Operator, WidenRule, grow};
+    use aicf_compiler::train::{Options, Trainer};
+    let narrow = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/grow/narrow_mlp.mlir"));
+    let options = Options {
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        seed: 3,
+        cache_dir: crate::tmp_root().join("precision_growth"),
+        precision: Precision::Fp16,
+        ..Options::default()
+    };
+    let mut t = Trainer::from_file(&narrow, options).unwrap();
+    let batch = |k: u64| {
+        let x = Tensor::new(vec![32, 64], artifact::DType::F32, crate::cpu::data(32 * 64, 70 + k));
+        let y = Tensor::new(vec![32], artifact::DType::I32, crate::cpu::indices(&[32], 10, 80 + k).data);
+        [x, y]
+    };
+    for k in 0..4 {
+        let [x, y] = batch(k);
+        t.step(&[&x, &y], 3e-3).unwrap();
+    }
+    // A scale of its own, as after some overflows.
+    t.backend_mut().set_symbol("loss_scale", &Tensor::scalar(1024.0, artifact::DType::F32)).unwrap();
+    let op = Operator::Widen {
+        layer: "fc1".into(),
+        width: 24,
+        rule: WidenRule::ZeroOut,
+        split_noise: 0.0,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    };
+    let mut g = grow(&t, &op, 0).unwrap();
+    let (before, after) = (t.state(), g.trainer.state());
+    assert_eq!(after["loss_scale"].values, [1024.0]);
+    assert_eq!(after["loss_scale.good_steps"].values, before["loss_scale.good_steps"].values);
+    assert_eq!(after["step"].values, [4.0]);
+    assert_eq!(after["fc1.weight"].dtype, artifact::DType::F32, "master weights stay f32");
+    assert_eq!(after["fc1.weight"].values[..16 * 64], before["fc1.weight"].values[..], "kept rows carried");
+    assert_eq!(after["fc1.weight.exp_avg"].values[..16 * 64], before["fc1.weight.exp_avg"].values[..]);
+    // The same function (the new units' outputs are zero), and it trains on.
+    let [x, y] = batch(9);
+    let (a, b) = (t.loss(&[&x, &y]).unwrap(), g.trainer.loss(&[&x, &y]).unwrap());
+    assert!((a - b).abs() <= 1e-3 * a.abs(), "loss before {a}, after {b}");
+    let loss = g.trainer.step(&[&x, &y], 3e-3).unwrap().loss;
+    assert!(loss.is_finite());
+    assert_eq!(g.trainer.state()["step"].values, [5.0]);
+}
