@@ -236,6 +236,10 @@ fn cast_block(block: MlirBlock, policy: &Policy) -> PassResult {
         if name == "func.return" {
             continue;
         }
+        if name == "func.call" {
+            cast_call_operands(op)?;
+            continue;
+        }
         let operands = ir::operands(op);
         let floats: Vec<(usize, DType)> =
             operands.iter().enumerate().filter_map(|(i, v)| float_of(*v).map(|t| (i, t))).collect();
@@ -298,6 +302,37 @@ fn reinfer(op: MlirOperation) -> PassResult {
             Err(PassFailed)
         }
     }
+}
+
+/// Casts each operand of a `func.call` whose type is no longer the
+/// callee's argument type back to it (the callee keeps its signature).
+fn cast_call_operands(call: MlirOperation) -> PassResult {
+    let Some(callee) = ir::flat_symbol(call, "callee") else { return Ok(()) };
+    let module = {
+        let mut op = call;
+        loop {
+            let parent = unsafe { mlirOperationGetParentOperation(op) };
+            if parent.ptr.is_null() {
+                break op;
+            }
+            op = parent;
+        }
+    };
+    let Some((func, _)) = ir::functions(module)
+        .into_iter()
+        .find(|(f, _)| ir::string_attr(*f, "sym_name").as_deref() == Some(callee.as_str()))
+    else {
+        return Ok(());
+    };
+    let fty = unsafe { mlirTypeAttrGetValue(ir::attr(func, "function_type")) };
+    for (i, v) in ir::operands(call).into_iter().enumerate() {
+        let want = unsafe { mlirFunctionTypeGetInput(fty, i as isize) };
+        if !unsafe { mlirTypeEqual(mlirValueGetType(v), want) } {
+            let cast = cast_value(call, v, want)?;
+            unsafe { mlirOperationSetOperand(call, i as isize, cast) };
+        }
+    }
+    Ok(())
 }
 
 /// Casts each returned value whose type is no longer the function's result

@@ -162,6 +162,19 @@ fn growth_carries_master_weights_and_the_loss_scale() {
         mask: None,
         mask_delay: 0,
     };
+    // A composition rebinds through an intermediate model's table, which
+    // has the loss-scaling states too.
+    let wider = Operator::Widen {
+        layer: "fc1".into(),
+        width: 32,
+        rule: WidenRule::ZeroOut,
+        split_noise: 0.0,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    };
+    let composed = grow(&t, &Operator::Compose { ops: vec![op.clone(), wider] }, 0).unwrap();
+    assert_eq!(composed.trainer.state()["loss_scale"].values, [1024.0], "carried through the composition");
     let mut g = grow(&t, &op, 0).unwrap();
     let (before, after) = (t.state(), g.trainer.state());
     assert_eq!(after["loss_scale"].values, [1024.0]);

@@ -885,8 +885,10 @@ pub fn initial_state(source: &str, name: &str, options: &crate::train::Options) 
     let ctx = CompilerContext::new();
     let mut module = ctx.parse(source, name)?;
     let t = options.train_options();
+    // fp16's loss-scaling states are part of the table.
+    let scaling = if t.precision == crate::pipeline::Precision::Fp16 { " loss-scale=65536" } else { "" };
     let pipeline = format!(
-        "builtin.module(hl-optimizer{{kind={} weight-decay={} momentum={}}})",
+        "builtin.module(hl-optimizer{{kind={} weight-decay={} momentum={}{scaling}}})",
         t.optimizer, t.weight_decay, t.momentum
     );
     crate::run_pipeline(&ctx, &mut module, &pipeline)?;
