@@ -725,6 +725,9 @@ impl<'a> Loop<'a> {
                         "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate; {}",
                         self.kept_checkpoint(checkpoint)
                     )),
+                    e @ TrainError::Fp16Overflow { .. } => {
+                        TrainError::Diverged(format!("epoch {epoch}: {e}; {}", self.kept_checkpoint(checkpoint)))
+                    }
                     other => other,
                 })?;
                 match outcome {

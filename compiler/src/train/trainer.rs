@@ -115,6 +115,14 @@ pub enum TrainError {
     /// The loss stopped being a number; the step's update was applied.
     #[error("the loss became {loss} at step {step} (lr {lr}); lower the learning rate")]
     NonFinite { step: u64, loss: f64, lr: f64 },
+    /// An fp16 model's loss stopped being a number: its forward pass
+    /// overflowed f16 (the step's update was skipped, and the loss scale
+    /// halved, inside the compiled step).
+    #[error(
+        "the loss became {loss} at step {step} (lr {lr}): the forward pass overflowed fp16 (the step was skipped; \
+         loss scaling cannot help a forward overflow); train with --precision bf16, or lower the learning rate"
+    )]
+    Fp16Overflow { step: u64, loss: f64, lr: f64 },
 }
 
 impl From<aicf_runtime::checkpoint::CheckpointError> for TrainError {
@@ -330,6 +338,9 @@ impl Trainer {
         self.steps = self.steps.saturating_add(1);
         let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {
+            if self.backend.manifest().symbols.iter().any(|s| s.name == "loss_scale") {
+                return Err(TrainError::Fp16Overflow { step: self.steps, loss, lr });
+            }
             return Err(TrainError::NonFinite { step: self.steps, loss, lr });
         }
         Ok(Metrics { step: self.steps, loss, rows: inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0) })

@@ -191,3 +191,29 @@ fn growth_carries_master_weights_and_the_loss_scale() {
     assert!(loss.is_finite());
     assert_eq!(g.trainer.state()["step"].values, [5.0]);
 }
+
+/// A forward pass past f16's range (inputs of 1e6): the loss is not a
+/// number, the compiled step skipped its update, and the trainer says what
+/// happened instead of a generic divergence.
+#[test]
+fn an_fp16_forward_overflow_is_named_and_changes_nothing() {
+    use aicf_compiler::train::{Options, TrainError, Trainer};
+    let mlp = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"));
+    let options = Options {
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        cache_dir: crate::tmp_root().join("precision_overflow"),
+        precision: Precision::Fp16,
+        ..Options::default()
+    };
+    let mut t = Trainer::from_file(&mlp, options).unwrap();
+    let big: Vec<f64> = crate::cpu::data(32 * 64, 5).iter().map(|v| v * 1e6).collect();
+    let x = Tensor::new(vec![32, 64], artifact::DType::F32, big);
+    let y = Tensor::new(vec![32], artifact::DType::I32, crate::cpu::indices(&[32], 10, 6).data);
+    let before = t.state();
+    let e = t.step(&[&x, &y], 3e-3).unwrap_err();
+    assert!(matches!(e, TrainError::Fp16Overflow { .. }), "{e}");
+    assert!(e.to_string().contains("overflowed fp16") && e.to_string().contains("--precision bf16"), "{e}");
+    let after = t.state();
+    assert_eq!(after["fc1.weight"], before["fc1.weight"], "the update was skipped");
+    assert_eq!(after["loss_scale"].values, [32768.0], "and the scale halved");
+}
