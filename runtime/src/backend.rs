@@ -227,6 +227,11 @@ pub trait Backend {
             return Err(CheckpointError::OtherModel { path: p, found, expected }.into());
         }
         for s in &self.manifest().symbols {
+            // A checkpoint of an fp32 or bf16 run continues in fp16 from the
+            // initial loss scale.
+            if LOSS_SCALING.contains(&s.name.as_str()) && !entries.contains_key(&s.name) {
+                continue;
+            }
             let e = entries.get(&s.name).ok_or_else(|| CheckpointError::Mismatch {
                 path: p.clone(),
                 message: format!("it has no {} (saved with another optimizer?)", s.name),
@@ -252,7 +257,9 @@ pub trait Backend {
             };
         let names: Vec<String> = self.manifest().symbols.iter().map(|s| s.name.clone()).collect();
         for name in names {
-            self.set_symbol_bytes(&name, &entries[&name].bytes)?;
+            if let Some(e) = entries.get(&name) {
+                self.set_symbol_bytes(&name, &e.bytes)?;
+            }
         }
         if let Some(choices) = choices {
             self.pin_gemm_choices(&choices);
@@ -260,6 +267,10 @@ pub trait Backend {
         Ok(metadata)
     }
 }
+
+/// fp16's loss-scaling states (`hl-optimizer{loss-scale}`): a checkpoint
+/// without them (another precision's) leaves them at their initial values.
+pub const LOSS_SCALING: [&str; 2] = ["loss_scale", "loss_scale.good_steps"];
 
 /// The checkpoint metadata key of the GEMM choices a run made.
 pub const GEMM_CHOICES: &str = "aicf.gemm";

@@ -217,3 +217,31 @@ fn an_fp16_forward_overflow_is_named_and_changes_nothing() {
     assert_eq!(after["fc1.weight"], before["fc1.weight"], "the update was skipped");
     assert_eq!(after["loss_scale"].values, [32768.0], "and the scale halved");
 }
+
+/// A checkpoint carries across precisions: f32 master weights are the same
+/// either way, and an fp16 run from an fp32 checkpoint starts from the
+/// initial loss scale.
+#[test]
+fn checkpoints_carry_across_precisions() {
+    use aicf_compiler::train::{Options, Trainer};
+    let mlp = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"));
+    let options = |precision| Options {
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        cache_dir: crate::tmp_root().join("precision_checkpoint"),
+        precision,
+        ..Options::default()
+    };
+    let mut fp32 = Trainer::from_file(&mlp, options(Precision::Fp32)).unwrap();
+    let x = Tensor::new(vec![32, 64], artifact::DType::F32, crate::cpu::data(32 * 64, 8));
+    let y = Tensor::new(vec![32], artifact::DType::I32, crate::cpu::indices(&[32], 10, 9).data);
+    fp32.step(&[&x, &y], 3e-3).unwrap();
+    let path = crate::tmp_root().join("precision_checkpoint.safetensors");
+    fp32.save_checkpoint(&path, &Default::default()).unwrap();
+    let mut fp16 = Trainer::from_file(&mlp, options(Precision::Fp16)).unwrap();
+    fp16.load_checkpoint(&path).unwrap();
+    let (a, b) = (fp32.state(), fp16.state());
+    assert_eq!(a["fc1.weight"], b["fc1.weight"]);
+    assert_eq!(a["fc1.weight.exp_avg"], b["fc1.weight.exp_avg"]);
+    assert_eq!(b["loss_scale"].values, [65536.0]);
+    assert!(fp16.step(&[&x, &y], 3e-3).unwrap().loss.is_finite());
+}
