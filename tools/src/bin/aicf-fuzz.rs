@@ -119,6 +119,10 @@ const HL_PASSES: &[&str] = &[
     "--canonicalize",
     "--aicf-train-pipeline",
     "--aicf-train-pipeline=optimizer=adam budget-fraction=0.6",
+    "--hl-autocast=dtype=bf16",
+    "--hl-autocast=dtype=f16 fp32-layers=fc1",
+    "--aicf-train-pipeline=optimizer=adam precision=bf16",
+    "--aicf-train-pipeline=optimizer=sgd precision=fp16",
 ];
 const AUTODIFF_PASSES: &[&str] = &[
     "--hl-optimizer=kind=adamw weight-decay=0.01",
@@ -156,6 +160,8 @@ const OPTION_PROBES: &[(&str, &str)] = &[
     ("hl", "--hl-add-heads=attention=attn heads=3 mask={}"),
     ("hl", "--hl-optimizer=kind=sgd momentum={}"),
     ("hl", "--hl-optimizer=kind=adam clip-norm={}"),
+    ("hl", "--hl-optimizer=kind=adam loss-scale={}"),
+    ("hl", "--hl-optimizer=kind=adam loss-scale=1024 scale-growth-interval={}"),
     ("hl", "--aicf-train-pipeline=budget={}"),
     ("hl", "--aicf-train-pipeline=max-streams={}"),
     ("ll", "--ll-plan-memory=budget={}"),
