@@ -403,3 +403,18 @@ pub(crate) fn region_text(op: MlirOperation) -> String {
         text
     }
 }
+
+/// Element `i` of a dense f16 or bf16 attribute `a` (of `dtype`), read from
+/// its raw bytes (the C API has no 16-bit float getter); a splat holds one.
+///
+/// # Safety
+/// `a` is a dense elements attribute of 16-bit floats with more than `i`
+/// elements stored.
+pub(crate) unsafe fn dense_16bit_element(a: MlirAttribute, i: isize, dtype: DType) -> f64 {
+    let raw = unsafe { mlirDenseElementsAttrGetRawData(a) } as *const u8;
+    let bits = unsafe { u16::from_le_bytes([*raw.offset(2 * i), *raw.offset(2 * i + 1)]) };
+    match dtype {
+        DType::F16 => half::f16::from_bits(bits).to_f64(),
+        _ => half::bf16::from_bits(bits).to_f64(),
+    }
+}

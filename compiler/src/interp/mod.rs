@@ -598,16 +598,7 @@ fn constant(op: MlirOperation, shape: Vec<usize>, dtype: DType) -> Result<Array,
                 DType::I1 => mlirDenseElementsAttrGetBoolValue(a, i) as i32 as f64,
                 DType::I32 => mlirDenseElementsAttrGetInt32Value(a, i) as f64,
                 DType::I64 => mlirDenseElementsAttrGetInt64Value(a, i) as f64,
-                // 16-bit floats: the element's two bytes of the raw data.
-                DType::F16 | DType::BF16 => {
-                    let raw = mlirDenseElementsAttrGetRawData(a) as *const u8;
-                    let bits = u16::from_le_bytes([*raw.offset(2 * i), *raw.offset(2 * i + 1)]);
-                    if dtype == DType::F16 {
-                        half::f16::from_bits(bits).to_f64()
-                    } else {
-                        half::bf16::from_bits(bits).to_f64()
-                    }
-                }
+                DType::F16 | DType::BF16 => crate::ir::dense_16bit_element(a, i, dtype),
             }
         }
     };
