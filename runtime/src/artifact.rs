@@ -286,6 +286,12 @@ pub struct LibraryGemm {
     /// the library path is off when one shares the output's memory.
     pub aliases: Vec<usize>,
     pub epilogue: Option<String>,
+    /// A and B are this 16-bit type (f16, bf16): the library candidates
+    /// multiply f32 copies of them into an f32 product, which the epilogue
+    /// (then always present) reads as one buffer more, after the call's,
+    /// and rounds into the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widen: Option<DType>,
     /// A GPU GEMM whose whole epilogue cuBLASLt can apply (the CPU runs
     /// its epilogues as `epilogue`); absent on the CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]

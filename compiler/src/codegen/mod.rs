@@ -659,9 +659,11 @@ impl Generator {
     pub(crate) fn body(&mut self, op: MlirOperation) -> (String, Vec<DType>, Vec<DType>) {
         let name = format!("body{}", self.bodies.len());
         let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
+        // 16-bit values compute in f32 (`widen_body`).
         let ins: Vec<DType> = (0..unsafe { mlirBlockGetNumArguments(block) })
             .map(|i| {
-                ir::element_dtype(unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }).unwrap_or(DType::F32)
+                let t = ir::element_dtype(unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) });
+                compute(t.unwrap_or(DType::F32))
             })
             .collect();
         let outs: Vec<DType> = ir::ops_of(block)
@@ -669,7 +671,7 @@ impl Generator {
             .map(|y| {
                 operands(*y)
                     .iter()
-                    .map(|v| ir::element_dtype(unsafe { mlirValueGetType(*v) }).unwrap_or(DType::F32))
+                    .map(|v| compute(ir::element_dtype(unsafe { mlirValueGetType(*v) }).unwrap_or(DType::F32)))
                     .collect()
             })
             .unwrap_or_default();
@@ -778,11 +780,72 @@ impl Generator {
                 .map_err(|e| internal(format!("{e:?}")))?;
                 mlirBlockInsertOwnedOperationBefore(block, yield_op, ret);
                 mlirOperationDestroy(yield_op);
+                widen_body(block)?;
                 mlirRegionAppendOwnedBlock(mlirOperationGetRegion(*decl, 0), block);
             }
         }
         Ok(())
     }
+}
+
+/// An elementwise body computes in f32 where its region says f16 or bf16:
+/// its arguments, results and every 16-bit value become f32, a conversion
+/// between 16-bit and f32 disappears, and a 16-bit constant is re-made in
+/// f32. The kernel rounds each output once, on its store (as a fused GEMM
+/// epilogue does), instead of after every op.
+fn widen_body(block: MlirBlock) -> Result<()> {
+    let narrow = |t: MlirType| unsafe { mlirTypeIsAF16(t) || mlirTypeIsABF16(t) };
+    let Some(&first) = ops_of(block).first() else { return Ok(()) };
+    let ctx = unsafe { mlirOperationGetContext(first) };
+    let f32t = unsafe { mlirF32TypeGet(ctx) };
+    for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
+        let arg = unsafe { mlirBlockGetArgument(block, i) };
+        if narrow(unsafe { mlirValueGetType(arg) }) {
+            unsafe { mlirValueSetType(arg, f32t) };
+        }
+    }
+    for op in ops_of(block) {
+        let name = op_name(op);
+        let results: Vec<MlirValue> =
+            (0..unsafe { mlirOperationGetNumResults(op) }).map(|r| unsafe { mlirOperationGetResult(op, r) }).collect();
+        let narrow_result = results.iter().any(|r| narrow(unsafe { mlirValueGetType(*r) }));
+        match name.as_str() {
+            // A conversion that now has the same type on both sides goes.
+            "arith.extf" | "arith.truncf" => {
+                let x = unsafe { mlirOperationGetOperand(op, 0) };
+                let from = unsafe { mlirValueGetType(x) };
+                let to = unsafe { mlirValueGetType(results[0]) };
+                let to = if narrow(to) { f32t } else { to };
+                if unsafe { mlirTypeEqual(from, to) } {
+                    unsafe {
+                        mlirValueReplaceAllUsesOfWith(results[0], x);
+                        mlirOperationDestroy(op);
+                    }
+                    continue;
+                }
+                unsafe { mlirValueSetType(results[0], to) };
+            }
+            "arith.constant" if narrow_result => {
+                let value = float_attr(op, "value").ok_or_else(|| at(op, "a 16-bit constant that is not a float"))?;
+                let attrs = [("value", format!("{} : f32", Float(value)))];
+                let spec = ir::OpSpec { attributes: &attrs, results: Some(&[f32t]), ..ir::OpSpec::new("arith.constant") };
+                let new = ir::create_op(ctx, ir::op_loc(op), &spec).map_err(|e| at(op, format!("{e:?}")))?;
+                unsafe {
+                    mlirBlockInsertOwnedOperationBefore(block, op, new);
+                    mlirValueReplaceAllUsesOfWith(results[0], mlirOperationGetResult(new, 0));
+                    mlirOperationDestroy(op);
+                }
+            }
+            _ => {
+                for r in &results {
+                    if narrow(unsafe { mlirValueGetType(*r) }) {
+                        unsafe { mlirValueSetType(*r, f32t) };
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The `ll.bind` tag of each argument of `func`.

@@ -254,17 +254,23 @@ fn library_gemm_train_step_matches_the_interpreter() {
 /// Compiles `@f` of `source` (hl) for the CPU and compares each result
 /// with the interpreter's on `inputs`.
 fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {
+    kernel_matches_with(name, source, inputs, tol, Choice::Generated);
+}
+
+/// [`kernel_matches`] with every GEMM run by candidate `gemm`.
+pub(crate) fn kernel_matches_with(name: &str, source: &str, inputs: &[Array], tol: f64, gemm: Choice) {
     let ctx = CompilerContext::new();
     let reference = ctx.parse(source, name).unwrap_or_else(|e| panic!("{name}: {e}"));
     let want = Interpreter::new(&reference).run("f", inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut planned = ctx.parse(source, name).unwrap();
     run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)")
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let dir = out_dir(&format!("kernel_{name}"));
+    let dir = out_dir(&format!("kernel_{name}_{gemm:?}"));
     compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
-    // The generated kernels are under test, GEMMs included.
+    // The generated kernels are under test, GEMMs included (or the GEMM
+    // candidate asked for).
     let mut module = CpuModule::load(&dir, 2).unwrap();
-    module.force_gemm(Some(Choice::Generated));
+    module.force_gemm(Some(gemm));
     let mut session = CpuSession::new(module, 0).unwrap();
     let tensors: Vec<Tensor> = inputs
         .iter()

@@ -2,9 +2,9 @@
 //! bf16/f16 emulation, master weights, and fp16 loss scaling decided inside
 //! the compiled step.
 
-use crate::cpu::{out_dir, step_inputs, train_step_matches_in};
+use crate::cpu::{kernel_matches_with, narrow_kernel_cases, out_dir, step_inputs, train_step_matches_in};
 use crate::models::{cnn, mlp};
-use aicf_compiler::{CompilerContext, codegen::compile_cpu, pipeline::Precision, run_pipeline};
+use aicf_compiler::{CompilerContext, codegen::compile_cpu, nn::DType, pipeline::Precision, run_pipeline};
 use aicf_runtime::{
     Backend, Tensor,
     artifact::{self, ir_hash},
@@ -22,6 +22,23 @@ fn digits_mlp_mixed_precision_train_steps_match_the_interpreter() {
     let traced = mlp::build(mlp::BATCH).unwrap();
     train_step_matches_in(&traced, "digits_mlp_bf16", "sgd", 3, Choice::Generated, 10, (2e-2, 1e-4), Precision::Bf16);
     train_step_matches_in(&traced, "digits_mlp_f16", "sgd", 3, Choice::Generated, 10, (3e-3, 2e-5), Precision::Fp16);
+}
+
+/// 16-bit GEMMs by the library candidates: f32 copies of A and B
+/// multiplied by sgemm (either orientation) or the gemm crate into an f32
+/// product, which the generated epilogue rounds into the output.
+#[test]
+fn sixteen_bit_gemms_match_with_every_library_candidate() {
+    for dtype in [DType::BF16, DType::F16] {
+        let tol = if dtype == DType::BF16 { 2.0 / 256.0 } else { 2.0 / 2048.0 };
+        let (name, source, inputs) =
+            narrow_kernel_cases(dtype).into_iter().find(|(n, _, _)| n.starts_with("gemm_shapes")).unwrap();
+        for gemm in [Choice::Library, Choice::LibrarySwapped, Choice::GemmRs] {
+            kernel_matches_with(&name, &source, &inputs, tol, gemm);
+        }
+    }
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    train_step_matches_in(&traced, "digits_mlp_bf16_lib", "sgd", 2, Choice::Library, 10, (2e-2, 1e-4), Precision::Bf16);
 }
 
 /// The CNN's convolutions, pooling and their gradients in bf16.

@@ -28,6 +28,9 @@ pub struct CpuModule {
     trace: Option<std::sync::Mutex<Vec<TraceEvent>>>,
     constants: Vec<Bytes>,
     pool: rayon::ThreadPool,
+    /// f32 copies of a 16-bit GEMM's A and B and its f32 product, for the
+    /// library candidates (`LibraryGemm::widen`); grown as needed, kept.
+    widened: std::sync::Mutex<[Vec<f32>; 3]>,
     // Last: the code must outlive the function pointers above.
     _library: libloading::Library,
 }
@@ -92,6 +95,7 @@ impl CpuModule {
             trace: None,
             constants,
             pool,
+            widened: Default::default(),
             _library: library,
         })
     }
@@ -245,9 +249,12 @@ impl CpuModule {
             };
             let times = [
                 (Choice::Generated, time(&|| self.launch(kernel, call, pointers))),
-                (Choice::Library, time(&|| self.library_gemm(epilogue, call, g, pointers, false))),
-                (Choice::LibrarySwapped, time(&|| self.library_gemm(epilogue, call, g, pointers, true))),
-                (Choice::GemmRs, time(&|| self.gemm_rs(epilogue, call, g, pointers))),
+                (Choice::Library, time(&|| self.run_gemm(Choice::Library, kernel, epilogue, call, g, pointers))),
+                (
+                    Choice::LibrarySwapped,
+                    time(&|| self.run_gemm(Choice::LibrarySwapped, kernel, epilogue, call, g, pointers)),
+                ),
+                (Choice::GemmRs, time(&|| self.run_gemm(Choice::GemmRs, kernel, epilogue, call, g, pointers))),
             ];
             drop(time);
             let best = times.iter().min_by(|x, y| x.1.total_cmp(&y.1)).map_or(Choice::Generated, |t| t.0);
@@ -266,11 +273,35 @@ impl CpuModule {
         g: &LibraryGemm,
         pointers: &[*mut u8],
     ) {
-        match choice {
-            Choice::Library => self.library_gemm(epilogue, call, g, pointers, false),
+        if choice == Choice::Generated {
+            return self.launch(kernel, call, pointers);
+        }
+        let library = |epilogue: Option<KernelFn>, pointers: &[*mut u8]| match choice {
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
             Choice::GemmRs => self.gemm_rs(epilogue, call, g, pointers),
-            Choice::Generated => self.launch(kernel, call, pointers),
+            _ => self.library_gemm(epilogue, call, g, pointers, false),
+        };
+        let Some(narrow) = g.widen else {
+            return library(epilogue, pointers);
+        };
+        // 16-bit operands: the f32 GEMM on widened copies into an f32
+        // product, which the epilogue rounds into the output.
+        let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());
+        let [a, b, c] = &mut *widened;
+        let a_len = if g.a_batch > 0 { g.a_batch * g.batch } else { g.m * g.k };
+        let b_len = if g.b_batch > 0 { g.b_batch * g.batch } else { g.k * g.n };
+        widen(narrow, pointers[g.a], a_len, a);
+        widen(narrow, pointers[g.b], b_len, b);
+        c.resize((g.batch * g.m * g.n).max(1), 0.0);
+        let mut inner = pointers.to_vec();
+        inner[g.a] = a.as_mut_ptr() as *mut u8;
+        inner[g.b] = b.as_mut_ptr() as *mut u8;
+        inner[g.out] = c.as_mut_ptr() as *mut u8;
+        library(None, &inner);
+        let mut outer = pointers.to_vec();
+        outer.push(c.as_mut_ptr() as *mut u8);
+        if let Some(e) = epilogue {
+            self.launch(e, call, &outer);
         }
     }
 
@@ -612,6 +643,19 @@ mod tests {
             let with_feature = good.replacen('{', r#"{"cpu_features": ["+avx512fp16"], "#, 1);
             let e = load_error(&sealed(&with_feature), &[]);
             assert!(e.contains("compiled for a CPU with +avx512fp16, which this CPU lacks"), "{e}");
+        }
+    }
+}
+
+/// `len` 16-bit floats of type `narrow` at `from`, widened into `to`.
+fn widen(narrow: DType, from: *const u8, len: usize, to: &mut Vec<f32>) {
+    use half::slice::HalfFloatSliceExt;
+    to.resize(len, 0.0);
+    // SAFETY: the manifest's shapes give `len` elements of the operand.
+    unsafe {
+        match narrow {
+            DType::F16 => std::slice::from_raw_parts(from as *const half::f16, len).convert_to_f32_slice(to),
+            _ => std::slice::from_raw_parts(from as *const half::bf16, len).convert_to_f32_slice(to),
         }
     }
 }

@@ -273,6 +273,7 @@ impl Generator {
                 out: g.out,
                 aliases: vec![],
                 epilogue: None,
+                widen: None,
                 gpu: Some(artifact::GpuGemm {
                     bias: g.bias.map(|p| runtime_dtype(specs[p].1).map(|t| (p, t))).transpose()?,
                     act: g.act,
