@@ -45,7 +45,9 @@ impl Choice {
 
 /// The version of the candidate set, part of every key: a decision measured
 /// against older candidates (a slower generated kernel, say) is not reused.
-const CANDIDATES: &str = "v2";
+/// v3: the gemm crate with its AVX-512 kernels; 16-bit GEMMs widened to f32
+/// for the library candidates.
+const CANDIDATES: &str = "v3";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
 /// (`None` without a home directory).
