@@ -481,7 +481,11 @@ mod tests {
     /// A constant's infinities and NaN survive the manifest's JSON.
     #[test]
     fn non_finite_constants_round_trip() {
-        let c = Constant { shape: vec![4], dtype: DType::BF16, values: vec![f64::NEG_INFINITY, 0.5, f64::INFINITY, f64::NAN] };
+        let c = Constant {
+            shape: vec![4],
+            dtype: DType::BF16,
+            values: vec![f64::NEG_INFINITY, 0.5, f64::INFINITY, f64::NAN],
+        };
         let text = serde_json::to_string(&c).unwrap();
         assert!(text.contains("\"-inf\"") && text.contains("\"nan\""), "{text}");
         let back: Constant = serde_json::from_str(&text).unwrap();

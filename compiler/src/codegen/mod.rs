@@ -828,7 +828,8 @@ fn widen_body(block: MlirBlock) -> Result<()> {
             "arith.constant" if narrow_result => {
                 let value = float_attr(op, "value").ok_or_else(|| at(op, "a 16-bit constant that is not a float"))?;
                 let attrs = [("value", format!("{} : f32", Float(value)))];
-                let spec = ir::OpSpec { attributes: &attrs, results: Some(&[f32t]), ..ir::OpSpec::new("arith.constant") };
+                let spec =
+                    ir::OpSpec { attributes: &attrs, results: Some(&[f32t]), ..ir::OpSpec::new("arith.constant") };
                 let new = ir::create_op(ctx, ir::op_loc(op), &spec).map_err(|e| at(op, format!("{e:?}")))?;
                 unsafe {
                     mlirBlockInsertOwnedOperationBefore(block, op, new);

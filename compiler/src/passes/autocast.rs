@@ -48,11 +48,22 @@ enum Rule {
 fn default_rule(name: &str) -> Rule {
     match name {
         "hl.matmul" | "hl.linear" | "hl.gemm" | "hl.conv2d" | "hl.attention" => Rule::Low,
-        "hl.exp" | "hl.log" | "hl.pow" | "hl.rsqrt" | "hl.softmax" | "hl.log_softmax" | "hl.layer_norm"
-        | "hl.rms_norm" | "hl.reduce_sum" | "hl.reduce_mean" | "hl.cross_entropy" | "hl.softmax_cross_entropy"
+        "hl.exp"
+        | "hl.log"
+        | "hl.pow"
+        | "hl.rsqrt"
+        | "hl.softmax"
+        | "hl.log_softmax"
+        | "hl.layer_norm"
+        | "hl.rms_norm"
+        | "hl.reduce_sum"
+        | "hl.reduce_mean"
+        | "hl.cross_entropy"
+        | "hl.softmax_cross_entropy"
         | "hl.mse_loss" => Rule::F32,
-        "hl.add" | "hl.sub" | "hl.mul" | "hl.div" | "hl.max" | "hl.min" | "hl.select" | "hl.concat"
-        | "hl.compare" => Rule::Promote,
+        "hl.add" | "hl.sub" | "hl.mul" | "hl.div" | "hl.max" | "hl.min" | "hl.select" | "hl.concat" | "hl.compare" => {
+            Rule::Promote
+        }
         _ => Rule::Keep,
     }
 }
@@ -109,7 +120,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         low,
         fp32_ops: op_list(&list("fp32-ops")?),
         low_ops: op_list(&list("low-ops")?),
-        fp32_layers: list("fp32-layers")?.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+        fp32_layers: list("fp32-layers")?
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
     };
     let module = module.to_raw();
     for (func, block) in ir::functions(module) {
@@ -248,8 +264,7 @@ fn cast_block(block: MlirBlock, policy: &Policy) -> PassResult {
             Rule::Low => floats.iter().map(|&(i, _)| (i, policy.low)).collect(),
             Rule::F32 => floats.iter().map(|&(i, t)| (i, if bits(t) == 16 { DType::F32 } else { t })).collect(),
             Rule::Promote => {
-                let strong: Vec<DType> =
-                    floats.iter().filter(|(i, _)| !weak(operands[*i])).map(|&(_, t)| t).collect();
+                let strong: Vec<DType> = floats.iter().filter(|(i, _)| !weak(operands[*i])).map(|&(_, t)| t).collect();
                 match strong.iter().copied().reduce(wider) {
                     Some(w) => floats.iter().map(|&(i, _)| (i, w)).collect(),
                     None => vec![],

@@ -28,9 +28,9 @@ use crate::ir::{
     self, OpSpec, float_attr, has, i32_array, int_attr, op_loc, op_name, operands, ops_of, producer, single_user, spec,
     splat_value,
 };
+use crate::types::DType;
 use melior::ir::{Location, OperationRef};
 use mlir_sys::*;
-use crate::types::DType;
 
 pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassResult {
     fuse_gemm_epilogues(module.to_raw()).map(|_| ()).map_err(|(loc, m)| {

@@ -148,7 +148,13 @@ pub fn add_train_step_scaled(
     }
     if let Some(ls) = loss_scale {
         if !(ls.init.is_finite() && ls.init > 0.0) || ls.growth_interval == 0 {
-            return Err((module_loc, format!("loss-scale={} growth every {} steps: a positive scale and interval", ls.init, ls.growth_interval)));
+            return Err((
+                module_loc,
+                format!(
+                    "loss-scale={} growth every {} steps: a positive scale and interval",
+                    ls.init, ls.growth_interval
+                ),
+            ));
         }
     }
     // With loss scaling the gradient is that of `@<function>_scaled`, the
@@ -504,7 +510,9 @@ fn build_update(
     }
     new_states.insert("step".into(), next_step);
     for (name, param, s) in states {
-        if param.is_none() && ![LOSS_SCALE, GOOD_STEPS, "step"].contains(&name.as_str()) && !new_states.contains_key(name)
+        if param.is_none()
+            && ![LOSS_SCALE, GOOD_STEPS, "step"].contains(&name.as_str())
+            && !new_states.contains_key(name)
         {
             let c = get_symbol(&e, "hl.get_state", name, s)?;
             new_states.insert(name.clone(), e.binary("hl.add", c, e.scalar(1.0, c)?)?);
@@ -527,8 +535,11 @@ fn build_update(
         let scale = get_symbol(&e, "hl.get_state", LOSS_SCALE, &scalar)?;
         let good = get_symbol(&e, "hl.get_state", GOOD_STEPS, &scalar)?;
         let good1 = e.binary("hl.add", good, e.scalar(1.0, good)?)?;
-        let grow =
-            e.op("hl.compare", &[good1, e.scalar(ls.growth_interval as f64, good1)?], &[("predicate", "5 : i32".into())])?;
+        let grow = e.op(
+            "hl.compare",
+            &[good1, e.scalar(ls.growth_interval as f64, good1)?],
+            &[("predicate", "5 : i32".into())],
+        )?;
         let kept = e.op("hl.select", &[grow, e.scale(scale, 2.0)?, scale], &[])?;
         let new_scale = e.op("hl.select", &[finite, kept, e.scale(scale, 0.5)?], &[])?;
         let counted = e.op("hl.select", &[grow, e.scalar(0.0, good1)?, good1], &[])?;
@@ -554,7 +565,11 @@ pub(crate) const GOOD_STEPS: &str = "loss_scale.good_steps";
 fn scaled_loss(ctx: MlirContext, body: MlirBlock, f: MlirOperation, scaled: &str) -> Result<(), Failure> {
     let copy = unsafe { mlirOperationClone(f) };
     unsafe {
-        mlirOperationSetAttributeByName(copy, crate::ffi::string_ref("sym_name"), mlirStringAttrGet(ctx, crate::ffi::string_ref(scaled)));
+        mlirOperationSetAttributeByName(
+            copy,
+            crate::ffi::string_ref("sym_name"),
+            mlirStringAttrGet(ctx, crate::ffi::string_ref(scaled)),
+        );
         mlirBlockInsertOwnedOperationAfter(body, f, copy);
     }
     let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0)) };
@@ -565,9 +580,19 @@ fn scaled_loss(ctx: MlirContext, body: MlirBlock, f: MlirOperation, scaled: &str
         .ok_or_else(|| (op_loc(f), "the loss function has no func.return".to_string()))?;
     let loss = unsafe { mlirOperationGetOperand(ret, 0) };
     let e = Emitter { ctx, block, loc: op_loc(ret) };
-    let scale = e.op_before(ret, "hl.get_state", &[], &[("name", format!("@\"{LOSS_SCALE}\""))], &TensorSpec::new([], DType::F32))?;
+    let scale = e.op_before(
+        ret,
+        "hl.get_state",
+        &[],
+        &[("name", format!("@\"{LOSS_SCALE}\""))],
+        &TensorSpec::new([], DType::F32),
+    )?;
     let ls = spec(loss);
-    let scale = if ls.dtype == DType::F32 { scale } else { e.op_before(ret, "hl.cast", &[scale], &[], &TensorSpec::new([], ls.dtype))? };
+    let scale = if ls.dtype == DType::F32 {
+        scale
+    } else {
+        e.op_before(ret, "hl.cast", &[scale], &[], &TensorSpec::new([], ls.dtype))?
+    };
     let product = e.op_before(ret, "hl.mul", &[loss, scale], &[], &ls)?;
     unsafe { mlirOperationSetOperand(ret, 0, product) };
     Ok(())

@@ -75,8 +75,12 @@ pub(crate) fn train_step_matches_in(
     let ctx = CompilerContext::new();
     let mut planned = traced.parse(&ctx).unwrap();
     let p = precision.name();
-    run_pipeline(&ctx, &mut planned, &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer} precision={p}}})"))
-        .unwrap();
+    run_pipeline(
+        &ctx,
+        &mut planned,
+        &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer} precision={p}}})"),
+    )
+    .unwrap();
     let autocast = match precision {
         Precision::Fp32 => "",
         Precision::Bf16 => "hl-autocast{dtype=bf16},",

@@ -598,7 +598,15 @@ fn training_runs_for_the_gpu_bundle() {
     // Mixed precision: the GPU's bf16 run against the CPU's (both round
     // each kernel's output to bf16, in different orders of summation).
     let bf16 = aicf_compiler::pipeline::Precision::Bf16;
-    train_run_in("char_lm_bf16", "examples/char_lm/char_lm.mlir", "data/tinyshakespeare.txt", 100, 3e-3, (2e-2, 1e-1), bf16);
+    train_run_in(
+        "char_lm_bf16",
+        "examples/char_lm/char_lm.mlir",
+        "data/tinyshakespeare.txt",
+        100,
+        3e-3,
+        (2e-2, 1e-1),
+        bf16,
+    );
 }
 
 /// The char LM in bf16 for the GPU: every GEMM of its train step (forward
@@ -624,7 +632,10 @@ fn bf16_char_lm_gemms_run_on_tensor_cores() {
             let at = ptx.find(&format!(".entry {symbol}(")).unwrap_or_else(|| panic!("{chip}: no kernel {symbol}"));
             let end = ptx[at + 1..].find(".entry ").map_or(ptx.len(), |e| at + 1 + e);
             let body = &ptx[at..end];
-            assert!(body.contains("mma.sync") || body.contains("wgmma"), "{chip}: GEMM {symbol} is not on the tensor cores");
+            assert!(
+                body.contains("mma.sync") || body.contains("wgmma"),
+                "{chip}: GEMM {symbol} is not on the tensor cores"
+            );
         }
     }
 }

@@ -233,30 +233,33 @@ impl CpuModule {
             if scratch.is_empty() {
                 scratch.resize(64 << 20, 0);
             }
-            let mut time = |f: &dyn Fn()| {
-                f();
-                let mut best = f64::INFINITY;
-                for round in 0..3u8 {
+            // Every candidate once to warm up, then rounds that run each in
+            // turn (interleaved: a burst of load elsewhere slows all of
+            // them, not the one measured during it), the cache evicted
+            // before each run; a candidate's time is its best.
+            let candidates: [(Choice, &dyn Fn()); 4] = [
+                (Choice::Generated, &|| self.launch(kernel, call, pointers)),
+                (Choice::Library, &|| self.run_gemm(Choice::Library, kernel, epilogue, call, g, pointers)),
+                (Choice::LibrarySwapped, &|| {
+                    self.run_gemm(Choice::LibrarySwapped, kernel, epilogue, call, g, pointers)
+                }),
+                (Choice::GemmRs, &|| self.run_gemm(Choice::GemmRs, kernel, epilogue, call, g, pointers)),
+            ];
+            for (_, run) in &candidates {
+                run();
+            }
+            let mut times: Vec<(Choice, f64)> = candidates.iter().map(|(c, _)| (*c, f64::INFINITY)).collect();
+            for round in 0..5u8 {
+                for ((_, run), (_, best)) in candidates.iter().zip(times.iter_mut()) {
                     for byte in scratch.iter_mut().step_by(64) {
                         *byte = byte.wrapping_add(round);
                     }
                     let t = std::time::Instant::now();
-                    f();
-                    best = best.min(t.elapsed().as_secs_f64() * 1e3);
+                    run();
+                    *best = best.min(t.elapsed().as_secs_f64() * 1e3);
                 }
-                std::hint::black_box(&scratch);
-                best
-            };
-            let times = [
-                (Choice::Generated, time(&|| self.launch(kernel, call, pointers))),
-                (Choice::Library, time(&|| self.run_gemm(Choice::Library, kernel, epilogue, call, g, pointers))),
-                (
-                    Choice::LibrarySwapped,
-                    time(&|| self.run_gemm(Choice::LibrarySwapped, kernel, epilogue, call, g, pointers)),
-                ),
-                (Choice::GemmRs, time(&|| self.run_gemm(Choice::GemmRs, kernel, epilogue, call, g, pointers))),
-            ];
-            drop(time);
+            }
+            std::hint::black_box(&scratch);
             let best = times.iter().min_by(|x, y| x.1.total_cmp(&y.1)).map_or(Choice::Generated, |t| t.0);
             self.registry.set(key, best, &times);
             best

@@ -518,9 +518,10 @@ pub(crate) fn round_bf16_in_integers(ctx: MlirContext, module: MlirOperation) ->
     collect(module, &mut truncs);
     for op in truncs {
         let x = unsafe { mlirOperationGetOperand(op, 0) };
-        let (from, to) = (ir::type_text(unsafe { mlirValueGetType(x) }), ir::type_text(unsafe {
-            mlirValueGetType(mlirOperationGetResult(op, 0))
-        }));
+        let (from, to) = (
+            ir::type_text(unsafe { mlirValueGetType(x) }),
+            ir::type_text(unsafe { mlirValueGetType(mlirOperationGetResult(op, 0)) }),
+        );
         // `f32` -> `bf16`, or `vector<Nxf32>` -> `vector<Nxbf16>`.
         let lanes = match (from.as_str(), to.as_str()) {
             ("f32", "bf16") => None,
