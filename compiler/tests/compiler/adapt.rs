@@ -39,6 +39,20 @@ fn batch(i: usize) -> [Tensor; 2] {
 
 /// The narrow MLP after `steps` steps: parameters and optimizer state away
 /// from their initial values.
+/// `hl-widen` of `layer` to `width` with zero outgoing weights (an exact
+/// identity), no noise, no mask.
+pub(crate) fn zero_widen(layer: &str, width: usize) -> Operator {
+    Operator::Widen {
+        layer: layer.into(),
+        width,
+        rule: WidenRule::ZeroOut,
+        split_noise: 0.0,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    }
+}
+
 fn trained(optimizer: &str, momentum: f64, steps: usize) -> Trainer {
     let mut t = Trainer::from_file(&narrow(), options(optimizer, momentum)).unwrap();
     for i in 0..steps {
@@ -142,15 +156,7 @@ fn net2wider_preserves_the_function_and_splits_weights_and_adam_moments() {
 #[test]
 fn zero_out_widening_preserves_the_function_and_zeroes_new_momentum() {
     let mut old = trained("sgd", 0.9, 20);
-    let op = Operator::Widen {
-        layer: "fc1".into(),
-        width: 32,
-        rule: WidenRule::ZeroOut,
-        split_noise: 0.0,
-        noise: 0.0,
-        mask: None,
-        mask_delay: 0,
-    };
+    let op = zero_widen("fc1", 32);
     let mut g = grow(&old, &op, 1).unwrap();
     assert_same_function(&mut old, &mut g.trainer);
     let (o, n) = (old.state(), g.trainer.state());
@@ -799,15 +805,7 @@ fn a_masked_block_trains_bit_for_bit_like_the_model_without_it_then_ramps_in() {
 fn grown_entries_are_bias_corrected_by_their_own_age_when_the_policy_asks() {
     use aicf_compiler::train::adapt::grow_with;
     let old = trained("adam", 0.0, 20);
-    let op = Operator::Widen {
-        layer: "fc1".into(),
-        width: 24,
-        rule: WidenRule::ZeroOut,
-        split_noise: 0.0,
-        noise: 0.0,
-        mask: None,
-        mask_delay: 0,
-    };
+    let op = zero_widen("fc1", 24);
     let mut aged = grow_with(&old, &op, 0, true).unwrap();
     let mut plain = grow(&old, &op, 0).unwrap();
     assert!(aged.rewrite.source.contains("hl.state @fc1.weight.age : tensor<24x64xf32> of @fc1.weight slot \"age\""));

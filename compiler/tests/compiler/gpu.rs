@@ -645,18 +645,11 @@ fn bf16_char_lm_gemms_run_on_tensor_cores() {
 /// changed, and the same model again compiles none.
 #[test]
 fn a_rewrite_compiles_only_its_changed_gpu_kernels() {
+    use crate::adapt::zero_widen;
     use aicf_compiler::pipeline::{Target, TrainOptions, compile_source};
-    use aicf_compiler::train::adapt::{Operator, WidenRule, rewrite};
+    use aicf_compiler::train::adapt::rewrite;
     let narrow = include_str!("../../../examples/grow/narrow_mlp.mlir");
-    let op = Operator::Widen {
-        layer: "fc1".into(),
-        width: 24,
-        rule: WidenRule::ZeroOut,
-        split_noise: 0.0,
-        noise: 0.0,
-        mask: None,
-        mask_delay: 0,
-    };
+    let op = zero_widen("fc1", 24);
     let wide = rewrite(narrow, "narrow_mlp.mlir", &op).unwrap().source;
     let gpu = Target::Cuda(GpuOptions::default());
     let options = TrainOptions::default();

@@ -148,7 +148,8 @@ fn fp16_overflow_skips_the_step_and_halves_the_scale() {
 /// model computes the same function and trains on.
 #[test]
 fn growth_carries_master_weights_and_the_loss_scale() {
-    use aicf_compiler::train::adapt::{Operator, WidenRule, grow};
+    use crate::adapt::zero_widen;
+    use aicf_compiler::train::adapt::{Operator, grow};
     use aicf_compiler::train::{Options, Trainer};
     let narrow = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/grow/narrow_mlp.mlir"));
     let options = Options {
@@ -170,26 +171,10 @@ fn growth_carries_master_weights_and_the_loss_scale() {
     }
     // A scale of its own, as after some overflows.
     t.backend_mut().set_symbol("loss_scale", &Tensor::scalar(1024.0, artifact::DType::F32)).unwrap();
-    let op = Operator::Widen {
-        layer: "fc1".into(),
-        width: 24,
-        rule: WidenRule::ZeroOut,
-        split_noise: 0.0,
-        noise: 0.0,
-        mask: None,
-        mask_delay: 0,
-    };
+    let op = zero_widen("fc1", 24);
     // A composition rebinds through an intermediate model's table, which
     // has the loss-scaling states too.
-    let wider = Operator::Widen {
-        layer: "fc1".into(),
-        width: 32,
-        rule: WidenRule::ZeroOut,
-        split_noise: 0.0,
-        noise: 0.0,
-        mask: None,
-        mask_delay: 0,
-    };
+    let wider = zero_widen("fc1", 32);
     let composed = grow(&t, &Operator::Compose { ops: vec![op.clone(), wider] }, 0).unwrap();
     assert_eq!(composed.trainer.state()["loss_scale"].values, [1024.0], "carried through the composition");
     let mut g = grow(&t, &op, 0).unwrap();

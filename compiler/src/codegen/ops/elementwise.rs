@@ -68,14 +68,12 @@ impl Generator {
             }
         };
         let (fname, in_t, out_t) = body;
-        // Loads give the compute type (a 16-bit float widened to f32); the
-        // body takes its declared types, so a 16-bit input is narrowed back
-        // (exactly) and the body's own ops say where it computes.
+        // Loads give the compute type (a 16-bit float widened to f32), which
+        // is the body's too (`widen_body`); stores round back.
         let mut values = Vec::new();
         for (n, ((s, t), (base, along))) in ins.iter().zip(&bases).enumerate() {
             let idx = if *along { k.add(base, &j) } else { base.clone() };
-            let v = k.load(&format!("%b{n}"), &idx, &flat_type(s, *t));
-            values.push(to_float(&mut k, &v, compute(*t), in_t.get(n).copied().unwrap_or(*t)));
+            values.push(k.load(&format!("%b{n}"), &idx, &flat_type(s, *t)));
         }
         let sig = |ts: &[DType]| ts.iter().map(|t| t.mlir()).collect::<Vec<_>>().join(", ");
         k.n += 1;
@@ -84,7 +82,6 @@ impl Generator {
         k.line(&format!("{results} = func.call @{fname}({}) : ({}) -> ({})", values.join(", "), sig(in_t), sig(out_t)));
         for (m, (s, t)) in outs.iter().enumerate() {
             let v = if out_t.len() == 1 { r.clone() } else { format!("{r}#{m}") };
-            let v = to_float(&mut k, &v, out_t.get(m).copied().unwrap_or(*t), compute(*t));
             let target = alias.get(m).copied().flatten().unwrap_or(ins.len() + m);
             k.store(&v, &format!("%b{target}"), &out_idx, &flat_type(s, *t));
         }
@@ -99,9 +96,4 @@ impl Generator {
         self.finish(k, &specs);
         (rows as u64, (cols * (ins.len() + outs.len() + 4)) as u64)
     }
-}
-
-/// `v` of type `from` as `to` where both are floats; other values as they are.
-fn to_float(k: &mut Kernel, v: &str, from: DType, to: DType) -> String {
-    if from.is_float() && to.is_float() { cast_float(k, v, from, to) } else { v.to_string() }
 }

@@ -84,7 +84,7 @@ pub enum Template {
     /// each built like `from` (the block before it if not given); `init`
     /// and `state` as [`Operator::AddBlock`].
     AddBlock {
-        #[serde(default = "blocks")]
+        #[serde(default = "super::rewrite::default_prefix")]
         prefix: String,
         #[serde(default)]
         at: Option<usize>,
@@ -106,10 +106,6 @@ pub enum Template {
     /// Several growths at once, in this order (each resolved against the
     /// model before any of them).
     Compose { ops: Vec<Template> },
-}
-
-fn blocks() -> String {
-    "blocks".into()
 }
 
 impl Template {

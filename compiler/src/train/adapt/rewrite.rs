@@ -138,7 +138,8 @@ pub enum Operator {
     Compose { ops: Vec<Operator> },
 }
 
-fn default_prefix() -> String {
+/// The layer API's prefix of transformer blocks (`blocks.<i>.*`).
+pub(super) fn default_prefix() -> String {
     "blocks".into()
 }
 

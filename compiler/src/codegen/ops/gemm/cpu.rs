@@ -197,12 +197,32 @@ impl Generator {
         }
         k.close();
         self.finish(k, specs);
-        // The library candidate: an f32 GEMM into `out` with alpha, then
-        // this kernel's epilogue (if any) as its own pass over the rows.
-        let all_f32 = [0, 1, out].iter().all(|&i| specs[i].1 == DType::F32);
-        // 16-bit operands: the library candidates multiply f32 copies into
-        // an f32 product (one buffer more, after the call's), which this
-        // epilogue reads and rounds into the output.
+        // The library candidates: an f32 GEMM with alpha, then an epilogue
+        // (if any) as its own pass over the rows.
+        let (a_row, a_col) = if ta { (1, m) } else { (kk, 1) };
+        let (b_row, b_col) = if tb { (1, kk) } else { (n, 1) };
+        let library_gemm =
+            |epilogue: Option<String>, aliases: Vec<usize>, widen: Option<artifact::DType>| LibraryGemm {
+                batch: rows / m.max(1),
+                m,
+                n,
+                k: kk,
+                a_strides: [a_row, a_col],
+                b_strides: [b_row, b_col],
+                a_batch: if batched { m * kk } else { 0 },
+                b_batch: if batched { kk * n } else { 0 },
+                alpha,
+                a: 0,
+                b: 1,
+                out,
+                aliases,
+                epilogue: epilogue.map(|e| format!("aicf_{e}")),
+                widen,
+                gpu: None,
+            };
+        // 16-bit operands: f32 copies multiplied into an f32 product (one
+        // buffer more, after the call's), which the epilogue reads and
+        // rounds into the output.
         let narrow = specs[0].1 == specs[1].1 && matches!(specs[0].1, DType::F16 | DType::BF16);
         if narrow && !accumulate && lhs_sum.is_none() {
             let mut k = Kernel::new();
@@ -220,29 +240,12 @@ impl Generator {
             let mut with_product = specs.to_vec();
             with_product.push((vec![(rows * n).max(1)], DType::F32));
             self.finish(k, &with_product);
-            let epilogue = self.last();
-            let (a_row, a_col) = if ta { (1, m) } else { (kk, 1) };
-            let (b_row, b_col) = if tb { (1, kk) } else { (n, 1) };
-            let library = LibraryGemm {
-                batch: rows / m.max(1),
-                m,
-                n,
-                k: kk,
-                a_strides: [a_row, a_col],
-                b_strides: [b_row, b_col],
-                a_batch: if batched { m * kk } else { 0 },
-                b_batch: if batched { kk * n } else { 0 },
-                alpha,
-                a: 0,
-                b: 1,
-                out,
-                aliases: vec![],
-                epilogue: Some(format!("aicf_{epilogue}")),
-                widen: Some(runtime_dtype(specs[0].1)?),
-                gpu: None,
-            };
+            let library = library_gemm(Some(self.last()), vec![], Some(runtime_dtype(specs[0].1)?));
             return Ok((rows as u64, (2 * kk * n + 4 * n) as u64, Some(library)));
         }
+        // f32 operands and output: the library writes `out`, which the
+        // epilogue then reads.
+        let all_f32 = [0, 1, out].iter().all(|&i| specs[i].1 == DType::F32);
         let library = (all_f32 && !accumulate).then(|| {
             let needs_epilogue =
                 bias.is_some() || mask.is_some() || residual.is_some() || lhs_sum.is_some() || act != 0;
@@ -288,26 +291,7 @@ impl Generator {
                 self.finish(k, specs);
                 self.last()
             });
-            let (a_row, a_col) = if ta { (1, m) } else { (kk, 1) };
-            let (b_row, b_col) = if tb { (1, kk) } else { (n, 1) };
-            LibraryGemm {
-                batch: rows / m.max(1),
-                m,
-                n,
-                k: kk,
-                a_strides: [a_row, a_col],
-                b_strides: [b_row, b_col],
-                a_batch: if batched { m * kk } else { 0 },
-                b_batch: if batched { kk * n } else { 0 },
-                alpha,
-                a: 0,
-                b: 1,
-                out,
-                aliases: [mask, residual].into_iter().flatten().collect(),
-                epilogue: epilogue.map(|e| format!("aicf_{e}")),
-                widen: None,
-                gpu: None,
-            }
+            library_gemm(epilogue, [mask, residual].into_iter().flatten().collect(), None)
         });
         Ok((rows as u64, (2 * kk * n + 4 * n) as u64, library))
     }
