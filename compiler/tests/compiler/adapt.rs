@@ -342,6 +342,7 @@ fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
         action: Action::Fork { candidates, steps: 8 },
         min_gap: 0,
         max_times: 1,
+        lr_factor: 1.0,
     };
     let mut run = Adaptive::new(trained("adam", 0.0, 0), policy(vec![rule]));
     run.set_fork_data((30..34).map(|i| batch(i).to_vec()).collect(), (40..42).map(|i| batch(i).to_vec()).collect());
@@ -445,6 +446,7 @@ fn a_held_out_plateau_grows_the_model_at_an_epoch_end() {
         action: Action::Grow(widen),
         min_gap: 0,
         max_times: 0,
+        lr_factor: 1.0,
     };
     let mut run = Adaptive::new(trained("adam", 0.0, 3), policy(vec![rule]));
     assert_eq!(run.epoch_end(Progress { epoch: 1, ..Progress::default() }, Some(1.0)).unwrap(), None);
@@ -895,6 +897,60 @@ fn schedules_grow_every_k_steps_or_at_a_flops_budget_and_bad_schedules_are_refus
             "when = \"steps\"\nat = 3\naction = { op = \"compose\", ops = [{ op = \"widen\", layer = \"fc1\", mask = 0 }] }",
             "mask = 0",
         ),
+    ] {
+        let err = Policy::parse(&format!("[[rule]]\n{bad}")).unwrap_err();
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn a_growth_rules_lr_factor_scales_the_rate_from_then_on_and_its_rollback_undoes_it() {
+    let text = r#"
+        watch_steps = 20
+
+        [[rule]]
+        when = "steps"
+        at = 4
+        lr_factor = 0.25
+        action = { op = "widen", layer = "fc1", width = 32, rule = "zero-out" }
+
+        [[rule]]
+        when = "instability"
+        action = { rollback = { lr_factor = 0.5 } }
+    "#;
+    let mut p = Policy::parse(text).unwrap();
+    assert_eq!(p.rules[0].lr_factor, 0.25);
+    assert_eq!(p.rules[1].lr_factor, 1.0);
+    p.prefetch = false;
+    let mut run = Adaptive::new(trained("adam", 0.0, 0), p);
+    let progress = Progress::default();
+    for i in 0..4 {
+        let [x, y] = batch(i);
+        let out = run.step(&[&x, &y], 3e-3, progress).unwrap();
+        assert_eq!(run.lr_scale(), if i < 3 { 1.0 } else { 0.25 }, "step {i}: {out:?}");
+    }
+    assert_eq!(run.trainer().state()["fc1.weight"].shape, [32, 64]);
+    // The grown model's steps run at a quarter of the rate: the same update
+    // as the grown model trained alone at 3e-3 / 4.
+    let mut alone = Trainer::from_source(run.trainer().source(), "alone", options("adam", 0.0)).unwrap();
+    alone.set_state(&run.trainer().state()).unwrap();
+    alone.set_steps(run.trainer().steps());
+    let [x, y] = batch(4);
+    run.step(&[&x, &y], 3e-3, progress).unwrap();
+    alone.step(&[&x, &y], 3e-3 * 0.25).unwrap();
+    assert_eq!(run.trainer().state()["fc1.weight"].values, alone.state()["fc1.weight"].values);
+    // A diverging step in the watch window rolls the growth back, and the
+    // factor before it returns.
+    let [x, y] = batch(5);
+    run.step(&[&x, &y], 1e30, progress).unwrap();
+    let [x, y] = batch(6);
+    assert!(matches!(run.step(&[&x, &y], 3e-3, progress).unwrap(), Outcome::RolledBack(..)));
+    assert_eq!(run.trainer().state()["fc1.weight"].shape, [16, 64]);
+    assert_eq!(run.lr_scale(), 1.0);
+
+    for (bad, says) in [
+        ("when = \"instability\"\nlr_factor = 0.5\naction = \"rollback\"", "a rollback takes its learning-rate factor"),
+        ("when = \"steps\"\nat = 3\nlr_factor = 0.0\naction = { op = \"widen\", layer = \"fc1\" }", "lr_factor = 0 is not in (0, 100]"),
     ] {
         let err = Policy::parse(&format!("[[rule]]\n{bad}")).unwrap_err();
         assert!(err.contains(says), "{bad}: {err}");

@@ -133,6 +133,13 @@ pub struct KeptModel {
     pub progress: Progress,
     pub decision: Option<usize>,
     pub until: u64,
+    /// The learning-rate factor before the rewrite (a rollback restores it).
+    #[serde(default = "one")]
+    pub lr_factor: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Observations a snapshot keeps: the instability trigger reads the last
@@ -151,6 +158,8 @@ struct Kept {
     /// The decision that replaced it, and the step its watch ends at.
     decision: Option<usize>,
     until: u64,
+    /// The learning-rate factor in effect there.
+    lr_factor: f64,
 }
 
 /// A [`Trainer`] run under a [`Policy`].
@@ -286,6 +295,7 @@ impl Adaptive {
                 progress: k.progress,
                 decision: k.decision,
                 until: k.until,
+                lr_factor: k.lr_factor,
             }),
         };
         (snapshot, self.kept.as_ref().map(|k| k.state.clone()))
@@ -322,6 +332,7 @@ impl Adaptive {
                     progress: k.progress,
                     decision: k.decision,
                     until: k.until,
+                    lr_factor: k.lr_factor,
                 })
             }
             (Some(_), None) => {
@@ -341,6 +352,7 @@ impl Adaptive {
             progress,
             decision: None,
             until: 0,
+            lr_factor: snapshot.lr_factor,
         });
         self.decisions = snapshot.decisions;
         self.last_rewrite = snapshot.last_rewrite;
@@ -516,6 +528,7 @@ impl Adaptive {
                 progress,
                 decision: None,
                 until: 0,
+                lr_factor: self.lr_factor,
             });
         }
         Ok(changed)
@@ -572,6 +585,10 @@ impl Adaptive {
             Action::Rollback { .. } => return Ok(None),
         };
         self.fired[i] += 1;
+        if decided.is_some() {
+            // The kept model remembers the factor before; a rollback restores it.
+            self.lr_factor *= rule.lr_factor;
+        }
         Ok(decided.map(Acted::Changed))
     }
 
@@ -690,6 +707,7 @@ impl Adaptive {
             progress,
             decision: Some(index),
             until: self.trainer.steps() + self.policy.watch_steps,
+            lr_factor: self.lr_factor,
         });
         self.last_good = None;
         self.last_rewrite = self.trainer.steps();
@@ -761,6 +779,7 @@ impl Adaptive {
         }
         let Some(kept) = self.kept.take().or_else(|| self.last_good.take()) else { return Ok(None) };
         self.rolled_back_to.push(kept.steps);
+        self.lr_factor = kept.lr_factor;
         let mut d = self.decision(reason, "roll back".into(), progress);
         if let Some(t) = kept.trainer {
             self.trainer = t;

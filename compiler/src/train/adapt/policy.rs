@@ -299,6 +299,10 @@ pub struct Rule {
     pub min_gap: u64,
     /// How many times it may act (0: no limit).
     pub max_times: usize,
+    /// After a growth this rule makes, the learning rate times this from
+    /// then on (1: unchanged; a rollback of the growth undoes it). A wider
+    /// model usually wants a smaller rate than the small one it grew from.
+    pub lr_factor: f64,
 }
 
 /// How the runtime may change the model while it trains.
@@ -384,6 +388,7 @@ struct RawRule {
     flops: Option<f64>,
     min_gap: Option<u64>,
     max_times: Option<usize>,
+    lr_factor: Option<f64>,
     action: toml::Value,
 }
 
@@ -512,7 +517,21 @@ impl Policy {
                     )));
                 }
             };
-            rules.push(Rule { trigger, action, min_gap: r.min_gap.unwrap_or(0), max_times: r.max_times.unwrap_or(0) });
+            let lr_factor = r.lr_factor.unwrap_or(1.0);
+            if r.lr_factor.is_some() && matches!(action, Action::Rollback { .. }) {
+                return Err(at("a rollback takes its learning-rate factor as action = { rollback = { lr_factor = F } }"
+                    .into()));
+            }
+            if !(lr_factor.is_finite() && lr_factor > 0.0 && lr_factor <= 100.0) {
+                return Err(at(format!("lr_factor = {lr_factor} is not in (0, 100]")));
+            }
+            rules.push(Rule {
+                trigger,
+                action,
+                min_gap: r.min_gap.unwrap_or(0),
+                max_times: r.max_times.unwrap_or(0),
+                lr_factor,
+            });
         }
         let policy = Policy {
             observe_every: raw.observe_every.unwrap_or(d.observe_every),
