@@ -41,10 +41,10 @@ grow: build
 	@python3 examples/grow/compare.py target/grow/scratch/metrics.jsonl target/grow/grown/metrics.jsonl
 
 # Growing a transformer language model (examples/grow_lm): the char LM of
-# 4 blocks of width 64 from scratch (3 learning rates, 3 seeds) against the
-# same model grown from 2 blocks of width 32 and from 1 block of width 16;
-# the table goes to target/grow_lm/results.md. 11 runs of about 3.5 minutes
-# each on 2 cores.
+# 4 blocks of width 128 from scratch (3 learning rates, 3 seeds) against the
+# same model grown from 2 blocks of width 64 and from 1 block of width 32;
+# the table goes to target/grow_lm/results.md. 11 runs of 2 to 6 minutes
+# each on 2 cores (about 50 minutes).
 grow-lm: build
 	@python3 examples/grow_lm/experiment.py --out target/grow_lm
 

@@ -5,24 +5,28 @@ model trained from scratch (`make grow-lm`; Python standard library only).
     experiment.py [--aicf target/debug/aicf] [--out target/grow_lm]
                   [--seeds 3] [--steps 2400] [--lrs 1.5e-3,3e-3,6e-3]
 
-The target is examples/grow_lm/target.mlir: 4 pre-norm blocks of width 64,
-4 heads, MLP 256, context 64, batch 16, no dropout. Runs, all Adam with a
-constant learning rate, `--steps` steps, a held-out evaluation every 200
-steps (256 windows from the end of the text):
+The target is examples/grow_lm/target.mlir: 4 pre-norm blocks of width 128,
+4 heads, MLP 512, context 64, batch 16, no dropout. Runs, all Adam with a
+constant learning rate, a held-out evaluation every 200 steps (256 windows
+from the end of the text):
 
-1. scratch, seed 0, at each of `--lrs`: the learning rate with the lowest
-   best held-out loss is the tuned one;
+1. scratch, seed 0, `--steps` steps at each of `--lrs`: the learning rate
+   with the lowest best held-out loss is the tuned one;
 2. scratch at the tuned rate, seeds 1 .. N-1;
-3. grown 2x (small2x.mlir: 2 blocks of width 32, grow2x.toml) and grown 4x
-   (small4x.mlir: 1 block of width 16, grow4x.toml), seeds 0 .. N-1, at the
-   tuned rate. Both become the target's architecture at step 400 in one
-   function-preserving rewrite.
+3. grown 2x (small2x.mlir: 2 blocks of width 64, 2 heads, grow2x.toml) and
+   grown 4x (small4x.mlir: 1 block of width 32, 1 head, grow4x.toml), seeds
+   0 .. N-1. Each becomes the target's architecture at the step its policy
+   names (`at`) in one function-preserving rewrite. The small model trains
+   at twice the tuned rate and the policy's `lr_factor = 0.5` brings the
+   grown one to the tuned rate. A grown run goes on for `--steps` steps
+   after the growth, so it spends at least the scratch run's FLOPs.
 
 For each seed, the goal is the from-scratch run's best held-out loss; the
 table gives the training FLOPs (the compiled step's matrix products and
 attention, as `metrics.jsonl` counts them) and the training seconds each
 grown run needed to first reach it, as a ratio of the scratch run's, with
-mean and spread over the seeds. Results go to OUT/results.md.
+mean and spread over the seeds, and each run's held-out loss at half and at
+all of the scratch run's FLOPs. Results go to OUT/results.md.
 """
 import argparse
 import json
@@ -30,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -89,6 +94,31 @@ def spread(xs, fmt="{:.2f}"):
     return (fmt + " (" + fmt + " - " + fmt + ")").format(statistics.mean(xs), min(xs), max(xs))
 
 
+def budgets(scratch, grown, steps):
+    """Where growth pays, by the scratch run's budget. At a constant rate a
+    scratch run of B steps is the first B steps of the longer one, so each
+    budget's goal is the best held-out loss among them."""
+    out = ["By the scratch budget (the goal: the scratch run's best held-out loss within its first B steps; "
+           "FLOPs to reach it x the scratch run's):", "",
+           "| scratch budget B (steps) | scratch best | " + " | ".join(f"grown {f}: seeds reaching, FLOPs (x scratch)"
+                                                                       for f in grown) + " |",
+           "|---|---|" + "---|" * len(grown)]
+    for b in range(steps // 4, steps + 1, steps // 4):
+        b = b - b % EVAL_EVERY
+        goals = {s: best([r for r in rows if r["step"] <= b]) for s, rows in scratch.items()}
+        cells = []
+        for runs in grown.values():
+            ratios = []
+            for s, rows in runs.items():
+                f0 = reach(scratch[s], goals[s]["val_loss"])[0]
+                got = reach(rows, goals[s]["val_loss"])
+                if got:
+                    ratios.append(got[0] / f0)
+            cells.append(f"{len(ratios)}/{len(runs)}, {spread(ratios)}")
+        out.append(f"| {b} | {spread([g['val_loss'] for g in goals.values()], '{:.4f}')} | " + " | ".join(cells) + " |")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--aicf", default=os.path.join(ROOT, "target/debug/aicf"))
@@ -111,15 +141,19 @@ def main():
     scratch = {0: tuning[lr]}
     for s in range(1, a.seeds):
         scratch[s] = run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s{s}"), s, lr, a.steps, schedule=sched)
-    grown = {}
+    grown, grow_at = {}, {}
     for factor in ("2x", "4x"):
         model, policy = os.path.join(HERE, f"small{factor}.mlir"), os.path.join(HERE, f"grow{factor}.toml")
-        grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{factor}-s{s}"), s, lr, a.steps, policy, sched)
+        with open(policy, "rb") as f:
+            grow_at[factor] = min(r["at"] for r in tomllib.load(f)["rule"] if r.get("when") == "steps")
+        steps = grow_at[factor] + a.steps
+        grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{factor}-s{s}"), s, 2 * lr, steps, policy,
+                                sched)
                          for s in range(a.seeds)}
 
     lines = [f"Tuning (seed 0, best held-out loss): " + ", ".join(
         f"lr {x:g}: {best(tuning[x])['val_loss']:.4f}" for x in lrs) + f"; tuned lr {lr:g}", ""]
-    lines.append("| run | seeds reaching the scratch best | FLOPs to reach it (x scratch) | training time to reach it (x scratch) | best held-out loss | final held-out loss | FLOPs to the grown run's best loss (x scratch) | held-out loss at half the scratch FLOPs |")
+    lines.append("| run | seeds reaching the scratch best | FLOPs to reach it (x scratch) | training time to reach it (x scratch) | best held-out loss | held-out loss at the scratch FLOPs | FLOPs to the grown run's best loss (x scratch) | held-out loss at half the scratch FLOPs |")
     lines.append("|---|---|---|---|---|---|---|---|")
     sb = [best(scratch[s])["val_loss"] for s in scratch]
     sf = [scratch[s][-1]["val_loss"] for s in scratch]
@@ -133,7 +167,7 @@ def main():
             f0, t0, _ = reach(scratch[s], goal["val_loss"])
             got = reach(rows, goal["val_loss"])
             bests.append(best(rows)["val_loss"])
-            finals.append(rows[-1]["val_loss"])
+            finals.append(at_flops(rows, scratch[s][-1]["train_flops"]))
             halves.append(at_flops(rows, scratch[s][-1]["train_flops"] / 2))
             if got:
                 reached += 1
@@ -143,11 +177,15 @@ def main():
             mine, theirs = reach(rows, best(rows)["val_loss"]), reach(scratch[s], best(rows)["val_loss"])
             if mine and theirs:
                 own.append(mine[0] / theirs[0])
-        lines.append(f"| grown {factor} | {reached}/{len(runs)} | {spread(flops)} | {spread(secs)} | "
+        lines.append(f"| grown {factor} (at step {grow_at[factor]}) | {reached}/{len(runs)} | {spread(flops)} | {spread(secs)} | "
                      f"{spread(bests, '{:.4f}')} | {spread(finals, '{:.4f}')} | {spread(own)} | {spread(halves, '{:.4f}')} |")
     lines.append("")
     lines.append("Mean (min - max) over the seeds; each grown run against the scratch run of its seed. "
-                 f"{a.steps} steps of batch 16 x 64 characters each run, held-out loss every {EVAL_EVERY} steps.")
+                 f"Scratch: {a.steps} steps of batch 16 x 64 characters at lr {lr:g}; grown: the growth step plus "
+                 f"{a.steps} steps, lr {2 * lr:g} before the growth and {lr:g} after; held-out loss every "
+                 f"{EVAL_EVERY} steps.")
+    if a.cosine is None:
+        lines += [""] + budgets(scratch, grown, a.steps)
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(a.out, "results.md"), "w") as f:

@@ -1,387 +1,387 @@
 module {
-  hl.param @tok_emb.weight : tensor<65x64xf32> owner "tok_emb" init <normal>
-  hl.param @pos_emb.weight : tensor<64x64xf32> owner "pos_emb" init <normal>
-  hl.param @blocks.0.ln1.weight : tensor<64xf32> owner "blocks.0.ln1" init <ones>
-  hl.param @blocks.0.ln1.bias : tensor<64xf32> owner "blocks.0.ln1" init <zeros>
-  hl.param @blocks.0.attn.q_proj.weight : tensor<64x64xf32> owner "blocks.0.attn.q_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.0.attn.q_proj.bias : tensor<64xf32> owner "blocks.0.attn.q_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.0.attn.k_proj.weight : tensor<64x64xf32> owner "blocks.0.attn.k_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.0.attn.k_proj.bias : tensor<64xf32> owner "blocks.0.attn.k_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.0.attn.v_proj.weight : tensor<64x64xf32> owner "blocks.0.attn.v_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.0.attn.v_proj.bias : tensor<64xf32> owner "blocks.0.attn.v_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.0.attn.out_proj.weight : tensor<64x64xf32> owner "blocks.0.attn.out_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.0.attn.out_proj.bias : tensor<64xf32> owner "blocks.0.attn.out_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.0.ln2.weight : tensor<64xf32> owner "blocks.0.ln2" init <ones>
-  hl.param @blocks.0.ln2.bias : tensor<64xf32> owner "blocks.0.ln2" init <zeros>
-  hl.param @blocks.0.mlp.fc.weight : tensor<256x64xf32> owner "blocks.0.mlp.fc" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.0.mlp.fc.bias : tensor<256xf32> owner "blocks.0.mlp.fc" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.0.mlp.proj.weight : tensor<64x256xf32> owner "blocks.0.mlp.proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.0.mlp.proj.bias : tensor<64xf32> owner "blocks.0.mlp.proj" init <uniform, low = -6.250000e-02, high = 6.250000e-02>
-  hl.param @blocks.1.ln1.weight : tensor<64xf32> owner "blocks.1.ln1" init <ones>
-  hl.param @blocks.1.ln1.bias : tensor<64xf32> owner "blocks.1.ln1" init <zeros>
-  hl.param @blocks.1.attn.q_proj.weight : tensor<64x64xf32> owner "blocks.1.attn.q_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.1.attn.q_proj.bias : tensor<64xf32> owner "blocks.1.attn.q_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.1.attn.k_proj.weight : tensor<64x64xf32> owner "blocks.1.attn.k_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.1.attn.k_proj.bias : tensor<64xf32> owner "blocks.1.attn.k_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.1.attn.v_proj.weight : tensor<64x64xf32> owner "blocks.1.attn.v_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.1.attn.v_proj.bias : tensor<64xf32> owner "blocks.1.attn.v_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.1.attn.out_proj.weight : tensor<64x64xf32> owner "blocks.1.attn.out_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.1.attn.out_proj.bias : tensor<64xf32> owner "blocks.1.attn.out_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.1.ln2.weight : tensor<64xf32> owner "blocks.1.ln2" init <ones>
-  hl.param @blocks.1.ln2.bias : tensor<64xf32> owner "blocks.1.ln2" init <zeros>
-  hl.param @blocks.1.mlp.fc.weight : tensor<256x64xf32> owner "blocks.1.mlp.fc" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.1.mlp.fc.bias : tensor<256xf32> owner "blocks.1.mlp.fc" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.1.mlp.proj.weight : tensor<64x256xf32> owner "blocks.1.mlp.proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.1.mlp.proj.bias : tensor<64xf32> owner "blocks.1.mlp.proj" init <uniform, low = -6.250000e-02, high = 6.250000e-02>
-  hl.param @blocks.2.ln1.weight : tensor<64xf32> owner "blocks.2.ln1" init <ones>
-  hl.param @blocks.2.ln1.bias : tensor<64xf32> owner "blocks.2.ln1" init <zeros>
-  hl.param @blocks.2.attn.q_proj.weight : tensor<64x64xf32> owner "blocks.2.attn.q_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.2.attn.q_proj.bias : tensor<64xf32> owner "blocks.2.attn.q_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.2.attn.k_proj.weight : tensor<64x64xf32> owner "blocks.2.attn.k_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.2.attn.k_proj.bias : tensor<64xf32> owner "blocks.2.attn.k_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.2.attn.v_proj.weight : tensor<64x64xf32> owner "blocks.2.attn.v_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.2.attn.v_proj.bias : tensor<64xf32> owner "blocks.2.attn.v_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.2.attn.out_proj.weight : tensor<64x64xf32> owner "blocks.2.attn.out_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.2.attn.out_proj.bias : tensor<64xf32> owner "blocks.2.attn.out_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.2.ln2.weight : tensor<64xf32> owner "blocks.2.ln2" init <ones>
-  hl.param @blocks.2.ln2.bias : tensor<64xf32> owner "blocks.2.ln2" init <zeros>
-  hl.param @blocks.2.mlp.fc.weight : tensor<256x64xf32> owner "blocks.2.mlp.fc" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.2.mlp.fc.bias : tensor<256xf32> owner "blocks.2.mlp.fc" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.2.mlp.proj.weight : tensor<64x256xf32> owner "blocks.2.mlp.proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.2.mlp.proj.bias : tensor<64xf32> owner "blocks.2.mlp.proj" init <uniform, low = -6.250000e-02, high = 6.250000e-02>
-  hl.param @blocks.3.ln1.weight : tensor<64xf32> owner "blocks.3.ln1" init <ones>
-  hl.param @blocks.3.ln1.bias : tensor<64xf32> owner "blocks.3.ln1" init <zeros>
-  hl.param @blocks.3.attn.q_proj.weight : tensor<64x64xf32> owner "blocks.3.attn.q_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.3.attn.q_proj.bias : tensor<64xf32> owner "blocks.3.attn.q_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.3.attn.k_proj.weight : tensor<64x64xf32> owner "blocks.3.attn.k_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.3.attn.k_proj.bias : tensor<64xf32> owner "blocks.3.attn.k_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.3.attn.v_proj.weight : tensor<64x64xf32> owner "blocks.3.attn.v_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.3.attn.v_proj.bias : tensor<64xf32> owner "blocks.3.attn.v_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.3.attn.out_proj.weight : tensor<64x64xf32> owner "blocks.3.attn.out_proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.3.attn.out_proj.bias : tensor<64xf32> owner "blocks.3.attn.out_proj" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.3.ln2.weight : tensor<64xf32> owner "blocks.3.ln2" init <ones>
-  hl.param @blocks.3.ln2.bias : tensor<64xf32> owner "blocks.3.ln2" init <zeros>
-  hl.param @blocks.3.mlp.fc.weight : tensor<256x64xf32> owner "blocks.3.mlp.fc" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.3.mlp.fc.bias : tensor<256xf32> owner "blocks.3.mlp.fc" init <uniform, low = -1.250000e-01, high = 1.250000e-01>
-  hl.param @blocks.3.mlp.proj.weight : tensor<64x256xf32> owner "blocks.3.mlp.proj" init <kaiming_uniform, gain = 0.57735026918962573>
-  hl.param @blocks.3.mlp.proj.bias : tensor<64xf32> owner "blocks.3.mlp.proj" init <uniform, low = -6.250000e-02, high = 6.250000e-02>
-  hl.param @ln_f.weight : tensor<64xf32> owner "ln_f" init <ones>
-  hl.param @ln_f.bias : tensor<64xf32> owner "ln_f" init <zeros>
-  hl.param @lm_head.weight : tensor<65x64xf32> owner "lm_head" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @tok_emb.weight : tensor<65x128xf32> owner "tok_emb" init <normal>
+  hl.param @pos_emb.weight : tensor<64x128xf32> owner "pos_emb" init <normal>
+  hl.param @blocks.0.ln1.weight : tensor<128xf32> owner "blocks.0.ln1" init <ones>
+  hl.param @blocks.0.ln1.bias : tensor<128xf32> owner "blocks.0.ln1" init <zeros>
+  hl.param @blocks.0.attn.q_proj.weight : tensor<128x128xf32> owner "blocks.0.attn.q_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.0.attn.q_proj.bias : tensor<128xf32> owner "blocks.0.attn.q_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.0.attn.k_proj.weight : tensor<128x128xf32> owner "blocks.0.attn.k_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.0.attn.k_proj.bias : tensor<128xf32> owner "blocks.0.attn.k_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.0.attn.v_proj.weight : tensor<128x128xf32> owner "blocks.0.attn.v_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.0.attn.v_proj.bias : tensor<128xf32> owner "blocks.0.attn.v_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.0.attn.out_proj.weight : tensor<128x128xf32> owner "blocks.0.attn.out_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.0.attn.out_proj.bias : tensor<128xf32> owner "blocks.0.attn.out_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.0.ln2.weight : tensor<128xf32> owner "blocks.0.ln2" init <ones>
+  hl.param @blocks.0.ln2.bias : tensor<128xf32> owner "blocks.0.ln2" init <zeros>
+  hl.param @blocks.0.mlp.fc.weight : tensor<512x128xf32> owner "blocks.0.mlp.fc" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.0.mlp.fc.bias : tensor<512xf32> owner "blocks.0.mlp.fc" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.0.mlp.proj.weight : tensor<128x512xf32> owner "blocks.0.mlp.proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.0.mlp.proj.bias : tensor<128xf32> owner "blocks.0.mlp.proj" init <uniform, low = -0.044194173824159216, high = 0.044194173824159216>
+  hl.param @blocks.1.ln1.weight : tensor<128xf32> owner "blocks.1.ln1" init <ones>
+  hl.param @blocks.1.ln1.bias : tensor<128xf32> owner "blocks.1.ln1" init <zeros>
+  hl.param @blocks.1.attn.q_proj.weight : tensor<128x128xf32> owner "blocks.1.attn.q_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.1.attn.q_proj.bias : tensor<128xf32> owner "blocks.1.attn.q_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.1.attn.k_proj.weight : tensor<128x128xf32> owner "blocks.1.attn.k_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.1.attn.k_proj.bias : tensor<128xf32> owner "blocks.1.attn.k_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.1.attn.v_proj.weight : tensor<128x128xf32> owner "blocks.1.attn.v_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.1.attn.v_proj.bias : tensor<128xf32> owner "blocks.1.attn.v_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.1.attn.out_proj.weight : tensor<128x128xf32> owner "blocks.1.attn.out_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.1.attn.out_proj.bias : tensor<128xf32> owner "blocks.1.attn.out_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.1.ln2.weight : tensor<128xf32> owner "blocks.1.ln2" init <ones>
+  hl.param @blocks.1.ln2.bias : tensor<128xf32> owner "blocks.1.ln2" init <zeros>
+  hl.param @blocks.1.mlp.fc.weight : tensor<512x128xf32> owner "blocks.1.mlp.fc" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.1.mlp.fc.bias : tensor<512xf32> owner "blocks.1.mlp.fc" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.1.mlp.proj.weight : tensor<128x512xf32> owner "blocks.1.mlp.proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.1.mlp.proj.bias : tensor<128xf32> owner "blocks.1.mlp.proj" init <uniform, low = -0.044194173824159216, high = 0.044194173824159216>
+  hl.param @blocks.2.ln1.weight : tensor<128xf32> owner "blocks.2.ln1" init <ones>
+  hl.param @blocks.2.ln1.bias : tensor<128xf32> owner "blocks.2.ln1" init <zeros>
+  hl.param @blocks.2.attn.q_proj.weight : tensor<128x128xf32> owner "blocks.2.attn.q_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.2.attn.q_proj.bias : tensor<128xf32> owner "blocks.2.attn.q_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.2.attn.k_proj.weight : tensor<128x128xf32> owner "blocks.2.attn.k_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.2.attn.k_proj.bias : tensor<128xf32> owner "blocks.2.attn.k_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.2.attn.v_proj.weight : tensor<128x128xf32> owner "blocks.2.attn.v_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.2.attn.v_proj.bias : tensor<128xf32> owner "blocks.2.attn.v_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.2.attn.out_proj.weight : tensor<128x128xf32> owner "blocks.2.attn.out_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.2.attn.out_proj.bias : tensor<128xf32> owner "blocks.2.attn.out_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.2.ln2.weight : tensor<128xf32> owner "blocks.2.ln2" init <ones>
+  hl.param @blocks.2.ln2.bias : tensor<128xf32> owner "blocks.2.ln2" init <zeros>
+  hl.param @blocks.2.mlp.fc.weight : tensor<512x128xf32> owner "blocks.2.mlp.fc" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.2.mlp.fc.bias : tensor<512xf32> owner "blocks.2.mlp.fc" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.2.mlp.proj.weight : tensor<128x512xf32> owner "blocks.2.mlp.proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.2.mlp.proj.bias : tensor<128xf32> owner "blocks.2.mlp.proj" init <uniform, low = -0.044194173824159216, high = 0.044194173824159216>
+  hl.param @blocks.3.ln1.weight : tensor<128xf32> owner "blocks.3.ln1" init <ones>
+  hl.param @blocks.3.ln1.bias : tensor<128xf32> owner "blocks.3.ln1" init <zeros>
+  hl.param @blocks.3.attn.q_proj.weight : tensor<128x128xf32> owner "blocks.3.attn.q_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.3.attn.q_proj.bias : tensor<128xf32> owner "blocks.3.attn.q_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.3.attn.k_proj.weight : tensor<128x128xf32> owner "blocks.3.attn.k_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.3.attn.k_proj.bias : tensor<128xf32> owner "blocks.3.attn.k_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.3.attn.v_proj.weight : tensor<128x128xf32> owner "blocks.3.attn.v_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.3.attn.v_proj.bias : tensor<128xf32> owner "blocks.3.attn.v_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.3.attn.out_proj.weight : tensor<128x128xf32> owner "blocks.3.attn.out_proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.3.attn.out_proj.bias : tensor<128xf32> owner "blocks.3.attn.out_proj" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.3.ln2.weight : tensor<128xf32> owner "blocks.3.ln2" init <ones>
+  hl.param @blocks.3.ln2.bias : tensor<128xf32> owner "blocks.3.ln2" init <zeros>
+  hl.param @blocks.3.mlp.fc.weight : tensor<512x128xf32> owner "blocks.3.mlp.fc" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.3.mlp.fc.bias : tensor<512xf32> owner "blocks.3.mlp.fc" init <uniform, low = -0.088388347648318433, high = 0.088388347648318433>
+  hl.param @blocks.3.mlp.proj.weight : tensor<128x512xf32> owner "blocks.3.mlp.proj" init <kaiming_uniform, gain = 0.57735026918962573>
+  hl.param @blocks.3.mlp.proj.bias : tensor<128xf32> owner "blocks.3.mlp.proj" init <uniform, low = -0.044194173824159216, high = 0.044194173824159216>
+  hl.param @ln_f.weight : tensor<128xf32> owner "ln_f" init <ones>
+  hl.param @ln_f.bias : tensor<128xf32> owner "ln_f" init <zeros>
+  hl.param @lm_head.weight : tensor<65x128xf32> owner "lm_head" init <kaiming_uniform, gain = 0.57735026918962573>
   func.func @forward(%arg0: tensor<16x64xi32>) -> tensor<16x64x65xf32> {
     %0 = hl.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63]> : tensor<64xi32>
-    %1 = hl.get_param @tok_emb.weight : tensor<65x64xf32>
-    %2 = hl.gather %1[%arg0] axis = 0 : tensor<65x64xf32>, tensor<16x64xi32>
-    %3 = hl.get_param @pos_emb.weight : tensor<64x64xf32>
-    %4 = hl.gather %3[%0] axis = 0 : tensor<64x64xf32>, tensor<64xi32>
-    %5 = hl.add %2, %4 : tensor<16x64x64xf32>, tensor<64x64xf32>
-    %6 = hl.get_param @blocks.0.ln1.weight : tensor<64xf32>
-    %7 = hl.get_param @blocks.0.ln1.bias : tensor<64xf32>
-    %8 = hl.layer_norm %5 weight %6 bias %7 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %9 = hl.get_param @blocks.0.attn.q_proj.weight : tensor<64x64xf32>
-    %10 = hl.get_param @blocks.0.attn.q_proj.bias : tensor<64xf32>
-    %11 = hl.linear %8, %9, %10 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %12 = hl.reshape %11 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %13 = hl.transpose %12 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %14 = hl.get_param @blocks.0.attn.k_proj.weight : tensor<64x64xf32>
-    %15 = hl.get_param @blocks.0.attn.k_proj.bias : tensor<64xf32>
-    %16 = hl.linear %8, %14, %15 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %17 = hl.reshape %16 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %18 = hl.transpose %17 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %19 = hl.get_param @blocks.0.attn.v_proj.weight : tensor<64x64xf32>
-    %20 = hl.get_param @blocks.0.attn.v_proj.bias : tensor<64xf32>
-    %21 = hl.linear %8, %19, %20 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %22 = hl.reshape %21 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %23 = hl.transpose %22 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %24 = hl.attention %13, %18, %23 causal : tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>
-    %25 = hl.transpose %24 permutation = [0, 2, 1, 3] : tensor<16x4x64x16xf32>
-    %26 = hl.reshape %25 : tensor<16x64x4x16xf32> to tensor<16x64x64xf32>
-    %27 = hl.get_param @blocks.0.attn.out_proj.weight : tensor<64x64xf32>
-    %28 = hl.get_param @blocks.0.attn.out_proj.bias : tensor<64xf32>
-    %29 = hl.linear %26, %27, %28 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %30 = hl.add %5, %29 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %31 = hl.get_param @blocks.0.ln2.weight : tensor<64xf32>
-    %32 = hl.get_param @blocks.0.ln2.bias : tensor<64xf32>
-    %33 = hl.layer_norm %30 weight %31 bias %32 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %34 = hl.get_param @blocks.0.mlp.fc.weight : tensor<256x64xf32>
-    %35 = hl.get_param @blocks.0.mlp.fc.bias : tensor<256xf32>
-    %36 = hl.linear %33, %34, %35 : tensor<16x64x64xf32>, tensor<256x64xf32>, tensor<256xf32>
-    %37 = hl.gelu %36 : tensor<16x64x256xf32>
-    %38 = hl.get_param @blocks.0.mlp.proj.weight : tensor<64x256xf32>
-    %39 = hl.get_param @blocks.0.mlp.proj.bias : tensor<64xf32>
-    %40 = hl.linear %37, %38, %39 : tensor<16x64x256xf32>, tensor<64x256xf32>, tensor<64xf32>
-    %41 = hl.add %30, %40 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %42 = hl.get_param @blocks.1.ln1.weight : tensor<64xf32>
-    %43 = hl.get_param @blocks.1.ln1.bias : tensor<64xf32>
-    %44 = hl.layer_norm %41 weight %42 bias %43 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %45 = hl.get_param @blocks.1.attn.q_proj.weight : tensor<64x64xf32>
-    %46 = hl.get_param @blocks.1.attn.q_proj.bias : tensor<64xf32>
-    %47 = hl.linear %44, %45, %46 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %48 = hl.reshape %47 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %49 = hl.transpose %48 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %50 = hl.get_param @blocks.1.attn.k_proj.weight : tensor<64x64xf32>
-    %51 = hl.get_param @blocks.1.attn.k_proj.bias : tensor<64xf32>
-    %52 = hl.linear %44, %50, %51 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %53 = hl.reshape %52 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %54 = hl.transpose %53 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %55 = hl.get_param @blocks.1.attn.v_proj.weight : tensor<64x64xf32>
-    %56 = hl.get_param @blocks.1.attn.v_proj.bias : tensor<64xf32>
-    %57 = hl.linear %44, %55, %56 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %58 = hl.reshape %57 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %59 = hl.transpose %58 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %60 = hl.attention %49, %54, %59 causal : tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>
-    %61 = hl.transpose %60 permutation = [0, 2, 1, 3] : tensor<16x4x64x16xf32>
-    %62 = hl.reshape %61 : tensor<16x64x4x16xf32> to tensor<16x64x64xf32>
-    %63 = hl.get_param @blocks.1.attn.out_proj.weight : tensor<64x64xf32>
-    %64 = hl.get_param @blocks.1.attn.out_proj.bias : tensor<64xf32>
-    %65 = hl.linear %62, %63, %64 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %66 = hl.add %41, %65 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %67 = hl.get_param @blocks.1.ln2.weight : tensor<64xf32>
-    %68 = hl.get_param @blocks.1.ln2.bias : tensor<64xf32>
-    %69 = hl.layer_norm %66 weight %67 bias %68 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %70 = hl.get_param @blocks.1.mlp.fc.weight : tensor<256x64xf32>
-    %71 = hl.get_param @blocks.1.mlp.fc.bias : tensor<256xf32>
-    %72 = hl.linear %69, %70, %71 : tensor<16x64x64xf32>, tensor<256x64xf32>, tensor<256xf32>
-    %73 = hl.gelu %72 : tensor<16x64x256xf32>
-    %74 = hl.get_param @blocks.1.mlp.proj.weight : tensor<64x256xf32>
-    %75 = hl.get_param @blocks.1.mlp.proj.bias : tensor<64xf32>
-    %76 = hl.linear %73, %74, %75 : tensor<16x64x256xf32>, tensor<64x256xf32>, tensor<64xf32>
-    %77 = hl.add %66, %76 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %78 = hl.get_param @blocks.2.ln1.weight : tensor<64xf32>
-    %79 = hl.get_param @blocks.2.ln1.bias : tensor<64xf32>
-    %80 = hl.layer_norm %77 weight %78 bias %79 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %81 = hl.get_param @blocks.2.attn.q_proj.weight : tensor<64x64xf32>
-    %82 = hl.get_param @blocks.2.attn.q_proj.bias : tensor<64xf32>
-    %83 = hl.linear %80, %81, %82 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %84 = hl.reshape %83 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %85 = hl.transpose %84 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %86 = hl.get_param @blocks.2.attn.k_proj.weight : tensor<64x64xf32>
-    %87 = hl.get_param @blocks.2.attn.k_proj.bias : tensor<64xf32>
-    %88 = hl.linear %80, %86, %87 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %89 = hl.reshape %88 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %90 = hl.transpose %89 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %91 = hl.get_param @blocks.2.attn.v_proj.weight : tensor<64x64xf32>
-    %92 = hl.get_param @blocks.2.attn.v_proj.bias : tensor<64xf32>
-    %93 = hl.linear %80, %91, %92 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %94 = hl.reshape %93 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %95 = hl.transpose %94 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %96 = hl.attention %85, %90, %95 causal : tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>
-    %97 = hl.transpose %96 permutation = [0, 2, 1, 3] : tensor<16x4x64x16xf32>
-    %98 = hl.reshape %97 : tensor<16x64x4x16xf32> to tensor<16x64x64xf32>
-    %99 = hl.get_param @blocks.2.attn.out_proj.weight : tensor<64x64xf32>
-    %100 = hl.get_param @blocks.2.attn.out_proj.bias : tensor<64xf32>
-    %101 = hl.linear %98, %99, %100 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %102 = hl.add %77, %101 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %103 = hl.get_param @blocks.2.ln2.weight : tensor<64xf32>
-    %104 = hl.get_param @blocks.2.ln2.bias : tensor<64xf32>
-    %105 = hl.layer_norm %102 weight %103 bias %104 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %106 = hl.get_param @blocks.2.mlp.fc.weight : tensor<256x64xf32>
-    %107 = hl.get_param @blocks.2.mlp.fc.bias : tensor<256xf32>
-    %108 = hl.linear %105, %106, %107 : tensor<16x64x64xf32>, tensor<256x64xf32>, tensor<256xf32>
-    %109 = hl.gelu %108 : tensor<16x64x256xf32>
-    %110 = hl.get_param @blocks.2.mlp.proj.weight : tensor<64x256xf32>
-    %111 = hl.get_param @blocks.2.mlp.proj.bias : tensor<64xf32>
-    %112 = hl.linear %109, %110, %111 : tensor<16x64x256xf32>, tensor<64x256xf32>, tensor<64xf32>
-    %113 = hl.add %102, %112 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %114 = hl.get_param @blocks.3.ln1.weight : tensor<64xf32>
-    %115 = hl.get_param @blocks.3.ln1.bias : tensor<64xf32>
-    %116 = hl.layer_norm %113 weight %114 bias %115 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %117 = hl.get_param @blocks.3.attn.q_proj.weight : tensor<64x64xf32>
-    %118 = hl.get_param @blocks.3.attn.q_proj.bias : tensor<64xf32>
-    %119 = hl.linear %116, %117, %118 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %120 = hl.reshape %119 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %121 = hl.transpose %120 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %122 = hl.get_param @blocks.3.attn.k_proj.weight : tensor<64x64xf32>
-    %123 = hl.get_param @blocks.3.attn.k_proj.bias : tensor<64xf32>
-    %124 = hl.linear %116, %122, %123 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %125 = hl.reshape %124 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %126 = hl.transpose %125 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %127 = hl.get_param @blocks.3.attn.v_proj.weight : tensor<64x64xf32>
-    %128 = hl.get_param @blocks.3.attn.v_proj.bias : tensor<64xf32>
-    %129 = hl.linear %116, %127, %128 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %130 = hl.reshape %129 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %131 = hl.transpose %130 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %132 = hl.attention %121, %126, %131 causal : tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>
-    %133 = hl.transpose %132 permutation = [0, 2, 1, 3] : tensor<16x4x64x16xf32>
-    %134 = hl.reshape %133 : tensor<16x64x4x16xf32> to tensor<16x64x64xf32>
-    %135 = hl.get_param @blocks.3.attn.out_proj.weight : tensor<64x64xf32>
-    %136 = hl.get_param @blocks.3.attn.out_proj.bias : tensor<64xf32>
-    %137 = hl.linear %134, %135, %136 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %138 = hl.add %113, %137 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %139 = hl.get_param @blocks.3.ln2.weight : tensor<64xf32>
-    %140 = hl.get_param @blocks.3.ln2.bias : tensor<64xf32>
-    %141 = hl.layer_norm %138 weight %139 bias %140 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %142 = hl.get_param @blocks.3.mlp.fc.weight : tensor<256x64xf32>
-    %143 = hl.get_param @blocks.3.mlp.fc.bias : tensor<256xf32>
-    %144 = hl.linear %141, %142, %143 : tensor<16x64x64xf32>, tensor<256x64xf32>, tensor<256xf32>
-    %145 = hl.gelu %144 : tensor<16x64x256xf32>
-    %146 = hl.get_param @blocks.3.mlp.proj.weight : tensor<64x256xf32>
-    %147 = hl.get_param @blocks.3.mlp.proj.bias : tensor<64xf32>
-    %148 = hl.linear %145, %146, %147 : tensor<16x64x256xf32>, tensor<64x256xf32>, tensor<64xf32>
-    %149 = hl.add %138, %148 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %150 = hl.get_param @ln_f.weight : tensor<64xf32>
-    %151 = hl.get_param @ln_f.bias : tensor<64xf32>
-    %152 = hl.layer_norm %149 weight %150 bias %151 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %153 = hl.get_param @lm_head.weight : tensor<65x64xf32>
-    %154 = hl.linear %152, %153 : tensor<16x64x64xf32>, tensor<65x64xf32>
+    %1 = hl.get_param @tok_emb.weight : tensor<65x128xf32>
+    %2 = hl.gather %1[%arg0] axis = 0 : tensor<65x128xf32>, tensor<16x64xi32>
+    %3 = hl.get_param @pos_emb.weight : tensor<64x128xf32>
+    %4 = hl.gather %3[%0] axis = 0 : tensor<64x128xf32>, tensor<64xi32>
+    %5 = hl.add %2, %4 : tensor<16x64x128xf32>, tensor<64x128xf32>
+    %6 = hl.get_param @blocks.0.ln1.weight : tensor<128xf32>
+    %7 = hl.get_param @blocks.0.ln1.bias : tensor<128xf32>
+    %8 = hl.layer_norm %5 weight %6 bias %7 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %9 = hl.get_param @blocks.0.attn.q_proj.weight : tensor<128x128xf32>
+    %10 = hl.get_param @blocks.0.attn.q_proj.bias : tensor<128xf32>
+    %11 = hl.linear %8, %9, %10 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %12 = hl.reshape %11 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %13 = hl.transpose %12 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %14 = hl.get_param @blocks.0.attn.k_proj.weight : tensor<128x128xf32>
+    %15 = hl.get_param @blocks.0.attn.k_proj.bias : tensor<128xf32>
+    %16 = hl.linear %8, %14, %15 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %17 = hl.reshape %16 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %18 = hl.transpose %17 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %19 = hl.get_param @blocks.0.attn.v_proj.weight : tensor<128x128xf32>
+    %20 = hl.get_param @blocks.0.attn.v_proj.bias : tensor<128xf32>
+    %21 = hl.linear %8, %19, %20 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %22 = hl.reshape %21 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %23 = hl.transpose %22 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %24 = hl.attention %13, %18, %23 causal : tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>
+    %25 = hl.transpose %24 permutation = [0, 2, 1, 3] : tensor<16x4x64x32xf32>
+    %26 = hl.reshape %25 : tensor<16x64x4x32xf32> to tensor<16x64x128xf32>
+    %27 = hl.get_param @blocks.0.attn.out_proj.weight : tensor<128x128xf32>
+    %28 = hl.get_param @blocks.0.attn.out_proj.bias : tensor<128xf32>
+    %29 = hl.linear %26, %27, %28 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %30 = hl.add %5, %29 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %31 = hl.get_param @blocks.0.ln2.weight : tensor<128xf32>
+    %32 = hl.get_param @blocks.0.ln2.bias : tensor<128xf32>
+    %33 = hl.layer_norm %30 weight %31 bias %32 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %34 = hl.get_param @blocks.0.mlp.fc.weight : tensor<512x128xf32>
+    %35 = hl.get_param @blocks.0.mlp.fc.bias : tensor<512xf32>
+    %36 = hl.linear %33, %34, %35 : tensor<16x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>
+    %37 = hl.gelu %36 : tensor<16x64x512xf32>
+    %38 = hl.get_param @blocks.0.mlp.proj.weight : tensor<128x512xf32>
+    %39 = hl.get_param @blocks.0.mlp.proj.bias : tensor<128xf32>
+    %40 = hl.linear %37, %38, %39 : tensor<16x64x512xf32>, tensor<128x512xf32>, tensor<128xf32>
+    %41 = hl.add %30, %40 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %42 = hl.get_param @blocks.1.ln1.weight : tensor<128xf32>
+    %43 = hl.get_param @blocks.1.ln1.bias : tensor<128xf32>
+    %44 = hl.layer_norm %41 weight %42 bias %43 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %45 = hl.get_param @blocks.1.attn.q_proj.weight : tensor<128x128xf32>
+    %46 = hl.get_param @blocks.1.attn.q_proj.bias : tensor<128xf32>
+    %47 = hl.linear %44, %45, %46 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %48 = hl.reshape %47 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %49 = hl.transpose %48 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %50 = hl.get_param @blocks.1.attn.k_proj.weight : tensor<128x128xf32>
+    %51 = hl.get_param @blocks.1.attn.k_proj.bias : tensor<128xf32>
+    %52 = hl.linear %44, %50, %51 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %53 = hl.reshape %52 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %54 = hl.transpose %53 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %55 = hl.get_param @blocks.1.attn.v_proj.weight : tensor<128x128xf32>
+    %56 = hl.get_param @blocks.1.attn.v_proj.bias : tensor<128xf32>
+    %57 = hl.linear %44, %55, %56 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %58 = hl.reshape %57 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %59 = hl.transpose %58 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %60 = hl.attention %49, %54, %59 causal : tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>
+    %61 = hl.transpose %60 permutation = [0, 2, 1, 3] : tensor<16x4x64x32xf32>
+    %62 = hl.reshape %61 : tensor<16x64x4x32xf32> to tensor<16x64x128xf32>
+    %63 = hl.get_param @blocks.1.attn.out_proj.weight : tensor<128x128xf32>
+    %64 = hl.get_param @blocks.1.attn.out_proj.bias : tensor<128xf32>
+    %65 = hl.linear %62, %63, %64 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %66 = hl.add %41, %65 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %67 = hl.get_param @blocks.1.ln2.weight : tensor<128xf32>
+    %68 = hl.get_param @blocks.1.ln2.bias : tensor<128xf32>
+    %69 = hl.layer_norm %66 weight %67 bias %68 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %70 = hl.get_param @blocks.1.mlp.fc.weight : tensor<512x128xf32>
+    %71 = hl.get_param @blocks.1.mlp.fc.bias : tensor<512xf32>
+    %72 = hl.linear %69, %70, %71 : tensor<16x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>
+    %73 = hl.gelu %72 : tensor<16x64x512xf32>
+    %74 = hl.get_param @blocks.1.mlp.proj.weight : tensor<128x512xf32>
+    %75 = hl.get_param @blocks.1.mlp.proj.bias : tensor<128xf32>
+    %76 = hl.linear %73, %74, %75 : tensor<16x64x512xf32>, tensor<128x512xf32>, tensor<128xf32>
+    %77 = hl.add %66, %76 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %78 = hl.get_param @blocks.2.ln1.weight : tensor<128xf32>
+    %79 = hl.get_param @blocks.2.ln1.bias : tensor<128xf32>
+    %80 = hl.layer_norm %77 weight %78 bias %79 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %81 = hl.get_param @blocks.2.attn.q_proj.weight : tensor<128x128xf32>
+    %82 = hl.get_param @blocks.2.attn.q_proj.bias : tensor<128xf32>
+    %83 = hl.linear %80, %81, %82 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %84 = hl.reshape %83 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %85 = hl.transpose %84 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %86 = hl.get_param @blocks.2.attn.k_proj.weight : tensor<128x128xf32>
+    %87 = hl.get_param @blocks.2.attn.k_proj.bias : tensor<128xf32>
+    %88 = hl.linear %80, %86, %87 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %89 = hl.reshape %88 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %90 = hl.transpose %89 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %91 = hl.get_param @blocks.2.attn.v_proj.weight : tensor<128x128xf32>
+    %92 = hl.get_param @blocks.2.attn.v_proj.bias : tensor<128xf32>
+    %93 = hl.linear %80, %91, %92 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %94 = hl.reshape %93 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %95 = hl.transpose %94 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %96 = hl.attention %85, %90, %95 causal : tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>
+    %97 = hl.transpose %96 permutation = [0, 2, 1, 3] : tensor<16x4x64x32xf32>
+    %98 = hl.reshape %97 : tensor<16x64x4x32xf32> to tensor<16x64x128xf32>
+    %99 = hl.get_param @blocks.2.attn.out_proj.weight : tensor<128x128xf32>
+    %100 = hl.get_param @blocks.2.attn.out_proj.bias : tensor<128xf32>
+    %101 = hl.linear %98, %99, %100 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %102 = hl.add %77, %101 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %103 = hl.get_param @blocks.2.ln2.weight : tensor<128xf32>
+    %104 = hl.get_param @blocks.2.ln2.bias : tensor<128xf32>
+    %105 = hl.layer_norm %102 weight %103 bias %104 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %106 = hl.get_param @blocks.2.mlp.fc.weight : tensor<512x128xf32>
+    %107 = hl.get_param @blocks.2.mlp.fc.bias : tensor<512xf32>
+    %108 = hl.linear %105, %106, %107 : tensor<16x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>
+    %109 = hl.gelu %108 : tensor<16x64x512xf32>
+    %110 = hl.get_param @blocks.2.mlp.proj.weight : tensor<128x512xf32>
+    %111 = hl.get_param @blocks.2.mlp.proj.bias : tensor<128xf32>
+    %112 = hl.linear %109, %110, %111 : tensor<16x64x512xf32>, tensor<128x512xf32>, tensor<128xf32>
+    %113 = hl.add %102, %112 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %114 = hl.get_param @blocks.3.ln1.weight : tensor<128xf32>
+    %115 = hl.get_param @blocks.3.ln1.bias : tensor<128xf32>
+    %116 = hl.layer_norm %113 weight %114 bias %115 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %117 = hl.get_param @blocks.3.attn.q_proj.weight : tensor<128x128xf32>
+    %118 = hl.get_param @blocks.3.attn.q_proj.bias : tensor<128xf32>
+    %119 = hl.linear %116, %117, %118 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %120 = hl.reshape %119 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %121 = hl.transpose %120 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %122 = hl.get_param @blocks.3.attn.k_proj.weight : tensor<128x128xf32>
+    %123 = hl.get_param @blocks.3.attn.k_proj.bias : tensor<128xf32>
+    %124 = hl.linear %116, %122, %123 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %125 = hl.reshape %124 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %126 = hl.transpose %125 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %127 = hl.get_param @blocks.3.attn.v_proj.weight : tensor<128x128xf32>
+    %128 = hl.get_param @blocks.3.attn.v_proj.bias : tensor<128xf32>
+    %129 = hl.linear %116, %127, %128 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %130 = hl.reshape %129 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %131 = hl.transpose %130 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %132 = hl.attention %121, %126, %131 causal : tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>
+    %133 = hl.transpose %132 permutation = [0, 2, 1, 3] : tensor<16x4x64x32xf32>
+    %134 = hl.reshape %133 : tensor<16x64x4x32xf32> to tensor<16x64x128xf32>
+    %135 = hl.get_param @blocks.3.attn.out_proj.weight : tensor<128x128xf32>
+    %136 = hl.get_param @blocks.3.attn.out_proj.bias : tensor<128xf32>
+    %137 = hl.linear %134, %135, %136 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %138 = hl.add %113, %137 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %139 = hl.get_param @blocks.3.ln2.weight : tensor<128xf32>
+    %140 = hl.get_param @blocks.3.ln2.bias : tensor<128xf32>
+    %141 = hl.layer_norm %138 weight %139 bias %140 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %142 = hl.get_param @blocks.3.mlp.fc.weight : tensor<512x128xf32>
+    %143 = hl.get_param @blocks.3.mlp.fc.bias : tensor<512xf32>
+    %144 = hl.linear %141, %142, %143 : tensor<16x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>
+    %145 = hl.gelu %144 : tensor<16x64x512xf32>
+    %146 = hl.get_param @blocks.3.mlp.proj.weight : tensor<128x512xf32>
+    %147 = hl.get_param @blocks.3.mlp.proj.bias : tensor<128xf32>
+    %148 = hl.linear %145, %146, %147 : tensor<16x64x512xf32>, tensor<128x512xf32>, tensor<128xf32>
+    %149 = hl.add %138, %148 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %150 = hl.get_param @ln_f.weight : tensor<128xf32>
+    %151 = hl.get_param @ln_f.bias : tensor<128xf32>
+    %152 = hl.layer_norm %149 weight %150 bias %151 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %153 = hl.get_param @lm_head.weight : tensor<65x128xf32>
+    %154 = hl.linear %152, %153 : tensor<16x64x128xf32>, tensor<65x128xf32>
     return %154 : tensor<16x64x65xf32>
   }
   func.func @loss(%arg0: tensor<16x64xi32>, %arg1: tensor<16x64xi32>) -> tensor<f32> {
     %0 = hl.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63]> : tensor<64xi32>
-    %1 = hl.get_param @tok_emb.weight : tensor<65x64xf32>
-    %2 = hl.gather %1[%arg0] axis = 0 : tensor<65x64xf32>, tensor<16x64xi32>
-    %3 = hl.get_param @pos_emb.weight : tensor<64x64xf32>
-    %4 = hl.gather %3[%0] axis = 0 : tensor<64x64xf32>, tensor<64xi32>
-    %5 = hl.add %2, %4 : tensor<16x64x64xf32>, tensor<64x64xf32>
-    %6 = hl.get_param @blocks.0.ln1.weight : tensor<64xf32>
-    %7 = hl.get_param @blocks.0.ln1.bias : tensor<64xf32>
-    %8 = hl.layer_norm %5 weight %6 bias %7 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %9 = hl.get_param @blocks.0.attn.q_proj.weight : tensor<64x64xf32>
-    %10 = hl.get_param @blocks.0.attn.q_proj.bias : tensor<64xf32>
-    %11 = hl.linear %8, %9, %10 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %12 = hl.reshape %11 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %13 = hl.transpose %12 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %14 = hl.get_param @blocks.0.attn.k_proj.weight : tensor<64x64xf32>
-    %15 = hl.get_param @blocks.0.attn.k_proj.bias : tensor<64xf32>
-    %16 = hl.linear %8, %14, %15 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %17 = hl.reshape %16 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %18 = hl.transpose %17 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %19 = hl.get_param @blocks.0.attn.v_proj.weight : tensor<64x64xf32>
-    %20 = hl.get_param @blocks.0.attn.v_proj.bias : tensor<64xf32>
-    %21 = hl.linear %8, %19, %20 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %22 = hl.reshape %21 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %23 = hl.transpose %22 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %24 = hl.attention %13, %18, %23 causal : tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>
-    %25 = hl.transpose %24 permutation = [0, 2, 1, 3] : tensor<16x4x64x16xf32>
-    %26 = hl.reshape %25 : tensor<16x64x4x16xf32> to tensor<16x64x64xf32>
-    %27 = hl.get_param @blocks.0.attn.out_proj.weight : tensor<64x64xf32>
-    %28 = hl.get_param @blocks.0.attn.out_proj.bias : tensor<64xf32>
-    %29 = hl.linear %26, %27, %28 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %30 = hl.add %5, %29 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %31 = hl.get_param @blocks.0.ln2.weight : tensor<64xf32>
-    %32 = hl.get_param @blocks.0.ln2.bias : tensor<64xf32>
-    %33 = hl.layer_norm %30 weight %31 bias %32 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %34 = hl.get_param @blocks.0.mlp.fc.weight : tensor<256x64xf32>
-    %35 = hl.get_param @blocks.0.mlp.fc.bias : tensor<256xf32>
-    %36 = hl.linear %33, %34, %35 : tensor<16x64x64xf32>, tensor<256x64xf32>, tensor<256xf32>
-    %37 = hl.gelu %36 : tensor<16x64x256xf32>
-    %38 = hl.get_param @blocks.0.mlp.proj.weight : tensor<64x256xf32>
-    %39 = hl.get_param @blocks.0.mlp.proj.bias : tensor<64xf32>
-    %40 = hl.linear %37, %38, %39 : tensor<16x64x256xf32>, tensor<64x256xf32>, tensor<64xf32>
-    %41 = hl.add %30, %40 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %42 = hl.get_param @blocks.1.ln1.weight : tensor<64xf32>
-    %43 = hl.get_param @blocks.1.ln1.bias : tensor<64xf32>
-    %44 = hl.layer_norm %41 weight %42 bias %43 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %45 = hl.get_param @blocks.1.attn.q_proj.weight : tensor<64x64xf32>
-    %46 = hl.get_param @blocks.1.attn.q_proj.bias : tensor<64xf32>
-    %47 = hl.linear %44, %45, %46 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %48 = hl.reshape %47 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %49 = hl.transpose %48 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %50 = hl.get_param @blocks.1.attn.k_proj.weight : tensor<64x64xf32>
-    %51 = hl.get_param @blocks.1.attn.k_proj.bias : tensor<64xf32>
-    %52 = hl.linear %44, %50, %51 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %53 = hl.reshape %52 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %54 = hl.transpose %53 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %55 = hl.get_param @blocks.1.attn.v_proj.weight : tensor<64x64xf32>
-    %56 = hl.get_param @blocks.1.attn.v_proj.bias : tensor<64xf32>
-    %57 = hl.linear %44, %55, %56 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %58 = hl.reshape %57 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %59 = hl.transpose %58 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %60 = hl.attention %49, %54, %59 causal : tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>
-    %61 = hl.transpose %60 permutation = [0, 2, 1, 3] : tensor<16x4x64x16xf32>
-    %62 = hl.reshape %61 : tensor<16x64x4x16xf32> to tensor<16x64x64xf32>
-    %63 = hl.get_param @blocks.1.attn.out_proj.weight : tensor<64x64xf32>
-    %64 = hl.get_param @blocks.1.attn.out_proj.bias : tensor<64xf32>
-    %65 = hl.linear %62, %63, %64 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %66 = hl.add %41, %65 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %67 = hl.get_param @blocks.1.ln2.weight : tensor<64xf32>
-    %68 = hl.get_param @blocks.1.ln2.bias : tensor<64xf32>
-    %69 = hl.layer_norm %66 weight %67 bias %68 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %70 = hl.get_param @blocks.1.mlp.fc.weight : tensor<256x64xf32>
-    %71 = hl.get_param @blocks.1.mlp.fc.bias : tensor<256xf32>
-    %72 = hl.linear %69, %70, %71 : tensor<16x64x64xf32>, tensor<256x64xf32>, tensor<256xf32>
-    %73 = hl.gelu %72 : tensor<16x64x256xf32>
-    %74 = hl.get_param @blocks.1.mlp.proj.weight : tensor<64x256xf32>
-    %75 = hl.get_param @blocks.1.mlp.proj.bias : tensor<64xf32>
-    %76 = hl.linear %73, %74, %75 : tensor<16x64x256xf32>, tensor<64x256xf32>, tensor<64xf32>
-    %77 = hl.add %66, %76 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %78 = hl.get_param @blocks.2.ln1.weight : tensor<64xf32>
-    %79 = hl.get_param @blocks.2.ln1.bias : tensor<64xf32>
-    %80 = hl.layer_norm %77 weight %78 bias %79 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %81 = hl.get_param @blocks.2.attn.q_proj.weight : tensor<64x64xf32>
-    %82 = hl.get_param @blocks.2.attn.q_proj.bias : tensor<64xf32>
-    %83 = hl.linear %80, %81, %82 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %84 = hl.reshape %83 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %85 = hl.transpose %84 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %86 = hl.get_param @blocks.2.attn.k_proj.weight : tensor<64x64xf32>
-    %87 = hl.get_param @blocks.2.attn.k_proj.bias : tensor<64xf32>
-    %88 = hl.linear %80, %86, %87 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %89 = hl.reshape %88 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %90 = hl.transpose %89 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %91 = hl.get_param @blocks.2.attn.v_proj.weight : tensor<64x64xf32>
-    %92 = hl.get_param @blocks.2.attn.v_proj.bias : tensor<64xf32>
-    %93 = hl.linear %80, %91, %92 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %94 = hl.reshape %93 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %95 = hl.transpose %94 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %96 = hl.attention %85, %90, %95 causal : tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>
-    %97 = hl.transpose %96 permutation = [0, 2, 1, 3] : tensor<16x4x64x16xf32>
-    %98 = hl.reshape %97 : tensor<16x64x4x16xf32> to tensor<16x64x64xf32>
-    %99 = hl.get_param @blocks.2.attn.out_proj.weight : tensor<64x64xf32>
-    %100 = hl.get_param @blocks.2.attn.out_proj.bias : tensor<64xf32>
-    %101 = hl.linear %98, %99, %100 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %102 = hl.add %77, %101 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %103 = hl.get_param @blocks.2.ln2.weight : tensor<64xf32>
-    %104 = hl.get_param @blocks.2.ln2.bias : tensor<64xf32>
-    %105 = hl.layer_norm %102 weight %103 bias %104 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %106 = hl.get_param @blocks.2.mlp.fc.weight : tensor<256x64xf32>
-    %107 = hl.get_param @blocks.2.mlp.fc.bias : tensor<256xf32>
-    %108 = hl.linear %105, %106, %107 : tensor<16x64x64xf32>, tensor<256x64xf32>, tensor<256xf32>
-    %109 = hl.gelu %108 : tensor<16x64x256xf32>
-    %110 = hl.get_param @blocks.2.mlp.proj.weight : tensor<64x256xf32>
-    %111 = hl.get_param @blocks.2.mlp.proj.bias : tensor<64xf32>
-    %112 = hl.linear %109, %110, %111 : tensor<16x64x256xf32>, tensor<64x256xf32>, tensor<64xf32>
-    %113 = hl.add %102, %112 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %114 = hl.get_param @blocks.3.ln1.weight : tensor<64xf32>
-    %115 = hl.get_param @blocks.3.ln1.bias : tensor<64xf32>
-    %116 = hl.layer_norm %113 weight %114 bias %115 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %117 = hl.get_param @blocks.3.attn.q_proj.weight : tensor<64x64xf32>
-    %118 = hl.get_param @blocks.3.attn.q_proj.bias : tensor<64xf32>
-    %119 = hl.linear %116, %117, %118 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %120 = hl.reshape %119 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %121 = hl.transpose %120 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %122 = hl.get_param @blocks.3.attn.k_proj.weight : tensor<64x64xf32>
-    %123 = hl.get_param @blocks.3.attn.k_proj.bias : tensor<64xf32>
-    %124 = hl.linear %116, %122, %123 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %125 = hl.reshape %124 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %126 = hl.transpose %125 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %127 = hl.get_param @blocks.3.attn.v_proj.weight : tensor<64x64xf32>
-    %128 = hl.get_param @blocks.3.attn.v_proj.bias : tensor<64xf32>
-    %129 = hl.linear %116, %127, %128 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %130 = hl.reshape %129 : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
-    %131 = hl.transpose %130 permutation = [0, 2, 1, 3] : tensor<16x64x4x16xf32>
-    %132 = hl.attention %121, %126, %131 causal : tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>, tensor<16x4x64x16xf32>
-    %133 = hl.transpose %132 permutation = [0, 2, 1, 3] : tensor<16x4x64x16xf32>
-    %134 = hl.reshape %133 : tensor<16x64x4x16xf32> to tensor<16x64x64xf32>
-    %135 = hl.get_param @blocks.3.attn.out_proj.weight : tensor<64x64xf32>
-    %136 = hl.get_param @blocks.3.attn.out_proj.bias : tensor<64xf32>
-    %137 = hl.linear %134, %135, %136 : tensor<16x64x64xf32>, tensor<64x64xf32>, tensor<64xf32>
-    %138 = hl.add %113, %137 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %139 = hl.get_param @blocks.3.ln2.weight : tensor<64xf32>
-    %140 = hl.get_param @blocks.3.ln2.bias : tensor<64xf32>
-    %141 = hl.layer_norm %138 weight %139 bias %140 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %142 = hl.get_param @blocks.3.mlp.fc.weight : tensor<256x64xf32>
-    %143 = hl.get_param @blocks.3.mlp.fc.bias : tensor<256xf32>
-    %144 = hl.linear %141, %142, %143 : tensor<16x64x64xf32>, tensor<256x64xf32>, tensor<256xf32>
-    %145 = hl.gelu %144 : tensor<16x64x256xf32>
-    %146 = hl.get_param @blocks.3.mlp.proj.weight : tensor<64x256xf32>
-    %147 = hl.get_param @blocks.3.mlp.proj.bias : tensor<64xf32>
-    %148 = hl.linear %145, %146, %147 : tensor<16x64x256xf32>, tensor<64x256xf32>, tensor<64xf32>
-    %149 = hl.add %138, %148 : tensor<16x64x64xf32>, tensor<16x64x64xf32>
-    %150 = hl.get_param @ln_f.weight : tensor<64xf32>
-    %151 = hl.get_param @ln_f.bias : tensor<64xf32>
-    %152 = hl.layer_norm %149 weight %150 bias %151 dims = 1 eps = 1.000000e-05 : tensor<16x64x64xf32>, tensor<64xf32>, tensor<64xf32>
-    %153 = hl.get_param @lm_head.weight : tensor<65x64xf32>
-    %154 = hl.linear %152, %153 : tensor<16x64x64xf32>, tensor<65x64xf32>
+    %1 = hl.get_param @tok_emb.weight : tensor<65x128xf32>
+    %2 = hl.gather %1[%arg0] axis = 0 : tensor<65x128xf32>, tensor<16x64xi32>
+    %3 = hl.get_param @pos_emb.weight : tensor<64x128xf32>
+    %4 = hl.gather %3[%0] axis = 0 : tensor<64x128xf32>, tensor<64xi32>
+    %5 = hl.add %2, %4 : tensor<16x64x128xf32>, tensor<64x128xf32>
+    %6 = hl.get_param @blocks.0.ln1.weight : tensor<128xf32>
+    %7 = hl.get_param @blocks.0.ln1.bias : tensor<128xf32>
+    %8 = hl.layer_norm %5 weight %6 bias %7 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %9 = hl.get_param @blocks.0.attn.q_proj.weight : tensor<128x128xf32>
+    %10 = hl.get_param @blocks.0.attn.q_proj.bias : tensor<128xf32>
+    %11 = hl.linear %8, %9, %10 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %12 = hl.reshape %11 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %13 = hl.transpose %12 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %14 = hl.get_param @blocks.0.attn.k_proj.weight : tensor<128x128xf32>
+    %15 = hl.get_param @blocks.0.attn.k_proj.bias : tensor<128xf32>
+    %16 = hl.linear %8, %14, %15 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %17 = hl.reshape %16 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %18 = hl.transpose %17 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %19 = hl.get_param @blocks.0.attn.v_proj.weight : tensor<128x128xf32>
+    %20 = hl.get_param @blocks.0.attn.v_proj.bias : tensor<128xf32>
+    %21 = hl.linear %8, %19, %20 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %22 = hl.reshape %21 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %23 = hl.transpose %22 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %24 = hl.attention %13, %18, %23 causal : tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>
+    %25 = hl.transpose %24 permutation = [0, 2, 1, 3] : tensor<16x4x64x32xf32>
+    %26 = hl.reshape %25 : tensor<16x64x4x32xf32> to tensor<16x64x128xf32>
+    %27 = hl.get_param @blocks.0.attn.out_proj.weight : tensor<128x128xf32>
+    %28 = hl.get_param @blocks.0.attn.out_proj.bias : tensor<128xf32>
+    %29 = hl.linear %26, %27, %28 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %30 = hl.add %5, %29 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %31 = hl.get_param @blocks.0.ln2.weight : tensor<128xf32>
+    %32 = hl.get_param @blocks.0.ln2.bias : tensor<128xf32>
+    %33 = hl.layer_norm %30 weight %31 bias %32 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %34 = hl.get_param @blocks.0.mlp.fc.weight : tensor<512x128xf32>
+    %35 = hl.get_param @blocks.0.mlp.fc.bias : tensor<512xf32>
+    %36 = hl.linear %33, %34, %35 : tensor<16x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>
+    %37 = hl.gelu %36 : tensor<16x64x512xf32>
+    %38 = hl.get_param @blocks.0.mlp.proj.weight : tensor<128x512xf32>
+    %39 = hl.get_param @blocks.0.mlp.proj.bias : tensor<128xf32>
+    %40 = hl.linear %37, %38, %39 : tensor<16x64x512xf32>, tensor<128x512xf32>, tensor<128xf32>
+    %41 = hl.add %30, %40 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %42 = hl.get_param @blocks.1.ln1.weight : tensor<128xf32>
+    %43 = hl.get_param @blocks.1.ln1.bias : tensor<128xf32>
+    %44 = hl.layer_norm %41 weight %42 bias %43 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %45 = hl.get_param @blocks.1.attn.q_proj.weight : tensor<128x128xf32>
+    %46 = hl.get_param @blocks.1.attn.q_proj.bias : tensor<128xf32>
+    %47 = hl.linear %44, %45, %46 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %48 = hl.reshape %47 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %49 = hl.transpose %48 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %50 = hl.get_param @blocks.1.attn.k_proj.weight : tensor<128x128xf32>
+    %51 = hl.get_param @blocks.1.attn.k_proj.bias : tensor<128xf32>
+    %52 = hl.linear %44, %50, %51 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %53 = hl.reshape %52 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %54 = hl.transpose %53 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %55 = hl.get_param @blocks.1.attn.v_proj.weight : tensor<128x128xf32>
+    %56 = hl.get_param @blocks.1.attn.v_proj.bias : tensor<128xf32>
+    %57 = hl.linear %44, %55, %56 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %58 = hl.reshape %57 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %59 = hl.transpose %58 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %60 = hl.attention %49, %54, %59 causal : tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>
+    %61 = hl.transpose %60 permutation = [0, 2, 1, 3] : tensor<16x4x64x32xf32>
+    %62 = hl.reshape %61 : tensor<16x64x4x32xf32> to tensor<16x64x128xf32>
+    %63 = hl.get_param @blocks.1.attn.out_proj.weight : tensor<128x128xf32>
+    %64 = hl.get_param @blocks.1.attn.out_proj.bias : tensor<128xf32>
+    %65 = hl.linear %62, %63, %64 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %66 = hl.add %41, %65 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %67 = hl.get_param @blocks.1.ln2.weight : tensor<128xf32>
+    %68 = hl.get_param @blocks.1.ln2.bias : tensor<128xf32>
+    %69 = hl.layer_norm %66 weight %67 bias %68 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %70 = hl.get_param @blocks.1.mlp.fc.weight : tensor<512x128xf32>
+    %71 = hl.get_param @blocks.1.mlp.fc.bias : tensor<512xf32>
+    %72 = hl.linear %69, %70, %71 : tensor<16x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>
+    %73 = hl.gelu %72 : tensor<16x64x512xf32>
+    %74 = hl.get_param @blocks.1.mlp.proj.weight : tensor<128x512xf32>
+    %75 = hl.get_param @blocks.1.mlp.proj.bias : tensor<128xf32>
+    %76 = hl.linear %73, %74, %75 : tensor<16x64x512xf32>, tensor<128x512xf32>, tensor<128xf32>
+    %77 = hl.add %66, %76 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %78 = hl.get_param @blocks.2.ln1.weight : tensor<128xf32>
+    %79 = hl.get_param @blocks.2.ln1.bias : tensor<128xf32>
+    %80 = hl.layer_norm %77 weight %78 bias %79 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %81 = hl.get_param @blocks.2.attn.q_proj.weight : tensor<128x128xf32>
+    %82 = hl.get_param @blocks.2.attn.q_proj.bias : tensor<128xf32>
+    %83 = hl.linear %80, %81, %82 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %84 = hl.reshape %83 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %85 = hl.transpose %84 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %86 = hl.get_param @blocks.2.attn.k_proj.weight : tensor<128x128xf32>
+    %87 = hl.get_param @blocks.2.attn.k_proj.bias : tensor<128xf32>
+    %88 = hl.linear %80, %86, %87 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %89 = hl.reshape %88 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %90 = hl.transpose %89 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %91 = hl.get_param @blocks.2.attn.v_proj.weight : tensor<128x128xf32>
+    %92 = hl.get_param @blocks.2.attn.v_proj.bias : tensor<128xf32>
+    %93 = hl.linear %80, %91, %92 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %94 = hl.reshape %93 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %95 = hl.transpose %94 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %96 = hl.attention %85, %90, %95 causal : tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>
+    %97 = hl.transpose %96 permutation = [0, 2, 1, 3] : tensor<16x4x64x32xf32>
+    %98 = hl.reshape %97 : tensor<16x64x4x32xf32> to tensor<16x64x128xf32>
+    %99 = hl.get_param @blocks.2.attn.out_proj.weight : tensor<128x128xf32>
+    %100 = hl.get_param @blocks.2.attn.out_proj.bias : tensor<128xf32>
+    %101 = hl.linear %98, %99, %100 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %102 = hl.add %77, %101 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %103 = hl.get_param @blocks.2.ln2.weight : tensor<128xf32>
+    %104 = hl.get_param @blocks.2.ln2.bias : tensor<128xf32>
+    %105 = hl.layer_norm %102 weight %103 bias %104 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %106 = hl.get_param @blocks.2.mlp.fc.weight : tensor<512x128xf32>
+    %107 = hl.get_param @blocks.2.mlp.fc.bias : tensor<512xf32>
+    %108 = hl.linear %105, %106, %107 : tensor<16x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>
+    %109 = hl.gelu %108 : tensor<16x64x512xf32>
+    %110 = hl.get_param @blocks.2.mlp.proj.weight : tensor<128x512xf32>
+    %111 = hl.get_param @blocks.2.mlp.proj.bias : tensor<128xf32>
+    %112 = hl.linear %109, %110, %111 : tensor<16x64x512xf32>, tensor<128x512xf32>, tensor<128xf32>
+    %113 = hl.add %102, %112 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %114 = hl.get_param @blocks.3.ln1.weight : tensor<128xf32>
+    %115 = hl.get_param @blocks.3.ln1.bias : tensor<128xf32>
+    %116 = hl.layer_norm %113 weight %114 bias %115 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %117 = hl.get_param @blocks.3.attn.q_proj.weight : tensor<128x128xf32>
+    %118 = hl.get_param @blocks.3.attn.q_proj.bias : tensor<128xf32>
+    %119 = hl.linear %116, %117, %118 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %120 = hl.reshape %119 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %121 = hl.transpose %120 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %122 = hl.get_param @blocks.3.attn.k_proj.weight : tensor<128x128xf32>
+    %123 = hl.get_param @blocks.3.attn.k_proj.bias : tensor<128xf32>
+    %124 = hl.linear %116, %122, %123 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %125 = hl.reshape %124 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %126 = hl.transpose %125 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %127 = hl.get_param @blocks.3.attn.v_proj.weight : tensor<128x128xf32>
+    %128 = hl.get_param @blocks.3.attn.v_proj.bias : tensor<128xf32>
+    %129 = hl.linear %116, %127, %128 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %130 = hl.reshape %129 : tensor<16x64x128xf32> to tensor<16x64x4x32xf32>
+    %131 = hl.transpose %130 permutation = [0, 2, 1, 3] : tensor<16x64x4x32xf32>
+    %132 = hl.attention %121, %126, %131 causal : tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>, tensor<16x4x64x32xf32>
+    %133 = hl.transpose %132 permutation = [0, 2, 1, 3] : tensor<16x4x64x32xf32>
+    %134 = hl.reshape %133 : tensor<16x64x4x32xf32> to tensor<16x64x128xf32>
+    %135 = hl.get_param @blocks.3.attn.out_proj.weight : tensor<128x128xf32>
+    %136 = hl.get_param @blocks.3.attn.out_proj.bias : tensor<128xf32>
+    %137 = hl.linear %134, %135, %136 : tensor<16x64x128xf32>, tensor<128x128xf32>, tensor<128xf32>
+    %138 = hl.add %113, %137 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %139 = hl.get_param @blocks.3.ln2.weight : tensor<128xf32>
+    %140 = hl.get_param @blocks.3.ln2.bias : tensor<128xf32>
+    %141 = hl.layer_norm %138 weight %139 bias %140 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %142 = hl.get_param @blocks.3.mlp.fc.weight : tensor<512x128xf32>
+    %143 = hl.get_param @blocks.3.mlp.fc.bias : tensor<512xf32>
+    %144 = hl.linear %141, %142, %143 : tensor<16x64x128xf32>, tensor<512x128xf32>, tensor<512xf32>
+    %145 = hl.gelu %144 : tensor<16x64x512xf32>
+    %146 = hl.get_param @blocks.3.mlp.proj.weight : tensor<128x512xf32>
+    %147 = hl.get_param @blocks.3.mlp.proj.bias : tensor<128xf32>
+    %148 = hl.linear %145, %146, %147 : tensor<16x64x512xf32>, tensor<128x512xf32>, tensor<128xf32>
+    %149 = hl.add %138, %148 : tensor<16x64x128xf32>, tensor<16x64x128xf32>
+    %150 = hl.get_param @ln_f.weight : tensor<128xf32>
+    %151 = hl.get_param @ln_f.bias : tensor<128xf32>
+    %152 = hl.layer_norm %149 weight %150 bias %151 dims = 1 eps = 1.000000e-05 : tensor<16x64x128xf32>, tensor<128xf32>, tensor<128xf32>
+    %153 = hl.get_param @lm_head.weight : tensor<65x128xf32>
+    %154 = hl.linear %152, %153 : tensor<16x64x128xf32>, tensor<65x128xf32>
     %155 = hl.cross_entropy %154, %arg1 : tensor<16x64x65xf32>, tensor<16x64xi32>
     return %155 : tensor<f32>
   }
