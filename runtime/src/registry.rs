@@ -7,6 +7,15 @@
 //! (`$AICF_CACHE_DIR/gemm-registry.json`, default
 //! `~/.cache/aicf/gemm-registry.json`), keyed by the shape, the compiled
 //! target and the thread count, so a shape is measured once per machine.
+//! A decision records the times behind it; the first time a session uses
+//! one it times the chosen candidate again, and measures every candidate
+//! anew when that time has drifted from the recorded one by more than
+//! [`DRIFT`] either way (a decision measured while the machine was busy, or
+//! a machine that changed), so a measurement taken under load does not
+//! decide forever. A new measurement replaces a decision only when its
+//! winner beats the old choice by [`SWITCH`] (noise does not flip it), and
+//! every session of the process follows the new decision. Choices pinned by
+//! a checkpoint are never re-measured.
 
 use crate::artifact::{Call, GpuGemm, LibraryGemm};
 use std::collections::BTreeMap;
@@ -62,6 +71,45 @@ fn shape(g: &LibraryGemm) -> String {
     format!("batch {} m {} n {} k {} a {:?} b {:?}", g.batch, g.m, g.n, g.k, g.a_strides, g.b_strides)
 }
 
+/// How far (as a ratio, either way) the chosen candidate's time may drift
+/// from the time its decision recorded before every candidate is measured
+/// again.
+pub const DRIFT: f64 = 1.5;
+
+/// Decisions for GEMMs faster than this (ms) are not checked for drift:
+/// their times are mostly noise, and their choice hardly moves a step.
+pub const RECHECK_FLOOR_MS: f64 = 0.1;
+
+/// How much faster than the old choice a candidate must measure for a
+/// re-measurement to replace a decision.
+pub const SWITCH: f64 = 1.2;
+
+/// Keys this process has checked for drift, and the decisions it measured
+/// again: every registry of the process reads these first, so two sessions
+/// of one process (a model and its grown copy, batch-size variants) never
+/// run different candidates for one key.
+static CHECKED: Mutex<std::collections::BTreeSet<String>> = Mutex::new(std::collections::BTreeSet::new());
+static REMEASURED: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+
+/// Whether a candidate that recorded `predicted` ms and now takes `observed`
+/// has drifted (a non-positive or non-finite time counts as drifted).
+pub fn drifted(predicted: f64, observed: f64) -> bool {
+    if !(predicted > 0.0 && predicted.is_finite() && observed > 0.0 && observed.is_finite()) {
+        return true;
+    }
+    let ratio = observed / predicted;
+    !(1.0 / DRIFT..=DRIFT).contains(&ratio)
+}
+
+/// The time a decision's detail (`"generated 0.1234, library 0.0567"`)
+/// records for candidate `name`.
+fn recorded_time(detail: &str, name: &str) -> Option<f64> {
+    detail.split(", ").find_map(|part| {
+        let (n, ms) = part.rsplit_once(' ')?;
+        (n == name).then(|| ms.parse().ok()).flatten()
+    })
+}
+
 pub struct Registry {
     path: Option<PathBuf>,
     decisions: Mutex<BTreeMap<String, String>>,
@@ -70,6 +118,8 @@ pub struct Registry {
     /// on another machine or a fresh cache runs the same kernels and
     /// reaches the same bits.
     session: Mutex<BTreeMap<String, String>>,
+    /// Keys whose choice a checkpoint pinned (never re-measured).
+    pinned: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Registry {
@@ -82,7 +132,12 @@ impl Registry {
             .and_then(|p| std::fs::read_to_string(p).ok())
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
-        Registry { path, decisions: Mutex::new(decisions), session: Mutex::default() }
+        Registry {
+            path,
+            decisions: Mutex::new(decisions),
+            session: Mutex::default(),
+            pinned: Mutex::default(),
+        }
     }
 
     /// Makes `choices` (key -> candidate name, as [`Registry::choices`]
@@ -91,6 +146,53 @@ impl Registry {
         if let Ok(mut s) = self.session.lock() {
             s.extend(choices.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
+        if let Ok(mut p) = self.pinned.lock() {
+            p.extend(choices.keys().cloned());
+        }
+    }
+
+    /// The time the machine's decision for `key` recorded for its chosen
+    /// candidate `name`, when it should be checked for drift: the first
+    /// time this process asks, and only for a decision read from the
+    /// machine's file (not one a checkpoint pinned, nor one this process
+    /// measured), whose recorded time is at least [`RECHECK_FLOOR_MS`]. A
+    /// decision recorded without times is checked against 0 ms, that is,
+    /// measured again.
+    pub fn recheck_due(&self, key: &str, name: &str) -> Option<f64> {
+        let mut checked = CHECKED.lock().ok()?;
+        if checked.contains(key) || self.pinned.lock().ok()?.contains(key) {
+            return None;
+        }
+        checked.insert(key.to_string());
+        let d = self.decisions.lock().ok()?;
+        if d.get(key).map(String::as_str) != Some(name) {
+            return None;
+        }
+        match d.get(&format!("{key} (ms)")).map(|detail| recorded_time(detail, name)) {
+            Some(Some(ms)) if ms < RECHECK_FLOOR_MS => None,
+            Some(Some(ms)) => Some(ms),
+            _ => Some(0.0),
+        }
+    }
+
+    /// Decides `key` from measured `times`: the fastest candidate, or, when
+    /// the key already had a decision (`incumbent`, being re-measured), the
+    /// fastest only if it beats the incumbent by [`SWITCH`]. Records the
+    /// decision and the times, for this process's other sessions too.
+    pub fn decide(&self, key: String, incumbent: Option<Choice>, times: &[(Choice, f64)]) -> Choice {
+        let time = |c: Choice| times.iter().find(|t| t.0 == c).map_or(f64::INFINITY, |t| t.1);
+        let fastest = times.iter().min_by(|x, y| x.1.total_cmp(&y.1)).map_or(Choice::Generated, |t| t.0);
+        let choice = match incumbent {
+            Some(old) if !(time(fastest) * SWITCH < time(old)) => old,
+            _ => fastest,
+        };
+        if incumbent.is_some()
+            && let Ok(mut r) = REMEASURED.lock()
+        {
+            r.insert(key.clone(), choice.name().to_string());
+        }
+        self.set(key, choice, times);
+        choice
     }
 
     /// The choices this session ran, and every decision the machine holds
@@ -131,7 +233,11 @@ impl Registry {
         if let Some(c) = session.get(key) {
             return Some(c.clone());
         }
-        let c = self.decisions.lock().ok()?.get(key).cloned()?;
+        let remeasured = REMEASURED.lock().ok()?.get(key).cloned();
+        let c = match remeasured {
+            Some(c) => c,
+            None => self.decisions.lock().ok()?.get(key).cloned()?,
+        };
         session.insert(key.to_string(), c.clone());
         Some(c)
     }
@@ -173,5 +279,68 @@ impl Registry {
                 let _ = std::fs::rename(&tmp, path);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry(decisions: &[(&str, &str)]) -> Registry {
+        Registry {
+            path: None,
+            decisions: Mutex::new(decisions.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+            session: Mutex::default(),
+            pinned: Mutex::default(),
+        }
+    }
+
+    #[test]
+    fn drift_is_a_ratio_beyond_the_bound_either_way() {
+        assert!(!drifted(1.0, 1.0));
+        assert!(!drifted(1.0, 1.4));
+        assert!(!drifted(1.0, 0.7));
+        assert!(drifted(1.0, 1.6));
+        assert!(drifted(1.0, 0.6));
+        assert!(drifted(0.0, 1.0));
+        assert!(drifted(1.0, f64::NAN));
+        assert_eq!(recorded_time("generated 0.1234, library 0.0567, library-swapped 1.5", "library"), Some(0.0567));
+        assert_eq!(recorded_time("generated 0.1234", "gemm-rs"), None);
+    }
+
+    #[test]
+    fn a_machine_decision_is_rechecked_once_per_process_and_never_when_pinned_or_tiny() {
+        let (k, pinned, tiny, bare) = ("t1/a", "t1/b", "t1/c", "t1/d");
+        let r = registry(&[
+            (k, "library"),
+            ("t1/a (ms)", "generated 2.0000, library 1.0000"),
+            (pinned, "library"),
+            ("t1/b (ms)", "generated 2.0000, library 1.0000"),
+            (tiny, "generated"),
+            ("t1/c (ms)", "generated 0.0100, library 0.0200"),
+            (bare, "generated"),
+        ]);
+        r.pin(&BTreeMap::from([(pinned.to_string(), "library".to_string())]));
+        assert_eq!(r.recheck_due(k, "library"), Some(1.0));
+        assert_eq!(r.recheck_due(k, "library"), None, "once per process");
+        assert_eq!(registry(&[(k, "library")]).recheck_due(k, "library"), None, "for every registry of the process");
+        assert_eq!(r.recheck_due(pinned, "library"), None);
+        assert_eq!(r.recheck_due(tiny, "generated"), None);
+        assert_eq!(r.recheck_due(bare, "generated"), Some(0.0), "no recorded time: measured again");
+    }
+
+    #[test]
+    fn a_remeasurement_switches_only_past_the_margin_and_every_session_follows_it() {
+        let r = registry(&[("t2/a", "library"), ("t2/b", "library")]);
+        let close = [(Choice::Generated, 1.0), (Choice::Library, 1.1)];
+        assert_eq!(r.decide("t2/a".into(), Some(Choice::Library), &close), Choice::Library);
+        let clear = [(Choice::Generated, 1.0), (Choice::Library, 1.5)];
+        assert_eq!(r.decide("t2/b".into(), Some(Choice::Library), &clear), Choice::Generated);
+        // A fresh measurement takes the fastest.
+        assert_eq!(r.decide("t2/c".into(), None, &close), Choice::Generated);
+        // Another registry of the process, opened on the old decisions, runs the new one.
+        let other = registry(&[("t2/b", "library")]);
+        assert_eq!(other.get("t2/b"), Some(Choice::Generated));
+        assert!(r.decisions.lock().unwrap()["t2/b (ms)"].contains("library 1.5000"));
     }
 }

@@ -222,48 +222,67 @@ impl CpuModule {
         g: &LibraryGemm,
         pointers: &[*mut u8],
     ) -> Choice {
+        if let Some(forced) = self.forced {
+            return forced;
+        }
         let key = Registry::key(g, call, &self.manifest.target, self.threads());
-        self.forced.or_else(|| self.registry.get(&key)).unwrap_or_else(|| {
-            // Timed from a cold cache, as inside a train step, where the
-            // kernels between two uses of a weight evict it. The eviction
-            // buffer is allocated once per process (a new model after a
-            // rewrite measures its new shapes without faulting it in again).
-            static SCRATCH: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
-            let mut scratch = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
-            if scratch.is_empty() {
-                scratch.resize(64 << 20, 0);
+        let known = self.registry.get(&key);
+        let predicted = known.and_then(|c| self.registry.recheck_due(&key, c.name()));
+        if let (Some(choice), None) = (known, predicted) {
+            return choice;
+        }
+        // Timed from a cold cache, as inside a train step, where the
+        // kernels between two uses of a weight evict it. The eviction
+        // buffer is allocated once per process (a new model after a
+        // rewrite measures its new shapes without faulting it in again).
+        static SCRATCH: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+        let mut scratch = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+        if scratch.is_empty() {
+            scratch.resize(64 << 20, 0);
+        }
+        let mut cold = |round: u8, run: &dyn Fn()| {
+            for byte in scratch.iter_mut().step_by(64) {
+                *byte = byte.wrapping_add(round);
             }
-            // Every candidate once to warm up, then rounds that run each in
-            // turn (interleaved: a burst of load elsewhere slows all of
-            // them, not the one measured during it), the cache evicted
-            // before each run; a candidate's time is its best.
-            let candidates: [(Choice, &dyn Fn()); 4] = [
-                (Choice::Generated, &|| self.launch(kernel, call, pointers)),
-                (Choice::Library, &|| self.run_gemm(Choice::Library, kernel, epilogue, call, g, pointers)),
-                (Choice::LibrarySwapped, &|| {
-                    self.run_gemm(Choice::LibrarySwapped, kernel, epilogue, call, g, pointers)
-                }),
-                (Choice::GemmRs, &|| self.run_gemm(Choice::GemmRs, kernel, epilogue, call, g, pointers)),
-            ];
-            for (_, run) in &candidates {
-                run();
+            let t = std::time::Instant::now();
+            run();
+            t.elapsed().as_secs_f64() * 1e3
+        };
+        if let (Some(choice), Some(predicted)) = (known, predicted) {
+            // A decision from the machine's file is timed again on its first
+            // use in this session (warm-up, then the best of 3 cold runs);
+            // within the drift it stands, else every candidate is measured.
+            let run = || self.run_gemm(choice, kernel, epilogue, call, g, pointers);
+            run();
+            let observed = (0..3u8).map(|r| cold(r, &run)).fold(f64::INFINITY, f64::min);
+            if !crate::registry::drifted(predicted, observed) {
+                return choice;
             }
-            let mut times: Vec<(Choice, f64)> = candidates.iter().map(|(c, _)| (*c, f64::INFINITY)).collect();
-            for round in 0..5u8 {
-                for ((_, run), (_, best)) in candidates.iter().zip(times.iter_mut()) {
-                    for byte in scratch.iter_mut().step_by(64) {
-                        *byte = byte.wrapping_add(round);
-                    }
-                    let t = std::time::Instant::now();
-                    run();
-                    *best = best.min(t.elapsed().as_secs_f64() * 1e3);
-                }
+        }
+        // Every candidate once to warm up, then rounds that run each in
+        // turn (interleaved: a burst of load elsewhere slows all of
+        // them, not the one measured during it), the cache evicted
+        // before each run; a candidate's time is its best.
+        let candidates: [(Choice, &dyn Fn()); 4] = [
+            (Choice::Generated, &|| self.launch(kernel, call, pointers)),
+            (Choice::Library, &|| self.run_gemm(Choice::Library, kernel, epilogue, call, g, pointers)),
+            (Choice::LibrarySwapped, &|| {
+                self.run_gemm(Choice::LibrarySwapped, kernel, epilogue, call, g, pointers)
+            }),
+            (Choice::GemmRs, &|| self.run_gemm(Choice::GemmRs, kernel, epilogue, call, g, pointers)),
+        ];
+        for (_, run) in &candidates {
+            run();
+        }
+        let mut times: Vec<(Choice, f64)> = candidates.iter().map(|(c, _)| (*c, f64::INFINITY)).collect();
+        for round in 0..5u8 {
+            for ((_, run), (_, best)) in candidates.iter().zip(times.iter_mut()) {
+                *best = best.min(cold(round, *run));
             }
-            std::hint::black_box(&scratch);
-            let best = times.iter().min_by(|x, y| x.1.total_cmp(&y.1)).map_or(Choice::Generated, |t| t.0);
-            self.registry.set(key, best, &times);
-            best
-        })
+        }
+        drop(cold);
+        std::hint::black_box(&scratch);
+        self.registry.decide(key, known, &times)
     }
 
     /// Runs a GEMM call with candidate `choice`.
