@@ -7,12 +7,12 @@
 //! (`$AICF_CACHE_DIR/gemm-registry.json`, default
 //! `~/.cache/aicf/gemm-registry.json`), keyed by the shape, the compiled
 //! target and the thread count, so a shape is measured once per machine.
-//! A decision records the times behind it; the first time a session uses
+//! A decision records the times behind it; the first time a process uses
 //! one it times the chosen candidate again, and measures every candidate
 //! anew when that time has drifted from the recorded one by more than
 //! [`DRIFT`] either way (a decision measured while the machine was busy, or
 //! a machine that changed), so a measurement taken under load does not
-//! decide forever. A new measurement replaces a decision only when its
+//! decide forever (GEMMs under [`RECHECK_FLOOR_MS`] excepted). A new measurement replaces a decision only when its
 //! winner beats the old choice by [`SWITCH`] (noise does not flip it), and
 //! every session of the process follows the new decision. Choices pinned by
 //! a checkpoint are never re-measured.

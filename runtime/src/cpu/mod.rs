@@ -250,7 +250,7 @@ impl CpuModule {
         };
         if let (Some(choice), Some(predicted)) = (known, predicted) {
             // A decision from the machine's file is timed again on its first
-            // use in this session (warm-up, then the best of 3 cold runs);
+            // use in this process (warm-up, then the best of 3 cold runs);
             // within the drift it stands, else every candidate is measured.
             let run = || self.run_gemm(choice, kernel, epilogue, call, g, pointers);
             run();
