@@ -8,11 +8,13 @@
 //! `~/.cache/aicf/gemm-registry.json`), keyed by the shape, the compiled
 //! target and the thread count, so a shape is measured once per machine.
 //! A decision records the times behind it; the first time a process uses
-//! one it times the chosen candidate again, and measures every candidate
-//! anew when that time has drifted from the recorded one by more than
-//! [`DRIFT`] either way (a decision measured while the machine was busy, or
-//! a machine that changed), so a measurement taken under load does not
-//! decide forever (GEMMs under [`RECHECK_FLOOR_MS`] excepted). A new measurement replaces a decision only when its
+//! one it times the chosen candidate and the recorded runner-up again, and
+//! measures every candidate anew when the choice's time has drifted from
+//! the recorded one by more than [`DRIFT`] either way (a machine that
+//! changed, a decision measured while it was busy) or the runner-up now
+//! beats it by [`SWITCH`] (load that hit the candidates unequally), so a
+//! measurement taken under load does not decide forever (GEMMs under
+//! [`RECHECK_FLOOR_MS`] excepted). A new measurement replaces a decision only when its
 //! winner beats the old choice by [`SWITCH`] (noise does not flip it), and
 //! every session of the process follows the new decision. Choices pinned by
 //! a checkpoint are never re-measured.
@@ -91,6 +93,22 @@ pub const SWITCH: f64 = 1.2;
 static CHECKED: Mutex<std::collections::BTreeSet<String>> = Mutex::new(std::collections::BTreeSet::new());
 static REMEASURED: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
 
+/// A decision to check again: the time recorded for its choice, and the
+/// recorded runner-up, timed beside it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Recheck {
+    pub predicted: f64,
+    pub runner_up: Option<Choice>,
+}
+
+/// Whether a decision checked again must be measured anew: the chosen
+/// candidate's time `observed` drifted from the `predicted` one, or the
+/// runner-up now runs [`SWITCH`] times faster than it (a decision measured
+/// while load hit the candidates unequally).
+pub fn stale(check: &Recheck, observed: f64, runner_up: Option<f64>) -> bool {
+    drifted(check.predicted, observed) || runner_up.is_some_and(|r| r * SWITCH < observed)
+}
+
 /// Whether a candidate that recorded `predicted` ms and now takes `observed`
 /// has drifted (a non-positive or non-finite time counts as drifted).
 pub fn drifted(predicted: f64, observed: f64) -> bool {
@@ -132,12 +150,7 @@ impl Registry {
             .and_then(|p| std::fs::read_to_string(p).ok())
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
-        Registry {
-            path,
-            decisions: Mutex::new(decisions),
-            session: Mutex::default(),
-            pinned: Mutex::default(),
-        }
+        Registry { path, decisions: Mutex::new(decisions), session: Mutex::default(), pinned: Mutex::default() }
     }
 
     /// Makes `choices` (key -> candidate name, as [`Registry::choices`]
@@ -151,14 +164,14 @@ impl Registry {
         }
     }
 
-    /// The time the machine's decision for `key` recorded for its chosen
-    /// candidate `name`, when it should be checked for drift: the first
-    /// time this process asks, and only for a decision read from the
-    /// machine's file (not one a checkpoint pinned, nor one this process
-    /// measured), whose recorded time is at least [`RECHECK_FLOOR_MS`]. A
-    /// decision recorded without times is checked against 0 ms, that is,
-    /// measured again.
-    pub fn recheck_due(&self, key: &str, name: &str) -> Option<f64> {
+    /// What to re-check of the machine's decision for `key` (chosen
+    /// candidate `name`): the time it recorded for the choice and the
+    /// runner-up it recorded (the next fastest), the first time this
+    /// process asks, and only for a decision read from the machine's file
+    /// (not one a checkpoint pinned, nor one this process measured) whose
+    /// recorded time is at least [`RECHECK_FLOOR_MS`]. A decision recorded
+    /// without times is checked against 0 ms, that is, measured again.
+    pub fn recheck_due(&self, key: &str, name: &str) -> Option<Recheck> {
         let mut checked = CHECKED.lock().ok()?;
         if checked.contains(key) || self.pinned.lock().ok()?.contains(key) {
             return None;
@@ -168,10 +181,18 @@ impl Registry {
         if d.get(key).map(String::as_str) != Some(name) {
             return None;
         }
-        match d.get(&format!("{key} (ms)")).map(|detail| recorded_time(detail, name)) {
-            Some(Some(ms)) if ms < RECHECK_FLOOR_MS => None,
-            Some(Some(ms)) => Some(ms),
-            _ => Some(0.0),
+        let detail = d.get(&format!("{key} (ms)")).map(String::as_str).unwrap_or("");
+        let runner_up = detail
+            .split(", ")
+            .filter_map(|p| p.rsplit_once(' '))
+            .filter(|(c, _)| *c != name)
+            .filter_map(|(c, ms)| Some((Choice::from_name(c)?, ms.parse::<f64>().ok()?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(c, _)| c);
+        match recorded_time(detail, name) {
+            Some(ms) if ms < RECHECK_FLOOR_MS => None,
+            Some(ms) => Some(Recheck { predicted: ms, runner_up }),
+            None => Some(Recheck { predicted: 0.0, runner_up }),
         }
     }
 
@@ -306,6 +327,12 @@ mod tests {
         assert!(drifted(1.0, f64::NAN));
         assert_eq!(recorded_time("generated 0.1234, library 0.0567, library-swapped 1.5", "library"), Some(0.0567));
         assert_eq!(recorded_time("generated 0.1234", "gemm-rs"), None);
+        // Measured under load that hit the candidates unequally: the choice
+        // runs as recorded, but the runner-up is now much faster.
+        let check = Recheck { predicted: 4.5, runner_up: Some(Choice::GemmRs) };
+        assert!(!stale(&check, 3.5, Some(3.4)));
+        assert!(stale(&check, 3.5, Some(0.8)));
+        assert!(stale(&check, 1.0, None), "drifted");
     }
 
     #[test]
@@ -321,12 +348,16 @@ mod tests {
             (bare, "generated"),
         ]);
         r.pin(&BTreeMap::from([(pinned.to_string(), "library".to_string())]));
-        assert_eq!(r.recheck_due(k, "library"), Some(1.0));
+        assert_eq!(r.recheck_due(k, "library"), Some(Recheck { predicted: 1.0, runner_up: Some(Choice::Generated) }));
         assert_eq!(r.recheck_due(k, "library"), None, "once per process");
         assert_eq!(registry(&[(k, "library")]).recheck_due(k, "library"), None, "for every registry of the process");
         assert_eq!(r.recheck_due(pinned, "library"), None);
         assert_eq!(r.recheck_due(tiny, "generated"), None);
-        assert_eq!(r.recheck_due(bare, "generated"), Some(0.0), "no recorded time: measured again");
+        assert_eq!(
+            r.recheck_due(bare, "generated"),
+            Some(Recheck { predicted: 0.0, runner_up: None }),
+            "no recorded time: measured again"
+        );
     }
 
     #[test]

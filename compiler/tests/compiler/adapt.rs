@@ -950,7 +950,10 @@ fn a_growth_rules_lr_factor_scales_the_rate_from_then_on_and_its_rollback_undoes
 
     for (bad, says) in [
         ("when = \"instability\"\nlr_factor = 0.5\naction = \"rollback\"", "a rollback takes its learning-rate factor"),
-        ("when = \"steps\"\nat = 3\nlr_factor = 0.0\naction = { op = \"widen\", layer = \"fc1\" }", "lr_factor = 0 is not in (0, 100]"),
+        (
+            "when = \"steps\"\nat = 3\nlr_factor = 0.0\naction = { op = \"widen\", layer = \"fc1\" }",
+            "lr_factor = 0 is not in (0, 100]",
+        ),
     ] {
         let err = Policy::parse(&format!("[[rule]]\n{bad}")).unwrap_err();
         assert!(err.contains(says), "{bad}: {err}");

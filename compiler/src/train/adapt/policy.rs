@@ -519,8 +519,9 @@ impl Policy {
             };
             let lr_factor = r.lr_factor.unwrap_or(1.0);
             if r.lr_factor.is_some() && matches!(action, Action::Rollback { .. }) {
-                return Err(at("a rollback takes its learning-rate factor as action = { rollback = { lr_factor = F } }"
-                    .into()));
+                return Err(at(
+                    "a rollback takes its learning-rate factor as action = { rollback = { lr_factor = F } }".into(),
+                ));
             }
             if !(lr_factor.is_finite() && lr_factor > 0.0 && lr_factor <= 100.0) {
                 return Err(at(format!("lr_factor = {lr_factor} is not in (0, 100]")));
