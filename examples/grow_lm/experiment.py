@@ -145,7 +145,7 @@ def main():
     for factor in ("2x", "4x"):
         model, policy = os.path.join(HERE, f"small{factor}.mlir"), os.path.join(HERE, f"grow{factor}.toml")
         with open(policy, "rb") as f:
-            grow_at[factor] = min(r["at"] for r in tomllib.load(f)["rule"] if r.get("when") == "steps")
+            grow_at[factor] = min(r["at"] for r in tomllib.load(f)["rule"] if r.get("when") == "steps" and "at" in r)
         steps = grow_at[factor] + a.steps
         grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{factor}-s{s}"), s, 2 * lr, steps, policy,
                                 sched)

@@ -54,6 +54,28 @@ pub(crate) fn io_error(path: &Path, e: impl std::fmt::Display) -> CompileError {
     CompileError::Io { path: path.display().to_string(), message: e.to_string() }
 }
 
+/// Every operation named `name` nested anywhere in `op` (`op` included),
+/// in pre-order: collected first, so the caller may rewrite them.
+pub(crate) fn ops_named(op: MlirOperation, name: &str) -> Vec<MlirOperation> {
+    fn collect(op: MlirOperation, name: &str, found: &mut Vec<MlirOperation>) {
+        if op_name(op) == name {
+            found.push(op);
+        }
+        for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
+            let mut block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)) };
+            while !block.ptr.is_null() {
+                for inner in ops_of(block) {
+                    collect(inner, name, found);
+                }
+                block = unsafe { mlirBlockGetNextInRegion(block) };
+            }
+        }
+    }
+    let mut found = Vec::new();
+    collect(op, name, &mut found);
+    found
+}
+
 /// Rewrites every f32/f64 `math.exp x` to `x < lo ? 0 : exp(max(x, lo))`,
 /// `lo` the smallest argument with a normal result (-87 for f32, -708 for
 /// f64). libmvec's vector `exp` leaves its fast path for all eight lanes when
@@ -61,23 +83,7 @@ pub(crate) fn io_error(path: &Path, e: impl std::fmt::Display) -> CompileError {
 /// or a saturated tanh hits on most rows: about ten times slower. NaN stays
 /// NaN (`maximumf` propagates it; the comparison is false).
 pub(crate) fn guard_exp(ctx: MlirContext, module: MlirOperation) -> Result<()> {
-    fn collect(op: MlirOperation, found: &mut Vec<MlirOperation>) {
-        if op_name(op) == "math.exp" {
-            found.push(op);
-        }
-        for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
-            let region = unsafe { mlirOperationGetRegion(op, r) };
-            let mut block = unsafe { mlirRegionGetFirstBlock(region) };
-            while !block.ptr.is_null() {
-                for inner in ops_of(block) {
-                    collect(inner, found);
-                }
-                block = unsafe { mlirBlockGetNextInRegion(block) };
-            }
-        }
-    }
-    let mut exps = Vec::new();
-    collect(module, &mut exps);
+    let exps = ops_named(module, "math.exp");
     for exp in exps {
         let x = unsafe { mlirOperationGetOperand(exp, 0) };
         let ty = unsafe { mlirValueGetType(x) };

@@ -340,11 +340,16 @@ fn cast_call_operands(call: MlirOperation) -> PassResult {
         return Ok(());
     };
     let fty = unsafe { mlirTypeAttrGetValue(ir::attr(func, "function_type")) };
-    for (i, v) in ir::operands(call).into_iter().enumerate() {
-        let want = unsafe { mlirFunctionTypeGetInput(fty, i as isize) };
+    cast_operands(call, |i| unsafe { mlirFunctionTypeGetInput(fty, i) })
+}
+
+/// Casts each operand `i` of `op` whose type is not `want(i)` to it.
+fn cast_operands(op: MlirOperation, want: impl Fn(isize) -> MlirType) -> PassResult {
+    for (i, v) in ir::operands(op).into_iter().enumerate() {
+        let want = want(i as isize);
         if !unsafe { mlirTypeEqual(mlirValueGetType(v), want) } {
-            let cast = cast_value(call, v, want)?;
-            unsafe { mlirOperationSetOperand(call, i as isize, cast) };
+            let cast = cast_value(op, v, want)?;
+            unsafe { mlirOperationSetOperand(op, i as isize, cast) };
         }
     }
     Ok(())
@@ -357,12 +362,5 @@ fn cast_returns(func: MlirOperation, block: MlirBlock) -> PassResult {
         return Ok(());
     };
     let fty = unsafe { mlirTypeAttrGetValue(ir::attr(func, "function_type")) };
-    for (i, v) in ir::operands(ret).into_iter().enumerate() {
-        let want = unsafe { mlirFunctionTypeGetResult(fty, i as isize) };
-        if !unsafe { mlirTypeEqual(mlirValueGetType(v), want) } {
-            let cast = cast_value(ret, v, want)?;
-            unsafe { mlirOperationSetOperand(ret, i as isize, cast) };
-        }
-    }
-    Ok(())
+    cast_operands(ret, |i| unsafe { mlirFunctionTypeGetResult(fty, i) })
 }

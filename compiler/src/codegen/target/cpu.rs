@@ -199,22 +199,32 @@ impl KernelCache {
             return Ok(self.dir.join(name));
         }
         self.write("support.c", SUPPORT_C.as_bytes())?;
-        let tmp = self.temporary(&name);
+        self.compile_object(clang, &["-O2", "-fPIC", "-c", "-x", "c"], &self.dir.join("support.c"), &name)?;
+        Ok(self.dir.join(name))
+    }
+
+    /// Compiles `source` with `clang flags` into the cache's object `name`
+    /// (through a temporary file, then sealed).
+    fn compile_object(&self, clang: &str, flags: &[&str], source: &std::path::Path, name: &str) -> Result<()> {
+        let tmp = self.temporary(name);
         let output = std::process::Command::new(clang)
-            .args(["-O2", "-fPIC", "-c", "-x", "c"])
-            .arg(self.dir.join("support.c"))
+            .args(flags)
+            .arg(source)
             .arg("-o")
             .arg(&tmp)
             .output()
             .map_err(|e| internal(format!("{clang}: {e}")))?;
         if !output.status.success() {
             let _ = std::fs::remove_file(&tmp);
-            return Err(internal(format!("{clang} failed on support.c:\n{}", String::from_utf8_lossy(&output.stderr))));
+            return Err(internal(format!(
+                "{clang} failed on {}:\n{}",
+                source.display(),
+                String::from_utf8_lossy(&output.stderr)
+            )));
         }
-        let object = self.dir.join(&name);
+        let object = self.dir.join(name);
         std::fs::rename(&tmp, &object).map_err(|e| io_error(&object, e))?;
-        self.seal(&name)?;
-        Ok(object)
+        self.seal(name)
     }
 
     /// Records the hash of `name`'s bytes, once it is complete.
@@ -244,26 +254,7 @@ impl KernelCache {
     /// then records for each of its kernels that the object holds it.
     pub(crate) fn compile_all(&self, clang: &str, groups: &[(String, Vec<String>)]) -> Result<()> {
         let compile_one = |(group, members): &(String, Vec<String>)| -> Result<()> {
-            let ll = self.dir.join(format!("{group}.ll"));
-            let tmp = self.temporary(&format!("{group}.o"));
-            let output = std::process::Command::new(clang)
-                .args(KERNEL_FLAGS)
-                .arg(&ll)
-                .arg("-o")
-                .arg(&tmp)
-                .output()
-                .map_err(|e| internal(format!("{clang}: {e}")))?;
-            if !output.status.success() {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(internal(format!(
-                    "{clang} failed on {}:\n{}",
-                    ll.display(),
-                    String::from_utf8_lossy(&output.stderr)
-                )));
-            }
-            let object = self.dir.join(format!("{group}.o"));
-            std::fs::rename(&tmp, &object).map_err(|e| io_error(&object, e))?;
-            self.seal(&format!("{group}.o"))?;
+            self.compile_object(clang, &KERNEL_FLAGS, &self.dir.join(format!("{group}.ll")), &format!("{group}.o"))?;
             for hash in members {
                 self.write(&format!("{hash}.obj"), group.as_bytes())?;
             }
@@ -500,22 +491,7 @@ pub(crate) fn host_cpu(clang: &str) -> (String, Vec<String>) {
 /// MLIR's own expansion selects the NaN pattern on bf16 values, which the
 /// x86 backend widens through that same call once vectorised.
 pub(crate) fn round_bf16_in_integers(ctx: MlirContext, module: MlirOperation) -> Result<()> {
-    fn collect(op: MlirOperation, found: &mut Vec<MlirOperation>) {
-        if op_name(op) == "arith.truncf" {
-            found.push(op);
-        }
-        for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
-            let mut block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)) };
-            while !block.ptr.is_null() {
-                for inner in ops_of(block) {
-                    collect(inner, found);
-                }
-                block = unsafe { mlirBlockGetNextInRegion(block) };
-            }
-        }
-    }
-    let mut truncs = Vec::new();
-    collect(module, &mut truncs);
+    let truncs = crate::codegen::ops_named(module, "arith.truncf");
     for op in truncs {
         let x = unsafe { mlirOperationGetOperand(op, 0) };
         let (from, to) = (
