@@ -80,6 +80,7 @@ pub mod codegen;
 pub mod context;
 pub mod error;
 pub mod ffi;
+pub mod import;
 pub mod interp;
 pub(crate) mod ir;
 pub mod nn;
@@ -88,6 +89,7 @@ pub mod pipeline;
 pub mod timing;
 pub mod train;
 pub mod types;
+pub mod weights;
 
 pub use context::CompilerContext;
 pub use error::{CompileError, Diagnostic, Result, Severity};

@@ -270,6 +270,7 @@ pub fn compile_source(
     let ctx = CompilerContext::new();
     let mut module = timings.time("parse and verify", || ctx.parse(source, name))?;
     let hash = ir_hash(&canonical_text(&module));
+    let weights = crate::weights::of_module(&module, name)?;
     if let Some(b) = batch {
         if b == 0 {
             return Err(CompileError::Unsupported(format!("{name}: a batch of 0 rows")));
@@ -279,7 +280,10 @@ pub fn compile_source(
     timings.time("train pipeline (autodiff .. ll-schedule)", || {
         run_pipeline(&ctx, &mut module, &options.train_pipeline())
     })?;
-    let (manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
+    let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
+    if let Some(w) = weights {
+        crate::weights::attach(&mut manifest, out_dir, &w)?;
+    }
     timings.extend(stats.timings);
     Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })
 }

@@ -55,6 +55,11 @@ pub struct Manifest {
     /// the hash of its bytes: a truncated or replaced file is refused.
     #[serde(default)]
     pub files: std::collections::BTreeMap<String, String>,
+    /// The file of the artifact directory (safetensors) holding the values
+    /// of its `init <data>` parameters (an imported model's weights); it is
+    /// one of `files`, so its hash is checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<String>,
     /// The hash of this manifest written with an empty checksum: an edited
     /// manifest is refused.
     #[serde(default)]
@@ -433,6 +438,11 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
         let file = dir.join(name);
         if file_hash(&file).map_err(|e| fail(&file, e.to_string()))? != *hash {
             return Err(fail(&file, "truncated or modified since it was compiled (its hash differs)".into()));
+        }
+    }
+    if let Some(w) = &manifest.weights {
+        if !manifest.files.contains_key(w) || w.contains(['/', '\\']) {
+            return Err(fail(&path, format!("weights file '{w}' is not one of the artifact's checked files")));
         }
     }
     for f in &manifest.functions {

@@ -148,9 +148,14 @@ pub(crate) fn check_memory(what: &str, bytes: u64) -> Result<()> {
 }
 
 /// [`initial_symbols`] as tensors, by name: the state a session of `table`
-/// starts from.
-pub fn initial_state(table: &[Symbol], seed: u64) -> Result<std::collections::BTreeMap<String, Tensor>> {
-    let symbols = initial_symbols(table, seed)?;
+/// starts from (`weights`: the file holding the values of `init <data>`
+/// parameters, if the model has any).
+pub fn initial_state(
+    table: &[Symbol],
+    seed: u64,
+    weights: Option<&std::path::Path>,
+) -> Result<std::collections::BTreeMap<String, Tensor>> {
+    let symbols = initial_symbols(table, seed, weights)?;
     Ok(table
         .iter()
         .map(|s| {
@@ -162,8 +167,15 @@ pub fn initial_state(table: &[Symbol], seed: u64) -> Result<std::collections::BT
 
 /// Every symbol's starting value: parameters drawn from their
 /// initializers with `seed` (parameter `i` of the table uses stream `i`),
-/// state zeroed. Every backend starts from the same numbers.
-pub(crate) fn initial_symbols(table: &[Symbol], seed: u64) -> Result<HashMap<String, Bytes>> {
+/// `init <data>` parameters read from `weights` (a safetensors file, f32
+/// tensors by parameter name), state zeroed. Every backend starts from the
+/// same numbers.
+pub(crate) fn initial_symbols(
+    table: &[Symbol],
+    seed: u64,
+    weights: Option<&std::path::Path>,
+) -> Result<HashMap<String, Bytes>> {
+    let mut data: Option<std::collections::BTreeMap<String, crate::checkpoint::Entry>> = None;
     let mut symbols = HashMap::new();
     let mut stream = 0;
     let total = table.iter().fold(0u64, |t, s| {
@@ -177,6 +189,33 @@ pub(crate) fn initial_symbols(table: &[Symbol], seed: u64) -> Result<HashMap<Str
         if let Some(spec) = &s.init {
             let err = |m: String| RuntimeError::Arguments { function: format!("init of {}", s.name), message: m };
             let init = Init::parse(spec).map_err(|e| err(e.to_string()))?;
+            if init == Init::Data {
+                let Some(path) = weights else {
+                    return Err(err("its value is data (`init <data>`) and the artifact has no weights file".into()));
+                };
+                if data.is_none() {
+                    let (entries, _) = crate::checkpoint::load(path).map_err(|e| err(e.to_string()))?;
+                    data = Some(entries);
+                }
+                let entry = data.as_ref().and_then(|d| d.get(&s.name)).ok_or_else(|| {
+                    err(format!("the weights file {} holds no tensor of that name", path.display()))
+                })?;
+                if entry.shape != s.shape || entry.dtype != DType::F32 {
+                    return Err(err(format!(
+                        "the weights file {} holds it as {:?} {:?}, the model declares {:?} {:?}",
+                        path.display(),
+                        entry.dtype,
+                        entry.shape,
+                        DType::F32,
+                        s.shape
+                    )));
+                }
+                let values = read_values(&entry.bytes, DType::F32);
+                write_values(b.as_bytes_mut(), s.dtype, &values);
+                stream += 1;
+                symbols.insert(s.name.clone(), b);
+                continue;
+            }
             let mut values = try_vec(0f32, n, &what)?;
             init.fill(&s.shape, seed, stream, &mut values).map_err(|e| err(e.to_string()))?;
             stream += 1;
@@ -258,7 +297,7 @@ mod tests {
             dtype: DType::F32,
             init: Some("zeros".into()),
         }];
-        let e = initial_symbols(&table, 0).err().unwrap().to_string();
+        let e = initial_symbols(&table, 0, None).err().unwrap().to_string();
         assert!(e.contains("needs 4.0 TiB of memory"), "{e}");
     }
 }

@@ -28,6 +28,10 @@ pub enum Init {
     XavierNormal { gain: f64 },
     KaimingUniform { gain: f64, mode: FanMode },
     KaimingNormal { gain: f64, mode: FanMode },
+    /// The value is data: the model's weights file (an imported model's
+    /// initializers) holds it under the parameter's name; see
+    /// [`crate::host::initial_state`].
+    Data,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -63,6 +67,7 @@ impl Init {
             Init::XavierNormal { .. } => "xavier_normal",
             Init::KaimingUniform { .. } => "kaiming_uniform",
             Init::KaimingNormal { .. } => "kaiming_normal",
+            Init::Data => "data",
         }
     }
 
@@ -83,6 +88,7 @@ impl Init {
             "xavier_normal" => Init::XavierNormal { gain: 1.0 },
             "kaiming_uniform" => Init::KaimingUniform { gain: std::f64::consts::SQRT_2, mode: FanMode::FanIn },
             "kaiming_normal" => Init::KaimingNormal { gain: std::f64::consts::SQRT_2, mode: FanMode::FanIn },
+            "data" => Init::Data,
             other => return Err(fail(format!("unknown initializer '{other}'"))),
         };
         for part in parts {
@@ -163,6 +169,7 @@ impl Init {
             Init::KaimingNormal { gain, mode } => {
                 fill_normal(out, 0.0, gain / (fan(mode)? as f64).sqrt(), seed, stream)
             }
+            Init::Data => return Err(invalid("the values are in the model's weights file, which was not given")),
         }
         Ok(())
     }
@@ -172,7 +179,7 @@ impl fmt::Display for Init {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())?;
         match *self {
-            Init::Zeros | Init::Ones => Ok(()),
+            Init::Zeros | Init::Ones | Init::Data => Ok(()),
             Init::Normal { mean, std } => write!(f, ", mean = {}, std = {}", Float(mean), Float(std)),
             Init::Uniform { low, high } => write!(f, ", low = {}, high = {}", Float(low), Float(high)),
             Init::XavierUniform { gain } | Init::XavierNormal { gain } => write!(f, ", gain = {}", Float(gain)),

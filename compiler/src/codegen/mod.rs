@@ -208,6 +208,7 @@ pub fn compile(
         ptx,
         cpu_features: info.cpu_features(),
         files: Default::default(),
+        weights: None,
         checksum: String::new(),
     };
     manifest.seal(out_dir, &files).map_err(|e| io_error(out_dir, e))?;

@@ -27,6 +27,8 @@ pub struct CpuModule {
     /// Every kernel call's time, while profiling.
     trace: Option<std::sync::Mutex<Vec<TraceEvent>>>,
     constants: Vec<Bytes>,
+    /// The artifact's weights file (values of `init <data>` parameters).
+    pub(crate) weights: Option<std::path::PathBuf>,
     pool: rayon::ThreadPool,
     /// f32 copies of a 16-bit GEMM's A and B and its f32 product, for the
     /// library candidates (`LibraryGemm::widen`); grown as needed, kept.
@@ -87,8 +89,10 @@ impl CpuModule {
             })
             .build()
             .map_err(|e| load_err(dir, format!("cannot start worker threads: {e}")))?;
+        let weights = manifest.weights.as_ref().map(|w| dir.join(w));
         Ok(CpuModule {
             manifest,
+            weights,
             kernels,
             registry: Registry::open(),
             forced: None,

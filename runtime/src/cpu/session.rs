@@ -28,7 +28,7 @@ impl CpuSession {
     /// Parameters drawn from their initializers with `seed` (parameter `i`
     /// of the table uses stream `i`); state zeroed.
     pub fn new(module: CpuModule, seed: u64) -> Result<Self> {
-        let symbols = initial_symbols(&module.manifest().symbols, seed)?;
+        let symbols = initial_symbols(&module.manifest().symbols, seed, module.weights.as_deref())?;
         let mut session =
             CpuSession { modules: Vec::new(), symbols, arenas: HashMap::new(), pins: Default::default(), forced: None };
         session.push(module)?;

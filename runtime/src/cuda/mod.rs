@@ -147,6 +147,8 @@ impl Drop for PinnedBuffer {
 /// chip, each call's kernel and the constants on the device.
 pub struct CudaModule {
     pub(crate) manifest: Manifest,
+    /// The artifact's weights file (values of `init <data>` parameters).
+    pub(crate) weights: Option<std::path::PathBuf>,
     pub(crate) ctx: Arc<CudaContext>,
     /// Stream 0: uploads, downloads, graph capture, and every call when
     /// the schedule has one stream.
@@ -237,7 +239,8 @@ impl CudaModule {
         let side = (1..streams)
             .map(|_| ctx.new_stream().map_err(cuda_err("creating a stream")))
             .collect::<Result<Vec<_>>>()?;
-        Ok(CudaModule { manifest, ctx, stream, side, modules, kernels, constants, chip: chip.into(), ordinal })
+        let weights = manifest.weights.as_ref().map(|w| dir.join(w));
+        Ok(CudaModule { manifest, weights, ctx, stream, side, modules, kernels, constants, chip: chip.into(), ordinal })
     }
 
     pub fn manifest(&self) -> &Manifest {

@@ -112,7 +112,7 @@ impl CudaSession {
     /// Parameters initialised as the CPU session does (the same numbers
     /// for the same seed), then copied to the device.
     pub fn new(module: CudaModule, seed: u64) -> Result<Self> {
-        let host = initial_symbols(&module.manifest.symbols, seed)?;
+        let host = initial_symbols(&module.manifest.symbols, seed, module.weights.as_deref())?;
         let mut symbols = HashMap::new();
         for (name, bytes) in host {
             let d = DeviceBuffer::zeroed(&module.ctx, bytes.len())?;

@@ -885,6 +885,7 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
 pub fn initial_state(source: &str, name: &str, options: &crate::train::Options) -> Result<State> {
     let ctx = CompilerContext::new();
     let mut module = ctx.parse(source, name)?;
+    let weights = crate::weights::of_module(&module, name)?;
     let t = options.train_options();
     // fp16's loss-scaling states are part of the table.
     let scaling = if t.precision == crate::pipeline::Precision::Fp16 { " loss-scale=65536" } else { "" };
@@ -901,5 +902,5 @@ pub fn initial_state(source: &str, name: &str, options: &crate::train::Options) 
             table.push(crate::codegen::symbol_entry(op).map_err(TrainError::from)?);
         }
     }
-    Ok(aicf_runtime::host::initial_state(&table, options.seed)?)
+    Ok(aicf_runtime::host::initial_state(&table, options.seed, weights.as_deref())?)
 }

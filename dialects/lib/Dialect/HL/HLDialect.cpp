@@ -63,6 +63,7 @@ unsigned argsOf(InitKind kind) {
   switch (kind) {
   case InitKind::Zeros:
   case InitKind::Ones:
+  case InitKind::Data:
     return 0;
   case InitKind::Normal:
     return Mean | Std;
@@ -108,7 +109,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
     parser.emitError(kindLoc, "unknown initializer '")
         << kindName
         << "'; expected zeros, ones, normal, uniform, xavier_uniform, "
-           "xavier_normal, kaiming_uniform or kaiming_normal";
+           "xavier_normal, kaiming_uniform, kaiming_normal or data";
     return {};
   }
   double mean = 0.0, stdDev = 1.0, low = 0.0, high = 1.0;

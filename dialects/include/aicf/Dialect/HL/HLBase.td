@@ -52,7 +52,8 @@ def HL_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
     I32EnumAttrCase<"XavierUniform", 4, "xavier_uniform">,
     I32EnumAttrCase<"XavierNormal", 5, "xavier_normal">,
     I32EnumAttrCase<"KaimingUniform", 6, "kaiming_uniform">,
-    I32EnumAttrCase<"KaimingNormal", 7, "kaiming_normal">]> {
+    I32EnumAttrCase<"KaimingNormal", 7, "kaiming_normal">,
+    I32EnumAttrCase<"Data", 8, "data">]> {
   let cppNamespace = "::hl";
   let genSpecializedAttr = 0;
 }
@@ -123,6 +124,13 @@ def HL_InitAttr : HL_Attr<"Init", "init"> {
     | `xavier_normal` | `gain` (1) | N(0, s^2), s = gain * sqrt(2 / (fan_in + fan_out)) |
     | `kaiming_uniform` | `gain` (sqrt 2), `mode` (fan_in) | U(-b, b), b = gain * sqrt(3 / fan) |
     | `kaiming_normal` | `gain` (sqrt 2), `mode` (fan_in) | N(0, s^2), s = gain / sqrt(fan) |
+    | `data` | - | the value stored under the parameter's name in the module's weights file |
+
+    `data` is an imported model's trained value: the module's `hl.weights`
+    attribute (`{file = "model.weights.safetensors", hash = "..."}`, the
+    file relative to the model's own) names the safetensors file that holds
+    it, and the hash of that file's bytes, so the model's IR hash changes
+    with its weights.
 
     fan_in is the product of all dimensions but the first, fan_out the
     product of all but the second (PyTorch's convention for `[out, in, ...]`

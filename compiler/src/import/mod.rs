@@ -1,0 +1,3 @@
+//! Models from other frameworks, translated to `hl`.
+
+pub mod onnx;

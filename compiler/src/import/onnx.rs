@@ -1,0 +1,1318 @@
+//! ONNX to `hl`: a forward-only ONNX model becomes an `hl` module whose
+//! `@forward` is the graph and whose `@loss` (cross-entropy or MSE, chosen
+//! by the user) lets AICF's own `hl-autodiff` and `hl-optimizer` build the
+//! train step.
+//!
+//! The graph is traced through the layer API ([`crate::nn`]): each node
+//! becomes `hl` ops whose result types the ops infer themselves, so the
+//! importer has no shape rules of its own beyond what ONNX's attributes
+//! mean. Values known at import time (initializers used as shapes,
+//! `Constant`, and the shape arithmetic exports emit around reshapes:
+//! `Shape`, `Gather`, `Concat`, `Unsqueeze`, `ConstantOfShape`, `Range`,
+//! ...) are folded here and never reach the IR. Float initializers that a
+//! node uses as a weight (Conv, Gemm, MatMul, normalisation scales and
+//! biases, an embedding table, the operand of a bias add) become
+//! `hl.param`s with `init <data>`: their values go to a safetensors file
+//! beside the IR ([`crate::weights`]). Every other initializer is a
+//! constant.
+//!
+//! A node that is not supported, or a dimension that cannot be made
+//! static, is one [`ImportError`] naming the node, its op type and the
+//! opset, never a panic.
+
+use crate::nn::{
+    self, Compare, Conv2dOptions, DType, GeluApproximation, Graph, Mode, ModuleBuilder, Pool2dOptions, Reduction,
+    Tensor, TensorSpec,
+};
+use aicf_onnx::proto::{self, AttributeProto, NodeProto, tensor_proto::DataType};
+use aicf_runtime::init::Init;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The ONNX op types the importer translates (default domain).
+pub const SUPPORTED: &[&str] = &[
+    "Abs", "Add", "AveragePool", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "Conv", "Div",
+    "Dropout", "Equal", "Erf", "Exp", "Expand", "Flatten", "Gather", "Gelu", "Gemm", "GlobalAveragePool",
+    "Greater", "HardSigmoid", "HardSwish", "Identity", "LayerNormalization", "LeakyRelu", "Less", "Log",
+    "LogSoftmax", "MatMul", "Max", "MaxPool", "Min", "Mul", "Neg", "Pow", "Range", "Reciprocal", "ReduceMax",
+    "ReduceMean", "ReduceSum", "Relu", "Reshape", "Shape", "Sigmoid", "Slice", "Softmax", "Split", "Sqrt",
+    "Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze", "Where",
+];
+
+/// The opsets the importer reads (the default domain's version).
+pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=23;
+
+/// The loss `@loss` computes from the model's first output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loss {
+    /// Mean cross-entropy of logits `[..., C]` against integer labels `[...]`.
+    CrossEntropy,
+    /// Mean squared error against a target of the output's shape.
+    Mse,
+    /// No `@loss`: the module only has `@forward` (inference).
+    None,
+}
+
+impl Loss {
+    pub fn parse(text: &str) -> Result<Loss, String> {
+        match text {
+            "cross_entropy" | "cross-entropy" | "ce" => Ok(Loss::CrossEntropy),
+            "mse" => Ok(Loss::Mse),
+            "none" => Ok(Loss::None),
+            other => Err(format!("unknown loss '{other}': expected cross_entropy, mse or none")),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// The size a symbolic (or unknown) leading dimension is bound to.
+    pub batch: Option<usize>,
+    pub loss: Loss,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions { batch: None, loss: Loss::CrossEntropy }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Onnx(#[from] aicf_onnx::OnnxError),
+    /// A node the importer cannot translate (or whose inputs it refuses).
+    #[error("{model}: node '{node}' ({op}, opset {opset}): {message}")]
+    Node { model: String, node: String, op: String, opset: i64, message: String },
+    /// Something about the model as a whole (its opset, inputs, outputs).
+    #[error("{model}: {message}")]
+    Model { model: String, message: String },
+}
+
+/// An imported model: the `hl` module and the values of its
+/// `init <data>` parameters.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    pub module: nn::HlModule,
+    /// Parameter name, shape and values, in declaration order.
+    pub weights: Vec<(String, Vec<usize>, Vec<f32>)>,
+    /// The default domain's opset the model declares.
+    pub opset: i64,
+    /// The graph's inputs as `@forward` takes them.
+    pub inputs: Vec<(String, TensorSpec)>,
+}
+
+impl Imported {
+    /// The weights file written beside `mlir` (`model.mlir` ->
+    /// `model.weights.safetensors`).
+    pub fn weights_path(mlir: &Path) -> PathBuf {
+        let stem = mlir.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+        mlir.with_file_name(format!("{stem}.weights.safetensors"))
+    }
+
+    /// The module's text with `hl.weights` naming `file` (relative to the
+    /// IR's directory) and the hash of the weights' bytes.
+    pub fn text_with_weights(&self, file: &str, hash: &str) -> crate::Result<String> {
+        if self.weights.is_empty() {
+            return Ok(self.module.text.clone());
+        }
+        let ctx = crate::CompilerContext::new();
+        let module = ctx.parse(&self.module.text, "<imported>")?;
+        let w = crate::weights::WeightsRef { file: file.into(), hash: hash.into() };
+        let attr = crate::ir::parse_attribute(ctx.mlir().to_raw(), &w.attribute())
+            .map_err(|e| crate::CompileError::Internal(format!("hl.weights attribute: {e:?}")))?;
+        unsafe {
+            mlir_sys::mlirOperationSetAttributeByName(
+                module.as_operation().to_raw(),
+                crate::ffi::string_ref("hl.weights"),
+                attr,
+            )
+        };
+        Ok(crate::pipeline::canonical_text(&module))
+    }
+
+    /// The weights as a safetensors file's bytes.
+    pub fn weights_bytes(&self) -> Vec<(String, Vec<usize>, Vec<u8>)> {
+        self.weights
+            .iter()
+            .map(|(n, s, v)| (n.clone(), s.clone(), v.iter().flat_map(|x| x.to_le_bytes()).collect()))
+            .collect()
+    }
+
+    /// Writes `mlir` and its weights file beside it (both atomically).
+    pub fn write(&self, mlir: &Path) -> crate::Result<()> {
+        let weights = Self::weights_path(mlir);
+        let mut text = self.module.text.clone();
+        if !self.weights.is_empty() {
+            let entries: Vec<aicf_runtime::checkpoint::Entry> = self
+                .weights_bytes()
+                .into_iter()
+                .map(|(name, shape, bytes)| aicf_runtime::checkpoint::Entry {
+                    name,
+                    dtype: aicf_runtime::artifact::DType::F32,
+                    shape,
+                    bytes,
+                })
+                .collect();
+            let meta = BTreeMap::from([("format".to_string(), "aicf-weights".to_string())]);
+            aicf_runtime::checkpoint::save(&weights, &entries, &meta)
+                .map_err(|e| crate::CompileError::Io { path: weights.display().to_string(), message: e.to_string() })?;
+            let hash = aicf_runtime::artifact::file_hash(&weights)
+                .map_err(|e| crate::CompileError::Io { path: weights.display().to_string(), message: e.to_string() })?;
+            let file = weights.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            text = self.text_with_weights(&file, &hash)?;
+        }
+        crate::codegen::write_atomically(mlir, text.as_bytes())
+    }
+}
+
+/// Imports the ONNX model at `path`.
+pub fn import(path: &Path, options: &ImportOptions) -> Result<Imported, ImportError> {
+    let model = aicf_onnx::load(path)?;
+    let base = path.parent().unwrap_or(Path::new("")).to_path_buf();
+    import_model(&model, &path.display().to_string(), &base, options)
+}
+
+/// Imports a decoded model (`name` in errors, external data under `base`).
+pub fn import_model(
+    model: &proto::ModelProto,
+    name: &str,
+    base: &Path,
+    options: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    let fail = |message: String| ImportError::Model { model: name.to_string(), message };
+    let opset = model
+        .opset_import
+        .iter()
+        .find(|o| o.domain().is_empty() || o.domain() == "ai.onnx")
+        .map(|o| o.version())
+        .unwrap_or(1);
+    if !OPSETS.contains(&opset) {
+        return Err(fail(format!(
+            "opset {opset} of the default domain is not supported (opsets {} to {})",
+            OPSETS.start(),
+            OPSETS.end()
+        )));
+    }
+    let graph = model.graph.as_ref().ok_or_else(|| fail("the model has no graph".into()))?;
+    let mut inits = HashMap::new();
+    for t in &graph.initializer {
+        inits.insert(t.name().to_string(), aicf_onnx::tensor(t, base)?);
+    }
+    // Graph inputs that are not initializers are the model's inputs.
+    let mut inputs = Vec::new();
+    for i in graph.input.iter().filter(|i| !inits.contains_key(i.name())) {
+        inputs.push((i.name().to_string(), input_spec(i, options.batch).map_err(|m| fail(m))?));
+    }
+    if inputs.is_empty() {
+        return Err(fail("the graph has no inputs".into()));
+    }
+    if graph.output.is_empty() {
+        return Err(fail("the graph has no outputs".into()));
+    }
+    let params = choose_params(graph, &inits);
+    let mut importer = Importer { name: name.to_string(), opset, graph, inits: &inits, params: &params, names: HashMap::new() };
+    let mut b = ModuleBuilder::new();
+    let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
+    let mut error = None;
+    let traced = b.function("forward", Mode::Eval, &specs, |xs| {
+        importer.trace(xs).map_err(|e| {
+            error = Some(e);
+            nn::NnError::Internal("import failed".into())
+        })
+    });
+    if let Some(e) = error.take() {
+        return Err(e);
+    }
+    let forward = traced.map_err(|e| fail(format!("tracing @forward: {e}")))?;
+    if options.loss != Loss::None {
+        let out = forward.outputs.first().cloned().ok_or_else(|| fail("the graph has no outputs".into()))?;
+        let target = match options.loss {
+            Loss::CrossEntropy => {
+                if out.shape.len() < 2 {
+                    return Err(fail(format!(
+                        "--loss cross_entropy takes logits [..., classes]; the first output is {}",
+                        out.mlir_type()
+                    )));
+                }
+                TensorSpec::new(&out.shape[..out.shape.len() - 1], DType::I32)
+            }
+            _ => out.clone(),
+        };
+        let mut loss_inputs = specs.clone();
+        loss_inputs.push(target);
+        let loss = options.loss;
+        let traced = b.function("loss", Mode::Train, &loss_inputs, |xs| {
+            let (x, target) = xs.split_at(xs.len() - 1);
+            let outs = importer.trace(x).map_err(|e| {
+                error = Some(e);
+                nn::NnError::Internal("import failed".into())
+            })?;
+            let y = &outs[0];
+            Ok(vec![match loss {
+                Loss::CrossEntropy => y.cross_entropy(&target[0], Reduction::Mean, None)?,
+                _ => y.mse_loss(&target[0], Reduction::Mean)?,
+            }])
+        });
+        if let Some(e) = error.take() {
+            return Err(e);
+        }
+        traced.map_err(|e| fail(format!("tracing @loss: {e}")))?;
+    }
+    let module = b.finish().map_err(|e| fail(format!("the imported module: {e}")))?;
+    let mut weights = Vec::new();
+    for p in &module.params {
+        let onnx_name = importer.names.iter().find(|(_, hl)| **hl == p.name).map(|(o, _)| o.clone());
+        let t = onnx_name.and_then(|o| inits.get(&o)).ok_or_else(|| fail(format!("no initializer for @{}", p.name)))?;
+        let aicf_onnx::Data::F32(values) = &t.data else {
+            return Err(fail(format!("initializer '{}' is not floating point", t.name)));
+        };
+        weights.push((p.name.clone(), t.dims.clone(), values.clone()));
+    }
+    Ok(Imported { module, weights, opset, inputs })
+}
+
+/// A graph input's static spec: known dimensions as they are, the first
+/// symbolic or unknown one bound to `batch`; floats as f32, integers as
+/// i32 (token ids, labels), booleans as i1.
+fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<TensorSpec, String> {
+    use proto::tensor_shape_proto::dimension::Value;
+    let Some(proto::type_proto::Value::TensorType(t)) = i.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+        return Err(format!("input '{}' is not a tensor", i.name()));
+    };
+    let dtype = match DataType::try_from(t.elem_type()) {
+        Ok(DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16) => DType::F32,
+        Ok(DataType::Int64 | DataType::Int32 | DataType::Int16 | DataType::Int8 | DataType::Uint8) => DType::I32,
+        Ok(DataType::Bool) => DType::I1,
+        _ => return Err(format!("input '{}' has element type {}", i.name(), aicf_onnx::type_name(t.elem_type()))),
+    };
+    let shape = t.shape.as_ref().ok_or_else(|| format!("input '{}' has no shape", i.name()))?;
+    let mut dims = Vec::new();
+    let mut bound = false;
+    for (k, d) in shape.dim.iter().enumerate() {
+        match &d.value {
+            Some(Value::DimValue(v)) if *v > 0 => dims.push(*v as usize),
+            other => {
+                let what = match other {
+                    Some(Value::DimParam(p)) => format!("'{p}'"),
+                    _ => "unknown".to_string(),
+                };
+                match batch {
+                    Some(b) if !bound && b > 0 => {
+                        dims.push(b);
+                        bound = true;
+                    }
+                    Some(_) if bound => {
+                        return Err(format!(
+                            "input '{}' dimension {k} is {what}, and --batch binds only one dimension",
+                            i.name()
+                        ));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "input '{}' dimension {k} is {what}: give --batch to make it static",
+                            i.name()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(TensorSpec::new(dims, dtype))
+}
+
+/// The float initializers that become trainable parameters: those a node
+/// uses as a weight.
+fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
+    let mut params = HashSet::new();
+    let is_float_tensor = |n: &str| inits.get(n).is_some_and(|t| t.is_float() && !t.dims.is_empty());
+    for node in &graph.node {
+        let weight_inputs: &[usize] = match node.op_type() {
+            "Conv" | "LayerNormalization" => &[1, 2],
+            "Gemm" => &[0, 1, 2],
+            "MatMul" => &[0, 1],
+            "Gather" => &[0],
+            // A bias or scale added to an activation: more than one element.
+            "Add" | "Sub" | "Mul" => &[0, 1],
+            _ => &[],
+        };
+        for &k in weight_inputs {
+            let Some(n) = node.input.get(k) else { continue };
+            if !is_float_tensor(n) {
+                continue;
+            }
+            let elementwise = matches!(node.op_type(), "Add" | "Sub" | "Mul");
+            if elementwise && inits[n].elements() < 2 {
+                continue;
+            }
+            params.insert(n.clone());
+        }
+    }
+    params
+}
+
+/// A value during import: a traced tensor, or a constant known now.
+#[derive(Clone)]
+enum V {
+    T(Tensor),
+    C(Const),
+}
+
+/// A constant: row-major values (f64 holds every f32 and i64 below 2^53),
+/// float or integer.
+#[derive(Clone, Debug, PartialEq)]
+struct Const {
+    dims: Vec<usize>,
+    vals: Vec<f64>,
+    float: bool,
+}
+
+impl Const {
+    fn from_onnx(t: &aicf_onnx::Tensor) -> Const {
+        Const { dims: t.dims.clone(), vals: t.data.to_f64(), float: t.is_float() }
+    }
+    fn ints(v: &[i64]) -> Const {
+        Const { dims: vec![v.len()], vals: v.iter().map(|&x| x as f64).collect(), float: false }
+    }
+    fn scalar(v: f64, float: bool) -> Const {
+        Const { dims: vec![], vals: vec![v], float }
+    }
+    fn as_ints(&self) -> Vec<i64> {
+        self.vals.iter().map(|&v| v as i64).collect()
+    }
+}
+
+type R<T> = Result<T, String>;
+
+struct Importer<'a> {
+    name: String,
+    opset: i64,
+    graph: &'a proto::GraphProto,
+    inits: &'a HashMap<String, aicf_onnx::Tensor>,
+    params: &'a HashSet<String>,
+    /// ONNX initializer name -> `hl.param` name.
+    names: HashMap<String, String>,
+}
+
+fn attr<'n>(node: &'n NodeProto, name: &str) -> Option<&'n AttributeProto> {
+    node.attribute.iter().find(|a| a.name() == name)
+}
+fn attr_i(node: &NodeProto, name: &str, default: i64) -> i64 {
+    attr(node, name).map(|a| a.i()).unwrap_or(default)
+}
+fn attr_f(node: &NodeProto, name: &str, default: f32) -> f32 {
+    attr(node, name).map(|a| a.f()).unwrap_or(default)
+}
+fn attr_ints(node: &NodeProto, name: &str) -> Option<Vec<i64>> {
+    attr(node, name).map(|a| a.ints.clone())
+}
+fn attr_s(node: &NodeProto, name: &str) -> Option<String> {
+    attr(node, name).map(|a| String::from_utf8_lossy(a.s()).into_owned())
+}
+
+/// A parameter name that is a plain MLIR symbol: characters outside
+/// `[A-Za-z0-9_.]` become `_`, and a leading digit gets a `p` before it.
+fn param_name(onnx: &str) -> String {
+    let mut s: String = onnx.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
+    s = s.trim_matches('.').to_string();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s = format!("p{s}");
+    }
+    s
+}
+
+fn norm_axis(axis: i64, rank: usize) -> R<usize> {
+    let a = if axis < 0 { axis + rank as i64 } else { axis };
+    if a < 0 || a >= rank as i64 {
+        return Err(format!("axis {axis} is out of range for rank {rank}"));
+    }
+    Ok(a as usize)
+}
+
+/// Numpy broadcasting of two shapes.
+fn broadcast(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let x = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let y = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if x == y || y == 1 {
+            x
+        } else if x == 1 {
+            y
+        } else {
+            return Err(format!("shapes {a:?} and {b:?} do not broadcast"));
+        };
+    }
+    Ok(out)
+}
+
+/// The row-major index into `shape` of output index `idx` (of `out`), with
+/// broadcasting.
+fn broadcast_index(idx: usize, out: &[usize], shape: &[usize]) -> usize {
+    let mut rem = idx;
+    let mut offset = 0;
+    let mut stride = 1;
+    let mut coords = vec![0; out.len()];
+    for i in (0..out.len()).rev() {
+        coords[i] = rem % out[i];
+        rem /= out[i];
+    }
+    for (i, &d) in shape.iter().enumerate().rev() {
+        let c = coords[i + out.len() - shape.len()];
+        offset += if d == 1 { 0 } else { c * stride };
+        stride *= d;
+    }
+    offset
+}
+
+fn fold_binary(a: &Const, b: &Const, f: impl Fn(f64, f64) -> f64) -> R<Const> {
+    let dims = broadcast(&a.dims, &b.dims)?;
+    let n: usize = dims.iter().product();
+    let vals = (0..n)
+        .map(|i| f(a.vals[broadcast_index(i, &dims, &a.dims)], b.vals[broadcast_index(i, &dims, &b.dims)]))
+        .collect();
+    Ok(Const { dims, vals, float: a.float || b.float })
+}
+
+impl Importer<'_> {
+    fn trace(&mut self, xs: &[Tensor]) -> Result<Vec<Tensor>, ImportError> {
+        let g = xs[0].graph();
+        let mut env: HashMap<String, V> = HashMap::new();
+        let mut k = 0;
+        for i in &self.graph.input {
+            if !self.inits.contains_key(i.name()) {
+                env.insert(i.name().to_string(), V::T(xs[k].clone()));
+                k += 1;
+            }
+        }
+        for (n, t) in self.inits.iter() {
+            if !self.params.contains(n) {
+                env.insert(n.clone(), V::C(Const::from_onnx(t)));
+            }
+        }
+        let (model, opset) = (self.name.clone(), self.opset);
+        for (index, node) in self.graph.node.iter().enumerate() {
+            let fail = |message: String| ImportError::Node {
+                model: model.clone(),
+                node: if node.name().is_empty() { format!("#{index}") } else { node.name().to_string() },
+                op: node.op_type().to_string(),
+                opset,
+                message,
+            };
+            if !node.domain().is_empty() && node.domain() != "ai.onnx" {
+                return Err(fail(format!("domain '{}' is not supported (only the default domain)", node.domain())));
+            }
+            if !SUPPORTED.contains(&node.op_type()) {
+                return Err(fail(format!("not supported; the importer supports: {}", SUPPORTED.join(", "))));
+            }
+            let mut ins = Vec::new();
+            for n in &node.input {
+                if n.is_empty() {
+                    ins.push(None);
+                    continue;
+                }
+                if let Some(v) = env.get(n) {
+                    ins.push(Some(v.clone()));
+                } else if self.params.contains(n) {
+                    let t = self.param(&g, n).map_err(fail)?;
+                    env.insert(n.clone(), V::T(t.clone()));
+                    ins.push(Some(V::T(t)));
+                } else {
+                    return Err(fail(format!("input '{n}' is not produced by any earlier node")));
+                }
+            }
+            let outs = self.node(&g, node, &ins).map_err(fail)?;
+            for (name, v) in node.output.iter().zip(outs) {
+                if !name.is_empty() {
+                    env.insert(name.clone(), v);
+                }
+            }
+        }
+        let mut outputs = Vec::new();
+        for o in &self.graph.output {
+            let v = env.get(o.name()).cloned().ok_or_else(|| ImportError::Model {
+                model: self.name.clone(),
+                message: format!("output '{}' is not produced by any node", o.name()),
+            })?;
+            let t = match v {
+                V::T(t) => t,
+                V::C(c) => self.materialize(&g, &c, None).map_err(|m| ImportError::Model {
+                    model: self.name.clone(),
+                    message: format!("output '{}': {m}", o.name()),
+                })?,
+            };
+            outputs.push(t);
+        }
+        Ok(outputs)
+    }
+
+    fn param(&mut self, g: &Graph, onnx: &str) -> R<Tensor> {
+        let t = &self.inits[onnx];
+        let name = match self.names.get(onnx) {
+            Some(n) => n.clone(),
+            None => {
+                let mut n = param_name(onnx);
+                while self.names.values().any(|v| *v == n) {
+                    n.push('_');
+                }
+                self.names.insert(onnx.to_string(), n.clone());
+                n
+            }
+        };
+        let owner = name.rsplit_once('.').map(|(o, _)| o.to_string()).unwrap_or_default();
+        g.param(&name, &owner, &TensorSpec::f32(t.dims.clone()), Init::Data).map_err(|e| e.to_string())
+    }
+
+    /// A constant as an `hl.constant` (`like`: the dtype of the tensor it
+    /// meets; floats default to f32, integers to i32, booleans are i1).
+    fn materialize(&self, g: &Graph, c: &Const, like: Option<DType>) -> R<Tensor> {
+        let dtype = like.unwrap_or(if c.float { DType::F32 } else { DType::I32 });
+        g.constant(&c.vals, &TensorSpec::new(c.dims.clone(), dtype)).map_err(|e| e.to_string())
+    }
+
+    fn tensor(&self, g: &Graph, v: &V, like: Option<DType>) -> R<Tensor> {
+        match v {
+            V::T(t) => Ok(t.clone()),
+            V::C(c) => self.materialize(g, c, like),
+        }
+    }
+
+    fn node(&mut self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Vec<V>> {
+        let op = node.op_type();
+        let input = |k: usize| -> R<&V> {
+            ins.get(k).and_then(|v| v.as_ref()).ok_or_else(|| format!("input {k} is missing"))
+        };
+        let konst = |k: usize, what: &str| -> R<Const> {
+            match input(k)? {
+                V::C(c) => Ok(c.clone()),
+                V::T(_) => Err(format!("{what} (input {k}) must be known at import time, it is computed by the model")),
+            }
+        };
+        let optional_const = |k: usize| -> R<Option<Const>> {
+            match ins.get(k).and_then(|v| v.as_ref()) {
+                None => Ok(None),
+                Some(V::C(c)) => Ok(Some(c.clone())),
+                Some(V::T(_)) => Err(format!("input {k} must be known at import time")),
+            }
+        };
+        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+        let all_const = ins.iter().flatten().all(|v| matches!(v, V::C(_))) && !ins.is_empty();
+        let t = |k: usize| -> R<Tensor> { self.tensor(g, input(k)?, None) };
+        // Two operands with the dtype of the traced one for a constant.
+        let pair = |this: &Self| -> R<(Tensor, Tensor)> {
+            let (a, b) = (input(0)?, input(1)?);
+            let dtype = match (a, b) {
+                (V::T(x), _) | (_, V::T(x)) => Some(x.dtype()),
+                _ => None,
+            };
+            Ok((this.tensor(g, a, dtype)?, this.tensor(g, b, dtype)?))
+        };
+        let one = |t: Tensor| Ok(vec![V::T(t)]);
+        match op {
+            "Identity" => Ok(vec![input(0)?.clone()]),
+            "Constant" => {
+                let a = node.attribute.first().ok_or("a Constant without a value")?;
+                let c = match a.name() {
+                    "value" => Const::from_onnx(
+                        &aicf_onnx::tensor(a.t.as_ref().ok_or("value is not a tensor")?, Path::new(""))
+                            .map_err(|e| e.to_string())?,
+                    ),
+                    "value_float" => Const::scalar(a.f() as f64, true),
+                    "value_floats" => Const { dims: vec![a.floats.len()], vals: a.floats.iter().map(|&x| x as f64).collect(), float: true },
+                    "value_int" => Const::scalar(a.i() as f64, false),
+                    "value_ints" => Const::ints(&a.ints),
+                    other => return Err(format!("Constant's '{other}' is not supported")),
+                };
+                Ok(vec![V::C(c)])
+            }
+            "Shape" => {
+                let shape: Vec<i64> = match input(0)? {
+                    V::T(x) => x.shape().iter().map(|&d| d as i64).collect(),
+                    V::C(c) => c.dims.iter().map(|&d| d as i64).collect(),
+                };
+                let r = shape.len() as i64;
+                let clamp = |v: i64| if v < 0 { (v + r).max(0) } else { v.min(r) };
+                let start = clamp(attr_i(node, "start", 0)) as usize;
+                let end = clamp(attr_i(node, "end", r)) as usize;
+                Ok(vec![V::C(Const::ints(&shape[start..end.max(start)]))])
+            }
+            "ConstantOfShape" => {
+                let shape = konst(0, "the shape")?.as_ints();
+                if shape.iter().any(|&d| d < 0) {
+                    return Err(format!("negative dimension in {shape:?}"));
+                }
+                let (v, float) = match attr(node, "value").and_then(|a| a.t.as_ref()) {
+                    Some(t) => {
+                        let t = aicf_onnx::tensor(t, Path::new("")).map_err(|e| e.to_string())?;
+                        (t.data.to_f64().first().copied().unwrap_or(0.0), t.is_float())
+                    }
+                    None => (0.0, true),
+                };
+                let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+                let n = dims.iter().product();
+                if n > aicf_onnx::MAX_ELEMENTS {
+                    return Err(format!("{dims:?} is too large"));
+                }
+                Ok(vec![V::C(Const { dims, vals: vec![v; n], float })])
+            }
+            "Range" => {
+                let (s, l, d) = (konst(0, "start")?, konst(1, "limit")?, konst(2, "delta")?);
+                let (s, l, d) = (s.vals[0], l.vals[0], d.vals[0]);
+                if d == 0.0 {
+                    return Err("delta is 0".into());
+                }
+                let n = ((l - s) / d).ceil().max(0.0) as usize;
+                if n > aicf_onnx::MAX_ELEMENTS {
+                    return Err(format!("{n} elements is too many"));
+                }
+                let float = konst(0, "start")?.float;
+                Ok(vec![V::C(Const { dims: vec![n], vals: (0..n).map(|i| s + i as f64 * d).collect(), float })])
+            }
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Equal" | "Less" | "Greater" if all_const => {
+                let (a, b) = (konst(0, "a")?, konst(1, "b")?);
+                let int_div = !a.float && !b.float;
+                let f: Box<dyn Fn(f64, f64) -> f64> = match op {
+                    "Add" => Box::new(|x, y| x + y),
+                    "Sub" => Box::new(|x, y| x - y),
+                    "Mul" => Box::new(|x, y| x * y),
+                    "Div" if int_div => Box::new(|x: f64, y: f64| if y == 0.0 { 0.0 } else { (x / y).trunc() }),
+                    "Div" => Box::new(|x, y| x / y),
+                    "Pow" => Box::new(f64::powf),
+                    "Max" => Box::new(f64::max),
+                    "Min" => Box::new(f64::min),
+                    "Equal" => Box::new(|x, y| (x == y) as i32 as f64),
+                    "Less" => Box::new(|x, y| (x < y) as i32 as f64),
+                    _ => Box::new(|x, y| (x > y) as i32 as f64),
+                };
+                let mut c = fold_binary(&a, &b, f)?;
+                if matches!(op, "Equal" | "Less" | "Greater") {
+                    c.float = false;
+                }
+                Ok(vec![V::C(c)])
+            }
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" => {
+                let (a, b) = pair(self)?;
+                one(nn(match op {
+                    "Add" => a.add(&b),
+                    "Sub" => a.sub(&b),
+                    "Mul" => a.mul(&b),
+                    "Div" => a.div(&b),
+                    _ => a.pow(&b),
+                })?)
+            }
+            "Max" | "Min" => {
+                let mut acc = t(0)?;
+                for k in 1..ins.len() {
+                    let b = self.tensor(g, input(k)?, Some(acc.dtype()))?;
+                    acc = nn(if op == "Max" { acc.maximum(&b) } else { acc.minimum(&b) })?;
+                }
+                one(acc)
+            }
+            "Equal" | "Less" | "Greater" => {
+                let (a, b) = pair(self)?;
+                let p = match op {
+                    "Equal" => Compare::Eq,
+                    "Less" => Compare::Lt,
+                    _ => Compare::Gt,
+                };
+                one(nn(a.compare(p, &b))?)
+            }
+            "Where" => {
+                if let (V::C(c), V::C(x), V::C(y)) = (input(0)?, input(1)?, input(2)?) {
+                    let dims = broadcast(&broadcast(&c.dims, &x.dims)?, &y.dims)?;
+                    let n: usize = dims.iter().product();
+                    let vals = (0..n)
+                        .map(|i| {
+                            let pick = c.vals[broadcast_index(i, &dims, &c.dims)] != 0.0;
+                            if pick { x.vals[broadcast_index(i, &dims, &x.dims)] } else { y.vals[broadcast_index(i, &dims, &y.dims)] }
+                        })
+                        .collect();
+                    return Ok(vec![V::C(Const { dims, vals, float: x.float })]);
+                }
+                let dtype = match (input(1)?, input(2)?) {
+                    (V::T(x), _) | (_, V::T(x)) => Some(x.dtype()),
+                    _ => None,
+                };
+                let c = self.tensor(g, input(0)?, Some(DType::I1))?;
+                let (x, y) = (self.tensor(g, input(1)?, dtype)?, self.tensor(g, input(2)?, dtype)?);
+                let shape = broadcast(&broadcast(c.shape(), x.shape())?, y.shape())?;
+                let fit = |v: Tensor| -> R<Tensor> {
+                    if v.shape() == shape.as_slice() { Ok(v) } else { nn(v.broadcast_to(&shape)) }
+                };
+                one(nn(Tensor::select(&fit(c)?, &fit(x)?, &fit(y)?))?)
+            }
+            "Neg" if all_const => {
+                let mut c = konst(0, "x")?;
+                c.vals.iter_mut().for_each(|v| *v = -*v);
+                Ok(vec![V::C(c)])
+            }
+            "Sqrt" | "Erf" | "Exp" | "Log" | "Neg" | "Abs" | "Relu" | "Sigmoid" | "Tanh" | "Reciprocal" => {
+                let x = t(0)?;
+                one(nn(match op {
+                    "Sqrt" => x.sqrt(),
+                    "Erf" => x.erf(),
+                    "Exp" => x.exp(),
+                    "Log" => x.log(),
+                    "Neg" => x.neg(),
+                    "Abs" => x.abs(),
+                    "Relu" => x.relu(),
+                    "Sigmoid" => x.sigmoid(),
+                    "Tanh" => x.tanh(),
+                    _ => x.scalar(1.0).and_then(|one| one.div(&x)),
+                })?)
+            }
+            "Gelu" => {
+                let approx = match attr_s(node, "approximate").as_deref() {
+                    None | Some("none") => GeluApproximation::None,
+                    Some("tanh") => GeluApproximation::Tanh,
+                    Some(other) => return Err(format!("approximate='{other}' is not supported")),
+                };
+                one(nn(t(0)?.gelu(approx))?)
+            }
+            "LeakyRelu" => {
+                let x = t(0)?;
+                let alpha = attr_f(node, "alpha", 0.01) as f64;
+                // x if x >= 0 else alpha x.
+                let zero = nn(x.scalar(0.0).and_then(|z| z.broadcast_to(x.shape())))?;
+                let pos = nn(x.compare(Compare::Ge, &zero))?;
+                let scaled = nn(x.mul_scalar(alpha))?;
+                one(nn(Tensor::select(&pos, &x, &scaled))?)
+            }
+            "HardSigmoid" | "HardSwish" => {
+                let x = t(0)?;
+                let (alpha, beta) = if op == "HardSwish" {
+                    (1.0 / 6.0, 0.5)
+                } else {
+                    (attr_f(node, "alpha", 0.2) as f64, attr_f(node, "beta", 0.5) as f64)
+                };
+                let h = nn(x.mul_scalar(alpha).and_then(|y| y.add_scalar(beta)))?;
+                let h = nn(h.scalar(0.0).and_then(|z| h.maximum(&z)))?;
+                let h = nn(h.scalar(1.0).and_then(|o| h.minimum(&o)))?;
+                one(if op == "HardSwish" { nn(x.mul(&h))? } else { h })
+            }
+            "Clip" => {
+                let x = t(0)?;
+                let (lo, hi) = if self.opset < 11 {
+                    (Some(attr_f(node, "min", f32::MIN) as f64), Some(attr_f(node, "max", f32::MAX) as f64))
+                } else {
+                    (optional_const(1)?.map(|c| c.vals[0]), optional_const(2)?.map(|c| c.vals[0]))
+                };
+                let mut y = x;
+                if let Some(lo) = lo {
+                    y = nn(y.scalar(lo).and_then(|c| y.maximum(&c)))?;
+                }
+                if let Some(hi) = hi {
+                    y = nn(y.scalar(hi).and_then(|c| y.minimum(&c)))?;
+                }
+                one(y)
+            }
+            "Softmax" | "LogSoftmax" => {
+                let x = t(0)?;
+                let default = if self.opset >= 13 { -1 } else { 1 };
+                let axis = norm_axis(attr_i(node, "axis", default), x.rank())?;
+                if self.opset < 13 && axis != x.rank() - 1 {
+                    return Err(format!(
+                        "before opset 13, {op} over axis {axis} flattens the trailing dimensions; only the last axis is supported"
+                    ));
+                }
+                one(nn(if op == "Softmax" { x.softmax(axis as i64) } else { x.log_softmax(axis as i64) })?)
+            }
+            "LayerNormalization" => {
+                let x = t(0)?;
+                let axis = norm_axis(attr_i(node, "axis", -1), x.rank())?;
+                let eps = attr_f(node, "epsilon", 1e-5) as f64;
+                let dims = x.rank() - axis;
+                let w = ins.get(1).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
+                let b = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
+                if node.output.iter().skip(1).any(|o| !o.is_empty()) {
+                    return Err("the mean and inverse standard deviation outputs are not supported".into());
+                }
+                one(nn(x.layer_norm(w.as_ref(), b.as_ref(), dims, eps))?)
+            }
+            "MatMul" => {
+                let (a, b) = (t(0)?, t(1)?);
+                one(matmul(&a, &b)?)
+            }
+            "Gemm" => {
+                let (a, b) = (t(0)?, t(1)?);
+                let (ta, tb) = (attr_i(node, "transA", 0) != 0, attr_i(node, "transB", 0) != 0);
+                let (alpha, beta) = (attr_f(node, "alpha", 1.0) as f64, attr_f(node, "beta", 1.0) as f64);
+                let c = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
+                let y = if !ta && tb && alpha == 1.0 && beta == 1.0 && c.as_ref().is_none_or(|c| c.rank() == 1) {
+                    nn(a.linear(&b, c.as_ref()))?
+                } else {
+                    let mut y = nn(a.matmul_t(&b, ta, tb))?;
+                    if alpha != 1.0 {
+                        y = nn(y.mul_scalar(alpha))?;
+                    }
+                    if let Some(c) = c {
+                        let c = if beta != 1.0 { nn(c.mul_scalar(beta))? } else { c };
+                        y = nn(y.add(&c))?;
+                    }
+                    y
+                };
+                one(y)
+            }
+            "Conv" => {
+                let (x, w) = (t(0)?, t(1)?);
+                if x.rank() != 4 {
+                    return Err(format!("only 2-D convolutions are supported, the input is {}", x.spec()));
+                }
+                let b = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
+                let kernel = [w.shape()[2], w.shape()[3]];
+                let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
+                let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
+                let padding = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
+                let groups = attr_i(node, "group", 1);
+                if groups < 1 {
+                    return Err(format!("group {groups} must be at least 1"));
+                }
+                let o = Conv2dOptions { stride, padding, dilation, groups: groups as usize, ..Default::default() };
+                one(nn(x.conv2d(&w, b.as_ref(), &o))?)
+            }
+            "MaxPool" | "AveragePool" => {
+                let x = t(0)?;
+                if x.rank() != 4 {
+                    return Err(format!("only 2-D pooling is supported, the input is {}", x.spec()));
+                }
+                if node.output.iter().skip(1).any(|o| !o.is_empty()) {
+                    return Err("the indices output is not supported".into());
+                }
+                let kernel = pair2(attr_ints(node, "kernel_shape"), 0, "kernel_shape")?;
+                if kernel.contains(&0) {
+                    return Err("kernel_shape is required".into());
+                }
+                let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
+                let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
+                if dilation != [1, 1] {
+                    return Err("dilated pooling is not supported".into());
+                }
+                if attr_i(node, "ceil_mode", 0) != 0 {
+                    return Err("ceil_mode=1 is not supported".into());
+                }
+                let padding = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
+                if op == "AveragePool" && padding != [0, 0] && attr_i(node, "count_include_pad", 0) == 0 {
+                    return Err("padded average pooling without count_include_pad is not supported".into());
+                }
+                let o = Pool2dOptions { kernel, stride, padding, ..Pool2dOptions::square(1) };
+                one(nn(if op == "MaxPool" { x.max_pool2d(&o) } else { x.avg_pool2d(&o) })?)
+            }
+            "GlobalAveragePool" => {
+                let x = t(0)?;
+                let axes: Vec<i64> = (2..x.rank() as i64).collect();
+                one(nn(x.mean(&axes, true))?)
+            }
+            "ReduceMean" | "ReduceSum" | "ReduceMax" => {
+                let rank = match input(0)? {
+                    V::T(x) => x.rank(),
+                    V::C(c) => c.dims.len(),
+                };
+                let axes = if (op == "ReduceSum" && self.opset >= 13) || self.opset >= 18 {
+                    optional_const(1)?.map(|c| c.as_ints())
+                } else {
+                    attr_ints(node, "axes")
+                };
+                let keep = attr_i(node, "keepdims", 1) != 0;
+                let axes = match axes {
+                    Some(a) if !a.is_empty() => a,
+                    _ if attr_i(node, "noop_with_empty_axes", 0) != 0 => return Ok(vec![input(0)?.clone()]),
+                    _ => (0..rank as i64).collect(),
+                };
+                let axes: Vec<i64> = axes.iter().map(|&a| norm_axis(a, rank).map(|a| a as i64)).collect::<R<_>>()?;
+                let x = t(0)?;
+                one(nn(match op {
+                    "ReduceMean" => x.mean(&axes, keep),
+                    "ReduceSum" => x.sum(&axes, keep),
+                    _ => x.max(&axes, keep),
+                })?)
+            }
+            "Cast" => {
+                let to = DataType::try_from(attr_i(node, "to", 1) as i32).map_err(|_| "unknown 'to' type".to_string())?;
+                let float = matches!(to, DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16);
+                match input(0)? {
+                    V::C(c) => {
+                        let mut c = c.clone();
+                        if !float {
+                            c.vals.iter_mut().for_each(|v| *v = if to == DataType::Bool { (*v != 0.0) as i32 as f64 } else { v.trunc() });
+                        }
+                        c.float = float;
+                        Ok(vec![V::C(c)])
+                    }
+                    V::T(x) => {
+                        let dtype = match to {
+                            _ if float => DType::F32,
+                            DataType::Bool => DType::I1,
+                            DataType::Int64 | DataType::Int32 | DataType::Int16 | DataType::Int8 | DataType::Uint8 => DType::I32,
+                            other => return Err(format!("cast to {} is not supported", other.as_str_name())),
+                        };
+                        one(if x.dtype() == dtype { x.clone() } else { nn(x.cast(dtype))? })
+                    }
+                }
+            }
+            "Dropout" => {
+                if node.output.get(1).is_some_and(|o| !o.is_empty()) {
+                    return Err("the mask output is not supported".into());
+                }
+                let ratio = if self.opset >= 12 {
+                    optional_const(1)?.map(|c| c.vals[0]).unwrap_or(0.5)
+                } else {
+                    attr_f(node, "ratio", 0.5) as f64
+                };
+                // Training mode follows the function traced (@loss trains),
+                // not the export's training_mode input.
+                one(nn(t(0)?.dropout(ratio))?)
+            }
+            "Flatten" => {
+                let axis = attr_i(node, "axis", 1);
+                let dims = shape_of(input(0)?);
+                let a = if axis < 0 { axis + dims.len() as i64 } else { axis };
+                if a < 0 || a > dims.len() as i64 {
+                    return Err(format!("axis {axis} is out of range for rank {}", dims.len()));
+                }
+                let outer: usize = dims[..a as usize].iter().product();
+                let inner: usize = dims[a as usize..].iter().product();
+                reshape_v(self, g, input(0)?, &[outer, inner])
+            }
+            "Reshape" => {
+                let target = if self.opset >= 5 { konst(1, "the shape")?.as_ints() } else { attr_ints(node, "shape").unwrap_or_default() };
+                let dims = shape_of(input(0)?);
+                let allow_zero = attr_i(node, "allowzero", 0) != 0;
+                let total: usize = dims.iter().product();
+                let mut out: Vec<i64> = Vec::new();
+                for (k, &d) in target.iter().enumerate() {
+                    out.push(if d == 0 && !allow_zero { *dims.get(k).ok_or("0 copies a dimension the input lacks")? as i64 } else { d });
+                }
+                let known: i64 = out.iter().filter(|&&d| d != -1).product();
+                let holes = out.iter().filter(|&&d| d == -1).count();
+                if holes > 1 || out.iter().any(|&d| d < -1) || (holes == 1 && (known <= 0 || total as i64 % known != 0)) {
+                    return Err(format!("cannot reshape {dims:?} to {target:?}"));
+                }
+                let shape: Vec<usize> = out.iter().map(|&d| if d == -1 { total / known as usize } else { d as usize }).collect();
+                if shape.iter().product::<usize>() != total {
+                    return Err(format!("cannot reshape {dims:?} ({total} elements) to {shape:?}"));
+                }
+                reshape_v(self, g, input(0)?, &shape)
+            }
+            "Squeeze" | "Unsqueeze" => {
+                let dims = shape_of(input(0)?);
+                let axes = if self.opset >= 13 { optional_const(1)?.map(|c| c.as_ints()) } else { attr_ints(node, "axes") };
+                let shape: Vec<usize> = if op == "Squeeze" {
+                    match axes {
+                        None => dims.iter().copied().filter(|&d| d != 1).collect(),
+                        Some(axes) => {
+                            let axes: Vec<usize> = axes.iter().map(|&a| norm_axis(a, dims.len())).collect::<R<_>>()?;
+                            if let Some(&a) = axes.iter().find(|&&a| dims[a] != 1) {
+                                return Err(format!("axis {a} of {dims:?} is not 1"));
+                            }
+                            dims.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect()
+                        }
+                    }
+                } else {
+                    let axes = axes.ok_or("Unsqueeze needs axes")?;
+                    let rank = dims.len() + axes.len();
+                    let axes: Vec<usize> = axes.iter().map(|&a| norm_axis(a, rank)).collect::<R<_>>()?;
+                    let mut src = dims.iter();
+                    (0..rank).map(|i| if axes.contains(&i) { 1 } else { src.next().copied().unwrap_or(1) }).collect()
+                };
+                reshape_v(self, g, input(0)?, &shape)
+            }
+            "Transpose" => {
+                let dims = shape_of(input(0)?);
+                let perm = attr_ints(node, "perm").unwrap_or_else(|| (0..dims.len() as i64).rev().collect());
+                let mut seen = perm.clone();
+                seen.sort_unstable();
+                if seen != (0..dims.len() as i64).collect::<Vec<_>>() {
+                    return Err(format!("perm {perm:?} is not a permutation of {} axes", dims.len()));
+                }
+                match input(0)? {
+                    V::C(c) => {
+                        let out: Vec<usize> = perm.iter().map(|&p| dims[p as usize]).collect();
+                        let n = c.vals.len();
+                        let mut vals = vec![0.0; n];
+                        let strides = strides_of(&dims);
+                        for (i, v) in vals.iter_mut().enumerate() {
+                            let mut rem = i;
+                            let mut src = 0;
+                            for k in (0..out.len()).rev() {
+                                let coord = rem % out[k];
+                                rem /= out[k];
+                                src += coord * strides[perm[k] as usize];
+                            }
+                            *v = c.vals[src];
+                        }
+                        Ok(vec![V::C(Const { dims: out, vals, float: c.float })])
+                    }
+                    V::T(x) => one(nn(x.permute(&perm))?),
+                }
+            }
+            "Concat" => {
+                let axis = attr_i(node, "axis", 0);
+                let present: Vec<&V> = ins.iter().flatten().collect();
+                let first = present.first().ok_or("no inputs")?;
+                let rank = shape_of(first).len();
+                let a = norm_axis(axis, rank)?;
+                if present.iter().all(|v| matches!(v, V::C(_))) {
+                    let cs: Vec<&Const> = present.iter().map(|v| if let V::C(c) = v { c } else { unreachable!() }).collect();
+                    let mut dims = cs[0].dims.clone();
+                    dims[a] = cs.iter().map(|c| c.dims[a]).sum();
+                    let outer: usize = dims[..a].iter().product();
+                    let mut vals = Vec::new();
+                    for o in 0..outer {
+                        for c in &cs {
+                            let chunk: usize = c.dims[a..].iter().product();
+                            vals.extend_from_slice(&c.vals[o * chunk..(o + 1) * chunk]);
+                        }
+                    }
+                    return Ok(vec![V::C(Const { dims, vals, float: cs[0].float })]);
+                }
+                let dtype = present.iter().find_map(|v| if let V::T(x) = v { Some(x.dtype()) } else { None });
+                let ts: Vec<Tensor> = present.iter().map(|v| self.tensor(g, v, dtype)).collect::<R<_>>()?;
+                let refs: Vec<&Tensor> = ts.iter().filter(|t| t.shape()[a] > 0).collect();
+                one(nn(Tensor::concat(&refs, a as i64))?)
+            }
+            "Split" => {
+                let x = t(0)?;
+                let a = norm_axis(attr_i(node, "axis", 0), x.rank())?;
+                let n = node.output.len();
+                let sizes: Vec<usize> = match if self.opset >= 13 { optional_const(1)?.map(|c| c.as_ints()) } else { attr_ints(node, "split") } {
+                    Some(s) => s.iter().map(|&v| v.max(0) as usize).collect(),
+                    None => {
+                        let d = x.shape()[a];
+                        let chunk = d.div_ceil(n.max(1));
+                        (0..n).map(|i| chunk.min(d.saturating_sub(i * chunk))).collect()
+                    }
+                };
+                if sizes.len() != n || sizes.iter().sum::<usize>() != x.shape()[a] {
+                    return Err(format!("split sizes {sizes:?} do not cover dimension {a} of {}", x.spec()));
+                }
+                let mut start = 0;
+                let mut outs = Vec::new();
+                for s in sizes {
+                    outs.push(V::T(nn(x.narrow(a as i64, start, s))?));
+                    start += s;
+                }
+                Ok(outs)
+            }
+            "Slice" => {
+                let dims = shape_of(input(0)?);
+                let (starts, ends, axes, steps) = if self.opset >= 10 {
+                    (
+                        konst(1, "starts")?.as_ints(),
+                        konst(2, "ends")?.as_ints(),
+                        optional_const(3)?.map(|c| c.as_ints()),
+                        optional_const(4)?.map(|c| c.as_ints()),
+                    )
+                } else {
+                    (
+                        attr_ints(node, "starts").unwrap_or_default(),
+                        attr_ints(node, "ends").unwrap_or_default(),
+                        attr_ints(node, "axes"),
+                        None,
+                    )
+                };
+                let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
+                let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
+                if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
+                    return Err("starts, ends, axes and steps differ in length".into());
+                }
+                let mut lo = vec![0usize; dims.len()];
+                let mut hi = dims.clone();
+                let mut st = vec![1usize; dims.len()];
+                for k in 0..starts.len() {
+                    let a = norm_axis(axes[k], dims.len())?;
+                    let d = dims[a] as i64;
+                    if steps[k] <= 0 {
+                        return Err(format!("step {} is not supported (only positive steps)", steps[k]));
+                    }
+                    let clamp = |v: i64| (if v < 0 { v + d } else { v }).clamp(0, d);
+                    lo[a] = clamp(starts[k]) as usize;
+                    hi[a] = clamp(ends[k]).max(lo[a] as i64) as usize;
+                    st[a] = steps[k] as usize;
+                }
+                match input(0)? {
+                    V::C(c) => {
+                        let out: Vec<usize> = (0..dims.len()).map(|i| (hi[i] - lo[i]).div_ceil(st[i])).collect();
+                        let strides = strides_of(&dims);
+                        let n: usize = out.iter().product();
+                        let vals = (0..n)
+                            .map(|i| {
+                                let mut rem = i;
+                                let mut src = 0;
+                                for k in (0..out.len()).rev() {
+                                    let coord = rem % out[k];
+                                    rem /= out[k];
+                                    src += (lo[k] + coord * st[k]) * strides[k];
+                                }
+                                c.vals[src]
+                            })
+                            .collect();
+                        Ok(vec![V::C(Const { dims: out, vals, float: c.float })])
+                    }
+                    V::T(x) => one(nn(x.slice(&lo, &hi, &st))?),
+                }
+            }
+            "Gather" => {
+                let dims = shape_of(input(0)?);
+                let a = norm_axis(attr_i(node, "axis", 0), dims.len())?;
+                match (input(0)?, input(1)?) {
+                    (V::C(c), V::C(i)) => {
+                        let idx: Vec<usize> = i
+                            .as_ints()
+                            .iter()
+                            .map(|&k| {
+                                let k = if k < 0 { k + dims[a] as i64 } else { k };
+                                if k < 0 || k >= dims[a] as i64 { Err(format!("index {k} is out of range for {dims:?} axis {a}")) } else { Ok(k as usize) }
+                            })
+                            .collect::<R<_>>()?;
+                        let outer: usize = dims[..a].iter().product();
+                        let inner: usize = dims[a + 1..].iter().product();
+                        let mut vals = Vec::new();
+                        for o in 0..outer {
+                            for &k in &idx {
+                                let at = (o * dims[a] + k) * inner;
+                                vals.extend_from_slice(&c.vals[at..at + inner]);
+                            }
+                        }
+                        let mut out = dims[..a].to_vec();
+                        out.extend(&i.dims);
+                        out.extend(&dims[a + 1..]);
+                        Ok(vec![V::C(Const { dims: out, vals, float: c.float })])
+                    }
+                    (data, V::C(i)) => {
+                        let x = self.tensor(g, data, None)?;
+                        let ks: Vec<f64> = i.as_ints().iter().map(|&k| (if k < 0 { k + dims[a] as i64 } else { k }) as f64).collect();
+                        let idx = self.materialize(g, &Const { dims: i.dims.clone(), vals: ks, float: false }, Some(DType::I32))?;
+                        one(nn(x.gather(&idx, a as i64))?)
+                    }
+                    (data, V::T(i)) => {
+                        let x = self.tensor(g, data, None)?;
+                        one(nn(x.gather(i, a as i64))?)
+                    }
+                }
+            }
+            "Expand" => {
+                let target: Vec<usize> = konst(1, "the shape")?.as_ints().iter().map(|&d| d.max(0) as usize).collect();
+                let dims = shape_of(input(0)?);
+                let shape = broadcast(&dims, &target)?;
+                match input(0)? {
+                    V::C(c) => {
+                        let n: usize = shape.iter().product();
+                        let vals = (0..n).map(|i| c.vals[broadcast_index(i, &shape, &c.dims)]).collect();
+                        Ok(vec![V::C(Const { dims: shape, vals, float: c.float })])
+                    }
+                    V::T(x) if x.shape() == shape.as_slice() => one(x.clone()),
+                    V::T(x) => one(nn(x.broadcast_to(&shape))?),
+                }
+            }
+            other => Err(format!("{other} is listed as supported but not translated")),
+        }
+    }
+}
+
+fn shape_of(v: &V) -> Vec<usize> {
+    match v {
+        V::T(x) => x.shape().to_vec(),
+        V::C(c) => c.dims.clone(),
+    }
+}
+
+fn strides_of(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}
+
+fn reshape_v(_: &Importer<'_>, _: &Graph, v: &V, shape: &[usize]) -> R<Vec<V>> {
+    match v {
+        V::C(c) => Ok(vec![V::C(Const { dims: shape.to_vec(), vals: c.vals.clone(), float: c.float })]),
+        V::T(x) if x.shape() == shape => Ok(vec![V::T(x.clone())]),
+        V::T(x) => {
+            let s: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+            Ok(vec![V::T(x.reshape(&s).map_err(|e| e.to_string())?)])
+        }
+    }
+}
+
+/// `[h, w]` from an attribute of two values (default `d` for both).
+fn pair2(v: Option<Vec<i64>>, d: usize, what: &str) -> R<[usize; 2]> {
+    match v.as_deref() {
+        None => Ok([d, d]),
+        Some([a, b]) if *a >= 0 && *b >= 0 => Ok([*a as usize, *b as usize]),
+        Some(other) => Err(format!("{what} {other:?}: expected two non-negative values")),
+    }
+}
+
+/// Symmetric `[h, w]` padding from `pads` / `auto_pad`.
+fn pads(node: &NodeProto, spatial: &[usize], kernel: [usize; 2], stride: [usize; 2], dilation: [usize; 2]) -> R<[usize; 2]> {
+    let auto = attr_s(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
+    let p: Vec<i64> = match auto.as_str() {
+        "NOTSET" => attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]),
+        "VALID" => vec![0; 4],
+        "SAME_UPPER" | "SAME_LOWER" => {
+            let mut begin = Vec::new();
+            let mut end = Vec::new();
+            for i in 0..2 {
+                let out = spatial[i].div_ceil(stride[i]);
+                let eff = (kernel[i] - 1) * dilation[i] + 1;
+                let total = ((out - 1) * stride[i] + eff).saturating_sub(spatial[i]) as i64;
+                let small = total / 2;
+                let (b, e) = if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
+                begin.push(b);
+                end.push(e);
+            }
+            [begin, end].concat()
+        }
+        other => return Err(format!("auto_pad '{other}' is not supported")),
+    };
+    match p.as_slice() {
+        [t, l, b, r] if t == b && l == r && *t >= 0 && *l >= 0 => Ok([*t as usize, *l as usize]),
+        other => Err(format!("padding {other:?} is asymmetric; only symmetric padding is supported")),
+    }
+}
+
+/// Numpy matmul: rank-1 operands are promoted, batch dimensions broadcast;
+/// a `[..., K] x [K, N]` product with a 2-D right side is one GEMM over
+/// the flattened rows.
+fn matmul(a: &Tensor, b: &Tensor) -> R<Tensor> {
+    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+    let (ra, rb) = (a.rank(), b.rank());
+    if ra == 0 || rb == 0 {
+        return Err("MatMul of a scalar".into());
+    }
+    let a2 = if ra == 1 { nn(a.reshape(&[1, a.shape()[0] as i64]))? } else { a.clone() };
+    let b2 = if rb == 1 { nn(b.reshape(&[b.shape()[0] as i64, 1]))? } else { b.clone() };
+    let (m, k) = (a2.shape()[a2.rank() - 2], a2.shape()[a2.rank() - 1]);
+    let n = b2.shape()[b2.rank() - 1];
+    let y = if b2.rank() == 2 && a2.rank() > 2 {
+        let lead: Vec<usize> = a2.shape()[..a2.rank() - 2].to_vec();
+        let rows: usize = lead.iter().product::<usize>() * m;
+        let flat = nn(a2.reshape(&[rows as i64, k as i64]))?;
+        let y = nn(flat.matmul(&b2))?;
+        let mut shape: Vec<i64> = lead.iter().map(|&d| d as i64).collect();
+        shape.extend([m as i64, n as i64]);
+        nn(y.reshape(&shape))?
+    } else {
+        let la = &a2.shape()[..a2.rank() - 2];
+        let lb = &b2.shape()[..b2.rank() - 2];
+        let lead = broadcast(la, lb)?;
+        let fit = |x: &Tensor, rows: usize, cols: usize| -> R<Tensor> {
+            let mut shape = lead.clone();
+            shape.extend([rows, cols]);
+            if x.shape() == shape.as_slice() { Ok(x.clone()) } else { nn(x.broadcast_to(&shape)) }
+        };
+        nn(fit(&a2, m, k)?.matmul(&fit(&b2, k, n)?))?
+    };
+    // Drop the promoted dimensions again.
+    let mut shape: Vec<i64> = y.shape().iter().map(|&d| d as i64).collect();
+    if rb == 1 {
+        shape.pop();
+    }
+    if ra == 1 {
+        let at = shape.len() - if rb == 1 { 1 } else { 2 };
+        shape.remove(at);
+    }
+    if shape.len() == y.rank() { Ok(y) } else { nn(y.reshape(&shape)) }
+}
