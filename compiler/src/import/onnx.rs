@@ -36,7 +36,7 @@ pub const SUPPORTED: &[&str] = &[
     "Greater", "HardSigmoid", "HardSwish", "Identity", "LayerNormalization", "LeakyRelu", "Less", "Log",
     "LogSoftmax", "MatMul", "Max", "MaxPool", "Min", "Mul", "Neg", "Pow", "Range", "Reciprocal", "ReduceMax",
     "ReduceMean", "ReduceSum", "Relu", "Reshape", "Shape", "Sigmoid", "Slice", "Softmax", "Split", "Sqrt",
-    "Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze", "Where",
+    "Squeeze", "Sub", "Tanh", "Transpose", "Trilu", "Not", "Unsqueeze", "Where",
 ];
 
 /// The opsets the importer reads (the default domain's version).
@@ -96,6 +96,8 @@ pub struct Imported {
     pub module: nn::HlModule,
     /// Parameter name, shape and values, in declaration order.
     pub weights: Vec<(String, Vec<usize>, Vec<f32>)>,
+    /// Each parameter's ONNX initializer name, in declaration order.
+    pub sources: Vec<String>,
     /// The default domain's opset the model declares.
     pub opset: i64,
     /// The graph's inputs as `@forward` takes them.
@@ -261,15 +263,17 @@ pub fn import_model(
     }
     let module = b.finish().map_err(|e| fail(format!("the imported module: {e}")))?;
     let mut weights = Vec::new();
+    let mut sources = Vec::new();
     for p in &module.params {
         let onnx_name = importer.names.iter().find(|(_, hl)| **hl == p.name).map(|(o, _)| o.clone());
         let t = onnx_name.and_then(|o| inits.get(&o)).ok_or_else(|| fail(format!("no initializer for @{}", p.name)))?;
+        sources.push(t.name.clone());
         let aicf_onnx::Data::F32(values) = &t.data else {
             return Err(fail(format!("initializer '{}' is not floating point", t.name)));
         };
         weights.push((p.name.clone(), t.dims.clone(), values.clone()));
     }
-    Ok(Imported { module, weights, opset, inputs })
+    Ok(Imported { module, weights, sources, opset, inputs })
 }
 
 /// A graph input's static spec: known dimensions as they are, the first
@@ -741,6 +745,48 @@ impl Importer<'_> {
                     if v.shape() == shape.as_slice() { Ok(v) } else { nn(v.broadcast_to(&shape)) }
                 };
                 one(nn(Tensor::select(&fit(c)?, &fit(x)?, &fit(y)?))?)
+            }
+            "Not" => match input(0)? {
+                V::C(c) => {
+                    let vals = c.vals.iter().map(|&v| (v == 0.0) as i32 as f64).collect();
+                    Ok(vec![V::C(Const { dims: c.dims.clone(), vals, float: false })])
+                }
+                V::T(x) => {
+                    let zero = nn(g.constant(&[0.0], &TensorSpec::new(x.shape(), x.dtype())))?;
+                    one(nn(x.compare(Compare::Eq, &zero))?)
+                }
+            },
+            "Trilu" => {
+                let dims = shape_of(input(0)?);
+                if dims.len() < 2 {
+                    return Err(format!("Trilu of rank {} (at least 2)", dims.len()));
+                }
+                let k = optional_const(1)?.map(|c| c.vals[0] as i64).unwrap_or(0);
+                let upper = attr_i(node, "upper", 1) != 0;
+                let (rows, cols) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+                // Which elements of a [rows, cols] matrix are kept.
+                let keep = |i: usize, j: usize| {
+                    let d = j as i64 - i as i64;
+                    if upper { d >= k } else { d <= k }
+                };
+                match input(0)? {
+                    V::C(c) => {
+                        let vals = c
+                            .vals
+                            .iter()
+                            .enumerate()
+                            .map(|(n, &v)| if keep((n / cols) % rows, n % cols) { v } else { 0.0 })
+                            .collect();
+                        Ok(vec![V::C(Const { dims, vals, float: c.float })])
+                    }
+                    V::T(x) => {
+                        let mask: Vec<f64> = (0..rows * cols).map(|n| keep(n / cols, n % cols) as i32 as f64).collect();
+                        let m = nn(g.constant(&mask, &TensorSpec::new([rows, cols], DType::I1)))?;
+                        let m = nn(m.broadcast_to(x.shape()))?;
+                        let zero = nn(g.constant(&[0.0], &TensorSpec::new(x.shape(), x.dtype())))?;
+                        one(nn(Tensor::select(&m, x, &zero))?)
+                    }
+                }
             }
             "Neg" if all_const => {
                 let mut c = konst(0, "x")?;

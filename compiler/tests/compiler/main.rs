@@ -10,6 +10,7 @@ mod interp;
 mod lowering;
 mod models;
 mod nn;
+mod onnx;
 mod optimizer;
 mod precision;
 mod train;

@@ -14,6 +14,7 @@
 
 use aicf_compiler::{
     CompilerContext,
+    import::onnx::{self, ImportOptions, Loss},
     codegen::{GpuOptions, KernelCache, ptx_files, ptxas, validate_ptx},
     pipeline::{self, MemoryBudget, Precision, TrainOptions},
     run_pipeline,
@@ -78,8 +79,18 @@ enum Stage {
 
 #[derive(clap::Args, Clone)]
 struct ModelArgs {
-    /// The model: an hl module with @forward and @loss.
+    /// The model: an hl module with @forward and @loss, or an ONNX model
+    /// (.onnx), imported first with --loss and --batch.
     model: PathBuf,
+    /// An ONNX model's loss on its first output: cross_entropy (integer
+    /// labels) or mse (a target of the output's shape).
+    #[arg(long, default_value = "cross_entropy", value_parser = Loss::parse)]
+    loss: Loss,
+    /// The size of an ONNX model's symbolic batch dimension; with an hl
+    /// model (compile only), compile a variant for this many rows
+    /// (hl-set-batch) that runs on the same parameters and checkpoints.
+    #[arg(long)]
+    batch: Option<usize>,
     #[arg(long, value_enum, default_value = "adam")]
     optimizer: Optimizer,
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
@@ -129,10 +140,6 @@ enum Command {
         /// Print this stage's IR instead of writing an artifact.
         #[arg(long, value_enum)]
         emit: Option<Stage>,
-        /// Compile for this batch size instead of the model's (hl-set-batch):
-        /// a variant that runs on the same parameters and checkpoints.
-        #[arg(long)]
-        batch: Option<usize>,
         /// What to compile for: the host CPU (kernels.so) or NVIDIA GPUs
         /// (PTX for sm_80 and sm_90, each checked by ptxas when one is found).
         #[arg(long, value_enum, default_value_t = Target::Cpu)]
@@ -140,6 +147,24 @@ enum Command {
         /// Print how long each stage of the compile took.
         #[arg(long)]
         timing: bool,
+    },
+    /// Translate an ONNX model (PyTorch, TensorFlow, Keras exports) to an hl
+    /// module with @forward and @loss; its weights go to a safetensors file
+    /// beside it.
+    Import {
+        /// The .onnx file.
+        model: PathBuf,
+        /// The hl module to write (default: the model's name with .mlir);
+        /// the weights go to `<stem>.weights.safetensors` beside it.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// The loss @loss computes on the first output: cross_entropy, mse,
+        /// or none (only @forward).
+        #[arg(long, default_value = "cross_entropy", value_parser = Loss::parse)]
+        loss: Loss,
+        /// The size of the symbolic batch dimension.
+        #[arg(long)]
+        batch: Option<usize>,
     },
     /// Train a model on a data set: a CSV table (features, label last), a
     /// text (next-character prediction), or arrays (.safetensors, .npy).
@@ -276,8 +301,12 @@ type Result<T> = std::result::Result<T, String>;
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Compile { compile, output, emit, batch, target, timing } => {
-            run_compile(&compile, output, emit, batch, target, timing)
+        Command::Compile { compile, output, emit, target, timing } => {
+            run_compile(&compile, output, emit, target, timing)
+        }
+        Command::Import { model, output, loss, batch } => {
+            let output = output.unwrap_or_else(|| model.with_extension("mlir"));
+            import(&model, &output, loss, batch)
         }
         Command::Train {
             compile,
@@ -369,14 +398,70 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Options {
     }
 }
 
-fn run_compile(
-    c: &ModelArgs,
-    output: Option<PathBuf>,
-    emit: Option<Stage>,
-    batch: Option<usize>,
-    target: Target,
-    timing: bool,
-) -> Result<()> {
+fn is_onnx(model: &Path) -> bool {
+    model.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+}
+
+/// Imports `model` to `output` (and its weights beside it), printing what
+/// it holds.
+fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Result<()> {
+    let started = Instant::now();
+    let imported = onnx::import(model, &ImportOptions { batch, loss }).map_err(|e| e.to_string())?;
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    imported.write(output).map_err(|e| e.to_string())?;
+    let values: usize = imported.weights.iter().map(|(_, s, _)| s.iter().product::<usize>()).sum();
+    let inputs: Vec<String> = imported.inputs.iter().map(|(n, s)| format!("{n}: {}", s.mlir_type())).collect();
+    println!(
+        "imported {} (opset {}) -> {} in {:.2} s: inputs {}, {} parameters ({values} values){}",
+        model.display(),
+        imported.opset,
+        output.display(),
+        started.elapsed().as_secs_f64(),
+        inputs.join(", "),
+        imported.weights.len(),
+        if imported.weights.is_empty() {
+            String::new()
+        } else {
+            format!(" in {}", onnx::Imported::weights_path(output).display())
+        }
+    );
+    Ok(())
+}
+
+/// The hl model the command works on: the model itself, or an ONNX model
+/// imported into `out` (its .mlir and weights).
+fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
+    if !is_onnx(&c.model) {
+        return Ok(c.model.clone());
+    }
+    let stem = c.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+    let output = out.join(format!("{stem}.mlir"));
+    import(&c.model, &output, c.loss, c.batch)?;
+    Ok(output)
+}
+
+/// `--batch` only retargets an hl model when compiling.
+fn no_batch(c: &ModelArgs, command: &str) -> Result<()> {
+    match c.batch {
+        Some(_) if !is_onnx(&c.model) => Err(format!(
+            "--batch binds an ONNX model's batch dimension; `aicf {command}` runs an hl model at the batch its types \
+             say (aicf compile --batch compiles a variant)"
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>, target: Target, timing: bool) -> Result<()> {
+    let (model, batch) = if is_onnx(&c.model) {
+        let dir = output.as_deref().and_then(Path::parent).unwrap_or(Path::new("target")).to_path_buf();
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        (hl_model(c, &dir)?, None)
+    } else {
+        (c.model.clone(), c.batch)
+    };
+    let c = &ModelArgs { model, ..c.clone() };
     let source = std::fs::read_to_string(&c.model).map_err(|e| format!("{}: {e}", c.model.display()))?;
     let name = c.model.display().to_string();
     let options = train_options(c);
@@ -495,8 +580,11 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, gemm
     if !(0.0..1.0).contains(&run.data.val_split) {
         return Err(format!("--val-split {} is not in [0, 1)", run.data.val_split));
     }
+    no_batch(c, "train")?;
+    std::fs::create_dir_all(&run.out).map_err(|e| format!("{}: {e}", run.out.display()))?;
+    let model = hl_model(c, &run.out)?;
     let options = Options { gemm, ..options(c, d, run.seed, &run.out) };
-    let summary = run::fit(&c.model, &options, data, run, &mut Printer).map_err(|e| e.to_string())?;
+    let summary = run::fit(&model, &options, data, run, &mut Printer).map_err(|e| e.to_string())?;
     let last = summary.last();
     let accuracy = last.map_or(f64::NAN, |r| r.val_accuracy);
     println!(
@@ -531,9 +619,12 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, gemm
 }
 
 fn eval(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], checkpoint: &Path, out: &Path) -> Result<()> {
+    no_batch(c, "eval")?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let model = hl_model(c, out)?;
     let options = options(c, d, 0, out);
     let scored =
-        run::evaluate_checkpoint(&c.model, &options, data, checkpoint, out, &mut Printer).map_err(|e| e.to_string())?;
+        run::evaluate_checkpoint(&model, &options, data, checkpoint, out, &mut Printer).map_err(|e| e.to_string())?;
     let what = if scored.unit == "nats" { "rows" } else { "held-out windows" };
     println!(
         "accuracy {} on {} {what} of {} (checkpoint {}, epoch {}); loss {:.4} {}",
@@ -565,6 +656,10 @@ fn bench(
     if !lr.is_finite() || lr <= 0.0 {
         return Err(format!("the learning rate {lr} is not a positive number"));
     }
+    no_batch(c, "bench")?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let model = hl_model(c, out)?;
+    let c = &ModelArgs { model, ..c.clone() };
     let options = options(c, d, 0, out);
     let mut trainer = Trainer::from_file(&c.model, options).map_err(|e| e.to_string())?;
     for compiled in trainer.compiled() {
