@@ -4,7 +4,7 @@
 CARGO ?= cargo
 AICF_OPT := target/debug/aicf-opt
 
-.PHONY: all setup build demo grow grow-lm test lit check-runtime-deps gpu-bundle fmt clean
+.PHONY: all setup build demo grow grow-lm test lit check-runtime-deps gpu-bundle fmt clean onnx-venv onnx-fixtures onnx-conformance
 
 all: build
 
@@ -47,6 +47,23 @@ grow: build
 # each on 2 cores (about 50 minutes).
 grow-lm: build
 	@python3 examples/grow_lm/experiment.py --out target/grow_lm
+
+# The ONNX tools: a venv of its own with torch (CPU), onnx, onnxruntime.
+ONNX_VENV ?= target/onnx-venv
+onnx-venv:
+	@test -x $(ONNX_VENV)/bin/python || python3 -m venv $(ONNX_VENV)
+	@$(ONNX_VENV)/bin/pip install -q -r tools/onnx/requirements.txt
+
+# Regenerates test/onnx/*.onnx and their expected values from PyTorch.
+onnx-fixtures: onnx-venv
+	$(ONNX_VENV)/bin/python tools/onnx/export_models.py test/onnx
+
+# ONNX's own backend node tests (all of them) through import, compile and
+# the CPU runtime: the per-op table in target/onnx-conformance.md.
+onnx-conformance: onnx-venv build
+	$(ONNX_VENV)/bin/python tools/onnx/node_tests.py target/onnx-node
+	AICF_ONNX_NODE_TESTS=$(CURDIR)/target/onnx-node $(CARGO) test -p aicf-compiler --test compiler \
+		onnx_conformance_table -- --ignored --nocapture
 
 test: setup check-runtime-deps
 	$(CARGO) test --workspace

@@ -287,3 +287,25 @@ pub fn compile_source(
     timings.extend(stats.timings);
     Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })
 }
+
+/// The pipeline of a module without a loss (an imported model's forward,
+/// inference): fusion, `convert-hl-to-ll`, the memory plan and schedule.
+pub const INFERENCE_PIPELINE: &str = "builtin.module(canonicalize,cse,hl-fuse-gemm-epilogue,canonicalize,\
+hl-fuse-reductions,hl-fuse-elementwise,canonicalize,cse,convert-hl-to-ll,ll-plan-memory,ll-schedule)";
+
+/// Compiles every function of `source` as it is (no autodiff, no
+/// optimizer) for `target` into `out_dir`: an inference artifact.
+pub fn compile_inference(source: &str, name: &str, target: &Target, out_dir: &Path) -> Result<Compiled> {
+    let mut timings = Timings::default();
+    let ctx = CompilerContext::new();
+    let mut module = timings.time("parse and verify", || ctx.parse(source, name))?;
+    let hash = ir_hash(&canonical_text(&module));
+    let weights = crate::weights::of_module(&module, name)?;
+    timings.time("inference pipeline", || run_pipeline(&ctx, &mut module, INFERENCE_PIPELINE))?;
+    let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
+    if let Some(w) = weights {
+        crate::weights::attach(&mut manifest, out_dir, &w)?;
+    }
+    timings.extend(stats.timings);
+    Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })
+}

@@ -39,8 +39,9 @@ pub const SUPPORTED: &[&str] = &[
     "Squeeze", "Sub", "Tanh", "Transpose", "Trilu", "Not", "Unsqueeze", "Where",
 ];
 
-/// The opsets the importer reads (the default domain's version).
-pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=23;
+/// The opsets the importer reads (the default domain's version; 28 is
+/// the newest of onnx 1.23).
+pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=28;
 
 /// The loss `@loss` computes from the model's first output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -527,6 +528,9 @@ impl Importer<'_> {
                 }
             }
             let outs = self.node(&g, node, &ins).map_err(fail)?;
+            if let Some(V::T(t)) = outs.iter().find(|v| matches!(v, V::T(t) if t.shape().contains(&0))) {
+                return Err(fail(format!("it produces an empty tensor ({}), which AICF does not compile", t.spec())));
+            }
             for (name, v) in node.output.iter().zip(outs) {
                 if !name.is_empty() {
                     env.insert(name.clone(), v);
@@ -571,6 +575,9 @@ impl Importer<'_> {
     /// A constant as an `hl.constant` (`like`: the dtype of the tensor it
     /// meets; floats default to f32, integers to i32, booleans are i1).
     fn materialize(&self, g: &Graph, c: &Const, like: Option<DType>) -> R<Tensor> {
+        if c.dims.contains(&0) {
+            return Err(format!("an empty constant ({:?}), which AICF does not compile", c.dims));
+        }
         let dtype = like.unwrap_or(if c.float { DType::F32 } else { DType::I32 });
         g.constant(&c.vals, &TensorSpec::new(c.dims.clone(), dtype)).map_err(|e| e.to_string())
     }
@@ -697,6 +704,9 @@ impl Importer<'_> {
             }
             "Add" | "Sub" | "Mul" | "Div" | "Pow" => {
                 let (a, b) = pair(self)?;
+                if op == "Div" && !a.dtype().is_float() {
+                    return Err("integer division of computed tensors is not supported".into());
+                }
                 one(nn(match op {
                     "Add" => a.add(&b),
                     "Sub" => a.sub(&b),
@@ -992,13 +1002,33 @@ impl Importer<'_> {
                             DataType::Int64 | DataType::Int32 | DataType::Int16 | DataType::Int8 | DataType::Uint8 => DType::I32,
                             other => return Err(format!("cast to {} is not supported", other.as_str_name())),
                         };
-                        one(if x.dtype() == dtype { x.clone() } else { nn(x.cast(dtype))? })
+                        // f32 throughout: a cast to a 16-bit float rounds to it and back.
+                        let narrow = match to {
+                            DataType::Float16 => Some(DType::F16),
+                            DataType::Bfloat16 => Some(DType::BF16),
+                            _ => None,
+                        };
+                        let x = match narrow {
+                            Some(d) if x.dtype().is_float() => nn(x.cast(d))?,
+                            _ => x.clone(),
+                        };
+                        one(if x.dtype() == dtype { x } else { nn(x.cast(dtype))? })
                     }
                 }
             }
             "Dropout" => {
                 if node.output.get(1).is_some_and(|o| !o.is_empty()) {
                     return Err("the mask output is not supported".into());
+                }
+                if self.opset >= 12 && ins.get(2).is_some_and(|v| v.is_some()) {
+                    match optional_const(2) {
+                        Ok(Some(c)) if c.vals.iter().all(|&v| v == 0.0) => {}
+                        _ => {
+                            return Err("training_mode set (or computed): AICF applies dropout in @loss, where it \
+                                        trains, and never in @forward"
+                                .into());
+                        }
+                    }
                 }
                 let ratio = if self.opset >= 12 {
                     optional_const(1)?.map(|c| c.vals[0]).unwrap_or(0.5)
@@ -1232,8 +1262,14 @@ impl Importer<'_> {
                         one(nn(x.gather(&idx, a as i64))?)
                     }
                     (data, V::T(i)) => {
+                        // Negative indices count from the end: i + d where i < 0.
                         let x = self.tensor(g, data, None)?;
-                        one(nn(x.gather(i, a as i64))?)
+                        let d = nn(g.constant(&[dims[a] as f64], &TensorSpec::new(i.shape(), i.dtype())))?;
+                        let zero = nn(g.constant(&[0.0], &TensorSpec::new(i.shape(), i.dtype())))?;
+                        let negative = nn(i.compare(Compare::Lt, &zero))?;
+                        let wrapped = nn(i.add(&d))?;
+                        let i = nn(Tensor::select(&negative, &wrapped, i))?;
+                        one(nn(x.gather(&i, a as i64))?)
                     }
                 }
             }
