@@ -77,8 +77,9 @@ pub fn resolve(w: &WeightsRef, name: &str) -> Result<PathBuf> {
     } else {
         Path::new(name).parent().unwrap_or(Path::new("")).join(file)
     };
-    let found = file_hash(&path).map_err(|e| {
-        CompileError::Io { path: path.display().to_string(), message: format!("the weights of {name}: {e}") }
+    let found = file_hash(&path).map_err(|e| CompileError::Io {
+        path: path.display().to_string(),
+        message: format!("the weights of {name}: {e}"),
     })?;
     if found != w.hash {
         return Err(CompileError::Io {

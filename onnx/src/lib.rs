@@ -130,8 +130,8 @@ pub fn tensor(t: &proto::TensorProto, base: &Path) -> Result<Tensor, OnnxError> 
         .try_fold(1usize, |n, &d| n.checked_mul(d))
         .filter(|&n| n <= MAX_ELEMENTS)
         .ok_or_else(|| fail(format!("{:?} has more than {MAX_ELEMENTS} elements", t.dims)))?;
-    let data_type = DataType::try_from(t.data_type())
-        .map_err(|_| fail(format!("unknown data type {}", t.data_type())))?;
+    let data_type =
+        DataType::try_from(t.data_type()).map_err(|_| fail(format!("unknown data type {}", t.data_type())))?;
     let external;
     let raw: Option<&[u8]> = if t.data_location() == proto::tensor_proto::DataLocation::External {
         external = read_external(t, base, n, data_type).map_err(fail)?;
@@ -210,7 +210,9 @@ fn from_fields(t: &proto::TensorProto, d: DataType) -> Option<Data> {
         DataType::Float => Data::F32(t.float_data.clone()),
         DataType::Double => Data::F32(t.double_data.iter().map(|&x| x as f32).collect()),
         DataType::Float16 => Data::F32(t.int32_data.iter().map(|&x| f16_to_f32(x as u16)).collect()),
-        DataType::Bfloat16 => Data::F32(t.int32_data.iter().map(|&x| f32::from_bits((x as u32 & 0xffff) << 16)).collect()),
+        DataType::Bfloat16 => {
+            Data::F32(t.int32_data.iter().map(|&x| f32::from_bits((x as u32 & 0xffff) << 16)).collect())
+        }
         DataType::Int64 => Data::I64(t.int64_data.clone()),
         DataType::Uint32 | DataType::Uint64 => Data::I64(t.uint64_data.iter().map(|&x| x as i64).collect()),
         DataType::Int32 | DataType::Int16 | DataType::Int8 | DataType::Uint16 | DataType::Uint8 | DataType::Bool => {
@@ -240,7 +242,9 @@ fn read_external(t: &proto::TensorProto, base: &Path, n: usize, d: DataType) -> 
     let mut location = None;
     let (mut offset, mut length) = (0u64, None);
     for e in &t.external_data {
-        let number = || e.value().parse::<u64>().map_err(|_| format!("external data {} is not a number: '{}'", e.key(), e.value()));
+        let number = || {
+            e.value().parse::<u64>().map_err(|_| format!("external data {} is not a number: '{}'", e.key(), e.value()))
+        };
         match e.key() {
             "location" => location = Some(e.value().to_string()),
             "offset" => offset = number()?,

@@ -197,9 +197,10 @@ pub(crate) fn initial_symbols(
                     let (entries, _) = crate::checkpoint::load(path).map_err(|e| err(e.to_string()))?;
                     data = Some(entries);
                 }
-                let entry = data.as_ref().and_then(|d| d.get(&s.name)).ok_or_else(|| {
-                    err(format!("the weights file {} holds no tensor of that name", path.display()))
-                })?;
+                let entry = data
+                    .as_ref()
+                    .and_then(|d| d.get(&s.name))
+                    .ok_or_else(|| err(format!("the weights file {} holds no tensor of that name", path.display())))?;
                 if entry.shape != s.shape || entry.dtype != DType::F32 {
                     return Err(err(format!(
                         "the weights file {} holds it as {:?} {:?}, the model declares {:?} {:?}",

@@ -22,12 +22,28 @@ pub enum FanMode {
 pub enum Init {
     Zeros,
     Ones,
-    Normal { mean: f64, std: f64 },
-    Uniform { low: f64, high: f64 },
-    XavierUniform { gain: f64 },
-    XavierNormal { gain: f64 },
-    KaimingUniform { gain: f64, mode: FanMode },
-    KaimingNormal { gain: f64, mode: FanMode },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
+    Uniform {
+        low: f64,
+        high: f64,
+    },
+    XavierUniform {
+        gain: f64,
+    },
+    XavierNormal {
+        gain: f64,
+    },
+    KaimingUniform {
+        gain: f64,
+        mode: FanMode,
+    },
+    KaimingNormal {
+        gain: f64,
+        mode: FanMode,
+    },
     /// The value is data: the model's weights file (an imported model's
     /// initializers) holds it under the parameter's name; see
     /// [`crate::host::initial_state`].

@@ -35,7 +35,8 @@ pub fn op_of(dir: &Path) -> Option<String> {
 
 fn read_tensor(path: &Path) -> Result<Tensor, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let proto = aicf_onnx::proto::TensorProto::decode(bytes.as_slice()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let proto =
+        aicf_onnx::proto::TensorProto::decode(bytes.as_slice()).map_err(|e| format!("{}: {e}", path.display()))?;
     let t = aicf_onnx::tensor(&proto, path.parent().unwrap_or(Path::new("."))).map_err(|e| e.to_string())?;
     let dtype = match (&t.data, t.data_type) {
         (aicf_onnx::Data::F32(_), _) => DType::F32,
@@ -62,9 +63,9 @@ pub fn run_case(dir: &Path, work: &Path, cache: &Path) -> Outcome {
         // those inputs (all but the first) are bound to the test's values
         // as initializers, and the import tried again.
         Err(ImportError::Node { message, .. }) if message.contains("must be known at import time") => {
-            match with_constant_inputs(&model, &data).and_then(|m| {
-                onnx::import_model(&m, &name, dir, &options).map_err(|e| e.to_string())
-            }) {
+            match with_constant_inputs(&model, &data)
+                .and_then(|m| onnx::import_model(&m, &name, dir, &options).map_err(|e| e.to_string()))
+            {
                 Ok(i) => i,
                 Err(e) => return Outcome::Unsupported(e),
             }
@@ -133,8 +134,7 @@ fn with_constant_inputs(
     let mut m = model.clone();
     let graph = m.graph.as_mut().ok_or("no graph")?;
     let inits: std::collections::HashSet<String> = graph.initializer.iter().map(|t| t.name().to_string()).collect();
-    let inputs: Vec<String> =
-        graph.input.iter().map(|i| i.name().to_string()).filter(|n| !inits.contains(n)).collect();
+    let inputs: Vec<String> = graph.input.iter().map(|i| i.name().to_string()).filter(|n| !inits.contains(n)).collect();
     for (k, name) in inputs.iter().enumerate().skip(1) {
         let path = data.join(format!("input_{k}.pb"));
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;

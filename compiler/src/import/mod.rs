@@ -1,4 +1,4 @@
 //! Models from other frameworks, translated to `hl`.
 
-pub mod onnx;
 pub mod conformance;
+pub mod onnx;

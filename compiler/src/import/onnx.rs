@@ -31,12 +31,63 @@ use std::path::{Path, PathBuf};
 
 /// The ONNX op types the importer translates (default domain).
 pub const SUPPORTED: &[&str] = &[
-    "Abs", "Add", "AveragePool", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "Conv", "Div",
-    "Dropout", "Equal", "Erf", "Exp", "Expand", "Flatten", "Gather", "Gelu", "Gemm", "GlobalAveragePool",
-    "Greater", "HardSigmoid", "HardSwish", "Identity", "LayerNormalization", "LeakyRelu", "Less", "Log",
-    "LogSoftmax", "MatMul", "Max", "MaxPool", "Min", "Mul", "Neg", "Pow", "Range", "Reciprocal", "ReduceMax",
-    "ReduceMean", "ReduceSum", "Relu", "Reshape", "Shape", "Sigmoid", "Slice", "Softmax", "Split", "Sqrt",
-    "Squeeze", "Sub", "Tanh", "Transpose", "Trilu", "Not", "Unsqueeze", "Where",
+    "Abs",
+    "Add",
+    "AveragePool",
+    "Cast",
+    "Clip",
+    "Concat",
+    "Constant",
+    "ConstantOfShape",
+    "Conv",
+    "Div",
+    "Dropout",
+    "Equal",
+    "Erf",
+    "Exp",
+    "Expand",
+    "Flatten",
+    "Gather",
+    "Gelu",
+    "Gemm",
+    "GlobalAveragePool",
+    "Greater",
+    "HardSigmoid",
+    "HardSwish",
+    "Identity",
+    "LayerNormalization",
+    "LeakyRelu",
+    "Less",
+    "Log",
+    "LogSoftmax",
+    "MatMul",
+    "Max",
+    "MaxPool",
+    "Min",
+    "Mul",
+    "Neg",
+    "Pow",
+    "Range",
+    "Reciprocal",
+    "ReduceMax",
+    "ReduceMean",
+    "ReduceSum",
+    "Relu",
+    "Reshape",
+    "Shape",
+    "Sigmoid",
+    "Slice",
+    "Softmax",
+    "Split",
+    "Sqrt",
+    "Squeeze",
+    "Sub",
+    "Tanh",
+    "Transpose",
+    "Trilu",
+    "Not",
+    "Unsqueeze",
+    "Where",
 ];
 
 /// The opsets the importer reads (the default domain's version; 28 is
@@ -214,7 +265,8 @@ pub fn import_model(
         return Err(fail("the graph has no outputs".into()));
     }
     let params = choose_params(graph, &inits);
-    let mut importer = Importer { name: name.to_string(), opset, graph, inits: &inits, params: &params, names: HashMap::new() };
+    let mut importer =
+        Importer { name: name.to_string(), opset, graph, inits: &inits, params: &params, names: HashMap::new() };
     let mut b = ModuleBuilder::new();
     let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
     let mut error = None;
@@ -418,7 +470,8 @@ fn attr_s(node: &NodeProto, name: &str) -> Option<String> {
 /// A parameter name that is a plain MLIR symbol: characters outside
 /// `[A-Za-z0-9_.]` become `_`, and a leading digit gets a `p` before it.
 fn param_name(onnx: &str) -> String {
-    let mut s: String = onnx.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
+    let mut s: String =
+        onnx.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '_' }).collect();
     s = s.trim_matches('.').to_string();
     if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
         s = format!("p{s}");
@@ -591,9 +644,8 @@ impl Importer<'_> {
 
     fn node(&mut self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Vec<V>> {
         let op = node.op_type();
-        let input = |k: usize| -> R<&V> {
-            ins.get(k).and_then(|v| v.as_ref()).ok_or_else(|| format!("input {k} is missing"))
-        };
+        let input =
+            |k: usize| -> R<&V> { ins.get(k).and_then(|v| v.as_ref()).ok_or_else(|| format!("input {k} is missing")) };
         let konst = |k: usize, what: &str| -> R<Const> {
             match input(k)? {
                 V::C(c) => Ok(c.clone()),
@@ -630,7 +682,11 @@ impl Importer<'_> {
                             .map_err(|e| e.to_string())?,
                     ),
                     "value_float" => Const::scalar(a.f() as f64, true),
-                    "value_floats" => Const { dims: vec![a.floats.len()], vals: a.floats.iter().map(|&x| x as f64).collect(), float: true },
+                    "value_floats" => Const {
+                        dims: vec![a.floats.len()],
+                        vals: a.floats.iter().map(|&x| x as f64).collect(),
+                        float: true,
+                    },
                     "value_int" => Const::scalar(a.i() as f64, false),
                     "value_ints" => Const::ints(&a.ints),
                     other => return Err(format!("Constant's '{other}' is not supported")),
@@ -739,7 +795,11 @@ impl Importer<'_> {
                     let vals = (0..n)
                         .map(|i| {
                             let pick = c.vals[broadcast_index(i, &dims, &c.dims)] != 0.0;
-                            if pick { x.vals[broadcast_index(i, &dims, &x.dims)] } else { y.vals[broadcast_index(i, &dims, &y.dims)] }
+                            if pick {
+                                x.vals[broadcast_index(i, &dims, &x.dims)]
+                            } else {
+                                y.vals[broadcast_index(i, &dims, &y.dims)]
+                            }
                         })
                         .collect();
                     return Ok(vec![V::C(Const { dims, vals, float: x.float })]);
@@ -984,13 +1044,16 @@ impl Importer<'_> {
                 })?)
             }
             "Cast" => {
-                let to = DataType::try_from(attr_i(node, "to", 1) as i32).map_err(|_| "unknown 'to' type".to_string())?;
+                let to =
+                    DataType::try_from(attr_i(node, "to", 1) as i32).map_err(|_| "unknown 'to' type".to_string())?;
                 let float = matches!(to, DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16);
                 match input(0)? {
                     V::C(c) => {
                         let mut c = c.clone();
                         if !float {
-                            c.vals.iter_mut().for_each(|v| *v = if to == DataType::Bool { (*v != 0.0) as i32 as f64 } else { v.trunc() });
+                            c.vals.iter_mut().for_each(|v| {
+                                *v = if to == DataType::Bool { (*v != 0.0) as i32 as f64 } else { v.trunc() }
+                            });
                         }
                         c.float = float;
                         Ok(vec![V::C(c)])
@@ -999,7 +1062,9 @@ impl Importer<'_> {
                         let dtype = match to {
                             _ if float => DType::F32,
                             DataType::Bool => DType::I1,
-                            DataType::Int64 | DataType::Int32 | DataType::Int16 | DataType::Int8 | DataType::Uint8 => DType::I32,
+                            DataType::Int64 | DataType::Int32 | DataType::Int16 | DataType::Int8 | DataType::Uint8 => {
+                                DType::I32
+                            }
                             other => return Err(format!("cast to {} is not supported", other.as_str_name())),
                         };
                         // f32 throughout: a cast to a 16-bit float rounds to it and back.
@@ -1051,20 +1116,30 @@ impl Importer<'_> {
                 reshape_v(self, g, input(0)?, &[outer, inner])
             }
             "Reshape" => {
-                let target = if self.opset >= 5 { konst(1, "the shape")?.as_ints() } else { attr_ints(node, "shape").unwrap_or_default() };
+                let target = if self.opset >= 5 {
+                    konst(1, "the shape")?.as_ints()
+                } else {
+                    attr_ints(node, "shape").unwrap_or_default()
+                };
                 let dims = shape_of(input(0)?);
                 let allow_zero = attr_i(node, "allowzero", 0) != 0;
                 let total: usize = dims.iter().product();
                 let mut out: Vec<i64> = Vec::new();
                 for (k, &d) in target.iter().enumerate() {
-                    out.push(if d == 0 && !allow_zero { *dims.get(k).ok_or("0 copies a dimension the input lacks")? as i64 } else { d });
+                    out.push(if d == 0 && !allow_zero {
+                        *dims.get(k).ok_or("0 copies a dimension the input lacks")? as i64
+                    } else {
+                        d
+                    });
                 }
                 let known: i64 = out.iter().filter(|&&d| d != -1).product();
                 let holes = out.iter().filter(|&&d| d == -1).count();
-                if holes > 1 || out.iter().any(|&d| d < -1) || (holes == 1 && (known <= 0 || total as i64 % known != 0)) {
+                if holes > 1 || out.iter().any(|&d| d < -1) || (holes == 1 && (known <= 0 || total as i64 % known != 0))
+                {
                     return Err(format!("cannot reshape {dims:?} to {target:?}"));
                 }
-                let shape: Vec<usize> = out.iter().map(|&d| if d == -1 { total / known as usize } else { d as usize }).collect();
+                let shape: Vec<usize> =
+                    out.iter().map(|&d| if d == -1 { total / known as usize } else { d as usize }).collect();
                 if shape.iter().product::<usize>() != total {
                     return Err(format!("cannot reshape {dims:?} ({total} elements) to {shape:?}"));
                 }
@@ -1072,7 +1147,8 @@ impl Importer<'_> {
             }
             "Squeeze" | "Unsqueeze" => {
                 let dims = shape_of(input(0)?);
-                let axes = if self.opset >= 13 { optional_const(1)?.map(|c| c.as_ints()) } else { attr_ints(node, "axes") };
+                let axes =
+                    if self.opset >= 13 { optional_const(1)?.map(|c| c.as_ints()) } else { attr_ints(node, "axes") };
                 let shape: Vec<usize> = if op == "Squeeze" {
                     match axes {
                         None => dims.iter().copied().filter(|&d| d != 1).collect(),
@@ -1129,7 +1205,8 @@ impl Importer<'_> {
                 let rank = shape_of(first).len();
                 let a = norm_axis(axis, rank)?;
                 if present.iter().all(|v| matches!(v, V::C(_))) {
-                    let cs: Vec<&Const> = present.iter().map(|v| if let V::C(c) = v { c } else { unreachable!() }).collect();
+                    let cs: Vec<&Const> =
+                        present.iter().map(|v| if let V::C(c) = v { c } else { unreachable!() }).collect();
                     let mut dims = cs[0].dims.clone();
                     dims[a] = cs.iter().map(|c| c.dims[a]).sum();
                     let outer: usize = dims[..a].iter().product();
@@ -1151,7 +1228,11 @@ impl Importer<'_> {
                 let x = t(0)?;
                 let a = norm_axis(attr_i(node, "axis", 0), x.rank())?;
                 let n = node.output.len();
-                let sizes: Vec<usize> = match if self.opset >= 13 { optional_const(1)?.map(|c| c.as_ints()) } else { attr_ints(node, "split") } {
+                let sizes: Vec<usize> = match if self.opset >= 13 {
+                    optional_const(1)?.map(|c| c.as_ints())
+                } else {
+                    attr_ints(node, "split")
+                } {
                     Some(s) => s.iter().map(|&v| v.max(0) as usize).collect(),
                     None => {
                         let d = x.shape()[a];
@@ -1238,7 +1319,11 @@ impl Importer<'_> {
                             .iter()
                             .map(|&k| {
                                 let k = if k < 0 { k + dims[a] as i64 } else { k };
-                                if k < 0 || k >= dims[a] as i64 { Err(format!("index {k} is out of range for {dims:?} axis {a}")) } else { Ok(k as usize) }
+                                if k < 0 || k >= dims[a] as i64 {
+                                    Err(format!("index {k} is out of range for {dims:?} axis {a}"))
+                                } else {
+                                    Ok(k as usize)
+                                }
                             })
                             .collect::<R<_>>()?;
                         let outer: usize = dims[..a].iter().product();
@@ -1257,8 +1342,13 @@ impl Importer<'_> {
                     }
                     (data, V::C(i)) => {
                         let x = self.tensor(g, data, None)?;
-                        let ks: Vec<f64> = i.as_ints().iter().map(|&k| (if k < 0 { k + dims[a] as i64 } else { k }) as f64).collect();
-                        let idx = self.materialize(g, &Const { dims: i.dims.clone(), vals: ks, float: false }, Some(DType::I32))?;
+                        let ks: Vec<f64> =
+                            i.as_ints().iter().map(|&k| (if k < 0 { k + dims[a] as i64 } else { k }) as f64).collect();
+                        let idx = self.materialize(
+                            g,
+                            &Const { dims: i.dims.clone(), vals: ks, float: false },
+                            Some(DType::I32),
+                        )?;
                         one(nn(x.gather(&idx, a as i64))?)
                     }
                     (data, V::T(i)) => {
@@ -1328,7 +1418,13 @@ fn pair2(v: Option<Vec<i64>>, d: usize, what: &str) -> R<[usize; 2]> {
 }
 
 /// Symmetric `[h, w]` padding from `pads` / `auto_pad`.
-fn pads(node: &NodeProto, spatial: &[usize], kernel: [usize; 2], stride: [usize; 2], dilation: [usize; 2]) -> R<[usize; 2]> {
+fn pads(
+    node: &NodeProto,
+    spatial: &[usize],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+) -> R<[usize; 2]> {
     let auto = attr_s(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
     let p: Vec<i64> = match auto.as_str() {
         "NOTSET" => attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]),

@@ -21,7 +21,10 @@ fn fixture(name: &str) -> PathBuf {
 
 fn io(name: &str) -> BTreeMap<String, Tensor> {
     let (entries, _) = checkpoint::load(&fixture(&format!("{name}.io.safetensors"))).unwrap();
-    entries.into_iter().map(|(k, e)| (k, Tensor::new(e.shape.clone(), e.dtype, read_values(&e.bytes, e.dtype)))).collect()
+    entries
+        .into_iter()
+        .map(|(k, e)| (k, Tensor::new(e.shape.clone(), e.dtype, read_values(&e.bytes, e.dtype))))
+        .collect()
 }
 
 /// max |a - b| / max |b|.
@@ -128,8 +131,13 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     let graph = model.graph.as_mut().unwrap();
     graph.node[1].op_type = Some("Celu".into());
     let node = graph.node[1].name().to_string();
-    let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &ImportOptions { batch: Some(2), loss: Loss::None })
-        .unwrap_err();
+    let e = onnx::import_model(
+        &model,
+        "edited.onnx",
+        std::path::Path::new("."),
+        &ImportOptions { batch: Some(2), loss: Loss::None },
+    )
+    .unwrap_err();
     match &e {
         ImportError::Node { node: n, op, opset, message, .. } => {
             assert_eq!((n.as_str(), op.as_str(), *opset), (node.as_str(), "Celu", 17));

@@ -14,8 +14,8 @@
 
 use aicf_compiler::{
     CompilerContext,
-    import::onnx::{self, ImportOptions, Loss},
     codegen::{GpuOptions, KernelCache, ptx_files, ptxas, validate_ptx},
+    import::onnx::{self, ImportOptions, Loss},
     pipeline::{self, MemoryBudget, Precision, TrainOptions},
     run_pipeline,
     train::{
@@ -453,7 +453,13 @@ fn no_batch(c: &ModelArgs, command: &str) -> Result<()> {
     }
 }
 
-fn run_compile(c: &ModelArgs, output: Option<PathBuf>, emit: Option<Stage>, target: Target, timing: bool) -> Result<()> {
+fn run_compile(
+    c: &ModelArgs,
+    output: Option<PathBuf>,
+    emit: Option<Stage>,
+    target: Target,
+    timing: bool,
+) -> Result<()> {
     let (model, batch) = if is_onnx(&c.model) {
         let dir = output.as_deref().and_then(Path::parent).unwrap_or(Path::new("target")).to_path_buf();
         let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };

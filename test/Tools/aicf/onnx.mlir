@@ -1,0 +1,33 @@
+// ONNX models through the CLI: `aicf import` writes the hl module and its
+// weights beside it; `aicf train` imports an .onnx itself (--batch binds
+// its symbolic batch dimension, --loss chooses @loss) and fine-tunes the
+// exported CNN on the digits; a symbolic batch without --batch, a file that
+// is not ONNX and an unknown loss are clear errors.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: aicf import %S/../../onnx/gpt.onnx -o %t/gpt.mlir --batch 4 | FileCheck %s --check-prefix=IMPORT
+// RUN: FileCheck %s --check-prefix=IR < %t/gpt.mlir
+// RUN: test -f %t/gpt.weights.safetensors
+// RUN: aicf train %S/../../onnx/cnn.onnx --batch 32 --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/run | FileCheck %s --check-prefix=TRAIN
+// RUN: not aicf import %S/../../onnx/gpt.onnx -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=BATCH
+// RUN: not aicf import %S/onnx.mlir -o %t/y.mlir 2>&1 | FileCheck %s --check-prefix=JUNK
+// RUN: not aicf import %S/../../onnx/mlp.onnx --loss hinge 2>&1 | FileCheck %s --check-prefix=LOSS
+
+// IMPORT: imported {{.*}}gpt.onnx (opset 17) -> {{.*}}gpt.mlir in {{[0-9.]+}} s: inputs input0: tensor<4x16xi32>, 30 parameters (30209 values) in {{.*}}gpt.weights.safetensors
+
+// IR: module attributes {hl.weights = {file = "gpt.weights.safetensors", hash = "{{[0-9a-f]+}}"}}
+// IR: hl.param @tok.weight : tensor<65x32xf32> owner "tok" init <data>
+// IR: func.func @forward(%arg0: tensor<4x16xi32>) -> tensor<4x16x65xf32>
+// IR: hl.gather
+// IR: hl.layer_norm
+// IR: hl.softmax
+// IR: func.func @loss(%arg0: tensor<4x16xi32>, %arg1: tensor<4x16xi32>) -> tensor<f32>
+// IR: hl.cross_entropy
+
+// TRAIN: imported {{.*}}cnn.onnx (opset 17) -> {{.*}}cnn.mlir
+// TRAIN: training on 1438 examples (359 held out), batch 32
+// TRAIN: epoch   3/3
+// TRAIN: final held-out accuracy {{[0-9.]+}}% after 3 epochs
+
+// BATCH: aicf: error: {{.*}}gpt.onnx: input 'input0' dimension 0 is 'batch': give --batch to make it static
+// JUNK: aicf: error: {{.*}}onnx.mlir: not an ONNX model
+// LOSS: error: invalid value 'hinge' for '--loss <LOSS>': unknown loss 'hinge': expected cross_entropy, mse or none
