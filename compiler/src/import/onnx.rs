@@ -487,6 +487,19 @@ fn norm_axis(axis: i64, rank: usize) -> R<usize> {
     Ok(a as usize)
 }
 
+/// The element count of a constant's shape, refusing one too large to fold.
+fn numel(dims: &[usize]) -> R<usize> {
+    dims.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= aicf_onnx::MAX_ELEMENTS)
+        .ok_or_else(|| format!("a constant of shape {dims:?} is too large to fold"))
+}
+
+/// The first value of a constant that must hold one.
+fn first(c: &Const, what: &str) -> R<f64> {
+    c.vals.first().copied().ok_or_else(|| format!("{what} is empty"))
+}
+
 /// Numpy broadcasting of two shapes.
 fn broadcast(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
     let n = a.len().max(b.len());
@@ -526,7 +539,7 @@ fn broadcast_index(idx: usize, out: &[usize], shape: &[usize]) -> usize {
 
 fn fold_binary(a: &Const, b: &Const, f: impl Fn(f64, f64) -> f64) -> R<Const> {
     let dims = broadcast(&a.dims, &b.dims)?;
-    let n: usize = dims.iter().product();
+    let n = numel(&dims)?;
     let vals = (0..n)
         .map(|i| f(a.vals[broadcast_index(i, &dims, &a.dims)], b.vals[broadcast_index(i, &dims, &b.dims)]))
         .collect();
@@ -717,15 +730,12 @@ impl Importer<'_> {
                     None => (0.0, true),
                 };
                 let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-                let n = dims.iter().product();
-                if n > aicf_onnx::MAX_ELEMENTS {
-                    return Err(format!("{dims:?} is too large"));
-                }
+                let n = numel(&dims)?;
                 Ok(vec![V::C(Const { dims, vals: vec![v; n], float })])
             }
             "Range" => {
                 let (s, l, d) = (konst(0, "start")?, konst(1, "limit")?, konst(2, "delta")?);
-                let (s, l, d) = (s.vals[0], l.vals[0], d.vals[0]);
+                let (s, l, d) = (first(&s, "start")?, first(&l, "limit")?, first(&d, "delta")?);
                 if d == 0.0 {
                     return Err("delta is 0".into());
                 }
@@ -791,7 +801,7 @@ impl Importer<'_> {
             "Where" => {
                 if let (V::C(c), V::C(x), V::C(y)) = (input(0)?, input(1)?, input(2)?) {
                     let dims = broadcast(&broadcast(&c.dims, &x.dims)?, &y.dims)?;
-                    let n: usize = dims.iter().product();
+                    let n = numel(&dims)?;
                     let vals = (0..n)
                         .map(|i| {
                             let pick = c.vals[broadcast_index(i, &dims, &c.dims)] != 0.0;
@@ -831,7 +841,10 @@ impl Importer<'_> {
                 if dims.len() < 2 {
                     return Err(format!("Trilu of rank {} (at least 2)", dims.len()));
                 }
-                let k = optional_const(1)?.map(|c| c.vals[0] as i64).unwrap_or(0);
+                let k = match optional_const(1)? {
+                    Some(c) => first(&c, "k")? as i64,
+                    None => 0,
+                };
                 let upper = attr_i(node, "upper", 1) != 0;
                 let (rows, cols) = (dims[dims.len() - 2], dims[dims.len() - 1]);
                 // Which elements of a [rows, cols] matrix are kept.
@@ -912,7 +925,8 @@ impl Importer<'_> {
                 let (lo, hi) = if self.opset < 11 {
                     (Some(attr_f(node, "min", f32::MIN) as f64), Some(attr_f(node, "max", f32::MAX) as f64))
                 } else {
-                    (optional_const(1)?.map(|c| c.vals[0]), optional_const(2)?.map(|c| c.vals[0]))
+                    let bound = |k: usize, what: &str| optional_const(k)?.map(|c| first(&c, what)).transpose();
+                    (bound(1, "min")?, bound(2, "max")?)
                 };
                 let mut y = x;
                 if let Some(lo) = lo {
@@ -972,8 +986,12 @@ impl Importer<'_> {
             }
             "Conv" => {
                 let (x, w) = (t(0)?, t(1)?);
-                if x.rank() != 4 {
-                    return Err(format!("only 2-D convolutions are supported, the input is {}", x.spec()));
+                if x.rank() != 4 || w.rank() != 4 {
+                    return Err(format!(
+                        "only 2-D convolutions are supported, the input is {} and the weight {}",
+                        x.spec(),
+                        w.spec()
+                    ));
                 }
                 let b = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
                 let kernel = [w.shape()[2], w.shape()[3]];
@@ -1096,7 +1114,7 @@ impl Importer<'_> {
                     }
                 }
                 let ratio = if self.opset >= 12 {
-                    optional_const(1)?.map(|c| c.vals[0]).unwrap_or(0.5)
+                    optional_const(1)?.map(|c| first(&c, "ratio")).transpose()?.unwrap_or(0.5)
                 } else {
                     attr_f(node, "ratio", 0.5) as f64
                 };
@@ -1132,7 +1150,11 @@ impl Importer<'_> {
                         d
                     });
                 }
-                let known: i64 = out.iter().filter(|&&d| d != -1).product();
+                let known = out
+                    .iter()
+                    .filter(|&&d| d != -1)
+                    .try_fold(1i64, |n, &d| n.checked_mul(d))
+                    .ok_or_else(|| format!("shape {target:?} overflows"))?;
                 let holes = out.iter().filter(|&&d| d == -1).count();
                 if holes > 1 || out.iter().any(|&d| d < -1) || (holes == 1 && (known <= 0 || total as i64 % known != 0))
                 {
@@ -1206,7 +1228,15 @@ impl Importer<'_> {
                 let a = norm_axis(axis, rank)?;
                 if present.iter().all(|v| matches!(v, V::C(_))) {
                     let cs: Vec<&Const> =
-                        present.iter().map(|v| if let V::C(c) = v { c } else { unreachable!() }).collect();
+                        present.iter().filter_map(|v| if let V::C(c) = v { Some(c) } else { None }).collect();
+                    let fits = |c: &&Const| {
+                        c.dims.len() == rank
+                            && c.dims.iter().zip(&cs[0].dims).enumerate().all(|(i, (x, y))| i == a || x == y)
+                    };
+                    if !cs.iter().all(fits) {
+                        let shapes: Vec<&Vec<usize>> = cs.iter().map(|c| &c.dims).collect();
+                        return Err(format!("shapes {shapes:?} do not concatenate along axis {a}"));
+                    }
                     let mut dims = cs[0].dims.clone();
                     dims[a] = cs.iter().map(|c| c.dims[a]).sum();
                     let outer: usize = dims[..a].iter().product();
@@ -1240,7 +1270,8 @@ impl Importer<'_> {
                         (0..n).map(|i| chunk.min(d.saturating_sub(i * chunk))).collect()
                     }
                 };
-                if sizes.len() != n || sizes.iter().sum::<usize>() != x.shape()[a] {
+                let covered = sizes.iter().try_fold(0usize, |t, &v| t.checked_add(v));
+                if sizes.len() != n || covered != Some(x.shape()[a]) {
                     return Err(format!("split sizes {sizes:?} do not cover dimension {a} of {}", x.spec()));
                 }
                 let mut start = 0;
@@ -1369,7 +1400,7 @@ impl Importer<'_> {
                 let shape = broadcast(&dims, &target)?;
                 match input(0)? {
                     V::C(c) => {
-                        let n: usize = shape.iter().product();
+                        let n = numel(&shape)?;
                         let vals = (0..n).map(|i| c.vals[broadcast_index(i, &shape, &c.dims)]).collect();
                         Ok(vec![V::C(Const { dims: shape, vals, float: c.float })])
                     }

@@ -251,3 +251,27 @@ fn onnx_conformance_table() {
     std::fs::write(out.join("onnx-conformance-passed.txt"), passed.join("\n")).unwrap();
     println!("{table}");
 }
+
+/// Damaged model files (every prefix at a stride, and bytes flipped
+/// through the file) are errors or import, never a panic.
+#[test]
+fn damaged_onnx_files_are_errors_not_panics() {
+    let bytes = std::fs::read(fixture("gpt.onnx")).unwrap();
+    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy };
+    let mut decoded = 0;
+    let mut variants: Vec<Vec<u8>> = (0..bytes.len()).step_by(509).map(|n| bytes[..n].to_vec()).collect();
+    for at in (0..bytes.len()).step_by(331) {
+        let mut b = bytes.clone();
+        b[at] ^= 0x5a;
+        variants.push(b);
+    }
+    for b in &variants {
+        let Ok(model) = aicf_onnx::decode(b) else { continue };
+        decoded += 1;
+        let result = std::panic::catch_unwind(|| {
+            let _ = onnx::import_model(&model, "damaged.onnx", std::path::Path::new("."), &options);
+        });
+        assert!(result.is_ok(), "importing a damaged model panicked");
+    }
+    assert!(decoded > 10, "only {decoded} damaged variants decoded");
+}

@@ -43,7 +43,7 @@ func.func @f() {
 
 // -----
 
-// expected-error @+1 {{unknown initializer 'he_uniform'; expected zeros, ones, normal, uniform, xavier_uniform, xavier_normal, kaiming_uniform or kaiming_normal}}
+// expected-error @+1 {{unknown initializer 'he_uniform'; expected zeros, ones, normal, uniform, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal or data}}
 hl.param @p : tensor<4x4xf32> owner "" init <he_uniform>
 
 // -----

@@ -438,6 +438,7 @@ fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
     }
     let stem = c.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
     let output = out.join(format!("{stem}.mlir"));
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     import(&c.model, &output, c.loss, c.batch)?;
     Ok(output)
 }
@@ -587,7 +588,6 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, gemm
         return Err(format!("--val-split {} is not in [0, 1)", run.data.val_split));
     }
     no_batch(c, "train")?;
-    std::fs::create_dir_all(&run.out).map_err(|e| format!("{}: {e}", run.out.display()))?;
     let model = hl_model(c, &run.out)?;
     let options = Options { gemm, ..options(c, d, run.seed, &run.out) };
     let summary = run::fit(&model, &options, data, run, &mut Printer).map_err(|e| e.to_string())?;
@@ -626,7 +626,6 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, gemm
 
 fn eval(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], checkpoint: &Path, out: &Path) -> Result<()> {
     no_batch(c, "eval")?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let model = hl_model(c, out)?;
     let options = options(c, d, 0, out);
     let scored =
@@ -663,7 +662,6 @@ fn bench(
         return Err(format!("the learning rate {lr} is not a positive number"));
     }
     no_batch(c, "bench")?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let model = hl_model(c, out)?;
     let c = &ModelArgs { model, ..c.clone() };
     let options = options(c, d, 0, out);
