@@ -104,11 +104,60 @@ class Gpt(nn.Module):
         return self.head(self.ln_f(x))
 
 
+class SmallResNet18(nn.Module):
+    """torchvision's ResNet-18 (its BasicBlock, 2-2-2-2 stages, the same
+    stem, strides and downsampling) at 1/8 of its widths. `digits=True`
+    takes 1 x 8 x 8 images through a 3 x 3 stem without the max-pool (the
+    CIFAR variant's stem)."""
+
+    def __init__(self, width=8, classes=10, digits=False):
+        super().__init__()
+        from torchvision.models.resnet import BasicBlock
+
+        if digits:
+            self.conv1 = nn.Conv2d(1, width, 3, 1, 1, bias=False)
+            self.maxpool = nn.Identity()
+        else:
+            self.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU(inplace=True)
+        layers, inplanes = [], width
+        for i, planes in enumerate([width, 2 * width, 4 * width, 8 * width]):
+            stride = 1 if i == 0 else 2
+            down = None
+            if stride != 1 or inplanes != planes:
+                down = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+            layers.append(nn.Sequential(BasicBlock(inplanes, planes, stride, down), BasicBlock(planes, planes)))
+            inplanes = planes
+        self.layer1, self.layer2, self.layer3, self.layer4 = layers
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(inplanes, classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def mobilenet():
+    import torchvision
+
+    return torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=10, dropout=0.0)
+
+
 MODELS = {
     # name: (module, example input, labels shape and classes)
     "mlp": (Mlp, lambda g: torch.randn(8, 64, generator=g), ((8,), 10)),
     "cnn": (SmallCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "gpt": (Gpt, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
+    "resnet18": (SmallResNet18, lambda g: torch.randn(4, 3, 32, 32, generator=g), ((4,), 10)),
+    # 64 x 64 and 8 images: at 32 x 32 and 4 the last batch norms normalise
+    # over 4 values, and even PyTorch's f32 gradients are 2e-3 (median)
+    # from its f64 ones; here 1e-5.
+    "mobilenetv2": (mobilenet, lambda g: torch.randn(8, 3, 64, 64, generator=g), ((8,), 10)),
+    "resnet_digits": (lambda: SmallResNet18(width=8, digits=True), lambda g: torch.randn(8, 1, 8, 8, generator=g),
+                      ((8,), 10)),
 }
 
 
@@ -121,6 +170,12 @@ def export(name, out):
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.05 * torch.randn(p.shape))
+        # Running statistics as a trained model has them.
+        for bname, b in model.named_buffers():
+            if bname.endswith("running_mean"):
+                b.copy_(0.1 * torch.randn(b.shape))
+            elif bname.endswith("running_var"):
+                b.copy_(0.5 + torch.rand(b.shape))
     g = torch.Generator().manual_seed(1)
     x = example(g)
     labels = torch.randint(0, classes, label_shape, generator=g)
@@ -128,11 +183,19 @@ def export(name, out):
     torch.onnx.export(
         model, (x,), path, input_names=["input0"], output_names=["output0"],
         dynamic_axes={"input0": {0: "batch"}, "output0": {0: "batch"}}, opset_version=17, dynamo=False,
+        # Keep BatchNormalization nodes (evaluation mode would fold them
+        # into the convolutions).
+        training=torch.onnx.TrainingMode.PRESERVE,
     )
     onnx.checker.check_model(onnx.load(path))
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed = x.numpy() if x.dtype != torch.int64 else x.numpy()
     ort_out = sess.run(None, {"input0": feed})[0]
+    with torch.no_grad():
+        y_eval = model(x)
+    # The training step's reference: batch statistics in train mode (which
+    # also moves the running statistics, kept below).
+    model.train()
     model.zero_grad()
     y = model(x)
     loss = F.cross_entropy(y.reshape(-1, y.shape[-1]), labels.reshape(-1))
@@ -141,7 +204,7 @@ def export(name, out):
         "input0": x.numpy().astype(np.int32 if x.dtype == torch.int64 else np.float32),
         "labels": labels.numpy().astype(np.int32),
         "ort.output0": ort_out.astype(np.float32),
-        "torch.output0": y.detach().numpy().astype(np.float32),
+        "torch.output0": y_eval.numpy().astype(np.float32),
         "torch.loss": np.array(loss.item(), dtype=np.float32),
     }
     # Gradients by initializer: a parameter under its own name, or one the
@@ -157,6 +220,9 @@ def export(name, out):
             if p.dim() == 2 and tuple(p.shape[::-1]) == value.shape and np.array_equal(p.detach().numpy().T, value):
                 arrays[f"grad.{t.name}"] = np.ascontiguousarray(p.grad.numpy().T).astype(np.float32)
                 break
+    for bname, b in model.named_buffers():
+        if bname.endswith(("running_mean", "running_var")):
+            arrays[f"running.{bname}"] = b.detach().numpy().astype(np.float32)
     save_file(arrays, os.path.join(out, f"{name}.io.safetensors"))
     print(f"{path}: {os.path.getsize(path)} bytes, {sum(k.startswith('grad.') for k in arrays)} gradients, "
           f"max |torch - ort| {np.abs(arrays['torch.output0'] - ort_out).max():.2e}")

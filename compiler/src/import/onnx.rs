@@ -34,6 +34,7 @@ pub const SUPPORTED: &[&str] = &[
     "Abs",
     "Add",
     "AveragePool",
+    "BatchNormalization",
     "Cast",
     "Clip",
     "Concat",
@@ -265,8 +266,17 @@ pub fn import_model(
         return Err(fail("the graph has no outputs".into()));
     }
     let params = choose_params(graph, &inits);
-    let mut importer =
-        Importer { name: name.to_string(), opset, graph, inits: &inits, params: &params, names: HashMap::new() };
+    let states = choose_states(graph, &inits);
+    let params: HashSet<String> = params.difference(&states).cloned().collect();
+    let mut importer = Importer {
+        name: name.to_string(),
+        opset,
+        graph,
+        inits: &inits,
+        params: &params,
+        states: &states,
+        names: HashMap::new(),
+    };
     let mut b = ModuleBuilder::new();
     let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
     let mut error = None;
@@ -326,6 +336,14 @@ pub fn import_model(
         };
         weights.push((p.name.clone(), t.dims.clone(), values.clone()));
     }
+    for st in &module.states {
+        let onnx_name = importer.names.iter().find(|(_, hl)| **hl == st.name).map(|(o, _)| o.clone());
+        let t = onnx_name.and_then(|o| inits.get(&o)).ok_or_else(|| fail(format!("no initializer for @{}", st.name)))?;
+        let aicf_onnx::Data::F32(values) = &t.data else {
+            return Err(fail(format!("initializer '{}' is not floating point", t.name)));
+        };
+        weights.push((st.name.clone(), t.dims.clone(), values.clone()));
+    }
     Ok(Imported { module, weights, sources, opset, inputs })
 }
 
@@ -378,6 +396,19 @@ fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<TensorS
     Ok(TensorSpec::new(dims, dtype))
 }
 
+/// The float initializers that become model state: a batch norm's running
+/// mean and variance.
+fn choose_states(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
+    graph
+        .node
+        .iter()
+        .filter(|n| n.op_type() == "BatchNormalization")
+        .flat_map(|n| n.input.iter().skip(3).take(2))
+        .filter(|n| inits.get(*n).is_some_and(|t| t.is_float()))
+        .cloned()
+        .collect()
+}
+
 /// The float initializers that become trainable parameters: those a node
 /// uses as a weight.
 fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
@@ -385,7 +416,7 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
     let is_float_tensor = |n: &str| inits.get(n).is_some_and(|t| t.is_float() && !t.dims.is_empty());
     for node in &graph.node {
         let weight_inputs: &[usize] = match node.op_type() {
-            "Conv" | "LayerNormalization" => &[1, 2],
+            "Conv" | "LayerNormalization" | "BatchNormalization" => &[1, 2],
             "Gemm" => &[0, 1, 2],
             "MatMul" => &[0, 1],
             "Gather" => &[0],
@@ -447,7 +478,8 @@ struct Importer<'a> {
     graph: &'a proto::GraphProto,
     inits: &'a HashMap<String, aicf_onnx::Tensor>,
     params: &'a HashSet<String>,
-    /// ONNX initializer name -> `hl.param` name.
+    states: &'a HashSet<String>,
+    /// ONNX initializer name -> `hl.param` / `hl.state` name.
     names: HashMap<String, String>,
 }
 
@@ -558,7 +590,7 @@ impl Importer<'_> {
             }
         }
         for (n, t) in self.inits.iter() {
-            if !self.params.contains(n) {
+            if !self.params.contains(n) && !self.states.contains(n) {
                 env.insert(n.clone(), V::C(Const::from_onnx(t)));
             }
         }
@@ -585,7 +617,7 @@ impl Importer<'_> {
                 }
                 if let Some(v) = env.get(n) {
                     ins.push(Some(v.clone()));
-                } else if self.params.contains(n) {
+                } else if self.params.contains(n) || self.states.contains(n) {
                     let t = self.param(&g, n).map_err(fail)?;
                     env.insert(n.clone(), V::T(t.clone()));
                     ins.push(Some(V::T(t)));
@@ -634,8 +666,13 @@ impl Importer<'_> {
                 n
             }
         };
+        let spec = TensorSpec::f32(t.dims.clone());
+        if self.states.contains(onnx) {
+            let slot = name.rsplit('.').next().unwrap_or("running").to_string();
+            return g.state(&name, &slot, &spec, Init::Data).map_err(|e| e.to_string());
+        }
         let owner = name.rsplit_once('.').map(|(o, _)| o.to_string()).unwrap_or_default();
-        g.param(&name, &owner, &TensorSpec::f32(t.dims.clone()), Init::Data).map_err(|e| e.to_string())
+        g.param(&name, &owner, &spec, Init::Data).map_err(|e| e.to_string())
     }
 
     /// A constant as an `hl.constant` (`like`: the dtype of the tensor it
@@ -947,6 +984,70 @@ impl Importer<'_> {
                     ));
                 }
                 one(nn(if op == "Softmax" { x.softmax(axis as i64) } else { x.log_softmax(axis as i64) })?)
+            }
+            "BatchNormalization" => {
+                let x = t(0)?;
+                if x.rank() < 2 {
+                    return Err(format!("the input {} has no channel dimension", x.spec()));
+                }
+                if attr_i(node, "training_mode", 0) != 0 || node.output.iter().skip(1).any(|o| !o.is_empty()) {
+                    return Err("training_mode=1 and the running-statistics outputs are not supported: export the \
+                                model in evaluation mode (AICF trains it with batch statistics in @loss)"
+                        .into());
+                }
+                if self.opset < 9 && attr_i(node, "spatial", 1) == 0 {
+                    return Err("spatial=0 is not supported".into());
+                }
+                let eps = attr_f(node, "epsilon", 1e-5) as f64;
+                let momentum = attr_f(node, "momentum", 0.9) as f64;
+                let c = x.shape()[1];
+                let (mean_name, var_name) = match (node.input.get(3), node.input.get(4)) {
+                    (Some(m), Some(v)) if self.states.contains(m) && self.states.contains(v) => {
+                        match (self.names.get(m), self.names.get(v)) {
+                            (Some(m), Some(v)) => (m.clone(), v.clone()),
+                            _ => return Err("the running statistics were not declared".into()),
+                        }
+                    }
+                    _ => return Err("the running mean and variance must be initializers".into()),
+                };
+                let vec = |k: usize| -> R<Tensor> { self.tensor(g, input(k)?, Some(DType::F32)) };
+                let (scale, bias, rm, rv) = (vec(1)?, vec(2)?, vec(3)?, vec(4)?);
+                for (what, v) in [("scale", &scale), ("bias", &bias), ("mean", &rm), ("var", &rv)] {
+                    if v.shape() != [c] {
+                        return Err(format!("{what} is {}, the input has {c} channels", v.spec()));
+                    }
+                }
+                // [C] -> [1, C, 1, ...] to broadcast over the input.
+                let mut per_channel: Vec<i64> = vec![1; x.rank()];
+                per_channel[1] = c as i64;
+                let channel = |v: &Tensor| nn(v.reshape(&per_channel));
+                let (mean, var) = if g.is_training() {
+                    // Batch statistics (biased variance), and the running
+                    // statistics' update as PyTorch's BatchNorm makes it
+                    // (with the unbiased variance); momentum m keeps m of
+                    // the old value (ONNX's convention: PyTorch's 0.1 is 0.9).
+                    let axes: Vec<i64> = (0..x.rank() as i64).filter(|&a| a != 1).collect();
+                    let n: usize = x.shape().iter().product::<usize>() / c;
+                    let mean = nn(x.mean(&axes, true))?;
+                    let centred = nn(x.sub(&mean))?;
+                    let var = nn(centred.mul(&centred).and_then(|sq| sq.mean(&axes, true)))?;
+                    let flat = |v: &Tensor| nn(v.reshape(&[c as i64]));
+                    let unbiased = if n > 1 { n as f64 / (n - 1) as f64 } else { 1.0 };
+                    let batch_mean = nn(flat(&mean)?.mul_scalar(1.0 - momentum))?;
+                    let next_mean = nn(rm.mul_scalar(momentum).and_then(|a| a.add(&batch_mean)))?;
+                    let batch_var = nn(flat(&var)?.mul_scalar((1.0 - momentum) * unbiased))?;
+                    let next_var = nn(rv.mul_scalar(momentum).and_then(|a| a.add(&batch_var)))?;
+                    g.set_state(&mean_name, &next_mean).map_err(|e| e.to_string())?;
+                    g.set_state(&var_name, &next_var).map_err(|e| e.to_string())?;
+                    (mean, var)
+                } else {
+                    (channel(&rm)?, channel(&rv)?)
+                };
+                let inv = nn(var.add_scalar(eps).and_then(|v| v.rsqrt()))?;
+                let y = nn(x.sub(&mean).and_then(|d| d.mul(&inv)))?;
+                let (scale, bias) = (channel(&scale)?, channel(&bias)?);
+                let y = nn(y.mul(&scale).and_then(|y| y.add(&bias)))?;
+                one(y)
             }
             "LayerNormalization" => {
                 let x = t(0)?;

@@ -69,6 +69,17 @@ pub struct ParamSpec {
     pub init: Init,
 }
 
+/// A state the model keeps itself (`hl.state` without a parameter: a batch
+/// norm's running statistics), which the train step updates through
+/// `hl.set_state`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateSpec {
+    pub name: String,
+    pub slot: String,
+    pub spec: TensorSpec,
+    pub init: Init,
+}
+
 /// The signature of a traced function.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionSig {
@@ -118,6 +129,7 @@ struct Inner {
     module: MlirModule,
     first_func: Option<MlirOperation>,
     params: Vec<ParamSpec>,
+    states: Vec<StateSpec>,
     function: Option<FunctionState>,
     functions: Vec<FunctionSig>,
     scopes: Vec<LayerRef>,
@@ -152,6 +164,7 @@ impl GraphState {
                 module,
                 first_func: None,
                 params: Vec::new(),
+                states: Vec::new(),
                 function: None,
                 functions: Vec::new(),
                 scopes: Vec::new(),
@@ -318,6 +331,76 @@ impl GraphState {
         }
         let symbol = format!("@{}", quote_symbol(name));
         Ok(self.emit("hl.get_param", &[], &[("name", symbol)], Some(std::slice::from_ref(spec)))?.remove(0))
+    }
+
+    /// Declares the model state `name` the first time (as `param` does)
+    /// and reads it.
+    pub(super) fn state(self: &Rc<Self>, name: &str, slot: &str, spec: &TensorSpec, init: &Init) -> Result<Tensor> {
+        let existing = self.inner.borrow().states.iter().find(|p| p.name == name).cloned();
+        match existing {
+            Some(p) if p.spec != *spec || p.init != *init || p.slot != slot => {
+                return Err(NnError::Invalid {
+                    layer: self.current_scope(),
+                    message: format!(
+                        "state `{name}` is declared again as {} slot {slot} with init {init}, but it is {} slot {} with \
+                         init {}",
+                        spec.mlir_type(),
+                        p.spec.mlir_type(),
+                        p.slot,
+                        p.init
+                    ),
+                });
+            }
+            Some(_) => {}
+            None => {
+                let attrs = [
+                    ("sym_name", format!("\"{}\"", escape(name))),
+                    ("type", spec.mlir_type()),
+                    ("slot", format!("\"{}\"", escape(slot))),
+                    ("init", format!("#hl.init<{init}>")),
+                ];
+                self.declare("hl.state", &attrs, spec)?;
+                self.inner.borrow_mut().states.push(StateSpec {
+                    name: name.into(),
+                    slot: slot.into(),
+                    spec: spec.clone(),
+                    init: *init,
+                });
+            }
+        }
+        let symbol = format!("@{}", quote_symbol(name));
+        Ok(self.emit("hl.get_state", &[], &[("name", symbol)], Some(std::slice::from_ref(spec)))?.remove(0))
+    }
+
+    /// `hl.set_state @name, value`: the state's value after a train step.
+    pub(super) fn set_state(self: &Rc<Self>, name: &str, value: &Tensor) -> Result<()> {
+        let symbol = format!("@{}", quote_symbol(name));
+        self.emit("hl.set_state", &[value], &[("name", symbol)], Some(&[]))?;
+        Ok(())
+    }
+
+    /// Inserts a module-level declaration before the first function and
+    /// verifies it there.
+    fn declare(&self, op_name: &str, attrs: &[(&str, String)], spec: &TensorSpec) -> Result<()> {
+        let op_spec = OpSpec { attributes: attrs, results: Some(&[]), verify: false, ..OpSpec::new(op_name) };
+        let op = self.create(&op_spec, self.location(), &[])?;
+        let inner = self.inner.borrow_mut();
+        unsafe {
+            let body = mlirModuleGetBody(inner.module);
+            match inner.first_func {
+                Some(f) => mlirBlockInsertOwnedOperationBefore(body, f, op),
+                None => mlirBlockAppendOwnedOperation(body, op),
+            }
+        }
+        if !unsafe { mlirOperationVerify(op) } {
+            unsafe {
+                mlirOperationRemoveFromParent(op);
+                mlirOperationDestroy(op);
+            }
+            drop(inner);
+            return Err(self.op_error(op_name, &[spec.mlir_type()]));
+        }
+        Ok(())
     }
 
     fn declare_param(&self, name: &str, owner: &str, spec: &TensorSpec, init: &Init) -> Result<()> {
@@ -489,7 +572,12 @@ impl GraphState {
             return Err(NnError::Internal(format!("the traced module does not verify:\n{}", why.join("\n"))));
         }
         let text = unsafe { melior::ir::operation::OperationRef::from_raw(op) }.to_string();
-        Ok(super::HlModule { text, params: inner.params.clone(), functions: inner.functions.clone() })
+        Ok(super::HlModule {
+            text,
+            params: inner.params.clone(),
+            states: inner.states.clone(),
+            functions: inner.functions.clone(),
+        })
     }
 }
 

@@ -28,7 +28,7 @@ mod ops;
 
 /// The element and tensor types of `hl` (defined in [`crate::types`]).
 pub use crate::types::{DType, TensorSpec};
-pub use graph::{FunctionSig, Graph, LayerRef, Mode, ParamSpec, Tensor};
+pub use graph::{FunctionSig, Graph, LayerRef, Mode, ParamSpec, StateSpec, Tensor};
 pub use layers::*;
 pub use ops::{Compare, Conv2dOptions, GeluApproximation, Layout, Pool2dOptions, Reduction};
 
@@ -114,6 +114,8 @@ pub struct HlModule {
     pub text: String,
     /// Parameters in declaration order.
     pub params: Vec<ParamSpec>,
+    /// The states the model keeps itself, in declaration order.
+    pub states: Vec<StateSpec>,
     /// Traced functions in order.
     pub functions: Vec<FunctionSig>,
 }

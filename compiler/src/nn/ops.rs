@@ -170,6 +170,18 @@ impl Graph {
         self.0.param(name, owner, spec, &init)
     }
 
+    /// Declares the model state `name` (`hl.state` of `slot`, no
+    /// parameter: a batch norm's running statistics) the first time and
+    /// reads it.
+    pub fn state(&self, name: &str, slot: &str, spec: &TensorSpec, init: Init) -> Result<Tensor> {
+        self.0.state(name, slot, spec, &init)
+    }
+
+    /// The value state `name` takes after a train step (`hl.set_state`).
+    pub fn set_state(&self, name: &str, value: &Tensor) -> Result<()> {
+        self.0.set_state(name, value)
+    }
+
     /// Whether the function being traced trains (dropout active).
     pub fn is_training(&self) -> bool {
         self.0.mode() == super::Mode::Train

@@ -422,6 +422,9 @@ impl<'a> Lower<'a> {
             // Scalar constants hoisted out of bodies by canonicalize are
             // copied back into each body that reads them (`take_body`).
             "func.return" | "hl.constant" | "arith.constant" => {}
+            // Only @train_step writes state, through its results
+            // (hl-optimizer); elsewhere a state write does nothing.
+            "hl.set_state" => {}
             "hl.get_param" | "hl.get_state" => {
                 let s = flat_symbol(op, "name").unwrap_or_default();
                 let b = self.symbol_args[&s];

@@ -244,6 +244,20 @@ pub fn add_train_step_scaled(
             counters.push((string_attr(op, "sym_name").unwrap_or_default(), None, s));
         }
     }
+    // States the model updates itself (`hl.set_state` in the loss: a batch
+    // norm's running statistics): the step returns the value it sets.
+    let g_body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(grad_fn, 0)) };
+    for op in ops_of(g_body) {
+        if op_name(op) != "hl.set_state" {
+            continue;
+        }
+        let name = flat_symbol_of(op, "name");
+        if counters.iter().any(|(n, _, _)| *n == name) {
+            return Err((op_loc(op), format!("state @{name} is set twice in one step")));
+        }
+        let value = unsafe { mlirOperationGetOperand(op, 0) };
+        counters.push((name, None, spec(value)));
+    }
     let mut anchor = last_param;
     let taken: std::collections::HashSet<String> =
         ops_of(body).into_iter().filter_map(|op| string_attr(op, "sym_name")).collect();
@@ -317,6 +331,7 @@ pub fn add_train_step_scaled(
     let func = ir::create_function(ctx, g_loc, "train_step", region, &outputs, &binds)
         .map_err(|err| (g_loc, format!("cannot create @train_step: {err:?}")))?;
     unsafe { mlirBlockInsertOwnedOperationAfter(body, grad_fn, func) };
+    drop_state_writes(module);
     Ok(())
 }
 
@@ -338,6 +353,7 @@ fn build_update(
         map.insert(key(unsafe { mlirBlockGetArgument(g_block, i) }), unsafe { mlirBlockGetArgument(block, i) });
     }
     let mut returned = Vec::new();
+    let mut set: HashMap<String, MlirValue> = HashMap::new();
     for op in ops_of(g_block) {
         let n = unsafe { mlirOperationGetNumOperands(op) };
         let operands: Vec<MlirValue> = (0..n)
@@ -347,6 +363,10 @@ fn build_update(
         if op.ptr == ret.ptr {
             returned = operands;
             break;
+        }
+        if op_name(op) == "hl.set_state" {
+            set.insert(flat_symbol_of(op, "name"), operands[0]);
+            continue;
         }
         let copy = unsafe { mlirOperationClone(op) };
         for (i, v) in operands.iter().enumerate() {
@@ -509,6 +529,7 @@ fn build_update(
         new_params.push(p_new);
     }
     new_states.insert("step".into(), next_step);
+    new_states.extend(set);
     for (name, param, s) in states {
         if param.is_none()
             && ![LOSS_SCALE, GOOD_STEPS, "step"].contains(&name.as_str())
@@ -613,4 +634,26 @@ fn get_symbol(e: &Emitter, op: &str, symbol: &str, ty: &TensorSpec) -> Result<Ml
         ..OpSpec::new(op)
     })?;
     Ok(unsafe { mlirOperationGetResult(o, 0) })
+}
+
+/// A flat symbol reference attribute's name (empty if absent).
+fn flat_symbol_of(op: MlirOperation, key: &str) -> String {
+    ir::flat_symbol(op, key).unwrap_or_default()
+}
+
+/// Removes every `hl.set_state` from the functions other than
+/// `@train_step`: evaluating a loss by itself writes no state.
+pub(crate) fn drop_state_writes(module: MlirOperation) {
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
+    for f in ops_of(body) {
+        if op_name(f) != "func.func" || string_attr(f, "sym_name").as_deref() == Some("train_step") {
+            continue;
+        }
+        let block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)) };
+        for op in ops_of(block) {
+            if op_name(op) == "hl.set_state" {
+                unsafe { mlirOperationDestroy(op) };
+            }
+        }
+    }
 }

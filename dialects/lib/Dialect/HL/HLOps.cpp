@@ -480,6 +480,21 @@ LogicalResult GetStateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+LogicalResult SetStateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto state = dyn_cast_or_null<StateOp>(
+      symbolTable.lookupNearestSymbolFrom(getOperation(), getNameAttr()));
+  if (!state)
+    return emitOpError("'@") << getName() << "' does not name an hl.state";
+  if (state.getParamAttr())
+    return emitOpError("state @")
+           << getName() << " belongs to a parameter; the optimizer updates it";
+  if (state.getType() != getValue().getType())
+    return emitOpError("value type ")
+           << getValue().getType() << " does not match the type "
+           << state.getType() << " of state @" << getName();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ConstantOp
 //===----------------------------------------------------------------------===//

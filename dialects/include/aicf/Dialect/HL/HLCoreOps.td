@@ -104,6 +104,26 @@ def HL_GetStateOp : HL_Op<"get_state",
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
+def HL_SetStateOp : HL_Op<"set_state",
+    [MemoryEffects<[MemWrite]>, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "the next value of a state the model keeps itself";
+  let description = [{
+    Gives the `hl.state` named by `name` (one the model declared, without
+    a parameter: a batch norm's running statistics) its value after a
+    training step. `hl-optimizer` turns it into a result of `@train_step`
+    bound to the state, so the runtime stores it with the optimizer's
+    state; evaluating a function by itself (`@loss`, `@loss_grad`) does not
+    write it, and `convert-hl-to-ll` drops it there. It takes no gradient.
+    At most one per state in a function.
+
+    ```mlir
+    hl.set_state @bn1.running_mean, %next : tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name, HL_Tensor:$value);
+  let assemblyFormat = "$name `,` $value attr-dict `:` type($value)";
+}
+
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//
