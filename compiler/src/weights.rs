@@ -111,3 +111,52 @@ pub fn attach(manifest: &mut Manifest, dir: &Path, source: &Path) -> Result<()> 
     let text = crate::codegen::serde_json_string(manifest)?;
     crate::codegen::write_atomically(&dir.join("manifest.json"), text.as_bytes())
 }
+
+/// After a growth rewrite: a data parameter whose shape changed, or a new
+/// one that copied a data parameter's declaration, is not in the weights
+/// file any more. Its fresh values (what a growth rule takes for new
+/// units) come from PyTorch's default initializer for its role instead:
+/// a weight of rank >= 2 kaiming_uniform with gain sqrt(1/3) (nn.Linear,
+/// nn.Conv2d), the bias of such a weight U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
+/// another rank-1 `.weight` (a norm's scale) ones, the rest zeros. Its
+/// carried values come from the model it grew from, as for any parameter.
+pub fn refresh_data_inits(module: mlir_sys::MlirOperation, grown: &[&str]) -> Result<()> {
+    let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(module, 0)) };
+    let params: Vec<mlir_sys::MlirOperation> =
+        ops_of(body).into_iter().filter(|&op| op_name(op) == "hl.param").collect();
+    let shape_of = |op: mlir_sys::MlirOperation| -> Result<Vec<usize>> {
+        let t = unsafe { mlir_sys::mlirTypeAttrGetValue(ir::attr(op, "type")) };
+        crate::nn::spec_of_type(t)
+            .map(|s| s.shape)
+            .map_err(|e| CompileError::Internal(format!("a parameter without a tensor type: {e}")))
+    };
+    let ctx = unsafe { mlir_sys::mlirOperationGetContext(module) };
+    for &op in &params {
+        let name = ir::string_attr(op, "sym_name").unwrap_or_default();
+        if !grown.contains(&name.as_str()) || attr_text(op, "init") != "#hl.init<data>" {
+            continue;
+        }
+        let shape = shape_of(op)?;
+        let owner_weight = name.strip_suffix(".bias").and_then(|owner| {
+            params.iter().find(|&&p| ir::string_attr(p, "sym_name").as_deref() == Some(&format!("{owner}.weight")))
+        });
+        let init = if shape.len() >= 2 {
+            "#hl.init<kaiming_uniform, gain = 0.57735026918962573>".to_string()
+        } else if let Some(&w) = owner_weight {
+            let w = shape_of(w)?;
+            if w.len() >= 2 {
+                let bound = 1.0 / (w[1..].iter().product::<usize>().max(1) as f64).sqrt();
+                format!("#hl.init<uniform, low = {:e}, high = {:e}>", -bound, bound)
+            } else {
+                "#hl.init<zeros>".to_string()
+            }
+        } else if name.ends_with(".weight") {
+            "#hl.init<ones>".to_string()
+        } else {
+            "#hl.init<zeros>".to_string()
+        };
+        let attr = ir::parse_attribute(ctx, &init).map_err(|e| CompileError::Internal(format!("{init}: {e:?}")))?;
+        unsafe { mlir_sys::mlirOperationSetAttributeByName(op, crate::ffi::string_ref("init"), attr) };
+    }
+    Ok(())
+}

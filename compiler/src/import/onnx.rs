@@ -338,7 +338,8 @@ pub fn import_model(
     }
     for st in &module.states {
         let onnx_name = importer.names.iter().find(|(_, hl)| **hl == st.name).map(|(o, _)| o.clone());
-        let t = onnx_name.and_then(|o| inits.get(&o)).ok_or_else(|| fail(format!("no initializer for @{}", st.name)))?;
+        let t =
+            onnx_name.and_then(|o| inits.get(&o)).ok_or_else(|| fail(format!("no initializer for @{}", st.name)))?;
         let aicf_onnx::Data::F32(values) = &t.data else {
             return Err(fail(format!("initializer '{}' is not floating point", t.name)));
         };

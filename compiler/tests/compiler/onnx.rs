@@ -3,8 +3,9 @@
 //! `<name>.io.safetensors`, a batch, labels, onnxruntime's forward output,
 //! PyTorch's loss and its autograd gradients): the imported model's
 //! compiled forward matches onnxruntime, and its compiled `@loss_grad`
-//! matches PyTorch, each within 1e-4 relative to the reference's largest
-//! magnitude.
+//! matches PyTorch's (training mode: batch statistics), each within 1e-4
+//! relative to the reference's largest magnitude; a batch norm's running
+//! statistics after one train step match PyTorch's.
 
 use aicf_compiler::import::{
     conformance,

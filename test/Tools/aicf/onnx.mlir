@@ -8,6 +8,9 @@
 // RUN: FileCheck %s --check-prefix=IR < %t/gpt.mlir
 // RUN: test -f %t/gpt.weights.safetensors
 // RUN: aicf train %S/../../onnx/cnn.onnx --batch 32 --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/run | FileCheck %s --check-prefix=TRAIN
+// RUN: aicf train %S/../../onnx/resnet_digits.onnx --batch 32 --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/resnet | FileCheck %s --check-prefix=RESNET
+// RUN: aicf train %S/../../onnx/mlp.onnx --batch 32 --data %S/../../../data/digits.csv.gz --epochs 1 --adapt %S/inputs/onnx-widen.toml --out %t/grow | FileCheck %s --check-prefix=GROW
+// RUN: FileCheck %s --check-prefix=DECISION < %t/grow/decisions.jsonl
 // RUN: not aicf import %S/../../onnx/gpt.onnx -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=BATCH
 // RUN: not aicf import %S/onnx.mlir -o %t/y.mlir 2>&1 | FileCheck %s --check-prefix=JUNK
 // RUN: not aicf import %S/../../onnx/mlp.onnx --loss hinge 2>&1 | FileCheck %s --check-prefix=LOSS
@@ -27,6 +30,19 @@
 // TRAIN: training on 1438 examples (359 held out), batch 32
 // TRAIN: epoch   3/3
 // TRAIN: final held-out accuracy {{[0-9.]+}}% after 3 epochs
+
+// A ResNet-18 with batch norms (batch statistics in the step, running
+// statistics in the train step's state and in evaluation) fine-tunes on
+// the digits.
+// RESNET: imported {{.*}}resnet_digits.onnx (opset 17) -> {{.*}}resnet_digits.mlir
+// RESNET: epoch   2/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy {{[0-9.]+}}%
+
+// The imported model grows like a native one: its grown parameters leave
+// the weights file and take PyTorch's default initializers for new units.
+// GROW: adaptive run: 1 decisions
+// DECISION: "action":"widen fc1 to 64 (zeroout)","diff":["fc1.weight 32x64 -> 64x64","fc1.bias 32 -> 64","fc2.weight 10x32 -> 10x64"]
+// DECISION-SAME: "exact":true
+// DECISION-SAME: "outcome":"accepted"
 
 // BATCH: aicf: error: {{.*}}gpt.onnx: input 'input0' dimension 0 is 'batch': give --batch to make it static
 // JUNK: aicf: error: {{.*}}onnx.mlir: not an ONNX model

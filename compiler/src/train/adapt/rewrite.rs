@@ -362,12 +362,14 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
     let before = params_of(raw);
     crate::run_pipeline(&ctx, &mut module, &op.pipeline())?;
     let after = params_of(module.as_operation().to_raw());
+    let grown: Vec<&str> = after
+        .iter()
+        .filter(|(n, shape)| before.iter().find(|(b, _)| b == n).is_none_or(|(_, old)| old != shape))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    // An imported model's grown parameters leave its weights file.
+    crate::weights::refresh_data_inits(module.as_operation().to_raw(), &grown)?;
     if ages {
-        let grown: Vec<&str> = after
-            .iter()
-            .filter(|(n, shape)| before.iter().find(|(b, _)| b == n).is_none_or(|(_, old)| old != shape))
-            .map(|(n, _)| n.as_str())
-            .collect();
         declare_ages(module.as_operation().to_raw(), &grown)
             .map_err(|message| CompileError::Pipeline { pipeline: op.pipeline(), message })?;
     }
