@@ -1002,14 +1002,17 @@ impl Importer<'_> {
                 let eps = attr_f(node, "epsilon", 1e-5) as f64;
                 let momentum = attr_f(node, "momentum", 0.9) as f64;
                 let c = x.shape()[1];
-                let (mean_name, var_name) = match (node.input.get(3), node.input.get(4)) {
+                // The running statistics are model state when they are
+                // initializers; computed ones (or graph inputs) serve
+                // evaluation only.
+                let running = match (node.input.get(3), node.input.get(4)) {
                     (Some(m), Some(v)) if self.states.contains(m) && self.states.contains(v) => {
                         match (self.names.get(m), self.names.get(v)) {
-                            (Some(m), Some(v)) => (m.clone(), v.clone()),
+                            (Some(m), Some(v)) => Some((m.clone(), v.clone())),
                             _ => return Err("the running statistics were not declared".into()),
                         }
                     }
-                    _ => return Err("the running mean and variance must be initializers".into()),
+                    _ => None,
                 };
                 let vec = |k: usize| -> R<Tensor> { self.tensor(g, input(k)?, Some(DType::F32)) };
                 let (scale, bias, rm, rv) = (vec(1)?, vec(2)?, vec(3)?, vec(4)?);
@@ -1023,6 +1026,9 @@ impl Importer<'_> {
                 per_channel[1] = c as i64;
                 let channel = |v: &Tensor| nn(v.reshape(&per_channel));
                 let (mean, var) = if g.is_training() {
+                    let Some((mean_name, var_name)) = &running else {
+                        return Err("the running mean and variance must be initializers to train".into());
+                    };
                     // Batch statistics (biased variance), and the running
                     // statistics' update as PyTorch's BatchNorm makes it
                     // (with the unbiased variance); momentum m keeps m of
@@ -1038,8 +1044,8 @@ impl Importer<'_> {
                     let next_mean = nn(rm.mul_scalar(momentum).and_then(|a| a.add(&batch_mean)))?;
                     let batch_var = nn(flat(&var)?.mul_scalar((1.0 - momentum) * unbiased))?;
                     let next_var = nn(rv.mul_scalar(momentum).and_then(|a| a.add(&batch_var)))?;
-                    g.set_state(&mean_name, &next_mean).map_err(|e| e.to_string())?;
-                    g.set_state(&var_name, &next_var).map_err(|e| e.to_string())?;
+                    g.set_state(mean_name, &next_mean).map_err(|e| e.to_string())?;
+                    g.set_state(var_name, &next_var).map_err(|e| e.to_string())?;
                     (mean, var)
                 } else {
                     (channel(&rm)?, channel(&rv)?)
@@ -1057,10 +1063,19 @@ impl Importer<'_> {
                 let dims = x.rank() - axis;
                 let w = ins.get(1).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
                 let b = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
+                let mut outs = vec![V::T(nn(x.layer_norm(w.as_ref(), b.as_ref(), dims, eps))?)];
                 if node.output.iter().skip(1).any(|o| !o.is_empty()) {
-                    return Err("the mean and inverse standard deviation outputs are not supported".into());
+                    // The statistics over the normalised axes, kept as
+                    // dimensions of 1: Mean and InvStdDev.
+                    let axes: Vec<i64> = (axis as i64..x.rank() as i64).collect();
+                    let mean = nn(x.mean(&axes, true))?;
+                    let centred = nn(x.sub(&mean))?;
+                    let var = nn(centred.mul(&centred).and_then(|sq| sq.mean(&axes, true)))?;
+                    let inv = nn(var.add_scalar(eps).and_then(|v| v.rsqrt()))?;
+                    outs.push(V::T(mean));
+                    outs.push(V::T(inv));
                 }
-                one(nn(x.layer_norm(w.as_ref(), b.as_ref(), dims, eps))?)
+                Ok(outs)
             }
             "MatMul" => {
                 let (a, b) = (t(0)?, t(1)?);
