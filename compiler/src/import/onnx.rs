@@ -363,6 +363,9 @@ fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<TensorS
         _ => return Err(format!("input '{}' has element type {}", i.name(), aicf_onnx::type_name(t.elem_type()))),
     };
     let shape = t.shape.as_ref().ok_or_else(|| format!("input '{}' has no shape", i.name()))?;
+    if batch == Some(0) {
+        return Err("--batch 0: a batch has at least one row".into());
+    }
     let mut dims = Vec::new();
     let mut bound = false;
     for (k, d) in shape.dim.iter().enumerate() {
