@@ -78,6 +78,7 @@
 
 pub mod codegen;
 pub mod context;
+pub mod eager;
 pub mod error;
 pub mod ffi;
 pub mod import;

@@ -5,6 +5,7 @@ mod adapt;
 mod api;
 mod autodiff;
 mod cpu;
+mod eager;
 mod gpu;
 mod interp;
 mod lowering;

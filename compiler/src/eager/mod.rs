@@ -1,0 +1,557 @@
+//! Eager mode: tensors that hold their values, ops that run at once, and a
+//! tape autograd (`loss.backward()`, `.grad()`), for debugging and for
+//! models whose structure changes from batch to batch.
+//!
+//! Every op goes through one dispatch point, [`op_call`]: it traces the op
+//! alone into an `hl` function with the layer API (so the op's own type
+//! inference checks the operands), compiles that function through the same
+//! pipeline and code generation as a compiled model (an inference
+//! artifact: fusion, `convert-hl-to-ll`, kernels), and runs it. Kernels are
+//! kept per (op, attributes, operand shapes and dtypes): in memory for the
+//! process, and on disk as artifacts named by the hash of their IR (and the
+//! kernels themselves in the content-addressed kernel cache), so a second
+//! process starts warm. There is no second, hand-written kernel set.
+//!
+//! A result of an op on a tensor that requires a gradient remembers the op
+//! and its inputs. `backward()` walks that record from the loss in reverse
+//! topological order; each op's vector-Jacobian product is the op's own
+//! `hl-autodiff` rule, compiled the same way (the op's function `sum(op(x)
+//! * g)` differentiated with respect to its inputs), so eager and compiled
+//! gradients come from one source. Only what ran is recorded: `if`, loops
+//! and shapes that change between steps need nothing special.
+//!
+//! This first version runs on the CPU and keeps values on the host.
+
+pub mod optim;
+
+use crate::nn::{self, Conv2dOptions, DType, Mode, ModuleBuilder, Pool2dOptions, Reduction, TensorSpec};
+use aicf_runtime::{Backend, Device, Tensor as Host, artifact::DType as HostDType};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EagerError {
+    /// An op refused its operands (its own diagnostic, naming the types).
+    #[error("{op}: {message}")]
+    Op { op: String, message: String },
+    /// Compiling or running an op's kernel failed.
+    #[error("{op}: {message}")]
+    Kernel { op: String, message: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = EagerError> = std::result::Result<T, E>;
+
+/// How one op is traced: a key naming it with its attributes, and the
+/// layer-API call that builds it.
+struct OpDef {
+    key: String,
+    build: Box<dyn Fn(&[nn::Tensor]) -> nn::Result<nn::Tensor>>,
+}
+
+/// A node of the tape: the op that made a tensor, and its inputs.
+struct Node {
+    op: Rc<OpDef>,
+    inputs: Vec<Tensor>,
+}
+
+struct Inner {
+    value: RefCell<Host>,
+    requires_grad: bool,
+    grad: RefCell<Option<Host>>,
+    node: Option<Node>,
+}
+
+/// An eager tensor: its values on the host, and where it came from.
+/// Cloning shares it (as a PyTorch tensor handle does).
+#[derive(Clone)]
+pub struct Tensor(Rc<Inner>);
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = self.0.value.borrow();
+        write!(f, "Tensor({:?} {:?}{})", v.shape, v.dtype, if self.0.requires_grad { ", requires_grad" } else { "" })
+    }
+}
+
+thread_local! {
+    static RUNTIME: RefCell<Runtime> = RefCell::new(Runtime::new());
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Counters of the dispatcher: how many ops ran, and how many kernels were
+/// compiled (and how long that took) or loaded from the disk cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stats {
+    pub calls: u64,
+    pub compiled: u64,
+    pub loaded: u64,
+    pub compile_seconds: f64,
+}
+
+struct Runtime {
+    dir: PathBuf,
+    kernels: HashMap<String, Box<dyn Backend>>,
+    stats: Stats,
+}
+
+impl Runtime {
+    fn new() -> Self {
+        let dir = aicf_runtime::registry::cache_dir()
+            .map(|d| d.join("eager"))
+            .unwrap_or_else(|| std::env::temp_dir().join("aicf-eager"));
+        Runtime { dir, kernels: HashMap::new(), stats: Stats::default() }
+    }
+
+    /// The kernel of `source` (an `hl` module), compiled or found on disk.
+    fn kernel(&mut self, key: &str, source: &str) -> Result<&mut Box<dyn Backend>> {
+        if !self.kernels.contains_key(key) {
+            let fail = |message: String| EagerError::Kernel { op: key.to_string(), message };
+            let hash =
+                aicf_runtime::artifact::ir_hash(&format!("{source}\n{}", crate::train::trainer::compiler_identity()));
+            let dir = self.dir.join(format!("op-{hash}"));
+            let ready = aicf_runtime::artifact::load_manifest(&dir).is_ok_and(|m| m.files.contains_key("kernels.so"));
+            if ready {
+                self.stats.loaded += 1;
+            } else {
+                let started = std::time::Instant::now();
+                let cache = crate::codegen::KernelCache::new(crate::codegen::KernelCache::default_dir(&self.dir));
+                crate::pipeline::compile_inference(source, key, &crate::pipeline::Target::Cpu(cache), &dir)
+                    .map_err(|e| fail(e.to_string()))?;
+                self.stats.compiled += 1;
+                self.stats.compile_seconds += started.elapsed().as_secs_f64();
+            }
+            let backend = aicf_runtime::open(&dir, &Device::Cpu { threads: 1 }, 0).map_err(|e| fail(e.to_string()))?;
+            self.kernels.insert(key.to_string(), backend);
+        }
+        self.kernels.get_mut(key).ok_or_else(|| EagerError::Invalid(format!("kernel {key} vanished")))
+    }
+}
+
+/// The dispatcher's counters so far (this thread).
+pub fn stats() -> Stats {
+    RUNTIME.with(|r| r.borrow().stats)
+}
+
+/// Runs `f` without recording a tape (`torch.no_grad()`).
+pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
+    let before = GRAD_ENABLED.with(|g| g.replace(false));
+    let out = f();
+    GRAD_ENABLED.with(|g| g.set(before));
+    out
+}
+
+fn grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+fn host_dtype(d: DType) -> Result<HostDType> {
+    Ok(match d {
+        DType::F32 => HostDType::F32,
+        DType::I32 => HostDType::I32,
+        DType::I64 => HostDType::I64,
+        DType::I1 => HostDType::I1,
+        DType::F64 => HostDType::F64,
+        other => return Err(EagerError::Invalid(format!("eager tensors of {other:?} are not supported yet"))),
+    })
+}
+
+fn nn_dtype(d: HostDType) -> Result<DType> {
+    Ok(match d {
+        HostDType::F32 => DType::F32,
+        HostDType::I32 => DType::I32,
+        HostDType::I64 => DType::I64,
+        HostDType::I1 => DType::I1,
+        HostDType::F64 => DType::F64,
+        other => return Err(EagerError::Invalid(format!("eager tensors of {other:?} are not supported yet"))),
+    })
+}
+
+/// Traces `body` as `func.func @name(inputs) -> (results)` alone in a module.
+fn trace(
+    name: &str,
+    inputs: &[TensorSpec],
+    body: impl FnOnce(&[nn::Tensor]) -> nn::Result<Vec<nn::Tensor>>,
+) -> nn::Result<nn::HlModule> {
+    let mut b = ModuleBuilder::new();
+    b.function(name, Mode::Eval, inputs, body)?;
+    b.finish()
+}
+
+/// Runs `def` on `inputs` through its compiled kernel.
+fn op_call(def: &Rc<OpDef>, inputs: &[&Tensor]) -> Result<Tensor> {
+    let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
+    let key = format!("{} {}", def.key, specs.iter().map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" "));
+    let host = RUNTIME.with(|r| -> Result<Host> {
+        let mut r = r.borrow_mut();
+        r.stats.calls += 1;
+        let source = if r.kernels.contains_key(&key) {
+            String::new()
+        } else {
+            trace("op", &specs, |xs| Ok(vec![(def.build)(xs)?]))
+                .map_err(|e| EagerError::Op { op: def.key.clone(), message: e.to_string() })?
+                .text
+        };
+        let backend = r.kernel(&key, &source)?;
+        let values: Vec<std::cell::Ref<Host>> = inputs.iter().map(|t| t.0.value.borrow()).collect();
+        let refs: Vec<&Host> = values.iter().map(|v| &**v).collect();
+        let mut out =
+            backend.call("op", &refs).map_err(|e| EagerError::Kernel { op: key.clone(), message: e.to_string() })?;
+        out.pop().ok_or_else(|| EagerError::Kernel { op: key.clone(), message: "no result".into() })
+    })?;
+    let record = grad_enabled() && inputs.iter().any(|t| t.requires_grad()) && host.dtype == HostDType::F32;
+    let node = record.then(|| Node { op: def.clone(), inputs: inputs.iter().map(|t| (*t).clone()).collect() });
+    Ok(Tensor(Rc::new(Inner { value: RefCell::new(host), requires_grad: record, grad: RefCell::new(None), node })))
+}
+
+/// The gradients of `node`'s float inputs for the output's gradient `g`:
+/// the op's `hl-autodiff` rule, compiled and run as a kernel.
+fn vjp(node: &Node, g: &Host) -> Result<Vec<Option<Host>>> {
+    let mut specs: Vec<TensorSpec> = node.inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
+    let gspec = TensorSpec::new(g.shape.clone(), DType::F32);
+    let key = format!(
+        "vjp {} {}",
+        node.op.key,
+        specs.iter().chain([&gspec]).map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" ")
+    );
+    let n = specs.len();
+    specs.push(gspec);
+    let grads = RUNTIME.with(|r| -> Result<Vec<Host>> {
+        let mut r = r.borrow_mut();
+        r.stats.calls += 1;
+        let source = if r.kernels.contains_key(&key) {
+            String::new()
+        } else {
+            let fail = |message: String| EagerError::Op { op: key.clone(), message };
+            let traced = trace("vjp", &specs, |xs| {
+                let y = (node.op.build)(&xs[..n])?;
+                let prod = y.mul(&xs[n])?;
+                let axes: Vec<i64> = (0..prod.rank() as i64).collect();
+                Ok(vec![if axes.is_empty() { prod } else { prod.sum(&axes, false)? }])
+            })
+            .map_err(|e| fail(e.to_string()))?;
+            let ctx = crate::CompilerContext::new();
+            let mut module = ctx.parse(&traced.text, &key).map_err(|e| fail(e.to_string()))?;
+            crate::run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff{function=vjp wrt-inputs=true})")
+                .map_err(|e| fail(e.to_string()))?;
+            crate::pipeline::canonical_text(&module)
+        };
+        let backend = r.kernel(&key, &source)?;
+        let mut values: Vec<std::cell::Ref<Host>> = node.inputs.iter().map(|t| t.0.value.borrow()).collect();
+        let g_ref = g;
+        let mut refs: Vec<&Host> = values.iter_mut().map(|v| &**v).collect();
+        refs.push(g_ref);
+        backend.call("vjp_grad", &refs).map_err(|e| EagerError::Kernel { op: key.clone(), message: e.to_string() })
+    })?;
+    // Results: the loss, then one gradient per float argument in order
+    // (the inputs', then g's).
+    let mut it = grads.into_iter().skip(1);
+    Ok(node.inputs.iter().map(|t| if t.0.value.borrow().dtype == HostDType::F32 { it.next() } else { None }).collect())
+}
+
+fn add_into(acc: &mut Host, g: &Host) {
+    for (a, b) in acc.values.iter_mut().zip(&g.values) {
+        // f32 accumulation, as the compiled step's adds.
+        *a = (*a as f32 + *b as f32) as f64;
+    }
+}
+
+impl Tensor {
+    fn leaf(host: Host, requires_grad: bool) -> Tensor {
+        Tensor(Rc::new(Inner { value: RefCell::new(host), requires_grad, grad: RefCell::new(None), node: None }))
+    }
+
+    /// An f32 tensor of `shape` holding `values` (row-major).
+    pub fn from_vec(shape: &[usize], values: Vec<f32>) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if values.len() != n {
+            return Err(EagerError::Invalid(format!("{} values for shape {shape:?} ({n} elements)", values.len())));
+        }
+        Ok(Tensor::leaf(Host::new(shape, HostDType::F32, values.iter().map(|&v| v as f64).collect()), false))
+    }
+
+    /// An i32 tensor (labels, token ids).
+    pub fn from_i32(shape: &[usize], values: &[i32]) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if values.len() != n {
+            return Err(EagerError::Invalid(format!("{} values for shape {shape:?} ({n} elements)", values.len())));
+        }
+        Ok(Tensor::leaf(Host::new(shape, HostDType::I32, values.iter().map(|&v| v as f64).collect()), false))
+    }
+
+    /// A host tensor as an eager one.
+    pub fn from_host(host: Host) -> Tensor {
+        Tensor::leaf(host, false)
+    }
+
+    /// Whether gradients flow to this tensor (a parameter, or a result
+    /// computed from one while the tape records).
+    pub fn requires_grad(&self) -> bool {
+        self.0.requires_grad
+    }
+
+    /// A new leaf with these values that requires a gradient.
+    pub fn param(&self) -> Tensor {
+        Tensor::leaf(self.0.value.borrow().clone(), true)
+    }
+
+    /// A new leaf with these values and no history (`detach`).
+    pub fn detach(&self) -> Tensor {
+        Tensor::leaf(self.0.value.borrow().clone(), false)
+    }
+
+    pub fn shape(&self) -> Vec<usize> {
+        self.0.value.borrow().shape.clone()
+    }
+
+    pub fn spec(&self) -> Result<TensorSpec> {
+        let v = self.0.value.borrow();
+        Ok(TensorSpec::new(v.shape.clone(), nn_dtype(v.dtype)?))
+    }
+
+    /// The values (a copy).
+    pub fn host(&self) -> Host {
+        self.0.value.borrow().clone()
+    }
+
+    pub fn values(&self) -> Vec<f32> {
+        self.0.value.borrow().values.iter().map(|&v| v as f32).collect()
+    }
+
+    /// The single value of a one-element tensor.
+    pub fn item(&self) -> Result<f64> {
+        let v = self.0.value.borrow();
+        match v.values.as_slice() {
+            [x] => Ok(*x),
+            _ => Err(EagerError::Invalid(format!("item() of a tensor of shape {:?}", v.shape))),
+        }
+    }
+
+    /// The accumulated gradient of a leaf, after `backward()`.
+    pub fn grad(&self) -> Option<Host> {
+        self.0.grad.borrow().clone()
+    }
+
+    pub fn zero_grad(&self) {
+        *self.0.grad.borrow_mut() = None;
+    }
+
+    /// Replaces the values (an optimizer's update), keeping the identity.
+    pub fn set_values(&self, values: Vec<f64>) -> Result<()> {
+        let mut v = self.0.value.borrow_mut();
+        if values.len() != v.values.len() {
+            return Err(EagerError::Invalid(format!("{} values for shape {:?}", values.len(), v.shape)));
+        }
+        v.values = values;
+        Ok(())
+    }
+
+    /// Fills every leaf's `.grad()` with d(self)/d(leaf), accumulating into
+    /// what is there; `self` must be a scalar.
+    pub fn backward(&self) -> Result<()> {
+        let shape = self.shape();
+        if !shape.is_empty() && shape.iter().product::<usize>() != 1 {
+            return Err(EagerError::Invalid(format!("backward() of a tensor of shape {shape:?}: a loss is a scalar")));
+        }
+        if !self.requires_grad() {
+            return Err(EagerError::Invalid("backward() of a tensor that does not require a gradient".into()));
+        }
+        // Reverse topological order: a tensor after everything that uses it.
+        let mut order: Vec<Tensor> = Vec::new();
+        let mut seen: std::collections::HashSet<*const Inner> = Default::default();
+        let mut stack: Vec<(Tensor, bool)> = vec![(self.clone(), false)];
+        while let Some((t, expanded)) = stack.pop() {
+            if expanded {
+                order.push(t);
+                continue;
+            }
+            if !seen.insert(Rc::as_ptr(&t.0)) {
+                continue;
+            }
+            stack.push((t.clone(), true));
+            if let Some(node) = &t.0.node {
+                for x in &node.inputs {
+                    if x.requires_grad() && !seen.contains(&Rc::as_ptr(&x.0)) {
+                        stack.push((x.clone(), false));
+                    }
+                }
+            }
+        }
+        let mut grads: HashMap<*const Inner, Host> = HashMap::new();
+        grads.insert(Rc::as_ptr(&self.0), Host::new(shape, HostDType::F32, vec![1.0]));
+        for t in order.iter().rev() {
+            let Some(g) = grads.remove(&Rc::as_ptr(&t.0)) else { continue };
+            match &t.0.node {
+                None => {
+                    let mut slot = t.0.grad.borrow_mut();
+                    match slot.as_mut() {
+                        Some(acc) => add_into(acc, &g),
+                        None => *slot = Some(g),
+                    }
+                }
+                Some(node) => {
+                    for (x, dx) in node.inputs.iter().zip(vjp(node, &g)?) {
+                        let Some(dx) = dx else { continue };
+                        if !x.requires_grad() {
+                            continue;
+                        }
+                        match grads.get_mut(&Rc::as_ptr(&x.0)) {
+                            Some(acc) => add_into(acc, &dx),
+                            None => {
+                                grads.insert(Rc::as_ptr(&x.0), dx);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn unary(&self, key: String, build: impl Fn(&nn::Tensor) -> nn::Result<nn::Tensor> + 'static) -> Result<Tensor> {
+        let def = Rc::new(OpDef { key, build: Box::new(move |xs| build(&xs[0])) });
+        op_call(&def, &[self])
+    }
+
+    fn binary(
+        &self,
+        other: &Tensor,
+        key: String,
+        build: impl Fn(&nn::Tensor, &nn::Tensor) -> nn::Result<nn::Tensor> + 'static,
+    ) -> Result<Tensor> {
+        let def = Rc::new(OpDef { key, build: Box::new(move |xs| build(&xs[0], &xs[1])) });
+        op_call(&def, &[self, other])
+    }
+
+    pub fn add(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(o, "add".into(), |a, b| a.add(b))
+    }
+    pub fn sub(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(o, "sub".into(), |a, b| a.sub(b))
+    }
+    pub fn mul(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(o, "mul".into(), |a, b| a.mul(b))
+    }
+    pub fn div(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(o, "div".into(), |a, b| a.div(b))
+    }
+    pub fn maximum(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(o, "maximum".into(), |a, b| a.maximum(b))
+    }
+    pub fn matmul(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(o, "matmul".into(), |a, b| a.matmul(b))
+    }
+    /// `self @ weight^T + bias` (nn.Linear).
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        match bias {
+            Some(b) => {
+                let def =
+                    Rc::new(OpDef { key: "linear".into(), build: Box::new(|xs| xs[0].linear(&xs[1], Some(&xs[2]))) });
+                op_call(&def, &[self, weight, b])
+            }
+            None => self.binary(weight, "linear-nobias".into(), |a, w| a.linear(w, None)),
+        }
+    }
+    pub fn mul_scalar(&self, v: f64) -> Result<Tensor> {
+        self.unary(format!("mul_scalar {v:e}"), move |x| x.mul_scalar(v))
+    }
+    pub fn add_scalar(&self, v: f64) -> Result<Tensor> {
+        self.unary(format!("add_scalar {v:e}"), move |x| x.add_scalar(v))
+    }
+    pub fn neg(&self) -> Result<Tensor> {
+        self.unary("neg".into(), |x| x.neg())
+    }
+    pub fn exp(&self) -> Result<Tensor> {
+        self.unary("exp".into(), |x| x.exp())
+    }
+    pub fn log(&self) -> Result<Tensor> {
+        self.unary("log".into(), |x| x.log())
+    }
+    pub fn sqrt(&self) -> Result<Tensor> {
+        self.unary("sqrt".into(), |x| x.sqrt())
+    }
+    pub fn tanh(&self) -> Result<Tensor> {
+        self.unary("tanh".into(), |x| x.tanh())
+    }
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        self.unary("sigmoid".into(), |x| x.sigmoid())
+    }
+    pub fn relu(&self) -> Result<Tensor> {
+        self.unary("relu".into(), |x| x.relu())
+    }
+    pub fn gelu(&self) -> Result<Tensor> {
+        self.unary("gelu".into(), |x| x.gelu(nn::GeluApproximation::None))
+    }
+    pub fn sum(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        let a = axes.to_vec();
+        self.unary(format!("sum {axes:?} {keepdim}"), move |x| x.sum(&a, keepdim))
+    }
+    pub fn mean(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        let a = axes.to_vec();
+        self.unary(format!("mean {axes:?} {keepdim}"), move |x| x.mean(&a, keepdim))
+    }
+    pub fn softmax(&self, axis: i64) -> Result<Tensor> {
+        self.unary(format!("softmax {axis}"), move |x| x.softmax(axis))
+    }
+    pub fn log_softmax(&self, axis: i64) -> Result<Tensor> {
+        self.unary(format!("log_softmax {axis}"), move |x| x.log_softmax(axis))
+    }
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        let s = shape.to_vec();
+        self.unary(format!("reshape {shape:?}"), move |x| x.reshape(&s))
+    }
+    pub fn permute(&self, permutation: &[i64]) -> Result<Tensor> {
+        let p = permutation.to_vec();
+        self.unary(format!("permute {permutation:?}"), move |x| x.permute(&p))
+    }
+    pub fn narrow(&self, axis: i64, start: usize, len: usize) -> Result<Tensor> {
+        self.unary(format!("narrow {axis} {start} {len}"), move |x| x.narrow(axis, start, len))
+    }
+    /// Mean cross-entropy of logits `[..., C]` against i32 labels `[...]`.
+    pub fn cross_entropy(&self, labels: &Tensor) -> Result<Tensor> {
+        self.binary(labels, "cross_entropy".into(), |x, y| x.cross_entropy(y, Reduction::Mean, None))
+    }
+    pub fn mse_loss(&self, target: &Tensor) -> Result<Tensor> {
+        self.binary(target, "mse_loss".into(), |x, y| x.mse_loss(y, Reduction::Mean))
+    }
+    pub fn layer_norm(&self, weight: &Tensor, bias: &Tensor, dims: usize, eps: f64) -> Result<Tensor> {
+        let def = Rc::new(OpDef {
+            key: format!("layer_norm {dims} {eps:e}"),
+            build: Box::new(move |xs| xs[0].layer_norm(Some(&xs[1]), Some(&xs[2]), dims, eps)),
+        });
+        op_call(&def, &[self, weight, bias])
+    }
+    pub fn conv2d(&self, weight: &Tensor, bias: Option<&Tensor>, o: &Conv2dOptions) -> Result<Tensor> {
+        let o = *o;
+        match bias {
+            Some(b) => {
+                let def = Rc::new(OpDef {
+                    key: format!("conv2d {o:?}"),
+                    build: Box::new(move |xs| xs[0].conv2d(&xs[1], Some(&xs[2]), &o)),
+                });
+                op_call(&def, &[self, weight, b])
+            }
+            None => self.binary(weight, format!("conv2d-nobias {o:?}"), move |x, w| x.conv2d(w, None, &o)),
+        }
+    }
+    pub fn max_pool2d(&self, o: &Pool2dOptions) -> Result<Tensor> {
+        let o = *o;
+        self.unary(format!("max_pool2d {o:?}"), move |x| x.max_pool2d(&o))
+    }
+    pub fn avg_pool2d(&self, o: &Pool2dOptions) -> Result<Tensor> {
+        let o = *o;
+        self.unary(format!("avg_pool2d {o:?}"), move |x| x.avg_pool2d(&o))
+    }
+    /// Rows of `self` (a table `[V, D]`) at i32 `indices` (an embedding).
+    pub fn gather(&self, indices: &Tensor, axis: i64) -> Result<Tensor> {
+        self.binary(indices, format!("gather {axis}"), move |t, i| t.gather(i, axis))
+    }
+}
+
+/// `Ok(dtype)` check for callers that build host tensors themselves.
+pub fn dtype_of(spec: &TensorSpec) -> Result<HostDType> {
+    host_dtype(spec.dtype)
+}

@@ -1,0 +1,118 @@
+//! Optimizers for eager parameters: `step()` after `backward()`, with the
+//! formulas (and the f32 arithmetic, op for op) of `hl-optimizer`'s
+//! compiled update, so an eager run and a compiled one end on the same
+//! parameters. Updates run on the host in this first version.
+
+use super::{EagerError, Result, Tensor};
+use crate::passes::Optimizer;
+
+/// An optimizer over a group of parameters (tensors that require a gradient).
+pub struct Optim {
+    kind: Optimizer,
+    params: Vec<Tensor>,
+    /// Per parameter: SGD's momentum buffer, or Adam's first and second moments.
+    slots: Vec<Vec<Vec<f32>>>,
+    step: u64,
+}
+
+impl Optim {
+    /// `torch.optim.SGD(params, momentum, nesterov, weight_decay)`.
+    pub fn sgd(params: &[Tensor], momentum: f64, nesterov: bool, weight_decay: f64) -> Result<Optim> {
+        Optim::new(Optimizer::Sgd { momentum, nesterov, weight_decay }, params)
+    }
+    /// `torch.optim.Adam` with its defaults but the weight decay.
+    pub fn adam(params: &[Tensor], weight_decay: f64) -> Result<Optim> {
+        Optim::new(Optimizer::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay }, params)
+    }
+    /// `torch.optim.AdamW` with its defaults but the weight decay.
+    pub fn adamw(params: &[Tensor], weight_decay: f64) -> Result<Optim> {
+        Optim::new(Optimizer::AdamW { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay }, params)
+    }
+
+    pub fn new(kind: Optimizer, params: &[Tensor]) -> Result<Optim> {
+        kind.check(None).map_err(EagerError::Invalid)?;
+        if let Some(p) = params.iter().find(|p| !p.requires_grad() || p.0.node.is_some()) {
+            return Err(EagerError::Invalid(format!("{p:?} is not a parameter (a leaf that requires a gradient)")));
+        }
+        let slots = params
+            .iter()
+            .map(|p| {
+                let n = p.0.value.borrow().values.len();
+                let count = match kind {
+                    Optimizer::Sgd { momentum, .. } if momentum > 0.0 => 1,
+                    Optimizer::Sgd { .. } => 0,
+                    _ => 2,
+                };
+                vec![vec![0f32; n]; count]
+            })
+            .collect();
+        Ok(Optim { kind, params: params.to_vec(), slots, step: 0 })
+    }
+
+    /// Clears every parameter's gradient.
+    pub fn zero_grad(&self) {
+        for p in &self.params {
+            p.zero_grad();
+        }
+    }
+
+    /// One update with learning rate `lr` from the parameters' gradients
+    /// (a parameter without one is left as it is, as PyTorch does).
+    pub fn step(&mut self, lr: f64) -> Result<()> {
+        self.step += 1;
+        let t = self.step as f64;
+        let lr32 = lr as f32;
+        for (p, slots) in self.params.iter().zip(&mut self.slots) {
+            let Some(g) = p.grad() else { continue };
+            let mut values: Vec<f32> = p.values();
+            let g: Vec<f32> = g.values.iter().map(|&v| v as f32).collect();
+            match self.kind {
+                Optimizer::Sgd { momentum, nesterov, weight_decay } => {
+                    let (m32, wd32) = (momentum as f32, weight_decay as f32);
+                    for i in 0..values.len() {
+                        let mut d = g[i];
+                        if weight_decay != 0.0 {
+                            d += values[i] * wd32;
+                        }
+                        if momentum > 0.0 {
+                            let buf = slots[0][i] * m32 + d;
+                            slots[0][i] = buf;
+                            d = if nesterov { d + buf * m32 } else { buf };
+                        }
+                        values[i] -= d * lr32;
+                    }
+                }
+                Optimizer::Adam { beta1, beta2, eps, weight_decay }
+                | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
+                    let decoupled = matches!(self.kind, Optimizer::AdamW { .. });
+                    // Bias corrections in f64, rounded once (hl-optimizer's).
+                    let bc1 = (1.0 - beta1.powf(t)) as f32;
+                    let bc2 = (1.0 - beta2.powf(t)) as f32;
+                    let (b1, b2, e, wd) = (beta1 as f32, beta2 as f32, eps as f32, weight_decay as f32);
+                    let (c1, c2) = ((1.0 - beta1) as f32, (1.0 - beta2) as f32);
+                    let factor = 1.0 - lr32 * wd;
+                    for i in 0..values.len() {
+                        let mut d = g[i];
+                        let mut base = values[i];
+                        if weight_decay != 0.0 {
+                            if decoupled {
+                                base = values[i] * factor;
+                            } else {
+                                d += values[i] * wd;
+                            }
+                        }
+                        let m = slots[0][i] * b1 + d * c1;
+                        let v = slots[1][i] * b2 + (d * d) * c2;
+                        slots[0][i] = m;
+                        slots[1][i] = v;
+                        let denom = (v / bc2).sqrt() + e;
+                        let step_size = lr32 / bc1;
+                        values[i] = base - (m / denom) * step_size;
+                    }
+                }
+            }
+            p.set_values(values.iter().map(|&v| v as f64).collect())?;
+        }
+        Ok(())
+    }
+}

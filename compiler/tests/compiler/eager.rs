@@ -1,0 +1,192 @@
+//! Eager mode: each op family's gradient (the op's compiled vector-Jacobian
+//! product) against central finite differences of the eager forward, the
+//! tape's bookkeeping (accumulation, shared inputs, no_grad, detach,
+//! zero_grad), and the digits MLP trained eagerly for an epoch against the
+//! compiled train step from the same initial parameters.
+
+use crate::optimizer::digits;
+use aicf_compiler::eager::{self, Tensor, optim::Optim};
+use aicf_compiler::nn::{Conv2dOptions, Pool2dOptions};
+use aicf_compiler::train::{Options, Trainer};
+use aicf_runtime::{Tensor as Host, artifact::DType};
+
+/// A leaf parameter of `shape` with values in [-1, 1) from a seeded LCG.
+fn param(shape: &[usize], seed: u64) -> Tensor {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let n: usize = shape.iter().product();
+    let values = (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect();
+    Tensor::from_vec(shape, values).unwrap().param()
+}
+
+/// Eager gradients of `loss(params)` against central differences, at up
+/// to 8 entries of every parameter.
+fn check(name: &str, params: &[Tensor], loss: impl Fn(&[Tensor]) -> eager::Result<Tensor>) {
+    let l = loss(params).unwrap_or_else(|e| panic!("{name}: {e}"));
+    l.backward().unwrap_or_else(|e| panic!("{name}: backward: {e}"));
+    let h = 1e-2f64;
+    for (k, p) in params.iter().enumerate() {
+        let g = p.grad().unwrap_or_else(|| panic!("{name}: parameter {k} has no gradient"));
+        let base = p.host();
+        assert_eq!(g.shape, base.shape, "{name}: gradient {k}'s shape");
+        let n = base.values.len();
+        for i in (0..n).step_by((n / 8).max(1)) {
+            let at = |delta: f64| {
+                let mut moved = base.clone();
+                moved.values[i] += delta;
+                let inputs: Vec<Tensor> = params
+                    .iter()
+                    .enumerate()
+                    .map(|(j, q)| if j == k { Tensor::from_host(moved.clone()) } else { q.detach() })
+                    .collect();
+                eager::no_grad(|| loss(&inputs).unwrap().item().unwrap())
+            };
+            let fd = (at(h) - at(-h)) / (2.0 * h);
+            let got = g.values[i];
+            assert!(
+                (got - fd).abs() <= 2e-2 * fd.abs().max(0.05),
+                "{name}: d/d param {k}[{i}] is {got}, finite differences give {fd}"
+            );
+        }
+    }
+}
+
+#[test]
+fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences() {
+    let (a, b, c) = (param(&[3, 4], 1), param(&[4], 2), param(&[3, 1], 3));
+    check("broadcast arithmetic", &[a.clone(), b.clone(), c.clone()], |p| {
+        let d = p[0].mul(&p[1])?.add(&p[2])?.sub(&p[1])?;
+        let e = d.div(&p[2].exp()?)?.maximum(&p[0])?;
+        e.sum(&[0, 1], false)
+    });
+    check("activations", &[param(&[2, 5], 4)], |p| {
+        let x = &p[0];
+        let y = x.tanh()?.add(&x.sigmoid()?)?.add(&x.relu()?)?.add(&x.gelu()?)?;
+        let z = y.add(&x.exp()?.log()?)?.add(&x.exp()?.sqrt()?)?.mul_scalar(0.5)?.add_scalar(1.0)?;
+        z.neg()?.mean(&[0, 1], false)
+    });
+    check("reductions and shapes", &[param(&[2, 3, 4], 5)], |p| {
+        let x = p[0].reshape(&[6, 4])?.permute(&[1, 0])?.narrow(1, 1, 4)?;
+        let s = x.sum(&[1], true)?.mul(&x.mean(&[0], true)?)?;
+        s.mul(&s)?.sum(&[0, 1], false)
+    });
+    check("softmax", &[param(&[3, 5], 6)], |p| {
+        let w = Tensor::from_vec(&[5], vec![0.5, -1.0, 2.0, 0.25, 1.5])?;
+        p[0].softmax(1)?.mul(&w)?.add(&p[0].log_softmax(1)?.mul_scalar(0.1)?)?.sum(&[0, 1], false)
+    });
+}
+
+#[test]
+fn contractions_normalisation_and_losses_have_the_gradients_of_finite_differences() {
+    check("matmul", &[param(&[2, 3, 4], 7), param(&[2, 4, 5], 8)], |p| p[0].matmul(&p[1])?.sum(&[0, 1, 2], false));
+    let labels = Tensor::from_i32(&[4], &[1, 0, 2, 1]).unwrap();
+    check("linear + cross-entropy", &[param(&[4, 6], 9), param(&[3, 6], 10), param(&[3], 11)], |p| {
+        p[0].linear(&p[1], Some(&p[2]))?.cross_entropy(&labels)
+    });
+    let target = Tensor::from_vec(&[4, 3], (0..12).map(|i| i as f32 / 12.0).collect()).unwrap();
+    check("linear (no bias) + mse", &[param(&[4, 6], 12), param(&[3, 6], 13)], |p| {
+        p[0].linear(&p[1], None)?.mse_loss(&target)
+    });
+    check("layer norm", &[param(&[3, 8], 14), param(&[8], 15), param(&[8], 16)], |p| {
+        let y = p[0].layer_norm(&p[1], &p[2], 1, 1e-5)?;
+        y.mul(&y)?.sum(&[0, 1], false)
+    });
+    let ids = Tensor::from_i32(&[2, 3], &[0, 4, 2, 4, 1, 0]).unwrap();
+    check("embedding", &[param(&[5, 4], 17)], |p| {
+        let e = p[0].gather(&ids, 0)?;
+        e.mul(&e)?.sum(&[0, 1, 2], false)
+    });
+}
+
+#[test]
+fn convolution_and_pooling_have_the_gradients_of_finite_differences() {
+    let o = Conv2dOptions { stride: [2, 1], padding: [1, 1], dilation: [1, 1], groups: 2, ..Default::default() };
+    check("conv2d + pools", &[param(&[2, 4, 6, 6], 18), param(&[6, 2, 3, 3], 19), param(&[6], 20)], |p| {
+        let y = p[0].conv2d(&p[1], Some(&p[2]), &o)?;
+        let m = y.max_pool2d(&Pool2dOptions::square(2))?;
+        let a = y.avg_pool2d(&Pool2dOptions::square(3))?;
+        m.sum(&[0, 1, 2, 3], false)?.add(&a.mul(&a)?.sum(&[0, 1, 2, 3], false)?)
+    });
+}
+
+#[test]
+fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad() {
+    let w = param(&[3], 21);
+    // w used twice: d/dw (w*w + 3w) summed = 2w + 3.
+    let l = w.mul(&w).unwrap().add(&w.mul_scalar(3.0).unwrap()).unwrap().sum(&[0], false).unwrap();
+    l.backward().unwrap();
+    let want: Vec<f64> = w.values().iter().map(|&v| 2.0 * v as f64 + 3.0).collect();
+    let got = w.grad().unwrap().values;
+    assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5), "{got:?} vs {want:?}");
+    // A second backward accumulates, zero_grad clears.
+    l.backward().unwrap();
+    assert!((w.grad().unwrap().values[0] - 2.0 * want[0]).abs() < 1e-5);
+    w.zero_grad();
+    assert!(w.grad().is_none());
+    // Nothing is recorded under no_grad, and a detached tensor has no history.
+    let y = eager::no_grad(|| w.mul(&w).and_then(|v| v.sum(&[0], false)).unwrap());
+    assert!(!y.requires_grad());
+    assert!(y.backward().unwrap_err().to_string().contains("does not require a gradient"));
+    let d = w.detach();
+    assert!(!d.requires_grad() && d.values() == w.values());
+    // Only a scalar has a backward; a wrong shape is the op's own error.
+    let v = w.mul(&w).unwrap();
+    assert!(v.backward().unwrap_err().to_string().contains("a loss is a scalar"));
+    let e = w.matmul(&w).unwrap_err().to_string();
+    assert!(e.starts_with("matmul:"), "{e}");
+}
+
+/// One epoch of the digits MLP (45 SGD steps with momentum of 32 rows),
+/// eagerly and as the compiled train step, from the same parameters: the
+/// same parameters at the end, to 1e-4 of their largest magnitude.
+#[test]
+fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
+    let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"));
+    let options = Options {
+        optimizer: "sgd".into(),
+        momentum: 0.9,
+        device: aicf_runtime::Device::Cpu { threads: 1 },
+        seed: 3,
+        cache_dir: crate::tmp_root().join("eager-mlp"),
+        gemm: Some("generated".into()),
+        ..Options::default()
+    };
+    let mut compiled = Trainer::from_file(&model, options).unwrap();
+    let start = compiled.state();
+    let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
+    let params: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).param()).collect();
+    let mut opt = Optim::sgd(&params, 0.9, false, 0.0).unwrap();
+    let rows = digits();
+    let lr = 0.05;
+    for step in 0..45 {
+        let take = &rows[step * 32..step * 32 + 32];
+        let x: Vec<f64> = take.iter().flat_map(|r| r.0).collect();
+        let y: Vec<f64> = take.iter().map(|r| r.1 as f64).collect();
+        let (xh, yh) = (Host::new([32, 64], DType::F32, x), Host::new([32], DType::I32, y));
+        compiled.step(&[&xh, &yh], lr).unwrap();
+        let (xe, ye) = (Tensor::from_host(xh), Tensor::from_host(yh));
+        opt.zero_grad();
+        let loss = xe
+            .linear(&params[0], Some(&params[1]))
+            .and_then(|h| h.relu())
+            .and_then(|h| h.linear(&params[2], Some(&params[3])))
+            .and_then(|z| z.cross_entropy(&ye))
+            .unwrap();
+        loss.backward().unwrap();
+        opt.step(lr).unwrap();
+    }
+    let end = compiled.state();
+    for (n, p) in names.iter().zip(&params) {
+        let want = &end[*n].values;
+        let got = p.host().values;
+        let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+        let diff = got.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(diff <= 1e-4 * scale, "{n}: eager and compiled differ by {diff:e} (largest value {scale})");
+    }
+    let s = eager::stats();
+    assert!(s.calls >= 45 * 8, "{s:?}");
+}
