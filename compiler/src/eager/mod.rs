@@ -264,22 +264,22 @@ impl Tensor {
         Tensor(Rc::new(Inner { value: RefCell::new(host), requires_grad, grad: RefCell::new(None), node: None }))
     }
 
+    fn with_values(shape: &[usize], dtype: HostDType, values: Vec<f64>) -> Result<Tensor> {
+        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        if n != Some(values.len()) {
+            return Err(EagerError::Invalid(format!("{} values for shape {shape:?}", values.len())));
+        }
+        Ok(Tensor::leaf(Host::new(shape, dtype, values), false))
+    }
+
     /// An f32 tensor of `shape` holding `values` (row-major).
     pub fn from_vec(shape: &[usize], values: Vec<f32>) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        if values.len() != n {
-            return Err(EagerError::Invalid(format!("{} values for shape {shape:?} ({n} elements)", values.len())));
-        }
-        Ok(Tensor::leaf(Host::new(shape, HostDType::F32, values.iter().map(|&v| v as f64).collect()), false))
+        Tensor::with_values(shape, HostDType::F32, values.iter().map(|&v| v as f64).collect())
     }
 
     /// An i32 tensor (labels, token ids).
     pub fn from_i32(shape: &[usize], values: &[i32]) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        if values.len() != n {
-            return Err(EagerError::Invalid(format!("{} values for shape {shape:?} ({n} elements)", values.len())));
-        }
-        Ok(Tensor::leaf(Host::new(shape, HostDType::I32, values.iter().map(|&v| v as f64).collect()), false))
+        Tensor::with_values(shape, HostDType::I32, values.iter().map(|&v| v as f64).collect())
     }
 
     /// A host tensor as an eager one.

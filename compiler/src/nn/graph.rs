@@ -380,7 +380,8 @@ impl GraphState {
     }
 
     /// Inserts a module-level declaration before the first function and
-    /// verifies it there.
+    /// verifies it there (the verifier needs the op in its module:
+    /// HasParent).
     fn declare(&self, op_name: &str, attrs: &[(&str, String)], spec: &TensorSpec) -> Result<()> {
         let op_spec = OpSpec { attributes: attrs, results: Some(&[]), verify: false, ..OpSpec::new(op_name) };
         let op = self.create(&op_spec, self.location(), &[])?;
@@ -410,27 +411,13 @@ impl GraphState {
             ("owner", format!("\"{}\"", escape(owner))),
             ("init", format!("#hl.init<{init}>")),
         ];
-        // The verifier needs the op in its module (HasParent): verify after
-        // inserting it.
-        let op_spec = OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.param") };
-        let op = self.create(&op_spec, self.location(), &[])?;
-        let mut inner = self.inner.borrow_mut();
-        unsafe {
-            let body = mlirModuleGetBody(inner.module);
-            match inner.first_func {
-                Some(f) => mlirBlockInsertOwnedOperationBefore(body, f, op),
-                None => mlirBlockAppendOwnedOperation(body, op),
-            }
-        }
-        if !unsafe { mlirOperationVerify(op) } {
-            unsafe {
-                mlirOperationRemoveFromParent(op);
-                mlirOperationDestroy(op);
-            }
-            drop(inner);
-            return Err(self.op_error("hl.param", &[spec.mlir_type()]));
-        }
-        inner.params.push(ParamSpec { name: name.into(), owner: owner.into(), spec: spec.clone(), init: *init });
+        self.declare("hl.param", &attrs, spec)?;
+        self.inner.borrow_mut().params.push(ParamSpec {
+            name: name.into(),
+            owner: owner.into(),
+            spec: spec.clone(),
+            init: *init,
+        });
         Ok(())
     }
 
