@@ -113,7 +113,11 @@ impl Runtime {
             let hash =
                 aicf_runtime::artifact::ir_hash(&format!("{source}\n{}", crate::train::trainer::compiler_identity()));
             let dir = self.dir.join(format!("op-{hash}"));
-            let ready = aicf_runtime::artifact::load_manifest(&dir).is_ok_and(|m| m.files.contains_key("kernels.so"));
+            // A damaged artifact, or one compiled for CPU features this host
+            // lacks, is compiled again.
+            let ready = aicf_runtime::artifact::load_manifest(&dir).is_ok_and(|m| {
+                m.files.contains_key("kernels.so") && aicf_runtime::cpu::missing_cpu_feature(&m).is_none()
+            });
             if ready {
                 self.stats.loaded += 1;
             } else {
