@@ -190,3 +190,57 @@ fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     let s = eager::stats();
     assert!(s.calls >= 45 * 8, "{s:?}");
 }
+
+/// The digits CNN (examples/cnn) trained eagerly for an epoch with Adam
+/// ends on the compiled run's parameters.
+#[test]
+fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
+    let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cnn/digits_cnn.mlir"));
+    let options = Options {
+        optimizer: "adam".into(),
+        device: aicf_runtime::Device::Cpu { threads: 1 },
+        seed: 5,
+        cache_dir: crate::tmp_root().join("eager-cnn"),
+        gemm: Some("generated".into()),
+        ..Options::default()
+    };
+    let mut compiled = Trainer::from_file(&model, options).unwrap();
+    let start = compiled.state();
+    let names = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight", "fc.bias"];
+    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).param()).collect();
+    let mut opt = Optim::adam(&p, 0.0).unwrap();
+    let rows = digits();
+    let lr = 3e-3;
+    let conv = Conv2dOptions { padding: [1, 1], ..Default::default() };
+    for step in 0..45 {
+        let take = &rows[step * 32..step * 32 + 32];
+        let x: Vec<f64> = take.iter().flat_map(|r| r.0).collect();
+        let y: Vec<f64> = take.iter().map(|r| r.1 as f64).collect();
+        let (xh, yh) = (Host::new([32, 1, 8, 8], DType::F32, x), Host::new([32], DType::I32, y));
+        compiled.step(&[&xh, &yh], lr).unwrap();
+        let (xe, ye) = (Tensor::from_host(xh), Tensor::from_host(yh));
+        opt.zero_grad();
+        let pool = Pool2dOptions::square(2);
+        let loss = xe
+            .conv2d(&p[0], Some(&p[1]), &conv)
+            .and_then(|h| h.relu())
+            .and_then(|h| h.max_pool2d(&pool))
+            .and_then(|h| h.conv2d(&p[2], Some(&p[3]), &conv))
+            .and_then(|h| h.relu())
+            .and_then(|h| h.max_pool2d(&pool))
+            .and_then(|h| h.reshape(&[32, 128]))
+            .and_then(|h| h.linear(&p[4], Some(&p[5])))
+            .and_then(|z| z.cross_entropy(&ye))
+            .unwrap();
+        loss.backward().unwrap();
+        opt.step(lr).unwrap();
+    }
+    let end = compiled.state();
+    for (n, t) in names.iter().zip(&p) {
+        let want = &end[*n].values;
+        let got = t.host().values;
+        let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+        let diff = got.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(diff <= 1e-4 * scale, "{n}: eager and compiled differ by {diff:e} (largest value {scale})");
+    }
+}
