@@ -244,3 +244,19 @@ fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
         assert!(diff <= 1e-4 * scale, "{n}: eager and compiled differ by {diff:e} (largest value {scale})");
     }
 }
+
+#[path = "../../../examples/eager_rnn/model.rs"]
+mod rnn;
+
+/// The dynamic example (examples/eager_rnn): lines of different lengths,
+/// each its own tape, and the loss falls.
+#[test]
+fn a_character_rnn_over_lines_of_any_length_trains_eagerly() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../data/tinyshakespeare.txt")).unwrap();
+    let losses = rnn::train(&text, 60, 40, 1e-2).unwrap();
+    let lengths: std::collections::BTreeSet<usize> = losses.iter().map(|x| x.1).collect();
+    assert!(lengths.len() >= 8, "lengths {lengths:?}");
+    let mean = |s: &[(f64, usize)]| s.iter().map(|x| x.0).sum::<f64>() / s.len() as f64;
+    let (first, last) = (mean(&losses[..15]), mean(&losses[45..]));
+    assert!(last < first - 0.5, "the loss went from {first:.3} to {last:.3}");
+}
