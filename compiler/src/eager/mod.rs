@@ -80,6 +80,59 @@ impl std::fmt::Debug for Tensor {
 thread_local! {
     static RUNTIME: RefCell<Runtime> = RefCell::new(Runtime::new());
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    /// While recording (`start_trace`): the clock's start and the events.
+    static TRACE: RefCell<Option<(std::time::Instant, Vec<aicf_runtime::TraceEvent>)>> = const { RefCell::new(None) };
+}
+
+/// Starts recording every op (and the kernels it runs) of this thread.
+pub fn start_trace() {
+    TRACE.with(|t| *t.borrow_mut() = Some((std::time::Instant::now(), Vec::new())));
+}
+
+/// Stops recording and writes the ops and kernels so far as a trace-event
+/// JSON file (Perfetto, chrome://tracing): ops on the track "stream 0",
+/// their kernels on "stream 1". Returns how many ops were recorded.
+pub fn finish_trace(path: &std::path::Path) -> Result<usize> {
+    let Some((_, events)) = TRACE.with(|t| t.borrow_mut().take()) else {
+        return Err(EagerError::Invalid("finish_trace without start_trace".into()));
+    };
+    let ops = events.iter().filter(|e| e.stream == 0).count();
+    crate::train::report::write_trace(path, "eager (cpu)", &events).map_err(|e| EagerError::Invalid(e.to_string()))?;
+    Ok(ops)
+}
+
+/// Calls `function` of `backend` for the op `key`, recording it (and its
+/// kernels) while a trace is on.
+fn run(backend: &mut Box<dyn Backend>, function: &str, inputs: &[&Host], key: &str) -> Result<Vec<Host>> {
+    let fail = |e: aicf_runtime::RuntimeError| EagerError::Kernel { op: key.to_string(), message: e.to_string() };
+    let tracing = TRACE.with(|t| t.borrow().as_ref().map(|(start, _)| *start));
+    let Some(start) = tracing else { return backend.call(function, inputs).map_err(fail) };
+    backend.set_profiling(true);
+    let began = start.elapsed().as_secs_f64() * 1e6;
+    let out = backend.call(function, inputs).map_err(fail);
+    let took = start.elapsed().as_secs_f64() * 1e6 - began;
+    let kernels = backend.take_trace();
+    backend.set_profiling(false);
+    TRACE.with(|t| {
+        if let Some((_, events)) = t.borrow_mut().as_mut() {
+            let index = events.len();
+            events.push(aicf_runtime::TraceEvent {
+                function: function.into(),
+                call: index,
+                kernel: String::new(),
+                op: key.into(),
+                origin: None,
+                stream: 0,
+                start_us: began,
+                duration_us: took,
+            });
+            let first = kernels.first().map(|k| k.start_us).unwrap_or(0.0);
+            for k in kernels {
+                events.push(aicf_runtime::TraceEvent { stream: 1, start_us: began + (k.start_us - first), ..k });
+            }
+        }
+    });
+    out
 }
 
 /// Counters of the dispatcher: how many ops ran, and how many kernels were
@@ -202,8 +255,7 @@ fn op_call(def: &Rc<OpDef>, inputs: &[&Tensor]) -> Result<Tensor> {
         let backend = r.kernel(&key, &source)?;
         let values: Vec<std::cell::Ref<Host>> = inputs.iter().map(|t| t.0.value.borrow()).collect();
         let refs: Vec<&Host> = values.iter().map(|v| &**v).collect();
-        let mut out =
-            backend.call("op", &refs).map_err(|e| EagerError::Kernel { op: key.clone(), message: e.to_string() })?;
+        let mut out = run(backend, "op", &refs, &key)?;
         out.pop().ok_or_else(|| EagerError::Kernel { op: key.clone(), message: "no result".into() })
     })?;
     let record = grad_enabled() && inputs.iter().any(|t| t.requires_grad()) && host.dtype == HostDType::F32;
@@ -248,7 +300,7 @@ fn vjp(node: &Node, g: &Host) -> Result<Vec<Option<Host>>> {
         let g_ref = g;
         let mut refs: Vec<&Host> = values.iter_mut().map(|v| &**v).collect();
         refs.push(g_ref);
-        backend.call("vjp_grad", &refs).map_err(|e| EagerError::Kernel { op: key.clone(), message: e.to_string() })
+        run(backend, "vjp_grad", &refs, &key)
     })?;
     // Results: the loss, then one gradient per float argument in order
     // (the inputs', then g's).

@@ -260,3 +260,24 @@ fn a_character_rnn_over_lines_of_any_length_trains_eagerly() {
     let (first, last) = (mean(&losses[..15]), mean(&losses[45..]));
     assert!(last < first - 0.5, "the loss went from {first:.3} to {last:.3}");
 }
+
+/// A trace of eager execution: every op (forward and backward) on one
+/// track, the kernels each ran on another, as trace-event JSON.
+#[test]
+fn an_eager_trace_shows_each_op_and_its_kernels() {
+    let (x, w) = (param(&[4, 8], 30), param(&[3, 8], 31));
+    let labels = Tensor::from_i32(&[4], &[0, 1, 2, 1]).unwrap();
+    eager::start_trace();
+    let loss = x.linear(&w, None).and_then(|y| y.relu()).and_then(|y| y.cross_entropy(&labels)).unwrap();
+    loss.backward().unwrap();
+    let path = crate::tmp_root().join("eager-trace.json");
+    let ops = eager::finish_trace(&path).unwrap();
+    assert_eq!(ops, 6, "3 ops forward, 3 backward");
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let on = |tid: u64| events.iter().filter(|e| e["ph"] == "X" && e["tid"] == tid).count();
+    assert_eq!(on(0), 6);
+    assert!(on(1) >= 6, "every op runs at least one kernel: {}", on(1));
+    assert!(events.iter().any(|e| e["name"].as_str().is_some_and(|n| n.starts_with("vjp linear"))));
+    assert!(eager::finish_trace(&path).is_err(), "no trace is running");
+}
