@@ -5,6 +5,7 @@
 
 use super::{EagerError, Result, Tensor};
 use crate::passes::Optimizer;
+use aicf_runtime::{Tensor as Host, artifact::DType};
 
 /// An optimizer over a group of parameters (tensors that require a gradient).
 pub struct Optim {
@@ -113,6 +114,64 @@ impl Optim {
             }
             p.set_values(values.iter().map(|&v| v as f64).collect())?;
         }
+        Ok(())
+    }
+}
+
+impl Optim {
+    fn slot_names(&self) -> &'static [&'static str] {
+        match self.kind {
+            Optimizer::Sgd { momentum, .. } if momentum > 0.0 => &["momentum"],
+            Optimizer::Sgd { .. } => &[],
+            _ => &["exp_avg", "exp_avg_sq"],
+        }
+    }
+
+    /// The parameters and this optimizer's state under the compiled train
+    /// step's names (`hl-optimizer`'s: `<param>`, `<param>.momentum`,
+    /// `<param>.exp_avg`, `<param>.exp_avg_sq`, `step`), `names` naming the
+    /// parameters in order: what `Trainer::set_state` takes to continue
+    /// compiled.
+    pub fn state(&self, names: &[&str]) -> Result<std::collections::BTreeMap<String, Host>> {
+        if names.len() != self.params.len() {
+            return Err(EagerError::Invalid(format!("{} names for {} parameters", names.len(), self.params.len())));
+        }
+        let mut out = std::collections::BTreeMap::new();
+        for ((name, p), slots) in names.iter().zip(&self.params).zip(&self.slots) {
+            let host = p.host();
+            for (slot, values) in self.slot_names().iter().zip(slots) {
+                let v = values.iter().map(|&x| x as f64).collect();
+                out.insert(format!("{name}.{slot}"), Host::new(host.shape.clone(), DType::F32, v));
+            }
+            out.insert(name.to_string(), host);
+        }
+        out.insert("step".into(), Host::new([], DType::I64, vec![self.step as f64]));
+        Ok(out)
+    }
+
+    /// Continues from `state` (a compiled trainer's `state()`, or
+    /// [`Optim::state`]): the parameters' values and the optimizer's slots
+    /// and step count, `names` naming the parameters in order.
+    pub fn load_state(&mut self, names: &[&str], state: &std::collections::BTreeMap<String, Host>) -> Result<()> {
+        if names.len() != self.params.len() {
+            return Err(EagerError::Invalid(format!("{} names for {} parameters", names.len(), self.params.len())));
+        }
+        let get = |key: &str, len: usize| -> Result<Vec<f64>> {
+            let t = state.get(key).ok_or_else(|| EagerError::Invalid(format!("the state has no '{key}'")))?;
+            if t.values.len() != len {
+                return Err(EagerError::Invalid(format!("'{key}' holds {} values, {len} expected", t.values.len())));
+            }
+            Ok(t.values.clone())
+        };
+        let slot_names = self.slot_names();
+        for ((name, p), slots) in names.iter().zip(&self.params).zip(&mut self.slots) {
+            let n = p.host().values.len();
+            p.set_values(get(name, n)?)?;
+            for (slot, values) in slot_names.iter().zip(slots.iter_mut()) {
+                *values = get(&format!("{name}.{slot}"), n)?.iter().map(|&x| x as f32).collect();
+            }
+        }
+        self.step = get("step", 1)?[0] as u64;
         Ok(())
     }
 }

@@ -281,3 +281,80 @@ fn an_eager_trace_shows_each_op_and_its_kernels() {
     assert!(events.iter().any(|e| e["name"].as_str().is_some_and(|n| n.starts_with("vjp linear"))));
     assert!(eager::finish_trace(&path).is_err(), "no trace is running");
 }
+
+/// The digits MLP with Adam: 20 steps eager then 25 compiled, and 20
+/// compiled then 25 eager, each carrying the parameters and the
+/// optimizer's state across, end where 45 compiled steps do.
+#[test]
+fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
+    let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"));
+    let options = Options {
+        optimizer: "adam".into(),
+        device: aicf_runtime::Device::Cpu { threads: 1 },
+        seed: 7,
+        cache_dir: crate::tmp_root().join("eager-switch"),
+        gemm: Some("generated".into()),
+        ..Options::default()
+    };
+    let rows = digits();
+    let batch = |step: usize| {
+        let take = &rows[step * 32..step * 32 + 32];
+        let x: Vec<f64> = take.iter().flat_map(|r| r.0).collect();
+        let y: Vec<f64> = take.iter().map(|r| r.1 as f64).collect();
+        (Host::new([32, 64], DType::F32, x), Host::new([32], DType::I32, y))
+    };
+    let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
+    let lr = 3e-3;
+    let compiled_steps = |t: &mut Trainer, range: std::ops::Range<usize>| {
+        for s in range {
+            let (x, y) = batch(s);
+            t.step(&[&x, &y], lr).unwrap();
+        }
+    };
+    let eager_steps = |p: &[Tensor], opt: &mut Optim, range: std::ops::Range<usize>| {
+        for s in range {
+            let (x, y) = batch(s);
+            let (x, y) = (Tensor::from_host(x), Tensor::from_host(y));
+            opt.zero_grad();
+            let loss = x
+                .linear(&p[0], Some(&p[1]))
+                .and_then(|h| h.relu())
+                .and_then(|h| h.linear(&p[2], Some(&p[3])))
+                .and_then(|z| z.cross_entropy(&y))
+                .unwrap();
+            loss.backward().unwrap();
+            opt.step(lr).unwrap();
+        }
+    };
+    let mut reference = Trainer::from_file(&model, options.clone()).unwrap();
+    let start = reference.state();
+    compiled_steps(&mut reference, 0..45);
+    let want = reference.state();
+    let check = |what: &str, got: &std::collections::BTreeMap<String, Host>| {
+        for n in names {
+            let scale = want[n].values.iter().fold(0f64, |m, v| m.max(v.abs()));
+            let diff = got[n].values.iter().zip(&want[n].values).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(diff <= 1e-4 * scale, "{what}: {n} differs by {diff:e} (largest value {scale})");
+        }
+    };
+    // Eager, then compiled.
+    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).param()).collect();
+    let mut opt = Optim::adam(&p, 0.0).unwrap();
+    eager_steps(&p, &mut opt, 0..20);
+    let mut t = Trainer::from_file(&model, options.clone()).unwrap();
+    t.set_state(&opt.state(&names).unwrap()).unwrap();
+    compiled_steps(&mut t, 20..45);
+    check("eager then compiled", &t.state());
+    // Compiled, then eager.
+    let mut t = Trainer::from_file(&model, options).unwrap();
+    compiled_steps(&mut t, 0..20);
+    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).param()).collect();
+    let mut opt = Optim::adam(&p, 0.0).unwrap();
+    opt.load_state(&names, &t.state()).unwrap();
+    eager_steps(&p, &mut opt, 20..45);
+    check("compiled then eager", &opt.state(&names).unwrap());
+    // A state that does not fit is an error naming what is missing.
+    let mut partial = t.state();
+    partial.remove("fc1.bias.exp_avg");
+    assert!(opt.load_state(&names, &partial).unwrap_err().to_string().contains("fc1.bias.exp_avg"));
+}
