@@ -263,49 +263,82 @@ fn op_call(def: &Rc<OpDef>, inputs: &[&Tensor]) -> Result<Tensor> {
     Ok(Tensor(Rc::new(Inner { value: RefCell::new(host), requires_grad: record, grad: RefCell::new(None), node })))
 }
 
-/// The gradients of `node`'s float inputs for the output's gradient `g`:
-/// the op's `hl-autodiff` rule, compiled and run as a kernel.
+/// The gradients of `node`'s inputs that take one (float inputs that
+/// require a gradient) for the output's gradient `g`: the op's
+/// `hl-autodiff` rule, compiled and run as a kernel that returns only
+/// those (so the op's forward is recomputed only where its rule reads it).
 fn vjp(node: &Node, g: &Host) -> Result<Vec<Option<Host>>> {
     let mut specs: Vec<TensorSpec> = node.inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
+    let wanted: Vec<bool> =
+        node.inputs.iter().zip(&specs).map(|(t, s)| t.requires_grad() && s.dtype.is_float()).collect();
     let gspec = TensorSpec::new(g.shape.clone(), DType::F32);
     let key = format!(
-        "vjp {} {}",
+        "vjp {} {} {wanted:?}",
         node.op.key,
         specs.iter().chain([&gspec]).map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" ")
     );
-    let n = specs.len();
     specs.push(gspec);
     let grads = RUNTIME.with(|r| -> Result<Vec<Host>> {
         let mut r = r.borrow_mut();
         r.stats.calls += 1;
-        let source = if r.kernels.contains_key(&key) {
-            String::new()
-        } else {
-            let fail = |message: String| EagerError::Op { op: key.clone(), message };
-            let traced = trace("vjp", &specs, |xs| {
-                let y = (node.op.build)(&xs[..n])?;
-                let prod = y.mul(&xs[n])?;
-                let axes: Vec<i64> = (0..prod.rank() as i64).collect();
-                Ok(vec![if axes.is_empty() { prod } else { prod.sum(&axes, false)? }])
-            })
-            .map_err(|e| fail(e.to_string()))?;
-            let ctx = crate::CompilerContext::new();
-            let mut module = ctx.parse(&traced.text, &key).map_err(|e| fail(e.to_string()))?;
-            crate::run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff{function=vjp wrt-inputs=true})")
-                .map_err(|e| fail(e.to_string()))?;
-            crate::pipeline::canonical_text(&module)
-        };
+        let source =
+            if r.kernels.contains_key(&key) { String::new() } else { vjp_source(node, &specs, &wanted, &key)? };
         let backend = r.kernel(&key, &source)?;
-        let mut values: Vec<std::cell::Ref<Host>> = node.inputs.iter().map(|t| t.0.value.borrow()).collect();
-        let g_ref = g;
-        let mut refs: Vec<&Host> = values.iter_mut().map(|v| &**v).collect();
-        refs.push(g_ref);
+        let values: Vec<std::cell::Ref<Host>> = node.inputs.iter().map(|t| t.0.value.borrow()).collect();
+        let mut refs: Vec<&Host> = values.iter().map(|v| &**v).collect();
+        refs.push(g);
         run(backend, "vjp_grad", &refs, &key)
     })?;
-    // Results: the loss, then one gradient per float argument in order
-    // (the inputs', then g's).
-    let mut it = grads.into_iter().skip(1);
-    Ok(node.inputs.iter().map(|t| if t.0.value.borrow().dtype == HostDType::F32 { it.next() } else { None }).collect())
+    let mut it = grads.into_iter();
+    Ok(wanted.iter().map(|&w| if w { it.next() } else { None }).collect())
+}
+
+/// The `hl` module of an op's vector-Jacobian product: `sum(op(x) * g)`
+/// differentiated with respect to its inputs, returning only the `wanted`
+/// inputs' gradients, cleaned of what they do not need.
+fn vjp_source(node: &Node, specs: &[TensorSpec], wanted: &[bool], key: &str) -> Result<String> {
+    let fail = |message: String| EagerError::Op { op: key.to_string(), message };
+    let n = wanted.len();
+    let traced = trace("vjp", specs, |xs| {
+        let y = (node.op.build)(&xs[..n])?;
+        let prod = y.mul(&xs[n])?;
+        let axes: Vec<i64> = (0..prod.rank() as i64).collect();
+        Ok(vec![if axes.is_empty() { prod } else { prod.sum(&axes, false)? }])
+    })
+    .map_err(|e| fail(e.to_string()))?;
+    let ctx = crate::CompilerContext::new();
+    let mut module = ctx.parse(&traced.text, key).map_err(|e| fail(e.to_string()))?;
+    crate::run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff{function=vjp wrt-inputs=true})")
+        .map_err(|e| fail(e.to_string()))?;
+    // @vjp_grad returns the loss, then a gradient per float argument (the
+    // inputs', then g's): keep the wanted inputs' only.
+    let raw = module.as_operation().to_raw();
+    let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(raw, 0)) };
+    let func = crate::ir::ops_of(body)
+        .into_iter()
+        .find(|&op| crate::ir::string_attr(op, "sym_name").as_deref() == Some("vjp_grad"))
+        .ok_or_else(|| fail("hl-autodiff made no @vjp_grad".into()))?;
+    let block = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(func, 0)) };
+    let ret = crate::ir::ops_of(block)
+        .into_iter()
+        .rev()
+        .find(|&op| crate::ir::op_name(op) == "func.return")
+        .ok_or_else(|| fail("@vjp_grad has no return".into()))?;
+    let returned = crate::ir::operands(ret);
+    let floats: Vec<usize> = (0..n).filter(|&i| specs[i].dtype.is_float()).collect();
+    let keep: Vec<mlir_sys::MlirValue> =
+        floats.iter().enumerate().filter(|&(_, &i)| wanted[i]).map(|(k, _)| returned[1 + k]).collect();
+    unsafe { mlir_sys::mlirOperationSetOperands(ret, keep.len() as isize, keep.as_ptr()) };
+    crate::passes::retype_function(func, block);
+    // The op's own function is not run: only @vjp_grad is compiled.
+    if let Some(forward) =
+        crate::ir::ops_of(body).into_iter().find(|&op| crate::ir::string_attr(op, "sym_name").as_deref() == Some("vjp"))
+    {
+        unsafe { mlir_sys::mlirOperationDestroy(forward) };
+    }
+    crate::run_pipeline(&ctx, &mut module, "builtin.module(symbol-dce,canonicalize,cse)")
+        .map_err(|e| fail(e.to_string()))?;
+    Ok(crate::pipeline::canonical_text(&module))
 }
 
 fn add_into(acc: &mut Host, g: &Host) {

@@ -35,6 +35,7 @@ pub use optimizer::{Optimizer, add_train_step};
 pub use plan_memory::{Budget, MemoryPlan, plan_memory};
 pub use print_param_table::{ParamInfo, collect_params, render_table};
 pub use schedule::{Schedule, schedule};
+pub(crate) use set_batch::retype_function;
 
 use crate::ffi;
 use melior::ir::{Location, OperationRef, operation::OperationLike};

@@ -128,7 +128,7 @@ pub(super) fn reinfer(
 
 /// Sets `func`'s type from its entry block's arguments and the operands of
 /// its `func.return`.
-pub(super) fn retype_function(func: MlirOperation, block: MlirBlock) {
+pub(crate) fn retype_function(func: MlirOperation, block: MlirBlock) {
     let ins: Vec<MlirType> = (0..unsafe { mlirBlockGetNumArguments(block) })
         .map(|i| unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) })
         .collect();
