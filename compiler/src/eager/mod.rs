@@ -25,7 +25,12 @@
 pub mod optim;
 
 use crate::nn::{self, Conv2dOptions, DType, Mode, ModuleBuilder, Pool2dOptions, Reduction, TensorSpec};
-use aicf_runtime::{Backend, Device, Tensor as Host, artifact::DType as HostDType};
+use aicf_runtime::{
+    Tensor as Host,
+    artifact::{DType as HostDType, Role},
+    cpu::CpuModule,
+    host::{Bytes, read_values, write_values},
+};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -59,22 +64,45 @@ struct Node {
 }
 
 struct Inner {
-    value: RefCell<Host>,
+    shape: Vec<usize>,
+    dtype: HostDType,
+    /// The elements in the kernels' own layout (row-major, 64-byte aligned).
+    data: RefCell<Bytes>,
     requires_grad: bool,
-    grad: RefCell<Option<Host>>,
+    /// The accumulated gradient, f32 of the same shape.
+    grad: RefCell<Option<Bytes>>,
     node: Option<Node>,
 }
 
-/// An eager tensor: its values on the host, and where it came from.
-/// Cloning shares it (as a PyTorch tensor handle does).
+/// An eager tensor: its values in host memory as the kernels read and
+/// write them, and where it came from. Cloning shares it (as a PyTorch
+/// tensor handle does).
 #[derive(Clone)]
 pub struct Tensor(Rc<Inner>);
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let v = self.0.value.borrow();
-        write!(f, "Tensor({:?} {:?}{})", v.shape, v.dtype, if self.0.requires_grad { ", requires_grad" } else { "" })
+        let i = &self.0;
+        write!(f, "Tensor({:?} {:?}{})", i.shape, i.dtype, if i.requires_grad { ", requires_grad" } else { "" })
     }
+}
+
+/// The f32 elements of `b`.
+pub(crate) fn f32s(b: &Bytes) -> &[f32] {
+    // SAFETY: Bytes is 64-byte aligned and holds `len` initialised bytes.
+    unsafe { std::slice::from_raw_parts(b.as_bytes().as_ptr() as *const f32, b.len() / 4) }
+}
+
+pub(crate) fn f32s_mut(b: &mut Bytes) -> &mut [f32] {
+    let n = b.len() / 4;
+    // SAFETY: as f32s, and the borrow is unique.
+    unsafe { std::slice::from_raw_parts_mut(b.as_bytes_mut().as_mut_ptr() as *mut f32, n) }
+}
+
+fn bytes_of(host: &Host) -> Bytes {
+    let mut b = Bytes::zeroed(host.values.len() * host.dtype.bytes());
+    write_values(b.as_bytes_mut(), host.dtype, &host.values);
+    b
 }
 
 thread_local! {
@@ -101,18 +129,61 @@ pub fn finish_trace(path: &std::path::Path) -> Result<usize> {
     Ok(ops)
 }
 
-/// Calls `function` of `backend` for the op `key`, recording it (and its
-/// kernels) while a trace is on.
-fn run(backend: &mut Box<dyn Backend>, function: &str, inputs: &[&Host], key: &str) -> Result<Vec<Host>> {
-    let fail = |e: aicf_runtime::RuntimeError| EagerError::Kernel { op: key.to_string(), message: e.to_string() };
+/// Runs `function` of `kernel` on `inputs` (the tensors' own buffers, then
+/// `extra`), returning its results' buffers; records the call and its
+/// kernels while a trace is on.
+fn run(kernel: &mut Kernel, function: &str, inputs: &[&Tensor], extra: Vec<Bytes>, key: &str) -> Result<Vec<Bytes>> {
+    let fail = |m: String| EagerError::Kernel { op: key.to_string(), message: m };
+    let f = kernel.module.function(function).map_err(|e| fail(e.to_string()))?.clone();
+    let mut outs = Vec::new();
+    for a in f.args.iter().filter(|a| a.role() == Role::Output) {
+        outs.push(Bytes::try_zeroed(a.bytes(), key).map_err(|e| fail(e.to_string()))?);
+    }
+    // A tensor passed twice (x * x) is borrowed once and copied for its
+    // other uses; kernels never write their inputs.
+    let mut copies: Vec<Bytes> = Vec::new();
+    let mut is_copy = Vec::with_capacity(inputs.len() + extra.len());
+    for (k, t) in inputs.iter().enumerate() {
+        let dup = inputs[..k].iter().any(|u| Rc::ptr_eq(&u.0, &t.0));
+        if dup {
+            copies.push(t.0.data.borrow().clone());
+        }
+        is_copy.push(dup);
+    }
+    is_copy.extend(extra.iter().map(|_| true));
+    copies.extend(extra);
+    let mut guards: Vec<std::cell::RefMut<Bytes>> =
+        inputs.iter().zip(&is_copy).filter(|(_, c)| !**c).map(|(t, _)| t.0.data.borrow_mut()).collect();
+    let (mut g_it, mut c_it, mut o_it) = (guards.iter_mut(), copies.iter_mut(), outs.iter_mut());
+    let mut next_input = 0;
+    let mut arena = Some(&mut kernel.arena);
+    let mut args: Vec<&mut Bytes> = Vec::with_capacity(f.args.len());
+    for a in &f.args {
+        let slot: Option<&mut Bytes> = match a.role() {
+            Role::Input => {
+                let copy = is_copy.get(next_input).copied().unwrap_or(true);
+                next_input += 1;
+                if copy { c_it.next() } else { g_it.next().map(|g| &mut **g) }
+            }
+            Role::Output => o_it.next(),
+            Role::Arena => arena.take(),
+            Role::Symbol(s) => return Err(fail(format!("an eager op reads no symbol, this one reads @{s}"))),
+        };
+        args.push(slot.ok_or_else(|| fail(format!("no buffer for argument {}", a.bind)))?);
+    }
     let tracing = TRACE.with(|t| t.borrow().as_ref().map(|(start, _)| *start));
-    let Some(start) = tracing else { return backend.call(function, inputs).map_err(fail) };
-    backend.set_profiling(true);
+    let Some(start) = tracing else {
+        kernel.module.run(function, &mut args).map_err(|e| fail(e.to_string()))?;
+        drop(args);
+        drop(guards);
+        return Ok(outs);
+    };
     let began = start.elapsed().as_secs_f64() * 1e6;
-    let out = backend.call(function, inputs).map_err(fail);
+    kernel.module.set_profiling(true);
+    let result = kernel.module.run(function, &mut args).map_err(|e| fail(e.to_string()));
     let took = start.elapsed().as_secs_f64() * 1e6 - began;
-    let kernels = backend.take_trace();
-    backend.set_profiling(false);
+    let kernels = kernel.module.take_trace();
+    kernel.module.set_profiling(false);
     TRACE.with(|t| {
         if let Some((_, events)) = t.borrow_mut().as_mut() {
             let index = events.len();
@@ -132,7 +203,10 @@ fn run(backend: &mut Box<dyn Backend>, function: &str, inputs: &[&Host], key: &s
             }
         }
     });
-    out
+    result?;
+    drop(args);
+    drop(guards);
+    Ok(outs)
 }
 
 /// Counters of the dispatcher: how many ops ran, and how many kernels were
@@ -145,9 +219,15 @@ pub struct Stats {
     pub compile_seconds: f64,
 }
 
+/// A compiled op: its module and the arena its function runs in.
+struct Kernel {
+    module: CpuModule,
+    arena: Bytes,
+}
+
 struct Runtime {
     dir: PathBuf,
-    kernels: HashMap<String, Box<dyn Backend>>,
+    kernels: HashMap<String, Kernel>,
     stats: Stats,
 }
 
@@ -159,8 +239,9 @@ impl Runtime {
         Runtime { dir, kernels: HashMap::new(), stats: Stats::default() }
     }
 
-    /// The kernel of `source` (an `hl` module), compiled or found on disk.
-    fn kernel(&mut self, key: &str, source: &str) -> Result<&mut Box<dyn Backend>> {
+    /// The kernel of `source` (an `hl` module whose function is
+    /// `function`), compiled or found on disk.
+    fn kernel(&mut self, key: &str, source: &str, function: &str) -> Result<&mut Kernel> {
         if !self.kernels.contains_key(key) {
             let fail = |message: String| EagerError::Kernel { op: key.to_string(), message };
             let hash =
@@ -181,8 +262,10 @@ impl Runtime {
                 self.stats.compiled += 1;
                 self.stats.compile_seconds += started.elapsed().as_secs_f64();
             }
-            let backend = aicf_runtime::open(&dir, &Device::Cpu { threads: 1 }, 0).map_err(|e| fail(e.to_string()))?;
-            self.kernels.insert(key.to_string(), backend);
+            let module = CpuModule::load(&dir, 1).map_err(|e| fail(e.to_string()))?;
+            let arena_bytes = module.function(function).map_err(|e| fail(e.to_string()))?.arena_bytes as usize;
+            let arena = Bytes::try_zeroed(arena_bytes, key).map_err(|e| fail(e.to_string()))?;
+            self.kernels.insert(key.to_string(), Kernel { module, arena });
         }
         self.kernels.get_mut(key).ok_or_else(|| EagerError::Invalid(format!("kernel {key} vanished")))
     }
@@ -242,7 +325,7 @@ fn trace(
 fn op_call(def: &Rc<OpDef>, inputs: &[&Tensor]) -> Result<Tensor> {
     let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
     let key = format!("{} {}", def.key, specs.iter().map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" "));
-    let host = RUNTIME.with(|r| -> Result<Host> {
+    let host = RUNTIME.with(|r| -> Result<(Vec<usize>, HostDType, Bytes)> {
         let mut r = r.borrow_mut();
         r.stats.calls += 1;
         let source = if r.kernels.contains_key(&key) {
@@ -252,42 +335,54 @@ fn op_call(def: &Rc<OpDef>, inputs: &[&Tensor]) -> Result<Tensor> {
                 .map_err(|e| EagerError::Op { op: def.key.clone(), message: e.to_string() })?
                 .text
         };
-        let backend = r.kernel(&key, &source)?;
-        let values: Vec<std::cell::Ref<Host>> = inputs.iter().map(|t| t.0.value.borrow()).collect();
-        let refs: Vec<&Host> = values.iter().map(|v| &**v).collect();
-        let mut out = run(backend, "op", &refs, &key)?;
-        out.pop().ok_or_else(|| EagerError::Kernel { op: key.clone(), message: "no result".into() })
+        let kernel = r.kernel(&key, &source, "op")?;
+        let result = kernel
+            .module
+            .function("op")
+            .ok()
+            .and_then(|f| f.args.iter().find(|a| a.role() == Role::Output))
+            .map(|a| (a.shape.clone(), a.dtype))
+            .ok_or_else(|| EagerError::Kernel { op: key.clone(), message: "no result".into() })?;
+        let mut out = run(kernel, "op", inputs, Vec::new(), &key)?;
+        let data = out.pop().ok_or_else(|| EagerError::Kernel { op: key.clone(), message: "no result".into() })?;
+        Ok((result.0, result.1, data))
     })?;
-    let record = grad_enabled() && inputs.iter().any(|t| t.requires_grad()) && host.dtype == HostDType::F32;
+    let (shape, dtype, data) = host;
+    let record = grad_enabled() && inputs.iter().any(|t| t.requires_grad()) && dtype == HostDType::F32;
     let node = record.then(|| Node { op: def.clone(), inputs: inputs.iter().map(|t| (*t).clone()).collect() });
-    Ok(Tensor(Rc::new(Inner { value: RefCell::new(host), requires_grad: record, grad: RefCell::new(None), node })))
+    Ok(Tensor(Rc::new(Inner {
+        shape,
+        dtype,
+        data: RefCell::new(data),
+        requires_grad: record,
+        grad: RefCell::new(None),
+        node,
+    })))
 }
 
 /// The gradients of `node`'s inputs that take one (float inputs that
 /// require a gradient) for the output's gradient `g`: the op's
 /// `hl-autodiff` rule, compiled and run as a kernel that returns only
 /// those (so the op's forward is recomputed only where its rule reads it).
-fn vjp(node: &Node, g: &Host) -> Result<Vec<Option<Host>>> {
+fn vjp(node: &Node, g: &Bytes, g_shape: &[usize]) -> Result<Vec<Option<Bytes>>> {
     let mut specs: Vec<TensorSpec> = node.inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
     let wanted: Vec<bool> =
         node.inputs.iter().zip(&specs).map(|(t, s)| t.requires_grad() && s.dtype.is_float()).collect();
-    let gspec = TensorSpec::new(g.shape.clone(), DType::F32);
+    let gspec = TensorSpec::new(g_shape.to_vec(), DType::F32);
     let key = format!(
         "vjp {} {} {wanted:?}",
         node.op.key,
         specs.iter().chain([&gspec]).map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" ")
     );
     specs.push(gspec);
-    let grads = RUNTIME.with(|r| -> Result<Vec<Host>> {
+    let grads = RUNTIME.with(|r| -> Result<Vec<Bytes>> {
         let mut r = r.borrow_mut();
         r.stats.calls += 1;
         let source =
             if r.kernels.contains_key(&key) { String::new() } else { vjp_source(node, &specs, &wanted, &key)? };
-        let backend = r.kernel(&key, &source)?;
-        let values: Vec<std::cell::Ref<Host>> = node.inputs.iter().map(|t| t.0.value.borrow()).collect();
-        let mut refs: Vec<&Host> = values.iter().map(|v| &**v).collect();
-        refs.push(g);
-        run(backend, "vjp_grad", &refs, &key)
+        let kernel = r.kernel(&key, &source, "vjp_grad")?;
+        let inputs: Vec<&Tensor> = node.inputs.iter().collect();
+        run(kernel, "vjp_grad", &inputs, vec![g.clone()], &key)
     })?;
     let mut it = grads.into_iter();
     Ok(wanted.iter().map(|&w| if w { it.next() } else { None }).collect())
@@ -341,16 +436,23 @@ fn vjp_source(node: &Node, specs: &[TensorSpec], wanted: &[bool], key: &str) -> 
     Ok(crate::pipeline::canonical_text(&module))
 }
 
-fn add_into(acc: &mut Host, g: &Host) {
-    for (a, b) in acc.values.iter_mut().zip(&g.values) {
-        // f32 accumulation, as the compiled step's adds.
-        *a = (*a as f32 + *b as f32) as f64;
+/// `acc += g` in f32, as the compiled step's adds.
+fn add_into(acc: &mut Bytes, g: &Bytes) {
+    for (a, b) in f32s_mut(acc).iter_mut().zip(f32s(g)) {
+        *a += *b;
     }
 }
 
 impl Tensor {
-    fn leaf(host: Host, requires_grad: bool) -> Tensor {
-        Tensor(Rc::new(Inner { value: RefCell::new(host), requires_grad, grad: RefCell::new(None), node: None }))
+    fn leaf(shape: Vec<usize>, dtype: HostDType, data: Bytes, requires_grad: bool) -> Tensor {
+        Tensor(Rc::new(Inner {
+            shape,
+            dtype,
+            data: RefCell::new(data),
+            requires_grad,
+            grad: RefCell::new(None),
+            node: None,
+        }))
     }
 
     fn with_values(shape: &[usize], dtype: HostDType, values: Vec<f64>) -> Result<Tensor> {
@@ -358,7 +460,7 @@ impl Tensor {
         if n != Some(values.len()) {
             return Err(EagerError::Invalid(format!("{} values for shape {shape:?}", values.len())));
         }
-        Ok(Tensor::leaf(Host::new(shape, dtype, values), false))
+        Ok(Tensor::from_host(Host::new(shape, dtype, values)))
     }
 
     /// An f32 tensor of `shape` holding `values` (row-major).
@@ -373,7 +475,8 @@ impl Tensor {
 
     /// A host tensor as an eager one.
     pub fn from_host(host: Host) -> Tensor {
-        Tensor::leaf(host, false)
+        let data = bytes_of(&host);
+        Tensor::leaf(host.shape, host.dtype, data, false)
     }
 
     /// Whether gradients flow to this tensor (a parameter, or a result
@@ -384,44 +487,52 @@ impl Tensor {
 
     /// A new leaf with these values that requires a gradient.
     pub fn param(&self) -> Tensor {
-        Tensor::leaf(self.0.value.borrow().clone(), true)
+        Tensor::leaf(self.0.shape.clone(), self.0.dtype, self.0.data.borrow().clone(), true)
     }
 
     /// A new leaf with these values and no history (`detach`).
     pub fn detach(&self) -> Tensor {
-        Tensor::leaf(self.0.value.borrow().clone(), false)
+        Tensor::leaf(self.0.shape.clone(), self.0.dtype, self.0.data.borrow().clone(), false)
     }
 
     pub fn shape(&self) -> Vec<usize> {
-        self.0.value.borrow().shape.clone()
+        self.0.shape.clone()
     }
 
     pub fn spec(&self) -> Result<TensorSpec> {
-        let v = self.0.value.borrow();
-        Ok(TensorSpec::new(v.shape.clone(), nn_dtype(v.dtype)?))
+        Ok(TensorSpec::new(self.0.shape.clone(), nn_dtype(self.0.dtype)?))
     }
 
     /// The values (a copy).
     pub fn host(&self) -> Host {
-        self.0.value.borrow().clone()
+        Host::new(self.0.shape.clone(), self.0.dtype, read_values(self.0.data.borrow().as_bytes(), self.0.dtype))
     }
 
     pub fn values(&self) -> Vec<f32> {
-        self.0.value.borrow().values.iter().map(|&v| v as f32).collect()
+        self.host().values.iter().map(|&v| v as f32).collect()
     }
 
     /// The single value of a one-element tensor.
     pub fn item(&self) -> Result<f64> {
-        let v = self.0.value.borrow();
-        match v.values.as_slice() {
+        match self.host().values.as_slice() {
             [x] => Ok(*x),
-            _ => Err(EagerError::Invalid(format!("item() of a tensor of shape {:?}", v.shape))),
+            _ => Err(EagerError::Invalid(format!("item() of a tensor of shape {:?}", self.0.shape))),
         }
     }
 
     /// The accumulated gradient of a leaf, after `backward()`.
     pub fn grad(&self) -> Option<Host> {
-        self.0.grad.borrow().clone()
+        let g = self.0.grad.borrow();
+        g.as_ref().map(|b| Host::new(self.0.shape.clone(), HostDType::F32, read_values(b.as_bytes(), HostDType::F32)))
+    }
+
+    /// Runs `f` on the f32 values and the gradient of this parameter (an
+    /// optimizer's update, in place); nothing when it has no gradient.
+    pub(crate) fn update(&self, f: impl FnOnce(&mut [f32], &[f32])) {
+        let g = self.0.grad.borrow();
+        if let (Some(g), HostDType::F32) = (g.as_ref(), self.0.dtype) {
+            f(f32s_mut(&mut self.0.data.borrow_mut()), f32s(g));
+        }
     }
 
     pub fn zero_grad(&self) {
@@ -430,11 +541,11 @@ impl Tensor {
 
     /// Replaces the values (an optimizer's update), keeping the identity.
     pub fn set_values(&self, values: Vec<f64>) -> Result<()> {
-        let mut v = self.0.value.borrow_mut();
-        if values.len() != v.values.len() {
-            return Err(EagerError::Invalid(format!("{} values for shape {:?}", values.len(), v.shape)));
+        let n: usize = self.0.shape.iter().product();
+        if values.len() != n {
+            return Err(EagerError::Invalid(format!("{} values for shape {:?}", values.len(), self.0.shape)));
         }
-        v.values = values;
+        write_values(self.0.data.borrow_mut().as_bytes_mut(), self.0.dtype, &values);
         Ok(())
     }
 
@@ -469,8 +580,8 @@ impl Tensor {
                 }
             }
         }
-        let mut grads: HashMap<*const Inner, Host> = HashMap::new();
-        grads.insert(Rc::as_ptr(&self.0), Host::new(shape, HostDType::F32, vec![1.0]));
+        let mut grads: HashMap<*const Inner, Bytes> = HashMap::new();
+        grads.insert(Rc::as_ptr(&self.0), bytes_of(&Host::new(shape, HostDType::F32, vec![1.0])));
         for t in order.iter().rev() {
             let Some(g) = grads.remove(&Rc::as_ptr(&t.0)) else { continue };
             match &t.0.node {
@@ -482,7 +593,7 @@ impl Tensor {
                     }
                 }
                 Some(node) => {
-                    for (x, dx) in node.inputs.iter().zip(vjp(node, &g)?) {
+                    for (x, dx) in node.inputs.iter().zip(vjp(node, &g, &t.0.shape)?) {
                         let Some(dx) = dx else { continue };
                         if !x.requires_grad() {
                             continue;

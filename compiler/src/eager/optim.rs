@@ -38,7 +38,7 @@ impl Optim {
         let slots = params
             .iter()
             .map(|p| {
-                let n = p.0.value.borrow().values.len();
+                let n: usize = p.0.shape.iter().product();
                 let count = match kind {
                     Optimizer::Sgd { momentum, .. } if momentum > 0.0 => 1,
                     Optimizer::Sgd { .. } => 0,
@@ -63,11 +63,11 @@ impl Optim {
         self.step += 1;
         let t = self.step as f64;
         let lr32 = lr as f32;
+        let kind = self.kind.clone();
         for (p, slots) in self.params.iter().zip(&mut self.slots) {
-            let Some(g) = p.grad() else { continue };
-            let mut values: Vec<f32> = p.values();
-            let g: Vec<f32> = g.values.iter().map(|&v| v as f32).collect();
-            match self.kind {
+            // In place on the parameter's own buffer; one without a
+            // gradient is left as it is.
+            p.update(|values, g| match kind.clone() {
                 Optimizer::Sgd { momentum, nesterov, weight_decay } => {
                     let (m32, wd32) = (momentum as f32, weight_decay as f32);
                     for i in 0..values.len() {
@@ -85,13 +85,14 @@ impl Optim {
                 }
                 Optimizer::Adam { beta1, beta2, eps, weight_decay }
                 | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
-                    let decoupled = matches!(self.kind, Optimizer::AdamW { .. });
+                    let decoupled = matches!(kind, Optimizer::AdamW { .. });
                     // Bias corrections in f64, rounded once (hl-optimizer's).
                     let bc1 = (1.0 - beta1.powf(t)) as f32;
                     let bc2 = (1.0 - beta2.powf(t)) as f32;
                     let (b1, b2, e, wd) = (beta1 as f32, beta2 as f32, eps as f32, weight_decay as f32);
                     let (c1, c2) = ((1.0 - beta1) as f32, (1.0 - beta2) as f32);
                     let factor = 1.0 - lr32 * wd;
+                    let step_size = lr32 / bc1;
                     for i in 0..values.len() {
                         let mut d = g[i];
                         let mut base = values[i];
@@ -107,12 +108,10 @@ impl Optim {
                         slots[0][i] = m;
                         slots[1][i] = v;
                         let denom = (v / bc2).sqrt() + e;
-                        let step_size = lr32 / bc1;
                         values[i] = base - (m / denom) * step_size;
                     }
                 }
-            }
-            p.set_values(values.iter().map(|&v| v as f64).collect())?;
+            });
         }
         Ok(())
     }
