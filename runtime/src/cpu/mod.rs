@@ -29,7 +29,7 @@ pub struct CpuModule {
     constants: Vec<Bytes>,
     /// The artifact's weights file (values of `init <data>` parameters).
     pub(crate) weights: Option<std::path::PathBuf>,
-    pool: rayon::ThreadPool,
+    pool: Pool,
     /// f32 copies of a 16-bit GEMM's A and B and its f32 product, for the
     /// library candidates (`LibraryGemm::widen`); grown as needed, kept.
     widened: std::sync::Mutex<[Vec<f32>; 3]>,
@@ -37,10 +37,36 @@ pub struct CpuModule {
     _library: libloading::Library,
 }
 
+/// A pool of worker threads that several modules can share (eager mode's
+/// compiled ops run one after another on the same threads).
+pub type Pool = std::sync::Arc<rayon::ThreadPool>;
+
+/// A pool of `threads` workers (0: one per core), with denormals flushed
+/// as the kernels expect.
+pub fn pool(threads: usize) -> Result<Pool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .start_handler(|_| {
+            flush_denormals(true);
+        })
+        .build()
+        .map(std::sync::Arc::new)
+        .map_err(|e| RuntimeError::Load {
+            path: Default::default(),
+            message: format!("cannot start worker threads: {e}"),
+        })
+}
+
 impl CpuModule {
     /// Loads `dir/manifest.json` and `dir/kernels.so`, with `threads` worker
     /// threads (0: one per core).
     pub fn load(dir: &Path, threads: usize) -> Result<Self> {
+        let pool = pool(threads).map_err(|e| RuntimeError::Load { path: dir.to_path_buf(), message: e.to_string() })?;
+        Self::load_with_pool(dir, pool)
+    }
+
+    /// [`CpuModule::load`] running its kernels on `pool`.
+    pub fn load_with_pool(dir: &Path, pool: Pool) -> Result<Self> {
         let load_err = |path: &Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
         let manifest = crate::artifact::load_manifest(dir)?;
         if let Some(missing) = missing_cpu_feature(&manifest) {
@@ -82,13 +108,6 @@ impl CpuModule {
                 b
             })
             .collect();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .start_handler(|_| {
-                flush_denormals(true);
-            })
-            .build()
-            .map_err(|e| load_err(dir, format!("cannot start worker threads: {e}")))?;
         let weights = manifest.weights.as_ref().map(|w| dir.join(w));
         Ok(CpuModule {
             manifest,
