@@ -440,10 +440,10 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
             return Err(fail(&file, "truncated or modified since it was compiled (its hash differs)".into()));
         }
     }
-    if let Some(w) = &manifest.weights {
-        if !manifest.files.contains_key(w) || w.contains(['/', '\\']) {
-            return Err(fail(&path, format!("weights file '{w}' is not one of the artifact's checked files")));
-        }
+    if let Some(w) = &manifest.weights
+        && (!manifest.files.contains_key(w) || w.contains(['/', '\\']))
+    {
+        return Err(fail(&path, format!("weights file '{w}' is not one of the artifact's checked files")));
     }
     for f in &manifest.functions {
         let has_arena = f.args.iter().any(|a| a.bind == "arena");

@@ -15,12 +15,12 @@
 //! A result of an op on a tensor that requires a gradient remembers the op
 //! and its inputs. `backward()` walks that record from the loss in reverse
 //! topological order; each op's vector-Jacobian product is the op's own
-//! `hl-autodiff` rule, compiled the same way (the op's function `sum(op(x)
-//! * g)` differentiated with respect to its inputs), so eager and compiled
+//! `hl-autodiff` rule, compiled the same way (the op's function
+//! `sum(op(x) * g)` differentiated with respect to its inputs), so eager and compiled
 //! gradients come from one source. Only what ran is recorded: `if`, loops
 //! and shapes that change between steps need nothing special.
 //!
-//! This first version runs on the CPU and keeps values on the host.
+//! This first version runs on the CPU.
 
 pub mod optim;
 
@@ -54,8 +54,11 @@ pub type Result<T, E = EagerError> = std::result::Result<T, E>;
 /// layer-API call that builds it.
 struct OpDef {
     key: String,
-    build: Box<dyn Fn(&[nn::Tensor]) -> nn::Result<nn::Tensor>>,
+    build: Build,
 }
+
+/// Traces an op on its (traced) operands.
+type Build = Box<dyn Fn(&[nn::Tensor]) -> nn::Result<nn::Tensor>>;
 
 /// A node of the tape: the op that made a tensor, and its inputs.
 struct Node {

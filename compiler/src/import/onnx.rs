@@ -257,7 +257,7 @@ pub fn import_model(
     // Graph inputs that are not initializers are the model's inputs.
     let mut inputs = Vec::new();
     for i in graph.input.iter().filter(|i| !inits.contains_key(i.name())) {
-        inputs.push((i.name().to_string(), input_spec(i, options.batch).map_err(|m| fail(m))?));
+        inputs.push((i.name().to_string(), input_spec(i, options.batch).map_err(fail)?));
     }
     if inputs.is_empty() {
         return Err(fail("the graph has no inputs".into()));
