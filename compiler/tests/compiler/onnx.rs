@@ -310,3 +310,26 @@ fn damaged_onnx_files_are_errors_not_panics() {
     }
     assert!(decoded > 10, "only {decoded} damaged variants decoded");
 }
+
+/// `--loss mse` regresses the first output onto a target of its shape;
+/// the imported model trains on it.
+#[test]
+fn an_imported_model_trains_on_an_mse_loss() {
+    let dir = crate::tmp_root().join("onnx-mse");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let imported = onnx::import(&fixture("mlp.onnx"), &ImportOptions { batch: Some(8), loss: Loss::Mse }).unwrap();
+    assert!(imported.module.text.contains("hl.mse_loss"), "{}", imported.module.text);
+    let model = dir.join("mlp.mlir");
+    imported.write(&model).unwrap();
+    let options = Options { optimizer: "adam".into(), cache_dir: dir.join("run"), ..Options::default() };
+    let mut t = Trainer::from_file(&model, options).unwrap();
+    let x = Tensor::new([8, 64], aicf_runtime::artifact::DType::F32, (0..512).map(|i| (i % 7) as f64 / 7.0).collect());
+    let y = Tensor::new([8, 10], aicf_runtime::artifact::DType::F32, (0..80).map(|i| (i % 3) as f64).collect());
+    let first = t.step(&[&x, &y], 1e-2).unwrap().loss;
+    let mut last = first;
+    for _ in 0..30 {
+        last = t.step(&[&x, &y], 1e-2).unwrap().loss;
+    }
+    assert!(last < first / 2.0, "mse {first} -> {last}");
+}
