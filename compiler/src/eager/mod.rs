@@ -58,7 +58,13 @@ struct OpDef {
 }
 
 /// Traces an op on its (traced) operands.
-type Build = Box<dyn Fn(&[nn::Tensor]) -> nn::Result<nn::Tensor>>;
+pub(crate) type Build = Box<dyn Fn(&[nn::Tensor]) -> nn::Result<nn::Tensor>>;
+
+/// Runs the op that `build` traces (named `key` with its attributes) on
+/// `inputs`: the entry of the layer API's eager graphs.
+pub(crate) fn call(key: String, build: Build, inputs: &[&Tensor]) -> Result<Tensor> {
+    op_call(&Rc::new(OpDef { key, build }), inputs)
+}
 
 /// A node of the tape: the op that made a tensor, and its inputs.
 struct Node {

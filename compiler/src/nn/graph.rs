@@ -28,6 +28,8 @@ pub struct Tensor {
     pub(super) function: u64,
     pub(super) value: MlirValue,
     pub(super) spec: TensorSpec,
+    /// The values, when the graph runs eagerly ([`Graph::eager`]).
+    pub(super) data: Option<crate::eager::Tensor>,
 }
 
 impl fmt::Debug for Tensor {
@@ -37,6 +39,10 @@ impl fmt::Debug for Tensor {
 }
 
 impl Tensor {
+    /// The values of a tensor of an eager graph ([`Graph::eager`]).
+    pub fn eager(&self) -> Option<&crate::eager::Tensor> {
+        self.data.as_ref()
+    }
     pub fn spec(&self) -> &TensorSpec {
         &self.spec
     }
@@ -141,6 +147,19 @@ pub(crate) struct GraphState {
     // the context that holds it.
     inner: RefCell<Inner>,
     ctx: CompilerContext,
+    /// Set for a graph that runs its ops at once instead of tracing them.
+    eager: Option<EagerState>,
+}
+
+/// What an eager graph keeps: its mode, its parameters (created on first
+/// use with their initializers, stream `i` for the `i`-th, under `seed`,
+/// as a compiled model's are) and dropout's counters.
+struct EagerState {
+    mode: Mode,
+    seed: u64,
+    params: RefCell<Vec<(String, crate::eager::Tensor)>>,
+    offset: std::cell::Cell<u64>,
+    next_stream: std::cell::Cell<i64>,
 }
 
 impl Drop for GraphState {
@@ -171,7 +190,137 @@ impl GraphState {
                 next_function_id: 0,
             }),
             ctx,
+            eager: None,
         })
+    }
+
+    /// A graph whose ops run at once on eager tensors (see [`Graph::eager`]).
+    pub(super) fn new_eager(mode: Mode, seed: u64) -> Rc<Self> {
+        let ctx = CompilerContext::new();
+        let module = unsafe { mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx.mlir().to_raw())) };
+        Rc::new(GraphState {
+            inner: RefCell::new(Inner {
+                module,
+                first_func: None,
+                params: Vec::new(),
+                states: Vec::new(),
+                function: None,
+                functions: Vec::new(),
+                scopes: Vec::new(),
+                next_function_id: 0,
+            }),
+            ctx,
+            eager: Some(EagerState {
+                mode,
+                seed,
+                params: RefCell::new(Vec::new()),
+                offset: std::cell::Cell::new(0),
+                next_stream: std::cell::Cell::new(0),
+            }),
+        })
+    }
+
+    pub(super) fn is_eager(&self) -> bool {
+        self.eager.is_some()
+    }
+
+    /// An eager tensor as a value of this (eager) graph.
+    pub(super) fn wrap(self: &Rc<Self>, data: crate::eager::Tensor) -> Result<Tensor> {
+        let spec = data.spec().map_err(|e| NnError::Invalid { layer: self.current_scope(), message: e.to_string() })?;
+        Ok(Tensor {
+            graph: self.clone(),
+            function: 0,
+            value: MlirValue { ptr: std::ptr::null() },
+            spec,
+            data: Some(data),
+        })
+    }
+
+    /// The eager graph's parameters in the order they were created.
+    pub(super) fn eager_params(&self) -> Vec<(String, crate::eager::Tensor)> {
+        self.eager.as_ref().map(|e| e.params.borrow().clone()).unwrap_or_default()
+    }
+
+    /// Runs op `name` at once on `operands`' values: the op traced alone
+    /// (this very op, emitted on traced operands) and compiled once by the
+    /// eager dispatcher.
+    fn eager_emit(
+        self: &Rc<Self>,
+        name: &str,
+        operands: &[&Tensor],
+        attributes: &[(&str, String)],
+        results: Option<&[TensorSpec]>,
+    ) -> Result<Vec<Tensor>> {
+        let types: Vec<String> = operands.iter().map(|t| t.spec.mlir_type()).collect();
+        let invalid = |message: String| NnError::Invalid { layer: self.current_scope(), message };
+        if operands.is_empty() {
+            return Err(invalid(format!("'{name}' without operands cannot run eagerly")));
+        }
+        let data: Vec<crate::eager::Tensor> = operands
+            .iter()
+            .map(|t| t.data.clone().ok_or_else(|| invalid(format!("'{name}' got a traced tensor in an eager graph"))))
+            .collect::<Result<_>>()?;
+        let op = name.to_string();
+        let attrs: Vec<(String, String)> = attributes.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let results = results.map(|r| r.to_vec());
+        let key = format!("{name} {attrs:?} {results:?}");
+        let build: crate::eager::Build = Box::new(move |xs: &[Tensor]| {
+            let attrs: Vec<(&str, String)> = attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            let refs: Vec<&Tensor> = xs.iter().collect();
+            let mut out = xs[0].graph.emit(&op, &refs, &attrs, results.as_deref())?;
+            if out.len() != 1 {
+                return Err(NnError::Internal(format!("'{op}' has {} results; eager ops have one", out.len())));
+            }
+            Ok(out.remove(0))
+        });
+        let refs: Vec<&crate::eager::Tensor> = data.iter().collect();
+        let out = crate::eager::call(key, build, &refs).map_err(|e| NnError::Op {
+            layer: self.current_scope(),
+            op: name.to_string(),
+            message: e.to_string(),
+            operands: types,
+        })?;
+        Ok(vec![self.wrap(out)?])
+    }
+
+    /// The eager graph's parameter `name`, created on first use from `init`.
+    fn eager_param(self: &Rc<Self>, name: &str, spec: &TensorSpec, init: &Init) -> Result<Tensor> {
+        let Some(e) = &self.eager else { return Err(NnError::Internal("not an eager graph".into())) };
+        let invalid = |message: String| NnError::Invalid { layer: self.current_scope(), message };
+        if let Some((_, t)) = e.params.borrow().iter().find(|(n, _)| n == name) {
+            if t.shape() != spec.shape {
+                return Err(invalid(format!(
+                    "parameter `{name}` is used again as {}, but it is {:?}",
+                    spec.mlir_type(),
+                    t.shape()
+                )));
+            }
+            return self.wrap(t.clone());
+        }
+        if spec.dtype != DType::F32 {
+            return Err(invalid(format!("eager parameters are f32, `{name}` is {}", spec.mlir_type())));
+        }
+        let stream = e.params.borrow().len() as u64;
+        let mut values = vec![0f32; spec.num_elements()];
+        init.fill(&spec.shape, e.seed, stream, &mut values).map_err(|err| invalid(format!("`{name}`: {err}")))?;
+        let t = crate::eager::Tensor::from_vec(&spec.shape, values).map_err(|err| invalid(err.to_string()))?.param();
+        e.params.borrow_mut().push((name.to_string(), t.clone()));
+        self.wrap(t)
+    }
+
+    /// Dropout's seed and offset in an eager graph (a fresh offset per use).
+    fn eager_rng(self: &Rc<Self>) -> Result<(Tensor, Tensor, i64)> {
+        let Some(e) = &self.eager else { return Err(NnError::Internal("not an eager graph".into())) };
+        let scalar = |v: u64| {
+            let host =
+                aicf_runtime::Tensor::new(Vec::<usize>::new(), aicf_runtime::artifact::DType::I64, vec![v as f64]);
+            self.wrap(crate::eager::Tensor::from_host(host))
+        };
+        let offset = e.offset.get();
+        e.offset.set(offset + (1 << 24));
+        let stream = e.next_stream.get();
+        e.next_stream.set(stream + 1);
+        Ok((scalar(e.seed)?, scalar(offset)?, stream))
     }
 
     fn raw_ctx(&self) -> MlirContext {
@@ -188,6 +337,9 @@ impl GraphState {
         self.inner.borrow().scopes.last().cloned()
     }
     pub(super) fn mode(&self) -> Mode {
+        if let Some(e) = &self.eager {
+            return e.mode;
+        }
         self.inner.borrow().function.as_ref().map_or(Mode::Eval, |f| f.mode)
     }
 
@@ -258,6 +410,9 @@ impl GraphState {
         results: Option<&[TensorSpec]>,
         verify: bool,
     ) -> Result<Vec<Tensor>> {
+        if self.eager.is_some() {
+            return self.eager_emit(name, operands, attributes, results);
+        }
         for t in operands {
             if !Rc::ptr_eq(&t.graph, self) {
                 return Err(NnError::Invalid {
@@ -306,13 +461,22 @@ impl GraphState {
         (0..n)
             .map(|i| {
                 let value = unsafe { mlirOperationGetResult(op, i) };
-                Ok(Tensor { graph: self.clone(), function, value, spec: spec_of(unsafe { mlirValueGetType(value) })? })
+                Ok(Tensor {
+                    graph: self.clone(),
+                    function,
+                    value,
+                    spec: spec_of(unsafe { mlirValueGetType(value) })?,
+                    data: None,
+                })
             })
             .collect()
     }
 
     /// Declares (once) and reads a parameter.
     pub(super) fn param(self: &Rc<Self>, name: &str, owner: &str, spec: &TensorSpec, init: &Init) -> Result<Tensor> {
+        if self.eager.is_some() {
+            return self.eager_param(name, spec, init);
+        }
         let existing = self.inner.borrow().params.iter().find(|p| p.name == name).cloned();
         match existing {
             Some(p) if p.spec != *spec || p.init != *init => {
@@ -336,6 +500,12 @@ impl GraphState {
     /// Declares the model state `name` the first time (as `param` does)
     /// and reads it.
     pub(super) fn state(self: &Rc<Self>, name: &str, slot: &str, spec: &TensorSpec, init: &Init) -> Result<Tensor> {
+        if self.eager.is_some() {
+            return Err(NnError::Invalid {
+                layer: self.current_scope(),
+                message: format!("model state (`{name}`) is not supported in eager mode yet"),
+            });
+        }
         let existing = self.inner.borrow().states.iter().find(|p| p.name == name).cloned();
         match existing {
             Some(p) if p.spec != *spec || p.init != *init || p.slot != slot => {
@@ -424,6 +594,9 @@ impl GraphState {
     /// The step's `seed` and `offset` inputs of the current function (added
     /// as trailing arguments on first use) and a fresh stream id.
     pub(super) fn rng(self: &Rc<Self>) -> Result<(Tensor, Tensor, i64)> {
+        if self.eager.is_some() {
+            return self.eager_rng();
+        }
         let scalar = TensorSpec::new([], DType::I64);
         let ty = self.parse_type(&scalar.mlir_type())?;
         let mut inner = self.inner.borrow_mut();
@@ -436,7 +609,7 @@ impl GraphState {
         f.next_stream += 1;
         let function = f.id;
         drop(inner);
-        let t = |value| Tensor { graph: self.clone(), function, value, spec: scalar.clone() };
+        let t = |value| Tensor { graph: self.clone(), function, value, spec: scalar.clone(), data: None };
         Ok((t(seed), t(offset), stream))
     }
 
@@ -486,6 +659,7 @@ impl GraphState {
                 function: id,
                 value: unsafe { mlirBlockGetArgument(block, i as isize) },
                 spec: s.clone(),
+                data: None,
             })
             .collect())
     }

@@ -134,6 +134,14 @@ impl Graph {
     /// `hl.constant` of `values` (row-major) with `spec`'s shape; a single
     /// value is a splat.
     pub fn constant(&self, values: &[f64], spec: &TensorSpec) -> Result<Tensor> {
+        if self.0.is_eager() {
+            let n = spec.num_elements();
+            let all: Vec<f64> = if values.len() == 1 { vec![values[0]; n] } else { values.to_vec() };
+            let dtype = crate::eager::dtype_of(spec)
+                .map_err(|e| NnError::Invalid { layer: self.0.current_scope(), message: e.to_string() })?;
+            let host = aicf_runtime::Tensor::new(spec.shape.clone(), dtype, all);
+            return self.0.wrap(crate::eager::Tensor::from_host(host));
+        }
         if values.len() != 1 && values.len() != spec.num_elements() {
             return Err(NnError::Invalid {
                 layer: self.0.current_scope(),
@@ -180,6 +188,28 @@ impl Graph {
     /// The value state `name` takes after a train step (`hl.set_state`).
     pub fn set_state(&self, name: &str, value: &Tensor) -> Result<()> {
         self.0.set_state(name, value)
+    }
+
+    /// A graph whose ops run at once (eager mode): layers called on its
+    /// tensors ([`Graph::input`]) compute their results immediately, create
+    /// their parameters on first use with their initializers (parameter `i`
+    /// from stream `i` under `seed`, as a compiled model's runtime does),
+    /// and record the tape for `backward()`.
+    pub fn eager(mode: super::Mode, seed: u64) -> Graph {
+        Graph(GraphState::new_eager(mode, seed))
+    }
+
+    /// An eager tensor as an input of this eager graph.
+    pub fn input(&self, t: &crate::eager::Tensor) -> Result<Tensor> {
+        if !self.0.is_eager() {
+            return Err(NnError::Invalid { layer: None, message: "Graph::input takes an eager graph".into() });
+        }
+        self.0.wrap(t.clone())
+    }
+
+    /// An eager graph's parameters, by name, in the order they were created.
+    pub fn eager_params(&self) -> Vec<(String, crate::eager::Tensor)> {
+        self.0.eager_params()
     }
 
     /// Whether the function being traced trains (dropout active).

@@ -358,3 +358,114 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
     partial.remove("fc1.bias.exp_avg");
     assert!(opt.load_state(&names, &partial).unwrap_err().to_string().contains("fc1.bias.exp_avg"));
 }
+
+/// The same model code in both modes: the layer API's digits MLP
+/// (examples/mlp/model.rs) called on an eager graph's tensors creates its
+/// parameters with the compiled runtime's initial values (same seed), runs
+/// op by op, and trained for an epoch ends on the compiled run's
+/// parameters.
+#[test]
+fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values() {
+    use aicf_compiler::nn::{self, Module};
+    let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"));
+    let seed = 11;
+    let options = Options {
+        optimizer: "sgd".into(),
+        momentum: 0.9,
+        device: aicf_runtime::Device::Cpu { threads: 1 },
+        seed,
+        cache_dir: crate::tmp_root().join("eager-layers"),
+        gemm: Some("generated".into()),
+        ..Options::default()
+    };
+    let mut compiled = Trainer::from_file(&model, options).unwrap();
+    let start = compiled.state();
+    let net = crate::models::mlp::model();
+    let g = nn::Graph::eager(nn::Mode::Train, seed);
+    let rows = digits();
+    let lr = 0.05;
+    let mut opt: Option<Optim> = None;
+    for step in 0..45 {
+        let take = &rows[step * 32..step * 32 + 32];
+        let x: Vec<f64> = take.iter().flat_map(|r| r.0).collect();
+        let y: Vec<f64> = take.iter().map(|r| r.1 as f64).collect();
+        let (xh, yh) = (Host::new([32, 64], DType::F32, x), Host::new([32], DType::I32, y));
+        compiled.step(&[&xh, &yh], lr).unwrap();
+        let x = g.input(&Tensor::from_host(xh)).unwrap();
+        let y = g.input(&Tensor::from_host(yh)).unwrap();
+        if let Some(o) = &opt {
+            o.zero_grad();
+        }
+        let loss = net.forward(&x).and_then(|z| z.cross_entropy(&y, nn::Reduction::Mean, None)).unwrap();
+        if step == 0 {
+            // The parameters exist once the model has run; they start where
+            // the compiled model's runtime starts them.
+            for (name, p) in g.eager_params() {
+                assert_eq!(p.host().values, start[&name].values, "{name}'s initial values");
+            }
+            let params: Vec<Tensor> = g.eager_params().into_iter().map(|(_, p)| p).collect();
+            opt = Some(Optim::sgd(&params, 0.9, false, 0.0).unwrap());
+        }
+        loss.eager().unwrap().backward().unwrap();
+        opt.as_mut().unwrap().step(lr).unwrap();
+    }
+    let end = compiled.state();
+    let params = g.eager_params();
+    assert_eq!(
+        params.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    );
+    for (n, p) in params {
+        let want = &end[&n].values;
+        let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+        let diff = p.host().values.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(diff <= 1e-4 * scale, "{n}: eager and compiled differ by {diff:e} (largest value {scale})");
+    }
+    // A wrong shape is the op's own error, naming the layer.
+    let bad = g.input(&Tensor::from_vec(&[2, 63], vec![0.0; 126]).unwrap()).unwrap();
+    let e = net.forward(&bad).unwrap_err().to_string();
+    assert!(e.contains("fc1"), "{e}");
+}
+
+/// The repo's CNN and character transformer (layer API, with attention,
+/// layer norms, embeddings and dropout) run eagerly: a training step gives
+/// every parameter a gradient, and the transformer's sequence length can
+/// change from call to call.
+#[test]
+fn the_cnn_and_the_char_transformer_run_eagerly() {
+    use aicf_compiler::nn::{self, Module};
+    let g = nn::Graph::eager(nn::Mode::Train, 3);
+    let cnn = crate::models::cnn::model();
+    let x =
+        g.input(&Tensor::from_vec(&[4, 1, 8, 8], (0..256).map(|i| (i % 17) as f32 / 17.0).collect()).unwrap()).unwrap();
+    let y = g.input(&Tensor::from_i32(&[4], &[1, 2, 3, 4]).unwrap()).unwrap();
+    let loss = cnn.forward(&x).and_then(|z| z.cross_entropy(&y, nn::Reduction::Mean, None)).unwrap();
+    loss.eager().unwrap().backward().unwrap();
+    assert_eq!(g.eager_params().len(), 6);
+    assert!(g.eager_params().iter().all(|(_, p)| p.grad().is_some()));
+
+    let lm = crate::models::char_lm::CharLM::new(crate::models::char_lm::Config {
+        vocab: 20,
+        context: 16,
+        dim: 16,
+        heads: 2,
+        layers: 1,
+        dropout: 0.1,
+        batch: 2,
+    })
+    .unwrap();
+    let g = nn::Graph::eager(nn::Mode::Train, 3);
+    for seq in [16, 9] {
+        let ids: Vec<i32> = (0..2 * seq as i32).map(|i| i % 20).collect();
+        let tokens = g.input(&Tensor::from_i32(&[2, seq], &ids).unwrap()).unwrap();
+        let next: Vec<i32> = ids.iter().map(|i| (i + 1) % 20).collect();
+        let targets = g.input(&Tensor::from_i32(&[2, seq], &next).unwrap()).unwrap();
+        let logits = lm.forward(&tokens).unwrap();
+        assert_eq!(logits.shape(), [2, seq, 20]);
+        let loss = logits.cross_entropy(&targets, nn::Reduction::Mean, None).unwrap();
+        let l = loss.eager().unwrap();
+        assert!(l.item().unwrap().is_finite());
+        l.backward().unwrap();
+    }
+    assert!(g.eager_params().iter().all(|(_, p)| p.grad().is_some()), "every parameter has a gradient");
+}
