@@ -176,26 +176,21 @@ impl Drop for GraphState {
 
 impl GraphState {
     pub(super) fn new() -> Rc<Self> {
-        let ctx = CompilerContext::new();
-        let module = unsafe { mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx.mlir().to_raw())) };
-        Rc::new(GraphState {
-            inner: RefCell::new(Inner {
-                module,
-                first_func: None,
-                params: Vec::new(),
-                states: Vec::new(),
-                function: None,
-                functions: Vec::new(),
-                scopes: Vec::new(),
-                next_function_id: 0,
-            }),
-            ctx,
-            eager: None,
-        })
+        Self::with(None)
     }
 
     /// A graph whose ops run at once on eager tensors (see [`Graph::eager`]).
     pub(super) fn new_eager(mode: Mode, seed: u64) -> Rc<Self> {
+        Self::with(Some(EagerState {
+            mode,
+            seed,
+            params: RefCell::new(Vec::new()),
+            offset: std::cell::Cell::new(0),
+            next_stream: std::cell::Cell::new(0),
+        }))
+    }
+
+    fn with(eager: Option<EagerState>) -> Rc<Self> {
         let ctx = CompilerContext::new();
         let module = unsafe { mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx.mlir().to_raw())) };
         Rc::new(GraphState {
@@ -210,13 +205,7 @@ impl GraphState {
                 next_function_id: 0,
             }),
             ctx,
-            eager: Some(EagerState {
-                mode,
-                seed,
-                params: RefCell::new(Vec::new()),
-                offset: std::cell::Cell::new(0),
-                next_stream: std::cell::Cell::new(0),
-            }),
+            eager,
         })
     }
 

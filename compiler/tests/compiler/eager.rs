@@ -10,6 +10,32 @@ use aicf_compiler::nn::{Conv2dOptions, Pool2dOptions};
 use aicf_compiler::train::{Options, Trainer};
 use aicf_runtime::{Tensor as Host, artifact::DType};
 
+/// Rows `[32 step, 32 step + 32)` of the digits: images `[32, 64]` (or
+/// `[32, 1, 8, 8]`) and labels.
+fn digits_batch(rows: &[([f64; 64], usize)], step: usize, image: bool) -> (Host, Host) {
+    let take = &rows[step * 32..step * 32 + 32];
+    let x: Vec<f64> = take.iter().flat_map(|r| r.0).collect();
+    let y: Vec<f64> = take.iter().map(|r| r.1 as f64).collect();
+    let shape: Vec<usize> = if image { vec![32, 1, 8, 8] } else { vec![32, 64] };
+    (Host::new(shape, DType::F32, x), Host::new([32], DType::I32, y))
+}
+
+/// The digits MLP's loss (fc1, ReLU, fc2, cross-entropy) on a batch.
+fn mlp_loss(p: &[Tensor], x: &Tensor, y: &Tensor) -> Tensor {
+    x.linear(&p[0], Some(&p[1]))
+        .and_then(|h| h.relu())
+        .and_then(|h| h.linear(&p[2], Some(&p[3])))
+        .and_then(|z| z.cross_entropy(y))
+        .unwrap()
+}
+
+/// `got` equals `want` within 1e-4 of `want`'s largest magnitude.
+fn assert_close(what: &str, got: &[f64], want: &[f64]) {
+    let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let diff = got.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+    assert!(diff <= 1e-4 * scale, "{what}: eager and compiled differ by {diff:e} (largest value {scale})");
+}
+
 /// A leaf parameter of `shape` with values in [-1, 1) from a seeded LCG.
 fn param(shape: &[usize], seed: u64) -> Tensor {
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -163,29 +189,17 @@ fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     let rows = digits();
     let lr = 0.05;
     for step in 0..45 {
-        let take = &rows[step * 32..step * 32 + 32];
-        let x: Vec<f64> = take.iter().flat_map(|r| r.0).collect();
-        let y: Vec<f64> = take.iter().map(|r| r.1 as f64).collect();
-        let (xh, yh) = (Host::new([32, 64], DType::F32, x), Host::new([32], DType::I32, y));
+        let (xh, yh) = digits_batch(&rows, step, false);
         compiled.step(&[&xh, &yh], lr).unwrap();
         let (xe, ye) = (Tensor::from_host(xh), Tensor::from_host(yh));
         opt.zero_grad();
-        let loss = xe
-            .linear(&params[0], Some(&params[1]))
-            .and_then(|h| h.relu())
-            .and_then(|h| h.linear(&params[2], Some(&params[3])))
-            .and_then(|z| z.cross_entropy(&ye))
-            .unwrap();
+        let loss = mlp_loss(&params, &xe, &ye);
         loss.backward().unwrap();
         opt.step(lr).unwrap();
     }
     let end = compiled.state();
     for (n, p) in names.iter().zip(&params) {
-        let want = &end[*n].values;
-        let got = p.host().values;
-        let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
-        let diff = got.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
-        assert!(diff <= 1e-4 * scale, "{n}: eager and compiled differ by {diff:e} (largest value {scale})");
+        assert_close(n, &p.host().values, &end[*n].values);
     }
     let s = eager::stats();
     assert!(s.calls >= 45 * 8, "{s:?}");
@@ -213,10 +227,7 @@ fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     let lr = 3e-3;
     let conv = Conv2dOptions { padding: [1, 1], ..Default::default() };
     for step in 0..45 {
-        let take = &rows[step * 32..step * 32 + 32];
-        let x: Vec<f64> = take.iter().flat_map(|r| r.0).collect();
-        let y: Vec<f64> = take.iter().map(|r| r.1 as f64).collect();
-        let (xh, yh) = (Host::new([32, 1, 8, 8], DType::F32, x), Host::new([32], DType::I32, y));
+        let (xh, yh) = digits_batch(&rows, step, true);
         compiled.step(&[&xh, &yh], lr).unwrap();
         let (xe, ye) = (Tensor::from_host(xh), Tensor::from_host(yh));
         opt.zero_grad();
@@ -237,11 +248,7 @@ fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     }
     let end = compiled.state();
     for (n, t) in names.iter().zip(&p) {
-        let want = &end[*n].values;
-        let got = t.host().values;
-        let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
-        let diff = got.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
-        assert!(diff <= 1e-4 * scale, "{n}: eager and compiled differ by {diff:e} (largest value {scale})");
+        assert_close(n, &t.host().values, &end[*n].values);
     }
 }
 
@@ -297,12 +304,7 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
         ..Options::default()
     };
     let rows = digits();
-    let batch = |step: usize| {
-        let take = &rows[step * 32..step * 32 + 32];
-        let x: Vec<f64> = take.iter().flat_map(|r| r.0).collect();
-        let y: Vec<f64> = take.iter().map(|r| r.1 as f64).collect();
-        (Host::new([32, 64], DType::F32, x), Host::new([32], DType::I32, y))
-    };
+    let batch = |step: usize| digits_batch(&rows, step, false);
     let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
     let lr = 3e-3;
     let compiled_steps = |t: &mut Trainer, range: std::ops::Range<usize>| {
@@ -316,12 +318,7 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
             let (x, y) = batch(s);
             let (x, y) = (Tensor::from_host(x), Tensor::from_host(y));
             opt.zero_grad();
-            let loss = x
-                .linear(&p[0], Some(&p[1]))
-                .and_then(|h| h.relu())
-                .and_then(|h| h.linear(&p[2], Some(&p[3])))
-                .and_then(|z| z.cross_entropy(&y))
-                .unwrap();
+            let loss = mlp_loss(p, &x, &y);
             loss.backward().unwrap();
             opt.step(lr).unwrap();
         }
@@ -332,9 +329,7 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
     let want = reference.state();
     let check = |what: &str, got: &std::collections::BTreeMap<String, Host>| {
         for n in names {
-            let scale = want[n].values.iter().fold(0f64, |m, v| m.max(v.abs()));
-            let diff = got[n].values.iter().zip(&want[n].values).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
-            assert!(diff <= 1e-4 * scale, "{what}: {n} differs by {diff:e} (largest value {scale})");
+            assert_close(&format!("{what}: {n}"), &got[n].values, &want[n].values);
         }
     };
     // Eager, then compiled.
@@ -386,10 +381,7 @@ fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values() {
     let lr = 0.05;
     let mut opt: Option<Optim> = None;
     for step in 0..45 {
-        let take = &rows[step * 32..step * 32 + 32];
-        let x: Vec<f64> = take.iter().flat_map(|r| r.0).collect();
-        let y: Vec<f64> = take.iter().map(|r| r.1 as f64).collect();
-        let (xh, yh) = (Host::new([32, 64], DType::F32, x), Host::new([32], DType::I32, y));
+        let (xh, yh) = digits_batch(&rows, step, false);
         compiled.step(&[&xh, &yh], lr).unwrap();
         let x = g.input(&Tensor::from_host(xh)).unwrap();
         let y = g.input(&Tensor::from_host(yh)).unwrap();
@@ -416,10 +408,7 @@ fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values() {
         ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
     );
     for (n, p) in params {
-        let want = &end[&n].values;
-        let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
-        let diff = p.host().values.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
-        assert!(diff <= 1e-4 * scale, "{n}: eager and compiled differ by {diff:e} (largest value {scale})");
+        assert_close(&n, &p.host().values, &end[&n].values);
     }
     // A wrong shape is the op's own error, naming the layer.
     let bad = g.input(&Tensor::from_vec(&[2, 63], vec![0.0; 126]).unwrap()).unwrap();
