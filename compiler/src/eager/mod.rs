@@ -473,11 +473,7 @@ impl Tensor {
     }
 
     fn with_values(shape: &[usize], dtype: HostDType, values: Vec<f64>) -> Result<Tensor> {
-        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-        if n != Some(values.len()) {
-            return Err(EagerError::Invalid(format!("{} values for shape {shape:?}", values.len())));
-        }
-        Ok(Tensor::from_host(Host::new(shape, dtype, values)))
+        Tensor::from_host(Host::new(shape, dtype, values))
     }
 
     /// An f32 tensor of `shape` holding `values` (row-major).
@@ -490,10 +486,15 @@ impl Tensor {
         Tensor::with_values(shape, HostDType::I32, values.iter().map(|&v| v as f64).collect())
     }
 
-    /// A host tensor as an eager one.
-    pub fn from_host(host: Host) -> Tensor {
+    /// A host tensor as an eager one; its values must fill its shape.
+    pub fn from_host(host: Host) -> Result<Tensor> {
+        let n = host.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        if n != Some(host.values.len()) {
+            return Err(EagerError::Invalid(format!("{} values for shape {:?}", host.values.len(), host.shape)));
+        }
+        host_dtype(nn_dtype(host.dtype)?)?;
         let data = bytes_of(&host);
-        Tensor::leaf(host.shape, host.dtype, data, false)
+        Ok(Tensor::leaf(host.shape, host.dtype, data, false))
     }
 
     /// Whether gradients flow to this tensor (a parameter, or a result

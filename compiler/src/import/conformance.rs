@@ -27,10 +27,9 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// The op type a test is about: its first node's.
-pub fn op_of(dir: &Path) -> Option<String> {
-    let model = aicf_onnx::load(&dir.join("model.onnx")).ok()?;
-    model.graph?.node.first().map(|n| n.op_type().to_string())
+/// The op type a test is about: its first node's ("?" without one).
+fn op_of(model: &aicf_onnx::proto::ModelProto) -> String {
+    model.graph.as_ref().and_then(|g| g.node.first()).map_or_else(|| "?".into(), |n| n.op_type().to_string())
 }
 
 fn read_tensor(path: &Path) -> Result<Tensor, String> {
@@ -47,16 +46,20 @@ fn read_tensor(path: &Path) -> Result<Tensor, String> {
 }
 
 /// Runs the node test in `dir`, compiling into `work` (a scratch directory,
-/// with the kernel cache `cache`).
-pub fn run_case(dir: &Path, work: &Path, cache: &Path) -> Outcome {
+/// with the kernel cache `cache`): the op it is about, and how it went.
+pub fn run_case(dir: &Path, work: &Path, cache: &Path) -> (String, Outcome) {
     let model = match aicf_onnx::load(&dir.join("model.onnx")) {
         Ok(m) => m,
-        Err(e) => return Outcome::Unsupported(e.to_string()),
+        Err(e) => return ("?".into(), Outcome::Unsupported(e.to_string())),
     };
+    (op_of(&model), run_model(&model, dir, work, cache))
+}
+
+fn run_model(model: &aicf_onnx::proto::ModelProto, dir: &Path, work: &Path, cache: &Path) -> Outcome {
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let data = dir.join("test_data_set_0");
     let options = ImportOptions { batch: None, loss: Loss::None };
-    let imported = match onnx::import_model(&model, &name, dir, &options) {
+    let imported = match onnx::import_model(model, &name, dir, &options) {
         Ok(i) => i,
         // A node test feeds as graph inputs what an exported model holds as
         // constants (a Reshape's shape, a Slice's bounds, Clip's limits):

@@ -275,6 +275,7 @@ pub fn import_model(
         inits: &inits,
         params: &params,
         states: &states,
+        base,
         names: HashMap::new(),
     };
     let mut b = ModuleBuilder::new();
@@ -483,6 +484,8 @@ struct Importer<'a> {
     inits: &'a HashMap<String, aicf_onnx::Tensor>,
     params: &'a HashSet<String>,
     states: &'a HashSet<String>,
+    /// The model's directory: where a tensor attribute's external data is.
+    base: &'a Path,
     /// ONNX initializer name -> `hl.param` / `hl.state` name.
     names: HashMap<String, String>,
 }
@@ -732,7 +735,7 @@ impl Importer<'_> {
                 let a = node.attribute.first().ok_or("a Constant without a value")?;
                 let c = match a.name() {
                     "value" => Const::from_onnx(
-                        &aicf_onnx::tensor(a.t.as_ref().ok_or("value is not a tensor")?, Path::new(""))
+                        &aicf_onnx::tensor(a.t.as_ref().ok_or("value is not a tensor")?, self.base)
                             .map_err(|e| e.to_string())?,
                     ),
                     "value_float" => Const::scalar(a.f() as f64, true),
@@ -765,7 +768,7 @@ impl Importer<'_> {
                 }
                 let (v, float) = match attr(node, "value").and_then(|a| a.t.as_ref()) {
                     Some(t) => {
-                        let t = aicf_onnx::tensor(t, Path::new("")).map_err(|e| e.to_string())?;
+                        let t = aicf_onnx::tensor(t, self.base).map_err(|e| e.to_string())?;
                         (t.data.to_f64().first().copied().unwrap_or(0.0), t.is_float())
                     }
                     None => (0.0, true),

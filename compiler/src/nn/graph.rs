@@ -303,7 +303,9 @@ impl GraphState {
         let scalar = |v: u64| {
             let host =
                 aicf_runtime::Tensor::new(Vec::<usize>::new(), aicf_runtime::artifact::DType::I64, vec![v as f64]);
-            self.wrap(crate::eager::Tensor::from_host(host))
+            let t = crate::eager::Tensor::from_host(host)
+                .map_err(|err| NnError::Invalid { layer: self.current_scope(), message: err.to_string() })?;
+            self.wrap(t)
         };
         let offset = e.offset.get();
         e.offset.set(offset + (1 << 24));

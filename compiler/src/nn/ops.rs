@@ -140,7 +140,9 @@ impl Graph {
             let dtype = crate::eager::dtype_of(spec)
                 .map_err(|e| NnError::Invalid { layer: self.0.current_scope(), message: e.to_string() })?;
             let host = aicf_runtime::Tensor::new(spec.shape.clone(), dtype, all);
-            return self.0.wrap(crate::eager::Tensor::from_host(host));
+            let t = crate::eager::Tensor::from_host(host)
+                .map_err(|e| NnError::Invalid { layer: self.0.current_scope(), message: e.to_string() })?;
+            return self.0.wrap(t);
         }
         if values.len() != 1 && values.len() != spec.num_elements() {
             return Err(NnError::Invalid {

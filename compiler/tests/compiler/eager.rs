@@ -67,7 +67,7 @@ fn check(name: &str, params: &[Tensor], loss: impl Fn(&[Tensor]) -> eager::Resul
                 let inputs: Vec<Tensor> = params
                     .iter()
                     .enumerate()
-                    .map(|(j, q)| if j == k { Tensor::from_host(moved.clone()) } else { q.detach() })
+                    .map(|(j, q)| if j == k { Tensor::from_host(moved.clone()).unwrap() } else { q.detach() })
                     .collect();
                 eager::no_grad(|| loss(&inputs).unwrap().item().unwrap())
             };
@@ -157,6 +157,9 @@ fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad() {
     let y = eager::no_grad(|| w.mul(&w).and_then(|v| v.sum(&[0], false)).unwrap());
     assert!(!y.requires_grad());
     assert!(y.backward().unwrap_err().to_string().contains("does not require a gradient"));
+    // Values that do not fill their shape are refused where they enter.
+    let short = Host::new([2, 2], DType::F32, vec![1.0]);
+    assert!(Tensor::from_host(short).unwrap_err().to_string().contains("1 values for shape [2, 2]"));
     let d = w.detach();
     assert!(!d.requires_grad() && d.values() == w.values());
     // Only a scalar has a backward; a wrong shape is the op's own error.
@@ -184,14 +187,14 @@ fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
-    let params: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).param()).collect();
+    let params: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).unwrap().param()).collect();
     let mut opt = Optim::sgd(&params, 0.9, false, 0.0).unwrap();
     let rows = digits();
     let lr = 0.05;
     for step in 0..45 {
         let (xh, yh) = digits_batch(&rows, step, false);
         compiled.step(&[&xh, &yh], lr).unwrap();
-        let (xe, ye) = (Tensor::from_host(xh), Tensor::from_host(yh));
+        let (xe, ye) = (Tensor::from_host(xh).unwrap(), Tensor::from_host(yh).unwrap());
         opt.zero_grad();
         let loss = mlp_loss(&params, &xe, &ye);
         loss.backward().unwrap();
@@ -221,7 +224,7 @@ fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let names = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight", "fc.bias"];
-    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).param()).collect();
+    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).unwrap().param()).collect();
     let mut opt = Optim::adam(&p, 0.0).unwrap();
     let rows = digits();
     let lr = 3e-3;
@@ -229,7 +232,7 @@ fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     for step in 0..45 {
         let (xh, yh) = digits_batch(&rows, step, true);
         compiled.step(&[&xh, &yh], lr).unwrap();
-        let (xe, ye) = (Tensor::from_host(xh), Tensor::from_host(yh));
+        let (xe, ye) = (Tensor::from_host(xh).unwrap(), Tensor::from_host(yh).unwrap());
         opt.zero_grad();
         let pool = Pool2dOptions::square(2);
         let loss = xe
@@ -316,7 +319,7 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
     let eager_steps = |p: &[Tensor], opt: &mut Optim, range: std::ops::Range<usize>| {
         for s in range {
             let (x, y) = batch(s);
-            let (x, y) = (Tensor::from_host(x), Tensor::from_host(y));
+            let (x, y) = (Tensor::from_host(x).unwrap(), Tensor::from_host(y).unwrap());
             opt.zero_grad();
             let loss = mlp_loss(p, &x, &y);
             loss.backward().unwrap();
@@ -333,7 +336,7 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
         }
     };
     // Eager, then compiled.
-    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).param()).collect();
+    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).unwrap().param()).collect();
     let mut opt = Optim::adam(&p, 0.0).unwrap();
     eager_steps(&p, &mut opt, 0..20);
     let mut t = Trainer::from_file(&model, options.clone()).unwrap();
@@ -343,7 +346,7 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
     // Compiled, then eager.
     let mut t = Trainer::from_file(&model, options).unwrap();
     compiled_steps(&mut t, 0..20);
-    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).param()).collect();
+    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).unwrap().param()).collect();
     let mut opt = Optim::adam(&p, 0.0).unwrap();
     opt.load_state(&names, &t.state()).unwrap();
     eager_steps(&p, &mut opt, 20..45);
@@ -383,8 +386,8 @@ fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values() {
     for step in 0..45 {
         let (xh, yh) = digits_batch(&rows, step, false);
         compiled.step(&[&xh, &yh], lr).unwrap();
-        let x = g.input(&Tensor::from_host(xh)).unwrap();
-        let y = g.input(&Tensor::from_host(yh)).unwrap();
+        let x = g.input(&Tensor::from_host(xh).unwrap()).unwrap();
+        let y = g.input(&Tensor::from_host(yh).unwrap()).unwrap();
         if let Some(o) = &opt {
             o.zero_grad();
         }
