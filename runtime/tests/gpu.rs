@@ -285,16 +285,28 @@ fn training_runs_match_the_cpu_and_checkpoints_cross_devices() {
         let compare_state = |b: &dyn Backend, file: &str| -> Result<f64, String> {
             let (entries, _) = checkpoint::load(&path.join(file)).map_err(|e| e.to_string())?;
             let mut worst: f64 = 0.0;
+            let mut off = Vec::new();
             for (name, e) in entries {
+                // Attention's key bias has no gradient in exact arithmetic
+                // (adding q.b to every score of a row leaves its softmax
+                // as it was): its gradient is rounding noise, which Adam
+                // scales to full steps, so its values (and its moments)
+                // are noise that differs between devices.
+                if name.contains("k_proj.bias") {
+                    continue;
+                }
                 let want = aicf_runtime::Tensor::new(
                     e.shape.clone(),
                     e.dtype,
                     aicf_runtime::host::read_values(&e.bytes, e.dtype),
                 );
                 let got = b.symbol(&name).ok_or_else(|| format!("no symbol {name}"))?;
-                worst = worst.max(compare(&name, &got, &want, run.state_tol)?);
+                match compare(&name, &got, &want, run.state_tol) {
+                    Ok(w) => worst = worst.max(w),
+                    Err(e) => off.push(e),
+                }
             }
-            Ok(worst)
+            if off.is_empty() { Ok(worst) } else { Err(off.join("; ")) }
         };
         let result = (|| -> Result<String, String> {
             // Straight: every step's loss.

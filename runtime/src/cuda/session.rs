@@ -99,9 +99,12 @@ pub struct CudaSession {
     /// Which GEMM runs calls that have a cuBLASLt candidate; set before a
     /// function's first call.
     pub gemm: GemmPolicy,
-    /// cuBLASLt's handle and workspace, made when a GEMM first needs them
-    /// (or why they cannot be).
-    lt: Option<std::result::Result<(cublas::Handle, DeviceBuffer), String>>,
+    /// cuBLASLt's handle and a workspace per stream (stream 0's first,
+    /// then each side stream's), made when a GEMM first needs them (or why
+    /// they cannot be). cuBLASLt's kernels keep counters in the workspace:
+    /// two GEMMs running at once on one workspace can wait on each other
+    /// forever (seen on an H100), so no two streams share one.
+    lt: Option<std::result::Result<(cublas::Handle, Vec<DeviceBuffer>), String>>,
     registry: Option<Registry>,
     /// While profiling: the event every kernel's time is measured from,
     /// with the host clock when it was recorded, and the calls so far.
@@ -125,8 +128,8 @@ impl CudaSession {
             symbols,
             bound: HashMap::new(),
             staged: HashMap::new(),
-            graphs: true,
-            streams: true,
+            graphs: !env_off("AICF_CUDA_GRAPHS"),
+            streams: !env_off("AICF_CUDA_STREAMS"),
             copies,
             gemm: GemmPolicy::Measure,
             lt: None,
@@ -241,6 +244,14 @@ impl CudaSession {
         for (k, c) in f.calls.iter().enumerate() {
             library.push(self.choose_gemm(m, function, k, c, &params[k])?);
         }
+        if library.iter().any(Option::is_some) {
+            let streams = 1 + self.modules[m].side.len();
+            if let Some(Ok((_, workspaces))) = &mut self.lt {
+                while workspaces.len() < streams {
+                    workspaces.push(DeviceBuffer::zeroed(&self.modules[m].ctx, cublas::WORKSPACE_BYTES)?);
+                }
+            }
+        }
         self.bound.insert(
             key,
             Bound {
@@ -263,16 +274,19 @@ impl CudaSession {
 
     /// Launches call `k` of `function` of module `m` on `stream`: its
     /// kernel, or the cuBLASLt GEMM the registry chose for it.
-    fn launch_one(&self, m: usize, function: &str, k: usize, stream: &CudaStream) -> Result<()> {
+    /// `lane` is the stream's index (0: stream 0, s: side stream s), which
+    /// picks its cuBLASLt workspace.
+    fn launch_one(&self, m: usize, function: &str, k: usize, stream: &CudaStream, lane: usize) -> Result<()> {
         let c = &self.modules[m].function(function)?.calls[k];
         let err =
             |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message };
         let bound = &self.bound[&(m, function.to_string())];
         let params = &bound.params[k];
-        if let (Some(plan), Some(g), Some(Ok((handle, workspace)))) = (&bound.library[k], &c.library, &self.lt) {
+        if let (Some(plan), Some(g), Some(Ok((handle, workspaces)))) = (&bound.library[k], &c.library, &self.lt) {
             let at = |p: usize| params[1 + p];
+            let workspace = workspaces.get(lane).ok_or_else(|| err(format!("no cuBLASLt workspace for stream {lane}")))?;
             // SAFETY: the call's buffers hold the GEMM's matrices by the
-            // compiler's plan; the workspace is the session's.
+            // compiler's plan; the workspace is this stream's alone.
             return unsafe { plan.run(handle, at(g.a), at(g.b), at(g.out), workspace.ptr, stream.cu_stream()) }
                 .map_err(err);
         }
@@ -292,7 +306,7 @@ impl CudaSession {
             let ctx = self.modules[0].ctx.clone();
             let made = cublas::Handle::new().and_then(|h| {
                 let w = DeviceBuffer::zeroed(&ctx, cublas::WORKSPACE_BYTES).map_err(|e| e.to_string())?;
-                Ok((h, w))
+                Ok((h, vec![w]))
             });
             self.lt = Some(made);
         }
@@ -335,7 +349,14 @@ impl CudaSession {
         if let Some(choice) = registry.get_named(&key) {
             return Ok((choice == LIBRARY).then_some(plan));
         }
+        let log = std::env::var_os("AICF_KERNEL_LOG").is_some();
+        if log {
+            eprintln!("@{function} #{k} measuring the GEMM candidates of {key}");
+        }
         let (generated, library) = self.measure_gemm(m, function, k, c, g, gpu)?;
+        if log {
+            eprintln!("@{function} #{k} generated {generated:.3} ms, cuBLASLt {library:.3} ms");
+        }
         let pick = if library < generated { LIBRARY } else { "generated" };
         if let Some(r) = &self.registry {
             r.set_named(key, pick, &[("generated", generated), (LIBRARY, library)]);
@@ -405,7 +426,8 @@ impl CudaSession {
         let at = |p: usize| scratch[p].ptr;
         let bias = gpu.bias.map(|(p, _)| at(p));
         let plan = cublas::Plan::new(handle, g, gpu, bias, [at(g.a), at(g.b), at(g.out)]).map_err(err)?;
-        let Some(Ok((handle, workspace))) = &self.lt else { return Err(err("cuBLASLt not set up".into())) };
+        let Some(Ok((handle, workspaces))) = &self.lt else { return Err(err("cuBLASLt not set up".into())) };
+        let workspace = &workspaces[0];
         // SAFETY: the scratch buffers hold the GEMM's sizes; the workspace
         // is the session's; both outlive the synchronised timing.
         let library =
@@ -443,7 +465,8 @@ impl CudaSession {
             }
         }
         for (k, c) in f.calls.iter().enumerate() {
-            let stream = if multi && c.stream > 0 { &module.side[c.stream as usize - 1] } else { main };
+            let lane = if multi { c.stream as usize } else { 0 };
+            let stream = if lane > 0 { &module.side[lane - 1] } else { main };
             if multi {
                 for &w in &c.waits {
                     stream.wait(&bound.events[w as usize]).map_err(event_err(k, c))?;
@@ -452,7 +475,7 @@ impl CudaSession {
             if timed {
                 bound.timing[k].0.record(stream).map_err(event_err(k, c))?;
             }
-            self.launch_one(m, function, k, stream)?;
+            self.launch_one(m, function, k, stream, lane)?;
             if timed {
                 bound.timing[k].1.record(stream).map_err(event_err(k, c))?;
             }
@@ -460,12 +483,7 @@ impl CudaSession {
                 bound.events[e as usize].record(stream).map_err(event_err(k, c))?;
             }
             if check {
-                stream.synchronize().map_err(|e| RuntimeError::Kernel {
-                    function: function.into(),
-                    call: k,
-                    op: c.op.clone(),
-                    message: format!("failed on the device: {e}"),
-                })?;
+                wait_checked(stream, function, k, c)?;
             }
         }
         if multi {
@@ -490,7 +508,7 @@ impl CudaSession {
         let mut out = Vec::new();
         for (k, c) in calls.iter().enumerate() {
             let start = stream.record_event(flags).map_err(cuda_err("recording an event"))?;
-            self.launch_one(m, function, k, &stream)?;
+            self.launch_one(m, function, k, &stream, 0)?;
             let end = stream.record_event(flags).map_err(cuda_err("recording an event"))?;
             end.synchronize().map_err(cuda_err(format!("@{function} kernel #{k}")))?;
             out.push((c.op.clone(), start.elapsed_ms(&end).map_err(cuda_err("reading the events"))? as f64));
@@ -553,6 +571,7 @@ impl CudaSession {
         let copy_err = |what: &str| cuda_err(format!("@{function}: {what}"));
         // The slot's last copy has left its pinned memory, and stream 0 has
         // taken its device buffers, before either is written again.
+        trace(|| format!("@{function}: staging inputs, waiting for the slot's last copy"));
         slot.copied.synchronize().map_err(copy_err("waiting for the last input copy"))?;
         copies.wait(&slot.taken).map_err(copy_err("ordering the input copy"))?;
         let dtypes = f.args.iter().filter(|a| a.role() == Role::Input).map(|a| a.dtype);
@@ -613,6 +632,7 @@ impl CudaSession {
         let bound = &self.bound[&key];
         // A profiled call launches kernel by kernel, each between events.
         let replay = self.graphs && self.profile.is_none();
+        trace(|| format!("@{function}: launch (call {}, {})", bound.calls, if bound.graph.is_some() && replay { "replay" } else if replay && bound.calls >= 1 { "capture" } else { "kernel by kernel" }));
         if let (Some(graph), true) = (&bound.graph, replay) {
             graph.launch().map_err(cuda_err(format!("@{function}: replaying its CUDA Graph")))?;
         } else if replay && bound.calls >= 1 {
@@ -695,7 +715,9 @@ impl CudaSession {
         };
         let module = &self.modules[m];
         let f = module.function(function)?;
+        trace(|| format!("@{function}: finish, waiting for the device"));
         let result = module.stream.synchronize();
+        trace(|| format!("@{function}: finished ({result:?})"));
         let key = (m, function.to_string());
         let Some(bound) = self.bound.get_mut(&key) else { return Err(RuntimeError::NoFunction(function.into())) };
         bound.running = false;
@@ -858,5 +880,69 @@ impl Backend for CudaSession {
         self.bound.clear();
         self.staged.clear();
         Ok(())
+    }
+}
+
+/// How long the first (checked) call of a function waits for one kernel
+/// before it reports the kernel as hung: `AICF_KERNEL_TIMEOUT` seconds
+/// (default 300).
+fn kernel_timeout() -> std::time::Duration {
+    let secs = std::env::var("AICF_KERNEL_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok());
+    std::time::Duration::from_secs_f64(secs.filter(|s| *s > 0.0).unwrap_or(300.0))
+}
+
+/// Waits for the kernel of call `k` just launched on `stream` (a checked
+/// call): a fault names the kernel, and so does a kernel still running
+/// after [`kernel_timeout`] (a deadlock or a runaway loop), never a silent
+/// hang. With `AICF_KERNEL_LOG` set, each kernel's op, origin and time go
+/// to stderr as it finishes.
+fn wait_checked(stream: &CudaStream, function: &str, k: usize, c: &Call) -> Result<()> {
+    let failed = |message: String| RuntimeError::Kernel {
+        function: function.into(),
+        call: k,
+        op: c.op.clone(),
+        message: match &c.origin {
+            Some(origin) => format!("{message} (from {origin})"),
+            None => message,
+        },
+    };
+    let done = stream
+        .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+        .map_err(|e| failed(format!("failed on the device: {e}")))?;
+    let (start, limit) = (std::time::Instant::now(), kernel_timeout());
+    let mut pause = std::time::Duration::from_micros(20);
+    while !done.try_is_complete().map_err(|e| failed(format!("failed on the device: {e}")))? {
+        if start.elapsed() > limit {
+            return Err(failed(format!(
+                "still running after {:.0} s (set AICF_KERNEL_TIMEOUT to wait longer): the kernel hangs or is far too slow",
+                limit.as_secs_f64()
+            )));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(10));
+    }
+    if std::env::var_os("AICF_KERNEL_LOG").is_some() {
+        eprintln!(
+            "@{function} #{k} {} {} ({}): {:.3} ms",
+            c.op,
+            c.symbol,
+            c.origin.as_deref().unwrap_or("?"),
+            start.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
+}
+
+/// Whether the environment variable `name` is set to `0` (a debugging
+/// switch: `AICF_CUDA_GRAPHS=0` launches kernel by kernel on every call,
+/// `AICF_CUDA_STREAMS=0` runs every kernel on stream 0).
+fn env_off(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v.trim() == "0")
+}
+
+/// With `AICF_KERNEL_LOG` set: what the session does, to stderr.
+fn trace(what: impl FnOnce() -> String) {
+    if std::env::var_os("AICF_KERNEL_LOG").is_some() {
+        eprintln!("{}", what());
     }
 }
