@@ -1,10 +1,12 @@
 //! Prints the `hl` module of an example model built with the Rust layer API.
 //!
-//!     cargo run -p aicf-compiler --example models -- mlp|cnn|char_lm|transformer [key=value ...]
+//!     cargo run -p aicf-compiler --example models -- mlp|cnn|char_lm|nanogpt|transformer [key=value ...]
 //!
 //! Settings scale a model without editing it (the compile-time benchmark
 //! uses them): `char_lm layers=8 dropout=0 dim=64 heads=4 context=64
-//! batch=16`, `transformer blocks=12 dim=768 heads=12 batch=8 seq=128`.
+//! batch=16`, `transformer blocks=12 dim=768 heads=12 batch=8 seq=128`;
+//! `nanogpt` is the char LM at nanoGPT's `shakespeare_char` configuration
+//! (`examples/nanogpt/nanogpt.mlir`), with the same settings.
 
 #[path = "char_lm/model.rs"]
 mod char_lm;
@@ -31,8 +33,8 @@ fn main() {
     let built = match which.as_str() {
         "mlp" => mlp::build(take("batch", mlp::BATCH as f64) as usize),
         "cnn" => cnn::build(take("batch", cnn::BATCH as f64) as usize),
-        "char_lm" => {
-            let c = char_lm::CONFIG;
+        "char_lm" | "nanogpt" => {
+            let c = if which == "nanogpt" { char_lm::NANOGPT } else { char_lm::CONFIG };
             let config = char_lm::Config {
                 vocab: take("vocab", c.vocab as f64) as usize,
                 context: take("context", c.context as f64) as usize,
@@ -51,7 +53,7 @@ fn main() {
             heads: take("heads", transformer::HEADS as f64) as usize,
             blocks: take("blocks", 1.0) as usize,
         }),
-        other => fail(&format!("unknown model '{other}'; expected mlp, cnn, char_lm or transformer")),
+        other => fail(&format!("unknown model '{other}'; expected mlp, cnn, char_lm, nanogpt or transformer")),
     };
     if let Some(k) = settings.keys().next() {
         fail(&format!("{which} has no setting '{k}'"));

@@ -7,7 +7,7 @@ biases, causal attention, exact GELU MLP of 4x width, dropout after the
 embeddings and after each residual branch, none on the attention weights),
 a final layer norm and an untied output head without bias. Training is
 `aicf train`'s: random windows of the first 80% of the text, the held-out
-loss on 256 windows of the last 20% in nats per character, AdamW (betas
+loss on the first 256 windows of the last 20% in nats per character, AdamW (betas
 0.9/0.999, weight decay 0.1 on every parameter) with a linear warm-up of
 100 steps and a cosine decay to 0.1 x lr at the last step, bf16 autocast.
 
@@ -77,7 +77,8 @@ def main():
     text = open(a.data, encoding="utf-8").read()
     chars = sorted(set(text))
     ids = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
-    split = len(ids) - int(len(ids) * 0.2)
+    # aicf train's split: the last ceil(20%) of the text is held out.
+    split = len(ids) - math.ceil(len(ids) * 0.2)
     train, held = ids[:split].cuda(), ids[split:].cuda()
     gen = torch.Generator(device="cuda").manual_seed(a.seed)
 
@@ -128,8 +129,9 @@ def main():
         times.append(time.perf_counter() - s)
     model.eval()
     with torch.no_grad():
-        g = torch.Generator(device="cuda").manual_seed(1)
-        start = torch.randint(0, len(held) - a.context - 1, (256,), device="cuda", generator=g)
+        # aicf train's held-out windows: the first 256 of the held-out text,
+        # one after another.
+        start = torch.arange(256, device="cuda") * a.context
         at = start[:, None] + torch.arange(a.context, device="cuda")
         held_loss = sum(loss_of(model, held[at[i : i + 64]], held[at[i : i + 64] + 1]).item() for i in range(0, 256, 64)) / 4
     times.sort()

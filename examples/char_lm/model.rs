@@ -22,6 +22,12 @@ pub struct Config {
 
 pub const CONFIG: Config = Config { vocab: 65, context: 64, dim: 64, heads: 4, layers: 2, dropout: 0.1, batch: 16 };
 
+/// nanoGPT's `shakespeare_char` configuration (`examples/nanogpt/nanogpt.mlir`):
+/// 6 blocks of width 384 with 6 heads, a context of 256, dropout 0.2,
+/// batch 64; 10.8M parameters.
+#[allow(dead_code)] // the models tool and the tests use it, the char LM's own users do not
+pub const NANOGPT: Config = Config { vocab: 65, context: 256, dim: 384, heads: 6, layers: 6, dropout: 0.2, batch: 64 };
+
 pub struct CharLM {
     config: Config,
     tok_emb: Embedding,

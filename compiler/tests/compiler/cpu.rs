@@ -481,6 +481,15 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[3, 5, 7], 24), f32s(&[3, 5, 7], 25)],
         ),
         (
+            // Reductions over leading dims with many rows (the GPU's
+            // column form: outputs across lanes, rows across warps and
+            // unrolled partials; 300 rows (32 warps) and 70 (16), 45 and 33 outputs leave
+            // every tail ragged).
+            "column_reduce",
+            "func.func @f(%x: tensor<300x45xf32>, %y: tensor<2x35x33xf32>) -> (tensor<45xf32>, tensor<1x45xf32>, tensor<33xf32>) {\n  %s = hl.reduce_sum %x axes = [0] : tensor<300x45xf32>\n  %m = hl.reduce_mean %x axes = [0] keepdim : tensor<300x45xf32>\n  %x2 = hl.reduce_max %y axes = [0, 1] : tensor<2x35x33xf32>\n  return %s, %m, %x2 : tensor<45xf32>, tensor<1x45xf32>, tensor<33xf32>\n}".into(),
+            vec![f32s(&[300, 45], 40), f32s(&[2, 35, 33], 41)],
+        ),
+        (
             "dropout",
             "func.func @f(%x: tensor<5x7xf32>, %s: tensor<i64>, %o: tensor<i64>) -> tensor<5x7xf32> {\n  %y = hl.dropout %x, %s, %o p = 0.3 stream = 5 : tensor<5x7xf32>\n  return %y : tensor<5x7xf32>\n}".into(),
             vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64)],

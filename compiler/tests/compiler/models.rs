@@ -62,6 +62,17 @@ fn char_lm_from_rust_equals_char_lm_from_mlir() {
 }
 
 #[test]
+fn nanogpt_from_rust_equals_nanogpt_from_mlir() {
+    let traced = char_lm::build(char_lm::NANOGPT).expect("nanoGPT traces");
+    assert_same_ir(&traced, "nanogpt.mlir", include_str!("../../../examples/nanogpt/nanogpt.mlir"));
+    // An untied head and a bias on every projection, as the PyTorch
+    // baseline (benches/gpu/nanogpt.py) has: the same count there.
+    let sizes: usize = traced.params.iter().map(|p| p.spec.num_elements()).sum();
+    assert_eq!(sizes, 10_795_776);
+    assert_eq!(traced.function("forward").unwrap().outputs[0].shape, [64, 256, 65]);
+}
+
+#[test]
 fn transformer_from_rust_equals_transformer_from_mlir() {
     let traced = transformer::build(transformer::BATCH).expect("the transformer block traces");
     assert_same_ir(

@@ -39,7 +39,32 @@ impl Generator {
             allowed: None,
             what: "index".into(),
         };
-        let kernels = if backward {
+        let kernels = if backward && self.target.atomic_scatter() && table.1 == DType::F32 {
+            // The GPU's form: zero the table, then a work item per element
+            // of the gradient adds it atomically into the row its index
+            // names (neighbouring items, neighbouring columns).
+            let zero = k.float(0.0, DType::F32);
+            let e = k.open("%begin", "%end");
+            k.store(&zero, "%b2", &e, &tt);
+            k.close();
+            let mut kernels = self.one(k, specs, outer * n * inner, 1);
+            let mut k = Kernel::new();
+            let (ic, cc) = (k.index(inner), k.index(count));
+            let w = k.open("%begin", "%end");
+            let j = k.val(&format!("arith.remui {w}, {ic} : index"));
+            let oc = k.val(&format!("arith.divui {w}, {ic} : index"));
+            let c = k.val(&format!("arith.remui {oc}, {cc} : index"));
+            let o = k.val(&format!("arith.divui {oc}, {cc} : index"));
+            let iv = k.load("%b1", &c, &ti);
+            let ix = k.val(&format!("arith.index_cast {iv} : {lt} to index"));
+            let row = k.mad(&o, n, &ix);
+            let p = k.mad(&row, inner, &j);
+            let gv = k.load("%b0", &w, &tg);
+            k.val(&format!("memref.atomic_rmw addf {gv}, %b2[{p}] : (f32, {tt}) -> f32"));
+            k.close();
+            kernels.extend(self.one(k, specs, outer * count * inner, 3));
+            kernels
+        } else if backward {
             // Column (o, j) of the table per work item: zero it, then add
             // every slice whose index names a row.
             let zero = k.float(0.0, compute(table.1));
@@ -86,7 +111,14 @@ impl Generator {
             k.close();
             self.one(k, specs, outer * count, 2 * inner)
         };
-        kernels.into_iter().map(|(a, b, c, d, _)| (a, b, c, d, vec![check.clone()])).collect()
+        // The indices are checked before the kernel that reads them (the
+        // last; the GPU's scatter zeroes the table first).
+        let last = kernels.len().saturating_sub(1);
+        kernels
+            .into_iter()
+            .enumerate()
+            .map(|(i, (a, b, c, d, _))| (a, b, c, d, if i == last { vec![check.clone()] } else { vec![] }))
+            .collect()
     }
 
     /// Forward: out[i] = in[start + i stride]; backward: every element of

@@ -1,5 +1,14 @@
 use crate::codegen::prelude::*;
 
+/// An `ll.reduce` over the leading dims of a row-major input: `rows`
+/// rows of `cols` contiguous outputs; `kind` 0 sum, 1 mean, 2 max.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ColumnReduce {
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) kind: i64,
+}
+
 impl Generator {
     /// `out[o] = combine over the reduced coordinates of input`.
     pub(crate) fn reduce(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<(u64, u64)> {
@@ -11,6 +20,13 @@ impl Generator {
         let strides = row_major_strides(shape);
         let outs: usize = kept.iter().map(|&d| shape[d]).product();
         let red: usize = dims.iter().map(|&d| shape[d]).product();
+        // Reduced dims leading, kept dims trailing: `input[r][o]` with the
+        // outputs contiguous (a bias's gradient over the batch's rows).
+        if dims.iter().enumerate().all(|(i, &d)| d == i)
+            && let Some(work) = self.target.clone().reduce_columns(self, ColumnReduce { rows: red, cols: outs, kind }, specs)
+        {
+            return Ok((work, (red * 3) as u64));
+        }
         let f = t.mlir();
         let mut k = Kernel::new();
         let init = if kind == 2 { k.float(f64::NEG_INFINITY, t) } else { k.float(0.0, t) };
@@ -77,4 +93,82 @@ impl Generator {
         k.store(&v, "%b2", "%c0", &ty(2));
         self.one(k, specs, 1, 4 * n)
     }
+
+    /// The GPU's form of a reduction over leading dims: a block per 32
+    /// outputs (a lane per output, so each warp's loads are contiguous),
+    /// its warps (up to 32) splitting the rows, each thread carrying
+    /// [`COLUMN_UNROLL`] partial results so that many loads are in flight;
+    /// the warps' results combined through shared memory in a fixed order
+    /// (the same bits on every run, no atomics). Returns its work count.
+    pub(crate) fn gpu_reduce_columns(&mut self, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> u64 {
+        // Up to 32 warps, none without rows to read.
+        let warps_n = r.rows.div_ceil(COLUMN_UNROLL).next_power_of_two().min(32);
+        let (st, t) = (specs[0].1, compute(specs[0].1));
+        let f = t.mlir();
+        let (in_ty, out_ty) = (flat_type(&specs[0].0, st), flat_type(&specs[1].0, specs[1].1));
+        let mut k = Kernel::new();
+        let tid = k.val("gpu.thread_id x");
+        let block = k.val("gpu.block_id x");
+        let width = k.index(32);
+        let lane = k.val(&format!("arith.remui {tid}, {width} : index"));
+        let warp = k.val(&format!("arith.divui {tid}, {width} : index"));
+        let col = k.mad(&block, 32, &lane);
+        let cols = k.index(r.cols);
+        let col_ok = k.val(&format!("arith.cmpi ult, {col}, {cols} : index"));
+        let col = k.val(&format!("arith.select {col_ok}, {col}, %c0 : index"));
+        let identity = if r.kind == 2 { k.float(f64::NEG_INFINITY, t) } else { k.float(0.0, t) };
+        let combine = |k: &mut Kernel, a: &str, b: &str| {
+            if r.kind == 2 { k.val(&format!("arith.maximumf {a}, {b} : {f}")) } else { k.fop("addf", a, b, t) }
+        };
+        let rows = k.index(r.rows);
+        let unroll = k.index(COLUMN_UNROLL);
+        let first = k.mul(&warp, &unroll);
+        let step = k.index(warps_n * COLUMN_UNROLL);
+        let inits = vec![identity.clone(); COLUMN_UNROLL];
+        let (base, accs, results) = k.open_reduce_all(&first, &rows, &step, &inits, f);
+        let mut next = Vec::new();
+        for (u, acc) in accs.iter().enumerate() {
+            let offset = k.index(u);
+            let row = k.add(&base, &offset);
+            let ok = k.val(&format!("arith.cmpi ult, {row}, {rows} : index"));
+            let row = k.val(&format!("arith.select {ok}, {row}, %c0 : index"));
+            let at = k.mad(&row, r.cols, &col);
+            let v = k.load("%b0", &at, &in_ty);
+            let v = k.val(&format!("arith.select {ok}, {v}, {identity} : {f}"));
+            next.push(combine(&mut k, acc, &v));
+        }
+        k.close_with_all(&next, f);
+        let mut part = results[0].clone();
+        for v in &results[1..] {
+            part = combine(&mut k, &part, v);
+        }
+        let shared = format!("memref<{}x{f}, #gpu.address_space<workgroup>>", warps_n * 32);
+        k.store(&part, "%S", &tid, &shared);
+        k.line("gpu.barrier");
+        let lead = k.val(&format!("arith.cmpi eq, {warp}, %c0 : index"));
+        let write = k.val(&format!("arith.andi {lead}, {col_ok} : i1"));
+        k.line(&format!("scf.if {write} {{"));
+        k.depth += 1;
+        let warps = k.index(warps_n);
+        let (w, acc, total) = k.open_reduce("%c0", &warps, &identity, f);
+        let at = k.mad(&w, 32, &lane);
+        let v = k.load("%S", &at, &shared);
+        let sum = combine(&mut k, &acc, &v);
+        k.close_with(&sum, f);
+        let value = if r.kind == 1 {
+            let n = k.float(r.rows as f64, t);
+            k.fop("divf", &total, &n, t)
+        } else {
+            total
+        };
+        k.store(&value, "%b1", &col, &out_ty);
+        k.close();
+        let blocks = r.cols.div_ceil(32) as u32;
+        self.finish_gpu_func(k, specs, &[("%S", shared)], [blocks, 1, 1], (warps_n * 32) as u32);
+        r.cols as u64
+    }
 }
+
+/// Partial results each thread of the GPU's column reduction carries (its
+/// loads in flight at once).
+const COLUMN_UNROLL: usize = 8;

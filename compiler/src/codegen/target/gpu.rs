@@ -157,6 +157,15 @@ impl TargetInfo for GpuTarget {
         g.finish_gpu_func(k, specs, &[("%S", shared)], [1, 1, 1], REDUCE_BLOCK as u32)
     }
 
+    fn atomic_scatter(&self) -> bool {
+        true
+    }
+
+    fn reduce_columns(&self, g: &mut Generator, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> Option<u64> {
+        // A few rows per output: a thread per output reads them at once.
+        (r.rows >= 64 && r.cols > 0).then(|| g.gpu_reduce_columns(r, specs))
+    }
+
     fn gemm(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels> {
         g.gpu_gemm(op, specs, &self.options)
     }

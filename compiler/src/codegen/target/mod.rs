@@ -91,6 +91,26 @@ pub(crate) trait TargetInfo {
         specs: &[(Vec<usize>, DType)],
     ) -> String;
 
+    /// A form of its own for a reduction over leading dims (`ops/reduce.rs`);
+    /// returns its work count, or `None` where the generic form (a work
+    /// item per output) serves.
+    fn reduce_columns(
+        &self,
+        _g: &mut Generator,
+        _r: ColumnReduce,
+        _specs: &[(Vec<usize>, DType)],
+    ) -> Option<u64> {
+        None
+    }
+
+    /// Whether `ll.scatter_add` adds into an f32 table atomically, an item
+    /// per gradient element (the GPU), rather than an item per table
+    /// column reading every index in order (the CPU: the same bits on
+    /// every run).
+    fn atomic_scatter(&self) -> bool {
+        false
+    }
+
     /// The form of `ll.gemm` (`ops/gemm/`).
     fn gemm(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels>;
 
