@@ -22,6 +22,11 @@ pub struct TrainOptions {
     pub optimizer: String,
     pub momentum: f64,
     pub weight_decay: f64,
+    /// Adam's and AdamW's (beta1, beta2); PyTorch's (0.9, 0.999) by default.
+    pub betas: (f64, f64),
+    /// Clip all gradients together to this global L2 norm before the
+    /// update (PyTorch's `clip_grad_norm_`); `None`: no clipping.
+    pub clip_norm: Option<f64>,
     /// Arena budget of every function's memory plan, met by recomputing
     /// activations (`ll-plan-memory{budget}`); `None`: no budget.
     pub memory_budget: Option<MemoryBudget>,
@@ -35,6 +40,8 @@ impl Default for TrainOptions {
             optimizer: "adam".into(),
             momentum: 0.0,
             weight_decay: 0.0,
+            betas: (0.9, 0.999),
+            clip_norm: None,
             memory_budget: None,
             precision: Precision::Fp32,
         }
@@ -130,10 +137,11 @@ impl TrainOptions {
             None => String::new(),
         };
         format!(
-            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{budget} precision={}}})",
+            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{}{budget} precision={}}})",
             self.optimizer,
             self.weight_decay,
             self.momentum,
+            self.update_options(),
             self.precision.name()
         )
     }
@@ -142,14 +150,29 @@ impl TrainOptions {
     /// it is lowered to `ll` (`aicf compile --emit fused`).
     pub fn fusion_pipeline(&self) -> String {
         format!(
-            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
+            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
              canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
             self.precision.autocast(),
             self.optimizer,
             self.weight_decay,
             self.momentum,
+            self.update_options(),
             if self.precision == Precision::Fp16 { " loss-scale=65536" } else { "" }
         )
+    }
+
+    /// The betas and the clipping norm as options of `hl-optimizer` (and
+    /// `aicf-train-pipeline`), with a leading space; nothing where they
+    /// are the defaults, so the default pipeline's text stays as it was.
+    fn update_options(&self) -> String {
+        let mut text = String::new();
+        if self.betas != (0.9, 0.999) {
+            text.push_str(&format!(" beta1={} beta2={}", self.betas.0, self.betas.1));
+        }
+        if let Some(c) = self.clip_norm {
+            text.push_str(&format!(" clip-norm={c}"));
+        }
+        text
     }
 }
 

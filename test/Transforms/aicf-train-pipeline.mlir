@@ -2,6 +2,20 @@
 // is 11 kernels, the Adam one 12, and the planned arena is the lower bound.
 // RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir --aicf-train-pipeline=report=true 2>&1 | FileCheck %s --check-prefix=SGD
 // RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=optimizer=adam report=true" 2>&1 | FileCheck %s --check-prefix=ADAM
+// The betas and global-norm clipping reach hl-optimizer (nanoGPT's AdamW).
+// RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=optimizer=adamw beta1=0.8 beta2=0.95 clip-norm=0.5" | FileCheck %s --check-prefix=CLIP
+
+// CLIP-LABEL: func.func @train_step
+// The clipping factor min(1, 0.5 / (||g|| + 1e-6)) from the squared norms' sum.
+// CLIP: ll.elementwise
+// CLIP-DAG: arith.constant 5.000000e-01 : f32
+// CLIP: math.sqrt
+// CLIP: arith.divf
+// CLIP: arith.minimumf
+// The bias corrections 1 - beta^t.
+// CLIP: arith.constant 8.000000e-01 : f64
+// CLIP: arith.constant 0.94999999999999996 : f64
+// CLIP: ll.multi_tensor_apply
 
 // SGD: remark: ll-plan-memory: @train_step: arena 3203136 bytes, lower bound 3203136 bytes (1.000x), naive sum 4796456 bytes; 12 buffers, 0 in place, 0 recomputed
 // SGD-LABEL: func.func @train_step

@@ -185,6 +185,15 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     if !options.weight_decay.is_finite() || options.weight_decay < 0.0 {
         return bad(format!("the weight decay {} is not a number of at least 0", options.weight_decay));
     }
+    let (b1, b2) = options.betas;
+    if !(0.0..1.0).contains(&b1) || !(0.0..1.0).contains(&b2) {
+        return bad(format!("the betas {b1}, {b2} are not both in [0, 1)"));
+    }
+    if let Some(c) = options.clip_norm
+        && !(c.is_finite() && c > 0.0)
+    {
+        return bad(format!("the gradient clipping norm {c} is not a positive number"));
+    }
     if run.resume && run.checkpoint_dir.is_none() && run.resume_from.is_none() {
         return bad("resuming needs a checkpoint directory".into());
     }
@@ -216,6 +225,8 @@ fn recorded(
         ("lr", run.lr.to_string()),
         ("momentum", options.momentum.to_string()),
         ("weight_decay", options.weight_decay.to_string()),
+        ("betas", format!("{},{}", options.betas.0, options.betas.1)),
+        ("clip_norm", options.clip_norm.map_or("none".into(), |c| c.to_string())),
         ("seed", run.seed.to_string()),
         ("val_split", run.data.val_split.to_string()),
         ("data", files.join(", ")),

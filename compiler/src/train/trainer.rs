@@ -42,6 +42,10 @@ pub struct Options {
     pub optimizer: String,
     pub momentum: f64,
     pub weight_decay: f64,
+    /// Adam's and AdamW's (beta1, beta2), (0.9, 0.999) by default.
+    pub betas: (f64, f64),
+    /// Clip all gradients to this global L2 norm before each update.
+    pub clip_norm: Option<f64>,
     /// The memory plan's budget (activations recomputed to meet it).
     pub memory_budget: Option<MemoryBudget>,
     /// Where the model runs (the CPU's worker threads are part of it).
@@ -66,6 +70,8 @@ impl Default for Options {
             optimizer: "adam".into(),
             momentum: 0.0,
             weight_decay: 0.0,
+            betas: (0.9, 0.999),
+            clip_norm: None,
             memory_budget: None,
             device: Device::default(),
             seed: 0,
@@ -83,6 +89,8 @@ impl Options {
             optimizer: self.optimizer.clone(),
             momentum: self.momentum,
             weight_decay: self.weight_decay,
+            betas: self.betas,
+            clip_norm: self.clip_norm,
             memory_budget: self.memory_budget,
             precision: self.precision,
         }

@@ -124,3 +124,50 @@ fn trainer_errors_name_the_problem() {
         other => panic!("expected a non-finite loss, got {other:?}"),
     }
 }
+
+/// `clip_norm` bounds a step's update by the global gradient norm (SGD:
+/// the parameters move by at most lr x clip_norm together), and the betas
+/// reach Adam's compiled update.
+#[test]
+fn clipping_and_betas_reach_the_compiled_update() {
+    let rows = digits();
+    let (x, y) = batch(&rows, 0, 32);
+    let params = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
+    let moved = |options: Options, lr: f64, steps: usize| -> Vec<f64> {
+        let mut t = Trainer::from_file(&model(), options).unwrap();
+        let before: Vec<Tensor> = params.iter().map(|p| t.backend().symbol(p).unwrap()).collect();
+        for _ in 0..steps {
+            t.step(&[&x, &y], lr).unwrap();
+        }
+        params
+            .iter()
+            .zip(&before)
+            .flat_map(|(p, b)| {
+                let after = t.backend().symbol(p).unwrap();
+                after.values.iter().zip(&b.values).map(|(a, b)| a - b).collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let norm = |d: &[f64]| d.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let (lr, clip) = (0.5, 1e-3);
+    let free = norm(&moved(options("clip_off", "sgd"), lr, 1));
+    let clipped = norm(&moved(Options { clip_norm: Some(clip), ..options("clip_on", "sgd") }, lr, 1));
+    assert!(free > 10.0 * lr * clip, "an unclipped step moves by {free}");
+    assert!(clipped <= lr * clip * (1.0 + 1e-4) && clipped > 0.9 * lr * clip, "clipped step moved by {clipped}");
+
+    let adam = moved(options("betas_default", "adamw"), 1e-3, 3);
+    let nano = moved(Options { betas: (0.9, 0.99), ..options("betas_nanogpt", "adamw") }, 1e-3, 3);
+    let differ = adam.iter().zip(&nano).filter(|(a, b)| (*a - *b).abs() > 1e-9).count();
+    assert!(differ > adam.len() / 2, "beta2 0.99 changed {differ} of {} updates", adam.len());
+
+    // Out-of-range settings are refused before anything compiles.
+    let run = aicf_compiler::train::run::RunOptions::default();
+    let mut report = aicf_compiler::train::run::Quiet;
+    for bad in [Options { betas: (0.9, 1.0), ..options("betas_bad", "adam") }, Options {
+        clip_norm: Some(-1.0),
+        ..options("clip_bad", "adam")
+    }] {
+        let e = aicf_compiler::train::run::fit(&model(), &bad, &[], &run, &mut report).unwrap_err().to_string();
+        assert!(e.contains("betas") || e.contains("clipping"), "{e}");
+    }
+}

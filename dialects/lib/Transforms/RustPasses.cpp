@@ -20,6 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
@@ -143,6 +144,14 @@ struct TrainPipelineOptions
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("weight decay"),
                              llvm::cl::init(0.0)};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("Adam's beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam's beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> clipNorm{
+      *this, "clip-norm",
+      llvm::cl::desc("clip all gradients to this global L2 norm (0: off)"),
+      llvm::cl::init(0.0)};
   Option<int64_t> budget{*this, "budget",
                          llvm::cl::desc("arena budget in bytes (0: none)"),
                          llvm::cl::init(0)};
@@ -173,6 +182,8 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
   bool fp16 = o.precision == "fp16" || o.precision == "f16";
   os << "hl-optimizer{kind=" << o.optimizer << " momentum=" << o.momentum
      << " weight-decay=" << o.weightDecay
+     << llvm::format(" beta1=%.17g beta2=%.17g clip-norm=%.17g",
+                     double(o.beta1), double(o.beta2), double(o.clipNorm))
      << (fp16 ? " loss-scale=65536" : "") << "},canonicalize,cse,"
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
      << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"

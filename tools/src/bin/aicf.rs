@@ -97,6 +97,13 @@ struct ModelArgs {
     weight_decay: f64,
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     momentum: f64,
+    /// Adam's and AdamW's beta1,beta2 (nanoGPT trains with 0.9,0.99).
+    #[arg(long, default_value = "0.9,0.999", value_parser = betas)]
+    betas: (f64, f64),
+    /// Clip all gradients together to this global L2 norm before each
+    /// update (PyTorch's clip_grad_norm_); none by default.
+    #[arg(long, allow_negative_numbers = true)]
+    clip_norm: Option<f64>,
     /// Arena budget of the memory plan: bytes (a K, M or G suffix for
     /// KiB, MiB, GiB) or a percentage of the plan without one; activations
     /// are recomputed to meet it.
@@ -374,11 +381,21 @@ fn device(text: &str) -> Result<Device> {
     Device::parse(text)
 }
 
+fn betas(text: &str) -> Result<(f64, f64)> {
+    let parsed = text.split_once(',').and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+    match parsed {
+        Some((b1, b2)) if (0.0..1.0).contains(&b1) && (0.0..1.0).contains(&b2) => Ok((b1, b2)),
+        _ => Err(format!("'{text}': betas are two numbers in [0, 1), as 0.9,0.999")),
+    }
+}
+
 fn train_options(c: &ModelArgs) -> TrainOptions {
     TrainOptions {
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
         weight_decay: c.weight_decay,
+        betas: c.betas,
+        clip_norm: c.clip_norm,
         memory_budget: c.memory_budget,
         precision: c.precision,
     }
@@ -389,6 +406,8 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Options {
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
         weight_decay: c.weight_decay,
+        betas: c.betas,
+        clip_norm: c.clip_norm,
         memory_budget: c.memory_budget,
         device: d.device(),
         seed,
