@@ -4,6 +4,8 @@
 #   - LLVM/MLIR 22 from Debian's packages (static MLIR libraries, mlir-tblgen,
 #     FileCheck, not, split-file, lit), clang-22 and libclang for bindgen,
 #     the libraries LLVM's static archives link against, cmake and ninja;
+#   - OpenBLAS (libopenblas0-pthread), which the CPU runtime opens at run
+#     time as one of its measured GEMM candidates;
 #   - a project-local Python venv (.venv) holding the nvidia-cuda-nvcc-cu12
 #     wheel, whose ptxas validates generated PTX without a GPU
 #     (linked as .venv/bin/ptxas).
@@ -14,6 +16,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 libclang-22-dev
   libpolly-22-dev libzstd-dev libz3-dev libxml2-dev zlib1g-dev
   cmake ninja-build python3-venv
+  libopenblas0-pthread
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -33,13 +33,16 @@ pub enum Choice {
     LibrarySwapped,
     /// the `gemm` crate, threaded on the runtime's pool
     GemmRs,
+    /// OpenBLAS's cblas_sgemm, opened at run time where installed
+    OpenBlas,
 }
 
 impl Choice {
-    pub const ALL: [Choice; 4] = [Choice::Generated, Choice::Library, Choice::LibrarySwapped, Choice::GemmRs];
+    pub const ALL: [Choice; 5] =
+        [Choice::Generated, Choice::Library, Choice::LibrarySwapped, Choice::GemmRs, Choice::OpenBlas];
 
     /// The candidate named `name` ("generated", "library", "library-swapped",
-    /// "gemm-rs").
+    /// "gemm-rs", "openblas").
     pub fn from_name(name: &str) -> Option<Choice> {
         Choice::ALL.into_iter().find(|c| c.name() == name)
     }
@@ -50,6 +53,7 @@ impl Choice {
             Choice::Library => "library",
             Choice::LibrarySwapped => "library-swapped",
             Choice::GemmRs => "gemm-rs",
+            Choice::OpenBlas => "openblas",
         }
     }
 }
@@ -57,8 +61,8 @@ impl Choice {
 /// The version of the candidate set, part of every key: a decision measured
 /// against older candidates (a slower generated kernel, say) is not reused.
 /// v3: the gemm crate with its AVX-512 kernels; 16-bit GEMMs widened to f32
-/// for the library candidates.
-const CANDIDATES: &str = "v3";
+/// for the library candidates. v4: OpenBLAS.
+const CANDIDATES: &str = "v4";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
 /// (`None` without a home directory).

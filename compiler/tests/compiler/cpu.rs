@@ -255,6 +255,21 @@ fn library_gemm_train_step_matches_the_interpreter() {
     train_step_matches("adam", 2, Choice::LibrarySwapped);
 }
 
+/// OpenBLAS's sgemm (opened at run time; `tools/setup.sh` installs it, so
+/// its absence is a failure here, not a skip): every GEMM shape and layout
+/// of the kernel cases (transposed operands, batches, the epilogues), and a
+/// train step.
+#[test]
+fn openblas_gemms_match_the_interpreter() {
+    assert!(
+        aicf_runtime::cpu::blas::available(),
+        "libopenblas.so.0 cannot be opened (tools/setup.sh installs libopenblas0-pthread)"
+    );
+    let (name, source, inputs) = kernel_cases().into_iter().find(|(n, _, _)| *n == "gemm_shapes").unwrap();
+    kernel_matches_with(name, &source, &inputs, 1e-4, Choice::OpenBlas);
+    train_step_matches("adam", 2, Choice::OpenBlas);
+}
+
 /// Compiles `@f` of `source` (hl) for the CPU and compares each result
 /// with the interpreter's on `inputs`.
 fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {

@@ -25,7 +25,7 @@ fn digits_mlp_mixed_precision_train_steps_match_the_interpreter() {
 }
 
 /// 16-bit GEMMs by the library candidates: f32 copies of A and B
-/// multiplied by sgemm (either orientation) or the gemm crate into an f32
+/// multiplied by sgemm (either orientation), the gemm crate or OpenBLAS into an f32
 /// product, which the generated epilogue rounds into the output.
 #[test]
 fn sixteen_bit_gemms_match_with_every_library_candidate() {
@@ -33,7 +33,7 @@ fn sixteen_bit_gemms_match_with_every_library_candidate() {
         let tol = if dtype == DType::BF16 { 2.0 / 256.0 } else { 2.0 / 2048.0 };
         let (name, source, inputs) =
             narrow_kernel_cases(dtype).into_iter().find(|(n, _, _)| n.starts_with("gemm_shapes")).unwrap();
-        for gemm in [Choice::Library, Choice::LibrarySwapped, Choice::GemmRs] {
+        for gemm in [Choice::Library, Choice::LibrarySwapped, Choice::GemmRs, Choice::OpenBlas] {
             kernel_matches_with(&name, &source, &inputs, tol, gemm);
         }
     }

@@ -1,6 +1,7 @@
 //! The CPU backend: loads a compiled module (`manifest.json` + `kernels.so`)
 //! and runs its functions, splitting each kernel's rows over a thread pool.
 
+pub mod blas;
 mod session;
 
 pub use session::CpuSession;
@@ -297,21 +298,24 @@ impl CpuModule {
         // turn (interleaved: a burst of load elsewhere slows all of
         // them, not the one measured during it), the cache evicted
         // before each run; a candidate's time is its best.
-        let candidates: [(Choice, &dyn Fn()); 4] = [
-            (Choice::Generated, &|| self.launch(kernel, call, pointers)),
-            (Choice::Library, &|| self.run_gemm(Choice::Library, kernel, epilogue, call, g, pointers)),
-            (Choice::LibrarySwapped, &|| self.run_gemm(Choice::LibrarySwapped, kernel, epilogue, call, g, pointers)),
-            (Choice::GemmRs, &|| self.run_gemm(Choice::GemmRs, kernel, epilogue, call, g, pointers)),
-        ];
-        for (_, run) in &candidates {
+        let mut candidates = vec![Choice::Generated, Choice::Library, Choice::LibrarySwapped, Choice::GemmRs];
+        if blas::openblas().is_some() && blas::OpenBlas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides) {
+            candidates.push(Choice::OpenBlas);
+        }
+        let runs: Vec<Box<dyn Fn() + '_>> = candidates
+            .iter()
+            .map(|&c| -> Box<dyn Fn() + '_> { Box::new(move || self.run_gemm(c, kernel, epilogue, call, g, pointers)) })
+            .collect();
+        for run in &runs {
             run();
         }
-        let mut times: Vec<(Choice, f64)> = candidates.iter().map(|(c, _)| (*c, f64::INFINITY)).collect();
+        let mut times: Vec<(Choice, f64)> = candidates.iter().map(|c| (*c, f64::INFINITY)).collect();
         for round in 0..5u8 {
-            for ((_, run), (_, best)) in candidates.iter().zip(times.iter_mut()) {
-                *best = best.min(cold(round, *run));
+            for (run, (_, best)) in runs.iter().zip(times.iter_mut()) {
+                *best = best.min(cold(round, run.as_ref()));
             }
         }
+        drop(runs);
         drop(cold);
         std::hint::black_box(&scratch);
         self.registry.decide(key, known, &times)
@@ -333,6 +337,7 @@ impl CpuModule {
         let library = |epilogue: Option<KernelFn>, pointers: &[*mut u8]| match choice {
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
             Choice::GemmRs => self.gemm_rs(epilogue, call, g, pointers),
+            Choice::OpenBlas => self.openblas_gemm(epilogue, call, g, pointers),
             _ => self.library_gemm(epilogue, call, g, pointers, false),
         };
         let Some(narrow) = g.widen else {
@@ -396,6 +401,54 @@ impl CpuModule {
                 }
             }
         });
+        if let Some(e) = epilogue {
+            self.launch(e, call, pointers);
+        }
+    }
+
+    /// OpenBLAS's sgemm, single-threaded on each of the pool's threads:
+    /// the output split into as many blocks of rows (or of columns, where
+    /// it is wider than tall) as the pool has threads; then the epilogue.
+    /// matrixmultiply's where OpenBLAS is missing or cannot take the
+    /// operands' strides (a forced choice).
+    fn openblas_gemm(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
+        let Some(blas) = blas::openblas().filter(|_| blas::OpenBlas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides))
+        else {
+            return self.library_gemm(epilogue, call, g, pointers, false);
+        };
+        let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
+        let by_rows = g.m >= g.n;
+        let long = if by_rows { g.m } else { g.n };
+        // Pieces of at least 16 rows or columns.
+        let pieces = self.threads().min(long.div_ceil(16)).max(1);
+        let piece = move |batch: usize, p: usize| {
+            let (lo, hi) = (long * p / pieces, long * (p + 1) / pieces);
+            let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
+            // SAFETY: the manifest's shapes and strides stay inside A, B
+            // and the output, so do the blocks; `fits` holds for every
+            // block of them; pieces write disjoint blocks of C.
+            unsafe {
+                let (a, b, c) = (a.add(batch * g.a_batch), b.add(batch * g.b_batch), c.add(batch * g.m * g.n));
+                if by_rows {
+                    let a = a.add(lo * g.a_strides[0]);
+                    blas.sgemm((hi - lo, g.n, g.k), g.alpha as f32, (a, g.a_strides), (b, g.b_strides), (c.add(lo * g.n), g.n));
+                } else {
+                    let b = b.add(lo * g.b_strides[1]);
+                    blas.sgemm((g.m, hi - lo, g.k), g.alpha as f32, (a, g.a_strides), (b, g.b_strides), (c.add(lo), g.n));
+                }
+            }
+        };
+        for batch in 0..g.batch {
+            if pieces == 1 {
+                piece(batch, 0);
+            } else {
+                self.pool.scope(|s| {
+                    for p in 0..pieces {
+                        s.spawn(move |_| piece(batch, p));
+                    }
+                });
+            }
+        }
         if let Some(e) = epilogue {
             self.launch(e, call, pointers);
         }

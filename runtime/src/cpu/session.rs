@@ -205,7 +205,9 @@ impl Backend for CpuSession {
             None => None,
             Some(name) => Some(Choice::from_name(name).ok_or_else(|| RuntimeError::Arguments {
                 function: "force_gemm".into(),
-                message: format!("'{name}' is not a CPU GEMM candidate (generated, library, library-swapped, gemm-rs)"),
+                message: format!(
+                    "'{name}' is not a CPU GEMM candidate (generated, library, library-swapped, gemm-rs, openblas)"
+                ),
             })?),
         };
         self.forced = choice;

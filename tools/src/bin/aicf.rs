@@ -306,6 +306,9 @@ enum Command {
 type Result<T> = std::result::Result<T, String>;
 
 fn main() {
+    // Before any thread exists: OpenBLAS's kernels for this CPU (a GEMM
+    // candidate; see aicf_runtime::cpu::blas).
+    aicf_runtime::cpu::blas::prepare_openblas_env();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Compile { compile, output, emit, target, timing } => {
