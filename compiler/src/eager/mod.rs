@@ -276,7 +276,7 @@ impl Runtime {
                 self.stats.compile_seconds += started.elapsed().as_secs_f64();
             }
             if self.pool.is_none() {
-                self.pool = Some(aicf_runtime::cpu::pool(1).map_err(|e| fail(e.to_string()))?);
+                self.pool = Some(aicf_runtime::cpu::pool(eager_threads()).map_err(|e| fail(e.to_string()))?);
             }
             let pool = self.pool.clone().ok_or_else(|| fail("no worker pool".into()))?;
             let module = CpuModule::load_with_pool(&dir, pool).map_err(|e| fail(e.to_string()))?;
@@ -772,4 +772,9 @@ impl Tensor {
 /// `Ok(dtype)` check for callers that build host tensors themselves.
 pub fn dtype_of(spec: &TensorSpec) -> Result<HostDType> {
     host_dtype(spec.dtype)
+}
+
+/// The eager dispatcher's worker threads: `AICF_EAGER_THREADS`, else 1.
+fn eager_threads() -> usize {
+    std::env::var("AICF_EAGER_THREADS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(1)
 }

@@ -126,10 +126,8 @@ impl OpenBlas {
 
     /// C = alpha A B on the calling thread, C's rows `ldc` elements apart.
     /// OpenBLAS runs single-threaded: the runtime splits a GEMM over its
-    /// own pool. (OpenBLAS's own threads spin for a while after each call,
-    /// and on a machine with as many threads as cores they took the cores
-    /// from the pool's next kernels: the transformer block's step went
-    /// from 34 to 38-48 ms.)
+    /// own pool, so no second set of threads (OpenBLAS's spin for a while
+    /// after each call) competes with the pool for the cores.
     ///
     /// # Safety
     /// `a`, `b` and `c` hold the matrices their sizes and strides describe,
