@@ -7,7 +7,7 @@ biases, causal attention, exact GELU MLP of 4x width, dropout after the
 embeddings and after each residual branch, none on the attention weights),
 a final layer norm and an untied output head without bias. Training is
 `aicf train`'s: random windows of the first 80% of the text, the held-out
-loss on the first 256 windows of the last 20% in nats per character, AdamW (betas
+loss on 256 windows spread over the last 20% in nats per character, AdamW (betas
 0.9/0.999 unless --beta2, weight decay 0.1 on every parameter, --clip-norm) with a linear warm-up of
 100 steps and a cosine decay to 0.1 x lr at the last step, bf16 autocast.
 
@@ -136,11 +136,14 @@ def main():
         times.append(time.perf_counter() - s)
     model.eval()
     with torch.no_grad():
-        # aicf train's held-out windows: the first 256 of the held-out text,
-        # one after another.
-        start = torch.arange(256, device="cuda") * a.context
+        # aicf train's held-out windows: 256 of the held-out text's whole
+        # windows, spread evenly over it.
+        available = (len(held) - 1) // a.context
+        count = min(256, available)
+        start = torch.tensor([(w * available // count) * a.context for w in range(count)], device="cuda")
         at = start[:, None] + torch.arange(a.context, device="cuda")
-        held_loss = sum(loss_of(model, held[at[i : i + 64]], held[at[i : i + 64] + 1]).item() for i in range(0, 256, 64)) / 4
+        batches = range(0, count - count % 64, 64)
+        held_loss = sum(loss_of(model, held[at[i : i + 64]], held[at[i : i + 64] + 1]).item() for i in batches) / len(batches)
     times.sort()
     ms = times[len(times) // 2] * 1e3
     tokens = a.batch * a.context

@@ -15,7 +15,8 @@
 //!   distinct characters, or its bytes when the model's output has exactly
 //!   256 classes; token inputs are `[batch, context]` ids, or one-hot
 //!   `[batch, context, classes]` floats; targets are the next tokens. The
-//!   held-out split is the end of the file; training draws random windows.
+//!   held-out split is the end of the file, evaluated on windows spread
+//!   evenly over it; training draws random windows.
 //! - **Arrays**: named tensors in a `.safetensors` file (`input0`,
 //!   `input1`, ... or in file order), or one `.npy` file per input, the
 //!   first dimension indexing examples.
@@ -385,7 +386,7 @@ impl Dataset {
             Kind::Text(t) => {
                 let starts: Vec<usize> = match split {
                     Split::Train => examples.to_vec(),
-                    Split::HeldOut => examples.iter().map(|&w| t.split + w * t.context).collect(),
+                    Split::HeldOut => examples.iter().map(|&w| t.held_start(w)).collect(),
                 };
                 t.batch(&starts)
             }
@@ -630,10 +631,26 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
 }
 
 impl Text {
-    /// Held-out windows: consecutive ones from the end of the text, at
-    /// most `eval_windows`.
+    /// The held-out text's whole windows (non-overlapping, from the split).
+    fn held_available(&self) -> usize {
+        (self.tokens.len() - self.split).saturating_sub(1) / self.context
+    }
+
+    /// Held-out windows: at most `eval_windows` of the held-out text's
+    /// whole windows.
     fn held_windows(&self) -> usize {
-        ((self.tokens.len() - self.split).saturating_sub(1) / self.context).min(self.eval_windows)
+        self.held_available().min(self.eval_windows)
+    }
+
+    /// Where held-out window `w` starts: the windows are spread evenly
+    /// over the whole held-out text (all of them where there are no more
+    /// than `eval_windows`). The first `eval_windows` in a row were a
+    /// sample of one part of the text: on tiny Shakespeare an order-4
+    /// character model scores 1.67 nats/char on the first 256 windows of
+    /// 256 characters and 1.88 on the whole held-out text.
+    fn held_start(&self, w: usize) -> usize {
+        let (available, count) = (self.held_available(), self.held_windows().max(1));
+        self.split + (w * available / count) * self.context
     }
 
     /// Windows starting at `starts`: the tokens, and the next tokens.

@@ -112,6 +112,21 @@ fn text_feeds_token_ids_and_one_hot_windows() {
     let held = data.held_out(16);
     assert!(held.is_empty(), "2 held-out windows make no full batch of 16");
 
+    // Fewer evaluation windows than the held-out text holds: they are
+    // spread over all of it, not the first ones in a row. 40% held out:
+    // 688 characters, 10 whole windows of 64; 4 evaluated start at
+    // windows 0, 2, 5 and 7.
+    let spread = DataOptions { val_split: 0.4, eval_windows: 4, ..options.clone() };
+    let data = Dataset::load(std::slice::from_ref(&path), &lm, &spread).unwrap();
+    assert_eq!(data.held_len(), 4);
+    let split = text.len() - 688;
+    let b = data.batch(Split::HeldOut, &[0, 1, 2, 3]);
+    for (i, window) in [0, 2, 5, 7].into_iter().enumerate() {
+        let start = split + window * 64;
+        let expected: Vec<f64> = text.chars().skip(start).take(64).map(id).collect();
+        assert_eq!(b[0].values[i * 64..(i + 1) * 64], expected[..], "held-out window {i} starts at {start}");
+    }
+
     // The transformer block: 256 classes, so bytes, one-hot.
     let block = signature("transformer/transformer_block.mlir");
     let data = Dataset::load(std::slice::from_ref(&path), &block, &options).unwrap();

@@ -200,7 +200,8 @@ enum Command {
         /// training text once).
         #[arg(long)]
         windows_per_epoch: Option<usize>,
-        /// Text: held-out windows evaluated each epoch, at most.
+        /// Text: held-out windows evaluated each epoch, at most (spread evenly
+        /// over the held-out text).
         #[arg(long, default_value_t = 256)]
         eval_windows: usize,
         /// Run directory: metrics.jsonl, plot.svg and the compiled artifacts.
