@@ -12,7 +12,6 @@
 
 use libloading::Library;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 type Sgemm = unsafe extern "C" fn(
     i32,
@@ -32,12 +31,9 @@ type Sgemm = unsafe extern "C" fn(
 );
 type SetThreads = unsafe extern "C" fn(i32);
 
-/// The opened library and its two functions.
+/// The opened library and its GEMM.
 pub(crate) struct OpenBlas {
     sgemm: Sgemm,
-    set_threads: SetThreads,
-    /// The thread count last given to OpenBLAS (0: none yet; then 1).
-    threads: AtomicUsize,
     _library: Library,
 }
 
@@ -90,7 +86,10 @@ pub(crate) fn openblas() -> Option<&'static OpenBlas> {
                     *library.get::<SetThreads>(b"openblas_set_num_threads\0").ok()?,
                 )
             };
-            Some(OpenBlas { sgemm, set_threads, threads: AtomicUsize::new(0), _library: library })
+            // Single-threaded (see `sgemm`), set once before any call.
+            // SAFETY: a plain setter, called before the library is shared.
+            unsafe { set_threads(1) };
+            Some(OpenBlas { sgemm, _library: library })
         })
         .as_ref()
 }
@@ -141,10 +140,6 @@ impl OpenBlas {
         (c, ldc): (*mut f32, usize),
     ) {
         let (Some((ta, lda)), Some((tb, ldb))) = (operand(a.1, m, k), operand(b.1, k, n)) else { return };
-        if self.threads.swap(1, Ordering::Relaxed) != 1 {
-            // SAFETY: a plain setter.
-            unsafe { (self.set_threads)(1) };
-        }
         // SAFETY: the caller's contract; the sizes fit in i32 (`fits`).
         unsafe {
             (self.sgemm)(
