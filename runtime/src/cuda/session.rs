@@ -716,12 +716,26 @@ impl CudaSession {
         let module = &self.modules[m];
         let f = module.function(function)?;
         trace(|| format!("@{function}: finish, waiting for the device"));
-        let result = module.stream.synchronize();
+        let result = wait_stream(&module.stream);
         trace(|| format!("@{function}: finished ({result:?})"));
         let key = (m, function.to_string());
+        let calls = self.bound.get(&key).map_or(0, |b| b.calls);
         let Some(bound) = self.bound.get_mut(&key) else { return Err(RuntimeError::NoFunction(function.into())) };
         bound.running = false;
-        result.map_err(cuda_err(format!("@{function}: running on the device")))?;
+        match result {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(RuntimeError::Driver {
+                    what: format!("@{function}: call {calls}"),
+                    message: format!(
+                        "still running after {:.0} s (set AICF_KERNEL_TIMEOUT to wait longer; AICF_KERNEL_LOG=1 \
+                         AICF_CUDA_GRAPHS=0 AICF_CUDA_STREAMS=0 narrow down which kernel hangs)",
+                        kernel_timeout().as_secs_f64()
+                    ),
+                });
+            }
+            Err(e) => return Err(cuda_err(format!("@{function}: running on the device"))(e)),
+        }
         bound.calls += 1;
         let mut outputs = Vec::new();
         for (a, d) in f.args.iter().zip(&bound.args) {
@@ -883,12 +897,36 @@ impl Backend for CudaSession {
     }
 }
 
-/// How long the first (checked) call of a function waits for one kernel
-/// before it reports the kernel as hung: `AICF_KERNEL_TIMEOUT` seconds
-/// (default 300).
+/// How long the runtime waits for the device (one kernel of a checked
+/// call, or a whole call) before it reports a hang: `AICF_KERNEL_TIMEOUT`
+/// seconds (default 300).
 fn kernel_timeout() -> std::time::Duration {
     let secs = std::env::var("AICF_KERNEL_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok());
     std::time::Duration::from_secs_f64(secs.filter(|s| *s > 0.0).unwrap_or(300.0))
+}
+
+/// Waits for everything queued on `stream` so far, polling an event
+/// rather than blocking in the driver: `Ok(false)` when it is still
+/// running after [`kernel_timeout`], so a hung kernel is an error, not a
+/// silent hang of the whole program. It yields for the first 2 ms (a short
+/// step is seen finished at once, as the driver's own spin would), then
+/// polls every 200 us (at most that much later than the driver would
+/// return: 1% of a 20 ms step).
+fn wait_stream(stream: &CudaStream) -> std::result::Result<bool, DriverError> {
+    let done = stream.record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
+    let (start, limit) = (std::time::Instant::now(), kernel_timeout());
+    while !done.try_is_complete()? {
+        let waited = start.elapsed();
+        if waited > limit {
+            return Ok(false);
+        }
+        if waited < std::time::Duration::from_millis(2) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    Ok(true)
 }
 
 /// Waits for the kernel of call `k` just launched on `stream` (a checked
@@ -906,20 +944,12 @@ fn wait_checked(stream: &CudaStream, function: &str, k: usize, c: &Call) -> Resu
             None => message,
         },
     };
-    let done = stream
-        .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
-        .map_err(|e| failed(format!("failed on the device: {e}")))?;
-    let (start, limit) = (std::time::Instant::now(), kernel_timeout());
-    let mut pause = std::time::Duration::from_micros(20);
-    while !done.try_is_complete().map_err(|e| failed(format!("failed on the device: {e}")))? {
-        if start.elapsed() > limit {
-            return Err(failed(format!(
-                "still running after {:.0} s (set AICF_KERNEL_TIMEOUT to wait longer): the kernel hangs or is far too slow",
-                limit.as_secs_f64()
-            )));
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(std::time::Duration::from_millis(10));
+    let start = std::time::Instant::now();
+    if !wait_stream(stream).map_err(|e| failed(format!("failed on the device: {e}")))? {
+        return Err(failed(format!(
+            "still running after {:.0} s (set AICF_KERNEL_TIMEOUT to wait longer): the kernel hangs or is far too slow",
+            kernel_timeout().as_secs_f64()
+        )));
     }
     if std::env::var_os("AICF_KERNEL_LOG").is_some() {
         eprintln!(
