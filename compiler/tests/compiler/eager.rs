@@ -174,16 +174,7 @@ fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad() {
 /// same parameters at the end, to 1e-4 of their largest magnitude.
 #[test]
 fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
-    let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"));
-    let options = Options {
-        optimizer: "sgd".into(),
-        momentum: 0.9,
-        device: aicf_runtime::Device::Cpu { threads: 1 },
-        seed: 3,
-        cache_dir: crate::tmp_root().join("eager-mlp"),
-        gemm: Some("generated".into()),
-        ..Options::default()
-    };
+    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", 3, "eager-mlp");
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
@@ -212,15 +203,7 @@ fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
 /// ends on the compiled run's parameters.
 #[test]
 fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
-    let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/cnn/digits_cnn.mlir"));
-    let options = Options {
-        optimizer: "adam".into(),
-        device: aicf_runtime::Device::Cpu { threads: 1 },
-        seed: 5,
-        cache_dir: crate::tmp_root().join("eager-cnn"),
-        gemm: Some("generated".into()),
-        ..Options::default()
-    };
+    let (model, options) = compiled_reference("cnn/digits_cnn.mlir", "adam", 5, "eager-cnn");
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let names = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight", "fc.bias"];
@@ -297,15 +280,7 @@ fn an_eager_trace_shows_each_op_and_its_kernels() {
 /// optimizer's state across, end where 45 compiled steps do.
 #[test]
 fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
-    let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"));
-    let options = Options {
-        optimizer: "adam".into(),
-        device: aicf_runtime::Device::Cpu { threads: 1 },
-        seed: 7,
-        cache_dir: crate::tmp_root().join("eager-switch"),
-        gemm: Some("generated".into()),
-        ..Options::default()
-    };
+    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "adam", 7, "eager-switch");
     let rows = digits();
     let batch = |step: usize| digits_batch(&rows, step, false);
     let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
@@ -365,17 +340,8 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
 #[test]
 fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values() {
     use aicf_compiler::nn::{self, Module};
-    let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"));
     let seed = 11;
-    let options = Options {
-        optimizer: "sgd".into(),
-        momentum: 0.9,
-        device: aicf_runtime::Device::Cpu { threads: 1 },
-        seed,
-        cache_dir: crate::tmp_root().join("eager-layers"),
-        gemm: Some("generated".into()),
-        ..Options::default()
-    };
+    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", seed, "eager-layers");
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let net = crate::models::mlp::model();
@@ -460,4 +426,21 @@ fn the_cnn_and_the_char_transformer_run_eagerly() {
         l.backward().unwrap();
     }
     assert!(g.eager_params().iter().all(|(_, p)| p.grad().is_some()), "every parameter has a gradient");
+}
+
+/// The compiled run an eager test is checked against: `examples/<example>`
+/// and options for one worker and the generated GEMMs (bits that do not
+/// depend on a timed choice); SGD runs with momentum 0.9.
+fn compiled_reference(example: &str, optimizer: &str, seed: u64, tag: &str) -> (std::path::PathBuf, Options) {
+    let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples")).join(example);
+    let options = Options {
+        optimizer: optimizer.into(),
+        momentum: if optimizer == "sgd" { 0.9 } else { 0.0 },
+        device: aicf_runtime::Device::Cpu { threads: 1 },
+        seed,
+        cache_dir: crate::tmp_root().join(tag),
+        gemm: Some("generated".into()),
+        ..Options::default()
+    };
+    (model, options)
 }

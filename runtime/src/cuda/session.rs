@@ -349,7 +349,7 @@ impl CudaSession {
         if let Some(choice) = registry.get_named(&key) {
             return Ok((choice == LIBRARY).then_some(plan));
         }
-        let log = std::env::var_os("AICF_KERNEL_LOG").is_some();
+        let log = logging();
         if log {
             eprintln!("@{function} #{k} measuring the GEMM candidates of {key}");
         }
@@ -901,8 +901,18 @@ impl Backend for CudaSession {
 /// call, or a whole call) before it reports a hang: `AICF_KERNEL_TIMEOUT`
 /// seconds (default 300).
 fn kernel_timeout() -> std::time::Duration {
-    let secs = std::env::var("AICF_KERNEL_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok());
-    std::time::Duration::from_secs_f64(secs.filter(|s| *s > 0.0).unwrap_or(300.0))
+    static TIMEOUT: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    *TIMEOUT.get_or_init(|| {
+        let secs = std::env::var("AICF_KERNEL_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok());
+        std::time::Duration::from_secs_f64(secs.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(300.0))
+    })
+}
+
+/// Whether `AICF_KERNEL_LOG` is set (read once: the launch and finish of
+/// every step ask).
+fn logging() -> bool {
+    static LOG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LOG.get_or_init(|| std::env::var_os("AICF_KERNEL_LOG").is_some())
 }
 
 /// Waits for everything queued on `stream` so far, polling an event
@@ -951,7 +961,7 @@ fn wait_checked(stream: &CudaStream, function: &str, k: usize, c: &Call) -> Resu
             kernel_timeout().as_secs_f64()
         )));
     }
-    if std::env::var_os("AICF_KERNEL_LOG").is_some() {
+    if logging() {
         eprintln!(
             "@{function} #{k} {} {} ({}): {:.3} ms",
             c.op,
@@ -972,7 +982,7 @@ fn env_off(name: &str) -> bool {
 
 /// With `AICF_KERNEL_LOG` set: what the session does, to stderr.
 fn trace(what: impl FnOnce() -> String) {
-    if std::env::var_os("AICF_KERNEL_LOG").is_some() {
+    if logging() {
         eprintln!("{}", what());
     }
 }
