@@ -32,7 +32,18 @@ pub struct TrainOptions {
     pub memory_budget: Option<MemoryBudget>,
     /// Mixed precision (`hl-autocast` before autodiff), fp32 by default.
     pub precision: Precision,
+    /// A data-parallel train step: the loss and gradients, weighted by the
+    /// replica's share of the batch (its `replica_weight` input), summed
+    /// over the replicas before the update, in buckets of at least
+    /// `bucket_bytes` (`hl-optimizer{data-parallel}`,
+    /// `ll-bucket-collectives`). Run by one process alone, it trains as
+    /// the step without.
+    pub data_parallel: bool,
+    pub bucket_bytes: u64,
 }
+
+/// PyTorch DDP's default gradient bucket: 25 MiB.
+pub const DEFAULT_BUCKET_BYTES: u64 = 25 << 20;
 
 impl Default for TrainOptions {
     fn default() -> Self {
@@ -44,6 +55,8 @@ impl Default for TrainOptions {
             clip_norm: None,
             memory_budget: None,
             precision: Precision::Fp32,
+            data_parallel: false,
+            bucket_bytes: DEFAULT_BUCKET_BYTES,
         }
     }
 }
@@ -136,8 +149,13 @@ impl TrainOptions {
             Some(MemoryBudget::Fraction(f)) => format!(" budget-fraction={f}"),
             None => String::new(),
         };
+        let parallel = if self.data_parallel {
+            format!(" data-parallel=true bucket-bytes={}", self.bucket_bytes)
+        } else {
+            String::new()
+        };
         format!(
-            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{}{budget} precision={}}})",
+            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{}{budget} precision={}{parallel}}})",
             self.optimizer,
             self.weight_decay,
             self.momentum,
@@ -150,14 +168,15 @@ impl TrainOptions {
     /// it is lowered to `ll` (`aicf compile --emit fused`).
     pub fn fusion_pipeline(&self) -> String {
         format!(
-            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
+            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
              canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
             self.precision.autocast(),
             self.optimizer,
             self.weight_decay,
             self.momentum,
             self.update_options(),
-            if self.precision == Precision::Fp16 { " loss-scale=65536" } else { "" }
+            if self.precision == Precision::Fp16 { " loss-scale=65536" } else { "" },
+            if self.data_parallel { " data-parallel=true" } else { "" },
         )
     }
 

@@ -258,6 +258,29 @@ pub struct Call {
     pub waits: Vec<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<u32>,
+    /// A collective of a data-parallel step (`ll.all_reduce`), which the
+    /// runtime's communicator runs on `buffers` instead of a kernel
+    /// (`symbol` is empty); a session without one (a single process) leaves
+    /// the buffers as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collective: Option<Collective>,
+}
+
+/// What a collective call does. Its buffers are the ones it sums, then the
+/// weight each replica scales its own by (an f32 scalar).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Collective {
+    pub op: CollectiveOp,
+    /// Each summed buffer's element type.
+    pub dtypes: Vec<DType>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveOp {
+    /// Each buffer becomes the element-wise sum over the replicas of the
+    /// buffer times the replica's weight.
+    AllReduceSum,
 }
 
 /// A CUDA launch: grid and block dimensions and dynamic shared memory.
@@ -478,6 +501,18 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
                 );
             if let Some(bad) = out_of_range.into_iter().find(|&o| o >= operands) {
                 return Err(at(format!("refers to operand {bad} of {operands}")));
+            }
+            if let Some(coll) = &c.collective {
+                if coll.dtypes.len() + 1 != operands || c.bytes.last() != Some(&4) {
+                    return Err(at(format!(
+                        "a collective of {operands} buffers with {} types (the summed buffers, then an f32 weight)",
+                        coll.dtypes.len()
+                    )));
+                }
+                if let Some((bytes, t)) = c.bytes.iter().zip(&coll.dtypes).find(|(b, t)| **b % t.bytes() as u64 != 0)
+                {
+                    return Err(at(format!("a collective buffer of {bytes} bytes is not a whole number of {t:?}")));
+                }
             }
         }
     }

@@ -123,6 +123,11 @@ pub trait Backend {
         self.call(function, inputs)
     }
 
+    /// Makes this backend one replica of a data-parallel run: the
+    /// collectives of its modules (`ll.all_reduce`) sum over `comm`'s
+    /// replicas. Without one they sum over this replica alone.
+    fn set_communicator(&mut self, comm: std::sync::Arc<dyn crate::collective::Communicator>) -> Result<()>;
+
     /// A parameter or state symbol's bytes (little-endian elements).
     fn symbol_bytes(&self, name: &str) -> Option<Vec<u8>>;
 

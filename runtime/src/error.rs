@@ -30,6 +30,9 @@ pub enum RuntimeError {
     Memory { what: String, bytes: u64, available: Option<u64> },
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// A collective of a data-parallel run that failed or timed out.
+    #[error(transparent)]
+    Collective(#[from] crate::collective::CollectiveError),
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

@@ -20,12 +20,15 @@
 //!   CUDA Graph replay), libcuda opened at run time; [`cuda::available`]
 //!   says why no GPU can be used.
 //! - [`checkpoint`]: safetensors checkpoints.
+//! - [`collective`]: data parallel: the [`collective::Communicator`] of a
+//!   run's replicas (MPI with the `mpi` feature; a group of one without).
 //!
 //! See docs/ARCHITECTURE.md.
 
 pub mod artifact;
 pub mod backend;
 pub mod checkpoint;
+pub mod collective;
 pub mod cpu;
 pub mod cuda;
 pub mod error;

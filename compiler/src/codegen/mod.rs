@@ -473,6 +473,33 @@ impl Generator {
                     let origin = crate::context::describe_all_locations(unsafe {
                         melior::ir::Location::from_raw(ir::op_loc(op))
                     });
+                    // A collective is the runtime's to run, on the buffers
+                    // where they lie: no kernel.
+                    if op_kind == "ll.all_reduce" {
+                        // The buffers, then the weight (an f32 scalar).
+                        let dtypes = x[..x.len().saturating_sub(1)]
+                            .iter()
+                            .map(|v| runtime_dtype(buf_spec(*v)?.1))
+                            .collect::<Result<Vec<_>>>()?;
+                        calls.push(Call {
+                            stream,
+                            waits,
+                            event,
+                            library: None,
+                            symbol: String::new(),
+                            op: op_kind.clone(),
+                            origin: Some(origin),
+                            work: 0,
+                            flops: 0,
+                            grain: 1,
+                            buffers,
+                            bytes: extents,
+                            index_checks: vec![],
+                            launch: None,
+                            collective: Some(artifact::Collective { op: artifact::CollectiveOp::AllReduceSum, dtypes }),
+                        });
+                        continue;
+                    }
                     // Library candidates are the op's own (a kernel shared
                     // with another op may have other aliases).
                     self.library.clear();
@@ -495,6 +522,7 @@ impl Generator {
                             bytes: which.iter().map(|&i| extents[i]).collect(),
                             index_checks: checks,
                             launch: None,
+                            collective: None,
                         });
                     }
                     if calls.len() > first

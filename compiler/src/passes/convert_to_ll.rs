@@ -273,7 +273,7 @@ impl<'a> Lower<'a> {
         let op = ir::create_op(self.ctx, loc, spec)
             .map_err(|e| (loc, format!("internal error building '{}': {e:?}", spec.name)))?;
         unsafe { mlirBlockAppendOwnedOperation(self.block, op) };
-        if spec.name.starts_with("ll.") && spec.name != "ll.reshape" {
+        if spec.name.starts_with("ll.") && !matches!(spec.name, "ll.reshape" | "ll.all_reduce") {
             self.kernels += 1;
         }
         Ok(op)
@@ -425,6 +425,26 @@ impl<'a> Lower<'a> {
             // Only @train_step writes state, through its results
             // (hl-optimizer); elsewhere a state write does nothing.
             "hl.set_state" => {}
+            // Summed over the replicas in place: in the input's own buffer
+            // where nothing else reads the value (a gradient), else in a
+            // copy.
+            "hl.all_reduce" => {
+                let weight = self.buf(x[1])?;
+                if spec(x[1]).dtype != DType::F32 {
+                    return Err((loc, format!("an all-reduce weighted by {}: the weight is f32", spec(x[1]))));
+                }
+                let input = self.buf(x[0])?;
+                let temporary = producer(input).is_some_and(|p| op_name(p) == "memref.alloc");
+                let buffer = if temporary && users(x[0]).len() == 1 {
+                    self.map.insert(key(Self::result(op, 0)), input);
+                    input
+                } else {
+                    let out = self.alloc(Self::result(op, 0))?;
+                    self.kernel(loc, "ll.copy", &[input, out], vec![])?;
+                    out
+                };
+                self.kernel(loc, "ll.all_reduce", &[buffer, weight], vec![])?;
+            }
             "hl.get_param" | "hl.get_state" => {
                 let s = flat_symbol(op, "name").unwrap_or_default();
                 let b = self.symbol_args[&s];

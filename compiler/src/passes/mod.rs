@@ -11,6 +11,7 @@
 
 mod autocast;
 mod autodiff;
+mod bucket_collectives;
 mod common;
 mod convert_to_ll;
 mod fuse_elementwise;
@@ -26,12 +27,13 @@ mod schedule;
 mod set_batch;
 
 pub use autodiff::differentiate;
+pub use bucket_collectives::bucket_collectives;
 pub use convert_to_ll::convert_to_ll;
 pub use fuse_elementwise::fuse_elementwise;
 pub use fuse_gemm::fuse_gemm_epilogues;
 pub use fuse_optimizer::fuse_optimizer;
 pub use fuse_reductions::fuse_reductions;
-pub use optimizer::{Optimizer, add_train_step};
+pub use optimizer::{Optimizer, REPLICA_WEIGHT, add_train_step};
 pub use plan_memory::{Budget, MemoryPlan, plan_memory};
 pub use print_param_table::{ParamInfo, collect_params, render_table};
 pub use schedule::{Schedule, schedule};
@@ -68,6 +70,7 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
     ("hl-insert-block", grow_stream::run_block),
     ("hl-widen", grow::run_widen),
     ("hl-widen-residual", grow_stream::run_residual),
+    ("ll-bucket-collectives", bucket_collectives::run),
     ("ll-plan-memory", plan_memory::run),
     ("ll-schedule", schedule::run),
 ];

@@ -99,7 +99,8 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         )));
     }
     let loss_scale = (scale > 0.0).then_some(LossScale { init: scale, growth_interval: interval as u64 });
-    add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, loss_scale).map_err(|(loc, m)| {
+    let data_parallel = options.get_bool("data-parallel").map_err(report)?;
+    add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, loss_scale, data_parallel).map_err(|(loc, m)| {
         emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
         PassFailed
     })
@@ -125,16 +126,20 @@ pub fn add_train_step(
     optimizer: &Optimizer,
     clip_norm: Option<f64>,
 ) -> Result<(), Failure> {
-    add_train_step_scaled(module, function, optimizer, clip_norm, None)
+    add_train_step_scaled(module, function, optimizer, clip_norm, None, false)
 }
 
-/// [`add_train_step`] with optional dynamic loss scaling.
+/// [`add_train_step`] with optional dynamic loss scaling, and for a
+/// data-parallel run (`data_parallel`) the loss, gradients and set states
+/// weighted by the replica's share of the batch (the `replica_weight`
+/// input) and summed over the replicas (`hl.all_reduce`).
 pub fn add_train_step_scaled(
     module: MlirOperation,
     function: &str,
     optimizer: &Optimizer,
     clip_norm: Option<f64>,
     loss_scale: Option<LossScale>,
+    data_parallel: bool,
 ) -> Result<(), Failure> {
     let ctx = unsafe { mlirOperationGetContext(module) };
     let module_loc = unsafe { mlirOperationGetLocation(module) };
@@ -314,15 +319,23 @@ pub fn add_train_step_scaled(
     let ret = ret.ok_or_else(|| (g_loc, format!("@{grad_name} has no func.return")))?;
     let loss_ty = unsafe { mlirValueGetType(mlirOperationGetOperand(ret, 0)) };
     arg_types.push(loss_ty); // lr
+    if data_parallel {
+        let f32_scalar = ir::parse_type(ctx, "tensor<f32>").map_err(|e| (g_loc, format!("{e:?}")))?;
+        arg_types.push(f32_scalar); // replica_weight
+    }
     let locs = vec![g_loc; arg_types.len()];
     let block = unsafe { mlirBlockCreate(arg_types.len() as isize, arg_types.as_ptr(), locs.as_ptr()) };
     let region = unsafe { mlirRegionCreate() };
     unsafe { mlirRegionAppendOwnedBlock(region, block) };
-    let outputs = build_update(ctx, g_block, block, ret, &params, &states, optimizer, clip_norm, loss_scale)
-        .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
+    let outputs =
+        build_update(ctx, g_block, block, ret, &params, &states, optimizer, clip_norm, loss_scale, data_parallel)
+            .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
 
     let mut arg_binds: Vec<String> = (0..nargs).map(|_| "{hl.bind = \"input\"}".to_string()).collect();
     arg_binds.push("{hl.bind = \"lr\"}".into());
+    if data_parallel {
+        arg_binds.push(format!("{{hl.bind = \"{REPLICA_WEIGHT}\"}}"));
+    }
     let mut res_binds = vec!["{hl.bind = \"loss\"}".to_string()];
     res_binds.extend(params.iter().map(|(n, _)| format!("{{hl.bind = \"param @{n}\"}}")));
     res_binds.extend(states.iter().map(|(n, _, _)| format!("{{hl.bind = \"state @{n}\"}}")));
@@ -346,6 +359,7 @@ fn build_update(
     optimizer: &Optimizer,
     clip_norm: Option<f64>,
     loss_scale: Option<LossScale>,
+    data_parallel: bool,
 ) -> Result<Vec<MlirValue>, Failure> {
     let loc = op_loc(ret);
     let mut map: HashMap<usize, MlirValue> = HashMap::new();
@@ -383,7 +397,32 @@ fn build_update(
     let e = Emitter { ctx, block, loc };
     let mut loss = returned[0];
     let mut grads: Vec<MlirValue> = returned[1..=params.len()].to_vec();
-    let lr = unsafe { mlirBlockGetArgument(block, mlirBlockGetNumArguments(block) - 1) };
+    let args = unsafe { mlirBlockGetNumArguments(block) };
+    let lr = unsafe { mlirBlockGetArgument(block, args - 1 - data_parallel as isize) };
+
+    // Data parallel: each replica's loss, gradients and set states, times
+    // its share of the global batch, summed over the replicas, before
+    // anything reads them; the loss first, then the gradients in the order
+    // the backward pass computes them (the last parameter's first), the
+    // order `ll-bucket-collectives` keeps.
+    if data_parallel {
+        let weight = unsafe { mlirBlockGetArgument(block, args - 1) };
+        let reduce = |v: MlirValue| -> Result<MlirValue, Failure> {
+            e.typed("hl.all_reduce", &[v, cast_to(&e, weight, spec(v).dtype)?], &spec(v))
+        };
+        loss = reduce(loss)?;
+        for g in grads.iter_mut().rev() {
+            *g = reduce(*g)?;
+        }
+        let mut names: Vec<String> = set.keys().cloned().collect();
+        names.sort();
+        for name in names {
+            let v = set[&name];
+            if spec(v).dtype.is_float() {
+                set.insert(name, reduce(v)?);
+            }
+        }
+    }
 
     // Loss scaling: the loss and gradients divided by the scale (a power
     // of two: exact), and whether every gradient is finite (an inf or NaN
@@ -576,6 +615,10 @@ fn build_update(
     }
     Ok(outputs)
 }
+
+/// The `hl.bind` tag of a data-parallel train step's last input: the
+/// replica's rows over the global batch's.
+pub const REPLICA_WEIGHT: &str = "replica_weight";
 
 /// The loss-scaling states' names.
 pub(crate) const LOSS_SCALE: &str = "loss_scale";

@@ -89,7 +89,8 @@ pub fn schedule(module: MlirOperation, max_streams: usize) -> Result<Vec<(String
             }
             access.push((reads, writes));
         }
-        let Assignment { stream_of, event_of, waits, streams } = assign(&access, max_streams);
+        let collective: Vec<bool> = kernels.iter().map(|&k| op_name(k) == "ll.all_reduce").collect();
+        let Assignment { stream_of, event_of, waits, streams } = assign(&access, &collective, max_streams);
         let ctx = unsafe { mlirOperationGetContext(func) };
         let set = |op: MlirOperation, k: &str, text: String| -> Result<(), Failure> {
             let a = ir::parse_attribute(ctx, &text).map_err(|e| (op_loc(op), format!("internal error: {e:?}")))?;
@@ -127,8 +128,11 @@ struct Assignment {
     streams: usize,
 }
 
-/// Steps 2-4 of the algorithm.
-fn assign(access: &[Access], max_streams: usize) -> Assignment {
+/// Steps 2-4 of the algorithm. Collectives (`collective[j]`) all go on one
+/// stream of their own, beyond `max_streams`, which no other kernel
+/// continues: every replica issues them in program order, as NCCL needs,
+/// and a kernel that needs a reduced gradient waits for its event.
+fn assign(access: &[Access], collective: &[bool], max_streams: usize) -> Assignment {
     let n = access.len();
     let hits = |a: &[Range], b: &[Range]| a.iter().any(|x| b.iter().any(|y| x.overlaps(y)));
     let depends = |i: usize, j: usize| {
@@ -143,7 +147,10 @@ fn assign(access: &[Access], max_streams: usize) -> Assignment {
     let mut waits: Vec<Vec<usize>> = vec![Vec::new(); n];
     // synced[s][t]: the last kernel of stream t that stream s is ordered after
     let mut synced: Vec<Vec<Option<usize>>> = Vec::new();
+    let mut comm: Option<usize> = None;
     for j in 0..n {
+        let is_collective = collective.get(j).copied().unwrap_or(false);
+        let compute = |s: &usize| Some(*s) != comm;
         // Only two kinds of predecessor matter, so only they are
         // looked for (comparing with every earlier kernel would cost
         // the square of the kernel count): the streams' last kernels,
@@ -151,10 +158,15 @@ fn assign(access: &[Access], max_streams: usize) -> Assignment {
         // since the chosen stream last waited for them, for events.
         // `j` continues the stream whose last kernel is its latest
         // predecessor among the streams' last kernels.
-        let cont = (0..tail.len()).filter(|&s| depends(tail[s], j)).max_by_key(|&s| tail[s]);
-        let s = match cont {
-            Some(s) => s,
-            None if tail.len() < max_streams => {
+        let cont = (0..tail.len()).filter(compute).filter(|&s| depends(tail[s], j)).max_by_key(|&s| tail[s]);
+        let computing = tail.len() - comm.is_some() as usize;
+        let s = match (is_collective, comm, cont) {
+            (true, Some(c), _) => c,
+            (false, _, Some(s)) => s,
+            (true, None, _) | (false, _, None) if is_collective || computing < max_streams => {
+                if is_collective {
+                    comm = Some(tail.len());
+                }
                 tail.push(j);
                 on_stream.push(Vec::new());
                 for row in &mut synced {
@@ -163,7 +175,7 @@ fn assign(access: &[Access], max_streams: usize) -> Assignment {
                 synced.push(vec![None; tail.len()]);
                 tail.len() - 1
             }
-            None => (0..tail.len()).min_by_key(|&s| tail[s]).unwrap_or(0),
+            _ => (0..tail.len()).filter(compute).min_by_key(|&s| tail[s]).unwrap_or(0),
         };
         let mut preds: Vec<usize> = Vec::new();
         for (ps, kernels_of) in on_stream.iter().enumerate() {
@@ -293,7 +305,7 @@ mod tests {
                 })
                 .collect();
             for max in [1, 2, 4] {
-                let fast = assign(&access, max);
+                let fast = assign(&access, &[], max);
                 assert_eq!(fast, assign_naive(&access, max), "trial {trial}, max-streams {max}");
                 with_events += (!fast.event_of.is_empty()) as usize;
             }

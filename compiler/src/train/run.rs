@@ -16,9 +16,11 @@ use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, param_count};
 use super::data::{DataOptions, Dataset, Role, Signature, Split};
 use super::report::{self, EpochRecord};
 use super::{Compiled, Options, TrainError, Trainer};
-use aicf_runtime::{Tensor, artifact::DType};
+use aicf_runtime::collective::{Communicator, Values};
+use aicf_runtime::{RuntimeError, Tensor, artifact::DType};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 pub use super::eval::{Scored, evaluate_checkpoint};
@@ -95,6 +97,12 @@ pub struct RunOptions {
     pub profile_steps: usize,
     /// Show a progress bar (steps per second, ETA) on the terminal.
     pub progress: bool,
+    /// Train as one replica of a data-parallel run over this communicator
+    /// (`mpirun -n N aicf train --data-parallel`): each step's global batch
+    /// is `N x` the model's batch, in the single-process order; this
+    /// replica computes its shard, the step sums the weighted gradients
+    /// over the replicas, and rank 0 alone writes metrics and checkpoints.
+    pub data_parallel: Option<Arc<dyn Communicator>>,
 }
 
 impl Default for RunOptions {
@@ -114,6 +122,7 @@ impl Default for RunOptions {
             profile: None,
             profile_steps: 10,
             progress: false,
+            data_parallel: None,
         }
     }
 }
@@ -289,6 +298,16 @@ pub fn fit(
     }
     let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
     let resume_from = run.resume_from.clone().or_else(|| if run.resume { checkpoint.clone() } else { None });
+    // Data parallel: rank 0's run directory is the run's; every other
+    // replica compiles into its own below it, and resumes from rank 0's
+    // checkpoint, sent to it (no file system need be shared).
+    let comm = run.data_parallel.clone().filter(|c| c.size() > 1);
+    let rank = comm.as_ref().map_or(0, |c| c.rank());
+    let own_dir = if rank == 0 { run.out.clone() } else { run.out.join(format!("rank{rank}")) };
+    let resume_from = match (&comm, resume_from) {
+        (Some(c), Some(path)) => Some(share_checkpoint(c.as_ref(), &path, &own_dir)?),
+        (_, other) => other,
+    };
     let policy = match &run.adapt {
         Some(path) => Policy::from_file(path)?,
         None => Policy { observe_every: 0, ..Policy::default() },
@@ -345,9 +364,26 @@ pub fn fit(
         return Ok(summary);
     }
     create_dir(&run.out)?;
-    let trainer_options = Options { cache_dir: run.out.clone(), ..options.clone() };
+    create_dir(&own_dir)?;
+    let trainer_options = Options {
+        cache_dir: own_dir.clone(),
+        data_parallel: options.data_parallel || run.data_parallel.is_some(),
+        ..options.clone()
+    };
+    // Rank 0 compiles first; the others then find its kernels cached.
+    if let Some(c) = &comm
+        && rank != 0
+    {
+        c.barrier("waiting for rank 0 to compile the model").map_err(RuntimeError::from)?;
+    }
     let trainer = Trainer::from_source(&source, &name, trainer_options)?;
     let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, report)?;
+    if let Some(c) = &comm {
+        if rank == 0 {
+            c.barrier("waiting for rank 0 to compile the model").map_err(RuntimeError::from)?;
+        }
+        loop_.adaptive.trainer_mut().set_communicator(c.clone())?;
+    }
     loop_.record = record;
     if let Some((path, meta)) = &resume {
         loop_.resume(path, meta, run, report)?;
@@ -412,6 +448,11 @@ struct Loop<'a> {
     reference_loss: Option<f64>,
     /// The epoch of the last checkpoint written (or resumed from).
     saved_epoch: Option<usize>,
+    /// Data parallel: the replicas (none alone), this one's rank and their
+    /// number.
+    comm: Option<Arc<dyn Communicator>>,
+    rank: usize,
+    replicas: usize,
 }
 
 impl<'a> Loop<'a> {
@@ -426,11 +467,17 @@ impl<'a> Loop<'a> {
     ) -> Result<Self> {
         let batch = sig.batch();
         let mut trainer = trainer;
+        let comm = run.data_parallel.clone().filter(|c| c.size() > 1);
+        let (rank, replicas) = comm.as_ref().map_or((0, 1), |c| (c.rank(), c.size()));
         // A last batch smaller than the model's, in training and in
-        // evaluation, runs a variant compiled for its size (once; cached).
+        // evaluation, runs a variant compiled for its size (once; cached):
+        // under data parallel, this replica's shard of the last global
+        // batch (a replica with no rows of it runs one row at weight 0).
         if !data.is_text() {
-            for rows in [data.train_len() % batch, data.held_len() % batch] {
-                if rows > 0 {
+            let last_train = data.train_len() % (batch * replicas);
+            let train_rows = if last_train > 0 { shard_range(last_train, batch, rank).len().max(1) } else { batch };
+            for rows in [train_rows, data.held_len() % batch] {
+                if rows > 0 && rows != batch {
                     trainer.add_batch(rows)?;
                 }
             }
@@ -439,7 +486,7 @@ impl<'a> Loop<'a> {
             report.compiled(model, c);
         }
         let mut adaptive = Adaptive::new(trainer, policy);
-        if run.adapt.is_some() {
+        if run.adapt.is_some() && rank == 0 {
             adaptive.log_to(&run.out.join("decisions.jsonl"))?;
         }
         let mut loop_ = Loop {
@@ -457,6 +504,9 @@ impl<'a> Loop<'a> {
             versions: BTreeMap::new(),
             reference_loss: None,
             saved_epoch: None,
+            comm,
+            rank,
+            replicas,
         };
         let first = aicf_runtime::artifact::ir_hash(loop_.adaptive.trainer().source());
         loop_.versions.insert(first, 0);
@@ -570,9 +620,54 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
+    /// This replica's examples of a global batch `chunk` (rows `[r B, (r +
+    /// 1) B)` of it, `B` the model's batch) and its share of the batch's
+    /// rows; a replica past the end of a short last batch runs its first
+    /// row at weight 0.
+    fn shard<'c>(&self, chunk: &'c [usize]) -> (&'c [usize], f64) {
+        if self.replicas == 1 {
+            return (chunk, 1.0);
+        }
+        let range = shard_range(chunk.len(), self.batch, self.rank);
+        if range.is_empty() {
+            return (&chunk[..1.min(chunk.len())], 0.0);
+        }
+        let weight = range.len() as f64 / chunk.len() as f64;
+        (&chunk[range], weight)
+    }
+
+    /// Under data parallel with a growth policy: every replica must hold
+    /// rank 0's model and decisions after step `step` (each decides from
+    /// rank 0's measurements, so they do; a difference is an error, never
+    /// two models training apart).
+    fn check_agreement(&self, step: u64) -> Result<()> {
+        let Some(c) = &self.comm else { return Ok(()) };
+        let mine = format!(
+            "{} {}",
+            self.adaptive.decisions().len(),
+            aicf_runtime::artifact::ir_hash(self.adaptive.trainer().source())
+        );
+        let mut theirs = mine.clone().into_bytes();
+        c.broadcast(&mut theirs, 0, &format!("rank 0's model after step {step}")).map_err(RuntimeError::from)?;
+        let theirs = String::from_utf8_lossy(&theirs).into_owned();
+        if theirs != mine {
+            return Err(TrainError::Input(format!(
+                "data parallel: after step {step} rank {} holds decisions/model {mine}, rank 0 {theirs}: the \
+                 replicas disagree on the model",
+                self.rank
+            )));
+        }
+        Ok(())
+    }
+
     /// Writes the current model's IR as `model-v<k>.mlir` (and as
-    /// `model.mlir`, the latest) in the checkpoint directory `dir`.
+    /// `model.mlir`, the latest) in the checkpoint directory `dir` (rank 0
+    /// of a data-parallel run; the others only take note).
     fn write_version(&mut self, dir: &Path) -> Result<()> {
+        if self.rank != 0 {
+            self.model = dir.join(format!("model-v{}.mlir", self.version));
+            return Ok(());
+        }
         create_dir(dir)?;
         let source = self.adaptive.trainer().source();
         let path = dir.join(format!("model-v{}.mlir", self.version));
@@ -670,19 +765,28 @@ impl<'a> Loop<'a> {
     }
 
     fn train(mut self, run: &RunOptions, checkpoint: Option<&Path>, report: &mut dyn Report) -> Result<Summary> {
-        let steps_per_epoch = self.data.train_len().div_ceil(self.batch);
+        // The global batch: the model's batch on every replica.
+        let global = self.batch * self.replicas;
+        let steps_per_epoch = self.data.train_len().div_ceil(global);
+        let writes = self.rank == 0;
+        let mut device = self.adaptive.trainer().backend().device();
+        if let Some(c) = &self.comm {
+            device = format!("{device}, {} replicas ({}) of batch {}", self.replicas, c.engine(), self.batch);
+        }
         report.started(&Start {
             data: self.data.description.clone(),
             train_examples: self.data.train_len(),
             held_examples: self.data.held_len(),
-            batch: self.batch,
+            batch: global,
             steps_per_epoch,
-            device: self.adaptive.trainer().backend().device(),
+            device,
         });
         let metrics = run.out.join("metrics.jsonl");
         // A resumed run keeps the records of the epochs it continues from.
         self.records = if run.resume { report::read_metrics(&metrics, self.first_epoch) } else { Vec::new() };
-        report::write_metrics(&metrics, &self.records)?;
+        if writes {
+            report::write_metrics(&metrics, &self.records)?;
+        }
         let bar = progress_bar(run, steps_per_epoch, self.first_epoch);
         let started = Instant::now();
         let mut profiler = run.profile.as_ref().map(|p| Profiler {
@@ -707,19 +811,22 @@ impl<'a> Loop<'a> {
                 continue;
             }
             let (mut loss_sum, mut count) = (0.0, 0usize);
-            let chunks: Vec<&[usize]> = order.chunks(self.batch).collect();
+            let chunks: Vec<&[usize]> = order.chunks(global).collect();
             let mut prepared: Option<Vec<Tensor>> = None;
             for (b, chunk) in chunks.iter().enumerate().skip(start_batch) {
                 let step = self.adaptive.trainer().steps();
+                // This replica's shard of the global batch, and its share.
+                let (mine, weight) = self.shard(chunk);
                 let inputs = match prepared.take() {
                     Some(p) => p,
-                    None => self.inputs(Split::Train, chunk, step),
+                    None => self.inputs(Split::Train, mine, step),
                 };
+                self.adaptive.trainer_mut().set_replica_weight(weight);
                 // On a GPU the next batch is copied while this step runs.
                 if self.adaptive.trainer().options().device.is_cuda()
                     && let Some(next) = chunks.get(b + 1)
                 {
-                    let next = self.inputs(Split::Train, next, step + 1);
+                    let next = self.inputs(Split::Train, self.shard(next).0, step + 1);
                     self.adaptive.stage_next(next.clone());
                     prepared = Some(next);
                 }
@@ -741,6 +848,9 @@ impl<'a> Loop<'a> {
                     }
                     other => other,
                 })?;
+                if !self.adaptive.policy().rules.is_empty() {
+                    self.check_agreement(step)?;
+                }
                 match outcome {
                     Outcome::Trained(m, decision) => {
                         // A loss far above where the run started has
@@ -781,8 +891,10 @@ impl<'a> Loop<'a> {
                     && let Some(events) = p.after_step(self.adaptive.trainer_mut())
                 {
                     let device = self.adaptive.trainer().backend().device();
-                    report::write_trace(&p.path, &device, &events)?;
-                    trace = Some(p.path.clone());
+                    if writes {
+                        report::write_trace(&p.path, &device, &events)?;
+                        trace = Some(p.path.clone());
+                    }
                     profiler = None;
                 }
             }
@@ -835,14 +947,23 @@ impl<'a> Loop<'a> {
             }
             suspend(bar.as_ref(), || report.epoch(&record, run.epochs));
             self.records.push(record);
-            report::write_metrics(&metrics, &self.records)?;
+            if writes {
+                report::write_metrics(&metrics, &self.records)?;
+            }
             if let Some(d) =
                 self.adaptive.epoch_end(Progress { epoch, batch: steps_per_epoch, rng: epoch_rng }, Some(val_loss))?
             {
                 self.after_rewrite(d, run, bar.as_ref(), report)?;
             }
+            if !self.adaptive.policy().rules.is_empty() {
+                self.check_agreement(self.adaptive.trainer().steps())?;
+            }
             if let Some(path) = checkpoint {
-                self.save(path, epoch, run)?;
+                if writes {
+                    self.save(path, epoch, run)?;
+                } else {
+                    self.saved_epoch = Some(epoch);
+                }
             }
             epoch += 1;
         }
@@ -852,14 +973,16 @@ impl<'a> Loop<'a> {
         // A run shorter than its profile writes what it recorded.
         if let Some(p) = &mut profiler {
             let events = self.adaptive.trainer_mut().backend_mut().take_trace();
-            if !events.is_empty() {
+            if !events.is_empty() && writes {
                 let device = self.adaptive.trainer().backend().device();
                 report::write_trace(&p.path, &device, &events)?;
                 trace = Some(p.path.clone());
             }
         }
         let plot = run.out.join("plot.svg");
-        report::plot(&plot, &self.records)?;
+        if writes {
+            report::plot(&plot, &self.records)?;
+        }
         let trainer = self.adaptive.trainer();
         Ok(Summary {
             steps: trainer.steps(),
@@ -905,8 +1028,11 @@ impl<'a> Loop<'a> {
         let by_logits = self.sig.takes_rng();
         let (mut loss_sum, mut loss_rows) = (0.0, 0usize);
         let (mut nll, mut correct, mut targets) = (0.0, 0usize, 0usize);
+        let (rank, replicas) = (self.rank, self.replicas);
         let trainer = self.adaptive.trainer_mut();
-        for ids in &batches {
+        // Data parallel: replica r evaluates batches r, r + N, ...; the
+        // sums are added over the replicas.
+        for ids in batches.iter().skip(rank).step_by(replicas) {
             let fed = self.data.batch(Split::HeldOut, ids);
             let data: Vec<&Tensor> =
                 fed.iter().zip(self.sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
@@ -933,6 +1059,14 @@ impl<'a> Loop<'a> {
                 loss_rows += ids.len();
             }
         }
+        if let Some(c) = &self.comm {
+            let sums = Values::F64(vec![loss_sum, loss_rows as f64, nll, correct as f64, targets as f64]);
+            let Values::F64(all) = c.sum(sums, "the held-out metrics").map_err(RuntimeError::from)? else {
+                return Err(TrainError::Input("the held-out metrics came back in another type".into()));
+            };
+            (loss_sum, nll) = (all[0], all[2]);
+            (loss_rows, correct, targets) = (all[1] as usize, all[3] as usize, all[4] as usize);
+        }
         let loss = if by_logits {
             if targets > 0 { nll / targets as f64 } else { f64::NAN }
         } else if loss_rows > 0 {
@@ -943,6 +1077,31 @@ impl<'a> Loop<'a> {
         let accuracy = if classifies && targets > 0 { correct as f64 / targets as f64 } else { f64::NAN };
         Ok((loss, accuracy))
     }
+}
+
+/// The rows `[r B, (r + 1) B)` of a global batch of `len` rows that
+/// replica `rank` trains on (empty past its end).
+fn shard_range(len: usize, batch: usize, rank: usize) -> std::ops::Range<usize> {
+    let start = (rank * batch).min(len);
+    start..((rank + 1) * batch).min(len)
+}
+
+/// Rank 0's checkpoint at `path`, sent to every replica: rank 0 reads it,
+/// the others write what they receive to `dir/resume.safetensors` and
+/// resume from that (the replicas need not share a file system).
+fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<PathBuf> {
+    let mut bytes = Vec::new();
+    if comm.rank() == 0 {
+        bytes = std::fs::read(path).map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+    }
+    comm.broadcast(&mut bytes, 0, &format!("the checkpoint {}", path.display())).map_err(RuntimeError::from)?;
+    if comm.rank() == 0 {
+        return Ok(path.to_path_buf());
+    }
+    create_dir(dir)?;
+    let local = dir.join("resume.safetensors");
+    crate::codegen::write_atomically(&local, &bytes)?;
+    Ok(local)
 }
 
 /// Creates `dir` and its parents; a file in the way is named as such.

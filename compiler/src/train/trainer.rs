@@ -25,7 +25,9 @@
 
 use crate::CompileError;
 use crate::codegen::{GpuOptions, KernelCache};
+use crate::passes::REPLICA_WEIGHT;
 use crate::pipeline::{self, MemoryBudget, Precision, Target, TrainOptions};
+use aicf_runtime::collective::Communicator;
 use crate::timing::Timings;
 use aicf_runtime::{
     Backend, Device, RuntimeError, Tensor,
@@ -62,6 +64,12 @@ pub struct Options {
     pub gemm: Option<String>,
     /// fp32, or mixed precision in bf16/fp16 (`hl-autocast`).
     pub precision: Precision,
+    /// Compile the data-parallel train step ([`TrainOptions::data_parallel`]):
+    /// with [`Trainer::set_communicator`] the trainer is one replica of a
+    /// run; alone it trains as without.
+    pub data_parallel: bool,
+    /// The least bytes of gradients one all-reduce sums (25 MiB).
+    pub bucket_bytes: u64,
 }
 
 impl Default for Options {
@@ -78,6 +86,8 @@ impl Default for Options {
             cache_dir: PathBuf::from("target/aicf-cache"),
             gemm: None,
             precision: Precision::Fp32,
+            data_parallel: false,
+            bucket_bytes: pipeline::DEFAULT_BUCKET_BYTES,
         }
     }
 }
@@ -93,6 +103,8 @@ impl Options {
             clip_norm: self.clip_norm,
             memory_budget: self.memory_budget,
             precision: self.precision,
+            data_parallel: self.data_parallel,
+            bucket_bytes: self.bucket_bytes,
         }
     }
 
@@ -184,6 +196,9 @@ pub struct Trainer {
     backend: Box<dyn Backend>,
     compiled: Vec<Compiled>,
     steps: u64,
+    /// This replica's share of the next steps' global batch (1 alone).
+    replica_weight: f64,
+    comm: Option<std::sync::Arc<dyn Communicator>>,
 }
 
 impl Trainer {
@@ -201,7 +216,95 @@ impl Trainer {
         let compiled = compile_artifact(source, name, &options, None)?;
         let mut backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;
         backend.force_gemm(options.gemm.as_deref())?;
-        Ok(Trainer { source: source.into(), name: name.into(), options, backend, compiled: vec![compiled], steps: 0 })
+        Ok(Trainer {
+            source: source.into(),
+            name: name.into(),
+            options,
+            backend,
+            compiled: vec![compiled],
+            steps: 0,
+            replica_weight: 1.0,
+            comm: None,
+        })
+    }
+
+    /// Makes this trainer one replica of a data-parallel run over `comm`
+    /// (its model compiled with [`Options::data_parallel`]): each step sums
+    /// the replicas' weighted gradients before the update. The parameters
+    /// and state are rank 0's from here on (broadcast).
+    pub fn set_communicator(&mut self, comm: std::sync::Arc<dyn Communicator>) -> Result<()> {
+        if comm.size() > 1 && !self.options.data_parallel {
+            return Err(TrainError::Input(
+                "a replica of a data-parallel run needs its model compiled for it (Options::data_parallel)".into(),
+            ));
+        }
+        self.backend.set_communicator(comm.clone())?;
+        self.comm = Some(comm);
+        self.broadcast_state()
+    }
+
+    /// Makes this trainer a replica of the run `other` is one of (a grown
+    /// or restored model of it), at its replica weight; nothing when
+    /// `other` trains alone.
+    pub fn join_group_of(&mut self, other: &Trainer) -> Result<()> {
+        if let Some(comm) = other.comm.clone() {
+            self.set_communicator(comm)?;
+        }
+        self.replica_weight = other.replica_weight;
+        Ok(())
+    }
+
+    /// Rank 0's `value` on every replica (itself alone): what a decision
+    /// every replica takes is made from, so they all take the same.
+    pub fn agreed(&self, value: f64) -> Result<f64> {
+        let Some(comm) = self.comm.as_ref().filter(|c| c.size() > 1) else { return Ok(value) };
+        let mut bytes = value.to_le_bytes().to_vec();
+        comm.broadcast(&mut bytes, 0, "rank 0's measurement").map_err(RuntimeError::from)?;
+        let bytes: [u8; 8] = bytes
+            .try_into()
+            .map_err(|_| TrainError::Input("rank 0's measurement came back in pieces".into()))?;
+        Ok(f64::from_le_bytes(bytes))
+    }
+
+    /// The communicator of a data-parallel trainer.
+    pub fn communicator(&self) -> Option<&std::sync::Arc<dyn Communicator>> {
+        self.comm.as_ref()
+    }
+
+    /// Makes every replica's parameters, state and step count rank 0's
+    /// (after a start, a resume or a change of the model).
+    pub fn broadcast_state(&mut self) -> Result<()> {
+        let Some(comm) = self.comm.clone().filter(|c| c.size() > 1) else { return Ok(()) };
+        let symbols: Vec<String> = self.backend.manifest().symbols.iter().map(|s| s.name.clone()).collect();
+        let mut bytes = Vec::new();
+        if comm.rank() == 0 {
+            bytes.extend_from_slice(&self.steps.to_le_bytes());
+            for name in &symbols {
+                bytes.extend(self.backend.symbol_bytes(name).unwrap_or_default());
+            }
+        }
+        comm.broadcast(&mut bytes, 0, "the parameters and state from rank 0").map_err(RuntimeError::from)?;
+        if comm.rank() != 0 {
+            let mismatch = || TrainError::Input("rank 0's model state does not fit this replica's model".into());
+            let (steps, mut rest) = bytes.split_at_checked(8).ok_or_else(mismatch)?;
+            self.steps = u64::from_le_bytes(steps.try_into().map_err(|_| mismatch())?);
+            for name in &symbols {
+                let n = self.backend.symbol_bytes(name).map_or(0, |b| b.len());
+                let (mine, tail) = rest.split_at_checked(n).ok_or_else(mismatch)?;
+                self.backend.set_symbol_bytes(name, mine)?;
+                rest = tail;
+            }
+            if !rest.is_empty() {
+                return Err(mismatch());
+            }
+        }
+        Ok(())
+    }
+
+    /// This replica's rows over the global batch's, for the next steps
+    /// (`replica_weight` of a data-parallel step; 1 alone).
+    pub fn set_replica_weight(&mut self, weight: f64) {
+        self.replica_weight = weight;
     }
 
     /// The batch size the model was written for (the leading dimension of
@@ -338,10 +441,17 @@ impl Trainer {
         let lr_arg = self.backend.function("train_step")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
         let lr_t =
             Tensor::scalar(lr, lr_arg.ok_or_else(|| TrainError::Input("@train_step takes no learning rate".into()))?);
+        let weighted = self.backend.function("train_step")?.args.iter().any(|a| a.bind == REPLICA_WEIGHT);
+        let weight_t = Tensor::scalar(self.replica_weight, aicf_runtime::artifact::DType::F32);
         let mut all: Vec<&Tensor> = inputs.to_vec();
         all.push(&lr_t);
+        if weighted {
+            all.push(&weight_t);
+        }
         self.ensure_compiled("train_step", &all)?;
-        let next: Option<Vec<&Tensor>> = next.map(|n| n.iter().copied().chain(std::iter::once(&lr_t)).collect());
+        let next: Option<Vec<&Tensor>> = next.map(|n| {
+            n.iter().copied().chain(std::iter::once(&lr_t)).chain(weighted.then_some(&weight_t)).collect()
+        });
         let out = self.backend.call_staging_next("train_step", &all, next.as_deref())?;
         self.steps = self.steps.saturating_add(1);
         let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);

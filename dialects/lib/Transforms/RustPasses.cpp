@@ -92,6 +92,7 @@ namespace aicf {
 #define GEN_PASS_DEF_HLINSERTBLOCK
 #define GEN_PASS_DEF_HLWIDEN
 #define GEN_PASS_DEF_HLWIDENRESIDUAL
+#define GEN_PASS_DEF_LLBUCKETCOLLECTIVES
 #define GEN_PASS_DEF_LLPLANMEMORY
 #define GEN_PASS_DEF_LLSCHEDULE
 #include "aicf/Transforms/Passes.h.inc"
@@ -120,6 +121,7 @@ AICF_RUST_PASS(HLSetBatch)
 AICF_RUST_PASS(HLInsertBlock)
 AICF_RUST_PASS(HLWiden)
 AICF_RUST_PASS(HLWidenResidual)
+AICF_RUST_PASS(LLBucketCollectives)
 AICF_RUST_PASS(LLPlanMemory)
 AICF_RUST_PASS(LLSchedule)
 #undef AICF_RUST_PASS
@@ -170,6 +172,15 @@ struct TrainPipelineOptions
       *this, "precision",
       llvm::cl::desc("fp32, bf16 or fp16 (hl-autocast before autodiff)"),
       llvm::cl::init("fp32")};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("sum the weighted loss and gradients over the replicas "
+                     "(hl-optimizer{data-parallel}, ll-bucket-collectives)"),
+      llvm::cl::init(false)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("the least bytes one all-reduce bucket holds"),
+      llvm::cl::init(26214400)};
 };
 
 /// The textual form of the train pipeline for `o`.
@@ -184,10 +195,14 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
      << " weight-decay=" << o.weightDecay
      << llvm::format(" beta1=%.17g beta2=%.17g clip-norm=%.17g",
                      double(o.beta1), double(o.beta2), double(o.clipNorm))
-     << (fp16 ? " loss-scale=65536" : "") << "},canonicalize,cse,"
+     << (fp16 ? " loss-scale=65536" : "")
+     << (o.dataParallel ? " data-parallel=true" : "") << "},canonicalize,cse,"
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
      << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"
-     << "convert-hl-to-ll,ll-plan-memory{budget=" << o.budget
+     << "convert-hl-to-ll,";
+  if (o.dataParallel)
+    os << "ll-bucket-collectives{bucket-bytes=" << o.bucketBytes << "},";
+  os << "ll-plan-memory{budget=" << o.budget
      << " budget-fraction=" << o.budgetFraction
      << " report=" << (o.report ? "true" : "false") << "},"
      << "ll-schedule{max-streams=" << o.maxStreams << "}";

@@ -8,6 +8,7 @@ pub use session::CpuSession;
 
 use crate::artifact::{Buffer, Call, DType, Function, LibraryGemm, Manifest};
 use crate::backend::TraceEvent;
+use crate::collective::{Communicator, PendingSum, Values};
 use crate::error::{Result, RuntimeError};
 use crate::host::{Bytes, write_values};
 use crate::registry::{Choice, Registry};
@@ -20,8 +21,8 @@ type KernelFn = unsafe extern "C" fn(i64, i64, *const *mut u8);
 pub struct CpuModule {
     manifest: Manifest,
     /// Resolved symbol per call, per function, with the library GEMM's
-    /// epilogue where there is one.
-    kernels: HashMap<String, Vec<(KernelFn, Option<KernelFn>)>>,
+    /// epilogue where there is one (`None`: a collective, no kernel).
+    kernels: HashMap<String, Vec<Option<(KernelFn, Option<KernelFn>)>>>,
     registry: Registry,
     /// Overrides the registry (tests, benchmarks of one candidate).
     forced: Option<Choice>,
@@ -87,6 +88,10 @@ impl CpuModule {
         for f in &manifest.functions {
             let mut resolved = Vec::new();
             for c in &f.calls {
+                if c.collective.is_some() {
+                    resolved.push(None);
+                    continue;
+                }
                 let get = |name: &str| -> Result<KernelFn> {
                     let symbol: libloading::Symbol<KernelFn> = unsafe { library.get(name.as_bytes()) }
                         .map_err(|e| load_err(&so, format!("{name} (for @{}): {e}", f.name)))?;
@@ -96,7 +101,7 @@ impl CpuModule {
                     Some(e) => Some(get(e)?),
                     None => None,
                 };
-                resolved.push((get(&c.symbol)?, epilogue));
+                resolved.push(Some((get(&c.symbol)?, epilogue)));
             }
             kernels.insert(f.name.clone(), resolved);
         }
@@ -160,8 +165,17 @@ impl CpuModule {
     }
 
     /// Runs `name` over `args`, one buffer per argument of its signature in
-    /// order (the arena included), each exactly the argument's size.
+    /// order (the arena included), each exactly the argument's size. Its
+    /// collectives (a data-parallel step's) sum over nothing: a group of one.
     pub fn run(&self, name: &str, args: &mut [&mut Bytes]) -> Result<()> {
+        self.run_with(name, args, None)
+    }
+
+    /// [`CpuModule::run`] with the replicas of a data-parallel run: each
+    /// collective call starts a sum over `comm` where it stands, and the
+    /// first later call that touches one of its buffers waits for it (the
+    /// kernels in between run meanwhile).
+    pub fn run_with(&self, name: &str, args: &mut [&mut Bytes], comm: Option<&dyn Communicator>) -> Result<()> {
         let f = self.function(name)?;
         let bad = |message: String| RuntimeError::Arguments { function: name.into(), message };
         if args.len() != f.args.len() {
@@ -185,7 +199,9 @@ impl CpuModule {
         let arena_index = f.args.iter().position(|a| a.bind == "arena");
         let bases: Vec<*mut u8> = args.iter_mut().map(|a| a.ptr()).collect();
         let constants: Vec<*const u8> = self.constants.iter().map(|c| c.const_ptr()).collect();
-        for (k, (call, (kernel, epilogue))) in f.calls.iter().zip(&self.kernels[name]).enumerate() {
+        let comm = comm.filter(|c| c.size() > 1);
+        let mut in_flight: Vec<InFlight> = Vec::new();
+        for (k, (call, resolved)) in f.calls.iter().zip(&self.kernels[name]).enumerate() {
             let pointers: Vec<*mut u8> = call
                 .buffers
                 .iter()
@@ -197,6 +213,27 @@ impl CpuModule {
                     Buffer::Constant { index } => constants[index] as *mut u8,
                 })
                 .collect();
+            let Some((kernel, epilogue)) = resolved else {
+                match comm {
+                    Some(comm) => in_flight.push(InFlight::start(comm, name, k, call, &pointers)?),
+                    // One replica: its weighted sum is its buffers times
+                    // its weight.
+                    None => scale_by_weight(call, &pointers),
+                }
+                continue;
+            };
+            if !in_flight.is_empty() {
+                let mine = ranges(call, &pointers);
+                let mut i = 0;
+                while i < in_flight.len() {
+                    if in_flight[i].overlaps(&mine) {
+                        let done = in_flight.remove(i);
+                        self.finish_collective(done, name)?;
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
             check_indices(call, &pointers).map_err(|message| RuntimeError::Kernel {
                 function: name.into(),
                 call: k,
@@ -205,6 +242,7 @@ impl CpuModule {
             })?;
             // A GEMM's candidate is chosen (measured, on a shape's first
             // use) before its time starts: the trace holds kernel time only.
+            let (kernel, epilogue) = (kernel, epilogue);
             let gemm = match &call.library {
                 Some(g) if g.aliases.iter().all(|&a| pointers[a] != pointers[g.out]) => {
                     Some((g, self.gemm_choice(*kernel, *epilogue, call, g, &pointers)))
@@ -230,6 +268,35 @@ impl CpuModule {
                     duration_us: crate::backend::trace_clock_us() - start,
                 });
             }
+            // The engine progresses while the kernels run.
+            for f in &mut in_flight {
+                f.test(name)?;
+            }
+        }
+        for done in in_flight {
+            self.finish_collective(done, name)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for a collective and writes its sums back; profiled, its time
+    /// from start to completion is one event on stream 1 (communication).
+    fn finish_collective(&self, done: InFlight, function: &str) -> Result<()> {
+        let (call, start, op, origin) = (done.call, done.started_us, done.op.clone(), done.origin.clone());
+        done.finish(function)?;
+        if let Some(trace) = &self.trace
+            && let Ok(mut trace) = trace.lock()
+        {
+            trace.push(TraceEvent {
+                function: function.to_string(),
+                call,
+                kernel: "all-reduce".into(),
+                op,
+                origin,
+                stream: 1,
+                start_us: start,
+                duration_us: crate::backend::trace_clock_us() - start,
+            });
         }
         Ok(())
     }
@@ -641,6 +708,125 @@ impl Drop for FloatMode {
         unsafe {
             std::arch::asm!("ldmxcsr [{}]", in(reg) &self.0, options(nostack, readonly));
         }
+    }
+}
+
+/// The byte ranges a call's buffers span.
+fn ranges(call: &Call, pointers: &[*mut u8]) -> Vec<(usize, usize)> {
+    pointers.iter().zip(&call.bytes).map(|(&p, &n)| (p as usize, p as usize + n as usize)).collect()
+}
+
+/// A collective call's weight (its last buffer, an f32).
+fn weight_of(pointers: &[*mut u8]) -> f64 {
+    // SAFETY: the loader checked that a collective's last buffer is 4 bytes.
+    pointers.last().map_or(1.0, |&p| unsafe { *(p as *const f32) } as f64)
+}
+
+/// A collective of one replica: each summed buffer times the weight.
+fn scale_by_weight(call: &Call, pointers: &[*mut u8]) {
+    let w = weight_of(pointers);
+    if w == 1.0 {
+        return;
+    }
+    let Some(c) = &call.collective else { return };
+    for ((&p, &bytes), &dtype) in pointers.iter().zip(&call.bytes).zip(&c.dtypes) {
+        let n = bytes as usize / dtype.bytes();
+        // SAFETY: the buffer holds `n` elements of `dtype` (checked at load).
+        unsafe {
+            match dtype {
+                DType::F32 => std::slice::from_raw_parts_mut(p as *mut f32, n).iter_mut().for_each(|v| *v *= w as f32),
+                DType::F64 => std::slice::from_raw_parts_mut(p as *mut f64, n).iter_mut().for_each(|v| *v *= w),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A collective call in flight: its buffers, packed by element type into
+/// one sum each, and where each buffer's values go back.
+struct InFlight {
+    call: usize,
+    op: String,
+    origin: Option<String>,
+    started_us: f64,
+    ranges: Vec<(usize, usize)>,
+    /// (the sum, and per buffer: its address and element count)
+    sums: Vec<(Box<dyn PendingSum>, Vec<(*mut u8, usize)>)>,
+}
+
+impl InFlight {
+    fn start(comm: &dyn Communicator, function: &str, k: usize, call: &Call, pointers: &[*mut u8]) -> Result<Self> {
+        let fail = |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: call.op.clone(), message };
+        let c = call.collective.as_ref().ok_or_else(|| fail("not a collective".into()))?;
+        let started_us = crate::backend::trace_clock_us();
+        let w = weight_of(pointers);
+        let mut f32s: (Vec<f32>, Vec<(*mut u8, usize)>) = Default::default();
+        let mut f64s: (Vec<f64>, Vec<(*mut u8, usize)>) = Default::default();
+        for ((&p, &bytes), &dtype) in pointers.iter().zip(&call.bytes).zip(&c.dtypes) {
+            let n = bytes as usize / dtype.bytes();
+            // SAFETY: the loader checked that each buffer spans `bytes`
+            // inside its memory; the element types are the manifest's.
+            match dtype {
+                DType::F32 => {
+                    let values = unsafe { std::slice::from_raw_parts(p as *const f32, n) };
+                    f32s.0.extend(values.iter().map(|v| v * w as f32));
+                    f32s.1.push((p, n));
+                }
+                DType::F64 => {
+                    let values = unsafe { std::slice::from_raw_parts(p as *const f64, n) };
+                    f64s.0.extend(values.iter().map(|v| v * w));
+                    f64s.1.push((p, n));
+                }
+                other => return Err(fail(format!("an all-reduce of {other:?} buffers (f32 and f64 only)"))),
+            }
+        }
+        let what = format!("the all-reduce of @{function} call #{k}");
+        let mut sums = Vec::new();
+        if !f32s.1.is_empty() {
+            sums.push((comm.start_sum(Values::F32(f32s.0), &what)?, f32s.1));
+        }
+        if !f64s.1.is_empty() {
+            sums.push((comm.start_sum(Values::F64(f64s.0), &what)?, f64s.1));
+        }
+        Ok(InFlight {
+            call: k,
+            op: call.op.clone(),
+            origin: call.origin.clone(),
+            started_us,
+            // The summed buffers (the weight is only read, at the start).
+            ranges: ranges(call, &pointers[..pointers.len() - 1]),
+            sums,
+        })
+    }
+
+    fn overlaps(&self, other: &[(usize, usize)]) -> bool {
+        self.ranges.iter().any(|&(a, b)| other.iter().any(|&(c, d)| a < d && c < b))
+    }
+
+    fn test(&mut self, _function: &str) -> Result<()> {
+        for (s, _) in &mut self.sums {
+            s.test()?;
+        }
+        Ok(())
+    }
+
+    fn finish(self, _function: &str) -> Result<()> {
+        for (sum, places) in self.sums {
+            let values = sum.wait()?;
+            let mut at = 0;
+            for (p, n) in places {
+                // SAFETY: as in `start`: the buffer holds `n` elements of
+                // the sum's type, and no kernel touches it until now.
+                unsafe {
+                    match &values {
+                        Values::F32(v) => std::ptr::copy_nonoverlapping(v[at..at + n].as_ptr(), p as *mut f32, n),
+                        Values::F64(v) => std::ptr::copy_nonoverlapping(v[at..at + n].as_ptr(), p as *mut f64, n),
+                    }
+                }
+                at += n;
+            }
+        }
+        Ok(())
     }
 }
 

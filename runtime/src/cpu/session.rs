@@ -6,6 +6,7 @@
 use super::CpuModule;
 use crate::artifact::{Manifest, Role};
 use crate::backend::{Backend, TraceEvent, check_variant, no_module_for};
+use crate::collective::Communicator;
 use crate::error::{Result, RuntimeError};
 use crate::host::{Bytes, Tensor, initial_symbols, input_mismatch, read_values};
 use crate::registry::Choice;
@@ -22,6 +23,9 @@ pub struct CpuSession {
     /// The candidate every GEMM runs with, when forced (modules added
     /// later too).
     forced: Option<Choice>,
+    /// The replicas of a data-parallel run, which the modules' collectives
+    /// sum over.
+    comm: Option<std::sync::Arc<dyn Communicator>>,
 }
 
 impl CpuSession {
@@ -30,7 +34,14 @@ impl CpuSession {
     pub fn new(module: CpuModule, seed: u64) -> Result<Self> {
         let symbols = initial_symbols(&module.manifest().symbols, seed, module.weights.as_deref())?;
         let mut session =
-            CpuSession { modules: Vec::new(), symbols, arenas: HashMap::new(), pins: Default::default(), forced: None };
+            CpuSession {
+            modules: Vec::new(),
+            symbols,
+            arenas: HashMap::new(),
+            pins: Default::default(),
+            forced: None,
+            comm: None,
+        };
         session.push(module)?;
         Ok(session)
     }
@@ -141,7 +152,7 @@ impl Backend for CpuSession {
             .collect();
         let mut buffers = buffers;
         let mut refs: Vec<&mut Bytes> = buffers.iter_mut().collect();
-        let result = self.modules[index].run(function, &mut refs);
+        let result = self.modules[index].run_with(function, &mut refs, self.comm.as_deref());
         // Give the symbols and the arena back, whatever happened.
         let mut outputs = Vec::new();
         for (a, b) in f.args.iter().zip(buffers) {
@@ -157,6 +168,11 @@ impl Backend for CpuSession {
             }
         }
         result.map(|_| outputs)
+    }
+
+    fn set_communicator(&mut self, comm: std::sync::Arc<dyn Communicator>) -> Result<()> {
+        self.comm = Some(comm);
+        Ok(())
     }
 
     fn symbol_bytes(&self, name: &str) -> Option<Vec<u8>> {

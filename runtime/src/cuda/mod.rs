@@ -259,6 +259,11 @@ impl CudaModule {
         for f in &manifest.functions {
             let mut resolved = Vec::new();
             for (k, c) in f.calls.iter().enumerate() {
+                if c.collective.is_some() {
+                    // Not a kernel: the session's communicator runs it.
+                    resolved.push(std::ptr::null_mut());
+                    continue;
+                }
                 let Some(launch) = c.launch else {
                     return Err(load_err(path, format!("@{} call #{k} has no launch shape", f.name)));
                 };

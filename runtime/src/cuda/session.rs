@@ -280,6 +280,11 @@ impl CudaSession {
         let c = &self.modules[m].function(function)?.calls[k];
         let err =
             |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message };
+        // A collective sums over this replica alone: a session joins no
+        // group of more (see `set_communicator`).
+        if c.collective.is_some() {
+            return Ok(());
+        }
         let bound = &self.bound[&(m, function.to_string())];
         let params = &bound.params[k];
         if let (Some(plan), Some(g), Some(Ok((handle, workspaces)))) = (&bound.library[k], &c.library, &self.lt) {
@@ -832,6 +837,19 @@ impl Backend for CudaSession {
         next: Option<&[&Tensor]>,
     ) -> Result<Vec<Tensor>> {
         CudaSession::call_staging_next(self, function, inputs, next)
+    }
+
+    fn set_communicator(&mut self, comm: std::sync::Arc<dyn crate::collective::Communicator>) -> Result<()> {
+        if comm.size() > 1 {
+            return Err(RuntimeError::Device {
+                device: self.device(),
+                message: format!(
+                    "data-parallel training on CUDA sums gradients with NCCL, which this runtime does not drive                      yet; run the {} ranks on the CPU (--device cpu)",
+                    comm.size()
+                ),
+            });
+        }
+        Ok(())
     }
 
     fn symbol_bytes(&self, name: &str) -> Option<Vec<u8>> {

@@ -25,6 +25,7 @@ use aicf_compiler::{
         run::{self, LrSchedule, Report, RunOptions, Start},
     },
 };
+use aicf_runtime::collective::{self, Communicator};
 use aicf_runtime::{Device, Tensor, artifact::Role};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -113,6 +114,15 @@ struct ModelArgs {
     /// accumulation, master weights and losses (hl-autocast).
     #[arg(long, default_value = "fp32", value_parser = Precision::parse)]
     precision: Precision,
+    /// Data parallel: compile the step that sums the replicas' gradients,
+    /// and (train, bench) run as one replica of the `mpirun` that started
+    /// this process. Alone it trains as without.
+    #[arg(long)]
+    data_parallel: bool,
+    /// The least bytes of gradients one all-reduce sums (K, M, G
+    /// suffixes; 0: one per gradient), as PyTorch DDP's bucket_cap_mb.
+    #[arg(long, default_value = "25M", value_parser = bucket_size)]
+    bucket_size: u64,
 }
 
 #[derive(clap::Args, Clone)]
@@ -258,6 +268,13 @@ enum Command {
         /// Where the cosine schedule ends, as a fraction of --lr.
         #[arg(long, default_value_t = 0.1)]
         min_lr_factor: f64,
+        /// Train data parallel on N processes of this machine: starts
+        /// `mpirun -n N` of this command with --data-parallel (the global
+        /// batch is N times the model's; each process a shard, and
+        /// --threads cores / N worker threads unless given). On several
+        /// machines, run `mpirun ... aicf train --data-parallel` yourself.
+        #[arg(long)]
+        nproc: Option<usize>,
     },
     /// Accuracy and held-out loss of a checkpoint on a data set (every row
     /// of a table, the held-out end of a text).
@@ -342,7 +359,11 @@ fn main() {
             lr_schedule,
             warmup_steps,
             min_lr_factor,
+            nproc,
         } => {
+            if let Some(n) = nproc {
+                std::process::exit(launch_mpirun(n));
+            }
             let lr_schedule = match lr_schedule {
                 Schedule::Constant => LrSchedule::Constant,
                 Schedule::Cosine => LrSchedule::Cosine { warmup_steps, min_factor: min_lr_factor },
@@ -362,8 +383,9 @@ fn main() {
                 profile,
                 profile_steps,
                 progress: !no_progress,
+                data_parallel: None,
             };
-            train(&compile, &device, &data, &run, gemm)
+            train(&compile, &device, &data, run, gemm)
         }
         Command::Eval { compile, device, data, checkpoint, out } => eval(&compile, &device, &data, &checkpoint, &out),
         Command::Bench { compile, device, lr, steps, out, profile, trace, gemm } => {
@@ -371,14 +393,118 @@ fn main() {
             bench(&compile, &device, lr, steps, &out, profile, trace.as_deref(), gemm.as_deref())
         }
     };
+    let comm = WORLD.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Err(e) = result {
-        eprintln!("aicf: error: {e}");
+        match comm.filter(|c| c.size() > 1) {
+            Some(c) => {
+                // The other ranks would wait for this one: end them all.
+                eprintln!("aicf: error (rank {} of {}): {e}", c.rank(), c.size());
+                c.abort(1);
+            }
+            None => eprintln!("aicf: error: {e}"),
+        }
         std::process::exit(1);
     }
 }
 
 fn memory_budget(text: &str) -> Result<MemoryBudget> {
     MemoryBudget::parse(text)
+}
+
+/// `25M`, `512K`, `0`: bytes, with a K, M or G suffix for KiB, MiB, GiB.
+fn bucket_size(text: &str) -> Result<u64> {
+    if text.trim() == "0" {
+        return Ok(0);
+    }
+    match MemoryBudget::parse(text)? {
+        MemoryBudget::Bytes(b) => Ok(b),
+        MemoryBudget::Fraction(_) => Err(format!("'{text}': a bucket size is bytes, not a percentage")),
+    }
+}
+
+/// Runs this command again under `mpirun -n n` with --data-parallel (and
+/// without --nproc), and returns its exit status.
+fn launch_mpirun(n: usize) -> i32 {
+    if n == 0 {
+        eprintln!("aicf: error: --nproc 0: at least one process");
+        return 2;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("aicf: error: cannot find this program to start it under mpirun: {e}");
+            return 1;
+        }
+    };
+    let mut args: Vec<String> = Vec::new();
+    let mut skip = false;
+    for a in std::env::args().skip(1) {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if a == "--nproc" {
+            skip = true;
+            continue;
+        }
+        if a.starts_with("--nproc=") {
+            continue;
+        }
+        args.push(a);
+    }
+    if !args.iter().any(|a| a == "--data-parallel") {
+        args.push("--data-parallel".into());
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let mut command = std::process::Command::new("mpirun");
+    command.arg("-n").arg(n.to_string());
+    if n > cores {
+        command.arg("--oversubscribe");
+    }
+    // Open MPI refuses root unless told; a container's user often is root.
+    #[cfg(unix)]
+    if std::env::var("USER").as_deref() == Ok("root") || is_root() {
+        command.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    }
+    command.arg(exe).args(&args);
+    match command.status() {
+        Ok(status) => status.code().unwrap_or(1),
+        Err(e) => {
+            eprintln!("aicf: error: cannot start mpirun (Open MPI's launcher; tools/setup.sh installs it): {e}");
+            1
+        }
+    }
+}
+
+#[cfg(unix)]
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false)
+}
+
+/// The communicator of a --data-parallel command: MPI's world under
+/// mpirun (else a group of one), waiting at most AICF_COLLECTIVE_TIMEOUT
+/// seconds (300) for the other processes.
+fn world() -> Result<std::sync::Arc<dyn Communicator>> {
+    let timeout = collective::timeout_from_env(std::time::Duration::from_secs(300))?;
+    let comm = collective::world(timeout)?;
+    *WORLD.lock().unwrap_or_else(|e| e.into_inner()) = Some(comm.clone());
+    Ok(comm)
+}
+
+/// The communicator a command joined: `main` ends it (MPI_Finalize) after
+/// success, and ends every rank (MPI_Abort) after an error.
+static WORLD: std::sync::Mutex<Option<std::sync::Arc<dyn Communicator>>> = std::sync::Mutex::new(None);
+
+/// Worker threads of one replica: as asked, else this machine's cores over
+/// the replicas that share it.
+fn replica_device(d: &DeviceArgs) -> DeviceArgs {
+    let mut d = d.clone();
+    if d.threads == 0 {
+        let local = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        d.threads = (cores / local.max(1)).max(1);
+    }
+    d
 }
 
 fn device(text: &str) -> Result<Device> {
@@ -402,6 +528,8 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         clip_norm: c.clip_norm,
         memory_budget: c.memory_budget,
         precision: c.precision,
+        data_parallel: c.data_parallel,
+        bucket_bytes: c.bucket_size,
     }
 }
 
@@ -418,6 +546,8 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Options {
         cache_dir: out.to_path_buf(),
         gemm: None,
         precision: c.precision,
+        data_parallel: c.data_parallel,
+        bucket_bytes: c.bucket_size,
     }
 }
 
@@ -606,14 +736,42 @@ fn percent(accuracy: f64) -> String {
     if accuracy.is_nan() { "n/a (no held-out examples)".to_string() } else { format!("{:.2}%", 100.0 * accuracy) }
 }
 
-fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, gemm: Option<String>) -> Result<()> {
+fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: RunOptions, gemm: Option<String>) -> Result<()> {
     if !(0.0..1.0).contains(&run.data.val_split) {
         return Err(format!("--val-split {} is not in [0, 1)", run.data.val_split));
     }
     no_batch(c, "train")?;
-    let model = hl_model(c, &run.out)?;
+    if !c.data_parallel {
+        return train_on(c, d, data, &run, gemm);
+    }
+    // One replica of a data-parallel run: rank 0 prints; an error on any
+    // rank ends every rank (`main`; mpirun reports which one).
+    let comm = world()?;
+    let rank = comm.rank();
+    let d = replica_device(d);
+    let run = RunOptions {
+        progress: run.progress && rank == 0,
+        data_parallel: Some(comm.clone()),
+        ..run
+    };
+    train_on(c, &d, data, &run, gemm)
+}
+
+fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, gemm: Option<String>) -> Result<()> {
+    let rank = run.data_parallel.as_ref().map_or(0, |c| c.rank());
+    // Each replica imports an ONNX model into its own directory.
+    let import_dir = if rank == 0 { run.out.clone() } else { run.out.join(format!("rank{rank}")) };
+    let model = hl_model(c, &import_dir)?;
     let options = Options { gemm, ..options(c, d, run.seed, &run.out) };
-    let summary = run::fit(&model, &options, data, run, &mut Printer).map_err(|e| e.to_string())?;
+    let summary = if rank == 0 {
+        run::fit(&model, &options, data, run, &mut Printer)
+    } else {
+        run::fit(&model, &options, data, run, &mut run::Quiet)
+    }
+    .map_err(|e| e.to_string())?;
+    if rank != 0 {
+        return Ok(());
+    }
     let last = summary.last();
     let accuracy = last.map_or(f64::NAN, |r| r.val_accuracy);
     println!(
@@ -685,12 +843,31 @@ fn bench(
         return Err(format!("the learning rate {lr} is not a positive number"));
     }
     no_batch(c, "bench")?;
+    // Data parallel: every replica times its step, which sums over all.
+    let comm = if c.data_parallel { Some(world()?) } else { None };
+    let rank = comm.as_ref().map_or(0, |c| c.rank());
+    let d = &if comm.is_some() { replica_device(d) } else { d.clone() };
+    let out = &if rank == 0 { out.to_path_buf() } else { out.join(format!("rank{rank}")) };
     let model = hl_model(c, out)?;
     let c = &ModelArgs { model, ..c.clone() };
     let options = options(c, d, 0, out);
+    if let Some(comm) = &comm
+        && rank != 0
+    {
+        comm.barrier("rank 0 compiles first").map_err(|e| e.to_string())?;
+    }
     let mut trainer = Trainer::from_file(&c.model, options).map_err(|e| e.to_string())?;
-    for compiled in trainer.compiled() {
-        Printer.compiled(&c.model, compiled);
+    if let Some(comm) = &comm {
+        if rank == 0 {
+            comm.barrier("rank 0 compiles first").map_err(|e| e.to_string())?;
+        }
+        trainer.set_communicator(comm.clone()).map_err(|e| e.to_string())?;
+    }
+    let replicas = comm.as_ref().map_or(1, |c| c.size());
+    if rank == 0 {
+        for compiled in trainer.compiled() {
+            Printer.compiled(&c.model, compiled);
+        }
     }
     let backend = trainer.backend_mut();
     backend.force_gemm(gemm).map_err(|e| e.to_string())?;
@@ -714,6 +891,7 @@ fn bench(
         let n: usize = a.shape.iter().product();
         let values = match (a.bind.as_str(), a.dtype) {
             ("lr", _) => vec![lr],
+            ("replica_weight", _) => vec![1.0 / replicas as f64],
             // labels and token ids: below the class count
             (_, aicf_runtime::artifact::DType::I32 | aicf_runtime::artifact::DType::I64) => {
                 random(n, &|u| (u * classes).floor())
@@ -738,13 +916,20 @@ fn bench(
     let events = backend.take_trace();
     backend.set_profiling(false);
     times.sort_by(f64::total_cmp);
+    if rank != 0 {
+        return Ok(());
+    }
+    let device = match &comm {
+        Some(comm) => format!("{}, {} replicas ({})", backend.device(), replicas, comm.engine()),
+        None => backend.device(),
+    };
     println!(
         "{}: train step ({}) median {:.3} ms, min {:.3} ms over {steps} steps, {}, final loss {loss:.6}",
         c.model.display(),
         c.optimizer.name(),
         times[times.len() / 2],
         times[0],
-        backend.device()
+        device
     );
     if profile {
         // Per kernel call of the train step: its time per step, slowest first.

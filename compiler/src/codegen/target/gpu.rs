@@ -321,7 +321,7 @@ impl Generator {
         // thread per work item.
         let mut launch_of: HashMap<String, Launch> = HashMap::new();
         for f in functions.iter_mut() {
-            for c in &mut f.calls {
+            for c in f.calls.iter_mut().filter(|c| c.collective.is_none()) {
                 let name = c.symbol.trim_start_matches("aicf_");
                 let launch = match self.launches.get(name) {
                     Some(l) => *l,

@@ -324,6 +324,7 @@ impl Adaptive {
                 }
                 old.set_state(&state)?;
                 old.set_steps(k.steps);
+                old.join_group_of(&self.trainer)?;
                 Some(Kept {
                     trainer: Some(old),
                     op: k.op,
@@ -605,6 +606,10 @@ impl Adaptive {
     }
 
     fn save_before_rewrite(&self) -> Result<()> {
+        // Data parallel: rank 0's to write.
+        if self.trainer.communicator().is_some_and(|c| c.rank() != 0) {
+            return Ok(());
+        }
         if let Some(dir) = &self.policy.checkpoint_dir {
             crate::train::run::create_dir(dir)?;
             let path = dir.join(format!("before-rewrite-{}.safetensors", self.rewrites + 1));
@@ -632,7 +637,14 @@ impl Adaptive {
         d.waited_seconds = waited;
         let probe: Vec<Tensor> = self.probe_inputs(inputs).into_iter().cloned().collect();
         let probe: Vec<&Tensor> = probe.iter().collect();
-        let before = if probe.is_empty() { None } else { Some(self.trainer.loss(&probe)?) };
+        // Data parallel: every replica decides on rank 0's probe losses.
+        let before = match probe.is_empty() {
+            true => None,
+            false => {
+                let local = self.trainer.loss(&probe)?;
+                Some(self.trainer.agreed(local)?)
+            }
+        };
         let mut grown = match grow_with(
             &self.trainer,
             op,
@@ -649,7 +661,13 @@ impl Adaptive {
                 return Ok(None);
             }
         };
-        let after = if probe.is_empty() { None } else { Some(grown.trainer.loss(&probe)?) };
+        let after = match probe.is_empty() {
+            true => None,
+            false => {
+                let local = grown.trainer.loss(&probe)?;
+                Some(grown.trainer.agreed(local)?)
+            }
+        };
         d.diff = grown.rewrite.diff.clone();
         d.exact = grown.rewrite.exact;
         d.params_after = param_count(&grown.trainer);
@@ -851,6 +869,10 @@ impl Adaptive {
                     continue;
                 }
             };
+            // Every replica trains the candidate on the same batches: each
+            // contributes an equal share of the (identical) gradients.
+            let replicas = self.trainer.communicator().map_or(1, |c| c.size());
+            g.trainer.set_replica_weight(1.0 / replicas as f64);
             for k in 0..steps {
                 let batch: Vec<&Tensor> = self.fork_train[k % self.fork_train.len()].iter().collect();
                 let rows = batch.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
@@ -864,7 +886,7 @@ impl Adaptive {
                 let batch: Vec<&Tensor> = batch.iter().collect();
                 total += g.trainer.loss(&batch).unwrap_or(f64::NAN);
             }
-            let loss = total / self.fork_eval.len() as f64;
+            let loss = g.trainer.agreed(total / self.fork_eval.len() as f64)?;
             d.candidates.push((op.describe(), loss));
             if loss.is_finite() && best.as_ref().is_none_or(|b| loss < b.0) {
                 best = Some((loss, g, op.clone()));

@@ -868,6 +868,7 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
     let state = rebind(&rewrite.plan, &state, &new.state(), seed_of(steps.len()))?;
     new.set_state(&state)?;
     new.set_steps(trainer.steps());
+    new.join_group_of(trainer)?;
     diff.append(&mut rewrite.diff);
     rewrite.diff = diff;
     rewrite.exact &= exact;

@@ -199,6 +199,15 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
     `weight-decay` defaults to 0 for every kind (PyTorch's AdamW defaults to
     0.01: pass it explicitly).
 
+    With `data-parallel`, the step takes one more input, the replica's share
+    of the global batch (`hl.bind = "replica_weight"`: its rows over the
+    rows of all replicas, rank 0, f32), and before anything reads the
+    gradients (loss-scale checks, clipping, the update) the loss, every
+    gradient and every `hl.set_state` value is multiplied by it and summed
+    over the replicas with `hl.all_reduce`: each replica then holds the
+    gradient of the mean loss over the global batch, as one process
+    training on all of it would, and makes the same update.
+
     The optimizer state is declared in the IR as `hl.state` symbols tied to
     their parameter (`@fc1.weight.exp_avg ... of @fc1.weight slot
     "exp_avg"`), plus the step count `@step`.
@@ -238,6 +247,9 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
            "a step with a non-finite gradient changes nothing and halves it">,
     Option<"scaleGrowthInterval", "scale-growth-interval", "int64_t", /*default=*/"2000",
            "Finite steps in a row after which the loss scale doubles">,
+    Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
+           "Average the loss and gradients over the replicas of a "
+           "data-parallel run before the update (hl.all_reduce)">,
   ];
 }
 
@@ -675,6 +687,46 @@ def LLPlanMemory : Pass<"ll-plan-memory", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::ll::LLDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];
+}
+
+def LLBucketCollectives : Pass<"ll-bucket-collectives", "::mlir::ModuleOp"> {
+  let summary = "Merge a train step's all-reduces into buckets placed where their data is ready";
+  let description = [{
+    `convert-hl-to-ll` makes one `ll.all_reduce` per reduced value, where
+    `hl-optimizer{data-parallel}` put it: after the whole backward pass.
+    Per function:
+    1. Each `ll.all_reduce` is moved up to just after the last op before it
+       that touches one of its buffers (the kernel that computes the
+       gradient), so no reduction waits for the rest of the backward pass.
+    2. In program order, consecutive reductions are merged into buckets of
+       at least `bucket-bytes` (the last bucket may be smaller; 0: one
+       bucket per buffer), as PyTorch DDP's 25 MiB buckets: one collective
+       call per bucket, placed after the last of its buffers is ready.
+
+    The runtime starts each bucket where it stands and lets the kernels
+    after it run while it is reduced; the first kernel that touches one of
+    its buffers (the optimizer update) waits for it.
+
+    Before:
+    ```mlir
+    ll.gemm ... %dw2 ...
+    ll.gemm ... %dw1 ...
+    ll.all_reduce %dw2 : memref<10x128xf32>
+    ll.all_reduce %dw1 : memref<128x64xf32>
+    ```
+    After (`bucket-bytes=0`):
+    ```mlir
+    ll.gemm ... %dw2 ...
+    ll.all_reduce %dw2 : memref<10x128xf32>
+    ll.gemm ... %dw1 ...
+    ll.all_reduce %dw1 : memref<128x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "The least bytes of gradients one collective call reduces "
+           "(PyTorch DDP's 25 MiB; 0: one call per buffer)">
+  ];
 }
 
 def LLSchedule : Pass<"ll-schedule", "::mlir::ModuleOp"> {

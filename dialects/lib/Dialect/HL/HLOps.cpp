@@ -368,6 +368,15 @@ OpFoldResult GeluOp::fold(FoldAdaptor adaptor) {
 // CastOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult AllReduceOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), w = tensorOf(getWeight());
+  if (w.getRank() != 0 || w.getElementType() != in.getElementType())
+    return emitOpError("weight must be a rank-0 tensor of the input's element "
+                       "type (")
+           << in.getElementType() << "), got " << w;
+  return success();
+}
+
 LogicalResult CastOp::verify() {
   RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
   if (in.getShape() != out.getShape())

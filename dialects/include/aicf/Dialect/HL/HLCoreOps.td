@@ -124,6 +124,34 @@ def HL_SetStateOp : HL_Op<"set_state",
   let assemblyFormat = "$name `,` $value attr-dict `:` type($value)";
 }
 
+def HL_AllReduceOp : HL_Op<"all_reduce",
+    [AllTypesMatch<["input", "result"]>, MemoryEffects<[MemWrite]>]> {
+  let summary = "the weighted sum of a tensor over the replicas of a data-parallel run";
+  let description = [{
+    Every replica (process, GPU) of a data-parallel run computes the same
+    program on its own shard of the batch; `hl.all_reduce` gives each of
+    them `sum over replicas r of weight_r * input_r`, element-wise, in one
+    fixed order, so every replica gets the same bits. `weight` is a rank-0
+    tensor of the input's element type: the replica's share of the global
+    batch, which makes the sum of per-replica mean losses and gradients the
+    mean over the global batch (a short last batch included).
+    `hl-optimizer{data-parallel}` puts one on the loss and on every
+    gradient before the update. A run of one process computes
+    `weight * input`. It is not differentiable (it is placed after
+    autodiff), and it has an effect: it is never removed, merged or moved
+    across another collective, so every replica issues the same
+    collectives in the same order.
+
+    ```mlir
+    %g = hl.all_reduce %grad, %share : tensor<128x64xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins HL_FloatTensor:$input, HL_FloatTensor:$weight);
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//

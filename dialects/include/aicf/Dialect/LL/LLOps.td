@@ -812,6 +812,33 @@ def LL_CopyOp : LL_Op<"copy", [AllTypesMatch<["source", "target"]>]> {
   let assemblyFormat = "$source `into` $target attr-dict `:` type($source)";
 }
 
+def LL_AllReduceOp : LL_Op<"all_reduce"> {
+  let summary = "sums a bucket of buffers, weighted, over the replicas, in place";
+  let description = [{
+    One collective of a data-parallel train step: each buffer of the bucket
+    is replaced by `sum over replicas r of weight_r * buffer_r` (the CPU
+    runtime's MPI communicator, NCCL's pre-multiplied sum on a GPU; a
+    single process scales the buffers by its weight). `weight` is a rank-0
+    f32 buffer, the replica's share of the global batch.
+    `ll-bucket-collectives` merges the one-buffer collectives that
+    `convert-hl-to-ll` makes into buckets of about `bucket-bytes`, each
+    placed right after the kernel that writes its last buffer, so the
+    reduction of one bucket overlaps the kernels that compute the next. It
+    is not a kernel: the runtime starts it where it stands and waits for it
+    before the first later call that touches one of its buffers (on a GPU,
+    on a stream of its own).
+
+    ```mlir
+    ll.all_reduce %dw2, %db2 weight %share : memref<128x64xf32>, memref<64xf32>, memref<f32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<Variadic<LL_FloatBuffer>, "the bucket's buffers", [MemRead, MemWrite]>:$buffers,
+    Arg<MemRefRankOf<[F32], [0]>, "the replica's weight", [MemRead]>:$weight
+  );
+  let assemblyFormat = "$buffers `weight` $weight attr-dict `:` type($buffers) `,` type($weight)";
+}
+
 def LL_FillOp : LL_Op<"fill"> {
   let summary = "sets every element of a floating-point buffer to one value";
   let description = [{

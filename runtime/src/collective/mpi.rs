@@ -1,0 +1,418 @@
+//! The MPI engine: Open MPI (or any MPI) through the `mpi` crate's
+//! bindings, for replicas started by `mpirun`.
+//!
+//! Every collective is non-blocking (`MPI_Iallreduce`, `MPI_Ibcast`,
+//! `MPI_Ibarrier`) and waited for by polling, so that a wait can end: after
+//! the communicator's timeout it is an error. To name the replica that did
+//! not come, each collective also posts an arrival note on a second
+//! communicator: every rank sends one to rank 0, rank 0 sends one to every
+//! rank. At a timeout rank 0 knows which ranks never arrived, and the
+//! others whether rank 0 did. (A replica that dies is seen sooner by
+//! `mpirun`, which ends the run and names it.)
+//!
+//! All MPI calls are serialised by one lock (the library is initialised
+//! for `MPI_THREAD_SERIALIZED`): a session's calls come from one thread,
+//! and a second one (a background compile) never calls MPI.
+
+use super::{CollectiveError, Communicator, PendingSum, Values, poll_until};
+use mpi::ffi;
+use std::os::raw::{c_int, c_void};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The tag of arrival notes (their own communicator, so they never match
+/// the collectives' traffic; MPI keeps one sender's notes in order).
+const ARRIVAL_TAG: c_int = 7;
+
+/// How long a rank other than 0 keeps waiting after its timeout when rank
+/// 0 did arrive: rank 0 names the missing rank first.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// Handles of the MPI library (raw pointers in Open MPI).
+struct Handles {
+    data: ffi::MPI_Comm,
+    control: ffi::MPI_Comm,
+    finalized: bool,
+}
+
+// SAFETY: MPI handles are plain identifiers of library objects; every call
+// that uses them holds the lock, so the library sees one thread at a time
+// (MPI_THREAD_SERIALIZED).
+unsafe impl Send for Handles {}
+
+struct Inner {
+    handles: Mutex<Handles>,
+    rank: usize,
+    size: usize,
+    timeout: Duration,
+    version: String,
+    /// Collectives started so far (their number in messages).
+    started: std::sync::atomic::AtomicU64,
+}
+
+/// This process's replica of an MPI run (`MPI_COMM_WORLD`).
+pub struct Mpi {
+    inner: Arc<Inner>,
+}
+
+fn check(code: c_int, what: &str, rank: usize, size: usize) -> Result<(), CollectiveError> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(CollectiveError { rank, size, message: format!("{what}: MPI error {code}") })
+    }
+}
+
+impl Mpi {
+    /// Initialises MPI (once per process) and joins its world; collectives
+    /// wait at most `timeout`.
+    pub fn init(timeout: Duration) -> Result<Mpi, String> {
+        static ONCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if ONCE.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err("MPI was already initialised in this process (one communicator per process)".into());
+        }
+        unsafe {
+            let mut provided: c_int = 0;
+            let code = ffi::MPI_Init_thread(
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                ffi::RSMPI_THREAD_SERIALIZED,
+                &mut provided,
+            );
+            if code != 0 {
+                return Err(format!("MPI_Init_thread failed (error {code})"));
+            }
+            if provided < ffi::RSMPI_THREAD_SERIALIZED {
+                ffi::MPI_Finalize();
+                return Err("this MPI library cannot serve calls from more than one thread \
+                            (MPI_THREAD_SERIALIZED)"
+                    .into());
+            }
+            let world = ffi::RSMPI_COMM_WORLD;
+            let (mut rank, mut size): (c_int, c_int) = (0, 0);
+            ffi::MPI_Comm_rank(world, &mut rank);
+            ffi::MPI_Comm_size(world, &mut size);
+            let mut data = ffi::RSMPI_COMM_NULL;
+            let mut control = ffi::RSMPI_COMM_NULL;
+            if ffi::MPI_Comm_dup(world, &mut data) != 0 || ffi::MPI_Comm_dup(world, &mut control) != 0 {
+                ffi::MPI_Finalize();
+                return Err("MPI_Comm_dup failed".into());
+            }
+            // Errors come back as codes (and become errors naming the
+            // collective) instead of ending the process inside MPI.
+            ffi::MPI_Comm_set_errhandler(data, ffi::RSMPI_ERRORS_RETURN);
+            ffi::MPI_Comm_set_errhandler(control, ffi::RSMPI_ERRORS_RETURN);
+            let mut text = vec![0u8; ffi::RSMPI_MAX_LIBRARY_VERSION_STRING.max(256) as usize];
+            let mut len: c_int = 0;
+            ffi::MPI_Get_library_version(text.as_mut_ptr() as *mut _, &mut len);
+            text.truncate(len.max(0) as usize);
+            let version = String::from_utf8_lossy(&text)
+                .split([',', '\n'])
+                .next()
+                .unwrap_or("MPI")
+                .trim()
+                .trim_end_matches('\0')
+                .to_string();
+            Ok(Mpi {
+                inner: Arc::new(Inner {
+                    handles: Mutex::new(Handles { data, control, finalized: false }),
+                    rank: rank as usize,
+                    size: size as usize,
+                    timeout,
+                    version,
+                    started: Default::default(),
+                }),
+            })
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, Handles> {
+        self.handles.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn error(&self, message: String) -> CollectiveError {
+        CollectiveError { rank: self.rank, size: self.size, message }
+    }
+
+    /// Starts collective `post` (given the data communicator, it returns
+    /// its request) with its arrival notes.
+    fn start(
+        self: &Arc<Self>,
+        what: &str,
+        post: impl FnOnce(ffi::MPI_Comm, *mut ffi::MPI_Request) -> c_int,
+    ) -> Result<Operation, CollectiveError> {
+        let number = self.started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let h = self.lock();
+        let mut op = Operation {
+            inner: self.clone(),
+            what: format!("{what} (collective #{number})"),
+            request: unsafe { ffi::RSMPI_REQUEST_NULL },
+            done: false,
+            notes: Vec::new(),
+            tokens: vec![number; self.size.max(1)].into_boxed_slice(),
+            received: vec![0u64; self.size.max(1)].into_boxed_slice(),
+        };
+        let u64_type = unsafe { ffi::RSMPI_UINT64_T };
+        let peers: Vec<usize> = if self.rank == 0 { (1..self.size).collect() } else { vec![0] };
+        for peer in peers {
+            let mut send = unsafe { ffi::RSMPI_REQUEST_NULL };
+            let mut recv = unsafe { ffi::RSMPI_REQUEST_NULL };
+            let code = unsafe {
+                ffi::MPI_Isend(
+                    op.tokens.as_ptr().add(peer) as *const c_void,
+                    1,
+                    u64_type,
+                    peer as c_int,
+                    ARRIVAL_TAG,
+                    h.control,
+                    &mut send,
+                )
+            };
+            check(code, &format!("{}: arrival note to rank {peer}", op.what), self.rank, self.size)?;
+            let code = unsafe {
+                ffi::MPI_Irecv(
+                    op.received.as_mut_ptr().add(peer) as *mut c_void,
+                    1,
+                    u64_type,
+                    peer as c_int,
+                    ARRIVAL_TAG,
+                    h.control,
+                    &mut recv,
+                )
+            };
+            check(code, &format!("{}: arrival note from rank {peer}", op.what), self.rank, self.size)?;
+            op.notes.push(Note { peer, send, recv, sent: false, arrived: false });
+        }
+        let code = post(h.data, &mut op.request);
+        drop(h);
+        check(code, &op.what, self.rank, self.size)?;
+        Ok(op)
+    }
+}
+
+/// One side of an arrival note exchange with `peer`.
+struct Note {
+    peer: usize,
+    send: ffi::MPI_Request,
+    recv: ffi::MPI_Request,
+    sent: bool,
+    arrived: bool,
+}
+
+/// A collective in flight, with its arrival notes.
+struct Operation {
+    inner: Arc<Inner>,
+    what: String,
+    request: ffi::MPI_Request,
+    done: bool,
+    notes: Vec<Note>,
+    /// The notes' send and receive buffers (this collective's number).
+    tokens: Box<[u64]>,
+    received: Box<[u64]>,
+}
+
+// SAFETY: the requests and buffers are owned by this operation; MPI calls
+// on them hold the communicator's lock.
+unsafe impl Send for Operation {}
+
+impl Operation {
+    fn complete(&self) -> bool {
+        self.done && self.notes.iter().all(|n| n.sent && n.arrived)
+    }
+}
+
+impl Drop for Operation {
+    /// An operation given up (its wait failed) leaves its buffers to MPI,
+    /// which may still write them: they are leaked, never freed under it.
+    fn drop(&mut self) {
+        if !self.complete() {
+            std::mem::forget(std::mem::take(&mut self.tokens));
+            std::mem::forget(std::mem::take(&mut self.received));
+        }
+    }
+}
+
+impl Operation {
+    /// Lets MPI progress; whether the collective and its notes completed.
+    fn test(&mut self) -> Result<bool, CollectiveError> {
+        let inner = self.inner.clone();
+        let _h = inner.lock();
+        let mut flag: c_int = 0;
+        let fail = |code: c_int, what: String| check(code, &what, inner.rank, inner.size);
+        if !self.done {
+            fail(unsafe { ffi::MPI_Test(&mut self.request, &mut flag, ffi::RSMPI_STATUS_IGNORE) }, self.what.clone())?;
+            self.done = flag != 0;
+        }
+        for n in &mut self.notes {
+            if !n.sent {
+                fail(unsafe { ffi::MPI_Test(&mut n.send, &mut flag, ffi::RSMPI_STATUS_IGNORE) }, self.what.clone())?;
+                n.sent = flag != 0;
+            }
+            if !n.arrived {
+                fail(unsafe { ffi::MPI_Test(&mut n.recv, &mut flag, ffi::RSMPI_STATUS_IGNORE) }, self.what.clone())?;
+                n.arrived = flag != 0;
+            }
+        }
+        Ok(self.complete())
+    }
+
+    /// Waits for completion, at most the timeout; after it, an error
+    /// naming the ranks that did not arrive.
+    fn wait(&mut self) -> Result<(), CollectiveError> {
+        let timeout = self.inner.timeout;
+        if poll_until(timeout, || self.test())? {
+            return Ok(());
+        }
+        let missing: Vec<usize> = self.notes.iter().filter(|n| !n.arrived).map(|n| n.peer).collect();
+        let seconds = timeout.as_secs_f64();
+        let inner = self.inner.clone();
+        if inner.rank == 0 || !missing.is_empty() {
+            let ranks = missing.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
+            let which = if missing.len() == 1 { "rank" } else { "ranks" };
+            return Err(inner.error(if missing.is_empty() {
+                format!("{} did not complete within {seconds} s, although every rank reached it", self.what)
+            } else {
+                format!(
+                    "{which} {ranks} did not reach {} within {seconds} s (dead or hung; AICF_COLLECTIVE_TIMEOUT \
+                     sets the limit)",
+                    self.what
+                )
+            }));
+        }
+        // Rank 0 arrived: it knows who did not, and says so first.
+        if poll_until(GRACE, || self.test())? {
+            return Ok(());
+        }
+        Err(inner.error(format!(
+            "{} did not complete within {seconds} s: another rank did not reach it (rank 0 names it)",
+            self.what
+        )))
+    }
+}
+
+/// A sum in flight: the packed values and the buffer MPI writes the sum to.
+struct Sum {
+    op: Operation,
+    send: Values,
+    recv: Values,
+}
+
+impl PendingSum for Sum {
+    fn test(&mut self) -> Result<bool, CollectiveError> {
+        self.op.test()
+    }
+    fn wait(mut self: Box<Self>) -> Result<Values, CollectiveError> {
+        self.op.wait()?;
+        Ok(std::mem::replace(&mut self.recv, Values::F32(Vec::new())))
+    }
+}
+
+impl Drop for Sum {
+    /// A sum given up leaves both buffers to MPI (see [`Operation`]'s drop).
+    fn drop(&mut self) {
+        if !self.op.complete() {
+            std::mem::forget(std::mem::replace(&mut self.send, Values::F32(Vec::new())));
+            std::mem::forget(std::mem::replace(&mut self.recv, Values::F32(Vec::new())));
+        }
+    }
+}
+
+impl Communicator for Mpi {
+    fn rank(&self) -> usize {
+        self.inner.rank
+    }
+    fn size(&self) -> usize {
+        self.inner.size
+    }
+    fn engine(&self) -> String {
+        format!("{}, {} ranks", self.inner.version, self.inner.size)
+    }
+    fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    fn start_sum(&self, values: Values, what: &str) -> Result<Box<dyn PendingSum>, CollectiveError> {
+        let count = c_int::try_from(values.len())
+            .map_err(|_| self.inner.error(format!("{what}: {} values are more than one MPI call sums", values.len())))?;
+        let mut recv = match &values {
+            Values::F32(v) => Values::F32(vec![0.0; v.len()]),
+            Values::F64(v) => Values::F64(vec![0.0; v.len()]),
+        };
+        let (send_ptr, recv_ptr, datatype) = match (&values, &mut recv) {
+            (Values::F32(s), Values::F32(r)) => {
+                (s.as_ptr() as *const c_void, r.as_mut_ptr() as *mut c_void, unsafe { ffi::RSMPI_FLOAT })
+            }
+            (Values::F64(s), Values::F64(r)) => {
+                (s.as_ptr() as *const c_void, r.as_mut_ptr() as *mut c_void, unsafe { ffi::RSMPI_DOUBLE })
+            }
+            _ => unreachable!("recv is built from values' own type"),
+        };
+        // The vectors' heap buffers do not move when the vectors do: MPI
+        // may write `recv` until the request completes.
+        let op = self.inner.start(what, |comm, request| unsafe {
+            ffi::MPI_Iallreduce(send_ptr, recv_ptr, count, datatype, ffi::RSMPI_SUM, comm, request)
+        })?;
+        Ok(Box::new(Sum { op, send: values, recv }))
+    }
+
+    fn broadcast(&self, bytes: &mut Vec<u8>, root: usize, what: &str) -> Result<(), CollectiveError> {
+        if root >= self.inner.size {
+            return Err(self.inner.error(format!("{what}: a broadcast from rank {root} of {}", self.inner.size)));
+        }
+        // On the heap, and given up (leaked) if the wait fails: MPI may
+        // still write it.
+        let mut length = Box::new(bytes.len() as u64);
+        let pointer = &mut *length as *mut u64 as *mut c_void;
+        let mut op = self.inner.start(&format!("{what} (its length)"), |comm, request| unsafe {
+            ffi::MPI_Ibcast(pointer, 1, ffi::RSMPI_UINT64_T, root as c_int, comm, request)
+        })?;
+        if let Err(e) = op.wait() {
+            std::mem::forget(length);
+            return Err(e);
+        }
+        let n = usize::try_from(*length).map_err(|_| self.inner.error(format!("{what}: {length} bytes")))?;
+        bytes.resize(n, 0);
+        // Pieces of at most 1 GiB (an MPI count is an int).
+        let mut start = 0;
+        while start < n {
+            let piece = (n - start).min(1 << 30);
+            let pointer = bytes[start..].as_mut_ptr() as *mut c_void;
+            let mut op = self.inner.start(what, |comm, request| unsafe {
+                ffi::MPI_Ibcast(pointer, piece as c_int, ffi::RSMPI_UINT8_T, root as c_int, comm, request)
+            })?;
+            if let Err(e) = op.wait() {
+                // MPI may still write the bytes: they are given up.
+                std::mem::forget(std::mem::take(bytes));
+                return Err(e);
+            }
+            start += piece;
+        }
+        Ok(())
+    }
+
+    fn barrier(&self, what: &str) -> Result<(), CollectiveError> {
+        let mut op = self.inner.start(what, |comm, request| unsafe { ffi::MPI_Ibarrier(comm, request) })?;
+        op.wait()
+    }
+
+    fn abort(&self, code: i32) -> ! {
+        unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, code) };
+        std::process::exit(code)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let mut h = self.lock();
+        if !h.finalized {
+            h.finalized = true;
+            unsafe {
+                ffi::MPI_Comm_free(&mut h.data);
+                ffi::MPI_Comm_free(&mut h.control);
+                ffi::MPI_Finalize();
+            }
+        }
+    }
+}
