@@ -6,6 +6,8 @@
 #     the libraries LLVM's static archives link against, cmake and ninja;
 #   - OpenBLAS (libopenblas0-pthread), which the CPU runtime opens at run
 #     time as one of its measured GEMM candidates;
+#   - Open MPI (libopenmpi-dev, openmpi-bin: mpirun), the engine of
+#     data-parallel training across processes and machines;
 #   - a project-local Python venv (.venv) holding the nvidia-cuda-nvcc-cu12
 #     wheel, whose ptxas validates generated PTX without a GPU
 #     (linked as .venv/bin/ptxas).
@@ -17,6 +19,7 @@ packages=(
   libpolly-22-dev libzstd-dev libz3-dev libxml2-dev zlib1g-dev
   cmake ninja-build python3-venv
   libopenblas0-pthread
+  libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -509,8 +509,7 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
                         coll.dtypes.len()
                     )));
                 }
-                if let Some((bytes, t)) = c.bytes.iter().zip(&coll.dtypes).find(|(b, t)| **b % t.bytes() as u64 != 0)
-                {
+                if let Some((bytes, t)) = c.bytes.iter().zip(&coll.dtypes).find(|(b, t)| **b % t.bytes() as u64 != 0) {
                     return Err(at(format!("a collective buffer of {bytes} bytes is not a whole number of {t:?}")));
                 }
             }

@@ -29,3 +29,32 @@ func.func @backward(%logits: memref<8x4xf32>, %labels: memref<8xi32>, %loss: mem
   }
   return
 }
+
+// Collectives (a data-parallel step's all-reduces) go on one stream of
+// their own, beyond max-streams, in program order; each waits for the
+// kernel that wrote its gradient, and the consumer waits for both.
+// CHECK-LABEL: func.func @reduced
+// CHECK: ll.gemm {{.*}} {ll.event = 0 : i64, ll.stream = 0 : i64}
+// CHECK: ll.all_reduce {{.*}} {ll.event = [[R1:[0-9]+]] : i64, ll.stream = [[COMM:[0-9]+]] : i64, ll.wait = array<i64: 0>}
+// CHECK: ll.gemm {{.*}} {ll.event = [[G2:[0-9]+]] : i64, ll.stream = {{[02]}} : i64}
+// CHECK: ll.all_reduce {{.*}} {ll.event = [[R2:[0-9]+]] : i64, ll.stream = [[COMM]] : i64, ll.wait = array<i64: [[G2]]>}
+// CHECK: } {ll.stream = {{[02]}} : i64, ll.wait = array<i64: {{.*}}[[R1]], [[R2]]>}
+// ONE-LABEL: func.func @reduced
+// ONE-SAME: ll.schedule = {events = 4 : i64, streams = 2 : i64}
+// ONE: ll.all_reduce {{.*}} ll.stream = 1 : i64
+// ONE: ll.gemm {{.*}} ll.stream = 0 : i64
+// ONE: ll.all_reduce {{.*}} ll.stream = 1 : i64
+func.func @reduced(%w: memref<f32>, %g: memref<8x4xf32>, %h: memref<8x16xf32>, %out: memref<4x16xf32>) {
+  %dw = memref.alloc() : memref<4x16xf32>
+  ll.gemm %g, %h into %dw transpose_a : memref<8x4xf32>, memref<8x16xf32> -> memref<4x16xf32>
+  ll.all_reduce %dw weight %w : (memref<4x16xf32>), memref<f32>
+  %dx = memref.alloc() : memref<4x16xf32>
+  ll.gemm %g, %h into %dx transpose_a alpha = 2.0 : memref<8x4xf32>, memref<8x16xf32> -> memref<4x16xf32>
+  ll.all_reduce %dx weight %w : (memref<4x16xf32>), memref<f32>
+  ll.elementwise ins(%dw, %dx : memref<4x16xf32>, memref<4x16xf32>) outs(%out : memref<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    ll.yield %s : f32
+  }
+  return
+}

@@ -89,7 +89,7 @@ impl Touches {
             if op_name(op) == "ll.all_reduce" {
                 continue;
             }
-            let mut roots = roots_of(op);
+            let mut roots: Vec<usize> = operands(op).into_iter().map(root).collect();
             for r in 0..unsafe { mlirOperationGetNumResults(op) } {
                 roots.push(root(unsafe { mlirOperationGetResult(op, r) }));
             }

@@ -100,10 +100,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     }
     let loss_scale = (scale > 0.0).then_some(LossScale { init: scale, growth_interval: interval as u64 });
     let data_parallel = options.get_bool("data-parallel").map_err(report)?;
-    add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, loss_scale, data_parallel).map_err(|(loc, m)| {
-        emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
-        PassFailed
-    })
+    add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, loss_scale, data_parallel).map_err(
+        |(loc, m)| {
+            emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
+            PassFailed
+        },
+    )
 }
 
 /// Adds the state declarations and `@train_step` to `module`.

@@ -821,7 +821,8 @@ impl<'a> Loop<'a> {
                     Some(p) => p,
                     None => self.inputs(Split::Train, mine, step),
                 };
-                self.adaptive.trainer_mut().set_replica_weight(weight);
+                let global_rows = (self.replicas > 1).then_some(chunk.len());
+                self.adaptive.trainer_mut().set_replica_share(weight, global_rows);
                 // On a GPU the next batch is copied while this step runs.
                 if self.adaptive.trainer().options().device.is_cuda()
                     && let Some(next) = chunks.get(b + 1)

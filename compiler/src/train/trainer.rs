@@ -27,8 +27,8 @@ use crate::CompileError;
 use crate::codegen::{GpuOptions, KernelCache};
 use crate::passes::REPLICA_WEIGHT;
 use crate::pipeline::{self, MemoryBudget, Precision, Target, TrainOptions};
-use aicf_runtime::collective::Communicator;
 use crate::timing::Timings;
+use aicf_runtime::collective::Communicator;
 use aicf_runtime::{
     Backend, Device, RuntimeError, Tensor,
     artifact::{Role, ir_hash},
@@ -196,8 +196,10 @@ pub struct Trainer {
     backend: Box<dyn Backend>,
     compiled: Vec<Compiled>,
     steps: u64,
-    /// This replica's share of the next steps' global batch (1 alone).
+    /// This replica's share of the next steps' global batch (1 alone), and
+    /// the global batch's rows (data parallel).
     replica_weight: f64,
+    global_rows: Option<usize>,
     comm: Option<std::sync::Arc<dyn Communicator>>,
 }
 
@@ -224,6 +226,7 @@ impl Trainer {
             compiled: vec![compiled],
             steps: 0,
             replica_weight: 1.0,
+            global_rows: None,
             comm: None,
         })
     }
@@ -251,6 +254,7 @@ impl Trainer {
             self.set_communicator(comm)?;
         }
         self.replica_weight = other.replica_weight;
+        self.global_rows = other.global_rows;
         Ok(())
     }
 
@@ -260,9 +264,8 @@ impl Trainer {
         let Some(comm) = self.comm.as_ref().filter(|c| c.size() > 1) else { return Ok(value) };
         let mut bytes = value.to_le_bytes().to_vec();
         comm.broadcast(&mut bytes, 0, "rank 0's measurement").map_err(RuntimeError::from)?;
-        let bytes: [u8; 8] = bytes
-            .try_into()
-            .map_err(|_| TrainError::Input("rank 0's measurement came back in pieces".into()))?;
+        let bytes: [u8; 8] =
+            bytes.try_into().map_err(|_| TrainError::Input("rank 0's measurement came back in pieces".into()))?;
         Ok(f64::from_le_bytes(bytes))
     }
 
@@ -302,9 +305,18 @@ impl Trainer {
     }
 
     /// This replica's rows over the global batch's, for the next steps
-    /// (`replica_weight` of a data-parallel step; 1 alone).
-    pub fn set_replica_weight(&mut self, weight: f64) {
+    /// (`replica_weight` of a data-parallel step; 1 alone), and the global
+    /// batch's rows (what a step's FLOPs are counted for; `None`: the
+    /// step's own inputs).
+    pub fn set_replica_share(&mut self, weight: f64, global_rows: Option<usize>) {
         self.replica_weight = weight;
+        self.global_rows = global_rows;
+    }
+
+    /// The rows of the global batch the next steps train on, under data
+    /// parallel.
+    pub fn global_rows(&self) -> Option<usize> {
+        self.global_rows
     }
 
     /// The batch size the model was written for (the leading dimension of
@@ -449,9 +461,8 @@ impl Trainer {
             all.push(&weight_t);
         }
         self.ensure_compiled("train_step", &all)?;
-        let next: Option<Vec<&Tensor>> = next.map(|n| {
-            n.iter().copied().chain(std::iter::once(&lr_t)).chain(weighted.then_some(&weight_t)).collect()
-        });
+        let next: Option<Vec<&Tensor>> = next
+            .map(|n| n.iter().copied().chain(std::iter::once(&lr_t)).chain(weighted.then_some(&weight_t)).collect());
         let out = self.backend.call_staging_next("train_step", &all, next.as_deref())?;
         self.steps = self.steps.saturating_add(1);
         let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);

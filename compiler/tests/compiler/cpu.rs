@@ -132,6 +132,7 @@ pub(crate) fn step_inputs(step_fn: &artifact::Function, step: usize, classes: us
         let seed = 100 * step as u64 + n as u64;
         let (values, dtype) = match (a.bind.as_str(), a.dtype) {
             ("lr", _) => (vec![0.01], DType::F32),
+            ("replica_weight", _) => (vec![0.25], DType::F32),
             (_, artifact::DType::I32) => (indices(&a.shape, classes, seed).data, DType::I32),
             (_, artifact::DType::I64) => (vec![(step + 3) as f64; count], DType::I64),
             _ => (data(count, seed), DType::F32),

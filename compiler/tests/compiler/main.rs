@@ -13,6 +13,7 @@ mod models;
 mod nn;
 mod onnx;
 mod optimizer;
+mod parallel;
 mod precision;
 mod train;
 mod trainer;

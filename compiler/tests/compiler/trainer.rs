@@ -163,10 +163,10 @@ fn clipping_and_betas_reach_the_compiled_update() {
     // Out-of-range settings are refused before anything compiles.
     let run = aicf_compiler::train::run::RunOptions::default();
     let mut report = aicf_compiler::train::run::Quiet;
-    for bad in [Options { betas: (0.9, 1.0), ..options("betas_bad", "adam") }, Options {
-        clip_norm: Some(-1.0),
-        ..options("clip_bad", "adam")
-    }] {
+    for bad in [
+        Options { betas: (0.9, 1.0), ..options("betas_bad", "adam") },
+        Options { clip_norm: Some(-1.0), ..options("clip_bad", "adam") },
+    ] {
         let e = aicf_compiler::train::run::fit(&model(), &bad, &[], &run, &mut report).unwrap_err().to_string();
         assert!(e.contains("betas") || e.contains("clipping"), "{e}");
     }

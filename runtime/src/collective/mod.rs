@@ -186,7 +186,10 @@ pub fn world(timeout: Duration) -> Result<std::sync::Arc<dyn Communicator>, Stri
 /// Waits for `done` (polled; it drives the engine) until `timeout`
 /// elapses: yields for the first 2 ms, then sleeps 50 us between polls.
 /// `Ok(false)` when the time ran out.
-pub(crate) fn poll_until(timeout: Duration, mut done: impl FnMut() -> Result<bool, CollectiveError>) -> Result<bool, CollectiveError> {
+pub(crate) fn poll_until(
+    timeout: Duration,
+    mut done: impl FnMut() -> Result<bool, CollectiveError>,
+) -> Result<bool, CollectiveError> {
     let start = std::time::Instant::now();
     loop {
         if done()? {
@@ -226,10 +229,12 @@ mod tests {
         assert!(!done);
         assert!(start.elapsed() >= Duration::from_millis(30));
         let mut n = 0;
-        assert!(poll_until(Duration::from_secs(5), || {
-            n += 1;
-            Ok(n == 3)
-        })
-        .unwrap());
+        assert!(
+            poll_until(Duration::from_secs(5), || {
+                n += 1;
+                Ok(n == 3)
+            })
+            .unwrap()
+        );
     }
 }

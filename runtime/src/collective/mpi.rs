@@ -7,8 +7,11 @@
 //! not come, each collective also posts an arrival note on a second
 //! communicator: every rank sends one to rank 0, rank 0 sends one to every
 //! rank. At a timeout rank 0 knows which ranks never arrived, and the
-//! others whether rank 0 did. (A replica that dies is seen sooner by
-//! `mpirun`, which ends the run and names it.)
+//! others whether rank 0 did. When every rank arrived but the collective
+//! still did not complete (a replica stopped inside it), the waiting rank
+//! pings the others: a live replica answers from its own wait loop, and
+//! the ones that do not answer are named. (A replica that dies is seen
+//! sooner by `mpirun`, which ends the run and names it.)
 //!
 //! All MPI calls are serialised by one lock (the library is initialised
 //! for `MPI_THREAD_SERIALIZED`): a session's calls come from one thread,
@@ -23,9 +26,12 @@ use std::time::Duration;
 /// The tag of arrival notes (their own communicator, so they never match
 /// the collectives' traffic; MPI keeps one sender's notes in order).
 const ARRIVAL_TAG: c_int = 7;
+/// Tags of the liveness check after a timeout: a ping (its payload the
+/// sender's rank) and the answer.
+const PING_TAG: c_int = 8;
+const PONG_TAG: c_int = 9;
 
-/// How long a rank other than 0 keeps waiting after its timeout when rank
-/// 0 did arrive: rank 0 names the missing rank first.
+/// How long a rank that timed out waits for the others' answers to a ping.
 const GRACE: Duration = Duration::from_secs(3);
 
 /// Handles of the MPI library (raw pointers in Open MPI).
@@ -33,6 +39,58 @@ struct Handles {
     data: ffi::MPI_Comm,
     control: ffi::MPI_Comm,
     finalized: bool,
+    /// The posted receive of pings (from any rank), and answers in flight.
+    ping: ffi::MPI_Request,
+    pinger: Box<u64>,
+    answers: Vec<(ffi::MPI_Request, Box<u64>)>,
+    rank: usize,
+}
+
+impl Handles {
+    /// Answers a ping that came (each wait loop calls this).
+    fn serve_pings(&mut self) {
+        let mut flag: c_int = 0;
+        unsafe {
+            if ffi::MPI_Test(&mut self.ping, &mut flag, ffi::RSMPI_STATUS_IGNORE) != 0 || flag == 0 {
+                return;
+            }
+            let to = *self.pinger as c_int;
+            let answer = Box::new(self.rank as u64);
+            let mut request = ffi::RSMPI_REQUEST_NULL;
+            let sent = ffi::MPI_Isend(
+                &*answer as *const u64 as *const c_void,
+                1,
+                ffi::RSMPI_UINT64_T,
+                to,
+                PONG_TAG,
+                self.control,
+                &mut request,
+            );
+            if sent == 0 {
+                self.answers.push((request, answer));
+            }
+            self.post_ping_receive();
+        }
+        self.answers.retain_mut(|(request, _)| {
+            let mut done: c_int = 0;
+            unsafe { ffi::MPI_Test(request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+            done == 0
+        });
+    }
+
+    fn post_ping_receive(&mut self) {
+        unsafe {
+            ffi::MPI_Irecv(
+                &mut *self.pinger as *mut u64 as *mut c_void,
+                1,
+                ffi::RSMPI_UINT64_T,
+                ffi::RSMPI_ANY_SOURCE,
+                PING_TAG,
+                self.control,
+                &mut self.ping,
+            );
+        }
+    }
 }
 
 // SAFETY: MPI handles are plain identifiers of library objects; every call
@@ -56,11 +114,7 @@ pub struct Mpi {
 }
 
 fn check(code: c_int, what: &str, rank: usize, size: usize) -> Result<(), CollectiveError> {
-    if code == 0 {
-        Ok(())
-    } else {
-        Err(CollectiveError { rank, size, message: format!("{what}: MPI error {code}") })
-    }
+    if code == 0 { Ok(()) } else { Err(CollectiveError { rank, size, message: format!("{what}: MPI error {code}") }) }
 }
 
 impl Mpi {
@@ -113,9 +167,19 @@ impl Mpi {
                 .trim()
                 .trim_end_matches('\0')
                 .to_string();
+            let mut handles = Handles {
+                data,
+                control,
+                finalized: false,
+                ping: ffi::RSMPI_REQUEST_NULL,
+                pinger: Box::new(0),
+                answers: Vec::new(),
+                rank: rank as usize,
+            };
+            handles.post_ping_receive();
             Ok(Mpi {
                 inner: Arc::new(Inner {
-                    handles: Mutex::new(Handles { data, control, finalized: false }),
+                    handles: Mutex::new(handles),
                     rank: rank as usize,
                     size: size as usize,
                     timeout,
@@ -134,6 +198,63 @@ impl Inner {
 
     fn error(&self, message: String) -> CollectiveError {
         CollectiveError { rank: self.rank, size: self.size, message }
+    }
+
+    /// Pings every other rank and waits up to [`GRACE`] for the answers
+    /// (serving pings meanwhile); returns the ranks that did not answer.
+    fn unresponsive(&self) -> Vec<usize> {
+        let others: Vec<usize> = (0..self.size).filter(|&r| r != self.rank).collect();
+        let me = Box::new(self.rank as u64);
+        let mut answers: Vec<(usize, ffi::MPI_Request, Box<u64>, bool)> = Vec::new();
+        let mut pings: Vec<ffi::MPI_Request> = Vec::new();
+        {
+            let h = self.lock();
+            for &r in &others {
+                let mut send = unsafe { ffi::RSMPI_REQUEST_NULL };
+                let mut recv = unsafe { ffi::RSMPI_REQUEST_NULL };
+                let mut answer = Box::new(0u64);
+                unsafe {
+                    ffi::MPI_Isend(
+                        &*me as *const u64 as *const c_void,
+                        1,
+                        ffi::RSMPI_UINT64_T,
+                        r as c_int,
+                        PING_TAG,
+                        h.control,
+                        &mut send,
+                    );
+                    ffi::MPI_Irecv(
+                        &mut *answer as *mut u64 as *mut c_void,
+                        1,
+                        ffi::RSMPI_UINT64_T,
+                        r as c_int,
+                        PONG_TAG,
+                        h.control,
+                        &mut recv,
+                    );
+                }
+                pings.push(send);
+                answers.push((r, recv, answer, false));
+            }
+        }
+        let _ = poll_until(GRACE, || {
+            let mut h = self.lock();
+            h.serve_pings();
+            for (_, recv, _, answered) in answers.iter_mut().filter(|a| !a.3) {
+                let mut flag: c_int = 0;
+                unsafe { ffi::MPI_Test(recv, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+                *answered = flag != 0;
+            }
+            Ok(answers.iter().all(|a| a.3))
+        });
+        let silent: Vec<usize> = answers.iter().filter(|a| !a.3).map(|a| a.0).collect();
+        // The process is about to fail: buffers MPI may still write are
+        // given up rather than freed under it.
+        std::mem::forget(me);
+        for (_, _, answer, _) in answers {
+            std::mem::forget(answer);
+        }
+        silent
     }
 
     /// Starts collective `post` (given the data communicator, it returns
@@ -238,7 +359,8 @@ impl Operation {
     /// Lets MPI progress; whether the collective and its notes completed.
     fn test(&mut self) -> Result<bool, CollectiveError> {
         let inner = self.inner.clone();
-        let _h = inner.lock();
+        let mut h = inner.lock();
+        h.serve_pings();
         let mut flag: c_int = 0;
         let fail = |code: c_int, what: String| check(code, &what, inner.rank, inner.size);
         if !self.done {
@@ -268,27 +390,33 @@ impl Operation {
         let missing: Vec<usize> = self.notes.iter().filter(|n| !n.arrived).map(|n| n.peer).collect();
         let seconds = timeout.as_secs_f64();
         let inner = self.inner.clone();
-        if inner.rank == 0 || !missing.is_empty() {
-            let ranks = missing.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
-            let which = if missing.len() == 1 { "rank" } else { "ranks" };
-            return Err(inner.error(if missing.is_empty() {
-                format!("{} did not complete within {seconds} s, although every rank reached it", self.what)
-            } else {
-                format!(
-                    "{which} {ranks} did not reach {} within {seconds} s (dead or hung; AICF_COLLECTIVE_TIMEOUT \
-                     sets the limit)",
-                    self.what
-                )
-            }));
+        let list = |ranks: &[usize]| {
+            let which = if ranks.len() == 1 { "rank" } else { "ranks" };
+            format!("{which} {}", ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", "))
+        };
+        if !missing.is_empty() {
+            return Err(inner.error(format!(
+                "{} did not reach {} within {seconds} s (dead or hung; AICF_COLLECTIVE_TIMEOUT sets the limit)",
+                list(&missing),
+                self.what
+            )));
         }
-        // Rank 0 arrived: it knows who did not, and says so first.
-        if poll_until(GRACE, || self.test())? {
+        // Everyone arrived, yet the collective stalled: a replica stopped
+        // inside it. The live ones answer a ping from their wait loops.
+        let silent = inner.unresponsive();
+        if poll_until(Duration::ZERO, || self.test())? {
             return Ok(());
         }
-        Err(inner.error(format!(
-            "{} did not complete within {seconds} s: another rank did not reach it (rank 0 names it)",
-            self.what
-        )))
+        Err(inner.error(if silent.is_empty() {
+            format!("{} did not complete within {seconds} s, although every rank reached it and answers", self.what)
+        } else {
+            format!(
+                "{} stopped answering inside {} (hung; every rank reached it; AICF_COLLECTIVE_TIMEOUT sets the limit \
+                 of {seconds} s)",
+                list(&silent),
+                self.what
+            )
+        }))
     }
 }
 
@@ -334,8 +462,9 @@ impl Communicator for Mpi {
     }
 
     fn start_sum(&self, values: Values, what: &str) -> Result<Box<dyn PendingSum>, CollectiveError> {
-        let count = c_int::try_from(values.len())
-            .map_err(|_| self.inner.error(format!("{what}: {} values are more than one MPI call sums", values.len())))?;
+        let count = c_int::try_from(values.len()).map_err(|_| {
+            self.inner.error(format!("{what}: {} values are more than one MPI call sums", values.len()))
+        })?;
         let mut recv = match &values {
             Values::F32(v) => Values::F32(vec![0.0; v.len()]),
             Values::F64(v) => Values::F64(vec![0.0; v.len()]),
@@ -409,6 +538,11 @@ impl Drop for Inner {
         if !h.finalized {
             h.finalized = true;
             unsafe {
+                ffi::MPI_Cancel(&mut h.ping);
+                ffi::MPI_Wait(&mut h.ping, ffi::RSMPI_STATUS_IGNORE);
+                for (request, _) in &mut h.answers {
+                    ffi::MPI_Wait(request, ffi::RSMPI_STATUS_IGNORE);
+                }
                 ffi::MPI_Comm_free(&mut h.data);
                 ffi::MPI_Comm_free(&mut h.control);
                 ffi::MPI_Finalize();

@@ -13,22 +13,8 @@
 use libloading::Library;
 use std::sync::OnceLock;
 
-type Sgemm = unsafe extern "C" fn(
-    i32,
-    i32,
-    i32,
-    i32,
-    i32,
-    i32,
-    f32,
-    *const f32,
-    i32,
-    *const f32,
-    i32,
-    f32,
-    *mut f32,
-    i32,
-);
+type Sgemm =
+    unsafe extern "C" fn(i32, i32, i32, i32, i32, i32, f32, *const f32, i32, *const f32, i32, f32, *mut f32, i32);
 type SetThreads = unsafe extern "C" fn(i32);
 
 /// The opened library and its GEMM.

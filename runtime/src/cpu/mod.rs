@@ -498,10 +498,22 @@ impl CpuModule {
                 let (a, b, c) = (a.add(batch * g.a_batch), b.add(batch * g.b_batch), c.add(batch * g.m * g.n));
                 if by_rows {
                     let a = a.add(lo * g.a_strides[0]);
-                    blas.sgemm((hi - lo, g.n, g.k), g.alpha as f32, (a, g.a_strides), (b, g.b_strides), (c.add(lo * g.n), g.n));
+                    blas.sgemm(
+                        (hi - lo, g.n, g.k),
+                        g.alpha as f32,
+                        (a, g.a_strides),
+                        (b, g.b_strides),
+                        (c.add(lo * g.n), g.n),
+                    );
                 } else {
                     let b = b.add(lo * g.b_strides[1]);
-                    blas.sgemm((g.m, hi - lo, g.k), g.alpha as f32, (a, g.a_strides), (b, g.b_strides), (c.add(lo), g.n));
+                    blas.sgemm(
+                        (g.m, hi - lo, g.k),
+                        g.alpha as f32,
+                        (a, g.a_strides),
+                        (b, g.b_strides),
+                        (c.add(lo), g.n),
+                    );
                 }
             }
         };
@@ -756,7 +768,8 @@ struct InFlight {
 
 impl InFlight {
     fn start(comm: &dyn Communicator, function: &str, k: usize, call: &Call, pointers: &[*mut u8]) -> Result<Self> {
-        let fail = |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: call.op.clone(), message };
+        let fail =
+            |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: call.op.clone(), message };
         let c = call.collective.as_ref().ok_or_else(|| fail("not a collective".into()))?;
         let started_us = crate::backend::trace_clock_us();
         let w = weight_of(pointers);

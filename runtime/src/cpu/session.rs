@@ -33,8 +33,7 @@ impl CpuSession {
     /// of the table uses stream `i`); state zeroed.
     pub fn new(module: CpuModule, seed: u64) -> Result<Self> {
         let symbols = initial_symbols(&module.manifest().symbols, seed, module.weights.as_deref())?;
-        let mut session =
-            CpuSession {
+        let mut session = CpuSession {
             modules: Vec::new(),
             symbols,
             arenas: HashMap::new(),

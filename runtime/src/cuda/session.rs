@@ -289,7 +289,8 @@ impl CudaSession {
         let params = &bound.params[k];
         if let (Some(plan), Some(g), Some(Ok((handle, workspaces)))) = (&bound.library[k], &c.library, &self.lt) {
             let at = |p: usize| params[1 + p];
-            let workspace = workspaces.get(lane).ok_or_else(|| err(format!("no cuBLASLt workspace for stream {lane}")))?;
+            let workspace =
+                workspaces.get(lane).ok_or_else(|| err(format!("no cuBLASLt workspace for stream {lane}")))?;
             // SAFETY: the call's buffers hold the GEMM's matrices by the
             // compiler's plan; the workspace is this stream's alone.
             return unsafe { plan.run(handle, at(g.a), at(g.b), at(g.out), workspace.ptr, stream.cu_stream()) }
@@ -637,7 +638,19 @@ impl CudaSession {
         let bound = &self.bound[&key];
         // A profiled call launches kernel by kernel, each between events.
         let replay = self.graphs && self.profile.is_none();
-        trace(|| format!("@{function}: launch (call {}, {})", bound.calls, if bound.graph.is_some() && replay { "replay" } else if replay && bound.calls >= 1 { "capture" } else { "kernel by kernel" }));
+        trace(|| {
+            format!(
+                "@{function}: launch (call {}, {})",
+                bound.calls,
+                if bound.graph.is_some() && replay {
+                    "replay"
+                } else if replay && bound.calls >= 1 {
+                    "capture"
+                } else {
+                    "kernel by kernel"
+                }
+            )
+        });
         if let (Some(graph), true) = (&bound.graph, replay) {
             graph.launch().map_err(cuda_err(format!("@{function}: replaying its CUDA Graph")))?;
         } else if replay && bound.calls >= 1 {

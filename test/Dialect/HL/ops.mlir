@@ -298,3 +298,10 @@ func.func @backward_kernels(%dy: tensor<4x4xf32>, %de: tensor<4x32x64xf32>, %tok
   %4 = hl.softmax_backward %x, %g axis = 1 log : tensor<64x128xf32>
   return
 }
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%g: tensor<8x16xf32>, %w: tensor<f32>) -> tensor<8x16xf32> {
+  // CHECK: hl.all_reduce %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<f32>
+  %s = hl.all_reduce %g, %w : tensor<8x16xf32>, tensor<f32>
+  return %s : tensor<8x16xf32>
+}

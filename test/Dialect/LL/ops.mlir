@@ -190,3 +190,12 @@ func.func @losses_and_randomness(%x: memref<8x16xf32>, %t: memref<8x16xf32>, %l:
   ll.dropout %x, %seed, %offset into %t p = 0.1 stream = 3 : memref<8x16xf32>
   return
 }
+
+// A data-parallel step's collective: a bucket of buffers summed over the
+// replicas, each scaled by the replica's weight.
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%dw: memref<8x16xf32>, %db: memref<16xf32>, %w: memref<f32>) {
+  // CHECK: ll.all_reduce %{{.*}}, %{{.*}} weight %{{.*}} : (memref<8x16xf32>, memref<16xf32>), memref<f32>
+  ll.all_reduce %dw, %db weight %w : (memref<8x16xf32>, memref<16xf32>), memref<f32>
+  return
+}

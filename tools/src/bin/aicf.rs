@@ -749,11 +749,7 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: RunOptions, gemm:
     let comm = world()?;
     let rank = comm.rank();
     let d = replica_device(d);
-    let run = RunOptions {
-        progress: run.progress && rank == 0,
-        data_parallel: Some(comm.clone()),
-        ..run
-    };
+    let run = RunOptions { progress: run.progress && rank == 0, data_parallel: Some(comm.clone()), ..run };
     train_on(c, &d, data, &run, gemm)
 }
 

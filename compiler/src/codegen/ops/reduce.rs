@@ -23,7 +23,8 @@ impl Generator {
         // Reduced dims leading, kept dims trailing: `input[r][o]` with the
         // outputs contiguous (a bias's gradient over the batch's rows).
         if dims.iter().enumerate().all(|(i, &d)| d == i)
-            && let Some(work) = self.target.clone().reduce_columns(self, ColumnReduce { rows: red, cols: outs, kind }, specs)
+            && let Some(work) =
+                self.target.clone().reduce_columns(self, ColumnReduce { rows: red, cols: outs, kind }, specs)
         {
             return Ok((work, (red * 3) as u64));
         }

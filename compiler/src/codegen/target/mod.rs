@@ -94,12 +94,7 @@ pub(crate) trait TargetInfo {
     /// A form of its own for a reduction over leading dims (`ops/reduce.rs`);
     /// returns its work count, or `None` where the generic form (a work
     /// item per output) serves.
-    fn reduce_columns(
-        &self,
-        _g: &mut Generator,
-        _r: ColumnReduce,
-        _specs: &[(Vec<usize>, DType)],
-    ) -> Option<u64> {
+    fn reduce_columns(&self, _g: &mut Generator, _r: ColumnReduce, _specs: &[(Vec<usize>, DType)]) -> Option<u64> {
         None
     }
 

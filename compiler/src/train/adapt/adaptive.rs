@@ -455,6 +455,8 @@ impl Adaptive {
             Err(e) => return Err(e),
         };
         let flops_before = self.flops;
+        // Data parallel: the global batch's FLOPs, the same on every replica.
+        let rows = self.trainer.global_rows().unwrap_or(rows);
         self.flops += step_flops(&self.trainer, rows);
         self.observer.after_step(&self.trainer, metrics.loss, lr);
         let step = self.trainer.steps();
@@ -872,7 +874,7 @@ impl Adaptive {
             // Every replica trains the candidate on the same batches: each
             // contributes an equal share of the (identical) gradients.
             let replicas = self.trainer.communicator().map_or(1, |c| c.size());
-            g.trainer.set_replica_weight(1.0 / replicas as f64);
+            g.trainer.set_replica_share(1.0 / replicas as f64, None);
             for k in 0..steps {
                 let batch: Vec<&Tensor> = self.fork_train[k % self.fork_train.len()].iter().collect();
                 let rows = batch.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);

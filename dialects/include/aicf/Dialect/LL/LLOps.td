@@ -829,14 +829,14 @@ def LL_AllReduceOp : LL_Op<"all_reduce"> {
     on a stream of its own).
 
     ```mlir
-    ll.all_reduce %dw2, %db2 weight %share : memref<128x64xf32>, memref<64xf32>, memref<f32>
+    ll.all_reduce %dw2, %db2 weight %share : (memref<128x64xf32>, memref<64xf32>), memref<f32>
     ```
   }];
   let arguments = (ins
     Arg<Variadic<LL_FloatBuffer>, "the bucket's buffers", [MemRead, MemWrite]>:$buffers,
     Arg<MemRefRankOf<[F32], [0]>, "the replica's weight", [MemRead]>:$weight
   );
-  let assemblyFormat = "$buffers `weight` $weight attr-dict `:` type($buffers) `,` type($weight)";
+  let assemblyFormat = "$buffers `weight` $weight attr-dict `:` `(` type($buffers) `)` `,` type($weight)";
 }
 
 def LL_FillOp : LL_Op<"fill"> {

@@ -1,0 +1,222 @@
+//! Data parallel inside one process: the data-parallel train step against
+//! the interpreter, a replica among identical ones against one process, and
+//! the buckets. (Several processes under `mpirun`: `tools/tests/data_parallel.rs`.)
+
+use crate::cpu::{out_dir, step_inputs};
+use crate::models::mlp;
+use crate::optimizer::digits;
+use aicf_compiler::{
+    CompilerContext,
+    codegen::compile_cpu,
+    interp::{Array, Interpreter},
+    nn::DType,
+    run_pipeline,
+    train::{Options, Trainer},
+};
+use aicf_runtime::{
+    Backend, Tensor,
+    artifact::{self, ir_hash},
+    collective::{CollectiveError, Communicator, PendingSum, Values},
+    cpu::{CpuModule, CpuSession},
+};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A replica among `size` that all hold the same values: every sum is
+/// `size` times this replica's own (what MPI would return if every rank
+/// trained on the same batch). Counts the sums it started.
+struct Twins {
+    size: usize,
+    sums: std::sync::atomic::AtomicUsize,
+}
+
+struct Scaled(Values);
+
+impl PendingSum for Scaled {
+    fn test(&mut self) -> Result<bool, CollectiveError> {
+        Ok(true)
+    }
+    fn wait(self: Box<Self>) -> Result<Values, CollectiveError> {
+        Ok(self.0)
+    }
+}
+
+impl Communicator for Twins {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn engine(&self) -> String {
+        "identical twins".into()
+    }
+    fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(1)
+    }
+    fn start_sum(&self, values: Values, _what: &str) -> Result<Box<dyn PendingSum>, CollectiveError> {
+        self.sums.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n = self.size as f64;
+        Ok(Box::new(Scaled(match values {
+            Values::F32(v) => Values::F32(v.into_iter().map(|x| x * n as f32).collect()),
+            Values::F64(v) => Values::F64(v.into_iter().map(|x| x * n).collect()),
+        })))
+    }
+    fn broadcast(&self, _bytes: &mut Vec<u8>, _root: usize, _what: &str) -> Result<(), CollectiveError> {
+        Ok(())
+    }
+    fn barrier(&self, _what: &str) -> Result<(), CollectiveError> {
+        Ok(())
+    }
+    fn abort(&self, code: i32) -> ! {
+        panic!("abort({code})")
+    }
+}
+
+/// The data-parallel step of one replica alone (its collectives scale by
+/// its weight, 0.25 here) matches the interpreter's `hl.all_reduce` (the
+/// weighted sum over one replica) for several steps.
+#[test]
+fn a_data_parallel_step_matches_the_interpreter() {
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    let ctx = CompilerContext::new();
+    let mut planned = traced.parse(&ctx).unwrap();
+    run_pipeline(
+        &ctx,
+        &mut planned,
+        "builtin.module(aicf-train-pipeline{optimizer=adam data-parallel=true bucket-bytes=0})",
+    )
+    .unwrap();
+    let dir = out_dir("data_parallel_interp");
+    let manifest = compile_cpu(&ctx, &planned, &ir_hash(&traced.text), &dir).unwrap();
+    let step_fn = manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
+    let collectives = step_fn.calls.iter().filter(|c| c.collective.is_some()).count();
+    let params = manifest.symbols.iter().filter(|s| s.kind == "param").count();
+    assert_eq!(collectives, params + 1, "bucket-bytes=0: the loss and each gradient alone");
+    let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 7).unwrap();
+    let mut reference = traced.parse(&ctx).unwrap();
+    run_pipeline(&ctx, &mut reference, "builtin.module(hl-optimizer{kind=adam data-parallel=true},canonicalize,cse)")
+        .unwrap();
+    let mut interp = Interpreter::new(&reference);
+    for s in &manifest.symbols {
+        let t = session.symbol(&s.name).unwrap();
+        let dtype = if s.dtype == artifact::DType::I64 { DType::I64 } else { DType::F32 };
+        interp.set_param(&s.name, Array::new(t.shape.clone(), dtype, t.values.clone()).unwrap());
+    }
+    let names: Vec<String> = manifest.symbols.iter().map(|s| s.name.clone()).collect();
+    for step in 0..3 {
+        let (tensors, arrays) = step_inputs(step_fn, step, 10);
+        let weight = step_fn.args.iter().filter(|a| a.role() == artifact::Role::Input).last().unwrap();
+        assert_eq!(weight.bind, "replica_weight");
+        assert_eq!(tensors.last().unwrap().values, [0.25]);
+        let out = session.call("train_step", &tensors.iter().collect::<Vec<_>>()).unwrap();
+        let want = interp.run("train_step", &arrays).unwrap();
+        let close = |what: &str, got: &[f64], want: &[f64], tol: f64| {
+            for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: compiled {g}, interpreter {w}");
+            }
+        };
+        close("loss", &out[0].values, &want[0].data, 1e-5);
+        for (name, value) in names.iter().zip(&want[1..]) {
+            close(name, &session.symbol(name).unwrap().values, &value.data, 1e-4);
+            interp.set_param(name, value.clone());
+        }
+    }
+}
+
+fn model() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/mlp/digits_mlp.mlir"))
+}
+
+fn options(tag: &str, optimizer: &str, data_parallel: bool, bucket_bytes: u64) -> Options {
+    let cache_dir = crate::tmp_root().join(tag);
+    let _ = std::fs::remove_dir_all(&cache_dir);
+    Options {
+        optimizer: optimizer.into(),
+        momentum: if optimizer == "sgd" { 0.9 } else { 0.0 },
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        seed: 3,
+        cache_dir,
+        gemm: Some("generated".into()),
+        data_parallel,
+        bucket_bytes,
+        ..Options::default()
+    }
+}
+
+/// One replica of two identical ones (each sum twice its own values)
+/// trains as one process does (within 1e-6): the buckets are packed,
+/// weighted, summed and unpacked, and each waited for before the first
+/// kernel that reads it, whatever the bucket size.
+#[test]
+fn a_replica_among_identical_replicas_trains_as_one_process() {
+    let rows = digits();
+    let batches: Vec<(Tensor, Tensor)> = (0..12)
+        .map(|b| {
+            let take = &rows[b * 32..b * 32 + 32];
+            let x = take.iter().flat_map(|r| r.0).collect();
+            let y = take.iter().map(|r| r.1 as f64).collect();
+            (
+                Tensor::new([32, 64], aicf_runtime::artifact::DType::F32, x),
+                Tensor::new([32], aicf_runtime::artifact::DType::I32, y),
+            )
+        })
+        .collect();
+    // SGD at weight 1/4 (sums half the gradient) against one process at
+    // half the rate: a kernel that read a gradient before its sum was
+    // written back would see it whole. Adam at weight 1/2.
+    for (optimizer, weight, rate) in [("sgd", 0.25, 0.5e-2), ("adam", 0.5, 1e-2)] {
+        let mut alone =
+            Trainer::from_file(&model(), options(&format!("dp_alone_{optimizer}"), optimizer, false, 0)).unwrap();
+        for (x, y) in &batches {
+            alone.step(&[x, y], rate).unwrap();
+        }
+        for bucket_bytes in [0, 4096, 25 << 20] {
+            let tag = format!("dp_twin_{optimizer}_{bucket_bytes}");
+            let mut replica = Trainer::from_file(&model(), options(&tag, optimizer, true, bucket_bytes)).unwrap();
+            let twins = Arc::new(Twins { size: 2, sums: Default::default() });
+            replica.set_communicator(twins.clone()).unwrap();
+            replica.set_replica_share(weight, Some(64));
+            for (x, y) in &batches {
+                replica.step(&[x, y], 1e-2).unwrap();
+            }
+            let calls = replica
+                .backend()
+                .function("train_step")
+                .unwrap()
+                .calls
+                .iter()
+                .filter(|c| c.collective.is_some())
+                .count();
+            assert_eq!(twins.sums.load(std::sync::atomic::Ordering::SeqCst), calls * batches.len());
+            match bucket_bytes {
+                0 => assert_eq!(calls, 5, "the loss and four gradients"),
+                4096 => assert!((2..5).contains(&calls), "{calls} buckets of 4 KiB"),
+                _ => assert_eq!(calls, 1, "one bucket of 25 MiB holds every gradient"),
+            }
+            // The same arithmetic, but not the same kernels: the reductions
+            // split the fused update groups, and LLVM contracts other
+            // multiply-adds (last-bit differences).
+            // (SGD's momentum holds the halved gradients: twice it is one
+            // process's at half the rate.)
+            for (name, value) in alone.state() {
+                let scale = if name.ends_with(".momentum") { 2.0 } else { 1.0 };
+                for (a, b) in replica.state()[&name].values.iter().zip(&value.values) {
+                    let a = a * scale;
+                    assert!((a - b).abs() <= 1e-6, "{name} ({optimizer}, bucket {bucket_bytes}): {a} against {b}");
+                }
+            }
+        }
+    }
+}
+
+/// A model compiled for one process refuses to be a replica of several
+/// (its step would not sum the gradients); one of a group of one is fine.
+#[test]
+fn a_model_compiled_alone_is_no_replica() {
+    let mut t = Trainer::from_file(&model(), options("dp_refused", "sgd", false, 0)).unwrap();
+    let twins = Arc::new(Twins { size: 2, sums: Default::default() });
+    let e = t.set_communicator(twins).unwrap_err().to_string();
+    assert!(e.contains("compiled for it (Options::data_parallel)"), "{e}");
+    t.set_communicator(Arc::new(aicf_runtime::collective::Local)).unwrap();
+}
