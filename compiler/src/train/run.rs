@@ -256,6 +256,11 @@ const VERSIONS_KEY: &str = "aicf.versions";
 const ADAPT_KEY: &str = "aicf.adapt";
 /// Checkpoint entries: the state of the model a watched rewrite replaced.
 const KEPT_PREFIX: &str = "aicf.kept/";
+/// The longest the replicas of a data-parallel run wait for rank 0 to
+/// compile the model before they start (a step's collectives wait the
+/// communicator's timeout).
+const COMPILE_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// A step's loss over this many times the run's first loss (at least 1) is
 /// divergence: the run stops before a checkpoint could take the state.
 pub const DIVERGENCE_FACTOR: f64 = 1e4;
@@ -374,13 +379,15 @@ pub fn fit(
     if let Some(c) = &comm
         && rank != 0
     {
-        c.barrier("waiting for rank 0 to compile the model").map_err(RuntimeError::from)?;
+        c.barrier_within("waiting for rank 0 to compile the model", COMPILE_WAIT.max(c.timeout()))
+            .map_err(RuntimeError::from)?;
     }
     let trainer = Trainer::from_source(&source, &name, trainer_options)?;
     let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, report)?;
     if let Some(c) = &comm {
         if rank == 0 {
-            c.barrier("waiting for rank 0 to compile the model").map_err(RuntimeError::from)?;
+            c.barrier_within("waiting for rank 0 to compile the model", COMPILE_WAIT.max(c.timeout()))
+                .map_err(RuntimeError::from)?;
         }
         loop_.adaptive.trainer_mut().set_communicator(c.clone())?;
     }

@@ -65,7 +65,7 @@ impl Communicator for Twins {
     fn broadcast(&self, _bytes: &mut Vec<u8>, _root: usize, _what: &str) -> Result<(), CollectiveError> {
         Ok(())
     }
-    fn barrier(&self, _what: &str) -> Result<(), CollectiveError> {
+    fn barrier_within(&self, _what: &str, _limit: std::time::Duration) -> Result<(), CollectiveError> {
         Ok(())
     }
     fn abort(&self, code: i32) -> ! {

@@ -93,7 +93,13 @@ pub trait Communicator: Send + Sync {
     fn broadcast(&self, bytes: &mut Vec<u8>, root: usize, what: &str) -> Result<(), CollectiveError>;
 
     /// Returns once every replica got here.
-    fn barrier(&self, what: &str) -> Result<(), CollectiveError>;
+    fn barrier(&self, what: &str) -> Result<(), CollectiveError> {
+        self.barrier_within(what, self.timeout())
+    }
+
+    /// [`Communicator::barrier`] waiting at most `limit` (a replica that
+    /// compiles while the others wait may take longer than a step).
+    fn barrier_within(&self, what: &str, limit: Duration) -> Result<(), CollectiveError>;
 
     /// Ends the whole run at once (every replica), with `code`: what a
     /// replica does after an error, so that the others do not wait for it.
@@ -140,7 +146,7 @@ impl Communicator for Local {
     fn broadcast(&self, _bytes: &mut Vec<u8>, _root: usize, _what: &str) -> Result<(), CollectiveError> {
         Ok(())
     }
-    fn barrier(&self, _what: &str) -> Result<(), CollectiveError> {
+    fn barrier_within(&self, _what: &str, _limit: Duration) -> Result<(), CollectiveError> {
         Ok(())
     }
     fn abort(&self, code: i32) -> ! {

@@ -383,7 +383,11 @@ impl Operation {
     /// Waits for completion, at most the timeout; after it, an error
     /// naming the ranks that did not arrive.
     fn wait(&mut self) -> Result<(), CollectiveError> {
-        let timeout = self.inner.timeout;
+        self.wait_within(self.inner.timeout)
+    }
+
+    /// [`Operation::wait`] for at most `timeout`.
+    fn wait_within(&mut self, timeout: Duration) -> Result<(), CollectiveError> {
         if poll_until(timeout, || self.test())? {
             return Ok(());
         }
@@ -521,9 +525,9 @@ impl Communicator for Mpi {
         Ok(())
     }
 
-    fn barrier(&self, what: &str) -> Result<(), CollectiveError> {
+    fn barrier_within(&self, what: &str, limit: Duration) -> Result<(), CollectiveError> {
         let mut op = self.inner.start(what, |comm, request| unsafe { ffi::MPI_Ibarrier(comm, request) })?;
-        op.wait()
+        op.wait_within(limit)
     }
 
     fn abort(&self, code: i32) -> ! {

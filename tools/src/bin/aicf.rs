@@ -850,12 +850,14 @@ fn bench(
     if let Some(comm) = &comm
         && rank != 0
     {
-        comm.barrier("rank 0 compiles first").map_err(|e| e.to_string())?;
+        comm.barrier_within("rank 0 compiles first", std::time::Duration::from_secs(3600))
+            .map_err(|e| e.to_string())?;
     }
     let mut trainer = Trainer::from_file(&c.model, options).map_err(|e| e.to_string())?;
     if let Some(comm) = &comm {
         if rank == 0 {
-            comm.barrier("rank 0 compiles first").map_err(|e| e.to_string())?;
+            comm.barrier_within("rank 0 compiles first", std::time::Duration::from_secs(3600))
+                .map_err(|e| e.to_string())?;
         }
         trainer.set_communicator(comm.clone()).map_err(|e| e.to_string())?;
     }

@@ -1,0 +1,305 @@
+//! Data-parallel training across processes, as a user runs it: `aicf train
+//! --nproc N` (Open MPI's `mpirun` on this machine, `--oversubscribe`
+//! where N is more than its cores). Each test compares with one process
+//! training on the global batch, or kills or stops a rank.
+//!
+//! `make test` installs Open MPI (tools/setup.sh); without `mpirun` these
+//! tests fail, saying so.
+
+use aicf_runtime::checkpoint;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const AICF: &str = env!("CARGO_BIN_EXE_aicf");
+const AICF_OPT: &str = env!("CARGO_BIN_EXE_aicf-opt");
+
+fn root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("dp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One test at a time: each starts several processes on this machine's
+/// cores, and two of the tests time how fast a run ends.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn require_mpirun() {
+    let found = Command::new("mpirun").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(found, "mpirun (Open MPI) is not installed: tools/setup.sh installs it (make test runs it)");
+}
+
+/// `aicf train` of `model` on the digits with `args`, run directory `out`.
+fn train(model: &Path, out: &Path, args: &[&str]) -> Output {
+    let data = root().join("data/digits.csv.gz");
+    Command::new(AICF)
+        .arg("train")
+        .arg(model)
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(out)
+        .arg("--checkpoint-dir")
+        .arg(out.join("ckpt"))
+        .args(["--gemm", "generated", "--no-progress", "--seed", "2"])
+        .args(args)
+        .output()
+        .expect("aicf starts")
+}
+
+fn ok(o: &Output) -> String {
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "aicf failed:\n{text}");
+    text
+}
+
+/// The model at `batch` rows (`hl-set-batch`), written to `dir`.
+fn at_batch(model: &str, batch: usize, dir: &Path) -> PathBuf {
+    let o = Command::new(AICF_OPT)
+        .arg(root().join(model))
+        .arg(format!("--hl-set-batch=size={batch}"))
+        .output()
+        .expect("aicf-opt starts");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let path = dir.join(format!("model-{batch}.mlir"));
+    std::fs::write(&path, &o.stdout).unwrap();
+    path
+}
+
+/// The largest difference between two checkpoints' tensors (which must
+/// hold the same names and shapes).
+fn max_difference(a: &Path, b: &Path) -> f64 {
+    let (a, _) = checkpoint::load(a).unwrap();
+    let (b, _) = checkpoint::load(b).unwrap();
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    let mut worst = 0f64;
+    for (name, e) in &a {
+        let f = &b[name];
+        assert_eq!(e.shape, f.shape, "{name}");
+        let x = aicf_runtime::host::read_values(&e.bytes, e.dtype);
+        let y = aicf_runtime::host::read_values(&f.bytes, f.dtype);
+        for (u, v) in x.iter().zip(&y) {
+            worst = worst.max((u - v).abs());
+        }
+    }
+    worst
+}
+
+fn metadata(path: &Path, key: &str) -> String {
+    checkpoint::read_metadata(path).unwrap().get(key).cloned().unwrap_or_default()
+}
+
+/// 2 and 4 processes of batch 32 end an epoch or two (23 and 24 steps, a
+/// short last global batch included) where one process of batch 64 or
+/// 128 does, in one bucket or one per gradient: with SGD (momentum) within
+/// 1e-6; with Adam within 1e-4. The sums are the same numbers added in
+/// another order (each rank sums its rows, then the ranks' sums are
+/// added), and Adam divides a gradient by its own running magnitude: where
+/// a weight's gradient is a near-cancellation (a pixel on in few rows of
+/// the batch), the rounding of the sum is a visible part of its step (seen:
+/// 3.4e-5 on 54 of fc1's 8192 weights after 23 steps at lr 3e-3; SGD's
+/// largest difference is below 1e-7).
+#[test]
+fn ranks_train_as_one_process_on_their_global_batch() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("equal");
+    for (ranks, epochs) in [(2, "1"), (4, "2")] {
+        let reference_model = at_batch("examples/mlp/digits_mlp.mlir", 32 * ranks, &dir);
+        for (optimizer, extra) in [("sgd", &["--momentum", "0.9", "--lr", "0.05"][..]), ("adam", &[][..])] {
+            let one = dir.join(format!("one-{ranks}-{optimizer}"));
+            ok(&train(
+                &reference_model,
+                &one,
+                &[&["--optimizer", optimizer, "--epochs", epochs, "--threads", "1"], extra].concat(),
+            ));
+            for bucket in ["25M", "0"] {
+                let many = dir.join(format!("many-{ranks}-{optimizer}-{bucket}"));
+                let text = ok(&train(
+                    &root().join("examples/mlp/digits_mlp.mlir"),
+                    &many,
+                    &[
+                        &[
+                            "--optimizer",
+                            optimizer,
+                            "--epochs",
+                            epochs,
+                            "--nproc",
+                            &ranks.to_string(),
+                            "--bucket-size",
+                            bucket,
+                        ],
+                        extra,
+                    ]
+                    .concat(),
+                ));
+                assert!(text.contains(&format!("{ranks} replicas (Open MPI")), "{text}");
+                let worst = max_difference(&one.join("ckpt/last.safetensors"), &many.join("ckpt/last.safetensors"));
+                let bound = if optimizer == "sgd" { 1e-6 } else { 1e-4 };
+                assert!(worst <= bound, "{ranks} ranks, {optimizer}, bucket {bucket}: parameters differ by {worst}");
+                let steps = metadata(&many.join("ckpt/last.safetensors"), "step");
+                assert_eq!(steps, metadata(&one.join("ckpt/last.safetensors"), "step"));
+                // Rank 0 alone writes the run's files.
+                assert!(many.join("metrics.jsonl").exists() && !many.join("rank1/metrics.jsonl").exists());
+            }
+        }
+    }
+}
+
+/// A growth policy under data parallel (a widening at step 50, a new
+/// block at step 100) grows the same model at the same steps as one
+/// process on the global batch, and ends within 1e-5 of its state (115
+/// steps, two rewrites).
+#[test]
+fn growth_under_data_parallel_matches_one_process() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("grow");
+    let policy = root().join("test/Tools/aicf/inputs/grow-steps.toml");
+    let policy = policy.to_str().unwrap();
+    let reference_model = at_batch("examples/grow/narrow_mlp.mlir", 64, &dir);
+    let one = dir.join("one");
+    ok(&train(&reference_model, &one, &["--epochs", "5", "--adapt", policy, "--threads", "1"]));
+    let many = dir.join("many");
+    let text = ok(&train(
+        &root().join("examples/grow/narrow_mlp.mlir"),
+        &many,
+        &["--epochs", "5", "--adapt", policy, "--nproc", "2"],
+    ));
+    assert!(text.contains("step 50 (epoch 3): widen fc1 to 32 (net2wider) on step 50 reached -> accepted"), "{text}");
+    assert!(text.contains("step 100 (epoch 5): deepen after fc1"), "{text}");
+    let (a, b) = (one.join("ckpt/last.safetensors"), many.join("ckpt/last.safetensors"));
+    // The same parameters (the functions differ in their batch size only).
+    let params = |path: &Path| -> Vec<String> {
+        metadata(path, "aicf.ir").lines().filter(|l| l.contains("hl.param")).map(str::to_string).collect()
+    };
+    assert_eq!(params(&a), params(&b), "the grown models differ");
+    assert_eq!(params(&a).len(), 8, "{:?}", params(&a));
+    let worst = max_difference(&a, &b);
+    assert!(worst <= 1e-5, "the grown models' state differs by {worst}");
+    let log = std::fs::read_to_string(many.join("decisions.jsonl")).unwrap();
+    assert_eq!(log.lines().filter(|l| l.contains("\"outcome\":\"accepted\"")).count(), 2, "{log}");
+}
+
+/// The process of rank `rank` of a run whose command line names `out`.
+fn rank_pid(out: &Path, rank: usize) -> Option<u32> {
+    let needle = out.to_string_lossy().into_owned();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmdline).contains(&needle) {
+            continue;
+        }
+        let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+        let want = format!("OMPI_COMM_WORLD_RANK={rank}");
+        if environ.split(|&b| b == 0).any(|v| v == want.as_bytes()) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Starts a long data-parallel run of 2 ranks, waits for its first
+/// checkpoint, sends `signal` to rank 1, and returns the run's output and
+/// how long it took to end after the signal.
+fn signal_rank_one(out: &Path, signal: &str, timeout: &str) -> (Output, Duration) {
+    let data = root().join("data/digits.csv.gz");
+    let child = Command::new(AICF)
+        .args(["train", root().join("examples/mlp/digits_mlp.mlir").to_str().unwrap()])
+        .arg("--data")
+        .arg(&data)
+        .arg("--out")
+        .arg(out)
+        .arg("--checkpoint-dir")
+        .arg(out.join("ckpt"))
+        .args(["--gemm", "generated", "--no-progress", "--seed", "2", "--epochs", "100000", "--nproc", "2"])
+        .env("AICF_COLLECTIVE_TIMEOUT", timeout)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("aicf starts");
+    let started = Instant::now();
+    while !out.join("ckpt/last.safetensors").exists() {
+        assert!(started.elapsed() < Duration::from_secs(120), "no checkpoint after 2 minutes");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = rank_pid(out, 1).expect("rank 1 is running");
+    assert!(Command::new("kill").args([signal, &pid.to_string()]).status().unwrap().success());
+    let signalled = Instant::now();
+    let output = child.wait_with_output().unwrap();
+    let took = signalled.elapsed();
+    // A stopped rank the launcher did not take down goes now.
+    if let Some(pid) = rank_pid(out, 1) {
+        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    (output, took)
+}
+
+/// A rank killed mid-run ends the run at once (mpirun names it), leaves the
+/// last checkpoint whole, and a resumed run on 2 ranks ends on the bits of
+/// an uninterrupted one.
+#[test]
+fn a_killed_rank_ends_the_run_and_it_resumes_to_the_same_bits() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("kill");
+    let out = dir.join("killed");
+    let (o, took) = signal_rank_one(&out, "-KILL", "60");
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success(), "the run went on:\n{text}");
+    assert!(text.contains("process rank 1") && text.contains("signal 9"), "{text}");
+    assert!(took < Duration::from_secs(30), "the run took {took:?} to end after the kill");
+    let last = out.join("ckpt/last.safetensors");
+    let epoch: usize = metadata(&last, "epoch").parse().expect("the checkpoint is whole");
+    let target = (epoch + 2).to_string();
+    ok(&train(&root().join("examples/mlp/digits_mlp.mlir"), &out, &["--epochs", &target, "--nproc", "2", "--resume"]));
+    let straight = dir.join("straight");
+    ok(&train(&root().join("examples/mlp/digits_mlp.mlir"), &straight, &["--epochs", &target, "--nproc", "2"]));
+    assert_eq!(max_difference(&last, &straight.join("ckpt/last.safetensors")), 0.0, "resumed to other bits");
+    // A checkpoint of 2 ranks resumes on any number: here one process.
+    let model = root().join("examples/mlp/digits_mlp.mlir");
+    let text = ok(&train(&model, &out, &["--epochs", &(epoch + 3).to_string(), "--resume", "--threads", "1"]));
+    assert!(text.contains(&format!("epoch {:>3}/{}", epoch + 3, epoch + 3)), "{text}");
+}
+
+/// A rank that hangs (stopped) makes the other fail within the timeout
+/// with an error naming it; the run ends and its checkpoint is whole.
+#[test]
+fn a_hung_rank_is_named_within_the_timeout() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("hang");
+    let out = dir.join("hung");
+    let (o, took) = signal_rank_one(&out, "-STOP", "3");
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success(), "the run went on:\n{text}");
+    assert!(text.contains("aicf: error (rank 0 of 2)"), "{text}");
+    assert!(text.contains("rank 1 "), "the error names no rank:\n{text}");
+    // The timeout (3 s), the answers to a ping (3 s), the launcher's end.
+    assert!(took < Duration::from_secs(30), "the run took {took:?} to end after the stop");
+    let last = out.join("ckpt/last.safetensors");
+    assert!(metadata(&last, "epoch").parse::<usize>().is_ok(), "the checkpoint is not whole");
+}
+
+/// `--data-parallel` without mpirun is a group of one: the same training
+/// as without it.
+#[test]
+fn one_process_with_data_parallel_trains_as_without() {
+    let _serial = one_at_a_time();
+    let dir = scratch("alone");
+    let model = root().join("examples/mlp/digits_mlp.mlir");
+    ok(&train(&model, &dir.join("plain"), &["--epochs", "2", "--threads", "1"]));
+    let text = ok(&train(&model, &dir.join("dp"), &["--epochs", "2", "--threads", "1", "--data-parallel"]));
+    assert!(!text.contains("replicas"), "{text}");
+    let worst = max_difference(&dir.join("plain/ckpt/last.safetensors"), &dir.join("dp/ckpt/last.safetensors"));
+    assert!(worst <= 1e-6, "differs by {worst}");
+}
