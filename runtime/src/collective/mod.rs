@@ -189,9 +189,11 @@ pub fn world(timeout: Duration) -> Result<std::sync::Arc<dyn Communicator>, Stri
     Ok(std::sync::Arc::new(Local))
 }
 
-/// Waits for `done` (polled; it drives the engine) until `timeout`
-/// elapses: yields for the first 2 ms, then sleeps 50 us between polls.
-/// `Ok(false)` when the time ran out.
+/// Waits for `done` (polled; it drives the engine: a non-blocking MPI
+/// collective advances only while it is tested) until `timeout` elapses:
+/// polls back to back for the first second (giving the core to any other
+/// runnable thread between polls), then every millisecond. `Ok(false)`
+/// when the time ran out.
 pub(crate) fn poll_until(
     timeout: Duration,
     mut done: impl FnMut() -> Result<bool, CollectiveError>,
@@ -205,10 +207,10 @@ pub(crate) fn poll_until(
         if waited >= timeout {
             return Ok(false);
         }
-        if waited < Duration::from_millis(2) {
+        if waited < Duration::from_secs(1) {
             std::thread::yield_now();
         } else {
-            std::thread::sleep(Duration::from_micros(50));
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }

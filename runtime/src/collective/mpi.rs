@@ -106,6 +106,9 @@ struct Inner {
     version: String,
     /// Collectives started so far (their number in messages).
     started: std::sync::atomic::AtomicU64,
+    /// Buffers of finished sums, for the next sums to receive into (a
+    /// fresh one every step costs its page faults).
+    spares: Mutex<Vec<Values>>,
 }
 
 /// This process's replica of an MPI run (`MPI_COMM_WORLD`).
@@ -185,6 +188,7 @@ impl Mpi {
                     timeout,
                     version,
                     started: Default::default(),
+                    spares: Default::default(),
                 }),
             })
         }
@@ -437,6 +441,8 @@ impl PendingSum for Sum {
     }
     fn wait(mut self: Box<Self>) -> Result<Values, CollectiveError> {
         self.op.wait()?;
+        let sent = std::mem::replace(&mut self.send, Values::F32(Vec::new()));
+        self.op.inner.spares.lock().unwrap_or_else(|e| e.into_inner()).push(sent);
         Ok(std::mem::replace(&mut self.recv, Values::F32(Vec::new())))
     }
 }
@@ -469,9 +475,22 @@ impl Communicator for Mpi {
         let count = c_int::try_from(values.len()).map_err(|_| {
             self.inner.error(format!("{what}: {} values are more than one MPI call sums", values.len()))
         })?;
-        let mut recv = match &values {
-            Values::F32(v) => Values::F32(vec![0.0; v.len()]),
-            Values::F64(v) => Values::F64(vec![0.0; v.len()]),
+        let spare = {
+            let mut spares = self.inner.spares.lock().unwrap_or_else(|e| e.into_inner());
+            let same = |v: &Values| std::mem::discriminant(v) == std::mem::discriminant(&values);
+            spares.iter().position(same).map(|i| spares.swap_remove(i))
+        };
+        let mut recv = match (&values, spare) {
+            (Values::F32(v), Some(Values::F32(mut r))) => {
+                r.resize(v.len(), 0.0);
+                Values::F32(r)
+            }
+            (Values::F64(v), Some(Values::F64(mut r))) => {
+                r.resize(v.len(), 0.0);
+                Values::F64(r)
+            }
+            (Values::F32(v), _) => Values::F32(vec![0.0; v.len()]),
+            (Values::F64(v), _) => Values::F64(vec![0.0; v.len()]),
         };
         let (send_ptr, recv_ptr, datatype) = match (&values, &mut recv) {
             (Values::F32(s), Values::F32(r)) => {

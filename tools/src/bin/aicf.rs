@@ -931,11 +931,29 @@ fn bench(
     );
     if profile {
         // Per kernel call of the train step: its time per step, slowest first.
+        // (A collective's time in flight, on stream 1, overlaps the
+        // kernels: only the time the step waited for it is listed.)
         let mut per_call: std::collections::BTreeMap<usize, (String, String, f64)> = Default::default();
-        for e in events.iter().filter(|e| e.function == "train_step") {
+        for e in events.iter().filter(|e| e.function == "train_step" && e.stream == 0) {
             let entry =
                 per_call.entry(e.call).or_insert_with(|| (e.op.clone(), e.origin.clone().unwrap_or_default(), 0.0));
             entry.2 += e.duration_us / 1e3;
+        }
+        let (mut flight, mut wait) = (0.0, 0.0);
+        for e in events.iter().filter(|e| e.function == "train_step" && e.op.starts_with("ll.all_reduce")) {
+            match e.stream {
+                0 => wait += e.duration_us / 1e3,
+                _ => flight += e.duration_us / 1e3,
+            }
+        }
+        if flight > 0.0 {
+            let per = |ms: f64| ms / steps as f64;
+            println!(
+                "  all-reduce: {:.3} ms/step in flight, of which the step waited {:.3} ms/step ({:.1}% of the median step)",
+                per(flight),
+                per(wait),
+                100.0 * per(wait) / times[times.len() / 2]
+            );
         }
         let mut rows: Vec<_> = per_call.into_iter().collect();
         rows.sort_by(|a, b| b.1.2.total_cmp(&a.1.2));
