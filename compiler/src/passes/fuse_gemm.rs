@@ -188,7 +188,14 @@ pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
         // 3. row / column sums of a gemm's lhs as its side result
         let order: std::collections::HashMap<usize, usize> =
             ops_of(block).iter().enumerate().map(|(i, o)| (o.ptr as usize, i)).collect();
+        // A gemm replaced below may come later in this list: its handle is
+        // then freed memory, never to be read (reading it crashed one
+        // compile in 30).
+        let mut destroyed: std::collections::HashSet<usize> = Default::default();
         for sum in ops_of(block) {
+            if destroyed.contains(&(sum.ptr as usize)) {
+                continue;
+            }
             if op_name(sum) != "hl.reduce_sum" || has(sum, "keepdim") {
                 continue;
             }
@@ -219,6 +226,7 @@ pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
                 mlirValueReplaceAllUsesOfWith(total, mlirOperationGetResult(fused, 1));
                 mlirOperationDestroy(sum);
             }
+            destroyed.insert(gemm.ptr as usize);
             replace(gemm, fused);
             absorbed += 1;
         }
