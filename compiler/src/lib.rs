@@ -10,7 +10,8 @@
 //!        v
 //!  hl (tensors, value semantics)      hl-print-param-table: the model's state
 //!        |  hl-autodiff: @loss -> @loss_grad (backward graph as hl)
-//!        |  hl-optimizer: + hl.state slots, @train_step (the train-step ABI)
+//!        |  hl-optimizer: + hl.state slots, @train_step (the train-step ABI);
+//!        |      {data-parallel}: loss and gradients hl.all_reduce'd (weighted)
 //!        |  hl-fuse-gemm-epilogue: matmul/linear + epilogue -> hl.gemm
 //!        |  hl-fuse-reductions: cross-entropy + backward -> hl.softmax_cross_entropy
 //!        |  hl-fuse-gemm-epilogue also: bias gradient -> gemm sum_lhs
@@ -24,9 +25,13 @@
 //!      multi_tensor_apply, softmax_cross_entropy, softmax and norm (each
 //!      with its backward), reduce, attention, conv2d (+ 2 backward),
 //!      pool2d (+ backward), gather, scatter_add, slice, concat, argmax,
-//!      mse_loss, dropout, transpose, copy, fill; reshape is a view)
+//!      mse_loss, dropout, transpose, copy, fill; reshape is a view;
+//!      all_reduce is a collective the runtime runs, not a kernel)
+//!        |  ll-bucket-collectives{bucket-bytes}: reductions moved to their
+//!        |      producers and merged into buckets (data parallel)
 //!        |  ll-plan-memory{budget report}: one arena, in place, recompute
-//!        |  ll-schedule{max-streams}: streams and events
+//!        |  ll-schedule{max-streams}: streams and events (collectives on
+//!        |      a stream of their own)
 //!        |  (aicf-train-pipeline runs hl-optimizer .. ll-schedule)
 //!        v
 //!  codegen::compile(.., &Target): each op family's generator (codegen/ops)
@@ -40,7 +45,9 @@
 //!        |  registry; CUDA: device arena, graph replay, staged inputs)
 //!        v
 //!  train: Trainer (a model on a device), data for any signature, the
-//!        epoch loop (run::fit), growth while training (adapt)
+//!        epoch loop (run::fit), growth while training (adapt); data
+//!        parallel: a Trainer is one replica of a run over a
+//!        collective::Communicator (MPI), each step its shard of the batch
 //! ```
 //!
 //! What holds at each stage:
@@ -58,6 +65,9 @@
 //!   function carries `ll.memory` (arena, lower bound, naive sum); two
 //!   buffers share bytes only when their lifetimes do not overlap (or the
 //!   kernel is elementwise and the input dies there).
+//! - After `ll-bucket-collectives`: each `ll.all_reduce` stands right after
+//!   the last op that writes one of its buffers, and no op between a
+//!   bucket's members and its place touches their buffers.
 //! - After `ll-schedule`: every kernel has `ll.stream`; a kernel depending
 //!   on another stream's kernel waits on its event; program order is a
 //!   valid execution order.

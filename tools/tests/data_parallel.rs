@@ -57,7 +57,7 @@ fn train(model: &Path, out: &Path, args: &[&str]) -> Output {
 
 fn ok(o: &Output) -> String {
     let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(o.status.success(), "aicf failed:\n{text}");
+    assert!(o.status.success(), "aicf failed ({}):\n{text}", o.status);
     text
 }
 

@@ -128,6 +128,17 @@ impl Mpi {
         if ONCE.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return Err("MPI was already initialised in this process (one communicator per process)".into());
         }
+        // Open MPI's default choice for a non-blocking all-reduce of a
+        // bucket (megabytes) ran at half the speed of its ring (2 ranks,
+        // 4.4 MB: 1.75 against 0.80 ms; the blocking tuned one 1.26). The
+        // ring also adds each chunk in one fixed order along the ranks, the
+        // same on every rank. A user's own setting stands.
+        const RING: &str = "OMPI_MCA_coll_libnbc_iallreduce_algorithm";
+        if std::env::var_os(RING).is_none() {
+            // SAFETY: called before MPI starts its threads, from the thread
+            // that sets the process up (aicf calls it before training).
+            unsafe { std::env::set_var(RING, "1") };
+        }
         unsafe {
             let mut provided: c_int = 0;
             let code = ffi::MPI_Init_thread(
