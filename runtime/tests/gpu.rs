@@ -69,6 +69,10 @@ struct Mode {
 fn run_case(dir: &std::path::Path, case: &BundleCase, mode: Mode) -> Result<(f64, usize), String> {
     let module = CudaModule::load(dir, 0).map_err(|e| e.to_string())?;
     let mut session = CudaSession::new(module, case.seed).map_err(|e| e.to_string())?;
+    if case.nccl {
+        // A data-parallel step: its collectives in an NCCL group of one.
+        session.join_nccl(&aicf_runtime::collective::Local).map_err(|e| e.to_string())?;
+    }
     session.graphs = mode.graphs;
     session.streams = mode.streams;
     session.gemm = mode.gemm;
@@ -103,7 +107,7 @@ fn run_case(dir: &std::path::Path, case: &BundleCase, mode: Mode) -> Result<(f64
 #[test]
 #[ignore = "needs a GPU and the GPU bundle (make gpu-bundle; target/gpu-bundle/run.sh)"]
 fn every_bundle_case_matches_the_cpu_on_the_gpu() {
-    let cases = cases();
+    let cases: Vec<_> = cases().into_iter().filter(|(_, c)| !c.nccl).collect();
     let mut failures = Vec::new();
     for (dir, case) in &cases {
         // Train steps run four ways: launch by launch on one stream; on the
@@ -144,6 +148,35 @@ fn every_bundle_case_matches_the_cpu_on_the_gpu() {
         }
     }
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// A data-parallel train step (the digits MLP, Adam, gradients in 4 KiB
+/// buckets, at weight 1/4) in an NCCL group of one rank gives what the
+/// CPU gave for it alone: NCCL's pre-multiplied sums on the collectives'
+/// stream, launch by launch and replayed in a CUDA Graph. Needs NCCL
+/// (`libnccl.so.2`, the nvidia-nccl-cu12 wheel, or `$AICF_NCCL_LIB`).
+#[test]
+#[ignore = "needs a GPU, NCCL and the GPU bundle (make gpu-bundle; target/gpu-bundle/run.sh)"]
+fn a_data_parallel_step_in_an_nccl_group_of_one_matches_the_cpu() {
+    let cases: Vec<_> = cases().into_iter().filter(|(_, c)| c.nccl).collect();
+    assert!(!cases.is_empty(), "the bundle has no data-parallel case");
+    match cuda::nccl::available() {
+        Ok(found) => println!("NCCL: {found}"),
+        Err(why) => panic!("{why}"),
+    }
+    let mut failures = Vec::new();
+    for (dir, case) in &cases {
+        for graphs in [false, true] {
+            let m = Mode { graphs, streams: true, pipelined: false, gemm: GemmPolicy::Generated };
+            match run_case(dir, case, m) {
+                Ok((worst, _)) => {
+                    println!("ok   {:<28} graphs={graphs:<5} worst relative difference {worst:.1e}", case.name)
+                }
+                Err(e) => failures.push(format!("{} (graphs={graphs}): {e}", case.name)),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The bundle's tensor-core GEMM checks (`gemm/<name>/gemm.json` beside

@@ -627,10 +627,10 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
-    /// This replica's examples of a global batch `chunk` (rows `[r B, (r +
-    /// 1) B)` of it, `B` the model's batch) and its share of the batch's
-    /// rows; a replica past the end of a short last batch runs its first
-    /// row at weight 0.
+    /// This replica's examples of a global batch `chunk` (rows `[rB,
+    /// (r+1)B)` of it, `B` the model's batch) and its share of the
+    /// batch's rows; a replica past the end of a short last batch runs its
+    /// first row at weight 0.
     fn shard<'c>(&self, chunk: &'c [usize]) -> (&'c [usize], f64) {
         if self.replicas == 1 {
             return (chunk, 1.0);

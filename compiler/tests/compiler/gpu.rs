@@ -120,6 +120,7 @@ fn every_kernel_compiles_to_ptx_that_ptxas_accepts() {
                 outputs: want.iter().map(tensor_of).collect(),
             }],
             symbols: BTreeMap::new(),
+            nccl: false,
         };
         write_case(&case, &dir);
     }
@@ -129,9 +130,17 @@ fn every_kernel_compiles_to_ptx_that_ptxas_accepts() {
 /// (the library GEMM, the fastest CPU path) recorded as a bundle case of
 /// its GPU artifact, after ptxas accepts that artifact.
 fn train_case(name: &str, source: &str, optimizer: &str, steps: usize, classes: usize, tol: f64) {
+    train_case_with(name, source, optimizer, "", steps, classes, tol)
+}
+
+/// [`train_case`] with more options of `aicf-train-pipeline` (a leading
+/// space): `data-parallel=true` makes an NCCL case, whose steps' weight
+/// (1/4, from `step_inputs`) a group of one applies.
+fn train_case_with(name: &str, source: &str, optimizer: &str, more: &str, steps: usize, classes: usize, tol: f64) {
     let ctx = CompilerContext::new();
     let mut planned = ctx.parse(source, name).unwrap();
-    run_pipeline(&ctx, &mut planned, &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer}}})")).unwrap();
+    run_pipeline(&ctx, &mut planned, &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer}{more}}})"))
+        .unwrap();
     let gpu = out_dir(&format!("gpu_{name}_{optimizer}"));
     let manifest = compile_gpu(&ctx, &planned, &ir_hash(source), &gpu).unwrap_or_else(|e| panic!("{name}: {e}"));
     ptxas_accepts(&gpu, name);
@@ -170,6 +179,7 @@ fn train_case(name: &str, source: &str, optimizer: &str, steps: usize, classes: 
         tol,
         calls,
         symbols,
+        nccl: more.contains("data-parallel=true"),
     };
     write_case(&case, &gpu);
 }
@@ -186,6 +196,9 @@ fn train_steps_compile_to_ptx_that_ptxas_accepts() {
     let lm = crate::models::char_lm::build(config).unwrap();
     train_case("char_lm", &lm.text, "adam", 2, 65, 1e-3);
     train_case("mlp784", include_str!("../../../examples/mlp784/mlp784.mlir"), "sgd", 3, 10, 1e-4);
+    // Data parallel: the MLP's step with its gradients in buckets of 4 KiB
+    // (several NCCL all-reduces, on their own stream), at weight 1/4.
+    train_case_with("digits_mlp_dp", &mlp.text, "adam", " data-parallel=true bucket-bytes=4096", 3, 10, 1e-4);
 }
 
 /// The MLP784 train step's schedule runs on several streams (what the

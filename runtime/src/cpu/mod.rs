@@ -18,11 +18,18 @@ use std::path::Path;
 /// `void aicf_<hash>(int64_t begin, int64_t end, void **buffers)`
 type KernelFn = unsafe extern "C" fn(i64, i64, *const *mut u8);
 
+/// A call's kernel and its library GEMM's epilogue kernel, if any.
+type Resolved = (KernelFn, Option<KernelFn>);
+
+/// Where the values of a packed collective go back: each buffer's address
+/// and element count, in packing order.
+type Places = Vec<(*mut u8, usize)>;
+
 pub struct CpuModule {
     manifest: Manifest,
     /// Resolved symbol per call, per function, with the library GEMM's
     /// epilogue where there is one (`None`: a collective, no kernel).
-    kernels: HashMap<String, Vec<Option<(KernelFn, Option<KernelFn>)>>>,
+    kernels: HashMap<String, Vec<Option<Resolved>>>,
     registry: Registry,
     /// Overrides the registry (tests, benchmarks of one candidate).
     forced: Option<Choice>,
@@ -774,7 +781,7 @@ struct InFlight {
     started_us: f64,
     ranges: Vec<(usize, usize)>,
     /// (the sum, and per buffer: its address and element count)
-    sums: Vec<(Box<dyn PendingSum>, Vec<(*mut u8, usize)>)>,
+    sums: Vec<(Box<dyn PendingSum>, Places)>,
 }
 
 impl InFlight {
@@ -791,8 +798,8 @@ impl InFlight {
         let c = call.collective.as_ref().ok_or_else(|| fail("not a collective".into()))?;
         let started_us = crate::backend::trace_clock_us();
         let w = weight_of(pointers);
-        let (mut f32s, mut f64s): ((Vec<f32>, Vec<(*mut u8, usize)>), (Vec<f64>, Vec<(*mut u8, usize)>)) =
-            Default::default();
+        let mut f32s: (Vec<f32>, Places) = Default::default();
+        let mut f64s: (Vec<f64>, Places) = Default::default();
         // Buffers of the last steps, each the smallest one that holds
         // this collective's values.
         let count = |t: DType| -> usize {

@@ -21,6 +21,10 @@ pub struct BundleCase {
     pub calls: Vec<BundleCall>,
     /// Symbols after the last call (train steps), by name.
     pub symbols: BTreeMap<String, Tensor>,
+    /// A data-parallel step (its collectives weighted by an input other
+    /// than 1): run in an NCCL group of one, by its own test.
+    #[serde(default)]
+    pub nccl: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -20,6 +20,7 @@
 
 mod bundle;
 mod cublas;
+pub mod nccl;
 mod session;
 
 pub use bundle::{BundleCall, BundleCase, GemmCheck, TrainRun, compare};

@@ -6,7 +6,7 @@
 //! inputs, the schedule's events and, from the second call on, a CUDA
 //! Graph of the whole function that later calls replay.
 
-use super::{CudaModule, DeviceBuffer, LIBRARY, PinnedBuffer, cublas, cuda_err, launch_kernel};
+use super::{CudaModule, DeviceBuffer, LIBRARY, PinnedBuffer, cublas, cuda_err, launch_kernel, nccl};
 use crate::artifact::{Buffer, Call, DType, GpuGemm, LibraryGemm, Manifest, Role};
 use crate::backend::{Backend, TraceEvent, check_variant, no_module_for, trace_clock_us};
 use crate::error::{Result, RuntimeError};
@@ -109,6 +109,32 @@ pub struct CudaSession {
     /// While profiling: the event every kernel's time is measured from,
     /// with the host clock when it was recorded, and the calls so far.
     profile: Option<(CudaEvent, f64, Vec<TraceEvent>)>,
+    /// The NCCL communicator of a data-parallel run, and each collective
+    /// call's pre-multiplied sum.
+    nccl: Option<NcclGroup>,
+}
+
+/// This GPU's place in a data-parallel run's NCCL communicator.
+struct NcclGroup {
+    comm: nccl::Comm,
+    /// `ncclRedOpCreatePreMulSum` of each collective call (by module,
+    /// function and call), reading the call's weight buffer.
+    ops: HashMap<(usize, String, usize), std::ffi::c_int>,
+}
+
+impl Drop for NcclGroup {
+    fn drop(&mut self) {
+        if let Ok(lib) = nccl::nccl() {
+            // SAFETY: the ops and the communicator were made by this NCCL
+            // and nothing uses them after this.
+            unsafe {
+                for &op in self.ops.values() {
+                    (lib.red_op_destroy)(op, self.comm);
+                }
+                (lib.comm_destroy)(self.comm);
+            }
+        }
+    }
 }
 
 impl CudaSession {
@@ -135,7 +161,36 @@ impl CudaSession {
             lt: None,
             registry: None,
             profile: None,
+            nccl: None,
         })
+    }
+
+    /// Joins the NCCL communicator of the run `comm` is a replica of (any
+    /// size, one included): rank 0 makes its id and sends it to the
+    /// others over `comm`. From then on the collectives of every call
+    /// (`ll.all_reduce`) are NCCL all-reduces on their stream, each
+    /// replica's buffers scaled by its weight (a pre-multiplied sum).
+    pub fn join_nccl(&mut self, comm: &dyn crate::collective::Communicator) -> Result<()> {
+        let device = self.modules.first().map(|m| format!("cuda:{}", m.ordinal)).unwrap_or_default();
+        let fail = |message: String| RuntimeError::Device { device: device.clone(), message };
+        let lib = nccl::nccl().map_err(fail)?;
+        let mut id = nccl::UniqueId { internal: [0; 128] };
+        if comm.rank() == 0 {
+            // SAFETY: writes the 128 bytes of `id`.
+            lib.check(unsafe { (lib.get_unique_id)(&mut id) }, "ncclGetUniqueId").map_err(fail)?;
+        }
+        let mut bytes = id.internal.to_vec();
+        comm.broadcast(&mut bytes, 0, "the NCCL id").map_err(RuntimeError::from)?;
+        id.internal = bytes.try_into().map_err(|_| fail("rank 0's NCCL id is not 128 bytes".into()))?;
+        self.modules[0].ctx.bind_to_thread().map_err(cuda_err("binding the context"))?;
+        let mut handle: nccl::Comm = std::ptr::null_mut();
+        // SAFETY: every rank passes the same id, its own rank and the size.
+        let code = unsafe { (lib.comm_init_rank)(&mut handle, comm.size() as _, id, comm.rank() as _) };
+        lib.check(code, &format!("ncclCommInitRank (rank {} of {})", comm.rank(), comm.size())).map_err(fail)?;
+        self.nccl = Some(NcclGroup { comm: handle, ops: HashMap::new() });
+        // Functions bound before made no NCCL operations: they bind again.
+        self.bound.clear();
+        Ok(())
     }
 
     /// The module the session was created with.
@@ -244,6 +299,38 @@ impl CudaSession {
         for (k, c) in f.calls.iter().enumerate() {
             library.push(self.choose_gemm(m, function, k, c, &params[k])?);
         }
+        // Each collective's pre-multiplied sum, reading its weight buffer
+        // (fixed by the plan) when it runs.
+        if let Some(group) = &mut self.nccl {
+            for (k, c) in f.calls.iter().enumerate() {
+                let Some(coll) = &c.collective else { continue };
+                let fail = |message: String| RuntimeError::Kernel {
+                    function: function.into(),
+                    call: k,
+                    op: c.op.clone(),
+                    message,
+                };
+                if coll.dtypes.iter().any(|&d| d != DType::F32) {
+                    return Err(fail(format!("an NCCL all-reduce of {:?} (f32 buffers only)", coll.dtypes)));
+                }
+                let lib = nccl::nccl().map_err(fail)?;
+                let weight = *params[k].last().ok_or_else(|| fail("a collective without its weight".into()))?;
+                let mut op: std::ffi::c_int = 0;
+                // SAFETY: `weight` is the device address of the call's f32
+                // weight buffer, alive as long as this binding.
+                let code = unsafe {
+                    (lib.red_op_create_pre_mul_sum)(
+                        &mut op,
+                        weight as *mut std::ffi::c_void,
+                        nccl::FLOAT32,
+                        nccl::SCALAR_DEVICE,
+                        group.comm,
+                    )
+                };
+                lib.check(code, "ncclRedOpCreatePreMulSum").map_err(fail)?;
+                group.ops.insert((m, function.to_string(), k), op);
+            }
+        }
         if library.iter().any(Option::is_some) {
             let streams = 1 + self.modules[m].side.len();
             if let Some(Ok((_, workspaces))) = &mut self.lt {
@@ -280,9 +367,39 @@ impl CudaSession {
         let c = &self.modules[m].function(function)?.calls[k];
         let err =
             |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message };
-        // A collective sums over this replica alone: a session joins no
-        // group of more (see `set_communicator`).
-        if c.collective.is_some() {
+        // A collective: NCCL's grouped all-reduces of its buffers on this
+        // stream; alone (no NCCL), a sum over this replica at weight 1
+        // (`stage` refuses another weight).
+        if let Some(coll) = &c.collective {
+            let Some(group) = &self.nccl else { return Ok(()) };
+            let lib = nccl::nccl().map_err(err)?;
+            let params = &self.bound[&(m, function.to_string())].params[k];
+            let op = *group
+                .ops
+                .get(&(m, function.to_string(), k))
+                .ok_or_else(|| err("no NCCL operation for this collective".into()))?;
+            // SAFETY: each buffer holds `bytes / 4` f32 values on this
+            // device; NCCL reads and writes them in place on `stream`.
+            unsafe {
+                lib.check((lib.group_start)(), "ncclGroupStart").map_err(err)?;
+                for (i, bytes) in c.bytes.iter().take(coll.dtypes.len()).enumerate() {
+                    let ptr = params[1 + i] as *mut std::ffi::c_void;
+                    let code = (lib.all_reduce)(
+                        ptr,
+                        ptr,
+                        (*bytes / 4) as usize,
+                        nccl::FLOAT32,
+                        op,
+                        group.comm,
+                        stream.cu_stream() as *mut std::ffi::c_void,
+                    );
+                    if code != 0 {
+                        let _ = (lib.group_end)();
+                        return Err(err(format!("ncclAllReduce: {}", lib.error(code))));
+                    }
+                }
+                lib.check((lib.group_end)(), "ncclGroupEnd").map_err(err)?;
+            }
             return Ok(());
         }
         let bound = &self.bound[&(m, function.to_string())];
@@ -572,6 +689,19 @@ impl CudaSession {
         if staging.queue.len() == staging.slots.len() {
             return Err(bad("two calls' inputs are already staged; launch one first".into()));
         }
+        // A data-parallel step alone sums over itself at weight 1: another
+        // weight needs its group (NCCL).
+        if self.nccl.is_none() {
+            let weight = f.args.iter().filter(|a| a.role() == Role::Input).position(|a| a.bind == "replica_weight");
+            if let Some(w) = weight.and_then(|i| inputs.get(i)).and_then(|t| t.values.first())
+                && *w != 1.0
+            {
+                return Err(bad(format!(
+                    "replica_weight {w}: a data-parallel step on CUDA weighs its gradients only in an NCCL group \
+                     (CudaSession::join_nccl)"
+                )));
+            }
+        }
         let s = staging.next;
         let slot = &mut staging.slots[s];
         let copy_err = |what: &str| cuda_err(format!("@{function}: {what}"));
@@ -853,16 +983,7 @@ impl Backend for CudaSession {
     }
 
     fn set_communicator(&mut self, comm: std::sync::Arc<dyn crate::collective::Communicator>) -> Result<()> {
-        if comm.size() > 1 {
-            return Err(RuntimeError::Device {
-                device: self.device(),
-                message: format!(
-                    "data-parallel training on CUDA sums gradients with NCCL, which this runtime does not drive                      yet; run the {} ranks on the CPU (--device cpu)",
-                    comm.size()
-                ),
-            });
-        }
-        Ok(())
+        if comm.size() > 1 { self.join_nccl(comm.as_ref()) } else { Ok(()) }
     }
 
     fn symbol_bytes(&self, name: &str) -> Option<Vec<u8>> {

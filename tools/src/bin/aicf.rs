@@ -495,14 +495,25 @@ fn world() -> Result<std::sync::Arc<dyn Communicator>> {
 /// success, and ends every rank (MPI_Abort) after an error.
 static WORLD: std::sync::Mutex<Option<std::sync::Arc<dyn Communicator>>> = std::sync::Mutex::new(None);
 
-/// Worker threads of one replica: as asked, else this machine's cores over
-/// the replicas that share it.
+/// One replica's device: on the CPU, the worker threads asked for, else
+/// this machine's cores over the replicas that share it; on CUDA, `cuda`
+/// (or `cuda:0`) is the GPU of the replica's place on its machine (its
+/// local rank, modulo the GPUs there), another `cuda:N` stays as given.
 fn replica_device(d: &DeviceArgs) -> DeviceArgs {
+    let local = |var: &str| std::env::var(var).ok().and_then(|v| v.parse::<usize>().ok());
     let mut d = d.clone();
-    if d.threads == 0 {
-        let local = std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
-        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-        d.threads = (cores / local.max(1)).max(1);
+    match d.device {
+        Device::Cpu { .. } if d.threads == 0 => {
+            let sharing = local("OMPI_COMM_WORLD_LOCAL_SIZE").unwrap_or(1);
+            let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+            d.threads = (cores / sharing.max(1)).max(1);
+        }
+        Device::Cuda { ordinal: 0 } => {
+            let rank = local("OMPI_COMM_WORLD_LOCAL_RANK").unwrap_or(0);
+            let gpus = aicf_runtime::cuda::device_count().unwrap_or(1).max(1);
+            d.device = Device::Cuda { ordinal: rank % gpus };
+        }
+        _ => {}
     }
     d
 }
