@@ -220,3 +220,59 @@ fn a_model_compiled_alone_is_no_replica() {
     assert!(e.contains("compiled for it (Options::data_parallel)"), "{e}");
     t.set_communicator(Arc::new(aicf_runtime::collective::Local)).unwrap();
 }
+
+/// Growth and rollback keep a trainer in its group: the grown model and
+/// the model a rollback goes back to are replicas too (their steps sum
+/// over the group), at the replica's weight.
+#[test]
+fn grown_and_rolled_back_models_stay_in_the_group() {
+    use aicf_compiler::train::adapt::{Adaptive, Operator, Outcome, Policy, Progress, WidenRule};
+    let narrow = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/grow/narrow_mlp.mlir"));
+    let mut t = Trainer::from_file(&narrow, options("dp_grow", "adam", true, 0)).unwrap();
+    let twins = Arc::new(Twins { size: 2, sums: Default::default() });
+    t.set_communicator(twins.clone()).unwrap();
+    t.set_replica_share(0.5, Some(64));
+    let rows = digits();
+    let batch = |i: usize| {
+        let take = &rows[(i * 32) % 1760..(i * 32) % 1760 + 32];
+        let x = take.iter().flat_map(|r| r.0.map(|v| v / 16.0)).collect();
+        let y = take.iter().map(|r| r.1 as f64).collect();
+        [
+            Tensor::new([32, 64], aicf_runtime::artifact::DType::F32, x),
+            Tensor::new([32], aicf_runtime::artifact::DType::I32, y),
+        ]
+    };
+    let mut run = Adaptive::new(t, Policy { prefetch: false, watch_steps: 50, rules: vec![], ..Policy::default() });
+    let progress = |i: usize| Progress { epoch: 1, batch: i + 1, rng: 7 };
+    let sums = || twins.sums.load(std::sync::atomic::Ordering::SeqCst);
+    for i in 0..5 {
+        let [x, y] = batch(i);
+        run.step(&[&x, &y], 3e-3, progress(i)).unwrap();
+    }
+    let op = Operator::Widen {
+        layer: "fc1".into(),
+        width: 32,
+        rule: WidenRule::Net2wider,
+        split_noise: 0.1,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    };
+    run.apply(&op, "test", &[], progress(4)).unwrap().expect("the widening is accepted");
+    assert!(run.trainer().communicator().is_some(), "the grown model left the group");
+    let before = sums();
+    let [x, y] = batch(5);
+    run.step(&[&x, &y], 3e-3, progress(5)).unwrap();
+    assert!(sums() > before, "the grown model's step summed over nothing");
+    // An absurd rate: the next loss is not finite, and the watched rewrite
+    // goes back to the narrow model, still a replica.
+    let [x, y] = batch(6);
+    run.step(&[&x, &y], 1e30, progress(6)).unwrap();
+    let [x, y] = batch(7);
+    assert!(matches!(run.step(&[&x, &y], 3e-3, progress(7)).unwrap(), Outcome::RolledBack(..)));
+    assert!(run.trainer().communicator().is_some(), "the model rolled back to left the group");
+    let before = sums();
+    let [x, y] = batch(8);
+    run.step(&[&x, &y], 3e-3, progress(8)).unwrap();
+    assert!(sums() > before, "the rolled-back model's step summed over nothing");
+}
