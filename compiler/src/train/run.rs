@@ -562,8 +562,13 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
+    /// What `@loss` takes for `examples` at `step`. Under data parallel,
+    /// each rank's dropout draws its own masks (rank r's seed is offset by
+    /// r): with one seed, row i of every rank's shard would drop the same
+    /// units.
     fn inputs(&self, split: Split, examples: &[usize], step: u64) -> Vec<Tensor> {
-        step_inputs(self.sig, self.data, split, examples, self.seed, step)
+        let seed = self.seed.wrapping_add((self.rank as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) & ((1 << 52) - 1);
+        step_inputs(self.sig, self.data, split, examples, seed, step)
     }
 
     /// Continues from the checkpoint at `path` (its metadata `meta`):
