@@ -302,4 +302,14 @@ fn one_process_with_data_parallel_trains_as_without() {
     assert!(!text.contains("replicas"), "{text}");
     let worst = max_difference(&dir.join("plain/ckpt/last.safetensors"), &dir.join("dp/ckpt/last.safetensors"));
     assert!(worst <= 1e-6, "differs by {worst}");
+    // What cannot be a run is refused, saying why.
+    for (args, why) in [
+        (&["--data-parallel", "--collective-timeout", "-1"][..], "--collective-timeout -1 is not a positive number"),
+        (&["--nproc", "0"][..], "--nproc 0: at least one process"),
+        (&["--data-parallel", "--bucket-size", "10%"][..], "a bucket size is bytes"),
+    ] {
+        let o = train(&model, &dir.join("bad"), &[&["--epochs", "1"], args].concat());
+        let text = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && text.contains(why), "{args:?}: {text}");
+    }
 }

@@ -123,6 +123,11 @@ struct ModelArgs {
     /// suffixes; 0: one per gradient), as PyTorch DDP's bucket_cap_mb.
     #[arg(long, default_value = "25M", value_parser = bucket_size)]
     bucket_size: u64,
+    /// Data parallel: the most seconds any rank waits for the others in a
+    /// collective before it names the ones that did not come and ends the
+    /// run (default: $AICF_COLLECTIVE_TIMEOUT, else 300).
+    #[arg(long, allow_negative_numbers = true)]
+    collective_timeout: Option<f64>,
 }
 
 #[derive(clap::Args, Clone)]
@@ -484,8 +489,12 @@ fn is_root() -> bool {
 /// The communicator of a --data-parallel command: MPI's world under
 /// mpirun (else a group of one), waiting at most AICF_COLLECTIVE_TIMEOUT
 /// seconds (300) for the other processes.
-fn world() -> Result<std::sync::Arc<dyn Communicator>> {
-    let timeout = collective::timeout_from_env(std::time::Duration::from_secs(300))?;
+fn world(seconds: Option<f64>) -> Result<std::sync::Arc<dyn Communicator>> {
+    let timeout = match seconds {
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => std::time::Duration::from_secs_f64(s),
+        Some(s) => return Err(format!("--collective-timeout {s} is not a positive number of seconds")),
+        None => collective::timeout_from_env(std::time::Duration::from_secs(300))?,
+    };
     let comm = collective::world(timeout)?;
     *WORLD.lock().unwrap_or_else(|e| e.into_inner()) = Some(comm.clone());
     Ok(comm)
@@ -757,7 +766,7 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: RunOptions, gemm:
     }
     // One replica of a data-parallel run: rank 0 prints; an error on any
     // rank ends every rank (`main`; mpirun reports which one).
-    let comm = world()?;
+    let comm = world(c.collective_timeout)?;
     let rank = comm.rank();
     let d = replica_device(d);
     let run = RunOptions { progress: run.progress && rank == 0, data_parallel: Some(comm.clone()), ..run };
@@ -851,7 +860,7 @@ fn bench(
     }
     no_batch(c, "bench")?;
     // Data parallel: every replica times its step, which sums over all.
-    let comm = if c.data_parallel { Some(world()?) } else { None };
+    let comm = if c.data_parallel { Some(world(c.collective_timeout)?) } else { None };
     let rank = comm.as_ref().map_or(0, |c| c.rank());
     let d = &if comm.is_some() { replica_device(d) } else { d.clone() };
     let out = &if rank == 0 { out.to_path_buf() } else { out.join(format!("rank{rank}")) };
