@@ -151,13 +151,16 @@ pub(crate) struct GraphState {
     eager: Option<EagerState>,
 }
 
-/// What an eager graph keeps: its mode, its parameters (created on first
-/// use with their initializers, stream `i` for the `i`-th, under `seed`,
-/// as a compiled model's are) and dropout's counters.
+/// What an eager graph keeps: its mode, its parameters and model state (a
+/// batch norm's running statistics; replaced by `set_state` in training),
+/// each created on first use with its initializer, the `i`-th symbol from
+/// stream `i` under `seed`, as a compiled model's are, and dropout's
+/// counters.
 struct EagerState {
     mode: Mode,
     seed: u64,
     params: RefCell<Vec<(String, crate::eager::Tensor)>>,
+    states: RefCell<Vec<(String, crate::eager::Tensor)>>,
     offset: std::cell::Cell<u64>,
     next_stream: std::cell::Cell<i64>,
 }
@@ -185,6 +188,7 @@ impl GraphState {
             mode,
             seed,
             params: RefCell::new(Vec::new()),
+            states: RefCell::new(Vec::new()),
             offset: std::cell::Cell::new(0),
             next_stream: std::cell::Cell::new(0),
         }))
@@ -228,6 +232,62 @@ impl GraphState {
     /// The eager graph's parameters in the order they were created.
     pub(super) fn eager_params(&self) -> Vec<(String, crate::eager::Tensor)> {
         self.eager.as_ref().map(|e| e.params.borrow().clone()).unwrap_or_default()
+    }
+
+    /// The eager graph's model state (running statistics), in the order it
+    /// was created, at its current values.
+    pub(super) fn eager_states(&self) -> Vec<(String, crate::eager::Tensor)> {
+        self.eager.as_ref().map(|e| e.states.borrow().clone()).unwrap_or_default()
+    }
+
+    /// Sets the eager graph's state `name` (created on first use before,
+    /// or not yet: then it starts from `values`), e.g. from a compiled
+    /// trainer's state.
+    pub(super) fn set_eager_state(self: &Rc<Self>, name: &str, shape: &[usize], values: Vec<f32>) -> Result<()> {
+        let Some(e) = &self.eager else { return Err(NnError::Internal("not an eager graph".into())) };
+        let invalid = |message: String| NnError::Invalid { layer: None, message };
+        let t = crate::eager::Tensor::from_vec(shape, values).map_err(|err| invalid(err.to_string()))?;
+        let mut states = e.states.borrow_mut();
+        match states.iter_mut().find(|(n, _)| n == name) {
+            Some((_, old)) if old.shape() != shape => {
+                Err(invalid(format!("state `{name}` is {:?}, not {shape:?}", old.shape())))
+            }
+            Some((_, old)) => {
+                *old = t;
+                Ok(())
+            }
+            None => {
+                states.push((name.to_string(), t));
+                Ok(())
+            }
+        }
+    }
+
+    /// The eager graph's state `name`, created on first use from `init`
+    /// (from the stream the compiled runtime draws it from: its place among
+    /// the symbols first declared).
+    fn eager_state(self: &Rc<Self>, name: &str, spec: &TensorSpec, init: &Init) -> Result<Tensor> {
+        let Some(e) = &self.eager else { return Err(NnError::Internal("not an eager graph".into())) };
+        let invalid = |message: String| NnError::Invalid { layer: self.current_scope(), message };
+        if let Some((_, t)) = e.states.borrow().iter().find(|(n, _)| n == name) {
+            if t.shape() != spec.shape {
+                return Err(invalid(format!(
+                    "state `{name}` is used again as {}, but it is {:?}",
+                    spec.mlir_type(),
+                    t.shape()
+                )));
+            }
+            return self.wrap(t.clone());
+        }
+        if spec.dtype != DType::F32 {
+            return Err(invalid(format!("eager model state is f32, `{name}` is {}", spec.mlir_type())));
+        }
+        let stream = (e.params.borrow().len() + e.states.borrow().len()) as u64;
+        let mut values = vec![0f32; spec.num_elements()];
+        init.fill(&spec.shape, e.seed, stream, &mut values).map_err(|err| invalid(format!("`{name}`: {err}")))?;
+        let t = crate::eager::Tensor::from_vec(&spec.shape, values).map_err(|err| invalid(err.to_string()))?;
+        e.states.borrow_mut().push((name.to_string(), t.clone()));
+        self.wrap(t)
     }
 
     /// Runs op `name` at once on `operands`' values: the op traced alone
@@ -289,7 +349,9 @@ impl GraphState {
         if spec.dtype != DType::F32 {
             return Err(invalid(format!("eager parameters are f32, `{name}` is {}", spec.mlir_type())));
         }
-        let stream = e.params.borrow().len() as u64;
+        // The compiled runtime draws symbol i of its table (parameters and
+        // model state, as first declared) from stream i.
+        let stream = (e.params.borrow().len() + e.states.borrow().len()) as u64;
         let mut values = vec![0f32; spec.num_elements()];
         init.fill(&spec.shape, e.seed, stream, &mut values).map_err(|err| invalid(format!("`{name}`: {err}")))?;
         let t = crate::eager::Tensor::from_vec(&spec.shape, values).map_err(|err| invalid(err.to_string()))?.param();
@@ -492,10 +554,8 @@ impl GraphState {
     /// and reads it.
     pub(super) fn state(self: &Rc<Self>, name: &str, slot: &str, spec: &TensorSpec, init: &Init) -> Result<Tensor> {
         if self.eager.is_some() {
-            return Err(NnError::Invalid {
-                layer: self.current_scope(),
-                message: format!("model state (`{name}`) is not supported in eager mode yet"),
-            });
+            let _ = slot;
+            return self.eager_state(name, spec, init);
         }
         let existing = self.inner.borrow().states.iter().find(|p| p.name == name).cloned();
         match existing {
@@ -535,6 +595,25 @@ impl GraphState {
 
     /// `hl.set_state @name, value`: the state's value after a train step.
     pub(super) fn set_state(self: &Rc<Self>, name: &str, value: &Tensor) -> Result<()> {
+        // Eagerly, training replaces the state's value at once (as a
+        // PyTorch batch norm updates its buffers in its forward); the
+        // value takes no gradient. Evaluation keeps it.
+        if let Some(e) = &self.eager {
+            if e.mode != Mode::Train {
+                return Ok(());
+            }
+            let invalid = |message: String| NnError::Invalid { layer: self.current_scope(), message };
+            let data = value.data.as_ref().ok_or_else(|| invalid(format!("state `{name}` set to a traced value")))?;
+            let mut states = e.states.borrow_mut();
+            let Some((_, old)) = states.iter_mut().find(|(n, _)| n == name) else {
+                return Err(invalid(format!("state `{name}` is set before it is read (declared)")));
+            };
+            if old.shape() != data.shape() {
+                return Err(invalid(format!("state `{name}` is {:?}, set to {:?}", old.shape(), data.shape())));
+            }
+            *old = data.detach();
+            return Ok(());
+        }
         let symbol = format!("@{}", quote_symbol(name));
         self.emit("hl.set_state", &[value], &[("name", symbol)], Some(&[]))?;
         Ok(())

@@ -214,6 +214,18 @@ impl Graph {
         self.0.eager_params()
     }
 
+    /// An eager graph's model state (a batch norm's running statistics),
+    /// by name, at its current values.
+    pub fn eager_states(&self) -> Vec<(String, crate::eager::Tensor)> {
+        self.0.eager_states()
+    }
+
+    /// Sets an eager graph's state `name` to `values` (of `shape`): moving
+    /// a compiled run's running statistics into eager mode.
+    pub fn set_eager_state(&self, name: &str, shape: &[usize], values: Vec<f32>) -> Result<()> {
+        self.0.set_eager_state(name, shape, values)
+    }
+
     /// Whether the function being traced trains (dropout active).
     pub fn is_training(&self) -> bool {
         self.0.mode() == super::Mode::Train

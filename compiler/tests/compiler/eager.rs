@@ -444,3 +444,123 @@ fn compiled_reference(example: &str, optimizer: &str, seed: u64, tag: &str) -> (
     };
     (model, options)
 }
+
+/// A batch norm over features written with the layer API's model state
+/// (`Graph::state` / `set_state`): the batch statistics normalise while
+/// training, and the running statistics (PyTorch's momentum 0.1, unbiased
+/// variance) are the model's state.
+struct BatchNorm1d {
+    path: String,
+    features: usize,
+}
+
+impl aicf_compiler::nn::Module for BatchNorm1d {
+    fn forward(&self, x: &aicf_compiler::nn::Tensor) -> aicf_compiler::nn::Result<aicf_compiler::nn::Tensor> {
+        use aicf_runtime::init::Init;
+        let g = x.graph();
+        let spec = aicf_compiler::nn::TensorSpec::f32([self.features]);
+        let name = |n: &str| format!("{}.{n}", self.path);
+        let w = g.param(&name("weight"), &self.path, &spec, Init::Ones)?;
+        let b = g.param(&name("bias"), &self.path, &spec, Init::Zeros)?;
+        let running_mean = g.state(&name("running_mean"), "running_mean", &spec, Init::Zeros)?;
+        let running_var = g.state(&name("running_var"), "running_var", &spec, Init::Ones)?;
+        let (mean, var) = if g.is_training() {
+            let rows = x.shape()[0] as f64;
+            let mean = x.mean(&[0], false)?;
+            let centred = x.sub(&mean)?;
+            let var = centred.mul(&centred)?.mean(&[0], false)?;
+            let next_mean = running_mean.mul_scalar(0.9)?.add(&mean.mul_scalar(0.1)?)?;
+            let next_var = running_var.mul_scalar(0.9)?.add(&var.mul_scalar(0.1 * rows / (rows - 1.0))?)?;
+            g.set_state(&name("running_mean"), &next_mean)?;
+            g.set_state(&name("running_var"), &next_var)?;
+            (mean, var)
+        } else {
+            (running_mean, running_var)
+        };
+        x.sub(&mean)?.mul(&var.add_scalar(1e-5)?.rsqrt()?)?.mul(&w)?.add(&b)
+    }
+}
+
+/// A model with state (a batch norm's running statistics) trains eagerly as
+/// compiled: the same layer code traced (the running statistics updated by
+/// the compiled step through `hl.set_state`) and run eagerly (updated at
+/// once in the forward pass, as PyTorch's buffers are) ends an epoch on the
+/// same parameters and running statistics; evaluation leaves them alone;
+/// and they move with the parameters from eager mode to compiled.
+#[test]
+fn model_state_trains_eagerly_as_compiled() {
+    use aicf_compiler::nn::{self, Linear, Module, ReLU, Sequential, TensorSpec};
+    let model = || {
+        Sequential::new()
+            .push(Linear::new("fc1", 64, 32))
+            .push(BatchNorm1d { path: "bn".into(), features: 32 })
+            .push(ReLU)
+            .push(Linear::new("fc2", 32, 10))
+    };
+    let traced = nn::classifier_module(
+        &model(),
+        &TensorSpec::f32([32, 64]),
+        &TensorSpec::new([32], aicf_compiler::nn::DType::I32),
+    )
+    .unwrap();
+    let seed = 5;
+    let (_, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", seed, "eager-state");
+    let mut compiled = Trainer::from_source(&traced.text, "bn_mlp", options.clone()).unwrap();
+    let net = model();
+    let g = nn::Graph::eager(nn::Mode::Train, seed);
+    let rows = digits();
+    let lr = 0.05;
+    let mut opt: Option<Optim> = None;
+    for step in 0..45 {
+        let (xh, yh) = digits_batch(&rows, step, false);
+        // Scaled as the pixels' 0-16 range would make a batch norm's job easy.
+        let xh = Host::new(xh.shape.clone(), DType::F32, xh.values.iter().map(|v| v / 16.0).collect());
+        compiled.step(&[&xh, &yh], lr).unwrap();
+        let x = g.input(&Tensor::from_host(xh).unwrap()).unwrap();
+        let y = g.input(&Tensor::from_host(yh).unwrap()).unwrap();
+        if let Some(o) = &opt {
+            o.zero_grad();
+        }
+        let loss = net.forward(&x).and_then(|z| z.cross_entropy(&y, nn::Reduction::Mean, None)).unwrap();
+        if step == 0 {
+            let params: Vec<Tensor> = g.eager_params().into_iter().map(|(_, p)| p).collect();
+            opt = Some(Optim::sgd(&params, 0.9, false, 0.0).unwrap());
+        }
+        loss.eager().unwrap().backward().unwrap();
+        opt.as_mut().unwrap().step(lr).unwrap();
+    }
+    let end = compiled.state();
+    let states = g.eager_states();
+    assert_eq!(states.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["bn.running_mean", "bn.running_var"]);
+    for (n, t) in g.eager_params().into_iter().chain(states) {
+        assert_close(&n, &t.host().values, &end[&n].values);
+    }
+    // Evaluation reads the running statistics and writes nothing.
+    let eval = nn::Graph::eager(nn::Mode::Eval, seed);
+    let (xh, _) = digits_batch(&rows, 46, false);
+    let x = eval.input(&Tensor::from_host(xh).unwrap()).unwrap();
+    net.forward(&x).unwrap();
+    let before: Vec<Vec<f64>> = eval.eager_states().iter().map(|(_, t)| t.host().values).collect();
+    net.forward(&x).unwrap();
+    let after: Vec<Vec<f64>> = eval.eager_states().iter().map(|(_, t)| t.host().values).collect();
+    assert_eq!(before, after, "evaluation changed the running statistics");
+    // Eager to compiled: parameters, momentum and running statistics.
+    let names: Vec<String> = g.eager_params().into_iter().map(|(n, _)| n).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut state = opt.unwrap().state(&refs).unwrap();
+    for (n, t) in g.eager_states() {
+        state.insert(n, t.host());
+    }
+    let mut moved = Trainer::from_source(&traced.text, "bn_mlp", options).unwrap();
+    moved.set_state(&state).unwrap();
+    let now = moved.state();
+    for (n, t) in &state {
+        assert_eq!(now[n].values, t.values, "{n} moved to the compiled trainer");
+    }
+    // And compiled to eager: a graph's state set from a compiled run's.
+    let fresh = nn::Graph::eager(nn::Mode::Train, seed);
+    fresh
+        .set_eager_state("bn.running_mean", &[32], end["bn.running_mean"].values.iter().map(|&v| v as f32).collect())
+        .unwrap();
+    assert!(fresh.set_eager_state("bn.running_mean", &[31], vec![0.0; 31]).unwrap_err().to_string().contains("[32]"));
+}
