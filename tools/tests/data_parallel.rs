@@ -312,4 +312,19 @@ fn one_process_with_data_parallel_trains_as_without() {
         let text = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success() && text.contains(why), "{args:?}: {text}");
     }
+    // Under mpirun without --data-parallel, each process would train alone
+    // into the same files: refused.
+    require_mpirun();
+    let o = Command::new("mpirun")
+        .args(["-n", "2"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .arg(AICF)
+        .args(["train", model.to_str().unwrap(), "--data", root().join("data/digits.csv.gz").to_str().unwrap()])
+        .arg("--out")
+        .arg(dir.join("alone-twice"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && text.contains("without --data-parallel"), "{text}");
 }

@@ -762,6 +762,15 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: RunOptions, gemm:
     }
     no_batch(c, "train")?;
     if !c.data_parallel {
+        // Several processes of one mpirun, each training alone into the
+        // same files, is a mistake, not a run.
+        let size = std::env::var("OMPI_COMM_WORLD_SIZE").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1);
+        if size > 1 {
+            return Err(format!(
+                "started by mpirun as one of {size} processes, without --data-parallel: each would train alone into \
+                 the same files (add --data-parallel, or run one process)"
+            ));
+        }
         return train_on(c, d, data, &run, gemm);
     }
     // One replica of a data-parallel run: rank 0 prints; an error on any
