@@ -28,6 +28,51 @@ fn fuzzed_inputs_never_crash() {
     run(env!("CARGO_BIN_EXE_aicf-fuzz"), &["--inputs", "400", "--compile-every", "40", "--seed", "11"], &out);
 }
 
+/// A run killed (`kill -9`) while it records into the run registry leaves
+/// the database whole, the run listed as unfinished, and the next run
+/// records beside it.
+#[test]
+fn a_killed_run_leaves_the_run_registry_whole() {
+    let out = scratch("runs");
+    let db = out.join("runs.sqlite");
+    let repo = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let train = |epochs: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_aicf"));
+        c.current_dir(&repo)
+            .args(["train", "examples/mlp/digits_mlp.mlir", "--data", "data/digits.csv.gz", "--no-progress"])
+            .args(["--epochs", epochs, "--runs-db"])
+            .arg(&db)
+            .arg("--out")
+            .arg(out.join("run"));
+        c
+    };
+    let mut child = train("100000").stdout(std::process::Stdio::null()).spawn().expect("aicf starts");
+    // Killed once epochs are being recorded: mid-write for some of them.
+    let started = std::time::Instant::now();
+    let epochs = |db: &PathBuf| std::fs::metadata(db.with_extension("sqlite-wal")).map_or(0, |m| m.len());
+    while epochs(&db) < 64 * 1024 {
+        assert!(started.elapsed().as_secs() < 120, "no epoch recorded in 2 minutes");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let runs = |args: &[&str]| {
+        let o =
+            Command::new(env!("CARGO_BIN_EXE_aicf")).arg("runs").args(args).arg("--runs-db").arg(&db).output().unwrap();
+        assert!(o.status.success(), "aicf runs {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(runs(&["check"]).ends_with(": ok\n"));
+    assert!(runs(&["list"]).lines().nth(1).is_some_and(|l| l.contains("unfinished")), "{}", runs(&["list"]));
+    let shown = runs(&["show", "1"]);
+    assert!(shown.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count() > 1, "{shown}");
+    let o = train("1").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let list = runs(&["list"]);
+    assert!(list.lines().nth(2).is_some_and(|l| l.contains("finished") && !l.contains("unfinished")), "{list}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// Killed at random moments, training never leaves a torn, unusable or
 /// lost checkpoint, and every run resumes to the straight run's bits.
 #[test]

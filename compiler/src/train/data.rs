@@ -433,7 +433,8 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// The fed inputs of a table model: one data input (features) and one
-/// target (a label per example).
+/// target per example: a class index (integer), or a number to regress
+/// (float).
 fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s Input)> {
     match sig.fed()[..] {
         [x, y] if x.role == Role::Data && y.role == Role::Target && y.shape.len() == 1 => Ok((x, y)),
@@ -477,7 +478,8 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
             }
             _ => {}
         }
-        if label.fract() != 0.0 || label < 0.0 {
+        // An integer target is a class; a float one a regression target.
+        if is_int(y.dtype) && (label.fract() != 0.0 || label < 0.0) {
             return Err(at(format!("the label {label} is not a class index")));
         }
         features.extend_from_slice(row);
@@ -818,4 +820,209 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         metadata: BTreeMap::new(),
         kind: Kind::Rows(Rows { columns, train, held }),
     })
+}
+
+impl Dataset {
+    /// What the proposer knows of this problem (`name`: the data's name):
+    /// shapes, task, classes, rows, the labels' entropy, and a cheap
+    /// probe's held-out loss (see [`crate::train::registry::Problem`]).
+    pub fn problem(&self, name: &str, sig: &Signature) -> crate::train::registry::Problem {
+        use crate::train::registry::Problem;
+        match &self.kind {
+            Kind::Text(t) => {
+                let vocab = match &t.vocab {
+                    Vocab::Chars(c) => c.len(),
+                    Vocab::Bytes => 256,
+                };
+                let (train, held) = (&t.tokens[..t.split], &t.tokens[t.split..]);
+                let mut unigram = vec![1f64; vocab];
+                for &v in train {
+                    unigram[v as usize] += 1.0;
+                }
+                let total: f64 = unigram.iter().sum();
+                let entropy = -unigram.iter().map(|c| c / total * (c / total).ln()).sum::<f64>();
+                // A bigram model (add-one) on the training text, scored on
+                // the held-out text: what the previous character explains.
+                let mut bigram = vec![1f64; vocab * vocab];
+                for w in train.windows(2) {
+                    bigram[w[0] as usize * vocab + w[1] as usize] += 1.0;
+                }
+                let rows: Vec<f64> = bigram.chunks(vocab).map(|r| r.iter().sum()).collect();
+                let scored = held.windows(2).take(200_000);
+                let (mut nll, mut n) = (0.0, 0usize);
+                for w in scored {
+                    let (a, b) = (w[0] as usize, w[1] as usize);
+                    nll -= (bigram[a * vocab + b] / rows[a]).ln();
+                    n += 1;
+                }
+                Problem {
+                    name: name.into(),
+                    task: "text".into(),
+                    input: vec![t.context],
+                    outputs: vocab,
+                    rows: train.len(),
+                    label_entropy: entropy,
+                    baseline_loss: entropy,
+                    probe_loss: if n > 0 { nll / n as f64 } else { entropy },
+                }
+            }
+            Kind::Rows(r) => {
+                let (x, y) = (&r.columns[0], &r.columns[r.columns.len() - 1]);
+                let per: usize = x.shape.iter().product::<usize>().max(1);
+                let feature = |e: usize| &x.values[e * per..(e + 1) * per];
+                // At most 2000 examples each: the probe is to be cheap.
+                let train: Vec<usize> = r.train.iter().copied().take(2000).collect();
+                let held: Vec<usize> =
+                    if r.held.is_empty() { train.clone() } else { r.held.iter().copied().take(2000).collect() };
+                let classes = sig.classifies().then(|| sig.classes()).flatten();
+                match classes {
+                    Some(c) => {
+                        let mut counts = vec![0f64; c];
+                        for &e in &r.train {
+                            counts[(y.values[e] as usize).min(c - 1)] += 1.0;
+                        }
+                        let total: f64 = counts.iter().sum::<f64>().max(1.0);
+                        let entropy =
+                            -counts.iter().filter(|&&n| n > 0.0).map(|n| n / total * (n / total).ln()).sum::<f64>();
+                        let probe = softmax_probe(&train, &held, feature, |e| y.values[e] as usize, per, c);
+                        Problem {
+                            name: name.into(),
+                            task: "classification".into(),
+                            input: x.shape.clone(),
+                            outputs: c,
+                            rows: r.train.len(),
+                            label_entropy: entropy,
+                            baseline_loss: entropy,
+                            probe_loss: probe,
+                        }
+                    }
+                    None => {
+                        let targets: Vec<f64> = r.train.iter().map(|&e| y.values[e]).collect();
+                        let mean = targets.iter().sum::<f64>() / targets.len().max(1) as f64;
+                        let var = targets.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / targets.len().max(1) as f64;
+                        let probe = least_squares_probe(&train, &held, feature, |e| y.values[e], per);
+                        Problem {
+                            name: name.into(),
+                            task: "regression".into(),
+                            input: x.shape.clone(),
+                            outputs: 1,
+                            rows: r.train.len(),
+                            label_entropy: 0.5 * var.max(1e-300).ln(),
+                            baseline_loss: var,
+                            probe_loss: probe,
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Softmax regression (full-batch gradient descent, 100 steps) trained on
+/// `train`, its mean cross-entropy on `held`.
+fn softmax_probe<'a>(
+    train: &[usize],
+    held: &[usize],
+    feature: impl Fn(usize) -> &'a [f64],
+    label: impl Fn(usize) -> usize,
+    d: usize,
+    c: usize,
+) -> f64 {
+    let mut w = vec![0f64; (d + 1) * c];
+    let logits = |w: &[f64], x: &[f64], out: &mut [f64]| {
+        for k in 0..c {
+            let row = &w[k * (d + 1)..(k + 1) * (d + 1)];
+            out[k] = row[d] + row[..d].iter().zip(x).map(|(a, b)| a * b).sum::<f64>();
+        }
+        let max = out.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = out.iter().map(|v| (v - max).exp()).sum();
+        for v in out.iter_mut() {
+            *v = (*v - max).exp() / sum;
+        }
+    };
+    let mut p = vec![0f64; c];
+    let lr = 1.0;
+    for _ in 0..100 {
+        let mut grad = vec![0f64; w.len()];
+        for &e in train {
+            let x = feature(e);
+            logits(&w, x, &mut p);
+            let y = label(e).min(c - 1);
+            for k in 0..c {
+                let g = p[k] - (k == y) as u8 as f64;
+                let row = &mut grad[k * (d + 1)..(k + 1) * (d + 1)];
+                for (gi, xi) in row[..d].iter_mut().zip(x) {
+                    *gi += g * xi;
+                }
+                row[d] += g;
+            }
+        }
+        let n = train.len().max(1) as f64;
+        for (wi, gi) in w.iter_mut().zip(&grad) {
+            *wi -= lr * gi / n;
+        }
+    }
+    let mut nll = 0.0;
+    for &e in held {
+        logits(&w, feature(e), &mut p);
+        nll -= p[label(e).min(c - 1)].max(1e-12).ln();
+    }
+    nll / held.len().max(1) as f64
+}
+
+/// Least squares (ridge 1e-6, with a bias) fitted on `train`, its mean
+/// squared error on `held`.
+fn least_squares_probe<'a>(
+    train: &[usize],
+    held: &[usize],
+    feature: impl Fn(usize) -> &'a [f64],
+    target: impl Fn(usize) -> f64,
+    d: usize,
+) -> f64 {
+    let n = d + 1;
+    let mut a = vec![0f64; n * n];
+    let mut b = vec![0f64; n];
+    for &e in train {
+        let x = feature(e);
+        let xb = |i: usize| if i < d { x[i] } else { 1.0 };
+        for i in 0..n {
+            b[i] += xb(i) * target(e);
+            for j in 0..n {
+                a[i * n + j] += xb(i) * xb(j);
+            }
+        }
+    }
+    for i in 0..n {
+        a[i * n + i] += 1e-6 * train.len() as f64;
+    }
+    // Gaussian elimination with partial pivoting.
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&i, &j| a[i * n + col].abs().total_cmp(&a[j * n + col].abs())).unwrap_or(col);
+        if a[pivot * n + col].abs() < 1e-300 {
+            continue;
+        }
+        for k in 0..n {
+            a.swap(col * n + k, pivot * n + k);
+        }
+        b.swap(col, pivot);
+        for row in col + 1..n {
+            let f = a[row * n + col] / a[col * n + col];
+            for k in col..n {
+                a[row * n + k] -= f * a[col * n + k];
+            }
+            b[row] -= f * b[col];
+        }
+    }
+    let mut w = vec![0f64; n];
+    for i in (0..n).rev() {
+        let s: f64 = (i + 1..n).map(|k| a[i * n + k] * w[k]).sum();
+        w[i] = if a[i * n + i].abs() < 1e-300 { 0.0 } else { (b[i] - s) / a[i * n + i] };
+    }
+    let mut se = 0.0;
+    for &e in held {
+        let x = feature(e);
+        let pred = w[d] + (0..d).map(|i| w[i] * x[i]).sum::<f64>();
+        se += (pred - target(e)).powi(2);
+    }
+    se / held.len().max(1) as f64
 }

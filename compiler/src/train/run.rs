@@ -20,6 +20,7 @@ use aicf_runtime::collective::{Communicator, Values};
 use aicf_runtime::{RuntimeError, Tensor, artifact::DType};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -103,6 +104,16 @@ pub struct RunOptions {
     /// replica computes its shard, the step sums the weighted gradients
     /// over the replicas, and rank 0 alone writes metrics and checkpoints.
     pub data_parallel: Option<Arc<dyn Communicator>>,
+    /// Record the run in this run registry (SQLite; see
+    /// [`super::registry`]): its model's structure, its problem, its
+    /// settings, its held-out loss against FLOPs, its growth decisions and
+    /// its outcome. `aicf train` records into
+    /// [`super::registry::Runs::default_path`] unless told otherwise.
+    pub runs_db: Option<PathBuf>,
+    /// Stop once training has spent this many FLOPs (the train step's
+    /// matrix products, convolutions and attention, for the global batch):
+    /// the epoch in progress ends there, is evaluated and recorded.
+    pub flops_budget: Option<f64>,
 }
 
 impl Default for RunOptions {
@@ -123,6 +134,8 @@ impl Default for RunOptions {
             profile_steps: 10,
             progress: false,
             data_parallel: None,
+            runs_db: None,
+            flops_budget: None,
         }
     }
 }
@@ -397,7 +410,90 @@ pub fn fit(
     } else if let Some(dir) = &run.checkpoint_dir {
         loop_.write_version(dir)?;
     }
-    loop_.train(run, checkpoint.as_deref(), report)
+    // The run registry (rank 0 of a data-parallel run): a registry that
+    // cannot be written is noted, never a reason to stop training.
+    let recorder = match (&run.runs_db, rank) {
+        (Some(db), 0) => {
+            let problem = dataset.problem(&data_name(data), &sig);
+            match Recorder::begin(db, &loop_, options, run, problem, &model_file, &model_hash, data) {
+                Ok(r) => Some(Rc::new(r)),
+                Err(e) => {
+                    report.note(&format!("the run registry {}: {e}; the run is not recorded", db.display()));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    loop_.recorder = recorder.clone();
+    let started = Instant::now();
+    let result = loop_.train(run, checkpoint.as_deref(), report);
+    if let Some(r) = &recorder {
+        let written = match &result {
+            Ok(summary) => r.runs.finish(r.id, &summary.records, summary.steps, started.elapsed().as_secs_f64()),
+            Err(e) => r.runs.fail(r.id, &e.to_string()),
+        };
+        if let Err(e) = written {
+            report.note(&format!("the run registry: {e}"));
+        }
+    }
+    result
+}
+
+/// The name of a run's data: its first file's name without extensions.
+fn data_name(data: &[PathBuf]) -> String {
+    let name = data.first().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.split('.').next().unwrap_or_default().to_string()
+}
+
+/// A run's entry in the run registry.
+struct Recorder {
+    runs: super::registry::Runs,
+    id: i64,
+}
+
+impl Recorder {
+    #[allow(clippy::too_many_arguments)]
+    fn begin(
+        db: &Path,
+        loop_: &Loop<'_>,
+        options: &Options,
+        run: &RunOptions,
+        problem: super::registry::Problem,
+        model: &Path,
+        model_hash: &str,
+        data: &[PathBuf],
+    ) -> Result<Recorder> {
+        use super::registry::{NewRun, Runs, Settings, fingerprint};
+        let runs = Runs::open(db)?;
+        let trainer = loop_.adaptive.trainer();
+        let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
+        let name = model.display().to_string();
+        let fingerprint = fingerprint(trainer.source(), &name, step_flops * loop_.replicas as f64)?;
+        let settings = Settings {
+            optimizer: options.optimizer.clone(),
+            lr: run.lr,
+            momentum: options.momentum,
+            weight_decay: options.weight_decay,
+            precision: options.precision.name().into(),
+            batch: loop_.batch * loop_.replicas,
+            epochs: run.epochs,
+            policy: run.adapt.as_ref().map(|p| p.display().to_string()),
+            replicas: loop_.replicas,
+        };
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        let id = runs.begin(&NewRun {
+            command,
+            model: name,
+            model_hash: model_hash.into(),
+            fingerprint,
+            problem,
+            settings,
+            data: data.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            seed: run.seed,
+        })?;
+        Ok(Recorder { runs, id })
+    }
 }
 
 /// A resume asked to train to an epoch the checkpoint has reached: the
@@ -460,6 +556,11 @@ struct Loop<'a> {
     comm: Option<Arc<dyn Communicator>>,
     rank: usize,
     replicas: usize,
+    /// The run registry's entry, the decisions recorded in it so far, and
+    /// the model's IR as the last recorded change left it.
+    recorder: Option<Rc<Recorder>>,
+    recorded_decisions: usize,
+    last_source: String,
 }
 
 impl<'a> Loop<'a> {
@@ -514,7 +615,11 @@ impl<'a> Loop<'a> {
             comm,
             rank,
             replicas,
+            recorder: None,
+            recorded_decisions: 0,
+            last_source: String::new(),
         };
+        loop_.last_source = loop_.adaptive.trainer().source().to_string();
         let first = aicf_runtime::artifact::ir_hash(loop_.adaptive.trainer().source());
         loop_.versions.insert(first, 0);
         loop_.rng = loop_.initial_rng(run.seed);
@@ -646,6 +751,39 @@ impl<'a> Loop<'a> {
         }
         let weight = range.len() as f64 / chunk.len() as f64;
         (&chunk[range], weight)
+    }
+
+    /// Records in the run registry the decisions taken since the last call:
+    /// one that changed the model with its IR before and after.
+    fn record_decisions(&mut self) {
+        let Some(r) = self.recorder.clone() else { return };
+        let decisions = self.adaptive.decisions();
+        for (seq, d) in decisions.iter().enumerate().skip(self.recorded_decisions) {
+            let source = self.adaptive.trainer().source();
+            let changed = d.outcome != "rejected" && source != self.last_source;
+            let (before, after) =
+                if changed { (self.last_source.clone(), source.to_string()) } else { (String::new(), String::new()) };
+            let record = super::registry::DecisionRecord {
+                step: d.step,
+                epoch: d.epoch,
+                trigger: d.trigger.clone(),
+                action: d.action.clone(),
+                outcome: d.outcome.clone(),
+                reason: d.reason.clone(),
+                params_before: d.params_before,
+                params_after: d.params_after,
+                loss_before: d.loss_before,
+                loss_after: d.loss_after,
+                ir_before: before,
+                ir_after: after,
+            };
+            // A registry that cannot be written does not stop training.
+            let _ = r.runs.decision(r.id, seq, &record);
+            if changed {
+                self.last_source = source.to_string();
+            }
+        }
+        self.recorded_decisions = decisions.len();
     }
 
     /// Under data parallel with a growth policy: every replica must hold
@@ -810,6 +948,7 @@ impl<'a> Loop<'a> {
         let mut trace = None;
         let mut epoch = self.first_epoch;
         let mut start_batch = 0;
+        let mut budget_spent = false;
         let mut last_lr = run.lr;
         'epochs: while epoch <= run.epochs {
             let epoch_started = Instant::now();
@@ -891,8 +1030,15 @@ impl<'a> Loop<'a> {
                             bar.inc(1);
                             bar.set_message(format!("epoch {epoch}, loss {:.4}", m.loss));
                         }
+                        self.record_decisions();
+                        // A FLOPs budget spent ends the run with this epoch.
+                        if run.flops_budget.is_some_and(|b| self.adaptive.flops >= b) {
+                            budget_spent = true;
+                            break;
+                        }
                     }
                     Outcome::RolledBack(d, to) => {
+                        self.record_decisions();
                         self.update_version(run.checkpoint_dir.as_deref());
                         let summary = self.adaptive.decisions()[d].summary();
                         suspend(bar.as_ref(), || report.decision(&summary));
@@ -959,6 +1105,11 @@ impl<'a> Loop<'a> {
                 record.layers = serde_json::to_value(&o.layers).ok();
             }
             suspend(bar.as_ref(), || report.epoch(&record, run.epochs));
+            if let Some(r) = &self.recorder
+                && let Err(e) = r.runs.epoch(r.id, &record)
+            {
+                suspend(bar.as_ref(), || report.note(&format!("the run registry: {e}")));
+            }
             self.records.push(record);
             if writes {
                 report::write_metrics(&metrics, &self.records)?;
@@ -971,12 +1122,16 @@ impl<'a> Loop<'a> {
             if !self.adaptive.policy().rules.is_empty() {
                 self.check_agreement(self.adaptive.trainer().steps())?;
             }
+            self.record_decisions();
             if let Some(path) = checkpoint {
                 if writes {
                     self.save(path, epoch, run)?;
                 } else {
                     self.saved_epoch = Some(epoch);
                 }
+            }
+            if budget_spent {
+                break;
             }
             epoch += 1;
         }
@@ -995,6 +1150,14 @@ impl<'a> Loop<'a> {
         let plot = run.out.join("plot.svg");
         if writes {
             report::plot(&plot, &self.records)?;
+        }
+        if let Some(r) = &self.recorder {
+            let trainer = self.adaptive.trainer();
+            let flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
+            let name = self.model.display().to_string();
+            if let Ok(f) = super::registry::fingerprint(trainer.source(), &name, flops * self.replicas as f64) {
+                let _ = r.runs.final_structure(r.id, &f);
+            }
         }
         let trainer = self.adaptive.trainer();
         Ok(Summary {

@@ -576,3 +576,24 @@ fn the_cosine_schedule_warms_up_linearly_then_decays_to_its_floor() {
     assert!(rates.windows(2).all(|w| w[1] <= w[0]), "monotone after the warm-up");
     assert_eq!(LrSchedule::Constant.at(3e-3, 77, 100), 3e-3);
 }
+
+/// The run registry's fingerprint: what a model is made of, and a graph
+/// hash that names do not change (the same layers under other names hash
+/// alike; another width does not).
+#[test]
+fn fingerprints_see_structure_not_names() {
+    use aicf_compiler::train::registry::fingerprint;
+    let mlp = include_str!("../../../examples/mlp/digits_mlp.mlir");
+    let f = fingerprint(mlp, "mlp", 1e6).unwrap();
+    assert_eq!((f.kind.as_str(), f.depth, f.widths.clone(), f.params), ("mlp", 2, vec![128, 10], 9610));
+    assert_eq!(f.ops.get("hl.linear"), Some(&2));
+    let renamed = mlp.replace("fc1", "encoder").replace("fc2", "head");
+    assert_ne!(renamed, mlp);
+    assert_eq!(fingerprint(&renamed, "renamed", 1e6).unwrap().graph_hash, f.graph_hash);
+    let narrow = include_str!("../../../examples/grow/narrow_mlp.mlir");
+    assert_ne!(fingerprint(narrow, "narrow", 1e6).unwrap().graph_hash, f.graph_hash);
+    let cnn = include_str!("../../../examples/cnn/digits_cnn.mlir");
+    assert_eq!(fingerprint(cnn, "cnn", 1e6).unwrap().kind, "cnn");
+    let lm = include_str!("../../../examples/char_lm/char_lm.mlir");
+    assert_eq!(fingerprint(lm, "lm", 1e6).unwrap().kind, "transformer");
+}

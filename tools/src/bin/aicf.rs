@@ -280,6 +280,28 @@ enum Command {
         /// machines, run `mpirun ... aicf train --data-parallel` yourself.
         #[arg(long)]
         nproc: Option<usize>,
+        /// Record the run in this run registry (SQLite; default
+        /// $AICF_RUNS_DB, else ~/.local/share/aicf/runs.sqlite; see `aicf
+        /// runs`).
+        #[arg(long)]
+        runs_db: Option<PathBuf>,
+        /// Do not record the run in the run registry.
+        #[arg(long, conflicts_with = "runs_db")]
+        no_runs_db: bool,
+        /// Stop once training has spent this many FLOPs (the epoch in
+        /// progress ends there and is evaluated); --epochs still bounds it.
+        #[arg(long)]
+        flops_budget: Option<f64>,
+    },
+    /// The run registry: every `aicf train` run, its model's structure, its
+    /// problem, its held-out loss against FLOPs, its decisions.
+    Runs {
+        #[command(subcommand)]
+        what: RunsCommand,
+        /// The registry (default $AICF_RUNS_DB, else
+        /// ~/.local/share/aicf/runs.sqlite).
+        #[arg(long, global = true)]
+        runs_db: Option<PathBuf>,
     },
     /// Accuracy and held-out loss of a checkpoint on a data set (every row
     /// of a table, the held-out end of a text).
@@ -326,6 +348,20 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum RunsCommand {
+    /// One line per run.
+    List,
+    /// A run's record: structure, problem, settings, curve, decisions.
+    Show { id: i64 },
+    /// Runs side by side.
+    Compare { ids: Vec<i64> },
+    /// The registry's SQL schema.
+    Schema,
+    /// Whether SQLite finds the database whole (PRAGMA integrity_check).
+    Check,
+}
+
 type Result<T> = std::result::Result<T, String>;
 
 fn main() {
@@ -365,10 +401,15 @@ fn main() {
             warmup_steps,
             min_lr_factor,
             nproc,
+            runs_db,
+            no_runs_db,
+            flops_budget,
         } => {
             if let Some(n) = nproc {
                 std::process::exit(launch_mpirun(n));
             }
+            let runs_db =
+                if no_runs_db { None } else { runs_db.or_else(aicf_compiler::train::registry::Runs::default_path) };
             let lr_schedule = match lr_schedule {
                 Schedule::Constant => LrSchedule::Constant,
                 Schedule::Cosine => LrSchedule::Cosine { warmup_steps, min_factor: min_lr_factor },
@@ -389,10 +430,13 @@ fn main() {
                 profile_steps,
                 progress: !no_progress,
                 data_parallel: None,
+                runs_db,
+                flops_budget,
             };
             train(&compile, &device, &data, run, gemm)
         }
         Command::Eval { compile, device, data, checkpoint, out } => eval(&compile, &device, &data, &checkpoint, &out),
+        Command::Runs { what, runs_db } => runs(what, runs_db),
         Command::Bench { compile, device, lr, steps, out, profile, trace, gemm } => {
             let lr = lr.unwrap_or(if compile.optimizer.name() == "adam" { 1e-3 } else { 0.1 });
             bench(&compile, &device, lr, steps, &out, profile, trace.as_deref(), gemm.as_deref())
@@ -993,6 +1037,158 @@ fn bench(
     if let Some(path) = trace {
         aicf_compiler::train::report::write_trace(path, &backend.device(), &events).map_err(|e| e.to_string())?;
         println!("trace of {steps} steps: {}", path.display());
+    }
+    Ok(())
+}
+
+/// `aicf runs list|show|compare|schema`.
+fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
+    use aicf_compiler::train::registry::{Runs, SCHEMA};
+    if let RunsCommand::Schema = what {
+        println!("{}", SCHEMA.trim());
+        return Ok(());
+    }
+    let path =
+        db.or_else(Runs::default_path).ok_or("no run registry: AICF_RUNS_DB is off and no --runs-db was given")?;
+    if !path.exists() {
+        return Err(format!("{}: no run registry there (aicf train records its runs)", path.display()));
+    }
+    let registry = Runs::open(&path).map_err(|e| e.to_string())?;
+    let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    let structure = |f: &aicf_compiler::train::registry::Fingerprint| {
+        let widths = f.widths.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("-");
+        format!("{} {widths}", f.kind)
+    };
+    match what {
+        RunsCommand::List => {
+            let rows = registry.list().map_err(|e| e.to_string())?;
+            println!(
+                "{:>4}  {:<10}  {:<20}  {:<16}  {:<22}  {:>9}  {:>10}  {:>9}  {:>6}",
+                "id", "status", "started", "problem", "structure", "params", "FLOPs", "best val", "epochs"
+            );
+            for r in &rows {
+                println!(
+                    "{:>4}  {:<10}  {:<20}  {:<16}  {:<22}  {:>9}  {:>10}  {:>9}  {:>6}",
+                    r.id,
+                    r.status,
+                    r.started,
+                    format!("{} ({})", r.problem.name, &r.problem.task[..r.problem.task.len().min(5)]),
+                    structure(&r.fingerprint),
+                    r.fingerprint.params,
+                    r.train_flops.map_or("-".into(), |f| format!("{f:.3e}")),
+                    opt(r.best_val_loss, 4),
+                    r.epochs.map_or("-".into(), |e| e.to_string())
+                );
+            }
+            println!("{} runs in {}", rows.len(), path.display());
+        }
+        RunsCommand::Show { id } => {
+            let d = registry.get(id).map_err(|e| e.to_string())?;
+            let r = &d.run;
+            println!("run {id}: {} ({}), started {}", r.status, r.model, r.started);
+            println!("  command: {}", d.command);
+            println!("  data: {} (seed {})", d.data, d.seed);
+            let p = &r.problem;
+            println!(
+                "  problem: {} ({}), input {:?}, {} outputs, {} rows, label entropy {:.4}, constant {:.4}, probe {:.4}",
+                p.name, p.task, p.input, p.outputs, p.rows, p.label_entropy, p.baseline_loss, p.probe_loss
+            );
+            let f = &r.fingerprint;
+            println!(
+                "  structure: {}, depth {}, {} parameters, {:.3e} FLOPs a step, graph {}",
+                structure(f),
+                f.depth,
+                f.params,
+                f.flops_per_step,
+                f.graph_hash
+            );
+            if let Some(end) = r.final_fingerprint.as_ref().filter(|e| e.graph_hash != f.graph_hash) {
+                println!("  grown into: {}, depth {}, {} parameters", structure(end), end.depth, end.params);
+            }
+            let ops: Vec<String> = f.ops.iter().map(|(k, v)| format!("{}: {v}", k.trim_start_matches("hl."))).collect();
+            println!("  ops: {}", ops.join(", "));
+            let s = &r.settings;
+            println!(
+                "  settings: {} lr {} (momentum {}, weight decay {}), {}, batch {}, {} epochs{}{}",
+                s.optimizer,
+                s.lr,
+                s.momentum,
+                s.weight_decay,
+                s.precision,
+                s.batch,
+                s.epochs,
+                s.policy.as_ref().map_or(String::new(), |p| format!(", policy {p}")),
+                if s.replicas > 1 { format!(", {} replicas", s.replicas) } else { String::new() }
+            );
+            println!(
+                "  {:>5}  {:>7}  {:>11}  {:>10}  {:>10}  {:>9}",
+                "epoch", "step", "FLOPs", "train", "val", "accuracy"
+            );
+            for c in &d.curve {
+                println!(
+                    "  {:>5}  {:>7}  {:>11.3e}  {:>10.4}  {:>10}  {:>9}",
+                    c.epoch,
+                    c.step,
+                    c.train_flops,
+                    c.train_loss,
+                    opt(c.val_loss, 4),
+                    c.val_accuracy.map_or("-".into(), |a| format!("{:.2}%", 100.0 * a))
+                );
+            }
+            for (i, x) in d.decisions.iter().enumerate() {
+                println!(
+                    "  decision {i}: step {} (epoch {}): {} on {} -> {} ({} -> {} parameters){}",
+                    x.step,
+                    x.epoch,
+                    x.action,
+                    x.trigger,
+                    x.outcome,
+                    x.params_before,
+                    x.params_after,
+                    if x.ir_after.is_empty() { String::new() } else { ", IR before and after recorded".into() }
+                );
+            }
+            if let Some(e) = &r.error {
+                println!("  error: {e}");
+            }
+        }
+        RunsCommand::Compare { ids } => {
+            if ids.len() < 2 {
+                return Err("compare takes two runs or more".into());
+            }
+            let rows: Vec<_> = ids
+                .iter()
+                .map(|&i| registry.get(i))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|e| e.to_string())?;
+            let line = |what: &str, f: &dyn Fn(&aicf_compiler::train::registry::RunDetail) -> String| {
+                print!("{what:<16}");
+                for d in &rows {
+                    print!("  {:>22}", f(d));
+                }
+                println!();
+            };
+            line("run", &|d| d.run.id.to_string());
+            line("status", &|d| d.run.status.clone());
+            line("problem", &|d| d.run.problem.name.clone());
+            line("structure", &|d| structure(&d.run.fingerprint));
+            line("params", &|d| d.run.fingerprint.params.to_string());
+            line("optimizer", &|d| format!("{} {}", d.run.settings.optimizer, d.run.settings.lr));
+            line("epochs", &|d| d.run.epochs.map_or("-".into(), |e| e.to_string()));
+            line("training FLOPs", &|d| d.run.train_flops.map_or("-".into(), |f| format!("{f:.3e}")));
+            line("best val loss", &|d| opt(d.run.best_val_loss, 4));
+            line("final val loss", &|d| opt(d.run.final_val_loss, 4));
+            line("final accuracy", &|d| d.run.final_val_accuracy.map_or("-".into(), |a| format!("{:.2}%", 100.0 * a)));
+            line("decisions", &|d| d.decisions.len().to_string());
+        }
+        RunsCommand::Check => {
+            let verdict = registry.integrity().map_err(|e| e.to_string())?;
+            if verdict != "ok" {
+                return Err(format!("{}: {verdict}", path.display()));
+            }
+            println!("{}: ok", path.display());
+        }
+        RunsCommand::Schema => {}
     }
     Ok(())
 }

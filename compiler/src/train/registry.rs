@@ -1,0 +1,674 @@
+//! The run registry: every training run, in one SQLite database (`rusqlite`
+//! with its bundled SQLite), so that past runs can be compared and can
+//! propose structures for new problems ([`super::propose`]).
+//!
+//! A run's record holds its model's structure ([`Fingerprint`]: op
+//! histogram, depth, layer widths, parameters, FLOPs per step, a hash of the
+//! graph that ignores names), its problem ([`Problem`]: shapes, task,
+//! classes, rows, label entropy, a linear probe's loss), its settings
+//! (optimizer, precision, learning rate, batch, seed), its held-out loss
+//! against cumulative training FLOPs (a row per epoch), every growth
+//! decision with the IR before and after, and how it ended.
+//!
+//! Schema (version 1; `aicf runs schema` prints it):
+//!
+//! ```text
+//! runs(id, started, finished, status, pid, host, command, model, model_hash,
+//!      graph_hash, fingerprint JSON, final_fingerprint JSON, problem JSON,
+//!      settings JSON, data, seed,
+//!      error, epochs, steps, train_flops, params, best_val_loss,
+//!      final_val_loss, final_val_accuracy, seconds)
+//! curve(run_id, epoch, step, train_flops, train_loss, val_loss,
+//!       val_accuracy, params, seconds)
+//! decisions(run_id, seq, step, epoch, trigger, action, outcome, reason,
+//!           params_before, params_after, loss_before, loss_after,
+//!           ir_before, ir_after)
+//! meta(key, value)
+//! ```
+//!
+//! Each write is one transaction (SQLite's journal in WAL mode), so a
+//! killed run leaves the database whole: its row says `running`, and
+//! [`Runs::list`] shows it as `unfinished` once its process is gone.
+//! Several processes may record at once (a busy writer is waited for).
+
+use super::TrainError;
+use super::report::EpochRecord;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+type Result<T, E = TrainError> = std::result::Result<T, E>;
+
+/// The schema, created when a database is opened for the first time.
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    started TEXT NOT NULL,
+    finished TEXT,
+    status TEXT NOT NULL,            -- running | finished | failed
+    pid INTEGER,
+    host TEXT,
+    command TEXT,
+    model TEXT,                      -- the model file
+    model_hash TEXT,                 -- hash of its canonical IR
+    graph_hash TEXT,                 -- hash of its graph, names ignored
+    fingerprint TEXT NOT NULL,       -- JSON: Fingerprint (the model it started with)
+    final_fingerprint TEXT,          -- JSON: Fingerprint (the model it ended with)
+    problem TEXT NOT NULL,           -- JSON: Problem
+    settings TEXT NOT NULL,          -- JSON: Settings
+    data TEXT,                       -- the data files
+    seed INTEGER,
+    error TEXT,
+    epochs INTEGER,
+    steps INTEGER,
+    train_flops REAL,
+    params INTEGER,
+    best_val_loss REAL,
+    final_val_loss REAL,
+    final_val_accuracy REAL,
+    seconds REAL
+);
+CREATE TABLE IF NOT EXISTS curve (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    epoch INTEGER NOT NULL,
+    step INTEGER,
+    train_flops REAL,
+    train_loss REAL,
+    val_loss REAL,
+    val_accuracy REAL,
+    params INTEGER,
+    seconds REAL,
+    PRIMARY KEY (run_id, epoch)
+);
+CREATE TABLE IF NOT EXISTS decisions (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    seq INTEGER NOT NULL,
+    step INTEGER,
+    epoch INTEGER,
+    trigger TEXT,
+    action TEXT,
+    outcome TEXT,
+    reason TEXT,
+    params_before INTEGER,
+    params_after INTEGER,
+    loss_before REAL,
+    loss_after REAL,
+    ir_before TEXT,
+    ir_after TEXT,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX IF NOT EXISTS runs_graph ON runs(graph_hash);
+";
+
+pub const SCHEMA_VERSION: &str = "1";
+
+/// A model's structure, as the proposer compares models.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// `hl` ops of `@forward` by name (`hl.linear: 2`).
+    pub ops: BTreeMap<String, usize>,
+    /// Layers with a weight matrix or filter bank, in order.
+    pub depth: usize,
+    /// Their output widths (a linear layer's units, a convolution's
+    /// channels), in declaration order.
+    pub widths: Vec<usize>,
+    pub params: usize,
+    /// The train step's FLOPs (matrix products, convolutions, attention).
+    pub flops_per_step: f64,
+    /// Hash of the model's IR with every symbol, owner and location
+    /// replaced by its position: two models that differ only in names
+    /// share it.
+    pub graph_hash: String,
+    /// `mlp`, `cnn`, `transformer` or `other`: what the proposer adapts.
+    pub kind: String,
+}
+
+/// A problem, as the proposer compares problems.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    /// The data's name (its file's stem).
+    pub name: String,
+    /// `classification`, `regression` or `text`.
+    pub task: String,
+    /// One example's input shape.
+    pub input: Vec<usize>,
+    /// Classes (classification, text: the vocabulary), or 1 (regression).
+    pub outputs: usize,
+    /// Training examples (text: tokens).
+    pub rows: usize,
+    /// The label distribution's entropy in nats (regression: the log of
+    /// the targets' standard deviation).
+    pub label_entropy: f64,
+    /// The loss of the constant predictor (classification: the entropy;
+    /// regression: the variance; text: the unigram entropy).
+    pub baseline_loss: f64,
+    /// A cheap probe's held-out loss: a linear model (classification:
+    /// softmax regression; regression: least squares; text: a bigram
+    /// model).
+    pub probe_loss: f64,
+}
+
+impl Problem {
+    /// The probe's loss relative to the constant predictor's: how much a
+    /// linear model already explains (0: all, 1: nothing).
+    pub fn probe_ratio(&self) -> f64 {
+        if self.baseline_loss > 0.0 { (self.probe_loss / self.baseline_loss).clamp(0.0, 2.0) } else { 1.0 }
+    }
+}
+
+/// How a run trains.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub optimizer: String,
+    pub lr: f64,
+    pub momentum: f64,
+    pub weight_decay: f64,
+    pub precision: String,
+    pub batch: usize,
+    pub epochs: usize,
+    /// The growth policy's file, for an adaptive run.
+    pub policy: Option<String>,
+    pub replicas: usize,
+}
+
+/// What a run records when it starts.
+#[derive(Clone, Debug, Default)]
+pub struct NewRun {
+    pub command: String,
+    pub model: String,
+    pub model_hash: String,
+    pub fingerprint: Fingerprint,
+    pub problem: Problem,
+    pub settings: Settings,
+    pub data: String,
+    pub seed: u64,
+}
+
+/// A growth decision, as recorded.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    pub step: u64,
+    pub epoch: usize,
+    pub trigger: String,
+    pub action: String,
+    pub outcome: String,
+    pub reason: String,
+    pub params_before: usize,
+    pub params_after: usize,
+    pub loss_before: Option<f64>,
+    pub loss_after: Option<f64>,
+    pub ir_before: String,
+    pub ir_after: String,
+}
+
+/// One run, as listed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub started: String,
+    /// `running`, `finished`, `failed`, or `unfinished` (recorded as
+    /// running by a process that is gone: killed).
+    pub status: String,
+    pub model: String,
+    pub problem: Problem,
+    pub fingerprint: Fingerprint,
+    /// The structure it ended with (a grown model's), once finished.
+    pub final_fingerprint: Option<Fingerprint>,
+    pub settings: Settings,
+    pub epochs: Option<i64>,
+    pub steps: Option<i64>,
+    pub train_flops: Option<f64>,
+    pub best_val_loss: Option<f64>,
+    pub final_val_loss: Option<f64>,
+    pub final_val_accuracy: Option<f64>,
+    pub seconds: Option<f64>,
+    pub error: Option<String>,
+}
+
+/// A run with its curve and decisions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunDetail {
+    pub run: RunRow,
+    pub command: String,
+    pub data: String,
+    pub seed: i64,
+    pub curve: Vec<CurvePoint>,
+    pub decisions: Vec<DecisionRecord>,
+}
+
+/// A run's held-out loss at the end of an epoch, against FLOPs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    pub epoch: i64,
+    pub step: i64,
+    pub train_flops: f64,
+    pub train_loss: f64,
+    pub val_loss: Option<f64>,
+    pub val_accuracy: Option<f64>,
+}
+
+/// The registry's database.
+pub struct Runs {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> TrainError + '_ {
+    move |e| TrainError::Io { path: path.to_path_buf(), message: format!("run registry: {e}") }
+}
+
+/// Seconds since the Unix epoch, as ISO 8601 (UTC).
+fn now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+impl Runs {
+    /// Where runs are recorded by default: `$AICF_RUNS_DB` if set (`off`:
+    /// nowhere), else `$XDG_DATA_HOME/aicf/runs.sqlite`, else
+    /// `~/.local/share/aicf/runs.sqlite`.
+    pub fn default_path() -> Option<PathBuf> {
+        match std::env::var_os("AICF_RUNS_DB") {
+            Some(v) if v == "off" || v.is_empty() => return None,
+            Some(v) => return Some(PathBuf::from(v)),
+            None => {}
+        }
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+        Some(data.join("aicf").join("runs.sqlite"))
+    }
+
+    /// Opens (or creates) the database at `path`.
+    pub fn open(path: &Path) -> Result<Runs> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            super::run::create_dir(dir)?;
+        }
+        let err = db_error(path);
+        let conn = Connection::open(path).map_err(&err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(&err)?;
+        // WAL: a writer never blocks readers, and a process killed
+        // mid-write leaves the last committed state.
+        let _: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(&err)?;
+        conn.execute_batch(SCHEMA).map_err(&err)?;
+        let version: Option<String> =
+            conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).optional().map_err(&err)?;
+        match version.as_deref() {
+            None => {
+                conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?1)", [SCHEMA_VERSION])
+                    .map_err(&err)?;
+            }
+            Some(SCHEMA_VERSION) => {}
+            Some(other) => {
+                return Err(TrainError::Io {
+                    path: path.to_path_buf(),
+                    message: format!("run registry schema {other}; this AICF writes {SCHEMA_VERSION}"),
+                });
+            }
+        }
+        Ok(Runs { conn, path: path.to_path_buf() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records a run that starts; returns its id.
+    pub fn begin(&self, run: &NewRun) -> Result<i64> {
+        let json = |v: &dyn erased::Json| v.json();
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+        self.conn
+            .execute(
+                "INSERT INTO runs (started, status, pid, host, command, model, model_hash, graph_hash, fingerprint, \
+                 problem, settings, data, seed) VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    now(),
+                    std::process::id(),
+                    host,
+                    run.command,
+                    run.model,
+                    run.model_hash,
+                    run.fingerprint.graph_hash,
+                    json(&run.fingerprint),
+                    json(&run.problem),
+                    json(&run.settings),
+                    run.data,
+                    run.seed as i64,
+                ],
+            )
+            .map_err(db_error(&self.path))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Records an epoch's numbers (the held-out loss against FLOPs).
+    pub fn epoch(&self, id: i64, r: &EpochRecord) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO curve (run_id, epoch, step, train_flops, train_loss, val_loss, val_accuracy, \
+                 params, seconds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    id,
+                    r.epoch as i64,
+                    r.step as i64,
+                    r.train_flops,
+                    finite(r.train_loss),
+                    finite(r.val_loss),
+                    finite(r.val_accuracy),
+                    r.params as i64,
+                    r.seconds
+                ],
+            )
+            .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
+    /// Records a growth decision.
+    pub fn decision(&self, id: i64, seq: usize, d: &DecisionRecord) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO decisions (run_id, seq, step, epoch, trigger, action, outcome, reason, \
+                 params_before, params_after, loss_before, loss_after, ir_before, ir_after) VALUES (?1, ?2, ?3, ?4, \
+                 ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                params![
+                    id,
+                    seq as i64,
+                    d.step as i64,
+                    d.epoch as i64,
+                    d.trigger,
+                    d.action,
+                    d.outcome,
+                    d.reason,
+                    d.params_before as i64,
+                    d.params_after as i64,
+                    d.loss_before,
+                    d.loss_after,
+                    d.ir_before,
+                    d.ir_after
+                ],
+            )
+            .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
+    /// Records how a run ended, from its epochs (`records`).
+    pub fn finish(&self, id: i64, records: &[EpochRecord], steps: u64, seconds: f64) -> Result<()> {
+        let best = records.iter().map(|r| r.val_loss).filter(|v| v.is_finite()).fold(f64::INFINITY, f64::min);
+        let last = records.last();
+        self.conn
+            .execute(
+                "UPDATE runs SET finished = ?2, status = 'finished', epochs = ?3, steps = ?4, train_flops = ?5, \
+                 params = ?6, best_val_loss = ?7, final_val_loss = ?8, final_val_accuracy = ?9, seconds = ?10 WHERE \
+                 id = ?1",
+                params![
+                    id,
+                    now(),
+                    last.map(|r| r.epoch as i64),
+                    steps as i64,
+                    last.map(|r| r.train_flops),
+                    last.map(|r| r.params as i64),
+                    finite(best),
+                    last.and_then(|r| finite(r.val_loss)),
+                    last.and_then(|r| finite(r.val_accuracy)),
+                    seconds
+                ],
+            )
+            .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
+    /// Records the structure a run ended with (grown, or as it started).
+    pub fn final_structure(&self, id: i64, f: &Fingerprint) -> Result<()> {
+        let text = serde_json::to_string(f).unwrap_or_else(|_| "{}".into());
+        self.conn
+            .execute("UPDATE runs SET final_fingerprint = ?2 WHERE id = ?1", params![id, text])
+            .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
+    /// Records that a run stopped on `error`.
+    pub fn fail(&self, id: i64, error: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE runs SET finished = ?2, status = 'failed', error = ?3 WHERE id = ?1",
+                params![id, now(), error],
+            )
+            .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
+    /// Every run, oldest first.
+    pub fn list(&self) -> Result<Vec<RunRow>> {
+        let err = db_error(&self.path);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, started, status, pid, host, model, problem, fingerprint, settings, epochs, steps, \
+                 train_flops, best_val_loss, final_val_loss, final_val_accuracy, seconds, error, final_fingerprint \
+                 FROM runs ORDER BY id",
+            )
+            .map_err(&err)?;
+        let this_host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+        let rows = stmt
+            .query_map([], |r| {
+                let status: String = r.get(2)?;
+                let pid: Option<i64> = r.get(3)?;
+                let host: Option<String> = r.get(4)?;
+                // A run recorded as running by a process of this machine
+                // that no longer exists was killed.
+                let gone = pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists())
+                    && host.as_deref() == Some(this_host.as_str())
+                    && Path::new("/proc/self").exists();
+                let status = if status == "running" && gone { "unfinished".to_string() } else { status };
+                let parse = |i: usize| -> rusqlite::Result<String> { r.get(i) };
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    started: r.get(1)?,
+                    status,
+                    model: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                    problem: serde_json::from_str(&parse(6)?).unwrap_or_default(),
+                    fingerprint: serde_json::from_str(&parse(7)?).unwrap_or_default(),
+                    settings: serde_json::from_str(&parse(8)?).unwrap_or_default(),
+                    epochs: r.get(9)?,
+                    steps: r.get(10)?,
+                    train_flops: r.get(11)?,
+                    best_val_loss: r.get(12)?,
+                    final_val_loss: r.get(13)?,
+                    final_val_accuracy: r.get(14)?,
+                    seconds: r.get(15)?,
+                    error: r.get(16)?,
+                    final_fingerprint: r.get::<_, Option<String>>(17)?.and_then(|t| serde_json::from_str(&t).ok()),
+                })
+            })
+            .map_err(&err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(&err)
+    }
+
+    /// Run `id` with its curve and decisions.
+    pub fn get(&self, id: i64) -> Result<RunDetail> {
+        let err = db_error(&self.path);
+        let run = self
+            .list()?
+            .into_iter()
+            .find(|r| r.id == id)
+            .ok_or_else(|| TrainError::Io { path: self.path.clone(), message: format!("run registry: no run {id}") })?;
+        let (command, data, seed): (Option<String>, Option<String>, Option<i64>) = self
+            .conn
+            .query_row("SELECT command, data, seed FROM runs WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(&err)?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT epoch, step, train_flops, train_loss, val_loss, val_accuracy FROM curve WHERE run_id = ?1 \
+                 ORDER BY epoch",
+            )
+            .map_err(&err)?;
+        let curve = stmt
+            .query_map([id], |r| {
+                Ok(CurvePoint {
+                    epoch: r.get(0)?,
+                    step: r.get(1)?,
+                    train_flops: r.get::<_, Option<f64>>(2)?.unwrap_or(0.0),
+                    train_loss: r.get::<_, Option<f64>>(3)?.unwrap_or(f64::NAN),
+                    val_loss: r.get(4)?,
+                    val_accuracy: r.get(5)?,
+                })
+            })
+            .map_err(&err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(&err)?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT step, epoch, trigger, action, outcome, reason, params_before, params_after, loss_before, \
+                 loss_after, ir_before, ir_after FROM decisions WHERE run_id = ?1 ORDER BY seq",
+            )
+            .map_err(&err)?;
+        let decisions = stmt
+            .query_map([id], |r| {
+                Ok(DecisionRecord {
+                    step: r.get::<_, i64>(0)? as u64,
+                    epoch: r.get::<_, i64>(1)? as usize,
+                    trigger: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                    action: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                    outcome: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                    reason: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                    params_before: r.get::<_, i64>(6)? as usize,
+                    params_after: r.get::<_, i64>(7)? as usize,
+                    loss_before: r.get(8)?,
+                    loss_after: r.get(9)?,
+                    ir_before: r.get::<_, Option<String>>(10)?.unwrap_or_default(),
+                    ir_after: r.get::<_, Option<String>>(11)?.unwrap_or_default(),
+                })
+            })
+            .map_err(&err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(&err)?;
+        Ok(RunDetail {
+            run,
+            command: command.unwrap_or_default(),
+            data: data.unwrap_or_default(),
+            seed: seed.unwrap_or_default(),
+            curve,
+            decisions,
+        })
+    }
+
+    /// Whether SQLite finds the database whole.
+    pub fn integrity(&self) -> Result<String> {
+        self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(db_error(&self.path))
+    }
+}
+
+/// Serialising the records' parts to JSON text.
+mod erased {
+    pub trait Json {
+        fn json(&self) -> String;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> String {
+            serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
+        }
+    }
+}
+
+/// The structure of the model `source` (its IR), with the train step's
+/// FLOPs `flops_per_step`.
+pub fn fingerprint(source: &str, name: &str, flops_per_step: f64) -> Result<Fingerprint> {
+    use crate::ir::{self, op_name, ops_of};
+    let ctx = crate::CompilerContext::new();
+    let module = ctx.parse(source, name)?;
+    let raw = melior::ir::operation::OperationLike::to_raw(&module.as_operation());
+    let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(raw, 0)) };
+    let mut fp = Fingerprint { flops_per_step, ..Fingerprint::default() };
+    // Symbols by declaration: their shapes; names become positions.
+    let mut positions: BTreeMap<String, usize> = BTreeMap::new();
+    let mut weights: Vec<(String, Vec<usize>)> = Vec::new();
+    for op in ops_of(body) {
+        let kind = op_name(op);
+        if kind != "hl.param" && kind != "hl.state" {
+            continue;
+        }
+        let sym = ir::string_attr(op, "sym_name").unwrap_or_default();
+        positions.insert(sym.clone(), positions.len());
+        if kind == "hl.param" {
+            let t = unsafe { mlir_sys::mlirTypeAttrGetValue(ir::attr(op, "type")) };
+            let spec = crate::nn::spec_of_type(t).map_err(|e| TrainError::Input(format!("{name}: {e}")))?;
+            fp.params += spec.num_elements();
+            if spec.shape.len() >= 2 {
+                weights.push((sym, spec.shape.clone()));
+            }
+        }
+    }
+    fp.depth = weights.len();
+    fp.widths = weights.iter().map(|(_, s)| s[0]).collect();
+    for (func, block) in ir::functions(raw) {
+        if ir::string_attr(func, "sym_name").as_deref() != Some("forward") {
+            continue;
+        }
+        for op in ops_of(block) {
+            *fp.ops.entry(op_name(op)).or_default() += 1;
+        }
+    }
+    let has = |op: &str| fp.ops.contains_key(op);
+    fp.kind = if has("hl.attention") {
+        "transformer"
+    } else if has("hl.conv2d") {
+        "cnn"
+    } else if has("hl.linear") || has("hl.matmul") {
+        "mlp"
+    } else {
+        "other"
+    }
+    .into();
+    // The module with every symbol renamed by its position and no owners,
+    // printed: models that differ only in names hash alike.
+    let ctx_raw = unsafe { mlir_sys::mlirOperationGetContext(raw) };
+    let set = |op: mlir_sys::MlirOperation, key: &str, text: &str| -> Result<()> {
+        let a = ir::parse_attribute(ctx_raw, text).map_err(|e| TrainError::Input(format!("{name}: {e:?}")))?;
+        unsafe { mlir_sys::mlirOperationSetAttributeByName(op, crate::ffi::string_ref(key), a) };
+        Ok(())
+    };
+    let renamed = |sym: &str| positions.get(sym).map(|p| format!("s{p}"));
+    for op in ops_of(body) {
+        if matches!(op_name(op).as_str(), "hl.param" | "hl.state") {
+            if let Some(n) = ir::string_attr(op, "sym_name").and_then(|s| renamed(&s)) {
+                set(op, "sym_name", &format!("\"{n}\""))?;
+            }
+            if ir::has(op, "owner") {
+                set(op, "owner", "\"\"")?;
+            }
+            if let Some(n) = ir::flat_symbol(op, "param").and_then(|s| renamed(&s)) {
+                set(op, "param", &format!("@{n}"))?;
+            }
+        }
+    }
+    for (_, block) in ir::functions(raw) {
+        for op in ops_of(block) {
+            if let Some(n) = ir::flat_symbol(op, "name").and_then(|s| renamed(&s)) {
+                set(op, "name", &format!("@{n}"))?;
+            }
+        }
+    }
+    let text = crate::pipeline::canonical_text(&module);
+    fp.graph_hash = aicf_runtime::artifact::ir_hash(&text);
+    Ok(fp)
+}

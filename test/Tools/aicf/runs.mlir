@@ -1,0 +1,47 @@
+// The run registry: `aicf train --runs-db` records each run (its model's
+// structure, its problem, its settings, its held-out loss against FLOPs,
+// its growth decisions with the IR before and after, its outcome), and
+// `aicf runs list|show|compare|schema` read it. A FLOPs budget ends a run
+// within the epoch that spends it. A failed run is recorded as failed.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/a --runs-db %t/runs.sqlite > /dev/null
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 9 --out %t/b --runs-db %t/runs.sqlite --adapt %S/inputs/grow-steps.toml --flops-budget 3e7 | FileCheck %s --check-prefix=BUDGET
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 1e30 --epochs 1 --out %t/c --runs-db %t/runs.sqlite 2> /dev/null
+// RUN: aicf runs list --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=LIST
+// RUN: aicf runs show 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=SHOW
+// RUN: aicf runs compare 1 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=COMPARE
+// RUN: aicf runs schema | FileCheck %s --check-prefix=SCHEMA
+// RUN: not aicf runs show 9 --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not aicf runs list --runs-db %t/nothing.sqlite 2>&1 | FileCheck %s --check-prefix=NODB
+
+// The budget (3e7 FLOPs) ends the run in epoch 3 of 9.
+// BUDGET: epoch   3/9
+// BUDGET-NOT: epoch   4/9
+
+// LIST: id  status
+// LIST-NEXT: 1  finished {{.*}} digits (class)  mlp 128-10 {{ *}}9610
+// LIST-NEXT: 2  finished {{.*}} digits (class)  mlp 16-10 {{ *}}1210
+// LIST-NEXT: 3  failed
+// LIST-NEXT: 3 runs in
+
+// SHOW: run 2: finished ({{.*}}narrow_mlp.mlir)
+// SHOW: problem: digits (classification), input [64], 10 outputs, 1438 rows, label entropy 2.3012, constant 2.3012, probe 0.3124
+// SHOW: structure: mlp 16-10, depth 2, 1210 parameters
+// SHOW: grown into: mlp 32-32-32-10, depth 4, 4522 parameters
+// SHOW: settings: adam lr 0.003 (momentum 0, weight decay 0), fp32, batch 32, 9 epochs, policy {{.*}}grow-steps.toml
+// SHOW: epoch     step        FLOPs
+// SHOW-NEXT: 1       45
+// SHOW-NEXT: 2       90
+// SHOW-NEXT: 3      109
+// SHOW: decision 0: step 50 (epoch 2): widen fc1 to 32 (net2wider) on step 50 reached -> accepted (1210 -> 2410 parameters), IR before and after recorded
+// SHOW: decision 1: step 100 (epoch 3): deepen after fc1
+
+// COMPARE: structure {{ *}}mlp 128-10 {{ *}}mlp 16-10
+// COMPARE: decisions {{ *}}0 {{ *}}2
+
+// SCHEMA: CREATE TABLE IF NOT EXISTS runs (
+// SCHEMA: CREATE TABLE IF NOT EXISTS curve (
+// SCHEMA: CREATE TABLE IF NOT EXISTS decisions (
+
+// MISSING: error: {{.*}}runs.sqlite: run registry: no run 9
+// NODB: error: {{.*}}nothing.sqlite: no run registry there
