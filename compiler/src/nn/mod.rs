@@ -206,6 +206,20 @@ pub fn classifier_module(model: &dyn Module, input: &TensorSpec, labels: &Tensor
     b.finish()
 }
 
+/// A regression model's module: `@forward(x) -> [batch, 1]` (evaluation
+/// mode) and `@loss(x, targets [batch]) -> mean squared error` (training
+/// mode).
+pub fn regression_module(model: &dyn Module, input: &TensorSpec, targets: &TensorSpec) -> Result<HlModule> {
+    let batch = input.shape.first().copied().unwrap_or(1) as i64;
+    let mut b = ModuleBuilder::new();
+    b.function("forward", Mode::Eval, std::slice::from_ref(input), |xs| Ok(vec![model.forward(&xs[0])?]))?;
+    b.function("loss", Mode::Train, &[input.clone(), targets.clone()], |xs| {
+        let y = model.forward(&xs[0])?.reshape(&[batch])?;
+        Ok(vec![y.mse_loss(&xs[1], Reduction::Mean)?])
+    })?;
+    b.finish()
+}
+
 /// Traces on demand and caches the result per input specs: the first call
 /// with a set of shapes and dtypes traces, later calls with the same ones
 /// return the cached module.

@@ -449,9 +449,11 @@ fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s In
     }
 }
 
-fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+/// A CSV table's rows: features (row-major), the last column of each row,
+/// and the features per row. `class_labels`: every label must be a class
+/// index (a non-negative integer).
+fn parse_table(path: &Path, class_labels: bool) -> Result<(Vec<f64>, Vec<f64>, usize)> {
     let name = path.display().to_string();
-    let (x, y) = table_inputs(sig, &name)?;
     let bytes = read_bytes(path)?;
     let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(&bytes[..]);
     let mut features: Vec<f64> = Vec::new();
@@ -479,17 +481,79 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
             _ => {}
         }
         // An integer target is a class; a float one a regression target.
-        if is_int(y.dtype) && (label.fract() != 0.0 || label < 0.0) {
+        if class_labels && (label.fract() != 0.0 || label < 0.0) {
             return Err(at(format!("the label {label} is not a class index")));
         }
         features.extend_from_slice(row);
         labels.push(label);
     }
+    Ok((features, labels, width.unwrap_or(0)))
+}
+
+/// What a data file holds, read without a model (for `aicf propose`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Peek {
+    /// `classification` (a CSV of integer labels), `regression` (a CSV of
+    /// other targets) or `text`.
+    pub task: String,
+    /// Features per row (text: 1).
+    pub features: usize,
+    /// Classes (the largest label + 1), 1 (regression) or the text's
+    /// distinct characters (256: bytes).
+    pub outputs: usize,
+    /// Rows (text: tokens).
+    pub rows: usize,
+}
+
+/// Reads `path` (a `.csv`, `.csv.gz` or `.txt`) for its task and shapes.
+pub fn peek(path: &Path) -> Result<Peek> {
+    let name = path.display().to_string();
+    let lower = name.to_lowercase();
+    if lower.ends_with(".txt") {
+        let bytes = read_bytes(path)?;
+        let (size, rows) = match std::str::from_utf8(&bytes) {
+            Ok(text) => {
+                let mut chars: Vec<char> = text.chars().collect();
+                let rows = chars.len();
+                chars.sort_unstable();
+                chars.dedup();
+                (chars.len(), rows)
+            }
+            Err(_) => (256, bytes.len()),
+        };
+        if rows < 2 {
+            return Err(bad(format!("{name}: {rows} characters, too few to predict the next one")));
+        }
+        return Ok(Peek { task: "text".into(), features: 1, outputs: size.max(2), rows });
+    }
+    if !(lower.ends_with(".csv") || lower.ends_with(".csv.gz")) {
+        return Err(bad(format!("{name}: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)")));
+    }
+    let (_, labels, width) = parse_table(path, false)?;
+    if labels.is_empty() {
+        return Err(bad(format!("{name}: no rows")));
+    }
+    if width == 0 {
+        return Err(bad(format!("{name}: rows have a label and no features")));
+    }
+    let classes = labels.iter().all(|l| l.fract() == 0.0 && *l >= 0.0 && *l < 65536.0);
+    let (task, outputs) = if classes {
+        let c = labels.iter().fold(0.0f64, |m, &l| m.max(l)) as usize + 1;
+        ("classification", c.max(2))
+    } else {
+        ("regression", 1)
+    };
+    Ok(Peek { task: task.into(), features: width, outputs, rows: labels.len() })
+}
+
+fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+    let name = path.display().to_string();
+    let (x, y) = table_inputs(sig, &name)?;
+    let (mut features, labels, width) = parse_table(path, is_int(y.dtype))?;
     let rows = labels.len();
     if rows == 0 {
         return Err(bad(format!("{name}: no rows")));
     }
-    let width = width.unwrap_or(0);
     let per: usize = x.shape[1..].iter().product();
     if width != per {
         return Err(bad(format!(

@@ -123,6 +123,11 @@ pub struct Fingerprint {
     pub graph_hash: String,
     /// `mlp`, `cnn`, `transformer` or `other`: what the proposer adapts.
     pub kind: String,
+    /// The structure in the proposer's terms, free of the problem's shapes
+    /// (`mlp 64-64`: hidden widths; `lm 2x64`: transformer blocks x
+    /// width; empty for other models; see [`crate::train::propose`]).
+    #[serde(default)]
+    pub structure: String,
 }
 
 /// A problem, as the proposer compares problems.
@@ -639,6 +644,19 @@ pub fn fingerprint(source: &str, name: &str, flops_per_step: f64) -> Result<Fing
         "other"
     }
     .into();
+    fp.structure = match fp.kind.as_str() {
+        "mlp" if fp.widths.len() > 1 => {
+            let hidden: Vec<String> = fp.widths[..fp.widths.len() - 1].iter().map(usize::to_string).collect();
+            format!("mlp {}", hidden.join("-"))
+        }
+        "mlp" => "mlp linear".into(),
+        "transformer" => {
+            // Blocks: attention ops; width: the token embedding's.
+            let dim = weights.first().map_or(0, |(_, s)| s[1]);
+            format!("lm {}x{dim}", fp.ops.get("hl.attention").copied().unwrap_or(0))
+        }
+        _ => String::new(),
+    };
     // The module with every symbol renamed by its position and no owners,
     // printed: models that differ only in names hash alike.
     let ctx_raw = unsafe { mlir_sys::mlirOperationGetContext(raw) };

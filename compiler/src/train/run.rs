@@ -441,7 +441,9 @@ pub fn fit(
 }
 
 /// The name of a run's data: its first file's name without extensions.
-fn data_name(data: &[PathBuf]) -> String {
+/// A data set's name in the run registry: its first file's name up to the
+/// first dot.
+pub fn data_name(data: &[PathBuf]) -> String {
     let name = data.first().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     name.split('.').next().unwrap_or_default().to_string()
 }

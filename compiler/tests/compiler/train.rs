@@ -587,6 +587,7 @@ fn fingerprints_see_structure_not_names() {
     let f = fingerprint(mlp, "mlp", 1e6).unwrap();
     assert_eq!((f.kind.as_str(), f.depth, f.widths.clone(), f.params), ("mlp", 2, vec![128, 10], 9610));
     assert_eq!(f.ops.get("hl.linear"), Some(&2));
+    assert_eq!(f.structure, "mlp 128");
     let renamed = mlp.replace("fc1", "encoder").replace("fc2", "head");
     assert_ne!(renamed, mlp);
     assert_eq!(fingerprint(&renamed, "renamed", 1e6).unwrap().graph_hash, f.graph_hash);
@@ -595,5 +596,6 @@ fn fingerprints_see_structure_not_names() {
     let cnn = include_str!("../../../examples/cnn/digits_cnn.mlir");
     assert_eq!(fingerprint(cnn, "cnn", 1e6).unwrap().kind, "cnn");
     let lm = include_str!("../../../examples/char_lm/char_lm.mlir");
-    assert_eq!(fingerprint(lm, "lm", 1e6).unwrap().kind, "transformer");
+    let lm = fingerprint(lm, "lm", 1e6).unwrap();
+    assert_eq!((lm.kind.as_str(), lm.structure.as_str()), ("transformer", "lm 2x64"));
 }

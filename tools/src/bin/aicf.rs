@@ -303,6 +303,43 @@ enum Command {
         #[arg(long, global = true)]
         runs_db: Option<PathBuf>,
     },
+    /// Propose a model for a data set, and a growth policy, from the run
+    /// registry's past runs: the structures that did best on the nearest
+    /// past problems (see `aicf runs`), built for this data's shapes.
+    Propose {
+        /// The data: a CSV table (features, label last) or a text.
+        #[arg(long)]
+        data: PathBuf,
+        /// The task where the file does not tell it (integer targets to
+        /// regress: regression).
+        #[arg(long, value_parser = ["classification", "regression", "text"])]
+        task: Option<String>,
+        /// The training FLOPs the model will get (`aicf train
+        /// --flops-budget`); past runs are scored where they had spent as
+        /// many epochs of the default model.
+        #[arg(long)]
+        budget: Option<f64>,
+        /// Emit this structure instead of asking the registry ('mlp 64-64',
+        /// 'mlp linear', 'lm 2x64').
+        #[arg(long)]
+        structure: Option<String>,
+        /// Nearest past problems to draw on.
+        #[arg(long, default_value_t = 3)]
+        neighbours: usize,
+        /// Where to write the model (hl).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Write a growth policy for `aicf train --adapt` here.
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Write the proposal's reasoning as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// The registry (default $AICF_RUNS_DB, else
+        /// ~/.local/share/aicf/runs.sqlite).
+        #[arg(long)]
+        runs_db: Option<PathBuf>,
+    },
     /// Accuracy and held-out loss of a checkpoint on a data set (every row
     /// of a table, the held-out end of a text).
     Eval {
@@ -369,6 +406,13 @@ fn main() {
     // candidate; see aicf_runtime::cpu::blas).
     aicf_runtime::cpu::blas::prepare_openblas_env();
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Runs { .. } | Command::Propose { .. }) {
+        // Their tables piped into `head` end them quietly, as any Unix
+        // tool (Rust ignores SIGPIPE, and println! would panic). Not for
+        // training: an MPI peer's closed socket must be an error that
+        // names it, not a silent death.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         Command::Compile { compile, output, emit, target, timing } => {
             run_compile(&compile, output, emit, target, timing)
@@ -437,6 +481,9 @@ fn main() {
         }
         Command::Eval { compile, device, data, checkpoint, out } => eval(&compile, &device, &data, &checkpoint, &out),
         Command::Runs { what, runs_db } => runs(what, runs_db),
+        Command::Propose { data, task, budget, structure, neighbours, output, policy, json, runs_db } => {
+            propose(&data, task.as_deref(), budget, structure.as_deref(), neighbours, &output, policy, json, runs_db)
+        }
         Command::Bench { compile, device, lr, steps, out, profile, trace, gemm } => {
             let lr = lr.unwrap_or(if compile.optimizer.name() == "adam" { 1e-3 } else { 0.1 });
             bench(&compile, &device, lr, steps, &out, profile, trace.as_deref(), gemm.as_deref())
@@ -774,14 +821,12 @@ impl Report for Printer {
 
     fn epoch(&mut self, r: &EpochRecord, epochs: usize) {
         let unit = if r.unit == "nats" { String::new() } else { format!(" {}", r.unit) };
+        // A regression (or a run without held-out rows) has no accuracy.
+        let accuracy =
+            if r.val_accuracy.is_nan() { String::new() } else { format!("  val accuracy {}", percent(r.val_accuracy)) };
         println!(
-            "epoch {:>3}/{epochs}  train loss {:.4}  val loss {:.4}{unit}  val accuracy {}  ({:.2} s, {:.1} steps/s)",
-            r.epoch,
-            r.train_loss,
-            r.val_loss,
-            percent(r.val_accuracy),
-            r.seconds,
-            r.steps_per_second
+            "epoch {:>3}/{epochs}  train loss {:.4}  val loss {:.4}{unit}{accuracy}  ({:.2} s, {:.1} steps/s)",
+            r.epoch, r.train_loss, r.val_loss, r.seconds, r.steps_per_second
         );
     }
 
@@ -794,10 +839,10 @@ impl Report for Printer {
     }
 }
 
-/// An accuracy as a percentage, or "n/a" where there were no examples to
-/// measure it on.
+/// An accuracy as a percentage, or "n/a" where there is none (a
+/// regression, or no examples to measure it on).
 fn percent(accuracy: f64) -> String {
-    if accuracy.is_nan() { "n/a (no held-out examples)".to_string() } else { format!("{:.2}%", 100.0 * accuracy) }
+    if accuracy.is_nan() { "n/a".to_string() } else { format!("{:.2}%", 100.0 * accuracy) }
 }
 
 fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: RunOptions, gemm: Option<String>) -> Result<()> {
@@ -843,9 +888,13 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     }
     let last = summary.last();
     let accuracy = last.map_or(f64::NAN, |r| r.val_accuracy);
+    let what = match last {
+        Some(r) if accuracy.is_nan() && r.val_loss.is_finite() => format!("loss {:.4}", r.val_loss),
+        _ if accuracy.is_nan() => "accuracy n/a (no held-out examples)".into(),
+        _ => format!("accuracy {}", percent(accuracy)),
+    };
     println!(
-        "final held-out accuracy {} after {} epochs ({} steps, training {:.2} s); metrics {}, plot {}",
-        percent(accuracy),
+        "final held-out {what} after {} epochs ({} steps, training {:.2} s); metrics {}, plot {}",
         last.map_or(0, |r| r.epoch),
         summary.steps,
         summary.training_seconds,
@@ -1189,6 +1238,118 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             println!("{}: ok", path.display());
         }
         RunsCommand::Schema => {}
+    }
+    Ok(())
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so a
+/// failure leaves any earlier file whole.
+fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("{}: {e}", path.display())
+        })
+}
+
+/// `aicf propose`.
+#[allow(clippy::too_many_arguments)]
+fn propose(
+    data: &Path,
+    task: Option<&str>,
+    budget: Option<f64>,
+    structure: Option<&str>,
+    neighbours: usize,
+    output: &Path,
+    policy: Option<PathBuf>,
+    json: Option<PathBuf>,
+    runs_db: Option<PathBuf>,
+) -> Result<()> {
+    use aicf_compiler::train::data::{DataOptions, Dataset, Signature};
+    use aicf_compiler::train::propose::{self, ProposeOptions, Structure};
+    use aicf_compiler::train::registry::Runs;
+    if let Some(b) = budget
+        && !(b.is_finite() && b > 0.0)
+    {
+        return Err(format!("--budget {b}: a budget is a positive number of FLOPs"));
+    }
+    for (what, p) in [("the model", Some(output)), ("the policy", policy.as_deref()), ("the JSON", json.as_deref())] {
+        if let Some(p) = p
+            && p.canonicalize().ok().is_some_and(|p| data.canonicalize().ok() == Some(p))
+        {
+            return Err(format!("{}: {what} would overwrite the data", p.display()));
+        }
+    }
+    let (shape, problem) = propose::describe(data, task).map_err(|e| e.to_string())?;
+    let proposal = match structure {
+        Some(s) => {
+            let s = Structure::parse(s).map_err(|e| e.to_string())?;
+            let module = s.build(&shape).map_err(|e| e.to_string())?;
+            propose::Proposal {
+                structure: s.to_string(),
+                shape: shape.clone(),
+                problem: problem.clone(),
+                budget,
+                default_epochs: None,
+                default_flops_per_example: Structure::default_for(&shape.task).flops_per_example(&shape),
+                neighbours: vec![],
+                predictions: vec![],
+                problems_seen: 0,
+                explanation: vec![format!("{s}, as asked (--structure); the registry was not read")],
+                policy: String::new(),
+                module: Some(module),
+            }
+        }
+        None => {
+            let path = runs_db
+                .or_else(Runs::default_path)
+                .ok_or("no run registry: AICF_RUNS_DB is off and no --runs-db was given (or give --structure)")?;
+            let runs = if path.exists() {
+                let registry = Runs::open(&path).map_err(|e| e.to_string())?;
+                let rows = registry.list().map_err(|e| e.to_string())?;
+                rows.iter()
+                    .filter(|r| r.status == "finished")
+                    .map(|r| registry.get(r.id))
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| e.to_string())?
+            } else {
+                eprintln!("aicf: {}: no run registry yet; proposing the default", path.display());
+                Vec::new()
+            };
+            let options = ProposeOptions { neighbours: neighbours.max(1), budget };
+            propose::propose(&shape, &problem, &runs, &options).map_err(|e| e.to_string())?
+        }
+    };
+    let module = proposal.module.as_ref().ok_or("no model was built")?;
+    // The model must feed from this data as `aicf train` will feed it.
+    let sig = Signature::of_source(&module.text, &output.display().to_string()).map_err(|e| e.to_string())?;
+    Dataset::load(&[data.to_path_buf()], &sig, &DataOptions::default()).map_err(|e| e.to_string())?;
+    for line in &proposal.explanation {
+        println!("{line}");
+    }
+    let mut text = format!("// {} for {}, proposed by aicf propose:\n", proposal.structure, data.display());
+    for line in &proposal.explanation {
+        text += &format!("//   {line}\n");
+    }
+    text += &module.text;
+    write_atomically(output, &text)?;
+    let params: usize = module.params.iter().map(|p| p.spec.num_elements()).sum();
+    println!("wrote {} ({}, {params} parameters)", output.display(), proposal.structure);
+    if let Some(p) = &policy {
+        if proposal.policy.is_empty() {
+            return Err("--policy: a --structure proposal derives no policy".into());
+        }
+        write_atomically(p, &proposal.policy)?;
+        println!("wrote {} (aicf train --adapt)", p.display());
+    }
+    if let Some(j) = &json {
+        let text = serde_json::to_string_pretty(&proposal).map_err(|e| e.to_string())?;
+        write_atomically(j, &text)?;
     }
     Ok(())
 }

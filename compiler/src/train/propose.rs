@@ -1,0 +1,784 @@
+//! Structure induction: a model, and a growth policy, for a new problem,
+//! proposed from the run registry's past runs ([`super::registry`]).
+//!
+//! The rule is nearest neighbours over problem descriptors, auto-sklearn's
+//! warm start applied to whole training runs:
+//!
+//! 1. The new problem is described as every run's problem is
+//!    ([`Problem`]: rows, input size, outputs, how much a linear or bigram
+//!    probe explains, the labels' entropy), and compared with each past
+//!    problem of the same kind (tables with tables, text with text).
+//! 2. For each of the `k` nearest past problems, its plain runs (no growth
+//!    policy) are scored at the same budget: the budget is carried over as
+//!    epochs of the default model (so a problem twice as large gets twice
+//!    the FLOPs), each run's held-out loss is read off its curve where a
+//!    `--flops-budget` run would have stopped, and the structures tried on
+//!    that problem are ranked from 0 (its best) to 1 (its worst).
+//! 3. Each structure's predicted rank is the mean of its ranks over the
+//!    neighbours, weighted by closeness (a neighbour that never tried it
+//!    counts as 0.5, unknown). The proposal is the best predicted one,
+//!    built for the new problem's shapes with the layer API.
+//! 4. The growth policy: where the neighbours' growth runs (`aicf train
+//!    --adapt`) ended better than the same starting structure trained as
+//!    it was, their accepted widenings are carried over (the same layer,
+//!    grown by the same factor); otherwise the policy only rolls back
+//!    instabilities.
+//!
+//! A learned predictor of held-out loss would replace step 3 only where it
+//! beats this rule on held-out problem families (`benches/induction`); it
+//! does not yet. The space of structures is the layer API's: ReLU MLPs
+//! given by their hidden widths (`mlp 64-64`) for tables, and pre-norm
+//! transformer language models given by blocks and width (`lm 2x64`) for
+//! text.
+
+use super::TrainError;
+use super::data::{DataOptions, Dataset, Peek, Signature};
+use super::registry::{CurvePoint, Problem, RunDetail};
+use crate::nn::{
+    self, DType, Embedding, HlModule, LayerNorm, Linear, Module, ReLU, Sequential, Tensor, TensorSpec,
+    TransformerBlock, child, layer,
+};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+type Result<T, E = TrainError> = std::result::Result<T, E>;
+
+fn bad(message: impl Into<String>) -> TrainError {
+    TrainError::Input(message.into())
+}
+
+/// A language model's context (tokens per window) and batch.
+pub const LM_CONTEXT: usize = 32;
+pub const LM_BATCH: usize = 16;
+
+/// A model structure, free of the problem's shapes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Structure {
+    /// Linear layers of these output widths, each followed by a ReLU, then
+    /// a linear layer to the outputs (no hidden layer: a linear model).
+    Mlp { hidden: Vec<usize> },
+    /// Token and position embeddings of width `dim`, `layers` pre-norm
+    /// transformer blocks (causal attention, heads of 16), a final layer
+    /// norm and a linear head.
+    Lm { layers: usize, dim: usize },
+}
+
+impl fmt::Display for Structure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Structure::Mlp { hidden } if hidden.is_empty() => write!(f, "mlp linear"),
+            Structure::Mlp { hidden } => {
+                let h: Vec<String> = hidden.iter().map(usize::to_string).collect();
+                write!(f, "mlp {}", h.join("-"))
+            }
+            Structure::Lm { layers, dim } => write!(f, "lm {layers}x{dim}"),
+        }
+    }
+}
+
+/// The largest width or depth a structure may name.
+const MAX_WIDTH: usize = 1 << 16;
+const MAX_LAYERS: usize = 64;
+
+impl Structure {
+    /// `mlp 64-64`, `mlp 128`, `mlp linear`, `lm 2x64`.
+    pub fn parse(text: &str) -> Result<Structure> {
+        let text = text.trim();
+        let err = |why: &str| {
+            bad(format!("structure '{text}': {why} (examples: 'mlp 128', 'mlp 64-64', 'mlp linear', 'lm 2x64')"))
+        };
+        let (kind, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+        let number = |s: &str, max: usize| -> Result<usize> {
+            match s.trim().parse::<usize>() {
+                Ok(n) if n >= 1 && n <= max => Ok(n),
+                _ => Err(err(&format!("'{s}' is not a whole number from 1 to {max}"))),
+            }
+        };
+        match kind {
+            "mlp" if rest.trim() == "linear" => Ok(Structure::Mlp { hidden: vec![] }),
+            "mlp" if !rest.trim().is_empty() => {
+                let hidden = rest.trim().split('-').map(|w| number(w, MAX_WIDTH)).collect::<Result<Vec<_>>>()?;
+                if hidden.len() > MAX_LAYERS {
+                    return Err(err(&format!("more than {MAX_LAYERS} hidden layers")));
+                }
+                Ok(Structure::Mlp { hidden })
+            }
+            "lm" => {
+                let (l, d) = rest.trim().split_once('x').ok_or_else(|| err("an lm is BLOCKSxWIDTH"))?;
+                let (layers, dim) = (number(l, MAX_LAYERS)?, number(d, MAX_WIDTH)?);
+                if dim % 16 != 0 {
+                    return Err(err("an lm's width is a multiple of 16 (heads of 16)"));
+                }
+                Ok(Structure::Lm { layers, dim })
+            }
+            _ => Err(err("not an mlp or an lm")),
+        }
+    }
+
+    /// The default structure of a task: the digits demo's MLP, the char
+    /// LM example's transformer.
+    pub fn default_for(task: &str) -> Structure {
+        if task == "text" { Structure::Lm { layers: 2, dim: 64 } } else { Structure::Mlp { hidden: vec![128] } }
+    }
+
+    /// The structures `aicf propose` and its benchmark search over.
+    pub fn space(task: &str) -> Vec<Structure> {
+        let mlp = |h: &[usize]| Structure::Mlp { hidden: h.to_vec() };
+        let lm = |layers, dim| Structure::Lm { layers, dim };
+        if task == "text" {
+            vec![lm(1, 32), lm(1, 64), lm(2, 32), lm(2, 64)]
+        } else {
+            vec![mlp(&[16]), mlp(&[64]), mlp(&[128]), mlp(&[256]), mlp(&[32, 32]), mlp(&[128, 128]), mlp(&[64, 64, 64])]
+        }
+    }
+
+    /// Whether this structure models problems of `task`.
+    pub fn fits(&self, task: &str) -> bool {
+        matches!(self, Structure::Lm { .. }) == (task == "text")
+    }
+
+    fn mlp_dims(hidden: &[usize], shape: &Shape) -> Vec<usize> {
+        std::iter::once(shape.features).chain(hidden.iter().copied()).chain([shape.outputs]).collect()
+    }
+
+    /// Parameters for `shape`.
+    pub fn params(&self, shape: &Shape) -> usize {
+        match self {
+            Structure::Mlp { hidden } => Self::mlp_dims(hidden, shape).windows(2).map(|w| w[0] * w[1] + w[1]).sum(),
+            Structure::Lm { layers, dim } => {
+                let (d, v) = (*dim, shape.outputs);
+                // Embeddings, blocks (attention 4 d^2 + 4 d, MLP 8 d^2 +
+                // 5 d, two norms 4 d), final norm, head.
+                v * d + LM_CONTEXT * d + layers * (12 * d * d + 13 * d) + 2 * d + d * v
+            }
+        }
+    }
+
+    /// Training FLOPs per example (text: per token): forward and backward
+    /// of the matrix products, and attention.
+    pub fn flops_per_example(&self, shape: &Shape) -> f64 {
+        match self {
+            Structure::Mlp { hidden } => {
+                6.0 * Self::mlp_dims(hidden, shape).windows(2).map(|w| (w[0] * w[1]) as f64).sum::<f64>()
+            }
+            Structure::Lm { layers, dim } => {
+                let (l, d, v, t) = (*layers as f64, *dim as f64, shape.outputs as f64, LM_CONTEXT as f64);
+                6.0 * (12.0 * l * d * d + v * d) + 12.0 * l * t * d
+            }
+        }
+    }
+
+    /// The model for `shape`, as a verified `hl` module with `@forward` and
+    /// `@loss`.
+    pub fn build(&self, shape: &Shape) -> Result<HlModule> {
+        if !self.fits(&shape.task) {
+            return Err(bad(format!("{self} does not model a {} problem", shape.task)));
+        }
+        let nn_err = |e: nn::NnError| bad(format!("building {self}: {e}"));
+        let batch = shape.batch();
+        match self {
+            Structure::Mlp { hidden } => {
+                let dims = Self::mlp_dims(hidden, shape);
+                let mut model = Sequential::new();
+                for (i, w) in dims.windows(2).enumerate() {
+                    model = model.push(Linear::new(format!("fc{}", i + 1), w[0], w[1]));
+                    if i + 2 < dims.len() {
+                        model = model.push(ReLU);
+                    }
+                }
+                let x = TensorSpec::f32([batch, shape.features]);
+                if shape.task == "regression" {
+                    nn::regression_module(&model, &x, &TensorSpec::f32([batch])).map_err(nn_err)
+                } else {
+                    nn::classifier_module(&model, &x, &TensorSpec::new([batch], DType::I32)).map_err(nn_err)
+                }
+            }
+            Structure::Lm { layers, dim } => {
+                let model = Lm::new(*layers, *dim, shape.outputs).map_err(nn_err)?;
+                let tokens = TensorSpec::new([batch, LM_CONTEXT], DType::I32);
+                nn::classifier_module(&model, &tokens, &tokens).map_err(nn_err)
+            }
+        }
+    }
+}
+
+/// The transformer language model of [`Structure::Lm`].
+struct Lm {
+    tok_emb: Embedding,
+    pos_emb: Embedding,
+    blocks: Vec<TransformerBlock>,
+    ln_f: LayerNorm,
+    head: Linear,
+}
+
+impl Lm {
+    fn new(layers: usize, dim: usize, vocab: usize) -> nn::Result<Lm> {
+        let blocks = (0..layers)
+            .map(|i| TransformerBlock::new(child("blocks", &i.to_string()), dim, (dim / 16).max(1), 4, true))
+            .collect::<nn::Result<_>>()?;
+        Ok(Lm {
+            tok_emb: Embedding::new("tok_emb", vocab, dim),
+            pos_emb: Embedding::new("pos_emb", LM_CONTEXT, dim),
+            blocks,
+            ln_f: LayerNorm::new("ln_f", [dim]),
+            head: Linear::new("head", dim, vocab).without_bias(),
+        })
+    }
+}
+
+impl Module for Lm {
+    fn forward(&self, tokens: &Tensor) -> nn::Result<Tensor> {
+        layer(
+            tokens,
+            "",
+            || "Lm".into(),
+            || {
+                let seq = tokens.shape().get(1).copied().unwrap_or(LM_CONTEXT);
+                let positions = tokens.graph().arange(seq)?;
+                let mut x = self.tok_emb.forward(tokens)?.add(&self.pos_emb.forward(&positions)?)?;
+                for block in &self.blocks {
+                    x = block.forward(&x)?;
+                }
+                self.head.forward(&self.ln_f.forward(&x)?)
+            },
+        )
+    }
+}
+
+/// A problem's shapes, as the structures are built for it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Shape {
+    /// `classification`, `regression` or `text`.
+    pub task: String,
+    /// Features per row (text: 1).
+    pub features: usize,
+    /// Classes, 1 (regression) or the vocabulary.
+    pub outputs: usize,
+    /// Rows (text: tokens).
+    pub rows: usize,
+}
+
+impl Shape {
+    pub fn of_peek(p: &Peek) -> Shape {
+        Shape { task: p.task.clone(), features: p.features, outputs: p.outputs, rows: p.rows }
+    }
+
+    /// The batch the models are built for: 16 windows of text, 32 rows of a
+    /// table (16 where fewer than 256 rows train).
+    pub fn batch(&self) -> usize {
+        match self.task.as_str() {
+            "text" => LM_BATCH,
+            _ if self.rows < 320 => 16,
+            _ => 32,
+        }
+    }
+
+    /// The shape of a past run's problem.
+    fn of_problem(p: &Problem) -> Shape {
+        Shape {
+            task: p.task.clone(),
+            features: p.input.iter().product::<usize>().max(1),
+            outputs: p.outputs.max(1),
+            // The registry counts training rows; the shape, all of them
+            // (a fifth held out).
+            rows: (p.rows as f64 / 0.8).round() as usize,
+        }
+    }
+
+    /// Training rows (text: tokens) with a fifth held out.
+    fn train_rows(&self) -> f64 {
+        (self.rows as f64 * 0.8).max(1.0)
+    }
+}
+
+/// Reads `path` and describes its problem as a training run would: the
+/// task (from the file, or `task` where given), its shapes, and the
+/// descriptor the registry records ([`Problem`]).
+pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem)> {
+    let mut shape = Shape::of_peek(&super::data::peek(path)?);
+    match (task, shape.task.as_str()) {
+        (None, _) => {}
+        (Some(t), found) if t == found => {}
+        (Some("regression"), "classification") => {
+            shape.task = "regression".into();
+            shape.outputs = 1;
+        }
+        (Some(t), found) => {
+            return Err(bad(format!("{}: reads as a {found} problem, not {t}", path.display())));
+        }
+    }
+    let module = Structure::default_for(&shape.task).build(&shape)?;
+    let sig = Signature::of_source(&module.text, "proposal")?;
+    let dataset = Dataset::load(&[path.to_path_buf()], &sig, &DataOptions::default())?;
+    let problem = dataset.problem(&super::run::data_name(&[path.to_path_buf()]), &sig);
+    Ok((shape, problem))
+}
+
+/// The best held-out loss a run of this curve had when a `--flops-budget
+/// budget` run would have stopped (the end of the epoch that spends the
+/// budget), or `None` where the run stopped well short of the budget.
+pub fn loss_at(curve: &[CurvePoint], budget: Option<f64>) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    let mut reached = budget.is_none();
+    for c in curve {
+        if let Some(v) = c.val_loss.filter(|v| v.is_finite()) {
+            best = Some(best.map_or(v, |b| b.min(v)));
+        }
+        if budget.is_some_and(|b| c.train_flops >= b) {
+            reached = true;
+            break;
+        }
+    }
+    // A run that ended within 10% of the budget counts as having spent it.
+    if !reached && let (Some(b), Some(last)) = (budget, curve.last()) {
+        reached = last.train_flops >= 0.9 * b;
+    }
+    best.filter(|_| reached)
+}
+
+/// How far apart two problems are (same kind only: tables or text).
+fn distance(a: &Problem, b: &Problem) -> f64 {
+    let d = |p: &Problem| {
+        let log = |x: f64| x.max(1.0).log10();
+        let entropy = if p.task != "regression" && p.outputs > 1 {
+            p.label_entropy / (p.outputs as f64).ln()
+        } else {
+            1.0
+        };
+        [
+            log(p.rows as f64),
+            log(p.input.iter().product::<usize>() as f64),
+            log(p.outputs as f64),
+            2.0 * p.probe_ratio(),
+            entropy,
+            (p.task == "regression") as u8 as f64,
+        ]
+    };
+    let (x, y) = (d(a), d(b));
+    x.iter().zip(&y).map(|(p, q)| (p - q).powi(2)).sum::<f64>().sqrt()
+}
+
+/// A past problem the proposal drew on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Neighbour {
+    pub problem: String,
+    pub distance: f64,
+    /// Its weight in the prediction (normalised).
+    pub weight: f64,
+    /// The budget carried over to it.
+    pub budget: Option<f64>,
+    /// The runs scored, by structure: (structure, runs, held-out loss at
+    /// the budget, rank from 0 (best) to 1).
+    pub scored: Vec<(String, Vec<i64>, f64, f64)>,
+    /// Growth runs and whether each paid off.
+    pub growth: Vec<Growth>,
+}
+
+/// A growth run of a neighbour.
+#[derive(Clone, Debug, Serialize)]
+pub struct Growth {
+    pub run: i64,
+    pub from: String,
+    pub to: String,
+    pub loss: f64,
+    /// The same starting structure trained as it was.
+    pub plain_loss: Option<f64>,
+    pub paid_off: bool,
+    /// Accepted widenings: (layer, width after).
+    pub widened: Vec<(String, usize)>,
+}
+
+/// A structure's prediction for the new problem.
+#[derive(Clone, Debug, Serialize)]
+pub struct Prediction {
+    pub structure: String,
+    /// Predicted rank, 0 (best) to 1 (worst).
+    pub score: f64,
+    /// Neighbours that tried it.
+    pub support: usize,
+    pub params: usize,
+    pub flops_per_step: f64,
+}
+
+/// What `aicf propose` proposes, and why.
+#[derive(Debug, Serialize)]
+pub struct Proposal {
+    pub structure: String,
+    pub shape: Shape,
+    pub problem: Problem,
+    pub budget: Option<f64>,
+    /// The budget as epochs of the default structure.
+    pub default_epochs: Option<f64>,
+    /// The default structure's training FLOPs per example (text: per
+    /// token) on this problem: a budget of `E` epochs of it is `E` times
+    /// this times the training rows (four fifths of them).
+    pub default_flops_per_example: f64,
+    pub neighbours: Vec<Neighbour>,
+    /// Best first.
+    pub predictions: Vec<Prediction>,
+    /// Problems of the same kind in the registry.
+    pub problems_seen: usize,
+    pub explanation: Vec<String>,
+    /// A growth policy (TOML) for `aicf train --adapt`.
+    pub policy: String,
+    #[serde(skip)]
+    pub module: Option<HlModule>,
+}
+
+/// Settings of [`propose`].
+#[derive(Clone, Debug)]
+pub struct ProposeOptions {
+    /// Nearest problems to draw on.
+    pub neighbours: usize,
+    /// Training FLOPs the model will get (`None`: as the past runs had).
+    pub budget: Option<f64>,
+}
+
+impl Default for ProposeOptions {
+    fn default() -> Self {
+        ProposeOptions { neighbours: 3, budget: None }
+    }
+}
+
+/// The width a decision's action grew a layer to: `widen fc1 to 32 (…)`.
+fn widened(action: &str) -> Option<(String, usize)> {
+    let rest = action.strip_prefix("widen ")?;
+    let (layer, rest) = rest.split_once(" to ")?;
+    let width = rest.split_whitespace().next()?.parse().ok()?;
+    Some((layer.to_string(), width))
+}
+
+/// Proposes a structure for `problem` (of `shape`) from `runs` (a
+/// registry's finished runs with their curves and decisions).
+pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &ProposeOptions) -> Result<Proposal> {
+    let default = Structure::default_for(&shape.task);
+    let epochs_of = |s: &Shape, b: f64| b / (s.train_rows() * default.flops_per_example(s));
+    let default_epochs = options.budget.map(|b| epochs_of(shape, b));
+    // Past problems of the same kind, by name.
+    let mut by_problem: BTreeMap<String, Vec<&RunDetail>> = BTreeMap::new();
+    for r in runs {
+        let p = &r.run.problem;
+        if (p.task == "text") == (shape.task == "text") && !p.name.is_empty() && r.run.status == "finished" {
+            by_problem.entry(p.name.clone()).or_default().push(r);
+        }
+    }
+    let problems_seen = by_problem.len();
+    let mut neighbours: Vec<Neighbour> = Vec::new();
+    for (name, rs) in &by_problem {
+        let past = &rs[0].run.problem;
+        let past_shape = Shape::of_problem(past);
+        let budget = default_epochs.map(|e| e * past_shape.train_rows() * default.flops_per_example(&past_shape));
+        // Plain runs by structure: the mean loss of its runs at the budget.
+        let mut plain: BTreeMap<Structure, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
+        for r in rs.iter().filter(|r| r.run.settings.policy.is_none()) {
+            let Ok(s) = Structure::parse(&r.run.fingerprint.structure) else { continue };
+            if !s.fits(&shape.task) {
+                continue;
+            }
+            if let Some(loss) = loss_at(&r.curve, budget) {
+                let e = plain.entry(s).or_default();
+                e.0.push(r.run.id);
+                e.1.push(loss);
+            }
+        }
+        if plain.len() < 2 {
+            continue; // one structure ranks nothing
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let losses: Vec<f64> = plain.values().map(|(_, l)| mean(l)).collect();
+        let (lo, hi) = losses.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+        let scored: Vec<(String, Vec<i64>, f64, f64)> = plain
+            .iter()
+            .map(|(s, (ids, l))| {
+                let loss = mean(l);
+                let rank = if hi > lo { (loss - lo) / (hi - lo) } else { 0.0 };
+                (s.to_string(), ids.clone(), loss, rank)
+            })
+            .collect();
+        // Growth runs: did they end better than their start trained plain?
+        let mut growth = Vec::new();
+        for r in rs.iter().filter(|r| r.run.settings.policy.is_some()) {
+            let Some(loss) = loss_at(&r.curve, budget) else { continue };
+            let from = r.run.fingerprint.structure.clone();
+            let to = r.run.final_fingerprint.as_ref().map_or(from.clone(), |f| f.structure.clone());
+            let plain_loss = Structure::parse(&from).ok().and_then(|s| plain.get(&s)).map(|(_, l)| mean(l));
+            let widened: Vec<(String, usize)> =
+                r.decisions.iter().filter(|d| d.outcome == "accepted").filter_map(|d| widened(&d.action)).collect();
+            growth.push(Growth {
+                run: r.run.id,
+                paid_off: !widened.is_empty() && plain_loss.is_some_and(|p| loss < p),
+                from,
+                to,
+                loss,
+                plain_loss,
+                widened,
+            });
+        }
+        neighbours.push(Neighbour {
+            problem: name.clone(),
+            distance: distance(problem, past),
+            weight: 0.0,
+            budget,
+            scored,
+            growth,
+        });
+    }
+    neighbours.sort_by(|a, b| a.distance.total_cmp(&b.distance).then(a.problem.cmp(&b.problem)));
+    neighbours.truncate(options.neighbours.max(1));
+    let weights: Vec<f64> = neighbours.iter().map(|n| 1.0 / (n.distance + 0.1)).collect();
+    let total: f64 = weights.iter().sum();
+    for (n, w) in neighbours.iter_mut().zip(&weights) {
+        n.weight = w / total;
+    }
+    // Candidates: what the neighbours tried, and the default; each must
+    // fit the budget with ten steps at least.
+    let mut candidates: Vec<Structure> = vec![default.clone()];
+    for n in &neighbours {
+        for (s, ..) in &n.scored {
+            let s = Structure::parse(s)?;
+            if !candidates.contains(&s) {
+                candidates.push(s);
+            }
+        }
+    }
+    let batch = shape.batch() as f64;
+    let step_flops = |s: &Structure| {
+        s.flops_per_example(shape) * batch * if shape.task == "text" { LM_CONTEXT as f64 } else { 1.0 }
+    };
+    let mut explanation = Vec::new();
+    let mut predictions: Vec<Prediction> = Vec::new();
+    for s in &candidates {
+        if options.budget.is_some_and(|b| step_flops(s) * 10.0 > b) {
+            explanation.push(format!("{s} left out: ten of its steps ({:.2e} FLOPs) exceed the budget", step_flops(s) * 10.0));
+            continue;
+        }
+        let label = s.to_string();
+        let (mut score, mut support) = (0.0, 0);
+        for n in &neighbours {
+            match n.scored.iter().find(|(t, ..)| *t == label) {
+                Some((_, _, _, rank)) => {
+                    score += n.weight * rank;
+                    support += 1;
+                }
+                None => score += n.weight * 0.5,
+            }
+        }
+        if neighbours.is_empty() {
+            score = 0.5;
+        }
+        predictions.push(Prediction {
+            structure: label,
+            score,
+            support,
+            params: s.params(shape),
+            flops_per_step: step_flops(s),
+        });
+    }
+    if predictions.is_empty() {
+        return Err(bad(format!(
+            "a budget of {:.3e} FLOPs is less than ten training steps of any structure",
+            options.budget.unwrap_or(0.0)
+        )));
+    }
+    // Best predicted first; among equals, the one with more evidence, then
+    // the cheaper.
+    predictions.sort_by(|a, b| {
+        a.score
+            .total_cmp(&b.score)
+            .then(b.support.cmp(&a.support))
+            .then(a.flops_per_step.total_cmp(&b.flops_per_step))
+    });
+    let chosen = Structure::parse(&predictions[0].structure)?;
+    // Explain.
+    let kind = if shape.task == "text" { "text" } else { "table" };
+    explanation.insert(
+        0,
+        format!(
+            "problem {}: {}, {} {}, {} outputs; labels' entropy {:.3} nats; a {} probe leaves {:.0}% of the constant \
+             predictor's loss",
+            problem.name,
+            problem.task,
+            shape.rows,
+            if shape.task == "text" { "characters" } else { "rows" },
+            shape.outputs,
+            problem.label_entropy,
+            if shape.task == "text" {
+                "bigram"
+            } else if shape.task == "regression" {
+                "least-squares"
+            } else {
+                "softmax"
+            },
+            100.0 * problem.probe_ratio()
+        ),
+    );
+    match (options.budget, default_epochs) {
+        (Some(b), Some(e)) => explanation.push(format!("budget {b:.3e} FLOPs: {e:.1} epochs of the default {default}")),
+        _ => explanation.push("no budget: past runs are scored on their whole curves".into()),
+    }
+    if neighbours.is_empty() {
+        explanation.push(format!(
+            "no past {kind} problem in the registry has runs of two structures or more ({problems_seen} problems \
+             seen): the default {default}"
+        ));
+    } else {
+        explanation.push(format!("nearest of the registry's {problems_seen} past {kind} problems:"));
+        for n in &neighbours {
+            let best = n.scored.iter().min_by(|a, b| a.2.total_cmp(&b.2)).map(|b| format!("{} ({:.4})", b.0, b.2));
+            let ids: Vec<i64> = n.scored.iter().flat_map(|s| s.1.iter().copied()).collect();
+            explanation.push(format!(
+                "  {:<20} distance {:.2}, weight {:.2}: {} structures in runs {}; best {}",
+                n.problem,
+                n.distance,
+                n.weight,
+                n.scored.len(),
+                id_ranges(&ids),
+                best.unwrap_or_default()
+            ));
+        }
+        explanation.push("predicted rank (0: best of a problem's structures, 1: worst):".into());
+        for p in &predictions {
+            explanation.push(format!(
+                "  {:<14} {:.2}  (tried by {} of {}; {} parameters)",
+                p.structure,
+                p.score,
+                p.support,
+                neighbours.len(),
+                p.params
+            ));
+        }
+        explanation.push(format!("proposal: {chosen}, the best predicted"));
+    }
+    let policy = checked_policy(growth_policy(&chosen, shape, &neighbours, &mut explanation))?;
+    let module = chosen.build(shape)?;
+    Ok(Proposal {
+        structure: chosen.to_string(),
+        shape: shape.clone(),
+        problem: problem.clone(),
+        budget: options.budget,
+        default_epochs,
+        default_flops_per_example: default.flops_per_example(shape),
+        neighbours,
+        predictions,
+        problems_seen,
+        explanation,
+        policy,
+        module: Some(module),
+    })
+}
+
+/// `3-9, 12`: run ids, consecutive ones as ranges.
+fn id_ranges(ids: &[i64]) -> String {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i { format!("#{}-{}", ids[i], ids[j]) } else { format!("#{}", ids[i]) });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// The growth policy for `chosen`: the neighbours' widenings that paid off,
+/// carried over, and a rollback of instabilities.
+fn growth_policy(chosen: &Structure, shape: &Shape, neighbours: &[Neighbour], explanation: &mut Vec<String>) -> String {
+    let steps_per_epoch = match shape.task.as_str() {
+        "text" => (shape.train_rows() / LM_CONTEXT as f64 / shape.batch() as f64).ceil() as u64,
+        _ => (shape.train_rows() / shape.batch() as f64).floor() as u64,
+    }
+    .max(5);
+    let growth: Vec<&Growth> = neighbours.iter().flat_map(|n| &n.growth).collect();
+    let paid: Vec<&Growth> = growth.iter().copied().filter(|g| g.paid_off).collect();
+    let mut text = String::from("# Proposed by aicf propose: the growth rules the nearest past problems' runs support.\n");
+    text += &format!("observe_every = 10\nwatch_steps = {steps_per_epoch}\nspike_factor = 4.0\n");
+    // Carry a widening over to the proposal's hidden layer of the same
+    // position, grown by the factor it grew there.
+    let rule = match chosen {
+        Structure::Mlp { hidden } if !hidden.is_empty() && !paid.is_empty() && paid.len() * 2 >= growth.len() => {
+            let mut factors: Vec<(usize, f64)> = Vec::new();
+            for g in &paid {
+                let (Ok(Structure::Mlp { hidden: from }), Some((layer, width))) =
+                    (Structure::parse(&g.from), g.widened.last())
+                else {
+                    continue;
+                };
+                let Some(pos) = layer.strip_prefix("fc").and_then(|n| n.parse::<usize>().ok()).filter(|&p| p >= 1) else {
+                    continue;
+                };
+                if let Some(&start) = from.get(pos - 1) {
+                    factors.push((pos, *width as f64 / start as f64));
+                }
+            }
+            factors.sort_by(|a, b| a.1.total_cmp(&b.1));
+            factors.get(factors.len() / 2).copied().filter(|&(pos, f)| f > 1.0 && pos <= hidden.len())
+        }
+        _ => None,
+    };
+    let runs = |g: &[&Growth]| g.iter().map(|g| format!("#{}", g.run)).collect::<Vec<_>>().join(", ");
+    match rule {
+        Some((pos, factor)) => {
+            let start = match chosen {
+                Structure::Mlp { hidden } => hidden[pos - 1],
+                _ => 0,
+            };
+            let max_width = ((start as f64 * factor).round() as usize).clamp(start + 1, MAX_WIDTH);
+            text += &format!(
+                "\n# Growth paid off in runs {}: widen fc{pos} on each plateau, up to {factor:.0}x.\n[[rule]]\n\
+                 when = \"plateau\"\nwindow = {steps_per_epoch}\nthreshold = 0.1\nmin_gap = {}\n\
+                 action = {{ op = \"widen\", layer = \"fc{pos}\", factor = 2.0, max_width = {max_width}, rule = \
+                 \"zero-out\" }}\n",
+                runs(&paid),
+                2 * steps_per_epoch
+            );
+            explanation.push(format!(
+                "growth policy: {} of {} growth runs of the neighbours ended better than their start trained as it \
+                 was ({}); widen fc{pos} on plateaus up to {max_width} units",
+                paid.len(),
+                growth.len(),
+                runs(&paid)
+            ));
+        }
+        None if growth.is_empty() => {
+            explanation.push("growth policy: no neighbour grew a model; the policy only rolls back instabilities".into())
+        }
+        None => explanation.push(format!(
+            "growth policy: {} of {} growth runs of the neighbours paid off ({}), too few to carry over to {chosen}; \
+             the policy only rolls back instabilities",
+            paid.len(),
+            growth.len(),
+            runs(&growth)
+        )),
+    }
+    text += "\n[[rule]]\nwhen = \"instability\"\naction = { rollback = { lr_factor = 0.5 } }\n";
+    text
+}
+
+/// The policy text must read back as a policy `aicf train --adapt` takes.
+fn checked_policy(text: String) -> Result<String> {
+    super::adapt::Policy::parse(&text).map_err(|e| bad(format!("the derived growth policy does not read back: {e}")))?;
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structures_parse_and_print_alike() {
+        for s in ["mlp 128", "mlp 64-64-64", "mlp linear", "lm 2x64"] {
+            assert_eq!(Structure::parse(s).unwrap().to_string(), s);
+        }
+        for s in ["mlp", "mlp 0", "mlp 12-x", "lm 2", "lm 2x20", "cnn 3", "mlp 99999999"] {
+            assert!(Structure::parse(s).is_err(), "{s}");
+        }
+        assert_eq!(widened("widen fc1 to 32 (zeroout)"), Some(("fc1".into(), 32)));
+        assert_eq!(id_ranges(&[5, 1, 2, 3, 9]), "#1-3, #5, #9");
+    }
+}
