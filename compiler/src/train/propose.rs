@@ -781,4 +781,152 @@ mod tests {
         assert_eq!(widened("widen fc1 to 32 (zeroout)"), Some(("fc1".into(), 32)));
         assert_eq!(id_ranges(&[5, 1, 2, 3, 9]), "#1-3, #5, #9");
     }
+
+    fn problem(name: &str, rows: usize, features: usize, classes: usize, probe: f64) -> Problem {
+        let entropy = (classes as f64).ln();
+        Problem {
+            name: name.into(),
+            task: "classification".into(),
+            input: vec![features],
+            outputs: classes,
+            rows,
+            label_entropy: entropy,
+            baseline_loss: entropy,
+            probe_loss: probe * entropy,
+        }
+    }
+
+    /// A finished run of `structure` on `p` whose held-out loss falls to
+    /// `loss` at `flops` FLOPs, then rises (overfits) to twice that.
+    fn run(id: i64, p: &Problem, structure: &str, points: &[(f64, f64)], policy: bool) -> RunDetail {
+        use super::super::registry::{Fingerprint, RunRow, Settings};
+        RunDetail {
+            run: RunRow {
+                id,
+                started: String::new(),
+                status: "finished".into(),
+                model: String::new(),
+                problem: p.clone(),
+                fingerprint: Fingerprint { structure: structure.into(), ..Fingerprint::default() },
+                final_fingerprint: None,
+                settings: Settings { policy: policy.then(|| "grow.toml".into()), ..Settings::default() },
+                epochs: None,
+                steps: None,
+                train_flops: None,
+                best_val_loss: None,
+                final_val_loss: None,
+                final_val_accuracy: None,
+                seconds: None,
+                error: None,
+            },
+            command: String::new(),
+            data: String::new(),
+            seed: 0,
+            curve: points
+                .iter()
+                .enumerate()
+                .map(|(i, &(flops, loss))| CurvePoint {
+                    epoch: i as i64 + 1,
+                    step: 0,
+                    train_flops: flops,
+                    train_loss: loss,
+                    val_loss: Some(loss),
+                    val_accuracy: None,
+                })
+                .collect(),
+            decisions: vec![],
+        }
+    }
+
+    /// Two past problems like the new one, where the small MLP wins at a
+    /// small budget and the wide one at a large budget; a far problem
+    /// where the deep one wins. The proposal follows the near problems,
+    /// and the budget.
+    #[test]
+    fn the_nearest_problems_and_the_budget_decide() {
+        let near_a = problem("near_a", 1000, 20, 4, 0.5);
+        let near_b = problem("near_b", 1200, 24, 4, 0.6);
+        let far = problem("far", 100_000, 500, 100, 0.05);
+        let new = problem("new", 1100, 22, 4, 0.55);
+        let shape = Shape { task: "classification".into(), features: 22, outputs: 4, rows: 1375 };
+        let default = Structure::default_for("classification");
+        // Budgets as epochs of the default (40 and 400).
+        let budget = |p: &Problem, epochs: f64| {
+            let s = Shape::of_problem(p);
+            epochs * s.train_rows() * default.flops_per_example(&s)
+        };
+        let mut runs = Vec::new();
+        for (i, p) in [&near_a, &near_b].into_iter().enumerate() {
+            let (lo, hi) = (budget(p, 40.0), budget(p, 400.0));
+            let id = 10 * i as i64;
+            runs.push(run(id + 1, p, "mlp 16", &[(lo * 0.5, 0.8), (lo, 0.5), (hi, 0.45)], false));
+            runs.push(run(id + 2, p, "mlp 256", &[(lo * 0.5, 1.2), (lo, 0.9), (hi, 0.2)], false));
+            runs.push(run(id + 3, p, "mlp 128", &[(lo * 0.5, 1.0), (lo, 0.7), (hi, 0.3)], false));
+        }
+        let (lo, hi) = (budget(&far, 40.0), budget(&far, 400.0));
+        runs.push(run(30, &far, "mlp 64-64-64", &[(lo, 0.1), (hi, 0.05)], false));
+        runs.push(run(31, &far, "mlp 16", &[(lo, 0.9), (hi, 0.8)], false));
+        let opts = |epochs: f64| ProposeOptions { neighbours: 2, budget: Some(budget(&new, epochs)) };
+        let small = propose(&shape, &new, &runs, &opts(40.0)).unwrap();
+        assert_eq!(small.structure, "mlp 16", "{:#?}", small.explanation);
+        let mut names: Vec<&str> = small.neighbours.iter().map(|n| n.problem.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["near_a", "near_b"], "the two near problems, not the far one");
+        assert!(small.explanation.iter().any(|l| l.contains("near_a") && l.contains("#1-3")), "{:#?}", small.explanation);
+        let large = propose(&shape, &new, &runs, &opts(400.0)).unwrap();
+        assert_eq!(large.structure, "mlp 256", "{:#?}", large.explanation);
+        // The prediction ranks the three structures as the neighbours do.
+        let order: Vec<&str> = large.predictions.iter().map(|p| p.structure.as_str()).collect();
+        assert_eq!(order, ["mlp 256", "mlp 128", "mlp 16"]);
+        // A budget beyond every run's curve: nothing to score, the default.
+        let beyond = propose(&shape, &new, &runs, &opts(1e6)).unwrap();
+        assert_eq!(beyond.structure, "mlp 128");
+        assert!(beyond.explanation.iter().any(|l| l.contains("no past table problem")));
+        // Too small a budget for ten steps of anything.
+        assert!(propose(&shape, &new, &runs, &ProposeOptions { neighbours: 2, budget: Some(10.0) }).is_err());
+        // Text problems do not draw on tables.
+        let text = Shape { task: "text".into(), features: 1, outputs: 30, rows: 50_000 };
+        let mut lm = new.clone();
+        lm.task = "text".into();
+        let p = propose(&text, &lm, &runs, &ProposeOptions::default()).unwrap();
+        assert_eq!((p.structure.as_str(), p.neighbours.len()), ("lm 2x64", 0));
+    }
+
+    /// A growth run that ended better than its start trained plain carries
+    /// its widening over; one that did not, does not.
+    #[test]
+    fn growth_that_paid_off_becomes_the_policy() {
+        let a = problem("a", 1000, 20, 4, 0.5);
+        let b = problem("b", 1000, 21, 4, 0.5);
+        let new = problem("new", 1000, 20, 4, 0.5);
+        let shape = Shape { task: "classification".into(), features: 20, outputs: 4, rows: 1250 };
+        let widen = |to: usize| crate::train::registry::DecisionRecord {
+            action: format!("widen fc1 to {to} (zeroout)"),
+            outcome: "accepted".into(),
+            ..Default::default()
+        };
+        let mut runs = Vec::new();
+        for (i, p) in [&a, &b].into_iter().enumerate() {
+            let id = 10 * i as i64;
+            runs.push(run(id + 1, p, "mlp 16", &[(1e6, 0.8), (1e12, 0.6)], false));
+            runs.push(run(id + 2, p, "mlp 64", &[(1e6, 0.5), (1e12, 0.4)], false));
+            let mut grown = run(id + 3, p, "mlp 16", &[(1e6, 0.7), (1e12, 0.45)], true);
+            grown.decisions = vec![widen(32), widen(64)];
+            runs.push(grown);
+        }
+        let p = propose(&shape, &new, &runs, &ProposeOptions::default()).unwrap();
+        assert_eq!(p.structure, "mlp 64");
+        let policy = crate::train::adapt::Policy::parse(&p.policy).unwrap();
+        assert_eq!(policy.rules.len(), 2, "{}", p.policy);
+        // mlp 16 grew 4x where it paid off: the proposal's 64 up to 256.
+        assert!(p.policy.contains("layer = \"fc1\"") && p.policy.contains("max_width = 256"), "{}", p.policy);
+        // Growth that ended worse than the plain start: only the rollback.
+        for r in runs.iter_mut().filter(|r| r.run.settings.policy.is_some()) {
+            r.curve.last_mut().unwrap().val_loss = Some(0.9);
+        }
+        let p = propose(&shape, &new, &runs, &ProposeOptions::default()).unwrap();
+        assert!(!p.policy.contains("widen"), "{}", p.policy);
+        assert!(p.explanation.iter().any(|l| l.contains("0 of 2 growth runs")), "{:#?}", p.explanation);
+        assert_eq!(crate::train::adapt::Policy::parse(&p.policy).unwrap().rules.len(), 1);
+    }
 }

@@ -1,0 +1,74 @@
+// `aicf propose`: a model for a data set from the run registry's past runs.
+// Two structures trained on iris and on wine at a budget of 40 epochs of
+// the default MLP; breast cancer, which no run saw, gets the structure
+// that did best on its nearest past problems, built for its 30 features
+// and 2 classes, and a growth policy; both train as they are written.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 16" -o %t/iris16.mlir | FileCheck %s --check-prefix=ASKED
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 128-128" -o %t/iris128.mlir > /dev/null
+// RUN: aicf propose --data %S/../../../data/problems/wine.csv.gz --structure "mlp 16" -o %t/wine16.mlir > /dev/null
+// RUN: aicf propose --data %S/../../../data/problems/wine.csv.gz --structure "mlp 128-128" -o %t/wine128.mlir > /dev/null
+// RUN: aicf train %t/iris16.mlir --data %S/../../../data/problems/iris.csv.gz --epochs 1000 --flops-budget 2.6e7 --runs-db %t/runs.sqlite --out %t/r1 --gemm generated --threads 2 > /dev/null
+// RUN: aicf train %t/iris128.mlir --data %S/../../../data/problems/iris.csv.gz --epochs 1000 --flops-budget 2.6e7 --runs-db %t/runs.sqlite --out %t/r2 --gemm generated --threads 2 > /dev/null
+// RUN: aicf train %t/wine16.mlir --data %S/../../../data/problems/wine.csv.gz --epochs 1000 --flops-budget 6.4e7 --runs-db %t/runs.sqlite --out %t/r3 --gemm generated --threads 2 > /dev/null
+// RUN: aicf train %t/wine128.mlir --data %S/../../../data/problems/wine.csv.gz --epochs 1000 --flops-budget 6.4e7 --runs-db %t/runs.sqlite --out %t/r4 --gemm generated --threads 2 > /dev/null
+// RUN: aicf propose --data %S/../../../data/problems/breast_cancer.csv.gz --budget 2.8e8 --runs-db %t/runs.sqlite -o %t/bc.mlir --policy %t/bc.toml --json %t/bc.json | FileCheck %s --check-prefix=PROPOSE
+// RUN: FileCheck %s --check-prefix=MODEL < %t/bc.mlir
+// RUN: aicf-opt %t/bc.mlir | FileCheck %s --check-prefix=VERIFIED
+// RUN: FileCheck %s --check-prefix=POLICY < %t/bc.toml
+// RUN: aicf train %t/bc.mlir --data %S/../../../data/problems/breast_cancer.csv.gz --epochs 2 --adapt %t/bc.toml --runs-db %t/runs.sqlite --out %t/r5 | FileCheck %s --check-prefix=TRAIN
+// RUN: aicf propose --data %S/../../../data/problems/sine_w1.csv.gz --structure "mlp 32-32" -o %t/sine.mlir > /dev/null
+// RUN: aicf train %t/sine.mlir --data %S/../../../data/problems/sine_w1.csv.gz --epochs 2 --runs-db %t/runs.sqlite --out %t/r6 | FileCheck %s --check-prefix=REGRESSION
+// RUN: aicf propose --data %S/../../../data/problems/markov_o1.txt --structure "lm 1x32" -o %t/lm.mlir | FileCheck %s --check-prefix=LM
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --runs-db %t/none.sqlite -o %t/none.mlir 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: not aicf propose --data %t/missing.csv -o %t/x.mlir --structure "mlp 8" 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "cnn 3" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=STRUCTURE
+// RUN: not aicf propose --data %S/../../../data/problems/markov_o1.txt --structure "mlp 64" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --budget 0 -o %t/x.mlir --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --budget 100 -o %t/x.mlir --runs-db %t/runs.sqlite 2>&1 | FileCheck %s --check-prefix=SMALL
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --task text -o %t/x.mlir --structure "lm 1x32" 2>&1 | FileCheck %s --check-prefix=TASK
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %S/../../../data/problems/iris.csv.gz 2>&1 | FileCheck %s --check-prefix=OVERWRITE
+// RUN: not aicf propose --data %s --structure "mlp 8" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=FORMAT
+
+// ASKED: mlp 16, as asked (--structure); the registry was not read
+// ASKED: wrote {{.*}}iris16.mlir (mlp 16, 131 parameters)
+
+// PROPOSE: problem breast_cancer: classification, 569 rows, 2 outputs
+// PROPOSE: budget 2.800e8 FLOPs: {{[0-9.]+}} epochs of the default mlp 128
+// PROPOSE: nearest of the registry's 2 past table problems:
+// PROPOSE-DAG: {{^}}  wine {{ *}}distance {{[0-9.]+}}, weight {{[0-9.]+}}: 2 structures in runs #3-4; best mlp
+// PROPOSE-DAG: {{^}}  iris {{ *}}distance {{[0-9.]+}}, weight {{[0-9.]+}}: 2 structures in runs #1-2; best mlp
+// PROPOSE: predicted rank (0: best of a problem's structures, 1: worst):
+// PROPOSE: proposal: [[S:mlp [0-9-]+]], the best predicted
+// PROPOSE: growth policy: no neighbour grew a model; the policy only rolls back instabilities
+// PROPOSE: wrote {{.*}}bc.mlir ([[S]], {{[0-9]+}} parameters)
+// PROPOSE: wrote {{.*}}bc.toml (aicf train --adapt)
+
+// MODEL: // mlp {{[0-9-]+}} for {{.*}}breast_cancer.csv.gz, proposed by aicf propose:
+// MODEL: hl.param @fc1.weight : tensor<{{[0-9]+}}x30xf32>
+// MODEL: func.func @loss(%arg0: tensor<32x30xf32>, %arg1: tensor<32xi32>) -> tensor<f32>
+
+// VERIFIED: hl.param @fc1.weight
+
+// POLICY: when = "instability"
+
+// TRAIN: training on 455 examples (114 held out)
+// TRAIN: final held-out accuracy {{[0-9.]+}}% after 2 epochs
+
+// REGRESSION: epoch   2/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  (
+// REGRESSION: final held-out loss {{[0-9.]+}} after 2 epochs
+
+// LM: wrote {{.*}}lm.mlir (lm 1x32, {{[0-9]+}} parameters)
+
+// EMPTY: none.sqlite: no run registry yet; proposing the default
+// EMPTY: no past table problem in the registry has runs of two structures or more (0 problems seen): the default mlp 128
+// EMPTY: wrote {{.*}}none.mlir (mlp 128, 1027 parameters)
+
+// MISSING: aicf: error: {{.*}}missing.csv: No such file or directory
+// STRUCTURE: aicf: error: structure 'cnn 3': not an mlp or an lm
+// KIND: aicf: error: mlp 64 does not model a text problem
+// ZERO: aicf: error: --budget 0: a budget is a positive number of FLOPs
+// SMALL: aicf: error: a budget of 1.000e2 FLOPs is less than ten training steps of any structure
+// TASK: aicf: error: {{.*}}iris.csv.gz: reads as a classification problem, not text
+// OVERWRITE: aicf: error: {{.*}}iris.csv.gz: the model would overwrite the data
+// FORMAT: aicf: error: {{.*}}propose.mlir: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)
