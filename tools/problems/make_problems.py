@@ -10,7 +10,7 @@ integer labels are classes, float ones regression targets) or a text:
   breast_cancer, diabetes's target standardised)
   diabetes
   teacher        labels of random teacher networks of known width and depth
-  parity         the XOR of k of 12 random bits (k = 3, 5)
+  parity         the XOR of k of 16 random bits (k = 4, 6), 10% of labels flipped
   sine           y = sin(w x) + noise on [-pi, pi] (w = 1, 3)
   shakespeare    two 150k-character slices of tiny Shakespeare
   markov         text of random Markov chains (order 1 and 2)
@@ -63,10 +63,12 @@ def teacher(rng, rows, features, widths, classes):
     return x, logits.argmax(axis=1)
 
 
-def parity(rng, rows, bits, k):
+def parity(rng, rows, bits, k, noise):
+    """The XOR of k chosen bits, each label flipped with probability
+    `noise` (so the best held-out loss is the flip's entropy, not 0)."""
     x = rng.integers(0, 2, size=(rows, bits))
     chosen = rng.choice(bits, size=k, replace=False)
-    y = x[:, chosen].sum(axis=1) % 2
+    y = (x[:, chosen].sum(axis=1) + (rng.random(rows) < noise)) % 2
     return x * 2 - 1, y  # features -1/1
 
 
@@ -119,21 +121,27 @@ def main():
     add("diabetes", "diabetes", write_table(out, "diabetes", x, y, False), "regression",
         "scikit-learn's diabetes, features and target standardised")
 
+    # Each problem its own seed: changing one leaves the others' bytes.
     rng = np.random.default_rng(29)
     x, y = teacher(rng, 2000, 16, [64], 4)
     add("teacher", "teacher_wide", write_table(out, "teacher_wide", x, y, True), "classification",
         "a 16-64-4 ReLU teacher's argmax")
+    rng = np.random.default_rng(30)
     x, y = teacher(rng, 2000, 8, [32, 32, 32], 4)
     add("teacher", "teacher_deep", write_table(out, "teacher_deep", x, y, True), "classification",
         "an 8-32-32-32-4 ReLU teacher's argmax")
-    x, y = parity(rng, 2000, 12, 3)
-    add("parity", "parity_k3", write_table(out, "parity_k3", x, y, True), "classification",
-        "XOR of 3 of 12 random bits")
-    x, y = parity(rng, 4000, 12, 5)
-    add("parity", "parity_k5", write_table(out, "parity_k5", x, y, True), "classification",
-        "XOR of 5 of 12 random bits")
+    rng = np.random.default_rng(31)
+    x, y = parity(rng, 3000, 16, 4, 0.1)
+    add("parity", "parity_k4", write_table(out, "parity_k4", x, y, True), "classification",
+        "XOR of 4 of 16 random bits, 10% of labels flipped")
+    rng = np.random.default_rng(32)
+    x, y = parity(rng, 4000, 16, 6, 0.1)
+    add("parity", "parity_k6", write_table(out, "parity_k6", x, y, True), "classification",
+        "XOR of 6 of 16 random bits, 10% of labels flipped")
+    rng = np.random.default_rng(33)
     x, y = sine(rng, 1000, 1.0, 0.05)
     add("sine", "sine_w1", write_table(out, "sine_w1", x, y, False), "regression", "sin(x) + 0.05 noise")
+    rng = np.random.default_rng(34)
     x, y = sine(rng, 1000, 3.0, 0.05)
     add("sine", "sine_w3", write_table(out, "sine_w3", x, y, False), "regression", "sin(3x) + 0.05 noise")
 
@@ -143,9 +151,9 @@ def main():
         "tiny Shakespeare's first 150k characters")
     add("shakespeare", "shakespeare_b", write_text(out, "shakespeare_b", shakespeare[600_000:750_000]), "text",
         "tiny Shakespeare's characters 600k-750k")
-    add("markov", "markov_o1", write_text(out, "markov_o1", markov(rng, 20, 1, 150_000)), "text",
+    add("markov", "markov_o1", write_text(out, "markov_o1", markov(np.random.default_rng(35), 20, 1, 150_000)), "text",
         "an order-1 Markov chain over 20 symbols")
-    add("markov", "markov_o2", write_text(out, "markov_o2", markov(rng, 24, 2, 150_000)), "text",
+    add("markov", "markov_o2", write_text(out, "markov_o2", markov(np.random.default_rng(36), 24, 2, 150_000)), "text",
         "an order-2 Markov chain over 24 symbols")
 
     with open(os.path.join(out, "manifest.json"), "w") as f:

@@ -12,12 +12,16 @@
 //!    policy) are scored at the same budget: the budget is carried over as
 //!    epochs of the default model (so a problem twice as large gets twice
 //!    the FLOPs), each run's held-out loss is read off its curve where a
-//!    `--flops-budget` run would have stopped, and the structures tried on
-//!    that problem are ranked from 0 (its best) to 1 (its worst).
-//! 3. Each structure's predicted rank is the mean of its ranks over the
-//!    neighbours, weighted by closeness (a neighbour that never tried it
-//!    counts as 0.5, unknown). The proposal is the best predicted one,
-//!    built for the new problem's shapes with the layer API.
+//!    `--flops-budget` run would have stopped, and each structure tried on
+//!    that problem gets its regret there: the log of its loss over the
+//!    problem's best (each plus 1% of the constant predictor's loss, so
+//!    that losses near zero compare sanely); 0 for the best. The regret
+//!    is free of the loss's scale and, unlike a rank between best and
+//!    worst, not squashed by one structure that failed badly.
+//! 3. Each structure's predicted regret is the mean of its regrets over
+//!    the neighbours, weighted by closeness (a neighbour that never tried
+//!    it counts with its mean regret). The proposal is the least predicted
+//!    one, built for the new problem's shapes with the layer API.
 //! 4. The growth policy: where the neighbours' growth runs (`aicf train
 //!    --adapt`) ended better than the same starting structure trained as
 //!    it was, their accepted widenings are carried over (the same layer,
@@ -370,7 +374,7 @@ pub struct Neighbour {
     /// The budget carried over to it.
     pub budget: Option<f64>,
     /// The runs scored, by structure: (structure, runs, held-out loss at
-    /// the budget, rank from 0 (best) to 1).
+    /// the budget, regret: 0 for the best).
     pub scored: Vec<(String, Vec<i64>, f64, f64)>,
     /// Growth runs and whether each paid off.
     pub growth: Vec<Growth>,
@@ -394,7 +398,7 @@ pub struct Growth {
 #[derive(Clone, Debug, Serialize)]
 pub struct Prediction {
     pub structure: String,
-    /// Predicted rank, 0 (best) to 1 (worst).
+    /// Predicted regret (0: as good as the best of each neighbour).
     pub score: f64,
     /// Neighbours that tried it.
     pub support: usize,
@@ -406,6 +410,9 @@ pub struct Prediction {
 #[derive(Debug, Serialize)]
 pub struct Proposal {
     pub structure: String,
+    /// The structure is a start, to be grown by the policy (`aicf train
+    /// --adapt`): the neighbours' growth runs from it did best.
+    pub grow: bool,
     pub shape: Shape,
     pub problem: Problem,
     pub budget: Option<f64>,
@@ -430,7 +437,7 @@ pub struct Proposal {
 /// Settings of [`propose`].
 #[derive(Clone, Debug)]
 pub struct ProposeOptions {
-    /// Nearest problems to draw on.
+    /// Nearest problems to draw on (5).
     pub neighbours: usize,
     /// Training FLOPs the model will get (`None`: as the past runs had).
     pub budget: Option<f64>,
@@ -438,7 +445,7 @@ pub struct ProposeOptions {
 
 impl Default for ProposeOptions {
     fn default() -> Self {
-        ProposeOptions { neighbours: 3, budget: None }
+        ProposeOptions { neighbours: 5, budget: None }
     }
 }
 
@@ -487,16 +494,6 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             continue; // one structure ranks nothing
         }
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let losses: Vec<f64> = plain.values().map(|(_, l)| mean(l)).collect();
-        let (lo, hi) = losses.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
-        let scored: Vec<(String, Vec<i64>, f64, f64)> = plain
-            .iter()
-            .map(|(s, (ids, l))| {
-                let loss = mean(l);
-                let rank = if hi > lo { (loss - lo) / (hi - lo) } else { 0.0 };
-                (s.to_string(), ids.clone(), loss, rank)
-            })
-            .collect();
         // Growth runs: did they end better than their start trained plain?
         let mut growth = Vec::new();
         for r in rs.iter().filter(|r| r.run.settings.policy.is_some()) {
@@ -516,6 +513,25 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
                 widened,
             });
         }
+        // Scored: the plain structures, and each start that grew (`mlp 16
+        // grown`: that start with its growth policy) as a candidate too.
+        let mut entries: BTreeMap<String, (Vec<i64>, Vec<f64>)> =
+            plain.iter().map(|(s, (ids, l))| (s.to_string(), (ids.clone(), l.clone()))).collect();
+        for g in growth.iter().filter(|g| Structure::parse(&g.from).is_ok_and(|s| s.fits(&shape.task))) {
+            let e = entries.entry(format!("{} {GROWN}", g.from)).or_default();
+            e.0.push(g.run);
+            e.1.push(g.loss);
+        }
+        let best = entries.values().map(|(_, l)| mean(l)).fold(f64::INFINITY, f64::min);
+        let eps = if past.baseline_loss > 0.0 { 0.01 * past.baseline_loss } else { 1e-3 * best.abs() + 1e-12 };
+        let scored: Vec<(String, Vec<i64>, f64, f64)> = entries
+            .iter()
+            .map(|(s, (ids, l))| {
+                let loss = mean(l);
+                let regret = ((loss + eps) / (best + eps)).ln().max(0.0);
+                (s.clone(), ids.clone(), loss, regret)
+            })
+            .collect();
         neighbours.push(Neighbour {
             problem: name.clone(),
             distance: distance(problem, past),
@@ -534,12 +550,12 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     }
     // Candidates: what the neighbours tried, and the default; each must
     // fit the budget with ten steps at least.
-    let mut candidates: Vec<Structure> = vec![default.clone()];
+    let mut candidates: Vec<(Structure, bool)> = vec![(default.clone(), false)];
     for n in &neighbours {
         for (s, ..) in &n.scored {
-            let s = Structure::parse(s)?;
-            if !candidates.contains(&s) {
-                candidates.push(s);
+            let c = candidate(s)?;
+            if !candidates.contains(&c) {
+                candidates.push(c);
             }
         }
     }
@@ -549,24 +565,21 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     };
     let mut explanation = Vec::new();
     let mut predictions: Vec<Prediction> = Vec::new();
-    for s in &candidates {
+    for (s, grow) in &candidates {
         if options.budget.is_some_and(|b| step_flops(s) * 10.0 > b) {
             explanation.push(format!("{s} left out: ten of its steps ({:.2e} FLOPs) exceed the budget", step_flops(s) * 10.0));
             continue;
         }
-        let label = s.to_string();
+        let label = if *grow { format!("{s} {GROWN}") } else { s.to_string() };
         let (mut score, mut support) = (0.0, 0);
         for n in &neighbours {
             match n.scored.iter().find(|(t, ..)| *t == label) {
-                Some((_, _, _, rank)) => {
-                    score += n.weight * rank;
+                Some((_, _, _, regret)) => {
+                    score += n.weight * regret;
                     support += 1;
                 }
-                None => score += n.weight * 0.5,
+                None => score += n.weight * n.scored.iter().map(|x| x.3).sum::<f64>() / n.scored.len() as f64,
             }
-        }
-        if neighbours.is_empty() {
-            score = 0.5;
         }
         predictions.push(Prediction {
             structure: label,
@@ -590,7 +603,7 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             .then(b.support.cmp(&a.support))
             .then(a.flops_per_step.total_cmp(&b.flops_per_step))
     });
-    let chosen = Structure::parse(&predictions[0].structure)?;
+    let (chosen, grow) = candidate(&predictions[0].structure)?;
     // Explain.
     let kind = if shape.task == "text" { "text" } else { "table" };
     explanation.insert(
@@ -638,7 +651,7 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
                 best.unwrap_or_default()
             ));
         }
-        explanation.push("predicted rank (0: best of a problem's structures, 1: worst):".into());
+        explanation.push("predicted regret (log of the loss over each neighbour's best; 0: the best):".into());
         for p in &predictions {
             explanation.push(format!(
                 "  {:<14} {:.2}  (tried by {} of {}; {} parameters)",
@@ -649,12 +662,17 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
                 p.params
             ));
         }
-        explanation.push(format!("proposal: {chosen}, the best predicted"));
+        explanation.push(if grow {
+            format!("proposal: {chosen}, grown on plateaus by the policy (--policy), the best predicted")
+        } else {
+            format!("proposal: {chosen}, the best predicted")
+        });
     }
-    let policy = checked_policy(growth_policy(&chosen, shape, &neighbours, &mut explanation))?;
+    let policy = checked_policy(growth_policy(&chosen, grow, shape, &neighbours, &mut explanation))?;
     let module = chosen.build(shape)?;
     Ok(Proposal {
         structure: chosen.to_string(),
+        grow,
         shape: shape.clone(),
         problem: problem.clone(),
         budget: options.budget,
@@ -667,6 +685,17 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         policy,
         module: Some(module),
     })
+}
+
+/// How a candidate that starts small and grows is named: `mlp 16 grown`.
+pub const GROWN: &str = "grown";
+
+/// A candidate's structure, and whether it grows.
+fn candidate(label: &str) -> Result<(Structure, bool)> {
+    match label.strip_suffix(GROWN) {
+        Some(start) => Ok((Structure::parse(start)?, true)),
+        None => Ok((Structure::parse(label)?, false)),
+    }
 }
 
 /// `3-9, 12`: run ids, consecutive ones as ranges.
@@ -686,9 +715,17 @@ fn id_ranges(ids: &[i64]) -> String {
     out.join(", ")
 }
 
-/// The growth policy for `chosen`: the neighbours' widenings that paid off,
-/// carried over, and a rollback of instabilities.
-fn growth_policy(chosen: &Structure, shape: &Shape, neighbours: &[Neighbour], explanation: &mut Vec<String>) -> String {
+/// The growth policy for `chosen`: a rollback of instabilities, and the
+/// neighbours' widenings carried over where they are the proposal (`grow`:
+/// the growth runs from this start did best) or where most growth runs
+/// paid off (ended better than their start trained plain).
+fn growth_policy(
+    chosen: &Structure,
+    grow: bool,
+    shape: &Shape,
+    neighbours: &[Neighbour],
+    explanation: &mut Vec<String>,
+) -> String {
     let steps_per_epoch = match shape.task.as_str() {
         "text" => (shape.train_rows() / LM_CONTEXT as f64 / shape.batch() as f64).ceil() as u64,
         _ => (shape.train_rows() / shape.batch() as f64).floor() as u64,
@@ -698,58 +735,71 @@ fn growth_policy(chosen: &Structure, shape: &Shape, neighbours: &[Neighbour], ex
     let paid: Vec<&Growth> = growth.iter().copied().filter(|g| g.paid_off).collect();
     let mut text = String::from("# Proposed by aicf propose: the growth rules the nearest past problems' runs support.\n");
     text += &format!("observe_every = 10\nwatch_steps = {steps_per_epoch}\nspike_factor = 4.0\n");
-    // Carry a widening over to the proposal's hidden layer of the same
-    // position, grown by the factor it grew there.
+    // The runs to learn the widening from: the growth runs from the
+    // proposal's start (a grown proposal), or those that paid off where
+    // most did.
+    let label = chosen.to_string();
+    let source: Vec<&Growth> = if grow {
+        growth.iter().copied().filter(|g| g.from == label && !g.widened.is_empty()).collect()
+    } else if !paid.is_empty() && paid.len() * 2 >= growth.len() {
+        paid.clone()
+    } else {
+        Vec::new()
+    };
+    // The layer position they widened, and the width they ended at (the
+    // median run's): the proposal's layer there grows to that width.
     let rule = match chosen {
-        Structure::Mlp { hidden } if !hidden.is_empty() && !paid.is_empty() && paid.len() * 2 >= growth.len() => {
-            let mut factors: Vec<(usize, f64)> = Vec::new();
-            for g in &paid {
-                let (Ok(Structure::Mlp { hidden: from }), Some((layer, width))) =
-                    (Structure::parse(&g.from), g.widened.last())
-                else {
-                    continue;
-                };
-                let Some(pos) = layer.strip_prefix("fc").and_then(|n| n.parse::<usize>().ok()).filter(|&p| p >= 1) else {
-                    continue;
-                };
-                if let Some(&start) = from.get(pos - 1) {
-                    factors.push((pos, *width as f64 / start as f64));
-                }
-            }
-            factors.sort_by(|a, b| a.1.total_cmp(&b.1));
-            factors.get(factors.len() / 2).copied().filter(|&(pos, f)| f > 1.0 && pos <= hidden.len())
+        Structure::Mlp { hidden } if !hidden.is_empty() => {
+            let mut finals: Vec<(usize, usize)> = source
+                .iter()
+                .filter_map(|g| {
+                    let (layer, width) = g.widened.last()?;
+                    let pos = layer.strip_prefix("fc")?.parse::<usize>().ok().filter(|&p| p >= 1)?;
+                    Some((pos, *width))
+                })
+                .collect();
+            finals.sort_by_key(|&(_, w)| w);
+            finals.get(finals.len() / 2).copied().filter(|&(pos, w)| pos <= hidden.len() && w > hidden[pos - 1])
         }
         _ => None,
     };
     let runs = |g: &[&Growth]| g.iter().map(|g| format!("#{}", g.run)).collect::<Vec<_>>().join(", ");
     match rule {
-        Some((pos, factor)) => {
-            let start = match chosen {
-                Structure::Mlp { hidden } => hidden[pos - 1],
-                _ => 0,
-            };
-            let max_width = ((start as f64 * factor).round() as usize).clamp(start + 1, MAX_WIDTH);
+        Some((pos, max_width)) => {
             text += &format!(
-                "\n# Growth paid off in runs {}: widen fc{pos} on each plateau, up to {factor:.0}x.\n[[rule]]\n\
+                "\n# Growth from runs {}: widen fc{pos} on each plateau, up to {max_width} units.\n[[rule]]\n\
                  when = \"plateau\"\nwindow = {steps_per_epoch}\nthreshold = 0.1\nmin_gap = {}\n\
                  action = {{ op = \"widen\", layer = \"fc{pos}\", factor = 2.0, max_width = {max_width}, rule = \
                  \"zero-out\" }}\n",
-                runs(&paid),
+                runs(&source),
                 2 * steps_per_epoch
             );
-            explanation.push(format!(
-                "growth policy: {} of {} growth runs of the neighbours ended better than their start trained as it \
-                 was ({}); widen fc{pos} on plateaus up to {max_width} units",
-                paid.len(),
-                growth.len(),
-                runs(&paid)
-            ));
+            explanation.push(if grow {
+                format!(
+                    "growth policy: as the neighbours' growth runs from {label} ({}): widen fc{pos} on plateaus up to \
+                     {max_width} units",
+                    runs(&source)
+                )
+            } else {
+                format!(
+                    "growth policy: {} of {} growth runs of the neighbours ended better than their start trained as \
+                     it was ({}); widen fc{pos} on plateaus up to {max_width} units",
+                    paid.len(),
+                    growth.len(),
+                    runs(&paid)
+                )
+            });
         }
         None if growth.is_empty() => {
             explanation.push("growth policy: no neighbour grew a model; the policy only rolls back instabilities".into())
         }
+        None if !source.is_empty() => explanation.push(format!(
+            "growth policy: the neighbours' growth ({}) ended no wider than {label}; the policy only rolls back \
+             instabilities",
+            runs(&source)
+        )),
         None => explanation.push(format!(
-            "growth policy: {} of {} growth runs of the neighbours paid off ({}), too few to carry over to {chosen}; \
+            "growth policy: {} of {} growth runs of the neighbours paid off ({}), too few to carry over to {label}; \
              the policy only rolls back instabilities",
             paid.len(),
             growth.len(),
@@ -875,7 +925,7 @@ mod tests {
         assert!(small.explanation.iter().any(|l| l.contains("near_a") && l.contains("#1-3")), "{:#?}", small.explanation);
         let large = propose(&shape, &new, &runs, &opts(400.0)).unwrap();
         assert_eq!(large.structure, "mlp 256", "{:#?}", large.explanation);
-        // The prediction ranks the three structures as the neighbours do.
+        // The prediction orders the three structures as the neighbours do.
         let order: Vec<&str> = large.predictions.iter().map(|p| p.structure.as_str()).collect();
         assert_eq!(order, ["mlp 256", "mlp 128", "mlp 16"]);
         // A budget beyond every run's curve: nothing to score, the default.
@@ -892,8 +942,10 @@ mod tests {
         assert_eq!((p.structure.as_str(), p.neighbours.len()), ("lm 2x64", 0));
     }
 
-    /// A growth run that ended better than its start trained plain carries
-    /// its widening over; one that did not, does not.
+    /// Growth runs are candidates of their own (`mlp 16 grown`: the start
+    /// and its policy); a proposal that is not grown still takes a widening
+    /// that paid off for most of the neighbours; growth that did not pay
+    /// off leaves only the rollback.
     #[test]
     fn growth_that_paid_off_becomes_the_policy() {
         let a = problem("a", 1000, 20, 4, 0.5);
@@ -905,26 +957,34 @@ mod tests {
             outcome: "accepted".into(),
             ..Default::default()
         };
-        let mut runs = Vec::new();
-        for (i, p) in [&a, &b].into_iter().enumerate() {
-            let id = 10 * i as i64;
-            runs.push(run(id + 1, p, "mlp 16", &[(1e6, 0.8), (1e12, 0.6)], false));
-            runs.push(run(id + 2, p, "mlp 64", &[(1e6, 0.5), (1e12, 0.4)], false));
-            let mut grown = run(id + 3, p, "mlp 16", &[(1e6, 0.7), (1e12, 0.45)], true);
-            grown.decisions = vec![widen(32), widen(64)];
-            runs.push(grown);
-        }
-        let p = propose(&shape, &new, &runs, &ProposeOptions::default()).unwrap();
-        assert_eq!(p.structure, "mlp 64");
+        let registry = |grown_loss: f64| {
+            let mut runs = Vec::new();
+            for (i, p) in [&a, &b].into_iter().enumerate() {
+                let id = 10 * i as i64;
+                runs.push(run(id + 1, p, "mlp 16", &[(1e6, 0.8), (1e12, 0.6)], false));
+                runs.push(run(id + 2, p, "mlp 64", &[(1e6, 0.5), (1e12, 0.4)], false));
+                let mut grown = run(id + 3, p, "mlp 16", &[(1e6, 0.7), (1e12, grown_loss)], true);
+                grown.decisions = vec![widen(32), widen(64), widen(128), widen(256)];
+                runs.push(grown);
+            }
+            runs
+        };
+        // Growing from 16 did best: the proposal is that start and policy.
+        let p = propose(&shape, &new, &registry(0.35), &ProposeOptions::default()).unwrap();
+        assert_eq!((p.structure.as_str(), p.grow), ("mlp 16", true), "{:#?}", p.explanation);
+        assert_eq!(p.predictions[0].structure, "mlp 16 grown");
         let policy = crate::train::adapt::Policy::parse(&p.policy).unwrap();
         assert_eq!(policy.rules.len(), 2, "{}", p.policy);
-        // mlp 16 grew 4x where it paid off: the proposal's 64 up to 256.
         assert!(p.policy.contains("layer = \"fc1\"") && p.policy.contains("max_width = 256"), "{}", p.policy);
+        // mlp 64 did best, but growth paid off on both: mlp 64, widened to
+        // the width the growth runs reached.
+        let p = propose(&shape, &new, &registry(0.45), &ProposeOptions::default()).unwrap();
+        assert_eq!((p.structure.as_str(), p.grow), ("mlp 64", false), "{:#?}", p.explanation);
+        assert!(p.policy.contains("max_width = 256"), "{}", p.policy);
+        assert!(p.explanation.iter().any(|l| l.contains("2 of 2 growth runs")), "{:#?}", p.explanation);
         // Growth that ended worse than the plain start: only the rollback.
-        for r in runs.iter_mut().filter(|r| r.run.settings.policy.is_some()) {
-            r.curve.last_mut().unwrap().val_loss = Some(0.9);
-        }
-        let p = propose(&shape, &new, &runs, &ProposeOptions::default()).unwrap();
+        let p = propose(&shape, &new, &registry(0.9), &ProposeOptions::default()).unwrap();
+        assert_eq!((p.structure.as_str(), p.grow), ("mlp 64", false));
         assert!(!p.policy.contains("widen"), "{}", p.policy);
         assert!(p.explanation.iter().any(|l| l.contains("0 of 2 growth runs")), "{:#?}", p.explanation);
         assert_eq!(crate::train::adapt::Policy::parse(&p.policy).unwrap().rules.len(), 1);

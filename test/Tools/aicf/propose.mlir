@@ -38,7 +38,7 @@
 // PROPOSE: nearest of the registry's 2 past table problems:
 // PROPOSE-DAG: {{^}}  wine {{ *}}distance {{[0-9.]+}}, weight {{[0-9.]+}}: 2 structures in runs #3-4; best mlp
 // PROPOSE-DAG: {{^}}  iris {{ *}}distance {{[0-9.]+}}, weight {{[0-9.]+}}: 2 structures in runs #1-2; best mlp
-// PROPOSE: predicted rank (0: best of a problem's structures, 1: worst):
+// PROPOSE: predicted regret (log of the loss over each neighbour's best; 0: the best):
 // PROPOSE: proposal: [[S:mlp [0-9-]+]], the best predicted
 // PROPOSE: growth policy: no neighbour grew a model; the policy only rolls back instabilities
 // PROPOSE: wrote {{.*}}bc.mlir ([[S]], {{[0-9]+}} parameters)

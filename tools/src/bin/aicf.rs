@@ -324,7 +324,7 @@ enum Command {
         #[arg(long)]
         structure: Option<String>,
         /// Nearest past problems to draw on.
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = 5)]
         neighbours: usize,
         /// Where to write the model (hl).
         #[arg(short, long)]
@@ -1292,6 +1292,7 @@ fn propose(
             let module = s.build(&shape).map_err(|e| e.to_string())?;
             propose::Proposal {
                 structure: s.to_string(),
+                grow: false,
                 shape: shape.clone(),
                 problem: problem.clone(),
                 budget,
@@ -1340,6 +1341,9 @@ fn propose(
     write_atomically(output, &text)?;
     let params: usize = module.params.iter().map(|p| p.spec.num_elements()).sum();
     println!("wrote {} ({}, {params} parameters)", output.display(), proposal.structure);
+    // A proposal that grows needs its policy: beside the model unless
+    // asked elsewhere.
+    let policy = policy.or_else(|| proposal.grow.then(|| output.with_extension("toml")));
     if let Some(p) = &policy {
         if proposal.policy.is_empty() {
             return Err("--policy: a --structure proposal derives no policy".into());
