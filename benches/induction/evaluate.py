@@ -256,7 +256,7 @@ def main():
             run(cmd, os.path.join(out, "logs", tag + ".log"))
             print(f"  {tag}: {time.time() - t:.1f} s", flush=True)
     truth = registry_losses(registry, budgets)
-    base = baselines(registry)
+    constant = baselines(registry)
     if args.registry_only:
         return 0
 
@@ -294,7 +294,7 @@ def main():
             proposed = got[(name, proposal["structure"], proposal["grow"])][0]
             space = space_losses(truth, name, k)
             pool = [q["name"] for q in problems if q["family"] != fam and kind(q["task"]) == k]
-            overall = overall_best(truth, pool, k, base)
+            overall = overall_best(truth, pool, k, constant)
             losses = {s: v[0] for s, v in space.items() if v[0] is not None}
             predicted = {q["structure"]: q["score"] for q in proposal["predictions"]}
             common = [s for s in losses if s in predicted]
