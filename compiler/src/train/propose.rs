@@ -463,17 +463,19 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     let default = Structure::default_for(&shape.task);
     let epochs_of = |s: &Shape, b: f64| b / (s.train_rows() * default.flops_per_example(s));
     let default_epochs = options.budget.map(|b| epochs_of(shape, b));
-    // Past problems of the same kind, by name.
-    let mut by_problem: BTreeMap<String, Vec<&RunDetail>> = BTreeMap::new();
+    // Past problems of the same kind: by name and shapes (two data sets
+    // both called `train.csv` are two problems).
+    let mut by_problem: BTreeMap<(String, String), Vec<&RunDetail>> = BTreeMap::new();
     for r in runs {
         let p = &r.run.problem;
         if (p.task == "text") == (shape.task == "text") && !p.name.is_empty() && r.run.status == "finished" {
-            by_problem.entry(p.name.clone()).or_default().push(r);
+            let shapes = format!("{} {:?} {} {}", p.task, p.input, p.outputs, p.rows);
+            by_problem.entry((p.name.clone(), shapes)).or_default().push(r);
         }
     }
     let problems_seen = by_problem.len();
     let mut neighbours: Vec<Neighbour> = Vec::new();
-    for (name, rs) in &by_problem {
+    for ((name, _), rs) in &by_problem {
         let past = &rs[0].run.problem;
         let past_shape = Shape::of_problem(past);
         let budget = default_epochs.map(|e| e * past_shape.train_rows() * default.flops_per_example(&past_shape));
@@ -916,8 +918,14 @@ mod tests {
         let (lo, hi) = (budget(&far, 40.0), budget(&far, 400.0));
         runs.push(run(30, &far, "mlp 64-64-64", &[(lo, 0.1), (hi, 0.05)], false));
         runs.push(run(31, &far, "mlp 16", &[(lo, 0.9), (hi, 0.8)], false));
+        // Another data set of the same file name is another problem.
+        let mut namesake = far.clone();
+        namesake.name = "near_a".into();
+        runs.push(run(40, &namesake, "mlp 16", &[(lo, 0.3), (hi, 0.2)], false));
+        runs.push(run(41, &namesake, "mlp 64", &[(lo, 0.2), (hi, 0.1)], false));
         let opts = |epochs: f64| ProposeOptions { neighbours: 2, budget: Some(budget(&new, epochs)) };
         let small = propose(&shape, &new, &runs, &opts(40.0)).unwrap();
+        assert_eq!(small.problems_seen, 4);
         assert_eq!(small.structure, "mlp 16", "{:#?}", small.explanation);
         let mut names: Vec<&str> = small.neighbours.iter().map(|n| n.problem.as_str()).collect();
         names.sort_unstable();
