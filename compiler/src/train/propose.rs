@@ -298,9 +298,11 @@ impl Shape {
 }
 
 /// Reads `path` and describes its problem as a training run would: the
-/// task (from the file, or `task` where given), its shapes, and the
-/// descriptor the registry records ([`Problem`]).
-pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem)> {
+/// task (from the file, or `task` where given), its shapes, the descriptor
+/// the registry records ([`Problem`]), and the signature every structure
+/// built for it has (the data was loaded for it: a model of this signature
+/// feeds from this data).
+pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Signature)> {
     let mut shape = Shape::of_peek(&super::data::peek(path)?);
     match (task, shape.task.as_str()) {
         (None, _) => {}
@@ -317,7 +319,7 @@ pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem)> {
     let sig = Signature::of_source(&module.text, "proposal")?;
     let dataset = Dataset::load(&[path.to_path_buf()], &sig, &DataOptions::default())?;
     let problem = dataset.problem(&super::run::data_name(&[path.to_path_buf()]), &sig);
-    Ok((shape, problem))
+    Ok((shape, problem, sig))
 }
 
 /// The best held-out loss a run of this curve had when a `--flops-budget
@@ -689,6 +691,28 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     })
 }
 
+impl Proposal {
+    /// `structure` as asked, for `shape`: the registry is not read, and
+    /// there is no policy.
+    pub fn asked(structure: &Structure, shape: &Shape, problem: &Problem, budget: Option<f64>) -> Result<Proposal> {
+        Ok(Proposal {
+            structure: structure.to_string(),
+            grow: false,
+            shape: shape.clone(),
+            problem: problem.clone(),
+            budget,
+            default_epochs: None,
+            default_flops_per_example: Structure::default_for(&shape.task).flops_per_example(shape),
+            neighbours: vec![],
+            predictions: vec![],
+            problems_seen: 0,
+            explanation: vec![format!("{structure}, as asked (--structure); the registry was not read")],
+            policy: String::new(),
+            module: Some(structure.build(shape)?),
+        })
+    }
+}
+
 /// How a candidate that starts small and grows is named: `mlp 16 grown`.
 pub const GROWN: &str = "grown";
 
@@ -730,7 +754,8 @@ fn growth_policy(
 ) -> String {
     let steps_per_epoch = match shape.task.as_str() {
         "text" => (shape.train_rows() / LM_CONTEXT as f64 / shape.batch() as f64).ceil() as u64,
-        _ => (shape.train_rows() / shape.batch() as f64).floor() as u64,
+        // The trainer runs the last, short batch too.
+        _ => (shape.train_rows() / shape.batch() as f64).ceil() as u64,
     }
     .max(5);
     let growth: Vec<&Growth> = neighbours.iter().flat_map(|n| &n.growth).collect();

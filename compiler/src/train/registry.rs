@@ -460,18 +460,23 @@ impl Runs {
 
     /// Every run, oldest first.
     pub fn list(&self) -> Result<Vec<RunRow>> {
+        self.rows(None)
+    }
+
+    /// Every run, or run `id` alone.
+    fn rows(&self, id: Option<i64>) -> Result<Vec<RunRow>> {
         let err = db_error(&self.path);
         let mut stmt = self
             .conn
             .prepare(
                 "SELECT id, started, status, pid, host, model, problem, fingerprint, settings, epochs, steps, \
                  train_flops, best_val_loss, final_val_loss, final_val_accuracy, seconds, error, final_fingerprint \
-                 FROM runs ORDER BY id",
+                 FROM runs WHERE ?1 IS NULL OR id = ?1 ORDER BY id",
             )
             .map_err(&err)?;
         let this_host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
         let rows = stmt
-            .query_map([], |r| {
+            .query_map([id], |r| {
                 let status: String = r.get(2)?;
                 let pid: Option<i64> = r.get(3)?;
                 let host: Option<String> = r.get(4)?;
@@ -482,14 +487,24 @@ impl Runs {
                     && Path::new("/proc/self").exists();
                 let status = if status == "running" && gone { "unfinished".to_string() } else { status };
                 let parse = |i: usize| -> rusqlite::Result<String> { r.get(i) };
+                // A record whose JSON does not read is an error naming the
+                // column, never a blank record (fields added since it was
+                // written read as their defaults).
+                let id: i64 = r.get(0)?;
+                fn json<T: serde::de::DeserializeOwned>(id: i64, i: usize, what: &str, text: &str) -> rusqlite::Result<T> {
+                    serde_json::from_str(text).map_err(|e| {
+                        let why = format!("run {id}'s {what} does not read as JSON ({e})");
+                        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, why.into())
+                    })
+                }
                 Ok(RunRow {
-                    id: r.get(0)?,
+                    id,
                     started: r.get(1)?,
                     status,
                     model: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
-                    problem: serde_json::from_str(&parse(6)?).unwrap_or_default(),
-                    fingerprint: serde_json::from_str(&parse(7)?).unwrap_or_default(),
-                    settings: serde_json::from_str(&parse(8)?).unwrap_or_default(),
+                    problem: json(id, 6, "problem", &parse(6)?)?,
+                    fingerprint: json(id, 7, "fingerprint", &parse(7)?)?,
+                    settings: json(id, 8, "settings", &parse(8)?)?,
                     epochs: r.get(9)?,
                     steps: r.get(10)?,
                     train_flops: r.get(11)?,
@@ -498,7 +513,10 @@ impl Runs {
                     final_val_accuracy: r.get(14)?,
                     seconds: r.get(15)?,
                     error: r.get(16)?,
-                    final_fingerprint: r.get::<_, Option<String>>(17)?.and_then(|t| serde_json::from_str(&t).ok()),
+                    final_fingerprint: r
+                        .get::<_, Option<String>>(17)?
+                        .map(|t| json(id, 17, "final fingerprint", &t))
+                        .transpose()?,
                 })
             })
             .map_err(&err)?;
@@ -509,9 +527,8 @@ impl Runs {
     pub fn get(&self, id: i64) -> Result<RunDetail> {
         let err = db_error(&self.path);
         let run = self
-            .list()?
-            .into_iter()
-            .find(|r| r.id == id)
+            .rows(Some(id))?
+            .pop()
             .ok_or_else(|| TrainError::Io { path: self.path.clone(), message: format!("run registry: no run {id}") })?;
         let (command, data, seed): (Option<String>, Option<String>, Option<i64>) = self
             .conn
@@ -689,4 +706,26 @@ pub fn fingerprint(source: &str, name: &str, flops_per_step: f64) -> Result<Fing
     let text = crate::pipeline::canonical_text(&module);
     fp.graph_hash = aicf_runtime::artifact::ir_hash(&text);
     Ok(fp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record whose JSON does not read is an error that names the
+    /// column, not a blank run that a proposal would then draw on.
+    #[test]
+    fn a_corrupt_record_is_an_error_not_a_blank_run() {
+        let dir = std::env::temp_dir().join(format!("aicf-registry-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("runs.sqlite");
+        let runs = Runs::open(&path).unwrap();
+        let problem = Problem { name: "p".into(), task: "classification".into(), ..Problem::default() };
+        let id = runs.begin(&NewRun { problem, ..NewRun::default() }).unwrap();
+        assert_eq!(runs.list().unwrap()[0].problem.name, "p");
+        runs.conn.execute("UPDATE runs SET problem = '{\"name\": ' WHERE id = ?1", params![id]).unwrap();
+        let e = runs.list().unwrap_err().to_string();
+        assert!(e.contains("run registry") && e.contains("run 1's problem does not read as JSON"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

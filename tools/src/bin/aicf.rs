@@ -1242,21 +1242,6 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// Writes `text` to `path` through a temporary file and a rename, so a
-/// failure leaves any earlier file whole.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default()
-    ));
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("{}: {e}", path.display())
-        })
-}
-
 /// `aicf propose`.
 #[allow(clippy::too_many_arguments)]
 fn propose(
@@ -1270,7 +1255,8 @@ fn propose(
     json: Option<PathBuf>,
     runs_db: Option<PathBuf>,
 ) -> Result<()> {
-    use aicf_compiler::train::data::{DataOptions, Dataset, Signature};
+    use aicf_compiler::codegen::write_atomically;
+    use aicf_compiler::train::data::Signature;
     use aicf_compiler::train::propose::{self, ProposeOptions, Structure};
     use aicf_compiler::train::registry::Runs;
     if let Some(b) = budget
@@ -1285,26 +1271,14 @@ fn propose(
             return Err(format!("{}: {what} would overwrite the data", p.display()));
         }
     }
-    let (shape, problem) = propose::describe(data, task).map_err(|e| e.to_string())?;
+    if structure.is_some() && policy.is_some() {
+        return Err("--policy: a --structure proposal derives no policy (it reads no past runs)".into());
+    }
+    let (shape, problem, sig) = propose::describe(data, task).map_err(|e| e.to_string())?;
     let proposal = match structure {
         Some(s) => {
             let s = Structure::parse(s).map_err(|e| e.to_string())?;
-            let module = s.build(&shape).map_err(|e| e.to_string())?;
-            propose::Proposal {
-                structure: s.to_string(),
-                grow: false,
-                shape: shape.clone(),
-                problem: problem.clone(),
-                budget,
-                default_epochs: None,
-                default_flops_per_example: Structure::default_for(&shape.task).flops_per_example(&shape),
-                neighbours: vec![],
-                predictions: vec![],
-                problems_seen: 0,
-                explanation: vec![format!("{s}, as asked (--structure); the registry was not read")],
-                policy: String::new(),
-                module: Some(module),
-            }
+            propose::Proposal::asked(&s, &shape, &problem, budget).map_err(|e| e.to_string())?
         }
         None => {
             let path = runs_db
@@ -1327,9 +1301,12 @@ fn propose(
         }
     };
     let module = proposal.module.as_ref().ok_or("no model was built")?;
-    // The model must feed from this data as `aicf train` will feed it.
-    let sig = Signature::of_source(&module.text, &output.display().to_string()).map_err(|e| e.to_string())?;
-    Dataset::load(&[data.to_path_buf()], &sig, &DataOptions::default()).map_err(|e| e.to_string())?;
+    // The model must feed from this data as `aicf train` will feed it:
+    // it takes what the model the data was loaded for takes.
+    let takes = Signature::of_source(&module.text, &output.display().to_string()).map_err(|e| e.to_string())?;
+    if takes != sig {
+        return Err(format!("internal error: the proposed {} does not take what the data feeds", proposal.structure));
+    }
     for line in &proposal.explanation {
         println!("{line}");
     }
@@ -1338,22 +1315,19 @@ fn propose(
         text += &format!("//   {line}\n");
     }
     text += &module.text;
-    write_atomically(output, &text)?;
+    write_atomically(output, text.as_bytes()).map_err(|e| e.to_string())?;
     let params: usize = module.params.iter().map(|p| p.spec.num_elements()).sum();
     println!("wrote {} ({}, {params} parameters)", output.display(), proposal.structure);
     // A proposal that grows needs its policy: beside the model unless
     // asked elsewhere.
     let policy = policy.or_else(|| proposal.grow.then(|| output.with_extension("toml")));
     if let Some(p) = &policy {
-        if proposal.policy.is_empty() {
-            return Err("--policy: a --structure proposal derives no policy".into());
-        }
-        write_atomically(p, &proposal.policy)?;
+        write_atomically(p, proposal.policy.as_bytes()).map_err(|e| e.to_string())?;
         println!("wrote {} (aicf train --adapt)", p.display());
     }
     if let Some(j) = &json {
         let text = serde_json::to_string_pretty(&proposal).map_err(|e| e.to_string())?;
-        write_atomically(j, &text)?;
+        write_atomically(j, text.as_bytes()).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
