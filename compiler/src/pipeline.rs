@@ -242,8 +242,8 @@ pub fn deepen(after: &str, name: &str, residual: bool) -> String {
 }
 
 /// Widens the residual stream to `width` channels (a growth rewrite).
-pub fn widen_residual(width: usize) -> String {
-    format!("builtin.module(hl-widen-residual{{width={width}}})")
+pub fn widen_residual(width: usize, rule: crate::passes::grow_stream::ResidualRule) -> String {
+    format!("builtin.module(hl-widen-residual{{width={width} rule={}}})", rule.name())
 }
 
 /// Inserts a block at `at` of the stack `prefix`, built like block `from`

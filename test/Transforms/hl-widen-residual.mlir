@@ -8,6 +8,11 @@
 // RUN: not aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-widen-residual="width=64" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAME
 // RUN: not aicf-opt %S/../../examples/mlp/digits_mlp.mlir --hl-widen-residual="width=128" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOEMB
 // RUN: aicf-opt %s -split-input-file --hl-widen-residual="width=16" -verify-diagnostics -o /dev/null
+// rule=duplicate copies the channels: the stream's statistics, and so every
+// norm's eps, stay; the width must be a multiple of the old one.
+// RUN: aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-widen-residual="width=128 rule=duplicate" | FileCheck %s --check-prefix=DUP
+// RUN: not aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-widen-residual="width=96 rule=duplicate" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MULTIPLE
+// RUN: not aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-widen-residual="width=128 rule=copy" -o /dev/null 2>&1 | FileCheck %s --check-prefix=RULE
 
 // CHECK: hl.param @tok_emb.weight : tensor<65x128xf32>
 // CHECK: hl.param @pos_emb.weight : tensor<64x128xf32>
@@ -23,6 +28,14 @@
 // CHECK-LABEL: func.func @forward
 // CHECK: hl.layer_norm {{.*}} eps = 5.000000e-06 : tensor<16x64x128xf32>
 // CHECK: hl.reshape %{{.*}} : tensor<16x64x64xf32> to tensor<16x64x4x16xf32>
+
+// DUP: hl.param @tok_emb.weight : tensor<65x128xf32>
+// DUP: hl.param @lm_head.weight : tensor<65x128xf32>
+// DUP-LABEL: func.func @forward
+// DUP: hl.layer_norm {{.*}} eps = 1.000000e-05 : tensor<16x64x128xf32>
+// DUP-NOT: eps = 5.000000e-06
+// MULTIPLE: hl-widen-residual: rule=duplicate copies every channel the same number of times, so width=96 must be a multiple of the stream's 64 channels
+// RULE: hl-widen-residual: rule=copy: expected mean or duplicate
 
 // SAME: hl-widen-residual: width=64 does not grow the residual stream's 64 channels
 // NOEMB: hl-widen-residual: no embedding lookup (an hl.gather of a parameter table) starts a residual stream in this model

@@ -47,11 +47,45 @@ use melior::ir::{Location, OperationRef};
 use mlir_sys::*;
 use std::collections::{HashMap, HashSet};
 
+/// How `hl-widen-residual` makes its new channels (the values themselves
+/// are carried by `Operator::WidenResidual`'s rule).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResidualRule {
+    /// New channels are the mean of the old ones (LEMON's average
+    /// expansion); the layer norms' `eps` scales by `old / width`.
+    #[default]
+    Mean,
+    /// New channel `j` copies old channel `j mod old` (Net2Net's
+    /// duplication, as bert2BERT's function-preserving initialisation):
+    /// the stream's statistics, and so the norms' `eps`, are unchanged.
+    /// `width` must be a multiple of the old width.
+    Duplicate,
+}
+
+impl ResidualRule {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "mean" => Ok(ResidualRule::Mean),
+            "duplicate" => Ok(ResidualRule::Duplicate),
+            other => Err(format!("rule={other}: expected mean or duplicate")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ResidualRule::Mean => "mean",
+            ResidualRule::Duplicate => "duplicate",
+        }
+    }
+}
+
 /// What `hl-widen-residual` changes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResidualPlan {
     pub old: usize,
     pub width: usize,
+    pub rule: ResidualRule,
     /// Parameters whose `axis` writes the stream (embedding tables, the
     /// output rows and biases of linear layers added into it).
     pub producers: Vec<(String, usize)>,
@@ -70,6 +104,12 @@ impl ResidualPlan {
     /// The factor on the old layer-norm weights, `sqrt(old / width)`.
     pub fn norm_scale(&self) -> f64 {
         (self.old as f64 / self.width as f64).sqrt()
+    }
+
+    /// Under [`ResidualRule::Duplicate`]: how many channels each old one
+    /// becomes.
+    pub fn copies(&self) -> usize {
+        self.width / self.old.max(1)
     }
 }
 
@@ -344,8 +384,8 @@ pub fn residual_width(module: MlirOperation) -> Result<usize, Failure> {
     Ok(trace(module)?.width)
 }
 
-/// Plans `hl-widen-residual` to `width` channels.
-pub fn plan_residual(module: MlirOperation, width: usize) -> Result<ResidualPlan, Failure> {
+/// Plans `hl-widen-residual` to `width` channels by `rule`.
+pub fn plan_residual(module: MlirOperation, width: usize, rule: ResidualRule) -> Result<ResidualPlan, Failure> {
     let t = trace(module)?;
     if width <= t.width {
         return Err((
@@ -353,9 +393,19 @@ pub fn plan_residual(module: MlirOperation, width: usize) -> Result<ResidualPlan
             format!("{RESIDUAL}: width={width} does not grow the residual stream's {} channels", t.width),
         ));
     }
+    if rule == ResidualRule::Duplicate && width % t.width != 0 {
+        return Err((
+            op_loc(module),
+            format!(
+                "{RESIDUAL}: rule=duplicate copies every channel the same number of times, so width={width} must be a multiple of the stream's {} channels",
+                t.width
+            ),
+        ));
+    }
     Ok(ResidualPlan {
         old: t.width,
         width,
+        rule,
         producers: t.producers,
         consumers: t.consumers,
         norms: t.norms,
@@ -369,8 +419,12 @@ pub fn apply_residual(module: MlirOperation, plan: &ResidualPlan) -> Result<(), 
     if t.width != plan.old {
         return Err((op_loc(module), format!("{RESIDUAL}: the stream is {} wide, the plan {}", t.width, plan.old)));
     }
-    let ratio = plan.old as f64 / plan.width as f64;
-    for ln in &t.norm_ops {
+    // Duplicated channels keep every token's mean and variance: eps stays.
+    let ratio = match plan.rule {
+        ResidualRule::Mean => plan.old as f64 / plan.width as f64,
+        ResidualRule::Duplicate => 1.0,
+    };
+    for ln in t.norm_ops.iter().filter(|_| ratio != 1.0) {
         let eps = ir::attr(*ln, "eps");
         let value = unsafe { mlirFloatAttrGetValueDouble(eps) } * ratio;
         let ctx = unsafe { mlirOperationGetContext(*ln) };
@@ -989,8 +1043,9 @@ pub(super) fn run_residual(module: OperationRef<'_, '_>, options: &PassOptions) 
     if width <= 0 {
         return Err(report(format!("give width=N (N > 0); got width={width}")));
     }
+    let rule = ResidualRule::parse(options.get("rule").map_err(&report)?).map_err(&report)?;
     let raw = module.to_raw();
-    let plan = plan_residual(raw, width as usize).map_err(failed)?;
+    let plan = plan_residual(raw, width as usize, rule).map_err(failed)?;
     apply_residual(raw, &plan).map_err(failed)
 }
 

@@ -348,11 +348,8 @@ pub fn loss_at(curve: &[CurvePoint], budget: Option<f64>) -> Option<f64> {
 fn distance(a: &Problem, b: &Problem) -> f64 {
     let d = |p: &Problem| {
         let log = |x: f64| x.max(1.0).log10();
-        let entropy = if p.task != "regression" && p.outputs > 1 {
-            p.label_entropy / (p.outputs as f64).ln()
-        } else {
-            1.0
-        };
+        let entropy =
+            if p.task != "regression" && p.outputs > 1 { p.label_entropy / (p.outputs as f64).ln() } else { 1.0 };
         [
             log(p.rows as f64),
             log(p.input.iter().product::<usize>() as f64),
@@ -564,14 +561,14 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         }
     }
     let batch = shape.batch() as f64;
-    let step_flops = |s: &Structure| {
-        s.flops_per_example(shape) * batch * if shape.task == "text" { LM_CONTEXT as f64 } else { 1.0 }
-    };
+    let step_flops =
+        |s: &Structure| s.flops_per_example(shape) * batch * if shape.task == "text" { LM_CONTEXT as f64 } else { 1.0 };
     let mut explanation = Vec::new();
     let mut predictions: Vec<Prediction> = Vec::new();
     for (s, grow) in &candidates {
         if options.budget.is_some_and(|b| step_flops(s) * 10.0 > b) {
-            explanation.push(format!("{s} left out: ten of its steps ({:.2e} FLOPs) exceed the budget", step_flops(s) * 10.0));
+            explanation
+                .push(format!("{s} left out: ten of its steps ({:.2e} FLOPs) exceed the budget", step_flops(s) * 10.0));
             continue;
         }
         let label = if *grow { format!("{s} {GROWN}") } else { s.to_string() };
@@ -602,10 +599,7 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     // Best predicted first; among equals, the one with more evidence, then
     // the cheaper.
     predictions.sort_by(|a, b| {
-        a.score
-            .total_cmp(&b.score)
-            .then(b.support.cmp(&a.support))
-            .then(a.flops_per_step.total_cmp(&b.flops_per_step))
+        a.score.total_cmp(&b.score).then(b.support.cmp(&a.support)).then(a.flops_per_step.total_cmp(&b.flops_per_step))
     });
     let (chosen, grow) = candidate(&predictions[0].structure)?;
     // Explain.
@@ -760,7 +754,8 @@ fn growth_policy(
     .max(5);
     let growth: Vec<&Growth> = neighbours.iter().flat_map(|n| &n.growth).collect();
     let paid: Vec<&Growth> = growth.iter().copied().filter(|g| g.paid_off).collect();
-    let mut text = String::from("# Proposed by aicf propose: the growth rules the nearest past problems' runs support.\n");
+    let mut text =
+        String::from("# Proposed by aicf propose: the growth rules the nearest past problems' runs support.\n");
     text += &format!("observe_every = 10\nwatch_steps = {steps_per_epoch}\nspike_factor = 4.0\n");
     // The runs to learn the widening from: the growth runs from the
     // proposal's start (a grown proposal), or those that paid off where
@@ -817,9 +812,8 @@ fn growth_policy(
                 )
             });
         }
-        None if growth.is_empty() => {
-            explanation.push("growth policy: no neighbour grew a model; the policy only rolls back instabilities".into())
-        }
+        None if growth.is_empty() => explanation
+            .push("growth policy: no neighbour grew a model; the policy only rolls back instabilities".into()),
         None if !source.is_empty() => explanation.push(format!(
             "growth policy: the neighbours' growth ({}) ended no wider than {label}; the policy only rolls back \
              instabilities",
@@ -839,7 +833,8 @@ fn growth_policy(
 
 /// The policy text must read back as a policy `aicf train --adapt` takes.
 fn checked_policy(text: String) -> Result<String> {
-    super::adapt::Policy::parse(&text).map_err(|e| bad(format!("the derived growth policy does not read back: {e}")))?;
+    super::adapt::Policy::parse(&text)
+        .map_err(|e| bad(format!("the derived growth policy does not read back: {e}")))?;
     Ok(text)
 }
 
@@ -955,7 +950,11 @@ mod tests {
         let mut names: Vec<&str> = small.neighbours.iter().map(|n| n.problem.as_str()).collect();
         names.sort_unstable();
         assert_eq!(names, ["near_a", "near_b"], "the two near problems, not the far one");
-        assert!(small.explanation.iter().any(|l| l.contains("near_a") && l.contains("#1-3")), "{:#?}", small.explanation);
+        assert!(
+            small.explanation.iter().any(|l| l.contains("near_a") && l.contains("#1-3")),
+            "{:#?}",
+            small.explanation
+        );
         let large = propose(&shape, &new, &runs, &opts(400.0)).unwrap();
         assert_eq!(large.structure, "mlp 256", "{:#?}", large.explanation);
         // The prediction orders the three structures as the neighbours do.

@@ -491,7 +491,12 @@ impl Runs {
                 // column, never a blank record (fields added since it was
                 // written read as their defaults).
                 let id: i64 = r.get(0)?;
-                fn json<T: serde::de::DeserializeOwned>(id: i64, i: usize, what: &str, text: &str) -> rusqlite::Result<T> {
+                fn json<T: serde::de::DeserializeOwned>(
+                    id: i64,
+                    i: usize,
+                    what: &str,
+                    text: &str,
+                ) -> rusqlite::Result<T> {
                     serde_json::from_str(text).map_err(|e| {
                         let why = format!("run {id}'s {what} does not read as JSON ({e})");
                         rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, why.into())

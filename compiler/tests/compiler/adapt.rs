@@ -592,7 +592,7 @@ fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
 #[test]
 fn widening_the_residual_stream_preserves_the_function_and_follows_each_slots_rule() {
     let mut old = trained_lm(2, 0.0, 6);
-    let op = Operator::WidenResidual { width: 12 };
+    let op = Operator::WidenResidual { width: 12, rule: Default::default(), noise: 0.0 };
     let mut g = grow(&old, &op, 0).unwrap();
     assert!(g.rewrite.exact, "no dropout: exact");
     for p in ["tok_emb.weight 11x8 -> 11x12", "blocks.1.ln2.weight 8 -> 12", "lm_head.weight 11x8 -> 11x12"] {
@@ -648,6 +648,90 @@ fn widening_the_residual_stream_preserves_the_function_and_follows_each_slots_ru
     assert_eq!(n["step"], o["step"], "the step count is kept");
     let b = lm_batch(30, false);
     assert!(g.trainer.step(&b.iter().collect::<Vec<_>>(), 1e-2).unwrap().loss.is_finite());
+}
+
+#[test]
+fn widening_the_residual_stream_by_duplication_preserves_the_function_and_rescales_the_writers_moments() {
+    use aicf_compiler::passes::grow_stream::ResidualRule;
+    let mut old = trained_lm(2, 0.0, 6);
+    let op = Operator::WidenResidual { width: 16, rule: ResidualRule::Duplicate, noise: 0.5 };
+    let mut g = grow(&old, &op, 0).unwrap();
+    assert!(g.rewrite.exact, "no dropout: exact");
+    // Copies keep every token's mean and variance: no norm's eps changes.
+    let eps = |text: &str| {
+        text.lines().filter_map(|l| l.split_once(" eps = ").map(|(_, e)| e.to_string())).collect::<Vec<_>>()
+    };
+    let (before, after) = (eps(old.source()), eps(&g.rewrite.source));
+    assert!(!before.is_empty() && before.len() == after.len());
+    assert!(
+        before.iter().zip(&after).all(|(a, b)| a.split(' ').next() == b.split(' ').next()),
+        "{before:?} -> {after:?}"
+    );
+    let (a, b) = (lm_loss(&mut old, 20, false), lm_loss(&mut g.trainer, 20, false));
+    assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
+    let worst = max_diff(&lm_logits(&mut old, 21), &lm_logits(&mut g.trainer, 21));
+    assert!(worst < 1e-4, "logits differ by {worst}");
+
+    let (o, n) = (old.state(), g.trainer.state());
+    let slot = |t: &State, p: &str, k: &str| t[&format!("{p}.{k}")].clone();
+    // Writers (embeddings, projections added into the stream) and the norms:
+    // channel j copies channel j mod 8; first moments / 2, second / 4.
+    for p in [
+        "tok_emb.weight",
+        "blocks.0.attn.out_proj.weight",
+        "blocks.1.mlp.proj.bias",
+        "blocks.1.ln1.weight",
+        "ln_f.bias",
+    ] {
+        let (nw, ow) = (&n[p], &o[p]);
+        let axis = nw.shape.len() - if p.ends_with("out_proj.weight") { 2 } else { 1 };
+        let (m_new, m_old) = (slot(&n, p, "exp_avg"), slot(&o, p, "exp_avg"));
+        let (v_new, v_old) = (slot(&n, p, "exp_avg_sq"), slot(&o, p, "exp_avg_sq"));
+        let inner: usize = ow.shape[axis + 1..].iter().product();
+        for k in 0..nw.values.len() {
+            let (outer, j, i) = (k / (16 * inner), (k / inner) % 16, k % inner);
+            let src = (outer * 8 + j % 8) * inner + i;
+            assert_eq!(nw.values[k], ow.values[src], "{p}[{k}] copies its channel");
+            assert!(close(m_new.values[k], m_old.values[src] / 2.0, 1e-6), "{p}.exp_avg[{k}]");
+            assert!(close(v_new.values[k], v_old.values[src] / 4.0, 1e-6), "{p}.exp_avg_sq[{k}]");
+        }
+    }
+    // Readers: each old column split between its two copies (they sum to
+    // it and differ by the noise); their moments copied.
+    for p in ["blocks.0.attn.q_proj.weight", "blocks.1.mlp.fc.weight", "lm_head.weight"] {
+        for c in 0..8 {
+            let (x, y, old_col) = (column(&n[p], c), column(&n[p], c + 8), column(&o[p], c));
+            assert!(x.iter().zip(&y).zip(&old_col).all(|((a, b), w)| close(a + b, *w, 1e-5)), "{p} column {c} split");
+            assert!(
+                x.iter().zip(&y).any(|(a, b)| (a - b).abs() > 1e-4),
+                "{p} column {c}: the noise breaks the symmetry"
+            );
+            for k in ["exp_avg", "exp_avg_sq"] {
+                let (nm, om) = (slot(&n, p, k), slot(&o, p, k));
+                assert_eq!(column(&nm, c), column(&om, c));
+                assert_eq!(column(&nm, c + 8), column(&om, c));
+            }
+        }
+    }
+    assert_eq!(n["step"], o["step"], "the step count is kept");
+    // One step: the copies' writers see different gradients (the readers differ) and part.
+    let b = lm_batch(30, false);
+    assert!(g.trainer.step(&b.iter().collect::<Vec<_>>(), 1e-2).unwrap().loss.is_finite());
+    let e = &g.trainer.state()["tok_emb.weight"];
+    assert!((0..8).any(|c| column(e, c) != column(e, c + 8)), "the copies part after a step");
+
+    // A width that is not a multiple of the old one cannot be duplicated.
+    let op = Operator::WidenResidual { width: 12, rule: ResidualRule::Duplicate, noise: 0.5 };
+    let err = grow(&old, &op, 0).err().expect("width 12 refused").to_string();
+    assert!(err.contains("must be a multiple of the stream's 8 channels"), "{err}");
+    for (bad, says) in [
+        ("{ op = \"widen-residual\", noise = 0.5 }", "noise is the duplicate rule's"),
+        ("{ op = \"widen-residual\", rule = \"duplicate\", noise = -1.0 }", "it must be at least 0"),
+        ("{ op = \"widen-residual\", rule = \"copy\" }", "unknown variant"),
+    ] {
+        let err = Policy::parse(&format!("[[rule]]\nwhen = \"steps\"\nat = 3\naction = {bad}")).unwrap_err();
+        assert!(err.contains(says), "{bad}: {err}");
+    }
 }
 
 #[test]
@@ -974,7 +1058,14 @@ fn blocks_added_one_after_another_with_ages_keep_their_declarations_in_block_ord
         mask: None,
         mask_delay: 0,
     };
-    let op = Operator::Compose { ops: vec![Operator::WidenResidual { width: 16 }, block(1), block(2), block(3)] };
+    let op = Operator::Compose {
+        ops: vec![
+            Operator::WidenResidual { width: 16, rule: Default::default(), noise: 0.0 },
+            block(1),
+            block(2),
+            block(3),
+        ],
+    };
     let mut g = grow_with(&old, &op, 0, true).unwrap();
     let n = g.trainer.state();
     for i in 0..4 {
@@ -1098,7 +1189,9 @@ fn the_residual_stream_widens_through_masked_blocks() {
         mask: Some(3),
         mask_delay: 0,
     };
-    let op = Operator::Compose { ops: vec![block, Operator::WidenResidual { width: 16 }] };
+    let op = Operator::Compose {
+        ops: vec![block, Operator::WidenResidual { width: 16, rule: Default::default(), noise: 0.0 }],
+    };
     let mut g = grow(&old, &op, 0).unwrap();
     assert_eq!(g.trainer.state()["blocks.2.mlp.proj.weight"].shape, [16, 32]);
     let (a, b) = (lm_loss(&mut old, 20, false), lm_loss(&mut g.trainer, 20, false));

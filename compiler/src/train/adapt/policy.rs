@@ -78,6 +78,13 @@ pub enum Template {
         factor: Option<f64>,
         #[serde(default)]
         max_width: Option<usize>,
+        /// `mean` (the default) or `duplicate`.
+        #[serde(default)]
+        rule: grow_stream::ResidualRule,
+        /// Under `duplicate`: the readers' symmetry-breaking noise (0.5 if
+        /// not given).
+        #[serde(default)]
+        noise: Option<f64>,
     },
     /// `count` new blocks (1 if not given) in the stack `prefix`, while it
     /// has fewer than `max_blocks`: at `at` (after the last if not given),
@@ -117,6 +124,12 @@ impl Template {
             Template::Widen { mask: Some(0), .. } | Template::Heads { mask: Some(0), .. } => zero("mask"),
             Template::AddBlock { mask: Some(0), .. } => zero("mask"),
             Template::AddBlock { count: Some(0), .. } => zero("count"),
+            Template::WidenResidual { rule: grow_stream::ResidualRule::Mean, noise: Some(_), .. } => {
+                Err("widen-residual: noise is the duplicate rule's; give rule = \"duplicate\" or no noise".into())
+            }
+            Template::WidenResidual { noise: Some(n), .. } if !n.is_finite() || *n < 0.0 => {
+                Err(format!("widen-residual: noise = {n}: it must be at least 0"))
+            }
             Template::Compose { ops } if ops.is_empty() => Err("a composition of no operators".into()),
             Template::Compose { ops } => ops.iter().try_for_each(Template::check),
             _ => Ok(()),
@@ -189,7 +202,7 @@ impl Template {
                 });
                 one_or_all(ops.collect())
             }
-            Template::WidenResidual { width, factor, max_width } => {
+            Template::WidenResidual { width, factor, max_width, rule, noise } => {
                 let ctx = CompilerContext::new();
                 let module = ctx.parse(trainer.source(), trainer.name()).ok()?;
                 let current = grow_stream::residual_width(module.as_operation().to_raw()).ok()?;
@@ -199,7 +212,8 @@ impl Template {
                     (None, None) => current * 2,
                 };
                 let target = max_width.map_or(target, |m| target.min(m));
-                (target > current).then_some(Operator::WidenResidual { width: target })
+                let noise = noise.unwrap_or(if *rule == grow_stream::ResidualRule::Duplicate { 0.5 } else { 0.0 });
+                (target > current).then_some(Operator::WidenResidual { width: target, rule: *rule, noise })
             }
             Template::AddBlock { prefix, at, from, count, max_blocks, init, state, mask, mask_delay } => {
                 let symbols = &trainer.backend().manifest().symbols;

@@ -3,7 +3,7 @@
 
 use super::Result;
 use crate::passes::grow::{self, DeepenPlan, WidenPlan};
-use crate::passes::grow_stream::{self, BlockPlan, ResidualPlan};
+use crate::passes::grow_stream::{self, BlockPlan, ResidualPlan, ResidualRule};
 use crate::train::{TrainError, Trainer};
 use crate::{CompileError, CompilerContext, Diagnostic, Severity};
 use aicf_runtime::Tensor;
@@ -106,7 +106,29 @@ pub enum Operator {
     /// `sqrt(width / old)` and second moments times `width / old` (its
     /// gradient scales so). Exact in evaluation; with dropout on the stream
     /// only in expectation (the probe check then bounds the loss rise).
-    WidenResidual { width: usize },
+    ///
+    /// `rule = Duplicate` (Net2Net's duplication; `width` a multiple `k`
+    /// of the old width): new channel `j` copies old channel `j mod old`
+    /// in every producer and layer norm (weights and biases unchanged, as
+    /// is `eps`: each token's mean and variance are those of the old
+    /// channels), and every reader's column of an old channel is split
+    /// among its `k` copies: `w / k` each, plus `noise` times the reader's
+    /// initialiser draw for that column less the draws' mean over the
+    /// copies (the noise sums to zero over them, so the function is exact
+    /// for any `noise`, and the copies' readers differ, which breaks their
+    /// symmetry). Optimizer state, as staged training rescales duplicated
+    /// units: a copy's producer row (and norm weight and bias) sees `1/k`
+    /// of the old gradient, so its first moments are the old times `1/k`
+    /// and its second times `1/k^2`; a reader's column sees the old
+    /// column's gradient, so its moments are copied; ages are copied.
+    WidenResidual {
+        width: usize,
+        #[serde(default)]
+        rule: ResidualRule,
+        /// Under `Duplicate`: the readers' symmetry-breaking noise.
+        #[serde(default)]
+        noise: f64,
+    },
     /// `hl-insert-block`: a block of the stack `prefix` at position `at`
     /// (`None`: after the last), built like block `from` (`None`: the one
     /// before), the blocks from `at` on renamed one up. `init`: `zero`
@@ -191,7 +213,7 @@ impl Operator {
             Operator::Heads { attention, heads, mask, mask_delay } => {
                 pipeline::add_heads(attention, *heads, mask.unwrap_or(0), *mask_delay)
             }
-            Operator::WidenResidual { width } => pipeline::widen_residual(*width),
+            Operator::WidenResidual { width, rule, .. } => pipeline::widen_residual(*width, *rule),
             Operator::AddBlock { prefix, at, from, mask, mask_delay, .. } => {
                 let index = |i: &Option<usize>| i.map_or(-1, |i| i as i64);
                 pipeline::insert_block(prefix, index(at), index(from), mask.unwrap_or(0), *mask_delay)
@@ -213,7 +235,12 @@ impl Operator {
                 let mask = mask.map_or(String::new(), |k| format!(" (fresh, masked over {k} steps)"));
                 format!("grow {attention} to {heads} heads{mask}")
             }
-            Operator::WidenResidual { width } => format!("widen the residual stream to {width}"),
+            Operator::WidenResidual { width, rule: ResidualRule::Mean, .. } => {
+                format!("widen the residual stream to {width}")
+            }
+            Operator::WidenResidual { width, rule: ResidualRule::Duplicate, noise } => {
+                format!("widen the residual stream to {width} (duplicate, noise {noise})")
+            }
             Operator::AddBlock { prefix, at, from, init, mask, .. } => {
                 let at = at.map_or("after the last".to_string(), |a| format!("at {a}"));
                 let from = from.map_or(String::new(), |f| format!(" like {prefix}.{f}"));
@@ -228,10 +255,21 @@ impl Operator {
 /// What a rewrite planned, for [`rebind`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plan {
-    Widen { plan: WidenPlan, rule: WidenRule, split_noise: f64, noise: f64, mask: Option<grow::Mask> },
+    Widen {
+        plan: WidenPlan,
+        rule: WidenRule,
+        split_noise: f64,
+        noise: f64,
+        mask: Option<grow::Mask>,
+    },
     Deepen(DeepenPlan),
-    Residual(ResidualPlan),
-    Block { plan: BlockPlan, init: BlockInit, state: SlotRule },
+    /// The plan and, under `ResidualRule::Duplicate`, the readers' noise.
+    Residual(ResidualPlan, f64),
+    Block {
+        plan: BlockPlan,
+        init: BlockInit,
+        state: SlotRule,
+    },
 }
 
 /// A rewritten model.
@@ -321,7 +359,15 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
             let name = name.clone().unwrap_or_else(|| format!("{after}_deep"));
             Plan::Deepen(grow::plan_deepen(raw, after, &name, *residual).map_err(failed)?)
         }
-        Operator::WidenResidual { width } => Plan::Residual(grow_stream::plan_residual(raw, *width).map_err(failed)?),
+        Operator::WidenResidual { width, rule, noise } => {
+            if !noise.is_finite() || *noise < 0.0 {
+                return Err(CompileError::Pipeline {
+                    pipeline: op.pipeline(),
+                    message: format!("noise {noise} must be a number of at least 0"),
+                });
+            }
+            Plan::Residual(grow_stream::plan_residual(raw, *width, *rule).map_err(failed)?, *noise)
+        }
         Operator::AddBlock { prefix, at, from, init, state, mask, mask_delay } => {
             let count = grow_stream::block_count(raw, prefix).map_err(failed)?;
             let at = at.unwrap_or(count);
@@ -381,7 +427,7 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
             None => diff.push(format!("+{name} {}", shape_text(shape))),
         }
     }
-    let exact = op.exact() && !matches!(&plan, Plan::Residual(r) if r.dropout);
+    let exact = op.exact() && !matches!(&plan, Plan::Residual(r, _) if r.dropout);
     Ok(Rewrite { source: module.as_operation().to_string(), plan, diff, exact })
 }
 
@@ -518,7 +564,8 @@ pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<Stat
             Some((w, *rule, source, alpha))
         }
         Plan::Deepen(_) => None,
-        Plan::Residual(r) => return rebind_residual(r, old, fresh),
+        Plan::Residual(r, _) if r.rule == ResidualRule::Mean => return rebind_residual(r, old, fresh),
+        Plan::Residual(r, noise) => return rebind_duplicated(r, *noise, old, fresh),
         Plan::Block { plan: b, init, state } => return rebind_block(b, *init, *state, old, fresh),
     };
     for (name, fresh_t) in fresh {
@@ -704,6 +751,76 @@ fn rebind_residual(r: &ResidualPlan, old: &State, fresh: &State) -> Result<State
                 )));
             }
             (None, _) => return Err(TrainError::Input(format!("rebinding: the old model has no {name}"))),
+        };
+        if values.len() != fresh_t.values.len() {
+            return Err(TrainError::Input(format!(
+                "rebinding: {name} came out with {} values for shape {:?}",
+                values.len(),
+                fresh_t.shape
+            )));
+        }
+        out.insert(name.clone(), Tensor::new(fresh_t.shape.clone(), fresh_t.dtype, values));
+    }
+    Ok(out)
+}
+
+/// `o` with its `axis` grown to `width` by copies (entry `j` is old entry
+/// `j mod old`) times `scale`, plus, where `noise` is given as
+/// `(draws, factor)`, `factor` times each entry's draw less the mean of the
+/// draws over its copies (so the noise sums to zero over them).
+fn duplicate(o: &Tensor, axis: usize, width: usize, scale: f64, noise: Option<(&[f64], f64)>) -> Vec<f64> {
+    let outer: usize = o.shape[..axis].iter().product();
+    let inner: usize = o.shape[axis + 1..].iter().product();
+    let old = o.shape[axis];
+    let k = width / old.max(1);
+    let mut out = vec![0.0; outer * width * inner];
+    for a in 0..outer {
+        for i in 0..inner {
+            for j in 0..width {
+                let at = (a * width + j) * inner + i;
+                let mut v = o.values[(a * old + j % old) * inner + i] * scale;
+                if let Some((draws, factor)) = noise {
+                    let copy = |c: usize| draws[(a * width + j % old + c * old) * inner + i];
+                    let mean = (0..k).map(copy).sum::<f64>() / k as f64;
+                    v += factor * (draws[at] - mean);
+                }
+                out[at] = v;
+            }
+        }
+    }
+    out
+}
+
+/// [`rebind`] for a residual widening by duplication (the `Duplicate` rule
+/// in [`Operator::WidenResidual`]).
+fn rebind_duplicated(r: &ResidualPlan, noise: f64, old: &State, fresh: &State) -> Result<State> {
+    let k = r.copies() as f64;
+    let mut out = State::new();
+    for (name, fresh_t) in fresh {
+        let (param, kind) = split_symbol(name);
+        let o = old.get(name).ok_or_else(|| TrainError::Input(format!("rebinding: the old model has no {name}")))?;
+        let reader = r.consumers.iter().find(|(p, _, _)| p == param).map(|&(_, a, _)| a);
+        let writer = r
+            .producers
+            .iter()
+            .find(|(p, _)| p == param)
+            .map(|&(_, a)| a)
+            .or_else(|| r.norms.iter().any(|(w, b)| w == param || b.as_deref() == Some(param)).then_some(0));
+        let values = match (reader, writer, kind) {
+            (Some(axis), _, None) => duplicate(o, axis, r.width, 1.0 / k, Some((&fresh_t.values, noise))),
+            // A reader's column sees its old column's gradient: moments and age copied.
+            (Some(axis), _, Some(_)) => duplicate(o, axis, r.width, 1.0, None),
+            (None, Some(axis), None | Some("age")) => duplicate(o, axis, r.width, 1.0, None),
+            // A writer's copy sees 1/k of the old gradient.
+            (None, Some(axis), Some("exp_avg_sq")) => duplicate(o, axis, r.width, 1.0 / (k * k), None),
+            (None, Some(axis), Some(_)) => duplicate(o, axis, r.width, 1.0 / k, None),
+            (None, None, _) if o.shape == fresh_t.shape => o.values.clone(),
+            (None, None, _) => {
+                return Err(TrainError::Input(format!(
+                    "rebinding: {name} changes from {:?} to {:?} and the residual widening has no rule for it",
+                    o.shape, fresh_t.shape
+                )));
+            }
         };
         if values.len() != fresh_t.values.len() {
             return Err(TrainError::Input(format!(

@@ -390,9 +390,10 @@ def HLWidenResidual : Pass<"hl-widen-residual", "::mlir::ModuleOp"> {
     adds and dropout; the embedding tables' columns, the output rows and
     biases of every linear layer added into it, every layer norm's weight
     and bias, and the input columns of every linear layer that reads it (or
-    a layer norm of it) grow; each layer norm's `eps` is scaled by
-    `old / width`. A post-norm add, a reduction or any other op on the
-    stream is an error at that op; so are tied weights.
+    a layer norm of it) grow; with `rule=mean` (the default) each layer
+    norm's `eps` is scaled by `old / width`. A post-norm add, a reduction
+    or any other op on the stream is an error at that op; so are tied
+    weights.
 
     Function preservation: exact in evaluation with the values carried by
     AICF's rule (`aicf_compiler::adapt`, `Operator::WidenResidual`): new
@@ -400,7 +401,12 @@ def HLWidenResidual : Pass<"hl-widen-residual", "::mlir::ModuleOp"> {
     and its variance scaled by `old / width`), the layer norms' old weights
     are scaled by `sqrt(old / width)` so their outputs are unchanged on the
     old channels and zero on the new, and raw-stream readers get zero new
-    columns. A dropout on the stream draws new masks for the wider tensor.
+    columns. With `rule=duplicate` (`width` a multiple of the old width),
+    each new channel copies old channel `j mod old` in every producer and
+    layer norm, so the stream's mean and variance, and the norms' `eps`,
+    are unchanged; readers split each old column among its copies (with
+    noise that sums to zero over them, which breaks the copies' symmetry).
+    A dropout on the stream draws new masks for the wider tensor.
 
     Input (`width=128`):
 
@@ -418,6 +424,8 @@ def HLWidenResidual : Pass<"hl-widen-residual", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"width", "width", "int64_t", /*default=*/"0", "The stream's new width (more than now)">,
+    Option<"rule", "rule", "std::string", /*default=*/"\"mean\"",
+           "mean (new channels the mean of the old, norms rescaled) or duplicate (copies of the old channels; width a multiple of the old)">,
   ];
 }
 
