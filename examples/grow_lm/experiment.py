@@ -15,10 +15,12 @@ from the end of the text):
 2. scratch at the tuned rate, seeds 1 .. N-1;
 3. grown 2x (small2x.mlir: 2 blocks of width 64, 2 heads, grow2x.toml) and
    grown 4x (small4x.mlir: 1 block of width 32, 1 head, grow4x.toml), seeds
-   0 .. N-1. Each becomes the target's architecture at the step its policy
-   names (`at`) in one function-preserving rewrite. The small model trains
-   at twice the tuned rate and the policy's `lr_factor = 0.5` brings the
-   grown one to the tuned rate. A grown run goes on for `--steps` steps
+   0 .. N-1, and grown 4x in two 2x stages (small4x.mlir, grow_staged.toml:
+   2 x 64 at step 1000, the target at step 2000). Each becomes the
+   target's architecture at the step its policy names (`at`) in one
+   function-preserving rewrite per stage. The small model trains
+   at twice the tuned rate and the policy's `lr_factor` (0.25) brings the
+   grown one to half the tuned rate. A grown run goes on for `--steps` steps
    after the growth, so it spends at least the scratch run's FLOPs.
 
 For each seed, the goal is the from-scratch run's best held-out loss; the
@@ -141,13 +143,18 @@ def main():
     scratch = {0: tuning[lr]}
     for s in range(1, a.seeds):
         scratch[s] = run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s{s}"), s, lr, a.steps, schedule=sched)
-    grown, grow_at = {}, {}
-    for factor in ("2x", "4x"):
-        model, policy = os.path.join(HERE, f"small{factor}.mlir"), os.path.join(HERE, f"grow{factor}.toml")
+    grown, grow_at, factor_after = {}, {}, {}
+    for factor, small in (("2x", "2x"), ("4x", "4x"), ("4x staged", "4x")):
+        model = os.path.join(HERE, f"small{small}.mlir")
+        policy = os.path.join(HERE, "grow_staged.toml" if "staged" in factor else f"grow{factor}.toml")
         with open(policy, "rb") as f:
-            grow_at[factor] = min(r["at"] for r in tomllib.load(f)["rule"] if r.get("when") == "steps" and "at" in r)
+            rules = [r for r in tomllib.load(f)["rule"] if r.get("when") == "steps" and "at" in r]
+            # The step the model becomes the target (the last growth).
+            grow_at[factor] = max(r["at"] for r in rules)
+            factor_after[factor] = rules[-1].get("lr_factor", 1.0)
         steps = grow_at[factor] + a.steps
-        grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{factor}-s{s}"), s, 2 * lr, steps, policy,
+        tag = factor.replace(" ", "-")
+        grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{tag}-s{s}"), s, 2 * lr, steps, policy,
                                 sched)
                          for s in range(a.seeds)}
 
@@ -182,7 +189,7 @@ def main():
     lines.append("")
     lines.append("Mean (min - max) over the seeds; each grown run against the scratch run of its seed. "
                  f"Scratch: {a.steps} steps of batch 16 x 64 characters at lr {lr:g}; grown: the growth step plus "
-                 f"{a.steps} steps, lr {2 * lr:g} before the growth and {lr:g} after; held-out loss every "
+                 f"{a.steps} steps, lr {2 * lr:g} before the growth and {2 * lr * factor_after['2x']:g} after; held-out loss every "
                  f"{EVAL_EVERY} steps.")
     if a.cosine is None:
         lines += [""] + budgets(scratch, grown, a.steps)
