@@ -373,6 +373,14 @@ fn policy_files_parse_and_errors_name_the_rule() {
         Action::Grow(Template::Widen { max_width: Some(128), rule: WidenRule::ZeroOut, .. })
     ));
     assert_eq!(p.rules[1].action, Action::Rollback { lr_factor: 0.5 });
+    // The char LM experiment's policies (make grow-lm) parse too: a typo
+    // there would only show an hour into the experiment.
+    for name in ["grow2x", "grow4x", "grow_staged"] {
+        let path = PathBuf::from(format!("{}/../examples/grow_lm/{name}.toml", env!("CARGO_MANIFEST_DIR")));
+        let p = Policy::from_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let steps = p.rules.iter().filter(|r| matches!(r.trigger, Trigger::Steps { .. })).count();
+        assert_eq!(steps, if name == "grow_staged" { 2 } else { 1 }, "{name}");
+    }
     let err = |text: &str| Policy::parse(text).unwrap_err();
     assert!(
         err("[[rule]]\nwhen = \"plateau\"\naction = \"rollback\"")

@@ -360,10 +360,12 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
             Plan::Deepen(grow::plan_deepen(raw, after, &name, *residual).map_err(failed)?)
         }
         Operator::WidenResidual { width, rule, noise } => {
-            if !noise.is_finite() || *noise < 0.0 {
+            if !noise.is_finite() || *noise < 0.0 || (*rule == ResidualRule::Mean && *noise != 0.0) {
                 return Err(CompileError::Pipeline {
                     pipeline: op.pipeline(),
-                    message: format!("noise {noise} must be a number of at least 0"),
+                    message: format!(
+                        "noise {noise}: the duplicate rule's, a number of at least 0 (the mean rule takes none)"
+                    ),
                 });
             }
             Plan::Residual(grow_stream::plan_residual(raw, *width, *rule).map_err(failed)?, *noise)
