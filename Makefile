@@ -44,7 +44,7 @@ grow: build
 # 4 blocks of width 128 from scratch (3 learning rates, 3 seeds) against the
 # same model grown from 2 blocks of width 64, from 1 block of width 32, and
 # from 1 x 32 in two stages; the table goes to target/grow_lm/results.md.
-# 14 runs of 2 to 6 minutes each on 2 cores (about 70 minutes).
+# 14 runs of 2 to 6 minutes each on 2 cores (about 90 minutes on the 2-core AMD EPYC).
 grow-lm: build
 	@python3 examples/grow_lm/experiment.py --out target/grow_lm
 

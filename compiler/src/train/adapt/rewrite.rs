@@ -716,6 +716,19 @@ fn extend(o: &Tensor, axis: usize, width: usize, scale: f64, fill: Fill<'_>) -> 
     out
 }
 
+/// `values` as a tensor of `fresh`'s shape and type, or an error naming
+/// `name` when a rule made the wrong number of them.
+fn shaped_like(name: &str, fresh: &Tensor, values: Vec<f64>) -> Result<Tensor> {
+    if values.len() != fresh.values.len() {
+        return Err(TrainError::Input(format!(
+            "rebinding: {name} came out with {} values for shape {:?}",
+            values.len(),
+            fresh.shape
+        )));
+    }
+    Ok(Tensor::new(fresh.shape.clone(), fresh.dtype, values))
+}
+
 /// [`rebind`] for a residual widening (the rule in [`Operator::WidenResidual`]).
 fn rebind_residual(r: &ResidualPlan, old: &State, fresh: &State) -> Result<State> {
     let s = r.norm_scale();
@@ -754,14 +767,7 @@ fn rebind_residual(r: &ResidualPlan, old: &State, fresh: &State) -> Result<State
             }
             (None, _) => return Err(TrainError::Input(format!("rebinding: the old model has no {name}"))),
         };
-        if values.len() != fresh_t.values.len() {
-            return Err(TrainError::Input(format!(
-                "rebinding: {name} came out with {} values for shape {:?}",
-                values.len(),
-                fresh_t.shape
-            )));
-        }
-        out.insert(name.clone(), Tensor::new(fresh_t.shape.clone(), fresh_t.dtype, values));
+        out.insert(name.clone(), shaped_like(name, fresh_t, values)?);
     }
     Ok(out)
 }
@@ -824,14 +830,7 @@ fn rebind_duplicated(r: &ResidualPlan, noise: f64, old: &State, fresh: &State) -
                 )));
             }
         };
-        if values.len() != fresh_t.values.len() {
-            return Err(TrainError::Input(format!(
-                "rebinding: {name} came out with {} values for shape {:?}",
-                values.len(),
-                fresh_t.shape
-            )));
-        }
-        out.insert(name.clone(), Tensor::new(fresh_t.shape.clone(), fresh_t.dtype, values));
+        out.insert(name.clone(), shaped_like(name, fresh_t, values)?);
     }
     Ok(out)
 }
