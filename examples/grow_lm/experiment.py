@@ -32,6 +32,7 @@ all of the scratch run's FLOPs. Results go to OUT/results.md.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -151,7 +152,8 @@ def main():
             rules = [r for r in tomllib.load(f)["rule"] if r.get("when") == "steps" and "at" in r]
             # The step the model becomes the target (the last growth).
             grow_at[factor] = max(r["at"] for r in rules)
-            factor_after[factor] = rules[-1].get("lr_factor", 1.0)
+            # The rate after it: every growth's factor applies in turn.
+            factor_after[factor] = math.prod(r.get("lr_factor", 1.0) for r in rules)
         steps = grow_at[factor] + a.steps
         tag = factor.replace(" ", "-")
         grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{tag}-s{s}"), s, 2 * lr, steps, policy,
@@ -186,10 +188,13 @@ def main():
                 own.append(mine[0] / theirs[0])
         lines.append(f"| grown {factor} (at step {grow_at[factor]}) | {reached}/{len(runs)} | {spread(flops)} | {spread(secs)} | "
                      f"{spread(bests, '{:.4f}')} | {spread(finals, '{:.4f}')} | {spread(own)} | {spread(halves, '{:.4f}')} |")
+    rates = {f: 2 * lr * x for f, x in factor_after.items()}
+    after_growth = (f"{next(iter(rates.values())):g}" if len(set(rates.values())) == 1
+                    else ", ".join(f"{v:g} ({f})" for f, v in rates.items()))
     lines.append("")
     lines.append("Mean (min - max) over the seeds; each grown run against the scratch run of its seed. "
                  f"Scratch: {a.steps} steps of batch 16 x 64 characters at lr {lr:g}; grown: the growth step plus "
-                 f"{a.steps} steps, lr {2 * lr:g} before the growth and {2 * lr * factor_after['2x']:g} after; held-out loss every "
+                 f"{a.steps} steps, lr {2 * lr:g} before the growth and {after_growth} after; held-out loss every "
                  f"{EVAL_EVERY} steps.")
     if a.cosine is None:
         lines += [""] + budgets(scratch, grown, a.steps)
