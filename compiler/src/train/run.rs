@@ -563,6 +563,8 @@ struct Loop<'a> {
     recorder: Option<Rc<Recorder>>,
     recorded_decisions: usize,
     last_source: String,
+    /// Decisions printed so far (accepted, rejected and rolled back alike).
+    reported_decisions: usize,
 }
 
 impl<'a> Loop<'a> {
@@ -620,6 +622,7 @@ impl<'a> Loop<'a> {
             recorder: None,
             recorded_decisions: 0,
             last_source: String::new(),
+            reported_decisions: 0,
         };
         loop_.last_source = loop_.adaptive.trainer().source().to_string();
         let first = aicf_runtime::artifact::ir_hash(loop_.adaptive.trainer().source());
@@ -730,6 +733,7 @@ impl<'a> Loop<'a> {
                 }
             };
             self.adaptive.restore(snapshot, kept)?;
+            self.reported_decisions = self.adaptive.decisions().len();
         }
         if let Some(dir) = &run.checkpoint_dir {
             self.write_version(dir)?;
@@ -1028,6 +1032,8 @@ impl<'a> Loop<'a> {
                         if let Some(d) = decision {
                             self.after_rewrite(d, run, bar.as_ref(), report)?;
                         }
+                        // A rewrite the checks rejected is reported too.
+                        self.report_decisions(bar.as_ref(), report);
                         if let Some(bar) = &bar {
                             bar.inc(1);
                             bar.set_message(format!("epoch {epoch}, loss {:.4}", m.loss));
@@ -1042,8 +1048,8 @@ impl<'a> Loop<'a> {
                     Outcome::RolledBack(d, to) => {
                         self.record_decisions();
                         self.update_version(run.checkpoint_dir.as_deref());
-                        let summary = self.adaptive.decisions()[d].summary();
-                        suspend(bar.as_ref(), || report.decision(&summary));
+                        debug_assert!(d < self.adaptive.decisions().len());
+                        self.report_decisions(bar.as_ref(), report);
                         (epoch, start_batch, self.rng) = (to.epoch, to.batch, to.rng);
                         continue 'epochs;
                     }
@@ -1121,6 +1127,7 @@ impl<'a> Loop<'a> {
             {
                 self.after_rewrite(d, run, bar.as_ref(), report)?;
             }
+            self.report_decisions(bar.as_ref(), report);
             if !self.adaptive.policy().rules.is_empty() {
                 self.check_agreement(self.adaptive.trainer().steps())?;
             }
@@ -1189,9 +1196,20 @@ impl<'a> Loop<'a> {
         if let Some(dir) = &run.checkpoint_dir {
             self.write_version(dir)?;
         }
-        let summary = self.adaptive.decisions()[d].summary();
-        suspend(bar, || report.decision(&summary));
+        debug_assert!(d < self.adaptive.decisions().len());
+        self.report_decisions(bar, report);
         Ok(())
+    }
+
+    /// Prints the decisions not printed yet: the accepted rewrites and
+    /// rollbacks, and the rewrites a check rejected (the model unchanged).
+    fn report_decisions(&mut self, bar: Option<&indicatif::ProgressBar>, report: &mut dyn Report) {
+        let decisions = self.adaptive.decisions();
+        for d in decisions.iter().skip(self.reported_decisions) {
+            let summary = d.summary();
+            suspend(bar, || report.decision(&summary));
+        }
+        self.reported_decisions = decisions.len();
     }
 
     /// The held-out loss (mean over full batches of `@loss`, or where the

@@ -343,6 +343,7 @@ fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
         min_gap: 0,
         max_times: 1,
         lr_factor: 1.0,
+        reset_optimizer: false,
     };
     let mut run = Adaptive::new(trained("adam", 0.0, 0), policy(vec![rule]));
     run.set_fork_data((30..34).map(|i| batch(i).to_vec()).collect(), (40..42).map(|i| batch(i).to_vec()).collect());
@@ -360,6 +361,81 @@ fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
     let best = d.candidates.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
     assert!(d.reason.contains(&best.0), "{} keeps {}", d.reason, best.0);
     assert_eq!(run.trainer().steps(), 10 + 8, "the kept candidate's fork steps count");
+}
+
+/// `optimizer_state = "reset"`: the grown model keeps the carried
+/// parameters, its moments are zero and its step count and ages 0, and its
+/// next step is a fresh Adam's first (each entry moves by about the
+/// learning rate, `m / sqrt(v) = g / |g|`); a carrying rule keeps the state.
+#[test]
+fn a_rule_may_reset_the_optimizer_state_at_a_growth() {
+    let rule = |reset: bool| Rule {
+        trigger: Trigger::Steps { at: 12 },
+        action: Action::Grow(Template::Widen {
+            layer: "fc1".into(),
+            width: Some(24),
+            factor: None,
+            max_width: None,
+            rule: WidenRule::ZeroOut,
+            split_noise: 0.0,
+            noise: 0.0,
+            mask: None,
+            mask_delay: 0,
+        }),
+        min_gap: 0,
+        max_times: 1,
+        lr_factor: 1.0,
+        reset_optimizer: reset,
+    };
+    let lr = 3e-3;
+    let grown = |reset: bool| {
+        let policy = Policy { age_bias_correction: true, rewarmup_steps: 0, ..policy(vec![rule(reset)]) };
+        let mut run = Adaptive::new(trained("adam", 0.0, 0), policy);
+        for i in 0..12 {
+            let [x, y] = batch(i);
+            run.step(&[&x, &y], lr, Progress::default()).unwrap();
+        }
+        assert_eq!(run.decisions().len(), 1, "{:?}", run.decisions());
+        assert_eq!(run.decisions()[0].outcome, "accepted", "{:?}", run.decisions()[0]);
+        run
+    };
+    let (carry, mut reset) = (grown(false), grown(true));
+    assert!(reset.decisions()[0].action.ends_with("; optimizer state reset"), "{}", reset.decisions()[0].action);
+    assert!(!carry.decisions()[0].action.contains("reset"));
+    let (c, r) = (carry.trainer().state(), reset.trainer().state());
+    assert_eq!(c.keys().collect::<Vec<_>>(), r.keys().collect::<Vec<_>>());
+    assert!(r.contains_key("fc1.weight.age"), "the grown parameter has ages");
+    let mut moments = 0;
+    for (name, t) in &r {
+        let slot = name.rsplit('.').next().unwrap();
+        if ["exp_avg", "exp_avg_sq", "age"].contains(&slot) || name == "step" {
+            assert!(t.values.iter().all(|&v| v == 0.0), "{name} starts again");
+            moments += usize::from(slot != "age" && c[name].values.iter().any(|&v| v != 0.0));
+        } else {
+            assert_eq!(t.values, c[name].values, "{name}: the parameters are the carried ones");
+        }
+    }
+    assert!(moments >= 8, "the carrying run had state to reset ({moments} symbols)");
+    assert!(c["step"].values[0] == 12.0, "{:?}", c["step"].values);
+    // The next step is Adam's first: |update| = lr |g| / (|g| + eps) on
+    // every entry whose gradient is well above eps.
+    let [x, y] = batch(12);
+    reset.step(&[&x, &y], lr, Progress::default()).unwrap();
+    let after = reset.trainer().state();
+    let mut full = 0;
+    for name in ["fc1.weight", "fc2.weight"] {
+        for (k, (&a, &b)) in after[name].values.iter().zip(&r[name].values).enumerate() {
+            let g = after[&format!("{name}.exp_avg")].values[k] / 0.1;
+            let moved = (a - b).abs();
+            assert!(moved <= lr * 1.0001, "{name}[{k}] moved {moved:e}, more than lr");
+            if g.abs() > 1e-5 {
+                assert!(close(moved, lr * g.abs() / (g.abs() + 1e-8), 1e-3), "{name}[{k}]: moved {moved:e}, g {g:e}");
+                full += 1;
+            }
+        }
+    }
+    assert!(full > 100, "{full} entries with a gradient");
+    assert_eq!(after["step"].values[0], 1.0);
 }
 
 #[test]
@@ -381,7 +457,17 @@ fn policy_files_parse_and_errors_name_the_rule() {
         let steps = p.rules.iter().filter(|r| matches!(r.trigger, Trigger::Steps { .. })).count();
         assert_eq!(steps, if name == "grow_staged" { 2 } else { 1 }, "{name}");
     }
+    let reset = Policy::parse(
+        "[[rule]]\nwhen = \"steps\"\nat = 5\noptimizer_state = \"reset\"\naction = { op = \"widen\", layer = \"fc1\" }",
+    )
+    .unwrap();
+    assert!(reset.rules[0].reset_optimizer);
+    assert!(!p.rules[0].reset_optimizer, "carried by default");
     let err = |text: &str| Policy::parse(text).unwrap_err();
+    assert!(
+        err("[[rule]]\nwhen = \"steps\"\nat = 5\noptimizer_state = \"zero\"\naction = { op = \"widen\", layer = \"fc1\" }")
+            .contains("optimizer_state = \"zero\": expected \"carry\" or \"reset\""),
+    );
     assert!(
         err("[[rule]]\nwhen = \"plateau\"\naction = \"rollback\"")
             .contains("rule 0 ([[rule]] number 1): when = \"plateau\" needs window")
@@ -455,6 +541,7 @@ fn a_held_out_plateau_grows_the_model_at_an_epoch_end() {
         min_gap: 0,
         max_times: 0,
         lr_factor: 1.0,
+        reset_optimizer: false,
     };
     let mut run = Adaptive::new(trained("adam", 0.0, 3), policy(vec![rule]));
     assert_eq!(run.epoch_end(Progress { epoch: 1, ..Progress::default() }, Some(1.0)).unwrap(), None);

@@ -344,6 +344,45 @@ fn fit_writes_metrics_plot_profile_and_resumes() {
     assert!(e.contains("trained with lr 0.003; this run asks for 0.001"), "{e}");
 }
 
+/// What a run printed of its adaptive decisions.
+#[derive(Default)]
+struct Decisions(Vec<String>);
+impl run::Report for Decisions {
+    fn decision(&mut self, summary: &str) {
+        self.0.push(summary.to_string());
+    }
+}
+
+/// A growth the probe check rejects is reported like an accepted one (the
+/// run goes on with the model it had); before, only the decision log
+/// showed it.
+#[test]
+fn fit_reports_a_rejected_growth() {
+    let dir = scratch("rejected");
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "max_loss_increase = 0.001\n\
+         [[rule]]\n\
+         when = \"steps\"\n\
+         at = 20\n\
+         action = { op = \"widen\", layer = \"fc1\", width = 32, rule = \"net2wider\", noise = 20.0 }\n",
+    )
+    .unwrap();
+    let options = Options { device: Device::Cpu { threads: 1 }, ..Options::default() };
+    let run = RunOptions { epochs: 1, lr: 3e-3, out: dir.join("run"), adapt: Some(policy), ..RunOptions::default() };
+    let mut report = Decisions::default();
+    let summary = run::fit(&example("grow/narrow_mlp.mlir"), &options, &[digits()], &run, &mut report).unwrap();
+    assert_eq!(report.0.len(), 1, "{:?}", report.0);
+    assert!(
+        report.0[0].contains("widen fc1 to 32 (net2wider) on step 20 reached -> rejected")
+            && report.0[0].contains("the probe loss rose by"),
+        "{:?}",
+        report.0
+    );
+    assert_eq!(summary.records.len(), 1);
+}
+
 /// Kernel calls of the CNN's train step at its own batch of 32.
 fn straight_kernels(dir: &Path) -> usize {
     for entry in std::fs::read_dir(dir.join("run-straight")).unwrap() {

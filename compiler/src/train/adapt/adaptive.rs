@@ -196,6 +196,9 @@ pub struct Adaptive {
     pub flops: f64,
     /// The next step's inputs, copied to a GPU while this step runs.
     next: Option<Vec<Tensor>>,
+    /// Whether the growth being applied starts the optimizer state again
+    /// (its rule's `optimizer_state = "reset"`).
+    reset_optimizer: bool,
 }
 
 impl Adaptive {
@@ -224,6 +227,7 @@ impl Adaptive {
             prefetched: false,
             flops: 0.0,
             next: None,
+            reset_optimizer: false,
         }
     }
 
@@ -569,6 +573,7 @@ impl Adaptive {
             return Ok(None);
         }
         let serial = self.rewrites;
+        self.reset_optimizer = rule.reset_optimizer;
         let decided = match &rule.action {
             Action::Grow(t) => match t.resolve(&self.trainer, serial) {
                 Some(op) if !self.rejected.contains(&op) => self.apply(&op, reason, inputs, progress)?,
@@ -587,6 +592,7 @@ impl Adaptive {
             }
             Action::Rollback { .. } => return Ok(None),
         };
+        self.reset_optimizer = false;
         self.fired[i] += 1;
         if decided.is_some() {
             // The kept model remembers the factor before; a rollback restores it.
@@ -647,12 +653,12 @@ impl Adaptive {
                 Some(self.trainer.agreed(local)?)
             }
         };
-        let mut grown = match grow_with(
-            &self.trainer,
-            op,
-            self.policy.seed ^ self.rewrites as u64,
-            self.policy.age_bias_correction,
-        ) {
+        let grown = grow_with(&self.trainer, op, self.policy.seed ^ self.rewrites as u64, self.policy.age_bias_correction)
+            .and_then(|g| self.after_growth(g));
+        if self.reset_optimizer {
+            d.action.push_str("; optimizer state reset");
+        }
+        let mut grown = match grown {
             Ok(g) => g,
             Err(e) => {
                 d.outcome = "rejected".into();
@@ -859,12 +865,9 @@ impl Adaptive {
         let lr = self.last_lr * self.lr_factor;
         let mut best: Option<(f64, Grown, Operator)> = None;
         for op in ops {
-            let mut g = match grow_with(
-                &self.trainer,
-                op,
-                self.policy.seed ^ self.rewrites as u64,
-                self.policy.age_bias_correction,
-            ) {
+            let g = grow_with(&self.trainer, op, self.policy.seed ^ self.rewrites as u64, self.policy.age_bias_correction)
+                .and_then(|g| self.after_growth(g));
+            let mut g = match g {
                 Ok(g) => g,
                 Err(e) => {
                     d.candidates.push((format!("{} (failed: {e})", op.describe()), f64::NAN));
@@ -906,12 +909,27 @@ impl Adaptive {
         d.params_after = param_count(&g.trainer);
         d.kernels = g.kernels;
         d.compiled_kernels = g.compiled_kernels;
+        if self.reset_optimizer {
+            d.action.push_str("; optimizer state reset");
+        }
         d.outcome = "accepted".into();
         d.reason = format!("kept {} after {steps} steps each", op.describe());
         let index = self.decisions.len();
         self.replace(g.trainer, op, progress, index);
         self.record(d)?;
         Ok(Some(index))
+    }
+}
+
+impl Adaptive {
+    /// What follows every growth before its checks: under a rule's
+    /// `optimizer_state = "reset"`, the grown model's optimizer state starts
+    /// again (the function is unchanged; the decision's action says so).
+    fn after_growth(&self, mut g: Grown) -> Result<Grown> {
+        if self.reset_optimizer {
+            super::rewrite::reset_optimizer_state(&mut g.trainer)?;
+        }
+        Ok(g)
     }
 }
 

@@ -317,6 +317,11 @@ pub struct Rule {
     /// then on (1: unchanged; a rollback of the growth undoes it). A wider
     /// model usually wants a smaller rate than the small one it grew from.
     pub lr_factor: f64,
+    /// After a growth this rule makes, every parameter's optimizer state
+    /// starts again (`optimizer_state = "reset"`): moments zero, step count
+    /// and ages 0, so Adam's bias corrections start over. The default,
+    /// `"carry"`, keeps each slot by its operator's rule.
+    pub reset_optimizer: bool,
 }
 
 /// How the runtime may change the model while it trains.
@@ -403,6 +408,7 @@ struct RawRule {
     min_gap: Option<u64>,
     max_times: Option<usize>,
     lr_factor: Option<f64>,
+    optimizer_state: Option<String>,
     action: toml::Value,
 }
 
@@ -540,12 +546,21 @@ impl Policy {
             if !(lr_factor.is_finite() && lr_factor > 0.0 && lr_factor <= 100.0) {
                 return Err(at(format!("lr_factor = {lr_factor} is not in (0, 100]")));
             }
+            let reset_optimizer = match r.optimizer_state.as_deref() {
+                None | Some("carry") => false,
+                Some("reset") => true,
+                Some(other) => return Err(at(format!("optimizer_state = \"{other}\": expected \"carry\" or \"reset\""))),
+            };
+            if reset_optimizer && matches!(action, Action::Rollback { .. }) {
+                return Err(at("optimizer_state applies to a growth; a rollback restores the state it had".into()));
+            }
             rules.push(Rule {
                 trigger,
                 action,
                 min_gap: r.min_gap.unwrap_or(0),
                 max_times: r.max_times.unwrap_or(0),
                 lr_factor,
+                reset_optimizer,
             });
         }
         let policy = Policy {

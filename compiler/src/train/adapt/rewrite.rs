@@ -999,6 +999,21 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
     })
 }
 
+/// Starts `trainer`'s optimizer state again without touching its
+/// parameters: every moment (`momentum`, `exp_avg`, `exp_avg_sq`) zero, and
+/// the step count and every per-entry age 0, so Adam's bias corrections
+/// start over as in a fresh run. Other states (a masked growth's counters,
+/// fp16's loss scale, a batch norm's running statistics) are kept.
+pub fn reset_optimizer_state(trainer: &mut Trainer) -> Result<()> {
+    let mut state = trainer.state();
+    for (name, t) in state.iter_mut() {
+        if name == "step" || split_symbol(name).1.is_some() {
+            t.values.iter_mut().for_each(|v| *v = 0.0);
+        }
+    }
+    trainer.set_state(&state)
+}
+
 /// The state a model compiled from `source` starts from (parameters from
 /// their initialisers with the options' seed, optimizer state zero),
 /// without compiling it: its parameter table is the module's after
