@@ -13,7 +13,9 @@ from the end of the text):
 1. scratch, seed 0, `--steps` steps at each of `--lrs`: the learning rate
    with the lowest best held-out loss is the tuned one;
 2. scratch at the tuned rate, seeds 1 .. N-1;
-3. grown 2x (small2x.mlir: 2 blocks of width 64, 2 heads, grow2x.toml) and
+3. grown 2x (small2x.mlir: 2 blocks of width 64, 2 heads, grow2x.toml at
+   step 2000, grow2x_late.toml at step 5000, grow2x_plateau.toml when the
+   small model's held-out loss stops improving) and
    grown 4x (small4x.mlir: 1 block of width 32, 1 head, grow4x.toml), seeds
    0 .. N-1, and grown 4x in two 2x stages (small4x.mlir, grow_staged.toml:
    2 x 64 at step 1000, the target at step 2000). Each becomes the
@@ -21,7 +23,9 @@ from the end of the text):
    function-preserving rewrite per stage. The small model trains
    at twice the tuned rate and the policy's `lr_factor` (0.25) brings the
    grown one to half the tuned rate. A grown run goes on for `--steps` steps
-   after the growth, so it spends at least the scratch run's FLOPs.
+   after the growth, so it spends at least the scratch run's FLOPs;
+4. the control: small2x.mlir alone, no growth, as many steps as the longest
+   grown run, at the small models' rate.
 
 For each seed, the goal is the from-scratch run's best held-out loss; the
 table gives the training FLOPs (the compiled step's matrix products and
@@ -66,6 +70,13 @@ def load(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def grown_at(out):
+    """The step of a run's last accepted growth (its decisions.jsonl)."""
+    with open(os.path.join(out, "decisions.jsonl")) as f:
+        steps = [d["step"] for d in map(json.loads, filter(str.strip, f)) if d["outcome"] == "accepted"]
+    return steps[-1] if steps else "none"
+
+
 def best(rows):
     return min(rows, key=lambda r: r["val_loss"])
 
@@ -103,7 +114,7 @@ def budgets(scratch, grown, steps):
     budget's goal is the best held-out loss among them."""
     out = ["By the scratch budget (the goal: the scratch run's best held-out loss within its first B steps; "
            "FLOPs to reach it x the scratch run's):", "",
-           "| scratch budget B (steps) | scratch best | " + " | ".join(f"grown {f}: seeds reaching, FLOPs (x scratch)"
+           "| scratch budget B (steps) | scratch best | " + " | ".join(f"{f if f.startswith('small') else 'grown ' + f}: seeds reaching, FLOPs (x scratch)"
                                                                        for f in grown) + " |",
            "|---|---|" + "---|" * len(grown)]
     for b in range(steps // 4, steps + 1, steps // 4):
@@ -145,20 +156,35 @@ def main():
     for s in range(1, a.seeds):
         scratch[s] = run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s{s}"), s, lr, a.steps, schedule=sched)
     grown, grow_at, factor_after = {}, {}, {}
-    for factor, small in (("2x", "2x"), ("4x", "4x"), ("4x staged", "4x")):
+    policies = {"2x": "grow2x.toml", "2x late": "grow2x_late.toml", "2x on a plateau": "grow2x_plateau.toml",
+                "4x": "grow4x.toml", "4x staged": "grow_staged.toml"}
+    # A growth on a plateau has no step given: its run is as long as the late one's.
+    PLATEAU_STEPS = 5000
+    for factor, small in (("2x", "2x"), ("2x late", "2x"), ("2x on a plateau", "2x"), ("4x", "4x"),
+                          ("4x staged", "4x")):
         model = os.path.join(HERE, f"small{small}.mlir")
-        policy = os.path.join(HERE, "grow_staged.toml" if "staged" in factor else f"grow{factor}.toml")
+        policy = os.path.join(HERE, policies[factor])
         with open(policy, "rb") as f:
-            rules = [r for r in tomllib.load(f)["rule"] if r.get("when") == "steps" and "at" in r]
+            rules = [r for r in tomllib.load(f)["rule"] if r.get("when") != "instability"]
             # The step the model becomes the target (the last growth).
-            grow_at[factor] = max(r["at"] for r in rules)
+            fixed = [r["at"] for r in rules if r.get("when") == "steps" and "at" in r]
+            grow_at[factor] = max(fixed) if len(fixed) == len(rules) else None
             # The rate after it: every growth's factor applies in turn.
             factor_after[factor] = math.prod(r.get("lr_factor", 1.0) for r in rules)
-        steps = grow_at[factor] + a.steps
+        steps = (grow_at[factor] or PLATEAU_STEPS) + a.steps
         tag = factor.replace(" ", "-")
         grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{tag}-s{s}"), s, 2 * lr, steps, policy,
                                 sched)
                          for s in range(a.seeds)}
+        if grow_at[factor] is None:
+            # Where the growth happened, from each run's decision log.
+            grow_at[factor] = ", ".join(str(grown_at(os.path.join(a.out, f"grown{tag}-s{s}"))) for s in range(a.seeds))
+
+    # The control: the small model alone, as long as the longest grown run.
+    alone_steps = max(x for x in grow_at.values() if isinstance(x, int)) + a.steps
+    alone = {s: run(a.aicf, os.path.join(HERE, "small2x.mlir"), os.path.join(a.out, f"small2x-alone-s{s}"), s, 2 * lr,
+                    alone_steps, schedule=sched)
+             for s in range(a.seeds)}
 
     lines = [f"Tuning (seed 0, best held-out loss): " + ", ".join(
         f"lr {x:g}: {best(tuning[x])['val_loss']:.4f}" for x in lrs) + f"; tuned lr {lr:g}", ""]
@@ -169,7 +195,9 @@ def main():
     half = [at_flops(scratch[s], scratch[s][-1]["train_flops"] / 2) for s in scratch]
     lines.append(f"| scratch (target, lr {lr:g}) | {len(scratch)}/{len(scratch)} | 1 | 1 | {spread(sb, '{:.4f}')} | "
                  f"{spread(sf, '{:.4f}')} | 1 | {spread(half, '{:.4f}')} |")
-    for factor, runs in grown.items():
+    labels = {f: f"grown {f} (at step{'' if isinstance(grow_at[f], int) else 's'} {grow_at[f]})" for f in grown}
+    labels["small 2x alone"] = f"small 2x alone ({alone_steps} steps, no growth)"
+    for factor, runs in list(grown.items()) + [("small 2x alone", alone)]:
         flops, secs, bests, finals, reached, own, halves = [], [], [], [], 0, [], []
         for s, rows in runs.items():
             goal = best(scratch[s])
@@ -186,7 +214,7 @@ def main():
             mine, theirs = reach(rows, best(rows)["val_loss"]), reach(scratch[s], best(rows)["val_loss"])
             if mine and theirs:
                 own.append(mine[0] / theirs[0])
-        lines.append(f"| grown {factor} (at step {grow_at[factor]}) | {reached}/{len(runs)} | {spread(flops)} | {spread(secs)} | "
+        lines.append(f"| {labels[factor]} | {reached}/{len(runs)} | {spread(flops)} | {spread(secs)} | "
                      f"{spread(bests, '{:.4f}')} | {spread(finals, '{:.4f}')} | {spread(own)} | {spread(halves, '{:.4f}')} |")
     rates = {f: 2 * lr * x for f, x in factor_after.items()}
     after_growth = (f"{next(iter(rates.values())):g}" if len(set(rates.values())) == 1
@@ -194,10 +222,11 @@ def main():
     lines.append("")
     lines.append("Mean (min - max) over the seeds; each grown run against the scratch run of its seed. "
                  f"Scratch: {a.steps} steps of batch 16 x 64 characters at lr {lr:g}; grown: the growth step plus "
-                 f"{a.steps} steps, lr {2 * lr:g} before the growth and {after_growth} after; held-out loss every "
+                 f"{a.steps} steps ({PLATEAU_STEPS + a.steps} in all on a plateau), lr {2 * lr:g} before the growth "
+                 f"and {after_growth} after; the small model alone at lr {2 * lr:g}; held-out loss every "
                  f"{EVAL_EVERY} steps.")
     if a.cosine is None:
-        lines += [""] + budgets(scratch, grown, a.steps)
+        lines += [""] + budgets(scratch, {**grown, "small 2x alone": alone}, a.steps)
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(a.out, "results.md"), "w") as f:
