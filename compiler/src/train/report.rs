@@ -34,9 +34,13 @@ pub struct EpochRecord {
     pub params: usize,
     pub train_flops: f64,
     /// The learning rate of the epoch's last step (before an adaptive
-    /// run's re-warm-up and rollback factors).
+    /// run's re-warm-up, rollback and growth factors).
     #[serde(default)]
     pub lr: f64,
+    /// The rate that step trained at: `lr` times an adaptive run's factors
+    /// (a grown model's `lr_factor`, a rollback's, the re-warm-up ramp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr_applied: Option<f64>,
     /// An adaptive run's observer: the last global gradient norm and the
     /// per-layer statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]

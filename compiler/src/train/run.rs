@@ -1105,6 +1105,7 @@ impl<'a> Loop<'a> {
                 params: param_count(trainer),
                 train_flops: self.adaptive.flops,
                 lr: last_lr,
+                lr_applied: (!self.adaptive.policy().rules.is_empty()).then(|| self.adaptive.applied_lr()),
                 grad_norm: None,
                 layers: None,
             };

@@ -451,11 +451,17 @@ fn policy_files_parse_and_errors_name_the_rule() {
     assert_eq!(p.rules[1].action, Action::Rollback { lr_factor: 0.5 });
     // The char LM experiment's policies (make grow-lm) parse too: a typo
     // there would only show an hour into the experiment.
-    for name in ["grow2x", "grow4x", "grow_staged"] {
+    for name in ["grow2x", "grow2x_late", "grow2x_plateau", "grow4x", "grow_staged"] {
         let path = PathBuf::from(format!("{}/../examples/grow_lm/{name}.toml", env!("CARGO_MANIFEST_DIR")));
         let p = Policy::from_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let steps = p.rules.iter().filter(|r| matches!(r.trigger, Trigger::Steps { .. })).count();
-        assert_eq!(steps, if name == "grow_staged" { 2 } else { 1 }, "{name}");
+        let plateaus = p.rules.iter().filter(|r| matches!(r.trigger, Trigger::ValPlateau { .. })).count();
+        let expected = match name {
+            "grow_staged" => (2, 0),
+            "grow2x_plateau" => (0, 1),
+            _ => (1, 0),
+        };
+        assert_eq!((steps, plateaus), expected, "{name}");
     }
     let reset = Policy::parse(
         "[[rule]]\nwhen = \"steps\"\nat = 5\noptimizer_state = \"reset\"\naction = { op = \"widen\", layer = \"fc1\" }",

@@ -354,10 +354,10 @@ impl run::Report for Decisions {
 }
 
 /// A growth the probe check rejects is reported like an accepted one (the
-/// run goes on with the model it had); before, only the decision log
-/// showed it.
+/// run goes on with the model it had; before, only the decision log showed
+/// it), and the metrics give the rate the grown model trained at.
 #[test]
-fn fit_reports_a_rejected_growth() {
+fn fit_reports_a_rejected_growth_and_the_applied_rate() {
     let dir = scratch("rejected");
     let policy = dir.join("policy.toml");
     std::fs::write(
@@ -366,21 +366,28 @@ fn fit_reports_a_rejected_growth() {
          [[rule]]\n\
          when = \"steps\"\n\
          at = 20\n\
-         action = { op = \"widen\", layer = \"fc1\", width = 32, rule = \"net2wider\", noise = 20.0 }\n",
+         action = { op = \"widen\", layer = \"fc1\", width = 32, rule = \"net2wider\", noise = 20.0 }\n\
+         [[rule]]\n\
+         when = \"steps\"\n\
+         at = 30\n\
+         lr_factor = 0.5\n\
+         action = { op = \"widen\", layer = \"fc1\", width = 24, rule = \"zero-out\" }\n",
     )
     .unwrap();
     let options = Options { device: Device::Cpu { threads: 1 }, ..Options::default() };
     let run = RunOptions { epochs: 1, lr: 3e-3, out: dir.join("run"), adapt: Some(policy), ..RunOptions::default() };
     let mut report = Decisions::default();
     let summary = run::fit(&example("grow/narrow_mlp.mlir"), &options, &[digits()], &run, &mut report).unwrap();
-    assert_eq!(report.0.len(), 1, "{:?}", report.0);
+    assert_eq!(report.0.len(), 2, "{:?}", report.0);
     assert!(
         report.0[0].contains("widen fc1 to 32 (net2wider) on step 20 reached -> rejected")
             && report.0[0].contains("the probe loss rose by"),
         "{:?}",
         report.0
     );
-    assert_eq!(summary.records.len(), 1);
+    assert!(report.0[1].contains("widen fc1 to 24 (zeroout) on step 30 reached -> accepted"), "{:?}", report.0);
+    let record = &summary.records[0];
+    assert_eq!((record.lr, record.lr_applied), (3e-3, Some(1.5e-3)), "{record:?}");
 }
 
 /// Kernel calls of the CNN's train step at its own batch of 32.

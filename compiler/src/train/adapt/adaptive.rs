@@ -186,8 +186,10 @@ pub struct Adaptive {
     fork_train: Vec<Vec<Tensor>>,
     fork_eval: Vec<Vec<Tensor>>,
     lr_factor: f64,
-    /// The learning rate of the last step (a fork trains at it).
+    /// The learning rate of the last step (a fork trains at it), and the
+    /// rate it trained at (times the factors, [`Adaptive::lr_scale`]).
     last_lr: f64,
+    applied_lr: f64,
     /// The background compile of the models the rules may grow into.
     prefetch: Option<std::thread::JoinHandle<()>>,
     /// Whether it was started for the current model.
@@ -223,6 +225,7 @@ impl Adaptive {
             fork_eval: Vec::new(),
             lr_factor: 1.0,
             last_lr: 0.0,
+            applied_lr: 0.0,
             prefetch: None,
             prefetched: false,
             flops: 0.0,
@@ -401,6 +404,12 @@ impl Adaptive {
         self.fork_eval = eval;
     }
 
+    /// The rate the last step trained at: its learning rate times
+    /// [`Adaptive::lr_scale`] as it was then.
+    pub fn applied_lr(&self) -> f64 {
+        self.applied_lr
+    }
+
     /// The learning rate's factor now: the rollback factor times the
     /// re-warm-up ramp after a rewrite.
     pub fn lr_scale(&self) -> f64 {
@@ -429,6 +438,7 @@ impl Adaptive {
             self.prefetch_next();
         }
         let lr = lr * self.lr_scale();
+        self.applied_lr = lr;
         self.observer.before_step(&self.trainer, self.policy.observe_every);
         let rows = inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
         let next = self.next.take();
@@ -573,10 +583,14 @@ impl Adaptive {
             return Ok(None);
         }
         let serial = self.rewrites;
-        self.reset_optimizer = rule.reset_optimizer;
         let decided = match &rule.action {
             Action::Grow(t) => match t.resolve(&self.trainer, serial) {
-                Some(op) if !self.rejected.contains(&op) => self.apply(&op, reason, inputs, progress)?,
+                Some(op) if !self.rejected.contains(&op) => {
+                    self.reset_optimizer = rule.reset_optimizer;
+                    let decided = self.apply(&op, reason, inputs, progress);
+                    self.reset_optimizer = false;
+                    decided?
+                }
                 _ => {
                     self.idle[i] = true;
                     return Ok(None);
@@ -588,11 +602,13 @@ impl Adaptive {
                     self.idle[i] = true;
                     return Ok(None);
                 }
-                self.fork(&ops, *steps, reason, progress)?
+                self.reset_optimizer = rule.reset_optimizer;
+                let decided = self.fork(&ops, *steps, reason, progress);
+                self.reset_optimizer = false;
+                decided?
             }
             Action::Rollback { .. } => return Ok(None),
         };
-        self.reset_optimizer = false;
         self.fired[i] += 1;
         if decided.is_some() {
             // The kept model remembers the factor before; a rollback restores it.
