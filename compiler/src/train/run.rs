@@ -1029,10 +1029,10 @@ impl<'a> Loop<'a> {
                         // Each batch's mean loss, weighted by its examples.
                         loss_sum += m.loss * chunk.len() as f64;
                         count += chunk.len();
-                        if let Some(d) = decision {
-                            self.after_rewrite(d, run, bar.as_ref(), report)?;
+                        if decision.is_some() {
+                            self.after_rewrite(run)?;
                         }
-                        // A rewrite the checks rejected is reported too.
+                        // Accepted and rejected rewrites alike.
                         self.report_decisions(bar.as_ref(), report);
                         if let Some(bar) = &bar {
                             bar.inc(1);
@@ -1045,10 +1045,9 @@ impl<'a> Loop<'a> {
                             break;
                         }
                     }
-                    Outcome::RolledBack(d, to) => {
+                    Outcome::RolledBack(_, to) => {
                         self.record_decisions();
                         self.update_version(run.checkpoint_dir.as_deref());
-                        debug_assert!(d < self.adaptive.decisions().len());
                         self.report_decisions(bar.as_ref(), report);
                         (epoch, start_batch, self.rng) = (to.epoch, to.batch, to.rng);
                         continue 'epochs;
@@ -1123,10 +1122,12 @@ impl<'a> Loop<'a> {
             if writes {
                 report::write_metrics(&metrics, &self.records)?;
             }
-            if let Some(d) =
-                self.adaptive.epoch_end(Progress { epoch, batch: steps_per_epoch, rng: epoch_rng }, Some(val_loss))?
+            if self
+                .adaptive
+                .epoch_end(Progress { epoch, batch: steps_per_epoch, rng: epoch_rng }, Some(val_loss))?
+                .is_some()
             {
-                self.after_rewrite(d, run, bar.as_ref(), report)?;
+                self.after_rewrite(run)?;
             }
             self.report_decisions(bar.as_ref(), report);
             if !self.adaptive.policy().rules.is_empty() {
@@ -1184,21 +1185,13 @@ impl<'a> Loop<'a> {
         })
     }
 
-    /// After decision `d` changed the model: report it and save the new
-    /// model beside the checkpoint.
-    fn after_rewrite(
-        &mut self,
-        d: usize,
-        run: &RunOptions,
-        bar: Option<&indicatif::ProgressBar>,
-        report: &mut dyn Report,
-    ) -> Result<()> {
+    /// After a decision changed the model: save the new model beside the
+    /// checkpoint ([`Loop::report_decisions`] prints the decision).
+    fn after_rewrite(&mut self, run: &RunOptions) -> Result<()> {
         self.update_version(run.checkpoint_dir.as_deref());
         if let Some(dir) = &run.checkpoint_dir {
             self.write_version(dir)?;
         }
-        debug_assert!(d < self.adaptive.decisions().len());
-        self.report_decisions(bar, report);
         Ok(())
     }
 

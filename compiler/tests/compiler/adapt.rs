@@ -53,6 +53,21 @@ pub(crate) fn zero_widen(layer: &str, width: usize) -> Operator {
     }
 }
 
+/// [`zero_widen`] as a policy rule's template states it.
+fn zero_widen_rule(layer: &str, width: usize) -> Template {
+    Template::Widen {
+        layer: layer.into(),
+        width: Some(width),
+        factor: None,
+        max_width: None,
+        rule: WidenRule::ZeroOut,
+        split_noise: 0.0,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    }
+}
+
 fn trained(optimizer: &str, momentum: f64, steps: usize) -> Trainer {
     let mut t = Trainer::from_file(&narrow(), options(optimizer, momentum)).unwrap();
     for i in 0..steps {
@@ -323,20 +338,7 @@ fn a_rewrite_whose_probe_loss_moves_is_rejected_and_the_model_kept() {
 
 #[test]
 fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
-    let candidates = vec![
-        Template::Widen {
-            layer: "fc1".into(),
-            width: Some(32),
-            factor: None,
-            max_width: None,
-            rule: WidenRule::ZeroOut,
-            split_noise: 0.0,
-            noise: 0.0,
-            mask: None,
-            mask_delay: 0,
-        },
-        Template::Deepen { after: "fc1".into(), residual: true },
-    ];
+    let candidates = vec![zero_widen_rule("fc1", 32), Template::Deepen { after: "fc1".into(), residual: true }];
     let rule = Rule {
         trigger: Trigger::Steps { at: 10 },
         action: Action::Fork { candidates, steps: 8 },
@@ -371,17 +373,7 @@ fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
 fn a_rule_may_reset_the_optimizer_state_at_a_growth() {
     let rule = |reset: bool| Rule {
         trigger: Trigger::Steps { at: 12 },
-        action: Action::Grow(Template::Widen {
-            layer: "fc1".into(),
-            width: Some(24),
-            factor: None,
-            max_width: None,
-            rule: WidenRule::ZeroOut,
-            split_noise: 0.0,
-            noise: 0.0,
-            mask: None,
-            mask_delay: 0,
-        }),
+        action: Action::Grow(zero_widen_rule("fc1", 24)),
         min_gap: 0,
         max_times: 1,
         lr_factor: 1.0,
@@ -530,17 +522,7 @@ fn the_observer_sees_plateaus_and_spikes_not_one_hard_batch() {
 
 #[test]
 fn a_held_out_plateau_grows_the_model_at_an_epoch_end() {
-    let widen = Template::Widen {
-        layer: "fc1".into(),
-        width: Some(24),
-        factor: None,
-        max_width: None,
-        rule: WidenRule::ZeroOut,
-        split_noise: 0.0,
-        noise: 0.0,
-        mask: None,
-        mask_delay: 0,
-    };
+    let widen = zero_widen_rule("fc1", 24);
     let rule = Rule {
         trigger: Trigger::ValPlateau { window: 1, threshold: 0.5 },
         action: Action::Grow(widen),

@@ -669,8 +669,9 @@ impl Adaptive {
                 Some(self.trainer.agreed(local)?)
             }
         };
-        let grown = grow_with(&self.trainer, op, self.policy.seed ^ self.rewrites as u64, self.policy.age_bias_correction)
-            .and_then(|g| self.after_growth(g));
+        let grown =
+            grow_with(&self.trainer, op, self.policy.seed ^ self.rewrites as u64, self.policy.age_bias_correction)
+                .and_then(|g| self.after_growth(g));
         if self.reset_optimizer {
             d.action.push_str("; optimizer state reset");
         }
@@ -859,6 +860,16 @@ impl Adaptive {
         Ok(Some((index, kept.progress)))
     }
 
+    /// What follows every growth before its checks: under a rule's
+    /// `optimizer_state = "reset"`, the grown model's optimizer state starts
+    /// again (the function is unchanged; the decision's action says so).
+    fn after_growth(&self, mut g: Grown) -> Result<Grown> {
+        if self.reset_optimizer {
+            super::rewrite::reset_optimizer_state(&mut g.trainer)?;
+        }
+        Ok(g)
+    }
+
     /// Grows each of `ops` from the current state, trains each `steps`
     /// steps on the fork batches, and keeps the one with the lowest mean
     /// loss on the evaluation batches (its training counts in the FLOPs and
@@ -881,8 +892,9 @@ impl Adaptive {
         let lr = self.last_lr * self.lr_factor;
         let mut best: Option<(f64, Grown, Operator)> = None;
         for op in ops {
-            let g = grow_with(&self.trainer, op, self.policy.seed ^ self.rewrites as u64, self.policy.age_bias_correction)
-                .and_then(|g| self.after_growth(g));
+            let g =
+                grow_with(&self.trainer, op, self.policy.seed ^ self.rewrites as u64, self.policy.age_bias_correction)
+                    .and_then(|g| self.after_growth(g));
             let mut g = match g {
                 Ok(g) => g,
                 Err(e) => {
@@ -934,18 +946,6 @@ impl Adaptive {
         self.replace(g.trainer, op, progress, index);
         self.record(d)?;
         Ok(Some(index))
-    }
-}
-
-impl Adaptive {
-    /// What follows every growth before its checks: under a rule's
-    /// `optimizer_state = "reset"`, the grown model's optimizer state starts
-    /// again (the function is unchanged; the decision's action says so).
-    fn after_growth(&self, mut g: Grown) -> Result<Grown> {
-        if self.reset_optimizer {
-            super::rewrite::reset_optimizer_state(&mut g.trainer)?;
-        }
-        Ok(g)
     }
 }
 

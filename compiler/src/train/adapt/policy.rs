@@ -549,7 +549,9 @@ impl Policy {
             let reset_optimizer = match r.optimizer_state.as_deref() {
                 None | Some("carry") => false,
                 Some("reset") => true,
-                Some(other) => return Err(at(format!("optimizer_state = \"{other}\": expected \"carry\" or \"reset\""))),
+                Some(other) => {
+                    return Err(at(format!("optimizer_state = \"{other}\": expected \"carry\" or \"reset\"")));
+                }
             };
             if reset_optimizer && matches!(action, Action::Rollback { .. }) {
                 return Err(at("optimizer_state applies to a growth; a rollback restores the state it had".into()));
