@@ -71,6 +71,14 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--context", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--heads", type=int, default=6)
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--dropout", type=float, default=0.2)
+    # GPT-2 small's shape (--layers 12 --heads 12 --dim 768 --context 1024
+    # --vocab 50257 --dropout 0): random token ids of that vocabulary instead
+    # of the text's characters, for the step time and MFU only.
+    ap.add_argument("--vocab", type=int, default=None)
     # The 2026-11-24 H100 runs used AdamW's (0.9, 0.999) and no clipping on
     # both sides; nanoGPT's recipe is --beta2 0.99 --clip-norm 1 (aicf
     # train --betas 0.9,0.99 --clip-norm 1).
@@ -82,6 +90,10 @@ def main():
     text = open(a.data, encoding="utf-8").read()
     chars = sorted(set(text))
     ids = torch.tensor([chars.index(c) for c in text], dtype=torch.long)
+    vocab = len(chars)
+    if a.vocab is not None:
+        vocab = a.vocab
+        ids = torch.randint(0, vocab, (len(ids),), generator=torch.Generator().manual_seed(a.seed))
     # aicf train's split: the last ceil(20%) of the text is held out.
     split = len(ids) - math.ceil(len(ids) * 0.2)
     train, held = ids[:split].cuda(), ids[split:].cuda()
@@ -92,7 +104,7 @@ def main():
         at = start[:, None] + torch.arange(a.context, device="cuda")
         return src[at], src[at + 1]
 
-    model = GPT(vocab=len(chars), context=a.context).cuda()
+    model = GPT(vocab=vocab, context=a.context, d=a.dim, heads=a.heads, layers=a.layers, p=a.dropout).cuda()
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, a.beta2), weight_decay=0.1, fused=True)
 
@@ -142,18 +154,20 @@ def main():
         count = min(256, available)
         start = torch.tensor([(w * available // count) * a.context for w in range(count)], device="cuda")
         at = start[:, None] + torch.arange(a.context, device="cuda")
-        batches = range(0, count - count % 64, 64)
-        held_loss = sum(loss_of(model, held[at[i : i + 64]], held[at[i : i + 64] + 1]).item() for i in batches) / len(batches)
+        eb = min(64, a.batch)
+        batches = range(0, count - count % eb, eb)
+        held_loss = sum(loss_of(model, held[at[i : i + eb]], held[at[i : i + eb] + 1]).item() for i in batches) / len(batches)
     times.sort()
     ms = times[len(times) // 2] * 1e3
     tokens = a.batch * a.context
     # 6 N per token for the matrix products, and attention's two products
     # (causal: half of 4 s d per token per layer, times 3 for fwd + bwd).
-    flops = 6 * params * tokens + 6 * 6 * a.batch * a.context * a.context * 384
+    flops = 6 * params * tokens + 6 * a.layers * a.batch * a.context * a.context * a.dim
     print(json.dumps({
         "bench": "nanogpt_torch", "mode": a.mode, "steps": a.steps, "step_ms": round(ms, 3),
         "tokens_per_s": round(tokens / ms * 1e3), "mfu": round(flops / (ms * 1e-3) / 989e12, 4),
-        "first_step_s": round(first, 2), "held_out_loss": round(held_loss, 4), "params": params,
+        "first_step_s": round(first, 2), "held_out_loss": None if a.vocab else round(held_loss, 4), "params": params,
+        "shape": f"{a.layers}x{a.dim}, {a.heads} heads, context {a.context}, vocab {vocab}, batch {a.batch}",
         "device": torch.cuda.get_device_name(),
     }), flush=True)
 

@@ -42,10 +42,14 @@ import statistics
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 EVAL_EVERY = 200  # steps: windows per epoch / batch 16
+
+
+DEVICE = "cpu"  # --device: where every run trains
 
 
 def run(aicf, model, out, seed, lr, steps, policy=None, schedule=()):
@@ -55,7 +59,7 @@ def run(aicf, model, out, seed, lr, steps, policy=None, schedule=()):
     epochs = steps // EVAL_EVERY
     cmd = [aicf, "train", model, "--data", os.path.join(ROOT, "data/tinyshakespeare.txt"),
            "--windows-per-epoch", str(EVAL_EVERY * 16), "--epochs", str(epochs), "--lr", str(lr),
-           "--seed", str(seed), "--out", out, "--no-progress"]
+           "--seed", str(seed), "--out", out, "--no-progress", "--device", DEVICE]
     if policy:
         cmd += ["--adapt", policy]
     cmd += list(schedule)
@@ -142,19 +146,27 @@ def main():
     ap.add_argument("--lrs", default="1.5e-3,3e-3,6e-3")
     ap.add_argument("--cosine", type=int, metavar="WARMUP", default=None,
                     help="every run on a cosine schedule to 0.1 x lr, after WARMUP steps of linear warm-up")
+    ap.add_argument("--device", default="cpu", help="where the runs train (aicf train --device)")
+    ap.add_argument("--jobs", type=int, default=1, help="runs at once (on a GPU, small runs share it well)")
     a = ap.parse_args()
+    global DEVICE
+    DEVICE = a.device
+    pool = ThreadPoolExecutor(max(1, a.jobs))
     if a.seeds < 1 or a.steps < EVAL_EVERY or a.steps % EVAL_EVERY:
         sys.exit(f"--seeds must be at least 1 and --steps a multiple of {EVAL_EVERY}")
     lrs = [float(x) for x in a.lrs.split(",")]
     sched = () if a.cosine is None else ("--lr-schedule", "cosine", "--warmup-steps", str(a.cosine))
     target = os.path.join(HERE, "target.mlir")
 
-    tuning = {lr: run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s0"), 0, lr, a.steps, schedule=sched)
+    tuning = {lr: pool.submit(run, a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s0"), 0, lr, a.steps,
+                              schedule=sched)
               for lr in lrs}
+    tuning = {lr: f.result() for lr, f in tuning.items()}
     lr = min(lrs, key=lambda x: best(tuning[x])["val_loss"])
     scratch = {0: tuning[lr]}
     for s in range(1, a.seeds):
-        scratch[s] = run(a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s{s}"), s, lr, a.steps, schedule=sched)
+        scratch[s] = pool.submit(run, a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s{s}"), s, lr, a.steps,
+                                 schedule=sched)
     grown, grow_at, factor_after = {}, {}, {}
     policies = {"2x": "grow2x.toml", "2x late": "grow2x_late.toml", "2x on a plateau": "grow2x_plateau.toml",
                 "4x": "grow4x.toml", "4x staged": "grow_staged.toml"}
@@ -173,18 +185,23 @@ def main():
             factor_after[factor] = math.prod(r.get("lr_factor", 1.0) for r in rules)
         steps = (grow_at[factor] or PLATEAU_STEPS) + a.steps
         tag = factor.replace(" ", "-")
-        grown[factor] = {s: run(a.aicf, model, os.path.join(a.out, f"grown{tag}-s{s}"), s, 2 * lr, steps, policy,
-                                sched)
+        grown[factor] = {s: pool.submit(run, a.aicf, model, os.path.join(a.out, f"grown{tag}-s{s}"), s, 2 * lr, steps,
+                                        policy, sched)
                          for s in range(a.seeds)}
-        if grow_at[factor] is None:
-            # Where the growth happened, from each run's decision log.
-            grow_at[factor] = ", ".join(str(grown_at(os.path.join(a.out, f"grown{tag}-s{s}"))) for s in range(a.seeds))
 
     # The control: the small model alone, as long as the longest grown run.
     alone_steps = max(x for x in grow_at.values() if isinstance(x, int)) + a.steps
-    alone = {s: run(a.aicf, os.path.join(HERE, "small2x.mlir"), os.path.join(a.out, f"small2x-alone-s{s}"), s, 2 * lr,
-                    alone_steps, schedule=sched)
+    alone = {s: pool.submit(run, a.aicf, os.path.join(HERE, "small2x.mlir"), os.path.join(a.out, f"small2x-alone-s{s}"),
+                            s, 2 * lr, alone_steps, schedule=sched)
              for s in range(a.seeds)}
+    scratch = {s: f.result() if hasattr(f, "result") else f for s, f in scratch.items()}
+    grown = {k: {s: f.result() for s, f in runs.items()} for k, runs in grown.items()}
+    alone = {s: f.result() for s, f in alone.items()}
+    for factor in grown:
+        if grow_at[factor] is None:
+            # Where the growth happened, from each run's decision log.
+            tag = factor.replace(" ", "-")
+            grow_at[factor] = ", ".join(str(grown_at(os.path.join(a.out, f"grown{tag}-s{s}"))) for s in range(a.seeds))
 
     lines = [f"Tuning (seed 0, best held-out loss): " + ", ".join(
         f"lr {x:g}: {best(tuning[x])['val_loss']:.4f}" for x in lrs) + f"; tuned lr {lr:g}", ""]

@@ -73,8 +73,11 @@
 
 // `aicf bench` runs (a smoke test of its output; timings are not asserted).
 // RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --steps 2 --profile --out %t/bench | FileCheck %s --check-prefix=BENCH
-// BENCH: digits_mlp.mlir: train step (sgd) median {{[0-9.]+}} ms, min {{[0-9.]+}} ms over 2 steps
+// BENCH: digits_mlp.mlir: train step (sgd, lr 0.1) median {{[0-9.]+}} ms, min {{[0-9.]+}} ms over 2 steps
 // BENCH: @train_step #{{[0-9]+}} ll.
+// Adam's and AdamW's default rate is 1e-3, not SGD's 0.1.
+// RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --optimizer adamw --steps 1 --out %t/bench-adamw | FileCheck %s --check-prefix=BENCH-ADAMW
+// BENCH-ADAMW: digits_mlp.mlir: train step (adamw, lr 0.001) median
 
 // BATCH: func.func @forward(%{{.*}}: memref<7x64xf32> {ll.bind = "input"}, %{{.*}}: memref<7x10xf32> {ll.bind = "result 0"}, %{{.*}}: memref<128x64xf32> {ll.bind = "param @fc1.weight"}
 // BATCH: func.func @train_step(%{{.*}}: memref<7x64xf32> {ll.bind = "input"}, %{{.*}}: memref<7xi32> {ll.bind = "input"}
