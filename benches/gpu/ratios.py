@@ -42,6 +42,13 @@ def main(path):
             t = find(f"torch_{name}_adam", mode=mode)
             if a and t:
                 print(f"{name + ' step ms vs ' + mode:<34}{a['ms']:>12.4f}{t['ms']:>12.4f}{a['ms'] / t['ms']:>8.2f}x")
+    def library(bench):
+        # the same call on cuBLASLt (gpu_bench's second line with graphs)
+        for r in rows:
+            if r.get("bench") == bench and r.get("gemm") == "cublaslt":
+                return r
+        return None
+
     for bench, torch_bench, target in [
         ("gemm4096_bf16", "torch_matmul4096_bf16", ">= 0.60x"),
         ("gemm4096", "torch_matmul4096_f32", ""),
@@ -51,6 +58,15 @@ def main(path):
         if a and t:
             print(f"{bench + ' TFLOP/s':<34}{a['tflop_per_s']:>12.1f}{t['tflop_per_s']:>12.1f}"
                   f"{a['tflop_per_s'] / t['tflop_per_s']:>8.2f}x  {target}")
+        # What a model's GEMM runs: the registry measures both candidates
+        # and keeps the faster, so the faster one is AICF's figure.
+        lib = library(bench)
+        if a and t and lib:
+            best = max(a["tflop_per_s"], lib["tflop_per_s"])
+            which = "cuBLASLt" if lib["tflop_per_s"] > a["tflop_per_s"] else "generated"
+            target = ">= 0.85x" if bench == "gemm4096_bf16" else ""
+            print(f"{bench + ' chosen (' + which + ')':<34}{best:>12.1f}{t['tflop_per_s']:>12.1f}"
+                  f"{best / t['tflop_per_s']:>8.2f}x  {target}")
     e, copy = generated("elementwise"), find("copy")
     if e and copy:
         print(f"{'elementwise GB/s vs AICF copy':<34}{e['gb_per_s']:>12.1f}{copy['gb_per_s']:>12.1f}"
