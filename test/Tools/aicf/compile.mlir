@@ -74,7 +74,8 @@
 // `aicf bench` runs (a smoke test of its output; timings are not asserted).
 // RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --steps 2 --profile --out %t/bench | FileCheck %s --check-prefix=BENCH
 // BENCH: digits_mlp.mlir: train step (sgd, lr 0.1) median {{[0-9.]+}} ms, min {{[0-9.]+}} ms over 2 steps
-// BENCH: @train_step #{{[0-9]+}} ll.
+// BENCH: @train_step #{{[0-9]+}} ll.{{.*}} ms/step  stream {{[0-9]+}}
+// BENCH: ll.gemm {{.*}} ms/step in {{[0-9]+}} calls ({{[0-9.]+}}% of the kernel time)
 // Adam's and AdamW's default rate is 1e-3, not SGD's 0.1.
 // RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --optimizer adamw --steps 1 --out %t/bench-adamw | FileCheck %s --check-prefix=BENCH-ADAMW
 // BENCH-ADAMW: digits_mlp.mlir: train step (adamw, lr 0.001) median

@@ -1054,14 +1054,23 @@ fn bench(
         device
     );
     if profile {
-        // Per kernel call of the train step: its time per step, slowest first.
-        // (A collective's time in flight, on stream 1, overlaps the
-        // kernels: only the time the step waited for it is listed.)
-        let mut per_call: std::collections::BTreeMap<usize, (String, String, f64)> = Default::default();
-        for e in events.iter().filter(|e| e.function == "train_step" && e.stream == 0) {
-            let entry =
-                per_call.entry(e.call).or_insert_with(|| (e.op.clone(), e.origin.clone().unwrap_or_default(), 0.0));
-            entry.2 += e.duration_us / 1e3;
+        // Per kernel call of the train step, on whichever stream it ran: its
+        // time per step, slowest first. (A collective's time in flight, on
+        // its own stream, overlaps the kernels: only the time the step
+        // waited for it, on stream 0, is listed.)
+        let mut per_call: std::collections::BTreeMap<usize, (String, String, u32, f64)> = Default::default();
+        let mut per_op: std::collections::BTreeMap<String, (usize, f64)> = Default::default();
+        for e in events
+            .iter()
+            .filter(|e| e.function == "train_step" && (e.stream == 0 || !e.op.starts_with("ll.all_reduce")))
+        {
+            let entry = per_call
+                .entry(e.call)
+                .or_insert_with(|| (e.op.clone(), e.origin.clone().unwrap_or_default(), e.stream, 0.0));
+            entry.3 += e.duration_us / 1e3;
+            let op = per_op.entry(e.op.clone()).or_default();
+            op.0 += 1;
+            op.1 += e.duration_us / 1e3;
         }
         let (mut flight, mut wait) = (0.0, 0.0);
         for e in events.iter().filter(|e| e.function == "train_step" && e.op.starts_with("ll.all_reduce")) {
@@ -1080,9 +1089,22 @@ fn bench(
             );
         }
         let mut rows: Vec<_> = per_call.into_iter().collect();
-        rows.sort_by(|a, b| b.1.2.total_cmp(&a.1.2));
-        for (k, (op, origin, ms)) in rows.into_iter().take(12) {
-            println!("  @train_step #{k:<3} {op:<28} {:.3} ms/step  {origin}", ms / steps as f64);
+        rows.sort_by(|a, b| b.1.3.total_cmp(&a.1.3));
+        for (k, (op, origin, stream, ms)) in rows.into_iter().take(12) {
+            println!("  @train_step #{k:<3} {op:<28} {:.3} ms/step  stream {stream}  {origin}", ms / steps as f64);
+        }
+        // Each op kind's kernels together (the streams may overlap, so the
+        // sum can exceed the step).
+        let mut ops: Vec<_> = per_op.into_iter().collect();
+        ops.sort_by(|a, b| b.1.1.total_cmp(&a.1.1));
+        let total: f64 = ops.iter().map(|(_, (_, ms))| ms).sum();
+        for (op, (calls, ms)) in ops {
+            println!(
+                "  {op:<28} {:.3} ms/step in {} calls ({:.1}% of the kernel time)",
+                ms / steps as f64,
+                calls / steps.max(1),
+                100.0 * ms / total.max(f64::MIN_POSITIVE)
+            );
         }
     }
     if let Some(path) = trace {
