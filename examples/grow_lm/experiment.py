@@ -25,7 +25,10 @@ from the end of the text):
    grown one to half the tuned rate. A grown run goes on for `--steps` steps
    after the growth, so it spends at least the scratch run's FLOPs;
 4. the control: small2x.mlir alone, no growth, as many steps as the longest
-   grown run, at the small models' rate.
+   grown run, at the small models' rate;
+5. the late growth and its scratch runs on seeds N .. --late-seeds - 1 (6
+   by default): a row of its own over all those seeds. Its configuration
+   was fixed on seeds 0 .. 2, so the added seeds say what a user can expect.
 
 For each seed, the goal is the from-scratch run's best held-out loss; the
 table gives the training FLOPs (the compiled step's matrix products and
@@ -146,6 +149,8 @@ def main():
     ap.add_argument("--lrs", default="1.5e-3,3e-3,6e-3")
     ap.add_argument("--cosine", type=int, metavar="WARMUP", default=None,
                     help="every run on a cosine schedule to 0.1 x lr, after WARMUP steps of linear warm-up")
+    ap.add_argument("--late-seeds", type=int, default=6,
+                    help="seeds of the late growth (and its scratch runs) for the row of its own: 3 more than --seeds")
     ap.add_argument("--device", default="cpu", help="where the runs train (aicf train --device)")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (on a GPU, small runs share it well)")
     a = ap.parse_args()
@@ -194,9 +199,21 @@ def main():
     alone = {s: pool.submit(run, a.aicf, os.path.join(HERE, "small2x.mlir"), os.path.join(a.out, f"small2x-alone-s{s}"),
                             s, 2 * lr, alone_steps, schedule=sched)
              for s in range(a.seeds)}
+    # The late growth on more seeds: its configuration was fixed on seeds
+    # 0 .. N-1, the others say what a user can expect from it.
+    more = range(a.seeds, max(a.seeds, a.late_seeds))
+    more_scratch = {s: pool.submit(run, a.aicf, target, os.path.join(a.out, f"scratch-lr{lr:g}-s{s}"), s, lr, a.steps,
+                                   schedule=sched)
+                    for s in more}
+    more_late = {s: pool.submit(run, a.aicf, os.path.join(HERE, "small2x.mlir"),
+                                os.path.join(a.out, f"grown2x-late-s{s}"), s, 2 * lr, grow_at["2x late"] + a.steps,
+                                os.path.join(HERE, policies["2x late"]), sched)
+                 for s in more}
     scratch = {s: f.result() if hasattr(f, "result") else f for s, f in scratch.items()}
     grown = {k: {s: f.result() for s, f in runs.items()} for k, runs in grown.items()}
     alone = {s: f.result() for s, f in alone.items()}
+    all_scratch = {**scratch, **{s: f.result() for s, f in more_scratch.items()}}
+    all_late = {**grown["2x late"], **{s: f.result() for s, f in more_late.items()}}
     for factor in grown:
         if grow_at[factor] is None:
             # Where the growth happened, from each run's decision log.
@@ -214,21 +231,26 @@ def main():
                  f"{spread(sf, '{:.4f}')} | 1 | {spread(half, '{:.4f}')} |")
     labels = {f: f"grown {f} (at step{'' if isinstance(grow_at[f], int) else 's'} {grow_at[f]})" for f in grown}
     labels["small 2x alone"] = f"small 2x alone ({alone_steps} steps, no growth)"
-    for factor, runs in list(grown.items()) + [("small 2x alone", alone)]:
+    table = [(f, runs, scratch) for f, runs in grown.items()] + [("small 2x alone", alone, scratch)]
+    if more:
+        late_all = f"2x late, seeds 0-{max(more)}"
+        labels[late_all] = f"grown 2x late, seeds 0-{max(more)} (against the scratch runs of the same seeds)"
+        table.append((late_all, all_late, all_scratch))
+    for factor, runs, scratch_of in table:
         flops, secs, bests, finals, reached, own, halves = [], [], [], [], 0, [], []
         for s, rows in runs.items():
-            goal = best(scratch[s])
-            f0, t0, _ = reach(scratch[s], goal["val_loss"])
+            goal = best(scratch_of[s])
+            f0, t0, _ = reach(scratch_of[s], goal["val_loss"])
             got = reach(rows, goal["val_loss"])
             bests.append(best(rows)["val_loss"])
-            finals.append(at_flops(rows, scratch[s][-1]["train_flops"]))
-            halves.append(at_flops(rows, scratch[s][-1]["train_flops"] / 2))
+            finals.append(at_flops(rows, scratch_of[s][-1]["train_flops"]))
+            halves.append(at_flops(rows, scratch_of[s][-1]["train_flops"] / 2))
             if got:
                 reached += 1
                 flops.append(got[0] / f0)
                 secs.append(got[1] / t0)
             # Where growth paid: the FLOPs each run needed to reach the grown run's best.
-            mine, theirs = reach(rows, best(rows)["val_loss"]), reach(scratch[s], best(rows)["val_loss"])
+            mine, theirs = reach(rows, best(rows)["val_loss"]), reach(scratch_of[s], best(rows)["val_loss"])
             if mine and theirs:
                 own.append(mine[0] / theirs[0])
         lines.append(f"| {labels[factor]} | {reached}/{len(runs)} | {spread(flops)} | {spread(secs)} | "
