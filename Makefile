@@ -46,7 +46,8 @@ grow: build
 # on a held-out plateau), from 1 block of width 32, and from 1 x 32 in two
 # stages, and the small 2 x 64 alone; the table goes to
 # target/grow_lm/results.md.
-# 23 runs of 2 to 11 minutes each on 2 cores (about 3 hours on the 2-core AMD EPYC).
+# 29 runs of 2 to 11 minutes each on 2 cores (about 4 hours on the 2-core AMD EPYC),
+# the late growth on 6 seeds; on a GPU: experiment.py --device cuda --jobs 8.
 grow-lm: build
 	@python3 examples/grow_lm/experiment.py --out target/grow_lm
 
