@@ -150,7 +150,7 @@ def main():
     ap.add_argument("--cosine", type=int, metavar="WARMUP", default=None,
                     help="every run on a cosine schedule to 0.1 x lr, after WARMUP steps of linear warm-up")
     ap.add_argument("--late-seeds", type=int, default=6,
-                    help="seeds of the late growth (and its scratch runs) for the row of its own: 3 more than --seeds")
+                    help="seeds of the late growth (and its scratch runs) in a row of its own (seeds past --seeds are added)")
     ap.add_argument("--device", default="cpu", help="where the runs train (aicf train --device)")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (on a GPU, small runs share it well)")
     a = ap.parse_args()

@@ -59,7 +59,7 @@ def summary(ratios):
     text = f"{len(got)}/{len(ratios)}"
     if got:
         text += f", {ex.spread(got)}"
-    # A seed that never reaches the goal counts as at least its whole run: the mean is then a lower bound.
+    # Seeds that never reach the goal are counted, not averaged: the mean is over those that do.
     return text
 
 
