@@ -193,7 +193,8 @@ pub fn world(timeout: Duration) -> Result<std::sync::Arc<dyn Communicator>, Stri
 /// collective advances only while it is tested) until `timeout` elapses:
 /// polls back to back for the first second (giving the core to any other
 /// runnable thread between polls), then every millisecond. `Ok(false)`
-/// when the time ran out.
+/// when the time ran out. (Only the MPI engine and the tests use it.)
+#[cfg_attr(not(any(feature = "mpi", test)), allow(dead_code))]
 pub(crate) fn poll_until(
     timeout: Duration,
     mut done: impl FnMut() -> Result<bool, CollectiveError>,
