@@ -28,7 +28,10 @@ from the end of the text):
    grown run, at the small models' rate;
 5. the late growth and its scratch runs on seeds N .. --late-seeds - 1 (6
    by default): a row of its own over all those seeds. Its configuration
-   was fixed on seeds 0 .. 2, so the added seeds say what a user can expect.
+   was fixed on seeds 0 .. 2, so the added seeds say what a user can expect;
+6. the stronger baseline: the target from scratch with the grown runs'
+   rate drop (scratch_drop.toml: the rate halved at step 1600), on the same
+   seeds, and the late growth measured against its best held-out loss.
 
 For each seed, the goal is the from-scratch run's best held-out loss; the
 table gives the training FLOPs (the compiled step's matrix products and
@@ -209,11 +212,16 @@ def main():
                                 os.path.join(a.out, f"grown2x-late-s{s}"), s, 2 * lr, grow_at["2x late"] + a.steps,
                                 os.path.join(HERE, policies["2x late"]), sched)
                  for s in more}
+    # The scratch run given the grown runs' rate drop, on the late seeds.
+    dropped = {s: pool.submit(run, a.aicf, target, os.path.join(a.out, f"scratch-drop-lr{lr:g}-s{s}"), s, lr, a.steps,
+                              os.path.join(HERE, "scratch_drop.toml"), sched)
+               for s in range(max(a.seeds, a.late_seeds))}
     scratch = {s: f.result() if hasattr(f, "result") else f for s, f in scratch.items()}
     grown = {k: {s: f.result() for s, f in runs.items()} for k, runs in grown.items()}
     alone = {s: f.result() for s, f in alone.items()}
     all_scratch = {**scratch, **{s: f.result() for s, f in more_scratch.items()}}
     all_late = {**grown["2x late"], **{s: f.result() for s, f in more_late.items()}}
+    dropped = {s: f.result() for s, f in dropped.items()}
     for factor in grown:
         if grow_at[factor] is None:
             # Where the growth happened, from each run's decision log.
@@ -236,6 +244,10 @@ def main():
         late_all = f"2x late, seeds 0-{max(more)}"
         labels[late_all] = f"grown 2x late, seeds 0-{max(more)} (against the scratch runs of the same seeds)"
         table.append((late_all, all_late, all_scratch))
+    late_drop = f"2x late against the scratch run with the rate drop, seeds 0-{len(dropped) - 1}"
+    labels[late_drop] = (f"grown 2x late, seeds 0-{len(dropped) - 1}, against the scratch run given the same rate drop "
+                         f"(best {spread([best(r)['val_loss'] for r in dropped.values()], '{:.4f}')})")
+    table.append((late_drop, all_late, dropped))
     for factor, runs, scratch_of in table:
         flops, secs, bests, finals, reached, own, halves = [], [], [], [], 0, [], []
         for s, rows in runs.items():
