@@ -35,14 +35,27 @@ pub enum Choice {
     GemmRs,
     /// OpenBLAS's cblas_sgemm, opened at run time where installed
     OpenBlas,
+    /// The runtime's own AVX-512 GEMM (`cpu::packed_gemm`), where the CPU
+    /// has AVX-512
+    Avx512,
+    /// bf16 operands multiplied as they are with AVX-512 BF16's dot
+    /// product (`cpu::packed_gemm`), where the CPU has it
+    Bf16Dot,
 }
 
 impl Choice {
-    pub const ALL: [Choice; 5] =
-        [Choice::Generated, Choice::Library, Choice::LibrarySwapped, Choice::GemmRs, Choice::OpenBlas];
+    pub const ALL: [Choice; 7] = [
+        Choice::Generated,
+        Choice::Library,
+        Choice::LibrarySwapped,
+        Choice::GemmRs,
+        Choice::OpenBlas,
+        Choice::Avx512,
+        Choice::Bf16Dot,
+    ];
 
     /// The candidate named `name` ("generated", "library", "library-swapped",
-    /// "gemm-rs", "openblas").
+    /// "gemm-rs", "openblas", "avx512", "bf16-dot").
     pub fn from_name(name: &str) -> Option<Choice> {
         Choice::ALL.into_iter().find(|c| c.name() == name)
     }
@@ -54,6 +67,8 @@ impl Choice {
             Choice::LibrarySwapped => "library-swapped",
             Choice::GemmRs => "gemm-rs",
             Choice::OpenBlas => "openblas",
+            Choice::Avx512 => "avx512",
+            Choice::Bf16Dot => "bf16-dot",
         }
     }
 }
@@ -61,8 +76,10 @@ impl Choice {
 /// The version of the candidate set, part of every key: a decision measured
 /// against older candidates (a slower generated kernel, say) is not reused.
 /// v3: the gemm crate with its AVX-512 kernels; 16-bit GEMMs widened to f32
-/// for the library candidates. v4: OpenBLAS.
-const CANDIDATES: &str = "v4";
+/// for the library candidates. v4: OpenBLAS. v5: the runtime's own AVX-512
+/// GEMMs (f32, and bf16 on the CPU's bf16 dot product); the operand type in
+/// the key.
+const CANDIDATES: &str = "v5";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
 /// (`None` without a home directory).
@@ -72,9 +89,12 @@ pub fn cache_dir() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/aicf")))
 }
 
-/// A GEMM's shape and operand layouts, as the keys write them.
+/// A GEMM's shape, operand layouts and (where not f32) operand type, as
+/// the keys write them: a bf16 GEMM has candidates an f32 one of the same
+/// shape lacks, and other times.
 fn shape(g: &LibraryGemm) -> String {
-    format!("batch {} m {} n {} k {} a {:?} b {:?}", g.batch, g.m, g.n, g.k, g.a_strides, g.b_strides)
+    let operands = g.widen.map(|d| format!(" operands {d:?}")).unwrap_or_default();
+    format!("batch {} m {} n {} k {} a {:?} b {:?}{operands}", g.batch, g.m, g.n, g.k, g.a_strides, g.b_strides)
 }
 
 /// How far (as a ratio, either way) the chosen candidate's time may drift
@@ -377,5 +397,34 @@ mod tests {
         let other = registry(&[("t2/b", "library")]);
         assert_eq!(other.get("t2/b"), Some(Choice::Generated));
         assert!(r.decisions.lock().unwrap()["t2/b (ms)"].contains("library 1.5000"));
+    }
+
+    /// A bf16 GEMM is measured apart from an f32 one of the same shape:
+    /// it has other candidates (`bf16-dot`) and other times.
+    #[test]
+    fn the_operand_type_is_part_of_the_key() {
+        let f32_gemm = LibraryGemm {
+            batch: 1,
+            m: 256,
+            n: 512,
+            k: 784,
+            a_strides: [784, 1],
+            b_strides: [1, 784],
+            a_batch: 0,
+            b_batch: 0,
+            alpha: 1.0,
+            a: 0,
+            b: 1,
+            out: 2,
+            aliases: vec![],
+            epilogue: None,
+            widen: None,
+            gpu: None,
+        };
+        let bf16_gemm = LibraryGemm { widen: Some(crate::artifact::DType::BF16), ..f32_gemm.clone() };
+        let f16_gemm = LibraryGemm { widen: Some(crate::artifact::DType::F16), ..f32_gemm.clone() };
+        let keys = [&f32_gemm, &bf16_gemm, &f16_gemm].map(shape);
+        assert!(keys[0] != keys[1] && keys[1] != keys[2] && keys[0] != keys[2], "{keys:?}");
+        assert!(keys[1].ends_with("operands BF16"), "{}", keys[1]);
     }
 }

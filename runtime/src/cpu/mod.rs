@@ -2,6 +2,7 @@
 //! and runs its functions, splitting each kernel's rows over a thread pool.
 
 pub mod blas;
+pub mod packed_gemm;
 mod session;
 
 pub use session::CpuSession;
@@ -42,6 +43,9 @@ pub struct CpuModule {
     /// f32 copies of a 16-bit GEMM's A and B and its f32 product, for the
     /// library candidates (`LibraryGemm::widen`); grown as needed, kept.
     widened: std::sync::Mutex<[Vec<f32>; 3]>,
+    /// The packed operands of the runtime's own GEMMs (`Choice::Avx512`,
+    /// `Choice::Bf16Dot`), kept likewise.
+    packed: std::sync::Mutex<packed_gemm::Packed>,
     /// Buffers that collectives pack into, kept from step to step (fresh
     /// ones every step cost their page faults: 2 ms a step for MLP 784's
     /// 4.4 MB of gradients).
@@ -136,6 +140,7 @@ impl CpuModule {
             constants,
             pool,
             widened: Default::default(),
+            packed: Default::default(),
             packing: Default::default(),
             _library: library,
         })
@@ -387,6 +392,12 @@ impl CpuModule {
         if blas::openblas().is_some() && blas::OpenBlas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides) {
             candidates.push(Choice::OpenBlas);
         }
+        if packed_gemm::available(packed_gemm::Operands::F32) {
+            candidates.push(Choice::Avx512);
+        }
+        if g.widen == Some(DType::BF16) && packed_gemm::available(packed_gemm::Operands::Bf16) {
+            candidates.push(Choice::Bf16Dot);
+        }
         let runs: Vec<Box<dyn Fn() + '_>> = candidates
             .iter()
             .map(|&c| -> Box<dyn Fn() + '_> { Box::new(move || self.run_gemm(c, kernel, epilogue, call, g, pointers)) })
@@ -423,11 +434,22 @@ impl CpuModule {
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
             Choice::GemmRs => self.gemm_rs(epilogue, call, g, pointers),
             Choice::OpenBlas => self.openblas_gemm(epilogue, call, g, pointers),
+            Choice::Avx512 if packed_gemm::available(packed_gemm::Operands::F32) => {
+                self.packed_gemm(packed_gemm::Operands::F32, epilogue, call, g, pointers, None)
+            }
             _ => self.library_gemm(epilogue, call, g, pointers, false),
         };
         let Some(narrow) = g.widen else {
             return library(epilogue, pointers);
         };
+        if choice == Choice::Bf16Dot && narrow == DType::BF16 && packed_gemm::available(packed_gemm::Operands::Bf16) {
+            // The bf16 operands as they are, into the f32 product that the
+            // epilogue rounds into the output.
+            let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());
+            let c = &mut widened[2];
+            c.resize((g.batch * g.m * g.n).max(1), 0.0);
+            return self.packed_gemm(packed_gemm::Operands::Bf16, epilogue, call, g, pointers, Some(c.as_mut_ptr()));
+        }
         // 16-bit operands: the f32 GEMM on widened copies into an f32
         // product, which the epilogue rounds into the output.
         let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());
@@ -446,6 +468,35 @@ impl CpuModule {
         outer.push(c.as_mut_ptr() as *mut u8);
         if let Some(e) = epilogue {
             self.launch(e, call, &outer);
+        }
+    }
+
+    /// The runtime's own AVX-512 GEMM on `operands` (`packed_gemm`), into
+    /// `product` (an f32 buffer the epilogue reads after the call's
+    /// buffers) or else the output, then the epilogue.
+    fn packed_gemm(
+        &self,
+        operands: packed_gemm::Operands,
+        epilogue: Option<KernelFn>,
+        call: &Call,
+        g: &LibraryGemm,
+        pointers: &[*mut u8],
+        product: Option<*mut f32>,
+    ) {
+        let c = product.unwrap_or(pointers[g.out] as *mut f32);
+        let mut packed = self.packed.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the caller checked the CPU; the manifest's shapes and
+        // strides stay inside A, B and the output, and `product` holds the
+        // batch's products.
+        unsafe { packed_gemm::gemm(&self.pool, &mut packed, g, operands, pointers[g.a], pointers[g.b], c) };
+        drop(packed);
+        let Some(e) = epilogue else { return };
+        if let Some(product) = product {
+            let mut outer = pointers.to_vec();
+            outer.push(product as *mut u8);
+            self.launch(e, call, &outer);
+        } else {
+            self.launch(e, call, pointers);
         }
     }
 

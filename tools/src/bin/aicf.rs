@@ -258,8 +258,11 @@ enum Command {
         no_progress: bool,
         /// Run every GEMM with this candidate instead of the registry's
         /// measured choice, so the run's bits do not depend on timings
-        /// (CPU: generated, library, library-swapped, gemm-rs; CUDA:
-        /// generated, cublaslt).
+        /// (CPU: generated, library, library-swapped, gemm-rs, openblas,
+        /// avx512, bf16-dot; CUDA: generated, cublaslt). A candidate that
+        /// cannot run a GEMM (OpenBLAS not installed, avx512 on a CPU
+        /// without AVX-512, bf16-dot on f32 operands or on a CPU without
+        /// AVX-512 BF16) runs it as `library`.
         #[arg(long)]
         gemm: Option<String>,
         /// How the learning rate changes: constant, or cosine (a linear

@@ -1,0 +1,135 @@
+//! The CPU GEMM candidates one by one, warm, on the shapes of the compared
+//! workloads (MLP 784's and the transformer block's forward and backward
+//! products, with the layouts the compiler gives them):
+//! `cargo bench -p aicf-runtime --bench gemm`. Each reports its time;
+//! the GFLOP/s are `2 m n k batch / time`. The runtime's own AVX-512
+//! kernels (`packed_gemm`, f32 and bf16) run where the CPU has the
+//! instructions; matrixmultiply and the `gemm` crate everywhere. The
+//! registry times the same candidates from a cold cache inside a step;
+//! this bench is for working on one kernel.
+
+use aicf_runtime::artifact::LibraryGemm;
+use aicf_runtime::cpu::packed_gemm::{self, Operands, Packed};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+/// (name, batch, m, n, k, A transposed, B transposed)
+const SHAPES: [(&str, usize, usize, usize, usize, bool, bool); 6] = [
+    ("mlp784 fc1 forward", 1, 256, 512, 784, false, true),
+    ("mlp784 fc1 weight gradient", 1, 512, 784, 256, true, false),
+    ("transformer qkv forward", 1, 1024, 768, 256, false, true),
+    ("transformer fc2 input gradient", 1, 1024, 256, 1024, false, false),
+    ("transformer fc2 weight gradient", 1, 1024, 256, 1024, true, false),
+    ("attention scores, 32 heads", 32, 128, 128, 64, false, true),
+];
+
+fn describe(batch: usize, m: usize, n: usize, k: usize, ta: bool, tb: bool) -> LibraryGemm {
+    LibraryGemm {
+        batch,
+        m,
+        n,
+        k,
+        a_strides: if ta { [1, m] } else { [k, 1] },
+        b_strides: if tb { [1, k] } else { [n, 1] },
+        a_batch: m * k,
+        b_batch: k * n,
+        alpha: 1.0,
+        a: 0,
+        b: 1,
+        out: 2,
+        aliases: vec![],
+        epilogue: None,
+        widen: None,
+        gpu: None,
+    }
+}
+
+fn gemms(c: &mut Criterion) {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let mut packed = Packed::default();
+    for (name, batch, m, n, k, ta, tb) in SHAPES {
+        let g = describe(batch, m, n, k, ta, tb);
+        let a: Vec<f32> = (0..batch * m * k).map(|i| (i % 7) as f32 * 0.25 - 0.75).collect();
+        let b: Vec<f32> = (0..batch * k * n).map(|i| (i % 5) as f32 * 0.25 - 0.5).collect();
+        let a16: Vec<half::bf16> = a.iter().map(|&v| half::bf16::from_f32(v)).collect();
+        let b16: Vec<half::bf16> = b.iter().map(|&v| half::bf16::from_f32(v)).collect();
+        let mut out = vec![0f32; batch * m * n];
+        let mut group = c.benchmark_group(format!("{name} {batch}x{m}x{n}x{k}"));
+        group.throughput(Throughput::Elements((2 * batch * m * n * k) as u64));
+        group.sample_size(30);
+        if packed_gemm::available(Operands::F32) {
+            group.bench_function("avx512 f32", |bench| {
+                bench.iter(|| unsafe {
+                    packed_gemm::gemm(&pool, &mut packed, &g, Operands::F32, a.as_ptr() as _, b.as_ptr() as _, out.as_mut_ptr())
+                })
+            });
+        }
+        if packed_gemm::available(Operands::Bf16) {
+            group.bench_function("bf16-dot", |bench| {
+                bench.iter(|| unsafe {
+                    packed_gemm::gemm(&pool, &mut packed, &g, Operands::Bf16, a16.as_ptr() as _, b16.as_ptr() as _, out.as_mut_ptr())
+                })
+            });
+        }
+        let [ar, ac] = g.a_strides.map(|s| s as isize);
+        let [br, bc] = g.b_strides.map(|s| s as isize);
+        group.bench_function("matrixmultiply f32", |bench| {
+            bench.iter(|| {
+                for t in 0..batch {
+                    unsafe {
+                        matrixmultiply::sgemm(
+                            m,
+                            k,
+                            n,
+                            1.0,
+                            a.as_ptr().add(t * m * k),
+                            ar,
+                            ac,
+                            b.as_ptr().add(t * k * n),
+                            br,
+                            bc,
+                            0.0,
+                            out.as_mut_ptr().add(t * m * n),
+                            n as isize,
+                            1,
+                        )
+                    }
+                }
+            })
+        });
+        group.bench_function("gemm crate f32", |bench| {
+            bench.iter(|| {
+                pool.install(|| {
+                    for t in 0..batch {
+                        unsafe {
+                            gemm::gemm(
+                                m,
+                                n,
+                                k,
+                                out.as_mut_ptr().add(t * m * n),
+                                1,
+                                n as isize,
+                                false,
+                                a.as_ptr().add(t * m * k),
+                                ac,
+                                ar,
+                                b.as_ptr().add(t * k * n),
+                                bc,
+                                br,
+                                0.0,
+                                1.0,
+                                false,
+                                false,
+                                false,
+                                gemm::Parallelism::Rayon(2),
+                            )
+                        }
+                    }
+                })
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, gemms);
+criterion_main!(benches);

@@ -1,0 +1,732 @@
+//! AVX-512 GEMMs of the runtime's own, on packed operands: the registry's
+//! `avx512` candidate for f32 operands (`vfmadd231ps`), and its `bf16-dot`
+//! candidate for bf16 ones, which multiplies the 16-bit operands as they
+//! are with AVX-512 BF16's dot product (`vdpbf16ps`: Intel Cooper Lake and
+//! Sapphire Rapids on, AMD Zen 4 on), where the other candidates multiply
+//! f32 copies: half the bytes read, and two multiply-adds per f32 lane where
+//! an FMA does one. Both write an f32 product; a bf16 GEMM's generated
+//! epilogue rounds it into the output, as for the widened candidates.
+//! Each pair of bf16 products is exact in f32 and added with f32 rounding.
+//!
+//! The algorithm, BLIS's loop nest:
+//! 1. Pack B into panels of [`NR`] columns, and A into panels of [`MR`]
+//!    rows, as 32-bit words along `k`: one f32 per word, or for bf16 the
+//!    pair of consecutive `k` that `vdpbf16ps` multiplies in one lane,
+//!    `(X[2p], X[2p+1])`. B's panel holds, per word of depth, its `NR`
+//!    columns' words (two zmm registers); A's words are broadcast to every
+//!    lane. An odd `k` ends with a zero half, and the last panels with zero
+//!    rows or columns, so the micro-kernel never branches on edges. A whose
+//!    rows are contiguous already has its words in place and is read where
+//!    it lies (but for its last, partial, panel; see [`reads_a_directly`]).
+//! 2. Split the work over the pool's threads: a batch of products whose
+//!    count covers the threads, a product each (each thread packs its own);
+//!    one product, by rows or by columns (whichever is longer, whole panels
+//!    each), after every thread packed its share of both operands. Each
+//!    thread runs its block [`KC`] words of depth at a time: for each column
+//!    panel, for each row panel, the micro-kernel: `MR x NR` f32
+//!    accumulators in 24 registers, two B loads and `MR` broadcasts per word
+//!    of depth.
+//! 3. The micro-kernel writes `alpha` times its sums (the first block of
+//!    depth) or adds them (the others), with masked stores at the right edge
+//!    and only the rows that exist at the bottom edge.
+//!
+//! Nothing here runs unless [`available`] says the CPU has the
+//! instructions; the registry measures each candidate against the others
+//! and keeps it only where it is faster.
+
+use crate::artifact::LibraryGemm;
+
+/// Rows of a micro-tile: 12 x 2 zmm accumulators, 2 for B, 1 broadcast.
+pub const MR: usize = 12;
+/// Columns of a micro-tile (two zmm registers of 16 f32).
+pub const NR: usize = 32;
+/// Words of depth per block. B's micro-panel (`KC x NR` words, 32 KiB)
+/// is read from L1 and L2 while A's block streams by; a sweep of 64 to 512
+/// on the compared workloads' shapes (AMD Zen 4, 2 threads) found 256 to
+/// 512 best for both element types, 64 up to 20% slower.
+const KC: usize = 256;
+
+/// The operands' element type, which picks the micro-kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operands {
+    F32,
+    Bf16,
+}
+
+/// Whether this CPU has the instructions the kernel for `operands` uses.
+pub fn available(operands: Operands) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512f") && (operands == Operands::F32 || has!("avx512bf16"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = operands;
+        false
+    }
+}
+
+/// Packing buffers, one pair (A, B) per thread, kept by the module from
+/// call to call so their pages are touched once.
+#[derive(Default)]
+pub struct Packed {
+    buffers: Vec<(Vec<u32>, Vec<u32>)>,
+}
+
+/// Raw pointers the pool's tasks share (each writes its own part).
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+impl<T> Shared<T> {
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// One element type's packing and micro-kernel.
+trait Element {
+    /// Elements of `k` per packed word.
+    const PER_WORD: usize;
+    /// The word of depth `u` of the vector whose element `kk` lies at
+    /// `x + base + kk * step` (elements past `k` read as zero).
+    ///
+    /// # Safety
+    /// The elements below `k` lie inside the operand.
+    unsafe fn word(x: *const u8, base: usize, step: usize, u: usize, k: usize) -> u32;
+    /// Row words `u` of B's rows `lo..lo + NR` (contiguous columns) into
+    /// `dst`: `cols` columns, the rest zero.
+    ///
+    /// # Safety
+    /// As [`Element::word`], for each column; `dst` holds `NR` words.
+    unsafe fn row_words(x: *const u8, row_stride: usize, col0: usize, cols: usize, u: usize, k: usize, dst: *mut u32);
+    /// The micro-kernel (see [`micro_f32`]).
+    ///
+    /// # Safety
+    /// As [`micro_f32`].
+    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out);
+}
+
+struct F32;
+struct Bf16;
+
+impl Element for F32 {
+    const PER_WORD: usize = 1;
+    #[inline(always)]
+    unsafe fn word(x: *const u8, base: usize, step: usize, u: usize, _k: usize) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { (x as *const u32).add(base + u * step).read_unaligned() }
+    }
+    #[inline(always)]
+    unsafe fn row_words(x: *const u8, rs: usize, col0: usize, cols: usize, u: usize, _k: usize, dst: *mut u32) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            std::ptr::copy_nonoverlapping((x as *const u32).add(u * rs + col0), dst, cols);
+            std::ptr::write_bytes(dst.add(cols), 0, NR - cols);
+        }
+    }
+    #[inline(always)]
+    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
+        // SAFETY: the caller's contract; `gemm` checked the CPU.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            micro_f32(kc, a, b, out)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (kc, a, b, out);
+    }
+}
+
+impl Element for Bf16 {
+    const PER_WORD: usize = 2;
+    #[inline(always)]
+    unsafe fn word(x: *const u8, base: usize, step: usize, u: usize, k: usize) -> u32 {
+        let x = x as *const u16;
+        let kk = 2 * u;
+        // SAFETY: the caller's contract.
+        unsafe {
+            let lo = *x.add(base + kk * step) as u32;
+            let hi = if kk + 1 < k { *x.add(base + (kk + 1) * step) as u32 } else { 0 };
+            lo | hi << 16
+        }
+    }
+    #[inline(always)]
+    unsafe fn row_words(x: *const u8, rs: usize, col0: usize, cols: usize, u: usize, k: usize, dst: *mut u32) {
+        let x = x as *const u16;
+        // SAFETY: the caller's contract. The loops interleave rows 2u and
+        // 2u+1 (the compiler vectorises them).
+        unsafe {
+            let row0 = x.add(2 * u * rs + col0);
+            if 2 * u + 1 < k {
+                let row1 = x.add((2 * u + 1) * rs + col0);
+                for j in 0..cols {
+                    *dst.add(j) = *row0.add(j) as u32 | (*row1.add(j) as u32) << 16;
+                }
+            } else {
+                for j in 0..cols {
+                    *dst.add(j) = *row0.add(j) as u32;
+                }
+            }
+            std::ptr::write_bytes(dst.add(cols), 0, NR - cols);
+        }
+    }
+    #[inline(always)]
+    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
+        // SAFETY: the caller's contract; `gemm` checked the CPU.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            micro_bf16(kc, a, b, out)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (kc, a, b, out);
+    }
+}
+
+/// `c[batch] = alpha * A[batch] B[batch]` (f32, row-major `m x n`) for
+/// operands `a` and `b` of type `operands`, read through `g`'s strides, on
+/// `pool`'s threads.
+///
+/// # Safety
+/// [`available`] holds for `operands`; `a`, `b` and `c` hold the matrices
+/// `g` describes (`c`: `batch * m * n` values).
+pub unsafe fn gemm(
+    pool: &rayon::ThreadPool,
+    packed: &mut Packed,
+    g: &LibraryGemm,
+    operands: Operands,
+    a: *const u8,
+    b: *const u8,
+    c: *mut f32,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match operands {
+            Operands::F32 => gemm_of::<F32>(pool, packed, g, a, b, c),
+            Operands::Bf16 => gemm_of::<Bf16>(pool, packed, g, a, b, c),
+        }
+    }
+}
+
+/// How the micro-kernel reads A: word `(r, u)` of row panel `rp` (row
+/// `rp * MR + r`, word of depth `u`) lies at byte
+/// `base + rp * panel + r * row + u * step`. Packed panels have
+/// `row = 4`, `step = 4 * MR`; A with contiguous rows is read where it lies
+/// (`row` its row stride, `step` 4), but for its last, partial, panel,
+/// which is packed apart (`tail`) so that no read passes its last row.
+#[derive(Clone, Copy)]
+struct APanels {
+    base: *const u8,
+    panel: usize,
+    row: usize,
+    step: usize,
+    /// The last row panel, packed, where `base` reads A itself and `m` is
+    /// not a multiple of `MR`.
+    tail: Option<*const u8>,
+}
+
+/// The sizes of one product's packed operands, in words: the depth (words
+/// per row of A or column of B), A's panels (where A is packed; else its
+/// last panel), B's panels.
+fn packed_sizes<E: Element>(g: &LibraryGemm, direct_a: bool) -> (usize, usize, usize) {
+    let depth = g.k.div_ceil(E::PER_WORD);
+    let a_words = if direct_a { depth * MR } else { g.m.div_ceil(MR) * depth * MR };
+    (depth, a_words, g.n.div_ceil(NR) * depth * NR)
+}
+
+/// Whether A is read where it lies: its rows are contiguous, each word of
+/// depth is whole (an f32, or a pair of bf16 that never passes the row's
+/// end: `k` even), and its rows are not a multiple of 2 KiB apart: the
+/// L1's set is bits 6-11 of the address, so 12 rows 4 KiB apart would
+/// share one set of 8 ways and evict each other at every step (measured:
+/// a 1024 x 256 x 1024 product at 0.68x the packed speed).
+fn reads_a_directly<E: Element>(g: &LibraryGemm) -> bool {
+    let row_bytes = g.a_strides[0] * 4 / E::PER_WORD;
+    g.a_strides[1] == 1 && g.k % E::PER_WORD == 0 && row_bytes % 2048 != 0
+}
+
+unsafe fn gemm_of<E: Element>(
+    pool: &rayon::ThreadPool,
+    packed: &mut Packed,
+    g: &LibraryGemm,
+    a: *const u8,
+    b: *const u8,
+    c: *mut f32,
+) {
+    let (m, n) = (g.m, g.n);
+    if m == 0 || n == 0 || g.batch == 0 {
+        return;
+    }
+    let elem = if E::PER_WORD == 2 { 2 } else { 4 };
+    let direct_a = reads_a_directly::<E>(g);
+    let (depth, a_words, b_words) = packed_sizes::<E>(g, direct_a);
+    if depth == 0 {
+        // SAFETY: c holds batch * m * n values.
+        unsafe { std::ptr::write_bytes(c, 0, g.batch * m * n) };
+        return;
+    }
+    let threads = pool.current_num_threads().max(1);
+    // A product per thread where the batch covers the threads.
+    let per_batch = g.batch >= threads && threads > 1;
+    let sets = if per_batch { threads } else { 1 };
+    if packed.buffers.len() < sets {
+        packed.buffers.resize_with(sets, Default::default);
+    }
+    for (pa, pb) in &mut packed.buffers[..sets] {
+        pa.resize(a_words, 0);
+        pb.resize(b_words, 0);
+    }
+    let buffers: Vec<(Shared<u32>, Shared<u32>)> =
+        packed.buffers[..sets].iter_mut().map(|(pa, pb)| (Shared(pa.as_mut_ptr()), Shared(pb.as_mut_ptr()))).collect();
+    let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
+    let partial = m % MR != 0;
+    // How the micro-kernel reads one batch's A, packed into `pa` or not.
+    let a_panels = move |a: *const u8, pa: *const u32| {
+        if direct_a {
+            APanels {
+                base: a,
+                panel: MR * g.a_strides[0] * elem,
+                row: g.a_strides[0] * elem,
+                step: 4,
+                tail: partial.then_some(pa as *const u8),
+            }
+        } else {
+            APanels { base: pa as *const u8, panel: depth * MR * 4, row: 4, step: 4 * MR, tail: None }
+        }
+    };
+    // Packs row panels `lo..hi` of A (or, read directly, its partial last
+    // panel if among them) into `pa`.
+    let pack_a_panels = move |a: *const u8, pa: *mut u32, (lo, hi): (usize, usize)| {
+        // SAFETY: the panels lie inside the packed A; A's reads inside A.
+        unsafe {
+            if !direct_a {
+                pack_a::<E>(g, a, (lo, hi), depth, pa.add(lo * depth * MR));
+            } else if partial && hi == row_panels && lo < hi {
+                pack_a::<E>(g, a, (row_panels - 1, row_panels), depth, pa);
+            }
+        }
+    };
+    // The batch's operands and output (inside them: the caller's contract).
+    let (a, b, c) = (Shared(a as *mut u8), Shared(b as *mut u8), Shared(c));
+    let operand = move |batch: usize| {
+        (
+            Shared(a.get().wrapping_add(batch * g.a_batch * elem)),
+            Shared(b.get().wrapping_add(batch * g.b_batch * elem)),
+            Shared(c.get().wrapping_add(batch * m * n)),
+        )
+    };
+    if per_batch {
+        let buffers = &buffers;
+        pool.scope(|s| {
+            for t in 0..threads {
+                s.spawn(move |_| {
+                    let (pa, pb) = buffers[t];
+                    for batch in g.batch * t / threads..g.batch * (t + 1) / threads {
+                        let (a, b, c) = operand(batch);
+                        pack_a_panels(a.get(), pa.get(), (0, row_panels));
+                        // SAFETY: this thread's buffers and batches.
+                        unsafe {
+                            pack_b::<E>(g, b.get(), (0, col_panels), depth, pb.get());
+                            let panels = a_panels(a.get(), pa.get());
+                            block::<E>(g, depth, (0, row_panels), (0, col_panels), panels, pb.get(), c.get());
+                        }
+                    }
+                });
+            }
+        });
+        return;
+    }
+    let (pa, pb) = buffers[0];
+    for batch in 0..g.batch {
+        let (a, b, c) = operand(batch);
+        // 1. Pack, each thread its share of both operands' panels.
+        let pack = |t: usize| {
+            let share = |total: usize| (total * t / threads, total * (t + 1) / threads);
+            pack_a_panels(a.get(), pa.get(), share(row_panels));
+            let (lo, hi) = share(col_panels);
+            // SAFETY: the panels lie inside the packed B; B's reads inside B.
+            unsafe { pack_b::<E>(g, b.get(), (lo, hi), depth, pb.get().add(lo * depth * NR)) };
+        };
+        // 2. Each thread its block of whole panels: rows where the output
+        // is taller than wide, else columns.
+        let by_rows = row_panels * MR >= col_panels * NR;
+        let compute = |t: usize| {
+            let long = if by_rows { row_panels } else { col_panels };
+            let (lo, hi) = (long * t / threads, long * (t + 1) / threads);
+            let (rows, cols) = if by_rows { ((lo, hi), (0, col_panels)) } else { ((0, row_panels), (lo, hi)) };
+            // SAFETY: the tasks' blocks of C are disjoint; the packed panels
+            // are complete (the pack phase joined first).
+            unsafe { block::<E>(g, depth, rows, cols, a_panels(a.get(), pa.get()), pb.get(), c.get()) };
+        };
+        if threads == 1 {
+            pack(0);
+            compute(0);
+        } else {
+            pool.scope(|s| {
+                for t in 0..threads {
+                    s.spawn(move |_| pack(t));
+                }
+            });
+            pool.scope(|s| {
+                for t in 0..threads {
+                    s.spawn(move |_| compute(t));
+                }
+            });
+        }
+    }
+}
+
+/// Words of depth a transposing pack handles at a time: their slice of the
+/// packed panel (8 KiB of B's, 3 KiB of A's) stays in L1 while the
+/// columns are gathered into it.
+const PACK_CHUNK: usize = 64;
+
+/// Packs A's row panels `lo..hi` (each `depth` groups of `MR` words) into
+/// `out` (where panel `lo` starts); rows past `m` are zero.
+///
+/// # Safety
+/// `a` holds A as `g` describes; `out` has `(hi - lo) * depth * MR` words.
+unsafe fn pack_a<E: Element>(g: &LibraryGemm, a: *const u8, (lo, hi): (usize, usize), depth: usize, out: *mut u32) {
+    let [rs, cs] = g.a_strides;
+    let rows = |panel: usize| MR.min(g.m - panel * MR);
+    let at = |panel: usize, u: usize, r: usize| out.wrapping_add((panel - lo) * depth * MR + u * MR + r);
+    // SAFETY (every access): row i < m, depth below k (`word`), and the
+    // word inside the panel.
+    unsafe {
+        if cs == 1 {
+            // Rows contiguous: a row at a time.
+            for panel in lo..hi {
+                for r in 0..rows(panel) {
+                    let base = (panel * MR + r) * rs;
+                    for u in 0..depth {
+                        *at(panel, u, r) = E::word(a, base, 1, u, g.k);
+                    }
+                }
+            }
+        } else {
+            // Columns contiguous (a transposed operand) or neither: a word
+            // of depth of every panel at a time, so that the reads of one
+            // column (a stored row) follow each other.
+            for u in 0..depth {
+                for panel in lo..hi {
+                    for r in 0..rows(panel) {
+                        *at(panel, u, r) = E::word(a, (panel * MR + r) * rs, cs, u, g.k);
+                    }
+                }
+            }
+        }
+        for panel in lo..hi {
+            for u in 0..depth {
+                for r in rows(panel)..MR {
+                    *at(panel, u, r) = 0;
+                }
+            }
+        }
+    }
+}
+
+/// Packs B's column panels `lo..hi` (each `depth` groups of `NR` words)
+/// into `out` (where panel `lo` starts); columns past `n` are zero.
+///
+/// # Safety
+/// `b` holds B as `g` describes; `out` has `(hi - lo) * depth * NR` words.
+unsafe fn pack_b<E: Element>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, usize), depth: usize, out: *mut u32) {
+    let [rs, cs] = g.b_strides;
+    for panel in lo..hi {
+        let out = out.wrapping_add((panel - lo) * depth * NR);
+        let cols = NR.min(g.n - panel * NR);
+        // SAFETY (every access): column j < n, depth below k, and
+        // u * NR + j < depth * NR.
+        unsafe {
+            if cs == 1 {
+                // Rows contiguous: a row's columns at a time.
+                for u in 0..depth {
+                    E::row_words(b, rs, panel * NR, cols, u, g.k, out.add(u * NR));
+                }
+                continue;
+            }
+            // Columns contiguous (a transposed operand, as a weight read
+            // as W^T) or neither: each column's words along k, a chunk of
+            // depth at a time.
+            for u0 in (0..depth).step_by(PACK_CHUNK) {
+                let u1 = (u0 + PACK_CHUNK).min(depth);
+                for j in 0..cols {
+                    let base = (panel * NR + j) * cs;
+                    for u in u0..u1 {
+                        *out.add(u * NR + j) = E::word(b, base, rs, u, g.k);
+                    }
+                }
+                for u in u0..u1 {
+                    for j in cols..NR {
+                        *out.add(u * NR + j) = 0;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where the micro-kernel writes: a tile of C whose rows are `ldc` apart,
+/// of which `height x width` values exist; `alpha` times the sums
+/// (`first`) or added to them.
+#[derive(Clone, Copy)]
+struct Out {
+    tile: *mut f32,
+    ldc: usize,
+    height: usize,
+    width: usize,
+    alpha: f32,
+    first: bool,
+}
+
+/// One thread's block: row panels `rows.0..rows.1` by column panels
+/// `cols.0..cols.1` of C, `KC` words of depth at a time.
+///
+/// # Safety
+/// A as `a` reads it and the packed B are complete; the block of C is this
+/// thread's.
+unsafe fn block<E: Element>(
+    g: &LibraryGemm,
+    depth: usize,
+    rows: (usize, usize),
+    cols: (usize, usize),
+    a: APanels,
+    pb: *const u32,
+    c: *mut f32,
+) {
+    let last = g.m.div_ceil(MR) - 1;
+    let mut u0 = 0;
+    while u0 < depth {
+        let kc = KC.min(depth - u0);
+        for cp in cols.0..cols.1 {
+            let b = pb.wrapping_add(cp * depth * NR + u0 * NR);
+            let width = NR.min(g.n - cp * NR);
+            for rp in rows.0..rows.1 {
+                let (base, row, step) = match a.tail {
+                    Some(tail) if rp == last => (tail, 4, 4 * MR),
+                    _ => (a.base.wrapping_add(rp * a.panel), a.row, a.step),
+                };
+                let out = Out {
+                    tile: c.wrapping_add(rp * MR * g.n + cp * NR),
+                    ldc: g.n,
+                    height: MR.min(g.m - rp * MR),
+                    width,
+                    alpha: g.alpha as f32,
+                    first: u0 == 0,
+                };
+                // SAFETY: A's panel and B's hold kc words from u0; the
+                // tile's `height x width` values are inside C.
+                unsafe { E::micro(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
+            }
+        }
+        u0 += kc;
+    }
+}
+
+/// Writes the accumulators to `out`.
+///
+/// # Safety
+/// The tile's rows are `out.ldc` apart inside C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn store(acc: &[[std::arch::x86_64::__m512; 2]; MR], out: Out) {
+    use std::arch::x86_64::*;
+    let scale = _mm512_set1_ps(out.alpha);
+    let mask = |w: usize| -> __mmask16 { if w >= 16 { 0xffff } else { ((1u32 << w) - 1) as u16 } };
+    let (m0, m1) = (mask(out.width), mask(out.width.saturating_sub(16)));
+    for (r, acc) in acc.iter().enumerate().take(out.height) {
+        // SAFETY: row r < height and the masked lanes are inside C.
+        unsafe {
+            let row = out.tile.add(r * out.ldc);
+            for (h, (v, m)) in [(acc[0], m0), (acc[1], m1)].into_iter().enumerate() {
+                if m == 0 {
+                    continue;
+                }
+                let dst = row.add(16 * h);
+                let v = if out.first {
+                    _mm512_mul_ps(v, scale)
+                } else {
+                    _mm512_fmadd_ps(v, scale, _mm512_maskz_loadu_ps(m, dst))
+                };
+                _mm512_mask_storeu_ps(dst, m, v);
+            }
+        }
+    }
+}
+
+/// A's words as the micro-kernel reads them: word `(r, u)` at byte
+/// `ptr + r * row + u * step`.
+type AWords = (*const u8, usize, usize);
+
+/// The f32 micro-kernel: `MR x NR` sums over `kc` words of depth, written
+/// to `out`.
+///
+/// # Safety
+/// `a` reads `MR` rows of `kc` words, `b` holds `kc * NR` words; `out` as
+/// [`store`] requires.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn micro_f32(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    for u in 0..kc {
+        // SAFETY: inside the panels (the caller's contract).
+        unsafe {
+            let b0 = _mm512_loadu_ps(b.add(u * NR) as *const f32);
+            let b1 = _mm512_loadu_ps(b.add(u * NR + 16) as *const f32);
+            let at = a.add(u * step);
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let t = _mm512_set1_ps((at.add(r * row) as *const f32).read_unaligned());
+                acc[0] = _mm512_fmadd_ps(t, b0, acc[0]);
+                acc[1] = _mm512_fmadd_ps(t, b1, acc[1]);
+            }
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { store(&acc, out) };
+}
+
+/// The bf16 micro-kernel, as [`micro_f32`] with a word of depth holding a
+/// pair of `k`.
+///
+/// # Safety
+/// As [`micro_f32`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn micro_bf16(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    for u in 0..kc {
+        // SAFETY: inside the panels (the caller's contract).
+        unsafe {
+            let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.add(u * NR) as *const _));
+            let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.add(u * NR + 16) as *const _));
+            let at = a.add(u * step);
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let word = (at.add(r * row) as *const i32).read_unaligned();
+                let t: __m512bh = std::mem::transmute(_mm512_set1_epi32(word));
+                acc[0] = _mm512_dpbf16_ps(acc[0], b0, t);
+                acc[1] = _mm512_dpbf16_ps(acc[1], b1, t);
+            }
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { store(&acc, out) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::bf16;
+
+    /// A GEMM description as the compiler writes one, for operands laid out
+    /// as `ta`/`tb` say (transposed: stored as their transpose).
+    fn describe(batch: usize, (m, n, k): (usize, usize, usize), ta: bool, tb: bool, alpha: f64) -> LibraryGemm {
+        LibraryGemm {
+            batch,
+            m,
+            n,
+            k,
+            a_strides: if ta { [1, m] } else { [k, 1] },
+            b_strides: if tb { [1, k] } else { [n, 1] },
+            a_batch: m * k,
+            b_batch: k * n,
+            alpha,
+            a: 0,
+            b: 1,
+            out: 2,
+            aliases: vec![],
+            epilogue: None,
+            widen: None,
+            gpu: None,
+        }
+    }
+
+    /// Values in [-2, 2) with bf16's 8 significant bits (so both element
+    /// types multiply the same numbers), from a fixed sequence.
+    fn values(len: usize, seed: u64) -> Vec<f32> {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                bf16::from_f32(((x >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0) as f32).to_f32()
+            })
+            .collect()
+    }
+
+    /// Every shape class against f64 sums of the same values, for both
+    /// element types: edges in m, n and k (an odd k ends on a half pair),
+    /// more than one block of depth, transposed operands, batches split over
+    /// threads and not, alpha, and one or two threads.
+    fn matches_f64_sums(operands: Operands) {
+        assert!(available(operands), "the build saw the instructions but the CPU running the test lacks them");
+        let shapes = [(1, 1, 1), (3, 5, 7), (12, 32, 2), (13, 33, 3), (50, 47, 783), (256, 100, 300), (7, 300, 257)];
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let mut packed = Packed::default();
+            for (i, &(m, n, k)) in shapes.iter().enumerate() {
+                for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                    let batch = 1 + i % 3;
+                    let alpha = if i % 3 == 0 { 0.5 } else { 1.0 };
+                    let g = describe(batch, (m, n, k), ta, tb, alpha);
+                    let (a, b) = (values(batch * m * k, i as u64 + 1), values(batch * k * n, i as u64 + 100));
+                    let mut c = vec![f32::NAN; batch * m * n];
+                    let (a16, b16): (Vec<bf16>, Vec<bf16>) =
+                        (a.iter().map(|&v| bf16::from_f32(v)).collect(), b.iter().map(|&v| bf16::from_f32(v)).collect());
+                    let (pa, pb) = match operands {
+                        Operands::F32 => (a.as_ptr() as *const u8, b.as_ptr() as *const u8),
+                        Operands::Bf16 => (a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
+                    };
+                    unsafe { gemm(&pool, &mut packed, &g, operands, pa, pb, c.as_mut_ptr()) };
+                    for bt in 0..batch {
+                        for r in 0..m {
+                            for col in 0..n {
+                                let (mut sum, mut size) = (0.0f64, 0.0f64);
+                                for kk in 0..k {
+                                    let av = a[bt * m * k + r * g.a_strides[0] + kk * g.a_strides[1]] as f64;
+                                    let bv = b[bt * k * n + kk * g.b_strides[0] + col * g.b_strides[1]] as f64;
+                                    sum += av * bv;
+                                    size += (av * bv).abs();
+                                }
+                                let got = c[bt * m * n + r * n + col] as f64;
+                                let want = alpha * sum;
+                                assert!(
+                                    (got - want).abs() <= 1e-6 * (1.0 + k as f64).sqrt() * alpha * size + 1e-30,
+                                    "{operands:?}, {threads} threads, batch {bt} of {batch}, m {m} n {n} k {k} \
+                                     ta {ta} tb {tb}: C[{r},{col}] = {got}, want {want}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[cfg_attr(not(aicf_avx512f), ignore = "needs a CPU with AVX-512; the build found none")]
+    fn the_f32_gemm_matches_f64_sums_for_every_layout_and_edge() {
+        matches_f64_sums(Operands::F32);
+    }
+
+    #[test]
+    #[cfg_attr(not(aicf_avx512bf16), ignore = "needs a CPU with AVX-512 BF16 (vdpbf16ps); the build found none")]
+    fn the_bf16_dot_gemm_matches_f64_sums_for_every_layout_and_edge() {
+        matches_f64_sums(Operands::Bf16);
+    }
+
+    /// k = 0: the product is zero (there is nothing to pack), not what the
+    /// output held.
+    #[test]
+    #[cfg_attr(not(aicf_avx512f), ignore = "needs a CPU with AVX-512; the build found none")]
+    fn an_empty_sum_is_zero() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let g = describe(2, (3, 4, 0), false, false, 1.0);
+        let mut c = vec![f32::NAN; 24];
+        unsafe { gemm(&pool, &mut Packed::default(), &g, Operands::F32, [].as_ptr(), [].as_ptr(), c.as_mut_ptr()) };
+        assert!(c.iter().all(|&v| v == 0.0), "{c:?}");
+    }
+}
+
