@@ -271,6 +271,18 @@ fn openblas_gemms_match_the_interpreter() {
     train_step_matches("adam", 2, Choice::OpenBlas);
 }
 
+/// The runtime's own AVX-512 GEMM (`packed_gemm`): every GEMM shape and
+/// layout of the kernel cases (edges, transposed operands, a batch, the
+/// epilogues), and a train step.
+#[test]
+#[cfg_attr(not(aicf_avx512f), ignore = "needs a CPU with AVX-512; the build found none")]
+fn avx512_gemms_match_the_interpreter() {
+    assert!(aicf_runtime::cpu::packed_gemm::available(aicf_runtime::cpu::packed_gemm::Operands::F32));
+    let (name, source, inputs) = kernel_cases().into_iter().find(|(n, _, _)| *n == "gemm_shapes").unwrap();
+    kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Avx512);
+    train_step_matches("adam", 2, Choice::Avx512);
+}
+
 /// Compiles `@f` of `source` (hl) for the CPU and compares each result
 /// with the interpreter's on `inputs`.
 fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {

@@ -41,6 +41,24 @@ fn sixteen_bit_gemms_match_with_every_library_candidate() {
     train_step_matches_in(&traced, "digits_mlp_bf16_lib", "sgd", 2, Choice::Library, 10, (2e-2, 1e-4), Precision::Bf16);
 }
 
+/// bf16 GEMMs on the CPU's bf16 dot product (`bf16-dot`: the operands
+/// multiplied as they are, in f32 sums) and on the runtime's AVX-512 f32
+/// kernel over widened copies: every GEMM shape of the kernel cases, and
+/// the bf16 MLP's train step.
+#[test]
+#[cfg_attr(not(aicf_avx512bf16), ignore = "needs a CPU with AVX-512 BF16 (vdpbf16ps); the build found none")]
+fn bf16_gemms_match_on_the_cpus_bf16_dot_product() {
+    use aicf_runtime::cpu::packed_gemm::{Operands, available};
+    assert!(available(Operands::Bf16));
+    let (name, source, inputs) =
+        narrow_kernel_cases(DType::BF16).into_iter().find(|(n, _, _)| n.starts_with("gemm_shapes")).unwrap();
+    for gemm in [Choice::Bf16Dot, Choice::Avx512] {
+        kernel_matches_with(&name, &source, &inputs, 2.0 / 256.0, gemm);
+    }
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    train_step_matches_in(&traced, "digits_mlp_bf16_dot", "sgd", 2, Choice::Bf16Dot, 10, (2e-2, 1e-4), Precision::Bf16);
+}
+
 /// The CNN's convolutions, pooling and their gradients in bf16.
 #[test]
 fn digits_cnn_bf16_train_step_matches_the_interpreter() {
