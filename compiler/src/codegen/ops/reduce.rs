@@ -95,6 +95,56 @@ impl Generator {
         self.one(k, specs, 1, 4 * n)
     }
 
+    /// The CPU's form of a reduction over leading dims (a bias's gradient
+    /// over the batch's rows): a work item per output column, as the
+    /// generic form, but each piece walks its columns [`COLUMN_CHUNK`] at a
+    /// time with the rows outer, so every load continues the last and the
+    /// chunk's partial results (f32, on the stack) are updated a vector at
+    /// a time; the generic form reads each column down the rows, a cache
+    /// line per element (MLP 784's 256 x 512 bias gradient took 0.145 ms).
+    /// Rows are combined in order, as there. Returns its work count.
+    pub(crate) fn cpu_reduce_columns(&mut self, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> u64 {
+        let (st, t) = (specs[0].1, compute(specs[0].1));
+        let f = t.mlir();
+        let (in_ty, out_ty) = (flat_type(&specs[0].0, st), flat_type(&specs[1].0, specs[1].1));
+        let acc_ty = format!("memref<{COLUMN_CHUNK}x{f}>");
+        let mut k = Kernel::new();
+        let identity = if r.kind == 2 { k.float(f64::NEG_INFINITY, t) } else { k.float(0.0, t) };
+        let acc = k.val(&format!("memref.alloca() : {acc_ty}"));
+        let chunk = k.index(COLUMN_CHUNK);
+        let c0 = k.open_step("%begin", "%end", &chunk);
+        let rest = k.val(&format!("arith.subi %end, {c0} : index"));
+        let width = k.val(&format!("arith.minui {rest}, {chunk} : index"));
+        let j = k.open("%c0", &width);
+        k.store(&identity, &acc, &j, &acc_ty);
+        k.close();
+        let rows = k.index(r.rows);
+        let row = k.open("%c0", &rows);
+        let base = k.mad(&row, r.cols, &c0);
+        let j = k.open("%c0", &width);
+        let at = k.add(&base, &j);
+        let v = k.load("%b0", &at, &in_ty);
+        let a = k.load(&acc, &j, &acc_ty);
+        let next = if r.kind == 2 { k.val(&format!("arith.maximumf {a}, {v} : {f}")) } else { k.fop("addf", &a, &v, t) };
+        k.store(&next, &acc, &j, &acc_ty);
+        k.close();
+        k.close();
+        let j = k.open("%c0", &width);
+        let total = k.load(&acc, &j, &acc_ty);
+        let value = if r.kind == 1 {
+            let n = k.float(r.rows.max(1) as f64, t);
+            k.fop("divf", &total, &n, t)
+        } else {
+            total
+        };
+        let o = k.add(&c0, &j);
+        k.store(&value, "%b1", &o, &out_ty);
+        k.close();
+        k.close();
+        self.finish(k, specs);
+        r.cols as u64
+    }
+
     /// The GPU's form of a reduction over leading dims: a block per 32
     /// outputs (a lane per output, so each warp's loads are contiguous),
     /// its warps (up to 32) splitting the rows, each thread carrying
@@ -169,6 +219,10 @@ impl Generator {
         r.cols as u64
     }
 }
+
+/// Columns the CPU's column reduction carries partial results for at once
+/// (1 KiB of f32 on the stack).
+const COLUMN_CHUNK: usize = 256;
 
 /// Partial results each thread of the GPU's column reduction carries (its
 /// loads in flight at once).

@@ -35,6 +35,10 @@ impl TargetInfo for CpuTarget {
         toolchain().map(|t| t.2.to_vec()).unwrap_or_default()
     }
 
+    fn reduce_columns(&self, g: &mut Generator, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> Option<u64> {
+        (r.cols > 0).then(|| g.cpu_reduce_columns(r, specs))
+    }
+
     fn row_kernel(&self) -> Kernel {
         Kernel::new()
     }
