@@ -82,6 +82,19 @@ impl Kernel {
         (iv, acc, r)
     }
 
+    /// `acc + v` in a row loop: reassociable (`fastmath<fast>`) where one
+    /// thread runs the whole loop, so that the CPU vectorises the sum (a
+    /// softmax's sum of exponentials ran one element at a time); in a
+    /// warp-per-row kernel each lane's sum stays in order.
+    pub(crate) fn row_sum(&mut self, acc: &str, v: &str, t: DType) -> String {
+        let f = t.mlir();
+        if self.lane.is_none() {
+            self.val(&format!("arith.addf {acc}, {v} fastmath<fast> : {f}"))
+        } else {
+            self.fop("addf", acc, v, t)
+        }
+    }
+
     /// In a warp-per-row kernel, `op` (`addf`, `maximumf`) of `v` over the
     /// warp's lanes, in every lane (butterfly of xor shuffles); else `v`.
     pub(crate) fn warp_all(&mut self, v: &str, op: &str, t: DType) -> String {

@@ -225,7 +225,7 @@ impl Generator {
         let dd = k.fop("subf", &sv, &m, t);
         let e = k.val(&format!("math.exp {dd} : {f}"));
         k.store(&e, &scores, &j, &row_ty);
-        let next = k.fop("addf", &acc, &e, t);
+        let next = k.row_sum(&acc, &e, t);
         k.close_with(&next, f);
         // out[x] = sum_j p_j V[j, x] / sum, accumulated a key at a time over
         // the contiguous row of V (each x still sums j in order).

@@ -55,7 +55,7 @@ impl Generator {
             let x = k.load("%b0", &p, &ty(0));
             let d = k.fop("subf", &x, &m, t);
             let e = k.val(&format!("math.exp {d} : {f}"));
-            let next = k.fop("addf", &acc, &e, t);
+            let next = k.row_sum(&acc, &e, t);
             k.close_with(&next, f);
             let s = k.warp_all(&s, "addf", t);
             let ls = k.val(&format!("math.log {s} : {f}"));
@@ -159,7 +159,7 @@ impl Generator {
         let v = k.load("%b0", &at, &ty(0));
         let d = k.fop("subf", &v, &m, t);
         let e = k.val(&format!("math.exp {d} : {f}"));
-        let ns = k.fop("addf", &se, &e, t);
+        let ns = k.row_sum(&se, &e, t);
         k.close_with(&ns, f);
         let s = k.warp_all(&s, "addf", t);
         let logs = k.val(&format!("math.log {s} : {f}"));
