@@ -3,6 +3,9 @@ use crate::codegen::prelude::*;
 impl Generator {
     pub(crate) fn transpose(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let perm: Vec<usize> = i64_array(op, "permutation").unwrap_or_default().iter().map(|&p| p as usize).collect();
+        if let Some(kernels) = self.target.clone().transpose_runs(self, &perm, specs) {
+            return kernels;
+        }
         let (ins, outs) = (&specs[0], &specs[1]);
         let in_strides = row_major_strides(&ins.0);
         let strides: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
@@ -15,6 +18,33 @@ impl Generator {
         k.close();
         let n = numel(&outs.0);
         self.one(k, specs, n, 4 * outs.0.len())
+    }
+
+    /// The CPU's form of a transpose that keeps the innermost dim in place
+    /// (`perm` ends with the last axis): an item per output row of that dim,
+    /// which copies the contiguous run at once (vectorised), instead of an
+    /// item per element that unravels its index (the transformer block's 8
+    /// head transposes took 1.6 ms a step).
+    pub(crate) fn transpose_runs(&mut self, perm: &[usize], specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (ins, outs) = (&specs[0], &specs[1]);
+        let rank = perm.len();
+        let in_strides = row_major_strides(&ins.0);
+        let strides: Vec<usize> = perm[..rank - 1].iter().map(|&p| in_strides[p]).collect();
+        let inner = outs.0[rank - 1];
+        let mut k = Kernel::new();
+        let run = k.index(inner);
+        let o = k.open("%begin", "%end");
+        let c = k.unravel(&o, &outs.0[..rank - 1]);
+        let from = k.ravel(&c, &strides);
+        let to = k.mul(&o, &run);
+        let j = k.open("%c0", &run);
+        let i = k.add(&from, &j);
+        let v = k.load("%b0", &i, &flat_type(&ins.0, ins.1));
+        let w = k.add(&to, &j);
+        k.store(&v, "%b1", &w, &flat_type(&outs.0, outs.1));
+        k.close();
+        k.close();
+        self.one(k, specs, numel(&outs.0) / inner.max(1), 2 * inner + 4 * rank)
     }
 
     pub(crate) fn gather(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], backward: bool) -> Kernels {

@@ -39,6 +39,11 @@ impl TargetInfo for CpuTarget {
         (r.cols > 0).then(|| g.cpu_reduce_columns(r, specs))
     }
 
+    fn transpose_runs(&self, g: &mut Generator, perm: &[usize], specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
+        let rank = perm.len();
+        (rank >= 2 && perm[rank - 1] == rank - 1).then(|| g.transpose_runs(perm, specs))
+    }
+
     fn row_kernel(&self) -> Kernel {
         Kernel::new()
     }

@@ -98,6 +98,13 @@ pub(crate) trait TargetInfo {
         None
     }
 
+    /// A form of its own for a transpose that keeps the innermost dim in
+    /// place (`ops/data.rs`: heads split from or merged into the model
+    /// width); `None` where the generic form (an item per element) serves.
+    fn transpose_runs(&self, _g: &mut Generator, _perm: &[usize], _specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
+        None
+    }
+
     /// Whether `ll.scatter_add` adds into an f32 table atomically, an item
     /// per gradient element (the GPU), rather than an item per table
     /// column reading every index in order (the CPU: the same bits on
