@@ -484,19 +484,44 @@ impl CpuModule {
         product: Option<*mut f32>,
     ) {
         let c = product.unwrap_or(pointers[g.out] as *mut f32);
+        // The epilogue reads the call's buffers, then the product where
+        // there is one.
+        let mut table = pointers.to_vec();
+        if let Some(product) = product {
+            table.push(product as *mut u8);
+        }
+        let rows = Pointers(table.as_ptr());
+        // Rows a thread has completed, through the epilogue on that thread
+        // while they are in its caches (the epilogue's work items are the
+        // product's rows, over the batch).
+        let run_rows = epilogue.map(|e| {
+            move |lo: usize, hi: usize| {
+                let table = rows;
+                // SAFETY: the epilogue reads and writes only rows lo..hi of
+                // its buffers (and the whole of the read-only ones), which no
+                // other thread writes now.
+                unsafe { e(lo as i64, hi as i64, table.get()) }
+            }
+        });
         let mut packed = self.packed.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the caller checked the CPU; the manifest's shapes and
         // strides stay inside A, B and the output, and `product` holds the
         // batch's products.
-        unsafe { packed_gemm::gemm(&self.pool, &mut packed, g, operands, pointers[g.a], pointers[g.b], c) };
+        let done = unsafe {
+            packed_gemm::gemm(
+                &self.pool,
+                &mut packed,
+                g,
+                operands,
+                pointers[g.a],
+                pointers[g.b],
+                c,
+                run_rows.as_ref().map(|f| f as packed_gemm::RowsDone),
+            )
+        };
         drop(packed);
-        let Some(e) = epilogue else { return };
-        if let Some(product) = product {
-            let mut outer = pointers.to_vec();
-            outer.push(product as *mut u8);
-            self.launch(e, call, &outer);
-        } else {
-            self.launch(e, call, pointers);
+        if let (Some(e), false) = (epilogue, done) {
+            self.launch(e, call, &table);
         }
     }
 

@@ -183,9 +183,17 @@ impl Element for Bf16 {
     }
 }
 
+/// Rows of C that are complete, for the caller's epilogue: called with a
+/// range of the output's rows (counted over the batch, `batch * m + row`)
+/// on the thread that computed them, while they are still in its caches.
+pub type RowsDone<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
 /// `c[batch] = alpha * A[batch] B[batch]` (f32, row-major `m x n`) for
 /// operands `a` and `b` of type `operands`, read through `g`'s strides, on
-/// `pool`'s threads.
+/// `pool`'s threads. Where `rows_done` is given and the work splits by rows,
+/// it is called for every row of C exactly once, as soon as a group of
+/// rows is complete; the return value says whether that happened (else
+/// the caller runs its epilogue over C after the call).
 ///
 /// # Safety
 /// [`available`] holds for `operands`; `a`, `b` and `c` hold the matrices
@@ -198,12 +206,13 @@ pub unsafe fn gemm(
     a: *const u8,
     b: *const u8,
     c: *mut f32,
-) {
+    rows_done: Option<RowsDone>,
+) -> bool {
     // SAFETY: the caller's contract.
     unsafe {
         match operands {
-            Operands::F32 => gemm_of::<F32>(pool, packed, g, a, b, c),
-            Operands::Bf16 => gemm_of::<Bf16>(pool, packed, g, a, b, c),
+            Operands::F32 => gemm_of::<F32>(pool, packed, g, a, b, c, rows_done),
+            Operands::Bf16 => gemm_of::<Bf16>(pool, packed, g, a, b, c, rows_done),
         }
     }
 }
@@ -252,10 +261,11 @@ unsafe fn gemm_of<E: Element>(
     a: *const u8,
     b: *const u8,
     c: *mut f32,
-) {
+    rows_done: Option<RowsDone>,
+) -> bool {
     let (m, n) = (g.m, g.n);
     if m == 0 || n == 0 || g.batch == 0 {
-        return;
+        return false;
     }
     let elem = if E::PER_WORD == 2 { 2 } else { 4 };
     let direct_a = reads_a_directly::<E>(g);
@@ -263,7 +273,7 @@ unsafe fn gemm_of<E: Element>(
     if depth == 0 {
         // SAFETY: c holds batch * m * n values.
         unsafe { std::ptr::write_bytes(c, 0, g.batch * m * n) };
-        return;
+        return false;
     }
     let threads = pool.current_num_threads().max(1);
     // A product per thread where the batch covers the threads.
@@ -324,19 +334,26 @@ unsafe fn gemm_of<E: Element>(
                     for batch in g.batch * t / threads..g.batch * (t + 1) / threads {
                         let (a, b, c) = operand(batch);
                         pack_a_panels(a.get(), pa.get(), (0, row_panels));
+                        let done = rows_done.map(|f| move |lo: usize, hi: usize| f(batch * m + lo, batch * m + hi));
+                        let done = done.as_ref().map(|f| f as &(dyn Fn(usize, usize) + Sync));
                         // SAFETY: this thread's buffers and batches.
                         unsafe {
                             pack_b::<E>(g, b.get(), (0, col_panels), depth, pb.get());
                             let panels = a_panels(a.get(), pa.get());
-                            block::<E>(g, depth, (0, row_panels), (0, col_panels), panels, pb.get(), c.get());
+                            block::<E>(g, depth, (0, row_panels), (0, col_panels), panels, pb.get(), c.get(), done);
                         }
                     }
                 });
             }
         });
-        return;
+        return rows_done.is_some();
     }
     let (pa, pb) = buffers[0];
+    // One product: each thread its block of whole panels, rows where the
+    // output is taller than wide, else columns; whole rows are one thread's
+    // (and go to `rows_done`) only where the rows are split.
+    let by_rows = row_panels * MR >= col_panels * NR || threads == 1;
+    let rows_done = rows_done.filter(|_| by_rows);
     for batch in 0..g.batch {
         let (a, b, c) = operand(batch);
         // 1. Pack, each thread its share of both operands' panels.
@@ -347,16 +364,16 @@ unsafe fn gemm_of<E: Element>(
             // SAFETY: the panels lie inside the packed B; B's reads inside B.
             unsafe { pack_b::<E>(g, b.get(), (lo, hi), depth, pb.get().add(lo * depth * NR)) };
         };
-        // 2. Each thread its block of whole panels: rows where the output
-        // is taller than wide, else columns.
-        let by_rows = row_panels * MR >= col_panels * NR;
+        // 2. Each thread its block.
+        let done = rows_done.map(|f| move |lo: usize, hi: usize| f(batch * m + lo, batch * m + hi));
+        let done = done.as_ref().map(|f| f as &(dyn Fn(usize, usize) + Sync));
         let compute = |t: usize| {
             let long = if by_rows { row_panels } else { col_panels };
             let (lo, hi) = (long * t / threads, long * (t + 1) / threads);
             let (rows, cols) = if by_rows { ((lo, hi), (0, col_panels)) } else { ((0, row_panels), (lo, hi)) };
             // SAFETY: the tasks' blocks of C are disjoint; the packed panels
             // are complete (the pack phase joined first).
-            unsafe { block::<E>(g, depth, rows, cols, a_panels(a.get(), pa.get()), pb.get(), c.get()) };
+            unsafe { block::<E>(g, depth, rows, cols, a_panels(a.get(), pa.get()), pb.get(), c.get(), done) };
         };
         if threads == 1 {
             pack(0);
@@ -374,6 +391,7 @@ unsafe fn gemm_of<E: Element>(
             });
         }
     }
+    rows_done.is_some()
 }
 
 /// Words of depth a transposing pack handles at a time: their slice of the
@@ -479,12 +497,21 @@ struct Out {
     first: bool,
 }
 
+/// Row panels whose rows a thread completes together before it hands
+/// them to the caller's epilogue (48 rows: 192 KiB of a 1024-wide f32
+/// product, still in L2 when the epilogue reads it).
+const DONE_PANELS: usize = 4;
+
 /// One thread's block: row panels `rows.0..rows.1` by column panels
-/// `cols.0..cols.1` of C, `KC` words of depth at a time.
+/// `cols.0..cols.1` of C, `KC` words of depth at a time. With `done` (the
+/// block holds whole rows), the last block of depth walks
+/// [`DONE_PANELS`] row panels at a time across every column panel and
+/// hands each group's rows to `done` as it completes them.
 ///
 /// # Safety
 /// A as `a` reads it and the packed B are complete; the block of C is this
 /// thread's.
+#[allow(clippy::too_many_arguments)]
 unsafe fn block<E: Element>(
     g: &LibraryGemm,
     depth: usize,
@@ -493,30 +520,48 @@ unsafe fn block<E: Element>(
     a: APanels,
     pb: *const u32,
     c: *mut f32,
+    done: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) {
     let last = g.m.div_ceil(MR) - 1;
+    let tile = |u0: usize, kc: usize, rp: usize, cp: usize| {
+        let b = pb.wrapping_add(cp * depth * NR + u0 * NR);
+        let (base, row, step) = match a.tail {
+            Some(tail) if rp == last => (tail, 4, 4 * MR),
+            _ => (a.base.wrapping_add(rp * a.panel), a.row, a.step),
+        };
+        let out = Out {
+            tile: c.wrapping_add(rp * MR * g.n + cp * NR),
+            ldc: g.n,
+            height: MR.min(g.m - rp * MR),
+            width: NR.min(g.n - cp * NR),
+            alpha: g.alpha as f32,
+            first: u0 == 0,
+        };
+        // SAFETY: A's panel and B's hold kc words from u0; the tile's
+        // `height x width` values are inside C.
+        unsafe { E::micro(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
+    };
     let mut u0 = 0;
     while u0 < depth {
         let kc = KC.min(depth - u0);
-        for cp in cols.0..cols.1 {
-            let b = pb.wrapping_add(cp * depth * NR + u0 * NR);
-            let width = NR.min(g.n - cp * NR);
-            for rp in rows.0..rows.1 {
-                let (base, row, step) = match a.tail {
-                    Some(tail) if rp == last => (tail, 4, 4 * MR),
-                    _ => (a.base.wrapping_add(rp * a.panel), a.row, a.step),
-                };
-                let out = Out {
-                    tile: c.wrapping_add(rp * MR * g.n + cp * NR),
-                    ldc: g.n,
-                    height: MR.min(g.m - rp * MR),
-                    width,
-                    alpha: g.alpha as f32,
-                    first: u0 == 0,
-                };
-                // SAFETY: A's panel and B's hold kc words from u0; the
-                // tile's `height x width` values are inside C.
-                unsafe { E::micro(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
+        match done {
+            Some(done) if u0 + kc == depth => {
+                for group in (rows.0..rows.1).step_by(DONE_PANELS) {
+                    let end = (group + DONE_PANELS).min(rows.1);
+                    for cp in cols.0..cols.1 {
+                        for rp in group..end {
+                            tile(u0, kc, rp, cp);
+                        }
+                    }
+                    done(group * MR, (end * MR).min(g.m));
+                }
+            }
+            _ => {
+                for cp in cols.0..cols.1 {
+                    for rp in rows.0..rows.1 {
+                        tile(u0, kc, rp, cp);
+                    }
+                }
             }
         }
         u0 += kc;
@@ -679,7 +724,7 @@ mod tests {
                         Operands::F32 => (a.as_ptr() as *const u8, b.as_ptr() as *const u8),
                         Operands::Bf16 => (a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
                     };
-                    unsafe { gemm(&pool, &mut packed, &g, operands, pa, pb, c.as_mut_ptr()) };
+                    unsafe { gemm(&pool, &mut packed, &g, operands, pa, pb, c.as_mut_ptr(), None) };
                     for bt in 0..batch {
                         for r in 0..m {
                             for col in 0..n {
@@ -717,6 +762,47 @@ mod tests {
         matches_f64_sums(Operands::Bf16);
     }
 
+    /// `rows_done` sees every row of C exactly once, complete, where the
+    /// work splits by rows (a tall product, a batch over the threads, one
+    /// thread); a wide product split by columns reports none and says so.
+    #[test]
+    #[cfg_attr(not(aicf_avx512f), ignore = "needs a CPU with AVX-512; the build found none")]
+    fn completed_rows_are_handed_over_once_and_final() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for (threads, batch, (m, n, k), split_by_rows) in [
+            (2, 1, (100, 40, 600), true),
+            (2, 3, (30, 70, 9), true),
+            (1, 1, (20, 300, 5), true),
+            (2, 1, (20, 300, 5), false),
+        ] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let g = describe(batch, (m, n, k), false, false, 1.0);
+            let (a, b) = (values(batch * m * k, 3), values(batch * k * n, 4));
+            let mut want = vec![0f32; batch * m * n];
+            let mut c = vec![f32::NAN; batch * m * n];
+            unsafe {
+                gemm(&pool, &mut Packed::default(), &g, Operands::F32, a.as_ptr() as _, b.as_ptr() as _, want.as_mut_ptr(), None)
+            };
+            let seen: Vec<AtomicUsize> = (0..batch * m).map(|_| AtomicUsize::new(0)).collect();
+            let out = Shared(c.as_mut_ptr());
+            let check = |lo: usize, hi: usize| {
+                for row in lo..hi {
+                    seen[row].fetch_add(1, Ordering::Relaxed);
+                    let got = unsafe { std::slice::from_raw_parts(out.get().add(row * n), n) };
+                    assert_eq!(got, &want[row * n..(row + 1) * n], "row {row} handed over before it was complete");
+                }
+            };
+            let all = unsafe {
+                gemm(&pool, &mut Packed::default(), &g, Operands::F32, a.as_ptr() as _, b.as_ptr() as _, out.get(), Some(&check))
+            };
+            assert_eq!(all, split_by_rows, "{threads} threads, batch {batch}, {m}x{n}x{k}");
+            let counts: Vec<usize> = seen.iter().map(|s| s.load(Ordering::Relaxed)).collect();
+            let expected = if split_by_rows { 1 } else { 0 };
+            assert!(counts.iter().all(|&c| c == expected), "{threads} threads, batch {batch}, {m}x{n}x{k}: {counts:?}");
+            assert_eq!(c, want);
+        }
+    }
+
     /// k = 0: the product is zero (there is nothing to pack), not what the
     /// output held.
     #[test]
@@ -725,7 +811,7 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let g = describe(2, (3, 4, 0), false, false, 1.0);
         let mut c = vec![f32::NAN; 24];
-        unsafe { gemm(&pool, &mut Packed::default(), &g, Operands::F32, [].as_ptr(), [].as_ptr(), c.as_mut_ptr()) };
+        unsafe { gemm(&pool, &mut Packed::default(), &g, Operands::F32, [].as_ptr(), [].as_ptr(), c.as_mut_ptr(), None) };
         assert!(c.iter().all(|&v| v == 0.0), "{c:?}");
     }
 }
