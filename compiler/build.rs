@@ -5,11 +5,13 @@
 
 use std::path::PathBuf;
 
+include!("../runtime/host_instructions.rs");
+
 fn main() {
     host_instructions();
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.parent().expect("compiler/ lives in the workspace root").to_path_buf();
-    for input in ["CMakeLists.txt", "dialects"] {
+    for input in ["CMakeLists.txt", "dialects", "runtime/host_instructions.rs"] {
         println!("cargo:rerun-if-changed={}", root.join(input).display());
     }
     println!("cargo:rerun-if-env-changed=MLIR_SYS_220_PREFIX");
@@ -40,22 +42,5 @@ fn main() {
     // Dependents first: the linker resolves left to right.
     for lib in ["AICFOptMain", "AICFCAPI", "AICFTransforms", "AICFHLDialect", "AICFLLDialect"] {
         println!("cargo:rustc-link-lib=static={lib}");
-    }
-}
-
-/// Tells the tests which of the CPU's optional instructions the building
-/// machine has (tests are built where they run): a test of a kernel that
-/// needs one is ignored, and says so, where it is missing.
-fn host_instructions() {
-    println!("cargo::rustc-check-cfg=cfg(aicf_avx512f, aicf_avx512bf16)");
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") {
-            println!("cargo::rustc-cfg=aicf_avx512f");
-            if has!("avx512bf16") {
-                println!("cargo::rustc-cfg=aicf_avx512bf16");
-            }
-        }
     }
 }

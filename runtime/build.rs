@@ -1,17 +1,9 @@
-//! Tells the tests which of the CPU's optional instructions the machine
-//! that builds them has (tests are built where they run): a test of a
-//! kernel that needs one is ignored, and says so, where it is missing.
+//! Tells the tests which optional CPU instructions this machine has.
+
+include!("host_instructions.rs");
+
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(aicf_avx512f, aicf_avx512bf16)");
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") {
-            println!("cargo::rustc-cfg=aicf_avx512f");
-            if has!("avx512bf16") {
-                println!("cargo::rustc-cfg=aicf_avx512bf16");
-            }
-        }
-    }
+    host_instructions();
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=host_instructions.rs");
 }

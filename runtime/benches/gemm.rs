@@ -22,32 +22,11 @@ const SHAPES: [(&str, usize, usize, usize, usize, bool, bool); 6] = [
     ("attention scores, 32 heads", 32, 128, 128, 64, false, true),
 ];
 
-fn describe(batch: usize, m: usize, n: usize, k: usize, ta: bool, tb: bool) -> LibraryGemm {
-    LibraryGemm {
-        batch,
-        m,
-        n,
-        k,
-        a_strides: if ta { [1, m] } else { [k, 1] },
-        b_strides: if tb { [1, k] } else { [n, 1] },
-        a_batch: m * k,
-        b_batch: k * n,
-        alpha: 1.0,
-        a: 0,
-        b: 1,
-        out: 2,
-        aliases: vec![],
-        epilogue: None,
-        widen: None,
-        gpu: None,
-    }
-}
-
 fn gemms(c: &mut Criterion) {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     let mut packed = Packed::default();
     for (name, batch, m, n, k, ta, tb) in SHAPES {
-        let g = describe(batch, m, n, k, ta, tb);
+        let g = LibraryGemm::contiguous(batch, (m, n, k), ta, tb);
         let a: Vec<f32> = (0..batch * m * k).map(|i| (i % 7) as f32 * 0.25 - 0.75).collect();
         let b: Vec<f32> = (0..batch * k * n).map(|i| (i % 5) as f32 * 0.25 - 0.5).collect();
         let a16: Vec<half::bf16> = a.iter().map(|&v| half::bf16::from_f32(v)).collect();
@@ -59,14 +38,32 @@ fn gemms(c: &mut Criterion) {
         if packed_gemm::available(Operands::F32) {
             group.bench_function("avx512 f32", |bench| {
                 bench.iter(|| unsafe {
-                    packed_gemm::gemm(&pool, &mut packed, &g, Operands::F32, a.as_ptr() as _, b.as_ptr() as _, out.as_mut_ptr())
+                    packed_gemm::gemm(
+                        &pool,
+                        &mut packed,
+                        &g,
+                        Operands::F32,
+                        a.as_ptr() as _,
+                        b.as_ptr() as _,
+                        out.as_mut_ptr(),
+                        None,
+                    )
                 })
             });
         }
         if packed_gemm::available(Operands::Bf16) {
             group.bench_function("bf16-dot", |bench| {
                 bench.iter(|| unsafe {
-                    packed_gemm::gemm(&pool, &mut packed, &g, Operands::Bf16, a16.as_ptr() as _, b16.as_ptr() as _, out.as_mut_ptr())
+                    packed_gemm::gemm(
+                        &pool,
+                        &mut packed,
+                        &g,
+                        Operands::Bf16,
+                        a16.as_ptr() as _,
+                        b16.as_ptr() as _,
+                        out.as_mut_ptr(),
+                        None,
+                    )
                 })
             });
         }

@@ -326,6 +326,33 @@ pub struct LibraryGemm {
     pub gpu: Option<GpuGemm>,
 }
 
+impl LibraryGemm {
+    /// `batch` products of `m x k` by `k x n`, f32, alpha 1, no epilogue,
+    /// with contiguous operands each stored as itself or as its transpose
+    /// (`ta`, `tb`): the GEMMs that tests and benchmarks of the candidates
+    /// build.
+    pub fn contiguous(batch: usize, (m, n, k): (usize, usize, usize), ta: bool, tb: bool) -> LibraryGemm {
+        LibraryGemm {
+            batch,
+            m,
+            n,
+            k,
+            a_strides: if ta { [1, m] } else { [k, 1] },
+            b_strides: if tb { [1, k] } else { [n, 1] },
+            a_batch: m * k,
+            b_batch: k * n,
+            alpha: 1.0,
+            a: 0,
+            b: 1,
+            out: 2,
+            aliases: vec![],
+            epilogue: None,
+            widen: None,
+            gpu: None,
+        }
+    }
+}
+
 /// What cuBLASLt needs beyond the product's shape for a GPU GEMM.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct GpuGemm {

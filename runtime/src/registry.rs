@@ -403,24 +403,7 @@ mod tests {
     /// it has other candidates (`bf16-dot`) and other times.
     #[test]
     fn the_operand_type_is_part_of_the_key() {
-        let f32_gemm = LibraryGemm {
-            batch: 1,
-            m: 256,
-            n: 512,
-            k: 784,
-            a_strides: [784, 1],
-            b_strides: [1, 784],
-            a_batch: 0,
-            b_batch: 0,
-            alpha: 1.0,
-            a: 0,
-            b: 1,
-            out: 2,
-            aliases: vec![],
-            epilogue: None,
-            widen: None,
-            gpu: None,
-        };
+        let f32_gemm = LibraryGemm::contiguous(1, (256, 512, 784), false, true);
         let bf16_gemm = LibraryGemm { widen: Some(crate::artifact::DType::BF16), ..f32_gemm.clone() };
         let f16_gemm = LibraryGemm { widen: Some(crate::artifact::DType::F16), ..f32_gemm.clone() };
         let keys = [&f32_gemm, &bf16_gemm, &f16_gemm].map(shape);

@@ -666,25 +666,8 @@ mod tests {
 
     /// A GEMM description as the compiler writes one, for operands laid out
     /// as `ta`/`tb` say (transposed: stored as their transpose).
-    fn describe(batch: usize, (m, n, k): (usize, usize, usize), ta: bool, tb: bool, alpha: f64) -> LibraryGemm {
-        LibraryGemm {
-            batch,
-            m,
-            n,
-            k,
-            a_strides: if ta { [1, m] } else { [k, 1] },
-            b_strides: if tb { [1, k] } else { [n, 1] },
-            a_batch: m * k,
-            b_batch: k * n,
-            alpha,
-            a: 0,
-            b: 1,
-            out: 2,
-            aliases: vec![],
-            epilogue: None,
-            widen: None,
-            gpu: None,
-        }
+    fn describe(batch: usize, shape: (usize, usize, usize), ta: bool, tb: bool, alpha: f64) -> LibraryGemm {
+        LibraryGemm { alpha, ..LibraryGemm::contiguous(batch, shape, ta, tb) }
     }
 
     /// Values in [-2, 2) with bf16's 8 significant bits (so both element
@@ -718,8 +701,10 @@ mod tests {
                     let g = describe(batch, (m, n, k), ta, tb, alpha);
                     let (a, b) = (values(batch * m * k, i as u64 + 1), values(batch * k * n, i as u64 + 100));
                     let mut c = vec![f32::NAN; batch * m * n];
-                    let (a16, b16): (Vec<bf16>, Vec<bf16>) =
-                        (a.iter().map(|&v| bf16::from_f32(v)).collect(), b.iter().map(|&v| bf16::from_f32(v)).collect());
+                    let (a16, b16): (Vec<bf16>, Vec<bf16>) = (
+                        a.iter().map(|&v| bf16::from_f32(v)).collect(),
+                        b.iter().map(|&v| bf16::from_f32(v)).collect(),
+                    );
                     let (pa, pb) = match operands {
                         Operands::F32 => (a.as_ptr() as *const u8, b.as_ptr() as *const u8),
                         Operands::Bf16 => (a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
@@ -781,7 +766,16 @@ mod tests {
             let mut want = vec![0f32; batch * m * n];
             let mut c = vec![f32::NAN; batch * m * n];
             unsafe {
-                gemm(&pool, &mut Packed::default(), &g, Operands::F32, a.as_ptr() as _, b.as_ptr() as _, want.as_mut_ptr(), None)
+                gemm(
+                    &pool,
+                    &mut Packed::default(),
+                    &g,
+                    Operands::F32,
+                    a.as_ptr() as _,
+                    b.as_ptr() as _,
+                    want.as_mut_ptr(),
+                    None,
+                )
             };
             let seen: Vec<AtomicUsize> = (0..batch * m).map(|_| AtomicUsize::new(0)).collect();
             let out = Shared(c.as_mut_ptr());
@@ -793,7 +787,16 @@ mod tests {
                 }
             };
             let all = unsafe {
-                gemm(&pool, &mut Packed::default(), &g, Operands::F32, a.as_ptr() as _, b.as_ptr() as _, out.get(), Some(&check))
+                gemm(
+                    &pool,
+                    &mut Packed::default(),
+                    &g,
+                    Operands::F32,
+                    a.as_ptr() as _,
+                    b.as_ptr() as _,
+                    out.get(),
+                    Some(&check),
+                )
             };
             assert_eq!(all, split_by_rows, "{threads} threads, batch {batch}, {m}x{n}x{k}");
             let counts: Vec<usize> = seen.iter().map(|s| s.load(Ordering::Relaxed)).collect();
@@ -811,8 +814,9 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let g = describe(2, (3, 4, 0), false, false, 1.0);
         let mut c = vec![f32::NAN; 24];
-        unsafe { gemm(&pool, &mut Packed::default(), &g, Operands::F32, [].as_ptr(), [].as_ptr(), c.as_mut_ptr(), None) };
+        unsafe {
+            gemm(&pool, &mut Packed::default(), &g, Operands::F32, [].as_ptr(), [].as_ptr(), c.as_mut_ptr(), None)
+        };
         assert!(c.iter().all(|&v| v == 0.0), "{c:?}");
     }
 }
-

@@ -125,7 +125,8 @@ impl Generator {
         let at = k.add(&base, &j);
         let v = k.load("%b0", &at, &in_ty);
         let a = k.load(&acc, &j, &acc_ty);
-        let next = if r.kind == 2 { k.val(&format!("arith.maximumf {a}, {v} : {f}")) } else { k.fop("addf", &a, &v, t) };
+        let next =
+            if r.kind == 2 { k.val(&format!("arith.maximumf {a}, {v} : {f}")) } else { k.fop("addf", &a, &v, t) };
         k.store(&next, &acc, &j, &acc_ty);
         k.close();
         k.close();
