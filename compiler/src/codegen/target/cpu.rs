@@ -84,7 +84,7 @@ impl TargetInfo for CpuTarget {
     }
 
     fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
-        g.online_attention(a, specs)
+        g.attention_rows(a, specs)
     }
 
     fn norm_backward(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {

@@ -116,7 +116,7 @@ pub(crate) trait TargetInfo {
     /// The form of `ll.gemm` (`ops/gemm/`).
     fn gemm(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels>;
 
-    /// The form of online attention (`ops/attention.rs`).
+    /// The form of fused attention (`ops/attention.rs`).
     fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels;
 
     /// The form of `ll.norm_backward` (`ops/norm.rs`): how every row's
