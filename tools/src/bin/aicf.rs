@@ -382,7 +382,8 @@ enum Command {
         trace: Option<PathBuf>,
         /// Run every GEMM with this candidate instead of the registry's
         /// measured choice (CPU: generated, library, library-swapped,
-        /// gemm-rs; CUDA: generated, cublaslt).
+        /// gemm-rs, openblas, avx512, bf16-dot; CUDA: generated, cublaslt;
+        /// one that cannot run a GEMM here runs it as `library`).
         #[arg(long)]
         gemm: Option<String>,
     },
