@@ -77,6 +77,8 @@ pub struct Packed {
 /// Raw pointers the pool's tasks share (each writes its own part).
 #[derive(Clone, Copy)]
 struct Shared<T>(*mut T);
+// SAFETY: the memory outlives the scope that shares the pointer, and the
+// tasks write disjoint parts of it (their panels, their rows or columns).
 unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
 impl<T> Shared<T> {
@@ -89,14 +91,15 @@ impl<T> Shared<T> {
 trait Element {
     /// Elements of `k` per packed word.
     const PER_WORD: usize;
-    /// The word of depth `u` of the vector whose element `kk` lies at
-    /// `x + base + kk * step` (elements past `k` read as zero).
+    /// The word of depth `u` of the vector whose element `kk` is element
+    /// `base + kk * step` of `x` (elements past `k` read as zero).
     ///
     /// # Safety
     /// The elements below `k` lie inside the operand.
     unsafe fn word(x: *const u8, base: usize, step: usize, u: usize, k: usize) -> u32;
-    /// Row words `u` of B's rows `lo..lo + NR` (contiguous columns) into
-    /// `dst`: `cols` columns, the rest zero.
+    /// The words of depth `u` of B's columns `col0 .. col0 + cols` (B's
+    /// rows contiguous, `row_stride` elements apart) into `dst`, the rest
+    /// of its `NR` words zero.
     ///
     /// # Safety
     /// As [`Element::word`], for each column; `dst` holds `NR` words.
