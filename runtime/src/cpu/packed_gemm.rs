@@ -104,12 +104,13 @@ trait Element {
     /// # Safety
     /// As [`Element::word`], for each column; `dst` holds `NR` words.
     unsafe fn row_words(x: *const u8, row_stride: usize, col0: usize, cols: usize, u: usize, k: usize, dst: *mut u32);
-    /// The micro-kernel (see [`micro_f32`]).
-    ///
-    /// # Safety
-    /// As [`micro_f32`].
-    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out);
+    /// The micro-kernel ([`micro_f32`], [`micro_bf16`]).
+    const MICRO: Micro;
 }
+
+/// A micro-kernel: `MR x NR` sums over `kc` words of depth, written to
+/// `out` (see [`micro_f32`] for its contract).
+type Micro = unsafe fn(usize, AWords, *const u32, Out);
 
 struct F32;
 struct Bf16;
@@ -129,16 +130,7 @@ impl Element for F32 {
             std::ptr::write_bytes(dst.add(cols), 0, NR - cols);
         }
     }
-    #[inline(always)]
-    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
-        // SAFETY: the caller's contract; `gemm` checked the CPU.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            micro_f32(kc, a, b, out)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (kc, a, b, out);
-    }
+    const MICRO: Micro = micro_f32;
 }
 
 impl Element for Bf16 {
@@ -174,16 +166,7 @@ impl Element for Bf16 {
             std::ptr::write_bytes(dst.add(cols), 0, NR - cols);
         }
     }
-    #[inline(always)]
-    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
-        // SAFETY: the caller's contract; `gemm` checked the CPU.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            micro_bf16(kc, a, b, out)
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (kc, a, b, out);
-    }
+    const MICRO: Micro = micro_bf16;
 }
 
 /// Rows of C that are complete, for the caller's epilogue: called with a
@@ -542,7 +525,7 @@ unsafe fn block<E: Element>(
         };
         // SAFETY: A's panel and B's hold kc words from u0; the tile's
         // `height x width` values are inside C.
-        unsafe { E::micro(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
+        unsafe { (E::MICRO)(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
     };
     let mut u0 = 0;
     while u0 < depth {
@@ -570,6 +553,12 @@ unsafe fn block<E: Element>(
         u0 += kc;
     }
 }
+
+// Where there is no AVX-512, `available` is false and no kernel runs.
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn micro_f32(_: usize, _: AWords, _: *const u32, _: Out) {}
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn micro_bf16(_: usize, _: AWords, _: *const u32, _: Out) {}
 
 /// Writes the accumulators to `out`.
 ///
