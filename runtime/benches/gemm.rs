@@ -13,17 +13,20 @@ use aicf_runtime::cpu::packed_gemm::{self, Operands, Packed};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 /// (name, batch, m, n, k, A transposed, B transposed)
-const SHAPES: [(&str, usize, usize, usize, usize, bool, bool); 6] = [
+const SHAPES: [(&str, usize, usize, usize, usize, bool, bool); 8] = [
     ("mlp784 fc1 forward", 1, 256, 512, 784, false, true),
     ("mlp784 fc1 weight gradient", 1, 512, 784, 256, true, false),
     ("transformer qkv forward", 1, 1024, 768, 256, false, true),
+    ("transformer fc1 forward", 1, 1024, 1024, 256, false, true),
+    ("transformer fc2 input gradient, wide", 1, 1024, 1024, 256, false, false),
     ("transformer fc2 input gradient", 1, 1024, 256, 1024, false, false),
     ("transformer fc2 weight gradient", 1, 1024, 256, 1024, true, false),
     ("attention scores, 32 heads", 32, 128, 128, 64, false, true),
 ];
 
 fn gemms(c: &mut Criterion) {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let threads = std::env::var("GEMM_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(2);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     let mut packed = Packed::default();
     for (name, batch, m, n, k, ta, tb) in SHAPES {
         let g = LibraryGemm::contiguous(batch, (m, n, k), ta, tb);
@@ -117,7 +120,7 @@ fn gemms(c: &mut Criterion) {
                                 false,
                                 false,
                                 false,
-                                gemm::Parallelism::Rayon(2),
+                                gemm::Parallelism::Rayon(threads),
                             )
                         }
                     }

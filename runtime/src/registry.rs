@@ -78,8 +78,9 @@ impl Choice {
 /// v3: the gemm crate with its AVX-512 kernels; 16-bit GEMMs widened to f32
 /// for the library candidates. v4: OpenBLAS. v5: the runtime's own AVX-512
 /// GEMMs (f32, and bf16 on the CPU's bf16 dot product); the operand type in
-/// the key.
-const CANDIDATES: &str = "v5";
+/// the key. v6: those GEMMs pack transposed operands with in-register
+/// transposes, and walk a one-block depth row panel by row panel.
+const CANDIDATES: &str = "v6";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
 /// (`None` without a home directory).

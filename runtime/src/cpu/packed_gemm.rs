@@ -22,10 +22,12 @@
 //!    count covers the threads, a product each (each thread packs its own);
 //!    one product, by rows or by columns (whichever is longer, whole panels
 //!    each), after every thread packed its share of both operands. Each
-//!    thread runs its block [`KC`] words of depth at a time: for each column
-//!    panel, for each row panel, the micro-kernel: `MR x NR` f32
-//!    accumulators in 24 registers, two B loads and `MR` broadcasts per word
-//!    of depth.
+//!    thread runs its block [`KC`] words of depth at a time, tile by tile
+//!    (row panel by row panel where the depth is one block, else column
+//!    panel by column panel; see [`block`]), the micro-kernel: `MR x NR`
+//!    f32 accumulators in 24 registers, two B loads and `MR` broadcasts per
+//!    word of depth. Transposed B (a weight read as `W^T`) is packed 16 x 16
+//!    words at a time, transposed in registers.
 //! 3. The micro-kernel writes `alpha` times its sums (the first block of
 //!    depth) or adds them (the others), with masked stores at the right edge
 //!    and only the rows that exist at the bottom edge.
@@ -450,8 +452,27 @@ unsafe fn pack_b<E: Element>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, us
                 continue;
             }
             // Columns contiguous (a transposed operand, as a weight read
-            // as W^T) or neither: each column's words along k, a chunk of
-            // depth at a time.
+            // as W^T): whole 16 x 16 blocks of words transposed in
+            // registers, the edges as below.
+            let whole = g.k / E::PER_WORD;
+            if rs == 1 && cols == NR && whole >= 16 {
+                let bytes = 4 / E::PER_WORD;
+                let column = |j: usize| b.wrapping_add((panel * NR + j) * cs * bytes);
+                let vectored = whole / 16 * 16;
+                for u0 in (0..vectored).step_by(16) {
+                    for j0 in [0, 16] {
+                        transpose16(column(j0).wrapping_add(u0 * 4), cs * bytes, out.add(u0 * NR + j0), NR);
+                    }
+                }
+                for j in 0..NR {
+                    let base = (panel * NR + j) * cs;
+                    for u in vectored..depth {
+                        *out.add(u * NR + j) = E::word(b, base, rs, u, g.k);
+                    }
+                }
+                continue;
+            }
+            // Else each column's words along k, a chunk of depth at a time.
             for u0 in (0..depth).step_by(PACK_CHUNK) {
                 let u1 = (u0 + PACK_CHUNK).min(depth);
                 for j in 0..cols {
@@ -469,6 +490,54 @@ unsafe fn pack_b<E: Element>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, us
         }
     }
 }
+
+/// Writes the transpose of the 16 x 16 words at `src` (rows
+/// `src_stride` bytes apart) to `dst` (rows `dst_stride` words apart):
+/// word `i` of source row `r` becomes word `r` of destination row `i`. Four
+/// rounds of shuffles: pairs of words, pairs of pairs, then the 128-bit
+/// lanes twice.
+///
+/// # Safety
+/// The CPU has AVX-512F; the 16 rows of 64 bytes at `src` and at `dst`
+/// lie inside their buffers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose16(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's contract.
+    let r: [__m512; 16] = std::array::from_fn(|i| unsafe { _mm512_loadu_ps(src.add(i * src_stride) as *const f32) });
+    // Rows 2p and 2p+1 interleaved: words 0, 1 of each lane (lo), 2, 3 (hi).
+    let a: [__m512d; 16] = std::array::from_fn(|i| {
+        let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
+        _mm512_castps_pd(if i % 2 == 0 { _mm512_unpacklo_ps(x, y) } else { _mm512_unpackhi_ps(x, y) })
+    });
+    // c[4q + e]: lane L holds rows 4q..4q+3 of word 4L + e.
+    let c: [__m512; 16] = std::array::from_fn(|i| {
+        let (q, e) = (i / 4, i % 4);
+        let (x, y) = (a[4 * q + e / 2], a[4 * q + 2 + e / 2]);
+        _mm512_castpd_ps(if e % 2 == 0 { _mm512_unpacklo_pd(x, y) } else { _mm512_unpackhi_pd(x, y) })
+    });
+    for e in 0..4 {
+        let [c0, c1, c2, c3] = [c[e], c[4 + e], c[8 + e], c[12 + e]];
+        let d0 = _mm512_shuffle_f32x4::<0x44>(c0, c1);
+        let d1 = _mm512_shuffle_f32x4::<0xee>(c0, c1);
+        let d2 = _mm512_shuffle_f32x4::<0x44>(c2, c3);
+        let d3 = _mm512_shuffle_f32x4::<0xee>(c2, c3);
+        let rows = [
+            _mm512_shuffle_f32x4::<0x88>(d0, d2),
+            _mm512_shuffle_f32x4::<0xdd>(d0, d2),
+            _mm512_shuffle_f32x4::<0x88>(d1, d3),
+            _mm512_shuffle_f32x4::<0xdd>(d1, d3),
+        ];
+        for (lane, v) in rows.into_iter().enumerate() {
+            // SAFETY: the caller's contract.
+            unsafe { _mm512_storeu_ps(dst.add((4 * lane + e) * dst_stride) as *mut f32, v) };
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn transpose16(_: *const u8, _: usize, _: *mut u32, _: usize) {}
 
 /// Where the micro-kernel writes: a tile of C whose rows are `ldc` apart,
 /// of which `height x width` values exist; `alpha` times the sums
@@ -527,6 +596,26 @@ unsafe fn block<E: Element>(
         // `height x width` values are inside C.
         unsafe { (E::MICRO)(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
     };
+    // The order of the tiles: where the depth is one block, a row panel's
+    // A (12 KiB) stays in L1 while B's panels pass (measured 5-15% faster
+    // on the transformer's k = 256 products, AMD Zen 4); where it is
+    // several, a column panel's B while A's pass (10-20% faster at
+    // k = 1024).
+    let panels = |rows: (usize, usize), cols: (usize, usize), u0: usize, kc: usize| {
+        if depth <= KC {
+            for rp in rows.0..rows.1 {
+                for cp in cols.0..cols.1 {
+                    tile(u0, kc, rp, cp);
+                }
+            }
+        } else {
+            for cp in cols.0..cols.1 {
+                for rp in rows.0..rows.1 {
+                    tile(u0, kc, rp, cp);
+                }
+            }
+        }
+    };
     let mut u0 = 0;
     while u0 < depth {
         let kc = KC.min(depth - u0);
@@ -534,21 +623,11 @@ unsafe fn block<E: Element>(
             Some(done) if u0 + kc == depth => {
                 for group in (rows.0..rows.1).step_by(DONE_PANELS) {
                     let end = (group + DONE_PANELS).min(rows.1);
-                    for cp in cols.0..cols.1 {
-                        for rp in group..end {
-                            tile(u0, kc, rp, cp);
-                        }
-                    }
+                    panels((group, end), cols, u0, kc);
                     done(group * MR, (end * MR).min(g.m));
                 }
             }
-            _ => {
-                for cp in cols.0..cols.1 {
-                    for rp in rows.0..rows.1 {
-                        tile(u0, kc, rp, cp);
-                    }
-                }
-            }
+            _ => panels(rows, cols, u0, kc),
         }
         u0 += kc;
     }
