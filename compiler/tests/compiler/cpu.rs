@@ -504,6 +504,14 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[8, 9], 23)],
         ),
         (
+            // The CPU's row copies: 3-D windows strided in every dim and
+            // in the outer ones only, their gradients, a 1-D slice, and
+            // concatenations along the first and a middle axis.
+            "slice_concat_rows",
+            "func.func @f(%x: tensor<4x6x10xf32>, %y: tensor<2x6x10xf32>, %z: tensor<4x3x10xf32>, %v: tensor<9xf32>) -> (tensor<2x2x3xf32>, tensor<4x6x10xf32>, tensor<4x2x4xf32>, tensor<4x6x10xf32>, tensor<3xf32>, tensor<6x6x10xf32>, tensor<4x9x10xf32>) {\n  %a = hl.slice %x start = [1, 0, 1] limit = [4, 5, 10] strides = [2, 3, 3] : tensor<4x6x10xf32>\n  %da = hl.slice_backward %a start = [1, 0, 1] limit = [4, 5, 10] strides = [2, 3, 3] : tensor<2x2x3xf32> -> tensor<4x6x10xf32>\n  %b = hl.slice %x start = [0, 1, 6] limit = [4, 5, 10] strides = [1, 2, 1] : tensor<4x6x10xf32>\n  %db = hl.slice_backward %b start = [0, 1, 6] limit = [4, 5, 10] strides = [1, 2, 1] : tensor<4x2x4xf32> -> tensor<4x6x10xf32>\n  %c = hl.slice %v start = [2] limit = [5] strides = [1] : tensor<9xf32>\n  %d = hl.concat %x, %y axis = 0 : tensor<4x6x10xf32>, tensor<2x6x10xf32>\n  %e = hl.concat %x, %z axis = 1 : tensor<4x6x10xf32>, tensor<4x3x10xf32>\n  return %a, %da, %b, %db, %c, %d, %e : tensor<2x2x3xf32>, tensor<4x6x10xf32>, tensor<4x2x4xf32>, tensor<4x6x10xf32>, tensor<3xf32>, tensor<6x6x10xf32>, tensor<4x9x10xf32>\n}".into(),
+            vec![f32s(&[4, 6, 10], 26), f32s(&[2, 6, 10], 27), f32s(&[4, 3, 10], 28), f32s(&[9], 29)],
+        ),
+        (
             "argmax_mse_reduce",
             format!("func.func @f(%x: {t}, %y: {t}) -> (tensor<3x7xi64>, tensor<f32>, tensor<1x5x1xf32>, tensor<5xf32>) {{\n  %a = hl.argmax %x axis = 1 : {t}\n  %l = hl.mse_loss %x, %y : {t}, {t}\n  %s = hl.reduce_sum %x axes = [0, 2] keepdim : {t}\n  %m = hl.reduce_max %y axes = [0, 2] : {t}\n  return %a, %l, %s, %m : tensor<3x7xi64>, tensor<f32>, tensor<1x5x1xf32>, tensor<5xf32>\n}}"),
             vec![f32s(&[3, 5, 7], 24), f32s(&[3, 5, 7], 25)],

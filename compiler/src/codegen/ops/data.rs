@@ -158,6 +158,9 @@ impl Generator {
         let start: Vec<usize> = i64_array(op, "start").unwrap_or_default().iter().map(|&v| v as usize).collect();
         let step: Vec<usize> = i64_array(op, "strides").unwrap_or_default().iter().map(|&v| v as usize).collect();
         let (ins, outs) = (&specs[0], &specs[1]);
+        if self.target.row_copies() && !outs.0.is_empty() && numel(&outs.0) > 0 && numel(&ins.0) > 0 {
+            return self.slice_runs(backward, &start, &step, specs);
+        }
         let (ti, to) = (flat_type(&ins.0, ins.1), flat_type(&outs.0, outs.1));
         let mut k = Kernel::new();
         let o = k.open("%begin", "%end");
@@ -205,6 +208,89 @@ impl Generator {
         self.one(k, specs, n, 8 * outs.0.len())
     }
 
+    /// The row form of a slice ([`Target::row_copies`]): an item per row
+    /// of the output's innermost dim. Forward, the row's run of the input
+    /// (its elements `step` apart); backward (the output is the whole
+    /// operand's gradient), the row is zeroed, then the window's row copied
+    /// into it where the row lies in the window.
+    fn slice_runs(
+        &mut self,
+        backward: bool,
+        start: &[usize],
+        step: &[usize],
+        specs: &[(Vec<usize>, DType)],
+    ) -> Kernels {
+        let (ins, outs) = (&specs[0], &specs[1]);
+        let (ti, to) = (flat_type(&ins.0, ins.1), flat_type(&outs.0, outs.1));
+        let last = outs.0.len() - 1;
+        let in_strides = row_major_strides(&ins.0);
+        let (out_run, in_run) = (outs.0[last], ins.0[last]);
+        let mut k = Kernel::new();
+        let o = k.open("%begin", "%end");
+        let c = k.unravel(&o, &outs.0[..last]);
+        let out_row = k.mad(&o, out_run, "%c0");
+        if backward {
+            // The output row's place in the window (the gradient operand):
+            // each outer coordinate c is in it iff c >= start,
+            // (c - start) % step == 0 and (c - start) / step < size.
+            let mut inside = k.val("arith.constant true");
+            let mut win = Vec::new();
+            for d in 0..last {
+                let s = k.index(start[d]);
+                let ge = k.cmpi("uge", &c[d], &s);
+                let off = k.val(&format!("arith.subi {}, {s} : index", c[d]));
+                let st = k.index(step[d]);
+                let q = k.val(&format!("arith.divui {off}, {st} : index"));
+                let r = k.val(&format!("arith.remui {off}, {st} : index"));
+                let exact = k.cmpi("eq", &r, "%c0");
+                let sz = k.index(ins.0[d]);
+                let lt = k.cmpi("ult", &q, &sz);
+                inside = k.and(&inside, &ge);
+                inside = k.and(&inside, &exact);
+                inside = k.and(&inside, &lt);
+                win.push(q);
+            }
+            let safe: Vec<String> =
+                win.iter().map(|q| k.val(&format!("arith.select {inside}, {q}, %c0 : index"))).collect();
+            let in_row = k.ravel(&safe, &in_strides[..last]);
+            let zero = k.float(0.0, compute(ins.1));
+            let n = k.index(out_run);
+            let j = k.open("%c0", &n);
+            let p = k.add(&out_row, &j);
+            k.store(&zero, "%b1", &p, &to);
+            k.close();
+            // The window's row, where this row is in the window (else no
+            // elements).
+            let run = k.index(in_run);
+            let count = k.val(&format!("arith.select {inside}, {run}, %c0 : index"));
+            let first = k.index(start[last]);
+            let j = k.open("%c0", &count);
+            let i = k.add(&in_row, &j);
+            let v = k.load("%b0", &i, &ti);
+            let col = k.mad(&j, step[last], &first);
+            let p = k.add(&out_row, &col);
+            k.store(&v, "%b1", &p, &to);
+            k.close();
+        } else {
+            let mut from = k.index(start[last] * in_strides[last]);
+            for d in 0..last {
+                let sc = k.index(start[d]);
+                let x = k.mad(&c[d], step[d], &sc);
+                from = k.mad(&x, in_strides[d], &from);
+            }
+            let n = k.index(out_run);
+            let j = k.open("%c0", &n);
+            let i = k.mad(&j, step[last], &from);
+            let v = k.load("%b0", &i, &ti);
+            let p = k.add(&out_row, &j);
+            k.store(&v, "%b1", &p, &to);
+            k.close();
+        }
+        k.close();
+        let rows = numel(&outs.0) / out_run;
+        self.one(k, specs, rows, 2 * out_run + 8 * outs.0.len())
+    }
+
     /// One kernel per input, copying it to its place along `axis`.
     pub(crate) fn concat(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let axis = int_attr(op, "axis").unwrap_or(0) as usize;
@@ -213,6 +299,37 @@ impl Generator {
         let mut offset = 0;
         let mut all = Vec::new();
         for (n, (shape, t)) in specs[..out].iter().enumerate() {
+            if self.target.row_copies() && !shape.is_empty() && numel(shape) > 0 {
+                // A row of the input's innermost dim per item, copied to
+                // its place (shifted along `axis`).
+                let last = shape.len() - 1;
+                let run = shape[last];
+                let mut k = Kernel::new();
+                let i = k.open("%begin", "%end");
+                let mut c = k.unravel(&i, &shape[..last]);
+                let shift = if axis == last { offset } else { 0 };
+                if axis < last {
+                    let oc = k.index(offset);
+                    c[axis] = k.add(&c[axis], &oc);
+                }
+                let base = k.index(shift);
+                let to = k.ravel(&c, &out_strides[..last]);
+                let to = k.add(&to, &base);
+                let from = k.mad(&i, run, "%c0");
+                let rc = k.index(run);
+                let j = k.open("%c0", &rc);
+                let s = k.add(&from, &j);
+                let v = k.load("%b0", &s, &flat_type(shape, *t));
+                let d = k.add(&to, &j);
+                k.store(&v, "%b1", &d, &flat_type(&specs[out].0, specs[out].1));
+                k.close();
+                k.close();
+                let pair = [specs[n].clone(), specs[out].clone()];
+                self.finish(k, &pair);
+                all.push((self.last(), (numel(shape) / run) as u64, 2 * run as u64, vec![n, out], vec![]));
+                offset += shape[axis];
+                continue;
+            }
             let mut k = Kernel::new();
             let i = k.open("%begin", "%end");
             let mut c = k.unravel(&i, shape);

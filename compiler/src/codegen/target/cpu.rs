@@ -44,6 +44,10 @@ impl TargetInfo for CpuTarget {
         (rank >= 2 && perm[rank - 1] == rank - 1).then(|| g.transpose_runs(perm, specs))
     }
 
+    fn row_copies(&self) -> bool {
+        true
+    }
+
     fn row_kernel(&self) -> Kernel {
         Kernel::new()
     }
