@@ -4,9 +4,10 @@
 //! `cargo bench -p aicf-runtime --bench gemm`. Each reports its time;
 //! the GFLOP/s are `2 m n k batch / time`. The runtime's own AVX-512
 //! kernels (`packed_gemm`, f32 and bf16) run where the CPU has the
-//! instructions; matrixmultiply and the `gemm` crate everywhere. The
-//! registry times the same candidates from a cold cache inside a step;
-//! this bench is for working on one kernel.
+//! instructions; matrixmultiply (one thread: the runtime splits its
+//! products over its pool) and the `gemm` crate everywhere. The registry
+//! times the same candidates from a cold cache inside a step; this bench
+//! is for working on one kernel.
 
 use aicf_runtime::artifact::LibraryGemm;
 use aicf_runtime::cpu::packed_gemm::{self, Operands, Packed};
@@ -72,7 +73,7 @@ fn gemms(c: &mut Criterion) {
         }
         let [ar, ac] = g.a_strides.map(|s| s as isize);
         let [br, bc] = g.b_strides.map(|s| s as isize);
-        group.bench_function("matrixmultiply f32", |bench| {
+        group.bench_function("matrixmultiply f32, one thread", |bench| {
             bench.iter(|| {
                 for t in 0..batch {
                     unsafe {

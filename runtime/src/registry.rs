@@ -79,8 +79,10 @@ impl Choice {
 /// for the library candidates. v4: OpenBLAS. v5: the runtime's own AVX-512
 /// GEMMs (f32, and bf16 on the CPU's bf16 dot product); the operand type in
 /// the key. v6: those GEMMs pack transposed operands with in-register
-/// transposes, and walk a one-block depth row panel by row panel.
-const CANDIDATES: &str = "v6";
+/// transposes, and walk a one-block depth row panel by row panel. v7:
+/// matrixmultiply (`library`, `library-swapped`) runs on the pool's
+/// threads, one block each, instead of its own threads on every core.
+const CANDIDATES: &str = "v7";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
 /// (`None` without a home directory).

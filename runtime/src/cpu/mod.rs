@@ -567,23 +567,39 @@ impl CpuModule {
         }
     }
 
-    /// OpenBLAS's sgemm, single-threaded on each of the pool's threads:
-    /// the output split into as many blocks of rows (or of columns, where
-    /// it is wider than tall) as the pool has threads; then the epilogue.
-    /// matrixmultiply's where OpenBLAS is missing or cannot take the
-    /// operands' strides (a forced choice).
+    /// Runs `piece(batch, (lo, hi), by_rows)` for every batch over the
+    /// pool's threads, each its block of the output: rows `lo..hi` where it
+    /// is taller than wide, else columns; blocks of at least 16.
+    fn split_gemm(&self, g: &LibraryGemm, piece: impl Fn(usize, (usize, usize), bool) + Sync) {
+        let by_rows = g.m >= g.n;
+        let long = if by_rows { g.m } else { g.n };
+        let pieces = self.threads().min(long.div_ceil(16)).max(1);
+        let block = |p: usize| (long * p / pieces, long * (p + 1) / pieces);
+        for batch in 0..g.batch {
+            if pieces == 1 {
+                piece(batch, block(0), by_rows);
+            } else {
+                let piece = &piece;
+                self.pool.scope(|s| {
+                    for p in 0..pieces {
+                        s.spawn(move |_| piece(batch, block(p), by_rows));
+                    }
+                });
+            }
+        }
+    }
+
+    /// OpenBLAS's sgemm, single-threaded on each of the pool's threads
+    /// ([`Self::split_gemm`]); then the epilogue. matrixmultiply's where
+    /// OpenBLAS is missing or cannot take the operands' strides (a forced
+    /// choice).
     fn openblas_gemm(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
         let Some(blas) = blas::openblas().filter(|_| blas::OpenBlas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides))
         else {
             return self.library_gemm(epilogue, call, g, pointers, false);
         };
         let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
-        let by_rows = g.m >= g.n;
-        let long = if by_rows { g.m } else { g.n };
-        // Pieces of at least 16 rows or columns.
-        let pieces = self.threads().min(long.div_ceil(16)).max(1);
-        let piece = move |batch: usize, p: usize| {
-            let (lo, hi) = (long * p / pieces, long * (p + 1) / pieces);
+        self.split_gemm(g, move |batch, (lo, hi), by_rows| {
             let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
             // SAFETY: the manifest's shapes and strides stay inside A, B
             // and the output, so do the blocks; `fits` holds for every
@@ -610,28 +626,19 @@ impl CpuModule {
                     );
                 }
             }
-        };
-        for batch in 0..g.batch {
-            if pieces == 1 {
-                piece(batch, 0);
-            } else {
-                self.pool.scope(|s| {
-                    for p in 0..pieces {
-                        s.spawn(move |_| piece(batch, p));
-                    }
-                });
-            }
-        }
+        });
         if let Some(e) = epilogue {
             self.launch(e, call, pointers);
         }
     }
 
-    /// matrixmultiply's sgemm (threaded: it shares its packed panels
-    /// between threads, which beats splitting rows over our pool), then the
-    /// epilogue on the pool. `swapped` computes C^T = B^T A^T instead, which
-    /// packs A where the direct form packs B: the better one depends on
-    /// which operand is strided and which is still in cache.
+    /// matrixmultiply's sgemm, single-threaded on each of the pool's
+    /// threads ([`Self::split_gemm`]; the crate's own threading would use
+    /// every core whatever the pool's size, so a 1-thread session ran
+    /// these GEMMs on 2 and the registry measured them so), then the
+    /// epilogue on the pool. `swapped` computes C^T = B^T A^T instead,
+    /// which packs A where the direct form packs B: the better one depends
+    /// on which operand is strided and which is still in cache.
     fn library_gemm(
         &self,
         epilogue: Option<KernelFn>,
@@ -640,52 +647,34 @@ impl CpuModule {
         pointers: &[*mut u8],
         swapped: bool,
     ) {
-        let (a, b, c) = (pointers[g.a] as *const f32, pointers[g.b] as *const f32, pointers[g.out] as *mut f32);
-        for batch in 0..g.batch {
+        let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
+        self.split_gemm(g, move |batch, (lo, hi), by_rows| {
+            let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
+            // The block: rows lo..hi of A and C, or columns lo..hi of B
+            // and C.
+            let (m, n) = if by_rows { (hi - lo, g.n) } else { (g.m, hi - lo) };
             // SAFETY: the manifest's shapes and strides stay inside A, B
-            // and the output.
+            // and the output, so do the blocks; pieces write disjoint
+            // blocks of C.
             unsafe {
-                let (ap, bp) = (a.add(batch * g.a_batch), b.add(batch * g.b_batch));
-                let cp = c.add(batch * g.m * g.n);
+                let (mut ap, mut bp) = (a.add(batch * g.a_batch), b.add(batch * g.b_batch));
+                let mut cp = c.add(batch * g.m * g.n);
+                if by_rows {
+                    ap = ap.add(lo * g.a_strides[0]);
+                    cp = cp.add(lo * g.n);
+                } else {
+                    bp = bp.add(lo * g.b_strides[1]);
+                    cp = cp.add(lo);
+                }
                 let [ar, ac] = g.a_strides.map(|s| s as isize);
                 let [br, bc] = g.b_strides.map(|s| s as isize);
                 if swapped {
-                    matrixmultiply::sgemm(
-                        g.n,
-                        g.k,
-                        g.m,
-                        g.alpha as f32,
-                        bp,
-                        bc,
-                        br,
-                        ap,
-                        ac,
-                        ar,
-                        0.0,
-                        cp,
-                        1,
-                        g.n as isize,
-                    );
+                    matrixmultiply::sgemm(n, g.k, m, g.alpha as f32, bp, bc, br, ap, ac, ar, 0.0, cp, 1, g.n as isize);
                 } else {
-                    matrixmultiply::sgemm(
-                        g.m,
-                        g.k,
-                        g.n,
-                        g.alpha as f32,
-                        ap,
-                        ar,
-                        ac,
-                        bp,
-                        br,
-                        bc,
-                        0.0,
-                        cp,
-                        g.n as isize,
-                        1,
-                    );
+                    matrixmultiply::sgemm(m, g.k, n, g.alpha as f32, ap, ar, ac, bp, br, bc, 0.0, cp, g.n as isize, 1);
                 }
             }
-        }
+        });
         if let Some(e) = epilogue {
             self.launch(e, call, pointers);
         }
