@@ -81,7 +81,9 @@ impl Choice {
 /// the key. v6: those GEMMs pack transposed operands with in-register
 /// transposes, and walk a one-block depth row panel by row panel. v7:
 /// matrixmultiply (`library`, `library-swapped`) runs on the pool's
-/// threads, one block each, instead of its own threads on every core.
+/// threads, one block each, instead of its own threads on every core;
+/// small GEMMs keep the generated kernel unless a library candidate is
+/// much faster ([`SMALL_LIBRARY_MARGIN`]).
 const CANDIDATES: &str = "v7";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
@@ -112,6 +114,16 @@ pub const RECHECK_FLOOR_MS: f64 = 0.1;
 /// How much faster than the old choice a candidate must measure for a
 /// re-measurement to replace a decision.
 pub const SWITCH: f64 = 1.2;
+
+/// How much faster than the generated kernel a library candidate must
+/// measure to be chosen for a GEMM timed below [`RECHECK_FLOOR_MS`]. Such
+/// a call's cold timing is mostly noise, and a library call pays in the
+/// step what the timing loop hides (its fork-join on workers that went
+/// to sleep between kernels): MLP 64's step took 0.11-0.27 ms with the
+/// `gemm` crate chosen for its 32 x 128 x 128 product at 0.0307 ms
+/// against the generated kernel's 0.0324, 0.09-0.11 with the generated
+/// kernel (AMD Zen 4, 2 threads).
+pub const SMALL_LIBRARY_MARGIN: f64 = 1.5;
 
 /// Keys this process has checked for drift, and the decisions it measured
 /// again: every registry of the process reads these first, so two sessions
@@ -223,13 +235,19 @@ impl Registry {
         }
     }
 
-    /// Decides `key` from measured `times`: the fastest candidate, or, when
-    /// the key already had a decision (`incumbent`, being re-measured), the
-    /// fastest only if it beats the incumbent by [`SWITCH`]. Records the
+    /// Decides `key` from measured `times`: the fastest candidate (but the
+    /// generated kernel for a small GEMM, unless a library candidate beats
+    /// it by [`SMALL_LIBRARY_MARGIN`]), or, when the key already had a
+    /// decision (`incumbent`, being re-measured), the fastest only if it
+    /// beats the incumbent by [`SWITCH`]. Records the
     /// decision and the times, for this process's other sessions too.
     pub fn decide(&self, key: String, incumbent: Option<Choice>, times: &[(Choice, f64)]) -> Choice {
         let time = |c: Choice| times.iter().find(|t| t.0 == c).map_or(f64::INFINITY, |t| t.1);
-        let fastest = times.iter().min_by(|x, y| x.1.total_cmp(&y.1)).map_or(Choice::Generated, |t| t.0);
+        let mut fastest = times.iter().min_by(|x, y| x.1.total_cmp(&y.1)).map_or(Choice::Generated, |t| t.0);
+        let generated = time(Choice::Generated);
+        if generated < RECHECK_FLOOR_MS && generated < time(fastest) * SMALL_LIBRARY_MARGIN {
+            fastest = Choice::Generated;
+        }
         let choice = match incumbent {
             Some(old) if !(time(fastest) * SWITCH < time(old)) => old,
             _ => fastest,
@@ -400,6 +418,18 @@ mod tests {
         let other = registry(&[("t2/b", "library")]);
         assert_eq!(other.get("t2/b"), Some(Choice::Generated));
         assert!(r.decisions.lock().unwrap()["t2/b (ms)"].contains("library 1.5000"));
+    }
+
+    #[test]
+    fn a_small_gemm_keeps_the_generated_kernel_unless_a_library_is_much_faster() {
+        let r = registry(&[]);
+        let close = [(Choice::Generated, 0.0324), (Choice::GemmRs, 0.0307), (Choice::Library, 0.0400)];
+        assert_eq!(r.decide("t2/small".into(), None, &close), Choice::Generated);
+        let clear = [(Choice::Generated, 0.0500), (Choice::OpenBlas, 0.0200)];
+        assert_eq!(r.decide("t2/clear".into(), None, &clear), Choice::OpenBlas);
+        // Above the floor the fastest is taken.
+        let large = [(Choice::Generated, 0.5000), (Choice::GemmRs, 0.4500)];
+        assert_eq!(r.decide("t2/large".into(), None, &large), Choice::GemmRs);
     }
 
     /// A bf16 GEMM is measured apart from an f32 one of the same shape:
