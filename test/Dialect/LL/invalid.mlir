@@ -185,6 +185,22 @@ func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f32>, %g: mem
 
 // -----
 
+func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f32>, %r: memref<8xf32>) {
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op rows buffer 'memref<8xf32>' must hold 9 values of 'f32' (one per row and the count)}}
+  ll.softmax_cross_entropy %l, %y into %loss rows(%r) : memref<8x4xf32>, memref<8xi32> -> memref<f32> rows memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f32>, %r: memref<9xf64>) {
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op rows buffer 'memref<9xf64>' must hold 9 values of 'f32' (one per row and the count)}}
+  ll.softmax_cross_entropy %l, %y into %loss rows(%r) : memref<8x4xf32>, memref<8xi32> -> memref<f32> rows memref<9xf64>
+  return
+}
+
+// -----
+
 func.func @f(%x: memref<8x4xf32>, %o: memref<4xf16>) {
   // expected-error @+1 {{'ll.reduce' op input 'memref<8x4xf32>' and result 'memref<4xf16>' hold different element types}}
   ll.reduce sum %x dims = [0] into %o : memref<8x4xf32> -> memref<4xf16>

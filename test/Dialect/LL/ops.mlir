@@ -27,6 +27,10 @@ func.func @mlp_step(%x: memref<32x64xf32>, %w1: memref<128x64xf32>, %b1: memref<
   // CHECK: ll.softmax_cross_entropy %{{.*}}, %{{.*}} into %{{.*}} reduction = sum : memref<32x10xf32>, memref<32xi32> -> memref<f32>
   ll.softmax_cross_entropy %logits, %labels into %loss reduction = sum
       : memref<32x10xf32>, memref<32xi32> -> memref<f32>
+  // CHECK: ll.softmax_cross_entropy %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} rows(%{{.*}}) : memref<32x10xf32>, memref<32xi32> -> memref<f32>, memref<32x10xf32> rows memref<33xf32>
+  %rows = memref.alloc() : memref<33xf32>
+  ll.softmax_cross_entropy %logits, %labels into %loss, %dlogits rows(%rows)
+      : memref<32x10xf32>, memref<32xi32> -> memref<f32>, memref<32x10xf32> rows memref<33xf32>
   // CHECK: ll.gemm %{{.*}}, %{{.*}} into %{{.*}} transpose_a accumulate alpha = 5.000000e-01 : memref<32x10xf32>, memref<32x128xf32> -> memref<10x128xf32>
   ll.gemm %dlogits, %h into %dw2 transpose_a accumulate alpha = 0.5
       : memref<32x10xf32>, memref<32x128xf32> -> memref<10x128xf32>

@@ -82,81 +82,206 @@ impl Generator {
     /// rows (warp w: rows w, w + W, ...) with the classes split over its
     /// lanes, the row max and sum by xor shuffles, and the block sums the
     /// warps' losses.
+    /// `ll.softmax_cross_entropy`: with a `rows` scratch buffer, three
+    /// kernels (the labelled rows counted where an ignore index needs it;
+    /// every row's loss and gradient in parallel, a row per work item; the
+    /// rows' losses summed in a fixed order by one team); without, one team
+    /// takes every row. The loss has the same bits either way.
     pub(crate) fn softmax_cross_entropy(
         &mut self,
         op: MlirOperation,
         specs: &[(Vec<usize>, DType)],
-    ) -> Result<(u64, u64, IndexCheck)> {
-        let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 1, 0]);
+    ) -> Result<Kernels> {
+        let mut seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 1, 0, 0]);
+        seg.resize(6, 0);
+        let c = CrossEntropy::of(op, specs, &seg)?;
+        let check = IndexCheck {
+            operand: 1,
+            dtype: runtime_dtype(c.label_t)?,
+            count: c.rows,
+            bound: c.classes as i64,
+            allowed: c.ignore,
+            what: "label".into(),
+        };
+        let all: Vec<usize> = (0..specs.len()).collect();
+        let Some(rb) = c.row_losses else {
+            let mut k = self.target.row_kernel();
+            let team = self.target.team(&mut k);
+            let count = c.count(&mut k, &team, self.target.as_ref(), None);
+            let scale = c.scale(&mut k, &count);
+            // The rows' losses are summed in f64 (one f32 accumulator over
+            // 1024 rows drifts 10x further from the exact sum than
+            // PyTorch's pairwise f32 sum), rounded once.
+            let zero64 = k.float(0.0, DType::F64);
+            let rc = c.rc(&mut k);
+            let (r, accs, totals) = k.open_reduce_all(&team.warp, &rc, &team.warps, &[zero64], "f64");
+            let row_loss = c.row(&mut k, &r, &scale);
+            let next = c.add64(&mut k, &accs[0], &row_loss);
+            k.close_with_all(&[next], "f64");
+            let l = c.mean(&mut k, &team, self.target.as_ref(), &totals[0], &count);
+            self.target.clone().finish_team(self, k, &team, &l, c.loss, specs);
+            return Ok(vec![(self.last(), 1, (c.rows * c.classes * 8) as u64, all, vec![check])]);
+        };
+        let mut kernels = Vec::new();
+        // 1. The labelled rows, counted once into the buffer's slot 0.
+        let counted = !c.sum && c.ignore.is_some();
+        if counted {
+            let mut k = self.target.row_kernel();
+            let team = self.target.team(&mut k);
+            let count = c.count(&mut k, &team, self.target.as_ref(), None);
+            self.target.clone().finish_team(self, k, &team, &count, rb, specs);
+            kernels.push((self.last(), 1, c.rows as u64, all.clone(), vec![check.clone()]));
+        }
+        // 2. A row per work item: its loss into slot 1 + row, its gradient.
+        let mut k = self.target.row_kernel();
+        let team = self.target.team(&mut k);
+        let count = c.count(&mut k, &team, self.target.as_ref(), counted.then_some(rb));
+        let scale = c.scale(&mut k, &count);
+        let r = k.open("%begin", "%end");
+        let row_loss = c.row(&mut k, &r, &scale);
+        let slot = k.add(&r, "%c1");
+        k.store(&row_loss, &format!("%b{rb}"), &slot, &c.tys[rb]);
+        k.close();
+        self.finish(k, specs);
+        let checks = if counted { vec![] } else { vec![check] };
+        kernels.push((self.last(), c.rows.max(1) as u64, (c.classes * 8) as u64, all.clone(), checks));
+        // 3. The rows' losses summed in f64 in row order, as one team.
+        let mut k = self.target.row_kernel();
+        let team = self.target.team(&mut k);
+        let count = c.count(&mut k, &team, self.target.as_ref(), counted.then_some(rb));
+        let zero64 = k.float(0.0, DType::F64);
+        let rc = c.rc(&mut k);
+        let (r, accs, totals) = k.open_reduce_all(&team.warp, &rc, &team.warps, &[zero64], "f64");
+        let slot = k.add(&r, "%c1");
+        let row_loss = k.load(&format!("%b{rb}"), &slot, &c.tys[rb]);
+        let next = c.add64(&mut k, &accs[0], &row_loss);
+        k.close_with_all(&[next], "f64");
+        let l = c.mean(&mut k, &team, self.target.as_ref(), &totals[0], &count);
+        self.target.clone().finish_team(self, k, &team, &l, c.loss, specs);
+        kernels.push((self.last(), 1, c.rows.max(1) as u64, all, vec![]));
+        Ok(kernels)
+    }
+}
+
+/// An `ll.softmax_cross_entropy`: its operands, shape and options.
+struct CrossEntropy {
+    grad_output: Option<usize>,
+    loss: usize,
+    grad: Option<usize>,
+    row_losses: Option<usize>,
+    /// The compute type.
+    t: DType,
+    classes: usize,
+    rows: usize,
+    ignore: Option<i64>,
+    sum: bool,
+    grad_scale: f64,
+    label_t: DType,
+    /// Each operand's memref type.
+    tys: Vec<String>,
+}
+
+impl CrossEntropy {
+    fn of(op: MlirOperation, specs: &[(Vec<usize>, DType)], seg: &[i64]) -> Result<Self> {
         let grad_output = (seg[2] > 0).then_some(2);
         let loss = 2 + seg[2] as usize;
         let grad = (seg[4] > 0).then_some(loss + 1);
+        let row_losses = (seg[5] > 0).then_some(loss + 1 + seg[4] as usize);
         let (logits, t) = (&specs[0].0, compute(specs[0].1));
         let classes = logits.last().copied().unwrap_or(1);
-        let rows = numel(logits) / classes.max(1);
-        let ignore = int_attr(op, "ignore_index");
-        let sum = int_attr(op, "reduction") == Some(1);
-        let grad_scale = float_attr(op, "grad_scale").unwrap_or(1.0);
-        let label_t = specs[1].1;
-        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
-        let f = t.mlir();
-        let mut k = self.target.row_kernel();
-        let zero = k.float(0.0, t);
-        let one = k.float(1.0, t);
-        let (rc, cc) = (k.index(rows), k.index(classes));
-        // The team's thread `tid` counts rows tid, tid + step, ...; warp
-        // `warp` takes rows warp, warp + warps, ...
-        let team = self.target.team(&mut k);
-        let (tid, step, warp, warps) = (&team.tid, &team.step, &team.warp, &team.warps);
-        let lt = label_t.mlir();
-        let ignore_c = ignore.map(|i| k.val(&format!("arith.constant {i} : {lt}")));
-        // Whether label `l` counts (every label does without an ignore index).
-        let labelled = |k: &mut Kernel, l: &str| match &ignore_c {
-            Some(c) => k.val(&format!("arith.cmpi ne, {l}, {c} : {lt}")),
+        Ok(CrossEntropy {
+            grad_output,
+            loss,
+            grad,
+            row_losses,
+            t,
+            classes,
+            rows: numel(logits) / classes.max(1),
+            ignore: int_attr(op, "ignore_index"),
+            sum: int_attr(op, "reduction") == Some(1),
+            grad_scale: float_attr(op, "grad_scale").unwrap_or(1.0),
+            label_t: specs[1].1,
+            tys: specs.iter().map(|(s, d)| flat_type(s, *d)).collect(),
+        })
+    }
+
+    fn rc(&self, k: &mut Kernel) -> String {
+        k.index(self.rows)
+    }
+
+    /// Whether label `l` counts (every label does without an ignore index).
+    fn labelled(&self, k: &mut Kernel, l: &str) -> String {
+        let lt = self.label_t.mlir();
+        match self.ignore {
+            Some(i) => {
+                let c = k.val(&format!("arith.constant {i} : {lt}"));
+                k.val(&format!("arith.cmpi ne, {l}, {c} : {lt}"))
+            }
             None => k.val("arith.constant true"),
-        };
-        // count of labelled rows
-        let count = if sum {
-            one.clone()
-        } else {
-            let (r, acc, res) = k.open_reduce_all(tid, &rc, step, std::slice::from_ref(&zero), f);
-            let l = k.load("%b1", &r, &ty(1));
-            let valid = labelled(&mut k, &l);
-            let inc = k.val(&format!("arith.select {valid}, {one}, {zero} : {f}"));
-            let s = k.fop("addf", &acc[0], &inc, t);
-            k.close_with_all(&[s], f);
-            self.target.team_sum(&mut k, &team, &res[0], t)
-        };
-        let upstream = match grad_output {
+        }
+    }
+
+    /// The rows the mean divides by: 1 for a sum, every row without an
+    /// ignore index, else those labelled: read from slot 0 of `counted`,
+    /// or counted by the team.
+    fn count(&self, k: &mut Kernel, team: &Team, target: &dyn TargetInfo, counted: Option<usize>) -> String {
+        let (t, f) = (self.t, self.t.mlir());
+        if self.sum {
+            return k.float(1.0, t);
+        }
+        if self.ignore.is_none() {
+            return k.float(self.rows as f64, t);
+        }
+        if let Some(rb) = counted {
+            return k.load(&format!("%b{rb}"), "%c0", &self.tys[rb]);
+        }
+        let (zero, one) = (k.float(0.0, t), k.float(1.0, t));
+        let rc = self.rc(k);
+        let (r, acc, res) = k.open_reduce_all(&team.tid, &rc, &team.step, std::slice::from_ref(&zero), f);
+        let l = k.load("%b1", &r, &self.tys[1]);
+        let valid = self.labelled(k, &l);
+        let inc = k.val(&format!("arith.select {valid}, {one}, {zero} : {f}"));
+        let s = k.fop("addf", &acc[0], &inc, t);
+        k.close_with_all(&[s], f);
+        target.team_sum(k, team, &res[0], t)
+    }
+
+    /// The gradient's factor: the upstream gradient over the count.
+    fn scale(&self, k: &mut Kernel, count: &str) -> String {
+        let t = self.t;
+        let upstream = match self.grad_output {
             Some(p) => {
-                let g = k.load(&format!("%b{p}"), "%c0", &ty(p));
-                let c = k.float(grad_scale, t);
+                let g = k.load(&format!("%b{p}"), "%c0", &self.tys[p]);
+                let c = k.float(self.grad_scale, t);
                 k.fop("mulf", &g, &c, t)
             }
-            None => k.float(grad_scale, t),
+            None => k.float(self.grad_scale, t),
         };
-        let scale = k.fop("divf", &upstream, &count, t);
-        // The rows' losses are summed in f64 (one f32 accumulator over 1024
-        // rows drifts 10x further from the exact sum than PyTorch's
-        // pairwise f32 sum), rounded once.
-        let zero64 = k.float(0.0, DType::F64);
-        let (r, accs, totals) = k.open_reduce_all(warp, &rc, warps, std::slice::from_ref(&zero64), "f64");
-        let acc = accs[0].clone();
-        let l = k.load("%b1", &r, &ty(1));
-        let valid = labelled(&mut k, &l);
-        let li = k.val(&format!("arith.index_cast {l} : {} to index", label_t.mlir()));
+        k.fop("divf", &upstream, count, t)
+    }
+
+    /// Row `r`'s loss (zero where its label is ignored), and its gradient
+    /// written where the op has one.
+    fn row(&self, k: &mut Kernel, r: &str, scale: &str) -> String {
+        let (t, f) = (self.t, self.t.mlir());
+        let zero = k.float(0.0, t);
+        let one = k.float(1.0, t);
+        let cc = k.index(self.classes);
+        let l = k.load("%b1", r, &self.tys[1]);
+        let valid = self.labelled(k, &l);
+        let li = k.val(&format!("arith.index_cast {l} : {} to index", self.label_t.mlir()));
         let li = k.val(&format!("arith.select {valid}, {li}, %c0 : index"));
-        let base = k.mul(&r, &cc);
+        let base = k.mul(r, &cc);
         let ninf = k.float(f64::NEG_INFINITY, t);
         let (c, mx, m) = k.open_cols_reduce(&cc, &ninf, f);
         let at = k.add(&base, &c);
-        let v = k.load("%b0", &at, &ty(0));
+        let v = k.load("%b0", &at, &self.tys[0]);
         let nm = k.val(&format!("arith.maximumf {mx}, {v} : {f}"));
         k.close_with(&nm, f);
         let m = k.warp_all(&m, "maximumf", t);
         let (c, se, s) = k.open_cols_reduce(&cc, &zero, f);
         let at = k.add(&base, &c);
-        let v = k.load("%b0", &at, &ty(0));
+        let v = k.load("%b0", &at, &self.tys[0]);
         let d = k.fop("subf", &v, &m, t);
         let e = k.val(&format!("math.exp {d} : {f}"));
         let ns = k.row_sum(&se, &e, t);
@@ -165,42 +290,46 @@ impl Generator {
         let logs = k.val(&format!("math.log {s} : {f}"));
         let lse = k.fop("addf", &m, &logs, t);
         let at = k.add(&base, &li);
-        let xl = k.load("%b0", &at, &ty(0));
+        let xl = k.load("%b0", &at, &self.tys[0]);
         let row_loss = k.fop("subf", &lse, &xl, t);
         let row_loss = k.val(&format!("arith.select {valid}, {row_loss}, {zero} : {f}"));
-        let row_loss64 = if t == DType::F64 { row_loss } else { k.val(&format!("arith.extf {row_loss} : {f} to f64")) };
-        let next = k.fop("addf", &acc, &row_loss64, DType::F64);
-        if let Some(g) = grad {
+        if let Some(g) = self.grad {
             let gs = k.val(&format!("arith.select {valid}, {scale}, {zero} : {f}"));
             let c = k.open_cols(&cc);
             let at = k.add(&base, &c);
-            let v = k.load("%b0", &at, &ty(0));
+            let v = k.load("%b0", &at, &self.tys[0]);
             let d = k.fop("subf", &v, &lse, t);
             let p = k.val(&format!("math.exp {d} : {f}"));
             let hit = k.val(&format!("arith.cmpi eq, {c}, {li} : index"));
             let sub = k.val(&format!("arith.select {hit}, {one}, {zero} : {f}"));
             let q = k.fop("subf", &p, &sub, t);
             let gv = k.fop("mulf", &q, &gs, t);
-            k.store(&gv, &format!("%b{g}"), &at, &ty(g));
+            k.store(&gv, &format!("%b{g}"), &at, &self.tys[g]);
             k.close();
         }
-        k.close_with_all(&[next], "f64");
-        let partial = if t == DType::F64 {
-            totals[0].clone()
+        row_loss
+    }
+
+    /// `acc + row_loss` in f64.
+    fn add64(&self, k: &mut Kernel, acc: &str, row_loss: &str) -> String {
+        let wide = if self.t == DType::F64 {
+            row_loss.to_string()
         } else {
-            k.val(&format!("arith.truncf {} : f64 to {f}", totals[0]))
+            k.val(&format!("arith.extf {row_loss} : {} to f64", self.t.mlir()))
         };
-        let total = self.target.team_total(&mut k, &team, &partial, t);
-        let l = if sum { total } else { k.fop("divf", &total, &count, t) };
-        self.target.clone().finish_team(self, k, &team, &l, loss, specs);
-        let check = IndexCheck {
-            operand: 1,
-            dtype: runtime_dtype(label_t)?,
-            count: rows,
-            bound: classes as i64,
-            allowed: ignore,
-            what: "label".into(),
+        k.fop("addf", acc, &wide, DType::F64)
+    }
+
+    /// The team's loss from its warps' f64 totals: rounded once, summed
+    /// over the team, divided by the count for a mean.
+    fn mean(&self, k: &mut Kernel, team: &Team, target: &dyn TargetInfo, totals: &str, count: &str) -> String {
+        let t = self.t;
+        let partial = if t == DType::F64 {
+            totals.to_string()
+        } else {
+            k.val(&format!("arith.truncf {totals} : f64 to {}", t.mlir()))
         };
-        Ok((1, (rows * classes * 8) as u64, check))
+        let total = target.team_total(k, team, &partial, t);
+        if self.sum { total } else { k.fop("divf", &total, count, t) }
     }
 }

@@ -217,6 +217,17 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
     if (grad.getType() != Type(logits))
       return emitOpError("gradient buffer ")
              << grad.getType() << " must have the logits' type " << logits;
+  if (Value rows = getRowLosses()) {
+    // The rows' losses in the logits' compute type: f64, else f32.
+    auto r = cast<MemRefType>(rows.getType());
+    Type want = logits.getElementType().isF64() ? Type(Float64Type::get(getContext()))
+                                                 : Type(Float32Type::get(getContext()));
+    int64_t count = labels.getNumElements();
+    if (r.getElementType() != want || r.getShape()[0] != count + 1)
+      return emitOpError("rows buffer ")
+             << r << " must hold " << count + 1 << " values of " << want
+             << " (one per row and the count)";
+  }
   return success();
 }
 

@@ -230,11 +230,18 @@ def LL_SoftmaxCrossEntropyOp : LL_Op<"softmax_cross_entropy",
     `d loss / d logits` (`softmax(logits) - onehot(labels)`, divided by the
     counted rows for `mean`) times the upstream gradient (`grad_output`, a
     rank-0 buffer, or the constant `grad_scale`) to `grad`: the forward loss
-    and the start of the backward pass are one kernel.
+    and the start of the backward pass are one op.
+
+    With `rows(%r)`, a scratch buffer of one value per row and one more,
+    the rows run in parallel (a kernel that counts the labelled rows into
+    the last slot, a row-parallel kernel that writes each row's loss and
+    gradient, and one that sums the rows' losses in a fixed order); without
+    it, one work item takes every row.
 
     ```mlir
-    ll.softmax_cross_entropy %logits, %labels into %loss, %dlogits
+    ll.softmax_cross_entropy %logits, %labels into %loss, %dlogits rows(%r)
         : memref<32x10xf32>, memref<32xi32> -> memref<f32>, memref<32x10xf32>
+          rows memref<33xf32>
     ```
   }];
   let arguments = (ins
@@ -243,16 +250,18 @@ def LL_SoftmaxCrossEntropyOp : LL_Op<"softmax_cross_entropy",
     Arg<Optional<MemRefRankOf<[F16, BF16, F32, F64], [0]>>, "upstream gradient", [MemRead]>:$grad_output,
     Arg<MemRefRankOf<[F16, BF16, F32, F64], [0]>, "loss", [MemWrite]>:$loss,
     Arg<Optional<LL_FloatBuffer>, "gradient w.r.t. logits", [MemWrite]>:$grad,
+    Arg<Optional<MemRefRankOf<[F32, F64], [1]>>, "per-row losses and the labelled count (scratch)", [MemRead, MemWrite]>:$row_losses,
     DefaultValuedAttr<LL_LossReduction, "::ll::LossReduction::Mean">:$reduction,
     OptionalAttr<I64Attr>:$ignore_index,
     DefaultValuedAttr<F64Attr, "1.0">:$grad_scale
   );
   let assemblyFormat = [{
     $logits `,` $labels (`grad_output` `(` $grad_output^ `)`)? `into` $loss (`,` $grad^)?
+    (`rows` `(` $row_losses^ `)`)?
     (`reduction` `=` $reduction^)? (`ignore_index` `=` $ignore_index^)?
     (`grad_scale` `=` $grad_scale^)? attr-dict
     `:` type($logits) `,` type($labels) (`grad_output` type($grad_output)^)?
-    `->` type($loss) (`,` type($grad)^)?
+    `->` type($loss) (`,` type($grad)^)? (`rows` type($row_losses)^)?
   }];
   let hasVerifier = 1;
 }
