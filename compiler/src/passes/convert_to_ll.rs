@@ -34,6 +34,11 @@ use melior::ir::{Location, OperationRef};
 use mlir_sys::*;
 use std::collections::HashMap;
 
+/// Chunks of rows a norm's gradient sums split into (`ll.norm_backward`'s
+/// `partials`): enough for the threads of a CPU at hand, few enough that
+/// adding the chunks' sums stays a small pass.
+const NORM_CHUNKS: usize = 16;
+
 pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassResult {
     convert_to_ll(module.to_raw()).map(|_| ()).map_err(|(loc, m)| {
         emit_error(unsafe { Location::from_raw(loc) }, &format!("convert-hl-to-ll: {m}"));
@@ -711,10 +716,30 @@ impl<'a> Lower<'a> {
                         r += 1;
                     }
                 }
+                // The sums over rows (grad_weight, grad_bias) in fixed
+                // chunks of rows, each chunk's into its slice of a scratch
+                // buffer (the CPU's parallel form; see ll.norm_backward).
+                let parts = (results[1] > 0) as usize + (results[2] > 0) as usize;
+                let input = spec(x[1]);
+                let dims = int_attr(op, "dims").unwrap_or(1).max(1) as usize;
+                let n: usize = input.shape[input.shape.len().saturating_sub(dims)..].iter().product();
+                let rows = input.num_elements() / n.max(1);
+                let chunks = rows.clamp(1, NORM_CHUNKS);
+                let partials = parts > 0 && n > 0 && rows > 1;
+                if partials {
+                    let t = if input.dtype == DType::F64 { DType::F64 } else { DType::F32 };
+                    ins.push(self.fresh(self.ty(&TensorSpec::new([chunks * parts * n], t))?)?);
+                }
                 let mut attrs = copied(op, &["dims", "eps"]);
                 attrs.push((
                     "operandSegmentSizes",
-                    format!("array<i32: 1, 1, {}, 1, {}, {}>", x.len() - 2, results[1], results[2]),
+                    format!(
+                        "array<i32: 1, 1, {}, 1, {}, {}, {}>",
+                        x.len() - 2,
+                        results[1],
+                        results[2],
+                        partials as i32
+                    ),
                 ));
                 if unit("rms") {
                     attrs.push(("rms", "unit".into()));

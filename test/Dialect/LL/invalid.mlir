@@ -331,6 +331,23 @@ func.func @f(%y: memref<8x10xf32>, %g: memref<8x10xf32>) {
 
 // -----
 
+func.func @f(%g: memref<8x10xf32>, %x: memref<8x10xf32>, %w: memref<10xf32>, %dw: memref<10xf32>, %db: memref<10xf32>, %p: memref<30xf32>) {
+  // expected-error @+1 {{'ll.norm_backward' op partials 'memref<30xf32>' must hold whole chunks of 20 values of 'f32'}}
+  ll.norm_backward %g, %x weight(%w) into %g grad_weight(%dw) grad_bias(%db) partials(%p) dims = 1 eps = 1.0e-05
+      : memref<8x10xf32> weight memref<10xf32> grad_weight memref<10xf32> grad_bias memref<10xf32> partials memref<30xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: memref<8x10xf32>, %x: memref<8x10xf32>, %p: memref<20xf32>) {
+  // expected-error @+1 {{'ll.norm_backward' op partials without grad_weight or grad_bias}}
+  ll.norm_backward %g, %x into %g partials(%p) dims = 1 eps = 1.0e-05 : memref<8x10xf32> partials memref<20xf32>
+  return
+}
+
+// -----
+
 func.func @f(%g: memref<8x10xf32>, %x: memref<8x10xf32>, %w: memref<8xf32>) {
   // expected-error @+1 {{'ll.norm_backward' op weight 'memref<8xf32>' must be 'memref<10xf32>'}}
   ll.norm_backward %g, %x weight(%w) into %g dims = 1 eps = 1.0e-05 : memref<8x10xf32> weight memref<8xf32>

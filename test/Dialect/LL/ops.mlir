@@ -139,6 +139,10 @@ func.func @backward_row_kernels(%y: memref<8x10xf32>, %g: memref<8x10xf32>, %dx:
       : memref<8x10xf32> weight memref<10xf32> grad_weight memref<10xf32> grad_bias memref<10xf32>
   // CHECK: ll.norm_backward %{{.*}}, %{{.*}} into %{{.*}} dims = 2 eps = 1.000000e-05 rms : memref<8x10xf32>
   ll.norm_backward %g, %y into %dx dims = 2 eps = 1.0e-05 rms : memref<8x10xf32>
+  // CHECK: ll.norm_backward %{{.*}}, %{{.*}} weight(%{{.*}}) into %{{.*}} grad_weight(%{{.*}}) partials(%{{.*}}) dims = 1 eps = 1.000000e-05 : memref<8x10xf32> weight memref<10xf32> grad_weight memref<10xf32> partials memref<40xf32>
+  %p = memref.alloc() : memref<40xf32>
+  ll.norm_backward %g, %y weight(%w) into %dx grad_weight(%dw) partials(%p) dims = 1 eps = 1.0e-05
+      : memref<8x10xf32> weight memref<10xf32> grad_weight memref<10xf32> partials memref<40xf32>
   return
 }
 

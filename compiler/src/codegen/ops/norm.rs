@@ -78,8 +78,8 @@ impl Generator {
     }
 
     /// dx per row; dw and db summed over rows in the same pass, every row
-    /// in order in one work item: the CPU's form (deterministic sums, rows
-    /// not split over threads).
+    /// in order in one work item: the CPU's form where the op has no
+    /// `partials` (deterministic sums, rows not split over threads).
     pub(crate) fn norm_backward_serial(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let g = NormGradient::of(op, specs);
         let t = g.t;
@@ -101,6 +101,74 @@ impl Generator {
             k.store(&s, &format!("%b{p}"), j, &row_ty(p));
         });
         self.one(k, specs, 1, g.rows * g.n * 20)
+    }
+
+    /// dx per row; dw and db summed over fixed chunks of rows into the
+    /// `partials` scratch buffer, a chunk per work item (in parallel), then
+    /// the chunks' sums added in chunk order, a column per work item: the
+    /// CPU's form where the op has `partials` (the same bits for any
+    /// thread count).
+    pub(crate) fn norm_backward_chunked(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let g = NormGradient::of(op, specs);
+        let Some(p) = g.partials else {
+            return self.norm_backward_serial(op, specs);
+        };
+        let t = g.t;
+        let sums: Vec<usize> = [g.dw, g.db].into_iter().flatten().collect();
+        let width = sums.len() * g.n;
+        let chunks = (numel(&specs[p].0) / width.max(1)).max(1);
+        let pty = g.tys[p].clone();
+        // 1. A chunk of rows per work item: its slice of `partials`
+        // zeroed, then its rows' dx and their terms of the sums.
+        let mut k = self.target.row_kernel();
+        let zero = k.float(0.0, t);
+        let nc = k.index(g.n);
+        let count = k.float(g.n as f64, t);
+        let (wc, rc, cc) = (k.index(width), k.index(g.rows), k.index(chunks));
+        let c = k.open("%begin", "%end");
+        let slice = k.mul(&c, &wc);
+        let j = k.open("%c0", &wc);
+        let at = k.add(&slice, &j);
+        k.store(&zero, &format!("%b{p}"), &at, &pty);
+        k.close();
+        let from = k.mul(&c, &rc);
+        let lo = k.val(&format!("arith.divui {from}, {cc} : index"));
+        let next = k.add(&c, "%c1");
+        let to = k.mul(&next, &rc);
+        let hi = k.val(&format!("arith.divui {to}, {cc} : index"));
+        let r = k.open(&lo, &hi);
+        let n = g.n;
+        let (first, slice_at) = (sums[0], slice.clone());
+        g.row(&mut k, &r, &nc, &zero, &count, &|k: &mut Kernel, buf: usize, j: &str, v: &str| {
+            let part = if buf == first { 0 } else { n };
+            let off = k.index(part);
+            let base = k.add(&slice_at, &off);
+            let at = k.add(&base, j);
+            let cur = k.load(&format!("%b{p}"), &at, &pty);
+            let s = k.fop("addf", &cur, v, t);
+            k.store(&s, &format!("%b{p}"), &at, &pty);
+        });
+        k.close();
+        let mut kernels = self.one(k, specs, chunks, g.rows.div_ceil(chunks) * g.n * 20);
+        // 2. A column per work item: each sum's chunks added in order.
+        let mut k = Kernel::new();
+        let zero = k.float(0.0, t);
+        let (wc, cc) = (k.index(width), k.index(chunks));
+        let j = k.open("%begin", "%end");
+        for (i, &buf) in sums.iter().enumerate() {
+            let (c, acc, total) = k.open_reduce("%c0", &cc, &zero, t.mlir());
+            let slice = k.mul(&c, &wc);
+            let off = k.index(i * g.n);
+            let base = k.add(&slice, &off);
+            let at = k.add(&base, &j);
+            let v = k.load(&format!("%b{p}"), &at, &pty);
+            let s = k.fop("addf", &acc, &v, t);
+            k.close_with(&s, t.mlir());
+            k.store(&total, &format!("%b{buf}"), &j, &g.tys[buf]);
+        }
+        k.close();
+        kernels.extend(self.one(k, specs, g.n, chunks * sums.len() * 2));
+        kernels
     }
 
     /// dx per row, a warp per row; each row adds its terms of dw and db
@@ -144,6 +212,8 @@ struct NormGradient {
     dx: usize,
     dw: Option<usize>,
     db: Option<usize>,
+    /// The chunks' sums of dw and db (scratch; the CPU's parallel form).
+    partials: Option<usize>,
     /// The compute type.
     t: DType,
     n: usize,
@@ -156,11 +226,13 @@ struct NormGradient {
 
 impl NormGradient {
     fn of(op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Self {
-        let seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 1, 0, 0]);
+        let mut seg = ir::i32_array(op, "operandSegmentSizes").unwrap_or_else(|| vec![1, 1, 0, 1, 0, 0, 0]);
+        seg.resize(7, 0);
         let w = (seg[2] > 0).then_some(2);
         let dx = 2 + seg[2] as usize;
         let dw = (seg[4] > 0).then_some(dx + 1);
         let db = (seg[5] > 0).then_some(dx + 1 + seg[4] as usize);
+        let partials = (seg[6] > 0).then_some(dx + 1 + seg[4] as usize + seg[5] as usize);
         let (shape, t) = (&specs[1].0, compute(specs[1].1));
         let dims = int_attr(op, "dims").unwrap_or(1) as usize;
         let n: usize = shape[shape.len() - dims..].iter().product();
@@ -171,6 +243,7 @@ impl NormGradient {
             dx,
             dw,
             db,
+            partials,
             t,
             n,
             rows,

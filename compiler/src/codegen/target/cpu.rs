@@ -92,7 +92,7 @@ impl TargetInfo for CpuTarget {
     }
 
     fn norm_backward(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
-        g.norm_backward_serial(op, specs)
+        g.norm_backward_chunked(op, specs)
     }
 
     fn build(

@@ -378,6 +378,21 @@ LogicalResult NormBackwardOp::verify() {
     return emitOpError("grad_weight needs the weight");
   if (getRms() && getGradBias())
     return emitOpError("an RMS norm has no bias");
+  if (Value p = getPartials()) {
+    // A whole number of chunks, each a row's length per sum asked for, in
+    // the compute type (f64, else f32).
+    auto t = cast<MemRefType>(p.getType());
+    int64_t parts = (getGradWeight() ? 1 : 0) + (getGradBias() ? 1 : 0);
+    int64_t n = row.getNumElements();
+    Type want = in.getElementType().isF64() ? Type(Float64Type::get(getContext()))
+                                             : Type(Float32Type::get(getContext()));
+    if (parts == 0)
+      return emitOpError("partials without grad_weight or grad_bias");
+    if (t.getElementType() != want || n == 0 || t.getShape()[0] == 0 ||
+        t.getShape()[0] % (parts * n) != 0)
+      return emitOpError("partials ") << t << " must hold whole chunks of "
+                                      << parts * n << " values of " << want;
+  }
   return success();
 }
 

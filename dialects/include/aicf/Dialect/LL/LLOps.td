@@ -450,6 +450,13 @@ def LL_NormBackwardOp : LL_Op<"norm_backward",
     `grad_bias = sum over rows of grad_output`. The statistics are
     recomputed from `input`, never stored by the forward kernel.
 
+    With `partials(%p)`, a scratch buffer of `chunks x parts x n` values
+    (`parts` the sums asked for, `n` a row's length), the CPU splits the
+    rows into that many fixed chunks that run in parallel, each summing
+    its rows' terms of `grad_weight` and `grad_bias` into its slice, and a
+    second kernel adds the chunks' sums in chunk order (the same bits for
+    any thread count). The GPU adds the terms atomically and ignores it.
+
     ```mlir
     ll.norm_backward %dy, %x weight(%g) into %dx grad_weight(%dg) grad_bias(%db)
         dims = 1 eps = 1.0e-05 : memref<1024x256xf32> weight memref<256xf32>
@@ -463,6 +470,7 @@ def LL_NormBackwardOp : LL_Op<"norm_backward",
     Arg<LL_FloatBuffer, "gradient w.r.t. the input", [MemWrite]>:$grad_input,
     Arg<Optional<LL_FloatBuffer>, "gradient w.r.t. the scale", [MemWrite]>:$grad_weight,
     Arg<Optional<LL_FloatBuffer>, "gradient w.r.t. the shift", [MemWrite]>:$grad_bias,
+    Arg<Optional<MemRefRankOf<[F32, F64], [1]>>, "per-chunk sums of grad_weight and grad_bias (scratch)", [MemRead, MemWrite]>:$partials,
     I64Attr:$dims,
     F64Attr:$eps,
     UnitAttr:$rms
@@ -470,9 +478,10 @@ def LL_NormBackwardOp : LL_Op<"norm_backward",
   let assemblyFormat = [{
     $grad_output `,` $input (`weight` `(` $weight^ `)`)? `into` $grad_input
     (`grad_weight` `(` $grad_weight^ `)`)? (`grad_bias` `(` $grad_bias^ `)`)?
+    (`partials` `(` $partials^ `)`)?
     `dims` `=` $dims `eps` `=` $eps (`rms` $rms^)? attr-dict `:` type($input)
     (`weight` type($weight)^)? (`grad_weight` type($grad_weight)^)?
-    (`grad_bias` type($grad_bias)^)?
+    (`grad_bias` type($grad_bias)^)? (`partials` type($partials)^)?
   }];
   let hasVerifier = 1;
 }
