@@ -1,5 +1,31 @@
 use crate::codegen::prelude::*;
 
+/// Whether the output coordinates `c` of a slice's gradient lie in the
+/// window (`start`, `step`, `size` per dim: each c >= start,
+/// (c - start) % step == 0 and (c - start) / step < size), and the window's
+/// coordinates there (0 outside, so that a load stays in bounds).
+fn window(k: &mut Kernel, c: &[String], start: &[usize], step: &[usize], size: &[usize]) -> (String, Vec<String>) {
+    let mut inside = k.val("arith.constant true");
+    let mut win = Vec::new();
+    for d in 0..c.len() {
+        let s = k.index(start[d]);
+        let ge = k.cmpi("uge", &c[d], &s);
+        let off = k.val(&format!("arith.subi {}, {s} : index", c[d]));
+        let st = k.index(step[d]);
+        let q = k.val(&format!("arith.divui {off}, {st} : index"));
+        let r = k.val(&format!("arith.remui {off}, {st} : index"));
+        let exact = k.cmpi("eq", &r, "%c0");
+        let sz = k.index(size[d]);
+        let lt = k.cmpi("ult", &q, &sz);
+        inside = k.and(&inside, &ge);
+        inside = k.and(&inside, &exact);
+        inside = k.and(&inside, &lt);
+        win.push(q);
+    }
+    let safe = win.iter().map(|q| k.val(&format!("arith.select {inside}, {q}, %c0 : index"))).collect();
+    (inside, safe)
+}
+
 impl Generator {
     pub(crate) fn transpose(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let perm: Vec<usize> = i64_array(op, "permutation").unwrap_or_default().iter().map(|&p| p as usize).collect();
@@ -166,28 +192,8 @@ impl Generator {
         let o = k.open("%begin", "%end");
         let c = k.unravel(&o, &outs.0);
         if backward {
-            // coordinate c[d] is in the window iff c >= start, (c - start) % step == 0, (c - start) / step < size
             let zero = k.float(0.0, compute(ins.1));
-            let mut inside = k.val("arith.constant true");
-            let mut win = Vec::new();
-            for d in 0..c.len() {
-                let s = k.index(start[d]);
-                let ge = k.cmpi("uge", &c[d], &s);
-                let off = k.val(&format!("arith.subi {}, {s} : index", c[d]));
-                let st = k.index(step[d]);
-                let q = k.val(&format!("arith.divui {off}, {st} : index"));
-                let r = k.val(&format!("arith.remui {off}, {st} : index"));
-                let exact = k.cmpi("eq", &r, "%c0");
-                let sz = k.index(ins.0[d]);
-                let lt = k.cmpi("ult", &q, &sz);
-                inside = k.and(&inside, &ge);
-                inside = k.and(&inside, &exact);
-                inside = k.and(&inside, &lt);
-                win.push(q);
-            }
-            // clamp the window coordinates for the (masked) load
-            let safe: Vec<String> =
-                win.iter().map(|q| k.val(&format!("arith.select {inside}, {q}, %c0 : index"))).collect();
+            let (inside, safe) = window(&mut k, &c, &start, &step, &ins.0);
             let i = k.ravel(&safe, &row_major_strides(&ins.0));
             let v = k.load("%b0", &i, &ti);
             let r = k.val(&format!("arith.select {inside}, {v}, {zero} : {}", compute(ins.1).mlir()));
@@ -230,28 +236,8 @@ impl Generator {
         let c = k.unravel(&o, &outs.0[..last]);
         let out_row = k.mad(&o, out_run, "%c0");
         if backward {
-            // The output row's place in the window (the gradient operand):
-            // each outer coordinate c is in it iff c >= start,
-            // (c - start) % step == 0 and (c - start) / step < size.
-            let mut inside = k.val("arith.constant true");
-            let mut win = Vec::new();
-            for d in 0..last {
-                let s = k.index(start[d]);
-                let ge = k.cmpi("uge", &c[d], &s);
-                let off = k.val(&format!("arith.subi {}, {s} : index", c[d]));
-                let st = k.index(step[d]);
-                let q = k.val(&format!("arith.divui {off}, {st} : index"));
-                let r = k.val(&format!("arith.remui {off}, {st} : index"));
-                let exact = k.cmpi("eq", &r, "%c0");
-                let sz = k.index(ins.0[d]);
-                let lt = k.cmpi("ult", &q, &sz);
-                inside = k.and(&inside, &ge);
-                inside = k.and(&inside, &exact);
-                inside = k.and(&inside, &lt);
-                win.push(q);
-            }
-            let safe: Vec<String> =
-                win.iter().map(|q| k.val(&format!("arith.select {inside}, {q}, %c0 : index"))).collect();
+            // The output row's place in the window (the gradient operand).
+            let (inside, safe) = window(&mut k, &c, start, step, &ins.0);
             let in_row = k.ravel(&safe, &in_strides[..last]);
             let zero = k.float(0.0, compute(ins.1));
             let n = k.index(out_run);
