@@ -567,14 +567,18 @@ impl<'a> Lower<'a> {
                 ins.push(loss);
                 ins.extend(grad);
                 // A value per row and the labelled count: the rows run in
-                // parallel, their losses summed after in a fixed order.
+                // parallel, their losses summed after in a fixed order
+                // (where there are rows to share out).
                 let logits_spec = spec(x[0]);
                 let rows: usize = logits_spec.shape[..logits_spec.shape.len().saturating_sub(1)].iter().product();
-                let row_type = if logits_spec.dtype == DType::F64 { DType::F64 } else { DType::F32 };
-                ins.push(self.fresh(self.ty(&TensorSpec::new([rows + 1], row_type))?)?);
+                let parallel = rows > 1 && logits_spec.shape.last().is_some_and(|&c| c > 0);
+                if parallel {
+                    let row_type = if logits_spec.dtype == DType::F64 { DType::F64 } else { DType::F32 };
+                    ins.push(self.fresh(self.ty(&TensorSpec::new([rows + 1], row_type))?)?);
+                }
                 attrs.push((
                     "operandSegmentSizes",
-                    format!("array<i32: 1, 1, {grad_output}, 1, {}, 1>", grad.is_some() as i32),
+                    format!("array<i32: 1, 1, {grad_output}, 1, {}, {}>", grad.is_some() as i32, parallel as i32),
                 ));
                 if int_attr(op, "reduction") == Some(1) {
                     attrs.push(("reduction", "1 : i32".into()));

@@ -494,6 +494,13 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[5, 7, 37], 71), indices(&[5, 7], 37, 72), f32s(&[70, 5], 73), indices(&[70], 5, 74), Array::scalar(0.75, DType::F32)],
         ),
         (
+            // One row: the one-kernel form (no rows to share out), loss
+            // and gradient, mean and sum.
+            "cross_entropy_one_row",
+            "func.func @f(%x: tensor<1x37xf32>, %t: tensor<1xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<1x37xf32>, tensor<f32>, tensor<1x37xf32>) {\n  %a = hl.cross_entropy %x, %t : tensor<1x37xf32>, tensor<1xi32>\n  %b = hl.cross_entropy_backward %x, %t, %g reduction = sum : tensor<1x37xf32>, tensor<1xi32>, tensor<f32>\n  %c:2 = hl.softmax_cross_entropy %x, %t, %g : tensor<1x37xf32>, tensor<1xi32>, tensor<f32> -> tensor<f32>\n  return %a, %b, %c#0, %c#1 : tensor<f32>, tensor<1x37xf32>, tensor<f32>, tensor<1x37xf32>\n}".into(),
+            vec![f32s(&[1, 37], 75), indices(&[1], 37, 76), Array::scalar(0.5, DType::F32)],
+        ),
+        (
             "gather",
             "func.func @f(%t: tensor<11x4xf32>, %i: tensor<2x3xi32>, %u: tensor<3x7x2xf32>, %j: tensor<5xi32>) -> (tensor<2x3x4xf32>, tensor<3x5x2xf32>, tensor<11x4xf32>) {\n  %a = hl.gather %t[%i] axis = 0 : tensor<11x4xf32>, tensor<2x3xi32>\n  %b = hl.gather %u[%j] axis = 1 : tensor<3x7x2xf32>, tensor<5xi32>\n  %c = hl.gather_backward %a[%i] axis = 0 : tensor<2x3x4xf32>, tensor<2x3xi32> -> tensor<11x4xf32>\n  return %a, %b, %c : tensor<2x3x4xf32>, tensor<3x5x2xf32>, tensor<11x4xf32>\n}".into(),
             vec![f32s(&[11, 4], 19), indices(&[2, 3], 4, 20), f32s(&[3, 7, 2], 21), indices(&[5], 7, 22)],
