@@ -214,7 +214,7 @@ impl Generator {
         self.one(k, specs, n, 8 * outs.0.len())
     }
 
-    /// The row form of a slice ([`Target::row_copies`]): an item per row
+    /// The row form of a slice ([`TargetInfo::row_copies`]): an item per row
     /// of the output's innermost dim. Forward, the row's run of the input
     /// (its elements `step` apart); backward (the output is the whole
     /// operand's gradient), the row is zeroed, then the window's row copied
