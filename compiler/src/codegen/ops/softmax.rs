@@ -76,17 +76,16 @@ impl Generator {
         self.one(k, specs, outer * inner, 8 * n)
     }
 
-    /// Loss (and gradient) over all rows in one work item: the mean needs
-    /// the count of labelled rows first. On the GPU the work item is one
-    /// block: its threads count the labelled rows, then each warp takes
-    /// rows (warp w: rows w, w + W, ...) with the classes split over its
-    /// lanes, the row max and sum by xor shuffles, and the block sums the
-    /// warps' losses.
     /// `ll.softmax_cross_entropy`: with a `rows` scratch buffer, three
     /// kernels (the labelled rows counted where an ignore index needs it;
     /// every row's loss and gradient in parallel, a row per work item; the
     /// rows' losses summed in a fixed order by one team); without, one team
-    /// takes every row. The loss has the same bits either way.
+    /// takes every row. The loss has the same bits either way. A team is
+    /// one work item on the CPU; on the GPU one block, whose threads count
+    /// the labelled rows and whose warps take rows (warp w: rows w, w + W,
+    /// ...), and the block sums the warps' partial losses. A row's classes
+    /// are split over a warp's lanes on the GPU, the row max and sum by xor
+    /// shuffles.
     pub(crate) fn softmax_cross_entropy(
         &mut self,
         op: MlirOperation,
