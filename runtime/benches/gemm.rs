@@ -39,35 +39,14 @@ fn gemms(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("{name} {batch}x{m}x{n}x{k}"));
         group.throughput(Throughput::Elements((2 * batch * m * n * k) as u64));
         group.sample_size(30);
-        if packed_gemm::available(Operands::F32) {
-            group.bench_function("avx512 f32", |bench| {
+        let own = [
+            ("avx512 f32", Operands::F32, a.as_ptr() as *const u8, b.as_ptr() as *const u8),
+            ("bf16-dot", Operands::Bf16, a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
+        ];
+        for (label, operands, pa, pb) in own.into_iter().filter(|o| packed_gemm::available(o.1)) {
+            group.bench_function(label, |bench| {
                 bench.iter(|| unsafe {
-                    packed_gemm::gemm(
-                        &pool,
-                        &mut packed,
-                        &g,
-                        Operands::F32,
-                        a.as_ptr() as _,
-                        b.as_ptr() as _,
-                        out.as_mut_ptr(),
-                        None,
-                    )
-                })
-            });
-        }
-        if packed_gemm::available(Operands::Bf16) {
-            group.bench_function("bf16-dot", |bench| {
-                bench.iter(|| unsafe {
-                    packed_gemm::gemm(
-                        &pool,
-                        &mut packed,
-                        &g,
-                        Operands::Bf16,
-                        a16.as_ptr() as _,
-                        b16.as_ptr() as _,
-                        out.as_mut_ptr(),
-                        None,
-                    )
+                    packed_gemm::gemm(&pool, &mut packed, &g, operands, pa, pb, out.as_mut_ptr(), None)
                 })
             });
         }

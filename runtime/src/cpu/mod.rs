@@ -339,8 +339,8 @@ impl CpuModule {
         Ok(())
     }
 
-    /// The candidate that runs a GEMM: the forced one, or the registry's
-    /// measured-faster one (measured on first use of the shape, every
+    /// The registry's measured-faster candidate for a GEMM (the caller
+    /// applies a forced one first) (measured on first use of the shape, every
     /// candidate on the live buffers; the GEMM overwrites its output, so a
     /// repeat is harmless).
     fn gemm_choice(
@@ -351,9 +351,6 @@ impl CpuModule {
         g: &LibraryGemm,
         pointers: &[*mut u8],
     ) -> Choice {
-        if let Some(forced) = self.forced {
-            return forced;
-        }
         let key = Registry::key(g, call, &self.manifest.target, self.threads());
         let known = self.registry.get(&key);
         let predicted = known.and_then(|c| self.registry.recheck_due(&key, c.name()));

@@ -193,6 +193,14 @@ func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f32>, %r: mem
 
 // -----
 
+func.func @f(%l: memref<?x4xf32>, %y: memref<?xi32>, %loss: memref<f32>, %r: memref<9xf32>) {
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op rows buffer 'memref<9xf32>' needs static sizes (labels 'memref<?xi32>')}}
+  ll.softmax_cross_entropy %l, %y into %loss rows(%r) : memref<?x4xf32>, memref<?xi32> -> memref<f32> rows memref<9xf32>
+  return
+}
+
+// -----
+
 func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f32>, %r: memref<9xf64>) {
   // expected-error @+1 {{'ll.softmax_cross_entropy' op rows buffer 'memref<9xf64>' must hold 9 values of 'f32' (one per row and the count)}}
   ll.softmax_cross_entropy %l, %y into %loss rows(%r) : memref<8x4xf32>, memref<8xi32> -> memref<f32> rows memref<9xf64>
@@ -335,6 +343,15 @@ func.func @f(%g: memref<8x10xf32>, %x: memref<8x10xf32>, %w: memref<10xf32>, %dw
   // expected-error @+1 {{'ll.norm_backward' op partials 'memref<30xf32>' must hold whole chunks of 20 values of 'f32'}}
   ll.norm_backward %g, %x weight(%w) into %g grad_weight(%dw) grad_bias(%db) partials(%p) dims = 1 eps = 1.0e-05
       : memref<8x10xf32> weight memref<10xf32> grad_weight memref<10xf32> grad_bias memref<10xf32> partials memref<30xf32>
+  return
+}
+
+// -----
+
+func.func @f(%g: memref<8x10xf32>, %x: memref<8x10xf32>, %w: memref<10xf32>, %dw: memref<10xf32>, %p: memref<?xf32>) {
+  // expected-error @+1 {{'ll.norm_backward' op partials 'memref<?xf32>' needs static sizes (rows of 'memref<10xf32>')}}
+  ll.norm_backward %g, %x weight(%w) into %g grad_weight(%dw) partials(%p) dims = 1 eps = 1.0e-05
+      : memref<8x10xf32> weight memref<10xf32> grad_weight memref<10xf32> partials memref<?xf32>
   return
 }
 

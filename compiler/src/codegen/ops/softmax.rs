@@ -133,8 +133,7 @@ impl Generator {
         }
         // 2. A row per work item: its loss into slot 1 + row, its gradient.
         let mut k = self.target.row_kernel();
-        let team = self.target.team(&mut k);
-        let count = c.count(&mut k, &team, self.target.as_ref(), counted.then_some(rb));
+        let count = c.known_count(&mut k, counted.then_some(rb)).expect("counted into the buffer");
         let scale = c.scale(&mut k, &count);
         let r = k.open("%begin", "%end");
         let row_loss = c.row(&mut k, &r, &scale);
@@ -224,16 +223,10 @@ impl CrossEntropy {
     /// ignore index, else those labelled: read from slot 0 of `counted`,
     /// or counted by the team.
     fn count(&self, k: &mut Kernel, team: &Team, target: &dyn TargetInfo, counted: Option<usize>) -> String {
+        if let Some(count) = self.known_count(k, counted) {
+            return count;
+        }
         let (t, f) = (self.t, self.t.mlir());
-        if self.sum {
-            return k.float(1.0, t);
-        }
-        if self.ignore.is_none() {
-            return k.float(self.rows as f64, t);
-        }
-        if let Some(rb) = counted {
-            return k.load(&format!("%b{rb}"), "%c0", &self.tys[rb]);
-        }
         let (zero, one) = (k.float(0.0, t), k.float(1.0, t));
         let rc = self.rc(k);
         let (r, acc, res) = k.open_reduce_all(&team.tid, &rc, &team.step, std::slice::from_ref(&zero), f);
@@ -243,6 +236,18 @@ impl CrossEntropy {
         let s = k.fop("addf", &acc[0], &inc, t);
         k.close_with_all(&[s], f);
         target.team_sum(k, team, &res[0], t)
+    }
+
+    /// [`Self::count`] where nothing needs counting: `None` only for a mean
+    /// with an ignore index and no `counted` buffer.
+    fn known_count(&self, k: &mut Kernel, counted: Option<usize>) -> Option<String> {
+        if self.sum {
+            Some(k.float(1.0, self.t))
+        } else if self.ignore.is_none() {
+            Some(k.float(self.rows as f64, self.t))
+        } else {
+            counted.map(|rb| k.load(&format!("%b{rb}"), "%c0", &self.tys[rb]))
+        }
     }
 
     /// The gradient's factor: the upstream gradient over the count.

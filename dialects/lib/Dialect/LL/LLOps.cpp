@@ -222,6 +222,9 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
     auto r = cast<MemRefType>(rows.getType());
     Type want = logits.getElementType().isF64() ? Type(Float64Type::get(getContext()))
                                                  : Type(Float32Type::get(getContext()));
+    if (!labels.hasStaticShape() || r.isDynamicDim(0))
+      return emitOpError("rows buffer ")
+             << r << " needs static sizes (labels " << labels << ")";
     int64_t count = labels.getNumElements();
     if (r.getElementType() != want || r.getShape()[0] != count + 1)
       return emitOpError("rows buffer ")
@@ -388,6 +391,9 @@ LogicalResult NormBackwardOp::verify() {
                                              : Type(Float32Type::get(getContext()));
     if (parts == 0)
       return emitOpError("partials without grad_weight or grad_bias");
+    if (!row.hasStaticShape() || t.isDynamicDim(0))
+      return emitOpError("partials ")
+             << t << " needs static sizes (rows of " << row << ")";
     if (t.getElementType() != want || n == 0 || t.getShape()[0] == 0 ||
         t.getShape()[0] % (parts * n) != 0)
       return emitOpError("partials ") << t << " must hold whole chunks of "
