@@ -42,10 +42,11 @@ def main(path):
             t = find(f"torch_{name}_adam", mode=mode)
             if a and t:
                 print(f"{name + ' step ms vs ' + mode:<34}{a['ms']:>12.4f}{t['ms']:>12.4f}{a['ms'] / t['ms']:>8.2f}x")
-    def library(bench):
-        # the same call on cuBLASLt (gpu_bench's second line with graphs)
+    def library(bench, tf32=False):
+        # the same call on cuBLASLt (gpu_bench's second line with graphs);
+        # with tf32, the run with AICF_ALLOW_TF32=1
         for r in rows:
-            if r.get("bench") == bench and r.get("gemm") == "cublaslt":
+            if r.get("bench") == bench and r.get("gemm") == "cublaslt" and bool(r.get("tf32")) == tf32:
                 return r
         return None
 
@@ -67,6 +68,12 @@ def main(path):
             target = ">= 0.85x" if bench == "gemm4096_bf16" else ""
             print(f"{bench + ' chosen (' + which + ')':<34}{best:>12.1f}{t['tflop_per_s']:>12.1f}"
                   f"{best / t['tflop_per_s']:>8.2f}x  {target}")
+    # f32 in TF32 (AICF_ALLOW_TF32=1: cuBLASLt's TF32 kernels) against
+    # PyTorch with allow_tf32
+    lib, t = library("gemm4096", tf32=True), find("torch_matmul4096_tf32")
+    if lib and t:
+        print(f"{'gemm4096 TF32 (cuBLASLt)':<34}{lib['tflop_per_s']:>12.1f}{t['tflop_per_s']:>12.1f}"
+              f"{lib['tflop_per_s'] / t['tflop_per_s']:>8.2f}x  >= 0.80x")
     e, copy = generated("elementwise"), find("copy")
     if e and copy:
         print(f"{'elementwise GB/s vs AICF copy':<34}{e['gb_per_s']:>12.1f}{copy['gb_per_s']:>12.1f}"

@@ -20,6 +20,8 @@ benches() {
   ./gpu_bench --copy $((4 * n))
   AICF_BENCH_BYTES=$((3 * 4 * n)) ./gpu_bench bench/elementwise 200
   AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096 10
+  # the same f32 GEMM with TF32 allowed (its cuBLASLt line is the TF32 one)
+  AICF_ALLOW_TF32=1 AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096 10
   AICF_BENCH_FLOPS=$((2 * 4096 * 4096 * 4096)) ./gpu_bench bench/gemm4096_bf16 20
   # the same bf16 GEMM under other tilings (block tile x bk, warps, stages)
   for v in bench/gemm4096_bf16-*; do

@@ -1,7 +1,7 @@
 """PyTorch baselines of the GPU bundle's benchmarks, same workloads, fp32:
 MLP 784-512-512-10 batch 256 SGD train step (eager and
 torch.compile(mode="reduce-overhead")), a 4096^3 GEMM (f32 with TF32 off,
-as AICF's; and bf16), the elementwise chain x*y + x over 4096x4096, a
+as AICF's by default; f32 with TF32 allowed; and bf16), the elementwise chain x*y + x over 4096x4096, a
 device-to-device copy, and causal attention over 8x8 heads of 1024x64; and
 the train steps of `aicf train`'s example models with Adam (the digits MLP
 64-128-10 and CNN at batch 32, the char LM of examples/char_lm at batch 16),
@@ -169,6 +169,12 @@ def gemm():
         b = torch.randn(n, n, device=dev, dtype=dtype)
         ms = timed(lambda: torch.matmul(a, b), 20, warm=5)
         emit(bench=f"torch_matmul4096_{name}", ms=round(ms, 4), tflop_per_s=round(2 * n**3 / ms / 1e9, 2))
+        if dtype == torch.float32:
+            # f32 on the tensor cores in TF32 (allow_tf32), then off again
+            torch.backends.cuda.matmul.allow_tf32 = True
+            ms = timed(lambda: torch.matmul(a, b), 20, warm=5)
+            torch.backends.cuda.matmul.allow_tf32 = False
+            emit(bench="torch_matmul4096_tf32", ms=round(ms, 4), tflop_per_s=round(2 * n**3 / ms / 1e9, 2))
 
 
 def elementwise():

@@ -32,6 +32,10 @@ pub struct TrainOptions {
     pub memory_budget: Option<MemoryBudget>,
     /// Mixed precision (`hl-autocast` before autodiff), fp32 by default.
     pub precision: Precision,
+    /// With 16-bit precision, pad large contractions whose dimensions are
+    /// not multiples of 8 (`hl-pad-contractions`, Inductor's `pad_mm`), so
+    /// tensor-core GEMMs read and write aligned rows. On by default.
+    pub shape_padding: bool,
     /// A data-parallel train step: the loss and gradients, weighted by the
     /// replica's share of the batch (its `replica_weight` input), summed
     /// over the replicas before the update, in buckets of at least
@@ -55,6 +59,7 @@ impl Default for TrainOptions {
             clip_norm: None,
             memory_budget: None,
             precision: Precision::Fp32,
+            shape_padding: true,
             data_parallel: false,
             bucket_bytes: DEFAULT_BUCKET_BYTES,
         }
@@ -91,13 +96,14 @@ impl Precision {
         }
     }
 
-    /// The `hl-autocast` pass that sets it up, with a trailing comma
-    /// (nothing for fp32).
-    fn autocast(self) -> String {
+    /// The `hl-autocast` pass that sets it up, and `hl-pad-contractions`
+    /// after it where `pad`, with a trailing comma (nothing for fp32).
+    fn autocast(self, pad: bool) -> String {
+        let pad = if pad { "hl-pad-contractions," } else { "" };
         match self {
             Precision::Fp32 => String::new(),
-            Precision::Bf16 => "hl-autocast{dtype=bf16},".into(),
-            Precision::Fp16 => "hl-autocast{dtype=f16},".into(),
+            Precision::Bf16 => format!("hl-autocast{{dtype=bf16}},{pad}"),
+            Precision::Fp16 => format!("hl-autocast{{dtype=f16}},{pad}"),
         }
     }
 }
@@ -149,13 +155,14 @@ impl TrainOptions {
             Some(MemoryBudget::Fraction(f)) => format!(" budget-fraction={f}"),
             None => String::new(),
         };
+        let padding = if self.shape_padding || self.precision == Precision::Fp32 { "" } else { " shape-padding=false" };
         let parallel = if self.data_parallel {
             format!(" data-parallel=true bucket-bytes={}", self.bucket_bytes)
         } else {
             String::new()
         };
         format!(
-            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{}{budget} precision={}{parallel}}})",
+            "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{}{budget} precision={}{padding}{parallel}}})",
             self.optimizer,
             self.weight_decay,
             self.momentum,
@@ -170,7 +177,7 @@ impl TrainOptions {
         format!(
             "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
              canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
-            self.precision.autocast(),
+            self.precision.autocast(self.shape_padding),
             self.optimizer,
             self.weight_decay,
             self.momentum,

@@ -96,6 +96,9 @@ fn run() -> Result<(), String> {
         );
         if gemm == GemmPolicy::Library {
             line.push_str(&format!(",\"gemm\":\"cublaslt\",\"cublaslt_calls\":{library_calls}"));
+            if session.allow_tf32 {
+                line.push_str(",\"tf32\":true");
+            }
         }
         if let Some(b) = per_call("AICF_BENCH_BYTES") {
             line.push_str(&format!(",\"gb_per_s\":{:.1}", b / ms / 1e6));

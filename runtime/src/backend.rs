@@ -147,6 +147,11 @@ pub trait Backend {
     /// measured choice; `None` goes back to the registry.
     fn force_gemm(&mut self, candidate: Option<&str>) -> Result<()>;
 
+    /// Lets f32 GEMMs run in TF32 on a GPU's tensor cores (PyTorch's
+    /// `allow_tf32`; off unless `AICF_ALLOW_TF32=1`). A CPU has no TF32:
+    /// it ignores this.
+    fn set_allow_tf32(&mut self, _on: bool) {}
+
     /// The GEMM candidates this session ran (registry key -> candidate),
     /// with what the machine knows for the same target: checkpoints record
     /// them.

@@ -12,7 +12,7 @@
 //! without a GPU or a bundle, a test fails and says why.
 
 use aicf_runtime::cuda::{self, BundleCase, CudaModule, CudaSession, GemmCheck, GemmPolicy, compare};
-use aicf_runtime::{Backend, RuntimeError};
+use aicf_runtime::{Backend, RuntimeError, artifact::DType};
 use std::path::PathBuf;
 
 fn bundle() -> Option<PathBuf> {
@@ -201,26 +201,33 @@ fn every_gemm_check_matches_the_host_reference() {
         let text =
             std::fs::read_to_string(path.join("gemm.json")).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let check: GemmCheck = serde_json::from_str(&text).unwrap();
-        // The generated kernel, then cuBLASLt on the same GEMM.
-        for policy in [GemmPolicy::Generated, GemmPolicy::Library] {
+        // The generated kernel, then cuBLASLt on the same GEMM; an f32 GEMM
+        // also on cuBLASLt in TF32 (allow_tf32: inputs rounded to 10
+        // mantissa bits, so a tolerance of 1e-2).
+        let tf32 = (check.dtype == DType::F32).then_some((GemmPolicy::Library, true));
+        for (policy, allow_tf32) in [(GemmPolicy::Generated, false), (GemmPolicy::Library, false)].into_iter().chain(tf32)
+        {
+            let tol = if allow_tf32 { check.tol.max(1e-2) } else { check.tol };
             let run = || -> Result<(f64, usize), String> {
                 let module = CudaModule::load(path, 0).map_err(|e| e.to_string())?;
                 let mut session = CudaSession::new(module, 0).map_err(|e| e.to_string())?;
                 session.gemm = policy;
+                session.allow_tf32 = allow_tf32;
                 let inputs = check.inputs();
                 let got = session.call("f", &inputs.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?;
-                Ok((compare("out", &got[0], &check.reference(&inputs), check.tol)?, session.library_calls("f")))
+                Ok((compare("out", &got[0], &check.reference(&inputs), tol)?, session.library_calls("f")))
             };
+            let what = if allow_tf32 { format!("{policy:?} TF32") } else { format!("{policy:?}") };
             match run() {
                 Ok((worst, lt)) => {
                     library_runs += lt;
                     println!(
-                        "ok   gemm {name:<24} {policy:?}: worst relative difference {worst:.1e}, {lt} cuBLASLt calls"
+                        "ok   gemm {name:<24} {what}: worst relative difference {worst:.1e}, {lt} cuBLASLt calls"
                     )
                 }
                 Err(e) => {
-                    println!("FAIL gemm {name:<24} {policy:?}: {e}");
-                    failures.push(format!("{name} ({policy:?}): {e}"));
+                    println!("FAIL gemm {name:<24} {what}: {e}");
+                    failures.push(format!("{name} ({what}): {e}"));
                 }
             }
         }

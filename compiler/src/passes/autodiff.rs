@@ -442,6 +442,15 @@ fn vjp(
             Ok(grads)
         }
         "hl.slice" => slice_vjp(e, op, x, g),
+        // zero-padding (hl-pad-contractions): the window of g it wrote
+        "hl.slice_backward" => {
+            let attrs = [
+                ("start", attr_text(op, "start")),
+                ("limit", attr_text(op, "limit")),
+                ("strides", attr_text(op, "strides")),
+            ];
+            one(e.op("hl.slice", &[g], &attrs)?)
+        }
         "hl.conv2d" => {
             let window = ["stride", "padding", "dilation", "groups", "layout"];
             let attrs: Vec<(&str, String)> =

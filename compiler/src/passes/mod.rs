@@ -21,6 +21,7 @@ mod fuse_reductions;
 pub mod grow;
 pub mod grow_stream;
 mod optimizer;
+mod pad_contractions;
 mod plan_memory;
 mod print_param_table;
 mod schedule;
@@ -65,6 +66,7 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
     ("hl-fuse-optimizer", fuse_optimizer::run),
     ("hl-fuse-reductions", fuse_reductions::run),
     ("hl-optimizer", optimizer::run),
+    ("hl-pad-contractions", pad_contractions::run),
     ("hl-print-param-table", print_param_table::run),
     ("hl-set-batch", set_batch::run),
     ("hl-insert-block", grow_stream::run_block),

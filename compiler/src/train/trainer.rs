@@ -64,6 +64,12 @@ pub struct Options {
     pub gemm: Option<String>,
     /// fp32, or mixed precision in bf16/fp16 (`hl-autocast`).
     pub precision: Precision,
+    /// Let f32 GEMMs run in TF32 on a GPU's tensor cores (PyTorch's
+    /// `allow_tf32`); off by default (or as `AICF_ALLOW_TF32` says).
+    pub allow_tf32: bool,
+    /// With 16-bit precision, pad large contractions to aligned dimensions
+    /// ([`TrainOptions::shape_padding`]); on by default.
+    pub shape_padding: bool,
     /// Compile the data-parallel train step ([`TrainOptions::data_parallel`]):
     /// with [`Trainer::set_communicator`] the trainer is one replica of a
     /// run; alone it trains as without.
@@ -86,6 +92,8 @@ impl Default for Options {
             cache_dir: PathBuf::from("target/aicf-cache"),
             gemm: None,
             precision: Precision::Fp32,
+            allow_tf32: false,
+            shape_padding: true,
             data_parallel: false,
             bucket_bytes: pipeline::DEFAULT_BUCKET_BYTES,
         }
@@ -103,6 +111,7 @@ impl Options {
             clip_norm: self.clip_norm,
             memory_budget: self.memory_budget,
             precision: self.precision,
+            shape_padding: self.shape_padding,
             data_parallel: self.data_parallel,
             bucket_bytes: self.bucket_bytes,
         }
@@ -218,6 +227,9 @@ impl Trainer {
         let compiled = compile_artifact(source, name, &options, None)?;
         let mut backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;
         backend.force_gemm(options.gemm.as_deref())?;
+        if options.allow_tf32 {
+            backend.set_allow_tf32(true);
+        }
         Ok(Trainer {
             source: source.into(),
             name: name.into(),

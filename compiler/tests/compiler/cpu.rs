@@ -72,15 +72,28 @@ pub(crate) fn train_step_matches_in(
     (tol, symbol_tol): (f64, f64),
     precision: Precision,
 ) {
+    let p = precision.name();
+    let pipeline = format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer} precision={p}}})");
+    train_step_matches_piped(traced, tag, optimizer, steps, gemm, classes, (tol, symbol_tol), precision, &pipeline);
+}
+
+/// [`train_step_matches_in`] with the compiled step built by `pipeline`
+/// (the interpreter's reference is built as there).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn train_step_matches_piped(
+    traced: &aicf_compiler::nn::HlModule,
+    tag: &str,
+    optimizer: &str,
+    steps: usize,
+    gemm: Choice,
+    classes: usize,
+    (tol, symbol_tol): (f64, f64),
+    precision: Precision,
+    pipeline: &str,
+) {
     let ctx = CompilerContext::new();
     let mut planned = traced.parse(&ctx).unwrap();
-    let p = precision.name();
-    run_pipeline(
-        &ctx,
-        &mut planned,
-        &format!("builtin.module(aicf-train-pipeline{{optimizer={optimizer} precision={p}}})"),
-    )
-    .unwrap();
+    run_pipeline(&ctx, &mut planned, pipeline).unwrap();
     let autocast = match precision {
         Precision::Fp32 => "",
         Precision::Bf16 => "hl-autocast{dtype=bf16},",

@@ -2,7 +2,9 @@
 //! bf16/f16 emulation, master weights, and fp16 loss scaling decided inside
 //! the compiled step.
 
-use crate::cpu::{kernel_matches_with, narrow_kernel_cases, out_dir, step_inputs, train_step_matches_in};
+use crate::cpu::{
+    kernel_matches_with, narrow_kernel_cases, out_dir, step_inputs, train_step_matches_in, train_step_matches_piped,
+};
 use crate::models::{cnn, mlp};
 use aicf_compiler::{CompilerContext, codegen::compile_cpu, nn::DType, pipeline::Precision, run_pipeline};
 use aicf_runtime::{
@@ -57,6 +59,40 @@ fn bf16_gemms_match_on_the_cpus_bf16_dot_product() {
     }
     let traced = mlp::build(mlp::BATCH).unwrap();
     train_step_matches_in(&traced, "digits_mlp_bf16_dot", "sgd", 2, Choice::Bf16Dot, 10, (2e-2, 1e-4), Precision::Bf16);
+}
+
+/// `hl-pad-contractions` on every contraction (min-macs 0): the MLP's
+/// 10-class head pads to 16 outputs, and its gradients through the
+/// zero-padding and the slice back; the padded bf16 step matches the
+/// interpreter's unpadded one as closely as the plain step does, and the
+/// planned step holds the padded GEMMs.
+#[test]
+fn padded_bf16_contractions_train_as_the_unpadded_model() {
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    let pipeline = "builtin.module(hl-autocast{dtype=bf16},hl-pad-contractions{multiple=8 min-macs=0},\
+        hl-optimizer{kind=adam},canonicalize,cse,hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,\
+        hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,convert-hl-to-ll,ll-plan-memory,ll-schedule)";
+    train_step_matches_piped(
+        &traced,
+        "digits_mlp_bf16_padded",
+        "adam",
+        3,
+        Choice::Generated,
+        10,
+        (2e-2, 1e-4),
+        Precision::Bf16,
+        pipeline,
+    );
+    let ctx = CompilerContext::new();
+    let mut m = traced.parse(&ctx).unwrap();
+    run_pipeline(&ctx, &mut m, pipeline).unwrap();
+    let planned = m.as_operation().to_string();
+    let padded: Vec<&str> = planned.lines().filter(|l| l.contains("ll.gemm") && l.contains("x16xbf16>")).collect();
+    assert!(padded.len() >= 2, "no GEMM on the padded head (16 outputs):\n{planned}");
+    // By default (min-macs 2^27) the digits MLP is too small to pad.
+    let mut m = traced.parse(&ctx).unwrap();
+    run_pipeline(&ctx, &mut m, "builtin.module(aicf-train-pipeline{optimizer=adam precision=bf16})").unwrap();
+    assert!(!m.as_operation().to_string().contains("x16xbf16>"), "the small MLP was padded");
 }
 
 /// The CNN's convolutions, pooling and their gradients in bf16.

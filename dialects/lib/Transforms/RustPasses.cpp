@@ -87,6 +87,7 @@ namespace aicf {
 #define GEN_PASS_DEF_HLFUSEOPTIMIZER
 #define GEN_PASS_DEF_HLFUSEREDUCTIONS
 #define GEN_PASS_DEF_HLOPTIMIZER
+#define GEN_PASS_DEF_HLPADCONTRACTIONS
 #define GEN_PASS_DEF_HLPRINTPARAMTABLE
 #define GEN_PASS_DEF_HLSETBATCH
 #define GEN_PASS_DEF_HLINSERTBLOCK
@@ -109,6 +110,7 @@ namespace {
 AICF_RUST_PASS(ConvertHLToLL)
 AICF_RUST_PASS(HLAddHeads)
 AICF_RUST_PASS(HLAutocast)
+AICF_RUST_PASS(HLPadContractions)
 AICF_RUST_PASS(HLAutodiff)
 AICF_RUST_PASS(HLDeepen)
 AICF_RUST_PASS(HLFuseElementwise)
@@ -172,6 +174,11 @@ struct TrainPipelineOptions
       *this, "precision",
       llvm::cl::desc("fp32, bf16 or fp16 (hl-autocast before autodiff)"),
       llvm::cl::init("fp32")};
+  Option<bool> shapePadding{
+      *this, "shape-padding",
+      llvm::cl::desc("pad large 16-bit contractions to aligned dimensions "
+                     "(hl-pad-contractions after hl-autocast)"),
+      llvm::cl::init(true)};
   Option<bool> dataParallel{
       *this, "data-parallel",
       llvm::cl::desc("sum the weighted loss and gradients over the replicas "
@@ -188,7 +195,8 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
   std::string text;
   llvm::raw_string_ostream os(text);
   if (o.precision != "fp32" && o.precision != "f32")
-    os << "hl-autocast{dtype=" << o.precision << "},";
+    os << "hl-autocast{dtype=" << o.precision << "},"
+       << (o.shapePadding ? "hl-pad-contractions," : "");
   // fp16 trains with dynamic loss scaling (GradScaler's defaults).
   bool fp16 = o.precision == "fp16" || o.precision == "f16";
   os << "hl-optimizer{kind=" << o.optimizer << " momentum=" << o.momentum

@@ -147,13 +147,16 @@ impl Plan {
     /// Prepares `g` (with its GPU part `gpu`) for `handle`; `bias` is the
     /// bias buffer's device address when the GEMM has one, `addresses` those
     /// of A, B and the output (only their alignment counts: the algorithm
-    /// must allow it).
+    /// must allow it). With `tf32`, an f32 GEMM multiplies on the tensor
+    /// cores in TF32 (inputs rounded to 10 mantissa bits, sums in f32:
+    /// PyTorch's `allow_tf32`); other types ignore it.
     pub(crate) fn new(
         handle: &Handle,
         g: &LibraryGemm,
         gpu: &GpuGemm,
         bias: Option<u64>,
         addresses: [u64; 3],
+        tf32: bool,
     ) -> Result<Self, String> {
         use sys::cublasLtEpilogue_t as E;
         use sys::cublasLtMatmulDescAttributes_t as D;
@@ -181,8 +184,12 @@ impl Plan {
             destroy(&layouts);
             return Err(e);
         }
-        let desc =
-            match lt::create_matmul_desc(sys::cublasComputeType_t::CUBLAS_COMPUTE_32F, sys::cudaDataType::CUDA_R_32F) {
+        let compute = if tf32 && gpu.operands == DType::F32 {
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
+        } else {
+            sys::cublasComputeType_t::CUBLAS_COMPUTE_32F
+        };
+        let desc = match lt::create_matmul_desc(compute, sys::cudaDataType::CUDA_R_32F) {
                 Ok(d) => d,
                 Err(e) => {
                     destroy(&layouts);

@@ -99,6 +99,13 @@ pub struct CudaSession {
     /// Which GEMM runs calls that have a cuBLASLt candidate; set before a
     /// function's first call.
     pub gemm: GemmPolicy,
+    /// Let f32 GEMMs run in TF32 on the tensor cores through cuBLASLt
+    /// (PyTorch's `torch.backends.cuda.matmul.allow_tf32`): inputs rounded
+    /// to 10 mantissa bits, products summed in f32. Off by default, as in
+    /// PyTorch; `AICF_ALLOW_TF32=1` turns it on. Set before a function's
+    /// first call. The generated f32 kernels stay full fp32, so with it on
+    /// the registry compares them with cuBLASLt's TF32.
+    pub allow_tf32: bool,
     /// cuBLASLt's handle and a workspace per stream (stream 0's first,
     /// then each side stream's), made when a GEMM first needs them (or why
     /// they cannot be). cuBLASLt's kernels keep counters in the workspace:
@@ -158,6 +165,7 @@ impl CudaSession {
             streams: !env_off("AICF_CUDA_STREAMS"),
             copies,
             gemm: GemmPolicy::Measure,
+            allow_tf32: std::env::var("AICF_ALLOW_TF32").is_ok_and(|v| v == "1" || v == "true"),
             lt: None,
             registry: None,
             profile: None,
@@ -423,6 +431,11 @@ impl CudaSession {
         self.bound.get(&(0, function.to_string())).map_or(0, |b| b.library.iter().filter(|p| p.is_some()).count())
     }
 
+    /// Whether a GEMM on `gpu`'s operands runs in TF32 ([`Self::allow_tf32`]).
+    fn tf32_for(&self, gpu: &GpuGemm) -> bool {
+        self.allow_tf32 && gpu.operands == DType::F32
+    }
+
     /// cuBLASLt's handle and workspace, made on first use.
     fn lt(&mut self) -> std::result::Result<&cublas::Handle, String> {
         if self.lt.is_none() {
@@ -457,17 +470,21 @@ impl CudaSession {
         if policy == GemmPolicy::Generated {
             return Ok(None);
         }
+        let tf32 = self.tf32_for(gpu);
         let Ok(handle) = self.lt() else { return Ok(None) };
         let at = |p: usize| params[1 + p];
         let bias = gpu.bias.map(|(p, _)| at(p));
         // A shape cuBLASLt has no algorithm for stays generated.
-        let Ok(plan) = cublas::Plan::new(handle, g, gpu, bias, [at(g.a), at(g.b), at(g.out)]) else {
+        let Ok(plan) = cublas::Plan::new(handle, g, gpu, bias, [at(g.a), at(g.b), at(g.out)], tf32) else {
             return Ok(None);
         };
         if policy == GemmPolicy::Library {
             return Ok(Some(plan));
         }
-        let key = Registry::gpu_key(g, gpu, &self.modules[m].device_name());
+        let mut key = Registry::gpu_key(g, gpu, &self.modules[m].device_name());
+        if tf32 {
+            key.push_str(" tf32");
+        }
         let registry = self.registry.get_or_insert_with(Registry::open);
         if let Some(choice) = registry.get_named(&key) {
             return Ok((choice == LIBRARY).then_some(plan));
@@ -545,10 +562,11 @@ impl CudaSession {
             Ok(start.elapsed_ms(&end).map_err(|e| err(e.to_string()))? as f64 / 5.0)
         };
         let generated = time(&|| launch_kernel(kernel, launch, &params, &stream).map_err(|e| e.to_string()))?;
-        let handle = self.lt().map_err(err)?;
         let at = |p: usize| scratch[p].ptr;
         let bias = gpu.bias.map(|(p, _)| at(p));
-        let plan = cublas::Plan::new(handle, g, gpu, bias, [at(g.a), at(g.b), at(g.out)]).map_err(err)?;
+        let tf32 = self.tf32_for(gpu);
+        let handle = self.lt().map_err(err)?;
+        let plan = cublas::Plan::new(handle, g, gpu, bias, [at(g.a), at(g.b), at(g.out)], tf32).map_err(err)?;
         let Some(Ok((handle, workspaces))) = &self.lt else { return Err(err("cuBLASLt not set up".into())) };
         let workspace = &workspaces[0];
         // SAFETY: the scratch buffers hold the GEMM's sizes; the workspace
@@ -1046,6 +1064,15 @@ impl Backend for CudaSession {
         self.bound.clear();
         self.staged.clear();
         Ok(())
+    }
+
+    fn set_allow_tf32(&mut self, on: bool) {
+        if self.allow_tf32 != on {
+            self.allow_tf32 = on;
+            // The GEMMs' plans are made when a function is bound.
+            self.bound.clear();
+            self.staged.clear();
+        }
     }
 }
 

@@ -114,6 +114,12 @@ struct ModelArgs {
     /// accumulation, master weights and losses (hl-autocast).
     #[arg(long, default_value = "fp32", value_parser = Precision::parse)]
     precision: Precision,
+    /// With --precision bf16/fp16: leave large contractions whose
+    /// dimensions are not multiples of 8 unpadded (by default they are
+    /// padded with zeros, as Inductor's pad_mm, so tensor-core GEMMs read
+    /// aligned rows: GPT-2's vocabulary of 50,257)
+    #[arg(long)]
+    no_shape_padding: bool,
     /// Data parallel: compile the step that sums the replicas' gradients,
     /// and (train, bench) run as one replica of the `mpirun` that started
     /// this process. Alone it trains as without.
@@ -138,6 +144,11 @@ struct DeviceArgs {
     /// CPU worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// CUDA: let f32 GEMMs run in TF32 on the tensor cores (PyTorch's
+    /// allow_tf32: inputs rounded to 10 mantissa bits, sums in f32); off
+    /// by default, or as AICF_ALLOW_TF32=1 says.
+    #[arg(long)]
+    allow_tf32: bool,
 }
 
 impl DeviceArgs {
@@ -645,6 +656,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         clip_norm: c.clip_norm,
         memory_budget: c.memory_budget,
         precision: c.precision,
+        shape_padding: !c.no_shape_padding,
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
     }
@@ -662,7 +674,9 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Options {
         seed,
         cache_dir: out.to_path_buf(),
         gemm: None,
+        allow_tf32: d.allow_tf32,
         precision: c.precision,
+        shape_padding: !c.no_shape_padding,
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
     }

@@ -302,6 +302,43 @@ def HLAutocast : Pass<"hl-autocast", "::mlir::ModuleOp"> {
   ];
 }
 
+def HLPadContractions : Pass<"hl-pad-contractions", "::mlir::ModuleOp"> {
+  let summary = "Pads large 16-bit contractions to aligned dimensions";
+  let description = [{
+    Tensor-core GEMMs move 16-byte vectors; a bf16 row whose length is not a
+    multiple of 8 (GPT-2's vocabulary of 50,257) leaves only kernels several
+    times slower. Like Inductor's `pad_mm`, this pass pads N and K of every
+    16-bit `hl.linear` and `hl.matmul` of at least `min-macs` multiply-adds
+    up to a multiple of `multiple` with zeros (`hl.slice_backward`) and
+    slices the result back (`hl.slice`): every result element is the same
+    sum. Autodiff, which runs after it, pads the gradients the same way, so
+    the backward GEMMs read aligned rows too. Part of the train pipeline
+    after `hl-autocast` (bf16 and fp16).
+
+    Input (`multiple=8`):
+
+    ```mlir
+    %y = hl.linear %x, %w : tensor<4096x768xbf16>, tensor<50257x768xbf16>
+    ```
+
+    Output:
+
+    ```mlir
+    %0 = hl.slice_backward %w start = [0, 0] limit = [50257, 768] strides = [1, 1]
+        : tensor<50257x768xbf16> -> tensor<50264x768xbf16>
+    %1 = hl.linear %x, %0 : tensor<4096x768xbf16>, tensor<50264x768xbf16>
+    %y = hl.slice %1 start = [0, 0] limit = [4096, 50257] strides = [1, 1]
+        : tensor<4096x50264xbf16>
+    ```
+  }];
+  let options = [
+    Option<"multiple", "multiple", "int64_t", /*default=*/"8",
+           "Pad N and K up to a multiple of this many elements">,
+    Option<"minMacs", "min-macs", "int64_t", /*default=*/"134217728",
+           "Leave contractions of fewer multiply-adds as they are">,
+  ];
+}
+
 def HLSetBatch : Pass<"hl-set-batch", "::mlir::ModuleOp"> {
   let summary = "Retarget a model to another batch size";
   let description = [{
