@@ -484,6 +484,49 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
     }
 }
 
+/// f32 GEMM checks for the bundle: the generated SIMT kernel, cuBLASLt in
+/// fp32 and cuBLASLt in TF32 (`allow_tf32`) each against the host
+/// reference on the GPU machine; odd, round and transposed shapes. Each
+/// carries its cuBLASLt candidate, and ptxas accepts the kernels.
+#[test]
+fn f32_gemm_checks_for_the_gpu_bundle() {
+    use artifact::DType::F32;
+    let check = |m, k, n, ta, tb, bias, relu| GemmCheck {
+        batch: 1,
+        m,
+        k,
+        n,
+        ta,
+        tb,
+        dtype: F32,
+        out: F32,
+        bias,
+        relu,
+        tol: 1e-5,
+    };
+    let cases = [
+        ("f32_bias_relu", check(100, 72, 56, false, false, true, true)),
+        ("f32_odd_tb", check(33, 37, 29, false, true, true, false)),
+        ("f32_big_ta", check(512, 256, 384, true, false, false, false)),
+    ];
+    for (name, c) in cases {
+        let ctx = CompilerContext::new();
+        let source = gemm_source(&c);
+        let module = ctx.parse(&source, name).unwrap_or_else(|e| panic!("{name}: {e}\n{source}"));
+        let dir = out_dir(&format!("gpu_f32_{name}"));
+        let manifest = compile_gpu(&ctx, &module, "f32", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+        ptxas_accepts(&dir, name);
+        let library = manifest.functions[0].calls[0].library.clone().unwrap_or_else(|| panic!("{name}: no candidate"));
+        let gpu = library.gpu.unwrap_or_else(|| panic!("{name}: no GPU part"));
+        assert_eq!((gpu.operands, gpu.output, gpu.bias.is_some()), (F32, F32, c.bias), "{name}");
+        let bundle = bundle_cases().join("../gemm").join(name);
+        let _ = std::fs::remove_dir_all(&bundle);
+        std::fs::create_dir_all(&bundle).unwrap();
+        copy_artifact(&dir, &bundle);
+        std::fs::write(bundle.join("gemm.json"), serde_json::to_string(&c).unwrap()).unwrap();
+    }
+}
+
 /// The host reference of the GEMM checks agrees with the CPU backend's
 /// f32 GEMM on the same (exact) inputs, so a GPU failure is the GPU's.
 #[test]
