@@ -54,6 +54,7 @@ def main(path):
         ("gemm4096_bf16", "torch_matmul4096_bf16", ">= 0.60x"),
         ("gemm4096", "torch_matmul4096_f32", ""),
         ("attention", "torch_attention_f32_causal", ""),
+        ("attention_bf16", "torch_attention_bf16_causal", ""),
     ]:
         a, t = generated(bench), find(torch_bench)
         if a and t:

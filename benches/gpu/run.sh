@@ -29,6 +29,8 @@ benches() {
   done
   # causal attention: half of the 4 L S d multiply-adds of 64 heads
   AICF_BENCH_FLOPS=$((2 * 64 * 1024 * 1024 * 64)) ./gpu_bench bench/attention 20
+  # the same in bf16 on the tensor cores, GPT-2 small's 8 x 12 heads
+  AICF_BENCH_FLOPS=$((2 * 96 * 1024 * 1024 * 64)) ./gpu_bench bench/attention_bf16 50
   ./gpu_bench cases/train_mlp784_sgd 500
   # aicf train's steps of the example models (Adam, their batch sizes)
   ./gpu_bench runs/digits_mlp/main 1000

@@ -195,6 +195,11 @@ def attention():
     ms = timed(lambda: sdpa(q, k, v, is_causal=True), 20, warm=5)
     flops = 2 * 64 * 1024 * 1024 * 64
     emit(bench="torch_attention_f32_causal", ms=round(ms, 4), tflop_per_s=round(flops / ms / 1e9, 2))
+    # bf16, causal, GPT-2 small's 8 x 12 heads of 1024 x 64 (flash)
+    q, k, v = (torch.randn(8, 12, 1024, 64, device=dev, dtype=torch.bfloat16) for _ in range(3))
+    ms = timed(lambda: sdpa(q, k, v, is_causal=True), 50, warm=5)
+    flops = 2 * 96 * 1024 * 1024 * 64
+    emit(bench="torch_attention_bf16_causal", ms=round(ms, 4), tflop_per_s=round(flops / ms / 1e9, 2))
 
 
 if __name__ == "__main__":

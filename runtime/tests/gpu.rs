@@ -205,7 +205,8 @@ fn every_gemm_check_matches_the_host_reference() {
         // also on cuBLASLt in TF32 (allow_tf32: inputs rounded to 10
         // mantissa bits, so a tolerance of 1e-2).
         let tf32 = (check.dtype == DType::F32).then_some((GemmPolicy::Library, true));
-        for (policy, allow_tf32) in [(GemmPolicy::Generated, false), (GemmPolicy::Library, false)].into_iter().chain(tf32)
+        for (policy, allow_tf32) in
+            [(GemmPolicy::Generated, false), (GemmPolicy::Library, false)].into_iter().chain(tf32)
         {
             let tol = if allow_tf32 { check.tol.max(1e-2) } else { check.tol };
             let run = || -> Result<(f64, usize), String> {
@@ -221,9 +222,7 @@ fn every_gemm_check_matches_the_host_reference() {
             match run() {
                 Ok((worst, lt)) => {
                     library_runs += lt;
-                    println!(
-                        "ok   gemm {name:<24} {what}: worst relative difference {worst:.1e}, {lt} cuBLASLt calls"
-                    )
+                    println!("ok   gemm {name:<24} {what}: worst relative difference {worst:.1e}, {lt} cuBLASLt calls")
                 }
                 Err(e) => {
                     println!("FAIL gemm {name:<24} {what}: {e}");

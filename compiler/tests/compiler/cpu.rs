@@ -499,6 +499,15 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[2, 70, 16], 61), f32s(&[2, 70, 16], 62), f32s(&[2, 70, 24], 63), f32s(&[33, 8], 64), f32s(&[45, 8], 65), f32s(&[45, 12], 66), f32s(&[1, 3, 130], 67), f32s(&[1, 5, 130], 68), f32s(&[1, 5, 7], 69)],
         ),
         (
+            // Head sizes the GPU's tensor-core attention takes in f16/bf16
+            // (multiples of 16): 80 queries (a full and a partial block of
+            // 64) over 80 keys (a full and a partial tile of 64), causal;
+            // 40 queries over 100 keys, key head 32, value head 48, scaled.
+            "attention_heads",
+            "func.func @f(%q: tensor<2x80x64xf32>, %k: tensor<2x80x64xf32>, %v: tensor<2x80x64xf32>, %a: tensor<40x32xf32>, %b: tensor<100x32xf32>, %c: tensor<100x48xf32>) -> (tensor<2x80x64xf32>, tensor<40x48xf32>) {\n  %o = hl.attention %q, %k, %v causal : tensor<2x80x64xf32>, tensor<2x80x64xf32>, tensor<2x80x64xf32>\n  %p = hl.attention %a, %b, %c scale = 0.3 : tensor<40x32xf32>, tensor<100x32xf32>, tensor<100x48xf32>\n  return %o, %p : tensor<2x80x64xf32>, tensor<40x48xf32>\n}".into(),
+            vec![f32s(&[2, 80, 64], 81), f32s(&[2, 80, 64], 82), f32s(&[2, 80, 64], 83), f32s(&[40, 32], 84), f32s(&[100, 32], 85), f32s(&[100, 48], 86)],
+        ),
+        (
             // 35 rows of 37 classes (more than a warp's 32 lanes), mean,
             // and their gradient summed; 70 rows of 5 classes (fewer than
             // the lanes) with an ignored label, loss and gradient fused.

@@ -258,12 +258,14 @@ fn ptxas_rejects_invalid_ptx() {
 /// The bundle's benchmark artifacts (compiled and checked by ptxas here,
 /// timed by `gpu_bench` on a GPU): a fused elementwise chain over 2^24
 /// elements (bandwidth), GEMMs 4096^3 in f32 and in bf16 (FLOP rate), and
-/// causal attention over 8x8 heads of 1024 x 64 (FLOP rate).
+/// causal attention over 8x8 heads of 1024 x 64 in f32 and 8x12 in bf16
+/// (FLOP rate).
 #[test]
 fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
     let t = "tensor<4096x4096xf32>";
     let h = "tensor<4096x4096xbf16>";
     let a = "tensor<8x8x1024x64xf32>";
+    let ah = "tensor<8x12x1024x64xbf16>";
     let cases = [
         (
             "elementwise",
@@ -287,6 +289,13 @@ fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
             "attention",
             format!(
                 "func.func @f(%q: {a}, %k: {a}, %v: {a}) -> {a} {{\n  %o = hl.attention %q, %k, %v causal : {a}, {a}, {a}\n  return %o : {a}\n}}"
+            ),
+        ),
+        (
+            // GPT-2 small's heads in bf16: the tensor-core attention
+            "attention_bf16",
+            format!(
+                "func.func @f(%q: {ah}, %k: {ah}, %v: {ah}) -> {ah} {{\n  %o = hl.attention %q, %k, %v causal : {ah}, {ah}, {ah}\n  return %o : {ah}\n}}"
             ),
         ),
     ];
@@ -344,7 +353,7 @@ fn gemm_tile_variants() {
         let kind = if wgmma { "wgmma" } else { "mma" };
         let name = format!("gemm4096_bf16-{kind}-{bm}x{bn}x{}-w{}x{}-s{}", t.bk, t.warps_m, t.warps_n, t.stages);
         let dir = out_dir(&format!("gpu_bench_{name}"));
-        let options = GpuOptions { gemm_tile: Some(t), wgmma };
+        let options = GpuOptions { gemm_tile: Some(t), wgmma, ..GpuOptions::default() };
         let manifest =
             compile_gpu_with(&ctx, &planned, "bench", &dir, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
         // wgmma: stages of 48 KiB and 1 KiB to align them (if over mma.sync).

@@ -190,12 +190,12 @@ impl Plan {
             sys::cublasComputeType_t::CUBLAS_COMPUTE_32F
         };
         let desc = match lt::create_matmul_desc(compute, sys::cudaDataType::CUDA_R_32F) {
-                Ok(d) => d,
-                Err(e) => {
-                    destroy(&layouts);
-                    return Err(err("creating a matmul descriptor")(e));
-                }
-            };
+            Ok(d) => d,
+            Err(e) => {
+                destroy(&layouts);
+                return Err(err("creating a matmul descriptor")(e));
+            }
+        };
         let mut plan = Plan {
             desc,
             layouts: [layouts[0], layouts[1], layouts[2]],

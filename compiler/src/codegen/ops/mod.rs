@@ -5,6 +5,7 @@ pub(crate) mod attention;
 pub(crate) mod conv;
 pub(crate) mod data;
 pub(crate) mod elementwise;
+pub(crate) mod flash;
 pub(crate) mod gemm;
 pub(crate) mod norm;
 pub(crate) mod reduce;

@@ -171,6 +171,9 @@ impl TargetInfo for GpuTarget {
     }
 
     fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        if self.options.tensor_core_attention && crate::codegen::ops::flash::tensor_core_attention(a, specs) {
+            return g.gpu_attention_tc(a, specs);
+        }
         g.gpu_attention(a, specs)
     }
 
@@ -277,11 +280,15 @@ pub struct GpuOptions {
     /// Whether 128 x 256 tensor-core GEMMs take Hopper's warpgroup MMA
     /// (`wgmma`) in the sm_90 build, rather than `mma.sync`.
     pub wgmma: bool,
+    /// Whether attention on f16/bf16 operands (head sizes multiples of 16
+    /// up to 128) runs on the tensor cores (`gpu_attention_tc`) rather
+    /// than the f32 CUDA-core kernel.
+    pub tensor_core_attention: bool,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { gemm_tile: None, wgmma: true }
+        GpuOptions { gemm_tile: None, wgmma: true, tensor_core_attention: true }
     }
 }
 
