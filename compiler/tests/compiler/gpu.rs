@@ -674,9 +674,10 @@ fn training_runs_for_the_gpu_bundle() {
     );
 }
 
-/// The char LM in bf16 for the GPU: every GEMM of its train step (forward
-/// and backward, on bf16 operands) runs on the tensor cores: its kernel's
-/// PTX holds `mma.sync` (sm_80) or `wgmma` (sm_90a), and ptxas accepts it.
+/// The char LM in bf16 for the GPU: every contraction of its train step
+/// (the GEMMs forward and backward, on bf16 operands, and the attention's
+/// two products) runs on the tensor cores: its kernel's PTX holds
+/// `mma.sync` (sm_80) or `wgmma` (sm_90a), and ptxas accepts it.
 #[test]
 fn bf16_char_lm_gemms_run_on_tensor_cores() {
     use aicf_compiler::pipeline::{Precision, Target, TrainOptions, compile_source};
@@ -691,15 +692,21 @@ fn bf16_char_lm_gemms_run_on_tensor_cores() {
     let step = compiled.manifest.functions.iter().find(|f| f.name == "train_step").unwrap();
     let gemms: Vec<&str> = step.calls.iter().filter(|c| c.op == "ll.gemm").map(|c| c.symbol.as_str()).collect();
     assert!(gemms.len() >= 12, "GEMMs of the char LM's train step: {gemms:?}");
+    // The attention forward's two products too (heads of 16: the
+    // tensor-core attention); its backward is GEMMs.
+    let attention: Vec<&str> =
+        step.calls.iter().filter(|c| c.op == "ll.attention").map(|c| c.symbol.as_str()).collect();
+    assert!(!attention.is_empty(), "the char LM's train step has no attention");
+    let contractions: Vec<&str> = gemms.iter().chain(&attention).copied().collect();
     for chip in ["sm_80", "sm_90"] {
         let ptx = ptx_text(&dir, chip);
-        for symbol in &gemms {
+        for symbol in &contractions {
             let at = ptx.find(&format!(".entry {symbol}(")).unwrap_or_else(|| panic!("{chip}: no kernel {symbol}"));
             let end = ptx[at + 1..].find(".entry ").map_or(ptx.len(), |e| at + 1 + e);
             let body = &ptx[at..end];
             assert!(
                 body.contains("mma.sync") || body.contains("wgmma"),
-                "{chip}: GEMM {symbol} is not on the tensor cores"
+                "{chip}: contraction {symbol} is not on the tensor cores"
             );
         }
     }
