@@ -87,6 +87,11 @@ pub enum CompileError {
     /// Valid input that a backend cannot compile yet (located).
     #[error("not supported yet: {0}")]
     Unsupported(String),
+
+    /// The environment asks for something this machine cannot give (an
+    /// instruction set clang does not know).
+    #[error("{0}")]
+    Environment(String),
 }
 
 pub type Result<T, E = CompileError> = std::result::Result<T, E>;

@@ -7,9 +7,22 @@ pub(crate) fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
-/// f32 lanes of the host's widest vector unit: 16 with AVX-512, 8 with
-/// AVX, 4 otherwise (SSE, NEON).
+/// f32 lanes of the widest vector unit the kernels are compiled for (the
+/// host's, or `AICF_CPU_ISA`'s): 16 with AVX-512, 8 with AVX, 4 otherwise
+/// (SSE, NEON).
 pub(crate) fn simd_lanes() -> usize {
+    if let Ok((_, _, features)) = crate::codegen::target::cpu::toolchain() {
+        let has = |f: &str| features.iter().any(|x| x == f);
+        if has("+avx512f") {
+            return 16;
+        }
+        if has("+avx") {
+            return 8;
+        }
+        if !features.is_empty() {
+            return 4;
+        }
+    }
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {

@@ -400,14 +400,21 @@ impl CpuModule {
         // turn (interleaved: a burst of load elsewhere slows all of
         // them, not the one measured during it), the cache evicted
         // before each run; a candidate's time is its best.
-        let mut candidates = vec![Choice::Generated, Choice::Library, Choice::LibrarySwapped, Choice::GemmRs];
-        if blas::openblas().is_some() && blas::OpenBlas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides) {
+        let wide = self.avx512_allowed();
+        let mut candidates = vec![Choice::Generated, Choice::Library, Choice::LibrarySwapped];
+        if wide {
+            candidates.push(Choice::GemmRs);
+        }
+        // OpenBLAS picks its kernels by the CPU it finds: under a narrower
+        // ISA, only when told which (OPENBLAS_CORETYPE=Haswell for AVX2).
+        let openblas_isa = wide || std::env::var_os("OPENBLAS_CORETYPE").is_some();
+        if openblas_isa && blas::openblas().is_some() && blas::OpenBlas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides) {
             candidates.push(Choice::OpenBlas);
         }
-        if packed_gemm::available(packed_gemm::Operands::F32) {
+        if wide && packed_gemm::available(packed_gemm::Operands::F32) {
             candidates.push(Choice::Avx512);
         }
-        if g.widen == Some(DType::BF16) && packed_gemm::available(packed_gemm::Operands::Bf16) {
+        if wide && g.widen == Some(DType::BF16) && packed_gemm::available(packed_gemm::Operands::Bf16) {
             candidates.push(Choice::Bf16Dot);
         }
         let runs: Vec<Box<dyn Fn() + '_>> = candidates
@@ -429,6 +436,15 @@ impl CpuModule {
         self.registry.decide(key, known, &times)
     }
 
+    /// Whether the runtime's own AVX-512 GEMMs (and the `gemm` crate,
+    /// which picks AVX-512 by itself) may run: not when this CPU has
+    /// AVX-512 but the kernels were compiled without it (`AICF_CPU_ISA=avx2`
+    /// measures the AVX2 path on an AVX-512 machine).
+    fn avx512_allowed(&self) -> bool {
+        let f = &self.manifest.cpu_features;
+        f.is_empty() || f.iter().any(|x| x == "+avx512f") || !host_has("+avx512f")
+    }
+
     /// Runs a GEMM call with candidate `choice`.
     fn run_gemm(
         &self,
@@ -442,11 +458,12 @@ impl CpuModule {
         if choice == Choice::Generated {
             return self.launch(kernel, call, pointers);
         }
+        let wide = self.avx512_allowed();
         let library = |epilogue: Option<KernelFn>, pointers: &[*mut u8]| match choice {
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
-            Choice::GemmRs => self.gemm_rs(epilogue, call, g, pointers),
+            Choice::GemmRs if wide => self.gemm_rs(epilogue, call, g, pointers),
             Choice::OpenBlas => self.openblas_gemm(epilogue, call, g, pointers),
-            Choice::Avx512 if packed_gemm::available(packed_gemm::Operands::F32) => {
+            Choice::Avx512 if wide && packed_gemm::available(packed_gemm::Operands::F32) => {
                 self.packed_gemm(packed_gemm::Operands::F32, epilogue, call, g, pointers, None)
             }
             _ => self.library_gemm(epilogue, call, g, pointers, false),
@@ -454,7 +471,11 @@ impl CpuModule {
         let Some(narrow) = g.widen else {
             return library(epilogue, pointers);
         };
-        if choice == Choice::Bf16Dot && narrow == DType::BF16 && packed_gemm::available(packed_gemm::Operands::Bf16) {
+        if choice == Choice::Bf16Dot
+            && wide
+            && narrow == DType::BF16
+            && packed_gemm::available(packed_gemm::Operands::Bf16)
+        {
             // The bf16 operands as they are, into the f32 product that the
             // epilogue rounds into the output.
             let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());

@@ -119,10 +119,33 @@ impl TargetInfo for CpuTarget {
     }
 }
 
-/// The clang flags every kernel object is compiled with (part of its hash).
-pub(crate) const KERNEL_FLAGS: [&str; 8] = [
+/// The `-march` the kernels are compiled for: the host's (`native`), or
+/// the instruction set `AICF_CPU_ISA` names, to build and measure another
+/// CPU's code on this one: `avx2` (x86-64-v3: AVX2 and FMA, no AVX-512),
+/// `avx512` (x86-64-v4), or any CPU name clang takes (`znver3`,
+/// `haswell`). An artifact built for features this CPU lacks is refused
+/// when loaded; one built for fewer runs none of the runtime's AVX-512
+/// GEMMs either (`CpuModule`).
+pub fn march() -> String {
+    match std::env::var("AICF_CPU_ISA").ok().as_deref().map(str::trim) {
+        None | Some("") | Some("native") => "native".into(),
+        Some("avx2") => "x86-64-v3".into(),
+        Some("avx512") => "x86-64-v4".into(),
+        Some(other) => other.into(),
+    }
+}
+
+/// The clang flags every kernel object is compiled with (part of its
+/// hash): [`KERNEL_FLAGS`] and `-march=`[`march`].
+pub(crate) fn kernel_flags() -> Vec<String> {
+    let mut flags: Vec<String> = KERNEL_FLAGS.iter().map(|f| f.to_string()).collect();
+    flags.insert(1, format!("-march={}", march()));
+    flags
+}
+
+/// The clang flags of every kernel object besides `-march`.
+const KERNEL_FLAGS: [&str; 7] = [
     "-O3",
-    "-march=native",
     "-fveclib=libmvec",
     "-fPIC",
     "-c",
@@ -267,7 +290,9 @@ impl KernelCache {
     /// then records for each of its kernels that the object holds it.
     pub(crate) fn compile_all(&self, clang: &str, groups: &[(String, Vec<String>)]) -> Result<()> {
         let compile_one = |(group, members): &(String, Vec<String>)| -> Result<()> {
-            self.compile_object(clang, &KERNEL_FLAGS, &self.dir.join(format!("{group}.ll")), &format!("{group}.o"))?;
+            let flags = kernel_flags();
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            self.compile_object(clang, &flags, &self.dir.join(format!("{group}.ll")), &format!("{group}.o"))?;
             for hash in members {
                 self.write(&format!("{hash}.obj"), group.as_bytes())?;
             }
@@ -330,7 +355,7 @@ impl Generator {
             let op = defined.get(name).ok_or_else(|| internal(format!("kernel @{name} vanished in the lowering")))?;
             let text = ir::op_text_local(*op);
             let body = text.replacen(&format!("llvm.func @{name}("), "llvm.func @kernel(", 1);
-            let hash = artifact::ir_hash(&format!("{KERNEL_FLAGS:?} {clang} {cpu}\n{body}"));
+            let hash = artifact::ir_hash(&format!("{:?} {clang} {cpu}\n{body}", kernel_flags()));
             symbols.insert(name.clone(), format!("aicf_{hash}"));
             if kernels.iter().any(|(h, _)| *h == hash) {
                 continue;
@@ -464,18 +489,26 @@ pub(crate) fn toolchain() -> Result<(&'static str, &'static str, &'static [Strin
     let found = FOUND.get_or_init(|| {
         let clang = clang().map_err(|e| e.to_string())?;
         let (cpu, features) = host_cpu(&clang);
+        if features.is_empty() && march() != "native" {
+            return Err(format!(
+                "AICF_CPU_ISA: {clang} knows no CPU '-march={}' (avx2, avx512, native, or a CPU name such as znver3)",
+                march()
+            ));
+        }
         Ok((clang, cpu, features))
     });
     match found {
         Ok((clang, cpu, features)) => Ok((clang, cpu, features)),
+        Err(e) if e.starts_with("AICF_CPU_ISA") => Err(CompileError::Environment(e.clone())),
         Err(e) => Err(internal(e.clone())),
     }
 }
 
-/// The host CPU clang compiles for under -march=native.
+/// The CPU clang compiles for under `-march=`[`march`] (the host's by
+/// default) and its features.
 pub(crate) fn host_cpu(clang: &str) -> (String, Vec<String>) {
     let text = std::process::Command::new(clang)
-        .args(["-march=native", "-###", "-x", "c", "-c", "/dev/null"])
+        .args([&format!("-march={}", march()), "-###", "-x", "c", "-c", "/dev/null"])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
         .unwrap_or_default();
@@ -491,9 +524,33 @@ pub(crate) fn host_cpu(clang: &str) -> (String, Vec<String>) {
         .filter(|f| f.starts_with('+'))
         .map(str::to_string)
         .collect();
+    // A named CPU or ISA level (`x86-64-v3`) passes no feature list: its
+    // features from the macros clang predefines for it.
+    if features.is_empty() && march() != "native" {
+        features = march_features(clang);
+    }
     features.sort();
     features.dedup();
     (cpu, features)
+}
+
+/// The SIMD features clang enables under `-march=`[`march`], from its
+/// predefined macros (`__AVX2__` -> `+avx2`, `__SSE4_1__` -> `+sse4.1`).
+fn march_features(clang: &str) -> Vec<String> {
+    let text = std::process::Command::new(clang)
+        .args([&format!("-march={}", march()), "-dM", "-E", "-x", "c", "/dev/null"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    const SIMD: [&str; 13] =
+        ["SSE3", "SSSE3", "SSE4_1", "SSE4_2", "POPCNT", "AVX", "AVX2", "FMA", "F16C", "BMI", "BMI2", "LZCNT", "MOVBE"];
+    text.lines()
+        .filter_map(|l| l.strip_prefix("#define __")?.strip_suffix("__ 1"))
+        .filter(|m| SIMD.contains(m) || m.starts_with("AVX512") || m.starts_with("AMX_"))
+        .map(|m| format!("+{}", m.to_ascii_lowercase().replace("sse4_", "sse4.").replace("amx_", "amx-")))
+        .collect()
 }
 
 /// Rewrites every `arith.truncf` from f32 to bf16 (scalar or vector) of the
