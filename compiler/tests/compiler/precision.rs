@@ -95,6 +95,35 @@ fn padded_bf16_contractions_train_as_the_unpadded_model() {
     assert!(!m.as_operation().to_string().contains("x16xbf16>"), "the small MLP was padded");
 }
 
+/// The train pipeline pads a large bf16 head (256 x 1001 x 768, over the
+/// default 2^27 multiply-adds) to 1008 outputs by default, and leaves it
+/// with `shape_padding: false` (`--no-shape-padding`); fp32 never pads.
+#[test]
+fn the_train_pipeline_pads_large_bf16_heads_unless_told_not_to() {
+    use aicf_compiler::pipeline::TrainOptions;
+    let source = "module {\n  hl.param @head.weight : tensor<1001x768xf32> owner \"head\" init <normal>\n\
+        func.func @forward(%x: tensor<256x768xf32>) -> tensor<256x1001xf32> {\n\
+        %w = hl.get_param @head.weight : tensor<1001x768xf32>\n\
+        %y = hl.linear %x, %w : tensor<256x768xf32>, tensor<1001x768xf32>\n\
+        return %y : tensor<256x1001xf32>\n  }\n\
+        func.func @loss(%x: tensor<256x768xf32>, %t: tensor<256xi32>) -> tensor<f32> {\n\
+        %w = hl.get_param @head.weight : tensor<1001x768xf32>\n\
+        %y = hl.linear %x, %w : tensor<256x768xf32>, tensor<1001x768xf32>\n\
+        %l = hl.cross_entropy %y, %t : tensor<256x1001xf32>, tensor<256xi32>\n\
+        return %l : tensor<f32>\n  }\n}\n";
+    let planned = |precision, shape_padding| {
+        let ctx = CompilerContext::new();
+        let mut m = ctx.parse(source, "head").unwrap();
+        let options = TrainOptions { precision, shape_padding, ..TrainOptions::default() };
+        run_pipeline(&ctx, &mut m, &options.train_pipeline()).unwrap_or_else(|e| panic!("{e}"));
+        m.as_operation().to_string()
+    };
+    let padded = |text: &str| text.lines().any(|l| l.contains("ll.gemm") && l.contains("1008x768xbf16"));
+    assert!(padded(&planned(Precision::Bf16, true)), "the bf16 head is not padded to 1008");
+    assert!(!padded(&planned(Precision::Bf16, false)), "padded with shape_padding false");
+    assert!(!planned(Precision::Fp32, true).contains("1008"), "an fp32 head was padded");
+}
+
 /// The CNN's convolutions, pooling and their gradients in bf16.
 #[test]
 fn digits_cnn_bf16_train_step_matches_the_interpreter() {
