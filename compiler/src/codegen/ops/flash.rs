@@ -4,7 +4,7 @@
 //! probabilities reach memory.
 
 use crate::codegen::ops::attention::AttentionShape;
-use crate::codegen::ops::gemm::mma::{async_chunk, tile_chunks};
+use crate::codegen::ops::gemm::mma::{async_chunk, fragment_register, mma_16816, tile_chunks};
 use crate::codegen::prelude::*;
 
 /// Query rows per block: 4 warps of 16.
@@ -91,7 +91,11 @@ impl Generator {
 
         // Copies `rows x cols` at row r0 (of `limit` rows) of buffer `buf`
         // into `smem` (row length `ld`) and waits for the copies.
-        let copy = |k: &mut Kernel, (buf, gty, base): (&str, &str, &str), (r0, limit): (&str, &str), (rows, cols): (usize, usize), (smem, st, ld): (&str, &str, usize)| {
+        let copy = |k: &mut Kernel,
+                    (buf, gty, base): (&str, &str, &str),
+                    (r0, limit): (&str, &str),
+                    (rows, cols): (usize, usize),
+                    (smem, st, ld): (&str, &str, usize)| {
             let cl = k.index(cols);
             let mut tokens = Vec::new();
             for ch in tile_chunks(k, &tid, threads, rows, cols, base, r0, "%c0", limit, cols) {
@@ -106,12 +110,7 @@ impl Generator {
         k.line("gpu.barrier");
 
         let frag = format!("vector<4x2x{e}>");
-        let reg_ty = if et == DType::BF16 { "i32" } else { "vector<2xf16>" };
-        // One register of an ldmatrix fragment as mma takes it.
-        let reg = |k: &mut Kernel, f: &str, i: usize| -> String {
-            let v = k.val(&format!("vector.extract {f}[{i}] : vector<2x{e}> from vector<4x2x{e}>"));
-            if et == DType::BF16 { k.val(&format!("llvm.bitcast {v} : vector<2xbf16> to i32")) } else { v }
-        };
+        let reg = |k: &mut Kernel, f: &str, i: usize| fragment_register(k, f, i, et);
         // Two f32 values as one register of 16-bit pairs (the first in the
         // low half).
         let pack = |k: &mut Kernel, x: &str, y: &str| -> String {
@@ -119,17 +118,7 @@ impl Generator {
             let h = k.val(&format!("arith.truncf {v} : vector<2xf32> to vector<2x{e}>"));
             if et == DType::BF16 { k.val(&format!("llvm.bitcast {h} : vector<2xbf16> to i32")) } else { h }
         };
-        let mma = |k: &mut Kernel, a: &[String], b: &[String], acc: &[String]| -> Vec<String> {
-            let dd = k.val(&format!(
-                "nvvm.mma.sync A[{}] B[{}] C[{}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, \
-                 shape = #nvvm.shape<m = 16, n = 8, k = 16>, multiplicandAPtxType = #nvvm.mma_type<{e}>, \
-                 multiplicandBPtxType = #nvvm.mma_type<{e}>}} : ({reg_ty}, {reg_ty}, f32) -> !llvm.struct<(f32, f32, f32, f32)>",
-                a.join(", "),
-                b.join(", "),
-                acc.join(", ")
-            ));
-            (0..4).map(|i| k.val(&format!("llvm.extractvalue {dd}[{i}] : !llvm.struct<(f32, f32, f32, f32)>"))).collect()
-        };
+        let mma = |k: &mut Kernel, a: &[String], b: &[String], acc: &[String]| mma_16816(k, a, b, acc, et);
 
         // The warp's query fragments, one per 16 of the head.
         let a_lane = {
@@ -141,7 +130,8 @@ impl Generator {
         let mut q_frags = Vec::new();
         for ks in 0..d / 16 {
             let at = k.mad("%c1", ks * 16, &a_lane);
-            let f = k.val(&format!("nvgpu.ldmatrix %Qs[{at}] {{numTiles = 4 : i32, transpose = false}} : {sq} -> {frag}"));
+            let f =
+                k.val(&format!("nvgpu.ldmatrix %Qs[{at}] {{numTiles = 4 : i32, transpose = false}} : {sq} -> {frag}"));
             q_frags.push((0..4).map(|i| reg(&mut k, &f, i)).collect::<Vec<_>>());
         }
         // k's fragments (stored keys x head: mma's column-major B as is):
@@ -193,8 +183,9 @@ impl Generator {
         for (ks, qf) in q_frags.iter().enumerate() {
             for np in 0..bk / 16 {
                 let at = k.mad("%c1", np * 16 * k_ld + ks * 16, &k_lane);
-                let f =
-                    k.val(&format!("nvgpu.ldmatrix %Ks[{at}] {{numTiles = 4 : i32, transpose = false}} : {sk} -> {frag}"));
+                let f = k.val(&format!(
+                    "nvgpu.ldmatrix %Ks[{at}] {{numTiles = 4 : i32, transpose = false}} : {sk} -> {frag}"
+                ));
                 let r: Vec<String> = (0..4).map(|i| reg(&mut k, &f, i)).collect();
                 sacc[2 * np] = mma(&mut k, qf, &r[..2], &sacc[2 * np]);
                 sacc[2 * np + 1] = mma(&mut k, qf, &r[2..], &sacc[2 * np + 1]);
@@ -254,9 +245,7 @@ impl Generator {
             next.push(k.fop("addf", &kept, &sums[h], f32t));
         }
         let mut oacc: Vec<Vec<String>> = (0..o_frags)
-            .map(|on| {
-                (0..4).map(|i| k.fop("mulf", &carried[4 + on * 4 + i], &alpha[i / 2], f32t)).collect::<Vec<_>>()
-            })
+            .map(|on| (0..4).map(|i| k.fop("mulf", &carried[4 + on * 4 + i], &alpha[i / 2], f32t)).collect::<Vec<_>>())
             .collect();
         // O += P v, 16 keys at a time: fragments 2 kk and 2 kk + 1 of P are
         // the A fragment (rows g, g + 8; keys 2c, 2c + 1, then + 8).
@@ -270,8 +259,9 @@ impl Generator {
             ];
             for np in 0..dv / 16 {
                 let at = k.mad("%c1", kk * 16 * v_ld + np * 16, &v_lane);
-                let f =
-                    k.val(&format!("nvgpu.ldmatrix %Vs[{at}] {{numTiles = 4 : i32, transpose = true}} : {sv} -> {frag}"));
+                let f = k.val(&format!(
+                    "nvgpu.ldmatrix %Vs[{at}] {{numTiles = 4 : i32, transpose = true}} : {sv} -> {frag}"
+                ));
                 let r: Vec<String> = (0..4).map(|i| reg(&mut k, &f, i)).collect();
                 oacc[2 * np] = mma(&mut k, &pa, &r[..2], &oacc[2 * np]);
                 oacc[2 * np + 1] = mma(&mut k, &pa, &r[2..], &oacc[2 * np + 1]);

@@ -239,17 +239,7 @@ impl Generator {
         let b_off = k.mad(&stage, b_stage, &b_lane);
         let mut acc = accs.clone();
         let frag = format!("vector<4x2x{e}>");
-        // One register of a fragment as mma takes it: bf16 pairs as i32,
-        // f16 pairs as vector<2xf16>.
-        let reg = |k: &mut Kernel, frag: &str, i: usize| -> String {
-            if et == DType::BF16 {
-                let v = k.val(&format!("vector.extract {frag}[{i}] : vector<2xbf16> from vector<4x2xbf16>"));
-                k.val(&format!("llvm.bitcast {v} : vector<2xbf16> to i32"))
-            } else {
-                k.val(&format!("vector.extract {frag}[{i}] : vector<2xf16> from vector<4x2xf16>"))
-            }
-        };
-        let reg_ty = if et == DType::BF16 { "i32" } else { "vector<2xf16>" };
+        let reg = |k: &mut Kernel, frag: &str, i: usize| fragment_register(k, frag, i, et);
         for ks in 0..bk / 16 {
             let mut a_regs = Vec::new();
             for mi in 0..fm {
@@ -281,17 +271,8 @@ impl Generator {
             for (mi, a) in a_regs.iter().enumerate() {
                 for (ni, b) in b_regs.iter().enumerate() {
                     let c = (mi * 2 * fnn + ni) * 4;
-                    let d = k.val(&format!(
-                        "nvvm.mma.sync A[{}] B[{}] C[{}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, \
-                         shape = #nvvm.shape<m = 16, n = 8, k = 16>, multiplicandAPtxType = #nvvm.mma_type<{e}>, \
-                         multiplicandBPtxType = #nvvm.mma_type<{e}>}} : ({reg_ty}, {reg_ty}, f32) -> !llvm.struct<(f32, f32, f32, f32)>",
-                        a.join(", "),
-                        b.join(", "),
-                        acc[c..c + 4].join(", ")
-                    ));
-                    for i in 0..4 {
-                        acc[c + i] = k.val(&format!("llvm.extractvalue {d}[{i}] : !llvm.struct<(f32, f32, f32, f32)>"));
-                    }
+                    let d = mma_16816(&mut k, a, b, &acc[c..c + 4], et);
+                    acc[c..c + 4].clone_from_slice(&d);
                 }
             }
         }
@@ -339,7 +320,31 @@ impl Generator {
     }
 }
 
-/// The PTX of the (one) `gpu.binary` object in `module`.
+/// Register `i` of an `ldmatrix` fragment (`vector<4x2xT>`) as `mma.sync`
+/// takes it: bf16 pairs as i32, f16 pairs as `vector<2xf16>`.
+pub(crate) fn fragment_register(k: &mut Kernel, frag: &str, i: usize, et: DType) -> String {
+    let e = et.mlir();
+    let v = k.val(&format!("vector.extract {frag}[{i}] : vector<2x{e}> from vector<4x2x{e}>"));
+    if et == DType::BF16 { k.val(&format!("llvm.bitcast {v} : vector<2xbf16> to i32")) } else { v }
+}
+
+/// `mma.sync.m16n8k16` of 16-bit A (4 registers, row-major) and B (2,
+/// column-major) fragments into f32 accumulators `acc` (4); returns the
+/// 4 new accumulators.
+pub(crate) fn mma_16816(k: &mut Kernel, a: &[String], b: &[String], acc: &[String], et: DType) -> Vec<String> {
+    let e = et.mlir();
+    let reg_ty = if et == DType::BF16 { "i32" } else { "vector<2xf16>" };
+    let d = k.val(&format!(
+        "nvvm.mma.sync A[{}] B[{}] C[{}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, \
+         shape = #nvvm.shape<m = 16, n = 8, k = 16>, multiplicandAPtxType = #nvvm.mma_type<{e}>, \
+         multiplicandBPtxType = #nvvm.mma_type<{e}>}} : ({reg_ty}, {reg_ty}, f32) -> !llvm.struct<(f32, f32, f32, f32)>",
+        a.join(", "),
+        b.join(", "),
+        acc.join(", ")
+    ));
+    (0..4).map(|i| k.val(&format!("llvm.extractvalue {d}[{i}] : !llvm.struct<(f32, f32, f32, f32)>"))).collect()
+}
+
 /// The epilogue of a tensor-core GEMM's output (i, j), inside the output's
 /// `limits` (rows, columns): its f32 accumulator (`value`, read inside the
 /// bounds check) times alpha, then bias, activation, mask, residual,
