@@ -74,6 +74,15 @@ fn bench(c: &mut Criterion) {
     c.bench_function("eager/mlp64_b32_sgd", |b| b.iter(|| small.step()));
     let mut big = Mlp::new(&[784, 512, 512, 10], 256);
     big.step();
+    // AICF_EAGER_TRACE=<file>: one warm MLP 784 step's ops and kernels as
+    // a trace-event file (Perfetto), to see where eager time goes.
+    if let Some(path) = std::env::var_os("AICF_EAGER_TRACE") {
+        big.step();
+        eager::start_trace();
+        big.step();
+        let ops = eager::finish_trace(std::path::Path::new(&path)).expect("trace");
+        println!("MLP 784 eager step: {ops} ops traced to {}", std::path::Path::new(&path).display());
+    }
     c.bench_function("eager/mlp784_b256_sgd", |b| b.iter(|| big.step()));
     let (a, one) = (random(&[1], 5, 1.0), random(&[1], 6, 1.0));
     a.add(&one).expect("add");
