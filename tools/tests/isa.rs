@@ -34,11 +34,34 @@ fn kernels_build_and_train_for_another_instruction_set() {
     assert!(features.contains(&"+avx2") && features.contains(&"+fma"), "{features:?}");
     assert!(!features.iter().any(|f| f.starts_with("+avx512")), "{features:?}");
 
-    let o = aicf("avx2", &["bench", "examples/mlp/digits_mlp.mlir", "--steps", "3", "--out", out.to_str().unwrap()]);
+    // The artifact a bench ran, from its "-> dir" or "using the compiled dir".
+    let ran = |o: &std::process::Output| -> PathBuf {
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        let dir = text
+            .lines()
+            .find_map(|l| l.split_once(" -> ").map(|(_, d)| d).or_else(|| l.strip_prefix("using the compiled ")))
+            .unwrap_or_else(|| panic!("no artifact named in:\n{text}"));
+        PathBuf::from(dir.trim())
+    };
+    let bench = |isa: &str| {
+        aicf(isa, &["bench", "examples/mlp/digits_mlp.mlir", "--steps", "3", "--out", out.to_str().unwrap()])
+    };
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // A native build first, in the same cache: the AVX2 run must not
+        // take its artifact.
+        let native = bench("native");
+        assert!(native.status.success(), "{}", String::from_utf8_lossy(&native.stderr));
+        let o = bench("avx2");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(String::from_utf8_lossy(&o.stdout).contains("train step"));
+        let used: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(ran(&o).join("manifest.json")).unwrap()).unwrap();
+        assert!(used["target"].as_str().unwrap().ends_with("x86-64-v3"), "the AVX2 run used {}", used["target"]);
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            assert_ne!(ran(&native), ran(&o), "the AVX2 run reused the native artifact");
+        }
     } else {
+        let o = bench("avx2");
         let e = String::from_utf8_lossy(&o.stderr);
         assert!(e.contains("which this CPU lacks"), "{e}");
     }

@@ -257,8 +257,11 @@ impl Runtime {
     fn kernel(&mut self, key: &str, source: &str, function: &str) -> Result<&mut Kernel> {
         if !self.kernels.contains_key(key) {
             let fail = |message: String| EagerError::Kernel { op: key.to_string(), message };
-            let hash =
-                aicf_runtime::artifact::ir_hash(&format!("{source}\n{}", crate::train::trainer::compiler_identity()));
+            let hash = aicf_runtime::artifact::ir_hash(&format!(
+                "{source}\n{}\n-march={}",
+                crate::train::trainer::compiler_identity(),
+                crate::codegen::target::cpu::march()
+            ));
             let dir = self.dir.join(format!("op-{hash}"));
             // A damaged artifact, or one compiled for CPU features this host
             // lacks, is compiled again.

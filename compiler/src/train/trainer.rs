@@ -617,7 +617,9 @@ fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<u
     let train = options.train_options();
     let target = options.target();
     let target_key = match &target {
-        Target::Cpu(_) => "cpu".to_string(),
+        // The instruction set too: AICF_CPU_ISA=avx2 never finds the
+        // native build's artifact.
+        Target::Cpu(_) => format!("cpu -march={}", crate::codegen::target::cpu::march()),
         Target::Cuda(gpu) => format!("cuda {gpu:?}"),
     };
     // Keyed by the canonical IR: a comment or a renamed value in the
