@@ -50,4 +50,4 @@ func.func @fp32(%x: tensor<4096x768xf32>, %w: tensor<50257x768xf32>) -> tensor<4
   return %y : tensor<4096x50257xf32>
 }
 
-// ERR: error: hl-pad-contractions: multiple=0 min-macs=134217728: expected multiple >= 1, min-macs >= 0
+// ERR: error: hl-pad-contractions: multiple=0 min-macs=134217728: expected multiple in 1..=4096, min-macs >= 0

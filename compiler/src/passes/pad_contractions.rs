@@ -30,6 +30,9 @@ use crate::types::{DType, TensorSpec};
 use melior::ir::{Location, OperationRef, operation::OperationLike};
 use mlir_sys::*;
 
+/// The largest padding multiple taken (an alignment, not a size).
+const MOST_MULTIPLE: i64 = 1 << 12;
+
 pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
     let report = |m: String| {
         emit_error(module.location(), &format!("hl-pad-contractions: {m}"));
@@ -37,8 +40,10 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     };
     let multiple = options.get_i64("multiple").map_err(report)?;
     let min_macs = options.get_i64("min-macs").map_err(report)?;
-    if multiple < 1 || min_macs < 0 {
-        return Err(report(format!("multiple={multiple} min-macs={min_macs}: expected multiple >= 1, min-macs >= 0")));
+    if !(1..=MOST_MULTIPLE).contains(&multiple) || min_macs < 0 {
+        return Err(report(format!(
+            "multiple={multiple} min-macs={min_macs}: expected multiple in 1..={MOST_MULTIPLE}, min-macs >= 0"
+        )));
     }
     let (multiple, min_macs) = (multiple as usize, min_macs as u128);
     let module = module.to_raw();

@@ -124,6 +124,8 @@ const HL_PASSES: &[&str] = &[
     "--hl-autocast=dtype=f16 fp32-layers=fc1",
     "--aicf-train-pipeline=optimizer=adam precision=bf16",
     "--aicf-train-pipeline=optimizer=sgd precision=fp16",
+    "--hl-autocast=dtype=bf16 --hl-pad-contractions=min-macs=0",
+    "--aicf-train-pipeline=optimizer=adam precision=bf16 shape-padding=false",
 ];
 const AUTODIFF_PASSES: &[&str] = &[
     "--hl-optimizer=kind=adamw weight-decay=0.01",
@@ -165,6 +167,8 @@ const OPTION_PROBES: &[(&str, &str)] = &[
     ("hl", "--hl-optimizer=kind=adam loss-scale={}"),
     ("hl", "--hl-optimizer=kind=adam loss-scale=1024 scale-growth-interval={}"),
     ("hl", "--aicf-train-pipeline=budget={}"),
+    ("hl", "--hl-pad-contractions=multiple={} min-macs=0"),
+    ("hl", "--hl-pad-contractions=min-macs={}"),
     ("hl", "--aicf-train-pipeline=max-streams={}"),
     ("ll", "--ll-plan-memory=budget={}"),
     ("ll", "--ll-schedule=max-streams={}"),
