@@ -450,12 +450,7 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         ("bf16_big_ta", check(1, 2304, 80, 2048, true, false, BF16, F32, false, true), true, (128, 256)),
     ];
     for (name, c, asynchronous, block) in cases {
-        let ctx = CompilerContext::new();
-        let source = gemm_source(&c);
-        let module = ctx.parse(&source, name).unwrap_or_else(|e| panic!("{name}: {e}\n{source}"));
-        let dir = out_dir(&format!("gpu_tc_{name}"));
-        let manifest = compile_gpu(&ctx, &module, "tc", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
-        ptxas_accepts(&dir, name);
+        let (dir, manifest) = compile_gemm_check(name, &c, "tc");
         let launch = manifest.functions[0].calls[0].launch.unwrap();
         let tile = TensorCoreTile::for_shape(c.m, c.n, c.batch);
         assert_eq!(tile.block(), block, "{name}");
@@ -485,12 +480,30 @@ fn tensor_core_gemms_compile_to_ptx_that_ptxas_accepts() {
         );
         assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x4"), "{name}: no ldmatrix");
         assert_eq!(ptx.contains("cp.async"), asynchronous, "{name}: cp.async copies");
-        let bundle = bundle_cases().join("../gemm").join(name);
-        let _ = std::fs::remove_dir_all(&bundle);
-        std::fs::create_dir_all(&bundle).unwrap();
-        copy_artifact(&dir, &bundle);
-        std::fs::write(bundle.join("gemm.json"), serde_json::to_string(&c).unwrap()).unwrap();
+        bundle_gemm_check(name, &dir, &c);
     }
+}
+
+/// The GEMM check `c` as a one-GEMM function compiled for the GPU into
+/// `gpu_<tag>_<name>`, which ptxas accepts.
+fn compile_gemm_check(name: &str, c: &GemmCheck, tag: &str) -> (PathBuf, artifact::Manifest) {
+    let ctx = CompilerContext::new();
+    let source = gemm_source(c);
+    let module = ctx.parse(&source, name).unwrap_or_else(|e| panic!("{name}: {e}\n{source}"));
+    let dir = out_dir(&format!("gpu_{tag}_{name}"));
+    let manifest = compile_gpu(&ctx, &module, tag, &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    ptxas_accepts(&dir, name);
+    (dir, manifest)
+}
+
+/// The compiled GEMM check in `dir` into the bundle's `gemm/<name>`, with
+/// its `gemm.json` (the GPU machine makes the inputs and the reference).
+fn bundle_gemm_check(name: &str, dir: &Path, c: &GemmCheck) {
+    let bundle = bundle_cases().join("../gemm").join(name);
+    let _ = std::fs::remove_dir_all(&bundle);
+    std::fs::create_dir_all(&bundle).unwrap();
+    copy_artifact(dir, &bundle);
+    std::fs::write(bundle.join("gemm.json"), serde_json::to_string(c).unwrap()).unwrap();
 }
 
 /// f32 GEMM checks for the bundle: the generated SIMT kernel, cuBLASLt in
@@ -519,20 +532,11 @@ fn f32_gemm_checks_for_the_gpu_bundle() {
         ("f32_big_ta", check(512, 256, 384, true, false, false, false)),
     ];
     for (name, c) in cases {
-        let ctx = CompilerContext::new();
-        let source = gemm_source(&c);
-        let module = ctx.parse(&source, name).unwrap_or_else(|e| panic!("{name}: {e}\n{source}"));
-        let dir = out_dir(&format!("gpu_f32_{name}"));
-        let manifest = compile_gpu(&ctx, &module, "f32", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
-        ptxas_accepts(&dir, name);
+        let (dir, manifest) = compile_gemm_check(name, &c, "f32");
         let library = manifest.functions[0].calls[0].library.clone().unwrap_or_else(|| panic!("{name}: no candidate"));
         let gpu = library.gpu.unwrap_or_else(|| panic!("{name}: no GPU part"));
         assert_eq!((gpu.operands, gpu.output, gpu.bias.is_some()), (F32, F32, c.bias), "{name}");
-        let bundle = bundle_cases().join("../gemm").join(name);
-        let _ = std::fs::remove_dir_all(&bundle);
-        std::fs::create_dir_all(&bundle).unwrap();
-        copy_artifact(&dir, &bundle);
-        std::fs::write(bundle.join("gemm.json"), serde_json::to_string(&c).unwrap()).unwrap();
+        bundle_gemm_check(name, &dir, &c);
     }
 }
 
