@@ -4,7 +4,7 @@
 CARGO ?= cargo
 AICF_OPT := target/debug/aicf-opt
 
-.PHONY: all setup build demo grow grow-lm test lit check-runtime-deps gpu-bundle fmt clean onnx-venv onnx-fixtures onnx-conformance
+.PHONY: all setup build demo grow grow-lm test lit check-runtime-deps gpu-bundle gpu-pack fmt clean onnx-venv onnx-fixtures onnx-conformance
 
 all: build
 
@@ -91,6 +91,12 @@ gpu-bundle: setup
 	  test -n "$$exe" && cp "$$exe" $(BUNDLE)/gpu-test
 	cp target/release/examples/gpu_bench benches/gpu/run.sh benches/gpu/torch_baselines.py benches/gpu/ratios.py $(BUNDLE)/
 	@du -sh $(BUNDLE)
+
+# What a GPU session carries (target/gpu-pack, about 45 MB: the bundle and
+# the stripped aicf, compressed, GPT-2's shape) and its one script:
+#   bash target/gpu-pack/session.sh      (on the GPU machine)
+gpu-pack: gpu-bundle
+	benches/gpu/pack.sh
 
 # Only the FileCheck regression suite.
 lit: setup

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One GPU session's checks and measurements, in order of importance, each
+# with a time limit (about 6 minutes in all on an H200), from the
+# repository root of a copy that carries target/gpu-pack (benches/gpu/pack.sh):
+#   1. the GPU bundle's tests (every kernel case, GEMM check and training
+#      run against the CPU's results; NCCL in a group of one);
+#   2. GPT-2 small's shape in bf16, AICF beside torch.compile, and a kernel
+#      trace of AICF's step;
+#   3. nanoGPT shakespeare_char: AICF's step, and 2000 steps of both for
+#      the held-out loss;
+#   4. the bundle's benchmarks and PyTorch's (GEMMs in bf16, f32 and TF32,
+#      attention, elementwise, the example models' steps) with the ratios;
+#   5. a growth under load.
+# Everything it writes goes to $OUT (the device tool's folder) or
+# target/gpu-session.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+pack=target/gpu-pack
+OUT=${OUT:-target/gpu-session}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+t0=$(date +%s)
+step() { echo "== +$(( $(date +%s) - t0 ))s $*"; }
+(cd target && tar xJf gpu-pack/bundle.tar.xz) && xz -dkf "$pack/aicf.xz" && chmod +x "$pack/aicf" || exit 1
+aicf=$pack/aicf
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+step tests
+timeout 120 target/gpu-bundle/run.sh test > "$OUT/tests.txt" 2>&1
+echo "tests rc=$?"
+grep -E "test result|FAIL|panicked" "$OUT/tests.txt" | head -20
+step gpt2
+B="$aicf bench $pack/gpt2.mlir --device cuda --precision bf16 --optimizer adamw --out /tmp/gpu-session-b"
+timeout 90 $B --steps 20 2>&1 | tail -1
+timeout 60 $B --steps 2 --trace "$OUT/gpt2_trace.json" 2>&1 | tail -1
+timeout 150 python3 benches/gpu/nanogpt.py --data data/tinyshakespeare.txt --layers 12 --heads 12 --dim 768 \
+  --context 1024 --vocab 50257 --dropout 0 --batch 8 --mode compile --steps 30 2>&1 | tail -1
+step nanogpt
+timeout 60 $aicf bench examples/nanogpt/nanogpt.mlir --device cuda --precision bf16 --optimizer adamw \
+  --out /tmp/gpu-session-n --steps 100 2>&1 | tail -1
+timeout 120 $aicf train examples/nanogpt/nanogpt.mlir --data data/tinyshakespeare.txt --device cuda --precision bf16 \
+  --optimizer adamw --lr 1e-3 --weight-decay 0.1 --lr-schedule cosine --warmup-steps 100 --epochs 10 \
+  --windows-per-epoch 12800 --no-progress --out /tmp/gpu-session-t > "$OUT/nanogpt_aicf.txt" 2>&1
+tail -3 "$OUT/nanogpt_aicf.txt"
+timeout 150 python3 benches/gpu/nanogpt.py --data data/tinyshakespeare.txt --mode compile --steps 2000 2>&1 | tail -1
+step benchmarks
+AICF_BENCH_OUT="$OUT/bench.jsonl" timeout 240 target/gpu-bundle/run.sh bench 2>&1 | tail -25
+step growth
+timeout 100 bash benches/gpu/growth_under_load.sh "$aicf" 3 2>&1 | tail -4
+step done
