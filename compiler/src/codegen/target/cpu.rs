@@ -125,14 +125,17 @@ impl TargetInfo for CpuTarget {
 /// `avx512` (x86-64-v4), or any CPU name clang takes (`znver3`,
 /// `haswell`). An artifact built for features this CPU lacks is refused
 /// when loaded; one built for fewer runs none of the runtime's AVX-512
-/// GEMMs either (`CpuModule`).
+/// GEMMs either (`CpuModule`). Read once per process, as the toolchain is.
 pub fn march() -> String {
-    match std::env::var("AICF_CPU_ISA").ok().as_deref().map(str::trim) {
-        None | Some("") | Some("native") => "native".into(),
-        Some("avx2") => "x86-64-v3".into(),
-        Some("avx512") => "x86-64-v4".into(),
-        Some(other) => other.into(),
-    }
+    static MARCH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARCH
+        .get_or_init(|| match std::env::var("AICF_CPU_ISA").ok().as_deref().map(str::trim) {
+            None | Some("") | Some("native") => "native".into(),
+            Some("avx2") => "x86-64-v3".into(),
+            Some("avx512") => "x86-64-v4".into(),
+            Some(other) => other.into(),
+        })
+        .clone()
 }
 
 /// The clang flags every kernel object is compiled with (part of its
