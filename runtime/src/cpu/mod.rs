@@ -38,6 +38,11 @@ pub struct CpuModule {
     registry: Registry,
     /// Overrides the registry (tests, benchmarks of one candidate).
     forced: Option<Choice>,
+    /// Whether the runtime's own AVX-512 GEMMs (and the `gemm` crate, which
+    /// picks AVX-512 by itself) may run: not when this CPU has AVX-512 but
+    /// the kernels were compiled without it (`AICF_CPU_ISA=avx2` measures
+    /// the AVX2 path on an AVX-512 machine). Decided at load.
+    wide: bool,
     /// Every kernel call's time, while profiling.
     trace: Option<std::sync::Mutex<Vec<TraceEvent>>>,
     constants: Vec<Bytes>,
@@ -139,8 +144,11 @@ impl CpuModule {
             .iter()
             .map(|f| (f.name.clone(), f.calls.iter().map(|_| std::sync::OnceLock::new()).collect()))
             .collect();
+        let features = &manifest.cpu_features;
+        let wide = features.is_empty() || features.iter().any(|x| x == "+avx512f") || !host_has("+avx512f");
         Ok(CpuModule {
             manifest,
+            wide,
             weights,
             kernels,
             chosen,
@@ -400,7 +408,7 @@ impl CpuModule {
         // turn (interleaved: a burst of load elsewhere slows all of
         // them, not the one measured during it), the cache evicted
         // before each run; a candidate's time is its best.
-        let wide = self.avx512_allowed();
+        let wide = self.wide;
         let mut candidates = vec![Choice::Generated, Choice::Library, Choice::LibrarySwapped];
         if wide {
             candidates.push(Choice::GemmRs);
@@ -436,15 +444,6 @@ impl CpuModule {
         self.registry.decide(key, known, &times)
     }
 
-    /// Whether the runtime's own AVX-512 GEMMs (and the `gemm` crate,
-    /// which picks AVX-512 by itself) may run: not when this CPU has
-    /// AVX-512 but the kernels were compiled without it (`AICF_CPU_ISA=avx2`
-    /// measures the AVX2 path on an AVX-512 machine).
-    fn avx512_allowed(&self) -> bool {
-        let f = &self.manifest.cpu_features;
-        f.is_empty() || f.iter().any(|x| x == "+avx512f") || !host_has("+avx512f")
-    }
-
     /// Runs a GEMM call with candidate `choice`.
     fn run_gemm(
         &self,
@@ -458,7 +457,7 @@ impl CpuModule {
         if choice == Choice::Generated {
             return self.launch(kernel, call, pointers);
         }
-        let wide = self.avx512_allowed();
+        let wide = self.wide;
         let library = |epilogue: Option<KernelFn>, pointers: &[*mut u8]| match choice {
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
             Choice::GemmRs if wide => self.gemm_rs(epilogue, call, g, pointers),

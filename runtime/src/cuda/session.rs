@@ -165,7 +165,7 @@ impl CudaSession {
             streams: !env_off("AICF_CUDA_STREAMS"),
             copies,
             gemm: GemmPolicy::Measure,
-            allow_tf32: std::env::var("AICF_ALLOW_TF32").is_ok_and(|v| v == "1" || v == "true"),
+            allow_tf32: allow_tf32_env()?,
             lt: None,
             registry: None,
             profile: None,
@@ -1155,6 +1155,19 @@ fn wait_checked(stream: &CudaStream, function: &str, k: usize, c: &Call) -> Resu
 /// Whether the environment variable `name` is set to `0` (a debugging
 /// switch: `AICF_CUDA_GRAPHS=0` launches kernel by kernel on every call,
 /// `AICF_CUDA_STREAMS=0` runs every kernel on stream 0).
+/// `AICF_ALLOW_TF32`: 1/true on, 0/false or unset off; anything else is
+/// an error rather than silently fp32.
+fn allow_tf32_env() -> Result<bool> {
+    match std::env::var("AICF_ALLOW_TF32").as_deref().map(str::trim) {
+        Err(_) | Ok("" | "0" | "false") => Ok(false),
+        Ok("1" | "true") => Ok(true),
+        Ok(other) => Err(RuntimeError::Arguments {
+            function: "CudaSession::new".into(),
+            message: format!("AICF_ALLOW_TF32={other}: expected 1, true, 0 or false"),
+        }),
+    }
+}
+
 fn env_off(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v.trim() == "0")
 }

@@ -9,6 +9,7 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum nan --out %t/run 2>&1 | FileCheck %s --check-prefix=MOMENTUMNAN
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --weight-decay -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=DECAY
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 0 --out %t/bench 2>&1 | FileCheck %s --check-prefix=STEPS
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --allow-tf32 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=TF32
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --lr -1 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: test ! -e %t/run && test ! -e %t/bench
 //
@@ -17,6 +18,7 @@
 // MOMENTUM: aicf: error: the momentum -5 is not in [0, 1)
 // MOMENTUMNAN: aicf: error: the momentum NaN is not in [0, 1)
 // DECAY: aicf: error: the weight decay -1 is not a number of at least 0
+// TF32: error: --allow-tf32 is for CUDA devices: on the CPU f32 GEMMs compute in f32
 // STEPS: aicf: error: --steps must be at least 1
 
 // Data: a NaN cell, a label past the model's classes (in training and in

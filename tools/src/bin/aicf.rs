@@ -662,8 +662,11 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
     }
 }
 
-fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Options {
-    Options {
+fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Options> {
+    if d.allow_tf32 && !d.device().is_cuda() {
+        return Err("--allow-tf32 is for CUDA devices: on the CPU f32 GEMMs compute in f32".into());
+    }
+    Ok(Options {
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
         weight_decay: c.weight_decay,
@@ -679,7 +682,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Options {
         shape_padding: !c.no_shape_padding,
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
-    }
+    })
 }
 
 fn is_onnx(model: &Path) -> bool {
@@ -896,7 +899,7 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     // Each replica imports an ONNX model into its own directory.
     let import_dir = if rank == 0 { run.out.clone() } else { run.out.join(format!("rank{rank}")) };
     let model = hl_model(c, &import_dir)?;
-    let options = Options { gemm, ..options(c, d, run.seed, &run.out) };
+    let options = Options { gemm, ..options(c, d, run.seed, &run.out)? };
     let summary = if rank == 0 {
         run::fit(&model, &options, data, run, &mut Printer)
     } else {
@@ -946,7 +949,7 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
 fn eval(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], checkpoint: &Path, out: &Path) -> Result<()> {
     no_batch(c, "eval")?;
     let model = hl_model(c, out)?;
-    let options = options(c, d, 0, out);
+    let options = options(c, d, 0, out)?;
     let scored =
         run::evaluate_checkpoint(&model, &options, data, checkpoint, out, &mut Printer).map_err(|e| e.to_string())?;
     let what = if scored.unit == "nats" { "rows" } else { "held-out windows" };
@@ -988,7 +991,7 @@ fn bench(
     let out = &if rank == 0 { out.to_path_buf() } else { out.join(format!("rank{rank}")) };
     let model = hl_model(c, out)?;
     let c = &ModelArgs { model, ..c.clone() };
-    let options = options(c, d, 0, out);
+    let options = options(c, d, 0, out)?;
     if let Some(comm) = &comm
         && rank != 0
     {

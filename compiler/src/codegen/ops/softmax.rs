@@ -133,7 +133,9 @@ impl Generator {
         }
         // 2. A row per work item: its loss into slot 1 + row, its gradient.
         let mut k = self.target.row_kernel();
-        let count = c.known_count(&mut k, counted.then_some(rb)).expect("counted into the buffer");
+        let count = c
+            .known_count(&mut k, counted.then_some(rb))
+            .ok_or_else(|| internal("cross-entropy: the labelled rows are neither known nor counted"))?;
         let scale = c.scale(&mut k, &count);
         let r = k.open("%begin", "%end");
         let row_loss = c.row(&mut k, &r, &scale);

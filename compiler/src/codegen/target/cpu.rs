@@ -337,6 +337,7 @@ impl Generator {
         })?;
         let hash_started = std::time::Instant::now();
         let (clang, cpu, _) = toolchain()?;
+        let flags = format!("{:?}", kernel_flags());
         let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
         // Declarations (libm, libmvec) go into every kernel's module; the
         // kernels are hashed alone.
@@ -358,7 +359,7 @@ impl Generator {
             let op = defined.get(name).ok_or_else(|| internal(format!("kernel @{name} vanished in the lowering")))?;
             let text = ir::op_text_local(*op);
             let body = text.replacen(&format!("llvm.func @{name}("), "llvm.func @kernel(", 1);
-            let hash = artifact::ir_hash(&format!("{:?} {clang} {cpu}\n{body}", kernel_flags()));
+            let hash = artifact::ir_hash(&format!("{flags} {clang} {cpu}\n{body}"));
             symbols.insert(name.clone(), format!("aicf_{hash}"));
             if kernels.iter().any(|(h, _)| *h == hash) {
                 continue;
