@@ -44,6 +44,10 @@ pub struct TrainOptions {
     /// the step without.
     pub data_parallel: bool,
     pub bucket_bytes: u64,
+    /// Also `@train_grad` and `@train_apply`, the step split where its
+    /// gradients are summed, for gradient accumulation over micro-batches
+    /// (`hl-optimizer{accumulate}`).
+    pub accumulate: bool,
 }
 
 /// PyTorch DDP's default gradient bucket: 25 MiB.
@@ -62,6 +66,7 @@ impl Default for TrainOptions {
             shape_padding: true,
             data_parallel: false,
             bucket_bytes: DEFAULT_BUCKET_BYTES,
+            accumulate: false,
         }
     }
 }
@@ -156,11 +161,14 @@ impl TrainOptions {
             None => String::new(),
         };
         let padding = if self.shape_padding || self.precision == Precision::Fp32 { "" } else { " shape-padding=false" };
-        let parallel = if self.data_parallel {
+        let mut parallel = if self.data_parallel {
             format!(" data-parallel=true bucket-bytes={}", self.bucket_bytes)
         } else {
             String::new()
         };
+        if self.accumulate {
+            parallel.push_str(" accumulate=true");
+        }
         format!(
             "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{}{budget} precision={}{padding}{parallel}}})",
             self.optimizer,
@@ -175,7 +183,7 @@ impl TrainOptions {
     /// it is lowered to `ll` (`aicf compile --emit fused`).
     pub fn fusion_pipeline(&self) -> String {
         format!(
-            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
+            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
              canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
             self.precision.autocast(self.shape_padding),
             self.optimizer,
@@ -184,6 +192,7 @@ impl TrainOptions {
             self.update_options(),
             if self.precision == Precision::Fp16 { " loss-scale=65536" } else { "" },
             if self.data_parallel { " data-parallel=true" } else { "" },
+            if self.accumulate { " accumulate=true" } else { "" },
         )
     }
 

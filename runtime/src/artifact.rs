@@ -281,6 +281,10 @@ pub enum CollectiveOp {
     /// Each buffer becomes the element-wise sum over the replicas of the
     /// buffer times the replica's weight.
     AllReduceSum,
+    /// Each buffer times this replica's weight, summed over nothing (a
+    /// micro-batch's share of an accumulated gradient: `ll.all_reduce
+    /// {local}`), in a group or alone.
+    Scale,
 }
 
 /// A CUDA launch: grid and block dimensions and dynamic shared memory.

@@ -496,7 +496,14 @@ impl Generator {
                             bytes: extents,
                             index_checks: vec![],
                             launch: None,
-                            collective: Some(artifact::Collective { op: artifact::CollectiveOp::AllReduceSum, dtypes }),
+                            collective: Some(artifact::Collective {
+                                op: if ir::has(op, "local") {
+                                    artifact::CollectiveOp::Scale
+                                } else {
+                                    artifact::CollectiveOp::AllReduceSum
+                                },
+                                dtypes,
+                            }),
                         });
                         continue;
                     }

@@ -156,7 +156,10 @@ fn merge(block: MlirBlock, bucket_bytes: u64) -> Result<usize, Failure> {
         // Carrying a member down to `r`'s place must pass no op that
         // touches its buffers.
         let at = t.at(r);
-        let other_weight = open.first().is_some_and(|&m| weight_of(m).map(key) != weight_of(r).map(key));
+        // A bucket shares one weight, and is local (scaled only) or summed.
+        let other_weight = open.first().is_some_and(|&m| {
+            weight_of(m).map(key) != weight_of(r).map(key) || ir::has(m, "local") != ir::has(r, "local")
+        });
         if other_weight || open.iter().any(|&m| t.touched_between(&roots_of(m), t.at(m), at)) {
             buckets.push(std::mem::take(&mut open));
             open_bytes = 0;
@@ -188,7 +191,9 @@ fn merge(block: MlirBlock, bucket_bytes: u64) -> Result<usize, Failure> {
             })
             .collect();
         buffers.push(weight);
-        let spec = OpSpec { operands: &buffers, results: Some(&[]), ..OpSpec::new("ll.all_reduce") };
+        let local = if ir::has(last, "local") { vec![("local", "unit".to_string())] } else { vec![] };
+        let spec =
+            OpSpec { operands: &buffers, attributes: &local, results: Some(&[]), ..OpSpec::new("ll.all_reduce") };
         let merged = ir::create_op(ctx, op_loc(last), &spec)
             .map_err(|e| (op_loc(last), format!("internal error merging a bucket: {e:?}")))?;
         unsafe {

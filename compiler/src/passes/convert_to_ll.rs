@@ -448,7 +448,8 @@ impl<'a> Lower<'a> {
                     self.kernel(loc, "ll.copy", &[input, out], vec![])?;
                     out
                 };
-                self.kernel(loc, "ll.all_reduce", &[buffer, weight], vec![])?;
+                let local = if unit("local") { vec![("local", "unit".to_string())] } else { vec![] };
+                self.kernel(loc, "ll.all_reduce", &[buffer, weight], local)?;
             }
             "hl.get_param" | "hl.get_state" => {
                 let s = flat_symbol(op, "name").unwrap_or_default();

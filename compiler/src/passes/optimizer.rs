@@ -100,7 +100,8 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     }
     let loss_scale = (scale > 0.0).then_some(LossScale { init: scale, growth_interval: interval as u64 });
     let data_parallel = options.get_bool("data-parallel").map_err(report)?;
-    add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, loss_scale, data_parallel).map_err(
+    let accumulate = options.get_bool("accumulate").map_err(report)?;
+    add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, loss_scale, data_parallel, accumulate).map_err(
         |(loc, m)| {
             emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
             PassFailed
@@ -128,7 +129,7 @@ pub fn add_train_step(
     optimizer: &Optimizer,
     clip_norm: Option<f64>,
 ) -> Result<(), Failure> {
-    add_train_step_scaled(module, function, optimizer, clip_norm, None, false)
+    add_train_step_scaled(module, function, optimizer, clip_norm, None, false, false)
 }
 
 /// [`add_train_step`] with optional dynamic loss scaling, and for a
@@ -142,6 +143,7 @@ pub fn add_train_step_scaled(
     clip_norm: Option<f64>,
     loss_scale: Option<LossScale>,
     data_parallel: bool,
+    accumulate: bool,
 ) -> Result<(), Failure> {
     let ctx = unsafe { mlirOperationGetContext(module) };
     let module_loc = unsafe { mlirOperationGetLocation(module) };
@@ -310,7 +312,7 @@ pub fn add_train_step_scaled(
     let g_block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(grad_fn, 0)) };
     let g_loc = op_loc(grad_fn);
     let nargs = unsafe { mlirBlockGetNumArguments(g_block) };
-    let mut arg_types: Vec<MlirType> =
+    let input_types: Vec<MlirType> =
         (0..nargs).map(|i| unsafe { mlirValueGetType(mlirBlockGetArgument(g_block, i)) }).collect();
     let mut ret = None;
     for op in ops_of(g_block) {
@@ -320,49 +322,138 @@ pub fn add_train_step_scaled(
     }
     let ret = ret.ok_or_else(|| (g_loc, format!("@{grad_name} has no func.return")))?;
     let loss_ty = unsafe { mlirValueGetType(mlirOperationGetOperand(ret, 0)) };
+    let f32_scalar = ir::parse_type(ctx, "tensor<f32>").map_err(|e| (g_loc, format!("{e:?}")))?;
+    let update = Update { params: &params, states: &states, optimizer, clip_norm, loss_scale };
+    let input_binds: Vec<String> = (0..nargs).map(|_| "{hl.bind = \"input\"}".to_string()).collect();
+    let weight_bind = format!("{{hl.bind = \"{REPLICA_WEIGHT}\"}}");
+    let mut update_binds = vec!["{hl.bind = \"loss\"}".to_string()];
+    update_binds.extend(params.iter().map(|(n, _)| format!("{{hl.bind = \"param @{n}\"}}")));
+    update_binds.extend(states.iter().map(|(n, _, _)| format!("{{hl.bind = \"state @{n}\"}}")));
+
+    // @train_step(inputs..., lr[, replica_weight]).
+    let mut arg_types = input_types.clone();
     arg_types.push(loss_ty); // lr
     if data_parallel {
-        let f32_scalar = ir::parse_type(ctx, "tensor<f32>").map_err(|e| (g_loc, format!("{e:?}")))?;
-        arg_types.push(f32_scalar); // replica_weight
+        arg_types.push(f32_scalar);
     }
-    let locs = vec![g_loc; arg_types.len()];
-    let block = unsafe { mlirBlockCreate(arg_types.len() as isize, arg_types.as_ptr(), locs.as_ptr()) };
-    let region = unsafe { mlirRegionCreate() };
-    unsafe { mlirRegionAppendOwnedBlock(region, block) };
-    let outputs =
-        build_update(ctx, g_block, block, ret, &params, &states, optimizer, clip_norm, loss_scale, data_parallel)
-            .inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
-
-    let mut arg_binds: Vec<String> = (0..nargs).map(|_| "{hl.bind = \"input\"}".to_string()).collect();
+    let mut arg_binds = input_binds.clone();
     arg_binds.push("{hl.bind = \"lr\"}".into());
     if data_parallel {
-        arg_binds.push(format!("{{hl.bind = \"{REPLICA_WEIGHT}\"}}"));
+        arg_binds.push(weight_bind.clone());
     }
-    let mut res_binds = vec!["{hl.bind = \"loss\"}".to_string()];
-    res_binds.extend(params.iter().map(|(n, _)| format!("{{hl.bind = \"param @{n}\"}}")));
-    res_binds.extend(states.iter().map(|(n, _, _)| format!("{{hl.bind = \"state @{n}\"}}")));
-    let binds =
-        [("arg_attrs", format!("[{}]", arg_binds.join(", "))), ("res_attrs", format!("[{}]", res_binds.join(", ")))];
-    let func = ir::create_function(ctx, g_loc, "train_step", region, &outputs, &binds)
-        .map_err(|err| (g_loc, format!("cannot create @train_step: {err:?}")))?;
+    let func = build_function(ctx, g_loc, "train_step", &arg_types, &arg_binds, &update_binds, |e, block| {
+        let mut g = clone_gradients(g_block, block, ret, params.len())?;
+        let lr = unsafe { mlirBlockGetArgument(block, nargs) };
+        if data_parallel {
+            reduce_gradients(e, &mut g, unsafe { mlirBlockGetArgument(block, nargs + 1) }, false)?;
+        }
+        update.apply(e, g, lr)
+    })?;
     unsafe { mlirBlockInsertOwnedOperationAfter(body, grad_fn, func) };
+
+    // Gradient accumulation: the step split where its gradients are summed.
+    // @train_grad(inputs..., replica_weight) returns one micro-batch's loss,
+    // gradients and set states times its weight (`hl.all_reduce {local}`,
+    // scaled as a replica scales its own); the runtime adds the
+    // micro-batches' in order (and sums them over the replicas), and
+    // @train_apply(loss, gradients..., set states..., lr) makes the update
+    // of @train_step from the sums.
+    if accumulate {
+        let mut set_names: Vec<(String, TensorSpec)> = Vec::new();
+        for op in ops_of(g_block) {
+            if op_name(op) == "hl.set_state" {
+                set_names.push((flat_symbol_of(op, "name"), spec(unsafe { mlirOperationGetOperand(op, 0) })));
+            }
+        }
+        set_names.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut grad_types = input_types.clone();
+        grad_types.push(f32_scalar);
+        let mut grad_binds = input_binds.clone();
+        grad_binds.push(weight_bind);
+        let mut sums = vec!["{hl.bind = \"loss\"}".to_string()];
+        sums.extend(params.iter().map(|(n, _)| format!("{{hl.bind = \"result grad @{n}\"}}")));
+        sums.extend(set_names.iter().map(|(n, _)| format!("{{hl.bind = \"result set @{n}\"}}")));
+        let grad = build_function(ctx, g_loc, "train_grad", &grad_types, &grad_binds, &sums, |e, block| {
+            let mut g = clone_gradients(g_block, block, ret, params.len())?;
+            reduce_gradients(e, &mut g, unsafe { mlirBlockGetArgument(block, nargs) }, true)?;
+            let mut out = vec![g.loss];
+            out.extend(&g.grads);
+            for (name, _) in &set_names {
+                out.push(*g.set.get(name).ok_or_else(|| (g_loc, format!("no value set for @{name}")))?);
+            }
+            Ok(out)
+        })?;
+        unsafe { mlirBlockInsertOwnedOperationAfter(body, func, grad) };
+
+        let mut apply_types = vec![loss_ty];
+        let mut apply_binds = vec!["{hl.bind = \"input loss\"}".to_string()];
+        for (i, (n, _)) in params.iter().enumerate() {
+            // The gradient's type (a parameter's, or its 16-bit compute type).
+            apply_types.push(unsafe { mlirValueGetType(mlirOperationGetOperand(ret, 1 + i as isize)) });
+            apply_binds.push(format!("{{hl.bind = \"input grad @{n}\"}}"));
+        }
+        for (n, s) in &set_names {
+            apply_types.push(ir::parse_type(ctx, &s.mlir_type()).map_err(|e| (g_loc, format!("{e:?}")))?);
+            apply_binds.push(format!("{{hl.bind = \"input set @{n}\"}}"));
+        }
+        apply_types.push(loss_ty);
+        apply_binds.push("{hl.bind = \"lr\"}".into());
+        let apply =
+            build_function(ctx, g_loc, "train_apply", &apply_types, &apply_binds, &update_binds, |e, block| {
+                let at = |i: usize| unsafe { mlirBlockGetArgument(block, i as isize) };
+                let p = params.len();
+                let g = Gradients {
+                    loss: at(0),
+                    grads: (1..=p).map(at).collect(),
+                    set: set_names.iter().enumerate().map(|(i, (n, _))| (n.clone(), at(1 + p + i))).collect(),
+                };
+                update.apply(e, g, at(1 + p + set_names.len()))
+            })?;
+        unsafe { mlirBlockInsertOwnedOperationAfter(body, grad, apply) };
+    }
     drop_state_writes(module);
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_update(
+/// A function `name(arg_types...)` tagged with `arg_binds` and
+/// `res_binds`, whose body `fill` emits (returning its results).
+fn build_function(
     ctx: MlirContext,
+    loc: MlirLocation,
+    name: &str,
+    arg_types: &[MlirType],
+    arg_binds: &[String],
+    res_binds: &[String],
+    fill: impl FnOnce(&Emitter, MlirBlock) -> Result<Vec<MlirValue>, Failure>,
+) -> Result<MlirOperation, Failure> {
+    let locs = vec![loc; arg_types.len()];
+    let block = unsafe { mlirBlockCreate(arg_types.len() as isize, arg_types.as_ptr(), locs.as_ptr()) };
+    let region = unsafe { mlirRegionCreate() };
+    unsafe { mlirRegionAppendOwnedBlock(region, block) };
+    let e = Emitter { ctx, block, loc };
+    let outputs = fill(&e, block).inspect_err(|_| unsafe { mlirRegionDestroy(region) })?;
+    let binds =
+        [("arg_attrs", format!("[{}]", arg_binds.join(", "))), ("res_attrs", format!("[{}]", res_binds.join(", ")))];
+    ir::create_function(ctx, loc, name, region, &outputs, &binds)
+        .map_err(|err| (loc, format!("cannot create @{name}: {err:?}")))
+}
+
+/// What a train step's update reads: the loss, one gradient per parameter
+/// (declaration order) and the values the loss sets its states to.
+struct Gradients {
+    loss: MlirValue,
+    grads: Vec<MlirValue>,
+    set: HashMap<String, MlirValue>,
+}
+
+/// The gradient function's body copied into `block` (its arguments are
+/// `block`'s first ones), its `hl.set_state`s turned into values.
+fn clone_gradients(
     g_block: MlirBlock,
     block: MlirBlock,
     ret: MlirOperation,
-    params: &[(String, TensorSpec)],
-    states: &[(String, Option<String>, TensorSpec)],
-    optimizer: &Optimizer,
-    clip_norm: Option<f64>,
-    loss_scale: Option<LossScale>,
-    data_parallel: bool,
-) -> Result<Vec<MlirValue>, Failure> {
+    params: usize,
+) -> Result<Gradients, Failure> {
     let loc = op_loc(ret);
     let mut map: HashMap<usize, MlirValue> = HashMap::new();
     for i in 0..unsafe { mlirBlockGetNumArguments(g_block) } {
@@ -393,229 +484,259 @@ fn build_update(
             map.insert(key(unsafe { mlirOperationGetResult(op, r) }), unsafe { mlirOperationGetResult(copy, r) });
         }
     }
-    if returned.len() < 1 + params.len() {
+    if returned.len() < 1 + params {
         return Err((loc, "the gradient function does not return one gradient per parameter".into()));
     }
-    let e = Emitter { ctx, block, loc };
-    let mut loss = returned[0];
-    let mut grads: Vec<MlirValue> = returned[1..=params.len()].to_vec();
-    let args = unsafe { mlirBlockGetNumArguments(block) };
-    let lr = unsafe { mlirBlockGetArgument(block, args - 1 - data_parallel as isize) };
+    Ok(Gradients { loss: returned[0], grads: returned[1..=params].to_vec(), set })
+}
 
-    // Data parallel: each replica's loss, gradients and set states, times
-    // its share of the global batch, summed over the replicas, before
-    // anything reads them; the loss first, then the gradients in the order
-    // the backward pass computes them (the last parameter's first), the
-    // order `ll-bucket-collectives` keeps.
-    if data_parallel {
-        let weight = unsafe { mlirBlockGetArgument(block, args - 1) };
-        let reduce = |v: MlirValue| -> Result<MlirValue, Failure> {
-            e.typed("hl.all_reduce", &[v, cast_to(&e, weight, spec(v).dtype)?], &spec(v))
-        };
-        loss = reduce(loss)?;
-        for g in grads.iter_mut().rev() {
-            *g = reduce(*g)?;
-        }
-        let mut names: Vec<String> = set.keys().cloned().collect();
-        names.sort();
-        for name in names {
-            let v = set[&name];
-            if spec(v).dtype.is_float() {
-                set.insert(name, reduce(v)?);
-            }
+/// Data parallel: each replica's loss, gradients and set states, times
+/// its share of the global batch (`weight`), summed over the replicas
+/// before anything reads them (or only scaled, `local`: a micro-batch's
+/// share); the loss first, then the gradients in the order the backward
+/// pass computes them (the last parameter's first), the order
+/// `ll-bucket-collectives` keeps.
+fn reduce_gradients(e: &Emitter, g: &mut Gradients, weight: MlirValue, local: bool) -> Result<(), Failure> {
+    let attributes: Vec<(&str, String)> = if local { vec![("local", "unit".into())] } else { vec![] };
+    let reduce = |v: MlirValue| -> Result<MlirValue, Failure> {
+        let s = spec(v);
+        let ty = ir::parse_type(e.ctx, &s.mlir_type()).map_err(|err| (e.loc, format!("{err:?}")))?;
+        let operands = [v, cast_to(e, weight, s.dtype)?];
+        let op = e.append(&OpSpec {
+            operands: &operands,
+            attributes: &attributes,
+            results: Some(&[ty]),
+            ..OpSpec::new("hl.all_reduce")
+        })?;
+        Ok(unsafe { mlirOperationGetResult(op, 0) })
+    };
+    g.loss = reduce(g.loss)?;
+    for v in g.grads.iter_mut().rev() {
+        *v = reduce(*v)?;
+    }
+    let mut names: Vec<String> = g.set.keys().cloned().collect();
+    names.sort();
+    for name in names {
+        let v = g.set[&name];
+        if spec(v).dtype.is_float() {
+            g.set.insert(name, reduce(v)?);
         }
     }
+    Ok(())
+}
 
-    // Loss scaling: the loss and gradients divided by the scale (a power
-    // of two: exact), and whether every gradient is finite (an inf or NaN
-    // anywhere makes the sum of all of them times 0 a NaN).
-    let scalar = TensorSpec::new([], DType::F32);
-    let finite = match loss_scale {
-        Some(_) => {
-            let scale = get_symbol(&e, "hl.get_state", LOSS_SCALE, &scalar)?;
-            let inverse = e.binary("hl.div", e.scalar(1.0, scale)?, scale)?;
-            loss = e.binary("hl.mul", loss, cast_to(&e, inverse, spec(loss).dtype)?)?;
+/// The update a train step makes from its (summed) gradients.
+#[derive(Clone, Copy)]
+struct Update<'a> {
+    params: &'a [(String, TensorSpec)],
+    states: &'a [(String, Option<String>, TensorSpec)],
+    optimizer: &'a Optimizer,
+    clip_norm: Option<f64>,
+    loss_scale: Option<LossScale>,
+}
+
+impl Update<'_> {
+    /// Loss scaling's unscale and skip, clipping, the optimizer's update;
+    /// returns the loss, the new parameters and the new states.
+    fn apply(&self, e: &Emitter, g: Gradients, lr: MlirValue) -> Result<Vec<MlirValue>, Failure> {
+        let Update { params, states, optimizer, clip_norm, loss_scale } = *self;
+        let loc = e.loc;
+        let Gradients { mut loss, mut grads, set } = g;
+
+        // Loss scaling: the loss and gradients divided by the scale (a power
+        // of two: exact), and whether every gradient is finite (an inf or NaN
+        // anywhere makes the sum of all of them times 0 a NaN).
+        let scalar = TensorSpec::new([], DType::F32);
+        let finite = match loss_scale {
+            Some(_) => {
+                let scale = get_symbol(&e, "hl.get_state", LOSS_SCALE, &scalar)?;
+                let inverse = e.binary("hl.div", e.scalar(1.0, scale)?, scale)?;
+                loss = e.binary("hl.mul", loss, cast_to(&e, inverse, spec(loss).dtype)?)?;
+                let mut total: Option<MlirValue> = None;
+                for g in &mut grads {
+                    *g = e.binary("hl.mul", *g, cast_to(&e, inverse, spec(*g).dtype)?)?;
+                    let gs = spec(*g);
+                    let all: Vec<usize> = (0..gs.shape.len()).collect();
+                    let s = if all.is_empty() { *g } else { e.sum(*g, &all, false)? };
+                    let s = cast_to(&e, s, DType::F32)?;
+                    total = Some(match total {
+                        Some(t) => e.binary("hl.add", t, s)?,
+                        None => s,
+                    });
+                }
+                let total = match total {
+                    Some(t) => t,
+                    None => e.splat(0.0, &scalar)?,
+                };
+                let zero = e.binary("hl.mul", total, e.scalar(0.0, total)?)?;
+                Some(e.op("hl.compare", &[zero, e.scalar(0.0, total)?], &[("predicate", "0 : i32".into())])?)
+            }
+            None => None,
+        };
+
+        // Clipping by global norm (torch.nn.utils.clip_grad_norm_):
+        // coef = min(1, max_norm / (norm + 1e-6)).
+        if let Some(max_norm) = clip_norm {
+            // The norm is accumulated in f64 when any gradient is f64, else f32.
+            let acc = if grads.iter().any(|&g| spec(g).dtype == DType::F64) { DType::F64 } else { DType::F32 };
             let mut total: Option<MlirValue> = None;
-            for g in &mut grads {
-                *g = e.binary("hl.mul", *g, cast_to(&e, inverse, spec(*g).dtype)?)?;
-                let gs = spec(*g);
+            for &g in &grads {
+                let gs = spec(g);
+                let sq = e.binary("hl.mul", g, g)?;
                 let all: Vec<usize> = (0..gs.shape.len()).collect();
-                let s = if all.is_empty() { *g } else { e.sum(*g, &all, false)? };
-                let s = cast_to(&e, s, DType::F32)?;
+                let mut s = if all.is_empty() { sq } else { e.sum(sq, &all, false)? };
+                if gs.dtype != acc {
+                    s = e.typed("hl.cast", &[s], &TensorSpec::new([], acc))?;
+                }
                 total = Some(match total {
                     Some(t) => e.binary("hl.add", t, s)?,
                     None => s,
                 });
             }
-            let total = match total {
-                Some(t) => t,
-                None => e.splat(0.0, &scalar)?,
-            };
-            let zero = e.binary("hl.mul", total, e.scalar(0.0, total)?)?;
-            Some(e.op("hl.compare", &[zero, e.scalar(0.0, total)?], &[("predicate", "0 : i32".into())])?)
-        }
-        None => None,
-    };
-
-    // Clipping by global norm (torch.nn.utils.clip_grad_norm_):
-    // coef = min(1, max_norm / (norm + 1e-6)).
-    if let Some(max_norm) = clip_norm {
-        // The norm is accumulated in f64 when any gradient is f64, else f32.
-        let acc = if grads.iter().any(|&g| spec(g).dtype == DType::F64) { DType::F64 } else { DType::F32 };
-        let mut total: Option<MlirValue> = None;
-        for &g in &grads {
-            let gs = spec(g);
-            let sq = e.binary("hl.mul", g, g)?;
-            let all: Vec<usize> = (0..gs.shape.len()).collect();
-            let mut s = if all.is_empty() { sq } else { e.sum(sq, &all, false)? };
-            if gs.dtype != acc {
-                s = e.typed("hl.cast", &[s], &TensorSpec::new([], acc))?;
-            }
-            total = Some(match total {
-                Some(t) => e.binary("hl.add", t, s)?,
-                None => s,
-            });
-        }
-        if let Some(total) = total {
-            let norm = e.unary("hl.sqrt", total)?;
-            let coef =
-                e.binary("hl.div", e.scalar(max_norm, norm)?, e.binary("hl.add", norm, e.scalar(1e-6, norm)?)?)?;
-            let coef = e.binary("hl.min", coef, e.scalar(1.0, coef)?)?;
-            for g in &mut grads {
-                let c = cast_to(&e, coef, spec(*g).dtype)?;
-                *g = e.binary("hl.mul", *g, c)?;
-            }
-        }
-    }
-
-    // Step count t = step + 1.
-    let step_ty = TensorSpec::new([], DType::I64);
-    let step_val = get_symbol(&e, "hl.get_state", "step", &step_ty)?;
-    let next_step = e.binary("hl.add", step_val, e.splat(1.0, &step_ty)?)?;
-    // Adam's bias corrections 1 - beta^t, computed in f64 and rounded once
-    // (in f32, 0.999 is 0.99900001 and 1 - 0.999^1 comes out 1.3e-5 small,
-    // shrinking every early update).
-    let corrections = match *optimizer {
-        Optimizer::Adam { beta1, beta2, .. } | Optimizer::AdamW { beta1, beta2, .. } => {
-            let t = e.typed("hl.cast", &[next_step], &TensorSpec::new([], DType::F64))?;
-            let correction = |beta: f64| -> Result<MlirValue, Failure> {
-                e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta, t)?, t)?)
-            };
-            Some((correction(beta1)?, correction(beta2)?))
-        }
-        Optimizer::Sgd { .. } => None,
-    };
-
-    let mut new_params = Vec::new();
-    let mut new_states: HashMap<String, MlirValue> = HashMap::new();
-    for ((name, ps), g) in params.iter().zip(&grads) {
-        let p = get_symbol(&e, "hl.get_param", name, ps)?;
-        let lr_p = cast_to(&e, lr, ps.dtype)?;
-        let state = |slot: &str| get_symbol(&e, "hl.get_state", &format!("{name}.{slot}"), ps);
-        let p_new = match *optimizer {
-            Optimizer::Sgd { momentum, nesterov, weight_decay } => {
-                let mut d = *g;
-                if weight_decay != 0.0 {
-                    d = e.binary("hl.add", d, e.scale(p, weight_decay)?)?;
+            if let Some(total) = total {
+                let norm = e.unary("hl.sqrt", total)?;
+                let coef =
+                    e.binary("hl.div", e.scalar(max_norm, norm)?, e.binary("hl.add", norm, e.scalar(1e-6, norm)?)?)?;
+                let coef = e.binary("hl.min", coef, e.scalar(1.0, coef)?)?;
+                for g in &mut grads {
+                    let c = cast_to(&e, coef, spec(*g).dtype)?;
+                    *g = e.binary("hl.mul", *g, c)?;
                 }
-                if momentum > 0.0 {
-                    let buf = e.binary("hl.add", e.scale(state("momentum")?, momentum)?, d)?;
-                    new_states.insert(format!("{name}.momentum"), buf);
-                    d = if nesterov { e.binary("hl.add", d, e.scale(buf, momentum)?)? } else { buf };
-                }
-                e.binary("hl.sub", p, e.binary("hl.mul", d, lr_p)?)?
             }
-            Optimizer::Adam { beta1, beta2, eps, weight_decay }
-            | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
-                let decoupled = matches!(optimizer, Optimizer::AdamW { .. });
-                let mut d = *g;
-                let mut base = p;
-                if weight_decay != 0.0 {
-                    if decoupled {
-                        // p (1 - lr wd)
-                        let factor = e.binary("hl.sub", e.scalar(1.0, p)?, e.scale(lr_p, weight_decay)?)?;
-                        base = e.binary("hl.mul", p, factor)?;
-                    } else {
+        }
+
+        // Step count t = step + 1.
+        let step_ty = TensorSpec::new([], DType::I64);
+        let step_val = get_symbol(&e, "hl.get_state", "step", &step_ty)?;
+        let next_step = e.binary("hl.add", step_val, e.splat(1.0, &step_ty)?)?;
+        // Adam's bias corrections 1 - beta^t, computed in f64 and rounded once
+        // (in f32, 0.999 is 0.99900001 and 1 - 0.999^1 comes out 1.3e-5 small,
+        // shrinking every early update).
+        let corrections = match *optimizer {
+            Optimizer::Adam { beta1, beta2, .. } | Optimizer::AdamW { beta1, beta2, .. } => {
+                let t = e.typed("hl.cast", &[next_step], &TensorSpec::new([], DType::F64))?;
+                let correction = |beta: f64| -> Result<MlirValue, Failure> {
+                    e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta, t)?, t)?)
+                };
+                Some((correction(beta1)?, correction(beta2)?))
+            }
+            Optimizer::Sgd { .. } => None,
+        };
+
+        let mut new_params = Vec::new();
+        let mut new_states: HashMap<String, MlirValue> = HashMap::new();
+        for ((name, ps), g) in params.iter().zip(&grads) {
+            let p = get_symbol(&e, "hl.get_param", name, ps)?;
+            let lr_p = cast_to(&e, lr, ps.dtype)?;
+            let state = |slot: &str| get_symbol(&e, "hl.get_state", &format!("{name}.{slot}"), ps);
+            let p_new = match *optimizer {
+                Optimizer::Sgd { momentum, nesterov, weight_decay } => {
+                    let mut d = *g;
+                    if weight_decay != 0.0 {
                         d = e.binary("hl.add", d, e.scale(p, weight_decay)?)?;
                     }
+                    if momentum > 0.0 {
+                        let buf = e.binary("hl.add", e.scale(state("momentum")?, momentum)?, d)?;
+                        new_states.insert(format!("{name}.momentum"), buf);
+                        d = if nesterov { e.binary("hl.add", d, e.scale(buf, momentum)?)? } else { buf };
+                    }
+                    e.binary("hl.sub", p, e.binary("hl.mul", d, lr_p)?)?
                 }
-                let m = e.binary("hl.add", e.scale(state("exp_avg")?, beta1)?, e.scale(d, 1.0 - beta1)?)?;
-                let v = e.binary(
-                    "hl.add",
-                    e.scale(state("exp_avg_sq")?, beta2)?,
-                    e.scale(e.binary("hl.mul", d, d)?, 1.0 - beta2)?,
-                )?;
-                new_states.insert(format!("{name}.exp_avg"), m);
-                new_states.insert(format!("{name}.exp_avg_sq"), v);
-                let (bc1, bc2) = corrections.ok_or_else(|| (loc, "no bias corrections".to_string()))?;
-                let (bc1, bc2) = if states.iter().any(|(n, p, _)| p.as_deref() == Some(name) && n.ends_with(".age")) {
-                    // Per entry, by its age (f64, rounded once, as the global ones).
-                    let age = e.binary("hl.add", state("age")?, e.scalar(1.0, p)?)?;
-                    new_states.insert(format!("{name}.age"), age);
-                    let t = e.typed("hl.cast", &[age], &TensorSpec::new(ps.shape.clone(), DType::F64))?;
-                    let correction = |beta: f64| -> Result<MlirValue, Failure> {
-                        let c = e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta, t)?, t)?)?;
-                        cast_to(&e, c, ps.dtype)
+                Optimizer::Adam { beta1, beta2, eps, weight_decay }
+                | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
+                    let decoupled = matches!(optimizer, Optimizer::AdamW { .. });
+                    let mut d = *g;
+                    let mut base = p;
+                    if weight_decay != 0.0 {
+                        if decoupled {
+                            // p (1 - lr wd)
+                            let factor = e.binary("hl.sub", e.scalar(1.0, p)?, e.scale(lr_p, weight_decay)?)?;
+                            base = e.binary("hl.mul", p, factor)?;
+                        } else {
+                            d = e.binary("hl.add", d, e.scale(p, weight_decay)?)?;
+                        }
+                    }
+                    let m = e.binary("hl.add", e.scale(state("exp_avg")?, beta1)?, e.scale(d, 1.0 - beta1)?)?;
+                    let v = e.binary(
+                        "hl.add",
+                        e.scale(state("exp_avg_sq")?, beta2)?,
+                        e.scale(e.binary("hl.mul", d, d)?, 1.0 - beta2)?,
+                    )?;
+                    new_states.insert(format!("{name}.exp_avg"), m);
+                    new_states.insert(format!("{name}.exp_avg_sq"), v);
+                    let (bc1, bc2) = corrections.ok_or_else(|| (loc, "no bias corrections".to_string()))?;
+                    let (bc1, bc2) = if states.iter().any(|(n, p, _)| p.as_deref() == Some(name) && n.ends_with(".age"))
+                    {
+                        // Per entry, by its age (f64, rounded once, as the global ones).
+                        let age = e.binary("hl.add", state("age")?, e.scalar(1.0, p)?)?;
+                        new_states.insert(format!("{name}.age"), age);
+                        let t = e.typed("hl.cast", &[age], &TensorSpec::new(ps.shape.clone(), DType::F64))?;
+                        let correction = |beta: f64| -> Result<MlirValue, Failure> {
+                            let c =
+                                e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta, t)?, t)?)?;
+                            cast_to(&e, c, ps.dtype)
+                        };
+                        (correction(beta1)?, correction(beta2)?)
+                    } else {
+                        (cast_to(&e, bc1, ps.dtype)?, cast_to(&e, bc2, ps.dtype)?)
                     };
-                    (correction(beta1)?, correction(beta2)?)
-                } else {
-                    (cast_to(&e, bc1, ps.dtype)?, cast_to(&e, bc2, ps.dtype)?)
-                };
-                let denom = e.binary("hl.add", e.unary("hl.sqrt", e.binary("hl.div", v, bc2)?)?, e.scalar(eps, v)?)?;
-                let step_size = e.binary("hl.div", lr_p, bc1)?;
-                let update = e.binary("hl.mul", e.binary("hl.div", m, denom)?, step_size)?;
-                e.binary("hl.sub", base, update)?
-            }
-        };
-        new_params.push(p_new);
-    }
-    new_states.insert("step".into(), next_step);
-    new_states.extend(set);
-    for (name, param, s) in states {
-        if param.is_none()
-            && ![LOSS_SCALE, GOOD_STEPS, "step"].contains(&name.as_str())
-            && !new_states.contains_key(name)
-        {
-            let c = get_symbol(&e, "hl.get_state", name, s)?;
-            new_states.insert(name.clone(), e.binary("hl.add", c, e.scalar(1.0, c)?)?);
+                    let denom =
+                        e.binary("hl.add", e.unary("hl.sqrt", e.binary("hl.div", v, bc2)?)?, e.scalar(eps, v)?)?;
+                    let step_size = e.binary("hl.div", lr_p, bc1)?;
+                    let update = e.binary("hl.mul", e.binary("hl.div", m, denom)?, step_size)?;
+                    e.binary("hl.sub", base, update)?
+                }
+            };
+            new_params.push(p_new);
         }
-    }
-    if let (Some(ls), Some(finite)) = (loss_scale, finite) {
-        // A step with a non-finite gradient keeps every parameter and state.
-        for (p, (name, ps)) in new_params.iter_mut().zip(params) {
-            let old = get_symbol(&e, "hl.get_param", name, ps)?;
-            *p = e.op("hl.select", &[finite, *p, old], &[])?;
-        }
-        for (name, _, s) in states {
-            if let Some(v) = new_states.get_mut(name) {
-                let old = get_symbol(&e, "hl.get_state", name, s)?;
-                *v = e.op("hl.select", &[finite, *v, old], &[])?;
+        new_states.insert("step".into(), next_step);
+        new_states.extend(set);
+        for (name, param, s) in states {
+            if param.is_none()
+                && ![LOSS_SCALE, GOOD_STEPS, "step"].contains(&name.as_str())
+                && !new_states.contains_key(name)
+            {
+                let c = get_symbol(&e, "hl.get_state", name, s)?;
+                new_states.insert(name.clone(), e.binary("hl.add", c, e.scalar(1.0, c)?)?);
             }
         }
-        // The scale: halved after an overflow, doubled after
-        // `growth_interval` finite steps in a row.
-        let scale = get_symbol(&e, "hl.get_state", LOSS_SCALE, &scalar)?;
-        let good = get_symbol(&e, "hl.get_state", GOOD_STEPS, &scalar)?;
-        let good1 = e.binary("hl.add", good, e.scalar(1.0, good)?)?;
-        let grow = e.op(
-            "hl.compare",
-            &[good1, e.scalar(ls.growth_interval as f64, good1)?],
-            &[("predicate", "5 : i32".into())],
-        )?;
-        let kept = e.op("hl.select", &[grow, e.scale(scale, 2.0)?, scale], &[])?;
-        let new_scale = e.op("hl.select", &[finite, kept, e.scale(scale, 0.5)?], &[])?;
-        let counted = e.op("hl.select", &[grow, e.scalar(0.0, good1)?, good1], &[])?;
-        let new_good = e.op("hl.select", &[finite, counted, e.scalar(0.0, good1)?], &[])?;
-        new_states.insert(LOSS_SCALE.into(), new_scale);
-        new_states.insert(GOOD_STEPS.into(), new_good);
-    }
+        if let (Some(ls), Some(finite)) = (loss_scale, finite) {
+            // A step with a non-finite gradient keeps every parameter and state.
+            for (p, (name, ps)) in new_params.iter_mut().zip(params) {
+                let old = get_symbol(&e, "hl.get_param", name, ps)?;
+                *p = e.op("hl.select", &[finite, *p, old], &[])?;
+            }
+            for (name, _, s) in states {
+                if let Some(v) = new_states.get_mut(name) {
+                    let old = get_symbol(&e, "hl.get_state", name, s)?;
+                    *v = e.op("hl.select", &[finite, *v, old], &[])?;
+                }
+            }
+            // The scale: halved after an overflow, doubled after
+            // `growth_interval` finite steps in a row.
+            let scale = get_symbol(&e, "hl.get_state", LOSS_SCALE, &scalar)?;
+            let good = get_symbol(&e, "hl.get_state", GOOD_STEPS, &scalar)?;
+            let good1 = e.binary("hl.add", good, e.scalar(1.0, good)?)?;
+            let grow = e.op(
+                "hl.compare",
+                &[good1, e.scalar(ls.growth_interval as f64, good1)?],
+                &[("predicate", "5 : i32".into())],
+            )?;
+            let kept = e.op("hl.select", &[grow, e.scale(scale, 2.0)?, scale], &[])?;
+            let new_scale = e.op("hl.select", &[finite, kept, e.scale(scale, 0.5)?], &[])?;
+            let counted = e.op("hl.select", &[grow, e.scalar(0.0, good1)?, good1], &[])?;
+            let new_good = e.op("hl.select", &[finite, counted, e.scalar(0.0, good1)?], &[])?;
+            new_states.insert(LOSS_SCALE.into(), new_scale);
+            new_states.insert(GOOD_STEPS.into(), new_good);
+        }
 
-    let mut outputs = vec![loss];
-    outputs.extend(new_params);
-    for (name, _, _) in states {
-        outputs.push(*new_states.get(name).ok_or_else(|| (loc, format!("no update for state @{name}")))?);
+        let mut outputs = vec![loss];
+        outputs.extend(new_params);
+        for (name, _, _) in states {
+            outputs.push(*new_states.get(name).ok_or_else(|| (loc, format!("no update for state @{name}")))?);
+        }
+        Ok(outputs)
     }
-    Ok(outputs)
 }
 
 /// The `hl.bind` tag of a data-parallel train step's last input: the

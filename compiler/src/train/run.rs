@@ -471,14 +471,15 @@ impl Recorder {
         let trainer = loop_.adaptive.trainer();
         let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
         let name = model.display().to_string();
-        let fingerprint = fingerprint(trainer.source(), &name, step_flops * loop_.replicas as f64)?;
+        let parts = (loop_.replicas * loop_.micro) as f64;
+        let fingerprint = fingerprint(trainer.source(), &name, step_flops * parts)?;
         let settings = Settings {
             optimizer: options.optimizer.clone(),
             lr: run.lr,
             momentum: options.momentum,
             weight_decay: options.weight_decay,
             precision: options.precision.name().into(),
-            batch: loop_.batch * loop_.replicas,
+            batch: loop_.batch * loop_.micro * loop_.replicas,
             epochs: run.epochs,
             policy: run.adapt.as_ref().map(|p| p.display().to_string()),
             replicas: loop_.replicas,
@@ -558,6 +559,8 @@ struct Loop<'a> {
     comm: Option<Arc<dyn Communicator>>,
     rank: usize,
     replicas: usize,
+    /// Micro-batches per step and replica (gradient accumulation; 1: off).
+    micro: usize,
     /// The run registry's entry, the decisions recorded in it so far, and
     /// the model's IR as the last recorded change left it.
     recorder: Option<Rc<Recorder>>,
@@ -581,13 +584,23 @@ impl<'a> Loop<'a> {
         let mut trainer = trainer;
         let comm = run.data_parallel.clone().filter(|c| c.size() > 1);
         let (rank, replicas) = comm.as_ref().map_or((0, 1), |c| (c.rank(), c.size()));
+        let micro = trainer.options().accumulate.max(1);
         // A last batch smaller than the model's, in training and in
         // evaluation, runs a variant compiled for its size (once; cached):
         // under data parallel, this replica's shard of the last global
-        // batch (a replica with no rows of it runs one row at weight 0).
+        // batch (a replica with no rows of it runs one row at weight 0),
+        // and of that its last micro-batch.
         if !data.is_text() {
-            let last_train = data.train_len() % (batch * replicas);
-            let train_rows = if last_train > 0 { shard_range(last_train, batch, rank).len().max(1) } else { batch };
+            let last_train = data.train_len() % (batch * micro * replicas);
+            let train_rows = if last_train > 0 {
+                match shard_range(last_train, batch * micro, rank).len() {
+                    0 => 1,
+                    rows if rows % batch == 0 => batch,
+                    rows => rows % batch,
+                }
+            } else {
+                batch
+            };
             for rows in [train_rows, data.held_len() % batch] {
                 if rows > 0 && rows != batch {
                     trainer.add_batch(rows)?;
@@ -619,6 +632,7 @@ impl<'a> Loop<'a> {
             comm,
             rank,
             replicas,
+            micro,
             recorder: None,
             recorded_decisions: 0,
             last_source: String::new(),
@@ -677,7 +691,15 @@ impl<'a> Loop<'a> {
     /// r): with one seed, row i of every rank's shard would drop the same
     /// units.
     fn inputs(&self, split: Split, examples: &[usize], step: u64) -> Vec<Tensor> {
-        let seed = self.seed.wrapping_add((self.rank as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) & ((1 << 52) - 1);
+        self.part_inputs(split, examples, step, self.rank * self.micro)
+    }
+
+    /// [`Loop::inputs`] of micro-batch `part` of the global batch (rank r's
+    /// j-th is `r M + j`, M micro-batches per replica): each part draws
+    /// its own dropout masks, the same whether it runs on a replica of
+    /// its own or as a micro-batch.
+    fn part_inputs(&self, split: Split, examples: &[usize], step: u64, part: usize) -> Vec<Tensor> {
+        let seed = self.seed.wrapping_add((part as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) & ((1 << 52) - 1);
         step_inputs(self.sig, self.data, split, examples, seed, step)
     }
 
@@ -743,20 +765,27 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
-    /// This replica's examples of a global batch `chunk` (rows `[rB,
-    /// (r+1)B)` of it, `B` the model's batch) and its share of the
-    /// batch's rows; a replica past the end of a short last batch runs its
-    /// first row at weight 0.
-    fn shard<'c>(&self, chunk: &'c [usize]) -> (&'c [usize], f64) {
-        if self.replicas == 1 {
-            return (chunk, 1.0);
+    /// This replica's micro-batches of a global batch `chunk` (rows `[rMB,
+    /// (r+1)MB)` of it, `B` the model's batch, `M` the micro-batches per
+    /// step, in pieces of `B`), each with its share of the batch's rows; a
+    /// replica past the end of a short last batch runs its first row at
+    /// weight 0, and a micro-batch past it is left out (it would add 0).
+    fn micro_batches(&self, chunk: &[usize], step: u64) -> Vec<(Vec<Tensor>, f64)> {
+        if self.replicas == 1 && self.micro == 1 {
+            return vec![(self.inputs(Split::Train, chunk, step), 1.0)];
         }
-        let range = shard_range(chunk.len(), self.batch, self.rank);
+        let range = shard_range(chunk.len(), self.batch * self.micro, self.rank);
+        let first = self.rank * self.micro;
         if range.is_empty() {
-            return (&chunk[..1.min(chunk.len())], 0.0);
+            return vec![(self.part_inputs(Split::Train, &chunk[..1.min(chunk.len())], step, first), 0.0)];
         }
-        let weight = range.len() as f64 / chunk.len() as f64;
-        (&chunk[range], weight)
+        chunk[range]
+            .chunks(self.batch.max(1))
+            .enumerate()
+            .map(|(j, rows)| {
+                (self.part_inputs(Split::Train, rows, step, first + j), rows.len() as f64 / chunk.len() as f64)
+            })
+            .collect()
     }
 
     /// Records in the run registry the decisions taken since the last call:
@@ -921,13 +950,18 @@ impl<'a> Loop<'a> {
     }
 
     fn train(mut self, run: &RunOptions, checkpoint: Option<&Path>, report: &mut dyn Report) -> Result<Summary> {
-        // The global batch: the model's batch on every replica.
-        let global = self.batch * self.replicas;
+        // The global batch: the model's batch on every replica, times the
+        // micro-batches each adds.
+        let global = self.batch * self.micro * self.replicas;
         let steps_per_epoch = self.data.train_len().div_ceil(global);
         let writes = self.rank == 0;
         let mut device = self.adaptive.trainer().backend().device();
         if let Some(c) = &self.comm {
-            device = format!("{device}, {} replicas ({}) of batch {}", self.replicas, c.engine(), self.batch);
+            device =
+                format!("{device}, {} replicas ({}) of batch {}", self.replicas, c.engine(), self.batch * self.micro);
+        }
+        if self.micro > 1 {
+            device = format!("{device}, accumulating {} micro-batches of {}", self.micro, self.batch);
         }
         report.started(&Start {
             data: self.data.description.clone(),
@@ -969,26 +1003,30 @@ impl<'a> Loop<'a> {
             }
             let (mut loss_sum, mut count) = (0.0, 0usize);
             let chunks: Vec<&[usize]> = order.chunks(global).collect();
-            let mut prepared: Option<Vec<Tensor>> = None;
+            let mut prepared: Option<Vec<(Vec<Tensor>, f64)>> = None;
             for (b, chunk) in chunks.iter().enumerate().skip(start_batch) {
                 let step = self.adaptive.trainer().steps();
-                // This replica's shard of the global batch, and its share.
-                let (mine, weight) = self.shard(chunk);
-                let inputs = match prepared.take() {
+                // This replica's shard of the global batch (its
+                // micro-batches), and its share.
+                let micro = match prepared.take() {
                     Some(p) => p,
-                    None => self.inputs(Split::Train, mine, step),
+                    None => self.micro_batches(chunk, step),
                 };
-                let global_rows = (self.replicas > 1).then_some(chunk.len());
+                let weight = micro.iter().map(|(_, w)| w).sum();
+                let global_rows = (self.replicas > 1 || self.micro > 1).then_some(chunk.len());
                 self.adaptive.trainer_mut().set_replica_share(weight, global_rows);
                 // On a GPU the next batch is copied while this step runs.
                 if self.adaptive.trainer().options().device.is_cuda()
+                    && self.micro == 1
                     && let Some(next) = chunks.get(b + 1)
                 {
-                    let next = self.inputs(Split::Train, self.shard(next).0, step + 1);
-                    self.adaptive.stage_next(next.clone());
+                    let next = self.micro_batches(next, step + 1);
+                    if let Some((first, _)) = next.first() {
+                        self.adaptive.stage_next(first.clone());
+                    }
                     prepared = Some(next);
                 }
-                let refs: Vec<&Tensor> = inputs.iter().collect();
+                let refs: Vec<(Vec<&Tensor>, f64)> = micro.iter().map(|(t, w)| (t.iter().collect(), *w)).collect();
                 if let Some(p) = &mut profiler {
                     p.before_step(self.adaptive.trainer_mut());
                 }
@@ -1166,7 +1204,9 @@ impl<'a> Loop<'a> {
             let trainer = self.adaptive.trainer();
             let flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
             let name = self.model.display().to_string();
-            if let Ok(f) = super::registry::fingerprint(trainer.source(), &name, flops * self.replicas as f64) {
+            if let Ok(f) =
+                super::registry::fingerprint(trainer.source(), &name, flops * (self.replicas * self.micro) as f64)
+            {
                 let _ = r.runs.final_structure(r.id, &f);
             }
         }

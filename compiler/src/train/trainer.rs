@@ -76,6 +76,11 @@ pub struct Options {
     pub data_parallel: bool,
     /// The least bytes of gradients one all-reduce sums (25 MiB).
     pub bucket_bytes: u64,
+    /// Gradient accumulation: each step adds the gradients of this many
+    /// micro-batches of the model's batch (in order, as this many replicas
+    /// of a data-parallel run do) before one update ([`Trainer::step_micro`]);
+    /// 1: off. CPU only for now.
+    pub accumulate: usize,
 }
 
 impl Default for Options {
@@ -96,6 +101,7 @@ impl Default for Options {
             shape_padding: true,
             data_parallel: false,
             bucket_bytes: pipeline::DEFAULT_BUCKET_BYTES,
+            accumulate: 1,
         }
     }
 }
@@ -114,6 +120,7 @@ impl Options {
             shape_padding: self.shape_padding,
             data_parallel: self.data_parallel,
             bucket_bytes: self.bucket_bytes,
+            accumulate: self.accumulate > 1,
         }
     }
 
@@ -224,6 +231,16 @@ impl Trainer {
     pub fn from_source(source: &str, name: &str, options: Options) -> Result<Self> {
         // A device that is not there is an error before anything compiles.
         aicf_runtime::check_device(&options.device)?;
+        if options.accumulate == 0 {
+            return Err(TrainError::Input("gradient accumulation over 0 micro-batches: at least 1".into()));
+        }
+        if options.accumulate > 1 && options.device.is_cuda() {
+            return Err(TrainError::Input(format!(
+                "gradient accumulation ({} micro-batches) runs on the CPU for now: CUDA has no kernel for a \
+                 micro-batch's weighted gradients yet (ll.all_reduce {{local}})",
+                options.accumulate
+            )));
+        }
         let compiled = compile_artifact(source, name, &options, None)?;
         let mut backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;
         backend.force_gemm(options.gemm.as_deref())?;
@@ -476,6 +493,13 @@ impl Trainer {
         let next: Option<Vec<&Tensor>> = next
             .map(|n| n.iter().copied().chain(std::iter::once(&lr_t)).chain(weighted.then_some(&weight_t)).collect());
         let out = self.backend.call_staging_next("train_step", &all, next.as_deref())?;
+        let rows = inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
+        self.stepped(&out, lr, rows)
+    }
+
+    /// Counts a step that returned `out` (its loss first); a non-finite
+    /// loss is an error naming the step.
+    fn stepped(&mut self, out: &[Tensor], lr: f64, rows: usize) -> Result<Metrics> {
         self.steps = self.steps.saturating_add(1);
         let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {
@@ -484,7 +508,90 @@ impl Trainer {
             }
             return Err(TrainError::NonFinite { step: self.steps, loss, lr });
         }
-        Ok(Metrics { step: self.steps, loss, rows: inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0) })
+        Ok(Metrics { step: self.steps, loss, rows })
+    }
+
+    /// One train step of gradient accumulation ([`Options::accumulate`]):
+    /// `micro` holds the micro-batches' inputs (each at most the model's
+    /// batch; a smaller one compiles its variant once) with each one's
+    /// share of the global batch (its rows over the global batch's). Each
+    /// micro-batch's weighted loss, gradients and set states
+    /// (`@train_grad`) are added in order, summed over the replicas of a
+    /// data-parallel run (rank order), and `@train_apply` makes the
+    /// update: the same additions in the same order as replicas of one
+    /// micro-batch each make, so the bits are theirs.
+    pub fn step_micro(&mut self, micro: &[(Vec<&Tensor>, f64)], lr: f64) -> Result<Metrics> {
+        if self.options.accumulate <= 1 || self.backend.function("train_grad").is_err() {
+            return Err(TrainError::Input(
+                "a step of micro-batches needs the model compiled for gradient accumulation (Options::accumulate \
+                 above 1)"
+                    .into(),
+            ));
+        }
+        if micro.is_empty() {
+            return Err(TrainError::Input("a step of no micro-batches".into()));
+        }
+        let mut sums: Vec<Tensor> = Vec::new();
+        let mut rows = 0;
+        for (i, (inputs, weight)) in micro.iter().enumerate() {
+            if !(weight.is_finite() && (0.0..=1.0).contains(weight)) {
+                return Err(TrainError::Input(format!("micro-batch {i}'s share {weight} is not in [0, 1]")));
+            }
+            let weight_t = Tensor::scalar(*weight, aicf_runtime::artifact::DType::F32);
+            let mut all: Vec<&Tensor> = inputs.clone();
+            all.push(&weight_t);
+            self.ensure_compiled("train_grad", &all)?;
+            let out = self.backend.call("train_grad", &all)?;
+            rows += inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
+            if sums.is_empty() {
+                sums = out;
+                continue;
+            }
+            if out.len() != sums.len() {
+                return Err(TrainError::Input(format!(
+                    "micro-batch {i}: @train_grad returned {} values, the first returned {}",
+                    out.len(),
+                    sums.len()
+                )));
+            }
+            for (sum, t) in sums.iter_mut().zip(&out) {
+                add_rounded(sum, t)?;
+            }
+        }
+        // Over the replicas, in rank order: one sum per element type.
+        if let Some(comm) = self.comm.clone().filter(|c| c.size() > 1) {
+            use aicf_runtime::collective::Values;
+            let mut f32s: Vec<f32> = Vec::new();
+            let mut f64s: Vec<f64> = Vec::new();
+            use aicf_runtime::artifact::DType;
+            for t in &sums {
+                match t.dtype {
+                    DType::F64 => f64s.extend(&t.values),
+                    DType::F32 => f32s.extend(t.values.iter().map(|&v| v as f32)),
+                    _ => {}
+                }
+            }
+            let what = "the accumulated gradients";
+            let err = |e| TrainError::Runtime(RuntimeError::from(e));
+            let f32s =
+                if f32s.is_empty() { Vec::new() } else { comm.sum(Values::F32(f32s), what).map_err(err)?.into_f32() };
+            let f64s =
+                if f64s.is_empty() { Vec::new() } else { comm.sum(Values::F64(f64s), what).map_err(err)?.into_f64() };
+            let (mut a, mut b) = (f32s.into_iter(), f64s.into_iter());
+            for t in sums.iter_mut().filter(|t| matches!(t.dtype, DType::F32 | DType::F64)) {
+                for v in &mut t.values {
+                    let next = if t.dtype == DType::F64 { b.next() } else { a.next().map(f64::from) };
+                    *v = next.ok_or_else(|| TrainError::Input("the replicas' sums came back short".into()))?;
+                }
+            }
+        }
+        let lr_arg = self.backend.function("train_apply")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
+        let lr_t =
+            Tensor::scalar(lr, lr_arg.ok_or_else(|| TrainError::Input("@train_apply takes no learning rate".into()))?);
+        let mut all: Vec<&Tensor> = sums.iter().collect();
+        all.push(&lr_t);
+        let out = self.backend.call("train_apply", &all)?;
+        self.stepped(&out, lr, rows)
     }
 
     /// `@forward` on `inputs` (any batch size; a new one compiles once).
@@ -663,4 +770,29 @@ pub fn compiler_identity() -> String {
         format!("{} {}", m.len(), modified.as_nanos())
     });
     format!("aicf {} {}", env!("CARGO_PKG_VERSION"), stamp.unwrap_or_default())
+}
+
+/// `sum += t` element-wise, rounded to their element type (f32 sums in
+/// f32, as the runtime's sums over replicas add them).
+fn add_rounded(sum: &mut Tensor, t: &Tensor) -> Result<()> {
+    use aicf_runtime::artifact::DType;
+    if sum.shape != t.shape || sum.dtype != t.dtype {
+        return Err(TrainError::Input(format!(
+            "micro-batches' gradients of {:?} {:?} and {:?} {:?} do not add",
+            sum.shape, sum.dtype, t.shape, t.dtype
+        )));
+    }
+    match sum.dtype {
+        DType::F32 => sum.values.iter_mut().zip(&t.values).for_each(|(a, &b)| *a = f64::from(*a as f32 + b as f32)),
+        DType::F64 => sum.values.iter_mut().zip(&t.values).for_each(|(a, &b)| *a += b),
+        // A state the loss sets to an integer (a counter) is the same on
+        // every micro-batch, and not summed (as over replicas).
+        DType::I32 | DType::I64 | DType::I1 | DType::U8 => {}
+        other => {
+            return Err(TrainError::Input(format!(
+                "gradient accumulation adds f32 and f64 gradients; this model's are {other:?}"
+            )));
+        }
+    }
+    Ok(())
 }

@@ -188,6 +188,11 @@ struct TrainPipelineOptions
       *this, "bucket-bytes",
       llvm::cl::desc("the least bytes one all-reduce bucket holds"),
       llvm::cl::init(26214400)};
+  Option<bool> accumulate{
+      *this, "accumulate",
+      llvm::cl::desc("also @train_grad and @train_apply, for gradient "
+                     "accumulation (hl-optimizer{accumulate})"),
+      llvm::cl::init(false)};
 };
 
 /// The textual form of the train pipeline for `o`.
@@ -204,7 +209,8 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
      << llvm::format(" beta1=%.17g beta2=%.17g clip-norm=%.17g",
                      double(o.beta1), double(o.beta2), double(o.clipNorm))
      << (fp16 ? " loss-scale=65536" : "")
-     << (o.dataParallel ? " data-parallel=true" : "") << "},canonicalize,cse,"
+     << (o.dataParallel ? " data-parallel=true" : "")
+     << (o.accumulate ? " accumulate=true" : "") << "},canonicalize,cse,"
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
      << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"
      << "convert-hl-to-ll,";

@@ -51,6 +51,22 @@ impl Values {
         self.len() == 0
     }
 
+    /// The values as f32 (f64 ones rounded).
+    pub fn into_f32(self) -> Vec<f32> {
+        match self {
+            Values::F32(v) => v,
+            Values::F64(v) => v.into_iter().map(|x| x as f32).collect(),
+        }
+    }
+
+    /// The values as f64.
+    pub fn into_f64(self) -> Vec<f64> {
+        match self {
+            Values::F32(v) => v.into_iter().map(f64::from).collect(),
+            Values::F64(v) => v,
+        }
+    }
+
     pub fn dtype(&self) -> DType {
         match self {
             Values::F32(_) => DType::F32,
@@ -79,8 +95,10 @@ pub trait Communicator: Send + Sync {
     fn timeout(&self) -> Duration;
 
     /// Starts summing `values` element-wise over the replicas; every
-    /// replica gets the same sum (the same bits) in the same fixed order
-    /// of additions, so runs repeat exactly. `what` names it in errors.
+    /// replica gets the same sum (the same bits), added in rank order
+    /// (`((v_0 + v_1) + v_2) + ...`), so runs repeat exactly and N
+    /// replicas sum as one process adding N micro-batches in order does.
+    /// `what` names it in errors.
     fn start_sum(&self, values: Values, what: &str) -> Result<Box<dyn PendingSum>, CollectiveError>;
 
     /// `values` summed over the replicas (blocking).

@@ -1,8 +1,8 @@
 //! The MPI engine: Open MPI (or any MPI) through the `mpi` crate's
 //! bindings, for replicas started by `mpirun`.
 //!
-//! Every collective is non-blocking (`MPI_Iallreduce`, `MPI_Ibcast`,
-//! `MPI_Ibarrier`) and waited for by polling, so that a wait can end: after
+//! Every collective is non-blocking (`MPI_Ialltoall` and `MPI_Iallgather`
+//! for sums in rank order, `MPI_Ibcast`, `MPI_Ibarrier`) and waited for by polling, so that a wait can end: after
 //! the communicator's timeout it is an error. To name the replica that did
 //! not come, each collective also posts an arrival note on a second
 //! communicator: every rank sends one to rank 0, rank 0 sends one to every
@@ -127,17 +127,6 @@ impl Mpi {
         static ONCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
         if ONCE.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return Err("MPI was already initialised in this process (one communicator per process)".into());
-        }
-        // Open MPI's default choice for a non-blocking all-reduce of a
-        // bucket (megabytes) ran at half the speed of its ring (2 ranks,
-        // 4.4 MB: 1.75 against 0.80 ms; the blocking tuned one 1.26). The
-        // ring also adds each chunk in one fixed order along the ranks, the
-        // same on every rank. A user's own setting stands.
-        const RING: &str = "OMPI_MCA_coll_libnbc_iallreduce_algorithm";
-        if std::env::var_os(RING).is_none() {
-            // SAFETY: called before MPI starts its threads, from the thread
-            // that sets the process up (aicf calls it before training).
-            unsafe { std::env::set_var(RING, "1") };
         }
         unsafe {
             let mut provided: c_int = 0;
@@ -439,31 +428,163 @@ impl Operation {
     }
 }
 
-/// A sum in flight: the packed values and the buffer MPI writes the sum to.
-struct Sum {
-    op: Operation,
-    send: Values,
-    recv: Values,
+/// A sum in rank order, in two collectives: an all-to-all gives each rank
+/// its chunk of every rank's values, which it adds in rank order (rank 0's
+/// first: `((v_0 + v_1) + v_2) + ...`, what one process adding its
+/// micro-batches' gradients in order computes), and an all-gather gives
+/// every rank every summed chunk. The same traffic as a ring all-reduce's
+/// reduce-scatter and all-gather, and the order of the additions does not
+/// depend on the number of ranks' chunking or on the engine's algorithm.
+struct OrderedSum {
+    inner: Arc<Inner>,
+    what: String,
+    /// The values' count, and the chunk each rank sums (the values are
+    /// padded with zeros to `size * chunk`).
+    len: usize,
+    chunk: usize,
+    phase: Phase,
 }
 
-impl PendingSum for Sum {
+enum Phase {
+    /// The all-to-all: this rank's values (padded) out, every rank's chunk
+    /// of them in (`parts`, rank by rank).
+    Exchange { op: Operation, send: Values, parts: Values },
+    /// The all-gather of this rank's summed chunk `mine` into `all`.
+    Gather { op: Operation, mine: Values, all: Values },
+    /// Between the two, or after a failure to start the second.
+    Between,
+}
+
+/// The element type and data pointer of packed values, for MPI.
+fn raw(v: &Values) -> (*const c_void, ffi::MPI_Datatype) {
+    match v {
+        Values::F32(v) => (v.as_ptr() as *const c_void, unsafe { ffi::RSMPI_FLOAT }),
+        Values::F64(v) => (v.as_ptr() as *const c_void, unsafe { ffi::RSMPI_DOUBLE }),
+    }
+}
+
+fn raw_mut(v: &mut Values) -> *mut c_void {
+    match v {
+        Values::F32(v) => v.as_mut_ptr() as *mut c_void,
+        Values::F64(v) => v.as_mut_ptr() as *mut c_void,
+    }
+}
+
+/// Chunk `i` of every rank in `parts` (rank by rank), added in rank order.
+fn add_in_rank_order<T: Copy + std::ops::Add<Output = T>>(parts: &[T], size: usize, chunk: usize) -> Vec<T> {
+    let mut sum = parts[..chunk].to_vec();
+    for r in 1..size {
+        for (s, &v) in sum.iter_mut().zip(&parts[r * chunk..(r + 1) * chunk]) {
+            *s = *s + v;
+        }
+    }
+    sum
+}
+
+impl Inner {
+    /// A buffer of `len` zeros of `like`'s element type, from the spares
+    /// where one of that type is there (a fresh one every step costs its
+    /// page faults).
+    fn spare(&self, like: &Values, len: usize) -> Values {
+        let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
+        let same = |v: &Values| std::mem::discriminant(v) == std::mem::discriminant(like);
+        let found = spares.iter().position(same).map(|i| spares.swap_remove(i));
+        match (like, found) {
+            (Values::F32(_), Some(Values::F32(mut r))) => {
+                r.clear();
+                r.resize(len, 0.0);
+                Values::F32(r)
+            }
+            (Values::F64(_), Some(Values::F64(mut r))) => {
+                r.clear();
+                r.resize(len, 0.0);
+                Values::F64(r)
+            }
+            (Values::F32(_), _) => Values::F32(vec![0.0; len]),
+            (Values::F64(_), _) => Values::F64(vec![0.0; len]),
+        }
+    }
+
+    fn give_back(&self, v: Values) {
+        self.spares.lock().unwrap_or_else(|e| e.into_inner()).push(v);
+    }
+}
+
+impl OrderedSum {
+    /// Once the exchange completed: this rank's chunk summed, and its
+    /// all-gather started.
+    fn gather(&mut self) -> Result<(), CollectiveError> {
+        let Phase::Exchange { send, parts, .. } = std::mem::replace(&mut self.phase, Phase::Between) else {
+            return Ok(());
+        };
+        let size = self.inner.size;
+        let mine = match &parts {
+            Values::F32(p) => Values::F32(add_in_rank_order(p, size, self.chunk)),
+            Values::F64(p) => Values::F64(add_in_rank_order(p, size, self.chunk)),
+        };
+        self.inner.give_back(send);
+        let mut all = self.inner.spare(&parts, size * self.chunk);
+        self.inner.give_back(parts);
+        let (mine_ptr, datatype) = raw(&mine);
+        let all_ptr = raw_mut(&mut all);
+        let count = self.chunk as c_int;
+        let op = self.inner.start(&format!("{} (gathering the sums)", self.what), |comm, request| unsafe {
+            ffi::MPI_Iallgather(mine_ptr, count, datatype, all_ptr, count, datatype, comm, request)
+        })?;
+        self.phase = Phase::Gather { op, mine, all };
+        Ok(())
+    }
+}
+
+impl PendingSum for OrderedSum {
     fn test(&mut self) -> Result<bool, CollectiveError> {
-        self.op.test()
+        if let Phase::Exchange { op, .. } = &mut self.phase {
+            if !op.test()? {
+                return Ok(false);
+            }
+            self.gather()?;
+        }
+        match &mut self.phase {
+            Phase::Gather { op, .. } => op.test(),
+            _ => Ok(false),
+        }
     }
+
     fn wait(mut self: Box<Self>) -> Result<Values, CollectiveError> {
-        self.op.wait()?;
-        let sent = std::mem::replace(&mut self.send, Values::F32(Vec::new()));
-        self.op.inner.spares.lock().unwrap_or_else(|e| e.into_inner()).push(sent);
-        Ok(std::mem::replace(&mut self.recv, Values::F32(Vec::new())))
+        if let Phase::Exchange { op, .. } = &mut self.phase {
+            op.wait()?;
+            self.gather()?;
+        }
+        if let Phase::Gather { op, .. } = &mut self.phase {
+            op.wait()?;
+        }
+        match std::mem::replace(&mut self.phase, Phase::Between) {
+            Phase::Gather { mine, mut all, .. } => {
+                self.inner.give_back(mine);
+                match &mut all {
+                    Values::F32(v) => v.truncate(self.len),
+                    Values::F64(v) => v.truncate(self.len),
+                }
+                Ok(all)
+            }
+            _ => Err(self.inner.error(format!("{}: the sum never started its second half", self.what))),
+        }
     }
 }
 
-impl Drop for Sum {
-    /// A sum given up leaves both buffers to MPI (see [`Operation`]'s drop).
+impl Drop for OrderedSum {
+    /// A sum given up leaves its buffers to MPI (see [`Operation`]'s drop).
     fn drop(&mut self) {
-        if !self.op.complete() {
-            std::mem::forget(std::mem::replace(&mut self.send, Values::F32(Vec::new())));
-            std::mem::forget(std::mem::replace(&mut self.recv, Values::F32(Vec::new())));
+        match std::mem::replace(&mut self.phase, Phase::Between) {
+            Phase::Exchange { op, send, parts } if !op.complete() => {
+                std::mem::forget(send);
+                std::mem::forget(parts);
+            }
+            Phase::Gather { op, mine, all } if !op.complete() => {
+                std::mem::forget(mine);
+                std::mem::forget(all);
+            }
+            _ => {}
         }
     }
 }
@@ -482,42 +603,32 @@ impl Communicator for Mpi {
         self.inner.timeout
     }
 
-    fn start_sum(&self, values: Values, what: &str) -> Result<Box<dyn PendingSum>, CollectiveError> {
-        let count = c_int::try_from(values.len()).map_err(|_| {
-            self.inner.error(format!("{what}: {} values are more than one MPI call sums", values.len()))
+    fn start_sum(&self, mut values: Values, what: &str) -> Result<Box<dyn PendingSum>, CollectiveError> {
+        let size = self.inner.size.max(1);
+        let len = values.len();
+        let chunk = len.div_ceil(size);
+        let count = c_int::try_from(chunk).map_err(|_| {
+            self.inner.error(format!("{what}: {len} values are more than one MPI call sums over {size} ranks"))
         })?;
-        let spare = {
-            let mut spares = self.inner.spares.lock().unwrap_or_else(|e| e.into_inner());
-            let same = |v: &Values| std::mem::discriminant(v) == std::mem::discriminant(&values);
-            spares.iter().position(same).map(|i| spares.swap_remove(i))
-        };
-        let mut recv = match (&values, spare) {
-            (Values::F32(v), Some(Values::F32(mut r))) => {
-                r.resize(v.len(), 0.0);
-                Values::F32(r)
-            }
-            (Values::F64(v), Some(Values::F64(mut r))) => {
-                r.resize(v.len(), 0.0);
-                Values::F64(r)
-            }
-            (Values::F32(v), _) => Values::F32(vec![0.0; v.len()]),
-            (Values::F64(v), _) => Values::F64(vec![0.0; v.len()]),
-        };
-        let (send_ptr, recv_ptr, datatype) = match (&values, &mut recv) {
-            (Values::F32(s), Values::F32(r)) => {
-                (s.as_ptr() as *const c_void, r.as_mut_ptr() as *mut c_void, unsafe { ffi::RSMPI_FLOAT })
-            }
-            (Values::F64(s), Values::F64(r)) => {
-                (s.as_ptr() as *const c_void, r.as_mut_ptr() as *mut c_void, unsafe { ffi::RSMPI_DOUBLE })
-            }
-            _ => unreachable!("recv is built from values' own type"),
-        };
+        match &mut values {
+            Values::F32(v) => v.resize(size * chunk, 0.0),
+            Values::F64(v) => v.resize(size * chunk, 0.0),
+        }
+        let mut parts = self.inner.spare(&values, size * chunk);
+        let (send_ptr, datatype) = raw(&values);
+        let parts_ptr = raw_mut(&mut parts);
         // The vectors' heap buffers do not move when the vectors do: MPI
-        // may write `recv` until the request completes.
+        // may write `parts` until the request completes.
         let op = self.inner.start(what, |comm, request| unsafe {
-            ffi::MPI_Iallreduce(send_ptr, recv_ptr, count, datatype, ffi::RSMPI_SUM, comm, request)
+            ffi::MPI_Ialltoall(send_ptr, count, datatype, parts_ptr, count, datatype, comm, request)
         })?;
-        Ok(Box::new(Sum { op, send: values, recv }))
+        Ok(Box::new(OrderedSum {
+            inner: self.inner.clone(),
+            what: what.to_string(),
+            len,
+            chunk,
+            phase: Phase::Exchange { op, send: values, parts },
+        }))
     }
 
     fn broadcast(&self, bytes: &mut Vec<u8>, root: usize, what: &str) -> Result<(), CollectiveError> {

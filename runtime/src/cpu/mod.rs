@@ -7,7 +7,7 @@ mod session;
 
 pub use session::CpuSession;
 
-use crate::artifact::{Buffer, Call, DType, Function, LibraryGemm, Manifest};
+use crate::artifact::{Buffer, Call, CollectiveOp, DType, Function, LibraryGemm, Manifest};
 use crate::backend::TraceEvent;
 use crate::collective::{Communicator, PendingSum, Values};
 use crate::error::{Result, RuntimeError};
@@ -249,11 +249,14 @@ impl CpuModule {
                 })
                 .collect();
             let Some((kernel, epilogue)) = resolved else {
+                let local = call.collective.as_ref().is_some_and(|c| c.op == CollectiveOp::Scale);
                 match comm {
-                    Some(comm) => in_flight.push(InFlight::start(comm, name, k, call, &pointers, &self.packing)?),
-                    // One replica: its weighted sum is its buffers times
-                    // its weight.
-                    None => scale_by_weight(call, &pointers),
+                    Some(comm) if !local => {
+                        in_flight.push(InFlight::start(comm, name, k, call, &pointers, &self.packing)?)
+                    }
+                    // One replica, or a micro-batch's share (local): its
+                    // buffers times its weight.
+                    _ => scale_by_weight(call, &pointers),
                 }
                 continue;
             };

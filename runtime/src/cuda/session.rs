@@ -7,7 +7,7 @@
 //! Graph of the whole function that later calls replay.
 
 use super::{CudaModule, DeviceBuffer, LIBRARY, PinnedBuffer, cublas, cuda_err, launch_kernel, nccl};
-use crate::artifact::{Buffer, Call, DType, GpuGemm, LibraryGemm, Manifest, Role};
+use crate::artifact::{Buffer, Call, CollectiveOp, DType, GpuGemm, LibraryGemm, Manifest, Role};
 use crate::backend::{Backend, TraceEvent, check_variant, no_module_for, trace_clock_us};
 use crate::error::{Result, RuntimeError};
 use crate::host::{Bytes, Tensor, check_input_indices, initial_symbols, input_mismatch, read_values, write_values};
@@ -311,7 +311,7 @@ impl CudaSession {
         // (fixed by the plan) when it runs.
         if let Some(group) = &mut self.nccl {
             for (k, c) in f.calls.iter().enumerate() {
-                let Some(coll) = &c.collective else { continue };
+                let Some(coll) = c.collective.as_ref().filter(|c| c.op == CollectiveOp::AllReduceSum) else { continue };
                 let fail = |message: String| RuntimeError::Kernel {
                     function: function.into(),
                     call: k,
@@ -379,6 +379,11 @@ impl CudaSession {
         // stream; alone (no NCCL), a sum over this replica at weight 1
         // (`stage` refuses another weight).
         if let Some(coll) = &c.collective {
+            if coll.op == CollectiveOp::Scale {
+                return Err(err("a micro-batch's weighted gradients (ll.all_reduce {local}, gradient accumulation) \
+                                are not run on CUDA yet: accumulate on the CPU"
+                    .into()));
+            }
             let Some(group) = &self.nccl else { return Ok(()) };
             let lib = nccl::nccl().map_err(err)?;
             let params = &self.bound[&(m, function.to_string())].params[k];

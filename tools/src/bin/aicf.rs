@@ -129,6 +129,13 @@ struct ModelArgs {
     /// suffixes; 0: one per gradient), as PyTorch DDP's bucket_cap_mb.
     #[arg(long, default_value = "25M", value_parser = bucket_size)]
     bucket_size: u64,
+    /// Gradient accumulation: each step adds the gradients of N
+    /// micro-batches of the model's batch before one update (a global
+    /// batch N times the model's, at one micro-batch's memory), in order,
+    /// as N replicas of a data-parallel run add theirs (the same bits).
+    /// CPU only for now.
+    #[arg(long, default_value_t = 1, value_parser = accumulate)]
+    accumulate: usize,
     /// Data parallel: the most seconds any rank waits for the others in a
     /// collective before it names the ones that did not come and ends the
     /// run (default: $AICF_COLLECTIVE_TIMEOUT, else 300).
@@ -647,6 +654,16 @@ fn betas(text: &str) -> Result<(f64, f64)> {
     }
 }
 
+/// The most micro-batches `--accumulate` takes (a step is this many calls).
+const MAX_ACCUMULATE: usize = 1 << 16;
+
+fn accumulate(text: &str) -> Result<usize> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_ACCUMULATE).contains(&n) => Ok(n),
+        _ => Err(format!("'{text}': micro-batches per step are a whole number from 1 to {MAX_ACCUMULATE}")),
+    }
+}
+
 fn train_options(c: &ModelArgs) -> TrainOptions {
     TrainOptions {
         optimizer: c.optimizer.name().into(),
@@ -659,6 +676,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         shape_padding: !c.no_shape_padding,
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
+        accumulate: c.accumulate > 1,
     }
 }
 
@@ -682,6 +700,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
         shape_padding: !c.no_shape_padding,
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
+        accumulate: c.accumulate,
     })
 }
 

@@ -432,7 +432,14 @@ impl Adaptive {
     /// One train step on `inputs` at `lr` (times [`Adaptive::lr_scale`]),
     /// observed; then the step rules (steps, plateau, instability) run. A
     /// non-finite loss with nothing to roll back to is an error.
-    pub fn step(&mut self, inputs: &[&Tensor], lr: f64, progress: Progress) -> Result<Outcome> {
+    ///
+    /// `micro` is the step's batch: one entry, or with gradient
+    /// accumulation ([`crate::train::Options::accumulate`]) its
+    /// micro-batches, each with its share of the global batch
+    /// ([`Trainer::step_micro`]); the first one is the probe batch of a
+    /// rewrite where the policy sets none.
+    pub fn step(&mut self, micro: &[(Vec<&Tensor>, f64)], lr: f64, progress: Progress) -> Result<Outcome> {
+        let inputs: &[&Tensor] = micro.first().map(|(i, _)| i.as_slice()).unwrap_or_default();
         self.last_lr = lr;
         if !self.prefetched {
             self.prefetch_next();
@@ -443,7 +450,12 @@ impl Adaptive {
         let rows = inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
         let next = self.next.take();
         let next: Option<Vec<&Tensor>> = next.as_ref().map(|n| n.iter().collect());
-        let metrics = match self.trainer.step_staging_next(inputs, lr, next.as_deref()) {
+        let stepped = if self.trainer.options().accumulate > 1 {
+            self.trainer.step_micro(micro, lr)
+        } else {
+            self.trainer.step_staging_next(inputs, lr, next.as_deref())
+        };
+        let metrics = match stepped {
             Ok(m) => m,
             Err(TrainError::NonFinite { step, loss, lr: at_lr }) => {
                 self.observer.losses.push((step, loss));

@@ -208,6 +208,17 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
     gradient of the mean loss over the global batch, as one process
     training on all of it would, and makes the same update.
 
+    With `accumulate`, two more functions split the step where its
+    gradients are summed, for gradient accumulation over micro-batches:
+    `@train_grad(inputs..., replica_weight)` returns one micro-batch's loss,
+    gradients (`"result grad @p"`) and set states (`"result set @s"`, by
+    name) times its weight (`hl.all_reduce {local}`); the runtime adds the
+    micro-batches' in order, sums them over the replicas, and
+    `@train_apply(loss, gradients..., set states..., lr)` makes
+    `@train_step`'s update from the sums. N micro-batches of B rows then
+    train as a step of N x B rows, and as N replicas of B rows do (the
+    same additions in the same order: the same bits).
+
     The optimizer state is declared in the IR as `hl.state` symbols tied to
     their parameter (`@fc1.weight.exp_avg ... of @fc1.weight slot
     "exp_avg"`), plus the step count `@step`.
@@ -250,6 +261,9 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
     Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
            "Average the loss and gradients over the replicas of a "
            "data-parallel run before the update (hl.all_reduce)">,
+    Option<"accumulate", "accumulate", "bool", /*default=*/"false",
+           "Also emit @train_grad and @train_apply, the step split where "
+           "its gradients are summed, for gradient accumulation">,
   ];
 }
 

@@ -142,11 +142,17 @@ def HL_AllReduceOp : HL_Op<"all_reduce",
     across another collective, so every replica issues the same
     collectives in the same order.
 
+    With `local`, the value is this replica's own weighted contribution,
+    `weight * input`, summed over nothing: one micro-batch's share of an
+    accumulated gradient (`hl-optimizer{accumulate}`'s `@train_grad`),
+    scaled exactly as a replica scales its values before the sum.
+
     ```mlir
     %g = hl.all_reduce %grad, %share : tensor<128x64xf32>, tensor<f32>
+    %m = hl.all_reduce %grad, %share {local} : tensor<128x64xf32>, tensor<f32>
     ```
   }];
-  let arguments = (ins HL_FloatTensor:$input, HL_FloatTensor:$weight);
+  let arguments = (ins HL_FloatTensor:$input, HL_FloatTensor:$weight, UnitAttr:$local);
   let results = (outs HL_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
   let hasVerifier = 1;

@@ -849,10 +849,15 @@ def LL_AllReduceOp : LL_Op<"all_reduce"> {
     ```mlir
     ll.all_reduce %dw2, %db2 weight %share : (memref<128x64xf32>, memref<64xf32>), memref<f32>
     ```
+
+    With `local` (from `hl.all_reduce {local}`), the buffers are only
+    scaled by the weight, on every run, in a group or alone: a
+    micro-batch's share of an accumulated gradient.
   }];
   let arguments = (ins
     Arg<Variadic<LL_FloatBuffer>, "the bucket's buffers", [MemRead, MemWrite]>:$buffers,
-    Arg<MemRefRankOf<[F32], [0]>, "the replica's weight", [MemRead]>:$weight
+    Arg<MemRefRankOf<[F32], [0]>, "the replica's weight", [MemRead]>:$weight,
+    UnitAttr:$local
   );
   let assemblyFormat = "$buffers `weight` $weight attr-dict `:` `(` type($buffers) `)` `,` type($weight)";
 }
