@@ -8,6 +8,12 @@
 // RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=sgd data-parallel=true" | FileCheck %s
 // RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=sgd" | FileCheck %s --check-prefix=ALONE
 // RUN: not aicf-opt %t/bad.mlir 2>&1 | FileCheck %s --check-prefix=BAD
+//
+// With accumulate, the step is also split where its gradients are summed:
+// @train_grad scales one micro-batch's loss, gradients and set states by
+// its share (`hl.all_reduce {local}`: summed over nothing) and returns
+// them; @train_apply takes the sums and makes @train_step's update.
+// RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=sgd data-parallel=true accumulate=true" | FileCheck %s --check-prefix=ACC
 
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: {hl.bind = "lr"}, %[[W:.*]]: tensor<f32> {hl.bind = "replica_weight"})
@@ -27,6 +33,22 @@
 // ALONE-SAME: {hl.bind = "lr"}) ->
 // ALONE-NOT: hl.all_reduce
 // ALONE: return
+
+// ACC-LABEL: func.func @train_step(
+// ACC-NOT: {local}
+// ACC-LABEL: func.func @train_grad(
+// ACC-SAME: %[[W:arg[0-9]+]]: tensor<f32> {hl.bind = "replica_weight"}) -> (tensor<f32> {hl.bind = "loss"}, tensor<8x4xf32> {hl.bind = "result grad @fc1.weight"}, tensor<8xf32> {hl.bind = "result grad @fc1.bias"}, tensor<8xf32> {hl.bind = "result set @bn.running_mean"})
+// ACC: %[[L:.*]] = hl.all_reduce %{{.*}}, %[[W]] {local} : tensor<f32>, tensor<f32>
+// ACC: %[[B:.*]] = hl.all_reduce %{{.*}}, %[[W]] {local} : tensor<8xf32>, tensor<f32>
+// ACC: %[[G:.*]] = hl.all_reduce %{{.*}}, %[[W]] {local} : tensor<8x4xf32>, tensor<f32>
+// ACC: %[[M:.*]] = hl.all_reduce %{{.*}}, %[[W]] {local} : tensor<8xf32>, tensor<f32>
+// ACC: return %[[L]], %[[G]], %[[B]], %[[M]] :
+// ACC-LABEL: func.func @train_apply(
+// ACC-SAME: %arg0: tensor<f32> {hl.bind = "input loss"}, %arg1: tensor<8x4xf32> {hl.bind = "input grad @fc1.weight"}, %arg2: tensor<8xf32> {hl.bind = "input grad @fc1.bias"}, %arg3: tensor<8xf32> {hl.bind = "input set @bn.running_mean"}, %arg4: tensor<f32> {hl.bind = "lr"})
+// ACC-NOT: hl.all_reduce
+// ACC-NOT: hl.matmul
+// ACC: hl.mul %arg1, %arg4
+// ACC: return %arg0, {{.*}}, %arg3 :
 
 // BAD: 'hl.all_reduce' op weight must be a rank-0 tensor of the input's element type ('f32'), got 'tensor<2xf32>'
 

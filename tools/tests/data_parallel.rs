@@ -98,15 +98,17 @@ fn metadata(path: &Path, key: &str) -> String {
 }
 
 /// 2 and 4 processes of batch 32 end an epoch or two (23 and 24 steps, a
-/// short last global batch included) where one process of batch 64 or
-/// 128 does, in one bucket or one per gradient: with SGD (momentum) within
-/// 1e-6; with Adam within 1e-4. The sums are the same numbers added in
-/// another order (each rank sums its rows, then the ranks' sums are
-/// added), and Adam divides a gradient by its own running magnitude: where
-/// a weight's gradient is a near-cancellation (a pixel on in few rows of
-/// the batch), the rounding of the sum is a visible part of its step (seen:
-/// 3.4e-5 on 54 of fc1's 8192 weights after 23 steps at lr 3e-3; SGD's
-/// largest difference is below 1e-7).
+/// short last global batch included) on the bits of one process
+/// accumulating 2 or 4 micro-batches of 32 (`--accumulate`), in one
+/// bucket or one per gradient, with SGD and Adam: the ranks' sums are
+/// added in rank order, as the micro-batches' are. Against one process of
+/// batch 64 or 128 (one GEMM over all the rows), SGD (momentum) ends
+/// within 1e-6 and Adam within 1e-4: the same numbers added in another
+/// order, and Adam divides a gradient by its own running magnitude, so
+/// where a weight's gradient is a near-cancellation (a pixel on in few
+/// rows of the batch) the rounding of the sum is a visible part of its
+/// step (seen: 3.4e-5 on 54 of fc1's 8192 weights after 23 steps at lr
+/// 3e-3; SGD's largest difference is below 1e-7).
 #[test]
 fn ranks_train_as_one_process_on_their_global_batch() {
     let _serial = one_at_a_time();
@@ -121,6 +123,33 @@ fn ranks_train_as_one_process_on_their_global_batch() {
                 &one,
                 &[&["--optimizer", optimizer, "--epochs", epochs, "--threads", "1"], extra].concat(),
             ));
+            let accumulated = dir.join(format!("accumulated-{ranks}-{optimizer}"));
+            let text = ok(&train(
+                &root().join("examples/mlp/digits_mlp.mlir"),
+                &accumulated,
+                &[
+                    &[
+                        "--optimizer",
+                        optimizer,
+                        "--epochs",
+                        epochs,
+                        "--threads",
+                        "1",
+                        "--accumulate",
+                        &ranks.to_string(),
+                    ],
+                    extra,
+                ]
+                .concat(),
+            ));
+            assert!(text.contains(&format!("batch {}", 32 * ranks)), "{text}");
+            assert!(text.contains(&format!("accumulating {ranks} micro-batches of 32")), "{text}");
+            let (one_ckpt, accumulated_ckpt) =
+                (one.join("ckpt/last.safetensors"), accumulated.join("ckpt/last.safetensors"));
+            let bound = if optimizer == "sgd" { 1e-6 } else { 1e-4 };
+            let worst = max_difference(&one_ckpt, &accumulated_ckpt);
+            assert!(worst <= bound, "{ranks} micro-batches, {optimizer}: parameters differ by {worst}");
+            assert_eq!(metadata(&accumulated_ckpt, "step"), metadata(&one_ckpt, "step"));
             for bucket in ["25M", "0"] {
                 let many = dir.join(format!("many-{ranks}-{optimizer}-{bucket}"));
                 let text = ok(&train(
@@ -142,8 +171,10 @@ fn ranks_train_as_one_process_on_their_global_batch() {
                     .concat(),
                 ));
                 assert!(text.contains(&format!("{ranks} replicas (Open MPI")), "{text}");
-                let worst = max_difference(&one.join("ckpt/last.safetensors"), &many.join("ckpt/last.safetensors"));
-                let bound = if optimizer == "sgd" { 1e-6 } else { 1e-4 };
+                let many_ckpt = many.join("ckpt/last.safetensors");
+                let worst = max_difference(&accumulated_ckpt, &many_ckpt);
+                assert_eq!(worst, 0.0, "{ranks} ranks, {optimizer}, bucket {bucket}: not the accumulated bits");
+                let worst = max_difference(&one_ckpt, &many_ckpt);
                 assert!(worst <= bound, "{ranks} ranks, {optimizer}, bucket {bucket}: parameters differ by {worst}");
                 let steps = metadata(&many.join("ckpt/last.safetensors"), "step");
                 assert_eq!(steps, metadata(&one.join("ckpt/last.safetensors"), "step"));
@@ -187,6 +218,31 @@ fn growth_under_data_parallel_matches_one_process() {
     assert!(worst <= 1e-5, "the grown models' state differs by {worst}");
     let log = std::fs::read_to_string(many.join("decisions.jsonl")).unwrap();
     assert_eq!(log.lines().filter(|l| l.contains("\"outcome\":\"accepted\"")).count(), 2, "{log}");
+}
+
+/// Replicas and micro-batches compose: 2 ranks accumulating 2
+/// micro-batches of 32 each train as one process accumulating 4 (global
+/// batch 128; the sums associate differently: within 1e-5), through a
+/// growth policy's two rewrites at the same steps.
+#[test]
+fn replicas_of_accumulated_micro_batches_match_one_process() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("compose");
+    let policy = root().join("test/Tools/aicf/inputs/grow-steps.toml");
+    let policy = policy.to_str().unwrap();
+    let model = root().join("examples/grow/narrow_mlp.mlir");
+    let one = dir.join("one");
+    ok(&train(&model, &one, &["--epochs", "10", "--adapt", policy, "--threads", "1", "--accumulate", "4"]));
+    let many = dir.join("many");
+    let text = ok(&train(&model, &many, &["--epochs", "10", "--adapt", policy, "--nproc", "2", "--accumulate", "2"]));
+    assert!(text.contains("batch 128, 12 steps per epoch"), "{text}");
+    assert!(text.contains("2 replicas (Open MPI") && text.contains("accumulating 2 micro-batches of 32"), "{text}");
+    assert!(text.contains("step 100 (epoch 9): deepen after fc1"), "{text}");
+    let (a, b) = (one.join("ckpt/last.safetensors"), many.join("ckpt/last.safetensors"));
+    assert_eq!(metadata(&a, "aicf.ir"), metadata(&b, "aicf.ir"), "the grown models differ");
+    let worst = max_difference(&a, &b);
+    assert!(worst <= 1e-5, "the grown models' state differs by {worst}");
 }
 
 /// The process of rank `rank` of a run whose command line names `out`.
@@ -307,6 +363,7 @@ fn one_process_with_data_parallel_trains_as_without() {
         (&["--data-parallel", "--collective-timeout", "-1"][..], "--collective-timeout -1 is not a positive number"),
         (&["--nproc", "0"][..], "--nproc 0: at least one process"),
         (&["--data-parallel", "--bucket-size", "10%"][..], "a bucket size is bytes"),
+        (&["--accumulate", "0"][..], "micro-batches per step are a whole number from 1 to 65536"),
     ] {
         let o = train(&model, &dir.join("bad"), &[&["--epochs", "1"], args].concat());
         let text = String::from_utf8_lossy(&o.stderr);

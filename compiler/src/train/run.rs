@@ -1034,7 +1034,7 @@ impl<'a> Loop<'a> {
                 let total = (run.epochs * steps_per_epoch) as u64;
                 let lr = run.lr_schedule.at(run.lr, step, total);
                 last_lr = lr;
-                let outcome = self.adaptive.step(&refs, lr, progress).map_err(|e| match e {
+                let outcome = self.adaptive.step_micro(&refs, lr, progress).map_err(|e| match e {
                     TrainError::NonFinite { step, loss, lr } => TrainError::Diverged(format!(
                         "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate; {}",
                         self.kept_checkpoint(checkpoint)

@@ -276,3 +276,53 @@ fn grown_and_rolled_back_models_stay_in_the_group() {
     run.step(&[&x, &y], 3e-3, progress(8)).unwrap();
     assert!(sums() > before, "the rolled-back model's step summed over nothing");
 }
+
+/// Gradient accumulation: a step of two micro-batches of 32 rows, each at
+/// its share of the 64, trains as one step of the 64 rows does (SGD with
+/// momentum, within 1e-6: the same arithmetic, summed in another order),
+/// a short last micro-batch runs its own variant (32 + 8 rows at 0.8 and
+/// 0.2), and what is no accumulated step is refused, saying why.
+#[test]
+fn micro_batches_accumulate_as_one_batch() {
+    let rows = digits();
+    let batch = |start: usize, n: usize| -> [Tensor; 2] {
+        let take = &rows[start..start + n];
+        [
+            Tensor::new([n, 64], aicf_runtime::artifact::DType::F32, take.iter().flat_map(|r| r.0).collect()),
+            Tensor::new([n], aicf_runtime::artifact::DType::I32, take.iter().map(|r| r.1 as f64).collect()),
+        ]
+    };
+    let mut one = Trainer::from_file(&model(), options("acc_one", "sgd", false, 0)).unwrap();
+    let mut acc =
+        Trainer::from_file(&model(), Options { accumulate: 2, ..options("acc_two", "sgd", false, 0) }).unwrap();
+    let close = |what: &str, a: f64, b: f64| assert!((a - b).abs() <= 1e-6, "{what}: {a} against {b}");
+    for (start, first, second) in [(0, 32, 32), (64, 32, 32), (128, 32, 32), (192, 32, 8)] {
+        let total = first + second;
+        let [x, y] = batch(start, total);
+        let want = one.step(&[&x, &y], 0.05).unwrap();
+        let [x0, y0] = batch(start, first);
+        let [x1, y1] = batch(start + first, second);
+        let (w0, w1) = (first as f64 / total as f64, second as f64 / total as f64);
+        let got = acc.step_micro(&[(vec![&x0, &y0], w0), (vec![&x1, &y1], w1)], 0.05).unwrap();
+        assert_eq!((got.rows, got.step), (total, want.step));
+        close("loss", got.loss, want.loss);
+    }
+    for (name, value) in one.state() {
+        for (a, b) in acc.state()[&name].values.iter().zip(&value.values) {
+            close(&name, *a, *b);
+        }
+    }
+    let [x, y] = batch(0, 32);
+    let e = one.step_micro(&[(vec![&x, &y], 1.0)], 0.05).unwrap_err().to_string();
+    assert!(e.contains("compiled for gradient accumulation"), "{e}");
+    let e = acc.step_micro(&[(vec![&x, &y], 1.5)], 0.05).unwrap_err().to_string();
+    assert!(e.contains("share 1.5 is not in [0, 1]"), "{e}");
+    let e = acc.step_micro(&[], 0.05).unwrap_err().to_string();
+    assert!(e.contains("no micro-batches"), "{e}");
+    let cuda = Options { accumulate: 2, device: aicf_runtime::Device::Cuda { ordinal: 0 }, ..Options::default() };
+    let Err(e) = Trainer::from_file(&model(), cuda) else { panic!("accumulation on CUDA was accepted") };
+    // Without a GPU the device is missing first; with one, the CPU-only
+    // accumulation is named.
+    let e = e.to_string();
+    assert!(e.contains("CPU for now") || e.to_lowercase().contains("cuda"), "{e}");
+}

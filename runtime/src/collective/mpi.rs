@@ -1,8 +1,8 @@
 //! The MPI engine: Open MPI (or any MPI) through the `mpi` crate's
 //! bindings, for replicas started by `mpirun`.
 //!
-//! Every collective is non-blocking (`MPI_Ialltoall` and `MPI_Iallgather`
-//! for sums in rank order, `MPI_Ibcast`, `MPI_Ibarrier`) and waited for by polling, so that a wait can end: after
+//! Every collective is non-blocking (`MPI_Iallgather` for sums in rank
+//! order, `MPI_Ibcast`, `MPI_Ibarrier`) and waited for by polling, so that a wait can end: after
 //! the communicator's timeout it is an error. To name the replica that did
 //! not come, each collective also posts an arrival note on a second
 //! communicator: every rank sends one to rank 0, rank 0 sends one to every
@@ -428,31 +428,20 @@ impl Operation {
     }
 }
 
-/// A sum in rank order, in two collectives: an all-to-all gives each rank
-/// its chunk of every rank's values, which it adds in rank order (rank 0's
-/// first: `((v_0 + v_1) + v_2) + ...`, what one process adding its
-/// micro-batches' gradients in order computes), and an all-gather gives
-/// every rank every summed chunk. The same traffic as a ring all-reduce's
-/// reduce-scatter and all-gather, and the order of the additions does not
-/// depend on the number of ranks' chunking or on the engine's algorithm.
+/// A sum in rank order: one all-gather gives every rank every rank's
+/// values, and each adds them in rank order (rank 0's first: `((v_0 +
+/// v_1) + v_2) + ...`, what one process adding its micro-batches'
+/// gradients in order computes), whatever the engine's algorithm. One
+/// collective per sum, so every rank starts them in the same order and
+/// MPI progresses them all. Its traffic is `(N - 1) n` values received
+/// per rank, a ring all-reduce's at 2 ranks and `N / 2` times it beyond
+/// (a rank-ordered reduce-scatter would bring that back to the ring's).
 struct OrderedSum {
     inner: Arc<Inner>,
-    what: String,
-    /// The values' count, and the chunk each rank sums (the values are
-    /// padded with zeros to `size * chunk`).
-    len: usize,
-    chunk: usize,
-    phase: Phase,
-}
-
-enum Phase {
-    /// The all-to-all: this rank's values (padded) out, every rank's chunk
-    /// of them in (`parts`, rank by rank).
-    Exchange { op: Operation, send: Values, parts: Values },
-    /// The all-gather of this rank's summed chunk `mine` into `all`.
-    Gather { op: Operation, mine: Values, all: Values },
-    /// Between the two, or after a failure to start the second.
-    Between,
+    op: Operation,
+    /// This rank's values, and every rank's (rank by rank) as they come.
+    send: Values,
+    all: Values,
 }
 
 /// The element type and data pointer of packed values, for MPI.
@@ -470,11 +459,12 @@ fn raw_mut(v: &mut Values) -> *mut c_void {
     }
 }
 
-/// Chunk `i` of every rank in `parts` (rank by rank), added in rank order.
-fn add_in_rank_order<T: Copy + std::ops::Add<Output = T>>(parts: &[T], size: usize, chunk: usize) -> Vec<T> {
-    let mut sum = parts[..chunk].to_vec();
-    for r in 1..size {
-        for (s, &v) in sum.iter_mut().zip(&parts[r * chunk..(r + 1) * chunk]) {
+/// The ranks' `len` values each in `all` (rank by rank), added in rank
+/// order.
+fn add_in_rank_order<T: Copy + std::ops::Add<Output = T>>(all: &[T], len: usize) -> Vec<T> {
+    let mut sum = all[..len].to_vec();
+    for part in all.chunks_exact(len.max(1)).skip(1) {
+        for (s, &v) in sum.iter_mut().zip(part) {
             *s = *s + v;
         }
     }
@@ -510,81 +500,31 @@ impl Inner {
     }
 }
 
-impl OrderedSum {
-    /// Once the exchange completed: this rank's chunk summed, and its
-    /// all-gather started.
-    fn gather(&mut self) -> Result<(), CollectiveError> {
-        let Phase::Exchange { send, parts, .. } = std::mem::replace(&mut self.phase, Phase::Between) else {
-            return Ok(());
-        };
-        let size = self.inner.size;
-        let mine = match &parts {
-            Values::F32(p) => Values::F32(add_in_rank_order(p, size, self.chunk)),
-            Values::F64(p) => Values::F64(add_in_rank_order(p, size, self.chunk)),
-        };
-        self.inner.give_back(send);
-        let mut all = self.inner.spare(&parts, size * self.chunk);
-        self.inner.give_back(parts);
-        let (mine_ptr, datatype) = raw(&mine);
-        let all_ptr = raw_mut(&mut all);
-        let count = self.chunk as c_int;
-        let op = self.inner.start(&format!("{} (gathering the sums)", self.what), |comm, request| unsafe {
-            ffi::MPI_Iallgather(mine_ptr, count, datatype, all_ptr, count, datatype, comm, request)
-        })?;
-        self.phase = Phase::Gather { op, mine, all };
-        Ok(())
-    }
-}
-
 impl PendingSum for OrderedSum {
     fn test(&mut self) -> Result<bool, CollectiveError> {
-        if let Phase::Exchange { op, .. } = &mut self.phase {
-            if !op.test()? {
-                return Ok(false);
-            }
-            self.gather()?;
-        }
-        match &mut self.phase {
-            Phase::Gather { op, .. } => op.test(),
-            _ => Ok(false),
-        }
+        self.op.test()
     }
 
     fn wait(mut self: Box<Self>) -> Result<Values, CollectiveError> {
-        if let Phase::Exchange { op, .. } = &mut self.phase {
-            op.wait()?;
-            self.gather()?;
-        }
-        if let Phase::Gather { op, .. } = &mut self.phase {
-            op.wait()?;
-        }
-        match std::mem::replace(&mut self.phase, Phase::Between) {
-            Phase::Gather { mine, mut all, .. } => {
-                self.inner.give_back(mine);
-                match &mut all {
-                    Values::F32(v) => v.truncate(self.len),
-                    Values::F64(v) => v.truncate(self.len),
-                }
-                Ok(all)
-            }
-            _ => Err(self.inner.error(format!("{}: the sum never started its second half", self.what))),
-        }
+        self.op.wait()?;
+        let len = self.send.len();
+        let sum = match &self.all {
+            Values::F32(a) => Values::F32(add_in_rank_order(a, len)),
+            Values::F64(a) => Values::F64(add_in_rank_order(a, len)),
+        };
+        let empty = || Values::F32(Vec::new());
+        self.inner.give_back(std::mem::replace(&mut self.send, empty()));
+        self.inner.give_back(std::mem::replace(&mut self.all, empty()));
+        Ok(sum)
     }
 }
 
 impl Drop for OrderedSum {
     /// A sum given up leaves its buffers to MPI (see [`Operation`]'s drop).
     fn drop(&mut self) {
-        match std::mem::replace(&mut self.phase, Phase::Between) {
-            Phase::Exchange { op, send, parts } if !op.complete() => {
-                std::mem::forget(send);
-                std::mem::forget(parts);
-            }
-            Phase::Gather { op, mine, all } if !op.complete() => {
-                std::mem::forget(mine);
-                std::mem::forget(all);
-            }
-            _ => {}
+        if !self.op.complete() {
+            std::mem::forget(std::mem::replace(&mut self.send, Values::F32(Vec::new())));
+            std::mem::forget(std::mem::replace(&mut self.all, Values::F32(Vec::new())));
         }
     }
 }
@@ -603,32 +543,22 @@ impl Communicator for Mpi {
         self.inner.timeout
     }
 
-    fn start_sum(&self, mut values: Values, what: &str) -> Result<Box<dyn PendingSum>, CollectiveError> {
+    fn start_sum(&self, values: Values, what: &str) -> Result<Box<dyn PendingSum>, CollectiveError> {
         let size = self.inner.size.max(1);
         let len = values.len();
-        let chunk = len.div_ceil(size);
-        let count = c_int::try_from(chunk).map_err(|_| {
-            self.inner.error(format!("{what}: {len} values are more than one MPI call sums over {size} ranks"))
-        })?;
-        match &mut values {
-            Values::F32(v) => v.resize(size * chunk, 0.0),
-            Values::F64(v) => v.resize(size * chunk, 0.0),
-        }
-        let mut parts = self.inner.spare(&values, size * chunk);
+        let count = c_int::try_from(len)
+            .ok()
+            .filter(|_| len.checked_mul(size).is_some())
+            .ok_or_else(|| self.inner.error(format!("{what}: {len} values are more than one MPI call gathers")))?;
+        let mut all = self.inner.spare(&values, len * size);
         let (send_ptr, datatype) = raw(&values);
-        let parts_ptr = raw_mut(&mut parts);
+        let all_ptr = raw_mut(&mut all);
         // The vectors' heap buffers do not move when the vectors do: MPI
-        // may write `parts` until the request completes.
+        // may write `all` until the request completes.
         let op = self.inner.start(what, |comm, request| unsafe {
-            ffi::MPI_Ialltoall(send_ptr, count, datatype, parts_ptr, count, datatype, comm, request)
+            ffi::MPI_Iallgather(send_ptr, count, datatype, all_ptr, count, datatype, comm, request)
         })?;
-        Ok(Box::new(OrderedSum {
-            inner: self.inner.clone(),
-            what: what.to_string(),
-            len,
-            chunk,
-            phase: Phase::Exchange { op, send: values, parts },
-        }))
+        Ok(Box::new(OrderedSum { inner: self.inner.clone(), op, send: values, all }))
     }
 
     fn broadcast(&self, bytes: &mut Vec<u8>, root: usize, what: &str) -> Result<(), CollectiveError> {
@@ -693,5 +623,21 @@ impl Drop for Inner {
                 ffi::MPI_Finalize();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::add_in_rank_order;
+
+    /// Rank 0's values first, then rank 1's, then rank 2's: `(1e8 + 1) -
+    /// 1e8` is 0 in f32 (the 1 is rounded away), where another order gives
+    /// 1; every element on its own.
+    #[test]
+    fn sums_add_in_rank_order() {
+        let all = [1e8f32, 2.0, 1.0, 3.0, -1e8, 4.0];
+        assert_eq!(add_in_rank_order(&all, 2), [0.0, 9.0]);
+        assert_eq!(add_in_rank_order(&[5.0f64], 1), [5.0]);
+        assert!(add_in_rank_order::<f32>(&[], 0).is_empty());
     }
 }

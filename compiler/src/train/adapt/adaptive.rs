@@ -432,13 +432,17 @@ impl Adaptive {
     /// One train step on `inputs` at `lr` (times [`Adaptive::lr_scale`]),
     /// observed; then the step rules (steps, plateau, instability) run. A
     /// non-finite loss with nothing to roll back to is an error.
-    ///
-    /// `micro` is the step's batch: one entry, or with gradient
-    /// accumulation ([`crate::train::Options::accumulate`]) its
-    /// micro-batches, each with its share of the global batch
-    /// ([`Trainer::step_micro`]); the first one is the probe batch of a
-    /// rewrite where the policy sets none.
-    pub fn step(&mut self, micro: &[(Vec<&Tensor>, f64)], lr: f64, progress: Progress) -> Result<Outcome> {
+    pub fn step(&mut self, inputs: &[&Tensor], lr: f64, progress: Progress) -> Result<Outcome> {
+        self.step_micro(&[(inputs.to_vec(), 1.0)], lr, progress)
+    }
+
+    /// [`Adaptive::step`] on a batch of micro-batches: with gradient
+    /// accumulation ([`crate::train::Options::accumulate`]) each with its
+    /// share of the global batch ([`Trainer::step_micro`]); without, the
+    /// one entry's inputs (at the trainer's replica share). The first
+    /// micro-batch is the probe batch of a rewrite where the policy sets
+    /// none.
+    pub fn step_micro(&mut self, micro: &[(Vec<&Tensor>, f64)], lr: f64, progress: Progress) -> Result<Outcome> {
         let inputs: &[&Tensor] = micro.first().map(|(i, _)| i.as_slice()).unwrap_or_default();
         self.last_lr = lr;
         if !self.prefetched {
