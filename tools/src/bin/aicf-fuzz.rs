@@ -126,6 +126,8 @@ const HL_PASSES: &[&str] = &[
     "--aicf-train-pipeline=optimizer=sgd precision=fp16",
     "--hl-autocast=dtype=bf16 --hl-pad-contractions=min-macs=0",
     "--aicf-train-pipeline=optimizer=adam precision=bf16 shape-padding=false",
+    "--hl-optimizer=kind=adam data-parallel=true accumulate=true",
+    "--aicf-train-pipeline=optimizer=sgd precision=fp16 data-parallel=true bucket-bytes=0 accumulate=true",
 ];
 const AUTODIFF_PASSES: &[&str] = &[
     "--hl-optimizer=kind=adamw weight-decay=0.01",
