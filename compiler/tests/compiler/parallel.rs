@@ -326,3 +326,48 @@ fn micro_batches_accumulate_as_one_batch() {
     let e = e.to_string();
     assert!(e.contains("CPU for now") || e.to_lowercase().contains("cuda"), "{e}");
 }
+
+/// A state the loss sets (a batch norm's running mean) under gradient
+/// accumulation is the weighted mean of the micro-batches' values, as over
+/// replicas: two micro-batches of 16 rows at shares 0.75 and 0.25.
+#[test]
+fn a_set_state_accumulates_as_the_weighted_mean_of_the_micro_batches() {
+    const MODEL: &str = r#"
+hl.param @fc1.weight : tensor<8x4xf32> owner "fc1" init <uniform, low = -1.0, high = 1.0>
+hl.param @fc1.bias : tensor<8xf32> owner "fc1" init <zeros>
+hl.state @bn.running_mean : tensor<8xf32> slot "running_mean" init <zeros>
+func.func @forward(%x: tensor<16x4xf32>) -> tensor<16x8xf32> {
+  %w = hl.get_param @fc1.weight : tensor<8x4xf32>
+  %b = hl.get_param @fc1.bias : tensor<8xf32>
+  %h = hl.linear %x, %w, %b : tensor<16x4xf32>, tensor<8x4xf32>, tensor<8xf32>
+  return %h : tensor<16x8xf32>
+}
+func.func @loss(%x: tensor<16x4xf32>, %y: tensor<16xi32>) -> tensor<f32> {
+  %w = hl.get_param @fc1.weight : tensor<8x4xf32>
+  %b = hl.get_param @fc1.bias : tensor<8xf32>
+  %h = hl.linear %x, %w, %b : tensor<16x4xf32>, tensor<8x4xf32>, tensor<8xf32>
+  %m = hl.reduce_mean %h axes = [0] : tensor<16x8xf32>
+  hl.set_state @bn.running_mean, %m : tensor<8xf32>
+  %l = hl.cross_entropy %h, %y : tensor<16x8xf32>, tensor<16xi32>
+  return %l : tensor<f32>
+}
+"#;
+    use aicf_runtime::artifact::DType as D;
+    let mut t = Trainer::from_source(MODEL, "bn.mlir", Options { accumulate: 2, ..options("acc_bn", "sgd", false, 0) })
+        .unwrap();
+    let x = |seed: f64| Tensor::new([16, 4], D::F32, (0..64).map(|i| (i as f64 * 0.37 + seed).sin()).collect());
+    let y = Tensor::new([16], D::I32, (0..16).map(|i| (i % 8) as f64).collect());
+    let (x0, x1) = (x(0.0), x(1.0));
+    // The row means of each micro-batch's layer output, before the update.
+    let means = |t: &mut Trainer, x: &Tensor| -> Vec<f64> {
+        let h = &t.predict(&[x]).unwrap()[0];
+        (0..8).map(|j| (0..16).map(|r| h.values[r * 8 + j]).sum::<f64>() / 16.0).collect()
+    };
+    let (m0, m1) = (means(&mut t, &x0), means(&mut t, &x1));
+    t.step_micro(&[(vec![&x0, &y], 0.75), (vec![&x1, &y], 0.25)], 0.1).unwrap();
+    let got = &t.state()["bn.running_mean"].values;
+    for j in 0..8 {
+        let want = 0.75 * m0[j] + 0.25 * m1[j];
+        assert!((got[j] - want).abs() <= 1e-5, "running mean [{j}]: {} against {want}", got[j]);
+    }
+}
