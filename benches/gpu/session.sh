@@ -3,7 +3,8 @@
 # with a time limit (about 6 minutes in all on an H200), from the
 # repository root of a copy that carries target/gpu-pack (benches/gpu/pack.sh):
 #   1. the GPU bundle's tests (every kernel case, GEMM check and training
-#      run against the CPU's results; NCCL in a group of one);
+#      run against the CPU's results; NCCL in a group of one), and
+#      gradient accumulation on CUDA against the CPU;
 #   2. GPT-2 small's shape in bf16, AICF beside torch.compile, and a kernel
 #      trace of AICF's step;
 #   3. nanoGPT shakespeare_char: AICF's step, and 2000 steps of both for
@@ -31,6 +32,14 @@ step tests
 timeout 120 target/gpu-bundle/run.sh test > "$OUT/tests.txt" 2>&1
 echo "tests rc=$?"
 grep -E "test result|FAIL|panicked" "$OUT/tests.txt" | head -20
+step accumulate
+# Gradient accumulation on CUDA (the built-in scale kernel, sums through
+# the host) against the CPU's, the same micro-batches and seed.
+A="$aicf train examples/mlp/digits_mlp.mlir --data data/digits.csv.gz --no-progress --seed 2 --epochs 1 --accumulate 2"
+timeout 60 $A --device cuda --out /tmp/gs-acc-cuda --checkpoint-dir /tmp/gs-acc-cuda/ckpt 2>&1 | tail -1
+timeout 60 $A --threads 2 --out /tmp/gs-acc-cpu --checkpoint-dir /tmp/gs-acc-cpu/ckpt 2>&1 | tail -1
+python3 benches/gpu/compare_checkpoints.py /tmp/gs-acc-cuda/ckpt/last.safetensors \
+  /tmp/gs-acc-cpu/ckpt/last.safetensors 1e-4
 step gpt2
 B="$aicf bench $pack/gpt2.mlir --device cuda --precision bf16 --optimizer adamw --out /tmp/gpu-session-b"
 timeout 90 $B --steps 20 2>&1 | tail -1

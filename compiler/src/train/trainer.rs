@@ -79,7 +79,7 @@ pub struct Options {
     /// Gradient accumulation: each step adds the gradients of this many
     /// micro-batches of the model's batch (in order, as this many replicas
     /// of a data-parallel run do) before one update ([`Trainer::step_micro`]);
-    /// 1: off. CPU only for now.
+    /// 1: off. The sums pass through the host.
     pub accumulate: usize,
 }
 
@@ -234,13 +234,7 @@ impl Trainer {
         if options.accumulate == 0 {
             return Err(TrainError::Input("gradient accumulation over 0 micro-batches: at least 1".into()));
         }
-        if options.accumulate > 1 && options.device.is_cuda() {
-            return Err(TrainError::Input(format!(
-                "gradient accumulation ({} micro-batches) runs on the CPU for now: CUDA has no kernel for a \
-                 micro-batch's weighted gradients yet (ll.all_reduce {{local}})",
-                options.accumulate
-            )));
-        }
+
         let compiled = compile_artifact(source, name, &options, None)?;
         let mut backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;
         backend.force_gemm(options.gemm.as_deref())?;

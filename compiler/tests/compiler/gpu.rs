@@ -255,6 +255,21 @@ fn ptxas_rejects_invalid_ptx() {
     assert!(e.contains("ptxas -arch=sm_80 rejects") && e.contains("bad.ptx") && e.contains("%rd9"), "{e}");
 }
 
+/// The runtime's built-in kernel of a micro-batch's share (gradient
+/// accumulation's `ll.all_reduce {local}` on CUDA) assembles for both
+/// chips.
+#[test]
+fn ptxas_accepts_the_built_in_scale_kernel() {
+    let dir = out_dir("gpu_scale_ptx");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("scale.ptx");
+    std::fs::write(&path, aicf_runtime::cuda::SCALE_PTX).unwrap();
+    assert!(aicf_runtime::cuda::SCALE_PTX.contains(&format!(".entry {}(", aicf_runtime::cuda::SCALE_ENTRY)));
+    for chip in ["sm_80", "sm_90"] {
+        validate_ptx(&path, chip).unwrap_or_else(|e| panic!("{chip}: {e}"));
+    }
+}
+
 /// The bundle's benchmark artifacts (compiled and checked by ptxas here,
 /// timed by `gpu_bench` on a GPU): a fused elementwise chain over 2^24
 /// elements (bandwidth), GEMMs 4096^3 in f32 and in bf16 (FLOP rate), and

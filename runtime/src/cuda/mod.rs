@@ -172,6 +172,9 @@ pub struct CudaModule {
     modules: Vec<sys::CUmodule>,
     /// Per function, per call.
     pub(crate) kernels: HashMap<String, Vec<sys::CUfunction>>,
+    /// [`SCALE_PTX`]'s kernel, where a function has a local collective
+    /// (`CollectiveOp::Scale`).
+    pub(crate) scale: Option<sys::CUfunction>,
     pub(crate) constants: Vec<DeviceBuffer>,
     /// Which PTX was loaded.
     pub chip: String,
@@ -236,6 +239,30 @@ impl CudaModule {
                 return Err(e);
             }
         };
+        // The built-in kernel of a micro-batch's share of its gradients.
+        let local = manifest
+            .functions
+            .iter()
+            .flat_map(|f| &f.calls)
+            .any(|c| c.collective.as_ref().is_some_and(|c| c.op == crate::artifact::CollectiveOp::Scale));
+        let mut scale = None;
+        if local {
+            let ptx = CString::new(SCALE_PTX).map_err(|_| load_err(dir, "a NUL byte in the scale PTX".into()))?;
+            let name = CString::new(SCALE_ENTRY).map_err(|_| load_err(dir, "a NUL in a kernel name".into()))?;
+            // SAFETY: a NUL-terminated PTX image, then its entry's name in
+            // the module just loaded.
+            let loaded = unsafe { result::module::load_data(ptx.as_ptr() as *const c_void) }.and_then(|m| {
+                modules.push((m, dir.join("<built-in scale kernel>")));
+                unsafe { result::module::get_function(m, name) }
+            });
+            match loaded {
+                Ok(f) => scale = Some(f),
+                Err(e) => {
+                    unload(&modules);
+                    return Err(load_err(dir, format!("the driver rejects the built-in scale kernel: {e}")));
+                }
+            }
+        }
         let modules: Vec<sys::CUmodule> = modules.into_iter().map(|(m, _)| m).collect();
         let mut constants = Vec::new();
         for c in &manifest.constants {
@@ -252,7 +279,19 @@ impl CudaModule {
             .map(|_| ctx.new_stream().map_err(cuda_err("creating a stream")))
             .collect::<Result<Vec<_>>>()?;
         let weights = manifest.weights.as_ref().map(|w| dir.join(w));
-        Ok(CudaModule { manifest, weights, ctx, stream, side, modules, kernels, constants, chip: chip.into(), ordinal })
+        Ok(CudaModule {
+            manifest,
+            weights,
+            ctx,
+            stream,
+            side,
+            modules,
+            kernels,
+            scale,
+            constants,
+            chip: chip.into(),
+            ordinal,
+        })
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -340,6 +379,53 @@ pub(crate) const LIBRARY: &str = "cublaslt";
 
 /// Launches `kernel` with `launch`'s shape on `stream`, its parameters
 /// `params` (work, then buffer addresses).
+/// The entry of [`SCALE_PTX`].
+pub const SCALE_ENTRY: &str = "aicf_scale_f32";
+
+/// `buf[i] = buf[i] * weight[0]` for `i < n`, f32, rounded to nearest as
+/// the CPU's multiply: a micro-batch's share of its gradients
+/// (`ll.all_reduce {local}`, `CollectiveOp::Scale`). Parameters `(n, buf,
+/// weight)`; 256 threads a block, one element each. Written for sm_70 and
+/// up (the driver compiles it for the device).
+pub const SCALE_PTX: &str = r#".version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry aicf_scale_f32(
+    .param .u64 p_n,
+    .param .u64 p_buf,
+    .param .u64 p_weight
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<9>;
+    .reg .f32 %f<4>;
+
+    ld.param.u64 %rd1, [p_n];
+    ld.param.u64 %rd2, [p_buf];
+    ld.param.u64 %rd3, [p_weight];
+    cvta.to.global.u64 %rd4, %rd2;
+    cvta.to.global.u64 %rd5, %rd3;
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mul.wide.u32 %rd6, %r1, %r2;
+    cvt.u64.u32 %rd7, %r3;
+    add.u64 %rd6, %rd6, %rd7;
+    setp.ge.u64 %p1, %rd6, %rd1;
+    @%p1 bra DONE;
+    ld.global.f32 %f1, [%rd5];
+    shl.b64 %rd8, %rd6, 2;
+    add.u64 %rd8, %rd4, %rd8;
+    ld.global.f32 %f2, [%rd8];
+    mul.rn.f32 %f3, %f2, %f1;
+    st.global.f32 [%rd8], %f3;
+DONE:
+    ret;
+}
+"#;
+
 pub(crate) fn launch_kernel(
     kernel: sys::CUfunction,
     launch: crate::artifact::Launch,

@@ -379,10 +379,25 @@ impl CudaSession {
         // stream; alone (no NCCL), a sum over this replica at weight 1
         // (`stage` refuses another weight).
         if let Some(coll) = &c.collective {
+            // A micro-batch's share: each buffer times the weight, by the
+            // built-in kernel, on this stream.
             if coll.op == CollectiveOp::Scale {
-                return Err(err("a micro-batch's weighted gradients (ll.all_reduce {local}, gradient accumulation) \
-                                are not run on CUDA yet: accumulate on the CPU"
-                    .into()));
+                let scale =
+                    self.modules[m].scale.ok_or_else(|| err("the built-in scale kernel is not loaded".into()))?;
+                if coll.dtypes.iter().any(|&d| d != DType::F32) {
+                    return Err(err(format!("a micro-batch's share of {:?} buffers (f32 only)", coll.dtypes)));
+                }
+                let params = &self.bound[&(m, function.to_string())].params[k];
+                let weight = *params.last().ok_or_else(|| err("a collective without its weight".into()))?;
+                for (i, bytes) in c.bytes.iter().take(coll.dtypes.len()).enumerate() {
+                    let n = bytes / 4;
+                    let blocks = u32::try_from(n.div_ceil(256).max(1))
+                        .map_err(|_| err(format!("{n} values are more than one launch scales")))?;
+                    let launch = crate::artifact::Launch { grid: [blocks, 1, 1], block: [256, 1, 1], shared_bytes: 0 };
+                    launch_kernel(scale, launch, &[n, params[1 + i], weight], stream)
+                        .map_err(|e| err(format!("scaling by the weight: {e}")))?;
+                }
+                return Ok(());
             }
             let Some(group) = &self.nccl else { return Ok(()) };
             let lib = nccl::nccl().map_err(err)?;
@@ -714,7 +729,8 @@ impl CudaSession {
         }
         // A data-parallel step alone sums over itself at weight 1: another
         // weight needs its group (NCCL).
-        if self.nccl.is_none() {
+        let sums = f.calls.iter().any(|c| c.collective.as_ref().is_some_and(|c| c.op == CollectiveOp::AllReduceSum));
+        if self.nccl.is_none() && sums {
             let weight = f.args.iter().filter(|a| a.role() == Role::Input).position(|a| a.bind == "replica_weight");
             if let Some(w) = weight.and_then(|i| inputs.get(i)).and_then(|t| t.values.first())
                 && *w != 1.0
