@@ -282,7 +282,18 @@ impl Runtime {
                 self.pool = Some(aicf_runtime::cpu::pool(eager_threads()).map_err(|e| fail(e.to_string()))?);
             }
             let pool = self.pool.clone().ok_or_else(|| fail("no worker pool".into()))?;
-            let module = CpuModule::load_with_pool(&dir, pool).map_err(|e| fail(e.to_string()))?;
+            let mut module = CpuModule::load_with_pool(&dir, pool).map_err(|e| fail(e.to_string()))?;
+            // AICF_EAGER_GEMM=<candidate>: every GEMM by one candidate, as
+            // `aicf train --gemm` (runs whose bits do not depend on the
+            // registry's timings).
+            if let Ok(name) = std::env::var("AICF_EAGER_GEMM") {
+                use aicf_runtime::registry::Choice;
+                let choice = Choice::from_name(&name).ok_or_else(|| {
+                    let names: Vec<&str> = Choice::ALL.iter().map(|c| c.name()).collect();
+                    EagerError::Invalid(format!("AICF_EAGER_GEMM={name:?} is not one of {}", names.join(", ")))
+                })?;
+                module.force_gemm(Some(choice));
+            }
             let arena_bytes = module.function(function).map_err(|e| fail(e.to_string()))?.arena_bytes as usize;
             let arena = Bytes::try_zeroed(arena_bytes, key).map_err(|e| fail(e.to_string()))?;
             self.kernels.insert(key.to_string(), Kernel { module, arena });

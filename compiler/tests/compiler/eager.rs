@@ -564,3 +564,41 @@ fn model_state_trains_eagerly_as_compiled() {
         .unwrap();
     assert!(fresh.set_eager_state("bn.running_mean", &[31], vec![0.0; 31]).unwrap_err().to_string().contains("[32]"));
 }
+
+/// `AICF_EAGER_GEMM` runs every eager GEMM by one candidate (as `aicf
+/// train --gemm`): a product is the same by any of them within rounding,
+/// and a name that is no candidate is an error naming the variable. (In a
+/// child process of this test binary: the variable is read by every
+/// thread's dispatcher.)
+#[test]
+fn eager_gemms_run_by_the_candidate_the_environment_names() {
+    if let Ok(name) = std::env::var("AICF_TEST_EAGER_GEMM_CHILD") {
+        let a = param(&[8, 16], 1);
+        let b = param(&[16, 4], 2);
+        match a.matmul(&b) {
+            Ok(c) => println!("product {name} {:?}", c.values()),
+            Err(e) => println!("error {name}: {e}"),
+        }
+        return;
+    }
+    let run = |gemm: &str| -> String {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "eager::eager_gemms_run_by_the_candidate_the_environment_names", "--nocapture"])
+            .env("AICF_TEST_EAGER_GEMM_CHILD", gemm)
+            .env("AICF_EAGER_GEMM", gemm)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let values = |text: &str, name: &str| -> Vec<f64> {
+        let line =
+            text.lines().find(|l| l.starts_with(&format!("product {name} "))).unwrap_or_else(|| panic!("{text}"));
+        let list = line.split_once('[').unwrap().1.trim_end_matches(']');
+        list.split(", ").map(|v| v.parse().unwrap()).collect()
+    };
+    let generated = values(&run("generated"), "generated");
+    assert_eq!(generated.len(), 32);
+    assert_close("openblas against generated", &values(&run("openblas"), "openblas"), &generated);
+    let text = run("bogus");
+    assert!(text.contains("error bogus: AICF_EAGER_GEMM=\"bogus\" is not one of generated, library"), "{text}");
+}
