@@ -11,6 +11,8 @@
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 0 --out %t/bench 2>&1 | FileCheck %s --check-prefix=STEPS
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --allow-tf32 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=TF32
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --lr -1 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=LR
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --accumulate 2 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=ACCBENCH
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --accumulate 0 --out %t/run 2>&1 | FileCheck %s --check-prefix=ACCZERO
 // RUN: test ! -e %t/run && test ! -e %t/bench
 //
 // LR: aicf: error: the learning rate -1 is not a positive number
@@ -20,6 +22,8 @@
 // DECAY: aicf: error: the weight decay -1 is not a number of at least 0
 // TF32: error: --allow-tf32 is for CUDA devices: on the CPU f32 GEMMs compute in f32
 // STEPS: aicf: error: --steps must be at least 1
+// ACCBENCH: aicf: error: --accumulate 2: aicf bench times one train step of the model's batch
+// ACCZERO: '0': micro-batches per step are a whole number from 1 to 65536
 
 // Data: a NaN cell, a label past the model's classes (in training and in
 // scoring), each refused before compiling. Fewer rows than one batch train
@@ -32,12 +36,15 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/label.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=LABEL
 // RUN: test ! -e %t/run
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/short.csv --epochs 2 --out %t/short | FileCheck %s --check-prefix=SHORT
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/short.csv --epochs 2 --accumulate 2 --out %t/short-acc | FileCheck %s --check-prefix=SHORTACC
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run --checkpoint-dir %t/ckpt > /dev/null
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/label.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=LABEL
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/nan.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=NAN
 // NAN: aicf: error: {{.*}}nan.csv:7: column 1 is NaN, not a finite number
 // LABEL: aicf: error: {{.*}}label.csv: example 4's label 42 is not below the model's 10 classes
 // SHORT: training on 16 examples (4 held out), batch 32, 1 steps per epoch
+// SHORTACC: training on 16 examples (4 held out), batch 64, 1 steps per epoch, {{.*}}accumulating 2 micro-batches of 32
+// SHORTACC: epoch   2/2
 // SHORT: epoch   2/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy
 
 // Paths that cannot be written are named, before training.

@@ -1003,6 +1003,13 @@ fn bench(
         return Err(format!("the learning rate {lr} is not a positive number"));
     }
     no_batch(c, "bench")?;
+    if c.accumulate > 1 {
+        return Err(format!(
+            "--accumulate {}: aicf bench times one train step of the model's batch (a step of N micro-batches \
+             takes about N of them); gradient accumulation is for aicf train",
+            c.accumulate
+        ));
+    }
     // Data parallel: every replica times its step, which sums over all.
     let comm = if c.data_parallel { Some(world(c.collective_timeout)?) } else { None };
     let rank = comm.as_ref().map_or(0, |c| c.rank());
