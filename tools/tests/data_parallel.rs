@@ -267,6 +267,11 @@ fn rank_pid(out: &Path, rank: usize) -> Option<u32> {
 /// checkpoint, sends `signal` to rank 1, and returns the run's output and
 /// how long it took to end after the signal.
 fn signal_rank_one(out: &Path, signal: &str, timeout: &str) -> (Output, Duration) {
+    signal_rank_one_of(out, signal, timeout, 2)
+}
+
+/// [`signal_rank_one`] in a run of `ranks` ranks.
+fn signal_rank_one_of(out: &Path, signal: &str, timeout: &str, ranks: usize) -> (Output, Duration) {
     let data = root().join("data/digits.csv.gz");
     let child = Command::new(AICF)
         .args(["train", root().join("examples/mlp/digits_mlp.mlir").to_str().unwrap()])
@@ -276,7 +281,8 @@ fn signal_rank_one(out: &Path, signal: &str, timeout: &str) -> (Output, Duration
         .arg(out)
         .arg("--checkpoint-dir")
         .arg(out.join("ckpt"))
-        .args(["--gemm", "generated", "--no-progress", "--seed", "2", "--epochs", "100000", "--nproc", "2"])
+        .args(["--gemm", "generated", "--no-progress", "--seed", "2", "--epochs", "100000", "--nproc"])
+        .arg(ranks.to_string())
         .env("AICF_COLLECTIVE_TIMEOUT", timeout)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -341,6 +347,25 @@ fn a_hung_rank_is_named_within_the_timeout() {
     assert!(text.contains("aicf: error (rank 0 of 2)"), "{text}");
     assert!(text.contains("rank 1 "), "the error names no rank:\n{text}");
     // The timeout (3 s), the answers to a ping (3 s), the launcher's end.
+    assert!(took < Duration::from_secs(30), "the run took {took:?} to end after the stop");
+    let last = out.join("ckpt/last.safetensors");
+    assert!(metadata(&last, "epoch").parse::<usize>().is_ok(), "the checkpoint is not whole");
+}
+
+/// The same with 3 ranks, whose sums are point-to-point messages (a
+/// reduce-scatter in rank order) rather than one MPI collective: the
+/// stopped rank is named, the others end.
+#[test]
+fn a_hung_rank_of_three_is_named_within_the_timeout() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("hang3");
+    let out = dir.join("hung");
+    let (o, took) = signal_rank_one_of(&out, "-STOP", "3", 3);
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success(), "the run went on:\n{text}");
+    assert!(text.contains("aicf: error (rank "), "{text}");
+    assert!(text.contains("rank 1 "), "the error names no rank:\n{text}");
     assert!(took < Duration::from_secs(30), "the run took {took:?} to end after the stop");
     let last = out.join("ckpt/last.safetensors");
     assert!(metadata(&last, "epoch").parse::<usize>().is_ok(), "the checkpoint is not whole");

@@ -1,9 +1,9 @@
 //! The MPI engine: Open MPI (or any MPI) through the `mpi` crate's
 //! bindings, for replicas started by `mpirun`.
 //!
-//! Every collective is non-blocking (`MPI_Iallgather` for sums in rank
-//! order, `MPI_Iallreduce` for those of 2 ranks, `MPI_Ibcast`,
-//! `MPI_Ibarrier`) and waited for by polling, so that a wait can end: after
+//! Every collective is non-blocking (`MPI_Iallreduce` for sums of 2
+//! ranks, a reduce-scatter and all-gather by `MPI_Isend`/`MPI_Irecv` for
+//! sums in rank order from 3, `MPI_Ibcast`, `MPI_Ibarrier`) and waited for by polling, so that a wait can end: after
 //! the communicator's timeout it is an error. To name the replica that did
 //! not come, each collective also posts an arrival note on a second
 //! communicator: every rank sends one to rank 0, rank 0 sends one to every
@@ -110,6 +110,8 @@ struct Inner {
     /// Buffers of finished sums, for the next sums to receive into (a
     /// fresh one every step costs its page faults).
     spares: Mutex<Vec<Values>>,
+    /// The rank-ordered sums in flight (3 ranks or more).
+    pending: Mutex<Vec<std::sync::Weak<Mutex<Scatter>>>>,
 }
 
 /// This process's replica of an MPI run (`MPI_COMM_WORLD`).
@@ -201,6 +203,7 @@ impl Mpi {
                     version,
                     started: Default::default(),
                     spares: Default::default(),
+                    pending: Default::default(),
                 }),
             })
         }
@@ -284,6 +287,7 @@ impl Inner {
         let h = self.lock();
         let mut op = Operation {
             inner: self.clone(),
+            number,
             what: format!("{what} (collective #{number})"),
             request: unsafe { ffi::RSMPI_REQUEST_NULL },
             done: false,
@@ -341,6 +345,9 @@ struct Note {
 /// A collective in flight, with its arrival notes.
 struct Operation {
     inner: Arc<Inner>,
+    /// Its place among the communicator's collectives (the same on every
+    /// rank).
+    number: u64,
     what: String,
     request: ffi::MPI_Request,
     done: bool,
@@ -404,7 +411,24 @@ impl Operation {
 
     /// [`Operation::wait`] for at most `timeout`.
     fn wait_within(&mut self, timeout: Duration) -> Result<(), CollectiveError> {
-        if poll_until(timeout, || self.test())? {
+        self.wait_with(timeout, || Ok(true))
+    }
+
+    /// [`Operation::wait_within`] until `also` holds as well (it drives
+    /// the work that completes with the operation: a sum's messages).
+    fn wait_with(
+        &mut self,
+        timeout: Duration,
+        mut also: impl FnMut() -> Result<bool, CollectiveError>,
+    ) -> Result<(), CollectiveError> {
+        fn both(
+            op: &mut Operation,
+            also: &mut impl FnMut() -> Result<bool, CollectiveError>,
+        ) -> Result<bool, CollectiveError> {
+            let notes = op.test()?;
+            Ok(also()? && notes)
+        }
+        if poll_until(timeout, || both(self, &mut also))? {
             return Ok(());
         }
         let missing: Vec<usize> = self.notes.iter().filter(|n| !n.arrived).map(|n| n.peer).collect();
@@ -424,7 +448,7 @@ impl Operation {
         // Everyone arrived, yet the collective stalled: a replica stopped
         // inside it. The live ones answer a ping from their wait loops.
         let silent = inner.unresponsive();
-        if poll_until(Duration::ZERO, || self.test())? {
+        if poll_until(Duration::ZERO, || both(self, &mut also))? {
             return Ok(());
         }
         Err(inner.error(if silent.is_empty() {
@@ -440,22 +464,67 @@ impl Operation {
     }
 }
 
-/// A sum in rank order: one all-gather gives every rank every rank's
-/// values, and each adds them in rank order (rank 0's first: `((v_0 +
-/// v_1) + v_2) + ...`, what one process adding its micro-batches'
-/// gradients in order computes), whatever the engine's algorithm. One
-/// collective per sum, so every rank starts them in the same order and
-/// MPI progresses them all. Its traffic is `(N - 1) n` values received
-/// per rank, a ring all-reduce's at 2 ranks and `N / 2` times it beyond
-/// (a rank-ordered reduce-scatter would bring that back to the ring's).
+/// A sum over the ranks, added in rank order (rank 0's values first:
+/// `((v_0 + v_1) + v_2) + ...`, what one process adding its micro-batches'
+/// gradients in order computes), whatever the engine's algorithm.
+///
+/// At 2 ranks it is Open MPI's ring all-reduce (one pair per element:
+/// `v_0 + v_1` is `v_1 + v_0` to the bit). From 3 ranks on it is a
+/// reduce-scatter and an all-gather by point-to-point messages, the ring's
+/// traffic (`2 (N - 1) / N` of the values sent and received per rank): rank
+/// c receives chunk c of every rank's values, adds them in rank order and
+/// sends the sum to every rank. Its messages carry tags of its collective
+/// number, so no two sums' messages match whatever order the ranks post
+/// them in; the second half starts when the first completes on that rank,
+/// which the wait of any sum in flight advances (see [`Inner::drive_sums`]),
+/// so a rank waiting for one sum still answers the others.
 struct OrderedSum {
     inner: Arc<Inner>,
+    /// The arrival notes (the sum's timeout names the ranks that never
+    /// came); from 3 ranks on its request is a null one.
     op: Operation,
-    /// This rank's values, and every rank's (rank by rank) as they come;
-    /// or (`summed`, two ranks) their sum.
+    how: How,
+}
+
+enum How {
+    /// Two ranks: this rank's values, and MPI's sum.
+    Ring { send: Values, sum: Values },
+    /// Three or more: the messages' state.
+    Scatter(Arc<Mutex<Scatter>>),
+}
+
+/// The buffers and requests of a rank-ordered reduce-scatter and
+/// all-gather (see [`OrderedSum`]).
+struct Scatter {
+    len: usize,
+    chunk: usize,
+    /// This rank's values, padded to `size * chunk`.
     send: Values,
+    /// Chunk `rank` of every rank's values, rank by rank.
+    parts: Values,
+    /// This rank's chunk of the sum.
+    mine: Values,
+    /// Every chunk of the sum, rank by rank.
     all: Values,
+    /// The first half's messages (chunks out, parts in), then the
+    /// second's (sums in, posted at the start; `mine` out, once summed).
+    first: Vec<ffi::MPI_Request>,
+    second: Vec<ffi::MPI_Request>,
     summed: bool,
+    done: bool,
+    tags: (c_int, c_int),
+}
+
+// SAFETY: MPI requests and the buffers they use are owned by the sum and
+// touched only under the communicator's lock.
+unsafe impl Send for Scatter {}
+
+/// The tags of sum number `number`'s two halves (on the data
+/// communicator, where the collectives do not match point-to-point
+/// messages; Open MPI's tag bound is far above).
+fn scatter_tags(number: u64) -> (c_int, c_int) {
+    let base = 100 + 2 * (number % 8192) as c_int;
+    (base, base + 1)
 }
 
 /// The element type and data pointer of packed values, for MPI.
@@ -471,6 +540,31 @@ fn raw_mut(v: &mut Values) -> *mut c_void {
         Values::F32(v) => v.as_mut_ptr() as *mut c_void,
         Values::F64(v) => v.as_mut_ptr() as *mut c_void,
     }
+}
+
+/// The address of element `i` of `v` (at most its length).
+fn raw_at(v: &Values, i: usize) -> *const c_void {
+    match v {
+        Values::F32(v) => v[i..].as_ptr() as *const c_void,
+        Values::F64(v) => v[i..].as_ptr() as *const c_void,
+    }
+}
+
+fn raw_mut_at(v: &mut Values, i: usize) -> *mut c_void {
+    match v {
+        Values::F32(v) => v[i..].as_mut_ptr() as *mut c_void,
+        Values::F64(v) => v[i..].as_mut_ptr() as *mut c_void,
+    }
+}
+
+/// Whether every request completed (completed ones become null).
+fn all_done(requests: &mut [ffi::MPI_Request], what: &str, rank: usize, size: usize) -> Result<bool, CollectiveError> {
+    let mut flag: c_int = 0;
+    let code = unsafe {
+        ffi::MPI_Testall(requests.len() as c_int, requests.as_mut_ptr(), &mut flag, ffi::RSMPI_STATUSES_IGNORE)
+    };
+    check(code, what, rank, size)?;
+    Ok(flag != 0)
 }
 
 /// The ranks' values in `all` (rank by rank, `sum.len()` each), added in
@@ -514,37 +608,209 @@ impl Inner {
     }
 }
 
+impl Scatter {
+    /// Advances the sum: once the parts are in, adds them in rank order
+    /// and sends this rank's chunk of the sum to every rank; `done` once
+    /// every chunk is in and out. Called under the communicator's lock.
+    fn advance(&mut self, h: &Handles, rank: usize, size: usize) -> Result<(), CollectiveError> {
+        if self.done {
+            return Ok(());
+        }
+        if !self.summed {
+            if !all_done(&mut self.first, "a sum's exchange of parts", rank, size)? {
+                return Ok(());
+            }
+            match (&self.parts, &mut self.mine) {
+                (Values::F32(p), Values::F32(m)) => add_in_rank_order(p, m),
+                (Values::F64(p), Values::F64(m)) => add_in_rank_order(p, m),
+                _ => return Err(CollectiveError { rank, size, message: "a sum's buffers differ in type".into() }),
+            }
+            let chunk = self.chunk;
+            match (&self.mine, &mut self.all) {
+                (Values::F32(m), Values::F32(a)) => a[rank * chunk..(rank + 1) * chunk].copy_from_slice(m),
+                (Values::F64(m), Values::F64(a)) => a[rank * chunk..(rank + 1) * chunk].copy_from_slice(m),
+                _ => return Err(CollectiveError { rank, size, message: "a sum's buffers differ in type".into() }),
+            }
+            let (mine, datatype) = raw(&self.mine);
+            for peer in (0..size).filter(|&p| p != rank) {
+                let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+                // SAFETY: `mine` lives in this sum until its requests
+                // complete (or forever, if it is given up).
+                let code = unsafe {
+                    ffi::MPI_Isend(mine, chunk as c_int, datatype, peer as c_int, self.tags.1, h.data, &mut request)
+                };
+                check(code, &format!("a sum's chunk to rank {peer}"), rank, size)?;
+                self.second.push(request);
+            }
+            self.summed = true;
+        }
+        self.done = all_done(&mut self.second, "a sum's exchange of sums", rank, size)?;
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// Advances every rank-ordered sum in flight (each wait loop calls
+    /// this, so that a rank waiting for one sum sends its chunks of the
+    /// others: the ranks may wait for the sums in different orders).
+    fn drive_sums(&self) -> Result<(), CollectiveError> {
+        let list: Vec<Arc<Mutex<Scatter>>> = {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            pending.retain(|w| w.strong_count() > 0);
+            pending.iter().filter_map(std::sync::Weak::upgrade).collect()
+        };
+        if list.is_empty() {
+            return Ok(());
+        }
+        let h = self.lock();
+        for s in list {
+            s.lock().unwrap_or_else(|e| e.into_inner()).advance(&h, self.rank, self.size)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the messages of a rank-ordered sum of `values` (3 ranks or
+    /// more) whose arrival notes are operation `number`.
+    fn start_scatter(&self, mut values: Values, number: u64, what: &str) -> Result<Scatter, CollectiveError> {
+        let (rank, size) = (self.rank, self.size);
+        let len = values.len();
+        let chunk = len.div_ceil(size);
+        let count = c_int::try_from(chunk)
+            .map_err(|_| self.error(format!("{what}: {len} values are more than one MPI call sums")))?;
+        match &mut values {
+            Values::F32(v) => v.resize(size * chunk, 0.0),
+            Values::F64(v) => v.resize(size * chunk, 0.0),
+        }
+        let mut s = Scatter {
+            len,
+            chunk,
+            parts: self.spare(&values, size * chunk),
+            mine: self.spare(&values, chunk),
+            all: self.spare(&values, size * chunk),
+            send: values,
+            first: Vec::new(),
+            second: Vec::new(),
+            summed: false,
+            done: false,
+            tags: scatter_tags(number),
+        };
+        // This rank's own part is its own values.
+        match (&s.send, &mut s.parts) {
+            (Values::F32(v), Values::F32(p)) => {
+                p[rank * chunk..(rank + 1) * chunk].copy_from_slice(&v[rank * chunk..(rank + 1) * chunk])
+            }
+            (Values::F64(v), Values::F64(p)) => {
+                p[rank * chunk..(rank + 1) * chunk].copy_from_slice(&v[rank * chunk..(rank + 1) * chunk])
+            }
+            _ => return Err(self.error(format!("{what}: buffers of two types"))),
+        }
+        let datatype = raw(&s.send).1;
+        let h = self.lock();
+        for peer in (0..size).filter(|&p| p != rank) {
+            let mut requests = [unsafe { ffi::RSMPI_REQUEST_NULL }; 3];
+            // SAFETY: the buffers live in the sum until its requests
+            // complete (or forever, if it is given up); each message has
+            // its own `chunk` elements.
+            let codes = unsafe {
+                [
+                    ffi::MPI_Irecv(
+                        raw_mut_at(&mut s.parts, peer * chunk),
+                        count,
+                        datatype,
+                        peer as c_int,
+                        s.tags.0,
+                        h.data,
+                        &mut requests[0],
+                    ),
+                    ffi::MPI_Irecv(
+                        raw_mut_at(&mut s.all, peer * chunk),
+                        count,
+                        datatype,
+                        peer as c_int,
+                        s.tags.1,
+                        h.data,
+                        &mut requests[1],
+                    ),
+                    ffi::MPI_Isend(
+                        raw_at(&s.send, peer * chunk),
+                        count,
+                        datatype,
+                        peer as c_int,
+                        s.tags.0,
+                        h.data,
+                        &mut requests[2],
+                    ),
+                ]
+            };
+            s.first.extend([requests[0], requests[2]]);
+            s.second.push(requests[1]);
+            for code in codes {
+                check(code, &format!("{what}: messages with rank {peer}"), rank, size)?;
+            }
+        }
+        Ok(s)
+    }
+}
+
 impl PendingSum for OrderedSum {
     fn test(&mut self) -> Result<bool, CollectiveError> {
-        self.op.test()
+        let notes = self.op.test()?;
+        match &self.how {
+            How::Ring { .. } => Ok(notes),
+            How::Scatter(s) => {
+                self.inner.drive_sums()?;
+                Ok(notes && s.lock().unwrap_or_else(|e| e.into_inner()).done)
+            }
+        }
     }
 
     fn wait(mut self: Box<Self>) -> Result<Values, CollectiveError> {
-        self.op.wait()?;
         let empty = || Values::F32(Vec::new());
-        if self.summed {
-            self.inner.give_back(std::mem::replace(&mut self.send, empty()));
-            return Ok(std::mem::replace(&mut self.all, empty()));
+        match &self.how {
+            How::Ring { .. } => self.op.wait()?,
+            How::Scatter(s) => {
+                let (inner, s) = (self.inner.clone(), s.clone());
+                let timeout = inner.timeout;
+                self.op.wait_with(timeout, || {
+                    inner.drive_sums()?;
+                    Ok(s.lock().unwrap_or_else(|e| e.into_inner()).done)
+                })?;
+            }
         }
-        // Into a spare: a sum takes two buffers and gives two back.
-        let mut sum = self.inner.spare(&self.send, self.send.len());
-        match (&self.all, &mut sum) {
-            (Values::F32(a), Values::F32(s)) => add_in_rank_order(a, s),
-            (Values::F64(a), Values::F64(s)) => add_in_rank_order(a, s),
-            _ => return Err(self.inner.error("the sum's buffers differ in element type".into())),
+        match std::mem::replace(&mut self.how, How::Ring { send: empty(), sum: empty() }) {
+            How::Ring { send, sum } => {
+                self.inner.give_back(send);
+                Ok(sum)
+            }
+            How::Scatter(s) => {
+                let mut guard = s.lock().unwrap_or_else(|e| e.into_inner());
+                let s = &mut *guard;
+                for v in [&mut s.send, &mut s.parts, &mut s.mine] {
+                    self.inner.give_back(std::mem::replace(v, empty()));
+                }
+                let mut all = std::mem::replace(&mut s.all, empty());
+                match &mut all {
+                    Values::F32(v) => v.truncate(s.len),
+                    Values::F64(v) => v.truncate(s.len),
+                }
+                Ok(all)
+            }
         }
-        self.inner.give_back(std::mem::replace(&mut self.send, empty()));
-        self.inner.give_back(std::mem::replace(&mut self.all, empty()));
-        Ok(sum)
     }
 }
 
 impl Drop for OrderedSum {
-    /// A sum given up leaves its buffers to MPI (see [`Operation`]'s drop).
+    /// A sum given up leaves its buffers to MPI (see [`Operation`]'s drop):
+    /// they are never freed under it.
     fn drop(&mut self) {
-        if !self.op.complete() {
-            std::mem::forget(std::mem::replace(&mut self.send, Values::F32(Vec::new())));
-            std::mem::forget(std::mem::replace(&mut self.all, Values::F32(Vec::new())));
+        let empty = || Values::F32(Vec::new());
+        match std::mem::replace(&mut self.how, How::Ring { send: empty(), sum: empty() }) {
+            How::Ring { send, sum } if !self.op.complete() => {
+                std::mem::forget(send);
+                std::mem::forget(sum);
+            }
+            How::Scatter(s) if !s.lock().unwrap_or_else(|e| e.into_inner()).done => std::mem::forget(s),
+            _ => {}
         }
     }
 }
@@ -564,36 +830,30 @@ impl Communicator for Mpi {
     }
 
     fn start_sum(&self, values: Values, what: &str) -> Result<Box<dyn PendingSum>, CollectiveError> {
-        let size = self.inner.size.max(1);
         let len = values.len();
-        // Two ranks: an all-reduce adds one pair per element, and `v_0 +
-        // v_1` is `v_1 + v_0` to the bit (IEEE addition commutes), so its
-        // ring (half the traffic of the all-gather, measured below in
-        // benches/data_parallel) sums in rank order too.
-        if size == 2 {
+        if self.inner.size == 2 {
             let count = c_int::try_from(len)
                 .map_err(|_| self.inner.error(format!("{what}: {len} values are more than one MPI call sums")))?;
-            let mut all = self.inner.spare(&values, len);
+            let mut sum = self.inner.spare(&values, len);
             let (send_ptr, datatype) = raw(&values);
-            let all_ptr = raw_mut(&mut all);
+            let sum_ptr = raw_mut(&mut sum);
+            // The vectors' heap buffers do not move when the vectors do:
+            // MPI may write `sum` until the request completes.
             let op = self.inner.start(what, |comm, request| unsafe {
-                ffi::MPI_Iallreduce(send_ptr, all_ptr, count, datatype, ffi::RSMPI_SUM, comm, request)
+                ffi::MPI_Iallreduce(send_ptr, sum_ptr, count, datatype, ffi::RSMPI_SUM, comm, request)
             })?;
-            return Ok(Box::new(OrderedSum { inner: self.inner.clone(), op, send: values, all, summed: true }));
+            return Ok(Box::new(OrderedSum { inner: self.inner.clone(), op, how: How::Ring { send: values, sum } }));
         }
-        let count = c_int::try_from(len)
-            .ok()
-            .filter(|_| len.checked_mul(size).is_some())
-            .ok_or_else(|| self.inner.error(format!("{what}: {len} values are more than one MPI call gathers")))?;
-        let mut all = self.inner.spare(&values, len * size);
-        let (send_ptr, datatype) = raw(&values);
-        let all_ptr = raw_mut(&mut all);
-        // The vectors' heap buffers do not move when the vectors do: MPI
-        // may write `all` until the request completes.
-        let op = self.inner.start(what, |comm, request| unsafe {
-            ffi::MPI_Iallgather(send_ptr, count, datatype, all_ptr, count, datatype, comm, request)
+        // The arrival notes, with a null request: the messages are the
+        // sum's own.
+        let op = self.inner.start(what, |_, request| {
+            // SAFETY: writes the null request into the operation's slot.
+            unsafe { *request = ffi::RSMPI_REQUEST_NULL };
+            0
         })?;
-        Ok(Box::new(OrderedSum { inner: self.inner.clone(), op, send: values, all, summed: false }))
+        let scatter = Arc::new(Mutex::new(self.inner.start_scatter(values, op.number, &op.what)?));
+        self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::downgrade(&scatter));
+        Ok(Box::new(OrderedSum { inner: self.inner.clone(), op, how: How::Scatter(scatter) }))
     }
 
     fn broadcast(&self, bytes: &mut Vec<u8>, root: usize, what: &str) -> Result<(), CollectiveError> {
