@@ -465,7 +465,9 @@ impl Trainer {
     /// One train step on `inputs` (what `@loss` takes after its parameters:
     /// features and labels, and dropout's seed and offset where it has
     /// them) with learning rate `lr`. A non-finite loss is an error naming
-    /// the step.
+    /// the step. It runs `@train_step` on the inputs as given, also where
+    /// the model was compiled for gradient accumulation: a step of
+    /// micro-batches is [`Trainer::step_micro`].
     pub fn step(&mut self, inputs: &[&Tensor], lr: f64) -> Result<Metrics> {
         self.step_staging_next(inputs, lr, None)
     }
