@@ -79,13 +79,26 @@ impl Manifest {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Symbol {
     pub name: String,
-    /// "param" or "state".
+    /// "param", "state", or "accumulator" ([`ACCUMULATOR`]).
     pub kind: String,
     pub shape: Vec<usize>,
     pub dtype: DType,
     /// The initializer text of a parameter ([`crate::init::Init::parse`]);
     /// state starts at zero.
     pub init: Option<String>,
+}
+
+/// The kind of a gradient accumulator's symbol (`hl.state ... slot
+/// "grad_sum"`): a sum over a step's micro-batches, which the next step's
+/// first micro-batch replaces, so neither checkpointed nor part of a
+/// trainer's state.
+pub const ACCUMULATOR: &str = "accumulator";
+
+impl Symbol {
+    /// Whether this is a gradient accumulator ([`ACCUMULATOR`]).
+    pub fn is_accumulator(&self) -> bool {
+        self.kind == ACCUMULATOR
+    }
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash)]

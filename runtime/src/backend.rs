@@ -184,8 +184,15 @@ pub trait Backend {
     }
 
     /// Every parameter and state symbol's value, by name.
+    /// Every parameter and state symbol's value (gradient accumulators,
+    /// a step's scratch, left out).
     fn symbols(&self) -> BTreeMap<String, Tensor> {
-        self.manifest().symbols.iter().filter_map(|s| Some((s.name.clone(), self.symbol(&s.name)?))).collect()
+        self.manifest()
+            .symbols
+            .iter()
+            .filter(|s| !s.is_accumulator())
+            .filter_map(|s| Some((s.name.clone(), self.symbol(&s.name)?)))
+            .collect()
     }
 
     fn function(&self, name: &str) -> Result<&Function> {
@@ -206,6 +213,7 @@ pub trait Backend {
             .manifest()
             .symbols
             .iter()
+            .filter(|s| !s.is_accumulator())
             .map(|s| {
                 let bytes = self.symbol_bytes(&s.name).ok_or_else(|| RuntimeError::Arguments {
                     function: "save_checkpoint".into(),
@@ -239,7 +247,7 @@ pub trait Backend {
         for s in &self.manifest().symbols {
             // A checkpoint of an fp32 or bf16 run continues in fp16 from the
             // initial loss scale.
-            if LOSS_SCALING.contains(&s.name.as_str()) && !entries.contains_key(&s.name) {
+            if (LOSS_SCALING.contains(&s.name.as_str()) || s.is_accumulator()) && !entries.contains_key(&s.name) {
                 continue;
             }
             let e = entries.get(&s.name).ok_or_else(|| CheckpointError::Mismatch {

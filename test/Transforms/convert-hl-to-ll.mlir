@@ -112,3 +112,28 @@ func.func @sequence(%t: tensor<65x8xf32>, %tok: tensor<2x4xi32>, %w: tensor<8xf3
   return %dt, %dx, %dw, %db, %ds, %c, %d, %l, %i : tensor<65x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>,
       tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x4x8xf32>, tensor<f32>, tensor<2x4xi64>
 }
+
+// -----
+
+// Constants returned into state symbols of different shapes: each fill
+// writes its own symbol (every result's buffer is made before any is
+// redirected, so a new buffer never takes a destroyed one's address and
+// its redirect).
+// CHECK-LABEL: func.func @reset
+// CHECK-NOT: ll.copy
+// CHECK: outs(%arg2 : memref<f32>)
+// CHECK: outs(%arg3 : memref<128xf32>)
+// CHECK: outs(%arg4 : memref<8x4xf32>)
+// CHECK: outs(%arg5 : memref<10xf32>)
+hl.state @a : tensor<f32> slot "x" init <zeros>
+hl.state @b : tensor<128xf32> slot "x" init <zeros>
+hl.state @c : tensor<8x4xf32> slot "x" init <zeros>
+hl.state @d : tensor<10xf32> slot "x" init <zeros>
+func.func @reset(%x: tensor<128xf32> {hl.bind = "input"}) -> (tensor<128xf32> {hl.bind = "result 0"}, tensor<f32> {hl.bind = "state @a"}, tensor<128xf32> {hl.bind = "state @b"}, tensor<8x4xf32> {hl.bind = "state @c"}, tensor<10xf32> {hl.bind = "state @d"}) {
+  %y = hl.relu %x : tensor<128xf32>
+  %z0 = hl.constant dense<0.0> : tensor<f32>
+  %z1 = hl.constant dense<0.0> : tensor<128xf32>
+  %z2 = hl.constant dense<0.0> : tensor<8x4xf32>
+  %z3 = hl.constant dense<0.0> : tensor<10xf32>
+  return %y, %z0, %z1, %z2, %z3 : tensor<128xf32>, tensor<f32>, tensor<128xf32>, tensor<8x4xf32>, tensor<10xf32>
+}

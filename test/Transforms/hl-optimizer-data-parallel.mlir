@@ -9,11 +9,15 @@
 // RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=sgd" | FileCheck %s --check-prefix=ALONE
 // RUN: not aicf-opt %t/bad.mlir 2>&1 | FileCheck %s --check-prefix=BAD
 //
-// With accumulate, the step is also split where its gradients are summed:
-// @train_grad scales one micro-batch's loss, gradients and set states by
-// its share (`hl.all_reduce {local}`: summed over nothing) and returns
-// them; @train_apply takes the sums and makes @train_step's update.
+// With accumulate, the step is also split where its gradients are summed,
+// the sums kept in accumulator states (slot "grad_sum"): @train_grad adds
+// one micro-batch's loss, gradients and set states, scaled by its share
+// (`hl.all_reduce {local}`: summed over nothing), to them (the step's
+// first micro-batch replaces them); @train_apply sums them over the
+// replicas and makes @train_step's update. The whole train pipeline takes
+// the three functions.
 // RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=sgd data-parallel=true accumulate=true" | FileCheck %s --check-prefix=ACC
+// RUN: aicf-opt %t/model.mlir --aicf-train-pipeline="optimizer=sgd data-parallel=true accumulate=true" | FileCheck %s --check-prefix=ACCLL
 
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: {hl.bind = "lr"}, %[[W:.*]]: tensor<f32> {hl.bind = "replica_weight"})
@@ -34,21 +38,34 @@
 // ALONE-NOT: hl.all_reduce
 // ALONE: return
 
+// ACC: hl.state @accumulated.loss : tensor<f32> slot "grad_sum" init <zeros>
+// ACC: hl.state @accumulated.fc1.weight : tensor<8x4xf32> slot "grad_sum"
+// ACC: hl.state @accumulated.fc1.bias : tensor<8xf32> slot "grad_sum"
+// ACC: hl.state @accumulated.set.bn.running_mean : tensor<8xf32> slot "grad_sum"
 // ACC-LABEL: func.func @train_step(
 // ACC-NOT: {local}
 // ACC-LABEL: func.func @train_grad(
-// ACC-SAME: %[[W:arg[0-9]+]]: tensor<f32> {hl.bind = "replica_weight"}) -> (tensor<f32> {hl.bind = "loss"}, tensor<8x4xf32> {hl.bind = "result grad @fc1.weight"}, tensor<8xf32> {hl.bind = "result grad @fc1.bias"}, tensor<8xf32> {hl.bind = "result set @bn.running_mean"})
+// ACC-SAME: %[[W:arg[0-9]+]]: tensor<f32> {hl.bind = "replica_weight"}, %[[F:arg[0-9]+]]: tensor<f32> {hl.bind = "first_micro_batch"}) -> (tensor<f32> {hl.bind = "state @accumulated.loss"}, tensor<8x4xf32> {hl.bind = "state @accumulated.fc1.weight"}, tensor<8xf32> {hl.bind = "state @accumulated.fc1.bias"}, tensor<8xf32> {hl.bind = "state @accumulated.set.bn.running_mean"})
 // ACC: %[[L:.*]] = hl.all_reduce %{{.*}}, %[[W]] {local} : tensor<f32>, tensor<f32>
-// ACC: %[[B:.*]] = hl.all_reduce %{{.*}}, %[[W]] {local} : tensor<8xf32>, tensor<f32>
 // ACC: %[[G:.*]] = hl.all_reduce %{{.*}}, %[[W]] {local} : tensor<8x4xf32>, tensor<f32>
-// ACC: %[[M:.*]] = hl.all_reduce %{{.*}}, %[[W]] {local} : tensor<8xf32>, tensor<f32>
-// ACC: return %[[L]], %[[G]], %[[B]], %[[M]] :
+// ACC: %[[FIRST:.*]] = hl.compare ge, %[[F]]
+// ACC: %[[SL:.*]] = hl.get_state @accumulated.loss
+// ACC: %[[AL:.*]] = hl.add %[[SL]], %[[L]]
+// ACC: %[[NL:.*]] = hl.select %[[FIRST]], %[[L]], %[[AL]]
+// ACC: return %[[NL]],
 // ACC-LABEL: func.func @train_apply(
-// ACC-SAME: %arg0: tensor<f32> {hl.bind = "input loss"}, %arg1: tensor<8x4xf32> {hl.bind = "input grad @fc1.weight"}, %arg2: tensor<8xf32> {hl.bind = "input grad @fc1.bias"}, %arg3: tensor<8xf32> {hl.bind = "input set @bn.running_mean"}, %arg4: tensor<f32> {hl.bind = "lr"})
-// ACC-NOT: hl.all_reduce
+// ACC-SAME: %arg0: tensor<f32> {hl.bind = "lr"}, %arg1: tensor<f32> {hl.bind = "replica_weight"})
 // ACC-NOT: hl.matmul
-// ACC: hl.mul %arg1, %arg4
-// ACC: return %arg0, {{.*}}, %arg3 :
+// ACC: %[[SW:.*]] = hl.get_state @accumulated.fc1.weight
+// ACC: %[[RW:.*]] = hl.all_reduce %[[SW]], %arg1 : tensor<8x4xf32>, tensor<f32>
+// ACC: hl.mul %[[RW]], %arg0
+// ACC: return
+
+// ACCLL-LABEL: func.func @train_grad(
+// ACCLL: ll.all_reduce {{.*}} {{{.*}}local{{.*}}}
+// ACCLL-LABEL: func.func @train_apply(
+// ACCLL: ll.all_reduce
+// ACCLL-NOT: local
 
 // BAD: 'hl.all_reduce' op weight must be a rank-0 tensor of the input's element type ('f32'), got 'tensor<2xf32>'
 

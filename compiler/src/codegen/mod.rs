@@ -296,7 +296,14 @@ pub(crate) fn symbol_entry(op: MlirOperation) -> Result<Symbol> {
     });
     Ok(Symbol {
         name: ir::string_attr(op, "sym_name").unwrap_or_default(),
-        kind: if op_name(op) == "hl.param" { "param" } else { "state" }.into(),
+        kind: if op_name(op) == "hl.param" {
+            "param"
+        } else if ir::string_attr(op, "slot").as_deref() == Some(crate::passes::ACCUMULATOR_SLOT) {
+            artifact::ACCUMULATOR
+        } else {
+            "state"
+        }
+        .into(),
         shape: spec.shape.clone(),
         dtype: runtime_dtype(spec.dtype)?,
         init,

@@ -858,6 +858,10 @@ impl<'a> Lower<'a> {
     fn finish(mut self, func: MlirOperation) -> Result<(), Failure> {
         let returned = std::mem::take(&mut self.returned);
         let outputs = std::mem::take(&mut self.outputs);
+        // Every result's buffer first (a returned constant is lowered
+        // here): a buffer made after a redirect below could take the
+        // address of an alloc it destroyed, and be taken for that one.
+        let sources: Vec<MlirValue> = returned.iter().map(|v| self.buf(*v)).collect::<Result<_, _>>()?;
         // Positions of the kernels; redirecting a result destroys only its
         // alloc, so the other entries stay valid.
         let order: HashMap<usize, usize> =
@@ -866,13 +870,13 @@ impl<'a> Lower<'a> {
         // Buffers whose kernel now writes a result's target instead.
         let mut moved: HashMap<usize, MlirValue> = HashMap::new();
         let mut groups = GroupIndex::default();
-        for (v, (tag, out)) in returned.iter().zip(outputs) {
+        for (&first, (tag, out)) in sources.iter().zip(outputs) {
             let target =
                 match tag.as_deref().and_then(|t| t.strip_prefix("param @").or_else(|| t.strip_prefix("state @"))) {
                     Some(symbol) => self.symbol_args[symbol],
                     None => out,
                 };
-            let mut src = self.buf(*v)?;
+            let mut src = first;
             // a value returned twice now lives in the first target
             while let Some(&t) = moved.get(&(src.ptr as usize)) {
                 src = t;

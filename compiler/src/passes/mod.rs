@@ -34,7 +34,7 @@ pub use fuse_elementwise::fuse_elementwise;
 pub use fuse_gemm::fuse_gemm_epilogues;
 pub use fuse_optimizer::fuse_optimizer;
 pub use fuse_reductions::fuse_reductions;
-pub use optimizer::{Optimizer, REPLICA_WEIGHT, add_train_step};
+pub use optimizer::{ACCUMULATOR_SLOT, FIRST_MICRO_BATCH, Optimizer, REPLICA_WEIGHT, add_train_step};
 pub use plan_memory::{Budget, MemoryPlan, plan_memory};
 pub use print_param_table::{ParamInfo, collect_params, render_table};
 pub use schedule::{Schedule, schedule};

@@ -351,14 +351,17 @@ pub fn add_train_step_scaled(
     })?;
     unsafe { mlirBlockInsertOwnedOperationAfter(body, grad_fn, func) };
 
-    // Gradient accumulation: the step split where its gradients are summed.
-    // @train_grad(inputs..., replica_weight) returns one micro-batch's loss,
-    // gradients and set states times its weight (`hl.all_reduce {local}`,
-    // scaled as a replica scales its own); the runtime adds the
-    // micro-batches' in order (and sums them over the replicas), and
-    // @train_apply(loss, gradients..., set states..., lr) makes the update
-    // of @train_step from the sums.
+    // Gradient accumulation: the step split where its gradients are summed,
+    // the sums kept in accumulator states (`slot "grad_sum"`, on the device
+    // beside the parameters; not checkpointed: a step's first micro-batch
+    // replaces what they hold). @train_grad(inputs..., replica_weight,
+    // first) adds one micro-batch's loss, gradients and set states times
+    // its weight (`hl.all_reduce {local}`, scaled as a replica scales its
+    // own) to the accumulators (`first` > 0.5: replaces them);
+    // @train_apply(lr, replica_weight) sums them over the replicas (data
+    // parallel) and makes @train_step's update from them.
     if accumulate {
+        let ret_spec = |i: usize| spec(unsafe { mlirOperationGetOperand(ret, i as isize) });
         let mut set_names: Vec<(String, TensorSpec)> = Vec::new();
         for op in ops_of(g_block) {
             if op_name(op) == "hl.set_state" {
@@ -366,48 +369,80 @@ pub fn add_train_step_scaled(
             }
         }
         set_names.sort_by(|a, b| a.0.cmp(&b.0));
+        // The accumulators: the loss's, each gradient's, each set state's.
+        let mut sums: Vec<(String, TensorSpec)> = vec![(format!("{ACCUMULATED}loss"), ret_spec(0))];
+        sums.extend(params.iter().enumerate().map(|(i, (n, _))| (format!("{ACCUMULATED}{n}"), ret_spec(1 + i))));
+        sums.extend(set_names.iter().map(|(n, s)| (format!("{ACCUMULATED}set.{n}"), s.clone())));
+        for (name, s) in &sums {
+            if taken.contains(name) {
+                return Err((module_loc, format!("cannot declare the accumulator @{name}: the symbol exists")));
+            }
+            let attrs = [
+                ("sym_name", format!("\"{name}\"")),
+                ("type", s.mlir_type()),
+                ("slot", format!("\"{ACCUMULATOR_SLOT}\"")),
+                ("init", "#hl.init<zeros>".to_string()),
+            ];
+            let spec = OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.state") };
+            let op = ir::create_op(ctx, module_loc, &spec).map_err(|e| (module_loc, format!("{e:?}")))?;
+            unsafe {
+                match anchor {
+                    Some(a) => mlirBlockInsertOwnedOperationAfter(body, a, op),
+                    None => mlirBlockInsertOwnedOperation(body, 0, op),
+                }
+            }
+            anchor = Some(op);
+        }
+        let sum_binds: Vec<String> = sums.iter().map(|(n, _)| format!("{{hl.bind = \"state @{n}\"}}")).collect();
+
         let mut grad_types = input_types.clone();
-        grad_types.push(f32_scalar);
+        grad_types.extend([f32_scalar, f32_scalar]);
         let mut grad_binds = input_binds.clone();
-        grad_binds.push(weight_bind);
-        let mut sums = vec!["{hl.bind = \"loss\"}".to_string()];
-        sums.extend(params.iter().map(|(n, _)| format!("{{hl.bind = \"result grad @{n}\"}}")));
-        sums.extend(set_names.iter().map(|(n, _)| format!("{{hl.bind = \"result set @{n}\"}}")));
-        let grad = build_function(ctx, g_loc, "train_grad", &grad_types, &grad_binds, &sums, |e, block| {
+        grad_binds.push(weight_bind.clone());
+        grad_binds.push(format!("{{hl.bind = \"{FIRST_MICRO_BATCH}\"}}"));
+        let grad = build_function(ctx, g_loc, "train_grad", &grad_types, &grad_binds, &sum_binds, |e, block| {
             let mut g = clone_gradients(g_block, block, ret, params.len())?;
             reduce_gradients(e, &mut g, unsafe { mlirBlockGetArgument(block, nargs) }, true)?;
-            let mut out = vec![g.loss];
-            out.extend(&g.grads);
+            let first = unsafe { mlirBlockGetArgument(block, nargs + 1) };
+            let first = e.op("hl.compare", &[first, e.scalar(0.5, first)?], &[("predicate", "5 : i32".into())])?;
+            let mut values = vec![g.loss];
+            values.extend(&g.grads);
             for (name, _) in &set_names {
-                out.push(*g.set.get(name).ok_or_else(|| (g_loc, format!("no value set for @{name}")))?);
+                values.push(*g.set.get(name).ok_or_else(|| (g_loc, format!("no value set for @{name}")))?);
+            }
+            let mut out = Vec::new();
+            for (v, (name, s)) in values.into_iter().zip(&sums) {
+                if !s.dtype.is_float() {
+                    // An integer state the loss sets: this micro-batch's.
+                    out.push(v);
+                    continue;
+                }
+                let sum = e.binary("hl.add", get_symbol(e, "hl.get_state", name, s)?, v)?;
+                out.push(e.op("hl.select", &[first, v, sum], &[])?);
             }
             Ok(out)
         })?;
         unsafe { mlirBlockInsertOwnedOperationAfter(body, func, grad) };
 
-        let mut apply_types = vec![loss_ty];
-        let mut apply_binds = vec!["{hl.bind = \"input loss\"}".to_string()];
-        for (i, (n, _)) in params.iter().enumerate() {
-            // The gradient's type (a parameter's, or its 16-bit compute type).
-            apply_types.push(unsafe { mlirValueGetType(mlirOperationGetOperand(ret, 1 + i as isize)) });
-            apply_binds.push(format!("{{hl.bind = \"input grad @{n}\"}}"));
-        }
-        for (n, s) in &set_names {
-            apply_types.push(ir::parse_type(ctx, &s.mlir_type()).map_err(|e| (g_loc, format!("{e:?}")))?);
-            apply_binds.push(format!("{{hl.bind = \"input set @{n}\"}}"));
-        }
-        apply_types.push(loss_ty);
-        apply_binds.push("{hl.bind = \"lr\"}".into());
+        let apply_types = vec![loss_ty, f32_scalar];
+        let apply_binds = vec!["{hl.bind = \"lr\"}".to_string(), weight_bind];
         let apply =
             build_function(ctx, g_loc, "train_apply", &apply_types, &apply_binds, &update_binds, |e, block| {
-                let at = |i: usize| unsafe { mlirBlockGetArgument(block, i as isize) };
+                let read = |i: usize| get_symbol(e, "hl.get_state", &sums[i].0, &sums[i].1);
                 let p = params.len();
-                let g = Gradients {
-                    loss: at(0),
-                    grads: (1..=p).map(at).collect(),
-                    set: set_names.iter().enumerate().map(|(i, (n, _))| (n.clone(), at(1 + p + i))).collect(),
+                let mut g = Gradients {
+                    loss: read(0)?,
+                    grads: (1..=p).map(read).collect::<Result<_, _>>()?,
+                    set: set_names
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (n, _))| Ok((n.clone(), read(1 + p + i)?)))
+                        .collect::<Result<_, Failure>>()?,
                 };
-                update.apply(e, g, at(1 + p + set_names.len()))
+                if data_parallel {
+                    reduce_gradients(e, &mut g, unsafe { mlirBlockGetArgument(block, 1) }, false)?;
+                }
+                update.apply(e, g, unsafe { mlirBlockGetArgument(block, 0) })
             })?;
         unsafe { mlirBlockInsertOwnedOperationAfter(body, grad, apply) };
     }
@@ -742,6 +777,16 @@ impl Update<'_> {
 /// The `hl.bind` tag of a data-parallel train step's last input: the
 /// replica's rows over the global batch's.
 pub const REPLICA_WEIGHT: &str = "replica_weight";
+
+/// The `hl.bind` tag of `@train_grad`'s last input: above 0.5 on a step's
+/// first micro-batch (whose values replace the accumulators' instead of
+/// adding to them).
+pub const FIRST_MICRO_BATCH: &str = "first_micro_batch";
+
+/// The slot of gradient accumulation's accumulator states, and their
+/// names' prefix (`@accumulated.fc1.weight`).
+pub const ACCUMULATOR_SLOT: &str = "grad_sum";
+pub(crate) const ACCUMULATED: &str = "accumulated.";
 
 /// The loss-scaling states' names.
 pub(crate) const LOSS_SCALE: &str = "loss_scale";

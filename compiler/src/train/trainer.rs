@@ -301,7 +301,8 @@ impl Trainer {
     /// (after a start, a resume or a change of the model).
     pub fn broadcast_state(&mut self) -> Result<()> {
         let Some(comm) = self.comm.clone().filter(|c| c.size() > 1) else { return Ok(()) };
-        let symbols: Vec<String> = self.backend.manifest().symbols.iter().map(|s| s.name.clone()).collect();
+        let symbols: Vec<String> =
+            self.backend.manifest().symbols.iter().filter(|s| !s.is_accumulator()).map(|s| s.name.clone()).collect();
         let mut bytes = Vec::new();
         if comm.rank() == 0 {
             bytes.extend_from_slice(&self.steps.to_le_bytes());
@@ -385,7 +386,7 @@ impl Trainer {
     /// Replaces every symbol's value with `state`'s (which must hold each
     /// symbol with its shape); nothing changes when it does not fit.
     pub fn set_state(&mut self, state: &BTreeMap<String, Tensor>) -> Result<()> {
-        for s in &self.backend.manifest().symbols {
+        for s in self.backend.manifest().symbols.iter().filter(|s| !s.is_accumulator()) {
             match state.get(&s.name) {
                 Some(t) if t.shape == s.shape => {}
                 Some(t) => {
@@ -511,11 +512,12 @@ impl Trainer {
     /// `micro` holds the micro-batches' inputs (each at most the model's
     /// batch; a smaller one compiles its variant once) with each one's
     /// share of the global batch (its rows over the global batch's). Each
-    /// micro-batch's weighted loss, gradients and set states
-    /// (`@train_grad`) are added in order, summed over the replicas of a
-    /// data-parallel run (rank order), and `@train_apply` makes the
-    /// update: the same additions in the same order as replicas of one
-    /// micro-batch each make, so the bits are theirs.
+    /// micro-batch's weighted loss, gradients and set states are added in
+    /// order to accumulators that stay on the device (`@train_grad`), and
+    /// `@train_apply` sums them over the replicas of a data-parallel run
+    /// (rank order) and makes the update: the same additions in the same
+    /// order as replicas of one micro-batch each make, so the bits are
+    /// theirs.
     pub fn step_micro(&mut self, micro: &[(Vec<&Tensor>, f64)], lr: f64) -> Result<Metrics> {
         if self.options.accumulate <= 1 || self.backend.function("train_grad").is_err() {
             return Err(TrainError::Input(
@@ -527,66 +529,28 @@ impl Trainer {
         if micro.is_empty() {
             return Err(TrainError::Input("a step of no micro-batches".into()));
         }
-        let mut sums: Vec<Tensor> = Vec::new();
+        if let Some((i, (_, w))) =
+            micro.iter().enumerate().find(|(_, (_, w))| !(w.is_finite() && (0.0..=1.0).contains(w)))
+        {
+            return Err(TrainError::Input(format!("micro-batch {i}'s share {w} is not in [0, 1]")));
+        }
         let mut rows = 0;
         for (i, (inputs, weight)) in micro.iter().enumerate() {
-            if !(weight.is_finite() && (0.0..=1.0).contains(weight)) {
-                return Err(TrainError::Input(format!("micro-batch {i}'s share {weight} is not in [0, 1]")));
-            }
             let weight_t = Tensor::scalar(*weight, aicf_runtime::artifact::DType::F32);
+            let first_t = Tensor::scalar(if i == 0 { 1.0 } else { 0.0 }, aicf_runtime::artifact::DType::F32);
             let mut all: Vec<&Tensor> = inputs.clone();
-            all.push(&weight_t);
+            all.extend([&weight_t, &first_t]);
             self.ensure_compiled("train_grad", &all)?;
-            let out = self.backend.call("train_grad", &all)?;
+            self.backend.call("train_grad", &all)?;
             rows += inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
-            if sums.is_empty() {
-                sums = out;
-                continue;
-            }
-            if out.len() != sums.len() {
-                return Err(TrainError::Input(format!(
-                    "micro-batch {i}: @train_grad returned {} values, the first returned {}",
-                    out.len(),
-                    sums.len()
-                )));
-            }
-            for (sum, t) in sums.iter_mut().zip(&out) {
-                add_rounded(sum, t)?;
-            }
-        }
-        // Over the replicas, in rank order: one sum per element type.
-        if let Some(comm) = self.comm.clone().filter(|c| c.size() > 1) {
-            use aicf_runtime::collective::Values;
-            let mut f32s: Vec<f32> = Vec::new();
-            let mut f64s: Vec<f64> = Vec::new();
-            use aicf_runtime::artifact::DType;
-            for t in &sums {
-                match t.dtype {
-                    DType::F64 => f64s.extend(&t.values),
-                    DType::F32 => f32s.extend(t.values.iter().map(|&v| v as f32)),
-                    _ => {}
-                }
-            }
-            let what = "the accumulated gradients";
-            let err = |e| TrainError::Runtime(RuntimeError::from(e));
-            let f32s =
-                if f32s.is_empty() { Vec::new() } else { comm.sum(Values::F32(f32s), what).map_err(err)?.into_f32() };
-            let f64s =
-                if f64s.is_empty() { Vec::new() } else { comm.sum(Values::F64(f64s), what).map_err(err)?.into_f64() };
-            let (mut a, mut b) = (f32s.into_iter(), f64s.into_iter());
-            for t in sums.iter_mut().filter(|t| matches!(t.dtype, DType::F32 | DType::F64)) {
-                for v in &mut t.values {
-                    let next = if t.dtype == DType::F64 { b.next() } else { a.next().map(f64::from) };
-                    *v = next.ok_or_else(|| TrainError::Input("the replicas' sums came back short".into()))?;
-                }
-            }
         }
         let lr_arg = self.backend.function("train_apply")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
         let lr_t =
             Tensor::scalar(lr, lr_arg.ok_or_else(|| TrainError::Input("@train_apply takes no learning rate".into()))?);
-        let mut all: Vec<&Tensor> = sums.iter().collect();
-        all.push(&lr_t);
-        let out = self.backend.call("train_apply", &all)?;
+        // The accumulators are already weighted: over the replicas they are
+        // summed as they are.
+        let one = Tensor::scalar(1.0, aicf_runtime::artifact::DType::F32);
+        let out = self.backend.call("train_apply", &[&lr_t, &one])?;
         self.stepped(&out, lr, rows)
     }
 
@@ -766,29 +730,4 @@ pub fn compiler_identity() -> String {
         format!("{} {}", m.len(), modified.as_nanos())
     });
     format!("aicf {} {}", env!("CARGO_PKG_VERSION"), stamp.unwrap_or_default())
-}
-
-/// `sum += t` element-wise, rounded to their element type (f32 sums in
-/// f32, as the runtime's sums over replicas add them).
-fn add_rounded(sum: &mut Tensor, t: &Tensor) -> Result<()> {
-    use aicf_runtime::artifact::DType;
-    if sum.shape != t.shape || sum.dtype != t.dtype {
-        return Err(TrainError::Input(format!(
-            "micro-batches' gradients of {:?} {:?} and {:?} {:?} do not add",
-            sum.shape, sum.dtype, t.shape, t.dtype
-        )));
-    }
-    match sum.dtype {
-        DType::F32 => sum.values.iter_mut().zip(&t.values).for_each(|(a, &b)| *a = f64::from(*a as f32 + b as f32)),
-        DType::F64 => sum.values.iter_mut().zip(&t.values).for_each(|(a, &b)| *a += b),
-        // A state the loss sets to an integer (a counter) is the same on
-        // every micro-batch, and not summed (as over replicas).
-        DType::I32 | DType::I64 | DType::I1 | DType::U8 => {}
-        other => {
-            return Err(TrainError::Input(format!(
-                "gradient accumulation adds f32 and f64 gradients; this model's are {other:?}"
-            )));
-        }
-    }
-    Ok(())
 }

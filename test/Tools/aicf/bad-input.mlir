@@ -11,7 +11,6 @@
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 0 --out %t/bench 2>&1 | FileCheck %s --check-prefix=STEPS
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --allow-tf32 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=TF32
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --lr -1 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=LR
-// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --accumulate 2 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=ACCBENCH
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --accumulate 0 --out %t/run 2>&1 | FileCheck %s --check-prefix=ACCZERO
 // RUN: test ! -e %t/run && test ! -e %t/bench
 //
@@ -22,7 +21,6 @@
 // DECAY: aicf: error: the weight decay -1 is not a number of at least 0
 // TF32: error: --allow-tf32 is for CUDA devices: on the CPU f32 GEMMs compute in f32
 // STEPS: aicf: error: --steps must be at least 1
-// ACCBENCH: aicf: error: --accumulate 2: aicf bench times one train step of the model's batch
 // ACCZERO: '0': micro-batches per step are a whole number from 1 to 65536
 
 // Data: a NaN cell, a label past the model's classes (in training and in

@@ -1003,13 +1003,6 @@ fn bench(
         return Err(format!("the learning rate {lr} is not a positive number"));
     }
     no_batch(c, "bench")?;
-    if c.accumulate > 1 {
-        return Err(format!(
-            "--accumulate {}: aicf bench times one train step of the model's batch (a step of N micro-batches \
-             takes about N of them); gradient accumulation is for aicf train",
-            c.accumulate
-        ));
-    }
     // Data parallel: every replica times its step, which sums over all.
     let comm = if c.data_parallel { Some(world(c.collective_timeout)?) } else { None };
     let rank = comm.as_ref().map_or(0, |c| c.rank());
@@ -1038,8 +1031,8 @@ fn bench(
             Printer.compiled(&c.model, compiled);
         }
     }
-    let backend = trainer.backend_mut();
-    backend.force_gemm(gemm).map_err(|e| e.to_string())?;
+    trainer.backend_mut().force_gemm(gemm).map_err(|e| e.to_string())?;
+    let backend = trainer.backend();
     let step = backend.function("train_step").map_err(|e| e.to_string())?.clone();
     let classes = backend
         .function("forward")
@@ -1070,28 +1063,52 @@ fn bench(
         inputs.push(Tensor::new(a.shape.clone(), a.dtype, values));
     }
     let refs: Vec<&Tensor> = inputs.iter().collect();
+    // Gradient accumulation: a step is N micro-batches (the same batch N
+    // times, each at its share) through @train_grad, their sums, and
+    // @train_apply.
+    let accumulate = c.accumulate.max(1);
+    let batch: Vec<&Tensor> = step
+        .args
+        .iter()
+        .filter(|a| a.role() == Role::Input)
+        .zip(&inputs)
+        .filter(|(a, _)| a.bind != "lr" && a.bind != "replica_weight")
+        .map(|(_, t)| t)
+        .collect();
+    let share = 1.0 / (accumulate * replicas) as f64;
+    let micro: Vec<(Vec<&Tensor>, f64)> = (0..accumulate).map(|_| (batch.clone(), share)).collect();
+    let one_step = |trainer: &mut Trainer| -> Result<f64> {
+        if accumulate > 1 {
+            return trainer.step_micro(&micro, lr).map(|m| m.loss).map_err(|e| e.to_string());
+        }
+        let out = trainer.backend_mut().call("train_step", &refs).map_err(|e| e.to_string())?;
+        Ok(out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN))
+    };
     for _ in 0..5 {
-        backend.call("train_step", &refs).map_err(|e| e.to_string())?;
+        one_step(&mut trainer)?;
     }
-    backend.set_profiling(profile || trace.is_some());
+    trainer.backend_mut().set_profiling(profile || trace.is_some());
     let mut times = Vec::new();
     let mut loss = f64::NAN;
     for _ in 0..steps {
         let t = Instant::now();
-        let out = backend.call("train_step", &refs).map_err(|e| e.to_string())?;
+        loss = one_step(&mut trainer)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
-        loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
     }
+    let backend = trainer.backend_mut();
     let events = backend.take_trace();
     backend.set_profiling(false);
     times.sort_by(f64::total_cmp);
     if rank != 0 {
         return Ok(());
     }
-    let device = match &comm {
+    let mut device = match &comm {
         Some(comm) => format!("{}, {} replicas ({})", backend.device(), replicas, comm.engine()),
         None => backend.device(),
     };
+    if accumulate > 1 {
+        device = format!("{device}, accumulating {accumulate} micro-batches");
+    }
     println!(
         "{}: train step ({}, lr {lr}) median {:.3} ms, min {:.3} ms over {steps} steps, {}, final loss {loss:.6}",
         c.model.display(),
@@ -1100,19 +1117,18 @@ fn bench(
         times[0],
         device
     );
+    // The functions a step runs, whose kernels the profile lists.
+    let timed = |f: &str| if accumulate > 1 { f == "train_grad" || f == "train_apply" } else { f == "train_step" };
     if profile {
         // Per kernel call of the train step, on whichever stream it ran: its
         // time per step, slowest first. (A collective's time in flight, on
         // its own stream, overlaps the kernels: only the time the step
         // waited for it, on stream 0, is listed.)
-        let mut per_call: std::collections::BTreeMap<usize, (String, String, u32, f64)> = Default::default();
+        let mut per_call: std::collections::BTreeMap<(String, usize), (String, String, u32, f64)> = Default::default();
         let mut per_op: std::collections::BTreeMap<String, (usize, f64)> = Default::default();
-        for e in events
-            .iter()
-            .filter(|e| e.function == "train_step" && (e.stream == 0 || !e.op.starts_with("ll.all_reduce")))
-        {
+        for e in events.iter().filter(|e| timed(&e.function) && (e.stream == 0 || !e.op.starts_with("ll.all_reduce"))) {
             let entry = per_call
-                .entry(e.call)
+                .entry((e.function.clone(), e.call))
                 .or_insert_with(|| (e.op.clone(), e.origin.clone().unwrap_or_default(), e.stream, 0.0));
             entry.3 += e.duration_us / 1e3;
             let op = per_op.entry(e.op.clone()).or_default();
@@ -1120,7 +1136,7 @@ fn bench(
             op.1 += e.duration_us / 1e3;
         }
         let (mut flight, mut wait) = (0.0, 0.0);
-        for e in events.iter().filter(|e| e.function == "train_step" && e.op.starts_with("ll.all_reduce")) {
+        for e in events.iter().filter(|e| timed(&e.function) && e.op.starts_with("ll.all_reduce")) {
             match e.stream {
                 0 => wait += e.duration_us / 1e3,
                 _ => flight += e.duration_us / 1e3,
@@ -1137,8 +1153,8 @@ fn bench(
         }
         let mut rows: Vec<_> = per_call.into_iter().collect();
         rows.sort_by(|a, b| b.1.3.total_cmp(&a.1.3));
-        for (k, (op, origin, stream, ms)) in rows.into_iter().take(12) {
-            println!("  @train_step #{k:<3} {op:<28} {:.3} ms/step  stream {stream}  {origin}", ms / steps as f64);
+        for ((function, k), (op, origin, stream, ms)) in rows.into_iter().take(12) {
+            println!("  @{function} #{k:<3} {op:<28} {:.3} ms/step  stream {stream}  {origin}", ms / steps as f64);
         }
         // Each op kind's kernels together (the streams may overlap, so the
         // sum can exceed the step).

@@ -161,8 +161,10 @@ def LL_ElementwiseOp : LL_Op<"elementwise",
     Arg<Variadic<LL_Buffer>, "outputs", [MemWrite]>:$outputs
   );
   let regions = (region SizedRegion<1>:$body);
+  // `ins(...)` only where there are inputs: a fill kernel (a constant
+  // written to its buffer) has none, and `ins( : )` would not parse back.
   let assemblyFormat = [{
-    `ins` `(` $inputs `:` type($inputs) `)`
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)?
     `outs` `(` $outputs `:` type($outputs) `)` $body attr-dict
   }];
   let hasVerifier = 1;
