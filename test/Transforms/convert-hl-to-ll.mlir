@@ -137,3 +137,17 @@ func.func @reset(%x: tensor<128xf32> {hl.bind = "input"}) -> (tensor<128xf32> {h
   %z3 = hl.constant dense<0.0> : tensor<10xf32>
   return %y, %z0, %z1, %z2, %z3 : tensor<128xf32>, tensor<f32>, tensor<128xf32>, tensor<8x4xf32>, tensor<10xf32>
 }
+
+// -----
+
+// A state's value at entry returned while the function writes the state:
+// copied out before any kernel writes it.
+// CHECK-LABEL: func.func @swap
+// CHECK-NEXT: ll.copy %arg2 into %arg1 : memref<8xf32>
+// CHECK-NEXT: ll.elementwise ins(%arg0 : memref<8xf32>) outs(%arg2 : memref<8xf32>)
+hl.state @s : tensor<8xf32> slot "x" init <zeros>
+func.func @swap(%x: tensor<8xf32> {hl.bind = "input"}) -> (tensor<8xf32> {hl.bind = "result 0"}, tensor<8xf32> {hl.bind = "state @s"}) {
+  %old = hl.get_state @s : tensor<8xf32>
+  %new = hl.relu %x : tensor<8xf32>
+  return %old, %new : tensor<8xf32>, tensor<8xf32>
+}

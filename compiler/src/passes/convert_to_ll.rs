@@ -870,12 +870,14 @@ impl<'a> Lower<'a> {
         // Buffers whose kernel now writes a result's target instead.
         let mut moved: HashMap<usize, MlirValue> = HashMap::new();
         let mut groups = GroupIndex::default();
+        let mut returned_targets = Vec::new();
         for (&first, (tag, out)) in sources.iter().zip(outputs) {
             let target =
                 match tag.as_deref().and_then(|t| t.strip_prefix("param @").or_else(|| t.strip_prefix("state @"))) {
                     Some(symbol) => self.symbol_args[symbol],
                     None => out,
                 };
+            returned_targets.push(target);
             let mut src = first;
             // a value returned twice now lives in the first target
             while let Some(&t) = moved.get(&(src.ptr as usize)) {
@@ -895,8 +897,18 @@ impl<'a> Lower<'a> {
                 copies.push((src, target));
             }
         }
+        // A result that is a symbol's value at entry (`hl.get_state` returned
+        // as it is) where the function also writes that symbol: copied
+        // before any kernel, while the buffer still holds the entry value.
+        let written: std::collections::HashSet<usize> = returned_targets.iter().map(|t| t.ptr as usize).collect();
         for (src, target) in copies {
-            self.emit(self.loc, &OpSpec { operands: &[src, target], results: Some(&[]), ..OpSpec::new("ll.copy") })?;
+            let op = self
+                .emit(self.loc, &OpSpec { operands: &[src, target], results: Some(&[]), ..OpSpec::new("ll.copy") })?;
+            let entry_value =
+                self.symbol_args.values().any(|a| a.ptr == src.ptr) && written.contains(&(src.ptr as usize));
+            if entry_value {
+                unsafe { mlirOperationMoveBefore(op, mlirBlockGetFirstOperation(self.block)) };
+            }
         }
         let tags: Vec<String> = self.arg_tags.iter().map(|t| format!("{{ll.bind = \"{t}\"}}")).collect();
         let name = ir::string_attr(func, "sym_name").unwrap_or_default();
