@@ -1082,3 +1082,29 @@ func.func @f(%dy: tensor<4x5xf32>) {
   %0 = hl.slice_backward %dy start = [0, 2] limit = [4, 10] strides = [1, 2] : tensor<4x5xf32> -> tensor<8x16xf32>
   return
 }
+
+// -----
+
+// A normalisation's epsilon is a finite number of at least 0: NaN, an
+// infinity or a negative one would make every output NaN.
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.layer_norm' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a finite number of at least 0}}
+  %0 = hl.layer_norm %a dims = 1 eps = 0x7FF8000000000000 : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.rms_norm' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a finite number of at least 0}}
+  %0 = hl.rms_norm %a dims = 1 eps = -1.0e-06 : tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%dy: tensor<4x5xf32>, %x: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.norm_backward' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a finite number of at least 0}}
+  %0 = hl.norm_backward %dy, %x dims = 1 eps = 0x7FF0000000000000 : tensor<4x5xf32> -> tensor<4x5xf32>
+  return
+}

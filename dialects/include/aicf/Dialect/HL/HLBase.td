@@ -44,6 +44,13 @@ class HL_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 // Enums
 //===----------------------------------------------------------------------===//
 
+// A normalisation's epsilon: a finite number of at least 0 (NaN or an
+// infinity would make every output NaN, found only after training).
+def HL_Epsilon : ConfinedAttr<F64Attr, [AttrConstraint<CPred<
+    "::llvm::cast<::mlir::FloatAttr>($_self).getValue().isFinite() && "
+    "::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() >= 0.0">,
+    "a finite number of at least 0">]>;
+
 def HL_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
     I32EnumAttrCase<"Zeros", 0, "zeros">,
     I32EnumAttrCase<"Ones", 1, "ones">,

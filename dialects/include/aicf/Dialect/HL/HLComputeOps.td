@@ -324,7 +324,7 @@ def HL_LayerNormOp : HL_Op<"layer_norm",
     Optional<HL_FloatTensor>:$weight,
     Optional<HL_FloatTensor>:$bias,
     ConfinedAttr<I64Attr, [IntPositive]>:$dims,
-    F64Attr:$eps
+    HL_Epsilon:$eps
   );
   let results = (outs HL_FloatTensor:$result);
   let assemblyFormat = [{
@@ -349,7 +349,7 @@ def HL_RMSNormOp : HL_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
     HL_FloatTensor:$input,
     Optional<HL_FloatTensor>:$weight,
     ConfinedAttr<I64Attr, [IntPositive]>:$dims,
-    F64Attr:$eps
+    HL_Epsilon:$eps
   );
   let results = (outs HL_FloatTensor:$result);
   let assemblyFormat = [{

@@ -424,7 +424,7 @@ def HL_NormBackwardOp : HL_Op<"norm_backward",
     HL_FloatTensor:$input,
     Optional<HL_FloatTensor>:$weight,
     I64Attr:$dims,
-    F64Attr:$eps,
+    HL_Epsilon:$eps,
     UnitAttr:$rms,
     UnitAttr:$bias
   );
