@@ -375,7 +375,11 @@ fn seed_stages(repo: &Path, opt: &Path, work: &Path) -> Result<Vec<Stage>, Strin
 /// option probe, an attribute probe or a mutated seed.
 fn make_input(i: usize, stages: &[Stage], rng: &mut Rng, compile_every: usize) -> Input {
     if compile_every > 0 && i % compile_every == compile_every - 1 {
-        let (_, seed) = rng.pick(&stages[0].seeds).clone();
+        // Models a few steps of which run within the timeout on a small
+        // CPU: nanoGPT's (batch 64 x 256) takes seconds a step on 2 cores,
+        // so its compile and 7 steps outlast 60 s whatever the mutation.
+        let small: Vec<&(String, String)> = stages[0].seeds.iter().filter(|(name, _)| name != "nanogpt.mlir").collect();
+        let (_, seed) = if small.is_empty() { rng.pick(&stages[0].seeds) } else { *rng.pick(&small) };
         let text = mutate_semantic(&seed, rng);
         let args = ["bench", "{}", "--steps", "2", "--out", "{out}"].map(String::from).to_vec();
         return Input { kind: "compile+run", text, args, tool: Tool::Aicf };
