@@ -15,6 +15,12 @@
 // RUN: not aicf train %t/other.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --checkpoint-dir %t/straight --resume 2>&1 | FileCheck %s --check-prefix=OTHER
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 1 --out %t/run --checkpoint-dir %t/sgd > /dev/null
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
+// Gradient accumulation's sums are a step's scratch, not checkpointed: a
+// run resumes with or without --accumulate.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --accumulate 2 --out %t/run --checkpoint-dir %t/acc > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=ACCPLAIN
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --accumulate 2 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=ACCAGAIN
+// RUN: not grep -c accumulated %t/acc/last.safetensors
 
 // CHECK: resumed from {{.*}}last.safetensors at epoch 2 (step 90)
 // CHECK-NOT: epoch   2/4
@@ -25,4 +31,9 @@
 
 // CORRUPT: aicf: error: {{.*}}last.safetensors: not a valid checkpoint: header of {{[0-9]+}} bytes in a file of 16
 // OTHER: aicf: error: {{.*}}last.safetensors: the checkpoint is of another model (IR hash {{[0-9a-f]+}}, this model's is {{[0-9a-f]+}})
+// ACCPLAIN: resumed from {{.*}}last.safetensors at epoch 1 (step 23)
+// ACCPLAIN: epoch   2/2
+// ACCAGAIN: resumed from {{.*}}last.safetensors at epoch 2 (step 68)
+// ACCAGAIN: accumulating 2 micro-batches of 32
+// ACCAGAIN: epoch   3/3
 // OPTIMIZER: aicf: error: {{.*}}last.safetensors: the checkpoint was trained with optimizer sgd; this run asks for adam
