@@ -744,8 +744,12 @@ impl Inner {
             };
             s.first.extend([requests[0], requests[2]]);
             s.second.push(requests[1]);
-            for code in codes {
-                check(code, &format!("{what}: messages with rank {peer}"), rank, size)?;
+            if let Some(&code) = codes.iter().find(|&&c| c != 0) {
+                // Messages already posted may still use the buffers: they
+                // are given up with the sum, never freed under MPI.
+                std::mem::forget(s);
+                let message = format!("{what}: messages with rank {peer}: MPI error {code}");
+                return Err(CollectiveError { rank, size, message });
             }
         }
         Ok(s)
