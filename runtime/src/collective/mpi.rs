@@ -439,11 +439,37 @@ impl Operation {
             format!("{which} {}", ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", "))
         };
         if !missing.is_empty() {
-            return Err(inner.error(format!(
-                "{} did not reach {} within {seconds} s (dead or hung; AICF_COLLECTIVE_TIMEOUT sets the limit)",
-                list(&missing),
-                self.what
-            )));
+            // A rank that did not come may itself be waiting for a hung
+            // one (in an earlier sum of 3 ranks or more): the live ones
+            // answer a ping from their wait loops, and only the silent are
+            // named hung.
+            let silent = inner.unresponsive();
+            let hung: Vec<usize> = missing.iter().copied().filter(|r| silent.contains(r)).collect();
+            let waiting: Vec<usize> = missing.iter().copied().filter(|r| !silent.contains(r)).collect();
+            let also = if waiting.is_empty() || hung.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {} {}, waiting for it",
+                    list(&waiting),
+                    if waiting.len() == 1 { "answers" } else { "answer" }
+                )
+            };
+            return Err(inner.error(if hung.is_empty() {
+                format!(
+                    "{} did not reach {} within {seconds} s, although they answer (waiting on another rank; \
+                     AICF_COLLECTIVE_TIMEOUT sets the limit)",
+                    list(&missing),
+                    self.what
+                )
+            } else {
+                format!(
+                    "{} did not reach {} within {seconds} s (dead or hung; AICF_COLLECTIVE_TIMEOUT sets the \
+                     limit){also}",
+                    list(&hung),
+                    self.what
+                )
+            }));
         }
         // Everyone arrived, yet the collective stalled: a replica stopped
         // inside it. The live ones answer a ping from their wait loops.
