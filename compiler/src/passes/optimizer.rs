@@ -295,15 +295,7 @@ pub fn add_train_step_scaled(
         if let Some(p) = param {
             attrs.push(("param", format!("@\"{p}\"")));
         }
-        let spec = OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.state") };
-        let op = ir::create_op(ctx, module_loc, &spec).map_err(|e| (module_loc, format!("{e:?}")))?;
-        unsafe {
-            match anchor {
-                Some(a) => mlirBlockInsertOwnedOperationAfter(body, a, op),
-                None => mlirBlockInsertOwnedOperation(body, 0, op),
-            }
-        }
-        anchor = Some(op);
+        anchor = Some(declare_state(ctx, module_loc, body, anchor, &attrs)?);
     }
 
     states.extend(counters);
@@ -383,15 +375,7 @@ pub fn add_train_step_scaled(
                 ("slot", format!("\"{ACCUMULATOR_SLOT}\"")),
                 ("init", "#hl.init<zeros>".to_string()),
             ];
-            let spec = OpSpec { attributes: &attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.state") };
-            let op = ir::create_op(ctx, module_loc, &spec).map_err(|e| (module_loc, format!("{e:?}")))?;
-            unsafe {
-                match anchor {
-                    Some(a) => mlirBlockInsertOwnedOperationAfter(body, a, op),
-                    None => mlirBlockInsertOwnedOperation(body, 0, op),
-                }
-            }
-            anchor = Some(op);
+            anchor = Some(declare_state(ctx, module_loc, body, anchor, &attrs)?);
         }
         let sum_binds: Vec<String> = sums.iter().map(|(n, _)| format!("{{hl.bind = \"state @{n}\"}}")).collect();
 
@@ -448,6 +432,26 @@ pub fn add_train_step_scaled(
     }
     drop_state_writes(module);
     Ok(())
+}
+
+/// Declares `hl.state` with `attrs` after `anchor` (first in the module
+/// without one); returns it.
+fn declare_state(
+    ctx: MlirContext,
+    loc: MlirLocation,
+    body: MlirBlock,
+    anchor: Option<MlirOperation>,
+    attrs: &[(&str, String)],
+) -> Result<MlirOperation, Failure> {
+    let spec = OpSpec { attributes: attrs, results: Some(&[]), verify: false, ..OpSpec::new("hl.state") };
+    let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("{e:?}")))?;
+    unsafe {
+        match anchor {
+            Some(a) => mlirBlockInsertOwnedOperationAfter(body, a, op),
+            None => mlirBlockInsertOwnedOperation(body, 0, op),
+        }
+    }
+    Ok(op)
 }
 
 /// A function `name(arg_types...)` tagged with `arg_binds` and
