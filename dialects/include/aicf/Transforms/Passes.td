@@ -209,15 +209,18 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
     training on all of it would, and makes the same update.
 
     With `accumulate`, two more functions split the step where its
-    gradients are summed, for gradient accumulation over micro-batches:
-    `@train_grad(inputs..., replica_weight)` returns one micro-batch's loss,
-    gradients (`"result grad @p"`) and set states (`"result set @s"`, by
-    name) times its weight (`hl.all_reduce {local}`); the runtime adds the
-    micro-batches' in order, sums them over the replicas, and
-    `@train_apply(loss, gradients..., set states..., lr)` makes
-    `@train_step`'s update from the sums. N micro-batches of B rows then
-    train as a step of N x B rows, and as N replicas of B rows do (the
-    same additions in the same order: the same bits).
+    gradients are summed, for gradient accumulation over micro-batches,
+    with an accumulator state per summed value (`hl.state
+    @accumulated.<name> ... slot "grad_sum"`: the loss, each gradient, each
+    set state): `@train_grad(inputs..., replica_weight, first_micro_batch)`
+    adds one micro-batch's values times its weight (`hl.all_reduce
+    {local}`) to the accumulators (`"state @accumulated.<name>"` results;
+    with `first_micro_batch` above 0.5 they replace them), and
+    `@train_apply(lr, replica_weight)` sums the accumulators over the
+    replicas (with `data-parallel`) and makes `@train_step`'s update from
+    them. N micro-batches of B rows then train as a step of N x B rows, and
+    as N replicas of B rows do (the same additions in the same order: the
+    same bits).
 
     The optimizer state is declared in the IR as `hl.state` symbols tied to
     their parameter (`@fc1.weight.exp_avg ... of @fc1.weight slot
