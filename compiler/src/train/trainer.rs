@@ -79,7 +79,7 @@ pub struct Options {
     /// Gradient accumulation: each step adds the gradients of this many
     /// micro-batches of the model's batch (in order, as this many replicas
     /// of a data-parallel run do) before one update ([`Trainer::step_micro`]);
-    /// 1: off. The sums pass through the host.
+    /// 1: off. The sums stay on the device (accumulator states).
     pub accumulate: usize,
 }
 

@@ -133,7 +133,7 @@ struct ModelArgs {
     /// micro-batches of the model's batch before one update (a global
     /// batch N times the model's, at one micro-batch's memory), in order,
     /// as N replicas of a data-parallel run add theirs (the same bits).
-    /// The sums pass through the host.
+    /// The sums stay on the device.
     #[arg(long, default_value_t = 1, value_parser = accumulate)]
     accumulate: usize,
     /// Data parallel: the most seconds any rank waits for the others in a
