@@ -12,6 +12,8 @@
 //!        |  hl-autodiff: @loss -> @loss_grad (backward graph as hl)
 //!        |  hl-optimizer: + hl.state slots, @train_step (the train-step ABI);
 //!        |      {data-parallel}: loss and gradients hl.all_reduce'd (weighted)
+//!        |      {accumulate}: + @train_grad (a micro-batch's share added to
+//!        |      accumulator states) and @train_apply (the update from them)
 //!        |  hl-fuse-gemm-epilogue: matmul/linear + epilogue -> hl.gemm
 //!        |  hl-fuse-reductions: cross-entropy + backward -> hl.softmax_cross_entropy
 //!        |  hl-fuse-gemm-epilogue also: bias gradient -> gemm sum_lhs
