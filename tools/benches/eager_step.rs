@@ -80,7 +80,13 @@ fn bench(c: &mut Criterion) {
         big.step();
         eager::start_trace();
         big.step();
-        let ops = eager::finish_trace(std::path::Path::new(&path)).expect("trace");
+        let ops = match eager::finish_trace(std::path::Path::new(&path)) {
+            Ok(ops) => ops,
+            Err(e) => {
+                eprintln!("AICF_EAGER_TRACE={}: {e}", std::path::Path::new(&path).display());
+                std::process::exit(1);
+            }
+        };
         println!("MLP 784 eager step: {ops} ops traced to {}", std::path::Path::new(&path).display());
     }
     c.bench_function("eager/mlp784_b256_sgd", |b| b.iter(|| big.step()));

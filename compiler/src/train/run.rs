@@ -771,9 +771,6 @@ impl<'a> Loop<'a> {
     /// replica past the end of a short last batch runs its first row at
     /// weight 0, and a micro-batch past it is left out (it would add 0).
     fn micro_batches(&self, chunk: &[usize], step: u64) -> Vec<(Vec<Tensor>, f64)> {
-        if self.replicas == 1 && self.micro == 1 {
-            return vec![(self.inputs(Split::Train, chunk, step), 1.0)];
-        }
         let range = shard_range(chunk.len(), self.batch * self.micro, self.rank);
         let first = self.rank * self.micro;
         if range.is_empty() {

@@ -476,9 +476,7 @@ impl Trainer {
     /// [`Trainer::step`], and while it computes on a GPU, `next` (the next
     /// step's inputs, at the same learning rate) is copied to the device.
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
-        let lr_arg = self.backend.function("train_step")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
-        let lr_t =
-            Tensor::scalar(lr, lr_arg.ok_or_else(|| TrainError::Input("@train_step takes no learning rate".into()))?);
+        let lr_t = self.lr_input("train_step", lr)?;
         let weighted = self.backend.function("train_step")?.args.iter().any(|a| a.bind == REPLICA_WEIGHT);
         let weight_t = Tensor::scalar(self.replica_weight, aicf_runtime::artifact::DType::F32);
         let mut all: Vec<&Tensor> = inputs.to_vec();
@@ -492,6 +490,13 @@ impl Trainer {
         let out = self.backend.call_staging_next("train_step", &all, next.as_deref())?;
         let rows = inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
         self.stepped(&out, lr, rows)
+    }
+
+    /// The learning rate as `function`'s `lr` input (its element type).
+    fn lr_input(&self, function: &str, lr: f64) -> Result<Tensor> {
+        let dtype = self.backend.function(function)?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
+        let dtype = dtype.ok_or_else(|| TrainError::Input(format!("@{function} takes no learning rate")))?;
+        Ok(Tensor::scalar(lr, dtype))
     }
 
     /// Counts a step that returned `out` (its loss first); a non-finite
@@ -544,9 +549,7 @@ impl Trainer {
             self.backend.call("train_grad", &all)?;
             rows += inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
         }
-        let lr_arg = self.backend.function("train_apply")?.args.iter().find(|a| a.bind == "lr").map(|a| a.dtype);
-        let lr_t =
-            Tensor::scalar(lr, lr_arg.ok_or_else(|| TrainError::Input("@train_apply takes no learning rate".into()))?);
+        let lr_t = self.lr_input("train_apply", lr)?;
         // The accumulators are already weighted: over the replicas they are
         // summed as they are.
         let one = Tensor::scalar(1.0, aicf_runtime::artifact::DType::F32);

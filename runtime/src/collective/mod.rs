@@ -51,22 +51,6 @@ impl Values {
         self.len() == 0
     }
 
-    /// The values as f32 (f64 ones rounded).
-    pub fn into_f32(self) -> Vec<f32> {
-        match self {
-            Values::F32(v) => v,
-            Values::F64(v) => v.into_iter().map(|x| x as f32).collect(),
-        }
-    }
-
-    /// The values as f64.
-    pub fn into_f64(self) -> Vec<f64> {
-        match self {
-            Values::F32(v) => v.into_iter().map(f64::from).collect(),
-            Values::F64(v) => v,
-        }
-    }
-
     pub fn dtype(&self) -> DType {
         match self {
             Values::F32(_) => DType::F32,
