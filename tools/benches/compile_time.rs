@@ -131,6 +131,8 @@ fn growth_pause(scratch: &Path) {
         rule: WidenRule::ZeroOut,
         split_noise: 0.0,
         noise: 0.0,
+        mask: None,
+        mask_delay: 0,
     };
     let options = |dir: &str| Options { cache_dir: scratch.join(dir), ..Options::default() };
     println!("\ngrowth rewrite of the 12-block char LM (widen blocks.0.mlp.fc 256 -> 320, zero-out):");

@@ -88,7 +88,15 @@ fn rewrites(c: &mut Criterion) {
         ..Options::default()
     };
     let trainer = Trainer::from_file(&root.join("examples/grow/narrow_mlp.mlir"), options).expect("narrow MLP");
-    let op = Operator::Widen { layer: "fc1".into(), width: 32, rule: WidenRule::ZeroOut, split_noise: 0.0, noise: 0.0 };
+    let op = Operator::Widen {
+        layer: "fc1".into(),
+        width: 32,
+        rule: WidenRule::ZeroOut,
+        split_noise: 0.0,
+        noise: 0.0,
+        mask: None,
+        mask_delay: 0,
+    };
     grow(&trainer, &op, 0).expect("widening");
     group.bench_function("widen_fc1_16_to_32_compiled_ahead", |b| b.iter(|| grow(&trainer, &op, 0).expect("widening")));
     group.finish();

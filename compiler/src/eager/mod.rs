@@ -7,10 +7,19 @@
 //! inference checks the operands), compiles that function through the same
 //! pipeline and code generation as a compiled model (an inference
 //! artifact: fusion, `convert-hl-to-ll`, kernels), and runs it. Kernels are
-//! kept per (op, attributes, operand shapes and dtypes): in memory for the
-//! process, and on disk as artifacts named by the hash of their IR (and the
-//! kernels themselves in the content-addressed kernel cache), so a second
-//! process starts warm. There is no second, hand-written kernel set.
+//! kept per (op, attributes, operand shapes and dtypes, device): in memory
+//! for the process, and on disk as artifacts named by the hash of their IR
+//! and target (and the CPU kernels themselves in the content-addressed
+//! kernel cache), so a second process starts warm. There is no second,
+//! hand-written kernel set.
+//!
+//! A tensor's values live on a device: host memory, or a GPU's memory
+//! (`tensor.to(&Device::Cuda { ordinal: 0 })`). An op runs where its
+//! inputs are (all on one device): on the CPU through the kernels'
+//! shared library, on a GPU as the op's PTX launched on one stream per GPU
+//! in program order, each output in memory of the stream-ordered
+//! allocator. Reading values back (`host()`, `item()`) waits for the
+//! stream.
 //!
 //! A result of an op on a tensor that requires a gradient remembers the op
 //! and its inputs. `backward()` walks that record from the loss in reverse
@@ -19,22 +28,26 @@
 //! `sum(op(x) * g)` differentiated with respect to its inputs), so eager and compiled
 //! gradients come from one source. Only what ran is recorded: `if`, loops
 //! and shapes that change between steps need nothing special.
-//!
-//! This first version runs on the CPU.
 
 pub mod optim;
 
 use crate::nn::{self, Conv2dOptions, DType, Mode, ModuleBuilder, Pool2dOptions, Reduction, TensorSpec};
+pub use aicf_runtime::backend::Device;
 use aicf_runtime::{
     Tensor as Host,
     artifact::{DType as HostDType, Role},
     cpu::CpuModule,
+    cuda::{
+        CudaModule,
+        eager::{DeviceMemory, EagerStream},
+    },
     host::{Bytes, read_values, write_values},
 };
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EagerError {
@@ -72,27 +85,77 @@ struct Node {
     inputs: Vec<Tensor>,
 }
 
+/// Where a tensor's elements are, in the kernels' own layout (row-major;
+/// 64-byte aligned on the host).
+pub(crate) enum Storage {
+    Host(Bytes),
+    Cuda(DeviceMemory),
+}
+
+impl Storage {
+    fn device(&self) -> Device {
+        match self {
+            Storage::Host(_) => Device::Cpu { threads: 0 },
+            Storage::Cuda(m) => Device::Cuda { ordinal: m.stream().ordinal() },
+        }
+    }
+
+    /// `host`'s bytes on `device`.
+    fn from_bytes(device: &Device, host: Bytes) -> Result<Storage> {
+        Ok(match device {
+            Device::Cpu { .. } => Storage::Host(host),
+            Device::Cuda { ordinal } => Storage::Cuda(stream(*ordinal)?.upload(host.as_bytes()).map_err(invalid)?),
+        })
+    }
+
+    /// The bytes, copied to the host (after every op on their stream).
+    fn to_bytes(&self) -> Result<Bytes> {
+        match self {
+            Storage::Host(b) => Ok(b.clone()),
+            Storage::Cuda(m) => {
+                let mut b = Bytes::try_zeroed(m.len(), "a tensor copied from the device").map_err(invalid)?;
+                m.read(b.as_bytes_mut()).map_err(invalid)?;
+                Ok(b)
+            }
+        }
+    }
+
+    fn try_clone(&self) -> Result<Storage> {
+        Ok(match self {
+            Storage::Host(b) => Storage::Host(b.clone()),
+            Storage::Cuda(m) => Storage::Cuda(m.try_clone().map_err(invalid)?),
+        })
+    }
+}
+
+fn invalid(e: impl std::fmt::Display) -> EagerError {
+    EagerError::Invalid(e.to_string())
+}
+
 struct Inner {
     shape: Vec<usize>,
     dtype: HostDType,
-    /// The elements in the kernels' own layout (row-major, 64-byte aligned).
-    data: RefCell<Bytes>,
+    /// The elements, shared with the tensors `detach()` and `param()` made
+    /// of this one (as PyTorch's `detach` shares storage).
+    data: Rc<RefCell<Storage>>,
     requires_grad: bool,
-    /// The accumulated gradient, f32 of the same shape.
-    grad: RefCell<Option<Bytes>>,
+    /// The accumulated gradient, f32 of the same shape, on the same device.
+    grad: RefCell<Option<Storage>>,
     node: Option<Node>,
 }
 
-/// An eager tensor: its values in host memory as the kernels read and
-/// write them, and where it came from. Cloning shares it (as a PyTorch
-/// tensor handle does).
+/// An eager tensor: its values on a device as the kernels read and write
+/// them, and where it came from. Cloning shares it (as a PyTorch tensor
+/// handle does).
 #[derive(Clone)]
 pub struct Tensor(Rc<Inner>);
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let i = &self.0;
-        write!(f, "Tensor({:?} {:?}{})", i.shape, i.dtype, if i.requires_grad { ", requires_grad" } else { "" })
+        let device = i.data.borrow().device();
+        let grad = if i.requires_grad { ", requires_grad" } else { "" };
+        write!(f, "Tensor({:?} {:?} on {device}{grad})", i.shape, i.dtype)
     }
 }
 
@@ -108,10 +171,10 @@ pub(crate) fn f32s_mut(b: &mut Bytes) -> &mut [f32] {
     unsafe { std::slice::from_raw_parts_mut(b.as_bytes_mut().as_mut_ptr() as *mut f32, n) }
 }
 
-fn bytes_of(host: &Host) -> Bytes {
-    let mut b = Bytes::zeroed(host.values.len() * host.dtype.bytes());
+fn bytes_of(host: &Host) -> Result<Bytes> {
+    let mut b = Bytes::try_zeroed(host.values.len() * host.dtype.bytes(), "a tensor's values").map_err(invalid)?;
     write_values(b.as_bytes_mut(), host.dtype, &host.values);
-    b
+    Ok(b)
 }
 
 thread_local! {
@@ -121,6 +184,12 @@ thread_local! {
     static TRACE: RefCell<Option<(std::time::Instant, Vec<aicf_runtime::TraceEvent>)>> = const { RefCell::new(None) };
 }
 
+/// The eager stream of GPU `ordinal` (opened on first use, one per GPU and
+/// thread).
+fn stream(ordinal: usize) -> Result<Arc<EagerStream>> {
+    RUNTIME.with(|r| r.borrow_mut().stream(ordinal))
+}
+
 /// Starts recording every op (and the kernels it runs) of this thread.
 pub fn start_trace() {
     TRACE.with(|t| *t.borrow_mut() = Some((std::time::Instant::now(), Vec::new())));
@@ -128,71 +197,20 @@ pub fn start_trace() {
 
 /// Stops recording and writes the ops and kernels so far as a trace-event
 /// JSON file (Perfetto, chrome://tracing): ops on the track "stream 0",
-/// their kernels on "stream 1". Returns how many ops were recorded.
+/// their kernels on "stream 1" (a GPU op's time is measured from its
+/// launch to the end of its kernels: tracing waits for each). Returns how
+/// many ops were recorded.
 pub fn finish_trace(path: &std::path::Path) -> Result<usize> {
     let Some((_, events)) = TRACE.with(|t| t.borrow_mut().take()) else {
         return Err(EagerError::Invalid("finish_trace without start_trace".into()));
     };
     let ops = events.iter().filter(|e| e.stream == 0).count();
-    crate::train::report::write_trace(path, "eager (cpu)", &events).map_err(|e| EagerError::Invalid(e.to_string()))?;
+    crate::train::report::write_trace(path, "eager", &events).map_err(|e| EagerError::Invalid(e.to_string()))?;
     Ok(ops)
 }
 
-/// Runs `function` of `kernel` on `inputs` (the tensors' own buffers, then
-/// `extra`), returning its results' buffers; records the call and its
-/// kernels while a trace is on.
-fn run(kernel: &mut Kernel, function: &str, inputs: &[&Tensor], extra: Vec<Bytes>, key: &str) -> Result<Vec<Bytes>> {
-    let fail = |m: String| EagerError::Kernel { op: key.to_string(), message: m };
-    let f = kernel.module.function(function).map_err(|e| fail(e.to_string()))?.clone();
-    let mut outs = Vec::new();
-    for a in f.args.iter().filter(|a| a.role() == Role::Output) {
-        outs.push(Bytes::try_zeroed(a.bytes(), key).map_err(|e| fail(e.to_string()))?);
-    }
-    // A tensor passed twice (x * x) is borrowed once and copied for its
-    // other uses; kernels never write their inputs.
-    let mut copies: Vec<Bytes> = Vec::new();
-    let mut is_copy = Vec::with_capacity(inputs.len() + extra.len());
-    for (k, t) in inputs.iter().enumerate() {
-        let dup = inputs[..k].iter().any(|u| Rc::ptr_eq(&u.0, &t.0));
-        if dup {
-            copies.push(t.0.data.borrow().clone());
-        }
-        is_copy.push(dup);
-    }
-    is_copy.extend(extra.iter().map(|_| true));
-    copies.extend(extra);
-    let mut guards: Vec<std::cell::RefMut<Bytes>> =
-        inputs.iter().zip(&is_copy).filter(|(_, c)| !**c).map(|(t, _)| t.0.data.borrow_mut()).collect();
-    let (mut g_it, mut c_it, mut o_it) = (guards.iter_mut(), copies.iter_mut(), outs.iter_mut());
-    let mut next_input = 0;
-    let mut arena = Some(&mut kernel.arena);
-    let mut args: Vec<&mut Bytes> = Vec::with_capacity(f.args.len());
-    for a in &f.args {
-        let slot: Option<&mut Bytes> = match a.role() {
-            Role::Input => {
-                let copy = is_copy.get(next_input).copied().unwrap_or(true);
-                next_input += 1;
-                if copy { c_it.next() } else { g_it.next().map(|g| &mut **g) }
-            }
-            Role::Output => o_it.next(),
-            Role::Arena => arena.take(),
-            Role::Symbol(s) => return Err(fail(format!("an eager op reads no symbol, this one reads @{s}"))),
-        };
-        args.push(slot.ok_or_else(|| fail(format!("no buffer for argument {}", a.bind)))?);
-    }
-    let tracing = TRACE.with(|t| t.borrow().as_ref().map(|(start, _)| *start));
-    let Some(start) = tracing else {
-        kernel.module.run(function, &mut args).map_err(|e| fail(e.to_string()))?;
-        drop(args);
-        drop(guards);
-        return Ok(outs);
-    };
-    let began = start.elapsed().as_secs_f64() * 1e6;
-    kernel.module.set_profiling(true);
-    let result = kernel.module.run(function, &mut args).map_err(|e| fail(e.to_string()));
-    let took = start.elapsed().as_secs_f64() * 1e6 - began;
-    let kernels = kernel.module.take_trace();
-    kernel.module.set_profiling(false);
+/// Records one op's call (and its kernels) while a trace is on.
+fn record(function: &str, key: &str, began: f64, took: f64, kernels: Vec<aicf_runtime::TraceEvent>) {
     TRACE.with(|t| {
         if let Some((_, events)) = t.borrow_mut().as_mut() {
             let index = events.len();
@@ -212,10 +230,151 @@ fn run(kernel: &mut Kernel, function: &str, inputs: &[&Tensor], extra: Vec<Bytes
             }
         }
     });
+}
+
+fn trace_start() -> Option<std::time::Instant> {
+    TRACE.with(|t| t.borrow().as_ref().map(|(start, _)| *start))
+}
+
+/// Runs `function` of a kernel on `inputs` (the tensors' own buffers, then
+/// `extra`), returning its results' buffers on the kernel's device;
+/// records the call and its kernels while a trace is on.
+fn run(kernel: &mut Kernel, function: &str, inputs: &[&Tensor], extra: Vec<Storage>, key: &str) -> Result<Vec<Storage>> {
+    match kernel {
+        Kernel::Cpu { module, arena } => {
+            let extra = extra
+                .into_iter()
+                .map(|s| match s {
+                    Storage::Host(b) => Ok(b),
+                    Storage::Cuda(_) => Err(EagerError::Kernel { op: key.into(), message: "a GPU buffer for a CPU kernel".into() }),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(run_cpu(module, arena, function, inputs, extra, key)?.into_iter().map(Storage::Host).collect())
+        }
+        Kernel::Cuda { module, arena, stream } => run_cuda(module, arena, stream, function, inputs, extra, key),
+    }
+}
+
+fn run_cpu(
+    module: &mut CpuModule,
+    arena: &mut Bytes,
+    function: &str,
+    inputs: &[&Tensor],
+    extra: Vec<Bytes>,
+    key: &str,
+) -> Result<Vec<Bytes>> {
+    let fail = |m: String| EagerError::Kernel { op: key.to_string(), message: m };
+    let f = module.function(function).map_err(|e| fail(e.to_string()))?.clone();
+    let mut outs = Vec::new();
+    for a in f.args.iter().filter(|a| a.role() == Role::Output) {
+        outs.push(Bytes::try_zeroed(a.bytes(), key).map_err(|e| fail(e.to_string()))?);
+    }
+    // A buffer passed twice (x * x, or a tensor and its detached copy) is
+    // borrowed once and copied for its other uses; kernels never write
+    // their inputs.
+    let mut copies: Vec<Bytes> = Vec::new();
+    let mut is_copy = Vec::with_capacity(inputs.len() + extra.len());
+    for (k, t) in inputs.iter().enumerate() {
+        let dup = inputs[..k].iter().any(|u| Rc::ptr_eq(&u.0.data, &t.0.data));
+        if dup {
+            match &*t.0.data.borrow() {
+                Storage::Host(b) => copies.push(b.clone()),
+                Storage::Cuda(_) => return Err(fail("a GPU tensor given to a CPU kernel".into())),
+            }
+        }
+        is_copy.push(dup);
+    }
+    is_copy.extend(extra.iter().map(|_| true));
+    copies.extend(extra);
+    let mut guards: Vec<std::cell::RefMut<Storage>> =
+        inputs.iter().zip(&is_copy).filter(|(_, c)| !**c).map(|(t, _)| t.0.data.borrow_mut()).collect();
+    let mut host: Vec<&mut Bytes> = Vec::with_capacity(guards.len());
+    for g in guards.iter_mut() {
+        match &mut **g {
+            Storage::Host(b) => host.push(b),
+            Storage::Cuda(_) => return Err(fail("a GPU tensor given to a CPU kernel".into())),
+        }
+    }
+    let (mut g_it, mut c_it, mut o_it) = (host.into_iter(), copies.iter_mut(), outs.iter_mut());
+    let mut next_input = 0;
+    let mut arena = Some(arena);
+    let mut args: Vec<&mut Bytes> = Vec::with_capacity(f.args.len());
+    for a in &f.args {
+        let slot: Option<&mut Bytes> = match a.role() {
+            Role::Input => {
+                let copy = is_copy.get(next_input).copied().unwrap_or(true);
+                next_input += 1;
+                if copy { c_it.next() } else { g_it.next() }
+            }
+            Role::Output => o_it.next(),
+            Role::Arena => arena.take(),
+            Role::Symbol(s) => return Err(fail(format!("an eager op reads no symbol, this one reads @{s}"))),
+        };
+        args.push(slot.ok_or_else(|| fail(format!("no buffer for argument {}", a.bind)))?);
+    }
+    let Some(start) = trace_start() else {
+        module.run(function, &mut args).map_err(|e| fail(e.to_string()))?;
+        drop(args);
+        drop(guards);
+        return Ok(outs);
+    };
+    let began = start.elapsed().as_secs_f64() * 1e6;
+    module.set_profiling(true);
+    let result = module.run(function, &mut args).map_err(|e| fail(e.to_string()));
+    let took = start.elapsed().as_secs_f64() * 1e6 - began;
+    let kernels = module.take_trace();
+    module.set_profiling(false);
+    record(function, key, began, took, kernels);
     result?;
     drop(args);
     drop(guards);
     Ok(outs)
+}
+
+fn run_cuda(
+    module: &CudaModule,
+    arena: &DeviceMemory,
+    stream: &Arc<EagerStream>,
+    function: &str,
+    inputs: &[&Tensor],
+    extra: Vec<Storage>,
+    key: &str,
+) -> Result<Vec<Storage>> {
+    let fail = |m: String| EagerError::Kernel { op: key.to_string(), message: m };
+    let f = module.function(function).map_err(|e| fail(e.to_string()))?;
+    let mut outs = Vec::new();
+    for a in f.args.iter().filter(|a| a.role() == Role::Output) {
+        outs.push(stream.zeroed(a.bytes()).map_err(|e| fail(e.to_string()))?);
+    }
+    let guards: Vec<std::cell::Ref<Storage>> = inputs.iter().map(|t| t.0.data.borrow()).collect();
+    let mut given: Vec<&DeviceMemory> = Vec::with_capacity(inputs.len() + extra.len());
+    for s in guards.iter().map(|g| &**g).chain(&extra) {
+        match s {
+            Storage::Cuda(m) => given.push(m),
+            Storage::Host(_) => return Err(fail("a CPU tensor given to a GPU kernel".into())),
+        }
+    }
+    let (mut inputs_it, mut outs_it) = (given.into_iter(), outs.iter());
+    let mut args: Vec<&DeviceMemory> = Vec::with_capacity(f.args.len());
+    for a in &f.args {
+        let slot = match a.role() {
+            Role::Input => inputs_it.next(),
+            Role::Output => outs_it.next(),
+            Role::Arena => Some(arena),
+            Role::Symbol(s) => return Err(fail(format!("an eager op reads no symbol, this one reads @{s}"))),
+        };
+        args.push(slot.ok_or_else(|| fail(format!("no buffer for argument {}", a.bind)))?);
+    }
+    let start = trace_start();
+    let began = start.map(|s| s.elapsed().as_secs_f64() * 1e6);
+    module.launch_on(stream, function, &args).map_err(|e| fail(e.to_string()))?;
+    if let (Some(start), Some(began)) = (start, began) {
+        stream.synchronize().map_err(|e| fail(e.to_string()))?;
+        record(function, key, began, start.elapsed().as_secs_f64() * 1e6 - began, Vec::new());
+    }
+    drop(args);
+    drop(guards);
+    Ok(outs.into_iter().map(Storage::Cuda).collect())
 }
 
 /// Counters of the dispatcher: how many ops ran, and how many kernels were
@@ -229,9 +388,18 @@ pub struct Stats {
 }
 
 /// A compiled op: its module and the arena its function runs in.
-struct Kernel {
-    module: CpuModule,
-    arena: Bytes,
+enum Kernel {
+    Cpu { module: CpuModule, arena: Bytes },
+    Cuda { module: CudaModule, arena: DeviceMemory, stream: Arc<EagerStream> },
+}
+
+impl Kernel {
+    fn function(&self, name: &str) -> aicf_runtime::Result<&aicf_runtime::artifact::Function> {
+        match self {
+            Kernel::Cpu { module, .. } => module.function(name),
+            Kernel::Cuda { module, .. } => module.function(name),
+        }
+    }
 }
 
 struct Runtime {
@@ -242,6 +410,11 @@ struct Runtime {
     /// (a pool of two on this 2-core machine made the MLP 784 step slower:
     /// 5.6 and 6.4 ms in two runs, against 5.0).
     pool: Option<aicf_runtime::cpu::Pool>,
+    /// Each GPU's eager stream, opened on first use.
+    streams: HashMap<usize, Arc<EagerStream>>,
+    /// The source of every kernel this thread ran, with its key: what
+    /// [`prepare`] compiles for another device.
+    sources: std::collections::BTreeMap<String, String>,
 }
 
 impl Runtime {
@@ -249,57 +422,125 @@ impl Runtime {
         let dir = aicf_runtime::registry::cache_dir()
             .map(|d| d.join("eager"))
             .unwrap_or_else(|| std::env::temp_dir().join("aicf-eager"));
-        Runtime { dir, kernels: HashMap::new(), stats: Stats::default(), pool: None }
+        Runtime {
+            dir,
+            kernels: HashMap::new(),
+            stats: Stats::default(),
+            pool: None,
+            streams: HashMap::new(),
+            sources: Default::default(),
+        }
+    }
+
+    fn stream(&mut self, ordinal: usize) -> Result<Arc<EagerStream>> {
+        if let Some(s) = self.streams.get(&ordinal) {
+            return Ok(s.clone());
+        }
+        let s = EagerStream::open(ordinal).map_err(invalid)?;
+        self.streams.insert(ordinal, s.clone());
+        Ok(s)
+    }
+
+    /// The artifact of `source` (an `hl` module) for `device` on disk,
+    /// compiled unless it is there already; `key` names it in errors.
+    fn artifact(&mut self, key: &str, source: &str, device: &Device) -> Result<PathBuf> {
+        let fail = |message: String| EagerError::Kernel { op: key.to_string(), message };
+        let target_text = match device {
+            Device::Cpu { .. } => format!("-march={}", crate::codegen::target::cpu::march()),
+            Device::Cuda { .. } => format!("cuda {:?}", crate::codegen::GpuOptions::default()),
+        };
+        let hash = aicf_runtime::artifact::ir_hash(&format!(
+            "{source}\n{}\n{target_text}",
+            crate::train::trainer::compiler_identity(),
+        ));
+        let dir = self.dir.join(format!("op-{hash}"));
+        // A damaged artifact, or one compiled for CPU features this host
+        // lacks, is compiled again.
+        let ready = aicf_runtime::artifact::load_manifest(&dir).is_ok_and(|m| match device {
+            Device::Cpu { .. } => {
+                m.files.contains_key("kernels.so") && aicf_runtime::cpu::missing_cpu_feature(&m).is_none()
+            }
+            Device::Cuda { .. } => {
+                m.target.starts_with("cuda")
+                    && ["sm_80", "sm_90"].iter().all(|c| m.ptx_files(c).iter().all(|f| dir.join(f).is_file()))
+            }
+        });
+        if ready {
+            self.stats.loaded += 1;
+        } else {
+            let started = std::time::Instant::now();
+            let target = match device {
+                Device::Cpu { .. } => crate::pipeline::Target::Cpu(crate::codegen::KernelCache::new(
+                    crate::codegen::KernelCache::default_dir(&self.dir),
+                )),
+                Device::Cuda { .. } => crate::pipeline::Target::Cuda(crate::codegen::GpuOptions::default()),
+            };
+            crate::pipeline::compile_inference(source, key, &target, &dir).map_err(|e| fail(e.to_string()))?;
+            self.stats.compiled += 1;
+            self.stats.compile_seconds += started.elapsed().as_secs_f64();
+        }
+        Ok(dir)
     }
 
     /// The kernel of `source` (an `hl` module whose function is
-    /// `function`), compiled or found on disk.
-    fn kernel(&mut self, key: &str, source: &str, function: &str) -> Result<&mut Kernel> {
+    /// `function`) for `device`, compiled or found on disk; `key` names it
+    /// in memory (with its device).
+    fn kernel(&mut self, key: &str, source: &str, function: &str, device: &Device) -> Result<&mut Kernel> {
         if !self.kernels.contains_key(key) {
             let fail = |message: String| EagerError::Kernel { op: key.to_string(), message };
-            let hash = aicf_runtime::artifact::ir_hash(&format!(
-                "{source}\n{}\n-march={}",
-                crate::train::trainer::compiler_identity(),
-                crate::codegen::target::cpu::march()
-            ));
-            let dir = self.dir.join(format!("op-{hash}"));
-            // A damaged artifact, or one compiled for CPU features this host
-            // lacks, is compiled again.
-            let ready = aicf_runtime::artifact::load_manifest(&dir).is_ok_and(|m| {
-                m.files.contains_key("kernels.so") && aicf_runtime::cpu::missing_cpu_feature(&m).is_none()
-            });
-            if ready {
-                self.stats.loaded += 1;
-            } else {
-                let started = std::time::Instant::now();
-                let cache = crate::codegen::KernelCache::new(crate::codegen::KernelCache::default_dir(&self.dir));
-                crate::pipeline::compile_inference(source, key, &crate::pipeline::Target::Cpu(cache), &dir)
-                    .map_err(|e| fail(e.to_string()))?;
-                self.stats.compiled += 1;
-                self.stats.compile_seconds += started.elapsed().as_secs_f64();
+            // Opened before compiling: no GPU, no compile.
+            if let Device::Cuda { ordinal } = device {
+                self.stream(*ordinal)?;
             }
-            if self.pool.is_none() {
-                self.pool = Some(aicf_runtime::cpu::pool(eager_threads()).map_err(|e| fail(e.to_string()))?);
-            }
-            let pool = self.pool.clone().ok_or_else(|| fail("no worker pool".into()))?;
-            let mut module = CpuModule::load_with_pool(&dir, pool).map_err(|e| fail(e.to_string()))?;
-            // AICF_EAGER_GEMM=<candidate>: every GEMM by one candidate, as
-            // `aicf train --gemm` (runs whose bits do not depend on the
-            // registry's timings).
-            if let Ok(name) = std::env::var("AICF_EAGER_GEMM") {
-                use aicf_runtime::registry::Choice;
-                let choice = Choice::from_name(&name).ok_or_else(|| {
-                    let names: Vec<&str> = Choice::ALL.iter().map(|c| c.name()).collect();
-                    EagerError::Invalid(format!("AICF_EAGER_GEMM={name:?} is not one of {}", names.join(", ")))
-                })?;
-                module.force_gemm(Some(choice));
-            }
-            let arena_bytes = module.function(function).map_err(|e| fail(e.to_string()))?.arena_bytes as usize;
-            let arena = Bytes::try_zeroed(arena_bytes, key).map_err(|e| fail(e.to_string()))?;
-            self.kernels.insert(key.to_string(), Kernel { module, arena });
+            let dir = self.artifact(key, source, device)?;
+            self.sources.entry(source.to_string()).or_insert_with(|| key.to_string());
+            let kernel = match device {
+                Device::Cpu { .. } => {
+                    if self.pool.is_none() {
+                        self.pool = Some(aicf_runtime::cpu::pool(eager_threads()).map_err(|e| fail(e.to_string()))?);
+                    }
+                    let pool = self.pool.clone().ok_or_else(|| fail("no worker pool".into()))?;
+                    let mut module = CpuModule::load_with_pool(&dir, pool).map_err(|e| fail(e.to_string()))?;
+                    // AICF_EAGER_GEMM=<candidate>: every GEMM by one candidate, as
+                    // `aicf train --gemm` (runs whose bits do not depend on the
+                    // registry's timings).
+                    if let Ok(name) = std::env::var("AICF_EAGER_GEMM") {
+                        use aicf_runtime::registry::Choice;
+                        let choice = Choice::from_name(&name).ok_or_else(|| {
+                            let names: Vec<&str> = Choice::ALL.iter().map(|c| c.name()).collect();
+                            EagerError::Invalid(format!("AICF_EAGER_GEMM={name:?} is not one of {}", names.join(", ")))
+                        })?;
+                        module.force_gemm(Some(choice));
+                    }
+                    let arena_bytes = module.function(function).map_err(|e| fail(e.to_string()))?.arena_bytes as usize;
+                    let arena = Bytes::try_zeroed(arena_bytes, key).map_err(|e| fail(e.to_string()))?;
+                    Kernel::Cpu { module, arena }
+                }
+                Device::Cuda { ordinal } => {
+                    let stream = self.stream(*ordinal)?;
+                    let module = CudaModule::load(&dir, *ordinal).map_err(|e| fail(e.to_string()))?;
+                    let arena_bytes = module.function(function).map_err(|e| fail(e.to_string()))?.arena_bytes as usize;
+                    let arena = stream.zeroed(arena_bytes).map_err(|e| fail(e.to_string()))?;
+                    Kernel::Cuda { module, arena, stream }
+                }
+            };
+            self.kernels.insert(key.to_string(), kernel);
         }
         self.kernels.get_mut(key).ok_or_else(|| EagerError::Invalid(format!("kernel {key} vanished")))
     }
+}
+
+/// Compiles every kernel this thread's ops have run so far for `device`
+/// into the disk cache (where it is not there yet), without running
+/// anything: a machine without a GPU prepares a GPU's kernels, so a run
+/// there starts warm (with the same cache directory). Returns the
+/// artifacts' folders.
+pub fn prepare(device: &Device) -> Result<Vec<PathBuf>> {
+    RUNTIME.with(|r| {
+        let mut r = r.borrow_mut();
+        let sources: Vec<(String, String)> = r.sources.iter().map(|(s, k)| (s.clone(), k.clone())).collect();
+        sources.iter().map(|(source, key)| r.artifact(key, source, device)).collect()
+    })
 }
 
 /// The dispatcher's counters so far (this thread).
@@ -351,69 +592,133 @@ fn trace(
     b.function(name, Mode::Eval, inputs, body)?;
     b.finish()
 }
+/// The device all of `inputs` are on, or an error naming the op and the
+/// devices.
+fn common_device(op: &str, inputs: &[&Tensor]) -> Result<Device> {
+    let first = inputs.first().map(|t| t.device()).unwrap_or_default();
+    if let Some(other) = inputs.iter().map(|t| t.device()).find(|d| !same_device(d, &first)) {
+        return Err(EagerError::Op {
+            op: op.into(),
+            message: format!("its inputs are on {first} and {other}: move them to one device with .to()"),
+        });
+    }
+    Ok(first)
+}
+
+fn same_device(a: &Device, b: &Device) -> bool {
+    match (a, b) {
+        (Device::Cpu { .. }, Device::Cpu { .. }) => true,
+        (Device::Cuda { ordinal: x }, Device::Cuda { ordinal: y }) => x == y,
+        _ => false,
+    }
+}
+
+/// The in-memory name of kernel `key` on `device`.
+fn device_key(key: String, device: &Device) -> String {
+    match device {
+        Device::Cpu { .. } => key,
+        Device::Cuda { ordinal } => format!("{key} @cuda:{ordinal}"),
+    }
+}
+
+/// Runs the function `build` traces (named `key` with its attributes, on
+/// `inputs`' types) through its compiled kernel on the inputs' device;
+/// returns each result's shape, dtype and values. Nothing is recorded.
+fn dispatch(
+    key: &str,
+    build: &dyn Fn(&[nn::Tensor]) -> nn::Result<Vec<nn::Tensor>>,
+    inputs: &[&Tensor],
+) -> Result<Vec<(Vec<usize>, HostDType, Storage)>> {
+    let device = common_device(key, inputs)?;
+    let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
+    let full = device_key(
+        format!("{key} {}", specs.iter().map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" ")),
+        &device,
+    );
+    RUNTIME.with(|r| {
+        let mut r = r.borrow_mut();
+        r.stats.calls += 1;
+        let source = if r.kernels.contains_key(&full) {
+            String::new()
+        } else {
+            trace("op", &specs, build).map_err(|e| EagerError::Op { op: key.into(), message: e.to_string() })?.text
+        };
+        let kernel = r.kernel(&full, &source, "op", &device)?;
+        let results: Vec<(Vec<usize>, HostDType)> = kernel
+            .function("op")
+            .map_err(|e| EagerError::Kernel { op: full.clone(), message: e.to_string() })?
+            .args
+            .iter()
+            .filter(|a| a.role() == Role::Output)
+            .map(|a| (a.shape.clone(), a.dtype))
+            .collect();
+        let out = run(kernel, "op", inputs, Vec::new(), &full)?;
+        if out.len() != results.len() {
+            return Err(EagerError::Kernel { op: full, message: "a result without its buffer".into() });
+        }
+        Ok(results.into_iter().zip(out).map(|((shape, dtype), data)| (shape, dtype, data)).collect())
+    })
+}
 
 /// Runs `def` on `inputs` through its compiled kernel.
 fn op_call(def: &Rc<OpDef>, inputs: &[&Tensor]) -> Result<Tensor> {
-    let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
-    let key = format!("{} {}", def.key, specs.iter().map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" "));
-    let host = RUNTIME.with(|r| -> Result<(Vec<usize>, HostDType, Bytes)> {
-        let mut r = r.borrow_mut();
-        r.stats.calls += 1;
-        let source = if r.kernels.contains_key(&key) {
-            String::new()
-        } else {
-            trace("op", &specs, |xs| Ok(vec![(def.build)(xs)?]))
-                .map_err(|e| EagerError::Op { op: def.key.clone(), message: e.to_string() })?
-                .text
-        };
-        let kernel = r.kernel(&key, &source, "op")?;
-        let result = kernel
-            .module
-            .function("op")
-            .ok()
-            .and_then(|f| f.args.iter().find(|a| a.role() == Role::Output))
-            .map(|a| (a.shape.clone(), a.dtype))
-            .ok_or_else(|| EagerError::Kernel { op: key.clone(), message: "no result".into() })?;
-        let mut out = run(kernel, "op", inputs, Vec::new(), &key)?;
-        let data = out.pop().ok_or_else(|| EagerError::Kernel { op: key.clone(), message: "no result".into() })?;
-        Ok((result.0, result.1, data))
-    })?;
-    let (shape, dtype, data) = host;
+    let build = |xs: &[nn::Tensor]| Ok(vec![(def.build)(xs)?]);
+    let (shape, dtype, data) = dispatch(&def.key, &build, inputs)?
+        .pop()
+        .ok_or_else(|| EagerError::Kernel { op: def.key.clone(), message: "no result".into() })?;
     let record = grad_enabled() && inputs.iter().any(|t| t.requires_grad()) && dtype == HostDType::F32;
     let node = record.then(|| Node { op: def.clone(), inputs: inputs.iter().map(|t| (*t).clone()).collect() });
     Ok(Tensor(Rc::new(Inner {
         shape,
         dtype,
-        data: RefCell::new(data),
+        data: Rc::new(RefCell::new(data)),
         requires_grad: record,
         grad: RefCell::new(None),
         node,
     })))
 }
 
+/// Runs a function of several results that `build` traces (`key` naming it
+/// with its attributes) on `inputs`, as leaves without history: what an
+/// optimizer's fused update runs.
+pub(crate) fn call_many(
+    key: &str,
+    build: &dyn Fn(&[nn::Tensor]) -> nn::Result<Vec<nn::Tensor>>,
+    inputs: &[&Tensor],
+) -> Result<Vec<Tensor>> {
+    Ok(dispatch(key, build, inputs)?
+        .into_iter()
+        .map(|(shape, dtype, data)| Tensor::leaf(shape, dtype, data, false))
+        .collect())
+}
+
 /// The gradients of `node`'s inputs that take one (float inputs that
 /// require a gradient) for the output's gradient `g`: the op's
 /// `hl-autodiff` rule, compiled and run as a kernel that returns only
 /// those (so the op's forward is recomputed only where its rule reads it).
-fn vjp(node: &Node, g: &Bytes, g_shape: &[usize]) -> Result<Vec<Option<Bytes>>> {
+fn vjp(node: &Node, g: Storage, g_shape: &[usize]) -> Result<Vec<Option<Storage>>> {
+    let inputs: Vec<&Tensor> = node.inputs.iter().collect();
+    let device = common_device(&node.op.key, &inputs)?;
     let mut specs: Vec<TensorSpec> = node.inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
     let wanted: Vec<bool> =
         node.inputs.iter().zip(&specs).map(|(t, s)| t.requires_grad() && s.dtype.is_float()).collect();
     let gspec = TensorSpec::new(g_shape.to_vec(), DType::F32);
-    let key = format!(
-        "vjp {} {} {wanted:?}",
-        node.op.key,
-        specs.iter().chain([&gspec]).map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" ")
+    let key = device_key(
+        format!(
+            "vjp {} {} {wanted:?}",
+            node.op.key,
+            specs.iter().chain([&gspec]).map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" ")
+        ),
+        &device,
     );
     specs.push(gspec);
-    let grads = RUNTIME.with(|r| -> Result<Vec<Bytes>> {
+    let grads = RUNTIME.with(|r| -> Result<Vec<Storage>> {
         let mut r = r.borrow_mut();
         r.stats.calls += 1;
         let source =
             if r.kernels.contains_key(&key) { String::new() } else { vjp_source(node, &specs, &wanted, &key)? };
-        let kernel = r.kernel(&key, &source, "vjp_grad")?;
-        let inputs: Vec<&Tensor> = node.inputs.iter().collect();
-        run(kernel, "vjp_grad", &inputs, vec![g.clone()], &key)
+        let kernel = r.kernel(&key, &source, "vjp_grad", &device)?;
+        run(kernel, "vjp_grad", &inputs, vec![g], &key)
     })?;
     let mut it = grads.into_iter();
     Ok(wanted.iter().map(|&w| if w { it.next() } else { None }).collect())
@@ -467,23 +772,46 @@ fn vjp_source(node: &Node, specs: &[TensorSpec], wanted: &[bool], key: &str) -> 
     Ok(crate::pipeline::canonical_text(&module))
 }
 
-/// `acc += g` in f32, as the compiled step's adds.
-fn add_into(acc: &mut Bytes, g: &Bytes) {
-    for (a, b) in f32s_mut(acc).iter_mut().zip(f32s(g)) {
-        *a += *b;
+/// `acc += g` in f32, as the compiled step's adds: in place on the host,
+/// by the `add` op's kernel on a GPU.
+fn accumulate(acc: &mut Storage, g: Storage, shape: &[usize]) -> Result<()> {
+    if let (Storage::Host(a), Storage::Host(b)) = (&mut *acc, &g) {
+        for (x, y) in f32s_mut(a).iter_mut().zip(f32s(b)) {
+            *x += *y;
+        }
+        return Ok(());
     }
+    let old = std::mem::replace(acc, Storage::Host(Bytes::zeroed(0)));
+    let a = Tensor::leaf(shape.to_vec(), HostDType::F32, old, false);
+    let b = Tensor::leaf(shape.to_vec(), HostDType::F32, g, false);
+    let sum = no_grad(|| a.add(&b))?;
+    drop((a, b));
+    *acc = sum.into_storage()?;
+    Ok(())
 }
 
 impl Tensor {
-    fn leaf(shape: Vec<usize>, dtype: HostDType, data: Bytes, requires_grad: bool) -> Tensor {
+    fn leaf(shape: Vec<usize>, dtype: HostDType, data: Storage, requires_grad: bool) -> Tensor {
         Tensor(Rc::new(Inner {
             shape,
             dtype,
-            data: RefCell::new(data),
+            data: Rc::new(RefCell::new(data)),
             requires_grad,
             grad: RefCell::new(None),
             node: None,
         }))
+    }
+
+    /// This tensor's storage, taken when no other tensor shares it, else
+    /// copied.
+    fn into_storage(self) -> Result<Storage> {
+        match Rc::try_unwrap(self.0) {
+            Ok(inner) => match Rc::try_unwrap(inner.data) {
+                Ok(cell) => Ok(cell.into_inner()),
+                Err(shared) => shared.borrow().try_clone(),
+            },
+            Err(shared) => shared.data.borrow().try_clone(),
+        }
     }
 
     fn with_values(shape: &[usize], dtype: HostDType, values: Vec<f64>) -> Result<Tensor> {
@@ -500,15 +828,33 @@ impl Tensor {
         Tensor::with_values(shape, HostDType::I32, values.iter().map(|&v| v as f64).collect())
     }
 
-    /// A host tensor as an eager one; its values must fill its shape.
+    /// A host tensor as an eager one (in host memory); its values must
+    /// fill its shape.
     pub fn from_host(host: Host) -> Result<Tensor> {
         let n = host.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         if n != Some(host.values.len()) {
             return Err(EagerError::Invalid(format!("{} values for shape {:?}", host.values.len(), host.shape)));
         }
         host_dtype(nn_dtype(host.dtype)?)?;
-        let data = bytes_of(&host);
-        Ok(Tensor::leaf(host.shape, host.dtype, data, false))
+        let data = bytes_of(&host)?;
+        Ok(Tensor::leaf(host.shape, host.dtype, Storage::Host(data), false))
+    }
+
+    /// Where the values are (`cpu` or `cuda:N`).
+    pub fn device(&self) -> Device {
+        self.0.data.borrow().device()
+    }
+
+    /// The values on `device`: this tensor when they are there already,
+    /// else a copy there, a leaf without history (move parameters before
+    /// they take part in ops: `t.to(&device)?.param()`).
+    pub fn to(&self, device: &Device) -> Result<Tensor> {
+        if same_device(&self.device(), device) {
+            return Ok(self.clone());
+        }
+        let bytes = self.0.data.borrow().to_bytes()?;
+        let data = Storage::from_bytes(device, bytes)?;
+        Ok(Tensor::leaf(self.0.shape.clone(), self.0.dtype, data, false))
     }
 
     /// Whether gradients flow to this tensor (a parameter, or a result
@@ -517,14 +863,27 @@ impl Tensor {
         self.0.requires_grad
     }
 
-    /// A new leaf with these values that requires a gradient.
+    /// A leaf on the same values (shared, as PyTorch's
+    /// `detach().requires_grad_()`) that requires a gradient: a parameter.
     pub fn param(&self) -> Tensor {
-        Tensor::leaf(self.0.shape.clone(), self.0.dtype, self.0.data.borrow().clone(), true)
+        self.share(true)
     }
 
-    /// A new leaf with these values and no history (`detach`).
+    /// A leaf on the same values (shared, as PyTorch's `detach`) without
+    /// history.
     pub fn detach(&self) -> Tensor {
-        Tensor::leaf(self.0.shape.clone(), self.0.dtype, self.0.data.borrow().clone(), false)
+        self.share(false)
+    }
+
+    fn share(&self, requires_grad: bool) -> Tensor {
+        Tensor(Rc::new(Inner {
+            shape: self.0.shape.clone(),
+            dtype: self.0.dtype,
+            data: self.0.data.clone(),
+            requires_grad,
+            grad: RefCell::new(None),
+            node: None,
+        }))
     }
 
     pub fn shape(&self) -> Vec<usize> {
@@ -535,36 +894,71 @@ impl Tensor {
         Ok(TensorSpec::new(self.0.shape.clone(), nn_dtype(self.0.dtype)?))
     }
 
-    /// The values (a copy).
-    pub fn host(&self) -> Host {
-        Host::new(self.0.shape.clone(), self.0.dtype, read_values(self.0.data.borrow().as_bytes(), self.0.dtype))
+    /// The values, copied to the host (after every op so far on a GPU).
+    pub fn host(&self) -> Result<Host> {
+        let values = match &*self.0.data.borrow() {
+            Storage::Host(b) => read_values(b.as_bytes(), self.0.dtype),
+            other => read_values(other.to_bytes()?.as_bytes(), self.0.dtype),
+        };
+        Ok(Host::new(self.0.shape.clone(), self.0.dtype, values))
     }
 
-    pub fn values(&self) -> Vec<f32> {
-        self.host().values.iter().map(|&v| v as f32).collect()
+    /// The values as f32 (a copy on the host).
+    pub fn values(&self) -> Result<Vec<f32>> {
+        Ok(self.host()?.values.iter().map(|&v| v as f32).collect())
     }
 
     /// The single value of a one-element tensor.
     pub fn item(&self) -> Result<f64> {
-        match self.host().values.as_slice() {
+        match self.host()?.values.as_slice() {
             [x] => Ok(*x),
             _ => Err(EagerError::Invalid(format!("item() of a tensor of shape {:?}", self.0.shape))),
         }
     }
 
-    /// The accumulated gradient of a leaf, after `backward()`.
-    pub fn grad(&self) -> Option<Host> {
+    /// The accumulated gradient of a leaf after `backward()` (a copy on
+    /// the host), or `None` when it has none.
+    pub fn grad(&self) -> Result<Option<Host>> {
         let g = self.0.grad.borrow();
-        g.as_ref().map(|b| Host::new(self.0.shape.clone(), HostDType::F32, read_values(b.as_bytes(), HostDType::F32)))
+        let Some(g) = g.as_ref() else { return Ok(None) };
+        let values = match g {
+            Storage::Host(b) => read_values(b.as_bytes(), HostDType::F32),
+            other => read_values(other.to_bytes()?.as_bytes(), HostDType::F32),
+        };
+        Ok(Some(Host::new(self.0.shape.clone(), HostDType::F32, values)))
     }
 
-    /// Runs `f` on the f32 values and the gradient of this parameter (an
-    /// optimizer's update, in place); nothing when it has no gradient.
-    pub(crate) fn update(&self, f: impl FnOnce(&mut [f32], &[f32])) {
+    /// The gradient as a tensor on this tensor's device, without history.
+    pub(crate) fn grad_tensor(&self) -> Result<Option<Tensor>> {
         let g = self.0.grad.borrow();
-        if let (Some(g), HostDType::F32) = (g.as_ref(), self.0.dtype) {
-            f(f32s_mut(&mut self.0.data.borrow_mut()), f32s(g));
+        let Some(g) = g.as_ref() else { return Ok(None) };
+        Ok(Some(Tensor::leaf(self.0.shape.clone(), HostDType::F32, g.try_clone()?, false)))
+    }
+
+    /// Runs `f` on the f32 values and the gradient of this parameter in
+    /// host memory (an optimizer's update, in place); false when it has no
+    /// gradient or is not in host memory.
+    pub(crate) fn update(&self, f: impl FnOnce(&mut [f32], &[f32])) -> bool {
+        let g = self.0.grad.borrow();
+        let mut data = self.0.data.borrow_mut();
+        match (g.as_ref(), &mut *data, self.0.dtype) {
+            (Some(Storage::Host(g)), Storage::Host(values), HostDType::F32) => {
+                f(f32s_mut(values), f32s(g));
+                true
+            }
+            _ => false,
         }
+    }
+
+    /// Replaces the values with `new`'s (same shape, dtype and device),
+    /// keeping this tensor's identity: an optimizer's update.
+    pub(crate) fn assign(&self, new: Tensor) -> Result<()> {
+        if new.0.shape != self.0.shape || new.0.dtype != self.0.dtype {
+            return Err(EagerError::Invalid(format!("assigning {new:?} to {self:?}")));
+        }
+        let storage = new.into_storage()?;
+        *self.0.data.borrow_mut() = storage;
+        Ok(())
     }
 
     pub fn zero_grad(&self) {
@@ -577,7 +971,15 @@ impl Tensor {
         if values.len() != n {
             return Err(EagerError::Invalid(format!("{} values for shape {:?}", values.len(), self.0.shape)));
         }
-        write_values(self.0.data.borrow_mut().as_bytes_mut(), self.0.dtype, &values);
+        let mut data = self.0.data.borrow_mut();
+        match &mut *data {
+            Storage::Host(b) => write_values(b.as_bytes_mut(), self.0.dtype, &values),
+            Storage::Cuda(m) => {
+                let mut b = Bytes::try_zeroed(m.len(), "a tensor's values").map_err(invalid)?;
+                write_values(b.as_bytes_mut(), self.0.dtype, &values);
+                m.write(b.as_bytes()).map_err(invalid)?;
+            }
+        }
         Ok(())
     }
 
@@ -612,26 +1014,27 @@ impl Tensor {
                 }
             }
         }
-        let mut grads: HashMap<*const Inner, Bytes> = HashMap::new();
-        grads.insert(Rc::as_ptr(&self.0), bytes_of(&Host::new(shape, HostDType::F32, vec![1.0])));
+        let mut grads: HashMap<*const Inner, Storage> = HashMap::new();
+        let one = bytes_of(&Host::new(shape, HostDType::F32, vec![1.0]))?;
+        grads.insert(Rc::as_ptr(&self.0), Storage::from_bytes(&self.device(), one)?);
         for t in order.iter().rev() {
             let Some(g) = grads.remove(&Rc::as_ptr(&t.0)) else { continue };
             match &t.0.node {
                 None => {
                     let mut slot = t.0.grad.borrow_mut();
                     match slot.as_mut() {
-                        Some(acc) => add_into(acc, &g),
+                        Some(acc) => accumulate(acc, g, &t.0.shape)?,
                         None => *slot = Some(g),
                     }
                 }
                 Some(node) => {
-                    for (x, dx) in node.inputs.iter().zip(vjp(node, &g, &t.0.shape)?) {
+                    for (x, dx) in node.inputs.iter().zip(vjp(node, g, &t.0.shape)?) {
                         let Some(dx) = dx else { continue };
                         if !x.requires_grad() {
                             continue;
                         }
                         match grads.get_mut(&Rc::as_ptr(&x.0)) {
-                            Some(acc) => add_into(acc, &dx),
+                            Some(acc) => accumulate(acc, dx, &x.0.shape)?,
                             None => {
                                 grads.insert(Rc::as_ptr(&x.0), dx);
                             }

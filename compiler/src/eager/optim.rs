@@ -1,9 +1,17 @@
 //! Optimizers for eager parameters: `step()` after `backward()`, with the
 //! formulas (and the f32 arithmetic, op for op) of `hl-optimizer`'s
 //! compiled update, so an eager run and a compiled one end on the same
-//! parameters. Updates run on the host in this first version.
+//! parameters.
+//!
+//! The update of each parameter is one fused pass over it: on the host, a
+//! loop over the parameter, its gradient and its slots in place; on a GPU,
+//! one kernel compiled from the update traced in `hl` (the same formulas,
+//! op for op), whose step-dependent numbers (the learning rate, Adam's
+//! bias corrections) are a small input tensor, so one kernel serves every
+//! step. [`Optim::use_kernels`] runs the kernel form on the host too.
 
 use super::{EagerError, Result, Tensor};
+use crate::nn;
 use crate::passes::Optimizer;
 use aicf_runtime::{Tensor as Host, artifact::DType};
 
@@ -11,9 +19,12 @@ use aicf_runtime::{Tensor as Host, artifact::DType};
 pub struct Optim {
     kind: Optimizer,
     params: Vec<Tensor>,
-    /// Per parameter: SGD's momentum buffer, or Adam's first and second moments.
-    slots: Vec<Vec<Vec<f32>>>,
+    /// Per parameter: SGD's momentum buffer, or Adam's first and second
+    /// moments, on the parameter's device.
+    slots: Vec<Vec<Tensor>>,
     step: u64,
+    /// Update host parameters by the compiled kernel instead of the loop.
+    kernels: bool,
 }
 
 impl Optim {
@@ -35,19 +46,24 @@ impl Optim {
         if let Some(p) = params.iter().find(|p| !p.requires_grad() || p.0.node.is_some()) {
             return Err(EagerError::Invalid(format!("{p:?} is not a parameter (a leaf that requires a gradient)")));
         }
+        if let Some(p) = params.iter().find(|p| p.0.dtype != DType::F32) {
+            return Err(EagerError::Invalid(format!("{p:?}: the optimizers update f32 parameters")));
+        }
+        let count = slot_names(&kind).len();
         let slots = params
             .iter()
             .map(|p| {
                 let n: usize = p.0.shape.iter().product();
-                let count = match kind {
-                    Optimizer::Sgd { momentum, .. } if momentum > 0.0 => 1,
-                    Optimizer::Sgd { .. } => 0,
-                    _ => 2,
-                };
-                vec![vec![0f32; n]; count]
+                (0..count).map(|_| Tensor::from_vec(&p.0.shape, vec![0f32; n])?.to(&p.device())).collect()
             })
-            .collect();
-        Ok(Optim { kind, params: params.to_vec(), slots, step: 0 })
+            .collect::<Result<_>>()?;
+        Ok(Optim { kind, params: params.to_vec(), slots, step: 0, kernels: false })
+    }
+
+    /// Runs every update as the compiled kernel a GPU parameter's update
+    /// runs, also for parameters in host memory (off: a loop on the host).
+    pub fn use_kernels(&mut self, on: bool) {
+        self.kernels = on;
     }
 
     /// Clears every parameter's gradient.
@@ -57,6 +73,42 @@ impl Optim {
         }
     }
 
+    /// Scales every gradient so their global L2 norm is at most `max_norm`
+    /// (`torch.nn.utils.clip_grad_norm_`, and `hl-optimizer{clip-norm}`'s
+    /// formula: coefficient min(1, max_norm / (norm + 1e-6)), the squares
+    /// summed per gradient then in parameter order, in f32). Returns the
+    /// norm before clipping.
+    pub fn clip_grad_norm(&self, max_norm: f64) -> Result<f64> {
+        if !(max_norm.is_finite() && max_norm > 0.0) {
+            return Err(EagerError::Invalid(format!("clip_grad_norm: max_norm {max_norm} is not above 0")));
+        }
+        let grads: Vec<(&Tensor, Tensor)> =
+            self.params.iter().filter_map(|p| p.grad_tensor().transpose().map(|g| g.map(|g| (p, g)))).collect::<Result<_>>()?;
+        let Some(first) = grads.first() else { return Ok(0.0) };
+        let device = first.1.device();
+        super::no_grad(|| -> Result<f64> {
+            let mut total: Option<Tensor> = None;
+            for (_, g) in &grads {
+                let axes: Vec<i64> = (0..g.0.shape.len() as i64).collect();
+                let sq = g.mul(g)?;
+                let s = if axes.is_empty() { sq } else { sq.sum(&axes, false)? };
+                total = Some(match total {
+                    Some(t) => t.add(&s)?,
+                    None => s,
+                });
+            }
+            let Some(total) = total else { return Ok(0.0) };
+            let norm = (total.item()? as f32).sqrt();
+            let coef = ((max_norm as f32) / (norm + 1e-6f32)).min(1.0);
+            let c = Tensor::from_vec(&[], vec![coef])?.to(&device)?;
+            for (p, g) in &grads {
+                let scaled = g.mul(&c)?;
+                *p.0.grad.borrow_mut() = Some(scaled.into_storage()?);
+            }
+            Ok(norm as f64)
+        })
+    }
+
     /// One update with learning rate `lr` from the parameters' gradients
     /// (a parameter without one is left as it is, as PyTorch does).
     pub fn step(&mut self, lr: f64) -> Result<()> {
@@ -64,68 +116,169 @@ impl Optim {
         let t = self.step as f64;
         let lr32 = lr as f32;
         let kind = self.kind.clone();
-        for (p, slots) in self.params.iter().zip(&mut self.slots) {
-            // In place on the parameter's own buffer; one without a
-            // gradient is left as it is.
-            p.update(|values, g| match kind.clone() {
-                Optimizer::Sgd { momentum, nesterov, weight_decay } => {
-                    let (m32, wd32) = (momentum as f32, weight_decay as f32);
-                    for i in 0..values.len() {
-                        let mut d = g[i];
-                        if weight_decay != 0.0 {
-                            d += values[i] * wd32;
-                        }
-                        if momentum > 0.0 {
-                            let buf = slots[0][i] * m32 + d;
-                            slots[0][i] = buf;
-                            d = if nesterov { d + buf * m32 } else { buf };
-                        }
-                        values[i] -= d * lr32;
-                    }
+        // Adam's numbers of this step: bias corrections in f64, rounded
+        // once (hl-optimizer's), and the factors made of them in f32.
+        let (bc2, factor, step_size) = match kind {
+            Optimizer::Adam { beta1, beta2, weight_decay, .. } | Optimizer::AdamW { beta1, beta2, weight_decay, .. } => {
+                let bc1 = (1.0 - beta1.powf(t)) as f32;
+                let bc2 = (1.0 - beta2.powf(t)) as f32;
+                (bc2, 1.0 - lr32 * weight_decay as f32, lr32 / bc1)
+            }
+            Optimizer::Sgd { .. } => (1.0, 1.0, lr32),
+        };
+        let scalars = match kind {
+            Optimizer::Sgd { .. } => vec![lr32],
+            _ => vec![bc2, factor, step_size],
+        };
+        // The step's numbers on each device its parameters use, made once.
+        let mut on_device: Vec<(super::Device, Tensor)> = Vec::new();
+        for (p, slots) in self.params.iter().zip(&self.slots) {
+            let on_host = matches!(p.device(), super::Device::Cpu { .. });
+            if on_host && !self.kernels {
+                update_on_host(&kind, p, slots, &scalars);
+                continue;
+            }
+            let Some(g) = p.grad_tensor()? else { continue };
+            let device = p.device();
+            let s = match on_device.iter().find(|(d, _)| super::same_device(d, &device)) {
+                Some((_, s)) => s.clone(),
+                None => {
+                    let s = Tensor::from_vec(&[scalars.len()], scalars.clone())?.to(&device)?;
+                    on_device.push((device, s.clone()));
+                    s
                 }
-                Optimizer::Adam { beta1, beta2, eps, weight_decay }
-                | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
-                    let decoupled = matches!(kind, Optimizer::AdamW { .. });
-                    // Bias corrections in f64, rounded once (hl-optimizer's).
-                    let bc1 = (1.0 - beta1.powf(t)) as f32;
-                    let bc2 = (1.0 - beta2.powf(t)) as f32;
-                    let (b1, b2, e, wd) = (beta1 as f32, beta2 as f32, eps as f32, weight_decay as f32);
-                    let (c1, c2) = ((1.0 - beta1) as f32, (1.0 - beta2) as f32);
-                    let factor = 1.0 - lr32 * wd;
-                    let step_size = lr32 / bc1;
-                    for i in 0..values.len() {
-                        let mut d = g[i];
-                        let mut base = values[i];
-                        if weight_decay != 0.0 {
-                            if decoupled {
-                                base = values[i] * factor;
-                            } else {
-                                d += values[i] * wd;
-                            }
-                        }
-                        let m = slots[0][i] * b1 + d * c1;
-                        let v = slots[1][i] * b2 + (d * d) * c2;
-                        slots[0][i] = m;
-                        slots[1][i] = v;
-                        let denom = (v / bc2).sqrt() + e;
-                        values[i] = base - (m / denom) * step_size;
-                    }
-                }
-            });
+            };
+            let mut inputs: Vec<&Tensor> = vec![p, &g];
+            inputs.extend(slots.iter());
+            inputs.push(&s);
+            let k = kind.clone();
+            let build = move |xs: &[nn::Tensor]| update_traced(&k, xs);
+            let mut out = super::call_many(&update_key(&kind), &build, &inputs)?.into_iter();
+            let new_p = out.next().ok_or_else(|| EagerError::Invalid("the update made no parameter".into()))?;
+            p.assign(new_p)?;
+            for (slot, new) in slots.iter().zip(out) {
+                slot.assign(new)?;
+            }
         }
         Ok(())
     }
 }
 
-impl Optim {
-    fn slot_names(&self) -> &'static [&'static str] {
-        match self.kind {
-            Optimizer::Sgd { momentum, .. } if momentum > 0.0 => &["momentum"],
-            Optimizer::Sgd { .. } => &[],
-            _ => &["exp_avg", "exp_avg_sq"],
+fn slot_names(kind: &Optimizer) -> &'static [&'static str] {
+    match kind {
+        Optimizer::Sgd { momentum, .. } if *momentum > 0.0 => &["momentum"],
+        Optimizer::Sgd { .. } => &[],
+        _ => &["exp_avg", "exp_avg_sq"],
+    }
+}
+
+/// The update kernel's name with its constant hyper-parameters.
+fn update_key(kind: &Optimizer) -> String {
+    match *kind {
+        Optimizer::Sgd { momentum, nesterov, weight_decay } => format!("sgd {momentum:e} {nesterov} {weight_decay:e}"),
+        Optimizer::Adam { beta1, beta2, eps, weight_decay } => format!("adam {beta1:e} {beta2:e} {eps:e} {weight_decay:e}"),
+        Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
+            format!("adamw {beta1:e} {beta2:e} {eps:e} {weight_decay:e}")
         }
     }
+}
 
+/// The update traced on `(param, grad, slots..., scalars)`, returning
+/// `(param', slots'...)`: `scalars` is `[lr]` for SGD, `[bc2, 1 - lr wd,
+/// lr / bc1]` for Adam. Op for op the host loop's arithmetic.
+fn update_traced(kind: &Optimizer, xs: &[nn::Tensor]) -> nn::Result<Vec<nn::Tensor>> {
+    let n = xs.len();
+    let (p, g, s) = (&xs[0], &xs[1], &xs[n - 1]);
+    let scalar = |i: usize| s.narrow(0, i, 1)?.reshape(&[]);
+    match *kind {
+        Optimizer::Sgd { momentum, nesterov, weight_decay } => {
+            let mut d = g.clone();
+            if weight_decay != 0.0 {
+                d = d.add(&p.mul_scalar(weight_decay)?)?;
+            }
+            let mut slots = Vec::new();
+            if momentum > 0.0 {
+                let buf = xs[2].mul_scalar(momentum)?.add(&d)?;
+                d = if nesterov { d.add(&buf.mul_scalar(momentum)?)? } else { buf.clone() };
+                slots.push(buf);
+            }
+            let mut out = vec![p.sub(&d.mul(&scalar(0)?)?)?];
+            out.extend(slots);
+            Ok(out)
+        }
+        Optimizer::Adam { beta1, beta2, eps, weight_decay } | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
+            let decoupled = matches!(kind, Optimizer::AdamW { .. });
+            let (mut d, mut base) = (g.clone(), p.clone());
+            if weight_decay != 0.0 {
+                if decoupled {
+                    base = p.mul(&scalar(1)?)?;
+                } else {
+                    d = d.add(&p.mul_scalar(weight_decay)?)?;
+                }
+            }
+            let m = xs[2].mul_scalar(beta1)?.add(&d.mul_scalar(1.0 - beta1)?)?;
+            let v = xs[3].mul_scalar(beta2)?.add(&d.mul(&d)?.mul_scalar(1.0 - beta2)?)?;
+            let denom = v.div(&scalar(0)?)?.sqrt()?.add_scalar(eps)?;
+            let new_p = base.sub(&m.div(&denom)?.mul(&scalar(2)?)?)?;
+            Ok(vec![new_p, m, v])
+        }
+    }
+}
+
+/// The update of a parameter in host memory, in place: a loop over its
+/// values, gradient and slots.
+fn update_on_host(kind: &Optimizer, p: &Tensor, slots: &[Tensor], scalars: &[f32]) {
+    let mut guards: Vec<std::cell::RefMut<super::Storage>> = slots.iter().map(|s| s.0.data.borrow_mut()).collect();
+    let mut slots: Vec<&mut [f32]> = guards
+        .iter_mut()
+        .filter_map(|g| match &mut **g {
+            super::Storage::Host(b) => Some(super::f32s_mut(b)),
+            super::Storage::Cuda(_) => None,
+        })
+        .collect();
+    p.update(|values, g| match *kind {
+        Optimizer::Sgd { momentum, nesterov, weight_decay } => {
+            let (m32, wd32, lr32) = (momentum as f32, weight_decay as f32, scalars[0]);
+            for i in 0..values.len() {
+                let mut d = g[i];
+                if weight_decay != 0.0 {
+                    d += values[i] * wd32;
+                }
+                if momentum > 0.0 {
+                    let buf = slots[0][i] * m32 + d;
+                    slots[0][i] = buf;
+                    d = if nesterov { d + buf * m32 } else { buf };
+                }
+                values[i] -= d * lr32;
+            }
+        }
+        Optimizer::Adam { beta1, beta2, eps, weight_decay } | Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
+            let decoupled = matches!(kind, Optimizer::AdamW { .. });
+            let (bc2, factor, step_size) = (scalars[0], scalars[1], scalars[2]);
+            let (b1, b2, e, wd) = (beta1 as f32, beta2 as f32, eps as f32, weight_decay as f32);
+            let (c1, c2) = ((1.0 - beta1) as f32, (1.0 - beta2) as f32);
+            for i in 0..values.len() {
+                let mut d = g[i];
+                let mut base = values[i];
+                if weight_decay != 0.0 {
+                    if decoupled {
+                        base = values[i] * factor;
+                    } else {
+                        d += values[i] * wd;
+                    }
+                }
+                let m = slots[0][i] * b1 + d * c1;
+                let v = slots[1][i] * b2 + (d * d) * c2;
+                slots[0][i] = m;
+                slots[1][i] = v;
+                let denom = (v / bc2).sqrt() + e;
+                values[i] = base - (m / denom) * step_size;
+            }
+        }
+    });
+}
+
+impl Optim {
     /// The parameters and this optimizer's state under the compiled train
     /// step's names (`hl-optimizer`'s: `<param>`, `<param>.momentum`,
     /// `<param>.exp_avg`, `<param>.exp_avg_sq`, `step`), `names` naming the
@@ -137,12 +290,10 @@ impl Optim {
         }
         let mut out = std::collections::BTreeMap::new();
         for ((name, p), slots) in names.iter().zip(&self.params).zip(&self.slots) {
-            let host = p.host();
-            for (slot, values) in self.slot_names().iter().zip(slots) {
-                let v = values.iter().map(|&x| x as f64).collect();
-                out.insert(format!("{name}.{slot}"), Host::new(host.shape.clone(), DType::F32, v));
+            for (slot, values) in slot_names(&self.kind).iter().zip(slots) {
+                out.insert(format!("{name}.{slot}"), values.host()?);
             }
-            out.insert(name.to_string(), host);
+            out.insert(name.to_string(), p.host()?);
         }
         out.insert("step".into(), Host::new([], DType::I64, vec![self.step as f64]));
         Ok(out)
@@ -162,15 +313,27 @@ impl Optim {
             }
             Ok(t.values.clone())
         };
-        let slot_names = self.slot_names();
-        for ((name, p), slots) in names.iter().zip(&self.params).zip(&mut self.slots) {
-            let n = p.host().values.len();
-            p.set_values(get(name, n)?)?;
-            for (slot, values) in slot_names.iter().zip(slots.iter_mut()) {
-                *values = get(&format!("{name}.{slot}"), n)?.iter().map(|&x| x as f32).collect();
+        let slot_names = slot_names(&self.kind);
+        // Every value is checked before any is written.
+        let mut values = Vec::new();
+        for (name, p) in names.iter().zip(&self.params) {
+            let n: usize = p.0.shape.iter().product();
+            values.push(get(name, n)?);
+            for slot in slot_names {
+                values.push(get(&format!("{name}.{slot}"), n)?);
             }
         }
-        self.step = get("step", 1)?[0] as u64;
+        let step = get("step", 1)?[0];
+        if !(step >= 0.0 && step.fract() == 0.0) {
+            return Err(EagerError::Invalid(format!("'step' is {step}, not a step count")));
+        }
+        let mut it = values.into_iter();
+        for (p, slots) in self.params.iter().zip(&self.slots) {
+            for t in std::iter::once(p).chain(slots) {
+                t.set_values(it.next().ok_or_else(|| EagerError::Invalid("a value went missing".into()))?)?;
+            }
+        }
+        self.step = step as u64;
         Ok(())
     }
 }

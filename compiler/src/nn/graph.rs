@@ -159,6 +159,8 @@ pub(crate) struct GraphState {
 struct EagerState {
     mode: Mode,
     seed: u64,
+    /// Where its parameters, state and ops live.
+    device: crate::eager::Device,
     params: RefCell<Vec<(String, crate::eager::Tensor)>>,
     states: RefCell<Vec<(String, crate::eager::Tensor)>>,
     offset: std::cell::Cell<u64>,
@@ -183,10 +185,11 @@ impl GraphState {
     }
 
     /// A graph whose ops run at once on eager tensors (see [`Graph::eager`]).
-    pub(super) fn new_eager(mode: Mode, seed: u64) -> Rc<Self> {
+    pub(super) fn new_eager(mode: Mode, seed: u64, device: crate::eager::Device) -> Rc<Self> {
         Self::with(Some(EagerState {
             mode,
             seed,
+            device,
             params: RefCell::new(Vec::new()),
             states: RefCell::new(Vec::new()),
             offset: std::cell::Cell::new(0),
@@ -215,6 +218,11 @@ impl GraphState {
 
     pub(super) fn is_eager(&self) -> bool {
         self.eager.is_some()
+    }
+
+    /// Where an eager graph's tensors live.
+    pub(super) fn eager_device(&self) -> Option<crate::eager::Device> {
+        self.eager.as_ref().map(|e| e.device)
     }
 
     /// An eager tensor as a value of this (eager) graph.
@@ -246,7 +254,9 @@ impl GraphState {
     pub(super) fn set_eager_state(self: &Rc<Self>, name: &str, shape: &[usize], values: Vec<f32>) -> Result<()> {
         let Some(e) = &self.eager else { return Err(NnError::Internal("not an eager graph".into())) };
         let invalid = |message: String| NnError::Invalid { layer: None, message };
-        let t = crate::eager::Tensor::from_vec(shape, values).map_err(|err| invalid(err.to_string()))?;
+        let t = crate::eager::Tensor::from_vec(shape, values)
+            .and_then(|t| t.to(&e.device))
+            .map_err(|err| invalid(err.to_string()))?;
         let mut states = e.states.borrow_mut();
         match states.iter_mut().find(|(n, _)| n == name) {
             Some((_, old)) if old.shape() != shape => {
@@ -285,7 +295,9 @@ impl GraphState {
         let stream = (e.params.borrow().len() + e.states.borrow().len()) as u64;
         let mut values = vec![0f32; spec.num_elements()];
         init.fill(&spec.shape, e.seed, stream, &mut values).map_err(|err| invalid(format!("`{name}`: {err}")))?;
-        let t = crate::eager::Tensor::from_vec(&spec.shape, values).map_err(|err| invalid(err.to_string()))?;
+        let t = crate::eager::Tensor::from_vec(&spec.shape, values)
+            .and_then(|t| t.to(&e.device))
+            .map_err(|err| invalid(err.to_string()))?;
         e.states.borrow_mut().push((name.to_string(), t.clone()));
         self.wrap(t)
     }
@@ -354,7 +366,10 @@ impl GraphState {
         let stream = (e.params.borrow().len() + e.states.borrow().len()) as u64;
         let mut values = vec![0f32; spec.num_elements()];
         init.fill(&spec.shape, e.seed, stream, &mut values).map_err(|err| invalid(format!("`{name}`: {err}")))?;
-        let t = crate::eager::Tensor::from_vec(&spec.shape, values).map_err(|err| invalid(err.to_string()))?.param();
+        let t = crate::eager::Tensor::from_vec(&spec.shape, values)
+            .and_then(|t| t.to(&e.device))
+            .map_err(|err| invalid(err.to_string()))?
+            .param();
         e.params.borrow_mut().push((name.to_string(), t.clone()));
         self.wrap(t)
     }
@@ -366,6 +381,7 @@ impl GraphState {
             let host =
                 aicf_runtime::Tensor::new(Vec::<usize>::new(), aicf_runtime::artifact::DType::I64, vec![v as f64]);
             let t = crate::eager::Tensor::from_host(host)
+                .and_then(|t| t.to(&e.device))
                 .map_err(|err| NnError::Invalid { layer: self.current_scope(), message: err.to_string() })?;
             self.wrap(t)
         };

@@ -198,15 +198,23 @@ impl Graph {
     /// from stream `i` under `seed`, as a compiled model's runtime does),
     /// and record the tape for `backward()`.
     pub fn eager(mode: super::Mode, seed: u64) -> Graph {
-        Graph(GraphState::new_eager(mode, seed))
+        Graph::eager_on(mode, seed, crate::eager::Device::Cpu { threads: 0 })
     }
 
-    /// An eager tensor as an input of this eager graph.
+    /// An eager graph whose parameters and model state live on `device`
+    /// (`cuda:N` for a GPU): its inputs go there too (`Tensor::to`).
+    pub fn eager_on(mode: super::Mode, seed: u64, device: crate::eager::Device) -> Graph {
+        Graph(GraphState::new_eager(mode, seed, device))
+    }
+
+    /// An eager tensor as an input of this eager graph, moved to the
+    /// graph's device where it is elsewhere.
     pub fn input(&self, t: &crate::eager::Tensor) -> Result<Tensor> {
-        if !self.0.is_eager() {
+        let Some(device) = self.0.eager_device() else {
             return Err(NnError::Invalid { layer: None, message: "Graph::input takes an eager graph".into() });
-        }
-        self.0.wrap(t.clone())
+        };
+        let t = t.to(&device).map_err(|e| NnError::Invalid { layer: None, message: e.to_string() })?;
+        self.0.wrap(t)
     }
 
     /// An eager graph's parameters, by name, in the order they were created.

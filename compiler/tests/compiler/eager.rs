@@ -3,9 +3,14 @@
 //! tape's bookkeeping (accumulation, shared inputs, no_grad, detach,
 //! zero_grad), and the digits MLP trained eagerly for an epoch against the
 //! compiled train step from the same initial parameters.
+//!
+//! The tests that take a device run twice (`on_devices!`): on the CPU, and
+//! on GPU 0 (`cuda::`, ignored here: `#[ignore]` with the reason; the GPU
+//! session runs them, benches/gpu/eager.sh), against the same compiled CPU
+//! reference.
 
 use crate::optimizer::digits;
-use aicf_compiler::eager::{self, Tensor, optim::Optim};
+use aicf_compiler::eager::{self, Device, Tensor, optim::Optim};
 use aicf_compiler::nn::{Conv2dOptions, Pool2dOptions};
 use aicf_compiler::train::{Options, Trainer};
 use aicf_runtime::{Tensor as Host, artifact::DType};
@@ -29,15 +34,70 @@ fn mlp_loss(p: &[Tensor], x: &Tensor, y: &Tensor) -> Tensor {
         .unwrap()
 }
 
-/// `got` equals `want` within 1e-4 of `want`'s largest magnitude.
-fn assert_close(what: &str, got: &[f64], want: &[f64]) {
-    let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
-    let diff = got.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
-    assert!(diff <= 1e-4 * scale, "{what}: eager and compiled differ by {diff:e} (largest value {scale})");
+/// Each test body named, run on the CPU (`cpu::name`) and on GPU 0
+/// (`cuda::name`, ignored where no GPU is).
+macro_rules! on_devices {
+    ($($name:ident),* $(,)?) => {
+        mod cpu {
+            $( #[test] fn $name() { super::$name(&aicf_compiler::eager::Device::Cpu { threads: 0 }); } )*
+        }
+        mod cuda {
+            $(
+                #[test]
+                #[ignore = "needs a CUDA GPU: the GPU session runs it (benches/gpu/eager.sh)"]
+                fn $name() { super::$name(&aicf_compiler::eager::Device::Cuda { ordinal: 0 }); }
+            )*
+        }
+    };
 }
 
-/// A leaf parameter of `shape` with values in [-1, 1) from a seeded LCG.
+on_devices!(
+    elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences,
+    contractions_normalisation_and_losses_have_the_gradients_of_finite_differences,
+    convolution_and_pooling_have_the_gradients_of_finite_differences,
+    the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad,
+    the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run,
+    the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run,
+    training_moves_between_eager_and_compiled_with_its_optimizer_state,
+    the_layer_api_runs_eagerly_from_the_compiled_models_initial_values,
+    the_cnn_and_the_char_transformer_run_eagerly,
+    model_state_trains_eagerly_as_compiled,
+    clipping_by_global_norm_matches_the_compiled_clip_norm,
+);
+
+/// How close an eager run on `dev` must end to the compiled CPU run, as a
+/// share of the largest magnitude: 1e-4 on the CPU; 1e-3 on a GPU, whose
+/// kernels sum in another order and contract multiply-adds (the CPU's
+/// eager and compiled kernels are the same code).
+fn tolerance(dev: &Device) -> f64 {
+    if dev.is_cuda() { 1e-3 } else { 1e-4 }
+}
+
+/// `got` equals `want` within `tol` of `want`'s largest magnitude.
+fn assert_close_to(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    let scale = want.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let diff = got.iter().zip(want).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+    assert!(diff <= tol * scale, "{what}: eager and compiled differ by {diff:e} (largest value {scale})");
+}
+
+/// `got` equals `want` within 1e-4 of `want`'s largest magnitude.
+fn assert_close(what: &str, got: &[f64], want: &[f64]) {
+    assert_close_to(what, got, want, 1e-4)
+}
+
+/// `host` as an eager tensor on `dev`.
+fn on(dev: &Device, host: Host) -> Tensor {
+    Tensor::from_host(host).unwrap().to(dev).unwrap()
+}
+
+/// A leaf parameter of `shape` on the CPU with values in [-1, 1) from a seeded LCG.
 fn param(shape: &[usize], seed: u64) -> Tensor {
+    param_on(shape, seed, &Device::Cpu { threads: 0 })
+}
+
+/// [`param`] on `dev`.
+fn param_on(shape: &[usize], seed: u64, dev: &Device) -> Tensor {
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     let n: usize = shape.iter().product();
     let values = (0..n)
@@ -46,7 +106,7 @@ fn param(shape: &[usize], seed: u64) -> Tensor {
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect();
-    Tensor::from_vec(shape, values).unwrap().param()
+    Tensor::from_vec(shape, values).unwrap().to(dev).unwrap().param()
 }
 
 /// Eager gradients of `loss(params)` against central differences, at up
@@ -56,8 +116,9 @@ fn check(name: &str, params: &[Tensor], loss: impl Fn(&[Tensor]) -> eager::Resul
     l.backward().unwrap_or_else(|e| panic!("{name}: backward: {e}"));
     let h = 1e-2f64;
     for (k, p) in params.iter().enumerate() {
-        let g = p.grad().unwrap_or_else(|| panic!("{name}: parameter {k} has no gradient"));
-        let base = p.host();
+        let g = p.grad().unwrap().unwrap_or_else(|| panic!("{name}: parameter {k} has no gradient"));
+        let base = p.host().unwrap();
+        let dev = p.device();
         assert_eq!(g.shape, base.shape, "{name}: gradient {k}'s shape");
         let n = base.values.len();
         for i in (0..n).step_by((n / 8).max(1)) {
@@ -67,7 +128,7 @@ fn check(name: &str, params: &[Tensor], loss: impl Fn(&[Tensor]) -> eager::Resul
                 let inputs: Vec<Tensor> = params
                     .iter()
                     .enumerate()
-                    .map(|(j, q)| if j == k { Tensor::from_host(moved.clone()).unwrap() } else { q.detach() })
+                    .map(|(j, q)| if j == k { on(&dev, moved.clone()) } else { q.detach() })
                     .collect();
                 eager::no_grad(|| loss(&inputs).unwrap().item().unwrap())
             };
@@ -81,8 +142,8 @@ fn check(name: &str, params: &[Tensor], loss: impl Fn(&[Tensor]) -> eager::Resul
     }
 }
 
-#[test]
-fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences() {
+fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(dev: &Device) {
+    let param = |shape: &[usize], seed| param_on(shape, seed, dev);
     let (a, b, c) = (param(&[3, 4], 1), param(&[4], 2), param(&[3, 1], 3));
     check("broadcast arithmetic", &[a.clone(), b.clone(), c.clone()], |p| {
         let d = p[0].mul(&p[1])?.add(&p[2])?.sub(&p[1])?;
@@ -101,19 +162,19 @@ fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences() 
         s.mul(&s)?.sum(&[0, 1], false)
     });
     check("softmax", &[param(&[3, 5], 6)], |p| {
-        let w = Tensor::from_vec(&[5], vec![0.5, -1.0, 2.0, 0.25, 1.5])?;
+        let w = Tensor::from_vec(&[5], vec![0.5, -1.0, 2.0, 0.25, 1.5])?.to(dev)?;
         p[0].softmax(1)?.mul(&w)?.add(&p[0].log_softmax(1)?.mul_scalar(0.1)?)?.sum(&[0, 1], false)
     });
 }
 
-#[test]
-fn contractions_normalisation_and_losses_have_the_gradients_of_finite_differences() {
+fn contractions_normalisation_and_losses_have_the_gradients_of_finite_differences(dev: &Device) {
+    let param = |shape: &[usize], seed| param_on(shape, seed, dev);
     check("matmul", &[param(&[2, 3, 4], 7), param(&[2, 4, 5], 8)], |p| p[0].matmul(&p[1])?.sum(&[0, 1, 2], false));
-    let labels = Tensor::from_i32(&[4], &[1, 0, 2, 1]).unwrap();
+    let labels = Tensor::from_i32(&[4], &[1, 0, 2, 1]).unwrap().to(dev).unwrap();
     check("linear + cross-entropy", &[param(&[4, 6], 9), param(&[3, 6], 10), param(&[3], 11)], |p| {
         p[0].linear(&p[1], Some(&p[2]))?.cross_entropy(&labels)
     });
-    let target = Tensor::from_vec(&[4, 3], (0..12).map(|i| i as f32 / 12.0).collect()).unwrap();
+    let target = Tensor::from_vec(&[4, 3], (0..12).map(|i| i as f32 / 12.0).collect()).unwrap().to(dev).unwrap();
     check("linear (no bias) + mse", &[param(&[4, 6], 12), param(&[3, 6], 13)], |p| {
         p[0].linear(&p[1], None)?.mse_loss(&target)
     });
@@ -121,15 +182,15 @@ fn contractions_normalisation_and_losses_have_the_gradients_of_finite_difference
         let y = p[0].layer_norm(&p[1], &p[2], 1, 1e-5)?;
         y.mul(&y)?.sum(&[0, 1], false)
     });
-    let ids = Tensor::from_i32(&[2, 3], &[0, 4, 2, 4, 1, 0]).unwrap();
+    let ids = Tensor::from_i32(&[2, 3], &[0, 4, 2, 4, 1, 0]).unwrap().to(dev).unwrap();
     check("embedding", &[param(&[5, 4], 17)], |p| {
         let e = p[0].gather(&ids, 0)?;
         e.mul(&e)?.sum(&[0, 1, 2], false)
     });
 }
 
-#[test]
-fn convolution_and_pooling_have_the_gradients_of_finite_differences() {
+fn convolution_and_pooling_have_the_gradients_of_finite_differences(dev: &Device) {
+    let param = |shape: &[usize], seed| param_on(shape, seed, dev);
     let o = Conv2dOptions { stride: [2, 1], padding: [1, 1], dilation: [1, 1], groups: 2, ..Default::default() };
     check("conv2d + pools", &[param(&[2, 4, 6, 6], 18), param(&[6, 2, 3, 3], 19), param(&[6], 20)], |p| {
         let y = p[0].conv2d(&p[1], Some(&p[2]), &o)?;
@@ -139,20 +200,19 @@ fn convolution_and_pooling_have_the_gradients_of_finite_differences() {
     });
 }
 
-#[test]
-fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad() {
-    let w = param(&[3], 21);
+fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad(dev: &Device) {
+    let w = param_on(&[3], 21, dev);
     // w used twice: d/dw (w*w + 3w) summed = 2w + 3.
     let l = w.mul(&w).unwrap().add(&w.mul_scalar(3.0).unwrap()).unwrap().sum(&[0], false).unwrap();
     l.backward().unwrap();
-    let want: Vec<f64> = w.values().iter().map(|&v| 2.0 * v as f64 + 3.0).collect();
-    let got = w.grad().unwrap().values;
+    let want: Vec<f64> = w.values().unwrap().iter().map(|&v| 2.0 * v as f64 + 3.0).collect();
+    let got = w.grad().unwrap().unwrap().values;
     assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5), "{got:?} vs {want:?}");
     // A second backward accumulates, zero_grad clears.
     l.backward().unwrap();
-    assert!((w.grad().unwrap().values[0] - 2.0 * want[0]).abs() < 1e-5);
+    assert!((w.grad().unwrap().unwrap().values[0] - 2.0 * want[0]).abs() < 1e-5);
     w.zero_grad();
-    assert!(w.grad().is_none());
+    assert!(w.grad().unwrap().is_none());
     // Nothing is recorded under no_grad, and a detached tensor has no history.
     let y = eager::no_grad(|| w.mul(&w).and_then(|v| v.sum(&[0], false)).unwrap());
     assert!(!y.requires_grad());
@@ -161,7 +221,14 @@ fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad() {
     let short = Host::new([2, 2], DType::F32, vec![1.0]);
     assert!(Tensor::from_host(short).unwrap_err().to_string().contains("1 values for shape [2, 2]"));
     let d = w.detach();
-    assert!(!d.requires_grad() && d.values() == w.values());
+    assert!(!d.requires_grad() && d.values().unwrap() == w.values().unwrap());
+    // Ops run where their inputs are, all on one device.
+    let v = w.mul(&w).unwrap();
+    assert_eq!(v.device().to_string(), dev.to_string());
+    if dev.is_cuda() {
+        let e = w.add(&param(&[3], 22)).unwrap_err().to_string();
+        assert!(e.contains("cuda:0 and cpu"), "{e}");
+    }
     // Only a scalar has a backward; a wrong shape is the op's own error.
     let v = w.mul(&w).unwrap();
     assert!(v.backward().unwrap_err().to_string().contains("a loss is a scalar"));
@@ -172,20 +239,19 @@ fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad() {
 /// One epoch of the digits MLP (45 SGD steps with momentum of 32 rows),
 /// eagerly and as the compiled train step, from the same parameters: the
 /// same parameters at the end, to 1e-4 of their largest magnitude.
-#[test]
-fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
+fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run(dev: &Device) {
     let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", 3, "eager-mlp");
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
-    let params: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).unwrap().param()).collect();
+    let params: Vec<Tensor> = names.iter().map(|n| on(dev, start[*n].clone()).param()).collect();
     let mut opt = Optim::sgd(&params, 0.9, false, 0.0).unwrap();
     let rows = digits();
     let lr = 0.05;
     for step in 0..45 {
         let (xh, yh) = digits_batch(&rows, step, false);
         compiled.step(&[&xh, &yh], lr).unwrap();
-        let (xe, ye) = (Tensor::from_host(xh).unwrap(), Tensor::from_host(yh).unwrap());
+        let (xe, ye) = (on(dev, xh), on(dev, yh));
         opt.zero_grad();
         let loss = mlp_loss(&params, &xe, &ye);
         loss.backward().unwrap();
@@ -193,7 +259,7 @@ fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     }
     let end = compiled.state();
     for (n, p) in names.iter().zip(&params) {
-        assert_close(n, &p.host().values, &end[*n].values);
+        assert_close_to(n, &p.host().unwrap().values, &end[*n].values, tolerance(dev));
     }
     let s = eager::stats();
     assert!(s.calls >= 45 * 8, "{s:?}");
@@ -201,13 +267,12 @@ fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
 
 /// The digits CNN (examples/cnn) trained eagerly for an epoch with Adam
 /// ends on the compiled run's parameters.
-#[test]
-fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
+fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run(dev: &Device) {
     let (model, options) = compiled_reference("cnn/digits_cnn.mlir", "adam", 5, "eager-cnn");
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let names = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight", "fc.bias"];
-    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).unwrap().param()).collect();
+    let p: Vec<Tensor> = names.iter().map(|n| on(dev, start[*n].clone()).param()).collect();
     let mut opt = Optim::adam(&p, 0.0).unwrap();
     let rows = digits();
     let lr = 3e-3;
@@ -215,7 +280,7 @@ fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     for step in 0..45 {
         let (xh, yh) = digits_batch(&rows, step, true);
         compiled.step(&[&xh, &yh], lr).unwrap();
-        let (xe, ye) = (Tensor::from_host(xh).unwrap(), Tensor::from_host(yh).unwrap());
+        let (xe, ye) = (on(dev, xh), on(dev, yh));
         opt.zero_grad();
         let pool = Pool2dOptions::square(2);
         let loss = xe
@@ -234,7 +299,7 @@ fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run() {
     }
     let end = compiled.state();
     for (n, t) in names.iter().zip(&p) {
-        assert_close(n, &t.host().values, &end[*n].values);
+        assert_close_to(n, &t.host().unwrap().values, &end[*n].values, tolerance(dev));
     }
 }
 
@@ -278,8 +343,7 @@ fn an_eager_trace_shows_each_op_and_its_kernels() {
 /// The digits MLP with Adam: 20 steps eager then 25 compiled, and 20
 /// compiled then 25 eager, each carrying the parameters and the
 /// optimizer's state across, end where 45 compiled steps do.
-#[test]
-fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
+fn training_moves_between_eager_and_compiled_with_its_optimizer_state(dev: &Device) {
     let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "adam", 7, "eager-switch");
     let rows = digits();
     let batch = |step: usize| digits_batch(&rows, step, false);
@@ -294,7 +358,7 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
     let eager_steps = |p: &[Tensor], opt: &mut Optim, range: std::ops::Range<usize>| {
         for s in range {
             let (x, y) = batch(s);
-            let (x, y) = (Tensor::from_host(x).unwrap(), Tensor::from_host(y).unwrap());
+            let (x, y) = (on(dev, x), on(dev, y));
             opt.zero_grad();
             let loss = mlp_loss(p, &x, &y);
             loss.backward().unwrap();
@@ -307,11 +371,11 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
     let want = reference.state();
     let check = |what: &str, got: &std::collections::BTreeMap<String, Host>| {
         for n in names {
-            assert_close(&format!("{what}: {n}"), &got[n].values, &want[n].values);
+            assert_close_to(&format!("{what}: {n}"), &got[n].values, &want[n].values, tolerance(dev));
         }
     };
     // Eager, then compiled.
-    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).unwrap().param()).collect();
+    let p: Vec<Tensor> = names.iter().map(|n| on(dev, start[*n].clone()).param()).collect();
     let mut opt = Optim::adam(&p, 0.0).unwrap();
     eager_steps(&p, &mut opt, 0..20);
     let mut t = Trainer::from_file(&model, options.clone()).unwrap();
@@ -321,7 +385,7 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
     // Compiled, then eager.
     let mut t = Trainer::from_file(&model, options).unwrap();
     compiled_steps(&mut t, 0..20);
-    let p: Vec<Tensor> = names.iter().map(|n| Tensor::from_host(start[*n].clone()).unwrap().param()).collect();
+    let p: Vec<Tensor> = names.iter().map(|n| on(dev, start[*n].clone()).param()).collect();
     let mut opt = Optim::adam(&p, 0.0).unwrap();
     opt.load_state(&names, &t.state()).unwrap();
     eager_steps(&p, &mut opt, 20..45);
@@ -337,15 +401,14 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state() {
 /// parameters with the compiled runtime's initial values (same seed), runs
 /// op by op, and trained for an epoch ends on the compiled run's
 /// parameters.
-#[test]
-fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values() {
+fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values(dev: &Device) {
     use aicf_compiler::nn::{self, Module};
     let seed = 11;
     let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", seed, "eager-layers");
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let net = crate::models::mlp::model();
-    let g = nn::Graph::eager(nn::Mode::Train, seed);
+    let g = nn::Graph::eager_on(nn::Mode::Train, seed, *dev);
     let rows = digits();
     let lr = 0.05;
     let mut opt: Option<Optim> = None;
@@ -362,7 +425,8 @@ fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values() {
             // The parameters exist once the model has run; they start where
             // the compiled model's runtime starts them.
             for (name, p) in g.eager_params() {
-                assert_eq!(p.host().values, start[&name].values, "{name}'s initial values");
+                assert_eq!(p.host().unwrap().values, start[&name].values, "{name}'s initial values");
+                assert_eq!(p.device().to_string(), dev.to_string());
             }
             let params: Vec<Tensor> = g.eager_params().into_iter().map(|(_, p)| p).collect();
             opt = Some(Optim::sgd(&params, 0.9, false, 0.0).unwrap());
@@ -377,7 +441,7 @@ fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values() {
         ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
     );
     for (n, p) in params {
-        assert_close(&n, &p.host().values, &end[&n].values);
+        assert_close_to(&n, &p.host().unwrap().values, &end[&n].values, tolerance(dev));
     }
     // A wrong shape is the op's own error, naming the layer.
     let bad = g.input(&Tensor::from_vec(&[2, 63], vec![0.0; 126]).unwrap()).unwrap();
@@ -389,10 +453,9 @@ fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values() {
 /// layer norms, embeddings and dropout) run eagerly: a training step gives
 /// every parameter a gradient, and the transformer's sequence length can
 /// change from call to call.
-#[test]
-fn the_cnn_and_the_char_transformer_run_eagerly() {
+fn the_cnn_and_the_char_transformer_run_eagerly(dev: &Device) {
     use aicf_compiler::nn::{self, Module};
-    let g = nn::Graph::eager(nn::Mode::Train, 3);
+    let g = nn::Graph::eager_on(nn::Mode::Train, 3, *dev);
     let cnn = crate::models::cnn::model();
     let x =
         g.input(&Tensor::from_vec(&[4, 1, 8, 8], (0..256).map(|i| (i % 17) as f32 / 17.0).collect()).unwrap()).unwrap();
@@ -400,7 +463,7 @@ fn the_cnn_and_the_char_transformer_run_eagerly() {
     let loss = cnn.forward(&x).and_then(|z| z.cross_entropy(&y, nn::Reduction::Mean, None)).unwrap();
     loss.eager().unwrap().backward().unwrap();
     assert_eq!(g.eager_params().len(), 6);
-    assert!(g.eager_params().iter().all(|(_, p)| p.grad().is_some()));
+    assert!(g.eager_params().iter().all(|(_, p)| p.grad().unwrap().is_some()));
 
     let lm = crate::models::char_lm::CharLM::new(crate::models::char_lm::Config {
         vocab: 20,
@@ -412,7 +475,7 @@ fn the_cnn_and_the_char_transformer_run_eagerly() {
         batch: 2,
     })
     .unwrap();
-    let g = nn::Graph::eager(nn::Mode::Train, 3);
+    let g = nn::Graph::eager_on(nn::Mode::Train, 3, *dev);
     for seq in [16, 9] {
         let ids: Vec<i32> = (0..2 * seq as i32).map(|i| i % 20).collect();
         let tokens = g.input(&Tensor::from_i32(&[2, seq], &ids).unwrap()).unwrap();
@@ -425,7 +488,7 @@ fn the_cnn_and_the_char_transformer_run_eagerly() {
         assert!(l.item().unwrap().is_finite());
         l.backward().unwrap();
     }
-    assert!(g.eager_params().iter().all(|(_, p)| p.grad().is_some()), "every parameter has a gradient");
+    assert!(g.eager_params().iter().all(|(_, p)| p.grad().unwrap().is_some()), "every parameter has a gradient");
 }
 
 /// The compiled run an eager test is checked against: `examples/<example>`
@@ -487,8 +550,7 @@ impl aicf_compiler::nn::Module for BatchNorm1d {
 /// once in the forward pass, as PyTorch's buffers are) ends an epoch on the
 /// same parameters and running statistics; evaluation leaves them alone;
 /// and they move with the parameters from eager mode to compiled.
-#[test]
-fn model_state_trains_eagerly_as_compiled() {
+fn model_state_trains_eagerly_as_compiled(dev: &Device) {
     use aicf_compiler::nn::{self, Linear, Module, ReLU, Sequential, TensorSpec};
     let model = || {
         Sequential::new()
@@ -507,7 +569,7 @@ fn model_state_trains_eagerly_as_compiled() {
     let (_, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", seed, "eager-state");
     let mut compiled = Trainer::from_source(&traced.text, "bn_mlp", options.clone()).unwrap();
     let net = model();
-    let g = nn::Graph::eager(nn::Mode::Train, seed);
+    let g = nn::Graph::eager_on(nn::Mode::Train, seed, *dev);
     let rows = digits();
     let lr = 0.05;
     let mut opt: Option<Optim> = None;
@@ -533,23 +595,23 @@ fn model_state_trains_eagerly_as_compiled() {
     let states = g.eager_states();
     assert_eq!(states.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["bn.running_mean", "bn.running_var"]);
     for (n, t) in g.eager_params().into_iter().chain(states) {
-        assert_close(&n, &t.host().values, &end[&n].values);
+        assert_close_to(&n, &t.host().unwrap().values, &end[&n].values, tolerance(dev));
     }
     // Evaluation reads the running statistics and writes nothing.
-    let eval = nn::Graph::eager(nn::Mode::Eval, seed);
+    let eval = nn::Graph::eager_on(nn::Mode::Eval, seed, *dev);
     let (xh, _) = digits_batch(&rows, 46, false);
     let x = eval.input(&Tensor::from_host(xh).unwrap()).unwrap();
     net.forward(&x).unwrap();
-    let before: Vec<Vec<f64>> = eval.eager_states().iter().map(|(_, t)| t.host().values).collect();
+    let before: Vec<Vec<f64>> = eval.eager_states().iter().map(|(_, t)| t.host().unwrap().values).collect();
     net.forward(&x).unwrap();
-    let after: Vec<Vec<f64>> = eval.eager_states().iter().map(|(_, t)| t.host().values).collect();
+    let after: Vec<Vec<f64>> = eval.eager_states().iter().map(|(_, t)| t.host().unwrap().values).collect();
     assert_eq!(before, after, "evaluation changed the running statistics");
     // Eager to compiled: parameters, momentum and running statistics.
     let names: Vec<String> = g.eager_params().into_iter().map(|(n, _)| n).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut state = opt.unwrap().state(&refs).unwrap();
     for (n, t) in g.eager_states() {
-        state.insert(n, t.host());
+        state.insert(n, t.host().unwrap());
     }
     let mut moved = Trainer::from_source(&traced.text, "bn_mlp", options).unwrap();
     moved.set_state(&state).unwrap();
@@ -558,7 +620,7 @@ fn model_state_trains_eagerly_as_compiled() {
         assert_eq!(now[n].values, t.values, "{n} moved to the compiled trainer");
     }
     // And compiled to eager: a graph's state set from a compiled run's.
-    let fresh = nn::Graph::eager(nn::Mode::Train, seed);
+    let fresh = nn::Graph::eager_on(nn::Mode::Train, seed, *dev);
     fresh
         .set_eager_state("bn.running_mean", &[32], end["bn.running_mean"].values.iter().map(|&v| v as f32).collect())
         .unwrap();
@@ -576,7 +638,7 @@ fn eager_gemms_run_by_the_candidate_the_environment_names() {
         let a = param(&[8, 16], 1);
         let b = param(&[16, 4], 2);
         match a.matmul(&b) {
-            Ok(c) => println!("product {name} {:?}", c.values()),
+            Ok(c) => println!("product {name} {:?}", c.values().unwrap()),
             Err(e) => println!("error {name}: {e}"),
         }
         return;
@@ -601,4 +663,129 @@ fn eager_gemms_run_by_the_candidate_the_environment_names() {
     assert_close("openblas against generated", &values(&run("openblas"), "openblas"), &generated);
     let text = run("bogus");
     assert!(text.contains("error bogus: AICF_EAGER_GEMM=\"bogus\" is not one of generated, library"), "{text}");
+}
+
+/// Clipping by global norm (`Optim::clip_grad_norm`, before `step`) ends an
+/// epoch of the digits MLP with AdamW and weight decay where the compiled
+/// step with `clip_norm` does: the threshold clips some steps and not
+/// others.
+fn clipping_by_global_norm_matches_the_compiled_clip_norm(dev: &Device) {
+    let (model, mut options) = compiled_reference("mlp/digits_mlp.mlir", "adamw", 9, "eager-clip");
+    options.clip_norm = Some(0.6);
+    options.weight_decay = 0.01;
+    let mut compiled = Trainer::from_file(&model, options).unwrap();
+    let start = compiled.state();
+    let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
+    let p: Vec<Tensor> = names.iter().map(|n| on(dev, start[*n].clone()).param()).collect();
+    let mut opt = Optim::adamw(&p, 0.01).unwrap();
+    let rows = digits();
+    let lr = 3e-3;
+    let mut norms = Vec::new();
+    for step in 0..45 {
+        let (xh, yh) = digits_batch(&rows, step, false);
+        compiled.step(&[&xh, &yh], lr).unwrap();
+        opt.zero_grad();
+        mlp_loss(&p, &on(dev, xh), &on(dev, yh)).backward().unwrap();
+        norms.push(opt.clip_grad_norm(0.6).unwrap());
+        opt.step(lr).unwrap();
+    }
+    let clipped = norms.iter().filter(|&&n| n > 0.6).count();
+    assert!(clipped >= 10 && clipped <= 40, "some steps clip, some do not: {norms:?}");
+    let end = compiled.state();
+    for (n, t) in names.iter().zip(&p) {
+        assert_close_to(n, &t.host().unwrap().values, &end[*n].values, tolerance(dev));
+    }
+    assert!(opt.clip_grad_norm(0.0).unwrap_err().to_string().contains("not above 0"));
+}
+
+/// The optimizers' update as the compiled kernel a GPU runs (traced from
+/// the same formulas) against the host loop, on the CPU: SGD with
+/// momentum, Nesterov and weight decay, Adam with L2 decay, AdamW; 6 steps
+/// of the digits MLP each, the same parameters and slots at the end.
+#[test]
+fn the_optimizers_update_kernels_match_their_host_loops() {
+    let rows = digits();
+    let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
+    let shapes: [&[usize]; 4] = [&[32, 64], &[32], &[10, 32], &[10]];
+    let kinds = [
+        aicf_compiler::passes::Optimizer::Sgd { momentum: 0.9, nesterov: true, weight_decay: 1e-3 },
+        aicf_compiler::passes::Optimizer::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 1e-3 },
+        aicf_compiler::passes::Optimizer::AdamW { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 1e-2 },
+    ];
+    for kind in kinds {
+        let run = |kernels: bool| {
+            let p: Vec<Tensor> = shapes.iter().enumerate().map(|(i, s)| param(s, 40 + i as u64)).collect();
+            let mut opt = Optim::new(kind.clone(), &p).unwrap();
+            opt.use_kernels(kernels);
+            for step in 0..6 {
+                let (x, y) = digits_batch(&rows, step, false);
+                let x = Host::new(x.shape.clone(), DType::F32, x.values.iter().map(|v| v / 16.0).collect());
+                opt.zero_grad();
+                mlp_loss(&p, &Tensor::from_host(x).unwrap(), &Tensor::from_host(y).unwrap()).backward().unwrap();
+                opt.step(0.01).unwrap();
+            }
+            opt.state(&names).unwrap()
+        };
+        let (host, kernel) = (run(false), run(true));
+        assert_eq!(host.keys().collect::<Vec<_>>(), kernel.keys().collect::<Vec<_>>());
+        for (name, want) in &host {
+            assert_close_to(&format!("{kind:?} {name}"), &kernel[name].values, &want.values, 1e-6);
+        }
+    }
+}
+
+/// Moving a tensor to a GPU: where none is, a clear error that says why;
+/// where one is, the values come back as they went.
+#[test]
+fn tensors_move_to_a_gpu_or_say_why_they_cannot() {
+    let t = Tensor::from_vec(&[2, 3], vec![1.0, -2.0, 3.5, 0.0, 1e-3, 7.0]).unwrap();
+    let gpu = Device::Cuda { ordinal: 0 };
+    match aicf_runtime::cuda::available() {
+        Err(why) => {
+            let e = t.to(&gpu).unwrap_err().to_string();
+            assert!(e.contains(&why), "{e}");
+            let g = aicf_compiler::nn::Graph::eager_on(aicf_compiler::nn::Mode::Train, 0, gpu);
+            assert!(g.input(&t).unwrap_err().to_string().contains(&why));
+        }
+        Ok(()) => {
+            let d = t.to(&gpu).unwrap();
+            assert_eq!(d.device().to_string(), "cuda:0");
+            assert_eq!(d.values().unwrap(), t.values().unwrap());
+            assert_eq!(d.to(&Device::Cpu { threads: 0 }).unwrap().values().unwrap(), t.values().unwrap());
+        }
+    }
+}
+
+/// Every kernel the eager op families run (forward, vector-Jacobian
+/// products, the optimizers' update kernels) compiles for a GPU without
+/// one (`eager::prepare`), and `ptxas` accepts the PTX for sm_80 and sm_90
+/// where it is installed: what a GPU run of these tests loads.
+#[test]
+fn every_eager_kernel_compiles_to_ptx_that_ptxas_accepts() {
+    let cpu = Device::Cpu { threads: 0 };
+    elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(&cpu);
+    contractions_normalisation_and_losses_have_the_gradients_of_finite_differences(&cpu);
+    convolution_and_pooling_have_the_gradients_of_finite_differences(&cpu);
+    let p: Vec<Tensor> = [[10usize, 64].as_slice(), &[10]].iter().enumerate().map(|(i, s)| param(s, i as u64)).collect();
+    for kind in ["sgd", "adam"] {
+        let mut opt = if kind == "sgd" { Optim::sgd(&p, 0.9, false, 0.0) } else { Optim::adam(&p, 0.0) }.unwrap();
+        opt.use_kernels(true);
+        let (x, y) = digits_batch(&digits(), 0, false);
+        let loss = Tensor::from_host(x).unwrap().linear(&p[0], Some(&p[1])).unwrap();
+        loss.cross_entropy(&Tensor::from_host(y).unwrap()).unwrap().backward().unwrap();
+        opt.step(0.01).unwrap();
+    }
+    let dirs = eager::prepare(&Device::Cuda { ordinal: 0 }).unwrap();
+    assert!(dirs.len() >= 40, "{} kernels", dirs.len());
+    if aicf_compiler::codegen::ptxas().is_none() {
+        eprintln!("ptxas not found: the PTX was generated, not assembled");
+        return;
+    }
+    for dir in &dirs {
+        for chip in ["sm_80", "sm_90"] {
+            for ptx in aicf_compiler::codegen::ptx_files(dir, chip).unwrap() {
+                aicf_compiler::codegen::validate_ptx(&ptx, chip).unwrap_or_else(|e| panic!("{}: {e}", ptx.display()));
+            }
+        }
+    }
 }

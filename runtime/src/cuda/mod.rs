@@ -20,6 +20,7 @@
 
 mod bundle;
 mod cublas;
+pub mod eager;
 pub mod nccl;
 mod session;
 
