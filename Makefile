@@ -4,7 +4,7 @@
 CARGO ?= cargo
 AICF_OPT := target/debug/aicf-opt
 
-.PHONY: all setup build demo grow grow-lm test lit check-runtime-deps gpu-bundle gpu-pack fmt clean onnx-venv onnx-fixtures onnx-conformance
+.PHONY: all setup build demo grow grow-lm test lit check-runtime-deps gpu-bundle gpu-pack gpu-pack-eager fmt clean onnx-venv onnx-fixtures onnx-conformance
 
 all: build
 
@@ -97,6 +97,14 @@ gpu-bundle: setup
 #   bash target/gpu-pack/session.sh      (on the GPU machine)
 gpu-pack: gpu-bundle
 	benches/gpu/pack.sh
+
+# Eager mode's tests on a GPU (target/gpu-pack-eager, about 34 MB: the
+# compiler's test binary, stripped and compressed, and eager.sh), carried
+# by a device call of its own (the two packs together pass the 64 MiB one
+# call carries):
+#   bash target/gpu-pack-eager/eager.sh  (on the GPU machine)
+gpu-pack-eager: setup
+	benches/gpu/pack_eager.sh
 
 # Only the FileCheck regression suite.
 lit: setup
