@@ -246,6 +246,24 @@ pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String>
 /// Integer inputs that kernels use as indices (labels, token ids), checked
 /// on the host before anything runs: a bad one is an error naming it, not
 /// a wild read.
+/// Whether the indices in `bytes` (little-endian integers of the check's
+/// dtype) are valid for `check`; the error names the first bad one.
+pub(crate) fn check_index_bytes(check: &crate::artifact::IndexCheck, bytes: &[u8]) -> std::result::Result<(), String> {
+    let values: Box<dyn Iterator<Item = i64>> = match check.dtype {
+        DType::I32 => Box::new(bytes.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64)),
+        DType::I64 => Box::new(bytes.chunks_exact(8).map(|b| {
+            i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+        })),
+        _ => return Ok(()),
+    };
+    for (i, v) in values.enumerate() {
+        if (v < 0 || v >= check.bound) && Some(v) != check.allowed {
+            return Err(format!("{} {v} at position {i} is outside [0, {})", check.what, check.bound));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn check_input_indices(f: &Function, inputs: &[&Tensor]) -> std::result::Result<(), String> {
     for c in &f.calls {
         for check in &c.index_checks {

@@ -491,6 +491,15 @@ struct Runtime {
     sources: std::collections::BTreeMap<String, String>,
 }
 
+impl Drop for Runtime {
+    /// Waits for each GPU's queued ops before the kernels' modules unload.
+    fn drop(&mut self) {
+        for s in self.streams.values() {
+            let _ = s.synchronize();
+        }
+    }
+}
+
 impl Runtime {
     fn new() -> Self {
         let dir = aicf_runtime::registry::cache_dir()
@@ -1027,7 +1036,7 @@ impl Tensor {
     /// Replaces the values with `new`'s (same shape, dtype and device),
     /// keeping this tensor's identity: an optimizer's update.
     pub(crate) fn assign(&self, new: Tensor) -> Result<()> {
-        if new.0.shape != self.0.shape || new.0.dtype != self.0.dtype {
+        if new.0.shape != self.0.shape || new.0.dtype != self.0.dtype || !same_device(&new.device(), &self.device()) {
             return Err(EagerError::Invalid(format!("assigning {new:?} to {self:?}")));
         }
         let storage = new.into_storage()?;

@@ -140,7 +140,9 @@ impl Graph {
             let dtype = crate::eager::dtype_of(spec)
                 .map_err(|e| NnError::Invalid { layer: self.0.current_scope(), message: e.to_string() })?;
             let host = aicf_runtime::Tensor::new(spec.shape.clone(), dtype, all);
+            let device = self.0.eager_device().unwrap_or_default();
             let t = crate::eager::Tensor::from_host(host)
+                .and_then(|t| t.to(&device))
                 .map_err(|e| NnError::Invalid { layer: self.0.current_scope(), message: e.to_string() })?;
             return self.0.wrap(t);
         }

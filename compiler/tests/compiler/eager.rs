@@ -234,6 +234,15 @@ fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad(dev: &D
     assert!(v.backward().unwrap_err().to_string().contains("a loss is a scalar"));
     let e = w.matmul(&w).unwrap_err().to_string();
     assert!(e.starts_with("matmul:"), "{e}");
+    // A label or index outside its range is an error naming it, before
+    // any kernel reads with it.
+    let logits = param_on(&[2, 3], 23, dev);
+    let bad = Tensor::from_i32(&[2], &[1, 3]).unwrap().to(dev).unwrap();
+    let e = logits.cross_entropy(&bad).unwrap_err().to_string();
+    assert!(e.contains("3 at position 1 is outside [0, 3)"), "{e}");
+    let ids = Tensor::from_i32(&[2], &[0, -1]).unwrap().to(dev).unwrap();
+    let e = logits.gather(&ids, 0).unwrap_err().to_string();
+    assert!(e.contains("-1 at position 1 is outside [0, 2)"), "{e}");
 }
 
 /// One epoch of the digits MLP (45 SGD steps with momentum of 32 rows),

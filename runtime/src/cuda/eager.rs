@@ -14,7 +14,7 @@
 use super::{CudaModule, available, cuda_err, launch_kernel};
 use crate::artifact::{Buffer, Role};
 use crate::error::{Result, RuntimeError};
-use cudarc::driver::{CudaContext, CudaStream, result};
+use cudarc::driver::{CudaContext, CudaStream, result, sys};
 use std::sync::Arc;
 
 /// One GPU's stream for eager ops, in program order.
@@ -31,6 +31,26 @@ impl EagerStream {
         available().map_err(|message| RuntimeError::Device { device: device.clone(), message })?;
         let ctx = CudaContext::new(ordinal).map_err(cuda_err(format!("opening GPU {ordinal}")))?;
         let stream = ctx.new_stream().map_err(cuda_err("creating the eager stream"))?;
+        // The default pool returns freed blocks to the system at every
+        // synchronisation (its release threshold is 0); eager mode
+        // synchronises on every read back, so keep them for reuse, as
+        // PyTorch's caching allocator does.
+        ctx.bind_to_thread().map_err(cuda_err("binding the context"))?;
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        let mut keep = u64::MAX;
+        // SAFETY: the device's default pool, and a u64 attribute value.
+        unsafe {
+            sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+                .result()
+                .map_err(cuda_err("reading the device's memory pool"))?;
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                &mut keep as *mut u64 as *mut std::ffi::c_void,
+            )
+            .result()
+            .map_err(cuda_err("setting the memory pool's release threshold"))?;
+        }
         Ok(Arc::new(EagerStream { ctx, stream, ordinal }))
     }
 
@@ -157,9 +177,17 @@ impl CudaModule {
     /// `args` (one per argument of the function in signature order:
     /// inputs, outputs, arena), with the module loaded on the stream's GPU.
     /// A function that reads a symbol or sums over replicas is refused.
+    ///
+    /// Integer operands that index (labels, token ids) are checked first,
+    /// as the CPU and a compiled session check them: their values are
+    /// read back (waiting for the stream), so a bad index is an error
+    /// naming it, never a read or write outside a buffer.
     pub fn launch_on(&self, stream: &EagerStream, function: &str, args: &[&DeviceMemory]) -> Result<()> {
         let f = self.function(function)?;
         let fail = |message: String| RuntimeError::Arguments { function: function.into(), message };
+        if self.ordinal != stream.ordinal {
+            return Err(fail(format!("the module is loaded on cuda:{}, the launch is on cuda:{}", self.ordinal, stream.ordinal)));
+        }
         if args.len() != f.args.len() {
             return Err(fail(format!("{} buffers for {} arguments", args.len(), f.args.len())));
         }
@@ -172,6 +200,22 @@ impl CudaModule {
             }
             if m.stream.ordinal != stream.ordinal {
                 return Err(fail(format!("argument {} is on cuda:{}, the launch on cuda:{}", a.bind, m.stream.ordinal, stream.ordinal)));
+            }
+        }
+        for (k, c) in f.calls.iter().enumerate() {
+            for check in &c.index_checks {
+                let Some(Buffer::Arg { index }) = c.buffers.get(check.operand).copied() else { continue };
+                if f.args.get(index).map(|a| a.role()) != Some(Role::Input) {
+                    continue;
+                }
+                let width = check.dtype.bytes();
+                let memory = args[index];
+                let mut bytes = vec![0u8; memory.bytes];
+                memory.read(&mut bytes)?;
+                let count = check.count.min(bytes.len() / width.max(1));
+                if let Err(message) = crate::host::check_index_bytes(check, &bytes[..count * width]) {
+                    return Err(RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message });
+                }
             }
         }
         let arena = f.args.iter().position(|a| a.role() == Role::Arena);
