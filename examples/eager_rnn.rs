@@ -1,13 +1,20 @@
 //! Eager mode on a dynamic model: a character RNN trained on the lines of
 //! tiny Shakespeare, each as long as it is (no padding).
 //!
-//!   cargo run -p aicf-compiler --example eager_rnn [-- LINES]
+//!   cargo run -p aicf-compiler --example eager_rnn [-- LINES [DEVICE]]   (DEVICE: cpu, cuda, cuda:N)
 
 #[path = "eager_rnn/model.rs"]
 mod model;
 
 fn main() {
     let lines: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(400);
+    let device = match aicf_compiler::eager::Device::parse(&std::env::args().nth(2).unwrap_or_else(|| "cpu".into())) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("eager_rnn: {e}");
+            std::process::exit(2);
+        }
+    };
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/tinyshakespeare.txt");
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -17,7 +24,7 @@ fn main() {
         }
     };
     let started = std::time::Instant::now();
-    let losses = match model::train(&text, lines, 80, 3e-3) {
+    let losses = match model::train(&text, lines, 80, 3e-3, &device) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("eager_rnn: {e}");

@@ -6,7 +6,7 @@
 //!   h_t = tanh(E[x_t] + U h_{t-1} + b),  logits_t = W h_t + c,
 //!   loss = mean_t cross_entropy(logits_t, x_{t+1})
 
-use aicf_compiler::eager::{self, Tensor, optim::Optim};
+use aicf_compiler::eager::{self, Device, Tensor, optim::Optim};
 
 pub struct CharRnn {
     pub vocab: Vec<char>,
@@ -16,9 +16,10 @@ pub struct CharRnn {
     pub w: Tensor,
     pub c: Tensor,
     hidden: usize,
+    device: Device,
 }
 
-fn uniform(shape: &[usize], bound: f32, seed: &mut u64) -> eager::Result<Tensor> {
+fn uniform(shape: &[usize], bound: f32, seed: &mut u64, device: &Device) -> eager::Result<Tensor> {
     let n: usize = shape.iter().product();
     let v = (0..n)
         .map(|_| {
@@ -26,13 +27,14 @@ fn uniform(shape: &[usize], bound: f32, seed: &mut u64) -> eager::Result<Tensor>
             (((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0) * bound
         })
         .collect();
-    Ok(Tensor::from_vec(shape, v)?.param())
+    Ok(Tensor::from_vec(shape, v)?.to(device)?.param())
 }
 
 impl CharRnn {
     /// A model over the characters of `text`, `hidden` units, PyTorch's
-    /// nn.RNN initialisation (U(-1/sqrt(hidden), 1/sqrt(hidden))).
-    pub fn new(text: &str, hidden: usize, seed: u64) -> eager::Result<CharRnn> {
+    /// nn.RNN initialisation (U(-1/sqrt(hidden), 1/sqrt(hidden))), its
+    /// parameters on `device`.
+    pub fn new(text: &str, hidden: usize, seed: u64, device: &Device) -> eager::Result<CharRnn> {
         let mut vocab: Vec<char> = text.chars().collect();
         vocab.sort_unstable();
         vocab.dedup();
@@ -40,13 +42,14 @@ impl CharRnn {
         let bound = 1.0 / (hidden as f32).sqrt();
         let mut s = seed;
         Ok(CharRnn {
-            embed: uniform(&[v, hidden], bound, &mut s)?,
-            u: uniform(&[hidden, hidden], bound, &mut s)?,
-            b: uniform(&[hidden], bound, &mut s)?,
-            w: uniform(&[v, hidden], bound, &mut s)?,
-            c: uniform(&[v], bound, &mut s)?,
+            embed: uniform(&[v, hidden], bound, &mut s, device)?,
+            u: uniform(&[hidden, hidden], bound, &mut s, device)?,
+            b: uniform(&[hidden], bound, &mut s, device)?,
+            w: uniform(&[v, hidden], bound, &mut s, device)?,
+            c: uniform(&[v], bound, &mut s, device)?,
             vocab,
             hidden,
+            device: *device,
         })
     }
 
@@ -67,11 +70,12 @@ impl CharRnn {
         if ids.len() < 2 {
             return Err(eager::EagerError::Invalid("a line of fewer than 2 characters has nothing to predict".into()));
         }
-        let mut h = Tensor::from_vec(&[1, self.hidden], vec![0.0; self.hidden])?;
+        let d = &self.device;
+        let mut h = Tensor::from_vec(&[1, self.hidden], vec![0.0; self.hidden])?.to(d)?;
         let mut total: Option<Tensor> = None;
         for pair in ids.windows(2) {
-            let x = Tensor::from_i32(&[1], &pair[..1])?;
-            let y = Tensor::from_i32(&[1], &pair[1..])?;
+            let x = Tensor::from_i32(&[1], &pair[..1])?.to(d)?;
+            let y = Tensor::from_i32(&[1], &pair[1..])?.to(d)?;
             h = self.embed.gather(&x, 0)?.add(&h.linear(&self.u, Some(&self.b))?)?.tanh()?;
             let l = h.linear(&self.w, Some(&self.c))?.cross_entropy(&y)?;
             total = Some(match total {
@@ -81,15 +85,16 @@ impl CharRnn {
         }
         // 1 / steps as a tensor, not a constant of the op: one kernel for
         // every length.
-        let scale = Tensor::from_vec(&[], vec![1.0 / (ids.len() - 1) as f32])?;
+        let scale = Tensor::from_vec(&[], vec![1.0 / (ids.len() - 1) as f32])?.to(d)?;
         total.ok_or_else(|| eager::EagerError::Invalid("empty line".into()))?.mul(&scale)
     }
 }
 
 /// Trains on the first `lines` lines of `text` (each cut to `max_len`
-/// characters) with Adam; returns each line's loss, its length, in order.
-pub fn train(text: &str, lines: usize, max_len: usize, lr: f64) -> eager::Result<Vec<(f64, usize)>> {
-    let model = CharRnn::new(text, 64, 1)?;
+/// characters) with Adam on `device`; returns each line's loss, its
+/// length, in order.
+pub fn train(text: &str, lines: usize, max_len: usize, lr: f64, device: &Device) -> eager::Result<Vec<(f64, usize)>> {
+    let model = CharRnn::new(text, 64, 1, device)?;
     let mut opt = Optim::adam(&model.params(), 0.0)?;
     let mut out = Vec::new();
     for line in text.lines().filter(|l| l.chars().count() >= 2).take(lines) {

@@ -63,6 +63,7 @@ on_devices!(
     the_cnn_and_the_char_transformer_run_eagerly,
     model_state_trains_eagerly_as_compiled,
     clipping_by_global_norm_matches_the_compiled_clip_norm,
+    a_character_rnn_over_lines_of_any_length_trains_eagerly,
 );
 
 /// How close an eager run on `dev` must end to the compiled CPU run, as a
@@ -317,10 +318,9 @@ mod rnn;
 
 /// The dynamic example (examples/eager_rnn): lines of different lengths,
 /// each its own tape, and the loss falls.
-#[test]
-fn a_character_rnn_over_lines_of_any_length_trains_eagerly() {
+fn a_character_rnn_over_lines_of_any_length_trains_eagerly(dev: &Device) {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../data/tinyshakespeare.txt")).unwrap();
-    let losses = rnn::train(&text, 60, 40, 1e-2).unwrap();
+    let losses = rnn::train(&text, 60, 40, 1e-2, dev).unwrap();
     let lengths: std::collections::BTreeSet<usize> = losses.iter().map(|x| x.1).collect();
     assert!(lengths.len() >= 8, "lengths {lengths:?}");
     let mean = |s: &[(f64, usize)]| s.iter().map(|x| x.0).sum::<f64>() / s.len() as f64;
