@@ -112,6 +112,9 @@ impl Optim {
     /// One update with learning rate `lr` from the parameters' gradients
     /// (a parameter without one is left as it is, as PyTorch does).
     pub fn step(&mut self, lr: f64) -> Result<()> {
+        if !lr.is_finite() || lr < 0.0 {
+            return Err(EagerError::Invalid(format!("step: the learning rate {lr} is not a finite number >= 0")));
+        }
         self.step += 1;
         let t = self.step as f64;
         let lr32 = lr as f32;

@@ -705,6 +705,9 @@ fn clipping_by_global_norm_matches_the_compiled_clip_norm(dev: &Device) {
         assert_close_to(n, &t.host().unwrap().values, &end[*n].values, tolerance(dev));
     }
     assert!(opt.clip_grad_norm(0.0).unwrap_err().to_string().contains("not above 0"));
+    let before = p[0].values().unwrap();
+    assert!(opt.step(f64::NAN).unwrap_err().to_string().contains("learning rate NaN"));
+    assert_eq!(p[0].values().unwrap(), before, "a refused step changes nothing");
 }
 
 /// The optimizers' update as the compiled kernel a GPU runs (traced from
