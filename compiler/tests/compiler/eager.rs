@@ -235,6 +235,10 @@ fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad(dev: &D
     assert!(v.backward().unwrap_err().to_string().contains("a loss is a scalar"));
     let e = w.matmul(&w).unwrap_err().to_string();
     assert!(e.starts_with("matmul:"), "{e}");
+    // Ops that fold to their input still give their values (their output
+    // buffers, taken from a pool of old ones, are written whole).
+    let same = w.reshape(&[3]).unwrap().mul_scalar(1.0).unwrap().add_scalar(0.0).unwrap().narrow(0, 0, 3).unwrap();
+    assert_eq!(same.values().unwrap(), w.values().unwrap());
     // A label or index outside its range is an error naming it, before
     // any kernel reads with it.
     let logits = param_on(&[2, 3], 23, dev);
