@@ -264,6 +264,15 @@ pub trait Backend {
                 }
                 .into());
             }
+            // A run never saves a NaN or an infinity (it stops on one and
+            // keeps its last good checkpoint): one here is damage.
+            if let Some(at) = first_non_finite(e.dtype, &e.bytes) {
+                return Err(CheckpointError::Corrupt {
+                    path: p.clone(),
+                    message: format!("{} holds a NaN or an infinity (element {at})", s.name),
+                }
+                .into());
+            }
         }
         let choices: Option<BTreeMap<String, String>> =
             match metadata.get(GEMM_CHOICES) {
@@ -286,6 +295,25 @@ pub trait Backend {
     }
 }
 
+/// The first element of `bytes` (little-endian values of `dtype`) that is
+/// a NaN or an infinity; integers have none.
+fn first_non_finite(dtype: crate::artifact::DType, bytes: &[u8]) -> Option<usize> {
+    use crate::artifact::DType;
+    let half = |mask: u16| {
+        bytes.chunks_exact(2).position(|b| u16::from_le_bytes([b[0], b[1]]) & mask == mask)
+    };
+    match dtype {
+        DType::F32 => bytes.chunks_exact(4).position(|b| !f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite()),
+        DType::F64 => bytes.chunks_exact(8).position(|b| {
+            !f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).is_finite()
+        }),
+        // The exponent all ones.
+        DType::BF16 => half(0x7f80),
+        DType::F16 => half(0x7c00),
+        DType::I32 | DType::I64 | DType::I1 | DType::U8 => None,
+    }
+}
+
 /// fp16's loss-scaling states (`hl-optimizer{loss-scale}`): a checkpoint
 /// without them (another precision's) leaves them at their initial values.
 pub const LOSS_SCALING: [&str; 2] = ["loss_scale", "loss_scale.good_steps"];
@@ -299,11 +327,29 @@ pub(crate) fn trace_clock_us() -> f64 {
     EPOCH.get_or_init(std::time::Instant::now).elapsed().as_secs_f64() * 1e6
 }
 
-/// Whether `device` can run here: the error says why not (no CUDA driver,
-/// no such GPU). Cheap: call it before compiling for the device.
+/// The most CPU worker threads a run may ask for, per core.
+pub const MAX_THREADS_PER_CORE: usize = 16;
+
+/// Whether `device` can run here: the error says why not (too many CPU
+/// threads, no CUDA driver, no such GPU). Cheap: call it before compiling
+/// for the device.
 pub fn check_device(device: &Device) -> Result<()> {
     match *device {
-        Device::Cpu { .. } => Ok(()),
+        Device::Cpu { threads } => {
+            // More workers than this many per core only queue for the
+            // cores (and thousands take minutes to start).
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let most = cores.saturating_mul(MAX_THREADS_PER_CORE);
+            if threads > most {
+                return Err(RuntimeError::Device {
+                    device: device.to_string(),
+                    message: format!(
+                        "{threads} threads on {cores} core(s): at most {most} ({MAX_THREADS_PER_CORE} per core; 0 is one per core)"
+                    ),
+                });
+            }
+            Ok(())
+        }
         Device::Cuda { ordinal } => {
             let fail = |message: String| RuntimeError::Device { device: device.to_string(), message };
             crate::cuda::available().map_err(fail)?;

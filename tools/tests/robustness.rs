@@ -82,3 +82,34 @@ fn killed_training_resumes_to_the_same_bits() {
     let out = scratch("kill");
     run(env!("CARGO_BIN_EXE_aicf-kill"), &["--trials", "8", "--seed", "5"], &out);
 }
+
+/// Two runs never write one checkpoint directory at once: while another
+/// process holds its lock (here this test, as a running `aicf train`
+/// would), a run into it stops before compiling, naming the directory,
+/// and writes nothing there; once the lock is released it runs.
+#[test]
+fn a_checkpoint_directory_takes_one_run_at_a_time() {
+    let dir = scratch("locked");
+    let ckpt = dir.join("ckpt");
+    std::fs::create_dir_all(&ckpt).unwrap();
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(ckpt.join(".lock")).unwrap();
+    lock.try_lock().unwrap();
+    let train = || {
+        Command::new(env!("CARGO_BIN_EXE_aicf"))
+            .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", "1"])
+            .arg("--out")
+            .arg(dir.join("run"))
+            .arg("--checkpoint-dir")
+            .arg(&ckpt)
+            .output()
+            .unwrap()
+    };
+    let refused = train();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("another run is writing its checkpoints here"), "{err}");
+    assert!(!ckpt.join("last.safetensors").exists() && !dir.join("run").exists());
+    drop(lock);
+    let ran = train();
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(ckpt.join("last.safetensors").exists());
+}

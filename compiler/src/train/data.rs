@@ -201,11 +201,22 @@ pub struct DataOptions {
     /// largest magnitude (evaluating a checkpoint: the scale it trained
     /// with).
     pub feature_scale: Option<f64>,
+    /// Text: the vocabulary to read it with (a checkpoint's `vocabulary`:
+    /// `bytes`, or its characters in id order) instead of the text's own
+    /// characters; a character outside it is an error.
+    pub vocabulary: Option<String>,
 }
 
 impl Default for DataOptions {
     fn default() -> Self {
-        DataOptions { seed: 0, val_split: 0.2, windows_per_epoch: None, eval_windows: 256, feature_scale: None }
+        DataOptions {
+            seed: 0,
+            val_split: 0.2,
+            windows_per_epoch: None,
+            eval_windows: 256,
+            feature_scale: None,
+            vocabulary: None,
+        }
     }
 }
 
@@ -472,6 +483,16 @@ fn parse_table(path: &Path, class_labels: bool) -> Result<(Vec<f64>, Vec<f64>, u
         if let Some(bad_cell) = values.iter().position(|v| !v.is_finite()) {
             return Err(at(format!("column {} is {}, not a finite number", bad_cell + 1, values[bad_cell])));
         }
+        // The model computes in f32 (and at most f64 inputs, which read the
+        // scaled features as f32 ones do).
+        if let Some(bad_cell) = values.iter().position(|v| v.abs() > f32::MAX as f64) {
+            return Err(at(format!(
+                "column {} is {:e}, beyond the largest f32 ({:e})",
+                bad_cell + 1,
+                values[bad_cell],
+                f32::MAX
+            )));
+        }
         let Some((&label, row)) = values.split_last() else { continue };
         match width {
             None => width = Some(row.len()),
@@ -620,7 +641,24 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
     }
     let classes = sig.classes().ok_or_else(|| bad(format!("{name}: the model has no @forward output to predict")))?;
     let bytes = read_bytes(path)?;
-    let vocab = if classes == 256 {
+    let vocab = if let Some(given) = &options.vocabulary {
+        if given == "bytes" {
+            Vocab::Bytes
+        } else {
+            let chars: Vec<char> = given.chars().collect();
+            if chars.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(bad(format!("{name}: the vocabulary given is not sorted distinct characters")));
+            }
+            let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("{name}: not UTF-8 text ({e})")))?;
+            if let Some((at, c)) = text.char_indices().find(|(_, c)| chars.binary_search(c).is_err()) {
+                return Err(bad(format!(
+                    "{name}: {c:?} at byte {at} is not in the checkpoint's vocabulary of {} characters",
+                    chars.len()
+                )));
+            }
+            Vocab::Chars(chars)
+        }
+    } else if classes == 256 {
         Vocab::Bytes
     } else {
         let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("{name}: not UTF-8 text ({e})")))?;
@@ -817,7 +855,14 @@ fn read_npy(path: &Path) -> Result<Array> {
     let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(format!("{name}: not a .npy file ({e})")))?;
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
     let dtype = npy.dtype();
-    let fail = |e: std::io::Error| bad(format!("{name}: {e}"));
+    let fortran = npy.order() == npyz::Order::Fortran;
+    let fail = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            bad(format!("{name}: the file ends before the elements its header declares (shape {shape:?})"))
+        } else {
+            bad(format!("{name}: {e}"))
+        }
+    };
     let npyz::DType::Plain(ty) = &dtype else {
         return Err(bad(format!("{name}: a structured array; AICF reads plain numeric arrays")));
     };
@@ -832,7 +877,32 @@ fn read_npy(path: &Path) -> Result<Array> {
         }
         _ => return Err(bad(format!("{name}: element type {dtype:?} is not one AICF reads"))),
     };
+    let values = if fortran { fortran_to_c(&values, &shape) } else { values };
     Ok(Array { name, shape, values })
+}
+
+/// Values stored in Fortran order (the first index fastest) in C order
+/// (the last index fastest), the same shape.
+fn fortran_to_c(values: &[f64], shape: &[usize]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(values.len());
+    let mut index = vec![0usize; shape.len()];
+    for _ in 0..values.len() {
+        // The Fortran offset of the C-order position `index`.
+        let (mut offset, mut stride) = (0, 1);
+        for (&i, &d) in index.iter().zip(shape) {
+            offset += i * stride;
+            stride *= d;
+        }
+        out.push(values[offset]);
+        for axis in (0..shape.len()).rev() {
+            index[axis] += 1;
+            if index[axis] < shape[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+    out
 }
 
 fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
@@ -1089,4 +1159,29 @@ fn least_squares_probe<'a>(
         se += (pred - target(e)).powi(2);
     }
     se / held.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fortran_to_c;
+
+    /// numpy's `np.asfortranarray(np.arange(24).reshape(2, 3, 4))` stores
+    /// the element at (i, j, k) at offset i + 2 j + 6 k; read back in C
+    /// order it is `arange(24)` again.
+    #[test]
+    fn fortran_ordered_arrays_read_in_c_order() {
+        let shape = [2, 3, 4];
+        let mut stored = vec![0.0; 24];
+        for i in 0..2 {
+            for j in 0..3 {
+                for k in 0..4 {
+                    stored[i + 2 * j + 6 * k] = (i * 12 + j * 4 + k) as f64;
+                }
+            }
+        }
+        let c: Vec<f64> = (0..24).map(|v| v as f64).collect();
+        assert_eq!(fortran_to_c(&stored, &shape), c);
+        assert_eq!(fortran_to_c(&[1.0, 2.0], &[2]), [1.0, 2.0]);
+        assert_eq!(fortran_to_c(&[5.0], &[]), [5.0]);
+    }
 }

@@ -8,6 +8,11 @@ use super::{Options, TrainError, Trainer};
 use aicf_runtime::Tensor;
 use std::path::{Path, PathBuf};
 
+/// The data files' names, for messages.
+fn data_name(data: &[PathBuf]) -> String {
+    data.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
 type Result<T, E = TrainError> = std::result::Result<T, E>;
 
 /// Accuracy (and held-out loss) of a checkpoint on a data set: every
@@ -44,8 +49,15 @@ pub fn evaluate_checkpoint(
     // Every row of a table is scored (with the scale it trained with); a
     // text's held-out end.
     // Scoring reads every held-out window of a text, not a sample.
-    let mut data_options =
-        DataOptions { val_split: 0.0, feature_scale: scale, eval_windows: usize::MAX, ..DataOptions::default() };
+    // A text is read with the vocabulary it trained with: ids by the
+    // characters of this file would mean other characters to the model.
+    let mut data_options = DataOptions {
+        val_split: 0.0,
+        feature_scale: scale,
+        eval_windows: usize::MAX,
+        vocabulary: meta.get("vocabulary").cloned(),
+        ..DataOptions::default()
+    };
     let text = data.first().is_some_and(|p| p.to_string_lossy().ends_with(".txt"));
     if text {
         data_options.val_split = val_split;
@@ -58,14 +70,18 @@ pub fn evaluate_checkpoint(
     let batch = sig.batch();
     let split = if text { Split::HeldOut } else { Split::Train };
     let n = if text { dataset.held_len() } else { dataset.train_len() };
-    if !text && n % batch > 0 {
+    if n == 0 {
+        let what = if text { "the held-out end of the text holds no whole window" } else { "no examples" };
+        return Err(TrainError::Input(format!("{}: {what}: nothing to score", data_name(data))));
+    }
+    if n % batch > 0 {
         trainer.add_batch(n % batch)?;
     }
     for c in trainer.compiled() {
         report.compiled(model, c);
     }
     let ids: Vec<usize> = (0..n).collect();
-    let chunks: Vec<&[usize]> = if text { ids.chunks_exact(batch).collect() } else { ids.chunks(batch).collect() };
+    let chunks: Vec<&[usize]> = ids.chunks(batch).collect();
     let (mut correct, mut targets, mut nll) = (0usize, 0usize, 0.0);
     for chunk in chunks {
         let fed = dataset.batch(split, chunk);
@@ -82,6 +98,14 @@ pub fn evaluate_checkpoint(
             let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
             nll += max + sum.ln() - row.get(label as usize).copied().unwrap_or(f64::NAN);
         }
+    }
+    if !nll.is_finite() {
+        return Err(TrainError::Input(format!(
+            "{}: the checkpoint's model gives a loss of {nll} on {}: a parameter of it is not finite, or \
+             the data is out of its range",
+            checkpoint.display(),
+            data_name(data)
+        )));
     }
     Ok(Scored {
         accuracy: correct as f64 / targets.max(1) as f64,

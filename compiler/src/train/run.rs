@@ -225,6 +225,43 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     Ok(())
 }
 
+/// Locks checkpoint directory `dir` for this run (`dir/.lock`, released
+/// when the returned file closes, also when the process is killed), and
+/// refuses a fresh run (`resuming` false) where another run's
+/// `last.safetensors` is.
+fn claim_checkpoint_dir(dir: &Path, resuming: bool) -> Result<std::fs::File> {
+    let io = |path: &Path, message: String| TrainError::Io { path: path.to_path_buf(), message };
+    let path = dir.join(".lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io(&path, e.to_string()))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(io(dir, "another run is writing its checkpoints here; give this one another --checkpoint-dir".into()));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(&path, format!("cannot lock it: {e}"))),
+    }
+    let last = dir.join("last.safetensors");
+    if !resuming && last.exists() {
+        let epoch = aicf_runtime::checkpoint::read_metadata(&last)
+            .ok()
+            .and_then(|m| m.get("epoch").cloned())
+            .map_or(String::new(), |e| format!(" (epoch {e})"));
+        return Err(io(
+            dir,
+            format!(
+                "holds another run's checkpoint{epoch}: --resume continues it; a fresh run needs another \
+                 --checkpoint-dir (or this one emptied)"
+            ),
+        ));
+    }
+    Ok(lock)
+}
+
 /// The options a checkpoint records, which a resume must match: the
 /// model (its canonical IR hash), the optimizer and its settings, the
 /// seed, the split and the data (each file's name and content hash).
@@ -322,6 +359,12 @@ pub fn fit(
     let comm = run.data_parallel.clone().filter(|c| c.size() > 1);
     let rank = comm.as_ref().map_or(0, |c| c.rank());
     let own_dir = if rank == 0 { run.out.clone() } else { run.out.join(format!("rank{rank}")) };
+    // One run at a time writes a checkpoint directory, and a fresh run
+    // never writes over another run's checkpoints (rank 0 writes them).
+    let _lock = match (&run.checkpoint_dir, rank) {
+        (Some(dir), 0) => Some(claim_checkpoint_dir(dir, resume_from.is_some())?),
+        _ => None,
+    };
     let resume_from = match (&comm, resume_from) {
         (Some(c), Some(path)) => Some(share_checkpoint(c.as_ref(), &path, &own_dir)?),
         (_, other) => other,
@@ -375,6 +418,18 @@ pub fn fit(
     let dataset = Dataset::load(data, &sig, &data_options)?;
     if dataset.train_len() == 0 {
         return Err(TrainError::Input(format!("{}: no training examples", dataset.description)));
+    }
+    // A text's held-out windows are scored in whole batches: fewer than one
+    // batch would score none.
+    let held = dataset.held_len();
+    if dataset.is_text() && held > 0 && held < sig.batch() {
+        return Err(TrainError::Input(format!(
+            "{}: {held} held-out window(s), fewer than one batch of {}: ask for at least {} (--eval-windows), a \
+             larger held-out fraction (--val-split) or a longer text",
+            dataset.description,
+            sig.batch(),
+            sig.batch()
+        )));
     }
     if let Some((path, meta)) = &resume
         && let Some(summary) = nothing_to_train(path, meta, run, report)?

@@ -1,0 +1,48 @@
+// Runs do not write over other runs' checkpoints, scoring reads a text
+// with the vocabulary it trained with, and damaged or unusable inputs are
+// refused with the place named: a checkpoint holding a NaN, a CSV value
+// beyond f32, a text with fewer held-out windows than one batch, more
+// threads than the machine can use.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,200p > %t/digits.csv
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --out %t/run --checkpoint-dir %t/ckpt > /dev/null
+// RUN: sha256sum %t/ckpt/last.safetensors > %t/sum
+// A fresh run into the directory (another model, or the same) is refused
+// and leaves the checkpoint as it was; --resume continues it.
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %t/digits.csv --epochs 1 --out %t/run --checkpoint-dir %t/ckpt 2>&1 | FileCheck %s --check-prefix=FRESH
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run --checkpoint-dir %t/ckpt 2>&1 | FileCheck %s --check-prefix=FRESH
+// RUN: sha256sum -c %t/sum
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --out %t/run --checkpoint-dir %t/ckpt --resume | FileCheck %s --check-prefix=RESUMED
+// FRESH: aicf: error: {{.*}}ckpt: holds another run's checkpoint (epoch 2): --resume continues it; a fresh run needs another --checkpoint-dir (or this one emptied)
+// RESUMED: resumed from {{.*}}last.safetensors at epoch 2
+// RESUMED: epoch   3/3
+
+// A checkpoint holding a NaN is refused where it is read, by resume and
+// by eval, and named.
+// RUN: python3 -c "import sys,struct,json; b=open(sys.argv[1],'rb').read(); n=struct.unpack('<Q',b[:8])[0]; h=json.loads(b[8:8+n]); o=8+n+h['fc1.weight']['data_offsets'][0]; open(sys.argv[2],'wb').write(b[:o]+struct.pack('<f',float('nan'))+b[o+4:])" %t/ckpt/last.safetensors %t/nan.safetensors
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/nan.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=NANCKPT
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/run --resume-from %t/nan.safetensors 2>&1 | FileCheck %s --check-prefix=NANCKPT
+// NANCKPT: aicf: error: {{.*}}nan.safetensors: not a valid checkpoint: fc1.weight holds a NaN or an infinity (element 0)
+
+// A value beyond f32 in a table.
+// RUN: sed '3s/^[0-9.]*,/1e300,/' %t/digits.csv > %t/huge.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/huge.csv --out %t/run2 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: aicf: error: {{.*}}huge.csv:3: column 1 is 1e300, beyond the largest f32
+
+// More threads than 16 per core.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --threads 100000 --out %t/run2 2>&1 | FileCheck %s --check-prefix=THREADS
+// THREADS: aicf: error: {{.*}}100000 threads on {{[0-9]+}} core(s): at most {{[0-9]+}} (16 per core; 0 is one per core)
+// RUN: test ! -e %t/run2
+
+// Text: scoring reads the text with the checkpoint's vocabulary (a
+// character it never saw is named); fewer held-out windows than one batch
+// are refused in training, scored in a smaller batch by eval.
+// RUN: head -c 20000 %S/../../../data/tinyshakespeare.txt > %t/text.txt
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/text.txt --epochs 1 --windows-per-epoch 32 --out %t/lm --checkpoint-dir %t/lm-ckpt > /dev/null
+// RUN: printf '$' > %t/other.txt && tail -c +2 %t/text.txt >> %t/other.txt
+// RUN: not aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/other.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm 2>&1 | FileCheck %s --check-prefix=VOCAB
+// VOCAB: aicf: error: {{.*}}other.txt: '$' at byte 0 is not in the checkpoint's vocabulary of {{[0-9]+}} characters
+// RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/text.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm | FileCheck %s --check-prefix=SCORED
+// SCORED: accuracy {{[0-9.]+}}% on 62 held-out windows of {{.*}}text.txt
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/text.txt --eval-windows 1 --epochs 1 --out %t/lm2 2>&1 | FileCheck %s --check-prefix=WINDOWS
+// WINDOWS: aicf: error: {{.*}}1 held-out window(s), fewer than one batch of 16: ask for at least 16 (--eval-windows)
