@@ -46,3 +46,14 @@
 // SCORED: accuracy {{[0-9.]+}}% on 62 held-out windows of {{.*}}text.txt
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/text.txt --eval-windows 1 --epochs 1 --out %t/lm2 2>&1 | FileCheck %s --check-prefix=WINDOWS
 // WINDOWS: aicf: error: {{.*}}1 held-out window(s), fewer than one batch of 16: ask for at least 16 (--eval-windows)
+
+// Outputs that would destroy an input, and numbers that mean nothing.
+// RUN: cp %S/../../../examples/mlp/digits_mlp.mlir %t/model.mlir
+// RUN: not aicf compile %t/model.mlir --emit ll -o %t/model.mlir 2>&1 | FileCheck %s --check-prefix=SELF
+// RUN: FileCheck %s --check-prefix=INTACT < %t/model.mlir
+// SELF: aicf: error: {{.*}}model.mlir: -o names the model being compiled; give another output
+// INTACT: hl.param @fc1.weight
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --lr 1e-50 --out %t/run3 2>&1 | FileCheck %s --check-prefix=TINYLR
+// TINYLR: aicf: error: the learning rate 1e-50 is 0 in f32
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --flops-budget nan --out %t/run3 2>&1 | FileCheck %s --check-prefix=BUDGET
+// BUDGET: aicf: error: the FLOPs budget NaN is not a positive number

@@ -717,7 +717,19 @@ fn is_onnx(model: &Path) -> bool {
 
 /// Imports `model` to `output` (and its weights beside it), printing what
 /// it holds.
+/// Whether `output` names the file `input` (so writing it would destroy
+/// the input).
+fn same_file(input: &Path, output: &Path) -> bool {
+    match (input.canonicalize(), output.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Result<()> {
+    if same_file(model, output) {
+        return Err(format!("{}: -o names the model being imported; give another output file", output.display()));
+    }
     let started = Instant::now();
     let imported = onnx::import(model, &ImportOptions { batch, loss }).map_err(|e| e.to_string())?;
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -785,6 +797,11 @@ fn run_compile(
     let source = std::fs::read_to_string(&c.model).map_err(|e| format!("{}: {e}", c.model.display()))?;
     let name = c.model.display().to_string();
     let options = train_options(c);
+    if let Some(out) = &output
+        && same_file(&c.model, out)
+    {
+        return Err(format!("{}: -o names the model being compiled; give another output", out.display()));
+    }
     let Some(stage) = emit else {
         let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
         let started = Instant::now();
@@ -1390,7 +1407,10 @@ fn propose(
                 eprintln!("aicf: {}: no run registry yet; proposing the default", path.display());
                 Vec::new()
             };
-            let options = ProposeOptions { neighbours: neighbours.max(1), budget };
+            if neighbours == 0 {
+                return Err("--neighbours 0: the proposal draws on at least 1 past problem".into());
+            }
+            let options = ProposeOptions { neighbours, budget };
             propose::propose(&shape, &problem, &runs, &options).map_err(|e| e.to_string())?
         }
     };
