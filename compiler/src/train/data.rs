@@ -105,13 +105,32 @@ impl Signature {
                             let s = ir::spec(v);
                             (s.shape.clone(), runtime_dtype(s.dtype))
                         });
-                    forward = Some((args.len(), results));
+                    forward = Some((args, results));
                 }
                 _ => {}
             }
         }
         let loss = loss.ok_or_else(|| bad(format!("{name}: the model has no @loss to train")))?;
-        let data_inputs = forward.as_ref().map_or(1, |f| f.0);
+        let data_inputs = forward.as_ref().map_or(1, |f| f.0.len());
+        // @forward predicts from the data @loss trains on: the same inputs.
+        if let Some((args, _)) = &forward {
+            for (i, (f, l)) in args.iter().zip(&loss).enumerate() {
+                if f != l {
+                    return Err(bad(format!(
+                        "{name}: @forward's input #{i} is {}, @loss's is {}: both take the same data",
+                        describe(&f.0, f.1),
+                        describe(&l.0, l.1)
+                    )));
+                }
+            }
+            if args.len() > loss.len() {
+                return Err(bad(format!(
+                    "{name}: @forward takes {} inputs, more than @loss's {}",
+                    args.len(),
+                    loss.len()
+                )));
+            }
+        }
         let rng = loss.iter().rev().take_while(|(s, t)| s.is_empty() && *t == DType::I64).count();
         let rng = if rng >= 2 { 2 } else { 0 };
         let inputs = loss

@@ -57,3 +57,8 @@
 // TINYLR: aicf: error: the learning rate 1e-50 is 0 in f32
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --flops-budget nan --out %t/run3 2>&1 | FileCheck %s --check-prefix=BUDGET
 // BUDGET: aicf: error: the FLOPs budget NaN is not a positive number
+
+// @forward and @loss of other batch sizes: named before training.
+// RUN: sed '16,24s/tensor<32x/tensor<16x/g' %S/../../../examples/mlp/digits_mlp.mlir > %t/batchdiff.mlir
+// RUN: not aicf train %t/batchdiff.mlir --data %t/digits.csv --out %t/run4 2>&1 | FileCheck %s --check-prefix=BATCHDIFF
+// BATCHDIFF: aicf: error: {{.*}}batchdiff.mlir: @forward's input #0 is [16, 64] f32, @loss's is [32, 64] f32: both take the same data
