@@ -35,6 +35,7 @@ grep -E "test result|FAIL|panicked" "$OUT/tests.txt" | head -20
 step accumulate
 # Gradient accumulation on CUDA (the built-in scale kernel, sums in
 # accumulator states on the device) against the CPU's, the same micro-batches and seed.
+rm -rf /tmp/gs-acc-cuda /tmp/gs-acc-cpu   # a fresh run refuses a directory holding a checkpoint
 A="$aicf train examples/mlp/digits_mlp.mlir --data data/digits.csv.gz --no-progress --seed 2 --epochs 1 --accumulate 2"
 timeout 60 $A --device cuda --out /tmp/gs-acc-cuda --checkpoint-dir /tmp/gs-acc-cuda/ckpt 2>&1 | tail -1
 timeout 60 $A --threads 2 --out /tmp/gs-acc-cpu --checkpoint-dir /tmp/gs-acc-cpu/ckpt 2>&1 | tail -1
