@@ -133,6 +133,9 @@ pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>, Checkpoint
     let p = path.display().to_string();
     let io = |e: std::io::Error| CheckpointError::Io { path: p.clone(), message: e.to_string() };
     let corrupt = |m: String| CheckpointError::Corrupt { path: p.clone(), message: m };
+    if path.is_dir() {
+        return Err(CheckpointError::Io { path: p.clone(), message: "is a directory, not a checkpoint file".into() });
+    }
     let mut file = std::fs::File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     let mut length = [0u8; 8];
@@ -154,6 +157,9 @@ pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>, Checkpoint
 /// Reads a checkpoint: its entries by name and its metadata.
 pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, String>), CheckpointError> {
     let p = path.display().to_string();
+    if path.is_dir() {
+        return Err(CheckpointError::Io { path: p, message: "is a directory, not a checkpoint file".into() });
+    }
     let bytes = std::fs::read(path).map_err(|e| CheckpointError::Io { path: p.clone(), message: e.to_string() })?;
     let corrupt = |m: String| CheckpointError::Corrupt { path: p.clone(), message: m };
     if bytes.len() < 8 {

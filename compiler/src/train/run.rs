@@ -1095,6 +1095,12 @@ impl<'a> Loop<'a> {
                 let lr = run.lr_schedule.at(run.lr, step, total);
                 last_lr = lr;
                 let outcome = self.adaptive.step_micro(&refs, lr, progress).map_err(|e| match e {
+                    // At a run's first step no update has happened yet: the
+                    // model or its data gives the non-finite loss, not the rate.
+                    TrainError::NonFinite { step: 1, loss, .. } => TrainError::Diverged(format!(
+                        "the loss is {loss} at the first step, before any update: the model (its constants or \
+                         initial values) or the data gives it, not the learning rate"
+                    )),
                     TrainError::NonFinite { step, loss, lr } => TrainError::Diverged(format!(
                         "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate; {}",
                         self.kept_checkpoint(checkpoint)

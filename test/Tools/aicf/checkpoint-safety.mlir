@@ -62,3 +62,11 @@
 // RUN: sed '16,24s/tensor<32x/tensor<16x/g' %S/../../../examples/mlp/digits_mlp.mlir > %t/batchdiff.mlir
 // RUN: not aicf train %t/batchdiff.mlir --data %t/digits.csv --out %t/run4 2>&1 | FileCheck %s --check-prefix=BATCHDIFF
 // BATCHDIFF: aicf: error: {{.*}}batchdiff.mlir: @forward's input #0 is [16, 64] f32, @loss's is [32, 64] f32: both take the same data
+
+// A loss that is not finite at the first step comes from the model or the
+// data (nothing has been updated yet); a directory is no checkpoint.
+// RUN: sed 's/%a = hl.relu %h : tensor<32x128xf32>/%z = hl.constant dense<0x7FC00000> : tensor<128xf32>\n  %r = hl.relu %h : tensor<32x128xf32>\n  %a = hl.mul %r, %z : tensor<32x128xf32>, tensor<128xf32>/' %S/../../../examples/mlp/digits_mlp.mlir > %t/nanmodel.mlir
+// RUN: not aicf train %t/nanmodel.mlir --data %t/digits.csv --out %t/run5 2>&1 | FileCheck %s --check-prefix=FIRST
+// FIRST: aicf: error: the loss is NaN at the first step, before any update: the model (its constants or initial values) or the data gives it, not the learning rate
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt --out %t/run 2>&1 | FileCheck %s --check-prefix=DIR
+// DIR: aicf: error: {{.*}}ckpt: is a directory, not a checkpoint file
