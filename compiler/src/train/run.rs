@@ -227,6 +227,14 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     if run.resume && run.checkpoint_dir.is_none() && run.resume_from.is_none() {
         return bad("resuming needs a checkpoint directory".into());
     }
+    if let (true, None, Some(dir)) = (run.resume, &run.resume_from, &run.checkpoint_dir)
+        && !dir.join("last.safetensors").is_file()
+    {
+        return Err(TrainError::Io {
+            path: dir.join("last.safetensors"),
+            message: "no checkpoint to resume from (train without --resume to start one)".into(),
+        });
+    }
     if run.profile.is_some() && run.profile_steps == 0 {
         return bad("a profile of 0 steps".into());
     }
@@ -779,9 +787,8 @@ impl<'a> Loop<'a> {
     ) -> Result<()> {
         let corrupt = |message: String| TrainError::Io { path: path.to_path_buf(), message };
         let field = |k: &str| -> Result<u64> {
-            meta.get(k)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| corrupt(format!("no {k} in the checkpoint's metadata")))
+            let v = meta.get(k).ok_or_else(|| corrupt(format!("no {k} in the checkpoint's metadata")))?;
+            v.parse().map_err(|_| corrupt(format!("the checkpoint's {k} {v:?} is not a whole number")))
         };
         let epoch = field("epoch")? as usize;
         self.first_epoch = epoch.checked_add(1).ok_or_else(|| corrupt(format!("epoch {epoch} cannot be continued")))?;

@@ -70,3 +70,6 @@
 // FIRST: aicf: error: the loss is NaN at the first step, before any update: the model (its constants or initial values) or the data gives it, not the learning rate
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt --out %t/run 2>&1 | FileCheck %s --check-prefix=DIR
 // DIR: aicf: error: {{.*}}ckpt: is a directory, not a checkpoint file
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run6 --checkpoint-dir %t/none --resume 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: test ! -e %t/none
+// NONE: aicf: error: {{.*}}none{{/|\\}}last.safetensors: no checkpoint to resume from (train without --resume to start one)
