@@ -731,7 +731,11 @@ fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Resu
         return Err(format!("{}: -o names the model being imported; give another output file", output.display()));
     }
     let started = Instant::now();
-    let imported = onnx::import(model, &ImportOptions { batch, loss }).map_err(|e| e.to_string())?;
+    // Every import error names the file (some name only a node or tensor).
+    let imported = onnx::import(model, &ImportOptions { batch, loss }).map_err(|e| {
+        let (message, name) = (e.to_string(), model.display().to_string());
+        if message.contains(&name) { message } else { format!("{name}: {message}") }
+    })?;
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
