@@ -89,6 +89,13 @@ pub fn evaluate_checkpoint(
             fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
         let logits = trainer.predict(&data_in)?;
         let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { continue };
+        if let Some(v) = logits.values.iter().find(|v| !v.is_finite()) {
+            return Err(TrainError::Input(format!(
+                "{}: the checkpoint's model gives a logit of {v} on {}",
+                checkpoint.display(),
+                data_name(data)
+            )));
+        }
         let classes = logits.shape.last().copied().unwrap_or(1).max(1);
         for (row, &label) in logits.values.chunks(classes).zip(&labels.values) {
             let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);

@@ -1342,6 +1342,12 @@ impl<'a> Loop<'a> {
             if classifies {
                 let logits = trainer.predict(&data)?;
                 let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { continue };
+                // An argmax over NaN would be an accuracy of nothing.
+                if let Some(v) = logits.values.iter().find(|v| !v.is_finite()) {
+                    return Err(TrainError::Diverged(format!(
+                        "@forward gives a logit of {v} on held-out data; the held-out accuracy would mean nothing"
+                    )));
+                }
                 let classes = logits.shape.last().copied().unwrap_or(1).max(1);
                 for (row, &label) in logits.values.chunks(classes).zip(&labels.values) {
                     let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);

@@ -73,3 +73,8 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run6 --checkpoint-dir %t/none --resume 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: test ! -e %t/none
 // NONE: aicf: error: {{.*}}none{{/|\\}}last.safetensors: no checkpoint to resume from (train without --resume to start one)
+
+// @forward giving NaN (its @loss clean): the held-out accuracy is refused.
+// RUN: sed '16,24s/%a = hl.relu %h : tensor<32x128xf32>/%z = hl.constant dense<0x7FC00000> : tensor<128xf32>\n  %r = hl.relu %h : tensor<32x128xf32>\n  %a = hl.mul %r, %z : tensor<32x128xf32>, tensor<128xf32>/' %S/../../../examples/mlp/digits_mlp.mlir > %t/nanforward.mlir
+// RUN: not aicf train %t/nanforward.mlir --data %t/digits.csv --epochs 1 --out %t/run7 2>&1 | FileCheck %s --check-prefix=FORWARD
+// FORWARD: aicf: error: @forward gives a logit of NaN on held-out data
