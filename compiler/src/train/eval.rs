@@ -44,7 +44,18 @@ pub fn evaluate_checkpoint(
         )));
     }
     let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
-    let scale = meta.get("feature_scale").and_then(|v| v.parse().ok());
+    let scale = match meta.get("feature_scale") {
+        Some(v) => match v.parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 => Some(s),
+            _ => {
+                return Err(TrainError::Io {
+                    path: checkpoint.to_path_buf(),
+                    message: format!("its feature_scale {v:?} is not a positive number"),
+                });
+            }
+        },
+        None => None,
+    };
     let val_split: f64 = meta.get("val_split").and_then(|v| v.parse().ok()).unwrap_or(0.2);
     // Every row of a table is scored (with the scale it trained with); a
     // text's held-out end.
