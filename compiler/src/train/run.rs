@@ -1190,6 +1190,15 @@ impl<'a> Loop<'a> {
                     self.kept_checkpoint(checkpoint)
                 )));
             }
+            // A clean held-out loss (from @loss) beside logits that are not
+            // finite: @forward itself computes them.
+            if evaluated && self.sig.classifies() && val_accuracy.is_nan() {
+                return Err(TrainError::Diverged(format!(
+                    "@forward gives logits that are not finite on held-out data at the end of epoch {epoch} (the \
+                     held-out loss from @loss is {val_loss:.4}): the held-out accuracy would mean nothing; {}",
+                    self.kept_checkpoint(checkpoint)
+                )));
+            }
             if checkpoint.is_some()
                 && let Some(name) = non_finite_symbol(self.adaptive.trainer())
             {
@@ -1331,6 +1340,7 @@ impl<'a> Loop<'a> {
         let by_logits = self.sig.takes_rng();
         let (mut loss_sum, mut loss_rows) = (0.0, 0usize);
         let (mut nll, mut correct, mut targets) = (0.0, 0usize, 0usize);
+        let mut bad_logits = 0usize;
         let (rank, replicas) = (self.rank, self.replicas);
         let trainer = self.adaptive.trainer_mut();
         // Data parallel: replica r evaluates batches r, r + N, ...; the
@@ -1342,14 +1352,13 @@ impl<'a> Loop<'a> {
             if classifies {
                 let logits = trainer.predict(&data)?;
                 let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { continue };
-                // An argmax over NaN would be an accuracy of nothing.
-                if let Some(v) = logits.values.iter().find(|v| !v.is_finite()) {
-                    return Err(TrainError::Diverged(format!(
-                        "@forward gives a logit of {v} on held-out data; the held-out accuracy would mean nothing"
-                    )));
-                }
+                // An argmax over NaN would be an accuracy of nothing:
+                // counted, and the accuracy is NaN.
+                let finite = logits.values.iter().all(|v| v.is_finite());
+                bad_logits += usize::from(!finite);
                 let classes = logits.shape.last().copied().unwrap_or(1).max(1);
-                for (row, &label) in logits.values.chunks(classes).zip(&labels.values) {
+                let rows = logits.values.chunks(classes).zip(&labels.values).take_while(|_| finite);
+                for (row, &label) in rows {
                     let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
                     correct += (best as f64 == label) as usize;
                     targets += 1;
@@ -1369,12 +1378,14 @@ impl<'a> Loop<'a> {
             }
         }
         if let Some(c) = &self.comm {
-            let sums = Values::F64(vec![loss_sum, loss_rows as f64, nll, correct as f64, targets as f64]);
+            let sums =
+                Values::F64(vec![loss_sum, loss_rows as f64, nll, correct as f64, targets as f64, bad_logits as f64]);
             let Values::F64(all) = c.sum(sums, "the held-out metrics").map_err(RuntimeError::from)? else {
                 return Err(TrainError::Input("the held-out metrics came back in another type".into()));
             };
             (loss_sum, nll) = (all[0], all[2]);
             (loss_rows, correct, targets) = (all[1] as usize, all[3] as usize, all[4] as usize);
+            bad_logits = all[5] as usize;
         }
         let loss = if by_logits {
             if targets > 0 { nll / targets as f64 } else { f64::NAN }
@@ -1383,7 +1394,9 @@ impl<'a> Loop<'a> {
         } else {
             f64::NAN
         };
-        let accuracy = if classifies && targets > 0 { correct as f64 / targets as f64 } else { f64::NAN };
+        let accuracy =
+            if classifies && targets > 0 && bad_logits == 0 { correct as f64 / targets as f64 } else { f64::NAN };
+        let loss = if by_logits && bad_logits > 0 { f64::NAN } else { loss };
         Ok((loss, accuracy))
     }
 }
