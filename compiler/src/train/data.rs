@@ -912,7 +912,8 @@ fn fortran_to_c(values: &[f64], shape: &[usize]) -> Vec<f64> {
             offset += i * stride;
             stride *= d;
         }
-        out.push(values[offset]);
+        // (A header's shape and its data agree: npyz reads exactly that many.)
+        out.push(values.get(offset).copied().unwrap_or(f64::NAN));
         for axis in (0..shape.len()).rev() {
             index[axis] += 1;
             if index[axis] < shape[axis] {

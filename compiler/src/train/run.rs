@@ -227,14 +227,6 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     if run.resume && run.checkpoint_dir.is_none() && run.resume_from.is_none() {
         return bad("resuming needs a checkpoint directory".into());
     }
-    if let (true, None, Some(dir)) = (run.resume, &run.resume_from, &run.checkpoint_dir)
-        && !dir.join("last.safetensors").is_file()
-    {
-        return Err(TrainError::Io {
-            path: dir.join("last.safetensors"),
-            message: "no checkpoint to resume from (train without --resume to start one)".into(),
-        });
-    }
     if run.profile.is_some() && run.profile_steps == 0 {
         return bad("a profile of 0 steps".into());
     }
@@ -343,7 +335,17 @@ pub fn fit(
     check_options(options, run)?;
     aicf_runtime::check_device(&options.device)?;
     // Where the run writes is checked before anything is compiled or
-    // trained.
+    // trained. Rank 0 reads the checkpoint a run resumes from (the other
+    // replicas get it from rank 0, on any file system).
+    let first_rank = run.data_parallel.as_ref().is_none_or(|c| c.rank() == 0);
+    if let (true, true, None, Some(dir)) = (first_rank, run.resume, &run.resume_from, &run.checkpoint_dir)
+        && !dir.join("last.safetensors").is_file()
+    {
+        return Err(TrainError::Io {
+            path: dir.join("last.safetensors"),
+            message: "no checkpoint to resume from (train without --resume to start one)".into(),
+        });
+    }
     if let Some(dir) = &run.checkpoint_dir {
         create_dir(dir)?;
     }
