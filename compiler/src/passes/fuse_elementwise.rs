@@ -277,7 +277,18 @@ fn scalar_op(s: &Scalar, op: MlirOperation, a: &[MlirValue], out: DType) -> Resu
         "hl.add" => s.bin(&pick("arith.addf", "arith.addi"), a[0], a[1])?,
         "hl.sub" => s.bin(&pick("arith.subf", "arith.subi"), a[0], a[1])?,
         "hl.mul" => s.bin(&pick("arith.mulf", "arith.muli"), a[0], a[1])?,
-        "hl.div" => s.bin(&pick("arith.divf", "arith.divsi"), a[0], a[1])?,
+        "hl.div" if float => s.bin("arith.divf", a[0], a[1])?,
+        // A kernel's integer division by 0 has no value (undefined, not a
+        // NaN), so a fused body cannot hold one.
+        "hl.div" => {
+            return Err((
+                unsafe { mlir_sys::mlirOperationGetLocation(op) },
+                format!(
+                    "hl.div of {:?} integers is not supported (a division by 0 has no value): cast to a float type",
+                    dtype_of(a[0])
+                ),
+            ));
+        }
         "hl.pow" => s.bin("math.powf", a[0], a[1])?,
         "hl.max" => s.bin(&pick("arith.maximumf", "arith.maxsi"), a[0], a[1])?,
         "hl.min" => s.bin(&pick("arith.minimumf", "arith.minsi"), a[0], a[1])?,

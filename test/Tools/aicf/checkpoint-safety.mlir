@@ -78,3 +78,8 @@
 // RUN: sed '16,24s/%a = hl.relu %h : tensor<32x128xf32>/%z = hl.constant dense<0x7FC00000> : tensor<128xf32>\n  %r = hl.relu %h : tensor<32x128xf32>\n  %a = hl.mul %r, %z : tensor<32x128xf32>, tensor<128xf32>/' %S/../../../examples/mlp/digits_mlp.mlir > %t/nanforward.mlir
 // RUN: not aicf train %t/nanforward.mlir --data %t/digits.csv --epochs 1 --out %t/run7 2>&1 | FileCheck %s --check-prefix=FORWARD
 // FORWARD: aicf: error: @forward gives logits that are not finite on held-out data at the end of epoch 1
+
+// Integer division (by 0 it has no value in a kernel) is refused at its op.
+// RUN: sed 's/%loss = hl.cross_entropy %logits, %labels : tensor<32x10xf32>, tensor<32xi32>/%z = hl.constant dense<0> : tensor<i32>\n  %q = hl.div %labels, %z : tensor<32xi32>, tensor<i32>\n  %loss = hl.cross_entropy %logits, %q : tensor<32x10xf32>, tensor<32xi32>/' %S/../../../examples/mlp/digits_mlp.mlir > %t/idiv.mlir
+// RUN: not aicf compile %t/idiv.mlir -o %t/idiv.aicf 2>&1 | FileCheck %s --check-prefix=IDIV
+// IDIV: idiv.mlir:{{[0-9]+}}:{{[0-9]+}}: error: convert-hl-to-ll: hl.div of I32 integers is not supported (a division by 0 has no value): cast to a float type
