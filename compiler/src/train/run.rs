@@ -415,7 +415,12 @@ pub fn fit(
                     if !run.override_resume {
                         return Err(TrainError::Input(format!("{message} (--override-resume goes on anyway)")));
                     }
-                    report.note(&format!("{message}; going on (--override-resume)"));
+                    let with = if *key == "model" {
+                        format!(" with the checkpoint's model, not {}", model.display())
+                    } else {
+                        String::new()
+                    };
+                    report.note(&format!("{message}; going on{with} (--override-resume)"));
                 }
             }
             match meta.get(IR_KEY) {
