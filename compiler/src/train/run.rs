@@ -12,7 +12,7 @@
 //! atomically. A resumed run continues bit for bit: parameters, optimizer
 //! state, step, epoch and the data order's RNG come from the checkpoint.
 
-use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, param_count};
+use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, Template, param_count};
 use super::data::{DataOptions, Dataset, Role, Signature, Split};
 use super::report::{self, EpochRecord};
 use super::{Compiled, Options, TrainError, Trainer};
@@ -687,6 +687,29 @@ impl<'a> Loop<'a> {
         }
         for c in trainer.compiled() {
             report.compiled(model, c);
+        }
+        // A growth rule that fits nothing in the starting model (a layer
+        // it does not have, or one at the rule's cap) acts only if another
+        // growth makes its layer: said before training (a misspelt layer
+        // otherwise never acts, silently).
+        if rank == 0 {
+            for (k, rule) in policy.rules.iter().enumerate() {
+                let templates: Vec<&Template> = match &rule.action {
+                    Action::Grow(t) => vec![t],
+                    Action::Fork { candidates, .. } => candidates.iter().collect(),
+                    _ => Vec::new(),
+                };
+                for t in templates {
+                    if t.resolve(&trainer, 0).is_none() {
+                        let action = serde_json::to_string(t).unwrap_or_else(|_| format!("{t:?}"));
+                        report.note(&format!(
+                            "policy rule {} (action {action}) has nothing to grow in the model it starts from (no \
+                             such layer, or at its cap): it acts only on what an earlier growth makes",
+                            k + 1
+                        ));
+                    }
+                }
+            }
         }
         let mut adaptive = Adaptive::new(trainer, policy);
         if run.adapt.is_some() && rank == 0 {

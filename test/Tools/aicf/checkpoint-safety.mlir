@@ -83,3 +83,9 @@
 // RUN: sed 's/%loss = hl.cross_entropy %logits, %labels : tensor<32x10xf32>, tensor<32xi32>/%z = hl.constant dense<0> : tensor<i32>\n  %q = hl.div %labels, %z : tensor<32xi32>, tensor<i32>\n  %loss = hl.cross_entropy %logits, %q : tensor<32x10xf32>, tensor<32xi32>/' %S/../../../examples/mlp/digits_mlp.mlir > %t/idiv.mlir
 // RUN: not aicf compile %t/idiv.mlir -o %t/idiv.aicf 2>&1 | FileCheck %s --check-prefix=IDIV
 // IDIV: idiv.mlir:{{[0-9]+}}:{{[0-9]+}}: error: convert-hl-to-ll: hl.div of I32 integers is not supported (a division by 0 has no value): cast to a float type
+
+// A growth rule naming a layer the model does not have is noted before
+// training (it would otherwise never act, silently).
+// RUN: printf '[[rule]]\nwhen = "steps"\nevery = 5\naction = { op = "widen", layer = "nope", factor = 2.0, max_width = 128 }\n' > %t/nolayer.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nolayer.toml --out %t/run8 2>&1 | FileCheck %s --check-prefix=NOLAYER
+// NOLAYER: note: policy rule 1 (action {"op":"widen","layer":"nope"{{.*}}) has nothing to grow in the model it starts from
