@@ -372,6 +372,9 @@ fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<TensorS
     for (k, d) in shape.dim.iter().enumerate() {
         match &d.value {
             Some(Value::DimValue(v)) if *v > 0 => dims.push(*v as usize),
+            Some(Value::DimValue(v)) if *v < 0 => {
+                return Err(format!("input '{}' dimension {k} is {v}, not a size", i.name()));
+            }
             other => {
                 let what = match other {
                     Some(Value::DimParam(p)) => format!("'{p}'"),
@@ -399,6 +402,26 @@ fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<TensorS
         }
     }
     Ok(TensorSpec::new(dims, dtype))
+}
+
+/// A graph output's declared dimensions (`None` for a symbolic or unknown
+/// one), when it declares a shape.
+fn declared_dims(o: &proto::ValueInfoProto) -> Option<Vec<Option<usize>>> {
+    use proto::tensor_shape_proto::dimension::Value;
+    let Some(proto::type_proto::Value::TensorType(t)) = o.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+        return None;
+    };
+    let shape = t.shape.as_ref()?;
+    Some(
+        shape
+            .dim
+            .iter()
+            .map(|d| match d.value {
+                Some(Value::DimValue(v)) if v > 0 => Some(v as usize),
+                _ => None,
+            })
+            .collect(),
+    )
 }
 
 /// The float initializers that become model state: a batch norm's running
@@ -637,9 +660,18 @@ impl Importer<'_> {
                 return Err(fail(format!("it produces an empty tensor ({}), which AICF does not compile", t.spec())));
             }
             for (name, v) in node.output.iter().zip(outs) {
-                if !name.is_empty() {
-                    env.insert(name.clone(), v);
+                if name.is_empty() {
+                    continue;
                 }
+                // ONNX names each value once: a second writer is a broken
+                // graph, not a later value.
+                if env.contains_key(name) {
+                    return Err(fail(format!(
+                        "its output '{name}' is already a value of the graph (an input or an earlier node's \
+                         output): each name is assigned once"
+                    )));
+                }
+                env.insert(name.clone(), v);
             }
         }
         let mut outputs = Vec::new();
@@ -655,6 +687,26 @@ impl Importer<'_> {
                     message: format!("output '{}': {m}", o.name()),
                 })?,
             };
+            // A declared shape's known sizes must be what the graph computes
+            // (symbolic ones, the batch, take any size).
+            if let Some(declared) = declared_dims(o) {
+                let computed = t.shape().to_vec();
+                let agrees = declared.len() == computed.len()
+                    && declared.iter().zip(&computed).all(|(d, &c)| d.is_none_or(|d| d == c));
+                if !agrees {
+                    let show: Vec<String> =
+                        declared.iter().map(|d| d.map_or("?".to_string(), |d| d.to_string())).collect();
+                    return Err(ImportError::Model {
+                        model: self.name.clone(),
+                        message: format!(
+                            "output '{}' is declared [{}], the graph computes {:?}",
+                            o.name(),
+                            show.join(", "),
+                            computed
+                        ),
+                    });
+                }
+            }
             outputs.push(t);
         }
         Ok(outputs)

@@ -187,6 +187,49 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     assert!(e.to_string().contains("opset 3 of the default domain is not supported"), "{e}");
 }
 
+/// Graphs that break ONNX's own rules are refused, naming what: a value
+/// name assigned twice, a negative input dimension, an output whose
+/// declared size is not what the graph computes.
+#[test]
+fn malformed_graphs_are_errors_naming_the_fault() {
+    use aicf_onnx::proto::{tensor_shape_proto::dimension::Value, type_proto};
+    let import = |model: &aicf_onnx::proto::ModelProto| {
+        onnx::import_model(model, "edited.onnx", std::path::Path::new("."), &ImportOptions {
+            batch: Some(2),
+            loss: Loss::None,
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    // Sets dimension `k` (from the end when negative) of a value's shape.
+    let set_dim = |v: &mut aicf_onnx::proto::ValueInfoProto, k: isize, size: i64| {
+        let Some(type_proto::Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut()) else {
+            panic!("not a tensor")
+        };
+        let dim = &mut t.shape.as_mut().unwrap().dim;
+        let k = if k < 0 { dim.len() - k.unsigned_abs() } else { k as usize };
+        dim[k].value = Some(Value::DimValue(size));
+    };
+    let mlp = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
+    // Node 1 writes the name node 0 already wrote.
+    let mut model = mlp.clone();
+    let graph = model.graph.as_mut().unwrap();
+    graph.node[1].output[0] = graph.node[0].output[0].clone();
+    let e = import(&model);
+    let node = mlp.graph.as_ref().unwrap().node[1].name().to_string();
+    assert!(e.contains("is already a value of the graph") && e.contains(&node), "{e}");
+    // A negative input dimension.
+    let mut model = mlp.clone();
+    set_dim(&mut model.graph.as_mut().unwrap().input[0], 1, -5);
+    let e = import(&model);
+    assert!(e.contains("dimension 1 is -5, not a size"), "{e}");
+    // The output declared 999 classes wide.
+    let mut model = mlp.clone();
+    set_dim(&mut model.graph.as_mut().unwrap().output[0], -1, 999);
+    let e = import(&model);
+    assert!(e.contains("is declared [") && e.contains("999]") && e.contains("the graph computes"), "{e}");
+}
+
 /// Runs every node test under `dir`, returning (test, op, outcome) sorted by test.
 fn node_tests(dir: &std::path::Path, tag: &str) -> Vec<(String, String, conformance::Outcome)> {
     let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
