@@ -97,6 +97,8 @@ impl Structure {
         let number = |s: &str, max: usize| -> Result<usize> {
             match s.trim().parse::<usize>() {
                 Ok(n) if n >= 1 && n <= max => Ok(n),
+                // 'mlp -5' splits at its '-': the empty width before it.
+                _ if s.trim().is_empty() => Err(err("a width is missing (or negative)")),
                 _ => Err(err(&format!("'{s}' is not a whole number from 1 to {max}"))),
             }
         };

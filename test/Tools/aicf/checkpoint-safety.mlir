@@ -89,3 +89,10 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nevery = 5\naction = { op = "widen", layer = "nope", factor = 2.0, max_width = 128 }\n' > %t/nolayer.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nolayer.toml --out %t/run8 2>&1 | FileCheck %s --check-prefix=NOLAYER
 // NOLAYER: note: policy rule 1 (action {"op":"widen","layer":"nope"{{.*}}) has nothing to grow in the model it starts from
+
+// Option values named for what is wrong with them, before anything runs.
+// RUN: not aicf propose --data %t/digits.csv --structure "mlp -5" -o %t/p.mlir 2>&1 | FileCheck %s --check-prefix=WIDTH
+// WIDTH: aicf: error: structure 'mlp -5': a width is missing (or negative)
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 1 --trace %t --out %t/bench 2>&1 | FileCheck %s --check-prefix=TRACEDIR
+// TRACEDIR: aicf: error: --trace {{.*}}: is a directory, not a file
+// RUN: test ! -e %t/bench

@@ -614,6 +614,7 @@ fn is_root() -> bool {
 fn world(seconds: Option<f64>) -> Result<std::sync::Arc<dyn Communicator>> {
     let timeout = match seconds {
         Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => std::time::Duration::from_secs_f64(s),
+        Some(s) if s >= 1e9 => return Err(format!("--collective-timeout {s:e}: at most 1e9 seconds")),
         Some(s) => return Err(format!("--collective-timeout {s} is not a positive number of seconds")),
         None => collective::timeout_from_env(std::time::Duration::from_secs(300))?,
     };
@@ -1031,6 +1032,17 @@ fn bench(
         return Err(format!("the learning rate {lr} is not a positive number"));
     }
     no_batch(c, "bench")?;
+    // Where the trace goes is checked before the benchmark runs.
+    if let Some(t) = trace {
+        if t.is_dir() {
+            return Err(format!("--trace {}: is a directory, not a file", t.display()));
+        }
+        if let Some(parent) = t.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.is_dir()
+        {
+            std::fs::create_dir_all(parent).map_err(|e| format!("--trace {}: {e}", t.display()))?;
+        }
+    }
     // Data parallel: every replica times its step, which sums over all.
     let comm = if c.data_parallel { Some(world(c.collective_timeout)?) } else { None };
     let rank = comm.as_ref().map_or(0, |c| c.rank());
