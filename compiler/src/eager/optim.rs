@@ -49,6 +49,15 @@ impl Optim {
         if let Some(p) = params.iter().find(|p| p.0.dtype != DType::F32) {
             return Err(EagerError::Invalid(format!("{p:?}: the optimizers update f32 parameters")));
         }
+        // A parameter given twice (or two sharing values) would be updated
+        // twice per step, as PyTorch refuses too.
+        for (i, p) in params.iter().enumerate() {
+            if let Some(j) = params[..i].iter().position(|q| std::rc::Rc::ptr_eq(&q.0.data, &p.0.data)) {
+                return Err(EagerError::Invalid(format!(
+                    "parameters {j} and {i} are the same values ({p:?}): each is updated once per step"
+                )));
+            }
+        }
         let count = slot_names(&kind).len();
         let slots = params
             .iter()

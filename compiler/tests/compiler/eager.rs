@@ -709,6 +709,8 @@ fn clipping_by_global_norm_matches_the_compiled_clip_norm(dev: &Device) {
         assert_close_to(n, &t.host().unwrap().values, &end[*n].values, tolerance(dev));
     }
     assert!(opt.clip_grad_norm(0.0).unwrap_err().to_string().contains("not above 0"));
+    let twice = Optim::sgd(&[p[0].clone(), p[1].clone(), p[0].clone()], 0.0, false, 0.0).err().unwrap();
+    assert!(twice.to_string().contains("parameters 0 and 2 are the same values"), "{twice}");
     let before = p[0].values().unwrap();
     assert!(opt.step(f64::NAN).unwrap_err().to_string().contains("learning rate NaN"));
     assert_eq!(p[0].values().unwrap(), before, "a refused step changes nothing");
