@@ -480,9 +480,8 @@ struct Runtime {
     dir: PathBuf,
     kernels: HashMap<String, Kernel>,
     stats: Stats,
-    /// One worker that every op's kernels run on, started on first use
-    /// (a pool of two on this 2-core machine made the MLP 784 step slower:
-    /// 5.6 and 6.4 ms in two runs, against 5.0).
+    /// The workers every op's CPU kernels run on ([`eager_threads`]: one
+    /// per core unless `AICF_EAGER_THREADS` says), started on first use.
     pool: Option<aicf_runtime::cpu::Pool>,
     /// Each GPU's eager stream, opened on first use.
     streams: HashMap<usize, Arc<EagerStream>>,
