@@ -418,3 +418,13 @@ pub(crate) unsafe fn dense_16bit_element(a: MlirAttribute, i: isize, dtype: DTyp
         _ => half::bf16::from_bits(bits).to_f64(),
     }
 }
+
+/// `v` as MLIR float literal text: MLIR reads `8e0` as an integer followed
+/// by garbage, so the mantissa always has a point (`8.0e0`, `-1.5e-3`).
+pub(crate) fn float_literal(v: f64) -> String {
+    let s = format!("{v:e}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) if !mantissa.contains('.') => format!("{mantissa}.0e{exp}"),
+        _ => s,
+    }
+}

@@ -353,9 +353,12 @@ fn cast(s: &Scalar, x: MlirValue, to: DType) -> Result<MlirValue, Failure> {
         return Ok(x);
     }
     match (from.is_float(), to.is_float()) {
-        (true, true) if width(to) > width(from) || (from == DType::BF16 && to == DType::F16) => {
-            s.cast("arith.extf", x, to)
+        // Between the two 16-bit types (neither holds the other): through
+        // f32, which holds both exactly.
+        (true, true) if matches!((from, to), (DType::BF16, DType::F16) | (DType::F16, DType::BF16)) => {
+            s.cast("arith.truncf", s.cast("arith.extf", x, DType::F32)?, to)
         }
+        (true, true) if width(to) > width(from) => s.cast("arith.extf", x, to),
         (true, true) => s.cast("arith.truncf", x, to),
         (true, false) if to == DType::I1 => {
             s.op("arith.cmpf", &[x, s.constant(0.0, from)?], &[("predicate", "13 : i64".into())], None)

@@ -359,7 +359,8 @@ pub(super) fn resize(
             && (low + old_bound).abs() < 1e-9 * old_bound.max(1.0)
         {
             let b = 1.0 / (plan.width as f64).sqrt();
-            let attr = ir::parse_attribute(ctx, &format!("#hl.init<uniform, low = {}, high = {}>", -b, b))
+            let (low, high) = (ir::float_literal(-b), ir::float_literal(b));
+            let attr = ir::parse_attribute(ctx, &format!("#hl.init<uniform, low = {low}, high = {high}>"))
                 .map_err(|e| (op_loc(bias), format!("{pass}: {e:?}")))?;
             unsafe { mlirOperationSetAttributeByName(bias, crate::ffi::string_ref("init"), attr) };
         }
@@ -405,10 +406,13 @@ pub fn plan_heads(module: MlirOperation, path: &str, heads: usize) -> Result<Hea
             incoming.push((format!("{path}.{p}.bias"), 0));
         }
     }
+    let width = heads
+        .checked_mul(head_dim)
+        .ok_or_else(|| (op_loc(q), format!("{PASS}: {heads} heads of {head_dim} overflow a width")))?;
     let widen = WidenPlan {
         layer: path.to_string(),
         old: inner,
-        width: heads * head_dim,
+        width,
         incoming,
         outgoing: vec![(format!("{path}.out_proj.weight"), 1)],
     };
@@ -614,7 +618,11 @@ pub fn apply_deepen(module: MlirOperation, plan: &DeepenPlan) -> Result<(), Fail
             (
                 "bias",
                 format!("tensor<{h}x{elem_text}>"),
-                format!("#hl.init<uniform, low = {}, high = {}>", -bound, bound),
+                format!(
+                    "#hl.init<uniform, low = {}, high = {}>",
+                    ir::float_literal(-bound),
+                    ir::float_literal(bound)
+                ),
             ),
         ] {
             let attrs = [

@@ -93,7 +93,7 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     let function = options.get("function").map_err(report)?.to_string();
     let scale = float("loss-scale")?;
     let interval = options.get_i64("scale-growth-interval").map_err(report)?;
-    if scale < 0.0 || interval <= 0 {
+    if !(scale.is_finite() && scale >= 0.0) || interval <= 0 {
         return Err(report(format!(
             "loss-scale={scale} scale-growth-interval={interval}: a scale of at least 0 (0: off) and an interval above 0"
         )));
@@ -283,7 +283,10 @@ pub fn add_train_step_scaled(
         // The scale starts at its initial value: a uniform draw from the
         // one-point interval [init, init].
         let init = match (name.as_str(), loss_scale) {
-            (LOSS_SCALE, Some(ls)) => format!("#hl.init<uniform, low = {:e}, high = {:e}>", ls.init, ls.init),
+            (LOSS_SCALE, Some(ls)) => {
+                let v = crate::ir::float_literal(ls.init);
+                format!("#hl.init<uniform, low = {v}, high = {v}>")
+            }
             _ => "#hl.init<zeros>".to_string(),
         };
         let mut attrs = vec![
