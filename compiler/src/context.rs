@@ -64,6 +64,20 @@ impl CompilerContext {
     /// Parses and verifies `source`; `source_name` appears in locations.
     pub fn parse(&self, source: &str, source_name: &str) -> Result<Module<'_>> {
         self.take_diagnostics();
+        if let Err((line, depth)) = nesting_within(source, MAX_NESTING) {
+            return Err(CompileError::Parse {
+                source_name: source_name.to_string(),
+                diagnostics: vec![Diagnostic {
+                    location: format!("{source_name}:{line}"),
+                    severity: Severity::Error,
+                    message: format!(
+                        "brackets nest {depth} deep here; AICF reads at most {MAX_NESTING} levels (the parser \
+                         recurses per level)"
+                    ),
+                    notes: vec![],
+                }],
+            });
+        }
         let module = parse_named(&self.context, source, source_name);
         let Some(module) = module else {
             return Err(CompileError::Parse {
@@ -165,4 +179,52 @@ fn convert(diagnostic: &melior::diagnostic::Diagnostic<'_>) -> Diagnostic {
     let notes =
         (0..diagnostic.note_count()).filter_map(|i| diagnostic.note(i).ok()).map(|note| convert(&note)).collect();
     Diagnostic { location: describe_location(diagnostic.location()), severity, message: diagnostic.to_string(), notes }
+}
+
+/// The deepest bracket nesting (`(`, `[`, `{`) a source may have: MLIR's
+/// parser recurses per level and overflows the stack at a few thousand;
+/// real IR nests tens deep.
+pub const MAX_NESTING: usize = 1000;
+
+/// `Ok` when `source`'s brackets (outside string literals and `//`
+/// comments) nest at most `max` deep; else the line where they pass it,
+/// and the depth.
+pub fn nesting_within(source: &str, max: usize) -> std::result::Result<(), (usize, usize)> {
+    let (mut depth, mut line) = (0usize, 1usize);
+    let mut chars = source.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => line += 1,
+            '"' => {
+                // A string literal, with its escapes.
+                while let Some(s) = chars.next() {
+                    match s {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        '\n' => line += 1,
+                        _ => {}
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                for s in chars.by_ref() {
+                    if s == '\n' {
+                        line += 1;
+                        break;
+                    }
+                }
+            }
+            '(' | '[' | '{' => {
+                depth += 1;
+                if depth > max {
+                    return Err((line, depth));
+                }
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }

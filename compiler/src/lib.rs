@@ -143,6 +143,24 @@ pub fn opt_main() -> i32 {
     let args: Vec<CString> = std::env::args_os()
         .map(|a| CString::new(a.into_vec()).unwrap_or_else(|_| CString::new("<argument with NUL>").unwrap()))
         .collect();
+    // Input files nested past what the parser's recursion survives are
+    // refused before it reads them (a stack overflow is a crash).
+    for arg in std::env::args_os().skip(1) {
+        let path = std::path::Path::new(&arg);
+        if arg.to_string_lossy().starts_with('-') || !path.is_file() {
+            continue;
+        }
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Err((line, depth)) = context::nesting_within(&text, context::MAX_NESTING)
+        {
+            eprintln!(
+                "{}:{line}: error: brackets nest {depth} deep here; aicf-opt reads at most {} levels",
+                path.display(),
+                context::MAX_NESTING
+            );
+            return 1;
+        }
+    }
     let mut argv: Vec<*mut c_char> = args.iter().map(|a| a.as_ptr() as *mut c_char).collect();
     argv.push(std::ptr::null_mut());
     unsafe { ffi::aicfOptMain(args.len() as c_int, argv.as_mut_ptr()) }

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/CAPI/Support.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringMap.h"
@@ -224,6 +225,22 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
 }
 } // namespace
 
+namespace {
+/// Fails the pass manager it is added to with `message`: a pipeline whose
+/// builder could not build its passes where it was nested adds it, so the
+/// run fails (exit code 1) instead of passing the IR through unchanged.
+struct FailPass : public PassWrapper<FailPass, OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FailPass)
+  explicit FailPass(std::string message) : message(std::move(message)) {}
+  StringRef getArgument() const final { return "aicf-fail"; }
+  void runOnOperation() override {
+    getOperation()->emitError(message);
+    signalPassFailure();
+  }
+  std::string message;
+};
+} // namespace
+
 extern "C" void aicfRegisterPasses(void) {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -234,9 +251,14 @@ extern "C" void aicfRegisterPasses(void) {
         "the hl fusion passes, convert-hl-to-ll, ll-plan-memory, ll-schedule",
         [](OpPassManager &pm, const TrainPipelineOptions &o) {
           std::string text = trainPipeline(o);
-          if (failed(parsePassPipeline(text, pm)))
+          if (failed(parsePassPipeline(text, pm))) {
             llvm::errs() << "aicf-train-pipeline: cannot build '" << text
                          << "'\n";
+            pm.addPass(std::make_unique<FailPass>(
+                "aicf-train-pipeline: its passes cannot run nested on '" +
+                pm.getOpAnchorName().str() +
+                "' (it runs on the module: --pass-pipeline='builtin.module(aicf-train-pipeline)')"));
+          }
         });
   });
 }
