@@ -128,6 +128,24 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
             .collect(),
     };
     let module = module.to_raw();
+    // An override naming nothing would leave the op or layer as it was,
+    // silently: a misspelt name is an error.
+    let ctx = unsafe { mlirOperationGetContext(module) };
+    for name in policy.fp32_ops.iter().chain(&policy.low_ops) {
+        if !unsafe { mlir_sys::mlirContextIsRegisteredOperation(ctx, crate::ffi::string_ref(name)) } {
+            return Err(report(format!("'{name}' is not an hl op")));
+        }
+    }
+    let params: Vec<String> = ir::ops_of(super::grow::module_body(module))
+        .into_iter()
+        .filter(|&op| matches!(op_name(op).as_str(), "hl.param" | "hl.state"))
+        .filter_map(|op| ir::string_attr(op, "sym_name"))
+        .collect();
+    for layer in &policy.fp32_layers {
+        if !params.iter().any(|p| p == layer || p.starts_with(&format!("{layer}."))) {
+            return Err(report(format!("fp32-layers names '{layer}', which no parameter or state of the module is in")));
+        }
+    }
     for (func, block) in ir::functions(module) {
         cast_block(block, &policy)?;
         cast_returns(func, block)?;

@@ -1,0 +1,26 @@
+// aicf-opt refuses, with exit code 1 and a located diagnostic, what it
+// used to pass through, crash on, or misread: misspelt autocast
+// overrides, a NaN loss scale, a head count whose width overflows, the
+// train pipeline nested where it cannot run, input nested past the
+// parser's recursion. Float options print as valid literals (8.0e0), and
+// casts between f16 and bf16 compile (through f32).
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: not aicf-opt %S/../../../examples/transformer/transformer_block.mlir --hl-autocast="dtype=bf16 fp32-ops=geluu" 2>&1 | FileCheck %s --check-prefix=OPNAME
+// RUN: not aicf-opt %S/../../../examples/transformer/transformer_block.mlir --hl-autocast="dtype=bf16 fp32-layers=bloks" 2>&1 | FileCheck %s --check-prefix=LAYER
+// OPNAME: error: hl-autocast: 'hl.geluu' is not an hl op
+// LAYER: error: hl-autocast: fp32-layers names 'bloks', which no parameter or state of the module is in
+// RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=adam loss-scale=nan" 2>&1 | FileCheck %s --check-prefix=SCALENAN
+// SCALENAN: error: hl-optimizer: loss-scale=NaN
+// RUN: aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=adam loss-scale=8" | FileCheck %s --check-prefix=SCALE
+// SCALE: hl.state @loss_scale : tensor<f32> slot "loss_scale" init <uniform, low = 8.000000e+00, high = 8.000000e+00>
+// RUN: not aicf-opt %S/../../../examples/char_lm/char_lm.mlir --hl-add-heads="attention=blocks.0.attn heads=9223372036854775807" 2>&1 | FileCheck %s --check-prefix=HEADS
+// HEADS: error: hl-add-heads: 9223372036854775807 heads of {{[0-9]+}} overflow a width
+// RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--pass-pipeline=builtin.module(func.func(aicf-train-pipeline))" -o %t/out.mlir 2>&1 | FileCheck %s --check-prefix=NESTED
+// NESTED: error: aicf-train-pipeline: its passes cannot run nested on 'func.func'
+// RUN: python3 -c "n=5000;open('%t/deep.mlir','w').write('module {'*n+'}'*n)"
+// RUN: not aicf-opt %t/deep.mlir 2>&1 | FileCheck %s --check-prefix=DEEP
+// RUN: not aicf compile %t/deep.mlir -o %t/deep 2>&1 | FileCheck %s --check-prefix=DEEP
+// DEEP: deep.mlir:1: error: brackets nest 1001 deep here
+// RUN: sed 's/%loss = hl.cross_entropy %logits, %labels/%c16 = hl.cast %logits : tensor<32x10xf32> to tensor<32x10xf16>\n  %cb = hl.cast %c16 : tensor<32x10xf16> to tensor<32x10xbf16>\n  %c32 = hl.cast %cb : tensor<32x10xbf16> to tensor<32x10xf32>\n  %loss = hl.cross_entropy %c32, %labels/' %S/../../../examples/mlp/digits_mlp.mlir > %t/casts.mlir
+// RUN: aicf compile %t/casts.mlir -o %t/casts | FileCheck %s --check-prefix=CASTS
+// CASTS: compiled {{.*}}casts.mlir
