@@ -24,3 +24,8 @@
 // RUN: sed 's/%loss = hl.cross_entropy %logits, %labels/%c16 = hl.cast %logits : tensor<32x10xf32> to tensor<32x10xf16>\n  %cb = hl.cast %c16 : tensor<32x10xf16> to tensor<32x10xbf16>\n  %c32 = hl.cast %cb : tensor<32x10xbf16> to tensor<32x10xf32>\n  %loss = hl.cross_entropy %c32, %labels/' %S/../../../examples/mlp/digits_mlp.mlir > %t/casts.mlir
 // RUN: aicf compile %t/casts.mlir -o %t/casts | FileCheck %s --check-prefix=CASTS
 // CASTS: compiled {{.*}}casts.mlir
+// An artifact goes to a new or empty directory (or over an earlier artifact).
+// RUN: mkdir -p %t/busy && touch %t/busy/notes.txt
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o %t/busy 2>&1 | FileCheck %s --check-prefix=BUSY
+// RUN: test ! -e %t/busy/manifest.json
+// BUSY: aicf: error: {{.*}}busy: a directory holding other files, not an artifact; give a new or empty one

@@ -809,6 +809,17 @@ fn run_compile(
     }
     let Some(stage) = emit else {
         let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
+        // An artifact is written into its own directory: one holding other
+        // files (not an earlier artifact) would have them overwritten.
+        if out.is_dir()
+            && !out.join("manifest.json").exists()
+            && std::fs::read_dir(&out).map_err(|e| format!("{}: {e}", out.display()))?.next().is_some()
+        {
+            return Err(format!(
+                "{}: a directory holding other files, not an artifact; give a new or empty one",
+                out.display()
+            ));
+        }
         let started = Instant::now();
         let target = match target {
             Target::Cpu => pipeline::Target::Cpu(KernelCache::new(KernelCache::default_dir(&out))),
