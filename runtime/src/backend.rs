@@ -299,14 +299,12 @@ pub trait Backend {
 /// a NaN or an infinity; integers have none.
 fn first_non_finite(dtype: crate::artifact::DType, bytes: &[u8]) -> Option<usize> {
     use crate::artifact::DType;
-    let half = |mask: u16| {
-        bytes.chunks_exact(2).position(|b| u16::from_le_bytes([b[0], b[1]]) & mask == mask)
-    };
+    let half = |mask: u16| bytes.chunks_exact(2).position(|b| u16::from_le_bytes([b[0], b[1]]) & mask == mask);
     match dtype {
         DType::F32 => bytes.chunks_exact(4).position(|b| !f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite()),
-        DType::F64 => bytes.chunks_exact(8).position(|b| {
-            !f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).is_finite()
-        }),
+        DType::F64 => bytes
+            .chunks_exact(8)
+            .position(|b| !f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]).is_finite()),
         // The exponent all ones.
         DType::BF16 => half(0x7f80),
         DType::F16 => half(0x7c00),

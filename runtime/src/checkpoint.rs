@@ -83,8 +83,17 @@ pub fn remove_stale_partials(path: &Path) {
 }
 
 /// Writes `entries` and `metadata` to `path` atomically.
+/// The metadata key of a checkpoint's per-tensor CRC-32s (a JSON object,
+/// tensor name to hex): [`load`] refuses a tensor whose bytes changed.
+pub const CHECKSUMS: &str = "aicf.crc32";
+
 pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>) -> Result<(), CheckpointError> {
     let io = |e: std::io::Error| CheckpointError::Io { path: path.display().to_string(), message: e.to_string() };
+    let sums: BTreeMap<&str, String> =
+        entries.iter().map(|e| (e.name.as_str(), format!("{:08x}", crc32fast::hash(&e.bytes)))).collect();
+    let mut metadata = metadata.clone();
+    metadata.insert(CHECKSUMS.into(), serde_json::to_string(&sums).map_err(|e| io(std::io::Error::other(e)))?);
+    let metadata = &metadata;
     let mut header = serde_json::Map::new();
     header.insert("__metadata__".into(), serde_json::to_value(metadata).map_err(|e| io(std::io::Error::other(e)))?);
     let mut offset = 0usize;
@@ -172,7 +181,7 @@ pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, St
     let header: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(&bytes[8..8 + n]).map_err(|e| corrupt(format!("header: {e}")))?;
     let data = &bytes[8 + n..];
-    let mut metadata = BTreeMap::new();
+    let mut metadata: BTreeMap<String, String> = BTreeMap::new();
     let mut entries = BTreeMap::new();
     for (name, v) in header {
         if name == "__metadata__" {
@@ -193,12 +202,52 @@ pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, St
         }
         entries.insert(name.clone(), Entry { name, dtype, shape, bytes: data[lo..hi].to_vec() });
     }
+    // Checkpoints written before the checksums load without them.
+    if let Some(text) = metadata.get(CHECKSUMS) {
+        let sums: BTreeMap<String, String> =
+            serde_json::from_str(text).map_err(|e| corrupt(format!("{CHECKSUMS}: {e}")))?;
+        for (name, sum) in &sums {
+            if let Some(e) = entries.get(name)
+                && format!("{:08x}", crc32fast::hash(&e.bytes)) != *sum
+            {
+                return Err(corrupt(format!("{name}: its bytes do not match their checksum (the file is damaged)")));
+            }
+        }
+    }
     Ok((entries, metadata))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A byte of a tensor changed on disk is found by its checksum, naming
+    /// the tensor; the untouched file loads.
+    #[test]
+    fn a_damaged_tensor_fails_its_checksum() {
+        let path = std::env::temp_dir().join(format!("aicf-ckpt-{}-crc.safetensors", std::process::id()));
+        let entries = [
+            Entry {
+                name: "a".into(),
+                dtype: DType::F32,
+                shape: vec![2],
+                bytes: [1.0f32, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            },
+            Entry { name: "b".into(), dtype: DType::F32, shape: vec![1], bytes: 3.0f32.to_le_bytes().to_vec() },
+        ];
+        save(&path, &entries, &BTreeMap::from([("epoch".to_string(), "1".to_string())])).unwrap();
+        let (loaded, meta) = load(&path).unwrap();
+        assert_eq!(loaded["b"].bytes, entries[1].bytes);
+        assert!(meta.contains_key(CHECKSUMS) && meta["epoch"] == "1");
+        // The data section ends with b's 4 bytes: change the last one.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        let e = load(&path).err().unwrap().to_string();
+        assert!(e.contains("b: its bytes do not match their checksum"), "{e}");
+        let _ = std::fs::remove_file(&path);
+    }
 
     /// A file of `header` (JSON) followed by `data`.
     fn file(name: &str, header: &str, data: &[u8]) -> std::path::PathBuf {

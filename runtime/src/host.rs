@@ -251,9 +251,9 @@ pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String>
 pub(crate) fn check_index_bytes(check: &crate::artifact::IndexCheck, bytes: &[u8]) -> std::result::Result<(), String> {
     let values: Box<dyn Iterator<Item = i64>> = match check.dtype {
         DType::I32 => Box::new(bytes.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64)),
-        DType::I64 => Box::new(bytes.chunks_exact(8).map(|b| {
-            i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-        })),
+        DType::I64 => Box::new(
+            bytes.chunks_exact(8).map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])),
+        ),
         _ => return Ok(()),
     };
     for (i, v) in values.enumerate() {

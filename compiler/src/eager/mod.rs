@@ -313,14 +313,22 @@ fn trace_start() -> Option<std::time::Instant> {
 /// Runs `function` of a kernel on `inputs` (the tensors' own buffers, then
 /// `extra`), returning its results' buffers on the kernel's device;
 /// records the call and its kernels while a trace is on.
-fn run(kernel: &mut Kernel, function: &str, inputs: &[&Tensor], extra: Vec<Storage>, key: &str) -> Result<Vec<Storage>> {
+fn run(
+    kernel: &mut Kernel,
+    function: &str,
+    inputs: &[&Tensor],
+    extra: Vec<Storage>,
+    key: &str,
+) -> Result<Vec<Storage>> {
     match kernel {
         Kernel::Cpu { module, arena } => {
             let extra = extra
                 .into_iter()
                 .map(|s| match s {
                     Storage::Host(b) => Ok(b),
-                    Storage::Cuda(_) => Err(EagerError::Kernel { op: key.into(), message: "a GPU buffer for a CPU kernel".into() }),
+                    Storage::Cuda(_) => {
+                        Err(EagerError::Kernel { op: key.into(), message: "a GPU buffer for a CPU kernel".into() })
+                    }
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok(run_cpu(module, arena, function, inputs, extra, key)?.into_iter().map(Storage::Host).collect())
@@ -713,10 +721,8 @@ fn dispatch(
 ) -> Result<Vec<(Vec<usize>, HostDType, Storage)>> {
     let device = common_device(key, inputs)?;
     let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
-    let full = device_key(
-        format!("{key} {}", specs.iter().map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" ")),
-        &device,
-    );
+    let full =
+        device_key(format!("{key} {}", specs.iter().map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" ")), &device);
     RUNTIME.with(|r| {
         let mut r = r.borrow_mut();
         r.stats.calls += 1;

@@ -91,8 +91,11 @@ impl Optim {
         if !(max_norm.is_finite() && max_norm > 0.0) {
             return Err(EagerError::Invalid(format!("clip_grad_norm: max_norm {max_norm} is not above 0")));
         }
-        let grads: Vec<(&Tensor, Tensor)> =
-            self.params.iter().filter_map(|p| p.grad_tensor().transpose().map(|g| g.map(|g| (p, g)))).collect::<Result<_>>()?;
+        let grads: Vec<(&Tensor, Tensor)> = self
+            .params
+            .iter()
+            .filter_map(|p| p.grad_tensor().transpose().map(|g| g.map(|g| (p, g))))
+            .collect::<Result<_>>()?;
         let Some(first) = grads.first() else { return Ok(0.0) };
         let device = first.1.device();
         super::no_grad(|| -> Result<f64> {
@@ -131,7 +134,8 @@ impl Optim {
         // Adam's numbers of this step: bias corrections in f64, rounded
         // once (hl-optimizer's), and the factors made of them in f32.
         let (bc2, factor, step_size) = match kind {
-            Optimizer::Adam { beta1, beta2, weight_decay, .. } | Optimizer::AdamW { beta1, beta2, weight_decay, .. } => {
+            Optimizer::Adam { beta1, beta2, weight_decay, .. }
+            | Optimizer::AdamW { beta1, beta2, weight_decay, .. } => {
                 let bc1 = (1.0 - beta1.powf(t)) as f32;
                 let bc2 = (1.0 - beta2.powf(t)) as f32;
                 (bc2, 1.0 - lr32 * weight_decay as f32, lr32 / bc1)
@@ -188,7 +192,9 @@ fn slot_names(kind: &Optimizer) -> &'static [&'static str] {
 fn update_key(kind: &Optimizer) -> String {
     match *kind {
         Optimizer::Sgd { momentum, nesterov, weight_decay } => format!("sgd {momentum:e} {nesterov} {weight_decay:e}"),
-        Optimizer::Adam { beta1, beta2, eps, weight_decay } => format!("adam {beta1:e} {beta2:e} {eps:e} {weight_decay:e}"),
+        Optimizer::Adam { beta1, beta2, eps, weight_decay } => {
+            format!("adam {beta1:e} {beta2:e} {eps:e} {weight_decay:e}")
+        }
         Optimizer::AdamW { beta1, beta2, eps, weight_decay } => {
             format!("adamw {beta1:e} {beta2:e} {eps:e} {weight_decay:e}")
         }

@@ -143,7 +143,9 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         .collect();
     for layer in &policy.fp32_layers {
         if !params.iter().any(|p| p == layer || p.starts_with(&format!("{layer}."))) {
-            return Err(report(format!("fp32-layers names '{layer}', which no parameter or state of the module is in")));
+            return Err(report(format!(
+                "fp32-layers names '{layer}', which no parameter or state of the module is in"
+            )));
         }
     }
     for (func, block) in ir::functions(module) {

@@ -618,11 +618,7 @@ pub fn apply_deepen(module: MlirOperation, plan: &DeepenPlan) -> Result<(), Fail
             (
                 "bias",
                 format!("tensor<{h}x{elem_text}>"),
-                format!(
-                    "#hl.init<uniform, low = {}, high = {}>",
-                    ir::float_literal(-bound),
-                    ir::float_literal(bound)
-                ),
+                format!("#hl.init<uniform, low = {}, high = {}>", ir::float_literal(-bound), ir::float_literal(bound)),
             ),
         ] {
             let attrs = [

@@ -249,7 +249,10 @@ fn claim_checkpoint_dir(dir: &Path, resuming: bool) -> Result<std::fs::File> {
     match lock.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(io(dir, "another run is writing its checkpoints here; give this one another --checkpoint-dir".into()));
+            return Err(io(
+                dir,
+                "another run is writing its checkpoints here; give this one another --checkpoint-dir".into(),
+            ));
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(io(&path, format!("cannot lock it: {e}"))),
     }

@@ -784,7 +784,8 @@ fn every_eager_kernel_compiles_to_ptx_that_ptxas_accepts() {
     elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(&cpu);
     contractions_normalisation_and_losses_have_the_gradients_of_finite_differences(&cpu);
     convolution_and_pooling_have_the_gradients_of_finite_differences(&cpu);
-    let p: Vec<Tensor> = [[10usize, 64].as_slice(), &[10]].iter().enumerate().map(|(i, s)| param(s, i as u64)).collect();
+    let p: Vec<Tensor> =
+        [[10usize, 64].as_slice(), &[10]].iter().enumerate().map(|(i, s)| param(s, i as u64)).collect();
     for kind in ["sgd", "adam"] {
         let mut opt = if kind == "sgd" { Optim::sgd(&p, 0.9, false, 0.0) } else { Optim::adam(&p, 0.0) }.unwrap();
         opt.use_kernels(true);

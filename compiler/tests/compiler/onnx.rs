@@ -194,10 +194,12 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
 fn malformed_graphs_are_errors_naming_the_fault() {
     use aicf_onnx::proto::{tensor_shape_proto::dimension::Value, type_proto};
     let import = |model: &aicf_onnx::proto::ModelProto| {
-        onnx::import_model(model, "edited.onnx", std::path::Path::new("."), &ImportOptions {
-            batch: Some(2),
-            loss: Loss::None,
-        })
+        onnx::import_model(
+            model,
+            "edited.onnx",
+            std::path::Path::new("."),
+            &ImportOptions { batch: Some(2), loss: Loss::None },
+        )
         .unwrap_err()
         .to_string()
     };

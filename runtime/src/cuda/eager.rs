@@ -186,7 +186,10 @@ impl CudaModule {
         let f = self.function(function)?;
         let fail = |message: String| RuntimeError::Arguments { function: function.into(), message };
         if self.ordinal != stream.ordinal {
-            return Err(fail(format!("the module is loaded on cuda:{}, the launch is on cuda:{}", self.ordinal, stream.ordinal)));
+            return Err(fail(format!(
+                "the module is loaded on cuda:{}, the launch is on cuda:{}",
+                self.ordinal, stream.ordinal
+            )));
         }
         if args.len() != f.args.len() {
             return Err(fail(format!("{} buffers for {} arguments", args.len(), f.args.len())));
@@ -199,7 +202,10 @@ impl CudaModule {
                 return Err(fail(format!("argument {} needs {} bytes, its buffer has {}", a.bind, a.bytes(), m.bytes)));
             }
             if m.stream.ordinal != stream.ordinal {
-                return Err(fail(format!("argument {} is on cuda:{}, the launch on cuda:{}", a.bind, m.stream.ordinal, stream.ordinal)));
+                return Err(fail(format!(
+                    "argument {} is on cuda:{}, the launch on cuda:{}",
+                    a.bind, m.stream.ordinal, stream.ordinal
+                )));
             }
         }
         for (k, c) in f.calls.iter().enumerate() {
@@ -222,14 +228,21 @@ impl CudaModule {
         let kernels = self.kernels.get(function).ok_or_else(|| RuntimeError::NoFunction(function.into()))?;
         stream.ctx.bind_to_thread().map_err(cuda_err("binding the context"))?;
         for (k, c) in f.calls.iter().enumerate() {
-            let err = |message: String| RuntimeError::Kernel { function: function.into(), call: k, op: c.op.clone(), message };
+            let err = |message: String| RuntimeError::Kernel {
+                function: function.into(),
+                call: k,
+                op: c.op.clone(),
+                message,
+            };
             if c.collective.is_some() {
                 return Err(err("an eager op has no collective".into()));
             }
             let mut params = vec![c.work];
             for b in &c.buffers {
                 params.push(match *b {
-                    Buffer::Arg { index } => args.get(index).map(|m| m.ptr).ok_or_else(|| err(format!("no argument {index}")))?,
+                    Buffer::Arg { index } => {
+                        args.get(index).map(|m| m.ptr).ok_or_else(|| err(format!("no argument {index}")))?
+                    }
                     Buffer::Arena { offset } => {
                         let a = arena.ok_or_else(|| err("an arena offset in a function without an arena".into()))?;
                         args[a].ptr + offset
