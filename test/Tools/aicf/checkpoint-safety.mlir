@@ -17,12 +17,16 @@
 // RESUMED: resumed from {{.*}}last.safetensors at epoch 2
 // RESUMED: epoch   3/3
 
-// A checkpoint holding a NaN is refused where it is read, by resume and
-// by eval, and named.
-// RUN: python3 -c "import sys,struct,json; b=open(sys.argv[1],'rb').read(); n=struct.unpack('<Q',b[:8])[0]; h=json.loads(b[8:8+n]); o=8+n+h['fc1.weight']['data_offsets'][0]; open(sys.argv[2],'wb').write(b[:o]+struct.pack('<f',float('nan'))+b[o+4:])" %t/ckpt/last.safetensors %t/nan.safetensors
+// A checkpoint holding a NaN (written with its checksum, as a tool that
+// edits tensors would) is refused where it is read, by resume and by
+// eval, and named; one whose bytes changed under its checksum too.
+// RUN: python3 %S/inputs/nan-checkpoint.py %t/ckpt/last.safetensors %t/nan.safetensors
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/nan.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=NANCKPT
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/run --resume-from %t/nan.safetensors 2>&1 | FileCheck %s --check-prefix=NANCKPT
 // NANCKPT: aicf: error: {{.*}}nan.safetensors: not a valid checkpoint: fc1.weight holds a NaN or an infinity (element 0)
+// RUN: python3 %S/inputs/nan-checkpoint.py %t/ckpt/last.safetensors %t/flipped.safetensors --keep-checksum
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/flipped.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=FLIPPED
+// FLIPPED: aicf: error: {{.*}}flipped.safetensors: not a valid checkpoint: fc1.weight: its bytes do not match their checksum (the file is damaged)
 
 // A value beyond f32 in a table.
 // RUN: sed '3s/^[0-9.]*,/1e300,/' %t/digits.csv > %t/huge.csv
