@@ -485,10 +485,19 @@ pub fn ir_hash(text: &str) -> String {
 /// (each names a buffer the function has, and spans bytes that lie inside
 /// it), so that nothing a manifest says can make a kernel reach outside its
 /// memory.
+/// The largest `manifest.json` [`load_manifest`] reads.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
+
 pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
     use crate::error::RuntimeError;
     let path = dir.join("manifest.json");
     let fail = |path: &std::path::Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
+    // A manifest is kilobytes (megabytes for the largest models); a huge
+    // or endless file (a device) is not one, and is not read whole.
+    let size = std::fs::metadata(&path).map_err(|e| fail(&path, e.to_string()))?;
+    if !size.is_file() || size.len() > MAX_MANIFEST_BYTES {
+        return Err(fail(&path, format!("not a manifest file of at most {MAX_MANIFEST_BYTES} bytes")));
+    }
     let text = std::fs::read_to_string(&path).map_err(|e| fail(&path, e.to_string()))?;
     let manifest: Manifest =
         serde_json::from_str(&text).map_err(|e| fail(&path, format!("not a valid manifest: {e}")))?;

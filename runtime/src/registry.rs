@@ -86,10 +86,11 @@ impl Choice {
 /// much faster ([`SMALL_LIBRARY_MARGIN`]).
 const CANDIDATES: &str = "v7";
 
-/// AICF's per-machine cache: `$AICF_CACHE_DIR`, else `~/.cache/aicf`
-/// (`None` without a home directory).
+/// AICF's per-machine cache: `$AICF_CACHE_DIR` (set and not empty), else
+/// `~/.cache/aicf` (`None` without a home directory).
 pub fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("AICF_CACHE_DIR")
+        .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/aicf")))
 }

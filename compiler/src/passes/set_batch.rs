@@ -48,6 +48,14 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     if from == size {
         return Ok(());
     }
+    // A given batch that no argument has would change nothing, silently.
+    let any = functions.iter().any(|&(_, block)| {
+        (0..unsafe { mlirBlockGetNumArguments(block) })
+            .any(|i| leading_dim(unsafe { mlirValueGetType(mlirBlockGetArgument(block, i)) }) == Some(from))
+    });
+    if !any {
+        return Err(report(format!("from={from}: no function argument has a leading dimension of {from}")));
+    }
     for &(func, block) in &functions {
         for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
             let arg = unsafe { mlirBlockGetArgument(block, i) };

@@ -29,3 +29,6 @@
 // RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o %t/busy 2>&1 | FileCheck %s --check-prefix=BUSY
 // RUN: test ! -e %t/busy/manifest.json
 // BUSY: aicf: error: {{.*}}busy: a directory holding other files, not an artifact; give a new or empty one
+// hl-set-batch from a batch no argument has changes nothing: refused.
+// RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir --hl-set-batch="size=8 from=7" 2>&1 | FileCheck %s --check-prefix=FROM
+// FROM: error: hl-set-batch: from=7: no function argument has a leading dimension of 7
