@@ -113,3 +113,43 @@ fn a_checkpoint_directory_takes_one_run_at_a_time() {
     assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
     assert!(ckpt.join("last.safetensors").exists());
 }
+
+/// A kernel cache whose entries point at the wrong object files links a
+/// kernel library missing kernels: the run stops naming the kernel cache,
+/// keeps no broken artifact, and once the cache is whole again it runs.
+#[test]
+fn a_damaged_kernel_cache_is_named_and_leaves_no_broken_artifact() {
+    let dir = scratch("kernel-cache");
+    let cache = dir.join("cache");
+    let train = |out: &str| {
+        Command::new(env!("CARGO_BIN_EXE_aicf"))
+            .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", "1"])
+            .args(["--no-runs-db", "--no-progress", "--out"])
+            .arg(dir.join(out))
+            .env("AICF_CACHE_DIR", &cache)
+            .output()
+            .unwrap()
+    };
+    assert!(train("first").status.success());
+    let kernels = cache.join("kernels");
+    let objs: Vec<PathBuf> = std::fs::read_dir(&kernels)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "obj"))
+        .collect();
+    let saved: Vec<Vec<u8>> = objs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    // Every kernel's entry names the first one's object file.
+    for p in &objs {
+        std::fs::write(p, &saved[0]).unwrap();
+    }
+    let broken = train("second");
+    let err = String::from_utf8_lossy(&broken.stderr);
+    assert!(!broken.status.success() && err.contains("may be damaged: delete it and run again"), "{err}");
+    assert!(err.contains(&kernels.display().to_string()), "{err}");
+    for (p, b) in objs.iter().zip(&saved) {
+        std::fs::write(p, b).unwrap();
+    }
+    let healed = train("second");
+    assert!(healed.status.success(), "{}", String::from_utf8_lossy(&healed.stderr));
+}

@@ -681,6 +681,16 @@ fn complete(dir: &Path, device: &Device) -> bool {
     }
 }
 
+/// Whether the artifact in `dir` loads on the CPU (its kernel library opens
+/// and holds every kernel the manifest names); a GPU's PTX is checked when
+/// a session loads it.
+fn loads(dir: &Path, device: &Device) -> std::result::Result<(), String> {
+    match device {
+        Device::Cpu { .. } => aicf_runtime::cpu::CpuModule::load(dir, 1).map(|_| ()).map_err(|e| e.to_string()),
+        Device::Cuda { .. } => Ok(()),
+    }
+}
+
 /// Compiles `source` (at batch size `batch`, or its own) into the cache,
 /// or finds it there.
 fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<usize>) -> Result<Compiled> {
@@ -701,7 +711,9 @@ fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<u
         compiler_identity()
     ));
     let dir = options.cache_dir.join(format!("artifact-{key}"));
-    if complete(&dir, &options.device) {
+    // A cached artifact whose kernels do not load (a kernel library linked
+    // from a damaged kernel cache) is compiled again, not kept failing.
+    if complete(&dir, &options.device) && loads(&dir, &options.device).is_ok() {
         return Ok(Compiled {
             batch,
             dir,
@@ -713,6 +725,15 @@ fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<u
     }
     let started = Instant::now();
     let compiled = pipeline::compile_source(source, name, &train, batch, &target, &dir)?;
+    if let Err(why) = loads(&dir, &options.device) {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(TrainError::Input(format!(
+            "{}: the kernels just compiled do not load ({why}); the kernel cache {} may be damaged: delete it \
+             and run again",
+            dir.display(),
+            KernelCache::default_dir(&options.cache_dir).display()
+        )));
+    }
     Ok(Compiled {
         batch,
         dir,
