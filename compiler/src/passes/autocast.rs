@@ -128,6 +128,17 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
             .collect(),
     };
     let module = module.to_raw();
+    // Autocast rewrites the forward; autodiff then derives a backward that
+    // inherits its casts. A backward already there would keep f32 types
+    // the casts break.
+    for (_, block) in ir::functions(module) {
+        if let Some(op) = ops_of(block).into_iter().find(|&op| op_name(op).ends_with("_backward")) {
+            return Err(report(format!(
+                "the module is differentiated already ('{}'): hl-autocast runs before hl-autodiff",
+                op_name(op)
+            )));
+        }
+    }
     // An override naming nothing would leave the op or layer as it was,
     // silently: a misspelt name is an error.
     let ctx = unsafe { mlirOperationGetContext(module) };

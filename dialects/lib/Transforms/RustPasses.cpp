@@ -20,6 +20,8 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -250,6 +252,18 @@ extern "C" void aicfRegisterPasses(void) {
         "The whole train-step compilation: hl-optimizer, canonicalize, cse, "
         "the hl fusion passes, convert-hl-to-ll, ll-plan-memory, ll-schedule",
         [](OpPassManager &pm, const TrainPipelineOptions &o) {
+          // Its string options are names spliced into the pipeline text:
+          // one holding pipeline syntax would run other passes.
+          for (const std::string *name : {&o.optimizer, &o.precision}) {
+            if (llvm::any_of(*name, [](char c) {
+                  return !(llvm::isAlnum(c) || c == '-' || c == '_');
+                })) {
+              pm.addPass(std::make_unique<FailPass>(
+                  "aicf-train-pipeline: '" + *name +
+                  "' is not a name (letters, digits, '-' and '_')"));
+              return;
+            }
+          }
           std::string text = trainPipeline(o);
           if (failed(parsePassPipeline(text, pm))) {
             llvm::errs() << "aicf-train-pipeline: cannot build '" << text
