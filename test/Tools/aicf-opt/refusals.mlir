@@ -37,3 +37,8 @@
 // SPLICE: error: aicf-train-pipeline: 'sgd},hl-widen{layer=fc1 width=500},hl-optimizer{kind=sgd' is not a name
 // RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir --hl-autodiff --hl-autocast=dtype=bf16 2>&1 | FileCheck %s --check-prefix=ORDER
 // ORDER: error: hl-autocast: the module is differentiated already ('hl.{{[a-z_]+}}_backward'): hl-autocast runs before hl-autodiff
+// Sizes past 64 bits are refused by the verifier, not wrapped.
+// RUN: not aicf-opt %S/inputs/huge-reshape.mlir.txt 2>&1 | FileCheck %s --check-prefix=RESHAPE
+// RESHAPE: error: 'hl.reshape' op has more than 2^63 elements
+// RUN: not aicf-opt %S/inputs/huge-dilation.mlir.txt 2>&1 | FileCheck %s --check-prefix=CONV
+// CONV: error: 'hl.conv2d' op the window (dilation 4611686018427387904, kernel 3) or padding (0) is beyond 64-bit sizes

@@ -26,6 +26,19 @@ LogicalResult ReshapeOp::verify() {
            << in.getElementType() << " to " << out.getElementType();
   if (!in.hasStaticShape() || !out.hasStaticShape())
     return emitOpError("needs static shapes, got ") << in << " to " << out;
+  // Element counts in 128 bits: getNumElements wraps past 2^63.
+  auto count = [](RankedTensorType t) {
+    unsigned __int128 n = 1;
+    for (int64_t d : t.getShape()) {
+      n *= (unsigned __int128)d;
+      if (n > (unsigned __int128)INT64_MAX)
+        return (unsigned __int128)INT64_MAX + 1;
+    }
+    return n;
+  };
+  if (count(in) > (unsigned __int128)INT64_MAX ||
+      count(out) > (unsigned __int128)INT64_MAX)
+    return emitOpError("has more than 2^63 elements: ") << in << " to " << out;
   if (in.getNumElements() != out.getNumElements())
     return emitOpError("cannot reshape ")
            << in << " (" << in.getNumElements() << " elements) to " << out
@@ -247,7 +260,14 @@ LogicalResult windowOutput(StringRef name, std::optional<Location> loc,
     out = ShapedType::kDynamic;
     return success();
   }
-  int64_t span = dilation * (kernel - 1) + 1;
+  // In 128 bits: a dilation or padding near 2^63 must not wrap the sizes.
+  __int128 span128 = (__int128)dilation * (kernel - 1) + 1;
+  __int128 padded = (__int128)size + 2 * (__int128)pad;
+  if (span128 > INT64_MAX || padded > INT64_MAX)
+    return inferError(loc, name) << "the window (dilation " << dilation
+                                 << ", kernel " << kernel << ") or padding ("
+                                 << pad << ") is beyond 64-bit sizes";
+  int64_t span = (int64_t)span128;
   if (size + 2 * pad < span)
     return inferError(loc, name) << "the window (" << span
                                  << " with dilation) does not fit the padded input "
