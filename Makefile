@@ -98,7 +98,7 @@ gpu-bundle: setup
 gpu-pack: gpu-bundle
 	benches/gpu/pack.sh
 
-# Eager mode's tests on a GPU (target/gpu-pack-eager, about 34 MB: the
+# Eager mode's tests on a GPU (target/gpu-pack-eager, about 33 MB: the
 # compiler's test binary, stripped and compressed, and eager.sh), carried
 # by a device call of its own (the two packs together pass the 64 MiB one
 # call carries):

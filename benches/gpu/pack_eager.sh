@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs eager mode's GPU tests into target/gpu-pack-eager (about 34 MB):
+# Packs eager mode's GPU tests into target/gpu-pack-eager (about 33 MB):
 # the compiler's test binary (release, stripped, xz-compressed: it links
 # MLIR, so the GPU machine compiles the ops' kernels itself) and eager.sh,
 # which runs it there:

@@ -213,8 +213,9 @@ struct Inner {
     /// of this one (as PyTorch's `detach` shares storage).
     data: Rc<RefCell<Storage>>,
     requires_grad: bool,
-    /// The accumulated gradient, f32 of the same shape, on the same device.
-    grad: RefCell<Option<Storage>>,
+    /// The accumulated gradient: a leaf without history, f32 of the same
+    /// shape, on the same device (an optimizer reads it without a copy).
+    grad: RefCell<Option<Tensor>>,
     node: Option<Node>,
 }
 
@@ -940,8 +941,13 @@ impl Tensor {
         if same_device(&self.device(), device) {
             return Ok(self.clone());
         }
-        let bytes = self.0.data.borrow().to_bytes()?;
-        let data = Storage::from_bytes(device, bytes)?;
+        let data = match (&*self.0.data.borrow(), device) {
+            // Uploaded from the host buffer itself, not a copy of it.
+            (Storage::Host(b), Device::Cuda { ordinal }) => {
+                Storage::Cuda(stream(*ordinal)?.upload(b.as_bytes()).map_err(invalid)?)
+            }
+            (other, _) => Storage::from_bytes(device, other.to_bytes()?)?,
+        };
         Ok(Tensor::leaf(self.0.shape.clone(), self.0.dtype, data, false))
     }
 
@@ -1007,20 +1013,13 @@ impl Tensor {
     /// The accumulated gradient of a leaf after `backward()` (a copy on
     /// the host), or `None` when it has none.
     pub fn grad(&self) -> Result<Option<Host>> {
-        let g = self.0.grad.borrow();
-        let Some(g) = g.as_ref() else { return Ok(None) };
-        let values = match g {
-            Storage::Host(b) => read_values(b.as_bytes(), HostDType::F32),
-            other => read_values(other.to_bytes()?.as_bytes(), HostDType::F32),
-        };
-        Ok(Some(Host::new(self.0.shape.clone(), HostDType::F32, values)))
+        self.0.grad.borrow().as_ref().map(Tensor::host).transpose()
     }
 
-    /// The gradient as a tensor on this tensor's device, without history.
-    pub(crate) fn grad_tensor(&self) -> Result<Option<Tensor>> {
-        let g = self.0.grad.borrow();
-        let Some(g) = g.as_ref() else { return Ok(None) };
-        Ok(Some(Tensor::leaf(self.0.shape.clone(), HostDType::F32, g.try_clone()?, false)))
+    /// The gradient as a tensor on this tensor's device, without history
+    /// (sharing the gradient's values).
+    pub(crate) fn grad_tensor(&self) -> Option<Tensor> {
+        self.0.grad.borrow().clone()
     }
 
     /// Runs `f` on the f32 values and the gradient of this parameter in
@@ -1028,9 +1027,11 @@ impl Tensor {
     /// gradient or is not in host memory.
     pub(crate) fn update(&self, f: impl FnOnce(&mut [f32], &[f32])) -> bool {
         let g = self.0.grad.borrow();
+        let Some(g) = g.as_ref() else { return false };
+        let g = g.0.data.borrow();
         let mut data = self.0.data.borrow_mut();
-        match (g.as_ref(), &mut *data, self.0.dtype) {
-            (Some(Storage::Host(g)), Storage::Host(values), HostDType::F32) => {
+        match (&*g, &mut *data, self.0.dtype) {
+            (Storage::Host(g), Storage::Host(values), HostDType::F32) => {
                 f(f32s_mut(values), f32s(g));
                 true
             }
@@ -1111,8 +1112,8 @@ impl Tensor {
                 None => {
                     let mut slot = t.0.grad.borrow_mut();
                     match slot.as_mut() {
-                        Some(acc) => accumulate(acc, g, &t.0.shape)?,
-                        None => *slot = Some(g),
+                        Some(acc) => accumulate(&mut acc.0.data.borrow_mut(), g, &t.0.shape)?,
+                        None => *slot = Some(Tensor::leaf(t.0.shape.clone(), HostDType::F32, g, false)),
                     }
                 }
                 Some(node) => {

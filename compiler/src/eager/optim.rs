@@ -91,11 +91,8 @@ impl Optim {
         if !(max_norm.is_finite() && max_norm > 0.0) {
             return Err(EagerError::Invalid(format!("clip_grad_norm: max_norm {max_norm} is not above 0")));
         }
-        let grads: Vec<(&Tensor, Tensor)> = self
-            .params
-            .iter()
-            .filter_map(|p| p.grad_tensor().transpose().map(|g| g.map(|g| (p, g))))
-            .collect::<Result<_>>()?;
+        let grads: Vec<(&Tensor, Tensor)> =
+            self.params.iter().filter_map(|p| p.grad_tensor().map(|g| (p, g))).collect();
         let Some(first) = grads.first() else { return Ok(0.0) };
         let device = first.1.device();
         super::no_grad(|| -> Result<f64> {
@@ -114,8 +111,7 @@ impl Optim {
             let coef = ((max_norm as f32) / (norm + 1e-6f32)).min(1.0);
             let c = Tensor::from_vec(&[], vec![coef])?.to(&device)?;
             for (p, g) in &grads {
-                let scaled = g.mul(&c)?;
-                *p.0.grad.borrow_mut() = Some(scaled.into_storage()?);
+                *p.0.grad.borrow_mut() = Some(g.mul(&c)?);
             }
             Ok(norm as f64)
         })
@@ -154,7 +150,7 @@ impl Optim {
                 update_on_host(&kind, p, slots, &scalars);
                 continue;
             }
-            let Some(g) = p.grad_tensor()? else { continue };
+            let Some(g) = p.grad_tensor() else { continue };
             let device = p.device();
             let s = match on_device.iter().find(|(d, _)| super::same_device(d, &device)) {
                 Some((_, s)) => s.clone(),

@@ -776,8 +776,8 @@ fn tensors_move_to_a_gpu_or_say_why_they_cannot() {
 
 /// Every kernel the eager op families run (forward, vector-Jacobian
 /// products, the optimizers' update kernels) compiles for a GPU without
-/// one (`eager::prepare`), and `ptxas` accepts the PTX for sm_80 and sm_90
-/// where it is installed: what a GPU run of these tests loads.
+/// one (`eager::prepare`), and `ptxas` accepts the PTX for sm_80 and
+/// sm_90: what a GPU run of these tests loads.
 #[test]
 fn every_eager_kernel_compiles_to_ptx_that_ptxas_accepts() {
     let cpu = Device::Cpu { threads: 0 };
@@ -796,10 +796,8 @@ fn every_eager_kernel_compiles_to_ptx_that_ptxas_accepts() {
     }
     let dirs = eager::prepare(&Device::Cuda { ordinal: 0 }).unwrap();
     assert!(dirs.len() >= 40, "{} kernels", dirs.len());
-    if aicf_compiler::codegen::ptxas().is_none() {
-        eprintln!("ptxas not found: the PTX was generated, not assembled");
-        return;
-    }
+    // ptxas is part of the set-up (`make setup`); without it this fails
+    // saying so, as the GPU code generation tests do.
     for dir in &dirs {
         for chip in ["sm_80", "sm_90"] {
             for ptx in aicf_compiler::codegen::ptx_files(dir, chip).unwrap() {
