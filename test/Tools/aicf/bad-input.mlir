@@ -66,3 +66,11 @@
 // RUN: not aicf train %t/empty.mlir --data %t/digits.csv --out %t/run3 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: not aicf bench %t/empty.mlir --steps 1 --out %t/run3 2>&1 | FileCheck %s --check-prefix=EMPTY
 // EMPTY: empty.mlir:11:1: error: 'hl.param' op parameter @fc1.weight has a zero-size dimension ('tensor<0x64xf32>'); a parameter holds at least one value
+
+// An empty model file is named as one by compile (it used to say "no
+// function @loss" at :0:0) and by train.
+// RUN: : > %t/nothing.mlir
+// RUN: not aicf compile %t/nothing.mlir -o %t/nothing.aicf 2>&1 | FileCheck %s --check-prefix=NOTHING
+// RUN: not aicf train %t/nothing.mlir --data %t/digits.csv --out %t/run4 2>&1 | FileCheck %s --check-prefix=NOTHINGTRAIN
+// NOTHING: nothing.mlir: the file is empty; a model is an hl module with func.func @loss (and @forward)
+// NOTHINGTRAIN: nothing.mlir: the model has no @loss to train

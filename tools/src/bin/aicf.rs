@@ -801,6 +801,9 @@ fn run_compile(
     let c = &ModelArgs { model, ..c.clone() };
     let source = std::fs::read_to_string(&c.model).map_err(|e| format!("{}: {e}", c.model.display()))?;
     let name = c.model.display().to_string();
+    if source.trim().is_empty() {
+        return Err(format!("{name}: the file is empty; a model is an hl module with func.func @loss (and @forward)"));
+    }
     let options = train_options(c);
     if let Some(out) = &output
         && same_file(&c.model, out)
