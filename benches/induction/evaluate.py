@@ -17,9 +17,19 @@
    FLOPs), the structure with the most parameters, and the best known (the
    best of the whole space); and the rank correlation (Spearman) between
    the proposer's predicted ranks and the losses the structures reached.
+4. Search to a target: training the proposer's ranked structures one after
+   another until one is within 5% of the best known, against random search
+   (structures drawn without replacement) to the same target; FLOPs in
+   runs at the budget.
 
-Stdlib only. Runs take about half an hour on 2 cores; --families narrows it.
-The table goes to <out>/results.md.
+Every run is trained with several seeds (--seeds for tables, 10 by
+default; --text-seeds for text, 3) and a structure's loss is the mean over
+them. The seed draws the held-out rows as well as the initial weights, so
+the mean is a repeated random sub-sampling validation: on the small tables
+one seed's held-out loss moves by 2-4x (30 held-out rows of iris), and the
+best of many single runs is mostly the luckiest. Stdlib only. Runs take
+about 45 minutes on 2 cores; --families narrows it. The table goes to
+<out>/results.md.
 """
 
 import argparse
@@ -45,8 +55,9 @@ DEFAULT = {"table": "mlp 128", "text": "lm 2x64"}
 EPOCHS = {"table": 40.0, "text": 2.5}
 # Text: shorter epochs, so the curve has points to read the budget off.
 TEXT_ARGS = ["--windows-per-epoch", "800", "--eval-windows", "128"]
-COMMON = ["--epochs", "100000", "--seed", "0", "--lr", "3e-3", "--no-progress", "--gemm", "generated",
-          "--threads", "2"]
+COMMON = ["--epochs", "100000", "--lr", "3e-3", "--no-progress", "--gemm", "generated", "--threads", "2"]
+# Within this much of the best known loss counts as reaching it.
+TARGET = 1.05
 
 
 def kind(task):
@@ -68,12 +79,21 @@ def slug(s):
     return s.replace(" ", "_").replace("-", "_")
 
 
-def growth_policy(path, steps_per_epoch):
-    window = max(10, steps_per_epoch)
+def steps_per_epoch(rows, batch):
+    """As the proposer counts them (propose.rs, growth_policy): the trainer
+    runs the last, short batch too; at least 5."""
+    return max(5, math.ceil(0.8 * rows / batch))
+
+
+def growth_policy(path, window):
+    """The benchmark's growth run: the policy `aicf propose` writes for a
+    grown `mlp 16` (the same keys and window), so that the runs the proposer
+    scores are the runs its proposals make."""
     with open(path, "w") as f:
         f.write(f"""# Benchmark growth run: widen fc1 on plateaus of the training loss.
 observe_every = 10
 watch_steps = {window}
+spike_factor = 4.0
 [[rule]]
 when = "plateau"
 window = {window}
@@ -101,12 +121,13 @@ def loss_at(curve, budget):
     return best if reached else None
 
 
-def registry_losses(db, budgets):
-    """{(problem, structure, grown?): (loss, params, run id)} of a registry."""
+def registry_runs(db, budgets):
+    """{(problem, structure, grown?, seed): (loss, params, run id)} of a
+    registry."""
     con = sqlite3.connect(db)
     out = {}
-    for rid, problem, fingerprint, settings, status in con.execute(
-            "SELECT id, problem, fingerprint, settings, status FROM runs ORDER BY id"):
+    for rid, problem, fingerprint, settings, status, seed in con.execute(
+            "SELECT id, problem, fingerprint, settings, status, seed FROM runs ORDER BY id"):
         if status != "finished":
             continue
         p = json.loads(problem)["name"]
@@ -114,8 +135,25 @@ def registry_losses(db, budgets):
         grown = json.loads(settings).get("policy") is not None
         curve = con.execute("SELECT train_flops, val_loss FROM curve WHERE run_id = ? ORDER BY epoch", (rid,)).fetchall()
         loss = loss_at(curve, budgets[p]) if p in budgets else None
-        out[(p, f["structure"], grown)] = (loss, f["params"], rid)
+        out[(p, f["structure"], grown, seed)] = (loss, f["params"], rid)
     con.close()
+    return out
+
+
+def registry_losses(db, budgets, seeds_of):
+    """{(problem, structure, grown?): (mean loss over the problem's seeds,
+    params, the seeds' losses)}; the mean is None unless every seed reached
+    the budget."""
+    runs = registry_runs(db, budgets)
+    keys = {k[:3] for k in runs}
+    out = {}
+    for key in keys:
+        seeds = seeds_of(key[0])
+        got = [runs.get(key + (s,)) for s in seeds]
+        losses = [g[0] for g in got if g is not None]
+        params = next(g[1] for g in got if g is not None)
+        mean = sum(losses) / len(losses) if len(losses) == len(seeds) and None not in losses else None
+        out[key] = (mean, params, losses)
     return out
 
 
@@ -135,9 +173,9 @@ def space_losses(truth, name, k):
     return space
 
 
-def overall_best(truth, pool, k, base):
-    """The structure of least mean regret (the proposer's log regret) over
-    the problems of `pool`, whatever their descriptors."""
+def overall_order(truth, pool, k, base):
+    """The structures by mean regret (the proposer's log regret) over the
+    problems of `pool`, whatever their descriptors: least first."""
     regret = {}
     for name in pool:
         losses = {s: v[0] for s, v in space_losses(truth, name, k).items() if v[0] is not None}
@@ -145,7 +183,7 @@ def overall_best(truth, pool, k, base):
         best = min(losses.values())
         for s, v in losses.items():
             regret.setdefault(s, []).append(math.log((v + eps) / (best + eps)))
-    return min(regret, key=lambda s: sum(regret[s]) / len(regret[s]))
+    return sorted(regret, key=lambda s: sum(regret[s]) / len(regret[s]))
 
 
 def expected_best_of(losses, k):
@@ -155,6 +193,22 @@ def expected_best_of(losses, k):
     k = min(k, n)
     total = math.comb(n, k)
     return sum(x * math.comb(n - 1 - i, k - 1) for i, x in enumerate(xs)) / total
+
+
+def runs_to_target(order, losses, target):
+    """Runs of a search training `order` one after another until a loss is
+    at most `target` (all of them, and one more, when none is)."""
+    for i, s in enumerate(order):
+        if losses[s] is not None and losses[s] <= target:
+            return i + 1
+    return len(order) + 1
+
+
+def random_runs_to_target(losses, target):
+    """Expected runs of random search (structures drawn without
+    replacement) until a loss is at most `target`: (n + 1) / (hits + 1)."""
+    hits = sum(1 for v in losses if v <= target)
+    return (len(losses) + 1) / (hits + 1) if hits else len(losses) + 1
 
 
 def spearman(a, b):
@@ -202,6 +256,8 @@ def main():
     ap.add_argument("--families", nargs="*", help="only these families (default: all)")
     ap.add_argument("--reuse", action="store_true", help="keep the registry of an earlier run; train what it lacks")
     ap.add_argument("--registry-only", action="store_true", help="fill the registry, evaluate nothing")
+    ap.add_argument("--seeds", type=int, default=10, help="seeds per table run (a structure's loss is their mean)")
+    ap.add_argument("--text-seeds", type=int, default=3, help="seeds per text run")
     args = ap.parse_args()
     aicf = os.path.abspath(args.aicf)
     out = os.path.abspath(args.out)
@@ -209,6 +265,11 @@ def main():
         problems = json.load(f)["problems"]
     if args.families:
         problems = [p for p in problems if p["family"] in args.families]
+    task_of = {p["name"]: kind(p["task"]) for p in problems}
+
+    def seeds_of(name):
+        return list(range(args.text_seeds if task_of.get(name) == "text" else args.seeds))
+
     os.makedirs(out, exist_ok=True)
     registry = os.path.join(out, "registry.sqlite")
     if not args.reuse:
@@ -232,30 +293,32 @@ def main():
             j = json.load(f)
         shapes[p["name"]] = j["shape"]
         budgets[p["name"]] = EPOCHS[k] * 0.8 * j["shape"]["rows"] * j["default_flops_per_example"]
-    have = registry_losses(registry, budgets) if args.reuse and os.path.exists(registry) else {}
+    have = registry_runs(registry, budgets) if args.reuse and os.path.exists(registry) else {}
     for p in problems:
         data = os.path.join(args.problems, p["file"])
         k = kind(p["task"])
         extra = TEXT_ARGS if k == "text" else []
         jobs = [(s, False) for s in SPACE[k]] + ([("mlp 16", True)] if k == "table" else [])
-        for s, grow in jobs:
-            if (p["name"], s, grow) in have:
+        for (s, grow), seed in itertools.product(jobs, seeds_of(p["name"])):
+            if (p["name"], s, grow, seed) in have:
                 continue
-            tag = p["name"] + "_" + slug(s) + ("_grown" if grow else "")
-            model = os.path.join(out, "models", tag + ".mlir")
-            run([aicf, "propose", "--data", data, "--structure", s, "-o", model],
-                os.path.join(out, "logs", tag + "_propose.log"))
+            structure = p["name"] + "_" + slug(s) + ("_grown" if grow else "")
+            tag = f"{structure}_s{seed}"
+            model = os.path.join(out, "models", structure + ".mlir")
+            if not os.path.exists(model):
+                run([aicf, "propose", "--data", data, "--structure", s, "-o", model],
+                    os.path.join(out, "logs", structure + "_propose.log"))
             cmd = [aicf, "train", model, "--data", data, "--flops-budget", f"{budgets[p['name']]:.6e}",
-                   "--runs-db", registry, "--out", os.path.join(out, "runs", tag)] + COMMON + extra
+                   "--runs-db", registry, "--out", os.path.join(out, "runs", tag), "--seed", str(seed)] + COMMON + extra
             if grow:
                 batch = 16 if shapes[p["name"]]["rows"] < 320 else 32
-                policy = os.path.join(out, "models", tag + ".toml")
-                growth_policy(policy, int(0.8 * shapes[p["name"]]["rows"] // batch))
+                policy = os.path.join(out, "models", structure + ".toml")
+                growth_policy(policy, steps_per_epoch(shapes[p["name"]]["rows"], batch))
                 cmd += ["--adapt", policy]
             t = time.time()
             run(cmd, os.path.join(out, "logs", tag + ".log"))
             print(f"  {tag}: {time.time() - t:.1f} s", flush=True)
-    truth = registry_losses(registry, budgets)
+    truth = registry_losses(registry, budgets, seeds_of)
     constant = baselines(registry)
     if args.registry_only:
         return 0
@@ -287,14 +350,18 @@ def main():
             with open(base + ".json") as f:
                 proposal = json.load(f)
             grow = ["--adapt", base + ".toml"] if proposal["grow"] else []
-            run([aicf, "train", base + ".mlir", "--data", data, "--flops-budget", f"{budgets[name]:.6e}",
-                 "--runs-db", evaluation, "--out", os.path.join(out, "runs", name + "_proposal")]
-                + COMMON + (TEXT_ARGS if k == "text" else []) + grow, base + ".log")
-            got = registry_losses(evaluation, budgets)
-            proposed = got[(name, proposal["structure"], proposal["grow"])][0]
+            for seed in seeds_of(name):
+                run([aicf, "train", base + ".mlir", "--data", data, "--flops-budget", f"{budgets[name]:.6e}",
+                     "--runs-db", evaluation, "--out", os.path.join(out, "runs", f"{name}_proposal_s{seed}"),
+                     "--seed", str(seed)] + COMMON + (TEXT_ARGS if k == "text" else []) + grow, f"{base}_s{seed}.log")
+            got = registry_losses(evaluation, budgets, seeds_of)
+            proposed, _, proposed_seeds = got[(name, proposal["structure"], proposal["grow"])]
+            if proposed is None:
+                raise SystemExit(f"{name}: a proposal's run stopped short of the budget ({proposed_seeds})")
             space = space_losses(truth, name, k)
             pool = [q["name"] for q in problems if q["family"] != fam and kind(q["task"]) == k]
-            overall = overall_best(truth, pool, k, constant)
+            by_regret = overall_order(truth, pool, k, constant)
+            overall = by_regret[0]
             losses = {s: v[0] for s, v in space.items() if v[0] is not None}
             predicted = {q["structure"]: q["score"] for q in proposal["predictions"]}
             common = [s for s in losses if s in predicted]
@@ -302,6 +369,21 @@ def main():
             most_params = max(space, key=lambda s: space[s][1])
             best = min(list(losses.values()) + [proposed])
             best_structure = min(losses, key=losses.get)
+            # Search to the target along the proposer's ranking: its first
+            # structure is the proposal as trained; the others are trained as
+            # the registry's runs were (the same commands and seeds).
+            target = TARGET * best
+            first = proposal["structure"] + (" grown" if proposal["grow"] else "")
+            ranked = [q["structure"] for q in proposal["predictions"]]
+            ranked = [first] + [s for s in ranked if s != first] + sorted(s for s in losses if s not in ranked)
+            seq = dict(losses)
+            seq[first] = proposed
+            guided = runs_to_target(ranked, seq, target)
+            rand = random_runs_to_target(list(losses.values()), target)
+            # The same search in the registry's order without descriptors,
+            # and largest first (parameter count alone).
+            plain = runs_to_target(by_regret + sorted(s for s in losses if s not in by_regret), losses, target)
+            largest = runs_to_target(sorted(losses, key=lambda s: (-space[s][1], s)), losses, target)
             rows.append({
                 "family": fam, "problem": name, "task": p["task"], "budget": budgets[name],
                 "removed": removed, "proposal": proposal["structure"] + (" grown" if proposal["grow"] else ""),
@@ -309,7 +391,8 @@ def main():
                 "default": losses.get(DEFAULT[k]), "rs2": expected_best_of(list(losses.values()), 2),
                 "rs4": expected_best_of(list(losses.values()), 4), "params": losses.get(most_params),
                 "params_structure": most_params, "overall": losses.get(overall), "overall_structure": overall, "best": best, "best_structure": best_structure,
-                "spearman": rho,
+                "spearman": rho, "seeds": proposed_seeds, "guided": guided, "random": rand,
+                "plain": plain, "largest": largest,
                 "neighbours": [n["problem"] for n in proposal["neighbours"]],
             })
             r = rows[-1]
@@ -320,21 +403,26 @@ def main():
     # 3. The table.
     def fmt(v, d=4):
         return "-" if v is None else f"{v:.{d}f}"
-    lines = ["| family | problem | budget (FLOPs) | proposal | loss | default | random search k=2 (2x FLOPs) | "
+    n_seeds = f"{args.seeds} seeds for tables, {args.text_seeds} for text"
+    lines = [f"Every loss is the mean held-out loss over seeds ({n_seeds}) at the budget.", "",
+             "| family | problem | budget (FLOPs) | proposal | loss (seeds' range) | default | random search k=2 (2x FLOPs) | "
              "random search k=4 (4x FLOPs) | most parameters | registry's overall best (no descriptors) | best known | "
-             "within 5% | Spearman | drew on |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "within 5% | runs to within 5%: proposer's order / random search | Spearman | drew on |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        within = r["loss"] <= 1.05 * r["best"]
+        within = r["loss"] <= TARGET * r["best"]
+        spread = f"{min(r['seeds']):.4f}-{max(r['seeds']):.4f}"
         lines.append(
-            f"| {r['family']} | {r['problem']} | {r['budget']:.2e} | {r['proposal']} | {fmt(r['loss'])} | "
+            f"| {r['family']} | {r['problem']} | {r['budget']:.2e} | {r['proposal']} | {fmt(r['loss'])} ({spread}) | "
             f"{fmt(r['default'])} | {fmt(r['rs2'])} | {fmt(r['rs4'])} | {fmt(r['params'])} ({r['params_structure']}) | "
-            f"{fmt(r['overall'])} ({r['overall_structure']}) | {fmt(r['best'])} ({r['best_structure']}) | {'yes' if within else 'no'} | {fmt(r['spearman'], 2)} | "
+            f"{fmt(r['overall'])} ({r['overall_structure']}) | {fmt(r['best'])} ({r['best_structure']}) | "
+            f"{'yes' if within else 'no'} | {r['guided']} / {r['random']:.2f} | {fmt(r['spearman'], 2)} | "
             f"{', '.join(r['neighbours'])} |")
     lines += ["", "| family | proposal / default (geometric mean) | beats default | proposal / best known | "
-              "within 5% of best | proposal / random search k=2 | proposal / overall best | mean Spearman |",
-              "|---|---|---|---|---|---|---|---|"]
-    beat = within_all = 0
+              "within 5% of best | proposal / random search k=2 | proposal / overall best | "
+              "FLOPs to within 5%: proposer's order / random search | mean Spearman |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    beat = within_all = halved = 0
     for fam in families:
         rs = [r for r in rows if r["family"] == fam]
         # Geometric means of loss ratios (a loss of exactly 0 counts as 1e-9).
@@ -342,14 +430,31 @@ def main():
         vs_default, vs_best, vs_rs2, vs_overall = gm("default"), gm("best"), gm("rs2"), gm("overall")
         rhos = [r["spearman"] for r in rs if r["spearman"] is not None]
         wins = vs_default < 1.0 and any(r["proposal"] != DEFAULT[kind(r["task"])] for r in rs)
-        within = all(r["loss"] <= 1.05 * r["best"] for r in rs)
+        within = all(r["loss"] <= TARGET * r["best"] for r in rs)
+        # Every run is one budget of its problem: FLOPs in budgets.
+        search = sum(r["guided"] * r["budget"] for r in rs) / sum(r["random"] * r["budget"] for r in rs)
         beat += wins
         within_all += within
+        halved += search <= 0.5
         lines.append(f"| {fam} | {vs_default:.3f} | {'yes' if wins else 'no'} | {vs_best:.3f} | "
-                     f"{'yes' if within else 'no'} | {vs_rs2:.3f} | {vs_overall:.3f} | {fmt(sum(rhos) / len(rhos) if rhos else None, 2)} |")
+                     f"{'yes' if within else 'no'} | {vs_rs2:.3f} | {vs_overall:.3f} | {search:.2f} | "
+                     f"{fmt(sum(rhos) / len(rhos) if rhos else None, 2)} |")
+    # Over all problems, each problem's runs counted in its own budgets (the
+    # text problems' budgets are 100x the tables': FLOPs summed would be the
+    # text problems alone).
+    guided_runs = sum(r["guided"] for r in rows)
+    random_runs = sum(r["random"] for r in rows)
+    plain_runs = sum(r["plain"] for r in rows)
+    largest_runs = sum(r["largest"] for r in rows)
     lines += ["", f"The proposal beats the default on {beat} of {len(families)} held-out families, and is within 5% "
-              f"of the best known loss on every problem of {within_all} of them, with one training run at the budget "
-              f"(random search k=2 spends two). {len(rows)} problems; {time.time() - started:.0f} s."]
+              f"of the best known loss on every problem of {within_all} of them with one training run at the budget "
+              f"(random search k=2 spends two). Searching in the proposer's order reaches within 5% of the best "
+              f"known with {guided_runs} runs at the budget over the {len(rows)} problems, random search with "
+              f"{random_runs:.1f} expected ({guided_runs / random_runs:.2f}x); with at most half of random search's "
+              f"FLOPs on {halved} of {len(families)} families. The same search in the order of the registry's mean "
+              f"regret without descriptors takes {plain_runs} runs ({plain_runs / random_runs:.2f}x), largest "
+              f"first (parameter count alone) {largest_runs} ({largest_runs / random_runs:.2f}x). "
+              f"{n_seeds}; {time.time() - started:.0f} s."]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write(text)

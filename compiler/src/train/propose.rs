@@ -787,7 +787,7 @@ fn growth_policy(
         }
         _ => None,
     };
-    let runs = |g: &[&Growth]| g.iter().map(|g| format!("#{}", g.run)).collect::<Vec<_>>().join(", ");
+    let runs = |g: &[&Growth]| id_ranges(&g.iter().map(|g| g.run).collect::<Vec<_>>());
     match rule {
         Some((pos, max_width)) => {
             text += &format!(
