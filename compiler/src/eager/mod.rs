@@ -721,6 +721,15 @@ fn dispatch(
     inputs: &[&Tensor],
 ) -> Result<Vec<(Vec<usize>, HostDType, Storage)>> {
     let device = common_device(key, inputs)?;
+    if let Some((i, t)) = inputs.iter().enumerate().find(|(_, t)| t.0.shape.contains(&0)) {
+        return Err(EagerError::Op {
+            op: key.into(),
+            message: format!(
+                "operand #{i} has shape {:?}, with no elements: AICF compiles no empty tensors (a dimension of 0)",
+                t.0.shape
+            ),
+        });
+    }
     let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
     let full =
         device_key(format!("{key} {}", specs.iter().map(TensorSpec::mlir_type).collect::<Vec<_>>().join(" ")), &device);

@@ -711,6 +711,11 @@ fn clipping_by_global_norm_matches_the_compiled_clip_norm(dev: &Device) {
     assert!(opt.clip_grad_norm(0.0).unwrap_err().to_string().contains("not above 0"));
     let twice = Optim::sgd(&[p[0].clone(), p[1].clone(), p[0].clone()], 0.0, false, 0.0).err().unwrap();
     assert!(twice.to_string().contains("parameters 0 and 2 are the same values"), "{twice}");
+    let none = Optim::adam(&[], 0.0).err().unwrap();
+    assert!(none.to_string().contains("at least one parameter"), "{none}");
+    let empty = Tensor::from_vec(&[0, 3], vec![]).unwrap();
+    let e = empty.exp().unwrap_err().to_string();
+    assert!(e.contains("operand #0 has shape [0, 3], with no elements"), "{e}");
     let before = p[0].values().unwrap();
     assert!(opt.step(f64::NAN).unwrap_err().to_string().contains("learning rate NaN"));
     assert_eq!(p[0].values().unwrap(), before, "a refused step changes nothing");
