@@ -475,6 +475,9 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         }
     }
     let problems_seen = by_problem.len();
+    // Problems left out because too few of their runs reached the budget
+    // (they stopped short of it).
+    let mut short_of_budget = 0;
     let mut neighbours: Vec<Neighbour> = Vec::new();
     for ((name, _), rs) in &by_problem {
         let past = &rs[0].run.problem;
@@ -494,7 +497,15 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             }
         }
         if plain.len() < 2 {
-            continue; // one structure ranks nothing
+            // One structure ranks nothing.
+            let tried = rs
+                .iter()
+                .filter(|r| r.run.settings.policy.is_none())
+                .filter_map(|r| Structure::parse(&r.run.fingerprint.structure).ok())
+                .filter(|s| s.fits(&shape.task))
+                .collect::<std::collections::BTreeSet<_>>();
+            short_of_budget += usize::from(tried.len() >= 2);
+            continue;
         }
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
         // Growth runs: did they end better than their start trained plain?
@@ -631,7 +642,13 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         (Some(b), Some(e)) => explanation.push(format!("budget {b:.3e} FLOPs: {e:.1} epochs of the default {default}")),
         _ => explanation.push("no budget: past runs are scored on their whole curves".into()),
     }
-    if neighbours.is_empty() {
+    if neighbours.is_empty() && short_of_budget > 0 {
+        explanation.push(format!(
+            "no past {kind} problem in the registry has runs of two structures or more that reached the budget \
+             ({problems_seen} problems seen, {short_of_budget} of them tried two or more but their runs stopped \
+             short of it): the default {default}"
+        ));
+    } else if neighbours.is_empty() {
         explanation.push(format!(
             "no past {kind} problem in the registry has runs of two structures or more ({problems_seen} problems \
              seen): the default {default}"
@@ -965,7 +982,11 @@ mod tests {
         // A budget beyond every run's curve: nothing to score, the default.
         let beyond = propose(&shape, &new, &runs, &opts(1e6)).unwrap();
         assert_eq!(beyond.structure, "mlp 128");
-        assert!(beyond.explanation.iter().any(|l| l.contains("no past table problem")));
+        assert!(
+            beyond.explanation.iter().any(|l| l.contains("no past table problem") && l.contains("stopped short of it")),
+            "{:#?}",
+            beyond.explanation
+        );
         // Too small a budget for ten steps of anything.
         assert!(propose(&shape, &new, &runs, &ProposeOptions { neighbours: 2, budget: Some(10.0) }).is_err());
         // Text problems do not draw on tables.

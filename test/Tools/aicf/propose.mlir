@@ -29,6 +29,8 @@
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --task text -o %t/x.mlir --structure "lm 1x32" 2>&1 | FileCheck %s --check-prefix=TASK
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %S/../../../data/problems/iris.csv.gz 2>&1 | FileCheck %s --check-prefix=OVERWRITE
 // RUN: not aicf propose --data %s --structure "mlp 8" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t 2>&1 | FileCheck %s --check-prefix=OUTDIR
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --budget 1e300 --runs-db %t/runs.sqlite -o %t/beyond.mlir | FileCheck %s --check-prefix=BEYOND
 
 // ASKED: mlp 16, as asked (--structure); the registry was not read
 // ASKED: wrote {{.*}}iris16.mlir (mlp 16, 131 parameters)
@@ -72,3 +74,5 @@
 // TASK: aicf: error: {{.*}}iris.csv.gz: reads as a classification problem, not text
 // OVERWRITE: aicf: error: {{.*}}iris.csv.gz: the model would overwrite the data
 // FORMAT: aicf: error: {{.*}}propose.mlir: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)
+// OUTDIR: aicf: error: {{.*}}: the model is written to a file, and this is a directory
+// BEYOND: no past table problem in the registry has runs of two structures or more that reached the budget ({{[0-9]+}} problems seen, 2 of them tried two or more but their runs stopped short of it): the default mlp 128

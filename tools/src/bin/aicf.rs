@@ -1411,6 +1411,11 @@ fn propose(
         {
             return Err(format!("{}: {what} would overwrite the data", p.display()));
         }
+        if let Some(p) = p
+            && p.is_dir()
+        {
+            return Err(format!("{}: {what} is written to a file, and this is a directory", p.display()));
+        }
     }
     if structure.is_some() && policy.is_some() {
         return Err("--policy: a --structure proposal derives no policy (it reads no past runs)".into());
