@@ -153,3 +153,77 @@ fn a_damaged_kernel_cache_is_named_and_leaves_no_broken_artifact() {
     let healed = train("second");
     assert!(healed.status.success(), "{}", String::from_utf8_lossy(&healed.stderr));
 }
+
+/// Every `*.tmp` file under `dir`: a write cut short must remove its own.
+fn temporaries(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(temporaries(&path));
+        } else if path.extension().is_some_and(|x| x == "tmp") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// A full disk, as the file system reports it to a writer: no write may
+/// pass a size limit (RLIMIT_FSIZE with SIGXFSZ ignored, so a write past
+/// it fails with EFBIG as one past a full disk fails with ENOSPC; no root
+/// or mount needed). A checkpoint that cannot be written stops the run
+/// with an error naming it; the last good checkpoint stays byte for byte
+/// and the run resumes from it once there is room. Kernels that cannot be
+/// written stop the compile naming the file, as the user's to fix (not an
+/// internal error). Neither leaves a partial file behind.
+#[test]
+fn a_full_disk_keeps_the_last_good_checkpoint() {
+    let dir = scratch("full-disk");
+    let ckpt = dir.join("ckpt");
+    let cache = dir.join("cache");
+    // `limit_kib`: the largest file this run may write.
+    let train = |epochs: &str, resume: bool, limit_kib: Option<u32>, cache_dir: Option<&PathBuf>| {
+        let mut c = Command::new("bash");
+        let limit = limit_kib.map_or(String::new(), |k| format!("trap '' XFSZ; ulimit -f {k}; "));
+        c.arg("-c").arg(format!("{limit}exec \"$@\"")).arg("aicf").arg(env!("CARGO_BIN_EXE_aicf"));
+        c.args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", epochs])
+            .args(["--no-runs-db", "--no-progress", "--out"])
+            .arg(dir.join("run"))
+            .arg("--checkpoint-dir")
+            .arg(&ckpt);
+        if resume {
+            c.arg("--resume");
+        }
+        if let Some(cache) = cache_dir {
+            c.env("AICF_CACHE_DIR", cache);
+        }
+        c.output().unwrap()
+    };
+    let first = train("2", false, None, None);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let last = ckpt.join("last.safetensors");
+    let good = std::fs::read(&last).unwrap();
+    assert!(good.len() > 100 << 10, "the checkpoint ({} bytes) must not fit the limit below", good.len());
+    // Two more epochs, with room for the metrics but not the checkpoint.
+    let full = train("4", true, Some(100), None);
+    let err = String::from_utf8_lossy(&full.stderr);
+    assert_eq!(full.status.code(), Some(1), "an error, not a signal: {err}");
+    assert!(err.contains("last.safetensors: File too large"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(std::fs::read(&last).unwrap(), good, "the last good checkpoint is kept byte for byte");
+    assert_eq!(temporaries(&dir), Vec::<PathBuf>::new());
+    // With room again, the run goes on from the kept checkpoint (epoch 2).
+    let resumed = train("4", true, None, None);
+    let out = String::from_utf8_lossy(&resumed.stdout);
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert!(out.contains("epoch   3/4") && !out.contains("epoch   1/4"), "{out}");
+    // Compiling into an empty kernel cache with no room for its files.
+    std::fs::remove_dir_all(&ckpt).unwrap();
+    std::fs::remove_dir_all(dir.join("run")).unwrap();
+    let compile = train("1", false, Some(40), Some(&cache));
+    let err = String::from_utf8_lossy(&compile.stderr);
+    assert_eq!(compile.status.code(), Some(1), "an error, not a signal: {err}");
+    assert!(err.contains(&cache.display().to_string()) && err.contains("File too large"), "{err}");
+    assert!(!err.contains("internal compiler error") && !err.contains("panicked"), "{err}");
+    assert_eq!(temporaries(&dir), Vec::<PathBuf>::new());
+}

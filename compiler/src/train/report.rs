@@ -13,6 +13,14 @@ fn io(path: &Path) -> impl Fn(String) -> TrainError + '_ {
     move |message| TrainError::Io { path: path.to_path_buf(), message }
 }
 
+/// `write_atomically` into `path`, its error naming `path` once.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    crate::codegen::write_atomically(path, bytes).map_err(|e| match e {
+        crate::CompileError::Io { message, .. } => io(path)(message),
+        other => io(path)(other.to_string()),
+    })
+}
+
 /// One epoch's numbers.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EpochRecord {
@@ -74,7 +82,7 @@ pub fn write_metrics(path: &Path, records: &[EpochRecord]) -> Result<()> {
         text.push_str(&serde_json::to_string(r).map_err(|e| io(path)(e.to_string()))?);
         text.push('\n');
     }
-    crate::codegen::write_atomically(path, text.as_bytes()).map_err(|e| io(path)(e.to_string()))
+    write_file(path, text.as_bytes())
 }
 
 /// The losses (left axis) and the held-out accuracy (right axis, when
@@ -82,7 +90,7 @@ pub fn write_metrics(path: &Path, records: &[EpochRecord]) -> Result<()> {
 pub fn plot(path: &Path, records: &[EpochRecord]) -> Result<()> {
     let mut svg = String::new();
     draw(&mut svg, records).map_err(|e| e.to_string()).map_err(|e| io(path)(format!("drawing the plot: {e}")))?;
-    crate::codegen::write_atomically(path, svg.as_bytes()).map_err(|e| io(path)(e.to_string()))
+    write_file(path, svg.as_bytes())
 }
 
 fn draw<'a>(svg: &'a mut String, records: &[EpochRecord]) -> std::result::Result<(), Box<dyn std::error::Error + 'a>> {
@@ -158,5 +166,5 @@ pub fn write_trace(path: &Path, device: &str, events: &[TraceEvent]) -> Result<(
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| io(path)(e.to_string()))?;
     }
-    crate::codegen::write_atomically(path, text.as_bytes()).map_err(|e| io(path)(e.to_string()))
+    write_file(path, text.as_bytes())
 }

@@ -255,11 +255,12 @@ impl KernelCache {
             .map_err(|e| internal(format!("{clang}: {e}")))?;
         if !output.status.success() {
             let _ = std::fs::remove_file(&tmp);
-            return Err(internal(format!(
-                "{clang} failed on {}:\n{}",
-                source.display(),
-                String::from_utf8_lossy(&output.stderr)
-            )));
+            return Err(tool_failure(
+                clang,
+                &format!("failed on {}", source.display()),
+                &self.dir.join(name),
+                &output.stderr,
+            ));
         }
         let object = self.dir.join(name);
         std::fs::rename(&tmp, &object).map_err(|e| io_error(&object, e))?;
@@ -286,7 +287,11 @@ impl KernelCache {
         std::fs::create_dir_all(&self.dir).map_err(|e| io_error(&self.dir, e))?;
         let tmp = self.temporary(name);
         let path = self.dir.join(name);
-        std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| io_error(&path, e))
+        std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| {
+            // A full disk leaves no partial file behind.
+            let _ = std::fs::remove_file(&tmp);
+            io_error(&path, e)
+        })
     }
 
     /// Compiles each group's `<group>.ll` to `<group>.o`, all at once, and
@@ -457,16 +462,33 @@ impl Generator {
             .output()
             .map_err(|e| internal(format!("{clang}: {e}")))?;
         if !output.status.success() {
-            return Err(internal(format!(
-                "{clang} failed to link {}:\n{}",
-                so.display(),
-                String::from_utf8_lossy(&output.stderr)
-            )));
+            let _ = std::fs::remove_file(&tmp);
+            return Err(tool_failure(clang, &format!("failed to link {}", so.display()), &so, &output.stderr));
         }
         std::fs::rename(&tmp, &so).map_err(|e| io_error(&so, e))?;
         timings.add("link kernels.so", link_started.elapsed().as_secs_f64(), format!("{} objects", objects.len()));
         let stats = KernelStats { kernels: kernels.len(), compiled, seconds: started.elapsed().as_secs_f64(), timings };
         Ok((format!("{} cpu {cpu}", std::env::consts::ARCH), symbols, stats))
+    }
+}
+
+/// A failed clang (compiling or linking, writing `path`): where its
+/// message is the file system's (a full disk, a quota, a read-only or
+/// forbidden directory, a file-size limit), the user's to fix, named at
+/// the file it was writing; anything else is an internal error with
+/// clang's whole message.
+fn tool_failure(clang: &str, what: &str, path: &Path, stderr: &[u8]) -> CompileError {
+    const FILE_SYSTEM: [&str; 5] = [
+        "No space left on device",
+        "Disk quota exceeded",
+        "File too large",
+        "Read-only file system",
+        "Permission denied",
+    ];
+    let stderr = String::from_utf8_lossy(stderr);
+    match FILE_SYSTEM.iter().find(|m| stderr.contains(*m)) {
+        Some(m) => io_error(path, format!("{m} ({clang} {what})")),
+        None => internal(format!("{clang} {what}:\n{stderr}")),
     }
 }
 
@@ -626,4 +648,22 @@ pub(crate) fn round_bf16_in_integers(ctx: MlirContext, module: MlirOperation) ->
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clang failing for want of room (linking on a full tmpfs printed
+    /// "final link failed: No space left on device") is the user's to fix,
+    /// named at the file; other failures stay internal with clang's text.
+    #[test]
+    fn a_full_disk_under_clang_is_named_at_the_file() {
+        let so = Path::new("/run/out/kernels.so");
+        let full = b"/usr/bin/ld: final link failed: No space left on device\nclang: error: linker command failed";
+        let e = tool_failure("clang", "failed to link /run/out/kernels.so", so, full).to_string();
+        assert_eq!(e, "/run/out/kernels.so: No space left on device (clang failed to link /run/out/kernels.so)");
+        let other = tool_failure("clang", "failed on k.ll", so, b"error: unknown type name").to_string();
+        assert!(other.starts_with("internal compiler error: clang failed on k.ll:") && other.contains("unknown type"));
+    }
 }
