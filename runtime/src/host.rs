@@ -233,11 +233,24 @@ pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String>
     if expected.len() != inputs.len() {
         return Some(format!("{} inputs given, the function takes {}", inputs.len(), expected.len()));
     }
-    expected.iter().zip(inputs).enumerate().find(|(_, (a, t))| t.shape != a.shape || t.dtype != a.dtype).map(
+    if let Some((i, (a, t))) =
+        expected.iter().zip(inputs).enumerate().find(|(_, (a, t))| t.shape != a.shape || t.dtype != a.dtype)
+    {
+        return Some(format!(
+            "input #{i} ({}) is {:?} {:?}, the model expects {:?} {:?}",
+            a.bind, t.dtype, t.shape, a.dtype, a.shape
+        ));
+    }
+    // A tensor built with fewer (or more) values than its shape holds
+    // would be read past its end, or in part.
+    expected.iter().zip(inputs).enumerate().find(|(_, (_, t))| t.shape.iter().product::<usize>() != t.values.len()).map(
         |(i, (a, t))| {
             format!(
-                "input #{i} ({}) is {:?} {:?}, the model expects {:?} {:?}",
-                a.bind, t.dtype, t.shape, a.dtype, a.shape
+                "input #{i} ({}) holds {} values, and its shape {:?} has {} elements",
+                a.bind,
+                t.values.len(),
+                t.shape,
+                t.shape.iter().product::<usize>()
             )
         },
     )

@@ -219,6 +219,16 @@ pub struct Trainer {
     comm: Option<std::sync::Arc<dyn Communicator>>,
 }
 
+/// A learning rate a step can take: finite and not negative (0 is a
+/// schedule's warm-up start).
+fn check_lr(lr: f64) -> Result<()> {
+    if lr.is_finite() && lr >= 0.0 {
+        Ok(())
+    } else {
+        Err(TrainError::Input(format!("the learning rate {lr} is not a finite number of at least 0")))
+    }
+}
+
 impl Trainer {
     /// Reads an `hl` module (`@forward`, `@loss`) from `path` and compiles it.
     pub fn from_file(path: &Path, options: Options) -> Result<Self> {
@@ -442,6 +452,18 @@ impl Trainer {
         if self.backend.compiled_for(function, inputs) {
             return Ok(());
         }
+        // Nothing is compiled for a tensor whose values do not fill its shape.
+        if let Some((i, t)) = inputs
+            .iter()
+            .enumerate()
+            .find(|(_, t)| t.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) != Some(t.values.len()))
+        {
+            return Err(TrainError::Input(format!(
+                "@{function}: input #{i} holds {} values, which do not fill its shape {:?}",
+                t.values.len(),
+                t.shape
+            )));
+        }
         let batch = self.batch();
         let f = self.backend.function(function)?;
         let expected: Vec<_> = f.args.iter().filter(|a| a.role() == Role::Input).collect();
@@ -476,6 +498,7 @@ impl Trainer {
     /// [`Trainer::step`], and while it computes on a GPU, `next` (the next
     /// step's inputs, at the same learning rate) is copied to the device.
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
+        check_lr(lr)?;
         let lr_t = self.lr_input("train_step", lr)?;
         let weighted = self.backend.function("train_step")?.args.iter().any(|a| a.bind == REPLICA_WEIGHT);
         let weight_t = Tensor::scalar(self.replica_weight, aicf_runtime::artifact::DType::F32);
@@ -534,6 +557,7 @@ impl Trainer {
         if micro.is_empty() {
             return Err(TrainError::Input("a step of no micro-batches".into()));
         }
+        check_lr(lr)?;
         if let Some((i, (_, w))) =
             micro.iter().enumerate().find(|(_, (_, w))| !(w.is_finite() && (0.0..=1.0).contains(w)))
         {
@@ -567,12 +591,25 @@ impl Trainer {
     /// `labels`, for `x` of any number of rows: batches of the model's size,
     /// and a smaller last one.
     pub fn evaluate(&mut self, x: &Tensor, labels: &[i64]) -> Result<Evaluation> {
-        let rows = x.shape.first().copied().unwrap_or(0);
+        let Some((&rows, row_shape)) = x.shape.split_first() else {
+            return Err(TrainError::Input("evaluate takes rows of features: a tensor of rank 0 has none".into()));
+        };
+        if rows == 0 {
+            return Err(TrainError::Input("evaluate: no rows (an accuracy of nothing)".into()));
+        }
         if labels.len() != rows {
             return Err(TrainError::Input(format!("{} labels for {rows} rows", labels.len())));
         }
+        let per_row: usize = row_shape.iter().product();
+        if x.values.len() != rows * per_row {
+            return Err(TrainError::Input(format!(
+                "evaluate: {} values for features of shape {:?} ({} elements)",
+                x.values.len(),
+                x.shape,
+                rows * per_row
+            )));
+        }
         let batch = self.batch().unwrap_or(rows).max(1);
-        let per_row: usize = x.shape[1..].iter().product();
         let mut correct = 0;
         for start in (0..rows).step_by(batch) {
             let n = batch.min(rows - start);
@@ -582,6 +619,14 @@ impl Trainer {
             let out = self.predict(&[&chunk])?;
             let logits = out.first().ok_or_else(|| TrainError::Input("@forward returns nothing".into()))?;
             let classes = logits.shape.last().copied().unwrap_or(1).max(1);
+            if let Some((i, bad)) =
+                labels[start..start + n].iter().enumerate().find(|(_, l)| !(0..classes as i64).contains(l))
+            {
+                return Err(TrainError::Input(format!(
+                    "evaluate: label {bad} of row {} is outside the model's classes [0, {classes})",
+                    start + i
+                )));
+            }
             for (i, label) in labels[start..start + n].iter().enumerate() {
                 let row = &logits.values[i * classes..(i + 1) * classes];
                 let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);

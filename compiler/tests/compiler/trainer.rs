@@ -104,6 +104,33 @@ fn trainer_errors_name_the_problem() {
     let e = t.step(&[&x, &y], 0.1).unwrap_err().to_string();
     assert!(e.contains("input #0 (input) is F32 [32, 63], the model expects F32 [32, 64]"), "{e}");
     assert_eq!(t.compiled().len(), 1, "no variant for a feature mismatch");
+    // Values that do not fill their shape, found before anything is
+    // compiled or read (they were read past their end: a NaN loss).
+    let y = Tensor::new([32], DType::I32, vec![0.0; 32]);
+    let short = Tensor::new([32, 64], DType::F32, vec![0.5; 10]);
+    let e = t.step(&[&short, &y], 0.1).unwrap_err().to_string();
+    assert!(e.contains("input #0 holds 10 values, which do not fill its shape [32, 64]"), "{e}");
+    let huge = Tensor::new([1 << 40, 64], DType::F32, vec![]);
+    let e = t.step(&[&huge, &y], 0.1).unwrap_err().to_string();
+    assert!(e.contains("holds 0 values"), "{e}");
+    assert_eq!(t.compiled().len(), 1, "no variant for values that do not fill their shape");
+    // A learning rate that is not a finite number of at least 0.
+    let good = Tensor::new([32, 64], DType::F32, vec![0.5; 32 * 64]);
+    for lr in [f64::NAN, -1.0, f64::INFINITY] {
+        let e = t.step(&[&good, &y], lr).unwrap_err().to_string();
+        assert!(e.contains("is not a finite number of at least 0"), "{e}");
+    }
+    assert_eq!(t.steps(), 0, "a refused step is not counted");
+    // evaluate: features of rank 0, too few values, no rows, labels
+    // outside the classes (they counted as wrong answers).
+    let e = t.evaluate(&Tensor::new(Vec::<usize>::new(), DType::F32, vec![0.5]), &[]).unwrap_err().to_string();
+    assert!(e.contains("rank 0"), "{e}");
+    let e = t.evaluate(&Tensor::new([40, 64], DType::F32, vec![0.5; 100]), &[0; 40]).unwrap_err().to_string();
+    assert!(e.contains("100 values for features of shape [40, 64]"), "{e}");
+    let e = t.evaluate(&Tensor::new([0, 64], DType::F32, vec![]), &[]).unwrap_err().to_string();
+    assert!(e.contains("no rows"), "{e}");
+    let e = t.evaluate(&good, &[-5; 32]).unwrap_err().to_string();
+    assert!(e.contains("label -5 of row 0 is outside the model's classes [0, 10)"), "{e}");
 
     let rows = digits();
     let (x, y) = batch(&rows, 0, 32);
