@@ -543,6 +543,14 @@ impl GraphState {
 
     /// Declares (once) and reads a parameter.
     pub(super) fn param(self: &Rc<Self>, name: &str, owner: &str, spec: &TensorSpec, init: &Init) -> Result<Tensor> {
+        if let Some(d) = spec.shape.iter().find(|&&d| d > i64::MAX as usize) {
+            // MLIR's dimensions are i64: a width past it names the layer,
+            // not an IR it cannot parse.
+            return Err(NnError::Invalid {
+                layer: self.current_scope(),
+                message: format!("parameter `{name}` has a dimension of {d}, past the 2^63 - 1 a dimension may be"),
+            });
+        }
         if self.eager.is_some() {
             return self.eager_param(name, spec, init);
         }

@@ -163,6 +163,16 @@ impl ModuleBuilder {
         inputs: &[TensorSpec],
         body: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>,
     ) -> Result<FunctionSig> {
+        if let Some((i, d)) = inputs
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| s.shape.iter().find(|&&d| d > i64::MAX as usize).map(|d| (i, d)))
+        {
+            return Err(NnError::Invalid {
+                layer: None,
+                message: format!("@{name}'s input #{i} has a dimension of {d}, past the 2^63 - 1 a dimension may be"),
+            });
+        }
         let args = self.graph.begin_function(name, mode, inputs)?;
         let outputs = match body(&args) {
             Ok(outputs) => outputs,

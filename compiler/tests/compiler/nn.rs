@@ -29,6 +29,22 @@ fn a_shape_error_names_the_layer_path_and_both_shapes() {
     );
 }
 
+/// A width or an input dimension past MLIR's i64 names the layer or the
+/// input (it was an "internal error" from IR that could not be parsed).
+#[test]
+fn a_dimension_past_i64_names_the_layer_or_input() {
+    let wide = Sequential::new().push(Linear::new("fc", 4, usize::MAX));
+    let err = nn::forward_module(&wide, &f32(&[2, 4])).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "in `fc` (Linear(4 -> 18446744073709551615)): parameter `fc.weight` has a dimension of \
+         18446744073709551615, past the 2^63 - 1 a dimension may be"
+    );
+    let narrow = Sequential::new().push(Linear::new("fc", 4, 3));
+    let err = nn::forward_module(&narrow, &f32(&[usize::MAX, 4])).unwrap_err().to_string();
+    assert!(err.contains("input #0 has a dimension of 18446744073709551615"), "{err}");
+}
+
 #[test]
 fn an_error_inside_a_nested_layer_names_the_innermost_one() {
     let attn = MultiHeadAttention::new("blocks.3.attn", 32, 4, true).unwrap();
