@@ -597,17 +597,21 @@ impl Trainer {
         if rows == 0 {
             return Err(TrainError::Input("evaluate: no rows (an accuracy of nothing)".into()));
         }
+        // Checked: a shape whose element count overflows is one its values
+        // do not fill either.
+        let per_row = row_shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let per_row = match per_row.and_then(|p| p.checked_mul(rows).map(|n| (p, n))) {
+            Some((p, n)) if n == x.values.len() => p,
+            _ => {
+                return Err(TrainError::Input(format!(
+                    "evaluate: {} values, which do not fill features of shape {:?}",
+                    x.values.len(),
+                    x.shape
+                )));
+            }
+        };
         if labels.len() != rows {
             return Err(TrainError::Input(format!("{} labels for {rows} rows", labels.len())));
-        }
-        let per_row: usize = row_shape.iter().product();
-        if x.values.len() != rows * per_row {
-            return Err(TrainError::Input(format!(
-                "evaluate: {} values for features of shape {:?} ({} elements)",
-                x.values.len(),
-                x.shape,
-                rows * per_row
-            )));
         }
         let batch = self.batch().unwrap_or(rows).max(1);
         let mut correct = 0;

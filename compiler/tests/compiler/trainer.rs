@@ -126,7 +126,9 @@ fn trainer_errors_name_the_problem() {
     let e = t.evaluate(&Tensor::new(Vec::<usize>::new(), DType::F32, vec![0.5]), &[]).unwrap_err().to_string();
     assert!(e.contains("rank 0"), "{e}");
     let e = t.evaluate(&Tensor::new([40, 64], DType::F32, vec![0.5; 100]), &[0; 40]).unwrap_err().to_string();
-    assert!(e.contains("100 values for features of shape [40, 64]"), "{e}");
+    assert!(e.contains("100 values, which do not fill features of shape [40, 64]"), "{e}");
+    let e = t.evaluate(&Tensor::new([1 << 40, 1 << 40], DType::F32, vec![0.5]), &[]).unwrap_err().to_string();
+    assert!(e.contains("1 values, which do not fill features of shape [1099511627776, 1099511627776]"), "{e}");
     let e = t.evaluate(&Tensor::new([0, 64], DType::F32, vec![]), &[]).unwrap_err().to_string();
     assert!(e.contains("no rows"), "{e}");
     let e = t.evaluate(&good, &[-5; 32]).unwrap_err().to_string();
