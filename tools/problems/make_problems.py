@@ -2,8 +2,8 @@
 """Regenerates data/problems/: the problems that populate the run registry
 and test the structure proposer (issue 29; benches/induction uses them).
 
-Ten families of small problems, each a CSV table (features, then the label;
-integer labels are classes, float ones regression targets) or a text:
+Fifteen families of small problems, each a CSV table (features, then the
+label; integer labels are classes, float ones regression targets) or a text:
 
   digits         scikit-learn's 8x8 digits: all of them, and 500 rows
   iris, wine,    the small tables scikit-learn bundles (exported once;
@@ -14,6 +14,14 @@ integer labels are classes, float ones regression targets) or a text:
   sine           y = sin(w x) + noise on [-pi, pi] (w = 1, 3)
   shakespeare    two 150k-character slices of tiny Shakespeare
   markov         text of random Markov chains (order 1 and 2)
+  two_d          scikit-learn's two moons and two circles: 2 features, curved borders
+  blobs          Gaussian clusters (10 features, 5 classes; 30 features, 3): linear borders
+  hypercube      scikit-learn's make_classification (20 and 50 features, some informative)
+  friedman       scikit-learn's Friedman #1 and #2 regressions, target standardised
+  linear         a noisy linear regression (20 features, 5 informative), standardised
+
+The last five were added after the first evaluations (2026-11-27), chosen
+from scikit-learn's generators before any was trained.
 
 Everything is seeded: the same files come out on every machine.
 
@@ -144,6 +152,36 @@ def main():
     rng = np.random.default_rng(34)
     x, y = sine(rng, 1000, 3.0, 0.05)
     add("sine", "sine_w3", write_table(out, "sine_w3", x, y, False), "regression", "sin(3x) + 0.05 noise")
+
+    x, y = datasets.make_moons(1000, noise=0.2, random_state=37)
+    add("two_d", "moons", write_table(out, "moons", x, y, True), "classification", "two moons, noise 0.2")
+    x, y = datasets.make_circles(1000, noise=0.1, factor=0.5, random_state=38)
+    add("two_d", "circles", write_table(out, "circles", x, y, True), "classification",
+        "two circles, noise 0.1, factor 0.5")
+    x, y = datasets.make_blobs(1500, n_features=10, centers=5, cluster_std=3.0, random_state=39)
+    add("blobs", "blobs_5", write_table(out, "blobs_5", (x - x.mean(0)) / x.std(0), y, True), "classification",
+        "5 Gaussian clusters in 10 dimensions, std 3, standardised")
+    x, y = datasets.make_blobs(800, n_features=30, centers=3, cluster_std=6.0, random_state=40)
+    add("blobs", "blobs_3", write_table(out, "blobs_3", (x - x.mean(0)) / x.std(0), y, True), "classification",
+        "3 Gaussian clusters in 30 dimensions, std 6, standardised")
+    x, y = datasets.make_classification(2000, n_features=20, n_informative=6, n_redundant=4, n_classes=3,
+                                        n_clusters_per_class=2, flip_y=0.05, random_state=41)
+    add("hypercube", "hypercube_20", write_table(out, "hypercube_20", x, y, True), "classification",
+        "make_classification: 20 features, 6 informative, 3 classes of 2 clusters, 5% flipped")
+    x, y = datasets.make_classification(1500, n_features=50, n_informative=10, n_redundant=10, n_classes=8,
+                                        n_clusters_per_class=1, flip_y=0.02, random_state=42)
+    add("hypercube", "hypercube_50", write_table(out, "hypercube_50", x, y, True), "classification",
+        "make_classification: 50 features, 10 informative, 8 classes, 2% flipped")
+    x, y = datasets.make_friedman1(1200, n_features=10, noise=1.0, random_state=43)
+    add("friedman", "friedman1", write_table(out, "friedman1", x, (y - y.mean()) / y.std(), False), "regression",
+        "Friedman #1 (10 features, 5 used), noise 1, target standardised")
+    x, y = datasets.make_friedman2(1200, noise=10.0, random_state=44)
+    x = (x - x.mean(0)) / x.std(0)
+    add("friedman", "friedman2", write_table(out, "friedman2", x, (y - y.mean()) / y.std(), False), "regression",
+        "Friedman #2 (4 features), noise 10, features and target standardised")
+    x, y = datasets.make_regression(1000, n_features=20, n_informative=5, noise=20.0, random_state=45)
+    add("linear", "linear_regression", write_table(out, "linear_regression", x, (y - y.mean()) / y.std(), False),
+        "regression", "a linear target of 5 of 20 features plus noise, standardised")
 
     with open(os.path.join(root, "data", "tinyshakespeare.txt"), encoding="utf-8") as f:
         shakespeare = f.read()
