@@ -29,3 +29,39 @@ func.func @huge(%x: memref<16xf32>) {
   ll.copy %x into %x : memref<16xf32>
   return
 }
+
+// -----
+
+// Hand-written ll with a loop, a branch or a buffer of dynamic size is
+// refused at it: the planner knows straight-line kernels (these were
+// planned as if their buffers did not exist: an arena of 0 bytes).
+func.func @loop(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  // expected-error @+1 {{ll-plan-memory: 'scf.for' holds a region: ll passes plan straight-line functions of kernels (no loops or branches)}}
+  scf.for %i = %c0 to %c3 step %c1 {
+    %t = memref.alloc() : memref<4xf32>
+    ll.copy %x into %t : memref<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @branch(%x: memref<4xf32>) {
+  // expected-error @+1 {{ll-plan-memory: a function of more than one block: ll passes plan straight-line functions of kernels (no branches)}}
+  cf.br ^bb1
+^bb1:
+  %t = memref.alloc() : memref<4xf32>
+  ll.copy %x into %t : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic(%x: memref<4xf32>, %n: index) {
+  // expected-error @+1 {{ll-plan-memory: a buffer of dynamic size (memref<?xf32>): ll passes plan buffers of static shape}}
+  %t = memref.alloc(%n) : memref<?xf32>
+  return
+}

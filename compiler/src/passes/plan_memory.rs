@@ -70,14 +70,42 @@ pub enum Budget {
 /// is an error at that op.
 /// A buffer over [`super::common::MAX_TENSOR_BYTES`] is an error at its
 /// allocation.
+/// The functions are straight-line kernels, as `convert-hl-to-ll` writes
+/// them: a second block (a branch), an op other than an `ll` kernel that
+/// holds a region (`scf.for`, `scf.if`) or a buffer of dynamic size is an
+/// error at it (hand-written `ll` with them was planned as if their
+/// buffers did not exist).
 pub(super) fn require_lowered(block: MlirBlock) -> Result<(), Failure> {
-    for op in ops_of(block) {
+    let ops = ops_of(block);
+    if !unsafe { mlirBlockGetNextInRegion(block) }.ptr.is_null() {
+        let at = ops.last().map_or_else(|| op_loc(unsafe { mlirBlockGetParentOperation(block) }), |&o| op_loc(o));
+        return Err((
+            at,
+            "a function of more than one block: ll passes plan straight-line functions of kernels (no branches)".into(),
+        ));
+    }
+    for op in ops {
         let name = op_name(op);
         if name.starts_with("hl.") {
             return Err((op_loc(op), format!("'{name}' is not lowered; run convert-hl-to-ll first")));
         }
+        if !name.starts_with("ll.") && unsafe { mlirOperationGetNumRegions(op) } > 0 {
+            return Err((
+                op_loc(op),
+                format!(
+                    "'{name}' holds a region: ll passes plan straight-line functions of kernels (no loops or branches)"
+                ),
+            ));
+        }
         if name == "memref.alloc" {
             let r = unsafe { mlirOperationGetResult(op, 0) };
+            if unsafe { mlirOperationGetNumOperands(op) > 0 || !mlirShapedTypeHasStaticShape(mlirValueGetType(r)) } {
+                let t = ir::type_text(unsafe { mlirValueGetType(r) });
+                return Err((
+                    op_loc(op),
+                    format!("a buffer of dynamic size ({t}): ll passes plan buffers of static shape"),
+                ));
+            }
             if super::common::too_large(r) {
                 let t = ir::type_text(unsafe { mlirValueGetType(r) });
                 return Err((op_loc(op), format!("{t} is larger than the 1 TiB a buffer may hold")));
