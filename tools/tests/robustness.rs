@@ -227,3 +227,57 @@ fn a_full_disk_keeps_the_last_good_checkpoint() {
     assert!(!err.contains("internal compiler error") && !err.contains("panicked"), "{err}");
     assert_eq!(temporaries(&dir), Vec::<PathBuf>::new());
 }
+
+/// A full disk in the middle of a growing run: the checkpoint after a
+/// widening cannot be written, the run stops naming it, and `--resume`
+/// with room again replays the same decisions and ends on the bits of a
+/// run that never stopped. (The artifacts of every model version come
+/// from the first run's directory, so only checkpoints meet the limit.)
+#[test]
+fn a_full_disk_during_growth_resumes_to_the_same_bits() {
+    let dir = scratch("full-disk-growth");
+    let train = |ckpt: &str, limit_kib: Option<u32>, resume: bool| {
+        let mut c = Command::new("bash");
+        let limit = limit_kib.map_or(String::new(), |k| format!("trap '' XFSZ; ulimit -f {k}; "));
+        c.arg("-c").arg(format!("{limit}exec \"$@\"")).arg("aicf").arg(env!("CARGO_BIN_EXE_aicf"));
+        c.args(["train", "../examples/grow/narrow_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", "30"])
+            .args(["--lr", "3e-3", "--seed", "0", "--adapt", "../examples/grow/policy.toml"])
+            .args(["--gemm", "generated", "--threads", "2", "--no-runs-db", "--no-progress", "--out"])
+            .arg(dir.join("run"))
+            .arg("--checkpoint-dir")
+            .arg(dir.join(ckpt));
+        if resume {
+            c.arg("--resume");
+        }
+        c.output().unwrap()
+    };
+    let last_epoch = |o: &std::process::Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let metrics = std::fs::read_to_string(dir.join("run").join("metrics.jsonl")).unwrap();
+        let mut last: serde_json::Value = serde_json::from_str(metrics.lines().last().unwrap()).unwrap();
+        // Everything but the clock.
+        let fields = last.as_object_mut().unwrap();
+        fields.remove("seconds");
+        fields.remove("steps_per_second");
+        last
+    };
+    let straight = last_epoch(&train("straight", None, false));
+    // 60 KiB: the 16-unit model's checkpoints fit (29 KB); the first one
+    // after the widening to 32 units, which also holds the state the
+    // watched rewrite would roll back to, does not.
+    let full = train("full", Some(60), false);
+    let err = String::from_utf8_lossy(&full.stderr);
+    assert_eq!(full.status.code(), Some(1), "an error, not a signal: {err}");
+    assert!(err.contains("last.safetensors: File too large"), "{err}");
+    assert!(String::from_utf8_lossy(&full.stdout).contains("widen fc1 to 32"), "the run reached the growth");
+    let kept = std::fs::read(dir.join("full").join("last.safetensors")).unwrap();
+    assert_eq!(
+        kept,
+        std::fs::read(dir.join("full").join("v0.safetensors")).unwrap(),
+        "the last good checkpoint is kept"
+    );
+    assert_eq!(temporaries(&dir), Vec::<PathBuf>::new());
+    let resumed = train("full", None, true);
+    assert!(String::from_utf8_lossy(&resumed.stdout).contains("resumed from"));
+    assert_eq!(last_epoch(&resumed), straight, "the resumed run ends on the straight run's bits");
+}

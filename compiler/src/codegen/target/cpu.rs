@@ -478,10 +478,12 @@ impl Generator {
 /// the file it was writing; anything else is an internal error with
 /// clang's whole message.
 fn tool_failure(clang: &str, what: &str, path: &Path, stderr: &[u8]) -> CompileError {
-    const FILE_SYSTEM: [&str; 5] = [
+    const FILE_SYSTEM: [&str; 6] = [
         "No space left on device",
         "Disk quota exceeded",
         "File too large",
+        // The linker killed by SIGXFSZ (`ulimit -f`), as clang reports it.
+        "File size limit exceeded",
         "Read-only file system",
         "Permission denied",
     ];
@@ -663,6 +665,11 @@ mod tests {
         let full = b"/usr/bin/ld: final link failed: No space left on device\nclang: error: linker command failed";
         let e = tool_failure("clang", "failed to link /run/out/kernels.so", so, full).to_string();
         assert_eq!(e, "/run/out/kernels.so: No space left on device (clang failed to link /run/out/kernels.so)");
+        let limited =
+            b"clang: error: unable to execute command: File size limit exceeded\nclang: error: linker command \
+                        failed due to signal";
+        let e = tool_failure("clang", "failed to link /run/out/kernels.so", so, limited).to_string();
+        assert!(e.starts_with("/run/out/kernels.so: File size limit exceeded (clang failed to link"), "{e}");
         let other = tool_failure("clang", "failed on k.ll", so, b"error: unknown type name").to_string();
         assert!(other.starts_with("internal compiler error: clang failed on k.ll:") && other.contains("unknown type"));
     }
