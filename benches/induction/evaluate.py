@@ -151,7 +151,9 @@ def registry_losses(db, budgets, seeds_of):
         seeds = seeds_of(key[0])
         got = [runs.get(key + (s,)) for s in seeds]
         losses = [g[0] for g in got if g is not None]
-        params = next(g[1] for g in got if g is not None)
+        params = next((g[1] for g in got if g is not None), None)
+        if params is None:
+            continue  # runs of other seeds only
         mean = sum(losses) / len(losses) if len(losses) == len(seeds) and None not in losses else None
         out[key] = (mean, params, losses)
     return out
