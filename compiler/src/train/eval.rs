@@ -34,16 +34,36 @@ pub fn evaluate_checkpoint(
     out: &Path,
     report: &mut dyn Report,
 ) -> Result<Scored> {
-    let name = model.display().to_string();
-    let source = std::fs::read_to_string(model)
+    let mut name = model.display().to_string();
+    let mut source = std::fs::read_to_string(model)
         .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
+    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
+    // A checkpoint of another version of the model (an adaptive run's
+    // grown one) holds its own IR: that model is scored, as `--resume-from`
+    // trains it, and the note says so. The IR goes to the run directory for
+    // the diagnostics that name it.
+    let own = crate::pipeline::canonical_source(&source, &name)?;
+    if let Some(ir) = meta.get(super::run::IR_KEY)
+        && crate::pipeline::canonical_source(ir, &checkpoint.display().to_string())? != own
+    {
+        create_dir(out)?;
+        let file = out.join("checkpoint-model.mlir");
+        crate::codegen::write_atomically(&file, ir.as_bytes())?;
+        report.note(&format!(
+            "{} holds another version of {name} (a grown one, or another model): scoring the model it holds, \
+             written to {}",
+            checkpoint.display(),
+            file.display()
+        ));
+        name = file.display().to_string();
+        source = ir.clone();
+    }
     let sig = Signature::of_source(&source, &name)?;
     if !sig.classifies() {
         return Err(TrainError::Input(format!(
             "{name}: scoring needs a classifier (targets that index @forward's classes)"
         )));
     }
-    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
     let scale = match meta.get("feature_scale") {
         Some(v) => match v.parse::<f64>() {
             Ok(s) if s.is_finite() && s > 0.0 => Some(s),
@@ -89,7 +109,7 @@ pub fn evaluate_checkpoint(
         trainer.add_batch(n % batch)?;
     }
     for c in trainer.compiled() {
-        report.compiled(model, c);
+        report.compiled(Path::new(&name), c);
     }
     let ids: Vec<usize> = (0..n).collect();
     let chunks: Vec<&[usize]> = ids.chunks(batch).collect();

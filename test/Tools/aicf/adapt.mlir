@@ -9,6 +9,11 @@
 // RUN: FileCheck %s --check-prefix=MODEL < %t/ckpt/model.mlir
 // RUN: FileCheck %s --check-prefix=METRICS < %t/run/metrics.jsonl
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 4 --out %t/run --checkpoint-dir %t/ckpt --adapt %S/inputs/grow-steps.toml --resume | FileCheck %s --check-prefix=RESUME
+// The grown checkpoint scored against the model the run started from: the
+// model it holds is scored, and the note says so (it was "the checkpoint
+// is of another model").
+// RUN: aicf eval %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/ckpt/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVAL
+// RUN: FileCheck %s --check-prefix=MODEL < %t/eval/checkpoint-model.mlir
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --adapt %S/inputs/bad-policy.toml 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --adapt %t/missing.toml 2>&1 | FileCheck %s --check-prefix=MISSING
 
@@ -26,6 +31,10 @@
 
 // MODEL: hl.param @fc1.weight : tensor<32x64xf32>
 // MODEL: hl.param @fc1_deep1.fc_out.weight : tensor<32x32xf32>
+
+// EVAL: note: {{.*}}last.safetensors holds another version of {{.*}}narrow_mlp.mlir (a grown one, or another model): scoring the model it holds, written to {{.*}}checkpoint-model.mlir
+// EVAL: compiled {{.*}}checkpoint-model.mlir
+// EVAL: accuracy {{[0-9.]+}}% on 1797 rows of {{.*}}digits.csv.gz (checkpoint {{.*}}last.safetensors, epoch 4)
 
 // RESUME: resumed from {{.*}}last.safetensors at epoch 3 (step 135)
 // RESUME: epoch   4/4
