@@ -22,6 +22,15 @@ impl Tensor {
     pub fn scalar(value: f64, dtype: DType) -> Self {
         Tensor { shape: vec![], dtype, values: vec![value] }
     }
+    /// The elements its shape holds (`None` past `usize`).
+    pub fn elements(&self) -> Option<usize> {
+        self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+    }
+    /// Whether its values fill its shape, no more and no fewer: a tensor
+    /// that does not would be read past its end, or in part.
+    pub fn filled(&self) -> bool {
+        self.elements() == Some(self.values.len())
+    }
 }
 
 /// Zeroed memory aligned to 64 bytes, viewed as bytes.
@@ -241,19 +250,9 @@ pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String>
             a.bind, t.dtype, t.shape, a.dtype, a.shape
         ));
     }
-    // A tensor built with fewer (or more) values than its shape holds
-    // would be read past its end, or in part.
-    expected.iter().zip(inputs).enumerate().find(|(_, (_, t))| t.shape.iter().product::<usize>() != t.values.len()).map(
-        |(i, (a, t))| {
-            format!(
-                "input #{i} ({}) holds {} values, and its shape {:?} has {} elements",
-                a.bind,
-                t.values.len(),
-                t.shape,
-                t.shape.iter().product::<usize>()
-            )
-        },
-    )
+    expected.iter().zip(inputs).enumerate().find(|(_, (_, t))| !t.filled()).map(|(i, (a, t))| {
+        format!("input #{i} ({}) holds {} values, which do not fill its shape {:?}", a.bind, t.values.len(), t.shape)
+    })
 }
 
 /// Integer inputs that kernels use as indices (labels, token ids), checked

@@ -929,8 +929,7 @@ impl Tensor {
     /// A host tensor as an eager one (in host memory); its values must
     /// fill its shape.
     pub fn from_host(host: Host) -> Result<Tensor> {
-        let n = host.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-        if n != Some(host.values.len()) {
+        if !host.filled() {
             return Err(EagerError::Invalid(format!("{} values for shape {:?}", host.values.len(), host.shape)));
         }
         host_dtype(nn_dtype(host.dtype)?)?;

@@ -453,11 +453,7 @@ impl Trainer {
             return Ok(());
         }
         // Nothing is compiled for a tensor whose values do not fill its shape.
-        if let Some((i, t)) = inputs
-            .iter()
-            .enumerate()
-            .find(|(_, t)| t.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) != Some(t.values.len()))
-        {
+        if let Some((i, t)) = inputs.iter().enumerate().find(|(_, t)| !t.filled()) {
             return Err(TrainError::Input(format!(
                 "@{function}: input #{i} holds {} values, which do not fill its shape {:?}",
                 t.values.len(),
@@ -591,25 +587,20 @@ impl Trainer {
     /// `labels`, for `x` of any number of rows: batches of the model's size,
     /// and a smaller last one.
     pub fn evaluate(&mut self, x: &Tensor, labels: &[i64]) -> Result<Evaluation> {
-        let Some((&rows, row_shape)) = x.shape.split_first() else {
+        let Some(&rows) = x.shape.first() else {
             return Err(TrainError::Input("evaluate takes rows of features: a tensor of rank 0 has none".into()));
         };
         if rows == 0 {
             return Err(TrainError::Input("evaluate: no rows (an accuracy of nothing)".into()));
         }
-        // Checked: a shape whose element count overflows is one its values
-        // do not fill either.
-        let per_row = row_shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-        let per_row = match per_row.and_then(|p| p.checked_mul(rows).map(|n| (p, n))) {
-            Some((p, n)) if n == x.values.len() => p,
-            _ => {
-                return Err(TrainError::Input(format!(
-                    "evaluate: {} values, which do not fill features of shape {:?}",
-                    x.values.len(),
-                    x.shape
-                )));
-            }
-        };
+        if !x.filled() {
+            return Err(TrainError::Input(format!(
+                "evaluate: {} values, which do not fill features of shape {:?}",
+                x.values.len(),
+                x.shape
+            )));
+        }
+        let per_row = x.values.len() / rows;
         if labels.len() != rows {
             return Err(TrainError::Input(format!("{} labels for {rows} rows", labels.len())));
         }
