@@ -1132,7 +1132,9 @@ impl<'a> Loop<'a> {
                 }
                 let progress = Progress { epoch, batch: b + 1, rng: epoch_rng };
                 let total = (run.epochs * steps_per_epoch) as u64;
-                let lr = run.lr_schedule.at(run.lr, step, total);
+                // From the last growth under the policy's restart_schedule.
+                let from = self.adaptive.schedule_from().min(step);
+                let lr = run.lr_schedule.at(run.lr, step - from, total.saturating_sub(from));
                 last_lr = lr;
                 let outcome = self.adaptive.step_micro(&refs, lr, progress).map_err(|e| match e {
                     // At a run's first step no update has happened yet: the

@@ -111,6 +111,10 @@ pub struct Snapshot {
     pub rejected: Vec<Operator>,
     pub rolled_back_to: Vec<u64>,
     pub lr_factor: f64,
+    /// The step the run's learning-rate schedule counts from (the last
+    /// growth's under `restart_schedule`; 0 in older checkpoints).
+    #[serde(default)]
+    pub schedule_from: u64,
     pub flops: f64,
     /// The most recent losses, as many as the triggers read.
     #[serde(deserialize_with = "super::pairs_nan_if_null")]
@@ -136,6 +140,9 @@ pub struct KeptModel {
     /// The learning-rate factor before the rewrite (a rollback restores it).
     #[serde(default = "one")]
     pub lr_factor: f64,
+    /// Where the schedule counted from before the rewrite.
+    #[serde(default)]
+    pub schedule_from: u64,
 }
 
 fn one() -> f64 {
@@ -160,6 +167,8 @@ struct Kept {
     until: u64,
     /// The learning-rate factor in effect there.
     lr_factor: f64,
+    /// Where the learning-rate schedule counted from there.
+    schedule_from: u64,
 }
 
 /// A [`Trainer`] run under a [`Policy`].
@@ -186,6 +195,9 @@ pub struct Adaptive {
     fork_train: Vec<Vec<Tensor>>,
     fork_eval: Vec<Vec<Tensor>>,
     lr_factor: f64,
+    /// The step the run's learning-rate schedule counts from
+    /// ([`Adaptive::schedule_from`]).
+    schedule_from: u64,
     /// The learning rate of the last step (a fork trains at it), and the
     /// rate it trained at (times the factors, [`Adaptive::lr_scale`]).
     last_lr: f64,
@@ -224,6 +236,7 @@ impl Adaptive {
             fork_train: Vec::new(),
             fork_eval: Vec::new(),
             lr_factor: 1.0,
+            schedule_from: 0,
             last_lr: 0.0,
             applied_lr: 0.0,
             prefetch: None,
@@ -288,6 +301,7 @@ impl Adaptive {
             rejected: self.rejected.clone(),
             rolled_back_to: self.rolled_back_to.clone(),
             lr_factor: self.lr_factor,
+            schedule_from: self.schedule_from,
             flops: self.flops,
             losses: tail(&self.observer.losses, keep),
             val_losses: self.observer.val_losses.clone(),
@@ -303,6 +317,7 @@ impl Adaptive {
                 decision: k.decision,
                 until: k.until,
                 lr_factor: k.lr_factor,
+                schedule_from: k.schedule_from,
             }),
         };
         (snapshot, self.kept.as_ref().map(|k| k.state.clone()))
@@ -341,6 +356,7 @@ impl Adaptive {
                     decision: k.decision,
                     until: k.until,
                     lr_factor: k.lr_factor,
+                    schedule_from: k.schedule_from,
                 })
             }
             (Some(_), None) => {
@@ -361,6 +377,7 @@ impl Adaptive {
             decision: None,
             until: 0,
             lr_factor: snapshot.lr_factor,
+            schedule_from: snapshot.schedule_from,
         });
         self.decisions = snapshot.decisions;
         self.last_rewrite = snapshot.last_rewrite;
@@ -369,6 +386,7 @@ impl Adaptive {
         self.rejected = snapshot.rejected;
         self.rolled_back_to = snapshot.rolled_back_to;
         self.lr_factor = snapshot.lr_factor;
+        self.schedule_from = snapshot.schedule_from;
         self.flops = snapshot.flops;
         self.observer.losses = snapshot.losses;
         self.observer.val_losses = snapshot.val_losses;
@@ -418,6 +436,14 @@ impl Adaptive {
         let warm =
             if ramp > 0 && self.rewrites > 0 && since < ramp { 0.1 + 0.9 * since as f64 / ramp as f64 } else { 1.0 };
         self.lr_factor * warm
+    }
+
+    /// The step the run's learning-rate schedule counts from: 0, or under
+    /// the policy's `restart_schedule` the step of the last growth (a
+    /// rollback of it restores the one before). The run's schedule (warm-up
+    /// and decay) then runs again over the steps left.
+    pub fn schedule_from(&self) -> u64 {
+        self.schedule_from
     }
 
     fn record(&mut self, d: Decision) -> Result<usize> {
@@ -562,6 +588,7 @@ impl Adaptive {
                 decision: None,
                 until: 0,
                 lr_factor: self.lr_factor,
+                schedule_from: self.schedule_from,
             });
         }
         Ok(changed)
@@ -767,9 +794,13 @@ impl Adaptive {
             decision: Some(index),
             until: self.trainer.steps() + self.policy.watch_steps,
             lr_factor: self.lr_factor,
+            schedule_from: self.schedule_from,
         });
         self.last_good = None;
         self.last_rewrite = self.trainer.steps();
+        if self.policy.restart_schedule {
+            self.schedule_from = self.last_rewrite;
+        }
         self.rewrites += 1;
         self.prefetched = false;
         self.idle.fill(false);
@@ -839,6 +870,7 @@ impl Adaptive {
         let Some(kept) = self.kept.take().or_else(|| self.last_good.take()) else { return Ok(None) };
         self.rolled_back_to.push(kept.steps);
         self.lr_factor = kept.lr_factor;
+        self.schedule_from = kept.schedule_from;
         let mut d = self.decision(reason, "roll back".into(), progress);
         if let Some(t) = kept.trainer {
             self.trainer = t;

@@ -338,6 +338,11 @@ pub struct Policy {
     /// After a rewrite, the learning rate ramps from 10% to 100% over this
     /// many steps (0: no re-warm-up).
     pub rewarmup_steps: u64,
+    /// After a growth, the run's learning-rate schedule (its warm-up and
+    /// cosine decay, `--lr-schedule`) starts again over the steps left, as
+    /// if the grown model's training were a run of its own; without it the
+    /// schedule goes on over the whole run. No effect on a constant rate.
+    pub restart_schedule: bool,
     /// Grown parameters get per-entry ages, and Adam bias-corrects each
     /// entry by its own (`adapt::rewrite_with`).
     pub age_bias_correction: bool,
@@ -366,6 +371,7 @@ impl Default for Policy {
             verify_tolerance: 1e-5,
             max_loss_increase: 0.05,
             rewarmup_steps: 0,
+            restart_schedule: false,
             age_bias_correction: false,
             watch_steps: 50,
             spike_factor: 4.0,
@@ -385,6 +391,7 @@ struct RawPolicy {
     verify_tolerance: Option<f64>,
     max_loss_increase: Option<f64>,
     rewarmup_steps: Option<u64>,
+    restart_schedule: Option<bool>,
     age_bias_correction: Option<bool>,
     watch_steps: Option<u64>,
     spike_factor: Option<f64>,
@@ -570,6 +577,7 @@ impl Policy {
             verify_tolerance: raw.verify_tolerance.unwrap_or(d.verify_tolerance),
             max_loss_increase: raw.max_loss_increase.unwrap_or(d.max_loss_increase),
             rewarmup_steps: raw.rewarmup_steps.unwrap_or(d.rewarmup_steps),
+            restart_schedule: raw.restart_schedule.unwrap_or(d.restart_schedule),
             age_bias_correction: raw.age_bias_correction.unwrap_or(d.age_bias_correction),
             watch_steps: raw.watch_steps.unwrap_or(d.watch_steps),
             spike_factor: raw.spike_factor.unwrap_or(d.spike_factor),
