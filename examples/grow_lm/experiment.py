@@ -31,7 +31,16 @@ from the end of the text):
    was fixed on seeds 0 .. 2, so the added seeds say what a user can expect;
 6. the stronger baseline: the target from scratch with the grown runs'
    rate drop (scratch_drop.toml: the rate halved at step 1600), on the same
-   seeds, and the late growth measured against its best held-out loss.
+   seeds, and the late growth measured against its best held-out loss;
+7. the scheduled comparison (`--scheduled-only` runs just this): every run
+   on a cosine schedule (a warm-up of 100 steps, then down to 0.1 x lr at
+   the end). The target from scratch, its rate tuned over `--lrs` on seed
+   0, on seeds 0 .. N-1; the 2x growth at step 2000 and at step 5000
+   (grow2x_cosine.toml, grow2x_late_cosine.toml) with the schedule started
+   again at the growth (`restart_schedule`), so the grown model gets the
+   scratch run's schedule over its `--steps` steps and the small model's
+   steps on top. The goal is the scratch run's best held-out loss, as
+   above; a tuned schedule is the baseline a practitioner would use.
 
 For each seed, the goal is the from-scratch run's best held-out loss; the
 table gives the training FLOPs (the compiled step's matrix products and
@@ -143,6 +152,59 @@ def budgets(scratch, grown, steps):
     return out
 
 
+COSINE = ("--lr-schedule", "cosine", "--warmup-steps", "100", "--min-lr-factor", "0.1")
+
+
+def ratios(runs, scratch_of):
+    """One table row's cells: seeds reaching each scratch run's best held-out
+    loss, the FLOPs to first reach it (x the scratch run's), the best held-out
+    loss, and the held-out loss at the scratch run's FLOPs."""
+    flops, bests, finals = [], [], []
+    for s, rows in runs.items():
+        goal = best(scratch_of[s])["val_loss"]
+        f0 = reach(scratch_of[s], goal)[0]
+        got = reach(rows, goal)
+        if got:
+            flops.append(got[0] / f0)
+        bests.append(best(rows)["val_loss"])
+        finals.append(at_flops(rows, scratch_of[s][-1]["train_flops"]))
+    return f"{len(flops)}/{len(runs)} | {spread(flops)} | {spread(bests, '{:.4f}')} | {spread(finals, '{:.4f}')}"
+
+
+def scheduled(a, pool, lrs):
+    """Part 7 of the docstring: the comparison on a tuned cosine schedule."""
+    target = os.path.join(HERE, "target.mlir")
+    tuning = {lr: pool.submit(run, a.aicf, target, os.path.join(a.out, f"cos-scratch-lr{lr:g}-s0"), 0, lr, a.steps,
+                              schedule=COSINE)
+              for lr in lrs}
+    tuning = {lr: f.result() for lr, f in tuning.items()}
+    lr = min(lrs, key=lambda x: best(tuning[x])["val_loss"])
+    scratch = {0: tuning[lr]}
+    scratch.update({s: pool.submit(run, a.aicf, target, os.path.join(a.out, f"cos-scratch-lr{lr:g}-s{s}"), s, lr,
+                                   a.steps, schedule=COSINE)
+                    for s in range(1, a.seeds)})
+    small = os.path.join(HERE, "small2x.mlir")
+    grown = {}
+    for label, tag, at, policy in (("grown 2x at step 2000", "grown2x", 2000, "grow2x_cosine.toml"),
+                                   ("grown 2x at step 5000", "grown2x-late", 5000, "grow2x_late_cosine.toml")):
+        grown[label] = {s: pool.submit(run, a.aicf, small, os.path.join(a.out, f"cos-{tag}-s{s}"), s, 2 * lr,
+                                       at + a.steps, os.path.join(HERE, policy), COSINE)
+                        for s in range(a.seeds)}
+    scratch = {s: f.result() if hasattr(f, "result") else f for s, f in scratch.items()}
+    grown = {k: {s: f.result() for s, f in runs.items()} for k, runs in grown.items()}
+    lines = ["On a tuned cosine schedule (warm-up 100 steps, then down to 0.1 x lr at each run's end; "
+             "the grown runs' schedule starts again at the growth):", "",
+             "Tuning (seed 0, best held-out loss): " + ", ".join(
+                 f"lr {x:g}: {best(tuning[x])['val_loss']:.4f}" for x in lrs) + f"; tuned lr {lr:g}", "",
+             "| run | seeds reaching the scratch best | FLOPs to reach it (x scratch) | best held-out loss | "
+             "held-out loss at the scratch FLOPs |", "|---|---|---|---|---|",
+             f"| scratch (target, lr {lr:g}, {a.steps} steps) | {ratios(scratch, scratch)} |"]
+    for label, runs in grown.items():
+        lines.append(f"| {label}, then {a.steps} steps (small at lr {2 * lr:g}, grown from {lr:g}) | "
+                     f"{ratios(runs, scratch)} |")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--aicf", default=os.path.join(ROOT, "target/debug/aicf"))
@@ -156,6 +218,8 @@ def main():
                     help="seeds of the late growth (and its scratch runs) in a row of its own (seeds past --seeds are added)")
     ap.add_argument("--device", default="cpu", help="where the runs train (aicf train --device)")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (on a GPU, small runs share it well)")
+    ap.add_argument("--scheduled-only", action="store_true",
+                    help="only the comparison on a tuned cosine schedule (part 7; about an hour on 2 cores)")
     a = ap.parse_args()
     global DEVICE
     DEVICE = a.device
@@ -163,6 +227,12 @@ def main():
     if a.seeds < 1 or a.steps < EVAL_EVERY or a.steps % EVAL_EVERY:
         sys.exit(f"--seeds must be at least 1 and --steps a multiple of {EVAL_EVERY}")
     lrs = [float(x) for x in a.lrs.split(",")]
+    if a.scheduled_only:
+        text = "\n".join(scheduled(a, pool, lrs))
+        print(text)
+        with open(os.path.join(a.out, "results-scheduled.md"), "w") as f:
+            f.write(text + "\n")
+        return
     sched = () if a.cosine is None else ("--lr-schedule", "cosine", "--warmup-steps", str(a.cosine))
     target = os.path.join(HERE, "target.mlir")
 
@@ -278,6 +348,7 @@ def main():
                  f"{EVAL_EVERY} steps.")
     if a.cosine is None:
         lines += [""] + budgets(scratch, {**grown, "small 2x alone": alone}, a.steps)
+        lines += [""] + scheduled(a, pool, lrs)
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(a.out, "results.md"), "w") as f:

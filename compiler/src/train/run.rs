@@ -28,13 +28,21 @@ pub use super::eval::{Scored, evaluate_checkpoint};
 
 type Result<T, E = TrainError> = std::result::Result<T, E>;
 
-/// The learning rate over a run: `lr` throughout, or a linear warm-up
-/// over `warmup_steps` then a cosine decay to `min_factor` times `lr` at
-/// the run's last step (nanoGPT's schedule).
+/// The learning rate over a run: `lr` throughout; a linear warm-up over
+/// `warmup_steps` then a cosine decay to `min_factor` times `lr` at the
+/// run's last step (nanoGPT's schedule); or warm-up, stable, decay (WSD,
+/// MiniCPM's and Hägele et al.'s 2024): the warm-up, then `lr` until the
+/// last `decay_fraction` of the run (or its last `decay_steps`, where
+/// given), then a linear decay to `min_factor` times `lr` at its last step.
+/// A WSD run's rate before its decay does not depend on the run's length,
+/// so a small model grown part-way (with a policy's `restart_schedule`)
+/// trains at the full rate until the growth, and only the end of the run
+/// anneals.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LrSchedule {
     Constant,
     Cosine { warmup_steps: u64, min_factor: f64 },
+    Wsd { warmup_steps: u64, decay_fraction: f64, decay_steps: Option<u64>, min_factor: f64 },
 }
 
 impl LrSchedule {
@@ -51,6 +59,25 @@ impl LrSchedule {
                 let min = lr * min_factor;
                 min + 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()) * (lr - min)
             }
+            LrSchedule::Wsd { warmup_steps, decay_fraction, decay_steps, min_factor } => {
+                if step < warmup_steps {
+                    return lr * (step + 1) as f64 / warmup_steps as f64;
+                }
+                // The decay's steps: the last `decay_fraction` of the run
+                // (or `decay_steps`), ending at its last step (`total - 1`)
+                // at the floor.
+                let decay = match decay_steps {
+                    Some(n) => n as f64,
+                    None => (total as f64 * decay_fraction).round(),
+                }
+                .max(1.0);
+                let into = step as f64 - (total as f64 - decay);
+                if into < 0.0 {
+                    return lr;
+                }
+                let progress = ((into + 1.0) / decay).min(1.0);
+                lr - progress * (lr - lr * min_factor)
+            }
         }
     }
 
@@ -61,6 +88,13 @@ impl LrSchedule {
             LrSchedule::Constant => "constant".into(),
             LrSchedule::Cosine { warmup_steps, min_factor } => {
                 format!("cosine, warm-up {warmup_steps} steps, down to {min_factor} x lr")
+            }
+            LrSchedule::Wsd { warmup_steps, decay_fraction, decay_steps, min_factor } => {
+                let decay = match decay_steps {
+                    Some(n) => format!("{n} steps"),
+                    None => format!("{decay_fraction} of the run"),
+                };
+                format!("wsd, warm-up {warmup_steps} steps, the last {decay} down to {min_factor} x lr")
             }
         }
     }
@@ -204,10 +238,19 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     {
         return bad(format!("the FLOPs budget {b} is not a positive number"));
     }
-    if let LrSchedule::Cosine { min_factor, .. } = run.lr_schedule
+    if let LrSchedule::Cosine { min_factor, .. } | LrSchedule::Wsd { min_factor, .. } = run.lr_schedule
         && !(0.0..=1.0).contains(&min_factor)
     {
-        return bad(format!("the cosine schedule's minimum factor {min_factor} is not in [0, 1]"));
+        let name = if matches!(run.lr_schedule, LrSchedule::Wsd { .. }) { "wsd" } else { "cosine" };
+        return bad(format!("the {name} schedule's minimum factor {min_factor} is not in [0, 1]"));
+    }
+    if let LrSchedule::Wsd { decay_fraction, .. } = run.lr_schedule
+        && !(decay_fraction > 0.0 && decay_fraction <= 1.0)
+    {
+        return bad(format!("the wsd schedule's decay fraction {decay_fraction} is not in (0, 1]"));
+    }
+    if let LrSchedule::Wsd { decay_steps: Some(0), .. } = run.lr_schedule {
+        return bad("the wsd schedule's decay takes at least 1 step".into());
     }
     if !options.momentum.is_finite() || !(0.0..1.0).contains(&options.momentum) {
         return bad(format!("the momentum {} is not in [0, 1)", options.momentum));

@@ -623,6 +623,30 @@ fn the_cosine_schedule_warms_up_linearly_then_decays_to_its_floor() {
     assert_eq!(LrSchedule::Constant.at(3e-3, 77, 100), 3e-3);
 }
 
+#[test]
+fn the_wsd_schedule_holds_its_rate_then_decays_linearly_over_the_runs_end() {
+    use aicf_compiler::train::run::LrSchedule;
+    // 100 steps: warm-up 10, the last 20 (steps 80..99) decay to 0.1.
+    let s = LrSchedule::Wsd { warmup_steps: 10, decay_fraction: 0.2, decay_steps: None, min_factor: 0.1 };
+    assert_eq!(s.at(1.0, 0, 100), 0.1);
+    assert_eq!(s.at(1.0, 9, 100), 1.0);
+    assert_eq!(s.at(1.0, 10, 100), 1.0);
+    assert_eq!(s.at(1.0, 79, 100), 1.0, "stable until the decay");
+    assert!((s.at(1.0, 80, 100) - (1.0 - 0.9 / 20.0)).abs() < 1e-12, "the decay's first step");
+    assert!((s.at(1.0, 89, 100) - 0.55).abs() < 1e-12, "halfway: the mean of lr and its floor");
+    assert!((s.at(1.0, 99, 100) - 0.1).abs() < 1e-12, "the floor at the last step");
+    assert!((s.at(1.0, 150, 100) - 0.1).abs() < 1e-12);
+    // The rate before the decay does not depend on the run's length.
+    assert_eq!(s.at(3e-3, 500, 1000), s.at(3e-3, 500, 5000));
+    let rates: Vec<f64> = (10..100).map(|t| s.at(1.0, t, 100)).collect();
+    assert!(rates.windows(2).all(|w| w[1] <= w[0]), "monotone after the warm-up");
+    // A decay given in steps: the same 20 steps whatever the run's length.
+    let steps = LrSchedule::Wsd { warmup_steps: 10, decay_fraction: 0.2, decay_steps: Some(20), min_factor: 0.1 };
+    assert_eq!(steps.at(1.0, 89, 100), s.at(1.0, 89, 100));
+    assert_eq!(steps.at(1.0, 979, 1000), 1.0);
+    assert!((steps.at(1.0, 989, 1000) - 0.55).abs() < 1e-12);
+}
+
 /// The run registry's fingerprint: what a model is made of, and a graph
 /// hash that names do not change (the same layers under other names hash
 /// alike; another width does not).

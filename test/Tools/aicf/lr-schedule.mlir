@@ -2,12 +2,18 @@
 // to --min-lr-factor times --lr at the run's last step (45 steps an epoch,
 // 135 in all, warm-up 10: the epochs end at 2.536e-3, 1.106e-3 and 3.004e-4,
 // just above 0.1 x 3e-3). The schedule is part of the checkpoint's record:
-// resuming with another one is refused.
+// resuming with another one is refused. `--lr-schedule wsd` (warm-up,
+// stable, decay) holds the rate until its last --decay-steps (45: epoch 3),
+// then decays linearly to the floor at the last step.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --lr-schedule cosine --warmup-steps 10 --out %t/run --checkpoint-dir %t/ckpt --no-progress
 // RUN: FileCheck %s < %t/run/metrics.jsonl
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/run --checkpoint-dir %t/ckpt --resume 2>&1 | FileCheck %s --check-prefix=OTHER
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule cosine --min-lr-factor 2 --out %t/bad 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --lr-schedule wsd --warmup-steps 10 --decay-steps 45 --out %t/wsd --no-progress > /dev/null
+// RUN: FileCheck %s --check-prefix=WSD < %t/wsd/metrics.jsonl
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule wsd --decay-steps 0 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-BAD
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule wsd --decay-fraction 1.5 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-FRACTION
 
 // CHECK: {"epoch":1,{{.*}}"lr":0.00253639
 // CHECK: {"epoch":2,{{.*}}"lr":0.00110607
@@ -15,3 +21,9 @@
 
 // OTHER: the checkpoint was trained with lr_schedule cosine, warm-up 10 steps, down to 0.1 x lr; this run asks for constant (--override-resume goes on anyway)
 // BAD: the cosine schedule's minimum factor 2 is not in [0, 1]
+
+// WSD: {"epoch":1,{{.*}}"lr":0.003}
+// WSD: {"epoch":2,{{.*}}"lr":0.003}
+// WSD: {"epoch":3,{{.*}}"lr":{{0\.0003|0\.000299999}}
+// WSD-BAD: the wsd schedule's decay takes at least 1 step
+// WSD-FRACTION: the wsd schedule's decay fraction 1.5 is not in (0, 1]

@@ -60,6 +60,7 @@ impl Optimizer {
 enum Schedule {
     Constant,
     Cosine,
+    Wsd,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -283,17 +284,27 @@ enum Command {
         /// AVX-512 BF16) runs it as `library`.
         #[arg(long)]
         gemm: Option<String>,
-        /// How the learning rate changes: constant, or cosine (a linear
+        /// How the learning rate changes: constant; cosine (a linear
         /// warm-up over --warmup-steps, then a cosine decay to --min-lr-factor
-        /// times --lr at the last step).
+        /// times --lr at the last step); or wsd (warm-up, stable, decay: the
+        /// warm-up, then --lr until the last --decay-fraction of the run,
+        /// then a linear decay to --min-lr-factor times --lr).
         #[arg(long, value_enum, default_value_t = Schedule::Constant)]
         lr_schedule: Schedule,
-        /// Steps of the cosine schedule's linear warm-up.
+        /// Steps of the cosine or wsd schedule's linear warm-up.
         #[arg(long, default_value_t = 0)]
         warmup_steps: u64,
-        /// Where the cosine schedule ends, as a fraction of --lr.
+        /// Where the cosine or wsd schedule ends, as a fraction of --lr.
         #[arg(long, default_value_t = 0.1)]
         min_lr_factor: f64,
+        /// The share of the run the wsd schedule decays over (at its end).
+        #[arg(long, default_value_t = 0.2)]
+        decay_fraction: f64,
+        /// The wsd schedule's decay in steps, in place of --decay-fraction
+        /// (with a growth policy's restart_schedule, the small model's
+        /// steps then stay at the full rate whatever the run's length).
+        #[arg(long)]
+        decay_steps: Option<u64>,
         /// Train data parallel on N processes of this machine: starts
         /// `mpirun -n N` of this command with --data-parallel (the global
         /// batch is N times the model's; each process a shard, and
@@ -466,6 +477,8 @@ fn main() {
             lr_schedule,
             warmup_steps,
             min_lr_factor,
+            decay_fraction,
+            decay_steps,
             nproc,
             runs_db,
             no_runs_db,
@@ -479,6 +492,7 @@ fn main() {
             let lr_schedule = match lr_schedule {
                 Schedule::Constant => LrSchedule::Constant,
                 Schedule::Cosine => LrSchedule::Cosine { warmup_steps, min_factor: min_lr_factor },
+                Schedule::Wsd => LrSchedule::Wsd { warmup_steps, decay_fraction, decay_steps, min_factor: min_lr_factor },
             };
             let run = RunOptions {
                 epochs,
