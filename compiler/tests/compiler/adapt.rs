@@ -443,7 +443,7 @@ fn policy_files_parse_and_errors_name_the_rule() {
     assert_eq!(p.rules[1].action, Action::Rollback { lr_factor: 0.5 });
     // The char LM experiment's policies (make grow-lm) parse too: a typo
     // there would only show an hour into the experiment.
-    for name in ["grow2x", "grow2x_late", "grow2x_plateau", "grow4x", "grow_staged"] {
+    for name in ["grow2x", "grow2x_late", "grow2x_late_restart", "grow2x_plateau", "grow4x", "grow_staged"] {
         let path = PathBuf::from(format!("{}/../examples/grow_lm/{name}.toml", env!("CARGO_MANIFEST_DIR")));
         let p = Policy::from_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let steps = p.rules.iter().filter(|r| matches!(r.trigger, Trigger::Steps { .. })).count();
@@ -454,6 +454,7 @@ fn policy_files_parse_and_errors_name_the_rule() {
             _ => (1, 0),
         };
         assert_eq!((steps, plateaus), expected, "{name}");
+        assert_eq!(p.restart_schedule, name == "grow2x_late_restart", "{name}");
     }
     let reset = Policy::parse(
         "[[rule]]\nwhen = \"steps\"\nat = 5\noptimizer_state = \"reset\"\naction = { op = \"widen\", layer = \"fc1\" }",
@@ -1068,6 +1069,44 @@ fn schedules_grow_every_k_steps_or_at_a_flops_budget_and_bad_schedules_are_refus
         let err = Policy::parse(&format!("[[rule]]\n{bad}")).unwrap_err();
         assert!(err.contains(says), "{bad}: {err}");
     }
+}
+
+#[test]
+fn restart_schedule_counts_the_schedule_from_the_growth_and_its_rollback_restores_the_origin() {
+    let text = r#"
+        watch_steps = 20
+        restart_schedule = true
+
+        [[rule]]
+        when = "steps"
+        at = 4
+        action = { op = "widen", layer = "fc1", width = 32, rule = "zero-out" }
+
+        [[rule]]
+        when = "instability"
+        action = { rollback = { lr_factor = 0.5 } }
+    "#;
+    let mut p = Policy::parse(text).unwrap();
+    assert!(p.restart_schedule);
+    assert!(!Policy::parse("").unwrap().restart_schedule, "off by default");
+    p.prefetch = false;
+    let mut run = Adaptive::new(trained("adam", 0.0, 0), p);
+    let progress = Progress::default();
+    for i in 0..4 {
+        let [x, y] = batch(i);
+        run.step(&[&x, &y], 3e-3, progress).unwrap();
+        assert_eq!(run.schedule_from(), if i < 3 { 0 } else { 4 }, "step {i}");
+    }
+    assert_eq!(run.trainer().state()["fc1.weight"].shape, [32, 64]);
+    // Carried through a checkpoint's adaptive state.
+    assert_eq!(run.snapshot().0.schedule_from, 4);
+    // Rolled back: the schedule counts from where it did before the growth.
+    let [x, y] = batch(5);
+    run.step(&[&x, &y], 1e30, progress).unwrap();
+    let [x, y] = batch(6);
+    assert!(matches!(run.step(&[&x, &y], 3e-3, progress).unwrap(), Outcome::RolledBack(..)));
+    assert_eq!(run.trainer().state()["fc1.weight"].shape, [16, 64]);
+    assert_eq!(run.schedule_from(), 0);
 }
 
 #[test]
