@@ -66,10 +66,12 @@ impl LrSchedule {
                 // The decay's steps: the last `decay_fraction` of the run
                 // (or `decay_steps`), ending at its last step (`total - 1`)
                 // at the floor.
+                // (A decay longer than the run is the whole run's.)
                 let decay = match decay_steps {
                     Some(n) => n as f64,
                     None => (total as f64 * decay_fraction).round(),
                 }
+                .min(total as f64)
                 .max(1.0);
                 let into = step as f64 - (total as f64 - decay);
                 if into < 0.0 {

@@ -645,6 +645,9 @@ fn the_wsd_schedule_holds_its_rate_then_decays_linearly_over_the_runs_end() {
     assert_eq!(steps.at(1.0, 89, 100), s.at(1.0, 89, 100));
     assert_eq!(steps.at(1.0, 979, 1000), 1.0);
     assert!((steps.at(1.0, 989, 1000) - 0.55).abs() < 1e-12);
+    // A decay longer than the run decays over the whole run, from the full rate.
+    let long = LrSchedule::Wsd { warmup_steps: 0, decay_fraction: 0.2, decay_steps: Some(500), min_factor: 0.0 };
+    assert!((long.at(1.0, 0, 100) - 0.99).abs() < 1e-12 && (long.at(1.0, 99, 100)).abs() < 1e-12);
 }
 
 /// The run registry's fingerprint: what a model is made of, and a graph
