@@ -492,7 +492,9 @@ fn main() {
             let lr_schedule = match lr_schedule {
                 Schedule::Constant => LrSchedule::Constant,
                 Schedule::Cosine => LrSchedule::Cosine { warmup_steps, min_factor: min_lr_factor },
-                Schedule::Wsd => LrSchedule::Wsd { warmup_steps, decay_fraction, decay_steps, min_factor: min_lr_factor },
+                Schedule::Wsd => {
+                    LrSchedule::Wsd { warmup_steps, decay_fraction, decay_steps, min_factor: min_lr_factor }
+                }
             };
             let run = RunOptions {
                 epochs,
