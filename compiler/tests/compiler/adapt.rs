@@ -346,6 +346,7 @@ fn a_fork_trains_both_candidates_and_keeps_the_lower_loss() {
         max_times: 1,
         lr_factor: 1.0,
         reset_optimizer: false,
+        shrink: 1.0,
     };
     let mut run = Adaptive::new(trained("adam", 0.0, 0), policy(vec![rule]));
     run.set_fork_data((30..34).map(|i| batch(i).to_vec()).collect(), (40..42).map(|i| batch(i).to_vec()).collect());
@@ -378,6 +379,7 @@ fn a_rule_may_reset_the_optimizer_state_at_a_growth() {
         max_times: 1,
         lr_factor: 1.0,
         reset_optimizer: reset,
+        shrink: 1.0,
     };
     let lr = 3e-3;
     let grown = |reset: bool| {
@@ -531,6 +533,7 @@ fn a_held_out_plateau_grows_the_model_at_an_epoch_end() {
         max_times: 0,
         lr_factor: 1.0,
         reset_optimizer: false,
+        shrink: 1.0,
     };
     let mut run = Adaptive::new(trained("adam", 0.0, 3), policy(vec![rule]));
     assert_eq!(run.epoch_end(Progress { epoch: 1, ..Progress::default() }, Some(1.0)).unwrap(), None);
@@ -1069,6 +1072,55 @@ fn schedules_grow_every_k_steps_or_at_a_flops_budget_and_bad_schedules_are_refus
         let err = Policy::parse(&format!("[[rule]]\n{bad}")).unwrap_err();
         assert!(err.contains(says), "{bad}: {err}");
     }
+}
+
+#[test]
+fn shrink_moves_every_parameter_toward_a_fresh_initialisation_and_keeps_the_optimizer_state() {
+    let policy = |shrink: &str| {
+        let mut p = Policy::parse(&format!(
+            "max_loss_increase = 100.0\n[[rule]]\nwhen = \"steps\"\nat = 4\n{shrink}\naction = {{ op = \"widen\", \
+             layer = \"fc1\", width = 32, rule = \"zero-out\" }}"
+        ))
+        .unwrap();
+        p.prefetch = false;
+        p
+    };
+    assert_eq!(policy("").rules[0].shrink, 1.0, "none by default");
+    let mut plain = Adaptive::new(trained("adam", 0.0, 0), policy(""));
+    let mut shrunk = Adaptive::new(trained("adam", 0.0, 0), policy("shrink = 0.25"));
+    let progress = Progress::default();
+    for i in 0..4 {
+        let [x, y] = batch(i);
+        plain.step(&[&x, &y], 3e-3, progress).unwrap();
+        shrunk.step(&[&x, &y], 3e-3, progress).unwrap();
+    }
+    let t = shrunk.trainer();
+    assert_eq!(t.state()["fc1.weight"].shape, [32, 64]);
+    let d = &shrunk.decisions()[0];
+    assert_eq!(d.outcome, "accepted");
+    assert!(d.action.contains("shrunk to 0.25 x toward a fresh initialisation") && !d.exact, "{d:?}");
+    // Each parameter: a quarter of the plain growth's value plus three
+    // quarters of the grown model's initialiser draw; slots unchanged.
+    let init = aicf_compiler::train::adapt::rewrite::initial_state(t.source(), t.name(), t.options()).unwrap();
+    let (a, b) = (plain.trainer().state(), t.state());
+    for name in ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"] {
+        for ((&p, &s), &i) in a[name].values.iter().zip(&b[name].values).zip(&init[name].values) {
+            assert!((s - (0.25 * p + 0.75 * i)).abs() < 1e-6, "{name}: {s} against {p} and {i}");
+        }
+        assert_ne!(a[name].values, b[name].values, "{name} moved");
+    }
+    for slot in ["fc1.weight.exp_avg", "fc1.weight.exp_avg_sq", "fc2.bias.exp_avg"] {
+        assert_eq!(a[slot].values, b[slot].values, "{slot}");
+    }
+    for (bad, says) in
+        [("shrink = 0.0", "shrink = 0 is not in (0, 1]"), ("shrink = 1.5", "shrink = 1.5 is not in (0, 1]")]
+    {
+        let text = format!("[[rule]]\nwhen = \"steps\"\nat = 4\n{bad}\naction = {{ op = \"widen\", layer = \"fc1\" }}");
+        let err = Policy::parse(&text).unwrap_err();
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+    let err = Policy::parse("[[rule]]\nwhen = \"instability\"\nshrink = 0.5\naction = \"rollback\"").unwrap_err();
+    assert!(err.contains("shrink applies to a growth"), "{err}");
 }
 
 #[test]

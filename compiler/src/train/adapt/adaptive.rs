@@ -213,6 +213,8 @@ pub struct Adaptive {
     /// Whether the growth being applied starts the optimizer state again
     /// (its rule's `optimizer_state = "reset"`).
     reset_optimizer: bool,
+    /// The growth being applied's rule's `shrink` (1: none).
+    shrink: f64,
 }
 
 impl Adaptive {
@@ -244,6 +246,7 @@ impl Adaptive {
             flops: 0.0,
             next: None,
             reset_optimizer: false,
+            shrink: 1.0,
         }
     }
 
@@ -629,9 +632,9 @@ impl Adaptive {
         let decided = match &rule.action {
             Action::Grow(t) => match t.resolve(&self.trainer, serial) {
                 Some(op) if !self.rejected.contains(&op) => {
-                    self.reset_optimizer = rule.reset_optimizer;
+                    (self.reset_optimizer, self.shrink) = (rule.reset_optimizer, rule.shrink);
                     let decided = self.apply(&op, reason, inputs, progress);
-                    self.reset_optimizer = false;
+                    (self.reset_optimizer, self.shrink) = (false, 1.0);
                     decided?
                 }
                 _ => {
@@ -645,9 +648,9 @@ impl Adaptive {
                     self.idle[i] = true;
                     return Ok(None);
                 }
-                self.reset_optimizer = rule.reset_optimizer;
+                (self.reset_optimizer, self.shrink) = (rule.reset_optimizer, rule.shrink);
                 let decided = self.fork(&ops, *steps, reason, progress);
-                self.reset_optimizer = false;
+                (self.reset_optimizer, self.shrink) = (false, 1.0);
                 decided?
             }
             Action::Rollback { .. } => return Ok(None),
@@ -717,6 +720,9 @@ impl Adaptive {
                 .and_then(|g| self.after_growth(g));
         if self.reset_optimizer {
             d.action.push_str("; optimizer state reset");
+        }
+        if self.shrink < 1.0 {
+            d.action.push_str(&format!("; shrunk to {} x toward a fresh initialisation", self.shrink));
         }
         let mut grown = match grown {
             Ok(g) => g,
@@ -915,6 +921,10 @@ impl Adaptive {
         if self.reset_optimizer {
             super::rewrite::reset_optimizer_state(&mut g.trainer)?;
         }
+        if self.shrink < 1.0 {
+            super::rewrite::shrink_toward_init(&mut g.trainer, self.shrink)?;
+            g.rewrite.exact = false;
+        }
         Ok(g)
     }
 
@@ -987,6 +997,9 @@ impl Adaptive {
         d.compiled_kernels = g.compiled_kernels;
         if self.reset_optimizer {
             d.action.push_str("; optimizer state reset");
+        }
+        if self.shrink < 1.0 {
+            d.action.push_str(&format!("; shrunk to {} x toward a fresh initialisation", self.shrink));
         }
         d.outcome = "accepted".into();
         d.reason = format!("kept {} after {steps} steps each", op.describe());

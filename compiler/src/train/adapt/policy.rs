@@ -322,6 +322,12 @@ pub struct Rule {
     /// and ages 0, so Adam's bias corrections start over. The default,
     /// `"carry"`, keeps each slot by its operator's rule.
     pub reset_optimizer: bool,
+    /// After a growth this rule makes, every parameter becomes `shrink`
+    /// times its value plus `1 - shrink` times a fresh draw of its
+    /// initialiser (Ash and Adams' shrink and perturb against the warm
+    /// start's loss of generalisation; 1: unchanged). The rewrite is then
+    /// inexact, checked against `max_loss_increase`.
+    pub shrink: f64,
 }
 
 /// How the runtime may change the model while it trains.
@@ -416,6 +422,7 @@ struct RawRule {
     max_times: Option<usize>,
     lr_factor: Option<f64>,
     optimizer_state: Option<String>,
+    shrink: Option<f64>,
     action: toml::Value,
 }
 
@@ -563,6 +570,13 @@ impl Policy {
             if reset_optimizer && matches!(action, Action::Rollback { .. }) {
                 return Err(at("optimizer_state applies to a growth; a rollback restores the state it had".into()));
             }
+            let shrink = r.shrink.unwrap_or(1.0);
+            if !(shrink > 0.0 && shrink <= 1.0) {
+                return Err(at(format!("shrink = {shrink} is not in (0, 1]")));
+            }
+            if r.shrink.is_some() && matches!(action, Action::Rollback { .. }) {
+                return Err(at("shrink applies to a growth; a rollback restores the state it had".into()));
+            }
             rules.push(Rule {
                 trigger,
                 action,
@@ -570,6 +584,7 @@ impl Policy {
                 max_times: r.max_times.unwrap_or(0),
                 lr_factor,
                 reset_optimizer,
+                shrink,
             });
         }
         let policy = Policy {

@@ -1014,6 +1014,37 @@ pub fn reset_optimizer_state(trainer: &mut Trainer) -> Result<()> {
     trainer.set_state(&state)
 }
 
+/// Shrink and perturb (Ash and Adams 2020) after a growth: every
+/// parameter becomes `shrink` times its value plus `1 - shrink` times a
+/// fresh draw of its initialiser (the options' seed), so weights move
+/// toward zero with noise of their initialiser's scale and norm weights
+/// toward one. Optimizer state is kept.
+pub fn shrink_toward_init(trainer: &mut Trainer, shrink: f64) -> Result<()> {
+    let fresh = initial_state(trainer.source(), trainer.name(), trainer.options())?;
+    let params: std::collections::HashSet<String> =
+        trainer.backend().manifest().symbols.iter().filter(|s| s.kind == "param").map(|s| s.name.clone()).collect();
+    let mut state = trainer.state();
+    for (name, t) in state.iter_mut() {
+        // Parameters only: optimizer slots, mask counters, a loss scale
+        // and running statistics are kept.
+        if !params.contains(name) {
+            continue;
+        }
+        let init = fresh.get(name).ok_or_else(|| TrainError::Input(format!("shrink: no initial value of {name}")))?;
+        if init.values.len() != t.values.len() {
+            return Err(TrainError::Input(format!(
+                "shrink: {name} has {} values, its initialiser {}",
+                t.values.len(),
+                init.values.len()
+            )));
+        }
+        for (v, i) in t.values.iter_mut().zip(&init.values) {
+            *v = shrink * *v + (1.0 - shrink) * i;
+        }
+    }
+    trainer.set_state(&state)
+}
+
 /// The state a model compiled from `source` starts from (parameters from
 /// their initialisers with the options' seed, optimizer state zero),
 /// without compiling it: its parameter table is the module's after
