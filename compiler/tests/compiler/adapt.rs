@@ -1124,47 +1124,11 @@ fn shrink_moves_every_parameter_toward_a_fresh_initialisation_and_keeps_the_opti
 }
 
 #[test]
-fn restart_schedule_counts_the_schedule_from_the_growth_and_its_rollback_restores_the_origin() {
+fn a_growth_rules_lr_factor_scales_the_rate_from_then_on_and_its_rollback_undoes_it() {
+    // With restart_schedule the run's schedule counts from the growth too.
     let text = r#"
         watch_steps = 20
         restart_schedule = true
-
-        [[rule]]
-        when = "steps"
-        at = 4
-        action = { op = "widen", layer = "fc1", width = 32, rule = "zero-out" }
-
-        [[rule]]
-        when = "instability"
-        action = { rollback = { lr_factor = 0.5 } }
-    "#;
-    let mut p = Policy::parse(text).unwrap();
-    assert!(p.restart_schedule);
-    assert!(!Policy::parse("").unwrap().restart_schedule, "off by default");
-    p.prefetch = false;
-    let mut run = Adaptive::new(trained("adam", 0.0, 0), p);
-    let progress = Progress::default();
-    for i in 0..4 {
-        let [x, y] = batch(i);
-        run.step(&[&x, &y], 3e-3, progress).unwrap();
-        assert_eq!(run.schedule_from(), if i < 3 { 0 } else { 4 }, "step {i}");
-    }
-    assert_eq!(run.trainer().state()["fc1.weight"].shape, [32, 64]);
-    // Carried through a checkpoint's adaptive state.
-    assert_eq!(run.snapshot().0.schedule_from, 4);
-    // Rolled back: the schedule counts from where it did before the growth.
-    let [x, y] = batch(5);
-    run.step(&[&x, &y], 1e30, progress).unwrap();
-    let [x, y] = batch(6);
-    assert!(matches!(run.step(&[&x, &y], 3e-3, progress).unwrap(), Outcome::RolledBack(..)));
-    assert_eq!(run.trainer().state()["fc1.weight"].shape, [16, 64]);
-    assert_eq!(run.schedule_from(), 0);
-}
-
-#[test]
-fn a_growth_rules_lr_factor_scales_the_rate_from_then_on_and_its_rollback_undoes_it() {
-    let text = r#"
-        watch_steps = 20
 
         [[rule]]
         when = "steps"
@@ -1179,6 +1143,7 @@ fn a_growth_rules_lr_factor_scales_the_rate_from_then_on_and_its_rollback_undoes
     let mut p = Policy::parse(text).unwrap();
     assert_eq!(p.rules[0].lr_factor, 0.25);
     assert_eq!(p.rules[1].lr_factor, 1.0);
+    assert!(p.restart_schedule && !Policy::parse("").unwrap().restart_schedule, "off by default");
     p.prefetch = false;
     let mut run = Adaptive::new(trained("adam", 0.0, 0), p);
     let progress = Progress::default();
@@ -1186,7 +1151,10 @@ fn a_growth_rules_lr_factor_scales_the_rate_from_then_on_and_its_rollback_undoes
         let [x, y] = batch(i);
         let out = run.step(&[&x, &y], 3e-3, progress).unwrap();
         assert_eq!(run.lr_scale(), if i < 3 { 1.0 } else { 0.25 }, "step {i}: {out:?}");
+        assert_eq!(run.schedule_from(), if i < 3 { 0 } else { 4 }, "step {i}");
     }
+    // The schedule's origin is carried through a checkpoint's adaptive state.
+    assert_eq!(run.snapshot().0.schedule_from, 4);
     assert_eq!(run.trainer().state()["fc1.weight"].shape, [32, 64]);
     // The grown model's steps run at a quarter of the rate: the same update
     // as the grown model trained alone at 3e-3 / 4.
@@ -1205,6 +1173,7 @@ fn a_growth_rules_lr_factor_scales_the_rate_from_then_on_and_its_rollback_undoes
     assert!(matches!(run.step(&[&x, &y], 3e-3, progress).unwrap(), Outcome::RolledBack(..)));
     assert_eq!(run.trainer().state()["fc1.weight"].shape, [16, 64]);
     assert_eq!(run.lr_scale(), 1.0);
+    assert_eq!(run.schedule_from(), 0, "the schedule counts from where it did before the growth");
 
     for (bad, says) in [
         ("when = \"instability\"\nlr_factor = 0.5\naction = \"rollback\"", "a rollback takes its learning-rate factor"),
