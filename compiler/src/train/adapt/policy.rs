@@ -345,7 +345,7 @@ pub struct Policy {
     /// many steps (0: no re-warm-up).
     pub rewarmup_steps: u64,
     /// After a growth, the run's learning-rate schedule (its warm-up and
-    /// cosine decay, `--lr-schedule`) starts again over the steps left, as
+    /// cosine or WSD decay, `--lr-schedule`) starts again over the steps left, as
     /// if the grown model's training were a run of its own; without it the
     /// schedule goes on over the whole run. No effect on a constant rate.
     pub restart_schedule: bool,
