@@ -64,9 +64,8 @@ impl LrSchedule {
                     return lr * (step + 1) as f64 / warmup_steps as f64;
                 }
                 // The decay's steps: the last `decay_fraction` of the run
-                // (or `decay_steps`), ending at its last step (`total - 1`)
-                // at the floor.
-                // (A decay longer than the run is the whole run's.)
+                // (or `decay_steps`, at most the whole run), ending at its
+                // last step (`total - 1`) at the floor.
                 let decay = match decay_steps {
                     Some(n) => n as f64,
                     None => (total as f64 * decay_fraction).round(),

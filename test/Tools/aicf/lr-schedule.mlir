@@ -14,6 +14,7 @@
 // RUN: FileCheck %s --check-prefix=WSD < %t/wsd/metrics.jsonl
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule wsd --decay-steps 0 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-BAD
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule wsd --decay-fraction 1.5 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-FRACTION
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule cosine --decay-steps 10 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-ONLY
 
 // CHECK: {"epoch":1,{{.*}}"lr":0.00253639
 // CHECK: {"epoch":2,{{.*}}"lr":0.00110607
@@ -27,3 +28,4 @@
 // WSD: {"epoch":3,{{.*}}"lr":{{0\.0003|0\.000299999}}
 // WSD-BAD: the wsd schedule's decay takes at least 1 step
 // WSD-FRACTION: the wsd schedule's decay fraction 1.5 is not in (0, 1]
+// WSD-ONLY: --decay-steps and --decay-fraction are the wsd schedule's: add --lr-schedule wsd

@@ -489,6 +489,12 @@ fn main() {
             }
             let runs_db =
                 if no_runs_db { None } else { runs_db.or_else(aicf_compiler::train::registry::Runs::default_path) };
+            if !matches!(lr_schedule, Schedule::Wsd) && (decay_steps.is_some() || decay_fraction != 0.2) {
+                eprintln!(
+                    "aicf: error: --decay-steps and --decay-fraction are the wsd schedule's: add --lr-schedule wsd"
+                );
+                std::process::exit(1);
+            }
             let lr_schedule = match lr_schedule {
                 Schedule::Constant => LrSchedule::Constant,
                 Schedule::Cosine => LrSchedule::Cosine { warmup_steps, min_factor: min_lr_factor },
