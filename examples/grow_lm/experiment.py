@@ -4,6 +4,7 @@ model trained from scratch (`make grow-lm`; Python standard library only).
 
     experiment.py [--aicf target/debug/aicf] [--out target/grow_lm]
                   [--seeds 3] [--steps 2400] [--lrs 1.5e-3,3e-3,6e-3]
+                  [--device cuda --jobs 8] [--scheduled-only]
 
 The target is examples/grow_lm/target.mlir: 4 pre-norm blocks of width 128,
 4 heads, MLP 512, context 64, batch 16, no dropout. Runs, all Adam with a
