@@ -485,11 +485,14 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         let budget = default_epochs.map(|e| e * past_shape.train_rows() * default.flops_per_example(&past_shape));
         // Plain runs by structure: the mean loss of its runs at the budget.
         let mut plain: BTreeMap<Structure, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
+        // Every structure tried, whether or not its runs reached the budget.
+        let mut tried = std::collections::BTreeSet::new();
         for r in rs.iter().filter(|r| r.run.settings.policy.is_none()) {
             let Ok(s) = Structure::parse(&r.run.fingerprint.structure) else { continue };
             if !s.fits(&shape.task) {
                 continue;
             }
+            tried.insert(s.clone());
             if let Some(loss) = loss_at(&r.curve, budget) {
                 let e = plain.entry(s).or_default();
                 e.0.push(r.run.id);
@@ -498,12 +501,6 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         }
         if plain.len() < 2 {
             // One structure ranks nothing.
-            let tried = rs
-                .iter()
-                .filter(|r| r.run.settings.policy.is_none())
-                .filter_map(|r| Structure::parse(&r.run.fingerprint.structure).ok())
-                .filter(|s| s.fits(&shape.task))
-                .collect::<std::collections::BTreeSet<_>>();
             short_of_budget += usize::from(tried.len() >= 2);
             continue;
         }

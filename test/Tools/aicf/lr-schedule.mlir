@@ -15,6 +15,7 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule wsd --decay-steps 0 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-BAD
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule wsd --decay-fraction 1.5 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-FRACTION
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule cosine --decay-steps 10 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-ONLY
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule wsd --decay-steps 10 --decay-fraction 0.3 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-BOTH
 
 // CHECK: {"epoch":1,{{.*}}"lr":0.00253639
 // CHECK: {"epoch":2,{{.*}}"lr":0.00110607
@@ -29,3 +30,4 @@
 // WSD-BAD: the wsd schedule's decay takes at least 1 step
 // WSD-FRACTION: the wsd schedule's decay fraction 1.5 is not in (0, 1]
 // WSD-ONLY: --decay-steps and --decay-fraction are the wsd schedule's: add --lr-schedule wsd
+// WSD-BOTH: the argument '--decay-steps <DECAY_STEPS>' cannot be used with '--decay-fraction <DECAY_FRACTION>'

@@ -297,13 +297,14 @@ enum Command {
         /// Where the cosine or wsd schedule ends, as a fraction of --lr.
         #[arg(long, default_value_t = 0.1)]
         min_lr_factor: f64,
-        /// The share of the run the wsd schedule decays over (at its end).
-        #[arg(long, default_value_t = 0.2)]
-        decay_fraction: f64,
+        /// The share of the run the wsd schedule decays over (at its end;
+        /// 0.2 if neither this nor --decay-steps is given).
+        #[arg(long)]
+        decay_fraction: Option<f64>,
         /// The wsd schedule's decay in steps, in place of --decay-fraction
         /// (with a growth policy's restart_schedule, the small model's
         /// steps then stay at the full rate whatever the run's length).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "decay_fraction")]
         decay_steps: Option<u64>,
         /// Train data parallel on N processes of this machine: starts
         /// `mpirun -n N` of this command with --data-parallel (the global
@@ -489,7 +490,7 @@ fn main() {
             }
             let runs_db =
                 if no_runs_db { None } else { runs_db.or_else(aicf_compiler::train::registry::Runs::default_path) };
-            if !matches!(lr_schedule, Schedule::Wsd) && (decay_steps.is_some() || decay_fraction != 0.2) {
+            if !matches!(lr_schedule, Schedule::Wsd) && (decay_steps.is_some() || decay_fraction.is_some()) {
                 eprintln!(
                     "aicf: error: --decay-steps and --decay-fraction are the wsd schedule's: add --lr-schedule wsd"
                 );
@@ -499,6 +500,7 @@ fn main() {
                 Schedule::Constant => LrSchedule::Constant,
                 Schedule::Cosine => LrSchedule::Cosine { warmup_steps, min_factor: min_lr_factor },
                 Schedule::Wsd => {
+                    let decay_fraction = decay_fraction.unwrap_or(0.2);
                     LrSchedule::Wsd { warmup_steps, decay_fraction, decay_steps, min_factor: min_lr_factor }
                 }
             };

@@ -718,12 +718,7 @@ impl Adaptive {
         let grown =
             grow_with(&self.trainer, op, self.policy.seed ^ self.rewrites as u64, self.policy.age_bias_correction)
                 .and_then(|g| self.after_growth(g));
-        if self.reset_optimizer {
-            d.action.push_str("; optimizer state reset");
-        }
-        if self.shrink < 1.0 {
-            d.action.push_str(&format!("; shrunk to {} x toward a fresh initialisation", self.shrink));
-        }
+        self.note_state_rules(&mut d.action);
         let mut grown = match grown {
             Ok(g) => g,
             Err(e) => {
@@ -917,6 +912,17 @@ impl Adaptive {
     /// What follows every growth before its checks: under a rule's
     /// `optimizer_state = "reset"`, the grown model's optimizer state starts
     /// again (the function is unchanged; the decision's action says so).
+    /// What [`Adaptive::after_growth`] does besides the operator's rules,
+    /// added to a decision's action.
+    fn note_state_rules(&self, action: &mut String) {
+        if self.reset_optimizer {
+            action.push_str("; optimizer state reset");
+        }
+        if self.shrink < 1.0 {
+            action.push_str(&format!("; shrunk to {} x toward a fresh initialisation", self.shrink));
+        }
+    }
+
     fn after_growth(&self, mut g: Grown) -> Result<Grown> {
         if self.reset_optimizer {
             super::rewrite::reset_optimizer_state(&mut g.trainer)?;
@@ -995,12 +1001,7 @@ impl Adaptive {
         d.params_after = param_count(&g.trainer);
         d.kernels = g.kernels;
         d.compiled_kernels = g.compiled_kernels;
-        if self.reset_optimizer {
-            d.action.push_str("; optimizer state reset");
-        }
-        if self.shrink < 1.0 {
-            d.action.push_str(&format!("; shrunk to {} x toward a fresh initialisation", self.shrink));
-        }
+        self.note_state_rules(&mut d.action);
         d.outcome = "accepted".into();
         d.reason = format!("kept {} after {steps} steps each", op.describe());
         let index = self.decisions.len();
