@@ -2,8 +2,9 @@
 # Eager mode on a GPU, from the repository root of a copy that carries
 # target/gpu-pack-eager (benches/gpu/pack_eager.sh): every eager test
 # (the CUDA variants, ignored where no GPU is, and the CPU ones beside
-# them), then the eager MLP steps' times on the GPU. Output goes to $OUT
-# (the device tool's folder) or target/gpu-session.
+# them). Output goes to $OUT
+# (the device tool's folder) or target/gpu-session. EAGER_FILTER narrows
+# the tests (default eager::, every one; eager::cuda for the GPU's alone).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 pack=target/gpu-pack-eager
@@ -24,6 +25,6 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
 done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== eager tests"
-timeout 400 "$pack/compiler-tests" --include-ignored --test-threads 1 eager:: > "$OUT/eager-tests.txt" 2>&1
+timeout 400 "$pack/compiler-tests" --include-ignored --test-threads 1 "${EAGER_FILTER:-eager::}" > "$OUT/eager-tests.txt" 2>&1
 echo "eager tests rc=$?"
 grep -E "^test |test result|panicked" "$OUT/eager-tests.txt" | head -60

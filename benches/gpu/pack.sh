@@ -18,5 +18,12 @@ xz -6 -T2 -f "$out/aicf"
 (cd target && tar cf - --exclude=gpu-bundle/cases/train_mlp784_sgd gpu-bundle | xz -6 -T2 > gpu-pack/bundle.tar.xz)
 cargo run -q --release -p aicf-compiler --example models -- char_lm layers=12 heads=12 dim=768 context=1024 \
   vocab=50257 dropout=0 batch=8 > "$out/gpt2.mlir"
+# The CPU's run of session.sh's gradient accumulation check, made here: the
+# GPU machine has no clang for the CPU's kernels.
+rm -rf target/gpu-pack-acc-cpu
+target/release/aicf train examples/mlp/digits_mlp.mlir --data data/digits.csv.gz --no-progress --seed 3 \
+  --epochs 1 --accumulate 2 --threads 2 --out target/gpu-pack-acc-cpu \
+  --checkpoint-dir target/gpu-pack-acc-cpu/ckpt > /dev/null
+cp target/gpu-pack-acc-cpu/ckpt/last.safetensors "$out/accumulate-cpu.safetensors"
 cp benches/gpu/session.sh "$out/"
 du -sh "$out"

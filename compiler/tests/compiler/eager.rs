@@ -6,8 +6,9 @@
 //!
 //! The tests that take a device run twice (`on_devices!`): on the CPU, and
 //! on GPU 0 (`cuda::`, ignored here: `#[ignore]` with the reason; the GPU
-//! session runs them, benches/gpu/eager.sh), against the same compiled CPU
-//! reference.
+//! session runs them, benches/gpu/eager.sh), each against the compiled
+//! run on its own device. (The GPU machine has no clang for the CPU's
+//! kernels; the GPU bundle checks the compiled CUDA runs against the CPU's.)
 
 use crate::optimizer::digits;
 use aicf_compiler::eager::{self, Device, Tensor, optim::Optim};
@@ -254,7 +255,7 @@ fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad(dev: &D
 /// eagerly and as the compiled train step, from the same parameters: the
 /// same parameters at the end, to 1e-4 of their largest magnitude.
 fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run(dev: &Device) {
-    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", 3, "eager-mlp");
+    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", 3, "eager-mlp", dev);
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
@@ -282,7 +283,7 @@ fn the_digits_mlp_trained_eagerly_for_an_epoch_matches_the_compiled_run(dev: &De
 /// The digits CNN (examples/cnn) trained eagerly for an epoch with Adam
 /// ends on the compiled run's parameters.
 fn the_digits_cnn_trained_eagerly_for_an_epoch_matches_the_compiled_run(dev: &Device) {
-    let (model, options) = compiled_reference("cnn/digits_cnn.mlir", "adam", 5, "eager-cnn");
+    let (model, options) = compiled_reference("cnn/digits_cnn.mlir", "adam", 5, "eager-cnn", dev);
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let names = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight", "fc.bias"];
@@ -357,7 +358,7 @@ fn an_eager_trace_shows_each_op_and_its_kernels() {
 /// compiled then 25 eager, each carrying the parameters and the
 /// optimizer's state across, end where 45 compiled steps do.
 fn training_moves_between_eager_and_compiled_with_its_optimizer_state(dev: &Device) {
-    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "adam", 7, "eager-switch");
+    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "adam", 7, "eager-switch", dev);
     let rows = digits();
     let batch = |step: usize| digits_batch(&rows, step, false);
     let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
@@ -417,7 +418,7 @@ fn training_moves_between_eager_and_compiled_with_its_optimizer_state(dev: &Devi
 fn the_layer_api_runs_eagerly_from_the_compiled_models_initial_values(dev: &Device) {
     use aicf_compiler::nn::{self, Module};
     let seed = 11;
-    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", seed, "eager-layers");
+    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", seed, "eager-layers", dev);
     let mut compiled = Trainer::from_file(&model, options).unwrap();
     let start = compiled.state();
     let net = crate::models::mlp::model();
@@ -504,17 +505,24 @@ fn the_cnn_and_the_char_transformer_run_eagerly(dev: &Device) {
     assert!(g.eager_params().iter().all(|(_, p)| p.grad().unwrap().is_some()), "every parameter has a gradient");
 }
 
-/// The compiled run an eager test is checked against: `examples/<example>`
-/// and options for one worker and the generated GEMMs (bits that do not
-/// depend on a timed choice); SGD runs with momentum 0.9.
-fn compiled_reference(example: &str, optimizer: &str, seed: u64, tag: &str) -> (std::path::PathBuf, Options) {
+/// The compiled run an eager test on `dev` is checked against:
+/// `examples/<example>` on the same device, with options for one CPU
+/// worker and the generated GEMMs (bits that do not depend on a timed
+/// choice); SGD runs with momentum 0.9.
+fn compiled_reference(
+    example: &str,
+    optimizer: &str,
+    seed: u64,
+    tag: &str,
+    dev: &Device,
+) -> (std::path::PathBuf, Options) {
     let model = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples")).join(example);
     let options = Options {
         optimizer: optimizer.into(),
         momentum: if optimizer == "sgd" { 0.9 } else { 0.0 },
-        device: aicf_runtime::Device::Cpu { threads: 1 },
+        device: if dev.is_cuda() { dev.clone() } else { Device::Cpu { threads: 1 } },
         seed,
-        cache_dir: crate::tmp_root().join(tag),
+        cache_dir: crate::tmp_root().join(if dev.is_cuda() { format!("{tag}-cuda") } else { tag.into() }),
         gemm: Some("generated".into()),
         ..Options::default()
     };
@@ -579,7 +587,7 @@ fn model_state_trains_eagerly_as_compiled(dev: &Device) {
     )
     .unwrap();
     let seed = 5;
-    let (_, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", seed, "eager-state");
+    let (_, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", seed, "eager-state", dev);
     let mut compiled = Trainer::from_source(&traced.text, "bn_mlp", options.clone()).unwrap();
     let net = model();
     let g = nn::Graph::eager_on(nn::Mode::Train, seed, *dev);
@@ -683,7 +691,7 @@ fn eager_gemms_run_by_the_candidate_the_environment_names() {
 /// step with `clip_norm` does: the threshold clips some steps and not
 /// others.
 fn clipping_by_global_norm_matches_the_compiled_clip_norm(dev: &Device) {
-    let (model, mut options) = compiled_reference("mlp/digits_mlp.mlir", "adamw", 9, "eager-clip");
+    let (model, mut options) = compiled_reference("mlp/digits_mlp.mlir", "adamw", 9, "eager-clip", dev);
     options.clip_norm = Some(0.6);
     options.weight_decay = 0.01;
     let mut compiled = Trainer::from_file(&model, options).unwrap();
