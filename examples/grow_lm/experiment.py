@@ -181,7 +181,8 @@ def scheduled(a, pool, lrs):
     Kaddour et al. 2023, "No train no gain"): the scratch run at the scratch
     budget and at `short` steps, the grown run with 600, 1200 and 1800 steps
     after the growth."""
-    target, small = os.path.join(HERE, "target.mlir"), os.path.join(HERE, "small2x.mlir")
+    suffix = "-dropout" if a.dropout else ""
+    target, small = os.path.join(HERE, f"target{suffix}.mlir"), os.path.join(HERE, f"small2x{suffix}.mlir")
     short = 1400
     submit = lambda *args: pool.submit(run, a.aicf, *args)  # noqa: E731
     # The rate, tuned on the cosine schedule; then WSD at that rate (its
@@ -254,6 +255,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (on a GPU, small runs share it well)")
     ap.add_argument("--scheduled-only", action="store_true",
                     help="only the comparison on a tuned cosine schedule (part 7; about an hour on 2 cores)")
+    ap.add_argument("--dropout", action="store_true",
+                    help="with --scheduled-only: the models with dropout 0.1 (target-dropout.mlir, "
+                         "small2x-dropout.mlir)")
     a = ap.parse_args()
     global DEVICE
     DEVICE = a.device
@@ -261,6 +265,8 @@ def main():
     if a.seeds < 1 or a.steps < EVAL_EVERY or a.steps % EVAL_EVERY:
         sys.exit(f"--seeds must be at least 1 and --steps a multiple of {EVAL_EVERY}")
     lrs = [float(x) for x in a.lrs.split(",")]
+    if a.dropout and not a.scheduled_only:
+        sys.exit("--dropout needs --scheduled-only")
     if a.scheduled_only:
         text = "\n".join(scheduled(a, pool, lrs))
         print(text)
