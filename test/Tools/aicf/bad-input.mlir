@@ -12,6 +12,7 @@
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --allow-tf32 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=TF32
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --lr -1 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --accumulate 0 --out %t/run 2>&1 | FileCheck %s --check-prefix=ACCZERO
+// RUN: env AICF_CLANG=%t/no-clang not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --out %t/noclang 2>&1 | FileCheck %s --check-prefix=NOCLANG
 // RUN: test ! -e %t/run && test ! -e %t/bench
 //
 // LR: aicf: error: the learning rate -1 is not a positive number
@@ -22,6 +23,11 @@
 // TF32: error: --allow-tf32 is for CUDA devices: on the CPU f32 GEMMs compute in f32
 // STEPS: aicf: error: --steps must be at least 1
 // ACCZERO: '0': micro-batches per step are a whole number from 1 to 65536
+// A machine without the clang the CPU backend compiles its kernels with
+// (a GPU machine, say): the machine's to fix, not an internal error.
+// NOCLANG-NOT: internal compiler error
+// NOCLANG: aicf: error: AICF_CLANG={{.*}}no-clang: it does not run ('{{.*}}no-clang --version' failed); the CPU backend compiles its kernels with it
+// NOCLANG-NOT: internal compiler error
 
 // Data: a NaN cell, a label past the model's classes (in training and in
 // scoring), each refused before compiling. Fewer rows than one batch train

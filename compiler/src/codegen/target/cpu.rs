@@ -495,23 +495,34 @@ fn tool_failure(clang: &str, what: &str, path: &Path, stderr: &[u8]) -> CompileE
 }
 
 /// The C compiler that turns LLVM IR into the shared object: `$AICF_CLANG`,
-/// else clang-22 from the toolchain.
+/// else clang-22 from the toolchain. Its absence is the machine's to fix
+/// (an environment error), not a bug in AICF.
 pub(crate) fn clang() -> Result<String> {
+    let runs = |c: &str| std::process::Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success());
     if let Ok(c) = std::env::var("AICF_CLANG") {
-        return Ok(c);
+        return if runs(&c) {
+            Ok(c)
+        } else {
+            Err(CompileError::Environment(format!(
+                "AICF_CLANG={c}: it does not run ('{c} --version' failed); the CPU backend compiles its kernels with it"
+            )))
+        };
     }
-    for c in ["/usr/lib/llvm-22/bin/clang", "clang-22", "clang"] {
-        if std::process::Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()) {
-            return Ok(c.to_string());
-        }
+    match ["/usr/lib/llvm-22/bin/clang", "clang-22", "clang"].into_iter().find(|c| runs(c)) {
+        Some(c) => Ok(c.to_string()),
+        None => Err(CompileError::Environment(
+            "the CPU backend compiles its kernels with clang, and none was found (/usr/lib/llvm-22/bin/clang, \
+             clang-22, clang): run tools/setup.sh, or set AICF_CLANG to one (a run with --device cuda needs none)"
+                .into(),
+        )),
     }
-    Err(internal("no clang found to compile the kernels (run tools/setup.sh, or set AICF_CLANG)"))
 }
 
 /// clang and the host CPU it compiles for, looked up once per process.
 /// clang, the host CPU's name and the features `-march=native` enables
 /// there (found once per process).
 pub(crate) fn toolchain() -> Result<(&'static str, &'static str, &'static [String])> {
+    // Every failure here is the environment's: no clang, or a CPU it does not know.
     type Found = std::result::Result<(String, String, Vec<String>), String>;
     static FOUND: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
     let found = FOUND.get_or_init(|| {
@@ -527,8 +538,7 @@ pub(crate) fn toolchain() -> Result<(&'static str, &'static str, &'static [Strin
     });
     match found {
         Ok((clang, cpu, features)) => Ok((clang, cpu, features)),
-        Err(e) if e.starts_with("AICF_CPU_ISA") => Err(CompileError::Environment(e.clone())),
-        Err(e) => Err(internal(e.clone())),
+        Err(e) => Err(CompileError::Environment(e.clone())),
     }
 }
 
