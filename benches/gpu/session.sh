@@ -26,8 +26,12 @@ t0=$(date +%s)
 steps=" ${SESSION_STEPS:-tests accumulate gpt2 nanogpt benchmarks growth} "
 # Prints the step's header and says whether SESSION_STEPS asks for it.
 step() {
-  echo "== +$(( $(date +%s) - t0 ))s $*"
-  [[ "$steps" == *" $1 "* || "$1" == done ]]
+  if [[ "$steps" == *" $1 "* || "$1" == done ]]; then
+    echo "== +$(( $(date +%s) - t0 ))s $*"
+  else
+    echo "== $* (not in SESSION_STEPS)"
+    return 1
+  fi
 }
 (cd target && tar xJf gpu-pack/bundle.tar.xz) && xz -dkf "$pack/aicf.xz" && chmod +x "$pack/aicf" || exit 1
 aicf=$pack/aicf
