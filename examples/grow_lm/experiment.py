@@ -42,7 +42,13 @@ from the end of the text):
    it the late 2x growth on a WSD schedule that starts again at the growth
    (grow2x_late_restart.toml): the small model at the full rate until step
    5000, the grown one 600, 1200 or 1800 steps more, the second half of
-   them decaying. On a schedule each budget is a run of its own.
+   them decaying. On a schedule each budget is a run of its own. With
+   `--dropout`, the same with dropout 0.1 in every model
+   (target-dropout.mlir and small2x-dropout.mlir: `cargo run -p
+   aicf-compiler --example models -- char_lm context=64 batch=16
+   dropout=0.1 layers=4 heads=4 dim=128`, and `layers=2 heads=2 dim=64`),
+   its runs' directories ending in -dropout, its table in
+   OUT/results-scheduled-dropout.md.
 
 For each seed, the goal is the from-scratch run's best held-out loss; the
 table gives the training FLOPs (the compiled step's matrix products and
@@ -184,31 +190,34 @@ def scheduled(a, pool, lrs):
     suffix = "-dropout" if a.dropout else ""
     target, small = os.path.join(HERE, f"target{suffix}.mlir"), os.path.join(HERE, f"small2x{suffix}.mlir")
     short = 1400
+    # A run's directory; the dropout models' runs are their own (a finished
+    # run's directory is reused, so the two must never share one).
+    out = lambda name: os.path.join(a.out, name + suffix)  # noqa: E731
     submit = lambda *args: pool.submit(run, a.aicf, *args)  # noqa: E731
     # The rate, tuned on the cosine schedule; then WSD at that rate (its
     # decay the last fifth): the baseline is the better of the two.
-    tuning = {lr: submit(target, os.path.join(a.out, f"cos-scratch-lr{lr:g}-s0"), 0, lr, a.steps, None,
+    tuning = {lr: submit(target, out(f"cos-scratch-lr{lr:g}-s0"), 0, lr, a.steps, None,
                          schedule("cosine"))
               for lr in lrs}
     tuning = {lr: f.result() for lr, f in tuning.items()}
     lr = min(lrs, key=lambda x: best(tuning[x])["val_loss"])
-    wsd0 = submit(target, os.path.join(a.out, f"wsd-scratch-lr{lr:g}-s0"), 0, lr, a.steps, None,
+    wsd0 = submit(target, out(f"wsd-scratch-lr{lr:g}-s0"), 0, lr, a.steps, None,
                   schedule("wsd", a.steps // 5)).result()
     kind = "wsd" if best(wsd0)["val_loss"] < best(tuning[lr])["val_loss"] else "cosine"
     sched = lambda steps: schedule(kind, steps // 5)  # noqa: E731
     tag = "cos" if kind == "cosine" else "wsd"
     scratch = {0: tuning[lr] if kind == "cosine" else wsd0}
-    scratch.update({s: submit(target, os.path.join(a.out, f"{tag}-scratch-lr{lr:g}-s{s}"), s, lr, a.steps, None,
+    scratch.update({s: submit(target, out(f"{tag}-scratch-lr{lr:g}-s{s}"), s, lr, a.steps, None,
                               sched(a.steps))
                     for s in range(1, a.seeds)})
-    shorter = {s: submit(target, os.path.join(a.out, f"{tag}-scratch{short}-lr{lr:g}-s{s}"), s, lr, short, None,
+    shorter = {s: submit(target, out(f"{tag}-scratch{short}-lr{lr:g}-s{s}"), s, lr, short, None,
                          sched(short))
                for s in range(a.seeds)}
     # The grown runs: the small model at the tuned rate until step 5000,
     # the grown one from half of it, WSD decaying over the second half of
     # the steps after the growth.
     policy = os.path.join(HERE, "grow2x_late_restart.toml")
-    grown = {post: {s: submit(small, os.path.join(a.out, f"wsd-grown2x-late-{post}-s{s}"), s, lr, 5000 + post,
+    grown = {post: {s: submit(small, out(f"wsd-grown2x-late-{post}-s{s}"), s, lr, 5000 + post,
                               policy, schedule("wsd", post // 2))
                     for s in range(a.seeds)}
              for post in (600, 1200, 1800)}
@@ -270,7 +279,7 @@ def main():
     if a.scheduled_only:
         text = "\n".join(scheduled(a, pool, lrs))
         print(text)
-        with open(os.path.join(a.out, "results-scheduled.md"), "w") as f:
+        with open(os.path.join(a.out, "results-scheduled-dropout.md" if a.dropout else "results-scheduled.md"), "w") as f:
             f.write(text + "\n")
         return
     sched = () if a.cosine is None else ("--lr-schedule", "cosine", "--warmup-steps", str(a.cosine))
