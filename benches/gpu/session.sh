@@ -7,8 +7,8 @@
 #      gradient accumulation on CUDA against the CPU;
 #   2. GPT-2 small's shape in bf16, AICF beside torch.compile, and a kernel
 #      trace of AICF's step;
-#   3. nanoGPT shakespeare_char: AICF's step, and 2000 steps of both for
-#      the held-out loss;
+#   3. nanoGPT shakespeare_char: AICF's step, 2000 steps of both for
+#      the held-out loss, then two rounds of the step alone, in turn;
 #   4. the bundle's benchmarks and PyTorch's (GEMMs in bf16, f32 and TF32,
 #      attention, elementwise, the example models' steps) with the ratios;
 #   5. a growth under load.
@@ -71,6 +71,14 @@ if step nanogpt; then
     --windows-per-epoch 12800 --no-progress --out /tmp/gpu-session-t > "$OUT/nanogpt_aicf.txt" 2>&1
   tail -3 "$OUT/nanogpt_aicf.txt"
   timeout 150 python3 benches/gpu/nanogpt.py --data data/tinyshakespeare.txt --mode compile --steps 2000 2>&1 | tail -1
+  # Two more rounds of the step alone, AICF and PyTorch in turn: PyTorch's
+  # step was 9.8 ms on one H200 and 12.9 on another, so the ratio wants
+  # pairs measured seconds apart.
+  for round in 1 2; do
+    timeout 60 $aicf bench examples/nanogpt/nanogpt.mlir --device cuda --precision bf16 --optimizer adamw \
+      --out /tmp/gpu-session-n --steps 100 2>&1 | tail -1
+    timeout 90 python3 benches/gpu/nanogpt.py --data data/tinyshakespeare.txt --mode compile --steps 300 2>&1 | tail -1
+  done
 fi
 if step benchmarks; then
   AICF_BENCH_OUT="$OUT/bench.jsonl" timeout 240 target/gpu-bundle/run.sh bench 2>&1 | tail -25
