@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU session's checks and measurements, in order of importance, each
-# with a time limit (about 6 minutes in all on an H200), from the
+# with a time limit (about 7 minutes in all on an H200), from the
 # repository root of a copy that carries target/gpu-pack (benches/gpu/pack.sh):
 #   1. the GPU bundle's tests (every kernel case, GEMM check and training
 #      run against the CPU's results; NCCL in a group of one), and
