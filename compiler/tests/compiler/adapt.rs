@@ -1221,6 +1221,49 @@ fn blocks_added_one_after_another_with_ages_keep_their_declarations_in_block_ord
 }
 
 #[test]
+fn blocks_copied_or_moved_up_take_their_sources_ages_or_the_runs_step() {
+    // With ages, a block stacked by copy (values and state) takes its
+    // source's ages, and a block inserted before others moves their ages up,
+    // also where no earlier rewrite declared them: then every entry is as old
+    // as the run.
+    use aicf_compiler::train::adapt::{BlockInit, SlotRule, grow_with};
+    let old = trained_lm(2, 0.0, 6);
+    let step = old.state()["step"].values[0];
+    assert!(step > 0.0);
+    let add = |at, from, init, state| Operator::AddBlock {
+        prefix: "blocks".into(),
+        at,
+        from,
+        init,
+        state,
+        mask: None,
+        mask_delay: 0,
+    };
+    let stacked = Operator::Compose {
+        ops: vec![
+            add(Some(2), Some(0), BlockInit::Copy, SlotRule::Copy),
+            add(Some(3), Some(1), BlockInit::Copy, SlotRule::Copy),
+        ],
+    };
+    let g = grow_with(&old, &stacked, 0, true).unwrap();
+    let (o, n) = (old.state(), g.trainer.state());
+    for (to, from) in [(2, 0), (3, 1)] {
+        for s in ["attn.q_proj.weight", "mlp.fc.bias.exp_avg"] {
+            assert_eq!(n[&format!("blocks.{to}.{s}")], o[&format!("blocks.{from}.{s}")], "blocks.{to}.{s}");
+        }
+        let age = &n[&format!("blocks.{to}.attn.k_proj.bias.age")];
+        assert!(age.values.iter().all(|v| *v == step), "blocks.{to}'s ages are its source's, the run's step");
+    }
+    // A fresh block at 1: its ages start at 0; old block 1, now 2, keeps the run's.
+    let inserted = add(Some(1), Some(0), BlockInit::Zero, SlotRule::Zero);
+    let g = grow_with(&old, &inserted, 0, true).unwrap();
+    let n = g.trainer.state();
+    assert!(n["blocks.1.mlp.proj.weight.age"].values.iter().all(|v| *v == 0.0));
+    assert!(n["blocks.2.mlp.proj.weight.age"].values.iter().all(|v| *v == step));
+    assert_eq!(n["blocks.2.mlp.proj.weight"], o["blocks.1.mlp.proj.weight"]);
+}
+
+#[test]
 fn masked_fresh_units_preserve_the_function_and_ramp_in_by_their_own_counters() {
     // New units with non-zero outgoing weights (`fresh`) change the function
     // unless masked; masked (delay 2, ramp 4) they do not, get no gradient

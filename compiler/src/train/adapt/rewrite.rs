@@ -418,7 +418,18 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
     // An imported model's grown parameters leave its weights file.
     crate::weights::refresh_data_inits(module.as_operation().to_raw(), &grown)?;
     if ages {
-        declare_ages(module.as_operation().to_raw(), &grown)
+        // A block inserted before others takes the name of the one at its
+        // place and renames the rest up, so its parameters and theirs are
+        // the rewrite's too (new ages from 0, moved ones carried).
+        let mut aged = grown.clone();
+        if let Plan::Block { plan: b, .. } = &plan {
+            for (n, _) in &after {
+                if grow_stream::block_of(n, &b.prefix).is_some_and(|(i, _)| i >= b.at) && !aged.contains(&n.as_str()) {
+                    aged.push(n);
+                }
+            }
+        }
+        declare_ages(module.as_operation().to_raw(), &aged)
             .map_err(|message| CompileError::Pipeline { pipeline: op.pipeline(), message })?;
     }
     let mut diff = Vec::new();
@@ -837,6 +848,7 @@ fn rebind_duplicated(r: &ResidualPlan, noise: f64, old: &State, fresh: &State) -
 
 /// [`rebind`] for a new block (the rule in [`Operator::AddBlock`]).
 fn rebind_block(b: &BlockPlan, init: BlockInit, state: SlotRule, old: &State, fresh: &State) -> Result<State> {
+    let step = old.get("step").and_then(|t| t.values.first()).copied().unwrap_or(0.0);
     let mut out = State::new();
     for (name, fresh_t) in fresh {
         let (param, kind) = split_symbol(name);
@@ -844,8 +856,22 @@ fn rebind_block(b: &BlockPlan, init: BlockInit, state: SlotRule, old: &State, fr
         let block = grow_stream::block_of(param, &b.prefix);
         let source = |i: usize, rest: &str| format!("{}.{i}.{rest}{suffix}", b.prefix);
         let copied = |from: String| -> Result<Vec<f64>> {
-            let o =
-                old.get(&from).ok_or_else(|| TrainError::Input(format!("rebinding: the old model has no {from}")))?;
+            // The age of a parameter no rewrite gave one yet (a block
+            // copied or moved up that an earlier growth left alone): every
+            // entry as old as the run, as `with_ages` reads it.
+            let undeclared_age = || {
+                let p = from.strip_suffix(".age").filter(|_| kind == Some("age"))?;
+                old.get(p).map(|t| Tensor::new(t.shape.clone(), t.dtype, vec![step; t.values.len()]))
+            };
+            let aged;
+            let o = match old.get(&from) {
+                Some(o) => o,
+                None => {
+                    aged = undeclared_age()
+                        .ok_or_else(|| TrainError::Input(format!("rebinding: the old model has no {from}")))?;
+                    &aged
+                }
+            };
             if o.shape != fresh_t.shape {
                 return Err(TrainError::Input(format!(
                     "rebinding: {name} is {:?}, its source {from} {:?}",
