@@ -909,9 +909,6 @@ impl Adaptive {
         Ok(Some((index, kept.progress)))
     }
 
-    /// What follows every growth before its checks: under a rule's
-    /// `optimizer_state = "reset"`, the grown model's optimizer state starts
-    /// again (the function is unchanged; the decision's action says so).
     /// What [`Adaptive::after_growth`] does besides the operator's rules,
     /// added to a decision's action.
     fn note_state_rules(&self, action: &mut String) {
@@ -923,6 +920,11 @@ impl Adaptive {
         }
     }
 
+    /// What follows every growth before its checks: under a rule's
+    /// `optimizer_state = "reset"`, the grown model's optimizer state starts
+    /// again (the function is unchanged); under its `shrink`, the
+    /// parameters move toward a fresh initialisation (the rewrite becomes
+    /// inexact).
     fn after_growth(&self, mut g: Grown) -> Result<Grown> {
         if self.reset_optimizer {
             super::rewrite::reset_optimizer_state(&mut g.trainer)?;

@@ -482,17 +482,22 @@ fn declare_ages(module: mlir_sys::MlirOperation, params: &[&str]) -> std::result
 /// it).
 const STATE_KINDS: [&str; 4] = ["momentum", "exp_avg", "exp_avg_sq", "age"];
 
-/// `old` with an age for every parameter `fresh` has one for and `old`
-/// has not: each entry as old as the run (its `step`).
+/// `old` with an age for each of its symbols that has none, where `fresh`
+/// declares ages: each entry as old as the run (its `step`). A plan then
+/// carries ages by name like any slot, also from a parameter no rewrite
+/// gave one yet (kept, moved up, or a stacked block's source). The
+/// entries made for symbols that are not parameters are never read: the
+/// rules look up only the sources of `fresh`'s symbols.
 fn with_ages(old: &State, fresh: &State) -> State {
     let mut out = old.clone();
+    if !fresh.keys().any(|name| split_symbol(name).1 == Some("age")) {
+        return out;
+    }
     let step = old.get("step").and_then(|t| t.values.first()).copied().unwrap_or(0.0);
-    for name in fresh.keys() {
-        if let (param, Some("age")) = split_symbol(name)
-            && !old.contains_key(name)
-            && let Some(p) = old.get(param)
-        {
-            out.insert(name.clone(), Tensor::new(p.shape.clone(), p.dtype, vec![step; p.values.len()]));
+    for (name, t) in old {
+        let age = format!("{name}.age");
+        if split_symbol(name).1.is_none() && !old.contains_key(&age) {
+            out.insert(age, Tensor::new(t.shape.clone(), t.dtype, vec![step; t.values.len()]));
         }
     }
     out
@@ -848,7 +853,6 @@ fn rebind_duplicated(r: &ResidualPlan, noise: f64, old: &State, fresh: &State) -
 
 /// [`rebind`] for a new block (the rule in [`Operator::AddBlock`]).
 fn rebind_block(b: &BlockPlan, init: BlockInit, state: SlotRule, old: &State, fresh: &State) -> Result<State> {
-    let step = old.get("step").and_then(|t| t.values.first()).copied().unwrap_or(0.0);
     let mut out = State::new();
     for (name, fresh_t) in fresh {
         let (param, kind) = split_symbol(name);
@@ -856,22 +860,8 @@ fn rebind_block(b: &BlockPlan, init: BlockInit, state: SlotRule, old: &State, fr
         let block = grow_stream::block_of(param, &b.prefix);
         let source = |i: usize, rest: &str| format!("{}.{i}.{rest}{suffix}", b.prefix);
         let copied = |from: String| -> Result<Vec<f64>> {
-            // The age of a parameter no rewrite gave one yet (a block
-            // copied or moved up that an earlier growth left alone): every
-            // entry as old as the run, as `with_ages` reads it.
-            let undeclared_age = || {
-                let p = from.strip_suffix(".age").filter(|_| kind == Some("age"))?;
-                old.get(p).map(|t| Tensor::new(t.shape.clone(), t.dtype, vec![step; t.values.len()]))
-            };
-            let aged;
-            let o = match old.get(&from) {
-                Some(o) => o,
-                None => {
-                    aged = undeclared_age()
-                        .ok_or_else(|| TrainError::Input(format!("rebinding: the old model has no {from}")))?;
-                    &aged
-                }
-            };
+            let o =
+                old.get(&from).ok_or_else(|| TrainError::Input(format!("rebinding: the old model has no {from}")))?;
             if o.shape != fresh_t.shape {
                 return Err(TrainError::Input(format!(
                     "rebinding: {name} is {:?}, its source {from} {:?}",
