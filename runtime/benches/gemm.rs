@@ -2,15 +2,15 @@
 //! workloads (MLP 784's and the transformer block's forward and backward
 //! products, with the layouts the compiler gives them):
 //! `cargo bench -p aicf-runtime --bench gemm`. Each reports its time;
-//! the GFLOP/s are `2 m n k batch / time`. The runtime's own AVX-512
-//! kernels (`packed_gemm`, f32 and bf16) run where the CPU has the
-//! instructions; matrixmultiply (one thread: the runtime splits its
+//! the GFLOP/s are `2 m n k batch / time`. The runtime's own kernels
+//! (`packed_gemm`: AVX-512 f32 and bf16, AVX2 f32) run where the CPU has
+//! the instructions; matrixmultiply (one thread: the runtime splits its
 //! products over its pool) and the `gemm` crate everywhere. The registry
 //! times the same candidates from a cold cache inside a step; this bench
 //! is for working on one kernel.
 
 use aicf_runtime::artifact::LibraryGemm;
-use aicf_runtime::cpu::packed_gemm::{self, Operands, Packed};
+use aicf_runtime::cpu::packed_gemm::{self, Kernel, Packed};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 /// (name, batch, m, n, k, A transposed, B transposed)
@@ -40,13 +40,14 @@ fn gemms(c: &mut Criterion) {
         group.throughput(Throughput::Elements((2 * batch * m * n * k) as u64));
         group.sample_size(30);
         let own = [
-            ("avx512 f32", Operands::F32, a.as_ptr() as *const u8, b.as_ptr() as *const u8),
-            ("bf16-dot", Operands::Bf16, a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
+            ("avx512 f32", Kernel::Avx512F32, a.as_ptr() as *const u8, b.as_ptr() as *const u8),
+            ("avx2 f32", Kernel::Avx2F32, a.as_ptr() as *const u8, b.as_ptr() as *const u8),
+            ("bf16-dot", Kernel::Avx512Bf16, a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
         ];
-        for (label, operands, pa, pb) in own.into_iter().filter(|o| packed_gemm::available(o.1)) {
+        for (label, kernel, pa, pb) in own.into_iter().filter(|o| o.1.available()) {
             group.bench_function(label, |bench| {
                 bench.iter(|| unsafe {
-                    packed_gemm::gemm(&pool, &mut packed, &g, operands, pa, pb, out.as_mut_ptr(), None)
+                    packed_gemm::gemm(&pool, &mut packed, &g, kernel, pa, pb, out.as_mut_ptr(), None)
                 })
             });
         }

@@ -38,24 +38,28 @@ pub enum Choice {
     /// The runtime's own AVX-512 GEMM (`cpu::packed_gemm`), where the CPU
     /// has AVX-512
     Avx512,
+    /// Its AVX2 kernel (`cpu::packed_gemm`), where the AVX-512 one is not
+    /// a candidate and the CPU has AVX2 and FMA
+    Avx2,
     /// bf16 operands multiplied as they are with AVX-512 BF16's dot
     /// product (`cpu::packed_gemm`), where the CPU has it
     Bf16Dot,
 }
 
 impl Choice {
-    pub const ALL: [Choice; 7] = [
+    pub const ALL: [Choice; 8] = [
         Choice::Generated,
         Choice::Library,
         Choice::LibrarySwapped,
         Choice::GemmRs,
         Choice::OpenBlas,
         Choice::Avx512,
+        Choice::Avx2,
         Choice::Bf16Dot,
     ];
 
     /// The candidate named `name` ("generated", "library", "library-swapped",
-    /// "gemm-rs", "openblas", "avx512", "bf16-dot").
+    /// "gemm-rs", "openblas", "avx512", "avx2", "bf16-dot").
     pub fn from_name(name: &str) -> Option<Choice> {
         Choice::ALL.into_iter().find(|c| c.name() == name)
     }
@@ -68,6 +72,7 @@ impl Choice {
             Choice::GemmRs => "gemm-rs",
             Choice::OpenBlas => "openblas",
             Choice::Avx512 => "avx512",
+            Choice::Avx2 => "avx2",
             Choice::Bf16Dot => "bf16-dot",
         }
     }
@@ -83,8 +88,9 @@ impl Choice {
 /// matrixmultiply (`library`, `library-swapped`) runs on the pool's
 /// threads, one block each, instead of its own threads on every core;
 /// small GEMMs keep the generated kernel unless a library candidate is
-/// much faster ([`SMALL_LIBRARY_MARGIN`]).
-const CANDIDATES: &str = "v7";
+/// much faster ([`SMALL_LIBRARY_MARGIN`]). v8: the runtime's own AVX2
+/// GEMM, where the AVX-512 one is not a candidate.
+const CANDIDATES: &str = "v8";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR` (set and not empty), else
 /// `~/.cache/aicf` (`None` without a home directory).

@@ -290,10 +290,22 @@ fn openblas_gemms_match_the_interpreter() {
 #[test]
 #[cfg_attr(not(aicf_avx512f), ignore = "needs a CPU with AVX-512; the build found none")]
 fn avx512_gemms_match_the_interpreter() {
-    assert!(aicf_runtime::cpu::packed_gemm::available(aicf_runtime::cpu::packed_gemm::Operands::F32));
+    assert!(aicf_runtime::cpu::packed_gemm::Kernel::Avx512F32.available());
     let (name, source, inputs) = kernel_cases().into_iter().find(|(n, _, _)| *n == "gemm_shapes").unwrap();
     kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Avx512);
     train_step_matches("adam", 2, Choice::Avx512);
+}
+
+/// The runtime's own AVX2 GEMM (`packed_gemm`, the candidate of CPUs
+/// without AVX-512; forced here on any CPU with AVX2 and FMA): every GEMM
+/// shape and layout of the kernel cases, and a train step.
+#[test]
+#[cfg_attr(not(aicf_avx2), ignore = "needs a CPU with AVX2 and FMA; the build found none")]
+fn avx2_gemms_match_the_interpreter() {
+    assert!(aicf_runtime::cpu::packed_gemm::Kernel::Avx2F32.available());
+    let (name, source, inputs) = kernel_cases().into_iter().find(|(n, _, _)| *n == "gemm_shapes").unwrap();
+    kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Avx2);
+    train_step_matches("adam", 2, Choice::Avx2);
 }
 
 /// Compiles `@f` of `source` (hl) for the CPU and compares each result

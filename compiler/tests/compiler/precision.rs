@@ -27,15 +27,16 @@ fn digits_mlp_mixed_precision_train_steps_match_the_interpreter() {
 }
 
 /// 16-bit GEMMs by the library candidates: f32 copies of A and B
-/// multiplied by sgemm (either orientation), the gemm crate or OpenBLAS into an f32
-/// product, which the generated epilogue rounds into the output.
+/// multiplied by sgemm (either orientation), the gemm crate, OpenBLAS or
+/// the runtime's AVX2 kernel into an f32 product, which the generated
+/// epilogue rounds into the output.
 #[test]
 fn sixteen_bit_gemms_match_with_every_library_candidate() {
     for dtype in [DType::BF16, DType::F16] {
         let tol = if dtype == DType::BF16 { 2.0 / 256.0 } else { 2.0 / 2048.0 };
         let (name, source, inputs) =
             narrow_kernel_cases(dtype).into_iter().find(|(n, _, _)| n.starts_with("gemm_shapes")).unwrap();
-        for gemm in [Choice::Library, Choice::LibrarySwapped, Choice::GemmRs, Choice::OpenBlas] {
+        for gemm in [Choice::Library, Choice::LibrarySwapped, Choice::GemmRs, Choice::OpenBlas, Choice::Avx2] {
             kernel_matches_with(&name, &source, &inputs, tol, gemm);
         }
     }
@@ -50,8 +51,8 @@ fn sixteen_bit_gemms_match_with_every_library_candidate() {
 #[test]
 #[cfg_attr(not(aicf_avx512bf16), ignore = "needs a CPU with AVX-512 BF16 (vdpbf16ps); the build found none")]
 fn bf16_gemms_match_on_the_cpus_bf16_dot_product() {
-    use aicf_runtime::cpu::packed_gemm::{Operands, available};
-    assert!(available(Operands::Bf16));
+    use aicf_runtime::cpu::packed_gemm::Kernel;
+    assert!(Kernel::Avx512Bf16.available());
     let (name, source, inputs) =
         narrow_kernel_cases(DType::BF16).into_iter().find(|(n, _, _)| n.starts_with("gemm_shapes")).unwrap();
     for gemm in [Choice::Bf16Dot, Choice::Avx512] {

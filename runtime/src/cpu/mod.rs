@@ -13,6 +13,7 @@ use crate::collective::{Communicator, PendingSum, Values};
 use crate::error::{Result, RuntimeError};
 use crate::host::{Bytes, write_values};
 use crate::registry::{Choice, Registry};
+use packed_gemm::Kernel;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -422,10 +423,15 @@ impl CpuModule {
         if openblas_isa && blas::openblas().is_some() && blas::OpenBlas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides) {
             candidates.push(Choice::OpenBlas);
         }
-        if wide && packed_gemm::available(packed_gemm::Operands::F32) {
+        let avx512 = wide && Kernel::Avx512F32.available();
+        if avx512 {
             candidates.push(Choice::Avx512);
+        } else if Kernel::Avx2F32.available() {
+            // Where the AVX-512 kernel is not a candidate (no AVX-512, or
+            // host code held to AVX2), the AVX2 one is.
+            candidates.push(Choice::Avx2);
         }
-        if wide && g.widen == Some(DType::BF16) && packed_gemm::available(packed_gemm::Operands::Bf16) {
+        if wide && g.widen == Some(DType::BF16) && Kernel::Avx512Bf16.available() {
             candidates.push(Choice::Bf16Dot);
         }
         let runs: Vec<Box<dyn Fn() + '_>> = candidates
@@ -465,25 +471,24 @@ impl CpuModule {
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
             Choice::GemmRs if wide => self.gemm_rs(epilogue, call, g, pointers),
             Choice::OpenBlas => self.openblas_gemm(epilogue, call, g, pointers),
-            Choice::Avx512 if wide && packed_gemm::available(packed_gemm::Operands::F32) => {
-                self.packed_gemm(packed_gemm::Operands::F32, epilogue, call, g, pointers, None)
+            Choice::Avx512 if wide && Kernel::Avx512F32.available() => {
+                self.packed_gemm(Kernel::Avx512F32, epilogue, call, g, pointers, None)
+            }
+            Choice::Avx2 if Kernel::Avx2F32.available() => {
+                self.packed_gemm(Kernel::Avx2F32, epilogue, call, g, pointers, None)
             }
             _ => self.library_gemm(epilogue, call, g, pointers, false),
         };
         let Some(narrow) = g.widen else {
             return library(epilogue, pointers);
         };
-        if choice == Choice::Bf16Dot
-            && wide
-            && narrow == DType::BF16
-            && packed_gemm::available(packed_gemm::Operands::Bf16)
-        {
+        if choice == Choice::Bf16Dot && wide && narrow == DType::BF16 && Kernel::Avx512Bf16.available() {
             // The bf16 operands as they are, into the f32 product that the
             // epilogue rounds into the output.
             let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());
             let c = &mut widened[2];
             c.resize((g.batch * g.m * g.n).max(1), 0.0);
-            return self.packed_gemm(packed_gemm::Operands::Bf16, epilogue, call, g, pointers, Some(c.as_mut_ptr()));
+            return self.packed_gemm(Kernel::Avx512Bf16, epilogue, call, g, pointers, Some(c.as_mut_ptr()));
         }
         // 16-bit operands: the f32 GEMM on widened copies into an f32
         // product, which the epilogue rounds into the output.
@@ -506,12 +511,12 @@ impl CpuModule {
         }
     }
 
-    /// The runtime's own AVX-512 GEMM on `operands` (`packed_gemm`), into
+    /// The runtime's own GEMM with `kernel` (`packed_gemm`), into
     /// `product` (an f32 buffer the epilogue reads after the call's
     /// buffers) or else the output, then the epilogue.
     fn packed_gemm(
         &self,
-        operands: packed_gemm::Operands,
+        kernel: Kernel,
         epilogue: Option<KernelFn>,
         call: &Call,
         g: &LibraryGemm,
@@ -547,7 +552,7 @@ impl CpuModule {
                 &self.pool,
                 &mut packed,
                 g,
-                operands,
+                kernel,
                 pointers[g.a],
                 pointers[g.b],
                 c,

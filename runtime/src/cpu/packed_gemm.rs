@@ -1,23 +1,29 @@
-//! AVX-512 GEMMs of the runtime's own, on packed operands: the registry's
-//! `avx512` candidate for f32 operands (`vfmadd231ps`), and its `bf16-dot`
-//! candidate for bf16 ones, which multiplies the 16-bit operands as they
-//! are with AVX-512 BF16's dot product (`vdpbf16ps`: Intel Cooper Lake and
-//! Sapphire Rapids on, AMD Zen 4 on), where the other candidates multiply
-//! f32 copies: half the bytes read, and two multiply-adds per f32 lane where
-//! an FMA does one. Both write an f32 product; a bf16 GEMM's generated
-//! epilogue rounds it into the output, as for the widened candidates.
-//! Each pair of bf16 products is exact in f32 and added with f32 rounding.
+//! GEMMs of the runtime's own, on packed operands, one per [`Kernel`]: the
+//! registry's `avx512` candidate for f32 operands (AVX-512's
+//! `vfmadd231ps`), its `bf16-dot` candidate for bf16 ones, which multiplies
+//! the 16-bit operands as they are with AVX-512 BF16's dot product
+//! (`vdpbf16ps`: Intel Cooper Lake and Sapphire Rapids on, AMD Zen 4 on),
+//! where the other candidates multiply f32 copies (half the bytes read, and
+//! two multiply-adds per f32 lane where an FMA does one), and its `avx2`
+//! candidate for f32 operands on CPUs without AVX-512 (AVX2 and FMA on ymm
+//! registers; also where the host code is held to x86-64-v3). All write an
+//! f32 product; a bf16 GEMM's generated epilogue rounds it into the output,
+//! as for the widened candidates. Each pair of bf16 products is exact in
+//! f32 and added with f32 rounding.
 //!
-//! The algorithm, BLIS's loop nest:
-//! 1. Pack B into panels of [`NR`] columns, and A into panels of [`MR`]
-//!    rows, as 32-bit words along `k`: one f32 per word, or for bf16 the
-//!    pair of consecutive `k` that `vdpbf16ps` multiplies in one lane,
+//! The algorithm, BLIS's loop nest, the same for every kernel but for its
+//! tile (`MR x NR`: 12 x 32 for AVX-512's, 6 x 16 for AVX2's; see
+//! [`Micro`]):
+//! 1. Pack B into panels of `NR` columns, and A into panels of `MR` rows,
+//!    as 32-bit words along `k`: one f32 per word, or for bf16 the pair of
+//!    consecutive `k` that `vdpbf16ps` multiplies in one lane,
 //!    `(X[2p], X[2p+1])`. B's panel holds, per word of depth, its `NR`
-//!    columns' words (two zmm registers); A's words are broadcast to every
-//!    lane. An odd `k` ends with a zero half, and the last panels with zero
-//!    rows or columns, so the micro-kernel never branches on edges. A whose
-//!    rows are contiguous already has its words in place and is read where
-//!    it lies (but for its last, partial, panel; see [`reads_a_directly`]).
+//!    columns' words (two vector registers); A's words are broadcast to
+//!    every lane. An odd `k` ends with a zero half, and the last panels with
+//!    zero rows or columns, so the micro-kernel never branches on edges. A
+//!    whose rows are contiguous already has its words in place and is read
+//!    where it lies (but for its last, partial, panel; see
+//!    [`reads_a_directly`]).
 //! 2. Split the work over the pool's threads: a batch of products whose
 //!    count covers the threads, a product each (each thread packs its own);
 //!    one product, by rows or by columns (whichever is longer, whole panels
@@ -25,47 +31,55 @@
 //!    thread runs its block [`KC`] words of depth at a time, tile by tile
 //!    (row panel by row panel where the depth is one block, else column
 //!    panel by column panel; see [`block`]), the micro-kernel: `MR x NR`
-//!    f32 accumulators in 24 registers, two B loads and `MR` broadcasts per
-//!    word of depth. Transposed B (a weight read as `W^T`) is packed 16 x 16
-//!    words at a time, transposed in registers.
+//!    f32 accumulators (24 zmm, or 12 ymm registers), two B loads and `MR`
+//!    broadcasts per word of depth. Transposed B (a weight read as `W^T`)
+//!    is packed in square blocks of words (16 x 16, or AVX's 8 x 8)
+//!    transposed in registers.
 //! 3. The micro-kernel writes `alpha` times its sums (the first block of
 //!    depth) or adds them (the others), with masked stores at the right edge
 //!    and only the rows that exist at the bottom edge.
 //!
-//! Nothing here runs unless [`available`] says the CPU has the
+//! Nothing here runs unless [`Kernel::available`] says the CPU has the
 //! instructions; the registry measures each candidate against the others
 //! and keeps it only where it is faster.
 
 use crate::artifact::LibraryGemm;
 
-/// Rows of a micro-tile: 12 x 2 zmm accumulators, 2 for B, 1 broadcast.
-pub const MR: usize = 12;
-/// Columns of a micro-tile (two zmm registers of 16 f32).
-pub const NR: usize = 32;
-/// Words of depth per block. B's micro-panel (`KC x NR` words, 32 KiB)
-/// is read from L1 and L2 while A's block streams by; a sweep of 64 to 512
-/// on the compared workloads' shapes (AMD Zen 4, 2 threads) found 256 to
-/// 512 best for both element types, 64 up to 20% slower.
+/// Words of depth per block. B's micro-panel (`KC x NR` words: 32 KiB
+/// for AVX-512's, 16 KiB for AVX2's) is read from L1 and L2 while A's
+/// block streams by; a sweep of 64 to 512 on the compared workloads'
+/// shapes (AMD Zen 4, 2 threads) found 256 to 512 best for both element
+/// types, 64 up to 20% slower.
 const KC: usize = 256;
 
-/// The operands' element type, which picks the micro-kernel.
+/// Which of the kernels: the instructions, and the operands' element type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operands {
-    F32,
-    Bf16,
+pub enum Kernel {
+    /// f32 operands, AVX-512F (`vfmadd231ps` on zmm registers).
+    Avx512F32,
+    /// bf16 operands, AVX-512 BF16 (`vdpbf16ps`).
+    Avx512Bf16,
+    /// f32 operands, AVX2 and FMA (`vfmadd231ps` on ymm registers): the
+    /// CPUs without AVX-512, and a build held to x86-64-v3.
+    Avx2F32,
 }
 
-/// Whether this CPU has the instructions the kernel for `operands` uses.
-pub fn available(operands: Operands) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        has!("avx512f") && (operands == Operands::F32 || has!("avx512bf16"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = operands;
-        false
+impl Kernel {
+    /// Whether this CPU has the instructions the kernel uses.
+    pub fn available(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            match self {
+                Kernel::Avx512F32 => has!("avx512f"),
+                Kernel::Avx512Bf16 => has!("avx512f") && has!("avx512bf16"),
+                Kernel::Avx2F32 => has!("avx2") && has!("fma"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
     }
 }
 
@@ -101,18 +115,104 @@ trait Element {
     unsafe fn word(x: *const u8, base: usize, step: usize, u: usize, k: usize) -> u32;
     /// The words of depth `u` of B's columns `col0 .. col0 + cols` (B's
     /// rows contiguous, `row_stride` elements apart) into `dst`, the rest
-    /// of its `NR` words zero.
+    /// of its `nr` words zero.
     ///
     /// # Safety
-    /// As [`Element::word`], for each column; `dst` holds `NR` words.
-    unsafe fn row_words(x: *const u8, row_stride: usize, col0: usize, cols: usize, u: usize, k: usize, dst: *mut u32);
-    /// The micro-kernel ([`micro_f32`], [`micro_bf16`]).
-    const MICRO: Micro;
+    /// As [`Element::word`], for each column; `dst` holds `nr` words.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn row_words(
+        x: *const u8,
+        row_stride: usize,
+        col0: usize,
+        cols: usize,
+        u: usize,
+        k: usize,
+        dst: *mut u32,
+        nr: usize,
+    );
 }
 
-/// A micro-kernel: `MR x NR` sums over `kc` words of depth, written to
-/// `out` (see [`micro_f32`] for its contract).
-type Micro = unsafe fn(usize, AWords, *const u32, Out);
+/// A micro-kernel and what it reads: an element type packed into words,
+/// `MR x NR` tiles of C, and the square blocks of words its ISA transposes
+/// in registers when it packs a transposed B.
+trait Micro {
+    type E: Element;
+    /// Rows of a micro-tile.
+    const MR: usize;
+    /// Columns of a micro-tile (whole vector registers).
+    const NR: usize;
+    /// The edge of the blocks [`Micro::transpose`] transposes (`NR` is a
+    /// multiple of it).
+    const TRANSPOSED: usize;
+    /// `MR x NR` sums over `kc` words of depth, written to `out`.
+    ///
+    /// # Safety
+    /// The CPU has the kernel's instructions; `a` reads `MR` rows of `kc`
+    /// words, `b` holds `kc * NR` words; `out` as the kernel's store
+    /// requires (its rows `out.ldc` apart inside C).
+    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out);
+    /// Writes the transpose of the `TRANSPOSED x TRANSPOSED` words at `src`
+    /// (rows `src_stride` bytes apart) to `dst` (rows `dst_stride` words
+    /// apart).
+    ///
+    /// # Safety
+    /// The CPU has the kernel's instructions; the rows at `src` and `dst`
+    /// lie inside their buffers.
+    unsafe fn transpose(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize);
+}
+
+/// AVX-512's f32 kernel: 12 x 2 zmm accumulators, 2 for B, 1 broadcast.
+struct Avx512F32;
+/// AVX-512 BF16's kernel: as [`Avx512F32`], on pairs of bf16.
+struct Avx512Bf16;
+/// AVX2's f32 kernel (with FMA): 6 x 2 ymm accumulators, 2 for B, 1
+/// broadcast: 15 of the 16 registers.
+struct Avx2F32;
+
+impl Micro for Avx512F32 {
+    type E = F32;
+    const MR: usize = 12;
+    const NR: usize = 32;
+    const TRANSPOSED: usize = 16;
+    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
+        // SAFETY: the caller's contract.
+        unsafe { micro_f32(kc, a, b, out) }
+    }
+    unsafe fn transpose(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { transpose16(src, src_stride, dst, dst_stride) }
+    }
+}
+
+impl Micro for Avx512Bf16 {
+    type E = Bf16;
+    const MR: usize = 12;
+    const NR: usize = 32;
+    const TRANSPOSED: usize = 16;
+    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
+        // SAFETY: the caller's contract.
+        unsafe { micro_bf16(kc, a, b, out) }
+    }
+    unsafe fn transpose(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { transpose16(src, src_stride, dst, dst_stride) }
+    }
+}
+
+impl Micro for Avx2F32 {
+    type E = F32;
+    const MR: usize = 6;
+    const NR: usize = 16;
+    const TRANSPOSED: usize = 8;
+    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
+        // SAFETY: the caller's contract.
+        unsafe { micro_avx2(kc, a, b, out) }
+    }
+    unsafe fn transpose(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { transpose8(src, src_stride, dst, dst_stride) }
+    }
+}
 
 struct F32;
 struct Bf16;
@@ -125,14 +225,22 @@ impl Element for F32 {
         unsafe { (x as *const u32).add(base + u * step).read_unaligned() }
     }
     #[inline(always)]
-    unsafe fn row_words(x: *const u8, rs: usize, col0: usize, cols: usize, u: usize, _k: usize, dst: *mut u32) {
+    unsafe fn row_words(
+        x: *const u8,
+        rs: usize,
+        col0: usize,
+        cols: usize,
+        u: usize,
+        _k: usize,
+        dst: *mut u32,
+        nr: usize,
+    ) {
         // SAFETY: the caller's contract.
         unsafe {
             std::ptr::copy_nonoverlapping((x as *const u32).add(u * rs + col0), dst, cols);
-            std::ptr::write_bytes(dst.add(cols), 0, NR - cols);
+            std::ptr::write_bytes(dst.add(cols), 0, nr - cols);
         }
     }
-    const MICRO: Micro = micro_f32;
 }
 
 impl Element for Bf16 {
@@ -149,7 +257,16 @@ impl Element for Bf16 {
         }
     }
     #[inline(always)]
-    unsafe fn row_words(x: *const u8, rs: usize, col0: usize, cols: usize, u: usize, k: usize, dst: *mut u32) {
+    unsafe fn row_words(
+        x: *const u8,
+        rs: usize,
+        col0: usize,
+        cols: usize,
+        u: usize,
+        k: usize,
+        dst: *mut u32,
+        nr: usize,
+    ) {
         let x = x as *const u16;
         // SAFETY: the caller's contract. The loops interleave rows 2u and
         // 2u+1 (the compiler vectorises them).
@@ -165,10 +282,9 @@ impl Element for Bf16 {
                     *dst.add(j) = *row0.add(j) as u32;
                 }
             }
-            std::ptr::write_bytes(dst.add(cols), 0, NR - cols);
+            std::ptr::write_bytes(dst.add(cols), 0, nr - cols);
         }
     }
-    const MICRO: Micro = micro_bf16;
 }
 
 /// Rows of C that are complete, for the caller's epilogue: called with a
@@ -177,20 +293,20 @@ impl Element for Bf16 {
 pub type RowsDone<'a> = &'a (dyn Fn(usize, usize) + Sync);
 
 /// `c[batch] = alpha * A[batch] B[batch]` (f32, row-major `m x n`) for
-/// operands `a` and `b` of type `operands`, read through `g`'s strides, on
+/// operands `a` and `b` of `kernel`'s type, read through `g`'s strides, on
 /// `pool`'s threads. Where `rows_done` is given and the work splits by rows,
 /// it is called for every row of C exactly once, as soon as a group of
 /// rows is complete; the return value says whether that happened (else
 /// the caller runs its epilogue over C after the call).
 ///
 /// # Safety
-/// [`available`] holds for `operands`; `a`, `b` and `c` hold the matrices
+/// [`Kernel::available`] holds for `kernel`; `a`, `b` and `c` hold the matrices
 /// `g` describes (`c`: `batch * m * n` values).
 pub unsafe fn gemm(
     pool: &rayon::ThreadPool,
     packed: &mut Packed,
     g: &LibraryGemm,
-    operands: Operands,
+    kernel: Kernel,
     a: *const u8,
     b: *const u8,
     c: *mut f32,
@@ -198,9 +314,10 @@ pub unsafe fn gemm(
 ) -> bool {
     // SAFETY: the caller's contract.
     unsafe {
-        match operands {
-            Operands::F32 => gemm_of::<F32>(pool, packed, g, a, b, c, rows_done),
-            Operands::Bf16 => gemm_of::<Bf16>(pool, packed, g, a, b, c, rows_done),
+        match kernel {
+            Kernel::Avx512F32 => gemm_of::<Avx512F32>(pool, packed, g, a, b, c, rows_done),
+            Kernel::Avx512Bf16 => gemm_of::<Avx512Bf16>(pool, packed, g, a, b, c, rows_done),
+            Kernel::Avx2F32 => gemm_of::<Avx2F32>(pool, packed, g, a, b, c, rows_done),
         }
     }
 }
@@ -225,10 +342,11 @@ struct APanels {
 /// The sizes of one product's packed operands, in words: the depth (words
 /// per row of A or column of B), A's panels (where A is packed; else its
 /// last panel), B's panels.
-fn packed_sizes<E: Element>(g: &LibraryGemm, direct_a: bool) -> (usize, usize, usize) {
-    let depth = g.k.div_ceil(E::PER_WORD);
-    let a_words = if direct_a { depth * MR } else { g.m.div_ceil(MR) * depth * MR };
-    (depth, a_words, g.n.div_ceil(NR) * depth * NR)
+fn packed_sizes<K: Micro>(g: &LibraryGemm, direct_a: bool) -> (usize, usize, usize) {
+    let (mr, nr) = (K::MR, K::NR);
+    let depth = g.k.div_ceil(K::E::PER_WORD);
+    let a_words = if direct_a { depth * mr } else { g.m.div_ceil(mr) * depth * mr };
+    (depth, a_words, g.n.div_ceil(nr) * depth * nr)
 }
 
 /// Whether A is read where it lies: its rows are contiguous, each word of
@@ -237,12 +355,12 @@ fn packed_sizes<E: Element>(g: &LibraryGemm, direct_a: bool) -> (usize, usize, u
 /// L1's set is bits 6-11 of the address, so 12 rows 4 KiB apart would
 /// share one set of 8 ways and evict each other at every step (measured:
 /// a 1024 x 256 x 1024 product at 0.68x the packed speed).
-fn reads_a_directly<E: Element>(g: &LibraryGemm) -> bool {
-    let row_bytes = g.a_strides[0] * 4 / E::PER_WORD;
-    g.a_strides[1] == 1 && g.k % E::PER_WORD == 0 && row_bytes % 2048 != 0
+fn reads_a_directly<K: Micro>(g: &LibraryGemm) -> bool {
+    let row_bytes = g.a_strides[0] * 4 / K::E::PER_WORD;
+    g.a_strides[1] == 1 && g.k % K::E::PER_WORD == 0 && row_bytes % 2048 != 0
 }
 
-unsafe fn gemm_of<E: Element>(
+unsafe fn gemm_of<K: Micro>(
     pool: &rayon::ThreadPool,
     packed: &mut Packed,
     g: &LibraryGemm,
@@ -255,9 +373,9 @@ unsafe fn gemm_of<E: Element>(
     if m == 0 || n == 0 || g.batch == 0 {
         return false;
     }
-    let elem = if E::PER_WORD == 2 { 2 } else { 4 };
-    let direct_a = reads_a_directly::<E>(g);
-    let (depth, a_words, b_words) = packed_sizes::<E>(g, direct_a);
+    let elem = if K::E::PER_WORD == 2 { 2 } else { 4 };
+    let direct_a = reads_a_directly::<K>(g);
+    let (depth, a_words, b_words) = packed_sizes::<K>(g, direct_a);
     if depth == 0 {
         // SAFETY: c holds batch * m * n values.
         unsafe { std::ptr::write_bytes(c, 0, g.batch * m * n) };
@@ -276,20 +394,20 @@ unsafe fn gemm_of<E: Element>(
     }
     let buffers: Vec<(Shared<u32>, Shared<u32>)> =
         packed.buffers[..sets].iter_mut().map(|(pa, pb)| (Shared(pa.as_mut_ptr()), Shared(pb.as_mut_ptr()))).collect();
-    let (row_panels, col_panels) = (m.div_ceil(MR), n.div_ceil(NR));
-    let partial = m % MR != 0;
+    let (row_panels, col_panels) = (m.div_ceil(K::MR), n.div_ceil(K::NR));
+    let partial = m % K::MR != 0;
     // How the micro-kernel reads one batch's A, packed into `pa` or not.
     let a_panels = move |a: *const u8, pa: *const u32| {
         if direct_a {
             APanels {
                 base: a,
-                panel: MR * g.a_strides[0] * elem,
+                panel: K::MR * g.a_strides[0] * elem,
                 row: g.a_strides[0] * elem,
                 step: 4,
                 tail: partial.then_some(pa as *const u8),
             }
         } else {
-            APanels { base: pa as *const u8, panel: depth * MR * 4, row: 4, step: 4 * MR, tail: None }
+            APanels { base: pa as *const u8, panel: depth * K::MR * 4, row: 4, step: 4 * K::MR, tail: None }
         }
     };
     // Packs row panels `lo..hi` of A (or, read directly, its partial last
@@ -298,9 +416,9 @@ unsafe fn gemm_of<E: Element>(
         // SAFETY: the panels lie inside the packed A; A's reads inside A.
         unsafe {
             if !direct_a {
-                pack_a::<E>(g, a, (lo, hi), depth, pa.add(lo * depth * MR));
+                pack_a::<K>(g, a, (lo, hi), depth, pa.add(lo * depth * K::MR));
             } else if partial && hi == row_panels && lo < hi {
-                pack_a::<E>(g, a, (row_panels - 1, row_panels), depth, pa);
+                pack_a::<K>(g, a, (row_panels - 1, row_panels), depth, pa);
             }
         }
     };
@@ -326,9 +444,9 @@ unsafe fn gemm_of<E: Element>(
                         let done = done.as_ref().map(|f| f as &(dyn Fn(usize, usize) + Sync));
                         // SAFETY: this thread's buffers and batches.
                         unsafe {
-                            pack_b::<E>(g, b.get(), (0, col_panels), depth, pb.get());
+                            pack_b::<K>(g, b.get(), (0, col_panels), depth, pb.get());
                             let panels = a_panels(a.get(), pa.get());
-                            block::<E>(g, depth, (0, row_panels), (0, col_panels), panels, pb.get(), c.get(), done);
+                            block::<K>(g, depth, (0, row_panels), (0, col_panels), panels, pb.get(), c.get(), done);
                         }
                     }
                 });
@@ -340,7 +458,7 @@ unsafe fn gemm_of<E: Element>(
     // One product: each thread its block of whole panels, rows where the
     // output is taller than wide, else columns; whole rows are one thread's
     // (and go to `rows_done`) only where the rows are split.
-    let by_rows = row_panels * MR >= col_panels * NR || threads == 1;
+    let by_rows = row_panels * K::MR >= col_panels * K::NR || threads == 1;
     let rows_done = rows_done.filter(|_| by_rows);
     for batch in 0..g.batch {
         let (a, b, c) = operand(batch);
@@ -350,7 +468,7 @@ unsafe fn gemm_of<E: Element>(
             pack_a_panels(a.get(), pa.get(), share(row_panels));
             let (lo, hi) = share(col_panels);
             // SAFETY: the panels lie inside the packed B; B's reads inside B.
-            unsafe { pack_b::<E>(g, b.get(), (lo, hi), depth, pb.get().add(lo * depth * NR)) };
+            unsafe { pack_b::<K>(g, b.get(), (lo, hi), depth, pb.get().add(lo * depth * K::NR)) };
         };
         // 2. Each thread its block.
         let done = rows_done.map(|f| move |lo: usize, hi: usize| f(batch * m + lo, batch * m + hi));
@@ -361,7 +479,7 @@ unsafe fn gemm_of<E: Element>(
             let (rows, cols) = if by_rows { ((lo, hi), (0, col_panels)) } else { ((0, row_panels), (lo, hi)) };
             // SAFETY: the tasks' blocks of C are disjoint; the packed panels
             // are complete (the pack phase joined first).
-            unsafe { block::<E>(g, depth, rows, cols, a_panels(a.get(), pa.get()), pb.get(), c.get(), done) };
+            unsafe { block::<K>(g, depth, rows, cols, a_panels(a.get(), pa.get()), pb.get(), c.get(), done) };
         };
         if threads == 1 {
             pack(0);
@@ -392,10 +510,10 @@ const PACK_CHUNK: usize = 64;
 ///
 /// # Safety
 /// `a` holds A as `g` describes; `out` has `(hi - lo) * depth * MR` words.
-unsafe fn pack_a<E: Element>(g: &LibraryGemm, a: *const u8, (lo, hi): (usize, usize), depth: usize, out: *mut u32) {
+unsafe fn pack_a<K: Micro>(g: &LibraryGemm, a: *const u8, (lo, hi): (usize, usize), depth: usize, out: *mut u32) {
     let [rs, cs] = g.a_strides;
-    let rows = |panel: usize| MR.min(g.m - panel * MR);
-    let at = |panel: usize, u: usize, r: usize| out.wrapping_add((panel - lo) * depth * MR + u * MR + r);
+    let rows = |panel: usize| K::MR.min(g.m - panel * K::MR);
+    let at = |panel: usize, u: usize, r: usize| out.wrapping_add((panel - lo) * depth * K::MR + u * K::MR + r);
     // SAFETY (every access): row i < m, depth below k (`word`), and the
     // word inside the panel.
     unsafe {
@@ -403,9 +521,9 @@ unsafe fn pack_a<E: Element>(g: &LibraryGemm, a: *const u8, (lo, hi): (usize, us
             // Rows contiguous: a row at a time.
             for panel in lo..hi {
                 for r in 0..rows(panel) {
-                    let base = (panel * MR + r) * rs;
+                    let base = (panel * K::MR + r) * rs;
                     for u in 0..depth {
-                        *at(panel, u, r) = E::word(a, base, 1, u, g.k);
+                        *at(panel, u, r) = K::E::word(a, base, 1, u, g.k);
                     }
                 }
             }
@@ -416,14 +534,14 @@ unsafe fn pack_a<E: Element>(g: &LibraryGemm, a: *const u8, (lo, hi): (usize, us
             for u in 0..depth {
                 for panel in lo..hi {
                     for r in 0..rows(panel) {
-                        *at(panel, u, r) = E::word(a, (panel * MR + r) * rs, cs, u, g.k);
+                        *at(panel, u, r) = K::E::word(a, (panel * K::MR + r) * rs, cs, u, g.k);
                     }
                 }
             }
         }
         for panel in lo..hi {
             for u in 0..depth {
-                for r in rows(panel)..MR {
+                for r in rows(panel)..K::MR {
                     *at(panel, u, r) = 0;
                 }
             }
@@ -436,38 +554,39 @@ unsafe fn pack_a<E: Element>(g: &LibraryGemm, a: *const u8, (lo, hi): (usize, us
 ///
 /// # Safety
 /// `b` holds B as `g` describes; `out` has `(hi - lo) * depth * NR` words.
-unsafe fn pack_b<E: Element>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, usize), depth: usize, out: *mut u32) {
+unsafe fn pack_b<K: Micro>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, usize), depth: usize, out: *mut u32) {
     let [rs, cs] = g.b_strides;
     for panel in lo..hi {
-        let out = out.wrapping_add((panel - lo) * depth * NR);
-        let cols = NR.min(g.n - panel * NR);
+        let out = out.wrapping_add((panel - lo) * depth * K::NR);
+        let cols = K::NR.min(g.n - panel * K::NR);
         // SAFETY (every access): column j < n, depth below k, and
-        // u * NR + j < depth * NR.
+        // u * K::NR + j < depth * K::NR.
         unsafe {
             if cs == 1 {
                 // Rows contiguous: a row's columns at a time.
                 for u in 0..depth {
-                    E::row_words(b, rs, panel * NR, cols, u, g.k, out.add(u * NR));
+                    K::E::row_words(b, rs, panel * K::NR, cols, u, g.k, out.add(u * K::NR), K::NR);
                 }
                 continue;
             }
             // Columns contiguous (a transposed operand, as a weight read
-            // as W^T): whole 16 x 16 blocks of words transposed in
-            // registers, the edges as below.
-            let whole = g.k / E::PER_WORD;
-            if rs == 1 && cols == NR && whole >= 16 {
-                let bytes = 4 / E::PER_WORD;
-                let column = |j: usize| b.wrapping_add((panel * NR + j) * cs * bytes);
-                let vectored = whole / 16 * 16;
-                for u0 in (0..vectored).step_by(16) {
-                    for j0 in [0, 16] {
-                        transpose16(column(j0).wrapping_add(u0 * 4), cs * bytes, out.add(u0 * NR + j0), NR);
+            // as W^T): whole square blocks of words (16 x 16, AVX-2's
+            // 8 x 8) transposed in registers, the edges as below.
+            let whole = g.k / K::E::PER_WORD;
+            let t = K::TRANSPOSED;
+            if rs == 1 && cols == K::NR && whole >= t {
+                let bytes = 4 / K::E::PER_WORD;
+                let column = |j: usize| b.wrapping_add((panel * K::NR + j) * cs * bytes);
+                let vectored = whole / t * t;
+                for u0 in (0..vectored).step_by(t) {
+                    for j0 in (0..K::NR).step_by(t) {
+                        K::transpose(column(j0).wrapping_add(u0 * 4), cs * bytes, out.add(u0 * K::NR + j0), K::NR);
                     }
                 }
-                for j in 0..NR {
-                    let base = (panel * NR + j) * cs;
+                for j in 0..K::NR {
+                    let base = (panel * K::NR + j) * cs;
                     for u in vectored..depth {
-                        *out.add(u * NR + j) = E::word(b, base, rs, u, g.k);
+                        *out.add(u * K::NR + j) = K::E::word(b, base, rs, u, g.k);
                     }
                 }
                 continue;
@@ -476,14 +595,14 @@ unsafe fn pack_b<E: Element>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, us
             for u0 in (0..depth).step_by(PACK_CHUNK) {
                 let u1 = (u0 + PACK_CHUNK).min(depth);
                 for j in 0..cols {
-                    let base = (panel * NR + j) * cs;
+                    let base = (panel * K::NR + j) * cs;
                     for u in u0..u1 {
-                        *out.add(u * NR + j) = E::word(b, base, rs, u, g.k);
+                        *out.add(u * K::NR + j) = K::E::word(b, base, rs, u, g.k);
                     }
                 }
                 for u in u0..u1 {
-                    for j in cols..NR {
-                        *out.add(u * NR + j) = 0;
+                    for j in cols..K::NR {
+                        *out.add(u * K::NR + j) = 0;
                     }
                 }
             }
@@ -552,22 +671,22 @@ struct Out {
     first: bool,
 }
 
-/// Row panels whose rows a thread completes together before it hands
-/// them to the caller's epilogue (48 rows: 192 KiB of a 1024-wide f32
+/// Rows a thread completes together before it hands them to the caller's
+/// epilogue (whole row panels: 48 rows are 192 KiB of a 1024-wide f32
 /// product, still in L2 when the epilogue reads it).
-const DONE_PANELS: usize = 4;
+const DONE_ROWS: usize = 48;
 
 /// One thread's block: row panels `rows.0..rows.1` by column panels
 /// `cols.0..cols.1` of C, `KC` words of depth at a time. With `done` (the
 /// block holds whole rows), the last block of depth walks
-/// [`DONE_PANELS`] row panels at a time across every column panel and
+/// [`DONE_ROWS`] rows (whole row panels) at a time across every column panel and
 /// hands each group's rows to `done` as it completes them.
 ///
 /// # Safety
 /// A as `a` reads it and the packed B are complete; the block of C is this
 /// thread's.
 #[allow(clippy::too_many_arguments)]
-unsafe fn block<E: Element>(
+unsafe fn block<K: Micro>(
     g: &LibraryGemm,
     depth: usize,
     rows: (usize, usize),
@@ -577,24 +696,24 @@ unsafe fn block<E: Element>(
     c: *mut f32,
     done: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) {
-    let last = g.m.div_ceil(MR) - 1;
+    let last = g.m.div_ceil(K::MR) - 1;
     let tile = |u0: usize, kc: usize, rp: usize, cp: usize| {
-        let b = pb.wrapping_add(cp * depth * NR + u0 * NR);
+        let b = pb.wrapping_add(cp * depth * K::NR + u0 * K::NR);
         let (base, row, step) = match a.tail {
-            Some(tail) if rp == last => (tail, 4, 4 * MR),
+            Some(tail) if rp == last => (tail, 4, 4 * K::MR),
             _ => (a.base.wrapping_add(rp * a.panel), a.row, a.step),
         };
         let out = Out {
-            tile: c.wrapping_add(rp * MR * g.n + cp * NR),
+            tile: c.wrapping_add(rp * K::MR * g.n + cp * K::NR),
             ldc: g.n,
-            height: MR.min(g.m - rp * MR),
-            width: NR.min(g.n - cp * NR),
+            height: K::MR.min(g.m - rp * K::MR),
+            width: K::NR.min(g.n - cp * K::NR),
             alpha: g.alpha as f32,
             first: u0 == 0,
         };
         // SAFETY: A's panel and B's hold kc words from u0; the tile's
         // `height x width` values are inside C.
-        unsafe { (E::MICRO)(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
+        unsafe { K::micro(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
     };
     // The order of the tiles: where the depth is one block, a row panel's
     // A (12 KiB) stays in L1 while B's panels pass (measured 5-15% faster
@@ -621,10 +740,11 @@ unsafe fn block<E: Element>(
         let kc = KC.min(depth - u0);
         match done {
             Some(done) if u0 + kc == depth => {
-                for group in (rows.0..rows.1).step_by(DONE_PANELS) {
-                    let end = (group + DONE_PANELS).min(rows.1);
+                let group_panels = DONE_ROWS.div_ceil(K::MR);
+                for group in (rows.0..rows.1).step_by(group_panels) {
+                    let end = (group + group_panels).min(rows.1);
                     panels((group, end), cols, u0, kc);
-                    done(group * MR, (end * MR).min(g.m));
+                    done(group * K::MR, (end * K::MR).min(g.m));
                 }
             }
             _ => panels(rows, cols, u0, kc),
@@ -633,11 +753,20 @@ unsafe fn block<E: Element>(
     }
 }
 
-// Where there is no AVX-512, `available` is false and no kernel runs.
+// Off x86-64, `Kernel::available` is false and no kernel runs.
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn micro_f32(_: usize, _: AWords, _: *const u32, _: Out) {}
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn micro_bf16(_: usize, _: AWords, _: *const u32, _: Out) {}
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn micro_avx2(_: usize, _: AWords, _: *const u32, _: Out) {}
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn transpose8(_: *const u8, _: usize, _: *mut u32, _: usize) {}
+
+/// AVX-512's tile: [`Avx512F32::MR`] rows.
+const MR512: usize = Avx512F32::MR;
+/// AVX-512's tile: [`Avx512F32::NR`] columns.
+const NR512: usize = Avx512F32::NR;
 
 /// Writes the accumulators to `out`.
 ///
@@ -645,7 +774,7 @@ unsafe fn micro_bf16(_: usize, _: AWords, _: *const u32, _: Out) {}
 /// The tile's rows are `out.ldc` apart inside C.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn store(acc: &[[std::arch::x86_64::__m512; 2]; MR], out: Out) {
+unsafe fn store(acc: &[[std::arch::x86_64::__m512; 2]; MR512], out: Out) {
     use std::arch::x86_64::*;
     let scale = _mm512_set1_ps(out.alpha);
     let mask = |w: usize| -> __mmask16 { if w >= 16 { 0xffff } else { ((1u32 << w) - 1) as u16 } };
@@ -684,12 +813,12 @@ type AWords = (*const u8, usize, usize);
 #[target_feature(enable = "avx512f")]
 unsafe fn micro_f32(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
     use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR512];
     for u in 0..kc {
         // SAFETY: inside the panels (the caller's contract).
         unsafe {
-            let b0 = _mm512_loadu_ps(b.add(u * NR) as *const f32);
-            let b1 = _mm512_loadu_ps(b.add(u * NR + 16) as *const f32);
+            let b0 = _mm512_loadu_ps(b.add(u * NR512) as *const f32);
+            let b1 = _mm512_loadu_ps(b.add(u * NR512 + 16) as *const f32);
             let at = a.add(u * step);
             for (r, acc) in acc.iter_mut().enumerate() {
                 let t = _mm512_set1_ps((at.add(r * row) as *const f32).read_unaligned());
@@ -711,12 +840,12 @@ unsafe fn micro_f32(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) 
 #[target_feature(enable = "avx512f,avx512bf16")]
 unsafe fn micro_bf16(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
     use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR512];
     for u in 0..kc {
         // SAFETY: inside the panels (the caller's contract).
         unsafe {
-            let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.add(u * NR) as *const _));
-            let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.add(u * NR + 16) as *const _));
+            let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.add(u * NR512) as *const _));
+            let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b.add(u * NR512 + 16) as *const _));
             let at = a.add(u * step);
             for (r, acc) in acc.iter_mut().enumerate() {
                 let word = (at.add(r * row) as *const i32).read_unaligned();
@@ -728,6 +857,105 @@ unsafe fn micro_bf16(kc: usize, (a, row, step): AWords, b: *const u32, out: Out)
     }
     // SAFETY: the caller's contract.
     unsafe { store(&acc, out) };
+}
+
+/// AVX2's tile: [`Avx2F32::MR`] rows.
+const MR256: usize = Avx2F32::MR;
+/// AVX2's tile: [`Avx2F32::NR`] columns.
+const NR256: usize = Avx2F32::NR;
+
+/// The AVX2 f32 micro-kernel, as [`micro_f32`] on ymm registers: per word
+/// of depth, two loads of B's 16 words, and 6 broadcasts of A's words,
+/// each multiplied into two accumulators.
+///
+/// # Safety
+/// As [`micro_f32`], on a CPU with AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn micro_avx2(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm256_setzero_ps(); 2]; MR256];
+    for u in 0..kc {
+        // SAFETY: inside the panels (the caller's contract).
+        unsafe {
+            let b0 = _mm256_loadu_ps(b.add(u * NR256) as *const f32);
+            let b1 = _mm256_loadu_ps(b.add(u * NR256 + 8) as *const f32);
+            let at = a.add(u * step);
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let t = _mm256_broadcast_ss(&*(at.add(r * row) as *const f32));
+                acc[0] = _mm256_fmadd_ps(t, b0, acc[0]);
+                acc[1] = _mm256_fmadd_ps(t, b1, acc[1]);
+            }
+        }
+    }
+    let scale = _mm256_set1_ps(out.alpha);
+    // Lane i of a row's half h exists where 8h + i < width.
+    let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let mask = |h: usize| _mm256_cmpgt_epi32(_mm256_set1_epi32(out.width as i32 - 8 * h as i32), lanes);
+    let masks = [mask(0), mask(1)];
+    let whole = out.width >= NR256;
+    for (r, acc) in acc.iter().enumerate().take(out.height) {
+        // SAFETY: row r < height, and the lanes stored (all, or the masked
+        // ones) are inside C.
+        unsafe {
+            let row = out.tile.add(r * out.ldc);
+            for h in 0..2 {
+                let dst = row.add(8 * h);
+                if whole {
+                    let v = if out.first {
+                        _mm256_mul_ps(acc[h], scale)
+                    } else {
+                        _mm256_fmadd_ps(acc[h], scale, _mm256_loadu_ps(dst))
+                    };
+                    _mm256_storeu_ps(dst, v);
+                } else if 8 * h < out.width {
+                    let v = if out.first {
+                        _mm256_mul_ps(acc[h], scale)
+                    } else {
+                        _mm256_fmadd_ps(acc[h], scale, _mm256_maskload_ps(dst, masks[h]))
+                    };
+                    _mm256_maskstore_ps(dst, masks[h], v);
+                }
+            }
+        }
+    }
+}
+
+/// Writes the transpose of the 8 x 8 words at `src` (rows `src_stride`
+/// bytes apart) to `dst` (rows `dst_stride` words apart), as
+/// [`transpose16`]: pairs of words, pairs of pairs, then the 128-bit
+/// lanes.
+///
+/// # Safety
+/// The CPU has AVX; the 8 rows of 32 bytes at `src` and at `dst` lie
+/// inside their buffers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn transpose8(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's contract.
+    let r: [__m256; 8] = std::array::from_fn(|i| unsafe { _mm256_loadu_ps(src.add(i * src_stride) as *const f32) });
+    // t[2p]: rows 2p, 2p+1 interleaved, words 0, 1 of each 128-bit lane;
+    // t[2p+1]: words 2, 3.
+    let t: [__m256; 8] = std::array::from_fn(|i| {
+        let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
+        if i % 2 == 0 { _mm256_unpacklo_ps(x, y) } else { _mm256_unpackhi_ps(x, y) }
+    });
+    // s[4q + e]: rows 4q..4q+3 of word e of each 128-bit lane.
+    let s: [__m256; 8] = std::array::from_fn(|i| {
+        let (q, e) = (i / 4, i % 4);
+        let (x, y) = (t[4 * q + e / 2], t[4 * q + 2 + e / 2]);
+        if e % 2 == 0 { _mm256_shuffle_ps::<0x44>(x, y) } else { _mm256_shuffle_ps::<0xee>(x, y) }
+    });
+    for e in 0..4 {
+        let lo = _mm256_permute2f128_ps::<0x20>(s[e], s[4 + e]);
+        let hi = _mm256_permute2f128_ps::<0x31>(s[e], s[4 + e]);
+        // SAFETY: the caller's contract.
+        unsafe {
+            _mm256_storeu_ps(dst.add(e * dst_stride) as *mut f32, lo);
+            _mm256_storeu_ps(dst.add((4 + e) * dst_stride) as *mut f32, hi);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -759,8 +987,8 @@ mod tests {
     /// element types: edges in m, n and k (an odd k ends on a half pair),
     /// more than one block of depth, transposed operands, batches split over
     /// threads and not, alpha, and one or two threads.
-    fn matches_f64_sums(operands: Operands) {
-        assert!(available(operands), "the build saw the instructions but the CPU running the test lacks them");
+    fn matches_f64_sums(kernel: Kernel) {
+        assert!(kernel.available(), "the build saw the instructions but the CPU running the test lacks them");
         let shapes = [(1, 1, 1), (3, 5, 7), (12, 32, 2), (13, 33, 3), (50, 47, 783), (256, 100, 300), (7, 300, 257)];
         for threads in [1, 2] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -776,11 +1004,11 @@ mod tests {
                         a.iter().map(|&v| bf16::from_f32(v)).collect(),
                         b.iter().map(|&v| bf16::from_f32(v)).collect(),
                     );
-                    let (pa, pb) = match operands {
-                        Operands::F32 => (a.as_ptr() as *const u8, b.as_ptr() as *const u8),
-                        Operands::Bf16 => (a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
+                    let (pa, pb) = match kernel {
+                        Kernel::Avx512F32 | Kernel::Avx2F32 => (a.as_ptr() as *const u8, b.as_ptr() as *const u8),
+                        Kernel::Avx512Bf16 => (a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
                     };
-                    unsafe { gemm(&pool, &mut packed, &g, operands, pa, pb, c.as_mut_ptr(), None) };
+                    unsafe { gemm(&pool, &mut packed, &g, kernel, pa, pb, c.as_mut_ptr(), None) };
                     for bt in 0..batch {
                         for r in 0..m {
                             for col in 0..n {
@@ -795,7 +1023,7 @@ mod tests {
                                 let want = alpha * sum;
                                 assert!(
                                     (got - want).abs() <= 1e-6 * (1.0 + k as f64).sqrt() * alpha * size + 1e-30,
-                                    "{operands:?}, {threads} threads, batch {bt} of {batch}, m {m} n {n} k {k} \
+                                    "{kernel:?}, {threads} threads, batch {bt} of {batch}, m {m} n {n} k {k} \
                                      ta {ta} tb {tb}: C[{r},{col}] = {got}, want {want}"
                                 );
                             }
@@ -809,21 +1037,41 @@ mod tests {
     #[test]
     #[cfg_attr(not(aicf_avx512f), ignore = "needs a CPU with AVX-512; the build found none")]
     fn the_f32_gemm_matches_f64_sums_for_every_layout_and_edge() {
-        matches_f64_sums(Operands::F32);
+        matches_f64_sums(Kernel::Avx512F32);
     }
 
     #[test]
     #[cfg_attr(not(aicf_avx512bf16), ignore = "needs a CPU with AVX-512 BF16 (vdpbf16ps); the build found none")]
     fn the_bf16_dot_gemm_matches_f64_sums_for_every_layout_and_edge() {
-        matches_f64_sums(Operands::Bf16);
+        matches_f64_sums(Kernel::Avx512Bf16);
+    }
+
+    #[test]
+    #[cfg_attr(not(aicf_avx2), ignore = "needs a CPU with AVX2 and FMA; the build found none")]
+    fn the_avx2_gemm_matches_f64_sums_for_every_layout_and_edge() {
+        matches_f64_sums(Kernel::Avx2F32);
     }
 
     /// `rows_done` sees every row of C exactly once, complete, where the
     /// work splits by rows (a tall product, a batch over the threads, one
     /// thread); a wide product split by columns reports none and says so.
     #[test]
-    #[cfg_attr(not(aicf_avx512f), ignore = "needs a CPU with AVX-512; the build found none")]
+    #[cfg_attr(not(any(aicf_avx512f, aicf_avx2)), ignore = "needs a CPU with AVX-512 or AVX2; the build found neither")]
     fn completed_rows_are_handed_over_once_and_final() {
+        for kernel in f32_kernels() {
+            completed_rows_of(kernel);
+        }
+    }
+
+    /// The f32 kernels this CPU has (at least one: the tests that call it
+    /// are ignored elsewhere).
+    fn f32_kernels() -> Vec<Kernel> {
+        let kernels: Vec<Kernel> = [Kernel::Avx512F32, Kernel::Avx2F32].into_iter().filter(|k| k.available()).collect();
+        assert!(!kernels.is_empty(), "the build saw the instructions but the CPU running the test lacks them");
+        kernels
+    }
+
+    fn completed_rows_of(kernel: Kernel) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         for (threads, batch, (m, n, k), split_by_rows) in [
             (2, 1, (100, 40, 600), true),
@@ -841,7 +1089,7 @@ mod tests {
                     &pool,
                     &mut Packed::default(),
                     &g,
-                    Operands::F32,
+                    kernel,
                     a.as_ptr() as _,
                     b.as_ptr() as _,
                     want.as_mut_ptr(),
@@ -862,14 +1110,14 @@ mod tests {
                     &pool,
                     &mut Packed::default(),
                     &g,
-                    Operands::F32,
+                    kernel,
                     a.as_ptr() as _,
                     b.as_ptr() as _,
                     out.get(),
                     Some(&check),
                 )
             };
-            assert_eq!(all, split_by_rows, "{threads} threads, batch {batch}, {m}x{n}x{k}");
+            assert_eq!(all, split_by_rows, "{kernel:?}, {threads} threads, batch {batch}, {m}x{n}x{k}");
             let counts: Vec<usize> = seen.iter().map(|s| s.load(Ordering::Relaxed)).collect();
             let expected = if split_by_rows { 1 } else { 0 };
             assert!(counts.iter().all(|&c| c == expected), "{threads} threads, batch {batch}, {m}x{n}x{k}: {counts:?}");
@@ -880,14 +1128,18 @@ mod tests {
     /// k = 0: the product is zero (there is nothing to pack), not what the
     /// output held.
     #[test]
-    #[cfg_attr(not(aicf_avx512f), ignore = "needs a CPU with AVX-512; the build found none")]
+    #[cfg_attr(not(any(aicf_avx512f, aicf_avx2)), ignore = "needs a CPU with AVX-512 or AVX2; the build found neither")]
     fn an_empty_sum_is_zero() {
+        for kernel in f32_kernels() {
+            empty_sum_of(kernel);
+        }
+    }
+
+    fn empty_sum_of(kernel: Kernel) {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let g = describe(2, (3, 4, 0), false, false, 1.0);
         let mut c = vec![f32::NAN; 24];
-        unsafe {
-            gemm(&pool, &mut Packed::default(), &g, Operands::F32, [].as_ptr(), [].as_ptr(), c.as_mut_ptr(), None)
-        };
+        unsafe { gemm(&pool, &mut Packed::default(), &g, kernel, [].as_ptr(), [].as_ptr(), c.as_mut_ptr(), None) };
         assert!(c.iter().all(|&v| v == 0.0), "{c:?}");
     }
 }
