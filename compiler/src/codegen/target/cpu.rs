@@ -337,6 +337,7 @@ impl Generator {
         let mut module = timings.time("kernels: parse, bodies, math expansion", || self.parse_kernels(ctx, &source))?;
         crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_16BIT)?;
         round_bf16_in_integers(mlir.to_raw(), module.as_operation().to_raw())?;
+        crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_APPROXIMATE)?;
         timings.time("kernels: lower to the LLVM dialect", || {
             crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_TO_LLVM)
         })?;

@@ -4,7 +4,8 @@
 // before/after IR, typed options. The generated C++ base class parses the
 // options; `runOnOperation` hands the operation and the options to the pass
 // body, which is written in Rust (compiler/src/passes/). One source of truth
-// for names, help and options; the logic stays in Rust.
+// for names, help and options; the logic stays in Rust. The exception is
+// `aicf-approximate-math`, whose body is MLIR's own patterns (C++).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,36 @@
 #define AICF_TRANSFORMS_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def AICFApproximateMath : Pass<"aicf-approximate-math", "::mlir::ModuleOp"> {
+  let summary = "Replace f32 math functions by MLIR's polynomial approximations";
+  let description = [{
+    Rewrites each f32 op named in `ops` (scalar or vector) into MLIR's
+    polynomial approximation of it (`populateMathPolynomialApproximationPatterns`):
+    arithmetic, bit operations and selects, with no library call. The CPU
+    backend runs it on its kernels for `math.exp` before lowering them to
+    LLVM: a loop whose body calls the vector library's `exp` spills its
+    registers around every call, while the inline polynomial vectorises
+    with the rest of the body. Error: a few ulp (MLIR's tests), inside the
+    tolerance of every comparison against the interpreter.
+
+    Input:
+
+    ```mlir
+    %y = math.exp %x : f32
+    ```
+
+    Output: a range reduction (`x = k ln 2 + r`), a degree-6 polynomial in
+    `r`, and `2^k` built in the exponent bits, with the overflow, underflow
+    and NaN cases selected.
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "The math ops to approximate, by name (math.exp, math.log, math.tanh, ...; default: math.exp)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
 
 def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of an hl loss function";

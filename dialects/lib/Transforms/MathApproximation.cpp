@@ -1,0 +1,42 @@
+//===- MathApproximation.cpp - MLIR's polynomial approximations ---------===//
+//
+// The one AICF pass with a C++ body: it applies MLIR's own patterns
+// (mlir/Dialect/Math/Transforms), which have no C API, to the math ops the
+// option names.
+//
+//===----------------------------------------------------------------------===//
+
+#include "aicf/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace aicf {
+#define GEN_PASS_DEF_AICFAPPROXIMATEMATH
+#include "aicf/Transforms/Passes.h.inc"
+
+namespace {
+struct AICFApproximateMath
+    : impl::AICFApproximateMathBase<AICFApproximateMath> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    llvm::SmallVector<std::string> names(ops.begin(), ops.end());
+    if (names.empty())
+      names.push_back(math::ExpOp::getOperationName().str());
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(
+        patterns, [&](StringRef name) { return llvm::is_contained(names, name); });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+} // namespace aicf
