@@ -224,9 +224,10 @@ pub(crate) const KERNEL_MATH: &str = "builtin.module(math-expand-ops{ops=tanh})"
 pub(crate) const KERNELS_16BIT: &str = "builtin.module(math-extend-to-supported-types{target-type=f32},\
 arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32})";
 
-/// Before a CPU kernels module is lowered: every f32 `exp` becomes MLIR's
-/// inline polynomial (`aicf-approximate-math`), which vectorises with the
-/// loop around it, instead of a call to the vector library.
+/// Before a CPU kernels module is lowered, where the kernels use AVX-512:
+/// every f32 `exp` becomes MLIR's inline polynomial
+/// (`aicf-approximate-math`), which vectorises with the loop around it,
+/// instead of a call to the vector library.
 pub(crate) const KERNELS_APPROXIMATE: &str = "builtin.module(aicf-approximate-math{ops=math.exp})";
 
 /// The CPU kernels module to the LLVM dialect (bare-pointer calling

@@ -141,25 +141,32 @@ trait Micro {
     const MR: usize;
     /// Columns of a micro-tile (whole vector registers).
     const NR: usize;
-    /// The edge of the blocks [`Micro::transpose`] transposes (`NR` is a
+    /// The edge of the blocks [`Micro::TRANSPOSE`] transposes (`NR` is a
     /// multiple of it).
     const TRANSPOSED: usize;
-    /// `MR x NR` sums over `kc` words of depth, written to `out`.
-    ///
-    /// # Safety
-    /// The CPU has the kernel's instructions; `a` reads `MR` rows of `kc`
-    /// words, `b` holds `kc * NR` words; `out` as the kernel's store
-    /// requires (its rows `out.ldc` apart inside C).
-    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out);
-    /// Writes the transpose of the `TRANSPOSED x TRANSPOSED` words at `src`
-    /// (rows `src_stride` bytes apart) to `dst` (rows `dst_stride` words
-    /// apart).
-    ///
-    /// # Safety
-    /// The CPU has the kernel's instructions; the rows at `src` and `dst`
-    /// lie inside their buffers.
-    unsafe fn transpose(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize);
+    /// `MR x NR` sums over `kc` words of depth, written to `out` (see
+    /// [`MicroFn`]).
+    const MICRO: MicroFn;
+    /// Transposes `TRANSPOSED x TRANSPOSED` words (see [`TransposeFn`]).
+    const TRANSPOSE: TransposeFn;
 }
+
+/// A micro-kernel: `MR x NR` sums over `kc` words of depth, written to
+/// `out`.
+///
+/// # Safety
+/// The CPU has the kernel's instructions; `a` reads `MR` rows of `kc`
+/// words, `b` holds `kc * NR` words; `out` as the kernel's store requires
+/// (its rows `out.ldc` apart inside C).
+type MicroFn = unsafe fn(usize, AWords, *const u32, Out);
+
+/// Writes the transpose of the square block of words at `src` (rows
+/// `src_stride` bytes apart) to `dst` (rows `dst_stride` words apart).
+///
+/// # Safety
+/// The CPU has the kernel's instructions; the rows at `src` and `dst` lie
+/// inside their buffers.
+type TransposeFn = unsafe fn(*const u8, usize, *mut u32, usize);
 
 /// AVX-512's f32 kernel: 12 x 2 zmm accumulators, 2 for B, 1 broadcast.
 struct Avx512F32;
@@ -174,14 +181,8 @@ impl Micro for Avx512F32 {
     const MR: usize = 12;
     const NR: usize = 32;
     const TRANSPOSED: usize = 16;
-    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
-        // SAFETY: the caller's contract.
-        unsafe { micro_f32(kc, a, b, out) }
-    }
-    unsafe fn transpose(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize) {
-        // SAFETY: the caller's contract.
-        unsafe { transpose16(src, src_stride, dst, dst_stride) }
-    }
+    const MICRO: MicroFn = micro_f32;
+    const TRANSPOSE: TransposeFn = transpose16;
 }
 
 impl Micro for Avx512Bf16 {
@@ -189,14 +190,8 @@ impl Micro for Avx512Bf16 {
     const MR: usize = 12;
     const NR: usize = 32;
     const TRANSPOSED: usize = 16;
-    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
-        // SAFETY: the caller's contract.
-        unsafe { micro_bf16(kc, a, b, out) }
-    }
-    unsafe fn transpose(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize) {
-        // SAFETY: the caller's contract.
-        unsafe { transpose16(src, src_stride, dst, dst_stride) }
-    }
+    const MICRO: MicroFn = micro_bf16;
+    const TRANSPOSE: TransposeFn = transpose16;
 }
 
 impl Micro for Avx2F32 {
@@ -204,14 +199,8 @@ impl Micro for Avx2F32 {
     const MR: usize = 6;
     const NR: usize = 16;
     const TRANSPOSED: usize = 8;
-    unsafe fn micro(kc: usize, a: AWords, b: *const u32, out: Out) {
-        // SAFETY: the caller's contract.
-        unsafe { micro_avx2(kc, a, b, out) }
-    }
-    unsafe fn transpose(src: *const u8, src_stride: usize, dst: *mut u32, dst_stride: usize) {
-        // SAFETY: the caller's contract.
-        unsafe { transpose8(src, src_stride, dst, dst_stride) }
-    }
+    const MICRO: MicroFn = micro_avx2;
+    const TRANSPOSE: TransposeFn = transpose8;
 }
 
 struct F32;
@@ -580,7 +569,7 @@ unsafe fn pack_b<K: Micro>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, usiz
                 let vectored = whole / t * t;
                 for u0 in (0..vectored).step_by(t) {
                     for j0 in (0..K::NR).step_by(t) {
-                        K::transpose(column(j0).wrapping_add(u0 * 4), cs * bytes, out.add(u0 * K::NR + j0), K::NR);
+                        (K::TRANSPOSE)(column(j0).wrapping_add(u0 * 4), cs * bytes, out.add(u0 * K::NR + j0), K::NR);
                     }
                 }
                 for j in 0..K::NR {
@@ -713,7 +702,7 @@ unsafe fn block<K: Micro>(
         };
         // SAFETY: A's panel and B's hold kc words from u0; the tile's
         // `height x width` values are inside C.
-        unsafe { K::micro(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
+        unsafe { (K::MICRO)(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
     };
     // The order of the tiles: where the depth is one block, a row panel's
     // A (12 KiB) stays in L1 while B's panels pass (measured 5-15% faster
