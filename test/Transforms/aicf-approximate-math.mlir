@@ -3,6 +3,10 @@
 // RUN: aicf-opt %s --pass-pipeline='builtin.module(aicf-approximate-math)' | FileCheck %s
 // RUN: aicf-opt %s --pass-pipeline='builtin.module(aicf-approximate-math{ops=math.exp,math.tanh})' \
 // RUN:   | FileCheck %s --check-prefix=BOTH
+// A name MLIR has no approximation of (a typo) is refused, by name.
+// RUN: not aicf-opt %s --pass-pipeline='builtin.module(aicf-approximate-math{ops=math.expp})' 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD
+// BAD: aicf-approximate-math: 'math.expp' is not an op MLIR approximates
 // Values: the approximation against the expected exp and tanh.
 // RUN: aicf-opt %s --pass-pipeline='builtin.module(aicf-approximate-math{ops=math.exp,math.tanh})' \
 // RUN:   | aicf-opt --canonicalize | FileCheck %s --check-prefix=FOLD
