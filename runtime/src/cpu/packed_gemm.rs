@@ -871,7 +871,7 @@ unsafe fn micro_avx2(kc: usize, (a, row, step): AWords, b: *const u32, out: Out)
             let b1 = _mm256_loadu_ps(b.add(u * NR256 + 8) as *const f32);
             let at = a.add(u * step);
             for (r, acc) in acc.iter_mut().enumerate() {
-                let t = _mm256_broadcast_ss(&*(at.add(r * row) as *const f32));
+                let t = _mm256_set1_ps((at.add(r * row) as *const f32).read_unaligned());
                 acc[0] = _mm256_fmadd_ps(t, b0, acc[0]);
                 acc[1] = _mm256_fmadd_ps(t, b1, acc[1]);
             }
