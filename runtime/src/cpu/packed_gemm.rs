@@ -341,9 +341,10 @@ fn packed_sizes<K: Micro>(g: &LibraryGemm, direct_a: bool) -> (usize, usize, usi
 /// Whether A is read where it lies: its rows are contiguous, each word of
 /// depth is whole (an f32, or a pair of bf16 that never passes the row's
 /// end: `k` even), and its rows are not a multiple of 2 KiB apart: the
-/// L1's set is bits 6-11 of the address, so 12 rows 4 KiB apart would
-/// share one set of 8 ways and evict each other at every step (measured:
-/// a 1024 x 256 x 1024 product at 0.68x the packed speed).
+/// L1's set is bits 6-11 of the address, so 12 rows 4 KiB apart (an
+/// AVX-512 tile's) would share one set of 8 ways and evict each other at
+/// every step (measured: a 1024 x 256 x 1024 product at 0.68x the packed
+/// speed); AVX2's 6 rows keep the same rule, unmeasured apart.
 fn reads_a_directly<K: Micro>(g: &LibraryGemm) -> bool {
     let row_bytes = g.a_strides[0] * 4 / K::E::PER_WORD;
     g.a_strides[1] == 1 && g.k % K::E::PER_WORD == 0 && row_bytes % 2048 != 0
@@ -705,8 +706,9 @@ unsafe fn block<K: Micro>(
         unsafe { (K::MICRO)(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
     };
     // The order of the tiles: where the depth is one block, a row panel's
-    // A (12 KiB) stays in L1 while B's panels pass (measured 5-15% faster
-    // on the transformer's k = 256 products, AMD Zen 4); where it is
+    // A (12 KiB for AVX-512's tile, 6 for AVX2's) stays in L1 while B's
+    // panels pass (measured 5-15% faster with AVX-512 on the transformer's
+    // k = 256 products, AMD Zen 4); where it is
     // several, a column panel's B while A's pass (10-20% faster at
     // k = 1024).
     let panels = |rows: (usize, usize), cols: (usize, usize), u0: usize, kc: usize| {
