@@ -38,7 +38,7 @@ def AICFApproximateMath : Pass<"aicf-approximate-math", "::mlir::ModuleOp"> {
   }];
   let options = [
     ListOption<"ops", "ops", "std::string",
-               "The math ops to approximate, by name (math.exp, math.log, math.tanh, ...; default: math.exp)">,
+               "The math ops to approximate, by name (math.exp, math.log, math.tanh, ...; not math.rsqrt; default: math.exp)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::vector::VectorDialect"];
