@@ -187,11 +187,11 @@ impl Micro for Avx512F32 {
 
 impl Micro for Avx512Bf16 {
     type E = Bf16;
-    const MR: usize = 12;
-    const NR: usize = 32;
-    const TRANSPOSED: usize = 16;
+    const MR: usize = Avx512F32::MR;
+    const NR: usize = Avx512F32::NR;
+    const TRANSPOSED: usize = Avx512F32::TRANSPOSED;
     const MICRO: MicroFn = micro_bf16;
-    const TRANSPOSE: TransposeFn = transpose16;
+    const TRANSPOSE: TransposeFn = Avx512F32::TRANSPOSE;
 }
 
 impl Micro for Avx2F32 {
