@@ -31,6 +31,13 @@ benches() {
   AICF_BENCH_FLOPS=$((2 * 64 * 1024 * 1024 * 64)) ./gpu_bench bench/attention 20
   # the same in bf16 on the tensor cores, GPT-2 small's 8 x 12 heads
   AICF_BENCH_FLOPS=$((2 * 96 * 1024 * 1024 * 64)) ./gpu_bench bench/attention_bf16 50
+  # under other tilings (query fragments a warp, keys a tile, k/v buffers)
+  for v in bench/attention_bf16-*; do
+    AICF_BENCH_FLOPS=$((2 * 96 * 1024 * 1024 * 64)) ./gpu_bench "$v" 50
+  done
+  # forward and backward as a model's gradient runs them: the backward's
+  # five products counted as FlashAttention counts them (2.5x the forward)
+  AICF_BENCH_PROFILE=1 AICF_BENCH_FLOPS=$((7 * 96 * 1024 * 1024 * 64)) ./gpu_bench bench/attention_bf16_train 20
   ./gpu_bench cases/train_mlp784_sgd 500
   # aicf train's steps of the example models (Adam, their batch sizes)
   ./gpu_bench runs/digits_mlp/main 1000

@@ -200,6 +200,15 @@ def attention():
     ms = timed(lambda: sdpa(q, k, v, is_causal=True), 50, warm=5)
     flops = 2 * 96 * 1024 * 1024 * 64
     emit(bench="torch_attention_bf16_causal", ms=round(ms, 4), tflop_per_s=round(flops / ms / 1e9, 2))
+    # forward and backward of sum(attention * g): AICF's attention_bf16_train
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    g = torch.randn_like(q)
+
+    def train():
+        (sdpa(q, k, v, is_causal=True) * g).sum().backward()
+
+    ms = timed(train, 20, warm=5)
+    emit(bench="torch_attention_bf16_causal_train", ms=round(ms, 4), tflop_per_s=round(3.5 * flops / ms / 1e9, 2))
 
 
 if __name__ == "__main__":

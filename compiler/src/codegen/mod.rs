@@ -31,6 +31,7 @@ pub(crate) mod ops;
 mod prelude;
 pub mod target;
 
+pub use ops::flash::AttentionTile;
 pub use ops::gemm::mma::TensorCoreTile;
 pub use target::Target;
 pub use target::cpu::{KernelCache, compile_cpu};

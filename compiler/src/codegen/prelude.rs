@@ -5,6 +5,7 @@ pub(crate) use super::emit::{
     Kernel, cast_float, compute, flat_type, lines, narrow_element, numel, row_major_strides, simd_lanes,
 };
 pub(crate) use super::ops::attention::AttentionShape;
+pub(crate) use super::ops::flash::AttentionTile;
 pub(crate) use super::ops::gemm::mma::{TensorCoreTile, async_chunk, tensor_core_epilogue, tile_chunks};
 pub(crate) use super::ops::gemm::wgmma::{WGMMA_BK, WGMMA_STAGES};
 pub(crate) use super::ops::gemm::{Epilogue, GemmLayout, Tile};

@@ -514,10 +514,13 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             // Head sizes the GPU's tensor-core attention takes in f16/bf16
             // (multiples of 16): 80 queries (a full and a partial block of
             // 64) over 80 keys (a full and a partial tile of 64), causal;
-            // 40 queries over 100 keys, key head 32, value head 48, scaled.
+            // 40 queries over 100 keys, key head 32, value head 48, scaled;
+            // 300 queries over 300 keys, causal (three blocks of 128 rows,
+            // the last partial, over five tiles of 64 keys: both buffers of
+            // a double-buffered tile reused).
             "attention_heads",
-            "func.func @f(%q: tensor<2x80x64xf32>, %k: tensor<2x80x64xf32>, %v: tensor<2x80x64xf32>, %a: tensor<40x32xf32>, %b: tensor<100x32xf32>, %c: tensor<100x48xf32>) -> (tensor<2x80x64xf32>, tensor<40x48xf32>) {\n  %o = hl.attention %q, %k, %v causal : tensor<2x80x64xf32>, tensor<2x80x64xf32>, tensor<2x80x64xf32>\n  %p = hl.attention %a, %b, %c scale = 0.3 : tensor<40x32xf32>, tensor<100x32xf32>, tensor<100x48xf32>\n  return %o, %p : tensor<2x80x64xf32>, tensor<40x48xf32>\n}".into(),
-            vec![f32s(&[2, 80, 64], 81), f32s(&[2, 80, 64], 82), f32s(&[2, 80, 64], 83), f32s(&[40, 32], 84), f32s(&[100, 32], 85), f32s(&[100, 48], 86)],
+            "func.func @f(%q: tensor<2x80x64xf32>, %k: tensor<2x80x64xf32>, %v: tensor<2x80x64xf32>, %a: tensor<40x32xf32>, %b: tensor<100x32xf32>, %c: tensor<100x48xf32>, %x: tensor<1x300x32xf32>, %y: tensor<1x300x32xf32>, %z: tensor<1x300x16xf32>) -> (tensor<2x80x64xf32>, tensor<40x48xf32>, tensor<1x300x16xf32>) {\n  %o = hl.attention %q, %k, %v causal : tensor<2x80x64xf32>, tensor<2x80x64xf32>, tensor<2x80x64xf32>\n  %p = hl.attention %a, %b, %c scale = 0.3 : tensor<40x32xf32>, tensor<100x32xf32>, tensor<100x48xf32>\n  %r = hl.attention %x, %y, %z causal : tensor<1x300x32xf32>, tensor<1x300x32xf32>, tensor<1x300x16xf32>\n  return %o, %p, %r : tensor<2x80x64xf32>, tensor<40x48xf32>, tensor<1x300x16xf32>\n}".into(),
+            vec![f32s(&[2, 80, 64], 81), f32s(&[2, 80, 64], 82), f32s(&[2, 80, 64], 83), f32s(&[40, 32], 84), f32s(&[100, 32], 85), f32s(&[100, 48], 86), f32s(&[1, 300, 32], 87), f32s(&[1, 300, 32], 88), f32s(&[1, 300, 16], 89)],
         ),
         (
             // 35 rows of 37 classes (more than a warp's 32 lanes), mean,

@@ -11,7 +11,9 @@
 use crate::cpu::{kernel_cases, narrow_kernel_cases, out_dir, step_inputs};
 use aicf_compiler::{
     CompilerContext,
-    codegen::{GpuOptions, TensorCoreTile, compile_cpu, compile_gpu, compile_gpu_with, ptx_files, validate_ptx},
+    codegen::{
+        AttentionTile, GpuOptions, TensorCoreTile, compile_cpu, compile_gpu, compile_gpu_with, ptx_files, validate_ptx,
+    },
     interp::Interpreter,
     nn::DType,
     run_pipeline,
@@ -124,6 +126,72 @@ fn every_kernel_compiles_to_ptx_that_ptxas_accepts() {
         };
         write_case(&case, &dir);
     }
+    attention_tile_cases();
+}
+
+/// Tilings of the tensor-core attention beside the default, for tuning
+/// on a GPU: one fragment of 16 query rows a warp or two, tiles of 64 or
+/// 128 keys, one buffer of k and v or two.
+fn attention_tiles() -> Vec<AttentionTile> {
+    let t = |m_frags, keys, double_buffer| AttentionTile { m_frags, keys, double_buffer };
+    vec![t(1, 64, false), t(1, 64, true), t(2, 64, false), t(1, 128, true)]
+}
+
+/// The bf16 attention kernel case under every tiling of
+/// [`attention_tiles`], as bundle cases of their own (the GPU checks each
+/// against the interpreter, as the default's); a tiling the kernel cannot
+/// take is a clear error.
+fn attention_tile_cases() {
+    let (name, source, inputs) = narrow_kernel_cases(DType::BF16)
+        .into_iter()
+        .find(|(n, ..)| n == "attention_heads_bf16")
+        .expect("the attention_heads kernel case");
+    let ctx = CompilerContext::new();
+    let reference = ctx.parse(&source, &name).unwrap();
+    let want = Interpreter::new(&reference).run("f", &inputs).unwrap();
+    let mut planned = ctx.parse(&source, &name).unwrap();
+    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
+    for old in std::fs::read_dir(bundle_cases()).into_iter().flatten().flatten() {
+        if old.file_name().to_string_lossy().starts_with(&format!("kernel_{name}-")) {
+            std::fs::remove_dir_all(old.path()).unwrap();
+        }
+    }
+    for tile in attention_tiles() {
+        let variant = format!("{name}-{}", tile.name());
+        let dir = out_dir(&format!("gpu_kernel_{variant}"));
+        let options = GpuOptions { attention_tile: Some(tile), ..GpuOptions::default() };
+        let manifest =
+            compile_gpu_with(&ctx, &planned, "test", &dir, &options).unwrap_or_else(|e| panic!("{variant}: {e}"));
+        let heads = [(64, 64), (32, 48), (32, 16)].map(|(d, dv)| tile.shared_bytes(d, dv));
+        let calls: Vec<_> = manifest.functions[0].calls.iter().filter(|c| c.op == "ll.attention").collect();
+        assert_eq!(calls.len(), 3, "{variant}");
+        for (call, want) in calls.iter().zip(heads) {
+            assert_eq!(call.launch.unwrap().shared_bytes as usize, want, "{variant}");
+        }
+        ptxas_accepts(&dir, &variant);
+        let case = BundleCase {
+            name: format!("kernel_{variant}"),
+            function: "f".into(),
+            seed: 0,
+            tol: 2.0 / 256.0,
+            calls: vec![BundleCall {
+                inputs: inputs.iter().map(tensor_of).collect(),
+                outputs: want.iter().map(tensor_of).collect(),
+            }],
+            symbols: BTreeMap::new(),
+            nccl: false,
+        };
+        write_case(&case, &dir);
+    }
+    let bad = GpuOptions {
+        attention_tile: Some(AttentionTile { m_frags: 3, keys: 64, double_buffer: true }),
+        ..GpuOptions::default()
+    };
+    let err = compile_gpu_with(&ctx, &planned, "test", &out_dir("gpu_attention_bad_tile"), &bad).unwrap_err();
+    assert!(
+        err.to_string().contains("the attention tile option") && err.to_string().contains("m_frags must be 1 or 2"),
+        "{err}"
+    );
 }
 
 /// `steps` train steps of a model with `optimizer` on the CPU backend
@@ -329,6 +397,64 @@ fn benchmark_kernels_compile_to_ptx_that_ptxas_accepts() {
         copy_artifact(&dir, &bench);
     }
     gemm_tile_variants();
+    attention_benchmarks();
+}
+
+/// The bf16 attention benchmark under the other tilings
+/// ([`attention_tiles`]; `run.sh` times each as `attention_bf16-<tile>`),
+/// and its forward and backward as a model's gradient runs them
+/// (`attention_bf16_train`: `hl-autodiff` of sum(attention(q, k, v) * g),
+/// the backward recomputing the probabilities as GEMMs and a softmax
+/// backward).
+fn attention_benchmarks() {
+    let ah = "tensor<8x12x1024x64xbf16>";
+    let forward = format!(
+        "func.func @f(%q: {ah}, %k: {ah}, %v: {ah}) -> {ah} {{\n  %o = hl.attention %q, %k, %v causal : {ah}, {ah}, {ah}\n  return %o : {ah}\n}}"
+    );
+    let benches = bundle_cases().join("../bench");
+    for old in std::fs::read_dir(&benches).into_iter().flatten().flatten() {
+        if old.file_name().to_string_lossy().starts_with("attention_bf16-") {
+            std::fs::remove_dir_all(old.path()).unwrap();
+        }
+    }
+    let ctx = CompilerContext::new();
+    let mut planned = ctx.parse(&forward, "attention_bf16").unwrap();
+    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
+    for tile in attention_tiles() {
+        let name = format!("attention_bf16-{}", tile.name());
+        let dir = out_dir(&format!("gpu_bench_{name}"));
+        let options = GpuOptions { attention_tile: Some(tile), ..GpuOptions::default() };
+        compile_gpu_with(&ctx, &planned, "bench", &dir, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+        ptxas_accepts(&dir, &name);
+        copy_artifact(&dir, &benches.join(&name));
+    }
+    let mut train = String::new();
+    for p in ["q", "k", "v"] {
+        train += &format!("hl.param @{p} : {ah} owner \"\" init <normal>\n");
+    }
+    train += &format!("func.func @loss(%g: {ah}) -> tensor<bf16> {{\n");
+    for p in ["q", "k", "v"] {
+        train += &format!("  %{p} = hl.get_param @{p} : {ah}\n");
+    }
+    train += &format!(
+        "  %o = hl.attention %q, %k, %v causal : {ah}, {ah}, {ah}\n  %w = hl.mul %o, %g : {ah}, {ah}\n  \
+         %l = hl.reduce_sum %w axes = [0, 1, 2, 3] : {ah}\n  return %l : tensor<bf16>\n}}\n"
+    );
+    let mut module = ctx.parse(&train, "attention_bf16_train").unwrap();
+    run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff)").unwrap();
+    // The gradient function as the `f` gpu_bench runs.
+    let text = module.as_operation().to_string().replace("func.func @loss(", "func.func @forward(");
+    let text = text.replace("func.func @loss_grad(", "func.func @f(");
+    let mut planned = ctx.parse(&text, "attention_bf16_train").unwrap();
+    run_pipeline(&ctx, &mut planned, "builtin.module(hl-fuse-elementwise,convert-hl-to-ll,ll-plan-memory)").unwrap();
+    let dir = out_dir("gpu_bench_attention_bf16_train");
+    let manifest = compile_gpu(&ctx, &planned, "bench", &dir).unwrap();
+    let f = manifest.functions.iter().find(|f| f.name == "f").expect("the gradient function as f");
+    assert!(f.calls.iter().any(|c| c.op == "ll.attention"), "the forward's fused kernel in the gradient");
+    ptxas_accepts(&dir, "attention_bf16_train");
+    let bench = benches.join("attention_bf16_train");
+    let _ = std::fs::remove_dir_all(&bench);
+    copy_artifact(&dir, &bench);
 }
 
 /// The bf16 GEMM benchmark under other tilings than the default, for

@@ -7,14 +7,55 @@ use crate::codegen::ops::attention::AttentionShape;
 use crate::codegen::ops::gemm::mma::{async_chunk, fragment_register, mma_16816, tile_chunks};
 use crate::codegen::prelude::*;
 
-/// Query rows per block: 4 warps of 16.
-pub(crate) const TC_QUERIES: usize = 64;
-
-/// Keys per shared-memory tile.
-pub(crate) const TC_KEYS: usize = 64;
-
-/// Threads per block.
+/// Threads per block: 4 warps.
 const TC_THREADS: usize = 128;
+
+/// A tiling of the tensor-core attention: [`AttentionTile::DEFAULT`], or
+/// another for tuning (`GpuOptions::attention_tile`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionTile {
+    /// 16-row query fragments per warp, 1 or 2: a block takes 4 warps x 16
+    /// x `m_frags` query rows. Two share each k and v fragment read from
+    /// shared memory between two products.
+    pub m_frags: usize,
+    /// Keys per shared-memory tile: 64 or 128.
+    pub keys: usize,
+    /// Whether the next tile's k and v are copied while this tile's
+    /// products run (two buffers of each), rather than between them.
+    pub double_buffer: bool,
+}
+
+impl AttentionTile {
+    /// 128 query rows a block (2 fragments a warp), tiles of 64 keys,
+    /// double-buffered.
+    pub const DEFAULT: AttentionTile = AttentionTile { m_frags: 2, keys: 64, double_buffer: true };
+
+    /// Query rows per block.
+    pub fn queries(&self) -> usize {
+        TC_THREADS / 32 * 16 * self.m_frags
+    }
+
+    /// Shared memory a block takes for heads of `d` (q, k) and `dv` (v):
+    /// q's block, and one or two tiles of k and v, rows padded by 8
+    /// elements.
+    pub fn shared_bytes(&self, d: usize, dv: usize) -> usize {
+        let buffers = if self.double_buffer { 2 } else { 1 };
+        (self.queries() * (d + 8) + buffers * self.keys * (d + 8 + dv + 8)) * 2
+    }
+
+    /// A clear error for a tiling the kernel cannot take.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if !matches!(self.m_frags, 1 | 2) || !matches!(self.keys, 64 | 128) {
+            return Err(format!("{self:?}: m_frags must be 1 or 2, keys 64 or 128"));
+        }
+        Ok(())
+    }
+
+    /// A short name: `m2k64d` (m_frags, keys, `d` if double-buffered).
+    pub fn name(&self) -> String {
+        format!("m{}k{}{}", self.m_frags, self.keys, if self.double_buffer { "d" } else { "" })
+    }
+}
 
 /// Whether the tensor-core form takes `a` with operands `specs`: q, k and v
 /// all f16 or all bf16, head sizes multiples of 16 up to 128.
@@ -28,41 +69,65 @@ pub(crate) fn tensor_core_attention(a: &AttentionShape, specs: &[(Vec<usize>, DT
         && a.s > 0
 }
 
+/// 2^x by the special-function unit, subnormal results flushed to zero
+/// (`ex2.approx.ftz.f32`, FlashAttention's `exp2f` under fast math):
+/// `math.exp2` becomes libdevice's, whose `ex2.approx.f32` keeps
+/// subnormals with a scaling before and after.
+fn ex2(k: &mut Kernel, x: &str) -> String {
+    k.val(&format!("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f32\"({x}) : (f32) -> f32"))
+}
+
 impl Generator {
-    /// Block (b, tile) takes [`TC_QUERIES`] query rows of batch b, 16 per
-    /// warp, their fragments loaded once from shared memory by `ldmatrix`.
-    /// It walks the keys in tiles of [`TC_KEYS`] rows of k and v, copied by
-    /// `cp.async` into shared memory (rows padded by 8 elements, so the
+    /// Block (b, tile) takes `tile.queries()` query rows of batch b, 16 x
+    /// `m_frags` per warp, their fragments loaded once from shared memory
+    /// by `ldmatrix`; under a causal mask the blocks of the last rows (the
+    /// most keys) are numbered first, so the short ones finish the grid.
+    /// It walks the keys in tiles of `tile.keys` rows of k and v, copied
+    /// by `cp.async` into shared memory (rows padded by 8 elements, so the
     /// eight 16-byte rows an `ldmatrix` reads fall in distinct banks; rows
-    /// past the last key zero-filled). Per tile each warp computes its 16 x
-    /// 64 scores S = q k^T with `mma.sync` (f32 accumulators: lane 4g + c
-    /// holds rows g and g + 8, columns 2c and 2c + 1 of each 8-key
-    /// fragment), scales and masks them (causal: key <= row; keys past the
-    /// last), and folds them into the online softmax: row maxima over the
-    /// four lanes of a row by xor shuffles, the output accumulator rescaled
-    /// by e^(m - m'), the probabilities e^(s - m') rounded to the operand
+    /// past the last key zero-filled); double-buffered, the next tile's
+    /// copies are issued before this tile's products and waited for at the
+    /// top of the next iteration, one barrier a tile. Per tile each warp
+    /// computes its scores S = q k^T with `mma.sync` (f32 accumulators:
+    /// lane 4g + c holds rows g and g + 8, columns 2c and 2c + 1 of each
+    /// 8-key fragment; each k fragment read once for the warp's query
+    /// fragments), masks them only in tiles that reach past the warp's
+    /// first row (causal: key <= row) or past the last key, and folds them
+    /// into the online softmax in base 2 as FlashAttention-2 does: the
+    /// scale times log2(e) goes into one multiply-add before `exp2`, so a
+    /// score costs a multiply-add, an `ex2` and its max and sum. Row maxima
+    /// over the four lanes of a row by xor shuffles, the output accumulator
+    /// rescaled by 2^((m - m') c), the probabilities rounded to the operand
     /// type and, being in the layout of an `mma` A fragment already, used
     /// directly for O += P v (v's fragments by transposing `ldmatrix`).
     /// Each lane's running sum is its own columns' until the end, when the
     /// row's four lanes add theirs; the output is O / l. Causal blocks stop
     /// at the tile past their last row.
-    pub(crate) fn gpu_attention_tc(&mut self, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+    pub(crate) fn gpu_attention_tc(
+        &mut self,
+        a: &AttentionShape,
+        specs: &[(Vec<usize>, DType)],
+        tile: AttentionTile,
+    ) -> Kernels {
         let et = specs[0].1;
         let e = et.mlir();
         let (d, dv, l, s) = (a.d, a.dv, a.l, a.s);
-        let (bq, bk, threads) = (TC_QUERIES, TC_KEYS, TC_THREADS);
+        let mf = tile.m_frags;
+        let (bq, bk, threads) = (tile.queries(), tile.keys, TC_THREADS);
+        let buffers = if tile.double_buffer { 2 } else { 1 };
         let (q_ld, k_ld, v_ld) = (d + 8, d + 8, dv + 8);
+        // Elements of q's block and of one tile of k and of v.
         let (q_el, k_el, v_el) = (bq * q_ld, bk * k_ld, bk * v_ld);
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let (tq, tk, tv, to) = (ty(0), ty(1), ty(2), ty(3));
         let shared = |n: usize| format!("memref<{n}x{e}, #gpu.address_space<workgroup>>");
-        let (sq, sk, sv) = (shared(q_el), shared(k_el), shared(v_el));
+        let (sq, sk, sv) = (shared(q_el), shared(buffers * k_el), shared(buffers * v_el));
 
         let mut k = Kernel::new();
         let dynamic = "memref<?xi8, #gpu.address_space<workgroup>>";
         k.line(&format!("%smem = gpu.dynamic_shared_memory : {dynamic}"));
         let k_at = k.index(q_el * 2);
-        let v_at = k.index((q_el + k_el) * 2);
+        let v_at = k.index((q_el + buffers * k_el) * 2);
         k.line(&format!("%Qs = memref.view %smem[%c0][] : {dynamic} to {sq}"));
         k.line(&format!("%Ks = memref.view %smem[{k_at}][] : {dynamic} to {sk}"));
         k.line(&format!("%Vs = memref.view %smem[{v_at}][] : {dynamic} to {sv}"));
@@ -71,8 +136,12 @@ impl Generator {
         let tiles = l.div_ceil(bq);
         let tiles_c = k.index(tiles);
         let b = k.val(&format!("arith.divui {block}, {tiles_c} : index"));
-        let tile = k.val(&format!("arith.remui {block}, {tiles_c} : index"));
-        let first = k.mad(&tile, bq, "%c0");
+        let mut q_tile = k.val(&format!("arith.remui {block}, {tiles_c} : index"));
+        if a.causal {
+            let last = k.index(tiles - 1);
+            q_tile = k.val(&format!("arith.subi {last}, {q_tile} : index"));
+        }
+        let first = k.mad(&q_tile, bq, "%c0");
         let (c32, c8, c4, c2) = (k.index(32), k.index(8), k.index(4), k.index(2));
         let lane = k.val(&format!("arith.remui {tid}, {c32} : index"));
         let warp = k.val(&format!("arith.divui {tid}, {c32} : index"));
@@ -82,31 +151,42 @@ impl Generator {
         let q_hi = k.val(&format!("arith.divui {quad}, {c2} : index"));
         let g = k.val(&format!("arith.divui {lane}, {c4} : index"));
         let c = k.val(&format!("arith.remui {lane}, {c4} : index"));
-        let wm0 = k.mad(&warp, 16, "%c0");
+        // The warp's first row in the block.
+        let wm0 = k.mad(&warp, 16 * mf, "%c0");
         let (l_c, s_c) = (k.index(l), k.index(s));
         let q_base = k.mad(&b, l * d, "%c0");
         let k_base = k.mad(&b, s * d, "%c0");
         let v_base = k.mad(&b, s * dv, "%c0");
         let o_base = k.mad(&b, l * dv, "%c0");
 
-        // Copies `rows x cols` at row r0 (of `limit` rows) of buffer `buf`
-        // into `smem` (row length `ld`) and waits for the copies.
-        let copy = |k: &mut Kernel,
-                    (buf, gty, base): (&str, &str, &str),
-                    (r0, limit): (&str, &str),
-                    (rows, cols): (usize, usize),
-                    (smem, st, ld): (&str, &str, usize)| {
+        // Issues the copies of `rows x cols` at row r0 (of `limit` rows) of
+        // buffer `buf` into `smem` (row length `ld`) from element `offset`,
+        // as one group of copies.
+        let issue = |k: &mut Kernel,
+                     (buf, gty, base): (&str, &str, &str),
+                     (r0, limit): (&str, &str),
+                     (rows, cols): (usize, usize),
+                     (smem, st, ld): (&str, &str, usize),
+                     offset: &str| {
             let cl = k.index(cols);
             let mut tokens = Vec::new();
             for ch in tile_chunks(k, &tid, threads, rows, cols, base, r0, "%c0", limit, cols) {
-                let col = k.mad(&ch.chunk, 8, "%c0");
+                let col = k.mad(&ch.chunk, 8, offset);
                 let at = k.mad(&ch.r, ld, &col);
                 tokens.push(async_chunk(k, &ch, &cl, buf, gty, smem, st, &at));
             }
             k.val(&format!("nvgpu.device_async_create_group {}", tokens.join(", ")));
-            k.line("nvvm.cp.async.wait.group 0");
         };
-        copy(&mut k, ("%b0", &tq, &q_base), (&first, &l_c), (bq, d), ("%Qs", &sq, q_ld));
+        // k's and v's tile from key t0 into buffer offsets (ko, vo).
+        let issue_kv = |k: &mut Kernel, t0: &str, (ko, vo): (&str, &str)| {
+            issue(k, ("%b1", &tk, &k_base), (t0, &s_c), (bk, d), ("%Ks", &sk, k_ld), ko);
+            issue(k, ("%b2", &tv, &v_base), (t0, &s_c), (bk, dv), ("%Vs", &sv, v_ld), vo);
+        };
+        issue(&mut k, ("%b0", &tq, &q_base), (&first, &l_c), (bq, d), ("%Qs", &sq, q_ld), "%c0");
+        if tile.double_buffer {
+            issue_kv(&mut k, "%c0", ("%c0", "%c0"));
+        }
+        k.line("nvvm.cp.async.wait.group 0");
         k.line("gpu.barrier");
 
         let frag = format!("vector<4x2x{e}>");
@@ -120,7 +200,7 @@ impl Generator {
         };
         let mma = |k: &mut Kernel, a: &[String], b: &[String], acc: &[String]| mma_16816(k, a, b, acc, et);
 
-        // The warp's query fragments, one per 16 of the head.
+        // The warp's query fragments: [m][one per 16 of the head].
         let a_lane = {
             let row = k.mad(&q_lo, 8, &r8);
             let row = k.add(&wm0, &row);
@@ -128,11 +208,16 @@ impl Generator {
             k.mad(&row, q_ld, &col)
         };
         let mut q_frags = Vec::new();
-        for ks in 0..d / 16 {
-            let at = k.mad("%c1", ks * 16, &a_lane);
-            let f =
-                k.val(&format!("nvgpu.ldmatrix %Qs[{at}] {{numTiles = 4 : i32, transpose = false}} : {sq} -> {frag}"));
-            q_frags.push((0..4).map(|i| reg(&mut k, &f, i)).collect::<Vec<_>>());
+        for m in 0..mf {
+            let mut frags = Vec::new();
+            for ks in 0..d / 16 {
+                let at = k.mad("%c1", m * 16 * q_ld + ks * 16, &a_lane);
+                let f = k.val(&format!(
+                    "nvgpu.ldmatrix %Qs[{at}] {{numTiles = 4 : i32, transpose = false}} : {sq} -> {frag}"
+                ));
+                frags.push((0..4).map(|i| reg(&mut k, &f, i)).collect::<Vec<_>>());
+            }
+            q_frags.push(frags);
         }
         // k's fragments (stored keys x head: mma's column-major B as is):
         // lane row r + 8 q_hi, column 8 q_lo; v's (stored keys x dv: B
@@ -151,6 +236,11 @@ impl Generator {
         let f32t = DType::F32;
         let ninf = k.float(f64::NEG_INFINITY, f32t);
         let zero = k.float(0.0, f32t);
+        // Scores are kept unscaled where the scale is positive (the max of
+        // s and of s x scale are at the same key), and exponentiated as
+        // 2^(s c - m c) with c = scale log2(e); else scaled first.
+        let positive = a.scale > 0.0;
+        let c_exp = k.float(if positive { a.scale * std::f64::consts::LOG2_E } else { std::f64::consts::LOG2_E }, f32t);
         let scale = k.float(a.scale, f32t);
         let (bq_c, bk_c) = (k.index(bq), k.index(bk));
         let hi = if a.causal {
@@ -161,150 +251,233 @@ impl Generator {
         };
         let width = k.val("arith.constant 32 : i32");
         let (one_i, two_i) = (k.val("arith.constant 1 : i32"), k.val("arith.constant 2 : i32"));
-        // This lane's rows g and g + 8 of the block.
-        let row_g = k.add(&first, &wm0);
-        let row_g = k.add(&row_g, &g);
-        let row_g8 = k.mad("%c1", 8, &row_g);
+        // The warp's first row, and this lane's rows g and g + 8 of each
+        // of its fragments.
+        let warp_row = k.add(&first, &wm0);
+        let lane_row = k.add(&warp_row, &g);
+        let rows: Vec<[String; 2]> =
+            (0..mf).map(|m| [k.mad("%c1", 16 * m, &lane_row), k.mad("%c1", 16 * m + 8, &lane_row)]).collect();
         let o_frags = dv / 8;
-        // Carried: the running max of rows g and g + 8, this lane's share of
-        // their sums, and the output accumulators (4 per 8-column fragment).
-        let mut init = vec![ninf.clone(), ninf.clone(), zero.clone(), zero.clone()];
-        init.extend(std::iter::repeat_n(zero.clone(), o_frags * 4));
+        // Carried per query fragment: the running max of rows g and g + 8
+        // (unscaled where the scale is positive), this lane's share of their
+        // sums, and the output accumulators (4 per 8-column fragment).
+        let per = 4 + o_frags * 4;
+        let mut init = Vec::new();
+        for _ in 0..mf {
+            init.extend([ninf.clone(), ninf.clone(), zero.clone(), zero.clone()]);
+            init.extend(std::iter::repeat_n(zero.clone(), o_frags * 4));
+        }
         let (t0, carried, results) = k.open_reduce_all("%c0", &hi, &bk_c, &init, "f32");
-        // Every warp done with the last tile before it is overwritten.
-        k.line("gpu.barrier");
-        copy(&mut k, ("%b1", &tk, &k_base), (&t0, &s_c), (bk, d), ("%Ks", &sk, k_ld));
-        copy(&mut k, ("%b2", &tv, &v_base), (&t0, &s_c), (bk, dv), ("%Vs", &sv, v_ld));
-        k.line("gpu.barrier");
+        let (ko, vo) = if tile.double_buffer {
+            // This tile's copies landed (the wait) in every thread, and every
+            // warp is done with the other buffer (the barrier): the next
+            // tile's copies go there.
+            k.line("nvvm.cp.async.wait.group 0");
+            k.line("gpu.barrier");
+            let step = k.val(&format!("arith.divui {t0}, {bk_c} : index"));
+            let parity = k.val(&format!("arith.remui {step}, {c2} : index"));
+            let ko = k.mad(&parity, k_el, "%c0");
+            let vo = k.mad(&parity, v_el, "%c0");
+            let next = k.add(&t0, &bk_c);
+            let more = k.val(&format!("arith.cmpi ult, {next}, {hi} : index"));
+            k.line(&format!("scf.if {more} {{"));
+            k.depth += 1;
+            let (k_el_c, v_el_c) = (k.index(k_el), k.index(v_el));
+            let nko = k.val(&format!("arith.subi {k_el_c}, {ko} : index"));
+            let nvo = k.val(&format!("arith.subi {v_el_c}, {vo} : index"));
+            issue_kv(&mut k, &next, (&nko, &nvo));
+            k.close();
+            (ko, vo)
+        } else {
+            // Every warp done with the last tile before it is overwritten.
+            k.line("gpu.barrier");
+            issue_kv(&mut k, &t0, ("%c0", "%c0"));
+            k.line("nvvm.cp.async.wait.group 0");
+            k.line("gpu.barrier");
+            ("%c0".to_string(), "%c0".to_string())
+        };
 
-        // S = q k^T: bk / 8 fragments of 16 x 8.
+        // S = q k^T: [m][bk / 8 fragments of 16 x 8].
         let s_frags = bk / 8;
-        let mut sacc: Vec<Vec<String>> = vec![vec![zero.clone(); 4]; s_frags];
-        for (ks, qf) in q_frags.iter().enumerate() {
+        let mut sacc: Vec<Vec<Vec<String>>> = vec![vec![vec![zero.clone(); 4]; s_frags]; mf];
+        for ks in 0..d / 16 {
             for np in 0..bk / 16 {
                 let at = k.mad("%c1", np * 16 * k_ld + ks * 16, &k_lane);
+                let at = k.add(&at, &ko);
                 let f = k.val(&format!(
                     "nvgpu.ldmatrix %Ks[{at}] {{numTiles = 4 : i32, transpose = false}} : {sk} -> {frag}"
                 ));
                 let r: Vec<String> = (0..4).map(|i| reg(&mut k, &f, i)).collect();
-                sacc[2 * np] = mma(&mut k, qf, &r[..2], &sacc[2 * np]);
-                sacc[2 * np + 1] = mma(&mut k, qf, &r[2..], &sacc[2 * np + 1]);
-            }
-        }
-        // Scale and mask: register i of fragment ni is row g + 8 (i / 2),
-        // key t0 + 8 ni + 2 c + i % 2.
-        let key0 = k.mad(&c, 2, &t0);
-        let mut maxes = [ninf.clone(), ninf.clone()];
-        for (ni, fr) in sacc.iter_mut().enumerate() {
-            for (i, v) in fr.iter_mut().enumerate() {
-                let key = k.mad("%c1", ni * 8 + i % 2, &key0);
-                let mut ok = k.val(&format!("arith.cmpi ult, {key}, {s_c} : index"));
-                if a.causal {
-                    let row = if i / 2 == 0 { &row_g } else { &row_g8 };
-                    let seen = k.val(&format!("arith.cmpi ule, {key}, {row} : index"));
-                    ok = k.val(&format!("arith.andi {ok}, {seen} : i1"));
+                for (m, acc) in sacc.iter_mut().enumerate() {
+                    acc[2 * np] = mma(&mut k, &q_frags[m][ks], &r[..2], &acc[2 * np]);
+                    acc[2 * np + 1] = mma(&mut k, &q_frags[m][ks], &r[2..], &acc[2 * np + 1]);
                 }
-                let scaled = k.fop("mulf", v, &scale, f32t);
-                *v = k.val(&format!("arith.select {ok}, {scaled}, {ninf} : f32"));
-                maxes[i / 2] = k.val(&format!("arith.maximumf {}, {v} : f32", maxes[i / 2]));
             }
         }
-        // Each row's max over its four lanes, then the new running max (0
-        // where the row has seen no key yet, so no -inf - -inf).
-        let mut m_use = Vec::new();
-        let mut m_new = Vec::new();
-        let mut alpha = Vec::new();
-        for h in 0..2 {
-            let mut m = maxes[h].clone();
-            for o in [&one_i, &two_i] {
-                k.n += 1;
-                let other = format!("%s{}", k.n);
-                k.line(&format!("{other}, %v{} = gpu.shuffle xor {m}, {o}, {width} : f32", k.n));
-                m = k.val(&format!("arith.maximumf {m}, {other} : f32"));
-            }
-            let mn = k.val(&format!("arith.maximumf {}, {m} : f32", carried[h]));
-            let none = k.val(&format!("arith.cmpf oeq, {mn}, {ninf} : f32"));
-            let mu = k.val(&format!("arith.select {none}, {zero}, {mn} : f32"));
-            let dm = k.fop("subf", &carried[h], &mu, f32t);
-            alpha.push(k.val(&format!("math.exp {dm} : f32")));
-            m_new.push(mn);
-            m_use.push(mu);
-        }
-        // Probabilities and this lane's sums.
-        let mut sums = [zero.clone(), zero.clone()];
-        for fr in sacc.iter_mut() {
-            for (i, v) in fr.iter_mut().enumerate() {
-                let ds = k.fop("subf", v, &m_use[i / 2], f32t);
-                *v = k.val(&format!("math.exp {ds} : f32"));
-                sums[i / 2] = k.fop("addf", &sums[i / 2], v, f32t);
+        if !positive {
+            for v in sacc.iter_mut().flatten().flatten() {
+                *v = k.fop("mulf", v, &scale, f32t);
             }
         }
-        let mut next = m_new.clone();
-        for h in 0..2 {
-            let kept = k.fop("mulf", &carried[2 + h], &alpha[h], f32t);
-            next.push(k.fop("addf", &kept, &sums[h], f32t));
+        // The mask, only in a tile with a key past the warp's first row
+        // (causal) or past the last key: register i of fragment ni is row
+        // g + 8 (i / 2), key t0 + 8 ni + 2 c + i % 2.
+        let tile_end = k.add(&t0, &bk_c);
+        let edge = if a.causal {
+            let after_first = k.mad("%c1", 1, &warp_row);
+            Some(k.val(&format!("arith.minui {after_first}, {s_c} : index")))
+        } else if !s.is_multiple_of(bk) {
+            Some(s_c.clone())
+        } else {
+            None
+        };
+        if let Some(edge) = edge {
+            let need = k.val(&format!("arith.cmpi ugt, {tile_end}, {edge} : index"));
+            let flat: Vec<String> = sacc.iter().flatten().flatten().cloned().collect();
+            let types = vec!["f32".to_string(); flat.len()];
+            let out = k.open_if(&need, &types);
+            let key0 = k.mad(&c, 2, &t0);
+            let mut masked = Vec::new();
+            for (m, acc) in sacc.iter().enumerate() {
+                for (ni, fr) in acc.iter().enumerate() {
+                    for (i, v) in fr.iter().enumerate() {
+                        let key = k.mad("%c1", ni * 8 + i % 2, &key0);
+                        let mut ok = k.val(&format!("arith.cmpi ult, {key}, {s_c} : index"));
+                        if a.causal {
+                            let seen = k.val(&format!("arith.cmpi ule, {key}, {} : index", rows[m][i / 2]));
+                            ok = k.val(&format!("arith.andi {ok}, {seen} : i1"));
+                        }
+                        masked.push(k.val(&format!("arith.select {ok}, {v}, {ninf} : f32")));
+                    }
+                }
+            }
+            k.else_carry(&masked, &types);
+            k.close_carry(&flat, &types);
+            let mut out = out.into_iter();
+            for v in sacc.iter_mut().flatten().flatten() {
+                *v = out.next().unwrap_or_default();
+            }
         }
-        let mut oacc: Vec<Vec<String>> = (0..o_frags)
-            .map(|on| (0..4).map(|i| k.fop("mulf", &carried[4 + on * 4 + i], &alpha[i / 2], f32t)).collect::<Vec<_>>())
-            .collect();
+
+        let mut next = Vec::new();
+        for (m, acc) in sacc.iter_mut().enumerate() {
+            let state = &carried[m * per..(m + 1) * per];
+            // Each row's max over its four lanes, then the new running max
+            // (0 where the row has seen no key yet, so no -inf - -inf).
+            let mut maxes = [ninf.clone(), ninf.clone()];
+            for fr in acc.iter() {
+                for (i, v) in fr.iter().enumerate() {
+                    maxes[i / 2] = k.val(&format!("arith.maximumf {}, {v} : f32", maxes[i / 2]));
+                }
+            }
+            let mut m_new = Vec::new();
+            let mut m_scaled = Vec::new();
+            let mut alpha = Vec::new();
+            for h in 0..2 {
+                let mut mx = maxes[h].clone();
+                for o in [&one_i, &two_i] {
+                    k.n += 1;
+                    let other = format!("%s{}", k.n);
+                    k.line(&format!("{other}, %v{} = gpu.shuffle xor {mx}, {o}, {width} : f32", k.n));
+                    mx = k.val(&format!("arith.maximumf {mx}, {other} : f32"));
+                }
+                let mn = k.val(&format!("arith.maximumf {}, {mx} : f32", state[h]));
+                let none = k.val(&format!("arith.cmpf oeq, {mn}, {ninf} : f32"));
+                let mu = k.val(&format!("arith.select {none}, {zero}, {mn} : f32"));
+                let dm = k.fop("subf", &state[h], &mu, f32t);
+                let dm = k.fop("mulf", &dm, &c_exp, f32t);
+                alpha.push(ex2(&mut k, &dm));
+                m_scaled.push(k.fop("mulf", &mu, &c_exp, f32t));
+                m_new.push(mn);
+            }
+            // Probabilities 2^(s c - m c) and this lane's sums.
+            let mut sums = [zero.clone(), zero.clone()];
+            for fr in acc.iter_mut() {
+                for (i, v) in fr.iter_mut().enumerate() {
+                    let sc = k.fop("mulf", v, &c_exp, f32t);
+                    let x = k.fop("subf", &sc, &m_scaled[i / 2], f32t);
+                    *v = ex2(&mut k, &x);
+                    sums[i / 2] = k.fop("addf", &sums[i / 2], v, f32t);
+                }
+            }
+            next.extend(m_new);
+            for h in 0..2 {
+                let kept = k.fop("mulf", &state[2 + h], &alpha[h], f32t);
+                next.push(k.fop("addf", &kept, &sums[h], f32t));
+            }
+            for i in 0..o_frags * 4 {
+                next.push(k.fop("mulf", &state[4 + i], &alpha[(i % 4) / 2], f32t));
+            }
+        }
         // O += P v, 16 keys at a time: fragments 2 kk and 2 kk + 1 of P are
-        // the A fragment (rows g, g + 8; keys 2c, 2c + 1, then + 8).
+        // the A fragment (rows g, g + 8; keys 2c, 2c + 1, then + 8); each v
+        // fragment read once for the warp's query fragments.
         for kk in 0..bk / 16 {
-            let (p0, p1) = (&sacc[2 * kk], &sacc[2 * kk + 1]);
-            let pa = vec![
-                pack(&mut k, &p0[0], &p0[1]),
-                pack(&mut k, &p0[2], &p0[3]),
-                pack(&mut k, &p1[0], &p1[1]),
-                pack(&mut k, &p1[2], &p1[3]),
-            ];
+            let pa: Vec<Vec<String>> = sacc
+                .iter()
+                .map(|acc| {
+                    let (p0, p1) = (&acc[2 * kk], &acc[2 * kk + 1]);
+                    vec![
+                        pack(&mut k, &p0[0], &p0[1]),
+                        pack(&mut k, &p0[2], &p0[3]),
+                        pack(&mut k, &p1[0], &p1[1]),
+                        pack(&mut k, &p1[2], &p1[3]),
+                    ]
+                })
+                .collect();
             for np in 0..dv / 16 {
                 let at = k.mad("%c1", kk * 16 * v_ld + np * 16, &v_lane);
+                let at = k.add(&at, &vo);
                 let f = k.val(&format!(
                     "nvgpu.ldmatrix %Vs[{at}] {{numTiles = 4 : i32, transpose = true}} : {sv} -> {frag}"
                 ));
                 let r: Vec<String> = (0..4).map(|i| reg(&mut k, &f, i)).collect();
-                oacc[2 * np] = mma(&mut k, &pa, &r[..2], &oacc[2 * np]);
-                oacc[2 * np + 1] = mma(&mut k, &pa, &r[2..], &oacc[2 * np + 1]);
+                for (m, p) in pa.iter().enumerate() {
+                    for (half, regs) in [&r[..2], &r[2..]].into_iter().enumerate() {
+                        let at = m * per + 4 + (2 * np + half) * 4;
+                        let acc = next[at..at + 4].to_vec();
+                        let out = mma(&mut k, p, regs, &acc);
+                        next.splice(at..at + 4, out);
+                    }
+                }
             }
         }
-        next.extend(oacc.into_iter().flatten());
         k.close_with_all(&next, "f32");
 
         // Each row's sum over its four lanes; the rows inside the output
         // stored as O / l.
-        let mut totals = Vec::new();
-        for h in 0..2 {
-            let mut t = results[2 + h].clone();
-            for o in [&one_i, &two_i] {
-                k.n += 1;
-                let other = format!("%s{}", k.n);
-                k.line(&format!("{other}, %v{} = gpu.shuffle xor {t}, {o}, {width} : f32", k.n));
-                t = k.val(&format!("arith.addf {t}, {other} : f32"));
-            }
-            totals.push(t);
-        }
         let col0 = k.mad(&c, 2, "%c0");
-        for h in 0..2 {
-            let row = if h == 0 { &row_g } else { &row_g8 };
-            let inside = k.val(&format!("arith.cmpi ult, {row}, {l_c} : index"));
-            k.line(&format!("scf.if {inside} {{"));
-            k.depth += 1;
-            let ob = k.mad(row, dv, &o_base);
-            let ob = k.add(&ob, &col0);
-            for on in 0..o_frags {
-                for j in 0..2 {
-                    let o = &results[4 + on * 4 + 2 * h + j];
-                    let y = k.fop("divf", o, &totals[h], f32t);
-                    let at = k.mad("%c1", on * 8 + j, &ob);
-                    k.store(&y, "%b3", &at, &to);
+        let one = k.float(1.0, f32t);
+        for (m, row_pair) in rows.iter().enumerate() {
+            let state = &results[m * per..(m + 1) * per];
+            for (h, row) in row_pair.iter().enumerate() {
+                let mut t = state[2 + h].clone();
+                for o in [&one_i, &two_i] {
+                    k.n += 1;
+                    let other = format!("%s{}", k.n);
+                    k.line(&format!("{other}, %v{} = gpu.shuffle xor {t}, {o}, {width} : f32", k.n));
+                    t = k.val(&format!("arith.addf {t}, {other} : f32"));
                 }
+                let inv = k.fop("divf", &one, &t, f32t);
+                let inside = k.val(&format!("arith.cmpi ult, {row}, {l_c} : index"));
+                k.line(&format!("scf.if {inside} {{"));
+                k.depth += 1;
+                let ob = k.mad(row, dv, &o_base);
+                let ob = k.add(&ob, &col0);
+                for on in 0..o_frags {
+                    for j in 0..2 {
+                        let y = k.fop("mulf", &state[4 + on * 4 + 2 * h + j], &inv, f32t);
+                        let at = k.mad("%c1", on * 8 + j, &ob);
+                        k.store(&y, "%b3", &at, &to);
+                    }
+                }
+                k.close();
             }
-            k.close();
         }
         let blocks = (a.batch * tiles).max(1) as u32;
         let name = self.finish_gpu_func(k, specs, &[], [blocks, 1, 1], threads as u32);
         if let Some(launch) = self.launches.get_mut(&name) {
-            launch.shared_bytes = ((q_el + k_el + v_el) * 2) as u32;
+            launch.shared_bytes = tile.shared_bytes(d, dv) as u32;
         }
         let work = (a.batch * l).max(1) as u64;
         let cost = (2 * s * (d + dv) + 8 * s) as u64;

@@ -172,7 +172,7 @@ impl TargetInfo for GpuTarget {
 
     fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
         if self.options.tensor_core_attention && crate::codegen::ops::flash::tensor_core_attention(a, specs) {
-            return g.gpu_attention_tc(a, specs);
+            return g.gpu_attention_tc(a, specs, self.options.attention_tile.unwrap_or(AttentionTile::DEFAULT));
         }
         g.gpu_attention(a, specs)
     }
@@ -284,11 +284,14 @@ pub struct GpuOptions {
     /// up to 128) runs on the tensor cores (`gpu_attention_tc`) rather
     /// than the f32 CUDA-core kernel.
     pub tensor_core_attention: bool,
+    /// The tiling of the tensor-core attention, in place of
+    /// [`AttentionTile::DEFAULT`] (for tuning).
+    pub attention_tile: Option<AttentionTile>,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        GpuOptions { gemm_tile: None, wgmma: true, tensor_core_attention: true }
+        GpuOptions { gemm_tile: None, wgmma: true, tensor_core_attention: true, attention_tile: None }
     }
 }
 

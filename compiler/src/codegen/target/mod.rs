@@ -25,11 +25,18 @@ pub enum Target {
 }
 
 impl Target {
-    /// Whether the options make sense (a GEMM tiling the GPU can run).
+    /// Whether the options make sense (GEMM and attention tilings the GPU
+    /// can run).
     pub(crate) fn check(&self) -> Result<()> {
         match self {
-            Target::Cuda(GpuOptions { gemm_tile: Some(tile), .. }) => {
-                tile.check().map_err(|e| CompileError::Unsupported(format!("the GEMM tile option: {e}")))
+            Target::Cuda(options) => {
+                if let Some(tile) = options.gemm_tile {
+                    tile.check().map_err(|e| CompileError::Unsupported(format!("the GEMM tile option: {e}")))?;
+                }
+                if let Some(tile) = options.attention_tile {
+                    tile.check().map_err(|e| CompileError::Unsupported(format!("the attention tile option: {e}")))?;
+                }
+                Ok(())
             }
             _ => Ok(()),
         }
