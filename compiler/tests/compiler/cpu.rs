@@ -561,6 +561,14 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[3, 5, 7], 24), f32s(&[3, 5, 7], 25)],
         ),
         (
+            // Sums and means of every element, more elements than the GPU's
+            // team of 1024 threads (a loss over a large output): sum, mean
+            // kept as 1x1x1, and the mean squared error.
+            "reduce_whole",
+            "func.func @f(%x: tensor<3x40x50xf32>, %y: tensor<3x40x50xf32>) -> (tensor<f32>, tensor<1x1x1xf32>, tensor<f32>) {\n  %s = hl.reduce_sum %x axes = [0, 1, 2] : tensor<3x40x50xf32>\n  %m = hl.reduce_mean %y axes = [0, 1, 2] keepdim : tensor<3x40x50xf32>\n  %l = hl.mse_loss %x, %y : tensor<3x40x50xf32>, tensor<3x40x50xf32>\n  return %s, %m, %l : tensor<f32>, tensor<1x1x1xf32>, tensor<f32>\n}".into(),
+            vec![f32s(&[3, 40, 50], 26), f32s(&[3, 40, 50], 27)],
+        ),
+        (
             // Reductions over leading dims with many rows (the GPU's
             // column form: outputs across lanes, rows across warps and
             // unrolled partials; 300 rows (32 warps) and 70 (16), 45 and 33 outputs leave

@@ -20,6 +20,11 @@ impl Generator {
         let strides = row_major_strides(shape);
         let outs: usize = kept.iter().map(|&d| shape[d]).product();
         let red: usize = dims.iter().map(|&d| shape[d]).product();
+        // One output, a sum or mean of every element (a loss's): one team.
+        if outs == 1 && kind != 2 {
+            self.reduce_whole(red, kind == 1, specs);
+            return Ok((1, (red * 3) as u64));
+        }
         // Reduced dims leading, kept dims trailing: `input[r][o]` with the
         // outputs contiguous (a bias's gradient over the batch's rows).
         if dims.iter().enumerate().all(|(i, &d)| d == i)
@@ -70,29 +75,60 @@ impl Generator {
         Ok((outs.max(1) as u64, (red * 3) as u64))
     }
 
-    pub(crate) fn mse_loss(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
-        let (shape, t) = (&specs[0].0, compute(specs[0].1));
+    /// The sum (or mean) of all `n` elements of buffer 0 into buffer 1, by
+    /// one team: its threads take every step-th element (on the GPU a block
+    /// of 1024 threads, the consecutive elements of a step
+    /// read together), their partial sums combined in a fixed order, so a
+    /// run gives the same bits every time. The generic form gave the one
+    /// output to one thread: 5.4 ms for 6.3 M elements on an H200.
+    fn reduce_whole(&mut self, n: usize, mean: bool, specs: &[(Vec<usize>, DType)]) {
+        let in_ty = flat_type(&specs[0].0, specs[0].1);
+        self.team_sum_of(n, mean, 1, specs, |k, i| k.load("%b0", i, &in_ty));
+    }
+
+    /// `term(i)` summed over i < n by one team (see [`Self::reduce_whole`]),
+    /// divided by n if `mean`, stored into buffer `out`.
+    fn team_sum_of(
+        &mut self,
+        n: usize,
+        mean: bool,
+        out: usize,
+        specs: &[(Vec<usize>, DType)],
+        term: impl Fn(&mut Kernel, &str) -> String,
+    ) {
+        let t = compute(specs[0].1);
         let f = t.mlir();
-        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
-        let n = numel(shape);
         let mut k = Kernel::new();
+        let team = self.target.team(&mut k);
         let zero = k.float(0.0, t);
         let nc = k.index(n);
-        let (i, acc, s) = k.open_reduce("%c0", &nc, &zero, f);
-        let a = k.load("%b0", &i, &ty(0));
-        let b = k.load("%b1", &i, &ty(1));
-        let d = k.fop("subf", &a, &b, t);
-        let d2 = k.fop("mulf", &d, &d, t);
-        let next = k.val(&format!("arith.addf {acc}, {d2} fastmath<fast> : {f}"));
-        k.close_with(&next, f);
-        let v = if int_attr(op, "reduction") == Some(1) {
-            s
+        let (i, accs, parts) = k.open_reduce_all(&team.tid, &nc, &team.step, std::slice::from_ref(&zero), f);
+        let v = term(&mut k, &i);
+        let next = k.val(&format!("arith.addf {}, {v} fastmath<fast> : {f}", accs[0]));
+        k.close_with_all(&[next], f);
+        let total = self.target.team_sum(&mut k, &team, &parts[0], t);
+        let value = if mean {
+            let c = k.float(n.max(1) as f64, t);
+            k.fop("divf", &total, &c, t)
         } else {
-            let c = k.float(n as f64, t);
-            k.fop("divf", &s, &c, t)
+            total
         };
-        k.store(&v, "%b2", "%c0", &ty(2));
-        self.one(k, specs, 1, 4 * n)
+        self.target.clone().finish_team(self, k, &team, &value, out, specs);
+    }
+
+    pub(crate) fn mse_loss(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let t = compute(specs[0].1);
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let (ta, tb) = (ty(0), ty(1));
+        let n = numel(&specs[0].0);
+        let mean = int_attr(op, "reduction") != Some(1);
+        self.team_sum_of(n, mean, 2, specs, |k, i| {
+            let a = k.load("%b0", i, &ta);
+            let b = k.load("%b1", i, &tb);
+            let d = k.fop("subf", &a, &b, t);
+            k.fop("mulf", &d, &d, t)
+        });
+        vec![(self.last(), 1, (4 * n).max(1) as u64, (0..specs.len()).collect(), vec![])]
     }
 
     /// The CPU's form of a reduction over leading dims (a bias's gradient
