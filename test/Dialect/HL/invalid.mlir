@@ -1108,3 +1108,19 @@ func.func @f(%dy: tensor<4x5xf32>, %x: tensor<4x5xf32>) {
   %0 = hl.norm_backward %dy, %x dims = 1 eps = 0x7FF0000000000000 : tensor<4x5xf32> -> tensor<4x5xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: tensor<2x16x8xf32>, %o: tensor<2x16x4xf32>) {
+  // expected-error @+1 {{'hl.attention_backward' op out 'tensor<2x16x4xf32>' is not the attention's result type 'tensor<2x16x8xf32>'}}
+  %0:3 = hl.attention_backward %q, %q, %q, %o, %o : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x16x8xf32>, %k: tensor<2x16x4xf32>) {
+  // expected-error @+1 {{'hl.attention_backward' op query 'tensor<2x16x8xf32>' and key 'tensor<2x16x4xf32>' must have the same head dimension}}
+  %0:3 = hl.attention_backward %q, %k, %k, %q, %q : tensor<2x16x8xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>, tensor<2x16x8xf32>
+  return
+}

@@ -452,3 +452,19 @@ func.func @f(%q: memref<2x4x8xf32>, %k: memref<2x5x8xf32>, %v: memref<2x5x3xf32>
   ll.attention %q, %k, %v into %o scale = 1.0 : memref<2x4x8xf32>, memref<2x5x8xf32>, memref<2x5x3xf32> -> memref<2x4x8xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: memref<2x16x8xf32>, %s: memref<48xf32>) {
+  // expected-error @+1 {{'ll.attention_backward' op rows buffer 'memref<48xf32>' must hold two values per query row (64)}}
+  ll.attention_backward %q, %q, %q, %q, %q into %q, %q, %q rows(%s) scale = 0.5 : memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32> -> memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32> rows memref<48xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x16x8xf32>, %o: memref<2x16x4xf32>, %s: memref<64xf32>) {
+  // expected-error @+1 {{'ll.attention_backward' op the result and its gradient must be the queries' shape with the values' width, got 'memref<2x16x4xf32>'}}
+  ll.attention_backward %q, %q, %q, %o, %o into %q, %q, %q rows(%s) scale = 0.5 : memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x4xf32> -> memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32> rows memref<64xf32>
+  return
+}

@@ -105,6 +105,9 @@ func.func @transformer_kernels(%x: memref<8x128x256xf32>, %g: memref<256xf32>, %
   ll.reduce max %s dims = [3] into %m : memref<8x4x128x128xf32> -> memref<8x4x128x1xf32>
   // CHECK: ll.attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}} causal scale = 1.250000e-01 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>
   ll.attention %q, %q, %q into %o causal scale = 0.125 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>
+  // CHECK: ll.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}) causal scale = 1.250000e-01 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> rows memref<8192xf32>
+  %stats = memref.alloc() : memref<8192xf32>
+  ll.attention_backward %q, %q, %q, %o, %o into %o, %o, %o rows(%stats) causal scale = 0.125 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> rows memref<8192xf32>
   // CHECK: ll.transpose %{{.*}} into %{{.*}} permutation = [0, 2, 1, 3] : memref<8x128x4x64xf32> -> memref<8x4x128x64xf32>
   ll.transpose %t into %q permutation = [0, 2, 1, 3] : memref<8x128x4x64xf32> -> memref<8x4x128x64xf32>
   // CHECK: ll.reshape %{{.*}} : memref<8x128x256xf32> to memref<1024x256xf32>

@@ -510,13 +510,13 @@ LogicalResult SliceBackwardOp::verify() {
 // Attention
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            AttentionOp::Adaptor adaptor,
-                                            SmallVectorImpl<Type> &inferred) {
-  StringRef name = getOperationName();
-  auto q = tensorOf(adaptor.getQuery()), k = tensorOf(adaptor.getKey()),
-       v = tensorOf(adaptor.getValue());
+/// The type of attention's result for `q`, `k`, `v` and `scale`, or a
+/// located error of op `name`.
+static LogicalResult inferAttention(std::optional<Location> loc, StringRef name,
+                                    RankedTensorType q, RankedTensorType k,
+                                    RankedTensorType v,
+                                    std::optional<APFloat> scale,
+                                    SmallVectorImpl<Type> &inferred) {
   int64_t rank = q.getRank();
   if (rank < 2 || k.getRank() != rank || v.getRank() != rank)
     return inferError(loc, name)
@@ -535,11 +535,37 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (k.getDimSize(rank - 2) != v.getDimSize(rank - 2))
     return inferError(loc, name) << "key " << k << " and value " << v
                                  << " must have the same sequence length";
-  if (auto scale = adaptor.getScale(); scale && !(scale->convertToDouble() > 0.0))
+  if (scale && !(scale->convertToDouble() > 0.0))
     return inferError(loc, name) << "scale must be positive";
   SmallVector<int64_t> shape(q.getShape());
   shape.back() = v.getDimSize(rank - 1);
   inferred.push_back(RankedTensorType::get(shape, q.getElementType()));
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            AttentionOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferAttention(loc, getOperationName(), tensorOf(adaptor.getQuery()),
+                        tensorOf(adaptor.getKey()), tensorOf(adaptor.getValue()),
+                        adaptor.getScale(), inferred);
+}
+
+LogicalResult AttentionBackwardOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc,
+    AttentionBackwardOp::Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto q = tensorOf(adaptor.getQuery()), k = tensorOf(adaptor.getKey()),
+       v = tensorOf(adaptor.getValue());
+  SmallVector<Type> forward;
+  if (failed(inferAttention(loc, name, q, k, v, adaptor.getScale(), forward)))
+    return failure();
+  if (adaptor.getOut().getType() != forward.front())
+    return inferError(loc, name) << "out " << adaptor.getOut().getType()
+                                 << " is not the attention's result type "
+                                 << forward.front();
+  inferred.append({q, k, v});
   return success();
 }
 

@@ -288,6 +288,44 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+LogicalResult AttentionBackwardOp::verify() {
+  auto q = cast<MemRefType>(getQ().getType());
+  auto k = cast<MemRefType>(getK().getType());
+  auto v = cast<MemRefType>(getV().getType());
+  if (q.getRank() < 2 || k.getRank() != q.getRank() ||
+      v.getRank() != q.getRank() ||
+      k.getShape().drop_back(2) != q.getShape().drop_back(2) ||
+      v.getShape().drop_back(1) != k.getShape().drop_back(1) ||
+      k.getShape().back() != q.getShape().back() ||
+      k.getElementType() != q.getElementType() ||
+      v.getElementType() != q.getElementType())
+    return emitOpError("queries ") << q << ", keys " << k << " and values " << v
+                                   << " do not form an attention";
+  SmallVector<int64_t> expected(q.getShape());
+  expected.back() = v.getShape().back();
+  for (Value out : {getOut(), getGradOutput()}) {
+    auto t = cast<MemRefType>(out.getType());
+    if (t.getShape() != ArrayRef<int64_t>(expected) ||
+        t.getElementType() != q.getElementType())
+      return emitOpError("the result and its gradient must be the queries' "
+                         "shape with the values' width, got ")
+             << t;
+  }
+  if (getGradQ().getType() != q || getGradK().getType() != k ||
+      getGradV().getType() != v)
+    return emitOpError("the gradients must take the types of q, k and v");
+  int64_t rows = 1;
+  for (int64_t d : q.getShape().drop_back(1))
+    rows *= d;
+  auto stats = cast<MemRefType>(getStats().getType());
+  if (stats.getDimSize(0) != 2 * rows)
+    return emitOpError("rows buffer ")
+           << stats << " must hold two values per query row (" << 2 * rows << ")";
+  if (!(getScale().convertToDouble() > 0.0))
+    return emitOpError("scale must be positive");
+  return success();
+}
+
 LogicalResult TransposeOp::verify() {
   auto in = cast<MemRefType>(getInput().getType());
   auto out = cast<MemRefType>(getOut().getType());

@@ -398,6 +398,44 @@ def HL_SoftmaxBackwardOp : HL_Op<"softmax_backward",
   let hasVerifier = 1;
 }
 
+def HL_AttentionBackwardOp : HL_Op<"attention_backward",
+    [Pure, InferTypeOpAdaptor, AllTypesMatch<["out", "grad_output"]>]> {
+  let summary = "gradients of scaled dot-product attention";
+  let description = [{
+    The gradients of `out = hl.attention(query, key, value)` (same
+    `causal` and `scale`) from its upstream gradient `grad_output`, with
+    the probabilities recomputed, never materialised (FlashAttention-2's
+    backward): with `P = softmax(S)`, `S = q k^T * scale` (+ causal mask)
+    and `D = rowsum(grad_output * out)`: `grad_value = P^T grad_output`,
+    `dS = P * (grad_output value^T - D)`, `grad_query = dS key * scale`,
+    `grad_key = dS^T query * scale`. The results take the operands' types.
+
+    ```mlir
+    %dq, %dk, %dv = hl.attention_backward %q, %k, %v, %o, %do causal
+        : tensor<4x64x16xf32>, tensor<4x64x16xf32>, tensor<4x64x16xf32>, tensor<4x64x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$query,
+    HL_FloatTensor:$key,
+    HL_FloatTensor:$value,
+    HL_FloatTensor:$out,
+    HL_FloatTensor:$grad_output,
+    UnitAttr:$causal,
+    OptionalAttr<F64Attr>:$scale
+  );
+  let results = (outs
+    HL_FloatTensor:$grad_query,
+    HL_FloatTensor:$grad_key,
+    HL_FloatTensor:$grad_value
+  );
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $grad_output (`causal` $causal^)?
+    (`scale` `=` $scale^)? attr-dict `:` type($query) `,` type($key) `,`
+    type($value) `,` type($out)
+  }];
+}
+
 def HL_NormBackwardOp : HL_Op<"norm_backward",
     [Pure, AttrSizedResultSegments, AllTypesMatch<["grad_output", "input", "grad_input"]>]> {
   let summary = "gradient of layer_norm or rms_norm";

@@ -349,6 +349,50 @@ def LL_AttentionOp : LL_Op<"attention"> {
   let hasVerifier = 1;
 }
 
+def LL_AttentionBackwardOp : LL_Op<"attention_backward",
+    [AllTypesMatch<["out", "grad_output"]>]> {
+  let summary = "gradients of scaled dot-product attention, recomputing the probabilities";
+  let description = [{
+    The gradients `grad_q`, `grad_k`, `grad_v` of `ll.attention(q, k, v)`
+    (same `causal` and `scale`) from its result `out` and upstream gradient
+    `grad_output`, without materialising the `[L, S]` probabilities:
+    FlashAttention-2's backward. `stats` is scratch of two f32 values per
+    query row (the rows of every leading dimension, R in all): each row's
+    log-sum-exp of the scaled scores in `[0, R)`, and
+    `rowsum(grad_output * out)` in `[R, 2R)`; the kernels that follow
+    recompute each probability from them.
+
+    ```mlir
+    ll.attention_backward %q, %k, %v, %o, %do into %dq, %dk, %dv
+        rows(%stats) causal scale = 2.500000e-01
+        : memref<4x64x16xf32>, memref<4x64x16xf32>, memref<4x64x16xf32>,
+          memref<4x64x16xf32>
+        -> memref<4x64x16xf32>, memref<4x64x16xf32>, memref<4x64x16xf32>
+           rows memref<512xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_FloatBuffer, "queries", [MemRead]>:$q,
+    Arg<LL_FloatBuffer, "keys", [MemRead]>:$k,
+    Arg<LL_FloatBuffer, "values", [MemRead]>:$v,
+    Arg<LL_FloatBuffer, "the forward's result", [MemRead]>:$out,
+    Arg<LL_FloatBuffer, "upstream gradient", [MemRead]>:$grad_output,
+    Arg<LL_FloatBuffer, "gradient w.r.t. q", [MemWrite]>:$grad_q,
+    Arg<LL_FloatBuffer, "gradient w.r.t. k", [MemWrite]>:$grad_k,
+    Arg<LL_FloatBuffer, "gradient w.r.t. v", [MemWrite]>:$grad_v,
+    Arg<MemRefRankOf<[F32], [1]>, "per-row statistics (scratch)", [MemRead, MemWrite]>:$stats,
+    UnitAttr:$causal,
+    F64Attr:$scale
+  );
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $out `,` $grad_output `into` $grad_q `,` $grad_k `,`
+    $grad_v `rows` `(` $stats `)` (`causal` $causal^)? `scale` `=` $scale
+    attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($out) `->`
+    type($grad_q) `,` type($grad_k) `,` type($grad_v) `rows` type($stats)
+  }];
+  let hasVerifier = 1;
+}
+
 def LL_TransposeOp : LL_Op<"transpose"> {
   let summary = "permutes the dimensions of a buffer into another";
   let description = [{
