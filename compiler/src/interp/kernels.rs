@@ -560,6 +560,61 @@ pub fn attention(q: &Array, k: &Array, v: &Array, causal: bool, scale: Option<f6
     Array::from_parts(shape, q.dtype, data)
 }
 
+/// Gradients (dq, dk, dv) of `attention(q, k, v)` from its result `o` and
+/// upstream gradient `g`, as `hl.attention_backward` defines them: P
+/// recomputed, D = rowsum(g * o), dS = P (g v^T - D).
+pub fn attention_backward(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    o: &Array,
+    g: &Array,
+    causal: bool,
+    scale: Option<f64>,
+) -> Vec<Array> {
+    let r = q.rank();
+    let (l, d) = (q.shape[r - 2], q.shape[r - 1]);
+    let (s, dv) = (k.shape[r - 2], v.shape[r - 1]);
+    let batch: usize = q.shape[..r - 2].iter().product();
+    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
+    let (mut dq, mut dk, mut dvv) = (vec![0.0; q.len()], vec![0.0; k.len()], vec![0.0; v.len()]);
+    for bi in 0..batch {
+        let (qb, kb, vb, ob) = (bi * l * d, bi * s * d, bi * s * dv, bi * l * dv);
+        for i in 0..l {
+            let visible = |j: usize| !(causal && j > i);
+            let scores: Vec<f64> = (0..s)
+                .map(|j| {
+                    if !visible(j) {
+                        return f64::NEG_INFINITY;
+                    }
+                    (0..d).map(|c| q.data[qb + i * d + c] * k.data[kb + j * d + c]).sum::<f64>() * scale
+                })
+                .collect();
+            let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let weights: Vec<f64> = scores.iter().map(|x| (x - m).exp()).collect();
+            let z: f64 = weights.iter().sum();
+            let delta: f64 = (0..dv).map(|c| g.data[ob + i * dv + c] * o.data[ob + i * dv + c]).sum();
+            for j in (0..s).filter(|&j| visible(j)) {
+                let p = weights[j] / z;
+                let dp: f64 = (0..dv).map(|c| g.data[ob + i * dv + c] * v.data[vb + j * dv + c]).sum();
+                let ds = p * (dp - delta) * scale;
+                for c in 0..dv {
+                    dvv[vb + j * dv + c] += p * g.data[ob + i * dv + c];
+                }
+                for c in 0..d {
+                    dq[qb + i * d + c] += ds * k.data[kb + j * d + c];
+                    dk[kb + j * d + c] += ds * q.data[qb + i * d + c];
+                }
+            }
+        }
+    }
+    vec![
+        Array::from_parts(q.shape.clone(), q.dtype, dq),
+        Array::from_parts(k.shape.clone(), k.dtype, dk),
+        Array::from_parts(v.shape.clone(), v.dtype, dvv),
+    ]
+}
+
 /// `hl.dropout`'s mask, exactly as its description defines it.
 pub fn dropout(x: &Array, seed: u64, offset: u64, p: f64, stream: u64) -> Array {
     let scale = 1.0 / (1.0 - p);

@@ -343,6 +343,10 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 kernels::pool2d(x[0], &win, name == "hl.max_pool2d")
             }
             "hl.attention" => kernels::attention(x[0], x[1], x[2], unit(op, "causal"), float_attr(op, "scale").ok()),
+            "hl.attention_backward" => {
+                let (causal, scale) = (unit(op, "causal"), float_attr(op, "scale").ok());
+                return Ok(kernels::attention_backward(x[0], x[1], x[2], x[3], x[4], causal, scale));
+            }
             "hl.dropout" => {
                 let p = float_attr(op, "p")?;
                 let stream = int_attr(op, "stream")? as u64;
