@@ -251,6 +251,17 @@ fn op_flops(op: MlirOperation, x: &[MlirValue]) -> Result<u64> {
             let full = 2u64.saturating_mul(batch).saturating_mul(l).saturating_mul(s).saturating_mul(d + dv);
             if ir::has(op, "causal") { full / 2 } else { full }
         }
+        // Five products of the forward's size: the scores and dP again,
+        // and dv, dq, dk (FlashAttention's count; the statistics' pass of
+        // the scores is not counted).
+        "ll.attention_backward" => {
+            let (q, k, v) = (shape(0)?, shape(1)?, shape(2)?);
+            let (l, d) = (q[q.len() - 2] as u64, q[q.len() - 1] as u64);
+            let (s, dv) = (k[k.len() - 2] as u64, v[v.len() - 1] as u64);
+            let batch = numel(&q[..q.len() - 2]);
+            let full = 2u64.saturating_mul(batch).saturating_mul(l).saturating_mul(s).saturating_mul(3 * d + 2 * dv);
+            if ir::has(op, "causal") { full / 2 } else { full }
+        }
         _ => 0,
     })
 }
@@ -632,6 +643,7 @@ impl Generator {
             "ll.softmax_backward" => self.softmax(op, &specs, true),
             "ll.norm" => self.norm(op, &specs),
             "ll.norm_backward" => self.target.clone().norm_backward(self, op, &specs),
+            "ll.attention_backward" => self.attention_backward(op, &specs),
             "ll.attention" => self.attention(op, &specs),
             "ll.gather" => self.gather(op, &specs, false),
             "ll.scatter_add" => self.gather(op, &specs, true),

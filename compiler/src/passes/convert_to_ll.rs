@@ -700,6 +700,34 @@ impl<'a> Lower<'a> {
                     },
                 )?;
             }
+            "hl.attention_backward" => {
+                let mut ins = Vec::new();
+                for &v in &x[..5] {
+                    ins.push(self.buf(v)?);
+                }
+                for i in 0..3 {
+                    ins.push(self.alloc(Self::result(op, i))?);
+                }
+                // Each query row's log-sum-exp and rowsum(grad_output * out).
+                let q = spec(x[0]);
+                let rows: usize = q.shape[..q.shape.len().saturating_sub(1)].iter().product();
+                ins.push(self.fresh(self.ty(&TensorSpec::new([2 * rows], DType::F32))?)?);
+                let d = q.shape.last().copied().unwrap_or(1) as f64;
+                let scale = float_attr(op, "scale").unwrap_or(1.0 / d.sqrt());
+                let mut attrs = vec![("scale", format!("{} : f64", aicf_runtime::init::Float(scale)))];
+                if unit("causal") {
+                    attrs.push(("causal", "unit".into()));
+                }
+                self.emit(
+                    loc,
+                    &OpSpec {
+                        operands: &ins,
+                        attributes: &attrs,
+                        results: Some(&[]),
+                        ..OpSpec::new("ll.attention_backward")
+                    },
+                )?;
+            }
             "hl.softmax_backward" => {
                 let ins = vec![self.buf(x[0])?, self.buf(x[1])?, self.alloc(Self::result(op, 0))?];
                 let mut attrs = copied(op, &["axis"]);

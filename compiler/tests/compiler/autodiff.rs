@@ -373,7 +373,8 @@ fn normalisation_attention_and_dropout() {
 /// scaled, and keys longer than the queries with a value head apart.
 #[test]
 fn fused_attention_backward_matches_finite_differences() {
-    for (attrs, (l, s, d, dv)) in [(" causal", (5, 5, 4, 3)), (" scale = 0.7", (3, 6, 4, 5)), (" causal", (4, 7, 3, 3))] {
+    for (attrs, (l, s, d, dv)) in [(" causal", (5, 5, 4, 3)), (" scale = 0.7", (3, 6, 4, 5)), (" causal", (4, 7, 3, 3))]
+    {
         let (tq, tk, tv, to) = (
             format!("tensor<2x{l}x{d}xf64>"),
             format!("tensor<2x{s}x{d}xf64>"),

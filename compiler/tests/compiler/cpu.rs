@@ -523,6 +523,14 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[2, 80, 64], 81), f32s(&[2, 80, 64], 82), f32s(&[2, 80, 64], 83), f32s(&[40, 32], 84), f32s(&[100, 32], 85), f32s(&[100, 48], 86), f32s(&[1, 300, 32], 87), f32s(&[1, 300, 32], 88), f32s(&[1, 300, 16], 89)],
         ),
         (
+            // Attention's fused backward (dq, dk, dv from the forward's
+            // result): causal over 5 queries and 7 keys with a value head
+            // apart; 6 queries over 9 keys, scaled, no batch dims.
+            "attention_backward",
+            "func.func @f(%q: tensor<2x5x4xf32>, %k: tensor<2x7x4xf32>, %v: tensor<2x7x3xf32>, %g: tensor<2x5x3xf32>, %a: tensor<6x8xf32>, %b: tensor<9x8xf32>, %c: tensor<9x5xf32>, %h: tensor<6x5xf32>) -> (tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<6x8xf32>, tensor<9x8xf32>, tensor<9x5xf32>) {\n  %o = hl.attention %q, %k, %v causal : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>\n  %d:3 = hl.attention_backward %q, %k, %v, %o, %g causal : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<2x5x3xf32>\n  %p = hl.attention %a, %b, %c scale = 0.3 : tensor<6x8xf32>, tensor<9x8xf32>, tensor<9x5xf32>\n  %e:3 = hl.attention_backward %a, %b, %c, %p, %h scale = 0.3 : tensor<6x8xf32>, tensor<9x8xf32>, tensor<9x5xf32>, tensor<6x5xf32>\n  return %d#0, %d#1, %d#2, %e#0, %e#1, %e#2 : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<6x8xf32>, tensor<9x8xf32>, tensor<9x5xf32>\n}".into(),
+            vec![f32s(&[2, 5, 4], 91), f32s(&[2, 7, 4], 92), f32s(&[2, 7, 3], 93), f32s(&[2, 5, 3], 94), f32s(&[6, 8], 95), f32s(&[9, 8], 96), f32s(&[9, 5], 97), f32s(&[6, 5], 98)],
+        ),
+        (
             // 35 rows of 37 classes (more than a warp's 32 lanes), mean,
             // and their gradient summed; 70 rows of 5 classes (fewer than
             // the lanes) with an ignored label, loss and gradient fused.

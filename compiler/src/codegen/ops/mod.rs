@@ -2,6 +2,7 @@
 //! targets side by side, over the shared kernel builder (`emit.rs`).
 
 pub(crate) mod attention;
+pub(crate) mod attention_backward;
 pub(crate) mod conv;
 pub(crate) mod data;
 pub(crate) mod elementwise;

@@ -136,6 +136,12 @@ pub(crate) trait TargetInfo {
     /// The form of fused attention (`ops/attention.rs`).
     fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels;
 
+    /// The form of `ll.attention_backward` (`ops/attention_backward.rs`):
+    /// the three row kernels, unless the target has its own.
+    fn attention_backward(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        g.attention_backward_rows(a, specs)
+    }
+
     /// The form of `ll.norm_backward` (`ops/norm.rs`): how every row's
     /// contribution to the shared weight and bias gradients is added.
     fn norm_backward(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels;
