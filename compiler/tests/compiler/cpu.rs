@@ -531,6 +531,15 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[2, 5, 4], 91), f32s(&[2, 7, 4], 92), f32s(&[2, 7, 3], 93), f32s(&[2, 5, 3], 94), f32s(&[6, 8], 95), f32s(&[9, 8], 96), f32s(&[9, 5], 97), f32s(&[6, 5], 98)],
         ),
         (
+            // Head sizes the GPU's tensor-core backward takes in f16/bf16:
+            // 80 queries causal (a full and a partial block of 64), 40
+            // queries over 100 keys with a value head apart, scaled; 200
+            // queries causal over four tiles of keys (both buffers reused).
+            "attention_backward_heads",
+            "func.func @f(%x0q: tensor<2x80x32xf32>, %x0k: tensor<2x80x32xf32>, %x0v: tensor<2x80x16xf32>, %x0g: tensor<2x80x16xf32>, %x1q: tensor<40x32xf32>, %x1k: tensor<100x32xf32>, %x1v: tensor<100x48xf32>, %x1g: tensor<40x48xf32>, %x2q: tensor<1x200x64xf32>, %x2k: tensor<1x200x64xf32>, %x2v: tensor<1x200x64xf32>, %x2g: tensor<1x200x64xf32>) -> (tensor<2x80x32xf32>, tensor<2x80x32xf32>, tensor<2x80x16xf32>, tensor<40x32xf32>, tensor<100x32xf32>, tensor<100x48xf32>, tensor<1x200x64xf32>, tensor<1x200x64xf32>, tensor<1x200x64xf32>) {\n  %o0 = hl.attention %x0q, %x0k, %x0v causal : tensor<2x80x32xf32>, tensor<2x80x32xf32>, tensor<2x80x16xf32>\n  %d0:3 = hl.attention_backward %x0q, %x0k, %x0v, %o0, %x0g causal : tensor<2x80x32xf32>, tensor<2x80x32xf32>, tensor<2x80x16xf32>, tensor<2x80x16xf32>\n  %o1 = hl.attention %x1q, %x1k, %x1v scale = 0.3 : tensor<40x32xf32>, tensor<100x32xf32>, tensor<100x48xf32>\n  %d1:3 = hl.attention_backward %x1q, %x1k, %x1v, %o1, %x1g scale = 0.3 : tensor<40x32xf32>, tensor<100x32xf32>, tensor<100x48xf32>, tensor<40x48xf32>\n  %o2 = hl.attention %x2q, %x2k, %x2v causal : tensor<1x200x64xf32>, tensor<1x200x64xf32>, tensor<1x200x64xf32>\n  %d2:3 = hl.attention_backward %x2q, %x2k, %x2v, %o2, %x2g causal : tensor<1x200x64xf32>, tensor<1x200x64xf32>, tensor<1x200x64xf32>, tensor<1x200x64xf32>\n  return %d0#0, %d0#1, %d0#2, %d1#0, %d1#1, %d1#2, %d2#0, %d2#1, %d2#2 : tensor<2x80x32xf32>, tensor<2x80x32xf32>, tensor<2x80x16xf32>, tensor<40x32xf32>, tensor<100x32xf32>, tensor<100x48xf32>, tensor<1x200x64xf32>, tensor<1x200x64xf32>, tensor<1x200x64xf32>\n}".into(),
+            vec![f32s(&[2, 80, 32], 101), f32s(&[2, 80, 32], 102), f32s(&[2, 80, 16], 103), f32s(&[2, 80, 16], 104), f32s(&[40, 32], 105), f32s(&[100, 32], 106), f32s(&[100, 48], 107), f32s(&[40, 48], 108), f32s(&[1, 200, 64], 109), f32s(&[1, 200, 64], 110), f32s(&[1, 200, 64], 111), f32s(&[1, 200, 64], 112)],
+        ),
+        (
             // 35 rows of 37 classes (more than a warp's 32 lanes), mean,
             // and their gradient summed; 70 rows of 5 classes (fewer than
             // the lanes) with an ignored label, loss and gradient fused.

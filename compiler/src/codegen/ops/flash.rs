@@ -8,7 +8,7 @@ use crate::codegen::ops::gemm::mma::{async_chunk, fragment_register, mma_16816, 
 use crate::codegen::prelude::*;
 
 /// Threads per block: 4 warps.
-const TC_THREADS: usize = 128;
+pub(crate) const TC_THREADS: usize = 128;
 
 /// A tiling of the tensor-core attention: [`AttentionTile::DEFAULT`], or
 /// another for tuning (`GpuOptions::attention_tile`).
@@ -103,11 +103,17 @@ impl Generator {
     /// Each lane's running sum is its own columns' until the end, when the
     /// row's four lanes add theirs; the output is O / l. Causal blocks stop
     /// at the tile past their last row.
+    ///
+    /// With `stats` (for `ll.attention_backward`, whose buffers `specs`
+    /// are), no v and no O: each row's log-sum-exp of the scaled scores
+    /// (natural log) into `stats[row]`, and rowsum(grad_output * out) into
+    /// `stats[R + row]`, a row per thread after the loop.
     pub(crate) fn gpu_attention_tc(
         &mut self,
         a: &AttentionShape,
         specs: &[(Vec<usize>, DType)],
         tile: AttentionTile,
+        stats: bool,
     ) -> Kernels {
         let et = specs[0].1;
         let e = et.mlir();
@@ -180,7 +186,9 @@ impl Generator {
         // k's and v's tile from key t0 into buffer offsets (ko, vo).
         let issue_kv = |k: &mut Kernel, t0: &str, (ko, vo): (&str, &str)| {
             issue(k, ("%b1", &tk, &k_base), (t0, &s_c), (bk, d), ("%Ks", &sk, k_ld), ko);
-            issue(k, ("%b2", &tv, &v_base), (t0, &s_c), (bk, dv), ("%Vs", &sv, v_ld), vo);
+            if !stats {
+                issue(k, ("%b2", &tv, &v_base), (t0, &s_c), (bk, dv), ("%Vs", &sv, v_ld), vo);
+            }
         };
         issue(&mut k, ("%b0", &tq, &q_base), (&first, &l_c), (bq, d), ("%Qs", &sq, q_ld), "%c0");
         if tile.double_buffer {
@@ -257,7 +265,7 @@ impl Generator {
         let lane_row = k.add(&warp_row, &g);
         let rows: Vec<[String; 2]> =
             (0..mf).map(|m| [k.mad("%c1", 16 * m, &lane_row), k.mad("%c1", 16 * m + 8, &lane_row)]).collect();
-        let o_frags = dv / 8;
+        let o_frags = if stats { 0 } else { dv / 8 };
         // Carried per query fragment: the running max of rows g and g + 8
         // (unscaled where the scale is positive), this lane's share of their
         // sums, and the output accumulators (4 per 8-column fragment).
@@ -412,7 +420,7 @@ impl Generator {
         // O += P v, 16 keys at a time: fragments 2 kk and 2 kk + 1 of P are
         // the A fragment (rows g, g + 8; keys 2c, 2c + 1, then + 8); each v
         // fragment read once for the warp's query fragments.
-        for kk in 0..bk / 16 {
+        for kk in 0..if stats { 0 } else { bk / 16 } {
             let pa: Vec<Vec<String>> = sacc
                 .iter()
                 .map(|acc| {
@@ -443,6 +451,11 @@ impl Generator {
             }
         }
         k.close_with_all(&next, "f32");
+        if stats {
+            attention_stats(&mut k, a, specs, (&rows, &results, per), (&c_exp, &tid, &first, &c, &b), bq);
+            self.finish_tc(k, specs, (a.batch * tiles) as u32, tile.shared_bytes(d, dv));
+            return self.finish_attention_tc(a, specs, true);
+        }
 
         // Each row's sum over its four lanes; the rows inside the output
         // stored as O / l.
@@ -474,13 +487,109 @@ impl Generator {
                 k.close();
             }
         }
-        let blocks = (a.batch * tiles).max(1) as u32;
-        let name = self.finish_gpu_func(k, specs, &[], [blocks, 1, 1], threads as u32);
-        if let Some(launch) = self.launches.get_mut(&name) {
-            launch.shared_bytes = tile.shared_bytes(d, dv) as u32;
-        }
-        let work = (a.batch * l).max(1) as u64;
-        let cost = (2 * s * (d + dv) + 8 * s) as u64;
-        vec![(name, work, cost, (0..specs.len()).collect(), vec![])]
+        self.finish_tc(k, specs, (a.batch * tiles) as u32, tile.shared_bytes(d, dv));
+        self.finish_attention_tc(a, specs, false)
     }
+
+    /// Appends the tensor-core kernel `k` on `blocks` blocks of
+    /// [`TC_THREADS`] with `shared` bytes of dynamic shared memory.
+    pub(crate) fn finish_tc(&mut self, k: Kernel, specs: &[(Vec<usize>, DType)], blocks: u32, shared: usize) {
+        let name = self.finish_gpu_func(k, specs, &[], [blocks.max(1), 1, 1], TC_THREADS as u32);
+        if let Some(launch) = self.launches.get_mut(&name) {
+            launch.shared_bytes = shared as u32;
+        }
+    }
+
+    /// The forward's (or the statistics') kernel entry, just appended.
+    fn finish_attention_tc(&self, a: &AttentionShape, specs: &[(Vec<usize>, DType)], stats: bool) -> Kernels {
+        let work = (a.batch * a.l).max(1) as u64;
+        let cost = if stats { 2 * a.s * a.d + 8 * a.s + 2 * a.dv } else { 2 * a.s * (a.d + a.dv) + 8 * a.s } as u64;
+        vec![(self.last(), work, cost, (0..specs.len()).collect(), vec![])]
+    }
+}
+
+/// The statistics' end (see [`Generator::gpu_attention_tc`]): from the
+/// loop's `results` (per query fragment `per` values: the rows' maxima,
+/// then this lane's sums), each row's log-sum-exp by lane c = 0; then
+/// D a row per thread.
+#[allow(clippy::type_complexity)]
+fn attention_stats(
+    k: &mut Kernel,
+    a: &AttentionShape,
+    specs: &[(Vec<usize>, DType)],
+    (rows, results, per): (&[[String; 2]], &[String], usize),
+    (c_exp, tid, first, c, b): (&str, &str, &str, &str, &str),
+    bq: usize,
+) {
+    let f32t = DType::F32;
+    let (l, dv) = (a.l, a.dv);
+    let n_rows = a.batch * l;
+    let stats_ty = flat_type(&specs[8].0, specs[8].1);
+    let (l_c, ln2) = (k.index(l), k.float(std::f64::consts::LN_2, f32t));
+    let row_base = k.mad(b, l, "%c0");
+    let lead = k.val(&format!("arith.cmpi eq, {c}, %c0 : index"));
+    for (m, row_pair) in rows.iter().enumerate() {
+        let state = &results[m * per..(m + 1) * per];
+        for (h, row) in row_pair.iter().enumerate() {
+            let total = quad_sum(k, &state[2 + h]);
+            let ms = k.fop("mulf", &state[h], c_exp, f32t);
+            let lg = k.val(&format!("math.log2 {total} : f32"));
+            let lse2 = k.fop("addf", &ms, &lg, f32t);
+            let lse = k.fop("mulf", &lse2, &ln2, f32t);
+            let inside = k.val(&format!("arith.cmpi ult, {row}, {l_c} : index"));
+            let store = k.val(&format!("arith.andi {inside}, {lead} : i1"));
+            k.line(&format!("scf.if {store} {{"));
+            k.depth += 1;
+            let at = k.add(&row_base, row);
+            k.store(&lse, "%b8", &at, &stats_ty);
+            k.close();
+        }
+    }
+    // D = rowsum(grad_output * out), a row per thread.
+    let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+    let (to, tdo) = (ty(3), ty(4));
+    let bq_c = k.index(bq);
+    for r0 in (0..bq).step_by(TC_THREADS) {
+        let r = k.mad("%c1", r0, tid);
+        let row = k.add(first, &r);
+        let in_block = k.val(&format!("arith.cmpi ult, {r}, {bq_c} : index"));
+        let in_rows = k.val(&format!("arith.cmpi ult, {row}, {l_c} : index"));
+        let inside = k.val(&format!("arith.andi {in_block}, {in_rows} : i1"));
+        k.line(&format!("scf.if {inside} {{"));
+        k.depth += 1;
+        let flat = k.add(&row_base, &row);
+        let base = k.mad(&flat, dv, "%c0");
+        let zero = k.float(0.0, f32t);
+        let dvc = k.index(dv);
+        let (x, acc, sum) = k.open_reduce("%c0", &dvc, &zero, "f32");
+        let at = k.add(&base, &x);
+        let g = k.load("%b4", &at, &tdo);
+        let o = k.load("%b3", &at, &to);
+        let p = k.fop("mulf", &g, &o, f32t);
+        let next = k.fop("addf", &acc, &p, f32t);
+        k.close_with(&next, "f32");
+        let at = k.mad("%c1", n_rows, &flat);
+        k.store(&sum, "%b8", &at, &stats_ty);
+        k.close();
+    }
+}
+
+/// `v` summed over the four lanes of an accumulator row (xor 1, 2).
+pub(crate) fn quad_sum(k: &mut Kernel, v: &str) -> String {
+    quad_reduce(k, v, "addf")
+}
+
+/// `op` (`addf`, `maximumf`) of `v` over the four lanes of an accumulator
+/// row (lanes 4g .. 4g + 3: xor shuffles by 1 and 2).
+pub(crate) fn quad_reduce(k: &mut Kernel, v: &str, op: &str) -> String {
+    let width = k.val("arith.constant 32 : i32");
+    let mut v = v.to_string();
+    for o in [1, 2] {
+        let oc = k.val(&format!("arith.constant {o} : i32"));
+        k.n += 1;
+        let other = format!("%s{}", k.n);
+        k.line(&format!("{other}, %v{} = gpu.shuffle xor {v}, {oc}, {width} : f32", k.n));
+        v = k.val(&format!("arith.{op} {v}, {other} : f32"));
+    }
+    v
 }

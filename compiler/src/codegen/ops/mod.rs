@@ -7,6 +7,7 @@ pub(crate) mod conv;
 pub(crate) mod data;
 pub(crate) mod elementwise;
 pub(crate) mod flash;
+pub(crate) mod flash_backward;
 pub(crate) mod gemm;
 pub(crate) mod norm;
 pub(crate) mod reduce;

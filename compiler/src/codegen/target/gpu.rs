@@ -172,9 +172,20 @@ impl TargetInfo for GpuTarget {
 
     fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
         if self.options.tensor_core_attention && crate::codegen::ops::flash::tensor_core_attention(a, specs) {
-            return g.gpu_attention_tc(a, specs, self.options.attention_tile.unwrap_or(AttentionTile::DEFAULT));
+            return g.gpu_attention_tc(a, specs, self.options.attention_tile.unwrap_or(AttentionTile::DEFAULT), false);
         }
         g.gpu_attention(a, specs)
+    }
+
+    fn attention_backward(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        if self.options.tensor_core_attention
+            && crate::codegen::ops::flash::tensor_core_attention(a, specs)
+            && a.scale > 0.0
+        {
+            let tile = self.options.attention_tile.unwrap_or(AttentionTile::DEFAULT);
+            return g.gpu_attention_backward_tc(a, specs, tile);
+        }
+        g.attention_backward_rows(a, specs)
     }
 
     fn norm_backward(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
