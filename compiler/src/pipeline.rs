@@ -48,6 +48,12 @@ pub struct TrainOptions {
     /// gradients are summed, for gradient accumulation over micro-batches
     /// (`hl-optimizer{accumulate}`).
     pub accumulate: bool,
+    /// Attention's gradient as one `hl.attention_backward` (the
+    /// probabilities recomputed, never materialised: the GPU's
+    /// tensor-core kernels), rather than GEMMs over the materialised
+    /// probabilities (the CPU's faster form). [`TrainOptions::for_target`]
+    /// sets it by target; on by default.
+    pub fused_attention_backward: bool,
 }
 
 /// PyTorch DDP's default gradient bucket: 25 MiB.
@@ -67,6 +73,7 @@ impl Default for TrainOptions {
             data_parallel: false,
             bucket_bytes: DEFAULT_BUCKET_BYTES,
             accumulate: false,
+            fused_attention_backward: true,
         }
     }
 }
@@ -153,6 +160,20 @@ impl MemoryBudget {
 }
 
 impl TrainOptions {
+    /// These options for `target`: attention's backward fused on the GPU
+    /// (its tensor-core kernels), as GEMMs on the CPU (its packed GEMMs
+    /// beat the fused row kernels: the transformer block's step 36.0-37.0
+    /// ms against 37.1-37.2 on a Zen 4).
+    pub fn for_target(&self, target: &Target) -> TrainOptions {
+        TrainOptions { fused_attention_backward: matches!(target, Target::Cuda(_)), ..self.clone() }
+    }
+
+    /// ` fused-attention-backward=false` where it is off (an option of
+    /// `hl-optimizer` and `aicf-train-pipeline`).
+    fn attention_option(&self) -> &'static str {
+        if self.fused_attention_backward { "" } else { " fused-attention-backward=false" }
+    }
+
     /// The pass pipeline from a model to its planned, scheduled train step.
     pub fn train_pipeline(&self) -> String {
         let budget = match self.memory_budget {
@@ -169,6 +190,7 @@ impl TrainOptions {
         if self.accumulate {
             parallel.push_str(" accumulate=true");
         }
+        parallel.push_str(self.attention_option());
         format!(
             "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{}{budget} precision={}{padding}{parallel}}})",
             self.optimizer,
@@ -183,7 +205,7 @@ impl TrainOptions {
     /// it is lowered to `ll` (`aicf compile --emit fused`).
     pub fn fusion_pipeline(&self) -> String {
         format!(
-            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
+            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}{}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
              canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
             self.precision.autocast(self.shape_padding),
             self.optimizer,
@@ -193,6 +215,7 @@ impl TrainOptions {
             if self.precision == Precision::Fp16 { " loss-scale=65536" } else { "" },
             if self.data_parallel { " data-parallel=true" } else { "" },
             if self.accumulate { " accumulate=true" } else { "" },
+            self.attention_option(),
         )
     }
 
@@ -341,6 +364,7 @@ pub fn compile_source(
         }
         timings.time("hl-set-batch", || run_pipeline(&ctx, &mut module, &set_batch(b)))?;
     }
+    let options = options.for_target(target);
     timings.time("train pipeline (autodiff .. ll-schedule)", || {
         run_pipeline(&ctx, &mut module, &options.train_pipeline())
     })?;

@@ -837,8 +837,15 @@ fn vjp_source(node: &Node, specs: &[TensorSpec], wanted: &[bool], key: &str) -> 
     .map_err(|e| fail(e.to_string()))?;
     let ctx = crate::CompilerContext::new();
     let mut module = ctx.parse(&traced.text, key).map_err(|e| fail(e.to_string()))?;
-    crate::run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff{function=vjp wrt-inputs=true})")
-        .map_err(|e| fail(e.to_string()))?;
+    // The source is compiled for each device alike: attention's gradient
+    // as GEMMs, the CPU's faster form (the fused form is the train step's
+    // on the GPU).
+    crate::run_pipeline(
+        &ctx,
+        &mut module,
+        "builtin.module(hl-autodiff{function=vjp wrt-inputs=true fused-attention-backward=false})",
+    )
+    .map_err(|e| fail(e.to_string()))?;
     // @vjp_grad returns the loss, then a gradient per float argument (the
     // inputs', then g's): keep the wanted inputs' only.
     let raw = module.as_operation().to_raw();

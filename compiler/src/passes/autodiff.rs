@@ -42,14 +42,24 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     };
     let function = options.get("function").map_err(report)?.to_string();
     let wrt_inputs = options.get_bool("wrt-inputs").map_err(report)?;
-    differentiate(module.to_raw(), &function, wrt_inputs).map_err(|(location, message)| {
+    let fused_attention = options.get_bool("fused-attention-backward").map_err(report)?;
+    differentiate(module.to_raw(), &function, wrt_inputs, fused_attention).map_err(|(location, message)| {
         emit_error(unsafe { Location::from_raw(location) }, &format!("hl-autodiff: {message}"));
         PassFailed
     })
 }
 
-/// Adds `@<function>_grad` to `module` (see the module docs).
-pub fn differentiate(module: MlirOperation, function: &str, wrt_inputs: bool) -> Result<(), Failure> {
+/// Adds `@<function>_grad` to `module` (see the module docs). With
+/// `fused_attention`, attention's gradient is one `hl.attention_backward`
+/// (the probabilities recomputed inside it: the GPU's tensor-core
+/// kernels); without, GEMMs, a softmax and its backward over the
+/// materialised probabilities (the CPU's faster form, its GEMMs packed).
+pub fn differentiate(
+    module: MlirOperation,
+    function: &str,
+    wrt_inputs: bool,
+    fused_attention: bool,
+) -> Result<(), Failure> {
     let ctx = unsafe { mlirOperationGetContext(module) };
     let module_loc = unsafe { mlirOperationGetLocation(module) };
     let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
@@ -81,7 +91,7 @@ pub fn differentiate(module: MlirOperation, function: &str, wrt_inputs: bool) ->
     let block = unsafe { mlirBlockCreate(arg_types.len() as isize, arg_types.as_ptr(), locs.as_ptr()) };
     let region = unsafe { mlirRegionCreate() };
     unsafe { mlirRegionAppendOwnedBlock(region, block) };
-    let result = build_gradient(ctx, forward, fwd_block, block, &params, wrt_inputs);
+    let result = build_gradient(ctx, forward, fwd_block, block, &params, (wrt_inputs, fused_attention));
     let outputs = match result {
         Ok(outputs) => outputs,
         Err(e) => {
@@ -101,7 +111,7 @@ fn build_gradient(
     fwd_block: MlirBlock,
     block: MlirBlock,
     params: &[(String, TensorSpec)],
-    wrt_inputs: bool,
+    (wrt_inputs, fused_attention): (bool, bool),
 ) -> Result<Vec<MlirValue>, Failure> {
     let fwd_loc = unsafe { mlirOperationGetLocation(forward) };
     let mut map: HashMap<usize, MlirValue> = HashMap::new();
@@ -167,7 +177,7 @@ fn build_gradient(
     let mut adjoint: HashMap<usize, MlirValue> = HashMap::new();
     adjoint.insert(key(loss), e.splat(1.0, &loss_spec)?);
     let mut param_grads: HashMap<String, MlirValue> = HashMap::new();
-    backprop(&mut e, &cloned, &mut adjoint, &|v| active.contains(&key(v)), &mut param_grads)?;
+    backprop(&mut e, &cloned, &mut adjoint, &|v| active.contains(&key(v)), &mut param_grads, fused_attention)?;
 
     // 4. Outputs.
     e.loc = fwd_loc;
@@ -201,6 +211,7 @@ fn backprop(
     adjoint: &mut HashMap<usize, MlirValue>,
     is_active: &dyn Fn(MlirValue) -> bool,
     param_grads: &mut HashMap<String, MlirValue>,
+    fused_attention: bool,
 ) -> Result<(), Failure> {
     let outer_loc = e.loc;
     for &op in ops.iter().rev() {
@@ -226,7 +237,7 @@ fn backprop(
         let operands: Vec<MlirValue> = (0..unsafe { mlirOperationGetNumOperands(op) })
             .map(|i| unsafe { mlirOperationGetOperand(op, i) })
             .collect();
-        let grads = vjp(e, op, &name, &operands, y, g)?;
+        let grads = vjp(e, op, &name, &operands, y, g, fused_attention)?;
         for (x, dx) in operands.iter().zip(grads) {
             let Some(dx) = dx else { continue };
             if !is_active(*x) {
@@ -253,6 +264,7 @@ fn vjp(
     x: &[MlirValue],
     y: MlirValue,
     g: MlirValue,
+    fused_attention: bool,
 ) -> Result<Vec<Option<MlirValue>>, Failure> {
     let one = |v| Ok(vec![Some(v)]);
     match name {
@@ -490,6 +502,7 @@ fn vjp(
             one(e.op("hl.dropout", &[g, x[1], x[2]], &attrs)?)
         }
         "hl.layer_norm" | "hl.rms_norm" => norm_vjp(e, op, name == "hl.layer_norm", x, g),
+        "hl.attention" if fused_attention => attention_fused_vjp(e, op, x, y, g),
         "hl.attention" => attention_vjp(e, op, x, g),
         "hl.gather" => gather_vjp(e, op, x, g),
         "hl.erf" => {
@@ -640,6 +653,27 @@ fn attention_vjp(
     let dq = e.scale(mm(ds, k, false, false)?, scale)?;
     let dk = e.scale(mm(ds, q, true, false)?, scale)?;
     Ok(vec![Some(dq), Some(dk), Some(dv)])
+}
+
+/// Scaled dot-product attention in one op: `hl.attention_backward` from
+/// the operands, the result y and g (the probabilities recomputed inside
+/// it, never materialised).
+fn attention_fused_vjp(
+    e: &mut Emitter,
+    op: MlirOperation,
+    x: &[MlirValue],
+    y: MlirValue,
+    g: MlirValue,
+) -> Result<Vec<Option<MlirValue>>, Failure> {
+    let attrs: Vec<(&str, String)> =
+        ["causal", "scale"].iter().filter(|k| has(op, k)).map(|&k| (k, attr_text(op, k))).collect();
+    let back = e.append(&OpSpec {
+        operands: &[x[0], x[1], x[2], y, g],
+        attributes: &attrs,
+        results: None,
+        ..OpSpec::new("hl.attention_backward")
+    })?;
+    Ok((0..3).map(|i| Some(unsafe { mlirOperationGetResult(back, i) })).collect())
 }
 
 /// gather along `axis`: the input's gradient is a scatter-add of g into

@@ -101,12 +101,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     let loss_scale = (scale > 0.0).then_some(LossScale { init: scale, growth_interval: interval as u64 });
     let data_parallel = options.get_bool("data-parallel").map_err(report)?;
     let accumulate = options.get_bool("accumulate").map_err(report)?;
-    add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, loss_scale, data_parallel, accumulate).map_err(
-        |(loc, m)| {
-            emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
-            PassFailed
-        },
-    )
+    let fused_attention = options.get_bool("fused-attention-backward").map_err(report)?;
+    let step = TrainStep { loss_scale, data_parallel, accumulate, fused_attention };
+    add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, step).map_err(|(loc, m)| {
+        emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
+        PassFailed
+    })
 }
 
 /// Adds the state declarations and `@train_step` to `module`.
@@ -129,7 +129,27 @@ pub fn add_train_step(
     optimizer: &Optimizer,
     clip_norm: Option<f64>,
 ) -> Result<(), Failure> {
-    add_train_step_scaled(module, function, optimizer, clip_norm, None, false, false)
+    add_train_step_scaled(module, function, optimizer, clip_norm, TrainStep::default())
+}
+
+/// How [`add_train_step_scaled`] builds the step beyond its optimizer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrainStep {
+    /// Dynamic loss scaling.
+    pub loss_scale: Option<LossScale>,
+    /// The loss and gradients weighted and summed over the replicas.
+    pub data_parallel: bool,
+    /// Also `@train_grad` and `@train_apply`.
+    pub accumulate: bool,
+    /// Attention's gradient as one `hl.attention_backward`
+    /// ([`differentiate`]).
+    pub fused_attention: bool,
+}
+
+impl Default for TrainStep {
+    fn default() -> Self {
+        TrainStep { loss_scale: None, data_parallel: false, accumulate: false, fused_attention: true }
+    }
 }
 
 /// [`add_train_step`] with optional dynamic loss scaling, and for a
@@ -141,10 +161,9 @@ pub fn add_train_step_scaled(
     function: &str,
     optimizer: &Optimizer,
     clip_norm: Option<f64>,
-    loss_scale: Option<LossScale>,
-    data_parallel: bool,
-    accumulate: bool,
+    step: TrainStep,
 ) -> Result<(), Failure> {
+    let TrainStep { loss_scale, data_parallel, accumulate, fused_attention } = step;
     let ctx = unsafe { mlirOperationGetContext(module) };
     let module_loc = unsafe { mlirOperationGetLocation(module) };
     optimizer.check(clip_norm).map_err(|m| (module_loc, m))?;
@@ -176,7 +195,7 @@ pub fn add_train_step_scaled(
                 return Err((op_loc(f), format!("@{scaled} exists: loss scaling names its scaled loss so")));
             }
             scaled_loss(ctx, body, f, &scaled)?;
-            differentiate(module, &scaled, false)?;
+            differentiate(module, &scaled, false, fused_attention)?;
             // The scaled loss itself is not needed once differentiated.
             if let Some(op) = find(&scaled) {
                 unsafe { mlirOperationDestroy(op) };
@@ -185,7 +204,7 @@ pub fn add_train_step_scaled(
         }
         None => {
             if find(&grad_name).is_none() {
-                differentiate(module, function, false)?;
+                differentiate(module, function, false, fused_attention)?;
             }
             grad_name
         }

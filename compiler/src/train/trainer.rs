@@ -122,6 +122,7 @@ impl Options {
             data_parallel: self.data_parallel,
             bucket_bytes: self.bucket_bytes,
             accumulate: self.accumulate > 1,
+            fused_attention_backward: matches!(self.device, Device::Cuda { .. }),
         }
     }
 
@@ -735,8 +736,8 @@ fn loads(dir: &Path, device: &Device) -> std::result::Result<(), String> {
 /// Compiles `source` (at batch size `batch`, or its own) into the cache,
 /// or finds it there.
 fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<usize>) -> Result<Compiled> {
-    let train = options.train_options();
     let target = options.target();
+    let train = options.train_options();
     let target_key = match &target {
         // The instruction set too: AICF_CPU_ISA=avx2 never finds the
         // native build's artifact.

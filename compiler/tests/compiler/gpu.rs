@@ -838,10 +838,16 @@ fn bf16_char_lm_gemms_run_on_tensor_cores() {
     let gemms: Vec<&str> = step.calls.iter().filter(|c| c.op == "ll.gemm").map(|c| c.symbol.as_str()).collect();
     assert!(gemms.len() >= 12, "GEMMs of the char LM's train step: {gemms:?}");
     // The attention forward's two products too (heads of 16: the
-    // tensor-core attention); its backward is GEMMs.
-    let attention: Vec<&str> =
-        step.calls.iter().filter(|c| c.op == "ll.attention").map(|c| c.symbol.as_str()).collect();
-    assert!(!attention.is_empty(), "the char LM's train step has no attention");
+    // tensor-core attention), and its fused backward's three kernels
+    // (statistics, dk and dv, dq).
+    let attention: Vec<&str> = step
+        .calls
+        .iter()
+        .filter(|c| c.op == "ll.attention" || c.op == "ll.attention_backward")
+        .map(|c| c.symbol.as_str())
+        .collect();
+    let backward = step.calls.iter().filter(|c| c.op == "ll.attention_backward").count();
+    assert!(backward >= 3 && attention.len() > backward, "the char LM's attention kernels: {attention:?}");
     let contractions: Vec<&str> = gemms.iter().chain(&attention).copied().collect();
     for chip in ["sm_80", "sm_90"] {
         let ptx = ptx_text(&dir, chip);

@@ -196,6 +196,11 @@ struct TrainPipelineOptions
       llvm::cl::desc("also @train_grad and @train_apply, for gradient "
                      "accumulation (hl-optimizer{accumulate})"),
       llvm::cl::init(false)};
+  Option<bool> fusedAttentionBackward{
+      *this, "fused-attention-backward",
+      llvm::cl::desc("attention's gradient as one hl.attention_backward "
+                     "(hl-optimizer{fused-attention-backward})"),
+      llvm::cl::init(true)};
 };
 
 /// The textual form of the train pipeline for `o`.
@@ -213,7 +218,9 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
                      double(o.beta1), double(o.beta2), double(o.clipNorm))
      << (fp16 ? " loss-scale=65536" : "")
      << (o.dataParallel ? " data-parallel=true" : "")
-     << (o.accumulate ? " accumulate=true" : "") << "},canonicalize,cse,"
+     << (o.accumulate ? " accumulate=true" : "")
+     << (o.fusedAttentionBackward ? "" : " fused-attention-backward=false")
+     << "},canonicalize,cse,"
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
      << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"
      << "convert-hl-to-ll,";

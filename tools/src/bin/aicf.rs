@@ -710,6 +710,9 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
         accumulate: c.accumulate > 1,
+        // `aicf compile` sets it by its target; `aicf train`'s options by
+        // the device.
+        fused_attention_backward: true,
     }
 }
 
@@ -829,7 +832,7 @@ fn run_compile(
     if source.trim().is_empty() {
         return Err(format!("{name}: the file is empty; a model is an hl module with func.func @loss (and @forward)"));
     }
-    let options = train_options(c);
+    let options = TrainOptions { fused_attention_backward: matches!(target, Target::Cuda), ..train_options(c) };
     if let Some(out) = &output
         && same_file(&c.model, out)
     {

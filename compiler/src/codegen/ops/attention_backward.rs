@@ -90,8 +90,11 @@ impl Generator {
             }
         };
 
-        // (1) Statistics.
+        // (1) Statistics: the row's scores into a stack row, their max,
+        // then the sum of exponentials.
         let mut k = Kernel::new();
+        let row_ty = format!("memref<{}x{f}>", s.max(1));
+        let scores = k.val(&format!("memref.alloca() : {row_ty}"));
         let (lc, ninf, zero) = (k.index(l), k.float(f64::NEG_INFINITY, t), k.float(0.0, t));
         let w = k.open("%begin", "%end");
         let b = k.val(&format!("arith.divui {w}, {lc} : index"));
@@ -101,11 +104,11 @@ impl Generator {
         let (j, mx, m) = k.open_reduce("%c0", &jn, &ninf, f);
         let krow = k.add(&kb, &j);
         let sv = score(&mut k, &w, &krow);
+        k.store(&sv, &scores, &j, &row_ty);
         let nm = k.val(&format!("arith.maximumf {mx}, {sv} : {f}"));
         k.close_with(&nm, f);
         let (j, acc, z) = k.open_reduce("%c0", &jn, &zero, f);
-        let krow = k.add(&kb, &j);
-        let sv = score(&mut k, &w, &krow);
+        let sv = k.load(&scores, &j, &row_ty);
         let x = k.fop("subf", &sv, &m, t);
         let e = k.val(&format!("math.exp {x} : {f}"));
         let next = k.fop("addf", &acc, &e, t);
