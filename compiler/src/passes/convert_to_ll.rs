@@ -684,12 +684,7 @@ impl<'a> Lower<'a> {
             "hl.attention" => {
                 let (q, k, v) = (self.buf(x[0])?, self.buf(x[1])?, self.buf(x[2])?);
                 let out = self.alloc(Self::result(op, 0))?;
-                let d = spec(x[0]).shape.last().copied().unwrap_or(1) as f64;
-                let scale = float_attr(op, "scale").unwrap_or(1.0 / d.sqrt());
-                let mut attrs = vec![("scale", format!("{} : f64", aicf_runtime::init::Float(scale)))];
-                if unit("causal") {
-                    attrs.push(("causal", "unit".into()));
-                }
+                let attrs = attention_attrs(op, &spec(x[0]));
                 self.emit(
                     loc,
                     &OpSpec {
@@ -712,12 +707,7 @@ impl<'a> Lower<'a> {
                 let q = spec(x[0]);
                 let rows: usize = q.shape[..q.shape.len().saturating_sub(1)].iter().product();
                 ins.push(self.fresh(self.ty(&TensorSpec::new([2 * rows], DType::F32))?)?);
-                let d = q.shape.last().copied().unwrap_or(1) as f64;
-                let scale = float_attr(op, "scale").unwrap_or(1.0 / d.sqrt());
-                let mut attrs = vec![("scale", format!("{} : f64", aicf_runtime::init::Float(scale)))];
-                if unit("causal") {
-                    attrs.push(("causal", "unit".into()));
-                }
+                let attrs = attention_attrs(op, &q);
                 self.emit(
                     loc,
                     &OpSpec {
@@ -1059,4 +1049,17 @@ fn scalar_text(c: f64, dtype: DType) -> String {
     } else {
         format!("{} : {}", c as i64, dtype.mlir())
     }
+}
+
+/// `ll.attention`'s (and its backward's) attributes from `hl` op `op`
+/// with queries `q`: the scale, given or 1 / sqrt(head size), and
+/// `causal`.
+fn attention_attrs(op: MlirOperation, q: &TensorSpec) -> Vec<(&'static str, String)> {
+    let d = q.shape.last().copied().unwrap_or(1) as f64;
+    let scale = float_attr(op, "scale").unwrap_or(1.0 / d.sqrt());
+    let mut attrs = vec![("scale", format!("{} : f64", aicf_runtime::init::Float(scale)))];
+    if ir::has(op, "causal") {
+        attrs.push(("causal", "unit".into()));
+    }
+    attrs
 }

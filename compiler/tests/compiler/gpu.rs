@@ -87,6 +87,28 @@ fn tensor_of(a: &aicf_compiler::interp::Array) -> Tensor {
     Tensor::new(a.shape.clone(), dtype, a.data.clone())
 }
 
+/// Bundle case `kernel_<name>`: one call of `@f` on `inputs`, which must
+/// give `want` within `tol`.
+fn kernel_case(
+    name: &str,
+    inputs: &[aicf_compiler::interp::Array],
+    want: &[aicf_compiler::interp::Array],
+    tol: f64,
+) -> BundleCase {
+    BundleCase {
+        name: format!("kernel_{name}"),
+        function: "f".into(),
+        seed: 0,
+        tol,
+        calls: vec![BundleCall {
+            inputs: inputs.iter().map(tensor_of).collect(),
+            outputs: want.iter().map(tensor_of).collect(),
+        }],
+        symbols: BTreeMap::new(),
+        nccl: false,
+    }
+}
+
 /// Every kernel case of the CPU tests, compiled for the GPU, in f32, bf16
 /// and f16: ptxas accepts the PTX for both chips; the bundle gets the
 /// interpreter's results (16-bit cases within 2 units in the last place).
@@ -112,19 +134,7 @@ fn every_kernel_compiles_to_ptx_that_ptxas_accepts() {
             assert!(launch.block[0] > 0 && threads > 0, "{name}: {} launches nothing", c.symbol);
         }
         ptxas_accepts(&dir, name);
-        let case = BundleCase {
-            name: format!("kernel_{name}"),
-            function: "f".into(),
-            seed: 0,
-            tol,
-            calls: vec![BundleCall {
-                inputs: inputs.iter().map(tensor_of).collect(),
-                outputs: want.iter().map(tensor_of).collect(),
-            }],
-            symbols: BTreeMap::new(),
-            nccl: false,
-        };
-        write_case(&case, &dir);
+        write_case(&kernel_case(name, &inputs, &want, tol), &dir);
     }
     attention_tile_cases();
 }
@@ -169,19 +179,7 @@ fn attention_tile_cases() {
             assert_eq!(call.launch.unwrap().shared_bytes as usize, want, "{variant}");
         }
         ptxas_accepts(&dir, &variant);
-        let case = BundleCase {
-            name: format!("kernel_{variant}"),
-            function: "f".into(),
-            seed: 0,
-            tol: 2.0 / 256.0,
-            calls: vec![BundleCall {
-                inputs: inputs.iter().map(tensor_of).collect(),
-                outputs: want.iter().map(tensor_of).collect(),
-            }],
-            symbols: BTreeMap::new(),
-            nccl: false,
-        };
-        write_case(&case, &dir);
+        write_case(&kernel_case(&variant, &inputs, &want, 2.0 / 256.0), &dir);
     }
     let bad = GpuOptions {
         attention_tile: Some(AttentionTile { m_frags: 3, keys: 64, double_buffer: true }),

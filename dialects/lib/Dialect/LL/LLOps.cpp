@@ -265,10 +265,11 @@ LogicalResult NormOp::verify() {
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  auto q = cast<MemRefType>(getQ().getType());
-  auto k = cast<MemRefType>(getK().getType());
-  auto v = cast<MemRefType>(getV().getType());
+/// Whether buffers `q`, `k`, `v` form an attention (an error of `op`
+/// otherwise); its result's shape into `expected`.
+static LogicalResult verifyAttention(Operation *op, MemRefType q, MemRefType k,
+                                     MemRefType v,
+                                     SmallVectorImpl<int64_t> &expected) {
   if (q.getRank() < 2 || k.getRank() != q.getRank() ||
       v.getRank() != q.getRank() ||
       k.getShape().drop_back(2) != q.getShape().drop_back(2) ||
@@ -276,10 +277,19 @@ LogicalResult AttentionOp::verify() {
       k.getShape().back() != q.getShape().back() ||
       k.getElementType() != q.getElementType() ||
       v.getElementType() != q.getElementType())
-    return emitOpError("queries ") << q << ", keys " << k << " and values " << v
-                                   << " do not form an attention";
-  SmallVector<int64_t> expected(q.getShape());
+    return op->emitOpError("queries ") << q << ", keys " << k << " and values "
+                                       << v << " do not form an attention";
+  expected.assign(q.getShape().begin(), q.getShape().end());
   expected.back() = v.getShape().back();
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = cast<MemRefType>(getQ().getType());
+  SmallVector<int64_t> expected;
+  if (failed(verifyAttention(*this, q, cast<MemRefType>(getK().getType()),
+                             cast<MemRefType>(getV().getType()), expected)))
+    return failure();
   auto out = cast<MemRefType>(getOut().getType());
   if (out.getShape() != ArrayRef<int64_t>(expected) ||
       out.getElementType() != q.getElementType())
@@ -292,17 +302,9 @@ LogicalResult AttentionBackwardOp::verify() {
   auto q = cast<MemRefType>(getQ().getType());
   auto k = cast<MemRefType>(getK().getType());
   auto v = cast<MemRefType>(getV().getType());
-  if (q.getRank() < 2 || k.getRank() != q.getRank() ||
-      v.getRank() != q.getRank() ||
-      k.getShape().drop_back(2) != q.getShape().drop_back(2) ||
-      v.getShape().drop_back(1) != k.getShape().drop_back(1) ||
-      k.getShape().back() != q.getShape().back() ||
-      k.getElementType() != q.getElementType() ||
-      v.getElementType() != q.getElementType())
-    return emitOpError("queries ") << q << ", keys " << k << " and values " << v
-                                   << " do not form an attention";
-  SmallVector<int64_t> expected(q.getShape());
-  expected.back() = v.getShape().back();
+  SmallVector<int64_t> expected;
+  if (failed(verifyAttention(*this, q, k, v, expected)))
+    return failure();
   for (Value out : {getOut(), getGradOutput()}) {
     auto t = cast<MemRefType>(out.getType());
     if (t.getShape() != ArrayRef<int64_t>(expected) ||
