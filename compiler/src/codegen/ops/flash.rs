@@ -73,7 +73,7 @@ pub(crate) fn tensor_core_attention(a: &AttentionShape, specs: &[(Vec<usize>, DT
 /// (`ex2.approx.ftz.f32`, FlashAttention's `exp2f` under fast math):
 /// `math.exp2` becomes libdevice's, whose `ex2.approx.f32` keeps
 /// subnormals with a scaling before and after.
-fn ex2(k: &mut Kernel, x: &str) -> String {
+pub(crate) fn ex2(k: &mut Kernel, x: &str) -> String {
     k.val(&format!("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f32\"({x}) : (f32) -> f32"))
 }
 
@@ -116,27 +116,20 @@ impl Generator {
         stats: bool,
     ) -> Kernels {
         let et = specs[0].1;
-        let e = et.mlir();
+        let fr = Frags::new(et);
         let (d, dv, l, s) = (a.d, a.dv, a.l, a.s);
         let mf = tile.m_frags;
-        let (bq, bk, threads) = (tile.queries(), tile.keys, TC_THREADS);
+        let (bq, bk) = (tile.queries(), tile.keys);
         let buffers = if tile.double_buffer { 2 } else { 1 };
         let (q_ld, k_ld, v_ld) = (d + 8, d + 8, dv + 8);
         // Elements of q's block and of one tile of k and of v.
         let (q_el, k_el, v_el) = (bq * q_ld, bk * k_ld, bk * v_ld);
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let (tq, tk, tv, to) = (ty(0), ty(1), ty(2), ty(3));
-        let shared = |n: usize| format!("memref<{n}x{e}, #gpu.address_space<workgroup>>");
-        let (sq, sk, sv) = (shared(q_el), shared(buffers * k_el), shared(buffers * v_el));
 
         let mut k = Kernel::new();
-        let dynamic = "memref<?xi8, #gpu.address_space<workgroup>>";
-        k.line(&format!("%smem = gpu.dynamic_shared_memory : {dynamic}"));
-        let k_at = k.index(q_el * 2);
-        let v_at = k.index((q_el + buffers * k_el) * 2);
-        k.line(&format!("%Qs = memref.view %smem[%c0][] : {dynamic} to {sq}"));
-        k.line(&format!("%Ks = memref.view %smem[{k_at}][] : {dynamic} to {sk}"));
-        k.line(&format!("%Vs = memref.view %smem[{v_at}][] : {dynamic} to {sv}"));
+        let views = [("%Qs", q_el), ("%Ks", buffers * k_el), ("%Vs", buffers * v_el)];
+        let [sq, sk, sv]: [String; 3] = smem_views(&mut k, et.mlir(), &views).try_into().unwrap_or_default();
         let tid = k.val("gpu.thread_id x");
         let block = k.val("gpu.block_id x");
         let tiles = l.div_ceil(bq);
@@ -148,98 +141,44 @@ impl Generator {
             q_tile = k.val(&format!("arith.subi {last}, {q_tile} : index"));
         }
         let first = k.mad(&q_tile, bq, "%c0");
-        let (c32, c8, c4, c2) = (k.index(32), k.index(8), k.index(4), k.index(2));
-        let lane = k.val(&format!("arith.remui {tid}, {c32} : index"));
-        let warp = k.val(&format!("arith.divui {tid}, {c32} : index"));
-        let quad = k.val(&format!("arith.divui {lane}, {c8} : index"));
-        let r8 = k.val(&format!("arith.remui {lane}, {c8} : index"));
-        let q_lo = k.val(&format!("arith.remui {quad}, {c2} : index"));
-        let q_hi = k.val(&format!("arith.divui {quad}, {c2} : index"));
-        let g = k.val(&format!("arith.divui {lane}, {c4} : index"));
-        let c = k.val(&format!("arith.remui {lane}, {c4} : index"));
+        let ln = Lanes::of(&mut k, &tid);
         // The warp's first row in the block.
-        let wm0 = k.mad(&warp, 16 * mf, "%c0");
+        let wm0 = k.mad(&ln.warp, 16 * mf, "%c0");
         let (l_c, s_c) = (k.index(l), k.index(s));
         let q_base = k.mad(&b, l * d, "%c0");
         let k_base = k.mad(&b, s * d, "%c0");
         let v_base = k.mad(&b, s * dv, "%c0");
         let o_base = k.mad(&b, l * dv, "%c0");
 
-        // Issues the copies of `rows x cols` at row r0 (of `limit` rows) of
-        // buffer `buf` into `smem` (row length `ld`) from element `offset`,
-        // as one group of copies.
-        let issue = |k: &mut Kernel,
-                     (buf, gty, base): (&str, &str, &str),
-                     (r0, limit): (&str, &str),
-                     (rows, cols): (usize, usize),
-                     (smem, st, ld): (&str, &str, usize),
-                     offset: &str| {
-            let cl = k.index(cols);
-            let mut tokens = Vec::new();
-            for ch in tile_chunks(k, &tid, threads, rows, cols, base, r0, "%c0", limit, cols) {
-                let col = k.mad(&ch.chunk, 8, offset);
-                let at = k.mad(&ch.r, ld, &col);
-                tokens.push(async_chunk(k, &ch, &cl, buf, gty, smem, st, &at));
-            }
-            k.val(&format!("nvgpu.device_async_create_group {}", tokens.join(", ")));
-        };
         // k's and v's tile from key t0 into buffer offsets (ko, vo).
         let issue_kv = |k: &mut Kernel, t0: &str, (ko, vo): (&str, &str)| {
-            issue(k, ("%b1", &tk, &k_base), (t0, &s_c), (bk, d), ("%Ks", &sk, k_ld), ko);
+            issue_tile(k, &tid, ("%b1", &tk, &k_base), (t0, &s_c), (bk, d), ("%Ks", &sk, k_ld), ko);
             if !stats {
-                issue(k, ("%b2", &tv, &v_base), (t0, &s_c), (bk, dv), ("%Vs", &sv, v_ld), vo);
+                issue_tile(k, &tid, ("%b2", &tv, &v_base), (t0, &s_c), (bk, dv), ("%Vs", &sv, v_ld), vo);
             }
         };
-        issue(&mut k, ("%b0", &tq, &q_base), (&first, &l_c), (bq, d), ("%Qs", &sq, q_ld), "%c0");
+        issue_tile(&mut k, &tid, ("%b0", &tq, &q_base), (&first, &l_c), (bq, d), ("%Qs", &sq, q_ld), "%c0");
         if tile.double_buffer {
             issue_kv(&mut k, "%c0", ("%c0", "%c0"));
         }
         k.line("nvvm.cp.async.wait.group 0");
         k.line("gpu.barrier");
 
-        let frag = format!("vector<4x2x{e}>");
-        let reg = |k: &mut Kernel, f: &str, i: usize| fragment_register(k, f, i, et);
-        // Two f32 values as one register of 16-bit pairs (the first in the
-        // low half).
-        let pack = |k: &mut Kernel, x: &str, y: &str| -> String {
-            let v = k.val(&format!("vector.from_elements {x}, {y} : vector<2xf32>"));
-            let h = k.val(&format!("arith.truncf {v} : vector<2xf32> to vector<2x{e}>"));
-            if et == DType::BF16 { k.val(&format!("llvm.bitcast {h} : vector<2xbf16> to i32")) } else { h }
-        };
-        let mma = |k: &mut Kernel, a: &[String], b: &[String], acc: &[String]| mma_16816(k, a, b, acc, et);
-
         // The warp's query fragments: [m][one per 16 of the head].
-        let a_lane = {
-            let row = k.mad(&q_lo, 8, &r8);
-            let row = k.add(&wm0, &row);
-            let col = k.mad(&q_hi, 8, "%c0");
-            k.mad(&row, q_ld, &col)
-        };
+        let a_lane = ln.a_at(&mut k, &wm0, q_ld);
         let mut q_frags = Vec::new();
         for m in 0..mf {
             let mut frags = Vec::new();
             for ks in 0..d / 16 {
                 let at = k.mad("%c1", m * 16 * q_ld + ks * 16, &a_lane);
-                let f = k.val(&format!(
-                    "nvgpu.ldmatrix %Qs[{at}] {{numTiles = 4 : i32, transpose = false}} : {sq} -> {frag}"
-                ));
-                frags.push((0..4).map(|i| reg(&mut k, &f, i)).collect::<Vec<_>>());
+                frags.push(fr.ldsm(&mut k, ("%Qs", &sq), &at, false));
             }
             q_frags.push(frags);
         }
-        // k's fragments (stored keys x head: mma's column-major B as is):
-        // lane row r + 8 q_hi, column 8 q_lo; v's (stored keys x dv: B
-        // transposed by ldmatrix): row r + 8 q_lo, column 8 q_hi.
-        let k_lane = {
-            let row = k.mad(&q_hi, 8, &r8);
-            let col = k.mad(&q_lo, 8, "%c0");
-            k.mad(&row, k_ld, &col)
-        };
-        let v_lane = {
-            let row = k.mad(&q_lo, 8, &r8);
-            let col = k.mad(&q_hi, 8, "%c0");
-            k.mad(&row, v_ld, &col)
-        };
+        // k's fragments (stored keys x head: mma's column-major B as is);
+        // v's (stored keys x dv: B transposed by ldmatrix).
+        let k_lane = ln.b_at(&mut k, k_ld);
+        let v_lane = ln.bt_at(&mut k, v_ld);
 
         let f32t = DType::F32;
         let ninf = k.float(f64::NEG_INFINITY, f32t);
@@ -257,12 +196,10 @@ impl Generator {
         } else {
             s_c.clone()
         };
-        let width = k.val("arith.constant 32 : i32");
-        let (one_i, two_i) = (k.val("arith.constant 1 : i32"), k.val("arith.constant 2 : i32"));
         // The warp's first row, and this lane's rows g and g + 8 of each
         // of its fragments.
         let warp_row = k.add(&first, &wm0);
-        let lane_row = k.add(&warp_row, &g);
+        let lane_row = k.add(&warp_row, &ln.g);
         let rows: Vec<[String; 2]> =
             (0..mf).map(|m| [k.mad("%c1", 16 * m, &lane_row), k.mad("%c1", 16 * m + 8, &lane_row)]).collect();
         let o_frags = if stats { 0 } else { dv / 8 };
@@ -277,25 +214,10 @@ impl Generator {
         }
         let (t0, carried, results) = k.open_reduce_all("%c0", &hi, &bk_c, &init, "f32");
         let (ko, vo) = if tile.double_buffer {
-            // This tile's copies landed (the wait) in every thread, and every
-            // warp is done with the other buffer (the barrier): the next
-            // tile's copies go there.
-            k.line("nvvm.cp.async.wait.group 0");
-            k.line("gpu.barrier");
-            let step = k.val(&format!("arith.divui {t0}, {bk_c} : index"));
-            let parity = k.val(&format!("arith.remui {step}, {c2} : index"));
-            let ko = k.mad(&parity, k_el, "%c0");
-            let vo = k.mad(&parity, v_el, "%c0");
-            let next = k.add(&t0, &bk_c);
-            let more = k.val(&format!("arith.cmpi ult, {next}, {hi} : index"));
-            k.line(&format!("scf.if {more} {{"));
-            k.depth += 1;
-            let (k_el_c, v_el_c) = (k.index(k_el), k.index(v_el));
-            let nko = k.val(&format!("arith.subi {k_el_c}, {ko} : index"));
-            let nvo = k.val(&format!("arith.subi {v_el_c}, {vo} : index"));
-            issue_kv(&mut k, &next, (&nko, &nvo));
-            k.close();
-            (ko, vo)
+            let offsets = double_buffered(&mut k, (&t0, "%c0", &bk_c, &hi), &[k_el, v_el], |k, next, o| {
+                issue_kv(k, next, (&o[0], &o[1]))
+            });
+            (offsets[0].clone(), offsets[1].clone())
         } else {
             // Every warp done with the last tile before it is overwritten.
             k.line("gpu.barrier");
@@ -305,76 +227,51 @@ impl Generator {
             ("%c0".to_string(), "%c0".to_string())
         };
 
-        // S = q k^T: [m][bk / 8 fragments of 16 x 8].
+        // S = q k^T: fragment m s_frags + ni is query fragment m's 16 x 8
+        // scores of keys 8 ni.
         let s_frags = bk / 8;
-        let mut sacc: Vec<Vec<Vec<String>>> = vec![vec![vec![zero.clone(); 4]; s_frags]; mf];
+        let mut sacc: Vec<Vec<String>> = vec![vec![zero.clone(); 4]; s_frags * mf];
         for ks in 0..d / 16 {
             for np in 0..bk / 16 {
                 let at = k.mad("%c1", np * 16 * k_ld + ks * 16, &k_lane);
                 let at = k.add(&at, &ko);
-                let f = k.val(&format!(
-                    "nvgpu.ldmatrix %Ks[{at}] {{numTiles = 4 : i32, transpose = false}} : {sk} -> {frag}"
-                ));
-                let r: Vec<String> = (0..4).map(|i| reg(&mut k, &f, i)).collect();
-                for (m, acc) in sacc.iter_mut().enumerate() {
-                    acc[2 * np] = mma(&mut k, &q_frags[m][ks], &r[..2], &acc[2 * np]);
-                    acc[2 * np + 1] = mma(&mut k, &q_frags[m][ks], &r[2..], &acc[2 * np + 1]);
+                let r = fr.ldsm(&mut k, ("%Ks", &sk), &at, false);
+                for (m, acc) in sacc.chunks_mut(s_frags).enumerate() {
+                    acc[2 * np] = fr.mma(&mut k, &q_frags[m][ks], &r[..2], &acc[2 * np]);
+                    acc[2 * np + 1] = fr.mma(&mut k, &q_frags[m][ks], &r[2..], &acc[2 * np + 1]);
                 }
             }
         }
         if !positive {
-            for v in sacc.iter_mut().flatten().flatten() {
+            for v in sacc.iter_mut().flatten() {
                 *v = k.fop("mulf", v, &scale, f32t);
             }
         }
         // The mask, only in a tile with a key past the warp's first row
         // (causal) or past the last key: register i of fragment ni is row
         // g + 8 (i / 2), key t0 + 8 ni + 2 c + i % 2.
-        let tile_end = k.add(&t0, &bk_c);
-        let edge = if a.causal {
-            let after_first = k.mad("%c1", 1, &warp_row);
-            Some(k.val(&format!("arith.minui {after_first}, {s_c} : index")))
-        } else if !s.is_multiple_of(bk) {
-            Some(s_c.clone())
-        } else {
-            None
-        };
-        if let Some(edge) = edge {
-            let need = k.val(&format!("arith.cmpi ugt, {tile_end}, {edge} : index"));
-            let flat: Vec<String> = sacc.iter().flatten().flatten().cloned().collect();
-            let types = vec!["f32".to_string(); flat.len()];
-            let out = k.open_if(&need, &types);
-            let key0 = k.mad(&c, 2, &t0);
-            let mut masked = Vec::new();
-            for (m, acc) in sacc.iter().enumerate() {
-                for (ni, fr) in acc.iter().enumerate() {
-                    for (i, v) in fr.iter().enumerate() {
-                        let key = k.mad("%c1", ni * 8 + i % 2, &key0);
-                        let mut ok = k.val(&format!("arith.cmpi ult, {key}, {s_c} : index"));
-                        if a.causal {
-                            let seen = k.val(&format!("arith.cmpi ule, {key}, {} : index", rows[m][i / 2]));
-                            ok = k.val(&format!("arith.andi {ok}, {seen} : i1"));
-                        }
-                        masked.push(k.val(&format!("arith.select {ok}, {v}, {ninf} : f32")));
-                    }
+        if let Some(need) = key_mask_need(&mut k, a, (&t0, &bk_c, bk), &warp_row, &s_c) {
+            let key_origin = |k: &mut Kernel| k.mad(&ln.c, 2, &t0);
+            mask_scores(&mut k, &need, &mut sacc, key_origin, |k, key0, f, i| {
+                let (m, ni) = (f / s_frags, f % s_frags);
+                let key = k.mad("%c1", ni * 8 + i % 2, key0);
+                let ok = k.val(&format!("arith.cmpi ult, {key}, {s_c} : index"));
+                if !a.causal {
+                    return ok;
                 }
-            }
-            k.else_carry(&masked, &types);
-            k.close_carry(&flat, &types);
-            let mut out = out.into_iter();
-            for v in sacc.iter_mut().flatten().flatten() {
-                *v = out.next().unwrap_or_default();
-            }
+                let seen = k.val(&format!("arith.cmpi ule, {key}, {} : index", rows[m][i / 2]));
+                k.val(&format!("arith.andi {ok}, {seen} : i1"))
+            });
         }
 
         let mut next = Vec::new();
-        for (m, acc) in sacc.iter_mut().enumerate() {
+        for (m, acc) in sacc.chunks_mut(s_frags).enumerate() {
             let state = &carried[m * per..(m + 1) * per];
             // Each row's max over its four lanes, then the new running max
             // (0 where the row has seen no key yet, so no -inf - -inf).
             let mut maxes = [ninf.clone(), ninf.clone()];
-            for fr in acc.iter() {
-                for (i, v) in fr.iter().enumerate() {
+            for f in acc.iter() {
+                for (i, v) in f.iter().enumerate() {
                     maxes[i / 2] = k.val(&format!("arith.maximumf {}, {v} : f32", maxes[i / 2]));
                 }
             }
@@ -382,13 +279,7 @@ impl Generator {
             let mut m_scaled = Vec::new();
             let mut alpha = Vec::new();
             for h in 0..2 {
-                let mut mx = maxes[h].clone();
-                for o in [&one_i, &two_i] {
-                    k.n += 1;
-                    let other = format!("%s{}", k.n);
-                    k.line(&format!("{other}, %v{} = gpu.shuffle xor {mx}, {o}, {width} : f32", k.n));
-                    mx = k.val(&format!("arith.maximumf {mx}, {other} : f32"));
-                }
+                let mx = quad_reduce(&mut k, &maxes[h], "maximumf");
                 let mn = k.val(&format!("arith.maximumf {}, {mx} : f32", state[h]));
                 let none = k.val(&format!("arith.cmpf oeq, {mn}, {ninf} : f32"));
                 let mu = k.val(&format!("arith.select {none}, {zero}, {mn} : f32"));
@@ -400,8 +291,8 @@ impl Generator {
             }
             // Probabilities 2^(s c - m c) and this lane's sums.
             let mut sums = [zero.clone(), zero.clone()];
-            for fr in acc.iter_mut() {
-                for (i, v) in fr.iter_mut().enumerate() {
+            for f in acc.iter_mut() {
+                for (i, v) in f.iter_mut().enumerate() {
                     let sc = k.fop("mulf", v, &c_exp, f32t);
                     let x = k.fop("subf", &sc, &m_scaled[i / 2], f32t);
                     *v = ex2(&mut k, &x);
@@ -421,30 +312,16 @@ impl Generator {
         // the A fragment (rows g, g + 8; keys 2c, 2c + 1, then + 8); each v
         // fragment read once for the warp's query fragments.
         for kk in 0..if stats { 0 } else { bk / 16 } {
-            let pa: Vec<Vec<String>> = sacc
-                .iter()
-                .map(|acc| {
-                    let (p0, p1) = (&acc[2 * kk], &acc[2 * kk + 1]);
-                    vec![
-                        pack(&mut k, &p0[0], &p0[1]),
-                        pack(&mut k, &p0[2], &p0[3]),
-                        pack(&mut k, &p1[0], &p1[1]),
-                        pack(&mut k, &p1[2], &p1[3]),
-                    ]
-                })
-                .collect();
+            let pa: Vec<Vec<String>> =
+                sacc.chunks(s_frags).map(|acc| fr.a_from(&mut k, &acc[2 * kk], &acc[2 * kk + 1])).collect();
             for np in 0..dv / 16 {
                 let at = k.mad("%c1", kk * 16 * v_ld + np * 16, &v_lane);
                 let at = k.add(&at, &vo);
-                let f = k.val(&format!(
-                    "nvgpu.ldmatrix %Vs[{at}] {{numTiles = 4 : i32, transpose = true}} : {sv} -> {frag}"
-                ));
-                let r: Vec<String> = (0..4).map(|i| reg(&mut k, &f, i)).collect();
+                let r = fr.ldsm(&mut k, ("%Vs", &sv), &at, true);
                 for (m, p) in pa.iter().enumerate() {
                     for (half, regs) in [&r[..2], &r[2..]].into_iter().enumerate() {
                         let at = m * per + 4 + (2 * np + half) * 4;
-                        let acc = next[at..at + 4].to_vec();
-                        let out = mma(&mut k, p, regs, &acc);
+                        let out = fr.mma(&mut k, p, regs, &next[at..at + 4]);
                         next.splice(at..at + 4, out);
                     }
                 }
@@ -452,38 +329,26 @@ impl Generator {
         }
         k.close_with_all(&next, "f32");
         if stats {
-            attention_stats(&mut k, a, specs, (&rows, &results, per), (&c_exp, &tid, &first, &c, &b), bq);
+            attention_stats(&mut k, a, specs, (&rows, &results, per), (&c_exp, &tid, &first, &ln.c, &b), bq);
             self.finish_tc(k, specs, (a.batch * tiles) as u32, tile.shared_bytes(d, dv));
             return self.finish_attention_tc(a, specs, true);
         }
 
         // Each row's sum over its four lanes; the rows inside the output
         // stored as O / l.
-        let col0 = k.mad(&c, 2, "%c0");
+        let col0 = k.mad(&ln.c, 2, "%c0");
         let one = k.float(1.0, f32t);
         for (m, row_pair) in rows.iter().enumerate() {
             let state = &results[m * per..(m + 1) * per];
             for (h, row) in row_pair.iter().enumerate() {
-                let mut t = state[2 + h].clone();
-                for o in [&one_i, &two_i] {
-                    k.n += 1;
-                    let other = format!("%s{}", k.n);
-                    k.line(&format!("{other}, %v{} = gpu.shuffle xor {t}, {o}, {width} : f32", k.n));
-                    t = k.val(&format!("arith.addf {t}, {other} : f32"));
-                }
+                let t = quad_sum(&mut k, &state[2 + h]);
                 let inv = k.fop("divf", &one, &t, f32t);
                 let inside = k.val(&format!("arith.cmpi ult, {row}, {l_c} : index"));
                 k.line(&format!("scf.if {inside} {{"));
                 k.depth += 1;
                 let ob = k.mad(row, dv, &o_base);
                 let ob = k.add(&ob, &col0);
-                for on in 0..o_frags {
-                    for j in 0..2 {
-                        let y = k.fop("mulf", &state[4 + on * 4 + 2 * h + j], &inv, f32t);
-                        let at = k.mad("%c1", on * 8 + j, &ob);
-                        k.store(&y, "%b3", &at, &to);
-                    }
-                }
+                store_fragments(&mut k, &state[4..], (h, dv), Some(&inv), ("%b3", &ob, &to));
                 k.close();
             }
         }
@@ -592,4 +457,257 @@ pub(crate) fn quad_reduce(k: &mut Kernel, v: &str, op: &str) -> String {
         v = k.val(&format!("arith.{op} {v}, {other} : f32"));
     }
     v
+}
+
+/// A warp's lanes as `mma.sync.m16n8k16` and `ldmatrix` see them: lane =
+/// 8 quad + r8 with quad = 2 q_hi + q_lo, and 4 g + c for the accumulators
+/// (lane 4g + c holds rows g and g + 8, columns 2c and 2c + 1 of each
+/// 8-column fragment).
+pub(crate) struct Lanes {
+    pub(crate) warp: String,
+    r8: String,
+    q_lo: String,
+    q_hi: String,
+    pub(crate) g: String,
+    pub(crate) c: String,
+}
+
+impl Lanes {
+    /// The lanes of thread `tid`.
+    pub(crate) fn of(k: &mut Kernel, tid: &str) -> Lanes {
+        let (c32, c8, c4, c2) = (k.index(32), k.index(8), k.index(4), k.index(2));
+        let lane = k.val(&format!("arith.remui {tid}, {c32} : index"));
+        let warp = k.val(&format!("arith.divui {tid}, {c32} : index"));
+        let quad = k.val(&format!("arith.divui {lane}, {c8} : index"));
+        let r8 = k.val(&format!("arith.remui {lane}, {c8} : index"));
+        let q_lo = k.val(&format!("arith.remui {quad}, {c2} : index"));
+        let q_hi = k.val(&format!("arith.divui {quad}, {c2} : index"));
+        let g = k.val(&format!("arith.divui {lane}, {c4} : index"));
+        let c = k.val(&format!("arith.remui {lane}, {c4} : index"));
+        Lanes { warp, r8, q_lo, q_hi, g, c }
+    }
+
+    /// This lane's `ldmatrix` address of an A fragment (16 x 16, row-major,
+    /// from row `row0` of rows of `ld`).
+    pub(crate) fn a_at(&self, k: &mut Kernel, row0: &str, ld: usize) -> String {
+        let row = k.mad(&self.q_lo, 8, &self.r8);
+        let row = k.add(row0, &row);
+        let col = k.mad(&self.q_hi, 8, "%c0");
+        k.mad(&row, ld, &col)
+    }
+
+    /// Of two B fragments (16 deep, 2 x 8 wide) stored n-major (an n row
+    /// holds its 16 k values, as k for q k^T): row r8 + 8 q_hi, column
+    /// 8 q_lo.
+    pub(crate) fn b_at(&self, k: &mut Kernel, ld: usize) -> String {
+        let row = k.mad(&self.q_hi, 8, &self.r8);
+        let col = k.mad(&self.q_lo, 8, "%c0");
+        k.mad(&row, ld, &col)
+    }
+
+    /// Of two B fragments stored k-major (a k row holds 16 n values, as v
+    /// for P v; read by the transposing `ldmatrix`): row r8 + 8 q_lo,
+    /// column 8 q_hi.
+    pub(crate) fn bt_at(&self, k: &mut Kernel, ld: usize) -> String {
+        let row = k.mad(&self.q_lo, 8, &self.r8);
+        let col = k.mad(&self.q_hi, 8, "%c0");
+        k.mad(&row, ld, &col)
+    }
+}
+
+/// Fragments of 16-bit element type `et`: `ldmatrix`, `mma.sync` and the
+/// packing of f32 accumulators into A fragments.
+pub(crate) struct Frags {
+    pub(crate) et: DType,
+    frag: String,
+}
+
+impl Frags {
+    pub(crate) fn new(et: DType) -> Frags {
+        Frags { et, frag: format!("vector<4x2x{}>", et.mlir()) }
+    }
+
+    /// The 4 registers `ldmatrix.x4` reads at `at` of `smem` (type `st`).
+    pub(crate) fn ldsm(&self, k: &mut Kernel, (smem, st): (&str, &str), at: &str, transpose: bool) -> Vec<String> {
+        let f = k.val(&format!(
+            "nvgpu.ldmatrix {smem}[{at}] {{numTiles = 4 : i32, transpose = {transpose}}} : {st} -> {}",
+            self.frag
+        ));
+        (0..4).map(|i| fragment_register(k, &f, i, self.et)).collect()
+    }
+
+    /// Two f32 values as one register of 16-bit pairs (the first low).
+    pub(crate) fn pack(&self, k: &mut Kernel, x: &str, y: &str) -> String {
+        let e = self.et.mlir();
+        let v = k.val(&format!("vector.from_elements {x}, {y} : vector<2xf32>"));
+        let h = k.val(&format!("arith.truncf {v} : vector<2xf32> to vector<2x{e}>"));
+        if self.et == DType::BF16 { k.val(&format!("llvm.bitcast {h} : vector<2xbf16> to i32")) } else { h }
+    }
+
+    /// The A fragment of 16 columns from accumulator fragments `lo`
+    /// (columns 0-7) and `hi` (8-15): being in the A layout already.
+    pub(crate) fn a_from(&self, k: &mut Kernel, lo: &[String], hi: &[String]) -> Vec<String> {
+        vec![
+            self.pack(k, &lo[0], &lo[1]),
+            self.pack(k, &lo[2], &lo[3]),
+            self.pack(k, &hi[0], &hi[1]),
+            self.pack(k, &hi[2], &hi[3]),
+        ]
+    }
+
+    pub(crate) fn mma(&self, k: &mut Kernel, a: &[String], b: &[String], acc: &[String]) -> Vec<String> {
+        mma_16816(k, a, b, acc, self.et)
+    }
+}
+
+/// Dynamic shared memory cut into `views` (name, elements of `e`) one
+/// after the other; returns each view's memref type.
+pub(crate) fn smem_views(k: &mut Kernel, e: &str, views: &[(&str, usize)]) -> Vec<String> {
+    let dynamic = "memref<?xi8, #gpu.address_space<workgroup>>";
+    k.line(&format!("%smem = gpu.dynamic_shared_memory : {dynamic}"));
+    let mut at = vec!["%c0".to_string()];
+    let mut bytes = 0;
+    for (_, n) in &views[..views.len() - 1] {
+        bytes += n * 2;
+        at.push(k.index(bytes));
+    }
+    views
+        .iter()
+        .zip(at)
+        .map(|((name, n), at)| {
+            let ty = format!("memref<{n}x{e}, #gpu.address_space<workgroup>>");
+            k.line(&format!("{name} = memref.view %smem[{at}][] : {dynamic} to {ty}"));
+            ty
+        })
+        .collect()
+}
+
+/// Issues the copies of `rows x cols` at row r0 (of `limit` rows) of buffer
+/// `buf` into `smem` (row length `ld`) from element `offset`, as one group
+/// of `cp.async` copies (rows past `limit` zero-filled).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn issue_tile(
+    k: &mut Kernel,
+    tid: &str,
+    (buf, gty, base): (&str, &str, &str),
+    (r0, limit): (&str, &str),
+    (rows, cols): (usize, usize),
+    (smem, st, ld): (&str, &str, usize),
+    offset: &str,
+) {
+    let cl = k.index(cols);
+    let mut tokens = Vec::new();
+    for ch in tile_chunks(k, tid, TC_THREADS, rows, cols, base, r0, "%c0", limit, cols) {
+        let col = k.mad(&ch.chunk, 8, offset);
+        let at = k.mad(&ch.r, ld, &col);
+        tokens.push(async_chunk(k, &ch, &cl, buf, gty, smem, st, &at));
+    }
+    k.val(&format!("nvgpu.device_async_create_group {}", tokens.join(", ")));
+}
+
+/// The top of a loop over double-buffered tiles from `start` by `step_c`
+/// (below `bound`): this tile's copies landed (the wait) in every thread
+/// and every warp is done with the other buffers (the barrier); returns
+/// this tile's offsets into the buffers of `elems` elements each, after
+/// `issue(next tile, its offsets)` copies the next tile into the others.
+pub(crate) fn double_buffered(
+    k: &mut Kernel,
+    (t0, start, step_c, bound): (&str, &str, &str, &str),
+    elems: &[usize],
+    issue: impl FnOnce(&mut Kernel, &str, &[String]),
+) -> Vec<String> {
+    k.line("nvvm.cp.async.wait.group 0");
+    k.line("gpu.barrier");
+    let rel = if start == "%c0" { t0.to_string() } else { k.val(&format!("arith.subi {t0}, {start} : index")) };
+    let step = k.val(&format!("arith.divui {rel}, {step_c} : index"));
+    let c2 = k.index(2);
+    let parity = k.val(&format!("arith.remui {step}, {c2} : index"));
+    let offsets: Vec<String> = elems.iter().map(|&n| k.mad(&parity, n, "%c0")).collect();
+    let next = k.add(t0, step_c);
+    let more = k.val(&format!("arith.cmpi ult, {next}, {bound} : index"));
+    k.line(&format!("scf.if {more} {{"));
+    k.depth += 1;
+    let sizes: Vec<String> = elems.iter().map(|&n| k.index(n)).collect();
+    let others: Vec<String> =
+        sizes.iter().zip(&offsets).map(|(n, o)| k.val(&format!("arith.subi {n}, {o} : index"))).collect();
+    issue(k, &next, &others);
+    k.close();
+    offsets
+}
+
+/// The causal or key-tail mask of a tile of keys from `t0` (`bk_c` of
+/// them), whose rows start at `warp_row`: whether it is needed (a key past
+/// the warp's first row, or past the last key); `None` where no tile of
+/// `a`'s needs it.
+pub(crate) fn key_mask_need(
+    k: &mut Kernel,
+    a: &AttentionShape,
+    (t0, bk_c, bk): (&str, &str, usize),
+    warp_row: &str,
+    s_c: &str,
+) -> Option<String> {
+    let tile_end = k.add(t0, bk_c);
+    let edge = if a.causal {
+        let after_first = k.mad("%c1", 1, warp_row);
+        Some(k.val(&format!("arith.minui {after_first}, {s_c} : index")))
+    } else if !a.s.is_multiple_of(bk) {
+        Some(s_c.to_string())
+    } else {
+        None
+    }?;
+    Some(k.val(&format!("arith.cmpi ugt, {tile_end}, {edge} : index")))
+}
+
+/// Under `need`, every score `frags[f][i]` for which `ok(k, origin, f, i)`
+/// (an i1) is false becomes -inf, `origin` made by `origin(k)` inside the
+/// branch; without, the scores stay (an `scf.if` with the tile's scores as
+/// results, so the common tile pays no compare).
+pub(crate) fn mask_scores(
+    k: &mut Kernel,
+    need: &str,
+    frags: &mut [Vec<String>],
+    origin: impl FnOnce(&mut Kernel) -> String,
+    ok: impl Fn(&mut Kernel, &str, usize, usize) -> String,
+) {
+    let ninf = k.float(f64::NEG_INFINITY, DType::F32);
+    let flat: Vec<String> = frags.iter().flatten().cloned().collect();
+    let types = vec!["f32".to_string(); flat.len()];
+    let out = k.open_if(need, &types);
+    let o = origin(k);
+    let mut masked = Vec::new();
+    for (f, fr) in frags.iter().enumerate() {
+        for (i, v) in fr.iter().enumerate() {
+            let keep = ok(k, &o, f, i);
+            masked.push(k.val(&format!("arith.select {keep}, {v}, {ninf} : f32")));
+        }
+    }
+    k.else_carry(&masked, &types);
+    k.close_carry(&flat, &types);
+    let mut out = out.into_iter();
+    for v in frags.iter_mut().flatten() {
+        *v = out.next().unwrap_or_default();
+    }
+}
+
+/// Stores row g + 8 `h` of accumulator fragments `acc` (4 registers per
+/// 8-column fragment, `n` columns) times `factor`, from element `base`
+/// of buffer `buf` (type `ty`): columns 8 fr + 2c and + 1.
+pub(crate) fn store_fragments(
+    k: &mut Kernel,
+    acc: &[String],
+    (h, n): (usize, usize),
+    factor: Option<&str>,
+    (buf, base, ty): (&str, &str, &str),
+) {
+    for fr in 0..n / 8 {
+        for j in 0..2 {
+            let x = &acc[fr * 4 + 2 * h + j];
+            let y = match factor {
+                Some(f) => k.fop("mulf", x, f, DType::F32),
+                None => x.clone(),
+            };
+            let at = k.mad("%c1", fr * 8 + j, base);
+            k.store(&y, buf, &at, ty);
+        }
+    }
 }
