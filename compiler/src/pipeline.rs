@@ -48,11 +48,12 @@ pub struct TrainOptions {
     /// gradients are summed, for gradient accumulation over micro-batches
     /// (`hl-optimizer{accumulate}`).
     pub accumulate: bool,
-    /// Attention's gradient as one `hl.attention_backward` (the
-    /// probabilities recomputed, never materialised: the GPU's
-    /// tensor-core kernels), rather than GEMMs over the materialised
-    /// probabilities (the CPU's faster form). [`TrainOptions::for_target`]
-    /// sets it by target; on by default.
+    /// Attention's gradient as one `hl.attention_backward` where its heads
+    /// take the GPU's tensor-core kernels (f16/bf16, head sizes multiples
+    /// of 16 up to 128; the probabilities recomputed, never
+    /// materialised), rather than GEMMs over the materialised
+    /// probabilities (the CPU's faster form, and every f32 attention's).
+    /// [`TrainOptions::for_target`] sets it by target; on by default.
     pub fused_attention_backward: bool,
 }
 

@@ -50,10 +50,11 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
 }
 
 /// Adds `@<function>_grad` to `module` (see the module docs). With
-/// `fused_attention`, attention's gradient is one `hl.attention_backward`
-/// (the probabilities recomputed inside it: the GPU's tensor-core
-/// kernels); without, GEMMs, a softmax and its backward over the
-/// materialised probabilities (the CPU's faster form, its GEMMs packed).
+/// `fused_attention`, the gradient of an attention whose heads take the
+/// GPU's tensor-core form is one `hl.attention_backward` (the
+/// probabilities recomputed inside it); other attention, and all without
+/// it, GEMMs, a softmax and its backward over the materialised
+/// probabilities (the CPU's faster form, its GEMMs packed).
 pub fn differentiate(
     module: MlirOperation,
     function: &str,
@@ -502,7 +503,7 @@ fn vjp(
             one(e.op("hl.dropout", &[g, x[1], x[2]], &attrs)?)
         }
         "hl.layer_norm" | "hl.rms_norm" => norm_vjp(e, op, name == "hl.layer_norm", x, g),
-        "hl.attention" if fused_attention => attention_fused_vjp(e, op, x, y, g),
+        "hl.attention" if fused_attention && tensor_core_heads(x) => attention_fused_vjp(e, op, x, y, g),
         "hl.attention" => attention_vjp(e, op, x, g),
         "hl.gather" => gather_vjp(e, op, x, g),
         "hl.erf" => {
@@ -653,6 +654,18 @@ fn attention_vjp(
     let dq = e.scale(mm(ds, k, false, false)?, scale)?;
     let dk = e.scale(mm(ds, q, true, false)?, scale)?;
     Ok(vec![Some(dq), Some(dk), Some(dv)])
+}
+
+/// Whether attention over q, k, v (`x`) has the GPU's tensor-core form:
+/// f16 or bf16 operands, head sizes multiples of 16 up to 128. Others
+/// (f32 heads) keep the GEMM form on the GPU too, whose GEMMs beat the
+/// fused op's CUDA-core row kernels.
+fn tensor_core_heads(x: &[MlirValue]) -> bool {
+    let specs: Vec<TensorSpec> = x[..3].iter().map(|&v| spec(v)).collect();
+    let t = specs[0].dtype;
+    matches!(t, crate::types::DType::BF16 | crate::types::DType::F16)
+        && specs.iter().all(|s| s.dtype == t)
+        && specs.iter().all(|s| s.shape.last().is_some_and(|&h| h > 0 && h % 16 == 0 && h <= 128))
 }
 
 /// Scaled dot-product attention in one op: `hl.attention_backward` from

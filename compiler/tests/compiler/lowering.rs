@@ -120,11 +120,7 @@ fn cnn_and_char_lm_train_steps_lower_completely() {
             &["ll.conv2d", "ll.conv2d_backward_input", "ll.conv2d_backward_weight", "ll.pool2d", "ll.pool2d_backward"]
                 [..],
         ),
-        (
-            "char_lm",
-            lm,
-            &["ll.gather", "ll.scatter_add", "ll.norm_backward", "ll.attention_backward", "ll.dropout"][..],
-        ),
+        ("char_lm", lm, &["ll.gather", "ll.scatter_add", "ll.norm_backward", "ll.softmax_backward", "ll.dropout"][..]),
     ] {
         let ir = compile(source, name, "builtin.module(aicf-train-pipeline{optimizer=adam})").unwrap();
         assert_no_hl(&ir);
@@ -143,12 +139,18 @@ fn cnn_and_char_lm_train_steps_lower_completely() {
         println!("{name} train step (Adam): {} kernels, arena {arena} B, lower bound {lower} B", k.len());
         assert!(arena as f64 <= 1.25 * lower as f64, "{name}: arena {arena} vs lower bound {lower}");
     }
-    // The CPU's form of attention's gradient: GEMMs over the materialised
-    // probabilities, a softmax and its backward, no fused kernel.
-    let ir =
-        compile(lm, "char_lm", "builtin.module(aicf-train-pipeline{optimizer=adam fused-attention-backward=false})")
-            .unwrap();
-    let k = kernels(function(&ir, "train_step"));
-    assert!(k.iter().any(|n| n == "ll.softmax_backward"), "{k:?}");
-    assert!(!k.iter().any(|n| n == "ll.attention_backward"), "{k:?}");
+    // Attention's gradient: in f32 (above) GEMMs over the materialised
+    // probabilities, a softmax and its backward; in bf16 (heads of 16: the
+    // GPU's tensor-core form) one fused kernel, unless turned off (the
+    // CPU's choice).
+    for (fused, want, not) in [
+        (true, "ll.attention_backward", "ll.softmax_backward"),
+        (false, "ll.softmax_backward", "ll.attention_backward"),
+    ] {
+        let pipeline = format!(
+            "builtin.module(aicf-train-pipeline{{optimizer=adam precision=bf16 fused-attention-backward={fused}}})"
+        );
+        let k = kernels(function(&compile(lm, "char_lm", &pipeline).unwrap(), "train_step"));
+        assert!(k.iter().any(|n| n == want) && !k.iter().any(|n| n == not), "fused={fused}: {k:?}");
+    }
 }

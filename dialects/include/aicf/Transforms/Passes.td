@@ -90,7 +90,8 @@ def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
     Option<"wrtInputs", "wrt-inputs", "bool", /*default=*/"false",
            "Also return the gradient of every floating-point argument">,
     Option<"fusedAttentionBackward", "fused-attention-backward", "bool", /*default=*/"true",
-           "Attention's gradient as one hl.attention_backward (else GEMMs "
+           "Attention's gradient as one hl.attention_backward where its "
+           "heads are f16/bf16 of multiples of 16 up to 128 (else GEMMs "
            "over the materialised probabilities, the CPU's faster form)">,
   ];
 }
