@@ -162,9 +162,9 @@ impl MemoryBudget {
 
 impl TrainOptions {
     /// These options for `target`: attention's backward fused on the GPU
-    /// (its tensor-core kernels), as GEMMs on the CPU (its packed GEMMs
-    /// beat the fused row kernels: the transformer block's step 36.0-37.0
-    /// ms against 37.1-37.2 on a Zen 4).
+    /// where its tensor-core kernels take the heads, as GEMMs on the CPU
+    /// (its packed GEMMs beat the fused row kernels: the transformer
+    /// block's step 36.0-37.0 ms against 37.1-37.2 on a Zen 4).
     pub fn for_target(&self, target: &Target) -> TrainOptions {
         TrainOptions { fused_attention_backward: matches!(target, Target::Cuda(_)), ..self.clone() }
     }

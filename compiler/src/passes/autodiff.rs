@@ -656,10 +656,11 @@ fn attention_vjp(
     Ok(vec![Some(dq), Some(dk), Some(dv)])
 }
 
-/// Whether attention over q, k, v (`x`) has the GPU's tensor-core form:
-/// f16 or bf16 operands, head sizes multiples of 16 up to 128. Others
-/// (f32 heads) keep the GEMM form on the GPU too, whose GEMMs beat the
-/// fused op's CUDA-core row kernels.
+/// Whether attention over q, k, v (`x`) has the GPU's tensor-core form
+/// (codegen's `tensor_core_attention` rule): f16 or bf16 operands, head
+/// sizes multiples of 16 up to 128. Others (f32 heads) keep the GEMM form
+/// on the GPU too: the fused op has only its row kernels for them, a
+/// thread per row, untimed on a GPU against the GEMMs.
 fn tensor_core_heads(x: &[MlirValue]) -> bool {
     let specs: Vec<TensorSpec> = x[..3].iter().map(|&v| spec(v)).collect();
     let t = specs[0].dtype;

@@ -736,8 +736,8 @@ fn loads(dir: &Path, device: &Device) -> std::result::Result<(), String> {
 /// Compiles `source` (at batch size `batch`, or its own) into the cache,
 /// or finds it there.
 fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<usize>) -> Result<Compiled> {
-    let target = options.target();
     let train = options.train_options();
+    let target = options.target();
     let target_key = match &target {
         // The instruction set too: AICF_CPU_ISA=avx2 never finds the
         // native build's artifact.

@@ -710,8 +710,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
         accumulate: c.accumulate > 1,
-        // `aicf compile` sets it by its target; `aicf train`'s options by
-        // the device.
+        // By the target: `run_compile` and `compile_source` set it.
         fused_attention_backward: true,
     }
 }
