@@ -83,6 +83,20 @@ def main(path):
     if a and t:
         print(f"{'attention_bf16 fwd+bwd TFLOP/s':<34}{a['tflop_per_s']:>12.1f}{t['tflop_per_s']:>12.1f}"
               f"{a['tflop_per_s'] / t['tflop_per_s']:>8.2f}x  >= 0.70x")
+    # The attention's own kernels in that step (its profile: the lines
+    # after the bench's generated line with graphs), without the loss's
+    # product and sum; PyTorch's figure keeps its own (a few microseconds).
+    flops = 7 * 96 * 1024 * 1024 * 64
+    ms, inside = 0.0, False
+    for r in rows:
+        if "bench" in r:
+            inside = r.get("bench") == "attention_bf16_train" and r.get("graphs") and "gemm" not in r
+        elif inside and str(r.get("op", "")).startswith("ll.attention"):
+            ms += r["ms"]
+    if ms > 0 and t:
+        tflops = flops / ms / 1e9
+        print(f"{'attention_bf16 fwd+bwd kernels only':<34}{tflops:>12.1f}{t['tflop_per_s']:>12.1f}"
+              f"{tflops / t['tflop_per_s']:>8.2f}x  ({ms:.3f} ms)")
     # f32 in TF32 (AICF_ALLOW_TF32=1: cuBLASLt's TF32 kernels) against
     # PyTorch with allow_tf32
     lib, t = library("gemm4096", tf32=True), find("torch_matmul4096_tf32")
