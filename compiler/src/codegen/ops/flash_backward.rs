@@ -32,7 +32,7 @@ const STATS: usize = 8;
 
 /// Shared memory of either kernel: the block's own two operands, and two
 /// buffers of a tile of each of the other two (rows padded by 8).
-pub(crate) fn backward_shared_bytes(own: [usize; 2], other: [usize; 2]) -> usize {
+fn backward_shared_bytes(own: [usize; 2], other: [usize; 2]) -> usize {
     (BLOCK_ROWS * (own[0] + 8 + own[1] + 8) + 2 * TILE_ROWS * (other[0] + 8 + other[1] + 8)) * 2
 }
 
