@@ -53,7 +53,8 @@ pub struct TrainOptions {
     /// of 16 up to 128; the probabilities recomputed, never
     /// materialised), rather than GEMMs over the materialised
     /// probabilities (the CPU's faster form, and every f32 attention's).
-    /// [`TrainOptions::for_target`] sets it by target; on by default.
+    /// Off by default: its tensor-core kernels have not yet run on a GPU
+    /// (`aicf train --fused-attention-backward` turns it on).
     pub fused_attention_backward: bool,
 }
 
@@ -74,7 +75,7 @@ impl Default for TrainOptions {
             data_parallel: false,
             bucket_bytes: DEFAULT_BUCKET_BYTES,
             accumulate: false,
-            fused_attention_backward: true,
+            fused_attention_backward: false,
         }
     }
 }
@@ -161,18 +162,10 @@ impl MemoryBudget {
 }
 
 impl TrainOptions {
-    /// These options for `target`: attention's backward fused on the GPU
-    /// where its tensor-core kernels take the heads, as GEMMs on the CPU
-    /// (its packed GEMMs beat the fused row kernels: the transformer
-    /// block's step 36.0-37.0 ms against 37.1-37.2 on a Zen 4).
-    pub fn for_target(&self, target: &Target) -> TrainOptions {
-        TrainOptions { fused_attention_backward: matches!(target, Target::Cuda(_)), ..self.clone() }
-    }
-
-    /// ` fused-attention-backward=false` where it is off (an option of
+    /// ` fused-attention-backward=true` where it is on (an option of
     /// `hl-optimizer` and `aicf-train-pipeline`).
     fn attention_option(&self) -> &'static str {
-        if self.fused_attention_backward { "" } else { " fused-attention-backward=false" }
+        if self.fused_attention_backward { " fused-attention-backward=true" } else { "" }
     }
 
     /// The pass pipeline from a model to its planned, scheduled train step.
@@ -365,7 +358,6 @@ pub fn compile_source(
         }
         timings.time("hl-set-batch", || run_pipeline(&ctx, &mut module, &set_batch(b)))?;
     }
-    let options = options.for_target(target);
     timings.time("train pipeline (autodiff .. ll-schedule)", || {
         run_pipeline(&ctx, &mut module, &options.train_pipeline())
     })?;

@@ -82,6 +82,9 @@ pub struct Options {
     /// of a data-parallel run do) before one update ([`Trainer::step_micro`]);
     /// 1: off. The sums stay on the device (accumulator states).
     pub accumulate: usize,
+    /// Attention's gradient fused where the GPU's tensor cores take its
+    /// heads ([`TrainOptions::fused_attention_backward`]); off by default.
+    pub fused_attention_backward: bool,
 }
 
 impl Default for Options {
@@ -103,6 +106,7 @@ impl Default for Options {
             data_parallel: false,
             bucket_bytes: pipeline::DEFAULT_BUCKET_BYTES,
             accumulate: 1,
+            fused_attention_backward: false,
         }
     }
 }
@@ -122,7 +126,7 @@ impl Options {
             data_parallel: self.data_parallel,
             bucket_bytes: self.bucket_bytes,
             accumulate: self.accumulate > 1,
-            fused_attention_backward: matches!(self.device, Device::Cuda { .. }),
+            fused_attention_backward: self.fused_attention_backward,
         }
     }
 

@@ -439,7 +439,7 @@ fn attention_benchmarks() {
          %l = hl.reduce_sum %w axes = [0, 1, 2, 3] : {ah}\n  return %l : tensor<bf16>\n}}\n"
     );
     let mut module = ctx.parse(&train, "attention_bf16_train").unwrap();
-    run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff)").unwrap();
+    run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff{fused-attention-backward=true})").unwrap();
     // The gradient function as the `f` gpu_bench runs.
     let text = module.as_operation().to_string().replace("func.func @loss(", "func.func @forward(");
     let text = text.replace("func.func @loss_grad(", "func.func @f(");
@@ -765,7 +765,16 @@ fn train_run_in(
     let dir = bundle_cases().join("../runs").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let train = Options { cache_dir: out_dir(&format!("run_{name}")), seed, precision, ..Options::default() };
+    // 16-bit runs take attention's fused backward (its tensor-core
+    // kernels on the GPU, the row kernels on the CPU).
+    let fused_attention_backward = precision != aicf_compiler::pipeline::Precision::Fp32;
+    let train = Options {
+        cache_dir: out_dir(&format!("run_{name}")),
+        seed,
+        precision,
+        fused_attention_backward,
+        ..Options::default()
+    };
     let ragged = order.iter().map(Vec::len).find(|&n| n != batch);
     let gpu = Target::Cuda(GpuOptions::default());
     for (sub, size) in [("main", None), ("variant", ragged)] {
@@ -817,16 +826,18 @@ fn training_runs_for_the_gpu_bundle() {
     );
 }
 
-/// The char LM in bf16 for the GPU: every contraction of its train step
-/// (the GEMMs forward and backward, on bf16 operands, and the attention's
-/// two products) runs on the tensor cores: its kernel's PTX holds
-/// `mma.sync` (sm_80) or `wgmma` (sm_90a), and ptxas accepts it.
+/// The char LM in bf16 for the GPU, attention's backward fused: every
+/// contraction of its train step (the GEMMs forward and backward, on bf16
+/// operands, and the attention's products forward and backward) runs on
+/// the tensor cores: its kernel's PTX holds `mma.sync` (sm_80) or
+/// `wgmma` (sm_90a), and ptxas accepts it.
 #[test]
 fn bf16_char_lm_gemms_run_on_tensor_cores() {
     use aicf_compiler::pipeline::{Precision, Target, TrainOptions, compile_source};
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let source = std::fs::read_to_string(root.join("examples/char_lm/char_lm.mlir")).unwrap();
-    let options = TrainOptions { precision: Precision::Bf16, ..TrainOptions::default() };
+    let options =
+        TrainOptions { precision: Precision::Bf16, fused_attention_backward: true, ..TrainOptions::default() };
     let dir = out_dir("gpu_char_lm_bf16");
     let compiled = compile_source(&source, "char_lm", &options, None, &Target::Cuda(GpuOptions::default()), &dir)
         .unwrap_or_else(|e| panic!("{e}"));

@@ -200,7 +200,7 @@ struct TrainPipelineOptions
       *this, "fused-attention-backward",
       llvm::cl::desc("attention's gradient as one hl.attention_backward "
                      "(hl-optimizer{fused-attention-backward})"),
-      llvm::cl::init(true)};
+      llvm::cl::init(false)};
 };
 
 /// The textual form of the train pipeline for `o`.
@@ -219,7 +219,7 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
      << (fp16 ? " loss-scale=65536" : "")
      << (o.dataParallel ? " data-parallel=true" : "")
      << (o.accumulate ? " accumulate=true" : "")
-     << (o.fusedAttentionBackward ? "" : " fused-attention-backward=false")
+     << (o.fusedAttentionBackward ? " fused-attention-backward=true" : "")
      << "},canonicalize,cse,"
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
      << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"

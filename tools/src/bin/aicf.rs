@@ -121,6 +121,13 @@ struct ModelArgs {
     /// aligned rows: GPT-2's vocabulary of 50,257)
     #[arg(long)]
     no_shape_padding: bool,
+    /// Attention's gradient as one fused op (FlashAttention-2's backward,
+    /// the probabilities never materialised) where the GPU's tensor cores
+    /// take the heads (--precision bf16/fp16, head sizes multiples of 16
+    /// up to 128); else GEMMs over the probabilities. Opt-in until its
+    /// kernels have run on a GPU
+    #[arg(long)]
+    fused_attention_backward: bool,
     /// Data parallel: compile the step that sums the replicas' gradients,
     /// and (train, bench) run as one replica of the `mpirun` that started
     /// this process. Alone it trains as without.
@@ -710,8 +717,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
         accumulate: c.accumulate > 1,
-        // By the target: `run_compile` and `compile_source` set it.
-        fused_attention_backward: true,
+        fused_attention_backward: c.fused_attention_backward,
     }
 }
 
@@ -736,6 +742,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
         accumulate: c.accumulate,
+        fused_attention_backward: c.fused_attention_backward,
     })
 }
 
@@ -831,7 +838,7 @@ fn run_compile(
     if source.trim().is_empty() {
         return Err(format!("{name}: the file is empty; a model is an hl module with func.func @loss (and @forward)"));
     }
-    let options = TrainOptions { fused_attention_backward: matches!(target, Target::Cuda), ..train_options(c) };
+    let options = train_options(c);
     if let Some(out) = &output
         && same_file(&c.model, out)
     {

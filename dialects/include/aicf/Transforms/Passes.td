@@ -89,7 +89,7 @@ def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
            "The function to differentiate">,
     Option<"wrtInputs", "wrt-inputs", "bool", /*default=*/"false",
            "Also return the gradient of every floating-point argument">,
-    Option<"fusedAttentionBackward", "fused-attention-backward", "bool", /*default=*/"true",
+    Option<"fusedAttentionBackward", "fused-attention-backward", "bool", /*default=*/"false",
            "Attention's gradient as one hl.attention_backward where its "
            "heads are f16/bf16 of multiples of 16 up to 128 (else GEMMs "
            "over the materialised probabilities, the CPU's faster form)">,
@@ -302,7 +302,7 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
     Option<"accumulate", "accumulate", "bool", /*default=*/"false",
            "Also emit @train_grad and @train_apply, the step split where "
            "its gradients are summed, for gradient accumulation">,
-    Option<"fusedAttentionBackward", "fused-attention-backward", "bool", /*default=*/"true",
+    Option<"fusedAttentionBackward", "fused-attention-backward", "bool", /*default=*/"false",
            "Attention's gradient as one hl.attention_backward (as hl-autodiff's)">,
   ];
 }
