@@ -1,7 +1,7 @@
 //! Attention's backward in three row kernels (`ll.attention_backward`),
 //! the probabilities recomputed from each query row's statistics rather
 //! than materialised: every target's form (the GPU's tensor-core form for
-//! 16-bit heads is in `flash.rs`).
+//! 16-bit heads is in `flash_backward.rs`).
 
 use crate::codegen::ops::attention::AttentionShape;
 use crate::codegen::prelude::*;
