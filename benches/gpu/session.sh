@@ -58,20 +58,20 @@ if step accumulate; then
 fi
 if step gpt2; then
   B="$aicf bench $pack/gpt2.mlir --device cuda --precision bf16 --optimizer adamw --out /tmp/gpu-session-b"
-  timeout 90 $B --steps 20 2>&1 | tail -1
-  # attention's fused backward (opt-in until checked here)
-  timeout 90 $B --steps 20 --fused-attention-backward 2>&1 | tail -1
-  timeout 60 $B --steps 2 --fused-attention-backward --trace "$OUT/gpt2_trace.json" 2>&1 | tail -1
+  # attention's backward fused (the GPU's default) and as GEMMs
+  timeout 90 $B --steps 20 --attention-backward fused 2>&1 | tail -1
+  timeout 90 $B --steps 20 --attention-backward gemm 2>&1 | tail -1
+  timeout 60 $B --steps 2 --trace "$OUT/gpt2_trace.json" 2>&1 | tail -1
   timeout 150 python3 benches/gpu/nanogpt.py --data data/tinyshakespeare.txt --layers 12 --heads 12 --dim 768 \
     --context 1024 --vocab 50257 --dropout 0 --batch 8 --mode compile --steps 30 2>&1 | tail -1
 fi
 if step nanogpt; then
   timeout 60 $aicf bench examples/nanogpt/nanogpt.mlir --device cuda --precision bf16 --optimizer adamw \
     --out /tmp/gpu-session-n --steps 100 2>&1 | tail -1
-  # The 2000 steps with attention's fused backward: its held-out loss is
-  # the check of its kernels in training.
+  # The 2000 steps with attention's fused backward (the default here):
+  # its held-out loss is the check of its kernels in training.
   timeout 120 $aicf train examples/nanogpt/nanogpt.mlir --data data/tinyshakespeare.txt --device cuda --precision bf16 \
-    --fused-attention-backward --optimizer adamw --lr 1e-3 --weight-decay 0.1 --lr-schedule cosine --warmup-steps 100 --epochs 10 \
+    --attention-backward fused --optimizer adamw --lr 1e-3 --weight-decay 0.1 --lr-schedule cosine --warmup-steps 100 --epochs 10 \
     --windows-per-epoch 12800 --no-progress --out /tmp/gpu-session-t > "$OUT/nanogpt_aicf.txt" 2>&1
   tail -3 "$OUT/nanogpt_aicf.txt"
   timeout 150 python3 benches/gpu/nanogpt.py --data data/tinyshakespeare.txt --mode compile --steps 2000 2>&1 | tail -1
@@ -79,9 +79,9 @@ if step nanogpt; then
   # step was 9.8 ms on one H200 and 12.9 on another, so the ratio wants
   # pairs measured seconds apart.
   for round in 1 2; do
-    for fused in "" --fused-attention-backward; do
+    for form in gemm fused; do
       timeout 60 $aicf bench examples/nanogpt/nanogpt.mlir --device cuda --precision bf16 --optimizer adamw \
-        --out /tmp/gpu-session-n --steps 100 $fused 2>&1 | tail -1
+        --out /tmp/gpu-session-n --steps 100 --attention-backward $form 2>&1 | tail -1
     done
     timeout 90 python3 benches/gpu/nanogpt.py --data data/tinyshakespeare.txt --mode compile --steps 300 2>&1 | tail -1
   done

@@ -53,8 +53,8 @@ pub struct TrainOptions {
     /// of 16 up to 128; the probabilities recomputed, never
     /// materialised), rather than GEMMs over the materialised
     /// probabilities (the CPU's faster form, and every f32 attention's).
-    /// Off by default: its tensor-core kernels have not yet run on a GPU
-    /// (`aicf train --fused-attention-backward` turns it on).
+    /// Off by default here; `aicf train` and the [`crate::train::Trainer`]
+    /// turn it on for a GPU (`--attention-backward`).
     pub fused_attention_backward: bool,
 }
 

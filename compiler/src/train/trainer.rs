@@ -83,8 +83,9 @@ pub struct Options {
     /// 1: off. The sums stay on the device (accumulator states).
     pub accumulate: usize,
     /// Attention's gradient fused where the GPU's tensor cores take its
-    /// heads ([`TrainOptions::fused_attention_backward`]); off by default.
-    pub fused_attention_backward: bool,
+    /// heads ([`TrainOptions::fused_attention_backward`]); `None` (the
+    /// default): on a GPU, not on the CPU, whose GEMMs are faster there.
+    pub fused_attention_backward: Option<bool>,
 }
 
 impl Default for Options {
@@ -106,7 +107,7 @@ impl Default for Options {
             data_parallel: false,
             bucket_bytes: pipeline::DEFAULT_BUCKET_BYTES,
             accumulate: 1,
-            fused_attention_backward: false,
+            fused_attention_backward: None,
         }
     }
 }
@@ -126,7 +127,9 @@ impl Options {
             data_parallel: self.data_parallel,
             bucket_bytes: self.bucket_bytes,
             accumulate: self.accumulate > 1,
-            fused_attention_backward: self.fused_attention_backward,
+            fused_attention_backward: self
+                .fused_attention_backward
+                .unwrap_or(matches!(self.device, Device::Cuda { .. })),
         }
     }
 

@@ -767,7 +767,7 @@ fn train_run_in(
     std::fs::create_dir_all(&dir).unwrap();
     // 16-bit runs take attention's fused backward (its tensor-core
     // kernels on the GPU, the row kernels on the CPU).
-    let fused_attention_backward = precision != aicf_compiler::pipeline::Precision::Fp32;
+    let fused_attention_backward = Some(precision != aicf_compiler::pipeline::Precision::Fp32);
     let train = Options {
         cache_dir: out_dir(&format!("run_{name}")),
         seed,

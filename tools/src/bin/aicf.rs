@@ -70,6 +70,27 @@ enum Target {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum AttentionBackward {
+    /// Fused on a GPU, GEMMs on the CPU.
+    Auto,
+    /// One fused op where the GPU's tensor cores take the heads.
+    Fused,
+    /// GEMMs over the materialised probabilities.
+    Gemm,
+}
+
+impl AttentionBackward {
+    /// Whether to fuse: `None` for the device to choose.
+    fn fused(self) -> Option<bool> {
+        match self {
+            AttentionBackward::Auto => None,
+            AttentionBackward::Fused => Some(true),
+            AttentionBackward::Gemm => Some(false),
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum Stage {
     /// The model as parsed and verified.
     Hl,
@@ -121,13 +142,13 @@ struct ModelArgs {
     /// aligned rows: GPT-2's vocabulary of 50,257)
     #[arg(long)]
     no_shape_padding: bool,
-    /// Attention's gradient as one fused op (FlashAttention-2's backward,
+    /// Attention's gradient: one fused op (FlashAttention-2's backward,
     /// the probabilities never materialised) where the GPU's tensor cores
     /// take the heads (--precision bf16/fp16, head sizes multiples of 16
-    /// up to 128); else GEMMs over the probabilities. Opt-in until its
-    /// kernels have run on a GPU
-    #[arg(long)]
-    fused_attention_backward: bool,
+    /// up to 128), or GEMMs over the probabilities; auto: fused on a GPU,
+    /// GEMMs on the CPU (whose GEMMs are faster there)
+    #[arg(long, value_enum, default_value = "auto")]
+    attention_backward: AttentionBackward,
     /// Data parallel: compile the step that sums the replicas' gradients,
     /// and (train, bench) run as one replica of the `mpirun` that started
     /// this process. Alone it trains as without.
@@ -717,7 +738,8 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
         accumulate: c.accumulate > 1,
-        fused_attention_backward: c.fused_attention_backward,
+        // `run_compile` decides `auto` by its target.
+        fused_attention_backward: c.attention_backward.fused().unwrap_or(false),
     }
 }
 
@@ -742,7 +764,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
         accumulate: c.accumulate,
-        fused_attention_backward: c.fused_attention_backward,
+        fused_attention_backward: c.attention_backward.fused(),
     })
 }
 
@@ -838,7 +860,8 @@ fn run_compile(
     if source.trim().is_empty() {
         return Err(format!("{name}: the file is empty; a model is an hl module with func.func @loss (and @forward)"));
     }
-    let options = train_options(c);
+    let fused = c.attention_backward.fused().unwrap_or(matches!(target, Target::Cuda));
+    let options = TrainOptions { fused_attention_backward: fused, ..train_options(c) };
     if let Some(out) = &output
         && same_file(&c.model, out)
     {
