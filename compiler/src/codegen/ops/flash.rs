@@ -132,15 +132,7 @@ impl Generator {
         let [sq, sk, sv]: [String; 3] = smem_views(&mut k, et.mlir(), &views).try_into().unwrap_or_default();
         let tid = k.val("gpu.thread_id x");
         let block = k.val("gpu.block_id x");
-        let tiles = l.div_ceil(bq);
-        let tiles_c = k.index(tiles);
-        let b = k.val(&format!("arith.divui {block}, {tiles_c} : index"));
-        let mut q_tile = k.val(&format!("arith.remui {block}, {tiles_c} : index"));
-        if a.causal {
-            let last = k.index(tiles - 1);
-            q_tile = k.val(&format!("arith.subi {last}, {q_tile} : index"));
-        }
-        let first = k.mad(&q_tile, bq, "%c0");
+        let (b, first, tiles) = query_block(&mut k, a, &block, bq);
         let ln = Lanes::of(&mut k, &tid);
         // The warp's first row in the block.
         let wm0 = k.mad(&ln.warp, 16 * mf, "%c0");
@@ -558,6 +550,24 @@ impl Frags {
     pub(crate) fn mma(&self, k: &mut Kernel, a: &[String], b: &[String], acc: &[String]) -> Vec<String> {
         mma_16816(k, a, b, acc, self.et)
     }
+}
+
+/// Block `block` of a kernel whose blocks take `rows` query rows of each
+/// of a's sequences: its sequence b and its first row; under a causal
+/// mask the blocks of the last rows (the most keys) are numbered first,
+/// so the short ones finish the grid. Returns (b, first, blocks per
+/// sequence).
+pub(crate) fn query_block(k: &mut Kernel, a: &AttentionShape, block: &str, rows: usize) -> (String, String, usize) {
+    let tiles = a.l.div_ceil(rows);
+    let tiles_c = k.index(tiles);
+    let b = k.val(&format!("arith.divui {block}, {tiles_c} : index"));
+    let mut q_tile = k.val(&format!("arith.remui {block}, {tiles_c} : index"));
+    if a.causal {
+        let last = k.index(tiles - 1);
+        q_tile = k.val(&format!("arith.subi {last}, {q_tile} : index"));
+    }
+    let first = k.mad(&q_tile, rows, "%c0");
+    (b, first, tiles)
 }
 
 /// Dynamic shared memory cut into `views` (name, elements of `e`) one

@@ -10,7 +10,8 @@
 
 use crate::codegen::ops::attention::AttentionShape;
 use crate::codegen::ops::flash::{
-    Frags, Lanes, double_buffered, ex2, issue_tile, key_mask_need, mask_scores, smem_views, store_fragments,
+    Frags, Lanes, double_buffered, ex2, issue_tile, key_mask_need, mask_scores, query_block, smem_views,
+    store_fragments,
 };
 use crate::codegen::prelude::*;
 
@@ -29,6 +30,24 @@ const DQ: usize = 5;
 const DK: usize = 6;
 const DV: usize = 7;
 const STATS: usize = 8;
+
+/// Where sequence b's rows start in each buffer (elements): q, k, v, the
+/// result (and its gradient), and the statistics' rows.
+struct Bases {
+    q: String,
+    k: String,
+    v: String,
+    o: String,
+    row: String,
+}
+
+impl Bases {
+    fn of(k: &mut Kernel, a: &AttentionShape, b: &str) -> Bases {
+        let (l, s, d, dv) = (a.l, a.s, a.d, a.dv);
+        let mut base = |n: usize| k.mad(b, n, "%c0");
+        Bases { q: base(l * d), k: base(s * d), v: base(s * dv), o: base(l * dv), row: base(l) }
+    }
+}
 
 /// Shared memory of either kernel: the block's own two operands, and two
 /// buffers of a tile of each of the other two (rows padded by 8).
@@ -81,9 +100,7 @@ impl Generator {
         let key0 = k.mad(&kt, bk, "%c0");
         let wk0 = k.mad(&ln.warp, 16, "%c0");
         let (l_c, s_c) = (k.index(l), k.index(s));
-        let base = |k: &mut Kernel, rows: usize, cols: usize| k.mad(&b, rows * cols, "%c0");
-        let (q_base, k_base, v_base, o_base, row_base) =
-            (base(&mut k, l, d), base(&mut k, s, d), base(&mut k, s, dv), base(&mut k, l, dv), base(&mut k, l, 1));
+        let Bases { q: q_base, k: k_base, v: v_base, o: o_base, row: row_base } = Bases::of(&mut k, a, &b);
         issue_tile(
             &mut k,
             &tid,
@@ -278,20 +295,10 @@ impl Generator {
         let tid = k.val("gpu.thread_id x");
         let ln = Lanes::of(&mut k, &tid);
         let block = k.val("gpu.block_id x");
-        let tiles = l.div_ceil(bq);
-        let tiles_c = k.index(tiles);
-        let b = k.val(&format!("arith.divui {block}, {tiles_c} : index"));
-        let mut q_tile = k.val(&format!("arith.remui {block}, {tiles_c} : index"));
-        if a.causal {
-            let last = k.index(tiles - 1);
-            q_tile = k.val(&format!("arith.subi {last}, {q_tile} : index"));
-        }
-        let first = k.mad(&q_tile, bq, "%c0");
+        let (b, first, tiles) = query_block(&mut k, a, &block, bq);
         let wm0 = k.mad(&ln.warp, 16, "%c0");
         let (l_c, s_c) = (k.index(l), k.index(s));
-        let base = |k: &mut Kernel, rows: usize, cols: usize| k.mad(&b, rows * cols, "%c0");
-        let (q_base, k_base, v_base, o_base, row_base) =
-            (base(&mut k, l, d), base(&mut k, s, d), base(&mut k, s, dv), base(&mut k, l, dv), base(&mut k, l, 1));
+        let Bases { q: q_base, k: k_base, v: v_base, o: o_base, row: row_base } = Bases::of(&mut k, a, &b);
         issue_tile(
             &mut k,
             &tid,
