@@ -21,6 +21,11 @@
    another until one is within 5% of the best known, against random search
    (structures drawn without replacement) to the same target; FLOPs in
    runs at the budget.
+5. The same searches with early stopping (`search_cost`): each candidate
+   after the first trained to RUNG of the budget, on to the budget only if
+   not behind the best run so far, read off the registry's curves (a run
+   at a constant rate stopped early is the prefix of the registry's run);
+   random search with the same rule, over every order.
 
 Every run is trained with several seeds (--seeds for tables, 10 by
 default; --text-seeds for text, 3) and a structure's loss is the mean over
@@ -28,8 +33,9 @@ them. The seed draws the held-out rows as well as the initial weights, so
 the mean is a repeated random sub-sampling validation: on the small tables
 one seed's held-out loss moves by 2-4x (30 held-out rows of iris), and the
 best of many single runs is mostly the luckiest. Stdlib only. Runs take
-about 45 minutes on 2 cores; --families narrows it. The table goes to
-<out>/results.md.
+about 45 minutes on 2 cores; --families narrows it; --reuse keeps the
+runs of an earlier evaluation. The tables go to <out>/results.md, the
+rows to <out>/results.json.
 """
 
 import argparse
@@ -58,6 +64,10 @@ TEXT_ARGS = ["--windows-per-epoch", "800", "--eval-windows", "128"]
 COMMON = ["--epochs", "100000", "--lr", "3e-3", "--no-progress", "--gemm", "generated", "--threads", "2"]
 # Within this much of the best known loss counts as reaching it.
 TARGET = 1.05
+# A search with early stopping trains each candidate after the first to
+# this fraction of the budget (successive halving's first rung), and on to
+# the budget only if it is not behind (see `search_cost`).
+RUNG = 0.25
 
 
 def kind(task):
@@ -121,9 +131,19 @@ def loss_at(curve, budget):
     return best if reached else None
 
 
+def spent_at(curve, budget):
+    """The FLOPs a run has spent when it stops at the end of the epoch
+    that spends `budget`: the run's curve is the prefix of a longer run's
+    (a constant rate), so a run stopped there is that prefix."""
+    for flops, _ in curve:
+        if flops >= budget:
+            return flops
+    return curve[-1][0] if curve else budget
+
+
 def registry_runs(db, budgets):
-    """{(problem, structure, grown?, seed): (loss, params, run id)} of a
-    registry."""
+    """{(problem, structure, grown?, seed): (loss, params, run id, loss at
+    the rung, FLOPs spent at the rung / budget)} of a registry."""
     con = sqlite3.connect(db)
     out = {}
     for rid, problem, fingerprint, settings, status, seed in con.execute(
@@ -135,15 +155,17 @@ def registry_runs(db, budgets):
         grown = json.loads(settings).get("policy") is not None
         curve = con.execute("SELECT train_flops, val_loss FROM curve WHERE run_id = ? ORDER BY epoch", (rid,)).fetchall()
         loss = loss_at(curve, budgets[p]) if p in budgets else None
-        out[(p, f["structure"], grown, seed)] = (loss, f["params"], rid)
+        rung = loss_at(curve, RUNG * budgets[p]) if p in budgets else None
+        spent = spent_at(curve, RUNG * budgets[p]) / budgets[p] if p in budgets else None
+        out[(p, f["structure"], grown, seed)] = (loss, f["params"], rid, rung, spent)
     con.close()
     return out
 
 
 def registry_losses(db, budgets, seeds_of):
     """{(problem, structure, grown?): (mean loss over the problem's seeds,
-    params, the seeds' losses)}; the mean is None unless every seed reached
-    the budget."""
+    params, the seeds' losses, mean loss at the rung, budgets spent at the
+    rung)}; the mean is None unless every seed reached the budget."""
     runs = registry_runs(db, budgets)
     keys = {k[:3] for k in runs}
     out = {}
@@ -154,8 +176,12 @@ def registry_losses(db, budgets, seeds_of):
         params = next((g[1] for g in got if g is not None), None)
         if params is None:
             continue  # runs of other seeds only
-        mean = sum(losses) / len(losses) if len(losses) == len(seeds) and None not in losses else None
-        out[key] = (mean, params, losses)
+        complete = len(losses) == len(seeds) and None not in losses
+        mean = sum(losses) / len(losses) if complete else None
+        rung = [g[3] for g in got if g is not None]
+        rung = sum(rung) / len(rung) if complete and None not in rung else None
+        spent = max((g[4] for g in got if g is not None), default=None)
+        out[key] = (mean, params, losses, rung, spent)
     return out
 
 
@@ -213,6 +239,64 @@ def random_runs_to_target(losses, target):
     return (len(losses) + 1) / (hits + 1) if hits else len(losses) + 1
 
 
+def search_cost(order, final, rung, spent, target, predict=None):
+    """Budgets spent by a search with early stopping, training `order` one
+    after another until a loss is at most `target`. The first candidate
+    trains to the budget and becomes the incumbent. Each later one trains
+    to the rung (`spent[s]` of a budget) and goes on to the budget only if
+    it is not behind: its loss at the rung no worse than the incumbent's
+    at the rung, or, with `predict`, its final loss predicted from the
+    rung (`predict(s, loss at the rung)`, the registry's curves) no worse
+    than the incumbent's final loss. A candidate that ends better becomes
+    the incumbent. When the order runs out, the stopped candidates resume
+    from the rung, best at the rung first (their checkpoints: the rest of
+    a budget each); when none reaches the target, one budget more, as
+    `runs_to_target` counts it."""
+    cost, incumbent, stopped = 0.0, None, []
+    for s in order:
+        if incumbent is not None:
+            cost += spent[s]
+            behind = (predict(s, rung[s]) > incumbent[0]) if predict else rung[s] > incumbent[1]
+            if behind:
+                stopped.append(s)
+                continue
+            cost += 1.0 - spent[s]
+        else:
+            cost += 1.0
+        if final[s] <= target:
+            return cost
+        if incumbent is None or final[s] < incumbent[0]:
+            incumbent = (final[s], rung[s])
+    for s in sorted(stopped, key=lambda s: rung[s]):
+        cost += 1.0 - spent[s]
+        if final[s] <= target:
+            return cost
+    return cost + 1.0
+
+
+def random_search_cost(final, rung, spent, target, predict=None):
+    """Expected budgets of random search (structures in a random order)
+    with the same early stopping: the mean of `search_cost` over every
+    order (at most 8! of them)."""
+    names = sorted(final)
+    orders = list(itertools.permutations(names))
+    return sum(search_cost(o, final, rung, spent, target, predict) for o in orders) / len(orders)
+
+
+def curve_ratios(truth, pool, k, base):
+    """{structure: mean over the problems of `pool` of log((final + eps) /
+    (loss at the rung + eps))}: how much a structure's held-out loss still
+    falls after the rung, from the registry's curves (eps: 1% of the
+    constant predictor's loss, as the proposer's regret)."""
+    out = {}
+    for name in pool:
+        eps = 0.01 * base[name]
+        for s, v in space_losses(truth, name, k).items():
+            if v[0] is not None and v[3] is not None:
+                out.setdefault(s, []).append(math.log((v[0] + eps) / (v[3] + eps)))
+    return {s: sum(v) / len(v) for s, v in out.items()}
+
+
 def spearman(a, b):
     def ranks(v):
         order = sorted(range(len(v)), key=lambda i: v[i])
@@ -256,7 +340,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "induction"))
     ap.add_argument("--problems", default=os.path.join(ROOT, "data", "problems"))
     ap.add_argument("--families", nargs="*", help="only these families (default: all)")
-    ap.add_argument("--reuse", action="store_true", help="keep the registry of an earlier run; train what it lacks")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep the registry and the proposals' runs of an earlier run; train what they lack")
     ap.add_argument("--registry-only", action="store_true", help="fill the registry, evaluate nothing")
     ap.add_argument("--seeds", type=int, default=10, help="seeds per table run (a structure's loss is their mean)")
     ap.add_argument("--text-seeds", type=int, default=3, help="seeds per text run")
@@ -327,9 +412,11 @@ def main():
 
     # 2. Leave one family out: propose, then train the proposal.
     evaluation = os.path.join(out, "proposals", "runs.sqlite")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(evaluation + suffix):
-            os.remove(evaluation + suffix)
+    if not args.reuse:
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(evaluation + suffix):
+                os.remove(evaluation + suffix)
+    proposed_have = registry_runs(evaluation, budgets) if args.reuse and os.path.exists(evaluation) else {}
     families = []
     for p in problems:
         if p["family"] not in families:
@@ -353,11 +440,14 @@ def main():
                 proposal = json.load(f)
             grow = ["--adapt", base + ".toml"] if proposal["grow"] else []
             for seed in seeds_of(name):
+                if (name, proposal["structure"], proposal["grow"], seed) in proposed_have:
+                    continue
                 run([aicf, "train", base + ".mlir", "--data", data, "--flops-budget", f"{budgets[name]:.6e}",
                      "--runs-db", evaluation, "--out", os.path.join(out, "runs", f"{name}_proposal_s{seed}"),
                      "--seed", str(seed)] + COMMON + (TEXT_ARGS if k == "text" else []) + grow, f"{base}_s{seed}.log")
             got = registry_losses(evaluation, budgets, seeds_of)
-            proposed, _, proposed_seeds = got[(name, proposal["structure"], proposal["grow"])]
+            proposed, _, proposed_seeds, proposed_rung, proposed_spent = got[
+                (name, proposal["structure"], proposal["grow"])]
             if proposed is None:
                 raise SystemExit(f"{name}: a proposal's run stopped short of the budget ({proposed_seeds})")
             space = space_losses(truth, name, k)
@@ -386,6 +476,25 @@ def main():
             # and largest first (parameter count alone).
             plain = runs_to_target(by_regret + sorted(s for s in losses if s not in by_regret), losses, target)
             largest = runs_to_target(sorted(losses, key=lambda s: (-space[s][1], s)), losses, target)
+            # The same searches with early stopping at the rung: against the
+            # incumbent's loss at the rung, and against its final loss with
+            # each candidate's final predicted from the rung by the curves of
+            # the registry's other families; random search with the same rule.
+            rungs = {s: space[s][3] for s in losses}
+            spents = {s: space[s][4] for s in losses}
+            seq_rung, seq_spent = dict(rungs), dict(spents)
+            seq_rung[first], seq_spent[first] = proposed_rung, proposed_spent
+            ratios = curve_ratios(truth, pool, k, constant)
+            eps = 0.01 * constant[name]
+
+            def predict(s, at_rung):
+                return (at_rung + eps) * math.exp(ratios.get(s, 0.0)) - eps
+            searches = {
+                "es": search_cost(ranked, seq, seq_rung, seq_spent, target),
+                "es_random": random_search_cost(losses, rungs, spents, target),
+                "lc": search_cost(ranked, seq, seq_rung, seq_spent, target, predict),
+                "lc_random": random_search_cost(losses, rungs, spents, target, predict),
+            }
             rows.append({
                 "family": fam, "problem": name, "task": p["task"], "budget": budgets[name],
                 "removed": removed, "proposal": proposal["structure"] + (" grown" if proposal["grow"] else ""),
@@ -394,7 +503,7 @@ def main():
                 "rs4": expected_best_of(list(losses.values()), 4), "params": losses.get(most_params),
                 "params_structure": most_params, "overall": losses.get(overall), "overall_structure": overall, "best": best, "best_structure": best_structure,
                 "spearman": rho, "seeds": proposed_seeds, "guided": guided, "random": rand,
-                "plain": plain, "largest": largest,
+                "plain": plain, "largest": largest, **searches,
                 "neighbours": [n["problem"] for n in proposal["neighbours"]],
             })
             r = rows[-1]
@@ -457,6 +566,26 @@ def main():
               f"regret without descriptors takes {plain_runs} runs ({plain_runs / random_runs:.2f}x), largest "
               f"first (parameter count alone) {largest_runs} ({largest_runs / random_runs:.2f}x). "
               f"{n_seeds}; {time.time() - started:.0f} s."]
+    # The searches with early stopping, in budgets of each problem.
+    lines += ["", f"Searches with early stopping (each candidate after the first trained to {RUNG:g} of the budget, "
+              "then on only if not behind the incumbent; `search_cost`), in budgets to within 5% of the best known:",
+              "", "| family | proposer's order, every run to the budget | random search, every run to the budget | "
+              "proposer's order, stopped on the rung's loss | random search, the same stopping | "
+              "proposer's order, stopped on the final predicted from the registry's curves | random search, the same "
+              "stopping |", "|---|---|---|---|---|---|---|"]
+    for fam in families + [None]:
+        rs = [r for r in rows if fam is None or r["family"] == fam]
+        total = {key: sum(r[key] for r in rs) for key in ("guided", "random", "es", "es_random", "lc", "lc_random")}
+        lines.append(f"| {fam or '**all**'} | {total['guided']:.2f} | {total['random']:.2f} | {total['es']:.2f} | "
+                     f"{total['es_random']:.2f} | {total['lc']:.2f} | {total['lc_random']:.2f} |")
+    total = {key: sum(r[key] for r in rows) for key in ("random", "es", "es_random", "lc", "lc_random")}
+    lines += ["", f"With early stopping on the rung's loss the proposer's order spends {total['es']:.1f} budgets, "
+              f"{total['es'] / total['random']:.2f}x of random search with every run to the budget and "
+              f"{total['es'] / total['es_random']:.2f}x of random search with the same stopping; stopping on the "
+              f"predicted final loss, {total['lc']:.1f} ({total['lc'] / total['random']:.2f}x and "
+              f"{total['lc'] / total['lc_random']:.2f}x)."]
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(rows, f, indent=1)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write(text)
