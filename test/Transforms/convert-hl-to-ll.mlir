@@ -151,3 +151,24 @@ func.func @swap(%x: tensor<8xf32> {hl.bind = "input"}) -> (tensor<8xf32> {hl.bin
   %new = hl.relu %x : tensor<8xf32>
   return %old, %new : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// An attention and its backward: the forward's kernel keeps each query
+// row's log-sum-exp (2 x 5 rows) for the backward, whose scratch then
+// holds only D. An attention with a backward of another mask keeps none.
+// CHECK-LABEL: func.func @attention_pair
+// CHECK: %[[LSE:.*]] = memref.alloc() : memref<10xf32>
+// CHECK: ll.attention %arg0, %arg1, %arg2 into %{{.*}} lse(%[[LSE]] : memref<10xf32>) causal
+// CHECK: %[[D:.*]] = memref.alloc() : memref<10xf32>
+// CHECK: ll.attention_backward {{.*}} rows(%[[D]]) lse(%[[LSE]] : memref<10xf32>) causal
+// CHECK: ll.attention %arg0, %arg1, %arg2 into %{{.*}} scale
+// CHECK: memref.alloc() : memref<20xf32>
+// CHECK: ll.attention_backward {{.*}} rows(%{{.*}}) causal
+func.func @attention_pair(%q: tensor<2x5x4xf32> {hl.bind = "input"}, %k: tensor<2x7x4xf32> {hl.bind = "input"}, %v: tensor<2x7x3xf32> {hl.bind = "input"}, %g: tensor<2x5x3xf32> {hl.bind = "input"}) -> (tensor<2x5x4xf32> {hl.bind = "result 0"}, tensor<2x5x4xf32> {hl.bind = "result 1"}) {
+  %o = hl.attention %q, %k, %v causal : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>
+  %d:3 = hl.attention_backward %q, %k, %v, %o, %g causal : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<2x5x3xf32>
+  %p = hl.attention %q, %k, %v : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>
+  %e:3 = hl.attention_backward %q, %k, %v, %p, %g causal : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<2x5x3xf32>
+  return %d#0, %e#0 : tensor<2x5x4xf32>, tensor<2x5x4xf32>
+}

@@ -156,6 +156,9 @@ struct Lower<'a> {
     block: MlirBlock,
     /// hl value -> buffer
     map: HashMap<usize, MlirValue>,
+    /// an `hl.attention`'s result -> the buffer its kernel writes each
+    /// query row's log-sum-exp into, for the backward that pairs with it
+    lse: HashMap<usize, MlirValue>,
     /// symbol -> its buffer argument
     symbol_args: HashMap<String, MlirValue>,
     /// per original result: the output argument (None for param/state)
@@ -260,6 +263,7 @@ impl<'a> Lower<'a> {
             region,
             block,
             map,
+            lse: HashMap::new(),
             symbol_args,
             outputs,
             arg_tags: tags,
@@ -683,12 +687,24 @@ impl<'a> Lower<'a> {
             }
             "hl.attention" => {
                 let (q, k, v) = (self.buf(x[0])?, self.buf(x[1])?, self.buf(x[2])?);
-                let out = self.alloc(Self::result(op, 0))?;
+                let r = Self::result(op, 0);
+                let out = self.alloc(r)?;
                 let attrs = attention_attrs(op, &spec(x[0]));
+                let mut operands = vec![q, k, v, out];
+                // Where a backward of this very attention follows, the
+                // kernel keeps each row's log-sum-exp for it, which the
+                // backward would otherwise recompute with a pass over the
+                // scores of its own.
+                if users(r).into_iter().any(|u| backward_of(op, u)) {
+                    let rows = query_rows(&spec(x[0]));
+                    let lse = self.fresh(self.ty(&TensorSpec::new([rows], DType::F32))?)?;
+                    self.lse.insert(key(r), lse);
+                    operands.push(lse);
+                }
                 self.emit(
                     loc,
                     &OpSpec {
-                        operands: &[q, k, v, out],
+                        operands: &operands,
                         attributes: &attrs,
                         results: Some(&[]),
                         ..OpSpec::new("ll.attention")
@@ -703,10 +719,15 @@ impl<'a> Lower<'a> {
                 for i in 0..3 {
                     ins.push(self.alloc(Self::result(op, i))?);
                 }
-                // Each query row's log-sum-exp and rowsum(grad_output * out).
+                // Each query row's rowsum(grad_output * out), and its
+                // log-sum-exp: the forward's where it kept them, else
+                // recomputed into the first half of the scratch.
                 let q = spec(x[0]);
-                let rows: usize = q.shape[..q.shape.len().saturating_sub(1)].iter().product();
-                ins.push(self.fresh(self.ty(&TensorSpec::new([2 * rows], DType::F32))?)?);
+                let rows = query_rows(&q);
+                let lse = producer(x[3]).filter(|&f| backward_of(f, op)).and_then(|_| self.lse.get(&key(x[3])).copied());
+                let n = if lse.is_some() { rows } else { 2 * rows };
+                ins.push(self.fresh(self.ty(&TensorSpec::new([n], DType::F32))?)?);
+                ins.extend(lse);
                 let attrs = attention_attrs(op, &q);
                 self.emit(
                     loc,
@@ -1054,6 +1075,28 @@ fn scalar_text(c: f64, dtype: DType) -> String {
 /// `ll.attention`'s (and its backward's) attributes from `hl` op `op`
 /// with queries `q`: the scale, given or 1 / sqrt(head size), and
 /// `causal`.
+/// Query rows of an attention whose queries are `q`: the rows of every
+/// leading dimension.
+fn query_rows(q: &TensorSpec) -> usize {
+    q.shape[..q.shape.len().saturating_sub(1)].iter().product()
+}
+
+/// Whether `user` is the `hl.attention_backward` of the `hl.attention`
+/// `forward`: the same queries, keys, values, mask and scale, and the
+/// forward's result as its `out`.
+fn backward_of(forward: MlirOperation, user: MlirOperation) -> bool {
+    if op_name(forward) != "hl.attention" || op_name(user) != "hl.attention_backward" {
+        return false;
+    }
+    let (f, b) = (operands(forward), operands(user));
+    let result = unsafe { mlirOperationGetResult(forward, 0) };
+    b.len() == 5
+        && f.len() == 3
+        && (0..3).all(|i| f[i].ptr == b[i].ptr)
+        && b[3].ptr == result.ptr
+        && attention_attrs(forward, &spec(f[0])) == attention_attrs(user, &spec(b[0]))
+}
+
 fn attention_attrs(op: MlirOperation, q: &TensorSpec) -> Vec<(&'static str, String)> {
     let d = q.shape.last().copied().unwrap_or(1) as f64;
     let scale = float_attr(op, "scale").unwrap_or(1.0 / d.sqrt());

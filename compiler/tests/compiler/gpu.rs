@@ -847,28 +847,30 @@ fn bf16_char_lm_gemms_run_on_tensor_cores() {
     let gemms: Vec<&str> = step.calls.iter().filter(|c| c.op == "ll.gemm").map(|c| c.symbol.as_str()).collect();
     assert!(gemms.len() >= 12, "GEMMs of the char LM's train step: {gemms:?}");
     // The attention forward's two products too (heads of 16: the
-    // tensor-core attention), and its fused backward's three kernels
-    // (statistics, dk and dv, dq).
-    let attention: Vec<&str> = step
-        .calls
-        .iter()
-        .filter(|c| c.op == "ll.attention" || c.op == "ll.attention_backward")
-        .map(|c| c.symbol.as_str())
-        .collect();
-    let backward = step.calls.iter().filter(|c| c.op == "ll.attention_backward").count();
-    assert!(backward >= 3 && attention.len() > backward, "the char LM's attention kernels: {attention:?}");
-    let contractions: Vec<&str> = gemms.iter().chain(&attention).copied().collect();
+    // tensor-core attention), and its fused backward's three kernels: D
+    // (a row kernel: the forward kept each row's log-sum-exp, so no pass
+    // over the scores is left to it), dk and dv, dq.
+    let calls = |op: &str| -> Vec<&str> {
+        step.calls.iter().filter(|c| c.op == op).map(|c| c.symbol.as_str()).collect()
+    };
+    let (forward, backward) = (calls("ll.attention"), calls("ll.attention_backward"));
+    assert!(
+        !forward.is_empty() && backward.len() == 3 * forward.len(),
+        "the char LM's attention kernels: {forward:?} {backward:?}"
+    );
     for chip in ["sm_80", "sm_90"] {
         let ptx = ptx_text(&dir, chip);
-        for symbol in &contractions {
+        let on_tensor_cores = |symbol: &str| {
             let at = ptx.find(&format!(".entry {symbol}(")).unwrap_or_else(|| panic!("{chip}: no kernel {symbol}"));
             let end = ptx[at + 1..].find(".entry ").map_or(ptx.len(), |e| at + 1 + e);
             let body = &ptx[at..end];
-            assert!(
-                body.contains("mma.sync") || body.contains("wgmma"),
-                "{chip}: contraction {symbol} is not on the tensor cores"
-            );
+            body.contains("mma.sync") || body.contains("wgmma")
+        };
+        for symbol in gemms.iter().chain(&forward) {
+            assert!(on_tensor_cores(symbol), "{chip}: contraction {symbol} is not on the tensor cores");
         }
+        let rows: Vec<&&str> = backward.iter().filter(|s| !on_tensor_cores(s)).collect();
+        assert_eq!(rows.len(), forward.len(), "{chip}: the backward's kernels off the tensor cores (D alone): {rows:?}");
     }
 }
 

@@ -468,3 +468,19 @@ func.func @f(%q: memref<2x16x8xf32>, %o: memref<2x16x4xf32>, %s: memref<64xf32>)
   ll.attention_backward %q, %q, %q, %o, %o into %q, %q, %q rows(%s) scale = 0.5 : memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x4xf32> -> memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32> rows memref<64xf32>
   return
 }
+
+// -----
+
+func.func @f(%q: memref<2x16x8xf32>, %o: memref<2x16x8xf32>, %lse: memref<16xf32>) {
+  // expected-error @+1 {{'ll.attention' op log-sum-exp buffer 'memref<16xf32>' must hold one value per query row (32)}}
+  ll.attention %q, %q, %q into %o lse(%lse : memref<16xf32>) scale = 0.5 : memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32> -> memref<2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: memref<2x16x8xf32>, %s: memref<64xf32>, %lse: memref<32xf32>) {
+  // expected-error @+1 {{'ll.attention_backward' op rows buffer 'memref<64xf32>' must hold one value per query row (32) beside the forward's log-sum-exps}}
+  ll.attention_backward %q, %q, %q, %q, %q into %q, %q, %q rows(%s) lse(%lse : memref<32xf32>) scale = 0.5 : memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32> -> memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32> rows memref<64xf32>
+  return
+}

@@ -108,6 +108,13 @@ func.func @transformer_kernels(%x: memref<8x128x256xf32>, %g: memref<256xf32>, %
   // CHECK: ll.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}) causal scale = 1.250000e-01 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> rows memref<8192xf32>
   %stats = memref.alloc() : memref<8192xf32>
   ll.attention_backward %q, %q, %q, %o, %o into %o, %o, %o rows(%stats) causal scale = 0.125 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> rows memref<8192xf32>
+  // The forward keeping each row's log-sum-exp, and the backward reading them.
+  // CHECK: ll.attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}} lse(%{{.*}} : memref<4096xf32>) causal scale = 1.250000e-01 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>
+  %lse = memref.alloc() : memref<4096xf32>
+  ll.attention %q, %q, %q into %o lse(%lse : memref<4096xf32>) causal scale = 0.125 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>
+  // CHECK: ll.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}) lse(%{{.*}} : memref<4096xf32>) causal scale = 1.250000e-01 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> rows memref<4096xf32>
+  %delta = memref.alloc() : memref<4096xf32>
+  ll.attention_backward %q, %q, %q, %o, %o into %o, %o, %o rows(%delta) lse(%lse : memref<4096xf32>) causal scale = 0.125 : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> -> memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32> rows memref<4096xf32>
   // CHECK: ll.transpose %{{.*}} into %{{.*}} permutation = [0, 2, 1, 3] : memref<8x128x4x64xf32> -> memref<8x4x128x64xf32>
   ll.transpose %t into %q permutation = [0, 2, 1, 3] : memref<8x128x4x64xf32> -> memref<8x4x128x64xf32>
   // CHECK: ll.reshape %{{.*}} : memref<8x128x256xf32> to memref<1024x256xf32>

@@ -11,6 +11,10 @@ pub(crate) const ATTENTION_QUERIES: usize = 64;
 /// Keys per shared-memory tile of the fused attention.
 pub(crate) const ATTENTION_KEYS: usize = 32;
 
+/// `ll.attention`'s optional log-sum-exp buffer, after q, k, v and the
+/// result.
+pub(crate) const LSE: usize = 4;
+
 /// An `ll.attention`'s sizes: `batch` independent (q, k, v) of `l` queries
 /// and `s` keys, query/key head size `d`, value/output head size `dv`.
 pub(crate) struct AttentionShape {
@@ -116,6 +120,22 @@ impl AttentionShape {
         results.into_iter().zip(types).collect()
     }
 
+    /// Where the forward keeps each query row's log-sum-exp for its
+    /// backward (`ll.attention`'s optional `lse`): the buffer's type.
+    pub(crate) fn lse_buffer(specs: &[(Vec<usize>, DType)]) -> Option<String> {
+        specs.get(LSE).map(|(shape, t)| flat_type(shape, *t))
+    }
+
+    /// Stores log-sum-exp `max + log(sum)` (compute type, natural log) of
+    /// flat query row `row` into the `lse` buffer (type `ty`, f32).
+    pub(crate) fn store_lse(&self, k: &mut Kernel, (max, sum): (&str, &str), row: &str, ty: &str) {
+        let f = self.t.mlir();
+        let lg = k.val(&format!("math.log {sum} : {f}"));
+        let lse = k.fop("addf", max, &lg, self.t);
+        let lse = if self.t == DType::F64 { k.val(&format!("arith.truncf {lse} : f64 to f32")) } else { lse };
+        k.store(&lse, &format!("%b{LSE}"), row, ty);
+    }
+
     /// Stores the output row o / l of `state` at `base` of `buf`.
     pub(crate) fn store_output(&self, k: &mut Kernel, state: &[(String, String)], buf: &str, base: &str, ty: &str) {
         let (f, vo) = (self.t.mlir(), self.vector(self.dv));
@@ -195,6 +215,9 @@ impl Generator {
         k.store(&e, &scores, &j, &row_ty);
         let next = k.row_sum(&acc, &e, t);
         k.close_with(&next, f);
+        if let Some(lse_ty) = AttentionShape::lse_buffer(specs) {
+            a.store_lse(&mut k, (&m, &sum), &w, &lse_ty);
+        }
         // out[x] = sum_j p_j V[j, x] / sum, accumulated a key at a time over
         // the contiguous row of V (each x still sums j in order).
         let ob = k.mul(&w, &dvc);
@@ -309,6 +332,9 @@ impl Generator {
         k.depth += 1;
         let out = k.mad(&w, a.dv, "%c0");
         a.store_output(&mut k, &results, "%b3", &out, &to);
+        if let Some(lse_ty) = AttentionShape::lse_buffer(specs) {
+            a.store_lse(&mut k, (&results[0].0, &results[1].0), &w, &lse_ty);
+        }
         k.close();
         let blocks = (a.batch * tiles).max(1) as u32;
         let name =

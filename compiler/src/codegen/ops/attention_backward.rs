@@ -16,6 +16,9 @@ const DQ: usize = 5;
 const DK: usize = 6;
 const DV: usize = 7;
 const STATS: usize = 8;
+/// The forward's log-sum-exps, where it kept them (then `STATS` holds D
+/// alone).
+const LSE: usize = 9;
 
 /// `sum_c a[a0 + c] * b[b0 + c]` over c < n (buffers `%b{i}`), in the
 /// compute type.
@@ -90,51 +93,61 @@ impl Generator {
             }
         };
 
+        // Where each row's log-sum-exp is (the forward's buffer where it
+        // kept them, else the statistics' first half), and where its D.
+        let kept = specs.len() > LSE;
+        let (lse_buf, lse_ty) = if kept { (LSE, ty(LSE)) } else { (STATS, stats_ty.clone()) };
+        let delta_at = if kept { 0 } else { rows };
+
         // (1) Statistics: the row's scores into a stack row, their max,
-        // then the sum of exponentials.
+        // then the sum of exponentials (unless the forward kept them); and
+        // D.
         let mut k = Kernel::new();
         let row_ty = format!("memref<{}x{f}>", s.max(1));
-        let scores = k.val(&format!("memref.alloca() : {row_ty}"));
+        let scores = (!kept).then(|| k.val(&format!("memref.alloca() : {row_ty}")));
         let (lc, ninf, zero) = (k.index(l), k.float(f64::NEG_INFINITY, t), k.float(0.0, t));
         let w = k.open("%begin", "%end");
-        let b = k.val(&format!("arith.divui {w}, {lc} : index"));
-        let i = k.val(&format!("arith.remui {w}, {lc} : index"));
-        let kb = k.mad(&b, s, "%c0");
-        let jn = visible(&mut k, &i);
-        let (j, mx, m) = k.open_reduce("%c0", &jn, &ninf, f);
-        let krow = k.add(&kb, &j);
-        let sv = score(&mut k, &w, &krow);
-        k.store(&sv, &scores, &j, &row_ty);
-        let nm = k.val(&format!("arith.maximumf {mx}, {sv} : {f}"));
-        k.close_with(&nm, f);
-        let (j, acc, z) = k.open_reduce("%c0", &jn, &zero, f);
-        let sv = k.load(&scores, &j, &row_ty);
-        let x = k.fop("subf", &sv, &m, t);
-        let e = k.val(&format!("math.exp {x} : {f}"));
-        let next = k.fop("addf", &acc, &e, t);
-        k.close_with(&next, f);
-        let lz = k.val(&format!("math.log {z} : {f}"));
-        let lse = k.fop("addf", &m, &lz, t);
-        k.store(&lse, &format!("%b{STATS}"), &w, &stats_ty);
+        if let Some(scores) = &scores {
+            let b = k.val(&format!("arith.divui {w}, {lc} : index"));
+            let i = k.val(&format!("arith.remui {w}, {lc} : index"));
+            let kb = k.mad(&b, s, "%c0");
+            let jn = visible(&mut k, &i);
+            let (j, mx, m) = k.open_reduce("%c0", &jn, &ninf, f);
+            let krow = k.add(&kb, &j);
+            let sv = score(&mut k, &w, &krow);
+            k.store(&sv, scores, &j, &row_ty);
+            let nm = k.val(&format!("arith.maximumf {mx}, {sv} : {f}"));
+            k.close_with(&nm, f);
+            let (j, acc, z) = k.open_reduce("%c0", &jn, &zero, f);
+            let sv = k.load(scores, &j, &row_ty);
+            let x = k.fop("subf", &sv, &m, t);
+            let e = k.val(&format!("math.exp {x} : {f}"));
+            let next = k.fop("addf", &acc, &e, t);
+            k.close_with(&next, f);
+            let lz = k.val(&format!("math.log {z} : {f}"));
+            let lse = k.fop("addf", &m, &lz, t);
+            k.store(&lse, &format!("%b{STATS}"), &w, &stats_ty);
+        }
         let o0 = k.mad(&w, dv, "%c0");
         let delta = dot(&mut k, specs, (DO, &o0), (O, &o0), dv);
-        let at = k.mad("%c1", rows, &w);
+        let at = k.mad("%c1", delta_at, &w);
         k.store(&delta, &format!("%b{STATS}"), &at, &stats_ty);
         k.close();
         self.finish(k, specs);
-        kernels.push((self.last(), rows as u64, (2 * s * d + 2 * dv) as u64, all.clone(), vec![]));
+        let cost = if kept { 2 * dv } else { 2 * s * d + 2 * dv };
+        kernels.push((self.last(), rows as u64, cost as u64, all.clone(), vec![]));
 
         // The probability and ds of (query row `qrow` flat, key row `krow`
         // flat), the query's statistics read from `stats`.
         let terms = |k: &mut Kernel, qrow: &str, krow: &str| {
             let sv = score(k, qrow, krow);
-            let lse = k.load(&format!("%b{STATS}"), qrow, &stats_ty);
+            let lse = k.load(&format!("%b{lse_buf}"), qrow, &lse_ty);
             let x = k.fop("subf", &sv, &lse, t);
             let p = k.val(&format!("math.exp {x} : {f}"));
             let o0 = k.mad(qrow, dv, "%c0");
             let v0 = k.mad(krow, dv, "%c0");
             let dp = dot(k, specs, (DO, &o0), (V, &v0), dv);
-            let at = k.mad("%c1", rows, qrow);
+            let at = k.mad("%c1", delta_at, qrow);
             let delta = k.load(&format!("%b{STATS}"), &at, &stats_ty);
             let diff = k.fop("subf", &dp, &delta, t);
             let ds = k.fop("mulf", &p, &diff, t);

@@ -3,7 +3,7 @@
 //! on the accumulators in registers, so neither the scores nor the
 //! probabilities reach memory.
 
-use crate::codegen::ops::attention::AttentionShape;
+use crate::codegen::ops::attention::{AttentionShape, LSE};
 use crate::codegen::ops::gemm::mma::{async_chunk, fragment_register, mma_16816, tile_chunks};
 use crate::codegen::prelude::*;
 
@@ -327,20 +327,31 @@ impl Generator {
         }
 
         // Each row's sum over its four lanes; the rows inside the output
-        // stored as O / l.
+        // stored as O / l, and (for the backward) each row's log-sum-exp by
+        // the row's lane c = 0.
         let col0 = k.mad(&ln.c, 2, "%c0");
         let one = k.float(1.0, f32t);
+        let lse_ty = AttentionShape::lse_buffer(specs);
+        let (row_base, lead) = (k.mad(&b, l, "%c0"), k.val(&format!("arith.cmpi eq, {}, %c0 : index", ln.c)));
         for (m, row_pair) in rows.iter().enumerate() {
             let state = &results[m * per..(m + 1) * per];
             for (h, row) in row_pair.iter().enumerate() {
                 let t = quad_sum(&mut k, &state[2 + h]);
                 let inv = k.fop("divf", &one, &t, f32t);
+                let lse = lse_ty.as_ref().map(|_| row_lse(&mut k, &state[h], &t, &c_exp));
                 let inside = k.val(&format!("arith.cmpi ult, {row}, {l_c} : index"));
                 k.line(&format!("scf.if {inside} {{"));
                 k.depth += 1;
                 let ob = k.mad(row, dv, &o_base);
                 let ob = k.add(&ob, &col0);
                 store_fragments(&mut k, &state[4..], (h, dv), Some(&inv), ("%b3", &ob, &to));
+                if let (Some(lse), Some(ty)) = (&lse, &lse_ty) {
+                    k.line(&format!("scf.if {lead} {{"));
+                    k.depth += 1;
+                    let at = k.add(&row_base, row);
+                    k.store(lse, &format!("%b{LSE}"), &at, ty);
+                    k.close();
+                }
                 k.close();
             }
         }
@@ -382,17 +393,14 @@ fn attention_stats(
     let (l, dv) = (a.l, a.dv);
     let n_rows = a.batch * l;
     let stats_ty = flat_type(&specs[8].0, specs[8].1);
-    let (l_c, ln2) = (k.index(l), k.float(std::f64::consts::LN_2, f32t));
+    let l_c = k.index(l);
     let row_base = k.mad(b, l, "%c0");
     let lead = k.val(&format!("arith.cmpi eq, {c}, %c0 : index"));
     for (m, row_pair) in rows.iter().enumerate() {
         let state = &results[m * per..(m + 1) * per];
         for (h, row) in row_pair.iter().enumerate() {
             let total = quad_sum(k, &state[2 + h]);
-            let ms = k.fop("mulf", &state[h], c_exp, f32t);
-            let lg = k.val(&format!("math.log2 {total} : f32"));
-            let lse2 = k.fop("addf", &ms, &lg, f32t);
-            let lse = k.fop("mulf", &lse2, &ln2, f32t);
+            let lse = row_lse(k, &state[h], &total, c_exp);
             let inside = k.val(&format!("arith.cmpi ult, {row}, {l_c} : index"));
             let store = k.val(&format!("arith.andi {inside}, {lead} : i1"));
             k.line(&format!("scf.if {store} {{"));
@@ -429,6 +437,18 @@ fn attention_stats(
         k.store(&sum, "%b8", &at, &stats_ty);
         k.close();
     }
+}
+
+/// A row's log-sum-exp of the scaled scores (natural log) from the online
+/// softmax's end: its running max `max` (in the units `c_exp` turns into
+/// base-2 exponents) and its sum over the four lanes `total`.
+fn row_lse(k: &mut Kernel, max: &str, total: &str, c_exp: &str) -> String {
+    let f32t = DType::F32;
+    let ms = k.fop("mulf", max, c_exp, f32t);
+    let lg = k.val(&format!("math.log2 {total} : f32"));
+    let lse2 = k.fop("addf", &ms, &lg, f32t);
+    let ln2 = k.float(std::f64::consts::LN_2, f32t);
+    k.fop("mulf", &lse2, &ln2, f32t)
 }
 
 /// `v` summed over the four lanes of an accumulator row (xor 1, 2).

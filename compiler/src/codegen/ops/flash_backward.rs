@@ -15,6 +15,9 @@ use crate::codegen::ops::flash::{
 };
 use crate::codegen::prelude::*;
 
+/// Threads (query rows) per block of the D kernel.
+const DELTA_THREADS: usize = 128;
+
 /// Rows (queries or keys) a block owns: 4 warps of 16.
 const BLOCK_ROWS: usize = 64;
 
@@ -25,11 +28,15 @@ const TILE_ROWS: usize = 64;
 const Q: usize = 0;
 const K: usize = 1;
 const V: usize = 2;
+const O: usize = 3;
 const DO: usize = 4;
 const DQ: usize = 5;
 const DK: usize = 6;
 const DV: usize = 7;
 const STATS: usize = 8;
+/// The forward's log-sum-exps, where it kept them (then `STATS` holds D
+/// alone).
+const LSE: usize = 9;
 
 /// Where sequence b's rows start in each buffer (elements): q, k, v, the
 /// result (and its gradient), and the statistics' rows.
@@ -56,18 +63,57 @@ fn backward_shared_bytes(own: [usize; 2], other: [usize; 2]) -> usize {
 }
 
 impl Generator {
-    /// Attention's backward on the tensor cores: the statistics' kernel,
-    /// then dk and dv, then dq.
+    /// Attention's backward on the tensor cores: the statistics' kernel
+    /// (D alone where the forward kept the log-sum-exps), then dk and dv,
+    /// then dq.
     pub(crate) fn gpu_attention_backward_tc(
         &mut self,
         a: &AttentionShape,
         specs: &[(Vec<usize>, DType)],
         tile: crate::codegen::AttentionTile,
     ) -> Kernels {
-        let mut kernels = self.gpu_attention_tc(a, specs, tile, true);
+        let mut kernels = if specs.len() > LSE {
+            self.gpu_attention_delta(a, specs)
+        } else {
+            self.gpu_attention_tc(a, specs, tile, true)
+        };
         kernels.extend(self.gpu_attention_dkdv_tc(a, specs));
         kernels.extend(self.gpu_attention_dq_tc(a, specs));
         kernels
+    }
+
+    /// D = rowsum(grad_output * out) into `stats`, a query row per thread,
+    /// 8 columns a load: FlashAttention-2's preprocessing, all the
+    /// statistics' kernel has left to do when the forward kept each row's
+    /// log-sum-exp.
+    fn gpu_attention_delta(&mut self, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (rows, dv) = (a.batch * a.l, a.dv);
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let lanes = if dv % 8 == 0 { 8 } else { 1 };
+        let vf = format!("vector<{lanes}xf32>");
+        let mut k = Kernel::new();
+        let tid = k.val("gpu.thread_id x");
+        let block = k.val("gpu.block_id x");
+        let row = k.mad(&block, DELTA_THREADS, &tid);
+        let rows_c = k.index(rows);
+        let inside = k.val(&format!("arith.cmpi ult, {row}, {rows_c} : index"));
+        k.line(&format!("scf.if {inside} {{"));
+        k.depth += 1;
+        let base = k.mad(&row, dv, "%c0");
+        let zero = k.val(&format!("arith.constant dense<0.0> : {vf}"));
+        let (n, step) = (k.index(dv), k.index(lanes));
+        let (x, acc, sums) = k.open_carry("%c0", &n, &step, &[(zero, vf.clone())]);
+        let at = k.add(&base, &x);
+        let g = k.vload(&format!("%b{DO}"), &at, &ty(DO), lanes);
+        let o = k.vload(&format!("%b{O}"), &at, &ty(O), lanes);
+        let next = k.val(&format!("vector.fma {g}, {o}, {} : {vf}", acc[0]));
+        k.close_carry(&[next], std::slice::from_ref(&vf));
+        let sum = k.val(&format!("vector.reduction <add>, {} : {vf} into f32", sums[0]));
+        k.store(&sum, &format!("%b{STATS}"), &row, &ty(STATS));
+        k.close();
+        let blocks = rows.div_ceil(DELTA_THREADS).max(1) as u32;
+        let name = self.finish_gpu_func(k, specs, &[], [blocks, 1, 1], DELTA_THREADS as u32);
+        vec![(name, rows.max(1) as u64, 2 * dv as u64, (0..specs.len()).collect(), vec![])]
     }
 
     /// dk and dv: block (b, key tile) owns [`BLOCK_ROWS`] keys, 16 a warp,
@@ -153,7 +199,6 @@ impl Generator {
         let zero = k.float(0.0, f32t);
         let c_exp = k.float(a.scale * std::f64::consts::LOG2_E, f32t);
         let log2e = k.float(std::f64::consts::LOG2_E, f32t);
-        let stats_ty = ty(STATS);
         let bq_c = k.index(bq);
         let last_row = k.index(l.saturating_sub(1));
         // This lane's keys: g and g + 8 of the warp's 16.
@@ -218,7 +263,7 @@ impl Generator {
             for e in 0..2 {
                 let query = k.mad("%c1", ni * 8 + e, &query0);
                 let query = k.val(&format!("arith.minui {query}, {last_row} : index"));
-                let (lse, dl) = row_stats(&mut k, (&row_base, &query), a.batch * l, &stats_ty);
+                let (lse, dl) = row_stats(&mut k, (&row_base, &query), a.batch * l, specs);
                 lse2.push(k.fop("mulf", &lse, &log2e, f32t));
                 delta.push(dl);
             }
@@ -347,7 +392,6 @@ impl Generator {
         let zero = k.float(0.0, f32t);
         let c_exp = k.float(a.scale * std::f64::consts::LOG2_E, f32t);
         let log2e = k.float(std::f64::consts::LOG2_E, f32t);
-        let stats_ty = ty(STATS);
         let (bq_c, bk_c) = (k.index(bq), k.index(bk));
         let last_row = k.index(l.saturating_sub(1));
         // This lane's rows g and g + 8 and their statistics (a row past the
@@ -359,7 +403,7 @@ impl Generator {
         let mut delta = Vec::new();
         for row in [&row_g, &row_g8] {
             let r = k.val(&format!("arith.minui {row}, {last_row} : index"));
-            let (lse, dl) = row_stats(&mut k, (&row_base, &r), a.batch * l, &stats_ty);
+            let (lse, dl) = row_stats(&mut k, (&row_base, &r), a.batch * l, specs);
             lse2.push(k.fop("mulf", &lse, &log2e, f32t));
             delta.push(dl);
         }
@@ -454,11 +498,19 @@ impl Generator {
 }
 
 /// Query row `row` (of its sequence, the sequence's rows from `row_base`)'s
-/// statistics: its log-sum-exp and D, of `rows` rows in all.
-fn row_stats(k: &mut Kernel, (row_base, row): (&str, &str), rows: usize, stats_ty: &str) -> (String, String) {
+/// statistics: its log-sum-exp and D, of `rows` rows in all (the
+/// log-sum-exp from the forward's buffer where it kept them, D then the
+/// statistics' only value).
+fn row_stats(k: &mut Kernel, (row_base, row): (&str, &str), rows: usize, specs: &[(Vec<usize>, DType)]) -> (String, String) {
+    let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
     let at = k.add(row_base, row);
-    let lse = k.load(&format!("%b{STATS}"), &at, stats_ty);
+    if specs.len() > LSE {
+        let lse = k.load(&format!("%b{LSE}"), &at, &ty(LSE));
+        let delta = k.load(&format!("%b{STATS}"), &at, &ty(STATS));
+        return (lse, delta);
+    }
+    let lse = k.load(&format!("%b{STATS}"), &at, &ty(STATS));
     let at = k.mad("%c1", rows, &at);
-    let delta = k.load(&format!("%b{STATS}"), &at, stats_ty);
+    let delta = k.load(&format!("%b{STATS}"), &at, &ty(STATS));
     (lse, delta)
 }

@@ -295,6 +295,15 @@ LogicalResult AttentionOp::verify() {
       out.getElementType() != q.getElementType())
     return emitOpError("result buffer ")
            << out << " is not the queries' shape with the values' width";
+  if (Value lse = getLse()) {
+    int64_t rows = 1;
+    for (int64_t d : q.getShape().drop_back(1))
+      rows *= d;
+    auto t = cast<MemRefType>(lse.getType());
+    if (t.getDimSize(0) != rows)
+      return emitOpError("log-sum-exp buffer ")
+             << t << " must hold one value per query row (" << rows << ")";
+  }
   return success();
 }
 
@@ -320,7 +329,16 @@ LogicalResult AttentionBackwardOp::verify() {
   for (int64_t d : q.getShape().drop_back(1))
     rows *= d;
   auto stats = cast<MemRefType>(getStats().getType());
-  if (stats.getDimSize(0) != 2 * rows)
+  if (Value lse = getLse()) {
+    auto t = cast<MemRefType>(lse.getType());
+    if (t.getDimSize(0) != rows)
+      return emitOpError("log-sum-exp buffer ")
+             << t << " must hold one value per query row (" << rows << ")";
+    if (stats.getDimSize(0) != rows)
+      return emitOpError("rows buffer ")
+             << stats << " must hold one value per query row (" << rows
+             << ") beside the forward's log-sum-exps";
+  } else if (stats.getDimSize(0) != 2 * rows)
     return emitOpError("rows buffer ")
            << stats << " must hold two values per query row (" << 2 * rows << ")";
   if (!(getScale().convertToDouble() > 0.0))

@@ -326,12 +326,19 @@ def LL_AttentionOp : LL_Op<"attention"> {
     `out = softmax(q k^T * scale (+ causal mask)) v` over `[..., L, D]`
     queries, `[..., S, D]` keys and `[..., S, Dv]` values into
     `[..., L, Dv]`, without materialising the `[L, S]` scores in memory (a
-    FlashAttention-style kernel).
+    FlashAttention-style kernel). With `lse`, one f32 per query row (R
+    in all, the rows of every leading dimension), the kernel also writes
+    each row's log-sum-exp of the scaled scores (natural log) there: what
+    an `ll.attention_backward` of the same attention reads instead of
+    recomputing it (`hl-convert-to-ll` pairs them).
 
     ```mlir
     ll.attention %q, %k, %v into %o causal scale = 1.250000e-01
         : memref<8x4x128x64xf32>, memref<8x4x128x64xf32>, memref<8x4x128x64xf32>
         -> memref<8x4x128x64xf32>
+    ll.attention %q, %k, %v into %o lse(%lse : memref<4096xf32>) causal
+        scale = 1.250000e-01 : memref<8x4x128x64xbf16>, memref<8x4x128x64xbf16>,
+        memref<8x4x128x64xbf16> -> memref<8x4x128x64xbf16>
     ```
   }];
   let arguments = (ins
@@ -339,11 +346,13 @@ def LL_AttentionOp : LL_Op<"attention"> {
     Arg<LL_FloatBuffer, "keys", [MemRead]>:$k,
     Arg<LL_FloatBuffer, "values", [MemRead]>:$v,
     Arg<LL_FloatBuffer, "result", [MemWrite]>:$out,
+    Arg<Optional<MemRefRankOf<[F32], [1]>>, "each query row's log-sum-exp", [MemWrite]>:$lse,
     UnitAttr:$causal,
     F64Attr:$scale
   );
   let assemblyFormat = [{
-    $q `,` $k `,` $v `into` $out (`causal` $causal^)? `scale` `=` $scale attr-dict
+    $q `,` $k `,` $v `into` $out (`lse` `(` $lse^ `:` type($lse) `)`)?
+    (`causal` $causal^)? `scale` `=` $scale attr-dict
     `:` type($q) `,` type($k) `,` type($v) `->` type($out)
   }];
   let hasVerifier = 1;
@@ -360,7 +369,9 @@ def LL_AttentionBackwardOp : LL_Op<"attention_backward",
     query row (the rows of every leading dimension, R in all): each row's
     log-sum-exp of the scaled scores in `[0, R)`, and
     `rowsum(grad_output * out)` in `[R, 2R)`; the kernels that follow
-    recompute each probability from them.
+    recompute each probability from them. With `lse` (the forward
+    `ll.attention`'s, R values) the log-sum-exps are read from it rather
+    than recomputed, and `stats` holds only the R row sums.
 
     ```mlir
     ll.attention_backward %q, %k, %v, %o, %do into %dq, %dk, %dv
@@ -381,12 +392,14 @@ def LL_AttentionBackwardOp : LL_Op<"attention_backward",
     Arg<LL_FloatBuffer, "gradient w.r.t. k", [MemWrite]>:$grad_k,
     Arg<LL_FloatBuffer, "gradient w.r.t. v", [MemWrite]>:$grad_v,
     Arg<MemRefRankOf<[F32], [1]>, "per-row statistics (scratch)", [MemRead, MemWrite]>:$stats,
+    Arg<Optional<MemRefRankOf<[F32], [1]>>, "the forward's log-sum-exps", [MemRead]>:$lse,
     UnitAttr:$causal,
     F64Attr:$scale
   );
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $out `,` $grad_output `into` $grad_q `,` $grad_k `,`
-    $grad_v `rows` `(` $stats `)` (`causal` $causal^)? `scale` `=` $scale
+    $grad_v `rows` `(` $stats `)` (`lse` `(` $lse^ `:` type($lse) `)`)?
+    (`causal` $causal^)? `scale` `=` $scale
     attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($out) `->`
     type($grad_q) `,` type($grad_k) `,` type($grad_v) `rows` type($stats)
   }];
