@@ -724,7 +724,8 @@ impl<'a> Lower<'a> {
                 // recomputed into the first half of the scratch.
                 let q = spec(x[0]);
                 let rows = query_rows(&q);
-                let lse = producer(x[3]).filter(|&f| backward_of(f, op)).and_then(|_| self.lse.get(&key(x[3])).copied());
+                let lse =
+                    producer(x[3]).filter(|&f| backward_of(f, op)).and_then(|_| self.lse.get(&key(x[3])).copied());
                 let n = if lse.is_some() { rows } else { 2 * rows };
                 ins.push(self.fresh(self.ty(&TensorSpec::new([n], DType::F32))?)?);
                 ins.extend(lse);

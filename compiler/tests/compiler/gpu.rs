@@ -850,9 +850,8 @@ fn bf16_char_lm_gemms_run_on_tensor_cores() {
     // tensor-core attention), and its fused backward's three kernels: D
     // (a row kernel: the forward kept each row's log-sum-exp, so no pass
     // over the scores is left to it), dk and dv, dq.
-    let calls = |op: &str| -> Vec<&str> {
-        step.calls.iter().filter(|c| c.op == op).map(|c| c.symbol.as_str()).collect()
-    };
+    let calls =
+        |op: &str| -> Vec<&str> { step.calls.iter().filter(|c| c.op == op).map(|c| c.symbol.as_str()).collect() };
     let (forward, backward) = (calls("ll.attention"), calls("ll.attention_backward"));
     assert!(
         !forward.is_empty() && backward.len() == 3 * forward.len(),
@@ -870,7 +869,11 @@ fn bf16_char_lm_gemms_run_on_tensor_cores() {
             assert!(on_tensor_cores(symbol), "{chip}: contraction {symbol} is not on the tensor cores");
         }
         let rows: Vec<&&str> = backward.iter().filter(|s| !on_tensor_cores(s)).collect();
-        assert_eq!(rows.len(), forward.len(), "{chip}: the backward's kernels off the tensor cores (D alone): {rows:?}");
+        assert_eq!(
+            rows.len(),
+            forward.len(),
+            "{chip}: the backward's kernels off the tensor cores (D alone): {rows:?}"
+        );
     }
 }
 

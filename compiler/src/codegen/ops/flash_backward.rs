@@ -501,7 +501,12 @@ impl Generator {
 /// statistics: its log-sum-exp and D, of `rows` rows in all (the
 /// log-sum-exp from the forward's buffer where it kept them, D then the
 /// statistics' only value).
-fn row_stats(k: &mut Kernel, (row_base, row): (&str, &str), rows: usize, specs: &[(Vec<usize>, DType)]) -> (String, String) {
+fn row_stats(
+    k: &mut Kernel,
+    (row_base, row): (&str, &str),
+    rows: usize,
+    specs: &[(Vec<usize>, DType)],
+) -> (String, String) {
     let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
     let at = k.add(row_base, row);
     if specs.len() > LSE {
