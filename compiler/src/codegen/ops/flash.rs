@@ -332,7 +332,8 @@ impl Generator {
         let col0 = k.mad(&ln.c, 2, "%c0");
         let one = k.float(1.0, f32t);
         let lse_ty = AttentionShape::lse_buffer(specs);
-        let (row_base, lead) = (k.mad(&b, l, "%c0"), k.val(&format!("arith.cmpi eq, {}, %c0 : index", ln.c)));
+        let keep =
+            lse_ty.as_ref().map(|_| (k.mad(&b, l, "%c0"), k.val(&format!("arith.cmpi eq, {}, %c0 : index", ln.c))));
         for (m, row_pair) in rows.iter().enumerate() {
             let state = &results[m * per..(m + 1) * per];
             for (h, row) in row_pair.iter().enumerate() {
@@ -345,10 +346,10 @@ impl Generator {
                 let ob = k.mad(row, dv, &o_base);
                 let ob = k.add(&ob, &col0);
                 store_fragments(&mut k, &state[4..], (h, dv), Some(&inv), ("%b3", &ob, &to));
-                if let (Some(lse), Some(ty)) = (&lse, &lse_ty) {
+                if let (Some(lse), Some(ty), Some((row_base, lead))) = (&lse, &lse_ty, &keep) {
                     k.line(&format!("scf.if {lead} {{"));
                     k.depth += 1;
-                    let at = k.add(&row_base, row);
+                    let at = k.add(row_base, row);
                     k.store(lse, &format!("%b{LSE}"), &at, ty);
                     k.close();
                 }
