@@ -12,7 +12,7 @@
 //! atomically. A resumed run continues bit for bit: parameters, optimizer
 //! state, step, epoch and the data order's RNG come from the checkpoint.
 
-use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, Template, param_count};
+use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, Template, param_count, step_flops};
 use super::data::{DataOptions, Dataset, Role, Signature, Split};
 use super::report::{self, EpochRecord};
 use super::{Compiled, Options, TrainError, Trainer};
@@ -99,6 +99,18 @@ impl LrSchedule {
             }
         }
     }
+}
+
+/// The steps a schedule spans, from the run's first: its epochs' steps,
+/// or, with a FLOPs budget, the steps already taken (`step`) and those the
+/// budget still buys (`budget_left`, at the model's current FLOPs per step;
+/// recomputed at every step, so a growth that makes steps dearer shortens
+/// the schedule), whichever ends first. So a cosine or WSD run under a
+/// budget decays to its floor where the budget ends, not where its
+/// `--epochs` would.
+fn schedule_steps(run: &RunOptions, (steps_per_epoch, step): (usize, u64), budget_left: Option<u64>) -> u64 {
+    let epochs = (run.epochs as u64).saturating_mul(steps_per_epoch as u64);
+    budget_left.map_or(epochs, |left| epochs.min(step.saturating_add(left)))
 }
 
 /// How to run training.
@@ -1093,6 +1105,15 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
+    /// Steps a FLOPs budget still buys at the current model's FLOPs per
+    /// step of `rows` examples (none without a budget, or where the step
+    /// counts none).
+    fn budget_steps_left(&self, run: &RunOptions, rows: usize) -> Option<u64> {
+        let budget = run.flops_budget?;
+        let per = step_flops(self.adaptive.trainer(), rows);
+        (per > 0.0).then(|| ((budget - self.adaptive.flops).max(0.0) / per).ceil() as u64)
+    }
+
     fn train(mut self, run: &RunOptions, checkpoint: Option<&Path>, report: &mut dyn Report) -> Result<Summary> {
         // The global batch: the model's batch on every replica, times the
         // micro-batches each adds.
@@ -1115,6 +1136,17 @@ impl<'a> Loop<'a> {
             steps_per_epoch,
             device,
         });
+        if let LrSchedule::Cosine { warmup_steps, .. } | LrSchedule::Wsd { warmup_steps, .. } = run.lr_schedule {
+            let step = self.adaptive.trainer().steps();
+            let total = schedule_steps(run, (steps_per_epoch, step), self.budget_steps_left(run, global));
+            if warmup_steps >= total {
+                report.note(&format!(
+                    "the warm-up ({warmup_steps} steps) is as long as the run ({total} steps): the rate never \
+                     reaches --lr {}",
+                    run.lr
+                ));
+            }
+        }
         let metrics = run.out.join("metrics.jsonl");
         // A resumed run keeps the records of the epochs it continues from.
         self.records = if run.resume { report::read_metrics(&metrics, self.first_epoch) } else { Vec::new() };
@@ -1175,7 +1207,7 @@ impl<'a> Loop<'a> {
                     p.before_step(self.adaptive.trainer_mut());
                 }
                 let progress = Progress { epoch, batch: b + 1, rng: epoch_rng };
-                let total = (run.epochs * steps_per_epoch) as u64;
+                let total = schedule_steps(run, (steps_per_epoch, step), self.budget_steps_left(run, global));
                 // From the last growth under the policy's restart_schedule.
                 let from = self.adaptive.schedule_from().min(step);
                 let lr = run.lr_schedule.at(run.lr, step - from, total.saturating_sub(from));

@@ -623,6 +623,55 @@ fn the_cosine_schedule_warms_up_linearly_then_decays_to_its_floor() {
     assert_eq!(LrSchedule::Constant.at(3e-3, 77, 100), 3e-3);
 }
 
+/// A cosine schedule under a FLOPs budget decays to its floor where the
+/// budget ends, not at the end of the run's (many) epochs; a warm-up as
+/// long as the run is said.
+#[test]
+fn a_schedule_under_a_flops_budget_decays_where_the_budget_ends() {
+    use aicf_compiler::train::adapt::step_flops;
+    use aicf_compiler::train::run::{LrSchedule, Report};
+    struct Notes(Vec<String>);
+    impl Report for Notes {
+        fn note(&mut self, message: &str) {
+            self.0.push(message.to_string());
+        }
+    }
+    let dir = scratch("budget-schedule");
+    let options = Options { device: Device::Cpu { threads: 2 }, ..Options::default() };
+    let model = example("mlp/digits_mlp.mlir");
+    let per_step = step_flops(&Trainer::from_file(&model, options.clone()).unwrap(), 32);
+    let cosine = LrSchedule::Cosine { warmup_steps: 5, min_factor: 0.1 };
+    let run = RunOptions {
+        epochs: 1000,
+        lr: 3e-3,
+        lr_schedule: cosine,
+        flops_budget: Some(100.0 * per_step),
+        out: dir.join("budget"),
+        ..RunOptions::default()
+    };
+    let mut notes = Notes(Vec::new());
+    let s = run::fit(&model, &options, &[digits()], &run, &mut notes).unwrap();
+    // 100 full batches' FLOPs: a few more steps where an epoch's last
+    // batch is short.
+    assert!((100..=103).contains(&s.steps), "{} steps", s.steps);
+    let last = s.records.last().unwrap();
+    assert!(last.lr < 3e-4 * 1.01, "the last step's rate {} is not near the floor 3e-4", last.lr);
+    assert!(notes.0.is_empty(), "{:?}", notes.0);
+    // Warmed up over the whole budget: said, and the rate never gets there.
+    let long = RunOptions {
+        lr_schedule: LrSchedule::Cosine { warmup_steps: 150, min_factor: 0.1 },
+        out: dir.join("long"),
+        ..run.clone()
+    };
+    let s = run::fit(&model, &options, &[digits()], &long, &mut notes).unwrap();
+    assert!(s.records.iter().all(|r| r.lr < 3e-3), "{:?}", s.records.iter().map(|r| r.lr).collect::<Vec<_>>());
+    assert!(
+        notes.0.iter().any(|n| n.contains("the warm-up (150 steps) is as long as the run (100 steps)")),
+        "{:?}",
+        notes.0
+    );
+}
+
 #[test]
 fn the_wsd_schedule_holds_its_rate_then_decays_linearly_over_the_runs_end() {
     use aicf_compiler::train::run::LrSchedule;

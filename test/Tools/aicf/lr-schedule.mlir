@@ -16,6 +16,12 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule wsd --decay-fraction 1.5 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-FRACTION
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule cosine --decay-steps 10 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-ONLY
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule wsd --decay-steps 10 --decay-fraction 0.3 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WSD-BOTH
+// A warm-up without a schedule that has one is refused, as is a decay.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --warmup-steps 10 --out %t/bad 2>&1 | FileCheck %s --check-prefix=WARMUP-ONLY
+// A cosine run under a FLOPs budget (about 40 steps of 45 an epoch, of a
+// run of 1000 epochs) decays to the floor where the budget ends.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1000 --flops-budget 5e7 --lr-schedule cosine --out %t/budget --no-progress > /dev/null
+// RUN: FileCheck %s --check-prefix=BUDGET < %t/budget/metrics.jsonl
 
 // CHECK: {"epoch":1,{{.*}}"lr":0.00253639
 // CHECK: {"epoch":2,{{.*}}"lr":0.00110607
@@ -31,3 +37,6 @@
 // WSD-FRACTION: the wsd schedule's decay fraction 1.5 is not in (0, 1]
 // WSD-ONLY: --decay-steps and --decay-fraction are the wsd schedule's: add --lr-schedule wsd
 // WSD-BOTH: the argument '--decay-steps <DECAY_STEPS>' cannot be used with '--decay-fraction <DECAY_FRACTION>'
+// WARMUP-ONLY: --warmup-steps is the cosine and wsd schedules': add --lr-schedule cosine or wsd
+// BUDGET: {"epoch":1,{{.*}}"lr":0.0003{{[0-9]*}}
+// BUDGET-NOT: "epoch":2

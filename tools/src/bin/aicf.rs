@@ -525,6 +525,12 @@ fn main() {
                 );
                 std::process::exit(1);
             }
+            if matches!(lr_schedule, Schedule::Constant) && warmup_steps > 0 {
+                eprintln!(
+                    "aicf: error: --warmup-steps is the cosine and wsd schedules': add --lr-schedule cosine or wsd"
+                );
+                std::process::exit(1);
+            }
             let lr_schedule = match lr_schedule {
                 Schedule::Constant => LrSchedule::Constant,
                 Schedule::Cosine => LrSchedule::Cosine { warmup_steps, min_factor: min_lr_factor },
