@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Attention's fused backward on a GPU, in about 4 minutes, from the
+# Attention's fused backward on a GPU (the forward keeping each row's
+# log-sum-exp for it since the twelfth session), in about 4 minutes, from the
 # repository root of a copy that carries target/gpu-pack: the bundle's
 # tests (its kernel cases and the bf16 char LM trained with it against the
 # CPU), the attention benchmarks beside SDPA's, nanoGPT's step with and
@@ -23,6 +24,8 @@ grep -E "test result|FAIL|panicked|attention_backward|char_lm" "$OUT/tests.txt" 
 mark attention
 (cd target/gpu-bundle && {
   AICF_BENCH_FLOPS=$((2 * 96 * 1024 * 1024 * 64)) ./gpu_bench bench/attention_bf16 50
+  # the forward's other near-tie tiling, one query fragment a warp
+  [ -d bench/attention_bf16-m1k64d ] && AICF_BENCH_FLOPS=$((2 * 96 * 1024 * 1024 * 64)) ./gpu_bench bench/attention_bf16-m1k64d 50
   AICF_BENCH_PROFILE=1 AICF_BENCH_FLOPS=$((7 * 96 * 1024 * 1024 * 64)) ./gpu_bench bench/attention_bf16_train 20
   python3 -c 'import torch_baselines as t; t.attention()'
 } > "$OUT/attention.jsonl" 2>&1; python3 ratios.py "$OUT/attention.jsonl"; grep -E '"kernel"' "$OUT/attention.jsonl" | head -12)
