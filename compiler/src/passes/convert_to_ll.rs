@@ -1073,9 +1073,6 @@ fn scalar_text(c: f64, dtype: DType) -> String {
     }
 }
 
-/// `ll.attention`'s (and its backward's) attributes from `hl` op `op`
-/// with queries `q`: the scale, given or 1 / sqrt(head size), and
-/// `causal`.
 /// Query rows of an attention whose queries are `q`: the rows of every
 /// leading dimension.
 fn query_rows(q: &TensorSpec) -> usize {
@@ -1098,6 +1095,9 @@ fn backward_of(forward: MlirOperation, user: MlirOperation) -> bool {
         && attention_attrs(forward, &spec(f[0])) == attention_attrs(user, &spec(b[0]))
 }
 
+/// `ll.attention`'s (and its backward's) attributes from `hl` op `op`
+/// with queries `q`: the scale, given or 1 / sqrt(head size), and
+/// `causal`.
 fn attention_attrs(op: MlirOperation, q: &TensorSpec) -> Vec<(&'static str, String)> {
     let d = q.shape.last().copied().unwrap_or(1) as f64;
     let scale = float_attr(op, "scale").unwrap_or(1.0 / d.sqrt());
