@@ -637,7 +637,7 @@ fn a_schedule_under_a_flops_budget_decays_where_the_budget_ends() {
         }
     }
     let dir = scratch("budget-schedule");
-    let options = Options { device: Device::Cpu { threads: 2 }, ..Options::default() };
+    let options = Options { device: Device::Cpu { threads: 2 }, cache_dir: dir.join("cache"), ..Options::default() };
     let model = example("mlp/digits_mlp.mlir");
     let per_step = step_flops(&Trainer::from_file(&model, options.clone()).unwrap(), 32);
     let cosine = LrSchedule::Cosine { warmup_steps: 5, min_factor: 0.1 };
