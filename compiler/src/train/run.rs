@@ -12,7 +12,7 @@
 //! atomically. A resumed run continues bit for bit: parameters, optimizer
 //! state, step, epoch and the data order's RNG come from the checkpoint.
 
-use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, Template, param_count, step_flops};
+use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, Template, Trigger, param_count, step_flops};
 use super::data::{DataOptions, Dataset, Role, Signature, Split};
 use super::report::{self, EpochRecord};
 use super::{Compiled, Options, TrainError, Trainer};
@@ -511,6 +511,19 @@ pub fn fit(
             dataset.description,
             sig.batch(),
             sig.batch()
+        )));
+    }
+    // A held-out plateau needs held-out examples: without them the rule
+    // would never act, silently.
+    if held == 0
+        && let Some(k) = policy.rules.iter().position(|r| matches!(r.trigger, Trigger::ValPlateau { .. }))
+    {
+        return Err(TrainError::Input(format!(
+            "{}: policy rule {} triggers on a held-out plateau (val-plateau), but the run holds no examples out \
+             (--val-split{}); use the training-loss plateau (plateau) or hold some out",
+            run.adapt.as_ref().map_or_else(|| "the policy".into(), |p| p.display().to_string()),
+            k + 1,
+            if dataset.is_text() { ", --eval-windows" } else { "" }
         )));
     }
     if let Some((path, meta)) = &resume

@@ -80,3 +80,16 @@
 // RUN: not aicf train %t/nothing.mlir --data %t/digits.csv --out %t/run4 2>&1 | FileCheck %s --check-prefix=NOTHINGTRAIN
 // NOTHING: nothing.mlir: the file is empty; a model is an hl module with func.func @loss (and @forward)
 // NOTHINGTRAIN: nothing.mlir: the model has no @loss to train
+
+// A run that holds nothing out says "n/a" for its held-out figures (not
+// NaN); a policy that waits for a held-out plateau is refused there, since
+// it could never act.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --val-split 0 --epochs 1 --out %t/noheld | FileCheck %s --check-prefix=NOHELD
+// RUN: printf '[[rule]]\nwhen = "val-plateau"\nwindow = 2\nthreshold = 0.01\naction = { op = "widen", layer = "fc1", factor = 2.0 }\n' > %t/val-plateau.toml
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --val-split 0 --epochs 1 --adapt %t/val-plateau.toml --out %t/noheld2 2>&1 | FileCheck %s --check-prefix=NOHELDPOLICY
+// NOHELD: training on 100 examples (0 held out)
+// NOHELD-NOT: NaN
+// NOHELD: epoch   1/1  train loss {{[0-9.]+}}  val loss n/a  (
+// NOHELD-NOT: NaN
+// NOHELD: final held-out accuracy n/a (no held-out examples)
+// NOHELDPOLICY: val-plateau.toml: policy rule 1 triggers on a held-out plateau (val-plateau), but the run holds no examples out (--val-split); use the training-loss plateau (plateau) or hold some out

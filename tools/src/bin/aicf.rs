@@ -944,7 +944,11 @@ fn run_compile(
 }
 
 /// Prints what a run reports.
-struct Printer;
+#[derive(Default)]
+struct Printer {
+    /// The run holds no examples out: its held-out figures are "n/a", not NaN.
+    nothing_held: bool,
+}
 
 impl Report for Printer {
     fn compiled(&mut self, model: &Path, c: &Compiled) {
@@ -956,6 +960,7 @@ impl Report for Printer {
     }
 
     fn started(&mut self, s: &Start) {
+        self.nothing_held = s.held_examples == 0;
         println!("data: {}", s.data);
         println!(
             "training on {} examples ({} held out), batch {}, {} steps per epoch, {}",
@@ -972,9 +977,10 @@ impl Report for Printer {
         // A regression (or a run without held-out rows) has no accuracy.
         let accuracy =
             if r.val_accuracy.is_nan() { String::new() } else { format!("  val accuracy {}", percent(r.val_accuracy)) };
+        let val = if self.nothing_held { "n/a".to_string() } else { format!("{:.4}{unit}", r.val_loss) };
         println!(
-            "epoch {:>3}/{epochs}  train loss {:.4}  val loss {:.4}{unit}{accuracy}  ({:.2} s, {:.1} steps/s)",
-            r.epoch, r.train_loss, r.val_loss, r.seconds, r.steps_per_second
+            "epoch {:>3}/{epochs}  train loss {:.4}  val loss {val}{accuracy}  ({:.2} s, {:.1} steps/s)",
+            r.epoch, r.train_loss, r.seconds, r.steps_per_second
         );
     }
 
@@ -1025,8 +1031,9 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     let import_dir = if rank == 0 { run.out.clone() } else { run.out.join(format!("rank{rank}")) };
     let model = hl_model(c, &import_dir)?;
     let options = Options { gemm, ..options(c, d, run.seed, &run.out)? };
+    let mut printer = Printer::default();
     let summary = if rank == 0 {
-        run::fit(&model, &options, data, run, &mut Printer)
+        run::fit(&model, &options, data, run, &mut printer)
     } else {
         run::fit(&model, &options, data, run, &mut run::Quiet)
     }
@@ -1049,7 +1056,7 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
         summary.metrics.display(),
         summary.plot.display()
     );
-    if let Some(r) = last.filter(|r| r.unit != "nats") {
+    if let Some(r) = last.filter(|r| r.unit != "nats" && !printer.nothing_held) {
         let best = summary.records.iter().map(|r| r.val_loss).fold(f64::INFINITY, f64::min);
         println!("final held-out loss {:.4} {} (best {best:.4})", r.val_loss, r.unit);
     }
@@ -1076,7 +1083,7 @@ fn eval(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], checkpoint: &Path, out:
     let model = hl_model(c, out)?;
     let options = options(c, d, 0, out)?;
     let scored =
-        run::evaluate_checkpoint(&model, &options, data, checkpoint, out, &mut Printer).map_err(|e| e.to_string())?;
+        run::evaluate_checkpoint(&model, &options, data, checkpoint, out, &mut Printer::default()).map_err(|e| e.to_string())?;
     let what = if scored.unit == "nats" { "rows" } else { "held-out windows" };
     println!(
         "accuracy {} on {} {what} of {} (checkpoint {}, epoch {}); loss {:.4} {}",
@@ -1145,7 +1152,7 @@ fn bench(
     let replicas = comm.as_ref().map_or(1, |c| c.size());
     if rank == 0 {
         for compiled in trainer.compiled() {
-            Printer.compiled(&c.model, compiled);
+            Printer::default().compiled(&c.model, compiled);
         }
     }
     trainer.backend_mut().force_gemm(gemm).map_err(|e| e.to_string())?;
