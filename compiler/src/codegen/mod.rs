@@ -779,26 +779,32 @@ impl Generator {
         vec![(self.last(), work.max(1) as u64, cost.max(1) as u64, (0..specs.len()).collect(), vec![])]
     }
 
-    /// Parses the generated kernels `source`, moves the bodies in, expands
-    /// `tanh` and guards `exp`: the module both backends lower from.
+    /// Parses the generated kernels `source`, moves the bodies in and
+    /// guards `exp`: the module both backends lower from. `tanh` stays for
+    /// the CPU backend to approximate inline
+    /// ([`crate::pipeline::KERNELS_APPROXIMATE_TANH`]).
     pub(crate) fn parse_kernels<'c>(&self, ctx: &'c CompilerContext, source: &str) -> Result<Module<'c>> {
-        self.parse_kernels_with(ctx, source, &self.bodies)
+        self.parse_kernels_with(ctx, source, &self.bodies, false)
     }
 
     /// [`Generator::parse_kernels`] with the bodies `bodies` (declaration
-    /// name, the op whose region it takes).
+    /// name, the op whose region it takes); `expand_tanh` rewrites `tanh`
+    /// through `exp` first ([`crate::pipeline::KERNEL_MATH`], the GPU's).
     pub(crate) fn parse_kernels_with<'c>(
         &self,
         ctx: &'c CompilerContext,
         source: &str,
         bodies: &[(String, MlirOperation)],
+        expand_tanh: bool,
     ) -> Result<Module<'c>> {
         let mut module = Module::parse(ctx.mlir(), source).ok_or_else(|| {
             let diags = ctx.take_diagnostics();
             internal(format!("generated kernels do not parse: {diags:?}\n{source}"))
         })?;
         Self::fill_bodies(&module, bodies)?;
-        crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNEL_MATH)?;
+        if expand_tanh {
+            crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNEL_MATH)?;
+        }
         guard_exp(ctx.mlir().to_raw(), module.as_operation().to_raw())?;
         Ok(module)
     }

@@ -361,6 +361,35 @@ pub(crate) fn indices(shape: &[usize], bound: usize, seed: u64) -> Array {
     Array::new(shape.to_vec(), DType::I32, v).unwrap()
 }
 
+/// tanh and tanh-GELU, which the CPU kernels compute with MLIR's inline
+/// rational approximation of tanh, against the interpreter (f64 tanh,
+/// rounded to f32) on 4096 points of [-12, 12] (both sides of the
+/// approximation's clamp at +-7.99, and of its small-argument branch):
+/// within 1e-6 absolute and relative.
+#[test]
+fn inline_tanh_matches_the_interpreter_over_a_dense_range() {
+    let n = 4096;
+    let x: Vec<f64> = (0..n).map(|i| ((-12.0 + 24.0 * i as f64 / (n - 1) as f64) as f32) as f64).collect();
+    let x = Array::new(vec![n], DType::F32, x).unwrap();
+    let t = format!("tensor<{n}xf32>");
+    let source = format!(
+        "func.func @f(%x: {t}) -> ({t}, {t}) {{\n  %a = hl.tanh %x : {t}\n  %b = hl.gelu %x approximate = tanh : {t}\n  return %a, %b : {t}, {t}\n}}"
+    );
+    let ctx = CompilerContext::new();
+    let want = Interpreter::new(&ctx.parse(&source, "tanh_range").unwrap()).run("f", &[x.clone()]).unwrap();
+    let mut planned = ctx.parse(&source, "tanh_range").unwrap();
+    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
+    let dir = out_dir("kernel_tanh_range");
+    compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+    let got = session.call("f", &[&Tensor::new(vec![n], artifact::DType::F32, x.data.clone())]).unwrap();
+    for (name, (g, w)) in ["tanh", "gelu"].iter().zip(got.iter().zip(&want)) {
+        for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {
+            assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{name}({}): compiled {g}, interpreter {w}", x.data[i]);
+        }
+    }
+}
+
 /// exp, tanh, sigmoid and tanh-GELU where the vector `exp` would leave its
 /// fast path (results below the normal range, -inf, NaN), on rows of 19
 /// (vector body and scalar remainder): the guarded `exp` gives exact zeros,

@@ -1082,8 +1082,8 @@ fn eval(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], checkpoint: &Path, out:
     no_batch(c, "eval")?;
     let model = hl_model(c, out)?;
     let options = options(c, d, 0, out)?;
-    let scored =
-        run::evaluate_checkpoint(&model, &options, data, checkpoint, out, &mut Printer::default()).map_err(|e| e.to_string())?;
+    let scored = run::evaluate_checkpoint(&model, &options, data, checkpoint, out, &mut Printer::default())
+        .map_err(|e| e.to_string())?;
     let what = if scored.unit == "nats" { "rows" } else { "held-out windows" };
     println!(
         "accuracy {} on {} {what} of {} (checkpoint {}, epoch {}); loss {:.4} {}",

@@ -516,7 +516,7 @@ impl Generator {
             }
         }
         text.push_str("  }\n}\n");
-        let mut module = self.parse_kernels_with(ctx, &text, &bodies)?;
+        let mut module = self.parse_kernels_with(ctx, &text, &bodies, true)?;
         crate::run_pipeline(ctx, &mut module, pipeline)?;
         binary_text(&module)
     }
