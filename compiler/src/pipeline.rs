@@ -233,15 +233,19 @@ impl TrainOptions {
 /// (Then every `exp` is guarded: `codegen::guard_exp`.)
 pub(crate) const KERNEL_MATH: &str = "builtin.module(math-expand-ops{ops=tanh})";
 
-/// Before a CPU kernels module is lowered: every f32 `tanh` becomes MLIR's
-/// inline rational approximation (`aicf-approximate-math`: clamped to
-/// +-7.99, odd degree-13 over even degree-6 polynomials, one division),
-/// which vectorises with the loop around it. Through `exp` (the GPU's
-/// form) each eight lanes took a call to libmvec's `exp`, with the
-/// registers spilled around it, and a division: the tanh GELU of the
-/// transformer block (1M elements) took 0.97 ms forward and 1.09 ms
-/// backward on 2 threads of an AVX2-only Zen 3. f64 `tanh` stays libm's.
-pub(crate) const KERNELS_APPROXIMATE_TANH: &str = "builtin.module(aicf-approximate-math{ops=math.tanh})";
+/// Before a CPU kernels module is lowered: every f32 `tanh` and `erf`
+/// becomes MLIR's inline rational approximation (`aicf-approximate-math`;
+/// tanh clamped to +-7.99, odd degree-13 over even degree-6 polynomials;
+/// erf piecewise over three intervals), which vectorises with the loop
+/// around it. Through `exp` (the GPU's form) each eight lanes of tanh took
+/// a call to libmvec's `exp`, with the registers spilled around it, and a
+/// division; `erf` has no vector routine in libmvec and stayed a scalar
+/// libm call per element. On 2 threads of an AVX2-only Zen 3 the
+/// transformer block's tanh GELU took 0.97 ms forward and 1.09 backward
+/// (now 0.65 and 0.69), and the char LM's exact (erf) GELU (4 blocks,
+/// 524k elements) 2.3 and 4.1 ms (its elementwise kernels 27.8 -> 6.3 ms a
+/// step). f64 stays libm's.
+pub(crate) const KERNELS_APPROXIMATE_INLINE: &str = "builtin.module(aicf-approximate-math{ops=math.tanh,math.erf})";
 
 /// Before a CPU kernels module is lowered: arithmetic and math on 16-bit
 /// floats (in elementwise bodies) runs in f32, rounded after each op. Then

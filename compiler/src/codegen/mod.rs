@@ -782,7 +782,7 @@ impl Generator {
     /// Parses the generated kernels `source`, moves the bodies in and
     /// guards `exp`: the module both backends lower from. `tanh` stays for
     /// the CPU backend to approximate inline
-    /// ([`crate::pipeline::KERNELS_APPROXIMATE_TANH`]).
+    /// ([`crate::pipeline::KERNELS_APPROXIMATE_INLINE`]).
     pub(crate) fn parse_kernels<'c>(&self, ctx: &'c CompilerContext, source: &str) -> Result<Module<'c>> {
         self.parse_kernels_with(ctx, source, &self.bodies, false)
     }

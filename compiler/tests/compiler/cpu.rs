@@ -361,19 +361,19 @@ pub(crate) fn indices(shape: &[usize], bound: usize, seed: u64) -> Array {
     Array::new(shape.to_vec(), DType::I32, v).unwrap()
 }
 
-/// tanh and tanh-GELU, which the CPU kernels compute with MLIR's inline
-/// rational approximation of tanh, against the interpreter (f64 tanh,
-/// rounded to f32) on 4096 points of [-12, 12] (both sides of the
-/// approximation's clamp at +-7.99, and of its small-argument branch):
+/// tanh, erf, tanh-GELU and the exact (erf) GELU, which the CPU kernels compute
+/// with MLIR's inline rational approximations of tanh and erf, against the
+/// interpreter (f64, rounded to f32) on 4096 points of [-12, 12] (both
+/// sides of the approximations' clamps and of their interval boundaries):
 /// within 1e-6 absolute and relative.
 #[test]
-fn inline_tanh_matches_the_interpreter_over_a_dense_range() {
+fn inline_tanh_and_erf_match_the_interpreter_over_a_dense_range() {
     let n = 4096;
     let x: Vec<f64> = (0..n).map(|i| ((-12.0 + 24.0 * i as f64 / (n - 1) as f64) as f32) as f64).collect();
     let x = Array::new(vec![n], DType::F32, x).unwrap();
     let t = format!("tensor<{n}xf32>");
     let source = format!(
-        "func.func @f(%x: {t}) -> ({t}, {t}) {{\n  %a = hl.tanh %x : {t}\n  %b = hl.gelu %x approximate = tanh : {t}\n  return %a, %b : {t}, {t}\n}}"
+        "func.func @f(%x: {t}) -> ({t}, {t}, {t}, {t}) {{\n  %a = hl.tanh %x : {t}\n  %b = hl.gelu %x approximate = tanh : {t}\n  %c = hl.gelu %x : {t}\n  %d = hl.erf %x : {t}\n  return %a, %b, %c, %d : {t}, {t}, {t}, {t}\n}}"
     );
     let ctx = CompilerContext::new();
     let want = Interpreter::new(&ctx.parse(&source, "tanh_range").unwrap()).run("f", &[x.clone()]).unwrap();
@@ -383,14 +383,14 @@ fn inline_tanh_matches_the_interpreter_over_a_dense_range() {
     compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
     let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
     let got = session.call("f", &[&Tensor::new(vec![n], artifact::DType::F32, x.data.clone())]).unwrap();
-    for (name, (g, w)) in ["tanh", "gelu"].iter().zip(got.iter().zip(&want)) {
+    for (name, (g, w)) in ["tanh", "tanh gelu", "erf gelu", "erf"].iter().zip(got.iter().zip(&want)) {
         for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {
             assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{name}({}): compiled {g}, interpreter {w}", x.data[i]);
         }
     }
 }
 
-/// exp, tanh, sigmoid and tanh-GELU where the vector `exp` would leave its
+/// exp, tanh, sigmoid, tanh-GELU and erf GELU where the vector `exp` would leave its
 /// fast path (results below the normal range, -inf, NaN), on rows of 19
 /// (vector body and scalar remainder): the guarded `exp` gives exact zeros,
 /// saturated +-1 and NaN where the interpreter does.
@@ -422,7 +422,7 @@ fn transcendentals_at_extreme_inputs_match_the_interpreter() {
     let x = Array::new(vec![3, 19], DType::F32, rows).unwrap();
     let t = "tensor<3x19xf32>";
     let source = format!(
-        "func.func @f(%x: {t}) -> ({t}, {t}, {t}, {t}) {{\n  %a = hl.exp %x : {t}\n  %b = hl.tanh %x : {t}\n  %c = hl.sigmoid %x : {t}\n  %d = hl.gelu %x approximate = tanh : {t}\n  return %a, %b, %c, %d : {t}, {t}, {t}, {t}\n}}"
+        "func.func @f(%x: {t}) -> ({t}, {t}, {t}, {t}, {t}) {{\n  %a = hl.exp %x : {t}\n  %b = hl.tanh %x : {t}\n  %c = hl.sigmoid %x : {t}\n  %d = hl.gelu %x approximate = tanh : {t}\n  %e = hl.gelu %x : {t}\n  return %a, %b, %c, %d, %e : {t}, {t}, {t}, {t}, {t}\n}}"
     );
     let ctx = CompilerContext::new();
     let want = Interpreter::new(&ctx.parse(&source, "extremes").unwrap()).run("f", &[x.clone()]).unwrap();
@@ -432,7 +432,7 @@ fn transcendentals_at_extreme_inputs_match_the_interpreter() {
     compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
     let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
     let got = session.call("f", &[&Tensor::new(vec![3, 19], artifact::DType::F32, x.data.clone())]).unwrap();
-    for (name, (g, w)) in ["exp", "tanh", "sigmoid", "gelu"].iter().zip(got.iter().zip(&want)) {
+    for (name, (g, w)) in ["exp", "tanh", "sigmoid", "tanh gelu", "erf gelu"].iter().zip(got.iter().zip(&want)) {
         for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {
             let input = x.data[i];
             if w.is_nan() {

@@ -337,7 +337,7 @@ impl Generator {
         let mut module = timings.time("kernels: parse, bodies, exp guards", || self.parse_kernels(ctx, &source))?;
         crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_16BIT)?;
         round_bf16_in_integers(mlir.to_raw(), module.as_operation().to_raw())?;
-        crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_APPROXIMATE_TANH)?;
+        crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_APPROXIMATE_INLINE)?;
         // MLIR's inline exp where the kernels have AVX-512's 32 vector
         // registers; with AVX2's 16 it measured slower than libmvec's
         // (the transformer block's elementwise kernels 2.3 -> 2.9 ms a
