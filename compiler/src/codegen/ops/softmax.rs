@@ -306,27 +306,45 @@ impl CrossEntropy {
         let nm = k.val(&format!("arith.maximumf {mx}, {v} : {f}"));
         k.close_with(&nm, f);
         let m = k.warp_all(&m, "maximumf", t);
+        // The labelled logit before the gradient can overwrite it (the
+        // gradient may take the logits' buffer).
+        let at = k.add(&base, &li);
+        let xl = k.load("%b0", &at, &self.tys[0]);
+        // A gradient of the compute type keeps each exp(x - max) of the
+        // sum's pass for the last, which scales it by 1 / sum: one exp an
+        // element instead of two (as `softmax`).
+        let keep = self.grad.filter(|&g| crate::codegen::emit::element_of(&self.tys[g]) == Some(t));
         let (c, se, s) = k.open_cols_reduce(&cc, &zero, f);
         let at = k.add(&base, &c);
         let v = k.load("%b0", &at, &self.tys[0]);
         let d = k.fop("subf", &v, &m, t);
         let e = k.val(&format!("math.exp {d} : {f}"));
+        if let Some(g) = keep {
+            k.store(&e, &format!("%b{g}"), &at, &self.tys[g]);
+        }
         let ns = k.row_sum(&se, &e, t);
         k.close_with(&ns, f);
         let s = k.warp_all(&s, "addf", t);
         let logs = k.val(&format!("math.log {s} : {f}"));
         let lse = k.fop("addf", &m, &logs, t);
-        let at = k.add(&base, &li);
-        let xl = k.load("%b0", &at, &self.tys[0]);
         let row_loss = k.fop("subf", &lse, &xl, t);
         let row_loss = k.val(&format!("arith.select {valid}, {row_loss}, {zero} : {f}"));
         if let Some(g) = self.grad {
             let gs = k.val(&format!("arith.select {valid}, {scale}, {zero} : {f}"));
+            let inv = keep.map(|_| k.fop("divf", &one, &s, t));
             let c = k.open_cols(&cc);
             let at = k.add(&base, &c);
-            let v = k.load("%b0", &at, &self.tys[0]);
-            let d = k.fop("subf", &v, &lse, t);
-            let p = k.val(&format!("math.exp {d} : {f}"));
+            let p = match &inv {
+                Some(inv) => {
+                    let e = k.load(&format!("%b{g}"), &at, &self.tys[g]);
+                    k.fop("mulf", &e, inv, t)
+                }
+                None => {
+                    let v = k.load("%b0", &at, &self.tys[0]);
+                    let d = k.fop("subf", &v, &lse, t);
+                    k.val(&format!("math.exp {d} : {f}"))
+                }
+            };
             let hit = k.val(&format!("arith.cmpi eq, {c}, {li} : index"));
             let sub = k.val(&format!("arith.select {hit}, {one}, {zero} : {f}"));
             let q = k.fop("subf", &p, &sub, t);
