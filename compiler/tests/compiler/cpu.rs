@@ -361,6 +361,21 @@ pub(crate) fn indices(shape: &[usize], bound: usize, seed: u64) -> Array {
     Array::new(shape.to_vec(), DType::I32, v).unwrap()
 }
 
+/// Function `@f` of `source` (one f32 argument `x`) run by the
+/// interpreter and compiled for the CPU: (compiled results, the
+/// interpreter's).
+fn compiled_and_interpreted(source: &str, name: &str, x: &Array) -> (Vec<Tensor>, Vec<Array>) {
+    let ctx = CompilerContext::new();
+    let want = Interpreter::new(&ctx.parse(source, name).unwrap()).run("f", &[x.clone()]).unwrap();
+    let mut planned = ctx.parse(source, name).unwrap();
+    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
+    let dir = out_dir(&format!("kernel_{name}"));
+    compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+    let got = session.call("f", &[&Tensor::new(x.shape.clone(), artifact::DType::F32, x.data.clone())]).unwrap();
+    (got, want)
+}
+
 /// tanh, erf, tanh-GELU and the exact (erf) GELU, which the CPU kernels compute
 /// with MLIR's inline rational approximations of tanh and erf, against the
 /// interpreter (f64, rounded to f32) on 4096 points of [-12, 12] (both
@@ -375,14 +390,7 @@ fn inline_tanh_and_erf_match_the_interpreter_over_a_dense_range() {
     let source = format!(
         "func.func @f(%x: {t}) -> ({t}, {t}, {t}, {t}) {{\n  %a = hl.tanh %x : {t}\n  %b = hl.gelu %x approximate = tanh : {t}\n  %c = hl.gelu %x : {t}\n  %d = hl.erf %x : {t}\n  return %a, %b, %c, %d : {t}, {t}, {t}, {t}\n}}"
     );
-    let ctx = CompilerContext::new();
-    let want = Interpreter::new(&ctx.parse(&source, "tanh_range").unwrap()).run("f", &[x.clone()]).unwrap();
-    let mut planned = ctx.parse(&source, "tanh_range").unwrap();
-    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
-    let dir = out_dir("kernel_tanh_range");
-    compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
-    let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
-    let got = session.call("f", &[&Tensor::new(vec![n], artifact::DType::F32, x.data.clone())]).unwrap();
+    let (got, want) = compiled_and_interpreted(&source, "tanh_range", &x);
     for (name, (g, w)) in ["tanh", "tanh gelu", "erf gelu", "erf"].iter().zip(got.iter().zip(&want)) {
         for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {
             assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{name}({}): compiled {g}, interpreter {w}", x.data[i]);
@@ -424,14 +432,7 @@ fn transcendentals_at_extreme_inputs_match_the_interpreter() {
     let source = format!(
         "func.func @f(%x: {t}) -> ({t}, {t}, {t}, {t}, {t}) {{\n  %a = hl.exp %x : {t}\n  %b = hl.tanh %x : {t}\n  %c = hl.sigmoid %x : {t}\n  %d = hl.gelu %x approximate = tanh : {t}\n  %e = hl.gelu %x : {t}\n  return %a, %b, %c, %d, %e : {t}, {t}, {t}, {t}, {t}\n}}"
     );
-    let ctx = CompilerContext::new();
-    let want = Interpreter::new(&ctx.parse(&source, "extremes").unwrap()).run("f", &[x.clone()]).unwrap();
-    let mut planned = ctx.parse(&source, "extremes").unwrap();
-    run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
-    let dir = out_dir("kernel_extremes");
-    compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
-    let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
-    let got = session.call("f", &[&Tensor::new(vec![3, 19], artifact::DType::F32, x.data.clone())]).unwrap();
+    let (got, want) = compiled_and_interpreted(&source, "extremes", &x);
     for (name, (g, w)) in ["exp", "tanh", "sigmoid", "tanh gelu", "erf gelu"].iter().zip(got.iter().zip(&want)) {
         for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {
             let input = x.data[i];
