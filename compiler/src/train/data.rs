@@ -59,7 +59,7 @@ pub struct Input {
 }
 
 impl Input {
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         describe(&self.shape, self.dtype)
     }
 }

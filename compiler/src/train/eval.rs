@@ -34,30 +34,7 @@ pub fn evaluate_checkpoint(
     out: &Path,
     report: &mut dyn Report,
 ) -> Result<Scored> {
-    let mut name = model.display().to_string();
-    let mut source = std::fs::read_to_string(model)
-        .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
-    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
-    // A checkpoint of another version of the model (an adaptive run's
-    // grown one) holds its own IR: that model is scored, as `--resume-from`
-    // trains it, and the note says so. The IR goes to the run directory for
-    // the diagnostics that name it.
-    let own = crate::pipeline::canonical_source(&source, &name)?;
-    if let Some(ir) = meta.get(super::run::IR_KEY)
-        && crate::pipeline::canonical_source(ir, &checkpoint.display().to_string())? != own
-    {
-        create_dir(out)?;
-        let file = out.join("checkpoint-model.mlir");
-        crate::codegen::write_atomically(&file, ir.as_bytes())?;
-        report.note(&format!(
-            "{} holds another version of {name} (a grown one, or another model): scoring the model it holds, \
-             written to {}",
-            checkpoint.display(),
-            file.display()
-        ));
-        name = file.display().to_string();
-        source = ir.clone();
-    }
+    let (name, source, meta) = model_of_checkpoint(model, checkpoint, out, "scoring", report)?;
     let sig = Signature::of_source(&source, &name)?;
     if !sig.classifies() {
         return Err(TrainError::Input(format!(
@@ -152,4 +129,39 @@ pub fn evaluate_checkpoint(
         examples: n,
         epoch: meta.get("epoch").cloned(),
     })
+}
+
+/// The model a checkpoint of `model` holds, as (name, source), and the
+/// checkpoint's metadata. A checkpoint of another version of the model (an
+/// adaptive run's grown one) holds its own IR: that model is the one
+/// `doing` (scoring, sampling) uses, as `--resume-from` trains it, and a
+/// note says so. The IR goes to `out` for the diagnostics that name it.
+pub(crate) fn model_of_checkpoint(
+    model: &Path,
+    checkpoint: &Path,
+    out: &Path,
+    doing: &str,
+    report: &mut dyn Report,
+) -> Result<(String, String, std::collections::BTreeMap<String, String>)> {
+    let mut name = model.display().to_string();
+    let mut source = std::fs::read_to_string(model)
+        .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
+    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
+    let own = crate::pipeline::canonical_source(&source, &name)?;
+    if let Some(ir) = meta.get(super::run::IR_KEY)
+        && crate::pipeline::canonical_source(ir, &checkpoint.display().to_string())? != own
+    {
+        create_dir(out)?;
+        let file = out.join("checkpoint-model.mlir");
+        crate::codegen::write_atomically(&file, ir.as_bytes())?;
+        report.note(&format!(
+            "{} holds another version of {name} (a grown one, or another model): {doing} the model it holds, \
+             written to {}",
+            checkpoint.display(),
+            file.display()
+        ));
+        name = file.display().to_string();
+        source = ir.clone();
+    }
+    Ok((name, source, meta))
 }

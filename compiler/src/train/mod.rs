@@ -11,6 +11,7 @@ pub mod propose;
 pub mod registry;
 pub mod report;
 pub mod run;
+pub mod sample;
 pub mod trainer;
 
 pub use trainer::{Compiled, Evaluation, Metrics, Options, Result, TrainError, Trainer, compiler_identity, precompile};

@@ -417,6 +417,36 @@ enum Command {
         #[arg(long, default_value = "target/aicf-run")]
         out: PathBuf,
     },
+    /// Text from a language model trained by `aicf train` on a text: the
+    /// checkpoint's model continues the prompt one token at a time (as
+    /// nanoGPT's sample.py); the text goes to stdout, compile messages to
+    /// stderr.
+    Sample {
+        #[command(flatten)]
+        compile: ModelArgs,
+        #[command(flatten)]
+        device: DeviceArgs,
+        /// A checkpoint written by `aicf train --checkpoint-dir` on a text.
+        #[arg(long)]
+        checkpoint: PathBuf,
+        /// The text to continue (default: a newline).
+        #[arg(long)]
+        prompt: Option<String>,
+        /// Tokens (characters, or bytes) to draw.
+        #[arg(long, default_value_t = 500)]
+        tokens: usize,
+        /// Below 1 more likely tokens, above 1 more varied (nanoGPT's 0.8).
+        #[arg(long, default_value_t = 0.8)]
+        temperature: f64,
+        /// Draw among the k most likely tokens only (1: greedy); all by
+        /// default.
+        #[arg(long)]
+        top_k: Option<usize>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value = "target/aicf-run")]
+        out: PathBuf,
+    },
     /// Time the compiled train step on a fixed random batch (median of
     /// `--steps` after warm-up).
     Bench {
@@ -568,6 +598,10 @@ fn main() {
             train(&compile, &device, &data, run, gemm)
         }
         Command::Eval { compile, device, data, checkpoint, out } => eval(&compile, &device, &data, &checkpoint, &out),
+        Command::Sample { compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
+            let s = aicf_compiler::train::sample::SampleOptions { prompt, tokens, temperature, top_k, seed };
+            sample(&compile, &device, &checkpoint, &s, &out)
+        }
         Command::Runs { what, runs_db } => runs(what, runs_db),
         Command::Propose { data, task, budget, structure, neighbours, output, policy, json, runs_db } => {
             propose(&data, task.as_deref(), budget, structure.as_deref(), neighbours, &output, policy, json, runs_db)
@@ -1096,6 +1130,50 @@ fn eval(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], checkpoint: &Path, out:
         scored.unit
     );
     Ok(())
+}
+
+/// Reports on stderr, so that stdout holds only the sampled text.
+struct ToStderr;
+
+impl Report for ToStderr {
+    fn compiled(&mut self, model: &Path, c: &Compiled) {
+        if let Some(s) = c.seconds {
+            eprintln!("compiled {} in {s:.2} s -> {}", model.display(), c.dir.display());
+        }
+    }
+
+    fn note(&mut self, message: &str) {
+        eprintln!("note: {message}");
+    }
+}
+
+fn sample(
+    c: &ModelArgs,
+    d: &DeviceArgs,
+    checkpoint: &Path,
+    s: &aicf_compiler::train::sample::SampleOptions,
+    out: &Path,
+) -> Result<()> {
+    no_batch(c, "sample")?;
+    let model = hl_model(c, out)?;
+    let options = options(c, d, s.seed, out)?;
+    let mut stdout = std::io::stdout().lock();
+    let mut failed = None;
+    let mut emit = |piece: &str| {
+        if failed.is_none()
+            && let Err(e) = stdout.write_all(piece.as_bytes()).and_then(|()| stdout.flush())
+        {
+            failed = Some(e);
+        }
+    };
+    aicf_compiler::train::sample::sample_checkpoint(&model, &options, checkpoint, out, s, &mut ToStderr, &mut emit)
+        .map_err(|e| e.to_string())?;
+    emit("\n");
+    match failed {
+        // A closed pipe (`| head`) ends the output quietly.
+        Some(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing the text: {e}")),
+        _ => Ok(()),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -1,0 +1,32 @@
+// `aicf sample`: text from a char LM trained by `aicf train` on a text.
+// The checkpoint's vocabulary decodes the draws; the same seed gives the
+// same text; --top-k 1 is greedy, so any seed gives that text; the prompt
+// is kept, and the tokens drawn follow it (7 + 40 characters, a newline).
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 64 --eval-windows 16 --out %t/run --checkpoint-dir %t/ckpt --no-progress > /dev/null
+// RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --seed 3 --out %t/s > %t/a.txt
+// RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --seed 3 --out %t/s > %t/b.txt
+// RUN: cmp %t/a.txt %t/b.txt
+// RUN: FileCheck %s --check-prefix=PROMPT < %t/a.txt
+// RUN: wc -m < %t/a.txt | FileCheck %s --check-prefix=LENGTH
+// RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --top-k 1 --seed 1 --out %t/s > %t/g1.txt
+// RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --top-k 1 --seed 2 --out %t/s > %t/g2.txt
+// RUN: cmp %t/g1.txt %t/g2.txt
+// Refused, each with the place named: a character outside the vocabulary,
+// a temperature of 0, no tokens, top-k 0, a checkpoint of a model trained
+// on a table.
+// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "café" --out %t/s 2>&1 | FileCheck %s --check-prefix=VOCAB
+// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --temperature 0 --out %t/s 2>&1 | FileCheck %s --check-prefix=TEMPERATURE
+// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --tokens 0 --out %t/s 2>&1 | FileCheck %s --check-prefix=TOKENS
+// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --top-k 0 --out %t/s 2>&1 | FileCheck %s --check-prefix=TOPK
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,100p > %t/digits.csv
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/mlp --checkpoint-dir %t/mlp-ckpt > /dev/null
+// RUN: not aicf sample %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/mlp-ckpt/last.safetensors --out %t/s 2>&1 | FileCheck %s --check-prefix=TABLE
+
+// PROMPT: {{^}}ROMEO:
+// LENGTH: {{^}}48{{$}}
+// VOCAB: aicf: error: the prompt's 'é' (byte 3) is not in the model's vocabulary of 65 characters
+// TEMPERATURE: aicf: error: the temperature 0 is not a positive number
+// TOKENS: aicf: error: --tokens 0: nothing to sample
+// TOPK: aicf: error: --top-k 0 leaves no token to draw: at least 1
+// TABLE: mlp-ckpt/last.safetensors: no text vocabulary in its metadata: sampling needs a language model trained on a text by `aicf train`
