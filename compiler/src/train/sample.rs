@@ -74,8 +74,9 @@ impl Vocabulary {
 
 /// Samples `s.tokens` tokens from `checkpoint` of the model in `model`;
 /// `emit` gets the prompt, then each drawn character as it comes (a byte
-/// vocabulary's text at the end, decoded as UTF-8 where it is). Returns
-/// the prompt and the drawn text.
+/// vocabulary's as soon as its bytes make one, UTF-8 or not), and says
+/// whether to go on (false: the reader is gone). Returns the prompt and
+/// the text drawn.
 pub fn sample_checkpoint(
     model: &Path,
     options: &Options,
@@ -83,7 +84,7 @@ pub fn sample_checkpoint(
     out: &Path,
     s: &SampleOptions,
     report: &mut dyn Report,
-    emit: &mut dyn FnMut(&str),
+    emit: &mut dyn FnMut(&str) -> bool,
 ) -> Result<String> {
     if s.tokens == 0 {
         return Err(TrainError::Input("--tokens 0: nothing to sample".into()));
@@ -157,15 +158,17 @@ pub fn sample_checkpoint(
     trainer.load_checkpoint(checkpoint)?;
     let decode = |id: usize| match &vocabulary {
         Vocabulary::Chars(c) => c[id].to_string(),
-        Vocabulary::Bytes => String::new(),
+        Vocabulary::Bytes => String::from_utf8_lossy(&[id as u8]).into_owned(),
     };
     let mut text: String = match (&s.prompt, &vocabulary) {
         (Some(p), _) => p.clone(),
         (None, Vocabulary::Chars(_)) => decode(sequence[0]),
         (None, Vocabulary::Bytes) => "\n".into(),
     };
-    emit(&text);
-    let mut drawn_bytes = Vec::new();
+    if !emit(&text) {
+        return Ok(text);
+    }
+    let mut pending = Vec::new();
     let mut logits_row = vec![0.0; size];
     for i in 0..s.tokens {
         let window = &sequence[sequence.len().saturating_sub(context)..];
@@ -203,14 +206,29 @@ pub fn sample_checkpoint(
         match vocabulary {
             Vocabulary::Chars(_) => {
                 let c = decode(id);
-                emit(&c);
                 text.push_str(&c);
+                if !emit(&c) {
+                    break;
+                }
             }
-            Vocabulary::Bytes => drawn_bytes.push(id as u8),
+            // Bytes go out as soon as they make a character (or cannot).
+            Vocabulary::Bytes => {
+                pending.push(id as u8);
+                let piece = match std::str::from_utf8(&pending) {
+                    Ok(piece) => piece.to_string(),
+                    Err(e) if e.error_len().is_none() => continue,
+                    Err(_) => String::from_utf8_lossy(&pending).into_owned(),
+                };
+                pending.clear();
+                text.push_str(&piece);
+                if !emit(&piece) {
+                    break;
+                }
+            }
         }
     }
-    if !drawn_bytes.is_empty() {
-        let rest = String::from_utf8_lossy(&drawn_bytes).into_owned();
+    if !pending.is_empty() {
+        let rest = String::from_utf8_lossy(&pending).into_owned();
         emit(&rest);
         text.push_str(&rest);
     }

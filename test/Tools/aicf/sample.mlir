@@ -12,6 +12,11 @@
 // RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --top-k 1 --seed 1 --out %t/s > %t/g1.txt
 // RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --top-k 1 --seed 2 --out %t/s > %t/g2.txt
 // RUN: cmp %t/g1.txt %t/g2.txt
+// A byte-level model with one-hot inputs (the transformer block): its
+// text streams out as the bytes make characters.
+// RUN: aicf train %S/../../../examples/transformer/transformer_block.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 16 --eval-windows 16 --out %t/bytes --checkpoint-dir %t/bytes-ckpt --no-progress > /dev/null
+// RUN: aicf sample %S/../../../examples/transformer/transformer_block.mlir --checkpoint %t/bytes-ckpt/last.safetensors --prompt "KING" --tokens 20 --out %t/s > %t/c.txt
+// RUN: FileCheck %s --check-prefix=BYTES < %t/c.txt
 // Refused, each with the place named: a character outside the vocabulary,
 // a temperature of 0, no tokens, top-k 0, a checkpoint of a model trained
 // on a table.
@@ -24,6 +29,7 @@
 // RUN: not aicf sample %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/mlp-ckpt/last.safetensors --out %t/s 2>&1 | FileCheck %s --check-prefix=TABLE
 
 // PROMPT: {{^}}ROMEO:
+// BYTES: {{^}}KING
 // LENGTH: {{^}}48{{$}}
 // VOCAB: aicf: error: the prompt's 'é' (byte 3) is not in the model's vocabulary of 65 characters
 // TEMPERATURE: aicf: error: the temperature 0 is not a positive number

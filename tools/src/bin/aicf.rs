@@ -1165,6 +1165,7 @@ fn sample(
         {
             failed = Some(e);
         }
+        failed.is_none()
     };
     aicf_compiler::train::sample::sample_checkpoint(&model, &options, checkpoint, out, s, &mut ToStderr, &mut emit)
         .map_err(|e| e.to_string())?;
