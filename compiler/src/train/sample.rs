@@ -160,8 +160,9 @@ pub fn sample_checkpoint(
         Vocabulary::Chars(c) => c[id].to_string(),
         Vocabulary::Bytes => String::from_utf8_lossy(&[id as u8]).into_owned(),
     };
-    let mut text: String = match (&s.prompt, &vocabulary) {
-        (Some(p), _) => p.clone(),
+    // What the model reads first, shown as it is (an empty prompt is none).
+    let mut text: String = match (s.prompt.as_deref().filter(|p| !p.is_empty()), &vocabulary) {
+        (Some(p), _) => p.to_string(),
         (None, Vocabulary::Chars(_)) => decode(sequence[0]),
         (None, Vocabulary::Bytes) => "\n".into(),
     };
