@@ -170,7 +170,6 @@ pub fn sample_checkpoint(
         return Ok(text);
     }
     let mut pending = Vec::new();
-    let mut logits_row = vec![0.0; size];
     for i in 0..s.tokens {
         let window = &sequence[sequence.len().saturating_sub(context)..];
         let last = window.len() - 1;
@@ -200,9 +199,8 @@ pub fn sample_checkpoint(
                 sequence.len()
             )));
         }
-        logits_row.copy_from_slice(row);
         let u = aicf_runtime::rng::unit_f32(aicf_runtime::rng::block(s.seed, 0, i as u64)[0]) as f64;
-        let id = draw(&logits_row, s.temperature, s.top_k, u);
+        let id = draw(row, s.temperature, s.top_k, u);
         sequence.push(id);
         match vocabulary {
             Vocabulary::Chars(_) => {

@@ -977,6 +977,15 @@ fn run_compile(
     }
 }
 
+/// What a run says of a model it compiled (or found compiled).
+fn compiled_message(model: &Path, c: &Compiled) -> String {
+    let variant = c.batch.map(|b| format!(" for batch {b}")).unwrap_or_default();
+    match c.seconds {
+        Some(s) => format!("compiled {}{variant} in {s:.2} s -> {}", model.display(), c.dir.display()),
+        None => format!("using the compiled {}", c.dir.display()),
+    }
+}
+
 /// Prints what a run reports.
 #[derive(Default)]
 struct Printer {
@@ -986,11 +995,7 @@ struct Printer {
 
 impl Report for Printer {
     fn compiled(&mut self, model: &Path, c: &Compiled) {
-        let variant = c.batch.map(|b| format!(" for batch {b}")).unwrap_or_default();
-        match c.seconds {
-            Some(s) => println!("compiled {}{variant} in {s:.2} s -> {}", model.display(), c.dir.display()),
-            None => println!("using the compiled {}", c.dir.display()),
-        }
+        println!("{}", compiled_message(model, c));
     }
 
     fn started(&mut self, s: &Start) {
@@ -1137,9 +1142,7 @@ struct ToStderr;
 
 impl Report for ToStderr {
     fn compiled(&mut self, model: &Path, c: &Compiled) {
-        if let Some(s) = c.seconds {
-            eprintln!("compiled {} in {s:.2} s -> {}", model.display(), c.dir.display());
-        }
+        eprintln!("{}", compiled_message(model, c));
     }
 
     fn note(&mut self, message: &str) {
