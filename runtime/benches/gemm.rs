@@ -4,8 +4,10 @@
 //! `cargo bench -p aicf-runtime --bench gemm`. Each reports its time;
 //! the GFLOP/s are `2 m n k batch / time`. The runtime's own kernels
 //! (`packed_gemm`: AVX-512 f32 and bf16, AVX2 f32) run where the CPU has
-//! the instructions; matrixmultiply (one thread: the runtime splits its
-//! products over its pool) and the `gemm` crate everywhere. The registry
+//! the instructions; matrixmultiply and OpenBLAS (where it is installed),
+//! one thread each (the runtime splits their products over its pool), and
+//! the `gemm` crate everywhere. `GEMM_THREADS=1` compares the kernels
+//! alone. The registry
 //! times the same candidates from a cold cache inside a step; this bench
 //! is for working on one kernel.
 
@@ -77,6 +79,24 @@ fn gemms(c: &mut Criterion) {
                 }
             })
         });
+        use aicf_runtime::cpu::blas::{OpenBlas, openblas};
+        if let Some(blas) = openblas().filter(|_| OpenBlas::fits(m, n, k, g.a_strides, g.b_strides)) {
+            group.bench_function("openblas f32, one thread", |bench| {
+                bench.iter(|| {
+                    for t in 0..batch {
+                        unsafe {
+                            blas.sgemm(
+                                (m, n, k),
+                                1.0,
+                                (a.as_ptr().add(t * m * k), g.a_strides),
+                                (b.as_ptr().add(t * k * n), g.b_strides),
+                                (out.as_mut_ptr().add(t * m * n), n),
+                            )
+                        }
+                    }
+                })
+            });
+        }
         group.bench_function("gemm crate f32", |bench| {
             bench.iter(|| {
                 pool.install(|| {

@@ -18,7 +18,7 @@ type Sgemm =
 type SetThreads = unsafe extern "C" fn(i32);
 
 /// The opened library and its GEMM.
-pub(crate) struct OpenBlas {
+pub struct OpenBlas {
     sgemm: Sgemm,
     _library: Library,
 }
@@ -57,7 +57,7 @@ pub fn prepare_openblas_env() {
 }
 
 /// OpenBLAS, opened on first use; `None` where it is not installed.
-pub(crate) fn openblas() -> Option<&'static OpenBlas> {
+pub fn openblas() -> Option<&'static OpenBlas> {
     static OPENED: OnceLock<Option<OpenBlas>> = OnceLock::new();
     OPENED
         .get_or_init(|| {
@@ -104,7 +104,7 @@ fn operand(strides: [usize; 2], rows: usize, cols: usize) -> Option<(i32, i32)> 
 impl OpenBlas {
     /// Whether `cblas_sgemm` can compute C (m x n, row-major) = alpha A B
     /// for operands with these strides.
-    pub(crate) fn fits(m: usize, n: usize, k: usize, a: [usize; 2], b: [usize; 2]) -> bool {
+    pub fn fits(m: usize, n: usize, k: usize, a: [usize; 2], b: [usize; 2]) -> bool {
         let small = |v: usize| i32::try_from(v).is_ok();
         small(m) && small(n) && small(k) && operand(a, m, k).is_some() && operand(b, k, n).is_some()
     }
@@ -117,7 +117,7 @@ impl OpenBlas {
     /// # Safety
     /// `a`, `b` and `c` hold the matrices their sizes and strides describe,
     /// and [`OpenBlas::fits`] holds for them.
-    pub(crate) unsafe fn sgemm(
+    pub unsafe fn sgemm(
         &self,
         (m, n, k): (usize, usize, usize),
         alpha: f32,
