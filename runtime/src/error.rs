@@ -26,7 +26,7 @@ pub enum RuntimeError {
     Device { device: String, message: String },
     /// Memory that cannot be had: more than the machine has free, or an
     /// allocation the system refused.
-    #[error("{what} needs {} of memory; {}", human_bytes(*bytes), available.map_or("the allocation was refused".to_string(), |a| format!("this machine has {} available", human_bytes(a))))]
+    #[error("{what}: {} of memory needed; {}", human_bytes(*bytes), available.map_or("the allocation was refused".to_string(), |a| format!("this machine has {} available", human_bytes(a))))]
     Memory { what: String, bytes: u64, available: Option<u64> },
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),

@@ -307,11 +307,11 @@ mod tests {
     #[test]
     fn refused_memory_is_an_error_naming_the_size() {
         let e = Bytes::try_zeroed(usize::MAX / 2, "the arena of @train_step").err().unwrap().to_string();
-        assert!(e.starts_with("the arena of @train_step needs "), "{e}");
+        assert!(e.starts_with("the arena of @train_step: ") && e.contains(" of memory needed"), "{e}");
         assert!(e.contains("the allocation was refused"), "{e}");
         if let Some(available) = available_memory() {
             let e = check_memory("@fc1.weight", available.saturating_mul(4)).err().unwrap().to_string();
-            assert!(e.contains("@fc1.weight needs") && e.contains("this machine has"), "{e}");
+            assert!(e.contains("@fc1.weight: ") && e.contains("this machine has"), "{e}");
         }
         assert!(check_memory("a small buffer", 64).is_ok());
         assert_eq!(Bytes::try_zeroed(100, "x").unwrap().len(), 100);
@@ -329,6 +329,6 @@ mod tests {
             init: Some("zeros".into()),
         }];
         let e = initial_symbols(&table, 0, None).err().unwrap().to_string();
-        assert!(e.contains("needs 4.0 TiB of memory"), "{e}");
+        assert!(e.contains(": 4.0 TiB of memory needed"), "{e}");
     }
 }
