@@ -15,3 +15,23 @@ pub mod sample;
 pub mod trainer;
 
 pub use trainer::{Compiled, Evaluation, Metrics, Options, Result, TrainError, Trainer, compiler_identity, precompile};
+
+/// Refuses `path` as the file a text output (`what`: a model, a policy, a
+/// trace) is written to where it would destroy weights: an existing
+/// `.safetensors` file (a checkpoint, an imported model's weights), or an
+/// AICF checkpoint by its header whatever its name. Checked before
+/// anything runs; an output that is no file yet, or another one, passes.
+/// The error is the reason, without the path.
+pub fn refuse_overwriting_weights(path: &std::path::Path, what: &str) -> std::result::Result<(), String> {
+    if !path.is_file() {
+        return Ok(());
+    }
+    let named = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("safetensors"));
+    let checkpoint = aicf_runtime::checkpoint::read_metadata(path).is_ok_and(|m| m.contains_key("epoch"));
+    if named || checkpoint {
+        return Err(format!(
+            "{what} would overwrite a weights file (a checkpoint or a model's weights); give another output"
+        ));
+    }
+    Ok(())
+}

@@ -291,9 +291,11 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
 
 /// Locks checkpoint directory `dir` for this run (`dir/.lock`, released
 /// when the returned file closes, also when the process is killed), and
-/// refuses a fresh run (`resuming` false) where another run's
-/// `last.safetensors` is.
-fn claim_checkpoint_dir(dir: &Path, resuming: bool) -> Result<std::fs::File> {
+/// refuses to write over checkpoints it holds (`last.safetensors`, or any
+/// model version's `v<k>.safetensors`) unless the run continues from one
+/// of them (`resume_from` inside `dir`): a fresh run, or one resumed from
+/// a checkpoint elsewhere (a fork), needs a directory of its own.
+fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>) -> Result<std::fs::File> {
     let io = |path: &Path, message: String| TrainError::Io { path: path.to_path_buf(), message };
     let path = dir.join(".lock");
     let lock = std::fs::OpenOptions::new()
@@ -312,21 +314,56 @@ fn claim_checkpoint_dir(dir: &Path, resuming: bool) -> Result<std::fs::File> {
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(io(&path, format!("cannot lock it: {e}"))),
     }
-    let last = dir.join("last.safetensors");
-    if !resuming && last.exists() {
-        let epoch = aicf_runtime::checkpoint::read_metadata(&last)
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    let in_place = resume_from
+        .and_then(|from| from.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d }))
+        .is_some_and(|from_dir| canonical(from_dir).is_some_and(|d| Some(d) == canonical(dir)));
+    if in_place {
+        return Ok(lock);
+    }
+    if let Some(held) = held_checkpoint(dir) {
+        let epoch = aicf_runtime::checkpoint::read_metadata(&held)
             .ok()
             .and_then(|m| m.get("epoch").cloned())
             .map_or(String::new(), |e| format!(" (epoch {e})"));
-        return Err(io(
-            dir,
-            format!(
-                "holds another run's checkpoint{epoch}: --resume continues it; a fresh run needs another \
+        let name = held.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let what = if name == "last.safetensors" { String::new() } else { format!(", {name}") };
+        let message = match resume_from {
+            None => format!(
+                "holds another run's checkpoint{epoch}{what}: --resume continues it; a fresh run needs another \
                  --checkpoint-dir (or this one emptied)"
             ),
-        ));
+            Some(from) => format!(
+                "holds another run's checkpoint{epoch}{what}: a run resumed from {} writes its checkpoints into \
+                 another --checkpoint-dir (a new or empty one); --resume continues the one here",
+                from.display()
+            ),
+        };
+        return Err(io(dir, message));
     }
     Ok(lock)
+}
+
+/// The checkpoint a run left in `dir`, if any: `last.safetensors`, or else
+/// a model version's `v<k>.safetensors` (the first by name).
+fn held_checkpoint(dir: &Path) -> Option<PathBuf> {
+    let last = dir.join("last.safetensors");
+    if last.exists() {
+        return Some(last);
+    }
+    let mut versions: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.strip_prefix('v')
+                    .and_then(|r| r.strip_suffix(".safetensors"))
+                    .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+        .collect();
+    versions.sort();
+    versions.into_iter().next()
 }
 
 /// The options a checkpoint records, which a resume must match: the
@@ -409,6 +446,8 @@ pub fn fit(
         create_dir(dir)?;
     }
     if let Some(profile) = &run.profile {
+        super::refuse_overwriting_weights(profile, "the profile")
+            .map_err(|message| TrainError::Io { path: profile.clone(), message })?;
         if profile.is_dir() {
             return Err(TrainError::Io { path: profile.clone(), message: "is a directory, not a file".into() });
         }
@@ -439,7 +478,7 @@ pub fn fit(
     // One run at a time writes a checkpoint directory, and a fresh run
     // never writes over another run's checkpoints (rank 0 writes them).
     let _lock = match (&run.checkpoint_dir, rank) {
-        (Some(dir), 0) => Some(claim_checkpoint_dir(dir, resume_from.is_some())?),
+        (Some(dir), 0) => Some(claim_checkpoint_dir(dir, resume_from.as_deref())?),
         _ => None,
     };
     let resume_from = match (&comm, resume_from) {

@@ -17,6 +17,28 @@
 // RESUMED: resumed from {{.*}}last.safetensors at epoch 2
 // RESUMED: epoch   3/3
 
+// A run resumed from a checkpoint elsewhere (a fork) does not write into a
+// directory holding another run's checkpoints, nor does a fresh run where
+// only a model version's checkpoint is left; outputs that would overwrite
+// a checkpoint are refused (the checkpoints stay as they were).
+// RUN: sha256sum %t/ckpt/last.safetensors > %t/sum3
+// RUN: mkdir -p %t/other && cp %t/ckpt/last.safetensors %t/other/start.safetensors
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/run --resume-from %t/other/start.safetensors --checkpoint-dir %t/ckpt 2>&1 | FileCheck %s --check-prefix=FORK
+// FORK: aicf: error: {{.*}}ckpt: holds another run's checkpoint (epoch 3): a run resumed from {{.*}}start.safetensors writes its checkpoints into another --checkpoint-dir (a new or empty one); --resume continues the one here
+// RUN: mkdir -p %t/versions && cp %t/ckpt/last.safetensors %t/versions/v0.safetensors
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run --checkpoint-dir %t/versions 2>&1 | FileCheck %s --check-prefix=VERSION
+// VERSION: aicf: error: {{.*}}versions: holds another run's checkpoint (epoch 3), v0.safetensors: --resume continues it
+// RUN: not aicf propose --data %t/digits.csv --structure "mlp 16" -o %t/ckpt/last.safetensors 2>&1 | FileCheck %s --check-prefix=OVERWRITE
+// OVERWRITE: aicf: error: {{.*}}last.safetensors: the model would overwrite a weights file (a checkpoint or a model's weights); give another output
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run8 --profile %t/ckpt/last.safetensors 2>&1 | FileCheck %s --check-prefix=PROFILE
+// PROFILE: aicf: error: {{.*}}last.safetensors: the profile would overwrite a weights file
+// RUN: not aicf propose --data %t/digits.csv --structure "mlp 16" -o %t/same.mlir --json %t/same.mlir 2>&1 | FileCheck %s --check-prefix=SAME
+// SAME: aicf: error: {{.*}}same.mlir: the JSON and the model would be written to the same file
+// RUN: sha256sum -c %t/sum3
+// RUN: printf '[[rule]]\nwhen = "plateau"\nwindow = 5\nthreshold = 0.01\naction = { op = "widen", layer = "fc1", factor = 0.0 }\n' > %t/factor0.toml
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/factor0.toml --out %t/run9 2>&1 | FileCheck %s --check-prefix=FACTOR
+// FACTOR: aicf: error: {{.*}}factor0.toml{{.*}}action: factor = 0: a widening multiplies the width by more than 1
+
 // A checkpoint holding a NaN (written with its checksum, as a tool that
 // edits tensors would) is refused where it is read, by resume and by
 // eval, and named; one whose bytes changed under its checksum too.

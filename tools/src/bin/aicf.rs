@@ -816,6 +816,19 @@ fn is_onnx(model: &Path) -> bool {
 /// it holds.
 /// Whether `output` names the file `input` (so writing it would destroy
 /// the input).
+/// Whether two paths name one file, existing or not (a file that does not
+/// exist yet by its directory and name).
+fn same_path(a: &Path, b: &Path) -> bool {
+    let resolve = |p: &Path| -> Option<PathBuf> {
+        if let Ok(c) = p.canonicalize() {
+            return Some(c);
+        }
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Some(parent.canonicalize().ok()?.join(p.file_name()?))
+    };
+    a == b || resolve(a).is_some_and(|x| Some(x) == resolve(b))
+}
+
 fn same_file(input: &Path, output: &Path) -> bool {
     match (input.canonicalize(), output.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
@@ -827,6 +840,8 @@ fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Resu
     if same_file(model, output) {
         return Err(format!("{}: -o names the model being imported; give another output file", output.display()));
     }
+    aicf_compiler::train::refuse_overwriting_weights(output, "the imported model")
+        .map_err(|e| format!("{}: {e}", output.display()))?;
     let started = Instant::now();
     // Every import error names the file (some name only a node or tensor).
     let imported = onnx::import(model, &ImportOptions { batch, loss }).map_err(|e| {
@@ -906,6 +921,10 @@ fn run_compile(
         && same_file(&c.model, out)
     {
         return Err(format!("{}: -o names the model being compiled; give another output", out.display()));
+    }
+    if let (Some(out), Some(_)) = (&output, &emit) {
+        aicf_compiler::train::refuse_overwriting_weights(out, "the printed stage")
+            .map_err(|e| format!("{}: {e}", out.display()))?;
     }
     let Some(stage) = emit else {
         let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
@@ -1200,6 +1219,8 @@ fn bench(
     no_batch(c, "bench")?;
     // Where the trace goes is checked before the benchmark runs.
     if let Some(t) = trace {
+        aicf_compiler::train::refuse_overwriting_weights(t, "the trace")
+            .map_err(|e| format!("{}: {e}", t.display()))?;
         if t.is_dir() {
             return Err(format!("--trace {}: is a directory, not a file", t.display()));
         }
@@ -1557,11 +1578,18 @@ fn propose(
     {
         return Err(format!("--budget {b}: a budget is a positive number of FLOPs"));
     }
-    for (what, p) in [("the model", Some(output)), ("the policy", policy.as_deref()), ("the JSON", json.as_deref())] {
+    let outputs = [("the model", Some(output)), ("the policy", policy.as_deref()), ("the JSON", json.as_deref())];
+    for (i, &(what, p)) in outputs.iter().enumerate() {
         if let Some(p) = p
             && p.canonicalize().ok().is_some_and(|p| data.canonicalize().ok() == Some(p))
         {
             return Err(format!("{}: {what} would overwrite the data", p.display()));
+        }
+        if let Some(p) = p {
+            aicf_compiler::train::refuse_overwriting_weights(p, what).map_err(|e| format!("{}: {e}", p.display()))?;
+            if let Some((other, _)) = outputs[..i].iter().find(|(_, q)| q.is_some_and(|q| same_path(p, q))) {
+                return Err(format!("{}: {what} and {other} would be written to the same file", p.display()));
+            }
         }
         if let Some(p) = p
             && p.is_dir()

@@ -130,6 +130,24 @@ impl Template {
             Template::WidenResidual { noise: Some(n), .. } if !n.is_finite() || *n < 0.0 => {
                 Err(format!("widen-residual: noise = {n}: it must be at least 0"))
             }
+            Template::Widen { factor: Some(f), .. } | Template::WidenResidual { factor: Some(f), .. }
+                if !(f.is_finite() && *f > 1.0) =>
+            {
+                Err(format!("factor = {f}: a widening multiplies the width by more than 1"))
+            }
+            Template::Widen { width: Some(0), .. } | Template::WidenResidual { width: Some(0), .. } => zero("width"),
+            Template::Widen { max_width: Some(0), .. } | Template::WidenResidual { max_width: Some(0), .. } => {
+                zero("max_width")
+            }
+            Template::Heads { add: Some(0), .. } => zero("add"),
+            Template::Heads { max_heads: Some(0), .. } => zero("max_heads"),
+            Template::AddBlock { max_blocks: Some(0), .. } => zero("max_blocks"),
+            Template::Widen { split_noise: n, .. } if !(n.is_finite() && *n >= 0.0) => {
+                Err(format!("split_noise = {n}: it must be at least 0"))
+            }
+            Template::Widen { noise: n, .. } if !(n.is_finite() && *n >= 0.0) => {
+                Err(format!("noise = {n}: it must be at least 0"))
+            }
             Template::Compose { ops } if ops.is_empty() => Err("a composition of no operators".into()),
             Template::Compose { ops } => ops.iter().try_for_each(Template::check),
             _ => Ok(()),
