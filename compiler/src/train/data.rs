@@ -297,6 +297,57 @@ pub struct Dataset {
     /// Values recorded in checkpoints, so a resume reads the data the same
     /// way (`feature_scale`, the vocabulary).
     pub metadata: BTreeMap<String, String>,
+    /// A value far outside the rest of the data, named ([`find_outlier`]):
+    /// a typo in a file (`1e30` for `1.30`) that makes training diverge, or
+    /// scales every other feature to nothing.
+    pub outlier: Option<String>,
+}
+
+/// How many times the 99th percentile of a data set's nonzero magnitudes a
+/// value must be to count as an outlier.
+pub const OUTLIER_RATIO: f64 = 1e6;
+
+/// The value of `rows`' float inputs (features, and float targets) farthest
+/// beyond [`OUTLIER_RATIO`] times the 99th percentile of their nonzero
+/// magnitudes, as the file holds it (a table's features before scaling by
+/// `scale`): where it is and how far out.
+fn find_outlier(names: &[String], rows: &Rows, scale: f64) -> Option<String> {
+    let mut worst: Option<(f64, usize, usize, f64)> = None; // (ratio, column, position, value)
+    for (c, column) in rows.columns.iter().enumerate() {
+        if is_int(column.dtype) || column.values.is_empty() {
+            continue;
+        }
+        let mut nonzero: Vec<f64> = column.values.iter().map(|v| v.abs()).filter(|v| *v > 0.0).collect();
+        if nonzero.is_empty() {
+            continue;
+        }
+        let at = (nonzero.len() - 1) * 99 / 100;
+        let (_, p99, _) = nonzero.select_nth_unstable_by(at, f64::total_cmp);
+        let p99 = *p99;
+        let (position, largest) =
+            column.values.iter().enumerate().max_by(|a, b| a.1.abs().total_cmp(&b.1.abs())).map(|(i, v)| (i, *v))?;
+        let ratio = largest.abs() / p99;
+        if ratio > OUTLIER_RATIO && worst.is_none_or(|w| ratio > w.0) {
+            worst = Some((ratio, c, position, largest));
+        }
+    }
+    let (ratio, c, position, value) = worst?;
+    let column = &rows.columns[c];
+    let per = column.per().max(1);
+    // A table's features (its first column) were divided by the scale;
+    // the model reads f32.
+    let read = (if c == 0 { value * scale } else { value }) as f32;
+    // One file per input (.npy), or one file for all.
+    let name = names.get(c).or(names.first()).map_or("the data", String::as_str);
+    let what = if per > 1 {
+        format!("element {} of example {}", position % per, position / per)
+    } else {
+        format!("example {}", position / per)
+    };
+    Some(format!(
+        "{name}: {what} (counting from 0) of input #{c} is {read:e}, {ratio:.1e} times the 99th percentile of the \
+         input's magnitudes"
+    ))
 }
 
 impl Dataset {
@@ -313,7 +364,7 @@ impl Dataset {
         if paths.len() > 1 && !paths.iter().all(|p| ext(p).ends_with(".npy")) {
             return Err(bad("several data files are only read as .npy arrays, one per input"));
         }
-        if kind.ends_with(".csv") || kind.ends_with(".csv.gz") {
+        let mut dataset = if kind.ends_with(".csv") || kind.ends_with(".csv.gz") {
             table(first, sig, options)
         } else if kind.ends_with(".txt") {
             text(first, sig, options)
@@ -325,7 +376,17 @@ impl Dataset {
             rows_of_arrays(&name, arrays, sig, options)
         } else {
             Err(bad(format!("{name}: not a data file AICF reads (.csv, .csv.gz, .txt, .safetensors, .npy)")))
+        }?;
+        if let Kind::Rows(rows) = &dataset.kind {
+            let scale = dataset.metadata.get("feature_scale").and_then(|s| s.parse().ok()).unwrap_or(1.0);
+            let names: Vec<String> = if kind.ends_with(".npy") {
+                paths.iter().map(|p| p.display().to_string()).collect()
+            } else {
+                vec![name]
+            };
+            dataset.outlier = find_outlier(&names, rows, scale);
         }
+        Ok(dataset)
     }
 
     /// Training examples per epoch.
@@ -620,6 +681,7 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
         description: format!("{rows} rows of {width} features and a label ({name})"),
         metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
         kind: Kind::Rows(Rows { columns, train, held }),
+        outlier: None,
     })
 }
 
@@ -750,6 +812,7 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         ),
         metadata: BTreeMap::from([("vocabulary".into(), vocab_text)]),
         kind: Kind::Text(t),
+        outlier: None,
     })
 }
 
@@ -936,6 +999,9 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         )));
     }
     let rows = arrays[0].shape.first().copied().unwrap_or(0);
+    if rows == 0 {
+        return Err(bad(format!("{}: no examples (its first dimension is 0, or it has none)", arrays[0].name)));
+    }
     let mut columns = Vec::new();
     for (i, (a, input)) in arrays.into_iter().zip(&fed).enumerate() {
         let want = &input.shape[1..];
@@ -952,6 +1018,17 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         if let Some(at) = a.values.iter().position(|v| !v.is_finite()) {
             return Err(bad(format!("{}: element {at} is {}, not a finite number", a.name, a.values[at])));
         }
+        // The model reads f32 (or narrower): a larger f64 would be infinite.
+        if !is_int(input.dtype)
+            && let Some(at) = a.values.iter().position(|v| v.abs() > f32::MAX as f64)
+        {
+            return Err(bad(format!(
+                "{}: element {at} is {:e}, beyond the largest f32 ({:e})",
+                a.name,
+                a.values[at],
+                f32::MAX
+            )));
+        }
         if is_int(input.dtype)
             && let Some(at) = a.values.iter().position(|v| v.fract() != 0.0)
         {
@@ -965,14 +1042,12 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         }
         columns.push(Column { shape: want.to_vec(), dtype: input.dtype, values: a.values });
     }
-    if rows == 0 {
-        return Err(bad(format!("{name}: no examples")));
-    }
     let (train, held) = split_rows(rows, options.seed, options.val_split);
     Ok(Dataset {
         description: format!("{rows} examples of {} arrays ({name})", columns.len()),
         metadata: BTreeMap::new(),
         kind: Kind::Rows(Rows { columns, train, held }),
+        outlier: None,
     })
 }
 
@@ -1183,7 +1258,47 @@ fn least_squares_probe<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::fortran_to_c;
+    use super::{Column, DType, Rows, find_outlier, fortran_to_c};
+
+    fn rows(features: Vec<f64>, per: usize, targets: Vec<f64>, target_type: DType) -> Rows {
+        let n = targets.len();
+        Rows {
+            columns: vec![
+                Column { shape: vec![per], dtype: DType::F32, values: features },
+                Column { shape: vec![], dtype: target_type, values: targets },
+            ],
+            train: (0..n).collect(),
+            held: vec![],
+        }
+    }
+
+    /// A value a million times beyond the rest is named where it is, as the
+    /// file holds it (before a table's scaling), in the file of its input;
+    /// sparse data (mostly zeros) and heavy but plausible tails are not.
+    #[test]
+    fn outliers_are_named_where_they_are() {
+        let names = ["x.npy".to_string(), "y.npy".to_string()];
+        let mut features: Vec<f64> = (0..400).map(|i| (i % 17) as f64 / 16.0).collect();
+        assert_eq!(find_outlier(&names, &rows(features.clone(), 4, vec![0.0; 100], DType::I32), 16.0), None);
+        features[4 * 37 + 2] = 1e30 / 16.0;
+        let found = find_outlier(&names, &rows(features.clone(), 4, vec![0.0; 100], DType::I32), 16.0).unwrap();
+        assert!(found.starts_with("x.npy: element 2 of example 37 (counting from 0) of input #0 is 1e30, "), "{found}");
+        // A float target's outlier names the target's file.
+        let mut targets = vec![0.5; 100];
+        targets[9] = -4e12;
+        let found = find_outlier(&names, &rows(features[..400].to_vec(), 4, targets, DType::F32), 1.0).unwrap();
+        assert!(found.starts_with("x.npy: element 2 of example 37"), "the farther one first: {found}");
+        let mut targets = vec![0.5; 100];
+        targets[9] = -4e12;
+        let plain: Vec<f64> = (0..400).map(|i| (i % 17) as f64).collect();
+        let found = find_outlier(&names, &rows(plain, 4, targets, DType::F32), 1.0).unwrap();
+        assert!(found.starts_with("y.npy: example 9 (counting from 0) of input #1 is -4e12"), "{found}");
+        // Mostly zeros, and a tail 1000x the percentile: no outlier.
+        let mut sparse = vec![0.0; 400];
+        sparse[5] = 1.0;
+        sparse[300] = 1000.0;
+        assert_eq!(find_outlier(&names, &rows(sparse, 4, vec![0.0; 100], DType::I32), 1.0), None);
+    }
 
     /// numpy's `np.asfortranarray(np.arange(24).reshape(2, 3, 4))` stores
     /// the element at (i, j, k) at offset i + 2 j + 6 k; read back in C

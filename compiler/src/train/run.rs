@@ -537,6 +537,9 @@ pub fn fit(
     let sig = Signature::of_source(&source, &name)?;
     let data_options = DataOptions { seed: run.seed, ..run.data.clone() };
     let dataset = Dataset::load(data, &sig, &data_options)?;
+    if let Some(outlier) = &dataset.outlier {
+        report.note(&format!("{outlier}: training may diverge on it, or learn little else; check the data"));
+    }
     if dataset.train_len() == 0 {
         return Err(TrainError::Input(format!("{}: no training examples", dataset.description)));
     }
@@ -1110,6 +1113,15 @@ impl<'a> Loop<'a> {
         self.version = next;
     }
 
+    /// What to do about a run that diverged: lower the learning rate, or
+    /// first fix the data's outlier, where it has one.
+    fn remedy(&self) -> String {
+        match &self.data.outlier {
+            Some(outlier) => format!("the data holds an outlier ({outlier}): fix it before lowering the learning rate"),
+            None => "lower the learning rate".into(),
+        }
+    }
+
     /// Where the last good checkpoint is, for messages about a run that
     /// stopped.
     fn kept_checkpoint(&self, checkpoint: Option<&Path>) -> String {
@@ -1272,7 +1284,8 @@ impl<'a> Loop<'a> {
                          initial values) or the data gives it, not the learning rate"
                     )),
                     TrainError::NonFinite { step, loss, lr } => TrainError::Diverged(format!(
-                        "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); lower the learning rate; {}",
+                        "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); {}; {}",
+                        self.remedy(),
                         self.kept_checkpoint(checkpoint)
                     )),
                     e @ TrainError::Fp16Overflow { .. } => {
@@ -1292,11 +1305,11 @@ impl<'a> Loop<'a> {
                         if m.loss > DIVERGENCE_FACTOR * reference.abs().max(1.0) {
                             return Err(TrainError::Diverged(format!(
                                 "the loss became {:.4e} at epoch {epoch}, step {} (lr {}), over {DIVERGENCE_FACTOR:e} \
-                                 times the run's first loss {reference:.4}: training diverged; lower the learning \
-                                 rate; {}",
+                                 times the run's first loss {reference:.4}: training diverged; {}; {}",
                                 m.loss,
                                 m.step,
                                 lr,
+                                self.remedy(),
                                 self.kept_checkpoint(checkpoint)
                             )));
                         }
@@ -1348,8 +1361,9 @@ impl<'a> Loop<'a> {
             if evaluated && !(val_loss.is_finite() && val_loss <= limit) {
                 return Err(TrainError::Diverged(format!(
                     "the held-out loss became {val_loss:.4e} at the end of epoch {epoch} (lr {}): training diverged; \
-                     lower the learning rate; {}",
+                     {}; {}",
                     run.lr,
+                    self.remedy(),
                     self.kept_checkpoint(checkpoint)
                 )));
             }
@@ -1367,8 +1381,9 @@ impl<'a> Loop<'a> {
             {
                 return Err(TrainError::Diverged(format!(
                     "{name} holds a value that is not finite at the end of epoch {epoch} (lr {}): training diverged; \
-                     lower the learning rate; {}",
+                     {}; {}",
                     run.lr,
+                    self.remedy(),
                     self.kept_checkpoint(checkpoint)
                 )));
             }

@@ -54,6 +54,12 @@
 // RUN: sed '3s/^[0-9.]*,/1e300,/' %t/digits.csv > %t/huge.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/huge.csv --out %t/run2 2>&1 | FileCheck %s --check-prefix=HUGE
 // HUGE: aicf: error: {{.*}}huge.csv:3: column 1 is 1e300, beyond the largest f32
+// A value within f32 but a million times beyond the rest is named before
+// training (it may make training diverge, or scale the other features to
+// nothing), and a divergence it causes names it rather than the rate.
+// RUN: sed '3s/^[0-9.]*,/1e30,/' %t/digits.csv > %t/outlier.csv
+// RUN: (aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/outlier.csv --epochs 2 --out %t/run2b --no-progress || true) 2>&1 | FileCheck %s --check-prefix=OUTLIER
+// OUTLIER: note: {{.*}}outlier.csv: element 0 of example 2 (counting from 0) of input #0 is 1e30, {{.*}} times the 99th percentile of the input's magnitudes: training may diverge on it, or learn little else; check the data
 
 // More threads than 16 per core.
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --threads 100000 --out %t/run2 2>&1 | FileCheck %s --check-prefix=THREADS
