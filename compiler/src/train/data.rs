@@ -878,7 +878,7 @@ fn read_safetensors(path: &Path, wanted: usize) -> Result<Vec<Array>> {
     let name = path.display().to_string();
     let bytes = read_bytes(path)?;
     let file = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| bad(format!("{name}: not a safetensors file ({e})")))?;
+        .map_err(|e| bad(format!("{name}: not a safetensors file ({})", safetensors_problem(&e))))?;
     let tensors: Vec<(String, safetensors::tensor::TensorView<'_>)> = file.tensors();
     // `input0`, `input1`, ... when named so; else in the file's order.
     let named: Option<Vec<usize>> =
@@ -898,6 +898,30 @@ fn read_safetensors(path: &Path, wanted: usize) -> Result<Vec<Array>> {
         out.push(Array { name: format!("{name}: tensor '{n}'"), shape: view.shape().to_vec(), values });
     }
     Ok(out)
+}
+
+/// The safetensors crate's error in words (its own Display prints the Rust
+/// enum).
+fn safetensors_problem(e: &safetensors::SafeTensorError) -> String {
+    use safetensors::SafeTensorError as E;
+    match e {
+        E::InvalidHeader => "its header is not UTF-8 text".into(),
+        E::InvalidHeaderStart => "its header does not start with '{'".into(),
+        E::InvalidHeaderDeserialization => "its header is not valid JSON".into(),
+        E::HeaderTooLarge => "its header declares more than 100 MB".into(),
+        E::HeaderTooSmall => "shorter than the 8 bytes of the header's length".into(),
+        E::InvalidHeaderLength => "the header's length passes the end of the file".into(),
+        E::TensorNotFound(n) => format!("no tensor '{n}'"),
+        E::TensorInvalidInfo => "a tensor's shape and type disagree with its offsets".into(),
+        E::InvalidOffset(n) => format!("tensor '{n}': its offsets are not where the previous tensor ends"),
+        E::IoError(e) => e.to_string(),
+        E::JsonError(e) => format!("its header: {e}"),
+        E::InvalidTensorView(dtype, shape, bytes) => {
+            format!("a {dtype:?} tensor of shape {shape:?} cannot hold {bytes} bytes")
+        }
+        E::MetadataIncompleteBuffer => "the tensors do not cover the file's data (bytes left over or missing)".into(),
+        E::ValidationOverflow => "a tensor's size overflows".into(),
+    }
 }
 
 fn safetensor_values(view: &safetensors::tensor::TensorView<'_>) -> std::result::Result<Vec<f64>, String> {
@@ -957,7 +981,12 @@ fn read_npy(path: &Path) -> Result<Array> {
         (npyz::TypeChar::Bool, 1) => {
             npy.into_vec::<bool>().map_err(fail)?.into_iter().map(|b| b as u8 as f64).collect()
         }
-        _ => return Err(bad(format!("{name}: element type {dtype:?} is not one AICF reads"))),
+        _ => {
+            return Err(bad(format!(
+                "{name}: element type '{ty}' is not one AICF reads (f4, f8, i4, i8, u1 or bool; numpy's dtype \
+                 string: float32, float64, int32, int64, uint8, bool)"
+            )));
+        }
     };
     let values = if fortran { fortran_to_c(&values, &shape) } else { values };
     Ok(Array { name, shape, values })

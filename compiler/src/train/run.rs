@@ -344,6 +344,28 @@ fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>) -> Result<std::f
     Ok(lock)
 }
 
+/// Locks run directory `dir` for this run (`dir/.run.lock`, released when
+/// the returned file closes, also when the process is killed): a second
+/// run into it would write its metrics and plot over this one's.
+fn claim_run_dir(dir: &Path) -> Result<std::fs::File> {
+    let path = dir.join(".run.lock");
+    let io = |message: String| TrainError::Io { path: path.clone(), message };
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io(e.to_string()))?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(std::fs::TryLockError::WouldBlock) => Err(TrainError::Io {
+            path: dir.to_path_buf(),
+            message: "another run is writing its metrics here; give this one another --out".into(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(format!("cannot lock it: {e}"))),
+    }
+}
+
 /// The checkpoint a run left in `dir`, if any: `last.safetensors`, or else
 /// a model version's `v<k>.safetensors` (the first by name).
 fn held_checkpoint(dir: &Path) -> Option<PathBuf> {
@@ -430,6 +452,19 @@ pub fn fit(
 ) -> Result<Summary> {
     check_options(options, run)?;
     aicf_runtime::check_device(&options.device)?;
+    // Data files are read whole (and hashed for the checkpoint's record): a
+    // device such as /dev/zero would never end.
+    for p in data {
+        if let Ok(meta) = std::fs::metadata(p)
+            && !meta.is_file()
+            && !meta.is_dir()
+        {
+            return Err(TrainError::Io {
+                path: p.clone(),
+                message: "not a regular file (a device, pipe or socket); the data is read from a file".into(),
+            });
+        }
+    }
     // Where the run writes is checked before anything is compiled or
     // trained. Rank 0 reads the checkpoint a run resumes from (the other
     // replicas get it from rank 0, on any file system).
@@ -575,6 +610,9 @@ pub fn fit(
     }
     create_dir(&run.out)?;
     create_dir(&own_dir)?;
+    // One run at a time writes a run directory (its metrics, plot and
+    // compiled model).
+    let _run_lock = claim_run_dir(&own_dir)?;
     let trainer_options = Options {
         cache_dir: own_dir.clone(),
         data_parallel: options.data_parallel || run.data_parallel.is_some(),
@@ -1192,6 +1230,16 @@ impl<'a> Loop<'a> {
         if self.micro > 1 {
             device = format!("{device}, accumulating {} micro-batches of {}", self.micro, self.batch);
         }
+        if !self.data.is_text() && global > self.data.train_len() && (self.micro > 1 || self.replicas > 1) {
+            report.note(&format!(
+                "the global batch of {global} is larger than the {} training examples: every step takes all of \
+                 them ({} micro-batches of {} hold examples; --accumulate {} would do the same)",
+                self.data.train_len(),
+                self.data.train_len().div_ceil(self.batch),
+                self.batch,
+                self.data.train_len().div_ceil(self.batch * self.replicas).max(1)
+            ));
+        }
         report.started(&Start {
             data: self.data.description.clone(),
             train_examples: self.data.train_len(),
@@ -1711,5 +1759,28 @@ fn suspend(bar: Option<&indicatif::ProgressBar>, f: impl FnOnce()) {
     match bar {
         Some(bar) => bar.suspend(f),
         None => f(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One run at a time writes a run directory: a second claim fails and
+    /// says why while the first holds it, and succeeds once it is released.
+    #[test]
+    fn a_run_directory_is_claimed_by_one_run_at_a_time() {
+        let dir = std::env::temp_dir().join(format!("aicf-run-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = claim_run_dir(&dir).unwrap();
+        let e = claim_run_dir(&dir).err().unwrap().to_string();
+        assert!(e.ends_with("another run is writing its metrics here; give this one another --out"), "{e}");
+        // A checkpoint directory's lock is another file: one directory can
+        // be both.
+        let checkpoints = claim_checkpoint_dir(&dir, None).unwrap();
+        drop(first);
+        drop(checkpoints);
+        assert!(claim_run_dir(&dir).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -93,3 +93,17 @@
 // NOHELD-NOT: NaN
 // NOHELD: final held-out accuracy n/a (no held-out examples)
 // NOHELDPOLICY: val-plateau.toml: policy rule 1 triggers on a held-out plateau (val-plateau), but the run holds no examples out (--val-split); use the training-loss plateau (plateau) or hold some out
+
+// A device is no data file (/dev/zero would be read forever); a policy's
+// unknown trigger is named as such; no epoch to run writes no figures; a
+// global batch larger than the data says what a step takes.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data /dev/zero --out %t/dev 2>&1 | FileCheck %s --check-prefix=DEVICE
+// DEVICE: aicf: error: /dev/zero: not a regular file (a device, pipe or socket); the data is read from a file
+// RUN: printf '[[rule]]\nwhen = "sometimes"\nwindow = 3\naction = "rollback"\n' > %t/trigger.toml
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/trigger.toml --out %t/trig 2>&1 | FileCheck %s --check-prefix=TRIGGER
+// TRIGGER: trigger.toml: rule 0 {{.*}}: unknown trigger when = "sometimes" (epoch, steps, flops, plateau, val-plateau, instability)
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 0 --out %t/zero | FileCheck %s --check-prefix=ZEROEPOCHS
+// ZEROEPOCHS-NOT: final held-out
+// ZEROEPOCHS: no epoch trained, so no held-out figures and no metrics or plot written
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 10 --out %t/accum 2>&1 | FileCheck %s --check-prefix=ACCUM
+// ACCUM: note: the global batch of 320 is larger than the 80 training examples: every step takes all of them (3 micro-batches of 32 hold examples; --accumulate 3 would do the same)

@@ -1100,6 +1100,12 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
         return Ok(());
     }
     let last = summary.last();
+    if last.is_none() {
+        // No epoch ran (--epochs 0, or a resume with none left): no
+        // metrics to report, and none were written.
+        println!("no epoch trained, so no held-out figures and no metrics or plot written");
+        return Ok(());
+    }
     let accuracy = last.map_or(f64::NAN, |r| r.val_accuracy);
     let what = match last {
         Some(r) if accuracy.is_nan() && r.val_loss.is_finite() => format!("loss {:.4}", r.val_loss),

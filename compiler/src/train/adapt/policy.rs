@@ -485,7 +485,12 @@ impl Policy {
                 "steps" => &["at", "every"],
                 "flops" => &["flops"],
                 "plateau" | "val-plateau" => &["window", "threshold"],
-                _ => &[],
+                "instability" => &[],
+                other => {
+                    return Err(at(format!(
+                        "unknown trigger when = \"{other}\" (epoch, steps, flops, plateau, val-plateau, instability)"
+                    )));
+                }
             };
             let given = [
                 ("every", r.every.is_some()),
