@@ -581,7 +581,10 @@ pub fn fit(
     // A text's held-out windows are scored in whole batches: fewer than one
     // batch would score none.
     let held = dataset.held_len();
-    if dataset.is_text() && held > 0 && held < sig.batch() {
+    // A held-out fraction that leaves no whole window is the same shortfall
+    // (--eval-windows 0 asks for none; --val-split 0 holds nothing out).
+    let held_asked = run.data.val_split > 0.0 && run.data.eval_windows > 0;
+    if dataset.is_text() && (held > 0 || held_asked) && held < sig.batch() {
         return Err(TrainError::Input(format!(
             "{}: {held} held-out window(s), fewer than one batch of {}: ask for at least {} (--eval-windows), a \
              larger held-out fraction (--val-split) or a longer text",

@@ -107,3 +107,8 @@
 // ZEROEPOCHS: no epoch trained, so no held-out figures and no metrics or plot written
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 10 --out %t/accum 2>&1 | FileCheck %s --check-prefix=ACCUM
 // ACCUM: note: the global batch of 320 is larger than the 80 training examples: every step takes all of them (3 micro-batches of 32 hold examples; --accumulate 3 would do the same)
+// A held-out end too short for one whole window is refused as one too
+// short for a batch of them (--eval-windows 0 asks for no held-out score).
+// RUN: head -c 300 %S/../../../data/tinyshakespeare.txt > %t/short.txt
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/short.txt --epochs 1 --out %t/short 2>&1 | FileCheck %s --check-prefix=NOWINDOW
+// NOWINDOW: aicf: error: 300 tokens of {{.*}}short.txt {{.*}}: 0 held-out window(s), fewer than one batch of 16
