@@ -541,17 +541,24 @@ fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s In
 }
 
 /// A CSV table's rows: features (row-major), the last column of each row,
-/// and the features per row. `class_labels`: every label must be a class
-/// index (a non-negative integer).
-fn parse_table(path: &Path, class_labels: bool) -> Result<(Vec<f64>, Vec<f64>, usize)> {
+/// the features per row, and each row's line in the file. `class_labels`:
+/// every label must be a class index (a non-negative integer).
+fn parse_table(path: &Path, class_labels: bool) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>)> {
     let name = path.display().to_string();
     let bytes = read_bytes(path)?;
     let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(&bytes[..]);
     let mut features: Vec<f64> = Vec::new();
     let mut labels: Vec<f64> = Vec::new();
     let mut width = None;
+    let mut lines = Vec::new();
     for (n, record) in reader.records().enumerate() {
-        let at = |message: String| bad(format!("{name}:{}: {message}", n + 1));
+        // The record's line (blank lines counted), else its number.
+        let line = match &record {
+            Ok(r) => r.position().map(|p| p.line()),
+            Err(e) => e.position().map(|p| p.line()),
+        }
+        .unwrap_or(n as u64 + 1);
+        let at = |message: String| bad(format!("{name}:{line}: {message}"));
         let record = record.map_err(|e| at(e.to_string()))?;
         if record.iter().all(|c| c.trim().is_empty()) {
             continue;
@@ -587,8 +594,9 @@ fn parse_table(path: &Path, class_labels: bool) -> Result<(Vec<f64>, Vec<f64>, u
         }
         features.extend_from_slice(row);
         labels.push(label);
+        lines.push(line);
     }
-    Ok((features, labels, width.unwrap_or(0)))
+    Ok((features, labels, width.unwrap_or(0), lines))
 }
 
 /// What a data file holds, read without a model (for `aicf propose`).
@@ -630,7 +638,7 @@ pub fn peek(path: &Path) -> Result<Peek> {
     if !(lower.ends_with(".csv") || lower.ends_with(".csv.gz")) {
         return Err(bad(format!("{name}: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)")));
     }
-    let (_, labels, width) = parse_table(path, false)?;
+    let (_, labels, width, _) = parse_table(path, false)?;
     if labels.is_empty() {
         return Err(bad(format!("{name}: no rows")));
     }
@@ -650,7 +658,7 @@ pub fn peek(path: &Path) -> Result<Peek> {
 fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
     let name = path.display().to_string();
     let (x, y) = table_inputs(sig, &name)?;
-    let (mut features, labels, width) = parse_table(path, is_int(y.dtype))?;
+    let (mut features, labels, width, lines) = parse_table(path, is_int(y.dtype))?;
     let rows = labels.len();
     if rows == 0 {
         return Err(bad(format!("{name}: no rows")));
@@ -663,7 +671,15 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
             x.describe()
         )));
     }
-    check_labels(&name, &labels, sig)?;
+    // A table's row is named by its line.
+    if let Some(row) = bad_label(&labels, sig) {
+        return Err(bad(format!(
+            "{name}:{}: the label {} is not below the model's {} classes",
+            lines[row],
+            labels[row],
+            sig.classes().unwrap_or(0)
+        )));
+    }
     let (train, held) = split_rows(rows, options.seed, options.val_split);
     // Features scaled by the training split's largest magnitude.
     let scale = options.feature_scale.unwrap_or_else(|| {
@@ -687,11 +703,21 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
 
 /// Labels must index the model's classes.
 fn check_labels(name: &str, labels: &[f64], sig: &Signature) -> Result<()> {
-    let Some(classes) = sig.classifies().then(|| sig.classes()).flatten() else { return Ok(()) };
-    if let Some((row, v)) = labels.iter().enumerate().find(|(_, v)| **v < 0.0 || **v >= classes as f64) {
-        return Err(bad(format!("{name}: example {row}'s label {v} is not below the model's {classes} classes")));
+    if let Some(row) = bad_label(labels, sig) {
+        let classes = sig.classes().unwrap_or(0);
+        return Err(bad(format!(
+            "{name}: example {row} (counting from 0): the label {} is not below the model's {classes} classes",
+            labels[row]
+        )));
     }
     Ok(())
+}
+
+/// The first example whose label is no class of the model's, where it
+/// classifies.
+fn bad_label(labels: &[f64], sig: &Signature) -> Option<usize> {
+    let classes = sig.classifies().then(|| sig.classes()).flatten()?;
+    labels.iter().position(|v| *v < 0.0 || *v >= classes as f64)
 }
 
 fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
