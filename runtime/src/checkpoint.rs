@@ -87,12 +87,40 @@ pub fn remove_stale_partials(path: &Path) {
 /// tensor name to hex): [`load`] refuses a tensor whose bytes changed.
 pub const CHECKSUMS: &str = "aicf.crc32";
 
+/// The metadata key of the CRC-32 of every other metadata entry (the run's
+/// record, the vocabulary, the tensors' checksums): [`load`] and
+/// [`read_metadata`] refuse metadata that changed.
+pub const METADATA_CHECKSUM: &str = "aicf.metadata.crc32";
+
+/// The checksum [`METADATA_CHECKSUM`] holds: of the other entries as JSON,
+/// in key order.
+fn metadata_checksum(metadata: &BTreeMap<String, String>) -> String {
+    let others: BTreeMap<&String, &String> = metadata.iter().filter(|(k, _)| *k != METADATA_CHECKSUM).collect();
+    format!("{:08x}", crc32fast::hash(serde_json::to_string(&others).unwrap_or_default().as_bytes()))
+}
+
+/// Refuses metadata whose checksum (where it has one: checkpoints written
+/// before it load without) does not match.
+fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), String> {
+    match metadata.get(METADATA_CHECKSUM) {
+        Some(sum) if *sum != metadata_checksum(metadata) => {
+            Err("its metadata (the run's record, vocabulary and checksums) does not match its checksum (the file is \
+                 damaged, or was edited)"
+                .into())
+        }
+        _ => Ok(()),
+    }
+}
+
 pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>) -> Result<(), CheckpointError> {
     let io = |e: std::io::Error| CheckpointError::Io { path: path.display().to_string(), message: e.to_string() };
     let sums: BTreeMap<&str, String> =
         entries.iter().map(|e| (e.name.as_str(), format!("{:08x}", crc32fast::hash(&e.bytes)))).collect();
     let mut metadata = metadata.clone();
     metadata.insert(CHECKSUMS.into(), serde_json::to_string(&sums).map_err(|e| io(std::io::Error::other(e)))?);
+    metadata.remove(METADATA_CHECKSUM);
+    let sum = metadata_checksum(&metadata);
+    metadata.insert(METADATA_CHECKSUM.into(), sum);
     let metadata = &metadata;
     let mut header = serde_json::Map::new();
     header.insert("__metadata__".into(), serde_json::to_value(metadata).map_err(|e| io(std::io::Error::other(e)))?);
@@ -157,10 +185,12 @@ pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>, Checkpoint
     file.read_exact(&mut header).map_err(io)?;
     let header: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(&header).map_err(|e| corrupt(format!("header: {e}")))?;
-    match header.get("__metadata__") {
-        Some(v) => serde_json::from_value(v.clone()).map_err(|e| corrupt(format!("metadata: {e}"))),
-        None => Ok(BTreeMap::new()),
-    }
+    let metadata: BTreeMap<String, String> = match header.get("__metadata__") {
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| corrupt(format!("metadata: {e}")))?,
+        None => BTreeMap::new(),
+    };
+    check_metadata(&metadata).map_err(corrupt)?;
+    Ok(metadata)
 }
 
 /// Reads a checkpoint: its entries by name and its metadata.
@@ -202,6 +232,7 @@ pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, St
         }
         entries.insert(name.clone(), Entry { name, dtype, shape, bytes: data[lo..hi].to_vec() });
     }
+    check_metadata(&metadata).map_err(corrupt)?;
     // Checkpoints written before the checksums load without them.
     if let Some(text) = metadata.get(CHECKSUMS) {
         let sums: BTreeMap<String, String> =
@@ -246,6 +277,26 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let e = load(&path).err().unwrap().to_string();
         assert!(e.contains("b: its bytes do not match their checksum"), "{e}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// Metadata edited in place (a vocabulary changed by hand, of the same
+    /// length, so the header keeps its size) fails the metadata's checksum,
+    /// in [`read_metadata`] and in [`load`].
+    #[test]
+    fn edited_metadata_fails_its_checksum() {
+        let path = std::env::temp_dir().join(format!("aicf-ckpt-{}-meta.safetensors", std::process::id()));
+        let entries = [Entry { name: "w".into(), dtype: DType::F32, shape: vec![1], bytes: vec![0, 0, 128, 63] }];
+        let metadata = BTreeMap::from([("vocabulary".to_string(), "abcdef".to_string())]);
+        save(&path, &entries, &metadata).unwrap();
+        assert_eq!(read_metadata(&path).unwrap()["vocabulary"], "abcdef");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.windows(6).position(|w| w == b"abcdef").unwrap();
+        bytes[at..at + 6].copy_from_slice(b"fedcba");
+        std::fs::write(&path, &bytes).unwrap();
+        for e in [read_metadata(&path).err().unwrap().to_string(), load(&path).err().unwrap().to_string()] {
+            assert!(e.contains("its metadata (the run's record, vocabulary and checksums) does not match"), "{e}");
+        }
         let _ = std::fs::remove_file(&path);
     }
 

@@ -1,7 +1,8 @@
 """Writes a copy of a safetensors checkpoint whose fc1.weight starts with
-a NaN. Its CRC-32 in the metadata (aicf.crc32) is updated to match, as a
-tool that edits tensors would do, unless --keep-checksum (then the bytes
-no longer match their checksum).
+a NaN. Its CRC-32 in the metadata (aicf.crc32), and the metadata's own
+(aicf.metadata.crc32: of the other entries as compact JSON in key order),
+are updated to match, as a tool that edits tensors would do, unless
+--keep-checksum (then the bytes no longer match their checksum).
 
     nan-checkpoint.py IN OUT [--keep-checksum]
 """
@@ -23,6 +24,10 @@ if not keep and "aicf.crc32" in meta:
     sums = json.loads(meta["aicf.crc32"])
     sums["fc1.weight"] = "%08x" % zlib.crc32(bytes(body[lo:hi]))
     meta["aicf.crc32"] = json.dumps(sums, separators=(",", ":"))
+    if "aicf.metadata.crc32" in meta:
+        others = {k: v for k, v in sorted(meta.items()) if k != "aicf.metadata.crc32"}
+        text = json.dumps(others, separators=(",", ":"), ensure_ascii=False).encode()
+        meta["aicf.metadata.crc32"] = "%08x" % zlib.crc32(text)
     header["__metadata__"] = meta
 text = json.dumps(header, separators=(",", ":")).encode()
 open(dst, "wb").write(struct.pack("<Q", len(text)) + text + bytes(body))
