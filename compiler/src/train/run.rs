@@ -472,10 +472,16 @@ pub fn fit(
     if let (true, true, None, Some(dir)) = (first_rank, run.resume, &run.resume_from, &run.checkpoint_dir)
         && !dir.join("last.safetensors").is_file()
     {
-        return Err(TrainError::Io {
-            path: dir.join("last.safetensors"),
-            message: "no checkpoint to resume from (train without --resume to start one)".into(),
-        });
+        // A run still in its first epoch holds the directory's lock.
+        let busy = std::fs::File::open(dir.join(".lock"))
+            .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
+        let message = if busy {
+            "no checkpoint yet: another run is writing this directory and has not saved its first (resume once it \
+             has, or stopped)"
+        } else {
+            "no checkpoint to resume from (train without --resume to start one)"
+        };
+        return Err(TrainError::Io { path: dir.join("last.safetensors"), message: message.into() });
     }
     if let Some(dir) = &run.checkpoint_dir {
         create_dir(dir)?;
