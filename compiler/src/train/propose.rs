@@ -636,7 +636,11 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         ),
     );
     match (options.budget, default_epochs) {
-        (Some(b), Some(e)) => explanation.push(format!("budget {b:.3e} FLOPs: {e:.1} epochs of the default {default}")),
+        (Some(b), Some(e)) => {
+            // Past a million epochs, the count in powers of ten.
+            let epochs = if e < 1e6 { format!("{e:.1}") } else { format!("{e:.2e}") };
+            explanation.push(format!("budget {b:.3e} FLOPs: {epochs} epochs of the default {default}"))
+        }
         _ => explanation.push("no budget: past runs are scored on their whole curves".into()),
     }
     if neighbours.is_empty() && short_of_budget > 0 {

@@ -1267,6 +1267,14 @@ impl<'a> Loop<'a> {
                     run.lr
                 ));
             }
+            if let LrSchedule::Wsd { decay_steps: Some(decay), .. } = run.lr_schedule
+                && decay > total
+            {
+                report.note(&format!(
+                    "the decay ({decay} steps) is longer than the run ({total} steps): it spans the whole run, \
+                     from its first step"
+                ));
+            }
         }
         let metrics = run.out.join("metrics.jsonl");
         // A resumed run keeps the records of the epochs it continues from.
