@@ -231,6 +231,10 @@ pub(crate) fn alloc(ctx: MlirContext, location: MlirLocation, ty: MlirType) -> R
 
 pub(crate) fn ops_of(block: MlirBlock) -> Vec<MlirOperation> {
     let mut out = Vec::new();
+    // A region without a block (a declaration's) has no operations.
+    if block.ptr.is_null() {
+        return out;
+    }
     let mut op = unsafe { mlirBlockGetFirstOperation(block) };
     while !op.ptr.is_null() {
         out.push(op);

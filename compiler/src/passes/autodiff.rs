@@ -152,6 +152,18 @@ fn build_gradient(
         if unsafe { mlirOperationGetNumRegions(op) } > 0 {
             return Err((op_loc(op), format!("cannot differentiate through '{}' (it has regions)", op_name(op))));
         }
+        // A call's callee would have to be differentiated too: its
+        // parameters' gradients would silently be zero.
+        if op_name(op) == "func.call" {
+            return Err((
+                op_loc(op),
+                format!(
+                    "cannot differentiate through 'func.call' (to {}): inline it first (aicf-opt --inline), or write \
+                     @loss without calls",
+                    ir::attr_text(op, "callee")
+                ),
+            ));
+        }
         let copy = unsafe { mlirOperationClone(op) };
         for (i, v) in operands.iter().enumerate() {
             unsafe { mlirOperationSetOperand(copy, i as isize, *v) };

@@ -157,6 +157,31 @@ pub(crate) fn too_large(v: mlir_sys::MlirValue) -> bool {
     })
 }
 
+/// The first `func.func` of module `op` declared without a body (an
+/// external function): its location and a message. The `hl` passes refuse
+/// such a module first: AICF compiles whole models, and a pass walking a
+/// function's body (or differentiating `@loss`) has none to walk.
+pub(crate) fn declaration(op: MlirOperation) -> Option<(MlirLocation, String)> {
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
+    if unsafe { mlirOperationGetNumRegions(op) } == 0 || body.ptr.is_null() {
+        return None;
+    }
+    crate::ir::ops_of(body).into_iter().find_map(|f| {
+        let declared = crate::ir::op_name(f) == "func.func"
+            && unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)) }.ptr.is_null();
+        declared.then(|| {
+            let name = crate::ir::string_attr(f, "sym_name").unwrap_or_default();
+            (
+                unsafe { mlirOperationGetLocation(f) },
+                format!(
+                    "@{name} is declared without a body: AICF compiles whole models (define it, or remove the \
+                     declaration)"
+                ),
+            )
+        })
+    })
+}
+
 /// The first value of `op` (its results, block arguments and nested ops,
 /// all the way down) whose type holds more than [`MAX_TENSOR_BYTES`]: its
 /// location and a message. Every pass checks this first, so that no size

@@ -113,6 +113,15 @@ unsafe extern "C" fn trampoline(
             emit_error(unsafe { Location::from_raw(loc) }, &format!("{}: {message}", entry.argument));
             Err(PassFailed)
         }
+        // The hl passes (not the ll ones, whose modules declare kernels)
+        // refuse functions without a body.
+        Ok(_)
+            if (entry.argument.starts_with("hl-") || entry.argument == "convert-hl-to-ll")
+                && let Some((loc, message)) = common::declaration(op.to_raw()) =>
+        {
+            emit_error(unsafe { Location::from_raw(loc) }, &format!("{}: {message}", entry.argument));
+            Err(PassFailed)
+        }
         Ok(options) => (entry.body)(op, &options),
         Err(message) => {
             emit_error(op.location(), &format!("pass '{}': {message}", entry.argument));

@@ -20,6 +20,17 @@
 // RUN: not aicf-opt %t/ok.mlir --pass-pipeline='builtin.module(hl-no-such-pass)' 2>&1 | FileCheck %s --check-prefix=PIPE
 // PIPE: 'hl-no-such-pass' does not refer to a registered pass or pass pipeline
 
+// A function declared without a body is refused by the hl passes (it
+// crashed them); a call in @loss is refused by autodiff (its callee's
+// gradients would have been silently zero), and inlined it differentiates.
+// RUN: not aicf-opt %t/declared.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=DECLARED
+// DECLARED: declared.mlir:8:1: error: hl-autodiff: @external is declared without a body: AICF compiles whole models (define it, or remove the declaration)
+// RUN: not aicf-opt %t/call.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=CALL
+// CALL: call.mlir:8:8: error: hl-autodiff: cannot differentiate through 'func.call' (to @forward): inline it first (aicf-opt --inline), or write @loss without calls
+// RUN: aicf-opt %t/call.mlir --inline --hl-autodiff | FileCheck %s --check-prefix=INLINED
+// INLINED: func.func @loss_grad
+// INLINED: hl.cross_entropy_backward
+
 //--- syntax.mlir
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = hl.relu %x : tensor<4xf32>
@@ -40,4 +51,25 @@ func.func @f(%x: tensor<8x63xf32>, %w: tensor<32x64xf32>) {
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = hl.relu %x : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+//--- declared.mlir
+hl.param @fc.w : tensor<8x8xf32> owner "fc" init <zeros>
+func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+  %w = hl.get_param @fc.w : tensor<8x8xf32>
+  %h = hl.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32>
+  %l = hl.cross_entropy %h, %y : tensor<4x8xf32>, tensor<4xi32>
+  return %l : tensor<f32>
+}
+func.func private @external(tensor<4x8xf32>) -> tensor<f32>
+//--- call.mlir
+hl.param @fc.w : tensor<8x8xf32> owner "fc" init <zeros>
+func.func @forward(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %w = hl.get_param @fc.w : tensor<8x8xf32>
+  %h = hl.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32>
+  return %h : tensor<4x8xf32>
+}
+func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+  %h = func.call @forward(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %l = hl.cross_entropy %h, %y : tensor<4x8xf32>, tensor<4xi32>
+  return %l : tensor<f32>
 }
