@@ -487,7 +487,7 @@ pub fn fit(
         create_dir(dir)?;
     }
     if let Some(profile) = &run.profile {
-        super::refuse_overwriting_weights(profile, "the profile")
+        super::refuse_overwriting_all_but_traces(profile, "the profile")
             .map_err(|message| TrainError::Io { path: profile.clone(), message })?;
         if profile.is_dir() {
             return Err(TrainError::Io { path: profile.clone(), message: "is a directory, not a file".into() });

@@ -31,7 +31,7 @@
 // RUN: not aicf propose --data %t/digits.csv --structure "mlp 16" -o %t/ckpt/last.safetensors 2>&1 | FileCheck %s --check-prefix=OVERWRITE
 // OVERWRITE: aicf: error: {{.*}}last.safetensors: the model would overwrite a weights file (a checkpoint or a model's weights); give another output
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run8 --profile %t/ckpt/last.safetensors 2>&1 | FileCheck %s --check-prefix=PROFILE
-// PROFILE: aicf: error: {{.*}}last.safetensors: the profile would overwrite a weights file
+// PROFILE: aicf: error: {{.*}}last.safetensors: the profile would overwrite this file, which holds no trace
 // RUN: not aicf propose --data %t/digits.csv --structure "mlp 16" -o %t/same.mlir --json %t/same.mlir 2>&1 | FileCheck %s --check-prefix=SAME
 // SAME: aicf: error: {{.*}}same.mlir: the JSON and the model would be written to the same file
 // RUN: sha256sum -c %t/sum3

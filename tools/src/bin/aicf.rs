@@ -879,6 +879,29 @@ fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
     }
     let stem = c.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
     let output = out.join(format!("{stem}.mlir"));
+    // The import writes `<stem>.mlir` and `<stem>.weights.safetensors`
+    // into `out`: it replaces an earlier import of them, nothing else.
+    let weights = format!("{stem}.weights.safetensors");
+    if output.is_file() {
+        let first = std::fs::read_to_string(&output).ok().and_then(|t| t.lines().next().map(str::to_string));
+        if !first.is_some_and(|l| l.contains(&format!("hl.weights = {{file = \"{weights}\""))) {
+            return Err(format!(
+                "{}: importing {} writes its model here, and this file is not an earlier import of it; move it, or \
+                 give another output directory",
+                output.display(),
+                c.model.display()
+            ));
+        }
+    }
+    let weights = out.join(weights);
+    if aicf_runtime::checkpoint::read_metadata(&weights).is_ok_and(|m| m.contains_key("epoch")) {
+        return Err(format!(
+            "{}: importing {} writes its weights here, and this file is a checkpoint; move it, or give another output \
+             directory",
+            weights.display(),
+            c.model.display()
+        ));
+    }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     import(&c.model, &output, c.loss, c.batch)?;
     Ok(output)
@@ -1225,7 +1248,7 @@ fn bench(
     no_batch(c, "bench")?;
     // Where the trace goes is checked before the benchmark runs.
     if let Some(t) = trace {
-        aicf_compiler::train::refuse_overwriting_weights(t, "the trace")
+        aicf_compiler::train::refuse_overwriting_all_but_traces(t, "the trace")
             .map_err(|e| format!("{}: {e}", t.display()))?;
         if t.is_dir() {
             return Err(format!("--trace {}: is a directory, not a file", t.display()));
