@@ -34,6 +34,14 @@
 // PROFILE: aicf: error: {{.*}}last.safetensors: the profile would overwrite this file, which holds no trace
 // RUN: not aicf propose --data %t/digits.csv --structure "mlp 16" -o %t/same.mlir --json %t/same.mlir 2>&1 | FileCheck %s --check-prefix=SAME
 // SAME: aicf: error: {{.*}}same.mlir: the JSON and the model would be written to the same file
+// RUN: cp %S/../../../examples/mlp/digits_mlp.mlir %t/mine.mlir
+// RUN: not aicf bench %t/mine.mlir --steps 2 --trace %t/mine.mlir --out %t/bench 2>&1 | FileCheck %s --check-prefix=TRACE
+// TRACE: aicf: error: {{.*}}mine.mlir: the trace would overwrite this file, which holds no trace; give a new file (or remove this one)
+// RUN: mkdir -p %t/imported && echo '// notes' > %t/imported/cnn.mlir
+// RUN: not aicf compile %S/../../onnx/cnn.onnx --batch 4 -o %t/imported/cnn.aicf 2>&1 | FileCheck %s --check-prefix=IMPORT
+// IMPORT: aicf: error: {{.*}}cnn.mlir: importing {{.*}}cnn.onnx writes its model here, and this file is not an earlier import of it
+// RUN: FileCheck %s --check-prefix=NOTES < %t/imported/cnn.mlir
+// NOTES: // notes
 // RUN: sha256sum -c %t/sum3
 // RUN: printf '[[rule]]\nwhen = "plateau"\nwindow = 5\nthreshold = 0.01\naction = { op = "widen", layer = "fc1", factor = 0.0 }\n' > %t/factor0.toml
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/factor0.toml --out %t/run9 2>&1 | FileCheck %s --check-prefix=FACTOR
