@@ -344,6 +344,37 @@ fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>) -> Result<std::f
     Ok(lock)
 }
 
+/// Locks the policy's directory of pre-rewrite checkpoints for this run
+/// (as [`claim_checkpoint_dir`]), and refuses one that holds another run's
+/// `before-rewrite-<k>.safetensors` unless this run resumes.
+fn claim_rewrites_dir(dir: &Path, resuming: bool) -> Result<std::fs::File> {
+    let lock = claim_checkpoint_dir(dir, None).map_err(|e| match e {
+        // Its own message for a directory that is also another run's
+        // checkpoint directory.
+        TrainError::Io { path, message } => {
+            TrainError::Io { path, message: format!("the policy's checkpoint_dir: {message}") }
+        }
+        other => other,
+    })?;
+    let held = std::fs::read_dir(dir).ok().and_then(|entries| {
+        entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| {
+            n.strip_prefix("before-rewrite-")
+                .and_then(|r| r.strip_suffix(".safetensors"))
+                .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+        })
+    });
+    if let (Some(name), false) = (held, resuming) {
+        return Err(TrainError::Io {
+            path: dir.to_path_buf(),
+            message: format!(
+                "the policy's checkpoint_dir holds another run's pre-rewrite checkpoints ({name}): give this run's \
+                 policy another checkpoint_dir, or empty this one"
+            ),
+        });
+    }
+    Ok(lock)
+}
+
 /// Locks run directory `dir` for this run (`dir/.run.lock`, released when
 /// the returned file closes, also when the process is killed): a second
 /// run into it would write its metrics and plot over this one's.
@@ -529,6 +560,21 @@ pub fn fit(
     let policy = match &run.adapt {
         Some(path) => Policy::from_file(path)?,
         None => Policy { observe_every: 0, ..Policy::default() },
+    };
+    // The policy's directory of pre-rewrite checkpoints is this run's too:
+    // locked, and not another run's (unless it is the checkpoint
+    // directory, claimed above).
+    let _rewrites_lock = match (&policy.checkpoint_dir, rank) {
+        (Some(dir), 0)
+            if run
+                .checkpoint_dir
+                .as_ref()
+                .is_none_or(|c| std::fs::canonicalize(c).ok() != std::fs::canonicalize(dir).ok()) =>
+        {
+            create_dir(dir)?;
+            Some(claim_rewrites_dir(dir, resume_from.is_some())?)
+        }
+        _ => None,
     };
     // A resume checks the checkpoint's record of the run before compiling,
     // and trains the model the checkpoint holds (an adaptive run's grown

@@ -42,6 +42,13 @@
 // IMPORT: aicf: error: {{.*}}cnn.mlir: importing {{.*}}cnn.onnx writes its model here, and this file is not an earlier import of it
 // RUN: FileCheck %s --check-prefix=NOTES < %t/imported/cnn.mlir
 // NOTES: // notes
+// A policy's directory of pre-rewrite checkpoints is one run's too.
+// RUN: printf 'checkpoint_dir = "%t/rewrites"\n[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "widen", layer = "fc1", width = 160 }\n' > %t/rewrites.toml
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/rewrites.toml --out %t/rw1 > /dev/null
+// RUN: sha256sum %t/rewrites/before-rewrite-1.safetensors > %t/sum4
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/rewrites.toml --seed 7 --out %t/rw2 2>&1 | FileCheck %s --check-prefix=REWRITES
+// REWRITES: aicf: error: {{.*}}rewrites: the policy's checkpoint_dir holds another run's pre-rewrite checkpoints (before-rewrite-1.safetensors)
+// RUN: sha256sum -c %t/sum4
 // RUN: sha256sum -c %t/sum3
 // RUN: printf '[[rule]]\nwhen = "plateau"\nwindow = 5\nthreshold = 0.01\naction = { op = "widen", layer = "fc1", factor = 0.0 }\n' > %t/factor0.toml
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/factor0.toml --out %t/run9 2>&1 | FileCheck %s --check-prefix=FACTOR
