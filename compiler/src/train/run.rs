@@ -280,6 +280,9 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     {
         return bad(format!("the gradient clipping norm {c} is not a positive number"));
     }
+    if run.epochs > MAX_EPOCHS {
+        return bad(format!("{} epochs: at most {MAX_EPOCHS} (--flops-budget ends a run by its compute)", run.epochs));
+    }
     if run.resume && run.checkpoint_dir.is_none() && run.resume_from.is_none() {
         return bad("resuming needs a checkpoint directory".into());
     }
@@ -288,6 +291,10 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     }
     Ok(())
 }
+
+/// The most epochs a run may ask for (the step and progress arithmetic
+/// stays far from overflow).
+const MAX_EPOCHS: usize = 1_000_000_000;
 
 /// Locks checkpoint directory `dir` for this run (`dir/.lock`, released
 /// when the returned file closes, also when the process is killed), and
@@ -1809,7 +1816,7 @@ fn progress_bar(run: &RunOptions, steps_per_epoch: usize, first_epoch: usize) ->
     if !run.progress {
         return None;
     }
-    let total = (run.epochs + 1).saturating_sub(first_epoch) * steps_per_epoch;
+    let total = run.epochs.saturating_add(1).saturating_sub(first_epoch).saturating_mul(steps_per_epoch);
     let bar = indicatif::ProgressBar::new(total as u64);
     let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {per_sec}  ETA {eta}  {msg}")
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());

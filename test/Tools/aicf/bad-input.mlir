@@ -112,3 +112,14 @@
 // RUN: head -c 300 %S/../../../data/tinyshakespeare.txt > %t/short.txt
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/short.txt --epochs 1 --out %t/short 2>&1 | FileCheck %s --check-prefix=NOWINDOW
 // NOWINDOW: aicf: error: 300 tokens of {{.*}}short.txt {{.*}}: 0 held-out window(s), fewer than one batch of 16
+// Counts past any run are refused where they are given, not overflowed.
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 18446744073709551615 --out %t/b 2>&1 | FileCheck %s --check-prefix=BENCHSTEPS
+// BENCHSTEPS: aicf: error: --steps 18446744073709551615: at most 10000000
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 18446744073709551615 --out %t/e 2>&1 | FileCheck %s --check-prefix=EPOCHS
+// EPOCHS: aicf: error: 18446744073709551615 epochs: at most 1000000000
+// RUN: printf '[[rule]]\nwhen = "plateau"\nwindow = 9223372036854775807\nthreshold = 0.1\naction = "rollback"\n' > %t/window.toml
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/window.toml --out %t/e 2>&1 | FileCheck %s --check-prefix=WINDOW
+// WINDOW: window.toml: rule 0 {{.*}}: window = 9223372036854775807: at most 1000000000
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 10\naction = { fork = [ { op = "widen", layer = "fc1", width = 160 } ], steps = 9223372036854775807 }\n' > %t/fork.toml
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/fork.toml --out %t/e 2>&1 | FileCheck %s --check-prefix=FORK
+// FORK: fork.toml: rule 0 {{.*}}: a fork of steps = 9223372036854775807: each candidate trains at most 100000 steps

@@ -1242,6 +1242,12 @@ fn bench(
     if steps == 0 {
         return Err("--steps must be at least 1".into());
     }
+    // Every step's time is kept for the median: a bound that still allows
+    // hours of timing.
+    const MAX_STEPS: usize = 10_000_000;
+    if steps > MAX_STEPS {
+        return Err(format!("--steps {steps}: at most {MAX_STEPS}"));
+    }
     if !lr.is_finite() || lr <= 0.0 {
         return Err(format!("the learning rate {lr} is not a positive number"));
     }

@@ -42,8 +42,8 @@ fn plateau_of(
     // The last 2 window values after `since`, read from the end (a check
     // costs the window, not the history).
     let mut recent: Vec<f64> =
-        series.iter().rev().take_while(|(s, _)| *s > since).take(2 * window).map(|l| l.1).collect();
-    if window == 0 || recent.len() < 2 * window {
+        series.iter().rev().take_while(|(s, _)| *s > since).take(window.saturating_mul(2)).map(|l| l.1).collect();
+    if window == 0 || recent.len() < window.saturating_mul(2) {
         return None;
     }
     recent.reverse();

@@ -28,6 +28,11 @@ pub enum Trigger {
     Instability,
 }
 
+/// The longest plateau window a policy may give (steps, or epochs).
+const MAX_WINDOW: usize = 1_000_000_000;
+/// The most steps a fork may train each candidate (a pause in training).
+const MAX_FORK_STEPS: usize = 100_000;
+
 /// A growth operator as a policy states it: a fixed width, or a factor of
 /// the current one up to a cap.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -525,6 +530,12 @@ impl Policy {
                     }
                     Trigger::Flops { at: f }
                 }
+                "plateau" | "val-plateau" if r.window.is_some_and(|w| w > MAX_WINDOW) => {
+                    return Err(at(format!(
+                        "window = {}: at most {MAX_WINDOW} (more than any run's steps or epochs)",
+                        r.window.unwrap_or_default()
+                    )));
+                }
                 "plateau" => Trigger::Plateau {
                     window: need(r.window.map(|w| w as f64), "window = STEPS")? as usize,
                     threshold: need(r.threshold, "threshold = RELATIVE_IMPROVEMENT")?,
@@ -550,6 +561,12 @@ impl Policy {
                     }
                     if f.fork.is_empty() || f.steps == 0 {
                         return Err(at("a fork needs candidates and steps > 0".into()));
+                    }
+                    if f.steps > MAX_FORK_STEPS {
+                        return Err(at(format!(
+                            "a fork of steps = {}: each candidate trains at most {MAX_FORK_STEPS} steps",
+                            f.steps
+                        )));
                     }
                     Action::Fork { candidates: f.fork, steps: f.steps }
                 }
