@@ -908,11 +908,18 @@ impl<'a> Loop<'a> {
         // otherwise never acts, silently).
         if rank == 0 {
             for (k, rule) in policy.rules.iter().enumerate() {
-                let templates: Vec<&Template> = match &rule.action {
+                let mut templates: Vec<&Template> = match &rule.action {
                     Action::Grow(t) => vec![t],
                     Action::Fork { candidates, .. } => candidates.iter().collect(),
                     _ => Vec::new(),
                 };
+                // A composition's operators each (one misspelt among them
+                // would otherwise be dropped silently).
+                while let Some(i) = templates.iter().position(|t| matches!(t, Template::Compose { .. })) {
+                    if let Template::Compose { ops } = templates.remove(i) {
+                        templates.splice(i..i, ops.iter());
+                    }
+                }
                 for t in templates {
                     if t.resolve(&trainer, 0).is_none() {
                         let action = serde_json::to_string(t).unwrap_or_else(|_| format!("{t:?}"));
