@@ -721,8 +721,16 @@ func.func @f(%q: tensor<2x16x8xf32>, %v: tensor<2x16x8xf16>) {
 // -----
 
 func.func @f(%q: tensor<2x16x8xf32>) {
-  // expected-error @+1 {{'hl.attention' op scale must be positive}}
+  // expected-error @+1 {{'hl.attention' op scale must be positive and finite in f32}}
   %0 = hl.attention %q, %q, %q scale = 0.0 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{'hl.attention' op scale must be positive and finite in f32}}
+  %0 = hl.attention %q, %q, %q scale = 1.0e+300 : tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>
   return
 }
 
@@ -1085,10 +1093,11 @@ func.func @f(%dy: tensor<4x5xf32>) {
 
 // -----
 
-// A normalisation's epsilon is a finite number of at least 0: NaN, an
-// infinity or a negative one would make every output NaN.
+// A normalisation's epsilon is a number of at least 0, finite in f32: NaN,
+// an infinity or a negative one would make every output NaN, and one past
+// f32's range infinite where the kernels add it.
 func.func @f(%a: tensor<4x5xf32>) {
-  // expected-error @+1 {{'hl.layer_norm' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a finite number of at least 0}}
+  // expected-error @+1 {{'hl.layer_norm' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a number of at least 0, finite in f32}}
   %0 = hl.layer_norm %a dims = 1 eps = 0x7FF8000000000000 : tensor<4x5xf32>
   return
 }
@@ -1096,7 +1105,7 @@ func.func @f(%a: tensor<4x5xf32>) {
 // -----
 
 func.func @f(%a: tensor<4x5xf32>) {
-  // expected-error @+1 {{'hl.rms_norm' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a finite number of at least 0}}
+  // expected-error @+1 {{'hl.rms_norm' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a number of at least 0, finite in f32}}
   %0 = hl.rms_norm %a dims = 1 eps = -1.0e-06 : tensor<4x5xf32>
   return
 }
@@ -1104,8 +1113,16 @@ func.func @f(%a: tensor<4x5xf32>) {
 // -----
 
 func.func @f(%dy: tensor<4x5xf32>, %x: tensor<4x5xf32>) {
-  // expected-error @+1 {{'hl.norm_backward' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a finite number of at least 0}}
+  // expected-error @+1 {{'hl.norm_backward' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a number of at least 0, finite in f32}}
   %0 = hl.norm_backward %dy, %x dims = 1 eps = 0x7FF0000000000000 : tensor<4x5xf32> -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x5xf32>) {
+  // expected-error @+1 {{'hl.layer_norm' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute a number of at least 0, finite in f32}}
+  %0 = hl.layer_norm %a dims = 1 eps = 1.0e+300 : tensor<4x5xf32>
   return
 }
 

@@ -535,8 +535,10 @@ static LogicalResult inferAttention(std::optional<Location> loc, StringRef name,
   if (k.getDimSize(rank - 2) != v.getDimSize(rank - 2))
     return inferError(loc, name) << "key " << k << " and value " << v
                                  << " must have the same sequence length";
-  if (scale && !(scale->convertToDouble() > 0.0))
-    return inferError(loc, name) << "scale must be positive";
+  // Positive, and finite in f32, where the kernels multiply by it.
+  if (scale && !(scale->convertToDouble() > 0.0 &&
+                 scale->convertToDouble() <= 3.4028234663852886e38))
+    return inferError(loc, name) << "scale must be positive and finite in f32";
   SmallVector<int64_t> shape(q.getShape());
   shape.back() = v.getDimSize(rank - 1);
   inferred.push_back(RankedTensorType::get(shape, q.getElementType()));

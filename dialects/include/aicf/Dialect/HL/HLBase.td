@@ -44,12 +44,14 @@ class HL_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 // Enums
 //===----------------------------------------------------------------------===//
 
-// A normalisation's epsilon: a finite number of at least 0 (NaN or an
-// infinity would make every output NaN, found only after training).
+// A normalisation's epsilon: a number of at least 0 that is finite in f32,
+// where the kernels add it (NaN or an infinity would make every output NaN
+// or constant, found only after training).
 def HL_Epsilon : ConfinedAttr<F64Attr, [AttrConstraint<CPred<
     "::llvm::cast<::mlir::FloatAttr>($_self).getValue().isFinite() && "
-    "::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() >= 0.0">,
-    "a finite number of at least 0">]>;
+    "::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() >= 0.0 && "
+    "::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() <= 3.4028234663852886e38">,
+    "a number of at least 0, finite in f32">]>;
 
 def HL_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
     I32EnumAttrCase<"Zeros", 0, "zeros">,
