@@ -123,3 +123,11 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 10\naction = { fork = [ { op = "widen", layer = "fc1", width = 160 } ], steps = 9223372036854775807 }\n' > %t/fork.toml
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/fork.toml --out %t/e 2>&1 | FileCheck %s --check-prefix=FORK
 // FORK: fork.toml: rule 0 {{.*}}: a fork of steps = 9223372036854775807: each candidate trains at most 100000 steps
+// An optimizer or schedule setting the chosen one does not take is an
+// error, not ignored.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --momentum 0.9 --out %t/e 2>&1 | FileCheck %s --check-prefix=ADAMMOMENTUM
+// ADAMMOMENTUM: aicf: error: --momentum 0.9 is SGD's; Adam's and AdamW's moments are set by --betas
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --betas 0.5,0.5 -o %t/c.aicf 2>&1 | FileCheck %s --check-prefix=SGDBETAS
+// SGDBETAS: aicf: error: --betas are Adam's and AdamW's; SGD's is --momentum
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --min-lr-factor 0.5 --out %t/e 2>&1 | FileCheck %s --check-prefix=MINLR
+// MINLR: aicf: error: --min-lr-factor is the cosine and wsd schedules': add --lr-schedule cosine or wsd

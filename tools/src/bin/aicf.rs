@@ -555,6 +555,12 @@ fn main() {
                 );
                 std::process::exit(1);
             }
+            if matches!(lr_schedule, Schedule::Constant) && min_lr_factor != 0.1 {
+                eprintln!(
+                    "aicf: error: --min-lr-factor is the cosine and wsd schedules': add --lr-schedule cosine or wsd"
+                );
+                std::process::exit(1);
+            }
             if matches!(lr_schedule, Schedule::Constant) && warmup_steps > 0 {
                 eprintln!(
                     "aicf: error: --warmup-steps is the cosine and wsd schedules': add --lr-schedule cosine or wsd"
@@ -783,10 +789,23 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
     }
 }
 
+/// Refuses an optimizer setting that the chosen optimizer does not take
+/// (it would be ignored, silently).
+fn check_optimizer_flags(c: &ModelArgs) -> Result<()> {
+    match c.optimizer {
+        Optimizer::Adam | Optimizer::Adamw if c.momentum != 0.0 => {
+            Err(format!("--momentum {} is SGD's; Adam's and AdamW's moments are set by --betas", c.momentum))
+        }
+        Optimizer::Sgd if c.betas != (0.9, 0.999) => Err("--betas are Adam's and AdamW's; SGD's is --momentum".into()),
+        _ => Ok(()),
+    }
+}
+
 fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Options> {
     if d.allow_tf32 && !d.device().is_cuda() {
         return Err("--allow-tf32 is for CUDA devices: on the CPU f32 GEMMs compute in f32".into());
     }
+    check_optimizer_flags(c)?;
     Ok(Options {
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
@@ -939,6 +958,7 @@ fn run_compile(
         return Err(format!("{name}: the file is empty; a model is an hl module with func.func @loss (and @forward)"));
     }
     let fused = c.attention_backward.fused().unwrap_or(matches!(target, Target::Cuda));
+    check_optimizer_flags(c)?;
     let options = TrainOptions { fused_attention_backward: fused, ..train_options(c) };
     if let Some(out) = &output
         && same_file(&c.model, out)
