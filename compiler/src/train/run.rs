@@ -1459,7 +1459,8 @@ impl<'a> Loop<'a> {
                     }
                     Outcome::RolledBack(_, to) => {
                         self.record_decisions();
-                        self.update_version(run.checkpoint_dir.as_deref());
+                        // model.mlir names the model rolled back to.
+                        self.after_rewrite(run)?;
                         self.report_decisions(bar.as_ref(), report);
                         (epoch, start_batch, self.rng) = (to.epoch, to.batch, to.rng);
                         continue 'epochs;

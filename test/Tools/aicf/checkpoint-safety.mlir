@@ -49,6 +49,12 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/rewrites.toml --seed 7 --out %t/rw2 2>&1 | FileCheck %s --check-prefix=REWRITES
 // REWRITES: aicf: error: {{.*}}rewrites: the policy's checkpoint_dir holds another run's pre-rewrite checkpoints (before-rewrite-1.safetensors)
 // RUN: sha256sum -c %t/sum4
+// After a rollback, the checkpoint directory's model.mlir is the model
+// rolled back to (it named the grown one).
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "widen", layer = "fc1", width = 160 }\n[[rule]]\nwhen = "steps"\nat = 3\naction = "rollback"\n' > %t/rollback.toml
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --adapt %t/rollback.toml --checkpoint-dir %t/rb --out %t/rbrun > /dev/null
+// RUN: FileCheck %s --check-prefix=ROLLEDBACK < %t/rb/model.mlir
+// ROLLEDBACK: hl.param @fc1.weight : tensor<128x64xf32>
 // RUN: sha256sum -c %t/sum3
 // RUN: printf '[[rule]]\nwhen = "plateau"\nwindow = 5\nthreshold = 0.01\naction = { op = "widen", layer = "fc1", factor = 0.0 }\n' > %t/factor0.toml
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/factor0.toml --out %t/run9 2>&1 | FileCheck %s --check-prefix=FACTOR
