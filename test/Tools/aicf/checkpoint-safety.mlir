@@ -149,3 +149,9 @@
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 1 --trace %t --out %t/bench 2>&1 | FileCheck %s --check-prefix=TRACEDIR
 // TRACEDIR: aicf: error: --trace {{.*}}: is a directory, not a file
 // RUN: test ! -e %t/bench
+
+// A rollback rule on a step trigger goes back to the last epoch's end (it
+// did nothing: only an instability rule kept that state).
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 7\naction = "rollback"\n' > %t/rollback-steps.toml
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --adapt %t/rollback-steps.toml --out %t/rbsteps --no-progress | FileCheck %s --check-prefix=ROLLSTEP
+// ROLLSTEP: step 7 (epoch 2): roll back on step 7 reached -> accepted {{.*}}back to the state of step 5 (end of epoch 1)

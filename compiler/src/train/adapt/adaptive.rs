@@ -581,7 +581,10 @@ impl Adaptive {
                 changed = Some(d);
             }
         }
-        if self.kept.is_none() && self.instability_rule().is_some() {
+        // The last epoch's end is what an instability, or any rule that
+        // rolls back, goes back to (one on a step or plateau trigger too).
+        let rolls_back = self.policy.rules.iter().any(|r| matches!(r.action, Action::Rollback { .. }));
+        if self.kept.is_none() && (self.instability_rule().is_some() || rolls_back) {
             self.last_good = Some(Kept {
                 trainer: None,
                 op: None,
