@@ -473,7 +473,7 @@ fn policy_files_parse_and_errors_name_the_rule() {
     );
     assert!(
         err("[[rule]]\nwhen = \"plateau\"\naction = \"rollback\"")
-            .contains("rule 0 ([[rule]] number 1): when = \"plateau\" needs window")
+            .contains("policy rule 1: when = \"plateau\" needs window")
     );
     assert!(
         err("[[rule]]\nwhen = \"epoch\"\naction = { op = \"widen\", layr = \"fc1\" }").contains("unknown field `layr`")
@@ -482,7 +482,7 @@ fn policy_files_parse_and_errors_name_the_rule() {
     assert!(err("spike_factor = 0.5").contains("spike_factor"));
     // Another trigger's key would be ignored: it is an error naming both.
     let e = err("[[rule]]\nwhen = \"epoch\"\nat = 5\naction = \"rollback\"");
-    assert!(e.contains("rule 0 ([[rule]] number 1): when = \"epoch\" takes every, not at"), "{e}");
+    assert!(e.contains("policy rule 1: when = \"epoch\" takes every, not at"), "{e}");
     let e = err("[[rule]]\nwhen = \"instability\"\nwindow = 5\naction = \"rollback\"");
     assert!(e.contains("when = \"instability\" takes no trigger keys, not window"), "{e}");
     assert!(err("[[rule]]\nwhen = \"epoch\"\nevery = 0\naction = \"rollback\"").contains("count from 1"));

@@ -39,5 +39,5 @@
 // RESUME: resumed from {{.*}}last.safetensors at epoch 3 (step 135)
 // RESUME: epoch   4/4
 
-// BAD: rule 0 ({{\[\[rule\]\]}} number 1): unknown trigger when = "sometimes" (epoch, steps, flops, plateau, val-plateau, instability)
+// BAD: policy rule 1: unknown trigger when = "sometimes" (epoch, steps, flops, plateau, val-plateau, instability)
 // MISSING: missing.toml: No such file or directory

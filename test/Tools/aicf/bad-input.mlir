@@ -101,7 +101,7 @@
 // DEVICE: aicf: error: /dev/zero: not a regular file (a device, pipe or socket); the data is read from a file
 // RUN: printf '[[rule]]\nwhen = "sometimes"\nwindow = 3\naction = "rollback"\n' > %t/trigger.toml
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/trigger.toml --out %t/trig 2>&1 | FileCheck %s --check-prefix=TRIGGER
-// TRIGGER: trigger.toml: rule 0 {{.*}}: unknown trigger when = "sometimes" (epoch, steps, flops, plateau, val-plateau, instability)
+// TRIGGER: trigger.toml: policy rule 1: unknown trigger when = "sometimes" (epoch, steps, flops, plateau, val-plateau, instability)
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 0 --out %t/zero | FileCheck %s --check-prefix=ZEROEPOCHS
 // ZEROEPOCHS-NOT: final held-out
 // ZEROEPOCHS: no epoch trained, so no held-out figures and no metrics or plot written
@@ -119,10 +119,10 @@
 // EPOCHS: aicf: error: 18446744073709551615 epochs: at most 1000000000
 // RUN: printf '[[rule]]\nwhen = "plateau"\nwindow = 9223372036854775807\nthreshold = 0.1\naction = "rollback"\n' > %t/window.toml
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/window.toml --out %t/e 2>&1 | FileCheck %s --check-prefix=WINDOW
-// WINDOW: window.toml: rule 0 {{.*}}: window = 9223372036854775807: at most 1000000000
+// WINDOW: window.toml: policy rule 1: window = 9223372036854775807: at most 1000000000
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 10\naction = { fork = [ { op = "widen", layer = "fc1", width = 160 } ], steps = 9223372036854775807 }\n' > %t/fork.toml
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/fork.toml --out %t/e 2>&1 | FileCheck %s --check-prefix=FORK
-// FORK: fork.toml: rule 0 {{.*}}: a fork of steps = 9223372036854775807: each candidate trains at most 100000 steps
+// FORK: fork.toml: policy rule 1: a fork of steps = 9223372036854775807: each candidate trains at most 100000 steps
 // An optimizer or schedule setting the chosen one does not take is an
 // error, not ignored.
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --momentum 0.9 --out %t/e 2>&1 | FileCheck %s --check-prefix=ADAMMOMENTUM

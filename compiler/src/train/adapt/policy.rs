@@ -141,6 +141,15 @@ impl Template {
                 Err(format!("factor = {f}: a widening multiplies the width by more than 1"))
             }
             Template::Widen { width: Some(0), .. } | Template::WidenResidual { width: Some(0), .. } => zero("width"),
+            Template::Widen { width: Some(_), factor: Some(_), .. }
+            | Template::WidenResidual { width: Some(_), factor: Some(_), .. } => {
+                Err("width and factor both: give one (a width, or a factor of the current one)".into())
+            }
+            Template::Widen { mask: None, mask_delay: 1.., .. }
+            | Template::Heads { mask: None, mask_delay: 1.., .. }
+            | Template::AddBlock { mask: None, mask_delay: 1.., .. } => {
+                Err("mask_delay delays a mask's ramp: give mask = STEPS too".into())
+            }
             Template::Widen { max_width: Some(0), .. } | Template::WidenResidual { max_width: Some(0), .. } => {
                 zero("max_width")
             }
@@ -481,7 +490,8 @@ impl Policy {
         let d = Policy::default();
         let mut rules = Vec::new();
         for (i, r) in raw.rule.iter().enumerate() {
-            let at = |m: String| format!("rule {} ([[rule]] number {}): {m}", i, i + 1);
+            // Counted from 1, as the notes and decisions count rules.
+            let at = |m: String| format!("policy rule {}: {m}", i + 1);
             let need = |v: Option<f64>, name: &str| v.ok_or_else(|| at(format!("when = \"{}\" needs {name}", r.when)));
             // Each trigger takes its own keys; another trigger's key would be
             // silently ignored, so it is an error.
