@@ -265,21 +265,8 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     if let LrSchedule::Wsd { decay_steps: Some(0), .. } = run.lr_schedule {
         return bad("the wsd schedule's decay takes at least 1 step".into());
     }
-    if !options.momentum.is_finite() || !(0.0..1.0).contains(&options.momentum) {
-        return bad(format!("the momentum {} is not in [0, 1)", options.momentum));
-    }
-    if !options.weight_decay.is_finite() || options.weight_decay < 0.0 {
-        return bad(format!("the weight decay {} is not a number of at least 0", options.weight_decay));
-    }
-    let (b1, b2) = options.betas;
-    if !(0.0..1.0).contains(&b1) || !(0.0..1.0).contains(&b2) {
-        return bad(format!("the betas {b1}, {b2} are not both in [0, 1)"));
-    }
-    if let Some(c) = options.clip_norm
-        && !(c.is_finite() && c > 0.0)
-    {
-        return bad(format!("the gradient clipping norm {c} is not a positive number"));
-    }
+    check_optimizer_settings(options.momentum, options.weight_decay, options.betas, options.clip_norm)
+        .map_err(TrainError::Input)?;
     if run.epochs > MAX_EPOCHS {
         return bad(format!("{} epochs: at most {MAX_EPOCHS} (--flops-budget ends a run by its compute)", run.epochs));
     }
@@ -288,6 +275,32 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     }
     if run.profile.is_some() && run.profile_steps == 0 {
         return bad("a profile of 0 steps".into());
+    }
+    Ok(())
+}
+
+/// The optimizer's settings in range (the same checks for `aicf train`,
+/// `bench` and `compile`): momentum in [0, 1), weight decay at least 0,
+/// betas in [0, 1), a clipping norm positive.
+pub fn check_optimizer_settings(
+    momentum: f64,
+    weight_decay: f64,
+    (b1, b2): (f64, f64),
+    clip_norm: Option<f64>,
+) -> std::result::Result<(), String> {
+    if !momentum.is_finite() || !(0.0..1.0).contains(&momentum) {
+        return Err(format!("the momentum {momentum} is not in [0, 1)"));
+    }
+    if !weight_decay.is_finite() || weight_decay < 0.0 {
+        return Err(format!("the weight decay {weight_decay} is not a number of at least 0"));
+    }
+    if !(0.0..1.0).contains(&b1) || !(0.0..1.0).contains(&b2) {
+        return Err(format!("the betas {b1}, {b2} are not both in [0, 1)"));
+    }
+    if let Some(c) = clip_norm
+        && !(c.is_finite() && c > 0.0)
+    {
+        return Err(format!("the gradient clipping norm {c} is not a positive number"));
     }
     Ok(())
 }

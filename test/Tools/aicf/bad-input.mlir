@@ -131,3 +131,5 @@
 // SGDBETAS: aicf: error: --betas are Adam's and AdamW's; SGD's is --momentum
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --min-lr-factor 0.5 --out %t/e 2>&1 | FileCheck %s --check-prefix=MINLR
 // MINLR: aicf: error: --min-lr-factor is the cosine and wsd schedules': add --lr-schedule cosine or wsd
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --clip-norm 0 -o %t/c.aicf 2>&1 | FileCheck %s --check-prefix=COMPILECLIP
+// COMPILECLIP: aicf: error: the gradient clipping norm 0 is not a positive number

@@ -792,6 +792,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
 /// Refuses an optimizer setting that the chosen optimizer does not take
 /// (it would be ignored, silently).
 fn check_optimizer_flags(c: &ModelArgs) -> Result<()> {
+    aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm)?;
     match c.optimizer {
         Optimizer::Adam | Optimizer::Adamw if c.momentum != 0.0 => {
             Err(format!("--momentum {} is SGD's; Adam's and AdamW's moments are set by --betas", c.momentum))
