@@ -115,6 +115,15 @@ impl Loss {
             other => Err(format!("unknown loss '{other}': expected cross_entropy, mse or none")),
         }
     }
+
+    /// The name `--loss` takes.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Loss::CrossEntropy => "cross_entropy",
+            Loss::Mse => "mse",
+            Loss::None => "none",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -293,6 +302,17 @@ pub fn import_model(
     let forward = traced.map_err(|e| fail(format!("tracing @forward: {e}")))?;
     if options.loss != Loss::None {
         let out = forward.outputs.first().cloned().ok_or_else(|| fail("the graph has no outputs".into()))?;
+        // A loss differentiates the output: an integer or boolean one has no
+        // gradient (a comparison, a count, an index).
+        if !out.dtype.is_float() {
+            let name = graph.output.first().map_or("", |o| o.name());
+            return Err(fail(format!(
+                "--loss {} needs a floating-point first output; '{name}' is {} (--loss none imports it to run \
+                 forward only)",
+                options.loss.name(),
+                out.mlir_type()
+            )));
+        }
         let target = match options.loss {
             Loss::CrossEntropy => {
                 if out.shape.len() < 2 {

@@ -47,3 +47,7 @@
 // BATCH: aicf: error: {{.*}}gpt.onnx: input 'input0' dimension 0 is 'batch': give --batch to make it static
 // JUNK: aicf: error: {{.*}}onnx.mlir: not an ONNX model
 // LOSS: error: invalid value 'hinge' for '--loss <LOSS>': unknown loss 'hinge': expected cross_entropy, mse or none
+
+// A loss needs a floating-point output: an integer or boolean one is named.
+// RUN: not aicf import %S/../../onnx/node/test_add_int8/model.onnx --batch 2 --loss mse -o %t-int.mlir 2>&1 | FileCheck %s --check-prefix=INTOUT
+// INTOUT: aicf: error: {{.*}}model.onnx: --loss mse needs a floating-point first output; 'sum' is tensor<3x4x5xi32> (--loss none imports it to run forward only)
