@@ -50,9 +50,18 @@ func.func @dynamic_result(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
 // -----
 
 // Calls must be inlined first: a function body lowers op by op.
-func.func private @g(tensor<2xf32>) -> tensor<2xf32>
+func.func private @g(%a: tensor<2xf32>) -> tensor<2xf32> {
+  return %a : tensor<2xf32>
+}
 func.func @call(%x: tensor<2xf32>) -> tensor<2xf32> {
   // expected-error @+1 {{convert-hl-to-ll: cannot lower 'func.call' inside a function (inline calls first)}}
   %y = func.call @g(%x) : (tensor<2xf32>) -> tensor<2xf32>
   return %y : tensor<2xf32>
 }
+
+// -----
+
+// A function declared without a body is refused (the passes have no body
+// to walk).
+// expected-error @+1 {{convert-hl-to-ll: @h is declared without a body: AICF compiles whole models (define it, or remove the declaration)}}
+func.func private @h(tensor<2xf32>) -> tensor<2xf32>

@@ -16,7 +16,7 @@
 // RUN: aicf-opt %s --inline --aicf-train-pipeline="optimizer=adam precision=bf16" | FileCheck %s --check-prefix=TRAIN
 // fp16's dynamic loss scaling: two states, the scaled loss differentiated,
 // the gradients unscaled and checked, the update kept only where finite.
-// RUN: aicf-opt %s --hl-autocast="dtype=f16" --hl-optimizer="kind=sgd loss-scale=65536" | FileCheck %s --check-prefix=SCALE
+// RUN: aicf-opt %s --inline --hl-autocast="dtype=f16" --hl-optimizer="kind=sgd loss-scale=65536" | FileCheck %s --check-prefix=SCALE
 
 hl.param @body.weight : tensor<16x8xf32> owner "body" init <kaiming_uniform, gain = 1.0>
 hl.param @norm.weight : tensor<16xf32> owner "norm" init <ones>

@@ -47,7 +47,7 @@
 
 // NOFN: error: hl-autodiff: no function @train to differentiate
 // VECTOR: vector.mlir:2:3: error: hl-autodiff: the loss must be a floating-point scalar, got tensor<4xf32>
-// NORULE: norule.mlir:8:8: error: hl-autodiff: no gradient rule for 'func.call' yet
+// NORULE: norule.mlir:8:8: error: hl-autodiff: cannot differentiate through 'func.call' (to @square): inline it first
 
 //--- mlp.mlir
 hl.param @fc1.weight : tensor<128x64xf32> owner "fc1" init <kaiming_uniform>

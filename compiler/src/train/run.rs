@@ -377,11 +377,10 @@ fn claim_rewrites_dir(dir: &Path, resuming: bool) -> Result<std::fs::File> {
         other => other,
     })?;
     let held = std::fs::read_dir(dir).ok().and_then(|entries| {
-        entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).find(|n| {
-            n.strip_prefix("before-rewrite-")
-                .and_then(|r| r.strip_suffix(".safetensors"))
-                .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
-        })
+        entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| numbered(n, "before-rewrite-", ".safetensors"))
     });
     if let (Some(name), false) = (held, resuming) {
         return Err(TrainError::Io {
@@ -417,6 +416,13 @@ fn claim_run_dir(dir: &Path) -> Result<std::fs::File> {
     }
 }
 
+/// Whether file name `name` is `<prefix><k><suffix>` for a number `k`.
+fn numbered(name: &str, prefix: &str, suffix: &str) -> bool {
+    name.strip_prefix(prefix)
+        .and_then(|r| r.strip_suffix(suffix))
+        .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The checkpoint a run left in `dir`, if any: `last.safetensors`, or else
 /// a model version's `v<k>.safetensors` (the first by name).
 fn held_checkpoint(dir: &Path) -> Option<PathBuf> {
@@ -427,13 +433,7 @@ fn held_checkpoint(dir: &Path) -> Option<PathBuf> {
     let mut versions: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.strip_prefix('v')
-                    .and_then(|r| r.strip_suffix(".safetensors"))
-                    .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
-            })
-        })
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| numbered(n, "v", ".safetensors")))
         .collect();
     versions.sort();
     versions.into_iter().next()
