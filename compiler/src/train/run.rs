@@ -1349,6 +1349,26 @@ impl<'a> Loop<'a> {
                 ));
             }
         }
+        // A policy that cannot act in this run says so before it starts: no
+        // rules, or a rule set for a step past the run's last.
+        if run.adapt.is_some() && writes {
+            let rules = &self.adaptive.policy().rules;
+            if rules.is_empty() {
+                report.note("the policy has no rules: the run trains as without --adapt");
+            }
+            let step = self.adaptive.trainer().steps();
+            let last = schedule_steps(run, (steps_per_epoch, step), self.budget_steps_left(run, global));
+            for (k, rule) in rules.iter().enumerate() {
+                if let Trigger::Steps { at } = rule.trigger
+                    && at > last
+                {
+                    report.note(&format!(
+                        "policy rule {} fires at step {at}, after this run's last step ({last}): it never acts",
+                        k + 1
+                    ));
+                }
+            }
+        }
         let metrics = run.out.join("metrics.jsonl");
         // A resumed run keeps the records of the epochs it continues from.
         self.records = if run.resume { report::read_metrics(&metrics, self.first_epoch) } else { Vec::new() };

@@ -133,3 +133,10 @@
 // MINLR: aicf: error: --min-lr-factor is the cosine and wsd schedules': add --lr-schedule cosine or wsd
 // RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --clip-norm 0 -o %t/c.aicf 2>&1 | FileCheck %s --check-prefix=COMPILECLIP
 // COMPILECLIP: aicf: error: the gradient clipping norm 0 is not a positive number
+// A policy that cannot act in the run says so before training.
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 1000\naction = { op = "widen", layer = "fc1", width = 160 }\n' > %t/late.toml
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --adapt %t/late.toml --out %t/late 2>&1 | FileCheck %s --check-prefix=LATE
+// LATE: note: policy rule 1 fires at step 1000, after this run's last step (6): it never acts
+// RUN: touch %t/empty.toml
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/empty.toml --out %t/emptypolicy 2>&1 | FileCheck %s --check-prefix=EMPTYPOLICY
+// EMPTYPOLICY: note: the policy has no rules: the run trains as without --adapt
