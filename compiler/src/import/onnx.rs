@@ -164,6 +164,9 @@ pub struct Imported {
     pub opset: i64,
     /// The graph's inputs as `@forward` takes them.
     pub inputs: Vec<(String, TensorSpec)>,
+    /// Whether an input had a symbolic (or unknown) dimension for
+    /// `--batch` to bind.
+    pub symbolic: bool,
 }
 
 impl Imported {
@@ -265,8 +268,10 @@ pub fn import_model(
     }
     // Graph inputs that are not initializers are the model's inputs.
     let mut inputs = Vec::new();
+    let mut symbolic = false;
     for i in graph.input.iter().filter(|i| !inits.contains_key(i.name())) {
         inputs.push((i.name().to_string(), input_spec(i, options.batch).map_err(fail)?));
+        symbolic |= has_symbolic_dimension(i);
     }
     if inputs.is_empty() {
         return Err(fail("the graph has no inputs".into()));
@@ -366,7 +371,16 @@ pub fn import_model(
         };
         weights.push((st.name.clone(), t.dims.clone(), values.clone()));
     }
-    Ok(Imported { module, weights, sources, opset, inputs })
+    Ok(Imported { module, weights, sources, opset, inputs, symbolic })
+}
+
+/// Whether a graph input's shape has a dimension that is not a known size.
+fn has_symbolic_dimension(i: &proto::ValueInfoProto) -> bool {
+    use proto::tensor_shape_proto::dimension::Value;
+    let Some(proto::type_proto::Value::TensorType(t)) = i.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+        return false;
+    };
+    t.shape.as_ref().is_some_and(|s| s.dim.iter().any(|d| !matches!(d.value, Some(Value::DimValue(v)) if v > 0)))
 }
 
 /// A graph input's static spec: known dimensions as they are, the first

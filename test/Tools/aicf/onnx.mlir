@@ -51,3 +51,6 @@
 // A loss needs a floating-point output: an integer or boolean one is named.
 // RUN: not aicf import %S/../../onnx/node/test_add_int8/model.onnx --batch 2 --loss mse -o %t-int.mlir 2>&1 | FileCheck %s --check-prefix=INTOUT
 // INTOUT: aicf: error: {{.*}}model.onnx: --loss mse needs a floating-point first output; 'sum' is tensor<3x4x5xi32> (--loss none imports it to run forward only)
+// --batch on a model without a symbolic dimension is said to be unused.
+// RUN: aicf import %S/../../onnx/node/test_add_int8/model.onnx --batch 2 --loss none -o %t-static.mlir 2>&1 | FileCheck %s --check-prefix=UNUSED
+// UNUSED: note: --batch 2 is unused: {{.*}}model.onnx's inputs have no symbolic dimension (they keep their sizes)

@@ -872,6 +872,12 @@ fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Resu
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     imported.write(output).map_err(|e| e.to_string())?;
+    if let (Some(b), false) = (batch, imported.symbolic) {
+        eprintln!(
+            "note: --batch {b} is unused: {}'s inputs have no symbolic dimension (they keep their sizes)",
+            model.display()
+        );
+    }
     let values: usize = imported.weights.iter().map(|(_, s, _)| s.iter().product::<usize>()).sum();
     let inputs: Vec<String> = imported.inputs.iter().map(|(n, s)| format!("{n}: {}", s.mlir_type())).collect();
     println!(
