@@ -45,3 +45,8 @@
 
 // MISSING: error: {{.*}}runs.sqlite: run registry: no run 9
 // NODB: error: {{.*}}nothing.sqlite: no run registry there
+// An empty file is no registry, and reading it leaves it empty.
+// RUN: rm -f %t-empty.sqlite && touch %t-empty.sqlite
+// RUN: not aicf runs list --runs-db %t-empty.sqlite 2>&1 | FileCheck %s --check-prefix=EMPTYDB
+// EMPTYDB: aicf: error: {{.*}}empty.sqlite: an empty file, no run registry yet (aicf train records its runs)
+// RUN: test ! -s %t-empty.sqlite

@@ -1478,6 +1478,11 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     if !path.exists() {
         return Err(format!("{}: no run registry there (aicf train records its runs)", path.display()));
     }
+    // An empty file is no registry yet: reading it must not write one
+    // (opening creates the schema).
+    if path.is_file() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+        return Err(format!("{}: an empty file, no run registry yet (aicf train records its runs)", path.display()));
+    }
     let registry = Runs::open(&path).map_err(|e| e.to_string())?;
     let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     let structure = |f: &aicf_compiler::train::registry::Fingerprint| {
