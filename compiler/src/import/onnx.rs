@@ -270,8 +270,9 @@ pub fn import_model(
     let mut inputs = Vec::new();
     let mut symbolic = false;
     for i in graph.input.iter().filter(|i| !inits.contains_key(i.name())) {
-        inputs.push((i.name().to_string(), input_spec(i, options.batch).map_err(fail)?));
-        symbolic |= has_symbolic_dimension(i);
+        let (spec, bound) = input_spec(i, options.batch).map_err(fail)?;
+        inputs.push((i.name().to_string(), spec));
+        symbolic |= bound;
     }
     if inputs.is_empty() {
         return Err(fail("the graph has no inputs".into()));
@@ -374,19 +375,11 @@ pub fn import_model(
     Ok(Imported { module, weights, sources, opset, inputs, symbolic })
 }
 
-/// Whether a graph input's shape has a dimension that is not a known size.
-fn has_symbolic_dimension(i: &proto::ValueInfoProto) -> bool {
-    use proto::tensor_shape_proto::dimension::Value;
-    let Some(proto::type_proto::Value::TensorType(t)) = i.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
-        return false;
-    };
-    t.shape.as_ref().is_some_and(|s| s.dim.iter().any(|d| !matches!(d.value, Some(Value::DimValue(v)) if v > 0)))
-}
-
 /// A graph input's static spec: known dimensions as they are, the first
 /// symbolic or unknown one bound to `batch`; floats as f32, integers as
-/// i32 (token ids, labels), booleans as i1.
-fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<TensorSpec, String> {
+/// i32 (token ids, labels), booleans as i1. With it, whether `batch` bound
+/// a dimension (a symbolic one without `batch` is an error).
+fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<(TensorSpec, bool), String> {
     use proto::tensor_shape_proto::dimension::Value;
     let Some(proto::type_proto::Value::TensorType(t)) = i.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
         return Err(format!("input '{}' is not a tensor", i.name()));
@@ -435,7 +428,7 @@ fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<TensorS
             }
         }
     }
-    Ok(TensorSpec::new(dims, dtype))
+    Ok((TensorSpec::new(dims, dtype), bound))
 }
 
 /// A graph output's declared dimensions (`None` for a symbolic or unknown

@@ -162,10 +162,10 @@ pub(crate) fn too_large(v: mlir_sys::MlirValue) -> bool {
 /// such a module first: AICF compiles whole models, and a pass walking a
 /// function's body (or differentiating `@loss`) has none to walk.
 pub(crate) fn declaration(op: MlirOperation) -> Option<(MlirLocation, String)> {
-    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
-    if unsafe { mlirOperationGetNumRegions(op) } == 0 || body.ptr.is_null() {
+    if unsafe { mlirOperationGetNumRegions(op) } == 0 {
         return None;
     }
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
     crate::ir::ops_of(body).into_iter().find_map(|f| {
         let declared = crate::ir::op_name(f) == "func.func"
             && unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)) }.ptr.is_null();

@@ -41,14 +41,7 @@ pub fn refuse_overwriting_weights(path: &std::path::Path, what: &str) -> std::re
 /// metrics or a checkpoint given there by mistake would be lost. The
 /// error is the reason, without the path.
 pub fn refuse_overwriting_all_but_traces(path: &std::path::Path, what: &str) -> std::result::Result<(), String> {
-    use std::io::Read;
-    if !path.is_file() {
-        return Ok(());
-    }
-    let mut head = [0u8; 20];
-    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
-    let head = &head[..n];
-    if head.starts_with(b"{\"displayTimeUnit\"") || head.starts_with(b"{\"traceEvents\"") {
+    if !path.is_file() || report::is_trace(path) {
         return Ok(());
     }
     Err(format!("{what} would overwrite this file, which holds no trace; give a new file (or remove this one)"))

@@ -143,6 +143,16 @@ fn draw<'a>(svg: &'a mut String, records: &[EpochRecord]) -> std::result::Result
 /// Writes `events` as a trace-event JSON file (the "JSON object format" of
 /// the Trace Event Format: complete events, `ph` "X", microseconds), one
 /// track per stream of each device.
+/// Whether the file at `path` is a trace [`write_trace`] wrote: its JSON
+/// object starts with one of the two keys it writes (in either order, as
+/// `serde_json` keeps them sorted or as inserted).
+pub fn is_trace(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    head[..n].starts_with(b"{\"displayTimeUnit\"") || head[..n].starts_with(b"{\"traceEvents\"")
+}
+
 pub fn write_trace(path: &Path, device: &str, events: &[TraceEvent]) -> Result<()> {
     let mut out = Vec::with_capacity(events.len() + 2);
     out.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": device}}));

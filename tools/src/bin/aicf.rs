@@ -909,7 +909,11 @@ fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
     // into `out`: it replaces an earlier import of them, nothing else.
     let weights = format!("{stem}.weights.safetensors");
     if output.is_file() {
-        let first = std::fs::read_to_string(&output).ok().and_then(|t| t.lines().next().map(str::to_string));
+        use std::io::BufRead;
+        let first = std::fs::File::open(&output)
+            .ok()
+            .and_then(|f| std::io::BufReader::new(f).lines().next())
+            .and_then(|l| l.ok());
         if !first.is_some_and(|l| l.contains(&format!("hl.weights = {{file = \"{weights}\""))) {
             return Err(format!(
                 "{}: importing {} writes its model here, and this file is not an earlier import of it; move it, or \
