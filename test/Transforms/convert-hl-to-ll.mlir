@@ -172,3 +172,25 @@ func.func @attention_pair(%q: tensor<2x5x4xf32> {hl.bind = "input"}, %k: tensor<
   %e:3 = hl.attention_backward %q, %k, %v, %p, %g causal : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<2x5x3xf32>
   return %d#0, %e#0 : tensor<2x5x4xf32>, tensor<2x5x4xf32>
 }
+
+// -----
+
+// Reductions large enough to split (on a target with a split form) get a
+// `partials` scratch: 16384 x 384 over its rows into 43 slices of 384
+// (12 blocks of 32 columns, about 512 blocks in all), a sum of 6.3 M
+// values into 256 slices. A small one, and a max of everything, get none.
+// CHECK-LABEL: func.func @split_reductions
+// CHECK: %[[P:.*]] = memref.alloc() : memref<16512xf32>
+// CHECK: ll.reduce sum %arg0 dims = [0] into %{{.*}} partials(%[[P]]) : memref<16384x384xf32> -> memref<384xf32> partials memref<16512xf32>
+// CHECK: %[[Q:.*]] = memref.alloc() : memref<256xf32>
+// CHECK: ll.reduce mean %arg1 dims = [0, 1, 2, 3] into %{{.*}} partials(%[[Q]]) : memref<8x12x1024x64xbf16> -> memref<bf16> partials memref<256xf32>
+// CHECK: ll.reduce sum %arg2 dims = [0] into %{{.*}} : memref<255x384xf32> -> memref<384xf32>
+// CHECK-NOT: partials
+// CHECK: ll.reduce max %arg1 dims = [0, 1, 2, 3] into %{{.*}} : memref<8x12x1024x64xbf16> -> memref<bf16>
+func.func @split_reductions(%x: tensor<16384x384xf32> {hl.bind = "input"}, %y: tensor<8x12x1024x64xbf16> {hl.bind = "input"}, %z: tensor<255x384xf32> {hl.bind = "input"}) -> (tensor<384xf32> {hl.bind = "result 0"}, tensor<bf16> {hl.bind = "result 1"}, tensor<384xf32> {hl.bind = "result 2"}, tensor<bf16> {hl.bind = "result 3"}) {
+  %a = hl.reduce_sum %x axes = [0] : tensor<16384x384xf32>
+  %b = hl.reduce_mean %y axes = [0, 1, 2, 3] : tensor<8x12x1024x64xbf16>
+  %c = hl.reduce_sum %z axes = [0] : tensor<255x384xf32>
+  %d = hl.reduce_max %y axes = [0, 1, 2, 3] : tensor<8x12x1024x64xbf16>
+  return %a, %b, %c, %d : tensor<384xf32>, tensor<bf16>, tensor<384xf32>, tensor<bf16>
+}

@@ -634,10 +634,7 @@ impl Generator {
             }
             "ll.gemm" => self.target.clone().gemm(self, op, &specs)?,
             "ll.softmax_cross_entropy" => self.softmax_cross_entropy(op, &specs)?,
-            "ll.reduce" => {
-                let (work, cost) = self.reduce(op, &specs)?;
-                vec![(self.last(), work, cost, all, vec![])]
-            }
+            "ll.reduce" => self.reduce(op, &specs)?,
             "ll.transpose" => self.transpose(op, &specs),
             "ll.softmax" => self.softmax(op, &specs, false),
             "ll.softmax_backward" => self.softmax(op, &specs, true),

@@ -625,6 +625,23 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[300, 45], 40), f32s(&[2, 35, 33], 41)],
         ),
         (
+            // Reductions large enough to run split where a target has a
+            // split form (the GPU: `ll.reduce`'s `partials`, two slices
+            // here, the last one shorter): a sum and mean over 513 rows, a
+            // max over 3 x 171, and a sum and mean of 16400 elements.
+            "reduce_split",
+            "func.func @f(%x: tensor<513x45xf32>, %y: tensor<3x171x33xf32>, %z: tensor<16400xf32>) -> (tensor<45xf32>, tensor<1x45xf32>, tensor<33xf32>, tensor<f32>, tensor<f32>) {\n  %s = hl.reduce_sum %x axes = [0] : tensor<513x45xf32>\n  %m = hl.reduce_mean %x axes = [0] keepdim : tensor<513x45xf32>\n  %x2 = hl.reduce_max %y axes = [0, 1] : tensor<3x171x33xf32>\n  %w = hl.reduce_sum %z axes = [0] : tensor<16400xf32>\n  %v = hl.reduce_mean %z axes = [0] : tensor<16400xf32>\n  return %s, %m, %x2, %w, %v : tensor<45xf32>, tensor<1x45xf32>, tensor<33xf32>, tensor<f32>, tensor<f32>\n}".into(),
+            vec![f32s(&[513, 45], 42), f32s(&[3, 171, 33], 43), f32s(&[16400], 44)],
+        ),
+        (
+            // A norm's gradient over enough rows that the GPU's warps take
+            // two rows each (4099: the last warp one), summing dw and db
+            // over them before adding atomically.
+            "norm_backward_rows",
+            "func.func @f(%g: tensor<4099x4xf32>, %x: tensor<4099x4xf32>, %w: tensor<4xf32>) -> (tensor<4099x4xf32>, tensor<4xf32>, tensor<4xf32>) {\n  %dx, %dw, %db = hl.norm_backward %g, %x weight(%w) dims = 1 eps = 1.0e-05 bias : tensor<4099x4xf32> weight tensor<4xf32> -> tensor<4099x4xf32> grad_weight tensor<4xf32> grad_bias tensor<4xf32>\n  return %dx, %dw, %db : tensor<4099x4xf32>, tensor<4xf32>, tensor<4xf32>\n}".into(),
+            vec![f32s(&[4099, 4], 45), f32s(&[4099, 4], 46), f32s(&[4], 47)],
+        ),
+        (
             "dropout",
             "func.func @f(%x: tensor<5x7xf32>, %s: tensor<i64>, %o: tensor<i64>) -> tensor<5x7xf32> {\n  %y = hl.dropout %x, %s, %o p = 0.3 stream = 5 : tensor<5x7xf32>\n  return %y : tensor<5x7xf32>\n}".into(),
             vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64)],

@@ -484,3 +484,19 @@ func.func @f(%q: memref<2x16x8xf32>, %s: memref<64xf32>, %lse: memref<32xf32>) {
   ll.attention_backward %q, %q, %q, %q, %q into %q, %q, %q rows(%s) lse(%lse : memref<32xf32>) scale = 0.5 : memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32> -> memref<2x16x8xf32>, memref<2x16x8xf32>, memref<2x16x8xf32> rows memref<64xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: memref<512x4xf32>, %o: memref<4xf32>, %p: memref<6xf32>) {
+  // expected-error @+1 {{'ll.reduce' op partials buffer 'memref<6xf32>' must hold S >= 2 slices of 4 values of 'f32'}}
+  ll.reduce sum %x dims = [0] into %o partials(%p) : memref<512x4xf32> -> memref<4xf32> partials memref<6xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<512x4xbf16>, %o: memref<4xbf16>, %p: memref<8xbf16>) {
+  // expected-error @+1 {{'ll.reduce' op operand #2 must be}}
+  ll.reduce sum %x dims = [0] into %o partials(%p) : memref<512x4xbf16> -> memref<4xbf16> partials memref<8xbf16>
+  return
+}

@@ -41,6 +41,9 @@ func.func @mlp_step(%x: memref<32x64xf32>, %w1: memref<128x64xf32>, %b1: memref<
   ll.gemm %dlogits, %w2 mask(%h) into %dh : memref<32x10xf32>, memref<10x128xf32> mask memref<32x128xf32> -> memref<32x128xf32>
   // CHECK: ll.reduce sum %{{.*}} dims = [0] into %{{.*}} : memref<32x10xf32> -> memref<10xf32>
   ll.reduce sum %dlogits dims = [0] into %db2 : memref<32x10xf32> -> memref<10xf32>
+  // CHECK: ll.reduce sum %{{.*}} dims = [0] into %{{.*}} partials(%{{.*}}) : memref<32x10xf32> -> memref<10xf32> partials memref<40xf32>
+  %parts = memref.alloc() : memref<40xf32>
+  ll.reduce sum %dlogits dims = [0] into %db2 partials(%parts) : memref<32x10xf32> -> memref<10xf32> partials memref<40xf32>
   // CHECK: ll.reduce max %{{.*}} dims = [0, 1] into %{{.*}} : memref<32x10xf32> -> memref<f32>
   ll.reduce max %dlogits dims = [0, 1] into %loss : memref<32x10xf32> -> memref<f32>
   ll.gemm %dlogits, %w2 into %dh : memref<32x10xf32>, memref<10x128xf32> -> memref<32x128xf32>

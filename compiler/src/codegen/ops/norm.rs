@@ -171,39 +171,86 @@ impl Generator {
         kernels
     }
 
-    /// dx per row, a warp per row; each row adds its terms of dw and db
-    /// atomically, after a kernel that zeroes them: the GPU's form.
+    /// dx per row, a warp per group of [`norm_row_group`] rows; each lane
+    /// sums its columns' terms of dw and db over the group's rows in its own
+    /// memory, then adds them atomically once per group, after a kernel that
+    /// zeroes dw and db: the GPU's form. (An atomic add per row and column
+    /// took 0.2 ms for a 16384 x 384 norm on an H200: 16384 adds to each
+    /// address, one after another.)
     pub(crate) fn norm_backward_atomic(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let g = NormGradient::of(op, specs);
         let (t, f) = (g.t, g.t.mlir());
+        let sums: Vec<usize> = [g.dw, g.db].into_iter().flatten().collect();
         let mut kernels = Vec::new();
-        if g.dw.is_some() || g.db.is_some() {
+        if !sums.is_empty() {
             let mut k = Kernel::new();
             let zero = k.float(0.0, t);
             let j = k.open("%begin", "%end");
-            for p in [g.dw, g.db].into_iter().flatten() {
+            for &p in &sums {
                 k.store(&zero, &format!("%b{p}"), &j, &g.tys[p]);
             }
             k.close();
             kernels.extend(self.one(k, specs, g.n, 1));
         }
+        let group = norm_row_group(g.rows);
         let mut k = self.target.row_kernel();
         let zero = k.float(0.0, t);
         let nc = k.index(g.n);
         let count = k.float(g.n as f64, t);
-        let r = k.open("%begin", "%end");
-        let tys = g.tys.clone();
+        // A lane's columns are lane, lane + 32, ...: column j in slot j / 32.
+        let slots = g.n.div_ceil(32).max(1);
+        let local_ty = format!("memref<{slots}x{f}>");
+        let locals: Vec<(usize, String)> =
+            sums.iter().map(|&p| (p, k.val(&format!("memref.alloca() : {local_ty}")))).collect();
+        let width = k.index(32);
+        let item = k.open("%begin", "%end");
+        if !locals.is_empty() {
+            let sc = k.index(slots);
+            let i = k.open("%c0", &sc);
+            for (_, l) in &locals {
+                k.store(&zero, l, &i, &local_ty);
+            }
+            k.close();
+        }
+        let (gc, rc) = (k.index(group), k.index(g.rows));
+        let lo = k.mul(&item, &gc);
+        let end = k.add(&lo, &gc);
+        let hi = k.val(&format!("arith.minui {end}, {rc} : index"));
+        let r = k.open(&lo, &hi);
         g.row(&mut k, &r, &nc, &zero, &count, &|k: &mut Kernel, p: usize, j: &str, v: &str| {
-            // A 16-bit gradient is added in its own type (rounded first).
-            let (v, f) = match narrow_element(&tys[p]) {
-                Some(n) => (k.val(&format!("arith.truncf {v} : {f} to {}", n.mlir())), n.mlir()),
-                None => (v.to_string(), f),
-            };
-            k.val(&format!("memref.atomic_rmw addf {v}, %b{p}[{j}] : ({f}, {}) -> {f}", tys[p]));
+            if let Some((_, l)) = locals.iter().find(|(q, _)| *q == p) {
+                let slot = k.val(&format!("arith.divui {j}, {width} : index"));
+                let cur = k.load(l, &slot, &local_ty);
+                let s = k.fop("addf", &cur, v, t);
+                k.store(&s, l, &slot, &local_ty);
+            }
         });
-        kernels.extend(self.one(k, specs, g.rows, g.n * 20));
+        if !locals.is_empty() {
+            let j = k.open_cols(&nc);
+            let slot = k.val(&format!("arith.divui {j}, {width} : index"));
+            for (p, l) in &locals {
+                let v = k.load(l, &slot, &local_ty);
+                // A 16-bit gradient is added in its own type (rounded first).
+                let (v, f) = match narrow_element(&g.tys[*p]) {
+                    Some(n) => (k.val(&format!("arith.truncf {v} : {f} to {}", n.mlir())), n.mlir()),
+                    None => (v, f),
+                };
+                k.val(&format!("memref.atomic_rmw addf {v}, %b{p}[{j}] : ({f}, {}) -> {f}", g.tys[*p]));
+            }
+            k.close();
+        }
+        k.close();
+        kernels.extend(self.one(k, specs, g.rows.div_ceil(group), group * g.n * 20));
         kernels
     }
+}
+
+/// Rows a warp of the GPU's norm gradient takes (see
+/// [`Generator::norm_backward_atomic`]): enough that each address of dw
+/// and db gets a few thousand atomic adds at most, while about 2048 warps
+/// stay busy (at most 16 rows, at least 1).
+pub(crate) fn norm_row_group(rows: usize) -> usize {
+    (rows / 2048).clamp(1, 16)
 }
 
 /// An `ll.norm_backward`: its operands and the normalised shape.

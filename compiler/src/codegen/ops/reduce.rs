@@ -1,4 +1,5 @@
 use crate::codegen::prelude::*;
+use crate::codegen::target::gpu::{REDUCE_BLOCK, block_sum};
 
 /// An `ll.reduce` over the leading dims of a row-major input: `rows`
 /// rows of `cols` contiguous outputs; `kind` 0 sum, 1 mean, 2 max.
@@ -7,11 +8,13 @@ pub(crate) struct ColumnReduce {
     pub(crate) rows: usize,
     pub(crate) cols: usize,
     pub(crate) kind: i64,
+    /// The `partials` scratch operand, where the op has one.
+    pub(crate) partials: Option<usize>,
 }
 
 impl Generator {
     /// `out[o] = combine over the reduced coordinates of input`.
-    pub(crate) fn reduce(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<(u64, u64)> {
+    pub(crate) fn reduce(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels> {
         let (shape, st) = (&specs[0].0, specs[0].1);
         let t = compute(st);
         let dims: Vec<usize> = i64_array(op, "dims").unwrap_or_default().into_iter().map(|d| d as usize).collect();
@@ -20,18 +23,27 @@ impl Generator {
         let strides = row_major_strides(shape);
         let outs: usize = kept.iter().map(|&d| shape[d]).product();
         let red: usize = dims.iter().map(|&d| shape[d]).product();
-        // One output, a sum or mean of every element (a loss's): one team.
+        let all: Vec<usize> = (0..specs.len()).collect();
+        // The scratch of the split form (`ll.reduce`'s `partials`).
+        let partials = (specs.len() > 2).then_some(2);
+        // One output, a sum or mean of every element (a loss's): one team,
+        // or slices of it then their sums in order.
         if outs == 1 && kind != 2 {
+            if let Some(p) = partials
+                && let Some(kernels) = self.target.clone().reduce_whole_split(self, red, kind == 1, p, specs)
+            {
+                return Ok(kernels);
+            }
             self.reduce_whole(red, kind == 1, specs);
-            return Ok((1, (red * 3) as u64));
+            return Ok(vec![(self.last(), 1, (red * 3) as u64, all, vec![])]);
         }
         // Reduced dims leading, kept dims trailing: `input[r][o]` with the
         // outputs contiguous (a bias's gradient over the batch's rows).
         if dims.iter().enumerate().all(|(i, &d)| d == i)
-            && let Some(work) =
-                self.target.clone().reduce_columns(self, ColumnReduce { rows: red, cols: outs, kind }, specs)
+            && let Some(kernels) =
+                self.target.clone().reduce_columns(self, ColumnReduce { rows: red, cols: outs, kind, partials }, specs)
         {
-            return Ok((work, (red * 3) as u64));
+            return Ok(kernels);
         }
         let f = t.mlir();
         let mut k = Kernel::new();
@@ -72,7 +84,7 @@ impl Generator {
         k.store(&value, "%b1", &o, &flat_type(&specs[1].0, specs[1].1));
         k.close();
         self.finish(k, specs);
-        Ok((outs.max(1) as u64, (red * 3) as u64))
+        Ok(vec![(self.last(), outs.max(1) as u64, (red * 3) as u64, all, vec![])])
     }
 
     /// The sum (or mean) of all `n` elements of buffer 0 into buffer 1, by
@@ -83,15 +95,60 @@ impl Generator {
     /// output to one thread: 5.4 ms for 6.3 M elements on an H200.
     fn reduce_whole(&mut self, n: usize, mean: bool, specs: &[(Vec<usize>, DType)]) {
         let in_ty = flat_type(&specs[0].0, specs[0].1);
-        self.team_sum_of(n, mean, 1, specs, |k, i| k.load("%b0", i, &in_ty));
+        self.team_sum_of(n, mean.then_some(n), 1, specs, |k, i| k.load("%b0", i, &in_ty));
     }
 
-    /// `term(i)` summed over i < n by one team (see [`Self::reduce_whole`]),
-    /// divided by n if `mean`, stored into buffer `out`.
-    fn team_sum_of(
+    /// The GPU's split form of [`Self::reduce_whole`]: `slices` blocks of
+    /// [`REDUCE_BLOCK`] threads each sum a contiguous slice of the `n`
+    /// elements (a block's partial sums combined in a fixed order) into
+    /// buffer `p`, then one team sums the slices in order (divided by n for
+    /// a mean): the same bits on every run.
+    pub(crate) fn gpu_reduce_whole_split(
         &mut self,
         n: usize,
         mean: bool,
+        p: usize,
+        specs: &[(Vec<usize>, DType)],
+    ) -> Kernels {
+        let t = compute(specs[0].1);
+        let f = t.mlir();
+        let (in_ty, p_ty) = (flat_type(&specs[0].0, specs[0].1), flat_type(&specs[p].0, specs[p].1));
+        let slices = numel(&specs[p].0).max(1);
+        let per = n.div_ceil(slices);
+        let mut k = Kernel::new();
+        let tid = k.val("gpu.thread_id x");
+        let block = k.val("gpu.block_id x");
+        let (per_c, nc, step) = (k.index(per), k.index(n), k.index(REDUCE_BLOCK));
+        let lo = k.mul(&block, &per_c);
+        let end = k.add(&lo, &per_c);
+        let hi = k.val(&format!("arith.minui {end}, {nc} : index"));
+        let start = k.add(&lo, &tid);
+        let zero = k.float(0.0, t);
+        let (i, accs, parts) = k.open_reduce_all(&start, &hi, &step, std::slice::from_ref(&zero), f);
+        let v = k.load("%b0", &i, &in_ty);
+        let next = k.val(&format!("arith.addf {}, {v} fastmath<fast> : {f}", accs[0]));
+        k.close_with_all(&[next], f);
+        let total = block_sum(&mut k, &tid, &parts[0], t);
+        let first = k.val(&format!("arith.cmpi eq, {tid}, %c0 : index"));
+        k.line(&format!("scf.if {first} {{"));
+        k.depth += 1;
+        k.store(&total, &format!("%b{p}"), &block, &p_ty);
+        k.close();
+        let shared = format!("memref<{}x{f}, #gpu.address_space<workgroup>>", REDUCE_BLOCK / 32);
+        self.finish_gpu_func(k, specs, &[("%S", shared)], [slices as u32, 1, 1], REDUCE_BLOCK as u32);
+        let all: Vec<usize> = (0..specs.len()).collect();
+        let mut kernels = vec![(self.last(), slices as u64, per as u64, all.clone(), vec![])];
+        self.team_sum_of(slices, mean.then_some(n), 1, specs, |k, i| k.load(&format!("%b{p}"), i, &p_ty));
+        kernels.push((self.last(), 1, slices as u64, all, vec![]));
+        kernels
+    }
+
+    /// `term(i)` summed over i < n by one team (see [`Self::reduce_whole`]),
+    /// divided by `divisor` where given, stored into buffer `out`.
+    fn team_sum_of(
+        &mut self,
+        n: usize,
+        divisor: Option<usize>,
         out: usize,
         specs: &[(Vec<usize>, DType)],
         term: impl Fn(&mut Kernel, &str) -> String,
@@ -107,11 +164,12 @@ impl Generator {
         let next = k.val(&format!("arith.addf {}, {v} fastmath<fast> : {f}", accs[0]));
         k.close_with_all(&[next], f);
         let total = self.target.team_sum(&mut k, &team, &parts[0], t);
-        let value = if mean {
-            let c = k.float(n.max(1) as f64, t);
-            k.fop("divf", &total, &c, t)
-        } else {
-            total
+        let value = match divisor {
+            Some(d) => {
+                let c = k.float(d.max(1) as f64, t);
+                k.fop("divf", &total, &c, t)
+            }
+            None => total,
         };
         self.target.clone().finish_team(self, k, &team, &value, out, specs);
     }
@@ -122,7 +180,7 @@ impl Generator {
         let (ta, tb) = (ty(0), ty(1));
         let n = numel(&specs[0].0);
         let mean = int_attr(op, "reduction") != Some(1);
-        self.team_sum_of(n, mean, 2, specs, |k, i| {
+        self.team_sum_of(n, mean.then_some(n), 2, specs, |k, i| {
             let a = k.load("%b0", i, &ta);
             let b = k.load("%b1", i, &tb);
             let d = k.fop("subf", &a, &b, t);
@@ -187,13 +245,42 @@ impl Generator {
     /// its warps (up to 32) splitting the rows, each thread carrying
     /// [`COLUMN_UNROLL`] partial results so that many loads are in flight;
     /// the warps' results combined through shared memory in a fixed order
-    /// (the same bits on every run, no atomics). Returns its work count.
-    pub(crate) fn gpu_reduce_columns(&mut self, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> u64 {
+    /// (the same bits on every run, no atomics). With the op's `partials`
+    /// (S slices of the rows), two such passes: S blocks per 32 outputs
+    /// each take a slice into the scratch, then a pass over the S x outputs
+    /// scratch combines the slices in order.
+    pub(crate) fn gpu_reduce_columns(&mut self, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let all: Vec<usize> = (0..specs.len()).collect();
+        let mean = (r.kind == 1).then_some(r.rows);
+        let whole = ColumnPass { src: 0, dst: 1, rows: r.rows, slices: 1, divisor: mean };
+        let Some(p) = r.partials.filter(|_| r.cols > 0) else {
+            let name = self.gpu_column_pass(r, whole, specs);
+            return vec![(name, r.cols as u64, (r.rows * 3) as u64, all, vec![])];
+        };
+        let slices = (numel(&specs[p].0) / r.cols).max(1);
+        let split = ColumnPass { src: 0, dst: p, rows: r.rows, slices, divisor: None };
+        let first = self.gpu_column_pass(r, split, specs);
+        let combine = ColumnPass { src: p, dst: 1, rows: slices, slices: 1, divisor: mean };
+        let second = self.gpu_column_pass(r, combine, specs);
+        vec![
+            (first, (r.cols * slices) as u64, (r.rows.div_ceil(slices) * 3) as u64, all.clone(), vec![]),
+            (second, r.cols as u64, (slices * 3) as u64, all, vec![]),
+        ]
+    }
+
+    /// One pass of [`Self::gpu_reduce_columns`]: buffer `src` read as
+    /// `rows` x `r.cols`, its rows split into `slices` (block y), each
+    /// slice's results into row `slice` of buffer `dst`; returns the
+    /// kernel's name.
+    fn gpu_column_pass(&mut self, r: ColumnReduce, pass: ColumnPass, specs: &[(Vec<usize>, DType)]) -> String {
+        let per = pass.rows.div_ceil(pass.slices.max(1));
         // Up to 32 warps, none without rows to read.
-        let warps_n = r.rows.div_ceil(COLUMN_UNROLL).next_power_of_two().min(32);
-        let (st, t) = (specs[0].1, compute(specs[0].1));
+        let warps_n = per.div_ceil(COLUMN_UNROLL).next_power_of_two().min(32);
+        let t = compute(specs[0].1);
         let f = t.mlir();
-        let (in_ty, out_ty) = (flat_type(&specs[0].0, st), flat_type(&specs[1].0, specs[1].1));
+        let (in_ty, out_ty) =
+            (flat_type(&specs[pass.src].0, specs[pass.src].1), flat_type(&specs[pass.dst].0, specs[pass.dst].1));
+        let (src, dst) = (format!("%b{}", pass.src), format!("%b{}", pass.dst));
         let mut k = Kernel::new();
         let tid = k.val("gpu.thread_id x");
         let block = k.val("gpu.block_id x");
@@ -208,20 +295,32 @@ impl Generator {
         let combine = |k: &mut Kernel, a: &str, b: &str| {
             if r.kind == 2 { k.val(&format!("arith.maximumf {a}, {b} : {f}")) } else { k.fop("addf", a, b, t) }
         };
-        let rows = k.index(r.rows);
+        // This block's rows: [lo, hi).
+        let rows = k.index(pass.rows);
+        let (slice, lo, hi) = if pass.slices > 1 {
+            let slice = k.val("gpu.block_id y");
+            let per_c = k.index(per);
+            let lo = k.mul(&slice, &per_c);
+            let end = k.add(&lo, &per_c);
+            let hi = k.val(&format!("arith.minui {end}, {rows} : index"));
+            (Some(slice), lo, hi)
+        } else {
+            (None, "%c0".to_string(), rows)
+        };
         let unroll = k.index(COLUMN_UNROLL);
-        let first = k.mul(&warp, &unroll);
+        let offset = k.mul(&warp, &unroll);
+        let first = k.add(&lo, &offset);
         let step = k.index(warps_n * COLUMN_UNROLL);
         let inits = vec![identity.clone(); COLUMN_UNROLL];
-        let (base, accs, results) = k.open_reduce_all(&first, &rows, &step, &inits, f);
+        let (base, accs, results) = k.open_reduce_all(&first, &hi, &step, &inits, f);
         let mut next = Vec::new();
         for (u, acc) in accs.iter().enumerate() {
             let offset = k.index(u);
             let row = k.add(&base, &offset);
-            let ok = k.val(&format!("arith.cmpi ult, {row}, {rows} : index"));
-            let row = k.val(&format!("arith.select {ok}, {row}, %c0 : index"));
+            let ok = k.val(&format!("arith.cmpi ult, {row}, {hi} : index"));
+            let row = k.val(&format!("arith.select {ok}, {row}, {lo} : index"));
             let at = k.mad(&row, r.cols, &col);
-            let v = k.load("%b0", &at, &in_ty);
+            let v = k.load(&src, &at, &in_ty);
             let v = k.val(&format!("arith.select {ok}, {v}, {identity} : {f}"));
             next.push(combine(&mut k, acc, &v));
         }
@@ -243,18 +342,34 @@ impl Generator {
         let v = k.load("%S", &at, &shared);
         let sum = combine(&mut k, &acc, &v);
         k.close_with(&sum, f);
-        let value = if r.kind == 1 {
-            let n = k.float(r.rows as f64, t);
-            k.fop("divf", &total, &n, t)
-        } else {
-            total
+        let value = match pass.divisor {
+            Some(n) => {
+                let n = k.float(n as f64, t);
+                k.fop("divf", &total, &n, t)
+            }
+            None => total,
         };
-        k.store(&value, "%b1", &col, &out_ty);
+        let at = match &slice {
+            Some(s) => k.mad(s, r.cols, &col),
+            None => col.clone(),
+        };
+        k.store(&value, &dst, &at, &out_ty);
         k.close();
         let blocks = r.cols.div_ceil(32) as u32;
-        self.finish_gpu_func(k, specs, &[("%S", shared)], [blocks, 1, 1], (warps_n * 32) as u32);
-        r.cols as u64
+        self.finish_gpu_func(k, specs, &[("%S", shared)], [blocks, pass.slices.max(1) as u32, 1], (warps_n * 32) as u32)
     }
+}
+
+/// One pass of the GPU's column reduction (see
+/// [`Generator::gpu_reduce_columns`]).
+#[derive(Clone, Copy)]
+struct ColumnPass {
+    src: usize,
+    dst: usize,
+    rows: usize,
+    slices: usize,
+    /// Divides each result (a mean's row count).
+    divisor: Option<usize>,
 }
 
 /// Columns the CPU's column reduction carries partial results for at once

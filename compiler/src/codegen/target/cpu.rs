@@ -35,8 +35,12 @@ impl TargetInfo for CpuTarget {
         toolchain().map(|t| t.2.to_vec()).unwrap_or_default()
     }
 
-    fn reduce_columns(&self, g: &mut Generator, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> Option<u64> {
-        (r.cols > 0).then(|| g.cpu_reduce_columns(r, specs))
+    fn reduce_columns(&self, g: &mut Generator, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
+        // No split form here: the work items already cover the outputs.
+        (r.cols > 0).then(|| {
+            let work = g.cpu_reduce_columns(r, specs);
+            vec![(g.last(), work, (r.rows * 3) as u64, (0..specs.len()).collect(), vec![])]
+        })
     }
 
     fn transpose_runs(&self, g: &mut Generator, perm: &[usize], specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {

@@ -161,9 +161,20 @@ impl TargetInfo for GpuTarget {
         true
     }
 
-    fn reduce_columns(&self, g: &mut Generator, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> Option<u64> {
+    fn reduce_columns(&self, g: &mut Generator, r: ColumnReduce, specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
         // A few rows per output: a thread per output reads them at once.
         (r.rows >= 64 && r.cols > 0).then(|| g.gpu_reduce_columns(r, specs))
+    }
+
+    fn reduce_whole_split(
+        &self,
+        g: &mut Generator,
+        n: usize,
+        mean: bool,
+        p: usize,
+        specs: &[(Vec<usize>, DType)],
+    ) -> Option<Kernels> {
+        Some(g.gpu_reduce_whole_split(n, mean, p, specs))
     }
 
     fn gemm(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Result<Kernels> {

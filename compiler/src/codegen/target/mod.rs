@@ -98,10 +98,23 @@ pub(crate) trait TargetInfo {
         specs: &[(Vec<usize>, DType)],
     ) -> String;
 
-    /// A form of its own for a reduction over leading dims (`ops/reduce.rs`);
-    /// returns its work count, or `None` where the generic form (a work
-    /// item per output) serves.
-    fn reduce_columns(&self, _g: &mut Generator, _r: ColumnReduce, _specs: &[(Vec<usize>, DType)]) -> Option<u64> {
+    /// A form of its own for a reduction over leading dims (`ops/reduce.rs`),
+    /// or `None` where the generic form (a work item per output) serves.
+    fn reduce_columns(&self, _g: &mut Generator, _r: ColumnReduce, _specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
+        None
+    }
+
+    /// The split form of a sum or mean of all `n` elements, into the
+    /// `partials` buffer `p` then its slices in order (`ops/reduce.rs`), or
+    /// `None` where one team serves.
+    fn reduce_whole_split(
+        &self,
+        _g: &mut Generator,
+        _n: usize,
+        _mean: bool,
+        _p: usize,
+        _specs: &[(Vec<usize>, DType)],
+    ) -> Option<Kernels> {
         None
     }
 

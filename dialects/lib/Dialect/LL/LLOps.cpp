@@ -409,6 +409,22 @@ LogicalResult ReduceOp::verify() {
     llvm::interleaveComma(expected, diag);
     return diag << "]";
   }
+  if (Value partials = getPartials()) {
+    // S >= 2 slices of every output, in the compute type: f64, else f32.
+    auto p = cast<MemRefType>(partials.getType());
+    Type want = in.getElementType().isF64() ? Type(Float64Type::get(getContext()))
+                                             : Type(Float32Type::get(getContext()));
+    if (!in.hasStaticShape() || p.isDynamicDim(0))
+      return emitOpError("partials buffer ")
+             << p << " needs static sizes (input " << in << ")";
+    int64_t outs = 1;
+    for (int64_t d : expected)
+      outs *= d;
+    int64_t size = p.getShape()[0];
+    if (p.getElementType() != want || outs == 0 || size % outs != 0 || size / outs < 2)
+      return emitOpError("partials buffer ")
+             << p << " must hold S >= 2 slices of " << outs << " values of " << want;
+  }
   return success();
 }
 

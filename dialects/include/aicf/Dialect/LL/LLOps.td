@@ -453,19 +453,29 @@ def LL_ReduceOp : LL_Op<"reduce"> {
     with the reduced dimensions removed, or kept as 1 (the same rank).
     Bias gradients are column sums (`dims = [0]` of a `[N, C]` gradient).
 
+    With a `partials` scratch buffer of S x (outputs) values (S >= 2; the
+    compute type, f64 for f64 input, else f32), a reduction of the whole
+    input or over leading dimensions may run split: S slices of the reduced
+    rows combined into the scratch in parallel, then the slices' results
+    combined in slice order (the GPU's form; the same bits on every run).
+    A target with no split form ignores the buffer.
+
     ```mlir
     ll.reduce sum %dy dims = [0] into %db : memref<32x128xf32> -> memref<128xf32>
+    ll.reduce sum %dy dims = [0] into %db partials(%p)
+        : memref<4096x128xf32> -> memref<128xf32> partials memref<2048xf32>
     ```
   }];
   let arguments = (ins
     LL_ReduceKind:$kind,
     Arg<LL_FloatBuffer, "input", [MemRead]>:$input,
     DenseI64ArrayAttr:$dims,
-    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out
+    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out,
+    Arg<Optional<MemRefRankOf<[F32, F64], [1]>>, "each slice's results (scratch)", [MemRead, MemWrite]>:$partials
   );
   let assemblyFormat = [{
-    $kind $input `dims` `=` $dims `into` $out attr-dict
-    `:` type($input) `->` type($out)
+    $kind $input `dims` `=` $dims `into` $out (`partials` `(` $partials^ `)`)? attr-dict
+    `:` type($input) `->` type($out) (`partials` type($partials)^)?
   }];
   let hasVerifier = 1;
 }
