@@ -5,7 +5,8 @@
 
 use crate::optimizer::digits;
 use aicf_compiler::train::adapt::{
-    Action, Adaptive, Observer, Operator, Outcome, Policy, Progress, Rule, State, Template, Trigger, WidenRule, grow,
+    Action, Adaptive, Observation, Observer, Operator, Outcome, Policy, Progress, Rule, State, Template, Trigger,
+    WidenRule, grow,
 };
 use aicf_compiler::train::{Options, Trainer};
 use aicf_runtime::{Tensor, artifact::DType};
@@ -519,6 +520,27 @@ fn the_observer_sees_plateaus_and_spikes_not_one_hard_batch() {
     assert!(o.instability(4.0, 20).unwrap().contains("over 4x the median"));
     o.losses.push((64, f64::NAN));
     assert!(o.instability(4.0, 20).unwrap().contains("became NaN"));
+    // Near a loss of 0 a spike must also rise by a tenth of the run's early
+    // loss: 0.01 against a median of 0.001 is 10x, and nothing went wrong.
+    let mut o = Observer::default();
+    o.loss_scale = Some(2.3);
+    o.losses = (1..=20).map(|s| (s, 0.001)).collect();
+    o.losses.extend([(21, 0.01), (22, 0.012), (23, 0.011)]);
+    assert_eq!(o.instability(4.0, 20), None, "a tiny rise near 0 is not a spike");
+    o.losses.extend([(24, 0.9), (25, 1.1), (26, 1.0)]);
+    assert!(o.instability(4.0, 20).unwrap().contains("over 4x the median"), "a rise of 1.0 is");
+    o.losses.push((27, f64::INFINITY));
+    assert!(o.instability(4.0, 20).unwrap().contains("became inf"));
+    // Gradient norms: a rise of half the run's early norm at least.
+    let mut o = Observer::default();
+    o.grad_scale = Some(0.7);
+    o.losses = (1..=30).map(|s| (s, 0.01)).collect();
+    let observed = |step: u64, grad_norm: f64| Observation { step, loss: 0.01, grad_norm, ..Default::default() };
+    o.observations = (1..=6).map(|i| observed(i * 4, 0.02)).collect();
+    o.observations.push(observed(30, 0.1));
+    assert_eq!(o.instability(4.0, 20), None, "one misfit example late in a run");
+    o.observations.push(observed(30, 0.6));
+    assert!(o.instability(4.0, 20).unwrap().contains("gradient norm 0.6000"));
     // Held-out plateaus, a value per epoch.
     o.val_losses = vec![(45, 0.5), (90, 0.3), (135, 0.29), (180, 0.289)];
     assert!(o.val_plateau(0, 1, 0.05).unwrap().contains("held-out loss 0.2890 over the last 1 epochs"));

@@ -72,7 +72,30 @@ pub struct Observer {
     /// `(step, held-out loss)` at each epoch end that reported one.
     pub val_losses: Vec<(u64, f64)>,
     pub observations: Vec<Observation>,
+    /// The median of the first [`SCALE_STEPS`] finite losses, and of the
+    /// first [`SCALE_OBSERVATIONS`] gradient norms: what a spike must rise
+    /// by a part of (see [`Observer::instability`]).
+    pub loss_scale: Option<f64>,
+    pub grad_scale: Option<f64>,
     before: Option<State>,
+}
+
+/// Steps whose losses set [`Observer::loss_scale`].
+const SCALE_STEPS: usize = 20;
+/// Observations whose gradient norms set [`Observer::grad_scale`].
+const SCALE_OBSERVATIONS: usize = 5;
+/// The least rise a loss spike needs, as a fraction of the run's early
+/// loss.
+const LOSS_SPIKE_FLOOR: f64 = 0.1;
+/// The least rise a gradient-norm spike needs, as a fraction of the run's
+/// early gradient norm: late in a run, when most examples are fit, one
+/// misfit example moves the norm by several times its median (0.02 to 0.1
+/// on the digits MLP, whose early norm is 0.7) and the loss barely.
+const GRAD_SPIKE_FLOOR: f64 = 0.5;
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
 }
 
 fn layer_of(param: &str) -> &str {
@@ -87,6 +110,12 @@ impl Observer {
     pub(super) fn after_step(&mut self, trainer: &Trainer, loss: f64, lr: f64) {
         let step = trainer.steps();
         self.losses.push((step, loss));
+        if self.loss_scale.is_none() {
+            let early: Vec<f64> = self.losses.iter().map(|l| l.1).filter(|l| l.is_finite()).take(SCALE_STEPS).collect();
+            if early.len() == SCALE_STEPS {
+                self.loss_scale = median(early);
+            }
+        }
         let Some(before) = self.before.take() else { return };
         let after = trainer.state();
         let options = trainer.options();
@@ -119,6 +148,12 @@ impl Observer {
             .map(|(k, (g, u, p))| (k, LayerStats { grad_norm: g.sqrt(), update_ratio: u.sqrt() / p.sqrt().max(1e-30) }))
             .collect();
         self.observations.push(Observation { step, loss, grad_norm, layers });
+        if self.grad_scale.is_none() && self.observations.len() >= SCALE_OBSERVATIONS {
+            let early: Vec<f64> = self.observations.iter().map(|o| o.grad_norm).filter(|g| g.is_finite()).collect();
+            if early.len() >= SCALE_OBSERVATIONS {
+                self.grad_scale = median(early[..SCALE_OBSERVATIONS].to_vec());
+            }
+        }
     }
 
     /// Mean loss of the last `window` steps after `since`, against the
@@ -137,16 +172,18 @@ impl Observer {
     /// A non-finite loss, a loss spike (the mean of the last 3 steps above
     /// `factor` times the median of the `window` steps before them: one
     /// hard batch is not a spike), or a gradient norm above `factor` times
-    /// the median of the observations before it.
+    /// the median of the observations before it. Once the run's early scale
+    /// is known ([`Observer::loss_scale`], [`Observer::grad_scale`]), a
+    /// spike must also rise by a part of it ([`LOSS_SPIKE_FLOOR`],
+    /// [`GRAD_SPIKE_FLOOR`]): near a loss of 0 an ordinary batch is many
+    /// times the median (0.01 against 0.001) without anything going wrong.
     pub fn instability(&self, factor: f64, window: usize) -> Option<String> {
         let &(step, loss) = self.losses.last()?;
         if !loss.is_finite() {
             return Some(format!("instability: the loss became {loss} at step {step}"));
         }
-        let median = |mut v: Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v.get(v.len() / 2).copied()
-        };
+        let floor =
+            |scale: Option<f64>, fraction: f64| scale.filter(|s| s.is_finite()).map_or(0.0, |s| fraction * s.abs());
         const RECENT: usize = 3;
         let n = self.losses.len();
         if n >= RECENT + window.max(1) {
@@ -154,6 +191,7 @@ impl Observer {
             let prior: Vec<f64> = self.losses[n - RECENT - window.max(1)..n - RECENT].iter().map(|l| l.1).collect();
             if let Some(m) = median(prior)
                 && recent > factor * m
+                && recent - m > floor(self.loss_scale, LOSS_SPIKE_FLOOR)
             {
                 return Some(format!(
                     "instability: mean loss {recent:.4} over steps {}..{step} is over {factor}x the median {m:.4} before",
@@ -169,7 +207,8 @@ impl Observer {
             let prior: Vec<f64> =
                 self.observations[k.saturating_sub(1 + window)..k - 1].iter().map(|o| o.grad_norm).collect();
             if let Some(m) = median(prior)
-                && (last.grad_norm > factor * m || !last.grad_norm.is_finite())
+                && ((last.grad_norm > factor * m && last.grad_norm - m > floor(self.grad_scale, GRAD_SPIKE_FLOOR))
+                    || !last.grad_norm.is_finite())
             {
                 return Some(format!(
                     "instability: gradient norm {:.4} at step {step} is over {factor}x the recent median {m:.4}",
