@@ -790,8 +790,15 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
 }
 
 /// Refuses an optimizer setting that the chosen optimizer does not take
-/// (it would be ignored, silently).
+/// (it would be ignored, silently), and notes a fused attention backward
+/// asked for where it does not apply.
 fn check_optimizer_flags(c: &ModelArgs) -> Result<()> {
+    if matches!(c.attention_backward, AttentionBackward::Fused) && c.precision == Precision::Fp32 {
+        eprintln!(
+            "note: --attention-backward fused takes 16-bit attention heads (--precision bf16 or fp16, head sizes \
+             multiples of 16 up to 128); in fp32 attention's gradient stays GEMMs"
+        );
+    }
     aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm)?;
     match c.optimizer {
         Optimizer::Adam | Optimizer::Adamw if c.momentum != 0.0 => {
