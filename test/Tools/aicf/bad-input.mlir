@@ -10,6 +10,10 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --weight-decay -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=DECAY
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 0 --out %t/bench 2>&1 | FileCheck %s --check-prefix=STEPS
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --allow-tf32 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=TF32
+// An unknown GEMM candidate is named by its flag, before anything compiles.
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --gemm bogus --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=GEMMNAME
+// GEMMNAME-NOT: compiled
+// GEMMNAME: aicf: error: --gemm bogus: not a GEMM candidate of this device (generated, library,
 // A fused attention backward asked for in fp32 does not apply: said, not ignored.
 // RUN: aicf compile %S/../../../examples/char_lm/char_lm.mlir --attention-backward fused --emit hl 2>&1 | FileCheck %s --check-prefix=FUSEDF32
 // FUSEDF32: note: --attention-backward fused takes 16-bit attention heads (--precision bf16 or fp16, head sizes multiples of 16 up to 128); in fp32 attention's gradient stays GEMMs

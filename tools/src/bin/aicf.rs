@@ -1118,7 +1118,21 @@ fn percent(accuracy: f64) -> String {
     if accuracy.is_nan() { "n/a".to_string() } else { format!("{:.2}%", 100.0 * accuracy) }
 }
 
+/// Refuses a `--gemm` candidate that `d`'s device does not have, before
+/// anything compiles.
+fn check_gemm_flag(gemm: Option<&str>, d: &DeviceArgs) -> Result<()> {
+    let Some(name) = gemm else { return Ok(()) };
+    let (known, names) = if d.device().is_cuda() {
+        (matches!(name, "generated" | "cublaslt"), "generated, cublaslt".to_string())
+    } else {
+        let all = aicf_runtime::registry::Choice::ALL.map(|c| c.name());
+        (all.contains(&name), all.join(", "))
+    };
+    if known { Ok(()) } else { Err(format!("--gemm {name}: not a GEMM candidate of this device ({names})")) }
+}
+
 fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: RunOptions, gemm: Option<String>) -> Result<()> {
+    check_gemm_flag(gemm.as_deref(), d)?;
     if !(0.0..1.0).contains(&run.data.val_split) {
         return Err(format!("--val-split {} is not in [0, 1)", run.data.val_split));
     }
@@ -1277,6 +1291,7 @@ fn bench(
     trace: Option<&Path>,
     gemm: Option<&str>,
 ) -> Result<()> {
+    check_gemm_flag(gemm, d)?;
     if steps == 0 {
         return Err("--steps must be at least 1".into());
     }
