@@ -15,6 +15,26 @@ func.func @chain(%x: memref<16x16xf32>, %w: memref<16x16xf32>, %y: memref<16x16x
 
 // -----
 
+// An output that takes its dying input's place in memory: the peak (the
+// second GEMM) lies past the input's own last use, and the list still names
+// the shared buffer.
+// expected-error @below {{Alive at the peak (kernel #2, 'll.gemm'): memref<32x128xf32> (16384 bytes)}}
+func.func @in_place(%x: memref<32x64xf32>, %w: memref<128x64xf32>, %v: memref<10x128xf32>, %y: memref<32x10xf32>) {
+  %a = memref.alloc() : memref<32x128xf32>
+  ll.gemm %x, %w into %a transpose_b : memref<32x64xf32>, memref<128x64xf32> -> memref<32x128xf32>
+  %b = memref.alloc() : memref<32x128xf32>
+  ll.elementwise ins(%a : memref<32x128xf32>) outs(%b : memref<32x128xf32>) {
+  ^bb0(%e: f32):
+    %zero = arith.constant 0.000000e+00 : f32
+    %r = arith.maximumf %e, %zero : f32
+    ll.yield %r : f32
+  }
+  ll.gemm %b, %v into %y transpose_b : memref<32x128xf32>, memref<10x128xf32> -> memref<32x10xf32>
+  return
+}
+
+// -----
+
 func.func @not_lowered(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{ll-plan-memory: 'hl.exp' is not lowered; run convert-hl-to-ll first}}
   %y = hl.exp %x : tensor<4xf32>

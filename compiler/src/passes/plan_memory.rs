@@ -245,6 +245,8 @@ struct Placed {
     in_place: usize,
     /// the step at which the lower bound is reached
     peak_step: usize,
+    /// each root's first and last step, its in-place outputs' included
+    spans: Vec<Option<(usize, usize)>>,
 }
 
 fn align(n: u64) -> u64 {
@@ -434,7 +436,7 @@ impl Model {
             offsets[b] = offsets[r];
         }
         let root = (0..n).map(|b| find(&root, b)).collect();
-        Placed { offsets, root, arena, lower_bound, in_place, peak_step }
+        Placed { offsets, root, arena, lower_bound, in_place, peak_step, spans: span }
     }
 
     /// Every recomputation that is legal: a cheap kernel with one output
@@ -635,14 +637,15 @@ fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<usize, Fa
 }
 
 fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomputed: usize) -> String {
-    let spans = model.spans();
+    // The spans the lower bound was summed over: a root's own, extended by
+    // the in-place outputs that share it.
     let t = placed.peak_step;
     let mut alive: Vec<String> = Vec::new();
     for (b, buf) in model.bufs.iter().enumerate() {
         if placed.root[b] != b {
             continue;
         }
-        if spans[b].is_some_and(|(f, l)| f <= t && t <= l) {
+        if placed.spans[b].is_some_and(|(f, l)| f <= t && t <= l) {
             alive.push(format!("{} ({} bytes)", buf.ty, buf.bytes));
         }
     }
