@@ -455,7 +455,19 @@ impl Operation {
                     if waiting.len() == 1 { "answers" } else { "answer" }
                 )
             };
-            return Err(inner.error(if hung.is_empty() {
+            // The missing answer, waiting on a rank that arrived here and
+            // then stopped (a sum of 3 ranks or more in flight): that one
+            // is named, whichever rank's timeout ends the run first.
+            let elsewhere: Vec<usize> = silent.iter().copied().filter(|r| !missing.contains(r)).collect();
+            return Err(inner.error(if hung.is_empty() && !elsewhere.is_empty() {
+                format!(
+                    "{} stopped answering (dead or hung), and {} did not reach {} within {seconds} s, waiting for it \
+                     (AICF_COLLECTIVE_TIMEOUT sets the limit)",
+                    list(&elsewhere),
+                    list(&missing),
+                    self.what
+                )
+            } else if hung.is_empty() {
                 format!(
                     "{} did not reach {} within {seconds} s, although they answer (waiting on another rank; \
                      AICF_COLLECTIVE_TIMEOUT sets the limit)",
