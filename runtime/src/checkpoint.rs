@@ -170,16 +170,14 @@ pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>, Checkpoint
     let p = path.display().to_string();
     let io = |e: std::io::Error| CheckpointError::Io { path: p.clone(), message: e.to_string() };
     let corrupt = |m: String| CheckpointError::Corrupt { path: p.clone(), message: m };
-    if path.is_dir() {
-        return Err(CheckpointError::Io { path: p.clone(), message: "is a directory, not a checkpoint file".into() });
-    }
+    regular(path)?;
     let mut file = std::fs::File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     let mut length = [0u8; 8];
     file.read_exact(&mut length).map_err(|_| corrupt(format!("{size} bytes, shorter than the header length")))?;
     let n = u64::from_le_bytes(length);
-    if n > size - 8 {
-        return Err(corrupt(format!("header of {n} bytes in a file of {size}")));
+    if n > size.saturating_sub(8) {
+        return Err(corrupt(not_safetensors(n, size)));
     }
     let mut header = vec![0u8; n as usize];
     file.read_exact(&mut header).map_err(io)?;
@@ -193,12 +191,34 @@ pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>, Checkpoint
     Ok(metadata)
 }
 
+/// A checkpoint is a regular file: a directory is named as such, and a
+/// pipe or device refused (a pipe's size reads 0; a device never ends).
+fn regular(path: &Path) -> Result<(), CheckpointError> {
+    let p = path.display().to_string();
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            Err(CheckpointError::Io { path: p, message: "is a directory, not a checkpoint file".into() })
+        }
+        Ok(m) if !m.is_file() => Err(CheckpointError::Io {
+            path: p,
+            message: "not a regular file (a device, pipe or socket); a checkpoint is read from a file".into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The error for a first 8 bytes that give a header longer than the file.
+fn not_safetensors(header: u64, size: u64) -> String {
+    format!(
+        "not a safetensors checkpoint (its first 8 bytes give a header of {header} bytes, in a file of {size}; \
+         is it the model or another file?)"
+    )
+}
+
 /// Reads a checkpoint: its entries by name and its metadata.
 pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, String>), CheckpointError> {
     let p = path.display().to_string();
-    if path.is_dir() {
-        return Err(CheckpointError::Io { path: p, message: "is a directory, not a checkpoint file".into() });
-    }
+    regular(path)?;
     let bytes = std::fs::read(path).map_err(|e| CheckpointError::Io { path: p.clone(), message: e.to_string() })?;
     let corrupt = |m: String| CheckpointError::Corrupt { path: p.clone(), message: m };
     if bytes.len() < 8 {
@@ -206,7 +226,7 @@ pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, St
     }
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()) as usize;
     if n > bytes.len() - 8 {
-        return Err(corrupt(format!("header of {n} bytes in a file of {}", bytes.len())));
+        return Err(corrupt(not_safetensors(n as u64, bytes.len() as u64)));
     }
     let header: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(&bytes[8..8 + n]).map_err(|e| corrupt(format!("header: {e}")))?;

@@ -435,14 +435,14 @@ impl Dataset {
         }
     }
 
-    /// The held-out examples, in batches of at most `batch` (text: only
-    /// full ones).
+    /// The held-out examples, in batches of at most `batch` (the last one
+    /// smaller where they do not divide).
     pub fn held_out(&self, batch: usize) -> Vec<Vec<usize>> {
         match &self.kind {
             Kind::Rows(r) => (0..r.held.len()).collect::<Vec<_>>().chunks(batch.max(1)).map(<[_]>::to_vec).collect(),
             Kind::Text(t) => {
                 let windows: Vec<usize> = (0..t.held_windows()).collect();
-                windows.chunks_exact(batch.max(1)).map(<[_]>::to_vec).collect()
+                windows.chunks(batch.max(1)).map(<[_]>::to_vec).collect()
             }
         }
     }

@@ -144,8 +144,7 @@ pub(crate) fn model_of_checkpoint(
     report: &mut dyn Report,
 ) -> Result<(String, String, std::collections::BTreeMap<String, String>)> {
     let mut name = model.display().to_string();
-    let mut source = std::fs::read_to_string(model)
-        .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
+    let mut source = super::read_model(model)?;
     let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
     let own = crate::pipeline::canonical_source(&source, &name)?;
     if let Some(ir) = meta.get(super::run::IR_KEY)

@@ -22,6 +22,19 @@ pub use trainer::{Compiled, Evaluation, Metrics, Options, Result, TrainError, Tr
 /// AICF checkpoint by its header whatever its name. Checked before
 /// anything runs; an output that is no file yet, or another one, passes.
 /// The error is the reason, without the path.
+/// Reads the `hl` model at `path` as text; a binary file (a checkpoint
+/// given where the model goes) is named as not a model.
+pub fn read_model(path: &std::path::Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| TrainError::Io {
+        path: path.to_path_buf(),
+        message: if e.kind() == std::io::ErrorKind::InvalidData {
+            "not an hl model: the file is not UTF-8 text (a checkpoint or another binary file?)".into()
+        } else {
+            e.to_string()
+        },
+    })
+}
+
 pub fn refuse_overwriting_weights(path: &std::path::Path, what: &str) -> std::result::Result<(), String> {
     if !path.is_file() {
         return Ok(());

@@ -504,15 +504,18 @@ pub fn fit(
     check_options(options, run)?;
     aicf_runtime::check_device(&options.device)?;
     // Data files are read whole (and hashed for the checkpoint's record): a
-    // device such as /dev/zero would never end.
-    for p in data {
+    // device such as /dev/zero would never end. The model, the policy and
+    // the checkpoint resumed from are read twice (hashed, then parsed): a
+    // pipe's second read is empty (a policy without rules, silently).
+    let inputs = std::iter::once(model).chain(data.iter().map(PathBuf::as_path));
+    for p in inputs.chain(run.adapt.as_deref()).chain(run.resume_from.as_deref()) {
         if let Ok(meta) = std::fs::metadata(p)
             && !meta.is_file()
             && !meta.is_dir()
         {
             return Err(TrainError::Io {
-                path: p.clone(),
-                message: "not a regular file (a device, pipe or socket); the data is read from a file".into(),
+                path: p.to_path_buf(),
+                message: "not a regular file (a device, pipe or socket); it is read from a file".into(),
             });
         }
     }
@@ -548,8 +551,7 @@ pub fn fit(
         }
     }
     let name = model.display().to_string();
-    let original = std::fs::read_to_string(model)
-        .map_err(|e| TrainError::Io { path: model.to_path_buf(), message: e.to_string() })?;
+    let original = super::read_model(model)?;
     let model_hash = crate::pipeline::model_hash(&original, &name)?;
     let mut record = recorded(options, run, data, &model_hash)?;
     // An adaptive run records its policy (a resume with another one would
@@ -822,9 +824,18 @@ fn nothing_to_train(
         run.epochs
     ));
     let metrics = run.out.join("metrics.jsonl");
-    let records = report::read_metrics(&metrics, usize::MAX);
+    // The figures are the checkpoint's run's only where `--out` holds its
+    // records: their last epoch and step are the checkpoint's. Another
+    // run's metrics there (a stale or shared --out) are not reported.
+    let step: u64 = meta.get("step").and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut records = report::read_metrics(&metrics, usize::MAX);
+    records.retain(|r| r.epoch <= epoch);
+    if records.last().is_none_or(|r| r.epoch != epoch || r.step != step) {
+        report.note(&format!("{} holds no records of this checkpoint's run: no figures to report", metrics.display()));
+        records.clear();
+    }
     Ok(Some(Summary {
-        steps: meta.get("step").and_then(|s| s.parse().ok()).unwrap_or(0),
+        steps: step,
         training_seconds: 0.0,
         plot: run.out.join("plot.svg"),
         trace: None,
@@ -911,6 +922,11 @@ impl<'a> Loop<'a> {
                     trainer.add_batch(rows)?;
                 }
             }
+        } else if data.held_len() % batch > 0 {
+            // Text trains on whole batches of windows; its held-out windows
+            // are all scored, the last few by a variant (as `aicf eval`
+            // scores them).
+            trainer.add_batch(data.held_len() % batch)?;
         }
         for c in trainer.compiled() {
             report.compiled(model, c);
@@ -1665,8 +1681,9 @@ impl<'a> Loop<'a> {
         self.reported_decisions = decisions.len();
     }
 
-    /// The held-out loss (mean over full batches of `@loss`, or where the
-    /// loss takes dropout's seed, the cross-entropy of `@forward`'s logits)
+    /// The held-out loss (mean over every held-out example of `@loss`, or
+    /// where the loss takes dropout's seed, the cross-entropy of
+    /// `@forward`'s logits)
     /// and accuracy (classifiers), NaN where there is none.
     fn evaluate(&mut self) -> Result<(f64, f64)> {
         let batches = self.data.held_out(self.batch);

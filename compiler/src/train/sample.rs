@@ -242,9 +242,13 @@ pub fn draw(logits: &[f64], temperature: f64, top_k: Option<usize>, u: f64) -> u
     order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]).then(a.cmp(&b)));
     order.truncate(top_k.unwrap_or(logits.len()).clamp(1, logits.len().max(1)));
     let Some(&best) = order.first() else { return 0 };
-    let max = logits[best] / temperature;
-    let weights: Vec<f64> = order.iter().map(|&i| (logits[i] / temperature - max).exp()).collect();
+    // The difference first, then the temperature: `l / T - max / T` is
+    // inf - inf (NaN) for a tiny T, which drew the least likely token.
+    let weights: Vec<f64> = order.iter().map(|&i| ((logits[i] - logits[best]) / temperature).exp()).collect();
     let total: f64 = weights.iter().sum();
+    if !total.is_finite() || total <= 0.0 {
+        return best;
+    }
     let mut cumulative = 0.0;
     for (&i, w) in order.iter().zip(&weights) {
         cumulative += w / total;
@@ -280,5 +284,9 @@ mod tests {
         assert_eq!(draw(&logits, 1e6, Some(2), 0.99), 1);
         // A low temperature is nearly greedy.
         assert_eq!(draw(&logits, 1e-3, None, 0.999), 0);
+        // A tiny one is greedy (its logits over T overflow to infinity).
+        for t in [1e-300, 1e-308, f64::MIN_POSITIVE] {
+            assert_eq!(draw(&logits, t, None, 0.999), 0, "temperature {t}");
+        }
     }
 }

@@ -241,8 +241,7 @@ fn check_lr(lr: f64) -> Result<()> {
 impl Trainer {
     /// Reads an `hl` module (`@forward`, `@loss`) from `path` and compiles it.
     pub fn from_file(path: &Path, options: Options) -> Result<Self> {
-        let source = std::fs::read_to_string(path)
-            .map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+        let source = super::read_model(path)?;
         Self::from_source(&source, &path.display().to_string(), options)
     }
 

@@ -105,7 +105,17 @@
 // unknown trigger is named as such; no epoch to run writes no figures; a
 // global batch larger than the data says what a step takes.
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data /dev/zero --out %t/dev 2>&1 | FileCheck %s --check-prefix=DEVICE
-// DEVICE: aicf: error: /dev/zero: not a regular file (a device, pipe or socket); the data is read from a file
+// DEVICE: aicf: error: /dev/zero: not a regular file (a device, pipe or socket); it is read from a file
+// Nor is a FIFO a policy, a model or a checkpoint (read twice: a pipe's
+// second read was empty, a policy without rules; one with no writer hung),
+// nor a device a checkpoint (it panicked on a size of 0).
+// RUN: rm -f %t/fifo && mkfifo %t/fifo
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/fifo --out %t/fifo-run 2>&1 | FileCheck %s --check-prefix=FIFOPOLICY
+// FIFOPOLICY: aicf: error: --adapt {{.*}}fifo: not a regular file (a device, pipe or socket); it is read from a file
+// RUN: not aicf compile %t/fifo 2>&1 | FileCheck %s --check-prefix=FIFOMODEL
+// FIFOMODEL: aicf: error: the model {{.*}}fifo: not a regular file (a device, pipe or socket); it is read from a file
+// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint /dev/zero --out %t/s 2>&1 | FileCheck %s --check-prefix=DEVCKPT
+// DEVCKPT: aicf: error: --checkpoint /dev/zero: not a regular file (a device, pipe or socket); it is read from a file
 // RUN: printf '[[rule]]\nwhen = "sometimes"\nwindow = 3\naction = "rollback"\n' > %t/trigger.toml
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --adapt %t/trigger.toml --out %t/trig 2>&1 | FileCheck %s --check-prefix=TRIGGER
 // TRIGGER: trigger.toml: policy rule 1: unknown trigger when = "sometimes" (epoch, steps, flops, plateau, val-plateau, instability)

@@ -67,6 +67,14 @@
 // KEPTMETRICS: {"epoch":1,
 // KEPTMETRICS: {"epoch":2,
 // KEPTMETRICS: {"epoch":3,
+// The same checkpoint with an --out holding another run's metrics (a
+// 1-epoch run's) reports no figures rather than that run's.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/other-out > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/other-out --resume-from %t/p-resumed/last.safetensors 2>&1 | FileCheck %s --check-prefix=STALE
+// STALE: note: nothing to train: {{.*}}last.safetensors is at epoch 3
+// STALE: note: {{.*}}other-out/metrics.jsonl holds no records of this checkpoint's run: no figures to report
+// STALE-NOT: after 1 epochs
+// STALE: no epoch trained
 
 // A resume with another learning rate, seed or data is refused, naming both
 // values, unless --override-resume says to go on. A learning rate that

@@ -3,6 +3,16 @@
 // same text; --top-k 1 is greedy, so any seed gives that text; the prompt
 // is kept, and the tokens drawn follow it (7 + 40 characters, a newline).
 // RUN: rm -rf %t && mkdir -p %t
+// Training's held-out score counts every held-out window, the last few in
+// a smaller batch (62 windows in batches of 16), as `aicf eval` scores
+// them: the two agree.
+// RUN: head -c 20000 %S/../../../data/tinyshakespeare.txt > %t/small.txt
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/small.txt --epochs 1 --windows-per-epoch 32 --eval-windows 1000 --out %t/held --checkpoint-dir %t/held-ckpt --no-progress > %t/held.txt 2>&1
+// RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/small.txt --checkpoint %t/held-ckpt/last.safetensors --out %t/held-eval >> %t/held.txt 2>&1
+// RUN: FileCheck %s --check-prefix=HELD < %t/held.txt
+// HELD: (62 held out), batch 16
+// HELD: val loss [[LOSS:[0-9.]+]] nats/char  val accuracy [[ACC:[0-9.]+]]%
+// HELD: accuracy [[ACC]]% on 62 held-out windows of {{.*}}loss [[LOSS]] nats/char
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 64 --eval-windows 16 --out %t/run --checkpoint-dir %t/ckpt --no-progress > /dev/null
 // RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --seed 3 --out %t/s > %t/a.txt
 // RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --seed 3 --out %t/s > %t/b.txt

@@ -494,6 +494,42 @@ enum RunsCommand {
 
 type Result<T> = std::result::Result<T, String>;
 
+/// Refuses an input file that is not a regular file (a pipe, a device, a
+/// socket) before anything reads it: models, policies and checkpoints are
+/// read more than once (hashed, then parsed), so a pipe gave an empty
+/// second read (a policy with no rules, silently), a FIFO with no writer
+/// hung, and a device was read as a checkpoint of any size. A missing file
+/// is left to the reader's own message.
+fn regular_inputs(command: &Command) -> Result<()> {
+    let mut inputs: Vec<(&Path, &str)> = Vec::new();
+    match command {
+        Command::Compile { compile, .. } | Command::Bench { compile, .. } => inputs.push((&compile.model, "the model")),
+        Command::Import { model, .. } => inputs.push((model, "the model")),
+        Command::Train { compile, adapt, resume_from, .. } => {
+            inputs.push((&compile.model, "the model"));
+            inputs.extend(adapt.as_deref().map(|p| (p, "--adapt")));
+            inputs.extend(resume_from.as_deref().map(|p| (p, "--resume-from")));
+        }
+        Command::Eval { compile, checkpoint, .. } | Command::Sample { compile, checkpoint, .. } => {
+            inputs.push((&compile.model, "the model"));
+            inputs.push((checkpoint, "--checkpoint"));
+        }
+        Command::Runs { .. } | Command::Propose { .. } => {}
+    }
+    for (path, what) in inputs {
+        if let Ok(meta) = std::fs::metadata(path)
+            && !meta.is_file()
+            && !meta.is_dir()
+        {
+            return Err(format!(
+                "{what} {}: not a regular file (a device, pipe or socket); it is read from a file",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     // Before any thread exists: OpenBLAS's kernels for this CPU (a GEMM
     // candidate; see aicf_runtime::cpu::blas).
@@ -505,6 +541,10 @@ fn main() {
         // training: an MPI peer's closed socket must be an error that
         // names it, not a silent death.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+    if let Err(e) = regular_inputs(&cli.command) {
+        eprintln!("aicf: error: {e}");
+        std::process::exit(1);
     }
     let result = match cli.command {
         Command::Compile { compile, output, emit, target, timing } => {
