@@ -463,6 +463,9 @@ fn recorded(
         ("weight_decay", options.weight_decay.to_string()),
         ("betas", format!("{},{}", options.betas.0, options.betas.1)),
         ("clip_norm", options.clip_norm.map_or("none".into(), |c| c.to_string())),
+        // An fp16 run's loss scale lives in its checkpoint: another
+        // precision would drop it, or start without one.
+        ("precision", options.precision.name().to_string()),
         ("seed", run.seed.to_string()),
         ("val_split", run.data.val_split.to_string()),
         ("data", files.join(", ")),
@@ -562,6 +565,12 @@ pub fn fit(
         record.push(("policy", hash));
     }
     let checkpoint = run.checkpoint_dir.as_ref().map(|d| d.join("last.safetensors"));
+    if run.resume_from.is_some() && run.checkpoint_dir.is_none() {
+        report.note(
+            "--resume-from without --checkpoint-dir: the epochs trained from the checkpoint are saved nowhere \
+             (add --checkpoint-dir to keep them)",
+        );
+    }
     let resume_from = run.resume_from.clone().or_else(|| if run.resume { checkpoint.clone() } else { None });
     // Data parallel: rank 0's run directory is the run's; every other
     // replica compiles into its own below it, and resumes from rank 0's

@@ -15,6 +15,13 @@
 // RUN: not aicf train %t/other.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --checkpoint-dir %t/straight --resume 2>&1 | FileCheck %s --check-prefix=OTHER
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 1 --out %t/run --checkpoint-dir %t/sgd > /dev/null
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
+// A checkpoint's precision is part of its run (an fp16 run's loss scale
+// lives in it): another one is refused, naming both.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --precision bf16 --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=PRECISION
+// PRECISION: aicf: error: {{.*}}last.safetensors: the checkpoint was trained with precision fp32; this run asks for bf16 (--override-resume goes on anyway)
+// A fork without a checkpoint directory says its epochs are saved nowhere.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 2 --out %t/fork --resume-from %t/sgd/last.safetensors 2>&1 | FileCheck %s --check-prefix=NOWHERE
+// NOWHERE: note: --resume-from without --checkpoint-dir: the epochs trained from the checkpoint are saved nowhere (add --checkpoint-dir to keep them)
 // Gradient accumulation's sums are a step's scratch, not checkpointed: a
 // run resumes with or without --accumulate.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --accumulate 2 --out %t/run --checkpoint-dir %t/acc > /dev/null
