@@ -82,6 +82,15 @@ impl LrSchedule {
         }
     }
 
+    /// `constant`, `cosine` or `wsd`.
+    fn name(&self) -> &'static str {
+        match self {
+            LrSchedule::Constant => "constant",
+            LrSchedule::Cosine { .. } => "cosine",
+            LrSchedule::Wsd { .. } => "wsd",
+        }
+    }
+
     /// For the checkpoint's record (older checkpoints have none, and
     /// resume as before).
     fn describe(&self) -> String {
@@ -482,6 +491,9 @@ pub const IR_KEY: &str = "aicf.ir";
 /// IR.
 const VERSION_KEY: &str = "aicf.model_version";
 const VERSIONS_KEY: &str = "aicf.versions";
+/// Checkpoint metadata: the `--epochs` of the run that saved it (what its
+/// learning-rate schedule spanned).
+const SCHEDULE_EPOCHS_KEY: &str = "schedule_epochs";
 /// Checkpoint metadata: an adaptive run's [`super::adapt::Snapshot`].
 const ADAPT_KEY: &str = "aicf.adapt";
 /// Checkpoint entries: the state of the model a watched rewrite replaced.
@@ -638,6 +650,22 @@ pub fn fit(
                     };
                     report.note(&format!("{message}; going on{with} (--override-resume)"));
                 }
+            }
+            // A decaying schedule spans --epochs: more of them on resume
+            // stretch it, and a rate already decayed rises again.
+            if !matches!(run.lr_schedule, LrSchedule::Constant)
+                && run.flops_budget.is_none()
+                && meta.get("epoch").and_then(|e| e.parse::<usize>().ok()).is_some_and(|e| e < run.epochs)
+                && let Some(before) = meta.get(SCHEDULE_EPOCHS_KEY).and_then(|e| e.parse::<usize>().ok())
+                && before != run.epochs
+            {
+                report.note(&format!(
+                    "the {} schedule spanned {before} epochs in the checkpoint's run and spans {} in this one: the \
+                     rate follows the new length from the checkpoint's step on ({})",
+                    run.lr_schedule.name(),
+                    run.epochs,
+                    if before < run.epochs { "a decayed rate rises again" } else { "it decays faster" }
+                ));
             }
             match meta.get(IR_KEY) {
                 Some(ir) => {
@@ -1295,6 +1323,9 @@ impl<'a> Loop<'a> {
         if let Some(r) = self.reference_loss {
             meta.insert("reference_loss".into(), r.to_string());
         }
+        // The epochs a decaying schedule spans (not compared on resume: a
+        // run goes on for more epochs; noted where that stretches it).
+        meta.insert(SCHEDULE_EPOCHS_KEY.into(), run.epochs.to_string());
         meta.extend(self.record.iter().map(|(k, v)| (k.to_string(), v.clone())));
         meta.extend(self.data.metadata.clone());
         let mut extra = BTreeMap::new();

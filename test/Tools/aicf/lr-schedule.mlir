@@ -9,6 +9,10 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --lr-schedule cosine --warmup-steps 10 --out %t/run --checkpoint-dir %t/ckpt --no-progress
 // RUN: FileCheck %s < %t/run/metrics.jsonl
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/run --checkpoint-dir %t/ckpt --resume 2>&1 | FileCheck %s --check-prefix=OTHER
+// More epochs on resume stretch the cosine: said, since its decayed rate
+// rises again.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --lr-schedule cosine --warmup-steps 10 --out %t/run --checkpoint-dir %t/ckpt --resume --no-progress 2>&1 | FileCheck %s --check-prefix=STRETCH
+// STRETCH: note: the cosine schedule spanned 3 epochs in the checkpoint's run and spans 4 in this one: the rate follows the new length from the checkpoint's step on (a decayed rate rises again)
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule cosine --min-lr-factor 2 --out %t/bad 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --lr-schedule wsd --warmup-steps 10 --decay-steps 45 --out %t/wsd --no-progress > /dev/null
 // RUN: FileCheck %s --check-prefix=WSD < %t/wsd/metrics.jsonl
