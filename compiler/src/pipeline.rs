@@ -145,12 +145,16 @@ impl MemoryBudget {
             Some((i, _)) => t.split_at(i),
             None => (t, ""),
         };
+        const FORM: &str = "a whole number of bytes, with K, M or G (1024-based), or a percentage such as 60%";
+        if digits.is_empty() {
+            return Err(format!("'{text}': not a number of bytes ({FORM})"));
+        }
         let scale: u64 = match unit.trim() {
             "" | "B" => 1,
-            "K" | "KiB" => 1 << 10,
-            "M" | "MiB" => 1 << 20,
-            "G" | "GiB" => 1 << 30,
-            other => return Err(format!("'{text}': unknown unit '{other}' (use K, M, G or %)")),
+            "K" | "k" | "KiB" => 1 << 10,
+            "M" | "m" | "MiB" => 1 << 20,
+            "G" | "g" | "GiB" => 1 << 30,
+            other => return Err(format!("'{text}': unknown unit '{other}' ({FORM})")),
         };
         let n: u64 = digits.parse().map_err(|_| format!("'{text}': not a number of bytes"))?;
         match n.checked_mul(scale) {

@@ -90,7 +90,7 @@ pub fn sample_checkpoint(
         return Err(TrainError::Input("--tokens 0: nothing to sample".into()));
     }
     if !(s.temperature.is_finite() && s.temperature > 0.0) {
-        return Err(TrainError::Input(format!("the temperature {} is not a positive number", s.temperature)));
+        return Err(TrainError::Input(format!("the temperature {} is not a finite positive number", s.temperature)));
     }
     if s.top_k == Some(0) {
         return Err(TrainError::Input("--top-k 0 leaves no token to draw: at least 1".into()));

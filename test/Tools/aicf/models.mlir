@@ -17,6 +17,10 @@
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/tinyshakespeare.txt --out %t/bad 2>&1 | FileCheck %s --check-prefix=TEXT
 // RUN: test ! -e %t/bad
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --memory-budget 0% --out %t/bad 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --memory-budget=-5 --out %t/bad 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --memory-budget 1.5G --out %t/bad 2>&1 | FileCheck %s --check-prefix=FRACTIONAL
+// NEGATIVE: '-5': not a number of bytes (a whole number of bytes, with K, M or G (1024-based), or a percentage such as 60%)
+// FRACTIONAL: '1.5G': unknown unit '.5G' (a whole number of bytes, with K, M or G (1024-based), or a percentage such as 60%)
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --device tpu --out %t/bad 2>&1 | FileCheck %s --check-prefix=DEVICE
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --device cuda:3 --out %t/bad 2>&1 | FileCheck %s --check-prefix=CUDA
 

@@ -42,7 +42,7 @@
 // BYTES: {{^}}KING
 // LENGTH: {{^}}48{{$}}
 // VOCAB: aicf: error: the prompt's 'é' (byte 3) is not in the model's vocabulary of 65 characters
-// TEMPERATURE: aicf: error: the temperature 0 is not a positive number
+// TEMPERATURE: aicf: error: the temperature 0 is not a finite positive number
 // TOKENS: aicf: error: --tokens 0: nothing to sample
 // TOPK: aicf: error: --top-k 0 leaves no token to draw: at least 1
 // TABLE: mlp-ckpt/last.safetensors: no text vocabulary in its metadata: sampling needs a language model trained on a text by `aicf train`
