@@ -9,15 +9,7 @@
 # kernels in training), and GPT-2 small's step. Output to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-pack=target/gpu-pack
-OUT=${OUT:-target/gpu-session}
-mkdir -p "$OUT"
-t0=$(date +%s)
-mark() { echo "== +$(( $(date +%s) - t0 ))s $*"; }
-(cd target && tar xJf gpu-pack/bundle.tar.xz) && xz -dkf "$pack/aicf.xz" && chmod +x "$pack/aicf" || exit 1
-aicf=$pack/aicf
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+source benches/gpu/unpack.sh
 mark tests
 timeout 100 target/gpu-bundle/run.sh test > "$OUT/tests.txt" 2>&1
 echo "tests rc=$?"
