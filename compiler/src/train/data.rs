@@ -224,6 +224,9 @@ pub struct DataOptions {
     /// `bytes`, or its characters in id order) instead of the text's own
     /// characters; a character outside it is an error.
     pub vocabulary: Option<String>,
+    /// Text: hold all of it out, none for training (scoring a checkpoint
+    /// on a text it did not train on).
+    pub whole_text: bool,
 }
 
 impl Default for DataOptions {
@@ -235,6 +238,7 @@ impl Default for DataOptions {
             eval_windows: 256,
             feature_scale: None,
             vocabulary: None,
+            whole_text: false,
         }
     }
 }
@@ -798,9 +802,10 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             "{name}: one-hot tokens of {size} symbols do not fit the model's input width {width}"
         )));
     }
-    let held = ((tokens.len() as f64) * options.val_split).round() as usize;
+    let held =
+        if options.whole_text { tokens.len() } else { ((tokens.len() as f64) * options.val_split).round() as usize };
     let split = tokens.len() - held;
-    if split < context + 1 {
+    if split < context + 1 && !options.whole_text {
         return Err(bad(format!(
             "{name}: {} training tokens, fewer than one window of {} (the context and the next token)",
             split,

@@ -1,6 +1,6 @@
-//! Scoring a checkpoint on a data set (`aicf eval`): accuracy and
-//! held-out loss over every example of a table or array file, or the
-//! held-out end of a text.
+//! Scoring a checkpoint on a data set (`aicf eval`): accuracy and loss
+//! over what the checkpoint's run held out of its training data, or over
+//! all of other data.
 
 use super::data::{DataOptions, Dataset, Role, Signature, Split};
 use super::run::{Report, create_dir};
@@ -15,13 +15,16 @@ fn data_name(data: &[PathBuf]) -> String {
 
 type Result<T, E = TrainError> = std::result::Result<T, E>;
 
-/// Accuracy (and held-out loss) of a checkpoint on a data set: every
-/// example of a table or array file, the held-out end of a text.
+/// Accuracy (and loss) of a checkpoint on a data set: what its run held out
+/// of the data it trained on, or every example of other data.
 pub struct Scored {
     pub accuracy: f64,
     pub loss: f64,
     pub unit: String,
     pub examples: usize,
+    /// What the examples are: `held-out rows` or `held-out windows` of the
+    /// data the checkpoint trained on, `rows` or `windows` of other data.
+    pub what: &'static str,
     pub epoch: Option<String>,
 }
 
@@ -54,32 +57,49 @@ pub fn evaluate_checkpoint(
         None => None,
     };
     let val_split: f64 = meta.get("val_split").and_then(|v| v.parse().ok()).unwrap_or(0.2);
-    // Every row of a table is scored (with the scale it trained with); a
-    // text's held-out end.
-    // Scoring reads every held-out window of a text, not a sample.
-    // A text is read with the vocabulary it trained with: ids by the
-    // characters of this file would mean other characters to the model.
-    let mut data_options = DataOptions {
-        val_split: 0.0,
+    let seed: u64 = meta.get("seed").and_then(|v| v.parse().ok()).unwrap_or(0);
+    // The data the checkpoint trained on is scored on what that run held
+    // out (the same rows: its seed and fraction; a text's end); other
+    // data, all of it. A table's features take the scale it trained with;
+    // every held-out window of a text is scored, not a sample. A text is
+    // read with the vocabulary it trained with: ids by the characters of
+    // this file would mean other characters to the model.
+    let trained_on = meta.get("data").is_some_and(|d| super::run::data_record(data).is_ok_and(|r| &r == d));
+    let text = data.first().is_some_and(|p| p.to_string_lossy().ends_with(".txt"));
+    let held = trained_on && val_split > 0.0;
+    if trained_on && !held {
+        report.note(&format!(
+            "{}: the checkpoint's run held none of it out (--val-split 0): every example is scored, the trained ones \
+             included",
+            data_name(data)
+        ));
+    }
+    let data_options = DataOptions {
+        seed,
+        val_split: if held { val_split } else { 0.0 },
         feature_scale: scale,
         eval_windows: usize::MAX,
         vocabulary: meta.get("vocabulary").cloned(),
+        whole_text: text && !held,
         ..DataOptions::default()
     };
-    let text = data.first().is_some_and(|p| p.to_string_lossy().ends_with(".txt"));
-    if text {
-        data_options.val_split = val_split;
-    }
     let dataset = Dataset::load(data, &sig, &data_options)?;
     create_dir(out)?;
     let mut trainer =
         Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?;
     trainer.load_checkpoint(checkpoint)?;
     let batch = sig.batch();
-    let split = if text { Split::HeldOut } else { Split::Train };
-    let n = if text { dataset.held_len() } else { dataset.train_len() };
+    // A text not trained on is held out whole.
+    let split = if held || text { Split::HeldOut } else { Split::Train };
+    let n = if held || text { dataset.held_len() } else { dataset.train_len() };
+    let what = match (text, held) {
+        (true, true) => "held-out windows",
+        (true, false) => "windows",
+        (false, true) => "held-out rows",
+        (false, false) => "rows",
+    };
     if n == 0 {
-        let what = if text { "the held-out end of the text holds no whole window" } else { "no examples" };
+        let what = if text { "the text holds no whole window to score" } else { "no examples" };
         return Err(TrainError::Input(format!("{}: {what}: nothing to score", data_name(data))));
     }
     if n % batch > 0 {
@@ -127,6 +147,7 @@ pub fn evaluate_checkpoint(
         loss: nll / targets.max(1) as f64,
         unit: dataset.loss_unit().into(),
         examples: n,
+        what,
         epoch: meta.get("epoch").cloned(),
     })
 }

@@ -451,12 +451,9 @@ fn held_checkpoint(dir: &Path) -> Option<PathBuf> {
 /// The options a checkpoint records, which a resume must match: the
 /// model (its canonical IR hash), the optimizer and its settings, the
 /// seed, the split and the data (each file's name and content hash).
-fn recorded(
-    options: &Options,
-    run: &RunOptions,
-    data: &[PathBuf],
-    model_hash: &str,
-) -> Result<Vec<(&'static str, String)>> {
+/// The data files as a checkpoint records them: each one's name and the
+/// hash of its bytes.
+pub(crate) fn data_record(data: &[PathBuf]) -> Result<String> {
     let mut files = Vec::new();
     for p in data {
         let hash = aicf_runtime::artifact::file_hash(p)
@@ -464,6 +461,15 @@ fn recorded(
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         files.push(format!("{name} ({hash})"));
     }
+    Ok(files.join(", "))
+}
+
+fn recorded(
+    options: &Options,
+    run: &RunOptions,
+    data: &[PathBuf],
+    model_hash: &str,
+) -> Result<Vec<(&'static str, String)>> {
     let mut record = vec![
         ("model", model_hash.to_string()),
         ("optimizer", options.optimizer.clone()),
@@ -477,7 +483,7 @@ fn recorded(
         ("precision", options.precision.name().to_string()),
         ("seed", run.seed.to_string()),
         ("val_split", run.data.val_split.to_string()),
-        ("data", files.join(", ")),
+        ("data", data_record(data)?),
     ];
     record.push(("lr_schedule", run.lr_schedule.describe()));
     Ok(record)

@@ -34,7 +34,7 @@
 
 // EVAL: note: {{.*}}last.safetensors holds another version of {{.*}}narrow_mlp.mlir (a grown one, or another model): scoring the model it holds, written to {{.*}}checkpoint-model.mlir
 // EVAL: compiled {{.*}}checkpoint-model.mlir
-// EVAL: accuracy {{[0-9.]+}}% on 1797 rows of {{.*}}digits.csv.gz (checkpoint {{.*}}last.safetensors, epoch 4)
+// EVAL: accuracy {{[0-9.]+}}% on 359 held-out rows of {{.*}}digits.csv.gz (checkpoint {{.*}}last.safetensors, epoch 4)
 
 // RESUME: resumed from {{.*}}last.safetensors at epoch 3 (step 135)
 // RESUME: epoch   4/4

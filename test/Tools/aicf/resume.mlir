@@ -34,7 +34,7 @@
 // CHECK: epoch   3/4
 // CHECK: epoch   4/4
 
-// EVAL: accuracy {{(9[0-9]|100)\.[0-9][0-9]}}% on 1797 rows of {{.*}}digits.csv.gz (checkpoint {{.*}}last.safetensors, epoch 4)
+// EVAL: accuracy {{(9[0-9]|100)\.[0-9][0-9]}}% on 359 held-out rows of {{.*}}digits.csv.gz (checkpoint {{.*}}last.safetensors, epoch 4)
 
 // CORRUPT: aicf: error: {{.*}}last.safetensors: not a valid checkpoint: not a safetensors checkpoint (its first 8 bytes give a header of {{[0-9]+}} bytes, in a file of 16;
 // OTHER: aicf: error: {{.*}}last.safetensors: the checkpoint is of another model (IR hash {{[0-9a-f]+}}, this model's is {{[0-9a-f]+}})

@@ -13,6 +13,21 @@
 // HELD: (62 held out), batch 16
 // HELD: val loss [[LOSS:[0-9.]+]] nats/char  val accuracy [[ACC:[0-9.]+]]%
 // HELD: accuracy [[ACC]]% on 62 held-out windows of {{.*}}loss [[LOSS]] nats/char
+// A text the checkpoint did not train on is scored whole: 3000 characters,
+// 46 windows of 64.
+// RUN: head -c 5000 %S/../../../data/tinyshakespeare.txt | tail -c 3000 > %t/other.txt
+// RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/other.txt --checkpoint %t/held-ckpt/last.safetensors --out %t/held-eval | FileCheck %s --check-prefix=WHOLE
+// WHOLE: accuracy {{[0-9.]+}}% on 46 windows of {{.*}}other.txt
+// The same for a table: the training file's held-out rows (the run's own
+// split, so its last held-out figures), and all rows of another file.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/table --checkpoint-dir %t/table-ckpt --no-progress > %t/table.txt 2>&1
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/table-ckpt/last.safetensors --out %t/table-eval >> %t/table.txt 2>&1
+// RUN: FileCheck %s --check-prefix=TRAINED < %t/table.txt
+// TRAINED: epoch   2/2 {{.*}} val loss [[TLOSS:[0-9.]+]]  val accuracy [[TACC:[0-9.]+]]%
+// TRAINED: accuracy [[TACC]]% on 359 held-out rows of {{.*}}digits.csv.gz {{.*}}; loss [[TLOSS]] nats
+// RUN: gzip -dc %S/../../../data/digits.csv.gz > %t/all.csv && head -300 %t/all.csv > %t/some.csv
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/some.csv --checkpoint %t/table-ckpt/last.safetensors --out %t/table-eval | FileCheck %s --check-prefix=ROWS
+// ROWS: accuracy {{[0-9.]+}}% on 300 rows of {{.*}}some.csv
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 64 --eval-windows 16 --out %t/run --checkpoint-dir %t/ckpt --no-progress > /dev/null
 // RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --seed 3 --out %t/s > %t/a.txt
 // RUN: aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --prompt "ROMEO: " --tokens 40 --seed 3 --out %t/s > %t/b.txt

@@ -402,8 +402,9 @@ enum Command {
         #[arg(long)]
         runs_db: Option<PathBuf>,
     },
-    /// Accuracy and held-out loss of a checkpoint on a data set (every row
-    /// of a table, the held-out end of a text).
+    /// Accuracy and loss of a checkpoint on a data set: on the data it
+    /// trained on, what its run held out (the same rows, the text's end);
+    /// on other data, all of it.
     Eval {
         #[command(flatten)]
         compile: ModelArgs,
@@ -627,6 +628,7 @@ fn main() {
                     eval_windows,
                     feature_scale: None,
                     vocabulary: None,
+                    whole_text: false,
                 },
                 out,
                 checkpoint_dir,
@@ -1263,11 +1265,11 @@ fn eval(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], checkpoint: &Path, out:
     let options = options(c, d, 0, out)?;
     let scored = run::evaluate_checkpoint(&model, &options, data, checkpoint, out, &mut Printer::default())
         .map_err(|e| e.to_string())?;
-    let what = if scored.unit == "nats" { "rows" } else { "held-out windows" };
     println!(
-        "accuracy {} on {} {what} of {} (checkpoint {}, epoch {}); loss {:.4} {}",
+        "accuracy {} on {} {} of {} (checkpoint {}, epoch {}); loss {:.4} {}",
         percent(scored.accuracy),
         scored.examples,
+        scored.what,
         data[0].display(),
         checkpoint.display(),
         scored.epoch.as_deref().unwrap_or("?"),
