@@ -85,3 +85,21 @@ func.func @dynamic(%x: memref<4xf32>, %n: index) {
   %t = memref.alloc(%n) : memref<?xf32>
   return
 }
+
+// -----
+
+// Planned twice, or after the schedule: refused (a second arena of 0
+// bytes; buffers of kernels on two streams in one place).
+func.func @twice(%x: memref<16xf32>, %y: memref<16xf32>) attributes {ll.memory = {arena_bytes = 0 : i64}} {
+  // expected-error @-1 {{ll-plan-memory: @twice is planned already (ll.memory): plan memory once}}
+  ll.copy %x into %y : memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @scheduled(%x: memref<16xf32>, %y: memref<16xf32>) {
+  // expected-error @+1 {{ll-plan-memory: @scheduled is scheduled already (ll.stream): plan memory before ll-schedule, as the pipeline does}}
+  ll.copy %x into %y {ll.stream = 1 : i64} : memref<16xf32>
+  return
+}

@@ -146,6 +146,19 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
     for (func, block) in ir::functions(module) {
         require_lowered(block)?;
         let name = ir::string_attr(func, "sym_name").unwrap_or_default();
+        // A second plan would add a second, empty arena; a plan after the
+        // schedule would give buffers of kernels on two streams one place.
+        if ir::has(func, "ll.memory") {
+            return Err((op_loc(func), format!("@{name} is planned already (ll.memory): plan memory once")));
+        }
+        if let Some(op) = ops_of(block).into_iter().find(|&o| ir::has(o, "ll.stream")) {
+            return Err((
+                op_loc(op),
+                format!(
+                    "@{name} is scheduled already (ll.stream): plan memory before ll-schedule, as the pipeline does"
+                ),
+            ));
+        }
         let mut recomputed = 0;
         let mut model = Model::build(block);
         let mut placed = model.place();

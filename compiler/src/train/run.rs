@@ -778,7 +778,9 @@ pub fn fit(
     loop_.recorder = recorder.clone();
     let started = Instant::now();
     let result = loop_.train(run, checkpoint.as_deref(), report);
-    if let Some(r) = &recorder {
+    // A registry the run stopped writing to (a failed write) is not told
+    // the run finished: its curve there has a gap.
+    if let Some(r) = recorder.as_ref().filter(|r| !r.stopped.get()) {
         let written = match &result {
             Ok(summary) => r.runs.finish(r.id, &summary.records, summary.steps, started.elapsed().as_secs_f64()),
             Err(e) => r.runs.fail(r.id, &e.to_string()),
@@ -802,6 +804,8 @@ pub fn data_name(data: &[PathBuf]) -> String {
 struct Recorder {
     runs: super::registry::Runs,
     id: i64,
+    /// Set where a write failed: the run writes nothing more there.
+    stopped: std::cell::Cell<bool>,
 }
 
 impl Recorder {
@@ -845,7 +849,7 @@ impl Recorder {
             data: data.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
             seed: run.seed,
         })?;
-        Ok(Recorder { runs, id })
+        Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false) })
     }
 }
 
@@ -1632,10 +1636,20 @@ impl<'a> Loop<'a> {
                 record.layers = serde_json::to_value(&o.layers).ok();
             }
             suspend(bar.as_ref(), || report.epoch(&record, run.epochs));
+            // A registry that failed a write (locked past its 30 s wait,
+            // a full disk) is left alone for the rest of the run: every
+            // epoch would wait again, and a run with a gap in its curve is
+            // left unfinished there, not recorded as whole.
             if let Some(r) = &self.recorder
                 && let Err(e) = r.runs.epoch(r.id, &record)
             {
-                suspend(bar.as_ref(), || report.note(&format!("the run registry: {e}")));
+                suspend(bar.as_ref(), || {
+                    report.note(&format!(
+                        "the run registry: {e}; this run records nothing more there (it stays unfinished)"
+                    ))
+                });
+                r.stopped.set(true);
+                self.recorder = None;
             }
             self.records.push(record);
             if writes {

@@ -500,3 +500,11 @@ func.func @f(%x: memref<512x4xbf16>, %o: memref<4xbf16>, %p: memref<8xbf16>) {
   ll.reduce sum %x dims = [0] into %o partials(%p) : memref<512x4xbf16> -> memref<4xbf16> partials memref<8xbf16>
   return
 }
+
+// -----
+
+func.func @f(%x: memref<64xf32>, %o: memref<f32>) {
+  // expected-error @+1 {{'ll.reduce' op partials buffer must not be the input}}
+  ll.reduce sum %x dims = [0] into %o partials(%x) : memref<64xf32> -> memref<f32> partials memref<64xf32>
+  return
+}

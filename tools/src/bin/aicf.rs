@@ -1714,11 +1714,17 @@ fn propose(
         return Err(format!("--budget {b}: a budget is a positive number of FLOPs"));
     }
     let outputs = [("the model", Some(output)), ("the policy", policy.as_deref()), ("the JSON", json.as_deref())];
+    let registry = runs_db.clone().or_else(Runs::default_path);
     for (i, &(what, p)) in outputs.iter().enumerate() {
         if let Some(p) = p
             && p.canonicalize().ok().is_some_and(|p| data.canonicalize().ok() == Some(p))
         {
             return Err(format!("{}: {what} would overwrite the data", p.display()));
+        }
+        if let (Some(p), Some(r)) = (p, registry.as_deref())
+            && same_path(p, r)
+        {
+            return Err(format!("{}: {what} would overwrite the run registry", p.display()));
         }
         if let Some(p) = p {
             aicf_compiler::train::refuse_overwriting_weights(p, what).map_err(|e| format!("{}: {e}", p.display()))?;

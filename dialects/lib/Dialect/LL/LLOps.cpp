@@ -410,6 +410,11 @@ LogicalResult ReduceOp::verify() {
     return diag << "]";
   }
   if (Value partials = getPartials()) {
+    // A scratch of its own: the slices' results would overwrite the input
+    // they are read from, or the result combined from them.
+    if (partials == getInput() || partials == getOut())
+      return emitOpError("partials buffer must not be the ")
+             << (partials == getInput() ? "input" : "result");
     // S >= 2 slices of every output, in the compute type: f64, else f32.
     auto p = cast<MemRefType>(partials.getType());
     Type want = in.getElementType().isF64() ? Type(Float64Type::get(getContext()))
