@@ -88,6 +88,17 @@ impl Signature {
         let mut loss = None;
         let mut forward = None;
         for (func, block) in ir::functions(raw) {
+            // Lowered IR (memref arguments) is no model to train: its
+            // tensors' shapes would read as nothing.
+            let lowered = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) }).any(|i| unsafe {
+                mlir_sys::mlirTypeIsAMemRef(mlir_sys::mlirValueGetType(mlir_sys::mlirBlockGetArgument(block, i)))
+            });
+            if lowered {
+                return Err(bad(format!(
+                    "{name}: @{} takes buffers (memref): this is lowered ll IR; give the hl model (tensors) to train",
+                    ir::string_attr(func, "sym_name").unwrap_or_default()
+                )));
+            }
             let args: Vec<(Vec<usize>, DType)> = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
                 .map(|i| {
                     let s = ir::spec(unsafe { mlir_sys::mlirBlockGetArgument(block, i) });

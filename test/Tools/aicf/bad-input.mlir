@@ -10,6 +10,10 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --weight-decay -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=DECAY
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 0 --out %t/bench 2>&1 | FileCheck %s --check-prefix=STEPS
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --allow-tf32 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=TF32
+// Lowered ll IR is no model to train: said, not read as a model of i1 inputs.
+// RUN: aicf-opt %S/../../../examples/mlp/digits_mlp.mlir --convert-hl-to-ll -o %t/lowered.mlir
+// RUN: not aicf train %t/lowered.mlir --data %S/../../../data/digits.csv.gz --out %t/lowered 2>&1 | FileCheck %s --check-prefix=LOWERED
+// LOWERED: aicf: error: {{.*}}lowered.mlir: @forward takes buffers (memref): this is lowered ll IR; give the hl model (tensors) to train
 // An unknown GEMM candidate is named by its flag, before anything compiles.
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --gemm bogus --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=GEMMNAME
 // GEMMNAME-NOT: compiled
