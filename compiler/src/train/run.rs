@@ -821,6 +821,12 @@ impl Recorder {
         data: &[PathBuf],
     ) -> Result<Recorder> {
         use super::registry::{NewRun, Runs, Settings, fingerprint};
+        if Runs::is_foreign(db) {
+            return Err(TrainError::Io {
+                path: db.to_path_buf(),
+                message: "not an AICF run registry (another program's database): left as it is".into(),
+            });
+        }
         let runs = Runs::open(db)?;
         let trainer = loop_.adaptive.trainer();
         let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);

@@ -8,6 +8,15 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 9 --out %t/b --runs-db %t/runs.sqlite --adapt %S/inputs/grow-steps.toml --flops-budget 3e7 | FileCheck %s --check-prefix=BUDGET
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 1e30 --epochs 1 --out %t/c --runs-db %t/runs.sqlite 2> /dev/null
 // RUN: aicf runs list --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=LIST
+// Another program's SQLite database is no registry: read commands and
+// training leave it as it is (list used to create the registry's tables in it).
+// RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/other.sqlite'); c.execute('CREATE TABLE stuff (a)'); c.commit()"
+// RUN: not aicf runs list --runs-db %t/other.sqlite 2>&1 | FileCheck %s --check-prefix=FOREIGN
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/f --runs-db %t/other.sqlite 2>&1 | FileCheck %s --check-prefix=FOREIGNTRAIN
+// RUN: python3 -c "import sqlite3; print(sqlite3.connect('%t/other.sqlite').execute('SELECT name FROM sqlite_master').fetchall())" | FileCheck %s --check-prefix=UNTOUCHED
+// FOREIGN: aicf: error: {{.*}}other.sqlite: not an AICF run registry (another program's database): left as it is
+// FOREIGNTRAIN: note: the run registry {{.*}}other.sqlite: {{.*}}not an AICF run registry (another program's database): left as it is; the run is not recorded
+// UNTOUCHED: [('stuff',)]
 // RUN: aicf runs show 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=SHOW
 // RUN: aicf runs compare 1 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=COMPARE
 // RUN: aicf runs schema | FileCheck %s --check-prefix=SCHEMA

@@ -1551,6 +1551,12 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     if path.is_file() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
         return Err(format!("{}: an empty file, no run registry yet (aicf train records its runs)", path.display()));
     }
+    if Runs::is_foreign(&path) {
+        return Err(format!(
+            "{}: not an AICF run registry (another program's database): left as it is",
+            path.display()
+        ));
+    }
     let registry = Runs::open(&path).map_err(|e| e.to_string())?;
     let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     let structure = |f: &aicf_compiler::train::registry::Fingerprint| {
@@ -1752,6 +1758,12 @@ fn propose(
                 .or_else(Runs::default_path)
                 .ok_or("no run registry: AICF_RUNS_DB is off and no --runs-db was given (or give --structure)")?;
             let runs = if path.exists() {
+                if Runs::is_foreign(&path) {
+                    return Err(format!(
+                        "{}: not an AICF run registry (another program's database): left as it is",
+                        path.display()
+                    ));
+                }
                 let registry = Runs::open(&path).map_err(|e| e.to_string())?;
                 let rows = registry.list().map_err(|e| e.to_string())?;
                 rows.iter()
