@@ -22,6 +22,20 @@ pub use trainer::{Compiled, Evaluation, Metrics, Options, Result, TrainError, Tr
 /// AICF checkpoint by its header whatever its name. Checked before
 /// anything runs; an output that is no file yet, or another one, passes.
 /// The error is the reason, without the path.
+/// Refuses an input that is not a regular file (a device, pipe or
+/// socket; a directory or a missing path is left to its reader): models,
+/// policies and checkpoints are read twice (hashed, then parsed), data files
+/// whole, so a pipe's second read is empty, a FIFO with no writer hangs and
+/// a device never ends.
+pub fn refuse_special_file(path: &std::path::Path) -> std::result::Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+            Err("not a regular file (a device, pipe or socket); it is read from a file".into())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Reads the `hl` model at `path` as text; a binary file (a checkpoint
 /// given where the model goes) is named as not a model.
 pub fn read_model(path: &std::path::Path) -> Result<String> {

@@ -301,18 +301,26 @@ impl Runs {
         Some(data.join("aicf").join("runs.sqlite"))
     }
 
-    /// Whether the SQLite file at `path` holds no run registry: another
-    /// program's database (tables, but none of the registry's). Read
-    /// commands refuse it rather than write the registry's schema into it.
-    /// `false` where it cannot tell (an empty database, or one it cannot
-    /// read without writing).
-    pub fn is_foreign(path: &Path) -> bool {
+    /// Refuses the SQLite file at `path` where it holds no run registry:
+    /// another program's database (tables, but none of the registry's),
+    /// which opening would write the registry's schema into. Passes where
+    /// it cannot tell (no file, an empty database, or one it cannot read
+    /// without writing).
+    pub fn refuse_foreign(path: &Path) -> Result<()> {
         let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let Ok(conn) = Connection::open_with_flags(path, flags) else { return false };
+        let Ok(conn) = Connection::open_with_flags(path, flags) else { return Ok(()) };
         let tables: std::result::Result<Vec<String>, _> = conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
             .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect());
-        tables.is_ok_and(|t| !t.is_empty() && !(t.iter().any(|n| n == "meta") && t.iter().any(|n| n == "runs")))
+        let foreign =
+            tables.is_ok_and(|t| !t.is_empty() && !(t.iter().any(|n| n == "meta") && t.iter().any(|n| n == "runs")));
+        if foreign {
+            return Err(TrainError::Io {
+                path: path.to_path_buf(),
+                message: "not an AICF run registry (another program's database): left as it is".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Opens (or creates) the database at `path`.

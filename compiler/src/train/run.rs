@@ -530,15 +530,7 @@ pub fn fit(
     // pipe's second read is empty (a policy without rules, silently).
     let inputs = std::iter::once(model).chain(data.iter().map(PathBuf::as_path));
     for p in inputs.chain(run.adapt.as_deref()).chain(run.resume_from.as_deref()) {
-        if let Ok(meta) = std::fs::metadata(p)
-            && !meta.is_file()
-            && !meta.is_dir()
-        {
-            return Err(TrainError::Io {
-                path: p.to_path_buf(),
-                message: "not a regular file (a device, pipe or socket); it is read from a file".into(),
-            });
-        }
+        super::refuse_special_file(p).map_err(|message| TrainError::Io { path: p.to_path_buf(), message })?;
     }
     // Where the run writes is checked before anything is compiled or
     // trained. Rank 0 reads the checkpoint a run resumes from (the other
@@ -821,12 +813,7 @@ impl Recorder {
         data: &[PathBuf],
     ) -> Result<Recorder> {
         use super::registry::{NewRun, Runs, Settings, fingerprint};
-        if Runs::is_foreign(db) {
-            return Err(TrainError::Io {
-                path: db.to_path_buf(),
-                message: "not an AICF run registry (another program's database): left as it is".into(),
-            });
-        }
+        Runs::refuse_foreign(db)?;
         let runs = Runs::open(db)?;
         let trainer = loop_.adaptive.trainer();
         let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);

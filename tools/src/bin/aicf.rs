@@ -518,15 +518,7 @@ fn regular_inputs(command: &Command) -> Result<()> {
         Command::Runs { .. } | Command::Propose { .. } => {}
     }
     for (path, what) in inputs {
-        if let Ok(meta) = std::fs::metadata(path)
-            && !meta.is_file()
-            && !meta.is_dir()
-        {
-            return Err(format!(
-                "{what} {}: not a regular file (a device, pipe or socket); it is read from a file",
-                path.display()
-            ));
-        }
+        aicf_compiler::train::refuse_special_file(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
     }
     Ok(())
 }
@@ -833,8 +825,8 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
 
 /// Refuses an optimizer setting that the chosen optimizer does not take
 /// (it would be ignored, silently), and notes a fused attention backward
-/// asked for where it does not apply.
-fn check_optimizer_flags(c: &ModelArgs) -> Result<()> {
+/// asked for where it does not apply (both flags of the model's compile).
+fn check_model_flags(c: &ModelArgs) -> Result<()> {
     if matches!(c.attention_backward, AttentionBackward::Fused) && c.precision == Precision::Fp32 {
         eprintln!(
             "note: --attention-backward fused takes 16-bit attention heads (--precision bf16 or fp16, head sizes \
@@ -855,7 +847,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
     if d.allow_tf32 && !d.device().is_cuda() {
         return Err("--allow-tf32 is for CUDA devices: on the CPU f32 GEMMs compute in f32".into());
     }
-    check_optimizer_flags(c)?;
+    check_model_flags(c)?;
     Ok(Options {
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
@@ -1018,7 +1010,7 @@ fn run_compile(
         return Err(format!("{name}: the file is empty; a model is an hl module with func.func @loss (and @forward)"));
     }
     let fused = c.attention_backward.fused().unwrap_or(matches!(target, Target::Cuda));
-    check_optimizer_flags(c)?;
+    check_model_flags(c)?;
     let options = TrainOptions { fused_attention_backward: fused, ..train_options(c) };
     if let Some(out) = &output
         && same_file(&c.model, out)
@@ -1551,12 +1543,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     if path.is_file() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
         return Err(format!("{}: an empty file, no run registry yet (aicf train records its runs)", path.display()));
     }
-    if Runs::is_foreign(&path) {
-        return Err(format!(
-            "{}: not an AICF run registry (another program's database): left as it is",
-            path.display()
-        ));
-    }
+    Runs::refuse_foreign(&path).map_err(|e| e.to_string())?;
     let registry = Runs::open(&path).map_err(|e| e.to_string())?;
     let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     let structure = |f: &aicf_compiler::train::registry::Fingerprint| {
@@ -1758,12 +1745,7 @@ fn propose(
                 .or_else(Runs::default_path)
                 .ok_or("no run registry: AICF_RUNS_DB is off and no --runs-db was given (or give --structure)")?;
             let runs = if path.exists() {
-                if Runs::is_foreign(&path) {
-                    return Err(format!(
-                        "{}: not an AICF run registry (another program's database): left as it is",
-                        path.display()
-                    ));
-                }
+                Runs::refuse_foreign(&path).map_err(|e| e.to_string())?;
                 let registry = Runs::open(&path).map_err(|e| e.to_string())?;
                 let rows = registry.list().map_err(|e| e.to_string())?;
                 rows.iter()
