@@ -181,16 +181,35 @@ impl Generator {
         let g = NormGradient::of(op, specs);
         let (t, f) = (g.t, g.t.mlir());
         let sums: Vec<usize> = [g.dw, g.db].into_iter().flatten().collect();
+        // A 16-bit dw or db is summed atomically in the `partials` scratch
+        // (f32), then rounded once, a column per work item: thousands of
+        // atomic adds in bf16 each rounded lose several per cent.
+        let staged = g.partials.filter(|_| sums.iter().any(|&p| narrow_element(&g.tys[p]).is_some()));
+        // Where sum i (of `sums`) is added: its buffer and the offset of
+        // its first column there.
+        let target = |i: usize, p: usize| match staged {
+            Some(s) => (s, i * g.n),
+            None => (p, 0),
+        };
         let mut kernels = Vec::new();
         if !sums.is_empty() {
             let mut k = Kernel::new();
             let zero = k.float(0.0, t);
             let j = k.open("%begin", "%end");
-            for &p in &sums {
-                k.store(&zero, &format!("%b{p}"), &j, &g.tys[p]);
+            match staged {
+                Some(s) => {
+                    let zero = k.float(0.0, compute(specs[s].1));
+                    k.store(&zero, &format!("%b{s}"), &j, &g.tys[s]);
+                }
+                None => {
+                    for &p in &sums {
+                        k.store(&zero, &format!("%b{p}"), &j, &g.tys[p]);
+                    }
+                }
             }
             k.close();
-            kernels.extend(self.one(k, specs, g.n, 1));
+            let items = if staged.is_some() { sums.len() * g.n } else { g.n };
+            kernels.extend(self.one(k, specs, items, 1));
         }
         let group = norm_row_group(g.rows);
         let mut k = self.target.row_kernel();
@@ -228,19 +247,40 @@ impl Generator {
         if !locals.is_empty() {
             let j = k.open_cols(&nc);
             let slot = k.val(&format!("arith.divui {j}, {width} : index"));
-            for (p, l) in &locals {
+            for (i, (p, l)) in locals.iter().enumerate() {
                 let v = k.load(l, &slot, &local_ty);
-                // A 16-bit gradient is added in its own type (rounded first).
-                let (v, f) = match narrow_element(&g.tys[*p]) {
+                let (buf, first) = target(i, *p);
+                let at = if first == 0 {
+                    j.clone()
+                } else {
+                    let off = k.index(first);
+                    k.add(&off, &j)
+                };
+                // Added in the type of the buffer it goes to (a 16-bit
+                // output without scratch: rounded first).
+                let (v, f) = match narrow_element(&g.tys[buf]) {
                     Some(n) => (k.val(&format!("arith.truncf {v} : {f} to {}", n.mlir())), n.mlir()),
                     None => (v, f),
                 };
-                k.val(&format!("memref.atomic_rmw addf {v}, %b{p}[{j}] : ({f}, {}) -> {f}", g.tys[*p]));
+                k.val(&format!("memref.atomic_rmw addf {v}, %b{buf}[{at}] : ({f}, {}) -> {f}", g.tys[buf]));
             }
             k.close();
         }
         k.close();
         kernels.extend(self.one(k, specs, g.rows.div_ceil(group), group * g.n * 20));
+        // The staged sums rounded into dw and db, a column per work item.
+        if let Some(s) = staged {
+            let mut k = Kernel::new();
+            let j = k.open("%begin", "%end");
+            for (i, &p) in sums.iter().enumerate() {
+                let off = k.index(i * g.n);
+                let at = k.add(&off, &j);
+                let v = k.load(&format!("%b{s}"), &at, &g.tys[s]);
+                k.store(&v, &format!("%b{p}"), &j, &g.tys[p]);
+            }
+            k.close();
+            kernels.extend(self.one(k, specs, g.n, sums.len()));
+        }
         kernels
     }
 }
