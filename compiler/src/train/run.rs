@@ -922,6 +922,9 @@ struct Loop<'a> {
     recorder: Option<Rc<Recorder>>,
     recorded_decisions: usize,
     last_source: String,
+    /// Time spent writing to the run registry (waiting on another run's
+    /// lock, up to 30 s a write): not counted as training time.
+    registry_time: std::time::Duration,
     /// Decisions printed so far (accepted, rejected and rolled back alike).
     reported_decisions: usize,
 }
@@ -1027,6 +1030,7 @@ impl<'a> Loop<'a> {
             recorder: None,
             recorded_decisions: 0,
             last_source: String::new(),
+            registry_time: std::time::Duration::ZERO,
             reported_decisions: 0,
         };
         loop_.last_source = loop_.adaptive.trainer().source().to_string();
@@ -1177,8 +1181,10 @@ impl<'a> Loop<'a> {
 
     /// Records in the run registry the decisions taken since the last call:
     /// one that changed the model with its IR before and after.
-    fn record_decisions(&mut self) {
+    fn record_decisions(&mut self, bar: Option<&indicatif::ProgressBar>, report: &mut dyn Report) {
         let Some(r) = self.recorder.clone() else { return };
+        let started = Instant::now();
+        let mut failed = None;
         let decisions = self.adaptive.decisions();
         for (seq, d) in decisions.iter().enumerate().skip(self.recorded_decisions) {
             let source = self.adaptive.trainer().source();
@@ -1199,13 +1205,38 @@ impl<'a> Loop<'a> {
                 ir_before: before,
                 ir_after: after,
             };
-            // A registry that cannot be written does not stop training.
-            let _ = r.runs.decision(r.id, seq, &record);
             if changed {
                 self.last_source = source.to_string();
             }
+            // A registry that cannot be written does not stop training; the
+            // run writes nothing more there (as for an epoch's record).
+            if let Err(e) = r.runs.decision(r.id, seq, &record) {
+                failed = Some(e.to_string());
+                break;
+            }
         }
         self.recorded_decisions = decisions.len();
+        self.registry_time += started.elapsed();
+        if let Some(e) = failed {
+            self.stop_recording(&r, &e, bar, report);
+        }
+    }
+
+    /// After a failed write to the run registry: says so and writes nothing
+    /// more there (the run stays unfinished in it).
+    fn stop_recording(
+        &mut self,
+        r: &Recorder,
+        error: &str,
+        bar: Option<&indicatif::ProgressBar>,
+        report: &mut dyn Report,
+    ) {
+        suspend(bar, || {
+            report
+                .note(&format!("the run registry: {error}; this run records nothing more there (it stays unfinished)"))
+        });
+        r.stopped.set(true);
+        self.recorder = None;
     }
 
     /// Under data parallel with a growth policy: every replica must hold
@@ -1385,7 +1416,8 @@ impl<'a> Loop<'a> {
             data: self.data.description.clone(),
             train_examples: self.data.train_len(),
             held_examples: self.data.held_len(),
-            batch: global,
+            // A step takes at most every training example (see the note).
+            batch: if self.data.is_text() { global } else { global.min(self.data.train_len()).max(1) },
             steps_per_epoch,
             device,
         });
@@ -1542,7 +1574,7 @@ impl<'a> Loop<'a> {
                             bar.inc(1);
                             bar.set_message(format!("epoch {epoch}, loss {:.4}", m.loss));
                         }
-                        self.record_decisions();
+                        self.record_decisions(bar.as_ref(), report);
                         // A FLOPs budget spent ends the run with this epoch.
                         if run.flops_budget.is_some_and(|b| self.adaptive.flops >= b) {
                             budget_spent = true;
@@ -1550,7 +1582,7 @@ impl<'a> Loop<'a> {
                         }
                     }
                     Outcome::RolledBack(_, to) => {
-                        self.record_decisions();
+                        self.record_decisions(bar.as_ref(), report);
                         // model.mlir names the model rolled back to.
                         self.after_rewrite(run)?;
                         self.report_decisions(bar.as_ref(), report);
@@ -1633,16 +1665,13 @@ impl<'a> Loop<'a> {
             // a full disk) is left alone for the rest of the run: every
             // epoch would wait again, and a run with a gap in its curve is
             // left unfinished there, not recorded as whole.
-            if let Some(r) = &self.recorder
-                && let Err(e) = r.runs.epoch(r.id, &record)
-            {
-                suspend(bar.as_ref(), || {
-                    report.note(&format!(
-                        "the run registry: {e}; this run records nothing more there (it stays unfinished)"
-                    ))
-                });
-                r.stopped.set(true);
-                self.recorder = None;
+            if let Some(r) = self.recorder.clone() {
+                let writing = Instant::now();
+                let written = r.runs.epoch(r.id, &record);
+                self.registry_time += writing.elapsed();
+                if let Err(e) = written {
+                    self.stop_recording(&r, &e.to_string(), bar.as_ref(), report);
+                }
             }
             self.records.push(record);
             if writes {
@@ -1659,7 +1688,7 @@ impl<'a> Loop<'a> {
             if !self.adaptive.policy().rules.is_empty() {
                 self.check_agreement(self.adaptive.trainer().steps())?;
             }
-            self.record_decisions();
+            self.record_decisions(bar.as_ref(), report);
             if let Some(path) = checkpoint {
                 if writes {
                     self.save(path, epoch, run)?;
@@ -1701,7 +1730,7 @@ impl<'a> Loop<'a> {
         let trainer = self.adaptive.trainer();
         Ok(Summary {
             steps: trainer.steps(),
-            training_seconds: started.elapsed().as_secs_f64(),
+            training_seconds: started.elapsed().saturating_sub(self.registry_time).as_secs_f64(),
             metrics,
             plot,
             trace,

@@ -128,6 +128,7 @@
 // ZEROEPOCHS: no epoch trained, so no held-out figures and no metrics or plot written
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 10 --out %t/accum 2>&1 | FileCheck %s --check-prefix=ACCUM
 // ACCUM: note: the global batch of 320 is larger than the 80 training examples: every step takes all of them (3 micro-batches of 32 hold examples; --accumulate 3 would do the same)
+// ACCUM: training on 80 examples (20 held out), batch 80, 1 steps per epoch, {{.*}}, accumulating 10 micro-batches of 32
 // A held-out end too short for one whole window is refused as one too
 // short for a batch of them (--eval-windows 0 asks for no held-out score).
 // RUN: head -c 300 %S/../../../data/tinyshakespeare.txt > %t/short.txt

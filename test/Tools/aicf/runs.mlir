@@ -59,3 +59,15 @@
 // RUN: not aicf runs list --runs-db %t-empty.sqlite 2>&1 | FileCheck %s --check-prefix=EMPTYDB
 // EMPTYDB: aicf: error: {{.*}}empty.sqlite: an empty file, no run registry yet (aicf train records its runs)
 // RUN: test ! -s %t-empty.sqlite
+// A registry whose writes fail mid-run (here a decision's, as a full disk
+// would): the run says so once, trains on, records nothing more there, and
+// stays unfinished (it used to wait on every further decision).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/w0 --runs-db %t/failing.sqlite > /dev/null
+// RUN: python3 -c "import sqlite3; q = chr(39); c = sqlite3.connect('%t/failing.sqlite'); c.execute('CREATE TRIGGER full BEFORE INSERT ON decisions BEGIN SELECT RAISE(ABORT, ' + q + 'disk full' + q + '); END'); c.commit()"
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/w1 --runs-db %t/failing.sqlite --adapt %S/inputs/grow-steps.toml --no-progress 2>&1 | FileCheck %s --check-prefix=WRITEFAIL
+// RUN: aicf runs list --runs-db %t/failing.sqlite | FileCheck %s --check-prefix=WRITEFAILLIST
+// WRITEFAIL: note: the run registry: {{.*}}disk full{{.*}}; this run records nothing more there (it stays unfinished)
+// WRITEFAIL-NOT: run registry
+// WRITEFAIL: final held-out
+// WRITEFAILLIST: 1  finished
+// WRITEFAILLIST-NEXT: 2  unfinished
