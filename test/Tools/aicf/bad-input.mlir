@@ -57,8 +57,8 @@
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/nan.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=NAN
 // NAN: aicf: error: {{.*}}nan.csv:7: column 1 is NaN, not a finite number
 // LABEL: aicf: error: {{.*}}label.csv:5: the label 42 is not below the model's 10 classes
-// SHORT: training on 16 examples (4 held out), batch 32, 1 steps per epoch
-// SHORTACC: training on 16 examples (4 held out), batch 64, 1 steps per epoch, {{.*}}accumulating 2 micro-batches of 32
+// SHORT: training on 16 examples (4 held out), batch 16, 1 steps per epoch
+// SHORTACC: training on 16 examples (4 held out), batch 16, 1 steps per epoch, {{.*}}accumulating 2 micro-batches of 32
 // SHORTACC: epoch   2/2
 // SHORT: epoch   2/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy
 
