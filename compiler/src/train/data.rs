@@ -1170,11 +1170,14 @@ impl Dataset {
                 let (x, y) = (&r.columns[0], &r.columns[r.columns.len() - 1]);
                 let per: usize = x.shape.iter().product::<usize>().max(1);
                 let feature = |e: usize| &x.values[e * per..(e + 1) * per];
-                // At most 2000 examples each: the probe is to be cheap.
-                let train: Vec<usize> = r.train.iter().copied().take(2000).collect();
-                let held: Vec<usize> =
-                    if r.held.is_empty() { train.clone() } else { r.held.iter().copied().take(2000).collect() };
                 let classes = sig.classifies().then(|| sig.classes()).flatten();
+                // At most 2000 examples each, fewer where a row's work (its
+                // features times the classes) is large: the probe is to be
+                // cheap (about a second), whatever the shape of the data.
+                let most = probe_examples(per, classes.unwrap_or(1));
+                let train: Vec<usize> = r.train.iter().copied().take(most).collect();
+                let held: Vec<usize> =
+                    if r.held.is_empty() { train.clone() } else { r.held.iter().copied().take(most).collect() };
                 match classes {
                     Some(c) => {
                         let mut counts = vec![0f64; c];
@@ -1218,8 +1221,21 @@ impl Dataset {
     }
 }
 
-/// Softmax regression (full-batch gradient descent, 100 steps) trained on
-/// `train`, its mean cross-entropy on `held`.
+/// The multiply-adds a probe's step may take over its examples (see
+/// [`softmax_probe`]): 100 steps of it take about a second.
+const PROBE_WORK: usize = 20_000_000;
+
+/// How many training (and held-out) examples a probe of `features`
+/// inputs and `classes` outputs takes: 2000, fewer where a step over them
+/// would exceed [`PROBE_WORK`], and at least 16.
+fn probe_examples(features: usize, classes: usize) -> usize {
+    let per_row = features.saturating_add(1).saturating_mul(classes.max(1));
+    (PROBE_WORK / per_row).clamp(16, 2000)
+}
+
+/// Softmax regression (full-batch gradient descent, 100 steps, fewer where
+/// even 16 examples' steps would exceed [`PROBE_WORK`]) trained on `train`,
+/// its mean cross-entropy on `held`.
 fn softmax_probe<'a>(
     train: &[usize],
     held: &[usize],
@@ -1242,7 +1258,9 @@ fn softmax_probe<'a>(
     };
     let mut p = vec![0f64; c];
     let lr = 1.0;
-    for _ in 0..100 {
+    let work = train.len().max(1).saturating_mul(d + 1).saturating_mul(c);
+    let steps = (100 * PROBE_WORK / work.max(1)).clamp(1, 100);
+    for _ in 0..steps {
         let mut grad = vec![0f64; w.len()];
         for &e in train {
             let x = feature(e);
@@ -1329,7 +1347,7 @@ fn least_squares_probe<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::{Column, DType, Rows, find_outlier, fortran_to_c};
+    use super::{Column, DType, PROBE_WORK, Rows, find_outlier, fortran_to_c, probe_examples, softmax_probe};
 
     fn rows(features: Vec<f64>, per: usize, targets: Vec<f64>, target_type: DType) -> Rows {
         let n = targets.len();
@@ -1388,5 +1406,32 @@ mod tests {
         assert_eq!(fortran_to_c(&stored, &shape), c);
         assert_eq!(fortran_to_c(&[1.0, 2.0], &[2]), [1.0, 2.0]);
         assert_eq!(fortran_to_c(&[5.0], &[]), [5.0]);
+    }
+
+    /// The probe of a problem's descriptor stays within its budget however
+    /// many classes there are (5000 classes took over a minute), and small
+    /// problems keep every one of their 2000 examples and 100 steps.
+    #[test]
+    fn the_probe_s_work_is_bounded_by_its_budget() {
+        assert_eq!(probe_examples(64, 10), 2000);
+        let (d, c) = (64, 5000);
+        let n = probe_examples(d, c);
+        assert!((16..2000).contains(&n) && n * (d + 1) * c <= PROBE_WORK, "{n} examples");
+        let x = vec![0.5; d];
+        let calls = std::cell::Cell::new(0usize);
+        let train: Vec<usize> = (0..n).collect();
+        let feature = |_| {
+            calls.set(calls.get() + 1);
+            &x[..]
+        };
+        let loss = softmax_probe(&train, &train[..1], feature, |e| e % c, d, c);
+        assert!(loss.is_finite());
+        // Each call is one example's step: within 100 steps' budget.
+        assert!(calls.get() > n && calls.get() * (d + 1) * c <= 100 * PROBE_WORK + (d + 1) * c, "{}", calls.get());
+        // The digits' shape: every example, every step.
+        calls.set(0);
+        let train: Vec<usize> = (0..2000).collect();
+        softmax_probe(&train, &train[..1], feature, |e| e % 10, d, 10);
+        assert_eq!(calls.get(), 100 * 2000 + 1);
     }
 }
