@@ -64,7 +64,7 @@ fn a_killed_run_leaves_the_run_registry_whole() {
         assert!(o.status.success(), "aicf runs {args:?}: {}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
-    assert!(runs(&["check"]).ends_with(": ok\n"));
+    assert!(runs(&["check"]).ends_with(": ok (1 runs read)\n"), "{}", runs(&["check"]));
     assert!(runs(&["list"]).lines().nth(1).is_some_and(|l| l.contains("unfinished")), "{}", runs(&["list"]));
     let shown = runs(&["show", "1"]);
     assert!(shown.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count() > 1, "{shown}");

@@ -508,27 +508,27 @@ impl Runs {
                     && host.as_deref() == Some(this_host.as_str())
                     && Path::new("/proc/self").exists();
                 let status = if status == "running" && gone { "unfinished".to_string() } else { status };
+                let id: i64 = r.get(0)?;
+                // A malformed row is an error that names its run.
+                let r = Named { row: r, id };
                 let parse = |i: usize| -> rusqlite::Result<String> { r.get(i) };
                 // A record whose JSON does not read is an error naming the
                 // column, never a blank record (fields added since it was
                 // written read as their defaults).
-                let id: i64 = r.get(0)?;
                 fn json<T: serde::de::DeserializeOwned>(
                     id: i64,
-                    i: usize,
+                    _: usize,
                     what: &str,
                     text: &str,
                 ) -> rusqlite::Result<T> {
-                    serde_json::from_str(text).map_err(|e| {
-                        let why = format!("run {id}'s {what} does not read as JSON ({e})");
-                        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, why.into())
-                    })
+                    serde_json::from_str(text)
+                        .map_err(|e| malformed(format!("run {id}'s {what} does not read as JSON ({e})")))
                 }
                 Ok(RunRow {
                     id,
                     started: r.get(1)?,
                     status,
-                    model: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                    model: r.get::<Option<String>>(5)?.unwrap_or_default(),
                     problem: json(id, 6, "problem", &parse(6)?)?,
                     fingerprint: json(id, 7, "fingerprint", &parse(7)?)?,
                     settings: json(id, 8, "settings", &parse(8)?)?,
@@ -541,7 +541,7 @@ impl Runs {
                     seconds: r.get(15)?,
                     error: r.get(16)?,
                     final_fingerprint: r
-                        .get::<_, Option<String>>(17)?
+                        .get::<Option<String>>(17)?
                         .map(|t| json(id, 17, "final fingerprint", &t))
                         .transpose()?,
                 })
@@ -572,11 +572,12 @@ impl Runs {
             .map_err(&err)?;
         let curve = stmt
             .query_map([id], |r| {
+                let r = Named { row: r, id };
                 Ok(CurvePoint {
                     epoch: r.get(0)?,
                     step: r.get(1)?,
-                    train_flops: r.get::<_, Option<f64>>(2)?.unwrap_or(0.0),
-                    train_loss: r.get::<_, Option<f64>>(3)?.unwrap_or(f64::NAN),
+                    train_flops: r.get::<Option<f64>>(2)?.unwrap_or(0.0),
+                    train_loss: r.get::<Option<f64>>(3)?.unwrap_or(f64::NAN),
                     val_loss: r.get(4)?,
                     val_accuracy: r.get(5)?,
                 })
@@ -593,19 +594,20 @@ impl Runs {
             .map_err(&err)?;
         let decisions = stmt
             .query_map([id], |r| {
+                let r = Named { row: r, id };
                 Ok(DecisionRecord {
-                    step: r.get::<_, i64>(0)? as u64,
-                    epoch: r.get::<_, i64>(1)? as usize,
-                    trigger: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                    action: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
-                    outcome: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                    reason: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
-                    params_before: r.get::<_, i64>(6)? as usize,
-                    params_after: r.get::<_, i64>(7)? as usize,
+                    step: r.get::<i64>(0)? as u64,
+                    epoch: r.get::<i64>(1)? as usize,
+                    trigger: r.get::<Option<String>>(2)?.unwrap_or_default(),
+                    action: r.get::<Option<String>>(3)?.unwrap_or_default(),
+                    outcome: r.get::<Option<String>>(4)?.unwrap_or_default(),
+                    reason: r.get::<Option<String>>(5)?.unwrap_or_default(),
+                    params_before: r.get::<i64>(6)? as usize,
+                    params_after: r.get::<i64>(7)? as usize,
                     loss_before: r.get(8)?,
                     loss_after: r.get(9)?,
-                    ir_before: r.get::<_, Option<String>>(10)?.unwrap_or_default(),
-                    ir_after: r.get::<_, Option<String>>(11)?.unwrap_or_default(),
+                    ir_before: r.get::<Option<String>>(10)?.unwrap_or_default(),
+                    ir_after: r.get::<Option<String>>(11)?.unwrap_or_default(),
                 })
             })
             .map_err(&err)?
@@ -625,6 +627,52 @@ impl Runs {
     pub fn integrity(&self) -> Result<String> {
         self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(db_error(&self.path))
     }
+
+    /// Every run read as `runs show` reads it: the runs read, and an error
+    /// for each run that does not read (a value of the wrong type, JSON
+    /// that does not parse).
+    pub fn check_runs(&self) -> Result<(usize, Vec<TrainError>)> {
+        let err = db_error(&self.path);
+        let mut stmt = self.conn.prepare("SELECT id FROM runs ORDER BY id").map_err(&err)?;
+        let ids = stmt
+            .query_map([], |r| r.get::<_, i64>(0))
+            .map_err(&err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(&err)?;
+        let errors: Vec<TrainError> = ids.iter().filter_map(|&id| self.get(id).err()).collect();
+        Ok((ids.len(), errors))
+    }
+}
+
+/// A row of run `id`'s records: reading a value of the wrong type is an
+/// error that names the run and the column.
+struct Named<'r, 's> {
+    row: &'r rusqlite::Row<'s>,
+    id: i64,
+}
+
+impl Named<'_, '_> {
+    fn get<T: rusqlite::types::FromSql>(&self, i: usize) -> rusqlite::Result<T> {
+        self.row.get(i).map_err(|e| {
+            let column = self.row.as_ref().column_name(i).map_or_else(|_| format!("column {i}"), str::to_string);
+            match e {
+                rusqlite::Error::InvalidColumnType(_, _, ty) => malformed(format!(
+                    "run {}'s {column} holds a value of type {ty}, not what was recorded there",
+                    self.id
+                )),
+                rusqlite::Error::IntegralValueOutOfRange(..) => {
+                    malformed(format!("run {}'s {column} is out of range", self.id))
+                }
+                e => malformed(format!("run {}'s {column}: {e}", self.id)),
+            }
+        })
+    }
+}
+
+/// A registry row that does not read: `why` names the run and the column.
+fn malformed(why: String) -> rusqlite::Error {
+    // (Shown as its message alone.)
+    rusqlite::Error::ToSqlConversionFailure(why.into())
 }
 
 /// Serialising the records' parts to JSON text.

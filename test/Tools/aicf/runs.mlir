@@ -71,3 +71,18 @@
 // WRITEFAIL: final held-out
 // WRITEFAILLIST: 1  finished
 // WRITEFAILLIST-NEXT: 2  unfinished
+// A row holding a value of the wrong type (text where a count was): list
+// and show name the run and the column, and check reads every run, not
+// only SQLite's pages.
+// RUN: cp %t/runs.sqlite %t/typed.sqlite
+// RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/typed.sqlite'); c.execute('UPDATE runs SET steps = ? WHERE id = 2', ('many',)); c.execute('UPDATE curve SET val_loss = ? WHERE run_id = 1', ('low',)); c.commit()"
+// RUN: not aicf runs list --runs-db %t/typed.sqlite 2>&1 | FileCheck %s --check-prefix=TYPEDLIST
+// RUN: not aicf runs show 1 --runs-db %t/typed.sqlite 2>&1 | FileCheck %s --check-prefix=TYPEDSHOW
+// RUN: not aicf runs check --runs-db %t/typed.sqlite 2>&1 | FileCheck %s --check-prefix=TYPEDCHECK
+// RUN: aicf runs check --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=CHECKOK
+// TYPEDLIST: aicf: error: {{.*}}typed.sqlite: run registry: run 2's steps holds a value of type Text, not what was recorded there
+// TYPEDSHOW: aicf: error: {{.*}}typed.sqlite: run registry: run 1's val_loss holds a value of type Text, not what was recorded there
+// TYPEDCHECK: run 1's val_loss holds
+// TYPEDCHECK: run 2's steps holds
+// TYPEDCHECK: aicf: error: {{.*}}typed.sqlite: 2 of 3 runs do not read (above); the database itself is whole
+// CHECKOK: runs.sqlite: ok (3 runs read)

@@ -1677,7 +1677,20 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             if verdict != "ok" {
                 return Err(format!("{}: {verdict}", path.display()));
             }
-            println!("{}: ok", path.display());
+            // SQLite's check is of its pages; every run is also read as
+            // `runs show` reads it.
+            let (runs, errors) = registry.check_runs().map_err(|e| e.to_string())?;
+            for e in &errors {
+                eprintln!("aicf: {e}");
+            }
+            if !errors.is_empty() {
+                return Err(format!(
+                    "{}: {} of {runs} runs do not read (above); the database itself is whole",
+                    path.display(),
+                    errors.len()
+                ));
+            }
+            println!("{}: ok ({runs} runs read)", path.display());
         }
         RunsCommand::Schema => {}
     }
