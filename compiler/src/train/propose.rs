@@ -271,11 +271,16 @@ impl Shape {
         Shape { task: p.task.clone(), features: p.features, outputs: p.outputs, rows: p.rows }
     }
 
-    /// The batch the models are built for: 16 windows of text, 32 rows of a
-    /// table (16 where fewer than 256 rows train).
+    /// The batch the models are built for: 16 windows of text (fewer where
+    /// the held-out fifth of a short text has fewer whole windows: training
+    /// scores at least one batch), 32 rows of a table (16 where fewer than
+    /// 256 rows train).
     pub fn batch(&self) -> usize {
         match self.task.as_str() {
-            "text" => LM_BATCH,
+            "text" => {
+                let held = (self.rows as f64 * 0.2).round() as usize;
+                (held.saturating_sub(1) / LM_CONTEXT).clamp(1, LM_BATCH)
+            }
             _ if self.rows < 320 => 16,
             _ => 32,
         }
@@ -316,6 +321,17 @@ pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Sign
         (Some(t), found) => {
             return Err(bad(format!("{}: reads as a {found} problem, not {t}", path.display())));
         }
+    }
+    // Training scores the held-out fifth in whole windows of the context.
+    let held = (shape.rows as f64 * 0.2).round() as usize;
+    if shape.task == "text" && held <= LM_CONTEXT {
+        return Err(bad(format!(
+            "{}: {} tokens: the held-out fifth ({held}) holds no whole window of the {LM_CONTEXT} tokens a proposed \
+             language model reads, so no run could score it (at least {} tokens)",
+            path.display(),
+            shape.rows,
+            ((LM_CONTEXT + 1) as f64 / 0.2).ceil() as usize
+        )));
     }
     let module = Structure::default_for(&shape.task).build(&shape)?;
     let sig = Signature::of_source(&module.text, "proposal")?;

@@ -76,3 +76,16 @@
 // FORMAT: aicf: error: {{.*}}propose.mlir: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)
 // OUTDIR: aicf: error: {{.*}}: the model is written to a file, and this is a directory
 // BEYOND: no past table problem in the registry has runs of two structures or more that reached the budget ({{[0-9]+}} problems seen, 2 of them tried two or more but their runs stopped short of it): the default mlp 128
+// A short text: the proposal's batch fits its held-out windows (600
+// characters leave 3 of 32), so the model it writes trains; a text with no
+// held-out window at all is refused before anything is written.
+// RUN: head -c 600 %S/../../../data/tinyshakespeare.txt > %t/short.txt
+// RUN: aicf propose --data %t/short.txt --runs-db %t/none.sqlite -o %t/short.mlir > /dev/null
+// RUN: FileCheck %s --check-prefix=SHORTMODEL < %t/short.mlir
+// RUN: aicf train %t/short.mlir --data %t/short.txt --epochs 1 --out %t/short-run --no-progress | FileCheck %s --check-prefix=SHORTTRAIN
+// RUN: head -c 100 %S/../../../data/tinyshakespeare.txt > %t/tiny.txt
+// RUN: not aicf propose --data %t/tiny.txt --runs-db %t/none.sqlite -o %t/tiny.mlir 2>&1 | FileCheck %s --check-prefix=TINY
+// RUN: not test -e %t/tiny.mlir
+// SHORTMODEL: tensor<3x32xi32>
+// SHORTTRAIN: final held-out loss
+// TINY: aicf: error: {{.*}}tiny.txt: 100 tokens: the held-out fifth (20) holds no whole window of the 32 tokens a proposed language model reads, so no run could score it (at least 165 tokens)
