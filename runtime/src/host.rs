@@ -190,7 +190,10 @@ pub(crate) fn initial_symbols(
     let total = table.iter().fold(0u64, |t, s| {
         t.saturating_add(s.shape.iter().fold(s.dtype.bytes() as u64, |n, &d| n.saturating_mul(d as u64)))
     });
-    check_memory(&format!("the {} parameters and optimizer state", table.len()), total)?;
+    // Tensors, not values: a symbol is a parameter's or a state's tensor.
+    let values =
+        table.iter().fold(0u64, |t, s| t.saturating_add(s.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64))));
+    check_memory(&format!("the parameters and optimizer state ({} tensors, {values} values)", table.len()), total)?;
     for s in table {
         let n: usize = s.shape.iter().fold(1usize, |n, &d| n.saturating_mul(d));
         let what = format!("@{}", s.name);

@@ -89,3 +89,12 @@
 // SHORTMODEL: tensor<3x32xi32>
 // SHORTTRAIN: final held-out loss
 // TINY: aicf: error: {{.*}}tiny.txt: 100 tokens: the held-out fifth (20) holds no whole window of the 32 tokens a proposed language model reads, so no run could score it (at least 165 tokens)
+// A structure asked for that no machine of this kind holds: the model is
+// written, with a note of the memory its training needs; training it is
+// refused before allocating, naming tensors and values (it called the 25
+// tensors "parameters").
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 65536-65536-65536-65536-65536-65536" --runs-db %t/none.sqlite -o %t/huge.mlir 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: not aicf train %t/huge.mlir --data %S/../../../data/problems/iris.csv.gz --epochs 1 --out %t/huge-run --no-progress 2>&1 | FileCheck %s --check-prefix=HUGETRAIN
+// HUGE: wrote {{.*}}huge.mlir (mlp 65536-65536-65536-65536-65536-65536, {{[0-9]+}} parameters)
+// HUGE: note: training it needs at least {{[0-9.]+}} GiB (parameters, gradients and Adam's state in f32); this machine has {{[0-9.]+}} GiB available
+// HUGETRAIN: aicf: error: the parameters and optimizer state ({{[0-9]+}} tensors, {{[0-9]+}} values): {{[0-9.]+}} GiB of memory needed

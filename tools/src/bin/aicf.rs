@@ -1795,6 +1795,17 @@ fn propose(
     write_atomically(output, text.as_bytes()).map_err(|e| e.to_string())?;
     let params: usize = module.params.iter().map(|p| p.spec.num_elements()).sum();
     println!("wrote {} ({}, {params} parameters)", output.display(), proposal.structure);
+    // Its parameters with Adam's two moments and the gradients, in f32: a
+    // model this machine cannot hold says so now, not when it trains.
+    let bytes = (params as u64).saturating_mul(16);
+    if let Some(free) = aicf_runtime::host::available_memory().filter(|&free| bytes > free) {
+        eprintln!(
+            "note: training it needs at least {:.1} GiB (parameters, gradients and Adam's state in f32); this \
+             machine has {:.1} GiB available",
+            bytes as f64 / (1u64 << 30) as f64,
+            free as f64 / (1u64 << 30) as f64
+        );
+    }
     // A proposal that grows needs its policy: beside the model unless
     // asked elsewhere.
     let policy = policy.or_else(|| proposal.grow.then(|| output.with_extension("toml")));
