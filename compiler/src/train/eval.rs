@@ -111,7 +111,15 @@ pub fn evaluate_checkpoint(
     let ids: Vec<usize> = (0..n).collect();
     let chunks: Vec<&[usize]> = ids.chunks(batch).collect();
     let (mut correct, mut targets, mut nll) = (0usize, 0usize, 0.0);
+    // A long text's every window takes a while: a bar on a terminal (none
+    // where stderr is a file or a pipe).
+    let bar = indicatif::ProgressBar::new(chunks.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} batches  {per_sec}  ETA {eta}  scoring")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     for chunk in chunks {
+        bar.inc(1);
         let fed = dataset.batch(split, chunk);
         let data_in: Vec<&Tensor> =
             fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
@@ -134,6 +142,7 @@ pub fn evaluate_checkpoint(
             nll += max + sum.ln() - row.get(label as usize).copied().unwrap_or(f64::NAN);
         }
     }
+    bar.finish_and_clear();
     if !nll.is_finite() {
         return Err(TrainError::Input(format!(
             "{}: the checkpoint's model gives a loss of {nll} on {}: a parameter of it is not finite, or \

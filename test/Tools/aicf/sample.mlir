@@ -17,6 +17,13 @@
 // 46 windows of 64.
 // RUN: head -c 5000 %S/../../../data/tinyshakespeare.txt | tail -c 3000 > %t/other.txt
 // RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/other.txt --checkpoint %t/held-ckpt/last.safetensors --out %t/held-eval | FileCheck %s --check-prefix=WHOLE
+// On a terminal, scoring shows its progress in batches (a whole text can
+// take minutes); piped, as above, it prints none.
+// RUN: script -qc "aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/other.txt --checkpoint %t/held-ckpt/last.safetensors --out %t/held-eval" /dev/null | tr '\r' '\n' | FileCheck %s --check-prefix=EVALBAR
+// RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/other.txt --checkpoint %t/held-ckpt/last.safetensors --out %t/held-eval 2>&1 | FileCheck %s --check-prefix=EVALNOBAR
+// EVALBAR: {{[0-9]+}}/{{[0-9]+}} batches
+// EVALBAR: accuracy
+// EVALNOBAR-NOT: batches
 // WHOLE: accuracy {{[0-9.]+}}% on 46 windows of {{.*}}other.txt
 // The same for a table: the training file's held-out rows (the run's own
 // split, so its last held-out figures), and all rows of another file.
