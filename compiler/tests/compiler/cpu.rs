@@ -644,11 +644,12 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
         (
             // Slices whose output rows are long enough for the GPU's warp
             // form (a warp per row, lanes along it): a row window, strided
-            // columns, a 3-D window, and each one's gradient (rows and
-            // columns outside the window zero).
+            // columns, a 3-D window, rows of three chunks (the last short),
+            // and each one's gradient (rows and columns outside the window
+            // zero).
             "slice_long_rows",
-            "func.func @f(%x: tensor<3x75xf32>, %y: tensor<2x200xf32>, %z: tensor<2x3x70xf32>) -> (tensor<2x72xf32>, tensor<3x75xf32>, tensor<2x100xf32>, tensor<2x200xf32>, tensor<2x2x66xf32>, tensor<2x3x70xf32>) {\n  %a = hl.slice %x start = [1, 3] limit = [3, 75] strides = [1, 1] : tensor<3x75xf32>\n  %da = hl.slice_backward %a start = [1, 3] limit = [3, 75] strides = [1, 1] : tensor<2x72xf32> -> tensor<3x75xf32>\n  %b = hl.slice %y start = [0, 1] limit = [2, 200] strides = [1, 2] : tensor<2x200xf32>\n  %db = hl.slice_backward %b start = [0, 1] limit = [2, 200] strides = [1, 2] : tensor<2x100xf32> -> tensor<2x200xf32>\n  %c = hl.slice %z start = [0, 1, 2] limit = [2, 3, 68] strides = [1, 1, 1] : tensor<2x3x70xf32>\n  %dc = hl.slice_backward %c start = [0, 1, 2] limit = [2, 3, 68] strides = [1, 1, 1] : tensor<2x2x66xf32> -> tensor<2x3x70xf32>\n  return %a, %da, %b, %db, %c, %dc : tensor<2x72xf32>, tensor<3x75xf32>, tensor<2x100xf32>, tensor<2x200xf32>, tensor<2x2x66xf32>, tensor<2x3x70xf32>\n}".into(),
-            vec![f32s(&[3, 75], 48), f32s(&[2, 200], 49), f32s(&[2, 3, 70], 50)],
+            "func.func @f(%x: tensor<3x75xf32>, %y: tensor<2x200xf32>, %z: tensor<2x3x70xf32>, %w: tensor<2x2100xf32>) -> (tensor<2x72xf32>, tensor<3x75xf32>, tensor<2x100xf32>, tensor<2x200xf32>, tensor<2x2x66xf32>, tensor<2x3x70xf32>, tensor<1x2095xf32>, tensor<2x2100xf32>) {\n  %a = hl.slice %x start = [1, 3] limit = [3, 75] strides = [1, 1] : tensor<3x75xf32>\n  %da = hl.slice_backward %a start = [1, 3] limit = [3, 75] strides = [1, 1] : tensor<2x72xf32> -> tensor<3x75xf32>\n  %b = hl.slice %y start = [0, 1] limit = [2, 200] strides = [1, 2] : tensor<2x200xf32>\n  %db = hl.slice_backward %b start = [0, 1] limit = [2, 200] strides = [1, 2] : tensor<2x100xf32> -> tensor<2x200xf32>\n  %c = hl.slice %z start = [0, 1, 2] limit = [2, 3, 68] strides = [1, 1, 1] : tensor<2x3x70xf32>\n  %dc = hl.slice_backward %c start = [0, 1, 2] limit = [2, 3, 68] strides = [1, 1, 1] : tensor<2x2x66xf32> -> tensor<2x3x70xf32>\n  %e = hl.slice %w start = [1, 5] limit = [2, 2100] strides = [1, 1] : tensor<2x2100xf32>\n  %de = hl.slice_backward %e start = [1, 5] limit = [2, 2100] strides = [1, 1] : tensor<1x2095xf32> -> tensor<2x2100xf32>\n  return %a, %da, %b, %db, %c, %dc, %e, %de : tensor<2x72xf32>, tensor<3x75xf32>, tensor<2x100xf32>, tensor<2x200xf32>, tensor<2x2x66xf32>, tensor<2x3x70xf32>, tensor<1x2095xf32>, tensor<2x2100xf32>\n}".into(),
+            vec![f32s(&[3, 75], 48), f32s(&[2, 200], 49), f32s(&[2, 3, 70], 50), f32s(&[2, 2100], 58)],
         ),
         (
             "dropout",
