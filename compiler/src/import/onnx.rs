@@ -549,6 +549,15 @@ fn attr_i(node: &NodeProto, name: &str, default: i64) -> i64 {
 fn attr_f(node: &NodeProto, name: &str, default: f32) -> f32 {
     attr(node, name).map(|a| a.f()).unwrap_or(default)
 }
+/// A normalisation's `epsilon` (default 1e-5): a finite number, not
+/// negative (NaN reached the IR printer as `NaN : f64`).
+fn epsilon(node: &NodeProto) -> Result<f64, String> {
+    let eps = attr_f(node, "epsilon", 1e-5) as f64;
+    if !eps.is_finite() || eps < 0.0 {
+        return Err(format!("epsilon {eps} must be a finite number, at least 0"));
+    }
+    Ok(eps)
+}
 fn attr_ints(node: &NodeProto, name: &str) -> Option<Vec<i64>> {
     attr(node, name).map(|a| a.ints.clone())
 }
@@ -1084,8 +1093,11 @@ impl Importer<'_> {
                 if self.opset < 9 && attr_i(node, "spatial", 1) == 0 {
                     return Err("spatial=0 is not supported".into());
                 }
-                let eps = attr_f(node, "epsilon", 1e-5) as f64;
+                let eps = epsilon(node)?;
                 let momentum = attr_f(node, "momentum", 0.9) as f64;
+                if !(0.0..=1.0).contains(&momentum) {
+                    return Err(format!("momentum {momentum} must be in [0, 1]"));
+                }
                 let c = x.shape()[1];
                 // The running statistics are model state when they are
                 // initializers; computed ones (or graph inputs) serve
@@ -1144,7 +1156,7 @@ impl Importer<'_> {
             "LayerNormalization" => {
                 let x = t(0)?;
                 let axis = norm_axis(attr_i(node, "axis", -1), x.rank())?;
-                let eps = attr_f(node, "epsilon", 1e-5) as f64;
+                let eps = epsilon(node)?;
                 let dims = x.rank() - axis;
                 let w = ins.get(1).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
                 let b = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;

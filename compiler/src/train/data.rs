@@ -525,13 +525,17 @@ fn split_rows(rows: usize, seed: u64, val_split: f64) -> (Vec<usize>, Vec<usize>
     (t.to_vec(), h.to_vec())
 }
 
-/// Reads a whole file, gunzipping a `.gz` one.
+/// Reads a whole file, gunzipping a `.gz` one: every member of it (files
+/// joined with `cat`, bgzip's blocks), as `zcat` does; bytes after the last
+/// member that are not another are an error, not ignored.
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     let io = |e: std::io::Error| TrainError::Io { path: path.to_path_buf(), message: e.to_string() };
     let file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
     if path.extension().is_some_and(|e| e == "gz") {
-        flate2::read::GzDecoder::new(file).read_to_end(&mut bytes).map_err(io)?;
+        flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))
+            .read_to_end(&mut bytes)
+            .map_err(|e| TrainError::Io { path: path.to_path_buf(), message: format!("not whole gzip data: {e}") })?;
     } else {
         std::io::BufReader::new(file).read_to_end(&mut bytes).map_err(io)?;
     }

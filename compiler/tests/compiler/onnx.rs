@@ -232,6 +232,29 @@ fn malformed_graphs_are_errors_naming_the_fault() {
     assert!(e.contains("is declared [") && e.contains("999]") && e.contains("the graph computes"), "{e}");
 }
 
+/// A normalisation's epsilon that is not a finite number (NaN, inf, below
+/// 0) is an error naming the node and the attribute (NaN reached the IR
+/// printer as an internal error).
+#[test]
+fn a_normalisation_s_epsilon_must_be_a_number() {
+    for bad in [f32::NAN, f32::INFINITY, -1.0] {
+        let mut model = aicf_onnx::load(&fixture("gpt.onnx")).unwrap();
+        let graph = model.graph.as_mut().unwrap();
+        let node = graph.node.iter_mut().find(|n| n.op_type() == "LayerNormalization").unwrap();
+        let name = node.name().to_string();
+        node.attribute.retain(|a| a.name() != "epsilon");
+        node.attribute.push(aicf_onnx::proto::AttributeProto {
+            name: Some("epsilon".into()),
+            f: Some(bad),
+            r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Float as i32),
+            ..Default::default()
+        });
+        let options = ImportOptions { batch: Some(2), loss: Loss::None };
+        let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
+        assert!(e.contains(&name) && e.contains(&format!("epsilon {} must be a finite number", bad as f64)), "{e}");
+    }
+}
+
 /// Runs every node test under `dir`, returning (test, op, outcome) sorted by test.
 fn node_tests(dir: &std::path::Path, tag: &str) -> Vec<(String, String, conformance::Outcome)> {
     let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -162,3 +162,14 @@
 // RUN: touch %t/empty.toml
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/empty.toml --out %t/emptypolicy 2>&1 | FileCheck %s --check-prefix=EMPTYPOLICY
 // EMPTYPOLICY: note: the policy has no rules: the run trains as without --adapt
+// A gzip file of two members (two files joined with `cat`, as bgzip writes
+// them) is read whole, as zcat reads it (only the first member was read:
+// 60 of the 100 rows, silently); bytes after the last member that are no
+// gzip data are an error naming the file.
+// RUN: head -60 %t/digits.csv | gzip -c > %t/first.gz && tail -n +61 %t/digits.csv | gzip -c > %t/second.gz
+// RUN: cat %t/first.gz %t/second.gz > %t/joined.csv.gz
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/joined.csv.gz --epochs 1 --out %t/joined | FileCheck %s --check-prefix=MEMBERS
+// RUN: cp %t/first.gz %t/trailing.csv.gz && printf 'garbage!garbage' >> %t/trailing.csv.gz
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/trailing.csv.gz --epochs 1 --out %t/trailing 2>&1 | FileCheck %s --check-prefix=TRAILING
+// MEMBERS: data: 100 rows of 64 features and a label
+// TRAILING: aicf: error: {{.*}}trailing.csv.gz: not whole gzip data:
