@@ -1587,8 +1587,17 @@ impl Importer<'_> {
                     }
                     (data, V::C(i)) => {
                         let x = self.tensor(g, data, None)?;
-                        let ks: Vec<f64> =
-                            i.as_ints().iter().map(|&k| (if k < 0 { k + dims[a] as i64 } else { k }) as f64).collect();
+                        // Constant indices are checked here, as ONNX makes
+                        // them (in [-d, d)), not by the kernel at run time.
+                        let d = dims[a] as i64;
+                        let ks: Vec<f64> = i
+                            .as_ints()
+                            .iter()
+                            .map(|&k| match k {
+                                k if (-d..d).contains(&k) => Ok((if k < 0 { k + d } else { k }) as f64),
+                                k => Err(format!("index {k} is out of range for {dims:?} axis {a} (in [-{d}, {d}))")),
+                            })
+                            .collect::<R<_>>()?;
                         let idx = self.materialize(
                             g,
                             &Const { dims: i.dims.clone(), vals: ks, float: false },

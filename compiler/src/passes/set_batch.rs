@@ -27,6 +27,10 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     if size <= 0 {
         return Err(report(format!("size={size}: give the new batch size, a positive integer")));
     }
+    // 0 (the default) detects the batch; a negative one is no batch.
+    if from < 0 {
+        return Err(report(format!("from={from}: give the batch to replace, a positive integer (or 0 to detect it)")));
+    }
     let module = module.to_raw();
     let functions = ir::functions(module);
     let leading = |block: MlirBlock| -> Option<i64> {

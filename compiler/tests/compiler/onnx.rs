@@ -255,6 +255,31 @@ fn a_normalisation_s_epsilon_must_be_a_number() {
     }
 }
 
+/// A Gather whose indices are constant (an initializer) and outside the
+/// axis is refused at import, naming the index and the node, as ONNX makes
+/// it an error (it failed only when a step ran, naming an index the file
+/// does not hold: -99 showed as -95).
+#[test]
+fn a_gather_s_constant_indices_are_checked_at_import() {
+    for bad in [99i64, -99] {
+        let mut model = aicf_onnx::load(&fixture("node/test_gather_0/model.onnx")).unwrap();
+        let graph = model.graph.as_mut().unwrap();
+        let node = graph.node.iter().find(|n| n.op_type() == "Gather").unwrap().clone();
+        let indices = node.input[1].clone();
+        graph.input.retain(|v| v.name() != indices);
+        graph.initializer.push(aicf_onnx::proto::TensorProto {
+            name: Some(indices.clone()),
+            dims: vec![2],
+            data_type: Some(7),
+            int64_data: vec![0, bad],
+            ..Default::default()
+        });
+        let options = ImportOptions { batch: Some(2), loss: Loss::None };
+        let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
+        assert!(e.contains(&format!("index {bad} is out of range")) && e.contains("Gather"), "{e}");
+    }
+}
+
 /// Runs every node test under `dir`, returning (test, op, outcome) sorted by test.
 fn node_tests(dir: &std::path::Path, tag: &str) -> Vec<(String, String, conformance::Outcome)> {
     let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -32,6 +32,8 @@
 // hl-set-batch from a batch no argument has changes nothing: refused.
 // RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir --hl-set-batch="size=8 from=7" 2>&1 | FileCheck %s --check-prefix=FROM
 // FROM: error: hl-set-batch: from=7: no function argument has a leading dimension of 7
+// RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir --hl-set-batch="size=3 from=-7" 2>&1 | FileCheck %s --check-prefix=FROMNEG
+// FROMNEG: error: hl-set-batch: from=-7: give the batch to replace, a positive integer (or 0 to detect it)
 // The train pipeline's names are names; autocast comes before autodiff.
 // RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir '--aicf-train-pipeline=optimizer="sgd},hl-widen{layer=fc1 width=500},hl-optimizer{kind=sgd"' 2>&1 | FileCheck %s --check-prefix=SPLICE
 // SPLICE: error: aicf-train-pipeline: 'sgd},hl-widen{layer=fc1 width=500},hl-optimizer{kind=sgd' is not a name
