@@ -3,6 +3,13 @@
 // RUN: aicf-opt %s -split-input-file --hl-fuse-elementwise | FileCheck %s
 // The fused form parses back and verifies.
 // RUN: aicf-opt %s -split-input-file --hl-fuse-elementwise | aicf-opt -split-input-file | FileCheck %s
+// A chain of 150 ops becomes three kernels of at most 64 ops (64, 64 and
+// 22; one huge kernel's host compile grew faster than its size).
+// RUN: python3 -c "p = chr(37); v = lambda i: p + ('x' if i < 0 else 'h' + str(i)); print('func.func @f(' + v(-1) + ': tensor<4xf32>) -> tensor<4xf32> {'); [print('  ' + v(i) + ' = hl.tanh ' + v(i - 1) + ' : tensor<4xf32>') for i in range(150)]; print('  return ' + v(149) + ' : tensor<4xf32>'); print('}')" > %t.chain.mlir
+// RUN: aicf-opt %t.chain.mlir --hl-fuse-elementwise | FileCheck %s --check-prefix=CHAIN
+// CHAIN-COUNT-3: hl.fused_elementwise
+// CHAIN-NOT: hl.fused_elementwise
+// CHAIN: return
 
 // An SGD update p - lr * g: one kernel; the bias broadcast stays an input.
 // CHECK-LABEL: func.func @sgd_update

@@ -9,7 +9,9 @@
 //!    use of that group's values comes after this op. A value used outside
 //!    its group becomes one more result of the fused op (multi-output
 //!    fusion: computed once, stored once, never recomputed), so Adam's two
-//!    moments and the parameter update are one kernel.
+//!    moments and the parameter update are one kernel. A group takes at
+//!    most `MOST_FUSED` ops (a longer chain becomes several kernels: the
+//!    host compile of one huge kernel grows faster than its size).
 //! 2. Every group of two or more ops becomes one op at its last op; all its
 //!    outside uses come later, so that is legal. Its inputs are the group's
 //!    operands from outside, except splat constants, which become scalar
@@ -60,6 +62,11 @@ const ELEMENTWISE: &[&str] = &[
     "hl.cast",
 ];
 
+/// The most ops one fused group takes (see [`fuse_elementwise`]): far more
+/// than a model's elementwise chains (Adam's update, an activation and its
+/// gradient), few enough that each kernel compiles in well under a second.
+const MOST_FUSED: usize = 64;
+
 pub(super) fn is_elementwise(op: MlirOperation) -> bool {
     ELEMENTWISE.contains(&op_name(op).as_str())
 }
@@ -84,6 +91,12 @@ pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
                 let Some(p) = producer(v) else { continue };
                 let Some(&pg) = group_of.get(&(p.ptr as usize)) else { continue };
                 if spec(v).shape != result_shape || pg == id {
+                    continue;
+                }
+                // A group stops growing at MOST_FUSED ops: a kernel's host
+                // compile grows faster than its body (a chain of 1000 tanh
+                // in one kernel took 38 s under clang -O3, 2000 over 120).
+                if groups[id].len() + groups[pg].len() > MOST_FUSED {
                     continue;
                 }
                 // Every outside use of the producer group's values must come
