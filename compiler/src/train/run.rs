@@ -322,9 +322,10 @@ const MAX_EPOCHS: usize = 1_000_000_000;
 /// when the returned file closes, also when the process is killed), and
 /// refuses to write over checkpoints it holds (`last.safetensors`, or any
 /// model version's `v<k>.safetensors`) unless the run continues from one
-/// of them (`resume_from` inside `dir`): a fresh run, or one resumed from
-/// a checkpoint elsewhere (a fork), needs a directory of its own.
-fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>) -> Result<std::fs::File> {
+/// of them (`resume_from` inside `dir`, a run of `epochs` epochs that
+/// reaches the latest): a fresh run, or one resumed from a checkpoint
+/// elsewhere (a fork), needs a directory of its own.
+fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>, epochs: usize) -> Result<std::fs::File> {
     let io = |path: &Path, message: String| TrainError::Io { path: path.to_path_buf(), message };
     let path = dir.join(".lock");
     let lock = std::fs::OpenOptions::new()
@@ -348,6 +349,29 @@ fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>) -> Result<std::f
         .and_then(|from| from.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d }))
         .is_some_and(|from_dir| canonical(from_dir).is_some_and(|d| Some(d) == canonical(dir)));
     if in_place {
+        // Resumed from an earlier checkpoint of this directory, the run
+        // replays the epochs after it (the same options and policy, so the
+        // same checkpoints again); one that ends before this directory's
+        // latest checkpoint would leave an earlier one in its place: a good
+        // checkpoint lost, silently.
+        let epoch_of = |p: &Path| -> Option<usize> {
+            aicf_runtime::checkpoint::read_metadata(p).ok()?.get("epoch").and_then(|s| s.parse().ok())
+        };
+        let last = dir.join("last.safetensors");
+        if let (Some(from), Some(held)) = (resume_from, epoch_of(&last))
+            && held > epochs
+            && epoch_of(from).is_some_and(|e| e < held)
+        {
+            return Err(io(
+                dir,
+                format!(
+                    "holds this run's later checkpoint last.safetensors (epoch {held}): replayed from {} to epoch \
+                     {epochs}, the run would leave an earlier one in its place; give --epochs {held} or more, \
+                     --resume to continue the latest, or another --checkpoint-dir (a fork)",
+                    from.display()
+                ),
+            ));
+        }
         return Ok(lock);
     }
     if let Some(held) = held_checkpoint(dir) {
@@ -377,7 +401,7 @@ fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>) -> Result<std::f
 /// (as [`claim_checkpoint_dir`]), and refuses one that holds another run's
 /// `before-rewrite-<k>.safetensors` unless this run resumes.
 fn claim_rewrites_dir(dir: &Path, resuming: bool) -> Result<std::fs::File> {
-    let lock = claim_checkpoint_dir(dir, None).map_err(|e| match e {
+    let lock = claim_checkpoint_dir(dir, None, 0).map_err(|e| match e {
         // Its own message for a directory that is also another run's
         // checkpoint directory.
         TrainError::Io { path, message } => {
@@ -591,7 +615,7 @@ pub fn fit(
     // One run at a time writes a checkpoint directory, and a fresh run
     // never writes over another run's checkpoints (rank 0 writes them).
     let _lock = match (&run.checkpoint_dir, rank) {
-        (Some(dir), 0) => Some(claim_checkpoint_dir(dir, resume_from.as_deref())?),
+        (Some(dir), 0) => Some(claim_checkpoint_dir(dir, resume_from.as_deref(), run.epochs)?),
         _ => None,
     };
     let resume_from = match (&comm, resume_from) {
@@ -1987,7 +2011,7 @@ mod tests {
         assert!(e.ends_with("another run is writing its metrics here; give this one another --out"), "{e}");
         // A checkpoint directory's lock is another file: one directory can
         // be both.
-        let checkpoints = claim_checkpoint_dir(&dir, None).unwrap();
+        let checkpoints = claim_checkpoint_dir(&dir, None, 0).unwrap();
         drop(first);
         drop(checkpoints);
         assert!(claim_run_dir(&dir).is_ok());

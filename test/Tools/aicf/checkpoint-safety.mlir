@@ -155,3 +155,13 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 7\naction = "rollback"\n' > %t/rollback-steps.toml
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --adapt %t/rollback-steps.toml --out %t/rbsteps --no-progress | FileCheck %s --check-prefix=ROLLSTEP
 // ROLLSTEP: step 7 (epoch 2): roll back on step 7 reached -> accepted {{.*}}back to the state of step 5 (end of epoch 1)
+// Resumed from an earlier checkpoint of its own directory (a model version
+// before a later growth), a run replays the epochs after it
+// (checkpoints.mlir); one that would end before the directory's latest
+// checkpoint is refused, and last.safetensors is left as it was (it was
+// rewritten to epoch 3 of 4).
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/rewind-run --checkpoint-dir %t/rewind --adapt %S/inputs/grow-steps.toml --no-progress > /dev/null
+// RUN: cp %t/rewind/last.safetensors %t/rewind-last.safetensors
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/rewind-again --checkpoint-dir %t/rewind --adapt %S/inputs/grow-steps.toml --resume-from %t/rewind/v1.safetensors --no-progress 2>&1 | FileCheck %s --check-prefix=REWIND
+// RUN: cmp %t/rewind/last.safetensors %t/rewind-last.safetensors
+// REWIND: aicf: error: {{.*}}rewind: holds this run's later checkpoint last.safetensors (epoch 4): replayed from {{.*}}v1.safetensors to epoch 3, the run would leave an earlier one in its place; give --epochs 4 or more, --resume to continue the latest, or another --checkpoint-dir (a fork)
