@@ -120,6 +120,11 @@ pub enum Template {
     Compose { ops: Vec<Template> },
 }
 
+/// The longest mask ramp or delay: its step counter is f32, exact to 2^24
+/// (a delay of 2^31 rounded the old units' counters to the delay and
+/// masked them off).
+const MOST_MASK_STEPS: usize = 1 << 24;
+
 impl Template {
     /// Counts that must be at least 1 (`count`, `mask`), here and in a
     /// composition's templates.
@@ -161,6 +166,17 @@ impl Template {
             }
             Template::Widen { noise: n, .. } if !(n.is_finite() && *n >= 0.0) => {
                 Err(format!("noise = {n}: it must be at least 0"))
+            }
+            Template::Widen { mask, mask_delay, .. }
+            | Template::Heads { mask, mask_delay, .. }
+            | Template::AddBlock { mask, mask_delay, .. }
+                if mask.is_some_and(|m| m > MOST_MASK_STEPS) || *mask_delay > MOST_MASK_STEPS =>
+            {
+                Err(format!(
+                    "mask = {}, mask_delay = {mask_delay}: each at most {MOST_MASK_STEPS} steps (2^24: the mask counts \
+                     its steps in f32, exact to there)",
+                    mask.unwrap_or_default()
+                ))
             }
             Template::Compose { ops } if ops.is_empty() => Err("a composition of no operators".into()),
             Template::Compose { ops } => ops.iter().try_for_each(Template::check),
@@ -525,6 +541,18 @@ impl Policy {
                 && !(t.is_finite() && t >= 0.0)
             {
                 return Err(at(format!("threshold = {t} is not a number of at least 0")));
+            }
+            // One rewrite a step: a second rule set for the same step
+            // would never fire (the first acts, and `at` matches no other).
+            if r.when == "steps"
+                && let Some(step) = r.at
+                && let Some(j) = raw.rule[..i].iter().position(|q| q.when == "steps" && q.at == Some(step))
+            {
+                return Err(at(format!(
+                    "at = {step} is also rule {}'s step: one rewrite happens a step, so this rule would never act; \
+                     compose the two (action = {{ op = \"compose\", ops = [...] }}) or give another step",
+                    j + 1
+                )));
             }
             let trigger = match r.when.as_str() {
                 "epoch" => Trigger::Epoch { every: r.every.unwrap_or(1) },
