@@ -54,6 +54,32 @@ pub struct Mask {
     pub delay: usize,
 }
 
+/// Whether mask `name` is declared already (a later masked growth of its
+/// layer grows it, keeping its ramp and delay): a mask asked with another
+/// ramp or delay is an error, not silently the declared one.
+fn same_mask(module: MlirOperation, name: &str, mask: Option<Mask>, pass: &str) -> Result<bool, Failure> {
+    let Some(decl) =
+        ops_of(module_body(module)).into_iter().find(|op| string_attr(*op, "sym_name").as_deref() == Some(name))
+    else {
+        return Ok(false);
+    };
+    let (ramp, delay) = (ir::int_attr(decl, "ramp").unwrap_or(0), ir::int_attr(decl, "delay").unwrap_or(0));
+    if let Some(m) = mask
+        && (m.steps as i64, m.delay as i64) != (ramp, delay)
+    {
+        return Err((
+            op_loc(decl),
+            format!(
+                "{pass}: @{name} already ramps its units over {ramp} steps after a delay of {delay}; a later masked \
+                 growth of the layer uses that mask: give mask={ramp} mask_delay={delay}, or no mask, not mask={} \
+                 mask_delay={}",
+                m.steps, m.delay
+            ),
+        ));
+    }
+    Ok(true)
+}
+
 /// The per-unit mask counter of a masked widening of `layer`.
 pub fn unit_mask(layer: &str) -> String {
     format!("{layer}.mask")
@@ -249,8 +275,7 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
 pub fn apply_widen(module: MlirOperation, plan: &WidenPlan, mask: Option<Mask>) -> Result<(), Failure> {
     const PASS: &str = "hl-widen";
     let name = unit_mask(&plan.layer);
-    let declared =
-        ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name));
+    let declared = same_mask(module, &name, mask, PASS)?;
     widen_only(module, plan)?;
     let Some(mask) = mask.filter(|_| !declared) else { return Ok(()) };
     let (decl, linears) = layer_linears(module, &plan.layer, PASS)?;
@@ -451,8 +476,7 @@ pub fn attention_heads(module: MlirOperation, path: &str) -> Result<(usize, usiz
 pub fn apply_heads(module: MlirOperation, plan: &HeadsPlan, mask: Option<Mask>) -> Result<(), Failure> {
     const PASS: &str = "hl-add-heads";
     let name = unit_mask(&plan.widen.layer);
-    let declared =
-        ops_of(module_body(module)).into_iter().any(|op| string_attr(op, "sym_name").as_deref() == Some(&name));
+    let declared = same_mask(module, &name, mask, PASS)?;
     heads_only(module, plan)?;
     let Some(mask) = mask.filter(|_| !declared) else { return Ok(()) };
     // The merged heads, where the output projection reads them, times a

@@ -44,3 +44,12 @@
 // RESHAPE: error: 'hl.reshape' op has more than 2^63 elements
 // RUN: not aicf-opt %S/inputs/huge-dilation.mlir.txt 2>&1 | FileCheck %s --check-prefix=CONV
 // CONV: error: 'hl.conv2d' op the window (dilation 4611686018427387904, kernel 3) or padding (0) is beyond 64-bit sizes
+// A second masked widening of a layer uses the mask the first declared: one
+// asked with another ramp or delay is refused (it was silently the first
+// one's, while the run's log named the one asked for); the same mask, or
+// none, grows it.
+// RUN: aicf-opt %S/../../../examples/grow/narrow_mlp.mlir "--hl-widen=layer=fc1 width=32 mask=4" -o %t/masked.mlir
+// RUN: not aicf-opt %t/masked.mlir "--hl-widen=layer=fc1 width=64 mask=50 mask_delay=30" 2>&1 | FileCheck %s --check-prefix=REMASK
+// RUN: aicf-opt %t/masked.mlir "--hl-widen=layer=fc1 width=64 mask=4" | FileCheck %s --check-prefix=SAMEMASK
+// REMASK: error: hl-widen: @fc1.mask already ramps its units over 4 steps after a delay of 0; a later masked growth of the layer uses that mask: give mask=4 mask_delay=0, or no mask, not mask=50 mask_delay=30
+// SAMEMASK: hl.state @fc1.mask {{.*}}tensor<64xf32>
