@@ -1020,9 +1020,10 @@ impl<'a> Loop<'a> {
                     if t.resolve(&trainer, 0).is_none() {
                         let action = serde_json::to_string(t).unwrap_or_else(|_| format!("{t:?}"));
                         report.note(&format!(
-                            "policy rule {} (action {action}) has nothing to grow in the model it starts from (no \
-                             such layer, or at its cap): it acts only on what an earlier growth makes",
-                            k + 1
+                            "policy rule {} (action {action}) has nothing to grow in the model it starts from ({}): \
+                             it acts only on what an earlier growth makes",
+                            k + 1,
+                            t.nothing_to_grow(&trainer)
                         ));
                     }
                 }

@@ -141,7 +141,12 @@
 // training (it would otherwise never act, silently).
 // RUN: printf '[[rule]]\nwhen = "steps"\nevery = 5\naction = { op = "widen", layer = "nope", factor = 2.0, max_width = 128 }\n' > %t/nolayer.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nolayer.toml --out %t/run8 2>&1 | FileCheck %s --check-prefix=NOLAYER
-// NOLAYER: note: policy rule 1 (action {"op":"widen","layer":"nope"{{.*}}) has nothing to grow in the model it starts from
+// NOLAYER: note: policy rule 1 (action {"op":"widen","layer":"nope"{{.*}}) has nothing to grow in the model it starts from (the model has no layer nope)
+// A width not above the layer's is noted for what it is (the note said
+// "no such layer, or at its cap").
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc1", width = 8 }\n' > %t/narrower.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/narrower.toml --out %t/run8b 2>&1 | FileCheck %s --check-prefix=NARROWER
+// NARROWER: note: policy rule 1 (action {{.*}}) has nothing to grow in the model it starts from (width = 8 is not above fc1's 16 units)
 
 // Option values named for what is wrong with them, before anything runs.
 // RUN: not aicf propose --data %t/digits.csv --structure "mlp -5" -o %t/p.mlir 2>&1 | FileCheck %s --check-prefix=WIDTH

@@ -222,6 +222,42 @@ fn one_or_all(mut ops: Vec<Operator>) -> Option<Operator> {
 impl Template {
     /// The operator for the model as it is now; `None` when it has reached
     /// its cap (or the layer is gone).
+    /// Why [`Template::resolve`] finds nothing to grow in `trainer`'s
+    /// model, as a note says it: the layer missing, or the width asked not
+    /// above the current one, or at the cap.
+    pub fn nothing_to_grow(&self, trainer: &Trainer) -> String {
+        let generic = "no such layer, or at its cap".to_string();
+        match self {
+            Template::Widen { layer, width, max_width, .. } if !layer.contains('*') => {
+                let weight = format!("{layer}.weight");
+                let symbols = &trainer.backend().manifest().symbols;
+                match symbols.iter().find(|s| s.name == weight).and_then(|s| s.shape.first().copied()) {
+                    None => format!("the model has no layer {layer}"),
+                    Some(current) if max_width.is_some_and(|m| m <= current) => {
+                        format!("{layer} has {current} units, at or above max_width = {}", max_width.unwrap_or(0))
+                    }
+                    Some(current) if width.is_some_and(|w| w <= current) => {
+                        format!("width = {} is not above {layer}'s {current} units", width.unwrap_or(0))
+                    }
+                    Some(_) => generic,
+                }
+            }
+            Template::WidenResidual { width: Some(w), .. } => {
+                let ctx = CompilerContext::new();
+                let current = ctx
+                    .parse(trainer.source(), trainer.name())
+                    .ok()
+                    .and_then(|m| grow_stream::residual_width(m.as_operation().to_raw()).ok());
+                match current {
+                    Some(c) if *w <= c => format!("width = {w} is not above the residual stream's {c}"),
+                    None => "the model has no residual stream".into(),
+                    _ => generic,
+                }
+            }
+            _ => generic,
+        }
+    }
+
     pub fn resolve(&self, trainer: &Trainer, serial: usize) -> Option<Operator> {
         match self {
             Template::Widen { layer, .. } if layer.contains('*') => {
