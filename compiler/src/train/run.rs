@@ -1025,6 +1025,13 @@ impl<'a> Loop<'a> {
                             k + 1,
                             t.nothing_to_grow(&trainer)
                         ));
+                    } else if let Some(why) = t.cannot_apply(&trainer) {
+                        let action = serde_json::to_string(t).unwrap_or_else(|_| format!("{t:?}"));
+                        report.note(&format!(
+                            "policy rule {} (action {action}) cannot apply to the model it starts from ({why}): it \
+                             acts only on what an earlier growth makes",
+                            k + 1
+                        ));
                     }
                 }
             }

@@ -58,7 +58,7 @@
 // RUN: sha256sum -c %t/sum3
 // RUN: printf '[[rule]]\nwhen = "plateau"\nwindow = 5\nthreshold = 0.01\naction = { op = "widen", layer = "fc1", factor = 0.0 }\n' > %t/factor0.toml
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/factor0.toml --out %t/run9 2>&1 | FileCheck %s --check-prefix=FACTOR
-// FACTOR: aicf: error: {{.*}}factor0.toml{{.*}}action: factor = 0: a widening multiplies the width by more than 1
+// FACTOR: aicf: error: {{.*}}factor0.toml{{.*}}action: factor = 0: a widening multiplies the width by a finite number above 1
 
 // A checkpoint holding a NaN (written with its checksum, as a tool that
 // edits tensors would) is refused where it is read, by resume and by
@@ -147,6 +147,16 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc1", width = 8 }\n' > %t/narrower.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/narrower.toml --out %t/run8b 2>&1 | FileCheck %s --check-prefix=NARROWER
 // NARROWER: note: policy rule 1 (action {{.*}}) has nothing to grow in the model it starts from (width = 8 is not above fc1's 16 units)
+// A deepening after a layer the model lacks, and a block added to a model
+// of no blocks, are noted before training too (each was found only when
+// its rule fired); a mask on net2wider's widening is refused by its rule.
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "deepen", after = "nope" }\n[[rule]]\nwhen = "steps"\nat = 6\naction = { op = "add-block" }\n' > %t/cannot.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/cannot.toml --out %t/run8c 2>&1 | FileCheck %s --check-prefix=CANNOT
+// CANNOT: note: policy rule 1 (action {{.*}}) cannot apply to the model it starts from (the model has no layer nope)
+// CANNOT: note: policy rule 2 (action {{.*}}) cannot apply to the model it starts from (the model has no blocks blocks.0, blocks.1, ...)
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc1", width = 32, mask = 4 }\n' > %t/masked-net2wider.toml
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/masked-net2wider.toml --out %t/run8d 2>&1 | FileCheck %s --check-prefix=MASKN2W
+// MASKN2W: policy rule 1: action: a mask needs rule = "zero-out" or "fresh"
 
 // Option values named for what is wrong with them, before anything runs.
 // RUN: not aicf propose --data %t/digits.csv --structure "mlp -5" -o %t/p.mlir 2>&1 | FileCheck %s --check-prefix=WIDTH

@@ -143,7 +143,7 @@ impl Template {
             Template::Widen { factor: Some(f), .. } | Template::WidenResidual { factor: Some(f), .. }
                 if !(f.is_finite() && *f > 1.0) =>
             {
-                Err(format!("factor = {f}: a widening multiplies the width by more than 1"))
+                Err(format!("factor = {f}: a widening multiplies the width by a finite number above 1"))
             }
             Template::Widen { width: Some(0), .. } | Template::WidenResidual { width: Some(0), .. } => zero("width"),
             Template::Widen { width: Some(_), factor: Some(_), .. }
@@ -177,6 +177,11 @@ impl Template {
                      its steps in f32, exact to there)",
                     mask.unwrap_or_default()
                 ))
+            }
+            Template::Widen { rule: WidenRule::Net2wider, mask: Some(_), .. } => {
+                Err("a mask needs rule = \"zero-out\" or \"fresh\" (net2wider splits the kept units' outgoing weights \
+                 with the masked copies)"
+                    .into())
             }
             Template::Compose { ops } if ops.is_empty() => Err("a composition of no operators".into()),
             Template::Compose { ops } => ops.iter().try_for_each(Template::check),
@@ -255,6 +260,24 @@ impl Template {
                 }
             }
             _ => generic,
+        }
+    }
+
+    /// What a rule that resolves would still not find in `trainer`'s
+    /// model: the layer a deepening follows, the blocks a new block copies
+    /// (each found only when the rule fires, else).
+    pub fn cannot_apply(&self, trainer: &Trainer) -> Option<String> {
+        let symbols = &trainer.backend().manifest().symbols;
+        match self {
+            Template::Deepen { after, .. } if !symbols.iter().any(|s| s.name == format!("{after}.weight")) => {
+                Some(format!("the model has no layer {after}"))
+            }
+            Template::AddBlock { prefix, .. }
+                if !symbols.iter().any(|s| grow_stream::block_of(&s.name, prefix).is_some()) =>
+            {
+                Some(format!("the model has no blocks {prefix}.0, {prefix}.1, ..."))
+            }
+            _ => None,
         }
     }
 
