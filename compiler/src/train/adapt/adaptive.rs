@@ -751,11 +751,12 @@ impl Adaptive {
             let change = (b - a).abs() / a.abs().max(1e-12);
             d.relative_change = Some(change);
             let rise = (b - a) / a.abs().max(1e-12);
+            let tolerance = self.policy.tolerance(self.trainer.options().precision);
             let refused = if d.exact {
-                (!(change <= self.policy.verify_tolerance)).then(|| {
+                (!(change <= tolerance)).then(|| {
                     format!(
-                        "the probe loss changed by {change:.2e} (tolerance {:.0e}) under a function-preserving rewrite",
-                        self.policy.verify_tolerance
+                        "the probe loss changed by {change:.2e} (tolerance {tolerance:.0e}) under a function-preserving \
+                         rewrite"
                     )
                 })
             } else {
