@@ -694,6 +694,16 @@ pub fn fit(
                     create_dir(&run.out)?;
                     let file = run.out.join("resumed-model.mlir");
                     crate::codegen::write_atomically(&file, ir.as_bytes())?;
+                    // A grown model goes on, not the file named: said (eval
+                    // and sample say it too).
+                    if rank == 0 && aicf_runtime::artifact::ir_hash(ir) != aicf_runtime::artifact::ir_hash(&original) {
+                        report.note(&format!(
+                            "{}: the checkpoint holds a grown version of {} ({}); training goes on with it",
+                            path.display(),
+                            model.display(),
+                            file.display()
+                        ));
+                    }
                     (ir.clone(), file, Some((path.clone(), meta)))
                 }
                 None => (original, model.to_path_buf(), Some((path.clone(), meta))),
@@ -1180,7 +1190,11 @@ impl<'a> Loop<'a> {
                     (!kept.is_empty()).then_some(kept)
                 }
             };
-            self.adaptive.restore(snapshot, kept)?;
+            self.adaptive.restore(snapshot, kept).map_err(|e| match e {
+                // The checkpoint named: a policy that does not fit it.
+                TrainError::Input(m) => TrainError::Io { path: path.to_path_buf(), message: m },
+                e => e,
+            })?;
             self.reported_decisions = self.adaptive.decisions().len();
         }
         if let Some(dir) = &run.checkpoint_dir {

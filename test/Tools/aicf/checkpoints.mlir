@@ -51,6 +51,11 @@
 // RUN: sed 's/at = 100/at = 120/' %S/inputs/grow-steps.toml > %t/other-policy.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %t/other-policy.toml --resume 2>&1 | FileCheck %s --check-prefix=POLICY
 // POLICY: error: {{.*}}last.safetensors: the checkpoint was trained with policy {{[0-9a-f]+}}; this run asks for {{[0-9a-f]+}}
+// Forced on (--override-resume) with a policy of another rule count, the
+// error names the checkpoint.
+// RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 50\naction = { op = "widen", layer = "fc1", width = 32, rule = "net2wider", split_noise = 0.1 }\n' > %t/one-rule.toml
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %t/one-rule.toml --resume --override-resume 2>&1 | FileCheck %s --check-prefix=RULES
+// RULES: error: {{.*}}b-ckpt/last.safetensors: the checkpoint's adaptive state has 2 rules; the policy has 1
 
 // A plain run resumed on a fresh cache ends where a straight one does.
 // RUN: env AICF_CACHE_DIR=%t/cache-p aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/p --checkpoint-dir %t/p-straight > /dev/null
@@ -113,3 +118,8 @@
 // RUN: cmp %t/e-good.safetensors %t/e-ckpt/last.safetensors
 // HUGE: error: the held-out loss became {{[0-9.]+}}e{{[0-9]+}} at the end of epoch 2 (lr 1000000): training diverged{{.*}}(epoch 1), is kept
 // EPOCHEND: error: the held-out loss became {{.*}} at the end of epoch 2 (lr 1000000000000000000000000000000): training diverged; lower the learning rate; the last good checkpoint, {{.*}}last.safetensors (epoch 1), is kept
+// Resumed without its policy, a grown run goes on with the grown model the
+// checkpoint holds, and says so (it trained it naming the file given).
+// RUN: rm -rf %t/grown-copy && cp -r %t/b-ckpt %t/grown-copy
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/grown-on --checkpoint-dir %t/grown-copy --resume --no-progress 2>&1 | FileCheck %s --check-prefix=GROWNON
+// GROWNON: note: {{.*}}grown-copy/last.safetensors: the checkpoint holds a grown version of {{.*}}narrow_mlp.mlir ({{.*}}resumed-model.mlir); training goes on with it
