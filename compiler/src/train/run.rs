@@ -781,6 +781,20 @@ pub fn fit(
         loop_.adaptive.trainer_mut().set_communicator(c.clone())?;
     }
     loop_.record = record;
+    // Resumed from an earlier checkpoint of its own directory, the run
+    // replays the epochs to the directory's latest: it writes no checkpoint
+    // before that epoch, so a replay killed midway leaves the latest one.
+    if let (Some(dir), Some((path, meta))) = (&run.checkpoint_dir, &resume) {
+        let epoch_of = |m: &BTreeMap<String, String>| m.get("epoch").and_then(|e| e.parse::<usize>().ok());
+        let held = aicf_runtime::checkpoint::read_metadata(&dir.join("last.safetensors")).ok();
+        let same_dir = |a: &Path, b: &Path| std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok();
+        if let (Some(held), Some(from)) = (held.as_ref().and_then(epoch_of), epoch_of(meta))
+            && held > from
+            && path.parent().is_some_and(|p| same_dir(if p.as_os_str().is_empty() { Path::new(".") } else { p }, dir))
+        {
+            loop_.replay_until = Some(held);
+        }
+    }
     if let Some((path, meta)) = &resume {
         loop_.resume(path, meta, run, report)?;
     } else if let Some(dir) = &run.checkpoint_dir {
@@ -944,6 +958,10 @@ struct Loop<'a> {
     reference_loss: Option<f64>,
     /// The epoch of the last checkpoint written (or resumed from).
     saved_epoch: Option<usize>,
+    /// A replay in place (resumed from an earlier checkpoint of its own
+    /// directory): the epoch of the directory's latest checkpoint, before
+    /// which no checkpoint is written.
+    replay_until: Option<usize>,
     /// Data parallel: the replicas (none alone), this one's rank and their
     /// number.
     comm: Option<Arc<dyn Communicator>>,
@@ -1011,8 +1029,9 @@ impl<'a> Loop<'a> {
         // A growth rule that fits nothing in the starting model (a layer
         // it does not have, or one at the rule's cap) acts only if another
         // growth makes its layer: said before training (a misspelt layer
-        // otherwise never acts, silently).
-        if rank == 0 {
+        // otherwise never acts, silently). Not on resume: the model is then
+        // the checkpoint's, grown by rules that have fired.
+        if rank == 0 && !run.resume && run.resume_from.is_none() {
             for (k, rule) in policy.rules.iter().enumerate() {
                 let mut templates: Vec<&Template> = match &rule.action {
                     Action::Grow(t) => vec![t],
@@ -1065,6 +1084,7 @@ impl<'a> Loop<'a> {
             versions: BTreeMap::new(),
             reference_loss: None,
             saved_epoch: None,
+            replay_until: None,
             comm,
             rank,
             replicas,
@@ -1736,7 +1756,10 @@ impl<'a> Loop<'a> {
             }
             self.record_decisions(bar.as_ref(), report);
             if let Some(path) = checkpoint {
-                if writes {
+                if self.replay_until.is_some_and(|held| epoch < held) {
+                    // The directory's later checkpoint stays until the
+                    // replay reaches it.
+                } else if writes {
                     self.save(path, epoch, run)?;
                 } else {
                     self.saved_epoch = Some(epoch);
@@ -1749,6 +1772,17 @@ impl<'a> Loop<'a> {
         }
         if let Some(bar) = bar {
             bar.finish_and_clear();
+        }
+        if let (Some(held), Some(dir)) = (self.replay_until, &run.checkpoint_dir)
+            && self.records.last().is_some_and(|r| r.epoch < held)
+            && self.rank == 0
+        {
+            report.note(&format!(
+                "the replay stopped at epoch {} before {}'s latest checkpoint (epoch {held}), which stays: no \
+                 checkpoint written",
+                self.records.last().map_or(0, |r| r.epoch),
+                dir.display()
+            ));
         }
         // A run shorter than its profile writes what it recorded.
         if let Some(p) = &mut profiler {

@@ -180,3 +180,10 @@
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/rewind-again --checkpoint-dir %t/rewind --adapt %S/inputs/grow-steps.toml --resume-from %t/rewind/v1.safetensors --no-progress 2>&1 | FileCheck %s --check-prefix=REWIND
 // RUN: cmp %t/rewind/last.safetensors %t/rewind-last.safetensors
 // REWIND: aicf: error: {{.*}}rewind: holds this run's later checkpoint last.safetensors (epoch 4): replayed from {{.*}}v1.safetensors to epoch 3, the run would leave an earlier one in its place; give --epochs 4 or more, --resume to continue the latest, or another --checkpoint-dir (a fork)
+// A replay in place writes no checkpoint before the directory's latest
+// epoch (one killed midway left an earlier last.safetensors): stopped
+// early here by a FLOPs budget, it says so and leaves the latest as it was.
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/rewind-budget --checkpoint-dir %t/rewind --adapt %S/inputs/grow-steps.toml --resume-from %t/rewind/v1.safetensors --flops-budget 3e7 --no-progress 2>&1 | FileCheck %s --check-prefix=REPLAYSTOP
+// RUN: cmp %t/rewind/last.safetensors %t/rewind-last.safetensors
+// REPLAYSTOP-NOT: has nothing to grow
+// REPLAYSTOP: note: the replay stopped at epoch 3 before {{.*}}rewind's latest checkpoint (epoch 4), which stays: no checkpoint written
