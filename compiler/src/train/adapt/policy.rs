@@ -225,8 +225,6 @@ fn one_or_all(mut ops: Vec<Operator>) -> Option<Operator> {
 }
 
 impl Template {
-    /// The operator for the model as it is now; `None` when it has reached
-    /// its cap (or the layer is gone).
     /// Why [`Template::resolve`] finds nothing to grow in `trainer`'s
     /// model, as a note says it: the layer missing, or the width asked not
     /// above the current one, or at the cap.
@@ -281,6 +279,8 @@ impl Template {
         }
     }
 
+    /// The operator for the model as it is now; `None` when it has reached
+    /// its cap (or the layer is gone).
     pub fn resolve(&self, trainer: &Trainer, serial: usize) -> Option<Operator> {
         match self {
             Template::Widen { layer, .. } if layer.contains('*') => {
