@@ -515,12 +515,7 @@ impl Runs {
                 // A record whose JSON does not read is an error naming the
                 // column, never a blank record (fields added since it was
                 // written read as their defaults).
-                fn json<T: serde::de::DeserializeOwned>(
-                    id: i64,
-                    _: usize,
-                    what: &str,
-                    text: &str,
-                ) -> rusqlite::Result<T> {
+                fn json<T: serde::de::DeserializeOwned>(id: i64, what: &str, text: &str) -> rusqlite::Result<T> {
                     serde_json::from_str(text)
                         .map_err(|e| malformed(format!("run {id}'s {what} does not read as JSON ({e})")))
                 }
@@ -529,9 +524,9 @@ impl Runs {
                     started: r.get(1)?,
                     status,
                     model: r.get::<Option<String>>(5)?.unwrap_or_default(),
-                    problem: json(id, 6, "problem", &parse(6)?)?,
-                    fingerprint: json(id, 7, "fingerprint", &parse(7)?)?,
-                    settings: json(id, 8, "settings", &parse(8)?)?,
+                    problem: json(id, "problem", &parse(6)?)?,
+                    fingerprint: json(id, "fingerprint", &parse(7)?)?,
+                    settings: json(id, "settings", &parse(8)?)?,
                     epochs: r.get(9)?,
                     steps: r.get(10)?,
                     train_flops: r.get(11)?,
@@ -542,7 +537,7 @@ impl Runs {
                     error: r.get(16)?,
                     final_fingerprint: r
                         .get::<Option<String>>(17)?
-                        .map(|t| json(id, 17, "final fingerprint", &t))
+                        .map(|t| json(id, "final fingerprint", &t))
                         .transpose()?,
                 })
             })
