@@ -525,6 +525,9 @@ fn split_rows(rows: usize, seed: u64, val_split: f64) -> (Vec<usize>, Vec<usize>
     (t.to_vec(), h.to_vec())
 }
 
+/// The most windows of text an epoch takes (2^27: its order is 1 GiB).
+const MOST_WINDOWS_PER_EPOCH: usize = 1 << 27;
+
 /// Reads a whole file, gunzipping a `.gz` one: every member of it (files
 /// joined with `cat`, bgzip's blocks), as `zcat` does; bytes after the last
 /// member that are not another are an error, not ignored.
@@ -830,6 +833,13 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
     let windows_per_epoch = options.windows_per_epoch.unwrap_or_else(|| (split / context).max(batch));
     if windows_per_epoch == 0 {
         return Err(bad("zero windows per epoch"));
+    }
+    // An epoch's window order is held whole (8 bytes a window).
+    if windows_per_epoch > MOST_WINDOWS_PER_EPOCH {
+        return Err(bad(format!(
+            "--windows-per-epoch {windows_per_epoch}: at most {MOST_WINDOWS_PER_EPOCH} (an epoch's order is held in \
+             memory; train more epochs instead)"
+        )));
     }
     let t = Text {
         tokens,

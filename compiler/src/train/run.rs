@@ -1791,6 +1791,14 @@ impl<'a> Loop<'a> {
                 let device = self.adaptive.trainer().backend().device();
                 report::write_trace(&p.path, &device, &events)?;
                 trace = Some(p.path.clone());
+            } else if events.is_empty() && writes {
+                // Said, not a missing file found later.
+                report.note(&format!(
+                    "{}: not written: the run's {} steps all went to the profile's warm-up (2 steps), none was \
+                     profiled",
+                    p.path.display(),
+                    self.adaptive.trainer().steps()
+                ));
             }
         }
         let plot = run.out.join("plot.svg");

@@ -173,3 +173,19 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/trailing.csv.gz --epochs 1 --out %t/trailing 2>&1 | FileCheck %s --check-prefix=TRAILING
 // MEMBERS: data: 100 rows of 64 features and a label
 // TRAILING: aicf: error: {{.*}}trailing.csv.gz: not whole gzip data:
+// A huge --windows-per-epoch is refused by its flag (the epoch's order was
+// allocated whole: a capacity-overflow panic, or an abort on 80 TB); a
+// --nproc past this machine's processes too (1000 swamped 2 cores); a
+// profile the run is too short for is said, not a file silently missing.
+// RUN: head -c 20000 %S/../../../data/tinyshakespeare.txt > %t/wpe.txt
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/wpe.txt --epochs 1 --windows-per-epoch 10000000000000 --out %t/wpe 2>&1 | FileCheck %s --check-prefix=WPE
+// WPE: aicf: error: --windows-per-epoch 10000000000000: at most 134217728 (an epoch's order is held in memory; train more epochs instead)
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/wpe.txt --epochs 1 --out %t/nproc --nproc 100000 2>&1 | FileCheck %s --check-prefix=NPROC
+// NPROC: aicf: error: --nproc 100000: at most {{[0-9]+}} on this machine (16 per core)
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/wpe.txt --epochs 1 --windows-per-epoch 16 --eval-windows 16 --out %t/short-prof --profile %t/short-prof.json --no-progress 2>&1 | FileCheck %s --check-prefix=SHORTPROF
+// RUN: not test -e %t/short-prof.json
+// SHORTPROF: note: {{.*}}short-prof.json: not written: the run's 1 steps all went to the profile's warm-up (2 steps), none was profiled
+// A trace under a regular file names the file (it said "File exists").
+// RUN: touch %t/plain-file
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 2 --trace %t/plain-file/t.json --out %t/bench-trace 2>&1 | FileCheck %s --check-prefix=TRACEFILE
+// TRACEFILE: aicf: error: --trace {{.*}}plain-file/t.json: {{.*}}plain-file is a file, not a directory to write it in

@@ -689,6 +689,19 @@ fn launch_mpirun(n: usize) -> i32 {
         eprintln!("aicf: error: --nproc 0: at least one process");
         return 2;
     }
+    // Processes on this machine (mpirun is told to oversubscribe it), as
+    // many as the threads a run may ask for: 1000 swamped 2 cores, and
+    // mpirun went on starting them after aicf was killed.
+    let most =
+        std::thread::available_parallelism().map_or(1, |c| c.get()) * aicf_runtime::backend::MAX_THREADS_PER_CORE;
+    if n > most {
+        eprintln!(
+            "aicf: error: --nproc {n}: at most {most} on this machine ({} per core); across machines, start \
+             mpirun yourself with --data-parallel",
+            aicf_runtime::backend::MAX_THREADS_PER_CORE
+        );
+        return 2;
+    }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
@@ -1349,6 +1362,15 @@ fn bench(
         if let Some(parent) = t.parent().filter(|p| !p.as_os_str().is_empty())
             && !parent.is_dir()
         {
+            // A file where a directory of the path must go: said as such
+            // (create_dir_all's "File exists" named neither).
+            if let Some(file) = parent.ancestors().find(|a| a.is_file()) {
+                return Err(format!(
+                    "--trace {}: {} is a file, not a directory to write it in",
+                    t.display(),
+                    file.display()
+                ));
+            }
             std::fs::create_dir_all(parent).map_err(|e| format!("--trace {}: {e}", t.display()))?;
         }
     }
