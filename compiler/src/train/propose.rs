@@ -272,9 +272,9 @@ impl Shape {
     }
 
     /// The batch the models are built for: 16 windows of text (fewer where
-    /// the held-out fifth of a short text has fewer whole windows: training
-    /// scores at least one batch), 32 rows of a table (16 where fewer than
-    /// 256 rows train).
+    /// the held-out fifth of a short text has fewer whole windows, which a
+    /// model of a larger batch would score in a variant of their size), 32
+    /// rows of a table (16 where fewer than 256 rows train).
     pub fn batch(&self) -> usize {
         match self.task.as_str() {
             "text" => {

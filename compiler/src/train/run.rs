@@ -721,19 +721,17 @@ pub fn fit(
     if dataset.train_len() == 0 {
         return Err(TrainError::Input(format!("{}: no training examples", dataset.description)));
     }
-    // A text's held-out windows are scored in whole batches: fewer than one
-    // batch would score none.
+    // A held-out fraction of a text that leaves no whole window scores
+    // nothing (--eval-windows 0 asks for none; --val-split 0 holds nothing
+    // out). Fewer windows than a batch are scored by a variant of their
+    // size, as the last partial batch is.
     let held = dataset.held_len();
-    // A held-out fraction that leaves no whole window is the same shortfall
-    // (--eval-windows 0 asks for none; --val-split 0 holds nothing out).
     let held_asked = run.data.val_split > 0.0 && run.data.eval_windows > 0;
-    if dataset.is_text() && (held > 0 || held_asked) && held < sig.batch() {
+    if dataset.is_text() && held_asked && held == 0 {
         return Err(TrainError::Input(format!(
-            "{}: {held} held-out window(s), fewer than one batch of {}: ask for at least {} (--eval-windows), a \
-             larger held-out fraction (--val-split) or a longer text",
-            dataset.description,
-            sig.batch(),
-            sig.batch()
+            "{}: the held-out part holds no whole window: a larger held-out fraction (--val-split) or a longer \
+             text (--eval-windows 0 holds none out)",
+            dataset.description
         )));
     }
     // A held-out plateau needs held-out examples: without them the rule

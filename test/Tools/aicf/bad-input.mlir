@@ -129,11 +129,12 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 10 --out %t/accum 2>&1 | FileCheck %s --check-prefix=ACCUM
 // ACCUM: note: the global batch of 320 is larger than the 80 training examples: every step takes all of them (3 micro-batches of 32 hold examples; --accumulate 3 would do the same)
 // ACCUM: training on 80 examples (20 held out), batch 80, 1 steps per epoch, {{.*}}, accumulating 10 micro-batches of 32
-// A held-out end too short for one whole window is refused as one too
-// short for a batch of them (--eval-windows 0 asks for no held-out score).
+// A held-out end too short for one whole window is refused (--eval-windows
+// 0 asks for no held-out score); fewer windows than a batch are scored by a
+// variant of their size.
 // RUN: head -c 300 %S/../../../data/tinyshakespeare.txt > %t/short.txt
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/short.txt --epochs 1 --out %t/short 2>&1 | FileCheck %s --check-prefix=NOWINDOW
-// NOWINDOW: aicf: error: 300 tokens of {{.*}}short.txt {{.*}}: 0 held-out window(s), fewer than one batch of 16
+// NOWINDOW: aicf: error: 300 tokens of {{.*}}short.txt {{.*}}: the held-out part holds no whole window: a larger held-out fraction (--val-split) or a longer text (--eval-windows 0 holds none out)
 // Counts past any run are refused where they are given, not overflowed.
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 18446744073709551615 --out %t/b 2>&1 | FileCheck %s --check-prefix=BENCHSTEPS
 // BENCHSTEPS: aicf: error: --steps 18446744073709551615: at most 10000000
