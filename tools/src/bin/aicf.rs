@@ -731,6 +731,9 @@ fn launch_mpirun(n: usize) -> i32 {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let mut command = std::process::Command::new("mpirun");
     command.arg("-n").arg(n.to_string());
+    // Each rank takes its share of the cores itself (cores / ranks on the
+    // node): Open MPI's default binding pinned a lone rank to one core.
+    command.arg("--bind-to").arg("none");
     if n > cores {
         command.arg("--oversubscribe");
     }
