@@ -402,6 +402,11 @@ fn one_process_with_data_parallel_trains_as_without() {
     // Under mpirun without --data-parallel, each process would train alone
     // into the same files: refused.
     require_mpirun();
+    // One rank started by --nproc takes every core, as a run without it
+    // (Open MPI's default binding pinned it to one).
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let text = ok(&train(&model, &dir.join("one-rank"), &["--epochs", "1", "--nproc", "1"]));
+    assert!(text.contains(&format!("cpu, {cores} threads")), "{text}");
     let o = Command::new("mpirun")
         .args(["-n", "2"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
