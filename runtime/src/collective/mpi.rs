@@ -462,7 +462,7 @@ impl Operation {
             return Err(inner.error(if hung.is_empty() && !elsewhere.is_empty() {
                 format!(
                     "{} stopped answering (dead or hung), and {} did not reach {} within {seconds} s, waiting for it \
-                     (AICF_COLLECTIVE_TIMEOUT sets the limit)",
+                     (--collective-timeout or AICF_COLLECTIVE_TIMEOUT sets the limit)",
                     list(&elsewhere),
                     list(&missing),
                     self.what
@@ -470,14 +470,14 @@ impl Operation {
             } else if hung.is_empty() {
                 format!(
                     "{} did not reach {} within {seconds} s, although they answer (waiting on another rank; \
-                     AICF_COLLECTIVE_TIMEOUT sets the limit)",
+                     --collective-timeout or AICF_COLLECTIVE_TIMEOUT sets the limit)",
                     list(&missing),
                     self.what
                 )
             } else {
                 format!(
-                    "{} did not reach {} within {seconds} s (dead or hung; AICF_COLLECTIVE_TIMEOUT sets the \
-                     limit){also}",
+                    "{} did not reach {} within {seconds} s (dead or hung; --collective-timeout or \
+                     AICF_COLLECTIVE_TIMEOUT sets the limit){also}",
                     list(&hung),
                     self.what
                 )
@@ -493,8 +493,8 @@ impl Operation {
             format!("{} did not complete within {seconds} s, although every rank reached it and answers", self.what)
         } else {
             format!(
-                "{} stopped answering inside {} (hung; every rank reached it; AICF_COLLECTIVE_TIMEOUT sets the limit \
-                 of {seconds} s)",
+                "{} stopped answering inside {} (hung; every rank reached it; --collective-timeout or \
+                 AICF_COLLECTIVE_TIMEOUT sets the limit of {seconds} s)",
                 list(&silent),
                 self.what
             )
