@@ -187,12 +187,10 @@ pub(crate) fn initial_symbols(
     let mut data: Option<std::collections::BTreeMap<String, crate::checkpoint::Entry>> = None;
     let mut symbols = HashMap::new();
     let mut stream = 0;
-    let total = table.iter().fold(0u64, |t, s| {
-        t.saturating_add(s.shape.iter().fold(s.dtype.bytes() as u64, |n, &d| n.saturating_mul(d as u64)))
-    });
+    let elements = |s: &Symbol| s.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    let total = table.iter().fold(0u64, |t, s| t.saturating_add(elements(s).saturating_mul(s.dtype.bytes() as u64)));
     // Tensors, not values: a symbol is a parameter's or a state's tensor.
-    let values =
-        table.iter().fold(0u64, |t, s| t.saturating_add(s.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64))));
+    let values = table.iter().fold(0u64, |t, s| t.saturating_add(elements(s)));
     check_memory(&format!("the parameters and optimizer state ({} tensors, {values} values)", table.len()), total)?;
     for s in table {
         let n: usize = s.shape.iter().fold(1usize, |n, &d| n.saturating_mul(d));

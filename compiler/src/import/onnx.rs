@@ -871,6 +871,9 @@ impl Importer<'_> {
                 if d == 0.0 {
                     return Err("delta is 0".into());
                 }
+                if ![s, l, d].iter().all(|v| v.is_finite()) {
+                    return Err(format!("start {s}, limit {l} and delta {d} must be finite"));
+                }
                 // Constants are folded in f64: an integer range past 2^53
                 // would count its elements (and hold its values) inexactly.
                 let exact = (1u64 << 53) as f64;
@@ -878,9 +881,6 @@ impl Importer<'_> {
                     return Err(format!(
                         "an integer range with start {s}, limit {l} or delta {d} beyond 2^53 is not supported"
                     ));
-                }
-                if ![s, l, d].iter().all(|v| v.is_finite()) {
-                    return Err(format!("start {s}, limit {l} and delta {d} must be finite"));
                 }
                 let n = ((l - s) / d).ceil().max(0.0) as usize;
                 if n > aicf_onnx::MAX_ELEMENTS {

@@ -277,10 +277,7 @@ impl Shape {
     /// rows of a table (16 where fewer than 256 rows train).
     pub fn batch(&self) -> usize {
         match self.task.as_str() {
-            "text" => {
-                let held = (self.rows as f64 * 0.2).round() as usize;
-                (held.saturating_sub(1) / LM_CONTEXT).clamp(1, LM_BATCH)
-            }
+            "text" => (self.held_rows().saturating_sub(1) / LM_CONTEXT).clamp(1, LM_BATCH),
             _ if self.rows < 320 => 16,
             _ => 32,
         }
@@ -301,6 +298,11 @@ impl Shape {
     /// Training rows (text: tokens) with a fifth held out.
     fn train_rows(&self) -> f64 {
         (self.rows as f64 * 0.8).max(1.0)
+    }
+
+    /// The held-out fifth's rows (text: tokens), as training splits them.
+    fn held_rows(&self) -> usize {
+        (self.rows as f64 * 0.2).round() as usize
     }
 }
 
@@ -323,7 +325,7 @@ pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Sign
         }
     }
     // Training scores the held-out fifth in whole windows of the context.
-    let held = (shape.rows as f64 * 0.2).round() as usize;
+    let held = shape.held_rows();
     if shape.task == "text" && held <= LM_CONTEXT {
         return Err(bad(format!(
             "{}: {} tokens: the held-out fifth ({held}) holds no whole window of the {LM_CONTEXT} tokens a proposed \

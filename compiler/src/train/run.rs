@@ -324,8 +324,14 @@ const MAX_EPOCHS: usize = 1_000_000_000;
 /// model version's `v<k>.safetensors`) unless the run continues from one
 /// of them (`resume_from` inside `dir`, a run of `epochs` epochs that
 /// reaches the latest): a fresh run, or one resumed from a checkpoint
-/// elsewhere (a fork), needs a directory of its own.
-fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>, epochs: usize) -> Result<std::fs::File> {
+/// elsewhere (a fork), needs a directory of its own. Returns the lock and,
+/// for a replay in place (resumed from an earlier checkpoint here), the
+/// epoch of the directory's latest checkpoint.
+fn claim_checkpoint_dir(
+    dir: &Path,
+    resume_from: Option<&Path>,
+    epochs: usize,
+) -> Result<(std::fs::File, Option<usize>)> {
     let io = |path: &Path, message: String| TrainError::Io { path: path.to_path_buf(), message };
     let path = dir.join(".lock");
     let lock = std::fs::OpenOptions::new()
@@ -357,10 +363,10 @@ fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>, epochs: usize) -
         let epoch_of = |p: &Path| -> Option<usize> {
             aicf_runtime::checkpoint::read_metadata(p).ok()?.get("epoch").and_then(|s| s.parse().ok())
         };
-        let last = dir.join("last.safetensors");
-        if let (Some(from), Some(held)) = (resume_from, epoch_of(&last))
+        let held = epoch_of(&dir.join("last.safetensors"));
+        let replay = resume_from.and_then(|from| held.filter(|&h| epoch_of(from).is_some_and(|e| e < h)));
+        if let (Some(from), Some(held)) = (resume_from, replay)
             && held > epochs
-            && epoch_of(from).is_some_and(|e| e < held)
         {
             return Err(io(
                 dir,
@@ -372,7 +378,7 @@ fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>, epochs: usize) -
                 ),
             ));
         }
-        return Ok(lock);
+        return Ok((lock, replay));
     }
     if let Some(held) = held_checkpoint(dir) {
         let epoch = aicf_runtime::checkpoint::read_metadata(&held)
@@ -394,14 +400,14 @@ fn claim_checkpoint_dir(dir: &Path, resume_from: Option<&Path>, epochs: usize) -
         };
         return Err(io(dir, message));
     }
-    Ok(lock)
+    Ok((lock, None))
 }
 
 /// Locks the policy's directory of pre-rewrite checkpoints for this run
 /// (as [`claim_checkpoint_dir`]), and refuses one that holds another run's
 /// `before-rewrite-<k>.safetensors` unless this run resumes.
 fn claim_rewrites_dir(dir: &Path, resuming: bool) -> Result<std::fs::File> {
-    let lock = claim_checkpoint_dir(dir, None, 0).map_err(|e| match e {
+    let (lock, _) = claim_checkpoint_dir(dir, None, 0).map_err(|e| match e {
         // Its own message for a directory that is also another run's
         // checkpoint directory.
         TrainError::Io { path, message } => {
@@ -614,9 +620,12 @@ pub fn fit(
     let own_dir = if rank == 0 { run.out.clone() } else { run.out.join(format!("rank{rank}")) };
     // One run at a time writes a checkpoint directory, and a fresh run
     // never writes over another run's checkpoints (rank 0 writes them).
-    let _lock = match (&run.checkpoint_dir, rank) {
-        (Some(dir), 0) => Some(claim_checkpoint_dir(dir, resume_from.as_deref(), run.epochs)?),
-        _ => None,
+    let (_lock, replay_until) = match (&run.checkpoint_dir, rank) {
+        (Some(dir), 0) => {
+            let (lock, replay) = claim_checkpoint_dir(dir, resume_from.as_deref(), run.epochs)?;
+            (Some(lock), replay)
+        }
+        _ => (None, None),
     };
     let resume_from = match (&comm, resume_from) {
         (Some(c), Some(path)) => Some(share_checkpoint(c.as_ref(), &path, &own_dir)?),
@@ -782,17 +791,7 @@ pub fn fit(
     // Resumed from an earlier checkpoint of its own directory, the run
     // replays the epochs to the directory's latest: it writes no checkpoint
     // before that epoch, so a replay killed midway leaves the latest one.
-    if let (Some(dir), Some((path, meta))) = (&run.checkpoint_dir, &resume) {
-        let epoch_of = |m: &BTreeMap<String, String>| m.get("epoch").and_then(|e| e.parse::<usize>().ok());
-        let held = aicf_runtime::checkpoint::read_metadata(&dir.join("last.safetensors")).ok();
-        let same_dir = |a: &Path, b: &Path| std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok();
-        if let (Some(held), Some(from)) = (held.as_ref().and_then(epoch_of), epoch_of(meta))
-            && held > from
-            && path.parent().is_some_and(|p| same_dir(if p.as_os_str().is_empty() { Path::new(".") } else { p }, dir))
-        {
-            loop_.replay_until = Some(held);
-        }
-    }
+    loop_.replay_until = replay_until;
     if let Some((path, meta)) = &resume {
         loop_.resume(path, meta, run, report)?;
     } else if let Some(dir) = &run.checkpoint_dir {
@@ -2073,7 +2072,7 @@ mod tests {
         assert!(e.ends_with("another run is writing its metrics here; give this one another --out"), "{e}");
         // A checkpoint directory's lock is another file: one directory can
         // be both.
-        let checkpoints = claim_checkpoint_dir(&dir, None, 0).unwrap();
+        let (checkpoints, _) = claim_checkpoint_dir(&dir, None, 0).unwrap();
         drop(first);
         drop(checkpoints);
         assert!(claim_run_dir(&dir).is_ok());

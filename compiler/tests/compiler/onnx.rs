@@ -281,31 +281,44 @@ fn a_gather_s_constant_indices_are_checked_at_import() {
 }
 
 /// An integer Range past 2^53 is refused (its constants fold in f64: the
-/// count of -2^63 .. 2^63-1 by 2^63-1 came out 2, not 3).
+/// count of -2^63 .. 2^63-1 by 2^63-1 came out 2, not 3), and a float one
+/// with a NaN delta (it made no elements, silently).
 #[test]
 fn an_integer_range_past_2_53_is_refused() {
-    let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
-    let graph = model.graph.as_mut().unwrap();
-    let scalar = |name: &str, v: i64| aicf_onnx::proto::TensorProto {
+    let int = |name: &str, v: i64| aicf_onnx::proto::TensorProto {
         name: Some(name.into()),
         data_type: Some(7),
         int64_data: vec![v],
         ..Default::default()
     };
-    graph.initializer.extend([scalar("rs", i64::MIN), scalar("rl", i64::MAX), scalar("rd", i64::MAX)]);
-    graph.node.insert(
-        0,
-        aicf_onnx::proto::NodeProto {
-            name: Some("range".into()),
-            op_type: Some("Range".into()),
-            input: vec!["rs".into(), "rl".into(), "rd".into()],
-            output: vec!["r".into()],
-            ..Default::default()
-        },
-    );
-    let options = ImportOptions { batch: Some(2), loss: Loss::None };
-    let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
-    assert!(e.contains("range") && e.contains("beyond 2^53 is not supported"), "{e}");
+    let float = |name: &str, v: f32| aicf_onnx::proto::TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        float_data: vec![v],
+        ..Default::default()
+    };
+    let cases = [
+        ([int("rs", i64::MIN), int("rl", i64::MAX), int("rd", i64::MAX)], "beyond 2^53 is not supported"),
+        ([float("rs", 0.0), float("rl", 4.0), float("rd", f32::NAN)], "delta NaN must be finite"),
+    ];
+    for (bounds, why) in cases {
+        let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
+        let graph = model.graph.as_mut().unwrap();
+        graph.initializer.extend(bounds);
+        graph.node.insert(
+            0,
+            aicf_onnx::proto::NodeProto {
+                name: Some("range".into()),
+                op_type: Some("Range".into()),
+                input: vec!["rs".into(), "rl".into(), "rd".into()],
+                output: vec!["r".into()],
+                ..Default::default()
+            },
+        );
+        let options = ImportOptions { batch: Some(2), loss: Loss::None };
+        let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
+        assert!(e.contains("range") && e.contains(why), "{e}");
+    }
 }
 
 /// Runs every node test under `dir`, returning (test, op, outcome) sorted by test.

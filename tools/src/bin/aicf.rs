@@ -692,8 +692,8 @@ fn launch_mpirun(n: usize) -> i32 {
     // Processes on this machine (mpirun is told to oversubscribe it), as
     // many as the threads a run may ask for: 1000 swamped 2 cores, and
     // mpirun went on starting them after aicf was killed.
-    let most =
-        std::thread::available_parallelism().map_or(1, |c| c.get()) * aicf_runtime::backend::MAX_THREADS_PER_CORE;
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let most = cores * aicf_runtime::backend::MAX_THREADS_PER_CORE;
     if n > most {
         eprintln!(
             "aicf: error: --nproc {n}: at most {most} on this machine ({} per core); across machines, start \
@@ -728,7 +728,6 @@ fn launch_mpirun(n: usize) -> i32 {
     if !args.iter().any(|a| a == "--data-parallel") {
         args.push("--data-parallel".into());
     }
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let mut command = std::process::Command::new("mpirun");
     command.arg("-n").arg(n.to_string());
     // Each rank takes its share of the cores itself (cores / ranks on the
