@@ -89,8 +89,10 @@ impl Choice {
 /// threads, one block each, instead of its own threads on every core;
 /// small GEMMs keep the generated kernel unless a library candidate is
 /// much faster ([`SMALL_LIBRARY_MARGIN`]). v8: the runtime's own AVX2
-/// GEMM, where the AVX-512 one is not a candidate.
-const CANDIDATES: &str = "v8";
+/// GEMM, where the AVX-512 one is not a candidate. v9: the runtime's own
+/// GEMMs pack A faster (in-register transposes; split by rows, each thread
+/// its own rows a block at a time).
+const CANDIDATES: &str = "v9";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR` (set and not empty), else
 /// `~/.cache/aicf` (`None` without a home directory).

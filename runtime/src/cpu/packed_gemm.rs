@@ -27,12 +27,17 @@
 //! 2. Split the work over the pool's threads: a batch of products whose
 //!    count covers the threads, a product each (each thread packs its own);
 //!    one product, by rows or by columns (whichever is longer, whole panels
-//!    each), after every thread packed its share of both operands. Each
+//!    each), after every thread packed its share of B (and of A, where the
+//!    split is by columns; split by rows, each thread packs its own rows of
+//!    A as it goes, [`LAZY_PANELS`] panels by one block of depth at a time,
+//!    so that the packed block stays in its L2; see [`ASource`]). Packing a
+//!    row-major f32 A transposes 16 x 16 words in registers. Each
 //!    thread runs its block [`KC`] words of depth at a time, tile by tile
 //!    (row panel by row panel where the depth is one block, else column
 //!    panel by column panel; see [`block`]), the micro-kernel: `MR x NR`
 //!    f32 accumulators (24 zmm, or 12 ymm registers), two B loads and `MR`
-//!    broadcasts per word of depth. Transposed B (a weight read as `W^T`)
+//!    broadcasts per word of depth (at constant offsets where A is packed).
+//!    Transposed B (a weight read as `W^T`)
 //!    is packed in square blocks of words (16 x 16, or AVX's 8 x 8)
 //!    transposed in registers.
 //! 3. The micro-kernel writes `alpha` times its sums (the first block of
@@ -88,6 +93,19 @@ impl Kernel {
 #[derive(Default)]
 pub struct Packed {
     buffers: Vec<(Vec<u32>, Vec<u32>)>,
+}
+
+/// Words in a cache line: the packed panels start on one, so that a vector
+/// load of B's words (64 bytes, 16 words of a panel row) never spans two
+/// lines (a split load takes a second L1 access on Intel's cores; the
+/// allocator's large blocks start 16 bytes past a page).
+const LINE_WORDS: usize = 16;
+
+/// The first cache-line-aligned word of `buffer` (which holds
+/// [`LINE_WORDS`] words more than it is used for, or is unused and empty).
+fn line_aligned(buffer: &mut [u32]) -> *mut u32 {
+    let skip = buffer.as_ptr().align_offset(64).min(LINE_WORDS).min(buffer.len());
+    buffer[skip..].as_mut_ptr()
 }
 
 /// Raw pointers the pool's tasks share (each writes its own part).
@@ -147,9 +165,25 @@ trait Micro {
     /// `MR x NR` sums over `kc` words of depth, written to `out` (see
     /// [`MicroFn`]).
     const MICRO: MicroFn;
+    /// [`Micro::MICRO`] for packed A (`row = 4`, `step = 4 * MR`), its
+    /// addresses constant offsets (no address arithmetic per word).
+    const MICRO_PACKED: MicroFn;
     /// Transposes `TRANSPOSED x TRANSPOSED` words (see [`TransposeFn`]).
     const TRANSPOSE: TransposeFn;
+    /// Packs a row panel of f32 A with contiguous rows, 16 words of depth
+    /// at a time, where the kernel has such a routine (see
+    /// [`PackRowsFn`]).
+    const PACK_A_ROWS: Option<PackRowsFn> = None;
 }
+
+/// Packs `rows` rows of f32 A (`rs` words apart) into a row panel, their
+/// first `whole` words (a multiple of 16); rows of the panel past `rows`
+/// are zero there.
+///
+/// # Safety
+/// The CPU has the kernel's instructions; the rows' first `whole` words
+/// lie inside A and the panel holds `whole * MR` words.
+type PackRowsFn = unsafe fn(*const f32, usize, usize, usize, *mut u32);
 
 /// A micro-kernel: `MR x NR` sums over `kc` words of depth, written to
 /// `out`.
@@ -181,8 +215,10 @@ impl Micro for Avx512F32 {
     const MR: usize = 12;
     const NR: usize = 32;
     const TRANSPOSED: usize = 16;
-    const MICRO: MicroFn = micro_f32;
+    const MICRO: MicroFn = micro_f32::<false>;
+    const MICRO_PACKED: MicroFn = micro_f32::<true>;
     const TRANSPOSE: TransposeFn = transpose16;
+    const PACK_A_ROWS: Option<PackRowsFn> = Some(pack_a_rows16);
 }
 
 impl Micro for Avx512Bf16 {
@@ -190,7 +226,8 @@ impl Micro for Avx512Bf16 {
     const MR: usize = Avx512F32::MR;
     const NR: usize = Avx512F32::NR;
     const TRANSPOSED: usize = Avx512F32::TRANSPOSED;
-    const MICRO: MicroFn = micro_bf16;
+    const MICRO: MicroFn = micro_bf16::<false>;
+    const MICRO_PACKED: MicroFn = micro_bf16::<true>;
     const TRANSPOSE: TransposeFn = Avx512F32::TRANSPOSE;
 }
 
@@ -199,7 +236,8 @@ impl Micro for Avx2F32 {
     const MR: usize = 6;
     const NR: usize = 16;
     const TRANSPOSED: usize = 8;
-    const MICRO: MicroFn = micro_avx2;
+    const MICRO: MicroFn = micro_avx2::<false>;
+    const MICRO_PACKED: MicroFn = micro_avx2::<true>;
     const TRANSPOSE: TransposeFn = transpose8;
 }
 
@@ -374,17 +412,27 @@ unsafe fn gemm_of<K: Micro>(
     let threads = pool.current_num_threads().max(1);
     // A product per thread where the batch covers the threads.
     let per_batch = g.batch >= threads && threads > 1;
-    let sets = if per_batch { threads } else { 1 };
+    let (row_panels, col_panels) = (m.div_ceil(K::MR), n.div_ceil(K::NR));
+    // One product split by rows: each thread packs its own rows of A, a
+    // group of panels by a block of depth at a time (`ASource::Lazy`).
+    let by_rows = row_panels * K::MR >= col_panels * K::NR || threads == 1;
+    let lazy = !per_batch && by_rows && !direct_a;
+    let sets = if per_batch || lazy { threads } else { 1 };
     if packed.buffers.len() < sets {
         packed.buffers.resize_with(sets, Default::default);
     }
-    for (pa, pb) in &mut packed.buffers[..sets] {
-        pa.resize(a_words, 0);
-        pb.resize(b_words, 0);
+    let a_words = if lazy { LAZY_PANELS.min(row_panels) * KC.min(depth) * K::MR } else { a_words };
+    for (t, (pa, pb)) in packed.buffers[..sets].iter_mut().enumerate() {
+        pa.resize(a_words + LINE_WORDS, 0);
+        // One B for all the threads of one product.
+        if t == 0 || per_batch {
+            pb.resize(b_words + LINE_WORDS, 0);
+        }
     }
-    let buffers: Vec<(Shared<u32>, Shared<u32>)> =
-        packed.buffers[..sets].iter_mut().map(|(pa, pb)| (Shared(pa.as_mut_ptr()), Shared(pb.as_mut_ptr()))).collect();
-    let (row_panels, col_panels) = (m.div_ceil(K::MR), n.div_ceil(K::NR));
+    let buffers: Vec<(Shared<u32>, Shared<u32>)> = packed.buffers[..sets]
+        .iter_mut()
+        .map(|(pa, pb)| (Shared(line_aligned(pa)), Shared(line_aligned(pb))))
+        .collect();
     let partial = m % K::MR != 0;
     // How the micro-kernel reads one batch's A, packed into `pa` or not.
     let a_panels = move |a: *const u8, pa: *const u32| {
@@ -406,9 +454,9 @@ unsafe fn gemm_of<K: Micro>(
         // SAFETY: the panels lie inside the packed A; A's reads inside A.
         unsafe {
             if !direct_a {
-                pack_a::<K>(g, a, (lo, hi), depth, pa.add(lo * depth * K::MR));
+                pack_a::<K>(g, a, (lo, hi), (0, depth), pa.add(lo * depth * K::MR));
             } else if partial && hi == row_panels && lo < hi {
-                pack_a::<K>(g, a, (row_panels - 1, row_panels), depth, pa);
+                pack_a::<K>(g, a, (row_panels - 1, row_panels), (0, depth), pa);
             }
         }
     };
@@ -435,7 +483,7 @@ unsafe fn gemm_of<K: Micro>(
                         // SAFETY: this thread's buffers and batches.
                         unsafe {
                             pack_b::<K>(g, b.get(), (0, col_panels), depth, pb.get());
-                            let panels = a_panels(a.get(), pa.get());
+                            let panels = ASource::Panels(a_panels(a.get(), pa.get()));
                             block::<K>(g, depth, (0, row_panels), (0, col_panels), panels, pb.get(), c.get(), done);
                         }
                     }
@@ -448,14 +496,16 @@ unsafe fn gemm_of<K: Micro>(
     // One product: each thread its block of whole panels, rows where the
     // output is taller than wide, else columns; whole rows are one thread's
     // (and go to `rows_done`) only where the rows are split.
-    let by_rows = row_panels * K::MR >= col_panels * K::NR || threads == 1;
     let rows_done = rows_done.filter(|_| by_rows);
+    let buffers = &buffers;
     for batch in 0..g.batch {
         let (a, b, c) = operand(batch);
         // 1. Pack, each thread its share of both operands' panels.
         let pack = |t: usize| {
             let share = |total: usize| (total * t / threads, total * (t + 1) / threads);
-            pack_a_panels(a.get(), pa.get(), share(row_panels));
+            if !lazy {
+                pack_a_panels(a.get(), pa.get(), share(row_panels));
+            }
             let (lo, hi) = share(col_panels);
             // SAFETY: the panels lie inside the packed B; B's reads inside B.
             unsafe { pack_b::<K>(g, b.get(), (lo, hi), depth, pb.get().add(lo * depth * K::NR)) };
@@ -467,9 +517,15 @@ unsafe fn gemm_of<K: Micro>(
             let long = if by_rows { row_panels } else { col_panels };
             let (lo, hi) = (long * t / threads, long * (t + 1) / threads);
             let (rows, cols) = if by_rows { ((lo, hi), (0, col_panels)) } else { ((0, row_panels), (lo, hi)) };
+            let source = if lazy {
+                ASource::Lazy { a: a.get(), buffer: buffers[t].0.get() }
+            } else {
+                ASource::Panels(a_panels(a.get(), pa.get()))
+            };
             // SAFETY: the tasks' blocks of C are disjoint; the packed panels
-            // are complete (the pack phase joined first).
-            unsafe { block::<K>(g, depth, rows, cols, a_panels(a.get(), pa.get()), pb.get(), c.get(), done) };
+            // are complete (the pack phase joined first); a lazy source's
+            // buffer is this thread's.
+            unsafe { block::<K>(g, depth, rows, cols, source, pb.get(), c.get(), done) };
         };
         if threads == 1 {
             pack(0);
@@ -495,25 +551,58 @@ unsafe fn gemm_of<K: Micro>(
 /// columns are gathered into it.
 const PACK_CHUNK: usize = 64;
 
-/// Packs A's row panels `lo..hi` (each `depth` groups of `MR` words) into
-/// `out` (where panel `lo` starts); rows past `m` are zero.
+/// Packs words `u_lo..u_hi` of depth of A's row panels `lo..hi` (each
+/// `u_hi - u_lo` groups of `MR` words) into `out` (where panel `lo`
+/// starts); rows past `m` are zero.
 ///
 /// # Safety
-/// `a` holds A as `g` describes; `out` has `(hi - lo) * depth * MR` words.
-unsafe fn pack_a<K: Micro>(g: &LibraryGemm, a: *const u8, (lo, hi): (usize, usize), depth: usize, out: *mut u32) {
+/// `a` holds A as `g` describes; `out` has `(hi - lo) * (u_hi - u_lo) * MR`
+/// words.
+unsafe fn pack_a<K: Micro>(
+    g: &LibraryGemm,
+    a: *const u8,
+    (lo, hi): (usize, usize),
+    (u_lo, u_hi): (usize, usize),
+    out: *mut u32,
+) {
     let [rs, cs] = g.a_strides;
+    let span = u_hi - u_lo;
     let rows = |panel: usize| K::MR.min(g.m - panel * K::MR);
-    let at = |panel: usize, u: usize, r: usize| out.wrapping_add((panel - lo) * depth * K::MR + u * K::MR + r);
+    let at = |panel: usize, u: usize, r: usize| out.wrapping_add((panel - lo) * span * K::MR + (u - u_lo) * K::MR + r);
     // SAFETY (every access): row i < m, depth below k (`word`), and the
     // word inside the panel.
     unsafe {
         if cs == 1 {
-            // Rows contiguous: a row at a time.
+            // Rows contiguous: blocks of 16 words of depth transposed in
+            // registers where the kernel can (the scalar loop wrote each
+            // word 48 bytes from the last: a 1024 x 1024 A took 1 ms of a
+            // 4 ms product on an Intel Xeon, EMR), the rest a row at a time.
+            let whole = match K::PACK_A_ROWS {
+                Some(_) if K::E::PER_WORD == 1 => span / 16 * 16,
+                _ => 0,
+            };
             for panel in lo..hi {
+                if let (Some(pack), true) = (K::PACK_A_ROWS, whole > 0) {
+                    let first = (a as *const f32).add(panel * K::MR * rs + u_lo);
+                    pack(first, rs, rows(panel), whole, at(panel, u_lo, 0));
+                }
                 for r in 0..rows(panel) {
                     let base = (panel * K::MR + r) * rs;
-                    for u in 0..depth {
+                    for u in u_lo + whole..u_hi {
                         *at(panel, u, r) = K::E::word(a, base, 1, u, g.k);
+                    }
+                }
+            }
+        } else if rs == 1 && K::E::PER_WORD == 1 {
+            // Columns contiguous, f32: a panel's word of depth is a run of
+            // its rows' words in one stored row, copied as it is.
+            for u in u_lo..u_hi {
+                for panel in lo..hi {
+                    let src = (a as *const u32).add(u * cs + panel * K::MR);
+                    if rows(panel) == K::MR {
+                        std::ptr::copy_nonoverlapping(src, at(panel, u, 0), K::MR);
+                    } else {
+                        std::ptr::copy_nonoverlapping(src, at(panel, u, 0), rows(panel));
                     }
                 }
             }
@@ -521,7 +610,7 @@ unsafe fn pack_a<K: Micro>(g: &LibraryGemm, a: *const u8, (lo, hi): (usize, usiz
             // Columns contiguous (a transposed operand) or neither: a word
             // of depth of every panel at a time, so that the reads of one
             // column (a stored row) follow each other.
-            for u in 0..depth {
+            for u in u_lo..u_hi {
                 for panel in lo..hi {
                     for r in 0..rows(panel) {
                         *at(panel, u, r) = K::E::word(a, (panel * K::MR + r) * rs, cs, u, g.k);
@@ -530,7 +619,7 @@ unsafe fn pack_a<K: Micro>(g: &LibraryGemm, a: *const u8, (lo, hi): (usize, usiz
             }
         }
         for panel in lo..hi {
-            for u in 0..depth {
+            for u in u_lo..u_hi {
                 for r in rows(panel)..K::MR {
                     *at(panel, u, r) = 0;
                 }
@@ -602,9 +691,7 @@ unsafe fn pack_b<K: Micro>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, usiz
 
 /// Writes the transpose of the 16 x 16 words at `src` (rows
 /// `src_stride` bytes apart) to `dst` (rows `dst_stride` words apart):
-/// word `i` of source row `r` becomes word `r` of destination row `i`. Four
-/// rounds of shuffles: pairs of words, pairs of pairs, then the 128-bit
-/// lanes twice.
+/// word `i` of source row `r` becomes word `r` of destination row `i`.
 ///
 /// # Safety
 /// The CPU has AVX-512F; the 16 rows of 64 bytes at `src` and at `dst`
@@ -615,6 +702,19 @@ unsafe fn transpose16(src: *const u8, src_stride: usize, dst: *mut u32, dst_stri
     use std::arch::x86_64::*;
     // SAFETY: the caller's contract.
     let r: [__m512; 16] = std::array::from_fn(|i| unsafe { _mm512_loadu_ps(src.add(i * src_stride) as *const f32) });
+    for (i, v) in transposed16(r).into_iter().enumerate() {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_storeu_ps(dst.add(i * dst_stride) as *mut f32, v) };
+    }
+}
+
+/// The transpose of 16 rows of 16 words: word `i` of row `r` becomes word
+/// `r` of row `i`. Four rounds of shuffles: pairs of words, pairs of
+/// pairs, then the 128-bit lanes twice.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn transposed16(r: [std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64::__m512; 16] {
+    use std::arch::x86_64::*;
     // Rows 2p and 2p+1 interleaved: words 0, 1 of each lane (lo), 2, 3 (hi).
     let a: [__m512d; 16] = std::array::from_fn(|i| {
         let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
@@ -626,27 +726,53 @@ unsafe fn transpose16(src: *const u8, src_stride: usize, dst: *mut u32, dst_stri
         let (x, y) = (a[4 * q + e / 2], a[4 * q + 2 + e / 2]);
         _mm512_castpd_ps(if e % 2 == 0 { _mm512_unpacklo_pd(x, y) } else { _mm512_unpackhi_pd(x, y) })
     });
+    let mut out = [_mm512_setzero_ps(); 16];
     for e in 0..4 {
         let [c0, c1, c2, c3] = [c[e], c[4 + e], c[8 + e], c[12 + e]];
         let d0 = _mm512_shuffle_f32x4::<0x44>(c0, c1);
         let d1 = _mm512_shuffle_f32x4::<0xee>(c0, c1);
         let d2 = _mm512_shuffle_f32x4::<0x44>(c2, c3);
         let d3 = _mm512_shuffle_f32x4::<0xee>(c2, c3);
-        let rows = [
-            _mm512_shuffle_f32x4::<0x88>(d0, d2),
-            _mm512_shuffle_f32x4::<0xdd>(d0, d2),
-            _mm512_shuffle_f32x4::<0x88>(d1, d3),
-            _mm512_shuffle_f32x4::<0xdd>(d1, d3),
-        ];
-        for (lane, v) in rows.into_iter().enumerate() {
-            // SAFETY: the caller's contract.
-            unsafe { _mm512_storeu_ps(dst.add((4 * lane + e) * dst_stride) as *mut f32, v) };
+        out[e] = _mm512_shuffle_f32x4::<0x88>(d0, d2);
+        out[4 + e] = _mm512_shuffle_f32x4::<0xdd>(d0, d2);
+        out[8 + e] = _mm512_shuffle_f32x4::<0x88>(d1, d3);
+        out[12 + e] = _mm512_shuffle_f32x4::<0xdd>(d1, d3);
+    }
+    out
+}
+
+/// Packs `rows` (at most [`MR512`]) f32 rows of A, `rs` words apart, into
+/// one row panel of AVX-512's f32 kernel: word `u` of row `r` to
+/// `out[u * MR512 + r]`, for the first `whole` words of each row (a
+/// multiple of 16). Sixteen words of every row are read at a time (a cache
+/// line each) and transposed in registers; each of the 16 words of depth
+/// is then one masked store of the panel's 12 rows. Rows past `rows` are
+/// zero.
+///
+/// # Safety
+/// The CPU has AVX-512F; the rows' first `whole` words lie inside A and
+/// `out` holds `whole * MR512` words.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn pack_a_rows16(a: *const f32, rs: usize, rows: usize, whole: usize, out: *mut u32) {
+    use std::arch::x86_64::*;
+    let panel_rows: __mmask16 = (1 << MR512) - 1;
+    for u0 in (0..whole).step_by(16) {
+        // SAFETY (the loads): the caller's contract.
+        let r: [__m512; 16] = std::array::from_fn(|i| {
+            if i < rows { unsafe { _mm512_loadu_ps(a.add(i * rs + u0)) } } else { _mm512_setzero_ps() }
+        });
+        for (i, v) in transposed16(r).into_iter().enumerate() {
+            // SAFETY: word u0 + i of the panel is inside `out`.
+            unsafe { _mm512_mask_storeu_ps(out.add((u0 + i) * MR512) as *mut f32, panel_rows, v) };
         }
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn transpose16(_: *const u8, _: usize, _: *mut u32, _: usize) {}
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn pack_a_rows16(_: *const f32, _: usize, _: usize, _: usize, _: *mut u32) {}
 
 /// Where the micro-kernel writes: a tile of C whose rows are `ldc` apart,
 /// of which `height x width` values exist; `alpha` times the sums
@@ -666,6 +792,25 @@ struct Out {
 /// product, still in L2 when the epilogue reads it).
 const DONE_ROWS: usize = 48;
 
+/// Where a thread's block reads A.
+#[derive(Clone, Copy)]
+enum ASource {
+    /// Packed already (every panel, all of the depth), or read where it
+    /// lies.
+    Panels(APanels),
+    /// Packed by the thread itself, [`LAZY_PANELS`] row panels by one block
+    /// of depth at a time, into `buffer` (BLIS's order: the packed block is
+    /// written to, and read from, this core's L2, where a whole packed A
+    /// went out to memory and came back: a 1024 x 1024 A took 0.36 ms of a
+    /// 1024 x 256 x 1024 product, 2 threads, Intel Xeon EMR).
+    Lazy { a: *const u8, buffer: *mut u32 },
+}
+
+/// Row panels a thread packs together where it packs its own A
+/// ([`ASource::Lazy`]): 16 panels of one block of depth are 192 KiB for
+/// AVX-512's f32 tile, well inside a core's L2.
+const LAZY_PANELS: usize = 16;
+
 /// One thread's block: row panels `rows.0..rows.1` by column panels
 /// `cols.0..cols.1` of C, `KC` words of depth at a time. With `done` (the
 /// block holds whole rows), the last block of depth walks
@@ -673,26 +818,24 @@ const DONE_ROWS: usize = 48;
 /// hands each group's rows to `done` as it completes them.
 ///
 /// # Safety
-/// A as `a` reads it and the packed B are complete; the block of C is this
-/// thread's.
+/// A as `a` reads it (where packed already) and the packed B are complete;
+/// the block of C is this thread's; a lazy source's buffer holds
+/// [`LAZY_PANELS`] panels of a block of depth and is this thread's.
 #[allow(clippy::too_many_arguments)]
 unsafe fn block<K: Micro>(
     g: &LibraryGemm,
     depth: usize,
     rows: (usize, usize),
     cols: (usize, usize),
-    a: APanels,
+    a: ASource,
     pb: *const u32,
     c: *mut f32,
     done: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) {
     let last = g.m.div_ceil(K::MR) - 1;
-    let tile = |u0: usize, kc: usize, rp: usize, cp: usize| {
+    // Tile (rp, cp) over words u0..u0 + kc, A's words at `aw` (from u0).
+    let tile = |aw: AWords, u0: usize, kc: usize, rp: usize, cp: usize| {
         let b = pb.wrapping_add(cp * depth * K::NR + u0 * K::NR);
-        let (base, row, step) = match a.tail {
-            Some(tail) if rp == last => (tail, 4, 4 * K::MR),
-            _ => (a.base.wrapping_add(rp * a.panel), a.row, a.step),
-        };
         let out = Out {
             tile: c.wrapping_add(rp * K::MR * g.n + cp * K::NR),
             ldc: g.n,
@@ -701,9 +844,18 @@ unsafe fn block<K: Micro>(
             alpha: g.alpha as f32,
             first: u0 == 0,
         };
+        let micro = if (aw.1, aw.2) == (4, 4 * K::MR) { K::MICRO_PACKED } else { K::MICRO };
         // SAFETY: A's panel and B's hold kc words from u0; the tile's
         // `height x width` values are inside C.
-        unsafe { (K::MICRO)(kc, (base.wrapping_add(u0 * step), row, step), b, out) };
+        unsafe { micro(kc, aw, b, out) };
+    };
+    // A's words of row panel rp from u0, packed or in place.
+    let placed = |p: APanels, rp: usize, u0: usize| -> AWords {
+        let (base, row, step) = match p.tail {
+            Some(tail) if rp == last => (tail, 4, 4 * K::MR),
+            _ => (p.base.wrapping_add(rp * p.panel), p.row, p.step),
+        };
+        (base.wrapping_add(u0 * step), row, step)
     };
     // The order of the tiles: where the depth is one block, a row panel's
     // A (12 KiB for AVX-512's tile, 6 for AVX2's) stays in L1 while B's
@@ -711,18 +863,32 @@ unsafe fn block<K: Micro>(
     // k = 256 products, AMD Zen 4); where it is
     // several, a column panel's B while A's pass (10-20% faster at
     // k = 1024).
-    let panels = |rows: (usize, usize), cols: (usize, usize), u0: usize, kc: usize| {
+    let order = |rows: (usize, usize), cols: (usize, usize), u0: usize, kc: usize, aw: &dyn Fn(usize) -> AWords| {
         if depth <= KC {
             for rp in rows.0..rows.1 {
                 for cp in cols.0..cols.1 {
-                    tile(u0, kc, rp, cp);
+                    tile(aw(rp), u0, kc, rp, cp);
                 }
             }
         } else {
             for cp in cols.0..cols.1 {
                 for rp in rows.0..rows.1 {
-                    tile(u0, kc, rp, cp);
+                    tile(aw(rp), u0, kc, rp, cp);
                 }
+            }
+        }
+    };
+    let panels = |rows: (usize, usize), cols: (usize, usize), u0: usize, kc: usize| match a {
+        ASource::Panels(p) => order(rows, cols, u0, kc, &|rp| placed(p, rp, u0)),
+        ASource::Lazy { a, buffer } => {
+            for r0 in (rows.0..rows.1).step_by(LAZY_PANELS) {
+                let r1 = (r0 + LAZY_PANELS).min(rows.1);
+                // SAFETY: the buffer holds LAZY_PANELS panels of kc words;
+                // A's reads inside A.
+                unsafe { pack_a::<K>(g, a, (r0, r1), (u0, u0 + kc), buffer) };
+                let at =
+                    |rp: usize| -> AWords { (buffer.wrapping_add((rp - r0) * kc * K::MR) as *const u8, 4, 4 * K::MR) };
+                order((r0, r1), cols, u0, kc, &at);
             }
         }
     };
@@ -746,11 +912,11 @@ unsafe fn block<K: Micro>(
 
 // Off x86-64, `Kernel::available` is false and no kernel runs.
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn micro_f32(_: usize, _: AWords, _: *const u32, _: Out) {}
+unsafe fn micro_f32<const PACKED: bool>(_: usize, _: AWords, _: *const u32, _: Out) {}
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn micro_bf16(_: usize, _: AWords, _: *const u32, _: Out) {}
+unsafe fn micro_bf16<const PACKED: bool>(_: usize, _: AWords, _: *const u32, _: Out) {}
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn micro_avx2(_: usize, _: AWords, _: *const u32, _: Out) {}
+unsafe fn micro_avx2<const PACKED: bool>(_: usize, _: AWords, _: *const u32, _: Out) {}
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn transpose8(_: *const u8, _: usize, _: *mut u32, _: usize) {}
 
@@ -802,8 +968,10 @@ type AWords = (*const u8, usize, usize);
 /// [`store`] requires.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn micro_f32(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
+unsafe fn micro_f32<const PACKED: bool>(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
     use std::arch::x86_64::*;
+    // Packed A's words at constant offsets: no address arithmetic per word.
+    let (row, step) = if PACKED { (4, 4 * MR512) } else { (row, step) };
     let mut acc = [[_mm512_setzero_ps(); 2]; MR512];
     for u in 0..kc {
         // SAFETY: inside the panels (the caller's contract).
@@ -829,8 +997,10 @@ unsafe fn micro_f32(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) 
 /// As [`micro_f32`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn micro_bf16(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
+unsafe fn micro_bf16<const PACKED: bool>(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
     use std::arch::x86_64::*;
+    // Packed A's words at constant offsets: no address arithmetic per word.
+    let (row, step) = if PACKED { (4, 4 * MR512) } else { (row, step) };
     let mut acc = [[_mm512_setzero_ps(); 2]; MR512];
     for u in 0..kc {
         // SAFETY: inside the panels (the caller's contract).
@@ -863,8 +1033,10 @@ const NR256: usize = Avx2F32::NR;
 /// As [`micro_f32`], on a CPU with AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn micro_avx2(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
+unsafe fn micro_avx2<const PACKED: bool>(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
     use std::arch::x86_64::*;
+    // Packed A's words at constant offsets: no address arithmetic per word.
+    let (row, step) = if PACKED { (4, 4 * MR256) } else { (row, step) };
     let mut acc = [[_mm256_setzero_ps(); 2]; MR256];
     for u in 0..kc {
         // SAFETY: inside the panels (the caller's contract).
@@ -977,10 +1149,21 @@ mod tests {
     /// Every shape class against f64 sums of the same values, for both
     /// element types: edges in m, n and k (an odd k ends on a half pair),
     /// more than one block of depth, transposed operands, batches split over
-    /// threads and not, alpha, and one or two threads.
+    /// threads and not, alpha, and one or two threads; a tall product whose
+    /// threads pack their own rows of A in more than one group of panels
+    /// (410 x 20 x 300: 35 row panels, a partial one last).
     fn matches_f64_sums(kernel: Kernel) {
         assert!(kernel.available(), "the build saw the instructions but the CPU running the test lacks them");
-        let shapes = [(1, 1, 1), (3, 5, 7), (12, 32, 2), (13, 33, 3), (50, 47, 783), (256, 100, 300), (7, 300, 257)];
+        let shapes = [
+            (1, 1, 1),
+            (3, 5, 7),
+            (12, 32, 2),
+            (13, 33, 3),
+            (50, 47, 783),
+            (256, 100, 300),
+            (7, 300, 257),
+            (410, 20, 300),
+        ];
         for threads in [1, 2] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             let mut packed = Packed::default();

@@ -1,0 +1,78 @@
+//! Interleaved timing of the runtime's AVX-512 GEMM against the `gemm`
+//! crate on one shape: `cargo run --release -p aicf-runtime --example
+//! gemm_probe -- M N K TA TB [ITERS]`.
+use aicf_runtime::artifact::LibraryGemm;
+use aicf_runtime::cpu::packed_gemm::{self, Kernel, Packed};
+
+fn main() {
+    let a: Vec<usize> = std::env::args().skip(1).map(|s| s.parse().unwrap()).collect();
+    let (m, n, k, ta, tb) = (a[0], a[1], a[2], a[3] != 0, a[4] != 0);
+    let iters = a.get(5).copied().unwrap_or(200);
+    let threads: usize = std::env::var("T").ok().and_then(|t| t.parse().ok()).unwrap_or(2);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let mut packed = Packed::default();
+    let g = LibraryGemm::contiguous(1, (m, n, k), ta, tb);
+    let av: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.25 - 0.75).collect();
+    let bv: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.25 - 0.5).collect();
+    let mut out = vec![0f32; m * n];
+    let mut out2 = vec![0f32; m * n];
+    let [ar, ac] = g.a_strides.map(|s| s as isize);
+    let [br, bc] = g.b_strides.map(|s| s as isize);
+    let mut t_own = vec![];
+    let mut t_lib = vec![];
+    for _ in 0..iters {
+        let t = std::time::Instant::now();
+        unsafe {
+            packed_gemm::gemm(
+                &pool,
+                &mut packed,
+                &g,
+                Kernel::Avx512F32,
+                av.as_ptr() as *const u8,
+                bv.as_ptr() as *const u8,
+                out.as_mut_ptr(),
+                None,
+            )
+        };
+        t_own.push(t.elapsed().as_secs_f64());
+        let t = std::time::Instant::now();
+        pool.install(|| unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                out2.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                av.as_ptr(),
+                ac,
+                ar,
+                bv.as_ptr(),
+                bc,
+                br,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                gemm::Parallelism::Rayon(threads),
+            )
+        });
+        t_lib.push(t.elapsed().as_secs_f64());
+    }
+    let diff = out.iter().zip(&out2).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+    let fl = 2.0 * (m * n * k) as f64;
+    let stat = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        (fl / v[0] / 1e9, fl / v[v.len() / 2] / 1e9)
+    };
+    let (o0, o1) = stat(&mut t_own);
+    let (l0, l1) = stat(&mut t_lib);
+    println!(
+        "{m}x{n}x{k} ta{} tb{}: own best {o0:.0} med {o1:.0} GF/s | gemm crate best {l0:.0} med {l1:.0} | ratio med {:.2} | maxdiff {diff:.1e}",
+        ta as u8,
+        tb as u8,
+        o1 / l1
+    );
+}
