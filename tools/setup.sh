@@ -10,7 +10,11 @@
 #     data-parallel training across processes and machines;
 #   - a project-local Python venv (.venv) holding the nvidia-cuda-nvcc-cu12
 #     wheel, whose ptxas validates generated PTX without a GPU
-#     (linked as .venv/bin/ptxas).
+#     (linked as .venv/bin/ptxas), and on x86-64 Intel's MKL (the wheel
+#     `mkl` alone, its libraries in .venv/lib: about 250 MB to fetch, 700
+#     installed), which the CPU runtime opens at run time as one of its
+#     measured GEMM candidates (the library PyTorch's CPU build multiplies
+#     with; AICF_MKL= turns it off).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,4 +49,13 @@ if ! .venv/bin/ptxas --version >/dev/null 2>&1; then
   ptxas=$(.venv/bin/python -c 'import nvidia.cuda_nvcc, os; print(os.path.join(list(nvidia.cuda_nvcc.__path__)[0], "bin", "ptxas"))')
   ln -sf "$ptxas" .venv/bin/ptxas
   .venv/bin/ptxas --version >/dev/null
+fi
+
+if [ "$(uname -m)" = x86_64 ] && ! ls .venv/lib/libmkl_rt.so.* >/dev/null 2>&1; then
+  echo "setup: installing MKL (the mkl wheel) into .venv"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  # --no-deps: the runtime uses MKL's sequential layer, which needs none of
+  # the OpenMP or TBB runtimes the wheel depends on.
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "mkl==2026.2.1"
+  ls .venv/lib/libmkl_rt.so.* >/dev/null
 fi

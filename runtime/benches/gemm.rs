@@ -5,7 +5,8 @@
 //! the GFLOP/s are `2 m n k batch / time`. The runtime's own kernels
 //! (`packed_gemm`: AVX-512 f32 and bf16, AVX2 f32) run where the CPU has
 //! the instructions; matrixmultiply and OpenBLAS (where it is installed),
-//! one thread each (the runtime splits their products over its pool), and
+//! one thread each (the runtime splits their products over its pool), MKL
+//! likewise where it is installed, and
 //! the `gemm` crate everywhere. `GEMM_THREADS=1` compares the kernels
 //! alone. The registry
 //! times the same candidates from a cold cache inside a step; this bench
@@ -79,9 +80,13 @@ fn gemms(c: &mut Criterion) {
                 }
             })
         });
-        use aicf_runtime::cpu::blas::{OpenBlas, openblas};
-        if let Some(blas) = openblas().filter(|_| OpenBlas::fits(m, n, k, g.a_strides, g.b_strides)) {
-            group.bench_function("openblas f32, one thread", |bench| {
+        use aicf_runtime::cpu::blas::{Cblas, mkl, openblas};
+        let libraries = [("openblas f32, one thread", openblas()), ("mkl f32, one thread", mkl())];
+        for (label, blas) in libraries.into_iter().filter_map(|(l, b)| Some((l, b?))) {
+            if !Cblas::fits(m, n, k, g.a_strides, g.b_strides) {
+                continue;
+            }
+            group.bench_function(label, |bench| {
                 bench.iter(|| {
                     for t in 0..batch {
                         unsafe {

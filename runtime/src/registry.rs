@@ -44,10 +44,12 @@ pub enum Choice {
     /// bf16 operands multiplied as they are with AVX-512 BF16's dot
     /// product (`cpu::packed_gemm`), where the CPU has it
     Bf16Dot,
+    /// Intel MKL's cblas_sgemm, opened at run time where installed
+    Mkl,
 }
 
 impl Choice {
-    pub const ALL: [Choice; 8] = [
+    pub const ALL: [Choice; 9] = [
         Choice::Generated,
         Choice::Library,
         Choice::LibrarySwapped,
@@ -56,10 +58,11 @@ impl Choice {
         Choice::Avx512,
         Choice::Avx2,
         Choice::Bf16Dot,
+        Choice::Mkl,
     ];
 
     /// The candidate named `name` ("generated", "library", "library-swapped",
-    /// "gemm-rs", "openblas", "avx512", "avx2", "bf16-dot").
+    /// "gemm-rs", "openblas", "avx512", "avx2", "bf16-dot", "mkl").
     pub fn from_name(name: &str) -> Option<Choice> {
         Choice::ALL.into_iter().find(|c| c.name() == name)
     }
@@ -74,6 +77,7 @@ impl Choice {
             Choice::Avx512 => "avx512",
             Choice::Avx2 => "avx2",
             Choice::Bf16Dot => "bf16-dot",
+            Choice::Mkl => "mkl",
         }
     }
 }
@@ -91,7 +95,7 @@ impl Choice {
 /// much faster ([`SMALL_LIBRARY_MARGIN`]). v8: the runtime's own AVX2
 /// GEMM, where the AVX-512 one is not a candidate. v9: the runtime's own
 /// GEMMs pack A faster (in-register transposes; split by rows, each thread
-/// its own rows a block at a time).
+/// its own rows a block at a time); MKL's sgemm where installed.
 const CANDIDATES: &str = "v9";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR` (set and not empty), else

@@ -284,6 +284,22 @@ fn openblas_gemms_match_the_interpreter() {
     train_step_matches("adam", 2, Choice::OpenBlas);
 }
 
+/// MKL's sgemm (opened at run time from the project's `.venv`, where
+/// `tools/setup.sh` installs it on x86-64, so its absence there is a
+/// failure, not a skip): every GEMM shape and layout of the kernel cases,
+/// and a train step.
+#[test]
+#[cfg_attr(not(target_arch = "x86_64"), ignore = "MKL is installed on x86-64 only")]
+fn mkl_gemms_match_the_interpreter() {
+    assert!(
+        aicf_runtime::cpu::blas::mkl().is_some(),
+        "MKL cannot be opened (tools/setup.sh installs the mkl wheel into .venv; AICF_MKL names another)"
+    );
+    let (name, source, inputs) = kernel_cases().into_iter().find(|(n, _, _)| *n == "gemm_shapes").unwrap();
+    kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Mkl);
+    train_step_matches("adam", 2, Choice::Mkl);
+}
+
 /// The runtime's own AVX-512 GEMM (`packed_gemm`): every GEMM shape and
 /// layout of the kernel cases (edges, transposed operands, a batch, the
 /// epilogues), and a train step.

@@ -1,7 +1,8 @@
-//! OpenBLAS's `cblas_sgemm` as a GEMM candidate, opened at run time
-//! (Debian's `libopenblas0-pthread`, which `tools/setup.sh` installs; where
-//! the library is missing the candidate is simply not measured, and the
-//! runtime links nothing new).
+//! CBLAS's `cblas_sgemm` from libraries opened at run time, as GEMM
+//! candidates: OpenBLAS (Debian's `libopenblas0-pthread`) and Intel's MKL
+//! (`libmkl_rt`, the PyPI wheel `mkl`), both of which `tools/setup.sh`
+//! installs; where a library is missing its candidate is simply not
+//! measured, and the runtime links nothing new.
 //!
 //! OpenBLAS picks its kernels by CPU model when it loads; the Debian
 //! build's table predates recent Xeons and falls back to its oldest
@@ -9,6 +10,20 @@
 //! user chose (`OPENBLAS_CORETYPE`), the core type is set from the CPU's
 //! features before the library is opened: SkylakeX with AVX-512, Haswell
 //! with AVX2 and FMA.
+//!
+//! MKL is the library PyTorch's CPU build multiplies with. On a 2-core
+//! Intel Xeon (Emerald Rapids) its sgemm ran the transformer block's
+//! products at 170-280 GFLOP/s where the `gemm` crate reached 160-230 and
+//! the runtime's own AVX-512 kernel 140-220 (2 threads, interleaved;
+//! oneDNN 2.6's `dnnl_sgemm` and BLIS 0.9 from Debian, measured beside
+//! them, were slower than either). It is opened with its sequential
+//! threading layer (the runtime splits a GEMM over its own pool, as for
+//! OpenBLAS) and in conditional numerical reproducibility's `AUTO` mode,
+//! so that a product's bits do not depend on where its operands lie (a
+//! resumed run allocates its arena anew). Where to find `libmkl_rt`:
+//! `AICF_MKL` (a path; empty turns the candidate off), else the project's
+//! `.venv/lib` (where `tools/setup.sh` installs it), else the loader's
+//! search path.
 
 use libloading::Library;
 use std::sync::OnceLock;
@@ -17,11 +32,14 @@ type Sgemm =
     unsafe extern "C" fn(i32, i32, i32, i32, i32, i32, f32, *const f32, i32, *const f32, i32, f32, *mut f32, i32);
 type SetThreads = unsafe extern "C" fn(i32);
 
-/// The opened library and its GEMM.
-pub struct OpenBlas {
+/// An opened CBLAS library and its GEMM.
+pub struct Cblas {
     sgemm: Sgemm,
     _library: Library,
 }
+
+/// OpenBLAS's CBLAS.
+pub type OpenBlas = Cblas;
 
 const ROW_MAJOR: i32 = 101;
 const NO_TRANS: i32 = 111;
@@ -57,7 +75,7 @@ pub fn prepare_openblas_env() {
 }
 
 /// OpenBLAS, opened on first use; `None` where it is not installed.
-pub fn openblas() -> Option<&'static OpenBlas> {
+pub fn openblas() -> Option<&'static Cblas> {
     static OPENED: OnceLock<Option<OpenBlas>> = OnceLock::new();
     OPENED
         .get_or_init(|| {
@@ -75,7 +93,53 @@ pub fn openblas() -> Option<&'static OpenBlas> {
             // Single-threaded (see `sgemm`), set once before any call.
             // SAFETY: a plain setter, called before the library is shared.
             unsafe { set_threads(1) };
-            Some(OpenBlas { sgemm, _library: library })
+            Some(Cblas { sgemm, _library: library })
+        })
+        .as_ref()
+}
+
+/// MKL's threading layer that runs on the calling thread
+/// (`MKL_THREADING_SEQUENTIAL`, mkl_service.h).
+const MKL_THREADING_SEQUENTIAL: i32 = 1;
+/// Conditional numerical reproducibility, the CPU's own code path
+/// (`MKL_CBWR_AUTO`, mkl_types.h).
+const MKL_CBWR_AUTO: i32 = 2;
+
+/// Where MKL's runtime library may be, in the order tried: `AICF_MKL`
+/// alone where it is set (empty: nowhere), else the project's `.venv`
+/// (`tools/setup.sh`), else the loader's search path.
+fn mkl_paths() -> Vec<std::ffi::OsString> {
+    if let Some(path) = std::env::var_os("AICF_MKL") {
+        return if path.is_empty() { vec![] } else { vec![path] };
+    }
+    let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/lib/");
+    let names = ["libmkl_rt.so.3", "libmkl_rt.so.2"];
+    names.iter().map(|n| format!("{venv}{n}").into()).chain(names.iter().map(|n| (*n).into())).collect()
+}
+
+/// MKL, opened on first use with its sequential threading layer and
+/// reproducible results; `None` where it is not installed (or not
+/// usable: a library without these entry points).
+pub fn mkl() -> Option<&'static Cblas> {
+    static OPENED: OnceLock<Option<Cblas>> = OnceLock::new();
+    OPENED
+        .get_or_init(|| {
+            // SAFETY: opening a shared library runs its initialisers; MKL's
+            // start no thread.
+            let library = mkl_paths().into_iter().find_map(|p| unsafe { Library::new(p) }.ok())?;
+            // SAFETY: the symbols have these C signatures (mkl_cblas.h,
+            // mkl_service.h).
+            unsafe {
+                let layer = *library.get::<unsafe extern "C" fn(i32) -> i32>(b"MKL_Set_Threading_Layer\0").ok()?;
+                let cbwr = *library.get::<unsafe extern "C" fn(i32) -> i32>(b"MKL_CBWR_Set\0").ok()?;
+                let sgemm = *library.get::<Sgemm>(b"cblas_sgemm\0").ok()?;
+                // Both before the first computation, as MKL requires; each
+                // returns the mode now in force (or an error below 0).
+                if layer(MKL_THREADING_SEQUENTIAL) != MKL_THREADING_SEQUENTIAL || cbwr(MKL_CBWR_AUTO) != 0 {
+                    return None;
+                }
+                Some(Cblas { sgemm, _library: library })
+            }
         })
         .as_ref()
 }
@@ -101,7 +165,7 @@ fn operand(strides: [usize; 2], rows: usize, cols: usize) -> Option<(i32, i32)> 
     }
 }
 
-impl OpenBlas {
+impl Cblas {
     /// Whether `cblas_sgemm` can compute C (m x n, row-major) = alpha A B
     /// for operands with these strides.
     pub fn fits(m: usize, n: usize, k: usize, a: [usize; 2], b: [usize; 2]) -> bool {
@@ -110,13 +174,13 @@ impl OpenBlas {
     }
 
     /// C = alpha A B on the calling thread, C's rows `ldc` elements apart.
-    /// OpenBLAS runs single-threaded: the runtime splits a GEMM over its
+    /// The libraries run single-threaded: the runtime splits a GEMM over its
     /// own pool, so no second set of threads (OpenBLAS's spin for a while
     /// after each call) competes with the pool for the cores.
     ///
     /// # Safety
     /// `a`, `b` and `c` hold the matrices their sizes and strides describe,
-    /// and [`OpenBlas::fits`] holds for them.
+    /// and [`Cblas::fits`] holds for them.
     pub unsafe fn sgemm(
         &self,
         (m, n, k): (usize, usize, usize),
@@ -160,6 +224,45 @@ mod tests {
         assert_eq!(operand([1, 3], 3, 4), Some((TRANS, 3)));
         // A view with neither stride 1 has no CBLAS form.
         assert_eq!(operand([8, 2], 3, 4), None);
-        assert!(!OpenBlas::fits(3, 4, 5, [5, 1], [8, 2]));
+        assert!(!Cblas::fits(3, 4, 5, [5, 1], [8, 2]));
+    }
+
+    /// MKL's product does not depend on where its operands lie (a resumed
+    /// run's arena is allocated anew): the same values at other offsets
+    /// from a cache line give the same bits, and the product is right.
+    #[test]
+    #[cfg_attr(not(target_arch = "x86_64"), ignore = "MKL is installed on x86-64 only")]
+    fn mkl_products_do_not_depend_on_alignment() {
+        let mkl = mkl().expect("MKL cannot be opened (tools/setup.sh installs the mkl wheel into .venv)");
+        let (m, n, k) = (67, 45, 301);
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 53 % 97) as f32 - 48.0) / 9.0).collect();
+        let product = |shift: usize| {
+            let (mut sa, mut sb) = (vec![0f32; shift], vec![0f32; shift]);
+            sa.extend(&a);
+            sb.extend(&b);
+            let mut c = vec![0f32; shift + m * n];
+            // SAFETY: the buffers hold the matrices the sizes describe.
+            unsafe {
+                mkl.sgemm(
+                    (m, n, k),
+                    1.0,
+                    (sa[shift..].as_ptr(), [k, 1]),
+                    (sb[shift..].as_ptr(), [n, 1]),
+                    (c[shift..].as_mut_ptr(), n),
+                )
+            };
+            c.split_off(shift)
+        };
+        let first = product(0);
+        for r in [0, m / 2, m - 1] {
+            for col in [0, n - 1] {
+                let want: f64 = (0..k).map(|i| a[r * k + i] as f64 * b[i * n + col] as f64).sum();
+                assert!((first[r * n + col] as f64 - want).abs() < 1e-3 * want.abs().max(1.0), "C[{r},{col}]");
+            }
+        }
+        for shift in 1..16 {
+            assert_eq!(product(shift), first, "operands shifted by {shift} floats");
+        }
     }
 }

@@ -420,8 +420,15 @@ impl CpuModule {
         // OpenBLAS picks its kernels by the CPU it finds: under a narrower
         // ISA, only when told which (OPENBLAS_CORETYPE=Haswell for AVX2).
         let openblas_isa = wide || std::env::var_os("OPENBLAS_CORETYPE").is_some();
-        if openblas_isa && blas::openblas().is_some() && blas::OpenBlas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides) {
+        let cblas_fits = blas::Cblas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides);
+        if openblas_isa && blas::openblas().is_some() && cblas_fits {
             candidates.push(Choice::OpenBlas);
+        }
+        // MKL likewise picks its kernels by the CPU (held to AVX2 by
+        // MKL_ENABLE_INSTRUCTIONS=AVX2).
+        let mkl_isa = wide || std::env::var_os("MKL_ENABLE_INSTRUCTIONS").is_some();
+        if mkl_isa && blas::mkl().is_some() && cblas_fits {
+            candidates.push(Choice::Mkl);
         }
         let avx512 = wide && Kernel::Avx512F32.available();
         if avx512 {
@@ -470,7 +477,8 @@ impl CpuModule {
         let library = |epilogue: Option<KernelFn>, pointers: &[*mut u8]| match choice {
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
             Choice::GemmRs if wide => self.gemm_rs(epilogue, call, g, pointers),
-            Choice::OpenBlas => self.openblas_gemm(epilogue, call, g, pointers),
+            Choice::OpenBlas => self.cblas_gemm(blas::openblas(), epilogue, call, g, pointers),
+            Choice::Mkl => self.cblas_gemm(blas::mkl(), epilogue, call, g, pointers),
             Choice::Avx512 if wide && Kernel::Avx512F32.available() => {
                 self.packed_gemm(Kernel::Avx512F32, epilogue, call, g, pointers, None)
             }
@@ -629,13 +637,19 @@ impl CpuModule {
         }
     }
 
-    /// OpenBLAS's sgemm, single-threaded on each of the pool's threads
-    /// ([`Self::split_gemm`]); then the epilogue. matrixmultiply's where
-    /// OpenBLAS is missing or cannot take the operands' strides (a forced
-    /// choice).
-    fn openblas_gemm(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
-        let Some(blas) = blas::openblas().filter(|_| blas::OpenBlas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides))
-        else {
+    /// A CBLAS library's sgemm (OpenBLAS's, MKL's), single-threaded on each
+    /// of the pool's threads ([`Self::split_gemm`]); then the epilogue.
+    /// matrixmultiply's where the library is missing or cannot take the
+    /// operands' strides (a forced choice).
+    fn cblas_gemm(
+        &self,
+        library: Option<&'static blas::Cblas>,
+        epilogue: Option<KernelFn>,
+        call: &Call,
+        g: &LibraryGemm,
+        pointers: &[*mut u8],
+    ) {
+        let Some(blas) = library.filter(|_| blas::Cblas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides)) else {
             return self.library_gemm(epilogue, call, g, pointers, false);
         };
         let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));

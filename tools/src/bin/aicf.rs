@@ -306,8 +306,8 @@ enum Command {
         /// Run every GEMM with this candidate instead of the registry's
         /// measured choice, so the run's bits do not depend on timings
         /// (CPU: generated, library, library-swapped, gemm-rs, openblas,
-        /// avx512, avx2, bf16-dot; CUDA: generated, cublaslt). A candidate
-        /// that cannot run a GEMM (OpenBLAS not installed, avx512 on a CPU
+        /// avx512, avx2, bf16-dot, mkl; CUDA: generated, cublaslt). A
+        /// candidate that cannot run a GEMM (OpenBLAS or MKL not installed, avx512 on a CPU
         /// without AVX-512, avx2 on one without AVX2 and FMA, bf16-dot on
         /// f32 operands or on a CPU without AVX-512 BF16) runs it as
         /// `library`.
@@ -472,7 +472,7 @@ enum Command {
         trace: Option<PathBuf>,
         /// Run every GEMM with this candidate instead of the registry's
         /// measured choice (CPU: generated, library, library-swapped,
-        /// gemm-rs, openblas, avx512, avx2, bf16-dot; CUDA: generated, cublaslt;
+        /// gemm-rs, openblas, avx512, avx2, bf16-dot, mkl; CUDA: generated, cublaslt;
         /// one that cannot run a GEMM here runs it as `library`).
         #[arg(long)]
         gemm: Option<String>,
