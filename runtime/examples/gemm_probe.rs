@@ -1,11 +1,18 @@
 //! Interleaved timing of the runtime's AVX-512 GEMM against the `gemm`
-//! crate on one shape: `cargo run --release -p aicf-runtime --example
-//! gemm_probe -- M N K TA TB [ITERS]`.
+//! crate on one shape, warm, `T` threads (default 2): `cargo run --release
+//! -p aicf-runtime --example gemm_probe -- M N K TA TB [ITERS]` (TA, TB: 1
+//! where the operand is stored transposed). The two run in turn, call by
+//! call, so a slow spell of the machine slows both: the ratio of their
+//! medians is the figure to read, the GFLOP/s only of that minute.
 use aicf_runtime::artifact::LibraryGemm;
 use aicf_runtime::cpu::packed_gemm::{self, Kernel, Packed};
 
 fn main() {
-    let a: Vec<usize> = std::env::args().skip(1).map(|s| s.parse().unwrap()).collect();
+    let a: Vec<usize> = std::env::args().skip(1).filter_map(|s| s.parse().ok()).collect();
+    if a.len() < 5 || !Kernel::Avx512F32.available() {
+        eprintln!("usage: gemm_probe M N K TA TB [ITERS] (numbers; on a CPU with AVX-512)");
+        std::process::exit(2);
+    }
     let (m, n, k, ta, tb) = (a[0], a[1], a[2], a[3] != 0, a[4] != 0);
     let iters = a.get(5).copied().unwrap_or(200);
     let threads: usize = std::env::var("T").ok().and_then(|t| t.parse().ok()).unwrap_or(2);
