@@ -38,9 +38,6 @@ pub struct Cblas {
     _library: Library,
 }
 
-/// OpenBLAS's CBLAS.
-pub type OpenBlas = Cblas;
-
 const ROW_MAJOR: i32 = 101;
 const NO_TRANS: i32 = 111;
 const TRANS: i32 = 112;
@@ -76,7 +73,7 @@ pub fn prepare_openblas_env() {
 
 /// OpenBLAS, opened on first use; `None` where it is not installed.
 pub fn openblas() -> Option<&'static Cblas> {
-    static OPENED: OnceLock<Option<OpenBlas>> = OnceLock::new();
+    static OPENED: OnceLock<Option<Cblas>> = OnceLock::new();
     OPENED
         .get_or_init(|| {
             prepare_openblas_env();
@@ -125,7 +122,7 @@ pub fn mkl() -> Option<&'static Cblas> {
     OPENED
         .get_or_init(|| {
             // SAFETY: opening a shared library runs its initialisers; MKL's
-            // start no thread.
+            // start no threads.
             let library = mkl_paths().into_iter().find_map(|p| unsafe { Library::new(p) }.ok())?;
             // SAFETY: the symbols have these C signatures (mkl_cblas.h,
             // mkl_service.h).
@@ -133,8 +130,9 @@ pub fn mkl() -> Option<&'static Cblas> {
                 let layer = *library.get::<unsafe extern "C" fn(i32) -> i32>(b"MKL_Set_Threading_Layer\0").ok()?;
                 let cbwr = *library.get::<unsafe extern "C" fn(i32) -> i32>(b"MKL_CBWR_Set\0").ok()?;
                 let sgemm = *library.get::<Sgemm>(b"cblas_sgemm\0").ok()?;
-                // Both before the first computation, as MKL requires; each
-                // returns the mode now in force (or an error below 0).
+                // Both before the first computation, as MKL requires: the
+                // layer call returns the layer now in force, the CNR call
+                // MKL_CBWR_SUCCESS (0) or an error code.
                 if layer(MKL_THREADING_SEQUENTIAL) != MKL_THREADING_SEQUENTIAL || cbwr(MKL_CBWR_AUTO) != 0 {
                     return None;
                 }
