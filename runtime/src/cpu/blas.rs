@@ -116,30 +116,51 @@ fn mkl_paths() -> Vec<std::ffi::OsString> {
 
 /// MKL, opened on first use with its sequential threading layer and
 /// reproducible results; `None` where it is not installed (or not
-/// usable: a library without these entry points).
+/// usable: a library without these entry points). A library that
+/// `AICF_MKL` names and that cannot serve is said once on stderr.
 pub fn mkl() -> Option<&'static Cblas> {
     static OPENED: OnceLock<Option<Cblas>> = OnceLock::new();
     OPENED
         .get_or_init(|| {
-            // SAFETY: opening a shared library runs its initialisers; MKL's
-            // start no threads.
-            let library = mkl_paths().into_iter().find_map(|p| unsafe { Library::new(p) }.ok())?;
-            // SAFETY: the symbols have these C signatures (mkl_cblas.h,
-            // mkl_service.h).
-            unsafe {
-                let layer = *library.get::<unsafe extern "C" fn(i32) -> i32>(b"MKL_Set_Threading_Layer\0").ok()?;
-                let cbwr = *library.get::<unsafe extern "C" fn(i32) -> i32>(b"MKL_CBWR_Set\0").ok()?;
-                let sgemm = *library.get::<Sgemm>(b"cblas_sgemm\0").ok()?;
-                // Both before the first computation, as MKL requires: the
-                // layer call returns the layer now in force, the CNR call
-                // MKL_CBWR_SUCCESS (0) or an error code.
-                if layer(MKL_THREADING_SEQUENTIAL) != MKL_THREADING_SEQUENTIAL || cbwr(MKL_CBWR_AUTO) != 0 {
-                    return None;
+            let named = std::env::var_os("AICF_MKL").filter(|p| !p.is_empty());
+            let mut why = String::from("no such library");
+            for path in mkl_paths() {
+                match open_mkl(&path) {
+                    Ok(mkl) => return Some(mkl),
+                    Err(e) => why = e,
                 }
-                Some(Cblas { sgemm, _library: library })
             }
+            if let Some(path) = named {
+                eprintln!("note: AICF_MKL={}: {why}; the mkl GEMM candidate is off", path.to_string_lossy());
+            }
+            None
         })
         .as_ref()
+}
+
+/// Opens MKL's runtime library at `path` and sets it up (see [`mkl`]).
+fn open_mkl(path: &std::ffi::OsStr) -> Result<Cblas, String> {
+    // SAFETY: opening a shared library runs its initialisers; MKL's
+    // start no threads.
+    let library = unsafe { Library::new(path) }.map_err(|e| e.to_string())?;
+    // SAFETY: the symbols have these C signatures (mkl_cblas.h,
+    // mkl_service.h).
+    unsafe {
+        let symbol =
+            |name: &[u8]| library.get::<unsafe extern "C" fn(i32) -> i32>(name).map(|f| *f).map_err(|e| e.to_string());
+        let (layer, cbwr) = (symbol(b"MKL_Set_Threading_Layer\0")?, symbol(b"MKL_CBWR_Set\0")?);
+        let sgemm = *library.get::<Sgemm>(b"cblas_sgemm\0").map_err(|e| e.to_string())?;
+        // Both before the first computation, as MKL requires: the layer
+        // call returns the layer now in force, the CNR call
+        // MKL_CBWR_SUCCESS (0) or an error code.
+        if layer(MKL_THREADING_SEQUENTIAL) != MKL_THREADING_SEQUENTIAL {
+            return Err("MKL refused its sequential threading layer".into());
+        }
+        if cbwr(MKL_CBWR_AUTO) != 0 {
+            return Err("MKL refused conditional numerical reproducibility (MKL_CBWR_AUTO)".into());
+        }
+        Ok(Cblas { sgemm, _library: library })
+    }
 }
 
 /// Whether OpenBLAS can be opened here.

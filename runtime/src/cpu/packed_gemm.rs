@@ -599,6 +599,8 @@ unsafe fn pack_a<K: Micro>(
             for u in u_lo..u_hi {
                 for panel in lo..hi {
                     let src = (a as *const u32).add(u * cs + panel * K::MR);
+                    // A whole panel's run as a copy of constant length
+                    // (inlined as vector moves, not a call to memcpy).
                     if rows(panel) == K::MR {
                         std::ptr::copy_nonoverlapping(src, at(panel, u, 0), K::MR);
                     } else {
