@@ -50,7 +50,17 @@ fn gemms(c: &mut Criterion) {
         for (label, kernel, pa, pb) in own.into_iter().filter(|o| o.1.available()) {
             group.bench_function(label, |bench| {
                 bench.iter(|| unsafe {
-                    packed_gemm::gemm(&pool, &mut packed, &g, kernel, pa, pb, out.as_mut_ptr(), None)
+                    packed_gemm::gemm(
+                        &pool,
+                        pool.current_num_threads(),
+                        &mut packed,
+                        &g,
+                        kernel,
+                        pa,
+                        pb,
+                        out.as_mut_ptr(),
+                        None,
+                    )
                 })
             });
         }

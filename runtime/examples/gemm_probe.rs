@@ -32,6 +32,7 @@ fn main() {
         unsafe {
             packed_gemm::gemm(
                 &pool,
+                pool.current_num_threads(),
                 &mut packed,
                 &g,
                 Kernel::Avx512F32,

@@ -95,8 +95,11 @@ impl Choice {
 /// much faster ([`SMALL_LIBRARY_MARGIN`]). v8: the runtime's own AVX2
 /// GEMM, where the AVX-512 one is not a candidate. v9: the runtime's own
 /// GEMMs pack A faster (in-register transposes; split by rows, each thread
-/// its own rows a block at a time); MKL's sgemm where installed.
-const CANDIDATES: &str = "v9";
+/// its own rows a block at a time); MKL's sgemm where installed. v10: a
+/// GEMM under [`crate::cpu::GEMM_GRAIN_FMAS`] multiply-adds runs on one
+/// thread whatever its candidate (library ones were split over every
+/// thread, and lost to the generated kernel by their fork-join).
+const CANDIDATES: &str = "v10";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR` (set and not empty), else
 /// `~/.cache/aicf` (`None` without a home directory).

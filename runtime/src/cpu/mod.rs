@@ -558,6 +558,7 @@ impl CpuModule {
         let done = unsafe {
             packed_gemm::gemm(
                 &self.pool,
+                gemm_threads(g, self.threads()),
                 &mut packed,
                 g,
                 kernel,
@@ -577,7 +578,7 @@ impl CpuModule {
     /// epilogue.
     fn gemm_rs(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
         let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
-        let threads = self.threads();
+        let threads = gemm_threads(g, self.threads());
         self.pool.install(|| {
             let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
             for batch in 0..g.batch {
@@ -605,7 +606,7 @@ impl CpuModule {
                         false,
                         false,
                         false,
-                        gemm::Parallelism::Rayon(threads),
+                        if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None },
                     )
                 }
             }
@@ -621,7 +622,7 @@ impl CpuModule {
     fn split_gemm(&self, g: &LibraryGemm, piece: impl Fn(usize, (usize, usize), bool) + Sync) {
         let by_rows = g.m >= g.n;
         let long = if by_rows { g.m } else { g.n };
-        let pieces = self.threads().min(long.div_ceil(16)).max(1);
+        let pieces = gemm_threads(g, self.threads()).min(long.div_ceil(16)).max(1);
         let block = |p: usize| (long * p / pieces, long * (p + 1) / pieces);
         for batch in 0..g.batch {
             if pieces == 1 {
@@ -1021,6 +1022,22 @@ impl InFlight {
     }
 }
 
+/// The fewest multiply-adds of a GEMM worth a thread of their own: a
+/// smaller one runs on the calling thread alone, whatever its candidate,
+/// since waking a worker and joining it costs about as much (tens of
+/// microseconds on a busy VM). MLP 64's 32 x 128 x 128 products (0.5 M)
+/// split over 2 threads took 0.02 ms each in its step and 0.008 on one
+/// (Intel Xeon EMR), which also kept every library candidate out of its
+/// steps; the generated kernels' grain is of the same size
+/// ([`Call::grain`]).
+pub const GEMM_GRAIN_FMAS: usize = 1 << 21;
+
+/// The threads a GEMM of `g`'s size is split over, of `threads`.
+pub fn gemm_threads(g: &LibraryGemm, threads: usize) -> usize {
+    let fmas = g.batch.saturating_mul(g.m).saturating_mul(g.n).saturating_mul(g.k);
+    threads.min(fmas.div_ceil(GEMM_GRAIN_FMAS)).max(1)
+}
+
 #[derive(Clone, Copy)]
 struct Pointers(*const *mut u8);
 // SAFETY: the table outlives the scope that shares it, and the kernels
@@ -1048,6 +1065,23 @@ fn check_indices(call: &Call, pointers: &[*mut u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_gemms_run_on_one_thread() {
+        let g = |batch, shape| LibraryGemm::contiguous(batch, shape, false, false);
+        // MLP 64's products: the calling thread alone.
+        assert_eq!(gemm_threads(&g(1, (32, 128, 128)), 2), 1);
+        assert_eq!(gemm_threads(&g(1, (128, 128, 32)), 8), 1);
+        // Just past the grain: two threads, no more.
+        assert_eq!(gemm_threads(&g(1, (128, 128, 129)), 8), 2);
+        // The transformer block's: every thread, for one product or a batch.
+        assert_eq!(gemm_threads(&g(1, (1024, 1024, 256)), 2), 2);
+        assert_eq!(gemm_threads(&g(32, (128, 128, 64)), 16), 16);
+        // Empty and huge sizes neither divide by zero nor overflow.
+        assert_eq!(gemm_threads(&g(1, (0, 128, 128)), 4), 1);
+        assert_eq!(gemm_threads(&g(usize::MAX, (usize::MAX, 2, 2)), 4), 4);
+        assert_eq!(gemm_threads(&g(1, (1024, 1024, 1024)), 0), 1);
+    }
 
     /// Loads an artifact directory holding `manifest` (and `files`), and
     /// returns the error.

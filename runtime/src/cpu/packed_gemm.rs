@@ -321,7 +321,7 @@ pub type RowsDone<'a> = &'a (dyn Fn(usize, usize) + Sync);
 
 /// `c[batch] = alpha * A[batch] B[batch]` (f32, row-major `m x n`) for
 /// operands `a` and `b` of `kernel`'s type, read through `g`'s strides, on
-/// `pool`'s threads. Where `rows_done` is given and the work splits by rows,
+/// `threads` of `pool`'s threads (1: the calling thread alone). Where `rows_done` is given and the work splits by rows,
 /// it is called for every row of C exactly once, as soon as a group of
 /// rows is complete; the return value says whether that happened (else
 /// the caller runs its epilogue over C after the call).
@@ -331,6 +331,7 @@ pub type RowsDone<'a> = &'a (dyn Fn(usize, usize) + Sync);
 /// `g` describes (`c`: `batch * m * n` values).
 pub unsafe fn gemm(
     pool: &rayon::ThreadPool,
+    threads: usize,
     packed: &mut Packed,
     g: &LibraryGemm,
     kernel: Kernel,
@@ -342,9 +343,9 @@ pub unsafe fn gemm(
     // SAFETY: the caller's contract.
     unsafe {
         match kernel {
-            Kernel::Avx512F32 => gemm_of::<Avx512F32>(pool, packed, g, a, b, c, rows_done),
-            Kernel::Avx512Bf16 => gemm_of::<Avx512Bf16>(pool, packed, g, a, b, c, rows_done),
-            Kernel::Avx2F32 => gemm_of::<Avx2F32>(pool, packed, g, a, b, c, rows_done),
+            Kernel::Avx512F32 => gemm_of::<Avx512F32>(pool, threads, packed, g, a, b, c, rows_done),
+            Kernel::Avx512Bf16 => gemm_of::<Avx512Bf16>(pool, threads, packed, g, a, b, c, rows_done),
+            Kernel::Avx2F32 => gemm_of::<Avx2F32>(pool, threads, packed, g, a, b, c, rows_done),
         }
     }
 }
@@ -390,6 +391,7 @@ fn reads_a_directly<K: Micro>(g: &LibraryGemm) -> bool {
 
 unsafe fn gemm_of<K: Micro>(
     pool: &rayon::ThreadPool,
+    threads: usize,
     packed: &mut Packed,
     g: &LibraryGemm,
     a: *const u8,
@@ -409,7 +411,7 @@ unsafe fn gemm_of<K: Micro>(
         unsafe { std::ptr::write_bytes(c, 0, g.batch * m * n) };
         return false;
     }
-    let threads = pool.current_num_threads().max(1);
+    let threads = threads.clamp(1, pool.current_num_threads().max(1));
     // A product per thread where the batch covers the threads.
     let per_batch = g.batch >= threads && threads > 1;
     let (row_panels, col_panels) = (m.div_ceil(K::MR), n.div_ceil(K::NR));
@@ -1184,7 +1186,7 @@ mod tests {
                         Kernel::Avx512F32 | Kernel::Avx2F32 => (a.as_ptr() as *const u8, b.as_ptr() as *const u8),
                         Kernel::Avx512Bf16 => (a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
                     };
-                    unsafe { gemm(&pool, &mut packed, &g, kernel, pa, pb, c.as_mut_ptr(), None) };
+                    unsafe { gemm(&pool, threads, &mut packed, &g, kernel, pa, pb, c.as_mut_ptr(), None) };
                     for bt in 0..batch {
                         for r in 0..m {
                             for col in 0..n {
@@ -1263,6 +1265,7 @@ mod tests {
             unsafe {
                 gemm(
                     &pool,
+                    threads,
                     &mut Packed::default(),
                     &g,
                     kernel,
@@ -1284,6 +1287,7 @@ mod tests {
             let all = unsafe {
                 gemm(
                     &pool,
+                    threads,
                     &mut Packed::default(),
                     &g,
                     kernel,
@@ -1315,7 +1319,7 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         let g = describe(2, (3, 4, 0), false, false, 1.0);
         let mut c = vec![f32::NAN; 24];
-        unsafe { gemm(&pool, &mut Packed::default(), &g, kernel, [].as_ptr(), [].as_ptr(), c.as_mut_ptr(), None) };
+        unsafe { gemm(&pool, 1, &mut Packed::default(), &g, kernel, [].as_ptr(), [].as_ptr(), c.as_mut_ptr(), None) };
         assert!(c.iter().all(|&v| v == 0.0), "{c:?}");
     }
 }
