@@ -108,6 +108,26 @@ impl Kernel {
         }
     }
 
+    /// `max(acc, v)` in a row loop whose maximum only steadies the
+    /// exponentials after it (softmax, cross-entropy, attention): where one
+    /// thread runs the whole loop, `maxnum`, which the CPU vectorises
+    /// (`maximumf`, NaN-propagating, stayed one element at a time: a third
+    /// of the attention backward's softmax). A NaN among the values is
+    /// skipped here but still reaches every output through its
+    /// exponential, so the results are the same. In a warp-per-row kernel,
+    /// `maximumf`.
+    pub(crate) fn row_max(&mut self, acc: &str, v: &str, t: DType) -> String {
+        let f = t.mlir();
+        if self.lane.is_none() {
+            // LLVM's own intrinsic: `arith-expand` (run for bf16) would
+            // rewrite `arith.maxnumf` into compares and selects, which LLVM
+            // does not vectorise either.
+            self.val(&format!("llvm.intr.maxnum({acc}, {v}) : ({f}, {f}) -> {f}"))
+        } else {
+            self.val(&format!("arith.maximumf {acc}, {v} : {f}"))
+        }
+    }
+
     /// In a warp-per-row kernel, `op` (`addf`, `maximumf`) of `v` over the
     /// warp's lanes, in every lane (butterfly of xor shuffles); else `v`.
     pub(crate) fn warp_all(&mut self, v: &str, op: &str, t: DType) -> String {

@@ -464,6 +464,51 @@ fn transcendentals_at_extreme_inputs_match_the_interpreter() {
     }
 }
 
+/// softmax, log-softmax and their cross-entropy over rows of 133 (the
+/// vectorised maximum's body and remainder), rows holding a NaN (at the
+/// start, in the body, in the remainder), +inf, -inf everywhere, and
+/// values near f32's limits: the maximum that steadies the exponentials
+/// skips a NaN, and every output of that row is still NaN where the
+/// interpreter's is; the others agree to 1e-6.
+#[test]
+fn softmax_rows_with_nan_and_infinities_match_the_interpreter() {
+    let n = 133;
+    let rows = 7;
+    let mut x: Vec<f64> = (0..rows * n).map(|i| ((i * 37 % 101) as f64 - 50.0) / 7.0).collect();
+    let mut set = |r: usize, c: usize, v: f64| x[r * n + c] = v;
+    set(0, 0, f64::NAN);
+    set(1, 70, f64::NAN);
+    set(2, 131, f64::NAN);
+    set(3, 40, f64::INFINITY);
+    for c in 0..n {
+        set(4, c, f64::NEG_INFINITY);
+    }
+    set(5, 9, 3.0e38);
+    set(5, 100, -3.0e38);
+    let x = Array::new(vec![rows, n], DType::F32, x).unwrap();
+    let t = format!("tensor<{rows}x{n}xf32>");
+    let source = format!(
+        "func.func @f(%x: {t}) -> ({t}, {t}, tensor<f32>) {{\n  %a = hl.softmax %x axis = 1 : {t}\n  %b = hl.log_softmax %x axis = 1 : {t}\n  %l = hl.constant dense<[1, 2, 3, 4, 5, 6, 7]> : tensor<{rows}xi32>\n  %c = hl.cross_entropy %x, %l : {t}, tensor<{rows}xi32>\n  return %a, %b, %c : {t}, {t}, tensor<f32>\n}}"
+    );
+    let (got, want) = compiled_and_interpreted(&source, "softmax_nan_rows", &x);
+    for (name, (g, w)) in ["softmax", "log_softmax", "cross_entropy"].iter().zip(got.iter().zip(&want)) {
+        for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {
+            if w.is_nan() {
+                assert!(g.is_nan(), "{name}, element {i}: compiled {g}, interpreter NaN");
+            } else if w.is_infinite() {
+                assert_eq!(g, w, "{name}, element {i}");
+            } else {
+                assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{name}, element {i}: compiled {g}, interpreter {w}");
+            }
+        }
+    }
+    // The rows with a NaN are NaN throughout, as is the loss over them.
+    for r in 0..3 {
+        assert!(got[0].values[r * n..(r + 1) * n].iter().all(|v| v.is_nan()), "softmax row {r}");
+    }
+    assert!(got[2].values[0].is_nan());
+}
+
 /// Every ll kernel kind, on odd and round shapes, against the interpreter.
 #[test]
 fn every_kernel_matches_the_interpreter() {

@@ -206,7 +206,7 @@ impl Generator {
         k.close_with(&next, f);
         let sv = k.fop("mulf", &dot, &sc, t);
         k.store(&sv, &scores, &j, &row_ty);
-        let nm = k.val(&format!("arith.maximumf {mx}, {sv} : {f}"));
+        let nm = k.row_max(&mx, &sv, t);
         k.close_with(&nm, f);
         let (j, acc, sum) = k.open_reduce("%c0", &jn, &zero, f);
         let sv = k.load(&scores, &j, &row_ty);

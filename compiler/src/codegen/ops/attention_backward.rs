@@ -116,13 +116,13 @@ impl Generator {
             let krow = k.add(&kb, &j);
             let sv = score(&mut k, &w, &krow);
             k.store(&sv, scores, &j, &row_ty);
-            let nm = k.val(&format!("arith.maximumf {mx}, {sv} : {f}"));
+            let nm = k.row_max(&mx, &sv, t);
             k.close_with(&nm, f);
             let (j, acc, z) = k.open_reduce("%c0", &jn, &zero, f);
             let sv = k.load(scores, &j, &row_ty);
             let x = k.fop("subf", &sv, &m, t);
             let e = k.val(&format!("math.exp {x} : {f}"));
-            let next = k.fop("addf", &acc, &e, t);
+            let next = k.row_sum(&acc, &e, t);
             k.close_with(&next, f);
             let lz = k.val(&format!("math.log {z} : {f}"));
             let lse = k.fop("addf", &m, &lz, t);

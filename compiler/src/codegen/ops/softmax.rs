@@ -47,7 +47,7 @@ impl Generator {
             let (j, mx, m) = k.open_cols_reduce(&nc, &ninf, f);
             let p = k.at(&base, &j, inner);
             let x = k.load("%b0", &p, &ty(0));
-            let nm = k.val(&format!("arith.maximumf {mx}, {x} : {f}"));
+            let nm = k.row_max(&mx, &x, t);
             k.close_with(&nm, f);
             let m = k.warp_all(&m, "maximumf", t);
             // A softmax into a buffer of the compute type keeps each
@@ -303,7 +303,7 @@ impl CrossEntropy {
         let (c, mx, m) = k.open_cols_reduce(&cc, &ninf, f);
         let at = k.add(&base, &c);
         let v = k.load("%b0", &at, &self.tys[0]);
-        let nm = k.val(&format!("arith.maximumf {mx}, {v} : {f}"));
+        let nm = k.row_max(&mx, &v, t);
         k.close_with(&nm, f);
         let m = k.warp_all(&m, "maximumf", t);
         // The labelled logit before the gradient can overwrite it (the
