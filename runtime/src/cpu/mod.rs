@@ -737,7 +737,7 @@ impl CpuModule {
 
     fn launch(&self, kernel: KernelFn, call: &Call, pointers: &[*mut u8]) {
         let work = call.work as i64;
-        let pieces = (call.work / call.grain.max(1)).min(self.threads() as u64).max(1) as i64;
+        let pieces = kernel_pieces(call, self.threads()) as i64;
         let table = Pointers(pointers.as_ptr());
         if pieces == 1 {
             // SAFETY: the kernel reads and writes only the buffers the
@@ -1022,6 +1022,22 @@ impl InFlight {
     }
 }
 
+/// The fewest bytes a kernel's buffers must span for each of its pieces to
+/// be worth a thread: a kernel that streams memory (a transpose, an
+/// optimizer's update) does little arithmetic per element, so its grain
+/// in operations ([`Call::grain`]) kept every one of the transformer
+/// block's 2 MiB head transposes on one thread.
+pub const GRAIN_BYTES: u64 = 768 << 10;
+
+/// The pieces a kernel call is split into over `threads`: as many as its
+/// work holds grains of operations or of bytes, at most one per work item
+/// and per thread.
+pub fn kernel_pieces(call: &Call, threads: usize) -> u64 {
+    let by_ops = call.work / call.grain.max(1);
+    let by_bytes = call.bytes.iter().sum::<u64>() / GRAIN_BYTES;
+    by_ops.max(by_bytes).min(call.work).min(threads as u64).max(1)
+}
+
 /// The fewest multiply-adds of a GEMM worth a thread of their own: a
 /// smaller one runs on the calling thread alone, whatever its candidate,
 /// since waking a worker and joining it costs about as much (tens of
@@ -1065,6 +1081,28 @@ fn check_indices(call: &Call, pointers: &[*mut u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernels_split_by_their_operations_or_their_bytes() {
+        let call = |work: u64, grain: u64, bytes: &[u64]| -> Call {
+            serde_json::from_value(serde_json::json!({
+                "symbol": "k", "op": "ll.transpose", "work": work, "grain": grain,
+                "buffers": [], "bytes": bytes, "index_checks": [],
+            }))
+            .unwrap()
+        };
+        // The block's head transpose: few operations a row, 2 MiB.
+        assert_eq!(kernel_pieces(&call(4096, 7281, &[1 << 20, 1 << 20]), 2), 2);
+        // Small in both: one piece.
+        assert_eq!(kernel_pieces(&call(32, 64, &[4096, 4096]), 2), 1);
+        // Enough operations: as before, however few the bytes.
+        assert_eq!(kernel_pieces(&call(1024, 170, &[1024]), 8), 6);
+        // Never more pieces than work items or threads.
+        assert_eq!(kernel_pieces(&call(3, 1, &[1 << 30]), 8), 3);
+        assert_eq!(kernel_pieces(&call(4096, 1, &[1 << 30]), 2), 2);
+        // No work, no grain, no threads: still one piece.
+        assert_eq!(kernel_pieces(&call(0, 0, &[]), 0), 1);
+    }
 
     #[test]
     fn small_gemms_run_on_one_thread() {
