@@ -321,10 +321,11 @@ pub type RowsDone<'a> = &'a (dyn Fn(usize, usize) + Sync);
 
 /// `c[batch] = alpha * A[batch] B[batch]` (f32, row-major `m x n`) for
 /// operands `a` and `b` of `kernel`'s type, read through `g`'s strides, on
-/// `threads` of `pool`'s threads (1: the calling thread alone). Where `rows_done` is given and the work splits by rows,
-/// it is called for every row of C exactly once, as soon as a group of
-/// rows is complete; the return value says whether that happened (else
-/// the caller runs its epilogue over C after the call).
+/// `threads` of `pool`'s threads (1: the calling thread alone). Where
+/// `rows_done` is given and the work splits by rows, it is called for
+/// every row of C exactly once, as soon as a group of rows is complete;
+/// the return value says whether that happened (else the caller runs its
+/// epilogue over C after the call).
 ///
 /// # Safety
 /// [`Kernel::available`] holds for `kernel`; `a`, `b` and `c` hold the matrices
