@@ -138,7 +138,10 @@ pub const SWITCH: f64 = 1.2;
 /// to sleep between kernels): MLP 64's step took 0.11-0.27 ms with the
 /// `gemm` crate chosen for its 32 x 128 x 128 product at 0.0307 ms
 /// against the generated kernel's 0.0324, 0.09-0.11 with the generated
-/// kernel (AMD Zen 4, 2 threads).
+/// kernel (AMD Zen 4, 2 threads). Since v10 a GEMM under
+/// [`crate::cpu::GEMM_GRAIN_FMAS`] runs on one thread whatever its
+/// candidate, so no fork-join is left to hide there; the margin still
+/// keeps a noisy lead from deciding.
 pub const SMALL_LIBRARY_MARGIN: f64 = 1.5;
 
 /// Keys this process has checked for drift, and the decisions it measured

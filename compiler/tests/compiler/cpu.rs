@@ -414,6 +414,19 @@ fn inline_tanh_and_erf_match_the_interpreter_over_a_dense_range() {
     }
 }
 
+/// A compiled f32 result `got` against the interpreter's `want` (`what`
+/// names it): NaN where it is NaN, the same infinity, else within 1e-6
+/// absolute near zero and 1e-6 relative above.
+fn assert_like_interpreter(got: f64, want: f64, what: &str) {
+    if want.is_nan() {
+        assert!(got.is_nan(), "{what}: compiled {got}, interpreter NaN");
+    } else if want.is_infinite() {
+        assert_eq!(got, want, "{what}");
+    } else {
+        assert!((got - want).abs() <= 1e-6 * (1.0 + want.abs()), "{what}: compiled {got}, interpreter {want}");
+    }
+}
+
 /// exp, tanh, sigmoid, tanh-GELU and erf GELU where the vector `exp` would leave its
 /// fast path (results below the normal range, -inf, NaN), on rows of 19
 /// (vector body and scalar remainder): the guarded `exp` gives exact zeros,
@@ -451,15 +464,7 @@ fn transcendentals_at_extreme_inputs_match_the_interpreter() {
     let (got, want) = compiled_and_interpreted(&source, "extremes", &x);
     for (name, (g, w)) in ["exp", "tanh", "sigmoid", "tanh gelu", "erf gelu"].iter().zip(got.iter().zip(&want)) {
         for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {
-            let input = x.data[i];
-            if w.is_nan() {
-                assert!(g.is_nan(), "{name}({input}): compiled {g}, interpreter NaN");
-            } else if w.is_infinite() {
-                assert_eq!(g, w, "{name}({input})");
-            } else {
-                // f32 results: absolute 1e-6 near zero, relative 1e-6 above.
-                assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{name}({input}): compiled {g}, interpreter {w}");
-            }
+            assert_like_interpreter(*g, *w, &format!("{name}({})", x.data[i]));
         }
     }
 }
@@ -469,7 +474,7 @@ fn transcendentals_at_extreme_inputs_match_the_interpreter() {
 /// start, in the body, in the remainder), +inf, -inf everywhere, and
 /// values near f32's limits: the maximum that steadies the exponentials
 /// skips a NaN, and every output of that row is still NaN where the
-/// interpreter's is; the others agree to 1e-6.
+/// interpreter's is; the others agree ([`assert_like_interpreter`]).
 #[test]
 fn softmax_rows_with_nan_and_infinities_match_the_interpreter() {
     let n = 133;
@@ -493,13 +498,7 @@ fn softmax_rows_with_nan_and_infinities_match_the_interpreter() {
     let (got, want) = compiled_and_interpreted(&source, "softmax_nan_rows", &x);
     for (name, (g, w)) in ["softmax", "log_softmax", "cross_entropy"].iter().zip(got.iter().zip(&want)) {
         for (i, (g, w)) in g.values.iter().zip(&w.data).enumerate() {
-            if w.is_nan() {
-                assert!(g.is_nan(), "{name}, element {i}: compiled {g}, interpreter NaN");
-            } else if w.is_infinite() {
-                assert_eq!(g, w, "{name}, element {i}");
-            } else {
-                assert!((g - w).abs() <= 1e-6 * (1.0 + w.abs()), "{name}, element {i}: compiled {g}, interpreter {w}");
-            }
+            assert_like_interpreter(*g, *w, &format!("{name}, element {i}"));
         }
     }
     // The rows with a NaN are NaN throughout, as is the loss over them.

@@ -617,7 +617,7 @@ impl CpuModule {
     }
 
     /// Runs `piece(batch, (lo, hi), by_rows)` for every batch over the
-    /// pool's threads, each its block of the output: rows `lo..hi` where it
+    /// pool's threads ([`gemm_threads`] of them), each its block of the output: rows `lo..hi` where it
     /// is taller than wide, else columns; blocks of at least 16.
     fn split_gemm(&self, g: &LibraryGemm, piece: impl Fn(usize, (usize, usize), bool) + Sync) {
         let by_rows = g.m >= g.n;
