@@ -36,6 +36,9 @@ pub struct CpuModule {
     /// later steps skip the registry's key and lookup (a few microseconds
     /// a GEMM, a tenth of MLP 64's step).
     chosen: HashMap<String, Vec<std::sync::OnceLock<Choice>>>,
+    /// Per function, whether it runs on a worker of the pool
+    /// ([`runs_on_a_worker`]).
+    on_worker: HashMap<String, bool>,
     registry: Registry,
     /// Overrides the registry (tests, benchmarks of one candidate).
     forced: Option<Choice>,
@@ -145,6 +148,8 @@ impl CpuModule {
             .iter()
             .map(|f| (f.name.clone(), f.calls.iter().map(|_| std::sync::OnceLock::new()).collect()))
             .collect();
+        let threads = pool.current_num_threads();
+        let on_worker = manifest.functions.iter().map(|f| (f.name.clone(), runs_on_a_worker(&f.calls, threads))).collect();
         let features = &manifest.cpu_features;
         let wide = features.is_empty() || features.iter().any(|x| x == "+avx512f") || !host_has("+avx512f");
         Ok(CpuModule {
@@ -153,6 +158,7 @@ impl CpuModule {
             weights,
             kernels,
             chosen,
+            on_worker,
             registry: Registry::open(),
             forced: None,
             trace: None,
@@ -212,6 +218,17 @@ impl CpuModule {
     /// first later call that touches one of its buffers waits for it (the
     /// kernels in between run meanwhile).
     pub fn run_with(&self, name: &str, args: &mut [&mut Bytes], comm: Option<&dyn Communicator>) -> Result<()> {
+        // Collectives stay on the caller's thread, which their engine
+        // (MPI) was started on.
+        let local = comm.is_none_or(|c| c.size() <= 1);
+        if local && self.on_worker.get(name) == Some(&true) {
+            return self.pool.install(|| self.run_calls(name, args, None));
+        }
+        self.run_calls(name, args, comm)
+    }
+
+    /// [`CpuModule::run_with`] on the current thread.
+    fn run_calls(&self, name: &str, args: &mut [&mut Bytes], comm: Option<&dyn Communicator>) -> Result<()> {
         let f = self.function(name)?;
         let bad = |message: String| RuntimeError::Arguments { function: name.into(), message };
         if args.len() != f.args.len() {
@@ -1054,6 +1071,24 @@ pub fn gemm_threads(g: &LibraryGemm, threads: usize) -> usize {
     threads.min(fmas.div_ceil(GEMM_GRAIN_FMAS)).max(1)
 }
 
+/// Whether a function of `calls` runs on a worker of a pool of `threads`
+/// rather than on the caller's thread: where two or more of its calls
+/// split over the pool (GEMMs that take more than one thread, kernels in
+/// several pieces). A split started from a worker costs a few
+/// microseconds; one started from outside the pool waits for the workers
+/// through a lock and a futex, 28-70 us on a 2-core KVM guest (AMD Zen 5,
+/// `runtime/examples/forkjoin_probe.rs`), so MLP 784's step, 16 splits,
+/// went from 2.7 to 2.4 ms there (interleaved). Moving onto a worker is
+/// one such wait itself, so a step of small kernels (MLP 64's, none
+/// split) stays where it is.
+pub fn runs_on_a_worker(calls: &[Call], threads: usize) -> bool {
+    let split = |c: &&Call| match &c.library {
+        Some(g) => gemm_threads(g, threads) > 1,
+        None => c.collective.is_none() && kernel_pieces(c, threads) > 1,
+    };
+    calls.iter().filter(split).count() >= 2
+}
+
 #[derive(Clone, Copy)]
 struct Pointers(*const *mut u8);
 // SAFETY: the table outlives the scope that shares it, and the kernels
@@ -1102,6 +1137,29 @@ mod tests {
         assert_eq!(kernel_pieces(&call(4096, 1, &[1 << 30]), 2), 2);
         // No work, no grain, no threads: still one piece.
         assert_eq!(kernel_pieces(&call(0, 0, &[]), 0), 1);
+    }
+
+    #[test]
+    fn steps_that_split_often_run_on_a_worker() {
+        let kernel = |work: u64, grain: u64| -> Call {
+            serde_json::from_value(serde_json::json!({
+                "symbol": "k", "op": "ll.elementwise", "work": work, "grain": grain,
+                "buffers": [], "bytes": [], "index_checks": [],
+            }))
+            .unwrap()
+        };
+        let gemm = |shape| Call { library: Some(LibraryGemm::contiguous(1, shape, false, false)), ..kernel(1, 1) };
+        // MLP 64's step: small products and kernels, nothing splits.
+        let mlp64 = [gemm((32, 128, 64)), gemm((32, 128, 128)), kernel(32, 1 << 20), kernel(4096, 1 << 20)];
+        assert!(!runs_on_a_worker(&mlp64, 2));
+        // MLP 784's: large products split.
+        let mlp784 = [gemm((256, 512, 784)), kernel(32, 1 << 20), gemm((256, 512, 512))];
+        assert!(runs_on_a_worker(&mlp784, 2));
+        // One split alone: moving costs what it saves.
+        assert!(!runs_on_a_worker(&mlp784[..2], 2));
+        // A kernel in pieces counts as a split; nothing splits on one thread.
+        assert!(runs_on_a_worker(&[kernel(1 << 22, 1 << 20), gemm((256, 512, 512))], 2));
+        assert!(!runs_on_a_worker(&mlp784, 1));
     }
 
     #[test]
