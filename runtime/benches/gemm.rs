@@ -14,6 +14,7 @@
 
 use aicf_runtime::artifact::LibraryGemm;
 use aicf_runtime::cpu::packed_gemm::{self, Kernel, Packed};
+use aicf_runtime::cpu::team::Team;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 /// (name, batch, m, n, k, A transposed, B transposed)
@@ -30,6 +31,9 @@ const SHAPES: [(&str, usize, usize, usize, usize, bool, bool); 8] = [
 
 fn gemms(c: &mut Criterion) {
     let threads = std::env::var("GEMM_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(2);
+    // The runtime's team for its own kernels; a rayon pool for the `gemm`
+    // crate threaded as it threads itself.
+    let team = Team::new(threads, || {}).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     let mut packed = Packed::default();
     for (name, batch, m, n, k, ta, tb) in SHAPES {
@@ -50,17 +54,7 @@ fn gemms(c: &mut Criterion) {
         for (label, kernel, pa, pb) in own.into_iter().filter(|o| o.1.available()) {
             group.bench_function(label, |bench| {
                 bench.iter(|| unsafe {
-                    packed_gemm::gemm(
-                        &pool,
-                        pool.current_num_threads(),
-                        &mut packed,
-                        &g,
-                        kernel,
-                        pa,
-                        pb,
-                        out.as_mut_ptr(),
-                        None,
-                    )
+                    packed_gemm::gemm(&team, team.threads(), &mut packed, &g, kernel, pa, pb, out.as_mut_ptr(), None)
                 })
             });
         }

@@ -6,6 +6,7 @@
 //! medians is the figure to read, the GFLOP/s only of that minute.
 use aicf_runtime::artifact::LibraryGemm;
 use aicf_runtime::cpu::packed_gemm::{self, Kernel, Packed};
+use aicf_runtime::cpu::team::Team;
 
 fn main() {
     let a: Vec<usize> = std::env::args().skip(1).filter_map(|s| s.parse().ok()).collect();
@@ -16,6 +17,9 @@ fn main() {
     let (m, n, k, ta, tb) = (a[0], a[1], a[2], a[3] != 0, a[4] != 0);
     let iters = a.get(5).copied().unwrap_or(200);
     let threads: usize = std::env::var("T").ok().and_then(|t| t.parse().ok()).unwrap_or(2);
+    // The runtime's team for its kernel; a rayon pool for the `gemm` crate,
+    // threaded as it threads itself.
+    let team = Team::new(threads, || {}).unwrap();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
     let mut packed = Packed::default();
     let g = LibraryGemm::contiguous(1, (m, n, k), ta, tb);
@@ -27,13 +31,12 @@ fn main() {
     let [br, bc] = g.b_strides.map(|s| s as isize);
     let mut t_own = vec![];
     let mut t_lib = vec![];
-    // From a worker of the pool, as the runtime runs a step that splits.
-    pool.install(|| for _ in 0..iters {
+    for _ in 0..iters {
         let t = std::time::Instant::now();
         unsafe {
             packed_gemm::gemm(
-                &pool,
-                pool.current_num_threads(),
+                &team,
+                team.threads(),
                 &mut packed,
                 &g,
                 Kernel::Avx512F32,
@@ -69,7 +72,7 @@ fn main() {
             )
         });
         t_lib.push(t.elapsed().as_secs_f64());
-    });
+    }
     let diff = out.iter().zip(&out2).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
     let fl = 2.0 * (m * n * k) as f64;
     let stat = |v: &mut Vec<f64>| {

@@ -98,8 +98,11 @@ impl Choice {
 /// its own rows a block at a time); MKL's sgemm where installed. v10: a
 /// GEMM under [`crate::cpu::GEMM_GRAIN_FMAS`] multiply-adds runs on one
 /// thread whatever its candidate (library ones were split over every
-/// thread, and lost to the generated kernel by their fork-join).
-const CANDIDATES: &str = "v10";
+/// thread, and lost to the generated kernel by their fork-join). v11:
+/// every candidate splits over the runtime's spinning team
+/// ([`crate::cpu::team`]) instead of a rayon pool, the `gemm` crate
+/// single-threaded on each thread's block as the other libraries are.
+const CANDIDATES: &str = "v11";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR` (set and not empty), else
 /// `~/.cache/aicf` (`None` without a home directory).

@@ -4,6 +4,7 @@
 pub mod blas;
 pub mod packed_gemm;
 mod session;
+pub mod team;
 
 pub use session::CpuSession;
 
@@ -36,9 +37,6 @@ pub struct CpuModule {
     /// later steps skip the registry's key and lookup (a few microseconds
     /// a GEMM, a tenth of MLP 64's step).
     chosen: HashMap<String, Vec<std::sync::OnceLock<Choice>>>,
-    /// Per function, whether it runs on a worker of the pool
-    /// ([`runs_on_a_worker`]).
-    on_worker: HashMap<String, bool>,
     registry: Registry,
     /// Overrides the registry (tests, benchmarks of one candidate).
     forced: Option<Choice>,
@@ -67,24 +65,18 @@ pub struct CpuModule {
     _library: libloading::Library,
 }
 
-/// A pool of worker threads that several modules can share (eager mode's
-/// compiled ops run one after another on the same threads).
-pub type Pool = std::sync::Arc<rayon::ThreadPool>;
+/// The threads that split kernels, which several modules can share (eager
+/// mode's compiled ops run one after another on the same threads).
+pub type Pool = std::sync::Arc<team::Team>;
 
 /// A pool of `threads` workers (0: one per core), with denormals flushed
 /// as the kernels expect.
 pub fn pool(threads: usize) -> Result<Pool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .start_handler(|_| {
-            flush_denormals(true);
-        })
-        .build()
-        .map(std::sync::Arc::new)
-        .map_err(|e| RuntimeError::Load {
-            path: Default::default(),
-            message: format!("cannot start worker threads: {e}"),
-        })
+    team::Team::new(threads, || {
+        flush_denormals(true);
+    })
+    .map(std::sync::Arc::new)
+    .map_err(|e| RuntimeError::Load { path: Default::default(), message: format!("cannot start worker threads: {e}") })
 }
 
 impl CpuModule {
@@ -148,8 +140,6 @@ impl CpuModule {
             .iter()
             .map(|f| (f.name.clone(), f.calls.iter().map(|_| std::sync::OnceLock::new()).collect()))
             .collect();
-        let threads = pool.current_num_threads();
-        let on_worker = manifest.functions.iter().map(|f| (f.name.clone(), runs_on_a_worker(&f.calls, threads))).collect();
         let features = &manifest.cpu_features;
         let wide = features.is_empty() || features.iter().any(|x| x == "+avx512f") || !host_has("+avx512f");
         Ok(CpuModule {
@@ -158,7 +148,6 @@ impl CpuModule {
             weights,
             kernels,
             chosen,
-            on_worker,
             registry: Registry::open(),
             forced: None,
             trace: None,
@@ -199,7 +188,7 @@ impl CpuModule {
     }
 
     pub fn threads(&self) -> usize {
-        self.pool.current_num_threads()
+        self.pool.threads()
     }
 
     pub fn function(&self, name: &str) -> Result<&Function> {
@@ -218,17 +207,6 @@ impl CpuModule {
     /// first later call that touches one of its buffers waits for it (the
     /// kernels in between run meanwhile).
     pub fn run_with(&self, name: &str, args: &mut [&mut Bytes], comm: Option<&dyn Communicator>) -> Result<()> {
-        // Collectives stay on the caller's thread, which their engine
-        // (MPI) was started on.
-        let local = comm.is_none_or(|c| c.size() <= 1);
-        if local && self.on_worker.get(name) == Some(&true) {
-            return self.pool.install(|| self.run_calls(name, args, None));
-        }
-        self.run_calls(name, args, comm)
-    }
-
-    /// [`CpuModule::run_with`] on the current thread.
-    fn run_calls(&self, name: &str, args: &mut [&mut Bytes], comm: Option<&dyn Communicator>) -> Result<()> {
         let f = self.function(name)?;
         let bad = |message: String| RuntimeError::Arguments { function: name.into(), message };
         if args.len() != f.args.len() {
@@ -591,41 +569,51 @@ impl CpuModule {
         }
     }
 
-    /// The `gemm` crate's GEMM, threaded on the runtime's pool, then the
-    /// epilogue.
+    /// The `gemm` crate's GEMM, single-threaded on each of the team's
+    /// threads ([`Self::split_gemm`]), then the epilogue. (The crate threads
+    /// itself on rayon; its workers would sleep between GEMMs where the
+    /// team spins, and compete with the team for the cores.)
     fn gemm_rs(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
         let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
-        let threads = gemm_threads(g, self.threads());
-        self.pool.install(|| {
+        self.split_gemm(g, move |batch, (lo, hi), by_rows| {
             let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
-            for batch in 0..g.batch {
-                let [ar, ac] = g.a_strides.map(|s| s as isize);
-                let [br, bc] = g.b_strides.map(|s| s as isize);
-                // SAFETY: as in library_gemm. gemm's convention is
-                // dst = alpha dst + beta lhs rhs; dst is not read.
-                unsafe {
-                    gemm::gemm(
-                        g.m,
-                        g.n,
-                        g.k,
-                        c.add(batch * g.m * g.n),
-                        1,
-                        g.n as isize,
-                        false,
-                        a.add(batch * g.a_batch),
-                        ac,
-                        ar,
-                        b.add(batch * g.b_batch),
-                        bc,
-                        br,
-                        0.0,
-                        g.alpha as f32,
-                        false,
-                        false,
-                        false,
-                        if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None },
-                    )
+            let [ar, ac] = g.a_strides.map(|s| s as isize);
+            let [br, bc] = g.b_strides.map(|s| s as isize);
+            // SAFETY: as in library_gemm: the blocks lie inside A, B and the
+            // output, and pieces write disjoint blocks of C. gemm's
+            // convention is dst = alpha dst + beta lhs rhs; dst is not read.
+            unsafe {
+                let (mut ap, mut bp) = (a.add(batch * g.a_batch), b.add(batch * g.b_batch));
+                let mut cp = c.add(batch * g.m * g.n);
+                let (m, n) = if by_rows { (hi - lo, g.n) } else { (g.m, hi - lo) };
+                if by_rows {
+                    ap = ap.offset(lo as isize * ar);
+                    cp = cp.add(lo * g.n);
+                } else {
+                    bp = bp.offset(lo as isize * bc);
+                    cp = cp.add(lo);
                 }
+                gemm::gemm(
+                    m,
+                    n,
+                    g.k,
+                    cp,
+                    1,
+                    g.n as isize,
+                    false,
+                    ap,
+                    ac,
+                    ar,
+                    bp,
+                    bc,
+                    br,
+                    0.0,
+                    g.alpha as f32,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                )
             }
         });
         if let Some(e) = epilogue {
@@ -645,12 +633,7 @@ impl CpuModule {
             if pieces == 1 {
                 piece(batch, block(0), by_rows);
             } else {
-                let piece = &piece;
-                self.pool.scope(|s| {
-                    for p in 0..pieces {
-                        s.spawn(move |_| piece(batch, block(p), by_rows));
-                    }
-                });
+                self.pool.run(pieces, &|p| piece(batch, block(p), by_rows));
             }
         }
     }
@@ -762,13 +745,10 @@ impl CpuModule {
             unsafe { kernel(0, work, table.0) };
             return;
         }
-        self.pool.scope(|s| {
-            for p in 0..pieces {
-                let (lo, hi) = (work * p / pieces, work * (p + 1) / pieces);
-                let table = table;
-                // SAFETY: pieces write disjoint rows.
-                s.spawn(move |_| unsafe { kernel(lo, hi, table.get()) });
-            }
+        self.pool.run(pieces as usize, &|p| {
+            let (lo, hi) = (work * p as i64 / pieces, work * (p as i64 + 1) / pieces);
+            // SAFETY: pieces write disjoint rows.
+            unsafe { kernel(lo, hi, table.get()) }
         });
     }
 }
@@ -1071,24 +1051,6 @@ pub fn gemm_threads(g: &LibraryGemm, threads: usize) -> usize {
     threads.min(fmas.div_ceil(GEMM_GRAIN_FMAS)).max(1)
 }
 
-/// Whether a function of `calls` runs on a worker of a pool of `threads`
-/// rather than on the caller's thread: where two or more of its calls
-/// split over the pool (GEMMs that take more than one thread, kernels in
-/// several pieces). A split started from a worker costs a few
-/// microseconds; one started from outside the pool waits for the workers
-/// through a lock and a futex, 28-70 us on a 2-core KVM guest (AMD Zen 5,
-/// `runtime/examples/forkjoin_probe.rs`), so MLP 784's step, 16 splits,
-/// went from 2.7 to 2.4 ms there (interleaved). Moving onto a worker is
-/// one such wait itself, so a step of small kernels (MLP 64's, none
-/// split) stays where it is.
-pub fn runs_on_a_worker(calls: &[Call], threads: usize) -> bool {
-    let split = |c: &&Call| match &c.library {
-        Some(g) => gemm_threads(g, threads) > 1,
-        None => c.collective.is_none() && kernel_pieces(c, threads) > 1,
-    };
-    calls.iter().filter(split).count() >= 2
-}
-
 #[derive(Clone, Copy)]
 struct Pointers(*const *mut u8);
 // SAFETY: the table outlives the scope that shares it, and the kernels
@@ -1137,29 +1099,6 @@ mod tests {
         assert_eq!(kernel_pieces(&call(4096, 1, &[1 << 30]), 2), 2);
         // No work, no grain, no threads: still one piece.
         assert_eq!(kernel_pieces(&call(0, 0, &[]), 0), 1);
-    }
-
-    #[test]
-    fn steps_that_split_often_run_on_a_worker() {
-        let kernel = |work: u64, grain: u64| -> Call {
-            serde_json::from_value(serde_json::json!({
-                "symbol": "k", "op": "ll.elementwise", "work": work, "grain": grain,
-                "buffers": [], "bytes": [], "index_checks": [],
-            }))
-            .unwrap()
-        };
-        let gemm = |shape| Call { library: Some(LibraryGemm::contiguous(1, shape, false, false)), ..kernel(1, 1) };
-        // MLP 64's step: small products and kernels, nothing splits.
-        let mlp64 = [gemm((32, 128, 64)), gemm((32, 128, 128)), kernel(32, 1 << 20), kernel(4096, 1 << 20)];
-        assert!(!runs_on_a_worker(&mlp64, 2));
-        // MLP 784's: large products split.
-        let mlp784 = [gemm((256, 512, 784)), kernel(32, 1 << 20), gemm((256, 512, 512))];
-        assert!(runs_on_a_worker(&mlp784, 2));
-        // One split alone: moving costs what it saves.
-        assert!(!runs_on_a_worker(&mlp784[..2], 2));
-        // A kernel in pieces counts as a split; nothing splits on one thread.
-        assert!(runs_on_a_worker(&[kernel(1 << 22, 1 << 20), gemm((256, 512, 512))], 2));
-        assert!(!runs_on_a_worker(&mlp784, 1));
     }
 
     #[test]

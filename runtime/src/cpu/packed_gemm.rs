@@ -48,6 +48,7 @@
 //! instructions; the registry measures each candidate against the others
 //! and keeps it only where it is faster.
 
+use super::team::Team;
 use crate::artifact::LibraryGemm;
 
 /// Words of depth per block. B's micro-panel (`KC x NR` words: 32 KiB
@@ -331,7 +332,7 @@ pub type RowsDone<'a> = &'a (dyn Fn(usize, usize) + Sync);
 /// [`Kernel::available`] holds for `kernel`; `a`, `b` and `c` hold the matrices
 /// `g` describes (`c`: `batch * m * n` values).
 pub unsafe fn gemm(
-    pool: &rayon::ThreadPool,
+    pool: &Team,
     threads: usize,
     packed: &mut Packed,
     g: &LibraryGemm,
@@ -391,7 +392,7 @@ fn reads_a_directly<K: Micro>(g: &LibraryGemm) -> bool {
 }
 
 unsafe fn gemm_of<K: Micro>(
-    pool: &rayon::ThreadPool,
+    pool: &Team,
     threads: usize,
     packed: &mut Packed,
     g: &LibraryGemm,
@@ -412,7 +413,7 @@ unsafe fn gemm_of<K: Micro>(
         unsafe { std::ptr::write_bytes(c, 0, g.batch * m * n) };
         return false;
     }
-    let threads = threads.clamp(1, pool.current_num_threads().max(1));
+    let threads = threads.clamp(1, pool.threads());
     // A product per thread where the batch covers the threads.
     let per_batch = g.batch >= threads && threads > 1;
     let (row_panels, col_panels) = (m.div_ceil(K::MR), n.div_ceil(K::NR));
@@ -474,23 +475,19 @@ unsafe fn gemm_of<K: Micro>(
     };
     if per_batch {
         let buffers = &buffers;
-        pool.scope(|s| {
-            for t in 0..threads {
-                s.spawn(move |_| {
-                    let (pa, pb) = buffers[t];
-                    for batch in g.batch * t / threads..g.batch * (t + 1) / threads {
-                        let (a, b, c) = operand(batch);
-                        pack_a_panels(a.get(), pa.get(), (0, row_panels));
-                        let done = rows_done.map(|f| move |lo: usize, hi: usize| f(batch * m + lo, batch * m + hi));
-                        let done = done.as_ref().map(|f| f as &(dyn Fn(usize, usize) + Sync));
-                        // SAFETY: this thread's buffers and batches.
-                        unsafe {
-                            pack_b::<K>(g, b.get(), (0, col_panels), depth, pb.get());
-                            let panels = ASource::Panels(a_panels(a.get(), pa.get()));
-                            block::<K>(g, depth, (0, row_panels), (0, col_panels), panels, pb.get(), c.get(), done);
-                        }
-                    }
-                });
+        pool.run(threads, &|t| {
+            let (pa, pb) = buffers[t];
+            for batch in g.batch * t / threads..g.batch * (t + 1) / threads {
+                let (a, b, c) = operand(batch);
+                pack_a_panels(a.get(), pa.get(), (0, row_panels));
+                let done = rows_done.map(|f| move |lo: usize, hi: usize| f(batch * m + lo, batch * m + hi));
+                let done = done.as_ref().map(|f| f as &(dyn Fn(usize, usize) + Sync));
+                // SAFETY: this thread's buffers and batches.
+                unsafe {
+                    pack_b::<K>(g, b.get(), (0, col_panels), depth, pb.get());
+                    let panels = ASource::Panels(a_panels(a.get(), pa.get()));
+                    block::<K>(g, depth, (0, row_panels), (0, col_panels), panels, pb.get(), c.get(), done);
+                }
             }
         });
         return rows_done.is_some();
@@ -534,16 +531,8 @@ unsafe fn gemm_of<K: Micro>(
             pack(0);
             compute(0);
         } else {
-            pool.scope(|s| {
-                for t in 0..threads {
-                    s.spawn(move |_| pack(t));
-                }
-            });
-            pool.scope(|s| {
-                for t in 0..threads {
-                    s.spawn(move |_| compute(t));
-                }
-            });
+            pool.run(threads, &pack);
+            pool.run(threads, &compute);
         }
     }
     rows_done.is_some()
@@ -1170,7 +1159,7 @@ mod tests {
             (410, 20, 300),
         ];
         for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let pool = Team::new(threads, || {}).unwrap();
             let mut packed = Packed::default();
             for (i, &(m, n, k)) in shapes.iter().enumerate() {
                 for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -1258,7 +1247,7 @@ mod tests {
             (1, 1, (20, 300, 5), true),
             (2, 1, (20, 300, 5), false),
         ] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let pool = Team::new(threads, || {}).unwrap();
             let g = describe(batch, (m, n, k), false, false, 1.0);
             let (a, b) = (values(batch * m * k, 3), values(batch * k * n, 4));
             let mut want = vec![0f32; batch * m * n];
@@ -1317,7 +1306,7 @@ mod tests {
     }
 
     fn empty_sum_of(kernel: Kernel) {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let pool = Team::new(2, || {}).unwrap();
         let g = describe(2, (3, 4, 0), false, false, 1.0);
         let mut c = vec![f32::NAN; 24];
         unsafe { gemm(&pool, 1, &mut Packed::default(), &g, kernel, [].as_ptr(), [].as_ptr(), c.as_mut_ptr(), None) };
