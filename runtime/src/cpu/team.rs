@@ -181,7 +181,7 @@ impl Team {
         while shared.remaining.load(Acquire) != 0 {
             std::hint::spin_loop();
             spins = spins.wrapping_add(1);
-            if spins % 64 == 0 && waited.elapsed() > YIELD_AFTER {
+            if spins.is_multiple_of(64) && waited.elapsed() > YIELD_AFTER {
                 std::thread::yield_now();
             }
         }
@@ -208,7 +208,7 @@ fn helper(shared: &Shared, index: usize) {
             }
             std::hint::spin_loop();
             spins = spins.wrapping_add(1);
-            if spins % 64 != 0 {
+            if !spins.is_multiple_of(64) {
                 continue;
             }
             let waited = idle.elapsed();
