@@ -574,37 +574,25 @@ impl CpuModule {
     /// itself on rayon; its workers would sleep between GEMMs where the
     /// team spins, and compete with the team for the cores.)
     fn gemm_rs(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
-        let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
-        self.split_gemm(g, move |batch, (lo, hi), by_rows| {
-            let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
-            let [ar, ac] = g.a_strides.map(|s| s as isize);
-            let [br, bc] = g.b_strides.map(|s| s as isize);
-            // SAFETY: as in library_gemm: the blocks lie inside A, B and the
-            // output, and pieces write disjoint blocks of C. gemm's
-            // convention is dst = alpha dst + beta lhs rhs; dst is not read.
+        let [ar, ac] = g.a_strides.map(|s| s as isize);
+        let [br, bc] = g.b_strides.map(|s| s as isize);
+        self.split_gemm(g, pointers, |x| {
+            // SAFETY: the block lies inside A, B and the output
+            // ([`Self::split_gemm`]). gemm's convention is
+            // dst = alpha dst + beta lhs rhs; dst is not read.
             unsafe {
-                let (mut ap, mut bp) = (a.add(batch * g.a_batch), b.add(batch * g.b_batch));
-                let mut cp = c.add(batch * g.m * g.n);
-                let (m, n) = if by_rows { (hi - lo, g.n) } else { (g.m, hi - lo) };
-                if by_rows {
-                    ap = ap.offset(lo as isize * ar);
-                    cp = cp.add(lo * g.n);
-                } else {
-                    bp = bp.offset(lo as isize * bc);
-                    cp = cp.add(lo);
-                }
                 gemm::gemm(
-                    m,
-                    n,
+                    x.m,
+                    x.n,
                     g.k,
-                    cp,
+                    x.c,
                     1,
                     g.n as isize,
                     false,
-                    ap,
+                    x.a,
                     ac,
                     ar,
-                    bp,
+                    x.b,
                     bc,
                     br,
                     0.0,
@@ -621,25 +609,41 @@ impl CpuModule {
         }
     }
 
-    /// Runs `piece(batch, (lo, hi), by_rows)` for every batch over the
-    /// pool's threads ([`gemm_threads`] of them), each its block of the output: rows `lo..hi` where it
-    /// is taller than wide, else columns; blocks of at least 16.
-    fn split_gemm(&self, g: &LibraryGemm, piece: impl Fn(usize, (usize, usize), bool) + Sync) {
+    /// Runs `piece` on blocks of the output over the team's threads
+    /// ([`gemm_threads`] of them), every batch: rows of A and C where the
+    /// output is taller than wide, else columns of B and C; blocks of at
+    /// least 16. Each block's pointers lie inside A, B and C (the
+    /// manifest's shapes and strides do), and blocks are disjoint in C.
+    fn split_gemm(&self, g: &LibraryGemm, pointers: &[*mut u8], piece: impl Fn(GemmBlock) + Sync) {
         let by_rows = g.m >= g.n;
         let long = if by_rows { g.m } else { g.n };
         let pieces = gemm_threads(g, self.threads()).min(long.div_ceil(16)).max(1);
-        let block = |p: usize| (long * p / pieces, long * (p + 1) / pieces);
+        let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
+        let block = |batch: usize, p: usize| {
+            let (lo, hi) = (long * p / pieces, long * (p + 1) / pieces);
+            let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
+            let (a, b, c) = (
+                a.wrapping_add(batch * g.a_batch),
+                b.wrapping_add(batch * g.b_batch),
+                c.wrapping_add(batch * g.m * g.n),
+            );
+            piece(if by_rows {
+                GemmBlock { m: hi - lo, n: g.n, a: a.wrapping_add(lo * g.a_strides[0]), b, c: c.wrapping_add(lo * g.n) }
+            } else {
+                GemmBlock { m: g.m, n: hi - lo, a, b: b.wrapping_add(lo * g.b_strides[1]), c: c.wrapping_add(lo) }
+            })
+        };
         for batch in 0..g.batch {
             if pieces == 1 {
-                piece(batch, block(0), by_rows);
+                block(batch, 0);
             } else {
-                self.pool.run(pieces, &|p| piece(batch, block(p), by_rows));
+                self.pool.run(pieces, &|p| block(batch, p));
             }
         }
     }
 
     /// A CBLAS library's sgemm (OpenBLAS's, MKL's), single-threaded on each
-    /// of the pool's threads ([`Self::split_gemm`]); then the epilogue.
+    /// of the team's threads ([`Self::split_gemm`]); then the epilogue.
     /// matrixmultiply's where the library is missing or cannot take the
     /// operands' strides (a forced choice).
     fn cblas_gemm(
@@ -653,45 +657,21 @@ impl CpuModule {
         let Some(blas) = library.filter(|_| blas::Cblas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides)) else {
             return self.library_gemm(epilogue, call, g, pointers, false);
         };
-        let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
-        self.split_gemm(g, move |batch, (lo, hi), by_rows| {
-            let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
-            // SAFETY: the manifest's shapes and strides stay inside A, B
-            // and the output, so do the blocks; `fits` holds for every
-            // block of them; pieces write disjoint blocks of C.
-            unsafe {
-                let (a, b, c) = (a.add(batch * g.a_batch), b.add(batch * g.b_batch), c.add(batch * g.m * g.n));
-                if by_rows {
-                    let a = a.add(lo * g.a_strides[0]);
-                    blas.sgemm(
-                        (hi - lo, g.n, g.k),
-                        g.alpha as f32,
-                        (a, g.a_strides),
-                        (b, g.b_strides),
-                        (c.add(lo * g.n), g.n),
-                    );
-                } else {
-                    let b = b.add(lo * g.b_strides[1]);
-                    blas.sgemm(
-                        (g.m, hi - lo, g.k),
-                        g.alpha as f32,
-                        (a, g.a_strides),
-                        (b, g.b_strides),
-                        (c.add(lo), g.n),
-                    );
-                }
-            }
+        self.split_gemm(g, pointers, |x| {
+            // SAFETY: the block lies inside A, B and the output
+            // ([`Self::split_gemm`]); `fits` holds for every block of them.
+            unsafe { blas.sgemm((x.m, x.n, g.k), g.alpha as f32, (x.a, g.a_strides), (x.b, g.b_strides), (x.c, g.n)) }
         });
         if let Some(e) = epilogue {
             self.launch(e, call, pointers);
         }
     }
 
-    /// matrixmultiply's sgemm, single-threaded on each of the pool's
+    /// matrixmultiply's sgemm, single-threaded on each of the team's
     /// threads ([`Self::split_gemm`]; the crate's own threading would use
-    /// every core whatever the pool's size, so a 1-thread session ran
+    /// every core whatever the team's size, so a 1-thread session ran
     /// these GEMMs on 2 and the registry measured them so), then the
-    /// epilogue on the pool. `swapped` computes C^T = B^T A^T instead,
+    /// epilogue. `swapped` computes C^T = B^T A^T instead,
     /// which packs A where the direct form packs B: the better one depends
     /// on which operand is strided and which is still in cache.
     fn library_gemm(
@@ -702,31 +682,17 @@ impl CpuModule {
         pointers: &[*mut u8],
         swapped: bool,
     ) {
-        let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
-        self.split_gemm(g, move |batch, (lo, hi), by_rows| {
-            let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
-            // The block: rows lo..hi of A and C, or columns lo..hi of B
-            // and C.
-            let (m, n) = if by_rows { (hi - lo, g.n) } else { (g.m, hi - lo) };
-            // SAFETY: the manifest's shapes and strides stay inside A, B
-            // and the output, so do the blocks; pieces write disjoint
-            // blocks of C.
+        let [ar, ac] = g.a_strides.map(|s| s as isize);
+        let [br, bc] = g.b_strides.map(|s| s as isize);
+        let ldc = g.n as isize;
+        self.split_gemm(g, pointers, |x| {
+            // SAFETY: the block lies inside A, B and the output
+            // ([`Self::split_gemm`]).
             unsafe {
-                let (mut ap, mut bp) = (a.add(batch * g.a_batch), b.add(batch * g.b_batch));
-                let mut cp = c.add(batch * g.m * g.n);
-                if by_rows {
-                    ap = ap.add(lo * g.a_strides[0]);
-                    cp = cp.add(lo * g.n);
-                } else {
-                    bp = bp.add(lo * g.b_strides[1]);
-                    cp = cp.add(lo);
-                }
-                let [ar, ac] = g.a_strides.map(|s| s as isize);
-                let [br, bc] = g.b_strides.map(|s| s as isize);
                 if swapped {
-                    matrixmultiply::sgemm(n, g.k, m, g.alpha as f32, bp, bc, br, ap, ac, ar, 0.0, cp, 1, g.n as isize);
+                    matrixmultiply::sgemm(x.n, g.k, x.m, g.alpha as f32, x.b, bc, br, x.a, ac, ar, 0.0, x.c, 1, ldc);
                 } else {
-                    matrixmultiply::sgemm(m, g.k, n, g.alpha as f32, ap, ar, ac, bp, br, bc, 0.0, cp, g.n as isize, 1);
+                    matrixmultiply::sgemm(x.m, g.k, x.n, g.alpha as f32, x.a, ar, ac, x.b, br, bc, 0.0, x.c, ldc, 1);
                 }
             }
         });
@@ -1049,6 +1015,17 @@ pub const GEMM_GRAIN_FMAS: usize = 1 << 21;
 pub fn gemm_threads(g: &LibraryGemm, threads: usize) -> usize {
     let fmas = g.batch.saturating_mul(g.m).saturating_mul(g.n).saturating_mul(g.k);
     threads.min(fmas.div_ceil(GEMM_GRAIN_FMAS)).max(1)
+}
+
+/// One thread's block of a library GEMM ([`CpuModule::split_gemm`]):
+/// `m x n` of C at `c` (rows `LibraryGemm::n` apart), from A's rows at `a`
+/// and B's columns at `b` (the GEMM's strides), over its whole depth.
+struct GemmBlock {
+    m: usize,
+    n: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
 }
 
 #[derive(Clone, Copy)]
