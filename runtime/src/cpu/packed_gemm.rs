@@ -482,7 +482,7 @@ unsafe fn gemm_of<K: Micro>(
                 pack_a_panels(a.get(), pa.get(), (0, row_panels));
                 let done = rows_done.map(|f| move |lo: usize, hi: usize| f(batch * m + lo, batch * m + hi));
                 let done = done.as_ref().map(|f| f as &(dyn Fn(usize, usize) + Sync));
-                // SAFETY: this thread's buffers and batches.
+                // SAFETY: this piece's buffers and batches.
                 unsafe {
                     pack_b::<K>(g, b.get(), (0, col_panels), depth, pb.get());
                     let panels = ASource::Panels(a_panels(a.get(), pa.get()));
@@ -524,7 +524,7 @@ unsafe fn gemm_of<K: Micro>(
             };
             // SAFETY: the tasks' blocks of C are disjoint; the packed panels
             // are complete (the pack phase joined first); a lazy source's
-            // buffer is this thread's.
+            // buffer is this piece's.
             unsafe { block::<K>(g, depth, rows, cols, source, pb.get(), c.get(), done) };
         };
         if threads == 1 {
@@ -813,8 +813,8 @@ const LAZY_PANELS: usize = 16;
 ///
 /// # Safety
 /// A as `a` reads it (where packed already) and the packed B are complete;
-/// the block of C is this thread's; a lazy source's buffer holds
-/// [`LAZY_PANELS`] panels of a block of depth and is this thread's.
+/// the block of C is this piece's; a lazy source's buffer holds
+/// [`LAZY_PANELS`] panels of a block of depth and is this piece's.
 #[allow(clippy::too_many_arguments)]
 unsafe fn block<K: Micro>(
     g: &LibraryGemm,
