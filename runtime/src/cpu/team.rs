@@ -25,7 +25,7 @@ use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex};
-use std::thread::{JoinHandle, Thread};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long an idle helper spins before it parks: longer than the gaps
@@ -61,7 +61,6 @@ struct Shared {
     /// Per helper, whether it is parked (or about to be): the caller
     /// unparks those after publishing a split.
     parked: Vec<AtomicBool>,
-    threads: Vec<Thread>,
     stop: AtomicBool,
     /// How long an idle helper spins ([`SPIN`]), and how long the caller
     /// spins alone for the last pieces ([`YIELD_AFTER`]); both zero where the
@@ -135,36 +134,29 @@ impl Team {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = if threads == 0 { cores } else { threads };
         let spins = threads <= cores;
-        let (tx, rx) = std::sync::mpsc::channel::<Arc<Shared>>();
-        let rx = Arc::new(Mutex::new(rx));
-        let mut helpers = Vec::new();
-        for i in 1..threads {
-            let rx = rx.clone();
-            helpers.push(std::thread::Builder::new().name(format!("aicf-cpu-{i}")).spawn(move || {
-                start();
-                let Ok(shared) = rx.lock().map_err(|_| ()).and_then(|r| r.recv().map_err(|_| ())) else { return };
-                helper(&shared, i - 1);
-            })?);
-        }
         let shared = Arc::new(Shared {
             state: AtomicU64::new(0),
             job: AtomicPtr::new(std::ptr::null_mut()),
             remaining: AtomicUsize::new(0),
             panic: Mutex::new(None),
             parked: (1..threads).map(|_| AtomicBool::new(false)).collect(),
-            threads: helpers.iter().map(|h| h.thread().clone()).collect(),
             stop: AtomicBool::new(false),
             spin: if spins { SPIN } else { Duration::ZERO },
             spin_alone: if spins { YIELD_AFTER } else { Duration::ZERO },
             // At least one: a team asked for two threads gets them.
             wake_max: threads.min(cores.max(2)).saturating_sub(1),
         });
-        for _ in &helpers {
-            // A helper that already ended has nothing to receive; it is
-            // joined on drop.
-            let _ = tx.send(shared.clone());
+        let mut team = Team { shared, helpers: Vec::new(), running: Mutex::new(()) };
+        for i in 1..threads {
+            let shared = team.shared.clone();
+            // On an error the team is dropped, which stops and joins the
+            // helpers already started.
+            team.helpers.push(std::thread::Builder::new().name(format!("aicf-cpu-{i}")).spawn(move || {
+                start();
+                helper(&shared, i - 1);
+            })?);
         }
-        Ok(Team { shared, helpers, running: Mutex::new(()) })
+        Ok(team)
     }
 
     /// The threads a split can use: the caller and the helpers.
@@ -193,9 +185,9 @@ impl Team {
         // The first `pieces - 1` helpers take part, awake or woken, but no
         // more than the cores can run beside the caller; the others sleep on
         // (a split of 2 pieces in a team of 32 wakes one).
-        for (parked, thread) in shared.parked.iter().zip(&shared.threads).take((pieces - 1).min(shared.wake_max)) {
+        for (parked, helper) in shared.parked.iter().zip(&self.helpers).take((pieces - 1).min(shared.wake_max)) {
             if parked.load(SeqCst) {
-                thread.unpark();
+                helper.thread().unpark();
             }
         }
         shared.work(e);
@@ -257,8 +249,8 @@ fn helper(shared: &Shared, index: usize) {
 impl Drop for Team {
     fn drop(&mut self) {
         self.shared.stop.store(true, SeqCst);
-        for t in &self.shared.threads {
-            t.unpark();
+        for h in &self.helpers {
+            h.thread().unpark();
         }
         for h in self.helpers.drain(..) {
             let _ = h.join();
@@ -299,7 +291,13 @@ mod tests {
         let team = Team::new(2, || {}).unwrap();
         let on = Mutex::new(std::collections::HashSet::new());
         for _ in 0..3 {
-            std::thread::sleep(SPIN * 5);
+            // The helper parks after SPIN without work (waited for up to
+            // 20 s: a loaded machine may not run it at once).
+            let t = Instant::now();
+            while !team.shared.parked[0].load(SeqCst) && t.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(SPIN);
+            }
+            assert!(team.shared.parked[0].load(SeqCst), "the idle helper never parked");
             // Two pieces that wait for each other: done only if a second
             // thread takes one.
             let arrived = AtomicUsize::new(0);
