@@ -45,11 +45,13 @@ grow: build
 # same model grown from 2 blocks of width 64 (at step 2000, at step 5000,
 # on a held-out plateau), from 1 block of width 32, and from 1 x 32 in two
 # stages, and the small 2 x 64 alone; then the comparison against the
-# target trained on a tuned schedule (cosine or WSD); the tables go to
+# target trained on a tuned schedule (cosine or WSD), and all of it within
+# one pass over the text (the 2x and 4x growth, the small model alone); the tables go to
 # target/grow_lm/results.md.
 # 47 runs of 2 to 11 minutes each on 2 cores (about 5 hours on the 2-core AMD EPYC),
 # the late growth on 6 seeds; on a GPU: experiment.py --device cuda --jobs 8;
-# the scheduled comparison alone: experiment.py --scheduled-only (about 45 minutes).
+# the scheduled comparison alone: experiment.py --scheduled-only (about 45 minutes);
+# within one pass over the text: experiment.py --one-pass-only --jobs 2 (about 11 minutes).
 grow-lm: build
 	@python3 examples/grow_lm/experiment.py --out target/grow_lm
 
