@@ -446,18 +446,16 @@ fn policy_files_parse_and_errors_name_the_rule() {
     assert_eq!(p.rules[1].action, Action::Rollback { lr_factor: 0.5 });
     // The char LM experiment's policies (make grow-lm) parse too: a typo
     // there would only show an hour into the experiment.
-    for name in
-        [
-            "grow2x",
-            "grow2x_late",
-            "grow2x_late_restart",
-            "grow2x_plateau",
-            "grow4x",
-            "grow4x_restart",
-            "grow_staged",
-            "stack_restart",
-        ]
-    {
+    for name in [
+        "grow2x",
+        "grow2x_late",
+        "grow2x_late_restart",
+        "grow2x_plateau",
+        "grow4x",
+        "grow4x_restart",
+        "grow_staged",
+        "stack_restart",
+    ] {
         let path = PathBuf::from(format!("{}/../examples/grow_lm/{name}.toml", env!("CARGO_MANIFEST_DIR")));
         let p = Policy::from_file(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let steps = p.rules.iter().filter(|r| matches!(r.trigger, Trigger::Steps { .. })).count();
