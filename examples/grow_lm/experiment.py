@@ -324,6 +324,15 @@ def one_pass(a, pool):
     grown = {k: {s: f.result() for s, f in runs.items()} for k, runs in grown.items()}
     grown4x = {k: {s: f.result() for s, f in runs.items()} for k, runs in grown4x.items()}
     alone = {k: {s: f.result() for s, f in runs.items()} for k, runs in alone.items()}
+    # A grown row counts only runs that grew where it says (a growth the
+    # policy rolled back would leave the small model's curve in it).
+    for name, at, seeds_ in ([(f"grown2x-at{at}", at, seeds) for at in ONE_PASS_GROW_AT]
+                             + [(f"grown4x-at{ONE_PASS_GROW4X_AT}-{post}", ONE_PASS_GROW4X_AT, seeds)
+                                for post in ONE_PASS_GROW4X_AFTER]):
+        for s in seeds_:
+            got = grown_at(os.path.join(a.out, "one-pass", f"{name}-s{s}"))
+            if got != at:
+                sys.exit(f"{name}-s{s}: its last accepted growth is at step {got}, not {at}")
 
     def cheapest(family):
         """Per seed, the FLOPs and training seconds (x the scratch run's) of
@@ -363,7 +372,7 @@ def one_pass(a, pool):
               f"grow4x_restart.toml moved to the step: warm-up 100 steps, then the second half of the steps after the "
               f"growth decaying). {threads or 'default'} thread(s) per run, "
               f"{a.jobs} run(s) at once.", "",
-              "The cheapest run that reaches each seed's scratch best (x the scratch run's):", "",
+              "The cheapest run (in FLOPs) that reaches each seed's scratch best (x the scratch run's):", "",
               "| | seeds reaching | FLOPs | training time |", "|---|---|---|---|",
               f"| grown 2x | {len(gf)}/{n} | {spread(gf)} | {spread(gs)} |",
               f"| grown 4x | {len(ff)}/{n} | {spread(ff)} | {spread(fs)} |",
