@@ -50,8 +50,10 @@ from the end of the text):
    its runs' directories ending in -dropout, its table in
    OUT/results-scheduled-dropout.md;
 8. one pass over the text (`--one-pass-only` runs just this; OUT/results-one-pass.md):
-   the regime the published growth results are measured in, where no
-   character is read twice. The target from scratch for 800 steps (892k
+   the target's budget is one pass, as in the published growth results,
+   which never repeat their data (the small models, cheaper per character,
+   read it up to twice before the growth, the 4x one 5 times). The target
+   from scratch for 800 steps (892k
    training characters at 1024 a step are 871 steps) on a WSD schedule, its
    rate tuned on seed 0 over 2e-3 .. 6e-3; the 2x growth (small2x.mlir at
    6e-3, grow2x_late_restart.toml moved to step 1000, 1200, 1400 or 1600,
@@ -263,8 +265,8 @@ def scheduled(a, pool, lrs):
     return lines
 
 
-# Part 8: one pass over the text, the regime the published growth results
-# are measured in (none of them repeats its data). 892k training characters
+# Part 8: the target's budget one pass over the text, as in the published
+# growth results (none of them repeats its data). 892k training characters
 # at 16 x 64 per step are 871 steps; 800 is the last multiple of the
 # evaluation interval below it.
 ONE_PASS_STEPS = 800
