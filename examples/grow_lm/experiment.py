@@ -313,12 +313,15 @@ def one_pass(a, pool):
     lr = min(ONE_PASS_LRS, key=lambda x: best(tuning[x])["val_loss"])
     seeds = range(max(a.seeds, a.late_seeds))
     scratch = {s: submit(target, f"scratch-lr{lr:g}", s, lr, steps) for s in seeds if s}
-    grown = {at: {s: submit(small, f"grown2x-at{at}", s, ONE_PASS_SMALL_LR, at + ONE_PASS_GROWN_STEPS, policy(at),
+    # Each policy file is written once, before any run that reads it starts.
+    policies = {at: policy(at) for at in ONE_PASS_GROW_AT}
+    policy4x = policy(ONE_PASS_GROW4X_AT, "grow4x_restart")
+    grown = {at: {s: submit(small, f"grown2x-at{at}", s, ONE_PASS_SMALL_LR, at + ONE_PASS_GROWN_STEPS, policies[at],
                             ONE_PASS_GROWN_STEPS // 2)
                   for s in seeds}
              for at in ONE_PASS_GROW_AT}
     grown4x = {post: {s: submit(small4x, f"grown4x-at{ONE_PASS_GROW4X_AT}-{post}", s, ONE_PASS_SMALL_LR,
-                                ONE_PASS_GROW4X_AT + post, policy(ONE_PASS_GROW4X_AT, "grow4x_restart"), post // 2)
+                                ONE_PASS_GROW4X_AT + post, policy4x, post // 2)
                       for s in seeds}
                for post in ONE_PASS_GROW4X_AFTER}
     alone = {n: {s: submit(small, f"small2x-{n}", s, ONE_PASS_SMALL_LR, n) for s in seeds} for n in ONE_PASS_ALONE}
@@ -328,10 +331,9 @@ def one_pass(a, pool):
     alone = {k: {s: f.result() for s, f in runs.items()} for k, runs in alone.items()}
     # A grown row counts only runs that grew where it says (a growth the
     # policy rolled back would leave the small model's curve in it).
-    for name, at, seeds_ in ([(f"grown2x-at{at}", at, seeds) for at in ONE_PASS_GROW_AT]
-                             + [(f"grown4x-at{ONE_PASS_GROW4X_AT}-{post}", ONE_PASS_GROW4X_AT, seeds)
-                                for post in ONE_PASS_GROW4X_AFTER]):
-        for s in seeds_:
+    for name, at in ([(f"grown2x-at{at}", at) for at in ONE_PASS_GROW_AT]
+                     + [(f"grown4x-at{ONE_PASS_GROW4X_AT}-{post}", ONE_PASS_GROW4X_AT) for post in ONE_PASS_GROW4X_AFTER]):
+        for s in seeds:
             got = grown_at(os.path.join(a.out, "one-pass", f"{name}-s{s}"))
             if got != at:
                 sys.exit(f"{name}-s{s}: its last accepted growth is at step {got}, not {at}")

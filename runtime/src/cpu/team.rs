@@ -76,6 +76,7 @@ struct Shared {
 }
 
 const PIECES_MAX: usize = u16::MAX as usize;
+const EPOCH_MASK: u64 = u32::MAX as u64;
 
 fn epoch(s: u64) -> u64 {
     s >> 32
@@ -180,7 +181,9 @@ impl Team {
         let job = Job { f };
         shared.job.store(&job as *const Job as *mut (), Relaxed);
         shared.remaining.store(pieces, Relaxed);
-        let e = epoch(shared.state.load(Relaxed)) + 1;
+        // The epoch wraps within its 32 bits (after 2^32 splits: days of
+        // training), so that the caller's own claims below still match it.
+        let e = (epoch(shared.state.load(Relaxed)) + 1) & EPOCH_MASK;
         shared.state.store(e << 32 | (pieces as u64) << 16, SeqCst);
         // The first `pieces - 1` helpers take part, awake or woken, but no
         // more than the cores can run beside the caller; the others sleep on
@@ -357,6 +360,27 @@ mod tests {
             n.fetch_add(1, SeqCst);
         });
         assert_eq!(n.load(SeqCst), 5);
+    }
+
+    #[test]
+    fn splits_go_on_across_the_epochs_wrap() {
+        let team = Team::new(2, || {}).unwrap();
+        // Three splits short of the last epoch a word holds.
+        team.shared.state.store((EPOCH_MASK - 2) << 32, SeqCst);
+        for split in 0..6 {
+            // Two pieces that wait for each other: done only if the caller
+            // takes one and the helper the other.
+            let arrived = AtomicUsize::new(0);
+            team.run(2, &|_| {
+                arrived.fetch_add(1, SeqCst);
+                let t = Instant::now();
+                while arrived.load(SeqCst) < 2 && t.elapsed() < Duration::from_secs(20) {
+                    std::hint::spin_loop();
+                }
+                assert_eq!(arrived.load(SeqCst), 2, "split {split}: one piece was never taken");
+            });
+        }
+        assert_eq!(epoch(team.shared.state.load(SeqCst)), 3);
     }
 
     #[test]
