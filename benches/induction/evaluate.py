@@ -20,7 +20,9 @@
 4. Search to a target: training the proposer's ranked structures one after
    another until one is within 5% of the best known, against random search
    (structures drawn without replacement) to the same target; FLOPs in
-   runs at the budget.
+   runs at the budget. The search is also made one `aicf propose --next`
+   at a time (the registry holding the runs tried so far), and must
+   propose the ranking's structures in its order.
 5. The same searches with early stopping (`search_cost`): each candidate
    after the first trained to RUNG of the budget, on to the budget only if
    not behind the best run so far, read off the registry's curves (a run
@@ -320,10 +322,16 @@ def spearman(a, b):
     return cov / (va * vb) if va > 0 and vb > 0 else None
 
 
-def delete_family(db, names):
+def delete_family(db, names, keep=None):
+    """Deletes the runs of the problems `names` from registry `db`, except
+    those `keep(problem name, structure label)` keeps."""
     con = sqlite3.connect(db)
-    ids = [rid for rid, problem in con.execute("SELECT id, problem FROM runs")
-           if json.loads(problem)["name"] in names]
+    ids = []
+    for rid, problem, fingerprint, settings in con.execute("SELECT id, problem, fingerprint, settings FROM runs"):
+        name = json.loads(problem)["name"]
+        label = json.loads(fingerprint)["structure"] + (" grown" if json.loads(settings).get("policy") else "")
+        if name in names and not (keep and keep(name, label)):
+            ids.append(rid)
     for rid in ids:
         con.execute("DELETE FROM curve WHERE run_id = ?", (rid,))
         con.execute("DELETE FROM decisions WHERE run_id = ?", (rid,))
@@ -332,6 +340,38 @@ def delete_family(db, names):
     con.execute("VACUUM")
     con.close()
     return len(ids)
+
+
+def next_search(aicf, registry, members, name, data, budget, losses, target, work):
+    """The search to the target as a user makes it: `aicf propose --next`,
+    train what it proposes (here: its runs in the registry), ask again. The
+    registry at each step is the full one without the held-out family's
+    runs, except this problem's runs of the structures tried so far.
+    Returns the structures in the order proposed."""
+    tried = []
+    while True:
+        db = os.path.join(work, "next.sqlite")
+        shutil.copy(registry, db)
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(db + suffix):
+                os.remove(db + suffix)
+        delete_family(db, members, keep=lambda p, label: p == name and label in tried)
+        info = os.path.join(work, "next.json")
+        cmd = [aicf, "propose", "--next", "--data", data, "--budget", f"{budget:.6e}", "--runs-db", db,
+               "-o", os.path.join(work, "next.mlir"), "--json", info]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            if "--next: every candidate" in r.stderr:
+                return tried
+            raise SystemExit(f"failed: {' '.join(cmd)}\n{r.stderr}")
+        with open(info) as f:
+            j = json.load(f)
+        label = j["structure"] + (" grown" if j["grow"] else "")
+        if label in tried:
+            raise SystemExit(f"{name}: aicf propose --next proposed {label} again")
+        tried.append(label)
+        if losses.get(label) is not None and losses[label] <= target:
+            return tried
 
 
 def main():
@@ -471,6 +511,12 @@ def main():
             seq = dict(losses)
             seq[first] = proposed
             guided = runs_to_target(ranked, seq, target)
+            # The same search one `aicf propose --next` at a time: it must
+            # follow the ranking.
+            stepped = next_search(aicf, registry, {q["name"] for q in members}, name, data, budgets[name], seq,
+                                  target, os.path.join(out, "proposals"))
+            if stepped != ranked[:len(stepped)] or (len(stepped) < guided <= len(ranked)):
+                raise SystemExit(f"{name}: aicf propose --next searched {stepped}, the ranking is {ranked}")
             rand = random_runs_to_target(list(losses.values()), target)
             # The same search in the registry's order without descriptors,
             # and largest first (parameter count alone).
@@ -564,7 +610,9 @@ def main():
               f"{random_runs:.1f} expected ({guided_runs / random_runs:.2f}x); with at most half of random search's "
               f"FLOPs on {halved} of {len(families)} families. The same search in the order of the registry's mean "
               f"regret without descriptors takes {plain_runs} runs ({plain_runs / random_runs:.2f}x), largest "
-              f"first (parameter count alone) {largest_runs} ({largest_runs / random_runs:.2f}x). "
+              f"first (parameter count alone) {largest_runs} ({largest_runs / random_runs:.2f}x). Each search was "
+              f"also made as a user makes it, one `aicf propose --next` at a time with the runs tried so far in the "
+              f"registry, and proposed the ranking's structures in its order. "
               f"{n_seeds}; {time.time() - started:.0f} s."]
     # The searches with early stopping, in budgets of each problem.
     lines += ["", f"Searches with early stopping (each candidate after the first trained to {RUNG:g} of the budget, "

@@ -460,11 +460,15 @@ pub struct ProposeOptions {
     pub neighbours: usize,
     /// Training FLOPs the model will get (`None`: as the past runs had).
     pub budget: Option<f64>,
+    /// The next structure of a search (`aicf propose --next`): the
+    /// best-ranked one not yet trained on this problem. The problem's own
+    /// runs in the registry mark what was tried, and are not a neighbour.
+    pub next: bool,
 }
 
 impl Default for ProposeOptions {
     fn default() -> Self {
-        ProposeOptions { neighbours: 5, budget: None }
+        ProposeOptions { neighbours: 5, budget: None, next: false }
     }
 }
 
@@ -490,6 +494,20 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         if (p.task == "text") == (shape.task == "text") && !p.name.is_empty() && r.run.status == "finished" {
             let shapes = format!("{} {:?} {} {}", p.task, p.input, p.outputs, p.rows);
             by_problem.entry((p.name.clone(), shapes)).or_default().push(r);
+        }
+    }
+    // With `next`, this problem's own runs: what a search has tried on it
+    // (by candidate label, with their run ids).
+    let mut tried: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    if options.next {
+        let own = format!("{} {:?} {} {}", problem.task, problem.input, problem.outputs, problem.rows);
+        for r in by_problem.remove(&(problem.name.clone(), own)).unwrap_or_default() {
+            let label = match Structure::parse(&r.run.fingerprint.structure) {
+                Ok(s) if s.fits(&shape.task) && r.run.settings.policy.is_some() => format!("{s} {GROWN}"),
+                Ok(s) if s.fits(&shape.task) => s.to_string(),
+                _ => continue,
+            };
+            tried.entry(label).or_default().push(r.run.id);
         }
     }
     let problems_seen = by_problem.len();
@@ -600,6 +618,10 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             continue;
         }
         let label = if *grow { format!("{s} {GROWN}") } else { s.to_string() };
+        if let Some(ids) = tried.get(&label) {
+            explanation.push(format!("{label} left out: already trained on this data (runs {})", id_ranges(ids)));
+            continue;
+        }
         let (mut score, mut support) = (0.0, 0);
         for n in &neighbours {
             match n.scored.iter().find(|(t, ..)| *t == label) {
@@ -617,6 +639,15 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             params: s.params(shape),
             flops_per_step: step_flops(s),
         });
+    }
+    if predictions.is_empty() && !tried.is_empty() {
+        let labels: Vec<&str> = tried.keys().map(String::as_str).collect();
+        return Err(bad(format!(
+            "--next: every candidate the registry ranks for {} has been trained on it already ({}); `aicf runs \
+             compare` shows how they did",
+            problem.name,
+            labels.join(", ")
+        )));
     }
     if predictions.is_empty() {
         return Err(bad(format!(
@@ -698,10 +729,11 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
                 p.params
             ));
         }
+        let rest = if tried.is_empty() { "" } else { " not yet trained on this data" };
         explanation.push(if grow {
-            format!("proposal: {chosen}, grown on plateaus by the policy (--policy), the best predicted")
+            format!("proposal: {chosen}, grown on plateaus by the policy (--policy), the best predicted{rest}")
         } else {
-            format!("proposal: {chosen}, the best predicted")
+            format!("proposal: {chosen}, the best predicted{rest}")
         });
     }
     let policy = checked_policy(growth_policy(&chosen, grow, shape, &neighbours, &mut explanation))?;
@@ -981,7 +1013,7 @@ mod tests {
         namesake.name = "near_a".into();
         runs.push(run(40, &namesake, "mlp 16", &[(lo, 0.3), (hi, 0.2)], false));
         runs.push(run(41, &namesake, "mlp 64", &[(lo, 0.2), (hi, 0.1)], false));
-        let opts = |epochs: f64| ProposeOptions { neighbours: 2, budget: Some(budget(&new, epochs)) };
+        let opts = |epochs: f64| ProposeOptions { neighbours: 2, budget: Some(budget(&new, epochs)), next: false };
         let small = propose(&shape, &new, &runs, &opts(40.0)).unwrap();
         assert_eq!(small.problems_seen, 4);
         assert_eq!(small.structure, "mlp 16", "{:#?}", small.explanation);
@@ -1007,13 +1039,85 @@ mod tests {
             beyond.explanation
         );
         // Too small a budget for ten steps of anything.
-        assert!(propose(&shape, &new, &runs, &ProposeOptions { neighbours: 2, budget: Some(10.0) }).is_err());
+        assert!(
+            propose(&shape, &new, &runs, &ProposeOptions { neighbours: 2, budget: Some(10.0), next: false }).is_err()
+        );
         // Text problems do not draw on tables.
         let text = Shape { task: "text".into(), features: 1, outputs: 30, rows: 50_000 };
         let mut lm = new.clone();
         lm.task = "text".into();
         let p = propose(&text, &lm, &runs, &ProposeOptions::default()).unwrap();
         assert_eq!((p.structure.as_str(), p.neighbours.len()), ("lm 2x64", 0));
+    }
+
+    /// `next`: a search one command at a time. The problem's own runs mark
+    /// what was tried and are not a neighbour; the proposal is the
+    /// best-ranked structure not yet tried, in the order of the ranking
+    /// without them; with everything tried, an error that says so.
+    #[test]
+    fn next_follows_the_ranking_past_what_was_tried() {
+        let a = problem("a", 1000, 20, 4, 0.5);
+        let b = problem("b", 1000, 21, 4, 0.5);
+        let new = problem("new", 1000, 20, 4, 0.5);
+        let shape = Shape { task: "classification".into(), features: 20, outputs: 4, rows: 1000 };
+        let mut runs = Vec::new();
+        for (i, p) in [&a, &b].into_iter().enumerate() {
+            let id = 10 * i as i64;
+            runs.push(run(id + 1, p, "mlp 16", &[(1e6, 0.8), (1e12, 0.6)], false));
+            runs.push(run(id + 2, p, "mlp 64", &[(1e6, 0.5), (1e12, 0.4)], false));
+            runs.push(run(id + 3, p, "mlp 256", &[(1e6, 0.6), (1e12, 0.5)], false));
+        }
+        let next = ProposeOptions { next: true, ..ProposeOptions::default() };
+        let ranking: Vec<String> = propose(&shape, &new, &runs, &ProposeOptions::default())
+            .unwrap()
+            .predictions
+            .iter()
+            .map(|p| p.structure.clone())
+            .collect();
+        // mlp 128 (the default), tried by neither, scores the neighbours' mean regret.
+        assert_eq!(ranking, ["mlp 64", "mlp 128", "mlp 256", "mlp 16"]);
+        // Nothing tried yet: `next` is the plain proposal.
+        assert_eq!(propose(&shape, &new, &runs, &next).unwrap().structure, "mlp 64");
+        // Each structure the search trains (two runs of the first, to show
+        // they are counted once) moves it on to the next of the ranking,
+        // whatever the tried one reached: even when it did best of all.
+        let mut searched = vec![];
+        for (i, s) in ranking.iter().enumerate() {
+            let p = propose(&shape, &new, &runs, &next).unwrap();
+            assert_eq!(&p.structure, s, "{:#?}", p.explanation);
+            assert_eq!(p.problems_seen, 2, "the problem's own runs are not a neighbour");
+            assert!(p.neighbours.iter().all(|n| n.problem != "new"));
+            if i > 0 {
+                assert!(
+                    p.explanation.iter().any(|l| l.contains("already trained on this data")),
+                    "{:#?}",
+                    p.explanation
+                );
+                assert!(
+                    p.explanation
+                        .iter()
+                        .any(|l| l.starts_with("proposal: ") && l.ends_with("not yet trained on this data")),
+                    "{:#?}",
+                    p.explanation
+                );
+            }
+            searched.push(p.structure.clone());
+            let id = 100 + 2 * i as i64;
+            runs.push(run(id, &new, s, &[(1e6, 0.3), (1e12, 0.1)], false));
+            runs.push(run(id + 1, &new, s, &[(1e6, 0.3), (1e12, 0.1)], false));
+        }
+        assert_eq!(searched, ranking);
+        let e = propose(&shape, &new, &runs, &next).unwrap_err().to_string();
+        assert!(e.contains("--next") && e.contains("mlp 128, mlp 16, mlp 256, mlp 64") && e.contains("new"), "{e}");
+        // Without `next` the problem's own runs are one neighbour among the
+        // others (at distance 0).
+        let p = propose(&shape, &new, &runs, &ProposeOptions::default()).unwrap();
+        let own = p.neighbours.iter().find(|n| n.problem == "new").expect("its own runs, a neighbour");
+        assert_eq!((own.distance, own.scored.len()), (0.0, 4));
+        // A grown run marks `<start> grown` as tried, not its start.
+        let mut grown = runs[..6].to_vec();
+        grown.push(run(300, &new, "mlp 64", &[(1e6, 0.3), (1e12, 0.1)], true));
+        assert_eq!(propose(&shape, &new, &grown, &next).unwrap().structure, "mlp 64");
     }
 
     /// Growth runs are candidates of their own (`mlp 16 grown`: the start

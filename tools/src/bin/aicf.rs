@@ -388,6 +388,11 @@ enum Command {
         /// Nearest past problems to draw on.
         #[arg(long, default_value_t = 5)]
         neighbours: usize,
+        /// The next structure of a search: the best-ranked one not yet
+        /// trained on this data (its runs in the registry mark what was
+        /// tried); train it, then ask again.
+        #[arg(long)]
+        next: bool,
         /// Where to write the model (hl).
         #[arg(short, long)]
         output: PathBuf,
@@ -643,9 +648,18 @@ fn main() {
             sample(&compile, &device, &checkpoint, &s, &out)
         }
         Command::Runs { what, runs_db } => runs(what, runs_db),
-        Command::Propose { data, task, budget, structure, neighbours, output, policy, json, runs_db } => {
-            propose(&data, task.as_deref(), budget, structure.as_deref(), neighbours, &output, policy, json, runs_db)
-        }
+        Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db } => propose(
+            &data,
+            task.as_deref(),
+            budget,
+            structure.as_deref(),
+            neighbours,
+            next,
+            &output,
+            policy,
+            json,
+            runs_db,
+        ),
         Command::Bench { compile, device, lr, steps, out, profile, trace, gemm } => {
             // SGD's rate is 0.1; Adam's and AdamW's 1e-3 (AdamW at SGD's
             // rate diverged: GPT-2 small's loss went from 10.8 to 36).
@@ -1729,6 +1743,7 @@ fn propose(
     budget: Option<f64>,
     structure: Option<&str>,
     neighbours: usize,
+    next: bool,
     output: &Path,
     policy: Option<PathBuf>,
     json: Option<PathBuf>,
@@ -1768,6 +1783,9 @@ fn propose(
             return Err(format!("{}: {what} is written to a file, and this is a directory", p.display()));
         }
     }
+    if structure.is_some() && next {
+        return Err("--next: a --structure proposal reads no past runs, so it has no search to go on with".into());
+    }
     if structure.is_some() && policy.is_some() {
         return Err("--policy: a --structure proposal derives no policy (it reads no past runs)".into());
     }
@@ -1797,7 +1815,7 @@ fn propose(
             if neighbours == 0 {
                 return Err("--neighbours 0: the proposal draws on at least 1 past problem".into());
             }
-            let options = ProposeOptions { neighbours, budget };
+            let options = ProposeOptions { neighbours, budget, next };
             propose::propose(&shape, &problem, &runs, &options).map_err(|e| e.to_string())?
         }
     };
