@@ -611,14 +611,18 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         |s: &Structure| s.flops_per_example(shape) * batch * if shape.task == "text" { LM_CONTEXT as f64 } else { 1.0 };
     let mut explanation = Vec::new();
     let mut predictions: Vec<Prediction> = Vec::new();
+    // Candidates left out as too large for the budget, and as tried.
+    let (mut too_large, mut left_tried) = (0, 0);
     for (s, grow) in &candidates {
         if options.budget.is_some_and(|b| step_flops(s) * 10.0 > b) {
+            too_large += 1;
             explanation
                 .push(format!("{s} left out: ten of its steps ({:.2e} FLOPs) exceed the budget", step_flops(s) * 10.0));
             continue;
         }
         let label = if *grow { format!("{s} {GROWN}") } else { s.to_string() };
         if let Some(ids) = tried.get(&label) {
+            left_tried += 1;
             explanation.push(format!("{label} left out: already trained on this data (runs {})", id_ranges(ids)));
             continue;
         }
@@ -640,10 +644,15 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             flops_per_step: step_flops(s),
         });
     }
-    if predictions.is_empty() && !tried.is_empty() {
+    if predictions.is_empty() && left_tried > 0 {
         let labels: Vec<&str> = tried.keys().map(String::as_str).collect();
+        let rest = if too_large > 0 {
+            format!(" or needs more than the budget for ten steps ({too_large})")
+        } else {
+            "".into()
+        };
         return Err(bad(format!(
-            "--next: every candidate the registry ranks for {} has been trained on it already ({}); `aicf runs \
+            "--next: every candidate the registry ranks for {} has been trained on it already ({}){rest}; `aicf runs \
              compare` shows how they did",
             problem.name,
             labels.join(", ")
@@ -1078,8 +1087,8 @@ mod tests {
         assert_eq!(ranking, ["mlp 64", "mlp 128", "mlp 256", "mlp 16"]);
         // Nothing tried yet: `next` is the plain proposal.
         assert_eq!(propose(&shape, &new, &runs, &next).unwrap().structure, "mlp 64");
-        // Each structure the search trains (two runs of the first, to show
-        // they are counted once) moves it on to the next of the ranking,
+        // Each structure the search trains (two runs of each, counted as
+        // one structure tried) moves it on to the next of the ranking,
         // whatever the tried one reached: even when it did best of all.
         let mut searched = vec![];
         for (i, s) in ranking.iter().enumerate() {
