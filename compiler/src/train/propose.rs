@@ -1127,6 +1127,22 @@ mod tests {
         let mut grown = runs[..6].to_vec();
         grown.push(run(300, &new, "mlp 64", &[(1e6, 0.3), (1e12, 0.1)], true));
         assert_eq!(propose(&shape, &new, &grown, &next).unwrap().structure, "mlp 64");
+        // A budget that holds ten steps of mlp 16 and mlp 64 but not of the
+        // wider two: with those two tried, the error counts the others as
+        // too large, not as trained.
+        let step = |s: &str| Structure::parse(s).unwrap().flops_per_example(&shape) * shape.batch() as f64;
+        let budget = 10.0 * step("mlp 64") * 1.01;
+        assert!(10.0 * step("mlp 128") > budget);
+        let mut small = runs[..6].to_vec();
+        small.push(run(400, &new, "mlp 16", &[(1e6, 0.3), (1e12, 0.1)], false));
+        small.push(run(401, &new, "mlp 64", &[(1e6, 0.3), (1e12, 0.1)], false));
+        let e = propose(&shape, &new, &small, &ProposeOptions { budget: Some(budget), ..next.clone() })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("trained on it already (mlp 16, mlp 64) or needs more than the budget for ten steps (2)"),
+            "{e}"
+        );
     }
 
     /// Growth runs are candidates of their own (`mlp 16 grown`: the start
