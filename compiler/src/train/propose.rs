@@ -488,20 +488,19 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     let default_epochs = options.budget.map(|b| epochs_of(shape, b));
     // Past problems of the same kind: by name and shapes (two data sets
     // both called `train.csv` are two problems).
+    let key = |p: &Problem| (p.name.clone(), format!("{} {:?} {} {}", p.task, p.input, p.outputs, p.rows));
     let mut by_problem: BTreeMap<(String, String), Vec<&RunDetail>> = BTreeMap::new();
     for r in runs {
         let p = &r.run.problem;
         if (p.task == "text") == (shape.task == "text") && !p.name.is_empty() && r.run.status == "finished" {
-            let shapes = format!("{} {:?} {} {}", p.task, p.input, p.outputs, p.rows);
-            by_problem.entry((p.name.clone(), shapes)).or_default().push(r);
+            by_problem.entry(key(p)).or_default().push(r);
         }
     }
     // With `next`, this problem's own runs: what a search has tried on it
     // (by candidate label, with their run ids).
     let mut tried: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     if options.next {
-        let own = format!("{} {:?} {} {}", problem.task, problem.input, problem.outputs, problem.rows);
-        for r in by_problem.remove(&(problem.name.clone(), own)).unwrap_or_default() {
+        for r in by_problem.remove(&key(problem)).unwrap_or_default() {
             let label = match Structure::parse(&r.run.fingerprint.structure) {
                 Ok(s) if s.fits(&shape.task) && r.run.settings.policy.is_some() => format!("{s} {GROWN}"),
                 Ok(s) if s.fits(&shape.task) => s.to_string(),
