@@ -364,6 +364,14 @@ pub fn loss_at(curve: &[CurvePoint], budget: Option<f64>) -> Option<f64> {
     best.filter(|_| reached)
 }
 
+/// The held-out and training losses of the epoch with the best held-out
+/// loss, on the terms of [`loss_at`] (`None` where the run stopped well
+/// short of the budget).
+pub fn fit_at(curve: &[CurvePoint], budget: Option<f64>) -> Option<(f64, f64)> {
+    let best_val = loss_at(curve, budget)?;
+    curve.iter().find(|c| c.val_loss == Some(best_val)).map(|c| (best_val, c.train_loss))
+}
+
 /// How far apart two problems are (same kind only: tables or text).
 fn distance(a: &Problem, b: &Problem) -> f64 {
     let d = |p: &Problem| {
@@ -499,6 +507,9 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     // With `next`, this problem's own runs: what a search has tried on it
     // (by candidate label, with their run ids).
     let mut tried: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    // And how each fitted: (held-out loss, training loss) at the best epoch
+    // of each of its runs that reached the budget.
+    let mut fits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     if options.next {
         for r in by_problem.remove(&key(problem)).unwrap_or_default() {
             let label = match Structure::parse(&r.run.fingerprint.structure) {
@@ -506,6 +517,9 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
                 Ok(s) if s.fits(&shape.task) => s.to_string(),
                 _ => continue,
             };
+            if let Some(fit) = fit_at(&r.curve, options.budget) {
+                fits.entry(label.clone()).or_default().push(fit);
+            }
             tried.entry(label).or_default().push(r.run.id);
         }
     }
@@ -668,6 +682,15 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     predictions.sort_by(|a, b| {
         a.score.total_cmp(&b.score).then(b.support.cmp(&a.support)).then(a.flops_per_step.total_cmp(&b.flops_per_step))
     });
+    // A search's next step also reads how the best structure it trained
+    // fitted: held out above its training loss (it fits the training rows
+    // better than it generalises), the structures no larger than it come
+    // first; else (it does not even fit them) the larger ones do. Each
+    // group keeps the neighbours' order.
+    let direction = search_direction(&fits, shape)?;
+    if let Some(d) = &direction {
+        predictions.sort_by_key(|p| (p.params <= d.params) != d.overfits);
+    }
     let (chosen, grow) = candidate(&predictions[0].structure)?;
     // Explain.
     let kind = if shape.task == "text" { "text" } else { "table" };
@@ -737,6 +760,22 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
                 p.params
             ));
         }
+        if let Some(d) = &direction {
+            explanation.push(format!(
+                "the best trained on this data so far, {} ({} run{}): held-out loss {:.4} against training loss {:.4} \
+                 at its best epoch, so {} first",
+                d.label,
+                d.runs,
+                if d.runs == 1 { "" } else { "s" },
+                d.held_out,
+                d.train,
+                if d.overfits {
+                    format!("structures of at most its {} parameters", d.params)
+                } else {
+                    format!("structures of more than its {} parameters", d.params)
+                }
+            ));
+        }
         let rest = if tried.is_empty() { "" } else { " not yet trained on this data" };
         explanation.push(if grow {
             format!("proposal: {chosen}, grown on plateaus by the policy (--policy), the best predicted{rest}")
@@ -783,6 +822,46 @@ impl Proposal {
             module: Some(structure.build(shape)?),
         })
     }
+}
+
+/// Which way a search goes after what it trained on the problem: see
+/// [`search_direction`].
+struct Direction {
+    /// The tried structure with the lowest mean held-out loss.
+    label: String,
+    runs: usize,
+    held_out: f64,
+    train: f64,
+    params: usize,
+    /// Its held-out loss is above its training loss (mean relative gap
+    /// over its runs).
+    overfits: bool,
+}
+
+/// The direction `--next` searches in, from the best of the structures
+/// tried (by mean held-out loss; the first by label among equals) and
+/// its runs' mean relative gap `(held-out - training) / held-out`; `None`
+/// before anything tried reached the budget.
+fn search_direction(fits: &BTreeMap<String, Vec<(f64, f64)>>, shape: &Shape) -> Result<Option<Direction>> {
+    let mean = |v: &mut dyn Iterator<Item = f64>, n: usize| v.sum::<f64>() / n as f64;
+    let mut best: Option<(&String, f64)> = None;
+    for (label, runs) in fits.iter().filter(|(_, r)| !r.is_empty()) {
+        let held_out = mean(&mut runs.iter().map(|f| f.0), runs.len());
+        if best.is_none_or(|(_, b)| held_out < b) {
+            best = Some((label, held_out));
+        }
+    }
+    let Some((label, held_out)) = best else { return Ok(None) };
+    let runs = &fits[label];
+    let gap = mean(&mut runs.iter().map(|&(v, t)| (v - t) / v.abs().max(1e-12)), runs.len());
+    Ok(Some(Direction {
+        label: label.clone(),
+        runs: runs.len(),
+        held_out,
+        train: mean(&mut runs.iter().map(|f| f.1), runs.len()),
+        params: candidate(label)?.0.params(shape),
+        overfits: gap > 0.0,
+    }))
 }
 
 /// How a candidate that starts small and grows is named: `mlp 16 grown`.
@@ -988,6 +1067,72 @@ mod tests {
         }
     }
 
+    /// `r` with its training loss at every point `train`.
+    fn trained_to(mut r: RunDetail, train: f64) -> RunDetail {
+        for c in &mut r.curve {
+            c.train_loss = train;
+        }
+        r
+    }
+
+    #[test]
+    fn next_searches_smaller_after_an_overfit_and_larger_after_an_underfit() {
+        let a = problem("a", 1000, 20, 4, 0.5);
+        let b = problem("b", 1000, 21, 4, 0.5);
+        let new = problem("new", 1000, 20, 4, 0.5);
+        let shape = Shape { task: "classification".into(), features: 20, outputs: 4, rows: 1000 };
+        let mut runs = Vec::new();
+        for (i, p) in [&a, &b].into_iter().enumerate() {
+            let id = 10 * i as i64;
+            runs.push(run(id + 1, p, "mlp 16", &[(1e6, 0.8), (1e12, 0.6)], false));
+            runs.push(run(id + 2, p, "mlp 64", &[(1e6, 0.5), (1e12, 0.4)], false));
+            runs.push(run(id + 3, p, "mlp 256", &[(1e6, 0.6), (1e12, 0.5)], false));
+        }
+        let next = ProposeOptions { next: true, ..ProposeOptions::default() };
+        // The neighbours' order: mlp 64, mlp 128, mlp 256, mlp 16.
+        let after = |own: Vec<RunDetail>| {
+            let mut all = runs.clone();
+            all.extend(own);
+            propose(&shape, &new, &all, &next).unwrap()
+        };
+        // mlp 64 held out well above its training loss: the only smaller
+        // structure comes before the neighbours' second choice.
+        let p = after(vec![
+            trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.1),
+            trained_to(run(101, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.2),
+        ]);
+        assert_eq!(p.structure, "mlp 16", "{:#?}", p.explanation);
+        let order: Vec<&str> = p.predictions.iter().map(|q| q.structure.as_str()).collect();
+        assert_eq!(order, ["mlp 16", "mlp 128", "mlp 256"]);
+        assert!(
+            p.explanation
+                .iter()
+                .any(|l| l.contains("mlp 64 (2 runs): held-out loss 0.5000 against training loss 0.1500")
+                    && l.contains("structures of at most its")),
+            "{:#?}",
+            p.explanation
+        );
+        // Held out below its training loss: larger first, as ranked.
+        let p = after(vec![trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.7)]);
+        assert_eq!(p.structure, "mlp 128");
+        assert!(p.explanation.iter().any(|l| l.contains("structures of more than its")), "{:#?}", p.explanation);
+        // The best of what was tried decides: mlp 16 (0.4, underfitting)
+        // over mlp 64 (0.5, overfitting), so the larger ones come first.
+        let p = after(vec![
+            trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.1),
+            trained_to(run(101, &new, "mlp 16", &[(1e6, 0.6), (1e12, 0.4)], false), 0.45),
+        ]);
+        assert_eq!(p.structure, "mlp 128", "{:#?}", p.explanation);
+        // A run that stopped short of the budget says nothing of the fit:
+        // the neighbours' order.
+        let short = ProposeOptions { budget: Some(1e13), ..next.clone() };
+        let mut all = runs.clone();
+        all.push(trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.1));
+        let p = propose(&shape, &new, &all, &short).unwrap();
+        assert_eq!(p.structure, "mlp 128", "{:#?}", p.explanation);
+        assert!(!p.explanation.iter().any(|l| l.contains("the best trained on this data so far")));
+    }
+
     /// Two past problems like the new one, where the small MLP wins at a
     /// small budget and the wide one at a large budget; a far problem
     /// where the deep one wins. The proposal follows the near problems,
@@ -1122,9 +1267,10 @@ mod tests {
         let p = propose(&shape, &new, &runs, &ProposeOptions::default()).unwrap();
         let own = p.neighbours.iter().find(|n| n.problem == "new").expect("its own runs, a neighbour");
         assert_eq!((own.distance, own.scored.len()), (0.0, 4));
-        // A grown run marks `<start> grown` as tried, not its start.
+        // A grown run marks `<start> grown` as tried, not its start (held
+        // out above its training loss, so its start's size comes next).
         let mut grown = runs[..6].to_vec();
-        grown.push(run(300, &new, "mlp 64", &[(1e6, 0.3), (1e12, 0.1)], true));
+        grown.push(trained_to(run(300, &new, "mlp 64", &[(1e6, 0.3), (1e12, 0.1)], true), 0.05));
         assert_eq!(propose(&shape, &new, &grown, &next).unwrap().structure, "mlp 64");
         // A budget that holds ten steps of mlp 16 and mlp 64 but not of the
         // wider two: with those two tried, the error counts the others as

@@ -100,7 +100,8 @@
 // HUGETRAIN: aicf: error: the parameters and optimizer state ({{[0-9]+}} tensors, {{[0-9]+}} values): {{[0-9.]+}} GiB of memory needed
 // A search one command at a time (`--next`): iris's own runs (mlp 16 and
 // mlp 128-128) mark what was tried, so the next is the best-ranked of the
-// rest; once that is trained too, nothing is left to propose.
+// rest (the explanation says how the better of the two fitted, which
+// orders the rest); once that is trained too, nothing is left to propose.
 // RUN: aicf propose --next --data %S/../../../data/problems/iris.csv.gz --runs-db %t/runs.sqlite -o %t/next.mlir | FileCheck %s --check-prefix=NEXT
 // RUN: aicf train %t/next.mlir --data %S/../../../data/problems/iris.csv.gz --epochs 2 --runs-db %t/runs.sqlite --out %t/r7 --no-progress > /dev/null
 // RUN: not aicf propose --next --data %S/../../../data/problems/iris.csv.gz --runs-db %t/runs.sqlite -o %t/next2.mlir 2>&1 | FileCheck %s --check-prefix=NEXTDONE
@@ -108,6 +109,7 @@
 // RUN: not aicf propose --next --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=NEXTASKED
 // NEXT-DAG: mlp 16 left out: already trained on this data (runs #1)
 // NEXT-DAG: mlp 128-128 left out: already trained on this data (runs #2)
+// NEXT: the best trained on this data so far, {{mlp 16|mlp 128-128}} (1 run): held-out loss {{[0-9.]+}} against training loss {{[0-9.]+}} at its best epoch, so structures of {{at most|more than}} its {{[0-9]+}} parameters first
 // NEXT: proposal: mlp 128, the best predicted not yet trained on this data
 // NEXT: wrote {{.*}}next.mlir (mlp 128, 1027 parameters)
 // NEXTDONE: aicf: error: --next: every candidate the registry ranks for iris has been trained on it already (mlp 128, mlp 128-128, mlp 16)
