@@ -761,19 +761,22 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             ));
         }
         if let Some(d) = &direction {
+            let its = if d.label.ends_with(GROWN) { "its start's" } else { "its" };
+            let group = if d.overfits {
+                format!("structures of at most {its} {} parameters", d.params)
+            } else {
+                format!("structures of more than {its} {} parameters", d.params)
+            };
+            let preferred = predictions.iter().filter(|p| (p.params <= d.params) == d.overfits).count();
             explanation.push(format!(
                 "the best trained on this data so far, {} ({} run{}): held-out loss {:.4} against training loss {:.4} \
-                 at its best epoch, so {} first",
+                 at its best epoch, so {group} first{}",
                 d.label,
                 d.runs,
                 if d.runs == 1 { "" } else { "s" },
                 d.held_out,
                 d.train,
-                if d.overfits {
-                    format!("structures of at most its {} parameters", d.params)
-                } else {
-                    format!("structures of more than its {} parameters", d.params)
-                }
+                if preferred == 0 { " (none is left untried)" } else { "" }
             ));
         }
         let rest = if tried.is_empty() { "" } else { " not yet trained on this data" };
@@ -1116,6 +1119,20 @@ mod tests {
         let p = after(vec![trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.7)]);
         assert_eq!(p.structure, "mlp 128");
         assert!(p.explanation.iter().any(|l| l.contains("structures of more than its")), "{:#?}", p.explanation);
+        // Overfitting with nothing smaller left: the larger ones, in order,
+        // and the explanation says none of the preferred is left.
+        let p = after(vec![
+            trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.1),
+            trained_to(run(101, &new, "mlp 16", &[(1e6, 0.6), (1e12, 0.55)], false), 0.1),
+        ]);
+        assert_eq!(p.structure, "mlp 128", "{:#?}", p.explanation);
+        assert!(
+            p.explanation
+                .iter()
+                .any(|l| l.contains("structures of at most its") && l.ends_with("(none is left untried)")),
+            "{:#?}",
+            p.explanation
+        );
         // The best of what was tried decides: mlp 16 (0.4, underfitting)
         // over mlp 64 (0.5, overfitting), so the larger ones come first.
         let p = after(vec![
