@@ -1140,14 +1140,18 @@ mod tests {
             trained_to(run(101, &new, "mlp 16", &[(1e6, 0.6), (1e12, 0.4)], false), 0.45),
         ]);
         assert_eq!(p.structure, "mlp 128", "{:#?}", p.explanation);
-        // A run that stopped short of the budget says nothing of the fit:
-        // the neighbours' order.
-        let short = ProposeOptions { budget: Some(1e13), ..next.clone() };
+        // A run that stopped short of the budget (the neighbours' reach it)
+        // says nothing of the fit: the neighbours' order.
+        let budgeted = ProposeOptions { budget: Some(1e12), ..next.clone() };
         let mut all = runs.clone();
-        all.push(trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.1));
-        let p = propose(&shape, &new, &all, &short).unwrap();
+        all.push(trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e11, 0.5)], false), 0.1));
+        let p = propose(&shape, &new, &all, &budgeted).unwrap();
+        assert_eq!(p.neighbours.len(), 2, "{:#?}", p.explanation);
         assert_eq!(p.structure, "mlp 128", "{:#?}", p.explanation);
         assert!(!p.explanation.iter().any(|l| l.contains("the best trained on this data so far")));
+        // The same run to the budget: mlp 16 next.
+        all.push(trained_to(run(101, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.1));
+        assert_eq!(propose(&shape, &new, &all, &budgeted).unwrap().structure, "mlp 16");
     }
 
     /// Two past problems like the new one, where the small MLP wins at a
