@@ -1142,9 +1142,9 @@ mod tests {
         assert_eq!(p.structure, "mlp 128", "{:#?}", p.explanation);
         // A run that stopped short of the budget (the neighbours' reach it)
         // says nothing of the fit: the neighbours' order.
-        let budgeted = ProposeOptions { budget: Some(1e12), ..next.clone() };
+        let budgeted = ProposeOptions { budget: Some(1e11), ..next.clone() };
         let mut all = runs.clone();
-        all.push(trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e11, 0.5)], false), 0.1));
+        all.push(trained_to(run(100, &new, "mlp 64", &[(1e6, 0.6), (1e9, 0.5)], false), 0.1));
         let p = propose(&shape, &new, &all, &budgeted).unwrap();
         assert_eq!(p.neighbours.len(), 2, "{:#?}", p.explanation);
         assert_eq!(p.structure, "mlp 128", "{:#?}", p.explanation);
