@@ -151,6 +151,33 @@ pub const SMALL_LIBRARY_MARGIN: f64 = 1.5;
 /// again: every registry of the process reads these first, so two sessions
 /// of one process (a model and its grown copy, batch-size variants) never
 /// run different candidates for one key.
+/// Nanoseconds this process has spent timing GEMM candidates: a shape's
+/// first use on a machine, and the re-checks of recorded decisions. A
+/// trainer reports it beside its training time, which it is part of.
+static MEASURING_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Seconds this process has spent timing GEMM candidates (see
+/// [`MEASURING_NS`]).
+pub fn measuring_seconds() -> f64 {
+    MEASURING_NS.load(std::sync::atomic::Ordering::Relaxed) as f64 * 1e-9
+}
+
+/// Adds the time from its start to its drop to [`measuring_seconds`].
+pub(crate) struct MeasuringTimer(std::time::Instant);
+
+impl MeasuringTimer {
+    pub(crate) fn start() -> Self {
+        MeasuringTimer(std::time::Instant::now())
+    }
+}
+
+impl Drop for MeasuringTimer {
+    fn drop(&mut self) {
+        let ns = u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        MEASURING_NS.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 static CHECKED: Mutex<std::collections::BTreeSet<String>> = Mutex::new(std::collections::BTreeSet::new());
 static REMEASURED: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
 

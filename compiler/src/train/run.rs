@@ -230,6 +230,10 @@ pub struct Summary {
     pub records: Vec<EpochRecord>,
     pub steps: u64,
     pub training_seconds: f64,
+    /// Of the training time, the seconds spent timing GEMM candidates for
+    /// the GEMM registry (once per shape and machine; the choices are kept
+    /// in its cache file, so a second run spends none).
+    pub gemm_timing_seconds: f64,
     pub metrics: PathBuf,
     pub plot: PathBuf,
     pub trace: Option<PathBuf>,
@@ -922,6 +926,7 @@ fn nothing_to_train(
     Ok(Some(Summary {
         steps: step,
         training_seconds: 0.0,
+        gemm_timing_seconds: 0.0,
         plot: run.out.join("plot.svg"),
         trace: None,
         decisions: 0,
@@ -1531,6 +1536,7 @@ impl<'a> Loop<'a> {
         }
         let bar = progress_bar(run, steps_per_epoch, self.first_epoch);
         let started = Instant::now();
+        let gemm_timing = aicf_runtime::registry::measuring_seconds();
         let mut profiler = run.profile.as_ref().map(|p| Profiler {
             path: p.clone(),
             left: run.profile_steps,
@@ -1816,6 +1822,7 @@ impl<'a> Loop<'a> {
         Ok(Summary {
             steps: trainer.steps(),
             training_seconds: started.elapsed().saturating_sub(self.registry_time).as_secs_f64(),
+            gemm_timing_seconds: aicf_runtime::registry::measuring_seconds() - gemm_timing,
             metrics,
             plot,
             trace,

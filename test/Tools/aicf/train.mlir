@@ -10,6 +10,10 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 1e30 --epochs 1 --out %t 2>&1 | FileCheck %s --check-prefix=NAN
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --val-split 0 --epochs 1 --out %t | FileCheck %s --check-prefix=NOVAL
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --val-split 1 --out %t 2>&1 | FileCheck %s --check-prefix=SPLIT
+// A GEMM registry of its own, empty: the run says how much of its training
+// time went to timing GEMM candidates (once per shape and machine).
+// RUN: env AICF_CACHE_DIR=%t/fresh-cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/fresh | FileCheck %s --check-prefix=FRESH
+// FRESH: final held-out accuracy {{[0-9.]+}}% after 1 epochs (45 steps, training {{[0-9.]+}} s, {{[0-9.]+}} s of it timing GEMM candidates for this machine's GEMM registry)
 
 // The last batches (1438 = 44 x 32 + 30 training rows, 359 = 11 x 32 + 7
 // held out) run variants compiled once for their sizes.
