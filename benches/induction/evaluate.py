@@ -525,7 +525,7 @@ def main():
                      "--runs-db", evaluation, "--out", os.path.join(out, "runs", f"{name}_proposal_s{seed}"),
                      "--seed", str(seed)] + COMMON + (TEXT_ARGS if k == "text" else []) + grow, f"{base}_s{seed}.log")
             got = registry_losses(evaluation, budgets, seeds_of)
-            proposed, _, proposed_seeds, proposed_rung, proposed_spent, proposed_gap = got[
+            proposed, _, proposed_seeds, proposed_rung, proposed_spent, _ = got[
                 (name, proposal["structure"], proposal["grow"])]
             if proposed is None:
                 raise SystemExit(f"{name}: a proposal's run stopped short of the budget ({proposed_seeds})")

@@ -1070,16 +1070,9 @@ mod tests {
         }
     }
 
-    /// `r` with its training loss at every point `train`.
-    fn trained_to(mut r: RunDetail, train: f64) -> RunDetail {
-        for c in &mut r.curve {
-            c.train_loss = train;
-        }
-        r
-    }
-
-    #[test]
-    fn next_searches_smaller_after_an_overfit_and_larger_after_an_underfit() {
+    /// A new problem and the runs of two neighbours like it, whose order is
+    /// mlp 64, mlp 128 (the default, tried by neither), mlp 256, mlp 16.
+    fn searched_problem() -> (Problem, Shape, Vec<RunDetail>) {
         let a = problem("a", 1000, 20, 4, 0.5);
         let b = problem("b", 1000, 21, 4, 0.5);
         let new = problem("new", 1000, 20, 4, 0.5);
@@ -1091,6 +1084,20 @@ mod tests {
             runs.push(run(id + 2, p, "mlp 64", &[(1e6, 0.5), (1e12, 0.4)], false));
             runs.push(run(id + 3, p, "mlp 256", &[(1e6, 0.6), (1e12, 0.5)], false));
         }
+        (new, shape, runs)
+    }
+
+    /// `r` with its training loss at every point `train`.
+    fn trained_to(mut r: RunDetail, train: f64) -> RunDetail {
+        for c in &mut r.curve {
+            c.train_loss = train;
+        }
+        r
+    }
+
+    #[test]
+    fn next_searches_smaller_after_an_overfit_and_larger_after_an_underfit() {
+        let (new, shape, runs) = searched_problem();
         let next = ProposeOptions { next: true, ..ProposeOptions::default() };
         // The neighbours' order: mlp 64, mlp 128, mlp 256, mlp 16.
         let after = |own: Vec<RunDetail>| {
@@ -1230,17 +1237,7 @@ mod tests {
     /// without them; with everything tried, an error that says so.
     #[test]
     fn next_follows_the_ranking_past_what_was_tried() {
-        let a = problem("a", 1000, 20, 4, 0.5);
-        let b = problem("b", 1000, 21, 4, 0.5);
-        let new = problem("new", 1000, 20, 4, 0.5);
-        let shape = Shape { task: "classification".into(), features: 20, outputs: 4, rows: 1000 };
-        let mut runs = Vec::new();
-        for (i, p) in [&a, &b].into_iter().enumerate() {
-            let id = 10 * i as i64;
-            runs.push(run(id + 1, p, "mlp 16", &[(1e6, 0.8), (1e12, 0.6)], false));
-            runs.push(run(id + 2, p, "mlp 64", &[(1e6, 0.5), (1e12, 0.4)], false));
-            runs.push(run(id + 3, p, "mlp 256", &[(1e6, 0.6), (1e12, 0.5)], false));
-        }
+        let (new, shape, mut runs) = searched_problem();
         let next = ProposeOptions { next: true, ..ProposeOptions::default() };
         let ranking: Vec<String> = propose(&shape, &new, &runs, &ProposeOptions::default())
             .unwrap()
