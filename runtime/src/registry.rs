@@ -147,17 +147,14 @@ pub const SWITCH: f64 = 1.2;
 /// keeps a noisy lead from deciding.
 pub const SMALL_LIBRARY_MARGIN: f64 = 1.5;
 
-/// Keys this process has checked for drift, and the decisions it measured
-/// again: every registry of the process reads these first, so two sessions
-/// of one process (a model and its grown copy, batch-size variants) never
-/// run different candidates for one key.
 /// Nanoseconds this process has spent timing GEMM candidates: a shape's
 /// first use on a machine, and the re-checks of recorded decisions. A
 /// trainer reports it beside its training time, which it is part of.
 static MEASURING_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Seconds this process has spent timing GEMM candidates (see
-/// [`MEASURING_NS`]).
+/// Seconds this process has spent timing GEMM candidates: each new shape
+/// once per machine, and the short re-check of a recorded decision on its
+/// first use in a process.
 pub fn measuring_seconds() -> f64 {
     MEASURING_NS.load(std::sync::atomic::Ordering::Relaxed) as f64 * 1e-9
 }
@@ -178,6 +175,10 @@ impl Drop for MeasuringTimer {
     }
 }
 
+/// Keys this process has checked for drift, and the decisions it measured
+/// again: every registry of the process reads these first, so two sessions
+/// of one process (a model and its grown copy, batch-size variants) never
+/// run different candidates for one key.
 static CHECKED: Mutex<std::collections::BTreeSet<String>> = Mutex::new(std::collections::BTreeSet::new());
 static REMEASURED: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
 

@@ -231,8 +231,9 @@ pub struct Summary {
     pub steps: u64,
     pub training_seconds: f64,
     /// Of the training time, the seconds spent timing GEMM candidates for
-    /// the GEMM registry (once per shape and machine; the choices are kept
-    /// in its cache file, so a second run spends none).
+    /// the GEMM registry: all of them once per shape and machine (the
+    /// choices are kept in its cache file), then a short re-check of each
+    /// recorded choice on its first use in a process.
     pub gemm_timing_seconds: f64,
     pub metrics: PathBuf,
     pub plot: PathBuf,

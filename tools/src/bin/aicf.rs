@@ -1250,8 +1250,9 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
         _ if accuracy.is_nan() => "accuracy n/a (no held-out examples)".into(),
         _ => format!("accuracy {}", percent(accuracy)),
     };
-    // Timing GEMM candidates happens once per shape and machine: said, so
-    // that a first run's time is not read as the step's.
+    // Timing GEMM candidates happens once per shape and machine (later runs
+    // re-check briefly): said, so that a first run's time is not read as
+    // the step's.
     let timing = if summary.gemm_timing_seconds >= 0.01 {
         format!(", {:.2} s of it timing GEMM candidates for this machine's GEMM registry", summary.gemm_timing_seconds)
     } else {
