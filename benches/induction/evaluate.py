@@ -135,13 +135,16 @@ def loss_at(curve, budget):
 
 def gap_at(curve, budget):
     """(held-out - training) / held-out at the epoch of the best held-out
-    loss up to the budget, or None where the run stopped short of it
+    loss up to the budget, or None where the run stopped short of it or
+    that epoch's training loss is not a number
     (aicf_compiler::train::propose::fit_at); `curve` holds (FLOPs,
     held-out, training) triples."""
     best = loss_at([(f, v) for f, v, _ in curve], budget)
     if best is None:
         return None
     train = next(t for _, v, t in curve if v == best)
+    if train is None or not math.isfinite(train):
+        return None
     return (best - train) / max(abs(best), 1e-12)
 
 

@@ -366,10 +366,11 @@ pub fn loss_at(curve: &[CurvePoint], budget: Option<f64>) -> Option<f64> {
 
 /// The held-out and training losses of the epoch with the best held-out
 /// loss, on the terms of [`loss_at`] (`None` where the run stopped well
-/// short of the budget).
+/// short of the budget, or that epoch's training loss is not a number).
 pub fn fit_at(curve: &[CurvePoint], budget: Option<f64>) -> Option<(f64, f64)> {
     let best_val = loss_at(curve, budget)?;
-    curve.iter().find(|c| c.val_loss == Some(best_val)).map(|c| (best_val, c.train_loss))
+    let train = curve.iter().find(|c| c.val_loss == Some(best_val))?.train_loss;
+    train.is_finite().then_some((best_val, train))
 }
 
 /// How far apart two problems are (same kind only: tables or text).
@@ -1156,7 +1157,11 @@ mod tests {
         assert_eq!(p.neighbours.len(), 2, "{:#?}", p.explanation);
         assert_eq!(p.structure, "mlp 128", "{:#?}", p.explanation);
         assert!(!p.explanation.iter().any(|l| l.contains("the best trained on this data so far")));
-        // The same run to the budget: mlp 16 next.
+        // A training loss that is not a number says nothing either.
+        let mut nan = all.clone();
+        nan.push(trained_to(run(101, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), f64::NAN));
+        assert_eq!(propose(&shape, &new, &nan, &budgeted).unwrap().structure, "mlp 128");
+        // The same run to the budget with a training loss: mlp 16 next.
         all.push(trained_to(run(101, &new, "mlp 64", &[(1e6, 0.6), (1e12, 0.5)], false), 0.1));
         assert_eq!(propose(&shape, &new, &all, &budgeted).unwrap().structure, "mlp 16");
     }
