@@ -382,6 +382,7 @@ pub(crate) fn kernel_matches_with(name: &str, source: &str, inputs: &[Array], to
                 DType::I64 => artifact::DType::I64,
                 DType::BF16 => artifact::DType::BF16,
                 DType::F16 => artifact::DType::F16,
+                DType::I1 => artifact::DType::I1,
                 _ => artifact::DType::F32,
             };
             Tensor::new(a.shape.clone(), dtype, a.data.clone())
@@ -744,6 +745,19 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             "dropout",
             "func.func @f(%x: tensor<5x7xf32>, %s: tensor<i64>, %o: tensor<i64>) -> tensor<5x7xf32> {\n  %y = hl.dropout %x, %s, %o p = 0.3 stream = 5 : tensor<5x7xf32>\n  return %y : tensor<5x7xf32>\n}".into(),
             vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64)],
+        ),
+        (
+            // Boolean buffers (bytes in the kernels): a mask stored by a
+            // compare, and one loaded and broadcast over a leading
+            // dimension by a select, on rows of 37 (two vectors of 16 and
+            // a tail).
+            "compare_select",
+            "func.func @f(%a: tensor<3x4x37xf32>, %b: tensor<4x37xf32>, %m: tensor<4x37xi1>) -> (tensor<3x4x37xi1>, tensor<3x4x37xf32>) {\n  %c = hl.compare gt, %a, %b : tensor<3x4x37xf32>, tensor<4x37xf32>\n  %s = hl.select %m, %a, %b : tensor<4x37xi1>, tensor<3x4x37xf32>, tensor<4x37xf32>\n  return %c, %s : tensor<3x4x37xi1>, tensor<3x4x37xf32>\n}".into(),
+            vec![
+                f32s(&[3, 4, 37], 70),
+                f32s(&[4, 37], 71),
+                Array::new(vec![4, 37], DType::I1, data(4 * 37, 72).iter().map(|&u| (u > 0.0) as u8 as f64).collect()).unwrap(),
+            ],
         ),
         (
             "conv",

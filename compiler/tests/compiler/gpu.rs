@@ -82,6 +82,7 @@ fn tensor_of(a: &aicf_compiler::interp::Array) -> Tensor {
         DType::I64 => artifact::DType::I64,
         DType::BF16 => artifact::DType::BF16,
         DType::F16 => artifact::DType::F16,
+        DType::I1 => artifact::DType::I1,
         _ => artifact::DType::F32,
     };
     Tensor::new(a.shape.clone(), dtype, a.data.clone())
