@@ -35,7 +35,7 @@ pub(crate) fn simd_lanes() -> usize {
     4
 }
 
-///
+/// The flat memref type of a kernel's buffer of `shape` and `dtype`.
 /// A boolean buffer is typed as bytes (`i8`, the layout an `i1` element
 /// has in memory, 0 or 1): [`Kernel::load`] compares the byte with zero
 /// and [`Kernel::store`] widens the `i1`. Loaded as `i1`, LLVM's
