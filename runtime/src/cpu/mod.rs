@@ -385,8 +385,10 @@ impl CpuModule {
         if let (Some(choice), Some(check)) = (known, predicted) {
             // A decision from the machine's file is timed again on its first
             // use in this process, beside its recorded runner-up (a warm-up,
-            // then the best of 3 interleaved cold runs each); unless the
-            // choice drifted or the runner-up now beats it, it stands.
+            // then the best of 3 interleaved cold runs each). Unless the
+            // choice drifted (then every candidate is measured again), the
+            // two times lower the recorded ones, and the runner-up takes
+            // over if its best now beats the choice's by the margin.
             let run = || self.run_gemm(choice, kernel, epilogue, call, g, pointers);
             let other = check.runner_up.map(|c| move || self.run_gemm(c, kernel, epilogue, call, g, pointers));
             run();
@@ -400,8 +402,8 @@ impl CpuModule {
                     *t = t.min(cold(round, o));
                 }
             }
-            if !crate::registry::stale(&check, observed, runner_up) {
-                return choice;
+            if !crate::registry::drifted(check.predicted, observed) {
+                return self.registry.confirm(key, choice, observed, check.runner_up.zip(runner_up));
             }
         }
         // Every candidate once to warm up, then rounds that run each in
