@@ -148,8 +148,9 @@ pub const RECHECK_FLOOR_MS: f64 = 0.1;
 /// only ever adds time; a lead measured once under load that hit the
 /// candidates unequally is corrected the next time they are timed. With
 /// the old 1.2, decisions taken first under load stayed: the transformer
-/// block ran OpenBLAS where the runtime's AVX-512 GEMM had measured 8-16%
-/// faster, and its step took 1 ms longer (about 3%, AMD Zen 4).
+/// block ran OpenBLAS for six shapes where the runtime's AVX-512 GEMM or
+/// the `gemm` crate had measured 8-16% faster, and its step's kernels took
+/// 0.7-1.5 ms (2-4%) longer (AMD Zen 4, three interleaved pairs).
 pub const SWITCH: f64 = 1.05;
 
 /// How much faster than the generated kernel a library candidate must
