@@ -223,9 +223,15 @@ pub fn drifted(predicted: f64, observed: f64) -> bool {
 /// The time a decision's detail (`"generated 0.1234, library 0.0567"`)
 /// records for candidate `name`.
 fn recorded_time(detail: &str, name: &str) -> Option<f64> {
-    detail.split(", ").find_map(|part| {
+    recorded_times(detail).find_map(|(n, ms)| (n == name).then_some(ms))
+}
+
+/// Every candidate and time a decision's detail records, in its order
+/// (unreadable parts skipped).
+fn recorded_times(detail: &str) -> impl Iterator<Item = (&str, f64)> {
+    detail.split(", ").filter_map(|part| {
         let (n, ms) = part.rsplit_once(' ')?;
-        (n == name).then(|| ms.parse().ok()).flatten()
+        Some((n, ms.parse().ok()?))
     })
 }
 
@@ -283,11 +289,9 @@ impl Registry {
             return None;
         }
         let detail = d.get(&format!("{key} (ms)")).map(String::as_str).unwrap_or("");
-        let runner_up = detail
-            .split(", ")
-            .filter_map(|p| p.rsplit_once(' '))
+        let runner_up = recorded_times(detail)
             .filter(|(c, _)| *c != name)
-            .filter_map(|(c, ms)| Some((Choice::from_name(c)?, ms.parse::<f64>().ok()?)))
+            .filter_map(|(c, ms)| Some((Choice::from_name(c)?, ms)))
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(c, _)| c);
         match recorded_time(detail, name) {
@@ -331,28 +335,26 @@ impl Registry {
     /// choice changed; every session of the process follows the result.
     pub fn confirm(&self, key: String, choice: Choice, observed: f64, runner_up: Option<(Choice, f64)>) -> Choice {
         let detail = self.decisions.lock().ok().and_then(|d| d.get(&format!("{key} (ms)")).cloned()).unwrap_or_default();
-        let mut times: Vec<(String, f64)> = detail
-            .split(", ")
-            .filter_map(|p| p.rsplit_once(' '))
-            .filter_map(|(c, ms)| Some((c.to_string(), ms.parse::<f64>().ok()?)))
-            .collect();
+        let mut times: Vec<(String, f64)> = recorded_times(&detail).map(|(c, ms)| (c.to_string(), ms)).collect();
         let mut changed = false;
+        // A candidate's best time, lowered to `ms` where that is a faster
+        // real time (an infinite one, from a candidate that did not run,
+        // leaves the record as it was).
         let mut best = |c: Choice, ms: f64| -> f64 {
-            if !(ms.is_finite() && ms > 0.0) {
-                return recorded_time(&detail, c.name()).unwrap_or(f64::INFINITY);
-            }
+            let fresh = ms.is_finite() && ms > 0.0;
             match times.iter_mut().find(|t| t.0 == c.name()) {
-                Some(t) if t.1 <= ms => t.1,
-                Some(t) => {
+                Some(t) if fresh && ms < t.1 => {
                     t.1 = ms;
                     changed = true;
                     ms
                 }
-                None => {
+                Some(t) => t.1,
+                None if fresh => {
                     times.push((c.name().to_string(), ms));
                     changed = true;
                     ms
                 }
+                None => f64::INFINITY,
             }
         };
         let mine = best(choice, observed);
