@@ -64,16 +64,13 @@ impl CompilerContext {
     /// Parses and verifies `source`; `source_name` appears in locations.
     pub fn parse(&self, source: &str, source_name: &str) -> Result<Module<'_>> {
         self.take_diagnostics();
-        if let Err((line, depth)) = nesting_within(source, MAX_NESTING) {
+        if let Err(TooDeep { line, message }) = nesting_within(source, MAX_NESTING) {
             return Err(CompileError::Parse {
                 source_name: source_name.to_string(),
                 diagnostics: vec![Diagnostic {
                     location: format!("{source_name}:{line}"),
                     severity: Severity::Error,
-                    message: format!(
-                        "brackets nest {depth} deep here; AICF reads at most {MAX_NESTING} levels (the parser \
-                         recurses per level)"
-                    ),
+                    message,
                     notes: vec![],
                 }],
             });
@@ -181,50 +178,122 @@ fn convert(diagnostic: &melior::diagnostic::Diagnostic<'_>) -> Diagnostic {
     Diagnostic { location: describe_location(diagnostic.location()), severity, message: diagnostic.to_string(), notes }
 }
 
-/// The deepest bracket nesting (`(`, `[`, `{`) a source may have: MLIR's
-/// parser recurses per level and overflows the stack at a few thousand;
-/// real IR nests tens deep.
+/// The deepest bracket nesting (`(`, `[`, `{`, `<`) a source may have:
+/// MLIR's parser recurses per level and overflows the stack at a few
+/// thousand; real IR nests tens deep.
 pub const MAX_NESTING: usize = 1000;
 
+/// The most binary operators (`+ - * mod floordiv ceildiv`) one affine
+/// expression may chain at one level: the parser recurses per term (80,000
+/// overflow its stack); real maps have a handful.
+pub const MAX_CHAIN: usize = 10_000;
+
+/// Where and why a source is refused before MLIR parses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooDeep {
+    pub line: usize,
+    pub message: String,
+}
+
 /// `Ok` when `source`'s brackets (outside string literals and `//`
-/// comments) nest at most `max` deep; else the line where they pass it,
-/// and the depth.
-pub fn nesting_within(source: &str, max: usize) -> std::result::Result<(), (usize, usize)> {
-    let (mut depth, mut line) = (0usize, 1usize);
-    let mut chars = source.chars().peekable();
-    while let Some(c) = chars.next() {
+/// comments) nest at most `max` deep and no expression chains more than
+/// [`MAX_CHAIN`] operators at one level; else the line where it passes
+/// the bound, and what passed it. `>` closes an angle bracket except in
+/// `->` and `>=`; `,`, `;`, `=` and `:` end a chain, and a bracket gives
+/// its contents a chain of their own.
+pub fn nesting_within(source: &str, max: usize) -> std::result::Result<(), TooDeep> {
+    let mut line = 1usize;
+    // One chain length per open bracket, the outermost level first.
+    let mut chains: Vec<usize> = vec![0];
+    let mut word = String::new();
+    let bytes = source.as_bytes();
+    let mut i = 0usize;
+    let count = |chains: &mut Vec<usize>, line: usize| -> std::result::Result<(), TooDeep> {
+        let top = chains.last_mut().expect("the outermost level is never popped");
+        *top += 1;
+        if *top > MAX_CHAIN {
+            return Err(TooDeep {
+                line,
+                message: format!(
+                    "an expression here chains more than {MAX_CHAIN} operators; AICF reads at most {MAX_CHAIN} \
+                     (the parser recurses per term)"
+                ),
+            });
+        }
+        Ok(())
+    };
+    while i < bytes.len() {
+        let c = bytes[i];
+        let next = bytes.get(i + 1).copied();
+        let prev = if i > 0 { bytes[i - 1] } else { b' ' };
+        if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'.' {
+            word.push(c as char);
+            i += 1;
+            continue;
+        }
+        if matches!(word.as_str(), "mod" | "floordiv" | "ceildiv") {
+            count(&mut chains, line)?;
+        }
+        let exponent = |at: usize| {
+            // `1.5e-3`: a sign after an exponent letter that follows a digit.
+            at >= 2 && matches!(bytes[at - 1], b'e' | b'E') && bytes[at - 2].is_ascii_digit()
+        };
+        word.clear();
         match c {
-            '\n' => line += 1,
-            '"' => {
+            b'\n' => line += 1,
+            b'"' => {
                 // A string literal, with its escapes.
-                while let Some(s) = chars.next() {
-                    match s {
-                        '\\' => {
-                            chars.next();
-                        }
-                        '"' => break,
-                        '\n' => line += 1,
+                i += 1;
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' => i += 1,
+                        b'"' => break,
+                        b'\n' => line += 1,
                         _ => {}
                     }
+                    i += 1;
                 }
             }
-            '/' if chars.peek() == Some(&'/') => {
-                for s in chars.by_ref() {
-                    if s == '\n' {
-                        line += 1;
-                        break;
-                    }
+            b'/' if next == Some(b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'%' | b'@' | b'^' | b'#' | b'!' => {
+                // A name: its characters (`-` among them) are no operators.
+                while i + 1 < bytes.len() && (bytes[i + 1].is_ascii_alphanumeric() || b"_$.-".contains(&bytes[i + 1])) {
+                    i += 1;
                 }
             }
-            '(' | '[' | '{' => {
-                depth += 1;
-                if depth > max {
-                    return Err((line, depth));
+            b'(' | b'[' | b'{' | b'<' => {
+                chains.push(0);
+                if chains.len() - 1 > max {
+                    return Err(TooDeep {
+                        line,
+                        message: format!(
+                            "brackets nest {} deep here; AICF reads at most {max} levels (the parser recurses per level)",
+                            chains.len() - 1
+                        ),
+                    });
                 }
             }
-            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            b'>' if prev == b'-' || next == Some(b'=') => {}
+            b')' | b']' | b'}' | b'>' => {
+                if chains.len() > 1 {
+                    chains.pop();
+                }
+            }
+            b',' | b';' | b'=' | b':' => *chains.last_mut().expect("outermost level") = 0,
+            b'-' if next == Some(b'>') || exponent(i) => {}
+            b'+' if exponent(i) => {}
+            b'+' | b'-' | b'*' => count(&mut chains, line)?,
             _ => {}
         }
+        i += 1;
+    }
+    if matches!(word.as_str(), "mod" | "floordiv" | "ceildiv") {
+        count(&mut chains, line)?;
     }
     Ok(())
 }

@@ -135,6 +135,41 @@ pub fn run_pipeline(ctx: &CompilerContext, module: &mut Module<'_>, pipeline: &s
         .map_err(|_| CompileError::PassFailed { pipeline: pipeline.to_string(), diagnostics: ctx.take_diagnostics() })
 }
 
+/// Whether `aicf-opt`'s arguments name no input file (or `-`): it reads
+/// standard input. `-o` takes the next argument as its value.
+fn reads_stdin() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    let mut inputs = Vec::new();
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy();
+        if text == "-o" {
+            args.next();
+        } else if text == "-" || !text.starts_with('-') {
+            inputs.push(text.into_owned());
+        }
+    }
+    inputs.is_empty() || inputs.iter().any(|a| a == "-")
+}
+
+/// Makes `text` this process's standard input again: a pipe whose read end
+/// becomes descriptor 0, filled by a thread.
+fn refeed_stdin(text: Vec<u8>) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    unsafe extern "C" {
+        fn dup2(old: c_int, new: c_int) -> c_int;
+    }
+    let (reader, mut writer) = std::io::pipe()?;
+    if unsafe { dup2(reader.as_raw_fd(), 0) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    drop(reader);
+    std::thread::spawn(move || {
+        // The parser stopping early closes the pipe: nothing to report.
+        let _ = std::io::Write::write_all(&mut writer, &text);
+    });
+    Ok(())
+}
+
 /// The `aicf-opt` driver (MLIR's `MlirOptMain` over AICF's registry) on this
 /// process's arguments. Returns the exit code.
 pub fn opt_main() -> i32 {
@@ -151,13 +186,28 @@ pub fn opt_main() -> i32 {
             continue;
         }
         if let Ok(text) = std::fs::read_to_string(path)
-            && let Err((line, depth)) = context::nesting_within(&text, context::MAX_NESTING)
+            && let Err(context::TooDeep { line, message }) = context::nesting_within(&text, context::MAX_NESTING)
         {
-            eprintln!(
-                "{}:{line}: error: brackets nest {depth} deep here; aicf-opt reads at most {} levels",
-                path.display(),
-                context::MAX_NESTING
-            );
+            eprintln!("{}:{line}: error: {message}", path.display());
+            return 1;
+        }
+    }
+    // Standard input is read here first, checked the same way, and handed
+    // on through a pipe that takes its place.
+    if reads_stdin() {
+        let mut text = Vec::new();
+        if let Err(e) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut text) {
+            eprintln!("<stdin>: error: cannot read standard input: {e}");
+            return 1;
+        }
+        if let Err(context::TooDeep { line, message }) =
+            context::nesting_within(&String::from_utf8_lossy(&text), context::MAX_NESTING)
+        {
+            eprintln!("<stdin>:{line}: error: {message}");
+            return 1;
+        }
+        if let Err(e) = refeed_stdin(text) {
+            eprintln!("<stdin>: error: cannot hand standard input on: {e}");
             return 1;
         }
     }

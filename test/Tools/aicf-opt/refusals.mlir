@@ -21,6 +21,21 @@
 // RUN: not aicf-opt %t/deep.mlir 2>&1 | FileCheck %s --check-prefix=DEEP
 // RUN: not aicf compile %t/deep.mlir -o %t/deep 2>&1 | FileCheck %s --check-prefix=DEEP
 // DEEP: deep.mlir:1: error: brackets nest 1001 deep here
+// Angle brackets nest too (types, attributes), and an affine expression's
+// terms recurse per term: both overflowed the parser's stack (a signal).
+// RUN: python3 -c "n=20000;open('%t/angles.mlir','w').write('func.func private @f() -> ' + 'tuple<'*n + 'f32' + '>'*n)"
+// RUN: not aicf-opt %t/angles.mlir 2>&1 | FileCheck %s --check-prefix=ANGLES
+// RUN: not aicf compile %t/angles.mlir -o %t/angles 2>&1 | FileCheck %s --check-prefix=ANGLES
+// RUN: not aicf-opt < %t/angles.mlir 2>&1 | FileCheck %s --check-prefix=ANGLESIN
+// ANGLES: angles.mlir:1: error: brackets nest 1001 deep here
+// ANGLESIN: <stdin>:1: error: brackets nest 1001 deep here
+// RUN: python3 -c "n=80000;open('%t/chain.mlir','w').write('#m = affine_map<(d0) -> (' + 'd0 + '*n + 'd0)>\nfunc.func private @f() attributes {m = #m}\n')"
+// RUN: not aicf-opt %t/chain.mlir 2>&1 | FileCheck %s --check-prefix=CHAIN
+// CHAIN: chain.mlir:1: error: an expression here chains more than 10000 operators
+// A long but bounded chain, arrows, exponents and `>=` read as before.
+// RUN: python3 -c "n=5000;open('%t/long.mlir','w').write('#m = affine_map<(d0) -> (' + 'd0 + '*n + 'd0)>\n#s = affine_set<(d0) : (d0 - 1 >= 0)>\nfunc.func private @f(tensor<2xf32>) -> tensor<2xf32> attributes {m = #m, s = #s, x = 1.5e-3 : f32}\n')"
+// RUN: aicf-opt %t/long.mlir | FileCheck %s --check-prefix=LONG
+// LONG: func.func private @f(tensor<2xf32>) -> tensor<2xf32>
 // RUN: sed 's/%loss = hl.cross_entropy %logits, %labels/%c16 = hl.cast %logits : tensor<32x10xf32> to tensor<32x10xf16>\n  %cb = hl.cast %c16 : tensor<32x10xf16> to tensor<32x10xbf16>\n  %c32 = hl.cast %cb : tensor<32x10xbf16> to tensor<32x10xf32>\n  %loss = hl.cross_entropy %c32, %labels/' %S/../../../examples/mlp/digits_mlp.mlir > %t/casts.mlir
 // RUN: aicf compile %t/casts.mlir -o %t/casts | FileCheck %s --check-prefix=CASTS
 // CASTS: compiled {{.*}}casts.mlir
