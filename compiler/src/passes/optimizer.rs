@@ -232,7 +232,8 @@ pub fn add_train_step_scaled(
     let mut states: Vec<(String, Option<String>, TensorSpec)> = Vec::new();
     for (name, s) in &params {
         for slot in slots {
-            states.push((format!("{name}.{slot}"), Some(name.clone()), s.clone()));
+            let slot_spec = TensorSpec::new(s.shape.clone(), update_dtype(s.dtype));
+            states.push((format!("{name}.{slot}"), Some(name.clone()), slot_spec));
         }
     }
     states.push(("step".into(), None, TensorSpec::new([], DType::I64)));
@@ -346,7 +347,11 @@ pub fn add_train_step_scaled(
 
     // @train_step(inputs..., lr[, replica_weight]).
     let mut arg_types = input_types.clone();
-    arg_types.push(loss_ty); // lr
+    // lr: the loss's type, at least f32 (in f16 a rate of 1e-5 is subnormal).
+    let loss_element = unsafe { mlirShapedTypeGetElementType(loss_ty) };
+    let sixteen = unsafe { mlirTypeIsAF16(loss_element) || mlirTypeIsABF16(loss_element) };
+    let lr_ty = if sixteen { f32_scalar } else { loss_ty };
+    arg_types.push(lr_ty);
     if data_parallel {
         arg_types.push(f32_scalar);
     }
@@ -430,7 +435,7 @@ pub fn add_train_step_scaled(
         })?;
         unsafe { mlirBlockInsertOwnedOperationAfter(body, func, grad) };
 
-        let apply_types = vec![loss_ty, f32_scalar];
+        let apply_types = vec![lr_ty, f32_scalar];
         let apply_binds = vec!["{hl.bind = \"lr\"}".to_string(), weight_bind];
         let apply =
             build_function(ctx, g_loc, "train_apply", &apply_types, &apply_binds, &update_binds, |e, block| {
@@ -687,9 +692,16 @@ impl Update<'_> {
         let mut new_params = Vec::new();
         let mut new_states: HashMap<String, MlirValue> = HashMap::new();
         for ((name, ps), g) in params.iter().zip(&grads) {
-            let p = get_symbol(&e, "hl.get_param", name, ps)?;
-            let lr_p = cast_to(&e, lr, ps.dtype)?;
-            let state = |slot: &str| get_symbol(&e, "hl.get_state", &format!("{name}.{slot}"), ps);
+            // f16 and bf16 parameters update in f32 (their slots are f32):
+            // Adam's eps (1e-8) and a small gradient's square are zero in
+            // f16, and 0/0 would make every parameter without gradient NaN.
+            let cd = update_dtype(ps.dtype);
+            let cs = TensorSpec::new(ps.shape.clone(), cd);
+            let p_stored = get_symbol(&e, "hl.get_param", name, ps)?;
+            let p = cast_to(&e, p_stored, cd)?;
+            let g = &cast_to(&e, *g, cd)?;
+            let lr_p = cast_to(&e, lr, cd)?;
+            let state = |slot: &str| get_symbol(&e, "hl.get_state", &format!("{name}.{slot}"), &cs);
             let p_new = match *optimizer {
                 Optimizer::Sgd { momentum, nesterov, weight_decay } => {
                     let mut d = *g;
@@ -729,17 +741,18 @@ impl Update<'_> {
                     let (bc1, bc2) = if states.iter().any(|(n, p, _)| p.as_deref() == Some(name) && n.ends_with(".age"))
                     {
                         // Per entry, by its age (f64, rounded once, as the global ones).
-                        let age = e.binary("hl.add", state("age")?, e.scalar(1.0, p)?)?;
+                        let age_now = get_symbol(&e, "hl.get_state", &format!("{name}.age"), ps)?;
+                        let age = e.binary("hl.add", age_now, e.scalar(1.0, p_stored)?)?;
                         new_states.insert(format!("{name}.age"), age);
                         let t = e.typed("hl.cast", &[age], &TensorSpec::new(ps.shape.clone(), DType::F64))?;
                         let correction = |beta: f64| -> Result<MlirValue, Failure> {
                             let c =
                                 e.binary("hl.sub", e.scalar(1.0, t)?, e.binary("hl.pow", e.scalar(beta, t)?, t)?)?;
-                            cast_to(&e, c, ps.dtype)
+                            cast_to(&e, c, cd)
                         };
                         (correction(beta1)?, correction(beta2)?)
                     } else {
-                        (cast_to(&e, bc1, ps.dtype)?, cast_to(&e, bc2, ps.dtype)?)
+                        (cast_to(&e, bc1, cd)?, cast_to(&e, bc2, cd)?)
                     };
                     let denom =
                         e.binary("hl.add", e.unary("hl.sqrt", e.binary("hl.div", v, bc2)?)?, e.scalar(eps, v)?)?;
@@ -748,7 +761,7 @@ impl Update<'_> {
                     e.binary("hl.sub", base, update)?
                 }
             };
-            new_params.push(p_new);
+            new_params.push(cast_to(&e, p_new, ps.dtype)?);
         }
         new_states.insert("step".into(), next_step);
         new_states.extend(set);
@@ -854,6 +867,12 @@ fn scaled_loss(ctx: MlirContext, body: MlirBlock, f: MlirOperation, scaled: &str
     let product = e.op_before(ret, "hl.mul", &[loss, scale], &[], &ls)?;
     unsafe { mlirOperationSetOperand(ret, 0, product) };
     Ok(())
+}
+
+/// The type a parameter of `dtype` is updated in, and its optimizer slots
+/// kept in: f32 for the 16-bit floats (as master weights are), else its own.
+pub(crate) fn update_dtype(dtype: DType) -> DType {
+    if matches!(dtype, DType::F16 | DType::BF16) { DType::F32 } else { dtype }
 }
 
 fn cast_to(e: &Emitter, v: MlirValue, dtype: DType) -> Result<MlirValue, Failure> {

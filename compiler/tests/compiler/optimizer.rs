@@ -112,6 +112,52 @@ fn adam_and_adamw() {
     }
 }
 
+/// f16 parameters update in f32 with f32 slots: Adam's eps (1e-8) is 0 in
+/// f16, and an entry whose gradient is 0 became 0/0 = NaN on the first
+/// step; a gradient of 1e-4 squared (1e-8) vanished in an f16 slot.
+#[test]
+fn adam_on_f16_parameters_updates_in_f32() {
+    let source = LINEAR.replace("f64", "f16");
+    let ctx = CompilerContext::new();
+    let mut module = ctx.parse(&source, "linear_f16.mlir").unwrap();
+    run_pipeline(&ctx, &mut module, "builtin.module(hl-optimizer{kind=adam})").unwrap();
+    let text = module.as_operation().to_string();
+    for slot in ["exp_avg", "exp_avg_sq"] {
+        assert!(text.contains(&format!("hl.state @w.{slot} : tensor<3xf32>")), "{slot} is f32:\n{text}");
+    }
+    let mut interp = Interpreter::new(&module);
+    interp.set_param("w", Array::new([3], DType::F16, W0.to_vec()).unwrap());
+    interp.set_param("w.exp_avg", Array::zeros(vec![3], DType::F32));
+    interp.set_param("w.exp_avg_sq", Array::zeros(vec![3], DType::F32));
+    interp.set_param("step", Array::zeros(vec![], DType::I64));
+    let (lr, b1, b2, eps) = (0.01f64, 0.9f64, 0.999f64, 1e-8f64);
+    let xs = [[0.0, 1e-4, 2.0], [0.0, -1e-4, 1.0]];
+    let (mut w, mut m, mut v) = (W0.to_vec(), [0.0; 3], [0.0; 3]);
+    for (step, x) in xs.iter().enumerate() {
+        let out = interp
+            .run("train_step", &[Array::new([3], DType::F16, x.to_vec()).unwrap(), Array::scalar(lr, DType::F32)])
+            .unwrap();
+        interp.set_param("w", out[1].clone());
+        interp.set_param("w.exp_avg", out[2].clone());
+        interp.set_param("w.exp_avg_sq", out[3].clone());
+        interp.set_param("step", out[4].clone());
+        assert_eq!(out[1].dtype, DType::F16, "the parameter stays f16");
+        let t = (step + 1) as i32;
+        for i in 0..3 {
+            m[i] = b1 * m[i] + (1.0 - b1) * x[i];
+            v[i] = b2 * v[i] + (1.0 - b2) * x[i] * x[i];
+            w[i] -= lr * (m[i] / (1.0 - b1.powi(t))) / ((v[i] / (1.0 - b2.powi(t))).sqrt() + eps);
+        }
+        for (i, (got, want)) in out[1].data.iter().zip(&w).enumerate() {
+            assert!(got.is_finite(), "step {step}: w[{i}] is {got}");
+            // f16 keeps 11 bits: the rounding of w, not of the update.
+            assert!((got - want).abs() <= 2e-3 * want.abs().max(1.0), "step {step}: w[{i}] {got} vs {want}");
+        }
+    }
+    // The entry without gradient stays where it was (it was NaN).
+    assert_eq!(interp.param("w").unwrap().data[0], W0[0]);
+}
+
 #[test]
 fn clipping_by_global_norm() {
     // |g| = sqrt(1 + 4 + 9) > 1: scaled to norm 1 (torch's + 1e-6); the

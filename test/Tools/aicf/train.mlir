@@ -42,3 +42,10 @@
 // NOVAL: training on 1797 examples (0 held out)
 // NOVAL: final held-out accuracy n/a (no held-out examples) after 1 epochs
 // SPLIT: aicf: error: --val-split 1 is not in [0, 1)
+
+// A model whose parameters are f16 trains with Adam: the update and its
+// slots are f32 (in f16, eps 1e-8 is 0 and a parameter without gradient
+// became 0/0 = NaN on the first step).
+// RUN: sed 's/xf32>/xf16>/g; s/tensor<f32>/tensor<f16>/g' %S/../../../examples/mlp/digits_mlp.mlir > %t/mlp16.mlir
+// RUN: aicf train %t/mlp16.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --lr 3e-3 --epochs 3 --out %t/mlp16 | FileCheck %s --check-prefix=F16
+// F16: epoch   3/3  train loss 0.{{[0-9]+}}  val loss 0.{{[0-9]+}}  val accuracy {{[89][0-9]\.[0-9]+}}%

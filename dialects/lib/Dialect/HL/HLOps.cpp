@@ -470,10 +470,19 @@ LogicalResult StateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       symbolTable.lookupNearestSymbolFrom(getOperation(), ref));
   if (!param)
     return emitOpError("'@") << ref.getValue() << "' does not name an hl.param";
-  if (param.getTensorType() != getType())
+  // A slot has its parameter's type; a 16-bit float parameter's slots may
+  // be f32 (its optimizer updates it in f32).
+  RankedTensorType paramType = param.getTensorType();
+  auto slotType = dyn_cast<RankedTensorType>(getType());
+  Type paramElement = paramType.getElementType();
+  bool widened = slotType && slotType.getShape() == paramType.getShape() &&
+                 (paramElement.isF16() || paramElement.isBF16()) &&
+                 slotType.getElementType().isF32();
+  if (paramType != getType() && !widened)
     return emitOpError("slot type ")
-           << getType() << " differs from the type " << param.getTensorType()
-           << " of its parameter @" << ref.getValue();
+           << getType() << " differs from the type " << paramType
+           << " of its parameter @" << ref.getValue()
+           << " (a 16-bit float parameter's slots may be f32)";
   return success();
 }
 
