@@ -261,6 +261,8 @@ struct Column {
     dtype: DType,
     /// Example `e`'s values: `values[e * per .. (e + 1) * per]`.
     values: Vec<f64>,
+    /// Whether the values were divided by the data's `feature_scale`.
+    scaled: bool,
 }
 
 impl Column {
@@ -349,9 +351,8 @@ fn find_outlier(names: &[String], rows: &Rows, scale: f64) -> Option<String> {
     let (ratio, c, position, value) = worst?;
     let column = &rows.columns[c];
     let per = column.per().max(1);
-    // A table's features (its first column) were divided by the scale;
-    // the model reads f32.
-    let read = (if c == 0 { value * scale } else { value }) as f32;
+    // Features were divided by the scale; the model reads f32.
+    let read = (if column.scaled { value * scale } else { value }) as f32;
     // One file per input (.npy), or one file for all.
     let name = names.get(c).or(names.first()).map_or("the data", String::as_str);
     let what = if per > 1 {
@@ -707,13 +708,20 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     let scale = options.feature_scale.unwrap_or_else(|| {
         train.iter().flat_map(|&r| features[r * width..(r + 1) * width].iter()).fold(0.0f64, |m, v| m.max(v.abs()))
     });
-    let scale = scale.max(1e-12);
+    // By the largest magnitude itself, however small (a floor would leave
+    // features of 1e-40 zero in f32); all-zero features teach nothing.
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(bad(match options.feature_scale {
+            Some(_) => format!("{name}: the feature scale {scale} (from the checkpoint) is not a positive number"),
+            None => format!("{name}: every feature of the training rows is 0: there is nothing to learn from"),
+        }));
+    }
     for v in &mut features {
         *v /= scale;
     }
     let columns = vec![
-        Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features },
-        Column { shape: vec![], dtype: y.dtype, values: labels },
+        Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features, scaled: true },
+        Column { shape: vec![], dtype: y.dtype, values: labels, scaled: false },
     ];
     Ok(Dataset {
         description: format!("{rows} rows of {width} features and a label ({name})"),
@@ -1087,6 +1095,10 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
     if rows == 0 {
         return Err(bad(format!("{}: no examples (its first dimension is 0, or it has none)", arrays[0].name)));
     }
+    let scale = options.feature_scale.unwrap_or(1.0);
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(bad(format!("{name}: the feature scale {scale} (from the checkpoint) is not a positive number")));
+    }
     let mut columns = Vec::new();
     for (i, (a, input)) in arrays.into_iter().zip(&fed).enumerate() {
         let want = &input.shape[1..];
@@ -1125,12 +1137,19 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         if input.role == Role::Target {
             check_labels(&a.name, &a.values, sig)?;
         }
-        columns.push(Column { shape: want.to_vec(), dtype: input.dtype, values: a.values });
+        let mut values = a.values;
+        // Arrays train as they are (scale 1); a checkpoint that trained on
+        // a table's scaled features scores them by the same scale.
+        let scaled = input.role == Role::Data && !is_int(input.dtype);
+        if scaled && scale != 1.0 {
+            values.iter_mut().for_each(|v| *v /= scale);
+        }
+        columns.push(Column { shape: want.to_vec(), dtype: input.dtype, values, scaled });
     }
     let (train, held) = split_rows(rows, options.seed, options.val_split);
     Ok(Dataset {
         description: format!("{rows} examples of {} arrays ({name})", columns.len()),
-        metadata: BTreeMap::new(),
+        metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
         kind: Kind::Rows(Rows { columns, train, held }),
         outlier: None,
     })
@@ -1154,7 +1173,7 @@ impl Dataset {
                     unigram[v as usize] += 1.0;
                 }
                 let total: f64 = unigram.iter().sum();
-                let entropy = -unigram.iter().map(|c| c / total * (c / total).ln()).sum::<f64>();
+                let entropy = (-unigram.iter().map(|c| c / total * (c / total).ln()).sum::<f64>()).max(0.0);
                 // A bigram model (add-one) on the training text, scored on
                 // the held-out text: what the previous character explains.
                 let mut bigram = vec![1f64; vocab * vocab];
@@ -1199,8 +1218,10 @@ impl Dataset {
                             counts[(y.values[e] as usize).min(c - 1)] += 1.0;
                         }
                         let total: f64 = counts.iter().sum::<f64>().max(1.0);
+                        // max(0): one class gives -0, printed "-0.000".
                         let entropy =
-                            -counts.iter().filter(|&&n| n > 0.0).map(|n| n / total * (n / total).ln()).sum::<f64>();
+                            (-counts.iter().filter(|&&n| n > 0.0).map(|n| n / total * (n / total).ln()).sum::<f64>())
+                                .max(0.0);
                         let probe = softmax_probe(&train, &held, feature, |e| y.values[e] as usize, per, c);
                         Problem {
                             name: name.into(),
@@ -1367,8 +1388,8 @@ mod tests {
         let n = targets.len();
         Rows {
             columns: vec![
-                Column { shape: vec![per], dtype: DType::F32, values: features },
-                Column { shape: vec![], dtype: target_type, values: targets },
+                Column { shape: vec![per], dtype: DType::F32, values: features, scaled: true },
+                Column { shape: vec![], dtype: target_type, values: targets, scaled: false },
             ],
             train: (0..n).collect(),
             held: vec![],

@@ -64,7 +64,8 @@ pub fn evaluate_checkpoint(
     // every held-out window of a text is scored, not a sample. A text is
     // read with the vocabulary it trained with: ids by the characters of
     // this file would mean other characters to the model.
-    let trained_on = meta.get("data").is_some_and(|d| super::run::data_record(data).is_ok_and(|r| &r == d));
+    let trained_on =
+        meta.get("data").is_some_and(|d| super::run::data_record(data).is_ok_and(|r| super::run::same_data(d, &r)));
     let text = data.first().is_some_and(|p| p.to_string_lossy().ends_with(".txt"));
     let held = trained_on && val_split > 0.0;
     if trained_on && !held {

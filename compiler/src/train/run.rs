@@ -499,6 +499,17 @@ pub(crate) fn data_record(data: &[PathBuf]) -> Result<String> {
     Ok(files.join(", "))
 }
 
+/// Whether two [`data_record`]s name the same data: the same files' bytes
+/// in the same order, whatever the files are called now.
+pub(crate) fn same_data(a: &str, b: &str) -> bool {
+    // `name (hash), name (hash)`: the hashes are what is in parentheses at
+    // each entry's end.
+    let hashes = |r: &str| -> Vec<String> {
+        r.split("), ").map(|e| e.trim_end_matches(')').rsplit(" (").next().unwrap_or("").to_string()).collect()
+    };
+    hashes(a) == hashes(b)
+}
+
 fn recorded(
     options: &Options,
     run: &RunOptions,
@@ -664,6 +675,7 @@ pub fn fit(
             for (key, value) in &record {
                 if let Some(saved) = meta.get(*key)
                     && saved != value
+                    && !(*key == "data" && same_data(saved, value))
                 {
                     let message = if *key == "model" {
                         format!(

@@ -188,6 +188,64 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
     assert!(e.contains("input #0 of the model is [32, 1, 8, 8] f32") && e.contains("[40, 64]"), "{e}");
 }
 
+/// A checkpoint trained on a table's scaled features scores arrays of the
+/// same data by that scale (the features, not the labels); a table's
+/// features are scaled by their largest magnitude however small (a floor of
+/// 1e-12 left features of 1e-300 zero in f32), and all-zero ones are refused.
+#[test]
+fn feature_scales_apply_to_arrays_and_tiny_tables() {
+    let dir = scratch("scales");
+    let sig = signature("mlp/digits_mlp.mlir");
+    let rows = 20;
+    let npy = |name: &str, shape: &[u64], values: &[f64]| -> PathBuf {
+        let path = dir.join(name);
+        let mut bytes = Vec::new();
+        {
+            use npyz::WriterBuilder;
+            let mut w =
+                npyz::WriteOptions::<f64>::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().unwrap();
+            values.iter().for_each(|v| w.push(v).unwrap());
+            w.finish().unwrap();
+        }
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let x: Vec<f64> = (0..rows * 64).map(|i| (i % 17) as f64).collect();
+    let y: Vec<f64> = (0..rows).map(|i| (i % 10) as f64).collect();
+    let arrays = [npy("x.npy", &[rows as u64, 64], &x), npy("y.npy", &[rows as u64], &y)];
+    let ids: Vec<usize> = (0..rows).collect();
+    let plain = Dataset::load(&arrays, &sig, &DataOptions { val_split: 0.0, ..Default::default() }).unwrap();
+    let scaled =
+        Dataset::load(&arrays, &sig, &DataOptions { val_split: 0.0, feature_scale: Some(16.0), ..Default::default() })
+            .unwrap();
+    let (p, s) = (plain.batch(Split::Train, &ids), scaled.batch(Split::Train, &ids));
+    assert_eq!(plain.metadata.get("feature_scale").map(String::as_str), Some("1"));
+    for (a, b) in p[0].values.iter().zip(&s[0].values) {
+        assert_eq!(*a / 16.0, *b, "features divided by the checkpoint's scale");
+    }
+    assert_eq!(p[1].values, s[1].values, "labels are not scaled");
+
+    // A table whose features are all about 1e-300.
+    let mut csv = String::new();
+    for r in 0..rows {
+        let cells: Vec<String> = (0..64).map(|c| format!("{:e}", ((r + c) % 17) as f64 * 1e-300)).collect();
+        csv.push_str(&format!("{},{}\n", cells.join(","), r % 10));
+    }
+    let tiny = dir.join("tiny.csv");
+    std::fs::write(&tiny, &csv).unwrap();
+    let data = Dataset::load(std::slice::from_ref(&tiny), &sig, &DataOptions::default()).unwrap();
+    let train: Vec<usize> = (0..data.train_len()).collect();
+    let features = &data.batch(Split::Train, &train)[0].values;
+    let largest = features.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(largest > 0.5 && largest <= 1.0, "the largest training feature is scaled to 1, got {largest}");
+
+    let zeros: String = (0..rows).map(|r| format!("{}{}\n", "0,".repeat(64), r % 10)).collect();
+    let zero = dir.join("zero.csv");
+    std::fs::write(&zero, zeros).unwrap();
+    let e = Dataset::load(std::slice::from_ref(&zero), &sig, &DataOptions::default()).err().unwrap().to_string();
+    assert!(e.contains("zero.csv") && e.contains("every feature of the training rows is 0"), "{e}");
+}
+
 #[test]
 fn data_that_does_not_fit_is_one_error_naming_the_input() {
     let dir = scratch("mismatch");

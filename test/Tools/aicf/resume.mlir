@@ -30,6 +30,14 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=ACCPLAIN
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --accumulate 2 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=ACCAGAIN
 // RUN: not grep -c accumulated %t/acc/last.safetensors
+// The same data under another name is the same data (its bytes' hash):
+// a resume takes it, and scoring scores what the run held out of it.
+// RUN: cp %S/../../../data/digits.csv.gz %t/renamed.csv.gz
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/renamed.csv.gz --epochs 4 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=RENAMED
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/renamed.csv.gz --checkpoint %t/straight/last.safetensors --out %t/run | FileCheck %s --check-prefix=RENAMEDEVAL
+// RENAMED: resumed from {{.*}}last.safetensors at epoch 3
+// RENAMED: epoch   4/4
+// RENAMEDEVAL: on 359 held-out rows of {{.*}}renamed.csv.gz
 
 // CHECK: resumed from {{.*}}last.safetensors at epoch 2 (step 90)
 // CHECK-NOT: epoch   2/4
