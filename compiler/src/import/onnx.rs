@@ -24,7 +24,7 @@ use crate::nn::{
     self, Compare, Conv2dOptions, DType, GeluApproximation, Graph, Mode, ModuleBuilder, Pool2dOptions, Reduction,
     Tensor, TensorSpec,
 };
-use aicf_onnx::proto::{self, AttributeProto, NodeProto, tensor_proto::DataType};
+use aicf_onnx::proto::{self, AttributeProto, NodeProto, attribute_proto::AttributeType, tensor_proto::DataType};
 use aicf_runtime::init::Init;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -402,6 +402,13 @@ fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<(Tensor
             Some(Value::DimValue(v)) if *v < 0 => {
                 return Err(format!("input '{}' dimension {k} is {v}, not a size", i.name()));
             }
+            Some(Value::DimValue(_)) => {
+                return Err(format!(
+                    "input '{}' dimension {k} is 0: an empty tensor, which AICF does not compile (a dimension the \
+                     batch binds is symbolic or unset, not 0)",
+                    i.name()
+                ));
+            }
             other => {
                 let what = match other {
                     Some(Value::DimParam(p)) => format!("'{p}'"),
@@ -540,6 +547,96 @@ struct Importer<'a> {
     names: HashMap<String, String>,
 }
 
+/// How many inputs an op takes, least and most (over the opsets the
+/// importer reads: `Clip`'s bounds and `Reshape`'s shape became inputs).
+fn arity(op: &str) -> (usize, usize) {
+    match op {
+        "Constant" => (0, 0),
+        "Range" | "Where" => (3, 3),
+        "BatchNormalization" => (5, 5),
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Equal" | "Less" | "Greater" | "Expand" | "Gather" | "MatMul" => (2, 2),
+        "Conv" | "Gemm" => (2, 3),
+        "LayerNormalization" => (2, 3),
+        "Max" | "Min" | "Concat" => (1, usize::MAX),
+        "Clip" | "Dropout" => (1, 3),
+        "Slice" => (1, 5),
+        "Reshape" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "Split" | "Squeeze" | "Unsqueeze" | "Trilu" => (1, 2),
+        _ => (1, 1),
+    }
+}
+
+/// The type an attribute of this name has in every op of the default
+/// domain the importer reads, where its name fixes it.
+fn attribute_type(name: &str) -> Option<AttributeType> {
+    Some(match name {
+        "axis"
+        | "transA"
+        | "transB"
+        | "keepdims"
+        | "group"
+        | "to"
+        | "start"
+        | "end"
+        | "ceil_mode"
+        | "count_include_pad"
+        | "noop_with_empty_axes"
+        | "stash_type"
+        | "training_mode"
+        | "upper"
+        | "spatial"
+        | "allowzero"
+        | "num_outputs"
+        | "batch_dims" => AttributeType::Int,
+        "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
+            AttributeType::Ints
+        }
+        "epsilon" | "alpha" | "beta" | "momentum" | "min" | "max" | "ratio" | "gamma" => AttributeType::Float,
+        "auto_pad" | "approximate" | "mode" => AttributeType::String,
+        _ => return None,
+    })
+}
+
+/// A node's inputs and attributes against its op's schema: input count,
+/// each known attribute's type, the required ones present. An invalid
+/// graph is refused, not read with defaults.
+fn check_node(node: &NodeProto) -> R<()> {
+    let op = node.op_type();
+    // Trailing empty names are absent optional inputs.
+    let given = node.input.iter().rposition(|n| !n.is_empty()).map_or(0, |i| i + 1);
+    let (least, most) = arity(op);
+    if given < least || given > most {
+        let want = match (least, most) {
+            (a, b) if a == b => format!("{a}"),
+            (a, usize::MAX) => format!("at least {a}"),
+            (a, b) => format!("{a} to {b}"),
+        };
+        return Err(format!("{given} inputs; {op} takes {want}"));
+    }
+    for a in &node.attribute {
+        let declared = a.r#type();
+        if let Some(want) = attribute_type(a.name())
+            && declared != AttributeType::Undefined
+            && declared != want
+        {
+            return Err(format!(
+                "attribute '{}' is {}; {op} takes it as {}",
+                a.name(),
+                declared.as_str_name(),
+                want.as_str_name()
+            ));
+        }
+    }
+    let required: &[&str] = match op {
+        "Concat" => &["axis"],
+        "Cast" => &["to"],
+        _ => &[],
+    };
+    if let Some(missing) = required.iter().find(|r| attr(node, r).is_none()) {
+        return Err(format!("{op} needs the attribute '{missing}'"));
+    }
+    Ok(())
+}
+
 fn attr<'n>(node: &'n NodeProto, name: &str) -> Option<&'n AttributeProto> {
     node.attribute.iter().find(|a| a.name() == name)
 }
@@ -675,6 +772,7 @@ impl Importer<'_> {
             if !SUPPORTED.contains(&node.op_type()) {
                 return Err(fail(format!("not supported; the importer supports: {}", SUPPORTED.join(", "))));
             }
+            check_node(node).map_err(fail)?;
             let mut ins = Vec::new();
             for n in &node.input {
                 if n.is_empty() {

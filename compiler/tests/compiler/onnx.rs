@@ -230,6 +230,37 @@ fn malformed_graphs_are_errors_naming_the_fault() {
     set_dim(&mut model.graph.as_mut().unwrap().output[0], -1, 999);
     let e = import(&model);
     assert!(e.contains("is declared [") && e.contains("999]") && e.contains("the graph computes"), "{e}");
+    // An input dimension of 0 is an empty tensor, not one for --batch.
+    let mut model = mlp.clone();
+    set_dim(&mut model.graph.as_mut().unwrap().input[0], 0, 0);
+    let e = import(&model);
+    assert!(e.contains("dimension 0 is 0: an empty tensor"), "{e}");
+    // Against the op's schema: an extra input, an attribute of the wrong
+    // type, a required attribute missing. Each was read with defaults.
+    let position = |op: &str| mlp.graph.as_ref().unwrap().node.iter().position(|n| n.op_type() == op).unwrap();
+    let (relu, gemm) = (position("Relu"), position("Gemm"));
+    let mut model = mlp.clone();
+    let node = &mut model.graph.as_mut().unwrap().node[relu];
+    node.input.push(node.input[0].clone());
+    let e = import(&model);
+    assert!(e.contains("2 inputs; Relu takes 1"), "{e}");
+    let mut model = mlp.clone();
+    let node = &mut model.graph.as_mut().unwrap().node[gemm];
+    node.attribute.retain(|a| a.name() != "transB");
+    node.attribute.push(aicf_onnx::proto::AttributeProto {
+        name: Some("transB".into()),
+        s: Some(b"1".to_vec()),
+        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::String as i32),
+        ..Default::default()
+    });
+    let e = import(&model);
+    assert!(e.contains("attribute 'transB' is STRING; Gemm takes it as INT"), "{e}");
+    let mut model = mlp.clone();
+    let node = &mut model.graph.as_mut().unwrap().node[relu];
+    node.op_type = Some("Concat".into());
+    node.attribute.clear();
+    let e = import(&model);
+    assert!(e.contains("Concat needs the attribute 'axis'"), "{e}");
 }
 
 /// A normalisation's epsilon that is not a finite number (NaN, inf, below
