@@ -7,6 +7,7 @@
 // RUN: not aicf-opt %t/nofn.mlir --hl-autodiff=function=train 2>&1 | FileCheck %s --check-prefix=NOFN
 // RUN: not aicf-opt %t/vector.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=VECTOR
 // RUN: not aicf-opt %t/norule.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=NORULE
+// RUN: not aicf-opt %t/nograd.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=NOGRAD
 
 // The forward is kept; the gradient function returns the loss, then one
 // gradient per hl.param in declaration order.
@@ -48,6 +49,9 @@
 // NOFN: error: hl-autodiff: no function @train to differentiate
 // VECTOR: vector.mlir:2:3: error: hl-autodiff: the loss must be a floating-point scalar, got tensor<4xf32>
 // NORULE: norule.mlir:8:8: error: hl-autodiff: cannot differentiate through 'func.call' (to @square): inline it first
+// A loss reached from the parameters only through an integer (argmax)
+// trained at a loss of 0 with every gradient 0: refused at the return.
+// NOGRAD: nograd.mlir:8:3: error: hl-autodiff: the loss depends on no parameter through differentiable ops
 
 //--- mlp.mlir
 hl.param @fc1.weight : tensor<128x64xf32> owner "fc1" init <kaiming_uniform>
@@ -86,5 +90,16 @@ func.func @loss() -> tensor<f32> {
   %w = hl.get_param @w : tensor<3xf32>
   %y = func.call @square(%w) : (tensor<3xf32>) -> tensor<3xf32>
   %l = hl.reduce_sum %y axes = [0] : tensor<3xf32>
+  return %l : tensor<f32>
+}
+
+//--- nograd.mlir
+hl.param @w : tensor<3x4xf32> owner "" init <zeros>
+func.func @loss(%x: tensor<3x4xf32>) -> tensor<f32> {
+  %w = hl.get_param @w : tensor<3x4xf32>
+  %y = hl.mul %w, %x : tensor<3x4xf32>, tensor<3x4xf32>
+  %i = hl.argmax %y axis = 1 : tensor<3x4xf32>
+  %f = hl.cast %i : tensor<3xi64> to tensor<3xf32>
+  %l = hl.reduce_sum %f axes = [0] : tensor<3xf32>
   return %l : tensor<f32>
 }

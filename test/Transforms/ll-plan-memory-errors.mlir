@@ -103,3 +103,16 @@ func.func @scheduled(%x: memref<16xf32>, %y: memref<16xf32>) {
   ll.copy %x into %y {ll.stream = 1 : i64} : memref<16xf32>
   return
 }
+
+// -----
+
+// A dealloc of a temporary (or any op outside ll that touches one) is
+// refused at it: it became `memref.dealloc` of an arena view.
+func.func @dealloc(%x: memref<16x16xf32>, %w: memref<16x16xf32>, %y: memref<16x16xf32>) {
+  %a = memref.alloc() : memref<16x16xf32>
+  ll.gemm %x, %w into %a : memref<16x16xf32>, memref<16x16xf32> -> memref<16x16xf32>
+  ll.copy %a into %y : memref<16x16xf32>
+  // expected-error @+1 {{ll-plan-memory: 'memref.dealloc' uses a temporary buffer: the memory plan gives every temporary its lifetime}}
+  memref.dealloc %a : memref<16x16xf32>
+  return
+}

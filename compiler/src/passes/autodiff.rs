@@ -184,6 +184,15 @@ fn build_gradient(
     if !loss_spec.dtype.is_float() || !loss_spec.shape.is_empty() {
         return Err((return_loc, format!("the loss must be a floating-point scalar, got {loss_spec}")));
     }
+    // Every gradient would be zero: a step that trains nothing, silently.
+    if !wrt_inputs && !params.is_empty() && !active.contains(&key(loss)) {
+        return Err((
+            return_loc,
+            "the loss depends on no parameter through differentiable ops (an integer value, such as hl.argmax's or a \
+             cast to an integer, carries no gradient): every gradient would be 0 and training would change nothing"
+                .into(),
+        ));
+    }
 
     // 3. Reverse sweep.
     let mut e = Emitter { ctx, block, loc: fwd_loc };

@@ -97,6 +97,31 @@ pub(super) fn require_lowered(block: MlirBlock) -> Result<(), Failure> {
                 ),
             ));
         }
+        // A buffer's lifetime is its kernels': an op outside `ll` that
+        // touches a temporary (a `memref.dealloc`, a `memref.copy`) would be
+        // planned as if it did not (a dealloc of an arena view is invalid).
+        if !name.starts_with("ll.") && name != "func.return" && name != "memref.alloc" {
+            let temporary = operands(op).into_iter().any(|v| {
+                let mut v = v;
+                while let Some(p) = producer(v) {
+                    match op_name(p).as_str() {
+                        "memref.alloc" => return true,
+                        "ll.reshape" => v = unsafe { mlirOperationGetOperand(p, 0) },
+                        _ => return false,
+                    }
+                }
+                false
+            });
+            if temporary {
+                let why = if name == "memref.dealloc" {
+                    "the memory plan gives every temporary its lifetime (an arena view, which nothing deallocates): \
+                     remove the dealloc"
+                } else {
+                    "ll passes plan temporaries that only ll kernels (and the return) use"
+                };
+                return Err((op_loc(op), format!("'{name}' uses a temporary buffer: {why}")));
+            }
+        }
         if name == "memref.alloc" {
             let r = unsafe { mlirOperationGetResult(op, 0) };
             if unsafe { mlirOperationGetNumOperands(op) > 0 || !mlirShapedTypeHasStaticShape(mlirValueGetType(r)) } {

@@ -68,6 +68,17 @@ hl.param @p : tensor<4x4xf32> owner "" init <normal, std = 0.0>
 
 // -----
 
+// An infinite std passed the verifier and failed when the weights were drawn.
+// expected-error @+1 {{initializer arguments must be finite}}
+hl.param @p : tensor<4x4xf32> owner "" init <normal, std = 0x7FF0000000000000>
+
+// -----
+
+// expected-error @+1 {{initializer arguments must be finite}}
+hl.param @p : tensor<4x4xf32> owner "" init <kaiming_normal, gain = 0x7FF0000000000000>
+
+// -----
+
 // expected-error @+1 {{initializer bounds must satisfy low <= high, got low = 1, high = -1}}
 hl.param @p : tensor<4x4xf32> owner "" init <uniform, low = 1.0, high = -1.0>
 

@@ -211,8 +211,10 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "initializer gain must be > 0, got "
                        << shortest(gain);
   if (!std::isfinite(mean.convertToDouble()) ||
+      !std::isfinite(stdDev.convertToDouble()) ||
       !std::isfinite(low.convertToDouble()) ||
-      !std::isfinite(high.convertToDouble()))
+      !std::isfinite(high.convertToDouble()) ||
+      !std::isfinite(gain.convertToDouble()))
     return emitError() << "initializer arguments must be finite";
   return success();
 }
