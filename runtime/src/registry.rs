@@ -334,7 +334,8 @@ impl Registry {
     /// choice's by [`SWITCH`]. Writes the file only when a time or the
     /// choice changed; every session of the process follows the result.
     pub fn confirm(&self, key: String, choice: Choice, observed: f64, runner_up: Option<(Choice, f64)>) -> Choice {
-        let detail = self.decisions.lock().ok().and_then(|d| d.get(&format!("{key} (ms)")).cloned()).unwrap_or_default();
+        let detail =
+            self.decisions.lock().ok().and_then(|d| d.get(&format!("{key} (ms)")).cloned()).unwrap_or_default();
         let mut times: Vec<(String, f64)> = recorded_times(&detail).map(|(c, ms)| (c.to_string(), ms)).collect();
         let mut changed = false;
         // A candidate's best time, lowered to `ms` where that is a faster
@@ -555,7 +556,10 @@ mod tests {
         assert_eq!(r.confirm("t3/c".into(), Choice::OpenBlas, 2.8, Some((Choice::Avx512, 3.3))), Choice::OpenBlas);
         assert_eq!(r.decisions.lock().unwrap()["t3/c (ms)"], "openblas 2.8000, avx512 3.2000");
         // A runner-up that did not run (infinite) leaves its record as it was.
-        assert_eq!(r.confirm("t3/c".into(), Choice::OpenBlas, 2.9, Some((Choice::Avx512, f64::INFINITY))), Choice::OpenBlas);
+        assert_eq!(
+            r.confirm("t3/c".into(), Choice::OpenBlas, 2.9, Some((Choice::Avx512, f64::INFINITY))),
+            Choice::OpenBlas
+        );
         assert_eq!(r.decisions.lock().unwrap()["t3/c (ms)"], "openblas 2.8000, avx512 3.2000");
     }
 

@@ -469,9 +469,12 @@ fn bf16_gelu_computes_with_f32_constants() {
     compile_cpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
     let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
     let got = session.call("f", &[&Tensor::new(vec![n], artifact::DType::BF16, xs.clone())]).unwrap();
-    let tanh_gelu = |x: f64| 0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh());
+    let tanh_gelu =
+        |x: f64| 0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh());
     let erf_gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
-    for (name, gelu, got) in [("tanh gelu", &tanh_gelu as &dyn Fn(f64) -> f64, &got[0]), ("erf gelu", &erf_gelu, &got[1])] {
+    for (name, gelu, got) in
+        [("tanh gelu", &tanh_gelu as &dyn Fn(f64) -> f64, &got[0]), ("erf gelu", &erf_gelu, &got[1])]
+    {
         for (&x, &g) in xs.iter().zip(&got.values) {
             let exact = gelu(x);
             let want = bf16::from_f64(exact).to_f64();
