@@ -416,7 +416,12 @@ fn one_process_with_data_parallel_trains_as_without() {
     assert!(worst <= 1e-6, "differs by {worst}");
     // What cannot be a run is refused, saying why.
     for (args, why) in [
-        (&["--data-parallel", "--collective-timeout", "-1"][..], "--collective-timeout -1 is not a positive number"),
+        (
+            &["--data-parallel", "--collective-timeout", "-1"][..],
+            "the seconds a rank waits in a collective, a positive",
+        ),
+        // Checked when read, with or without --data-parallel.
+        (&["--collective-timeout", "nan"][..], "'nan': the seconds a rank waits in a collective"),
         (&["--nproc", "0"][..], "--nproc 0: at least one process"),
         (&["--data-parallel", "--bucket-size", "10%"][..], "a bucket size is bytes"),
         (&["--accumulate", "0"][..], "micro-batches per step are a whole number from 1 to 65536"),

@@ -168,7 +168,7 @@ struct ModelArgs {
     /// Data parallel: the most seconds any rank waits for the others in a
     /// collective before it names the ones that did not come and ends the
     /// run (default: $AICF_COLLECTIVE_TIMEOUT, else 300).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, value_parser = collective_seconds)]
     collective_timeout: Option<f64>,
 }
 
@@ -826,6 +826,15 @@ fn betas(text: &str) -> Result<(f64, f64)> {
 
 /// The most micro-batches `--accumulate` takes (a step is this many calls).
 const MAX_ACCUMULATE: usize = 1 << 16;
+
+/// `--collective-timeout`, checked when the command line is read (it was
+/// checked only where a data-parallel run joined its group).
+fn collective_seconds(text: &str) -> Result<f64> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(s),
+        _ => Err(format!("'{text}': the seconds a rank waits in a collective, a positive number under 1e9")),
+    }
+}
 
 fn accumulate(text: &str) -> Result<usize> {
     match text.trim().parse::<usize>() {
