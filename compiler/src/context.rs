@@ -205,8 +205,10 @@ pub fn nesting_within(source: &str, max: usize) -> std::result::Result<(), TooDe
     let mut line = 1usize;
     // One chain length per open bracket, the outermost level first.
     let mut chains: Vec<usize> = vec![0];
-    let mut word = String::new();
+    // Where the word (identifier, number) being read began.
+    let mut word: Option<usize> = None;
     let bytes = source.as_bytes();
+    let operator_word = |w: &[u8]| matches!(w, b"mod" | b"floordiv" | b"ceildiv");
     let mut i = 0usize;
     let count = |chains: &mut Vec<usize>, line: usize| -> std::result::Result<(), TooDeep> {
         let top = chains.last_mut().expect("the outermost level is never popped");
@@ -227,18 +229,19 @@ pub fn nesting_within(source: &str, max: usize) -> std::result::Result<(), TooDe
         let next = bytes.get(i + 1).copied();
         let prev = if i > 0 { bytes[i - 1] } else { b' ' };
         if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'.' {
-            word.push(c as char);
+            word.get_or_insert(i);
             i += 1;
             continue;
         }
-        if matches!(word.as_str(), "mod" | "floordiv" | "ceildiv") {
+        if let Some(start) = word.take()
+            && operator_word(&bytes[start..i])
+        {
             count(&mut chains, line)?;
         }
         let exponent = |at: usize| {
             // `1.5e-3`: a sign after an exponent letter that follows a digit.
             at >= 2 && matches!(bytes[at - 1], b'e' | b'E') && bytes[at - 2].is_ascii_digit()
         };
-        word.clear();
         match c {
             b'\n' => line += 1,
             b'"' => {
@@ -292,8 +295,54 @@ pub fn nesting_within(source: &str, max: usize) -> std::result::Result<(), TooDe
         }
         i += 1;
     }
-    if matches!(word.as_str(), "mod" | "floordiv" | "ceildiv") {
+    if let Some(start) = word
+        && operator_word(&bytes[start..])
+    {
         count(&mut chains, line)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_CHAIN, nesting_within};
+
+    fn chain(op: &str, terms: usize) -> String {
+        format!("#m = affine_map<(d0) -> ({}d0)>\n", format!("d0 {op} ").repeat(terms))
+    }
+
+    #[test]
+    fn angle_brackets_nest_but_arrows_and_comparisons_do_not_close() {
+        assert!(nesting_within("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32>", 2).is_ok());
+        let deep = format!("{}f32{}", "tuple<".repeat(5), ">".repeat(5));
+        assert_eq!(nesting_within(&deep, 4).unwrap_err().line, 1);
+        // `->` and `>=` close nothing: three levels stay open.
+        let arrows = "<<< (d0) -> (d0), (d0 >= 0) ->";
+        assert!(nesting_within(&format!("{arrows} (<"), 4).is_err());
+        assert!(nesting_within(&format!("{arrows} ("), 4).is_ok());
+    }
+
+    #[test]
+    fn long_operator_chains_are_refused_and_separators_end_them() {
+        for op in ["+", "-", "*", "floordiv", "mod", "ceildiv"] {
+            assert!(nesting_within(&chain(op, MAX_CHAIN), 10).is_ok(), "{op}");
+            let e = nesting_within(&format!("\n{}", chain(op, MAX_CHAIN + 1)), 10).unwrap_err();
+            assert_eq!(e.line, 2, "{op}");
+            assert!(e.message.contains("chains more than"), "{}", e.message);
+        }
+        // A dense literal's signs are separated by commas; exponents, names
+        // and arrows hold no operators; a bracket's contents chain apart.
+        let n = MAX_CHAIN + 5;
+        let dense = format!("dense<[{}1.0]>", "-1.5e-3, ".repeat(n));
+        assert!(nesting_within(&dense, 10).is_ok());
+        let names = format!("{}\n", "%a-b-c = hl.x %d-e ".repeat(n));
+        assert!(nesting_within(&names, 10).is_ok());
+        let bracketed = format!("({})", "(d0 + 1) ".repeat(n));
+        assert!(nesting_within(&bracketed, 10).is_ok());
+        let parenthesised_chain = format!("({}d0)", "(d0) + ".repeat(n));
+        assert!(nesting_within(&parenthesised_chain, 10).is_err());
+        // Strings and comments are skipped.
+        let quoted = format!("\"{}\" // {}\n", "+".repeat(n), "*".repeat(n));
+        assert!(nesting_within(&quoted, 10).is_ok());
+    }
 }

@@ -874,7 +874,12 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             split,
             t.tokens.len() - split
         ),
-        metadata: BTreeMap::from([("vocabulary".into(), vocab_text)]),
+        // The run's held-out figures sample this many windows: scoring
+        // (`aicf eval --eval-windows`) can take the same ones.
+        metadata: BTreeMap::from([
+            ("vocabulary".into(), vocab_text),
+            ("eval_windows".into(), options.eval_windows.to_string()),
+        ]),
         kind: Kind::Text(t),
         outlier: None,
     })

@@ -28,15 +28,21 @@ pub struct Scored {
     pub epoch: Option<String>,
 }
 
-/// Scores `checkpoint` of the model in `model` on `data`.
+/// Scores `checkpoint` of the model in `model` on `data`; of a text's
+/// held-out windows, at most `eval_windows` spread over it (every one when
+/// `None`; the run's own figures sampled its `--eval-windows`).
 pub fn evaluate_checkpoint(
     model: &Path,
     options: &Options,
     data: &[PathBuf],
     checkpoint: &Path,
     out: &Path,
+    eval_windows: Option<usize>,
     report: &mut dyn Report,
 ) -> Result<Scored> {
+    if eval_windows == Some(0) {
+        return Err(TrainError::Input("--eval-windows 0: nothing to score".into()));
+    }
     let (name, source, meta) = model_of_checkpoint(model, checkpoint, out, "scoring", report)?;
     let sig = Signature::of_source(&source, &name)?;
     if !sig.classifies() {
@@ -79,12 +85,22 @@ pub fn evaluate_checkpoint(
         seed,
         val_split: if held { val_split } else { 0.0 },
         feature_scale: scale,
-        eval_windows: usize::MAX,
+        eval_windows: eval_windows.unwrap_or(usize::MAX),
         vocabulary: meta.get("vocabulary").cloned(),
         whole_text: text && !held,
         ..DataOptions::default()
     };
     let dataset = Dataset::load(data, &sig, &data_options)?;
+    if text && held && eval_windows.is_none() {
+        let sampled = meta.get("eval_windows").and_then(|v| v.parse::<usize>().ok());
+        if let Some(k) = sampled.filter(|&k| k < dataset.held_len()) {
+            report.note(&format!(
+                "every one of the {} held-out windows is scored; the run's held-out figures sampled {k} of them (its \
+                 --eval-windows): --eval-windows {k} scores those",
+                dataset.held_len()
+            ));
+        }
+    }
     create_dir(out)?;
     let mut trainer =
         Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?;

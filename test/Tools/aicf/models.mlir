@@ -7,9 +7,13 @@
 // before anything is compiled.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/cnn | FileCheck %s --check-prefix=CNN
-// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --windows-per-epoch 48 --eval-windows 32 --out %t/lm --checkpoint-dir %t/lm-ckpt --profile %t/lm-trace.json --profile-steps 2 | FileCheck %s --check-prefix=LM
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --windows-per-epoch 48 --eval-windows 32 --out %t/lm --checkpoint-dir %t/lm-ckpt --profile %t/lm-trace.json --profile-steps 2 | tee %t/lm.log | FileCheck %s --check-prefix=LM
 // RUN: FileCheck %s --check-prefix=TRACE < %t/lm-trace.json
-// RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm | FileCheck %s --check-prefix=LMEVAL
+// RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm 2>&1 | FileCheck %s --check-prefix=LMEVAL
+// The run's held-out figures sampled 32 windows: --eval-windows 32 scores
+// those, reproducing them.
+// RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/lm-ckpt/last.safetensors --eval-windows 32 --out %t/lm > %t/lm-sampled.txt
+// RUN: grep "epoch   2/2" %t/lm.log | cat - %t/lm-sampled.txt | FileCheck %s --check-prefix=LMSAMPLED
 // RUN: aicf train %S/../../../examples/transformer/transformer_block.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 16 --eval-windows 8 --out %t/block | FileCheck %s --check-prefix=BLOCK
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 32 --eval-windows 16 --memory-budget 60% --out %t/budget | FileCheck %s --check-prefix=BUDGET
 // RUN: aicf compile %S/../../../examples/char_lm/char_lm.mlir --memory-budget 60% --emit ll | FileCheck %s --check-prefix=PLAN
@@ -39,7 +43,10 @@
 // TRACE: {"displayTimeUnit":"ms","traceEvents":[{"args":{"name":"cpu, {{[0-9]+}} threads"},"name":"process_name","ph":"M","pid":0,"tid":0}
 // TRACE-SAME: {"args":{"call":0,"function":"train_step","hl":"{{.*}}char_lm.mlir:{{[0-9]+}}:{{[0-9]+}}{{.*}}","kernel":"aicf_{{[0-9a-f]+}}"},"cat":"kernel","dur":{{[0-9.e-]+}},"name":"ll.{{[a-z_]+}}","ph":"X","pid":0,"tid":0,"ts":{{[0-9.e]+}}}
 
+// LMEVAL: note: every one of the 3485 held-out windows is scored; the run's held-out figures sampled 32 of them (its --eval-windows): --eval-windows 32 scores those
 // LMEVAL: accuracy {{[0-9.]+}}% on 3485 held-out windows of {{.*}}tinyshakespeare.txt (checkpoint {{.*}}last.safetensors, epoch 2); loss {{[0-9.]+}} nats/char
+// LMSAMPLED: epoch   2/2  train loss {{[0-9.]+}}  val loss [[LOSS:[0-9.]+]] nats/char  val accuracy [[ACC:[0-9.]+]]%
+// LMSAMPLED: accuracy [[ACC]]% on 32 held-out windows of {{.*}}loss [[LOSS]] nats/char
 
 // BLOCK: data: 1115394 tokens of {{.*}}tinyshakespeare.txt (256 byte values)
 // BLOCK: training on 16 examples (8 held out), batch 8, 2 steps per epoch

@@ -420,6 +420,10 @@ enum Command {
         /// A `last.safetensors` written by `aicf train --checkpoint-dir`.
         #[arg(long)]
         checkpoint: PathBuf,
+        /// Text: score at most this many held-out windows, spread over the
+        /// held-out text as training's figures are (default: every one).
+        #[arg(long)]
+        eval_windows: Option<usize>,
         #[arg(long, default_value = "target/aicf-run")]
         out: PathBuf,
     },
@@ -642,7 +646,9 @@ fn main() {
             };
             train(&compile, &device, &data, run, gemm)
         }
-        Command::Eval { compile, device, data, checkpoint, out } => eval(&compile, &device, &data, &checkpoint, &out),
+        Command::Eval { compile, device, data, checkpoint, eval_windows, out } => {
+            eval(&compile, &device, &data, &checkpoint, eval_windows, &out)
+        }
         Command::Sample { compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
             let s = aicf_compiler::train::sample::SampleOptions { prompt, tokens, temperature, top_k, seed };
             sample(&compile, &device, &checkpoint, &s, &out)
@@ -1297,12 +1303,20 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     Ok(())
 }
 
-fn eval(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], checkpoint: &Path, out: &Path) -> Result<()> {
+fn eval(
+    c: &ModelArgs,
+    d: &DeviceArgs,
+    data: &[PathBuf],
+    checkpoint: &Path,
+    eval_windows: Option<usize>,
+    out: &Path,
+) -> Result<()> {
     no_batch(c, "eval")?;
     let model = hl_model(c, out)?;
     let options = options(c, d, 0, out)?;
-    let scored = run::evaluate_checkpoint(&model, &options, data, checkpoint, out, &mut Printer::default())
-        .map_err(|e| e.to_string())?;
+    let scored =
+        run::evaluate_checkpoint(&model, &options, data, checkpoint, out, eval_windows, &mut Printer::default())
+            .map_err(|e| e.to_string())?;
     println!(
         "accuracy {} on {} {} of {} (checkpoint {}, epoch {}); loss {:.4} {}",
         percent(scored.accuracy),
