@@ -222,8 +222,12 @@ fn run(args: &Args) -> Result<(), String> {
         }
     }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let work = args.out.join("work");
-    let crashes = args.out.join("crashes");
+    // Absolute: the tools run in the work directory, and a relative
+    // `--out` (the default) named their inputs from the wrong place.
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let out = std::fs::canonicalize(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let work = out.join("work");
+    let crashes = out.join("crashes");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     std::fs::create_dir_all(&crashes).map_err(|e| format!("{}: {e}", crashes.display()))?;
