@@ -342,10 +342,12 @@ pub(super) fn resize(
         let new = resized(t, &shape);
         unsafe { mlirOperationSetAttributeByName(decl, crate::ffi::string_ref("type"), mlirTypeAttrGet(new)) };
         // A state of the parameter's shape the model declares (a grown
-        // parameter's ages) follows it.
+        // parameter's ages) follows it, keeping its own element type (a
+        // 16-bit parameter's optimizer slots are f32).
         for op in ops_of(module_body(module)) {
             if op_name(op) == "hl.state" && ir::flat_symbol(op, "param").as_deref() == Some(name.as_str()) {
-                unsafe { mlirOperationSetAttributeByName(op, crate::ffi::string_ref("type"), mlirTypeAttrGet(new)) };
+                let own = resized(unsafe { mlirTypeAttrGetValue(ir::attr(op, "type")) }, &shape);
+                unsafe { mlirOperationSetAttributeByName(op, crate::ffi::string_ref("type"), mlirTypeAttrGet(own)) };
             }
         }
         for read in reads_of(module, name) {
