@@ -136,12 +136,20 @@ pub fn run_pipeline(ctx: &CompilerContext, module: &mut Module<'_>, pipeline: &s
 }
 
 /// Whether `aicf-opt`'s arguments name no input file (or `-`): it reads
-/// standard input. `-o` takes the next argument as its value.
+/// standard input. `-o` takes the next argument as its value; `--help`,
+/// `--version` and the listings read nothing (reading first would wait on
+/// a terminal).
 fn reads_stdin() -> bool {
     let mut args = std::env::args_os().skip(1);
     let mut inputs = Vec::new();
     while let Some(arg) = args.next() {
         let text = arg.to_string_lossy();
+        let flag = text.trim_start_matches('-');
+        if text.starts_with('-')
+            && (matches!(flag, "h" | "version" | "show-dialects" | "list-passes") || flag.starts_with("help"))
+        {
+            return false;
+        }
         if text == "-o" {
             args.next();
         } else if text == "-" || !text.starts_with('-') {

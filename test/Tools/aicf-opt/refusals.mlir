@@ -29,6 +29,13 @@
 // RUN: not aicf-opt < %t/angles.mlir 2>&1 | FileCheck %s --check-prefix=ANGLESIN
 // ANGLES: angles.mlir:1: error: brackets nest 1001 deep here
 // ANGLESIN: <stdin>:1: error: brackets nest 1001 deep here
+// Reading standard input first is skipped where nothing is read: --version
+// and --help return at once (they would wait on a terminal).
+// RUN: timeout 60 aicf-opt --version < /dev/zero | FileCheck %s --check-prefix=VERSION
+// RUN: timeout 60 aicf-opt --help < /dev/zero > %t/help.txt
+// RUN: FileCheck %s --check-prefix=HELP < %t/help.txt
+// VERSION: LLVM version
+// HELP: OVERVIEW: AICF optimizer driver
 // RUN: python3 -c "n=80000;open('%t/chain.mlir','w').write('#m = affine_map<(d0) -> (' + 'd0 + '*n + 'd0)>\nfunc.func private @f() attributes {m = #m}\n')"
 // RUN: not aicf-opt %t/chain.mlir 2>&1 | FileCheck %s --check-prefix=CHAIN
 // CHAIN: chain.mlir:1: error: an expression here chains more than 10000 operators
