@@ -211,7 +211,8 @@ pub fn nesting_within(source: &str, max: usize) -> std::result::Result<(), TooDe
     let operator_word = |w: &[u8]| matches!(w, b"mod" | b"floordiv" | b"ceildiv");
     let mut i = 0usize;
     let count = |chains: &mut Vec<usize>, line: usize| -> std::result::Result<(), TooDeep> {
-        let top = chains.last_mut().expect("the outermost level is never popped");
+        // The outermost level is never popped: there is always a top.
+        let Some(top) = chains.last_mut() else { return Ok(()) };
         *top += 1;
         if *top > MAX_CHAIN {
             return Err(TooDeep {
@@ -287,7 +288,11 @@ pub fn nesting_within(source: &str, max: usize) -> std::result::Result<(), TooDe
                     chains.pop();
                 }
             }
-            b',' | b';' | b'=' | b':' => *chains.last_mut().expect("outermost level") = 0,
+            b',' | b';' | b'=' | b':' => {
+                if let Some(top) = chains.last_mut() {
+                    *top = 0;
+                }
+            }
             b'-' if next == Some(b'>') || exponent(i) => {}
             b'+' if exponent(i) => {}
             b'+' | b'-' | b'*' => count(&mut chains, line)?,

@@ -705,17 +705,23 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     }
     let (train, held) = split_rows(rows, options.seed, options.val_split);
     // Features scaled by the training split's largest magnitude.
-    let scale = options.feature_scale.unwrap_or_else(|| {
-        train.iter().flat_map(|&r| features[r * width..(r + 1) * width].iter()).fold(0.0f64, |m, v| m.max(v.abs()))
-    });
     // By the largest magnitude itself, however small (a floor would leave
     // features of 1e-40 zero in f32); all-zero features teach nothing.
-    if !(scale.is_finite() && scale > 0.0) {
-        return Err(bad(match options.feature_scale {
-            Some(_) => format!("{name}: the feature scale {scale} (from the checkpoint) is not a positive number"),
-            None => format!("{name}: every feature of the training rows is 0: there is nothing to learn from"),
-        }));
-    }
+    let scale = match options.feature_scale {
+        Some(s) => given_scale(&name, s)?,
+        None => {
+            let largest = train
+                .iter()
+                .flat_map(|&r| features[r * width..(r + 1) * width].iter())
+                .fold(0.0f64, |m, v| m.max(v.abs()));
+            if largest == 0.0 {
+                return Err(bad(format!(
+                    "{name}: every feature of the training rows is 0: there is nothing to learn from"
+                )));
+            }
+            largest
+        }
+    };
     for v in &mut features {
         *v /= scale;
     }
@@ -729,6 +735,15 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
         kind: Kind::Rows(Rows { columns, train, held }),
         outlier: None,
     })
+}
+
+/// A feature scale handed in (a checkpoint's): a positive number.
+fn given_scale(name: &str, scale: f64) -> Result<f64> {
+    if scale.is_finite() && scale > 0.0 {
+        Ok(scale)
+    } else {
+        Err(bad(format!("{name}: the feature scale {scale} (from the checkpoint) is not a positive number")))
+    }
 }
 
 /// Labels must index the model's classes.
@@ -1100,10 +1115,7 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
     if rows == 0 {
         return Err(bad(format!("{}: no examples (its first dimension is 0, or it has none)", arrays[0].name)));
     }
-    let scale = options.feature_scale.unwrap_or(1.0);
-    if !(scale.is_finite() && scale > 0.0) {
-        return Err(bad(format!("{name}: the feature scale {scale} (from the checkpoint) is not a positive number")));
-    }
+    let scale = given_scale(name, options.feature_scale.unwrap_or(1.0))?;
     let mut columns = Vec::new();
     for (i, (a, input)) in arrays.into_iter().zip(&fed).enumerate() {
         let want = &input.shape[1..];
