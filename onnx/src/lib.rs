@@ -260,6 +260,23 @@ fn read_external(t: &proto::TensorProto, base: &Path, n: usize, d: DataType) -> 
     let path = base.join(rel);
     let width = element_bytes(d).ok_or_else(|| format!("element type {} is not supported", d.as_str_name()))?;
     let want = length.unwrap_or((n * width) as u64);
+    // Checked before opening: opening a pipe would wait for a writer, and a
+    // symbolic link may lead out of the model's directory.
+    let meta = std::fs::metadata(&path).map_err(|e| format!("external data {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a directory" } else { "not a regular file (a device, pipe or socket)" };
+        return Err(format!("external data {}: {what}; a tensor's data is read from a file", path.display()));
+    }
+    let dir = if base.as_os_str().is_empty() { Path::new(".") } else { base };
+    let inside = match (path.canonicalize(), dir.canonicalize()) {
+        (Ok(real), Ok(dir)) => real.starts_with(&dir),
+        _ => false,
+    };
+    if !inside {
+        return Err(format!(
+            "external data location '{location}' leaves the model's directory (through a symbolic link)"
+        ));
+    }
     use std::io::{Read, Seek, SeekFrom};
     let mut f = std::fs::File::open(&path).map_err(|e| format!("external data {}: {e}", path.display()))?;
     let size = f.metadata().map_err(|e| format!("external data {}: {e}", path.display()))?.len();
@@ -356,6 +373,21 @@ mod tests {
         assert!(e.contains("holds 16 bytes") && e.contains("offset 8"), "{e}");
         t.external_data[0] = entry("location", "../w.bin");
         assert!(tensor(&t, &dir).unwrap_err().to_string().contains("leaves the model's directory"));
+        // A symbolic link inside the directory that leads out of it.
+        let outside = std::env::temp_dir().join(format!("aicf-onnx-ext-out-{}.bin", std::process::id()));
+        std::fs::write(&outside, vec![0u8; 64]).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("link.bin")).unwrap();
+        t.external_data = vec![entry("location", "link.bin")];
+        let e = tensor(&t, &dir).unwrap_err().to_string();
+        assert!(e.contains("leaves the model's directory (through a symbolic link)"), "{e}");
+        // A pipe is refused before it is opened (opening would wait for a writer).
+        let fifo = dir.join("pipe.bin");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false);
+        assert!(made, "mkfifo {}", fifo.display());
+        t.external_data = vec![entry("location", "pipe.bin")];
+        let e = tensor(&t, &dir).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::remove_file(&outside).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

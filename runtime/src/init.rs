@@ -213,7 +213,13 @@ impl fmt::Display for Init {
 pub struct Float(pub f64);
 
 impl fmt::Display for Float {
+    /// A decimal MLIR reads back exactly; an infinity or a NaN, which have
+    /// no decimal spelling in MLIR, as its f64 bit pattern (the form a
+    /// `: f64` attribute reads; an f32 context spells its own bits).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.0.is_finite() {
+            return write!(f, "0x{:016X}", self.0.to_bits());
+        }
         let s = format!("{:?}", self.0);
         match s.find('e') {
             Some(e) if !s.contains('.') => write!(f, "{}.0{}", &s[..e], &s[e..]),

@@ -22,3 +22,16 @@ module {
     return %c : tensor<f32>
   }
 }
+
+// -----
+
+// A constant of the old batch's shape that is not one value throughout (a
+// splat, which follows the batch: hl-set-batch-constants.mlir) cannot be
+// retargeted: the op mixing it with the new batch is the error.
+func.func @step(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %c = hl.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  // expected-error @below {{'hl.add' op operands are not broadcast-compatible: 'tensor<7x2xf32>' and 'tensor<4x2xf32>' (result dimension 0: 7 vs 4)}}
+  // expected-error @below {{hl-set-batch: 'hl.add' cannot take batch size 7}}
+  %y = hl.add %x, %c : tensor<4x2xf32>, tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}

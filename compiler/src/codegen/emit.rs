@@ -69,11 +69,39 @@ pub(crate) struct Kernel {
     /// row, its columns are split over the warp's 32 lanes, and row
     /// reductions end in shuffles. None on the CPU: a thread per row.
     pub(crate) lane: Option<String>,
+    /// Buffers taken from the heap (`memref.alloc`, with their types),
+    /// freed where the kernel returns.
+    pub(crate) frees: Vec<(String, String)>,
 }
+
+/// The most bytes a kernel's scratch row takes on the stack; a larger one
+/// comes from the heap on the CPU (a worker thread's stack is 2 MiB: a
+/// GEMM row of 524,288 f32 outputs overflowed it).
+pub(crate) const STACK_SCRATCH_BYTES: usize = 64 << 10;
 
 impl Kernel {
     pub(crate) fn new() -> Self {
-        Kernel { text: String::new(), n: 0, depth: 2, lane: None }
+        Kernel { text: String::new(), n: 0, depth: 2, lane: None, frees: Vec::new() }
+    }
+
+    /// A scratch buffer of `n` elements of `t` for the whole call (opened
+    /// before any loop): on the stack, or, where `heap` (the CPU) and it is
+    /// over [`STACK_SCRATCH_BYTES`], from the heap, freed at the return.
+    pub(crate) fn scratch(&mut self, n: usize, t: DType, heap: bool) -> String {
+        let ty = format!("memref<{}x{}>", n.max(1), t.mlir());
+        let width = match t {
+            DType::F64 | DType::I64 => 8,
+            DType::F16 | DType::BF16 => 2,
+            DType::I1 => 1,
+            _ => 4,
+        };
+        if heap && self.depth == 2 && n.saturating_mul(width) > STACK_SCRATCH_BYTES {
+            let buf = self.val(&format!("memref.alloc() : {ty}"));
+            self.frees.push((buf.clone(), ty));
+            buf
+        } else {
+            self.val(&format!("memref.alloca() : {ty}"))
+        }
     }
 
     /// Opens the loop over this thread's columns `0..n` of a row: all of

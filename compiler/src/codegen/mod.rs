@@ -756,6 +756,9 @@ impl Generator {
         let mut text = format!("  func.func @KERNEL(%begin: index, %end: index, {}) {{\n", params.join(", "));
         text.push_str("    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n");
         text.push_str(&k.text);
+        for (buf, ty) in &k.frees {
+            text.push_str(&format!("    memref.dealloc {buf} : {ty}\n"));
+        }
         text.push_str("    return\n  }\n");
         // A warp-per-row kernel launches differently from a plain one.
         let keyed = format!("{}{text}", if k.lane.is_some() { "warp " } else { "" });
@@ -898,7 +901,7 @@ fn widen_body(block: MlirBlock) -> Result<()> {
             }
             "arith.constant" if narrow_result => {
                 let value = float_attr(op, "value").ok_or_else(|| at(op, "a 16-bit constant that is not a float"))?;
-                let attrs = [("value", format!("{} : f32", Float(value)))];
+                let attrs = [("value", format!("{} : f32", crate::nn::ops::float_literal(value, DType::F32)))];
                 let spec =
                     ir::OpSpec { attributes: &attrs, results: Some(&[f32t]), ..ir::OpSpec::new("arith.constant") };
                 let new = ir::create_op(ctx, ir::op_loc(op), &spec).map_err(|e| at(op, format!("{e:?}")))?;

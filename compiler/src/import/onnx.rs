@@ -207,8 +207,33 @@ impl Imported {
     }
 
     /// Writes `mlir` and its weights file beside it (both atomically).
+    /// Nothing is written unless both can be: `mlir` may not be a
+    /// directory, and the weights file it implies may only replace the
+    /// weights of an earlier import (never a checkpoint, or another
+    /// program's safetensors file).
     pub fn write(&self, mlir: &Path) -> crate::Result<()> {
         let weights = Self::weights_path(mlir);
+        let io = |path: &Path, message: &str| crate::CompileError::Io {
+            path: path.display().to_string(),
+            message: message.to_string(),
+        };
+        if mlir.is_dir() {
+            return Err(io(mlir, "a directory: the imported model is written to a file"));
+        }
+        if !self.weights.is_empty() && std::fs::symlink_metadata(&weights).is_ok() {
+            let ours = aicf_runtime::checkpoint::read_metadata(&weights)
+                .is_ok_and(|m| m.get("format").is_some_and(|f| f == "aicf-weights") && !m.contains_key("epoch"));
+            if !ours || !weights.is_file() {
+                return Err(io(
+                    &weights,
+                    &format!(
+                        "the import of {} writes its weights here, and this is not the weights file of an earlier \
+                         import (a checkpoint, a directory or another file); move it, or give another output",
+                        mlir.display()
+                    ),
+                ));
+            }
+        }
         let mut text = self.module.text.clone();
         if !self.weights.is_empty() {
             let entries: Vec<aicf_runtime::checkpoint::Entry> = self
@@ -264,7 +289,34 @@ pub fn import_model(
     let graph = model.graph.as_ref().ok_or_else(|| fail("the model has no graph".into()))?;
     let mut inits = HashMap::new();
     for t in &graph.initializer {
-        inits.insert(t.name().to_string(), aicf_onnx::tensor(t, base)?);
+        if inits.insert(t.name().to_string(), aicf_onnx::tensor(t, base)?).is_some() {
+            return Err(fail(format!("initializer '{}' is given twice (which one holds the weights?)", t.name())));
+        }
+    }
+    let mut seen = HashSet::new();
+    for i in &graph.input {
+        if !seen.insert(i.name()) {
+            return Err(fail(format!("graph input '{}' is listed twice", i.name())));
+        }
+        // An initializer listed as an input is its default value: its
+        // declared shape, where it gives one, must be the initializer's.
+        if let Some(t) = inits.get(i.name())
+            && let Some(dims) = declared_dims(i)
+            && (dims.len() != t.dims.len() || dims.iter().zip(&t.dims).any(|(d, &n)| d.is_some_and(|d| d != n)))
+        {
+            return Err(fail(format!(
+                "graph input '{}' is declared [{}] but its initializer is {:?}",
+                i.name(),
+                dims.iter().map(|d| d.map_or("?".to_string(), |d| d.to_string())).collect::<Vec<_>>().join(", "),
+                t.dims
+            )));
+        }
+    }
+    let mut seen = HashSet::new();
+    for o in &graph.output {
+        if !seen.insert(o.name()) {
+            return Err(fail(format!("graph output '{}' is listed twice", o.name())));
+        }
     }
     // Graph inputs that are not initializers are the model's inputs.
     let mut inputs = Vec::new();
@@ -438,8 +490,8 @@ fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<(Tensor
     Ok((TensorSpec::new(dims, dtype), bound))
 }
 
-/// A graph output's declared dimensions (`None` for a symbolic or unknown
-/// one), when it declares a shape.
+/// A value's declared dimensions (`None` for a symbolic or unknown one),
+/// when it declares a shape.
 fn declared_dims(o: &proto::ValueInfoProto) -> Option<Vec<Option<usize>>> {
     use proto::tensor_shape_proto::dimension::Value;
     let Some(proto::type_proto::Value::TensorType(t)) = o.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
@@ -624,6 +676,14 @@ fn check_node(node: &NodeProto) -> R<()> {
                 declared.as_str_name(),
                 want.as_str_name()
             ));
+        }
+        // A float attribute is a finite number (Clip's bounds may be
+        // infinite: no bound), never NaN.
+        if attribute_type(a.name()) == Some(AttributeType::Float) {
+            let v = a.f();
+            if v.is_nan() || (v.is_infinite() && !(op == "Clip" && matches!(a.name(), "min" | "max"))) {
+                return Err(format!("attribute '{}' is {v}; {op} takes a finite number", a.name()));
+            }
         }
     }
     let required: &[&str] = match op {

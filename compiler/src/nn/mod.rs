@@ -24,7 +24,7 @@
 
 mod graph;
 mod layers;
-mod ops;
+pub(crate) mod ops;
 
 /// The element and tensor types of `hl` (defined in [`crate::types`]).
 pub use crate::types::{DType, TensorSpec};

@@ -393,9 +393,10 @@ pub(super) fn resize(
         }
     }
     for (func, block) in ir::functions(module) {
-        reinfer(block, &mut changed, fixed, &format!("{pass}: '{{op}}' does not accept the new width")).map_err(
-            |_| (op_loc(func), format!("{pass}: the rewritten function does not type (see the error above)")),
-        )?;
+        reinfer(block, &mut changed, fixed, &mut |_, _| {}, &format!("{pass}: '{{op}}' does not accept the new width"))
+            .map_err(|_| {
+                (op_loc(func), format!("{pass}: the rewritten function does not type (see the error above)"))
+            })?;
         retype_function(func, block);
     }
     if !unsafe { mlirOperationVerify(module) } {

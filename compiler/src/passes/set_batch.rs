@@ -87,7 +87,63 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
             }
             Ok(())
         };
-        reinfer(block, &mut changed, &mut fixed, &format!("hl-set-batch: '{{op}}' cannot take batch size {size}"))?;
+        // A broadcast that states its result's shape (a constant spread to
+        // `[batch, ...]`, as imported models build for LeakyRelu, Where or
+        // Expand), or a splat constant of that shape (ConstantOfShape of a
+        // Shape, folded), does not read the batch: where an op mixes such a result,
+        // of the old batch, with a value of the new one (which no op
+        // accepts, the old batch not being 1), the broadcast takes the new
+        // batch too, before the op infers its types.
+        let mut prepare = |op: MlirOperation, changed: &mut HashSet<usize>| {
+            let operands = ir::operands(op);
+            let mixes = from != 1
+                && operands.iter().any(|v| {
+                    changed.contains(&ir::key(*v)) && leading_dim(unsafe { mlirValueGetType(*v) }) == Some(size)
+                });
+            for v in operands {
+                let ty = unsafe { mlirValueGetType(v) };
+                if !mixes || changed.contains(&ir::key(v)) || leading_dim(ty) != Some(from) {
+                    continue;
+                }
+                if !unsafe { mlirValueIsAOpResult(v) } {
+                    continue;
+                }
+                let owner = unsafe { mlirOpResultGetOwner(v) };
+                let operand_rank = ir::operands(owner)
+                    .first()
+                    .map(|x| unsafe { mlirValueGetType(*x) })
+                    .filter(|t| unsafe { mlirTypeIsARankedTensor(*t) })
+                    .map(|t| unsafe { mlirShapedTypeGetRank(t) });
+                let result_rank = unsafe { mlirShapedTypeGetRank(ty) };
+                let new = with_leading_dim(ty, size);
+                // Only a broadcast that makes the leading dimension itself,
+                // or a constant of one value throughout (a splat).
+                if op_name(owner) == "hl.broadcast_to" && operand_rank.is_some_and(|r| r < result_rank) {
+                    unsafe { mlirValueSetType(v, new) };
+                    changed.insert(ir::key(v));
+                } else if op_name(owner) == "hl.constant" {
+                    let value = ir::attr(owner, "value");
+                    let splat = !value.ptr.is_null()
+                        && unsafe { mlirAttributeIsADenseElements(value) && mlirDenseElementsAttrIsSplat(value) };
+                    if splat {
+                        unsafe {
+                            let element = mlirDenseElementsAttrGetSplatValue(value);
+                            let attr = mlirDenseElementsAttrSplatGet(new, element);
+                            mlirOperationSetAttributeByName(owner, ffi::string_ref("value"), attr);
+                            mlirValueSetType(v, new);
+                        }
+                        changed.insert(ir::key(v));
+                    }
+                }
+            }
+        };
+        reinfer(
+            block,
+            &mut changed,
+            &mut fixed,
+            &mut prepare,
+            &format!("hl-set-batch: '{{op}}' cannot take batch size {size}"),
+        )?;
         retype_function(func, block);
     }
     // What did not infer its types (a call, a fixed shape) must still fit.
@@ -102,23 +158,26 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
 /// that does not infer its result types and reads a changed value is handed
 /// to `fixed` (with its results and their types before); an op that cannot
 /// infer them is an error at it: `refused` with `{op}` for its name.
+/// `prepare` sees each op first and may retype what its operands come from.
 pub(super) fn reinfer(
     block: MlirBlock,
     changed: &mut HashSet<usize>,
     fixed: &mut dyn FnMut(MlirOperation, &[MlirValue], &[MlirType]) -> PassResult,
+    prepare: &mut dyn FnMut(MlirOperation, &mut HashSet<usize>),
     refused: &str,
 ) -> PassResult {
     for op in ops_of(block) {
         for r in 0..unsafe { mlirOperationGetNumRegions(op) } {
             let mut inner = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)) };
             while !inner.ptr.is_null() {
-                reinfer(inner, changed, fixed, refused)?;
+                reinfer(inner, changed, fixed, prepare, refused)?;
                 inner = unsafe { mlirBlockGetNextInRegion(inner) };
             }
         }
         let results: Vec<MlirValue> =
             (0..unsafe { mlirOperationGetNumResults(op) }).map(|i| unsafe { mlirOperationGetResult(op, i) }).collect();
         let before: Vec<MlirType> = results.iter().map(|r| unsafe { mlirValueGetType(*r) }).collect();
+        prepare(op, changed);
         match unsafe { ffi::aicfInferResultTypes(op) } {
             1 => {}
             0 if ir::operands(op).iter().any(|v| changed.contains(&ir::key(*v))) => fixed(op, &results, &before)?,

@@ -1042,6 +1042,7 @@ fn half_f16(bits: u16) -> f64 {
 fn read_npy(path: &Path) -> Result<Array> {
     let name = path.display().to_string();
     let bytes = read_bytes(path)?;
+    npy_shape_fits(&bytes).map_err(|e| bad(format!("{name}: {e}")))?;
     let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(format!("{name}: not a .npy file ({e})")))?;
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
     let dtype = npy.dtype();
@@ -1074,6 +1075,38 @@ fn read_npy(path: &Path) -> Result<Array> {
     };
     let values = if fortran { fortran_to_c(&values, &shape) } else { values };
     Ok(Array { name, shape, values })
+}
+
+/// Refuses a `.npy` header whose shape's element count overflows before
+/// `npyz` multiplies it out (it would panic): the header is
+/// `\x93NUMPY`, two version bytes, its length (2 bytes in version 1, 4
+/// after), then a Python dict literal whose `'shape'` is a tuple of
+/// integers. Anything this does not recognise is left to `npyz`.
+fn npy_shape_fits(bytes: &[u8]) -> std::result::Result<(), String> {
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Ok(());
+    }
+    let (len, start): (usize, usize) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        _ if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
+        _ => return Ok(()),
+    };
+    let Some(header) = bytes.get(start..start.saturating_add(len)) else { return Ok(()) };
+    let header = String::from_utf8_lossy(header);
+    let Some(at) = header.find("'shape'") else { return Ok(()) };
+    let rest = &header[at..];
+    let (Some(open), Some(close)) = (rest.find('('), rest.find(')')) else { return Ok(()) };
+    if close < open {
+        return Ok(());
+    }
+    let mut count: u64 = 1;
+    for dim in rest[open + 1..close].split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let Ok(d) = dim.parse::<u64>() else { return Ok(()) };
+        count = count.checked_mul(d).filter(|&n| n.checked_mul(16).is_some()).ok_or_else(|| {
+            format!("its header's shape ({}) has more elements than can be addressed", &rest[open + 1..close])
+        })?;
+    }
+    Ok(())
 }
 
 /// Values stored in Fortran order (the first index fastest) in C order
@@ -1399,7 +1432,30 @@ fn least_squares_probe<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::{Column, DType, PROBE_WORK, Rows, find_outlier, fortran_to_c, probe_examples, softmax_probe};
+    use super::{
+        Column, DType, PROBE_WORK, Rows, find_outlier, fortran_to_c, npy_shape_fits, probe_examples, softmax_probe,
+    };
+
+    /// A `.npy` header of `shape` (version 1).
+    fn npy_header(shape: &str) -> Vec<u8> {
+        let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        out.extend_from_slice(dict.as_bytes());
+        out
+    }
+
+    /// A header whose element count overflows is refused before `npyz`
+    /// multiplies it out (it panicked); an ordinary one passes.
+    #[test]
+    fn a_npy_shape_past_what_can_be_addressed_is_refused() {
+        let e = npy_shape_fits(&npy_header("(4611686018427387904, 1024)")).unwrap_err();
+        assert!(e.contains("has more elements than can be addressed"), "{e}");
+        assert!(npy_shape_fits(&npy_header("(1099511627776, 64)")).is_ok());
+        assert!(npy_shape_fits(&npy_header("(3,)")).is_ok());
+        assert!(npy_shape_fits(&npy_header("()")).is_ok());
+        assert!(npy_shape_fits(b"not a npy").is_ok());
+    }
 
     fn rows(features: Vec<f64>, per: usize, targets: Vec<f64>, target_type: DType) -> Rows {
         let n = targets.len();

@@ -585,6 +585,31 @@ fn softmax_rows_with_nan_and_infinities_match_the_interpreter() {
 }
 
 /// Every ll kernel kind, on odd and round shapes, against the interpreter.
+/// A GEMM output row and an attention score row longer than a thread's
+/// stack (2.4 MB each; a worker thread has 2 MiB): the kernels take such
+/// rows from the heap (a 524,288-wide linear layer overflowed the stack),
+/// and still match the interpreter.
+#[test]
+fn kernels_with_rows_longer_than_a_stack_match_the_interpreter() {
+    let n = 600_000;
+    let gemm = format!(
+        "func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x{n}xf32>) -> tensor<2x{n}xf32> {{\n  %p = hl.matmul %a, %b : \
+         tensor<2x3xf32>, tensor<3x{n}xf32>\n  return %p : tensor<2x{n}xf32>\n}}"
+    );
+    kernel_matches("gemm_long_row", &gemm, &[f32s(&[2, 3], 1), f32s(&[3, n], 2)], 2e-5);
+    let attention = format!(
+        "func.func @f(%q: tensor<1x2x4xf32>, %k: tensor<1x{n}x4xf32>, %v: tensor<1x{n}x4xf32>) -> tensor<1x2x4xf32> \
+         {{\n  %o = hl.attention %q, %k, %v : tensor<1x2x4xf32>, tensor<1x{n}x4xf32>, tensor<1x{n}x4xf32>\n  return \
+         %o : tensor<1x2x4xf32>\n}}"
+    );
+    kernel_matches(
+        "attention_long_row",
+        &attention,
+        &[f32s(&[1, 2, 4], 3), f32s(&[1, n, 4], 4), f32s(&[1, n, 4], 5)],
+        2e-5,
+    );
+}
+
 #[test]
 fn every_kernel_matches_the_interpreter() {
     for (name, source, inputs) in kernel_cases() {

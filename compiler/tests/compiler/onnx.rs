@@ -156,6 +156,39 @@ fn the_weights_are_data_parameters_whose_file_the_ir_names_by_hash() {
     assert!(e.to_string().contains("mlp.weights.safetensors"), "{e}");
 }
 
+/// An import writes nothing unless it can write both files: not to a
+/// directory (which left the weights beside it replaced), and not over a
+/// weights file that is not an earlier import's (a checkpoint), which
+/// stays byte for byte; an earlier import's weights are replaced.
+#[test]
+fn an_import_replaces_only_an_earlier_import_s_weights() {
+    let dir = crate::tmp_root().join("onnx-write-guard");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("m.mlir")).unwrap();
+    let imported =
+        onnx::import(&fixture("mlp.onnx"), &ImportOptions { batch: Some(8), loss: Loss::CrossEntropy }).unwrap();
+    let checkpoint = aicf_runtime::checkpoint::Entry {
+        name: "w".into(),
+        dtype: aicf_runtime::artifact::DType::F32,
+        shape: vec![1],
+        bytes: 1f32.to_le_bytes().to_vec(),
+    };
+    let meta = BTreeMap::from([("epoch".to_string(), "3".to_string())]);
+    aicf_runtime::checkpoint::save(&dir.join("m.weights.safetensors"), &[checkpoint], &meta).unwrap();
+    let before = std::fs::read(dir.join("m.weights.safetensors")).unwrap();
+    let e = imported.write(&dir.join("m.mlir")).unwrap_err().to_string();
+    assert!(e.contains("a directory"), "{e}");
+    std::fs::remove_dir(dir.join("m.mlir")).unwrap();
+    let e = imported.write(&dir.join("m.mlir")).unwrap_err().to_string();
+    assert!(e.contains("not the weights file of an earlier import"), "{e}");
+    assert_eq!(std::fs::read(dir.join("m.weights.safetensors")).unwrap(), before, "the checkpoint is untouched");
+    assert!(!dir.join("m.mlir").exists());
+    // An earlier import of its own is replaced.
+    imported.write(&dir.join("n.mlir")).unwrap();
+    imported.write(&dir.join("n.mlir")).unwrap();
+    assert!(dir.join("n.weights.safetensors").is_file());
+}
+
 #[test]
 fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     // The exported GPT's batch is symbolic: without --batch it cannot be static.
@@ -261,6 +294,51 @@ fn malformed_graphs_are_errors_naming_the_fault() {
     node.attribute.clear();
     let e = import(&model);
     assert!(e.contains("Concat needs the attribute 'axis'"), "{e}");
+    // A non-finite float attribute (Gemm's alpha = inf reached the IR
+    // printer as an internal error).
+    for bad in [f32::INFINITY, f32::NAN] {
+        let mut model = mlp.clone();
+        let node = &mut model.graph.as_mut().unwrap().node[gemm];
+        node.attribute.retain(|a| a.name() != "alpha");
+        node.attribute.push(aicf_onnx::proto::AttributeProto {
+            name: Some("alpha".into()),
+            f: Some(bad),
+            r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Float as i32),
+            ..Default::default()
+        });
+        let e = import(&model);
+        assert!(e.contains(&format!("attribute 'alpha' is {bad}; Gemm takes a finite number")), "{e}");
+    }
+    // Names given twice: an initializer (the later one was read), a graph
+    // input, a graph output; and an initializer listed as an input with
+    // another shape.
+    let mut model = mlp.clone();
+    let graph = model.graph.as_mut().unwrap();
+    let first = graph.initializer[0].clone();
+    graph.initializer.push(first.clone());
+    let e = import(&model);
+    assert!(e.contains(&format!("initializer '{}' is given twice", first.name())), "{e}");
+    let mut model = mlp.clone();
+    let graph = model.graph.as_mut().unwrap();
+    let input = graph.input[0].clone();
+    graph.input.push(input.clone());
+    let e = import(&model);
+    assert!(e.contains(&format!("graph input '{}' is listed twice", input.name())), "{e}");
+    let mut model = mlp.clone();
+    let graph = model.graph.as_mut().unwrap();
+    let output = graph.output[0].clone();
+    graph.output.push(output.clone());
+    let e = import(&model);
+    assert!(e.contains(&format!("graph output '{}' is listed twice", output.name())), "{e}");
+    let mut model = mlp.clone();
+    let graph = model.graph.as_mut().unwrap();
+    let mut declared = graph.input[0].clone();
+    declared.name = first.name.clone();
+    set_dim(&mut declared, 0, 3);
+    set_dim(&mut declared, 1, 3);
+    graph.input.push(declared);
+    let e = import(&model);
+    assert!(e.contains(&format!("graph input '{}' is declared [3, 3] but its initializer is", first.name())), "{e}");
 }
 
 /// A normalisation's epsilon that is not a finite number (NaN, inf, below
@@ -282,7 +360,11 @@ fn a_normalisation_s_epsilon_must_be_a_number() {
         });
         let options = ImportOptions { batch: Some(2), loss: Loss::None };
         let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
-        assert!(e.contains(&name) && e.contains(&format!("epsilon {} must be a finite number", bad as f64)), "{e}");
+        // NaN and infinity are refused with every float attribute's check,
+        // a negative epsilon by the normalisation's.
+        let said = e.contains(&format!("epsilon {} must be a finite number", bad as f64))
+            || e.contains(&format!("attribute 'epsilon' is {bad}; LayerNormalization takes a finite number"));
+        assert!(e.contains(&name) && said, "{e}");
     }
 }
 

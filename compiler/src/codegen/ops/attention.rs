@@ -171,11 +171,12 @@ impl Generator {
         let (l, d, s_len, dv, batch, scale, causal) = (a.l, a.d, a.s, a.dv, a.batch, a.scale, a.causal);
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let (tq, tk, tv, to) = (ty(0), ty(1), ty(2), ty(3));
-        let row_ty = format!("memref<{s_len}x{f}>");
+        let row_ty = format!("memref<{}x{f}>", s_len.max(1));
         let mut k = Kernel::new();
-        let scores = k.val(&format!("memref.alloca() : {row_ty}"));
-        let out_ty = format!("memref<{dv}x{f}>");
-        let out_row = k.val(&format!("memref.alloca() : {out_ty}"));
+        let heap = self.target.heap_scratch();
+        let scores = k.scratch(s_len, t, heap);
+        let out_ty = format!("memref<{}x{f}>", dv.max(1));
+        let out_row = k.scratch(dv, t, heap);
         let zero = k.float(0.0, t);
         let ninf = k.float(f64::NEG_INFINITY, t);
         let sc = k.float(scale, t);

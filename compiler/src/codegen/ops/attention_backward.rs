@@ -104,7 +104,8 @@ impl Generator {
         // D.
         let mut k = Kernel::new();
         let row_ty = format!("memref<{}x{f}>", s.max(1));
-        let scores = (!kept).then(|| k.val(&format!("memref.alloca() : {row_ty}")));
+        let heap = self.target.heap_scratch();
+        let scores = (!kept).then(|| k.scratch(s, t, heap));
         let (lc, ninf, zero) = (k.index(l), k.float(f64::NEG_INFINITY, t), k.float(0.0, t));
         let w = k.open("%begin", "%end");
         if let Some(scores) = &scores {
@@ -168,7 +169,7 @@ impl Generator {
         // A stack row of n zeros.
         let stack_row = |k: &mut Kernel, n: usize| {
             let row_ty = format!("memref<{}x{f}>", n.max(1));
-            let row = k.val(&format!("memref.alloca() : {row_ty}"));
+            let row = k.scratch(n, t, heap);
             let zero = k.float(0.0, t);
             let nc = k.index(n);
             let c = k.open("%c0", &nc);

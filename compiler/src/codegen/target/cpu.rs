@@ -52,6 +52,10 @@ impl TargetInfo for CpuTarget {
         true
     }
 
+    fn heap_scratch(&self) -> bool {
+        true
+    }
+
     fn row_kernel(&self) -> Kernel {
         Kernel::new()
     }

@@ -135,6 +135,13 @@ pub(crate) trait TargetInfo {
         false
     }
 
+    /// Whether a kernel's large scratch rows come from the heap (the CPU,
+    /// where a worker thread's stack is small) rather than the stack (the
+    /// GPU: a thread's local memory; `Kernel::scratch`).
+    fn heap_scratch(&self) -> bool {
+        false
+    }
+
     /// Whether `ll.scatter_add` adds into an f32 table atomically, an item
     /// per gradient element (the GPU), rather than an item per table
     /// column reading every index in order (the CPU: the same bits on

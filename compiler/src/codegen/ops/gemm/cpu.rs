@@ -24,8 +24,8 @@ impl Generator {
         let t = compute(specs[out].1);
         let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
         let mut k = Kernel::new();
-        let row_t = format!("memref<{n}x{}>", t.mlir());
-        let acc_buf = k.val(&format!("memref.alloca() : {row_t}"));
+        let row_t = format!("memref<{}x{}>", n.max(1), t.mlir());
+        let acc_buf = k.scratch(n, t, self.target.heap_scratch());
         let zero = k.float(0.0, t);
         let (nc, kc, mc) = (k.index(n), k.index(kk), k.index(m));
         let w = k.open("%begin", "%end");
