@@ -93,9 +93,11 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     let function = options.get("function").map_err(report)?.to_string();
     let scale = float("loss-scale")?;
     let interval = options.get_i64("scale-growth-interval").map_err(report)?;
-    if !(scale.is_finite() && scale >= 0.0) || interval <= 0 {
+    // The scale is an f32 state: one past f32's range would start infinite.
+    if !(scale.is_finite() && (0.0..=f32::MAX as f64).contains(&scale)) || interval <= 0 {
         return Err(report(format!(
-            "loss-scale={scale} scale-growth-interval={interval}: a scale of at least 0 (0: off) and an interval above 0"
+            "loss-scale={scale:?} scale-growth-interval={interval}: a scale of at least 0 (0: off) and at most f32's \
+             largest, 3.4e38, and an interval above 0"
         )));
     }
     let loss_scale = (scale > 0.0).then_some(LossScale { init: scale, growth_interval: interval as u64 });

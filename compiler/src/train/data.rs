@@ -697,13 +697,21 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     // A table's row is named by its line.
     if let Some(row) = bad_label(&labels, sig) {
         return Err(bad(format!(
-            "{name}:{}: the label {} is not below the model's {} classes",
+            "{name}:{}: the label {} is not a class of the model's {} (0 to {})",
             lines[row],
             labels[row],
-            sig.classes().unwrap_or(0)
+            sig.classes().unwrap_or(0),
+            sig.classes().unwrap_or(1).saturating_sub(1)
         )));
     }
     let (train, held) = split_rows(rows, options.seed, options.val_split);
+    if train.is_empty() {
+        return Err(bad(format!(
+            "{name}: holding out {} of its {rows} rows (--val-split {}) leaves none to train on",
+            held.len(),
+            options.val_split
+        )));
+    }
     // Features scaled by the training split's largest magnitude.
     // By the largest magnitude itself, however small (a floor would leave
     // features of 1e-40 zero in f32); all-zero features teach nothing.
@@ -751,8 +759,9 @@ fn check_labels(name: &str, labels: &[f64], sig: &Signature) -> Result<()> {
     if let Some(row) = bad_label(labels, sig) {
         let classes = sig.classes().unwrap_or(0);
         return Err(bad(format!(
-            "{name}: example {row} (counting from 0): the label {} is not below the model's {classes} classes",
-            labels[row]
+            "{name}: example {row} (counting from 0): the label {} is not a class of the model's {classes} (0 to {})",
+            labels[row],
+            classes.saturating_sub(1)
         )));
     }
     Ok(())

@@ -739,13 +739,23 @@ pub fn fit(
     };
     let name = model_file.display().to_string();
     let sig = Signature::of_source(&source, &name)?;
-    let data_options = DataOptions { seed: run.seed, ..run.data.clone() };
+    // A resumed text is read with the checkpoint's vocabulary: ids by the
+    // characters of another file would mean other characters to the model
+    // (its embedding rows and logits are the checkpoint's characters).
+    let vocabulary = resume.as_ref().and_then(|(_, meta)| meta.get("vocabulary").cloned());
+    let data_options =
+        DataOptions { seed: run.seed, vocabulary: vocabulary.or(run.data.vocabulary.clone()), ..run.data.clone() };
     let dataset = Dataset::load(data, &sig, &data_options)?;
     if let Some(outlier) = &dataset.outlier {
         report.note(&format!("{outlier}: training may diverge on it, or learn little else; check the data"));
     }
     if dataset.train_len() == 0 {
-        return Err(TrainError::Input(format!("{}: no training examples", dataset.description)));
+        return Err(TrainError::Input(format!(
+            "{}: no training examples (--val-split {} holds out {} of them)",
+            dataset.description,
+            run.data.val_split,
+            dataset.held_len()
+        )));
     }
     // A held-out fraction of a text that leaves no whole window scores
     // nothing (--eval-windows 0 asks for none; --val-split 0 holds nothing
@@ -796,6 +806,13 @@ pub fn fit(
             .map_err(RuntimeError::from)?;
     }
     let trainer = Trainer::from_source(&source, &name, trainer_options)?;
+    // (A loss that reaches no parameter is hl-autodiff's error; a model
+    // with none at all trained to "0.00%" and exit 0.)
+    if param_count(&trainer) == 0 {
+        return Err(TrainError::Input(format!(
+            "{name}: the model has no parameters (hl.param): training would change nothing"
+        )));
+    }
     let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, report)?;
     if let Some(c) = &comm {
         if rank == 0 {

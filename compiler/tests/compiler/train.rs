@@ -276,7 +276,7 @@ fn data_that_does_not_fit_is_one_error_naming_the_input() {
     let label = dir.join("label.csv");
     std::fs::write(&label, format!("{}{}", row("0"), format!("{}0,12\n", "0,".repeat(63)))).unwrap();
     let e = err(std::slice::from_ref(&label), &mlp);
-    assert!(e.contains("label.csv:2: the label 12 is not below the model's 10 classes"), "{e}");
+    assert!(e.contains("label.csv:2: the label 12 is not a class of the model's 10 (0 to 9)"), "{e}");
 
     let many = dir.join("many.txt");
     std::fs::write(&many, (0..100u32).filter_map(char::from_u32).map(|c| c.to_string()).collect::<String>()).unwrap();

@@ -3,6 +3,12 @@
 // with NaN cells or labels the model has no class for, too few rows, paths
 // that cannot be written, models with empty tensors.
 // RUN: rm -rf %t && mkdir -p %t
+// A model with no parameters, and a held-out fraction that leaves no row to
+// train on (it was reported as features that are all 0).
+// RUN: not aicf train %S/inputs/no-params.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/noparams 2>&1 | FileCheck %s --check-prefix=NOPARAMS
+// NOPARAMS: aicf: error: {{.*}}no-params.mlir.txt: the model has no parameters (hl.param): training would change nothing
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --val-split 0.9999 --out %t/norows 2>&1 | FileCheck %s --check-prefix=NOROWS
+// NOROWS: aicf: error: {{.*}}digits.csv.gz: holding out 1797 of its 1797 rows (--val-split 0.9999) leaves none to train on
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr nan --out %t/run 2>&1 | FileCheck %s --check-prefix=LRNAN
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum -5 --out %t/run 2>&1 | FileCheck %s --check-prefix=MOMENTUM
@@ -56,7 +62,7 @@
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/label.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=LABEL
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/nan.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=NAN
 // NAN: aicf: error: {{.*}}nan.csv:7: column 1 is NaN, not a finite number
-// LABEL: aicf: error: {{.*}}label.csv:5: the label 42 is not below the model's 10 classes
+// LABEL: aicf: error: {{.*}}label.csv:5: the label 42 is not a class of the model's 10 (0 to 9)
 // SHORT: training on 16 examples (4 held out), batch 16, 1 steps per epoch
 // SHORTACC: training on 16 examples (4 held out), batch 16, 1 steps per epoch, {{.*}}accumulating 2 micro-batches of 32
 // SHORTACC: epoch   2/2

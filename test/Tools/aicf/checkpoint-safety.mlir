@@ -95,6 +95,9 @@
 // RUN: printf '$' > %t/other.txt && tail -c +2 %t/text.txt >> %t/other.txt
 // RUN: not aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/other.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm 2>&1 | FileCheck %s --check-prefix=VOCAB
 // VOCAB: aicf: error: {{.*}}other.txt: '$' at byte 0 is not in the checkpoint's vocabulary of {{[0-9]+}} characters
+// Training on from the checkpoint reads another text with its vocabulary
+// too (the text's own would have moved every id after '$' by one).
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/other.txt --resume-from %t/lm-ckpt/last.safetensors --checkpoint-dir %t/lm-fork --override-resume --epochs 2 --windows-per-epoch 32 --out %t/lm-fork-run 2>&1 | FileCheck %s --check-prefix=VOCAB
 // RUN: aicf eval %S/../../../examples/char_lm/char_lm.mlir --data %t/text.txt --checkpoint %t/lm-ckpt/last.safetensors --out %t/lm | FileCheck %s --check-prefix=SCORED
 // SCORED: accuracy {{[0-9.]+}}% on 62 held-out windows of {{.*}}text.txt
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/text.txt --eval-windows 1 --epochs 1 --out %t/lm2 2>&1 | FileCheck %s --check-prefix=WINDOWS
