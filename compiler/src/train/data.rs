@@ -1000,7 +1000,12 @@ fn safetensors_problem(e: &safetensors::SafeTensorError) -> String {
     match e {
         E::InvalidHeader => "its header is not UTF-8 text".into(),
         E::InvalidHeaderStart => "its header does not start with '{'".into(),
-        E::InvalidHeaderDeserialization => "its header is not valid JSON".into(),
+        // (Also what an unknown "dtype" in valid JSON gives.)
+        E::InvalidHeaderDeserialization => {
+            "its header is not a safetensors header: not valid JSON, or a tensor's entry is not {dtype, shape, \
+             data_offsets} with a dtype safetensors knows (F32, F16, BF16, F64, I64, I32, U8, BOOL, ...)"
+                .into()
+        }
         E::HeaderTooLarge => "its header declares more than 100 MB".into(),
         E::HeaderTooSmall => "shorter than the 8 bytes of the header's length".into(),
         E::InvalidHeaderLength => "the header's length passes the end of the file".into(),

@@ -9,6 +9,9 @@
 // NOPARAMS: aicf: error: {{.*}}no-params.mlir.txt: the model has no parameters (hl.param): training would change nothing
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --val-split 0.9999 --out %t/norows 2>&1 | FileCheck %s --check-prefix=NOROWS
 // NOROWS: aicf: error: {{.*}}digits.csv.gz: holding out 1797 of its 1797 rows (--val-split 0.9999) leaves none to train on
+// --loss is an ONNX model's (an hl model's @loss is its own; it was ignored).
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --loss mse --out %t/loss 2>&1 | FileCheck %s --check-prefix=LOSSHL
+// LOSSHL: aicf: error: --loss mse chooses the loss of an ONNX model being imported; {{.*}}digits_mlp.mlir's @loss is its own
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr nan --out %t/run 2>&1 | FileCheck %s --check-prefix=LRNAN
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum -5 --out %t/run 2>&1 | FileCheck %s --check-prefix=MOMENTUM

@@ -107,8 +107,9 @@ struct ModelArgs {
     model: PathBuf,
     /// An ONNX model's loss on its first output: cross_entropy (integer
     /// labels) or mse (a target of the output's shape).
-    #[arg(long, default_value = "cross_entropy", value_parser = Loss::parse)]
-    loss: Loss,
+    /// (cross_entropy when not given.)
+    #[arg(long, value_parser = Loss::parse)]
+    loss: Option<Loss>,
     /// The size of an ONNX model's symbolic batch dimension; with an hl
     /// model (compile only), compile a variant for this many rows
     /// (hl-set-batch) that runs on the same parameters and checkpoints.
@@ -1018,12 +1019,27 @@ fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
         ));
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    import(&c.model, &output, c.loss, c.batch)?;
+    import(&c.model, &output, c.loss.unwrap_or(Loss::CrossEntropy), c.batch)?;
     Ok(output)
+}
+
+/// `--loss` is an ONNX model's: an hl model's @loss is its own (it was
+/// silently ignored).
+fn no_loss(c: &ModelArgs, command: &str) -> Result<()> {
+    match c.loss {
+        Some(l) if !is_onnx(&c.model) => Err(format!(
+            "--loss {} chooses the loss of an ONNX model being imported; {}'s @loss is its own (`aicf {command}` \
+             trains and scores that)",
+            l.name(),
+            c.model.display()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// `--batch` only retargets an hl model when compiling.
 fn no_batch(c: &ModelArgs, command: &str) -> Result<()> {
+    no_loss(c, command)?;
     match c.batch {
         Some(_) if !is_onnx(&c.model) => Err(format!(
             "--batch binds an ONNX model's batch dimension; `aicf {command}` runs an hl model at the batch its types \
@@ -1040,6 +1056,7 @@ fn run_compile(
     target: Target,
     timing: bool,
 ) -> Result<()> {
+    no_loss(c, "compile")?;
     let (model, batch) = if is_onnx(&c.model) {
         let dir = output.as_deref().and_then(Path::parent).unwrap_or(Path::new("target")).to_path_buf();
         let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
