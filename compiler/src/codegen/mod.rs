@@ -188,7 +188,18 @@ pub fn compile(
         functions.push(generator.function(func, block, &name, &globals, &mut constants, &mut constant_of)?);
     }
     let generate_seconds = generate_started.elapsed().as_secs_f64();
-    std::fs::create_dir_all(out_dir).map_err(|e| io_error(out_dir, e))?;
+    std::fs::create_dir_all(out_dir).map_err(|e| match out_dir.ancestors().find(|a| a.exists() && !a.is_dir()) {
+        // (create_dir_all says "File exists", naming neither.)
+        Some(blocked) => io_error(
+            out_dir,
+            format!(
+                "the artifact is a directory, and {} is {}",
+                blocked.display(),
+                if blocked.is_file() { "a file" } else { "not a directory (a device, pipe or socket)" }
+            ),
+        ),
+        None => io_error(out_dir, e),
+    })?;
     let info = generator.target.clone();
     let (target, mut stats, ptx) = info.build(&generator, ctx, out_dir, &mut functions)?;
     // The kernel files the manifest vouches for: the host library, or every

@@ -1987,9 +1987,13 @@ fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<
 /// Creates `dir` and its parents; a file in the way is named as such.
 pub(crate) fn create_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| {
-        let blocked = dir.ancestors().find(|a| a.is_file());
+        let blocked = dir.ancestors().find(|a| a.exists() && !a.is_dir());
         let message = match blocked {
-            Some(file) => format!("cannot create the directory: {} is a file", file.display()),
+            Some(file) => format!(
+                "cannot create the directory: {} is {}",
+                file.display(),
+                if file.is_file() { "a file" } else { "not a directory (a device, pipe or socket)" }
+            ),
             None => e.to_string(),
         };
         TrainError::Io { path: dir.to_path_buf(), message }

@@ -8,6 +8,13 @@
 // A variant for batch 7 (what a smaller last batch runs): the same
 // parameters, every batch-carrying buffer 7 rows.
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --batch 7 --emit ll | FileCheck %s --check-prefix=BATCH
+// A batch past what a pass option holds, and an artifact path that is a
+// device, are refused naming them (the pipeline's "failed to add", and "File
+// exists", named neither).
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --batch 9223372036854775808 2>&1 | FileCheck %s --check-prefix=HUGEBATCH
+// HUGEBATCH: invalid value '9223372036854775808' for '--batch <BATCH>': 9223372036854775808 rows: at most 9223372036854775807
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEVNULL
+// DEVNULL: aicf: error: /dev/null: the artifact is a directory, and /dev/null is not a directory (a device, pipe or socket)
 // For NVIDIA GPUs: PTX for both chips, assembled by ptxas, and each call's
 // launch shape in the manifest.
 // RUN: rm -rf %t.cuda && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --target cuda -o %t.cuda | FileCheck %s --check-prefix=CUDA

@@ -113,7 +113,7 @@ struct ModelArgs {
     /// The size of an ONNX model's symbolic batch dimension; with an hl
     /// model (compile only), compile a variant for this many rows
     /// (hl-set-batch) that runs on the same parameters and checkpoints.
-    #[arg(long)]
+    #[arg(long, value_parser = batch_size)]
     batch: Option<usize>,
     #[arg(long, value_enum, default_value = "adam")]
     optimizer: Optimizer,
@@ -233,7 +233,7 @@ enum Command {
         #[arg(long, default_value = "cross_entropy", value_parser = Loss::parse)]
         loss: Loss,
         /// The size of the symbolic batch dimension.
-        #[arg(long)]
+        #[arg(long, value_parser = batch_size)]
         batch: Option<usize>,
     },
     /// Train a model on a data set: a CSV table (features, label last), a
@@ -690,6 +690,19 @@ fn main() {
 
 fn memory_budget(text: &str) -> Result<MemoryBudget> {
     MemoryBudget::parse(text)
+}
+
+/// `--batch`: rows, at least 1 and at most what a pass option (an i64)
+/// holds (larger ones failed inside the pipeline, naming neither).
+fn batch_size(text: &str) -> Result<usize> {
+    let n: u64 = text.trim().parse().map_err(|_| format!("'{text}' is not a number of rows"))?;
+    if n == 0 {
+        return Err("a batch has at least one row".into());
+    }
+    if n > i64::MAX as u64 {
+        return Err(format!("{n} rows: at most {} (2^63 - 1)", i64::MAX));
+    }
+    Ok(n as usize)
 }
 
 /// `25M`, `512K`, `0`: bytes, with a K, M or G suffix for KiB, MiB, GiB.
@@ -1552,6 +1565,14 @@ fn bench(
         times[0],
         device
     );
+    if !loss.is_finite() {
+        // Kernels on infinities and NaNs can take other paths than on the
+        // numbers a training run sees.
+        eprintln!(
+            "note: the loss is {loss} after the timed steps (lr {lr} on a fixed random batch): the step still ran, but \
+             its times are those of arithmetic on non-finite values; a smaller --lr keeps it finite"
+        );
+    }
     // The functions a step runs, whose kernels the profile lists.
     let timed = |f: &str| if accumulate > 1 { f == "train_grad" || f == "train_apply" } else { f == "train_step" };
     if profile {
