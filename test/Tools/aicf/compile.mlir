@@ -15,6 +15,12 @@
 // HUGEBATCH: invalid value '9223372036854775808' for '--batch <BATCH>': 9223372036854775808 rows: at most 9223372036854775807
 // RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEVNULL
 // DEVNULL: aicf: error: /dev/null: the artifact is a directory, and /dev/null is not a directory (a device, pipe or socket)
+// A printed stage replaces IR, nothing else (it replaced a data file).
+// RUN: mkdir -p %t.d && cp %S/../../../data/digits.csv.gz %t.d/data.csv.gz
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit ll -o %t.d/data.csv.gz 2>&1 | FileCheck %s --check-prefix=NOTIR
+// NOTIR: aicf: error: {{.*}}data.csv.gz: the printed stage would overwrite this file, which holds no IR
+// RUN: cmp %t.d/data.csv.gz %S/../../../data/digits.csv.gz
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit ll -o %t.d/ll.mlir && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit fused -o %t.d/ll.mlir
 // For NVIDIA GPUs: PTX for both chips, assembled by ptxas, and each call's
 // launch shape in the manifest.
 // RUN: rm -rf %t.cuda && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --target cuda -o %t.cuda | FileCheck %s --check-prefix=CUDA

@@ -1094,6 +1094,21 @@ fn run_compile(
     if let (Some(out), Some(_)) = (&output, &emit) {
         aicf_compiler::train::refuse_overwriting_weights(out, "the printed stage")
             .map_err(|e| format!("{}: {e}", out.display()))?;
+        // Only IR is replaced by IR: data, a trace or anything else given
+        // as -o by mistake would be lost.
+        if out.is_file() {
+            let ir = std::fs::read(out)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .is_some_and(|t| t.contains("func.func"));
+            if !ir {
+                return Err(format!(
+                    "{}: the printed stage would overwrite this file, which holds no IR; give a new file (or remove \
+                     this one)",
+                    out.display()
+                ));
+            }
+        }
     }
     let Some(stage) = emit else {
         let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
