@@ -268,11 +268,9 @@ fn read_external(t: &proto::TensorProto, base: &Path, n: usize, d: DataType) -> 
         return Err(format!("external data {}: {what}; a tensor's data is read from a file", path.display()));
     }
     let dir = if base.as_os_str().is_empty() { Path::new(".") } else { base };
-    let inside = match (path.canonicalize(), dir.canonicalize()) {
-        (Ok(real), Ok(dir)) => real.starts_with(&dir),
-        _ => false,
-    };
-    if !inside {
+    let real = path.canonicalize().map_err(|e| format!("external data {}: {e}", path.display()))?;
+    let dir = dir.canonicalize().map_err(|e| format!("the model's directory {}: {e}", dir.display()))?;
+    if !real.starts_with(&dir) {
         return Err(format!(
             "external data location '{location}' leaves the model's directory (through a symbolic link)"
         ));

@@ -35,3 +35,29 @@ func.func @step(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
   %y = hl.add %x, %c : tensor<4x2xf32>, tensor<4x2xf32>
   return %y : tensor<4x2xf32>
 }
+
+// -----
+
+// A broadcast of a value that has the batch's dimension already (not made
+// by the broadcast) keeps its shape: the op mixing it is the error.
+func.func @rows(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %r = hl.constant dense<[[1.0], [2.0], [3.0], [4.0]]> : tensor<4x1xf32>
+  %b = hl.broadcast_to %r : tensor<4x1xf32> to tensor<4x2xf32>
+  // expected-error @below {{'hl.add' op operands are not broadcast-compatible: 'tensor<7x2xf32>' and 'tensor<4x2xf32>' (result dimension 0: 7 vs 4)}}
+  // expected-error @below {{hl-set-batch: 'hl.add' cannot take batch size 7}}
+  %y = hl.add %x, %b : tensor<4x2xf32>, tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// A splat an earlier op has used at the old batch is not retyped behind it
+// (that op's result would keep the old shape, or a sum of it change).
+func.func @used(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<f32>) {
+  %c = hl.constant dense<2.0> : tensor<4x2xf32>
+  %s = hl.reduce_sum %c axes = [0, 1] : tensor<4x2xf32>
+  // expected-error @below {{'hl.add' op operands are not broadcast-compatible: 'tensor<7x2xf32>' and 'tensor<4x2xf32>' (result dimension 0: 7 vs 4)}}
+  // expected-error @below {{hl-set-batch: 'hl.add' cannot take batch size 7}}
+  %y = hl.add %x, %c : tensor<4x2xf32>, tensor<4x2xf32>
+  return %y, %s : tensor<4x2xf32>, tensor<f32>
+}

@@ -205,12 +205,9 @@ impl Kernel {
     }
 
     pub(crate) fn float(&mut self, c: f64, t: DType) -> String {
-        // Infinities have no decimal spelling: their bit patterns.
-        let text = match (c.is_infinite(), t) {
-            (true, DType::F64) => format!("0x{:016X}", c.to_bits()),
-            (true, _) => format!("0x{:08X}", (c as f32).to_bits()),
-            _ => Float(c).to_string(),
-        };
+        // Infinities and NaN have no decimal spelling: their bit patterns,
+        // of `t`'s width.
+        let text = crate::nn::ops::float_literal(c, t);
         self.val(&format!("arith.constant {text} : {}", t.mlir()))
     }
 

@@ -90,35 +90,49 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         // A broadcast that states its result's shape (a constant spread to
         // `[batch, ...]`, as imported models build for LeakyRelu, Where or
         // Expand), or a splat constant of that shape (ConstantOfShape of a
-        // Shape, folded), does not read the batch: where an op mixes such a result,
-        // of the old batch, with a value of the new one (which no op
-        // accepts, the old batch not being 1), the broadcast takes the new
-        // batch too, before the op infers its types.
+        // Shape, folded), does not read the batch. Where an op that mixes
+        // such a value, of the old batch, with one of the new batch cannot
+        // infer its types so (an elementwise op; a concatenation or a product
+        // that accepts both is left as it is), the value takes the new batch
+        // too, before the op infers its types; only where the op is its first
+        // user (an earlier one has typed its result by the old batch).
         let mut prepare = |op: MlirOperation, changed: &mut HashSet<usize>| {
             let operands = ir::operands(op);
             let mixes = from != 1
                 && operands.iter().any(|v| {
                     changed.contains(&ir::key(*v)) && leading_dim(unsafe { mlirValueGetType(*v) }) == Some(size)
                 });
+            if !mixes || infers_quietly(op) >= 0 {
+                return;
+            }
             for v in operands {
                 let ty = unsafe { mlirValueGetType(v) };
-                if !mixes || changed.contains(&ir::key(v)) || leading_dim(ty) != Some(from) {
+                if changed.contains(&ir::key(v)) || leading_dim(ty) != Some(from) {
                     continue;
                 }
                 if !unsafe { mlirValueIsAOpResult(v) } {
                     continue;
                 }
+                let block_of = |o: MlirOperation| unsafe { mlirOperationGetBlock(o) }.ptr;
+                let later = ir::users(v).into_iter().all(|u| {
+                    let same = unsafe { mlirOperationEqual(u, op) };
+                    let after = block_of(u) == block_of(op) && !unsafe { mlirOperationIsBeforeInBlock(u, op) };
+                    same || after
+                });
+                if !later {
+                    continue;
+                }
                 let owner = unsafe { mlirOpResultGetOwner(v) };
-                let operand_rank = ir::operands(owner)
+                // The broadcast's operand: of lower rank, or a leading 1.
+                let spread = ir::operands(owner)
                     .first()
                     .map(|x| unsafe { mlirValueGetType(*x) })
                     .filter(|t| unsafe { mlirTypeIsARankedTensor(*t) })
-                    .map(|t| unsafe { mlirShapedTypeGetRank(t) });
-                let result_rank = unsafe { mlirShapedTypeGetRank(ty) };
+                    .is_some_and(|t| unsafe {
+                        mlirShapedTypeGetRank(t) < mlirShapedTypeGetRank(ty) || leading_dim(t) == Some(1)
+                    });
                 let new = with_leading_dim(ty, size);
-                // Only a broadcast that makes the leading dimension itself,
-                // or a constant of one value throughout (a splat).
-                if op_name(owner) == "hl.broadcast_to" && operand_rank.is_some_and(|r| r < result_rank) {
+                if op_name(owner) == "hl.broadcast_to" && spread {
                     unsafe { mlirValueSetType(v, new) };
                     changed.insert(ir::key(v));
                 } else if op_name(owner) == "hl.constant" {
@@ -214,6 +228,22 @@ pub(crate) fn retype_function(func: MlirOperation, block: MlirBlock) {
         let ty = mlirFunctionTypeGet(ctx, ins.len() as isize, ins.as_ptr(), outs.len() as isize, outs.as_ptr());
         let name = ffi::string_ref("function_type");
         mlirOperationSetAttributeByName(func, name, mlirTypeAttrGet(ty));
+    }
+}
+
+/// `aicfInferResultTypes` of `op` with its diagnostics swallowed (a probe:
+/// its failure is not the pass's error): 1 inferred, 0 the op does not
+/// infer, -1 it cannot with these operands.
+fn infers_quietly(op: MlirOperation) -> i32 {
+    unsafe extern "C" fn swallow(_: MlirDiagnostic, _: *mut std::ffi::c_void) -> MlirLogicalResult {
+        MlirLogicalResult { value: 1 }
+    }
+    unsafe {
+        let ctx = mlirOperationGetContext(op);
+        let id = mlirContextAttachDiagnosticHandler(ctx, Some(swallow), std::ptr::null_mut(), None);
+        let inferred = ffi::aicfInferResultTypes(op);
+        mlirContextDetachDiagnosticHandler(ctx, id);
+        inferred as i32
     }
 }
 

@@ -1091,12 +1091,16 @@ fn read_npy(path: &Path) -> Result<Array> {
     Ok(Array { name, shape, values })
 }
 
-/// Refuses a `.npy` header whose shape's element count overflows before
-/// `npyz` multiplies it out (it would panic): the header is
-/// `\x93NUMPY`, two version bytes, its length (2 bytes in version 1, 4
-/// after), then a Python dict literal whose `'shape'` is a tuple of
-/// integers. Anything this does not recognise is left to `npyz`.
+/// Refuses a `.npy` header whose shape's element count (or any product of
+/// its dimensions: `npyz` also multiplies out the strides) overflows before
+/// `npyz` multiplies it out (it would panic): the header is `\x93NUMPY`, two
+/// version bytes, its length (2 bytes in version 1, 4 after), then a Python
+/// dict literal, read here with the parser `npyz` uses (`py_literal`), so
+/// that the `shape` checked is the one `npyz` takes (a tuple or a list, any
+/// integer spelling, the last of duplicate keys). Anything else is left to
+/// `npyz` to report.
 fn npy_shape_fits(bytes: &[u8]) -> std::result::Result<(), String> {
+    use py_literal::Value;
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
         return Ok(());
     }
@@ -1106,18 +1110,33 @@ fn npy_shape_fits(bytes: &[u8]) -> std::result::Result<(), String> {
         _ => return Ok(()),
     };
     let Some(header) = bytes.get(start..start.saturating_add(len)) else { return Ok(()) };
-    let header = String::from_utf8_lossy(header);
-    let Some(at) = header.find("'shape'") else { return Ok(()) };
-    let rest = &header[at..];
-    let (Some(open), Some(close)) = (rest.find('('), rest.find(')')) else { return Ok(()) };
-    if close < open {
-        return Ok(());
-    }
+    let Ok(Value::Dict(entries)) = String::from_utf8_lossy(header).trim().parse::<Value>() else { return Ok(()) };
+    let shape = entries.iter().rev().find_map(|(k, v)| match k {
+        Value::String(k) if k == "shape" => Some(v),
+        _ => None,
+    });
+    let dims = match shape {
+        Some(Value::Tuple(d) | Value::List(d)) => d,
+        _ => return Ok(()),
+    };
     let mut count: u64 = 1;
-    for dim in rest[open + 1..close].split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        let Ok(d) = dim.parse::<u64>() else { return Ok(()) };
+    let mut text = Vec::new();
+    for d in dims {
+        let Value::Integer(d) = d else { return Ok(()) };
+        text.push(d.to_string());
+        // Negative: npyz's error. Zero: no elements, but the others' product
+        // is still taken (strides).
+        let Ok(d) = d.to_string().parse::<u64>() else {
+            if d.to_string().starts_with('-') {
+                return Ok(());
+            }
+            return Err(format!("its header's shape has a dimension of {d}, more than can be addressed"));
+        };
+        if d == 0 {
+            continue;
+        }
         count = count.checked_mul(d).filter(|&n| n.checked_mul(16).is_some()).ok_or_else(|| {
-            format!("its header's shape ({}) has more elements than can be addressed", &rest[open + 1..close])
+            format!("its header's shape ({}, ...) has more elements than can be addressed", text.join(", "))
         })?;
     }
     Ok(())
@@ -1465,6 +1484,20 @@ mod tests {
     fn a_npy_shape_past_what_can_be_addressed_is_refused() {
         let e = npy_shape_fits(&npy_header("(4611686018427387904, 1024)")).unwrap_err();
         assert!(e.contains("has more elements than can be addressed"), "{e}");
+        // Every spelling npyz's parser reads: a list, hex, underscores, a
+        // zero beside an overflowing product (the strides), a dimension
+        // past u64, the last of two 'shape' keys.
+        for shape in [
+            "[4611686018427387904, 1024]",
+            "(0x4000000000000000, 1024)",
+            "(4_611_686_018_427_387_904, 1024)",
+            "(0, 8589934592, 8589934592)",
+            "(100000000000000000000000,)",
+        ] {
+            assert!(npy_shape_fits(&npy_header(shape)).is_err(), "{shape}");
+        }
+        let twice = npy_header("(3,), 'shape': (4611686018427387904, 1024)");
+        assert!(npy_shape_fits(&twice).is_err());
         assert!(npy_shape_fits(&npy_header("(1099511627776, 64)")).is_ok());
         assert!(npy_shape_fits(&npy_header("(3,)")).is_ok());
         assert!(npy_shape_fits(&npy_header("()")).is_ok());

@@ -750,12 +750,12 @@ pub fn fit(
         report.note(&format!("{outlier}: training may diverge on it, or learn little else; check the data"));
     }
     if dataset.train_len() == 0 {
-        return Err(TrainError::Input(format!(
-            "{}: no training examples (--val-split {} holds out {} of them)",
-            dataset.description,
-            run.data.val_split,
-            dataset.held_len()
-        )));
+        let why = if dataset.held_len() > 0 {
+            format!(" (--val-split {} holds out {} of them)", run.data.val_split, dataset.held_len())
+        } else {
+            String::new()
+        };
+        return Err(TrainError::Input(format!("{}: no training examples{why}", dataset.description)));
     }
     // A held-out fraction of a text that leaves no whole window scores
     // nothing (--eval-windows 0 asks for none; --val-split 0 holds nothing

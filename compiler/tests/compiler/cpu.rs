@@ -584,7 +584,6 @@ fn softmax_rows_with_nan_and_infinities_match_the_interpreter() {
     assert!(got[2].values[0].is_nan());
 }
 
-/// Every ll kernel kind, on odd and round shapes, against the interpreter.
 /// A GEMM output row and an attention score row longer than a thread's
 /// stack (2.4 MB each; a worker thread has 2 MiB): the kernels take such
 /// rows from the heap (a 524,288-wide linear layer overflowed the stack),
@@ -610,6 +609,7 @@ fn kernels_with_rows_longer_than_a_stack_match_the_interpreter() {
     );
 }
 
+/// Every ll kernel kind, on odd and round shapes, against the interpreter.
 #[test]
 fn every_kernel_matches_the_interpreter() {
     for (name, source, inputs) in kernel_cases() {

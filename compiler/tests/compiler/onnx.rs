@@ -586,3 +586,27 @@ fn an_imported_model_trains_on_an_mse_loss() {
     }
     assert!(last < first / 2.0, "mse {first} -> {last}");
 }
+
+/// An imported LeakyRelu (`where(x > 0, x, alpha * x)` against a zero spread
+/// to the batch's shape) retargets to another batch, as training's last
+/// partial batch needs (it failed: the zero kept the imported batch).
+#[test]
+fn an_imported_leaky_relu_takes_another_batch() {
+    let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    let relu = graph.node.iter_mut().find(|n| n.op_type() == "Relu").unwrap();
+    relu.op_type = Some("LeakyRelu".into());
+    relu.attribute.push(aicf_onnx::proto::AttributeProto {
+        name: Some("alpha".into()),
+        f: Some(0.2),
+        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Float as i32),
+        ..Default::default()
+    });
+    let options = ImportOptions { batch: Some(4), loss: Loss::CrossEntropy };
+    let imported = onnx::import_model(&model, "leaky.onnx", std::path::Path::new("."), &options).unwrap();
+    let ctx = aicf_compiler::CompilerContext::new();
+    let mut module = ctx.parse(&imported.module.text, "leaky").unwrap();
+    aicf_compiler::run_pipeline(&ctx, &mut module, "builtin.module(hl-set-batch{size=3})").unwrap();
+    let text = aicf_compiler::pipeline::canonical_text(&module);
+    assert!(text.contains("-> tensor<3x") && !text.contains("tensor<4x"), "{text}");
+}

@@ -1096,11 +1096,13 @@ fn run_compile(
             .map_err(|e| format!("{}: {e}", out.display()))?;
         // Only IR is replaced by IR: data, a trace or anything else given
         // as -o by mistake would be lost.
-        if out.is_file() {
-            let ir = std::fs::read(out)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-                .is_some_and(|t| t.contains("func.func"));
+        // (An empty file loses nothing; a printed stage names a function in
+        // its first lines.)
+        if out.is_file() && out.metadata().is_ok_and(|m| m.len() > 0) {
+            use std::io::Read;
+            let mut head = Vec::new();
+            let read = std::fs::File::open(out).and_then(|f| f.take(1 << 16).read_to_end(&mut head));
+            let ir = read.is_ok() && String::from_utf8_lossy(&head).contains("func.func");
             if !ir {
                 return Err(format!(
                     "{}: the printed stage would overwrite this file, which holds no IR; give a new file (or remove \

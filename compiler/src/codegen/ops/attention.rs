@@ -55,7 +55,8 @@ impl AttentionShape {
     pub(crate) fn scaled_query(&self, k: &mut Kernel, buf: &str, base: &str, ty: &str) -> String {
         let vq = self.vector(self.d);
         let q = k.vload(buf, base, ty, self.d);
-        let sc = k.val(&format!("arith.constant dense<{}> : {vq}", Float(self.scale)));
+        let sc =
+            k.val(&format!("arith.constant dense<{}> : {vq}", crate::nn::ops::float_literal(self.scale, DType::F32)));
         k.val(&format!("arith.mulf {q}, {sc} : {vq}"))
     }
 
