@@ -548,6 +548,11 @@ const VERSIONS_KEY: &str = "aicf.versions";
 const SCHEDULE_EPOCHS_KEY: &str = "schedule_epochs";
 /// Checkpoint metadata: an adaptive run's [`super::adapt::Snapshot`].
 const ADAPT_KEY: &str = "aicf.adapt";
+/// The training FLOPs a checkpoint's run had spent.
+const FLOPS_KEY: &str = "train_flops";
+/// The rows a step of the checkpoint's run took (batch x micro-batches x
+/// replicas).
+const GLOBAL_BATCH_KEY: &str = "global_batch";
 /// Checkpoint entries: the state of the model a watched rewrite replaced.
 const KEPT_PREFIX: &str = "aicf.kept/";
 /// The longest the replicas of a data-parallel run wait for rank 0 to
@@ -607,6 +612,27 @@ pub fn fit(
         }
         if let Some(dir) = profile.parent().filter(|d| !d.as_os_str().is_empty()) {
             create_dir(dir)?;
+        }
+        // Nor a file this run writes itself (it replaced the final
+        // checkpoint, or the metrics the run then named).
+        let at = resolved(profile);
+        let own = ["metrics.jsonl", "plot.svg", "decisions.jsonl"].iter().any(|f| resolved(&run.out.join(f)) == at);
+        let in_checkpoints = run
+            .checkpoint_dir
+            .as_ref()
+            .is_some_and(|d| at.parent().is_some_and(|p| Some(p.to_path_buf()) == d.canonicalize().ok()));
+        if own || in_checkpoints {
+            return Err(TrainError::Io {
+                path: profile.clone(),
+                message: format!(
+                    "the profile would overwrite {} this run writes; give another file",
+                    if own {
+                        "a file of the run directory (--out) that"
+                    } else {
+                        "the checkpoint directory's files, which"
+                    }
+                ),
+            });
         }
     }
     let name = model.display().to_string();
@@ -1219,6 +1245,25 @@ impl<'a> Loop<'a> {
             self.versions = serde_json::from_str(v).map_err(|e| corrupt(format!("{VERSIONS_KEY}: {e}")))?;
         }
         self.adaptive.trainer_mut().load_checkpoint(path)?;
+        // Another --accumulate or replica count is allowed (the sums are a
+        // step's scratch), but a step then takes other rows: said.
+        let global = self.batch * self.micro * self.replicas;
+        if let Some(before) = meta.get(GLOBAL_BATCH_KEY).and_then(|v| v.parse::<usize>().ok())
+            && before != global
+        {
+            report.note(&format!(
+                "the checkpoint's run took global batches of {before} rows a step, this one {global} (--accumulate, \
+                 --nproc): its steps go on counting from the checkpoint's step in batches of {global}, so an epoch \
+                 takes another number of them and a --lr-schedule moves to where that step count falls"
+            ));
+        }
+        if let Some(v) = meta.get(FLOPS_KEY) {
+            self.adaptive.flops = v
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .ok_or_else(|| corrupt(format!("{FLOPS_KEY} {v:?} is not a count of FLOPs")))?;
+        }
         let current = aicf_runtime::artifact::ir_hash(self.adaptive.trainer().source());
         self.versions.entry(current).or_insert(self.version);
         if run.adapt.is_some()
@@ -1451,6 +1496,10 @@ impl<'a> Loop<'a> {
             (IR_KEY.to_string(), trainer.source().to_string()),
             (VERSION_KEY.to_string(), self.version.to_string()),
             (VERSIONS_KEY.to_string(), serde_json::to_string(&self.versions).unwrap_or_default()),
+            // Training FLOPs so far: a resumed run goes on counting (its
+            // --flops-budget and the registry's curve are the whole run's).
+            (FLOPS_KEY.to_string(), format!("{:e}", self.adaptive.flops)),
+            (GLOBAL_BATCH_KEY.to_string(), (self.batch * self.micro * self.replicas).to_string()),
         ]);
         if let Some(r) = self.reference_loss {
             meta.insert("reference_loss".into(), r.to_string());
@@ -1985,6 +2034,16 @@ fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<
 }
 
 /// Creates `dir` and its parents; a file in the way is named as such.
+/// `p` with its directory resolved (symbolic links, `..`), where it
+/// exists; else `p` made absolute: two paths to one file compare equal.
+fn resolved(p: &Path) -> PathBuf {
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match (parent.canonicalize(), p.file_name()) {
+        (Ok(dir), Some(name)) => dir.join(name),
+        _ => std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
+    }
+}
+
 pub(crate) fn create_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| {
         let blocked = dir.ancestors().find(|a| a.exists() && !a.is_dir());

@@ -51,8 +51,10 @@ pub fn available() -> std::result::Result<(), String> {
     }
 }
 
-/// How many GPUs the driver sees (after [`available`] said it can run).
+/// How many GPUs the driver sees; `Err` where [`available`] says none can
+/// run (without the driver library cudarc's call would panic).
 pub fn device_count() -> std::result::Result<usize, String> {
+    available()?;
     result::device::get_count().map(|n| n.max(0) as usize).map_err(|e| format!("cuDeviceGetCount failed: {e}"))
 }
 

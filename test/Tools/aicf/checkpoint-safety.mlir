@@ -105,6 +105,12 @@
 // WINDOWS: final held-out loss
 
 // Outputs that would destroy an input, and numbers that mean nothing.
+// A profile onto a file the run writes itself (it replaced the final
+// checkpoint, or the metrics the run then named):
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --profile %t/prof-run/metrics.jsonl --out %t/prof-run 2>&1 | FileCheck %s --check-prefix=PROFOWN
+// PROFOWN: aicf: error: {{.*}}metrics.jsonl: the profile would overwrite a file of the run directory (--out) that this run writes; give another file
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --profile %t/prof-ck/last.safetensors --checkpoint-dir %t/prof-ck --out %t/prof-run2 2>&1 | FileCheck %s --check-prefix=PROFCK
+// PROFCK: aicf: error: {{.*}}last.safetensors: the profile would overwrite the checkpoint directory's files, which this run writes; give another file
 // RUN: cp %S/../../../examples/mlp/digits_mlp.mlir %t/model.mlir
 // RUN: not aicf compile %t/model.mlir --emit ll -o %t/model.mlir 2>&1 | FileCheck %s --check-prefix=SELF
 // RUN: FileCheck %s --check-prefix=INTACT < %t/model.mlir

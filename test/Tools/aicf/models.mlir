@@ -27,6 +27,11 @@
 // FRACTIONAL: '1.5G': unknown unit '.5G' (a whole number of bytes, with K, M or G (1024-based), or a percentage such as 60%)
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --device tpu --out %t/bad 2>&1 | FileCheck %s --check-prefix=DEVICE
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --device cuda:3 --out %t/bad 2>&1 | FileCheck %s --check-prefix=CUDA
+// Data parallel on the GPU where none is visible: an error, not cudarc's
+// panic (each rank's device came from the driver's count).
+// RUN: not env CUDA_VISIBLE_DEVICES= aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --data-parallel --device cuda --out %t/bad-dp 2>&1 | FileCheck %s --check-prefix=DPCUDA
+// DPCUDA-NOT: panicked
+// DPCUDA: aicf: error: {{.*}}cuda{{.*}}
 
 // CNN: data: 1797 rows of 64 features and a label
 // CNN: training on 1438 examples (359 held out), batch 32, 45 steps per epoch

@@ -9,6 +9,7 @@
 // RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 2 --out %t/run --checkpoint-dir %t/resumed > /dev/null
 // RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 3e-3 --epochs 4 --out %t/run --checkpoint-dir %t/resumed --resume | FileCheck %s
 // RUN: cmp %t/straight/last.safetensors %t/resumed/last.safetensors
+// RUN: grep -c train_flops %t/resumed/last.safetensors
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/straight/last.safetensors --out %t/run | FileCheck %s --check-prefix=EVAL
 // RUN: mkdir -p %t/bad && printf 'not a checkpoint' > %t/bad/last.safetensors
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --checkpoint-dir %t/bad --resume 2>&1 | FileCheck %s --check-prefix=CORRUPT
@@ -25,9 +26,11 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 2 --out %t/fork --resume-from %t/sgd/last.safetensors 2>&1 | FileCheck %s --check-prefix=NOWHERE
 // NOWHERE: note: --resume-from without --checkpoint-dir: the epochs trained from the checkpoint are saved nowhere (add --checkpoint-dir to keep them)
 // Gradient accumulation's sums are a step's scratch, not checkpointed: a
-// run resumes with or without --accumulate.
+// run resumes with or without --accumulate, and says that its steps then
+// take other rows. (The straight and resumed runs above also agree on the
+// training FLOPs each checkpoint records: a resumed run goes on counting.)
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --accumulate 2 --out %t/run --checkpoint-dir %t/acc > /dev/null
-// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=ACCPLAIN
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/acc --resume 2>&1 | FileCheck %s --check-prefix=ACCPLAIN
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --accumulate 2 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=ACCAGAIN
 // RUN: not grep -c accumulated %t/acc/last.safetensors
 // The same data under another name is the same data (its bytes' hash):
@@ -48,6 +51,7 @@
 
 // CORRUPT: aicf: error: {{.*}}last.safetensors: not a valid checkpoint: not a safetensors checkpoint (its first 8 bytes give a header of {{[0-9]+}} bytes, in a file of 16;
 // OTHER: aicf: error: {{.*}}last.safetensors: the checkpoint is of another model (IR hash {{[0-9a-f]+}}, this model's is {{[0-9a-f]+}})
+// ACCPLAIN: note: the checkpoint's run took global batches of 64 rows a step, this one 32 (--accumulate,
 // ACCPLAIN: resumed from {{.*}}last.safetensors at epoch 1 (step 23)
 // ACCPLAIN: epoch   2/2
 // ACCAGAIN: resumed from {{.*}}last.safetensors at epoch 2 (step 68)
