@@ -45,7 +45,7 @@ use crate::nn::{
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 type Result<T, E = TrainError> = std::result::Result<T, E>;
 
@@ -915,8 +915,7 @@ fn growth_policy(
     .max(5);
     let growth: Vec<&Growth> = neighbours.iter().flat_map(|n| &n.growth).collect();
     let paid: Vec<&Growth> = growth.iter().copied().filter(|g| g.paid_off).collect();
-    let mut text =
-        String::from("# Proposed by aicf propose: the growth rules the nearest past problems' runs support.\n");
+    let mut text = format!("{POLICY_HEADER}: the growth rules the nearest past problems' runs support.\n");
     text += &format!("observe_every = 10\nwatch_steps = {steps_per_epoch}\nspike_factor = 4.0\n");
     // The runs to learn the widening from: the growth runs from the
     // proposal's start (a grown proposal), or those that paid off where
@@ -999,8 +998,55 @@ fn checked_policy(text: String) -> Result<String> {
     Ok(text)
 }
 
+/// The first line of every policy `aicf propose` writes.
+const POLICY_HEADER: &str = "# Proposed by aicf propose";
+
+/// Where a proposal's policy goes when `--policy` names no file: beside the
+/// model `output` (`x.mlir` -> `x.toml`) where the proposal grows, else
+/// nowhere. Only over an earlier proposal's policy: a hand-written policy
+/// there was replaced, and with `-o x.toml` the model itself.
+pub fn policy_path(output: &Path, grow: bool) -> std::result::Result<Option<PathBuf>, String> {
+    if !grow {
+        return Ok(None);
+    }
+    let p = output.with_extension("toml");
+    if p == output {
+        return Err(format!(
+            "{}: the proposal grows, and its policy would be written over the model (-o); give --policy or another -o",
+            p.display()
+        ));
+    }
+    if p.exists() && !std::fs::read_to_string(&p).is_ok_and(|t| t.starts_with(POLICY_HEADER)) {
+        return Err(format!(
+            "{}: the proposal grows, and its policy goes beside the model, where this file is (not an earlier \
+             proposal's policy); give --policy, or move it",
+            p.display()
+        ));
+    }
+    Ok(Some(p))
+}
+
 #[cfg(test)]
 mod tests {
+    /// A grown proposal's policy goes beside the model, over nothing but
+    /// an earlier proposal's policy.
+    #[test]
+    fn an_implicit_policy_replaces_only_an_earlier_policy() {
+        use super::policy_path;
+        let dir = std::env::temp_dir().join(format!("aicf-policy-path-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(policy_path(&dir.join("m.mlir"), false).unwrap(), None);
+        assert_eq!(policy_path(&dir.join("m.mlir"), true).unwrap(), Some(dir.join("m.toml")));
+        let e = policy_path(&dir.join("m.toml"), true).unwrap_err();
+        assert!(e.contains("would be written over the model"), "{e}");
+        std::fs::write(dir.join("m.toml"), "# my hand-tuned policy\n").unwrap();
+        let e = policy_path(&dir.join("m.mlir"), true).unwrap_err();
+        assert!(e.contains("not an earlier proposal's policy"), "{e}");
+        std::fs::write(dir.join("m.toml"), format!("{}: ...\n", super::POLICY_HEADER)).unwrap();
+        assert_eq!(policy_path(&dir.join("m.mlir"), true).unwrap(), Some(dir.join("m.toml")));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     use super::*;
 
     #[test]

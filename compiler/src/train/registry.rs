@@ -353,6 +353,43 @@ impl Runs {
         Ok(Runs { conn, path: path.to_path_buf() })
     }
 
+    /// The registry at `path` for commands that only read it (`aicf runs`,
+    /// `aicf propose`): opened as [`Runs::open`] does where it can be
+    /// written, else read-only and immutable (a registry on a read-only
+    /// file system or directory, which no one writes meanwhile).
+    pub fn open_for_reading(path: &Path) -> Result<Runs> {
+        let writable = Runs::open(path);
+        if writable.is_ok() || !path.is_file() {
+            return writable;
+        }
+        let err = db_error(path);
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        // A URI's path: '%', '?' and '#' escaped.
+        let escaped = path.display().to_string().replace('%', "%25").replace('?', "%3F").replace('#', "%23");
+        let uri = format!("file:{escaped}?immutable=1");
+        let read = Connection::open_with_flags(&uri, flags).map_err(&err).and_then(|conn| {
+            let version: Option<String> = conn
+                .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))
+                .optional()
+                .map_err(&err)?;
+            if version.as_deref() != Some(SCHEMA_VERSION) {
+                return Err(TrainError::Io {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "run registry schema {}; this AICF reads {SCHEMA_VERSION}",
+                        version.as_deref().unwrap_or("none")
+                    ),
+                });
+            }
+            Ok(Runs { conn, path: path.to_path_buf() })
+        });
+        match read {
+            Ok(runs) => Ok(runs),
+            // The first error says why it could not be opened as usual.
+            Err(_) => writable,
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -797,5 +834,34 @@ mod tests {
         let e = runs.list().unwrap_err().to_string();
         assert!(e.contains("run registry") && e.contains("run 1's problem does not read as JSON"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A registry on a read-only file system is read (list, get) by the
+    /// commands that only read it; opening it to write still fails. Needs
+    /// root to mount a read-only tmpfs (run it by hand:
+    /// `cargo test -p aicf-compiler --lib read_only -- --ignored`).
+    #[test]
+    #[ignore = "mounts a read-only tmpfs: needs root"]
+    fn a_registry_on_a_read_only_file_system_is_read() {
+        let dir = std::env::temp_dir().join(format!("aicf-registry-ro-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sh = |cmd: &str| {
+            let ok = std::process::Command::new("sh").args(["-c", cmd]).status().map(|s| s.success());
+            assert!(ok.unwrap_or(false), "{cmd}");
+        };
+        sh(&format!("mount -t tmpfs -o size=4M tmpfs {}", dir.display()));
+        let path = dir.join("runs.sqlite");
+        {
+            let runs = Runs::open(&path).unwrap();
+            let problem = Problem { name: "p".into(), task: "classification".into(), ..Problem::default() };
+            runs.begin(&NewRun { problem, ..NewRun::default() }).unwrap();
+        }
+        sh(&format!("mount -o remount,ro {}", dir.display()));
+        let writable = Runs::open(&path).map(|_| ()).unwrap_err().to_string();
+        let read = Runs::open_for_reading(&path).map(|r| r.list().unwrap());
+        sh(&format!("umount {}", dir.display()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(writable.contains("run registry"), "{writable}");
+        assert_eq!(read.unwrap()[0].problem.name, "p");
     }
 }

@@ -1668,7 +1668,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
         return Err(format!("{}: an empty file, no run registry yet (aicf train records its runs)", path.display()));
     }
     Runs::refuse_foreign(&path).map_err(|e| e.to_string())?;
-    let registry = Runs::open(&path).map_err(|e| e.to_string())?;
+    let registry = Runs::open_for_reading(&path).map_err(|e| e.to_string())?;
     let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     let structure = |f: &aicf_compiler::train::registry::Fingerprint| {
         let widths = f.widths.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("-");
@@ -1887,7 +1887,7 @@ fn propose(
                 .ok_or("no run registry: AICF_RUNS_DB is off and no --runs-db was given (or give --structure)")?;
             let runs = if path.exists() {
                 Runs::refuse_foreign(&path).map_err(|e| e.to_string())?;
-                let registry = Runs::open(&path).map_err(|e| e.to_string())?;
+                let registry = Runs::open_for_reading(&path).map_err(|e| e.to_string())?;
                 let rows = registry.list().map_err(|e| e.to_string())?;
                 rows.iter()
                     .filter(|r| r.status == "finished")
@@ -1904,6 +1904,12 @@ fn propose(
             let options = ProposeOptions { neighbours, budget, next };
             propose::propose(&shape, &problem, &runs, &options).map_err(|e| e.to_string())?
         }
+    };
+    // A proposal that grows needs its policy: beside the model unless asked
+    // elsewhere (see `propose::policy_path`).
+    let policy = match policy {
+        Some(p) => Some(p),
+        None => propose::policy_path(output, proposal.grow)?,
     };
     let module = proposal.module.as_ref().ok_or("no model was built")?;
     // The model must feed from this data as `aicf train` will feed it:
@@ -1934,9 +1940,6 @@ fn propose(
             free as f64 / (1u64 << 30) as f64
         );
     }
-    // A proposal that grows needs its policy: beside the model unless
-    // asked elsewhere.
-    let policy = policy.or_else(|| proposal.grow.then(|| output.with_extension("toml")));
     if let Some(p) = &policy {
         write_atomically(p, proposal.policy.as_bytes()).map_err(|e| e.to_string())?;
         println!("wrote {} (aicf train --adapt)", p.display());
