@@ -537,7 +537,9 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         let mut plain: BTreeMap<Structure, (Vec<i64>, Vec<f64>)> = BTreeMap::new();
         // Every structure tried, whether or not its runs reached the budget.
         let mut tried = std::collections::BTreeSet::new();
-        for r in rs.iter().filter(|r| r.run.settings.policy.is_none()) {
+        // A run whose policy never changed its model (one that only rolls
+        // back, or whose triggers never fired) trained its structure plain.
+        for r in rs.iter().filter(|r| !grew(r)) {
             let Ok(s) = Structure::parse(&r.run.fingerprint.structure) else { continue };
             if !s.fits(&shape.task) {
                 continue;
@@ -557,7 +559,7 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
         // Growth runs: did they end better than their start trained plain?
         let mut growth = Vec::new();
-        for r in rs.iter().filter(|r| r.run.settings.policy.is_some()) {
+        for r in rs.iter().filter(|r| grew(r)) {
             let Some(loss) = loss_at(&r.curve, budget) else { continue };
             let from = r.run.fingerprint.structure.clone();
             let to = r.run.final_fingerprint.as_ref().map_or(from.clone(), |f| f.structure.clone());
@@ -866,6 +868,15 @@ fn search_direction(fits: &BTreeMap<String, Vec<(f64, f64)>>, shape: &Shape) -> 
         params: candidate(label)?.0.params(shape),
         overfits: gap > 0.0,
     }))
+}
+
+/// Whether a past run grew its model: a policy's rewrite was accepted (a
+/// rollback is none). Every `--adapt` run counted, so runs of `aicf
+/// propose`'s rollback-only policy proposed "grown" structures whose policy
+/// would never grow them.
+fn grew(r: &RunDetail) -> bool {
+    r.run.settings.policy.is_some()
+        && r.decisions.iter().any(|d| d.outcome == "accepted" && !d.action.starts_with("roll back"))
 }
 
 /// How a candidate that starts small and grows is named: `mlp 16 grown`.
@@ -1405,5 +1416,17 @@ mod tests {
         assert!(!p.policy.contains("widen"), "{}", p.policy);
         assert!(p.explanation.iter().any(|l| l.contains("0 of 2 growth runs")), "{:#?}", p.explanation);
         assert_eq!(crate::train::adapt::Policy::parse(&p.policy).unwrap().rules.len(), 1);
+        // Runs under a policy that never grew them (only rollbacks) are
+        // plain runs of their structure: no "grown" candidate comes of them.
+        let mut runs = registry(0.35);
+        for r in runs.iter_mut().filter(|r| r.run.settings.policy.is_some()) {
+            r.decisions = vec![crate::train::registry::DecisionRecord {
+                action: "roll back".into(),
+                outcome: "accepted".into(),
+                ..Default::default()
+            }];
+        }
+        let p = propose(&shape, &new, &runs, &ProposeOptions::default()).unwrap();
+        assert!(!p.grow && p.predictions.iter().all(|c| !c.structure.ends_with("grown")), "{:#?}", p.explanation);
     }
 }
