@@ -79,7 +79,7 @@
 // RUN: test ! -e %t/run2
 // BLOCKED: aicf: error: {{.*}}file{{.*}}: cannot create the directory: {{.*}}file is a file
 // BLOCKED-NOT: compiled
-// NOTDIR: aicf: error: {{.*}}file{{.*}}artifact{{.*}}: Not a directory
+// NOTDIR: aicf: error: {{.*}}file/artifact: the artifact is a directory, and {{.*}}file is a file
 
 // --emit with -o writes the IR to the file.
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit ll -o %t/model.ll.mlir
