@@ -59,6 +59,12 @@
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,100p > %t/digits.csv
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/mlp --checkpoint-dir %t/mlp-ckpt > /dev/null
 // RUN: not aicf sample %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/mlp-ckpt/last.safetensors --out %t/s 2>&1 | FileCheck %s --check-prefix=TABLE
+// Options that only shape training are refused, not ignored, by sample
+// and eval.
+// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --optimizer sgd --weight-decay 5 --out %t/s 2>&1 | FileCheck %s --check-prefix=TRAINING
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/mlp-ckpt/last.safetensors --accumulate 4 --out %t/s 2>&1 | FileCheck %s --check-prefix=EVALTRAINING
+// TRAINING: aicf: error: --optimizer, --weight-decay are training's: `aicf sample` trains nothing, so they would change nothing here
+// EVALTRAINING: aicf: error: --accumulate is training's: `aicf eval` trains nothing, so it would change nothing here
 
 // PROMPT: {{^}}ROMEO:
 // BYTES: {{^}}KING

@@ -537,7 +537,12 @@ fn main() {
     // Before any thread exists: OpenBLAS's kernels for this CPU (a GEMM
     // candidate; see aicf_runtime::cpu::blas).
     aicf_runtime::cpu::blas::prepare_openblas_env();
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Err(e) = no_training_options(&matches) {
+        eprintln!("aicf: error: {e}");
+        std::process::exit(1);
+    }
     if matches!(cli.command, Command::Runs { .. } | Command::Propose { .. }) {
         // Their tables piped into `head` end them quietly, as any Unix
         // tool (Rust ignores SIGPIPE, and println! would panic). Not for
@@ -686,6 +691,42 @@ fn main() {
         }
         std::process::exit(1);
     }
+}
+
+/// `aicf eval` and `aicf sample` share the model options with `train`, but
+/// those that only shape training (the optimizer's, gradient accumulation,
+/// data parallelism) change nothing there: given on their command line,
+/// they are refused rather than silently ignored.
+fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
+    const TRAINING: [(&str, &str); 9] = [
+        ("optimizer", "--optimizer"),
+        ("weight_decay", "--weight-decay"),
+        ("momentum", "--momentum"),
+        ("betas", "--betas"),
+        ("clip_norm", "--clip-norm"),
+        ("accumulate", "--accumulate"),
+        ("data_parallel", "--data-parallel"),
+        ("bucket_size", "--bucket-size"),
+        ("collective_timeout", "--collective-timeout"),
+    ];
+    let Some((command @ ("eval" | "sample"), sub)) = matches.subcommand() else { return Ok(()) };
+    let given: Vec<&str> = TRAINING
+        .iter()
+        .filter(|(id, _)| {
+            sub.try_contains_id(id).unwrap_or(false)
+                && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .map(|(_, flag)| *flag)
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} {} training's: `aicf {command}` trains nothing, so {} would change nothing here",
+        given.join(", "),
+        if given.len() == 1 { "is" } else { "are" },
+        if given.len() == 1 { "it" } else { "they" }
+    ))
 }
 
 fn memory_budget(text: &str) -> Result<MemoryBudget> {
