@@ -630,13 +630,16 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     // Candidates left out as too large for the budget, and as tried.
     let (mut too_large, mut left_tried) = (0, 0);
     for (s, grow) in &candidates {
+        let label = if *grow { format!("{s} {GROWN}") } else { s.to_string() };
         if options.budget.is_some_and(|b| step_flops(s) * 10.0 > b) {
             too_large += 1;
-            explanation
-                .push(format!("{s} left out: ten of its steps ({:.2e} FLOPs) exceed the budget", step_flops(s) * 10.0));
+            let its = if *grow { "its start's" } else { "its" };
+            explanation.push(format!(
+                "{label} left out: ten of {its} steps ({:.2e} FLOPs) exceed the budget",
+                step_flops(s) * 10.0
+            ));
             continue;
         }
-        let label = if *grow { format!("{s} {GROWN}") } else { s.to_string() };
         if let Some(ids) = tried.get(&label) {
             left_tried += 1;
             explanation.push(format!("{label} left out: already trained on this data (runs {})", id_ranges(ids)));
@@ -675,8 +678,13 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         )));
     }
     if predictions.is_empty() {
+        // Of the candidates the registry ranks (and the default), not of
+        // every structure: a smaller one may fit (--structure).
+        let smallest = candidates.iter().map(|(s, _)| (s, step_flops(s) * 10.0)).min_by(|a, b| a.1.total_cmp(&b.1));
+        let (name, ten) = smallest.map_or((String::new(), 0.0), |(s, f)| (s.to_string(), f));
         return Err(bad(format!(
-            "a budget of {:.3e} FLOPs is less than ten training steps of any structure",
+            "a budget of {:.3e} FLOPs is less than ten training steps of every structure ranked here (the \
+             smallest, {name}, takes {ten:.3e} for ten): give a larger --budget, or --structure for a smaller one",
             options.budget.unwrap_or(0.0)
         )));
     }
