@@ -63,6 +63,20 @@ pub fn refuse_overwriting_weights(path: &std::path::Path, what: &str) -> std::re
     Ok(())
 }
 
+/// Whether two paths name one file: equal, or equal once resolved (the
+/// file's own path where it exists, else its directory's, symbolic links
+/// and `..` followed).
+pub fn same_path(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let resolve = |p: &std::path::Path| -> Option<std::path::PathBuf> {
+        if let Ok(c) = p.canonicalize() {
+            return Some(c);
+        }
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        Some(parent.canonicalize().ok()?.join(p.file_name()?))
+    };
+    a == b || resolve(a).is_some_and(|x| Some(x) == resolve(b))
+}
+
 /// Refuses `path` as the file a trace (`what`: `--profile`, `--trace`) is
 /// written to where it holds anything but an earlier trace: a model, data,
 /// metrics or a checkpoint given there by mistake would be lost. The

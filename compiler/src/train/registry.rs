@@ -838,8 +838,8 @@ mod tests {
 
     /// A registry on a read-only file system is read (list, get) by the
     /// commands that only read it; opening it to write still fails. Needs
-    /// root to mount a read-only tmpfs (run it by hand:
-    /// `cargo test -p aicf-compiler --lib read_only -- --ignored`).
+    /// root to mount a read-only tmpfs: `make test` runs it after the
+    /// workspace's tests where a mount works.
     #[test]
     #[ignore = "mounts a read-only tmpfs: needs root"]
     fn a_registry_on_a_read_only_file_system_is_read() {

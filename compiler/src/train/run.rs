@@ -615,12 +615,11 @@ pub fn fit(
         }
         // Nor a file this run writes itself (it replaced the final
         // checkpoint, or the metrics the run then named).
-        let at = resolved(profile);
-        let own = ["metrics.jsonl", "plot.svg", "decisions.jsonl"].iter().any(|f| resolved(&run.out.join(f)) == at);
-        let in_checkpoints = run
-            .checkpoint_dir
-            .as_ref()
-            .is_some_and(|d| at.parent().is_some_and(|p| Some(p.to_path_buf()) == d.canonicalize().ok()));
+        let own = ["metrics.jsonl", "plot.svg", "decisions.jsonl"]
+            .iter()
+            .any(|f| super::same_path(profile, &run.out.join(f)));
+        let folder = profile.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let in_checkpoints = run.checkpoint_dir.as_ref().is_some_and(|d| super::same_path(folder, d));
         if own || in_checkpoints {
             return Err(TrainError::Io {
                 path: profile.clone(),
@@ -2034,16 +2033,6 @@ fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<
 }
 
 /// Creates `dir` and its parents; a file in the way is named as such.
-/// `p` with its directory resolved (symbolic links, `..`), where it
-/// exists; else `p` made absolute: two paths to one file compare equal.
-fn resolved(p: &Path) -> PathBuf {
-    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    match (parent.canonicalize(), p.file_name()) {
-        (Ok(dir), Some(name)) => dir.join(name),
-        _ => std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
-    }
-}
-
 pub(crate) fn create_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| {
         let blocked = dir.ancestors().find(|a| a.exists() && !a.is_dir());

@@ -29,6 +29,16 @@ fn io(name: &str) -> BTreeMap<String, Tensor> {
 }
 
 /// max |a - b| / max |b|.
+/// A FLOAT attribute `name = f` of an ONNX node.
+fn float_attribute(name: &str, f: f32) -> aicf_onnx::proto::AttributeProto {
+    aicf_onnx::proto::AttributeProto {
+        name: Some(name.into()),
+        f: Some(f),
+        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Float as i32),
+        ..Default::default()
+    }
+}
+
 fn relative(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len());
     let scale = b.iter().fold(0f64, |m, v| m.max(v.abs())).max(1e-30);
@@ -300,12 +310,7 @@ fn malformed_graphs_are_errors_naming_the_fault() {
         let mut model = mlp.clone();
         let node = &mut model.graph.as_mut().unwrap().node[gemm];
         node.attribute.retain(|a| a.name() != "alpha");
-        node.attribute.push(aicf_onnx::proto::AttributeProto {
-            name: Some("alpha".into()),
-            f: Some(bad),
-            r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Float as i32),
-            ..Default::default()
-        });
+        node.attribute.push(float_attribute("alpha", bad));
         let e = import(&model);
         assert!(e.contains(&format!("attribute 'alpha' is {bad}; Gemm takes a finite number")), "{e}");
     }
@@ -352,12 +357,7 @@ fn a_normalisation_s_epsilon_must_be_a_number() {
         let node = graph.node.iter_mut().find(|n| n.op_type() == "LayerNormalization").unwrap();
         let name = node.name().to_string();
         node.attribute.retain(|a| a.name() != "epsilon");
-        node.attribute.push(aicf_onnx::proto::AttributeProto {
-            name: Some("epsilon".into()),
-            f: Some(bad),
-            r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Float as i32),
-            ..Default::default()
-        });
+        node.attribute.push(float_attribute("epsilon", bad));
         let options = ImportOptions { batch: Some(2), loss: Loss::None };
         let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
         // NaN and infinity are refused with every float attribute's check,
@@ -596,12 +596,7 @@ fn an_imported_leaky_relu_takes_another_batch() {
     let graph = model.graph.as_mut().unwrap();
     let relu = graph.node.iter_mut().find(|n| n.op_type() == "Relu").unwrap();
     relu.op_type = Some("LeakyRelu".into());
-    relu.attribute.push(aicf_onnx::proto::AttributeProto {
-        name: Some("alpha".into()),
-        f: Some(0.2),
-        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Float as i32),
-        ..Default::default()
-    });
+    relu.attribute.push(float_attribute("alpha", 0.2));
     let options = ImportOptions { batch: Some(4), loss: Loss::CrossEntropy };
     let imported = onnx::import_model(&model, "leaky.onnx", std::path::Path::new("."), &options).unwrap();
     let ctx = aicf_compiler::CompilerContext::new();

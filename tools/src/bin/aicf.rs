@@ -978,17 +978,6 @@ fn is_onnx(model: &Path) -> bool {
 /// the input).
 /// Whether two paths name one file, existing or not (a file that does not
 /// exist yet by its directory and name).
-fn same_path(a: &Path, b: &Path) -> bool {
-    let resolve = |p: &Path| -> Option<PathBuf> {
-        if let Ok(c) = p.canonicalize() {
-            return Some(c);
-        }
-        let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        Some(parent.canonicalize().ok()?.join(p.file_name()?))
-    };
-    a == b || resolve(a).is_some_and(|x| Some(x) == resolve(b))
-}
-
 fn same_file(input: &Path, output: &Path) -> bool {
     match (input.canonicalize(), output.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
@@ -1894,13 +1883,15 @@ fn propose(
             return Err(format!("{}: {what} would overwrite the data", p.display()));
         }
         if let (Some(p), Some(r)) = (p, registry.as_deref())
-            && same_path(p, r)
+            && aicf_compiler::train::same_path(p, r)
         {
             return Err(format!("{}: {what} would overwrite the run registry", p.display()));
         }
         if let Some(p) = p {
             aicf_compiler::train::refuse_overwriting_weights(p, what).map_err(|e| format!("{}: {e}", p.display()))?;
-            if let Some((other, _)) = outputs[..i].iter().find(|(_, q)| q.is_some_and(|q| same_path(p, q))) {
+            if let Some((other, _)) =
+                outputs[..i].iter().find(|(_, q)| q.is_some_and(|q| aicf_compiler::train::same_path(p, q)))
+            {
                 return Err(format!("{}: {what} and {other} would be written to the same file", p.display()));
             }
         }
