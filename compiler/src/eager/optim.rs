@@ -128,6 +128,9 @@ impl Optim {
         if !lr.is_finite() || lr < 0.0 {
             return Err(EagerError::Invalid(format!("step: the learning rate {lr} is not a finite number >= 0")));
         }
+        if self.step >= MAX_STEP {
+            return Err(EagerError::Invalid(format!("step: {} steps taken already, the most counted", self.step)));
+        }
         self.step += 1;
         let t = self.step as f64;
         let lr32 = lr as f32;
@@ -180,6 +183,10 @@ impl Optim {
         Ok(())
     }
 }
+
+/// The most steps an optimizer counts: 2^53, every count exact in f64 (the
+/// bias corrections' exponent, and a state's `step`).
+const MAX_STEP: u64 = 1 << 53;
 
 fn slot_names(kind: &Optimizer) -> &'static [&'static str] {
     match kind {
@@ -325,10 +332,22 @@ impl Optim {
         if names.len() != self.params.len() {
             return Err(EagerError::Invalid(format!("{} names for {} parameters", names.len(), self.params.len())));
         }
-        let get = |key: &str, len: usize| -> Result<Vec<f64>> {
-            let t = state.get(key).ok_or_else(|| EagerError::Invalid(format!("the state has no '{key}'")))?;
-            if t.values.len() != len {
-                return Err(EagerError::Invalid(format!("'{key}' holds {} values, {len} expected", t.values.len())));
+        let entry = |key: &str| state.get(key).ok_or_else(|| EagerError::Invalid(format!("the state has no '{key}'")));
+        // A parameter's values and slots: its shape (as PyTorch's
+        // load_state_dict, a [3, 2] is no [2, 3]), every value filled and
+        // a number (a NaN would train on as NaN, as a checkpoint holding
+        // one is refused).
+        let get = |key: &str, shape: &[usize]| -> Result<Vec<f64>> {
+            let t = entry(key)?;
+            if t.shape != shape || !t.filled() {
+                return Err(EagerError::Invalid(format!(
+                    "'{key}' is {:?} with {} values, the parameter is {shape:?}",
+                    t.shape,
+                    t.values.len()
+                )));
+            }
+            if let Some(i) = t.values.iter().position(|v| !v.is_finite()) {
+                return Err(EagerError::Invalid(format!("'{key}' holds {} at index {i}", t.values[i])));
             }
             Ok(t.values.clone())
         };
@@ -336,15 +355,18 @@ impl Optim {
         // Every value is checked before any is written.
         let mut values = Vec::new();
         for (name, p) in names.iter().zip(&self.params) {
-            let n: usize = p.0.shape.iter().product();
-            values.push(get(name, n)?);
+            values.push(get(name, &p.0.shape)?);
             for slot in slot_names {
-                values.push(get(&format!("{name}.{slot}"), n)?);
+                values.push(get(&format!("{name}.{slot}"), &p.0.shape)?);
             }
         }
-        let step = get("step", 1)?[0];
-        if !(step >= 0.0 && step.fract() == 0.0) {
-            return Err(EagerError::Invalid(format!("'step' is {step}, not a step count")));
+        let step = match entry("step")?.values.as_slice() {
+            [v] => *v,
+            other => return Err(EagerError::Invalid(format!("'step' holds {} values, 1 expected", other.len()))),
+        };
+        // Exact in f64, and a count the steps after it can add to.
+        if !(step >= 0.0 && step.fract() == 0.0 && step <= MAX_STEP as f64) {
+            return Err(EagerError::Invalid(format!("'step' is {step}, not a step count (0 to 2^53)")));
         }
         let mut it = values.into_iter();
         for (p, slots) in self.params.iter().zip(&self.slots) {

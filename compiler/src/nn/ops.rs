@@ -79,12 +79,19 @@ fn array(values: &[i64]) -> String {
     format!("array<i64: {}>", items.join(", "))
 }
 
+/// Sizes past `i64::MAX` print as `i64::MAX` (the verifiers then name what
+/// is too large), not as the negative number their bits read as.
 fn array_usize(values: &[usize]) -> String {
-    array(&values.iter().map(|&v| v as i64).collect::<Vec<_>>())
+    array(&values.iter().map(|&v| i64::try_from(v).unwrap_or(i64::MAX)).collect::<Vec<_>>())
 }
 
 fn int(v: i64) -> String {
     format!("{v} : i64")
+}
+
+/// A size as an i64 attribute, saturating as [`array_usize`].
+fn int_usize(v: usize) -> String {
+    int(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
 // The hl enums are I32EnumAttrs: integer attributes holding the case's
@@ -435,14 +442,14 @@ impl Tensor {
         operands.extend(bias);
         let segments = format!("array<i32: 1, {}, {}>", weight.is_some() as i32, bias.is_some() as i32);
         let attrs =
-            [("dims", int(dims as i64)), ("eps", format!("{} : f64", Float(eps))), ("operandSegmentSizes", segments)];
+            [("dims", int_usize(dims)), ("eps", format!("{} : f64", Float(eps))), ("operandSegmentSizes", segments)];
         self.op("hl.layer_norm", &operands, &attrs)
     }
     /// RMS norm over the last `dims` dimensions.
     pub fn rms_norm(&self, weight: Option<&Tensor>, dims: usize, eps: f64) -> Result<Tensor> {
         let mut operands = vec![self];
         operands.extend(weight);
-        self.op("hl.rms_norm", &operands, &[("dims", int(dims as i64)), ("eps", format!("{} : f64", Float(eps)))])
+        self.op("hl.rms_norm", &operands, &[("dims", int_usize(dims)), ("eps", format!("{} : f64", Float(eps)))])
     }
 
     // Losses.
@@ -466,15 +473,18 @@ impl Tensor {
     /// The same elements in `shape`; one entry may be -1 and is inferred.
     pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
         let total = self.spec.num_elements();
-        let known: i64 = shape.iter().filter(|&&d| d != -1).product();
+        // The product of the given sizes; `None` past 64 bits (no tensor
+        // has that many elements).
+        let known: Option<i64> = shape.iter().filter(|&&d| d != -1).try_fold(1i64, |p, &d| p.checked_mul(d));
         let holes = shape.iter().filter(|&&d| d == -1).count();
-        let bad =
-            shape.iter().any(|&d| d < -1) || holes > 1 || (holes == 1 && (known == 0 || total as i64 % known != 0));
+        let bad = shape.iter().any(|&d| d < -1)
+            || holes > 1
+            || known.is_none_or(|k| holes == 1 && (k == 0 || total as i64 % k != 0));
         if bad {
             return Err(self.invalid(format!("hl.reshape: cannot reshape {} to {shape:?}", self.spec)));
         }
         let dims: Vec<usize> =
-            shape.iter().map(|&d| if d == -1 { total / known as usize } else { d as usize }).collect();
+            shape.iter().map(|&d| if d == -1 { total / known.unwrap_or(1) as usize } else { d as usize }).collect();
         let spec = TensorSpec::new(dims, self.dtype());
         Ok(self.g().emit("hl.reshape", &[self], &[], Some(&[spec]))?.remove(0))
     }
@@ -531,7 +541,7 @@ impl Tensor {
             ("stride", array_usize(&o.stride)),
             ("padding", array_usize(&o.padding)),
             ("dilation", array_usize(&o.dilation)),
-            ("groups", int(o.groups as i64)),
+            ("groups", int_usize(o.groups)),
         ];
         if o.layout != Layout::Nchw {
             attrs.push(("layout", layout_attr(o.layout)));
