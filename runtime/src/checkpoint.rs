@@ -112,8 +112,25 @@ fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), String> {
     }
 }
 
+/// Refuses `path` as a file to be replaced by a rename where it is a
+/// directory, a device, a pipe or a socket: the rename would put a plain
+/// file in its place (a checkpoint saved to `/dev/null` replaced the
+/// device). A symbolic link is replaced itself, not what it names. The
+/// error is the reason, without the path.
+pub fn refuse_replacing_special(path: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.file_type().is_symlink() => {
+            let what = if meta.is_dir() { "a directory" } else { "not a regular file (a device, pipe or socket)" };
+            Err(format!("{what}: an output is written to a file, and is not replaced"))
+        }
+        _ => Ok(()),
+    }
+}
+
 pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>) -> Result<(), CheckpointError> {
     let io = |e: std::io::Error| CheckpointError::Io { path: path.display().to_string(), message: e.to_string() };
+    refuse_replacing_special(path)
+        .map_err(|message| CheckpointError::Io { path: path.display().to_string(), message })?;
     let sums: BTreeMap<&str, String> =
         entries.iter().map(|e| (e.name.as_str(), format!("{:08x}", crc32fast::hash(&e.bytes)))).collect();
     let mut metadata = metadata.clone();

@@ -292,13 +292,7 @@ pub(crate) fn thread_tag() -> String {
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     // A rename would put a plain file in place of a device or a FIFO
     // (`-o /dev/full` replaced the device).
-    if let Ok(meta) = std::fs::symlink_metadata(path)
-        && !meta.is_file()
-        && !meta.file_type().is_symlink()
-    {
-        let what = if meta.is_dir() { "a directory" } else { "not a regular file (a device, pipe or socket)" };
-        return Err(io_error(path, format!("{what}: an output is written to a file, and is not replaced")));
-    }
+    aicf_runtime::checkpoint::refuse_replacing_special(path).map_err(|m| io_error(path, m))?;
     let tmp = path.with_extension(format!("{}.{}.tmp", std::process::id(), thread_tag()));
     std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

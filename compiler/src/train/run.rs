@@ -2057,6 +2057,8 @@ fn non_finite_symbol(trainer: &Trainer) -> Option<String> {
 /// Links `from` as `to` (or copies it where links are not possible),
 /// replacing `to` atomically.
 fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    aicf_runtime::checkpoint::refuse_replacing_special(to)
+        .map_err(|message| TrainError::Io { path: to.to_path_buf(), message })?;
     aicf_runtime::checkpoint::remove_stale_partials(to);
     let tmp = to.with_extension(format!("partial{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);

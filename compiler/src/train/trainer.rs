@@ -238,6 +238,22 @@ fn check_lr(lr: f64) -> Result<()> {
     }
 }
 
+/// Refuses a step's inputs where one holds a NaN: the step would end in a
+/// NaN loss after its update had made every parameter NaN (and the error
+/// would blame the learning rate). Nothing runs, so the model is as it
+/// was. (Infinities pass: an additive attention mask holds -inf.)
+fn check_nan_inputs(function: &str, inputs: &[&Tensor]) -> Result<()> {
+    for (i, t) in inputs.iter().enumerate() {
+        if let Some(at) = t.values.iter().position(|v| v.is_nan()) {
+            return Err(TrainError::Input(format!(
+                "@{function}: input #{i} holds {} at index {at} (of shape {:?}); nothing was run or updated",
+                t.values[at], t.shape
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Trainer {
     /// Reads an `hl` module (`@forward`, `@loss`) from `path` and compiles it.
     pub fn from_file(path: &Path, options: Options) -> Result<Self> {
@@ -406,7 +422,15 @@ impl Trainer {
     pub fn set_state(&mut self, state: &BTreeMap<String, Tensor>) -> Result<()> {
         for s in self.backend.manifest().symbols.iter().filter(|s| !s.is_accumulator()) {
             match state.get(&s.name) {
-                Some(t) if t.shape == s.shape => {}
+                Some(t) if t.shape == s.shape && t.filled() => {}
+                Some(t) if t.shape == s.shape => {
+                    return Err(TrainError::Input(format!(
+                        "state for {}: {} values do not fill its shape {:?}",
+                        s.name,
+                        t.values.len(),
+                        t.shape
+                    )));
+                }
                 Some(t) => {
                     return Err(TrainError::Input(format!(
                         "state for {} is {:?}, the model has {:?}",
@@ -415,6 +439,9 @@ impl Trainer {
                 }
                 None => return Err(TrainError::Input(format!("no state for {}", s.name))),
             }
+        }
+        if let Some(name) = state.keys().find(|n| !self.backend.manifest().symbols.iter().any(|s| &s.name == *n)) {
+            return Err(TrainError::Input(format!("state for {name}: the model has no such symbol")));
         }
         for (name, t) in state {
             self.backend.set_symbol(name, t)?;
@@ -503,6 +530,7 @@ impl Trainer {
     /// step's inputs, at the same learning rate) is copied to the device.
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         check_lr(lr)?;
+        check_nan_inputs("train_step", inputs)?;
         let lr_t = self.lr_input("train_step", lr)?;
         let weighted = self.backend.function("train_step")?.args.iter().any(|a| a.bind == REPLICA_WEIGHT);
         let weight_t = Tensor::scalar(self.replica_weight, aicf_runtime::artifact::DType::F32);
@@ -566,6 +594,9 @@ impl Trainer {
             micro.iter().enumerate().find(|(_, (_, w))| !(w.is_finite() && (0.0..=1.0).contains(w)))
         {
             return Err(TrainError::Input(format!("micro-batch {i}'s share {w} is not in [0, 1]")));
+        }
+        for (inputs, _) in micro {
+            check_nan_inputs("train_grad", inputs)?;
         }
         let mut rows = 0;
         for (i, (inputs, weight)) in micro.iter().enumerate() {
@@ -654,6 +685,16 @@ impl Trainer {
         metadata: &BTreeMap<String, String>,
         extra: &BTreeMap<String, Tensor>,
     ) -> Result<()> {
+        // A tensor whose values do not fill its shape would be written with
+        // data offsets the header's shape contradicts: a checkpoint no load
+        // takes.
+        if let Some((name, t)) = extra.iter().find(|(_, t)| !t.filled()) {
+            return Err(TrainError::Input(format!(
+                "checkpoint entry {name}: {} values do not fill its shape {:?}",
+                t.values.len(),
+                t.shape
+            )));
+        }
         let mut metadata = metadata.clone();
         metadata.entry("step".into()).or_insert_with(|| self.steps.to_string());
         let extra = extra

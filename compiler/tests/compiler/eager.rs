@@ -844,9 +844,17 @@ fn bad_input_is_an_error_naming_the_op(dev: &Device) {
     };
     type Case<'a> = (&'a str, Box<dyn Fn() -> eager::Result<Tensor> + 'a>, &'a str);
     let cases: Vec<Case> = vec![
-        ("values short of the shape", Box::new(|| Tensor::from_vec(&[2, 3], vec![1.0; 5])), "5 values for shape [2, 3]"),
+        (
+            "values short of the shape",
+            Box::new(|| Tensor::from_vec(&[2, 3], vec![1.0; 5])),
+            "5 values for shape [2, 3]",
+        ),
         ("a shape past 64 bits", Box::new(|| Tensor::from_vec(&[usize::MAX, 2], vec![1.0; 2])), "2 values for shape"),
-        ("no broadcast", Box::new(|| t(&[2, 3]).add(&t(&[3, 2]))), "add: 'hl.add' op operands are not broadcast-compatible"),
+        (
+            "no broadcast",
+            Box::new(|| t(&[2, 3]).add(&t(&[3, 2]))),
+            "add: 'hl.add' op operands are not broadcast-compatible",
+        ),
         ("contraction", Box::new(|| t(&[2, 3]).matmul(&t(&[2, 3]))), "contracting dimensions differ"),
         ("reduced axis", Box::new(|| t(&[2, 3]).sum(&[5], false)), "axis 5 is out of range"),
         ("axis twice", Box::new(|| t(&[2, 3]).sum(&[0, 0], false)), "must be distinct"),
@@ -858,43 +866,133 @@ fn bad_input_is_an_error_naming_the_op(dev: &Device) {
         ("narrow past the end", Box::new(|| t(&[2, 3]).narrow(1, 2, 5)), "window 2:7 in dimension 1 is outside"),
         ("narrow from past 64 bits", Box::new(|| t(&[2, 3]).narrow(1, usize::MAX, 5)), "window 9223372036854775807:"),
         ("narrow to nothing", Box::new(|| t(&[2, 3]).narrow(1, 0, 0)), "no empty tensors"),
-        ("label past the classes", Box::new(|| t(&[2, 3]).cross_entropy(&ids(&[0, 7]))), "label 7 at position 1 is outside [0, 3)"),
+        (
+            "label past the classes",
+            Box::new(|| t(&[2, 3]).cross_entropy(&ids(&[0, 7]))),
+            "label 7 at position 1 is outside [0, 3)",
+        ),
         ("negative label", Box::new(|| t(&[2, 3]).cross_entropy(&ids(&[0, -1]))), "label -1 at position 1"),
         ("float labels", Box::new(|| t(&[2, 3]).cross_entropy(&t(&[2]))), "operand #1 must be ranked tensor of 32-bit"),
         ("labels' shape", Box::new(|| t(&[2, 3]).cross_entropy(&ids(&[0, 1, 2]))), "must have the shape of the logits"),
-        ("index past the table", Box::new(|| t(&[4, 3]).gather(&ids(&[0, 9]), 0)), "index 9 at position 1 is outside [0, 4)"),
+        (
+            "index past the table",
+            Box::new(|| t(&[4, 3]).gather(&ids(&[0, 9]), 0)),
+            "index 9 at position 1 is outside [0, 4)",
+        ),
         ("negative index", Box::new(|| t(&[4, 3]).gather(&ids(&[0, -3]), 0)), "index -3 at position 1"),
         ("gather's axis", Box::new(|| t(&[4, 3]).gather(&ids(&[0, 1]), 7)), "axis 7 is out of range"),
-        ("layer norm's dims", Box::new(|| t(&[2, 3]).layer_norm(&t(&[3]), &t(&[3]), 5, 1e-5)), "normalises the last 5 dimensions"),
+        (
+            "layer norm's dims",
+            Box::new(|| t(&[2, 3]).layer_norm(&t(&[3]), &t(&[3]), 5, 1e-5)),
+            "normalises the last 5 dimensions",
+        ),
         ("layer norm's eps", Box::new(|| t(&[2, 3]).layer_norm(&t(&[3]), &t(&[3]), 1, f64::NAN)), "'eps' failed"),
-        ("layer norm's weight", Box::new(|| t(&[2, 3]).layer_norm(&t(&[4]), &t(&[3]), 1, 1e-5)), "weight must be 'tensor<3xf32>'"),
-        ("stride 0", Box::new(|| conv(Conv2dOptions { stride: [0, 1], ..Default::default() })), "stride must be [h, w] with entries >= 1"),
-        ("padding past 64 bits", Box::new(|| conv(Conv2dOptions { padding: [usize::MAX, 1], ..Default::default() })), "beyond 64-bit sizes"),
+        (
+            "layer norm's weight",
+            Box::new(|| t(&[2, 3]).layer_norm(&t(&[4]), &t(&[3]), 1, 1e-5)),
+            "weight must be 'tensor<3xf32>'",
+        ),
+        (
+            "stride 0",
+            Box::new(|| conv(Conv2dOptions { stride: [0, 1], ..Default::default() })),
+            "stride must be [h, w] with entries >= 1",
+        ),
+        (
+            "padding past 64 bits",
+            Box::new(|| conv(Conv2dOptions { padding: [usize::MAX, 1], ..Default::default() })),
+            "beyond 64-bit sizes",
+        ),
         ("dilation 0", Box::new(|| conv(Conv2dOptions { dilation: [0, 1], ..Default::default() })), "dilation must be"),
-        ("groups 0", Box::new(|| conv(Conv2dOptions { groups: 0, ..Default::default() })), "groups = 0 must be at least 1"),
-        ("groups past 64 bits", Box::new(|| conv(Conv2dOptions { groups: usize::MAX, ..Default::default() })), "groups = 9223372036854775807"),
-        ("kernel past the input", Box::new(|| t(&[1, 1, 4, 4]).conv2d(&t(&[1, 1, 5, 5]), None, &Conv2dOptions::default())), "does not fit the padded input"),
-        ("conv's channels", Box::new(|| t(&[1, 2, 4, 4]).conv2d(&t(&[1, 1, 2, 2]), None, &Conv2dOptions::default())), "has 2 channels"),
+        (
+            "groups 0",
+            Box::new(|| conv(Conv2dOptions { groups: 0, ..Default::default() })),
+            "groups = 0 must be at least 1",
+        ),
+        (
+            "groups past 64 bits",
+            Box::new(|| conv(Conv2dOptions { groups: usize::MAX, ..Default::default() })),
+            "groups = 9223372036854775807",
+        ),
+        (
+            "kernel past the input",
+            Box::new(|| t(&[1, 1, 4, 4]).conv2d(&t(&[1, 1, 5, 5]), None, &Conv2dOptions::default())),
+            "does not fit the padded input",
+        ),
+        (
+            "conv's channels",
+            Box::new(|| t(&[1, 2, 4, 4]).conv2d(&t(&[1, 1, 2, 2]), None, &Conv2dOptions::default())),
+            "has 2 channels",
+        ),
         ("pool kernel 0", Box::new(|| pool([0, 0], [1, 1], [0, 0])), "kernel must be [h, w] with entries >= 1"),
         ("pool padding", Box::new(|| pool([2, 2], [2, 2], [5, 5])), "must be at most half the kernel"),
-        ("pool padding past 64 bits", Box::new(|| pool([2, 2], [2, 2], [usize::MAX, 0])), "padding [9223372036854775807, 0]"),
+        (
+            "pool padding past 64 bits",
+            Box::new(|| pool([2, 2], [2, 2], [usize::MAX, 0])),
+            "padding [9223372036854775807, 0]",
+        ),
         ("mse's shapes", Box::new(|| t(&[2, 3]).mse_loss(&t(&[3, 2]))), "must have the same type"),
         ("linear's features", Box::new(|| t(&[2, 3]).linear(&t(&[4, 2]), None)), "has 3 features"),
         ("int and float", Box::new(|| ids(&[1, 2]).add(&t(&[2]))), "different element types"),
         ("exp of ints", Box::new(|| ids(&[1, 2]).exp()), "must be ranked tensor of 16-bit float"),
         ("no elements", Box::new(|| Tensor::from_vec(&[0, 3], vec![]).and_then(|z| z.relu())), "with no elements"),
         ("item of two", Box::new(|| t(&[2]).item().map(|_| t(&[1]))), "item() of a tensor of shape [2]"),
-        ("backward of a vector", Box::new(|| { let p = t(&[2]).param(); unit(p.mul(&p)?.backward()) }), "a loss is a scalar"),
+        (
+            "backward of a vector",
+            Box::new(|| {
+                let p = t(&[2]).param();
+                unit(p.mul(&p)?.backward())
+            }),
+            "a loss is a scalar",
+        ),
         ("backward without a tape", Box::new(|| unit(ids(&[1]).backward())), "does not require a gradient"),
         ("momentum", Box::new(|| Optim::sgd(&[t(&[2]).param()], -1.0, false, 0.0).map(|_| t(&[1]))), "momentum=-1"),
-        ("betas", Box::new(|| Optim::new(Optimizer::Adam { beta1: 1.5, beta2: 0.9, eps: 1e-8, weight_decay: 0.0 }, &[t(&[2]).param()]).map(|_| t(&[1]))), "beta1=1.5"),
+        (
+            "betas",
+            Box::new(|| {
+                Optim::new(Optimizer::Adam { beta1: 1.5, beta2: 0.9, eps: 1e-8, weight_decay: 0.0 }, &[t(&[2]).param()])
+                    .map(|_| t(&[1]))
+            }),
+            "beta1=1.5",
+        ),
         ("a tensor as a parameter", Box::new(|| Optim::adam(&[t(&[2])], 0.0).map(|_| t(&[1]))), "is not a parameter"),
-        ("learning rate", Box::new(|| { let p = t(&[2]).param(); let mut o = Optim::adam(&[p.clone()], 0.0)?; unit(o.step(f64::NAN)) }), "the learning rate NaN"),
-        ("clip norm", Box::new(|| { let p = t(&[2]).param(); let o = Optim::adam(&[p.clone()], 0.0)?; o.clip_grad_norm(-1.0).map(|_| p) }), "max_norm -1 is not above 0"),
-        ("state of another shape", Box::new(|| load("w", Host::new([3, 2], DType::F32, vec![1.0; 6]))), "'w' is [3, 2] with 6 values, the parameter is [2, 3]"),
-        ("slot of another shape", Box::new(|| load("w.exp_avg", Host::new([6], DType::F32, vec![0.0; 6]))), "'w.exp_avg' is [6]"),
-        ("state holding NaN", Box::new(|| load("w.exp_avg_sq", Host::new([2, 3], DType::F32, vec![f64::NAN; 6]))), "'w.exp_avg_sq' holds NaN at index 0"),
-        ("step past 2^53", Box::new(|| load("step", Host::new([], DType::I64, vec![1e30]))), "'step' is 1000000000000000000000000000000, not a step count"),
+        (
+            "learning rate",
+            Box::new(|| {
+                let p = t(&[2]).param();
+                let mut o = Optim::adam(&[p.clone()], 0.0)?;
+                unit(o.step(f64::NAN))
+            }),
+            "the learning rate NaN",
+        ),
+        (
+            "clip norm",
+            Box::new(|| {
+                let p = t(&[2]).param();
+                let o = Optim::adam(&[p.clone()], 0.0)?;
+                o.clip_grad_norm(-1.0).map(|_| p)
+            }),
+            "max_norm -1 is not above 0",
+        ),
+        (
+            "state of another shape",
+            Box::new(|| load("w", Host::new([3, 2], DType::F32, vec![1.0; 6]))),
+            "'w' is [3, 2] with 6 values, the parameter is [2, 3]",
+        ),
+        (
+            "slot of another shape",
+            Box::new(|| load("w.exp_avg", Host::new([6], DType::F32, vec![0.0; 6]))),
+            "'w.exp_avg' is [6]",
+        ),
+        (
+            "state holding NaN",
+            Box::new(|| load("w.exp_avg_sq", Host::new([2, 3], DType::F32, vec![f64::NAN; 6]))),
+            "'w.exp_avg_sq' holds NaN at index 0",
+        ),
+        (
+            "step past 2^53",
+            Box::new(|| load("step", Host::new([], DType::I64, vec![1e30]))),
+            "'step' is 1000000000000000000000000000000, not a step count",
+        ),
         ("step of half", Box::new(|| load("step", Host::new([], DType::I64, vec![0.5]))), "not a step count"),
     ];
     for (what, case, expected) in cases {

@@ -200,3 +200,71 @@ fn clipping_and_betas_reach_the_compiled_update() {
         assert!(e.contains("betas") || e.contains("clipping"), "{e}");
     }
 }
+
+/// A state that does not fit changes nothing (an entry short of its shape,
+/// or naming no symbol, is found before anything is set), and a
+/// checkpoint is never renamed over a device, a pipe or a directory (one
+/// saved to `/dev/null` replaced the device with a file).
+#[test]
+fn the_trainer_refuses_states_that_do_not_fit_and_special_checkpoint_paths() {
+    let mut t = Trainer::from_file(&model(), options("trainer_bad_state", "sgd")).unwrap();
+    let before = t.state();
+    // BTreeMap order: the broken entry comes after every other is checked.
+    let mut state = before.clone();
+    for v in state.values_mut() {
+        v.values.iter_mut().for_each(|x| *x += 1.0);
+    }
+    let mut unfilled = state.clone();
+    let last = unfilled.keys().next_back().unwrap().clone();
+    unfilled.get_mut(&last).unwrap().values.pop();
+    let e = t.set_state(&unfilled).unwrap_err().to_string();
+    assert!(e.contains(&format!("state for {last}")) && e.contains("do not fill its shape"), "{e}");
+    let mut unknown = state.clone();
+    unknown.insert("zzz".into(), Tensor::scalar(1.0, DType::F32));
+    let e = t.set_state(&unknown).unwrap_err().to_string();
+    assert!(e.contains("state for zzz: the model has no such symbol"), "{e}");
+    for (name, v) in t.state() {
+        assert_eq!(v.values, before[&name].values, "{name} changed by a refused state");
+    }
+    t.set_state(&state).unwrap();
+    assert_ne!(t.state(), before, "a state that fits is set");
+
+    // A batch holding NaN is refused before the step (its update would
+    // make every parameter NaN, and the loss's error blame the rate).
+    let set = t.state();
+    let mut x = vec![0.5; 4 * 64];
+    x[70] = f64::NAN;
+    let (x, y) = (Tensor::new([4, 64], DType::F32, x), Tensor::new([4], DType::I32, vec![1.0; 4]));
+    let e = t.step(&[&x, &y], 0.1).unwrap_err().to_string();
+    assert!(e.contains("@train_step: input #0 holds NaN at index 70 (of shape [4, 64]); nothing was run"), "{e}");
+    assert_eq!(t.state(), set, "a refused step changed the model");
+    assert_eq!(t.steps(), 0);
+
+    let dir = crate::tmp_root().join("trainer_special_checkpoint");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("a_directory")).unwrap();
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+    let mut special = vec![dir.join("a_directory")];
+    if made {
+        special.push(fifo.clone());
+    }
+    for path in &special {
+        let e = t.save_checkpoint(path, &Default::default()).unwrap_err().to_string();
+        assert!(e.contains("is not replaced"), "{}: {e}", path.display());
+    }
+    assert!(dir.join("a_directory").is_dir());
+    if made {
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the pipe was replaced");
+    }
+    // An extra entry short of its shape would be written with offsets its
+    // header contradicts.
+    let file = dir.join("c.safetensors");
+    let short = [("extra".to_string(), Tensor::new([4], DType::F32, vec![1.0; 3]))].into_iter().collect();
+    let e = t.save_checkpoint_with(&file, &Default::default(), &short).unwrap_err().to_string();
+    assert!(e.contains("checkpoint entry extra: 3 values do not fill its shape [4]"), "{e}");
+    assert!(!file.exists());
+    t.save_checkpoint(&file, &Default::default()).unwrap();
+    t.load_checkpoint(&file).unwrap();
+}
