@@ -115,7 +115,7 @@ pub(crate) fn create_function(
             .collect();
         let results: Vec<String> = outputs.iter().map(|&v| type_text(unsafe { mlirValueGetType(v) })).collect();
         let mut attrs = vec![
-            ("sym_name", format!("\"{name}\"")),
+            ("sym_name", quoted(name)),
             ("function_type", format!("({}) -> ({})", args.join(", "), results.join(", "))),
         ];
         attrs.extend(attributes.iter().cloned());
@@ -293,6 +293,29 @@ pub(crate) fn string_attr(op: MlirOperation, key: &str) -> Option<String> {
     let a = attr(op, key);
     (!a.ptr.is_null() && unsafe { mlirAttributeIsAString(a) })
         .then(|| unsafe { ffi::to_string(mlirStringAttrGetValue(a)) })
+}
+
+/// `s` as an MLIR string literal, quoted: `"` and `\` escaped, and every
+/// byte outside printable ASCII (a newline, UTF-8) as `\XX`, as MLIR
+/// prints them. A name built into attribute text unescaped broke the text
+/// (`@"fc.a\22b"` became `"fc.a"b.exp_avg"`).
+pub fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for b in s.bytes() {
+        match b {
+            b'"' | b'\\' => out.push_str(&format!("\\{b:02X}")),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\{b:02X}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `@"name"`: a symbol reference to `name`, quoted as [`quoted`].
+pub fn symbol_ref(name: &str) -> String {
+    format!("@{}", quoted(name))
 }
 
 pub(crate) fn flat_symbol(op: MlirOperation, key: &str) -> Option<String> {

@@ -1,6 +1,9 @@
 // ll-schedule: streams for independent kernels, events where they join.
 // RUN: aicf-opt %s --ll-schedule | FileCheck %s
 // RUN: aicf-opt %s --ll-schedule=max-streams=1 | FileCheck %s --check-prefix=ONE
+// Scheduling again replaces the schedule whole (events and waits of the
+// first one were left behind).
+// RUN: aicf-opt %s --ll-schedule --ll-schedule=max-streams=1 | FileCheck %s --check-prefix=ONE
 
 // The weight gradient and the input gradient read the same dY and are
 // independent: two streams; the sum continues the second stream and waits
@@ -14,6 +17,7 @@
 // CHECK: } {ll.stream = 1 : i64, ll.wait = array<i64: 1>}
 // ONE: ll.schedule = {events = 0 : i64, streams = 1 : i64}
 // ONE-NOT: ll.wait
+// ONE-NOT: ll.event
 func.func @backward(%logits: memref<8x4xf32>, %labels: memref<8xi32>, %loss: memref<f32>, %h: memref<8x16xf32>,
                     %w: memref<4x16xf32>, %out: memref<4x16xf32>) {
   %g = memref.alloc() : memref<8x4xf32>

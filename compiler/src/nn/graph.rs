@@ -599,9 +599,9 @@ impl GraphState {
             Some(_) => {}
             None => {
                 let attrs = [
-                    ("sym_name", format!("\"{}\"", escape(name))),
+                    ("sym_name", ir::quoted(name)),
                     ("type", spec.mlir_type()),
-                    ("slot", format!("\"{}\"", escape(slot))),
+                    ("slot", ir::quoted(slot)),
                     ("init", format!("#hl.init<{init}>")),
                 ];
                 self.declare("hl.state", &attrs, spec)?;
@@ -670,9 +670,9 @@ impl GraphState {
 
     fn declare_param(&self, name: &str, owner: &str, spec: &TensorSpec, init: &Init) -> Result<()> {
         let attrs = [
-            ("sym_name", format!("\"{}\"", escape(name))),
+            ("sym_name", ir::quoted(name)),
             ("type", spec.mlir_type()),
-            ("owner", format!("\"{}\"", escape(owner))),
+            ("owner", ir::quoted(owner)),
             ("init", format!("#hl.init<{init}>")),
         ];
         self.declare("hl.param", &attrs, spec)?;
@@ -779,7 +779,7 @@ impl GraphState {
         }
         let out_types: Vec<String> = outputs.iter().map(|t| t.spec.mlir_type()).collect();
         let fn_type = format!("({}) -> ({})", arg_types.join(", "), out_types.join(", "));
-        let attrs = [("sym_name", format!("\"{}\"", escape(&f.name))), ("function_type", fn_type)];
+        let attrs = [("sym_name", ir::quoted(&f.name)), ("function_type", fn_type)];
         // The function is verified with its module, in `finish`.
         let spec = OpSpec {
             attributes: &attrs,
@@ -857,14 +857,10 @@ pub(crate) fn spec_of(ty: MlirType) -> Result<TensorSpec> {
     }
 }
 
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
 /// A symbol reference: bare when it is a valid identifier, quoted otherwise.
 fn quote_symbol(name: &str) -> String {
     let bare = !name.is_empty()
         && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.$".contains(c));
-    if bare { name.to_string() } else { format!("\"{}\"", escape(name)) }
+    if bare { name.to_string() } else { ir::quoted(name) }
 }

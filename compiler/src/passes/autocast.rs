@@ -139,6 +139,22 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
             )));
         }
     }
+    // Values cast to the other 16-bit type already (an earlier autocast, or
+    // the model's own casts) would be rounded twice: bf16's 8-bit mantissa,
+    // then f16's range.
+    for (_, block) in ir::functions(module) {
+        let other = ops_of(block).into_iter().find_map(|op| {
+            let cast = op_name(op) == "hl.cast" && unsafe { mlirOperationGetNumResults(op) } == 1;
+            let to = cast.then(|| float_of(unsafe { mlirOperationGetResult(op, 0) })).flatten()?;
+            (bits(to) == 16 && to != low).then_some(to)
+        });
+        if let Some(other) = other {
+            return Err(report(format!(
+                "the module casts to {other:?} already (an earlier hl-autocast?): casting it to {low:?} would round \
+                 its values twice; autocast the original module"
+            )));
+        }
+    }
     // An override naming nothing would leave the op or layer as it was,
     // silently: a misspelt name is an error.
     let ctx = unsafe { mlirOperationGetContext(module) };

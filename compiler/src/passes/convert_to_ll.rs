@@ -411,7 +411,7 @@ impl<'a> Lower<'a> {
             loc,
             &OpSpec {
                 attributes: &[
-                    ("sym_name", format!("\"{name}\"")),
+                    ("sym_name", ir::quoted(&name)),
                     ("sym_visibility", "\"private\"".into()),
                     ("type", ir::type_text(t)),
                     ("initial_value", attr_text(p, "value")),
@@ -426,7 +426,7 @@ impl<'a> Lower<'a> {
         let get = self.emit(
             loc,
             &OpSpec {
-                attributes: &[("name", format!("@{name}"))],
+                attributes: &[("name", ir::symbol_ref(&name))],
                 results: Some(&[t]),
                 ..OpSpec::new("memref.get_global")
             },
@@ -977,7 +977,7 @@ impl<'a> Lower<'a> {
                 unsafe { mlirOperationMoveBefore(op, mlirBlockGetFirstOperation(self.block)) };
             }
         }
-        let tags: Vec<String> = self.arg_tags.iter().map(|t| format!("{{ll.bind = \"{t}\"}}")).collect();
+        let tags: Vec<String> = self.arg_tags.iter().map(|t| format!("{{ll.bind = {}}}", ir::quoted(t))).collect();
         let name = ir::string_attr(func, "sym_name").unwrap_or_default();
         let mut attrs = vec![("arg_attrs", format!("[{}]", tags.join(", ")))];
         if let Some(vis) = ir::string_attr(func, "sym_visibility") {

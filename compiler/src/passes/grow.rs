@@ -649,9 +649,9 @@ pub fn apply_deepen(module: MlirOperation, plan: &DeepenPlan) -> Result<(), Fail
             ),
         ] {
             let attrs = [
-                ("sym_name", format!("\"{layer}.{p}\"")),
+                ("sym_name", ir::quoted(&format!("{layer}.{p}"))),
                 ("type", ty),
-                ("owner", format!("\"{layer}\"")),
+                ("owner", ir::quoted(&layer)),
                 ("init", init),
             ];
             let op = ir::create_op(
@@ -683,7 +683,7 @@ pub fn apply_deepen(module: MlirOperation, plan: &DeepenPlan) -> Result<(), Fail
             let mut read = |p: &str, ty: String| -> Result<MlirValue, Failure> {
                 let t = ir::parse_type(ctx, &ty).map_err(|e| (loc, format!("{PASS}: {e:?}")))?;
                 emit(OpSpec {
-                    attributes: &[("name", format!("@{layer}.{p}"))],
+                    attributes: &[("name", ir::symbol_ref(&format!("{layer}.{p}")))],
                     results: Some(&[t]),
                     verify: false,
                     ..OpSpec::new("hl.get_param")

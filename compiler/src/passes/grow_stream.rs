@@ -993,14 +993,14 @@ pub(super) fn mask_value(
         let value = format!("dense<{}> : tensor<f32>", crate::nn::float_literal(v, crate::types::DType::F32));
         insert_before(at, "hl.constant", &[], Some(f32), &[("value", value)], emitted)
     };
-    let c = insert_before(at, "hl.get_state", &[], Some(state), &[("name", format!("@\"{name}\""))], emitted)?;
+    let c = insert_before(at, "hl.get_state", &[], Some(state), &[("name", crate::ir::symbol_ref(name))], emitted)?;
     let delay = constant(mask.delay as f64, emitted)?;
     let steps = constant(mask.steps as f64, emitted)?;
     let (zero, one) = (constant(0.0, emitted)?, constant(1.0, emitted)?);
     let since = insert_before(at, "hl.sub", &[c, delay], None, &[], emitted)?;
     let ramp = insert_before(at, "hl.div", &[since, steps], None, &[], emitted)?;
     let low = insert_before(at, "hl.max", &[ramp, zero], None, &[], emitted)?;
-    let m = insert_before(at, "hl.min", &[low, one], None, &[("hl.mask", format!("\"{name}\""))], emitted)?;
+    let m = insert_before(at, "hl.min", &[low, one], None, &[("hl.mask", crate::ir::quoted(name))], emitted)?;
     if dtype == crate::types::DType::F32 {
         return Ok(m);
     }
@@ -1020,7 +1020,7 @@ pub(super) fn declare_mask(
 ) -> Result<(), Failure> {
     let ctx = unsafe { mlirOperationGetContext(module) };
     let attrs = [
-        ("sym_name", format!("\"{name}\"")),
+        ("sym_name", crate::ir::quoted(name)),
         ("type", state.to_string()),
         ("slot", "\"mask\"".to_string()),
         ("init", "#hl.init<zeros>".to_string()),

@@ -312,13 +312,13 @@ pub fn add_train_step_scaled(
             _ => "#hl.init<zeros>".to_string(),
         };
         let mut attrs = vec![
-            ("sym_name", format!("\"{name}\"")),
+            ("sym_name", crate::ir::quoted(name)),
             ("type", s.mlir_type()),
             ("slot", format!("\"{slot}\"")),
             ("init", init),
         ];
         if let Some(p) = param {
-            attrs.push(("param", format!("@\"{p}\"")));
+            attrs.push(("param", crate::ir::symbol_ref(p)));
         }
         anchor = Some(declare_state(ctx, module_loc, body, anchor, &attrs)?);
     }
@@ -344,8 +344,10 @@ pub fn add_train_step_scaled(
     let input_binds: Vec<String> = (0..nargs).map(|_| "{hl.bind = \"input\"}".to_string()).collect();
     let weight_bind = format!("{{hl.bind = \"{REPLICA_WEIGHT}\"}}");
     let mut update_binds = vec!["{hl.bind = \"loss\"}".to_string()];
-    update_binds.extend(params.iter().map(|(n, _)| format!("{{hl.bind = \"param @{n}\"}}")));
-    update_binds.extend(states.iter().map(|(n, _, _)| format!("{{hl.bind = \"state @{n}\"}}")));
+    update_binds
+        .extend(params.iter().map(|(n, _)| format!("{{hl.bind = {}}}", crate::ir::quoted(&format!("param @{n}")))));
+    update_binds
+        .extend(states.iter().map(|(n, _, _)| format!("{{hl.bind = {}}}", crate::ir::quoted(&format!("state @{n}")))));
 
     // @train_step(inputs..., lr[, replica_weight]).
     let mut arg_types = input_types.clone();
@@ -399,14 +401,15 @@ pub fn add_train_step_scaled(
                 return Err((module_loc, format!("cannot declare the accumulator @{name}: the symbol exists")));
             }
             let attrs = [
-                ("sym_name", format!("\"{name}\"")),
+                ("sym_name", crate::ir::quoted(name)),
                 ("type", s.mlir_type()),
                 ("slot", format!("\"{ACCUMULATOR_SLOT}\"")),
                 ("init", "#hl.init<zeros>".to_string()),
             ];
             anchor = Some(declare_state(ctx, module_loc, body, anchor, &attrs)?);
         }
-        let sum_binds: Vec<String> = sums.iter().map(|(n, _)| format!("{{hl.bind = \"state @{n}\"}}")).collect();
+        let sum_binds: Vec<String> =
+            sums.iter().map(|(n, _)| format!("{{hl.bind = {}}}", crate::ir::quoted(&format!("state @{n}")))).collect();
 
         let mut grad_types = input_types.clone();
         grad_types.extend([f32_scalar, f32_scalar]);
@@ -857,7 +860,7 @@ fn scaled_loss(ctx: MlirContext, body: MlirBlock, f: MlirOperation, scaled: &str
         ret,
         "hl.get_state",
         &[],
-        &[("name", format!("@\"{LOSS_SCALE}\""))],
+        &[("name", crate::ir::symbol_ref(LOSS_SCALE))],
         &TensorSpec::new([], DType::F32),
     )?;
     let ls = spec(loss);
@@ -886,7 +889,7 @@ fn cast_to(e: &Emitter, v: MlirValue, dtype: DType) -> Result<MlirValue, Failure
 fn get_symbol(e: &Emitter, op: &str, symbol: &str, ty: &TensorSpec) -> Result<MlirValue, Failure> {
     let t = ir::parse_type(e.ctx, &ty.mlir_type()).map_err(|err| (e.loc, format!("{err:?}")))?;
     let o = e.append(&OpSpec {
-        attributes: &[("name", format!("@\"{symbol}\""))],
+        attributes: &[("name", crate::ir::symbol_ref(symbol))],
         results: Some(&[t]),
         verify: false,
         ..OpSpec::new(op)

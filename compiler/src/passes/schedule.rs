@@ -98,6 +98,12 @@ pub fn schedule(module: MlirOperation, max_streams: usize) -> Result<Vec<(String
             Ok(())
         };
         for (j, &k) in kernels.iter().enumerate() {
+            // A schedule made before (the pass run twice) is replaced
+            // whole: an event or wait it left would name events the new
+            // one does not record.
+            for stale in ["ll.event", "ll.wait"] {
+                unsafe { mlirOperationRemoveAttributeByName(k, crate::ffi::string_ref(stale)) };
+            }
             set(k, "ll.stream", format!("{} : i64", stream_of[j]))?;
             if let Some(e) = event_of.get(&j) {
                 set(k, "ll.event", format!("{e} : i64"))?;

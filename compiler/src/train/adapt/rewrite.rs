@@ -464,9 +464,9 @@ fn declare_ages(module: mlir_sys::MlirOperation, params: &[&str]) -> std::result
         }
         let ty = ir::attr_text(decl, "type");
         let attrs = [
-            ("sym_name", format!("\"{age}\"")),
+            ("sym_name", ir::quoted(&age)),
             ("type", ty),
-            ("param", format!("@\"{p}\"")),
+            ("param", ir::symbol_ref(&p)),
             ("slot", "\"age\"".to_string()),
             ("init", "#hl.init<zeros>".to_string()),
         ];
