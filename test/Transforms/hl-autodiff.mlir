@@ -8,6 +8,12 @@
 // RUN: not aicf-opt %t/vector.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=VECTOR
 // RUN: not aicf-opt %t/norule.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=NORULE
 // RUN: not aicf-opt %t/nograd.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=NOGRAD
+// RUN: not aicf-opt %t/noparam.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=NOPARAM
+// RUN: not aicf-opt %t/noparam.mlir --aicf-train-pipeline 2>&1 | FileCheck %s --check-prefix=NOPARAM
+// RUN: aicf-opt %t/nohl.mlir --hl-autodiff=wrt-inputs | FileCheck %s --check-prefix=NOHL
+// RUN: not aicf-opt %t/dynamic.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=DYNAMIC
+// RUN: not aicf-opt %t/bf16loss.mlir --hl-optimizer=accumulate 2>&1 | FileCheck %s --check-prefix=BF16LOSS
+// RUN: not aicf-opt %t/bf16loss.mlir --hl-optimizer=data-parallel 2>&1 | FileCheck %s --check-prefix=BF16LOSS
 
 // The forward is kept; the gradient function returns the loss, then one
 // gradient per hl.param in declaration order.
@@ -52,6 +58,17 @@
 // A loss reached from the parameters only through an integer (argmax)
 // trained at a loss of 0 with every gradient 0: refused at the return.
 // NOGRAD: nograd.mlir:8:3: error: hl-autodiff: the loss depends on no parameter through differentiable ops
+// A module without parameters compiled a train step that only counted
+// steps.
+// NOPARAM: noparam.mlir:3:3: error: {{hl-autodiff|hl-optimizer}}: the module declares no parameter (hl.param): there is nothing to differentiate
+// The pass builds hl ops in a module that had none (the hl dialect was
+// not loaded: "created with unregistered dialect").
+// NOHL-LABEL: func.func @loss_grad
+// NOHL: hl.constant dense<1.000000e+00>
+// A dynamic batch gave "the loss depends on no parameter".
+// DYNAMIC: dynamic.mlir:2:1: error: hl-autodiff: tensor<?x8xf32> has a dynamic shape: AICF differentiates static shapes
+// Summing a 16-bit loss over micro-batches or replicas failed in lowering.
+// BF16LOSS: bf16loss.mlir:2:1: error: hl-optimizer: the loss is tensor<bf16>: data-parallel steps and gradient accumulation sum f32 values
 
 //--- mlp.mlir
 hl.param @fc1.weight : tensor<128x64xf32> owner "fc1" init <kaiming_uniform>
@@ -102,4 +119,34 @@ func.func @loss(%x: tensor<3x4xf32>) -> tensor<f32> {
   %f = hl.cast %i : tensor<3xi64> to tensor<3xf32>
   %l = hl.reduce_sum %f axes = [0] : tensor<3xf32>
   return %l : tensor<f32>
+}
+
+//--- noparam.mlir
+func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+  %l = hl.cross_entropy %x, %y : tensor<4x8xf32>, tensor<4xi32>
+  return %l : tensor<f32>
+}
+
+//--- nohl.mlir
+func.func @loss(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+
+//--- dynamic.mlir
+hl.param @fc.w : tensor<8x8xf32> owner "fc" init <zeros>
+func.func @loss(%x: tensor<?x8xf32>, %t: tensor<?x8xf32>) -> tensor<f32> {
+  %w = hl.get_param @fc.w : tensor<8x8xf32>
+  %h = hl.linear %x, %w : tensor<?x8xf32>, tensor<8x8xf32>
+  %l = hl.mse_loss %h, %t : tensor<?x8xf32>, tensor<?x8xf32>
+  return %l : tensor<f32>
+}
+
+//--- bf16loss.mlir
+hl.param @w : tensor<3x4xf32> owner "" init <zeros>
+func.func @loss(%x: tensor<3x4xbf16>) -> tensor<bf16> {
+  %w = hl.get_param @w : tensor<3x4xf32>
+  %c = hl.cast %w : tensor<3x4xf32> to tensor<3x4xbf16>
+  %y = hl.mul %c, %x : tensor<3x4xbf16>, tensor<3x4xbf16>
+  %l = hl.reduce_sum %y axes = [0, 1] : tensor<3x4xbf16>
+  return %l : tensor<bf16>
 }

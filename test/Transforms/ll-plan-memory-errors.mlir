@@ -116,3 +116,33 @@ func.func @dealloc(%x: memref<16x16xf32>, %w: memref<16x16xf32>, %y: memref<16x1
   memref.dealloc %a : memref<16x16xf32>
   return
 }
+
+// -----
+
+// A view of the arena is row-major memory in the default space: a memory
+// space or a strided layout failed inside the pass ("internal error
+// building memref.view").
+func.func @memory_space(%x: memref<16xf32>) {
+  // expected-error @+1 {{ll-plan-memory: a buffer of type memref<16xf32, 1>: ll passes plan row-major buffers in the default memory space}}
+  %a = memref.alloc() : memref<16xf32, 1>
+  ll.copy %x into %x : memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @strided(%x: memref<16xf32>) {
+  // expected-error @+1 {{ll-plan-memory: a buffer of type memref<16xf32, strided<[2]>>: ll passes plan row-major buffers}}
+  %a = memref.alloc() : memref<16xf32, strided<[2]>>
+  ll.copy %x into %x : memref<16xf32>
+  return
+}
+
+// -----
+
+func.func @bytes(%x: memref<16xf32>) {
+  // expected-error @+1 {{of the kernels' element types (f16, bf16, f32, f64, i1, i32, i64)}}
+  %a = memref.alloc() : memref<16xi8>
+  ll.copy %x into %x : memref<16xf32>
+  return
+}

@@ -132,7 +132,33 @@ fn build_gradient(
     let mut cloned = Vec::new();
     let mut loss = None;
     let mut return_loc = fwd_loc;
+    // A value of dynamic or unranked shape has no element count to
+    // differentiate: its gradient was silently skipped ("the loss depends on
+    // no parameter").
+    let dynamic = |v: MlirValue| unsafe {
+        let t = mlirValueGetType(v);
+        mlirTypeIsAShaped(t) && !mlirShapedTypeHasStaticShape(t)
+    };
+    let refuse_dynamic = |v: MlirValue, at: MlirLocation| -> Result<(), Failure> {
+        if dynamic(v) {
+            return Err((
+                at,
+                format!(
+                    "{} has a dynamic shape: AICF differentiates static shapes (hl-set-batch=size=N gives the batch a \
+                     size)",
+                    ir::type_text(unsafe { mlirValueGetType(v) })
+                ),
+            ));
+        }
+        Ok(())
+    };
+    for i in 0..nargs {
+        refuse_dynamic(unsafe { mlirBlockGetArgument(fwd_block, i) }, fwd_loc)?;
+    }
     for op in ops_of(fwd_block) {
+        for r in 0..unsafe { mlirOperationGetNumResults(op) } {
+            refuse_dynamic(unsafe { mlirOperationGetResult(op, r) }, op_loc(op))?;
+        }
         let n = unsafe { mlirOperationGetNumOperands(op) };
         let operands: Vec<MlirValue> = (0..n)
             .map(|i| map.get(&key(unsafe { mlirOperationGetOperand(op, i) })).copied())
@@ -184,8 +210,17 @@ fn build_gradient(
     if !loss_spec.dtype.is_float() || !loss_spec.shape.is_empty() {
         return Err((return_loc, format!("the loss must be a floating-point scalar, got {loss_spec}")));
     }
+    // Nothing to differentiate: a step that trains nothing, silently.
+    if !wrt_inputs && params.is_empty() {
+        return Err((
+            return_loc,
+            "the module declares no parameter (hl.param): there is nothing to differentiate, and training would \
+             change nothing (differentiate with respect to the inputs with wrt-inputs)"
+                .into(),
+        ));
+    }
     // Every gradient would be zero: a step that trains nothing, silently.
-    if !wrt_inputs && !params.is_empty() && !active.contains(&key(loss)) {
+    if !wrt_inputs && !active.contains(&key(loss)) {
         return Err((
             return_loc,
             "the loss depends on no parameter through differentiable ops (an integer value, such as hl.argmax's or a \

@@ -93,11 +93,14 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     let function = options.get("function").map_err(report)?.to_string();
     let scale = float("loss-scale")?;
     let interval = options.get_i64("scale-growth-interval").map_err(report)?;
-    // The scale is an f32 state: one past f32's range would start infinite.
-    if !(scale.is_finite() && (0.0..=f32::MAX as f64).contains(&scale)) || interval <= 0 {
+    // The scale is an f32 state: one past f32's range would start infinite,
+    // and one under its smallest normal (1.2e-38) rounds to 0 or to a
+    // subnormal, whose reciprocal unscaling the gradients is infinite.
+    let in_f32 = scale == 0.0 || (f32::MIN_POSITIVE as f64..=f32::MAX as f64).contains(&scale);
+    if !(scale.is_finite() && in_f32) || interval <= 0 {
         return Err(report(format!(
-            "loss-scale={scale:?} scale-growth-interval={interval}: a scale of at least 0 (0: off) and at most f32's \
-             largest, 3.4e38, and an interval above 0"
+            "loss-scale={scale:?} scale-growth-interval={interval}: a scale of 0 (off) or between f32's smallest \
+             normal, 1.2e-38, and its largest, 3.4e38, and an interval above 0"
         )));
     }
     let loss_scale = (scale > 0.0).then_some(LossScale { init: scale, growth_interval: interval as u64 });
@@ -568,6 +571,24 @@ fn clone_gradients(
 /// pass computes them (the last parameter's first), the order
 /// `ll-bucket-collectives` keeps.
 fn reduce_gradients(e: &Emitter, g: &mut Gradients, weight: MlirValue, local: bool) -> Result<(), Failure> {
+    // The collectives and the accumulators sum f32 (`ll.all_reduce` weighs
+    // by an f32 share); a 16-bit loss or gradient failed in lowering.
+    let summed = std::iter::once(("the loss".to_string(), g.loss))
+        .chain(g.grads.iter().enumerate().map(|(i, &v)| (format!("gradient #{i}"), v)))
+        .chain(g.set.iter().filter(|(_, v)| spec(**v).dtype.is_float()).map(|(n, &v)| (format!("state @{n}"), v)));
+    for (what, v) in summed {
+        let s = spec(v);
+        if s.dtype != DType::F32 {
+            return Err((
+                e.loc,
+                format!(
+                    "{what} is {}: data-parallel steps and gradient accumulation sum f32 values over replicas and \
+                     micro-batches (compute the loss in f32 from f32 parameters, as --precision's hl-autocast does)",
+                    s.mlir_type()
+                ),
+            ));
+        }
+    }
     let attributes: Vec<(&str, String)> = if local { vec![("local", "unit".into())] } else { vec![] };
     let reduce = |v: MlirValue| -> Result<MlirValue, Failure> {
         let s = spec(v);

@@ -135,6 +135,24 @@ pub(super) fn require_lowered(block: MlirBlock) -> Result<(), Failure> {
                 let t = ir::type_text(unsafe { mlirValueGetType(r) });
                 return Err((op_loc(op), format!("{t} is larger than the 1 TiB a buffer may hold")));
             }
+            // A view of the arena is plain memory, row-major, of an element
+            // type the kernels read: a memory space or a strided layout
+            // would not survive `memref.view`, and an element type no
+            // kernel reads has no size to plan.
+            let t = unsafe { mlirValueGetType(r) };
+            let plain = unsafe {
+                mlirMemRefTypeGetMemorySpace(t).ptr.is_null() && mlirAffineMapIsIdentity(mlirMemRefTypeGetAffineMap(t))
+            };
+            if !plain || ir::buffer_spec(r).is_none() {
+                return Err((
+                    op_loc(op),
+                    format!(
+                        "a buffer of type {}: ll passes plan row-major buffers in the default memory space, of \
+                         the kernels' element types (f16, bf16, f32, f64, i1, i32, i64)",
+                        ir::type_text(t)
+                    ),
+                ));
+            }
         }
     }
     Ok(())
@@ -170,6 +188,14 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
     let mut plans = Vec::new();
     for (func, block) in ir::functions(module) {
         require_lowered(block)?;
+        // A buffer nothing uses has no lifetime to place: it was given a
+        // view at offset 0 of an arena that did not count it (past the
+        // arena's end). It is dead; it goes.
+        for op in ops_of(block) {
+            if op_name(op) == "memref.alloc" && ir::users(unsafe { mlirOperationGetResult(op, 0) }).is_empty() {
+                unsafe { mlirOperationDestroy(op) };
+            }
+        }
         let name = ir::string_attr(func, "sym_name").unwrap_or_default();
         // A second plan would add a second, empty arena; a plan after the
         // schedule would give buffers of kernels on two streams one place.

@@ -830,14 +830,10 @@ pub fn fit(
         c.barrier_within("waiting for rank 0 to compile the model", COMPILE_WAIT.max(c.timeout()))
             .map_err(RuntimeError::from)?;
     }
+    // (A model without parameters, or whose loss reaches none, is
+    // hl-autodiff's error: one with none at all trained to "0.00%" and
+    // exit 0.)
     let trainer = Trainer::from_source(&source, &name, trainer_options)?;
-    // (A loss that reaches no parameter is hl-autodiff's error; a model
-    // with none at all trained to "0.00%" and exit 0.)
-    if param_count(&trainer) == 0 {
-        return Err(TrainError::Input(format!(
-            "{name}: the model has no parameters (hl.param): training would change nothing"
-        )));
-    }
     let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, report)?;
     if let Some(c) = &comm {
         if rank == 0 {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "aicf-c/Passes.h"
+#include "aicf/Dialect/HL/HLDialect.h"
 #include "aicf/Dialect/LL/LLDialect.h"
 #include "aicf/Transforms/Passes.h"
 

@@ -12,7 +12,10 @@
 // RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=adam loss-scale=nan" 2>&1 | FileCheck %s --check-prefix=SCALENAN
 // SCALENAN: error: hl-optimizer: loss-scale=NaN
 // RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=adam loss-scale=1e300" 2>&1 | FileCheck %s --check-prefix=SCALEBIG
-// SCALEBIG: error: hl-optimizer: loss-scale=1e300 scale-growth-interval=2000: a scale of at least 0 (0: off) and at most f32's largest
+// SCALEBIG: error: hl-optimizer: loss-scale=1e300 scale-growth-interval=2000: a scale of 0 (off) or between f32's smallest normal, 1.2e-38, and its largest, 3.4e38
+// A scale that is 0 in f32 kept scaling on, every step skipped.
+// RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=adam loss-scale=1e-50" 2>&1 | FileCheck %s --check-prefix=SCALETINY
+// SCALETINY: error: hl-optimizer: loss-scale=1e-50 scale-growth-interval=2000: a scale of 0 (off) or between
 // RUN: aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=adam loss-scale=8" | FileCheck %s --check-prefix=SCALE
 // SCALE: hl.state @loss_scale : tensor<f32> slot "loss_scale" init <uniform, low = 8.000000e+00, high = 8.000000e+00>
 // RUN: not aicf-opt %S/../../../examples/char_lm/char_lm.mlir --hl-add-heads="attention=blocks.0.attn heads=9223372036854775807" 2>&1 | FileCheck %s --check-prefix=HEADS

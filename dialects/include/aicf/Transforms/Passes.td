@@ -46,7 +46,7 @@ def AICFApproximateMath : Pass<"aicf-approximate-math", "::mlir::ModuleOp"> {
 
 def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of an hl loss function";
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
+  let dependentDialects = ["::hl::HLDialect", "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
   let description = [{
     Adds `@<function>_grad`, which takes the arguments of `@<function>` (a
     function returning one floating-point scalar, the loss) and returns the
@@ -98,7 +98,7 @@ def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
 
 def HLFuseElementwise : Pass<"hl-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Fuse chains of elementwise ops into hl.fused_elementwise";
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+  let dependentDialects = ["::hl::HLDialect", "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
   let description = [{
     Groups elementwise `hl` ops (arithmetic, activations, compare, select,
     cast) into one `hl.fused_elementwise` per group, whose body is their
@@ -132,7 +132,7 @@ def HLFuseElementwise : Pass<"hl-fuse-elementwise", "::mlir::ModuleOp"> {
 
 def HLFuseGemmEpilogue : Pass<"hl-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
   let summary = "Fuse matmul/linear with the elementwise ops after them into hl.gemm";
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+  let dependentDialects = ["::hl::HLDialect", "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
   let description = [{
     Rewrites every `hl.linear` and `hl.matmul` as `hl.gemm`, then absorbs
     into each GEMM's epilogue the op that is the only use of its result,
@@ -161,7 +161,7 @@ def HLFuseGemmEpilogue : Pass<"hl-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
 
 def HLFuseReductions : Pass<"hl-fuse-reductions", "::mlir::ModuleOp"> {
   let summary = "Fuse row reductions that read the same rows into one op";
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+  let dependentDialects = ["::hl::HLDialect", "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
   let description = [{
     A cross-entropy and the cross-entropy backward of the same logits,
     labels and attributes become one `hl.softmax_cross_entropy` (loss and
@@ -187,7 +187,7 @@ def HLFuseReductions : Pass<"hl-fuse-reductions", "::mlir::ModuleOp"> {
 
 def HLFuseOptimizer : Pass<"hl-fuse-optimizer", "::mlir::ModuleOp"> {
   let summary = "Fuse the per-parameter updates of a train step into one multi-tensor kernel";
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+  let dependentDialects = ["::hl::HLDialect", "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
   let description = [{
     After `hl-fuse-elementwise`, each parameter's update (SGD, or Adam's
     two moments and the parameter, as one multi-output op) is an
@@ -215,7 +215,7 @@ def HLFuseOptimizer : Pass<"hl-fuse-optimizer", "::mlir::ModuleOp"> {
 
 def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
   let summary = "Append the optimizer update: a complete train step";
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
+  let dependentDialects = ["::hl::HLDialect", "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
   let description = [{
     Adds `@train_step`: the gradient of `@<function>` (from
     `@<function>_grad`, which `hl-autodiff` is run to create when missing),
@@ -309,6 +309,7 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
 
 def HLAutocast : Pass<"hl-autocast", "::mlir::ModuleOp"> {
   let summary = "Mixed precision: contractions in bf16/f16, accuracy guards in f32";
+  let dependentDialects = ["::hl::HLDialect"];
   let description = [{
     Rewrites every function for mixed-precision training, before autodiff
     (so the backward pass inherits each op's precision), by a policy table
@@ -358,6 +359,7 @@ def HLAutocast : Pass<"hl-autocast", "::mlir::ModuleOp"> {
 
 def HLPadContractions : Pass<"hl-pad-contractions", "::mlir::ModuleOp"> {
   let summary = "Pads large 16-bit contractions to aligned dimensions";
+  let dependentDialects = ["::hl::HLDialect"];
   let description = [{
     Tensor-core GEMMs move 16-byte vectors; a bf16 row whose length is not a
     multiple of 8 (GPT-2's vocabulary of 50,257) leaves only kernels several
@@ -395,6 +397,7 @@ def HLPadContractions : Pass<"hl-pad-contractions", "::mlir::ModuleOp"> {
 
 def HLSetBatch : Pass<"hl-set-batch", "::mlir::ModuleOp"> {
   let summary = "Retarget a model to another batch size";
+  let dependentDialects = ["::hl::HLDialect"];
   let description = [{
     Gives the model a new batch size: every function argument whose leading
     dimension is the model's batch gets `size` instead, every op then infers
@@ -432,6 +435,7 @@ def HLSetBatch : Pass<"hl-set-batch", "::mlir::ModuleOp"> {
 
 def HLAddHeads : Pass<"hl-add-heads", "::mlir::ModuleOp"> {
   let summary = "Add heads to a multi-head attention (zero-output new heads)";
+  let dependentDialects = ["::hl::HLDialect"];
   let description = [{
     Gives the multi-head attention at `attention` (the layer API's layout:
     `<path>.q_proj`, `k_proj`, `v_proj`, `out_proj` linears, the q/k/v
@@ -475,6 +479,7 @@ def HLAddHeads : Pass<"hl-add-heads", "::mlir::ModuleOp"> {
 
 def HLWidenResidual : Pass<"hl-widen-residual", "::mlir::ModuleOp"> {
   let summary = "Widen a pre-norm residual network's stream (embeddings, norms, every projection)";
+  let dependentDialects = ["::hl::HLDialect"];
   let description = [{
     Gives the residual stream `width` channels. The stream starts at the
     embedding lookups (`hl.gather` of a parameter table) and runs through
@@ -522,6 +527,7 @@ def HLWidenResidual : Pass<"hl-widen-residual", "::mlir::ModuleOp"> {
 
 def HLInsertBlock : Pass<"hl-insert-block", "::mlir::ModuleOp"> {
   let summary = "Insert a residual block into a stack of blocks (depth growth, stacking)";
+  let dependentDialects = ["::hl::HLDialect"];
   let description = [{
     Blocks are the parameters `<prefix>.<i>.*`, `i = 0..n`; block `i`'s ops
     are those that depend on its parameters and on no parameter declared
@@ -557,6 +563,7 @@ def HLInsertBlock : Pass<"hl-insert-block", "::mlir::ModuleOp"> {
 
 def HLWiden : Pass<"hl-widen", "::mlir::ModuleOp"> {
   let summary = "Widen a linear layer's hidden units (Net2WiderNet, zero-out growth)";
+  let dependentDialects = ["::hl::HLDialect"];
   let description = [{
     Gives linear layer `layer` `width` output units. Its weight (`[H, in]`)
     and bias grow along their first axis; every `hl.linear` that reads its
@@ -603,6 +610,7 @@ def HLWiden : Pass<"hl-widen", "::mlir::ModuleOp"> {
 
 def HLDeepen : Pass<"hl-deepen", "::mlir::ModuleOp"> {
   let summary = "Insert a layer after a linear layer's activation (Net2DeeperNet, zero-init residual)";
+  let dependentDialects = ["::hl::HLDialect"];
   let description = [{
     Inserts a new `width x width` linear layer `name` after linear layer
     `after` and its activations: `relu(linear(a))` where the activation
@@ -647,6 +655,7 @@ def HLDeepen : Pass<"hl-deepen", "::mlir::ModuleOp"> {
 
 def HLPrintParamTable : Pass<"hl-print-param-table", "::mlir::ModuleOp"> {
   let summary = "Print the trainable parameters of an hl module";
+  let dependentDialects = ["::hl::HLDialect"];
   let description = [{
     Prints one line per `hl.param` of the module to standard error: its
     path, owning layer, shape, element type, element count, bytes and
