@@ -61,3 +61,52 @@ func.func @used(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<f32>) {
   %y = hl.add %x, %c : tensor<4x2xf32>, tensor<4x2xf32>
   return %y, %s : tensor<4x2xf32>, tensor<f32>
 }
+
+// -----
+
+// Functions the pass cannot retype whole are refused at the cause (the
+// verifier rejected the pass's own output: "type mismatch for bb argument").
+// expected-error @below {{hl-set-batch: @branches has more than one block: it retypes straight-line functions (no branches)}}
+func.func @branches(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  cf.br ^bb1(%x : tensor<4x8xf32>)
+^bb1(%a: tensor<4x8xf32>):
+  return %a : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @loop(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{hl-set-batch: 'scf.for' is not an hl op: it retypes functions of hl ops (and calls)}}
+  %r = scf.for %i = %c0 to %c1 step %c1 iter_args(%a = %x) -> tensor<4x8xf32> {
+    %b = hl.relu %a : tensor<4x8xf32>
+    scf.yield %b : tensor<4x8xf32>
+  }
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @empty(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{hl-set-batch: 'tensor.empty' is not an hl op}}
+  %e = tensor.empty() : tensor<4x8xf32>
+  %y = hl.add %x, %e : tensor<4x8xf32>, tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// expected-error @below {{hl-set-batch: argument #0 of @dynamic is tensor<?x4xf32>, of dynamic shape: it retypes static shapes}}
+func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  return %x : tensor<?x4xf32>
+}
+
+// -----
+
+// A batch that makes a tensor past 1 TiB is named as such (the verifier
+// said only "more than 2^63 elements").
+// expected-error @below {{hl-set-batch: size=7: argument #0: tensor<7x68719476736xf32> is larger than the 1 TiB a tensor may hold}}
+func.func @huge(%x: tensor<4x68719476736xf32>) -> tensor<4x68719476736xf32> {
+  return %x : tensor<4x68719476736xf32>
+}

@@ -139,6 +139,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
             )));
         }
     }
+    for (func, _) in ir::functions(module) {
+        if let Err((loc, m)) = super::common::retypable("hl-autocast", func, false) {
+            emit_error(unsafe { Location::from_raw(loc) }, &m);
+            return Err(PassFailed);
+        }
+    }
     // Values cast to the other 16-bit type already (an earlier autocast, or
     // the model's own casts) would be rounded twice: bf16's 8-bit mantissa,
     // then f16's range.
@@ -309,7 +315,13 @@ fn cast_block(block: MlirBlock, policy: &Policy) -> PassResult {
         let targets: Vec<(usize, DType)> = match policy.rule(op) {
             _ if name == "hl.cast" => vec![],
             Rule::Low => floats.iter().map(|&(i, _)| (i, policy.low)).collect(),
-            Rule::F32 => floats.iter().map(|&(i, t)| (i, if bits(t) == 16 { DType::F32 } else { t })).collect(),
+            // 16-bit operands widen to f32, or to f64 beside an f64 one
+            // (an f64 model's loss reads its contraction's bf16 result
+            // beside an f64 target).
+            Rule::F32 => {
+                let wide = floats.iter().map(|&(_, t)| t).fold(DType::F32, wider);
+                floats.iter().map(|&(i, t)| (i, if bits(t) == 16 { wide } else { t })).collect()
+            }
             Rule::Promote => {
                 let strong: Vec<DType> = floats.iter().filter(|(i, _)| !weak(operands[*i])).map(|&(_, t)| t).collect();
                 match strong.iter().copied().reduce(wider) {

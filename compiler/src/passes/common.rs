@@ -182,6 +182,69 @@ pub(crate) fn declaration(op: MlirOperation) -> Option<(MlirLocation, String)> {
     })
 }
 
+/// Refuses a function `pass` cannot retype as a whole: one of more than
+/// one block (branches pass values to block arguments the pass does not
+/// follow), an op outside `hl` and `func` that holds a region (`scf.for`'s
+/// carried values) or makes a tensor (`tensor.empty`, `arith` on tensors:
+/// they state their types and do not infer them again), or, where
+/// `static_shapes`, a tensor of dynamic shape. Each was the verifier's
+/// complaint about the pass's own output ("type mismatch for bb argument").
+pub(crate) fn retypable(pass: &str, func: MlirOperation, static_shapes: bool) -> Result<(), Failure> {
+    use crate::ir::{op_name, ops_of};
+    let region = unsafe { mlirOperationGetRegion(func, 0) };
+    let block = unsafe { mlirRegionGetFirstBlock(region) };
+    if block.ptr.is_null() {
+        return Ok(());
+    }
+    let name = crate::ir::string_attr(func, "sym_name").unwrap_or_default();
+    if !unsafe { mlirBlockGetNextInRegion(block) }.ptr.is_null() {
+        return Err((
+            unsafe { mlirOperationGetLocation(func) },
+            format!("{pass}: @{name} has more than one block: it retypes straight-line functions (no branches)"),
+        ));
+    }
+    let dynamic = |v: MlirValue| unsafe {
+        let t = mlirValueGetType(v);
+        mlirTypeIsAShaped(t) && !mlirShapedTypeHasStaticShape(t)
+    };
+    if static_shapes {
+        for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
+            let a = unsafe { mlirBlockGetArgument(block, i) };
+            if dynamic(a) {
+                let t = crate::ir::type_text(unsafe { mlirValueGetType(a) });
+                return Err((
+                    unsafe { mlirOperationGetLocation(func) },
+                    format!("{pass}: argument #{i} of @{name} is {t}, of dynamic shape: it retypes static shapes"),
+                ));
+            }
+        }
+    }
+    for op in ops_of(block) {
+        let opname = op_name(op);
+        let foreign = !opname.starts_with("hl.") && !opname.starts_with("func.");
+        let results: Vec<MlirValue> =
+            (0..unsafe { mlirOperationGetNumResults(op) }).map(|r| unsafe { mlirOperationGetResult(op, r) }).collect();
+        let tensors = results.iter().any(|&r| unsafe { mlirTypeIsAShaped(mlirValueGetType(r)) });
+        if foreign && (unsafe { mlirOperationGetNumRegions(op) } > 0 || tensors) {
+            return Err((
+                unsafe { mlirOperationGetLocation(op) },
+                format!(
+                    "{pass}: '{opname}' is not an hl op: it retypes functions of hl ops (and calls), whose types \
+                     follow their operands"
+                ),
+            ));
+        }
+        if let Some(&r) = results.iter().find(|&&r| static_shapes && dynamic(r)) {
+            let t = crate::ir::type_text(unsafe { mlirValueGetType(r) });
+            return Err((
+                unsafe { mlirOperationGetLocation(op) },
+                format!("{pass}: {t} has a dynamic shape: it retypes static shapes"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The first value of `op` (its results, block arguments and nested ops,
 /// all the way down) whose type holds more than [`MAX_TENSOR_BYTES`]: its
 /// location and a message. Every pass checks this first, so that no size

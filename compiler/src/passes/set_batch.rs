@@ -33,6 +33,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     }
     let module = module.to_raw();
     let functions = ir::functions(module);
+    for &(func, _) in &functions {
+        if let Err((loc, m)) = super::common::retypable("hl-set-batch", func, true) {
+            emit_error(unsafe { Location::from_raw(loc) }, &m);
+            return Err(PassFailed);
+        }
+    }
     let leading = |block: MlirBlock| -> Option<i64> {
         let n = unsafe { mlirBlockGetNumArguments(block) };
         (n > 0).then(|| leading_dim(unsafe { mlirValueGetType(mlirBlockGetArgument(block, 0)) })).flatten()
@@ -159,6 +165,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
             &format!("hl-set-batch: '{{op}}' cannot take batch size {size}"),
         )?;
         retype_function(func, block);
+    }
+    // A batch so large that a tensor passes the 1 TiB a tensor may hold is
+    // named here (the verifier said only "more than 2^63 elements").
+    if let Some((loc, m)) = super::common::oversized(module) {
+        emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-set-batch: size={size}: {m}"));
+        return Err(PassFailed);
     }
     // What did not infer its types (a call, a fixed shape) must still fit.
     if !unsafe { mlirOperationVerify(module) } {
