@@ -87,6 +87,22 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         "adamw" => Optimizer::AdamW { beta1, beta2, eps, weight_decay },
         other => return Err(report(format!("unknown optimizer kind '{other}'; expected sgd, adam or adamw"))),
     };
+    // Another optimizer's options were ignored, silently (`kind=sgd
+    // beta1=0.5` trained plain SGD).
+    let adams = (beta1, beta2, eps) != (0.9, 0.999, 1e-8);
+    if kind == "sgd" && adams {
+        return Err(report(format!(
+            "beta1={beta1} beta2={beta2} eps={eps:e} are Adam's options: kind=sgd takes momentum, nesterov and \
+             weight-decay"
+        )));
+    }
+    let sgds = (float("momentum")?, options.get_bool("nesterov").map_err(report)?);
+    if kind != "sgd" && sgds != (0.0, false) {
+        return Err(report(format!(
+            "momentum={} nesterov={} are SGD's options: kind={kind} takes beta1, beta2, eps and weight-decay",
+            sgds.0, sgds.1
+        )));
+    }
     let clip = float("clip-norm")?;
     let clip = (clip != 0.0).then_some(clip);
     optimizer.check(clip).map_err(report)?;

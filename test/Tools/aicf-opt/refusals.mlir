@@ -16,6 +16,12 @@
 // A scale that is 0 in f32 kept scaling on, every step skipped.
 // RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=adam loss-scale=1e-50" 2>&1 | FileCheck %s --check-prefix=SCALETINY
 // SCALETINY: error: hl-optimizer: loss-scale=1e-50 scale-growth-interval=2000: a scale of 0 (off) or between
+// Another optimizer's options were ignored (kind=sgd beta1=0.5 trained
+// plain SGD).
+// RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=sgd beta1=0.5" 2>&1 | FileCheck %s --check-prefix=SGDBETA
+// SGDBETA: error: hl-optimizer: beta1=0.5 beta2=0.999 eps=1e-8 are Adam's options: kind=sgd takes momentum, nesterov and weight-decay
+// RUN: not aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=adamw momentum=0.9" 2>&1 | FileCheck %s --check-prefix=ADAMMOM
+// ADAMMOM: error: hl-optimizer: momentum=0.9 nesterov=false are SGD's options: kind=adamw takes beta1, beta2, eps and weight-decay
 // RUN: aicf-opt %S/../../../examples/mlp/digits_mlp.mlir "--hl-optimizer=kind=adam loss-scale=8" | FileCheck %s --check-prefix=SCALE
 // SCALE: hl.state @loss_scale : tensor<f32> slot "loss_scale" init <uniform, low = 8.000000e+00, high = 8.000000e+00>
 // RUN: not aicf-opt %S/../../../examples/char_lm/char_lm.mlir --hl-add-heads="attention=blocks.0.attn heads=9223372036854775807" 2>&1 | FileCheck %s --check-prefix=HEADS
