@@ -10,6 +10,10 @@
 // MISSING: hl-widen: no parameter @nope.weight (is 'nope' a linear layer of this model?)
 // NARROW: hl-widen: width=2 is narrower than fc1's 8 units; widening only grows
 // HUGE: error: 'hl.param' op parameter @fc1.weight ('tensor<4611686018427387904x64xf32>') is larger than the 1 TiB a tensor may hold
+// A delay without a mask delayed nothing, silently.
+// RUN: not aicf-opt %S/../../examples/mlp/digits_mlp.mlir --hl-widen="layer=fc1 width=256 mask_delay=5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DELAY
+// RUN: not aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-add-heads="attention=blocks.0.attn heads=1 mask_delay=5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DELAY
+// DELAY: error: {{hl-widen|hl-add-heads}}: mask_delay=5 delays a mask: give mask=N (the steps it ramps over) too
 // NORELU: hl-deepen: fc1 is not followed by a relu here ('hl.tanh'), so an identity layer would not preserve the function; use residual=true
 
 // The hidden units feed a residual add: widening would change its width.

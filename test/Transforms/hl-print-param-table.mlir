@@ -9,6 +9,9 @@
 // A module without parameters is an error only when asked.
 // RUN: split-file %s %t
 // RUN: aicf-opt %t/empty.mlir --hl-print-param-table -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTY
+// A name holding a newline or a tab prints escaped (it broke its row).
+// RUN: python3 -c "open('%t/control.mlir','w').write(r'hl.param @\"fc\09x.a\0Ab\" : tensor<2x2xf32> owner \"fc\09x\" init <zeros>')"
+// RUN: aicf-opt %t/control.mlir --hl-print-param-table -o /dev/null 2>&1 | FileCheck %s --check-prefix=CONTROL
 // RUN: not aicf-opt %t/empty.mlir --pass-pipeline='builtin.module(hl-print-param-table{require-params=true})' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=REQUIRE
 // RUN: not aicf-opt %t/empty.mlir --pass-pipeline='builtin.module(hl-print-param-table{require-params=maybe})' 2>&1 \
@@ -39,6 +42,8 @@
 // DIGITS-NEXT: total: 4 parameters, 9610 elements, 38440 bytes
 
 // EMPTY: total: 0 parameters, 0 elements, 0 bytes
+// CONTROL: fc\tx.a\nb  fc\tx  2x2    f32    4         16     zeros
+// CONTROL-NEXT: total: 1 parameters
 // REQUIRE: empty.mlir:0:0: error: module declares no hl.param (require-params is set)
 // BADOPT: for the --require-params option: 'maybe' is invalid value for boolean argument!
 

@@ -739,6 +739,10 @@ pub(super) fn run_widen(module: OperationRef<'_, '_>, options: &PassOptions) -> 
     if steps < 0 || delay < 0 {
         return Err(report(format!("mask={steps} and mask_delay={delay} count steps (0: no mask)")));
     }
+    // A delay without a mask delayed nothing, silently.
+    if steps == 0 && delay > 0 {
+        return Err(report(format!("mask_delay={delay} delays a mask: give mask=N (the steps it ramps over) too")));
+    }
     let mask = (steps > 0).then_some(Mask { steps: steps as usize, delay: delay as usize });
     let raw = module.to_raw();
     let plan = plan_widen(raw, &layer, width as usize).map_err(failed)?;
@@ -758,6 +762,10 @@ pub(super) fn run_heads(module: OperationRef<'_, '_>, options: &PassOptions) -> 
     let delay = options.get_i64("mask_delay").map_err(&report)?;
     if steps < 0 || delay < 0 {
         return Err(report(format!("mask={steps} and mask_delay={delay} count steps (0: no mask)")));
+    }
+    // A delay without a mask delayed nothing, silently.
+    if steps == 0 && delay > 0 {
+        return Err(report(format!("mask_delay={delay} delays a mask: give mask=N (the steps it ramps over) too")));
     }
     let mask = (steps > 0).then_some(Mask { steps: steps as usize, delay: delay as usize });
     let raw = module.to_raw();

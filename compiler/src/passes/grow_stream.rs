@@ -1064,6 +1064,10 @@ pub(super) fn run_block(module: OperationRef<'_, '_>, options: &PassOptions) -> 
     if mask_steps < 0 || delay < 0 {
         return Err(report(format!("mask={mask_steps} and mask_delay={delay} count steps (0: no mask)")));
     }
+    // A delay without a mask delayed nothing, silently.
+    if mask_steps == 0 && delay > 0 {
+        return Err(report(format!("mask_delay={delay} delays a mask: give mask=N (the steps it ramps over) too")));
+    }
     let mask = (mask_steps > 0).then_some(Mask { steps: mask_steps as usize, delay: delay as usize });
     let raw = module.to_raw();
     let count = block_count(raw, &prefix).map_err(failed)?;

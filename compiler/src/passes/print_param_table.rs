@@ -84,8 +84,15 @@ pub fn collect_params<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<ParamI
                 .map(|a| string_value(&a))
                 .ok_or_else(|| attr_error(name))
         };
-        let path = string_attr("sym_name")?;
-        let owner = string_attr("owner")?;
+        // A name holding a newline or a tab broke its row: control
+        // characters print escaped.
+        let printable = |s: String| {
+            s.chars()
+                .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+                .collect::<String>()
+        };
+        let path = printable(string_attr("sym_name")?);
+        let owner = printable(string_attr("owner")?);
         let ty = op
             .attribute("type")
             .ok()
