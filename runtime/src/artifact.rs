@@ -440,12 +440,16 @@ pub fn bytes_hash(bytes: &[u8]) -> String {
 /// [`bytes_hash`] of the file at `path`, read in pieces (a data set or a
 /// kernel library is never held in memory whole for it).
 pub fn file_hash(path: &std::path::Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
+    reader_hash(std::fs::File::open(path)?)
+}
+
+/// [`file_hash`] of what `reader` reads to its end (a decompressed
+/// stream's bytes).
+pub fn reader_hash(mut reader: impl std::io::Read) -> std::io::Result<String> {
     let mut buffer = vec![0u8; 1 << 16];
     let mut h = FNV_OFFSET;
     loop {
-        match file.read(&mut buffer)? {
+        match reader.read(&mut buffer)? {
             0 => return Ok(format!("{h:016x}")),
             n => h = fnv1a(h, &buffer[..n]),
         }

@@ -70,8 +70,10 @@ pub fn evaluate_checkpoint(
     // every held-out window of a text is scored, not a sample. A text is
     // read with the vocabulary it trained with: ids by the characters of
     // this file would mean other characters to the model.
-    let trained_on =
-        meta.get("data").is_some_and(|d| super::run::data_record(data).is_ok_and(|r| super::run::same_data(d, &r)));
+    let trained_on = match meta.get("data") {
+        Some(d) => super::run::records_data(d, data)?,
+        None => false,
+    };
     let text = data.first().is_some_and(|p| p.to_string_lossy().ends_with(".txt"));
     let held = trained_on && val_split > 0.0;
     if trained_on && !held {
@@ -101,10 +103,7 @@ pub fn evaluate_checkpoint(
             ));
         }
     }
-    create_dir(out)?;
-    let mut trainer =
-        Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?;
-    trainer.load_checkpoint(checkpoint)?;
+    let mut trainer = checkpoint_trainer(&source, &name, options, &meta, checkpoint, out)?;
     let batch = sig.batch();
     // A text not trained on is held out whole.
     let split = if held || text { Split::HeldOut } else { Split::Train };
@@ -183,6 +182,45 @@ pub fn evaluate_checkpoint(
 /// adaptive run's grown one) holds its own IR: that model is the one
 /// `doing` (scoring, sampling) uses, as `--resume-from` trains it, and a
 /// note says so. The IR goes to `out` for the diagnostics that name it.
+/// The trainer that scores or samples `checkpoint` (of `meta`), compiled
+/// in `out`: `options`, with the optimizer the checkpoint's run trained
+/// with (its state is the checkpoint's to load; a score or a sample does
+/// not depend on it: an SGD checkpoint failed to load into an Adam step),
+/// the checkpoint loaded.
+pub(crate) fn checkpoint_trainer(
+    source: &str,
+    name: &str,
+    options: &Options,
+    meta: &std::collections::BTreeMap<String, String>,
+    checkpoint: &Path,
+    out: &Path,
+) -> Result<Trainer> {
+    let mut options = Options { cache_dir: out.to_path_buf(), ..options.clone() };
+    if let Some(optimizer) = meta.get("optimizer") {
+        options.optimizer = optimizer.clone();
+        options.momentum = match meta.get("momentum").map(|m| m.parse::<f64>()) {
+            Some(Ok(m)) => m,
+            Some(Err(_)) => {
+                return Err(TrainError::Io {
+                    path: checkpoint.to_path_buf(),
+                    message: format!("its record's momentum {:?} is not a number", meta["momentum"]),
+                });
+            }
+            None => 0.0,
+        };
+        // Adam's betas (and SGD's lack of them) as the step compiles them.
+        if optimizer == "sgd" {
+            options.betas = Options::default().betas;
+        } else {
+            options.momentum = 0.0;
+        }
+    }
+    create_dir(out)?;
+    let mut trainer = Trainer::from_source(source, name, options)?;
+    trainer.load_checkpoint(checkpoint)?;
+    Ok(trainer)
+}
+
 pub(crate) fn model_of_checkpoint(
     model: &Path,
     checkpoint: &Path,

@@ -178,3 +178,52 @@ pub fn write_trace(path: &Path, device: &str, events: &[TraceEvent]) -> Result<(
     }
     write_file(path, text.as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A resumed run reads its earlier epochs' records back and writes them
+    /// again: each figure must come back as the f64 written (serde_json's
+    /// default float parser read 1.7064971263030113 as 1.706497126303011).
+    #[test]
+    fn metrics_read_back_are_the_figures_written() {
+        let dir = std::env::temp_dir().join(format!("aicf-metrics-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("metrics.jsonl");
+        let figures =
+            [1.7064971263030113, 0.1 + 0.2, 1.0 / 3.0, 2.2250738585072014e-308, 5e-324, 1.7976931348623157e308];
+        let records: Vec<EpochRecord> = figures
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| EpochRecord {
+                epoch: i + 1,
+                step: i as u64,
+                train_loss: v,
+                val_loss: v,
+                val_accuracy: f64::NAN,
+                unit: "nats".into(),
+                seconds: v,
+                steps_per_second: v,
+                params: 1,
+                train_flops: v,
+                lr: v,
+                lr_applied: Some(v),
+                grad_norm: Some(v),
+                layers: None,
+            })
+            .collect();
+        write_metrics(&path, &records).unwrap();
+        let back = read_metrics(&path, usize::MAX);
+        assert_eq!(back.len(), figures.len());
+        for (r, &v) in back.iter().zip(&figures) {
+            let applied = r.lr_applied.unwrap_or(f64::NAN);
+            let norm = r.grad_norm.unwrap_or(f64::NAN);
+            for got in [r.train_loss, r.val_loss, r.seconds, r.steps_per_second, r.train_flops, r.lr, applied, norm] {
+                assert_eq!(got.to_bits(), v.to_bits(), "{v:e} read back as {got:e}");
+            }
+            assert!(r.val_accuracy.is_nan());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

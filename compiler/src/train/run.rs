@@ -489,14 +489,39 @@ fn held_checkpoint(dir: &Path) -> Option<PathBuf> {
 /// The data files as a checkpoint records them: each one's name and the
 /// hash of its bytes.
 pub(crate) fn data_record(data: &[PathBuf]) -> Result<String> {
+    hashed_record(data, content_hash)
+}
+
+/// `name (hash), ...` of `data` by `hash`.
+fn hashed_record(data: &[PathBuf], hash: fn(&Path) -> std::io::Result<String>) -> Result<String> {
     let mut files = Vec::new();
     for p in data {
-        let hash = aicf_runtime::artifact::file_hash(p)
-            .map_err(|e| TrainError::Io { path: p.clone(), message: e.to_string() })?;
+        let hash = hash(p).map_err(|e| TrainError::Io { path: p.clone(), message: e.to_string() })?;
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         files.push(format!("{name} ({hash})"));
     }
     Ok(files.join(", "))
+}
+
+/// The hash of what a data file holds: a gzipped file's decompressed bytes
+/// (the same table decompressed, or compressed again with another header,
+/// is the same data; `aicf eval` scored the training rows of a
+/// decompressed copy as other data), any other file's bytes.
+fn content_hash(path: &Path) -> std::io::Result<String> {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")) {
+        let file = std::fs::File::open(path)?;
+        aicf_runtime::artifact::reader_hash(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)))
+    } else {
+        aicf_runtime::artifact::file_hash(path)
+    }
+}
+
+/// Whether `saved` (a checkpoint's [`data_record`]) names `data`: by
+/// content, or by the files' own bytes as records before content hashes
+/// named a gzipped file.
+pub(crate) fn records_data(saved: &str, data: &[PathBuf]) -> Result<bool> {
+    Ok(same_data(saved, &data_record(data)?)
+        || same_data(saved, &hashed_record(data, aicf_runtime::artifact::file_hash)?))
 }
 
 /// Whether two [`data_record`]s name the same data: the same files' bytes
@@ -546,6 +571,9 @@ const VERSIONS_KEY: &str = "aicf.versions";
 /// Checkpoint metadata: the `--epochs` of the run that saved it (what its
 /// learning-rate schedule spanned).
 const SCHEDULE_EPOCHS_KEY: &str = "schedule_epochs";
+/// Checkpoint metadata: the `--flops-budget` of the run that saved it
+/// (`none`), which a decaying schedule's length was sized to.
+const SCHEDULE_BUDGET_KEY: &str = "schedule_flops_budget";
 /// Checkpoint metadata: an adaptive run's [`super::adapt::Snapshot`].
 const ADAPT_KEY: &str = "aicf.adapt";
 /// The training FLOPs a checkpoint's run had spent.
@@ -700,7 +728,7 @@ pub fn fit(
             for (key, value) in &record {
                 if let Some(saved) = meta.get(*key)
                     && saved != value
-                    && !(*key == "data" && same_data(saved, value))
+                    && !(*key == "data" && (same_data(saved, value) || records_data(saved, data)?))
                 {
                     let message = if *key == "model" {
                         format!(
@@ -728,6 +756,7 @@ pub fn fit(
             // stretch it, and a rate already decayed rises again.
             if !matches!(run.lr_schedule, LrSchedule::Constant)
                 && run.flops_budget.is_none()
+                && meta.get(SCHEDULE_BUDGET_KEY).is_none_or(|b| b == "none")
                 && meta.get("epoch").and_then(|e| e.parse::<usize>().ok()).is_some_and(|e| e < run.epochs)
                 && let Some(before) = meta.get(SCHEDULE_EPOCHS_KEY).and_then(|e| e.parse::<usize>().ok())
                 && before != run.epochs
@@ -738,6 +767,28 @@ pub fn fit(
                     run.lr_schedule.name(),
                     run.epochs,
                     if before < run.epochs { "a decayed rate rises again" } else { "it decays faster" }
+                ));
+            }
+            // A budget sizes the schedule too: resumed with another (or
+            // none), the rate follows the new length, unannounced before.
+            let budget_now = run.flops_budget.map_or("none".into(), |b| format!("{b:e}"));
+            if !matches!(run.lr_schedule, LrSchedule::Constant)
+                && let Some(before) = meta.get(SCHEDULE_BUDGET_KEY)
+                && *before != budget_now
+            {
+                let describe = |b: &str| {
+                    if b == "none" { format!("--epochs {}", run.epochs) } else { format!("--flops-budget {b}") }
+                };
+                report.note(&format!(
+                    "the {} schedule was sized to {} in the checkpoint's run and to {} in this one: the rate follows \
+                     the new length from the checkpoint's step on",
+                    run.lr_schedule.name(),
+                    if before == "none" {
+                        meta.get(SCHEDULE_EPOCHS_KEY).map_or("its --epochs".into(), |e| format!("--epochs {e}"))
+                    } else {
+                        describe(before)
+                    },
+                    describe(&budget_now)
                 ));
             }
             match meta.get(IR_KEY) {
@@ -1502,6 +1553,9 @@ impl<'a> Loop<'a> {
         // The epochs a decaying schedule spans (not compared on resume: a
         // run goes on for more epochs; noted where that stretches it).
         meta.insert(SCHEDULE_EPOCHS_KEY.into(), run.epochs.to_string());
+        // The budget a decaying schedule was sized to (noted on a resume
+        // with another).
+        meta.insert(SCHEDULE_BUDGET_KEY.into(), run.flops_budget.map_or("none".into(), |b| format!("{b:e}")));
         meta.extend(self.record.iter().map(|(k, v)| (k.to_string(), v.clone())));
         meta.extend(self.data.metadata.clone());
         let mut extra = BTreeMap::new();

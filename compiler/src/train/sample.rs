@@ -14,8 +14,8 @@
 
 use super::data::{Role, Signature};
 use super::eval::model_of_checkpoint;
-use super::run::{Report, create_dir};
-use super::{Options, TrainError, Trainer};
+use super::run::Report;
+use super::{Options, TrainError};
 use aicf_runtime::Tensor;
 use aicf_runtime::artifact::DType;
 use std::path::Path;
@@ -58,11 +58,13 @@ impl Vocabulary {
         match self {
             Vocabulary::Bytes => Ok(text.bytes().map(usize::from).collect()),
             Vocabulary::Chars(chars) => text
-                .char_indices()
+                .chars()
+                .enumerate()
                 .map(|(at, c)| {
                     chars.binary_search(&c).map_err(|_| {
                         TrainError::Input(format!(
-                            "the prompt's {c:?} (byte {at}) is not in the model's vocabulary of {} characters",
+                            "the prompt's character {} ({c:?}) is not in the model's vocabulary of {} characters",
+                            at + 1,
                             chars.len()
                         ))
                     })
@@ -152,10 +154,7 @@ pub fn sample_checkpoint(
         Some(p) if !p.is_empty() => vocabulary.encode(p)?,
         _ => vec![vocabulary.encode("\n").map_or(0, |ids| ids[0])],
     };
-    create_dir(out)?;
-    let mut trainer =
-        Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?;
-    trainer.load_checkpoint(checkpoint)?;
+    let mut trainer = super::eval::checkpoint_trainer(&source, &name, options, &meta, checkpoint, out)?;
     let decode = |id: usize| match &vocabulary {
         Vocabulary::Chars(c) => c[id].to_string(),
         Vocabulary::Bytes => String::from_utf8_lossy(&[id as u8]).into_owned(),

@@ -26,6 +26,10 @@
 // run of 1000 epochs) decays to the floor where the budget ends.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1000 --flops-budget 5e7 --lr-schedule cosine --out %t/budget --no-progress > /dev/null
 // RUN: FileCheck %s --check-prefix=BUDGET < %t/budget/metrics.jsonl
+// Resumed without its budget, the schedule's length changes: said.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --flops-budget 1.1e8 --lr-schedule cosine --out %t/budget2 --checkpoint-dir %t/budget2-ckpt --no-progress > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --lr-schedule cosine --out %t/budget2 --checkpoint-dir %t/budget2-ckpt --resume --no-progress 2>&1 | FileCheck %s --check-prefix=UNBUDGETED
+// UNBUDGETED: note: the cosine schedule was sized to --flops-budget 1.1e8 in the checkpoint's run and to --epochs 4 in this one
 
 // CHECK: {"epoch":1,{{.*}}"lr":0.00253639
 // CHECK: {"epoch":2,{{.*}}"lr":0.00110607

@@ -554,6 +554,14 @@ fn main() {
         eprintln!("aicf: error: {e}");
         std::process::exit(1);
     }
+    // Whether the subcommand's option `id` was given on the command line
+    // (not its default).
+    let given = |id: &str| {
+        matches.subcommand().is_some_and(|(_, sub)| {
+            sub.try_contains_id(id).unwrap_or(false)
+                && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        })
+    };
     let result = match cli.command {
         Command::Compile { compile, output, emit, target, timing } => {
             run_compile(&compile, output, emit, target, timing)
@@ -652,12 +660,14 @@ fn main() {
             };
             train(&compile, &device, &data, run, gemm)
         }
-        Command::Eval { compile, device, data, checkpoint, eval_windows, out } => {
-            eval(&compile, &device, &data, &checkpoint, eval_windows, &out)
+        Command::Eval { mut compile, device, data, checkpoint, eval_windows, out } => {
+            checkpoint_precision(&mut compile, &checkpoint, given("precision"))
+                .and_then(|()| eval(&compile, &device, &data, &checkpoint, eval_windows, &out))
         }
-        Command::Sample { compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
+        Command::Sample { mut compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
             let s = aicf_compiler::train::sample::SampleOptions { prompt, tokens, temperature, top_k, seed };
-            sample(&compile, &device, &checkpoint, &s, &out)
+            checkpoint_precision(&mut compile, &checkpoint, given("precision"))
+                .and_then(|()| sample(&compile, &device, &checkpoint, &s, &out))
         }
         Command::Runs { what, runs_db } => runs(what, runs_db),
         Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db } => propose(
@@ -691,6 +701,30 @@ fn main() {
         }
         std::process::exit(1);
     }
+}
+
+/// `aicf eval` and `aicf sample` run the checkpoint's model in the
+/// precision its run trained in (the run's own figures came from it:
+/// scored in fp32, an fp16 checkpoint's accuracy differed from its run's
+/// on the same rows), unless `--precision` is `given`, which a note then
+/// names where it differs.
+fn checkpoint_precision(c: &mut ModelArgs, checkpoint: &Path, given: bool) -> Result<()> {
+    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint).map_err(|e| e.to_string())?;
+    let Some(recorded) = meta.get("precision") else { return Ok(()) };
+    let trained =
+        Precision::parse(recorded).map_err(|e| format!("{}: its record's precision: {e}", checkpoint.display()))?;
+    if !given {
+        c.precision = trained;
+    } else if c.precision != trained {
+        eprintln!(
+            "note: {} trained in {}; this runs it in {} (--precision): its run's own figures came from {}",
+            checkpoint.display(),
+            trained.name(),
+            c.precision.name(),
+            trained.name()
+        );
+    }
+    Ok(())
 }
 
 /// `aicf eval` and `aicf sample` share the model options with `train`, but
