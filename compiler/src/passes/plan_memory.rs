@@ -469,32 +469,64 @@ impl Model {
             }
         }
         let (peak_step, lower_bound) = alive.iter().copied().enumerate().max_by_key(|&(_, a)| a).unwrap_or((0, 0));
-        // Placement: largest first, lowest free offset.
-        let mut order = roots.clone();
-        order.sort_by_key(|&b| (std::cmp::Reverse(self.bufs[b].bytes), span[b].map(|s| s.0)));
-        let mut offsets = vec![0u64; n];
-        let mut placed: Vec<usize> = Vec::new();
-        let mut arena = 0;
-        for b in order {
-            let (f, l) = span[b].unwrap_or((0, 0));
-            let size = align(self.bufs[b].bytes);
-            let mut busy: Vec<(u64, u64)> = placed
-                .iter()
-                .filter(|&&p| span[p].is_some_and(|(pf, pl)| pf <= l && f <= pl))
-                .map(|&p| (offsets[p], offsets[p] + align(self.bufs[p].bytes)))
-                .collect();
-            busy.sort();
-            let mut at = 0;
-            for (s, e) in busy {
-                if at + size <= s {
-                    break;
-                }
-                at = at.max(e);
+        // Placement: each buffer at the lowest offset free over its
+        // lifetime, in an order. Largest first is the rule (TFLite's and
+        // XLA's heap simulator's greedy by size); where it leaves the arena
+        // over the lower bound (fragmentation: a budget between the two was
+        // unreachable, since recomputation cannot lower it), the other
+        // greedy orders are tried and the smallest arena kept (the first
+        // among equals).
+        let bytes: Vec<u64> = (0..n).map(|b| self.bufs[b].bytes).collect();
+        let first: Vec<u64> = (0..n).map(|b| span[b].map_or(0, |s| s.0 as u64)).collect();
+        let length: Vec<u64> = (0..n).map(|b| span[b].map_or(1, |(f, l)| (l - f + 1) as u64)).collect();
+        let key = |order: usize, b: usize| -> (u64, u64, u64) {
+            let big = u64::MAX - bytes[b];
+            match order {
+                0 => (big, first[b], 0),
+                1 => (u64::MAX - length[b], big, first[b]),
+                2 => (first[b], big, 0),
+                _ => (u64::MAX - bytes[b].saturating_mul(length[b]), first[b], 0),
             }
-            offsets[b] = at;
-            arena = arena.max(at + size);
-            placed.push(b);
+        };
+        let place_in = |order: &[usize]| -> (Vec<u64>, u64) {
+            let mut offsets = vec![0u64; n];
+            let mut placed: Vec<usize> = Vec::new();
+            let mut arena = 0;
+            for &b in order {
+                let (f, l) = span[b].unwrap_or((0, 0));
+                let size = align(self.bufs[b].bytes);
+                let mut busy: Vec<(u64, u64)> = placed
+                    .iter()
+                    .filter(|&&p| span[p].is_some_and(|(pf, pl)| pf <= l && f <= pl))
+                    .map(|&p| (offsets[p], offsets[p] + align(self.bufs[p].bytes)))
+                    .collect();
+                busy.sort();
+                let mut at = 0;
+                for (s, e) in busy {
+                    if at + size <= s {
+                        break;
+                    }
+                    at = at.max(e);
+                }
+                offsets[b] = at;
+                arena = arena.max(at + size);
+                placed.push(b);
+            }
+            (offsets, arena)
+        };
+        let mut best: Option<(Vec<u64>, u64)> = None;
+        for rule in 0..4 {
+            if best.as_ref().is_some_and(|(_, a)| *a <= lower_bound) {
+                break;
+            }
+            let mut order = roots.clone();
+            order.sort_by_key(|&b| key(rule, b));
+            let (offsets, arena) = place_in(&order);
+            if best.as_ref().is_none_or(|(_, a)| arena < *a) {
+                best = Some((offsets, arena));
+            }
         }
+        let (mut offsets, arena) = best.unwrap_or((vec![0; n], 0));
         for b in 0..n {
             let r = find(&root, b);
             offsets[b] = offsets[r];

@@ -510,10 +510,15 @@ fn hashed_record(data: &[PathBuf], hash: fn(&Path) -> std::io::Result<String>) -
 fn content_hash(path: &Path) -> std::io::Result<String> {
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")) {
         let file = std::fs::File::open(path)?;
-        aicf_runtime::artifact::reader_hash(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file)))
-    } else {
-        aicf_runtime::artifact::file_hash(path)
+        match aicf_runtime::artifact::reader_hash(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))) {
+            Ok(hash) => return Ok(hash),
+            // Damaged gzip data is the loader's to name (where it breaks);
+            // its record is its bytes.
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound && e.kind() != std::io::ErrorKind::PermissionDenied => {}
+            Err(e) => return Err(e),
+        }
     }
+    aicf_runtime::artifact::file_hash(path)
 }
 
 /// Whether `saved` (a checkpoint's [`data_record`]) names `data`: by

@@ -203,20 +203,23 @@ impl Operator {
     /// The pass pipeline that rewrites the architecture.
     pub fn pipeline(&self) -> String {
         use crate::pipeline;
+        // A delay delays a mask's ramp: without a mask there is none (the
+        // passes refuse one alone; a policy refuses it when read).
+        let delay = |mask: &Option<usize>, delay: &usize| mask.map_or(0, |_| *delay);
         match self {
             Operator::Widen { layer, width, mask, mask_delay, .. } => {
-                pipeline::widen(layer, *width, mask.unwrap_or(0), *mask_delay)
+                pipeline::widen(layer, *width, mask.unwrap_or(0), delay(mask, mask_delay))
             }
             Operator::Deepen { after, name, residual } => {
                 pipeline::deepen(after, &name.clone().unwrap_or_else(|| format!("{after}_deep")), *residual)
             }
             Operator::Heads { attention, heads, mask, mask_delay } => {
-                pipeline::add_heads(attention, *heads, mask.unwrap_or(0), *mask_delay)
+                pipeline::add_heads(attention, *heads, mask.unwrap_or(0), delay(mask, mask_delay))
             }
             Operator::WidenResidual { width, rule, .. } => pipeline::widen_residual(*width, *rule),
             Operator::AddBlock { prefix, at, from, mask, mask_delay, .. } => {
                 let index = |i: &Option<usize>| i.map_or(-1, |i| i as i64);
-                pipeline::insert_block(prefix, index(at), index(from), mask.unwrap_or(0), *mask_delay)
+                pipeline::insert_block(prefix, index(at), index(from), mask.unwrap_or(0), delay(mask, mask_delay))
             }
             Operator::Compose { ops } => ops.iter().map(Operator::pipeline).collect::<Vec<_>>().join(" then "),
         }
