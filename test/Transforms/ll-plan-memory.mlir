@@ -2,6 +2,7 @@
 // elementwise kernels, a report, and a budget met by recomputation.
 // RUN: aicf-opt %s -split-input-file --ll-plan-memory=report=true 2>&1 | FileCheck %s
 // RUN: aicf-opt %s -split-input-file --ll-plan-memory | aicf-opt -split-input-file | FileCheck %s --check-prefix=IR
+// RUN: aicf-opt %s -split-input-file --ll-plan-memory | FileCheck %s --check-prefix=DEAD
 // RUN: aicf-opt %s -split-input-file --ll-plan-memory="budget=2048 report=true" 2>&1 | FileCheck %s --check-prefix=BUDGET
 
 // A chain of three 1 KiB temporaries: %a dies when %c is written, so %c
@@ -51,5 +52,21 @@ func.func @checkpoint(%x: memref<16x16xf32>, %w: memref<16x16xf32>, %y: memref<1
   %c = memref.alloc() : memref<16x16xf32>
   ll.gemm %b, %w into %c : memref<16x16xf32>, memref<16x16xf32> -> memref<16x16xf32>
   ll.gemm %c, %h residual(%c) into %y : memref<16x16xf32>, memref<16x16xf32> residual memref<16x16xf32> -> memref<16x16xf32>
+  return
+}
+
+// -----
+
+// A buffer nothing uses is dropped: it was given a view at offset 0 of an
+// arena that did not count it (past the arena's end).
+// DEAD-LABEL: func.func @dead
+// DEAD-SAME: ll.memory = {arena_bytes = 1024 : i64, buffers = 1 : i64
+// DEAD-NOT: memref<1024xf32>
+// DEAD: return
+func.func @dead(%x: memref<16x16xf32>, %y: memref<16x16xf32>) {
+  %unused = memref.alloc() : memref<1024xf32>
+  %a = memref.alloc() : memref<16x16xf32>
+  ll.copy %x into %a : memref<16x16xf32>
+  ll.copy %a into %y : memref<16x16xf32>
   return
 }

@@ -156,8 +156,8 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         });
         if let Some(other) = other {
             return Err(report(format!(
-                "the module casts to {other:?} already (an earlier hl-autocast?): casting it to {low:?} would round \
-                 its values twice; autocast the original module"
+                "the module casts to {other:?} already (an earlier hl-autocast, or the model's own casts): casting \
+                 it to {low:?} would round those values twice; autocast a module without them, or to {other:?}"
             )));
         }
     }

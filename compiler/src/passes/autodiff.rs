@@ -135,17 +135,13 @@ fn build_gradient(
     // A value of dynamic or unranked shape has no element count to
     // differentiate: its gradient was silently skipped ("the loss depends on
     // no parameter").
-    let dynamic = |v: MlirValue| unsafe {
-        let t = mlirValueGetType(v);
-        mlirTypeIsAShaped(t) && !mlirShapedTypeHasStaticShape(t)
-    };
     let refuse_dynamic = |v: MlirValue, at: MlirLocation| -> Result<(), Failure> {
-        if dynamic(v) {
+        if super::common::dynamic(v) {
             return Err((
                 at,
                 format!(
-                    "{} has a dynamic shape: AICF differentiates static shapes (hl-set-batch=size=N gives the batch a \
-                     size)",
+                    "{} has a dynamic shape: AICF differentiates static shapes (write the batch's size in the types; \
+                     an ONNX model's with aicf import --batch N)",
                     ir::type_text(unsafe { mlirValueGetType(v) })
                 ),
             ));

@@ -182,6 +182,14 @@ pub(crate) fn declaration(op: MlirOperation) -> Option<(MlirLocation, String)> {
     })
 }
 
+/// Whether `v` is a tensor or buffer of dynamic (or unknown) shape.
+pub(crate) fn dynamic(v: MlirValue) -> bool {
+    unsafe {
+        let t = mlirValueGetType(v);
+        mlirTypeIsAShaped(t) && !mlirShapedTypeHasStaticShape(t)
+    }
+}
+
 /// Refuses a function `pass` cannot retype as a whole: one of more than
 /// one block (branches pass values to block arguments the pass does not
 /// follow), an op outside `hl` and `func` that holds a region (`scf.for`'s
@@ -203,10 +211,6 @@ pub(crate) fn retypable(pass: &str, func: MlirOperation, static_shapes: bool) ->
             format!("{pass}: @{name} has more than one block: it retypes straight-line functions (no branches)"),
         ));
     }
-    let dynamic = |v: MlirValue| unsafe {
-        let t = mlirValueGetType(v);
-        mlirTypeIsAShaped(t) && !mlirShapedTypeHasStaticShape(t)
-    };
     if static_shapes {
         for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
             let a = unsafe { mlirBlockGetArgument(block, i) };

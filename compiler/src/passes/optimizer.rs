@@ -195,6 +195,17 @@ pub fn add_train_step_scaled(
     if let Some(op) = find("train_step") {
         return Err((op_loc(op), "@train_step already exists".into()));
     }
+    // hl-autodiff refuses a module without parameters; a gradient function
+    // written by hand skipped it (a step that only counted steps).
+    if !ops_of(body).into_iter().any(|op| op_name(op) == "hl.param") {
+        let at = find(function).map_or(module_loc, op_loc);
+        return Err((
+            at,
+            "the module declares no parameter (hl.param): there is nothing to differentiate, and training would \
+             change nothing"
+                .into(),
+        ));
+    }
     if let Some(ls) = loss_scale {
         if !(ls.init.is_finite() && ls.init > 0.0) || ls.growth_interval == 0 {
             return Err((

@@ -84,15 +84,8 @@ pub fn collect_params<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<ParamI
                 .map(|a| string_value(&a))
                 .ok_or_else(|| attr_error(name))
         };
-        // A name holding a newline or a tab broke its row: control
-        // characters print escaped.
-        let printable = |s: String| {
-            s.chars()
-                .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
-                .collect::<String>()
-        };
-        let path = printable(string_attr("sym_name")?);
-        let owner = printable(string_attr("owner")?);
+        let path = string_attr("sym_name")?;
+        let owner = string_attr("owner")?;
         let ty = op
             .attribute("type")
             .ok()
@@ -128,14 +121,20 @@ fn shape_text(shape: &[u64]) -> String {
     shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x")
 }
 
+/// A name as a cell: control characters escaped (a newline or a tab in a
+/// parameter's name broke its row).
+fn printable(s: &str) -> String {
+    s.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
+}
+
 /// The table as printed by the pass.
 pub fn render_table(params: &[ParamInfo], group_by_owner: bool) -> String {
     const HEADER: [&str; 7] = ["parameter", "owner", "shape", "dtype", "elements", "bytes", "init"];
     let mut rows: Vec<[String; 7]> = Vec::new();
     let row = |p: &ParamInfo| {
         [
-            p.path.clone(),
-            if p.owner.is_empty() { "-".to_string() } else { p.owner.clone() },
+            printable(&p.path),
+            if p.owner.is_empty() { "-".to_string() } else { printable(&p.owner) },
             shape_text(&p.shape),
             p.dtype.clone(),
             p.elements().to_string(),
@@ -153,7 +152,7 @@ pub fn render_table(params: &[ParamInfo], group_by_owner: bool) -> String {
         }
         if group_by_owner {
             let group = &params[i..j];
-            let name = if owner.is_empty() { "-" } else { owner.as_str() };
+            let name = if owner.is_empty() { "-".to_string() } else { printable(owner) };
             rows.push([
                 format!("  subtotal {name}"),
                 String::new(),

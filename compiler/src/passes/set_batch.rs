@@ -33,12 +33,6 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     }
     let module = module.to_raw();
     let functions = ir::functions(module);
-    for &(func, _) in &functions {
-        if let Err((loc, m)) = super::common::retypable("hl-set-batch", func, true) {
-            emit_error(unsafe { Location::from_raw(loc) }, &m);
-            return Err(PassFailed);
-        }
-    }
     let leading = |block: MlirBlock| -> Option<i64> {
         let n = unsafe { mlirBlockGetNumArguments(block) };
         (n > 0).then(|| leading_dim(unsafe { mlirValueGetType(mlirBlockGetArgument(block, 0)) })).flatten()
@@ -57,6 +51,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     };
     if from == size {
         return Ok(());
+    }
+    for &(func, _) in &functions {
+        if let Err((loc, m)) = super::common::retypable("hl-set-batch", func, true) {
+            emit_error(unsafe { Location::from_raw(loc) }, &m);
+            return Err(PassFailed);
+        }
     }
     // A given batch that no argument has would change nothing, silently.
     let any = functions.iter().any(|&(_, block)| {

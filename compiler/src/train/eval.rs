@@ -103,7 +103,7 @@ pub fn evaluate_checkpoint(
             ));
         }
     }
-    let mut trainer = checkpoint_trainer(&source, &name, options, &meta, checkpoint, out)?;
+    let mut trainer = checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, report)?;
     let batch = sig.batch();
     // A text not trained on is held out whole.
     let split = if held || text { Split::HeldOut } else { Split::Train };
@@ -177,16 +177,14 @@ pub fn evaluate_checkpoint(
     })
 }
 
-/// The model a checkpoint of `model` holds, as (name, source), and the
-/// checkpoint's metadata. A checkpoint of another version of the model (an
-/// adaptive run's grown one) holds its own IR: that model is the one
-/// `doing` (scoring, sampling) uses, as `--resume-from` trains it, and a
-/// note says so. The IR goes to `out` for the diagnostics that name it.
 /// The trainer that scores or samples `checkpoint` (of `meta`), compiled
 /// in `out`: `options`, with the optimizer the checkpoint's run trained
 /// with (its state is the checkpoint's to load; a score or a sample does
 /// not depend on it: an SGD checkpoint failed to load into an Adam step),
-/// the checkpoint loaded.
+/// the checkpoint loaded. It runs in `options.precision`; where that is
+/// not the precision the checkpoint trained in (whose figures its run
+/// reported), a note says so (`aicf eval` and `sample` take the
+/// checkpoint's unless `--precision` is given: [`trained_precision`]).
 pub(crate) fn checkpoint_trainer(
     source: &str,
     name: &str,
@@ -194,7 +192,17 @@ pub(crate) fn checkpoint_trainer(
     meta: &std::collections::BTreeMap<String, String>,
     checkpoint: &Path,
     out: &Path,
+    report: &mut dyn Report,
 ) -> Result<Trainer> {
+    if let Some(trained) = meta.get("precision")
+        && *trained != options.precision.name()
+    {
+        report.note(&format!(
+            "{} trained in {trained}; this runs it in {}: its run's own figures came from {trained}",
+            checkpoint.display(),
+            options.precision.name()
+        ));
+    }
     let mut options = Options { cache_dir: out.to_path_buf(), ..options.clone() };
     if let Some(optimizer) = meta.get("optimizer") {
         options.optimizer = optimizer.clone();
@@ -219,6 +227,26 @@ pub(crate) fn checkpoint_trainer(
     let mut trainer = Trainer::from_source(source, name, options)?;
     trainer.load_checkpoint(checkpoint)?;
     Ok(trainer)
+}
+
+/// The model a checkpoint of `model` holds, as (name, source), and the
+/// checkpoint's metadata. A checkpoint of another version of the model (an
+/// adaptive run's grown one) holds its own IR: that model is the one
+/// `doing` (scoring, sampling) uses, as `--resume-from` trains it, and a
+/// note says so. The IR goes to `out` for the diagnostics that name it.
+/// The precision `checkpoint`'s run trained in (`None` where its record
+/// has none): what `aicf eval` and `sample` run it in unless asked for
+/// another.
+pub fn trained_precision(checkpoint: &Path) -> Result<Option<crate::pipeline::Precision>> {
+    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
+    meta.get("precision")
+        .map(|p| {
+            crate::pipeline::Precision::parse(p).map_err(|e| TrainError::Io {
+                path: checkpoint.to_path_buf(),
+                message: format!("its record's precision: {e}"),
+            })
+        })
+        .transpose()
 }
 
 pub(crate) fn model_of_checkpoint(

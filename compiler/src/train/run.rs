@@ -24,7 +24,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use super::eval::{Scored, evaluate_checkpoint};
+pub use super::eval::{Scored, evaluate_checkpoint, trained_precision};
 
 type Result<T, E = TrainError> = std::result::Result<T, E>;
 
@@ -525,8 +525,13 @@ fn content_hash(path: &Path) -> std::io::Result<String> {
 /// content, or by the files' own bytes as records before content hashes
 /// named a gzipped file.
 pub(crate) fn records_data(saved: &str, data: &[PathBuf]) -> Result<bool> {
-    Ok(same_data(saved, &data_record(data)?)
-        || same_data(saved, &hashed_record(data, aicf_runtime::artifact::file_hash)?))
+    Ok(same_data(saved, &data_record(data)?) || records_bytes(saved, data)?)
+}
+
+/// Whether `saved` names `data` by the files' own bytes (a record written
+/// before content hashes).
+fn records_bytes(saved: &str, data: &[PathBuf]) -> Result<bool> {
+    Ok(same_data(saved, &hashed_record(data, aicf_runtime::artifact::file_hash)?))
 }
 
 /// Whether two [`data_record`]s name the same data: the same files' bytes
@@ -733,7 +738,7 @@ pub fn fit(
             for (key, value) in &record {
                 if let Some(saved) = meta.get(*key)
                     && saved != value
-                    && !(*key == "data" && (same_data(saved, value) || records_data(saved, data)?))
+                    && !(*key == "data" && (same_data(saved, value) || records_bytes(saved, data)?))
                 {
                     let message = if *key == "model" {
                         format!(

@@ -154,7 +154,7 @@ pub fn sample_checkpoint(
         Some(p) if !p.is_empty() => vocabulary.encode(p)?,
         _ => vec![vocabulary.encode("\n").map_or(0, |ids| ids[0])],
     };
-    let mut trainer = super::eval::checkpoint_trainer(&source, &name, options, &meta, checkpoint, out)?;
+    let mut trainer = super::eval::checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, report)?;
     let decode = |id: usize| match &vocabulary {
         Vocabulary::Chars(c) => c[id].to_string(),
         Vocabulary::Bytes => String::from_utf8_lossy(&[id as u8]).into_owned(),

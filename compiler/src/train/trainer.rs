@@ -326,6 +326,14 @@ impl Trainer {
         Ok(f64::from_le_bytes(bytes))
     }
 
+    /// Whether this trainer is one replica of several: a refusal on one
+    /// replica alone would leave the others waiting in the step's
+    /// collectives until their timeout (a NaN batch is not refused there;
+    /// it reaches every replica's loss through the all-reduce).
+    fn replicated(&self) -> bool {
+        self.comm.as_ref().is_some_and(|c| c.size() > 1)
+    }
+
     /// The communicator of a data-parallel trainer.
     pub fn communicator(&self) -> Option<&std::sync::Arc<dyn Communicator>> {
         self.comm.as_ref()
@@ -530,7 +538,9 @@ impl Trainer {
     /// step's inputs, at the same learning rate) is copied to the device.
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         check_lr(lr)?;
-        check_nan_inputs("train_step", inputs)?;
+        if !self.replicated() {
+            check_nan_inputs("train_step", inputs)?;
+        }
         let lr_t = self.lr_input("train_step", lr)?;
         let weighted = self.backend.function("train_step")?.args.iter().any(|a| a.bind == REPLICA_WEIGHT);
         let weight_t = Tensor::scalar(self.replica_weight, aicf_runtime::artifact::DType::F32);
@@ -595,8 +605,10 @@ impl Trainer {
         {
             return Err(TrainError::Input(format!("micro-batch {i}'s share {w} is not in [0, 1]")));
         }
-        for (inputs, _) in micro {
-            check_nan_inputs("train_grad", inputs)?;
+        if !self.replicated() {
+            for (inputs, _) in micro {
+                check_nan_inputs("train_grad", inputs)?;
+            }
         }
         let mut rows = 0;
         for (i, (inputs, weight)) in micro.iter().enumerate() {

@@ -22,6 +22,6 @@
 // AGREE: RUN [[ACC:[0-9.]+%]] [[LOSS:[0-9.]+]]
 // AGREE: accuracy [[ACC]] on 80 held-out rows of {{.*}}digits.csv.gz {{.*}}; loss [[LOSS]] nats
 // AGREE: accuracy [[ACC]] on 80 held-out rows of {{.*}}digits.csv {{.*}}; loss [[LOSS]] nats
-// FP32: note: {{.*}}last.safetensors trained in fp16; this runs it in fp32 (--precision): its run's own figures came from fp16
+// FP32: note: {{.*}}last.safetensors trained in fp16; this runs it in fp32: its run's own figures came from fp16
 // FP32: accuracy {{[0-9.]+}}% on 80 held-out rows
 // SAMPLE: To be{{.....}}

@@ -706,23 +706,11 @@ fn main() {
 /// `aicf eval` and `aicf sample` run the checkpoint's model in the
 /// precision its run trained in (the run's own figures came from it:
 /// scored in fp32, an fp16 checkpoint's accuracy differed from its run's
-/// on the same rows), unless `--precision` is `given`, which a note then
-/// names where it differs.
+/// on the same rows), unless `--precision` is `given` (the library notes a
+/// precision other than the checkpoint's).
 fn checkpoint_precision(c: &mut ModelArgs, checkpoint: &Path, given: bool) -> Result<()> {
-    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint).map_err(|e| e.to_string())?;
-    let Some(recorded) = meta.get("precision") else { return Ok(()) };
-    let trained =
-        Precision::parse(recorded).map_err(|e| format!("{}: its record's precision: {e}", checkpoint.display()))?;
-    if !given {
+    if !given && let Some(trained) = run::trained_precision(checkpoint).map_err(|e| e.to_string())? {
         c.precision = trained;
-    } else if c.precision != trained {
-        eprintln!(
-            "note: {} trained in {}; this runs it in {} (--precision): its run's own figures came from {}",
-            checkpoint.display(),
-            trained.name(),
-            c.precision.name(),
-            trained.name()
-        );
     }
     Ok(())
 }
