@@ -882,6 +882,9 @@ pub fn fit(
     let trainer_options = Options {
         cache_dir: own_dir.clone(),
         data_parallel: options.data_parallel || run.data_parallel.is_some(),
+        // The data loader refused non-finite values: no step need scan its
+        // batch again.
+        check_inputs: false,
         ..options.clone()
     };
     // Rank 0 compiles first; the others then find its kernels cached.

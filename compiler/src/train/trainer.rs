@@ -86,6 +86,11 @@ pub struct Options {
     /// heads ([`TrainOptions::fused_attention_backward`]); `None` (the
     /// default): on a GPU, not on the CPU, whose GEMMs are faster there.
     pub fused_attention_backward: Option<bool>,
+    /// Whether each train step first scans its inputs for NaN (refused:
+    /// the step would make every parameter NaN); on by default. The
+    /// training loop turns it off: its data loader refused non-finite
+    /// values already, and the scan is a pass over every batch.
+    pub check_inputs: bool,
 }
 
 impl Default for Options {
@@ -108,6 +113,7 @@ impl Default for Options {
             bucket_bytes: pipeline::DEFAULT_BUCKET_BYTES,
             accumulate: 1,
             fused_attention_backward: None,
+            check_inputs: true,
         }
     }
 }
@@ -538,7 +544,7 @@ impl Trainer {
     /// step's inputs, at the same learning rate) is copied to the device.
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         check_lr(lr)?;
-        if !self.replicated() {
+        if self.options.check_inputs && !self.replicated() {
             check_nan_inputs("train_step", inputs)?;
         }
         let lr_t = self.lr_input("train_step", lr)?;
@@ -605,7 +611,7 @@ impl Trainer {
         {
             return Err(TrainError::Input(format!("micro-batch {i}'s share {w} is not in [0, 1]")));
         }
-        if !self.replicated() {
+        if self.options.check_inputs && !self.replicated() {
             for (inputs, _) in micro {
                 check_nan_inputs("train_grad", inputs)?;
             }
