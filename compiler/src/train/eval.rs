@@ -229,11 +229,6 @@ pub(crate) fn checkpoint_trainer(
     Ok(trainer)
 }
 
-/// The model a checkpoint of `model` holds, as (name, source), and the
-/// checkpoint's metadata. A checkpoint of another version of the model (an
-/// adaptive run's grown one) holds its own IR: that model is the one
-/// `doing` (scoring, sampling) uses, as `--resume-from` trains it, and a
-/// note says so. The IR goes to `out` for the diagnostics that name it.
 /// The precision `checkpoint`'s run trained in (`None` where its record
 /// has none): what `aicf eval` and `sample` run it in unless asked for
 /// another.
@@ -249,6 +244,11 @@ pub fn trained_precision(checkpoint: &Path) -> Result<Option<crate::pipeline::Pr
         .transpose()
 }
 
+/// The model a checkpoint of `model` holds, as (name, source), and the
+/// checkpoint's metadata. A checkpoint of another version of the model (an
+/// adaptive run's grown one) holds its own IR: that model is the one
+/// `doing` (scoring, sampling) uses, as `--resume-from` trains it, and a
+/// note says so. The IR goes to `out` for the diagnostics that name it.
 pub(crate) fn model_of_checkpoint(
     model: &Path,
     checkpoint: &Path,
