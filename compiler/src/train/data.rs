@@ -1280,6 +1280,7 @@ impl Dataset {
                     label_entropy: entropy,
                     baseline_loss: entropy,
                     probe_loss: if n > 0 { nll / n as f64 } else { entropy },
+                    data_hash: None,
                 }
             }
             Kind::Rows(r) => {
@@ -1315,6 +1316,7 @@ impl Dataset {
                             label_entropy: entropy,
                             baseline_loss: entropy,
                             probe_loss: probe,
+                            data_hash: None,
                         }
                     }
                     None => {
@@ -1331,6 +1333,7 @@ impl Dataset {
                             label_entropy: 0.5 * var.max(1e-300).ln(),
                             baseline_loss: var,
                             probe_loss: probe,
+                            data_hash: None,
                         }
                     }
                 }

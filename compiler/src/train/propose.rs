@@ -119,6 +119,7 @@ impl Structure {
                 }
                 Ok(Structure::Lm { layers, dim })
             }
+            "mlp" => Err(err("an mlp names its hidden widths, or 'linear' for none")),
             _ => Err(err("not an mlp or an lm")),
         }
     }
@@ -338,7 +339,8 @@ pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Sign
     let module = Structure::default_for(&shape.task).build(&shape)?;
     let sig = Signature::of_source(&module.text, "proposal")?;
     let dataset = Dataset::load(&[path.to_path_buf()], &sig, &DataOptions::default())?;
-    let problem = dataset.problem(&super::run::data_name(&[path.to_path_buf()]), &sig);
+    let mut problem = dataset.problem(&super::run::data_name(&[path.to_path_buf()]), &sig);
+    problem.data_hash = Some(super::run::data_record(&[path.to_path_buf()])?);
     Ok((shape, problem, sig))
 }
 
@@ -485,7 +487,8 @@ impl Default for ProposeOptions {
 fn widened(action: &str) -> Option<(String, usize)> {
     let rest = action.strip_prefix("widen ")?;
     let (layer, rest) = rest.split_once(" to ")?;
-    let width = rest.split_whitespace().next()?.parse().ok()?;
+    // (A width past the structures' limit is no record of this AICF's.)
+    let width = rest.split_whitespace().next()?.parse().ok().filter(|w| (1..=MAX_WIDTH).contains(w))?;
     Some((layer.to_string(), width))
 }
 
@@ -495,24 +498,39 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     let default = Structure::default_for(&shape.task);
     let epochs_of = |s: &Shape, b: f64| b / (s.train_rows() * default.flops_per_example(s));
     let default_epochs = options.budget.map(|b| epochs_of(shape, b));
-    // Past problems of the same kind: by name and shapes (two data sets
-    // both called `train.csv` are two problems).
-    let key = |p: &Problem| (p.name.clone(), format!("{} {:?} {} {}", p.task, p.input, p.outputs, p.rows));
+    // Past problems of the same kind: by name, shapes and content (two
+    // data sets both called `train.csv` are two problems).
+    let key = |p: &Problem| {
+        let content = p.data_hash.as_deref().map(super::run::data_hashes).unwrap_or_default();
+        (p.name.clone(), format!("{} {:?} {} {} {content}", p.task, p.input, p.outputs, p.rows))
+    };
     let mut by_problem: BTreeMap<(String, String), Vec<&RunDetail>> = BTreeMap::new();
+    // Runs whose held-out loss went below 0 (a loss of the user's own that
+    // is not a likelihood's or a squared error's): the ranking compares
+    // losses by their ratio, which a negative loss has not.
+    let mut negative = Vec::new();
     for r in runs {
         let p = &r.run.problem;
         if (p.task == "text") == (shape.task == "text") && !p.name.is_empty() && r.run.status == "finished" {
+            if r.curve.iter().any(|c| c.val_loss.is_some_and(|l| l < 0.0)) {
+                negative.push(r.run.id);
+                continue;
+            }
             by_problem.entry(key(p)).or_default().push(r);
         }
     }
     // With `next`, this problem's own runs: what a search has tried on it
-    // (by candidate label, with their run ids).
+    // (by candidate label, with their run ids): the runs on this data (by
+    // content where both record it).
     let mut tried: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     // And how each fitted: (held-out loss, training loss) at the best epoch
     // of each of its runs that reached the budget.
     let mut fits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     if options.next {
-        for r in by_problem.remove(&key(problem)).unwrap_or_default() {
+        let own: Vec<(String, String)> =
+            by_problem.iter().filter(|(_, rs)| rs[0].run.problem.same_data(problem)).map(|(k, _)| k.clone()).collect();
+        let own: Vec<&RunDetail> = own.iter().flat_map(|k| by_problem.remove(k).unwrap_or_default()).collect();
+        for r in own {
             let label = match Structure::parse(&r.run.fingerprint.structure) {
                 Ok(s) if s.fits(&shape.task) && r.run.settings.policy.is_some() => format!("{s} {GROWN}"),
                 Ok(s) if s.fits(&shape.task) => s.to_string(),
@@ -708,14 +726,19 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     explanation.insert(
         0,
         format!(
-            "problem {}: {}, {} {}, {} outputs; labels' entropy {:.3} nats; a {} probe leaves {:.0}% of the constant \
-             predictor's loss",
+            "problem {}: {}, {} {}, {} outputs; {}; a {} probe leaves {:.0}% of the constant predictor's loss",
             problem.name,
             problem.task,
             shape.rows,
             if shape.task == "text" { "characters" } else { "rows" },
             shape.outputs,
-            problem.label_entropy,
+            // A regression's `label_entropy` is the log of the targets'
+            // standard deviation: shown as that.
+            if shape.task == "regression" {
+                format!("targets' standard deviation {:.4}", problem.baseline_loss.max(0.0).sqrt())
+            } else {
+                format!("labels' entropy {:.3} nats", problem.label_entropy)
+            },
             if shape.task == "text" {
                 "bigram"
             } else if shape.task == "regression" {
@@ -733,6 +756,12 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             explanation.push(format!("budget {b:.3e} FLOPs: {epochs} epochs of the default {default}"))
         }
         _ => explanation.push("no budget: past runs are scored on their whole curves".into()),
+    }
+    if !negative.is_empty() {
+        explanation.push(format!(
+            "runs {} left out: a held-out loss below 0 (the ranking compares losses by their ratio)",
+            id_ranges(&negative)
+        ));
     }
     if neighbours.is_empty() && short_of_budget > 0 {
         explanation.push(format!(
@@ -1091,6 +1120,7 @@ mod tests {
             label_entropy: entropy,
             baseline_loss: entropy,
             probe_loss: probe * entropy,
+            data_hash: None,
         }
     }
 

@@ -153,9 +153,26 @@ pub struct Problem {
     /// softmax regression; regression: least squares; text: a bigram
     /// model).
     pub probe_loss: f64,
+    /// The data's content (each file's hash, as a checkpoint records its
+    /// data): the same data under another name, or other data under the
+    /// same name, is told apart. Absent in runs recorded before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_hash: Option<String>,
 }
 
 impl Problem {
+    /// Whether `self` and `other` are one data set: the same content where
+    /// both record it, else the same name and shapes.
+    pub fn same_data(&self, other: &Problem) -> bool {
+        match (&self.data_hash, &other.data_hash) {
+            (Some(a), Some(b)) => super::run::same_data(a, b),
+            _ => {
+                (&self.name, &self.task, &self.input, self.outputs, self.rows)
+                    == (&other.name, &other.task, &other.input, other.outputs, other.rows)
+            }
+        }
+    }
+
     /// The probe's loss relative to the constant predictor's: how much a
     /// linear model already explains (0: all, 1: nothing).
     pub fn probe_ratio(&self) -> f64 {
@@ -301,92 +318,169 @@ impl Runs {
         Some(data.join("aicf").join("runs.sqlite"))
     }
 
+    /// The files SQLite keeps beside the registry at `path` while it is
+    /// written (its write-ahead log, shared memory, rollback journal):
+    /// writing over one loses runs as surely as writing over the registry.
+    pub fn companions(path: &Path) -> [PathBuf; 3] {
+        ["-wal", "-shm", "-journal"].map(|suffix| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            PathBuf::from(name)
+        })
+    }
+
+    /// Whether writing `file` would write the registry at `registry` or
+    /// one of its [`Runs::companions`].
+    pub fn would_overwrite(file: &Path, registry: &Path) -> bool {
+        super::same_path(file, registry) || Runs::companions(registry).iter().any(|c| super::same_path(file, c))
+    }
+
     /// Refuses the SQLite file at `path` where it holds no run registry:
-    /// another program's database (tables, but none of the registry's),
-    /// which opening would write the registry's schema into. Passes where
-    /// it cannot tell (no file, an empty database, or one it cannot read
-    /// without writing).
+    /// another program's database (tables, but not the registry's `runs`
+    /// with its schema version in `meta`), which opening would write the
+    /// registry's schema into. Passes where it cannot tell (no file, an
+    /// empty database, or one it cannot read without writing).
     pub fn refuse_foreign(path: &Path) -> Result<()> {
         let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let Ok(conn) = Connection::open_with_flags(path, flags) else { return Ok(()) };
         let tables: std::result::Result<Vec<String>, _> = conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
             .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect());
-        let foreign =
-            tables.is_ok_and(|t| !t.is_empty() && !(t.iter().any(|n| n == "meta") && t.iter().any(|n| n == "runs")));
-        if foreign {
+        let Ok(tables) = tables else { return Ok(()) };
+        if tables.is_empty() {
+            return Ok(());
+        }
+        let has = |name: &str| tables.iter().any(|t| t == name);
+        // The registry writes its schema version with its tables, in one
+        // transaction (see `open`): a database with the tables and no
+        // version is another program's.
+        let version = has("meta")
+            .then(|| {
+                conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get::<_, String>(0))
+                    .optional()
+                    .ok()
+                    .flatten()
+            })
+            .flatten();
+        if has("runs") && version.is_some() {
+            return Ok(());
+        }
+        Err(TrainError::Io {
+            path: path.to_path_buf(),
+            message: "not an AICF run registry (another program's database: no AICF schema version in it); left as \
+                      it is"
+                .into(),
+        })
+    }
+
+    /// A registry path that is a directory: the error saying so.
+    fn refuse_directory(path: &Path) -> Result<()> {
+        if path.is_dir() {
             return Err(TrainError::Io {
                 path: path.to_path_buf(),
-                message: "not an AICF run registry (another program's database): left as it is".into(),
+                message: "is a directory; the run registry is a file (such as DIR/runs.sqlite)".into(),
             });
         }
         Ok(())
     }
 
-    /// Opens (or creates) the database at `path`.
+    /// Opens (or creates) the database at `path`, to record runs. Refuses
+    /// another program's database ([`Runs::refuse_foreign`]).
     pub fn open(path: &Path) -> Result<Runs> {
+        Runs::refuse_directory(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             super::run::create_dir(dir)?;
         }
+        Runs::refuse_foreign(path)?;
         let err = db_error(path);
         let conn = Connection::open(path).map_err(&err)?;
         conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(&err)?;
         // WAL: a writer never blocks readers, and a process killed
         // mid-write leaves the last committed state.
         let _: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(&err)?;
-        conn.execute_batch(SCHEMA).map_err(&err)?;
-        let version: Option<String> =
-            conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).optional().map_err(&err)?;
-        match version.as_deref() {
-            None => {
-                conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?1)", [SCHEMA_VERSION])
-                    .map_err(&err)?;
-            }
-            Some(SCHEMA_VERSION) => {}
-            Some(other) => {
-                return Err(TrainError::Io {
-                    path: path.to_path_buf(),
-                    message: format!("run registry schema {other}; this AICF writes {SCHEMA_VERSION}"),
-                });
-            }
-        }
+        // The tables and the schema version in one transaction: another
+        // process never sees the tables without the version (which
+        // `refuse_foreign` would take for another program's database).
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {SCHEMA} INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', '{SCHEMA_VERSION}'); \
+             COMMIT;"
+        ))
+        .map_err(&err)?;
+        Runs::check_version(&conn, path, "writes")?;
         Ok(Runs { conn, path: path.to_path_buf() })
     }
 
-    /// The registry at `path` for commands that only read it (`aicf runs`,
-    /// `aicf propose`): opened as [`Runs::open`] does where it can be
-    /// written, else read-only and immutable (a registry on a read-only
-    /// file system or directory, which no one writes meanwhile).
-    pub fn open_for_reading(path: &Path) -> Result<Runs> {
-        let writable = Runs::open(path);
-        if writable.is_ok() || !path.is_file() {
-            return writable;
+    /// Refuses a registry of another schema version.
+    fn check_version(conn: &Connection, path: &Path, does: &str) -> Result<()> {
+        let version: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))
+            .optional()
+            .map_err(db_error(path))?;
+        if version.as_deref() != Some(SCHEMA_VERSION) {
+            return Err(TrainError::Io {
+                path: path.to_path_buf(),
+                message: format!(
+                    "run registry schema {}; this AICF {does} {SCHEMA_VERSION}",
+                    version.as_deref().unwrap_or("none")
+                ),
+            });
         }
+        Ok(())
+    }
+
+    /// The registry at `path` for commands that only read it (`aicf runs`,
+    /// `aicf propose`), opened without writing anything into it: `None`
+    /// where there is none yet (no file, or an empty one). A path that
+    /// cannot be looked at (permissions) is an error, never "no registry".
+    /// On a read-only file or directory it is read read-only; where SQLite
+    /// cannot read its write-ahead log there (runs a killed writer left in
+    /// it), the error says so rather than reading the registry without
+    /// them.
+    pub fn read(path: &Path) -> Result<Option<Runs>> {
+        let io = |message: String| TrainError::Io { path: path.to_path_buf(), message };
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(format!("cannot look at the run registry: {e}"))),
+        };
+        Runs::refuse_directory(path)?;
+        if meta.len() == 0 {
+            return Ok(None);
+        }
+        Runs::refuse_foreign(path)?;
         let err = db_error(path);
-        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
-        // A URI's path: '%', '?' and '#' escaped.
-        let escaped = path.display().to_string().replace('%', "%25").replace('?', "%3F").replace('#', "%23");
-        let uri = format!("file:{escaped}?immutable=1");
-        let read = Connection::open_with_flags(&uri, flags).map_err(&err).and_then(|conn| {
-            let version: Option<String> = conn
-                .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0))
-                .optional()
-                .map_err(&err)?;
-            if version.as_deref() != Some(SCHEMA_VERSION) {
-                return Err(TrainError::Io {
-                    path: path.to_path_buf(),
-                    message: format!(
-                        "run registry schema {}; this AICF reads {SCHEMA_VERSION}",
-                        version.as_deref().unwrap_or("none")
-                    ),
-                });
-            }
-            Ok(Runs { conn, path: path.to_path_buf() })
-        });
-        match read {
-            Ok(runs) => Ok(runs),
+        use rusqlite::OpenFlags as F;
+        let open = |target: &str, flags: F| -> Result<Connection> {
+            let conn = Connection::open_with_flags(target, flags | F::SQLITE_OPEN_NO_MUTEX).map_err(&err)?;
+            conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(&err)?;
+            Runs::check_version(&conn, path, "reads")?;
+            Ok(conn)
+        };
+        let name = path.to_string_lossy();
+        // Without SQLITE_OPEN_CREATE: nothing is created where nothing is.
+        let first = match open(&name, F::SQLITE_OPEN_READ_WRITE) {
+            Ok(conn) => return Ok(Some(Runs { conn, path: path.to_path_buf() })),
+            Err(e) => e,
+        };
+        if let Ok(conn) = open(&name, F::SQLITE_OPEN_READ_ONLY) {
+            return Ok(Some(Runs { conn, path: path.to_path_buf() }));
+        }
+        let [wal, ..] = Runs::companions(path);
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            return Err(io(format!(
+                "cannot be read here: {} holds runs not yet merged into it, which SQLite reads only where it can \
+                 write beside them (copy the registry and that file to a writable directory); first error: {first}",
+                wal.display()
+            )));
+        }
+        // Immutable: read as the file is (no write-ahead log to merge),
+        // with no locking, which a read-only place cannot hold. A URI's
+        // path: '%', '?' and '#' escaped.
+        let escaped = name.replace('%', "%25").replace('?', "%3F").replace('#', "%23");
+        match open(&format!("file:{escaped}?immutable=1"), F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_URI) {
+            Ok(conn) => Ok(Some(Runs { conn, path: path.to_path_buf() })),
             // The first error says why it could not be opened as usual.
-            Err(_) => writable,
+            Err(_) => Err(first),
         }
     }
 
@@ -628,14 +722,14 @@ impl Runs {
             .query_map([id], |r| {
                 let r = Named { row: r, id };
                 Ok(DecisionRecord {
-                    step: r.get::<i64>(0)? as u64,
-                    epoch: r.get::<i64>(1)? as usize,
+                    step: r.get(0)?,
+                    epoch: r.get(1)?,
                     trigger: r.get::<Option<String>>(2)?.unwrap_or_default(),
                     action: r.get::<Option<String>>(3)?.unwrap_or_default(),
                     outcome: r.get::<Option<String>>(4)?.unwrap_or_default(),
                     reason: r.get::<Option<String>>(5)?.unwrap_or_default(),
-                    params_before: r.get::<i64>(6)? as usize,
-                    params_after: r.get::<i64>(7)? as usize,
+                    params_before: r.get(6)?,
+                    params_after: r.get(7)?,
                     loss_before: r.get(8)?,
                     loss_after: r.get(9)?,
                     ir_before: r.get::<Option<String>>(10)?.unwrap_or_default(),
@@ -836,6 +930,76 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Commands that read the registry write nothing into a file that is
+    /// not one (another program's database, one with the tables and no
+    /// schema version, an empty file), and say why; a directory given as
+    /// the registry is named as one.
+    #[test]
+    fn reading_writes_nothing_and_refuses_other_databases() {
+        let dir = std::env::temp_dir().join(format!("aicf-registry-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Another program's database, with tables named as the registry's.
+        let app = dir.join("app.db");
+        Connection::open(&app)
+            .unwrap()
+            .execute_batch("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); CREATE TABLE runs(id INTEGER PRIMARY KEY);")
+            .unwrap();
+        let before = std::fs::read(&app).unwrap();
+        for e in [Runs::read(&app).map(|_| ()).unwrap_err(), Runs::open(&app).map(|_| ()).unwrap_err()] {
+            assert!(e.to_string().contains("not an AICF run registry"), "{e}");
+        }
+        assert_eq!(std::fs::read(&app).unwrap(), before, "the other database was written");
+        assert!(!Runs::companions(&app)[0].exists());
+        // No file and an empty file: no registry yet, and nothing created.
+        let empty = dir.join("empty.sqlite");
+        assert!(Runs::read(&empty).unwrap().is_none() && !empty.exists());
+        std::fs::write(&empty, b"").unwrap();
+        assert!(Runs::read(&empty).unwrap().is_none());
+        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+        // A directory.
+        let e = Runs::read(&dir).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("is a directory"), "{e}");
+        // A registry reads as one; its companions are its files too.
+        let path = dir.join("runs.sqlite");
+        drop(Runs::open(&path).unwrap());
+        assert!(Runs::read(&path).unwrap().is_some_and(|r| r.list().unwrap().is_empty()));
+        assert!(Runs::would_overwrite(&dir.join("runs.sqlite-wal"), &path));
+        assert!(!Runs::would_overwrite(&dir.join("runs.sqlite.bak"), &path));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A decision whose counts were edited to negative numbers is an
+    /// error naming the run and column, not 2^64 - 1.
+    #[test]
+    fn a_negative_count_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("aicf-registry-neg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("runs.sqlite");
+        let runs = Runs::open(&path).unwrap();
+        let problem = Problem { name: "p".into(), task: "classification".into(), ..Problem::default() };
+        let id = runs.begin(&NewRun { problem, ..NewRun::default() }).unwrap();
+        let d = DecisionRecord {
+            step: 3,
+            epoch: 1,
+            trigger: "plateau".into(),
+            action: "widen fc1 to 32".into(),
+            outcome: "accepted".into(),
+            reason: String::new(),
+            params_before: 10,
+            params_after: 20,
+            loss_before: None,
+            loss_after: None,
+            ir_before: String::new(),
+            ir_after: String::new(),
+        };
+        runs.decision(id, 0, &d).unwrap();
+        assert_eq!(runs.get(id).unwrap().decisions[0].step, 3);
+        runs.conn.execute("UPDATE decisions SET step = -1", []).unwrap();
+        let e = runs.get(id).unwrap_err().to_string();
+        assert!(e.contains("run 1's step is out of range"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A registry on a read-only file system is read (list, get) by the
     /// commands that only read it; opening it to write still fails. Needs
     /// root to mount a read-only tmpfs: `make test` runs it after the
@@ -858,7 +1022,7 @@ mod tests {
         }
         sh(&format!("mount -o remount,ro {}", dir.display()));
         let writable = Runs::open(&path).map(|_| ()).unwrap_err().to_string();
-        let read = Runs::open_for_reading(&path).map(|r| r.list().unwrap());
+        let read = Runs::read(&path).map(|r| r.expect("a registry").list().unwrap());
         sh(&format!("umount {}", dir.display()));
         let _ = std::fs::remove_dir_all(&dir);
         assert!(writable.contains("run registry"), "{writable}");

@@ -537,12 +537,13 @@ fn records_bytes(saved: &str, data: &[PathBuf]) -> Result<bool> {
 /// Whether two [`data_record`]s name the same data: the same files' bytes
 /// in the same order, whatever the files are called now.
 pub(crate) fn same_data(a: &str, b: &str) -> bool {
-    // `name (hash), name (hash)`: the hashes are what is in parentheses at
-    // each entry's end.
-    let hashes = |r: &str| -> Vec<String> {
-        r.split("), ").map(|e| e.trim_end_matches(')').rsplit(" (").next().unwrap_or("").to_string()).collect()
-    };
-    hashes(a) == hashes(b)
+    data_hashes(a) == data_hashes(b)
+}
+
+/// The hashes of a [`data_record`] (`name (hash), name (hash)`: what is in
+/// parentheses at each entry's end), without the names.
+pub(crate) fn data_hashes(record: &str) -> String {
+    record.split("), ").map(|e| e.trim_end_matches(')').rsplit(" (").next().unwrap_or("")).collect::<Vec<_>>().join(",")
 }
 
 fn recorded(
@@ -671,6 +672,9 @@ pub fn fit(
                 ),
             });
         }
+    }
+    if let Some(db) = run.runs_db.as_ref().filter(|_| first_rank) {
+        refuse_registry_over_run_files(db, model, data, run)?;
     }
     let name = model.display().to_string();
     let original = super::read_model(model)?;
@@ -920,11 +924,13 @@ pub fn fit(
     // cannot be written is noted, never a reason to stop training.
     let recorder = match (&run.runs_db, rank) {
         (Some(db), 0) => {
-            let problem = dataset.problem(&data_name(data), &sig);
+            let mut problem = dataset.problem(&data_name(data), &sig);
+            problem.data_hash = loop_.record.iter().find(|(k, _)| *k == "data").map(|(_, v)| v.clone());
             match Recorder::begin(db, &loop_, options, run, problem, &model_file, &model_hash, data) {
                 Ok(r) => Some(Rc::new(r)),
                 Err(e) => {
-                    report.note(&format!("the run registry {}: {e}; the run is not recorded", db.display()));
+                    // (The error names the registry's file.)
+                    report.note(&format!("{e}; the run is not recorded"));
                     None
                 }
             }
@@ -946,6 +952,35 @@ pub fn fit(
         }
     }
     result
+}
+
+/// Refuses a run registry (`--runs-db`) that is, or whose SQLite
+/// companions are, a file the run reads or writes: the registry would
+/// replace the file, or the run the registry (with every run in it).
+fn refuse_registry_over_run_files(db: &Path, model: &Path, data: &[PathBuf], run: &RunOptions) -> Result<()> {
+    use super::registry::Runs;
+    let own = ["metrics.jsonl", "plot.svg", "decisions.jsonl"].map(|f| run.out.join(f));
+    let mut files: Vec<(&Path, &str)> = vec![(model, "the model")];
+    files.extend(data.iter().map(|d| (d.as_path(), "the data")));
+    files.extend(own.iter().map(|f| (f.as_path(), "a file of the run directory (--out)")));
+    files.extend(run.profile.as_deref().map(|p| (p, "the profile")));
+    files.extend(run.adapt.as_deref().map(|p| (p, "the policy")));
+    files.extend(run.resume_from.as_deref().map(|p| (p, "the checkpoint resumed from")));
+    let clash = files.iter().find(|(f, _)| Runs::would_overwrite(f, db)).map(|(_, what)| what.to_string());
+    let folder = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let clash = clash.or_else(|| {
+        run.checkpoint_dir
+            .as_ref()
+            .filter(|d| super::same_path(folder, d))
+            .map(|_| "a file in the checkpoint directory (the run replaces its files)".to_string())
+    });
+    match clash {
+        Some(what) => Err(TrainError::Io {
+            path: db.to_path_buf(),
+            message: format!("the run registry (--runs-db) names {what}; give the registry another file"),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The name of a run's data: its first file's name without extensions.

@@ -114,3 +114,25 @@
 // NEXT: wrote {{.*}}next.mlir (mlp 128, 1027 parameters)
 // NEXTDONE: aicf: error: --next: every candidate the registry ranks for iris has been trained on it already (mlp 128, mlp 128-128, mlp 16)
 // NEXTASKED: aicf: error: --next: a --structure proposal reads no past runs, so it has no search to go on with
+// A search's runs are this data's by content: the same table under
+// another name is done as well, while other rows under the name `iris`
+// are another problem (it used to count as searched to the end).
+// RUN: cp %S/../../../data/problems/iris.csv.gz %t/flowers.csv.gz
+// RUN: not aicf propose --next --data %t/flowers.csv.gz --runs-db %t/runs.sqlite -o %t/next3.mlir 2>&1 | FileCheck %s --check-prefix=NEXTCOPY
+// RUN: mkdir -p %t/other && python3 -c "import gzip; rows = gzip.open('%S/../../../data/problems/iris.csv.gz', 'rt').read().split(); open('%t/other/iris.csv', 'w').write('\n'.join(r.rsplit(',', 1)[0] + ',' + str(i %% 3) for i, r in enumerate(rows)) + '\n')"
+// RUN: aicf propose --next --data %t/other/iris.csv --runs-db %t/runs.sqlite -o %t/next4.mlir | FileCheck %s --check-prefix=NEXTOTHER
+// NEXTCOPY: aicf: error: --next: every candidate the registry ranks for flowers has been trained on it already
+// NEXTOTHER-NOT: already trained on this data
+// NEXTOTHER: wrote {{.*}}next4.mlir
+// Every output's directory is checked before anything is written (a model
+// was left behind by a policy that could not be), and no output may be a
+// file SQLite keeps beside the registry.
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --runs-db %t/runs.sqlite -o %t/partial.mlir --json %t/nodir/p.json 2>&1 | FileCheck %s --check-prefix=NODIR
+// RUN: not test -e %t/partial.mlir
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" --runs-db %t/runs.sqlite -o %t/runs.sqlite-wal 2>&1 | FileCheck %s --check-prefix=WAL
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=BARE
+// RUN: aicf propose --data %S/../../../data/problems/sine_w1.csv.gz --runs-db %t/none.sqlite -o %t/sine2.mlir 2>&1 | FileCheck %s --check-prefix=SINE
+// NODIR: aicf: error: {{.*}}nodir/p.json: the JSON goes in {{.*}}nodir, which is not a directory
+// WAL: aicf: error: {{.*}}runs.sqlite-wal: the model would overwrite the run registry (or a file SQLite keeps beside it)
+// BARE: aicf: error: structure 'mlp': an mlp names its hidden widths, or 'linear' for none
+// SINE: problem sine_w1: regression, {{[0-9]+}} rows, 1 outputs; targets' standard deviation {{[0-9.]+}}; a least-squares probe

@@ -14,8 +14,8 @@
 // RUN: not aicf runs list --runs-db %t/other.sqlite 2>&1 | FileCheck %s --check-prefix=FOREIGN
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/f --runs-db %t/other.sqlite 2>&1 | FileCheck %s --check-prefix=FOREIGNTRAIN
 // RUN: python3 -c "import sqlite3; print(sqlite3.connect('%t/other.sqlite').execute('SELECT name FROM sqlite_master').fetchall())" | FileCheck %s --check-prefix=UNTOUCHED
-// FOREIGN: aicf: error: {{.*}}other.sqlite: not an AICF run registry (another program's database): left as it is
-// FOREIGNTRAIN: note: the run registry {{.*}}other.sqlite: {{.*}}not an AICF run registry (another program's database): left as it is; the run is not recorded
+// FOREIGN: aicf: error: {{.*}}other.sqlite: not an AICF run registry (another program's database: no AICF schema version in it); left as it is
+// FOREIGNTRAIN: note: {{.*}}other.sqlite: not an AICF run registry (another program's database: no AICF schema version in it); left as it is; the run is not recorded
 // UNTOUCHED: [('stuff',)]
 // RUN: aicf runs show 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=SHOW
 // RUN: aicf runs compare 1 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=COMPARE
@@ -57,8 +57,41 @@
 // An empty file is no registry, and reading it leaves it empty.
 // RUN: rm -f %t-empty.sqlite && touch %t-empty.sqlite
 // RUN: not aicf runs list --runs-db %t-empty.sqlite 2>&1 | FileCheck %s --check-prefix=EMPTYDB
-// EMPTYDB: aicf: error: {{.*}}empty.sqlite: an empty file, no run registry yet (aicf train records its runs)
+// EMPTYDB: aicf: error: {{.*}}empty.sqlite: no run registry there (no file, or an empty one; aicf train records its runs)
 // RUN: test ! -s %t-empty.sqlite
+// A database with tables named as the registry's but no schema version is
+// another program's: read commands refuse it and leave it as it was (they
+// used to add the registry's tables and turn on WAL).
+// RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/app.db'); c.execute('CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)'); c.execute('CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT)'); c.commit()"
+// RUN: cp %t/app.db %t/app-before.db
+// RUN: not aicf runs list --runs-db %t/app.db 2>&1 | FileCheck %s --check-prefix=FOREIGN2
+// RUN: cmp %t/app.db %t/app-before.db
+// FOREIGN2: error: {{.*}}app.db: not an AICF run registry
+// A directory, and a registry that cannot be looked at, are named as such,
+// never taken for "no registry" (propose used to fall back to the default).
+// RUN: not aicf runs list --runs-db %t 2>&1 | FileCheck %s --check-prefix=DIRDB
+// DIRDB: error: {{.*}}: is a directory; the run registry is a file
+// A task whose name is not ASCII lists (it used to panic cutting it).
+// RUN: cp %t/runs.sqlite %t/unicode.sqlite
+// RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/unicode.sqlite'); c.execute('''UPDATE runs SET problem = json_set(problem, '$.task', 'abcd\u00e9f')'''); c.commit()"
+// RUN: aicf runs list --runs-db %t/unicode.sqlite | FileCheck %s --check-prefix=UNICODE
+// UNICODE: 1  finished {{.*}} digits (abcdé)
+// A decision's count edited to a negative number is an error naming the
+// run and the column (it showed as 18446744073709551615).
+// RUN: cp %t/runs.sqlite %t/negative.sqlite
+// RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/negative.sqlite'); c.execute('UPDATE decisions SET step = -1'); c.commit()"
+// RUN: not aicf runs check --runs-db %t/negative.sqlite 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// NEGATIVE: run 2's step is out of range
+// A registry given as a file the run itself writes, or in its checkpoint
+// directory, is refused before training (the run replaced it, and every
+// run in it, with its metrics).
+// RUN: mkdir -p %t/clash && cp %t/runs.sqlite %t/clash/metrics.jsonl
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/clash --runs-db %t/clash/metrics.jsonl 2>&1 | FileCheck %s --check-prefix=CLASH
+// RUN: aicf runs list --runs-db %t/clash/metrics.jsonl | FileCheck %s --check-prefix=CLASHKEPT
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/clash2 --checkpoint-dir %t/ck --runs-db %t/ck/runs.sqlite 2>&1 | FileCheck %s --check-prefix=CLASHCK
+// CLASH: error: {{.*}}metrics.jsonl: the run registry (--runs-db) names a file of the run directory (--out); give the registry another file
+// CLASHKEPT: 3 runs in
+// CLASHCK: error: {{.*}}runs.sqlite: the run registry (--runs-db) names a file in the checkpoint directory (the run replaces its files)
 // A registry whose writes fail mid-run (here a decision's, as a full disk
 // would): the run says so once, trains on, records nothing more there, and
 // stays unfinished (it used to wait on every further decision).

@@ -995,12 +995,8 @@ fn is_onnx(model: &Path) -> bool {
     model.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
 }
 
-/// Imports `model` to `output` (and its weights beside it), printing what
-/// it holds.
 /// Whether `output` names the file `input` (so writing it would destroy
 /// the input).
-/// Whether two paths name one file, existing or not (a file that does not
-/// exist yet by its directory and name).
 fn same_file(input: &Path, output: &Path) -> bool {
     match (input.canonicalize(), output.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
@@ -1008,6 +1004,8 @@ fn same_file(input: &Path, output: &Path) -> bool {
     }
 }
 
+/// Imports `model` to `output` (and its weights beside it), printing what
+/// it holds.
 fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Result<()> {
     if same_file(model, output) {
         return Err(format!("{}: -o names the model being imported; give another output file", output.display()));
@@ -1713,16 +1711,10 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     }
     let path =
         db.or_else(Runs::default_path).ok_or("no run registry: AICF_RUNS_DB is off and no --runs-db was given")?;
-    if !path.exists() {
-        return Err(format!("{}: no run registry there (aicf train records its runs)", path.display()));
-    }
-    // An empty file is no registry yet: reading it must not write one
-    // (opening creates the schema).
-    if path.is_file() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
-        return Err(format!("{}: an empty file, no run registry yet (aicf train records its runs)", path.display()));
-    }
-    Runs::refuse_foreign(&path).map_err(|e| e.to_string())?;
-    let registry = Runs::open_for_reading(&path).map_err(|e| e.to_string())?;
+    // Read without writing: no file, or an empty one, is no registry yet.
+    let registry = Runs::read(&path).map_err(|e| e.to_string())?.ok_or_else(|| {
+        format!("{}: no run registry there (no file, or an empty one; aicf train records its runs)", path.display())
+    })?;
     let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
     let structure = |f: &aicf_compiler::train::registry::Fingerprint| {
         let widths = f.widths.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("-");
@@ -1741,7 +1733,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                     r.id,
                     r.status,
                     r.started,
-                    format!("{} ({})", r.problem.name, &r.problem.task[..r.problem.task.len().min(5)]),
+                    format!("{} ({})", r.problem.name, r.problem.task.chars().take(5).collect::<String>()),
                     structure(&r.fingerprint),
                     r.fingerprint.params,
                     r.train_flops.map_or("-".into(), |f| format!("{f:.3e}")),
@@ -1907,9 +1899,17 @@ fn propose(
             return Err(format!("{}: {what} would overwrite the data", p.display()));
         }
         if let (Some(p), Some(r)) = (p, registry.as_deref())
-            && aicf_compiler::train::same_path(p, r)
+            && Runs::would_overwrite(p, r)
         {
-            return Err(format!("{}: {what} would overwrite the run registry", p.display()));
+            return Err(format!("{}: {what} would overwrite the run registry (or a file SQLite keeps beside it)", p.display()));
+        }
+        // Every output's directory exists before anything is written: no
+        // model is left behind by a policy that could not be.
+        if let Some(p) = p {
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !dir.is_dir() {
+                return Err(format!("{}: {what} goes in {}, which is not a directory", p.display(), dir.display()));
+            }
         }
         if let Some(p) = p {
             aicf_compiler::train::refuse_overwriting_weights(p, what).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -1941,18 +1941,19 @@ fn propose(
             let path = runs_db
                 .or_else(Runs::default_path)
                 .ok_or("no run registry: AICF_RUNS_DB is off and no --runs-db was given (or give --structure)")?;
-            let runs = if path.exists() {
-                Runs::refuse_foreign(&path).map_err(|e| e.to_string())?;
-                let registry = Runs::open_for_reading(&path).map_err(|e| e.to_string())?;
-                let rows = registry.list().map_err(|e| e.to_string())?;
-                rows.iter()
-                    .filter(|r| r.status == "finished")
-                    .map(|r| registry.get(r.id))
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| e.to_string())?
-            } else {
-                eprintln!("aicf: {}: no run registry yet; proposing the default", path.display());
-                Vec::new()
+            let runs = match Runs::read(&path).map_err(|e| e.to_string())? {
+                Some(registry) => {
+                    let rows = registry.list().map_err(|e| e.to_string())?;
+                    rows.iter()
+                        .filter(|r| r.status == "finished")
+                        .map(|r| registry.get(r.id))
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                        .map_err(|e| e.to_string())?
+                }
+                None => {
+                    eprintln!("aicf: {}: no run registry yet; proposing the default", path.display());
+                    Vec::new()
+                }
             };
             if neighbours == 0 {
                 return Err("--neighbours 0: the proposal draws on at least 1 past problem".into());
