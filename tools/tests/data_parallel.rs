@@ -451,3 +451,116 @@ fn one_process_with_data_parallel_trains_as_without() {
     let text = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && text.contains("without --data-parallel"), "{text}");
 }
+
+/// Replicas started by hand (`mpirun -n 1 aicf ... : -n 1 aicf ...`, as
+/// across machines) that differ in their data, rate or bucket size are
+/// refused before any collective, naming what differs (they trained apart
+/// without a word, or failed inside MPI with "message truncated"); the
+/// same data under another path is the same data.
+#[test]
+fn replicas_that_differ_are_refused_naming_the_difference() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("differ");
+    let model = root().join("examples/mlp/digits_mlp.mlir");
+    let data = root().join("data/digits.csv.gz");
+    let copy = dir.join("copy.csv.gz");
+    std::fs::copy(&data, &copy).unwrap();
+    let other = dir.join("other.csv.gz");
+    std::fs::copy(root().join("data/problems/digits_500.csv.gz"), &other).unwrap();
+    let run = |first: &[&str], second: &[&str], out: &str| -> Output {
+        let base = |d: &Path| -> Vec<String> {
+            let mut a: Vec<String> = vec![
+                AICF.into(),
+                "train".into(),
+                model.display().to_string(),
+                "--data".into(),
+                d.display().to_string(),
+                "--out".into(),
+                dir.join(out).display().to_string(),
+                "--epochs".into(),
+                "1".into(),
+                "--threads".into(),
+                "1".into(),
+                "--no-progress".into(),
+                "--no-runs-db".into(),
+                "--data-parallel".into(),
+            ];
+            a.extend(["--gemm".into(), "generated".into()]);
+            a
+        };
+        let mut a = vec!["-n".to_string(), "1".into()];
+        a.extend(base(&data));
+        a.extend(first.iter().map(|s| s.to_string()));
+        a.push(":".into());
+        a.extend(["-n".to_string(), "1".into()]);
+        let d = if second.contains(&"OTHER") { other.clone() } else if second.contains(&"COPY") { copy.clone() } else { data.clone() };
+        a.extend(base(&d));
+        a.extend(second.iter().filter(|s| !matches!(**s, "OTHER" | "COPY")).map(|s| s.to_string()));
+        Command::new("mpirun")
+            .args(["--bind-to", "none", "--oversubscribe"])
+            .args(&a)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .expect("mpirun starts")
+    };
+    for (first, second, out, says) in [
+        (&[][..], &["OTHER"][..], "data", "differs from rank 0 in data other.csv.gz"),
+        (&[], &["--lr", "0.5"], "lr", "differs from rank 0 in lr 0.5 (rank 0: 0.003)"),
+        (&["--bucket-size", "0"], &[], "bucket", "differs from rank 0 in bucket_size 26214400 (rank 0: 0)"),
+        (&[], &["--accumulate", "2"], "accumulate", "accumulate 2 (rank 0: 1)"),
+    ] {
+        let o = run(first, second, out);
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(!o.status.success(), "{out}: the run went on:\n{text}");
+        assert!(text.contains("aicf: error (rank 1 of 2): replica 1 of the data-parallel run") && text.contains(says), "{out}:\n{text}");
+    }
+    ok(&run(&[], &["COPY"], "copy"));
+}
+
+/// Stopping the `--nproc` launcher (SIGTERM, or SIGKILL, sent to it alone)
+/// stops mpirun and its ranks: they trained on, holding the checkpoint
+/// directory, so that no resume could start. A killed mpirun is named.
+#[test]
+fn stopping_the_launcher_stops_the_ranks() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("launcher");
+    for signal in ["-TERM", "-KILL"] {
+        let out = dir.join(format!("run{signal}"));
+        let mut child = Command::new(AICF)
+            .args(["train", root().join("examples/mlp/digits_mlp.mlir").to_str().unwrap()])
+            .arg("--data")
+            .arg(root().join("data/digits.csv.gz"))
+            .arg("--out")
+            .arg(&out)
+            .arg("--checkpoint-dir")
+            .arg(out.join("ckpt"))
+            .args(["--no-progress", "--no-runs-db", "--epochs", "100000", "--nproc", "2", "--threads", "1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("aicf starts");
+        let started = Instant::now();
+        while !out.join("ckpt/last.safetensors").exists() {
+            assert!(started.elapsed() < Duration::from_secs(120), "no checkpoint after 2 minutes");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(rank_pid(&out, 1).is_some(), "rank 1 is running");
+        assert!(Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap().success());
+        let _ = child.wait();
+        let stopped = Instant::now();
+        while rank_pid(&out, 0).is_some() || rank_pid(&out, 1).is_some() {
+            if stopped.elapsed() > Duration::from_secs(30) {
+                for rank in 0..2 {
+                    if let Some(pid) = rank_pid(&out, rank) {
+                        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                    }
+                }
+                panic!("{signal}: the ranks trained on 30 s after the launcher was stopped");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

@@ -378,14 +378,18 @@ impl Dataset {
             return Err(bad(format!("the held-out fraction {} is not in [0, 1)", options.val_split)));
         }
         if paths.len() > 1 && !paths.iter().all(|p| ext(p).ends_with(".npy")) {
-            return Err(bad("several data files are only read as .npy arrays, one per input"));
+            let other = paths.iter().find(|p| !ext(p).ends_with(".npy")).unwrap_or(first);
+            return Err(bad(format!(
+                "{}: several data files are read as .npy arrays (uncompressed), one per input; this one is not",
+                other.display()
+            )));
         }
         let mut dataset = if kind.ends_with(".csv") || kind.ends_with(".csv.gz") {
             table(first, sig, options)
         } else if kind.ends_with(".txt") {
             text(first, sig, options)
         } else if kind.ends_with(".safetensors") {
-            let arrays = read_safetensors(first, sig.fed().len())?;
+            let arrays = read_safetensors(first, &sig.fed())?;
             rows_of_arrays(&name, arrays, sig, options)
         } else if kind.ends_with(".npy") {
             let arrays = paths.iter().map(|p| read_npy(p)).collect::<Result<Vec<_>>>()?;
@@ -542,6 +546,29 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>> {
             .map_err(|e| TrainError::Io { path: path.to_path_buf(), message: format!("not whole gzip data: {e}") })?;
     } else {
         std::io::BufReader::new(file).read_to_end(&mut bytes).map_err(io)?;
+        // Compressed data under a plain name read as text is "invalid
+        // UTF-8" at some line: named for what it is.
+        // (Text only: a binary format may begin with those two bytes.)
+        let text = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv") || e.eq_ignore_ascii_case("txt"));
+        if text && bytes.starts_with(&[0x1f, 0x8b]) {
+            return Err(TrainError::Io {
+                path: path.to_path_buf(),
+                message: "gzip-compressed data under a name without .gz (name it so, as data.csv.gz, to be read \
+                          decompressed)"
+                    .into(),
+            });
+        }
+    }
+    Ok(bytes)
+}
+
+/// A text file's bytes without a leading UTF-8 byte-order mark (an
+/// encoding's marker, not a character of the text: it became one of the
+/// vocabulary's, as a CSV table's is dropped).
+fn text_bytes(path: &Path) -> Result<Vec<u8>> {
+    let mut bytes = read_bytes(path)?;
+    if bytes.starts_with(&[0xef, 0xbb, 0xbf]) {
+        bytes.drain(..3);
     }
     Ok(bytes)
 }
@@ -583,12 +610,27 @@ fn parse_table(path: &Path, class_labels: bool) -> Result<(Vec<f64>, Vec<f64>, u
         .unwrap_or(n as u64 + 1);
         let at = |message: String| bad(format!("{name}:{line}: {message}"));
         let record = record.map_err(|e| at(e.to_string()))?;
-        if record.iter().all(|c| c.trim().is_empty()) {
+        // A line of blanks is skipped; a row of empty cells (`,,,`) is a row
+        // with nothing in it, named below.
+        if record.len() == 1 && record.iter().all(|c| c.trim().is_empty()) {
             continue;
         }
         let values = record
             .iter()
-            .map(|c| c.trim().parse::<f64>().map_err(|e| at(format!("'{c}': {e}"))))
+            .enumerate()
+            .map(|(column, c)| {
+                c.trim().parse::<f64>().map_err(|e| {
+                    let cell = if c.trim().is_empty() { "empty".to_string() } else { format!("'{c}': {e}") };
+                    // Words in a first row are a header, which a table here
+                    // has not.
+                    let header = if lines.is_empty() && c.trim().chars().any(char::is_alphabetic) {
+                        " (a header row? AICF reads tables of numbers alone, without one)"
+                    } else {
+                        ""
+                    };
+                    at(format!("column {} is {cell}{header}", column + 1))
+                })
+            })
             .collect::<Result<Vec<f64>>>()?;
         if let Some(bad_cell) = values.iter().position(|v| !v.is_finite()) {
             return Err(at(format!("column {} is {}, not a finite number", bad_cell + 1, values[bad_cell])));
@@ -642,7 +684,7 @@ pub fn peek(path: &Path) -> Result<Peek> {
     let name = path.display().to_string();
     let lower = name.to_lowercase();
     if lower.ends_with(".txt") {
-        let bytes = read_bytes(path)?;
+        let bytes = text_bytes(path)?;
         let (size, rows) = match std::str::from_utf8(&bytes) {
             Ok(text) => {
                 let mut chars: Vec<char> = text.chars().collect();
@@ -801,7 +843,7 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         )));
     }
     let classes = sig.classes().ok_or_else(|| bad(format!("{name}: the model has no @forward output to predict")))?;
-    let bytes = read_bytes(path)?;
+    let bytes = text_bytes(path)?;
     let vocab = if let Some(given) = &options.vocabulary {
         if given == "bytes" {
             Vocab::Bytes
@@ -967,20 +1009,53 @@ struct Array {
     values: Vec<f64>,
 }
 
-fn read_safetensors(path: &Path, wanted: usize) -> Result<Vec<Array>> {
+/// The arrays of a `.safetensors` file for the model's `fed` inputs:
+/// `input0`, `input1`, ... where named so; else each tensor goes to the
+/// one input its example shape fits. The file's own order decides nothing:
+/// safetensors writers store tensors by element type and name, not in the
+/// order they were given (a target stored before the features trained the
+/// model to predict its inputs from its targets).
+fn read_safetensors(path: &Path, fed: &[&Input]) -> Result<Vec<Array>> {
     let name = path.display().to_string();
     let bytes = read_bytes(path)?;
     let file = safetensors::SafeTensors::deserialize(&bytes)
         .map_err(|e| bad(format!("{name}: not a safetensors file ({})", safetensors_problem(&e))))?;
     let tensors: Vec<(String, safetensors::tensor::TensorView<'_>)> = file.tensors();
-    // `input0`, `input1`, ... when named so; else in the file's order.
     let named: Option<Vec<usize>> =
-        (0..wanted).map(|i| tensors.iter().position(|(n, _)| *n == format!("input{i}"))).collect();
+        (0..fed.len()).map(|i| tensors.iter().position(|(n, _)| *n == format!("input{i}"))).collect();
     let order: Vec<usize> = match named {
         Some(order) => order,
+        // One tensor, or a count the caller names as wrong.
+        None if tensors.len() <= 1 || tensors.len() != fed.len() => (0..tensors.len()).collect(),
         None => {
-            let mut order: Vec<usize> = (0..tensors.len()).collect();
-            order.sort_by_key(|&i| tensors[i].1.data().as_ptr() as usize);
+            let fits = |t: usize, i: usize| tensors[t].1.shape().get(1..) == fed[i].shape.get(1..);
+            let places: Vec<Vec<usize>> =
+                (0..tensors.len()).map(|t| (0..fed.len()).filter(|&i| fits(t, i)).collect()).collect();
+            let describe = |i: usize| format!("#{i} {}", fed[i].describe());
+            let inputs = (0..fed.len()).map(describe).collect::<Vec<_>>().join(", ");
+            let names = |ts: &[usize]| ts.iter().map(|&t| format!("'{}'", tensors[t].0)).collect::<Vec<_>>().join(", ");
+            let mut order = vec![usize::MAX; fed.len()];
+            for (t, p) in places.iter().enumerate() {
+                match p[..] {
+                    [i] if order[i] == usize::MAX => order[i] = t,
+                    [] => {
+                        return Err(bad(format!(
+                            "{name}: tensor '{}' of shape {:?} fits none of the model's inputs ({inputs})",
+                            tensors[t].0,
+                            tensors[t].1.shape()
+                        )));
+                    }
+                    _ => {
+                        let rivals: Vec<usize> =
+                            (0..tensors.len()).filter(|&u| places[u].iter().any(|i| p.contains(i))).collect();
+                        return Err(bad(format!(
+                            "{name}: tensors {} fit the same inputs of the model ({inputs}), so which is which is not \
+                             known: name them input0, input1, ... in the model's order",
+                            names(&rivals)
+                        )));
+                    }
+                }
+            }
             order
         }
     };
@@ -1549,6 +1624,17 @@ mod tests {
     /// numpy's `np.asfortranarray(np.arange(24).reshape(2, 3, 4))` stores
     /// the element at (i, j, k) at offset i + 2 j + 6 k; read back in C
     /// order it is `arange(24)` again.
+    /// A text's byte-order mark is no character of its vocabulary.
+    #[test]
+    fn a_byte_order_mark_is_not_text() {
+        let path = std::env::temp_dir().join(format!("aicf-bom-{}.txt", std::process::id()));
+        std::fs::write(&path, [&[0xef, 0xbb, 0xbf][..], "abc".repeat(100).as_bytes()].concat()).unwrap();
+        let peeked = super::peek(&path);
+        let _ = std::fs::remove_file(&path);
+        let peeked = peeked.unwrap();
+        assert_eq!((peeked.outputs, peeked.rows), (3, 300));
+    }
+
     #[test]
     fn fortran_ordered_arrays_read_in_c_order() {
         let shape = [2, 3, 4];

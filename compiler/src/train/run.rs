@@ -700,6 +700,13 @@ pub fn fit(
     // checkpoint, sent to it (no file system need be shared).
     let comm = run.data_parallel.clone().filter(|c| c.size() > 1);
     let rank = comm.as_ref().map_or(0, |c| c.rank());
+    // Replicas started by hand (`mpirun ... aicf train --data-parallel`,
+    // across machines) must run one command on one data set: checked
+    // before any collective (ranks of other bucket sizes failed inside MPI;
+    // of other data or rates, trained apart without a word).
+    if let Some(c) = &comm {
+        check_replicas_agree(c.as_ref(), &replica_settings(options, run, &record))?;
+    }
     let own_dir = if rank == 0 { run.out.clone() } else { run.out.join(format!("rank{rank}")) };
     // One run at a time writes a checkpoint directory, and a fresh run
     // never writes over another run's checkpoints (rank 0 writes them).
@@ -2115,6 +2122,57 @@ fn shard_range(len: usize, batch: usize, rank: usize) -> std::ops::Range<usize> 
 /// Rank 0's checkpoint at `path`, sent to every replica: rank 0 reads it,
 /// the others write what they receive to `dir/resume.safetensors` and
 /// resume from that (the replicas need not share a file system).
+/// What every replica of a data-parallel run shares, as (key, value): the
+/// run's record (model, data, optimizer and its settings, rate and its
+/// schedule, seed, split, policy), what shapes its collectives (the
+/// gradient buckets, the micro-batches) and what ends it.
+fn replica_settings(options: &Options, run: &RunOptions, record: &[(&'static str, String)]) -> Vec<(String, String)> {
+    let mut settings: Vec<(String, String)> = record.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let more = [
+        ("epochs", run.epochs.to_string()),
+        ("flops_budget", run.flops_budget.map_or("none".into(), |b| format!("{b:e}"))),
+        ("windows_per_epoch", format!("{:?}", run.data.windows_per_epoch)),
+        ("eval_windows", run.data.eval_windows.to_string()),
+        ("bucket_size", options.bucket_bytes.to_string()),
+        ("accumulate", options.accumulate.to_string()),
+        ("memory_budget", format!("{:?}", options.memory_budget)),
+        ("shape_padding", options.shape_padding.to_string()),
+        ("attention_backward", format!("{:?}", options.fused_attention_backward)),
+    ];
+    settings.extend(more.into_iter().map(|(k, v)| (k.to_string(), v)));
+    settings
+}
+
+/// Refuses a replica whose `settings` ([`replica_settings`]) differ from
+/// rank 0's, naming each that differs: rank 0 sends its own to every
+/// replica.
+fn check_replicas_agree(comm: &dyn Communicator, settings: &[(String, String)]) -> Result<()> {
+    let mut bytes: Vec<u8> = settings.iter().flat_map(|(k, v)| format!("{k}\t{v}\n").into_bytes()).collect();
+    comm.broadcast(&mut bytes, 0, "the run's settings").map_err(RuntimeError::from)?;
+    if comm.rank() == 0 {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let first: BTreeMap<&str, &str> = text.lines().filter_map(|l| l.split_once('\t')).collect();
+    let differ: Vec<String> = settings
+        .iter()
+        .filter_map(|(k, v)| {
+            let theirs = first.get(k.as_str()).copied().unwrap_or("none");
+            let same = theirs == v || (k == "data" && same_data(theirs, v));
+            (!same).then(|| format!("{k} {v} (rank 0: {theirs})"))
+        })
+        .collect();
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(TrainError::Input(format!(
+        "replica {} of the data-parallel run differs from rank 0 in {}: every replica runs the same command on the \
+         same data",
+        comm.rank(),
+        differ.join("; ")
+    )))
+}
+
 fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<PathBuf> {
     let mut bytes = Vec::new();
     if comm.rank() == 0 {

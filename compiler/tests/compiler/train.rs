@@ -163,6 +163,45 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
     assert_eq!(all[0].shape, [30, 1, 8, 8]);
     assert_eq!(all[1].dtype, DType::I32, "labels take the model's type");
 
+    // Unnamed tensors go to the inputs their shapes fit, whatever order the
+    // file stores them in (safetensors' writer puts the i64 labels first).
+    let views = [
+        ("x", safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![rows, 1, 8, 8], &xb).unwrap()),
+        ("y", safetensors::tensor::TensorView::new(safetensors::Dtype::I64, vec![rows], &yb).unwrap()),
+    ];
+    let unnamed = dir.join("unnamed.safetensors");
+    std::fs::write(&unnamed, safetensors::serialize(views, &None).unwrap()).unwrap();
+    let data = Dataset::load(std::slice::from_ref(&unnamed), &sig, &options).unwrap();
+    assert_eq!(data.batch(Split::Train, &(0..30).collect::<Vec<_>>()), all);
+    // Where shapes cannot tell them apart (a regression on its own
+    // inputs' shape), unnamed tensors are refused, asking for names.
+    let regression = "
+        hl.param @fc1.weight : tensor<4x4xf32> owner \"fc1\" init <kaiming_uniform, gain = 0.5>
+        hl.param @fc1.bias : tensor<4xf32> owner \"fc1\" init <uniform, low = -0.125, high = 0.125>
+        func.func @forward(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+          %w = hl.get_param @fc1.weight : tensor<4x4xf32>
+          %b = hl.get_param @fc1.bias : tensor<4xf32>
+          %h = hl.linear %x, %w, %b : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4xf32>
+          return %h : tensor<8x4xf32>
+        }
+        func.func @loss(%x: tensor<8x4xf32>, %t: tensor<8x4xf32>) -> tensor<f32> {
+          %w = hl.get_param @fc1.weight : tensor<4x4xf32>
+          %b = hl.get_param @fc1.bias : tensor<4xf32>
+          %h = hl.linear %x, %w, %b : tensor<8x4xf32>, tensor<4x4xf32>, tensor<4xf32>
+          %l = hl.mse_loss %h, %t : tensor<8x4xf32>, tensor<8x4xf32>
+          return %l : tensor<f32>
+        }";
+    let same = Signature::of_source(regression, "regression").unwrap();
+    let fb: Vec<u8> = (0..rows * 4).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let views = [
+        ("x", safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![rows, 4], &fb).unwrap()),
+        ("target", safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![rows, 4], &fb).unwrap()),
+    ];
+    let ambiguous = dir.join("ambiguous.safetensors");
+    std::fs::write(&ambiguous, safetensors::serialize(views, &None).unwrap()).unwrap();
+    let e = Dataset::load(std::slice::from_ref(&ambiguous), &same, &options).err().unwrap().to_string();
+    assert!(e.contains("which is which is not known: name them input0, input1"), "{e}");
+
     // The same arrays as one .npy file per input.
     let npy = |name: &str, shape: &[u64], values: &dyn Fn(&mut dyn FnMut(f64))| -> PathBuf {
         let path = dir.join(name);

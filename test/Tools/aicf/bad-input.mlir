@@ -66,6 +66,23 @@
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/nan.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=NAN
 // NAN: aicf: error: {{.*}}nan.csv:7: column 1 is NaN, not a finite number
 // LABEL: aicf: error: {{.*}}label.csv:5: the label 42 is not a class of the model's 10 (0 to 9)
+// A cell that is not a number is named by its column; words in the first
+// row are taken for a header, which tables here have not; a row of empty
+// cells is refused (it was dropped without a word); gzip data under a name
+// without .gz is named as such (it read as "invalid utf-8").
+// RUN: (printf 'f%%s,' $(seq 1 64); echo label; cat %t/digits.csv) > %t/header.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/header.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=HEADER
+// RUN: sed '3s/^[0-9.]*,/x,/' %t/digits.csv > %t/word.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/word.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=WORD
+// RUN: (sed -n 1,10p %t/digits.csv; echo ',,,'; sed -n 11,40p %t/digits.csv) > %t/commas.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/commas.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=COMMAS
+// RUN: cp %S/../../../data/digits.csv.gz %t/zipped.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/zipped.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=ZIPPED
+// HEADER: aicf: error: {{.*}}header.csv:1: column 1 is 'f1': invalid float literal (a header row? AICF reads tables of numbers alone, without one)
+// WORD: aicf: error: {{.*}}word.csv:3: column 1 is 'x': invalid float literal
+// WORD-NOT: header
+// COMMAS: aicf: error: {{.*}}commas.csv:11: column 1 is empty
+// ZIPPED: aicf: error: {{.*}}zipped.csv: gzip-compressed data under a name without .gz
 // SHORT: training on 16 examples (4 held out), batch 16, 1 steps per epoch
 // SHORTACC: training on 16 examples (4 held out), batch 16, 1 steps per epoch, {{.*}}accumulating 2 micro-batches of 32
 // SHORTACC: epoch   2/2

@@ -773,9 +773,14 @@ fn bucket_size(text: &str) -> Result<u64> {
     if text.trim() == "0" {
         return Ok(0);
     }
-    match MemoryBudget::parse(text)? {
-        MemoryBudget::Bytes(b) => Ok(b),
-        MemoryBudget::Fraction(_) => Err(format!("'{text}': a bucket size is bytes, not a percentage")),
+    // (A memory budget's own errors suggest percentages, which a bucket
+    // size is not.)
+    let bytes = "a bucket size is bytes: a whole number, with K, M or G for KiB, MiB, GiB (25M, 512K), or 0";
+    match MemoryBudget::parse(text) {
+        Ok(MemoryBudget::Bytes(b)) => Ok(b),
+        Ok(MemoryBudget::Fraction(_)) => Err(format!("'{text}': {bytes}, not a percentage")),
+        Err(e) if e.contains("more bytes") => Err(e),
+        Err(_) => Err(format!("'{text}': {bytes}")),
     }
 }
 
@@ -784,6 +789,19 @@ fn bucket_size(text: &str) -> Result<u64> {
 fn launch_mpirun(n: usize) -> i32 {
     if n == 0 {
         eprintln!("aicf: error: --nproc 0: at least one process");
+        return 2;
+    }
+    if collective::launched_by_mpi() {
+        eprintln!(
+            "aicf: error: --nproc starts mpirun, and this process is already one of an mpirun's: give \
+             --data-parallel without --nproc under mpirun"
+        );
+        return 2;
+    }
+    // What the ranks would each refuse after mpirun started them all,
+    // refused once, here.
+    if let Err(e) = collective::timeout_from_env(std::time::Duration::from_secs(300)) {
+        eprintln!("aicf: error: {e}");
         return 2;
     }
     // Processes on this machine (mpirun is told to oversubscribe it), as
@@ -839,12 +857,64 @@ fn launch_mpirun(n: usize) -> i32 {
         command.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     }
     command.arg(exe).args(&args);
+    // mpirun ends with this process, however it ends (a SIGTERM or SIGKILL
+    // sent to it alone left mpirun and its ranks training, holding the
+    // checkpoint directory's lock): the kernel sends it SIGTERM, which
+    // mpirun passes on to the ranks.
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: prctl and getppid are async-signal-safe, as a child
+        // between fork and exec needs.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent ended before the request took hold.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::other("aicf ended while starting mpirun"));
+                }
+                Ok(())
+            });
+        }
+    }
     match command.status() {
-        Ok(status) => status.code().unwrap_or(1),
+        Ok(status) => match status.code() {
+            Some(code) => code,
+            None => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::process::ExitStatusExt;
+                    let signal = status.signal().unwrap_or(0);
+                    eprintln!("aicf: error: mpirun was ended by signal {signal} ({})", signal_name(signal));
+                    128 + signal
+                }
+                #[cfg(not(unix))]
+                1
+            }
+        },
         Err(e) => {
             eprintln!("aicf: error: cannot start mpirun (Open MPI's launcher; tools/setup.sh installs it): {e}");
             1
         }
+    }
+}
+
+/// A signal's name, for messages.
+#[cfg(unix)]
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGTERM => "SIGTERM",
+        _ => "a signal",
     }
 }
 
