@@ -94,6 +94,49 @@ pub fn resolve(w: &WeightsRef, name: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// What the `hl.weights` attribute of a module's text says, read from the
+/// text alone (no context to parse it in): `None` where it has none, or
+/// where a name needs escapes this reading does not undo.
+pub fn declared_in_text(text: &str) -> Option<WeightsRef> {
+    let at = text.find("hl.weights = {file = \"")? + "hl.weights = {file = \"".len();
+    let (file, rest) = text[at..].split_once('"')?;
+    let rest = rest.strip_prefix(", hash = \"")?;
+    let (hash, _) = rest.split_once('"')?;
+    (!file.contains('\\')).then(|| WeightsRef { file: file.into(), hash: hash.into() })
+}
+
+/// Makes the weights file that the module text `source` names available
+/// beside `written`, a copy of the module written elsewhere than the model
+/// it came from (`model`: a checkpoint's model in the run directory, a
+/// model version in the checkpoint directory): the file is relative to the
+/// module's own file, so the copy named one that was not there ("No such
+/// file"). Linked where the file system allows, else copied; nothing is
+/// done where a file of that name is already there, where the name is
+/// absolute, or where the model's own is missing or changed (compiling the
+/// copy then says so).
+pub fn carry(source: &str, model: &Path, written: &Path) -> Result<()> {
+    let Some(w) = declared_in_text(source) else { return Ok(()) };
+    let file = Path::new(&w.file);
+    if file.is_absolute() {
+        return Ok(());
+    }
+    let dir = |p: &Path| p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+    let (from, to) = (dir(model).join(file), dir(written).join(file));
+    // (A file of that name already there is left as it is, whatever it
+    // holds: it may be another model's.)
+    if to.exists() || file_hash(&from).ok().as_deref() != Some(w.hash.as_str()) {
+        return Ok(());
+    }
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| crate::codegen::io_error(parent, e))?;
+    }
+    if std::fs::hard_link(&from, &to).is_ok() {
+        return Ok(());
+    }
+    let bytes = std::fs::read(&from).map_err(|e| crate::codegen::io_error(&from, e))?;
+    crate::codegen::write_atomically(&to, &bytes)
+}
+
 /// The resolved weights file of a module, if it declares one.
 pub fn of_module(module: &Module<'_>, name: &str) -> Result<Option<PathBuf>> {
     declared(module, name)?.map(|w| resolve(&w, name)).transpose()

@@ -266,6 +266,7 @@ pub(crate) fn model_of_checkpoint(
         create_dir(out)?;
         let file = out.join("checkpoint-model.mlir");
         crate::codegen::write_atomically(&file, ir.as_bytes())?;
+        crate::weights::carry(ir, model, &file)?;
         report.note(&format!(
             "{} holds another version of {name} (a grown one, or another model): {doing} the model it holds, \
              written to {}",

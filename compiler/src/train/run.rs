@@ -773,6 +773,24 @@ pub fn fit(
                     report.note(&format!("{message}; going on{with} (--override-resume)"));
                 }
             }
+            // A run that changed its model by a policy resumes with one:
+            // without, its decisions and triggers' state were dropped
+            // without a word.
+            if run.adapt.is_none()
+                && let Some(saved) = meta.get("policy")
+            {
+                let message = format!(
+                    "{}: the checkpoint's run changed its model by a policy (hash {saved}); resume with --adapt and \
+                     that policy",
+                    path.display()
+                );
+                if !run.override_resume {
+                    return Err(TrainError::Input(format!(
+                        "{message} (--override-resume goes on without one, dropping its decisions and triggers)"
+                    )));
+                }
+                report.note(&format!("{message}; going on without one (--override-resume)"));
+            }
             // A decaying schedule spans --epochs: more of them on resume
             // stretch it, and a rate already decayed rises again.
             if !matches!(run.lr_schedule, LrSchedule::Constant)
@@ -817,6 +835,7 @@ pub fn fit(
                     create_dir(&run.out)?;
                     let file = run.out.join("resumed-model.mlir");
                     crate::codegen::write_atomically(&file, ir.as_bytes())?;
+                    crate::weights::carry(ir, model, &file)?;
                     // A grown model goes on, not the file named: said (eval
                     // and sample say it too).
                     if rank == 0 && aicf_runtime::artifact::ir_hash(ir) != aicf_runtime::artifact::ir_hash(&original) {
@@ -1522,6 +1541,8 @@ impl<'a> Loop<'a> {
             crate::codegen::write_atomically(&path, source.as_bytes())?;
         }
         crate::codegen::write_atomically(&dir.join("model.mlir"), source.as_bytes())?;
+        // An imported model's weights file, which its versions name.
+        crate::weights::carry(source, Path::new(self.adaptive.trainer().name()), &path)?;
         self.model = path;
         Ok(())
     }

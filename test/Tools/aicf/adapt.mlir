@@ -55,3 +55,20 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --adapt %S/inputs/grow-steps.toml --precision bf16 --out %t/bf16 --no-progress 2>&1 | FileCheck %s --check-prefix=BF16GROW
 // BF16GROW: step 50 (epoch 2): widen fc1 to 32 (net2wider) on step 50 reached -> accepted
 // BF16GROW: adaptive run: 2 decisions {{.*}} final model 4522 parameters
+// A step trigger fires once: a rule that rolled back at step 95 went back
+// a second time when the replay reached step 95 again. A factor whose
+// width passes 2^40 is refused by the tensor-size cap, naming it (it
+// saturated to 2^64 - 1, which no pass option parsed); an add-block of a
+// million blocks is refused when the policy is read (it hung, growing).
+// RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 50\naction = { op = "widen", layer = "fc1", width = 32 }\n[[rule]]\nwhen = "steps"\nat = 95\naction = "rollback"\n' > %t-once.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/once --adapt %t-once.toml --no-progress | FileCheck %s --check-prefix=ONCE
+// ONCE: step 95 (epoch 3): roll back on step 95 reached -> accepted
+// ONCE-NOT: roll back on step 95
+// ONCE: final held-out accuracy
+// RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", factor = 1e300 }\n' > %t-factor.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/factor --adapt %t-factor.toml --no-progress 2>&1 | FileCheck %s --check-prefix=FACTOR
+// FACTOR: widen fc1 to 1099511627776 (net2wider) on step 10 reached -> rejected
+// FACTOR: is larger than the 1 TiB a tensor may hold
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "add-block", count = 1000000 }\n' > %t-blocks.toml
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/blocks --adapt %t-blocks.toml 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// BLOCKS: policy rule 1: action: count = 1000000: at most 64 blocks at once

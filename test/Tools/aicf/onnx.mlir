@@ -54,3 +54,17 @@
 // --batch on a model without a symbolic dimension is said to be unused.
 // RUN: aicf import %S/../../onnx/node/test_add_int8/model.onnx --batch 2 --loss none -o %t-static.mlir 2>&1 | FileCheck %s --check-prefix=UNUSED
 // UNUSED: note: --batch 2 is unused: {{.*}}model.onnx's inputs have no symbolic dimension (they keep their sizes)
+// An imported model grown by a policy, resumed into a fresh run directory
+// and scored from its checkpoint: its weights file (named relative to the
+// model's file) goes beside each copy of the model written elsewhere (it
+// failed with "No such file" for a file the user never had). A resume
+// without the policy is refused (it dropped the decisions silently).
+// RUN: aicf import %S/../../onnx/mlp.onnx -o %t/imported/mlp.mlir --batch 32 > /dev/null
+// RUN: aicf train %t/imported/mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --adapt %S/inputs/onnx-widen.toml --out %t/imported-run --checkpoint-dir %t/imported-ck > /dev/null
+// RUN: aicf train %t/imported/mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --adapt %S/inputs/onnx-widen.toml --out %t/imported-fresh --checkpoint-dir %t/imported-ck --resume | FileCheck %s --check-prefix=IMPORTRESUME
+// RUN: aicf eval %t/imported/mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/imported-ck/last.safetensors --out %t/imported-eval | FileCheck %s --check-prefix=IMPORTEVAL
+// RUN: not aicf train %t/imported/mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/imported-fresh --checkpoint-dir %t/imported-ck --resume 2>&1 | FileCheck %s --check-prefix=NOPOLICY
+// IMPORTRESUME: resumed from {{.*}}last.safetensors at epoch 1
+// IMPORTRESUME: final held-out accuracy
+// IMPORTEVAL: accuracy {{[0-9.]+}}% on 359 held-out rows
+// NOPOLICY: aicf: error: {{.*}}last.safetensors: the checkpoint's run changed its model by a policy (hash {{[0-9a-f]+}}); resume with --adapt and that policy (--override-resume goes on without one, dropping its decisions and triggers)

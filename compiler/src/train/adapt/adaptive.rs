@@ -122,6 +122,14 @@ pub struct Snapshot {
     #[serde(deserialize_with = "super::pairs_nan_if_null")]
     pub val_losses: Vec<(u64, f64)>,
     pub observations: Vec<Observation>,
+    /// The run's early loss and gradient-norm scales, which a spike must
+    /// rise by a part of (absent in older checkpoints: measured again from
+    /// the losses kept, which late in a run are smaller, so a resumed run
+    /// saw spikes the uninterrupted one did not).
+    #[serde(default)]
+    pub loss_scale: Option<f64>,
+    #[serde(default)]
+    pub grad_scale: Option<f64>,
     /// Where the epoch-end state an instability rule returns to was taken:
     /// it is the checkpoint's own state.
     pub last_good: Option<(u64, Progress)>,
@@ -311,6 +319,8 @@ impl Adaptive {
             observations: self.observer.observations
                 [self.observer.observations.len().saturating_sub(KEPT_OBSERVATIONS)..]
                 .to_vec(),
+            loss_scale: self.observer.loss_scale,
+            grad_scale: self.observer.grad_scale,
             last_good: self.last_good.as_ref().filter(|k| k.steps == steps).map(|k| (k.steps, k.progress)),
             kept: self.kept.as_ref().map(|k| KeptModel {
                 source: k.trainer.as_ref().unwrap_or(&self.trainer).source().to_string(),
@@ -394,6 +404,8 @@ impl Adaptive {
         self.observer.losses = snapshot.losses;
         self.observer.val_losses = snapshot.val_losses;
         self.observer.observations = snapshot.observations;
+        self.observer.loss_scale = snapshot.loss_scale;
+        self.observer.grad_scale = snapshot.grad_scale;
         self.idle.fill(false);
         self.prefetched = false;
         if let Some((path, file)) = &mut self.log {
@@ -532,12 +544,16 @@ impl Adaptive {
         }
         for i in 0..self.policy.rules.len() {
             let rule = self.policy.rules[i].clone();
+            // A step or FLOPs count reached fires once: after a rollback to
+            // before it the run reaches it again (a rule that rolled back
+            // there went back a second time).
+            let once = self.fired[i] == 0;
             let reason = match &rule.trigger {
-                Trigger::Steps { at } if step == *at => Some(format!("step {at} reached")),
+                Trigger::Steps { at } if step == *at && once => Some(format!("step {at} reached")),
                 Trigger::EverySteps { every } if step.is_multiple_of(*every) => {
                     Some(format!("step {step} (every {every})"))
                 }
-                Trigger::Flops { at } if flops_before < *at && self.flops >= *at => {
+                Trigger::Flops { at } if flops_before < *at && self.flops >= *at && once => {
                     Some(format!("{:.3e} training FLOPs reached", at))
                 }
                 Trigger::Plateau { window, threshold } => self.observer.plateau(self.last_rewrite, *window, *threshold),

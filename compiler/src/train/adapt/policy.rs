@@ -125,6 +125,19 @@ pub enum Template {
 /// masked them off).
 const MOST_MASK_STEPS: usize = 1 << 24;
 
+/// `width` times `factor`, rounded up; past 2^40 units, 2^40 (which the
+/// rewrite refuses by its tensor-size cap, saying so; a factor of 1e300
+/// saturated to 2^64 - 1, which no pass option could spell).
+fn times(width: usize, factor: f64) -> usize {
+    let grown = (width as f64 * factor).ceil();
+    if grown >= (1u64 << 40) as f64 { 1 << 40 } else { grown as usize }
+}
+
+/// The most blocks one rule adds at once: each is a rewrite of the whole
+/// model (a million hung the run while memory grew; grow over several
+/// triggers instead).
+const MOST_BLOCKS_AT_ONCE: usize = 64;
+
 impl Template {
     /// Counts that must be at least 1 (`count`, `mask`), here and in a
     /// composition's templates.
@@ -134,6 +147,10 @@ impl Template {
             Template::Widen { mask: Some(0), .. } | Template::Heads { mask: Some(0), .. } => zero("mask"),
             Template::AddBlock { mask: Some(0), .. } => zero("mask"),
             Template::AddBlock { count: Some(0), .. } => zero("count"),
+            Template::AddBlock { count: Some(n), .. } if *n > MOST_BLOCKS_AT_ONCE => Err(format!(
+                "count = {n}: at most {MOST_BLOCKS_AT_ONCE} blocks at once (each is a rewrite of the whole model; \
+                 grow over several triggers)"
+            )),
             Template::WidenResidual { rule: grow_stream::ResidualRule::Mean, noise: Some(_), .. } => {
                 Err("widen-residual: noise is the duplicate rule's; give rule = \"duplicate\" or no noise".into())
             }
@@ -315,7 +332,7 @@ impl Template {
                 let current = grow_stream::residual_width(module.as_operation().to_raw()).ok()?;
                 let target = match (width, factor) {
                     (Some(w), _) => *w,
-                    (None, Some(f)) => (current as f64 * f).ceil() as usize,
+                    (None, Some(f)) => times(current, *f),
                     (None, None) => current * 2,
                 };
                 let target = max_width.map_or(target, |m| target.min(m));
@@ -359,7 +376,7 @@ impl Template {
                 let current = symbols.iter().find(|s| s.name == weight)?.shape.first().copied()?;
                 let target = match (width, factor) {
                     (Some(w), _) => *w,
-                    (None, Some(f)) => (current as f64 * f).ceil() as usize,
+                    (None, Some(f)) => times(current, *f),
                     (None, None) => current * 2,
                 };
                 let target = max_width.map_or(target, |m| target.min(m));
