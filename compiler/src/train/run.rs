@@ -773,23 +773,16 @@ pub fn fit(
                     report.note(&format!("{message}; going on{with} (--override-resume)"));
                 }
             }
-            // A run that changed its model by a policy resumes with one:
-            // without, its decisions and triggers' state were dropped
-            // without a word.
-            if run.adapt.is_none()
-                && let Some(saved) = meta.get("policy")
-            {
-                let message = format!(
-                    "{}: the checkpoint's run changed its model by a policy (hash {saved}); resume with --adapt and \
-                     that policy",
+            // A run that changed its model by a policy, resumed without
+            // one, trains its model on unchanged from here: said (its
+            // decisions and triggers' state were dropped without a word).
+            // Continuing the growth needs --adapt and that policy.
+            if run.adapt.is_none() && meta.contains_key("policy") {
+                report.note(&format!(
+                    "{}: the checkpoint's run changed its model by a policy; without --adapt this run trains the \
+                     model on as it is, with no policy (give --adapt and that policy to go on growing it)",
                     path.display()
-                );
-                if !run.override_resume {
-                    return Err(TrainError::Input(format!(
-                        "{message} (--override-resume goes on without one, dropping its decisions and triggers)"
-                    )));
-                }
-                report.note(&format!("{message}; going on without one (--override-resume)"));
+                ));
             }
             // A decaying schedule spans --epochs: more of them on resume
             // stretch it, and a rate already decayed rises again.
@@ -1722,13 +1715,22 @@ impl<'a> Loop<'a> {
             let step = self.adaptive.trainer().steps();
             let last = schedule_steps(run, (steps_per_epoch, step), self.budget_steps_left(run, global));
             for (k, rule) in rules.iter().enumerate() {
-                if let Trigger::Steps { at } = rule.trigger
-                    && at > last
-                {
-                    report.note(&format!(
-                        "policy rule {} fires at step {at}, after this run's last step ({last}): it never acts",
-                        k + 1
-                    ));
+                let after = match rule.trigger {
+                    Trigger::Steps { at } if at > last => Some(format!("at step {at}, after this run's last step ({last})")),
+                    Trigger::EverySteps { every } if every > last => {
+                        Some(format!("every {every} steps, more than this run's last step ({last})"))
+                    }
+                    Trigger::Epoch { every } if every > run.epochs => {
+                        Some(format!("every {every} epochs, more than this run's {}", run.epochs))
+                    }
+                    Trigger::Flops { at } if run.flops_budget.is_some_and(|b| at > b) => Some(format!(
+                        "at {at:.3e} training FLOPs, past this run's --flops-budget {:.3e}",
+                        run.flops_budget.unwrap_or_default()
+                    )),
+                    _ => None,
+                };
+                if let Some(after) = after {
+                    report.note(&format!("policy rule {} fires {after}: it never acts", k + 1));
                 }
             }
         }

@@ -186,6 +186,10 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 1000\naction = { op = "widen", layer = "fc1", width = 160 }\n' > %t/late.toml
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --adapt %t/late.toml --out %t/late 2>&1 | FileCheck %s --check-prefix=LATE
 // LATE: note: policy rule 1 fires at step 1000, after this run's last step (6): it never acts
+// RUN: printf '[[rule]]\nwhen = "epoch"\nevery = 50\naction = { op = "widen", layer = "fc1", width = 160 }\n[[rule]]\nwhen = "flops"\nflops = 1e12\naction = { op = "widen", layer = "fc1", width = 256 }\n' > %t/late2.toml
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --flops-budget 1e9 --adapt %t/late2.toml --out %t/late2 2>&1 | FileCheck %s --check-prefix=LATE2
+// LATE2: note: policy rule 1 fires every 50 epochs, more than this run's 2: it never acts
+// LATE2: note: policy rule 2 fires at 1.000e12 training FLOPs, past this run's --flops-budget 1.000e9: it never acts
 // RUN: touch %t/empty.toml
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/empty.toml --out %t/emptypolicy 2>&1 | FileCheck %s --check-prefix=EMPTYPOLICY
 // EMPTYPOLICY: note: the policy has no rules: the run trains as without --adapt

@@ -122,4 +122,5 @@
 // checkpoint holds, and says so (it trained it naming the file given).
 // RUN: rm -rf %t/grown-copy && cp -r %t/b-ckpt %t/grown-copy
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/grown-on --checkpoint-dir %t/grown-copy --resume --no-progress 2>&1 | FileCheck %s --check-prefix=GROWNON
+// GROWNON: note: {{.*}}grown-copy/last.safetensors: the checkpoint's run changed its model by a policy; without --adapt this run trains the model on as it is
 // GROWNON: note: {{.*}}grown-copy/last.safetensors: the checkpoint holds a grown version of {{.*}}narrow_mlp.mlir ({{.*}}resumed-model.mlir); training goes on with it
