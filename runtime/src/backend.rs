@@ -143,7 +143,8 @@ pub trait Backend {
 
     /// Runs every GEMM that has library candidates with the one named
     /// (`generated`, or a backend's library: `library`, `library-swapped`,
-    /// `gemm-rs`, `openblas`, `avx512`, `avx2`, `bf16-dot`, `mkl` on the CPU,
+    /// `gemm-rs`, `openblas`, `avx512`, `avx2`, `bf16-dot`, `mkl`, `mkl-bf16`
+    /// on the CPU,
     /// `cublaslt` on CUDA) instead of the registry's
     /// measured choice; `None` goes back to the registry.
     fn force_gemm(&mut self, candidate: Option<&str>) -> Result<()>;

@@ -49,10 +49,13 @@ pub enum Choice {
     Bf16Dot,
     /// Intel MKL's cblas_sgemm, opened at run time where installed
     Mkl,
+    /// MKL's bf16 GEMM (`cblas_gemm_bf16bf16f32`: AMX tiles where the CPU
+    /// has them) on a bf16 GEMM's operands as they are
+    MklBf16,
 }
 
 impl Choice {
-    pub const ALL: [Choice; 9] = [
+    pub const ALL: [Choice; 10] = [
         Choice::Generated,
         Choice::Library,
         Choice::LibrarySwapped,
@@ -62,10 +65,12 @@ impl Choice {
         Choice::Avx2,
         Choice::Bf16Dot,
         Choice::Mkl,
+        Choice::MklBf16,
     ];
 
     /// The candidate named `name` ("generated", "library", "library-swapped",
-    /// "gemm-rs", "openblas", "avx512", "avx2", "bf16-dot", "mkl").
+    /// "gemm-rs", "openblas", "avx512", "avx2", "bf16-dot", "mkl",
+    /// "mkl-bf16").
     pub fn from_name(name: &str) -> Option<Choice> {
         Choice::ALL.into_iter().find(|c| c.name() == name)
     }
@@ -81,6 +86,7 @@ impl Choice {
             Choice::Avx2 => "avx2",
             Choice::Bf16Dot => "bf16-dot",
             Choice::Mkl => "mkl",
+            Choice::MklBf16 => "mkl-bf16",
         }
     }
 }
@@ -105,7 +111,8 @@ impl Choice {
 /// every candidate splits over the runtime's spinning team
 /// ([`crate::cpu::team`]) instead of a rayon pool, the `gemm` crate
 /// single-threaded on each thread's block as the other libraries are.
-const CANDIDATES: &str = "v11";
+/// v12: MKL's bf16 GEMM (AMX where the CPU has it) for bf16 GEMMs.
+const CANDIDATES: &str = "v12";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR` (set and not empty), else
 /// `~/.cache/aicf` (`None` without a home directory).

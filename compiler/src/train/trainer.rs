@@ -60,8 +60,8 @@ pub struct Options {
     /// registry measured fastest on this machine: a timing-independent
     /// choice, so a run's bits do not depend on the machine's load when
     /// the registry was filled (CPU: generated, library, library-swapped,
-    /// gemm-rs, openblas, avx512, avx2, bf16-dot, mkl; CUDA: generated,
-    /// cublaslt).
+    /// gemm-rs, openblas, avx512, avx2, bf16-dot, mkl, mkl-bf16; CUDA:
+    /// generated, cublaslt).
     pub gemm: Option<String>,
     /// fp32, or mixed precision in bf16/fp16 (`hl-autocast`).
     pub precision: Precision,

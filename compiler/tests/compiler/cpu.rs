@@ -330,16 +330,8 @@ fn avx2_gemms_match_the_interpreter() {
 /// transposed, each block's operands and output offset by the split.
 #[test]
 fn split_gemms_match_the_interpreter_with_every_candidate() {
-    let source = "func.func @f(%a: tensor<130x150xf32>, %b: tensor<150x120xf32>, %w: tensor<170x150xf32>, %bias: tensor<170xf32>, %c: tensor<150x130xf32>, %m: tensor<3x100x90xf32>, %n: tensor<3x90x110xf32>) -> (tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>) {\n  %p = hl.matmul %a, %b : tensor<130x150xf32>, tensor<150x120xf32>\n  %q = hl.linear %a, %w, %bias : tensor<130x150xf32>, tensor<170x150xf32>, tensor<170xf32>\n  %r = hl.matmul %c, %b transpose_lhs : tensor<150x130xf32>, tensor<150x120xf32>\n  %s = hl.matmul %m, %n : tensor<3x100x90xf32>, tensor<3x90x110xf32>\n  return %p, %q, %r, %s : tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>\n}";
-    let inputs = [
-        f32s(&[130, 150], 91),
-        f32s(&[150, 120], 92),
-        f32s(&[170, 150], 93),
-        f32s(&[170], 94),
-        f32s(&[150, 130], 95),
-        f32s(&[3, 100, 90], 96),
-        f32s(&[3, 90, 110], 97),
-    ];
+    let (source, inputs) = split_gemm_case();
+    let source = source.as_str();
     let g = |batch, shape, tb| aicf_runtime::artifact::LibraryGemm::contiguous(batch, shape, false, tb);
     for product in [g(1, (130, 120, 150), false), g(1, (130, 170, 150), true), g(3, (100, 110, 90), false)] {
         assert_eq!(aicf_runtime::cpu::gemm_threads(&product, 2), 2, "the case must split");
@@ -351,6 +343,23 @@ fn split_gemms_match_the_interpreter_with_every_candidate() {
     for gemm in candidates {
         kernel_matches_with("split_gemms", source, &inputs, 1e-4, gemm);
     }
+}
+
+/// (hl source of `@f`, inputs): products large enough to split over 2
+/// threads, by rows, by columns (a transposed B, a batch), with A
+/// transposed ([`split_gemms_match_the_interpreter_with_every_candidate`]).
+pub(crate) fn split_gemm_case() -> (String, Vec<Array>) {
+    let source: String = "func.func @f(%a: tensor<130x150xf32>, %b: tensor<150x120xf32>, %w: tensor<170x150xf32>, %bias: tensor<170xf32>, %c: tensor<150x130xf32>, %m: tensor<3x100x90xf32>, %n: tensor<3x90x110xf32>) -> (tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>) {\n  %p = hl.matmul %a, %b : tensor<130x150xf32>, tensor<150x120xf32>\n  %q = hl.linear %a, %w, %bias : tensor<130x150xf32>, tensor<170x150xf32>, tensor<170xf32>\n  %r = hl.matmul %c, %b transpose_lhs : tensor<150x130xf32>, tensor<150x120xf32>\n  %s = hl.matmul %m, %n : tensor<3x100x90xf32>, tensor<3x90x110xf32>\n  return %p, %q, %r, %s : tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>\n}".into();
+    let inputs = vec![
+        f32s(&[130, 150], 91),
+        f32s(&[150, 120], 92),
+        f32s(&[170, 150], 93),
+        f32s(&[170], 94),
+        f32s(&[150, 130], 95),
+        f32s(&[3, 100, 90], 96),
+        f32s(&[3, 90, 110], 97),
+    ];
+    (source, inputs)
 }
 
 /// Compiles `@f` of `source` (hl) for the CPU and compares each result

@@ -3,7 +3,8 @@
 //! the compiled step.
 
 use crate::cpu::{
-    kernel_matches_with, narrow_kernel_cases, out_dir, step_inputs, train_step_matches_in, train_step_matches_piped,
+    kernel_matches_with, narrow_kernel_cases, out_dir, split_gemm_case, step_inputs, train_step_matches_in,
+    train_step_matches_piped,
 };
 use crate::models::{cnn, mlp};
 use aicf_compiler::{CompilerContext, codegen::compile_cpu, nn::DType, pipeline::Precision, run_pipeline};
@@ -60,6 +61,29 @@ fn bf16_gemms_match_on_the_cpus_bf16_dot_product() {
     }
     let traced = mlp::build(mlp::BATCH).unwrap();
     train_step_matches_in(&traced, "digits_mlp_bf16_dot", "sgd", 2, Choice::Bf16Dot, 10, (2e-2, 1e-4), Precision::Bf16);
+}
+
+/// bf16 GEMMs on MKL's bf16 GEMM (`mkl-bf16`: the operands as they are,
+/// on AMX tiles where the CPU has them, else MKL's AVX-512/AVX2 code):
+/// every GEMM shape of the kernel cases, batched and transposed operands
+/// among them, and the bf16 MLP's train step.
+#[test]
+#[cfg_attr(not(target_arch = "x86_64"), ignore = "MKL is installed on x86-64 only")]
+fn bf16_gemms_match_on_mkls_bf16_gemm() {
+    assert!(
+        aicf_runtime::cpu::blas::mkl().is_some_and(|m| m.has_bf16()),
+        "MKL with cblas_gemm_bf16bf16f32 cannot be opened (tools/setup.sh installs the mkl wheel into .venv)"
+    );
+    let (name, source, inputs) =
+        narrow_kernel_cases(DType::BF16).into_iter().find(|(n, _, _)| n.starts_with("gemm_shapes")).unwrap();
+    kernel_matches_with(&name, &source, &inputs, 2.0 / 256.0, Choice::MklBf16);
+    // Products that split over 2 threads: each block's bf16 operands and
+    // f32 product offset by the split.
+    let (source, inputs) = split_gemm_case();
+    let inputs: Vec<_> = inputs.into_iter().map(|a| aicf_compiler::interp::Array::new(a.shape, DType::BF16, a.data).unwrap()).collect();
+    kernel_matches_with("split_gemms_bf16", &source.replace("f32>", "bf16>"), &inputs, 2.0 / 256.0, Choice::MklBf16);
+    let traced = mlp::build(mlp::BATCH).unwrap();
+    train_step_matches_in(&traced, "digits_mlp_mkl_bf16", "sgd", 2, Choice::MklBf16, 10, (2e-2, 1e-4), Precision::Bf16);
 }
 
 /// `hl-pad-contractions` on every contraction (min-macs 0): the MLP's

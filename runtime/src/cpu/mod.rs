@@ -439,6 +439,9 @@ impl CpuModule {
         if wide && g.widen == Some(DType::BF16) && Kernel::Avx512Bf16.available() {
             candidates.push(Choice::Bf16Dot);
         }
+        if mkl_isa && g.widen == Some(DType::BF16) && blas::mkl().is_some_and(|m| m.has_bf16()) && cblas_fits {
+            candidates.push(Choice::MklBf16);
+        }
         let runs: Vec<Box<dyn Fn() + '_>> = candidates
             .iter()
             .map(|&c| -> Box<dyn Fn() + '_> { Box::new(move || self.run_gemm(c, kernel, epilogue, call, g, pointers)) })
@@ -488,6 +491,11 @@ impl CpuModule {
         let Some(narrow) = g.widen else {
             return library(epilogue, pointers);
         };
+        if choice == Choice::MklBf16 && narrow == DType::BF16 {
+            if let Some(mkl) = blas::mkl().filter(|m| m.has_bf16() && blas::Cblas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides)) {
+                return self.mkl_bf16_gemm(mkl, epilogue, call, g, pointers);
+            }
+        }
         if choice == Choice::Bf16Dot && wide && narrow == DType::BF16 && Kernel::Avx512Bf16.available() {
             // The bf16 operands as they are, into the f32 product that the
             // epilogue rounds into the output.
@@ -617,14 +625,26 @@ impl CpuModule {
     /// output is taller than wide, else columns of B and C; blocks of at
     /// least 16. Each block's pointers lie inside A, B and C (the
     /// manifest's shapes and strides do), and blocks are disjoint in C.
-    fn split_gemm(&self, g: &LibraryGemm, pointers: &[*mut u8], piece: impl Fn(GemmBlock) + Sync) {
+    fn split_gemm(&self, g: &LibraryGemm, pointers: &[*mut u8], piece: impl Fn(GemmBlock<f32>) + Sync) {
+        self.split_gemm_into(g, (pointers[g.a], pointers[g.b], pointers[g.out] as *mut f32), piece)
+    }
+
+    /// [`Self::split_gemm`] on operands of element type `T` at `a` and `b`
+    /// into the f32 product at `c` (the output, or an f32 buffer the
+    /// epilogue reads).
+    fn split_gemm_into<T>(
+        &self,
+        g: &LibraryGemm,
+        (a, b, c): (*mut u8, *mut u8, *mut f32),
+        piece: impl Fn(GemmBlock<T>) + Sync,
+    ) {
         let by_rows = g.m >= g.n;
         let long = if by_rows { g.m } else { g.n };
         let pieces = gemm_threads(g, self.threads()).min(long.div_ceil(16)).max(1);
-        let (a, b, c) = (Pointers(pointers[g.a] as _), Pointers(pointers[g.b] as _), Pointers(pointers[g.out] as _));
+        let (a, b, c) = (Pointers(a as _), Pointers(b as _), Pointers(c as _));
         let block = |batch: usize, p: usize| {
             let (lo, hi) = (long * p / pieces, long * (p + 1) / pieces);
-            let (a, b, c) = (a.get() as *const f32, b.get() as *const f32, c.get() as *mut f32);
+            let (a, b, c) = (a.get() as *const T, b.get() as *const T, c.get() as *mut f32);
             let (a, b, c) = (
                 a.wrapping_add(batch * g.a_batch),
                 b.wrapping_add(batch * g.b_batch),
@@ -642,6 +662,33 @@ impl CpuModule {
             } else {
                 self.pool.run(pieces, &|p| block(batch, p));
             }
+        }
+    }
+
+    /// MKL's bf16 GEMM (`mkl-bf16`) on the bf16 operands as they are, over
+    /// the team's threads ([`Self::split_gemm_into`]), into an f32 product
+    /// that the epilogue rounds into the output (as `bf16-dot` does).
+    fn mkl_bf16_gemm(
+        &self,
+        mkl: &blas::Cblas,
+        epilogue: Option<KernelFn>,
+        call: &Call,
+        g: &LibraryGemm,
+        pointers: &[*mut u8],
+    ) {
+        let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());
+        let c = &mut widened[2];
+        c.resize((g.batch * g.m * g.n).max(1), 0.0);
+        let product = c.as_mut_ptr();
+        self.split_gemm_into::<u16>(g, (pointers[g.a], pointers[g.b], product), |x| {
+            // SAFETY: the block lies inside A, B (bf16) and the product
+            // ([`Self::split_gemm_into`]); `fits` holds for every block.
+            unsafe { mkl.gemm_bf16((x.m, x.n, g.k), g.alpha as f32, (x.a, g.a_strides), (x.b, g.b_strides), (x.c, g.n)) }
+        });
+        let mut outer = pointers.to_vec();
+        outer.push(product as *mut u8);
+        if let Some(e) = epilogue {
+            self.launch(e, call, &outer);
         }
     }
 
@@ -1023,11 +1070,11 @@ pub fn gemm_threads(g: &LibraryGemm, threads: usize) -> usize {
 /// One thread's block of a library GEMM ([`CpuModule::split_gemm`]):
 /// `m x n` of C at `c` (rows `LibraryGemm::n` apart), from A's rows at `a`
 /// and B's columns at `b` (the GEMM's strides), over its whole depth.
-struct GemmBlock {
+struct GemmBlock<T> {
     m: usize,
     n: usize,
-    a: *const f32,
-    b: *const f32,
+    a: *const T,
+    b: *const T,
     c: *mut f32,
 }
 

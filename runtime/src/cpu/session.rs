@@ -221,7 +221,7 @@ impl Backend for CpuSession {
             Some(name) => Some(Choice::from_name(name).ok_or_else(|| RuntimeError::Arguments {
                 function: "force_gemm".into(),
                 message: format!(
-                    "'{name}' is not a CPU GEMM candidate (generated, library, library-swapped, gemm-rs, openblas, avx512, avx2, bf16-dot, mkl)"
+                    "'{name}' is not a CPU GEMM candidate (generated, library, library-swapped, gemm-rs, openblas, avx512, avx2, bf16-dot, mkl, mkl-bf16)"
                 ),
             })?),
         };

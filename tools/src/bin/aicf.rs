@@ -307,10 +307,11 @@ enum Command {
         /// Run every GEMM with this candidate instead of the registry's
         /// measured choice, so the run's bits do not depend on timings
         /// (CPU: generated, library, library-swapped, gemm-rs, openblas,
-        /// avx512, avx2, bf16-dot, mkl; CUDA: generated, cublaslt). A
-        /// candidate that cannot run a GEMM (OpenBLAS or MKL not installed, avx512 on a CPU
-        /// without AVX-512, avx2 on one without AVX2 and FMA, bf16-dot on
-        /// f32 operands or on a CPU without AVX-512 BF16) runs it as
+        /// avx512, avx2, bf16-dot, mkl, mkl-bf16; CUDA: generated,
+        /// cublaslt). A candidate that cannot run a GEMM (OpenBLAS or MKL
+        /// not installed, avx512 on a CPU without AVX-512, avx2 on one
+        /// without AVX2 and FMA, bf16-dot on f32 operands or on a CPU
+        /// without AVX-512 BF16, mkl-bf16 on f32 operands) runs it as
         /// `library`.
         #[arg(long)]
         gemm: Option<String>,
@@ -482,8 +483,9 @@ enum Command {
         trace: Option<PathBuf>,
         /// Run every GEMM with this candidate instead of the registry's
         /// measured choice (CPU: generated, library, library-swapped,
-        /// gemm-rs, openblas, avx512, avx2, bf16-dot, mkl; CUDA: generated, cublaslt;
-        /// one that cannot run a GEMM here runs it as `library`).
+        /// gemm-rs, openblas, avx512, avx2, bf16-dot, mkl, mkl-bf16; CUDA:
+        /// generated, cublaslt; one that cannot run a GEMM here runs it as
+        /// `library`).
         #[arg(long)]
         gemm: Option<String>,
     },
