@@ -500,8 +500,7 @@ impl CpuModule {
             // The bf16 operands as they are, into the f32 product that the
             // epilogue rounds into the output.
             let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());
-            let c = &mut widened[2];
-            c.resize((g.batch * g.m * g.n).max(1), 0.0);
+            let c = grown(&mut widened[2], (g.batch * g.m * g.n).max(1));
             return self.packed_gemm(Kernel::Avx512Bf16, epilogue, call, g, pointers, Some(c.as_mut_ptr()));
         }
         // 16-bit operands: the f32 GEMM on widened copies into an f32
@@ -512,7 +511,7 @@ impl CpuModule {
         let b_len = if g.b_batch > 0 { g.b_batch * g.batch } else { g.k * g.n };
         widen(narrow, pointers[g.a], a_len, a);
         widen(narrow, pointers[g.b], b_len, b);
-        c.resize((g.batch * g.m * g.n).max(1), 0.0);
+        let c = grown(c, (g.batch * g.m * g.n).max(1));
         let mut inner = pointers.to_vec();
         inner[g.a] = a.as_mut_ptr() as *mut u8;
         inner[g.b] = b.as_mut_ptr() as *mut u8;
@@ -677,9 +676,7 @@ impl CpuModule {
         pointers: &[*mut u8],
     ) {
         let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());
-        let c = &mut widened[2];
-        c.resize((g.batch * g.m * g.n).max(1), 0.0);
-        let product = c.as_mut_ptr();
+        let product = grown(&mut widened[2], (g.batch * g.m * g.n).max(1)).as_mut_ptr();
         self.split_gemm_into::<u16>(g, (pointers[g.a], pointers[g.b], product), |x| {
             // SAFETY: the block lies inside A, B (bf16) and the product
             // ([`Self::split_gemm_into`]); `fits` holds for every block.
@@ -827,6 +824,18 @@ fn host_has(feature: &str) -> bool {
         let _ = name;
         true
     }
+}
+
+/// The first `len` elements of `buffer`, grown to hold them where it is
+/// shorter; never shrunk. (A scratch buffer shared by GEMMs of several
+/// sizes, resized to each, was cut to a small one's size and then filled
+/// with zeros again up to a large one's: 12 MB of stores, half a
+/// millisecond, before the transformer block's bf16 FFN product.)
+pub(crate) fn grown<T: Copy + Default>(buffer: &mut Vec<T>, len: usize) -> &mut [T] {
+    if buffer.len() < len {
+        buffer.resize(len, T::default());
+    }
+    &mut buffer[..len]
 }
 
 /// Kernels run with subnormal floats flushed to zero (MXCSR FTZ and DAZ on
@@ -1223,7 +1232,7 @@ mod tests {
 /// `len` 16-bit floats of type `narrow` at `from`, widened into `to`.
 fn widen(narrow: DType, from: *const u8, len: usize, to: &mut Vec<f32>) {
     use half::slice::HalfFloatSliceExt;
-    to.resize(len, 0.0);
+    let to = grown(to, len);
     // SAFETY: the manifest's shapes give `len` elements of the operand.
     unsafe {
         match narrow {

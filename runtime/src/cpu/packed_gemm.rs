@@ -427,10 +427,12 @@ unsafe fn gemm_of<K: Micro>(
     }
     let a_words = if lazy { LAZY_PANELS.min(row_panels) * KC.min(depth) * K::MR } else { a_words };
     for (t, (pa, pb)) in packed.buffers[..sets].iter_mut().enumerate() {
-        pa.resize(a_words + LINE_WORDS, 0);
+        // Grown, never shrunk (`grown`): resizing to each product's size
+        // filled the tail with zeros again after every smaller product.
+        super::grown(pa, a_words + LINE_WORDS);
         // One B for all the threads of one product.
         if t == 0 || per_batch {
-            pb.resize(b_words + LINE_WORDS, 0);
+            super::grown(pb, b_words + LINE_WORDS);
         }
     }
     let buffers: Vec<(Shared<u32>, Shared<u32>)> = packed.buffers[..sets]
