@@ -336,6 +336,10 @@ fn split_gemms_match_the_interpreter_with_every_candidate() {
     for product in [g(1, (130, 120, 150), false), g(1, (130, 170, 150), true), g(3, (100, 110, 90), false)] {
         assert_eq!(aicf_runtime::cpu::gemm_threads(&product, 2), 2, "the case must split");
     }
+    // The batch of 3 splits each product by rows, the batch of 8 by whole
+    // products.
+    assert!(!aicf_runtime::cpu::whole_products_split(3, 2) && aicf_runtime::cpu::whole_products_split(8, 2));
+    assert_eq!(aicf_runtime::cpu::gemm_threads(&g(8, (40, 80, 90), true), 2), 2, "the batch of 8 must split");
     let mut candidates = vec![Choice::Library, Choice::LibrarySwapped, Choice::GemmRs, Choice::OpenBlas, Choice::Mkl];
     use aicf_runtime::cpu::packed_gemm::Kernel;
     candidates.extend(Kernel::Avx512F32.available().then_some(Choice::Avx512));
@@ -347,9 +351,9 @@ fn split_gemms_match_the_interpreter_with_every_candidate() {
 
 /// (hl source of `@f`, inputs): products large enough to split over 2
 /// threads, by rows, by columns (a transposed B, a batch), with A
-/// transposed ([`split_gemms_match_the_interpreter_with_every_candidate`]).
+/// transposed, and a batch split by whole products (B transposed) ([`split_gemms_match_the_interpreter_with_every_candidate`]).
 pub(crate) fn split_gemm_case() -> (String, Vec<Array>) {
-    let source: String = "func.func @f(%a: tensor<130x150xf32>, %b: tensor<150x120xf32>, %w: tensor<170x150xf32>, %bias: tensor<170xf32>, %c: tensor<150x130xf32>, %m: tensor<3x100x90xf32>, %n: tensor<3x90x110xf32>) -> (tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>) {\n  %p = hl.matmul %a, %b : tensor<130x150xf32>, tensor<150x120xf32>\n  %q = hl.linear %a, %w, %bias : tensor<130x150xf32>, tensor<170x150xf32>, tensor<170xf32>\n  %r = hl.matmul %c, %b transpose_lhs : tensor<150x130xf32>, tensor<150x120xf32>\n  %s = hl.matmul %m, %n : tensor<3x100x90xf32>, tensor<3x90x110xf32>\n  return %p, %q, %r, %s : tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>\n}".into();
+    let source: String = "func.func @f(%a: tensor<130x150xf32>, %b: tensor<150x120xf32>, %w: tensor<170x150xf32>, %bias: tensor<170xf32>, %c: tensor<150x130xf32>, %m: tensor<3x100x90xf32>, %n: tensor<3x90x110xf32>, %u: tensor<8x40x90xf32>, %v: tensor<8x80x90xf32>) -> (tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>, tensor<8x40x80xf32>) {\n  %p = hl.matmul %a, %b : tensor<130x150xf32>, tensor<150x120xf32>\n  %q = hl.linear %a, %w, %bias : tensor<130x150xf32>, tensor<170x150xf32>, tensor<170xf32>\n  %r = hl.matmul %c, %b transpose_lhs : tensor<150x130xf32>, tensor<150x120xf32>\n  %s = hl.matmul %m, %n : tensor<3x100x90xf32>, tensor<3x90x110xf32>\n  %t = hl.matmul %u, %v transpose_rhs : tensor<8x40x90xf32>, tensor<8x80x90xf32>\n  return %p, %q, %r, %s, %t : tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>, tensor<8x40x80xf32>\n}".into();
     let inputs = vec![
         f32s(&[130, 150], 91),
         f32s(&[150, 120], 92),
@@ -358,6 +362,8 @@ pub(crate) fn split_gemm_case() -> (String, Vec<Array>) {
         f32s(&[150, 130], 95),
         f32s(&[3, 100, 90], 96),
         f32s(&[3, 90, 110], 97),
+        f32s(&[8, 40, 90], 98),
+        f32s(&[8, 80, 90], 99),
     ];
     (source, inputs)
 }

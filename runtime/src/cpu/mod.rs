@@ -639,8 +639,27 @@ impl CpuModule {
     ) {
         let by_rows = g.m >= g.n;
         let long = if by_rows { g.m } else { g.n };
-        let pieces = gemm_threads(g, self.threads()).min(long.div_ceil(16)).max(1);
+        let threads = gemm_threads(g, self.threads());
         let (a, b, c) = (Pointers(a as _), Pointers(b as _), Pointers(c as _));
+        if threads > 1 && whole_products_split(g.batch, threads) {
+            // A batch of products that the threads share evenly (attention's
+            // 32 heads' products): whole products per thread, one fork-join
+            // for all (split by rows each product was one fork-join per
+            // product, each thread's block a half of a small product).
+            let product = |batch: usize| {
+                let (a, b, c) = (a.get() as *const T, b.get() as *const T, c.get() as *mut f32);
+                GemmBlock {
+                    m: g.m,
+                    n: g.n,
+                    a: a.wrapping_add(batch * g.a_batch),
+                    b: b.wrapping_add(batch * g.b_batch),
+                    c: c.wrapping_add(batch * g.m * g.n),
+                }
+            };
+            self.pool.run(threads, &|p| (g.batch * p / threads..g.batch * (p + 1) / threads).for_each(|i| piece(product(i))));
+            return;
+        }
+        let pieces = threads.min(long.div_ceil(16)).max(1);
         let block = |batch: usize, p: usize| {
             let (lo, hi) = (long * p / pieces, long * (p + 1) / pieces);
             let (a, b, c) = (a.get() as *const T, b.get() as *const T, c.get() as *mut f32);
@@ -1069,6 +1088,14 @@ pub fn kernel_pieces(call: &Call, threads: usize) -> u64 {
 /// steps; the generated kernels' grain is of the same size
 /// ([`Call::grain`]).
 pub const GEMM_GRAIN_FMAS: usize = 1 << 21;
+
+/// Whether a batch of `batch` products is split over `threads` threads
+/// by whole products rather than by rows of each: where every thread gets
+/// as many products (or the batch is large enough that one more does not
+/// matter).
+pub fn whole_products_split(batch: usize, threads: usize) -> bool {
+    batch > 1 && (batch % threads == 0 || batch >= 4 * threads)
+}
 
 /// The threads a GEMM of `g`'s size is split over, of `threads`.
 pub fn gemm_threads(g: &LibraryGemm, threads: usize) -> usize {
