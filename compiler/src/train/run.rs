@@ -2148,9 +2148,12 @@ fn shard_range(len: usize, batch: usize, rank: usize) -> std::ops::Range<usize> 
 /// What every replica of a data-parallel run shares, as (key, value): the
 /// run's record (model, data, optimizer and its settings, rate and its
 /// schedule, seed, split, policy), what shapes its collectives (the
-/// gradient buckets, the micro-batches) and what ends it. How a replica
-/// computes its share (threads, memory budget, device, kernels) may
-/// differ: the summed gradients keep the parameters one.
+/// gradient buckets, the micro-batches) and what ends it. The memory
+/// budget, shape padding and attention's backward are among them: they
+/// change the compiled step's order and buffer sharing, from which
+/// `ll-bucket-collectives` groups the all-reduces, so replicas that differ
+/// there could sum gradients in other buckets (an MPI error, or, where the
+/// sizes happen to match, gradients summed with the wrong partners).
 fn replica_settings(options: &Options, run: &RunOptions, record: &[(&'static str, String)]) -> Vec<(String, String)> {
     let mut settings: Vec<(String, String)> = record.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
     let more = [
@@ -2160,6 +2163,9 @@ fn replica_settings(options: &Options, run: &RunOptions, record: &[(&'static str
         ("eval_windows", run.data.eval_windows.to_string()),
         ("bucket_size", options.bucket_bytes.to_string()),
         ("accumulate", options.accumulate.to_string()),
+        ("memory_budget", format!("{:?}", options.memory_budget)),
+        ("shape_padding", options.shape_padding.to_string()),
+        ("attention_backward", format!("{:?}", options.fused_attention_backward)),
     ];
     settings.extend(more.into_iter().map(|(k, v)| (k.to_string(), v)));
     settings

@@ -280,7 +280,7 @@ fn openblas_gemms_match_the_interpreter() {
         "libopenblas.so.0 cannot be opened (tools/setup.sh installs libopenblas0-pthread)"
     );
     let (name, source, inputs) = kernel_cases().into_iter().find(|(n, _, _)| *n == "gemm_shapes").unwrap();
-    kernel_matches_with(name, &source, &inputs, 1e-4, Choice::OpenBlas);
+    assert_eq!(kernel_matches_with(name, &source, &inputs, 1e-4, Choice::OpenBlas), 4, "GEMMs OpenBlas's own code ran");
     train_step_matches("adam", 2, Choice::OpenBlas);
 }
 
@@ -296,7 +296,7 @@ fn mkl_gemms_match_the_interpreter() {
         "MKL cannot be opened (tools/setup.sh installs the mkl wheel into .venv; AICF_MKL names another)"
     );
     let (name, source, inputs) = kernel_cases().into_iter().find(|(n, _, _)| *n == "gemm_shapes").unwrap();
-    kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Mkl);
+    assert_eq!(kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Mkl), 4, "GEMMs Mkl's own code ran");
     train_step_matches("adam", 2, Choice::Mkl);
 }
 
@@ -308,7 +308,7 @@ fn mkl_gemms_match_the_interpreter() {
 fn avx512_gemms_match_the_interpreter() {
     assert!(aicf_runtime::cpu::packed_gemm::Kernel::Avx512F32.available());
     let (name, source, inputs) = kernel_cases().into_iter().find(|(n, _, _)| *n == "gemm_shapes").unwrap();
-    kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Avx512);
+    assert_eq!(kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Avx512), 4, "GEMMs Avx512's own code ran");
     train_step_matches("adam", 2, Choice::Avx512);
 }
 
@@ -320,7 +320,7 @@ fn avx512_gemms_match_the_interpreter() {
 fn avx2_gemms_match_the_interpreter() {
     assert!(aicf_runtime::cpu::packed_gemm::Kernel::Avx2F32.available());
     let (name, source, inputs) = kernel_cases().into_iter().find(|(n, _, _)| *n == "gemm_shapes").unwrap();
-    kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Avx2);
+    assert_eq!(kernel_matches_with(name, &source, &inputs, 1e-4, Choice::Avx2), 4, "GEMMs Avx2's own code ran");
     train_step_matches("adam", 2, Choice::Avx2);
 }
 
@@ -345,7 +345,7 @@ fn split_gemms_match_the_interpreter_with_every_candidate() {
     candidates.extend(Kernel::Avx512F32.available().then_some(Choice::Avx512));
     candidates.extend(Kernel::Avx2F32.available().then_some(Choice::Avx2));
     for gemm in candidates {
-        kernel_matches_with("split_gemms", source, &inputs, 1e-4, gemm);
+        assert_eq!(kernel_matches_with("split_gemms", source, &inputs, 1e-4, gemm), 5, "GEMMs {gemm:?}'s own code ran");
     }
 }
 
@@ -374,8 +374,9 @@ fn kernel_matches(name: &str, source: &str, inputs: &[Array], tol: f64) {
     kernel_matches_with(name, source, inputs, tol, Choice::Generated);
 }
 
-/// [`kernel_matches`] with every GEMM run by candidate `gemm`.
-pub(crate) fn kernel_matches_with(name: &str, source: &str, inputs: &[Array], tol: f64, gemm: Choice) {
+/// [`kernel_matches`] with every GEMM run by candidate `gemm`; returns how
+/// many GEMMs `gemm`'s own code ran (not a fallback's).
+pub(crate) fn kernel_matches_with(name: &str, source: &str, inputs: &[Array], tol: f64, gemm: Choice) -> usize {
     let ctx = CompilerContext::new();
     let reference = ctx.parse(source, name).unwrap_or_else(|e| panic!("{name}: {e}"));
     let want = Interpreter::new(&reference).run("f", inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -408,6 +409,7 @@ pub(crate) fn kernel_matches_with(name: &str, source: &str, inputs: &[Array], to
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         close(&format!("{name} result {i}"), &g.values, &w.data, tol);
     }
+    session.module().gemm_runs(gemm)
 }
 
 pub(crate) fn f32s(shape: &[usize], seed: u64) -> Array {

@@ -57,7 +57,7 @@ fn bf16_gemms_match_on_the_cpus_bf16_dot_product() {
     let (name, source, inputs) =
         narrow_kernel_cases(DType::BF16).into_iter().find(|(n, _, _)| n.starts_with("gemm_shapes")).unwrap();
     for gemm in [Choice::Bf16Dot, Choice::Avx512] {
-        kernel_matches_with(&name, &source, &inputs, 2.0 / 256.0, gemm);
+        assert_eq!(kernel_matches_with(&name, &source, &inputs, 2.0 / 256.0, gemm), 4, "GEMMs {gemm:?}'s own code ran");
     }
     let traced = mlp::build(mlp::BATCH).unwrap();
     train_step_matches_in(&traced, "digits_mlp_bf16_dot", "sgd", 2, Choice::Bf16Dot, 10, (2e-2, 1e-4), Precision::Bf16);
@@ -76,12 +76,14 @@ fn bf16_gemms_match_on_mkls_bf16_gemm() {
     );
     let (name, source, inputs) =
         narrow_kernel_cases(DType::BF16).into_iter().find(|(n, _, _)| n.starts_with("gemm_shapes")).unwrap();
-    kernel_matches_with(&name, &source, &inputs, 2.0 / 256.0, Choice::MklBf16);
+    // MKL's code ran every GEMM of the cases (4 and 5), not a fallback.
+    assert_eq!(kernel_matches_with(&name, &source, &inputs, 2.0 / 256.0, Choice::MklBf16), 4);
     // Products that split over 2 threads: each block's bf16 operands and
     // f32 product offset by the split.
     let (source, inputs) = split_gemm_case();
     let inputs: Vec<_> = inputs.into_iter().map(|a| aicf_compiler::interp::Array::new(a.shape, DType::BF16, a.data).unwrap()).collect();
-    kernel_matches_with("split_gemms_bf16", &source.replace("f32>", "bf16>"), &inputs, 2.0 / 256.0, Choice::MklBf16);
+    let split = kernel_matches_with("split_gemms_bf16", &source.replace("f32>", "bf16>"), &inputs, 2.0 / 256.0, Choice::MklBf16);
+    assert_eq!(split, 5);
     let traced = mlp::build(mlp::BATCH).unwrap();
     train_step_matches_in(&traced, "digits_mlp_mkl_bf16", "sgd", 2, Choice::MklBf16, 10, (2e-2, 1e-4), Precision::Bf16);
 }

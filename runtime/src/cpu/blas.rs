@@ -29,7 +29,7 @@
 //! (`cblas_gemm_bf16bf16f32`): on a CPU with AMX (Sapphire Rapids and
 //! later Xeons) on its tile units, on one with AVX-512 BF16 on
 //! `vdpbf16ps`. That is the `mkl-bf16` candidate of a bf16 GEMM (a 2-core
-//! Emerald Rapids with AMX: 700-1000 GFLOP/s on one thread for the
+//! Xeon VM exposing AMX: 700-1000 GFLOP/s on one thread for the
 //! transformer block's and MLP 784's products, 4-6x its sgemm). The
 //! runtime writes no AMX code of its own: MKL's kernels are Intel's, tuned
 //! per CPU, and requesting the tiles' state from the kernel

@@ -61,6 +61,10 @@ pub struct CpuModule {
     /// ones every step cost their page faults: 2 ms a step for MLP 784's
     /// 4.4 MB of gradients).
     packing: std::sync::Mutex<Vec<Values>>,
+    /// GEMMs run by each candidate's code (in `Choice::ALL`'s order),
+    /// counted where that code runs: a forced candidate that cannot run a
+    /// GEMM and falls back is counted as what ran ([`CpuModule::gemm_runs`]).
+    ran: [std::sync::atomic::AtomicUsize; Choice::ALL.len()],
     // Last: the code must outlive the function pointers above.
     _library: libloading::Library,
 }
@@ -156,6 +160,7 @@ impl CpuModule {
             widened: Default::default(),
             packed: Default::default(),
             packing: Default::default(),
+            ran: Default::default(),
             _library: library,
         })
     }
@@ -472,14 +477,15 @@ impl CpuModule {
         pointers: &[*mut u8],
     ) {
         if choice == Choice::Generated {
+            self.count(Choice::Generated);
             return self.launch(kernel, call, pointers);
         }
         let wide = self.wide;
         let library = |epilogue: Option<KernelFn>, pointers: &[*mut u8]| match choice {
             Choice::LibrarySwapped => self.library_gemm(epilogue, call, g, pointers, true),
             Choice::GemmRs if wide => self.gemm_rs(epilogue, call, g, pointers),
-            Choice::OpenBlas => self.cblas_gemm(blas::openblas(), epilogue, call, g, pointers),
-            Choice::Mkl => self.cblas_gemm(blas::mkl(), epilogue, call, g, pointers),
+            Choice::OpenBlas => self.cblas_gemm(Choice::OpenBlas, blas::openblas(), epilogue, call, g, pointers),
+            Choice::Mkl => self.cblas_gemm(Choice::Mkl, blas::mkl(), epilogue, call, g, pointers),
             Choice::Avx512 if wide && Kernel::Avx512F32.available() => {
                 self.packed_gemm(Kernel::Avx512F32, epilogue, call, g, pointers, None)
             }
@@ -536,6 +542,11 @@ impl CpuModule {
         pointers: &[*mut u8],
         product: Option<*mut f32>,
     ) {
+        self.count(match kernel {
+            Kernel::Avx512F32 => Choice::Avx512,
+            Kernel::Avx2F32 => Choice::Avx2,
+            Kernel::Avx512Bf16 => Choice::Bf16Dot,
+        });
         let c = product.unwrap_or(pointers[g.out] as *mut f32);
         // The epilogue reads the call's buffers, then the product where
         // there is one.
@@ -584,6 +595,7 @@ impl CpuModule {
     /// itself on rayon; its workers would sleep between GEMMs where the
     /// team spins, and compete with the team for the cores.)
     fn gemm_rs(&self, epilogue: Option<KernelFn>, call: &Call, g: &LibraryGemm, pointers: &[*mut u8]) {
+        self.count(Choice::GemmRs);
         let [ar, ac] = g.a_strides.map(|s| s as isize);
         let [br, bc] = g.b_strides.map(|s| s as isize);
         self.split_gemm(g, pointers, |x| {
@@ -694,6 +706,7 @@ impl CpuModule {
         g: &LibraryGemm,
         pointers: &[*mut u8],
     ) {
+        self.count(Choice::MklBf16);
         let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());
         let product = grown(&mut widened[2], (g.batch * g.m * g.n).max(1)).as_mut_ptr();
         self.split_gemm_into::<u16>(g, (pointers[g.a], pointers[g.b], product), |x| {
@@ -714,6 +727,7 @@ impl CpuModule {
     /// operands' strides (a forced choice).
     fn cblas_gemm(
         &self,
+        choice: Choice,
         library: Option<&'static blas::Cblas>,
         epilogue: Option<KernelFn>,
         call: &Call,
@@ -723,6 +737,7 @@ impl CpuModule {
         let Some(blas) = library.filter(|_| blas::Cblas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides)) else {
             return self.library_gemm(epilogue, call, g, pointers, false);
         };
+        self.count(choice);
         self.split_gemm(g, pointers, |x| {
             // SAFETY: the block lies inside A, B and the output
             // ([`Self::split_gemm`]); `fits` holds for every block of them.
@@ -748,6 +763,7 @@ impl CpuModule {
         pointers: &[*mut u8],
         swapped: bool,
     ) {
+        self.count(if swapped { Choice::LibrarySwapped } else { Choice::Library });
         let [ar, ac] = g.a_strides.map(|s| s as isize);
         let [br, bc] = g.b_strides.map(|s| s as isize);
         let ldc = g.n as isize;
@@ -765,6 +781,20 @@ impl CpuModule {
         if let Some(e) = epilogue {
             self.launch(e, call, pointers);
         }
+    }
+
+    fn count(&self, choice: Choice) {
+        if let Some(i) = Choice::ALL.iter().position(|&c| c == choice) {
+            self.ran[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// How many GEMMs candidate `choice`'s code has run in this module
+    /// (the path that ran: a forced candidate that could not run a GEMM is
+    /// not counted, its fallback is). For tests that must know a
+    /// candidate's own code ran.
+    pub fn gemm_runs(&self, choice: Choice) -> usize {
+        Choice::ALL.iter().position(|&c| c == choice).map_or(0, |i| self.ran[i].load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn launch(&self, kernel: KernelFn, call: &Call, pointers: &[*mut u8]) {

@@ -58,7 +58,16 @@ impl CpuSession {
         }
         module.registry().pin(&self.pins);
         let mut module = module;
-        module.force_gemm(self.forced);
+        // The session's forced candidate, where one is set, runs every
+        // module's GEMMs; a first module forced before the session was made
+        // keeps its choice and makes it the session's (it was reset to the
+        // registry's choices: the tests that force a candidate on a module
+        // then ran whatever the registry had measured).
+        match (self.forced, index) {
+            (Some(_), _) => module.force_gemm(self.forced),
+            (None, 0) => self.forced = module.forced,
+            (None, _) => module.force_gemm(None),
+        }
         self.modules.push(module);
         Ok(())
     }

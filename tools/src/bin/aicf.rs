@@ -311,8 +311,8 @@ enum Command {
         /// cublaslt). A candidate that cannot run a GEMM (OpenBLAS or MKL
         /// not installed, avx512 on a CPU without AVX-512, avx2 on one
         /// without AVX2 and FMA, bf16-dot on f32 operands or on a CPU
-        /// without AVX-512 BF16, mkl-bf16 on f32 operands) runs it as
-        /// `library`.
+        /// without AVX-512 BF16, mkl-bf16 on f32 or f16 operands or with an
+        /// MKL that has no cblas_gemm_bf16bf16f32) runs it as `library`.
         #[arg(long)]
         gemm: Option<String>,
         /// How the learning rate changes: constant; cosine (a linear
