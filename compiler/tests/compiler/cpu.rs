@@ -345,15 +345,17 @@ fn split_gemms_match_the_interpreter_with_every_candidate() {
     candidates.extend(Kernel::Avx512F32.available().then_some(Choice::Avx512));
     candidates.extend(Kernel::Avx2F32.available().then_some(Choice::Avx2));
     for gemm in candidates {
-        assert_eq!(kernel_matches_with("split_gemms", source, &inputs, 1e-4, gemm), 5, "GEMMs {gemm:?}'s own code ran");
+        assert_eq!(kernel_matches_with("split_gemms", source, &inputs, 1e-4, gemm), 6, "GEMMs {gemm:?}'s own code ran");
     }
 }
 
 /// (hl source of `@f`, inputs): products large enough to split over 2
 /// threads, by rows, by columns (a transposed B, a batch), with A
-/// transposed, and a batch split by whole products (B transposed) ([`split_gemms_match_the_interpreter_with_every_candidate`]).
+/// transposed, a batch split by whole products (B transposed), and the
+/// bias epilogue of a product split by columns and of one split by rows
+/// (run on each thread's rows) ([`split_gemms_match_the_interpreter_with_every_candidate`]).
 pub(crate) fn split_gemm_case() -> (String, Vec<Array>) {
-    let source: String = "func.func @f(%a: tensor<130x150xf32>, %b: tensor<150x120xf32>, %w: tensor<170x150xf32>, %bias: tensor<170xf32>, %c: tensor<150x130xf32>, %m: tensor<3x100x90xf32>, %n: tensor<3x90x110xf32>, %u: tensor<8x40x90xf32>, %v: tensor<8x80x90xf32>) -> (tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>, tensor<8x40x80xf32>) {\n  %p = hl.matmul %a, %b : tensor<130x150xf32>, tensor<150x120xf32>\n  %q = hl.linear %a, %w, %bias : tensor<130x150xf32>, tensor<170x150xf32>, tensor<170xf32>\n  %r = hl.matmul %c, %b transpose_lhs : tensor<150x130xf32>, tensor<150x120xf32>\n  %s = hl.matmul %m, %n : tensor<3x100x90xf32>, tensor<3x90x110xf32>\n  %t = hl.matmul %u, %v transpose_rhs : tensor<8x40x90xf32>, tensor<8x80x90xf32>\n  return %p, %q, %r, %s, %t : tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>, tensor<8x40x80xf32>\n}".into();
+    let source: String = "func.func @f(%a: tensor<130x150xf32>, %b: tensor<150x120xf32>, %w: tensor<170x150xf32>, %bias: tensor<170xf32>, %c: tensor<150x130xf32>, %m: tensor<3x100x90xf32>, %n: tensor<3x90x110xf32>, %u: tensor<8x40x90xf32>, %v: tensor<8x80x90xf32>, %w2: tensor<120x150xf32>, %bias2: tensor<120xf32>) -> (tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>, tensor<8x40x80xf32>, tensor<130x120xf32>) {\n  %p = hl.matmul %a, %b : tensor<130x150xf32>, tensor<150x120xf32>\n  %q = hl.linear %a, %w, %bias : tensor<130x150xf32>, tensor<170x150xf32>, tensor<170xf32>\n  %r = hl.matmul %c, %b transpose_lhs : tensor<150x130xf32>, tensor<150x120xf32>\n  %s = hl.matmul %m, %n : tensor<3x100x90xf32>, tensor<3x90x110xf32>\n  %t = hl.matmul %u, %v transpose_rhs : tensor<8x40x90xf32>, tensor<8x80x90xf32>\n  %o = hl.linear %a, %w2, %bias2 : tensor<130x150xf32>, tensor<120x150xf32>, tensor<120xf32>\n  return %p, %q, %r, %s, %t, %o : tensor<130x120xf32>, tensor<130x170xf32>, tensor<130x120xf32>, tensor<3x100x110xf32>, tensor<8x40x80xf32>, tensor<130x120xf32>\n}".into();
     let inputs = vec![
         f32s(&[130, 150], 91),
         f32s(&[150, 120], 92),
@@ -364,6 +366,8 @@ pub(crate) fn split_gemm_case() -> (String, Vec<Array>) {
         f32s(&[3, 90, 110], 97),
         f32s(&[8, 40, 90], 98),
         f32s(&[8, 80, 90], 99),
+        f32s(&[120, 150], 100),
+        f32s(&[120], 101),
     ];
     (source, inputs)
 }

@@ -598,7 +598,7 @@ impl CpuModule {
         self.count(Choice::GemmRs);
         let [ar, ac] = g.a_strides.map(|s| s as isize);
         let [br, bc] = g.b_strides.map(|s| s as isize);
-        self.split_gemm(g, pointers, |x| {
+        self.split_gemm(g, pointers, (epilogue, call), |x| {
             // SAFETY: the block lies inside A, B and the output
             // ([`Self::split_gemm`]). gemm's convention is
             // dst = alpha dst + beta lhs rhs; dst is not read.
@@ -626,9 +626,6 @@ impl CpuModule {
                 )
             }
         });
-        if let Some(e) = epilogue {
-            self.launch(e, call, pointers);
-        }
     }
 
     /// Runs `piece` on blocks of the output over the team's threads
@@ -636,23 +633,47 @@ impl CpuModule {
     /// output is taller than wide, else columns of B and C; blocks of at
     /// least 16. Each block's pointers lie inside A, B and C (the
     /// manifest's shapes and strides do), and blocks are disjoint in C.
-    fn split_gemm(&self, g: &LibraryGemm, pointers: &[*mut u8], piece: impl Fn(GemmBlock<f32>) + Sync) {
-        self.split_gemm_into(g, (pointers[g.a], pointers[g.b], pointers[g.out] as *mut f32), piece)
+    /// Then the epilogue, if any, on the call's buffers (see
+    /// [`Self::split_gemm_into`]).
+    fn split_gemm(
+        &self,
+        g: &LibraryGemm,
+        pointers: &[*mut u8],
+        (epilogue, call): (Option<KernelFn>, &Call),
+        piece: impl Fn(GemmBlock<f32>) + Sync,
+    ) {
+        let (a, b, c) = (pointers[g.a], pointers[g.b], pointers[g.out] as *mut f32);
+        self.split_gemm_into(g, (a, b, c), (epilogue.map(|e| (e, pointers)), call), piece)
     }
 
     /// [`Self::split_gemm`] on operands of element type `T` at `a` and `b`
     /// into the f32 product at `c` (the output, or an f32 buffer the
-    /// epilogue reads).
+    /// epilogue reads), then the epilogue `(kernel, its buffers)`: where
+    /// blocks are whole rows of the product, on each block's rows right
+    /// after them, on the thread that computed them and while they are in
+    /// its caches (as the runtime's own GEMM does), else over all of it
+    /// after the last block.
     fn split_gemm_into<T>(
         &self,
         g: &LibraryGemm,
         (a, b, c): (*mut u8, *mut u8, *mut f32),
+        (epilogue, call): (Option<(KernelFn, &[*mut u8])>, &Call),
         piece: impl Fn(GemmBlock<T>) + Sync,
     ) {
         let by_rows = g.m >= g.n;
         let long = if by_rows { g.m } else { g.n };
         let threads = gemm_threads(g, self.threads());
         let (a, b, c) = (Pointers(a as _), Pointers(b as _), Pointers(c as _));
+        // The epilogue's work items are the product's rows over the batch.
+        let rows = epilogue.map(|(e, table)| {
+            let table = Pointers(table.as_ptr());
+            move |lo: usize, hi: usize| {
+                // SAFETY: the epilogue reads and writes only rows lo..hi of
+                // its buffers (and the whole of the read-only ones), which
+                // no other thread writes now.
+                unsafe { e(lo as i64, hi as i64, table.get()) }
+            }
+        });
         if threads > 1 && whole_products_split(g.batch, threads) {
             // A batch of products that the threads share evenly (attention's
             // 32 heads' products): whole products per thread, one fork-join
@@ -668,7 +689,14 @@ impl CpuModule {
                     c: c.wrapping_add(batch * g.m * g.n),
                 }
             };
-            self.pool.run(threads, &|p| (g.batch * p / threads..g.batch * (p + 1) / threads).for_each(|i| piece(product(i))));
+            self.pool.run(threads, &|p| {
+                for i in g.batch * p / threads..g.batch * (p + 1) / threads {
+                    piece(product(i));
+                    if let Some(rows) = &rows {
+                        rows(i * g.m, (i + 1) * g.m);
+                    }
+                }
+            });
             return;
         }
         let pieces = threads.min(long.div_ceil(16)).max(1);
@@ -680,11 +708,14 @@ impl CpuModule {
                 b.wrapping_add(batch * g.b_batch),
                 c.wrapping_add(batch * g.m * g.n),
             );
-            piece(if by_rows {
-                GemmBlock { m: hi - lo, n: g.n, a: a.wrapping_add(lo * g.a_strides[0]), b, c: c.wrapping_add(lo * g.n) }
+            if by_rows {
+                piece(GemmBlock { m: hi - lo, n: g.n, a: a.wrapping_add(lo * g.a_strides[0]), b, c: c.wrapping_add(lo * g.n) });
+                if let Some(rows) = &rows {
+                    rows(batch * g.m + lo, batch * g.m + hi);
+                }
             } else {
-                GemmBlock { m: g.m, n: hi - lo, a, b: b.wrapping_add(lo * g.b_strides[1]), c: c.wrapping_add(lo) }
-            })
+                piece(GemmBlock { m: g.m, n: hi - lo, a, b: b.wrapping_add(lo * g.b_strides[1]), c: c.wrapping_add(lo) });
+            }
         };
         for batch in 0..g.batch {
             if pieces == 1 {
@@ -692,6 +723,9 @@ impl CpuModule {
             } else {
                 self.pool.run(pieces, &|p| block(batch, p));
             }
+        }
+        if let (Some((e, table)), false) = (epilogue, by_rows) {
+            self.launch(e, call, table);
         }
     }
 
@@ -709,16 +743,14 @@ impl CpuModule {
         self.count(Choice::MklBf16);
         let mut widened = self.widened.lock().unwrap_or_else(|e| e.into_inner());
         let product = grown(&mut widened[2], (g.batch * g.m * g.n).max(1)).as_mut_ptr();
-        self.split_gemm_into::<u16>(g, (pointers[g.a], pointers[g.b], product), |x| {
+        let mut outer = pointers.to_vec();
+        outer.push(product as *mut u8);
+        let epilogue = epilogue.map(|e| (e, &outer[..]));
+        self.split_gemm_into::<u16>(g, (pointers[g.a], pointers[g.b], product), (epilogue, call), |x| {
             // SAFETY: the block lies inside A, B (bf16) and the product
             // ([`Self::split_gemm_into`]); `fits` holds for every block.
             unsafe { mkl.gemm_bf16((x.m, x.n, g.k), g.alpha as f32, (x.a, g.a_strides), (x.b, g.b_strides), (x.c, g.n)) }
         });
-        let mut outer = pointers.to_vec();
-        outer.push(product as *mut u8);
-        if let Some(e) = epilogue {
-            self.launch(e, call, &outer);
-        }
     }
 
     /// A CBLAS library's sgemm (OpenBLAS's, MKL's), single-threaded on each
@@ -738,14 +770,11 @@ impl CpuModule {
             return self.library_gemm(epilogue, call, g, pointers, false);
         };
         self.count(choice);
-        self.split_gemm(g, pointers, |x| {
+        self.split_gemm(g, pointers, (epilogue, call), |x| {
             // SAFETY: the block lies inside A, B and the output
             // ([`Self::split_gemm`]); `fits` holds for every block of them.
             unsafe { blas.sgemm((x.m, x.n, g.k), g.alpha as f32, (x.a, g.a_strides), (x.b, g.b_strides), (x.c, g.n)) }
         });
-        if let Some(e) = epilogue {
-            self.launch(e, call, pointers);
-        }
     }
 
     /// matrixmultiply's sgemm, single-threaded on each of the team's
@@ -767,7 +796,7 @@ impl CpuModule {
         let [ar, ac] = g.a_strides.map(|s| s as isize);
         let [br, bc] = g.b_strides.map(|s| s as isize);
         let ldc = g.n as isize;
-        self.split_gemm(g, pointers, |x| {
+        self.split_gemm(g, pointers, (epilogue, call), |x| {
             // SAFETY: the block lies inside A, B and the output
             // ([`Self::split_gemm`]).
             unsafe {
@@ -778,9 +807,6 @@ impl CpuModule {
                 }
             }
         });
-        if let Some(e) = epilogue {
-            self.launch(e, call, pointers);
-        }
     }
 
     fn count(&self, choice: Choice) {
