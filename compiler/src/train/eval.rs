@@ -265,6 +265,17 @@ pub(crate) fn model_of_checkpoint(
     {
         create_dir(out)?;
         let file = out.join("checkpoint-model.mlir");
+        if super::same_path(&file, model) {
+            // Writing the checkpoint's model there would replace the model
+            // file the user gave (an earlier run's note named that path).
+            return Err(TrainError::Io {
+                path: file,
+                message: format!(
+                    "is MODEL, the model file given; {doing} the other model the checkpoint holds would write that \
+                     model here, over it: give another --out"
+                ),
+            });
+        }
         crate::codegen::write_atomically(&file, ir.as_bytes())?;
         crate::weights::carry(ir, model, &file)?;
         report.note(&format!(

@@ -305,11 +305,20 @@ pub fn check_optimizer_settings(
     if !momentum.is_finite() || !(0.0..1.0).contains(&momentum) {
         return Err(format!("the momentum {momentum} is not in [0, 1)"));
     }
+    // The step computes in f32: a setting just under 1 that rounds to 1
+    // there is refused here, by its flag's name, not by the optimizer pass
+    // with the rounded value.
+    if momentum as f32 >= 1.0 {
+        return Err(format!("the momentum {momentum} is 1 in f32, the precision the step computes in (at most 0.99999994)"));
+    }
     if !weight_decay.is_finite() || weight_decay < 0.0 {
         return Err(format!("the weight decay {weight_decay} is not a number of at least 0"));
     }
     if !(0.0..1.0).contains(&b1) || !(0.0..1.0).contains(&b2) {
         return Err(format!("the betas {b1}, {b2} are not both in [0, 1)"));
+    }
+    if let Some(b) = [b1, b2].into_iter().find(|&b| b as f32 >= 1.0) {
+        return Err(format!("the beta {b} is 1 in f32, the precision the step computes in (at most 0.99999994)"));
     }
     if let Some(c) = clip_norm
         && !(c.is_finite() && c > 0.0)
@@ -317,6 +326,14 @@ pub fn check_optimizer_settings(
         return Err(format!("the gradient clipping norm {c} is not a positive number"));
     }
     Ok(())
+}
+
+/// `x` as a person writes it: to 7 significant digits, plainly between
+/// 1e-4 and 1e6, else with an exponent (1e300 printed plainly is 301
+/// digits; 1e300 * 0.003 is 3.0000000000000003e297).
+pub fn short(x: f64) -> String {
+    let x: f64 = format!("{x:.6e}").parse().unwrap_or(x);
+    if x == 0.0 || (1e-4..1e6).contains(&x.abs()) { x.to_string() } else { format!("{x:e}") }
 }
 
 /// The most epochs a run may ask for (the step and progress arithmetic
@@ -1581,6 +1598,19 @@ impl<'a> Loop<'a> {
     /// What to do about a run that diverged: lower the learning rate, or
     /// first fix the data's outlier, where it has one.
     fn remedy(&self) -> String {
+        let setting = |key: &str| self.record.iter().find(|(k, _)| *k == key).and_then(|(_, v)| v.parse::<f64>().ok());
+        if let (Some(decay), Some(lr)) = (setting("weight_decay"), setting("lr"))
+            && decay * lr >= 1.0
+        {
+            // Each update's decay term alone moves a weight by lr * decay
+            // times itself: at 1 or more it overshoots zero, and grows.
+            return format!(
+                "the weight decay {} times the learning rate {lr} is {}, at least 1, so every update overshoots: \
+                 lower the weight decay",
+                short(decay),
+                short(decay * lr)
+            );
+        }
         match &self.data.outlier {
             Some(outlier) => format!("the data holds an outlier ({outlier}): fix it before lowering the learning rate"),
             None => "lower the learning rate".into(),

@@ -33,6 +33,41 @@
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --lr -1 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --accumulate 0 --out %t/run 2>&1 | FileCheck %s --check-prefix=ACCZERO
 // RUN: env AICF_CLANG=%t/no-clang not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --out %t/noclang 2>&1 | FileCheck %s --check-prefix=NOCLANG
+// Settings that f32 turns into others are refused by name, in bench as in
+// train: a rate that is 0 there (the timed steps trained nothing), a beta
+// or momentum that is 1 there (refused inside the optimizer pass with the
+// rounded value).
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --lr 1e-50 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=BENCHTINYLR
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --betas 0.9999999999,0.5 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=BETAONE
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum 0.99999999999 --out %t/run 2>&1 | FileCheck %s --check-prefix=MOMENTUMONE
+// BENCHTINYLR: aicf: error: the learning rate 1e-50 is 0 in f32, the precision the step computes in
+// BETAONE: aicf: error: the beta 0.9999999999 is 1 in f32, the precision the step computes in (at most 0.99999994)
+// MOMENTUMONE: aicf: error: the momentum 0.99999999999 is 1 in f32, the precision the step computes in (at most 0.99999994)
+// A run made NaN by its weight decay is told to lower that, not the rate.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --weight-decay 1e300 --epochs 1 --no-runs-db --no-progress --out %t/decay 2>&1 | FileCheck %s --check-prefix=DECAYNAN
+// DECAYNAN: aicf: error: the loss became NaN at epoch 1, step {{[0-9]+}} (lr 0.003); the weight decay 1e300 times the learning rate 0.003 is 3e297, at least 1, so every update overshoots: lower the weight decay
+// Flags that would change nothing are refused: the collectives' settings
+// without --data-parallel, --timing with --emit.
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --bucket-size 1K --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=BUCKETALONE
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --collective-timeout 5 --out %t/run 2>&1 | FileCheck %s --check-prefix=TIMEOUTALONE
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --timing --emit fused 2>&1 | FileCheck %s --check-prefix=TIMINGEMIT
+// BUCKETALONE: aicf: error: --bucket-size sets a data-parallel run's all-reduces: `aicf bench` without --data-parallel has none
+// TIMEOUTALONE: aicf: error: --collective-timeout sets a data-parallel run's all-reduces: `aicf train` without --data-parallel has none
+// TIMINGEMIT: aicf: error: --timing times the compile to an artifact; with --emit nothing is compiled to time
+// A trace that cannot be written (sysfs takes no new file, even from root)
+// is found before the benchmark runs, by its flag; a printed stage's
+// missing directories are made.
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 1 --trace /sys/aicf-trace.json --out %t/bench 2>&1 | FileCheck %s --check-prefix=TRACEUNWRITABLE
+// TRACEUNWRITABLE: aicf: error: --trace /sys/aicf-trace.json: cannot be written:
+// TRACEUNWRITABLE-NOT: median
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit hl -o %t/emitted/new/dir/out.mlir
+// RUN: FileCheck %s --check-prefix=EMITNEWDIR < %t/emitted/new/dir/out.mlir
+// EMITNEWDIR: func.func @forward
+// A FIFO given as eval's --data is refused before anything reads it (it
+// is read more than once; a single writer left eval waiting).
+// RUN: rm -f %t/fifo.csv && mkfifo %t/fifo.csv
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/fifo.csv --checkpoint %t/missing.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=FIFODATA
+// FIFODATA: aicf: error: --data {{.*}}fifo.csv: not a regular file (a device, pipe or socket); it is read from a file
 // RUN: test ! -e %t/run && test ! -e %t/bench
 //
 // LR: aicf: error: the learning rate -1 is not a positive number

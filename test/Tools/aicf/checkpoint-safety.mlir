@@ -197,3 +197,11 @@
 // RUN: cmp %t/rewind/last.safetensors %t/rewind-last.safetensors
 // REPLAYSTOP-NOT: has nothing to grow
 // REPLAYSTOP: note: the replay stopped at epoch 3 before {{.*}}rewind's latest checkpoint (epoch 4), which stays: no checkpoint written
+
+// eval and sample of a checkpoint holding another model write that model
+// to --out/checkpoint-model.mlir; where that file is MODEL itself (the path
+// an earlier note named), they refuse and leave it as it was.
+// RUN: mkdir -p %t/over && cp %S/../../../examples/cnn/digits_cnn.mlir %t/over/checkpoint-model.mlir
+// RUN: not aicf eval %t/over/checkpoint-model.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --out %t/over 2>&1 | FileCheck %s --check-prefix=OVERMODEL
+// RUN: cmp %t/over/checkpoint-model.mlir %S/../../../examples/cnn/digits_cnn.mlir
+// OVERMODEL: aicf: error: {{.*}}over/checkpoint-model.mlir: is MODEL, the model file given; scoring the other model the checkpoint holds would write that model here, over it: give another --out

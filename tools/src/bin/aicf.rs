@@ -523,7 +523,13 @@ fn regular_inputs(command: &Command) -> Result<()> {
             inputs.extend(adapt.as_deref().map(|p| (p, "--adapt")));
             inputs.extend(resume_from.as_deref().map(|p| (p, "--resume-from")));
         }
-        Command::Eval { compile, checkpoint, .. } | Command::Sample { compile, checkpoint, .. } => {
+        Command::Eval { compile, checkpoint, data, .. } => {
+            inputs.push((&compile.model, "the model"));
+            inputs.push((checkpoint, "--checkpoint"));
+            // Read more than once (hashed, then parsed): a FIFO hung.
+            inputs.extend(data.iter().map(|p| (p.as_path(), "--data")));
+        }
+        Command::Sample { compile, checkpoint, .. } => {
             inputs.push((&compile.model, "the model"));
             inputs.push((checkpoint, "--checkpoint"));
         }
@@ -733,6 +739,27 @@ fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
         ("bucket_size", "--bucket-size"),
         ("collective_timeout", "--collective-timeout"),
     ];
+    // The collectives' settings shape a data-parallel run only: given
+    // without --data-parallel (train, bench, compile), they changed nothing.
+    if let Some((command @ ("train" | "bench" | "compile"), sub)) = matches.subcommand() {
+        let given = |id: &str| {
+            sub.try_contains_id(id).unwrap_or(false)
+                && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        };
+        let parallel =
+            sub.try_get_one::<bool>("data_parallel").ok().flatten().copied().unwrap_or(false) || given("nproc");
+        if !parallel
+            && let Some(flag) = [("bucket_size", "--bucket-size"), ("collective_timeout", "--collective-timeout")]
+                .into_iter()
+                .find(|(id, _)| given(id))
+                .map(|(_, flag)| flag)
+        {
+            return Err(format!(
+                "{flag} sets a data-parallel run's all-reduces: `aicf {command}` without --data-parallel has none \
+                 (give --data-parallel, under mpirun or with --nproc)"
+            ));
+        }
+    }
     let Some((command @ ("eval" | "sample"), sub)) = matches.subcommand() else { return Ok(()) };
     let given: Vec<&str> = TRAINING
         .iter()
@@ -1214,6 +1241,9 @@ fn run_compile(
     {
         return Err(format!("{}: -o names the model being compiled; give another output", out.display()));
     }
+    if timing && emit.is_some() {
+        return Err("--timing times the compile to an artifact; with --emit nothing is compiled to time".into());
+    }
     if let (Some(out), Some(_)) = (&output, &emit) {
         aicf_compiler::train::refuse_overwriting_weights(out, "the printed stage")
             .map_err(|e| format!("{}: {e}", out.display()))?;
@@ -1296,7 +1326,13 @@ fn run_compile(
     }
     if let Some(path) = output {
         let text = format!("{}\n", module.as_operation());
-        return aicf_compiler::codegen::write_atomically(&path, text.as_bytes()).map_err(|e| e.to_string());
+        // As an artifact's directory is: the directories on the way are
+        // made (a missing one was a bare "No such file or directory").
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| format!("-o {}: {e}", path.display()))?;
+        }
+        return aicf_compiler::codegen::write_atomically(&path, text.as_bytes())
+            .map_err(|e| format!("-o {}: {e}", path.display()));
     }
     // A closed pipe (`| head`) ends the output quietly.
     match writeln!(std::io::stdout().lock(), "{}", module.as_operation()) {
@@ -1568,6 +1604,10 @@ fn bench(
     if !lr.is_finite() || lr <= 0.0 {
         return Err(format!("the learning rate {lr} is not a positive number"));
     }
+    if (lr as f32) == 0.0 {
+        // As train refuses it: the timed steps would not train.
+        return Err(format!("the learning rate {lr:e} is 0 in f32, the precision the step computes in"));
+    }
     no_batch(c, "bench")?;
     // Where the trace goes is checked before the benchmark runs.
     if let Some(t) = trace {
@@ -1589,6 +1629,17 @@ fn bench(
                 ));
             }
             std::fs::create_dir_all(parent).map_err(|e| format!("--trace {}: {e}", t.display()))?;
+        }
+        // Writable, before the benchmark runs (a read-only place was found
+        // only after it, in an error that did not name --trace).
+        let existed = t.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(t)
+            .map_err(|e| format!("--trace {}: cannot be written: {e}", t.display()))?;
+        if !existed {
+            let _ = std::fs::remove_file(t);
         }
     }
     // Data parallel: every replica times its step, which sums over all.
@@ -1709,9 +1760,15 @@ fn bench(
     if !loss.is_finite() {
         // Kernels on infinities and NaNs can take other paths than on the
         // numbers a training run sees.
+        let remedy = if c.weight_decay * lr >= 1.0 {
+            let decay = aicf_compiler::train::run::short(c.weight_decay);
+            format!("a smaller --weight-decay keeps it finite ({decay} times the rate is at least 1)")
+        } else {
+            "a smaller --lr keeps it finite".to_string()
+        };
         eprintln!(
             "note: the loss is {loss} after the timed steps (lr {lr} on a fixed random batch): the step still ran, but \
-             its times are those of arithmetic on non-finite values; a smaller --lr keeps it finite"
+             its times are those of arithmetic on non-finite values; {remedy}"
         );
     }
     // The functions a step runs, whose kernels the profile lists.
