@@ -149,6 +149,13 @@ pub trait Backend {
     /// measured choice; `None` goes back to the registry.
     fn force_gemm(&mut self, candidate: Option<&str>) -> Result<()>;
 
+    /// How many GEMMs the candidate named has run so far, counted where its
+    /// own code ran (a forced candidate that could not run a GEMM and fell
+    /// back is not counted); `None` where the backend does not count.
+    fn gemm_runs(&self, _candidate: &str) -> Option<usize> {
+        None
+    }
+
     /// Lets f32 GEMMs run in TF32 on a GPU's tensor cores (PyTorch's
     /// `allow_tf32`; off unless `AICF_ALLOW_TF32=1`). A CPU has no TF32:
     /// it ignores this.

@@ -224,6 +224,11 @@ impl Backend for CpuSession {
         }
     }
 
+    fn gemm_runs(&self, candidate: &str) -> Option<usize> {
+        let choice = Choice::from_name(candidate)?;
+        Some(self.modules.iter().map(|m| m.gemm_runs(choice)).sum())
+    }
+
     fn force_gemm(&mut self, candidate: Option<&str>) -> Result<()> {
         let choice = match candidate {
             None => None,

@@ -43,6 +43,10 @@
 // BENCHTINYLR: aicf: error: the learning rate 1e-50 is 0 in f32, the precision the step computes in
 // BETAONE: aicf: error: the beta 0.9999999999 is 1 in f32, the precision the step computes in (at most 0.99999994)
 // MOMENTUMONE: aicf: error: the momentum 0.99999999999 is 1 in f32, the precision the step computes in (at most 0.99999994)
+// A forced GEMM candidate that cannot take the model's operands (a bf16
+// one in fp32) runs them as `library`, and bench says so.
+// RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 1 --gemm mkl-bf16 --out %t/benchgemm 2>&1 | FileCheck %s --check-prefix=GEMMFALLBACK
+// GEMMFALLBACK: note: --gemm mkl-bf16 ran none of this model's GEMMs here (it cannot take their operands, or is not available on this machine): they ran as `library`
 // A run made NaN by its weight decay is told to lower that, not the rate.
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --weight-decay 1e300 --epochs 1 --no-runs-db --no-progress --out %t/decay 2>&1 | FileCheck %s --check-prefix=DECAYNAN
 // DECAYNAN: aicf: error: the loss became NaN at epoch 1, step {{[0-9]+}} (lr 0.003); the weight decay 1e300 times the learning rate 0.003 is 3e297, at least 1, so every update overshoots: lower the weight decay

@@ -1757,6 +1757,18 @@ fn bench(
         times[0],
         device
     );
+    // A forced candidate that could not run this model's GEMMs here (f32
+    // operands for a bf16 one, a library not installed, an instruction set
+    // the CPU lacks) ran them as `library`: said, since the line above
+    // names the candidate asked for.
+    if let Some(g) = gemm.filter(|g| *g != "library")
+        && backend.gemm_runs(g) == Some(0)
+    {
+        eprintln!(
+            "note: --gemm {g} ran none of this model's GEMMs here (it cannot take their operands, or is not \
+             available on this machine): they ran as `library`"
+        );
+    }
     if !loss.is_finite() {
         // Kernels on infinities and NaNs can take other paths than on the
         // numbers a training run sees.
