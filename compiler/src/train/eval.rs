@@ -93,6 +93,13 @@ pub fn evaluate_checkpoint(
         ..DataOptions::default()
     };
     let dataset = Dataset::load(data, &sig, &data_options)?;
+    if let (false, Some(k)) = (text, eval_windows) {
+        // Windows are a text's: a table's rows are scored every one.
+        return Err(TrainError::Input(format!(
+            "--eval-windows {k} samples a text's held-out windows; {} is a table, whose examples are scored every one",
+            data_name(data)
+        )));
+    }
     if text && held && eval_windows.is_none() {
         let sampled = meta.get("eval_windows").and_then(|v| v.parse::<usize>().ok());
         if let Some(k) = sampled.filter(|&k| k < dataset.held_len()) {

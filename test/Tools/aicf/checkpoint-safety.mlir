@@ -205,3 +205,7 @@
 // RUN: not aicf eval %t/over/checkpoint-model.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --out %t/over 2>&1 | FileCheck %s --check-prefix=OVERMODEL
 // RUN: cmp %t/over/checkpoint-model.mlir %S/../../../examples/cnn/digits_cnn.mlir
 // OVERMODEL: aicf: error: {{.*}}over/checkpoint-model.mlir: is MODEL, the model file given; scoring the other model the checkpoint holds would write that model here, over it: give another --out
+// --eval-windows samples a text's windows: on a table it is refused, not
+// ignored.
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --eval-windows 5 --out %t/run 2>&1 | FileCheck %s --check-prefix=WINDOWSTABLE
+// WINDOWSTABLE: aicf: error: --eval-windows 5 samples a text's held-out windows; {{.*}}digits.csv is a table, whose examples are scored every one
