@@ -494,7 +494,13 @@ fn replicas_that_differ_are_refused_naming_the_difference() {
         a.extend(first.iter().map(|s| s.to_string()));
         a.push(":".into());
         a.extend(["-n".to_string(), "1".into()]);
-        let d = if second.contains(&"OTHER") { other.clone() } else if second.contains(&"COPY") { copy.clone() } else { data.clone() };
+        let d = if second.contains(&"OTHER") {
+            other.clone()
+        } else if second.contains(&"COPY") {
+            copy.clone()
+        } else {
+            data.clone()
+        };
         a.extend(base(&d));
         a.extend(second.iter().filter(|s| !matches!(**s, "OTHER" | "COPY")).map(|s| s.to_string()));
         Command::new("mpirun")
@@ -514,7 +520,10 @@ fn replicas_that_differ_are_refused_naming_the_difference() {
         let o = run(first, second, out);
         let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
         assert!(!o.status.success(), "{out}: the run went on:\n{text}");
-        assert!(text.contains("aicf: error (rank 1 of 2): replica 1 of the data-parallel run") && text.contains(says), "{out}:\n{text}");
+        assert!(
+            text.contains("aicf: error (rank 1 of 2): replica 1 of the data-parallel run") && text.contains(says),
+            "{out}:\n{text}"
+        );
     }
     ok(&run(&[], &["COPY"], "copy"));
 }

@@ -942,7 +942,9 @@ mod tests {
         let app = dir.join("app.db");
         Connection::open(&app)
             .unwrap()
-            .execute_batch("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); CREATE TABLE runs(id INTEGER PRIMARY KEY);")
+            .execute_batch(
+                "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); CREATE TABLE runs(id INTEGER PRIMARY KEY);",
+            )
             .unwrap();
         let before = std::fs::read(&app).unwrap();
         for e in [Runs::read(&app).map(|_| ()).unwrap_err(), Runs::open(&app).map(|_| ()).unwrap_err()] {

@@ -309,7 +309,9 @@ pub fn check_optimizer_settings(
     // there is refused here, by its flag's name, not by the optimizer pass
     // with the rounded value.
     if momentum as f32 >= 1.0 {
-        return Err(format!("the momentum {momentum} is 1 in f32, the precision the step computes in (at most 0.99999994)"));
+        return Err(format!(
+            "the momentum {momentum} is 1 in f32, the precision the step computes in (at most 0.99999994)"
+        ));
     }
     if !weight_decay.is_finite() || weight_decay < 0.0 {
         return Err(format!("the weight decay {weight_decay} is not a number of at least 0"));
@@ -1746,7 +1748,9 @@ impl<'a> Loop<'a> {
             let last = schedule_steps(run, (steps_per_epoch, step), self.budget_steps_left(run, global));
             for (k, rule) in rules.iter().enumerate() {
                 let after = match rule.trigger {
-                    Trigger::Steps { at } if at > last => Some(format!("at step {at}, after this run's last step ({last})")),
+                    Trigger::Steps { at } if at > last => {
+                        Some(format!("at step {at}, after this run's last step ({last})"))
+                    }
                     Trigger::EverySteps { every } if every > last => {
                         Some(format!("every {every} steps, more than this run's last step ({last})"))
                     }

@@ -81,8 +81,15 @@ fn bf16_gemms_match_on_mkls_bf16_gemm() {
     // Products that split over 2 threads: each block's bf16 operands and
     // f32 product offset by the split.
     let (source, inputs) = split_gemm_case();
-    let inputs: Vec<_> = inputs.into_iter().map(|a| aicf_compiler::interp::Array::new(a.shape, DType::BF16, a.data).unwrap()).collect();
-    let split = kernel_matches_with("split_gemms_bf16", &source.replace("f32>", "bf16>"), &inputs, 2.0 / 256.0, Choice::MklBf16);
+    let inputs: Vec<_> =
+        inputs.into_iter().map(|a| aicf_compiler::interp::Array::new(a.shape, DType::BF16, a.data).unwrap()).collect();
+    let split = kernel_matches_with(
+        "split_gemms_bf16",
+        &source.replace("f32>", "bf16>"),
+        &inputs,
+        2.0 / 256.0,
+        Choice::MklBf16,
+    );
     assert_eq!(split, 6);
     let traced = mlp::build(mlp::BATCH).unwrap();
     train_step_matches_in(&traced, "digits_mlp_mkl_bf16", "sgd", 2, Choice::MklBf16, 10, (2e-2, 1e-4), Precision::Bf16);

@@ -374,7 +374,10 @@ mod tests {
                 let terms = (0..k).map(|i| value(&a16, r * k + i) * value(&b16, i * n + col));
                 let (want, size) = terms.fold((0.0, 0.0), |(s, t): (f64, f64), x| (s + x, t + x.abs()));
                 for (got, how) in [(first[r * n + col], "B as it is"), (transposed[r * n + col], "B transposed")] {
-                    assert!((got as f64 - want).abs() <= 1e-5 * size.max(1.0), "C[{r},{col}] with {how}: {got} against {want}");
+                    assert!(
+                        (got as f64 - want).abs() <= 1e-5 * size.max(1.0),
+                        "C[{r},{col}] with {how}: {got} against {want}"
+                    );
                 }
             }
         }

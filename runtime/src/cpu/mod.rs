@@ -498,7 +498,9 @@ impl CpuModule {
             return library(epilogue, pointers);
         };
         if choice == Choice::MklBf16 && narrow == DType::BF16 {
-            if let Some(mkl) = blas::mkl().filter(|m| m.has_bf16() && blas::Cblas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides)) {
+            if let Some(mkl) =
+                blas::mkl().filter(|m| m.has_bf16() && blas::Cblas::fits(g.m, g.n, g.k, g.a_strides, g.b_strides))
+            {
                 return self.mkl_bf16_gemm(mkl, epilogue, call, g, pointers);
             }
         }
@@ -709,12 +711,24 @@ impl CpuModule {
                 c.wrapping_add(batch * g.m * g.n),
             );
             if by_rows {
-                piece(GemmBlock { m: hi - lo, n: g.n, a: a.wrapping_add(lo * g.a_strides[0]), b, c: c.wrapping_add(lo * g.n) });
+                piece(GemmBlock {
+                    m: hi - lo,
+                    n: g.n,
+                    a: a.wrapping_add(lo * g.a_strides[0]),
+                    b,
+                    c: c.wrapping_add(lo * g.n),
+                });
                 if let Some(rows) = &rows {
                     rows(batch * g.m + lo, batch * g.m + hi);
                 }
             } else {
-                piece(GemmBlock { m: g.m, n: hi - lo, a, b: b.wrapping_add(lo * g.b_strides[1]), c: c.wrapping_add(lo) });
+                piece(GemmBlock {
+                    m: g.m,
+                    n: hi - lo,
+                    a,
+                    b: b.wrapping_add(lo * g.b_strides[1]),
+                    c: c.wrapping_add(lo),
+                });
             }
         };
         for batch in 0..g.batch {
@@ -749,7 +763,9 @@ impl CpuModule {
         self.split_gemm_into::<u16>(g, (pointers[g.a], pointers[g.b], product), (epilogue, call), |x| {
             // SAFETY: the block lies inside A, B (bf16) and the product
             // ([`Self::split_gemm_into`]); `fits` holds for every block.
-            unsafe { mkl.gemm_bf16((x.m, x.n, g.k), g.alpha as f32, (x.a, g.a_strides), (x.b, g.b_strides), (x.c, g.n)) }
+            unsafe {
+                mkl.gemm_bf16((x.m, x.n, g.k), g.alpha as f32, (x.a, g.a_strides), (x.b, g.b_strides), (x.c, g.n))
+            }
         });
     }
 
@@ -820,7 +836,10 @@ impl CpuModule {
     /// not counted, its fallback is). For tests that must know a
     /// candidate's own code ran.
     pub fn gemm_runs(&self, choice: Choice) -> usize {
-        Choice::ALL.iter().position(|&c| c == choice).map_or(0, |i| self.ran[i].load(std::sync::atomic::Ordering::Relaxed))
+        Choice::ALL
+            .iter()
+            .position(|&c| c == choice)
+            .map_or(0, |i| self.ran[i].load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn launch(&self, kernel: KernelFn, call: &Call, pointers: &[*mut u8]) {

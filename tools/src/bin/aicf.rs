@@ -2042,7 +2042,10 @@ fn propose(
         if let (Some(p), Some(r)) = (p, registry.as_deref())
             && Runs::would_overwrite(p, r)
         {
-            return Err(format!("{}: {what} would overwrite the run registry (or a file SQLite keeps beside it)", p.display()));
+            return Err(format!(
+                "{}: {what} would overwrite the run registry (or a file SQLite keeps beside it)",
+                p.display()
+            ));
         }
         // Every output's directory exists before anything is written: no
         // model is left behind by a policy that could not be.

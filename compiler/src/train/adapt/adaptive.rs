@@ -936,7 +936,10 @@ impl Adaptive {
             action.push_str("; optimizer state reset");
         }
         if self.shrink < 1.0 {
-            action.push_str(&format!("; shrunk to {} x toward a fresh initialisation", self.shrink));
+            action.push_str(&format!(
+                "; shrunk to {} x toward a fresh initialisation",
+                crate::train::run::short(self.shrink)
+            ));
         }
     }
 
