@@ -43,6 +43,14 @@ pub fn evaluate_checkpoint(
     if eval_windows == Some(0) {
         return Err(TrainError::Input("--eval-windows 0: nothing to score".into()));
     }
+    // Windows are a text's: a table's rows are scored every one. Refused
+    // before anything is read or written.
+    if let (Some(k), Some(table)) = (eval_windows, data.first().filter(|p| !is_text(p))) {
+        return Err(TrainError::Input(format!(
+            "--eval-windows {k} samples a text's held-out windows; {} is a table, whose examples are scored every one",
+            table.display()
+        )));
+    }
     let (name, source, meta) = model_of_checkpoint(model, checkpoint, out, "scoring", report)?;
     let sig = Signature::of_source(&source, &name)?;
     if !sig.classifies() {
@@ -74,7 +82,7 @@ pub fn evaluate_checkpoint(
         Some(d) => super::run::records_data(d, data)?,
         None => false,
     };
-    let text = data.first().is_some_and(|p| p.to_string_lossy().ends_with(".txt"));
+    let text = data.first().is_some_and(|p| is_text(p));
     let held = trained_on && val_split > 0.0;
     if trained_on && !held {
         report.note(&format!(
@@ -93,13 +101,6 @@ pub fn evaluate_checkpoint(
         ..DataOptions::default()
     };
     let dataset = Dataset::load(data, &sig, &data_options)?;
-    if let (false, Some(k)) = (text, eval_windows) {
-        // Windows are a text's: a table's rows are scored every one.
-        return Err(TrainError::Input(format!(
-            "--eval-windows {k} samples a text's held-out windows; {} is a table, whose examples are scored every one",
-            data_name(data)
-        )));
-    }
     if text && held && eval_windows.is_none() {
         let sampled = meta.get("eval_windows").and_then(|v| v.parse::<usize>().ok());
         if let Some(k) = sampled.filter(|&k| k < dataset.held_len()) {
@@ -295,4 +296,10 @@ pub(crate) fn model_of_checkpoint(
         source = ir.clone();
     }
     Ok((name, source, meta))
+}
+
+/// Whether `path` is read as text (a `.txt` file, in any case), as
+/// `Dataset::load` reads it.
+fn is_text(path: &Path) -> bool {
+    path.to_string_lossy().to_ascii_lowercase().ends_with(".txt")
 }

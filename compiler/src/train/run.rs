@@ -316,6 +316,12 @@ pub fn check_optimizer_settings(
     if !weight_decay.is_finite() || weight_decay < 0.0 {
         return Err(format!("the weight decay {weight_decay} is not a number of at least 0"));
     }
+    if (weight_decay as f32).is_infinite() {
+        return Err(format!(
+            "the weight decay {} is infinite in f32, the precision the step computes in",
+            short(weight_decay)
+        ));
+    }
     if !(0.0..1.0).contains(&b1) || !(0.0..1.0).contains(&b2) {
         return Err(format!("the betas {b1}, {b2} are not both in [0, 1)"));
     }
@@ -328,6 +334,15 @@ pub fn check_optimizer_settings(
         return Err(format!("the gradient clipping norm {c} is not a positive number"));
     }
     Ok(())
+}
+
+/// Whether `optimizer`'s weight decay alone makes the weights grow: SGD's
+/// (L2, in the gradient) and AdamW's (decoupled) multiply each weight by
+/// `1 - lr * decay` per step, above 1 in size once `lr * decay > 2`.
+/// Adam's L2 term is normalised with the gradient, so no product of the
+/// two settings does that.
+pub fn decay_overshoots(optimizer: &str, lr: f64, decay: f64) -> bool {
+    matches!(optimizer, "sgd" | "adamw") && lr * decay > 2.0
 }
 
 /// `x` as a person writes it: to 7 significant digits, plainly between
@@ -1600,17 +1615,18 @@ impl<'a> Loop<'a> {
     /// What to do about a run that diverged: lower the learning rate, or
     /// first fix the data's outlier, where it has one.
     fn remedy(&self) -> String {
-        let setting = |key: &str| self.record.iter().find(|(k, _)| *k == key).and_then(|(_, v)| v.parse::<f64>().ok());
-        if let (Some(decay), Some(lr)) = (setting("weight_decay"), setting("lr"))
-            && decay * lr >= 1.0
+        let text = |key: &str| self.record.iter().find(|(k, _)| *k == key).map(|(_, v)| v.as_str());
+        let setting = |key: &str| text(key).and_then(|v| v.parse::<f64>().ok());
+        if let (Some(optimizer), Some(decay), Some(lr)) = (text("optimizer"), setting("weight_decay"), setting("lr"))
+            && decay_overshoots(optimizer, lr, decay)
         {
-            // Each update's decay term alone moves a weight by lr * decay
-            // times itself: at 1 or more it overshoots zero, and grows.
             return format!(
-                "the weight decay {} times the learning rate {lr} is {}, at least 1, so every update overshoots: \
-                 lower the weight decay",
+                "the weight decay {} times the learning rate {lr} is {}, above 2: each update multiplies the weights \
+                 by 1 - {} = {}, so they grow in size and alternate in sign; lower the weight decay",
                 short(decay),
-                short(decay * lr)
+                short(decay * lr),
+                short(decay * lr),
+                short(1.0 - decay * lr)
             );
         }
         match &self.data.outlier {

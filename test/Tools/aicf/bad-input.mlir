@@ -47,9 +47,13 @@
 // one in fp32) runs them as `library`, and bench says so.
 // RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 1 --gemm mkl-bf16 --out %t/benchgemm 2>&1 | FileCheck %s --check-prefix=GEMMFALLBACK
 // GEMMFALLBACK: note: --gemm mkl-bf16 ran none of this model's GEMMs here (it cannot take their operands, or is not available on this machine): they ran as `library`
-// A run made NaN by its weight decay is told to lower that, not the rate.
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --weight-decay 1e300 --epochs 1 --no-runs-db --no-progress --out %t/decay 2>&1 | FileCheck %s --check-prefix=DECAYNAN
-// DECAYNAN: aicf: error: the loss became NaN at epoch 1, step {{[0-9]+}} (lr 0.003); the weight decay 1e300 times the learning rate 0.003 is 3e297, at least 1, so every update overshoots: lower the weight decay
+// A weight decay that is infinite in f32 is refused; a run that diverges
+// because its (SGD or AdamW) decay times its rate is above 2 is told to
+// lower the decay, not the rate.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --weight-decay 1e300 --epochs 1 --no-runs-db --no-progress --out %t/run 2>&1 | FileCheck %s --check-prefix=DECAYINF
+// DECAYINF: aicf: error: the weight decay 1e300 is infinite in f32, the precision the step computes in
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --lr 0.1 --weight-decay 30 --epochs 1 --no-runs-db --no-progress --out %t/decay 2>&1 | FileCheck %s --check-prefix=DECAYGROWS
+// DECAYGROWS: training diverged; the weight decay 30 times the learning rate 0.1 is 3, above 2: each update multiplies the weights by 1 - 3 = -2, so they grow in size and alternate in sign; lower the weight decay
 // Flags that would change nothing are refused: the collectives' settings
 // without --data-parallel, --timing with --emit.
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --bucket-size 1K --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=BUCKETALONE
@@ -58,12 +62,15 @@
 // BUCKETALONE: aicf: error: --bucket-size sets a data-parallel run's all-reduces: `aicf bench` without --data-parallel has none
 // TIMEOUTALONE: aicf: error: --collective-timeout sets a data-parallel run's all-reduces: `aicf train` without --data-parallel has none
 // TIMINGEMIT: aicf: error: --timing times the compile to an artifact; with --emit nothing is compiled to time
-// A trace that cannot be written (sysfs takes no new file, even from root)
+// A trace that cannot be written (procfs takes no new file, even from root)
 // is found before the benchmark runs, by its flag; a printed stage's
 // missing directories are made.
-// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 1 --trace /sys/aicf-trace.json --out %t/bench 2>&1 | FileCheck %s --check-prefix=TRACEUNWRITABLE
-// TRACEUNWRITABLE: aicf: error: --trace /sys/aicf-trace.json: cannot be written:
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 1 --trace /proc/aicf-trace.json --out %t/bench 2>&1 | FileCheck %s --check-prefix=TRACEUNWRITABLE
+// TRACEUNWRITABLE: aicf: error: --trace /proc/aicf-trace.json: cannot be written:
 // TRACEUNWRITABLE-NOT: median
+// RUN: rm -f %t/trace.fifo && mkfifo %t/trace.fifo
+// RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 1 --trace %t/trace.fifo --out %t/bench 2>&1 | FileCheck %s --check-prefix=TRACEFIFO
+// TRACEFIFO: aicf: error: --trace {{.*}}trace.fifo: not a regular file (a device, pipe or socket): an output is written to a file, and is not replaced
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit hl -o %t/emitted/new/dir/out.mlir
 // RUN: FileCheck %s --check-prefix=EMITNEWDIR < %t/emitted/new/dir/out.mlir
 // EMITNEWDIR: func.func @forward

@@ -1631,16 +1631,18 @@ fn bench(
             std::fs::create_dir_all(parent).map_err(|e| format!("--trace {}: {e}", t.display()))?;
         }
         // Writable, before the benchmark runs (a read-only place was found
-        // only after it, in an error that did not name --trace).
-        let existed = t.exists();
+        // only after it, in an error that did not name --trace). The trace
+        // is written to a temporary file beside it and renamed into place:
+        // that the directory takes a new file is what matters (opening the
+        // path itself would wait on a FIFO).
+        aicf_runtime::checkpoint::refuse_replacing_special(t).map_err(|e| format!("--trace {}: {e}", t.display()))?;
+        let probe = t.with_extension(format!("{}.probe.tmp", std::process::id()));
         std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(t)
+            .write(true)
+            .create_new(true)
+            .open(&probe)
             .map_err(|e| format!("--trace {}: cannot be written: {e}", t.display()))?;
-        if !existed {
-            let _ = std::fs::remove_file(t);
-        }
+        let _ = std::fs::remove_file(&probe);
     }
     // Data parallel: every replica times its step, which sums over all.
     let comm = if c.data_parallel { Some(world(c.collective_timeout)?) } else { None };
@@ -1761,8 +1763,9 @@ fn bench(
     // operands for a bf16 one, a library not installed, an instruction set
     // the CPU lacks) ran them as `library`: said, since the line above
     // names the candidate asked for.
-    if let Some(g) = gemm.filter(|g| *g != "library")
+    if let Some(g) = gemm.filter(|g| !matches!(*g, "library" | "generated"))
         && backend.gemm_runs(g) == Some(0)
+        && backend.gemm_runs("library").is_some_and(|n| n > 0)
     {
         eprintln!(
             "note: --gemm {g} ran none of this model's GEMMs here (it cannot take their operands, or is not \
@@ -1772,9 +1775,9 @@ fn bench(
     if !loss.is_finite() {
         // Kernels on infinities and NaNs can take other paths than on the
         // numbers a training run sees.
-        let remedy = if c.weight_decay * lr >= 1.0 {
+        let remedy = if aicf_compiler::train::run::decay_overshoots(c.optimizer.name(), lr, c.weight_decay) {
             let decay = aicf_compiler::train::run::short(c.weight_decay);
-            format!("a smaller --weight-decay keeps it finite ({decay} times the rate is at least 1)")
+            format!("a smaller --weight-decay keeps it finite ({decay} times the rate is above 2)")
         } else {
             "a smaller --lr keeps it finite".to_string()
         };
