@@ -377,7 +377,11 @@ impl CpuModule {
         static SCRATCH: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
         let mut scratch = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
         if scratch.is_empty() {
-            scratch.resize(64 << 20, 0);
+            // Where 64 MiB cannot be had (a low `ulimit -v`), the timings
+            // run from a warmer cache rather than the process aborting.
+            if scratch.try_reserve_exact(64 << 20).is_ok() {
+                scratch.resize(64 << 20, 0);
+            }
         }
         let mut cold = |round: u8, run: &dyn Fn()| {
             for byte in scratch.iter_mut().step_by(64) {

@@ -254,7 +254,7 @@ impl KernelCache {
     /// (through a temporary file, then sealed).
     fn compile_object(&self, clang: &str, flags: &[&str], source: &std::path::Path, name: &str) -> Result<()> {
         let tmp = self.temporary(name);
-        let output = std::process::Command::new(clang)
+        let output = tool_command(clang)
             .args(flags)
             .arg(source)
             .arg("-o")
@@ -469,7 +469,7 @@ impl Generator {
         objects.push(cache.support_object(clang)?);
         let so = out_dir.join("kernels.so");
         let tmp = out_dir.join(format!("kernels.so.{}.{}.tmp", std::process::id(), thread_tag()));
-        let output = std::process::Command::new(clang)
+        let output = tool_command(clang)
             .args(["-shared", "-fPIC", "-Wl,-z,defs"])
             .args(&objects)
             .arg("-o")
@@ -510,28 +510,71 @@ fn tool_failure(clang: &str, what: &str, path: &Path, stderr: &[u8]) -> CompileE
     }
 }
 
+/// A tool the compile runs (clang), as a child that the kernel ends when
+/// the thread that started it ends (the process killed or stopped by a
+/// signal included: a stopped run left its clang compiling on, under
+/// init). The thread waits for the child, so it never ends first.
+fn tool_command(program: &str) -> std::process::Command {
+    #[allow(unused_mut)]
+    let mut command = std::process::Command::new(program);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches only the child.
+        unsafe {
+            command.pre_exec(|| match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            });
+        }
+    }
+    command
+}
+
 /// The C compiler that turns LLVM IR into the shared object: `$AICF_CLANG`,
 /// else clang-22 from the toolchain. Its absence is the machine's to fix
-/// (an environment error), not a bug in AICF.
+/// (an environment error), not a bug in AICF; so is a clang that is there
+/// but cannot start (no memory or file descriptors left under a ulimit),
+/// which is said as such rather than as "not found".
 pub(crate) fn clang() -> Result<String> {
-    let runs = |c: &str| std::process::Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success());
+    // Ok(true): runs; Ok(false): not there; Err: there, but did not run.
+    let runs = |c: &str| match std::process::Command::new(c).arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(true),
+        Ok(o) => Err(format!("'{c} --version' failed ({})", o.status)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("{c} could not be started: {e}")),
+    };
     if let Ok(c) = std::env::var("AICF_CLANG") {
-        return if runs(&c) {
-            Ok(c)
-        } else {
-            Err(CompileError::Environment(format!(
-                "AICF_CLANG={c}: it does not run ('{c} --version' failed); the CPU backend compiles its kernels with it"
-            )))
+        return match runs(&c) {
+            Ok(true) => Ok(c),
+            Ok(false) => Err(CompileError::Environment(format!(
+                "AICF_CLANG={c}: no such program; the CPU backend compiles its kernels with it"
+            ))),
+            Err(why) => Err(CompileError::Environment(format!(
+                "AICF_CLANG={c}: it does not run ({why}); the CPU backend compiles its kernels with it"
+            ))),
         };
     }
-    match ["/usr/lib/llvm-22/bin/clang", "clang-22", "clang"].into_iter().find(|c| runs(c)) {
-        Some(c) => Ok(c.to_string()),
-        None => Err(CompileError::Environment(
-            "the CPU backend compiles its kernels with clang, and none was found (/usr/lib/llvm-22/bin/clang, \
-             clang-22, clang): run tools/setup.sh, or set AICF_CLANG to one (a run with --device cuda needs none)"
-                .into(),
-        )),
+    let mut failed = Vec::new();
+    for c in ["/usr/lib/llvm-22/bin/clang", "clang-22", "clang"] {
+        match runs(c) {
+            Ok(true) => return Ok(c.to_string()),
+            Ok(false) => {}
+            Err(why) => failed.push(why),
+        }
     }
+    if !failed.is_empty() {
+        return Err(CompileError::Environment(format!(
+            "the CPU backend compiles its kernels with clang, which is installed but does not run here: {} (a \
+             memory or open-file limit, `ulimit -v` or `-n`, too low?)",
+            failed.join("; ")
+        )));
+    }
+    Err(CompileError::Environment(
+        "the CPU backend compiles its kernels with clang, and none was found (/usr/lib/llvm-22/bin/clang, \
+         clang-22, clang): run tools/setup.sh, or set AICF_CLANG to one (a run with --device cuda needs none)"
+            .into(),
+    ))
 }
 
 /// clang and the host CPU it compiles for, looked up once per process.
