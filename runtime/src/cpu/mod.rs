@@ -655,10 +655,10 @@ impl CpuModule {
     /// [`Self::split_gemm`] on operands of element type `T` at `a` and `b`
     /// into the f32 product at `c` (the output, or an f32 buffer the
     /// epilogue reads), then the epilogue `(kernel, its buffers)`: where
-    /// blocks are whole rows of the product, on each block's rows right
-    /// after them, on the thread that computed them and while they are in
-    /// its caches (as the runtime's own GEMM does), else over all of it
-    /// after the last block.
+    /// the threads share blocks of whole rows of the product, on each
+    /// block's rows right after them, on the thread that computed them and
+    /// while they are in its caches (as the runtime's own GEMM does), else
+    /// over all of it after the last block.
     fn split_gemm_into<T>(
         &self,
         g: &LibraryGemm,
@@ -722,7 +722,7 @@ impl CpuModule {
                     b,
                     c: c.wrapping_add(lo * g.n),
                 });
-                if let Some(rows) = &rows {
+                if let (Some(rows), true) = (&rows, pieces > 1) {
                     rows(batch * g.m + lo, batch * g.m + hi);
                 }
             } else {
@@ -742,7 +742,9 @@ impl CpuModule {
                 self.pool.run(pieces, &|p| block(batch, p));
             }
         }
-        if let (Some((e, table)), false) = (epilogue, by_rows) {
+        // Blocks of columns, or one block on one thread (a product too
+        // small to split, whose epilogue the team still shares).
+        if let (Some((e, table)), false) = (epilogue, by_rows && pieces > 1) {
             self.launch(e, call, table);
         }
     }
