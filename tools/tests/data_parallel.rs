@@ -292,33 +292,48 @@ fn rank_pid(out: &Path, rank: usize) -> Option<u32> {
 /// Starts a long data-parallel run of 2 ranks, waits for its first
 /// checkpoint, sends `signal` to rank 1, and returns the run's output and
 /// how long it took to end after the signal.
+/// `aicf train` of the digits MLP for as many epochs as it takes to be
+/// stopped, into `out` with its checkpoints in `out/ckpt`; the caller adds
+/// the launch (`--nproc`) and its other options.
+fn endless_nproc_run(out: &Path) -> Command {
+    let mut command = Command::new(AICF);
+    command
+        .args(["train", root().join("examples/mlp/digits_mlp.mlir").to_str().unwrap()])
+        .arg("--data")
+        .arg(root().join("data/digits.csv.gz"))
+        .arg("--out")
+        .arg(out)
+        .arg("--checkpoint-dir")
+        .arg(out.join("ckpt"))
+        .args(["--no-progress", "--epochs", "100000"]);
+    command
+}
+
+/// Waits (at most 2 minutes) until the run into `out` has written its
+/// first checkpoint.
+fn wait_for_checkpoint(out: &Path) {
+    let started = Instant::now();
+    while !out.join("ckpt/last.safetensors").exists() {
+        assert!(started.elapsed() < Duration::from_secs(120), "no checkpoint after 2 minutes");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn signal_rank_one(out: &Path, signal: &str, timeout: &str) -> (Output, Duration) {
     signal_rank_one_of(out, signal, timeout, 2)
 }
 
 /// [`signal_rank_one`] in a run of `ranks` ranks.
 fn signal_rank_one_of(out: &Path, signal: &str, timeout: &str, ranks: usize) -> (Output, Duration) {
-    let data = root().join("data/digits.csv.gz");
-    let child = Command::new(AICF)
-        .args(["train", root().join("examples/mlp/digits_mlp.mlir").to_str().unwrap()])
-        .arg("--data")
-        .arg(&data)
-        .arg("--out")
-        .arg(out)
-        .arg("--checkpoint-dir")
-        .arg(out.join("ckpt"))
-        .args(["--gemm", "generated", "--no-progress", "--seed", "2", "--epochs", "100000", "--nproc"])
+    let child = endless_nproc_run(out)
+        .args(["--gemm", "generated", "--seed", "2", "--nproc"])
         .arg(ranks.to_string())
         .env("AICF_COLLECTIVE_TIMEOUT", timeout)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("aicf starts");
-    let started = Instant::now();
-    while !out.join("ckpt/last.safetensors").exists() {
-        assert!(started.elapsed() < Duration::from_secs(120), "no checkpoint after 2 minutes");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_checkpoint(out);
     std::thread::sleep(Duration::from_millis(200));
     let pid = rank_pid(out, 1).expect("rank 1 is running");
     assert!(Command::new("kill").args([signal, &pid.to_string()]).status().unwrap().success());
@@ -538,24 +553,13 @@ fn stopping_the_launcher_stops_the_ranks() {
     let dir = scratch("launcher");
     for signal in ["-TERM", "-KILL"] {
         let out = dir.join(format!("run{signal}"));
-        let mut child = Command::new(AICF)
-            .args(["train", root().join("examples/mlp/digits_mlp.mlir").to_str().unwrap()])
-            .arg("--data")
-            .arg(root().join("data/digits.csv.gz"))
-            .arg("--out")
-            .arg(&out)
-            .arg("--checkpoint-dir")
-            .arg(out.join("ckpt"))
-            .args(["--no-progress", "--no-runs-db", "--epochs", "100000", "--nproc", "2", "--threads", "1"])
+        let mut child = endless_nproc_run(&out)
+            .args(["--no-runs-db", "--nproc", "2", "--threads", "1"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("aicf starts");
-        let started = Instant::now();
-        while !out.join("ckpt/last.safetensors").exists() {
-            assert!(started.elapsed() < Duration::from_secs(120), "no checkpoint after 2 minutes");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_checkpoint(&out);
         assert!(rank_pid(&out, 1).is_some(), "rank 1 is running");
         assert!(Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap().success());
         let _ = child.wait();

@@ -366,6 +366,11 @@ fn find_outlier(names: &[String], rows: &Rows, scale: f64) -> Option<String> {
     ))
 }
 
+/// Whether the data file `path` is read as a text (`.txt`, in any case).
+pub(crate) fn is_text(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().ends_with(".txt"))
+}
+
 impl Dataset {
     /// Loads `paths` for a model of signature `sig`, checking that every fed
     /// input fits.
@@ -386,7 +391,7 @@ impl Dataset {
         }
         let mut dataset = if kind.ends_with(".csv") || kind.ends_with(".csv.gz") {
             table(first, sig, options)
-        } else if kind.ends_with(".txt") {
+        } else if is_text(first) {
             text(first, sig, options)
         } else if kind.ends_with(".safetensors") {
             let arrays = read_safetensors(first, &sig.fed())?;
@@ -1621,9 +1626,6 @@ mod tests {
         assert_eq!(find_outlier(&names, &rows(sparse, 4, vec![0.0; 100], DType::I32), 1.0), None);
     }
 
-    /// numpy's `np.asfortranarray(np.arange(24).reshape(2, 3, 4))` stores
-    /// the element at (i, j, k) at offset i + 2 j + 6 k; read back in C
-    /// order it is `arange(24)` again.
     /// A text's byte-order mark is no character of its vocabulary.
     #[test]
     fn a_byte_order_mark_is_not_text() {
@@ -1635,6 +1637,9 @@ mod tests {
         assert_eq!((peeked.outputs, peeked.rows), (3, 300));
     }
 
+    /// numpy's `np.asfortranarray(np.arange(24).reshape(2, 3, 4))` stores
+    /// the element at (i, j, k) at offset i + 2 j + 6 k; read back in C
+    /// order it is `arange(24)` again.
     #[test]
     fn fortran_ordered_arrays_read_in_c_order() {
         let shape = [2, 3, 4];

@@ -45,7 +45,7 @@ pub fn evaluate_checkpoint(
     }
     // Windows are a text's: a table's rows are scored every one. Refused
     // before anything is read or written.
-    if let (Some(k), Some(table)) = (eval_windows, data.first().filter(|p| !is_text(p))) {
+    if let (Some(k), Some(table)) = (eval_windows, data.first().filter(|p| !super::data::is_text(p))) {
         return Err(TrainError::Input(format!(
             "--eval-windows {k} samples a text's held-out windows; {} is a table, whose examples are scored every one",
             table.display()
@@ -82,7 +82,7 @@ pub fn evaluate_checkpoint(
         Some(d) => super::run::records_data(d, data)?,
         None => false,
     };
-    let text = data.first().is_some_and(|p| is_text(p));
+    let text = data.first().is_some_and(|p| super::data::is_text(p));
     let held = trained_on && val_split > 0.0;
     if trained_on && !held {
         report.note(&format!(
@@ -296,10 +296,4 @@ pub(crate) fn model_of_checkpoint(
         source = ir.clone();
     }
     Ok((name, source, meta))
-}
-
-/// Whether `path` is read as text (a `.txt` file, in any case), as
-/// `Dataset::load` reads it.
-fn is_text(path: &Path) -> bool {
-    path.to_string_lossy().to_ascii_lowercase().ends_with(".txt")
 }

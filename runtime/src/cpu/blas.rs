@@ -223,20 +223,16 @@ impl Cblas {
     /// As for [`Cblas::sgemm`], with A and B of 2-byte elements.
     pub unsafe fn gemm_bf16(
         &self,
-        (m, n, k): (usize, usize, usize),
+        mnk: (usize, usize, usize),
         alpha: f32,
         a: (*const u16, [usize; 2]),
         b: (*const u16, [usize; 2]),
-        (c, ldc): (*mut f32, usize),
+        c: (*mut f32, usize),
     ) {
-        let (Some(gemm), Some((ta, lda)), Some((tb, ldb))) = (self.gemm_bf16, operand(a.1, m, k), operand(b.1, k, n))
-        else {
-            return;
-        };
-        // SAFETY: the caller's contract; the sizes fit in i32 (`fits`).
-        unsafe {
-            gemm(ROW_MAJOR, ta, tb, m as i32, n as i32, k as i32, alpha, a.0, lda, b.0, ldb, 0.0, c, ldc.max(1) as i32)
-        };
+        if let Some(gemm) = self.gemm_bf16 {
+            // SAFETY: the caller's contract.
+            unsafe { row_major(gemm, mnk, alpha, a, b, c) }
+        }
     }
 
     /// C = alpha A B on the calling thread, C's rows `ldc` elements apart.
@@ -249,33 +245,37 @@ impl Cblas {
     /// and [`Cblas::fits`] holds for them.
     pub unsafe fn sgemm(
         &self,
-        (m, n, k): (usize, usize, usize),
+        mnk: (usize, usize, usize),
         alpha: f32,
         a: (*const f32, [usize; 2]),
         b: (*const f32, [usize; 2]),
-        (c, ldc): (*mut f32, usize),
+        c: (*mut f32, usize),
     ) {
-        let (Some((ta, lda)), Some((tb, ldb))) = (operand(a.1, m, k), operand(b.1, k, n)) else { return };
-        // SAFETY: the caller's contract; the sizes fit in i32 (`fits`).
-        unsafe {
-            (self.sgemm)(
-                ROW_MAJOR,
-                ta,
-                tb,
-                m as i32,
-                n as i32,
-                k as i32,
-                alpha,
-                a.0,
-                lda,
-                b.0,
-                ldb,
-                0.0,
-                c,
-                ldc.max(1) as i32,
-            )
-        };
+        // SAFETY: the caller's contract.
+        unsafe { row_major(self.sgemm, mnk, alpha, a, b, c) }
     }
+}
+
+/// A CBLAS GEMM of operands of element type `E` into an f32 C, called
+/// row-major with each operand's layout ([`operand`]) and beta 0; nothing
+/// for layouts CBLAS cannot take.
+///
+/// # Safety
+/// As for [`Cblas::sgemm`].
+#[allow(clippy::type_complexity)]
+unsafe fn row_major<E>(
+    gemm: unsafe extern "C" fn(i32, i32, i32, i32, i32, i32, f32, *const E, i32, *const E, i32, f32, *mut f32, i32),
+    (m, n, k): (usize, usize, usize),
+    alpha: f32,
+    a: (*const E, [usize; 2]),
+    b: (*const E, [usize; 2]),
+    (c, ldc): (*mut f32, usize),
+) {
+    let (Some((ta, lda)), Some((tb, ldb))) = (operand(a.1, m, k), operand(b.1, k, n)) else { return };
+    // SAFETY: the caller's contract; the sizes fit in i32 (`fits`).
+    unsafe {
+        gemm(ROW_MAJOR, ta, tb, m as i32, n as i32, k as i32, alpha, a.0, lda, b.0, ldb, 0.0, c, ldc.max(1) as i32)
+    };
 }
 
 #[cfg(test)]
