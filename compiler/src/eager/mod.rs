@@ -560,6 +560,13 @@ impl Runtime {
             self.stats.loaded += 1;
         } else {
             let started = std::time::Instant::now();
+            std::fs::create_dir_all(&self.dir).map_err(|e| {
+                fail(format!(
+                    "{}: {e} (eager mode's kernels, under AICF_CACHE_DIR or ~/.cache/aicf; point AICF_CACHE_DIR \
+                     at a writable directory)",
+                    self.dir.display()
+                ))
+            })?;
             let target = match device {
                 Device::Cpu { .. } => crate::pipeline::Target::Cpu(crate::codegen::KernelCache::new(
                     crate::codegen::KernelCache::default_dir(&self.dir),

@@ -1783,6 +1783,13 @@ impl<'a> Loop<'a> {
                     report.note(&format!("policy rule {} fires {after}: it never acts", k + 1));
                 }
             }
+            let optimizer = self.adaptive.trainer().options().optimizer.clone();
+            if self.adaptive.policy().age_bias_correction && !matches!(optimizer.as_str(), "adam" | "adamw") {
+                report.note(&format!(
+                    "the policy's age_bias_correction serves Adam's bias corrections; {optimizer} has none, so it \
+                     does nothing in this run"
+                ));
+            }
         }
         let metrics = run.out.join("metrics.jsonl");
         // A resumed run keeps the records of the epochs it continues from.

@@ -253,7 +253,13 @@ impl CpuModule {
                 let local = call.collective.as_ref().is_some_and(|c| c.op == CollectiveOp::Scale);
                 match comm {
                     Some(comm) if !local => {
-                        in_flight.push(InFlight::start(comm, name, k, call, &pointers, &self.packing)?)
+                        let sums = |c: &[Call]| {
+                            c.iter()
+                                .filter(|c| c.collective.as_ref().is_some_and(|c| c.op != CollectiveOp::Scale))
+                                .count()
+                        };
+                        let bucket = (sums(&f.calls[..k]) + 1, sums(&f.calls));
+                        in_flight.push(InFlight::start(comm, name, k, bucket, call, &pointers, &self.packing)?)
                     }
                     // One replica, or a micro-batch's share (local): its
                     // buffers times its weight.
@@ -1031,6 +1037,7 @@ impl InFlight {
         comm: &dyn Communicator,
         function: &str,
         k: usize,
+        (bucket, buckets): (usize, usize),
         call: &Call,
         pointers: &[*mut u8],
         spares: &std::sync::Mutex<Vec<Values>>,
@@ -1091,7 +1098,10 @@ impl InFlight {
                 other => return Err(fail(format!("an all-reduce of {other:?} buffers (f32 and f64 only)"))),
             }
         }
-        let what = format!("the all-reduce of @{function} call #{k}");
+        // Said as the user knows it: which of the step's gradient sums, and
+        // how large (the kernel index only locates it in the manifest).
+        let what =
+            format!("gradient all-reduce {bucket} of {buckets} ({} values, @{function} kernel call #{k})", n32 + n64);
         let mut sums = Vec::new();
         if !f32s.1.is_empty() {
             sums.push((comm.start_sum(Values::F32(f32s.0), &what)?, f32s.1));

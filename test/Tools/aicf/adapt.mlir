@@ -65,6 +65,12 @@
 // ONCE: step 95 (epoch 3): roll back on step 95 reached -> accepted
 // ONCE-NOT: roll back on step 95
 // ONCE: final held-out accuracy
+// A rollback with nothing to go back to (before any epoch ended) says
+// so once, rather than nothing.
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = "rollback"\n' > %t-early.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/early --adapt %t-early.toml --no-progress | FileCheck %s --check-prefix=EARLY
+// EARLY: step 5 (epoch 1): roll back on step 5 reached -> rejected {{.*}}: nothing to go back to: no epoch has ended yet, and no rewrite is being watched
+// EARLY: final held-out accuracy
 // RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", factor = 1e300 }\n' > %t-factor.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/factor --adapt %t-factor.toml --no-progress 2>&1 | FileCheck %s --check-prefix=FACTOR
 // FACTOR: widen fc1 to 1099511627776 (net2wider) on step 10 reached -> rejected

@@ -33,6 +33,10 @@
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --lr -1 --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --accumulate 0 --out %t/run 2>&1 | FileCheck %s --check-prefix=ACCZERO
 // RUN: env AICF_CLANG=%t/no-clang not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --out %t/noclang 2>&1 | FileCheck %s --check-prefix=NOCLANG
+// A kernel cache that cannot be made names the variable that chose it.
+// RUN: touch %t/cache-file
+// RUN: env AICF_CACHE_DIR=%t/cache-file/x not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/badcache 2>&1 | FileCheck %s --check-prefix=BADCACHE
+// BADCACHE: cache-file/x/kernels: Not a directory (os error 20) (the kernel cache, chosen by AICF_CACHE_DIR; point it at a writable directory)
 // Settings that f32 turns into others are refused by name, in bench as in
 // train: a rate that is 0 there (the timed steps trained nothing), a beta
 // or momentum that is 1 there (refused inside the optimizer pass with the
@@ -236,6 +240,9 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --flops-budget 1e9 --adapt %t/late2.toml --out %t/late2 2>&1 | FileCheck %s --check-prefix=LATE2
 // LATE2: note: policy rule 1 fires every 50 epochs, more than this run's 2: it never acts
 // LATE2: note: policy rule 2 fires at 1.000e12 training FLOPs, past this run's --flops-budget 1.000e9: it never acts
+// RUN: printf 'age_bias_correction = true\n[[rule]]\nwhen = "steps"\nat = 3\naction = { op = "widen", layer = "fc1", width = 160 }\n' > %t/ages.toml
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --optimizer sgd --adapt %t/ages.toml --out %t/ages 2>&1 | FileCheck %s --check-prefix=SGDAGES
+// SGDAGES: note: the policy's age_bias_correction serves Adam's bias corrections; sgd has none, so it does nothing in this run
 // RUN: touch %t/empty.toml
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/empty.toml --out %t/emptypolicy 2>&1 | FileCheck %s --check-prefix=EMPTYPOLICY
 // EMPTYPOLICY: note: the policy has no rules: the run trains as without --adapt

@@ -292,14 +292,25 @@ impl KernelCache {
     }
 
     pub(crate) fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| io_error(&self.dir, e))?;
+        std::fs::create_dir_all(&self.dir).map_err(|e| self.error(&self.dir, e))?;
         let tmp = self.temporary(name);
         let path = self.dir.join(name);
         std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| {
             // A full disk leaves no partial file behind.
             let _ = std::fs::remove_file(&tmp);
-            io_error(&path, e)
+            self.error(&path, e)
         })
+    }
+
+    /// An error writing the cache, saying where its place comes from: the
+    /// cache is per machine, not the run's `--out`, so a path the user
+    /// never typed needs its variable named.
+    fn error(&self, path: &Path, e: impl std::fmt::Display) -> CompileError {
+        let whence = match std::env::var_os("AICF_CACHE_DIR").filter(|d| !d.is_empty()) {
+            Some(_) => "chosen by AICF_CACHE_DIR; point it at a writable directory",
+            None => "under ~/.cache/aicf; set AICF_CACHE_DIR to a writable directory to use another",
+        };
+        io_error(path, format!("{e} (the kernel cache, {whence})"))
     }
 
     /// Compiles each group's `<group>.ll` to `<group>.o`, all at once, and

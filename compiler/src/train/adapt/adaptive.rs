@@ -197,6 +197,9 @@ pub struct Adaptive {
     /// not resolved again (an attention's heads are read from the IR)
     /// until the model changes.
     idle: Vec<bool>,
+    /// Rollback rules that fired with nothing to go back to and said so
+    /// (once each: a plateau trigger fires every epoch).
+    nothing_said: Vec<bool>,
     rejected: Vec<Operator>,
     rolled_back_to: Vec<u64>,
     probe: Option<Vec<Tensor>>,
@@ -240,6 +243,7 @@ impl Adaptive {
             rewrites: 0,
             fired: vec![0; rules],
             idle: vec![false; rules],
+            nothing_said: vec![false; rules],
             rejected: Vec::new(),
             rolled_back_to: Vec::new(),
             probe: None,
@@ -637,7 +641,21 @@ impl Adaptive {
         let step = self.trainer.steps();
         if let Action::Rollback { lr_factor } = rule.action {
             self.fired[i] += 1;
-            return Ok(self.roll_back(reason, progress)?.map(|(d, p)| {
+            let rolled = self.roll_back(reason, progress)?;
+            if rolled.is_none() && !self.nothing_said[i] {
+                // Said, not silently skipped: the user's rule fired.
+                self.nothing_said[i] = true;
+                let mut d = self.decision(reason, "roll back".into(), progress);
+                d.outcome = "rejected".into();
+                d.reason = match self.rolled_back_to.last() {
+                    Some(t) => format!(
+                        "nothing to go back to: the run went back to step {t} already, and no epoch has ended since"
+                    ),
+                    None => "nothing to go back to: no epoch has ended yet, and no rewrite is being watched".into(),
+                };
+                self.record(d)?;
+            }
+            return Ok(rolled.map(|(d, p)| {
                 self.lr_factor *= lr_factor;
                 Acted::RolledBack(d, p)
             }));
