@@ -164,12 +164,17 @@ impl Structure {
     }
 
     /// Training FLOPs per example (text: per token): forward and backward
-    /// of the matrix products, and attention.
+    /// of the matrix products, and attention, as the train step counts
+    /// them: 6 per weight (forward, the weight's gradient, the input's
+    /// gradient), but 4 for the first layer's, whose input is the data and
+    /// has no gradient.
     pub fn flops_per_example(&self, shape: &Shape) -> f64 {
         match self {
-            Structure::Mlp { hidden } => {
-                6.0 * Self::mlp_dims(hidden, shape).windows(2).map(|w| (w[0] * w[1]) as f64).sum::<f64>()
-            }
+            Structure::Mlp { hidden } => Self::mlp_dims(hidden, shape)
+                .windows(2)
+                .enumerate()
+                .map(|(i, w)| if i == 0 { 4.0 } else { 6.0 } * (w[0] * w[1]) as f64)
+                .sum::<f64>(),
             Structure::Lm { layers, dim } => {
                 let (l, d, v, t) = (*layers as f64, *dim as f64, shape.outputs as f64, LM_CONTEXT as f64);
                 6.0 * (12.0 * l * d * d + v * d) + 12.0 * l * t * d

@@ -31,6 +31,15 @@
 // RUN: not aicf propose --data %s --structure "mlp 8" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t 2>&1 | FileCheck %s --check-prefix=OUTDIR
 // RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --budget 1e300 --runs-db %t/runs.sqlite -o %t/beyond.mlir | FileCheck %s --check-prefix=BEYOND
+// The proposer's FLOPs per example are those the train step counts (the
+// first layer's input, the data, has no gradient): mlp 128 on the digits'
+// 64 features and 10 classes is 4*64*128 + 6*128*10 = 40448, and one epoch
+// over its 1438 training rows 5.816e7.
+// RUN: aicf propose --data %S/../../../data/digits.csv.gz --structure "mlp 128" -o %t/d128.mlir --json %t/d128.json > /dev/null
+// RUN: FileCheck %s --check-prefix=FPE < %t/d128.json
+// RUN: aicf train %t/d128.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --out %t/d128 | FileCheck %s --check-prefix=FPETRAIN
+// FPE: "default_flops_per_example": 40448.0
+// FPETRAIN: training FLOPs 5.816e7
 
 // ASKED: mlp 16, as asked (--structure); the registry was not read
 // ASKED: wrote {{.*}}iris16.mlir (mlp 16, 131 parameters)
