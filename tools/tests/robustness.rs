@@ -236,6 +236,33 @@ fn a_full_disk_keeps_the_last_good_checkpoint() {
 /// with room again replays the same decisions and ends on the bits of a
 /// run that never stopped. (The artifacts of every model version come
 /// from the first run's directory, so only checkpoints meet the limit.)
+/// Little address space (`ulimit -v`, as batch schedulers set): a run
+/// with an empty GEMM registry, which times every candidate, trains and
+/// exits. The BLAS libraries fail there in ways no caller can catch
+/// (OpenBLAS retried its buffer allocation forever, MKL exited the process
+/// with status 2), so they are left out; the runtime's own GEMMs serve.
+#[test]
+fn a_low_address_space_limit_trains_and_exits() {
+    let dir = scratch("ulimit-v");
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -v 500000; exec timeout 300 \"$@\"")
+        .arg("aicf")
+        .arg(env!("CARGO_BIN_EXE_aicf"))
+        .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", "1"])
+        .args(["--no-runs-db", "--no-progress", "--out"])
+        .arg(dir.join("run"))
+        .env("AICF_CACHE_DIR", dir.join("cache"))
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "status {:?}:\n{text}", output.status);
+    assert!(text.contains("final held-out accuracy"), "{text}");
+    let registry = std::fs::read_to_string(dir.join("cache/gemm-registry.json")).unwrap();
+    assert!(registry.contains("generated"), "no candidate was timed:\n{registry}");
+    assert!(!registry.contains("openblas") && !registry.contains("mkl"), "{registry}");
+}
+
 #[test]
 fn a_full_disk_during_growth_resumes_to_the_same_bits() {
     let dir = scratch("full-disk-growth");

@@ -763,7 +763,9 @@ fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomput
     let at = model.steps.get(t).map(|s| s.name.clone()).unwrap_or_default();
     format!(
         "@{name} needs an arena of {} bytes (lower bound {}) after {recomputed} recomputations, over the budget of \
-         {budget} bytes; no recomputation lowers it further (the values alive at the peak are all needed there). Alive at the peak (kernel #{t}, '{at}'): {}",
+         {budget} bytes; no recomputation lowers it further (the values alive at the peak are all needed there; a \
+         smaller batch shrinks those of activations, hl-set-batch, with `aicf train --accumulate` to keep the \
+         global batch). Alive at the peak (kernel #{t}, '{at}'): {}",
         placed.arena,
         placed.lower_bound,
         alive.join(", ")

@@ -64,6 +64,14 @@ const TRANS: i32 = 112;
 pub fn prepare_openblas_env() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
+        // The runtime calls OpenBLAS single-threaded on each of its own
+        // threads (see `openblas`); told so before it loads, OpenBLAS starts
+        // no thread pool of its own (under a ulimit -v of 700 MB its pool's
+        // shutdown hung the process at exit).
+        if std::env::var_os("OPENBLAS_NUM_THREADS").is_none() {
+            // SAFETY: as OPENBLAS_CORETYPE's below.
+            unsafe { std::env::set_var("OPENBLAS_NUM_THREADS", "1") };
+        }
         if std::env::var_os("OPENBLAS_CORETYPE").is_some() {
             return;
         }
@@ -87,11 +95,37 @@ pub fn prepare_openblas_env() {
     });
 }
 
-/// OpenBLAS, opened on first use; `None` where it is not installed.
+/// The process's address-space limit (`ulimit -v`, the soft one), in
+/// bytes, where one is set.
+fn address_space_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max address space"))?;
+    line["Max address space".len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// Below this address-space limit the BLAS libraries are not candidates,
+/// as they fail in ways no caller can catch: each thread that calls
+/// OpenBLAS takes a 128 MiB work buffer, and where the allocation fails
+/// OpenBLAS retries forever (a run under `ulimit -v 500000` hung in its
+/// first GEMM); MKL maps its computational library at its first call and
+/// where it cannot, exits the process ("Cannot load libmkl_core.so.3",
+/// status 2, under the same limit). The runtime's own GEMMs remain.
+const BLAS_ADDRESS_SPACE: u64 = 4 << 30;
+
+/// Whether a `ulimit -v` too low for the BLAS libraries is in force.
+fn address_space_too_small() -> bool {
+    address_space_limit().is_some_and(|l| l < BLAS_ADDRESS_SPACE)
+}
+
+/// OpenBLAS, opened on first use; `None` where it is not installed, or
+/// where the process may map too little memory ([`BLAS_ADDRESS_SPACE`]).
 pub fn openblas() -> Option<&'static Cblas> {
     static OPENED: OnceLock<Option<Cblas>> = OnceLock::new();
     OPENED
         .get_or_init(|| {
+            if address_space_too_small() {
+                return None;
+            }
             prepare_openblas_env();
             // SAFETY: opening a shared library runs its initialisers;
             // OpenBLAS's set up its kernel table and thread pool.
@@ -132,13 +166,25 @@ fn mkl_paths() -> Vec<std::ffi::OsString> {
 
 /// MKL, opened on first use with its sequential threading layer and
 /// reproducible results; `None` where it is not installed (or not
-/// usable: a library without these entry points). A library that
+/// usable: a library without these entry points, or a process that may map
+/// too little memory, [`BLAS_ADDRESS_SPACE`]). A library that
 /// `AICF_MKL` names and that cannot serve is said once on stderr.
 pub fn mkl() -> Option<&'static Cblas> {
     static OPENED: OnceLock<Option<Cblas>> = OnceLock::new();
     OPENED
         .get_or_init(|| {
             let named = std::env::var_os("AICF_MKL").filter(|p| !p.is_empty());
+            if address_space_too_small() {
+                if let Some(path) = named {
+                    eprintln!(
+                        "note: AICF_MKL={}: the address-space limit (ulimit -v) is under {} GiB, too little for MKL \
+                         to map its libraries; the mkl GEMM candidates are off",
+                        path.to_string_lossy(),
+                        BLAS_ADDRESS_SPACE >> 30
+                    );
+                }
+                return None;
+            }
             let mut why = String::from("no such library");
             for path in mkl_paths() {
                 match open_mkl(&path) {

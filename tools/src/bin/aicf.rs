@@ -441,7 +441,9 @@ enum Command {
         /// A checkpoint written by `aicf train --checkpoint-dir` on a text.
         #[arg(long)]
         checkpoint: PathBuf,
-        /// The text to continue (default: a newline).
+        /// The text to continue (default, and for an empty one: a newline,
+        /// as nanoGPT's sample.py starts; a vocabulary without a newline
+        /// starts from its first character).
         #[arg(long)]
         prompt: Option<String>,
         /// Tokens (characters, or bytes) to draw.
