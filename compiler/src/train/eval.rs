@@ -101,6 +101,14 @@ pub fn evaluate_checkpoint(
         ..DataOptions::default()
     };
     let dataset = Dataset::load(data, &sig, &data_options)?;
+    // What training would have said of this data, said here too: a score
+    // on it may mean little.
+    if let Some(outlier) = &dataset.outlier {
+        report.note(&format!("{outlier}: the model's figures on it may mean little; check the data"));
+    }
+    for note in &dataset.notes {
+        report.note(note);
+    }
     if text && held && eval_windows.is_none() {
         let sampled = meta.get("eval_windows").and_then(|v| v.parse::<usize>().ok());
         if let Some(k) = sampled.filter(|&k| k < dataset.held_len()) {

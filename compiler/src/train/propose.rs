@@ -317,17 +317,26 @@ impl Shape {
 /// the registry records ([`Problem`]), and the signature every structure
 /// built for it has (the data was loaded for it: a model of this signature
 /// feeds from this data).
-pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Signature)> {
-    let mut shape = Shape::of_peek(&super::data::peek(path)?);
+pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Signature, Option<String>)> {
+    let peeked = super::data::peek(path)?;
+    let mut shape = Shape::of_peek(&peeked);
+    let mut note = peeked.note;
     match (task, shape.task.as_str()) {
         (None, _) => {}
-        (Some(t), found) if t == found => {}
+        (Some(t), found) if t == found => {
+            // A regression asked for: its targets being no classes is no
+            // surprise.
+            if found == "regression" {
+                note = None;
+            }
+        }
         (Some("regression"), "classification") => {
             shape.task = "regression".into();
             shape.outputs = 1;
         }
         (Some(t), found) => {
-            return Err(bad(format!("{}: reads as a {found} problem, not {t}", path.display())));
+            let why = peeked.cause.map(|c| format!(": {c}")).unwrap_or_default();
+            return Err(bad(format!("{}: reads as a {found} problem, not {t}{why}", path.display())));
         }
     }
     // Training scores the held-out fifth in whole windows of the context.
@@ -346,7 +355,7 @@ pub fn describe(path: &Path, task: Option<&str>) -> Result<(Shape, Problem, Sign
     let dataset = Dataset::load(&[path.to_path_buf()], &sig, &DataOptions::default())?;
     let mut problem = dataset.problem(&super::run::data_name(&[path.to_path_buf()]), &sig);
     problem.data_hash = Some(super::run::data_record(&[path.to_path_buf()])?);
-    Ok((shape, problem, sig))
+    Ok((shape, problem, sig, note))
 }
 
 /// The best held-out loss a run of this curve had when a `--flops-budget

@@ -892,6 +892,9 @@ pub fn fit(
     if let Some(outlier) = &dataset.outlier {
         report.note(&format!("{outlier}: training may diverge on it, or learn little else; check the data"));
     }
+    for note in &dataset.notes {
+        report.note(note);
+    }
     if dataset.train_len() == 0 {
         let why = if dataset.held_len() > 0 {
             format!(" (--val-split {} holds out {} of them)", run.data.val_split, dataset.held_len())

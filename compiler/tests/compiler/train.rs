@@ -285,6 +285,69 @@ fn feature_scales_apply_to_arrays_and_tiny_tables() {
     assert!(e.contains("zero.csv") && e.contains("every feature of the training rows is 0"), "{e}");
 }
 
+/// What the data holds that would make training learn little is said
+/// before it trains, where it is: a feature on another scale than the rest
+/// (arrays train as they are; a table's features share one scale, so the
+/// others shrink to nothing), by feature; a NaN by example and element; a
+/// row count that differs between arrays, naming both files.
+#[test]
+fn data_on_other_scales_and_mismatched_arrays_are_named() {
+    let dir = scratch("data-notes");
+    let sig = signature("mlp/digits_mlp.mlir");
+    let rows = 40;
+    let npy = |name: &str, shape: &[u64], values: &[f64]| -> PathBuf {
+        let path = dir.join(name);
+        let mut bytes = Vec::new();
+        {
+            use npyz::WriterBuilder;
+            let mut w =
+                npyz::WriteOptions::<f64>::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().unwrap();
+            values.iter().for_each(|v| w.push(v).unwrap());
+            w.finish().unwrap();
+        }
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let x: Vec<f64> = (0..rows * 64).map(|i| if i % 64 == 3 { 1e30 } else { (i % 17) as f64 }).collect();
+    let y: Vec<f64> = (0..rows).map(|i| (i % 10) as f64).collect();
+    let py = npy("y.npy", &[rows as u64], &y);
+    let data =
+        Dataset::load(&[npy("x.npy", &[rows as u64, 64], &x), py.clone()], &sig, &DataOptions::default()).unwrap();
+    let note = data.outlier.expect("a feature of 1e30 among features of at most 16 is named");
+    assert!(note.contains("feature 3 (counting from 0) of input #0 reaches 1.0000e30"), "{note}");
+    assert!(note.contains("arrays train as they are"), "{note}");
+
+    // A table: the fourth column up to 100 times the others'.
+    let csv: String = (0..rows)
+        .map(|r| {
+            let cells: Vec<String> =
+                (0..64).map(|c| if c == 3 { (r * 40) as f64 } else { ((r + c) % 17) as f64 }.to_string()).collect();
+            format!("{},{}\n", cells.join(","), r % 10)
+        })
+        .collect();
+    let table = dir.join("t.csv");
+    std::fs::write(&table, csv).unwrap();
+    let note = Dataset::load(std::slice::from_ref(&table), &sig, &DataOptions::default()).unwrap().outlier.unwrap();
+    assert!(note.contains("feature 3 (counting from 0) of input #0 reaches 1.5600e3"), "{note}");
+    assert!(note.contains("a table's features are divided by one shared scale"), "{note}");
+    // The digits themselves are on one scale.
+    assert_eq!(Dataset::load(&[digits()], &sig, &DataOptions::default()).unwrap().outlier, None);
+
+    // A NaN is placed by example and element.
+    let mut nan = vec![1.0; rows * 64];
+    nan[12 * 64 + 9] = f64::NAN;
+    let e = Dataset::load(&[npy("nan.npy", &[rows as u64, 64], &nan), py.clone()], &sig, &DataOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("nan.npy: example 12, element 9 (counting from 0) is NaN"), "{e}");
+
+    // One array short of the other's rows: both named, each with its count.
+    let short = npy("short.npy", &[rows as u64 - 10, 64], &vec![1.0; (rows - 10) * 64]);
+    let e = Dataset::load(&[short, py], &sig, &DataOptions::default()).err().unwrap().to_string();
+    assert!(e.contains("short.npy has 30 examples") && e.contains("y.npy has 40"), "{e}");
+}
+
 #[test]
 fn data_that_does_not_fit_is_one_error_naming_the_input() {
     let dir = scratch("mismatch");

@@ -273,3 +273,29 @@
 // RUN: touch %t/plain-file
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 2 --trace %t/plain-file/t.json --out %t/bench-trace 2>&1 | FileCheck %s --check-prefix=TRACEFILE
 // TRACEFILE: aicf: error: --trace {{.*}}plain-file/t.json: {{.*}}plain-file is a file, not a directory to write it in
+// Data a model would learn little from is said before training, and where
+// a cell cannot be read the message says what the row looks like.
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } { $4 = NR * 0.6 } 1' > %t/scales.csv
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/scales.csv --epochs 1 --no-runs-db --out %t/scales 2>&1 | FileCheck %s --check-prefix=SCALES
+// SCALES: note: {{.*}}scales.csv: feature 3 (counting from 0) of input #0 reaches 1.0782e3, 6.7e1 times the median feature's largest magnitude (1.6000e1); standardize each feature (e.g. to mean 0, deviation 1) first, as a table's features are divided by one shared scale, so the others are all but lost
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } { $NF = $NF * 1e10 + NR } 1' > %t/huge-targets.csv
+// RUN: aicf propose --data %t/huge-targets.csv --structure "mlp 16" -o %t/huge-targets.mlir --runs-db %t/none.sqlite > /dev/null
+// RUN: aicf train %t/huge-targets.mlir --data %t/huge-targets.csv --epochs 1 --no-runs-db --out %t/huge-targets 2>&1 | FileCheck %s --check-prefix=TARGETS
+// TARGETS: note: {{.*}}huge-targets.csv: the targets (input #1) have mean {{.*}} and standard deviation {{.*}}e10; a squared error at that scale overflows, stalls or reads as perfect in f32: scale the targets to about 1 (and the loss back)
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } NR == 51 { $NF = -1 } 1' > %t/one-bad-label.csv
+// RUN: aicf propose --data %t/one-bad-label.csv --structure "mlp 16" -o %t/one-bad-label.mlir --runs-db %t/none.sqlite 2>&1 | FileCheck %s --check-prefix=BADLABEL
+// BADLABEL: note: {{.*}}one-bad-label.csv:51: the target -1 is no class index (a whole number from 0 to 65535); 1 of the 1797 rows' targets is not, so the table reads as a regression problem; if its last column holds classes, fix those rows
+// RUN: not aicf propose --data %t/one-bad-label.csv --task classification --structure "mlp 16" -o %t/one-bad-label.mlir --runs-db %t/none.sqlite 2>&1 | FileCheck %s --check-prefix=BADLABELTASK
+// BADLABELTASK: aicf: error: {{.*}}one-bad-label.csv: reads as a regression problem, not classification: {{.*}}one-bad-label.csv:51: the target -1 is no class index
+// RUN: printf '1;2;3\n' > %t/semicolons.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/semicolons.csv --no-runs-db --out %t/semi 2>&1 | FileCheck %s --check-prefix=SEMI
+// SEMI: aicf: error: {{.*}}semicolons.csv:1: column 1 is '1;2;3': invalid float literal (the row is one column: AICF reads comma-separated values, and this line has ';', tabs or '|')
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } { $NF = "dog" } 1' > %t/named-labels.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/named-labels.csv --no-runs-db --out %t/named 2>&1 | FileCheck %s --check-prefix=NAMED
+// NAMED: aicf: error: {{.*}}named-labels.csv:1: column 65 is 'dog': invalid float literal (the last column is the label or target: class indices 0, 1, ... or numbers; map names to numbers first)
+// RUN: printf '\033[31mred,1\n' > %t/escape.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/escape.csv --no-runs-db --out %t/esc 2>&1 | FileCheck %s --check-prefix=ESCAPE
+// ESCAPE: aicf: error: {{.*}}escape.csv:1: column 1 is '\u{1b}[31mred': invalid float literal
+// RUN: head -c 80 %S/../../../data/tinyshakespeare.txt > %t/eighty.txt
+// RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/eighty.txt --no-runs-db --out %t/eighty 2>&1 | FileCheck %s --check-prefix=EIGHTY
+// EIGHTY: aicf: error: {{.*}}eighty.txt: 64 training tokens, fewer than one window of 65 (the context and the next token); --val-split 0.2 holds out 16 of its 80 tokens

@@ -2080,7 +2080,10 @@ fn propose(
     if structure.is_some() && policy.is_some() {
         return Err("--policy: a --structure proposal derives no policy (it reads no past runs)".into());
     }
-    let (shape, problem, sig) = propose::describe(data, task).map_err(|e| e.to_string())?;
+    let (shape, problem, sig, note) = propose::describe(data, task).map_err(|e| e.to_string())?;
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
     let proposal = match structure {
         Some(s) => {
             let s = Structure::parse(s).map_err(|e| e.to_string())?;
