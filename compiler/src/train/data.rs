@@ -678,9 +678,44 @@ fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s In
 /// A CSV table's rows: features (row-major), the last column of each row,
 /// the features per row, and each row's line in the file. `class_labels`:
 /// every label must be a class index (a non-negative integer).
-fn parse_table(path: &Path, class_labels: bool) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>)> {
+/// The most cells a table's row may have where no model says how many
+/// (`aicf propose`): parsed, a cell takes about 30 bytes, so a row past this
+/// would take gigabytes before any check could refuse it.
+const MOST_CELLS: usize = 1 << 24;
+
+/// Cells in the first non-blank line of `bytes` by its commas (an upper
+/// bound: a quoted cell may hold commas).
+fn first_row_cells(bytes: &[u8]) -> usize {
+    bytes
+        .split(|&b| b == b'\n')
+        .find(|line| line.iter().any(|b| !b.is_ascii_whitespace()))
+        .map_or(0, |line| line.iter().filter(|&&b| b == b',').count() + 1)
+}
+
+/// A table's rows: features, labels, features per row and each row's line.
+/// `expect`: the cells a row must have where a model says so, checked on
+/// the first row before the rest is parsed (a 2 MB gzip of one row of 500
+/// million cells grew past 24 GB before the width check).
+fn parse_table(
+    path: &Path,
+    class_labels: bool,
+    expect: Option<(usize, &dyn Fn(usize) -> String)>,
+) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>)> {
     let name = path.display().to_string();
     let bytes = read_bytes(path)?;
+    let cells = first_row_cells(&bytes);
+    match expect {
+        // Commas in quotes count too: only a row far wider is refused here.
+        Some((e, refusal)) if cells > e.saturating_mul(4).max(1 << 16) => {
+            return Err(bad(format!("{name}: {}", refusal(cells - 1))));
+        }
+        None if cells > MOST_CELLS => {
+            return Err(bad(format!(
+                "{name}: its first row has {cells} cells, more than the {MOST_CELLS} a table's row may have"
+            )));
+        }
+        _ => {}
+    }
     let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(&bytes[..]);
     let mut features: Vec<f64> = Vec::new();
     let mut labels: Vec<f64> = Vec::new();
@@ -821,7 +856,7 @@ pub fn peek(path: &Path) -> Result<Peek> {
     if !(lower.ends_with(".csv") || lower.ends_with(".csv.gz")) {
         return Err(bad(format!("{name}: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)")));
     }
-    let (_, labels, width, lines) = parse_table(path, false)?;
+    let (_, labels, width, lines) = parse_table(path, false, None)?;
     if labels.is_empty() {
         return Err(bad(format!("{name}: no rows")));
     }
@@ -858,18 +893,20 @@ pub fn peek(path: &Path) -> Result<Peek> {
 fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
     let name = path.display().to_string();
     let (x, y) = table_inputs(sig, &name)?;
-    let (mut features, labels, width, lines) = parse_table(path, is_int(y.dtype))?;
+    let per: usize = x.shape[1..].iter().product();
+    let refusal = |width: usize| {
+        format!(
+            "rows have {width} features and a label; the model's input #0 is {}, which takes {per} features per row",
+            x.describe()
+        )
+    };
+    let (mut features, labels, width, lines) = parse_table(path, is_int(y.dtype), Some((per + 1, &refusal)))?;
     let rows = labels.len();
     if rows == 0 {
         return Err(bad(format!("{name}: no rows")));
     }
-    let per: usize = x.shape[1..].iter().product();
     if width != per {
-        return Err(bad(format!(
-            "{name}: rows have {width} features and a label; the model's input #0 is {}, which takes {per} features \
-             per row",
-            x.describe()
-        )));
+        return Err(bad(format!("{name}: {}", refusal(width))));
     }
     // A table's row is named by its line.
     if let Some(row) = bad_label(&labels, sig) {

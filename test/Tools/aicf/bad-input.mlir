@@ -299,3 +299,8 @@
 // RUN: head -c 80 %S/../../../data/tinyshakespeare.txt > %t/eighty.txt
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/eighty.txt --no-runs-db --out %t/eighty 2>&1 | FileCheck %s --check-prefix=EIGHTY
 // EIGHTY: aicf: error: {{.*}}eighty.txt: 64 training tokens, fewer than one window of 65 (the context and the next token); --val-split 0.2 holds out 16 of its 80 tokens
+// A row far wider than the model's is refused before the rest is parsed
+// (one gzip row of 500 million cells grew past 24 GB before the check).
+// RUN: python3 -c "import gzip; gzip.open('%t/wide.csv.gz', 'wb').write(b'1,' * 300000 + b'1\n')"
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/wide.csv.gz --no-runs-db --out %t/wide 2>&1 | FileCheck %s --check-prefix=WIDE
+// WIDE: aicf: error: {{.*}}wide.csv.gz: rows have 300000 features and a label; the model's input #0 is [32, 64] f32, which takes 64 features per row
