@@ -238,6 +238,98 @@ pub struct DataOptions {
     /// Text: hold all of it out, none for training (scoring a checkpoint
     /// on a text it did not train on).
     pub whole_text: bool,
+    /// Tables and arrays: standardize each feature (minus its mean over the
+    /// training rows, over their standard deviation) instead of one scale
+    /// for all (`aicf train --standardize`).
+    pub standardize: bool,
+    /// The per-feature statistics to standardize with instead of the
+    /// training rows' (a checkpoint's `feature_standardize`, as
+    /// [`Standardization::to_metadata`] writes it).
+    pub feature_stats: Option<String>,
+}
+
+/// Per-feature mean and standard deviation of a data input's values over
+/// the training rows: each feature is read as (x - mean) / deviation (a
+/// feature constant over the training rows keeps deviation 1).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Standardization {
+    pub mean: Vec<f64>,
+    pub std: Vec<f64>,
+}
+
+/// The checkpoint metadata key of a run's [`Standardization`].
+pub const STANDARDIZE_KEY: &str = "feature_standardize";
+
+impl Standardization {
+    /// Of `values` (`per` values an example), over the examples `rows`.
+    fn of(values: &[f64], per: usize, rows: &[usize]) -> Self {
+        let n = rows.len().max(1) as f64;
+        let mut mean = vec![0f64; per];
+        for &r in rows {
+            for (m, v) in mean.iter_mut().zip(&values[r * per..(r + 1) * per]) {
+                *m += v;
+            }
+        }
+        mean.iter_mut().for_each(|m| *m /= n);
+        let mut var = vec![0f64; per];
+        for &r in rows {
+            for ((s, v), m) in var.iter_mut().zip(&values[r * per..(r + 1) * per]).zip(&mean) {
+                *s += (v - m) * (v - m);
+            }
+        }
+        let std = var.iter().map(|s| (s / n).sqrt()).map(|d| if d > 0.0 && d.is_finite() { d } else { 1.0 }).collect();
+        Standardization { mean, std }
+    }
+
+    fn apply(&self, values: &mut [f64]) {
+        let per = self.mean.len().max(1);
+        for example in values.chunks_mut(per) {
+            for ((v, m), d) in example.iter_mut().zip(&self.mean).zip(&self.std) {
+                *v = (*v - m) / d;
+            }
+        }
+    }
+
+    pub fn to_metadata(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads a checkpoint's statistics for an input of `per` features.
+    fn from_metadata(name: &str, text: &str, per: usize) -> Result<Self> {
+        let s: Standardization = serde_json::from_str(text)
+            .map_err(|e| bad(format!("{name}: the checkpoint's {STANDARDIZE_KEY} does not read ({e})")))?;
+        if s.mean.len() != per || s.std.len() != per {
+            return Err(bad(format!(
+                "{name}: the checkpoint standardized {} features; this data has {per}",
+                s.mean.len()
+            )));
+        }
+        if s.mean.iter().any(|m| !m.is_finite()) || s.std.iter().any(|d| !(d.is_finite() && *d > 0.0)) {
+            return Err(bad(format!(
+                "{name}: the checkpoint's {STANDARDIZE_KEY} holds a mean or deviation that is no number"
+            )));
+        }
+        Ok(s)
+    }
+}
+
+/// Standardizes `values` (`per` an example) in place by `options`' given
+/// statistics or the training rows', returning the checkpoint metadata
+/// that reproduces it; `None` where `options` asks for neither.
+fn standardize(
+    name: &str,
+    values: &mut [f64],
+    per: usize,
+    train: &[usize],
+    options: &DataOptions,
+) -> Result<Option<String>> {
+    let stats = match (&options.feature_stats, options.standardize) {
+        (Some(text), _) => Standardization::from_metadata(name, text, per)?,
+        (None, true) => Standardization::of(values, per, train),
+        (None, false) => return Ok(None),
+    };
+    stats.apply(values);
+    Ok(Some(stats.to_metadata()))
 }
 
 impl Default for DataOptions {
@@ -250,6 +342,8 @@ impl Default for DataOptions {
             feature_scale: None,
             vocabulary: None,
             whole_text: false,
+            standardize: false,
+            feature_stats: None,
         }
     }
 }
@@ -417,8 +511,8 @@ fn find_feature_scales(names: &[String], rows: &Rows, scale: f64) -> Option<Stri
     };
     Some(format!(
         "{name}: feature {feature} (counting from 0) of input #{c} reaches {top:.4e}, {ratio:.1e} times the median \
-         feature's largest magnitude ({median:.4e}); standardize each feature (e.g. to mean 0, deviation 1) first, \
-         as {why}"
+         feature's largest magnitude ({median:.4e}); --standardize reads each feature at mean 0 and deviation 1, \
+         as otherwise {why}"
     ))
 }
 
@@ -926,6 +1020,20 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
             options.val_split
         )));
     }
+    // Standardized feature by feature where asked (then no shared scale).
+    if let Some(stats) = standardize(&name, &mut features, width, &train, options)? {
+        let columns = vec![
+            Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features, scaled: false },
+            Column { shape: vec![], dtype: y.dtype, values: labels, scaled: false },
+        ];
+        return Ok(Dataset {
+            description: format!("{rows} rows of {width} features (standardized) and a label ({name})"),
+            metadata: BTreeMap::from([("feature_scale".into(), "1".into()), (STANDARDIZE_KEY.into(), stats)]),
+            kind: Kind::Rows(Rows { columns, train, held }),
+            outlier: None,
+            notes: Vec::new(),
+        });
+    }
     // Features scaled by the training split's largest magnitude.
     // By the largest magnitude itself, however small (a floor would leave
     // features of 1e-40 zero in f32); all-zero features teach nothing.
@@ -991,6 +1099,9 @@ fn bad_label(labels: &[f64], sig: &Signature) -> Option<usize> {
 
 fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
     let name = path.display().to_string();
+    if options.standardize {
+        return Err(bad(format!("{name}: --standardize standardizes the features of tables and arrays, not a text")));
+    }
     let fed = sig.fed();
     let [tokens_in, targets] = fed[..] else {
         return Err(bad(format!(
@@ -1508,9 +1619,26 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         columns.push(Column { shape: want.to_vec(), dtype: input.dtype, values, scaled });
     }
     let (train, held) = split_rows(rows, options.seed, options.val_split);
+    let mut metadata = BTreeMap::from([("feature_scale".into(), scale.to_string())]);
+    if options.standardize || options.feature_stats.is_some() {
+        // One float data input is standardized (its statistics are one
+        // checkpoint entry).
+        let data: Vec<usize> = (0..columns.len()).filter(|&c| columns[c].scaled).collect();
+        let [c] = data[..] else {
+            return Err(bad(format!(
+                "{name}: --standardize standardizes one float data input; the model has {}",
+                data.len()
+            )));
+        };
+        let per = columns[c].per().max(1);
+        if let Some(stats) = standardize(name, &mut columns[c].values, per, &train, options)? {
+            metadata.insert(STANDARDIZE_KEY.into(), stats);
+        }
+        columns[c].scaled = false;
+    }
     Ok(Dataset {
         description: format!("{rows} examples of {} arrays ({name})", columns.len()),
-        metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
+        metadata,
         kind: Kind::Rows(Rows { columns, train, held }),
         outlier: None,
         notes: Vec::new(),

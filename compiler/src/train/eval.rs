@@ -97,6 +97,7 @@ pub fn evaluate_checkpoint(
         feature_scale: scale,
         eval_windows: eval_windows.unwrap_or(usize::MAX),
         vocabulary: meta.get("vocabulary").cloned(),
+        feature_stats: meta.get(super::data::STANDARDIZE_KEY).cloned(),
         whole_text: text && !held,
         ..DataOptions::default()
     };

@@ -886,8 +886,26 @@ pub fn fit(
     // characters of another file would mean other characters to the model
     // (its embedding rows and logits are the checkpoint's characters).
     let vocabulary = resume.as_ref().and_then(|(_, meta)| meta.get("vocabulary").cloned());
-    let data_options =
-        DataOptions { seed: run.seed, vocabulary: vocabulary.or(run.data.vocabulary.clone()), ..run.data.clone() };
+    // Likewise its features: by the statistics it standardized with (a
+    // resume need not repeat --standardize), and never standardized where
+    // it trained without.
+    let feature_stats = resume.as_ref().and_then(|(_, meta)| meta.get(super::data::STANDARDIZE_KEY).cloned());
+    if let Some((path, _)) = &resume
+        && run.data.standardize
+        && feature_stats.is_none()
+    {
+        return Err(TrainError::Input(format!(
+            "--standardize: {} trained on features read without it; resuming with it would change what every \
+             feature means to the model (drop it, or start a new run)",
+            path.display()
+        )));
+    }
+    let data_options = DataOptions {
+        seed: run.seed,
+        vocabulary: vocabulary.or(run.data.vocabulary.clone()),
+        feature_stats: feature_stats.or(run.data.feature_stats.clone()),
+        ..run.data.clone()
+    };
     let dataset = Dataset::load(data, &sig, &data_options)?;
     if let Some(outlier) = &dataset.outlier {
         report.note(&format!("{outlier}: training may diverge on it, or learn little else; check the data"));

@@ -348,6 +348,61 @@ fn data_on_other_scales_and_mismatched_arrays_are_named() {
     assert!(e.contains("short.npy has 30 examples") && e.contains("y.npy has 40"), "{e}");
 }
 
+/// `standardize`: an array's features read at mean 0 and deviation 1 over
+/// the training rows (a constant feature left at deviation 1), the
+/// statistics in the metadata, and data loaded with those statistics read
+/// by them rather than its own.
+#[test]
+fn standardized_arrays_read_by_the_training_rows_statistics() {
+    let dir = scratch("standardize");
+    let sig = signature("mlp/digits_mlp.mlir");
+    let rows = 40;
+    let npy = |name: &str, shape: &[u64], values: &[f64]| -> PathBuf {
+        let path = dir.join(name);
+        let mut bytes = Vec::new();
+        {
+            use npyz::WriterBuilder;
+            let mut w =
+                npyz::WriteOptions::<f64>::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().unwrap();
+            values.iter().for_each(|v| w.push(v).unwrap());
+            w.finish().unwrap();
+        }
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    // Feature f of row r: f * 100 + r (feature 0 constant: 7).
+    let x: Vec<f64> =
+        (0..rows * 64).map(|i| if i % 64 == 0 { 7.0 } else { ((i % 64) * 100 + i / 64) as f64 }).collect();
+    let y: Vec<f64> = (0..rows).map(|i| (i % 10) as f64).collect();
+    let arrays = [npy("x.npy", &[rows as u64, 64], &x), npy("y.npy", &[rows as u64], &y)];
+    let options = DataOptions { standardize: true, ..Default::default() };
+    let data = Dataset::load(&arrays, &sig, &options).unwrap();
+    let train: Vec<usize> = (0..data.train_len()).collect();
+    let features = data.batch(Split::Train, &train)[0].values.clone();
+    for f in [0, 1, 63] {
+        let column: Vec<f64> = features.chunks(64).map(|r| r[f] as f64).collect();
+        let mean = column.iter().sum::<f64>() / column.len() as f64;
+        let var = column.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / column.len() as f64;
+        assert!(mean.abs() < 1e-5, "feature {f}: mean {mean}");
+        let want = if f == 0 { 0.0 } else { 1.0 };
+        assert!((var - want).abs() < 1e-4, "feature {f}: variance {var}, want {want}");
+    }
+    let stats = data.metadata.get("feature_standardize").expect("the statistics are kept").clone();
+    // Other data (every value + 1000) read with them: shifted by
+    // 1000 / deviation, not standardized again.
+    let shifted: Vec<f64> = x.iter().map(|v| v + 1000.0).collect();
+    let other = [npy("x2.npy", &[rows as u64, 64], &shifted), arrays[1].clone()];
+    let given = DataOptions { feature_stats: Some(stats), ..Default::default() };
+    let read = Dataset::load(&other, &sig, &given).unwrap();
+    let mean: f64 = read.batch(Split::Train, &(0..read.train_len()).collect::<Vec<_>>())[0]
+        .values
+        .chunks(64)
+        .map(|r| r[1] as f64)
+        .sum::<f64>()
+        / read.train_len() as f64;
+    assert!(mean > 10.0, "feature 1 of shifted data read by the first data's statistics: mean {mean}");
+}
+
 #[test]
 fn data_that_does_not_fit_is_one_error_naming_the_input() {
     let dir = scratch("mismatch");

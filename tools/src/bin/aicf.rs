@@ -259,6 +259,12 @@ enum Command {
         /// rows; text: the end of the file).
         #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]
         val_split: f64,
+        /// Tables and arrays: read each feature as (x - mean) / deviation,
+        /// by the training rows' statistics (kept in checkpoints: eval and
+        /// resume read features the same way), instead of one scale for
+        /// every feature (a CSV's largest magnitude; arrays as they are).
+        #[arg(long)]
+        standardize: bool,
         /// Text: training windows per epoch (default: as many as fill the
         /// training text once).
         #[arg(long)]
@@ -588,6 +594,7 @@ fn main() {
             epochs,
             seed,
             val_split,
+            standardize,
             windows_per_epoch,
             eval_windows,
             out,
@@ -654,6 +661,8 @@ fn main() {
                     feature_scale: None,
                     vocabulary: None,
                     whole_text: false,
+                    standardize,
+                    feature_stats: None,
                 },
                 out,
                 checkpoint_dir,
