@@ -399,7 +399,12 @@ impl Registry {
 
     pub fn key(g: &LibraryGemm, call: &Call, target: &str, threads: usize) -> String {
         let epilogue = call.library.as_ref().and_then(|l| l.epilogue.as_ref()).is_some();
-        format!("{CANDIDATES}/{target}/t{threads}: {} epilogue {epilogue}", shape(g))
+        // Decisions taken without the BLAS libraries (a process whose
+        // address space is too small for them) are kept apart: on the
+        // machine's own keys they would stand for every later run, which
+        // has those candidates.
+        let no_blas = if crate::cpu::blas::address_space_too_small() { " (no BLAS: ulimit -v)" } else { "" };
+        format!("{CANDIDATES}/{target}/t{threads}{no_blas}: {} epilogue {epilogue}", shape(g))
     }
 
     /// The key of a GPU GEMM's decision (generated kernel or cuBLASLt) on

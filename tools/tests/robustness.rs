@@ -261,6 +261,26 @@ fn a_low_address_space_limit_trains_and_exits() {
     let registry = std::fs::read_to_string(dir.join("cache/gemm-registry.json")).unwrap();
     assert!(registry.contains("generated"), "no candidate was timed:\n{registry}");
     assert!(!registry.contains("openblas") && !registry.contains("mkl"), "{registry}");
+    // Those decisions are kept apart from the machine's: a run without the
+    // limit times the libraries too, whatever the limited run chose.
+    assert!(
+        registry.lines().filter(|l| l.contains("epilogue")).all(|l| l.contains("(no BLAS: ulimit -v)")),
+        "{registry}"
+    );
+    let free = Command::new(env!("CARGO_BIN_EXE_aicf"))
+        .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", "1"])
+        .args(["--no-runs-db", "--no-progress", "--out"])
+        .arg(dir.join("free"))
+        .env("AICF_CACHE_DIR", dir.join("cache"))
+        .output()
+        .unwrap();
+    assert!(free.status.success(), "{}", String::from_utf8_lossy(&free.stderr));
+    let registry = std::fs::read_to_string(dir.join("cache/gemm-registry.json")).unwrap();
+    let unlimited: Vec<&str> = registry.lines().filter(|l| l.contains("(ms)") && !l.contains("no BLAS")).collect();
+    assert!(!unlimited.is_empty(), "the unlimited run timed nothing:\n{registry}");
+    if aicf_runtime::cpu::blas::available() {
+        assert!(unlimited.iter().any(|l| l.contains("openblas")), "OpenBLAS was not timed:\n{registry}");
+    }
 }
 
 #[test]

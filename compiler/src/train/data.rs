@@ -511,8 +511,8 @@ fn find_feature_scales(names: &[String], rows: &Rows, scale: f64) -> Option<Stri
     };
     Some(format!(
         "{name}: feature {feature} (counting from 0) of input #{c} reaches {top:.4e}, {ratio:.1e} times the median \
-         feature's largest magnitude ({median:.4e}); --standardize reads each feature at mean 0 and deviation 1, \
-         as otherwise {why}"
+         feature's largest magnitude ({median:.4e}): training with --standardize reads each feature at mean 0 \
+         and deviation 1, as otherwise {why}"
     ))
 }
 
@@ -582,7 +582,11 @@ impl Dataset {
             } else {
                 vec![name]
             };
-            dataset.outlier = find_outlier(&names, rows, scale).or_else(|| find_feature_scales(&names, rows, scale));
+            // (A standardized input was checked before it was standardized.)
+            if dataset.outlier.is_none() && !dataset.metadata.contains_key(STANDARDIZE_KEY) {
+                dataset.outlier = find_outlier(&names, rows, scale);
+            }
+            dataset.notes.extend(find_feature_scales(&names, rows, scale));
             dataset.notes.extend(find_target_scale(&names, rows));
         }
         Ok(dataset)
@@ -777,18 +781,30 @@ fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s In
 /// would take gigabytes before any check could refuse it.
 const MOST_CELLS: usize = 1 << 24;
 
-/// Cells in the first non-blank line of `bytes` by its commas (an upper
-/// bound: a quoted cell may hold commas).
-fn first_row_cells(bytes: &[u8]) -> usize {
-    bytes
-        .split(|&b| b == b'\n')
-        .find(|line| line.iter().any(|b| !b.is_ascii_whitespace()))
-        .map_or(0, |line| line.iter().filter(|&&b| b == b',').count() + 1)
+/// The widest line of `bytes` by its commas, as (cells, line): an upper
+/// bound (a quoted cell may hold commas), counted in one pass before any
+/// parsing. A line ends at `\n` or at a lone `\r`, as the `csv` crate reads.
+fn widest_row(bytes: &[u8]) -> (usize, usize) {
+    let (mut line, mut commas, mut widest) = (1, 0, (0, 1));
+    for &b in bytes {
+        match b {
+            b'\n' => (line, commas) = (line + 1, 0),
+            b'\r' => commas = 0,
+            b',' => {
+                commas += 1;
+                if commas + 1 > widest.0 {
+                    widest = (commas + 1, line);
+                }
+            }
+            _ => {}
+        }
+    }
+    widest
 }
 
 /// A table's rows: features, labels, features per row and each row's line.
 /// `expect`: the cells a row must have where a model says so, checked on
-/// the first row before the rest is parsed (a 2 MB gzip of one row of 500
+/// the widest row before any is parsed (a 2 MB gzip of one row of 500
 /// million cells grew past 24 GB before the width check).
 fn parse_table(
     path: &Path,
@@ -797,16 +813,14 @@ fn parse_table(
 ) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>)> {
     let name = path.display().to_string();
     let bytes = read_bytes(path)?;
-    let cells = first_row_cells(&bytes);
+    let (cells, at) = widest_row(&bytes);
     match expect {
         // Commas in quotes count too: only a row far wider is refused here.
         Some((e, refusal)) if cells > e.saturating_mul(4).max(1 << 16) => {
-            return Err(bad(format!("{name}: {}", refusal(cells - 1))));
+            return Err(bad(format!("{name}:{at}: {}", refusal(cells - 1))));
         }
         None if cells > MOST_CELLS => {
-            return Err(bad(format!(
-                "{name}: its first row has {cells} cells, more than the {MOST_CELLS} a table's row may have"
-            )));
+            return Err(bad(format!("{name}:{at}: {cells} cells, more than the {MOST_CELLS} a table's row may have")));
         }
         _ => {}
     }
@@ -836,17 +850,20 @@ fn parse_table(
                 c.trim().parse::<f64>().map_err(|e| {
                     let cell = if c.trim().is_empty() { "empty".to_string() } else { format!("'{}': {e}", shown(c)) };
                     let numbers = record.iter().filter(|c| c.trim().parse::<f64>().is_ok()).count();
-                    let hint = if record.len() == 1 && [';', '\t', '|'].iter().any(|s| c.contains(*s)) {
-                        // One cell holding the row: another separator.
-                        " (the row is one column: AICF reads comma-separated values, and this line has ';', tabs or \
-                         '|')"
-                    } else if lines.is_empty()
-                        && numbers * 2 < record.len()
-                        && c.trim().chars().any(char::is_alphabetic)
-                    {
+                    let words = c.trim().chars().any(char::is_alphabetic);
+                    let hint = if [';', '\t', '|'].iter().any(|s| c.contains(*s)) {
+                        // Another separator (decimal commas may split it).
+                        " (AICF reads comma-separated values, and this cell holds ';', a tab or '|': another \
+                         separator?)"
+                    } else if lines.is_empty() && numbers * 2 < record.len() && words {
                         // Words in most of a first row are a header, which a
                         // table here has not.
                         " (a header row? AICF reads tables of numbers alone, without one)"
+                    } else if column + 1 == record.len() && numbers + 1 == record.len() && lines.is_empty() && words {
+                        // Numbered feature columns and a named label column
+                        // (pandas' to_csv), or a first label by name.
+                        " (a header row, or labels by name? AICF reads tables of numbers alone, without a header, \
+                         with class indices 0, 1, ... as labels)"
                     } else if column + 1 == record.len() && numbers + 1 == record.len() {
                         " (the last column is the label or target: class indices 0, 1, ... or numbers; map names to \
                          numbers first)"
@@ -1020,17 +1037,28 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
             options.val_split
         )));
     }
-    // Standardized feature by feature where asked (then no shared scale).
-    if let Some(stats) = standardize(&name, &mut features, width, &train, options)? {
-        let columns = vec![
-            Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features, scaled: false },
-            Column { shape: vec![], dtype: y.dtype, values: labels, scaled: false },
-        ];
+    // Standardized feature by feature where asked (then no shared scale),
+    // after the values as the file holds them are checked for an outlier
+    // (standardized, a 1e30 typed for 1.30 is a few deviations out).
+    if options.standardize || options.feature_stats.is_some() {
+        let mut data = Rows {
+            columns: vec![
+                Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features, scaled: true },
+                Column { shape: vec![], dtype: y.dtype, values: labels, scaled: false },
+            ],
+            train,
+            held,
+        };
+        let outlier = find_outlier(std::slice::from_ref(&name), &data, 1.0);
+        let stats = standardize(&name, &mut data.columns[0].values, width, &data.train, options)?;
+        data.columns[0].scaled = false;
+        let mut metadata = BTreeMap::from([("feature_scale".into(), "1".into())]);
+        metadata.extend(stats.map(|s| (STANDARDIZE_KEY.to_string(), s)));
         return Ok(Dataset {
             description: format!("{rows} rows of {width} features (standardized) and a label ({name})"),
-            metadata: BTreeMap::from([("feature_scale".into(), "1".into()), (STANDARDIZE_KEY.into(), stats)]),
-            kind: Kind::Rows(Rows { columns, train, held }),
-            outlier: None,
+            metadata,
+            kind: Kind::Rows(data),
+            outlier,
             notes: Vec::new(),
         });
     }
@@ -1559,6 +1587,7 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         )));
     }
     let scale = given_scale(name, options.feature_scale.unwrap_or(1.0))?;
+    let array_names: Vec<String> = arrays.iter().map(|a| a.name.clone()).collect();
     let mut columns = Vec::new();
     for (i, (a, input)) in arrays.into_iter().zip(&fed).enumerate() {
         let want = &input.shape[1..];
@@ -1620,6 +1649,7 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
     }
     let (train, held) = split_rows(rows, options.seed, options.val_split);
     let mut metadata = BTreeMap::from([("feature_scale".into(), scale.to_string())]);
+    let mut outlier = None;
     if options.standardize || options.feature_stats.is_some() {
         // One float data input is standardized (its statistics are one
         // checkpoint entry).
@@ -1631,6 +1661,11 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
             )));
         };
         let per = columns[c].per().max(1);
+        // The values as the files hold them are checked for an outlier
+        // first (see `table`).
+        let checked = Rows { columns, train: Vec::new(), held: Vec::new() };
+        outlier = find_outlier(&array_names, &checked, scale);
+        columns = checked.columns;
         if let Some(stats) = standardize(name, &mut columns[c].values, per, &train, options)? {
             metadata.insert(STANDARDIZE_KEY.into(), stats);
         }
@@ -1640,7 +1675,7 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         description: format!("{rows} examples of {} arrays ({name})", columns.len()),
         metadata,
         kind: Kind::Rows(Rows { columns, train, held }),
-        outlier: None,
+        outlier,
         notes: Vec::new(),
     })
 }

@@ -525,7 +525,14 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     let mut negative = Vec::new();
     for r in runs {
         let p = &r.run.problem;
-        if (p.task == "text") == (shape.task == "text") && !p.name.is_empty() && r.run.status == "finished" {
+        // Runs on standardized features are another problem to the
+        // descriptors (its probe read them standardized) and train another
+        // way than a proposal does: left out.
+        if (p.task == "text") == (shape.task == "text")
+            && !p.name.is_empty()
+            && r.run.status == "finished"
+            && !r.run.settings.standardize
+        {
             if r.curve.iter().any(|c| c.val_loss.is_some_and(|l| l < 0.0)) {
                 negative.push(r.run.id);
                 continue;

@@ -193,6 +193,11 @@ pub struct Settings {
     /// The growth policy's file, for an adaptive run.
     pub policy: Option<String>,
     pub replicas: usize,
+    /// Features read standardized (`aicf train --standardize`; absent in
+    /// older records: false). The proposer ranks only runs without, as its
+    /// problem descriptors and proposals read features as they are.
+    #[serde(default)]
+    pub standardize: bool,
 }
 
 /// What a run records when it starts.

@@ -1103,6 +1103,7 @@ impl Recorder {
             epochs: run.epochs,
             policy: run.adapt.as_ref().map(|p| p.display().to_string()),
             replicas: loop_.replicas,
+            standardize: loop_.data.metadata.contains_key(super::data::STANDARDIZE_KEY),
         };
         let command = std::env::args().collect::<Vec<_>>().join(" ");
         let id = runs.begin(&NewRun {
@@ -1292,6 +1293,7 @@ impl<'a> Loop<'a> {
             }
         }
         let mut adaptive = Adaptive::new(trainer, policy);
+        adaptive.set_data_metadata(data.metadata.clone());
         if run.adapt.is_some() && rank == 0 {
             adaptive.log_to(&run.out.join("decisions.jsonl"))?;
         }

@@ -313,7 +313,7 @@ fn data_on_other_scales_and_mismatched_arrays_are_named() {
     let py = npy("y.npy", &[rows as u64], &y);
     let data =
         Dataset::load(&[npy("x.npy", &[rows as u64, 64], &x), py.clone()], &sig, &DataOptions::default()).unwrap();
-    let note = data.outlier.expect("a feature of 1e30 among features of at most 16 is named");
+    let note = data.notes.first().expect("a feature of 1e30 among features of at most 16 is named").clone();
     assert!(note.contains("feature 3 (counting from 0) of input #0 reaches 1.0000e30"), "{note}");
     assert!(note.contains("arrays train as they are"), "{note}");
 
@@ -327,11 +327,21 @@ fn data_on_other_scales_and_mismatched_arrays_are_named() {
         .collect();
     let table = dir.join("t.csv");
     std::fs::write(&table, csv).unwrap();
-    let note = Dataset::load(std::slice::from_ref(&table), &sig, &DataOptions::default()).unwrap().outlier.unwrap();
+    let note = Dataset::load(std::slice::from_ref(&table), &sig, &DataOptions::default()).unwrap().notes.remove(0);
     assert!(note.contains("feature 3 (counting from 0) of input #0 reaches 1.5600e3"), "{note}");
     assert!(note.contains("a table's features are divided by one shared scale"), "{note}");
     // The digits themselves are on one scale.
-    assert_eq!(Dataset::load(&[digits()], &sig, &DataOptions::default()).unwrap().outlier, None);
+    let digits = Dataset::load(&[digits()], &sig, &DataOptions::default()).unwrap();
+    assert_eq!((digits.outlier, digits.notes), (None, vec![]));
+    // Standardized, a 1e30 typed for 1.30 is still named, by its value in
+    // the file (standardized it is a few deviations out).
+    let mut typo = x.clone();
+    typo.iter_mut().filter(|v| **v == 1e30).for_each(|v| *v = 1.0);
+    typo[7 * 64 + 5] = 1e30;
+    let standardized = DataOptions { standardize: true, ..Default::default() };
+    let data = Dataset::load(&[npy("typo.npy", &[rows as u64, 64], &typo), py.clone()], &sig, &standardized).unwrap();
+    let outlier = data.outlier.expect("the typo is named");
+    assert!(outlier.contains("element 5 of example 7") && outlier.contains("1e30"), "{outlier}");
 
     // A NaN is placed by example and element.
     let mut nan = vec![1.0; rows * 64];

@@ -113,7 +113,7 @@ fn address_space_limit() -> Option<u64> {
 const BLAS_ADDRESS_SPACE: u64 = 4 << 30;
 
 /// Whether a `ulimit -v` too low for the BLAS libraries is in force.
-fn address_space_too_small() -> bool {
+pub(crate) fn address_space_too_small() -> bool {
     address_space_limit().is_some_and(|l| l < BLAS_ADDRESS_SPACE)
 }
 

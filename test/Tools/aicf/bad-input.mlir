@@ -277,7 +277,7 @@
 // a cell cannot be read the message says what the row looks like.
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } { $4 = NR * 0.6 } 1' > %t/scales.csv
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/scales.csv --epochs 1 --no-runs-db --out %t/scales 2>&1 | FileCheck %s --check-prefix=SCALES
-// SCALES: note: {{.*}}scales.csv: feature 3 (counting from 0) of input #0 reaches 1.0782e3, 6.7e1 times the median feature's largest magnitude (1.6000e1); standardize each feature (e.g. to mean 0, deviation 1) first, as a table's features are divided by one shared scale, so the others are all but lost
+// SCALES: note: {{.*}}scales.csv: feature 3 (counting from 0) of input #0 reaches 1.0782e3, 6.7e1 times the median feature's largest magnitude (1.6000e1): training with --standardize reads each feature at mean 0 and deviation 1, as otherwise a table's features are divided by one shared scale, so the others are all but lost
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } { $NF = $NF * 1e10 + NR } 1' > %t/huge-targets.csv
 // RUN: aicf propose --data %t/huge-targets.csv --structure "mlp 16" -o %t/huge-targets.mlir --runs-db %t/none.sqlite > /dev/null
 // RUN: aicf train %t/huge-targets.mlir --data %t/huge-targets.csv --epochs 1 --no-runs-db --out %t/huge-targets 2>&1 | FileCheck %s --check-prefix=TARGETS
@@ -289,10 +289,18 @@
 // BADLABELTASK: aicf: error: {{.*}}one-bad-label.csv: reads as a regression problem, not classification: {{.*}}one-bad-label.csv:51: the target -1 is no class index
 // RUN: printf '1;2;3\n' > %t/semicolons.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/semicolons.csv --no-runs-db --out %t/semi 2>&1 | FileCheck %s --check-prefix=SEMI
-// SEMI: aicf: error: {{.*}}semicolons.csv:1: column 1 is '1;2;3': invalid float literal (the row is one column: AICF reads comma-separated values, and this line has ';', tabs or '|')
+// SEMI: aicf: error: {{.*}}semicolons.csv:1: column 1 is '1;2;3': invalid float literal (AICF reads comma-separated values, and this cell holds ';', a tab or '|': another separator?)
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } { $NF = "dog" } 1' > %t/named-labels.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/named-labels.csv --no-runs-db --out %t/named 2>&1 | FileCheck %s --check-prefix=NAMED
-// NAMED: aicf: error: {{.*}}named-labels.csv:1: column 65 is 'dog': invalid float literal (the last column is the label or target: class indices 0, 1, ... or numbers; map names to numbers first)
+// NAMED: aicf: error: {{.*}}named-labels.csv:1: column 65 is 'dog': invalid float literal (a header row, or labels by name? AICF reads tables of numbers alone, without a header, with class indices 0, 1, ... as labels)
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } NR == 5 { $NF = "dog" } 1' > %t/named-label.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/named-label.csv --no-runs-db --out %t/named 2>&1 | FileCheck %s --check-prefix=NAMED5
+// NAMED5: aicf: error: {{.*}}named-label.csv:5: column 65 is 'dog': invalid float literal (the last column is the label or target: class indices 0, 1, ... or numbers; map names to numbers first)
+// A line ends at a lone carriage return too, as the CSV reader reads it:
+// such a table trains (its width is checked line by line).
+// RUN: gzip -dc %S/../../../data/digits.csv.gz | tr '\n' '\r' > %t/cr.csv
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/cr.csv --epochs 1 --no-runs-db --out %t/cr 2>&1 | FileCheck %s --check-prefix=CR
+// CR: data: 1797 rows of 64 features and a label
 // RUN: printf '\033[31mred,1\n' > %t/escape.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/escape.csv --no-runs-db --out %t/esc 2>&1 | FileCheck %s --check-prefix=ESCAPE
 // ESCAPE: aicf: error: {{.*}}escape.csv:1: column 1 is '\u{1b}[31mred': invalid float literal
@@ -303,4 +311,4 @@
 // (one gzip row of 500 million cells grew past 24 GB before the check).
 // RUN: python3 -c "import gzip; gzip.open('%t/wide.csv.gz', 'wb').write(b'1,' * 300000 + b'1\n')"
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/wide.csv.gz --no-runs-db --out %t/wide 2>&1 | FileCheck %s --check-prefix=WIDE
-// WIDE: aicf: error: {{.*}}wide.csv.gz: rows have 300000 features and a label; the model's input #0 is [32, 64] f32, which takes 64 features per row
+// WIDE: aicf: error: {{.*}}wide.csv.gz:1: rows have 300000 features and a label; the model's input #0 is [32, 64] f32, which takes 64 features per row

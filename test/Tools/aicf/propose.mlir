@@ -141,7 +141,7 @@
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" --runs-db %t/runs.sqlite -o %t/runs.sqlite-wal 2>&1 | FileCheck %s --check-prefix=WAL
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=BARE
 // RUN: aicf propose --data %S/../../../data/problems/sine_w1.csv.gz --runs-db %t/none.sqlite -o %t/sine2.mlir 2>&1 | FileCheck %s --check-prefix=SINE
-// NODIR: aicf: error: {{.*}}nodir/p.json: the JSON goes in {{.*}}nodir, which is not a directory
+// NODIR: aicf: error: {{.*}}nodir/p.json: the JSON goes in {{.*}}nodir, which does not exist
 // WAL: aicf: error: {{.*}}runs.sqlite-wal: the model would overwrite the run registry (or a file SQLite keeps beside it)
 // BARE: aicf: error: structure 'mlp': an mlp names its hidden widths, or 'linear' for none
 // SINE: problem sine_w1: regression, {{[0-9]+}} rows, 1 outputs; targets' standard deviation {{[0-9.]+}}; a least-squares probe

@@ -9,7 +9,7 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | awk -F, 'BEGIN { OFS = "," } { $4 = NR * 0.6 } 1' > %t/scales.csv
 // RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/scales.csv --epochs 3 --no-runs-db --out %t/plain --checkpoint-dir %t/plain-ckpt 2>&1 | FileCheck %s --check-prefix=PLAIN
-// PLAIN: note: {{.*}}scales.csv: feature 3 (counting from 0) of input #0 reaches 1.0782e3, {{.*}}; --standardize reads each feature at mean 0 and deviation 1
+// PLAIN: note: {{.*}}scales.csv: feature 3 (counting from 0) of input #0 reaches 1.0782e3, {{.*}}: training with --standardize reads each feature at mean 0 and deviation 1
 // PLAIN: final held-out accuracy {{[1-7][0-9]\.[0-9]+}}%
 // RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/scales.csv --epochs 3 --no-runs-db --out %t/std --checkpoint-dir %t/std-ckpt --standardize 2>&1 | FileCheck %s --check-prefix=STD
 // STD-NOT: note:

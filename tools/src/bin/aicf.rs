@@ -115,10 +115,16 @@ struct ModelArgs {
     /// (hl-set-batch) that runs on the same parameters and checkpoints.
     #[arg(long, value_parser = batch_size)]
     batch: Option<usize>,
+    /// The optimizer the train step applies after the gradients: sgd,
+    /// adam or adamw.
     #[arg(long, value_enum, default_value = "adam")]
     optimizer: Optimizer,
+    /// Weight decay: an L2 term added to the gradient for sgd and adam (as
+    /// PyTorch's weight_decay), decoupled (lr x decay x weight) for adamw.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     weight_decay: f64,
+    /// SGD's momentum (PyTorch's buffer form); 0: none. Adam's and AdamW's
+    /// moments are set by --betas.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     momentum: f64,
     /// Adam's and AdamW's beta1,beta2 (nanoGPT trains with 0.9,0.99).
@@ -128,9 +134,10 @@ struct ModelArgs {
     /// update (PyTorch's clip_grad_norm_); none by default.
     #[arg(long, allow_negative_numbers = true)]
     clip_norm: Option<f64>,
-    /// Arena budget of the memory plan: bytes (a K, M or G suffix for
-    /// KiB, MiB, GiB) or a percentage of the plan without one; activations
-    /// are recomputed to meet it.
+    /// Arena budget of the train step's memory plan: bytes (12000000, or
+    /// with a K, M or G suffix for KiB, MiB, GiB: 12M) or a percentage of
+    /// the plan without a budget (60%); activations are recomputed to meet
+    /// it.
     #[arg(long, value_parser = memory_budget)]
     memory_budget: Option<MemoryBudget>,
     /// fp32, or mixed precision: bf16 or fp16 contractions with f32
@@ -203,8 +210,10 @@ enum Command {
     Compile {
         #[command(flatten)]
         compile: ModelArgs,
-        /// Where to write the artifact (manifest.json + kernels.so), or with
-        /// --emit the IR (default: printed).
+        /// Where to write the artifact (a directory: manifest.json +
+        /// kernels.so; default: `<model stem>.aicf` beside the model), or
+        /// with --emit the IR (default: printed). An ONNX model's imported
+        /// module and weights are written beside the output too.
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Print this stage's IR instead of writing an artifact.
@@ -251,8 +260,12 @@ enum Command {
         /// in their default 10 epochs).
         #[arg(long, default_value_t = 3e-3, allow_negative_numbers = true)]
         lr: f64,
+        /// Passes over the training data (a resumed run: the epoch to end
+        /// at).
         #[arg(long, default_value_t = 10)]
         epochs: usize,
+        /// Seeds the initial parameters (with the model's own seed), the
+        /// held-out split, the data order and dropout's masks.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Fraction held out for validation (tables: a seeded shuffle of the
@@ -423,16 +436,23 @@ enum Command {
         compile: ModelArgs,
         #[command(flatten)]
         device: DeviceArgs,
+        /// The data to score, as train reads it (a table, a text, or arrays);
+        /// the data the checkpoint trained on is scored on what its run held
+        /// out, other data whole.
         #[arg(long, required = true)]
         data: Vec<PathBuf>,
-        /// A `last.safetensors` written by `aicf train --checkpoint-dir`.
+        /// A checkpoint written by `aicf train --checkpoint-dir` (its
+        /// `last.safetensors`, or a model version `v0.safetensors`, ...);
+        /// its own model is scored (MODEL is the fallback for a checkpoint
+        /// that holds none).
         #[arg(long)]
         checkpoint: PathBuf,
         /// Text: score at most this many held-out windows, spread over the
         /// held-out text as training's figures are (default: every one).
         #[arg(long)]
         eval_windows: Option<usize>,
-        #[arg(long, default_value = "target/aicf-run")]
+        /// Where the compiled artifacts go.
+        #[arg(long, default_value = "target/aicf-eval")]
         out: PathBuf,
     },
     /// Text from a language model trained by `aicf train` on a text: the
@@ -462,9 +482,11 @@ enum Command {
         /// default.
         #[arg(long)]
         top_k: Option<usize>,
+        /// Seeds the draws (the same seed, the same text).
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        #[arg(long, default_value = "target/aicf-run")]
+        /// Where the compiled artifacts go.
+        #[arg(long, default_value = "target/aicf-sample")]
         out: PathBuf,
     },
     /// Time the compiled train step on a fixed random batch (median of
@@ -478,8 +500,10 @@ enum Command {
         /// Adam and AdamW 1e-3), so the timed steps train rather than diverge.
         #[arg(long, allow_negative_numbers = true)]
         lr: Option<f64>,
+        /// Timed steps (after warm-up steps that are not timed).
         #[arg(long, default_value_t = 50)]
         steps: usize,
+        /// Where the compiled artifact goes.
         #[arg(long, default_value = "target/aicf-bench")]
         out: PathBuf,
         /// Print the time of each kernel call, slowest first.
@@ -504,9 +528,16 @@ enum RunsCommand {
     /// One line per run.
     List,
     /// A run's record: structure, problem, settings, curve, decisions.
-    Show { id: i64 },
+    Show {
+        /// The run's id (`aicf runs list`'s first column).
+        id: i64,
+    },
     /// Runs side by side.
-    Compare { ids: Vec<i64> },
+    Compare {
+        /// Two run ids or more.
+        #[arg(required = true, num_args = 2..)]
+        ids: Vec<i64>,
+    },
     /// The registry's SQL schema.
     Schema,
     /// Whether SQLite finds the database whole (PRAGMA integrity_check).
@@ -1925,7 +1956,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             println!("  ops: {}", ops.join(", "));
             let s = &r.settings;
             println!(
-                "  settings: {} lr {} (momentum {}, weight decay {}), {}, batch {}, {} epochs{}{}",
+                "  settings: {} lr {} (momentum {}, weight decay {}), {}, batch {}, {} epochs{}{}{}",
                 s.optimizer,
                 s.lr,
                 s.momentum,
@@ -1934,7 +1965,8 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 s.batch,
                 s.epochs,
                 s.policy.as_ref().map_or(String::new(), |p| format!(", policy {p}")),
-                if s.replicas > 1 { format!(", {} replicas", s.replicas) } else { String::new() }
+                if s.replicas > 1 { format!(", {} replicas", s.replicas) } else { String::new() },
+                if s.standardize { ", features standardized" } else { "" }
             );
             println!(
                 "  {:>5}  {:>7}  {:>11}  {:>10}  {:>10}  {:>9}",
@@ -2065,6 +2097,9 @@ fn propose(
         // model is left behind by a policy that could not be.
         if let Some(p) = p {
             let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !dir.exists() {
+                return Err(format!("{}: {what} goes in {}, which does not exist", p.display(), dir.display()));
+            }
             if !dir.is_dir() {
                 return Err(format!("{}: {what} goes in {}, which is not a directory", p.display(), dir.display()));
             }

@@ -306,9 +306,13 @@ impl KernelCache {
     /// cache is per machine, not the run's `--out`, so a path the user
     /// never typed needs its variable named.
     fn error(&self, path: &Path, e: impl std::fmt::Display) -> CompileError {
-        let whence = match std::env::var_os("AICF_CACHE_DIR").filter(|d| !d.is_empty()) {
-            Some(_) => "chosen by AICF_CACHE_DIR; point it at a writable directory",
-            None => "under ~/.cache/aicf; set AICF_CACHE_DIR to a writable directory to use another",
+        let whence = match (
+            std::env::var_os("AICF_CACHE_DIR").filter(|d| !d.is_empty()),
+            std::env::var_os("HOME").filter(|d| !d.is_empty()),
+        ) {
+            (Some(_), _) => "chosen by AICF_CACHE_DIR; point it at a writable directory",
+            (None, Some(_)) => "under ~/.cache/aicf; set AICF_CACHE_DIR to a writable directory to use another",
+            (None, None) => "in the run's directory, as HOME is unset; AICF_CACHE_DIR chooses another",
         };
         io_error(path, format!("{e} (the kernel cache, {whence})"))
     }

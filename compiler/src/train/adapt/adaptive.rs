@@ -108,6 +108,10 @@ pub struct Snapshot {
     pub last_rewrite: u64,
     pub rewrites: usize,
     pub fired: Vec<usize>,
+    /// Rollback rules that said they had nothing to go back to (absent in
+    /// older checkpoints: said again at most once).
+    #[serde(default)]
+    pub nothing_said: Vec<bool>,
     pub rejected: Vec<Operator>,
     pub rolled_back_to: Vec<u64>,
     pub lr_factor: f64,
@@ -186,6 +190,10 @@ pub struct Adaptive {
     observer: Observer,
     decisions: Vec<Decision>,
     log: Option<(PathBuf, std::fs::File)>,
+    /// What the data's reading adds to a checkpoint (its feature scale or
+    /// standardization, its vocabulary), written into the before-rewrite
+    /// checkpoints too: eval reads the data by it.
+    data_metadata: BTreeMap<String, String>,
     /// The model before the last rewrite, while it is watched.
     kept: Option<Kept>,
     /// The state at the last epoch end (same model).
@@ -237,6 +245,7 @@ impl Adaptive {
             observer: Observer::default(),
             decisions: Vec::new(),
             log: None,
+            data_metadata: BTreeMap::new(),
             kept: None,
             last_good: None,
             last_rewrite: 0,
@@ -313,6 +322,7 @@ impl Adaptive {
             last_rewrite: self.last_rewrite,
             rewrites: self.rewrites,
             fired: self.fired.clone(),
+            nothing_said: self.nothing_said.clone(),
             rejected: self.rejected.clone(),
             rolled_back_to: self.rolled_back_to.clone(),
             lr_factor: self.lr_factor,
@@ -400,6 +410,9 @@ impl Adaptive {
         self.last_rewrite = snapshot.last_rewrite;
         self.rewrites = snapshot.rewrites;
         self.fired = snapshot.fired;
+        if snapshot.nothing_said.len() == rules {
+            self.nothing_said = snapshot.nothing_said;
+        }
         self.rejected = snapshot.rejected;
         self.rolled_back_to = snapshot.rolled_back_to;
         self.lr_factor = snapshot.lr_factor;
@@ -419,6 +432,12 @@ impl Adaptive {
             }
         }
         Ok(())
+    }
+
+    /// Sets what the data's reading adds to the checkpoints this run
+    /// writes (see `data_metadata`).
+    pub fn set_data_metadata(&mut self, metadata: BTreeMap<String, String>) {
+        self.data_metadata = metadata;
     }
 
     /// Writes every decision to `path` as JSON lines.
@@ -641,13 +660,14 @@ impl Adaptive {
         let step = self.trainer.steps();
         if let Action::Rollback { lr_factor } = rule.action {
             self.fired[i] += 1;
+            let target = self.kept.as_ref().or(self.last_good.as_ref()).map(|k| k.steps);
             let rolled = self.roll_back(reason, progress)?;
             if rolled.is_none() && !self.nothing_said[i] {
                 // Said, not silently skipped: the user's rule fired.
                 self.nothing_said[i] = true;
                 let mut d = self.decision(reason, "roll back".into(), progress);
                 d.outcome = "rejected".into();
-                d.reason = match self.rolled_back_to.last() {
+                d.reason = match target {
                     Some(t) => format!(
                         "nothing to go back to: the run went back to step {t} already, and no epoch has ended since"
                     ),
@@ -720,7 +740,8 @@ impl Adaptive {
         if let Some(dir) = &self.policy.checkpoint_dir {
             crate::train::run::create_dir(dir)?;
             let path = dir.join(format!("before-rewrite-{}.safetensors", self.rewrites + 1));
-            let meta = BTreeMap::from([("rewrite".to_string(), (self.rewrites + 1).to_string())]);
+            let mut meta = self.data_metadata.clone();
+            meta.insert("rewrite".to_string(), (self.rewrites + 1).to_string());
             self.trainer.save_checkpoint(&path, &meta)?;
         }
         Ok(())
