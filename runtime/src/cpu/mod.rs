@@ -1274,6 +1274,24 @@ fn check_indices(call: &Call, pointers: &[*mut u8]) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// GEMM timing stops timing a candidate far behind the fastest, but
+    /// never one under a millisecond (a first call's set-up is most of it).
+    #[test]
+    fn candidates_far_behind_are_timed_no_further() {
+        let times = [
+            (Choice::Generated, 0.5),
+            (Choice::Library, 10.0),
+            (Choice::Mkl, 2.0),
+            (Choice::Avx512, 0.9),
+            (Choice::OpenBlas, 1.2),
+        ];
+        assert_eq!(eliminate(&times, 2.5), vec![true, false, false, true, true]);
+        // Far behind after the warm-up (6x) but not after a cold round.
+        let slow = [(Choice::Generated, 40.0), (Choice::MklBf16, 5.0), (Choice::Mkl, 20.0)];
+        assert_eq!(eliminate(&slow, WARM_BEHIND), vec![false, true, true]);
+        assert_eq!(eliminate(&slow, COLD_BEHIND), vec![false, true, false]);
+    }
+
     #[test]
     fn kernels_split_by_their_operations_or_their_bytes() {
         let call = |work: u64, grain: u64, bytes: &[u64]| -> Call {
