@@ -540,7 +540,7 @@ fn find_target_scale(names: &[String], rows: &Rows) -> Option<String> {
 }
 
 /// Whether the data file `path` is read as a text (`.txt`, in any case).
-pub(crate) fn is_text(path: &Path) -> bool {
+pub fn is_text(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().ends_with(".txt"))
 }
 

@@ -312,3 +312,10 @@
 // RUN: python3 -c "import gzip; gzip.open('%t/wide.csv.gz', 'wb').write(b'1,' * 300000 + b'1\n')"
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/wide.csv.gz --no-runs-db --out %t/wide 2>&1 | FileCheck %s --check-prefix=WIDE
 // WIDE: aicf: error: {{.*}}wide.csv.gz:1: rows have 300000 features and a label; the model's input #0 is [32, 64] f32, which takes 64 features per row
+// Options that would do nothing in the run are refused, not ignored.
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --override-resume --no-runs-db --out %t/noop 2>&1 | FileCheck %s --check-prefix=NOOPRESUME
+// NOOPRESUME: aicf: error: --override-resume goes with --resume or --resume-from
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --profile-steps 3 --no-runs-db --out %t/noop 2>&1 | FileCheck %s --check-prefix=NOOPPROFILE
+// NOOPPROFILE: aicf: error: --profile-steps is --profile's: add --profile FILE
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --windows-per-epoch 3 --no-runs-db --out %t/noop 2>&1 | FileCheck %s --check-prefix=NOOPWINDOWS
+// NOOPWINDOWS: aicf: error: --windows-per-epoch draws a text's windows; {{.*}}digits.csv is no text (a table's epoch is its rows)

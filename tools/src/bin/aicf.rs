@@ -671,6 +671,25 @@ fn main() {
                 );
                 std::process::exit(1);
             }
+            // Settings that would do nothing are refused, not ignored.
+            if override_resume && !resume && resume_from.is_none() {
+                eprintln!(
+                    "aicf: error: --override-resume goes with --resume or --resume-from (it lets a resume differ)"
+                );
+                std::process::exit(1);
+            }
+            if profile.is_none() && profile_steps != 10 {
+                eprintln!("aicf: error: --profile-steps is --profile's: add --profile FILE");
+                std::process::exit(1);
+            }
+            if windows_per_epoch.is_some() && !data.iter().any(|p| aicf_compiler::train::data::is_text(p)) {
+                eprintln!(
+                    "aicf: error: --windows-per-epoch draws a text's windows; {} is no text (a table's epoch is its \
+                     rows)",
+                    data.first().map_or(String::new(), |p| p.display().to_string())
+                );
+                std::process::exit(1);
+            }
             let lr_schedule = match lr_schedule {
                 Schedule::Constant => LrSchedule::Constant,
                 Schedule::Cosine => LrSchedule::Cosine { warmup_steps, min_factor: min_lr_factor },
