@@ -584,7 +584,19 @@ fn main() {
     // Before any thread exists: OpenBLAS's kernels for this CPU (a GEMM
     // candidate; see aicf_runtime::cpu::blas).
     aicf_runtime::cpu::blas::prepare_openblas_env();
-    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    // eval and sample take the model's compile settings but train nothing:
+    // the training settings are hidden from their help (and refused if
+    // given, `refuse_unused`).
+    let mut command = <Cli as clap::CommandFactory>::command();
+    for sub in ["eval", "sample"] {
+        command = command.mut_subcommand(sub, |mut c| {
+            for (id, _) in TRAINING {
+                c = c.mut_arg(id, |a| a.hide(true));
+            }
+            c
+        });
+    }
+    let matches = command.get_matches();
     let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Err(e) = no_training_options(&matches) {
         eprintln!("aicf: error: {e}");
@@ -789,17 +801,6 @@ fn checkpoint_precision(c: &mut ModelArgs, checkpoint: &Path, given: bool) -> Re
 /// data parallelism) change nothing there: given on their command line,
 /// they are refused rather than silently ignored.
 fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
-    const TRAINING: [(&str, &str); 9] = [
-        ("optimizer", "--optimizer"),
-        ("weight_decay", "--weight-decay"),
-        ("momentum", "--momentum"),
-        ("betas", "--betas"),
-        ("clip_norm", "--clip-norm"),
-        ("accumulate", "--accumulate"),
-        ("data_parallel", "--data-parallel"),
-        ("bucket_size", "--bucket-size"),
-        ("collective_timeout", "--collective-timeout"),
-    ];
     // The collectives' settings shape a data-parallel run only: given
     // without --data-parallel (train, bench, compile), they changed nothing.
     if let Some((command @ ("train" | "bench" | "compile"), sub)) = matches.subcommand() {
@@ -840,6 +841,20 @@ fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
         if given.len() == 1 { "it" } else { "they" }
     ))
 }
+
+/// The settings of training alone (by argument id and flag): eval and
+/// sample hide and refuse them.
+const TRAINING: [(&str, &str); 9] = [
+    ("optimizer", "--optimizer"),
+    ("weight_decay", "--weight-decay"),
+    ("momentum", "--momentum"),
+    ("betas", "--betas"),
+    ("clip_norm", "--clip-norm"),
+    ("accumulate", "--accumulate"),
+    ("data_parallel", "--data-parallel"),
+    ("bucket_size", "--bucket-size"),
+    ("collective_timeout", "--collective-timeout"),
+];
 
 fn memory_budget(text: &str) -> Result<MemoryBudget> {
     MemoryBudget::parse(text)
