@@ -65,6 +65,12 @@
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/mlp-ckpt/last.safetensors --accumulate 4 --out %t/s 2>&1 | FileCheck %s --check-prefix=EVALTRAINING
 // TRAINING: aicf: error: --optimizer, --weight-decay are training's: `aicf sample` trains nothing, so they would change nothing here
 // EVALTRAINING: aicf: error: --accumulate is training's: `aicf eval` trains nothing, so it would change nothing here
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/mlp-ckpt/last.safetensors --memory-budget 50% --out %t/s 2>&1 | FileCheck %s --check-prefix=EVALBUDGET
+// EVALBUDGET: aicf: error: --memory-budget is training's: `aicf eval` trains nothing, so it would change nothing here
+// RUN: aicf eval --help | FileCheck %s --check-prefix=EVALHELP
+// EVALHELP-NOT: --optimizer
+// EVALHELP-NOT: --memory-budget
+// EVALHELP: --checkpoint
 
 // PROMPT: {{^}}ROMEO:
 // BYTES: {{^}}KING

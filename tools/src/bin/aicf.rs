@@ -798,8 +798,9 @@ fn checkpoint_precision(c: &mut ModelArgs, checkpoint: &Path, given: bool) -> Re
 
 /// `aicf eval` and `aicf sample` share the model options with `train`, but
 /// those that only shape training (the optimizer's, gradient accumulation,
-/// data parallelism) change nothing there: given on their command line,
-/// they are refused rather than silently ignored.
+/// data parallelism, the train step's memory budget) change nothing there:
+/// given on their command line, they are refused rather than silently
+/// ignored.
 fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
     // The collectives' settings shape a data-parallel run only: given
     // without --data-parallel (train, bench, compile), they changed nothing.
@@ -844,7 +845,7 @@ fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
 
 /// The settings of training alone (by argument id and flag): eval and
 /// sample hide and refuse them.
-const TRAINING: [(&str, &str); 9] = [
+const TRAINING: [(&str, &str); 10] = [
     ("optimizer", "--optimizer"),
     ("weight_decay", "--weight-decay"),
     ("momentum", "--momentum"),
@@ -854,6 +855,8 @@ const TRAINING: [(&str, &str); 9] = [
     ("data_parallel", "--data-parallel"),
     ("bucket_size", "--bucket-size"),
     ("collective_timeout", "--collective-timeout"),
+    // The budget plans the train step's arena, which neither runs.
+    ("memory_budget", "--memory-budget"),
 ];
 
 fn memory_budget(text: &str) -> Result<MemoryBudget> {
