@@ -83,6 +83,28 @@ pub(crate) fn call(key: String, build: Build, inputs: &[&Tensor]) -> Result<Tens
 struct Node {
     op: Rc<OpDef>,
     inputs: Vec<Tensor>,
+    /// Each input's storage version when the op ran: backward reads the
+    /// inputs' values then, so one changed since (an optimizer step,
+    /// `set_values`) is refused rather than differentiated at its new value.
+    versions: Vec<u64>,
+}
+
+/// A tape is dropped node by node from a work list, not by recursion: each
+/// tensor's drop dropping its inputs' overflowed the stack on a chain of a
+/// million ops (30,000 on a spawned thread's 2 MiB), aborting the process.
+impl Drop for Node {
+    fn drop(&mut self) {
+        let mut pending: Vec<Tensor> = std::mem::take(&mut self.inputs);
+        while let Some(t) = pending.pop() {
+            // The last handle to an input: take its node's inputs before it
+            // goes, so its own drop has none left to recurse into.
+            if let Ok(mut inner) = Rc::try_unwrap(t.0)
+                && let Some(node) = inner.node.as_mut()
+            {
+                pending.append(&mut node.inputs);
+            }
+        }
+    }
 }
 
 /// Where a tensor's elements are, in the kernels' own layout (row-major;
@@ -212,6 +234,8 @@ struct Inner {
     /// The elements, shared with the tensors `detach()` and `param()` made
     /// of this one (as PyTorch's `detach` shares storage).
     data: Rc<RefCell<Storage>>,
+    /// How many times the storage was written in place (shared with it).
+    version: Rc<std::cell::Cell<u64>>,
     requires_grad: bool,
     /// The accumulated gradient: a leaf without history, f32 of the same
     /// shape, on the same device (an optimizer reads it without a copy).
@@ -648,10 +672,16 @@ pub fn stats() -> Stats {
 
 /// Runs `f` without recording a tape (`torch.no_grad()`).
 pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
-    let before = GRAD_ENABLED.with(|g| g.replace(false));
-    let out = f();
-    GRAD_ENABLED.with(|g| g.set(before));
-    out
+    /// Restores recording however `f` ends (a panic caught further up left
+    /// it off for the thread).
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            GRAD_ENABLED.with(|g| g.set(self.0));
+        }
+    }
+    let _restore = Restore(GRAD_ENABLED.with(|g| g.replace(false)));
+    f()
 }
 
 fn grad_enabled() -> bool {
@@ -772,11 +802,16 @@ fn op_call(def: &Rc<OpDef>, inputs: &[&Tensor]) -> Result<Tensor> {
         .pop()
         .ok_or_else(|| EagerError::Kernel { op: def.key.clone(), message: "no result".into() })?;
     let record = grad_enabled() && inputs.iter().any(|t| t.requires_grad()) && dtype == HostDType::F32;
-    let node = record.then(|| Node { op: def.clone(), inputs: inputs.iter().map(|t| (*t).clone()).collect() });
+    let node = record.then(|| Node {
+        op: def.clone(),
+        inputs: inputs.iter().map(|t| (*t).clone()).collect(),
+        versions: inputs.iter().map(|t| t.0.version.get()).collect(),
+    });
     Ok(Tensor(Rc::new(Inner {
         shape,
         dtype,
         data: Rc::new(RefCell::new(data)),
+        version: Rc::default(),
         requires_grad: record,
         grad: RefCell::new(None),
         node,
@@ -802,6 +837,14 @@ pub(crate) fn call_many(
 /// `hl-autodiff` rule, compiled and run as a kernel that returns only
 /// those (so the op's forward is recomputed only where its rule reads it).
 fn vjp(node: &Node, g: Storage, g_shape: &[usize]) -> Result<Vec<Option<Storage>>> {
+    if let Some((k, t)) = node.inputs.iter().enumerate().find(|(k, t)| t.0.version.get() != node.versions[*k]) {
+        return Err(EagerError::Invalid(format!(
+            "backward: input #{k} of {} ({t:?}) was written in place after the forward pass read it (an optimizer \
+             step or set_values between the forward pass and backward()); its gradient would be taken at the new \
+             values: run the forward pass again after changing it",
+            node.op.key
+        )));
+    }
     let inputs: Vec<&Tensor> = node.inputs.iter().collect();
     let device = common_device(&node.op.key, &inputs)?;
     let mut specs: Vec<TensorSpec> = node.inputs.iter().map(|t| t.spec()).collect::<Result<_>>()?;
@@ -908,6 +951,7 @@ impl Tensor {
             shape,
             dtype,
             data: Rc::new(RefCell::new(data)),
+            version: Rc::default(),
             requires_grad,
             grad: RefCell::new(None),
             node: None,
@@ -947,6 +991,7 @@ impl Tensor {
             return Err(EagerError::Invalid(format!("{} values for shape {:?}", host.values.len(), host.shape)));
         }
         host_dtype(nn_dtype(host.dtype)?)?;
+        check_integers(host.dtype, &host.values)?;
         let data = bytes_of(&host)?;
         Ok(Tensor::leaf(host.shape, host.dtype, Storage::Host(HostBuf::new(data)), false))
     }
@@ -996,6 +1041,7 @@ impl Tensor {
             shape: self.0.shape.clone(),
             dtype: self.0.dtype,
             data: self.0.data.clone(),
+            version: self.0.version.clone(),
             requires_grad,
             grad: RefCell::new(None),
             node: None,
@@ -1052,6 +1098,7 @@ impl Tensor {
         let Some(g) = g.as_ref() else { return false };
         let g = g.0.data.borrow();
         let mut data = self.0.data.borrow_mut();
+        self.bump();
         match (&*g, &mut *data, self.0.dtype) {
             (Storage::Host(g), Storage::Host(values), HostDType::F32) => {
                 f(f32s_mut(values), f32s(g));
@@ -1069,7 +1116,13 @@ impl Tensor {
         }
         let storage = new.into_storage()?;
         *self.0.data.borrow_mut() = storage;
+        self.bump();
         Ok(())
+    }
+
+    /// Marks the storage written in place (see `Node::versions`).
+    fn bump(&self) {
+        self.0.version.set(self.0.version.get() + 1);
     }
 
     pub fn zero_grad(&self) {
@@ -1082,6 +1135,8 @@ impl Tensor {
         if values.len() != n {
             return Err(EagerError::Invalid(format!("{} values for shape {:?}", values.len(), self.0.shape)));
         }
+        check_integers(self.0.dtype, &values)?;
+        self.bump();
         let mut data = self.0.data.borrow_mut();
         match &mut *data {
             Storage::Host(b) => write_values(b.as_bytes_mut(), self.0.dtype, &values),
@@ -1308,9 +1363,28 @@ pub fn dtype_of(spec: &TensorSpec) -> Result<HostDType> {
 /// 784's eager step takes 10.8-11.9 ms on one worker and 7.1-8.0 on two,
 /// MLP 64's 0.11-0.14 either way: AMD Zen 4, 2 cores.)
 fn eager_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // At most 16 per core, as `aicf --threads`: 50,000 aborted starting
+    // the workers.
     std::env::var("AICF_EAGER_THREADS")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .map_or(cores, |n: usize| n.min(16 * cores))
+}
+
+/// Values for an integer tensor that it holds exactly: whole numbers in
+/// its type's range (1.5 was stored as 1, NaN as 0, 3e10 as i32's maximum).
+fn check_integers(dtype: HostDType, values: &[f64]) -> Result<()> {
+    let (low, high) = match dtype {
+        HostDType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        HostDType::I64 => (-(2f64.powi(63)), 2f64.powi(63)),
+        _ => return Ok(()),
+    };
+    match values.iter().position(|v| v.fract() != 0.0 || !(*v >= low && *v < high + 1.0)) {
+        Some(k) => {
+            Err(EagerError::Invalid(format!("value {k} is {}, not a whole number a {dtype:?} tensor holds", values[k])))
+        }
+        None => Ok(()),
+    }
 }

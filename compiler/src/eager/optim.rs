@@ -128,6 +128,11 @@ impl Optim {
         if !lr.is_finite() || lr < 0.0 {
             return Err(EagerError::Invalid(format!("step: the learning rate {lr} is not a finite number >= 0")));
         }
+        // The update runs in f32: a rate past f32's range was infinite there
+        // (every parameter became -inf).
+        if !(lr as f32).is_finite() {
+            return Err(EagerError::Invalid(format!("step: the learning rate {lr} is infinite in f32")));
+        }
         if self.step >= MAX_STEP {
             return Err(EagerError::Invalid(format!("step: {} steps taken already, the most counted", self.step)));
         }
@@ -314,6 +319,7 @@ impl Optim {
         if names.len() != self.params.len() {
             return Err(EagerError::Invalid(format!("{} names for {} parameters", names.len(), self.params.len())));
         }
+        check_names(names, &self.kind)?;
         let mut out = std::collections::BTreeMap::new();
         for ((name, p), slots) in names.iter().zip(&self.params).zip(&self.slots) {
             for (slot, values) in slot_names(&self.kind).iter().zip(slots) {
@@ -332,6 +338,7 @@ impl Optim {
         if names.len() != self.params.len() {
             return Err(EagerError::Invalid(format!("{} names for {} parameters", names.len(), self.params.len())));
         }
+        check_names(names, &self.kind)?;
         let entry = |key: &str| state.get(key).ok_or_else(|| EagerError::Invalid(format!("the state has no '{key}'")));
         // A parameter's values and slots: its shape (as PyTorch's
         // load_state_dict, a [3, 2] is no [2, 3]), every value filled and
@@ -377,4 +384,23 @@ impl Optim {
         self.step = step as u64;
         Ok(())
     }
+}
+
+/// Parameter names whose state entries would collide: a name twice, the
+/// step counter's `step`, or one parameter's `<name>.<slot>` (the state map
+/// kept one of each silently).
+fn check_names(names: &[&str], kind: &Optimizer) -> Result<()> {
+    let slots = slot_names(kind);
+    let mut keys = std::collections::BTreeSet::new();
+    for name in names {
+        for key in std::iter::once(name.to_string()).chain(slots.iter().map(|s| format!("{name}.{s}"))) {
+            if key == "step" || !keys.insert(key.clone()) {
+                return Err(EagerError::Invalid(format!(
+                    "the parameter name '{name}' makes the state entry '{key}' twice (names must be distinct, not \
+                     'step', and not another parameter's '<name>.<slot>')"
+                )));
+            }
+        }
+    }
+    Ok(())
 }

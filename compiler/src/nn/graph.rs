@@ -293,7 +293,7 @@ impl GraphState {
             return Err(invalid(format!("eager model state is f32, `{name}` is {}", spec.mlir_type())));
         }
         let stream = (e.params.borrow().len() + e.states.borrow().len()) as u64;
-        let mut values = vec![0f32; spec.num_elements()];
+        let mut values = host_zeros(name, spec.num_elements()).map_err(invalid)?;
         init.fill(&spec.shape, e.seed, stream, &mut values).map_err(|err| invalid(format!("`{name}`: {err}")))?;
         let t = crate::eager::Tensor::from_vec(&spec.shape, values)
             .and_then(|t| t.to(&e.device))
@@ -364,7 +364,7 @@ impl GraphState {
         // The compiled runtime draws symbol i of its table (parameters and
         // model state, as first declared) from stream i.
         let stream = (e.params.borrow().len() + e.states.borrow().len()) as u64;
-        let mut values = vec![0f32; spec.num_elements()];
+        let mut values = host_zeros(name, spec.num_elements()).map_err(invalid)?;
         init.fill(&spec.shape, e.seed, stream, &mut values).map_err(|err| invalid(format!("`{name}`: {err}")))?;
         let t = crate::eager::Tensor::from_vec(&spec.shape, values)
             .and_then(|t| t.to(&e.device))
@@ -863,4 +863,16 @@ fn quote_symbol(name: &str) -> String {
         && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.$".contains(c));
     if bare { name.to_string() } else { ir::quoted(name) }
+}
+
+/// `n` f32 zeros for an eager parameter or state `name`, or an error where
+/// the host cannot hold them (`vec!` aborted the process on a 2^40-wide
+/// layer).
+fn host_zeros(name: &str, n: usize) -> std::result::Result<Vec<f32>, String> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(n).map_err(|_| {
+        format!("`{name}`: {n} f32 values ({} GiB) could not be allocated on the host", (n as u64 * 4) >> 30)
+    })?;
+    values.resize(n, 0f32);
+    Ok(values)
 }

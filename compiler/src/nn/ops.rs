@@ -403,6 +403,9 @@ impl Tensor {
 
     // Reductions.
     fn reduce(&self, name: &str, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        if axes.is_empty() {
+            return Err(self.invalid(format!("{name} over no axes: give the axes to reduce (every one: 0..rank)")));
+        }
         let mut norm = axes.iter().map(|&a| self.axis(a, name)).collect::<Result<Vec<_>>>()?;
         norm.sort_unstable();
         let mut attrs = vec![("axes", array(&norm))];

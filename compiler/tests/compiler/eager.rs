@@ -1014,3 +1014,71 @@ fn bad_input_is_an_error_naming_the_op(dev: &Device) {
     let e = o.step(0.1).unwrap_err().to_string();
     assert!(e.contains("steps taken already"), "{e}");
 }
+
+/// Misuse a Rust program can make of the eager API is an error naming the
+/// place, never an abort or a wrong gradient (the fourth session's sweep).
+#[test]
+fn eager_misuse_is_an_error_not_an_abort_or_a_wrong_gradient() {
+    // A chain of 20,000 ops dropped on a thread of 256 KiB of stack: each
+    // tensor's drop dropped its inputs recursively and overflowed (an
+    // abort; 30,000 ops on a spawned thread's default 2 MiB).
+    let chain = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(|| -> eager::Result<f64> {
+            let p = Tensor::from_vec(&[2], vec![1.0, 2.0])?.param();
+            let mut h = p.clone();
+            for _ in 0..20_000 {
+                h = h.add_scalar(1.0)?;
+            }
+            let loss = h.sum(&[0], false)?;
+            let value = loss.item()?;
+            drop((h, loss));
+            Ok(value)
+        })
+        .unwrap()
+        .join()
+        .expect("the chain is built and dropped without overflowing the stack");
+    assert_eq!(chain.unwrap(), 3.0 + 40_000.0);
+
+    // A parameter written between the forward pass and backward(): its
+    // gradient would be taken at the new values (PyTorch refuses too).
+    let p = Tensor::from_vec(&[1], vec![3.0]).unwrap().param();
+    let mut opt = Optim::sgd(std::slice::from_ref(&p), 0.0, false, 0.0).unwrap();
+    let first = p.mul(&p).unwrap().sum(&[0], false).unwrap();
+    let second = p.mul(&p).unwrap().sum(&[0], false).unwrap();
+    first.backward().unwrap();
+    opt.step(1.0).unwrap();
+    opt.zero_grad();
+    let e = second.backward().unwrap_err().to_string();
+    assert!(e.contains("written in place after the forward pass"), "{e}");
+    let again = p.mul(&p).unwrap().sum(&[0], false).unwrap();
+    again.backward().unwrap();
+    assert_eq!(p.grad().unwrap().unwrap().values, vec![-6.0], "a fresh forward pass differentiates at -3");
+
+    // State entries that would collide.
+    let (a, b) =
+        (Tensor::from_vec(&[1], vec![1.0]).unwrap().param(), Tensor::from_vec(&[1], vec![2.0]).unwrap().param());
+    let momentum = Optim::sgd(&[a.clone(), b.clone()], 0.9, false, 0.0).unwrap();
+    for names in [["w", "w"], ["w", "w.momentum"], ["step", "v"]] {
+        let e = momentum.state(&names).unwrap_err().to_string();
+        assert!(e.contains("twice"), "{names:?}: {e}");
+    }
+
+    // A recording switched off stays switched off only inside no_grad,
+    // even when the closure panics.
+    let _ = std::panic::catch_unwind(|| eager::no_grad(|| panic!("inside no_grad")));
+    assert!(a.mul(&a).unwrap().requires_grad(), "no_grad left recording off after a panic");
+
+    // A rate infinite in f32, integers that are not whole, a reduction over
+    // no axes.
+    let mut sgd = Optim::sgd(std::slice::from_ref(&a), 0.0, false, 0.0).unwrap();
+    a.mul(&a).unwrap().sum(&[0], false).unwrap().backward().unwrap();
+    let e = sgd.step(1e300).unwrap_err().to_string();
+    assert!(e.contains("infinite in f32"), "{e}");
+    let e = Tensor::from_host(Host::new([2], DType::I32, vec![1.5, 2.0])).unwrap_err().to_string();
+    assert!(e.contains("value 0 is 1.5"), "{e}");
+    let e = Tensor::from_host(Host::new([1], DType::I32, vec![3e10])).unwrap_err().to_string();
+    assert!(e.contains("3000000000"), "{e}");
+    let e = a.sum(&[], false).unwrap_err().to_string();
+    assert!(e.contains("over no axes"), "{e}");
+}
