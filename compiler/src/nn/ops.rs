@@ -406,6 +406,10 @@ impl Tensor {
         if axes.is_empty() {
             return Err(self.invalid(format!("{name} over no axes: give the axes to reduce (every one: 0..rank)")));
         }
+        // The kernels sum floats (an integer sum failed inside lowering).
+        if name == "hl.reduce_sum" && matches!(self.dtype(), DType::I32 | DType::I64) {
+            return Err(self.invalid(format!("{name} of a {:?} tensor: sums are of float tensors", self.dtype())));
+        }
         let mut norm = axes.iter().map(|&a| self.axis(a, name)).collect::<Result<Vec<_>>>()?;
         norm.sort_unstable();
         let mut attrs = vec![("axes", array(&norm))];
@@ -463,6 +467,13 @@ impl Tensor {
             attrs.push(("reduction", reduction_attr(reduction)));
         }
         if let Some(i) = ignore_index {
+            // A label of the labels' type: i32's range for i32 labels (past
+            // it the generated kernel's constant did not parse).
+            if labels.dtype() == DType::I32 && i32::try_from(i).is_err() {
+                return Err(
+                    self.invalid(format!("hl.cross_entropy: ignore_index {i} is outside the range of the labels' i32"))
+                );
+            }
             attrs.push(("ignore_index", int(i)));
         }
         self.op("hl.cross_entropy", &[self, labels], &attrs)

@@ -1081,4 +1081,7 @@ fn eager_misuse_is_an_error_not_an_abort_or_a_wrong_gradient() {
     assert!(e.contains("3000000000"), "{e}");
     let e = a.sum(&[], false).unwrap_err().to_string();
     assert!(e.contains("over no axes"), "{e}");
+    let ints = Tensor::from_host(Host::new([2], DType::I32, vec![1.0, 2.0])).unwrap();
+    let e = ints.sum(&[0], false).unwrap_err().to_string();
+    assert!(e.contains("sums are of float tensors"), "{e}");
 }

@@ -319,3 +319,19 @@ fn every_op_traces_through_the_functional_api() {
     }
     assert!(m.text.contains("hl.constant dense<0xFF800000> : tensor<f32>"), "-inf as a bit pattern");
 }
+
+/// An ignore_index outside the labels' type is refused where it is given
+/// (the generated kernel's constant did not parse: an internal error).
+#[test]
+fn an_ignore_index_outside_the_labels_type_is_refused() {
+    let mut b = ModuleBuilder::new();
+    let inputs = [f32(&[2, 3]), TensorSpec::new([2], DType::I32)];
+    let e = b
+        .function("ce", Mode::Train, &inputs, |xs| {
+            Ok(vec![xs[0].cross_entropy(&xs[1], Reduction::Mean, Some(i64::MAX))?])
+        })
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ignore_index 9223372036854775807 is outside the range of the labels' i32"), "{e}");
+}
