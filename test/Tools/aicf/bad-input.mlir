@@ -319,3 +319,5 @@
 // NOOPPROFILE: aicf: error: --profile-steps is --profile's: add --profile FILE
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --windows-per-epoch 3 --no-runs-db --out %t/noop 2>&1 | FileCheck %s --check-prefix=NOOPWINDOWS
 // NOOPWINDOWS: aicf: error: --windows-per-epoch draws a text's windows; {{.*}}digits.csv is no text (a table's epoch is its rows)
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --eval-windows 4 --no-runs-db --out %t/noop 2>&1 | FileCheck %s --check-prefix=NOOPEVALWINDOWS
+// NOOPEVALWINDOWS: aicf: error: --eval-windows samples a text's held-out windows; {{.*}}digits.csv is no text (a table's held-out rows are scored every one)

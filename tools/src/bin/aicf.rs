@@ -283,9 +283,9 @@ enum Command {
         #[arg(long)]
         windows_per_epoch: Option<usize>,
         /// Text: held-out windows evaluated each epoch, at most (spread evenly
-        /// over the held-out text).
-        #[arg(long, default_value_t = 256)]
-        eval_windows: usize,
+        /// over the held-out text; default 256).
+        #[arg(long)]
+        eval_windows: Option<usize>,
         /// Run directory: metrics.jsonl, plot.svg and the compiled artifacts.
         #[arg(long, default_value = "target/aicf-run")]
         out: PathBuf,
@@ -694,6 +694,14 @@ fn main() {
                 eprintln!("aicf: error: --profile-steps is --profile's: add --profile FILE");
                 std::process::exit(1);
             }
+            if eval_windows.is_some() && !data.iter().any(|p| aicf_compiler::train::data::is_text(p)) {
+                eprintln!(
+                    "aicf: error: --eval-windows samples a text's held-out windows; {} is no text (a table's held-out \
+                     rows are scored every one)",
+                    data.first().map_or(String::new(), |p| p.display().to_string())
+                );
+                std::process::exit(1);
+            }
             if windows_per_epoch.is_some() && !data.iter().any(|p| aicf_compiler::train::data::is_text(p)) {
                 eprintln!(
                     "aicf: error: --windows-per-epoch draws a text's windows; {} is no text (a table's epoch is its \
@@ -719,7 +727,7 @@ fn main() {
                     seed,
                     val_split,
                     windows_per_epoch,
-                    eval_windows,
+                    eval_windows: eval_windows.unwrap_or(256),
                     feature_scale: None,
                     vocabulary: None,
                     whole_text: false,
