@@ -321,3 +321,5 @@
 // NOOPWINDOWS: aicf: error: --windows-per-epoch draws a text's windows; {{.*}}digits.csv is no text (a table's epoch is its rows)
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --eval-windows 4 --no-runs-db --out %t/noop 2>&1 | FileCheck %s --check-prefix=NOOPEVALWINDOWS
 // NOOPEVALWINDOWS: aicf: error: --eval-windows samples a text's held-out windows; {{.*}}digits.csv is no text (a table's held-out rows are scored every one)
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --no-shape-padding --emit hl 2>&1 | FileCheck %s --check-prefix=NOPADFP32
+// NOPADFP32: note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 none is padded

@@ -1140,6 +1140,12 @@ fn check_model_flags(c: &ModelArgs) -> Result<()> {
              multiples of 16 up to 128); in fp32 attention's gradient stays GEMMs"
         );
     }
+    if c.no_shape_padding && c.precision == Precision::Fp32 {
+        eprintln!(
+            "note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 none \
+             is padded"
+        );
+    }
     aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm)?;
     match c.optimizer {
         Optimizer::Adam | Optimizer::Adamw if c.momentum != 0.0 => {
