@@ -227,6 +227,20 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
     assert!(e.contains("input #0 of the model is [32, 1, 8, 8] f32") && e.contains("[40, 64]"), "{e}");
 }
 
+/// Writes `values` as an f64 `.npy` array of `shape` at `path`.
+fn write_npy(path: &Path, shape: &[u64], values: &[f64]) -> PathBuf {
+    let mut bytes = Vec::new();
+    {
+        use npyz::WriterBuilder;
+        let mut w =
+            npyz::WriteOptions::<f64>::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().unwrap();
+        values.iter().for_each(|v| w.push(v).unwrap());
+        w.finish().unwrap();
+    }
+    std::fs::write(path, bytes).unwrap();
+    path.to_path_buf()
+}
+
 /// A checkpoint trained on a table's scaled features scores arrays of the
 /// same data by that scale (the features, not the labels); a table's
 /// features are scaled by their largest magnitude however small (a floor of
@@ -236,19 +250,7 @@ fn feature_scales_apply_to_arrays_and_tiny_tables() {
     let dir = scratch("scales");
     let sig = signature("mlp/digits_mlp.mlir");
     let rows = 20;
-    let npy = |name: &str, shape: &[u64], values: &[f64]| -> PathBuf {
-        let path = dir.join(name);
-        let mut bytes = Vec::new();
-        {
-            use npyz::WriterBuilder;
-            let mut w =
-                npyz::WriteOptions::<f64>::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().unwrap();
-            values.iter().for_each(|v| w.push(v).unwrap());
-            w.finish().unwrap();
-        }
-        std::fs::write(&path, bytes).unwrap();
-        path
-    };
+    let npy = |name: &str, shape: &[u64], values: &[f64]| write_npy(&dir.join(name), shape, values);
     let x: Vec<f64> = (0..rows * 64).map(|i| (i % 17) as f64).collect();
     let y: Vec<f64> = (0..rows).map(|i| (i % 10) as f64).collect();
     let arrays = [npy("x.npy", &[rows as u64, 64], &x), npy("y.npy", &[rows as u64], &y)];
@@ -295,19 +297,7 @@ fn data_on_other_scales_and_mismatched_arrays_are_named() {
     let dir = scratch("data-notes");
     let sig = signature("mlp/digits_mlp.mlir");
     let rows = 40;
-    let npy = |name: &str, shape: &[u64], values: &[f64]| -> PathBuf {
-        let path = dir.join(name);
-        let mut bytes = Vec::new();
-        {
-            use npyz::WriterBuilder;
-            let mut w =
-                npyz::WriteOptions::<f64>::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().unwrap();
-            values.iter().for_each(|v| w.push(v).unwrap());
-            w.finish().unwrap();
-        }
-        std::fs::write(&path, bytes).unwrap();
-        path
-    };
+    let npy = |name: &str, shape: &[u64], values: &[f64]| write_npy(&dir.join(name), shape, values);
     let x: Vec<f64> = (0..rows * 64).map(|i| if i % 64 == 3 { 1e30 } else { (i % 17) as f64 }).collect();
     let y: Vec<f64> = (0..rows).map(|i| (i % 10) as f64).collect();
     let py = npy("y.npy", &[rows as u64], &y);
@@ -367,19 +357,7 @@ fn standardized_arrays_read_by_the_training_rows_statistics() {
     let dir = scratch("standardize");
     let sig = signature("mlp/digits_mlp.mlir");
     let rows = 40;
-    let npy = |name: &str, shape: &[u64], values: &[f64]| -> PathBuf {
-        let path = dir.join(name);
-        let mut bytes = Vec::new();
-        {
-            use npyz::WriterBuilder;
-            let mut w =
-                npyz::WriteOptions::<f64>::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().unwrap();
-            values.iter().for_each(|v| w.push(v).unwrap());
-            w.finish().unwrap();
-        }
-        std::fs::write(&path, bytes).unwrap();
-        path
-    };
+    let npy = |name: &str, shape: &[u64], values: &[f64]| write_npy(&dir.join(name), shape, values);
     // Feature f of row r: f * 100 + r (feature 0 constant: 7).
     let x: Vec<f64> =
         (0..rows * 64).map(|i| if i % 64 == 0 { 7.0 } else { ((i % 64) * 100 + i / 64) as f64 }).collect();
