@@ -474,7 +474,8 @@ impl CpuModule {
             run();
             *best = t.elapsed().as_secs_f64() * 1e3;
         }
-        let mut live: Vec<bool> = eliminate(&times, WARM_BEHIND);
+        let warm_live: Vec<bool> = eliminate(&times, WARM_BEHIND);
+        let mut live = warm_live.clone();
         // Each time measured from here is a cold one.
         times.iter_mut().zip(&live).filter(|(_, l)| **l).for_each(|(t, _)| t.1 = f64::INFINITY);
         for round in 0..5u8 {
@@ -491,6 +492,10 @@ impl CpuModule {
         drop(runs);
         drop(cold);
         std::hint::black_box(&scratch);
+        // Those dropped after the warm-up have a warm time only, which is
+        // no match for the others' cold ones: left out of the decision
+        // (and of the times it records).
+        let times: Vec<(Choice, f64)> = times.into_iter().zip(warm_live).filter(|(_, l)| *l).map(|(t, _)| t).collect();
         self.registry.decide(key, known, &times)
     }
 
