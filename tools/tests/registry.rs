@@ -63,11 +63,16 @@ fn a_decision_whose_time_drifted_is_measured_again() {
     for k in details {
         let before = times(&planted[k]);
         let after = times(&again[k]);
-        // Measured again: every candidate's time is back to a real one.
-        for ((c, old), (c2, new)) in before.iter().zip(&after) {
-            assert_eq!(c, c2);
-            assert!(*new < old / 10.0, "{k}: {c} still {new} ms (planted {old})");
+        // Measured again: every candidate's time is back to a real one (the
+        // candidates recorded may differ: one far behind after its warm-up
+        // is left out).
+        assert!(!after.is_empty(), "{k}: no candidate recorded");
+        for (c, new) in &after {
+            if let Some((_, old)) = before.iter().find(|(b, _)| b == c) {
+                assert!(*new < old / 10.0, "{k}: {c} still {new} ms (planted {old})");
+            }
         }
+        assert!(after.iter().any(|(c, _)| before.iter().any(|(b, _)| b == c)), "{k}: nothing timed again");
         let choice = &again[k.trim_end_matches(" (ms)")];
         assert!(after.iter().any(|(c, _)| c == choice), "{k}: the decision names a measured candidate");
     }
