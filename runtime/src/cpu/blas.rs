@@ -114,7 +114,9 @@ const BLAS_ADDRESS_SPACE: u64 = 4 << 30;
 
 /// Whether a `ulimit -v` too low for the BLAS libraries is in force.
 pub(crate) fn address_space_too_small() -> bool {
-    address_space_limit().is_some_and(|l| l < BLAS_ADDRESS_SPACE)
+    // Read once: the registry asks on every GEMM key.
+    static SMALL: OnceLock<bool> = OnceLock::new();
+    *SMALL.get_or_init(|| address_space_limit().is_some_and(|l| l < BLAS_ADDRESS_SPACE))
 }
 
 /// OpenBLAS, opened on first use; `None` where it is not installed, or
