@@ -244,17 +244,21 @@ fn a_full_disk_keeps_the_last_good_checkpoint() {
 #[test]
 fn a_low_address_space_limit_trains_and_exits() {
     let dir = scratch("ulimit-v");
-    let output = Command::new("bash")
-        .arg("-c")
-        .arg("ulimit -v 500000; exec timeout 300 \"$@\"")
-        .arg("aicf")
-        .arg(env!("CARGO_BIN_EXE_aicf"))
-        .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", "1"])
-        .args(["--no-runs-db", "--no-progress", "--out"])
-        .arg(dir.join("run"))
-        .env("AICF_CACHE_DIR", dir.join("cache"))
-        .output()
-        .unwrap();
+    // One epoch into `out` (sharing one GEMM registry), under `limit`.
+    let train = |limit: &str, out: &str| {
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!("{limit} exec timeout 300 \"$@\""))
+            .arg("aicf")
+            .arg(env!("CARGO_BIN_EXE_aicf"))
+            .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", "1"])
+            .args(["--no-runs-db", "--no-progress", "--out"])
+            .arg(dir.join(out))
+            .env("AICF_CACHE_DIR", dir.join("cache"))
+            .output()
+            .unwrap()
+    };
+    let output = train("ulimit -v 500000;", "run");
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "status {:?}:\n{text}", output.status);
     assert!(text.contains("final held-out accuracy"), "{text}");
@@ -267,13 +271,7 @@ fn a_low_address_space_limit_trains_and_exits() {
         registry.lines().filter(|l| l.contains("epilogue")).all(|l| l.contains("(no BLAS: ulimit -v)")),
         "{registry}"
     );
-    let free = Command::new(env!("CARGO_BIN_EXE_aicf"))
-        .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", "1"])
-        .args(["--no-runs-db", "--no-progress", "--out"])
-        .arg(dir.join("free"))
-        .env("AICF_CACHE_DIR", dir.join("cache"))
-        .output()
-        .unwrap();
+    let free = train("", "free");
     assert!(free.status.success(), "{}", String::from_utf8_lossy(&free.stderr));
     let registry = std::fs::read_to_string(dir.join("cache/gemm-registry.json")).unwrap();
     let unlimited: Vec<&str> = registry.lines().filter(|l| l.contains("(ms)") && !l.contains("no BLAS")).collect();

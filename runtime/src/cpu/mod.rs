@@ -237,6 +237,11 @@ impl CpuModule {
         let constants: Vec<*const u8> = self.constants.iter().map(|c| c.const_ptr()).collect();
         let comm = comm.filter(|c| c.size() > 1);
         let mut in_flight: Vec<InFlight> = Vec::new();
+        // The step's sums (not a micro-batch's local scaling), numbered as
+        // they start, for messages.
+        let summed = |c: &Call| c.collective.as_ref().is_some_and(|c| c.op != CollectiveOp::Scale);
+        let buckets = if comm.is_some() { f.calls.iter().filter(|c| summed(c)).count() } else { 0 };
+        let mut bucket = 0;
         for (k, (call, resolved)) in f.calls.iter().zip(&self.kernels[name]).enumerate() {
             let pointers: Vec<*mut u8> = call
                 .buffers
@@ -253,13 +258,16 @@ impl CpuModule {
                 let local = call.collective.as_ref().is_some_and(|c| c.op == CollectiveOp::Scale);
                 match comm {
                     Some(comm) if !local => {
-                        let sums = |c: &[Call]| {
-                            c.iter()
-                                .filter(|c| c.collective.as_ref().is_some_and(|c| c.op != CollectiveOp::Scale))
-                                .count()
-                        };
-                        let bucket = (sums(&f.calls[..k]) + 1, sums(&f.calls));
-                        in_flight.push(InFlight::start(comm, name, k, bucket, call, &pointers, &self.packing)?)
+                        bucket += 1;
+                        in_flight.push(InFlight::start(
+                            comm,
+                            name,
+                            k,
+                            (bucket, buckets),
+                            call,
+                            &pointers,
+                            &self.packing,
+                        )?)
                     }
                     // One replica, or a micro-batch's share (local): its
                     // buffers times its weight.
