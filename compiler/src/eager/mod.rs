@@ -1256,11 +1256,22 @@ impl Tensor {
             None => self.binary(weight, "linear-nobias".into(), |a, w| a.linear(w, None)),
         }
     }
+    /// `self * v`. The value is an operand (a rank-0 tensor on this
+    /// tensor's device), not a constant of the kernel: a scale that changes
+    /// every step (a schedule, an annealed weight) runs one compiled kernel,
+    /// where a constant compiled one per value.
     pub fn mul_scalar(&self, v: f64) -> Result<Tensor> {
-        self.unary(format!("mul_scalar {v:e}"), move |x| x.mul_scalar(v))
+        self.binary(&self.scalar_operand("mul_scalar", v)?, "mul".into(), |a, b| a.mul(b))
     }
+    /// `self + v`, `v` an operand as in [`Tensor::mul_scalar`].
     pub fn add_scalar(&self, v: f64) -> Result<Tensor> {
-        self.unary(format!("add_scalar {v:e}"), move |x| x.add_scalar(v))
+        self.binary(&self.scalar_operand("add_scalar", v)?, "add".into(), |a, b| a.add(b))
+    }
+
+    /// `v` as a rank-0 tensor of this tensor's dtype on its device.
+    fn scalar_operand(&self, op: &str, v: f64) -> Result<Tensor> {
+        let named = |e: EagerError| EagerError::Op { op: op.to_string(), message: e.to_string() };
+        Tensor::with_values(&[], self.0.dtype, vec![v]).map_err(named)?.to(&self.device()).map_err(named)
     }
     pub fn neg(&self) -> Result<Tensor> {
         self.unary("neg".into(), |x| x.neg())

@@ -66,6 +66,7 @@ on_devices!(
     clipping_by_global_norm_matches_the_compiled_clip_norm,
     a_character_rnn_over_lines_of_any_length_trains_eagerly,
     bad_input_is_an_error_naming_the_op,
+    a_scalar_that_changes_every_step_runs_one_kernel,
 );
 
 /// How close an eager run on `dev` must end to the compiled CPU run, as a
@@ -353,6 +354,30 @@ fn an_eager_trace_shows_each_op_and_its_kernels() {
     assert!(on(1) >= 6, "every op runs at least one kernel: {}", on(1));
     assert!(events.iter().any(|e| e["name"].as_str().is_some_and(|n| n.starts_with("vjp linear"))));
     assert!(eager::finish_trace(&path).is_err(), "no trace is running");
+}
+
+/// A scale that changes every step (a schedule, an annealed weight) runs
+/// the kernels of its first step: the value is an operand of `mul_scalar`
+/// and `add_scalar`, not a constant compiled into a kernel per value.
+fn a_scalar_that_changes_every_step_runs_one_kernel(dev: &Device) {
+    let x = on(dev, Host::new([4], DType::F32, vec![1.0, -2.0, 3.0, 0.5])).param();
+    let mut built = None;
+    for v in [0.5, 0.25, 3.0, -1.5, 1e-3] {
+        x.zero_grad();
+        let y = x.mul_scalar(v).unwrap().add_scalar(2.0 * v).unwrap();
+        y.sum(&[0], false).unwrap().backward().unwrap();
+        let want: Vec<f64> = [1.0, -2.0, 3.0, 0.5].iter().map(|x| x * v + 2.0 * v).collect();
+        assert_close_to("x v + 2 v", &y.host().unwrap().values, &want, 1e-6);
+        assert_close_to("its gradient", &x.grad().unwrap().unwrap().values, &[v; 4], 1e-6);
+        let s = eager::stats();
+        let now = s.compiled + s.loaded;
+        assert_eq!(*built.get_or_insert(now), now, "v = {v} built another kernel");
+    }
+    // An integer tensor's scalar must be whole, and the error names the op.
+    let i = on(dev, Host::new([2], DType::I32, vec![1.0, 2.0]));
+    let e = i.mul_scalar(2.5).unwrap_err().to_string();
+    assert!(e.starts_with("mul_scalar:") && e.contains("2.5"), "{e}");
+    assert_eq!(i.add_scalar(3.0).unwrap().host().unwrap().values, vec![4.0, 5.0]);
 }
 
 /// The digits MLP with Adam: 20 steps eager then 25 compiled, and 20
