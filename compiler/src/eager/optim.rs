@@ -22,7 +22,11 @@ pub struct Optim {
     /// Per parameter: SGD's momentum buffer, or Adam's first and second
     /// moments, on the parameter's device.
     slots: Vec<Vec<Tensor>>,
-    step: u64,
+    /// Per parameter: the updates it has had. A parameter without a
+    /// gradient at a step is skipped and not counted, as PyTorch keeps
+    /// `state['step']` per parameter: one that first gets a gradient late
+    /// (a branch of a dynamic model) starts from step 1's bias correction.
+    steps: Vec<u64>,
     /// Update host parameters by the compiled kernel instead of the loop.
     kernels: bool,
 }
@@ -71,7 +75,7 @@ impl Optim {
                 (0..count).map(|_| Tensor::from_vec(&p.0.shape, vec![0f32; n])?.to(&p.device())).collect()
             })
             .collect::<Result<_>>()?;
-        Ok(Optim { kind, params: params.to_vec(), slots, step: 0, kernels: false })
+        Ok(Optim { kind, params: params.to_vec(), slots, steps: vec![0; params.len()], kernels: false })
     }
 
     /// Runs every update as the compiled kernel a GPU parameter's update
@@ -133,43 +137,34 @@ impl Optim {
         if !(lr as f32).is_finite() {
             return Err(EagerError::Invalid(format!("step: the learning rate {lr} is infinite in f32")));
         }
-        if self.step >= MAX_STEP {
-            return Err(EagerError::Invalid(format!("step: {} steps taken already, the most counted", self.step)));
+        if let Some(i) =
+            (0..self.params.len()).find(|&i| self.steps[i] >= MAX_STEP && self.params[i].grad_tensor().is_some())
+        {
+            return Err(EagerError::Invalid(format!(
+                "step: parameter {i} has taken {} steps already, the most counted",
+                self.steps[i]
+            )));
         }
-        self.step += 1;
-        let t = self.step as f64;
         let lr32 = lr as f32;
         let kind = self.kind.clone();
-        // Adam's numbers of this step: bias corrections in f64, rounded
-        // once (hl-optimizer's), and the factors made of them in f32.
-        let (bc2, factor, step_size) = match kind {
-            Optimizer::Adam { beta1, beta2, weight_decay, .. }
-            | Optimizer::AdamW { beta1, beta2, weight_decay, .. } => {
-                let bc1 = (1.0 - beta1.powf(t)) as f32;
-                let bc2 = (1.0 - beta2.powf(t)) as f32;
-                (bc2, 1.0 - lr32 * weight_decay as f32, lr32 / bc1)
-            }
-            Optimizer::Sgd { .. } => (1.0, 1.0, lr32),
-        };
-        let scalars = match kind {
-            Optimizer::Sgd { .. } => vec![lr32],
-            _ => vec![bc2, factor, step_size],
-        };
-        // The step's numbers on each device its parameters use, made once.
-        let mut on_device: Vec<(super::Device, Tensor)> = Vec::new();
-        for (p, slots) in self.params.iter().zip(&self.slots) {
+        // The step's numbers on each device its parameters use, per step
+        // count, made once.
+        let mut on_device: Vec<(super::Device, u64, Tensor)> = Vec::new();
+        for ((p, slots), count) in self.params.iter().zip(&self.slots).zip(self.steps.iter_mut()) {
+            let Some(g) = p.grad_tensor() else { continue };
+            *count += 1;
+            let scalars = step_scalars(&kind, lr32, *count);
             let on_host = matches!(p.device(), super::Device::Cpu { .. });
             if on_host && !self.kernels {
                 update_on_host(&kind, p, slots, &scalars);
                 continue;
             }
-            let Some(g) = p.grad_tensor() else { continue };
             let device = p.device();
-            let s = match on_device.iter().find(|(d, _)| super::same_device(d, &device)) {
-                Some((_, s)) => s.clone(),
+            let s = match on_device.iter().find(|(d, t, _)| *t == *count && super::same_device(d, &device)) {
+                Some((_, _, s)) => s.clone(),
                 None => {
                     let s = Tensor::from_vec(&[scalars.len()], scalars.clone())?.to(&device)?;
-                    on_device.push((device, s.clone()));
+                    on_device.push((device, *count, s.clone()));
                     s
                 }
             };
@@ -186,6 +181,21 @@ impl Optim {
             }
         }
         Ok(())
+    }
+}
+
+/// The numbers of a parameter's `t`-th update: `[lr]` for SGD, `[bc2, 1 -
+/// lr wd, lr / bc1]` for Adam and AdamW (bias corrections in f64, rounded
+/// once as hl-optimizer's, and the factors made of them in f32).
+fn step_scalars(kind: &Optimizer, lr32: f32, t: u64) -> Vec<f32> {
+    match *kind {
+        Optimizer::Adam { beta1, beta2, weight_decay, .. } | Optimizer::AdamW { beta1, beta2, weight_decay, .. } => {
+            let t = t as f64;
+            let bc1 = (1.0 - beta1.powf(t)) as f32;
+            let bc2 = (1.0 - beta2.powf(t)) as f32;
+            vec![bc2, 1.0 - lr32 * weight_decay as f32, lr32 / bc1]
+        }
+        Optimizer::Sgd { .. } => vec![lr32],
     }
 }
 
@@ -314,7 +324,10 @@ impl Optim {
     /// step's names (`hl-optimizer`'s: `<param>`, `<param>.momentum`,
     /// `<param>.exp_avg`, `<param>.exp_avg_sq`, `step`), `names` naming the
     /// parameters in order: what `Trainer::set_state` takes to continue
-    /// compiled.
+    /// compiled. `step` is the most updates any parameter has had; a
+    /// parameter that has had fewer (steps without a gradient) also has its
+    /// own count, `<param>.step`, which [`Optim::load_state`] reads back and
+    /// the compiled step, one count for all, refuses by name.
     pub fn state(&self, names: &[&str]) -> Result<std::collections::BTreeMap<String, Host>> {
         if names.len() != self.params.len() {
             return Err(EagerError::Invalid(format!("{} names for {} parameters", names.len(), self.params.len())));
@@ -327,7 +340,13 @@ impl Optim {
             }
             out.insert(name.to_string(), p.host()?);
         }
-        out.insert("step".into(), Host::new([], DType::I64, vec![self.step as f64]));
+        let most = self.steps.iter().copied().max().unwrap_or(0);
+        out.insert("step".into(), Host::new([], DType::I64, vec![most as f64]));
+        for (name, &count) in names.iter().zip(&self.steps) {
+            if count != most {
+                out.insert(format!("{name}.step"), Host::new([], DType::I64, vec![count as f64]));
+            }
+        }
         Ok(out)
     }
 
@@ -367,13 +386,25 @@ impl Optim {
                 values.push(get(&format!("{name}.{slot}"), &p.0.shape)?);
             }
         }
-        let step = match entry("step")?.values.as_slice() {
-            [v] => *v,
-            other => return Err(EagerError::Invalid(format!("'step' holds {} values, 1 expected", other.len()))),
+        let count = |key: &str, t: &Host| -> Result<u64> {
+            let step = match t.values.as_slice() {
+                [v] => *v,
+                other => return Err(EagerError::Invalid(format!("'{key}' holds {} values, 1 expected", other.len()))),
+            };
+            // Exact in f64, and a count the steps after it can add to.
+            if !(step >= 0.0 && step.fract() == 0.0 && step <= MAX_STEP as f64) {
+                return Err(EagerError::Invalid(format!("'{key}' is {step}, not a step count (0 to 2^53)")));
+            }
+            Ok(step as u64)
         };
-        // Exact in f64, and a count the steps after it can add to.
-        if !(step >= 0.0 && step.fract() == 0.0 && step <= MAX_STEP as f64) {
-            return Err(EagerError::Invalid(format!("'step' is {step}, not a step count (0 to 2^53)")));
+        let step = count("step", entry("step")?)?;
+        let mut steps = Vec::new();
+        for name in names {
+            let key = format!("{name}.step");
+            steps.push(match state.get(&key) {
+                Some(t) => count(&key, t)?,
+                None => step,
+            });
         }
         let mut it = values.into_iter();
         for (p, slots) in self.params.iter().zip(&self.slots) {
@@ -381,7 +412,7 @@ impl Optim {
                 t.set_values(it.next().ok_or_else(|| EagerError::Invalid("a value went missing".into()))?)?;
             }
         }
-        self.step = step as u64;
+        self.steps = steps;
         Ok(())
     }
 }
@@ -393,11 +424,12 @@ fn check_names(names: &[&str], kind: &Optimizer) -> Result<()> {
     let slots = slot_names(kind);
     let mut keys = std::collections::BTreeSet::new();
     for name in names {
-        for key in std::iter::once(name.to_string()).chain(slots.iter().map(|s| format!("{name}.{s}"))) {
+        let own = std::iter::once("step").chain(slots.iter().copied()).map(|s| format!("{name}.{s}"));
+        for key in std::iter::once(name.to_string()).chain(own) {
             if key == "step" || !keys.insert(key.clone()) {
                 return Err(EagerError::Invalid(format!(
                     "the parameter name '{name}' makes the state entry '{key}' twice (names must be distinct, not \
-                     'step', and not another parameter's '<name>.<slot>')"
+                     'step', and not another parameter's '<name>.<slot>' or '<name>.step')"
                 )));
             }
         }

@@ -454,7 +454,16 @@ impl Trainer {
                 None => return Err(TrainError::Input(format!("no state for {}", s.name))),
             }
         }
-        if let Some(name) = state.keys().find(|n| !self.backend.manifest().symbols.iter().any(|s| &s.name == *n)) {
+        let symbols = &self.backend.manifest().symbols;
+        if let Some(name) = state.keys().find(|n| !symbols.iter().any(|s| &s.name == *n)) {
+            // An eager optimizer's own count for a parameter that missed
+            // updates (`Optim::state`): the compiled step counts one for all.
+            if let Some(param) = name.strip_suffix(".step").filter(|p| symbols.iter().any(|s| s.name == *p)) {
+                return Err(TrainError::Input(format!(
+                    "state for {name}: {param} has had fewer updates than the other parameters (steps without a \
+                     gradient in eager mode); the compiled step keeps one step count for every parameter"
+                )));
+            }
             return Err(TrainError::Input(format!("state for {name}: the model has no such symbol")));
         }
         for (name, t) in state {
