@@ -1273,6 +1273,11 @@ impl Tensor {
         let named = |e: EagerError| EagerError::Op { op: op.to_string(), message: e.to_string() };
         Tensor::with_values(&[], self.0.dtype, vec![v]).map_err(named)?.to(&self.device()).map_err(named)
     }
+    /// The values as `dtype` (PyTorch's `.to(dtype)`): integer labels or
+    /// counts as floats to sum them, floats to integers toward zero.
+    pub fn cast(&self, dtype: DType) -> Result<Tensor> {
+        self.unary(format!("cast {dtype:?}"), move |x| x.cast(dtype))
+    }
     pub fn neg(&self) -> Result<Tensor> {
         self.unary("neg".into(), |x| x.neg())
     }

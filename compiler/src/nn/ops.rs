@@ -406,9 +406,12 @@ impl Tensor {
         if axes.is_empty() {
             return Err(self.invalid(format!("{name} over no axes: give the axes to reduce (every one: 0..rank)")));
         }
-        // The kernels sum floats (an integer sum failed inside lowering).
-        if name == "hl.reduce_sum" && matches!(self.dtype(), DType::I32 | DType::I64) {
-            return Err(self.invalid(format!("{name} of a {:?} tensor: sums are of float tensors", self.dtype())));
+        // The kernels reduce floats (hl's reductions take float tensors).
+        if matches!(self.dtype(), DType::I32 | DType::I64) {
+            return Err(self.invalid(format!(
+                "{name} of a {:?} tensor: reductions are of float tensors (cast it first)",
+                self.dtype()
+            )));
         }
         let mut norm = axes.iter().map(|&a| self.axis(a, name)).collect::<Result<Vec<_>>>()?;
         norm.sort_unstable();

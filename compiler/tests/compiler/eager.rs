@@ -1162,5 +1162,7 @@ fn eager_misuse_is_an_error_not_an_abort_or_a_wrong_gradient() {
     assert!(e.contains("over no axes"), "{e}");
     let ints = Tensor::from_host(Host::new([2], DType::I32, vec![1.0, 2.0])).unwrap();
     let e = ints.sum(&[0], false).unwrap_err().to_string();
-    assert!(e.contains("sums are of float tensors"), "{e}");
+    assert!(e.contains("reductions are of float tensors (cast it first)"), "{e}");
+    let counted = ints.cast(aicf_compiler::nn::DType::F32).unwrap().sum(&[0], false).unwrap();
+    assert_eq!(counted.item().unwrap(), 3.0);
 }

@@ -336,6 +336,24 @@ func.func @f(%a: tensor<4x5xf32>) {
 
 // -----
 
+// The reductions take floats (the kernels reduce floats; an integer sum
+// failed inside convert-hl-to-ll).
+func.func @f(%a: tensor<4x3xi32>) {
+  // expected-error @+1 {{'hl.reduce_sum' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4x3xi32>'}}
+  %0 = hl.reduce_sum %a axes = [1] : tensor<4x3xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x3xi64>) {
+  // expected-error @+1 {{'hl.reduce_max' op operand #0 must be ranked tensor}}
+  %0 = hl.reduce_max %a axes = [0] : tensor<4x3xi64>
+  return
+}
+
+// -----
+
 func.func @f(%a: tensor<4x5xf32>) {
   // expected-error @+1 {{'hl.reduce_sum' op needs at least one axis to reduce}}
   %0 = hl.reduce_sum %a axes = [] : tensor<4x5xf32>

@@ -198,7 +198,7 @@ def HL_YieldOp : HL_Op<"yield",
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class HL_ReduceOp<string mnemonic, Type operandType = HL_NumericTensor>
+class HL_ReduceOp<string mnemonic, Type operandType = HL_FloatTensor>
     : HL_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins
     operandType:$input,
@@ -216,7 +216,8 @@ def HL_ReduceSumOp : HL_ReduceOp<"reduce_sum"> {
   let description = [{
     Sums `input` over `axes`: distinct, ascending, each in `[0, rank)`, at
     least one. The reduced axes are dropped from the result, or kept with
-    size 1 under `keepdim`.
+    size 1 under `keepdim`. The reductions take float tensors (the kernels
+    reduce floats; an integer tensor is cast first, `hl.cast`).
 
     ```mlir
     %s = hl.reduce_sum %x axes = [0] : tensor<32x128xf32>
@@ -225,7 +226,7 @@ def HL_ReduceSumOp : HL_ReduceOp<"reduce_sum"> {
   }];
 }
 
-def HL_ReduceMeanOp : HL_ReduceOp<"reduce_mean", HL_FloatTensor> {
+def HL_ReduceMeanOp : HL_ReduceOp<"reduce_mean"> {
   let summary = "mean over a list of axes";
   let description = [{
     The mean of `input` over `axes`, with `hl.reduce_sum`'s rules for axes
