@@ -11,6 +11,19 @@ pub(crate) const ATTENTION_QUERIES: usize = 64;
 /// Keys per shared-memory tile of the fused attention.
 pub(crate) const ATTENTION_KEYS: usize = 32;
 
+/// Query rows per work item of the CPU's blocked attention
+/// ([`Generator::attention_blocked`]): a vector of f32 lanes (one AVX-512
+/// register, two AVX ones).
+pub(crate) const CPU_QUERY_BLOCK: usize = 16;
+
+/// Keys per step of the blocked attention's score loop: four accumulators
+/// share each load of the query tile's column.
+pub(crate) const CPU_KEY_UNROLL: usize = 4;
+
+/// Query rows that share each load of a value row in the blocked
+/// attention's weighted sum (a divisor of [`CPU_QUERY_BLOCK`]).
+pub(crate) const CPU_ROW_GROUP: usize = 4;
+
 /// `ll.attention`'s optional log-sum-exp buffer, after q, k, v and the
 /// result.
 pub(crate) const LSE: usize = 4;
@@ -246,6 +259,183 @@ impl Generator {
         k.close();
         k.close();
         self.one(k, specs, batch * l, 2 * s_len * (d + dv) + 8 * s_len)
+    }
+
+    /// The CPU's attention in f32: a work item is a block of
+    /// [`CPU_QUERY_BLOCK`] query rows of one batch, so the scores are a
+    /// small GEMM rather than one horizontal dot product per key. The
+    /// block's queries, scaled and transposed into a stack tile (`qt[x][r]`),
+    /// meet [`CPU_KEY_UNROLL`] keys at a time: per head element one vector
+    /// of the 16 queries times each key's element broadcast, accumulated in
+    /// registers, with no reduction across lanes (the row kernel's
+    /// per-key reduction was most of its time at small heads). The scores,
+    /// masked (causal: key j for rows i >= j; keys past the last one),
+    /// go key-major to a scratch tile with their running max per row;
+    /// exponentials and sums follow over that tile, a vector of rows per
+    /// key; then each row sums its values weighted by its probabilities,
+    /// its output row in registers.
+    pub(crate) fn attention_blocked(&mut self, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        const R: usize = CPU_QUERY_BLOCK;
+        const U: usize = CPU_KEY_UNROLL;
+        let (l, d, s_len, dv, batch, causal) = (a.l, a.d, a.s, a.dv, a.batch, a.causal);
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let (tq, tk, tv, to) = (ty(0), ty(1), ty(2), ty(3));
+        let vr = format!("vector<{R}xf32>");
+        let vo = format!("vector<{dv}xf32>");
+        let vi = format!("vector<{R}xi32>");
+        let mut k = Kernel::new();
+        let heap = self.target.heap_scratch();
+        // Scratch for the whole call: the transposed query block, the
+        // scores (keys rounded up to the unroll), each row's max and sum.
+        let keys_up = s_len.div_ceil(U) * U;
+        let (qt, st) = (k.scratch(d * R, DType::F32, heap), k.scratch(keys_up * R, DType::F32, heap));
+        let (qt_ty, st_ty) = (format!("memref<{}xf32>", d * R), format!("memref<{}xf32>", keys_up * R));
+        let (stats, stats_ty) = (k.scratch(2 * R, DType::F32, heap), format!("memref<{}xf32>", 2 * R));
+        let blocks = l.div_ceil(R);
+        let (blocks_c, lc, sn, uc, rc) = (k.index(blocks), k.index(l), k.index(s_len), k.index(U), k.index(R));
+        let (last_row, last_key, dc) = (k.index(l - 1), k.index(s_len - 1), k.index(d));
+        let scale = k.float(a.scale, DType::F32);
+        let ninf = k.val(&format!("arith.constant dense<0xFF800000> : {vr}"));
+        let zeros = k.val(&format!("arith.constant dense<0.0> : {vr}"));
+        let zero_o = k.val(&format!("arith.constant dense<0.0> : {vo}"));
+        let lanes: Vec<String> = (0..R).map(|r| r.to_string()).collect();
+        let iota = k.val(&format!("arith.constant dense<[{}]> : {vi}", lanes.join(", ")));
+        let w = k.open("%begin", "%end");
+        let b = k.val(&format!("arith.divui {w}, {blocks_c} : index"));
+        let blk = k.val(&format!("arith.remui {w}, {blocks_c} : index"));
+        let i0 = k.mul(&blk, &rc);
+        let row0 = k.mul(&b, &lc);
+        let kb = k.mad(&b, s_len * d, "%c0");
+        let vb = k.mad(&b, s_len * dv, "%c0");
+        // qt[x][r] = q[min(i0 + r, l - 1)][x] * scale.
+        let r = k.open("%c0", &rc);
+        let i = k.add(&i0, &r);
+        let i = k.val(&format!("arith.minui {i}, {last_row} : index"));
+        let qrow = k.add(&row0, &i);
+        let qbase = k.mad(&qrow, d, "%c0");
+        let x = k.open("%c0", &dc);
+        let qi = k.add(&qbase, &x);
+        let qv = k.load("%b0", &qi, &tq);
+        let qs = k.fop("mulf", &qv, &scale, DType::F32);
+        let at = k.mad(&x, R, &r);
+        k.store(&qs, &qt, &at, &qt_ty);
+        k.close();
+        k.close();
+        // Keys any row of the block sees.
+        let jn = if causal {
+            let end = k.add(&i0, &rc);
+            k.val(&format!("arith.minui {end}, {sn} : index"))
+        } else {
+            sn.clone()
+        };
+        // Rows as i32 lanes, for the masks: i0 + r.
+        let i0_32 = k.val(&format!("arith.index_cast {i0} : index to i32"));
+        let i0v = k.val(&format!("vector.broadcast {i0_32} : i32 to {vi}"));
+        let rows_v = k.val(&format!("arith.addi {iota}, {i0v} : {vi}"));
+        let jn_32 = k.val(&format!("arith.index_cast {jn} : index to i32"));
+        let jnv = k.val(&format!("vector.broadcast {jn_32} : i32 to {vi}"));
+        // Scores, U keys at a time, and the running max per row.
+        let (j, mx, m) = k.open_reduce_all("%c0", &jn, &uc, std::slice::from_ref(&ninf), &vr);
+        let krows: Vec<String> = (0..U)
+            .map(|t| {
+                let tc = k.index(t);
+                let jt = k.add(&j, &tc);
+                let jt = k.val(&format!("arith.minui {jt}, {last_key} : index"));
+                k.mad(&jt, d, &kb)
+            })
+            .collect();
+        let inits: Vec<String> = vec![zeros.clone(); U];
+        let (x, accs, dots) = k.open_reduce_all("%c0", &dc, "%c1", &inits, &vr);
+        let qoff = k.mad(&x, R, "%c0");
+        let qx = k.vload(&qt, &qoff, &qt_ty, R);
+        let mut next = Vec::new();
+        for (t, acc) in accs.iter().enumerate() {
+            let ki = k.add(&krows[t], &x);
+            let kv = k.load("%b1", &ki, &tk);
+            let kvb = k.val(&format!("vector.broadcast {kv} : f32 to {vr}"));
+            next.push(k.val(&format!("vector.fma {qx}, {kvb}, {acc} : {vr}")));
+        }
+        k.close_with_all(&next, &vr);
+        let mut m_now = mx[0].clone();
+        for (t, dot) in dots.iter().enumerate() {
+            let tc = k.index(t);
+            let jt = k.add(&j, &tc);
+            let jt32 = k.val(&format!("arith.index_cast {jt} : index to i32"));
+            let jv = k.val(&format!("vector.broadcast {jt32} : i32 to {vi}"));
+            // Seen: a key before the block's last (and, causal, at or
+            // before the row).
+            let mut seen = k.val(&format!("arith.cmpi ult, {jv}, {jnv} : {vi}"));
+            if causal {
+                let before = k.val(&format!("arith.cmpi ule, {jv}, {rows_v} : {vi}"));
+                seen = k.val(&format!("arith.andi {seen}, {before} : vector<{R}xi1>"));
+            }
+            let sv = k.val(&format!("arith.select {seen}, {dot}, {ninf} : vector<{R}xi1>, {vr}"));
+            let at = k.mad(&jt, R, "%c0");
+            k.vstore(&sv, &st, &at, &st_ty, R);
+            m_now = k.val(&format!("llvm.intr.maxnum({m_now}, {sv}) : ({vr}, {vr}) -> {vr}"));
+        }
+        k.close_with_all(&[m_now], &vr);
+        let m = &m[0];
+        // p = e^(s - max), in place, and the sum per row.
+        let (j, acc, sum) = k.open_reduce("%c0", &jn, &zeros, &vr);
+        let at = k.mad(&j, R, "%c0");
+        let sv = k.vload(&st, &at, &st_ty, R);
+        let dd = k.val(&format!("arith.subf {sv}, {m} : {vr}"));
+        let e = k.val(&format!("math.exp {dd} : {vr}"));
+        k.vstore(&e, &st, &at, &st_ty, R);
+        let total = k.val(&format!("arith.addf {acc}, {e} : {vr}"));
+        k.close_with(&total, &vr);
+        k.vstore(m, &stats, "%c0", &stats_ty, R);
+        k.vstore(&sum, &stats, &rc, &stats_ty, R);
+        // Rows G at a time (one load of each value row for all G): out =
+        // sum_j p_j v_j / sum. Causal, the group's keys run to its last
+        // row's; an earlier row's later keys have p = 0 (masked to -inf).
+        let gc = k.index(CPU_ROW_GROUP);
+        let rg = k.open_step("%c0", &rc, &gc);
+        let seen = if causal {
+            let end = k.add(&i0, &rg);
+            let end = k.add(&end, &gc);
+            k.val(&format!("arith.minui {end}, {sn} : index"))
+        } else {
+            sn.clone()
+        };
+        let inits = vec![zero_o.clone(); CPU_ROW_GROUP];
+        let (j, accs, outs) = k.open_reduce_all("%c0", &seen, "%c1", &inits, &vo);
+        let vrow = k.mad(&j, dv, &vb);
+        let v = k.vload("%b2", &vrow, &tv, dv);
+        let pbase = k.mad(&j, R, &rg);
+        let mut next = Vec::new();
+        for (t, acc) in accs.iter().enumerate() {
+            let tc = k.index(t);
+            let at = k.add(&pbase, &tc);
+            let p = k.load(&st, &at, &st_ty);
+            let pb = k.val(&format!("vector.broadcast {p} : f32 to {vo}"));
+            next.push(k.val(&format!("vector.fma {pb}, {v}, {acc} : {vo}")));
+        }
+        k.close_with_all(&next, &vo);
+        for (t, o) in outs.iter().enumerate() {
+            let tc = k.index(t);
+            let r = k.add(&rg, &tc);
+            let i = k.add(&i0, &r);
+            let inside = k.val(&format!("arith.cmpi ult, {i}, {lc} : index"));
+            k.line(&format!("scf.if {inside} {{"));
+            k.depth += 1;
+            let mr = k.load(&stats, &r, &stats_ty);
+            let sr = k.add(&rc, &r);
+            let lr = k.load(&stats, &sr, &stats_ty);
+            let lb = k.val(&format!("vector.broadcast {lr} : f32 to {vo}"));
+            let out = k.val(&format!("arith.divf {o}, {lb} : {vo}"));
+            let w_row = k.add(&row0, &i);
+            let ob = k.mad(&w_row, dv, "%c0");
+            k.vstore(&out, "%b3", &ob, &to, dv);
+            if let Some(lse_ty) = AttentionShape::lse_buffer(specs) {
+                a.store_lse(&mut k, (&mr, &lr), &w_row, &lse_ty);
+            }
+            k.close();
+        }
+        k.close();
+        k.close();
+        self.one(k, specs, batch * blocks, R * (2 * s_len * (d + dv) + 8 * s_len))
     }
 
     /// Fused attention, FlashAttention-style: block (b, tile) takes

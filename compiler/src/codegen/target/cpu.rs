@@ -96,7 +96,9 @@ impl TargetInfo for CpuTarget {
     }
 
     fn attention(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
-        g.attention_rows(a, specs)
+        // Blocks of query rows in f32 (the compute type of f32, bf16 and f16
+        // heads); f64 keeps the row kernel.
+        if a.t == DType::F32 { g.attention_blocked(a, specs) } else { g.attention_rows(a, specs) }
     }
 
     fn norm_backward(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
