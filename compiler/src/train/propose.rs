@@ -553,7 +553,7 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         let own: Vec<&RunDetail> = own.iter().flat_map(|k| by_problem.remove(k).unwrap_or_default()).collect();
         for r in own {
             let label = match Structure::parse(&r.run.fingerprint.structure) {
-                Ok(s) if s.fits(&shape.task) && r.run.settings.policy.is_some() => format!("{s} {GROWN}"),
+                Ok(s) if s.fits(&shape.task) && policy_grows(r) => format!("{s} {GROWN}"),
                 Ok(s) if s.fits(&shape.task) => s.to_string(),
                 _ => continue,
             };
@@ -935,6 +935,15 @@ fn search_direction(fits: &BTreeMap<String, Vec<(f64, f64)>>, shape: &Shape) -> 
 fn grew(r: &RunDetail) -> bool {
     r.run.settings.policy.is_some()
         && r.decisions.iter().any(|d| d.outcome == "accepted" && !d.action.starts_with("roll back"))
+}
+
+/// Whether a past run tried its structure grown: its policy has a rule
+/// that grows (a rollback-only policy, as `propose` writes beside a plain
+/// proposal, tried the structure as it is), or, in records from before the
+/// registry kept that, it ran under any policy.
+fn policy_grows(r: &RunDetail) -> bool {
+    let s = &r.run.settings;
+    s.policy.is_some() && s.policy_grows.unwrap_or(true)
 }
 
 /// How a candidate that starts small and grows is named: `mlp 16 grown`.
@@ -1411,6 +1420,15 @@ mod tests {
         let mut grown = runs[..6].to_vec();
         grown.push(trained_to(run(300, &new, "mlp 64", &[(1e6, 0.3), (1e12, 0.1)], true), 0.05));
         assert_eq!(propose(&shape, &new, &grown, &next).unwrap().structure, "mlp 64");
+        // The same run under a policy that only rolls back (what `propose`
+        // writes beside a plain proposal) tried mlp 64 itself.
+        grown[6].run.settings.policy_grows = Some(false);
+        let p = propose(&shape, &new, &grown, &next).unwrap();
+        assert_ne!(p.structure, "mlp 64");
+        assert!(
+            p.explanation.iter().any(|l| l == "mlp 64 left out: already trained on this data (runs #300)"),
+            "{p:?}"
+        );
         // A budget that holds ten steps of mlp 16 and mlp 64 but not of the
         // wider two: with those two tried, the error counts the others as
         // too large, not as trained.

@@ -192,6 +192,12 @@ pub struct Settings {
     pub epochs: usize,
     /// The growth policy's file, for an adaptive run.
     pub policy: Option<String>,
+    /// Whether that policy has a rule that grows the model (a rollback-only
+    /// policy, as `aicf propose` writes beside a plain proposal, has none):
+    /// such a run tried its structure grown, any other its structure as it
+    /// is. Absent in older records: any policy counted as growing.
+    #[serde(default)]
+    pub policy_grows: Option<bool>,
     pub replicas: usize,
     /// Features read standardized (`aicf train --standardize`; absent in
     /// older records: false). The proposer ranks only runs without, as its

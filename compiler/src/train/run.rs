@@ -1102,6 +1102,10 @@ impl Recorder {
             batch: loop_.batch * loop_.micro * loop_.replicas,
             epochs: run.epochs,
             policy: run.adapt.as_ref().map(|p| p.display().to_string()),
+            policy_grows: run.adapt.as_ref().map(|_| {
+                use super::adapt::policy::Action;
+                loop_.adaptive.policy().rules.iter().any(|r| !matches!(r.action, Action::Rollback { .. }))
+            }),
             replicas: loop_.replicas,
             standardize: loop_.data.metadata.contains_key(super::data::STANDARDIZE_KEY),
         };

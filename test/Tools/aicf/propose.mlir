@@ -133,6 +133,14 @@
 // NEXTCOPY: aicf: error: --next: every candidate the registry ranks for flowers has been trained on it already
 // NEXTOTHER-NOT: already trained on this data
 // NEXTOTHER: wrote {{.*}}next4.mlir
+// A run of a plain proposal under the rollback-only policy `propose`
+// writes beside it tried that structure itself (it counted as the structure
+// grown, so `--next` proposed the same structure again).
+// RUN: aicf propose --data %S/../../../data/problems/wine.csv.gz --runs-db %t/plain.sqlite -o %t/wine.mlir --policy %t/wine.toml | FileCheck %s --check-prefix=PLAIN
+// RUN: aicf train %t/wine.mlir --adapt %t/wine.toml --data %S/../../../data/problems/wine.csv.gz --epochs 2 --runs-db %t/plain.sqlite --out %t/wine-run --no-progress > /dev/null
+// RUN: not aicf propose --next --data %S/../../../data/problems/wine.csv.gz --runs-db %t/plain.sqlite -o %t/wine-next.mlir 2>&1 | FileCheck %s --check-prefix=PLAINNEXT
+// PLAIN: wrote {{.*}}wine.mlir (mlp 128,
+// PLAINNEXT: aicf: error: --next: every candidate the registry ranks for wine has been trained on it already (mlp 128)
 // Every output's directory is checked before anything is written (a model
 // was left behind by a policy that could not be), and no output may be a
 // file SQLite keeps beside the registry.
