@@ -834,9 +834,11 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[3, 75], 48), f32s(&[2, 200], 49), f32s(&[2, 3, 70], 50), f32s(&[2, 2100], 58)],
         ),
         (
+            // 35 elements (8 groups of four and a ragged one) and 3003
+            // (750 groups split over the threads, and a ragged one).
             "dropout",
-            "func.func @f(%x: tensor<5x7xf32>, %s: tensor<i64>, %o: tensor<i64>) -> tensor<5x7xf32> {\n  %y = hl.dropout %x, %s, %o p = 0.3 stream = 5 : tensor<5x7xf32>\n  return %y : tensor<5x7xf32>\n}".into(),
-            vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64)],
+            "func.func @f(%x: tensor<5x7xf32>, %s: tensor<i64>, %o: tensor<i64>, %z: tensor<3x1001xf32>) -> (tensor<5x7xf32>, tensor<3x1001xf32>) {\n  %y = hl.dropout %x, %s, %o p = 0.3 stream = 5 : tensor<5x7xf32>\n  %w = hl.dropout %z, %s, %o p = 0.5 stream = 6 : tensor<3x1001xf32>\n  return %y, %w : tensor<5x7xf32>, tensor<3x1001xf32>\n}".into(),
+            vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64), f32s(&[3, 1001], 59)],
         ),
         (
             // Boolean buffers (bytes in the kernels): a mask stored by a

@@ -485,53 +485,71 @@ impl Generator {
         let thr = c(&mut k, threshold, "i32");
         let c8 = c(&mut k, 8, "i32");
         let four = k.index(4);
-        let g = k.open("%begin", "%end");
-        let gi = k.val(&format!("arith.index_cast {g} : index to i64"));
-        let block = k.val(&format!("arith.addi {offset}, {gi} : i64"));
-        let b_lo = k.val(&format!("arith.trunci {block} : i64 to i32"));
-        let bsh = k.val(&format!("arith.shrui {block}, {c32} : i64"));
-        let b_hi = k.val(&format!("arith.trunci {bsh} : i64 to i32"));
-        let mut ctr = [b_lo, b_hi, s_lo.clone(), s_hi.clone()];
-        let (mut ka, mut kb) = (k0.clone(), k1.clone());
-        for round in 0..10 {
-            if round > 0 {
-                ka = k.val(&format!("arith.addi {ka}, {w0} : i32"));
-                kb = k.val(&format!("arith.addi {kb}, {w1} : i32"));
+        // Groups whose four elements all exist run without a bound check,
+        // so the loop vectorises (a check per element kept it scalar: twice
+        // an elementwise pass's time); the one ragged group, if any, after.
+        let full = k.index(n / 4);
+        let hi = k.val(&format!("arith.minui %end, {full} : index"));
+        let groups = [
+            ("%begin".to_string(), hi, false),
+            (k.val(&format!("arith.maxui %begin, {full} : index")), "%end".to_string(), true),
+        ];
+        for (lo, hi, ragged) in groups {
+            if ragged && n % 4 == 0 {
+                continue;
             }
-            let mulhilo = |k: &mut Kernel, m: &str, x: &str| {
-                let x64 = k.val(&format!("arith.extui {x} : i32 to i64"));
-                let prod = k.val(&format!("arith.muli {m}, {x64} : i64"));
-                let hi64 = k.val(&format!("arith.shrui {prod}, {c32} : i64"));
-                let hi = k.val(&format!("arith.trunci {hi64} : i64 to i32"));
-                let lo = k.val(&format!("arith.trunci {prod} : i64 to i32"));
-                (hi, lo)
-            };
-            let (hi0, lo0) = mulhilo(&mut k, &m0, &ctr[0]);
-            let (hi1, lo1) = mulhilo(&mut k, &m1, &ctr[2]);
-            let x0 = k.val(&format!("arith.xori {hi1}, {} : i32", ctr[1]));
-            let x0 = k.val(&format!("arith.xori {x0}, {ka} : i32"));
-            let x2 = k.val(&format!("arith.xori {hi0}, {} : i32", ctr[3]));
-            let x2 = k.val(&format!("arith.xori {x2}, {kb} : i32"));
-            ctr = [x0, lo1, x2, lo0];
+            let g = k.open(&lo, &hi);
+            let gi = k.val(&format!("arith.index_cast {g} : index to i64"));
+            let block = k.val(&format!("arith.addi {offset}, {gi} : i64"));
+            let b_lo = k.val(&format!("arith.trunci {block} : i64 to i32"));
+            let bsh = k.val(&format!("arith.shrui {block}, {c32} : i64"));
+            let b_hi = k.val(&format!("arith.trunci {bsh} : i64 to i32"));
+            let mut ctr = [b_lo, b_hi, s_lo.clone(), s_hi.clone()];
+            let (mut ka, mut kb) = (k0.clone(), k1.clone());
+            for round in 0..10 {
+                if round > 0 {
+                    ka = k.val(&format!("arith.addi {ka}, {w0} : i32"));
+                    kb = k.val(&format!("arith.addi {kb}, {w1} : i32"));
+                }
+                let mulhilo = |k: &mut Kernel, m: &str, x: &str| {
+                    let x64 = k.val(&format!("arith.extui {x} : i32 to i64"));
+                    let prod = k.val(&format!("arith.muli {m}, {x64} : i64"));
+                    let hi64 = k.val(&format!("arith.shrui {prod}, {c32} : i64"));
+                    let hi = k.val(&format!("arith.trunci {hi64} : i64 to i32"));
+                    let lo = k.val(&format!("arith.trunci {prod} : i64 to i32"));
+                    (hi, lo)
+                };
+                let (hi0, lo0) = mulhilo(&mut k, &m0, &ctr[0]);
+                let (hi1, lo1) = mulhilo(&mut k, &m1, &ctr[2]);
+                let x0 = k.val(&format!("arith.xori {hi1}, {} : i32", ctr[1]));
+                let x0 = k.val(&format!("arith.xori {x0}, {ka} : i32"));
+                let x2 = k.val(&format!("arith.xori {hi0}, {} : i32", ctr[3]));
+                let x2 = k.val(&format!("arith.xori {x2}, {kb} : i32"));
+                ctr = [x0, lo1, x2, lo0];
+            }
+            let base = k.mul(&g, &four);
+            for (word, value) in ctr.iter().enumerate() {
+                let wc = k.index(word);
+                let i = k.add(&base, &wc);
+                if ragged {
+                    let nc = k.index(n);
+                    let inside = k.cmpi("ult", &i, &nc);
+                    k.line(&format!("scf.if {inside} {{"));
+                    k.depth += 1;
+                }
+                let top = k.val(&format!("arith.shrui {value}, {c8} : i32"));
+                let keep = k.val(&format!("arith.cmpi uge, {top}, {thr} : i32"));
+                let x = k.load("%b0", &i, &ty);
+                let y = k.fop("mulf", &x, &scale, t);
+                let r = k.val(&format!("arith.select {keep}, {y}, {zero} : {f}"));
+                k.store(&r, "%b3", &i, &out_ty);
+                if ragged {
+                    k.depth -= 1;
+                    k.line("}");
+                }
+            }
+            k.close();
         }
-        let base = k.mul(&g, &four);
-        for (word, value) in ctr.iter().enumerate() {
-            let wc = k.index(word);
-            let i = k.add(&base, &wc);
-            let nc = k.index(n);
-            let inside = k.cmpi("ult", &i, &nc);
-            k.line(&format!("scf.if {inside} {{"));
-            k.depth += 1;
-            let top = k.val(&format!("arith.shrui {value}, {c8} : i32"));
-            let keep = k.val(&format!("arith.cmpi uge, {top}, {thr} : i32"));
-            let x = k.load("%b0", &i, &ty);
-            let y = k.fop("mulf", &x, &scale, t);
-            let r = k.val(&format!("arith.select {keep}, {y}, {zero} : {f}"));
-            k.store(&r, "%b3", &i, &out_ty);
-            k.depth -= 1;
-            k.line("}");
-        }
-        k.close();
         self.one(k, specs, n.div_ceil(4), 120)
     }
 }
