@@ -77,7 +77,8 @@ pub(crate) fn ops_named(op: MlirOperation, name: &str) -> Vec<MlirOperation> {
     found
 }
 
-/// Rewrites every f32/f64 `math.exp x` to `x < lo ? 0 : exp(max(x, lo))`,
+/// Rewrites every f32/f64 `math.exp x` (scalar or vector) to `x < lo ? 0 :
+/// exp(max(x, lo))`,
 /// `lo` the smallest argument with a normal result (-87 for f32, -708 for
 /// f64). libmvec's vector `exp` leaves its fast path for all eight lanes when
 /// one lane's result would be subnormal or zero, which a causal mask's -inf
@@ -89,10 +90,28 @@ pub(crate) fn guard_exp(ctx: MlirContext, module: MlirOperation) -> Result<()> {
         let x = unsafe { mlirOperationGetOperand(exp, 0) };
         let ty = unsafe { mlirValueGetType(x) };
         let t = ir::type_text(ty);
-        let lo = match t.as_str() {
+        // A scalar, or a vector of them (the blocked attention's rows).
+        let (element, lanes) = match t.strip_prefix("vector<").and_then(|v| v.strip_suffix('>')) {
+            Some(v) => match v.rsplit_once('x') {
+                Some((shape, e)) => (e.to_string(), Some(shape.to_string())),
+                None => continue,
+            },
+            None => (t.clone(), None),
+        };
+        let lo = match element.as_str() {
             "f32" => "-8.700000e+01",
             "f64" => "-7.080000e+02",
             _ => continue,
+        };
+        let (lo, zero_text) = match &lanes {
+            Some(_) => (format!("dense<{lo}>"), "dense<0.000000e+00>".to_string()),
+            None => (lo.to_string(), "0.000000e+00".to_string()),
+        };
+        let i1 = match &lanes {
+            Some(shape) => {
+                ir::parse_type(ctx, &format!("vector<{shape}xi1>")).map_err(|e| at(exp, format!("{e:?}")))?
+            }
+            None => unsafe { mlirIntegerTypeGet(ctx, 1) },
         };
         let loc = ir::op_loc(exp);
         let block = unsafe { mlirOperationGetBlock(exp) };
@@ -102,7 +121,7 @@ pub(crate) fn guard_exp(ctx: MlirContext, module: MlirOperation) -> Result<()> {
             Ok(unsafe { mlirOperationGetResult(op, 0) })
         };
         let types = [ty];
-        let (low_attr, zero_attr) = ([("value", format!("{lo} : {t}"))], [("value", format!("0.000000e+00 : {t}"))]);
+        let (low_attr, zero_attr) = ([("value", format!("{lo} : {t}"))], [("value", format!("{zero_text} : {t}"))]);
         let constant =
             |attributes| ir::OpSpec { attributes, results: Some(&types), ..ir::OpSpec::new("arith.constant") };
         let low = before(constant(&low_attr))?;
@@ -110,7 +129,7 @@ pub(crate) fn guard_exp(ctx: MlirContext, module: MlirOperation) -> Result<()> {
         let clamped =
             before(ir::OpSpec { operands: &[x, low], results: Some(&types), ..ir::OpSpec::new("arith.maximumf") })?;
         let e = before(ir::OpSpec { operands: &[clamped], results: Some(&types), ..ir::OpSpec::new("math.exp") })?;
-        let i1 = [unsafe { mlirIntegerTypeGet(ctx, 1) }];
+        let i1 = [i1];
         let below = before(ir::OpSpec {
             operands: &[x, low],
             attributes: &[("predicate", "4 : i64".into())], // olt
@@ -965,4 +984,29 @@ pub(crate) fn global_values(global: MlirOperation, value: MlirValue) -> Result<C
     let splat = unsafe { mlirDenseElementsAttrIsSplat(a) };
     let values = (0..n).map(|i| get(if splat { 0 } else { i as isize })).collect();
     Ok(Constant { shape, dtype: runtime_dtype(dtype)?, values })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::context::CompilerContext;
+    use melior::ir::operation::OperationLike;
+
+    /// Every f32 `exp`, scalar or vector, gets the guard: a clamp to -87
+    /// and zero below it (a vector's splat constants and lane mask).
+    #[test]
+    fn exp_is_guarded_on_scalars_and_vectors() {
+        let ctx = CompilerContext::new();
+        let source = "func.func @f(%a: f32, %v: vector<16xf32>) -> (f32, vector<16xf32>) {\n  \
+                      %0 = math.exp %a : f32\n  %1 = math.exp %v : vector<16xf32>\n  return %0, %1 : f32, vector<16xf32>\n}";
+        let module = melior::ir::Module::parse(ctx.mlir(), source).expect("parses");
+        let op = module.as_operation();
+        super::guard_exp(ctx.mlir().to_raw(), op.to_raw()).unwrap();
+        assert!(op.verify());
+        let text = op.to_string();
+        assert!(text.contains("arith.constant dense<-8.700000e+01> : vector<16xf32>"), "{text}");
+        assert!(text.contains("arith.cmpf olt") && text.contains("vector<16xi1>"), "{text}");
+        assert!(text.contains("arith.constant -8.700000e+01 : f32"), "{text}");
+        assert_eq!(text.matches("math.exp").count(), 2, "{text}");
+        assert_eq!(text.matches("arith.select").count(), 2, "{text}");
+    }
 }
