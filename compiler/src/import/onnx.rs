@@ -167,6 +167,10 @@ pub struct Imported {
     /// Whether an input had a symbolic (or unknown) dimension for
     /// `--batch` to bind.
     pub symbolic: bool,
+    /// Float initializers of more than one value that import as constants
+    /// (no op uses them as a weight): not trained. (ONNX marks no tensor
+    /// trainable; the importer decides by use.)
+    pub frozen: Vec<(String, usize)>,
 }
 
 impl Imported {
@@ -335,6 +339,7 @@ pub fn import_model(
     let params = choose_params(graph, &inits);
     let states = choose_states(graph, &inits);
     let params: HashSet<String> = params.difference(&states).cloned().collect();
+    let frozen = frozen_initializers(graph, &inits, &params, &states);
     let mut importer = Importer {
         name: name.to_string(),
         opset,
@@ -424,7 +429,7 @@ pub fn import_model(
         };
         weights.push((st.name.clone(), t.dims.clone(), values.clone()));
     }
-    Ok(Imported { module, weights, sources, opset, inputs, symbolic })
+    Ok(Imported { module, weights, sources, opset, inputs, symbolic, frozen })
 }
 
 /// A graph input's static spec: known dimensions as they are, the first
@@ -524,33 +529,73 @@ fn choose_states(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
 }
 
 /// The float initializers that become trainable parameters: those a node
-/// uses as a weight.
+/// uses as a weight, directly or through ops that only move or reshape
+/// values (PyTorch's training-mode export writes a linear layer as
+/// `MatMul(x, Transpose(W))`; a class token reaches `Concat` through
+/// `Expand`), or that are concatenated with activations.
 fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
-    let mut params = HashSet::new();
-    let is_float_tensor = |n: &str| inits.get(n).is_some_and(|t| t.is_float() && !t.dims.is_empty());
+    let mut consumers: HashMap<&str, Vec<(&proto::NodeProto, usize)>> = HashMap::new();
     for node in &graph.node {
-        let weight_inputs: &[usize] = match node.op_type() {
-            "Conv" | "LayerNormalization" | "BatchNormalization" => &[1, 2],
-            "Gemm" => &[0, 1, 2],
-            "MatMul" => &[0, 1],
-            "Gather" => &[0],
-            // A bias or scale added to an activation: more than one element.
-            "Add" | "Sub" | "Mul" => &[0, 1],
-            _ => &[],
-        };
-        for &k in weight_inputs {
-            let Some(n) = node.input.get(k) else { continue };
-            if !is_float_tensor(n) {
-                continue;
-            }
-            let elementwise = matches!(node.op_type(), "Add" | "Sub" | "Mul");
-            if elementwise && inits[n].elements() < 2 {
-                continue;
-            }
-            params.insert(n.clone());
+        for (k, input) in node.input.iter().enumerate() {
+            consumers.entry(input.as_str()).or_default().push((node, k));
         }
     }
-    params
+    // Whether value `name` reaches a weight position, through at most
+    // `depth` more value-moving ops.
+    fn weight_use(
+        consumers: &HashMap<&str, Vec<(&proto::NodeProto, usize)>>,
+        name: &str,
+        elements: usize,
+        depth: usize,
+    ) -> bool {
+        consumers.get(name).is_some_and(|uses| {
+            uses.iter().any(|(node, k)| {
+                let weight = match node.op_type() {
+                    "Conv" | "LayerNormalization" | "BatchNormalization" => matches!(k, 1 | 2),
+                    "Gemm" => *k <= 2,
+                    "MatMul" => *k <= 1,
+                    "Gather" => *k == 0,
+                    // A bias or scale added to an activation, or a token
+                    // joined to them: more than one element.
+                    "Add" | "Sub" | "Mul" | "Concat" => elements >= 2,
+                    _ => false,
+                };
+                let moves = matches!(
+                    node.op_type(),
+                    "Transpose" | "Reshape" | "Unsqueeze" | "Squeeze" | "Expand" | "Identity" | "Flatten" | "Cast"
+                ) && *k == 0;
+                weight
+                    || (moves
+                        && depth > 0
+                        && node.output.first().is_some_and(|o| weight_use(consumers, o, elements, depth - 1)))
+            })
+        })
+    }
+    inits
+        .iter()
+        .filter(|(_, t)| t.is_float() && !t.dims.is_empty())
+        .filter(|(name, t)| weight_use(&consumers, name, t.elements(), 8))
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// The float initializers of more than one value the graph uses that are
+/// neither parameters nor state: they import as constants and are not
+/// trained (name, values), in the graph's order.
+fn frozen_initializers(
+    graph: &proto::GraphProto,
+    inits: &HashMap<String, aicf_onnx::Tensor>,
+    params: &HashSet<String>,
+    states: &HashSet<String>,
+) -> Vec<(String, usize)> {
+    let mut seen = HashSet::new();
+    graph
+        .node
+        .iter()
+        .flat_map(|n| n.input.iter())
+        .filter(|n| !params.contains(*n) && !states.contains(*n) && seen.insert(n.as_str()))
+        .filter_map(|n| inits.get(n).filter(|t| t.is_float() && t.elements() >= 2).map(|t| (n.clone(), t.elements())))
+        .collect()
 }
 
 /// A value during import: a traced tensor, or a constant known now.

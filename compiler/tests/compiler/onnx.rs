@@ -605,3 +605,46 @@ fn an_imported_leaky_relu_takes_another_batch() {
     let text = aicf_compiler::pipeline::canonical_text(&module);
     assert!(text.contains("-> tensor<3x") && !text.contains("tensor<4x"), "{text}");
 }
+
+/// Weights are found by use, also through ops that only move values:
+/// PyTorch's training-mode export writes a linear layer as `MatMul(x,
+/// Transpose(W))` (its weights were imported as constants, silently not
+/// trained). A float initializer no op uses as a weight is named as a
+/// constant that is not trained.
+#[test]
+fn weights_behind_a_transpose_are_parameters_and_constants_are_named() {
+    let node = |name: &str, op: &str, inputs: &[&str], output: &str| aicf_onnx::proto::NodeProto {
+        name: Some(name.into()),
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.into()],
+        ..Default::default()
+    };
+    let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    // fc1 as the training-mode export writes it, and its output divided by
+    // a constant of 32 values.
+    graph.node.remove(0);
+    graph.node.splice(
+        0..0,
+        [
+            node("t", "Transpose", &["fc1.weight"], "wt"),
+            node("mm", "MatMul", &["input0", "wt"], "mm_out"),
+            node("bias", "Add", &["mm_out", "fc1.bias"], "biased"),
+            node("div", "Div", &["biased", "divisor"], "/fc1/Gemm_output_0"),
+        ],
+    );
+    graph.initializer.push(aicf_onnx::proto::TensorProto {
+        name: Some("divisor".into()),
+        data_type: Some(1),
+        dims: vec![32],
+        float_data: vec![2.0; 32],
+        ..Default::default()
+    });
+    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy };
+    let imported = onnx::import_model(&model, "train-mode.onnx", std::path::Path::new("."), &options).unwrap();
+    let mut sources = imported.sources.clone();
+    sources.sort();
+    assert_eq!(sources, ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]);
+    assert_eq!(imported.frozen, vec![("divisor".to_string(), 32)]);
+}

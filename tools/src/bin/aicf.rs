@@ -1220,6 +1220,20 @@ fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Resu
             model.display()
         );
     }
+    if !imported.frozen.is_empty() {
+        let total: usize = imported.frozen.iter().map(|(_, n)| n).sum();
+        let named: Vec<String> = imported.frozen.iter().take(5).map(|(n, v)| format!("'{n}' ({v} values)")).collect();
+        let more = imported.frozen.len().saturating_sub(5);
+        eprintln!(
+            "note: {} float initializer{} ({total} values) {} constants, not trained (no op uses {} as a weight): {}{}",
+            imported.frozen.len(),
+            if imported.frozen.len() == 1 { "" } else { "s" },
+            if imported.frozen.len() == 1 { "imports as a" } else { "import as" },
+            if imported.frozen.len() == 1 { "it" } else { "them" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
     let values: usize = imported.weights.iter().map(|(_, s, _)| s.iter().product::<usize>()).sum();
     let inputs: Vec<String> = imported.inputs.iter().map(|(n, s)| format!("{n}: {}", s.mlir_type())).collect();
     println!(
