@@ -490,7 +490,25 @@ impl Trainer {
         if self.compiled.iter().any(|c| c.batch == Some(batch)) || self.batch() == Some(batch) {
             return Ok(());
         }
-        let compiled = compile_artifact(&self.source, &self.name, &self.options, Some(batch))?;
+        // A model whose ops fix its batch (an ONNX export's reshapes to
+        // constant shapes, say) has no variant at another size: said as
+        // such, with the way round, rather than as the pass's error alone.
+        let compiled = compile_artifact(&self.source, &self.name, &self.options, Some(batch)).map_err(|e| {
+            let model = self.batch().map_or("its own".to_string(), |b| b.to_string());
+            TrainError::Input(format!(
+                "{}: the model does not run at a batch of {batch} rows, only at {model} (an op fixes the batch size: \
+                 {}); a last batch this size comes from a row (or window) count that is not a multiple of the \
+                 batch: make it one (--val-split, --windows-per-epoch, --eval-windows), or export the model with \
+                 a dynamic batch dimension",
+                self.name,
+                {
+                    // The pass's own diagnostic, not the pipeline's header.
+                    let text = e.to_string();
+                    let line = text.lines().find(|l| l.contains("error:")).or(text.lines().next());
+                    line.unwrap_or_default().trim().to_string()
+                }
+            ))
+        })?;
         self.backend.add_variant(&compiled.dir)?;
         self.compiled.push(compiled);
         Ok(())
