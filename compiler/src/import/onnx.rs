@@ -1338,6 +1338,30 @@ impl Importer<'_> {
                 let channel = |v: &Tensor| nn(v.reshape(&per_channel));
                 let (mean, var) = if g.is_training() {
                     let Some((mean_name, var_name)) = &running else {
+                        // PyTorch's exporter keeps one initializer of equal
+                        // values: a fresh norm's running statistics (zeros,
+                        // ones) become Identity copies of its bias and weight.
+                        let copied: Vec<String> = node
+                            .input
+                            .iter()
+                            .skip(3)
+                            .take(2)
+                            .filter_map(|name| {
+                                let from = self.graph.node.iter().find(|n| {
+                                    n.op_type() == "Identity" && n.output.first().is_some_and(|o| o == name)
+                                })?;
+                                let source = from.input.first().filter(|i| self.inits.contains_key(*i))?;
+                                Some(format!("'{name}' is an Identity of the initializer '{source}'"))
+                            })
+                            .collect();
+                        if !copied.is_empty() {
+                            return Err(format!(
+                                "the running mean and variance must be initializers of their own to train; {} (the \
+                                 exporter merges initializers of equal values, as in a freshly initialized model: \
+                                 export it after training, or with its statistics differing from its parameters)",
+                                copied.join(", ")
+                            ));
+                        }
                         return Err("the running mean and variance must be initializers to train".into());
                     };
                     // Batch statistics (biased variance), and the running

@@ -648,3 +648,29 @@ fn weights_behind_a_transpose_are_parameters_and_constants_are_named() {
     assert_eq!(sources, ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]);
     assert_eq!(imported.frozen, vec![("divisor".to_string(), 32)]);
 }
+
+/// A freshly initialized norm exported by PyTorch: its running statistics
+/// (zeros, ones) are Identity copies of its bias and weight (the exporter
+/// merges initializers of equal values). The error says so, naming both.
+#[test]
+fn running_statistics_copied_from_parameters_are_named() {
+    let mut model = aicf_onnx::load(&fixture("resnet_digits.onnx")).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    graph.initializer.retain(|t| t.name() != "bn1.running_var");
+    graph.node.insert(
+        0,
+        aicf_onnx::proto::NodeProto {
+            name: Some("copy".into()),
+            op_type: Some("Identity".into()),
+            input: vec!["bn1.weight".into()],
+            output: vec!["bn1.running_var".into()],
+            ..Default::default()
+        },
+    );
+    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy };
+    let e = onnx::import_model(&model, "fresh.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
+    assert!(
+        e.contains("'bn1.running_var' is an Identity of the initializer 'bn1.weight'") && e.contains("after training"),
+        "{e}"
+    );
+}
