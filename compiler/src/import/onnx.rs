@@ -349,6 +349,7 @@ pub fn import_model(
         states: &states,
         base,
         names: HashMap::new(),
+        trains: options.loss != Loss::None,
     };
     let mut b = ModuleBuilder::new();
     let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
@@ -642,6 +643,8 @@ struct Importer<'a> {
     base: &'a Path,
     /// ONNX initializer name -> `hl.param` / `hl.state` name.
     names: HashMap<String, String>,
+    /// Imported with a loss, to train (not `--loss none`, forward only).
+    trains: bool,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -847,6 +850,14 @@ fn fold_binary(a: &Const, b: &Const, f: impl Fn(f64, f64) -> f64) -> R<Const> {
 }
 
 impl Importer<'_> {
+    /// Whether no node reads value `name` and the graph does not return it
+    /// (an optional output left out, or written and never used).
+    fn unused(&self, name: &str) -> bool {
+        name.is_empty()
+            || !(self.graph.node.iter().any(|n| n.input.iter().any(|i| i == name))
+                || self.graph.output.iter().any(|o| o.name() == name))
+    }
+
     fn trace(&mut self, xs: &[Tensor]) -> Result<Vec<Tensor>, ImportError> {
         let g = xs[0].graph();
         let mut env: HashMap<String, V> = HashMap::new();
@@ -1299,9 +1310,18 @@ impl Importer<'_> {
                 if x.rank() < 2 {
                     return Err(format!("the input {} has no channel dimension", x.spec()));
                 }
-                if attr_i(node, "training_mode", 0) != 0 || node.output.iter().skip(1).any(|o| !o.is_empty()) {
-                    return Err("training_mode=1 and the running-statistics outputs are not supported: export the \
-                                model in evaluation mode (AICF trains it with batch statistics in @loss)"
+                // A training-mode export's updated statistics are extra
+                // outputs; unused, the node is the norm AICF trains anyway
+                // (batch statistics and the running update in @loss).
+                if attr_i(node, "training_mode", 0) != 0 && !self.trains {
+                    return Err("training_mode=1 in a model imported to run forward only (--loss none): its @forward \
+                                normalises with the running statistics, as in evaluation (import with a --loss to \
+                                train it with batch statistics)"
+                        .into());
+                }
+                if node.output.iter().skip(1).any(|o| !self.unused(o)) {
+                    return Err("the running-statistics outputs are used by the graph, which AICF does not support: \
+                                export the model in evaluation mode (AICF trains it with batch statistics in @loss)"
                         .into());
                 }
                 if self.opset < 9 && attr_i(node, "spatial", 1) == 0 {
@@ -1552,15 +1572,19 @@ impl Importer<'_> {
                 }
             }
             "Dropout" => {
-                if node.output.get(1).is_some_and(|o| !o.is_empty()) {
-                    return Err("the mask output is not supported".into());
+                if node.output.get(1).is_some_and(|o| !self.unused(o)) {
+                    return Err("the mask output is used by the graph, which AICF does not support".into());
                 }
+                // AICF applies dropout in @loss, where it trains, and never
+                // in @forward. A training-mode export's constant true is
+                // that, for a model imported to train; imported to run
+                // forward only (--loss none), it would be dropped silently.
                 if self.opset >= 12 && ins.get(2).is_some_and(|v| v.is_some()) {
                     match optional_const(2) {
-                        Ok(Some(c)) if c.vals.iter().all(|&v| v == 0.0) => {}
+                        Ok(Some(c)) if c.vals.iter().all(|&v| v == 0.0) || self.trains => {}
                         _ => {
                             return Err("training_mode set (or computed): AICF applies dropout in @loss, where it \
-                                        trains, and never in @forward"
+                                        trains, and never in @forward (import with a --loss to train the model)"
                                 .into());
                         }
                     }

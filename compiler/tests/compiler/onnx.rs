@@ -674,3 +674,73 @@ fn running_statistics_copied_from_parameters_are_named() {
         "{e}"
     );
 }
+
+/// A training-mode export (`torch.onnx.TrainingMode.TRAINING`): batch
+/// norms with `training_mode=1` and outputs for the updated statistics,
+/// dropouts with `training_mode` true and a mask output, none of them used.
+/// Imported to train, each is what AICF trains anyway; imported to run
+/// forward only, it is refused (its @forward would not do what the export
+/// says).
+#[test]
+fn a_training_mode_export_imports_to_train() {
+    let mut model = aicf_onnx::load(&fixture("resnet_digits.onnx")).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    let bn = graph.node.iter_mut().find(|n| n.op_type() == "BatchNormalization").unwrap();
+    bn.attribute.retain(|a| a.name() != "training_mode");
+    bn.attribute.push(aicf_onnx::proto::AttributeProto {
+        name: Some("training_mode".into()),
+        i: Some(1),
+        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Int as i32),
+        ..Default::default()
+    });
+    bn.output.extend(["bn_mean_out".to_string(), "bn_var_out".to_string()]);
+    // A dropout on the first node's output, training on, with its mask.
+    let first = graph.node[0].output[0].clone();
+    for n in graph.node.iter_mut().skip(1) {
+        for i in n.input.iter_mut().filter(|i| **i == first) {
+            *i = "dropped".into();
+        }
+    }
+    graph.initializer.extend([
+        aicf_onnx::proto::TensorProto {
+            name: Some("ratio".into()),
+            data_type: Some(1),
+            float_data: vec![0.1],
+            ..Default::default()
+        },
+        aicf_onnx::proto::TensorProto {
+            name: Some("training".into()),
+            data_type: Some(9),
+            int32_data: vec![1],
+            ..Default::default()
+        },
+    ]);
+    graph.node.insert(
+        1,
+        aicf_onnx::proto::NodeProto {
+            name: Some("drop".into()),
+            op_type: Some("Dropout".into()),
+            input: vec![first, "ratio".into(), "training".into()],
+            output: vec!["dropped".into(), "mask".into()],
+            ..Default::default()
+        },
+    );
+    let import = |model: &aicf_onnx::proto::ModelProto, loss| {
+        let options = ImportOptions { batch: Some(2), loss };
+        onnx::import_model(model, "train-mode.onnx", std::path::Path::new("."), &options)
+    };
+    let imported = import(&model, Loss::CrossEntropy).unwrap();
+    assert!(imported.module.states.len() >= 2, "the running statistics are state");
+    let e = import(&model, Loss::None).unwrap_err().to_string();
+    assert!(e.contains("'drop'") && e.contains("training_mode set") && e.contains("import with a --loss"), "{e}");
+    // Without the dropout, the norm's refusal.
+    let graph = model.graph.as_mut().unwrap();
+    let input = graph.node.remove(1).input[0].clone();
+    for n in graph.node.iter_mut() {
+        for i in n.input.iter_mut().filter(|i| *i == "dropped") {
+            *i = input.clone();
+        }
+    }
+    let e = import(&model, Loss::None).unwrap_err().to_string();
+    assert!(e.contains("training_mode=1 in a model imported to run forward only (--loss none)"), "{e}");
+}
