@@ -43,6 +43,7 @@ pub const SUPPORTED: &[&str] = &[
     "Conv",
     "Div",
     "Dropout",
+    "Elu",
     "Equal",
     "Erf",
     "Exp",
@@ -65,20 +66,27 @@ pub const SUPPORTED: &[&str] = &[
     "Max",
     "MaxPool",
     "Min",
+    "Mish",
+    "Mod",
     "Mul",
     "Neg",
     "Pow",
     "Range",
     "Reciprocal",
+    "ReduceL1",
+    "ReduceL2",
     "ReduceMax",
     "ReduceMean",
     "ReduceSum",
+    "ReduceSumSquare",
     "Relu",
     "Reshape",
     "Shape",
     "Sigmoid",
     "Slice",
     "Softmax",
+    "Softplus",
+    "Softsign",
     "Split",
     "Sqrt",
     "Squeeze",
@@ -654,13 +662,15 @@ fn arity(op: &str) -> (usize, usize) {
         "Constant" => (0, 0),
         "Range" | "Where" => (3, 3),
         "BatchNormalization" => (5, 5),
-        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Equal" | "Less" | "Greater" | "Expand" | "Gather" | "MatMul" => (2, 2),
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "Expand" | "Gather"
+        | "MatMul" => (2, 2),
         "Conv" | "Gemm" => (2, 3),
         "LayerNormalization" => (2, 3),
         "Max" | "Min" | "Concat" => (1, usize::MAX),
         "Clip" | "Dropout" => (1, 3),
         "Slice" => (1, 5),
-        "Reshape" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "Split" | "Squeeze" | "Unsqueeze" | "Trilu" => (1, 2),
+        "Reshape" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare"
+        | "Split" | "Squeeze" | "Unsqueeze" | "Trilu" => (1, 2),
         _ => (1, 1),
     }
 }
@@ -686,6 +696,7 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "spatial"
         | "allowzero"
         | "num_outputs"
+        | "fmod"
         | "batch_dims" => AttributeType::Int,
         "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
             AttributeType::Ints
@@ -1103,10 +1114,20 @@ impl Importer<'_> {
                 let float = konst(0, "start")?.float;
                 Ok(vec![V::C(Const { dims: vec![n], vals: (0..n).map(|i| s + i as f64 * d).collect(), float })])
             }
-            "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Equal" | "Less" | "Greater" if all_const => {
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Max" | "Min" | "Equal" | "Less" | "Greater"
+                if all_const =>
+            {
                 let (a, b) = (konst(0, "a")?, konst(1, "b")?);
                 let int_div = !a.float && !b.float;
+                if op == "Mod" && !int_div && attr_i(node, "fmod", 0) == 0 {
+                    return Err("fmod=0 on floats is not valid ONNX (a float Mod takes fmod=1)".into());
+                }
                 let f: Box<dyn Fn(f64, f64) -> f64> = match op {
+                    // ONNX's Mod: fmod=1 C's remainder (the dividend's
+                    // sign), else Python's (the divisor's); x mod 0 is 0
+                    // for integers, as numpy's.
+                    "Mod" if attr_i(node, "fmod", 0) != 0 => Box::new(|x: f64, y: f64| x % y),
+                    "Mod" => Box::new(|x: f64, y: f64| if y == 0.0 { 0.0 } else { x - y * (x / y).floor() }),
                     "Add" => Box::new(|x, y| x + y),
                     "Sub" => Box::new(|x, y| x - y),
                     "Mul" => Box::new(|x, y| x * y),
@@ -1125,6 +1146,7 @@ impl Importer<'_> {
                 }
                 Ok(vec![V::C(c)])
             }
+            "Mod" => return Err("Mod of computed tensors is not supported (of constants, it is folded)".into()),
             "Add" | "Sub" | "Mul" | "Div" | "Pow" => {
                 let (a, b) = pair(self)?;
                 if op == "Div" && !a.dtype().is_float() {
@@ -1255,6 +1277,32 @@ impl Importer<'_> {
                     Some(other) => return Err(format!("approximate='{other}' is not supported")),
                 };
                 one(nn(t(0)?.gelu(approx))?)
+            }
+            "Softplus" | "Softsign" | "Mish" => {
+                let x = t(0)?;
+                // softplus(x) = max(x, 0) + log(1 + e^-|x|): no overflow.
+                let softplus = |x: &Tensor| {
+                    x.abs()
+                        .and_then(|a| a.neg())
+                        .and_then(|a| a.exp())
+                        .and_then(|e| e.add_scalar(1.0))
+                        .and_then(|e| e.log())
+                        .and_then(|l| x.relu().and_then(|r| r.add(&l)))
+                };
+                one(nn(match op {
+                    "Softplus" => softplus(&x),
+                    "Mish" => softplus(&x).and_then(|s| s.tanh()).and_then(|t| x.mul(&t)),
+                    _ => x.abs().and_then(|a| a.add_scalar(1.0)).and_then(|d| x.div(&d)),
+                })?)
+            }
+            "Elu" => {
+                let x = t(0)?;
+                let alpha = attr_f(node, "alpha", 1.0) as f64;
+                // x if x > 0 else alpha (e^x - 1).
+                let zero = nn(x.scalar(0.0).and_then(|z| z.broadcast_to(x.shape())))?;
+                let pos = nn(x.compare(Compare::Gt, &zero))?;
+                let neg = nn(x.exp().and_then(|e| e.add_scalar(-1.0)).and_then(|e| e.mul_scalar(alpha)))?;
+                one(nn(Tensor::select(&pos, &x, &neg))?)
             }
             "LeakyRelu" => {
                 let x = t(0)?;
@@ -1458,9 +1506,41 @@ impl Importer<'_> {
             }
             "Conv" => {
                 let (x, w) = (t(0)?, t(1)?);
+                // A 1-D convolution is the 2-D one over a height of 1: the
+                // input [N, C, L] as [N, C, 1, L], the weight [O, C/g, K] as
+                // [O, C/g, 1, K], each spatial attribute given the height's
+                // (stride, dilation and kernel 1, no padding).
+                if x.rank() == 3 && w.rank() == 3 {
+                    let height = |v: &Tensor| {
+                        let s = v.shape();
+                        v.reshape(&[s[0] as i64, s[1] as i64, 1, s[2] as i64])
+                    };
+                    let (x4, w4) = (nn(height(&x))?, nn(height(&w))?);
+                    let mut flat = node.clone();
+                    for a in flat.attribute.iter_mut() {
+                        match (a.name(), a.ints.as_slice()) {
+                            ("strides" | "dilations" | "kernel_shape", [v]) => a.ints = vec![1, *v],
+                            ("pads", [begin, end]) => a.ints = vec![0, *begin, 0, *end],
+                            ("strides" | "dilations" | "kernel_shape" | "pads", other) => {
+                                return Err(format!("{} {other:?} does not fit a 1-D convolution", a.name()));
+                            }
+                            _ => {}
+                        }
+                    }
+                    let mut conv_ins = ins.to_vec();
+                    conv_ins[0] = Some(V::T(x4));
+                    conv_ins[1] = Some(V::T(w4));
+                    let Some(V::T(y)) = self.node(g, &flat, &conv_ins)?.into_iter().next() else {
+                        return Err("the convolution made no tensor".into());
+                    };
+                    let s = y.shape();
+                    return Ok(vec![V::T(
+                        y.reshape(&[s[0] as i64, s[1] as i64, s[3] as i64]).map_err(|e| e.to_string())?,
+                    )]);
+                }
                 if x.rank() != 4 || w.rank() != 4 {
                     return Err(format!(
-                        "only 2-D convolutions are supported, the input is {} and the weight {}",
+                        "only 1-D and 2-D convolutions are supported, the input is {} and the weight {}",
                         x.spec(),
                         w.spec()
                     ));
@@ -1509,7 +1589,7 @@ impl Importer<'_> {
                 let axes: Vec<i64> = (2..x.rank() as i64).collect();
                 one(nn(x.mean(&axes, true))?)
             }
-            "ReduceMean" | "ReduceSum" | "ReduceMax" => {
+            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare" => {
                 let rank = match input(0)? {
                     V::T(x) => x.rank(),
                     V::C(c) => c.dims.len(),
@@ -1530,6 +1610,9 @@ impl Importer<'_> {
                 one(nn(match op {
                     "ReduceMean" => x.mean(&axes, keep),
                     "ReduceSum" => x.sum(&axes, keep),
+                    "ReduceL1" => x.abs().and_then(|a| a.sum(&axes, keep)),
+                    "ReduceL2" => x.mul(&x).and_then(|q| q.sum(&axes, keep)).and_then(|s| s.sqrt()),
+                    "ReduceSumSquare" => x.mul(&x).and_then(|q| q.sum(&axes, keep)),
                     _ => x.max(&axes, keep),
                 })?)
             }
