@@ -370,6 +370,11 @@ struct Rows {
     columns: Vec<Column>,
     train: Vec<usize>,
     held: Vec<usize>,
+    /// Training rows an epoch takes (`Dataset::whole_batches`): the first
+    /// of each epoch's shuffled order; all where None.
+    train_cap: Option<usize>,
+    /// Held-out rows scored (the first ones); all where None.
+    held_cap: Option<usize>,
 }
 
 /// The vocabulary of a text.
@@ -595,15 +600,48 @@ impl Dataset {
     /// Training examples per epoch.
     pub fn train_len(&self) -> usize {
         match &self.kind {
-            Kind::Rows(r) => r.train.len(),
+            Kind::Rows(r) => r.train_cap.unwrap_or(r.train.len()).min(r.train.len()),
             Kind::Text(t) => t.windows_per_epoch,
+        }
+    }
+
+    /// Every epoch in whole batches: `train_multiple` training examples
+    /// (the global batch) and `batch` held-out ones, the rest left out, for
+    /// a model whose ops fix its batch size (a smaller last batch cannot
+    /// run; PyTorch's `drop_last`). A table's epoch leaves out the last
+    /// rows of each epoch's shuffled order, other ones each epoch; a text
+    /// takes fewer windows per epoch and scores fewer held-out ones.
+    /// Returns how many of each are left out.
+    pub fn whole_batches(&mut self, train_multiple: usize, batch: usize) -> (usize, usize) {
+        let (train, held) = (self.train_len(), self.held_len());
+        let keep_train = train - train % train_multiple.max(1);
+        let keep_held = held - held % batch.max(1);
+        match &mut self.kind {
+            Kind::Rows(r) => {
+                r.train_cap = Some(keep_train);
+                r.held_cap = Some(keep_held);
+            }
+            Kind::Text(t) => {
+                t.windows_per_epoch = keep_train;
+                t.eval_windows = keep_held;
+            }
+        }
+        (train - keep_train, held - keep_held)
+    }
+
+    /// A table's rows as loaded, both splits (the held-out split drew on
+    /// all of them); a text's training and held-out windows.
+    pub fn loaded_len(&self) -> usize {
+        match &self.kind {
+            Kind::Rows(r) => r.train.len() + r.held.len(),
+            Kind::Text(t) => t.windows_per_epoch + t.held_windows(),
         }
     }
 
     /// Held-out examples.
     pub fn held_len(&self) -> usize {
         match &self.kind {
-            Kind::Rows(r) => r.held.len(),
+            Kind::Rows(r) => r.held_cap.unwrap_or(r.held.len()).min(r.held.len()),
             Kind::Text(t) => t.held_windows(),
         }
     }
@@ -629,6 +667,7 @@ impl Dataset {
             Kind::Rows(r) => {
                 let mut order: Vec<usize> = (0..r.train.len()).collect();
                 shuffle(&mut order, rng);
+                order.truncate(self.train_len());
                 order
             }
             Kind::Text(t) => {
@@ -642,7 +681,7 @@ impl Dataset {
     /// smaller where they do not divide).
     pub fn held_out(&self, batch: usize) -> Vec<Vec<usize>> {
         match &self.kind {
-            Kind::Rows(r) => (0..r.held.len()).collect::<Vec<_>>().chunks(batch.max(1)).map(<[_]>::to_vec).collect(),
+            Kind::Rows(_) => (0..self.held_len()).collect::<Vec<_>>().chunks(batch.max(1)).map(<[_]>::to_vec).collect(),
             Kind::Text(t) => {
                 let windows: Vec<usize> = (0..t.held_windows()).collect();
                 windows.chunks(batch.max(1)).map(<[_]>::to_vec).collect()
@@ -1048,6 +1087,8 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
             ],
             train,
             held,
+            train_cap: None,
+            held_cap: None,
         };
         let outlier = find_outlier(std::slice::from_ref(&name), &data, 1.0);
         let stats = standardize(&name, &mut data.columns[0].values, width, &data.train, options)?;
@@ -1090,7 +1131,7 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     Ok(Dataset {
         description: format!("{rows} rows of {width} features and a label ({name})"),
         metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
-        kind: Kind::Rows(Rows { columns, train, held }),
+        kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
         outlier: None,
         notes: Vec::new(),
     })
@@ -1663,7 +1704,7 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         let per = columns[c].per().max(1);
         // The values as the files hold them are checked for an outlier
         // first (see `table`).
-        let checked = Rows { columns, train: Vec::new(), held: Vec::new() };
+        let checked = Rows { columns, train: Vec::new(), held: Vec::new(), train_cap: None, held_cap: None };
         outlier = find_outlier(&array_names, &checked, scale);
         columns = checked.columns;
         if let Some(stats) = standardize(name, &mut columns[c].values, per, &train, options)? {
@@ -1674,7 +1715,7 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
     Ok(Dataset {
         description: format!("{rows} examples of {} arrays ({name})", columns.len()),
         metadata,
-        kind: Kind::Rows(Rows { columns, train, held }),
+        kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
         outlier,
         notes: Vec::new(),
     })
@@ -1961,12 +2002,39 @@ mod tests {
             ],
             train: (0..n).collect(),
             held: vec![],
+            train_cap: None,
+            held_cap: None,
         }
     }
 
     /// A value a million times beyond the rest is named where it is, as the
     /// file holds it (before a table's scaling), in the file of its input;
     /// sparse data (mostly zeros) and heavy but plausible tails are not.
+    #[test]
+    /// Whole batches for a model whose batch is fixed: a table's epoch takes
+    /// the first rows of its shuffled order (other rows each epoch), and its
+    /// held-out rows are cut to whole batches.
+    fn whole_batches_leave_out_other_rows_each_epoch() {
+        let mut r = rows(vec![0.0; 10 * 2], 2, vec![0.0; 10], DType::I32);
+        r.held = r.train.split_off(7); // 7 training rows, 3 held out
+        let mut d = super::Dataset {
+            kind: super::Kind::Rows(r),
+            description: String::new(),
+            metadata: std::collections::BTreeMap::new(),
+            outlier: None,
+            notes: Vec::new(),
+        };
+        assert_eq!(d.whole_batches(2, 2), (1, 1));
+        assert_eq!((d.train_len(), d.held_len(), d.loaded_len()), (6, 2, 10));
+        assert_eq!(d.held_out(2), vec![vec![0, 1]]);
+        let mut rng = 5;
+        let orders: Vec<Vec<usize>> = (0..8).map(|_| d.epoch_order(&mut rng)).collect();
+        assert!(orders.iter().all(|o| o.len() == 6));
+        let left_out: std::collections::BTreeSet<usize> =
+            orders.iter().map(|o| (0..7).find(|i| !o.contains(i)).unwrap()).collect();
+        assert!(left_out.len() > 1, "the same row left out every epoch: {left_out:?}");
+    }
+
     #[test]
     fn outliers_are_named_where_they_are() {
         let names = ["x.npy".to_string(), "y.npy".to_string()];

@@ -906,7 +906,7 @@ pub fn fit(
         feature_stats: feature_stats.or(run.data.feature_stats.clone()),
         ..run.data.clone()
     };
-    let dataset = Dataset::load(data, &sig, &data_options)?;
+    let mut dataset = Dataset::load(data, &sig, &data_options)?;
     if let Some(outlier) = &dataset.outlier {
         report.note(&format!("{outlier}: training may diverge on it, or learn little else; check the data"));
     }
@@ -975,7 +975,38 @@ pub fn fit(
     // (A model without parameters, or whose loss reaches none, is
     // hl-autodiff's error: one with none at all trained to "0.00%" and
     // exit 0.)
-    let trainer = Trainer::from_source(&source, &name, trainer_options)?;
+    let mut trainer = Trainer::from_source(&source, &name, trainer_options)?;
+    // A model whose ops fix its batch size (an ONNX export's reshapes to
+    // constant shapes) runs no smaller last batch: its epochs take whole
+    // batches and leave the rest out (PyTorch's drop_last), said.
+    {
+        let batch = sig.batch();
+        let micro = trainer.options().accumulate.max(1);
+        let replicas = comm.as_ref().map_or(1, |c| c.size());
+        for rows in tail_batches(&dataset, batch, micro, replicas, rank) {
+            match trainer.add_batch(rows) {
+                Ok(()) => {}
+                Err(TrainError::FixedBatch { why, .. }) => {
+                    let global = batch * micro * replicas;
+                    let (train, held) = dataset.whole_batches(global, batch);
+                    if dataset.train_len() == 0 {
+                        return Err(TrainError::Input(format!(
+                            "{}: {} training examples, fewer than one batch of {global}, and the model runs at a \
+                             batch of {batch} only (an op fixes it: {why})",
+                            dataset.description, train
+                        )));
+                    }
+                    report.note(&format!(
+                        "{name}: the model runs at a batch of {batch} only (an op fixes it: {why}); each epoch takes \
+                         whole batches, leaving out {train} training examples (a table's: other rows each epoch) and \
+                         {held} held-out ones"
+                    ));
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
     let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, report)?;
     if let Some(c) = &comm {
         if rank == 0 {
@@ -1212,6 +1243,33 @@ struct Loop<'a> {
     reported_decisions: usize,
 }
 
+/// The sizes of the smaller last batches a run's epochs take, each a
+/// variant the model needs: under data parallel, this replica's shard of
+/// the last global batch (a replica with no rows of it runs one row at
+/// weight 0), and of that its last micro-batch; a table's last held-out
+/// batch. A text trains on random windows in whole global batches, but a
+/// window count that is not a multiple of it leaves a last one, as its
+/// held-out windows do.
+fn tail_batches(data: &Dataset, batch: usize, micro: usize, replicas: usize, rank: usize) -> Vec<usize> {
+    let last_train = data.train_len() % (batch * micro * replicas);
+    let train_rows = if last_train > 0 {
+        match shard_range(last_train, batch * micro, rank).len() {
+            0 => 1,
+            rows if rows % batch == 0 => batch,
+            rows => rows % batch,
+        }
+    } else {
+        batch
+    };
+    let mut sizes = Vec::new();
+    for rows in [train_rows, data.held_len() % batch] {
+        if rows > 0 && rows != batch && !sizes.contains(&rows) {
+            sizes.push(rows);
+        }
+    }
+    sizes
+}
+
 impl<'a> Loop<'a> {
     fn new(
         trainer: Trainer,
@@ -1228,31 +1286,9 @@ impl<'a> Loop<'a> {
         let (rank, replicas) = comm.as_ref().map_or((0, 1), |c| (c.rank(), c.size()));
         let micro = trainer.options().accumulate.max(1);
         // A last batch smaller than the model's, in training and in
-        // evaluation, runs a variant compiled for its size (once; cached):
-        // under data parallel, this replica's shard of the last global
-        // batch (a replica with no rows of it runs one row at weight 0),
-        // and of that its last micro-batch.
-        if !data.is_text() {
-            let last_train = data.train_len() % (batch * micro * replicas);
-            let train_rows = if last_train > 0 {
-                match shard_range(last_train, batch * micro, rank).len() {
-                    0 => 1,
-                    rows if rows % batch == 0 => batch,
-                    rows => rows % batch,
-                }
-            } else {
-                batch
-            };
-            for rows in [train_rows, data.held_len() % batch] {
-                if rows > 0 && rows != batch {
-                    trainer.add_batch(rows)?;
-                }
-            }
-        } else if data.held_len() % batch > 0 {
-            // Text trains on whole batches of windows; its held-out windows
-            // are all scored, the last few by a variant (as `aicf eval`
-            // scores them).
-            trainer.add_batch(data.held_len() % batch)?;
+        // evaluation, runs a variant compiled for its size (once; cached).
+        for rows in tail_batches(data, batch, micro, replicas, rank) {
+            trainer.add_batch(rows)?;
         }
         for c in trainer.compiled() {
             report.compiled(model, c);
@@ -1342,7 +1378,7 @@ impl<'a> Loop<'a> {
     fn initial_rng(&self, seed: u64) -> u64 {
         let mut state = seed ^ 0x2545F4914F6CDD1D;
         if !self.data.is_text() {
-            let mut rows: Vec<usize> = (0..self.data.train_len() + self.data.held_len()).collect();
+            let mut rows: Vec<usize> = (0..self.data.loaded_len()).collect();
             super::data::shuffle(&mut rows, &mut state);
         }
         state

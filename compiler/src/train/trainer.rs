@@ -174,6 +174,14 @@ pub enum TrainError {
          loss scaling cannot help a forward overflow); train with --precision bf16, or lower the learning rate"
     )]
     Fp16Overflow { step: u64, loss: f64, lr: f64 },
+    /// The model runs at its own batch size only (an op fixes it): no
+    /// variant for `rows` (a smaller last batch) compiles.
+    #[error(
+        "{model}: the model does not run at a batch of {rows} rows, only at {batch} (an op fixes the batch size: \
+         {why}); a last batch this size comes from a row (or window) count that is not a multiple of the batch: make \
+         it one (--val-split, --windows-per-epoch, --eval-windows), or export the model with a dynamic batch dimension"
+    )]
+    FixedBatch { model: String, rows: usize, batch: String, why: String },
 }
 
 impl From<aicf_runtime::checkpoint::CheckpointError> for TrainError {
@@ -494,20 +502,18 @@ impl Trainer {
         // constant shapes, say) has no variant at another size: said as
         // such, with the way round, rather than as the pass's error alone.
         let compiled = compile_artifact(&self.source, &self.name, &self.options, Some(batch)).map_err(|e| {
-            let model = self.batch().map_or("its own".to_string(), |b| b.to_string());
-            TrainError::Input(format!(
-                "{}: the model does not run at a batch of {batch} rows, only at {model} (an op fixes the batch size: \
-                 {}); a last batch this size comes from a row (or window) count that is not a multiple of the \
-                 batch: make it one (--val-split, --windows-per-epoch, --eval-windows), or export the model with \
-                 a dynamic batch dimension",
-                self.name,
-                {
-                    // The pass's own diagnostic, not the pipeline's header.
-                    let text = e.to_string();
-                    let line = text.lines().find(|l| l.contains("error:")).or(text.lines().next());
-                    line.unwrap_or_default().trim().to_string()
-                }
-            ))
+            let text = e.to_string();
+            if !text.contains("hl-set-batch") {
+                return TrainError::from(e);
+            }
+            // The pass's own diagnostic, not the pipeline's header.
+            let why = text.lines().find(|l| l.contains("error:")).or(text.lines().next()).unwrap_or_default();
+            TrainError::FixedBatch {
+                model: self.name.clone(),
+                rows: batch,
+                batch: self.batch().map_or("its own".to_string(), |b| b.to_string()),
+                why: why.trim().to_string(),
+            }
         })?;
         self.backend.add_variant(&compiled.dir)?;
         self.compiled.push(compiled);
