@@ -135,8 +135,23 @@ pub fn evaluate_checkpoint(
         let what = if text { "the text holds no whole window to score" } else { "no examples" };
         return Err(TrainError::Input(format!("{}: {what}: nothing to score", data_name(data))));
     }
+    // A model whose ops fix its batch runs no smaller last batch: that one
+    // is filled to the batch with repeats of its first example, whose
+    // predictions are not counted (each example's prediction is its own).
+    let mut fill = false;
     if n % batch > 0 {
-        trainer.add_batch(n % batch)?;
+        match trainer.add_batch(n % batch) {
+            Ok(()) => {}
+            Err(TrainError::FixedBatch { .. }) => {
+                fill = true;
+                report.note(&format!(
+                    "{name}: the model runs at a batch of {batch} only (an op fixes it): the last {} {what} are \
+                     scored in a batch filled with repeats, whose predictions are not counted",
+                    n % batch
+                ));
+            }
+            Err(e) => return Err(e),
+        }
     }
     for c in trainer.compiled() {
         report.compiled(Path::new(&name), c);
@@ -153,7 +168,11 @@ pub fn evaluate_checkpoint(
     );
     for chunk in chunks {
         bar.inc(1);
-        let fed = dataset.batch(split, chunk);
+        let mut ids = chunk.to_vec();
+        if fill {
+            ids.resize(batch, chunk[0]);
+        }
+        let fed = dataset.batch(split, &ids);
         let data_in: Vec<&Tensor> =
             fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
         let logits = trainer.predict(&data_in)?;
@@ -166,7 +185,9 @@ pub fn evaluate_checkpoint(
             )));
         }
         let classes = logits.shape.last().copied().unwrap_or(1).max(1);
-        for (row, &label) in logits.values.chunks(classes).zip(&labels.values) {
+        // Targets per example (a window's tokens): the filled ones' left out.
+        let counted = labels.values.len() / ids.len() * chunk.len();
+        for (row, &label) in logits.values.chunks(classes).zip(&labels.values).take(counted) {
             let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
             correct += (best as f64 == label) as usize;
             targets += 1;

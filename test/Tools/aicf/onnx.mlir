@@ -17,7 +17,12 @@
 // The GPT's reshapes fix its batch at import: an epoch of 101 windows in
 // batches of 4 (and 10 held-out windows) takes whole batches, the rest
 // left out and said (a last batch of 1 failed in the batch pass).
-// RUN: aicf train %S/../../onnx/gpt.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 2 --windows-per-epoch 101 --eval-windows 10 --no-runs-db --out %t/fixed --no-progress 2>&1 | FileCheck %s --check-prefix=FIXEDBATCH
+// RUN: aicf train %S/../../onnx/gpt.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 2 --windows-per-epoch 101 --eval-windows 10 --no-runs-db --out %t/fixed --checkpoint-dir %t/fixed-ck --no-progress 2>&1 | FileCheck %s --check-prefix=FIXEDBATCH
+// Scoring fills its last batch instead (each window's prediction is its
+// own): 10 windows in batches of 4, the last two filled with repeats.
+// RUN: aicf eval %S/../../onnx/gpt.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/fixed-ck/last.safetensors --eval-windows 10 --out %t/fixed-eval 2>&1 | FileCheck %s --check-prefix=FIXEDEVAL
+// FIXEDEVAL: note: {{.*}}gpt.mlir: the model runs at a batch of 4 only (an op fixes it): the last 2 held-out windows are scored in a batch filled with repeats, whose predictions are not counted
+// FIXEDEVAL: accuracy {{[0-9.]+}}% on 10 held-out windows
 // FIXEDBATCH: note: {{.*}}gpt.mlir: the model runs at a batch of 4 only (an op fixes it: {{.*}}error: 'hl.cross_entropy'{{.*}}); each epoch takes whole batches, leaving out 1 training examples (a table's: other rows each epoch) and 2 held-out ones
 // FIXEDBATCH: training on 100 examples (8 held out), batch 4, 25 steps per epoch
 // FIXEDBATCH: final held-out loss
