@@ -54,6 +54,7 @@ pub const SUPPORTED: &[&str] = &[
     "Gemm",
     "GlobalAveragePool",
     "Greater",
+    "GRU",
     "HardSigmoid",
     "HardSwish",
     "Identity",
@@ -62,6 +63,7 @@ pub const SUPPORTED: &[&str] = &[
     "Less",
     "Log",
     "LogSoftmax",
+    "LSTM",
     "MatMul",
     "Max",
     "MaxPool",
@@ -81,6 +83,7 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceSumSquare",
     "Relu",
     "Reshape",
+    "RNN",
     "Shape",
     "Sigmoid",
     "Slice",
@@ -540,8 +543,9 @@ fn choose_states(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
 /// The float initializers that become trainable parameters: those a node
 /// uses as a weight, directly or through ops that only move or reshape
 /// values (PyTorch's training-mode export writes a linear layer as
-/// `MatMul(x, Transpose(W))`; a class token reaches `Concat` through
-/// `Expand`), or that are concatenated with activations.
+/// `MatMul(x, Transpose(W))`, and an LSTM's weights sliced into gates and
+/// concatenated in ONNX's gate order; a class token reaches `Concat`
+/// through `Expand`), or that are concatenated with activations.
 fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
     let mut consumers: HashMap<&str, Vec<(&proto::NodeProto, usize)>> = HashMap::new();
     for node in &graph.node {
@@ -564,6 +568,9 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
                     "Gemm" => *k <= 2,
                     "MatMul" => *k <= 1,
                     "Gather" => *k == 0,
+                    // W, R, B (and an LSTM's peepholes P).
+                    "RNN" | "GRU" => matches!(k, 1..=3),
+                    "LSTM" => matches!(k, 1..=3 | 7),
                     // A bias or scale added to an activation, or a token
                     // joined to them: more than one element.
                     "Add" | "Sub" | "Mul" | "Concat" => elements >= 2,
@@ -571,7 +578,16 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
                 };
                 let moves = matches!(
                     node.op_type(),
-                    "Transpose" | "Reshape" | "Unsqueeze" | "Squeeze" | "Expand" | "Identity" | "Flatten" | "Cast"
+                    "Transpose"
+                        | "Reshape"
+                        | "Unsqueeze"
+                        | "Squeeze"
+                        | "Expand"
+                        | "Identity"
+                        | "Flatten"
+                        | "Cast"
+                        | "Slice"
+                        | "Split"
                 ) && *k == 0;
                 weight
                     || (moves
@@ -669,6 +685,8 @@ fn arity(op: &str) -> (usize, usize) {
         "Max" | "Min" | "Concat" => (1, usize::MAX),
         "Clip" | "Dropout" => (1, 3),
         "Slice" => (1, 5),
+        "RNN" | "GRU" => (3, 6),
+        "LSTM" => (3, 8),
         "Reshape" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare"
         | "Split" | "Squeeze" | "Unsqueeze" | "Trilu" => (1, 2),
         _ => (1, 1),
@@ -697,12 +715,17 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "allowzero"
         | "num_outputs"
         | "fmod"
+        | "hidden_size"
+        | "input_forget"
+        | "layout"
+        | "linear_before_reset"
         | "batch_dims" => AttributeType::Int,
         "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
             AttributeType::Ints
         }
         "epsilon" | "alpha" | "beta" | "momentum" | "min" | "max" | "ratio" | "gamma" => AttributeType::Float,
-        "auto_pad" | "approximate" | "mode" => AttributeType::String,
+        "auto_pad" | "approximate" | "mode" | "direction" => AttributeType::String,
+        "activations" => AttributeType::Strings,
         _ => return None,
     })
 }
@@ -748,6 +771,7 @@ fn check_node(node: &NodeProto) -> R<()> {
     let required: &[&str] = match op {
         "Concat" => &["axis"],
         "Cast" => &["to"],
+        "RNN" | "GRU" | "LSTM" => &["hidden_size"],
         _ => &[],
     };
     if let Some(missing) = required.iter().find(|r| attr(node, r).is_none()) {
@@ -867,6 +891,207 @@ impl Importer<'_> {
         name.is_empty()
             || !(self.graph.node.iter().any(|n| n.input.iter().any(|i| i == name))
                 || self.graph.output.iter().any(|o| o.name() == name))
+    }
+
+    /// ONNX's RNN, GRU and LSTM, unrolled over the (static) sequence: per
+    /// direction the input's products for every step at once (one GEMM),
+    /// then per step the hidden state's product and the gates, in ONNX's
+    /// gate order (LSTM i, o, f, c; GRU z, r, h) with the default
+    /// activations; the steps' hidden states stacked as `Y`, the last as
+    /// `Y_h` (and `Y_c`).
+    fn recurrent(&self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Vec<V>> {
+        let op = node.op_type();
+        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+        let given = |k: usize| ins.get(k).and_then(|v| v.as_ref());
+        let tensor =
+            |k: usize| -> R<Option<Tensor>> { given(k).map(|v| self.tensor(g, v, Some(DType::F32))).transpose() };
+        let gates = match op {
+            "LSTM" => 4,
+            "GRU" => 3,
+            _ => 1,
+        };
+        let h = attr_i(node, "hidden_size", 0);
+        if h < 1 {
+            return Err(format!("hidden_size {h} must be at least 1"));
+        }
+        let h = h as usize;
+        if let Some(a) = attr(node, "activations") {
+            let names: Vec<String> = a.strings.iter().map(|s| String::from_utf8_lossy(s).to_lowercase()).collect();
+            let default: &[&str] = match op {
+                "LSTM" => &["sigmoid", "tanh", "tanh"],
+                "GRU" => &["sigmoid", "tanh"],
+                _ => &["tanh"],
+            };
+            if names.chunks(default.len()).any(|c| c != default) {
+                return Err(format!("activations {names:?} are not supported; only the defaults ({default:?})"));
+            }
+        }
+        if attr(node, "clip").is_some() {
+            return Err("clip is not supported".into());
+        }
+        if attr_i(node, "input_forget", 0) != 0 {
+            return Err("input_forget=1 is not supported".into());
+        }
+        let layout = attr_i(node, "layout", 0);
+        let directions: Vec<bool> = match attr_s(node, "direction").as_deref().unwrap_or("forward") {
+            "forward" => vec![false],
+            "reverse" => vec![true],
+            "bidirectional" => vec![false, true],
+            other => return Err(format!("direction '{other}' is not one of forward, reverse, bidirectional")),
+        };
+        let x = tensor(0)?.ok_or("the input X is missing")?;
+        if x.rank() != 3 {
+            return Err(format!("the input X is {}, not [sequence, batch, input] (or batch first)", x.spec()));
+        }
+        // [T, B, I] whatever the layout.
+        let x = if layout == 1 { nn(x.permute(&[1, 0, 2]))? } else { x };
+        let (steps, batch, width) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+        let d = directions.len();
+        let w = tensor(1)?.ok_or("W is missing")?;
+        let r = tensor(2)?.ok_or("R is missing")?;
+        let gh = gates * h;
+        if w.shape() != [d, gh, width] || r.shape() != [d, gh, h] {
+            return Err(format!(
+                "W is {} and R {}; {d} direction(s) of {gates} gates of {h} over an input of {width} take [{d}, {gh}, \
+                 {width}] and [{d}, {gh}, {h}]",
+                w.spec(),
+                r.spec()
+            ));
+        }
+        let b = tensor(3)?;
+        if let Some(b) = &b
+            && b.shape() != [d, 2 * gh]
+        {
+            return Err(format!("B is {}, not [{d}, {}]", b.spec(), 2 * gh));
+        }
+        if let Some(V::C(lens)) = given(4) {
+            if lens.vals.iter().any(|&l| l as usize != steps) {
+                return Err(format!(
+                    "sequence_lens {:?} other than the whole sequence ({steps}) are not supported",
+                    lens.vals
+                ));
+            }
+        } else if given(4).is_some() {
+            return Err("sequence_lens (input 4) must be known at import time, it is computed by the model".into());
+        }
+        // Initial states: [D, B, H] (batch first: [B, D, H]).
+        let initial = |k: usize| -> R<Option<Tensor>> {
+            let Some(t) = tensor(k)? else { return Ok(None) };
+            let t = if layout == 1 { nn(t.permute(&[1, 0, 2]))? } else { t };
+            if t.shape() != [d, batch, h] {
+                return Err(format!("initial state (input {k}) is {}, not [{d}, {batch}, {h}]", t.spec()));
+            }
+            Ok(Some(t))
+        };
+        let (h0, c0) = (initial(5)?, if op == "LSTM" { initial(6)? } else { None });
+        let peep = if op == "LSTM" { tensor(7)? } else { None };
+        if let Some(p) = &peep
+            && p.shape() != [d, 3 * h]
+        {
+            return Err(format!("P is {}, not [{d}, {}]", p.spec(), 3 * h));
+        }
+        let zeros = nn(x.scalar(0.0).and_then(|z| z.broadcast_to(&[batch, h])))?;
+        let row = |t: &Tensor, k: usize, rows: usize, cols: usize| -> R<Tensor> {
+            nn(t.narrow(0, k, 1).and_then(|v| v.reshape(&[rows as i64, cols as i64])))
+        };
+        let gate = |t: &Tensor, k: usize| nn(t.narrow(1, k * h, h));
+        let (mut ys, mut hs, mut cs) = (Vec::new(), Vec::new(), Vec::new());
+        for (dir, &reverse) in directions.iter().enumerate() {
+            let wd = row(&w, dir, gh, width)?;
+            let rd = row(&r, dir, gh, h)?;
+            let (wb, rb) = match &b {
+                Some(b) => {
+                    let bd = nn(b.narrow(0, dir, 1).and_then(|v| v.reshape(&[2 * gh as i64])))?;
+                    (Some(nn(bd.narrow(0, 0, gh))?), Some(nn(bd.narrow(0, gh, gh))?))
+                }
+                None => (None, None),
+            };
+            // Every step's input product at once: [T B, G H].
+            let xw = nn(x.reshape(&[(steps * batch) as i64, width as i64]).and_then(|v| v.linear(&wd, wb.as_ref())))?;
+            let mut hp = match &h0 {
+                Some(t) => row(t, dir, batch, h)?,
+                None => zeros.clone(),
+            };
+            let mut cp = match &c0 {
+                Some(t) => row(t, dir, batch, h)?,
+                None => zeros.clone(),
+            };
+            let pd = match &peep {
+                Some(p) => Some(nn(p.narrow(0, dir, 1).and_then(|v| v.reshape(&[3 * h as i64])))?),
+                None => None,
+            };
+            let mut outs: Vec<Tensor> = Vec::new();
+            let order: Vec<usize> = if reverse { (0..steps).rev().collect() } else { (0..steps).collect() };
+            for &step in &order {
+                let xt = nn(xw.narrow(0, step * batch, batch))?;
+                let hr = nn(hp.linear(&rd, rb.as_ref()))?;
+                let next = match op {
+                    "LSTM" => {
+                        let pre = nn(xt.add(&hr))?;
+                        let peeped = |k: usize, c: &Tensor, v: Tensor| -> R<Tensor> {
+                            match &pd {
+                                Some(p) => {
+                                    nn(p.narrow(0, k * h, h).and_then(|pk| c.mul(&pk)).and_then(|pc| v.add(&pc)))
+                                }
+                                None => Ok(v),
+                            }
+                        };
+                        let i = nn(peeped(0, &cp, gate(&pre, 0)?)?.sigmoid())?;
+                        let f = nn(peeped(2, &cp, gate(&pre, 2)?)?.sigmoid())?;
+                        let cand = nn(gate(&pre, 3)?.tanh())?;
+                        let c = nn(f.mul(&cp).and_then(|fc| i.mul(&cand).and_then(|ic| fc.add(&ic))))?;
+                        let o = nn(peeped(1, &c, gate(&pre, 1)?)?.sigmoid())?;
+                        cp = c;
+                        nn(cp.tanh().and_then(|tc| o.mul(&tc)))?
+                    }
+                    "GRU" => {
+                        let z = nn(gate(&xt, 0)?.add(&gate(&hr, 0)?).and_then(|v| v.sigmoid()))?;
+                        let rt = nn(gate(&xt, 1)?.add(&gate(&hr, 1)?).and_then(|v| v.sigmoid()))?;
+                        let hh = if attr_i(node, "linear_before_reset", 0) != 0 {
+                            nn(rt.mul(&gate(&hr, 2)?))?
+                        } else {
+                            // (r * H) R_h^T + Rb_h.
+                            let rh = nn(rd.narrow(0, 2 * h, h))?;
+                            let rbh = match &rb {
+                                Some(rb) => Some(nn(rb.narrow(0, 2 * h, h))?),
+                                None => None,
+                            };
+                            nn(rt.mul(&hp).and_then(|v| v.linear(&rh, rbh.as_ref())))?
+                        };
+                        let cand = nn(gate(&xt, 2)?.add(&hh).and_then(|v| v.tanh()))?;
+                        // (1 - z) cand + z H = cand + z (H - cand).
+                        nn(hp.sub(&cand).and_then(|d| z.mul(&d)).and_then(|zd| cand.add(&zd)))?
+                    }
+                    _ => nn(xt.add(&hr).and_then(|v| v.tanh()))?,
+                };
+                hp = next;
+                outs.push(nn(hp.reshape(&[1, 1, batch as i64, h as i64]))?);
+            }
+            if reverse {
+                outs.reverse();
+            }
+            let refs: Vec<&Tensor> = outs.iter().collect();
+            ys.push(nn(Tensor::concat(&refs, 0))?);
+            hs.push(nn(hp.reshape(&[1, batch as i64, h as i64]))?);
+            cs.push(nn(cp.reshape(&[1, batch as i64, h as i64]))?);
+        }
+        let join = |parts: &[Tensor], axis: i64| -> R<Tensor> {
+            let refs: Vec<&Tensor> = parts.iter().collect();
+            if refs.len() == 1 { Ok(parts[0].clone()) } else { nn(Tensor::concat(&refs, axis)) }
+        };
+        // Y [T, D, B, H], Y_h and Y_c [D, B, H]; batch first: [B, T, D, H]
+        // and [B, D, H].
+        let (y, yh, yc) = (join(&ys, 1)?, join(&hs, 0)?, join(&cs, 0)?);
+        let (y, yh, yc) = if layout == 1 {
+            (nn(y.permute(&[2, 0, 1, 3]))?, nn(yh.permute(&[1, 0, 2]))?, nn(yc.permute(&[1, 0, 2]))?)
+        } else {
+            (y, yh, yc)
+        };
+        let mut out = vec![V::T(y), V::T(yh)];
+        if op == "LSTM" {
+            out.push(V::T(yc));
+        }
+        Ok(out)
     }
 
     fn trace(&mut self, xs: &[Tensor]) -> Result<Vec<Tensor>, ImportError> {
@@ -1270,6 +1495,7 @@ impl Importer<'_> {
                     _ => x.scalar(1.0).and_then(|one| one.div(&x)),
                 })?)
             }
+            "RNN" | "GRU" | "LSTM" => self.recurrent(g, node, ins),
             "Gelu" => {
                 let approx = match attr_s(node, "approximate").as_deref() {
                     None | Some("none") => GeluApproximation::None,

@@ -608,9 +608,10 @@ fn an_imported_leaky_relu_takes_another_batch() {
 
 /// Weights are found by use, also through ops that only move values:
 /// PyTorch's training-mode export writes a linear layer as `MatMul(x,
-/// Transpose(W))` (its weights were imported as constants, silently not
-/// trained). A float initializer no op uses as a weight is named as a
-/// constant that is not trained.
+/// Transpose(W))` and an LSTM's weights sliced and concatenated (their
+/// weights were imported as constants, silently not trained). A float
+/// initializer no op uses as a weight is named as a constant that is not
+/// trained.
 #[test]
 fn weights_behind_a_transpose_are_parameters_and_constants_are_named() {
     let node = |name: &str, op: &str, inputs: &[&str], output: &str| aicf_onnx::proto::NodeProto {
@@ -641,6 +642,33 @@ fn weights_behind_a_transpose_are_parameters_and_constants_are_named() {
         float_data: vec![2.0; 32],
         ..Default::default()
     });
+    // fc2's weight cut in two and joined again (an LSTM's weights in a
+    // training-mode export: sliced into gates, concatenated in ONNX's order).
+    let int64s = |name: &str, v: &[i64]| aicf_onnx::proto::TensorProto {
+        name: Some(name.into()),
+        data_type: Some(7),
+        dims: vec![v.len() as i64],
+        int64_data: v.to_vec(),
+        ..Default::default()
+    };
+    graph.initializer.extend([int64s("s0", &[0]), int64s("s5", &[5]), int64s("s10", &[10]), int64s("ax", &[0])]);
+    let mut concat = node("join", "Concat", &["lo", "hi"], "w2");
+    concat.attribute.push(aicf_onnx::proto::AttributeProto {
+        name: Some("axis".into()),
+        i: Some(0),
+        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Int as i32),
+        ..Default::default()
+    });
+    let gemm = graph.node.iter().position(|n| n.op_type() == "Gemm").unwrap();
+    graph.node[gemm].input[1] = "w2".into();
+    graph.node.splice(
+        gemm..gemm,
+        [
+            node("lo", "Slice", &["fc2.weight", "s0", "s5", "ax"], "lo"),
+            node("hi", "Slice", &["fc2.weight", "s5", "s10", "ax"], "hi"),
+            concat,
+        ],
+    );
     let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy };
     let imported = onnx::import_model(&model, "train-mode.onnx", std::path::Path::new("."), &options).unwrap();
     let mut sources = imported.sources.clone();
