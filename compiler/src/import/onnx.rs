@@ -347,6 +347,26 @@ pub fn import_model(
     if graph.output.is_empty() {
         return Err(fail("the graph has no outputs".into()));
     }
+    // PyTorch's exporter keeps one initializer of values that are equal,
+    // and writes the others as Identity copies of it: in a freshly
+    // initialized model a norm's running statistics (zeros, ones) are
+    // copies of its bias and weight, and every LayerNorm's weight a copy of
+    // the first's. Each copy of an initializer becomes an initializer of
+    // its own, starting from those values (the Identity is not traced), so
+    // nothing the model had apart is trained tied. (Weights the model ties
+    // itself are one initializer read twice, not copies.)
+    let mut aliased = HashSet::new();
+    for copy in graph.node.iter().filter(|n| n.op_type() == "Identity") {
+        let (Some(name), Some(source)) = (copy.output.first(), copy.input.first().and_then(|i| inits.get(i))) else {
+            continue;
+        };
+        if !source.is_float() || inits.contains_key(name) || graph.output.iter().any(|o| o.name() == name) {
+            continue;
+        }
+        let own = aicf_onnx::Tensor { name: name.clone(), ..source.clone() };
+        inits.insert(name.clone(), own);
+        aliased.insert(name.clone());
+    }
     let params = choose_params(graph, &inits);
     let states = choose_states(graph, &inits);
     let params: HashSet<String> = params.difference(&states).cloned().collect();
@@ -361,6 +381,7 @@ pub fn import_model(
         base,
         names: HashMap::new(),
         trains: options.loss != Loss::None,
+        aliased: &aliased,
     };
     let mut b = ModuleBuilder::new();
     let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
@@ -669,6 +690,9 @@ struct Importer<'a> {
     names: HashMap<String, String>,
     /// Imported with a loss, to train (not `--loss none`, forward only).
     trains: bool,
+    /// Identity outputs that are initializers of their own (a fresh norm's
+    /// running statistics): their Identity nodes are not traced.
+    aliased: &'a HashSet<String>,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -1125,6 +1149,9 @@ impl Importer<'_> {
                 return Err(fail(format!("not supported; the importer supports: {}", SUPPORTED.join(", "))));
             }
             check_node(node).map_err(fail)?;
+            if node.op_type() == "Identity" && node.output.first().is_some_and(|o| self.aliased.contains(o)) {
+                continue;
+            }
             let mut ins = Vec::new();
             for n in &node.input {
                 if n.is_empty() {
