@@ -957,12 +957,23 @@ impl Importer<'_> {
             return Err("input_forget=1 is not supported".into());
         }
         let layout = attr_i(node, "layout", 0);
+        if !matches!(layout, 0 | 1) {
+            return Err(format!("layout {layout} is not 0 (sequence first) or 1 (batch first)"));
+        }
         let directions: Vec<bool> = match attr_s(node, "direction").as_deref().unwrap_or("forward") {
             "forward" => vec![false],
             "reverse" => vec![true],
             "bidirectional" => vec![false, true],
             other => return Err(format!("direction '{other}' is not one of forward, reverse, bidirectional")),
         };
+        // Weights are floats (an integer W would be cast and left constant).
+        for (k, what) in [(1, "W"), (2, "R"), (3, "B"), (7, "P")] {
+            if let Some(V::C(c)) = given(k)
+                && !c.float
+            {
+                return Err(format!("{what} holds integers; it takes floating-point weights"));
+            }
+        }
         let x = tensor(0)?.ok_or("the input X is missing")?;
         if x.rank() != 3 {
             return Err(format!("the input X is {}, not [sequence, batch, input] (or batch first)", x.spec()));
@@ -973,6 +984,11 @@ impl Importer<'_> {
         let d = directions.len();
         let w = tensor(1)?.ok_or("W is missing")?;
         let r = tensor(2)?.ok_or("R is missing")?;
+        // hidden_size is the file's: sizes past what memory holds are refused
+        // before any product of them overflows.
+        if h > aicf_onnx::MAX_ELEMENTS / 8 {
+            return Err(format!("hidden_size {h} is too large"));
+        }
         let gh = gates * h;
         if w.shape() != [d, gh, width] || r.shape() != [d, gh, h] {
             return Err(format!(
@@ -989,6 +1005,9 @@ impl Importer<'_> {
             return Err(format!("B is {}, not [{d}, {}]", b.spec(), 2 * gh));
         }
         if let Some(V::C(lens)) = given(4) {
+            if lens.vals.len() != batch {
+                return Err(format!("sequence_lens holds {} lengths for a batch of {batch}", lens.vals.len()));
+            }
             if lens.vals.iter().any(|&l| l as usize != steps) {
                 return Err(format!(
                     "sequence_lens {:?} other than the whole sequence ({steps}) are not supported",
@@ -1378,6 +1397,9 @@ impl Importer<'_> {
                     // ONNX's Mod: fmod=1 C's remainder (the dividend's
                     // sign), else Python's (the divisor's); x mod 0 is 0
                     // for integers, as numpy's.
+                    "Mod" if attr_i(node, "fmod", 0) != 0 && int_div => {
+                        Box::new(|x: f64, y: f64| if y == 0.0 { 0.0 } else { x % y })
+                    }
                     "Mod" if attr_i(node, "fmod", 0) != 0 => Box::new(|x: f64, y: f64| x % y),
                     "Mod" => Box::new(|x: f64, y: f64| if y == 0.0 { 0.0 } else { x - y * (x / y).floor() }),
                     "Add" => Box::new(|x, y| x + y),
@@ -1554,7 +1576,13 @@ impl Importer<'_> {
                 // x if x > 0 else alpha (e^x - 1).
                 let zero = nn(x.scalar(0.0).and_then(|z| z.broadcast_to(x.shape())))?;
                 let pos = nn(x.compare(Compare::Gt, &zero))?;
-                let neg = nn(x.exp().and_then(|e| e.add_scalar(-1.0)).and_then(|e| e.mul_scalar(alpha)))?;
+                // e^min(x, 0): the branch not taken stays finite (e^x of a
+                // large x overflowed, and its zero gradient times inf was NaN).
+                let neg = nn(x
+                    .minimum(&zero)
+                    .and_then(|m| m.exp())
+                    .and_then(|e| e.add_scalar(-1.0))
+                    .and_then(|e| e.mul_scalar(alpha)))?;
                 one(nn(Tensor::select(&pos, &x, &neg))?)
             }
             "LeakyRelu" => {
@@ -1768,6 +1796,16 @@ impl Importer<'_> {
                         let s = v.shape();
                         v.reshape(&[s[0] as i64, s[1] as i64, 1, s[2] as i64])
                     };
+                    if let Some(k) = attr_ints(node, "kernel_shape")
+                        && k != [w.shape()[2] as i64]
+                    {
+                        return Err(format!("kernel_shape {k:?} is not the weight's width [{}]", w.shape()[2]));
+                    }
+                    if let Some(p) = attr_ints(node, "pads")
+                        && (p.len() != 2 || p[0] != p[1])
+                    {
+                        return Err(format!("padding {p:?} is asymmetric; only symmetric padding is supported"));
+                    }
                     let (x4, w4) = (nn(height(&x))?, nn(height(&w))?);
                     let mut flat = node.clone();
                     for a in flat.attribute.iter_mut() {
@@ -1800,6 +1838,11 @@ impl Importer<'_> {
                 }
                 let b = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
                 let kernel = [w.shape()[2], w.shape()[3]];
+                if let Some(k) = attr_ints(node, "kernel_shape")
+                    && k != [kernel[0] as i64, kernel[1] as i64]
+                {
+                    return Err(format!("kernel_shape {k:?} is not the weight's {kernel:?}"));
+                }
                 let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
                 let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
                 let padding = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
@@ -1855,7 +1898,18 @@ impl Importer<'_> {
                 let keep = attr_i(node, "keepdims", 1) != 0;
                 let axes = match axes {
                     Some(a) if !a.is_empty() => a,
-                    _ if attr_i(node, "noop_with_empty_axes", 0) != 0 => return Ok(vec![input(0)?.clone()]),
+                    // No reduction; the elementwise step still runs (|x|,
+                    // x^2, and sqrt(x^2) = |x|).
+                    _ if attr_i(node, "noop_with_empty_axes", 0) != 0 => {
+                        return match op {
+                            "ReduceL1" | "ReduceL2" => one(nn(t(0)?.abs())?),
+                            "ReduceSumSquare" => {
+                                let x = t(0)?;
+                                one(nn(x.mul(&x))?)
+                            }
+                            _ => Ok(vec![input(0)?.clone()]),
+                        };
+                    }
                     _ => (0..rank as i64).collect(),
                 };
                 let axes: Vec<i64> = axes.iter().map(|&a| norm_axis(a, rank).map(|a| a as i64)).collect::<R<_>>()?;
@@ -1864,7 +1918,16 @@ impl Importer<'_> {
                     "ReduceMean" => x.mean(&axes, keep),
                     "ReduceSum" => x.sum(&axes, keep),
                     "ReduceL1" => x.abs().and_then(|a| a.sum(&axes, keep)),
-                    "ReduceL2" => x.mul(&x).and_then(|q| q.sum(&axes, keep)).and_then(|s| s.sqrt()),
+                    // sqrt(s) where s > 0, else 0, read through a sqrt of 1
+                    // there: an all-zero row's gradient is 0, as PyTorch's
+                    // norm gives (sqrt's derivative at 0 made it NaN).
+                    "ReduceL2" => x.mul(&x).and_then(|q| q.sum(&axes, keep)).and_then(|s| {
+                        let zero = s.scalar(0.0)?.broadcast_to(s.shape())?;
+                        let one = s.scalar(1.0)?.broadcast_to(s.shape())?;
+                        let positive = s.compare(Compare::Gt, &zero)?;
+                        let root = Tensor::select(&positive, &s, &one)?.sqrt()?;
+                        Tensor::select(&positive, &root, &zero)
+                    }),
                     "ReduceSumSquare" => x.mul(&x).and_then(|q| q.sum(&axes, keep)),
                     _ => x.max(&axes, keep),
                 })?)

@@ -2192,6 +2192,11 @@ impl<'a> Loop<'a> {
         }
         let classifies = self.sig.classifies();
         let by_logits = self.sig.takes_rng();
+        // A regression model's @loss with dropout in it: its held-out loss is
+        // the mean squared error of @forward's output (an MSE model's loss
+        // without the dropout; nothing was scored, and the run stopped on
+        // a NaN held-out loss).
+        let (mut squared, mut elements) = (0.0, 0usize);
         let (mut loss_sum, mut loss_rows) = (0.0, 0usize);
         let (mut nll, mut correct, mut targets) = (0.0, 0usize, 0usize);
         let mut bad_logits = 0usize;
@@ -2223,6 +2228,15 @@ impl<'a> Loop<'a> {
                     }
                 }
             }
+            if by_logits && !classifies {
+                let out = trainer.predict(&data)?;
+                if let (Some(y), Some(target)) = (out.first(), fed.last())
+                    && y.values.len() == target.values.len()
+                {
+                    squared += y.values.iter().zip(&target.values).map(|(a, b)| (a - b) * (a - b)).sum::<f64>();
+                    elements += y.values.len();
+                }
+            }
             // Every batch counts by its rows (a smaller last one runs its
             // variant), so the loss is the mean over held-out examples.
             let refs: Vec<&Tensor> = fed.iter().collect();
@@ -2232,16 +2246,27 @@ impl<'a> Loop<'a> {
             }
         }
         if let Some(c) = &self.comm {
-            let sums =
-                Values::F64(vec![loss_sum, loss_rows as f64, nll, correct as f64, targets as f64, bad_logits as f64]);
+            let sums = Values::F64(vec![
+                loss_sum,
+                loss_rows as f64,
+                nll,
+                correct as f64,
+                targets as f64,
+                bad_logits as f64,
+                squared,
+                elements as f64,
+            ]);
             let Values::F64(all) = c.sum(sums, "the held-out metrics").map_err(RuntimeError::from)? else {
                 return Err(TrainError::Input("the held-out metrics came back in another type".into()));
             };
             (loss_sum, nll) = (all[0], all[2]);
             (loss_rows, correct, targets) = (all[1] as usize, all[3] as usize, all[4] as usize);
             bad_logits = all[5] as usize;
+            (squared, elements) = (all[6], all[7] as usize);
         }
-        let loss = if by_logits {
+        let loss = if by_logits && !classifies {
+            if elements > 0 { squared / elements as f64 } else { f64::NAN }
+        } else if by_logits {
             if targets > 0 { nll / targets as f64 } else { f64::NAN }
         } else if loss_rows > 0 {
             loss_sum / loss_rows as f64

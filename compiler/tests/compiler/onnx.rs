@@ -782,3 +782,139 @@ fn a_training_mode_export_imports_to_train() {
     let e = import(&model, Loss::None).unwrap_err().to_string();
     assert!(e.contains("training_mode=1 in a model imported to run forward only (--loss none)"), "{e}");
 }
+
+/// Gradients stay finite where the math has a corner: Elu of a large input
+/// (its unused branch's e^x overflowed, and 0 x inf was NaN), and ReduceL2
+/// of an all-zero row (sqrt's derivative at 0; PyTorch's norm gives 0). A
+/// malformed recurrent op is refused by name, never an overflow.
+#[test]
+fn elu_and_reduce_l2_train_with_finite_gradients() {
+    use aicf_onnx::proto::{
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TypeProto, ValueInfoProto,
+        attribute_proto::AttributeType, tensor_shape_proto::Dimension, tensor_shape_proto::dimension::Value,
+        type_proto,
+    };
+    let value = |name: &str, dims: &[i64]| ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(aicf_onnx::proto::TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension { value: Some(Value::DimValue(d)), ..Default::default() })
+                        .collect(),
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let ints = |name: &str, v: &[i64]| AttributeProto {
+        name: Some(name.into()),
+        ints: v.to_vec(),
+        r#type: Some(AttributeType::Ints as i32),
+        ..Default::default()
+    };
+    let node = |op: &str, inputs: &[&str], output: &str, attribute: Vec<AttributeProto>| NodeProto {
+        name: Some(op.into()),
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.into()],
+        attribute,
+        ..Default::default()
+    };
+    let model = |nodes: Vec<NodeProto>, extra: Vec<TensorProto>| ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("corners".into()),
+            node: nodes,
+            input: vec![value("x", &[2, 4])],
+            output: vec![value("y", &[2, 1])],
+            initializer: [
+                vec![TensorProto {
+                    name: Some("w".into()),
+                    data_type: Some(1),
+                    dims: vec![4, 4],
+                    float_data: (0..16).map(|i| if i % 5 == 0 { 1.0 } else { 0.1 }).collect(),
+                    ..Default::default()
+                }],
+                extra,
+            ]
+            .concat(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let nodes = vec![
+        node("MatMul", &["x", "w"], "h", vec![]),
+        node("Elu", &["h"], "e", vec![]),
+        node("ReduceL2", &["e"], "y", vec![ints("axes", &[1])]),
+    ];
+    let dir = crate::tmp_root().join("onnx-corners");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let imported = onnx::import_model(
+        &model(nodes, vec![]),
+        "corners.onnx",
+        &dir,
+        &ImportOptions { batch: None, loss: Loss::Mse },
+    )
+    .unwrap();
+    let path = dir.join("corners.mlir");
+    imported.write(&path).unwrap();
+    let options = Options { optimizer: "sgd".into(), cache_dir: dir.join("run"), ..Options::default() };
+    let mut t = Trainer::from_file(&path, options).unwrap();
+    // Row 0 drives Elu far past e^x's f32 range; row 1 is all zeros.
+    let x =
+        Tensor::new([2, 4], aicf_runtime::artifact::DType::F32, vec![200.0, 300.0, 250.0, 100.0, 0.0, 0.0, 0.0, 0.0]);
+    let y = Tensor::new([2, 1], aicf_runtime::artifact::DType::F32, vec![1.0, 0.5]);
+    for _ in 0..3 {
+        let loss = t.step(&[&x, &y], 1e-6).unwrap().loss;
+        assert!(loss.is_finite(), "loss {loss}");
+    }
+    assert!(t.state().values().all(|p| p.values.iter().all(|v| v.is_finite())), "a parameter went NaN");
+    // hidden_size far past memory, and a layout of 2: refused by name.
+    let weights = |name: &str, dims: &[i64]| TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        dims: dims.to_vec(),
+        float_data: vec![0.0; dims.iter().product::<i64>() as usize],
+        ..Default::default()
+    };
+    for (hidden, layout, why) in [(1i64 << 62, 0, "hidden_size 4611686018427387904 is too large"), (2, 2, "layout 2")] {
+        let mut rnn = node("RNN", &["x3", "wr", "rr"], "y", vec![]);
+        rnn.attribute.push(AttributeProto {
+            name: Some("hidden_size".into()),
+            i: Some(hidden),
+            r#type: Some(AttributeType::Int as i32),
+            ..Default::default()
+        });
+        rnn.attribute.push(AttributeProto {
+            name: Some("layout".into()),
+            i: Some(layout),
+            r#type: Some(AttributeType::Int as i32),
+            ..Default::default()
+        });
+        let mut m = model(
+            vec![node("Reshape", &["x", "shape"], "x3", vec![]), rnn],
+            vec![
+                weights("wr", &[1, 2, 4]),
+                weights("rr", &[1, 2, 2]),
+                TensorProto {
+                    name: Some("shape".into()),
+                    data_type: Some(7),
+                    dims: vec![3],
+                    int64_data: vec![1, 2, 4],
+                    ..Default::default()
+                },
+            ],
+        );
+        m.graph.as_mut().unwrap().output = vec![value("y", &[1, 1, 2, 2])];
+        let e = onnx::import_model(&m, "rnn.onnx", &dir, &ImportOptions { batch: None, loss: Loss::None })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("RNN") && e.contains(why), "{e}");
+    }
+}

@@ -1225,10 +1225,10 @@ fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Resu
         let named: Vec<String> = imported.frozen.iter().take(5).map(|(n, v)| format!("'{n}' ({v} values)")).collect();
         let more = imported.frozen.len().saturating_sub(5);
         eprintln!(
-            "note: {} float initializer{} ({total} values) {} constants, not trained (no op uses {} as a weight): {}{}",
+            "note: {} float initializer{} ({total} values) {}, not trained (no op uses {} as a weight): {}{}",
             imported.frozen.len(),
             if imported.frozen.len() == 1 { "" } else { "s" },
-            if imported.frozen.len() == 1 { "imports as a" } else { "import as" },
+            if imported.frozen.len() == 1 { "imports as a constant" } else { "import as constants" },
             if imported.frozen.len() == 1 { "it" } else { "them" },
             named.join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() }
