@@ -182,6 +182,11 @@ pub struct Imported {
     /// (no op uses them as a weight): not trained. (ONNX marks no tensor
     /// trainable; the importer decides by use.)
     pub frozen: Vec<(String, usize)>,
+    /// Parameters that are the scale or shift of more than one
+    /// normalization (initializer, how many): trained as one. PyTorch's
+    /// dynamo exporter reads one initializer wherever the values are
+    /// equal, so a fresh model's norms come out tied.
+    pub shared_norms: Vec<(String, usize)>,
 }
 
 impl Imported {
@@ -371,6 +376,16 @@ pub fn import_model(
     let states = choose_states(graph, &inits);
     let params: HashSet<String> = params.difference(&states).cloned().collect();
     let frozen = frozen_initializers(graph, &inits, &params, &states);
+    let mut shared_norms: Vec<(String, usize)> = Vec::new();
+    for norm in graph.node.iter().filter(|n| matches!(n.op_type(), "LayerNormalization" | "BatchNormalization")) {
+        for name in norm.input.iter().skip(1).take(2).filter(|n| params.contains(*n)) {
+            match shared_norms.iter_mut().find(|(n, _)| n == name) {
+                Some(entry) => entry.1 += 1,
+                None => shared_norms.push((name.clone(), 1)),
+            }
+        }
+    }
+    shared_norms.retain(|(_, uses)| *uses > 1);
     let mut importer = Importer {
         name: name.to_string(),
         opset,
@@ -462,7 +477,7 @@ pub fn import_model(
         };
         weights.push((st.name.clone(), t.dims.clone(), values.clone()));
     }
-    Ok(Imported { module, weights, sources, opset, inputs, symbolic, frozen })
+    Ok(Imported { module, weights, sources, opset, inputs, symbolic, frozen, shared_norms })
 }
 
 /// A graph input's static spec: known dimensions as they are, the first

@@ -711,6 +711,14 @@ fn initializers_the_exporter_merged_are_separate_again() {
         .collect();
     assert_eq!(values("bn1.running_var"), want);
     assert_eq!(values("bn1.weight"), want);
+    assert!(imported.shared_norms.is_empty());
+    // The dynamo exporter's way: one initializer read by two norms (of 8
+    // channels each), which train tied, said.
+    let graph = model.graph.as_mut().unwrap();
+    let second = graph.node.iter_mut().filter(|n| n.op_type() == "BatchNormalization").nth(1).unwrap();
+    second.input[1] = "bn1.weight".into();
+    let imported = onnx::import_model(&model, "fresh.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(imported.shared_norms, vec![("bn1.weight".to_string(), 2)]);
 }
 
 /// A training-mode export (`torch.onnx.TrainingMode.TRAINING`): batch

@@ -1234,6 +1234,15 @@ fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Resu
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    if !imported.shared_norms.is_empty() {
+        let named: Vec<String> = imported.shared_norms.iter().map(|(n, k)| format!("'{n}' ({k} norms)")).collect();
+        eprintln!(
+            "note: one parameter serves several normalizations, which train tied: {} (PyTorch's dynamo exporter reads \
+             one initializer wherever values are equal, as in a freshly initialized model; export with \
+             dynamo=False, or after training, to keep them apart)",
+            named.join(", ")
+        );
+    }
     let values: usize = imported.weights.iter().map(|(_, s, _)| s.iter().product::<usize>()).sum();
     let inputs: Vec<String> = imported.inputs.iter().map(|(n, s)| format!("{n}: {}", s.mlir_type())).collect();
     println!(
