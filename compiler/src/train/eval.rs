@@ -53,11 +53,11 @@ pub fn evaluate_checkpoint(
     }
     let (name, source, meta) = model_of_checkpoint(model, checkpoint, out, "scoring", report)?;
     let sig = Signature::of_source(&source, &name)?;
-    if !sig.classifies() {
-        return Err(TrainError::Input(format!(
-            "{name}: scoring needs a classifier (targets that index @forward's classes)"
-        )));
-    }
+    // A classifier is scored by accuracy and the cross-entropy of its
+    // logits; a regression by its @loss's mean over the examples (as
+    // training's held-out loss), or, where @loss has dropout in it or a
+    // batch is filled, by the mean squared error of @forward's output.
+    let classifies = sig.classifies();
     let scale = match meta.get("feature_scale") {
         Some(v) => match v.parse::<f64>() {
             Ok(s) if s.is_finite() && s > 0.0 => Some(s),
@@ -159,6 +159,8 @@ pub fn evaluate_checkpoint(
     let ids: Vec<usize> = (0..n).collect();
     let chunks: Vec<&[usize]> = ids.chunks(batch).collect();
     let (mut correct, mut targets, mut nll) = (0usize, 0usize, 0.0);
+    let by_output = sig.takes_rng() || fill;
+    let (mut loss_sum, mut loss_rows, mut squared, mut elements) = (0.0, 0usize, 0.0, 0usize);
     // A long text's every window takes a while: a bar on a terminal (none
     // where stderr is a file or a pipe).
     let bar = indicatif::ProgressBar::new(chunks.len() as u64);
@@ -175,6 +177,27 @@ pub fn evaluate_checkpoint(
         let fed = dataset.batch(split, &ids);
         let data_in: Vec<&Tensor> =
             fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
+        if !classifies {
+            if by_output {
+                let out = trainer.predict(&data_in)?;
+                let (Some(y), Some(target)) = (out.first(), fed.last()) else { continue };
+                if y.values.len() != target.values.len() {
+                    return Err(TrainError::Input(format!(
+                        "{name}: @forward's output {:?} and the target {:?} differ in size: no squared error to score",
+                        y.shape, target.shape
+                    )));
+                }
+                let per = y.values.len() / ids.len();
+                let pairs = y.values.iter().zip(&target.values).take(per * chunk.len());
+                squared += pairs.map(|(a, b)| (a - b) * (a - b)).sum::<f64>();
+                elements += per * chunk.len();
+            } else {
+                let refs: Vec<&Tensor> = fed.iter().collect();
+                loss_sum += trainer.loss(&refs)? * chunk.len() as f64;
+                loss_rows += chunk.len();
+            }
+            continue;
+        }
         let logits = trainer.predict(&data_in)?;
         let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { continue };
         if let Some(v) = logits.values.iter().find(|v| !v.is_finite()) {
@@ -197,6 +220,28 @@ pub fn evaluate_checkpoint(
         }
     }
     bar.finish_and_clear();
+    if !classifies {
+        let (loss, unit) = if by_output {
+            (squared / elements.max(1) as f64, "(mean squared error of @forward's output)")
+        } else {
+            (loss_sum / loss_rows.max(1) as f64, "(the model's @loss)")
+        };
+        if !loss.is_finite() {
+            return Err(TrainError::Input(format!(
+                "{}: the checkpoint's model gives a loss of {loss} on {}",
+                checkpoint.display(),
+                data_name(data)
+            )));
+        }
+        return Ok(Scored {
+            accuracy: f64::NAN,
+            loss,
+            unit: unit.into(),
+            examples: n,
+            what,
+            epoch: meta.get("epoch").cloned(),
+        });
+    }
     if !nll.is_finite() {
         return Err(TrainError::Input(format!(
             "{}: the checkpoint's model gives a loss of {nll} on {}: a parameter of it is not finite, or \
