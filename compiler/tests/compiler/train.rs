@@ -227,6 +227,13 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
     assert!(e.contains("input #0 of the model is [32, 1, 8, 8] f32") && e.contains("[40, 64]"), "{e}");
 }
 
+/// The digits MLP's arrays in `dir`: `x.npy` (`rows` x 64 features `x`)
+/// and `y.npy` (labels cycling 0..10).
+fn digits_arrays(dir: &Path, rows: usize, x: &[f64]) -> [PathBuf; 2] {
+    let y: Vec<f64> = (0..rows).map(|i| (i % 10) as f64).collect();
+    [write_npy(&dir.join("x.npy"), &[rows as u64, 64], x), write_npy(&dir.join("y.npy"), &[rows as u64], &y)]
+}
+
 /// Writes `values` as an f64 `.npy` array of `shape` at `path`.
 fn write_npy(path: &Path, shape: &[u64], values: &[f64]) -> PathBuf {
     let mut bytes = Vec::new();
@@ -250,10 +257,8 @@ fn feature_scales_apply_to_arrays_and_tiny_tables() {
     let dir = scratch("scales");
     let sig = signature("mlp/digits_mlp.mlir");
     let rows = 20;
-    let npy = |name: &str, shape: &[u64], values: &[f64]| write_npy(&dir.join(name), shape, values);
     let x: Vec<f64> = (0..rows * 64).map(|i| (i % 17) as f64).collect();
-    let y: Vec<f64> = (0..rows).map(|i| (i % 10) as f64).collect();
-    let arrays = [npy("x.npy", &[rows as u64, 64], &x), npy("y.npy", &[rows as u64], &y)];
+    let arrays = digits_arrays(&dir, rows, &x);
     let ids: Vec<usize> = (0..rows).collect();
     let plain = Dataset::load(&arrays, &sig, &DataOptions { val_split: 0.0, ..Default::default() }).unwrap();
     let scaled =
@@ -357,12 +362,10 @@ fn standardized_arrays_read_by_the_training_rows_statistics() {
     let dir = scratch("standardize");
     let sig = signature("mlp/digits_mlp.mlir");
     let rows = 40;
-    let npy = |name: &str, shape: &[u64], values: &[f64]| write_npy(&dir.join(name), shape, values);
     // Feature f of row r: f * 100 + r (feature 0 constant: 7).
     let x: Vec<f64> =
         (0..rows * 64).map(|i| if i % 64 == 0 { 7.0 } else { ((i % 64) * 100 + i / 64) as f64 }).collect();
-    let y: Vec<f64> = (0..rows).map(|i| (i % 10) as f64).collect();
-    let arrays = [npy("x.npy", &[rows as u64, 64], &x), npy("y.npy", &[rows as u64], &y)];
+    let arrays = digits_arrays(&dir, rows, &x);
     let options = DataOptions { standardize: true, ..Default::default() };
     let data = Dataset::load(&arrays, &sig, &options).unwrap();
     let train: Vec<usize> = (0..data.train_len()).collect();
@@ -379,7 +382,7 @@ fn standardized_arrays_read_by_the_training_rows_statistics() {
     // Other data (every value + 1000) read with them: shifted by
     // 1000 / deviation, not standardized again.
     let shifted: Vec<f64> = x.iter().map(|v| v + 1000.0).collect();
-    let other = [npy("x2.npy", &[rows as u64, 64], &shifted), arrays[1].clone()];
+    let other = [write_npy(&dir.join("x2.npy"), &[rows as u64, 64], &shifted), arrays[1].clone()];
     let given = DataOptions { feature_stats: Some(stats), ..Default::default() };
     let read = Dataset::load(&other, &sig, &given).unwrap();
     let mean: f64 = read.batch(Split::Train, &(0..read.train_len()).collect::<Vec<_>>())[0]
