@@ -301,9 +301,28 @@ impl<'m, 'c> Interpreter<'m, 'c> {
             "hl.softmax_cross_entropy" => {
                 let sum = int_attr(op, "reduction").unwrap_or(0) == 1;
                 let ignore = int_attr(op, "ignore_index").ok();
-                let loss = kernels::cross_entropy(x[0], x[1], sum, ignore)?;
-                let grad = kernels::cross_entropy_backward(x[0], x[1], scalar(x[2])?, sum, ignore)?;
-                return Ok(vec![loss, grad]);
+                // `classes`: the rows' first entries are the classes, the
+                // rest padding (zero gradient).
+                let stride = x[0].shape.last().copied().unwrap_or(1).max(1);
+                let classes = int_attr(op, "classes").map_or(stride as i64, |c| c);
+                if classes < 1 || classes as usize > stride {
+                    return Err(format!("classes = {classes} outside [1, {stride}]").into());
+                }
+                let classes = classes as usize;
+                // Computed in the loss's type (f32 for 16-bit logits, or
+                // theirs: the 16-bit values are exact in it); the gradient
+                // rounded to the logits' type after.
+                let mut narrowed = x[0].shape.clone();
+                *narrowed.last_mut().ok_or("cross-entropy of a scalar")? = classes;
+                let data = x[0].data.chunks(stride).flat_map(|row| row[..classes].iter().copied()).collect();
+                let logits = Array::from_parts(narrowed, x[2].dtype, data);
+                let loss = kernels::cross_entropy(&logits, x[1], sum, ignore)?;
+                let grad = kernels::cross_entropy_backward(&logits, x[1], scalar(x[2])?, sum, ignore)?;
+                let mut data = vec![0.0; x[0].len()];
+                for (row, g) in data.chunks_mut(stride).zip(grad.data.chunks(classes)) {
+                    row[..classes].copy_from_slice(g);
+                }
+                return Ok(vec![loss, Array::from_parts(x[0].shape.clone(), x[0].dtype, data)]);
             }
             "hl.mse_loss" => {
                 let sum = int_attr(op, "reduction").unwrap_or(0) == 1;

@@ -610,6 +610,9 @@ impl<'a> Lower<'a> {
                 if let Some(i) = int_attr(op, "ignore_index") {
                     attrs.push(("ignore_index", format!("{i} : i64")));
                 }
+                if let Some(c) = int_attr(op, "classes") {
+                    attrs.push(("classes", format!("{c} : i64")));
+                }
                 self.emit(
                     loc,
                     &OpSpec {

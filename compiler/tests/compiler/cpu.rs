@@ -659,11 +659,21 @@ pub(crate) fn narrow_kernel_cases(dtype: DType) -> Vec<(String, String, Vec<Arra
     kernel_cases()
         .into_iter()
         .map(|(name, source, inputs)| {
+            // The padded cross-entropy keeps its scalars (the loss and its
+            // upstream gradient) in f32, as autocast leaves them.
+            let wide_scalars = name == "cross_entropy_padded";
             let inputs = inputs
                 .into_iter()
-                .map(|a| if a.dtype == DType::F32 { Array::new(a.shape, dtype, a.data).unwrap() } else { a })
+                .map(|a| {
+                    let keep = a.dtype != DType::F32 || (wide_scalars && a.shape.is_empty());
+                    if keep { a } else { Array::new(a.shape, dtype, a.data).unwrap() }
+                })
                 .collect();
-            (format!("{name}_{}", dtype.mlir()), source.replace("f32>", &format!("{}>", dtype.mlir())), inputs)
+            let mut source = source.replace("f32>", &format!("{}>", dtype.mlir()));
+            if wide_scalars {
+                source = source.replace(&format!("tensor<{}>", dtype.mlir()), "tensor<f32>");
+            }
+            (format!("{name}_{}", dtype.mlir()), source, inputs)
         })
         .collect()
 }
@@ -765,6 +775,17 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             "cross_entropy_one_row",
             "func.func @f(%x: tensor<1x37xf32>, %t: tensor<1xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<1x37xf32>, tensor<f32>, tensor<1x37xf32>) {\n  %a = hl.cross_entropy %x, %t : tensor<1x37xf32>, tensor<1xi32>\n  %b = hl.cross_entropy_backward %x, %t, %g reduction = sum : tensor<1x37xf32>, tensor<1xi32>, tensor<f32>\n  %c:2 = hl.softmax_cross_entropy %x, %t, %g : tensor<1x37xf32>, tensor<1xi32>, tensor<f32> -> tensor<f32>\n  return %a, %b, %c#0, %c#1 : tensor<f32>, tensor<1x37xf32>, tensor<f32>, tensor<1x37xf32>\n}".into(),
             vec![f32s(&[1, 37], 75), indices(&[1], 37, 76), Array::scalar(0.5, DType::F32)],
+        ),
+        (
+            // A padded head's fused loss (`classes`): 35 rows of 40, 37 of
+            // them classes (more than a warp's lanes), with an ignored
+            // label; one row of 45 with 3 classes, summed. The 16-bit
+            // forms keep the loss and its upstream gradient in f32 (what
+            // hl-fuse-reductions makes under autocast); the padding's
+            // gradient is zero.
+            "cross_entropy_padded",
+            "func.func @f(%x: tensor<5x7x40xf32>, %t: tensor<5x7xi32>, %y: tensor<1x45xf32>, %u: tensor<1xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<5x7x40xf32>, tensor<f32>, tensor<1x45xf32>) {\n  %a:2 = hl.softmax_cross_entropy %x, %t, %g ignore_index = 1 classes = 37 : tensor<5x7x40xf32>, tensor<5x7xi32>, tensor<f32> -> tensor<f32>\n  %b:2 = hl.softmax_cross_entropy %y, %u, %g reduction = sum classes = 3 : tensor<1x45xf32>, tensor<1xi32>, tensor<f32> -> tensor<f32>\n  return %a#0, %a#1, %b#0, %b#1 : tensor<f32>, tensor<5x7x40xf32>, tensor<f32>, tensor<1x45xf32>\n}".into(),
+            vec![f32s(&[5, 7, 40], 77), indices(&[5, 7], 37, 78), f32s(&[1, 45], 79), indices(&[1], 3, 80), Array::scalar(0.75, DType::F32)],
         ),
         (
             "gather",

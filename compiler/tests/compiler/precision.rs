@@ -99,7 +99,8 @@ fn bf16_gemms_match_on_mkls_bf16_gemm() {
 /// 10-class head pads to 16 outputs, and its gradients through the
 /// zero-padding and the slice back; the padded bf16 step matches the
 /// interpreter's unpadded one as closely as the plain step does, and the
-/// planned step holds the padded GEMMs.
+/// planned step holds the padded GEMMs and one cross-entropy over the
+/// padded bf16 logits (`classes = 10`: no slice or casts around it).
 #[test]
 fn padded_bf16_contractions_train_as_the_unpadded_model() {
     let traced = mlp::build(mlp::BATCH).unwrap();
@@ -123,6 +124,15 @@ fn padded_bf16_contractions_train_as_the_unpadded_model() {
     let planned = m.as_operation().to_string();
     let padded: Vec<&str> = planned.lines().filter(|l| l.contains("ll.gemm") && l.contains("x16xbf16>")).collect();
     assert!(padded.len() >= 2, "no GEMM on the padded head (16 outputs):\n{planned}");
+    // The loss reads the padded bf16 logits itself (no slice and casts
+    // around it), its gradient zero on the padding.
+    assert!(
+        planned.lines().any(|l| l.contains("ll.softmax_cross_entropy")
+            && l.contains("classes = 10")
+            && l.contains("memref<32x16xbf16>, memref<32xi32>")
+            && l.contains("-> memref<f32>, memref<32x16xbf16>")),
+        "the cross-entropy does not read the padded head:\n{planned}"
+    );
     // By default (min-macs 2^27) the digits MLP is too small to pad.
     let mut m = traced.parse(&ctx).unwrap();
     run_pipeline(&ctx, &mut m, "builtin.module(aicf-train-pipeline{optimizer=adam precision=bf16})").unwrap();

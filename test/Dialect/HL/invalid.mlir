@@ -269,6 +269,39 @@ func.func @f(%l: tensor<8x4xf32>, %y: tensor<8xf32>) {
 
 // -----
 
+func.func @f(%l: tensor<8x16xbf16>, %y: tensor<8xi32>, %g: tensor<f32>) {
+  // expected-error @+1 {{'hl.softmax_cross_entropy' op classes = 17 must be in [1, 16] (the logits' last dimension, 'tensor<8x16xbf16>')}}
+  %0:2 = hl.softmax_cross_entropy %l, %y, %g classes = 17 : tensor<8x16xbf16>, tensor<8xi32>, tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<8x16xbf16>, %y: tensor<8xi32>, %g: tensor<f32>) {
+  // expected-error @+1 {{'hl.softmax_cross_entropy' op classes = 0 must be in [1, 16]}}
+  %0:2 = hl.softmax_cross_entropy %l, %y, %g classes = 0 : tensor<8x16xbf16>, tensor<8xi32>, tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// 16-bit logits take an f32 loss (or their own type); nothing else.
+func.func @f(%l: tensor<8x16xbf16>, %y: tensor<8xi32>, %g: tensor<f64>) {
+  // expected-error @+1 {{'hl.softmax_cross_entropy' op grad_output must be the loss's type 'tensor<bf16>' (or tensor<f32>), got 'tensor<f64>'}}
+  %0:2 = hl.softmax_cross_entropy %l, %y, %g : tensor<8x16xbf16>, tensor<8xi32>, tensor<f64> -> tensor<f64>
+  return
+}
+
+// -----
+
+func.func @f(%l: tensor<8x16xf32>, %y: tensor<8xi32>, %g: tensor<f32>) {
+  // expected-error @+1 {{'hl.softmax_cross_entropy' op loss must be 'tensor<f32>', got 'tensor<bf16>'}}
+  %0:2 = hl.softmax_cross_entropy %l, %y, %g : tensor<8x16xf32>, tensor<8xi32>, tensor<f32> -> tensor<bf16>
+  return
+}
+
+// -----
+
 // Type inference also checks ops written in the generic form, whose result
 // type is spelled out.
 func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {

@@ -284,6 +284,14 @@ func.func @cross_entropy_forms(%l: tensor<4x16x65xf32>, %t: tensor<4x16xi64>, %g
   return
 }
 
+// A padded bf16 head's loss: f32 loss, 65 classes of rows of 72.
+// CHECK-LABEL: func.func @padded_cross_entropy
+func.func @padded_cross_entropy(%l: tensor<4x16x72xbf16>, %t: tensor<4x16xi64>, %g: tensor<f32>) {
+  // CHECK: hl.softmax_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} ignore_index = -1 classes = 65 : tensor<4x16x72xbf16>, tensor<4x16xi64>, tensor<f32> -> tensor<f32>
+  %1:2 = hl.softmax_cross_entropy %l, %t, %g ignore_index = -1 classes = 65 : tensor<4x16x72xbf16>, tensor<4x16xi64>, tensor<f32> -> tensor<f32>
+  return
+}
+
 // CHECK-LABEL: func.func @backward_kernels
 func.func @backward_kernels(%dy: tensor<4x4xf32>, %de: tensor<4x32x64xf32>, %tok: tensor<4x32xi32>,
                             %x: tensor<64x128xf32>, %g: tensor<64x128xf32>, %w: tensor<128xf32>) {

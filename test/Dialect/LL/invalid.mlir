@@ -177,6 +177,30 @@ func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f16>) {
 
 // -----
 
+func.func @f(%l: memref<8x4xbf16>, %y: memref<8xi32>, %loss: memref<f16>) {
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op loss buffer 'memref<f16>' must hold 'bf16' or f32}}
+  ll.softmax_cross_entropy %l, %y into %loss : memref<8x4xbf16>, memref<8xi32> -> memref<f16>
+  return
+}
+
+// -----
+
+func.func @f(%l: memref<8x4xbf16>, %y: memref<8xi32>, %g: memref<bf16>, %loss: memref<f32>) {
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op grad_output 'memref<bf16>' must hold 'f32' (the loss's type)}}
+  ll.softmax_cross_entropy %l, %y grad_output(%g) into %loss : memref<8x4xbf16>, memref<8xi32> grad_output memref<bf16> -> memref<f32>
+  return
+}
+
+// -----
+
+func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f32>) {
+  // expected-error @+1 {{'ll.softmax_cross_entropy' op classes = 5 must be in [1, 4] (the logits' last dimension)}}
+  ll.softmax_cross_entropy %l, %y into %loss classes = 5 : memref<8x4xf32>, memref<8xi32> -> memref<f32>
+  return
+}
+
+// -----
+
 func.func @f(%l: memref<8x4xf32>, %y: memref<8xi32>, %loss: memref<f32>, %g: memref<4x8xf32>) {
   // expected-error @+1 {{'ll.softmax_cross_entropy' op gradient buffer 'memref<4x8xf32>' must have the logits' type 'memref<8x4xf32>'}}
   ll.softmax_cross_entropy %l, %y into %loss, %g : memref<8x4xf32>, memref<8xi32> -> memref<f32>, memref<4x8xf32>

@@ -31,6 +31,10 @@ func.func @mlp_step(%x: memref<32x64xf32>, %w1: memref<128x64xf32>, %b1: memref<
   %rows = memref.alloc() : memref<33xf32>
   ll.softmax_cross_entropy %logits, %labels into %loss, %dlogits rows(%rows)
       : memref<32x10xf32>, memref<32xi32> -> memref<f32>, memref<32x10xf32> rows memref<33xf32>
+  // CHECK: ll.softmax_cross_entropy %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} rows(%{{.*}}) classes = 10 : memref<32x16xbf16>, memref<32xi32> -> memref<f32>, memref<32x16xbf16> rows memref<33xf32>
+  %padded = memref.alloc() : memref<32x16xbf16>
+  ll.softmax_cross_entropy %padded, %labels into %loss, %padded rows(%rows) classes = 10
+      : memref<32x16xbf16>, memref<32xi32> -> memref<f32>, memref<32x16xbf16> rows memref<33xf32>
   // CHECK: ll.gemm %{{.*}}, %{{.*}} into %{{.*}} transpose_a accumulate alpha = 5.000000e-01 : memref<32x10xf32>, memref<32x128xf32> -> memref<10x128xf32>
   ll.gemm %dlogits, %h into %dw2 transpose_a accumulate alpha = 0.5
       : memref<32x10xf32>, memref<32x128xf32> -> memref<10x128xf32>

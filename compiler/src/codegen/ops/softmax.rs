@@ -207,7 +207,11 @@ struct CrossEntropy {
     row_losses: Option<usize>,
     /// The compute type.
     t: DType,
+    /// The classes: the first `classes` entries of each row (`classes`
+    /// attribute), the rest padding with a zero gradient.
     classes: usize,
+    /// A row's length in the logits (and the gradient).
+    stride: usize,
     rows: usize,
     ignore: Option<i64>,
     sum: bool,
@@ -224,7 +228,12 @@ impl CrossEntropy {
         let grad = (seg[4] > 0).then_some(loss + 1);
         let row_losses = (seg[5] > 0).then_some(loss + 1 + seg[4] as usize);
         let (logits, t) = (&specs[0].0, compute(specs[0].1));
-        let classes = logits.last().copied().unwrap_or(1);
+        let stride = logits.last().copied().unwrap_or(1);
+        let classes = match int_attr(op, "classes") {
+            None => stride,
+            Some(c) if c >= 1 && c as usize <= stride => c as usize,
+            Some(c) => return Err(internal(format!("cross-entropy: classes = {c} outside [1, {stride}]"))),
+        };
         Ok(CrossEntropy {
             grad_output,
             loss,
@@ -232,7 +241,8 @@ impl CrossEntropy {
             row_losses,
             t,
             classes,
-            rows: numel(logits) / classes.max(1),
+            stride,
+            rows: numel(logits) / stride.max(1),
             ignore: int_attr(op, "ignore_index"),
             sum: int_attr(op, "reduction") == Some(1),
             grad_scale: float_attr(op, "grad_scale").unwrap_or(1.0),
@@ -309,11 +319,12 @@ impl CrossEntropy {
         let zero = k.float(0.0, t);
         let one = k.float(1.0, t);
         let cc = k.index(self.classes);
+        let stride = k.index(self.stride);
         let l = k.load("%b1", r, &self.tys[1]);
         let valid = self.labelled(k, &l);
         let li = k.val(&format!("arith.index_cast {l} : {} to index", self.label_t.mlir()));
         let li = k.val(&format!("arith.select {valid}, {li}, %c0 : index"));
-        let base = k.mul(r, &cc);
+        let base = k.mul(r, &stride);
         let ninf = k.float(f64::NEG_INFINITY, t);
         let (c, mx, m) = k.open_cols_reduce(&cc, &ninf, f);
         let at = k.add(&base, &c);
@@ -366,6 +377,15 @@ impl CrossEntropy {
             let gv = k.fop("mulf", &q, &gs, t);
             k.store(&gv, &format!("%b{g}"), &at, &self.tys[g]);
             k.close();
+            // The padding's gradient: zero.
+            if self.stride > self.classes {
+                let pad = k.index(self.stride - self.classes);
+                let c = k.open_cols(&pad);
+                let at = k.add(&base, &cc);
+                let at = k.add(&at, &c);
+                k.store(&zero, &format!("%b{g}"), &at, &self.tys[g]);
+                k.close();
+            }
         }
         row_loss
     }

@@ -399,11 +399,31 @@ LogicalResult CrossEntropyBackwardOp::verify() {
 }
 
 LogicalResult SoftmaxCrossEntropyOp::verify() {
-  if (failed(verifyCrossEntropyGrad(*this)))
+  auto logits = tensorOf(getLogits());
+  SmallVector<Type> loss;
+  if (failed(inferCrossEntropy(getOperationName(), getLoc(), logits,
+                               tensorOf(getLabels()), loss)))
     return failure();
+  // The loss in the logits' type, or in f32 for 16-bit logits (the
+  // softmax is computed in f32 either way).
+  Type element = logits.getElementType();
+  Type wide = RankedTensorType::get({}, Float32Type::get(getContext()));
+  bool narrow = element.isBF16() || element.isF16();
+  if (getGradOutput().getType() != loss.front() &&
+      !(narrow && getGradOutput().getType() == wide))
+    return emitOpError("grad_output must be the loss's type ")
+           << loss.front() << (narrow ? " (or tensor<f32>)" : "") << ", got "
+           << getGradOutput().getType();
   if (getLoss().getType() != getGradOutput().getType())
     return emitOpError("loss must be ") << getGradOutput().getType() << ", got "
                                         << getLoss().getType();
+  if (std::optional<int64_t> classes = getClasses()) {
+    int64_t row = logits.getShape().back();
+    if (*classes < 1 || (!ShapedType::isDynamic(row) && *classes > row))
+      return emitOpError("classes = ")
+             << *classes << " must be in [1, " << row
+             << "] (the logits' last dimension, " << logits << ")";
+  }
   return success();
 }
 

@@ -206,13 +206,22 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
   if (logits.getRank() < 1 || labels.getShape() != logits.getShape().drop_back())
     return emitOpError("labels ") << labels << " must have the shape of "
                                   << logits << " without the class dimension";
-  if (loss.getElementType() != logits.getElementType())
-    return emitOpError("loss buffer ") << loss << " must hold "
-                                       << logits.getElementType();
+  // The loss in the logits' type, or in f32 for 16-bit logits.
+  Type element = logits.getElementType();
+  bool narrow = element.isBF16() || element.isF16();
+  if (loss.getElementType() != element && !(narrow && loss.getElementType().isF32()))
+    return emitOpError("loss buffer ") << loss << " must hold " << element
+                                       << (narrow ? " or f32" : "");
   if (Value g = getGradOutput())
-    if (cast<MemRefType>(g.getType()).getElementType() != logits.getElementType())
+    if (cast<MemRefType>(g.getType()).getElementType() != loss.getElementType())
       return emitOpError("grad_output ") << g.getType() << " must hold "
-                                         << logits.getElementType();
+                                         << loss.getElementType() << " (the loss's type)";
+  if (std::optional<int64_t> classes = getClasses()) {
+    int64_t row = logits.getShape().back();
+    if (*classes < 1 || (!ShapedType::isDynamic(row) && *classes > row))
+      return emitOpError("classes = ") << *classes << " must be in [1, " << row
+                                       << "] (the logits' last dimension)";
+  }
   if (Value grad = getGrad())
     if (grad.getType() != Type(logits))
       return emitOpError("gradient buffer ")

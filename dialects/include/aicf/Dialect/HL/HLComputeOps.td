@@ -435,9 +435,20 @@ def HL_SoftmaxCrossEntropyOp : HL_Op<"softmax_cross_entropy",
     labels and attributes, computed together: each row's softmax is formed
     once for both. What `hl-fuse-reductions` makes of the pair.
 
+    16-bit logits may have an f32 loss and upstream gradient: the softmax is
+    computed in f32 from the 16-bit values and the gradient rounded once to
+    the logits' type, as a cast to f32 before the loss and back after it
+    would (what `hl-fuse-reductions` makes of those casts under autocast).
+    With `classes = N`, only the first N entries of each row are classes
+    (labels lie in [0, N)); the rest are padding (a head padded by
+    `hl-pad-contractions`), left out of the softmax, and their gradient is
+    zero.
+
     ```mlir
     %loss, %dl = hl.softmax_cross_entropy %logits, %labels, %g
-        : tensor<32x10xf32>, tensor<32xi32>, tensor<f32>
+        : tensor<32x10xf32>, tensor<32xi32>, tensor<f32> -> tensor<f32>
+    %l2, %d2 = hl.softmax_cross_entropy %padded, %labels, %g classes = 10
+        : tensor<32x16xbf16>, tensor<32xi32>, tensor<f32> -> tensor<f32>
     ```
   }];
   let arguments = (ins
@@ -445,12 +456,13 @@ def HL_SoftmaxCrossEntropyOp : HL_Op<"softmax_cross_entropy",
     HL_IndexTensor:$labels,
     HL_FloatTensor:$grad_output,
     DefaultValuedAttr<HL_Reduction, "::hl::Reduction::Mean">:$reduction,
-    OptionalAttr<I64Attr>:$ignore_index
+    OptionalAttr<I64Attr>:$ignore_index,
+    OptionalAttr<I64Attr>:$classes
   );
   let results = (outs HL_FloatTensor:$loss, HL_FloatTensor:$grad);
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad_output (`reduction` `=` $reduction^)?
-    (`ignore_index` `=` $ignore_index^)? attr-dict
+    (`ignore_index` `=` $ignore_index^)? (`classes` `=` $classes^)? attr-dict
     `:` type($logits) `,` type($labels) `,` type($grad_output)
     `->` type($loss)
   }];

@@ -234,6 +234,11 @@ def LL_SoftmaxCrossEntropyOp : LL_Op<"softmax_cross_entropy",
     rank-0 buffer, or the constant `grad_scale`) to `grad`: the forward loss
     and the start of the backward pass are one op.
 
+    16-bit logits may have an f32 loss (and upstream gradient); the
+    gradient keeps the logits' type. With `classes = N`, only the first N
+    entries of each row are classes (labels lie in [0, N)); the rest are
+    padding, left out of the softmax, with a zero gradient.
+
     With `rows(%r)`, a scratch buffer of one value per row and one more,
     the rows run in parallel (a kernel that counts the labelled rows into
     the last slot, a row-parallel kernel that writes each row's loss and
@@ -255,13 +260,14 @@ def LL_SoftmaxCrossEntropyOp : LL_Op<"softmax_cross_entropy",
     Arg<Optional<MemRefRankOf<[F32, F64], [1]>>, "per-row losses and the labelled count (scratch)", [MemRead, MemWrite]>:$row_losses,
     DefaultValuedAttr<LL_LossReduction, "::ll::LossReduction::Mean">:$reduction,
     OptionalAttr<I64Attr>:$ignore_index,
-    DefaultValuedAttr<F64Attr, "1.0">:$grad_scale
+    DefaultValuedAttr<F64Attr, "1.0">:$grad_scale,
+    OptionalAttr<I64Attr>:$classes
   );
   let assemblyFormat = [{
     $logits `,` $labels (`grad_output` `(` $grad_output^ `)`)? `into` $loss (`,` $grad^)?
     (`rows` `(` $row_losses^ `)`)?
     (`reduction` `=` $reduction^)? (`ignore_index` `=` $ignore_index^)?
-    (`grad_scale` `=` $grad_scale^)? attr-dict
+    (`grad_scale` `=` $grad_scale^)? (`classes` `=` $classes^)? attr-dict
     `:` type($logits) `,` type($labels) (`grad_output` type($grad_output)^)?
     `->` type($loss) (`,` type($grad)^)? (`rows` type($row_losses)^)?
   }];
