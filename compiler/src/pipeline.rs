@@ -48,14 +48,19 @@ pub struct TrainOptions {
     /// gradients are summed, for gradient accumulation over micro-batches
     /// (`hl-optimizer{accumulate}`).
     pub accumulate: bool,
-    /// Attention's gradient as one `hl.attention_backward` where its heads
-    /// take the GPU's tensor-core kernels (f16/bf16, head sizes multiples
-    /// of 16 up to 128; the probabilities recomputed, never
-    /// materialised), rather than GEMMs over the materialised
-    /// probabilities (the CPU's faster form, and every f32 attention's).
-    /// Off by default here; `aicf train` and the [`crate::train::Trainer`]
-    /// turn it on for a GPU (`--attention-backward`).
+    /// Attention's gradient as one `hl.attention_backward` (the
+    /// probabilities recomputed, never materialised) where its heads take
+    /// the GPU's tensor-core kernels (f16/bf16, head sizes multiples of 16
+    /// up to 128), or every attention's with
+    /// [`TrainOptions::fused_attention_any_heads`], rather than GEMMs over
+    /// the materialised probabilities. Off by default here; `aicf train`
+    /// and the [`crate::train::Trainer`] turn it on for either device
+    /// (`--attention-backward`).
     pub fused_attention_backward: bool,
+    /// With `fused_attention_backward`, every attention's gradient fused,
+    /// whatever its heads: the CPU's blocked kernel takes them all (and
+    /// beats the GEMMs), where the GPU's f32 heads run faster as GEMMs.
+    pub fused_attention_any_heads: bool,
 }
 
 /// PyTorch DDP's default gradient bucket: 25 MiB.
@@ -76,6 +81,7 @@ impl Default for TrainOptions {
             bucket_bytes: DEFAULT_BUCKET_BYTES,
             accumulate: false,
             fused_attention_backward: false,
+            fused_attention_any_heads: false,
         }
     }
 }
@@ -166,10 +172,15 @@ impl MemoryBudget {
 }
 
 impl TrainOptions {
-    /// ` fused-attention-backward=true` where it is on (an option of
-    /// `hl-optimizer` and `aicf-train-pipeline`).
+    /// ` fused-attention-backward=true` where it is on, and
+    /// ` fused-attention-any-heads=true` (options of `hl-optimizer` and
+    /// `aicf-train-pipeline`).
     fn attention_option(&self) -> &'static str {
-        if self.fused_attention_backward { " fused-attention-backward=true" } else { "" }
+        match (self.fused_attention_backward, self.fused_attention_any_heads) {
+            (false, _) => "",
+            (true, false) => " fused-attention-backward=true",
+            (true, true) => " fused-attention-backward=true fused-attention-any-heads=true",
+        }
     }
 
     /// The pass pipeline from a model to its planned, scheduled train step.

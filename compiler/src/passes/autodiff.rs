@@ -42,24 +42,60 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     };
     let function = options.get("function").map_err(report)?.to_string();
     let wrt_inputs = options.get_bool("wrt-inputs").map_err(report)?;
-    let fused_attention = options.get_bool("fused-attention-backward").map_err(report)?;
+    let fused_attention = FusedAttention::of(
+        options.get_bool("fused-attention-backward").map_err(report)?,
+        options.get_bool("fused-attention-any-heads").map_err(report)?,
+    );
     differentiate(module.to_raw(), &function, wrt_inputs, fused_attention).map_err(|(location, message)| {
         emit_error(unsafe { Location::from_raw(location) }, &format!("hl-autodiff: {message}"));
         PassFailed
     })
 }
 
-/// Adds `@<function>_grad` to `module` (see the module docs). With
-/// `fused_attention`, the gradient of an attention whose heads take the
-/// GPU's tensor-core form is one `hl.attention_backward` (the
-/// probabilities recomputed inside it); other attention, and all without
-/// it, GEMMs, a softmax and its backward over the materialised
-/// probabilities (the CPU's faster form, its GEMMs packed).
+/// Which attention gradients are one `hl.attention_backward` (the
+/// probabilities recomputed inside it, never materialised); the others are
+/// GEMMs, a softmax and its backward over the materialised probabilities.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FusedAttention {
+    /// None: every attention's gradient is GEMMs.
+    #[default]
+    None,
+    /// Those whose heads take the GPU's tensor-core kernels (f16/bf16,
+    /// head sizes multiples of 16 up to 128): the GPU's choice, where f32
+    /// heads run faster as GEMMs.
+    TensorCoreHeads,
+    /// Every one: the CPU's choice (its blocked kernel takes every head).
+    All,
+}
+
+impl FusedAttention {
+    /// From the passes' two options (`fused-attention-backward`,
+    /// `fused-attention-any-heads`).
+    pub fn of(fused: bool, any_heads: bool) -> Self {
+        match (fused, any_heads) {
+            (false, _) => FusedAttention::None,
+            (true, false) => FusedAttention::TensorCoreHeads,
+            (true, true) => FusedAttention::All,
+        }
+    }
+
+    /// Whether the attention of operands `x` takes the fused gradient.
+    fn takes(self, x: &[MlirValue]) -> bool {
+        match self {
+            FusedAttention::None => false,
+            FusedAttention::TensorCoreHeads => tensor_core_heads(x),
+            FusedAttention::All => true,
+        }
+    }
+}
+
+/// Adds `@<function>_grad` to `module` (see the module docs), with the
+/// attention gradients `fused_attention` says fused.
 pub fn differentiate(
     module: MlirOperation,
     function: &str,
     wrt_inputs: bool,
-    fused_attention: bool,
+    fused_attention: FusedAttention,
 ) -> Result<(), Failure> {
     let ctx = unsafe { mlirOperationGetContext(module) };
     let module_loc = unsafe { mlirOperationGetLocation(module) };
@@ -112,7 +148,7 @@ fn build_gradient(
     fwd_block: MlirBlock,
     block: MlirBlock,
     params: &[(String, TensorSpec)],
-    (wrt_inputs, fused_attention): (bool, bool),
+    (wrt_inputs, fused_attention): (bool, FusedAttention),
 ) -> Result<Vec<MlirValue>, Failure> {
     let fwd_loc = unsafe { mlirOperationGetLocation(forward) };
     let mut map: HashMap<usize, MlirValue> = HashMap::new();
@@ -264,7 +300,7 @@ fn backprop(
     adjoint: &mut HashMap<usize, MlirValue>,
     is_active: &dyn Fn(MlirValue) -> bool,
     param_grads: &mut HashMap<String, MlirValue>,
-    fused_attention: bool,
+    fused_attention: FusedAttention,
 ) -> Result<(), Failure> {
     let outer_loc = e.loc;
     for &op in ops.iter().rev() {
@@ -317,7 +353,7 @@ fn vjp(
     x: &[MlirValue],
     y: MlirValue,
     g: MlirValue,
-    fused_attention: bool,
+    fused_attention: FusedAttention,
 ) -> Result<Vec<Option<MlirValue>>, Failure> {
     let one = |v| Ok(vec![Some(v)]);
     match name {
@@ -555,7 +591,7 @@ fn vjp(
             one(e.op("hl.dropout", &[g, x[1], x[2]], &attrs)?)
         }
         "hl.layer_norm" | "hl.rms_norm" => norm_vjp(e, op, name == "hl.layer_norm", x, g),
-        "hl.attention" if fused_attention && tensor_core_heads(x) => attention_fused_vjp(e, op, x, y, g),
+        "hl.attention" if fused_attention.takes(x) => attention_fused_vjp(e, op, x, y, g),
         "hl.attention" => attention_vjp(e, op, x, g),
         "hl.gather" => gather_vjp(e, op, x, g),
         "hl.erf" => {

@@ -27,7 +27,7 @@ mod print_param_table;
 mod schedule;
 mod set_batch;
 
-pub use autodiff::differentiate;
+pub use autodiff::{FusedAttention, differentiate};
 pub use bucket_collectives::bucket_collectives;
 pub use convert_to_ll::convert_to_ll;
 pub use fuse_elementwise::fuse_elementwise;

@@ -15,7 +15,7 @@
 //!    state (declaration order), each result tagged `hl.bind` with what it
 //!    updates, so the runtime binds them by name.
 
-use super::autodiff::differentiate;
+use super::autodiff::{FusedAttention, differentiate};
 use super::common::{Emitter, Failure};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::{
@@ -122,7 +122,10 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     let loss_scale = (scale > 0.0).then_some(LossScale { init: scale, growth_interval: interval as u64 });
     let data_parallel = options.get_bool("data-parallel").map_err(report)?;
     let accumulate = options.get_bool("accumulate").map_err(report)?;
-    let fused_attention = options.get_bool("fused-attention-backward").map_err(report)?;
+    let fused_attention = FusedAttention::of(
+        options.get_bool("fused-attention-backward").map_err(report)?,
+        options.get_bool("fused-attention-any-heads").map_err(report)?,
+    );
     let step = TrainStep { loss_scale, data_parallel, accumulate, fused_attention };
     add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, step).map_err(|(loc, m)| {
         emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
@@ -162,14 +165,19 @@ pub struct TrainStep {
     pub data_parallel: bool,
     /// Also `@train_grad` and `@train_apply`.
     pub accumulate: bool,
-    /// Attention's gradient as one `hl.attention_backward`
+    /// Which attention gradients are one `hl.attention_backward`
     /// ([`differentiate`]).
-    pub fused_attention: bool,
+    pub fused_attention: FusedAttention,
 }
 
 impl Default for TrainStep {
     fn default() -> Self {
-        TrainStep { loss_scale: None, data_parallel: false, accumulate: false, fused_attention: true }
+        TrainStep {
+            loss_scale: None,
+            data_parallel: false,
+            accumulate: false,
+            fused_attention: FusedAttention::TensorCoreHeads,
+        }
     }
 }
 

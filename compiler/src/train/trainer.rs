@@ -82,9 +82,12 @@ pub struct Options {
     /// of a data-parallel run do) before one update ([`Trainer::step_micro`]);
     /// 1: off. The sums stay on the device (accumulator states).
     pub accumulate: usize,
-    /// Attention's gradient fused where the GPU's tensor cores take its
-    /// heads ([`TrainOptions::fused_attention_backward`]); `None` (the
-    /// default): on a GPU, not on the CPU, whose GEMMs are faster there.
+    /// Attention's gradient as one fused op
+    /// ([`TrainOptions::fused_attention_backward`]) rather than GEMMs over
+    /// the materialised probabilities: on the CPU for every attention (its
+    /// blocked kernel), on a GPU where its tensor cores take the heads
+    /// (16-bit heads of multiples of 16 up to 128). `None` (the default)
+    /// and `Some(true)`: fused so; `Some(false)`: GEMMs.
     pub fused_attention_backward: Option<bool>,
     /// Whether each train step first scans its inputs for NaN (refused:
     /// the step would make every parameter NaN); on by default. The
@@ -133,9 +136,8 @@ impl Options {
             data_parallel: self.data_parallel,
             bucket_bytes: self.bucket_bytes,
             accumulate: self.accumulate > 1,
-            fused_attention_backward: self
-                .fused_attention_backward
-                .unwrap_or(matches!(self.device, Device::Cuda { .. })),
+            fused_attention_backward: self.fused_attention_backward.unwrap_or(true),
+            fused_attention_any_heads: matches!(self.device, Device::Cpu { .. }),
         }
     }
 

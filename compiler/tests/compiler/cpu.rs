@@ -7,7 +7,7 @@ use aicf_compiler::{
     codegen::compile_cpu,
     interp::{Array, Interpreter},
     nn::DType,
-    pipeline::Precision,
+    pipeline::{Precision, TrainOptions},
     run_pipeline,
 };
 use aicf_runtime::{
@@ -173,6 +173,42 @@ fn char_lm_adam_train_step_matches_the_interpreter() {
     let config = crate::models::char_lm::Config { batch: 2, ..crate::models::char_lm::CONFIG };
     let traced = crate::models::char_lm::build(config).unwrap();
     train_step_matches_for(&traced, "char_lm", "adam", 2, Choice::Generated, 65, 1e-4);
+}
+
+/// The same step with attention's gradient fused (the CPU's default:
+/// `hl.attention_backward` for every head, the blocked kernel), against
+/// the interpreter's step over the materialised probabilities; the planned
+/// step holds the fused kernel and no softmax backward.
+#[test]
+fn char_lm_train_step_with_the_fused_attention_backward_matches_the_interpreter() {
+    let config = crate::models::char_lm::Config { batch: 2, ..crate::models::char_lm::CONFIG };
+    let traced = crate::models::char_lm::build(config).unwrap();
+    let options = TrainOptions {
+        optimizer: "adam".into(),
+        fused_attention_backward: true,
+        fused_attention_any_heads: true,
+        ..TrainOptions::default()
+    };
+    let pipeline = options.train_pipeline();
+    assert!(pipeline.contains("fused-attention-any-heads=true"), "{pipeline}");
+    train_step_matches_piped(
+        &traced,
+        "char_lm_fused_attention",
+        "adam",
+        2,
+        Choice::Generated,
+        65,
+        (1e-4, 1e-3),
+        Precision::Fp32,
+        &pipeline,
+    );
+    let ctx = CompilerContext::new();
+    let mut m = traced.parse(&ctx).unwrap();
+    run_pipeline(&ctx, &mut m, &pipeline).unwrap();
+    let planned = m.as_operation().to_string();
+    let step = planned.split("func.func @train_step").nth(1).and_then(|f| f.split("func.func").next()).unwrap();
+    assert_eq!(step.matches("ll.attention_backward").count(), 2, "one per block:\n{step}");
+    assert!(!step.contains("ll.softmax_backward"), "{step}");
 }
 
 #[test]
@@ -751,6 +787,15 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             "attention_backward",
             "func.func @f(%q: tensor<2x5x4xf32>, %k: tensor<2x7x4xf32>, %v: tensor<2x7x3xf32>, %g: tensor<2x5x3xf32>, %a: tensor<6x8xf32>, %b: tensor<9x8xf32>, %c: tensor<9x5xf32>, %h: tensor<6x5xf32>) -> (tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<6x8xf32>, tensor<9x8xf32>, tensor<9x5xf32>) {\n  %o = hl.attention %q, %k, %v causal : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>\n  %d:3 = hl.attention_backward %q, %k, %v, %o, %g causal : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<2x5x3xf32>\n  %p = hl.attention %a, %b, %c scale = 0.3 : tensor<6x8xf32>, tensor<9x8xf32>, tensor<9x5xf32>\n  %e:3 = hl.attention_backward %a, %b, %c, %p, %h scale = 0.3 : tensor<6x8xf32>, tensor<9x8xf32>, tensor<9x5xf32>, tensor<6x5xf32>\n  return %d#0, %d#1, %d#2, %e#0, %e#1, %e#2 : tensor<2x5x4xf32>, tensor<2x7x4xf32>, tensor<2x7x3xf32>, tensor<6x8xf32>, tensor<9x8xf32>, tensor<9x5xf32>\n}".into(),
             vec![f32s(&[2, 5, 4], 91), f32s(&[2, 7, 4], 92), f32s(&[2, 7, 3], 93), f32s(&[2, 5, 3], 94), f32s(&[6, 8], 95), f32s(&[9, 8], 96), f32s(&[9, 5], 97), f32s(&[6, 5], 98)],
+        ),
+        (
+            // The backward alone (its `out` an input, not the forward's
+            // result): each row's log-sum-exp computed from the scores, not
+            // read from the forward's. 37 queries causal over 37 keys (a
+            // full block of 16 and a partial one), and 5 over 9 keys.
+            "attention_backward_alone",
+            "func.func @f(%q: tensor<2x37x8xf32>, %k: tensor<2x37x8xf32>, %v: tensor<2x37x6xf32>, %o: tensor<2x37x6xf32>, %g: tensor<2x37x6xf32>, %a: tensor<5x4xf32>, %b: tensor<9x4xf32>, %c: tensor<9x3xf32>, %p: tensor<5x3xf32>, %h: tensor<5x3xf32>) -> (tensor<2x37x8xf32>, tensor<2x37x8xf32>, tensor<2x37x6xf32>, tensor<5x4xf32>, tensor<9x4xf32>, tensor<9x3xf32>) {\n  %d:3 = hl.attention_backward %q, %k, %v, %o, %g causal : tensor<2x37x8xf32>, tensor<2x37x8xf32>, tensor<2x37x6xf32>, tensor<2x37x6xf32>\n  %e:3 = hl.attention_backward %a, %b, %c, %p, %h scale = 0.3 : tensor<5x4xf32>, tensor<9x4xf32>, tensor<9x3xf32>, tensor<5x3xf32>\n  return %d#0, %d#1, %d#2, %e#0, %e#1, %e#2 : tensor<2x37x8xf32>, tensor<2x37x8xf32>, tensor<2x37x6xf32>, tensor<5x4xf32>, tensor<9x4xf32>, tensor<9x3xf32>\n}".into(),
+            vec![f32s(&[2, 37, 8], 121), f32s(&[2, 37, 8], 122), f32s(&[2, 37, 6], 123), f32s(&[2, 37, 6], 124), f32s(&[2, 37, 6], 125), f32s(&[5, 4], 126), f32s(&[9, 4], 127), f32s(&[9, 3], 128), f32s(&[5, 3], 129), f32s(&[5, 3], 130)],
         ),
         (
             // Head sizes the GPU's tensor-core backward takes in f16/bf16:

@@ -202,6 +202,11 @@ struct TrainPipelineOptions
       llvm::cl::desc("attention's gradient as one hl.attention_backward "
                      "(hl-optimizer{fused-attention-backward})"),
       llvm::cl::init(false)};
+  Option<bool> fusedAttentionAnyHeads{
+      *this, "fused-attention-any-heads",
+      llvm::cl::desc("with fused-attention-backward, for every attention "
+                     "(hl-optimizer{fused-attention-any-heads})"),
+      llvm::cl::init(false)};
 };
 
 /// The textual form of the train pipeline for `o`.
@@ -221,6 +226,7 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
      << (o.dataParallel ? " data-parallel=true" : "")
      << (o.accumulate ? " accumulate=true" : "")
      << (o.fusedAttentionBackward ? " fused-attention-backward=true" : "")
+     << (o.fusedAttentionAnyHeads ? " fused-attention-any-heads=true" : "")
      << "},canonicalize,cse,"
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
      << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"

@@ -71,9 +71,11 @@ enum Target {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum AttentionBackward {
-    /// Fused on a GPU, GEMMs on the CPU.
+    /// Fused (as `fused`).
     Auto,
-    /// One fused op where the GPU's tensor cores take the heads.
+    /// One fused op: on the CPU for every attention (its blocked kernel),
+    /// on a GPU where its tensor cores take the heads (16-bit, head sizes
+    /// multiples of 16 up to 128).
     Fused,
     /// GEMMs over the materialised probabilities.
     Gemm,
@@ -1125,19 +1127,21 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         data_parallel: c.data_parallel,
         bucket_bytes: c.bucket_size,
         accumulate: c.accumulate > 1,
-        // `run_compile` decides `auto` by its target.
-        fused_attention_backward: c.attention_backward.fused().unwrap_or(false),
+        // `run_compile` decides which heads by its target.
+        fused_attention_backward: c.attention_backward.fused().unwrap_or(true),
+        fused_attention_any_heads: false,
     }
 }
 
 /// Refuses an optimizer setting that the chosen optimizer does not take
 /// (it would be ignored, silently), and notes a fused attention backward
-/// asked for where it does not apply (both flags of the model's compile).
-fn check_model_flags(c: &ModelArgs) -> Result<()> {
-    if matches!(c.attention_backward, AttentionBackward::Fused) && c.precision == Precision::Fp32 {
+/// asked for where it does not apply (flags of the model's compile for a
+/// GPU when `gpu`).
+fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
+    if gpu && matches!(c.attention_backward, AttentionBackward::Fused) && c.precision == Precision::Fp32 {
         eprintln!(
-            "note: --attention-backward fused takes 16-bit attention heads (--precision bf16 or fp16, head sizes \
-             multiples of 16 up to 128); in fp32 attention's gradient stays GEMMs"
+            "note: --attention-backward fused takes 16-bit attention heads on a GPU (--precision bf16 or fp16, \
+             head sizes multiples of 16 up to 128); in fp32 attention's gradient stays GEMMs there"
         );
     }
     if c.no_shape_padding && c.precision == Precision::Fp32 {
@@ -1160,7 +1164,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
     if d.allow_tf32 && !d.device().is_cuda() {
         return Err("--allow-tf32 is for CUDA devices: on the CPU f32 GEMMs compute in f32".into());
     }
-    check_model_flags(c)?;
+    check_model_flags(c, d.device().is_cuda())?;
     Ok(Options {
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
@@ -1349,9 +1353,10 @@ fn run_compile(
     if source.trim().is_empty() {
         return Err(format!("{name}: the file is empty; a model is an hl module with func.func @loss (and @forward)"));
     }
-    let fused = c.attention_backward.fused().unwrap_or(matches!(target, Target::Cuda));
-    check_model_flags(c)?;
-    let options = TrainOptions { fused_attention_backward: fused, ..train_options(c) };
+    check_model_flags(c, matches!(target, Target::Cuda))?;
+    // The CPU's blocked kernel takes every attention's fused gradient; a
+    // GPU's, 16-bit heads at tensor-core sizes.
+    let options = TrainOptions { fused_attention_any_heads: !matches!(target, Target::Cuda), ..train_options(c) };
     if let Some(out) = &output
         && same_file(&c.model, out)
     {

@@ -3,7 +3,7 @@
 //! than materialised: every target's form (the GPU's tensor-core form for
 //! 16-bit heads is in `flash_backward.rs`).
 
-use crate::codegen::ops::attention::AttentionShape;
+use crate::codegen::ops::attention::{AttentionShape, CPU_KEY_UNROLL, CPU_QUERY_BLOCK, CPU_ROW_GROUP};
 use crate::codegen::prelude::*;
 
 /// Buffers of `ll.attention_backward`, in operand order.
@@ -249,5 +249,322 @@ impl Generator {
         self.finish(k, specs);
         kernels.push((self.last(), rows as u64, (s * (2 * d + 2 * dv + 8)) as u64, all, vec![]));
         kernels
+    }
+}
+
+impl Generator {
+    /// The CPU's attention backward in f32 (the compute type of f32, bf16
+    /// and f16 heads): a work item is one (batch, head), which walks its
+    /// query rows in blocks of [`CPU_QUERY_BLOCK`] as the blocked forward
+    /// does ([`Generator::attention_blocked`]), with dk and dv summed in
+    /// f32 rows on the heap across the blocks and stored once at the end
+    /// (no two work items write the same gradient row). Per block, with
+    /// vectors along its 16 rows: the scores against [`CPU_KEY_UNROLL`]
+    /// keys at a time from the transposed, scaled query tile (masked, key
+    /// major into a tile), their log-sum-exp (the forward's where it kept
+    /// it), then dp = do . v the same way from the transposed grad-output
+    /// tile, p = exp(s - lse) and ds = p (dp - D) with D = rowsum(do * o),
+    /// both kept key-major; dv_j += sum_r p_rj do_r and dk_j += sum_r
+    /// ds_rj q_r for [`CPU_ROW_GROUP`] keys at a time (each row of do and
+    /// q loaded once for the group); dq_r = scale sum_j ds_rj k_j for that
+    /// many rows at a time. The products the GEMM form runs (q k^T, do
+    /// v^T, p^T do, ds^T q, ds k) with no probabilities in memory beyond a
+    /// block's tile, and no softmax or transposes between them. Each
+    /// gradient element sums its terms in one order, so a run repeats its
+    /// bits.
+    pub(crate) fn attention_backward_blocked(&mut self, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        const R: usize = CPU_QUERY_BLOCK;
+        const U: usize = CPU_KEY_UNROLL;
+        const G: usize = CPU_ROW_GROUP;
+        let (l, s_len, d, dv, batch, causal) = (a.l, a.s, a.d, a.dv, a.batch, a.causal);
+        let f32t = DType::F32;
+        let ty = |i: usize| flat_type(&specs[i].0, specs[i].1);
+        let vr = format!("vector<{R}xf32>");
+        let vd = format!("vector<{d}xf32>");
+        let vi = format!("vector<{R}xi32>");
+        let vb1 = format!("vector<{R}xi1>");
+        let kept = specs.len() > LSE;
+        let mut k = Kernel::new();
+        let heap = self.target.heap_scratch();
+        let keys_up = s_len.div_ceil(U) * U;
+        let tile = |k: &mut Kernel, n: usize| (k.scratch(n, f32t, heap), format!("memref<{}xf32>", n.max(1)));
+        // The block's scaled queries and grad-output rows, transposed; its
+        // probabilities and ds key-major; each row's lse and D; dk and dv
+        // of the work item's keys.
+        let (qt, qt_ty) = tile(&mut k, d * R);
+        let (gt, gt_ty) = tile(&mut k, dv * R);
+        let (pt, pt_ty) = tile(&mut k, keys_up * R);
+        let (st, st_ty) = tile(&mut k, keys_up * R);
+        let (stats, stats_ty) = tile(&mut k, 2 * R);
+        let (dk_acc, dk_ty) = tile(&mut k, s_len * d);
+        let (dv_acc, dv_ty) = tile(&mut k, s_len * dv);
+        let blocks = l.div_ceil(R);
+        let (blocks_c, sn, uc, gc, rc, dc, dvc) =
+            (k.index(blocks), k.index(s_len), k.index(U), k.index(G), k.index(R), k.index(d), k.index(dv));
+        let (last_row, last_key) = (k.index(l - 1), k.index(s_len - 1));
+        let scale = k.float(a.scale, f32t);
+        let ninf = k.val(&format!("arith.constant dense<0xFF800000> : {vr}"));
+        let zeros = k.val(&format!("arith.constant dense<0.0> : {vr}"));
+        let zero_d = k.val(&format!("arith.constant dense<0.0> : {vd}"));
+        let lanes: Vec<String> = (0..R).map(|r| r.to_string()).collect();
+        let iota = k.val(&format!("arith.constant dense<[{}]> : {vi}", lanes.join(", ")));
+        let l32 = k.val(&format!("arith.constant {l} : i32"));
+        let lv = k.val(&format!("vector.broadcast {l32} : i32 to {vi}"));
+        let zero = k.float(0.0, f32t);
+        let b = k.open("%begin", "%end");
+        let row0 = k.mad(&b, l, "%c0");
+        let key0 = k.mad(&b, s_len, "%c0");
+        // dk and dv start at zero.
+        let n = k.index(s_len * d);
+        let c = k.open("%c0", &n);
+        k.store(&zero, &dk_acc, &c, &dk_ty);
+        k.close();
+        let n = k.index(s_len * dv);
+        let c = k.open("%c0", &n);
+        k.store(&zero, &dv_acc, &c, &dv_ty);
+        k.close();
+        let blk = k.open("%c0", &blocks_c);
+        let i0 = k.mul(&blk, &rc);
+        // The block's rows (the last one again past the end, masked
+        // below): qt[x][r] = q[x] * scale, gt[y][r] = do[y], D and lse.
+        let r = k.open("%c0", &rc);
+        let i = k.add(&i0, &r);
+        let i = k.val(&format!("arith.minui {i}, {last_row} : index"));
+        let qrow = k.add(&row0, &i);
+        let qbase = k.mad(&qrow, d, "%c0");
+        let x = k.open("%c0", &dc);
+        let qi = k.add(&qbase, &x);
+        let qv = k.load(&format!("%b{Q}"), &qi, &ty(Q));
+        let qs = k.fop("mulf", &qv, &scale, f32t);
+        let at = k.mad(&x, R, &r);
+        k.store(&qs, &qt, &at, &qt_ty);
+        k.close();
+        let obase = k.mad(&qrow, dv, "%c0");
+        let (y, acc, delta) = k.open_reduce("%c0", &dvc, &zero, "f32");
+        let oi = k.add(&obase, &y);
+        let gv = k.load(&format!("%b{DO}"), &oi, &ty(DO));
+        let ov = k.load(&format!("%b{O}"), &oi, &ty(O));
+        let at = k.mad(&y, R, &r);
+        k.store(&gv, &gt, &at, &gt_ty);
+        let prod = k.fop("mulf", &gv, &ov, f32t);
+        let next = k.fop("addf", &acc, &prod, f32t);
+        k.close_with(&next, "f32");
+        let at = k.add(&rc, &r);
+        k.store(&delta, &stats, &at, &stats_ty);
+        if kept {
+            let lse = k.load(&format!("%b{LSE}"), &qrow, &ty(LSE));
+            k.store(&lse, &stats, &r, &stats_ty);
+        }
+        k.close();
+        // Keys any row of the block sees; rows as i32 lanes for the masks.
+        let jn = if causal {
+            let end = k.add(&i0, &rc);
+            k.val(&format!("arith.minui {end}, {sn} : index"))
+        } else {
+            sn.clone()
+        };
+        let i0_32 = k.val(&format!("arith.index_cast {i0} : index to i32"));
+        let i0v = k.val(&format!("vector.broadcast {i0_32} : i32 to {vi}"));
+        let rows_v = k.val(&format!("arith.addi {iota}, {i0v} : {vi}"));
+        let jn_32 = k.val(&format!("arith.index_cast {jn} : index to i32"));
+        let jnv = k.val(&format!("vector.broadcast {jn_32} : i32 to {vi}"));
+        let inside = k.val(&format!("arith.cmpi ult, {rows_v}, {lv} : {vi}"));
+        // Products of U keys with a transposed tile (`qt` or `gt`, n rows),
+        // key rows from `base` in buffer `buf` of row length n: U vectors.
+        let products =
+            |k: &mut Kernel, j: &str, (tile, tile_ty): (&str, &str), (buf, base, n): (usize, &str, usize)| {
+                let krows: Vec<String> = (0..U)
+                    .map(|t| {
+                        let tc = k.index(t);
+                        let jt = k.add(j, &tc);
+                        let jt = k.val(&format!("arith.minui {jt}, {last_key} : index"));
+                        let kr = k.add(&key0, &jt);
+                        k.mad(&kr, n, base)
+                    })
+                    .collect();
+                let nc = k.index(n);
+                let (x, accs, dots) = k.open_reduce_all("%c0", &nc, "%c1", &vec![zeros.clone(); U], &vr);
+                let off = k.mad(&x, R, "%c0");
+                let tx = k.vload(tile, &off, tile_ty, R);
+                let mut next = Vec::new();
+                for (t, acc) in accs.iter().enumerate() {
+                    let ki = k.add(&krows[t], &x);
+                    let kv = k.load(&format!("%b{buf}"), &ki, &ty(buf));
+                    let kvb = k.val(&format!("vector.broadcast {kv} : f32 to {vr}"));
+                    next.push(k.val(&format!("vector.fma {tx}, {kvb}, {acc} : {vr}")));
+                }
+                k.close_with_all(&next, &vr);
+                dots
+            };
+        // Key j + t as i32 lanes, and whether the block's rows see it.
+        let seen = |k: &mut Kernel, jt: &str| {
+            let jt32 = k.val(&format!("arith.index_cast {jt} : index to i32"));
+            let jv = k.val(&format!("vector.broadcast {jt32} : i32 to {vi}"));
+            let mut seen = k.val(&format!("arith.cmpi ult, {jv}, {jnv} : {vi}"));
+            if causal {
+                let before = k.val(&format!("arith.cmpi ule, {jv}, {rows_v} : {vi}"));
+                seen = k.val(&format!("arith.andi {seen}, {before} : {vb1}"));
+            }
+            seen
+        };
+        // 1. Scores (masked to -inf) into pt, and their max per row.
+        let (j, mx, m) = k.open_reduce_all("%c0", &jn, &uc, std::slice::from_ref(&ninf), &vr);
+        let dots = products(&mut k, &j, (&qt, &qt_ty), (K, "%c0", d));
+        let mut m_now = mx[0].clone();
+        for (t, dot) in dots.iter().enumerate() {
+            let tc = k.index(t);
+            let jt = k.add(&j, &tc);
+            let sv = seen(&mut k, &jt);
+            let sv = k.val(&format!("arith.select {sv}, {dot}, {ninf} : {vb1}, {vr}"));
+            let at = k.mad(&jt, R, "%c0");
+            k.vstore(&sv, &pt, &at, &pt_ty, R);
+            m_now = k.val(&format!("llvm.intr.maxnum({m_now}, {sv}) : ({vr}, {vr}) -> {vr}"));
+        }
+        k.close_with_all(&[m_now], &vr);
+        // Each row's log-sum-exp: the forward's, or from the scores.
+        let lse = if kept {
+            k.vload(&stats, "%c0", &stats_ty, R)
+        } else {
+            let m = &m[0];
+            let (j, acc, sum) = k.open_reduce("%c0", &jn, &zeros, &vr);
+            let at = k.mad(&j, R, "%c0");
+            let sv = k.vload(&pt, &at, &pt_ty, R);
+            let dd = k.val(&format!("arith.subf {sv}, {m} : {vr}"));
+            let e = k.val(&format!("math.exp {dd} : {vr}"));
+            let total = k.val(&format!("arith.addf {acc}, {e} : {vr}"));
+            k.close_with(&total, &vr);
+            let lz = k.val(&format!("math.log {sum} : {vr}"));
+            k.val(&format!("arith.addf {m}, {lz} : {vr}"))
+        };
+        let delta = k.vload(&stats, &rc, &stats_ty, R);
+        // 2. p = exp(s - lse) (zero on rows past the end) into pt, and
+        // ds = p (dp - D) into st, dp = do . v.
+        let j = k.open_step("%c0", &jn, &uc);
+        let dps = products(&mut k, &j, (&gt, &gt_ty), (V, "%c0", dv));
+        for (t, dp) in dps.iter().enumerate() {
+            let tc = k.index(t);
+            let jt = k.add(&j, &tc);
+            let at = k.mad(&jt, R, "%c0");
+            let sv = k.vload(&pt, &at, &pt_ty, R);
+            let dd = k.val(&format!("arith.subf {sv}, {lse} : {vr}"));
+            let e = k.val(&format!("math.exp {dd} : {vr}"));
+            let p = k.val(&format!("arith.select {inside}, {e}, {zeros} : {vb1}, {vr}"));
+            let diff = k.val(&format!("arith.subf {dp}, {delta} : {vr}"));
+            let ds = k.val(&format!("arith.mulf {p}, {diff} : {vr}"));
+            k.vstore(&p, &pt, &at, &pt_ty, R);
+            k.vstore(&ds, &st, &at, &st_ty, R);
+        }
+        k.close();
+        // 3. acc_j += sum_r w_rj x_r for keys [j0, j1) by `step` (G keys
+        // sharing each row load, or one): dv from (pt, do), dk from (st, q).
+        let rows: Vec<String> = (0..R)
+            .map(|r| {
+                let rc_ = k.index(r);
+                let i = k.add(&i0, &rc_);
+                let i = k.val(&format!("arith.minui {i}, {last_row} : index"));
+                k.add(&row0, &i)
+            })
+            .collect();
+        let accumulate = |k: &mut Kernel,
+                          (j0, j1, group): (&str, &str, usize),
+                          w: (&str, &str),
+                          x: usize,
+                          (acc, acc_ty): (&str, &str),
+                          n: usize| {
+            let vn = format!("vector<{n}xf32>");
+            let step = k.index(group);
+            let j = k.open_step(j0, j1, &step);
+            let ats: Vec<String> = (0..group)
+                .map(|t| {
+                    let tc = k.index(t);
+                    let jt = k.add(&j, &tc);
+                    k.mad(&jt, n, "%c0")
+                })
+                .collect();
+            let mut accs: Vec<String> = ats.iter().map(|at| k.vload(acc, at, acc_ty, n)).collect();
+            for (r, row) in rows.iter().enumerate() {
+                let xb = k.mad(row, n, "%c0");
+                let xv = k.vload(&format!("%b{x}"), &xb, &ty(x), n);
+                for (t, a_) in accs.iter_mut().enumerate() {
+                    let tc = k.index(t);
+                    let jt = k.add(&j, &tc);
+                    let rcst = k.index(r);
+                    let wi = k.mad(&jt, R, &rcst);
+                    let wv = k.load(w.0, &wi, w.1);
+                    let wb = k.val(&format!("vector.broadcast {wv} : f32 to {vn}"));
+                    *a_ = k.val(&format!("vector.fma {wb}, {xv}, {a_} : {vn}"));
+                }
+            }
+            for (at, a_) in ats.iter().zip(&accs) {
+                k.vstore(a_, acc, at, acc_ty, n);
+            }
+            k.close();
+        };
+        let gc_full = {
+            let q = k.val(&format!("arith.divui {jn}, {gc} : index"));
+            k.mul(&q, &gc)
+        };
+        for (w, x, acc, n) in [((&pt, &pt_ty), DO, (&dv_acc, &dv_ty), dv), ((&st, &st_ty), Q, (&dk_acc, &dk_ty), d)] {
+            accumulate(&mut k, ("%c0", &gc_full, G), (w.0, w.1), x, (acc.0, acc.1), n);
+            accumulate(&mut k, (&gc_full, &jn, 1), (w.0, w.1), x, (acc.0, acc.1), n);
+        }
+        // 4. dq_r = scale sum_j ds_rj k_j, G rows at a time; causal, the
+        // group's keys run to its last row's (later ones have ds = 0).
+        let rg = k.open_step("%c0", &rc, &gc);
+        let seen_g = if causal {
+            let end = k.add(&i0, &rg);
+            let end = k.add(&end, &gc);
+            k.val(&format!("arith.minui {end}, {jn} : index"))
+        } else {
+            jn.clone()
+        };
+        let (j, accs, outs) = k.open_reduce_all("%c0", &seen_g, "%c1", &vec![zero_d.clone(); G], &vd);
+        let kr = k.add(&key0, &j);
+        let kb = k.mad(&kr, d, "%c0");
+        let kv = k.vload(&format!("%b{K}"), &kb, &ty(K), d);
+        let sbase = k.mad(&j, R, &rg);
+        let mut next = Vec::new();
+        for (t, acc) in accs.iter().enumerate() {
+            let tc = k.index(t);
+            let at = k.add(&sbase, &tc);
+            let ds = k.load(&st, &at, &st_ty);
+            let db = k.val(&format!("vector.broadcast {ds} : f32 to {vd}"));
+            next.push(k.val(&format!("vector.fma {db}, {kv}, {acc} : {vd}")));
+        }
+        k.close_with_all(&next, &vd);
+        let lc = k.index(l);
+        let scale_d = k.val(&format!("vector.broadcast {scale} : f32 to {vd}"));
+        for (t, o) in outs.iter().enumerate() {
+            let tc = k.index(t);
+            let r = k.add(&rg, &tc);
+            let i = k.add(&i0, &r);
+            let inside = k.val(&format!("arith.cmpi ult, {i}, {lc} : index"));
+            k.line(&format!("scf.if {inside} {{"));
+            k.depth += 1;
+            let dq = k.val(&format!("arith.mulf {o}, {scale_d} : {vd}"));
+            let w_row = k.add(&row0, &i);
+            let at = k.mad(&w_row, d, "%c0");
+            k.vstore(&dq, &format!("%b{DQ}"), &at, &ty(DQ), d);
+            k.close();
+        }
+        k.close();
+        k.close();
+        // dk = scale * its sum, dv as summed, a row per key.
+        let scale_d = k.val(&format!("vector.broadcast {scale} : f32 to {vd}"));
+        let j = k.open("%c0", &sn);
+        let at = k.mad(&j, d, "%c0");
+        let v = k.vload(&dk_acc, &at, &dk_ty, d);
+        let v = k.val(&format!("arith.mulf {v}, {scale_d} : {vd}"));
+        let kr = k.add(&key0, &j);
+        let out = k.mad(&kr, d, "%c0");
+        k.vstore(&v, &format!("%b{DK}"), &out, &ty(DK), d);
+        let at = k.mad(&j, dv, "%c0");
+        let v = k.vload(&dv_acc, &at, &dv_ty, dv);
+        let out = k.mad(&kr, dv, "%c0");
+        k.vstore(&v, &format!("%b{DV}"), &out, &ty(DV), dv);
+        k.close();
+        k.close();
+        let products_per_key = 2 * (d + dv) + 2 * (d + dv) + 8;
+        self.one(k, specs, batch, l * s_len * products_per_key)
     }
 }

@@ -101,6 +101,11 @@ impl TargetInfo for CpuTarget {
         if a.t == DType::F32 { g.attention_blocked(a, specs) } else { g.attention_rows(a, specs) }
     }
 
+    fn attention_backward(&self, g: &mut Generator, a: &AttentionShape, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        // Blocks of query rows in f32, as the forward; f64 keeps the rows.
+        if a.t == DType::F32 { g.attention_backward_blocked(a, specs) } else { g.attention_backward_rows(a, specs) }
+    }
+
     fn norm_backward(&self, g: &mut Generator, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         g.norm_backward_chunked(op, specs)
     }

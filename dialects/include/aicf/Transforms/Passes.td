@@ -91,8 +91,13 @@ def HLAutodiff : Pass<"hl-autodiff", "::mlir::ModuleOp"> {
            "Also return the gradient of every floating-point argument">,
     Option<"fusedAttentionBackward", "fused-attention-backward", "bool", /*default=*/"false",
            "Attention's gradient as one hl.attention_backward where its "
-           "heads are f16/bf16 of multiples of 16 up to 128 (else GEMMs "
-           "over the materialised probabilities, the CPU's faster form)">,
+           "heads are f16/bf16 of multiples of 16 up to 128, the GPU's "
+           "tensor-core kernels (else GEMMs over the materialised "
+           "probabilities)">,
+    Option<"fusedAttentionAnyHeads", "fused-attention-any-heads", "bool", /*default=*/"false",
+           "With fused-attention-backward, every attention's gradient is "
+           "one hl.attention_backward, whatever its heads (the CPU's "
+           "blocked kernel takes them all)">,
   ];
 }
 
@@ -304,6 +309,8 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
            "its gradients are summed, for gradient accumulation">,
     Option<"fusedAttentionBackward", "fused-attention-backward", "bool", /*default=*/"false",
            "Attention's gradient as one hl.attention_backward (as hl-autodiff's)">,
+    Option<"fusedAttentionAnyHeads", "fused-attention-any-heads", "bool", /*default=*/"false",
+           "With fused-attention-backward, for every attention (as hl-autodiff's)">,
   ];
 }
 
