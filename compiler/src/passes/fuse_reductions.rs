@@ -56,10 +56,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassR
 pub fn fuse_reductions(module: MlirOperation) -> Result<usize, Failure> {
     let fused = fuse_pairs(module)?;
     for (_, block) in ir::functions(module) {
-        for op in ops_of(block) {
-            if op_name(op) == "hl.softmax_cross_entropy" {
-                absorb_casts(block, op)?;
-            }
+        // Listed first: absorbing erases ops after each one (the casts and
+        // slices), whose handles a walk of the block's list would read.
+        let losses: Vec<MlirOperation> =
+            ops_of(block).into_iter().filter(|&op| op_name(op) == "hl.softmax_cross_entropy").collect();
+        for op in losses {
+            absorb_casts(block, op)?;
         }
     }
     Ok(fused)
