@@ -43,6 +43,24 @@ func.func @loss_used_early(%logits: tensor<8x5xf32>, %y: tensor<8xi32>) -> tenso
 
 // -----
 
+// fp16's loss scaling: the loss is scaled by the state the backward reads
+// as its upstream gradient, before the backward. The fused op goes right
+// after the scale's read, before that use.
+// CHECK-LABEL: func.func @scaled_loss
+func.func @scaled_loss(%logits: tensor<8x5xf32>, %y: tensor<8xi32>, %s: tensor<f32>) -> (tensor<f32>, tensor<8x5xf32>) {
+  // CHECK-NEXT: %[[G:.*]] = hl.exp
+  // CHECK-NEXT: %[[LOSS:.*]], %[[GRAD:.*]] = hl.softmax_cross_entropy %{{.*}}, %{{.*}}, %[[G]] : tensor<8x5xf32>, tensor<8xi32>, tensor<f32> -> tensor<f32>
+  // CHECK-NEXT: %[[SCALED:.*]] = hl.mul %[[LOSS]], %[[G]]
+  // CHECK-NEXT: return %[[SCALED]], %[[GRAD]]
+  %l = hl.cross_entropy %logits, %y : tensor<8x5xf32>, tensor<8xi32>
+  %g = hl.exp %s : tensor<f32>
+  %scaled = hl.mul %l, %g : tensor<f32>, tensor<f32>
+  %d = hl.cross_entropy_backward %logits, %y, %g : tensor<8x5xf32>, tensor<8xi32>, tensor<f32>
+  return %scaled, %d : tensor<f32>, tensor<8x5xf32>
+}
+
+// -----
+
 // Autocast's casts around the fused op (bf16 logits widened to f32, the
 // gradient narrowed back) fold into it: it reads the bf16 logits, keeps
 // the f32 loss and writes the bf16 gradient.

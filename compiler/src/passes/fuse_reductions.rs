@@ -5,9 +5,12 @@
 //!
 //! Algorithm, per function: for every `hl.cross_entropy_backward`, find an
 //! `hl.cross_entropy` of the same operands and attributes. The fused op
-//! takes the backward's place (its upstream gradient is defined there), so
+//! goes right after the later of the forward and the producer of the
+//! backward's upstream gradient (where all its operands are defined), so
 //! it is fused only when every use of the forward loss comes after that
-//! place.
+//! place. (fp16's loss scaling multiplies the loss by the scale the
+//! backward reads, before the backward: placed at the backward, that pair
+//! stayed apart, two passes over the logits.)
 //!
 //! Then the fused op absorbs what mixed precision and shape padding put
 //! around it. Under autocast its logits are a cast of 16-bit logits to f32
@@ -193,17 +196,22 @@ fn fuse_pairs(module: MlirOperation) -> Result<usize, Failure> {
             let Some(&forward) = ops[..bi].iter().find(|&&f| !erased.contains(&(f.ptr as usize)) && same(f)) else {
                 continue;
             };
-            // Every use of the loss must come after the backward's place.
-            let loss = unsafe { mlirOperationGetResult(forward, 0) };
-            let mut use_ = unsafe { mlirValueGetFirstUse(loss) };
-            let mut movable = true;
-            while !use_.ptr.is_null() {
-                if position(unsafe { mlirOpOperandGetOwner(use_) }) < bi {
-                    movable = false;
-                }
-                use_ = unsafe { mlirOpOperandGetNextUse(use_) };
+            // The fused op goes right after the later of the forward and
+            // the producer of the backward's upstream gradient (its last
+            // operand to be defined), and every use of the loss must come
+            // after that place. Under fp16's loss scaling the loss is
+            // scaled before the backward, by the scale the backward reads.
+            let g = operand(backward, 2);
+            let at = match ir::producer(g) {
+                Some(p) => position(p),
+                None => 0,
             }
-            if !movable {
+            .max(position(forward));
+            if at >= bi {
+                continue;
+            }
+            let loss = unsafe { mlirOperationGetResult(forward, 0) };
+            if ir::users(loss).iter().any(|&u| position(u) <= at) {
                 continue;
             }
             let operands = [operand(backward, 0), operand(backward, 1), operand(backward, 2)];
@@ -223,7 +231,7 @@ fn fuse_pairs(module: MlirOperation) -> Result<usize, Failure> {
             };
             let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("internal error: {e:?}")))?;
             unsafe {
-                mlirBlockInsertOwnedOperationBefore(block, backward, op);
+                mlirBlockInsertOwnedOperationAfter(block, ops[at], op);
                 mlirValueReplaceAllUsesOfWith(loss, mlirOperationGetResult(op, 0));
                 mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(backward, 0), mlirOperationGetResult(op, 1));
                 mlirOperationDestroy(backward);

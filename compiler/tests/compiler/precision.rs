@@ -141,7 +141,8 @@ fn padded_bf16_contractions_train_as_the_unpadded_model() {
 
 /// The train pipeline pads a large bf16 head (256 x 1001 x 768, over the
 /// default 2^27 multiply-adds) to 1008 outputs by default, and leaves it
-/// with `shape_padding: false` (`--no-shape-padding`); fp32 never pads.
+/// with `shape_padding: false` (`--no-shape-padding`); fp32 never pads;
+/// in bf16 and fp16 the loss reads the padded logits.
 #[test]
 fn the_train_pipeline_pads_large_bf16_heads_unless_told_not_to() {
     use aicf_compiler::pipeline::TrainOptions;
@@ -166,6 +167,20 @@ fn the_train_pipeline_pads_large_bf16_heads_unless_told_not_to() {
     assert!(padded(&planned(Precision::Bf16, true)), "the bf16 head is not padded to 1008");
     assert!(!padded(&planned(Precision::Bf16, false)), "padded with shape_padding false");
     assert!(!planned(Precision::Fp32, true).contains("1008"), "an fp32 head was padded");
+    // In both 16-bit precisions (fp16's loss scaled by the state its
+    // backward reads, before the backward) the train step's loss is one
+    // kernel over the padded 16-bit logits.
+    for (precision, t) in [(Precision::Bf16, "bf16"), (Precision::Fp16, "f16")] {
+        let text = planned(precision, true);
+        let step = text.split("func.func @train_step").nth(1).unwrap();
+        let losses: Vec<&str> = step.lines().filter(|l| l.contains("ll.softmax_cross_entropy")).collect();
+        assert_eq!(losses.len(), 1, "{t}: {losses:#?}");
+        assert!(
+            losses[0].contains("classes = 1001") && losses[0].contains(&format!("memref<256x1008x{t}>")),
+            "{t}: {}",
+            losses[0]
+        );
+    }
 }
 
 /// The CNN's convolutions, pooling and their gradients in bf16.

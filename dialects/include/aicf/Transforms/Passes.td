@@ -171,10 +171,13 @@ def HLFuseReductions : Pass<"hl-fuse-reductions", "::mlir::ModuleOp"> {
     A cross-entropy and the cross-entropy backward of the same logits,
     labels and attributes become one `hl.softmax_cross_entropy` (loss and
     gradient from one softmax per row: one kernel instead of two passes
-    over the logits). The fused op takes the backward's place, where its
-    upstream gradient is defined, so the pair is left alone when the loss
-    is used before that place (fusing would need the loss earlier than it
-    can be computed).
+    over the logits). The fused op goes right after the later of the
+    forward and the definition of the backward's upstream gradient, so the
+    pair is left alone when the loss is used before that place (fusing
+    would need the loss earlier than it can be computed). Then the fused
+    op absorbs autocast's casts around it (16-bit logits read directly,
+    the loss and upstream gradient kept f32) and a padded head's slice and
+    zero-padding (`classes = N`).
 
     Before:
     ```mlir
