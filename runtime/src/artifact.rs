@@ -144,37 +144,55 @@ mod non_finite {
 
     #[derive(Serialize, Deserialize)]
     #[serde(untagged)]
-    enum Value {
+    pub(super) enum Value {
         Number(f64),
         Text(String),
     }
 
-    pub fn serialize<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
-        let out: Vec<Value> = values
-            .iter()
-            .map(|&v| match v {
+    impl Value {
+        pub(super) fn of(v: f64) -> Value {
+            match v {
                 v if v.is_finite() => Value::Number(v),
                 v if v.is_nan() => Value::Text("nan".into()),
                 v if v > 0.0 => Value::Text("inf".into()),
                 _ => Value::Text("-inf".into()),
-            })
-            .collect();
-        out.serialize(s)
-    }
+            }
+        }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-        let raw = Vec::<Value>::deserialize(d)?;
-        raw.into_iter()
-            .map(|v| match v {
+        pub(super) fn number(self) -> Result<f64, String> {
+            match self {
                 Value::Number(x) => Ok(x),
                 Value::Text(t) => match t.as_str() {
                     "inf" => Ok(f64::INFINITY),
                     "-inf" => Ok(f64::NEG_INFINITY),
                     "nan" => Ok(f64::NAN),
-                    other => Err(serde::de::Error::custom(format!("'{other}' is not a number"))),
+                    other => Err(format!("'{other}' is not a number")),
                 },
-            })
-            .collect()
+            }
+        }
+    }
+
+    pub fn serialize<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        values.iter().map(|&v| Value::of(v)).collect::<Vec<_>>().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        let raw = Vec::<Value>::deserialize(d)?;
+        raw.into_iter().map(|v| v.number().map_err(serde::de::Error::custom)).collect()
+    }
+}
+
+/// One number that may be infinite or NaN, as [`non_finite`] writes each.
+mod non_finite_scalar {
+    use super::non_finite::Value;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
+        Value::of(*value).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Value::deserialize(d)?.number().map_err(serde::de::Error::custom)
     }
 }
 
@@ -322,6 +340,10 @@ pub struct LibraryGemm {
     pub b_strides: [usize; 2],
     pub a_batch: usize,
     pub b_batch: usize,
+    /// Infinite or NaN where the model scales a product by such a constant
+    /// (written as `"inf"`, `"-inf"`, `"nan"`: JSON has no such numbers,
+    /// and `null` made the artifact unloadable).
+    #[serde(with = "non_finite_scalar")]
     pub alpha: f64,
     /// Operand positions of A, B and the output.
     pub a: usize,
@@ -593,5 +615,21 @@ mod tests {
         assert_eq!(back.values[..3], c.values[..3]);
         assert!(back.values[3].is_nan());
         assert!(serde_json::from_str::<Constant>(r#"{"shape":[1],"dtype":"f32","values":["big"]}"#).is_err());
+    }
+
+    /// A library GEMM's alpha may be infinite or NaN (a model scaling a
+    /// product by such a constant): it round-trips, where `null` made the
+    /// artifact unloadable; a finite one stays a JSON number.
+    #[test]
+    fn non_finite_alpha_round_trips() {
+        for alpha in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.5] {
+            let g = super::LibraryGemm { alpha, ..super::LibraryGemm::contiguous(1, (2, 3, 4), false, false) };
+            let text = serde_json::to_string(&g).unwrap();
+            assert!(!text.contains("\"alpha\":null"), "{text}");
+            let back: super::LibraryGemm = serde_json::from_str(&text).unwrap();
+            assert!(back.alpha == alpha || (alpha.is_nan() && back.alpha.is_nan()), "{alpha}: {text}");
+        }
+        let g = super::LibraryGemm::contiguous(1, (2, 3, 4), false, false);
+        assert!(serde_json::to_string(&g).unwrap().contains("\"alpha\":1.0"));
     }
 }
