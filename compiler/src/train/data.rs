@@ -76,6 +76,10 @@ pub struct Signature {
     pub inputs: Vec<Input>,
     /// `@forward`'s first result (the logits), when there is a `@forward`.
     pub output: Option<(Vec<usize>, DType)>,
+    /// The label `@loss`'s cross-entropy leaves out (`ignore_index` of an
+    /// `hl.cross_entropy` reading a target argument as its labels): data
+    /// may hold it besides the classes, and evaluation skips its rows.
+    pub ignore_index: Option<i64>,
 }
 
 impl Signature {
@@ -87,6 +91,7 @@ impl Signature {
         let raw = module.as_operation().to_raw();
         let mut loss = None;
         let mut forward = None;
+        let mut ignore_index = None;
         for (func, block) in ir::functions(raw) {
             // Lowered IR (memref arguments) is no model to train: its
             // tensors' shapes would read as nothing.
@@ -106,7 +111,14 @@ impl Signature {
                 })
                 .collect();
             match ir::string_attr(func, "sym_name").as_deref() {
-                Some("loss") => loss = Some(args),
+                Some("loss") => {
+                    loss = Some(args);
+                    ignore_index = ir::ops_of(block)
+                        .into_iter()
+                        .filter(|&o| ir::op_name(o) == "hl.cross_entropy")
+                        .filter(|&o| ir::producer(ir::operands(o)[1]).is_none())
+                        .find_map(|o| ir::int_attr(o, "ignore_index"));
+                }
                 Some("forward") => {
                     let results = ir::ops_of(block)
                         .into_iter()
@@ -158,7 +170,7 @@ impl Signature {
                 Input { shape: shape.clone(), dtype: *dtype, role }
             })
             .collect();
-        Ok(Signature { inputs, output: forward.and_then(|f| f.1) })
+        Ok(Signature { inputs, output: forward.and_then(|f| f.1), ignore_index })
     }
 
     /// The batch size: the first input's leading dimension.
@@ -183,6 +195,11 @@ impl Signature {
 
     /// Whether the targets are class indices of the output (so accuracy
     /// and a cross-entropy of `@forward`'s logits mean something).
+    /// Whether a classifier's label `v` counts (is not the ignored one).
+    pub fn counts_label(&self, v: f64) -> bool {
+        self.ignore_index.is_none_or(|i| v != i as f64)
+    }
+
     pub fn classifies(&self) -> bool {
         let Some((out, _)) = &self.output else { return false };
         let targets: Vec<&Input> = self.inputs.iter().filter(|i| i.role == Role::Target).collect();
@@ -842,12 +859,13 @@ fn widest_row(bytes: &[u8]) -> (usize, usize) {
 }
 
 /// A table's rows: features, labels, features per row and each row's line.
-/// `expect`: the cells a row must have where a model says so, checked on
-/// the widest row before any is parsed (a 2 MB gzip of one row of 500
-/// million cells grew past 24 GB before the width check).
+/// `class_labels`: labels are class indices (or the loss's ignored label,
+/// `Some(Some(i))`). `expect`: the cells a row must have where a model says
+/// so, checked on the widest row before any is parsed (a 2 MB gzip of one
+/// row of 500 million cells grew past 24 GB before the width check).
 fn parse_table(
     path: &Path,
-    class_labels: bool,
+    class_labels: Option<Option<i64>>,
     expect: Option<(usize, &dyn Fn(usize) -> String)>,
 ) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>)> {
     let name = path.display().to_string();
@@ -935,7 +953,8 @@ fn parse_table(
             _ => {}
         }
         // An integer target is a class; a float one a regression target.
-        if class_labels && (label.fract() != 0.0 || label < 0.0) {
+        let ignored = class_labels.flatten().is_some_and(|i| label == i as f64);
+        if class_labels.is_some() && !ignored && (label.fract() != 0.0 || label < 0.0) {
             return Err(at(format!("the label {label} is not a class index")));
         }
         features.extend_from_slice(row);
@@ -1006,7 +1025,7 @@ pub fn peek(path: &Path) -> Result<Peek> {
     if !(lower.ends_with(".csv") || lower.ends_with(".csv.gz")) {
         return Err(bad(format!("{name}: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)")));
     }
-    let (_, labels, width, lines) = parse_table(path, false, None)?;
+    let (_, labels, width, lines) = parse_table(path, None, None)?;
     if labels.is_empty() {
         return Err(bad(format!("{name}: no rows")));
     }
@@ -1050,7 +1069,8 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
             x.describe()
         )
     };
-    let (mut features, labels, width, lines) = parse_table(path, is_int(y.dtype), Some((per + 1, &refusal)))?;
+    let (mut features, labels, width, lines) =
+        parse_table(path, is_int(y.dtype).then_some(sig.ignore_index), Some((per + 1, &refusal)))?;
     let rows = labels.len();
     if rows == 0 {
         return Err(bad(format!("{name}: no rows")));
@@ -1060,13 +1080,7 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     }
     // A table's row is named by its line.
     if let Some(row) = bad_label(&labels, sig) {
-        return Err(bad(format!(
-            "{name}:{}: the label {} is not a class of the model's {} (0 to {})",
-            lines[row],
-            labels[row],
-            sig.classes().unwrap_or(0),
-            sig.classes().unwrap_or(1).saturating_sub(1)
-        )));
+        return Err(bad(format!("{name}:{}: the label {} {}", lines[row], labels[row], no_class(sig))));
     }
     let (train, held) = split_rows(rows, options.seed, options.val_split);
     if train.is_empty() {
@@ -1149,21 +1163,27 @@ fn given_scale(name: &str, scale: f64) -> Result<f64> {
 /// Labels must index the model's classes.
 fn check_labels(name: &str, labels: &[f64], sig: &Signature) -> Result<()> {
     if let Some(row) = bad_label(labels, sig) {
-        let classes = sig.classes().unwrap_or(0);
         return Err(bad(format!(
-            "{name}: example {row} (counting from 0): the label {} is not a class of the model's {classes} (0 to {})",
+            "{name}: example {row} (counting from 0): the label {} {}",
             labels[row],
-            classes.saturating_sub(1)
+            no_class(sig)
         )));
     }
     Ok(())
 }
 
-/// The first example whose label is no class of the model's, where it
-/// classifies.
+/// "is not a class of the model's N (0 to N-1[, nor its ignore_index I])".
+fn no_class(sig: &Signature) -> String {
+    let classes = sig.classes().unwrap_or(0);
+    let ignored = sig.ignore_index.map_or(String::new(), |i| format!(", nor its ignore_index {i}"));
+    format!("is not a class of the model's {classes} (0 to {}{ignored})", classes.saturating_sub(1))
+}
+
+/// The first example whose label is no class of the model's (nor its
+/// ignore_index), where it classifies.
 fn bad_label(labels: &[f64], sig: &Signature) -> Option<usize> {
     let classes = sig.classifies().then(|| sig.classes()).flatten()?;
-    labels.iter().position(|v| *v < 0.0 || *v >= classes as f64)
+    labels.iter().position(|&v| sig.counts_label(v) && (v < 0.0 || v >= classes as f64))
 }
 
 fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
@@ -1778,14 +1798,20 @@ impl Dataset {
                 // features times the classes) is large: the probe is to be
                 // cheap (about a second), whatever the shape of the data.
                 let most = probe_examples(per, classes.unwrap_or(1));
-                let train: Vec<usize> = r.train.iter().copied().take(most).collect();
-                let held: Vec<usize> =
-                    if r.held.is_empty() { train.clone() } else { r.held.iter().copied().take(most).collect() };
+                // Examples labelled with the loss's ignore_index count for
+                // nothing (a classifier's only).
+                let counts_in = |e: &usize| classes.is_none() || sig.counts_label(y.values[*e]);
+                let train: Vec<usize> = r.train.iter().copied().filter(counts_in).take(most).collect();
+                let held: Vec<usize> = if r.held.is_empty() {
+                    train.clone()
+                } else {
+                    r.held.iter().copied().filter(counts_in).take(most).collect()
+                };
                 match classes {
                     Some(c) => {
                         let mut counts = vec![0f64; c];
-                        for &e in &r.train {
-                            counts[(y.values[e] as usize).min(c - 1)] += 1.0;
+                        for e in r.train.iter().filter(|e| counts_in(e)) {
+                            counts[(y.values[*e] as usize).min(c - 1)] += 1.0;
                         }
                         let total: f64 = counts.iter().sum::<f64>().max(1.0);
                         // max(0): one class gives -0, printed "-0.000".

@@ -210,7 +210,9 @@ pub fn evaluate_checkpoint(
         let classes = logits.shape.last().copied().unwrap_or(1).max(1);
         // Targets per example (a window's tokens): the filled ones' left out.
         let counted = labels.values.len() / ids.len() * chunk.len();
-        for (row, &label) in logits.values.chunks(classes).zip(&labels.values).take(counted) {
+        // A label the loss ignores counts for nothing.
+        let rows = logits.values.chunks(classes).zip(&labels.values).take(counted);
+        for (row, &label) in rows.filter(|(_, l)| sig.counts_label(**l)) {
             let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
             correct += (best as f64 == label) as usize;
             targets += 1;

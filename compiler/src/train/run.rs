@@ -2217,7 +2217,8 @@ impl<'a> Loop<'a> {
                 bad_logits += usize::from(!finite);
                 let classes = logits.shape.last().copied().unwrap_or(1).max(1);
                 let rows = logits.values.chunks(classes).zip(&labels.values).take_while(|_| finite);
-                for (row, &label) in rows {
+                // A label the loss ignores counts for nothing.
+                for (row, &label) in rows.filter(|(_, l)| self.sig.counts_label(**l)) {
                     let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
                     correct += (best as f64 == label) as usize;
                     targets += 1;

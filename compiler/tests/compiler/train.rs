@@ -927,3 +927,46 @@ fn fingerprints_see_structure_not_names() {
     let lm = fingerprint(lm, "lm", 1e6).unwrap();
     assert_eq!((lm.kind.as_str(), lm.structure.as_str()), ("transformer", "lm 2x64"));
 }
+
+/// A classifier whose loss ignores a label (`ignore_index = -1`, as
+/// PyTorch's): data may hold that label besides the classes, and the
+/// held-out accuracy counts only the other rows; a label that is neither
+/// is still refused, naming both. (The loader refused every -1.)
+#[test]
+fn data_may_hold_the_label_the_loss_ignores() {
+    let dir = scratch("ignore-index");
+    let source = std::fs::read_to_string(example("mlp/digits_mlp.mlir")).unwrap();
+    let ignoring =
+        source.replace("hl.cross_entropy %logits, %labels :", "hl.cross_entropy %logits, %labels ignore_index = -1 :");
+    assert_ne!(source, ignoring);
+    let model = dir.join("ignoring.mlir");
+    std::fs::write(&model, &ignoring).unwrap();
+    let sig = Signature::of_source(&ignoring, "ignoring.mlir").unwrap();
+    assert_eq!(sig.ignore_index, Some(-1));
+    // Class c lights features 6c..6c+6; every fourth row is unlabelled
+    // (-1) and lights none of them.
+    let rows = 640;
+    let label = |r: usize| if r % 4 == 3 { -1.0 } else { (r % 10) as f64 };
+    let mut csv = String::new();
+    for r in 0..rows {
+        let l = label(r);
+        let cells: Vec<String> = (0..64)
+            .map(|c| if l >= 0.0 && c / 6 == l as usize { "4".into() } else { format!("{}", (r * 7 + c) % 2) })
+            .collect();
+        csv.push_str(&format!("{},{l}\n", cells.join(",")));
+    }
+    let data = dir.join("partly-labelled.csv");
+    std::fs::write(&data, &csv).unwrap();
+    let options = Options { device: Device::Cpu { threads: 2 }, ..Options::default() };
+    let run = RunOptions { epochs: 12, lr: 1e-2, out: dir.join("run"), ..RunOptions::default() };
+    let result = run::fit(&model, &options, std::slice::from_ref(&data), &run, &mut Quiet).unwrap();
+    let last = result.records.last().unwrap();
+    // Counting the unlabelled quarter as misses would cap it at 0.75.
+    assert!(last.val_accuracy > 0.9, "{last:?}");
+    assert!(last.val_loss.is_finite(), "{last:?}");
+
+    let bad = dir.join("eleven.csv");
+    std::fs::write(&bad, csv.replacen(",-1\n", ",11\n", 1)).unwrap();
+    let e = Dataset::load(std::slice::from_ref(&bad), &sig, &DataOptions::default()).err().unwrap().to_string();
+    assert!(e.contains("the label 11 is not a class of the model's 10 (0 to 9, nor its ignore_index -1)"), "{e}");
+}
