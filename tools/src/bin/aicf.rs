@@ -153,10 +153,11 @@ struct ModelArgs {
     #[arg(long)]
     no_shape_padding: bool,
     /// Attention's gradient: one fused op (FlashAttention-2's backward,
-    /// the probabilities never materialised) where the GPU's tensor cores
-    /// take the heads (--precision bf16/fp16, head sizes multiples of 16
-    /// up to 128), or GEMMs over the probabilities; auto: fused on a GPU,
-    /// GEMMs on the CPU (whose GEMMs are faster there)
+    /// the probabilities recomputed, never materialised; each attention's
+    /// output and log-sum-exp kept from the forward) on the CPU for every
+    /// attention and on a GPU where its tensor cores take the heads
+    /// (--precision bf16/fp16, head sizes multiples of 16 up to 128), or
+    /// GEMMs over the probabilities (gemm); auto: fused
     #[arg(long, value_enum, default_value = "auto")]
     attention_backward: AttentionBackward,
     /// Data parallel: compile the step that sums the replicas' gradients,
