@@ -139,21 +139,8 @@ fn absorb_casts(block: MlirBlock, fused: MlirOperation) -> Result<(), Failure> {
         None => (narrow, result(down, 0)),
     };
     let operands = unsafe { [input, mlirOperationGetOperand(fused, 1), mlirOperationGetOperand(fused, 2)] };
-    let mut attrs: Vec<(&str, String)> =
-        ["reduction", "ignore_index"].iter().filter(|k| has(fused, k)).map(|&k| (k, attr_text(fused, k))).collect();
-    if padded.is_some() {
-        attrs.push(("classes", format!("{classes} : i64")));
-    }
     let types = unsafe { [mlirValueGetType(result(fused, 0)), mlirValueGetType(input)] };
-    let loc = op_loc(fused);
-    let ctx = unsafe { mlirOperationGetContext(fused) };
-    let spec = OpSpec {
-        operands: &operands,
-        attributes: &attrs,
-        results: Some(&types),
-        ..OpSpec::new("hl.softmax_cross_entropy")
-    };
-    let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("internal error: {e:?}")))?;
+    let op = fused_loss(fused, &operands, &types, padded.is_some().then_some(classes))?;
     unsafe {
         mlirBlockInsertOwnedOperationBefore(block, fused, op);
         mlirValueReplaceAllUsesOfWith(result(fused, 0), result(op, 0));
@@ -172,6 +159,24 @@ fn absorb_casts(block: MlirBlock, fused: MlirOperation) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// A new `hl.softmax_cross_entropy` of `operands` and result `types`, with
+/// `like`'s reduction and ignore_index (and `classes`), at `like`'s
+/// location; not yet in a block.
+fn fused_loss(
+    like: MlirOperation,
+    operands: &[MlirValue; 3],
+    types: &[MlirType; 2],
+    classes: Option<usize>,
+) -> Result<MlirOperation, Failure> {
+    let mut attrs: Vec<(&str, String)> =
+        ["reduction", "ignore_index"].iter().filter(|k| has(like, k)).map(|&k| (k, attr_text(like, k))).collect();
+    attrs.extend(classes.map(|c| ("classes", format!("{c} : i64"))));
+    let loc = op_loc(like);
+    let ctx = unsafe { mlirOperationGetContext(like) };
+    let spec = OpSpec { operands, attributes: &attrs, results: Some(types), ..OpSpec::new("hl.softmax_cross_entropy") };
+    ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("internal error: {e:?}")))
 }
 
 /// Fuses each cross-entropy with its backward; returns the number fused.
@@ -215,21 +220,8 @@ fn fuse_pairs(module: MlirOperation) -> Result<usize, Failure> {
                 continue;
             }
             let operands = [operand(backward, 0), operand(backward, 1), operand(backward, 2)];
-            let attrs: Vec<(&str, String)> = ["reduction", "ignore_index"]
-                .iter()
-                .filter(|k| has(backward, k))
-                .map(|&k| (k, attr_text(backward, k)))
-                .collect();
             let types = unsafe { [mlirValueGetType(loss), mlirValueGetType(mlirOperationGetResult(backward, 0))] };
-            let loc = op_loc(backward);
-            let ctx = unsafe { mlirOperationGetContext(backward) };
-            let spec = OpSpec {
-                operands: &operands,
-                attributes: &attrs,
-                results: Some(&types),
-                ..OpSpec::new("hl.softmax_cross_entropy")
-            };
-            let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("internal error: {e:?}")))?;
+            let op = fused_loss(backward, &operands, &types, None)?;
             unsafe {
                 mlirBlockInsertOwnedOperationAfter(block, ops[at], op);
                 mlirValueReplaceAllUsesOfWith(loss, mlirOperationGetResult(op, 0));

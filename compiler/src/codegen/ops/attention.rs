@@ -28,6 +28,197 @@ pub(crate) const CPU_ROW_GROUP: usize = 4;
 /// result.
 pub(crate) const LSE: usize = 4;
 
+/// A block of [`CPU_QUERY_BLOCK`] query rows of one batch, from row `i0`,
+/// as the CPU's blocked kernels (forward and backward) see it: the keys
+/// any of its rows sees, `[0, jn)`, and its rows and `jn` as i32 lanes for
+/// the masks.
+pub(crate) struct QueryBlock {
+    pub(crate) jn: String,
+    pub(crate) rows: String,
+    jn_lanes: String,
+    causal: bool,
+    i0: String,
+}
+
+impl QueryBlock {
+    /// `rc`, `sn`: the block's rows and the keys as index constants; `iota`
+    /// the lanes 0..R as i32.
+    pub(crate) fn new(k: &mut Kernel, i0: &str, causal: bool, (rc, sn, iota): (&str, &str, &str)) -> Self {
+        let vi = format!("vector<{CPU_QUERY_BLOCK}xi32>");
+        let jn = if causal {
+            let end = k.add(i0, rc);
+            k.val(&format!("arith.minui {end}, {sn} : index"))
+        } else {
+            sn.to_string()
+        };
+        let i0_32 = k.val(&format!("arith.index_cast {i0} : index to i32"));
+        let i0v = k.val(&format!("vector.broadcast {i0_32} : i32 to {vi}"));
+        let rows = k.val(&format!("arith.addi {iota}, {i0v} : {vi}"));
+        let jn_32 = k.val(&format!("arith.index_cast {jn} : index to i32"));
+        let jn_lanes = k.val(&format!("vector.broadcast {jn_32} : i32 to {vi}"));
+        QueryBlock { jn, rows, jn_lanes, causal, i0: i0.to_string() }
+    }
+
+    /// Opens, for row `t` of the group from block row `rg`, an `scf.if`
+    /// on its being inside the op's `l` rows (close it); returns (its row
+    /// in the block, in the sequence).
+    pub(crate) fn open_group_row(&self, k: &mut Kernel, rg: &str, t: usize, l: usize) -> (String, String) {
+        let tc = k.index(t);
+        let r = k.add(rg, &tc);
+        let i = k.add(&self.i0, &r);
+        let lc = k.index(l);
+        let inside = k.val(&format!("arith.cmpi ult, {i}, {lc} : index"));
+        k.line(&format!("scf.if {inside} {{"));
+        k.depth += 1;
+        (r, i)
+    }
+
+    /// The keys [`CPU_ROW_GROUP`] rows from row `rg` of the block see: to
+    /// the group's last row's, causal (an earlier row's later keys have a
+    /// zero weight), else all.
+    pub(crate) fn group_keys(&self, k: &mut Kernel, rg: &str) -> String {
+        if self.causal {
+            let end = k.add(&self.i0, rg);
+            let end = k.mad("%c1", CPU_ROW_GROUP, &end);
+            k.val(&format!("arith.minui {end}, {} : index", self.jn))
+        } else {
+            self.jn.clone()
+        }
+    }
+
+    /// Whether each row sees key `jt`: a key before `jn` (and, causal, at
+    /// or before the row). A vector of i1.
+    pub(crate) fn sees(&self, k: &mut Kernel, jt: &str) -> String {
+        let vi = format!("vector<{CPU_QUERY_BLOCK}xi32>");
+        let jt32 = k.val(&format!("arith.index_cast {jt} : index to i32"));
+        let jv = k.val(&format!("vector.broadcast {jt32} : i32 to {vi}"));
+        let mut seen = k.val(&format!("arith.cmpi ult, {jv}, {} : {vi}", self.jn_lanes));
+        if self.causal {
+            let before = k.val(&format!("arith.cmpi ule, {jv}, {} : {vi}", self.rows));
+            seen = k.val(&format!("arith.andi {seen}, {before} : vector<{CPU_QUERY_BLOCK}xi1>"));
+        }
+        seen
+    }
+
+    /// Stores the scores `dots` of keys `j`, `j + 1`, ... key-major into
+    /// `tile` (`-inf` where a row does not see the key) and returns the
+    /// running max per row `max` taken over them.
+    pub(crate) fn store_scores(
+        &self,
+        k: &mut Kernel,
+        j: &str,
+        dots: &[String],
+        (tile, tile_ty): (&str, &str),
+        ninf: &str,
+        max: &str,
+    ) -> String {
+        const R: usize = CPU_QUERY_BLOCK;
+        let vr = format!("vector<{R}xf32>");
+        let mut m = max.to_string();
+        for (t, dot) in dots.iter().enumerate() {
+            let tc = k.index(t);
+            let jt = k.add(j, &tc);
+            let seen = self.sees(k, &jt);
+            let sv = k.val(&format!("arith.select {seen}, {dot}, {ninf} : vector<{R}xi1>, {vr}"));
+            let at = k.mad(&jt, R, "%c0");
+            k.vstore(&sv, tile, &at, tile_ty, R);
+            m = k.val(&format!("llvm.intr.maxnum({m}, {sv}) : ({vr}, {vr}) -> {vr}"));
+        }
+        m
+    }
+}
+
+/// Row `r` of a block's query tile, transposed and scaled: `qt[x][r] =
+/// q[qrow][x] * scale` for x < d (buffer `q` of type `ty`).
+pub(crate) fn store_scaled_query(
+    k: &mut Kernel,
+    (q, ty): (&str, &str),
+    (qrow, r): (&str, &str),
+    d: usize,
+    scale: &str,
+    (qt, qt_ty): (&str, &str),
+) {
+    let qbase = k.mad(qrow, d, "%c0");
+    let dc = k.index(d);
+    let x = k.open("%c0", &dc);
+    let qi = k.add(&qbase, &x);
+    let qv = k.load(q, &qi, ty);
+    let qs = k.fop("mulf", &qv, scale, DType::F32);
+    let at = k.mad(&x, CPU_QUERY_BLOCK, r);
+    k.store(&qs, qt, &at, qt_ty);
+    k.close();
+}
+
+/// For [`CPU_ROW_GROUP`] rows of a block from row `rg`: each row's sum
+/// over keys `[0, keys)` of its weight in `tile` (key-major, `tile[j][r]`)
+/// times the key's row of `n` elements (from `row_of(j)` in buffer `buf`,
+/// type `ty`), each key's row loaded once for the group. Returns the rows'
+/// vectors. `zero`: a zero vector of `n`.
+pub(crate) fn group_sums(
+    k: &mut Kernel,
+    (rg, keys): (&str, &str),
+    (tile, tile_ty): (&str, &str),
+    (buf, ty): (&str, &str),
+    n: usize,
+    row_of: &dyn Fn(&mut Kernel, &str) -> String,
+    zero: &str,
+) -> Vec<String> {
+    let vn = format!("vector<{n}xf32>");
+    let (j, accs, sums) = k.open_reduce_all("%c0", keys, "%c1", &vec![zero.to_string(); CPU_ROW_GROUP], &vn);
+    let at = row_of(k, &j);
+    let x = k.vload(buf, &at, ty, n);
+    let base = k.mad(&j, CPU_QUERY_BLOCK, rg);
+    let mut next = Vec::new();
+    for (t, acc) in accs.iter().enumerate() {
+        let tc = k.index(t);
+        let at = k.add(&base, &tc);
+        let w = k.load(tile, &at, tile_ty);
+        let wb = k.val(&format!("vector.broadcast {w} : f32 to {vn}"));
+        next.push(k.val(&format!("vector.fma {wb}, {x}, {acc} : {vn}")));
+    }
+    k.close_with_all(&next, &vn);
+    sums
+}
+
+/// The dot products of [`CPU_KEY_UNROLL`] keys from key `j` (each clamped
+/// to `last_key`) with a transposed tile of a block's rows (`tile[x][r]`,
+/// `n` rows of x): per x, the rows' vector times each key's element
+/// broadcast, one accumulator per key (no reduction across lanes). Key
+/// row `jt`'s elements start at `row_of(jt)` in buffer `buf` (type `ty`).
+/// `zeros`: a zero vector of the rows.
+pub(crate) fn tile_products(
+    k: &mut Kernel,
+    (j, last_key): (&str, &str),
+    (tile, tile_ty): (&str, &str),
+    (buf, ty): (usize, &str),
+    n: usize,
+    row_of: &dyn Fn(&mut Kernel, &str) -> String,
+    zeros: &str,
+) -> Vec<String> {
+    let vr = format!("vector<{CPU_QUERY_BLOCK}xf32>");
+    let krows: Vec<String> = (0..CPU_KEY_UNROLL)
+        .map(|t| {
+            let tc = k.index(t);
+            let jt = k.add(j, &tc);
+            let jt = k.val(&format!("arith.minui {jt}, {last_key} : index"));
+            row_of(k, &jt)
+        })
+        .collect();
+    let nc = k.index(n);
+    let (x, accs, dots) = k.open_reduce_all("%c0", &nc, "%c1", &vec![zeros.to_string(); CPU_KEY_UNROLL], &vr);
+    let off = k.mad(&x, CPU_QUERY_BLOCK, "%c0");
+    let tx = k.vload(tile, &off, tile_ty, CPU_QUERY_BLOCK);
+    let mut next = Vec::new();
+    for (t, acc) in accs.iter().enumerate() {
+        let ki = k.add(&krows[t], &x);
+        let kv = k.load(&format!("%b{buf}"), &ki, ty);
+        let kvb = k.val(&format!("vector.broadcast {kv} : f32 to {vr}"));
+        next.push(k.val(&format!("vector.fma {tx}, {kvb}, {acc} : {vr}")));
+    }
+    k.close_with_all(&next, &vr);
+    dots
+}
+
 /// An `ll.attention`'s sizes: `batch` independent (q, k, v) of `l` queries
 /// and `s` keys, query/key head size `d`, value/output head size `dv`.
 pub(crate) struct AttentionShape {
@@ -293,7 +484,7 @@ impl Generator {
         let (stats, stats_ty) = (k.scratch(2 * R, DType::F32, heap), format!("memref<{}xf32>", 2 * R));
         let blocks = l.div_ceil(R);
         let (blocks_c, lc, sn, uc, rc) = (k.index(blocks), k.index(l), k.index(s_len), k.index(U), k.index(R));
-        let (last_row, last_key, dc) = (k.index(l - 1), k.index(s_len - 1), k.index(d));
+        let (last_row, last_key) = (k.index(l - 1), k.index(s_len - 1));
         let scale = k.float(a.scale, DType::F32);
         let ninf = k.val(&format!("arith.constant dense<0xFF800000> : {vr}"));
         let zeros = k.val(&format!("arith.constant dense<0.0> : {vr}"));
@@ -312,68 +503,15 @@ impl Generator {
         let i = k.add(&i0, &r);
         let i = k.val(&format!("arith.minui {i}, {last_row} : index"));
         let qrow = k.add(&row0, &i);
-        let qbase = k.mad(&qrow, d, "%c0");
-        let x = k.open("%c0", &dc);
-        let qi = k.add(&qbase, &x);
-        let qv = k.load("%b0", &qi, &tq);
-        let qs = k.fop("mulf", &qv, &scale, DType::F32);
-        let at = k.mad(&x, R, &r);
-        k.store(&qs, &qt, &at, &qt_ty);
+        store_scaled_query(&mut k, ("%b0", &tq), (&qrow, &r), d, &scale, (&qt, &qt_ty));
         k.close();
-        k.close();
-        // Keys any row of the block sees.
-        let jn = if causal {
-            let end = k.add(&i0, &rc);
-            k.val(&format!("arith.minui {end}, {sn} : index"))
-        } else {
-            sn.clone()
-        };
-        // Rows as i32 lanes, for the masks: i0 + r.
-        let i0_32 = k.val(&format!("arith.index_cast {i0} : index to i32"));
-        let i0v = k.val(&format!("vector.broadcast {i0_32} : i32 to {vi}"));
-        let rows_v = k.val(&format!("arith.addi {iota}, {i0v} : {vi}"));
-        let jn_32 = k.val(&format!("arith.index_cast {jn} : index to i32"));
-        let jnv = k.val(&format!("vector.broadcast {jn_32} : i32 to {vi}"));
+        let block = QueryBlock::new(&mut k, &i0, causal, (&rc, &sn, &iota));
+        let jn = block.jn.clone();
         // Scores, U keys at a time, and the running max per row.
         let (j, mx, m) = k.open_reduce_all("%c0", &jn, &uc, std::slice::from_ref(&ninf), &vr);
-        let krows: Vec<String> = (0..U)
-            .map(|t| {
-                let tc = k.index(t);
-                let jt = k.add(&j, &tc);
-                let jt = k.val(&format!("arith.minui {jt}, {last_key} : index"));
-                k.mad(&jt, d, &kb)
-            })
-            .collect();
-        let inits: Vec<String> = vec![zeros.clone(); U];
-        let (x, accs, dots) = k.open_reduce_all("%c0", &dc, "%c1", &inits, &vr);
-        let qoff = k.mad(&x, R, "%c0");
-        let qx = k.vload(&qt, &qoff, &qt_ty, R);
-        let mut next = Vec::new();
-        for (t, acc) in accs.iter().enumerate() {
-            let ki = k.add(&krows[t], &x);
-            let kv = k.load("%b1", &ki, &tk);
-            let kvb = k.val(&format!("vector.broadcast {kv} : f32 to {vr}"));
-            next.push(k.val(&format!("vector.fma {qx}, {kvb}, {acc} : {vr}")));
-        }
-        k.close_with_all(&next, &vr);
-        let mut m_now = mx[0].clone();
-        for (t, dot) in dots.iter().enumerate() {
-            let tc = k.index(t);
-            let jt = k.add(&j, &tc);
-            let jt32 = k.val(&format!("arith.index_cast {jt} : index to i32"));
-            let jv = k.val(&format!("vector.broadcast {jt32} : i32 to {vi}"));
-            // Seen: a key before the block's last (and, causal, at or
-            // before the row).
-            let mut seen = k.val(&format!("arith.cmpi ult, {jv}, {jnv} : {vi}"));
-            if causal {
-                let before = k.val(&format!("arith.cmpi ule, {jv}, {rows_v} : {vi}"));
-                seen = k.val(&format!("arith.andi {seen}, {before} : vector<{R}xi1>"));
-            }
-            let sv = k.val(&format!("arith.select {seen}, {dot}, {ninf} : vector<{R}xi1>, {vr}"));
-            let at = k.mad(&jt, R, "%c0");
-            k.vstore(&sv, &st, &at, &st_ty, R);
-            m_now = k.val(&format!("llvm.intr.maxnum({m_now}, {sv}) : ({vr}, {vr}) -> {vr}"));
-        }
+        let key_row = |k: &mut Kernel, jt: &str| k.mad(jt, d, &kb);
+        let dots = tile_products(&mut k, (&j, &last_key), (&qt, &qt_ty), (1, &tk), d, &key_row, &zeros);
+        let m_now = block.store_scores(&mut k, &j, &dots, (&st, &st_ty), &ninf, &mx[0]);
         k.close_with_all(&[m_now], &vr);
         let m = &m[0];
         // p = e^(s - max), in place, and the sum per row.
@@ -392,34 +530,11 @@ impl Generator {
         // row's; an earlier row's later keys have p = 0 (masked to -inf).
         let gc = k.index(CPU_ROW_GROUP);
         let rg = k.open_step("%c0", &rc, &gc);
-        let seen = if causal {
-            let end = k.add(&i0, &rg);
-            let end = k.add(&end, &gc);
-            k.val(&format!("arith.minui {end}, {sn} : index"))
-        } else {
-            sn.clone()
-        };
-        let inits = vec![zero_o.clone(); CPU_ROW_GROUP];
-        let (j, accs, outs) = k.open_reduce_all("%c0", &seen, "%c1", &inits, &vo);
-        let vrow = k.mad(&j, dv, &vb);
-        let v = k.vload("%b2", &vrow, &tv, dv);
-        let pbase = k.mad(&j, R, &rg);
-        let mut next = Vec::new();
-        for (t, acc) in accs.iter().enumerate() {
-            let tc = k.index(t);
-            let at = k.add(&pbase, &tc);
-            let p = k.load(&st, &at, &st_ty);
-            let pb = k.val(&format!("vector.broadcast {p} : f32 to {vo}"));
-            next.push(k.val(&format!("vector.fma {pb}, {v}, {acc} : {vo}")));
-        }
-        k.close_with_all(&next, &vo);
+        let seen = block.group_keys(&mut k, &rg);
+        let value_row = |k: &mut Kernel, j: &str| k.mad(j, dv, &vb);
+        let outs = group_sums(&mut k, (&rg, &seen), (&st, &st_ty), ("%b2", &tv), dv, &value_row, &zero_o);
         for (t, o) in outs.iter().enumerate() {
-            let tc = k.index(t);
-            let r = k.add(&rg, &tc);
-            let i = k.add(&i0, &r);
-            let inside = k.val(&format!("arith.cmpi ult, {i}, {lc} : index"));
-            k.line(&format!("scf.if {inside} {{"));
-            k.depth += 1;
+            let (r, i) = block.open_group_row(&mut k, &rg, t, l);
             let mr = k.load(&stats, &r, &stats_ty);
             let sr = k.add(&rc, &r);
             let lr = k.load(&stats, &sr, &stats_ty);

@@ -3,7 +3,10 @@
 //! than materialised: every target's form (the GPU's tensor-core form for
 //! 16-bit heads is in `flash_backward.rs`).
 
-use crate::codegen::ops::attention::{AttentionShape, CPU_KEY_UNROLL, CPU_QUERY_BLOCK, CPU_ROW_GROUP};
+use crate::codegen::ops::attention::{
+    AttentionShape, CPU_KEY_UNROLL, CPU_QUERY_BLOCK, CPU_ROW_GROUP, QueryBlock, group_sums, store_scaled_query,
+    tile_products,
+};
 use crate::codegen::prelude::*;
 
 /// Buffers of `ll.attention_backward`, in operand order.
@@ -299,8 +302,8 @@ impl Generator {
         let (dk_acc, dk_ty) = tile(&mut k, s_len * d);
         let (dv_acc, dv_ty) = tile(&mut k, s_len * dv);
         let blocks = l.div_ceil(R);
-        let (blocks_c, sn, uc, gc, rc, dc, dvc) =
-            (k.index(blocks), k.index(s_len), k.index(U), k.index(G), k.index(R), k.index(d), k.index(dv));
+        let (blocks_c, sn, uc, gc, rc, dvc) =
+            (k.index(blocks), k.index(s_len), k.index(U), k.index(G), k.index(R), k.index(dv));
         let (last_row, last_key) = (k.index(l - 1), k.index(s_len - 1));
         let scale = k.float(a.scale, f32t);
         let ninf = k.val(&format!("arith.constant dense<0xFF800000> : {vr}"));
@@ -331,14 +334,7 @@ impl Generator {
         let i = k.add(&i0, &r);
         let i = k.val(&format!("arith.minui {i}, {last_row} : index"));
         let qrow = k.add(&row0, &i);
-        let qbase = k.mad(&qrow, d, "%c0");
-        let x = k.open("%c0", &dc);
-        let qi = k.add(&qbase, &x);
-        let qv = k.load(&format!("%b{Q}"), &qi, &ty(Q));
-        let qs = k.fop("mulf", &qv, &scale, f32t);
-        let at = k.mad(&x, R, &r);
-        k.store(&qs, &qt, &at, &qt_ty);
-        k.close();
+        store_scaled_query(&mut k, (&format!("%b{Q}"), &ty(Q)), (&qrow, &r), d, &scale, (&qt, &qt_ty));
         let obase = k.mad(&qrow, dv, "%c0");
         let (y, acc, delta) = k.open_reduce("%c0", &dvc, &zero, "f32");
         let oi = k.add(&obase, &y);
@@ -356,70 +352,22 @@ impl Generator {
             k.store(&lse, &stats, &r, &stats_ty);
         }
         k.close();
-        // Keys any row of the block sees; rows as i32 lanes for the masks.
-        let jn = if causal {
-            let end = k.add(&i0, &rc);
-            k.val(&format!("arith.minui {end}, {sn} : index"))
-        } else {
-            sn.clone()
-        };
-        let i0_32 = k.val(&format!("arith.index_cast {i0} : index to i32"));
-        let i0v = k.val(&format!("vector.broadcast {i0_32} : i32 to {vi}"));
-        let rows_v = k.val(&format!("arith.addi {iota}, {i0v} : {vi}"));
-        let jn_32 = k.val(&format!("arith.index_cast {jn} : index to i32"));
-        let jnv = k.val(&format!("vector.broadcast {jn_32} : i32 to {vi}"));
-        let inside = k.val(&format!("arith.cmpi ult, {rows_v}, {lv} : {vi}"));
-        // Products of U keys with a transposed tile (`qt` or `gt`, n rows),
-        // key rows from `base` in buffer `buf` of row length n: U vectors.
-        let products =
-            |k: &mut Kernel, j: &str, (tile, tile_ty): (&str, &str), (buf, base, n): (usize, &str, usize)| {
-                let krows: Vec<String> = (0..U)
-                    .map(|t| {
-                        let tc = k.index(t);
-                        let jt = k.add(j, &tc);
-                        let jt = k.val(&format!("arith.minui {jt}, {last_key} : index"));
-                        let kr = k.add(&key0, &jt);
-                        k.mad(&kr, n, base)
-                    })
-                    .collect();
-                let nc = k.index(n);
-                let (x, accs, dots) = k.open_reduce_all("%c0", &nc, "%c1", &vec![zeros.clone(); U], &vr);
-                let off = k.mad(&x, R, "%c0");
-                let tx = k.vload(tile, &off, tile_ty, R);
-                let mut next = Vec::new();
-                for (t, acc) in accs.iter().enumerate() {
-                    let ki = k.add(&krows[t], &x);
-                    let kv = k.load(&format!("%b{buf}"), &ki, &ty(buf));
-                    let kvb = k.val(&format!("vector.broadcast {kv} : f32 to {vr}"));
-                    next.push(k.val(&format!("vector.fma {tx}, {kvb}, {acc} : {vr}")));
-                }
-                k.close_with_all(&next, &vr);
-                dots
+        // Keys any row of the block sees, and the rows inside the op.
+        let block = QueryBlock::new(&mut k, &i0, causal, (&rc, &sn, &iota));
+        let jn = block.jn.clone();
+        let inside = k.val(&format!("arith.cmpi ult, {}, {lv} : {vi}", block.rows));
+        // Products of U keys with a transposed tile (`qt` or `gt`, n rows).
+        let products = |k: &mut Kernel, j: &str, tile: (&str, &str), (buf, n): (usize, usize)| {
+            let key_row = |k: &mut Kernel, jt: &str| {
+                let kr = k.add(&key0, jt);
+                k.mad(&kr, n, "%c0")
             };
-        // Key j + t as i32 lanes, and whether the block's rows see it.
-        let seen = |k: &mut Kernel, jt: &str| {
-            let jt32 = k.val(&format!("arith.index_cast {jt} : index to i32"));
-            let jv = k.val(&format!("vector.broadcast {jt32} : i32 to {vi}"));
-            let mut seen = k.val(&format!("arith.cmpi ult, {jv}, {jnv} : {vi}"));
-            if causal {
-                let before = k.val(&format!("arith.cmpi ule, {jv}, {rows_v} : {vi}"));
-                seen = k.val(&format!("arith.andi {seen}, {before} : {vb1}"));
-            }
-            seen
+            tile_products(k, (j, &last_key), tile, (buf, &ty(buf)), n, &key_row, &zeros)
         };
         // 1. Scores (masked to -inf) into pt, and their max per row.
         let (j, mx, m) = k.open_reduce_all("%c0", &jn, &uc, std::slice::from_ref(&ninf), &vr);
-        let dots = products(&mut k, &j, (&qt, &qt_ty), (K, "%c0", d));
-        let mut m_now = mx[0].clone();
-        for (t, dot) in dots.iter().enumerate() {
-            let tc = k.index(t);
-            let jt = k.add(&j, &tc);
-            let sv = seen(&mut k, &jt);
-            let sv = k.val(&format!("arith.select {sv}, {dot}, {ninf} : {vb1}, {vr}"));
-            let at = k.mad(&jt, R, "%c0");
-            k.vstore(&sv, &pt, &at, &pt_ty, R);
-            m_now = k.val(&format!("llvm.intr.maxnum({m_now}, {sv}) : ({vr}, {vr}) -> {vr}"));
-        }
+        let dots = products(&mut k, &j, (&qt, &qt_ty), (K, d));
+        let m_now = block.store_scores(&mut k, &j, &dots, (&pt, &pt_ty), &ninf, &mx[0]);
         k.close_with_all(&[m_now], &vr);
         // Each row's log-sum-exp: the forward's, or from the scores.
         let lse = if kept {
@@ -440,7 +388,7 @@ impl Generator {
         // 2. p = exp(s - lse) (zero on rows past the end) into pt, and
         // ds = p (dp - D) into st, dp = do . v.
         let j = k.open_step("%c0", &jn, &uc);
-        let dps = products(&mut k, &j, (&gt, &gt_ty), (V, "%c0", dv));
+        let dps = products(&mut k, &j, (&gt, &gt_ty), (V, dv));
         for (t, dp) in dps.iter().enumerate() {
             let tc = k.index(t);
             let jt = k.add(&j, &tc);
@@ -511,36 +459,15 @@ impl Generator {
         // 4. dq_r = scale sum_j ds_rj k_j, G rows at a time; causal, the
         // group's keys run to its last row's (later ones have ds = 0).
         let rg = k.open_step("%c0", &rc, &gc);
-        let seen_g = if causal {
-            let end = k.add(&i0, &rg);
-            let end = k.add(&end, &gc);
-            k.val(&format!("arith.minui {end}, {jn} : index"))
-        } else {
-            jn.clone()
+        let seen_g = block.group_keys(&mut k, &rg);
+        let key_row = |k: &mut Kernel, j: &str| {
+            let kr = k.add(&key0, j);
+            k.mad(&kr, d, "%c0")
         };
-        let (j, accs, outs) = k.open_reduce_all("%c0", &seen_g, "%c1", &vec![zero_d.clone(); G], &vd);
-        let kr = k.add(&key0, &j);
-        let kb = k.mad(&kr, d, "%c0");
-        let kv = k.vload(&format!("%b{K}"), &kb, &ty(K), d);
-        let sbase = k.mad(&j, R, &rg);
-        let mut next = Vec::new();
-        for (t, acc) in accs.iter().enumerate() {
-            let tc = k.index(t);
-            let at = k.add(&sbase, &tc);
-            let ds = k.load(&st, &at, &st_ty);
-            let db = k.val(&format!("vector.broadcast {ds} : f32 to {vd}"));
-            next.push(k.val(&format!("vector.fma {db}, {kv}, {acc} : {vd}")));
-        }
-        k.close_with_all(&next, &vd);
-        let lc = k.index(l);
+        let outs = group_sums(&mut k, (&rg, &seen_g), (&st, &st_ty), (&format!("%b{K}"), &ty(K)), d, &key_row, &zero_d);
         let scale_d = k.val(&format!("vector.broadcast {scale} : f32 to {vd}"));
         for (t, o) in outs.iter().enumerate() {
-            let tc = k.index(t);
-            let r = k.add(&rg, &tc);
-            let i = k.add(&i0, &r);
-            let inside = k.val(&format!("arith.cmpi ult, {i}, {lc} : index"));
-            k.line(&format!("scf.if {inside} {{"));
-            k.depth += 1;
+            let (_, i) = block.open_group_row(&mut k, &rg, t, l);
             let dq = k.val(&format!("arith.mulf {o}, {scale_d} : {vd}"));
             let w_row = k.add(&row0, &i);
             let at = k.mad(&w_row, d, "%c0");
