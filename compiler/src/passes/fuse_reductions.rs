@@ -29,9 +29,8 @@
 //! ```
 //!
 //! becomes one op that reads the 16-bit padded rows, computes in f32 as
-//! before (each value widened exactly, the gradient rounded once; the
-//! exponentials computed again for the gradient round a few elements in a
-//! million one 16-bit unit apart) and writes a zero gradient on the padding:
+//! before (each value widened exactly, the gradient rounded once: on the
+//! CPU the same bits) and writes a zero gradient on the padding:
 //!
 //! ```mlir
 //! %l, %p = hl.softmax_cross_entropy %yp, %y, %g classes = N : tensor<RxNpxbf16>, ... -> tensor<f32>

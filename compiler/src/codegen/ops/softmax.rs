@@ -149,8 +149,9 @@ impl Generator {
             // PyTorch's pairwise f32 sum), rounded once.
             let zero64 = k.float(0.0, DType::F64);
             let rc = c.rc(&mut k);
+            let exps = c.row_exps(&mut k, self.target.heap_scratch());
             let (r, accs, totals) = k.open_reduce_all(&team.warp, &rc, &team.warps, &[zero64], "f64");
-            let row_loss = c.row(&mut k, &r, &scale);
+            let row_loss = c.row(&mut k, &r, &scale, exps.as_ref().map(|(b, t)| (b.as_str(), t.as_str())));
             let next = c.add64(&mut k, &accs[0], &row_loss);
             k.close_with_all(&[next], "f64");
             let l = c.mean(&mut k, &team, self.target.as_ref(), &totals[0], &count);
@@ -173,8 +174,9 @@ impl Generator {
             .known_count(&mut k, counted.then_some(rb))
             .ok_or_else(|| internal("cross-entropy: the labelled rows are neither known nor counted"))?;
         let scale = c.scale(&mut k, &count);
+        let exps = c.row_exps(&mut k, self.target.heap_scratch());
         let r = k.open("%begin", "%end");
-        let row_loss = c.row(&mut k, &r, &scale);
+        let row_loss = c.row(&mut k, &r, &scale, exps.as_ref().map(|(b, t)| (b.as_str(), t.as_str())));
         let slot = k.add(&r, "%c1");
         k.store(&row_loss, &format!("%b{rb}"), &slot, &c.tys[rb]);
         k.close();
@@ -312,9 +314,22 @@ impl CrossEntropy {
         k.fop("divf", &upstream, count, t)
     }
 
+    /// A row of f32 scratch (buffer, type) to keep a row's exponentials
+    /// between its passes, where the gradient cannot (16-bit) and one
+    /// thread takes the whole row (no lanes: the CPU); allocated once per
+    /// kernel call, before the row loop.
+    fn row_exps(&self, k: &mut Kernel, heap: bool) -> Option<(String, String)> {
+        let g = self.grad?;
+        let narrow = crate::codegen::emit::element_of(&self.tys[g]) != Some(self.t);
+        (narrow && k.lane.is_none()).then(|| {
+            let ty = format!("memref<{}x{}>", self.classes.max(1), self.t.mlir());
+            (k.scratch(self.classes, self.t, heap), ty)
+        })
+    }
+
     /// Row `r`'s loss (zero where its label is ignored), and its gradient
-    /// written where the op has one.
-    fn row(&self, k: &mut Kernel, r: &str, scale: &str) -> String {
+    /// written where the op has one; `row_exps` from [`Self::row_exps`].
+    fn row(&self, k: &mut Kernel, r: &str, scale: &str, row_exps: Option<(&str, &str)>) -> String {
         let (t, f) = (self.t, self.t.mlir());
         let zero = k.float(0.0, t);
         let one = k.float(1.0, t);
@@ -338,15 +353,22 @@ impl CrossEntropy {
         let xl = k.load("%b0", &at, &self.tys[0]);
         // A gradient of the compute type keeps each exp(x - max) of the
         // sum's pass for the last, which scales it by 1 / sum: one exp an
-        // element instead of two (as `softmax`).
-        let keep = self.grad.filter(|&g| crate::codegen::emit::element_of(&self.tys[g]) == Some(t));
+        // element instead of two (as `softmax`); a 16-bit one cannot, and
+        // where a thread takes the whole row (the CPU) the row of scratch
+        // `row_exps` keeps them instead (the same bits as an f32 gradient
+        // cast after).
+        let keep: Option<(String, String, bool)> = self
+            .grad
+            .filter(|&g| crate::codegen::emit::element_of(&self.tys[g]) == Some(t))
+            .map(|g| (format!("%b{g}"), self.tys[g].clone(), false))
+            .or_else(|| row_exps.map(|(b, ty)| (b.to_string(), ty.to_string(), true)));
         let (c, se, s) = k.open_cols_reduce(&cc, &zero, f);
         let at = k.add(&base, &c);
         let v = k.load("%b0", &at, &self.tys[0]);
         let d = k.fop("subf", &v, &m, t);
         let e = k.val(&format!("math.exp {d} : {f}"));
-        if let Some(g) = keep {
-            k.store(&e, &format!("%b{g}"), &at, &self.tys[g]);
+        if let Some((buf, ty, by_row)) = &keep {
+            k.store(&e, buf, if *by_row { &c } else { &at }, ty);
         }
         let ns = k.row_sum(&se, &e, t);
         k.close_with(&ns, f);
@@ -359,16 +381,16 @@ impl CrossEntropy {
             let gs = k.val(&format!("arith.select {valid}, {scale}, {zero} : {f}"));
             // p = exp(x - max) / sum as `exp(x - max) * (1 / sum)`, the
             // exponential kept from the sum's pass or computed again the
-            // same way (a 16-bit gradient cannot hold it), so that reading
+            // same way (a 16-bit gradient on the GPU), so that reading
             // 16-bit logits and writing a 16-bit gradient computes what a
             // cast to f32 before the loss and back after it did (`lse`
             // instead moved 22 of 147,456 bf16 gradient elements a unit;
-            // the two loops' exponentials still move a few in a million).
+            // computed again on the CPU, a few in a million moved).
             let inv = k.fop("divf", &one, &s, t);
             let c = k.open_cols(&cc);
             let at = k.add(&base, &c);
-            let e = if keep.is_some() {
-                k.load(&format!("%b{g}"), &at, &self.tys[g])
+            let e = if let Some((buf, ty, by_row)) = &keep {
+                k.load(buf, if *by_row { &c } else { &at }, ty)
             } else {
                 let v = k.load("%b0", &at, &self.tys[0]);
                 let d = k.fop("subf", &v, &m, t);
