@@ -193,13 +193,13 @@ impl Signature {
         self.inputs.iter().filter(|i| matches!(i.role, Role::Data | Role::Target)).collect()
     }
 
-    /// Whether the targets are class indices of the output (so accuracy
-    /// and a cross-entropy of `@forward`'s logits mean something).
     /// Whether a classifier's label `v` counts (is not the ignored one).
     pub fn counts_label(&self, v: f64) -> bool {
         self.ignore_index.is_none_or(|i| v != i as f64)
     }
 
+    /// Whether the targets are class indices of the output (so accuracy
+    /// and a cross-entropy of `@forward`'s logits mean something).
     pub fn classifies(&self) -> bool {
         let Some((out, _)) = &self.output else { return false };
         let targets: Vec<&Input> = self.inputs.iter().filter(|i| i.role == Role::Target).collect();
@@ -1082,6 +1082,7 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     if let Some(row) = bad_label(&labels, sig) {
         return Err(bad(format!("{name}:{}: the label {} {}", lines[row], labels[row], no_class(sig))));
     }
+    all_ignored(&name, &labels, sig)?;
     let (train, held) = split_rows(rows, options.seed, options.val_split);
     if train.is_empty() {
         return Err(bad(format!(
@@ -1169,7 +1170,18 @@ fn check_labels(name: &str, labels: &[f64], sig: &Signature) -> Result<()> {
             no_class(sig)
         )));
     }
-    Ok(())
+    all_ignored(name, labels, sig)
+}
+
+/// Refuses labels that are all the loss's ignore_index: nothing would
+/// train (the mean loss over no labelled example is NaN).
+fn all_ignored(name: &str, labels: &[f64], sig: &Signature) -> Result<()> {
+    match sig.ignore_index {
+        Some(i) if sig.classifies() && !labels.is_empty() && labels.iter().all(|&v| !sig.counts_label(v)) => {
+            Err(bad(format!("{name}: every label is {i}, the loss's ignore_index: nothing to train on")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// "is not a class of the model's N (0 to N-1[, nor its ignore_index I])".

@@ -969,4 +969,10 @@ fn data_may_hold_the_label_the_loss_ignores() {
     std::fs::write(&bad, csv.replacen(",-1\n", ",11\n", 1)).unwrap();
     let e = Dataset::load(std::slice::from_ref(&bad), &sig, &DataOptions::default()).err().unwrap().to_string();
     assert!(e.contains("the label 11 is not a class of the model's 10 (0 to 9, nor its ignore_index -1)"), "{e}");
+    // Every label ignored: nothing to train on, said before compiling.
+    let none = dir.join("unlabelled.csv");
+    let unlabelled: String = csv.lines().map(|l| format!("{},-1\n", l.rsplit_once(',').unwrap().0)).collect();
+    std::fs::write(&none, unlabelled).unwrap();
+    let e = Dataset::load(std::slice::from_ref(&none), &sig, &DataOptions::default()).err().unwrap().to_string();
+    assert!(e.contains("unlabelled.csv: every label is -1, the loss's ignore_index: nothing to train on"), "{e}");
 }
