@@ -97,6 +97,29 @@ func.func @padded_head(%padded: tensor<2x4x16xf16>, %y: tensor<2x4xi64>, %g: ten
 
 // -----
 
+// A padded head computed flat (an importer's 3-D matmul as 2-D) and
+// reshaped back between the slice and the loss: the padded rows are
+// reshaped instead (a view), and the gradient back.
+// CHECK-LABEL: func.func @reshaped_padded_head
+// CHECK-SAME: (%[[P:.*]]: tensor<8x16xbf16>, %[[Y:.*]]: tensor<2x4xi32>, %[[G:.*]]: tensor<f32>)
+func.func @reshaped_padded_head(%padded: tensor<8x16xbf16>, %y: tensor<2x4xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<8x16xbf16>) {
+  // CHECK-NEXT: %[[R:.*]] = hl.reshape %[[P]] : tensor<8x16xbf16> to tensor<2x4x16xbf16>
+  // CHECK-NEXT: %[[LOSS:.*]], %[[GRAD:.*]] = hl.softmax_cross_entropy %[[R]], %[[Y]], %[[G]] classes = 10 : tensor<2x4x16xbf16>, tensor<2x4xi32>, tensor<f32> -> tensor<f32>
+  // CHECK-NEXT: %[[BACK:.*]] = hl.reshape %[[GRAD]] : tensor<2x4x16xbf16> to tensor<8x16xbf16>
+  // CHECK-NEXT: return %[[LOSS]], %[[BACK]]
+  %s = hl.slice %padded start = [0, 0] limit = [8, 10] strides = [1, 1] : tensor<8x16xbf16>
+  %r = hl.reshape %s : tensor<8x10xbf16> to tensor<2x4x10xbf16>
+  %c = hl.cast %r : tensor<2x4x10xbf16> to tensor<2x4x10xf32>
+  %l = hl.cross_entropy %c, %y : tensor<2x4x10xf32>, tensor<2x4xi32>
+  %d = hl.cross_entropy_backward %c, %y, %g : tensor<2x4x10xf32>, tensor<2x4xi32>, tensor<f32>
+  %e = hl.cast %d : tensor<2x4x10xf32> to tensor<2x4x10xbf16>
+  %b = hl.reshape %e : tensor<2x4x10xbf16> to tensor<8x10xbf16>
+  %p = hl.slice_backward %b start = [0, 0] limit = [8, 10] strides = [1, 1] : tensor<8x10xbf16> -> tensor<8x16xbf16>
+  return %l, %p : tensor<f32>, tensor<8x16xbf16>
+}
+
+// -----
+
 // The sliced logits are also returned: the slice stays, the casts fold.
 // CHECK-LABEL: func.func @slice_used_elsewhere
 func.func @slice_used_elsewhere(%padded: tensor<8x16xbf16>, %y: tensor<8xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<8x16xbf16>, tensor<8x10xbf16>) {

@@ -118,43 +118,97 @@ fn absorb_casts(block: MlirBlock, fused: MlirOperation) -> Result<(), Failure> {
         return Ok(());
     };
     let narrow = unsafe { mlirOperationGetOperand(up, 0) };
-    let classes = ir::spec(narrow).shape.last().copied().unwrap_or(1);
+    let narrow_spec = ir::spec(narrow);
+    let classes = narrow_spec.shape.last().copied().unwrap_or(1);
+    let type_eq = |a: MlirValue, b: MlirValue| unsafe { mlirTypeEqual(mlirValueGetType(a), mlirValueGetType(b)) };
+    // Between the slice and the cast, a reshape of the leading dims (an
+    // importer's 3-D matmul runs flattened to 2-D and is reshaped back),
+    // read only by the cast, and its inverse on the gradient.
+    let reshaped = ir::producer(narrow).filter(|&r| op_name(r) == "hl.reshape").and_then(|fwd| {
+        let flat = unsafe { mlirOperationGetOperand(fwd, 0) };
+        let bwd = ir::single_user(result(down, 0))?;
+        (ir::single_user(narrow).is_some()
+            && ir::spec(flat).shape.last() == Some(&classes)
+            && op_name(bwd) == "hl.reshape"
+            && type_eq(result(bwd, 0), flat))
+        .then_some((fwd, bwd, flat))
+    });
+    let (sliced, sliced_grad) = match reshaped {
+        Some((_, bwd, flat)) => (flat, result(bwd, 0)),
+        None => (narrow, result(down, 0)),
+    };
     // A padded head: the 16-bit logits a prefix of wider rows, read only
-    // by the cast, and the gradient padded back the same way.
-    let padded = ir::producer(narrow).filter(|&s| op_name(s) == "hl.slice").and_then(|slice| {
+    // by the cast (or the reshape), and the gradient padded back the same
+    // way.
+    let padded = ir::producer(sliced).filter(|&s| op_name(s) == "hl.slice").and_then(|slice| {
         let wide = unsafe { mlirOperationGetOperand(slice, 0) };
         let full = ir::spec(wide).shape;
-        let pad = ir::single_user(result(down, 0))?;
+        let pad = ir::single_user(sliced_grad)?;
         let same = |op| last_dim_prefix(op, &full, classes);
-        (ir::single_user(narrow).is_some()
+        (ir::single_user(sliced).is_some()
             && op_name(pad) == "hl.slice_backward"
             && same(slice)
             && same(pad)
-            && unsafe { mlirTypeEqual(mlirValueGetType(result(pad, 0)), mlirValueGetType(wide)) })
+            && type_eq(result(pad, 0), wide))
         .then_some((slice, wide, pad))
     });
+    // Without padding, the loss reads the 16-bit logits as they reach it.
+    let reshaped = reshaped.filter(|_| padded.is_some());
+    let loc = op_loc(fused);
+    let ctx = unsafe { mlirOperationGetContext(fused) };
+    // `hl.reshape` of `v` to `shape` (a view), inserted before `at` or
+    // after it.
+    let reshape = |v: MlirValue, shape: &[usize], at: MlirOperation, after: bool| -> Result<MlirValue, Failure> {
+        let text = crate::types::TensorSpec::new(shape, ir::spec(v).dtype).mlir_type();
+        let ty = ir::parse_type(ctx, &text).map_err(|e| (loc, format!("internal error: {e:?}")))?;
+        let spec = OpSpec { operands: &[v], results: Some(&[ty]), ..OpSpec::new("hl.reshape") };
+        let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("internal error: {e:?}")))?;
+        unsafe {
+            if after {
+                mlirBlockInsertOwnedOperationAfter(block, at, op);
+            } else {
+                mlirBlockInsertOwnedOperationBefore(block, at, op);
+            }
+        }
+        Ok(result(op, 0))
+    };
     let (input, replaced) = match padded {
+        // The padded rows in the loss's leading shape.
+        Some((_, wide, pad)) if reshaped.is_some() => {
+            let mut shape = narrow_spec.shape.clone();
+            *shape.last_mut().unwrap_or(&mut 0) = ir::spec(wide).shape.last().copied().unwrap_or(classes);
+            (reshape(wide, &shape, fused, false)?, result(pad, 0))
+        }
         Some((_, wide, pad)) => (wide, result(pad, 0)),
         None => (narrow, result(down, 0)),
     };
     let operands = unsafe { [input, mlirOperationGetOperand(fused, 1), mlirOperationGetOperand(fused, 2)] };
     let types = unsafe { [mlirValueGetType(result(fused, 0)), mlirValueGetType(input)] };
     let op = fused_loss(fused, &operands, &types, padded.is_some().then_some(classes))?;
+    unsafe { mlirBlockInsertOwnedOperationBefore(block, fused, op) };
+    // The gradient back in the padded rows' shape.
+    let grad = match padded {
+        Some((_, wide, _)) if reshaped.is_some() => reshape(result(op, 1), &ir::spec(wide).shape, op, true)?,
+        _ => result(op, 1),
+    };
     unsafe {
-        mlirBlockInsertOwnedOperationBefore(block, fused, op);
         mlirValueReplaceAllUsesOfWith(result(fused, 0), result(op, 0));
-        mlirValueReplaceAllUsesOfWith(replaced, result(op, 1));
+        mlirValueReplaceAllUsesOfWith(replaced, grad);
         // Users before producers, each now unused.
-        if let Some((slice, _, pad)) = padded {
+        if let Some((_, _, pad)) = padded {
             mlirOperationDestroy(pad);
-            mlirOperationDestroy(down);
-            mlirOperationDestroy(fused);
-            mlirOperationDestroy(up);
+        }
+        if let Some((_, bwd, _)) = reshaped {
+            mlirOperationDestroy(bwd);
+        }
+        mlirOperationDestroy(down);
+        mlirOperationDestroy(fused);
+        mlirOperationDestroy(up);
+        if let Some((fwd, _, _)) = reshaped {
+            mlirOperationDestroy(fwd);
+        }
+        if let Some((slice, _, _)) = padded {
             mlirOperationDestroy(slice);
-        } else {
-            mlirOperationDestroy(down);
-            mlirOperationDestroy(fused);
-            mlirOperationDestroy(up);
         }
     }
     Ok(())
