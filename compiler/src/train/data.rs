@@ -116,7 +116,7 @@ impl Signature {
                     ignore_index = ir::ops_of(block)
                         .into_iter()
                         .filter(|&o| ir::op_name(o) == "hl.cross_entropy")
-                        .filter(|&o| ir::producer(ir::operands(o)[1]).is_none())
+                        .filter(|&o| ir::operands(o).get(1).is_some_and(|&t| ir::producer(t).is_none()))
                         .find_map(|o| ir::int_attr(o, "ignore_index"));
                 }
                 Some("forward") => {
