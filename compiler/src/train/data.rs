@@ -1340,7 +1340,20 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         ]),
         kind: Kind::Text(t),
         outlier: None,
-        notes: Vec::new(),
+        // A model of a larger vocabulary trains, but most of its classes
+        // are never a target: said, as the model may be sized for another
+        // text or tokenizer.
+        notes: (size < classes)
+            .then(|| {
+                format!(
+                    "{name}: the text has {size} distinct {}; the model predicts {classes} classes, so {} of them are \
+                     never a target",
+                    if vocab == Vocab::Bytes { "byte values" } else { "characters" },
+                    classes - size
+                )
+            })
+            .into_iter()
+            .collect(),
     })
 }
 

@@ -101,6 +101,14 @@ fn text_feeds_token_ids_and_one_hot_windows() {
     chars.sort_unstable();
     chars.dedup();
     assert_eq!(data.metadata["vocabulary"], chars.iter().collect::<String>());
+    // 17 characters for 65 classes: trains, and says most are never a target.
+    assert_eq!(
+        data.notes,
+        [format!(
+            "{}: the text has 17 distinct characters; the model predicts 65 classes, so 48 of them are never a target",
+            path.display()
+        )]
+    );
     // 172 held-out characters: two windows of 64 and their next characters.
     assert_eq!((data.train_len(), data.held_len()), (48, 2));
     let b = data.batch(Split::Train, &[3, 10]);
