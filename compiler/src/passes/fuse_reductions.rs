@@ -175,8 +175,11 @@ fn absorb_casts(block: MlirBlock, fused: MlirOperation) -> Result<(), Failure> {
     let (input, replaced) = match padded {
         // The padded rows in the loss's leading shape.
         Some((_, wide, pad)) if reshaped.is_some() => {
+            // The loss's leading dims, the padded row length (logits have
+            // a class axis: the verifier's rule).
             let mut shape = narrow_spec.shape.clone();
-            *shape.last_mut().unwrap_or(&mut 0) = ir::spec(wide).shape.last().copied().unwrap_or(classes);
+            shape.pop();
+            shape.push(ir::spec(wide).shape.last().copied().unwrap_or(classes));
             (reshape(wide, &shape, fused, false)?, result(pad, 0))
         }
         Some((_, wide, pad)) => (wide, result(pad, 0)),
