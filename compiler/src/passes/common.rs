@@ -85,6 +85,35 @@ impl Emitter {
         let c = self.scalar(factor, x)?;
         self.binary("hl.mul", x, c)
     }
+    /// `x` in f32 where it is a 16-bit float (else `x`): for a gradient
+    /// formula whose constants (GELU's sqrt(2/pi), a mean's 1/n) the 16-bit
+    /// type would round, computed in f32 and rounded once by [`Self::cast_like`],
+    /// as PyTorch's 16-bit backward kernels compute in f32. Fusion makes the
+    /// casts free: an elementwise group's body computes in f32 anyway.
+    pub(super) fn widened(&self, x: MlirValue) -> Result<MlirValue, Failure> {
+        let s = spec(x);
+        if matches!(s.dtype, DType::BF16 | DType::F16) {
+            self.typed("hl.cast", &[x], &TensorSpec::new(&s.shape[..], DType::F32))
+        } else {
+            Ok(x)
+        }
+    }
+    /// `x` cast to `like`'s element type where they differ.
+    pub(super) fn cast_like(&self, x: MlirValue, like: MlirValue) -> Result<MlirValue, Failure> {
+        let (s, to) = (spec(x), spec(like).dtype);
+        if s.dtype == to { Ok(x) } else { self.typed("hl.cast", &[x], &TensorSpec::new(&s.shape[..], to)) }
+    }
+    /// `x * factor` with the factor's f32 value where `x` is 16-bit and the
+    /// 16-bit type would round it (a mean's 1/3 is 0.2% high in bf16).
+    pub(super) fn scale_exact(&self, x: MlirValue, factor: f64) -> Result<MlirValue, Failure> {
+        let dtype = spec(x).dtype;
+        let rounded = match dtype {
+            DType::BF16 => half::bf16::from_f64(factor).to_f64(),
+            DType::F16 => half::f16::from_f64(factor).to_f64(),
+            _ => factor,
+        };
+        if rounded == factor { self.scale(x, factor) } else { self.cast_like(self.scale(self.widened(x)?, factor)?, x) }
+    }
     pub(super) fn reshape(&self, x: MlirValue, shape: &[usize]) -> Result<MlirValue, Failure> {
         let s = spec(x);
         if s.shape == shape {

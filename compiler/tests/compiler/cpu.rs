@@ -547,6 +547,117 @@ fn bf16_gelu_computes_with_f32_constants() {
     }
 }
 
+/// The gradients of bf16 and f16 GELU (both forms) and erf, as `hl-autodiff`
+/// writes them and the train pipeline's fusion compiles them, are the exact
+/// derivative times the upstream gradient rounded once to the 16-bit type,
+/// as PyTorch's `gelu_backward` computes them (in f32): the rules' constants
+/// (sqrt(2/pi), 0.044715, 1/sqrt(2 pi), 2/sqrt(pi)) are not rounded to the
+/// 16-bit type (in bf16 sqrt(2/pi) is 0.13% low, which biased every tanh-GELU
+/// gradient), and no intermediate is.
+#[test]
+fn sixteen_bit_gelu_and_erf_gradients_compute_in_f32() {
+    let n = 4096;
+    for (t, dtype) in [("bf16", artifact::DType::BF16), ("f16", artifact::DType::F16)] {
+        let round = |v: f64| match dtype {
+            artifact::DType::BF16 => half::bf16::from_f64(v).to_f64(),
+            _ => half::f16::from_f64(v).to_f64(),
+        };
+        let xs: Vec<f64> = (0..n).map(|i| round(-6.0 + 12.0 * i as f64 / (n - 1) as f64)).collect();
+        // An upstream gradient that is not one, exact in either type.
+        let gs: Vec<f64> = (0..n).map(|i| round(0.75 + (i % 7) as f64 / 8.0)).collect();
+        let ty = format!("tensor<{n}x{t}>");
+        let k = (2.0 / std::f64::consts::PI).sqrt();
+        let forms: [(&str, &dyn Fn(f64) -> f64); 3] = [
+            ("gelu %x approximate = tanh", &|x: f64| {
+                let th = (k * (x + 0.044715 * x * x * x)).tanh();
+                0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * k * (1.0 + 3.0 * 0.044715 * x * x)
+            }),
+            ("gelu %x", &|x: f64| {
+                0.5 * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
+                    + x * (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt()
+            }),
+            ("erf %x", &|x: f64| 2.0 / std::f64::consts::PI.sqrt() * (-x * x).exp()),
+        ];
+        for (form, derivative) in forms {
+            let source = format!(
+                "func.func @loss(%x: {ty}, %g: {ty}) -> tensor<f32> {{\n  %y = hl.{form} : {ty}\n  \
+                 %w = hl.mul %y, %g : {ty}, {ty}\n  %c = hl.cast %w : {ty} to tensor<{n}xf32>\n  \
+                 %l = hl.reduce_sum %c axes = [0] : tensor<{n}xf32>\n  return %l : tensor<f32>\n}}"
+            );
+            let what = format!("{t} {form}");
+            let ctx = CompilerContext::new();
+            let mut m = ctx.parse(&source, "gelu_grad").unwrap_or_else(|e| panic!("{what}: {e}"));
+            run_pipeline(
+                &ctx,
+                &mut m,
+                "builtin.module(hl-autodiff{function=loss wrt-inputs=true},canonicalize,hl-fuse-elementwise,\
+                 canonicalize,convert-hl-to-ll,ll-plan-memory)",
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let dir = out_dir(&format!("kernel_gelu_grad_{t}_{}", form.len()));
+            compile_cpu(&ctx, &m, "test", &dir).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+            let inputs = [Tensor::new(vec![n], dtype, xs.clone()), Tensor::new(vec![n], dtype, gs.clone())];
+            let got = session.call("loss_grad", &inputs.iter().collect::<Vec<_>>()).unwrap();
+            let dx = &got[1].values;
+            for ((&x, &g), &d) in xs.iter().zip(&gs).zip(dx) {
+                let exact = g * derivative(x);
+                // What f32 arithmetic cannot resolve: 1e-5 relative, and
+                // 4e-6 absolute in the derivative (times g) in the negative
+                // tail, where 1 + erf cancels and tanh saturates to -1 (below
+                // x = -4.9 the tanh form's derivative, under 3e-6, is 0 in
+                // f32, as in PyTorch's formula).
+                let err = 1e-5 * exact.abs() + 4e-6 * g.abs();
+                let (want, lo, hi) = (round(exact), round(exact - err), round(exact + err));
+                assert!(
+                    d == want || d == lo || d == hi || (d - exact).abs() <= err,
+                    "{what}: d/dx at {x} times {g}: compiled {d}, exact {exact} rounds to {want}"
+                );
+            }
+        }
+    }
+}
+
+/// A bf16 mean's gradient is the upstream gradient times 1/n rounded once,
+/// not times 1/n rounded to bf16 (1/3 is 0.333984 there, 0.2% high, so every
+/// gradient through a mean of 3 was scaled up).
+#[test]
+fn a_bf16_means_gradient_scales_by_the_exact_reciprocal() {
+    use half::bf16;
+    let (rows, n) = (64, 3);
+    let source = format!(
+        "func.func @loss(%x: tensor<{rows}x{n}xbf16>, %g: tensor<{rows}xbf16>) -> tensor<f32> {{\n  \
+         %m = hl.reduce_mean %x axes = [1] : tensor<{rows}x{n}xbf16>\n  \
+         %w = hl.mul %m, %g : tensor<{rows}xbf16>, tensor<{rows}xbf16>\n  \
+         %c = hl.cast %w : tensor<{rows}xbf16> to tensor<{rows}xf32>\n  \
+         %l = hl.reduce_sum %c axes = [0] : tensor<{rows}xf32>\n  return %l : tensor<f32>\n}}"
+    );
+    let ctx = CompilerContext::new();
+    let mut m = ctx.parse(&source, "mean_grad").unwrap();
+    run_pipeline(
+        &ctx,
+        &mut m,
+        "builtin.module(hl-autodiff{function=loss wrt-inputs=true},canonicalize,hl-fuse-elementwise,\
+         canonicalize,convert-hl-to-ll,ll-plan-memory)",
+    )
+    .unwrap();
+    let dir = out_dir("kernel_bf16_mean_grad");
+    compile_cpu(&ctx, &m, "test", &dir).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+    let gs: Vec<f64> = (0..rows).map(|i| bf16::from_f64(1.0 + i as f64 / 64.0).to_f64()).collect();
+    let inputs = [
+        Tensor::new(vec![rows, n], artifact::DType::BF16, vec![0.5; rows * n]),
+        Tensor::new(vec![rows], artifact::DType::BF16, gs.clone()),
+    ];
+    let got = session.call("loss_grad", &inputs.iter().collect::<Vec<_>>()).unwrap();
+    for (r, &g) in gs.iter().enumerate() {
+        let want = bf16::from_f64(g / n as f64).to_f64();
+        for &d in &got[1].values[r * n..(r + 1) * n] {
+            assert_eq!(d, want, "row {r}: d mean / dx times {g}");
+        }
+    }
+}
+
 /// A compiled f32 result `got` against the interpreter's `want` (`what`
 /// names it): NaN where it is NaN, the same infinity, else within 1e-6
 /// absolute near zero and 1e-6 relative above.
