@@ -214,7 +214,7 @@ impl TrainOptions {
     /// it is lowered to `ll` (`aicf compile --emit fused`).
     pub fn fusion_pipeline(&self) -> String {
         format!(
-            "builtin.module({}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}{}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
+            "builtin.module(hl-fuse-attention,{}hl-optimizer{{kind={} weight-decay={} momentum={}{}{}{}{}{}}},canonicalize,cse,hl-fuse-gemm-epilogue,\
              canonicalize,hl-fuse-reductions,hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse)",
             self.precision.autocast(self.shape_padding),
             self.optimizer,
@@ -399,8 +399,8 @@ pub fn compile_source(
 
 /// The pipeline of a module without a loss (an imported model's forward,
 /// inference): fusion, `convert-hl-to-ll`, the memory plan and schedule.
-pub const INFERENCE_PIPELINE: &str = "builtin.module(canonicalize,cse,hl-fuse-gemm-epilogue,canonicalize,\
-hl-fuse-reductions,hl-fuse-elementwise,canonicalize,cse,convert-hl-to-ll,ll-plan-memory,ll-schedule)";
+pub const INFERENCE_PIPELINE: &str = "builtin.module(canonicalize,hl-fuse-attention,cse,hl-fuse-gemm-epilogue,\
+canonicalize,hl-fuse-reductions,hl-fuse-elementwise,canonicalize,cse,convert-hl-to-ll,ll-plan-memory,ll-schedule)";
 
 /// Compiles every function of `source` as it is (no autodiff, no
 /// optimizer) for `target` into `out_dir`: an inference artifact.

@@ -14,6 +14,7 @@ mod autodiff;
 mod bucket_collectives;
 mod common;
 mod convert_to_ll;
+mod fuse_attention;
 mod fuse_elementwise;
 mod fuse_gemm;
 mod fuse_optimizer;
@@ -30,6 +31,7 @@ mod set_batch;
 pub use autodiff::{FusedAttention, differentiate};
 pub use bucket_collectives::bucket_collectives;
 pub use convert_to_ll::convert_to_ll;
+pub use fuse_attention::fuse_attention;
 pub use fuse_elementwise::fuse_elementwise;
 pub use fuse_gemm::fuse_gemm_epilogues;
 pub use fuse_optimizer::fuse_optimizer;
@@ -61,6 +63,7 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
     ("hl-autocast", autocast::run),
     ("hl-autodiff", autodiff::run),
     ("hl-deepen", grow::run_deepen),
+    ("hl-fuse-attention", fuse_attention::run),
     ("hl-fuse-elementwise", fuse_elementwise::run),
     ("hl-fuse-gemm-epilogue", fuse_gemm::run),
     ("hl-fuse-optimizer", fuse_optimizer::run),

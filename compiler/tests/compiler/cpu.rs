@@ -658,6 +658,81 @@ fn a_bf16_means_gradient_scales_by_the_exact_reciprocal() {
     }
 }
 
+/// Attention written out as its ops, in the three forms exporters write
+/// (nanoGPT's masked_fill on keys laid out `[B, S, H, D]`; PyTorch's
+/// exported SDPA, sqrt(scale) on the queries and the keys and an additive
+/// -inf mask; a tril select without a scale), becomes `hl.attention`
+/// (`hl-fuse-attention`) with the values of the ops it replaces: the
+/// interpreter gives the same results before and after, and the compiled
+/// fused kernels match it.
+#[test]
+fn written_out_attention_becomes_hl_attention_with_the_same_values() {
+    let upper: Vec<String> =
+        (0..6).map(|i| format!("[{}]", (0..6).map(|j| (j > i).to_string()).collect::<Vec<_>>().join(", "))).collect();
+    // The additive mask as PyTorch's export writes it: hex of the raw f32
+    // values, 0 on and below the diagonal and -inf above.
+    let additive: String = (0..36)
+        .map(|e| if e % 6 > e / 6 { f32::NEG_INFINITY } else { 0.0f32 })
+        .flat_map(|v| v.to_le_bytes())
+        .map(|b| format!("{b:02X}"))
+        .collect();
+    let source = format!(
+        "func.func @f(%q: tensor<2x3x6x8xf32>, %k: tensor<2x6x3x8xf32>, %v: tensor<2x3x6x8xf32>) -> (tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>) {{
+  %kt = hl.transpose %k permutation = [0, 2, 3, 1] : tensor<2x6x3x8xf32>
+  %s = hl.matmul %q, %kt : tensor<2x3x6x8xf32>, tensor<2x3x8x6xf32>
+  %one = hl.constant dense<1.0> : tensor<f32>
+  %root = hl.constant dense<2.82842708> : tensor<f32>
+  %inv = hl.div %one, %root : tensor<f32>, tensor<f32>
+  %scaled = hl.mul %s, %inv : tensor<2x3x6x6xf32>, tensor<f32>
+  %upper = hl.constant dense<[{upper}]> : tensor<6x6xi1>
+  %mask = hl.broadcast_to %upper : tensor<6x6xi1> to tensor<2x3x6x6xi1>
+  %ninf = hl.constant dense<0xFF800000> : tensor<f32>
+  %masked = hl.select %mask, %ninf, %scaled : tensor<2x3x6x6xi1>, tensor<f32>, tensor<2x3x6x6xf32>
+  %p = hl.softmax %masked axis = 3 : tensor<2x3x6x6xf32>
+  %o1 = hl.matmul %p, %v : tensor<2x3x6x6xf32>, tensor<2x3x6x8xf32>
+
+  %kk = hl.transpose %k permutation = [0, 2, 1, 3] : tensor<2x6x3x8xf32>
+  %eight = hl.constant dense<8.0> : tensor<1xf32>
+  %r8 = hl.sqrt %eight : tensor<1xf32>
+  %sc = hl.div %one, %r8 : tensor<f32>, tensor<1xf32>
+  %half = hl.sqrt %sc : tensor<1xf32>
+  %qs = hl.mul %q, %half : tensor<2x3x6x8xf32>, tensor<1xf32>
+  %kts = hl.transpose %kk permutation = [0, 1, 3, 2] : tensor<2x3x6x8xf32>
+  %ks = hl.mul %kts, %half : tensor<2x3x8x6xf32>, tensor<1xf32>
+  %s2 = hl.matmul %qs, %ks : tensor<2x3x6x8xf32>, tensor<2x3x8x6xf32>
+  %addmask = hl.constant dense<\"0x{additive}\"> : tensor<6x6xf32>
+  %m2 = hl.add %s2, %addmask : tensor<2x3x6x6xf32>, tensor<6x6xf32>
+  %p2 = hl.softmax %m2 axis = 3 : tensor<2x3x6x6xf32>
+  %o2 = hl.matmul %p2, %v : tensor<2x3x6x6xf32>, tensor<2x3x6x8xf32>
+
+  %s3 = hl.matmul %q, %kk transpose_rhs : tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>
+  %p3 = hl.softmax %s3 axis = 3 : tensor<2x3x6x6xf32>
+  %o3 = hl.matmul %p3, %v : tensor<2x3x6x6xf32>, tensor<2x3x6x8xf32>
+  return %o1, %o2, %o3 : tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>
+}}",
+        upper = upper.join(", "),
+    );
+    let inputs = [f32s(&[2, 3, 6, 8], 31), f32s(&[2, 6, 3, 8], 32), f32s(&[2, 3, 6, 8], 33)];
+    let ctx = CompilerContext::new();
+    let reference = ctx.parse(&source, "written_out").unwrap();
+    // canonicalize first, as the inference pipeline runs it (the train
+    // pipeline's match reads the unfolded scale itself).
+    let mut fused = ctx.parse(&source, "written_out").unwrap();
+    run_pipeline(&ctx, &mut fused, "builtin.module(canonicalize,hl-fuse-attention,canonicalize)").unwrap();
+    let text = fused.as_operation().to_string();
+    assert_eq!(text.matches("hl.attention").count(), 3, "{text}");
+    assert_eq!(text.matches("hl.softmax").count(), 0, "{text}");
+    assert_eq!(text.matches(" causal").count(), 2, "{text}");
+    let want = Interpreter::new(&reference).run("f", &inputs).unwrap();
+    let got = Interpreter::new(&fused).run("f", &inputs).unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        for (a, b) in g.data.iter().zip(&w.data) {
+            assert!((a - b).abs() <= 1e-6 * (1.0 + b.abs()), "output {i}: fused {a}, written out {b}");
+        }
+    }
+    kernel_matches("written_out_attention", &text, &inputs, 1e-5);
+}
+
 /// A compiled f32 result `got` against the interpreter's `want` (`what`
 /// names it): NaN where it is NaN, the same infinity, else within 1e-6
 /// absolute near zero and 1e-6 relative above.

@@ -109,6 +109,42 @@ fn check(name: &str) {
     }
 }
 
+/// The imported GPT's attention, written out by the export as matmul,
+/// scale, masked_fill(-inf) and softmax, trains as `hl.attention` (the
+/// fused kernels, forward and backward): `check("gpt")` above compares
+/// that train step with PyTorch's gradients.
+#[test]
+fn an_imported_gpts_attention_becomes_the_fused_attention() {
+    let imported =
+        onnx::import(&fixture("gpt.onnx"), &ImportOptions { batch: Some(4), loss: Loss::CrossEntropy }).unwrap();
+    let ctx = aicf_compiler::CompilerContext::new();
+    let mut module = ctx.parse(&imported.module.text, "gpt").unwrap();
+    aicf_compiler::run_pipeline(&ctx, &mut module, "builtin.module(hl-fuse-attention)").unwrap();
+    let text = module.as_operation().to_string();
+    // Two blocks, in each of the imported functions (@forward, @loss).
+    let functions = text.matches("func.func").count();
+    assert_eq!(text.matches("hl.attention").count(), 2 * functions, "{text}");
+    assert_eq!(text.matches("hl.softmax").count(), 0, "{text}");
+    // The same through the Trainer's pipeline: the train step's backward
+    // is the fused one.
+    let dir = crate::tmp_root().join("onnx-gpt-fused-attention");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("gpt.mlir");
+    imported.write(&model).unwrap();
+    // As the Trainer compiles for the CPU: every attention's gradient fused.
+    let options = aicf_compiler::pipeline::TrainOptions {
+        fused_attention_backward: true,
+        fused_attention_any_heads: true,
+        ..Default::default()
+    };
+    let source = std::fs::read_to_string(&model).unwrap();
+    let mut m = ctx.parse(&source, "gpt").unwrap();
+    aicf_compiler::run_pipeline(&ctx, &mut m, &options.fusion_pipeline()).unwrap();
+    let fused = m.as_operation().to_string();
+    assert!(fused.contains("hl.attention_backward"), "{fused}");
+}
+
 #[test]
 fn an_imported_mlp_matches_onnxruntime_and_pytorch_gradients() {
     check("mlp");

@@ -86,6 +86,7 @@ namespace aicf {
 #define GEN_PASS_DEF_HLAUTOCAST
 #define GEN_PASS_DEF_HLAUTODIFF
 #define GEN_PASS_DEF_HLDEEPEN
+#define GEN_PASS_DEF_HLFUSEATTENTION
 #define GEN_PASS_DEF_HLFUSEELEMENTWISE
 #define GEN_PASS_DEF_HLFUSEGEMMEPILOGUE
 #define GEN_PASS_DEF_HLFUSEOPTIMIZER
@@ -117,6 +118,7 @@ AICF_RUST_PASS(HLAutocast)
 AICF_RUST_PASS(HLPadContractions)
 AICF_RUST_PASS(HLAutodiff)
 AICF_RUST_PASS(HLDeepen)
+AICF_RUST_PASS(HLFuseAttention)
 AICF_RUST_PASS(HLFuseElementwise)
 AICF_RUST_PASS(HLFuseGemmEpilogue)
 AICF_RUST_PASS(HLFuseOptimizer)
@@ -213,6 +215,9 @@ struct TrainPipelineOptions
 std::string trainPipeline(const TrainPipelineOptions &o) {
   std::string text;
   llvm::raw_string_ostream os(text);
+  // Attention written out as its ops (an imported GPT's) becomes
+  // hl.attention before anything differentiates or casts it.
+  os << "hl-fuse-attention,";
   if (o.precision != "fp32" && o.precision != "f32")
     os << "hl-autocast{dtype=" << o.precision << "},"
        << (o.shapePadding ? "hl-pad-contractions," : "");

@@ -193,6 +193,39 @@ def HLFuseReductions : Pass<"hl-fuse-reductions", "::mlir::ModuleOp"> {
   }];
 }
 
+def HLFuseAttention : Pass<"hl-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Fuse attention written out as matmul, scale, causal mask, softmax and matmul into hl.attention";
+  let dependentDialects = ["::hl::HLDialect"];
+  let description = [{
+    Attention as an ONNX export of a PyTorch GPT (or a hand-written model)
+    holds it, `softmax(q k^T * scale [masked]) v` as its ops, becomes one
+    `hl.attention`: the fused kernel, which never materialises the scores,
+    and one `hl.attention_backward` where the train pipeline fuses
+    attention's gradient. The scale is any chain of positive constant
+    factors and divisors on the scores; the mask, optional, is a causal
+    constant: `select(mask, -inf, s)` with `mask[i][j] = j > i`,
+    `select(tril, s, -inf)`, or `s + M` with `M` 0 on and below the
+    diagonal and -inf (or at most -1e30) above. Taken only where the whole
+    chain is read once (probabilities returned or dropped out stay as
+    they are) and the softmax is over the last axis.
+
+    Before:
+    ```mlir
+    %s = hl.matmul %q, %kt : tensor<2x4x16x8xf32>, tensor<2x4x8x16xf32>
+    %c = hl.mul %s, %scale : tensor<2x4x16x16xf32>, tensor<f32>
+    %m = hl.select %upper, %ninf, %c : tensor<16x16xi1>, tensor<f32>, tensor<2x4x16x16xf32>
+    %p = hl.softmax %m axis = 3 : tensor<2x4x16x16xf32>
+    %o = hl.matmul %p, %v : tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>
+    ```
+    After (`%k` the keys `[.., S, D]`, through the transpose that made
+    `%kt` where there is one):
+    ```mlir
+    %o = hl.attention %q, %k, %v causal scale = 0.35355339059327373
+        : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+    ```
+  }];
+}
+
 def HLFuseOptimizer : Pass<"hl-fuse-optimizer", "::mlir::ModuleOp"> {
   let summary = "Fuse the per-parameter updates of a train step into one multi-tensor kernel";
   let dependentDialects = ["::hl::HLDialect", "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];

@@ -1,0 +1,113 @@
+// hl-fuse-attention: attention written out as matmul, scale, causal mask,
+// softmax and matmul becomes one hl.attention.
+// RUN: aicf-opt %s -split-input-file --hl-fuse-attention | FileCheck %s
+
+// nanoGPT's form (as PyTorch's ONNX export writes it): the keys transposed
+// for the product, a constant factor, masked_fill(~tril, -inf).
+// CHECK-LABEL: func.func @nanogpt
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x8xf32>, %[[K:.*]]: tensor<2x4x8xf32>, %[[V:.*]]: tensor<2x4x8xf32>)
+func.func @nanogpt(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  // CHECK-NOT: hl.transpose
+  // CHECK: %[[O:.*]] = hl.attention %[[Q]], %[[K]], %[[V]] causal scale = 0.3535533{{[0-9]*}} : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  // CHECK-NOT: hl.softmax
+  // CHECK-NOT: hl.matmul
+  // CHECK: return %[[O]]
+  %kt = hl.transpose %k permutation = [0, 2, 1] : tensor<2x4x8xf32>
+  %s = hl.matmul %q, %kt : tensor<2x4x8xf32>, tensor<2x8x4xf32>
+  %c = hl.constant dense<0.353553385> : tensor<f32>
+  %scaled = hl.mul %s, %c : tensor<2x4x4xf32>, tensor<f32>
+  %upper = hl.constant dense<[[false, true, true, true], [false, false, true, true], [false, false, false, true], [false, false, false, false]]> : tensor<4x4xi1>
+  %mask = hl.broadcast_to %upper : tensor<4x4xi1> to tensor<2x4x4xi1>
+  %ninf = hl.constant dense<0xFF800000> : tensor<f32>
+  %masked = hl.select %mask, %ninf, %scaled : tensor<2x4x4xi1>, tensor<f32>, tensor<2x4x4xf32>
+  %p = hl.softmax %masked axis = 2 : tensor<2x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// An additive mask of finfo.min above the diagonal (Hugging Face's form),
+// the keys read transposed by the product, an unfolded divisor (sqrt(4)).
+// CHECK-LABEL: func.func @additive
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x3x4x8xf32>, %[[K:.*]]: tensor<2x3x4x8xf32>, %[[V:.*]]: tensor<2x3x4x16xf32>)
+func.func @additive(%q: tensor<2x3x4x8xf32>, %k: tensor<2x3x4x8xf32>, %v: tensor<2x3x4x16xf32>) -> tensor<2x3x4x16xf32> {
+  // CHECK: hl.attention %[[Q]], %[[K]], %[[V]] causal scale = 5.000000e-01 : tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>, tensor<2x3x4x16xf32>
+  // CHECK-NOT: hl.softmax
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>
+  %four = hl.constant dense<4.0> : tensor<f32>
+  %d = hl.sqrt %four : tensor<f32>
+  %scaled = hl.div %s, %d : tensor<2x3x4x4xf32>, tensor<f32>
+  %m = hl.constant dense<[[[[0.0, -3.40282347e+38, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, 0.0, -3.40282347e+38], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<1x1x4x4xf32>
+  %masked = hl.add %scaled, %m : tensor<2x3x4x4xf32>, tensor<1x1x4x4xf32>
+  %p = hl.softmax %masked axis = 3 : tensor<2x3x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x3x4x4xf32>, tensor<2x3x4x16xf32>
+  return %o : tensor<2x3x4x16xf32>
+}
+
+// -----
+
+// select(tril, scores, -inf) with no scale: scale 1; keys [.., D, S] made
+// by a transpose from [B, S, H, D] compose into one transpose.
+// CHECK-LABEL: func.func @tril_no_scale
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x3x4x8xf32>, %[[K:.*]]: tensor<2x4x3x8xf32>, %[[V:.*]]: tensor<2x3x4x8xf32>)
+func.func @tril_no_scale(%q: tensor<2x3x4x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32> {
+  // CHECK: %[[KT:.*]] = hl.transpose %[[K]] permutation = [0, 2, 1, 3] : tensor<2x4x3x8xf32>
+  // CHECK-NEXT: hl.attention %[[Q]], %[[KT]], %[[V]] causal scale = 1.000000e+00
+  %kt = hl.transpose %k permutation = [0, 2, 3, 1] : tensor<2x4x3x8xf32>
+  %s = hl.matmul %q, %kt : tensor<2x3x4x8xf32>, tensor<2x3x8x4xf32>
+  %tril = hl.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %ninf = hl.constant dense<0xFF800000> : tensor<2x3x4x4xf32>
+  %masked = hl.select %tril, %s, %ninf : tensor<4x4xi1>, tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+  %p = hl.softmax %masked axis = 3 : tensor<2x3x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>
+  return %o : tensor<2x3x4x8xf32>
+}
+
+// -----
+
+// Not causal (a band): the ops stay.
+// CHECK-LABEL: func.func @band_mask
+func.func @band_mask(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  // CHECK-NOT: hl.attention
+  // CHECK: hl.softmax
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %upper = hl.constant dense<[[false, true, true, true], [true, false, true, true], [true, true, false, true], [true, true, true, false]]> : tensor<4x4xi1>
+  %ninf = hl.constant dense<0xFF800000> : tensor<f32>
+  %masked = hl.select %upper, %ninf, %s : tensor<4x4xi1>, tensor<f32>, tensor<2x4x4xf32>
+  %p = hl.softmax %masked axis = 2 : tensor<2x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// The probabilities are also returned: the ops stay.
+// CHECK-LABEL: func.func @probabilities_used
+func.func @probabilities_used(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>) {
+  // CHECK-NOT: hl.attention
+  // CHECK: hl.softmax
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %p = hl.softmax %s axis = 2 : tensor<2x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
+  return %o, %p : tensor<2x4x8xf32>, tensor<2x4x4xf32>
+}
+
+// -----
+
+// A scale that is not a constant, and a softmax over another axis: the
+// ops stay.
+// CHECK-LABEL: func.func @not_attention
+func.func @not_attention(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %t: tensor<f32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  // CHECK-NOT: hl.attention
+  // CHECK: hl.softmax
+  // CHECK: hl.softmax
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %scaled = hl.mul %s, %t : tensor<2x4x4xf32>, tensor<f32>
+  %p = hl.softmax %scaled axis = 2 : tensor<2x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
+  %s2 = hl.matmul %q, %k transpose_rhs : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %p2 = hl.softmax %s2 axis = 1 : tensor<2x4x4xf32>
+  %o2 = hl.matmul %p2, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
+  return %o, %o2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}
