@@ -168,3 +168,33 @@ func.func @not_a_prefix(%padded: tensor<9x16xbf16>, %y: tensor<8xi32>, %g: tenso
   %p = hl.slice_backward %e start = [0, 0] limit = [8, 10] strides = [1, 1] : tensor<8x10xbf16> -> tensor<9x16xbf16>
   return %l, %p : tensor<f32>, tensor<9x16xbf16>
 }
+
+// -----
+
+// An evaluation's loss (no backward) of a padded bf16 head: it reads the
+// padded rows itself, with an upstream gradient of one and its gradient
+// unused (convert-hl-to-ll computes the loss alone).
+// CHECK-LABEL: func.func @eval_padded
+// CHECK-SAME: (%[[P:.*]]: tensor<8x16xbf16>, %[[Y:.*]]: tensor<8xi32>)
+func.func @eval_padded(%p: tensor<8x16xbf16>, %y: tensor<8xi32>) -> tensor<f32> {
+  // CHECK-NOT: hl.slice
+  // CHECK-NOT: hl.cast
+  // CHECK: %[[ONE:.*]] = hl.constant dense<1.000000e+00> : tensor<f32>
+  // CHECK-NEXT: %[[LOSS:.*]], %{{.*}} = hl.softmax_cross_entropy %[[P]], %[[Y]], %[[ONE]] classes = 10 : tensor<8x16xbf16>, tensor<8xi32>, tensor<f32> -> tensor<f32>
+  // CHECK-NEXT: return %[[LOSS]]
+  %s = hl.slice %p start = [0, 0] limit = [8, 10] strides = [1, 1] : tensor<8x16xbf16>
+  %c = hl.cast %s : tensor<8x10xbf16> to tensor<8x10xf32>
+  %l = hl.cross_entropy %c, %y : tensor<8x10xf32>, tensor<8xi32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// f32 logits as they are: the loss alone already; nothing to fold.
+// CHECK-LABEL: func.func @eval_f32
+func.func @eval_f32(%p: tensor<8x10xf32>, %y: tensor<8xi32>) -> tensor<f32> {
+  // CHECK: hl.cross_entropy
+  // CHECK-NOT: hl.softmax_cross_entropy
+  %l = hl.cross_entropy %p, %y : tensor<8x10xf32>, tensor<8xi32>
+  return %l : tensor<f32>
+}

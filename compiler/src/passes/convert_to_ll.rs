@@ -578,6 +578,11 @@ impl<'a> Lower<'a> {
                     }
                 }
                 let (loss, grad) = match name.as_str() {
+                    // An evaluation's loss folded with its casts has a
+                    // gradient nothing reads: the loss alone.
+                    "hl.softmax_cross_entropy" if ir::users(Self::result(op, 1)).is_empty() => {
+                        (self.alloc(Self::result(op, 0))?, None)
+                    }
                     "hl.softmax_cross_entropy" => {
                         (self.alloc(Self::result(op, 0))?, Some(self.alloc(Self::result(op, 1))?))
                     }

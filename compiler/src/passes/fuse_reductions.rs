@@ -36,6 +36,11 @@
 //! %l, %p = hl.softmax_cross_entropy %yp, %y, %g classes = N : tensor<RxNpxbf16>, ... -> tensor<f32>
 //! ```
 //!
+//! An evaluation's `@loss` has the cross-entropy without its backward; its
+//! casts and slice fold the same way (`fold_lone_loss`), into an
+//! `hl.softmax_cross_entropy` whose gradient nothing reads, which
+//! `convert-hl-to-ll` lowers to the loss alone.
+//!
 //! Each step is taken only where the value it removes has no other use: a
 //! slice whose rows are also read elsewhere keeps the slice (the op then
 //! reads the sliced 16-bit logits).
@@ -57,6 +62,14 @@ pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassR
 /// Fuses every function of `module`; returns the number of fused pairs.
 pub fn fuse_reductions(module: MlirOperation) -> Result<usize, Failure> {
     let fused = fuse_pairs(module)?;
+    for (_, block) in ir::functions(module) {
+        // Listed first: a fold erases the casts and slices before each.
+        let alone: Vec<MlirOperation> =
+            ops_of(block).into_iter().filter(|&op| op_name(op) == "hl.cross_entropy").collect();
+        for op in alone {
+            fold_lone_loss(block, op)?;
+        }
+    }
     for (_, block) in ir::functions(module) {
         // Listed first: absorbing erases ops after each one (the casts and
         // slices), whose handles a walk of the block's list would read.
@@ -212,6 +225,90 @@ fn absorb_casts(block: MlirBlock, fused: MlirOperation) -> Result<(), Failure> {
         }
         if let Some((slice, _, _)) = padded {
             mlirOperationDestroy(slice);
+        }
+    }
+    Ok(())
+}
+
+/// A cross-entropy with no backward (an evaluation's `@loss`) of 16-bit
+/// logits cast to f32, perhaps a padded head's slice: it becomes an
+/// `hl.softmax_cross_entropy` that reads the 16-bit (padded) rows itself,
+/// as the train step's fused loss does, with an upstream gradient of one
+/// and its gradient unused (`convert-hl-to-ll` then computes the loss
+/// alone). The slice, the reshape and the cast, each a pass over the
+/// logits, are gone.
+fn fold_lone_loss(block: MlirBlock, ce: MlirOperation) -> Result<(), Failure> {
+    let result = |op: MlirOperation, i| unsafe { mlirOperationGetResult(op, i) };
+    let operand = |op: MlirOperation, i| unsafe { mlirOperationGetOperand(op, i) };
+    let logits = operand(ce, 0);
+    let Some(up) = ir::producer(logits).filter(|&p| cast_16bit(p, true).is_some()) else { return Ok(()) };
+    if ir::single_user(logits).is_none() {
+        return Ok(());
+    }
+    let narrow = operand(up, 0);
+    let narrow_spec = ir::spec(narrow);
+    let classes = narrow_spec.shape.last().copied().unwrap_or(1);
+    // A reshape of the leading dims between the slice and the cast, read
+    // only by the cast.
+    let reshape = ir::producer(narrow).filter(|&r| {
+        op_name(r) == "hl.reshape"
+            && ir::single_user(narrow).is_some()
+            && ir::spec(operand(r, 0)).shape.last() == Some(&classes)
+    });
+    let sliced = reshape.map_or(narrow, |r| operand(r, 0));
+    let slice = ir::producer(sliced).filter(|&s| {
+        op_name(s) == "hl.slice"
+            && ir::single_user(sliced).is_some()
+            && last_dim_prefix(s, &ir::spec(operand(s, 0)).shape, classes)
+    });
+    let loc = op_loc(ce);
+    let ctx = unsafe { mlirOperationGetContext(ce) };
+    let insert = |spec: OpSpec<'_>| -> Result<MlirValue, Failure> {
+        let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("internal error: {e:?}")))?;
+        unsafe { mlirBlockInsertOwnedOperationBefore(block, ce, op) };
+        Ok(result(op, 0))
+    };
+    let parse = |text: &str| ir::parse_type(ctx, text).map_err(|e| (loc, format!("internal error: {e:?}")));
+    // The padded rows in the loss's leading shape, or (no padding) the
+    // 16-bit logits as they reach the cast.
+    let input = match slice {
+        Some(s) => {
+            let wide = operand(s, 0);
+            let row = ir::spec(wide).shape.last().copied().unwrap_or(classes);
+            if reshape.is_some() {
+                let mut shape = narrow_spec.shape.clone();
+                shape.pop();
+                shape.push(row);
+                let ty = parse(&crate::types::TensorSpec::new(shape, narrow_spec.dtype).mlir_type())?;
+                insert(OpSpec { operands: &[wide], results: Some(&[ty]), ..OpSpec::new("hl.reshape") })?
+            } else {
+                wide
+            }
+        }
+        None => narrow,
+    };
+    let f32_scalar = parse("tensor<f32>")?;
+    let one = insert(OpSpec {
+        attributes: &[("value", "dense<1.0> : tensor<f32>".into())],
+        results: Some(&[f32_scalar]),
+        ..OpSpec::new("hl.constant")
+    })?;
+    let loss = result(ce, 0);
+    let types = unsafe { [mlirValueGetType(loss), mlirValueGetType(input)] };
+    let op = fused_loss(ce, &[input, operand(ce, 1), one], &types, slice.map(|_| classes))?;
+    unsafe {
+        mlirBlockInsertOwnedOperationBefore(block, ce, op);
+        mlirValueReplaceAllUsesOfWith(loss, result(op, 0));
+        // Users before producers, each now unused.
+        mlirOperationDestroy(ce);
+        mlirOperationDestroy(up);
+        if slice.is_some() {
+            if let Some(r) = reshape {
+                mlirOperationDestroy(r);
+            }
+        }
+        if let Some(s) = slice {
+            mlirOperationDestroy(s);
         }
     }
     Ok(())

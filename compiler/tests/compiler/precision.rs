@@ -471,3 +471,70 @@ fn the_fused_16bit_cross_entropy_has_the_bits_of_the_casts_around_it() {
         assert!(fused[1].values.chunks(padded).all(|r| r[classes..].iter().all(|&v| v == 0.0)), "{what}: padding");
     }
 }
+
+/// An evaluation's loss (a cross-entropy with no backward) of a padded
+/// 16-bit head, sliced and cast to f32, reads the padded 16-bit rows
+/// itself (`hl-fuse-reductions`): no slice, cast or reshape kernel and no
+/// gradient buffer, and the same loss to the bit as the ops it replaces, in
+/// bf16 and f16, with the importer's reshape of the leading dims and
+/// without padding.
+#[test]
+fn an_evaluations_16bit_padded_loss_reads_the_padded_rows_with_the_same_bits() {
+    let cases = [("bf16", 2048, 65, 72, true), ("f16", 2048, 65, 72, false), ("bf16", 333, 65, 65, false)];
+    for (t, rows, classes, padded, reshaped) in cases {
+        let (half, b) = (rows / 2, 2);
+        let mut body = String::new();
+        let mut last = "%p".to_string();
+        if padded != classes {
+            body += &format!(
+                "%s = hl.slice %p start = [0, 0] limit = [{rows}, {classes}] strides = [1, 1] : tensor<{rows}x{padded}x{t}>\n"
+            );
+            last = "%s".into();
+        }
+        let (logits_shape, labels_shape) = if reshaped {
+            body +=
+                &format!("%r = hl.reshape {last} : tensor<{rows}x{classes}x{t}> to tensor<{b}x{half}x{classes}x{t}>\n");
+            last = "%r".into();
+            (format!("{b}x{half}x{classes}"), format!("{b}x{half}"))
+        } else {
+            (format!("{rows}x{classes}"), format!("{rows}"))
+        };
+        let source = format!(
+            "func.func @f(%p: tensor<{rows}x{padded}x{t}>, %y: tensor<{labels_shape}xi32>) -> tensor<f32> {{\n{body}\
+             %c = hl.cast {last} : tensor<{logits_shape}x{t}> to tensor<{logits_shape}xf32>\n\
+             %l = hl.cross_entropy %c, %y : tensor<{logits_shape}xf32>, tensor<{labels_shape}xi32>\n\
+             return %l : tensor<f32>\n}}"
+        );
+        let dtype = if t == "bf16" { artifact::DType::BF16 } else { artifact::DType::F16 };
+        let logits: Vec<f64> = crate::cpu::data(rows * padded, 11)
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v * 6.0 + (i / padded % 5) as f64)
+            .collect();
+        let labels: Vec<f64> = (0..rows).map(|r| ((r * 7) % classes) as f64).collect();
+        let label_dims = if reshaped { vec![b, half] } else { vec![rows] };
+        let inputs =
+            [Tensor::new(vec![rows, padded], dtype, logits), Tensor::new(label_dims, artifact::DType::I32, labels)];
+        let what = format!("{t}, {rows} rows of {classes} classes in {padded}, reshaped {reshaped}");
+        let run = |fuse: bool| {
+            let ctx = CompilerContext::new();
+            let mut m = ctx.parse(&source, "ce").unwrap_or_else(|e| panic!("{what}: {e}"));
+            let fusion = if fuse { "canonicalize,hl-fuse-reductions," } else { "canonicalize," };
+            run_pipeline(&ctx, &mut m, &format!("builtin.module({fusion}convert-hl-to-ll,ll-plan-memory)")).unwrap();
+            let text = m.as_operation().to_string();
+            if fuse {
+                assert_eq!(text.matches("ll.elementwise").count(), 0, "{what}: a cast's kernel is left:\n{text}");
+                assert!(!text.contains("ll.slice") && !text.contains("ll.copy"), "{what}: a slice is left:\n{text}");
+                // The loss alone: no gradient operand (`into %loss, %grad`).
+                let line = text.lines().find(|l| l.contains("ll.softmax_cross_entropy")).unwrap_or_default();
+                assert!(line.contains("-> memref<f32> rows"), "{what}: a gradient is written:\n{text}");
+            }
+            let dir = out_dir(&format!("eval_ce_bits_{t}_{rows}_{padded}_{reshaped}_{fuse}"));
+            compile_cpu(&ctx, &m, "test", &dir).unwrap();
+            let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+            session.call("f", &inputs.iter().collect::<Vec<_>>()).unwrap()
+        };
+        let (plain, fused) = (run(false), run(true));
+        assert_eq!(plain[0].values[0].to_bits(), fused[0].values[0].to_bits(), "{what}: the loss");
+    }
+}

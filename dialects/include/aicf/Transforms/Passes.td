@@ -177,7 +177,10 @@ def HLFuseReductions : Pass<"hl-fuse-reductions", "::mlir::ModuleOp"> {
     would need the loss earlier than it can be computed). Then the fused
     op absorbs autocast's casts around it (16-bit logits read directly,
     the loss and upstream gradient kept f32) and a padded head's slice and
-    zero-padding (`classes = N`).
+    zero-padding (`classes = N`). A cross-entropy with no backward (an
+    evaluation's `@loss`) of 16-bit logits cast to f32, sliced from a
+    padded head or not, becomes the same op reading the 16-bit rows, with
+    an upstream gradient of one and its gradient unused: the loss alone.
 
     Before:
     ```mlir
