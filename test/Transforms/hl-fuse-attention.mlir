@@ -111,3 +111,21 @@ func.func @not_attention(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tenso
   %o2 = hl.matmul %p2, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
   return %o, %o2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>
 }
+
+// -----
+
+// An fp16 export's attention: 16-bit scale and -inf.
+// CHECK-LABEL: func.func @half
+func.func @half(%q: tensor<2x4x8xf16>, %k: tensor<2x4x8xf16>, %v: tensor<2x4x8xf16>) -> tensor<2x4x8xf16> {
+  // CHECK: hl.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale = 2.500000e-01 : tensor<2x4x8xf16>
+  // CHECK-NOT: hl.softmax
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x4x8xf16>, tensor<2x4x8xf16>
+  %c = hl.constant dense<0.25> : tensor<f16>
+  %scaled = hl.mul %s, %c : tensor<2x4x4xf16>, tensor<f16>
+  %upper = hl.constant dense<[[false, true, true, true], [false, false, true, true], [false, false, false, true], [false, false, false, false]]> : tensor<4x4xi1>
+  %ninf = hl.constant dense<0xFC00> : tensor<f16>
+  %masked = hl.select %upper, %ninf, %scaled : tensor<4x4xi1>, tensor<f16>, tensor<2x4x4xf16>
+  %p = hl.softmax %masked axis = 2 : tensor<2x4x4xf16>
+  %o = hl.matmul %p, %v : tensor<2x4x4xf16>, tensor<2x4x8xf16>
+  return %o : tensor<2x4x8xf16>
+}

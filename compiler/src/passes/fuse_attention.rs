@@ -241,6 +241,15 @@ fn scalar(v: MlirValue) -> Option<f64> {
         return Some(c);
     }
     let op = ir::producer(v)?;
+    // A 16-bit splat (an fp16 export's), which `splat_value` leaves out.
+    let dtype = ir::spec(v).dtype;
+    if op_name(op) == "hl.constant" && matches!(dtype, crate::types::DType::F16 | crate::types::DType::BF16) {
+        let a = ir::attr(op, "value");
+        if a.ptr.is_null() || unsafe { !mlirAttributeIsADenseElements(a) || !mlirDenseElementsAttrIsSplat(a) } {
+            return None;
+        }
+        return Some(unsafe { ir::dense_16bit_element(a, 0, dtype) });
+    }
     let arg = |i| scalar(operand(op, i));
     Some(match op_name(op).as_str() {
         "hl.reshape" | "hl.broadcast_to" => arg(0)?,
