@@ -1014,9 +1014,10 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             // label; one row of 45 with 3 classes, summed. The 16-bit
             // forms keep the loss and its upstream gradient in f32 (what
             // hl-fuse-reductions makes under autocast); the padding's
-            // gradient is zero.
+            // gradient is zero. The third's gradient is not read (an
+            // evaluation's folded loss): the loss alone.
             "cross_entropy_padded",
-            "func.func @f(%x: tensor<5x7x40xf32>, %t: tensor<5x7xi32>, %y: tensor<1x45xf32>, %u: tensor<1xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<5x7x40xf32>, tensor<f32>, tensor<1x45xf32>) {\n  %a:2 = hl.softmax_cross_entropy %x, %t, %g ignore_index = 1 classes = 37 : tensor<5x7x40xf32>, tensor<5x7xi32>, tensor<f32> -> tensor<f32>\n  %b:2 = hl.softmax_cross_entropy %y, %u, %g reduction = sum classes = 3 : tensor<1x45xf32>, tensor<1xi32>, tensor<f32> -> tensor<f32>\n  return %a#0, %a#1, %b#0, %b#1 : tensor<f32>, tensor<5x7x40xf32>, tensor<f32>, tensor<1x45xf32>\n}".into(),
+            "func.func @f(%x: tensor<5x7x40xf32>, %t: tensor<5x7xi32>, %y: tensor<1x45xf32>, %u: tensor<1xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<5x7x40xf32>, tensor<f32>, tensor<1x45xf32>, tensor<f32>) {\n  %a:2 = hl.softmax_cross_entropy %x, %t, %g ignore_index = 1 classes = 37 : tensor<5x7x40xf32>, tensor<5x7xi32>, tensor<f32> -> tensor<f32>\n  %b:2 = hl.softmax_cross_entropy %y, %u, %g reduction = sum classes = 3 : tensor<1x45xf32>, tensor<1xi32>, tensor<f32> -> tensor<f32>\n  %c:2 = hl.softmax_cross_entropy %x, %t, %g classes = 37 : tensor<5x7x40xf32>, tensor<5x7xi32>, tensor<f32> -> tensor<f32>\n  return %a#0, %a#1, %b#0, %b#1, %c#0 : tensor<f32>, tensor<5x7x40xf32>, tensor<f32>, tensor<1x45xf32>, tensor<f32>\n}".into(),
             vec![f32s(&[5, 7, 40], 77), indices(&[5, 7], 37, 78), f32s(&[1, 45], 79), indices(&[1], 3, 80), Array::scalar(0.75, DType::F32)],
         ),
         (
