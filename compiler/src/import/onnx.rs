@@ -182,6 +182,10 @@ pub struct Imported {
     /// (no op uses them as a weight): not trained. (ONNX marks no tensor
     /// trainable; the importer decides by use.)
     pub frozen: Vec<(String, usize)>,
+    /// Float initializers holding an infinity or a magnitude of 1e30 or
+    /// more (an attention mask kept as a PyTorch buffer, added to the
+    /// scores): constants, never trained, wherever they are used.
+    pub masks: Vec<(String, usize)>,
     /// Parameters that are the scale or shift of more than one
     /// normalization (initializer, how many): trained as one. PyTorch's
     /// dynamo exporter reads one initializer wherever the values are
@@ -375,7 +379,9 @@ pub fn import_model(
     let params = choose_params(graph, &inits);
     let states = choose_states(graph, &inits);
     let params: HashSet<String> = params.difference(&states).cloned().collect();
-    let frozen = frozen_initializers(graph, &inits, &params, &states);
+    let (masks, frozen): (Vec<_>, Vec<_>) = frozen_initializers(graph, &inits, &params, &states)
+        .into_iter()
+        .partition(|(n, _)| inits.get(n).is_some_and(is_mask));
     let mut shared_norms: Vec<(String, usize)> = Vec::new();
     for norm in graph.node.iter().filter(|n| matches!(n.op_type(), "LayerNormalization" | "BatchNormalization")) {
         for name in norm.input.iter().skip(1).take(2).filter(|n| params.contains(*n)) {
@@ -477,7 +483,7 @@ pub fn import_model(
         };
         weights.push((st.name.clone(), t.dims.clone(), values.clone()));
     }
-    Ok(Imported { module, weights, sources, opset, inputs, symbolic, frozen, shared_norms })
+    Ok(Imported { module, weights, sources, opset, inputs, symbolic, frozen, masks, shared_norms })
 }
 
 /// A graph input's static spec: known dimensions as they are, the first
@@ -634,10 +640,19 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
     }
     inits
         .iter()
-        .filter(|(_, t)| t.is_float() && !t.dims.is_empty())
+        .filter(|(_, t)| t.is_float() && !t.dims.is_empty() && !is_mask(t))
         .filter(|(name, t)| weight_use(&consumers, name, t.elements(), 8))
         .map(|(name, _)| name.clone())
         .collect()
+}
+
+/// Whether a float initializer is a mask rather than a weight: it holds an
+/// infinity (or NaN) or a magnitude of 1e30 or more, as an additive
+/// attention mask does (`triu(full(-inf))` kept as a PyTorch buffer, or
+/// `finfo.min`). No trained weight holds such values, and training one
+/// would move the mask's zeros (and an infinity's gradient is NaN).
+fn is_mask(t: &aicf_onnx::Tensor) -> bool {
+    t.is_float() && t.data.to_f64().iter().any(|v| !v.is_finite() || v.abs() >= 1e30)
 }
 
 /// The float initializers of more than one value the graph uses that are

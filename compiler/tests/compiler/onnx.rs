@@ -962,3 +962,79 @@ fn elu_and_reduce_l2_train_with_finite_gradients() {
         assert!(e.contains("RNN") && e.contains(why), "{e}");
     }
 }
+
+/// An additive attention mask kept as a PyTorch buffer (an initializer of
+/// -inf, or `finfo.min`, above the diagonal, added to the scores) imports
+/// as a constant, never a trained parameter (it was: with -inf its
+/// gradient step made every value NaN, with `finfo.min` its zeros moved);
+/// a bias added the same way still trains.
+#[test]
+fn an_additive_mask_initializer_imports_as_a_constant() {
+    use aicf_onnx::proto::{
+        GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TypeProto, ValueInfoProto,
+        tensor_shape_proto::Dimension, tensor_shape_proto::dimension::Value, type_proto,
+    };
+    let value = |name: &str, dims: &[i64]| ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(aicf_onnx::proto::TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension { value: Some(Value::DimValue(d)), ..Default::default() })
+                        .collect(),
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
+        name: Some(op.into()),
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.into()],
+        ..Default::default()
+    };
+    let init = |name: &str, dims: Vec<i64>, float_data: Vec<f32>| TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        dims,
+        float_data,
+        ..Default::default()
+    };
+    for minus_infinity in [f32::NEG_INFINITY, f32::MIN] {
+        let mask: Vec<f32> = (0..16).map(|i| if i % 4 > i / 4 { minus_infinity } else { 0.0 }).collect();
+        let model = ModelProto {
+            ir_version: Some(8),
+            opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+            graph: Some(GraphProto {
+                name: Some("masked".into()),
+                node: vec![
+                    node("MatMul", &["x", "w"], "s"),
+                    node("Add", &["s", "mask"], "m"),
+                    node("Softmax", &["m"], "p"),
+                    node("Add", &["p", "b"], "y"),
+                ],
+                input: vec![value("x", &[4, 4])],
+                output: vec![value("y", &[4, 4])],
+                initializer: vec![
+                    init("w", vec![4, 4], (0..16).map(|i| 0.1 * i as f32).collect()),
+                    init("mask", vec![4, 4], mask),
+                    init("b", vec![4], vec![0.5; 4]),
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let options = ImportOptions { batch: None, loss: Loss::CrossEntropy };
+        let imported = onnx::import_model(&model, "masked.onnx", std::path::Path::new("."), &options).unwrap();
+        let what = format!("mask of {minus_infinity}");
+        assert_eq!(imported.masks, vec![("mask".to_string(), 16)], "{what}");
+        assert!(!imported.sources.iter().any(|s| s == "mask"), "{what}: {:?}", imported.sources);
+        assert!(imported.sources.iter().any(|s| s == "b") && imported.sources.iter().any(|s| s == "w"), "{what}");
+        assert!(!imported.module.text.contains("hl.param @mask"), "{what}");
+        assert!(imported.frozen.is_empty(), "{what}: {:?}", imported.frozen);
+    }
+}

@@ -1239,6 +1239,19 @@ fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Resu
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    if !imported.masks.is_empty() {
+        let named: Vec<String> = imported.masks.iter().take(5).map(|(n, v)| format!("'{n}' ({v} values)")).collect();
+        let more = imported.masks.len().saturating_sub(5);
+        eprintln!(
+            "note: {} float initializer{} holding infinities or magnitudes of 1e30 and more (a mask, as a PyTorch \
+             buffer holds one) {}, not trained: {}{}",
+            imported.masks.len(),
+            if imported.masks.len() == 1 { "" } else { "s" },
+            if imported.masks.len() == 1 { "imports as a constant" } else { "import as constants" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
     if !imported.shared_norms.is_empty() {
         let named: Vec<String> = imported.shared_norms.iter().map(|(n, k)| format!("'{n}' ({k} norms)")).collect();
         eprintln!(
