@@ -129,3 +129,43 @@ func.func @half(%q: tensor<2x4x8xf16>, %k: tensor<2x4x8xf16>, %v: tensor<2x4x8xf
   %o = hl.matmul %p, %v : tensor<2x4x4xf16>, tensor<2x4x8xf16>
   return %o : tensor<2x4x8xf16>
 }
+
+// -----
+
+// The values read transposed by the product (`transpose_rhs`): transposed
+// back for the attention.
+// CHECK-LABEL: func.func @values_transposed
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x8xf32>, %[[K:.*]]: tensor<2x4x8xf32>, %[[VT:.*]]: tensor<2x6x4xf32>)
+func.func @values_transposed(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %vt: tensor<2x6x4xf32>) -> tensor<2x4x6xf32> {
+  // CHECK: %[[V:.*]] = hl.transpose %[[VT]] permutation = [0, 2, 1] : tensor<2x6x4xf32>
+  // CHECK-NEXT: hl.attention %[[Q]], %[[K]], %[[V]] scale = 1.000000e+00 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x6xf32>
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %p = hl.softmax %s axis = 2 : tensor<2x4x4xf32>
+  %o = hl.matmul %p, %vt transpose_rhs : tensor<2x4x4xf32>, tensor<2x6x4xf32>
+  return %o : tensor<2x4x6xf32>
+}
+
+// -----
+
+// A finite "minus infinity" (finfo.min) scaled after the mask: still a
+// mask at 1/8 (-4.3e37), not at 1e-38 (-3.4: nothing masked).
+// CHECK-LABEL: func.func @finite_mask_then_scale
+func.func @finite_mask_then_scale(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  // CHECK: hl.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale = 1.250000e-01
+  // CHECK: hl.softmax
+  // CHECK-NOT: hl.attention
+  %m = hl.constant dense<[[0.0, -3.40282347e+38, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, 0.0, -3.40282347e+38], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %masked = hl.add %s, %m : tensor<2x4x4xf32>, tensor<4x4xf32>
+  %eighth = hl.constant dense<0.125> : tensor<f32>
+  %scaled = hl.mul %masked, %eighth : tensor<2x4x4xf32>, tensor<f32>
+  %p = hl.softmax %scaled axis = 2 : tensor<2x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
+  %s2 = hl.matmul %q, %k transpose_rhs : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %masked2 = hl.add %s2, %m : tensor<2x4x4xf32>, tensor<4x4xf32>
+  %big = hl.constant dense<1.0e38> : tensor<f32>
+  %scaled2 = hl.div %masked2, %big : tensor<2x4x4xf32>, tensor<f32>
+  %p2 = hl.softmax %scaled2 axis = 2 : tensor<2x4x4xf32>
+  %o2 = hl.matmul %p2, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
+  return %o, %o2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}

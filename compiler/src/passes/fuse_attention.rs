@@ -73,7 +73,10 @@ struct Attention {
     /// product's `transpose_rhs`), or `[.., D, S]` to be transposed back.
     keys: MlirValue,
     keys_transposed: bool,
+    /// The values as the product reads them: `[.., S, Dv]`, or `[.., Dv,
+    /// S]` with its `transpose_rhs`.
     values: MlirValue,
+    values_transposed: bool,
     scale: f64,
     causal: bool,
     /// The product of the probabilities and the values: its result becomes
@@ -106,11 +109,11 @@ fn match_attention(softmax: MlirOperation) -> Option<Attention> {
     if ir::key(operand(output, 0)) != ir::key(probabilities)
         || ir::key(operand(output, 1)) == ir::key(probabilities)
         || has(output, "transpose_lhs")
-        || has(output, "transpose_rhs")
     {
         return None;
     }
     let values = operand(output, 1);
+    let values_transposed = has(output, "transpose_rhs");
     let mut replaced = vec![output, softmax];
     let (mut scale, mut causal) = (1.0f64, false);
     // From the softmax's input back to the scores' product: constant
@@ -143,7 +146,8 @@ fn match_attention(softmax: MlirOperation) -> Option<Attention> {
             "hl.select" if !causal => {
                 let (mask, a, b) = (operand(op, 0), operand(op, 1), operand(op, 2));
                 // select(upper, -inf, scores) or select(tril, scores, -inf).
-                let (data, masked_where_true) = match (minus_infinity(a), minus_infinity(b)) {
+                // `scale` so far: the factors applied after the mask.
+                let (data, masked_where_true) = match (minus_infinity(a, scale), minus_infinity(b, scale)) {
                     (true, false) if same_shape(b) => (b, true),
                     (false, true) if same_shape(a) => (a, false),
                     _ => return None,
@@ -165,11 +169,12 @@ fn match_attention(softmax: MlirOperation) -> Option<Attention> {
                 } else {
                     return None;
                 };
-                // 0 where a key is seen, minus infinity where it is not.
+                // 0 where a key is seen, minus infinity where it is not
+                // (after the factors applied to it since).
                 let seen = |v: f64| {
                     if v == 0.0 {
                         Some(true)
-                    } else if v <= -1e30 {
+                    } else if masks(v, scale) {
                         Some(false)
                     } else {
                         None
@@ -226,7 +231,7 @@ fn match_attention(softmax: MlirOperation) -> Option<Attention> {
     if !(scale > 0.0 && scale <= f32::MAX as f64) {
         return None;
     }
-    Some(Attention { query, keys, keys_transposed, values, scale, causal, output, replaced })
+    Some(Attention { query, keys, keys_transposed, values, values_transposed, scale, causal, output, replaced })
 }
 
 fn positive(factor: f64) -> Option<f64> {
@@ -263,10 +268,19 @@ fn scalar(v: MlirValue) -> Option<f64> {
     })
 }
 
-/// Whether `v` is minus infinity everywhere, or a finite value at most
-/// -1e30 (`finfo.min`), as a constant scalar expression.
-fn minus_infinity(v: MlirValue) -> bool {
-    scalar(v).is_some_and(|c| c <= -1e30)
+/// Whether `v` is minus infinity everywhere, or a finite value that is at
+/// most -1e30 (`finfo.min`) once multiplied by `after`, the positive
+/// factors applied to the masked scores after it, as a constant scalar
+/// expression.
+fn minus_infinity(v: MlirValue, after: f64) -> bool {
+    scalar(v).is_some_and(|c| masks(c, after))
+}
+
+/// Whether a mask value `c`, scaled by `after` later, still masks: minus
+/// infinity, or at most -1e30 (a finite mask scaled down by a tiny factor
+/// after it is a mask no longer: `(s + finfo.min) * 1e-38` is about -3.4).
+fn masks(c: f64, after: f64) -> bool {
+    c == f64::NEG_INFINITY || c * after <= -1e30
 }
 
 /// The `hl.constant` whose elements `v` holds, through reshapes and
@@ -343,49 +357,45 @@ fn rewrite(block: MlirBlock, found: &Attention) -> Result<(), Failure> {
         unsafe { mlirBlockInsertOwnedOperationBefore(block, at, op) };
         Ok::<MlirValue, Failure>(unsafe { mlirOperationGetResult(op, 0) })
     };
-    // The keys as `[.., S, D]`: the product's `[.., D, S]` operand
-    // transposed back, through the transpose that made it where it is
-    // read only here (composed: one transpose, or none).
-    let mut absorbed_transpose = None;
-    let keys = if found.keys_transposed {
-        let spec = ir::spec(found.keys);
+    // `v` with its last two dimensions swapped, through the transpose that
+    // made it where that is read only here (composed: one transpose, or
+    // none); the transpose absorbed.
+    let untranspose = |v: MlirValue| -> Result<(MlirValue, Option<MlirOperation>), Failure> {
+        let spec = ir::spec(v);
         let rank = spec.shape.len();
         let mut swap: Vec<usize> = (0..rank).collect();
         swap.swap(rank - 2, rank - 1);
-        let producer =
-            ir::producer(found.keys).filter(|&t| op_name(t) == "hl.transpose" && ir::single_user(found.keys).is_some());
-        let (source, permutation) = match producer.and_then(|t| Some((t, ir::i64_array(t, "permutation")?))) {
+        let producer = ir::producer(v).filter(|&t| op_name(t) == "hl.transpose" && ir::single_user(v).is_some());
+        let (source, permutation, absorbed) = match producer.and_then(|t| Some((t, ir::i64_array(t, "permutation")?))) {
             Some((t, p)) if p.len() == rank => {
-                absorbed_transpose = Some(t);
-                (operand(t, 0), swap.iter().map(|&i| p[i] as usize).collect::<Vec<usize>>())
+                (operand(t, 0), swap.iter().map(|&i| p[i] as usize).collect::<Vec<usize>>(), Some(t))
             }
-            _ => (found.keys, swap),
+            _ => (v, swap, None),
         };
         let source_shape = ir::spec(source).shape;
         let shape: Vec<usize> = permutation.iter().map(|&d| source_shape[d]).collect();
         if permutation.iter().enumerate().all(|(i, &d)| i == d) {
-            source
-        } else {
-            build(
-                "hl.transpose",
-                &[source],
-                &[("permutation", ir::i64_array_text(&permutation))],
-                &TensorSpec::new(shape, spec.dtype),
-            )?
+            return Ok((source, absorbed));
         }
-    } else {
-        found.keys
+        let attributes = [("permutation", ir::i64_array_text(&permutation))];
+        Ok((build("hl.transpose", &[source], &attributes, &TensorSpec::new(shape, spec.dtype))?, absorbed))
     };
+    // The keys as `[.., S, D]` (the product read `[.., D, S]` unless it
+    // transposed them itself), the values as `[.., S, Dv]`.
+    let (keys, absorbed_keys) = if found.keys_transposed { untranspose(found.keys)? } else { (found.keys, None) };
+    let (values, absorbed_values) =
+        if found.values_transposed { untranspose(found.values)? } else { (found.values, None) };
+    let absorbed: Vec<MlirOperation> = absorbed_keys.into_iter().chain(absorbed_values).collect();
     let mut attributes = vec![("scale", format!("{} : f64", Float(found.scale)))];
     if found.causal {
         attributes.push(("causal", "unit".to_string()));
     }
     let out = ir::spec(result(found.output));
-    let attention = build("hl.attention", &[found.query, keys, found.values], &attributes, &out)?;
+    let attention = build("hl.attention", &[found.query, keys, values], &attributes, &out)?;
     // The producers of what the replaced ops read besides the chain (the
     // constants of the scale and mask), which may be left unused.
     let replaced: std::collections::HashSet<usize> =
-        found.replaced.iter().chain(absorbed_transpose.iter()).map(|op| op.ptr as usize).collect();
+        found.replaced.iter().chain(absorbed.iter()).map(|op| op.ptr as usize).collect();
     let mut inputs: Vec<MlirOperation> = Vec::new();
     for &op in &found.replaced {
         for v in ir::operands(op) {
@@ -402,7 +412,7 @@ fn rewrite(block: MlirBlock, found: &Attention) -> Result<(), Failure> {
         for &op in &found.replaced {
             mlirOperationDestroy(op);
         }
-        if let Some(t) = absorbed_transpose {
+        for &t in &absorbed {
             mlirOperationDestroy(t);
         }
     }

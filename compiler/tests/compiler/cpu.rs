@@ -658,10 +658,10 @@ fn a_bf16_means_gradient_scales_by_the_exact_reciprocal() {
     }
 }
 
-/// Attention written out as its ops, in the three forms exporters write
-/// (nanoGPT's masked_fill on keys laid out `[B, S, H, D]`; PyTorch's
-/// exported SDPA, sqrt(scale) on the queries and the keys and an additive
-/// -inf mask; a tril select without a scale), becomes `hl.attention`
+/// Attention written out as its ops, in four forms (nanoGPT's masked_fill
+/// on keys laid out `[B, S, H, D]`; PyTorch's exported SDPA, sqrt(scale) on
+/// the queries and the keys and an additive -inf mask; no mask or scale;
+/// the same with the values read transposed), becomes `hl.attention`
 /// (`hl-fuse-attention`) with the values of the ops it replaces: the
 /// interpreter gives the same results before and after, and the compiled
 /// fused kernels match it.
@@ -677,7 +677,7 @@ fn written_out_attention_becomes_hl_attention_with_the_same_values() {
         .map(|b| format!("{b:02X}"))
         .collect();
     let source = format!(
-        "func.func @f(%q: tensor<2x3x6x8xf32>, %k: tensor<2x6x3x8xf32>, %v: tensor<2x3x6x8xf32>) -> (tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>) {{
+        "func.func @f(%q: tensor<2x3x6x8xf32>, %k: tensor<2x6x3x8xf32>, %v: tensor<2x3x6x8xf32>) -> (tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>) {{
   %kt = hl.transpose %k permutation = [0, 2, 3, 1] : tensor<2x6x3x8xf32>
   %s = hl.matmul %q, %kt : tensor<2x3x6x8xf32>, tensor<2x3x8x6xf32>
   %one = hl.constant dense<1.0> : tensor<f32>
@@ -708,7 +708,12 @@ fn written_out_attention_becomes_hl_attention_with_the_same_values() {
   %s3 = hl.matmul %q, %kk transpose_rhs : tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>
   %p3 = hl.softmax %s3 axis = 3 : tensor<2x3x6x6xf32>
   %o3 = hl.matmul %p3, %v : tensor<2x3x6x6xf32>, tensor<2x3x6x8xf32>
-  return %o1, %o2, %o3 : tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>
+
+  %vt = hl.transpose %v permutation = [0, 1, 3, 2] : tensor<2x3x6x8xf32>
+  %s4 = hl.matmul %q, %kk transpose_rhs : tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>
+  %p4 = hl.softmax %s4 axis = 3 : tensor<2x3x6x6xf32>
+  %o4 = hl.matmul %p4, %vt transpose_rhs : tensor<2x3x6x6xf32>, tensor<2x3x8x6xf32>
+  return %o1, %o2, %o3, %o4 : tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x8xf32>
 }}",
         upper = upper.join(", "),
     );
@@ -720,7 +725,7 @@ fn written_out_attention_becomes_hl_attention_with_the_same_values() {
     let mut fused = ctx.parse(&source, "written_out").unwrap();
     run_pipeline(&ctx, &mut fused, "builtin.module(canonicalize,hl-fuse-attention,canonicalize)").unwrap();
     let text = fused.as_operation().to_string();
-    assert_eq!(text.matches("hl.attention").count(), 3, "{text}");
+    assert_eq!(text.matches("hl.attention").count(), 4, "{text}");
     assert_eq!(text.matches("hl.softmax").count(), 0, "{text}");
     assert_eq!(text.matches(" causal").count(), 2, "{text}");
     let want = Interpreter::new(&reference).run("f", &inputs).unwrap();
