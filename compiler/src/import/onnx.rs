@@ -58,6 +58,8 @@ pub const SUPPORTED: &[&str] = &[
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "IsInf",
+    "IsNaN",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
@@ -1508,6 +1510,42 @@ impl Importer<'_> {
                     if v.shape() == shape.as_slice() { Ok(v) } else { nn(v.broadcast_to(&shape)) }
                 };
                 one(nn(Tensor::select(&fit(c)?, &fit(x)?, &fit(y)?))?)
+            }
+            // PyTorch's exported SDPA with a boolean mask zeroes the
+            // probabilities of fully masked rows: Where(IsNaN(p), 0, p).
+            "IsNaN" | "IsInf" => {
+                let (negative, positive) = if op == "IsInf" {
+                    (attr_i(node, "detect_negative", 1) != 0, attr_i(node, "detect_positive", 1) != 0)
+                } else {
+                    (false, false)
+                };
+                let test = |v: f64| {
+                    if op == "IsNaN" {
+                        v.is_nan()
+                    } else {
+                        (negative && v == f64::NEG_INFINITY) || (positive && v == f64::INFINITY)
+                    }
+                };
+                match input(0)? {
+                    V::C(c) => {
+                        let vals = c.vals.iter().map(|&v| test(v) as i32 as f64).collect();
+                        Ok(vec![V::C(Const { dims: c.dims.clone(), vals, float: false })])
+                    }
+                    // x != x only for NaN (hl's ne is unordered).
+                    V::T(x) if op == "IsNaN" => one(nn(x.compare(Compare::Ne, &x))?),
+                    V::T(x) => {
+                        let (value, of) = match (negative, positive) {
+                            (true, true) => (f64::INFINITY, nn(x.abs())?),
+                            (true, false) => (f64::NEG_INFINITY, x.clone()),
+                            (false, true) => (f64::INFINITY, x.clone()),
+                            // Neither: no element is (an ordered compare
+                            // with NaN is false everywhere).
+                            (false, false) => (f64::NAN, x.clone()),
+                        };
+                        let bound = nn(g.constant(&[value], &TensorSpec::new(of.shape(), of.dtype())))?;
+                        one(nn(of.compare(Compare::Eq, &bound))?)
+                    }
+                }
             }
             "Not" => match input(0)? {
                 V::C(c) => {
