@@ -373,3 +373,19 @@ fn an_adaptive_run_resumed_late_ends_on_the_straight_runs_bits() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A binary file given where the model goes (the data, or a checkpoint) is
+/// named as not a model by every command that reads one, never a raw
+/// UTF-8 error (`aicf compile` said "stream did not contain valid UTF-8").
+#[test]
+fn a_binary_file_given_as_the_model_is_named() {
+    for args in [
+        vec!["compile", "../data/digits.csv.gz"],
+        vec!["train", "../data/digits.csv.gz", "--data", "../data/digits.csv.gz", "--no-runs-db"],
+        vec!["bench", "../data/digits.csv.gz"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_aicf")).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("not a model: the file is not UTF-8 text"), "{args:?}: {err}");
+    }
+}

@@ -42,7 +42,9 @@ pub fn read_model(path: &std::path::Path) -> Result<String> {
     std::fs::read_to_string(path).map_err(|e| TrainError::Io {
         path: path.to_path_buf(),
         message: if e.kind() == std::io::ErrorKind::InvalidData {
-            "not an hl model: the file is not UTF-8 text (a checkpoint or another binary file?)".into()
+            "not a model: the file is not UTF-8 text, as an hl module is (a checkpoint, data or another binary \
+             file? an ONNX model's name ends in .onnx)"
+                .into()
         } else {
             e.to_string()
         },

@@ -1362,7 +1362,7 @@ fn run_compile(
         (c.model.clone(), c.batch)
     };
     let c = &ModelArgs { model, ..c.clone() };
-    let source = std::fs::read_to_string(&c.model).map_err(|e| format!("{}: {e}", c.model.display()))?;
+    let source = aicf_compiler::train::read_model(&c.model).map_err(|e| e.to_string())?;
     let name = c.model.display().to_string();
     if source.trim().is_empty() {
         return Err(format!("{name}: the file is empty; a model is an hl module with func.func @loss (and @forward)"));
