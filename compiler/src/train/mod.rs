@@ -36,6 +36,13 @@ pub fn refuse_special_file(path: &std::path::Path) -> std::result::Result<(), St
     }
 }
 
+/// A learning rate (or another hyperparameter) for a message: as written
+/// where it is of an ordinary size, in scientific notation where it is not
+/// (`1e-30`, not thirty digits).
+pub fn rate_text(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-4..1e6).contains(&v.abs()) { format!("{v}") } else { format!("{v:e}") }
+}
+
 /// Reads the `hl` model at `path` as text; a binary file (a checkpoint
 /// given where the model goes) is named as not a model.
 pub fn read_model(path: &std::path::Path) -> Result<String> {
@@ -88,4 +95,16 @@ pub fn refuse_overwriting_all_but_traces(path: &std::path::Path, what: &str) -> 
         return Ok(());
     }
     Err(format!("{what} would overwrite this file, which holds no trace; give a new file (or remove this one)"))
+}
+
+#[cfg(test)]
+mod rate_text_tests {
+    #[test]
+    fn rates_of_any_size_print_short() {
+        assert_eq!(super::rate_text(3e-3), "0.003");
+        assert_eq!(super::rate_text(0.0), "0");
+        assert_eq!(super::rate_text(1e-30), "1e-30");
+        assert_eq!(super::rate_text(1e30), "1e30");
+        assert_eq!(super::rate_text(f64::NAN), "NaN");
+    }
 }

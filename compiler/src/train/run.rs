@@ -1928,7 +1928,8 @@ impl<'a> Loop<'a> {
                          initial values) or the data gives it, not the learning rate"
                     )),
                     TrainError::NonFinite { step, loss, lr } => TrainError::Diverged(format!(
-                        "the loss became {loss} at epoch {epoch}, step {step} (lr {lr}); {}; {}",
+                        "the loss became {loss} at epoch {epoch}, step {step} (lr {}); {}; {}",
+                        super::rate_text(lr),
                         self.remedy(),
                         self.kept_checkpoint(checkpoint)
                     )),
@@ -1952,7 +1953,7 @@ impl<'a> Loop<'a> {
                                  times the run's first loss {reference:.4}: training diverged; {}; {}",
                                 m.loss,
                                 m.step,
-                                lr,
+                                super::rate_text(lr),
                                 self.remedy(),
                                 self.kept_checkpoint(checkpoint)
                             )));
@@ -2007,7 +2008,7 @@ impl<'a> Loop<'a> {
                 return Err(TrainError::Diverged(format!(
                     "the held-out loss became {val_loss:.4e} at the end of epoch {epoch} (lr {}): training diverged; \
                      {}; {}",
-                    run.lr,
+                    super::rate_text(run.lr),
                     self.remedy(),
                     self.kept_checkpoint(checkpoint)
                 )));
@@ -2027,7 +2028,7 @@ impl<'a> Loop<'a> {
                 return Err(TrainError::Diverged(format!(
                     "{name} holds a value that is not finite at the end of epoch {epoch} (lr {}): training diverged; \
                      {}; {}",
-                    run.lr,
+                    super::rate_text(run.lr),
                     self.remedy(),
                     self.kept_checkpoint(checkpoint)
                 )));

@@ -166,14 +166,15 @@ pub enum TrainError {
     #[error("{0}")]
     Diverged(String),
     /// The loss stopped being a number; the step's update was applied.
-    #[error("the loss became {loss} at step {step} (lr {lr}); lower the learning rate")]
+    #[error("the loss became {loss} at step {step} (lr {}); lower the learning rate", super::rate_text(*.lr))]
     NonFinite { step: u64, loss: f64, lr: f64 },
     /// An fp16 model's loss stopped being a number: its forward pass
     /// overflowed f16 (the step's update was skipped, and the loss scale
     /// halved, inside the compiled step).
     #[error(
-        "the loss became {loss} at step {step} (lr {lr}): the forward pass overflowed fp16 (the step was skipped; \
-         loss scaling cannot help a forward overflow); train with --precision bf16, or lower the learning rate"
+        "the loss became {loss} at step {step} (lr {}): the forward pass overflowed fp16 (the step was skipped; \
+         loss scaling cannot help a forward overflow); train with --precision bf16, or lower the learning rate",
+        super::rate_text(*.lr)
     )]
     Fp16Overflow { step: u64, loss: f64, lr: f64 },
     /// The model runs at its own batch size only (an op fixes it): no

@@ -1917,8 +1917,9 @@ fn bench(
             "a smaller --lr keeps it finite".to_string()
         };
         eprintln!(
-            "note: the loss is {loss} after the timed steps (lr {lr} on a fixed random batch): the step still ran, but \
-             its times are those of arithmetic on non-finite values; {remedy}"
+            "note: the loss is {loss} after the timed steps (lr {} on a fixed random batch): the step still ran, but \
+             its times are those of arithmetic on non-finite values; {remedy}",
+            aicf_compiler::train::rate_text(lr)
         );
     }
     // The functions a step runs, whose kernels the profile lists.

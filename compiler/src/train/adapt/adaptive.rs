@@ -527,7 +527,10 @@ impl Adaptive {
             Ok(m) => m,
             Err(TrainError::NonFinite { step, loss, lr: at_lr }) => {
                 self.observer.losses.push((step, loss));
-                let reason = format!("instability: the loss became {loss} at step {step} (lr {at_lr})");
+                let reason = format!(
+                    "instability: the loss became {loss} at step {step} (lr {})",
+                    crate::train::rate_text(at_lr)
+                );
                 // A watched rewrite goes back; otherwise an instability
                 // rule decides; without one the error stands.
                 let watched = self.kept.as_ref().is_some_and(|k| k.decision.is_some());
