@@ -37,7 +37,7 @@
 
 // SHAPE: aicf: error: {{.*}}four_features.csv: rows have 4 features and a label; the model's input #0 is [32, 64] f32, which takes 64 features per row
 // MISSING: aicf: error: {{.*}}missing.csv: No such file or directory
-// NAN: aicf: error: the loss became {{.*}} at epoch 1, step {{[0-9]+}} (lr 1000000000000000000000000000000); lower the learning rate
+// NAN: aicf: error: the loss became {{.*}} at epoch 1, step {{[0-9]+}} (lr 1e30); lower the learning rate
 
 // NOVAL: training on 1797 examples (0 held out)
 // NOVAL: final held-out accuracy n/a (no held-out examples) after 1 epochs
