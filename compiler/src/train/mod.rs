@@ -40,7 +40,7 @@ pub fn refuse_special_file(path: &std::path::Path) -> std::result::Result<(), St
 /// where it is of an ordinary size, in scientific notation where it is not
 /// (`1e-30`, not thirty digits).
 pub fn rate_text(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() || (1e-4..1e6).contains(&v.abs()) { format!("{v}") } else { format!("{v:e}") }
+    if v == 0.0 || !v.is_finite() || (1e-4..=1e6).contains(&v.abs()) { format!("{v}") } else { format!("{v:e}") }
 }
 
 /// Reads the `hl` model at `path` as text; a binary file (a checkpoint
