@@ -39,6 +39,29 @@ fn float_attribute(name: &str, f: f32) -> aicf_onnx::proto::AttributeProto {
     }
 }
 
+/// A graph input or output: an f32 tensor of `dims`.
+fn float_value(name: &str, dims: &[i64]) -> aicf_onnx::proto::ValueInfoProto {
+    use aicf_onnx::proto::{
+        TypeProto, ValueInfoProto, tensor_shape_proto::Dimension, tensor_shape_proto::dimension::Value, type_proto,
+    };
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(aicf_onnx::proto::TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension { value: Some(Value::DimValue(d)), ..Default::default() })
+                        .collect(),
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 fn relative(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len());
     let scale = b.iter().fold(0f64, |m, v| m.max(v.abs())).max(1e-30);
@@ -834,26 +857,10 @@ fn a_training_mode_export_imports_to_train() {
 #[test]
 fn elu_and_reduce_l2_train_with_finite_gradients() {
     use aicf_onnx::proto::{
-        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TypeProto, ValueInfoProto,
-        attribute_proto::AttributeType, tensor_shape_proto::Dimension, tensor_shape_proto::dimension::Value,
-        type_proto,
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+        attribute_proto::AttributeType,
     };
-    let value = |name: &str, dims: &[i64]| ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(aicf_onnx::proto::TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension { value: Some(Value::DimValue(d)), ..Default::default() })
-                        .collect(),
-                }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+    let value = float_value;
     let ints = |name: &str, v: &[i64]| AttributeProto {
         name: Some(name.into()),
         ints: v.to_vec(),
@@ -970,26 +977,8 @@ fn elu_and_reduce_l2_train_with_finite_gradients() {
 /// a bias added the same way still trains.
 #[test]
 fn an_additive_mask_initializer_imports_as_a_constant() {
-    use aicf_onnx::proto::{
-        GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TypeProto, ValueInfoProto,
-        tensor_shape_proto::Dimension, tensor_shape_proto::dimension::Value, type_proto,
-    };
-    let value = |name: &str, dims: &[i64]| ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(1),
-                shape: Some(aicf_onnx::proto::TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension { value: Some(Value::DimValue(d)), ..Default::default() })
-                        .collect(),
-                }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto};
+    let value = float_value;
     let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
         name: Some(op.into()),
         op_type: Some(op.into()),
