@@ -1164,14 +1164,28 @@ fn nothing_to_train(
     report: &mut dyn Report,
 ) -> Result<Option<Summary>> {
     let epoch: usize = meta.get("epoch").and_then(|e| e.parse().ok()).unwrap_or(0);
-    if epoch < run.epochs {
+    // The training FLOPs the checkpoint's run spent, against a budget: one
+    // spent ends the run before its first step (resumed, it trained one
+    // step more, and wrote a checkpoint, each time).
+    let spent = meta.get(FLOPS_KEY).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let budget_spent = run.flops_budget.is_some_and(|b| spent >= b);
+    if epoch < run.epochs && !budget_spent {
         return Ok(None);
     }
-    report.note(&format!(
-        "nothing to train: {} is at epoch {epoch}, and this run asks for {} epochs (raise --epochs to go on)",
-        path.display(),
-        run.epochs
-    ));
+    if budget_spent {
+        report.note(&format!(
+            "nothing to train: {} has spent {spent:.4e} training FLOPs, and this run's --flops-budget is {:.4e} \
+             (raise it to go on)",
+            path.display(),
+            run.flops_budget.unwrap_or_default()
+        ));
+    } else {
+        report.note(&format!(
+            "nothing to train: {} is at epoch {epoch}, and this run asks for {} epochs (raise --epochs to go on)",
+            path.display(),
+            run.epochs
+        ));
+    }
     let metrics = run.out.join("metrics.jsonl");
     // The figures are the checkpoint's run's only where `--out` holds its
     // records: their last epoch and step are the checkpoint's. Another

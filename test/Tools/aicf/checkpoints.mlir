@@ -72,6 +72,16 @@
 // KEPTMETRICS: {"epoch":1,
 // KEPTMETRICS: {"epoch":2,
 // KEPTMETRICS: {"epoch":3,
+// A run that spent its --flops-budget, resumed with the same budget,
+// trains nothing (it trained one step more, and wrote a checkpoint, each
+// time); the checkpoint stays as it was.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 100 --flops-budget 3e8 --out %t/fb --checkpoint-dir %t/fb-ckpt --no-progress > /dev/null
+// RUN: cp %t/fb-ckpt/last.safetensors %t/fb-before.safetensors
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 100 --flops-budget 3e8 --out %t/fb --checkpoint-dir %t/fb-ckpt --resume --no-progress 2>&1 | FileCheck %s --check-prefix=SPENT
+// RUN: cmp %t/fb-ckpt/last.safetensors %t/fb-before.safetensors
+// SPENT: note: nothing to train: {{.*}}last.safetensors has spent {{[0-9.]+}}e8 training FLOPs, and this run's --flops-budget is 3.0000e8 (raise it to go on)
+// SPENT: final held-out accuracy {{[0-9.]+}}% after 6 epochs (233 steps
+
 // The same checkpoint with an --out holding another run's metrics (a
 // 1-epoch run's) reports no figures rather than that run's.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/other-out > /dev/null
