@@ -1234,6 +1234,11 @@ struct Loop<'a> {
     reference_loss: Option<f64>,
     /// The epoch of the last checkpoint written (or resumed from).
     saved_epoch: Option<usize>,
+    /// A policy's state (its snapshot) and the policy's hash from a
+    /// checkpoint this run resumed without `--adapt`: written on into its
+    /// checkpoints, so that a later resume with the policy goes on with its
+    /// decisions and rewrite count rather than from zero.
+    carried_policy: Option<(String, Option<String>)>,
     /// A replay in place (resumed from an earlier checkpoint of its own
     /// directory): the epoch of the directory's latest checkpoint, before
     /// which no checkpoint is written.
@@ -1366,6 +1371,7 @@ impl<'a> Loop<'a> {
             versions: BTreeMap::new(),
             reference_loss: None,
             saved_epoch: None,
+            carried_policy: None,
             replay_until: None,
             comm,
             rank,
@@ -1490,6 +1496,11 @@ impl<'a> Loop<'a> {
         }
         let current = aicf_runtime::artifact::ir_hash(self.adaptive.trainer().source());
         self.versions.entry(current).or_insert(self.version);
+        if run.adapt.is_none()
+            && let Some(text) = meta.get(ADAPT_KEY)
+        {
+            self.carried_policy = Some((text.clone(), meta.get("policy").cloned()));
+        }
         if run.adapt.is_some()
             && let Some(text) = meta.get(ADAPT_KEY)
         {
@@ -1759,6 +1770,27 @@ impl<'a> Loop<'a> {
             meta.insert(ADAPT_KEY.into(), text);
             for (name, t) in kept.unwrap_or_default() {
                 extra.insert(format!("{KEPT_PREFIX}{name}"), t);
+            }
+        }
+        // A policy's state carried through a run without one: its history
+        // (decisions, rewrites, rules fired, the rate's factor) as it was,
+        // its window of losses and observations and any watched rewrite
+        // over (this run trained on without them), its FLOPs this run's.
+        if run.adapt.is_none()
+            && let Some((text, policy)) = &self.carried_policy
+        {
+            let mut snapshot: super::adapt::Snapshot =
+                serde_json::from_str(text).map_err(|e| TrainError::Input(format!("{ADAPT_KEY}: {e}")))?;
+            snapshot.flops = self.adaptive.flops;
+            snapshot.losses.clear();
+            snapshot.val_losses.clear();
+            snapshot.observations.clear();
+            snapshot.last_good = None;
+            snapshot.kept = None;
+            let text = serde_json::to_string(&snapshot).map_err(|e| TrainError::Input(e.to_string()))?;
+            meta.insert(ADAPT_KEY.into(), text);
+            if let Some(hash) = policy {
+                meta.insert("policy".into(), hash.clone());
             }
         }
         trainer.save_checkpoint_with(path, &meta, &extra)?;

@@ -82,6 +82,16 @@
 // SPENT: note: nothing to train: {{.*}}last.safetensors has spent {{[0-9.]+}}e8 training FLOPs, and this run's --flops-budget is 3.0000e8 (raise it to go on)
 // SPENT: final held-out accuracy {{[0-9.]+}}% after 6 epochs (233 steps
 
+// A policy's state goes through a resume without --adapt: resumed with
+// the policy again, its one rewrite (max_rewrites = 1) is counted and its
+// decision kept (it started over from zero and widened again).
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 3 --adapt %S/inputs/grow-once.toml --out %t/once --checkpoint-dir %t/once-ckpt --no-progress > /dev/null
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 5 --out %t/once --checkpoint-dir %t/once-ckpt --resume --no-progress > /dev/null 2>&1
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 8 --adapt %S/inputs/grow-once.toml --out %t/once --checkpoint-dir %t/once-ckpt --resume --no-progress 2>&1 | FileCheck %s --check-prefix=ONCE
+// ONCE-NOT: widen fc1
+// ONCE: adaptive run: 1 decision{{s?}} (log
+// ONCE-SAME: final model 2410 parameters
+
 // The same checkpoint with an --out holding another run's metrics (a
 // 1-epoch run's) reports no figures rather than that run's.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/other-out > /dev/null
