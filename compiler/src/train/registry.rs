@@ -526,6 +526,19 @@ impl Runs {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Continues run `id` (a resumed run's, killed or ended before): it is
+    /// running again, in this process. Whether the registry holds it.
+    pub fn resume(&self, id: i64) -> Result<bool> {
+        let updated = self
+            .conn
+            .execute(
+                "UPDATE runs SET status = 'running', pid = ?2, finished = NULL, error = NULL WHERE id = ?1",
+                params![id, std::process::id()],
+            )
+            .map_err(db_error(&self.path))?;
+        Ok(updated == 1)
+    }
+
     /// Records an epoch's numbers (the held-out loss against FLOPs).
     pub fn epoch(&self, id: i64, r: &EpochRecord) -> Result<()> {
         self.conn

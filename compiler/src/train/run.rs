@@ -621,6 +621,9 @@ const SCHEDULE_EPOCHS_KEY: &str = "schedule_epochs";
 const SCHEDULE_BUDGET_KEY: &str = "schedule_flops_budget";
 /// Checkpoint metadata: an adaptive run's [`super::adapt::Snapshot`].
 const ADAPT_KEY: &str = "aicf.adapt";
+/// Checkpoint metadata: the run registry's row of the run that saved it
+/// (`<registry file>#<id>`): a resumed run continues that row.
+const REGISTRY_RUN_KEY: &str = "registry_run";
 /// The training FLOPs a checkpoint's run had spent.
 const FLOPS_KEY: &str = "train_flops";
 /// The rows a step of the checkpoint's run took (batch x micro-batches x
@@ -1031,7 +1034,12 @@ pub fn fit(
         (Some(db), 0) => {
             let mut problem = dataset.problem(&data_name(data), &sig);
             problem.data_hash = loop_.record.iter().find(|(k, _)| *k == "data").map(|(_, v)| v.clone());
-            match Recorder::begin(db, &loop_, options, run, problem, &model_file, &model_hash, data) {
+            // The row a resumed run's checkpoint names, in this registry.
+            let continued = resume.as_ref().and_then(|(_, meta)| {
+                let (file, id) = meta.get(REGISTRY_RUN_KEY)?.rsplit_once('#')?;
+                (registry_key(db) == file).then(|| id.parse::<i64>().ok())?
+            });
+            match Recorder::begin(db, &loop_, options, run, problem, &model_file, &model_hash, data, continued) {
                 Ok(r) => Some(Rc::new(r)),
                 Err(e) => {
                     // (The error names the registry's file.)
@@ -1096,6 +1104,12 @@ pub fn data_name(data: &[PathBuf]) -> String {
     name.split('.').next().unwrap_or_default().to_string()
 }
 
+/// How a checkpoint names a run registry: its file's canonical path where
+/// it exists, else the path given.
+fn registry_key(db: &Path) -> String {
+    std::fs::canonicalize(db).unwrap_or_else(|_| db.to_path_buf()).display().to_string()
+}
+
 /// A run's entry in the run registry.
 struct Recorder {
     runs: super::registry::Runs,
@@ -1115,10 +1129,19 @@ impl Recorder {
         model: &Path,
         model_hash: &str,
         data: &[PathBuf],
+        continued: Option<i64>,
     ) -> Result<Recorder> {
         use super::registry::{NewRun, Runs, Settings, fingerprint};
         Runs::refuse_foreign(db)?;
         let runs = Runs::open(db)?;
+        // A resumed run goes on in its row (its curve, decisions and the
+        // model it started with are there): one run, not two, whose second
+        // would start from the checkpoint's grown model.
+        if let Some(id) = continued
+            && runs.resume(id)?
+        {
+            return Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false) });
+        }
         let trainer = loop_.adaptive.trainer();
         let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
         let name = model.display().to_string();
@@ -1763,6 +1786,9 @@ impl<'a> Loop<'a> {
         meta.insert(SCHEDULE_BUDGET_KEY.into(), run.flops_budget.map_or("none".into(), |b| format!("{b:e}")));
         meta.extend(self.record.iter().map(|(k, v)| (k.to_string(), v.clone())));
         meta.extend(self.data.metadata.clone());
+        if let Some(r) = &self.recorder {
+            meta.insert(REGISTRY_RUN_KEY.into(), format!("{}#{}", registry_key(r.runs.path()), r.id));
+        }
         let mut extra = BTreeMap::new();
         if run.adapt.is_some() {
             let (snapshot, kept) = self.adaptive.snapshot();

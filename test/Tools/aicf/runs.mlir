@@ -119,3 +119,18 @@
 // TYPEDCHECK: run 2's steps holds
 // TYPEDCHECK: aicf: error: {{.*}}typed.sqlite: 2 of 3 runs do not read (above); the database itself is whole
 // CHECKOK: runs.sqlite: ok (3 runs read)
+
+// A resumed run goes on in its own row: one run, started from the model
+// it started with, its decisions once (it was a second row, started from
+// the checkpoint's grown model, its decisions again). A killed run's
+// resume takes the same path (its row said `running`).
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 6 --out %t/r --checkpoint-dir %t/r-ckpt --runs-db %t/resumed.sqlite --adapt %S/inputs/grow-steps.toml > /dev/null
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 9 --out %t/r --checkpoint-dir %t/r-ckpt --runs-db %t/resumed.sqlite --adapt %S/inputs/grow-steps.toml --resume > /dev/null
+// RUN: aicf runs list --runs-db %t/resumed.sqlite | FileCheck %s --check-prefix=RESUMED
+// RUN: aicf runs show 1 --runs-db %t/resumed.sqlite | FileCheck %s --check-prefix=RESUMEDSHOW
+// RESUMED: 1 finished {{.*}} mlp 16-10 {{.*}} 9
+// RESUMED-NEXT: 1 runs in
+// RESUMEDSHOW: structure: mlp 16-10
+// RESUMEDSHOW: decision 0: step 50
+// RESUMEDSHOW: decision 1: step 100
+// RESUMEDSHOW-NOT: decision 2
