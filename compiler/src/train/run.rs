@@ -788,7 +788,24 @@ pub fn fit(
                     && saved != value
                     && !(*key == "data" && (same_data(saved, value) || records_bytes(saved, data)?))
                 {
-                    let message = if *key == "model" {
+                    // The file given may be the model the checkpoint holds
+                    // (an adaptive run's model.mlir, grown): said so.
+                    let holds = *key == "model"
+                        && meta
+                            .get(IR_KEY)
+                            .and_then(|ir| crate::pipeline::model_hash(ir, &name).ok())
+                            .is_some_and(|h| h == *value);
+                    let message = if holds {
+                        let first = path.with_file_name("model-v0.mlir");
+                        format!(
+                            "{}: {} is the model this checkpoint holds (grown by its run's policy), not the one its \
+                             run started from (IR hash {saved}); resume with the run's first model{} (the checkpoint \
+                             carries the growth)",
+                            path.display(),
+                            model.display(),
+                            if first.is_file() { format!(", {}", first.display()) } else { String::new() }
+                        )
+                    } else if *key == "model" {
                         format!(
                             "{}: the checkpoint is of another model (IR hash {saved}, this model's is {value})",
                             path.display()
@@ -868,7 +885,10 @@ pub fn fit(
                     crate::weights::carry(ir, model, &file)?;
                     // A grown model goes on, not the file named: said (eval
                     // and sample say it too).
-                    if rank == 0 && aicf_runtime::artifact::ir_hash(ir) != aicf_runtime::artifact::ir_hash(&original) {
+                    // (Compared as canonical IR: comments and value names
+                    // do not make a model another.)
+                    if rank == 0 && crate::pipeline::model_hash(ir, &name).ok().as_deref() != Some(model_hash.as_str())
+                    {
                         report.note(&format!(
                             "{}: the checkpoint holds a grown version of {} ({}); training goes on with it",
                             path.display(),

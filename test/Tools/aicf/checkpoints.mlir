@@ -92,6 +92,20 @@
 // ONCE: adaptive run: 1 decision{{s?}} (log
 // ONCE-SAME: final model 2410 parameters
 
+// The grown model the checkpoint holds, given to resume: named as such,
+// with the run's first model to give instead.
+// RUN: not aicf train %t/once-ckpt/model.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --epochs 9 --adapt %S/inputs/grow-once.toml --out %t/once --checkpoint-dir %t/once-ckpt --resume --no-progress 2>&1 | FileCheck %s --check-prefix=GROWNGIVEN
+// GROWNGIVEN: error: {{.*}}last.safetensors: {{.*}}model.mlir is the model this checkpoint holds (grown by its run's policy), not the one its run started from (IR hash {{[0-9a-f]+}}); resume with the run's first model, {{.*}}once-ckpt/model-v0.mlir (the checkpoint carries the growth)
+
+// A comment added to the model between runs changes nothing: no note of a
+// grown model.
+// RUN: cp %S/../../../examples/mlp/digits_mlp.mlir %t/commented.mlir
+// RUN: aicf train %t/commented.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/cm --checkpoint-dir %t/cm-ckpt --no-progress > /dev/null
+// RUN: echo "// a comment" >> %t/commented.mlir
+// RUN: aicf train %t/commented.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/cm --checkpoint-dir %t/cm-ckpt --resume --no-progress 2>&1 | FileCheck %s --check-prefix=COMMENTED
+// COMMENTED-NOT: grown version
+// COMMENTED: after 2 epochs
+
 // The same checkpoint with an --out holding another run's metrics (a
 // 1-epoch run's) reports no figures rather than that run's.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/other-out > /dev/null
