@@ -1224,9 +1224,10 @@ fn nothing_to_train(
         ));
     } else {
         report.note(&format!(
-            "nothing to train: {} is at epoch {epoch}, and this run asks for {} epochs (raise --epochs to go on)",
+            "nothing to train: {} is at epoch {epoch}, and this run asks for {} epoch{} (raise --epochs to go on)",
             path.display(),
-            run.epochs
+            run.epochs,
+            if run.epochs == 1 { "" } else { "s" }
         ));
     }
     let metrics = run.out.join("metrics.jsonl");

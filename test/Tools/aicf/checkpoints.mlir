@@ -112,7 +112,7 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/other-out --resume-from %t/p-resumed/last.safetensors 2>&1 | FileCheck %s --check-prefix=STALE
 // STALE: note: nothing to train: {{.*}}last.safetensors is at epoch 3
 // STALE: note: {{.*}}other-out/metrics.jsonl holds no records of this checkpoint's run: no figures to report
-// STALE-NOT: after 1 epochs
+// STALE-NOT: after 1 epoch
 // STALE: no epoch trained
 
 // A resume with another learning rate, seed or data is refused, naming both

@@ -51,7 +51,7 @@
 
 // The imported model grows like a native one: its grown parameters leave
 // the weights file and take PyTorch's default initializers for new units.
-// GROW: adaptive run: 1 decisions
+// GROW: adaptive run: 1 decision (
 // DECISION: "action":"widen fc1 to 64 (zeroout)","diff":["fc1.weight 32x64 -> 64x64","fc1.bias 32 -> 64","fc2.weight 10x32 -> 10x64"]
 // DECISION-SAME: "exact":true
 // DECISION-SAME: "outcome":"accepted"

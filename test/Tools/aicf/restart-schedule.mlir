@@ -10,7 +10,7 @@
 // RUN: FileCheck %s --check-prefix=METRICS < %t/run/metrics.jsonl
 
 // CHECK: step 45 (epoch 1): widen fc1 to 32 (zeroout) on step 45 reached -> accepted
-// CHECK: adaptive run: 1 decisions
+// CHECK: adaptive run: 1 decision (
 
 // METRICS: {"epoch":1,{{.*}}"lr":0.00253639{{[0-9]*}},"lr_applied":0.00253639
 // METRICS: {"epoch":2,{{.*}}"lr":0.00196515{{[0-9]*}},"lr_applied":0.00196515

@@ -13,7 +13,7 @@
 // A GEMM registry of its own, empty: the run says how much of its training
 // time went to timing GEMM candidates (once per shape and machine).
 // RUN: env AICF_CACHE_DIR=%t/fresh-cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/fresh | FileCheck %s --check-prefix=FRESH
-// FRESH: final held-out accuracy {{[0-9.]+}}% after 1 epochs (45 steps, training {{[0-9.]+}} s, {{[0-9.]+}} s of it timing GEMM candidates for this machine's GEMM registry)
+// FRESH: final held-out accuracy {{[0-9.]+}}% after 1 epoch (45 steps, training {{[0-9.]+}} s, {{[0-9.]+}} s of it timing GEMM candidates for this machine's GEMM registry)
 
 // The last batches (1438 = 44 x 32 + 30 training rows, 359 = 11 x 32 + 7
 // held out) run variants compiled once for their sizes.
@@ -40,7 +40,7 @@
 // NAN: aicf: error: the loss became {{.*}} at epoch 1, step {{[0-9]+}} (lr 1e30); lower the learning rate
 
 // NOVAL: training on 1797 examples (0 held out)
-// NOVAL: final held-out accuracy n/a (no held-out examples) after 1 epochs
+// NOVAL: final held-out accuracy n/a (no held-out examples) after 1 epoch (
 // SPLIT: aicf: error: --val-split 1 is not in [0, 1)
 
 // A model whose parameters are f16 trains with Adam: the update and its

@@ -1614,9 +1614,10 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     } else {
         String::new()
     };
+    let epochs = last.map_or(0, |r| r.epoch);
     println!(
-        "final held-out {what} after {} epochs ({} steps, training {:.2} s{timing}); metrics {}, plot {}",
-        last.map_or(0, |r| r.epoch),
+        "final held-out {what} after {epochs} epoch{} ({} steps, training {:.2} s{timing}); metrics {}, plot {}",
+        if epochs == 1 { "" } else { "s" },
         summary.steps,
         summary.training_seconds,
         summary.metrics.display(),
@@ -1628,8 +1629,9 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     }
     if let Some(log) = &summary.decisions_log {
         println!(
-            "adaptive run: {} decisions (log {}), final model {} parameters",
+            "adaptive run: {} decision{} (log {}), final model {} parameters",
             summary.decisions,
+            if summary.decisions == 1 { "" } else { "s" },
             log.display(),
             summary.params
         );
