@@ -147,7 +147,7 @@ pub fn available_memory() -> Option<u64> {
 /// Refuses, before allocating, `bytes` of host memory for `what` that the
 /// machine does not have free: an error that names the size instead of an
 /// abort or the out-of-memory killer halfway through.
-pub(crate) fn check_memory(what: &str, bytes: u64) -> Result<()> {
+pub fn check_memory(what: &str, bytes: u64) -> Result<()> {
     match available_memory() {
         Some(available) if bytes > available => {
             Err(RuntimeError::Memory { what: what.to_string(), bytes, available: Some(available) })

@@ -996,6 +996,15 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
     let batches: Vec<Option<usize>> = trainer.compiled().iter().map(|c| c.batch).collect();
     let compiled = crate::train::precompile(&rewrite.source, trainer.name(), trainer.options(), &batches)?;
     let mut new = Trainer::from_source(&rewrite.source, trainer.name(), trainer.options().clone())?;
+    // The state is carried as host tensors of f64 (the grown model's own
+    // and the rebound one): refused here, as a rejected rewrite, where the
+    // machine lacks the memory (a growth to 16 million units was ended by
+    // the out-of-memory killer instead, the run with it).
+    let values: u64 = new.backend().manifest().symbols.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum();
+    aicf_runtime::host::check_memory(
+        &format!("carrying the state into the grown model ({values} values)"),
+        values.saturating_mul(2 * std::mem::size_of::<f64>() as u64),
+    )?;
     // The GEMM choices the run made (or resumed with) carry over: a resumed
     // run grows into the kernels the interrupted one ran.
     new.backend_mut().pin_gemm_choices(&trainer.backend().gemm_choices());
