@@ -378,7 +378,7 @@ fn claim_checkpoint_dir(
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(|e| io(&path, e.to_string()))?;
+        .map_err(|e| io(&path, unwritable(e, "the checkpoints", "--checkpoint-dir")))?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -483,7 +483,7 @@ fn claim_run_dir(dir: &Path) -> Result<std::fs::File> {
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(|e| io(e.to_string()))?;
+        .map_err(|e| io(unwritable(e, "the run's files", "--out")))?;
     match lock.try_lock() {
         Ok(()) => Ok(lock),
         Err(std::fs::TryLockError::WouldBlock) => Err(TrainError::Io {
@@ -2457,6 +2457,17 @@ fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<
 }
 
 /// Creates `dir` and its parents; a file in the way is named as such.
+/// An error creating a file where `what` goes: where the system says the
+/// place is not writable, with the option (`flag`) that chooses another.
+fn unwritable(e: std::io::Error, what: &str, flag: &str) -> String {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+            format!("{e}: {what} cannot be written here; give {flag} a writable directory")
+        }
+        _ => e.to_string(),
+    }
+}
+
 pub(crate) fn create_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| {
         let blocked = dir.ancestors().find(|a| a.exists() && !a.is_dir());
@@ -2466,7 +2477,14 @@ pub(crate) fn create_dir(dir: &Path) -> Result<()> {
                 file.display(),
                 if file.is_file() { "a file" } else { "not a directory (a device, pipe or socket)" }
             ),
-            None => e.to_string(),
+            None => match e.kind() {
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                    format!(
+                        "{e}: the directory cannot be made here (give --out, or --checkpoint-dir, a writable place)"
+                    )
+                }
+                _ => e.to_string(),
+            },
         };
         TrainError::Io { path: dir.to_path_buf(), message }
     })
@@ -2575,6 +2593,18 @@ fn suspend(bar: Option<&indicatif::ProgressBar>, f: impl FnOnce()) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_place_that_cannot_be_written_names_the_option_that_moves_it() {
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let m = unwritable(denied, "the checkpoints", "--checkpoint-dir");
+        assert!(
+            m.ends_with("the checkpoints cannot be written here; give --checkpoint-dir a writable directory"),
+            "{m}"
+        );
+        let other = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert!(!unwritable(other, "the checkpoints", "--checkpoint-dir").contains("writable"));
+    }
 
     /// One run at a time writes a run directory: a second claim fails and
     /// says why while the first holds it, and succeeds once it is released.
