@@ -810,6 +810,13 @@ pub fn fit(
                             "{}: the checkpoint is of another model (IR hash {saved}, this model's is {value})",
                             path.display()
                         )
+                    } else if *key == "policy" {
+                        format!(
+                            "{}: the checkpoint's run grew by another policy (file hash {saved}) than {} (hash \
+                             {value}): its decisions would replay differently",
+                            path.display(),
+                            run.adapt.as_ref().map_or_else(|| "this run's".into(), |p| p.display().to_string())
+                        )
                     } else {
                         format!(
                             "{}: the checkpoint was trained with {key} {saved}; this run asks for {value}",

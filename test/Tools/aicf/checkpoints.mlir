@@ -50,7 +50,7 @@
 // A policy other than the one the run used is refused.
 // RUN: sed 's/at = 100/at = 120/' %S/inputs/grow-steps.toml > %t/other-policy.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %t/other-policy.toml --resume 2>&1 | FileCheck %s --check-prefix=POLICY
-// POLICY: error: {{.*}}last.safetensors: the checkpoint was trained with policy {{[0-9a-f]+}}; this run asks for {{[0-9a-f]+}}
+// POLICY: error: {{.*}}last.safetensors: the checkpoint's run grew by another policy (file hash {{[0-9a-f]+}}) than {{.*}}.toml (hash {{[0-9a-f]+}}): its decisions would replay differently
 // Forced on (--override-resume) with a policy of another rule count, the
 // error names the checkpoint.
 // RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 50\naction = { op = "widen", layer = "fc1", width = 32, rule = "net2wider", split_noise = 0.1 }\n' > %t/one-rule.toml

@@ -420,7 +420,7 @@ enum Command {
         /// Where to write the model (hl).
         #[arg(short, long)]
         output: PathBuf,
-        /// Write a growth policy for `aicf train --adapt` here.
+        /// Write a growth policy for `aicf train --adapt` here (default, where the proposal grows: beside the model, `x.mlir` -> `x.toml`).
         #[arg(long)]
         policy: Option<PathBuf>,
         /// Write the proposal's reasoning as JSON here.
