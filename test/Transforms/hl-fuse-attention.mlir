@@ -169,3 +169,25 @@ func.func @finite_mask_then_scale(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, 
   %o2 = hl.matmul %p2, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
   return %o, %o2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>
 }
+
+// -----
+
+// PyTorch's exported SDPA with a boolean mask: its guard zeroing NaN
+// probabilities (rows a mask hides wholly, which a causal one has none of)
+// is read through.
+// CHECK-LABEL: func.func @sdpa_bool_mask_guard
+func.func @sdpa_bool_mask_guard(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  // CHECK: hl.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale = 1.000000e+00
+  // CHECK-NOT: hl.compare
+  // CHECK-NOT: hl.select
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %m = hl.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %masked = hl.add %s, %m : tensor<2x4x4xf32>, tensor<4x4xf32>
+  %p = hl.softmax %masked axis = 2 : tensor<2x4x4xf32>
+  %nan = hl.compare ne, %p, %p : tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  %zero = hl.constant dense<0.0> : tensor<1xf32>
+  %zeros = hl.broadcast_to %zero : tensor<1xf32> to tensor<2x4x4xf32>
+  %guarded = hl.select %nan, %zeros, %p : tensor<2x4x4xi1>, tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  %o = hl.matmul %guarded, %v : tensor<2x4x4xf32>, tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}

@@ -27,6 +27,10 @@
 //! gives exactly what the causal kernel does wherever the scores are below
 //! 1e29.
 //!
+//! The guard an exported SDPA with a boolean mask puts between the softmax
+//! and the values, `select(p != p, 0, p)` (zeroing rows a mask hides
+//! wholly), is read through: a causal mask hides no row wholly.
+//!
 //! The match is taken only where it is whole: every value of the chain is
 //! read once (probabilities also returned, or dropped out, keep the ops),
 //! the softmax is over the last axis, query, key and value have one float
@@ -104,17 +108,29 @@ fn match_attention(softmax: MlirOperation) -> Option<Attention> {
         return None;
     }
     let (l, s) = (shape[rank - 2], shape[rank - 1]);
+    // PyTorch's exported SDPA with a boolean mask zeroes the probabilities
+    // of rows the mask hides wholly: select(p != p, 0, p). No row of a
+    // causal mask (or of none) is hidden wholly, so on finite scores the
+    // guard changes nothing and the attention reads through it (on scores
+    // that are not finite, the fused kernel's output is NaN where the
+    // guard's rows were zeros: a run that diverged says so either way).
+    let guard = nan_guard(probabilities);
+    let read = guard.map_or(probabilities, |(select, _)| result(select));
     // The probabilities' only reader: their product with the values.
-    let output = ir::single_user(probabilities).filter(|&op| op_name(op) == "hl.matmul")?;
-    if ir::key(operand(output, 0)) != ir::key(probabilities)
-        || ir::key(operand(output, 1)) == ir::key(probabilities)
+    let output = ir::single_user(read).filter(|&op| op_name(op) == "hl.matmul")?;
+    if ir::key(operand(output, 0)) != ir::key(read)
+        || ir::key(operand(output, 1)) == ir::key(read)
         || has(output, "transpose_lhs")
     {
         return None;
     }
     let values = operand(output, 1);
     let values_transposed = has(output, "transpose_rhs");
-    let mut replaced = vec![output, softmax];
+    let mut replaced = vec![output];
+    if let Some((select, compare)) = guard {
+        replaced.extend([select, compare]);
+    }
+    replaced.push(softmax);
     let (mut scale, mut causal) = (1.0f64, false);
     // From the softmax's input back to the scores' product: constant
     // factors and one causal mask, each value read once.
@@ -232,6 +248,32 @@ fn match_attention(softmax: MlirOperation) -> Option<Attention> {
         return None;
     }
     Some(Attention { query, keys, keys_transposed, values, values_transposed, scale, causal, output, replaced })
+}
+
+/// The guard `select(compare ne(p, p), 0, p)` on probabilities `p` (its
+/// select and compare), where `p` is read by those two ops alone.
+fn nan_guard(p: MlirValue) -> Option<(MlirOperation, MlirOperation)> {
+    // Once per op (the compare reads `p` twice).
+    let mut users = ir::users(p);
+    users.sort_by_key(|u| u.ptr as usize);
+    users.dedup_by(|a, b| a.ptr == b.ptr);
+    if users.len() != 2 {
+        return None;
+    }
+    let (compare, select) = match (op_name(users[0]).as_str(), op_name(users[1]).as_str()) {
+        ("hl.compare", "hl.select") => (users[0], users[1]),
+        ("hl.select", "hl.compare") => (users[1], users[0]),
+        _ => return None,
+    };
+    let same = |a: MlirValue, b: MlirValue| ir::key(a) == ir::key(b);
+    let is_nan_test = int_attr(compare, "predicate") == Some(1) // ne
+        && same(operand(compare, 0), p)
+        && same(operand(compare, 1), p);
+    let zeroes_nan = same(operand(select, 0), result(compare))
+        && scalar(operand(select, 1)) == Some(0.0)
+        && same(operand(select, 2), p)
+        && ir::spec(result(select)).shape == ir::spec(p).shape;
+    (is_nan_test && zeroes_nan && ir::single_user(result(compare)).is_some()).then_some((select, compare))
 }
 
 fn positive(factor: f64) -> Option<f64> {

@@ -208,9 +208,12 @@ def HLFuseAttention : Pass<"hl-fuse-attention", "::mlir::ModuleOp"> {
     factors and divisors on the scores; the mask, optional, is a causal
     constant: `select(mask, -inf, s)` with `mask[i][j] = j > i`,
     `select(tril, s, -inf)`, or `s + M` with `M` 0 on and below the
-    diagonal and -inf (or at most -1e30) above. Taken only where the whole
-    chain is read once (probabilities returned or dropped out stay as
-    they are) and the softmax is over the last axis.
+    diagonal and -inf (or at most -1e30, as scaled after it) above. The
+    guard PyTorch's exported SDPA puts on the probabilities,
+    `select(p != p, 0, p)`, is read through (no row of a causal mask is
+    hidden wholly). Taken only where the whole chain is read once
+    (probabilities returned or dropped out stay as they are) and the
+    softmax is over the last axis.
 
     Before:
     ```mlir
