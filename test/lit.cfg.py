@@ -14,3 +14,6 @@ config.test_exec_root = os.path.join(root, "target", "lit")
 tools = os.environ.get("AICF_TOOLS_DIR", os.path.join(root, "target", "debug"))
 llvm = os.environ.get("AICF_LLVM_BIN", "/usr/lib/llvm-22/bin")
 config.environment["PATH"] = os.pathsep.join([tools, llvm, os.environ.get("PATH", "")])
+# No test run goes into the user's run registry (a test that uses one
+# names it with --runs-db), as under `cargo test`.
+config.environment["AICF_RUNS_DB"] = "off"

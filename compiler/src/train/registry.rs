@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
     started TEXT NOT NULL,
     finished TEXT,
-    status TEXT NOT NULL,            -- running | finished | failed
+    status TEXT NOT NULL,            -- running | finished | failed (`runs list` shows a running row whose process is gone as unfinished)
     pid INTEGER,
     host TEXT,
     command TEXT,

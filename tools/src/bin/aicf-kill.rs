@@ -56,6 +56,14 @@ fn main() {
         std::process::exit(2);
     };
     while let Some(flag) = it.next() {
+        if matches!(flag.as_str(), "-h" | "--help") {
+            println!(
+                "aicf-kill: kills training runs (plain and adaptive) at random moments with SIGKILL, resumes each, \
+                 and checks that no checkpoint is torn, unusable or lost and that every resumed run ends on the \
+                 uninterrupted run's bits\nusage: aicf-kill [--trials N (20)] [--seed S (1)] [--out DIR (target/kill)]"
+            );
+            return;
+        }
         let Some(value) = it.next() else { usage(format!("{flag} needs a value")) };
         let number = |v: &str| v.parse::<u64>().unwrap_or_else(|_| usage(format!("{flag}: '{v}' is not a count")));
         match flag.as_str() {
