@@ -379,7 +379,7 @@ fn claim_checkpoint_dir(
         .write(true)
         .open(&path)
         .map_err(|e| io(&path, unwritable(e, "the checkpoints", "--checkpoint-dir")))?;
-    match lock.try_lock() {
+    match try_lock_briefly(&lock) {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             return Err(io(
@@ -484,7 +484,7 @@ fn claim_run_dir(dir: &Path) -> Result<std::fs::File> {
         .write(true)
         .open(&path)
         .map_err(|e| io(unwritable(e, "the run's files", "--out")))?;
-    match lock.try_lock() {
+    match try_lock_briefly(&lock) {
         Ok(()) => Ok(lock),
         Err(std::fs::TryLockError::WouldBlock) => Err(TrainError::Io {
             path: dir.to_path_buf(),
@@ -2464,6 +2464,24 @@ fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<
 }
 
 /// Creates `dir` and its parents; a file in the way is named as such.
+/// `lock.try_lock()`, tried again for up to a second while another holds
+/// it: a process this one forks (a compiler it runs) shares the lock's open
+/// file until it execs, so a run that has just ended can hold it for a
+/// moment longer (a test's second run in one process was refused so, under
+/// load); a run that is training holds it far longer.
+fn try_lock_briefly(lock: &std::fs::File) -> std::result::Result<(), std::fs::TryLockError> {
+    let mut tries = 0;
+    loop {
+        match lock.try_lock() {
+            Err(std::fs::TryLockError::WouldBlock) if tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// An error creating a file where `what` goes: where the system says the
 /// place is not writable, with the option (`flag`) that chooses another.
 fn unwritable(e: std::io::Error, what: &str, flag: &str) -> String {
