@@ -747,12 +747,18 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     explanation.insert(
         0,
         format!(
-            "problem {}: {}, {} {}, {} outputs; {}; a {} probe leaves {:.0}% of the constant predictor's loss",
+            "problem {}: {}, {} {}, {} output{}; {}; a {} probe leaves {:.0}% of the constant predictor's loss",
             problem.name,
             problem.task,
             shape.rows,
-            if shape.task == "text" { "characters" } else { "rows" },
+            match (shape.task == "text", shape.rows == 1) {
+                (true, true) => "character",
+                (true, false) => "characters",
+                (false, true) => "row",
+                (false, false) => "rows",
+            },
             shape.outputs,
+            if shape.outputs == 1 { "" } else { "s" },
             // A regression's `label_entropy` is the log of the targets'
             // standard deviation: shown as that.
             if shape.task == "regression" {
@@ -784,15 +790,16 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             id_ranges(&negative)
         ));
     }
+    let seen = format!("{problems_seen} problem{}", if problems_seen == 1 { "" } else { "s" });
     if neighbours.is_empty() && short_of_budget > 0 {
         explanation.push(format!(
             "no past {kind} problem in the registry has runs of two structures or more that reached the budget \
-             ({problems_seen} problems seen, {short_of_budget} of them tried two or more but their runs stopped \
+             ({seen} seen, {short_of_budget} of them tried two or more but their runs stopped \
              short of it): the default {default}"
         ));
     } else if neighbours.is_empty() {
         explanation.push(format!(
-            "no past {kind} problem in the registry has runs of two structures or more ({problems_seen} problems \
+            "no past {kind} problem in the registry has runs of two structures or more ({seen} \
              seen): the default {default}"
         ));
     } else {

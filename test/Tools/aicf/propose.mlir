@@ -152,4 +152,4 @@
 // NODIR: aicf: error: {{.*}}nodir/p.json: the JSON goes in {{.*}}nodir, which does not exist
 // WAL: aicf: error: {{.*}}runs.sqlite-wal: the model would overwrite the run registry (or a file SQLite keeps beside it)
 // BARE: aicf: error: structure 'mlp': an mlp names its hidden widths, or 'linear' for none
-// SINE: problem sine_w1: regression, {{[0-9]+}} rows, 1 outputs; targets' standard deviation {{[0-9.]+}}; a least-squares probe
+// SINE: problem sine_w1: regression, {{[0-9]+}} rows, 1 output; targets' standard deviation {{[0-9.]+}}; a least-squares probe
