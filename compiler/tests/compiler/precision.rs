@@ -451,17 +451,16 @@ fn the_fused_16bit_cross_entropy_has_the_bits_of_the_casts_around_it() {
         ];
         let what = format!("{t}, {rows} rows of {classes} classes in {padded}, logits up to {spread}");
         let run = |fuse: bool| {
-            let ctx = CompilerContext::new();
-            let mut m = ctx.parse(&source, "ce").unwrap_or_else(|e| panic!("{what}: {e}"));
-            let fusion = if fuse { "canonicalize,hl-fuse-reductions," } else { "canonicalize," };
-            run_pipeline(&ctx, &mut m, &format!("builtin.module({fusion}convert-hl-to-ll,ll-plan-memory)")).unwrap();
-            let text = m.as_operation().to_string();
-            let casts = text.matches("ll.elementwise").count();
-            assert_eq!(casts, if fuse { 0 } else { 2 }, "{what}: fused {fuse}, the casts' kernels:\n{text}");
-            let dir = out_dir(&format!("fused_ce_bits_{t}_{rows}_{padded}_{fuse}"));
-            compile_cpu(&ctx, &m, "test", &dir).unwrap();
-            let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
-            session.call("f", &inputs.iter().collect::<Vec<_>>()).unwrap()
+            ce_with_and_without_fusion(
+                &source,
+                fuse,
+                &inputs,
+                &format!("fused_ce_bits_{t}_{rows}_{padded}_{fuse}"),
+                &|text| {
+                    let casts = text.matches("ll.elementwise").count();
+                    assert_eq!(casts, if fuse { 0 } else { 2 }, "{what}: fused {fuse}, the casts' kernels:\n{text}");
+                },
+            )
         };
         let (plain, fused) = (run(false), run(true));
         assert_eq!(plain[0].values[0].to_bits(), fused[0].values[0].to_bits(), "{what}: the loss");
@@ -517,24 +516,42 @@ fn an_evaluations_16bit_padded_loss_reads_the_padded_rows_with_the_same_bits() {
             [Tensor::new(vec![rows, padded], dtype, logits), Tensor::new(label_dims, artifact::DType::I32, labels)];
         let what = format!("{t}, {rows} rows of {classes} classes in {padded}, reshaped {reshaped}");
         let run = |fuse: bool| {
-            let ctx = CompilerContext::new();
-            let mut m = ctx.parse(&source, "ce").unwrap_or_else(|e| panic!("{what}: {e}"));
-            let fusion = if fuse { "canonicalize,hl-fuse-reductions," } else { "canonicalize," };
-            run_pipeline(&ctx, &mut m, &format!("builtin.module({fusion}convert-hl-to-ll,ll-plan-memory)")).unwrap();
-            let text = m.as_operation().to_string();
-            if fuse {
-                assert_eq!(text.matches("ll.elementwise").count(), 0, "{what}: a cast's kernel is left:\n{text}");
-                assert!(!text.contains("ll.slice") && !text.contains("ll.copy"), "{what}: a slice is left:\n{text}");
-                // The loss alone: no gradient operand (`into %loss, %grad`).
-                let line = text.lines().find(|l| l.contains("ll.softmax_cross_entropy")).unwrap_or_default();
-                assert!(line.contains("-> memref<f32> rows"), "{what}: a gradient is written:\n{text}");
-            }
-            let dir = out_dir(&format!("eval_ce_bits_{t}_{rows}_{padded}_{reshaped}_{fuse}"));
-            compile_cpu(&ctx, &m, "test", &dir).unwrap();
-            let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
-            session.call("f", &inputs.iter().collect::<Vec<_>>()).unwrap()
+            let dir = format!("eval_ce_bits_{t}_{rows}_{padded}_{reshaped}_{fuse}");
+            ce_with_and_without_fusion(&source, fuse, &inputs, &dir, &|text| {
+                if fuse {
+                    assert_eq!(text.matches("ll.elementwise").count(), 0, "{what}: a cast's kernel is left:\n{text}");
+                    assert!(
+                        !text.contains("ll.slice") && !text.contains("ll.copy"),
+                        "{what}: a slice is left:\n{text}"
+                    );
+                    // The loss alone: no gradient operand (`into %loss, %grad`).
+                    let line = text.lines().find(|l| l.contains("ll.softmax_cross_entropy")).unwrap_or_default();
+                    assert!(line.contains("-> memref<f32> rows"), "{what}: a gradient is written:\n{text}");
+                }
+            })
         };
         let (plain, fused) = (run(false), run(true));
         assert_eq!(plain[0].values[0].to_bits(), fused[0].values[0].to_bits(), "{what}: the loss");
     }
+}
+
+/// `@f` of `source` lowered with `hl-fuse-reductions` (`fuse`) or without,
+/// its `ll` text checked by `check`, compiled for the CPU into `dir` (under
+/// the test scratch) and called on `inputs`.
+fn ce_with_and_without_fusion(
+    source: &str,
+    fuse: bool,
+    inputs: &[Tensor],
+    dir: &str,
+    check: &dyn Fn(&str),
+) -> Vec<Tensor> {
+    let ctx = CompilerContext::new();
+    let mut m = ctx.parse(source, "ce").unwrap_or_else(|e| panic!("{dir}: {e}"));
+    let fusion = if fuse { "canonicalize,hl-fuse-reductions," } else { "canonicalize," };
+    run_pipeline(&ctx, &mut m, &format!("builtin.module({fusion}convert-hl-to-ll,ll-plan-memory)")).unwrap();
+    check(&m.as_operation().to_string());
+    let dir = out_dir(dir);
+    compile_cpu(&ctx, &m, "test", &dir).unwrap();
+    let mut session = CpuSession::new(CpuModule::load(&dir, 2).unwrap(), 0).unwrap();
+    session.call("f", &inputs.iter().collect::<Vec<_>>()).unwrap()
 }
