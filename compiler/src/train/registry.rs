@@ -526,14 +526,17 @@ impl Runs {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Continues run `id` (a resumed run's, killed or ended before): it is
-    /// running again, in this process. Whether the registry holds it.
-    pub fn resume(&self, id: i64) -> Result<bool> {
+    /// Continues run `id` (a resumed run's, killed or ended before) where
+    /// the registry holds it with this model (`model_hash`) and seed: it is
+    /// running again, in this process. Whether it did (a registry made anew
+    /// since reuses ids: another run's row is left alone).
+    pub fn resume(&self, id: i64, model_hash: &str, seed: u64) -> Result<bool> {
         let updated = self
             .conn
             .execute(
-                "UPDATE runs SET status = 'running', pid = ?2, finished = NULL, error = NULL WHERE id = ?1",
-                params![id, std::process::id()],
+                "UPDATE runs SET status = 'running', pid = ?2, finished = NULL, error = NULL WHERE id = ?1 AND \
+                 model_hash = ?3 AND seed = ?4",
+                params![id, std::process::id(), model_hash, seed as i64],
             )
             .map_err(db_error(&self.path))?;
         Ok(updated == 1)

@@ -1165,7 +1165,7 @@ impl Recorder {
         // model it started with are there): one run, not two, whose second
         // would start from the checkpoint's grown model.
         if let Some(id) = continued
-            && runs.resume(id)?
+            && runs.resume(id, model_hash, run.seed)?
         {
             return Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false) });
         }
@@ -1289,7 +1289,7 @@ struct Loop<'a> {
     /// checkpoint this run resumed without `--adapt`: written on into its
     /// checkpoints, so that a later resume with the policy goes on with its
     /// decisions and rewrite count rather than from zero.
-    carried_policy: Option<(String, Option<String>)>,
+    carried_policy: Option<(super::adapt::Snapshot, Option<String>)>,
     /// A replay in place (resumed from an earlier checkpoint of its own
     /// directory): the epoch of the directory's latest checkpoint, before
     /// which no checkpoint is written.
@@ -1550,7 +1550,14 @@ impl<'a> Loop<'a> {
         if run.adapt.is_none()
             && let Some(text) = meta.get(ADAPT_KEY)
         {
-            self.carried_policy = Some((text.clone(), meta.get("policy").cloned()));
+            // (One that does not read is not carried: this run needs none.)
+            match serde_json::from_str::<super::adapt::Snapshot>(text) {
+                Ok(snapshot) => self.carried_policy = Some((snapshot, meta.get("policy").cloned())),
+                Err(e) => report.note(&format!(
+                    "{}: the policy's state does not read ({e}); this run's checkpoints do not carry it",
+                    path.display()
+                )),
+            }
         }
         if run.adapt.is_some()
             && let Some(text) = meta.get(ADAPT_KEY)
@@ -1831,10 +1838,9 @@ impl<'a> Loop<'a> {
         // its window of losses and observations and any watched rewrite
         // over (this run trained on without them), its FLOPs this run's.
         if run.adapt.is_none()
-            && let Some((text, policy)) = &self.carried_policy
+            && let Some((carried, policy)) = &self.carried_policy
         {
-            let mut snapshot: super::adapt::Snapshot =
-                serde_json::from_str(text).map_err(|e| TrainError::Input(format!("{ADAPT_KEY}: {e}")))?;
+            let mut snapshot = carried.clone();
             snapshot.flops = self.adaptive.flops;
             snapshot.losses.clear();
             snapshot.val_losses.clear();
