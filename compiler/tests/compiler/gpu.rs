@@ -266,6 +266,35 @@ fn train_steps_compile_to_ptx_that_ptxas_accepts() {
     // Data parallel: the MLP's step with its gradients in buckets of 4 KiB
     // (several NCCL all-reduces, on their own stream), at weight 1/4.
     train_case_with("digits_mlp_dp", &mlp.text, "adam", " data-parallel=true bucket-bytes=4096", 3, 10, 1e-4);
+    // The ONNX-exported GPT, whose written-out attention the train pipeline
+    // fuses (`hl-fuse-attention`): heads of 8, the GPU's non-tensor-core
+    // attention kernels forward and backward.
+    use aicf_compiler::import::onnx::{self, ImportOptions, Loss};
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/onnx/gpt.onnx");
+    let gpt = onnx::import(&fixture, &ImportOptions { batch: Some(4), loss: Loss::CrossEntropy }).unwrap();
+    let dir = out_dir("gpu_onnx_gpt_source");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("gpt.mlir");
+    gpt.write(&model).unwrap();
+    // Its weights drawn here instead of read from the exported file (the
+    // bundle's case carries no weights file; CPU and GPU start alike).
+    let text = std::fs::read_to_string(&model)
+        .unwrap()
+        .replace("init <data>", "init <uniform, low = -1.250000e-01, high = 1.250000e-01>");
+    let text = match text.split_once("module attributes {hl.weights") {
+        Some((_, rest)) => format!("module {}", &rest[rest.find("} {").map_or(0, |i| i + 2)..]),
+        None => text,
+    };
+    assert!(text.contains("hl.softmax") && !text.contains("<data>"), "the import writes attention out");
+    train_case_with(
+        "onnx_gpt",
+        &text,
+        "adam",
+        " fused-attention-backward=true fused-attention-any-heads=true",
+        2,
+        65,
+        1e-3,
+    );
 }
 
 /// The MLP784 train step's schedule runs on several streams (what the
