@@ -314,6 +314,42 @@ pub(crate) fn checkpoint_trainer(
     Ok(trainer)
 }
 
+/// [`checkpoint_trainer`] of a model that is the checkpoint's at another
+/// batch size (an ONNX model imported again at the batch a command needs):
+/// the same symbols, whose values the checkpoint's are by name, where its
+/// IR hash (of the other batch's model) is not this model's.
+pub(crate) fn checkpoint_trainer_at_other_batch(
+    source: &str,
+    name: &str,
+    options: &Options,
+    checkpoint: &Path,
+    out: &Path,
+) -> Result<Trainer> {
+    create_dir(out)?;
+    let options = Options { cache_dir: out.to_path_buf(), ..options.clone() };
+    let mut trainer = Trainer::from_source(source, name, options)?;
+    let (entries, _) = aicf_runtime::checkpoint::load(checkpoint)?;
+    let mut state = trainer.state();
+    for (symbol, value) in state.iter_mut() {
+        let e = entries.get(symbol).ok_or_else(|| TrainError::Io {
+            path: checkpoint.to_path_buf(),
+            message: format!("it has no {symbol}, which {name} has"),
+        })?;
+        if e.shape != value.shape || e.dtype != value.dtype {
+            return Err(TrainError::Io {
+                path: checkpoint.to_path_buf(),
+                message: format!(
+                    "{symbol} is {:?} {:?}, {name} has {:?} {:?}",
+                    e.dtype, e.shape, value.dtype, value.shape
+                ),
+            });
+        }
+        *value = Tensor::new(e.shape.clone(), e.dtype, aicf_runtime::host::read_values(&e.bytes, e.dtype));
+    }
+    trainer.set_state(&state)?;
+    Ok(trainer)
+}
+
 /// The precision `checkpoint`'s run trained in (`None` where its record
 /// has none): what `aicf eval` and `sample` run it in unless asked for
 /// another.

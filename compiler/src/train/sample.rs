@@ -36,6 +36,11 @@ pub struct SampleOptions {
     /// Draw among the `top_k` most likely tokens only (1: greedy).
     pub top_k: Option<usize>,
     pub seed: u64,
+    /// The model given is the checkpoint's at another batch size (an ONNX
+    /// model imported again at one row, its import at the checkpoint's
+    /// batch found equal to the checkpoint's model): sampled as given,
+    /// with the checkpoint's parameters.
+    pub same_model_at_one_row: bool,
 }
 
 /// The tokens a checkpoint's text was read as.
@@ -97,7 +102,12 @@ pub fn sample_checkpoint(
     if s.top_k == Some(0) {
         return Err(TrainError::Input("--top-k 0 leaves no token to draw: at least 1".into()));
     }
-    let (name, source, meta) = model_of_checkpoint(model, checkpoint, out, "sampling from", report)?;
+    let (name, source, meta) = if s.same_model_at_one_row {
+        let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
+        (model.display().to_string(), super::read_model(model)?, meta)
+    } else {
+        model_of_checkpoint(model, checkpoint, out, "sampling from", report)?
+    };
     let vocabulary = match meta.get("vocabulary").map(String::as_str) {
         Some("bytes") => Vocabulary::Bytes,
         Some(chars) => {
@@ -154,7 +164,11 @@ pub fn sample_checkpoint(
         Some(p) if !p.is_empty() => vocabulary.encode(p)?,
         _ => vec![vocabulary.encode("\n").map_or(0, |ids| ids[0])],
     };
-    let mut trainer = super::eval::checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, report)?;
+    let mut trainer = if s.same_model_at_one_row {
+        super::eval::checkpoint_trainer_at_other_batch(&source, &name, options, checkpoint, out)?
+    } else {
+        super::eval::checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, report)?
+    };
     let decode = |id: usize| match &vocabulary {
         Vocabulary::Chars(c) => c[id].to_string(),
         Vocabulary::Bytes => String::from_utf8_lossy(&[id as u8]).into_owned(),

@@ -80,3 +80,17 @@
 // TOKENS: aicf: error: --tokens 0: nothing to sample
 // TOPK: aicf: error: --top-k 0 leaves no token to draw: at least 1
 // TABLE: mlp-ckpt/last.safetensors: no text vocabulary in its metadata: sampling needs a language model trained on a text by `aicf train`
+
+// An imported (ONNX) LM trained at a batch of 4 samples at one row: the
+// import folds the batch into its reshapes, so the ONNX model is imported
+// again at one row (after its import at 4 rows is found to be the
+// checkpoint's model) and takes the checkpoint's parameters by name. Greedy
+// (--top-k 1): the same text with --batch given or not.
+// RUN: aicf train %S/../../onnx/gpt.onnx --batch 4 --data %t/small.txt --epochs 1 --windows-per-epoch 64 --out %t/onnx --checkpoint-dir %t/onnx-ckpt --no-runs-db --no-progress > /dev/null 2>&1
+// RUN: aicf sample %S/../../onnx/gpt.onnx --batch 4 --checkpoint %t/onnx-ckpt/last.safetensors --tokens 30 --top-k 1 --prompt "ROMEO:" --out %t/onnx-sample 2>/dev/null > %t/onnx-a.txt
+// RUN: aicf sample %S/../../onnx/gpt.onnx --checkpoint %t/onnx-ckpt/last.safetensors --tokens 30 --top-k 1 --prompt "ROMEO:" --out %t/onnx-sample2 2>/dev/null > %t/onnx-b.txt
+// RUN: tail -n 1 %t/onnx-a.txt > %t/onnx-a-text.txt
+// RUN: tail -n 1 %t/onnx-b.txt > %t/onnx-b-text.txt
+// RUN: cmp %t/onnx-a-text.txt %t/onnx-b-text.txt
+// RUN: FileCheck %s --check-prefix=ONNXSAMPLE < %t/onnx-a-text.txt
+// ONNXSAMPLE: ROMEO:{{.+}}

@@ -757,7 +757,14 @@ fn main() {
                 .and_then(|()| eval(&compile, &device, &data, &checkpoint, eval_windows, &out))
         }
         Command::Sample { mut compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
-            let s = aicf_compiler::train::sample::SampleOptions { prompt, tokens, temperature, top_k, seed };
+            let s = aicf_compiler::train::sample::SampleOptions {
+                prompt,
+                tokens,
+                temperature,
+                top_k,
+                seed,
+                same_model_at_one_row: false,
+            };
             checkpoint_precision(&mut compile, &checkpoint, given("precision"))
                 .and_then(|()| sample(&compile, &device, &checkpoint, &s, &out))
         }
@@ -1320,6 +1327,36 @@ fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
     Ok(output)
 }
 
+/// An ONNX language model to sample from, imported at one row, where its
+/// import at the checkpoint's batch is the model the checkpoint holds: the
+/// import folds the batch into its reshapes (batch x context rows), so the
+/// checkpoint's model could not run at one row, and an import at one row
+/// differs from it by that alone. `None` for an hl model, or a checkpoint
+/// of another (a grown) model, which sampling takes from the checkpoint.
+fn one_row_import(c: &ModelArgs, checkpoint: &Path, out: &Path) -> Result<Option<PathBuf>> {
+    use aicf_compiler::train::data::Signature;
+    if !is_onnx(&c.model) {
+        return Ok(None);
+    }
+    let meta =
+        aicf_runtime::checkpoint::read_metadata(checkpoint).map_err(|e| format!("{}: {e}", checkpoint.display()))?;
+    let Some(ir) = meta.get("aicf.ir") else { return Ok(None) };
+    let name = checkpoint.display().to_string();
+    let Ok(batch) = Signature::of_source(ir, &name).map(|s| s.batch()) else { return Ok(None) };
+    if batch == 1 {
+        return Ok(None);
+    }
+    let check = out.join("import-at-checkpoint-batch");
+    let at_batch = hl_model(&ModelArgs { batch: Some(batch), ..c.clone() }, &check)?;
+    let canonical = |source: &str, name: &str| aicf_compiler::pipeline::canonical_source(source, name).ok();
+    let imported = std::fs::read_to_string(&at_batch).map_err(|e| format!("{}: {e}", at_batch.display()))?;
+    if canonical(&imported, &at_batch.display().to_string()).is_none() || canonical(&imported, "") != canonical(ir, "")
+    {
+        return Ok(None);
+    }
+    hl_model(&ModelArgs { batch: Some(1), ..c.clone() }, out).map(Some)
+}
+
 /// `--loss` is an ONNX model's: an hl model's @loss is its own (it was
 /// silently ignored).
 fn no_loss(c: &ModelArgs, command: &str) -> Result<()> {
@@ -1695,7 +1732,12 @@ fn sample(
     out: &Path,
 ) -> Result<()> {
     no_batch(c, "sample")?;
-    let model = hl_model(c, out)?;
+    let (model, s) = match one_row_import(c, checkpoint, out)? {
+        Some(model) => {
+            (model, &aicf_compiler::train::sample::SampleOptions { same_model_at_one_row: true, ..s.clone() })
+        }
+        None => (hl_model(c, out)?, s),
+    };
     let options = options(c, d, s.seed, out)?;
     let mut stdout = std::io::stdout().lock();
     let mut failed = None;
