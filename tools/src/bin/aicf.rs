@@ -1210,7 +1210,20 @@ fn same_file(input: &Path, output: &Path) -> bool {
 
 /// Imports `model` to `output` (and its weights beside it), printing what
 /// it holds.
+/// Where an import's summary line goes: stdout (`aicf import`, train,
+/// eval), or stderr where stdout carries the command's own output (`aicf
+/// sample`'s text).
+#[derive(Clone, Copy, PartialEq)]
+enum Say {
+    Stdout,
+    Stderr,
+}
+
 fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Result<()> {
+    import_saying(model, output, loss, batch, Say::Stdout)
+}
+
+fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, say: Say) -> Result<()> {
     if same_file(model, output) {
         return Err(format!("{}: -o names the model being imported; give another output file", output.display()));
     }
@@ -1270,7 +1283,7 @@ fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Resu
     }
     let values: usize = imported.weights.iter().map(|(_, s, _)| s.iter().product::<usize>()).sum();
     let inputs: Vec<String> = imported.inputs.iter().map(|(n, s)| format!("{n}: {}", s.mlir_type())).collect();
-    println!(
+    let summary = format!(
         "imported {} (opset {}) -> {} in {:.2} s: inputs {}, {} parameters ({values} values){}",
         model.display(),
         imported.opset,
@@ -1284,12 +1297,21 @@ fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Resu
             format!(" in {}", onnx::Imported::weights_path(output).display())
         }
     );
+    match say {
+        Say::Stdout => println!("{summary}"),
+        Say::Stderr => eprintln!("{summary}"),
+    }
     Ok(())
 }
 
 /// The hl model the command works on: the model itself, or an ONNX model
 /// imported into `out` (its .mlir and weights).
 fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
+    hl_model_saying(c, out, Say::Stdout)
+}
+
+/// [`hl_model`], the import's summary to `say`.
+fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
     if !is_onnx(&c.model) {
         return Ok(c.model.clone());
     }
@@ -1323,7 +1345,7 @@ fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
         ));
     }
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    import(&c.model, &output, c.loss.unwrap_or(Loss::CrossEntropy), c.batch)?;
+    import_saying(&c.model, &output, c.loss.unwrap_or(Loss::CrossEntropy), c.batch, say)?;
     Ok(output)
 }
 
@@ -1347,14 +1369,14 @@ fn one_row_import(c: &ModelArgs, checkpoint: &Path, out: &Path) -> Result<Option
         return Ok(None);
     }
     let check = out.join("import-at-checkpoint-batch");
-    let at_batch = hl_model(&ModelArgs { batch: Some(batch), ..c.clone() }, &check)?;
+    let at_batch = hl_model_saying(&ModelArgs { batch: Some(batch), ..c.clone() }, &check, Say::Stderr)?;
     let canonical = |source: &str, name: &str| aicf_compiler::pipeline::canonical_source(source, name).ok();
     let imported = std::fs::read_to_string(&at_batch).map_err(|e| format!("{}: {e}", at_batch.display()))?;
     if canonical(&imported, &at_batch.display().to_string()).is_none() || canonical(&imported, "") != canonical(ir, "")
     {
         return Ok(None);
     }
-    hl_model(&ModelArgs { batch: Some(1), ..c.clone() }, out).map(Some)
+    hl_model_saying(&ModelArgs { batch: Some(1), ..c.clone() }, out, Say::Stderr).map(Some)
 }
 
 /// `--loss` is an ONNX model's: an hl model's @loss is its own (it was
@@ -1736,7 +1758,8 @@ fn sample(
         Some(model) => {
             (model, &aicf_compiler::train::sample::SampleOptions { same_model_at_one_row: true, ..s.clone() })
         }
-        None => (hl_model(c, out)?, s),
+        // (The import's line to stderr: stdout is the text.)
+        None => (hl_model_saying(c, out, Say::Stderr)?, s),
     };
     let options = options(c, d, s.seed, out)?;
     let mut stdout = std::io::stdout().lock();
