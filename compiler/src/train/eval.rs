@@ -331,6 +331,11 @@ pub(crate) fn checkpoint_trainer_at_other_batch(
     let (entries, _) = aicf_runtime::checkpoint::load(checkpoint)?;
     let mut state = trainer.state();
     for (symbol, value) in state.iter_mut() {
+        // (A checkpoint of an fp32 or bf16 run has no loss scale for an fp16
+        // one: it starts from its own, as a resume does.)
+        if aicf_runtime::backend::LOSS_SCALING.contains(&symbol.as_str()) && !entries.contains_key(symbol) {
+            continue;
+        }
         let e = entries.get(symbol).ok_or_else(|| TrainError::Io {
             path: checkpoint.to_path_buf(),
             message: format!("it has no {symbol}, which {name} has"),
