@@ -246,11 +246,19 @@ pub trait Backend {
     /// (same IR hash, every symbol present with its shape and type);
     /// returns the checkpoint's metadata. Nothing changes when it fails.
     fn load_checkpoint(&mut self, path: &Path) -> Result<BTreeMap<String, String>> {
+        self.load_checkpoint_of(path, true)
+    }
+
+    /// [`Backend::load_checkpoint`], where `same_ir` asks for the model's
+    /// IR hash; without it, a checkpoint of the same symbols from the model
+    /// at another batch size (an ONNX model imported again at the batch a
+    /// command needs), every symbol still checked.
+    fn load_checkpoint_of(&mut self, path: &Path, same_ir: bool) -> Result<BTreeMap<String, String>> {
         let (entries, metadata) = checkpoint::load(path)?;
         let p = path.display().to_string();
         let expected = self.manifest().ir_hash.clone();
         let found = metadata.get("aicf.ir_hash").cloned().unwrap_or_else(|| "none".into());
-        if found != expected {
+        if same_ir && found != expected {
             return Err(CheckpointError::OtherModel { path: p, found, expected }.into());
         }
         for s in &self.manifest().symbols {

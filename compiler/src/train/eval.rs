@@ -316,8 +316,9 @@ pub(crate) fn checkpoint_trainer(
 
 /// [`checkpoint_trainer`] of a model that is the checkpoint's at another
 /// batch size (an ONNX model imported again at the batch a command needs):
-/// the same symbols, whose values the checkpoint's are by name, where its
-/// IR hash (of the other batch's model) is not this model's.
+/// the same symbols, checked and loaded by name as a resume loads them,
+/// where the checkpoint's IR hash (the other batch's model's) is not this
+/// model's.
 pub(crate) fn checkpoint_trainer_at_other_batch(
     source: &str,
     name: &str,
@@ -328,30 +329,7 @@ pub(crate) fn checkpoint_trainer_at_other_batch(
     create_dir(out)?;
     let options = Options { cache_dir: out.to_path_buf(), ..options.clone() };
     let mut trainer = Trainer::from_source(source, name, options)?;
-    let (entries, _) = aicf_runtime::checkpoint::load(checkpoint)?;
-    let mut state = trainer.state();
-    for (symbol, value) in state.iter_mut() {
-        // (A checkpoint of an fp32 or bf16 run has no loss scale for an fp16
-        // one: it starts from its own, as a resume does.)
-        if aicf_runtime::backend::LOSS_SCALING.contains(&symbol.as_str()) && !entries.contains_key(symbol) {
-            continue;
-        }
-        let e = entries.get(symbol).ok_or_else(|| TrainError::Io {
-            path: checkpoint.to_path_buf(),
-            message: format!("it has no {symbol}, which {name} has"),
-        })?;
-        if e.shape != value.shape || e.dtype != value.dtype {
-            return Err(TrainError::Io {
-                path: checkpoint.to_path_buf(),
-                message: format!(
-                    "{symbol} is {:?} {:?}, {name} has {:?} {:?}",
-                    e.dtype, e.shape, value.dtype, value.shape
-                ),
-            });
-        }
-        *value = Tensor::new(e.shape.clone(), e.dtype, aicf_runtime::host::read_values(&e.bytes, e.dtype));
-    }
-    trainer.set_state(&state)?;
+    trainer.backend_mut().load_checkpoint_of(checkpoint, false)?;
     Ok(trainer)
 }
 

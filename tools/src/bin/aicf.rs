@@ -1370,10 +1370,10 @@ fn one_row_import(c: &ModelArgs, checkpoint: &Path, out: &Path) -> Result<Option
     }
     let check = out.join("import-at-checkpoint-batch");
     let at_batch = hl_model_saying(&ModelArgs { batch: Some(batch), ..c.clone() }, &check, Say::Stderr)?;
-    let canonical = |source: &str, name: &str| aicf_compiler::pipeline::canonical_source(source, name).ok();
+    let canonical = |source: &str| aicf_compiler::pipeline::canonical_source(source, &name).ok();
     let imported = std::fs::read_to_string(&at_batch).map_err(|e| format!("{}: {e}", at_batch.display()))?;
-    if canonical(&imported, &at_batch.display().to_string()).is_none() || canonical(&imported, "") != canonical(ir, "")
-    {
+    let same = canonical(&imported);
+    if same.is_none() || same != canonical(ir) {
         return Ok(None);
     }
     hl_model_saying(&ModelArgs { batch: Some(1), ..c.clone() }, out, Say::Stderr).map(Some)
