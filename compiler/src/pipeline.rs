@@ -357,10 +357,31 @@ pub fn canonical_source(source: &str, name: &str) -> Result<String> {
     Ok(canonical_text(&module))
 }
 
-/// The IR hash of `source`: the hash of its canonical text, which
+/// What identifies a model: its [`canonical_text`] without the name of
+/// its weights file (`hl.weights`'s `file`; its `hash` of the bytes stays).
+/// An imported model's weights file is named after the model's file, so a
+/// renamed `.onnx` file (or a copy) imports as the same model and finds
+/// the checkpoints of its runs.
+pub fn identity_text(canonical: &str) -> String {
+    const KEY: &str = "hl.weights = {file = \"";
+    match (canonical.find(KEY), crate::weights::declared_in_text(canonical)) {
+        (Some(at), Some(w)) => {
+            let file_end = at + KEY.len() + w.file.len() + "\", ".len();
+            format!("{}hl.weights = {{{}", &canonical[..at], &canonical[file_end..])
+        }
+        _ => canonical.to_string(),
+    }
+}
+
+/// [`identity_text`] of `source`, parsed and verified.
+pub fn identity_source(source: &str, name: &str) -> Result<String> {
+    Ok(identity_text(&canonical_source(source, name)?))
+}
+
+/// The IR hash of `source`: the hash of its [`identity_text`], which
 /// checkpoints and manifests carry.
 pub fn model_hash(source: &str, name: &str) -> Result<String> {
-    Ok(ir_hash(&canonical_source(source, name)?))
+    Ok(ir_hash(&identity_source(source, name)?))
 }
 
 /// Parses `source` (named `name` in diagnostics), retargets it to `batch`
@@ -378,7 +399,7 @@ pub fn compile_source(
     let mut timings = Timings::default();
     let ctx = CompilerContext::new();
     let mut module = timings.time("parse and verify", || ctx.parse(source, name))?;
-    let hash = ir_hash(&canonical_text(&module));
+    let hash = ir_hash(&identity_text(&canonical_text(&module)));
     let weights = crate::weights::of_module(&module, name)?;
     if let Some(b) = batch {
         if b == 0 {
@@ -408,7 +429,7 @@ pub fn compile_inference(source: &str, name: &str, target: &Target, out_dir: &Pa
     let mut timings = Timings::default();
     let ctx = CompilerContext::new();
     let mut module = timings.time("parse and verify", || ctx.parse(source, name))?;
-    let hash = ir_hash(&canonical_text(&module));
+    let hash = ir_hash(&identity_text(&canonical_text(&module)));
     let weights = crate::weights::of_module(&module, name)?;
     timings.time("inference pipeline", || run_pipeline(&ctx, &mut module, INFERENCE_PIPELINE))?;
     let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
@@ -417,4 +438,25 @@ pub fn compile_inference(source: &str, name: &str, target: &Target, out_dir: &Pa
     }
     timings.extend(stats.timings);
     Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::identity_text;
+
+    #[test]
+    fn a_models_identity_ignores_its_weights_files_name_not_its_bytes() {
+        let text = |file: &str, hash: &str| {
+            format!("module attributes {{hl.weights = {{file = \"{file}\", hash = \"{hash}\"}}}} {{\n}}\n")
+        };
+        let a = identity_text(&text("gpt.weights.safetensors", "00ff"));
+        assert_eq!(a, "module attributes {hl.weights = {hash = \"00ff\"}} {\n}\n");
+        assert_eq!(a, identity_text(&text("renamed.weights.safetensors", "00ff")));
+        assert_ne!(a, identity_text(&text("gpt.weights.safetensors", "00fe")));
+        // Without weights, and with a name the text reading cannot undo,
+        // the text is its own identity.
+        assert_eq!(identity_text("module {\n}\n"), "module {\n}\n");
+        let escaped = text("a\\\"b.safetensors", "00ff");
+        assert_eq!(identity_text(&escaped), escaped);
+    }
 }

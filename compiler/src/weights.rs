@@ -113,7 +113,10 @@ pub fn declared_in_text(text: &str) -> Option<WeightsRef> {
 /// file"). Linked where the file system allows, else copied; nothing is
 /// done where a file of that name is already there, where the name is
 /// absolute, or where the model's own is missing or changed (compiling the
-/// copy then says so).
+/// copy then says so). Where `source` names another file than `model` does
+/// (the model was imported again from a renamed `.onnx` file: its weights
+/// file is named after it), the model's own file of the same bytes is the
+/// one carried, under the name `source` gives it.
 pub fn carry(source: &str, model: &Path, written: &Path) -> Result<()> {
     let Some(w) = declared_in_text(source) else { return Ok(()) };
     let file = Path::new(&w.file);
@@ -121,10 +124,22 @@ pub fn carry(source: &str, model: &Path, written: &Path) -> Result<()> {
         return Ok(());
     }
     let dir = |p: &Path| p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-    let (from, to) = (dir(model).join(file), dir(written).join(file));
+    let to = dir(written).join(file);
+    let holds = |p: &Path| file_hash(p).ok().as_deref() == Some(w.hash.as_str());
+    let named = dir(model).join(file);
+    let from = if holds(&named) {
+        named
+    } else {
+        // The model's own weights file, where it holds the same bytes.
+        let own = std::fs::read_to_string(model).ok().and_then(|text| declared_in_text(&text));
+        match own.filter(|o| o.hash == w.hash).map(|o| dir(model).join(o.file)) {
+            Some(path) if holds(&path) => path,
+            _ => return Ok(()),
+        }
+    };
     // (A file of that name already there is left as it is, whatever it
     // holds: it may be another model's.)
-    if to.exists() || file_hash(&from).ok().as_deref() != Some(w.hash.as_str()) {
+    if to.exists() {
         return Ok(());
     }
     if let Some(parent) = to.parent() {

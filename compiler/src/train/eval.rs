@@ -363,9 +363,9 @@ pub(crate) fn model_of_checkpoint(
     let mut name = model.display().to_string();
     let mut source = super::read_model(model)?;
     let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
-    let own = crate::pipeline::canonical_source(&source, &name)?;
+    let own = crate::pipeline::identity_source(&source, &name)?;
     if let Some(ir) = meta.get(super::run::IR_KEY)
-        && crate::pipeline::canonical_source(ir, &checkpoint.display().to_string())? != own
+        && crate::pipeline::identity_source(ir, &checkpoint.display().to_string())? != own
     {
         create_dir(out)?;
         let file = out.join("checkpoint-model.mlir");

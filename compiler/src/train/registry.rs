@@ -931,7 +931,7 @@ pub fn fingerprint(source: &str, name: &str, flops_per_step: f64) -> Result<Fing
             }
         }
     }
-    let text = crate::pipeline::canonical_text(&module);
+    let text = crate::pipeline::identity_text(&crate::pipeline::canonical_text(&module));
     fp.graph_hash = aicf_runtime::artifact::ir_hash(&text);
     Ok(fp)
 }

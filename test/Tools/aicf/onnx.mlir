@@ -21,6 +21,17 @@
 // Scoring fills its last batch instead (each window's prediction is its
 // own): 10 windows in batches of 4, the last two filled with repeats.
 // RUN: aicf eval %S/../../onnx/gpt.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/fixed-ck/last.safetensors --eval-windows 10 --out %t/fixed-eval 2>&1 | FileCheck %s --check-prefix=FIXEDEVAL
+// The same model in a renamed copy of the file (its weights file is named
+// after it) is the model of that checkpoint: scored and resumed (both
+// failed: "another version" looking for gpt.weights.safetensors, "the
+// checkpoint is of another model").
+// RUN: cp %S/../../onnx/gpt.onnx %t/renamed.onnx
+// RUN: aicf eval %t/renamed.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --checkpoint %t/fixed-ck/last.safetensors --eval-windows 10 --out %t/renamed-eval 2>&1 | FileCheck %s --check-prefix=RENAMED
+// RUN: aicf train %t/renamed.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 3 --windows-per-epoch 101 --eval-windows 10 --no-runs-db --out %t/renamed-run --checkpoint-dir %t/fixed-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=RENAMEDRESUME
+// RENAMED-NOT: another version
+// RENAMED: accuracy {{[0-9.]+}}% on 10 held-out windows
+// RENAMEDRESUME: resumed from {{.*}}last.safetensors at epoch 2
+// RENAMEDRESUME: final held-out loss
 // FIXEDEVAL: note: {{.*}}gpt.mlir: the model runs at a batch of 4 only (an op fixes it): the last 2 held-out windows are scored in a batch filled with repeats, whose predictions are not counted
 // FIXEDEVAL: accuracy {{[0-9.]+}}% on 10 held-out windows
 // FIXEDBATCH: note: {{.*}}gpt.mlir: the model runs at a batch of 4 only (an op fixes it: {{.*}}error: 'hl.cross_entropy'{{.*}}); each epoch takes whole batches, leaving out 1 training examples (a table's: other rows each epoch) and 2 held-out ones

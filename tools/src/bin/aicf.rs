@@ -1370,7 +1370,7 @@ fn one_row_import(c: &ModelArgs, checkpoint: &Path, out: &Path) -> Result<Option
     }
     let check = out.join("import-at-checkpoint-batch");
     let at_batch = hl_model_saying(&ModelArgs { batch: Some(batch), ..c.clone() }, &check, Say::Stderr)?;
-    let canonical = |source: &str| aicf_compiler::pipeline::canonical_source(source, &name).ok();
+    let canonical = |source: &str| aicf_compiler::pipeline::identity_source(source, &name).ok();
     let imported = std::fs::read_to_string(&at_batch).map_err(|e| format!("{}: {e}", at_batch.display()))?;
     let same = canonical(&imported);
     if same.is_none() || same != canonical(ir) {
