@@ -2,3 +2,4 @@
 
 pub mod conformance;
 pub mod onnx;
+mod onnx_fold;

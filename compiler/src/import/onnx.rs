@@ -173,6 +173,10 @@ pub struct Imported {
     pub weights: Vec<(String, Vec<usize>, Vec<f32>)>,
     /// Each parameter's ONNX initializer name, in declaration order.
     pub sources: Vec<String>,
+    /// The initializers (of `sources`) whose parameter holds them
+    /// transposed: a linear layer's weight the exporter stored `[in, out]`
+    /// (`onnx::MatMul_N`), imported `[out, in]` as `hl.linear` reads it.
+    pub transposed: Vec<String>,
     /// The default domain's opset the model declares.
     pub opset: i64,
     /// The graph's inputs as `@forward` takes them.
@@ -378,6 +382,19 @@ pub fn import_model(
         inits.insert(name.clone(), own);
         aliased.insert(name.clone());
     }
+    // Linear layers and GELUs the exporter wrote out, folded back
+    // (`onnx_fold`).
+    let folded = super::onnx_fold::fold(graph, &mut inits, base);
+    let transposed_from: HashMap<String, String> = folded.transposed.into_iter().collect();
+    let folded_graph = proto::GraphProto {
+        node: folded.nodes,
+        name: graph.name.clone(),
+        input: graph.input.clone(),
+        output: graph.output.clone(),
+        value_info: graph.value_info.clone(),
+        ..Default::default()
+    };
+    let graph = &folded_graph;
     let params = choose_params(graph, &inits);
     let states = choose_states(graph, &inits);
     let params: HashSet<String> = params.difference(&states).cloned().collect();
@@ -470,7 +487,7 @@ pub fn import_model(
     for p in &module.params {
         let onnx_name = importer.names.iter().find(|(_, hl)| **hl == p.name).map(|(o, _)| o.clone());
         let t = onnx_name.and_then(|o| inits.get(&o)).ok_or_else(|| fail(format!("no initializer for @{}", p.name)))?;
-        sources.push(t.name.clone());
+        sources.push(transposed_from.get(&t.name).unwrap_or(&t.name).clone());
         let aicf_onnx::Data::F32(values) = &t.data else {
             return Err(fail(format!("initializer '{}' is not floating point", t.name)));
         };
@@ -485,7 +502,13 @@ pub fn import_model(
         };
         weights.push((st.name.clone(), t.dims.clone(), values.clone()));
     }
-    Ok(Imported { module, weights, sources, opset, inputs, symbolic, frozen, masks, shared_norms })
+    let transposed = module
+        .params
+        .iter()
+        .filter_map(|p| importer.names.iter().find(|(_, hl)| **hl == p.name))
+        .filter_map(|(onnx, _)| transposed_from.get(onnx).cloned())
+        .collect();
+    Ok(Imported { module, weights, sources, transposed, opset, inputs, symbolic, frozen, masks, shared_norms })
 }
 
 /// A graph input's static spec: known dimensions as they are, the first

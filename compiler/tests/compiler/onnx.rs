@@ -109,7 +109,15 @@ fn check(name: &str) {
         .flat_map(|(_, t)| t.values.iter())
         .fold(0f64, |m, v| m.max(v.abs()));
     for (k, source) in imported.sources.iter().enumerate() {
-        let reference = io.get(&format!("grad.{source}")).unwrap_or_else(|| panic!("{name}: no gradient of {source}"));
+        let mut reference =
+            io.get(&format!("grad.{source}")).unwrap_or_else(|| panic!("{name}: no gradient of {source}")).clone();
+        // A linear layer's weight the exporter stored [in, out] is the
+        // parameter [out, in] (as PyTorch's own module holds it).
+        if imported.transposed.contains(source) {
+            let (rows, cols) = (reference.shape[0], reference.shape[1]);
+            let values = (0..rows * cols).map(|i| reference.values[(i % rows) * cols + i / rows]).collect();
+            reference = Tensor { shape: vec![cols, rows], values, ..reference };
+        }
         let g = &r[1 + k];
         assert_eq!(g.shape, reference.shape, "{name}: gradient of {source}");
         let scale = reference.values.iter().fold(1e-2 * largest, |m, v| m.max(v.abs()));
@@ -1026,4 +1034,126 @@ fn an_additive_mask_initializer_imports_as_a_constant() {
         assert!(!imported.module.text.contains("hl.param @mask"), "{what}");
         assert!(imported.frozen.is_empty(), "{what}: {:?}", imported.frozen);
     }
+}
+
+/// PyTorch's exporters write an `nn.Linear` on a sequence as `MatMul`
+/// (the weight pre-transposed under a made-up name, or behind a
+/// `Transpose`) and an `Add` of its bias, and GELU (before opset 20) as
+/// its formula: each folds back to `hl.linear` (weight `[out, in]`, named
+/// `<module>.weight`) and `hl.gelu`, with the values of the nodes it
+/// replaces. A named `[in, out]` initializer without a bias is the model's
+/// own layout: it stays a matmul.
+#[test]
+fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
+    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto};
+    let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
+        name: Some(format!("/{output}/{op}")),
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.into()],
+        ..Default::default()
+    };
+    let init = |name: &str, dims: Vec<i64>, float_data: Vec<f32>| TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        dims,
+        float_data,
+        ..Default::default()
+    };
+    let values = |n: usize, scale: f32| (0..n).map(|i| scale * ((i * 7 % 11) as f32 - 5.0)).collect::<Vec<f32>>();
+    let (w1, b1, w2, b2, w3) = (values(20, 0.1), values(5, 0.05), values(15, 0.08), values(3, 0.1), values(12, 0.03));
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("folds".into()),
+            node: vec![
+                // TorchScript's form: [in, out] under onnx::MatMul_7, bias first.
+                node("MatMul", &["x", "onnx::MatMul_7"], "mm1"),
+                node("Add", &["fc.bias", "mm1"], "h"),
+                // Erf GELU: (h * (1 + erf(h / sqrt 2))) * 0.5.
+                node("Div", &["h", "sqrt2"], "u"),
+                node("Erf", &["u"], "e"),
+                node("Add", &["e", "one"], "s"),
+                node("Mul", &["h", "s"], "p"),
+                node("Mul", &["p", "half"], "g1"),
+                // Dynamo's unoptimized form: the weight [out, in] behind a Transpose.
+                node("Transpose", &["out.weight"], "wt"),
+                node("MatMul", &["g1", "wt"], "mm2"),
+                node("Add", &["mm2", "out.bias"], "y0"),
+                // Tanh GELU: (0.5 * y0) * (1 + tanh(c * (y0 + 0.044715 * y0^3))).
+                node("Pow", &["y0", "three"], "cube"),
+                node("Mul", &["cube", "k"], "kc"),
+                node("Add", &["y0", "kc"], "inner"),
+                node("Mul", &["c", "inner"], "scaled"),
+                node("Tanh", &["scaled"], "t"),
+                node("Add", &["one", "t"], "s2"),
+                node("Mul", &["half", "y0"], "hx"),
+                node("Mul", &["hx", "s2"], "g2"),
+                // A named [in, out] weight without a bias: kept as a matmul.
+                node("MatMul", &["x", "proj"], "z"),
+                node("Add", &["g2", "z"], "y"),
+            ],
+            input: vec![float_value("x", &[2, 3, 4])],
+            output: vec![float_value("y", &[2, 3, 3])],
+            initializer: vec![
+                init("onnx::MatMul_7", vec![4, 5], w1.clone()),
+                init("fc.bias", vec![5], b1.clone()),
+                init("out.weight", vec![3, 5], w2.clone()),
+                init("out.bias", vec![3], b2.clone()),
+                init("proj", vec![4, 3], w3.clone()),
+                init("sqrt2", vec![], vec![std::f32::consts::SQRT_2]),
+                init("one", vec![], vec![1.0]),
+                init("half", vec![], vec![0.5]),
+                init("three", vec![], vec![3.0]),
+                init("k", vec![], vec![0.044715]),
+                init("c", vec![], vec![0.797_884_6]),
+            ],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::Mse };
+    let imported = onnx::import_model(&model, "folds.onnx", std::path::Path::new("."), &options).unwrap();
+    let text = &imported.module.text;
+    let forward = &text[text.find("func.func @forward").unwrap()..text.find("func.func @loss").unwrap()];
+    assert_eq!(forward.matches("hl.linear").count(), 2, "{forward}");
+    assert_eq!(forward.matches("hl.gelu").count(), 2, "{forward}");
+    assert_eq!(forward.matches("hl.matmul").count(), 1, "{forward}");
+    for gone in ["hl.erf", "hl.tanh", "hl.pow", "hl.div", "hl.transpose"] {
+        assert!(!forward.contains(gone), "{gone} left: {forward}");
+    }
+    assert!(text.contains("hl.param @fc.weight : tensor<5x4xf32>"), "{text}");
+    assert!(text.contains("hl.param @out.weight : tensor<3x5xf32>"), "{text}");
+    assert!(text.contains("hl.param @proj : tensor<4x3xf32>"), "{text}");
+    assert_eq!(imported.transposed, vec!["onnx::MatMul_7".to_string()]);
+    assert!(imported.sources.contains(&"onnx::MatMul_7".to_string()), "{:?}", imported.sources);
+
+    // The values: the folded model's forward against the graph's math in f64.
+    let dir = crate::tmp_root().join("onnx-folds");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("folds.mlir");
+    imported.write(&file).unwrap();
+    let options =
+        Options { device: aicf_runtime::Device::Cpu { threads: 2 }, cache_dir: dir.clone(), ..Options::default() };
+    let mut t = Trainer::from_file(&file, options).unwrap();
+    let x: Vec<f64> = (0..24).map(|i| 0.25 * ((i * 5 % 13) as f64 - 6.0)).collect();
+    let input = Tensor::new(vec![2, 3, 4], aicf_runtime::artifact::DType::F32, x.clone());
+    let got = t.predict(&[&input]).unwrap();
+    let erf_gelu = |v: f64| 0.5 * v * (1.0 + libm::erf(v / std::f64::consts::SQRT_2));
+    let tanh_gelu = |v: f64| 0.5 * v * (1.0 + (0.797_884_560_802_865_4 * (v + 0.044715 * v * v * v)).tanh());
+    let mut want = Vec::new();
+    for row in x.chunks(4) {
+        let g1: Vec<f64> = (0..5)
+            .map(|o| erf_gelu(b1[o] as f64 + (0..4).map(|i| row[i] * w1[i * 5 + o] as f64).sum::<f64>()))
+            .collect();
+        for o in 0..3 {
+            let y0 = b2[o] as f64 + (0..5).map(|i| g1[i] * w2[o * 5 + i] as f64).sum::<f64>();
+            let z: f64 = (0..4).map(|i| row[i] * w3[i * 3 + o] as f64).sum();
+            want.push(tanh_gelu(y0) + z);
+        }
+    }
+    let e = relative(&got[0].values, &want);
+    assert!(e <= 1e-5, "folded forward differs from the graph's math by {e:.2e}: {:?} vs {want:?}", got[0].values);
 }

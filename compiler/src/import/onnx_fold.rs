@@ -1,0 +1,432 @@
+//! Rewrites of an ONNX graph before it is imported: layers that PyTorch's
+//! exporters write out as several nodes are folded back into the one node
+//! that says what they are.
+//!
+//! - **Linear layers.** An `nn.Linear` applied to a sequence (a 3-D input:
+//!   every transformer's projections) is exported as `MatMul(x, W)` and a
+//!   separate `Add(_, bias)`: the TorchScript exporter stores `W` already
+//!   transposed, `[in, out]`, under a made-up name (`onnx::MatMul_255`);
+//!   the dynamo exporter keeps the weight `[out, in]` under its own name
+//!   and transposes it with a `Transpose` node. Folded, the layer is one
+//!   `Gemm(x, weight, bias, transB = 1)`, which imports as `hl.linear`
+//!   (any rank of `x`), its weight `[out, in]` as PyTorch's `state_dict`
+//!   holds it, named as there: `<module>.weight`, from the bias's name
+//!   (`<module>.bias`) or the MatMul node's (`/blocks.0/qkv/MatMul`).
+//! - **GELU.** Before opset 20 ONNX has no Gelu: `nn.GELU()` is exported
+//!   as `x * (1 + erf(x / sqrt(2))) * 0.5` and the tanh form (GPT-2's) as
+//!   `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`. Folded,
+//!   each is a `Gelu` node (`hl.gelu`).
+//!
+//! Why: imported as written, these are matmuls, adds and pointwise chains
+//! that the growth operators (`hl-widen`, `hl-widen-residual`,
+//! `hl-insert-block`), which find a model's layers by `hl.linear` and its
+//! activations, cannot see, so an exported transformer did not grow; and a
+//! layer is one GEMM with its bias in the epilogue, a GELU one kernel. The
+//! values are the same: each fold is exactly the math of the nodes it
+//! replaces (the weight's values are moved, not changed).
+//!
+//! A fold applies only where the intermediate values have no other reader
+//! (nor are graph outputs) and the weight and bias no other use.
+
+use aicf_onnx::proto::{AttributeProto, GraphProto, NodeProto, attribute_proto::AttributeType};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// The graph's nodes after the folds, and the initializers the linear fold
+/// made: `(name, the ONNX initializer it holds transposed)`.
+pub(super) struct Folded {
+    pub nodes: Vec<NodeProto>,
+    pub transposed: Vec<(String, String)>,
+}
+
+struct Graph<'a> {
+    nodes: &'a [NodeProto],
+    /// Value name -> (node index, input position) of each reader.
+    readers: HashMap<&'a str, Vec<usize>>,
+    producer: HashMap<&'a str, usize>,
+    outputs: HashSet<&'a str>,
+    /// Scalars: 1-element float initializers and Constant nodes' values.
+    scalars: HashMap<String, f64>,
+    taken: HashSet<usize>,
+}
+
+impl<'a> Graph<'a> {
+    fn new(graph: &'a GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>, base: &Path) -> Self {
+        let mut readers: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut producer = HashMap::new();
+        let mut scalars = HashMap::new();
+        for (i, n) in graph.node.iter().enumerate() {
+            for input in n.input.iter().filter(|s| !s.is_empty()) {
+                readers.entry(input.as_str()).or_default().push(i);
+            }
+            for o in &n.output {
+                producer.insert(o.as_str(), i);
+            }
+            if n.op_type() == "Constant"
+                && let (Some(out), Some(a)) = (n.output.first(), n.attribute.first())
+            {
+                let value = match a.name() {
+                    "value_float" => Some(a.f() as f64),
+                    "value" => {
+                        a.t.as_ref().and_then(|t| aicf_onnx::tensor(t, base).ok()).and_then(|t| float_scalar(&t))
+                    }
+                    _ => None,
+                };
+                if let Some(v) = value {
+                    scalars.insert(out.clone(), v);
+                }
+            }
+        }
+        for (name, t) in inits {
+            if let Some(v) = float_scalar(t) {
+                scalars.insert(name.clone(), v);
+            }
+        }
+        let outputs = graph.output.iter().map(|o| o.name()).collect();
+        Graph { nodes: &graph.node, readers, producer, outputs, scalars, taken: HashSet::new() }
+    }
+
+    /// The one node that reads `value` (none where it is a graph output or
+    /// read more than once), if it is an `op` and not in another fold.
+    fn sole_reader(&self, value: &str, op: &str) -> Option<usize> {
+        if self.outputs.contains(value) {
+            return None;
+        }
+        match self.readers.get(value).map(Vec::as_slice) {
+            Some(&[i]) if self.nodes[i].op_type() == op && !self.taken.contains(&i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// How many nodes read `value` (a graph output counts as one more).
+    fn uses(&self, value: &str) -> usize {
+        self.readers.get(value).map_or(0, Vec::len) + usize::from(self.outputs.contains(value))
+    }
+
+    /// The node that makes `value`, if it is an `op` read by nothing else.
+    fn sole_producer(&self, value: &str, op: &str) -> Option<usize> {
+        let &i = self.producer.get(value)?;
+        (self.nodes[i].op_type() == op && self.uses(value) == 1 && !self.taken.contains(&i)).then_some(i)
+    }
+
+    /// For a binary node: its other input than `value`, if one of them is
+    /// `value` (the other may be `value` too: `x * x`).
+    fn other<'n>(&self, node: &'n NodeProto, value: &str) -> Option<&'n str> {
+        match node.input.as_slice() {
+            [a, b] if a == value => Some(b),
+            [a, b] if b == value => Some(a),
+            _ => None,
+        }
+    }
+
+    fn scalar(&self, value: &str) -> Option<f64> {
+        self.scalars.get(value).copied()
+    }
+
+    /// For a binary node with a scalar operand near `want`: the other one.
+    fn with_scalar<'n>(&self, node: &'n NodeProto, want: f64) -> Option<&'n str> {
+        let [a, b] = node.input.as_slice() else { return None };
+        let near = |v: &str| self.scalar(v).is_some_and(|s| (s - want).abs() <= 1e-6 * want.abs().max(1.0));
+        if near(b) {
+            Some(a)
+        } else if near(a) {
+            Some(b)
+        } else {
+            None
+        }
+    }
+}
+
+fn float_scalar(t: &aicf_onnx::Tensor) -> Option<f64> {
+    match &t.data {
+        aicf_onnx::Data::F32(v) if v.len() == 1 => Some(v[0] as f64),
+        _ => None,
+    }
+}
+
+/// The folded graph: linear layers first, then GELUs.
+pub(super) fn fold(graph: &GraphProto, inits: &mut HashMap<String, aicf_onnx::Tensor>, base: &Path) -> Folded {
+    let mut g = Graph::new(graph, inits, base);
+    // Index of the node each fold replaces -> the new node; the other nodes
+    // of each fold are dropped.
+    let mut replace: HashMap<usize, NodeProto> = HashMap::new();
+    let mut transposed = Vec::new();
+    let mut new_inits: Vec<aicf_onnx::Tensor> = Vec::new();
+    let mut removed: Vec<String> = Vec::new();
+    for (i, node) in graph.node.iter().enumerate() {
+        if node.op_type() != "MatMul" || !node.domain().is_empty() || g.taken.contains(&i) {
+            continue;
+        }
+        let Some(linear) = plan_linear(&g, i, inits) else { continue };
+        let name = match &linear.weight {
+            Weight::Transpose { node: t, init } => {
+                g.taken.insert(*t);
+                init.clone()
+            }
+            Weight::PreTransposed(init) => {
+                // PyTorch's name for it, where it is free.
+                let stem = linear
+                    .bias
+                    .as_ref()
+                    .and_then(|(b, _)| b.strip_suffix(".bias").map(str::to_string))
+                    .or_else(|| module_of(node.name()));
+                let free = |n: &String| {
+                    !inits.contains_key(n)
+                        && !new_inits.iter().any(|t| t.name == *n)
+                        && !g.producer.contains_key(n.as_str())
+                        && !graph.input.iter().any(|x| x.name() == n)
+                };
+                let name = stem.map(|s| format!("{s}.weight")).filter(free).unwrap_or_else(|| init.clone());
+                let t = &inits[init];
+                let (rows, cols) = (t.dims[0], t.dims[1]);
+                let aicf_onnx::Data::F32(v) = &t.data else { continue };
+                let mut values = vec![0f32; v.len()];
+                for r in 0..rows {
+                    for c in 0..cols {
+                        values[c * rows + r] = v[r * cols + c];
+                    }
+                }
+                new_inits.push(aicf_onnx::Tensor {
+                    name: name.clone(),
+                    dims: vec![cols, rows],
+                    data_type: t.data_type,
+                    data: aicf_onnx::Data::F32(values),
+                });
+                removed.push(init.clone());
+                transposed.push((name.clone(), init.clone()));
+                name
+            }
+        };
+        g.taken.insert(i);
+        let mut inputs = vec![node.input[0].clone(), name];
+        let mut output = node.output[0].clone();
+        if let Some((bias, add)) = &linear.bias {
+            g.taken.insert(*add);
+            inputs.push(bias.clone());
+            output = graph.node[*add].output[0].clone();
+        }
+        let trans_b = AttributeProto {
+            name: Some("transB".into()),
+            r#type: Some(AttributeType::Int as i32),
+            i: Some(1),
+            ..Default::default()
+        };
+        replace.insert(
+            i,
+            NodeProto {
+                name: node.name.clone(),
+                op_type: Some("Gemm".into()),
+                input: inputs,
+                output: vec![output],
+                attribute: vec![trans_b],
+                ..Default::default()
+            },
+        );
+    }
+    for name in removed {
+        inits.remove(&name);
+    }
+    for t in new_inits {
+        inits.insert(t.name.clone(), t);
+    }
+    for (i, node) in graph.node.iter().enumerate() {
+        if !matches!(node.op_type(), "Erf" | "Tanh") || !node.domain().is_empty() || g.taken.contains(&i) {
+            continue;
+        }
+        let found = if node.op_type() == "Erf" { plan_erf_gelu(&g, i) } else { plan_tanh_gelu(&g, i) };
+        let Some((x, chain, last)) = found else { continue };
+        let out = graph.node[last].output[0].clone();
+        g.taken.extend(chain.iter().copied());
+        let mut attribute = Vec::new();
+        if node.op_type() == "Tanh" {
+            attribute.push(AttributeProto {
+                name: Some("approximate".into()),
+                r#type: Some(AttributeType::String as i32),
+                s: Some(b"tanh".to_vec()),
+                ..Default::default()
+            });
+        }
+        replace.insert(
+            last,
+            NodeProto {
+                name: node.name.clone(),
+                op_type: Some("Gelu".into()),
+                input: vec![x],
+                output: vec![out],
+                attribute,
+                ..Default::default()
+            },
+        );
+    }
+    let nodes = graph
+        .node
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| match replace.remove(&i) {
+            Some(new) => Some(new),
+            None if g.taken.contains(&i) => None,
+            None => Some(n.clone()),
+        })
+        .collect();
+    Folded { nodes, transposed }
+}
+
+enum Weight {
+    /// `MatMul(x, Transpose(init))`: the weight as it is, `[out, in]`.
+    Transpose { node: usize, init: String },
+    /// `MatMul(x, init)` with an unnamed `[in, out]` initializer.
+    PreTransposed(String),
+}
+
+struct Linear {
+    weight: Weight,
+    /// The bias initializer and the Add node that adds it.
+    bias: Option<(String, usize)>,
+}
+
+/// A 2-D float initializer read by one node only.
+fn weight_init<'t>(
+    g: &Graph,
+    inits: &'t HashMap<String, aicf_onnx::Tensor>,
+    name: &str,
+) -> Option<&'t aicf_onnx::Tensor> {
+    inits.get(name).filter(|t| t.is_float() && t.dims.len() == 2 && g.uses(name) == 1)
+}
+
+fn plan_linear(g: &Graph, i: usize, inits: &HashMap<String, aicf_onnx::Tensor>) -> Option<Linear> {
+    let node = &g.nodes[i];
+    let [_, w] = node.input.as_slice() else { return None };
+    let (weight, out_features) = if let Some(t) = weight_init(g, inits, w) {
+        // Only the exporter's own pre-transposed copies: a name it made up
+        // (TorchScript's `onnx::MatMul_N`, dynamo's `val_N`), or any name
+        // beside a bias `<m>.bias` whose `<m>.weight` the graph lacks. A
+        // named [in, out] initializer is otherwise the model's own layout,
+        // kept.
+        let made_up = w.starts_with("onnx::")
+            || w.strip_prefix("val_").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let beside_bias = || {
+            let out = node.output.first()?;
+            let add = g.sole_reader(out, "Add")?;
+            let stem = g.other(&g.nodes[add], out)?.strip_suffix(".bias")?;
+            (!inits.contains_key(&format!("{stem}.weight"))).then_some(())
+        };
+        if !made_up && beside_bias().is_none() {
+            return None;
+        }
+        (Weight::PreTransposed(w.clone()), t.dims[1])
+    } else {
+        let t = g.sole_producer(w, "Transpose")?;
+        let transpose = &g.nodes[t];
+        let perm = transpose.attribute.iter().find(|a| a.name() == "perm").map(|a| a.ints.clone());
+        if !matches!(perm.as_deref(), None | Some([1, 0])) {
+            return None;
+        }
+        let init = transpose.input.first()?;
+        let t_init = weight_init(g, inits, init)?;
+        (Weight::Transpose { node: t, init: init.clone() }, t_init.dims[0])
+    };
+    let out = node.output.first()?;
+    let bias = g.sole_reader(out, "Add").and_then(|add| {
+        let b = g.other(&g.nodes[add], out)?;
+        let t = inits.get(b)?;
+        (t.is_float() && t.dims == [out_features] && g.uses(b) == 1).then(|| (b.to_string(), add))
+    });
+    Some(Linear { weight, bias })
+}
+
+/// `/blocks.0/attn/qkv/MatMul` (the TorchScript exporter's node name) ->
+/// `blocks.0.attn.qkv`.
+fn module_of(node: &str) -> Option<String> {
+    let path = node.strip_prefix('/')?;
+    let (module, _) = path.rsplit_once('/')?;
+    let name = module.replace('/', ".");
+    (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')).then_some(name)
+}
+
+const SQRT_2: f64 = std::f64::consts::SQRT_2;
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+
+/// `erf(x / sqrt 2)` (or `x * (1 / sqrt 2)`) at Erf node `i`, then
+/// `(1 + _)`, times `x` and `0.5` in either order: `(x, nodes, last)`.
+fn plan_erf_gelu(g: &Graph, i: usize) -> Option<(String, Vec<usize>, usize)> {
+    let erf = &g.nodes[i];
+    let u = erf.input.first()?;
+    let (x, scale) = if let Some(d) = g.sole_producer(u, "Div") {
+        let n = &g.nodes[d];
+        let [x, c] = n.input.as_slice() else { return None };
+        (g.scalar(c).is_some_and(|s| (s - SQRT_2).abs() < 1e-6).then_some(x.as_str())?, d)
+    } else {
+        let m = g.sole_producer(u, "Mul")?;
+        (g.with_scalar(&g.nodes[m], 1.0 / SQRT_2)?, m)
+    };
+    finish_gelu(g, x, vec![scale, i], i)
+}
+
+/// `tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))` at Tanh node `i` (x^3 as
+/// `Pow(x, 3)` or `x * x * x`), then as [`plan_erf_gelu`].
+fn plan_tanh_gelu(g: &Graph, i: usize) -> Option<(String, Vec<usize>, usize)> {
+    let u = g.nodes[i].input.first()?;
+    let scaled = g.sole_producer(u, "Mul")?;
+    let inner = g.with_scalar(&g.nodes[scaled], SQRT_2_OVER_PI)?;
+    let add = g.sole_producer(inner, "Add")?;
+    let [a, b] = g.nodes[add].input.as_slice() else { return None };
+    // One side is 0.044715 * x^3; the other, x.
+    for (x, cubic) in [(a, b), (b, a)] {
+        let Some(m) = g.sole_producer(cubic, "Mul") else { continue };
+        let Some(cube) = g.with_scalar(&g.nodes[m], 0.044715) else { continue };
+        let Some(mut nodes) = cube_of(g, cube, x) else { continue };
+        nodes.extend([m, add, scaled, i]);
+        return finish_gelu(g, x, nodes, i);
+    }
+    None
+}
+
+/// The nodes that make `value` = `x^3`.
+fn cube_of(g: &Graph, value: &str, x: &str) -> Option<Vec<usize>> {
+    if let Some(p) = g.sole_producer(value, "Pow") {
+        let n = &g.nodes[p];
+        return (n.input.first().map(String::as_str) == Some(x)
+            && n.input.get(1).and_then(|e| g.scalar(e)) == Some(3.0))
+        .then(|| vec![p]);
+    }
+    let outer = g.sole_producer(value, "Mul")?;
+    let square = g.other(&g.nodes[outer], x)?;
+    let inner = g.sole_producer(square, "Mul")?;
+    (g.nodes[inner].input.iter().all(|v| v == x)).then(|| vec![inner, outer])
+}
+
+/// From the Erf or Tanh node `f` of `x`: `s = 1 + f`, then `(x * s) *
+/// 0.5`, `(x * 0.5) * s` or `x * (0.5 * s)` (products in either order).
+fn finish_gelu(g: &Graph, x: &str, mut nodes: Vec<usize>, f: usize) -> Option<(String, Vec<usize>, usize)> {
+    let fo = g.nodes[f].output.first()?;
+    let plus = g.sole_reader(fo, "Add")?;
+    g.with_scalar(&g.nodes[plus], 1.0).filter(|v| *v == fo.as_str())?;
+    let so = g.nodes[plus].output.first()?;
+    let m1 = g.sole_reader(so, "Mul")?;
+    let y = g.other(&g.nodes[m1], so)?;
+    nodes.push(plus);
+    nodes.push(m1);
+    let last = if g.scalar(y).is_some_and(|h| h == 0.5) {
+        // 0.5 * (1 + f), then times x.
+        let ho = g.nodes[m1].output.first()?;
+        let times_x = g.sole_reader(ho, "Mul")?;
+        g.other(&g.nodes[times_x], ho).filter(|v| *v == x)?;
+        nodes.push(times_x);
+        times_x
+    } else if y == x {
+        let po = g.nodes[m1].output.first()?;
+        let half = g.sole_reader(po, "Mul")?;
+        g.with_scalar(&g.nodes[half], 0.5).filter(|v| *v == po.as_str())?;
+        nodes.push(half);
+        half
+    } else {
+        let h = g.sole_producer(y, "Mul")?;
+        g.with_scalar(&g.nodes[h], 0.5).filter(|v| *v == x)?;
+        nodes.push(h);
+        m1
+    };
+    if nodes.iter().any(|n| g.taken.contains(n)) {
+        return None;
+    }
+    Some((x.to_string(), nodes, last))
+}
