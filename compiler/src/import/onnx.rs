@@ -1862,6 +1862,14 @@ impl Importer<'_> {
                 let (alpha, beta) = (attr_f(node, "alpha", 1.0) as f64, attr_f(node, "beta", 1.0) as f64);
                 let c = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
                 let y = if !ta && tb && alpha == 1.0 && beta == 1.0 && c.as_ref().is_none_or(|c| c.rank() == 1) {
+                    if a.rank() == 1 {
+                        // A vector times a matrix (a MatMul that
+                        // `onnx_fold` made a linear layer): one row.
+                        let k = a.shape()[0] as i64;
+                        let y = nn(a.reshape(&[1, k]).and_then(|row| row.linear(&b, c.as_ref())))?;
+                        let n = y.shape()[1] as i64;
+                        return Ok(vec![V::T(nn(y.reshape(&[n]))?)]);
+                    }
                     nn(a.linear(&b, c.as_ref()))?
                 } else {
                     let mut y = nn(a.matmul_t(&b, ta, tb))?;

@@ -1156,4 +1156,23 @@ fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
     }
     let e = relative(&got[0].values, &want);
     assert!(e <= 1e-5, "folded forward differs from the graph's math by {e:.2e}: {:?} vs {want:?}", got[0].values);
+
+    // A vector times a weight (no batch axis) folds too: one row.
+    let vector = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("vector".into()),
+            node: vec![node("MatMul", &["v", "onnx::MatMul_9"], "mv"), node("Add", &["mv", "head.bias"], "o")],
+            input: vec![float_value("v", &[4])],
+            output: vec![float_value("o", &[3])],
+            initializer: vec![init("onnx::MatMul_9", vec![4, 3], w3.clone()), init("head.bias", vec![3], b2.clone())],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::None };
+    let imported = onnx::import_model(&vector, "vector.onnx", std::path::Path::new("."), &options).unwrap();
+    assert!(imported.module.text.contains("hl.param @head.weight : tensor<3x4xf32>"), "{}", imported.module.text);
+    assert!(imported.module.text.contains("-> tensor<3xf32>"), "{}", imported.module.text);
 }
