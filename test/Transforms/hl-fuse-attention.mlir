@@ -47,6 +47,38 @@ func.func @additive(%q: tensor<2x3x4x8xf32>, %k: tensor<2x3x4x8xf32>, %v: tensor
 
 // -----
 
+// One copy of the mask per sequence, [batch, 1, l, s] (Hugging Face's
+// transformers 5 materialise it so): causal in every slice, fused.
+// CHECK-LABEL: func.func @per_sequence_mask
+func.func @per_sequence_mask(%q: tensor<2x3x4x8xf32>, %k: tensor<2x3x4x8xf32>, %v: tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32> {
+  // CHECK: hl.attention {{.*}} causal scale = 1.000000e+00
+  // CHECK-NOT: hl.softmax
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>
+  %m = hl.constant dense<[[[[0.0, -3.40282347e+38, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, 0.0, -3.40282347e+38], [0.0, 0.0, 0.0, 0.0]]], [[[0.0, -3.40282347e+38, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, 0.0, -3.40282347e+38], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<2x1x4x4xf32>
+  %masked = hl.add %s, %m : tensor<2x3x4x4xf32>, tensor<2x1x4x4xf32>
+  %p = hl.softmax %masked axis = 3 : tensor<2x3x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>
+  return %o : tensor<2x3x4x8xf32>
+}
+
+// -----
+
+// A sequence whose mask hides nothing (padding differs per row): the ops
+// stay.
+// CHECK-LABEL: func.func @mask_differs_per_sequence
+func.func @mask_differs_per_sequence(%q: tensor<2x3x4x8xf32>, %k: tensor<2x3x4x8xf32>, %v: tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32> {
+  // CHECK-NOT: hl.attention
+  // CHECK: hl.softmax
+  %s = hl.matmul %q, %k transpose_rhs : tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>
+  %m = hl.constant dense<[[[[0.0, -3.40282347e+38, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, 0.0, -3.40282347e+38], [0.0, 0.0, 0.0, 0.0]]], [[[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<2x1x4x4xf32>
+  %masked = hl.add %s, %m : tensor<2x3x4x4xf32>, tensor<2x1x4x4xf32>
+  %p = hl.softmax %masked axis = 3 : tensor<2x3x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>
+  return %o : tensor<2x3x4x8xf32>
+}
+
+// -----
+
 // select(tril, scores, -inf) with no scale: scale 1; keys [.., D, S] made
 // by a transpose from [B, S, H, D] compose into one transpose.
 // CHECK-LABEL: func.func @tril_no_scale

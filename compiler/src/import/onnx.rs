@@ -49,11 +49,15 @@ pub const SUPPORTED: &[&str] = &[
     "Exp",
     "Expand",
     "Flatten",
+    "And",
     "Gather",
+    "GatherElements",
+    "GatherND",
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
     "Greater",
+    "GreaterOrEqual",
     "GRU",
     "HardSigmoid",
     "HardSwish",
@@ -63,6 +67,7 @@ pub const SUPPORTED: &[&str] = &[
     "LayerNormalization",
     "LeakyRelu",
     "Less",
+    "LessOrEqual",
     "Log",
     "LogSoftmax",
     "LSTM",
@@ -100,6 +105,8 @@ pub const SUPPORTED: &[&str] = &[
     "Transpose",
     "Trilu",
     "Not",
+    "Or",
+    "Xor",
     "Unsqueeze",
     "Where",
 ];
@@ -757,8 +764,10 @@ fn arity(op: &str) -> (usize, usize) {
         "Constant" => (0, 0),
         "Range" | "Where" => (3, 3),
         "BatchNormalization" => (5, 5),
-        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "Expand" | "Gather"
-        | "MatMul" => (2, 2),
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "LessOrEqual"
+        | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul" => {
+            (2, 2)
+        }
         "Conv" | "Gemm" => (2, 3),
         "LayerNormalization" => (2, 3),
         "Max" | "Min" | "Concat" => (1, usize::MAX),
@@ -1441,6 +1450,7 @@ impl Importer<'_> {
                 Ok(vec![V::C(Const { dims: vec![n], vals: (0..n).map(|i| s + i as f64 * d).collect(), float })])
             }
             "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Max" | "Min" | "Equal" | "Less" | "Greater"
+            | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Xor"
                 if all_const =>
             {
                 let (a, b) = (konst(0, "a")?, konst(1, "b")?);
@@ -1467,16 +1477,37 @@ impl Importer<'_> {
                     "Min" => Box::new(f64::min),
                     "Equal" => Box::new(|x, y| (x == y) as i32 as f64),
                     "Less" => Box::new(|x, y| (x < y) as i32 as f64),
+                    "LessOrEqual" => Box::new(|x, y| (x <= y) as i32 as f64),
+                    "GreaterOrEqual" => Box::new(|x, y| (x >= y) as i32 as f64),
+                    "And" => Box::new(|x, y| (x != 0.0 && y != 0.0) as i32 as f64),
+                    "Or" => Box::new(|x, y| (x != 0.0 || y != 0.0) as i32 as f64),
+                    "Xor" => Box::new(|x, y| ((x != 0.0) != (y != 0.0)) as i32 as f64),
                     _ => Box::new(|x, y| (x > y) as i32 as f64),
                 };
                 let mut c = fold_binary(&a, &b, f)?;
-                if matches!(op, "Equal" | "Less" | "Greater") {
+                if matches!(op, "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Xor")
+                {
                     c.float = false;
                 }
                 Ok(vec![V::C(c)])
             }
             "Mod" => return Err("Mod of computed tensors is not supported (of constants, it is folded)".into()),
             "Add" | "Sub" | "Mul" | "Div" | "Pow" => {
+                // Adding constant zeros that do not widen the tensor is the
+                // tensor: an attention mask of all-ones (Hugging Face's
+                // `(1 - mask) * min`, folded to -0.0) would otherwise stand
+                // between the scores and the softmax (no fused attention).
+                let zeros = |v: &V| matches!(v, V::C(c) if c.float && c.vals.iter().all(|&x| x == 0.0));
+                let through = match (op, input(0)?, input(1)?) {
+                    ("Add", V::T(x), c) | ("Add", c, V::T(x)) | ("Sub", V::T(x), c) if zeros(c) => Some((x, c)),
+                    _ => None,
+                };
+                if let Some((x, c)) = through
+                    && x.dtype().is_float()
+                    && broadcast(x.shape(), &shape_of(c))? == x.shape()
+                {
+                    return one(x.clone());
+                }
                 let (a, b) = pair(self)?;
                 if op == "Div" && !a.dtype().is_float() {
                     return Err("integer division of computed tensors is not supported".into());
@@ -1497,15 +1528,48 @@ impl Importer<'_> {
                 }
                 one(acc)
             }
-            "Equal" | "Less" | "Greater" => {
+            "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" => {
                 let (a, b) = pair(self)?;
                 let p = match op {
                     "Equal" => Compare::Eq,
                     "Less" => Compare::Lt,
+                    "LessOrEqual" => Compare::Le,
+                    "GreaterOrEqual" => Compare::Ge,
                     _ => Compare::Gt,
                 };
                 one(nn(a.compare(p, &b))?)
             }
+            // Booleans (i1), as 0/1 in f32 (hl's select and arithmetic take
+            // no i1): a and b = a * b != 0; a or b = a + b != 0; a xor b =
+            // a != b.
+            "And" | "Or" | "Xor" => {
+                let a = self.tensor(g, input(0)?, Some(DType::I1))?;
+                let b = self.tensor(g, input(1)?, Some(DType::I1))?;
+                if a.dtype() != DType::I1 || b.dtype() != DType::I1 {
+                    return Err(format!("{op} takes booleans; got {} and {}", a.spec(), b.spec()));
+                }
+                let shape = broadcast(a.shape(), b.shape())?;
+                let fit = |v: Tensor| -> R<Tensor> {
+                    if v.shape() == shape.as_slice() { Ok(v) } else { nn(v.broadcast_to(&shape)) }
+                };
+                let (a, b) = (nn(fit(a)?.cast(DType::F32))?, nn(fit(b)?.cast(DType::F32))?);
+                let combined = match op {
+                    "And" => nn(a.mul(&b))?,
+                    "Or" => nn(a.add(&b))?,
+                    _ => nn(a.sub(&b))?,
+                };
+                let zero = nn(g.constant(&[0.0], &TensorSpec::new(combined.shape(), DType::F32)))?;
+                one(nn(combined.compare(Compare::Ne, &zero))?)
+            }
+            // Index arithmetic on constants (a mask's positions): folded.
+            "GatherND" | "GatherElements" => match (input(0)?, input(1)?) {
+                (V::C(data), V::C(indices)) => Ok(vec![V::C(if op == "GatherND" {
+                    gather_nd(data, indices, attr_i(node, "batch_dims", 0))?
+                } else {
+                    gather_elements(data, indices, attr_i(node, "axis", 0))?
+                })]),
+                _ => Err(format!("{op} of computed tensors is not supported (of constants, it is folded)")),
+            },
             "Where" => {
                 if let (V::C(c), V::C(x), V::C(y)) = (input(0)?, input(1)?, input(2)?) {
                     let dims = broadcast(&broadcast(&c.dims, &x.dims)?, &y.dims)?;
@@ -2396,6 +2460,78 @@ impl Importer<'_> {
     }
 }
 
+/// ONNX's GatherND of constants: `indices`' last axis (length `k`) picks
+/// along `data`'s axes `b..b + k` after the first `b` (batch) axes, which
+/// both share; the result is `indices.dims[..-1] ++ data.dims[b + k..]`.
+fn gather_nd(data: &Const, indices: &Const, batch_dims: i64) -> R<Const> {
+    let (dr, ir) = (data.dims.len(), indices.dims.len());
+    let b = usize::try_from(batch_dims).map_err(|_| format!("batch_dims {batch_dims} is negative"))?;
+    let k = *indices.dims.last().ok_or("GatherND's indices are a scalar (rank 1 at least)")?;
+    if b >= ir || b + k > dr || data.dims[..b] != indices.dims[..b] {
+        return Err(format!(
+            "GatherND of data {:?} at indices {:?} with batch_dims {b}: the shapes do not fit",
+            data.dims, indices.dims
+        ));
+    }
+    let slice: usize = data.dims[b + k..].iter().product();
+    let strides = strides_of(&data.dims);
+    let mut dims = indices.dims[..ir - 1].to_vec();
+    dims.extend_from_slice(&data.dims[b + k..]);
+    let tuples: usize = indices.dims[..ir - 1].iter().product();
+    let per_batch: usize = indices.dims[b..ir - 1].iter().product();
+    let mut vals = Vec::with_capacity(numel(&dims)?);
+    for t in 0..tuples {
+        // The batch position's offset into data.
+        let mut rest = t / per_batch.max(1);
+        let mut offset = 0;
+        for axis in (0..b).rev() {
+            offset += (rest % data.dims[axis]) * strides[axis];
+            rest /= data.dims[axis];
+        }
+        for j in 0..k {
+            let n = data.dims[b + j] as i64;
+            let raw = indices.vals[t * k + j] as i64;
+            let i = if raw < 0 { raw + n } else { raw };
+            if !(0..n).contains(&i) {
+                return Err(format!("GatherND index {raw} is out of range for an axis of {n}"));
+            }
+            offset += i as usize * strides[b + j];
+        }
+        vals.extend_from_slice(&data.vals[offset..offset + slice]);
+    }
+    Ok(Const { dims, vals, float: data.float })
+}
+
+/// ONNX's GatherElements of constants: `out[p] = data[p with axis
+/// coordinate indices[p]]`, the shape of `indices`.
+fn gather_elements(data: &Const, indices: &Const, axis: i64) -> R<Const> {
+    let rank = data.dims.len();
+    let axis = norm_axis(axis, rank)?;
+    if indices.dims.len() != rank {
+        return Err(format!("GatherElements' indices {:?} are not of data's rank {rank}", indices.dims));
+    }
+    let (ds, is) = (strides_of(&data.dims), strides_of(&indices.dims));
+    let n = data.dims[axis] as i64;
+    let mut vals = Vec::with_capacity(indices.vals.len());
+    for (p, &raw) in indices.vals.iter().enumerate() {
+        let raw = raw as i64;
+        let i = if raw < 0 { raw + n } else { raw };
+        if !(0..n).contains(&i) {
+            return Err(format!("GatherElements index {raw} is out of range for an axis of {n}"));
+        }
+        let mut offset = 0;
+        for d in 0..rank {
+            let c = (p / is[d]) % indices.dims[d];
+            if d != axis && c >= data.dims[d] {
+                return Err(format!("GatherElements' indices {:?} exceed data {:?}", indices.dims, data.dims));
+            }
+            offset += if d == axis { i as usize } else { c } * ds[d];
+        }
+        vals.push(data.vals[offset]);
+    }
+    Ok(Const { dims: indices.dims.clone(), vals, float: data.float })
+}
+
 fn shape_of(v: &V) -> Vec<usize> {
     match v {
         V::T(x) => x.shape().to_vec(),
@@ -2507,4 +2643,42 @@ fn matmul(a: &Tensor, b: &Tensor) -> R<Tensor> {
         shape.remove(at);
     }
     if shape.len() == y.rank() { Ok(y) } else { nn(y.reshape(&shape)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Const, gather_elements, gather_nd};
+
+    fn c(dims: &[usize], vals: &[f64]) -> Const {
+        Const { dims: dims.to_vec(), vals: vals.to_vec(), float: true }
+    }
+
+    // The examples of ONNX's operator documentation (its node tests feed
+    // them as graph inputs, which the importer folds only as constants).
+    #[test]
+    fn gather_nd_of_constants_follows_onnx() {
+        let data = c(&[2, 2, 2], &[0., 1., 2., 3., 4., 5., 6., 7.]);
+        let out = gather_nd(&data, &c(&[2, 1, 2], &[0., 1., 1., 0.]), 0).unwrap();
+        assert_eq!((out.dims, out.vals), (vec![2, 1, 2], vec![2., 3., 4., 5.]));
+        let out = gather_nd(&data, &c(&[2, 1], &[1., 0.]), 1).unwrap();
+        assert_eq!((out.dims, out.vals), (vec![2, 2], vec![2., 3., 4., 5.]));
+        let square = c(&[2, 2], &[0., 1., 2., 3.]);
+        let out = gather_nd(&square, &c(&[2, 2], &[0., 0., -1., 1.]), 0).unwrap();
+        assert_eq!((out.dims, out.vals), (vec![2], vec![0., 3.]));
+        assert!(gather_nd(&square, &c(&[1, 2], &[2., 0.]), 0).unwrap_err().contains("out of range"));
+        assert!(gather_nd(&square, &c(&[1, 3], &[0., 0., 0.]), 0).unwrap_err().contains("do not fit"));
+    }
+
+    #[test]
+    fn gather_elements_of_constants_follows_onnx() {
+        let out = gather_elements(&c(&[2, 2], &[1., 2., 3., 4.]), &c(&[2, 2], &[0., 0., 1., 0.]), 1).unwrap();
+        assert_eq!((out.dims, out.vals), (vec![2, 2], vec![1., 1., 4., 3.]));
+        let data = c(&[3, 3], &[1., 2., 3., 4., 5., 6., 7., 8., 9.]);
+        let out = gather_elements(&data, &c(&[2, 3], &[1., 2., 0., 2., 0., 0.]), 0).unwrap();
+        assert_eq!((out.dims, out.vals), (vec![2, 3], vec![4., 8., 3., 7., 2., 3.]));
+        let out = gather_elements(&data, &c(&[2, 3], &[-1., -2., 0., -2., 0., 0.]), 0).unwrap();
+        assert_eq!(out.vals, vec![7., 5., 3., 4., 2., 3.]);
+        assert!(gather_elements(&data, &c(&[1, 1], &[3.]), 0).unwrap_err().contains("out of range"));
+        assert!(gather_elements(&data, &c(&[3], &[0., 0., 0.]), 0).unwrap_err().contains("rank"));
+    }
 }

@@ -358,9 +358,13 @@ fn causal_pattern_values(v: MlirValue, l: usize, s: usize, seen: &dyn Fn(f64) ->
     let constant = constant_source(v)?;
     let spec = ir::spec(result(constant));
     let n = spec.shape.len();
-    if n < 2 || spec.shape[n - 2] != l || spec.shape[n - 1] != s || spec.num_elements() != l * s {
+    if n < 2 || spec.shape[n - 2] != l || spec.shape[n - 1] != s {
         return None;
     }
+    // A mask with leading axes (Hugging Face's [batch, 1, l, s], one copy
+    // per sequence) is causal in every slice; its op broadcasts it onto the
+    // scores.
+    let slices = spec.num_elements() / (l * s).max(1);
     let a = ir::attr(constant, "value");
     if a.ptr.is_null() || unsafe { !mlirAttributeIsADenseElements(a) || mlirDenseElementsAttrIsSplat(a) } {
         return None;
@@ -377,10 +381,12 @@ fn causal_pattern_values(v: MlirValue, l: usize, s: usize, seen: &dyn Fn(f64) ->
             })
         }
     };
-    for i in 0..l {
-        for j in 0..s {
-            if seen(element(i * s + j)?)? != (j <= i) {
-                return Some(false);
+    for slice in 0..slices {
+        for i in 0..l {
+            for j in 0..s {
+                if seen(element(slice * l * s + i * s + j)?)? != (j <= i) {
+                    return Some(false);
+                }
             }
         }
     }

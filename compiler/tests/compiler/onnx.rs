@@ -1176,3 +1176,59 @@ fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
     assert!(imported.module.text.contains("hl.param @head.weight : tensor<3x4xf32>"), "{}", imported.module.text);
     assert!(imported.module.text.contains("-> tensor<3xf32>"), "{}", imported.module.text);
 }
+
+/// Adding computed zeros (Hugging Face's all-ones attention mask folds to
+/// `(1 - 1) * min = -0.0`) is the tensor itself, where the zeros do not
+/// widen it: no `hl.add` stands between the scores and the softmax.
+#[test]
+fn adding_constant_zeros_is_the_tensor_itself() {
+    use aicf_onnx::proto::{
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, attribute_proto,
+    };
+    let zeros = |dims: Vec<i64>| NodeProto {
+        name: Some("zeros".into()),
+        op_type: Some("Constant".into()),
+        output: vec!["z".into()],
+        attribute: vec![AttributeProto {
+            name: Some("value".into()),
+            r#type: Some(attribute_proto::AttributeType::Tensor as i32),
+            t: Some(TensorProto {
+                data_type: Some(1),
+                float_data: vec![-0.0; dims.iter().product::<i64>() as usize],
+                dims,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let model = |x: &[i64], z: Vec<i64>, y: &[i64]| ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("zeros".into()),
+            node: vec![
+                zeros(z),
+                NodeProto {
+                    name: Some("add".into()),
+                    op_type: Some("Add".into()),
+                    input: vec!["x".into(), "z".into()],
+                    output: vec!["y".into()],
+                    ..Default::default()
+                },
+            ],
+            input: vec![float_value("x", x)],
+            output: vec![float_value("y", y)],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::None };
+    let same = onnx::import_model(&model(&[2, 3], vec![1, 3], &[2, 3]), "z.onnx", std::path::Path::new("."), &options)
+        .unwrap();
+    assert!(!same.module.text.contains("hl.add"), "{}", same.module.text);
+    // Zeros that broadcast the tensor wider keep the add (its shape).
+    let wider =
+        onnx::import_model(&model(&[3], vec![2, 3], &[2, 3]), "z.onnx", std::path::Path::new("."), &options).unwrap();
+    assert!(wider.module.text.contains("hl.add"), "{}", wider.module.text);
+}
