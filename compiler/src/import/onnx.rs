@@ -101,6 +101,7 @@ pub const SUPPORTED: &[&str] = &[
     "Sqrt",
     "Squeeze",
     "Sub",
+    "Swish",
     "Tanh",
     "Transpose",
     "Trilu",
@@ -204,6 +205,15 @@ pub struct Imported {
     /// dynamo exporter reads one initializer wherever the values are
     /// equal, so a fresh model's norms come out tied.
     pub shared_norms: Vec<(String, usize)>,
+    /// Weights and biases read by more than one layer (initializer, how
+    /// many): trained as one. The dynamo exporter merges equal
+    /// initializers, so a fresh stack of copied layers
+    /// (`nn.TransformerEncoder`) comes out as one layer's weights.
+    pub shared_weights: Vec<(String, usize)>,
+    /// `(initializer, weight)`: an output layer's weight the exporter wrote
+    /// as the exact transpose of another (an embedding table tied to it),
+    /// read as that weight, tied as in the model.
+    pub tied: Vec<(String, String)>,
 }
 
 impl Imported {
@@ -391,8 +401,9 @@ pub fn import_model(
     }
     // Linear layers and GELUs the exporter wrote out, folded back
     // (`onnx_fold`).
-    let folded = super::onnx_fold::fold(graph, &mut inits, base);
+    let folded = super::onnx_fold::fold(graph, &mut inits, &aliased, base);
     let transposed_from: HashMap<String, String> = folded.transposed.into_iter().collect();
+    let folded_tied = folded.tied;
     let folded_graph = proto::GraphProto {
         node: folded.nodes,
         name: graph.name.clone(),
@@ -418,6 +429,21 @@ pub fn import_model(
         }
     }
     shared_norms.retain(|(_, uses)| *uses > 1);
+    // Likewise a weight or bias several layers read (the dynamo exporter
+    // merges the equal layers of a freshly copied stack); an embedding
+    // table read again by a tied output layer is one use of each kind.
+    let mut shared_weights: Vec<(String, usize)> = Vec::new();
+    for node in graph.node.iter().filter(|n| matches!(n.op_type(), "Gemm" | "MatMul" | "Conv" | "Add" | "Sub" | "Mul"))
+    {
+        let mut seen = HashSet::new();
+        for name in node.input.iter().filter(|n| params.contains(*n) && seen.insert(n.as_str())) {
+            match shared_weights.iter_mut().find(|(n, _)| n == name) {
+                Some(entry) => entry.1 += 1,
+                None => shared_weights.push((name.clone(), 1)),
+            }
+        }
+    }
+    shared_weights.retain(|(_, uses)| *uses > 1);
     let mut importer = Importer {
         name: name.to_string(),
         opset,
@@ -515,7 +541,20 @@ pub fn import_model(
         .filter_map(|p| importer.names.iter().find(|(_, hl)| **hl == p.name))
         .filter_map(|(onnx, _)| transposed_from.get(onnx).cloned())
         .collect();
-    Ok(Imported { module, weights, sources, transposed, opset, inputs, symbolic, frozen, masks, shared_norms })
+    Ok(Imported {
+        module,
+        weights,
+        sources,
+        transposed,
+        tied: folded_tied,
+        opset,
+        inputs,
+        symbolic,
+        frozen,
+        masks,
+        shared_norms,
+        shared_weights,
+    })
 }
 
 /// A graph input's static spec: known dimensions as they are, the first
@@ -1707,6 +1746,17 @@ impl Importer<'_> {
                     Some(other) => return Err(format!("approximate='{other}' is not supported")),
                 };
                 one(nn(t(0)?.gelu(approx))?)
+            }
+            // Swish (opset 24; what `onnx_fold` makes of `x * sigmoid(x)`):
+            // x * sigmoid(alpha x); alpha 1 is SiLU, one op.
+            "Swish" => {
+                let x = t(0)?;
+                let alpha = attr_f(node, "alpha", 1.0) as f64;
+                one(nn(if alpha == 1.0 {
+                    x.silu()
+                } else {
+                    x.mul_scalar(alpha).and_then(|a| a.sigmoid()).and_then(|s| x.mul(&s))
+                })?)
             }
             "Softplus" | "Softsign" | "Mish" => {
                 let x = t(0)?;

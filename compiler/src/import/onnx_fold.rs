@@ -12,6 +12,8 @@
 //!   (any rank of `x`), its weight `[out, in]` as PyTorch's `state_dict`
 //!   holds it, named as there: `<module>.weight`, from the bias's name
 //!   (`<module>.bias`) or the MatMul node's (`/blocks.0/qkv/MatMul`).
+//! - **SiLU.** `x * sigmoid(x)` is a `Swish` node (ONNX's, opset 24, with
+//!   alpha 1: `hl.silu`).
 //! - **GELU.** Before opset 20 ONNX has no Gelu: `nn.GELU()` is exported
 //!   as `x * (1 + erf(x / sqrt(2))) * 0.5` and the tanh form (GPT-2's) as
 //!   `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`. Folded,
@@ -37,6 +39,9 @@ use std::path::Path;
 pub(super) struct Folded {
     pub nodes: Vec<NodeProto>,
     pub transposed: Vec<(String, String)>,
+    /// `(initializer, the weight it is the exact transpose of)`: a tied
+    /// output layer, read as that weight.
+    pub tied: Vec<(String, String)>,
 }
 
 struct Graph<'a> {
@@ -51,12 +56,20 @@ struct Graph<'a> {
 }
 
 impl<'a> Graph<'a> {
-    fn new(graph: &'a GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>, base: &Path) -> Self {
+    fn new(
+        graph: &'a GraphProto,
+        inits: &HashMap<String, aicf_onnx::Tensor>,
+        aliased: &HashSet<String>,
+        base: &Path,
+    ) -> Self {
         let mut readers: HashMap<&str, Vec<usize>> = HashMap::new();
         let mut producer = HashMap::new();
         let mut scalars = HashMap::new();
         for (i, n) in graph.node.iter().enumerate() {
-            for input in n.input.iter().filter(|s| !s.is_empty()) {
+            // An Identity copy of an initializer that became one of its
+            // own (the importer's `aliased`) does not read the original.
+            let copy = n.op_type() == "Identity" && n.output.first().is_some_and(|o| aliased.contains(o));
+            for input in n.input.iter().filter(|s| !s.is_empty() && !copy) {
                 readers.entry(input.as_str()).or_default().push(i);
             }
             for o in &n.output {
@@ -145,12 +158,18 @@ fn float_scalar(t: &aicf_onnx::Tensor) -> Option<f64> {
 }
 
 /// The folded graph: linear layers first, then GELUs.
-pub(super) fn fold(graph: &GraphProto, inits: &mut HashMap<String, aicf_onnx::Tensor>, base: &Path) -> Folded {
-    let mut g = Graph::new(graph, inits, base);
+pub(super) fn fold(
+    graph: &GraphProto,
+    inits: &mut HashMap<String, aicf_onnx::Tensor>,
+    aliased: &HashSet<String>,
+    base: &Path,
+) -> Folded {
+    let mut g = Graph::new(graph, inits, aliased, base);
     // Index of the node each fold replaces -> the new node; the other nodes
     // of each fold are dropped.
     let mut replace: HashMap<usize, NodeProto> = HashMap::new();
     let mut transposed = Vec::new();
+    let mut tied = Vec::new();
     let mut new_inits: Vec<aicf_onnx::Tensor> = Vec::new();
     let mut removed: Vec<String> = Vec::new();
     for (i, node) in graph.node.iter().enumerate() {
@@ -165,18 +184,23 @@ pub(super) fn fold(graph: &GraphProto, inits: &mut HashMap<String, aicf_onnx::Te
             }
             Weight::PreTransposed(init) => {
                 // PyTorch's name for it, where it is free.
-                let stem = linear
-                    .bias
-                    .as_ref()
-                    .and_then(|(b, _)| b.strip_suffix(".bias").map(str::to_string))
-                    .or_else(|| module_of(node.name()));
+                // (`<m>.bias` -> `<m>.weight`; `nn.MultiheadAttention`'s
+                // `in_proj_bias` -> `in_proj_weight`.)
+                let from_bias = linear.bias.as_ref().and_then(|(b, _)| {
+                    b.strip_suffix(".bias")
+                        .map(|m| format!("{m}.weight"))
+                        .or_else(|| b.strip_suffix("_bias").map(|m| format!("{m}_weight")))
+                });
                 let free = |n: &String| {
                     !inits.contains_key(n)
                         && !new_inits.iter().any(|t| t.name == *n)
                         && !g.producer.contains_key(n.as_str())
                         && !graph.input.iter().any(|x| x.name() == n)
                 };
-                let name = stem.map(|s| format!("{s}.weight")).filter(free).unwrap_or_else(|| init.clone());
+                let name = from_bias
+                    .or_else(|| module_of(node.name()).map(|m| format!("{m}.weight")))
+                    .filter(free)
+                    .unwrap_or_else(|| init.clone());
                 let t = &inits[init];
                 let (rows, cols) = (t.dims[0], t.dims[1]);
                 let aicf_onnx::Data::F32(v) = &t.data else { continue };
@@ -185,6 +209,24 @@ pub(super) fn fold(graph: &GraphProto, inits: &mut HashMap<String, aicf_onnx::Te
                     for c in 0..cols {
                         values[c * rows + r] = v[r * cols + c];
                     }
+                }
+                // The exact transpose of another weight (an embedding table
+                // the output layer is tied to, which both exporters write
+                // again, transposed): that weight, read twice, as the
+                // model reads it.
+                let twin = inits.iter().find(|(n, o)| {
+                    *n != init
+                        && o.dims == [cols, rows]
+                        && matches!(&o.data, aicf_onnx::Data::F32(w)
+                            if w.iter().zip(&values).all(|(a, b)| a.to_bits() == b.to_bits()))
+                });
+                if let Some((twin, _)) = twin {
+                    removed.push(init.clone());
+                    tied.push((init.clone(), twin.clone()));
+                    let twin = twin.clone();
+                    g.taken.insert(i);
+                    emit(&mut g, &mut replace, graph, i, &linear, twin);
+                    continue;
                 }
                 new_inits.push(aicf_onnx::Tensor {
                     name: name.clone(),
@@ -198,30 +240,7 @@ pub(super) fn fold(graph: &GraphProto, inits: &mut HashMap<String, aicf_onnx::Te
             }
         };
         g.taken.insert(i);
-        let mut inputs = vec![node.input[0].clone(), name];
-        let mut output = node.output[0].clone();
-        if let Some((bias, add)) = &linear.bias {
-            g.taken.insert(*add);
-            inputs.push(bias.clone());
-            output = graph.node[*add].output[0].clone();
-        }
-        let trans_b = AttributeProto {
-            name: Some("transB".into()),
-            r#type: Some(AttributeType::Int as i32),
-            i: Some(1),
-            ..Default::default()
-        };
-        replace.insert(
-            i,
-            NodeProto {
-                name: node.name.clone(),
-                op_type: Some("Gemm".into()),
-                input: inputs,
-                output: vec![output],
-                attribute: vec![trans_b],
-                ..Default::default()
-            },
-        );
+        emit(&mut g, &mut replace, graph, i, &linear, name);
     }
     for name in removed {
         inits.remove(&name);
@@ -258,6 +277,28 @@ pub(super) fn fold(graph: &GraphProto, inits: &mut HashMap<String, aicf_onnx::Te
             },
         );
     }
+    // SiLU: x * sigmoid(x) (either order) -> Swish (alpha 1).
+    for (i, node) in graph.node.iter().enumerate() {
+        if node.op_type() != "Sigmoid" || !node.domain().is_empty() || g.taken.contains(&i) {
+            continue;
+        }
+        let (Some(x), Some(so)) = (node.input.first(), node.output.first()) else { continue };
+        let Some(m) = g.sole_reader(so, "Mul") else { continue };
+        if g.other(&graph.node[m], so) != Some(x.as_str()) {
+            continue;
+        }
+        g.taken.extend([i, m]);
+        replace.insert(
+            m,
+            NodeProto {
+                name: node.name.clone(),
+                op_type: Some("Swish".into()),
+                input: vec![x.clone()],
+                output: graph.node[m].output.clone(),
+                ..Default::default()
+            },
+        );
+    }
     let nodes = graph
         .node
         .iter()
@@ -268,7 +309,43 @@ pub(super) fn fold(graph: &GraphProto, inits: &mut HashMap<String, aicf_onnx::Te
             None => Some(n.clone()),
         })
         .collect();
-    Folded { nodes, transposed }
+    Folded { nodes, transposed, tied }
+}
+
+/// The Gemm that replaces MatMul node `i` (and its bias's Add).
+fn emit(
+    g: &mut Graph,
+    replace: &mut HashMap<usize, NodeProto>,
+    graph: &GraphProto,
+    i: usize,
+    linear: &Linear,
+    weight: String,
+) {
+    let node = &graph.node[i];
+    let mut inputs = vec![node.input[0].clone(), weight];
+    let mut output = node.output[0].clone();
+    if let Some((bias, add)) = &linear.bias {
+        g.taken.insert(*add);
+        inputs.push(bias.clone());
+        output = graph.node[*add].output[0].clone();
+    }
+    let trans_b = AttributeProto {
+        name: Some("transB".into()),
+        r#type: Some(AttributeType::Int as i32),
+        i: Some(1),
+        ..Default::default()
+    };
+    replace.insert(
+        i,
+        NodeProto {
+            name: node.name.clone(),
+            op_type: Some("Gemm".into()),
+            input: inputs,
+            output: vec![output],
+            attribute: vec![trans_b],
+            ..Default::default()
+        },
+    );
 }
 
 enum Weight {
@@ -284,19 +361,21 @@ struct Linear {
     bias: Option<(String, usize)>,
 }
 
-/// A 2-D float initializer read by one node only.
+/// A 2-D float initializer (read by one node only, where `single`: its
+/// values are to be moved).
 fn weight_init<'t>(
     g: &Graph,
     inits: &'t HashMap<String, aicf_onnx::Tensor>,
     name: &str,
+    single: bool,
 ) -> Option<&'t aicf_onnx::Tensor> {
-    inits.get(name).filter(|t| t.is_float() && t.dims.len() == 2 && g.uses(name) == 1)
+    inits.get(name).filter(|t| t.is_float() && t.dims.len() == 2 && (!single || g.uses(name) == 1))
 }
 
 fn plan_linear(g: &Graph, i: usize, inits: &HashMap<String, aicf_onnx::Tensor>) -> Option<Linear> {
     let node = &g.nodes[i];
     let [_, w] = node.input.as_slice() else { return None };
-    let (weight, out_features) = if let Some(t) = weight_init(g, inits, w) {
+    let (weight, out_features) = if let Some(t) = weight_init(g, inits, w, true) {
         // Only the exporter's own pre-transposed copies: a name it made up
         // (TorchScript's `onnx::MatMul_N`, dynamo's `val_N`), or any name
         // beside a bias `<m>.bias` whose `<m>.weight` the graph lacks. A
@@ -322,7 +401,7 @@ fn plan_linear(g: &Graph, i: usize, inits: &HashMap<String, aicf_onnx::Tensor>) 
             return None;
         }
         let init = transpose.input.first()?;
-        let t_init = weight_init(g, inits, init)?;
+        let t_init = weight_init(g, inits, init, false)?;
         (Weight::Transpose { node: t, init: init.clone() }, t_init.dims[0])
     };
     let out = node.output.first()?;

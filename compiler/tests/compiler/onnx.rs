@@ -1038,10 +1038,10 @@ fn an_additive_mask_initializer_imports_as_a_constant() {
 
 /// PyTorch's exporters write an `nn.Linear` on a sequence as `MatMul`
 /// (the weight pre-transposed under a made-up name, or behind a
-/// `Transpose`) and an `Add` of its bias, and GELU (before opset 20) as
-/// its formula: each folds back to `hl.linear` (weight `[out, in]`, named
-/// `<module>.weight`) and `hl.gelu`, with the values of the nodes it
-/// replaces. A named `[in, out]` initializer without a bias is the model's
+/// `Transpose`) and an `Add` of its bias, GELU (before opset 20) as its
+/// formula and SiLU as `x * sigmoid(x)`: each folds back to `hl.linear`
+/// (weight `[out, in]`, named `<module>.weight`), `hl.gelu` or `hl.silu`,
+/// with the values of the nodes it replaces. A named `[in, out]` initializer without a bias is the model's
 /// own layout: it stays a matmul.
 #[test]
 fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
@@ -1092,7 +1092,10 @@ fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
                 node("Mul", &["hx", "s2"], "g2"),
                 // A named [in, out] weight without a bias: kept as a matmul.
                 node("MatMul", &["x", "proj"], "z"),
-                node("Add", &["g2", "z"], "y"),
+                // SiLU: z * sigmoid(z).
+                node("Sigmoid", &["z"], "sz"),
+                node("Mul", &["sz", "z"], "zs"),
+                node("Add", &["g2", "zs"], "y"),
             ],
             input: vec![float_value("x", &[2, 3, 4])],
             output: vec![float_value("y", &[2, 3, 3])],
@@ -1120,7 +1123,8 @@ fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
     assert_eq!(forward.matches("hl.linear").count(), 2, "{forward}");
     assert_eq!(forward.matches("hl.gelu").count(), 2, "{forward}");
     assert_eq!(forward.matches("hl.matmul").count(), 1, "{forward}");
-    for gone in ["hl.erf", "hl.tanh", "hl.pow", "hl.div", "hl.transpose"] {
+    assert_eq!(forward.matches("hl.silu").count(), 1, "{forward}");
+    for gone in ["hl.erf", "hl.tanh", "hl.pow", "hl.div", "hl.transpose", "hl.sigmoid"] {
         assert!(!forward.contains(gone), "{gone} left: {forward}");
     }
     assert!(text.contains("hl.param @fc.weight : tensor<5x4xf32>"), "{text}");
@@ -1151,7 +1155,7 @@ fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
         for o in 0..3 {
             let y0 = b2[o] as f64 + (0..5).map(|i| g1[i] * w2[o * 5 + i] as f64).sum::<f64>();
             let z: f64 = (0..4).map(|i| row[i] * w3[i * 3 + o] as f64).sum();
-            want.push(tanh_gelu(y0) + z);
+            want.push(tanh_gelu(y0) + z / (1.0 + (-z).exp()));
         }
     }
     let e = relative(&got[0].values, &want);
@@ -1231,4 +1235,89 @@ fn adding_constant_zeros_is_the_tensor_itself() {
     let wider =
         onnx::import_model(&model(&[3], vec![2, 3], &[2, 3]), "z.onnx", std::path::Path::new("."), &options).unwrap();
     assert!(wider.module.text.contains("hl.add"), "{}", wider.module.text);
+}
+
+/// The folds keep the model's weight sharing as the model has it: an output
+/// layer the export wrote as the exact transpose of the embedding table
+/// (both exporters do for nanoGPT's tied `lm_head`) reads the table, one
+/// parameter; a weight both layers read through `Transpose` is one
+/// parameter, named in `shared_weights`; and a layer whose weight the
+/// TorchScript exporter also copied with an `Identity` (a fresh stack's
+/// second layer) folds like the other.
+#[test]
+fn folded_layers_keep_the_models_weight_sharing() {
+    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto};
+    let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
+        name: Some(format!("/{output}/{op}")),
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.into()],
+        ..Default::default()
+    };
+    let init = |name: &str, dims: Vec<i64>, float_data: Vec<f32>| TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        dims,
+        float_data,
+        ..Default::default()
+    };
+    let int_value = |name: &str, dims: &[i64]| {
+        let mut v = float_value(name, dims);
+        if let Some(aicf_onnx::proto::type_proto::Value::TensorType(t)) =
+            v.r#type.as_mut().and_then(|t| t.value.as_mut())
+        {
+            t.elem_type = Some(7);
+        }
+        v
+    };
+    // wte [5, 4]; its exact transpose [4, 5] under a made-up name.
+    let wte: Vec<f32> = (0..20).map(|i| 0.1 * i as f32 - 0.7).collect();
+    let head: Vec<f32> = (0..20).map(|i| wte[(i % 5) * 4 + i / 5]).collect();
+    let w: Vec<f32> = (0..16).map(|i| 0.05 * i as f32 - 0.3).collect();
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("sharing".into()),
+            node: vec![
+                node("Gather", &["wte.weight", "idx"], "e"),
+                // One weight behind two Transposes: shared by two layers.
+                node("Transpose", &["mix.weight"], "t1"),
+                node("MatMul", &["e", "t1"], "m1"),
+                node("Transpose", &["mix.weight"], "t2"),
+                node("MatMul", &["m1", "t2"], "m2"),
+                // The exporter's copy of a layer's weight for an equal layer.
+                node("Identity", &["onnx::MatMul_3"], "onnx::MatMul_4"),
+                node("MatMul", &["m2", "onnx::MatMul_3"], "a1"),
+                node("Add", &["a1", "l0.bias"], "h1"),
+                node("MatMul", &["h1", "onnx::MatMul_4"], "a2"),
+                node("Add", &["a2", "l1.bias"], "h2"),
+                node("MatMul", &["h2", "onnx::MatMul_9"], "logits"),
+            ],
+            input: vec![int_value("idx", &[2, 3])],
+            output: vec![float_value("logits", &[2, 3, 5])],
+            initializer: vec![
+                init("wte.weight", vec![5, 4], wte),
+                init("mix.weight", vec![4, 4], w.clone()),
+                init("onnx::MatMul_3", vec![4, 4], w.iter().map(|v| v * 0.5).collect()),
+                init("l0.bias", vec![4], vec![0.1; 4]),
+                init("l1.bias", vec![4], vec![0.2; 4]),
+                init("onnx::MatMul_9", vec![4, 5], head),
+            ],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::CrossEntropy };
+    let imported = onnx::import_model(&model, "sharing.onnx", std::path::Path::new("."), &options).unwrap();
+    let text = &imported.module.text;
+    assert_eq!(imported.tied, vec![("onnx::MatMul_9".to_string(), "wte.weight".to_string())]);
+    assert_eq!(imported.shared_weights, vec![("mix.weight".to_string(), 2)]);
+    let forward = &text[text.find("func.func @forward").unwrap()..text.find("func.func @loss").unwrap()];
+    assert_eq!(forward.matches("hl.linear").count(), 5, "{forward}");
+    assert!(!forward.contains("hl.matmul"), "{forward}");
+    let mut params: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with("hl.param")).collect();
+    params.sort();
+    let names: Vec<&str> = params.iter().map(|l| l.split_whitespace().nth(1).unwrap()).collect();
+    assert_eq!(names, ["@l0.bias", "@l0.weight", "@l1.bias", "@l1.weight", "@mix.weight", "@wte.weight"], "{text}");
 }

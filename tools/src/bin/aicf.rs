@@ -1281,6 +1281,28 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
             named.join(", ")
         );
     }
+    if !imported.shared_weights.is_empty() {
+        let named: Vec<String> =
+            imported.shared_weights.iter().take(5).map(|(n, k)| format!("'{n}' ({k} layers)")).collect();
+        let more = imported.shared_weights.len().saturating_sub(5);
+        eprintln!(
+            "note: {} weight{} or bias{} {} several layers, which train tied: {}{} (where the model keeps them \
+             apart, PyTorch's dynamo exporter merged equal initializers, as in a fresh stack of copied layers; \
+             export with dynamo=False, or after training)",
+            imported.shared_weights.len(),
+            if imported.shared_weights.len() == 1 { "" } else { "s" },
+            if imported.shared_weights.len() == 1 { "" } else { "es" },
+            if imported.shared_weights.len() == 1 { "serves" } else { "serve" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
+    for (copy, weight) in &imported.tied {
+        eprintln!(
+            "note: '{copy}' is the exact transpose of '{weight}' (an output layer tied to an embedding, which the \
+             export writes again): the layer reads '{weight}', one parameter, as the model does"
+        );
+    }
     let values: usize = imported.weights.iter().map(|(_, s, _)| s.iter().product::<usize>()).sum();
     let inputs: Vec<String> = imported.inputs.iter().map(|(n, s)| format!("{n}: {}", s.mlir_type())).collect();
     let summary = format!(
