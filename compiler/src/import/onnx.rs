@@ -1951,7 +1951,14 @@ impl Importer<'_> {
                 let eps = epsilon(node)?;
                 let dims = x.rank() - axis;
                 let w = ins.get(1).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
-                let b = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
+                // A constant bias of zeros (`LayerNorm(bias=False)`, which
+                // the exporter writes as zeros) is no bias: the norm of a
+                // residual stream then widens without a constant of the
+                // old width in its way.
+                let b = match ins.get(2).and_then(|v| v.as_ref()) {
+                    Some(V::C(c)) if c.vals.iter().all(|&v| v == 0.0) => None,
+                    other => other.map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?,
+                };
                 let mut outs = vec![V::T(nn(x.layer_norm(w.as_ref(), b.as_ref(), dims, eps))?)];
                 if node.output.iter().skip(1).any(|o| !o.is_empty()) {
                     // The statistics over the normalised axes, kept as

@@ -262,15 +262,17 @@ impl Template {
                     Some(_) => generic,
                 }
             }
-            Template::WidenResidual { width: Some(w), .. } => {
+            Template::WidenResidual { width, .. } => {
                 let ctx = CompilerContext::new();
                 let current = ctx
                     .parse(trainer.source(), trainer.name())
-                    .ok()
-                    .and_then(|m| grow_stream::residual_width(m.as_operation().to_raw()).ok());
-                match current {
-                    Some(c) if *w <= c => format!("width = {w} is not above the residual stream's {c}"),
-                    None => "the model has no residual stream".into(),
+                    .map_err(|e| e.to_string())
+                    .and_then(|m| grow_stream::residual_width(m.as_operation().to_raw()).map_err(|(_, why)| why));
+                match (current, width) {
+                    (Ok(c), Some(w)) if *w <= c => format!("width = {w} is not above the residual stream's {c}"),
+                    // The stream the pass refuses, and why (a tied
+                    // embedding, a norm it cannot rescale).
+                    (Err(why), _) => why,
                     _ => generic,
                 }
             }
