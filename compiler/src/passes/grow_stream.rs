@@ -13,7 +13,10 @@
 //!    the stream or a layer norm of it is a *consumer* (its input axis
 //!    grows). Every layer norm of it has its weight and bias grow. Anything
 //!    else touching the stream (a norm over other axes, a reduction, the
-//!    function's result, a post-norm add) is an error at that op.
+//!    function's result, a post-norm add, a parameter both writing and
+//!    reading it) is an error at that op, except an embedding table that
+//!    the output layer reads through a layer norm (a tied head): a
+//!    producer only, as the norm's new channels are zero (mean rule only).
 //! 2. Resize those parameters, scale each of those layer norms' `eps` by
 //!    `old / width`, and infer every op's types again.
 //!
@@ -123,6 +126,8 @@ struct Trace {
     norms: Vec<(String, Option<String>)>,
     norm_ops: Vec<MlirOperation>,
     dropout: bool,
+    /// Embedding tables a tied output layer reads through a layer norm.
+    tied: Vec<String>,
 }
 
 const RESIDUAL: &str = "hl-widen-residual";
@@ -359,7 +364,20 @@ fn trace(module: MlirOperation) -> Result<Trace, Failure> {
     while let Some(v) = t.work.pop() {
         t.forward(v)?;
     }
-    // A parameter with two roles (tied weights) has no single rule.
+    // An embedding table that an output layer also reads through a layer
+    // norm (a tied head, as nanoGPT's and GPT-2's) has one rule: the
+    // table's new columns are the embedding's (the mean of its old ones),
+    // which the head multiplies by the norm's new channels, exactly zero.
+    // It stays a producer only.
+    let tied: Vec<String> = t
+        .consumers
+        .iter()
+        .filter(|(p, axis, normalized)| *axis == 1 && *normalized && t.producers.iter().any(|(q, a)| q == p && *a == 1))
+        .map(|(p, _, _)| p.clone())
+        .collect();
+    t.consumers.retain(|(p, _, _)| !tied.contains(p));
+    t.tied = tied;
+    // Any other parameter with two roles (tied weights) has no single rule.
     let mut roles: HashMap<&str, &str> = HashMap::new();
     let named = t.producers.iter().map(|(p, _)| (p.as_str(), "writes"));
     let named = named.chain(t.consumers.iter().map(|(p, _, _)| (p.as_str(), "reads")));
@@ -391,6 +409,18 @@ pub fn plan_residual(module: MlirOperation, width: usize, rule: ResidualRule) ->
         return Err((
             op_loc(module),
             format!("{RESIDUAL}: width={width} does not grow the residual stream's {} channels", t.width),
+        ));
+    }
+    if rule == ResidualRule::Duplicate
+        && let Some(table) = t.tied.first()
+    {
+        // Duplicated channels reach the head through the norm as copies,
+        // which a tied table's copied columns would count twice.
+        return Err((
+            find_param(module, table).map_or(op_loc(module), op_loc),
+            format!(
+                "{RESIDUAL}: @{table} is also the output layer's weight (tied); a tied stream widens by rule=mean only"
+            ),
         ));
     }
     if rule == ResidualRule::Duplicate && width % t.width != 0 {

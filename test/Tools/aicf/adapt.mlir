@@ -78,3 +78,16 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "add-block", count = 1000000 }\n' > %t-blocks.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/blocks --adapt %t-blocks.toml 2>&1 | FileCheck %s --check-prefix=BLOCKS
 // BLOCKS: policy rule 1: action: count = 1000000: at most 64 blocks at once
+
+// A tied output layer (it reads the embedding table through the final
+// layer norm, as nanoGPT's and GPT-2's) widens with the stream by the mean
+// rule, exactly: the table's new columns meet the norm's new channels,
+// which are zero (it was refused: "tied weights cannot widen"). The
+// duplicate rule would count copied channels twice: refused with why.
+// RUN: printf 'verify_tolerance = 1e-4\n[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "widen-residual", factor = 2.0 }\n' > %t/tied-mean.toml
+// RUN: aicf train %S/inputs/tied-lm.mlir.txt --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 16 --eval-windows 4 --no-runs-db --no-progress --adapt %t/tied-mean.toml --out %t/tied-mean 2>&1 | FileCheck %s --check-prefix=TIEDMEAN
+// TIEDMEAN: step 2 (epoch 1): widen the residual stream to 16 on step 2 reached -> accepted [wte.weight 65x8 -> 65x16, ln.weight 8 -> 16, ln.bias 8 -> 16], probe loss [[LOSS:[0-9.]+]] -> [[LOSS]]
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "widen-residual", factor = 2.0, rule = "duplicate" }\n' > %t/tied-dup.toml
+// RUN: aicf train %S/inputs/tied-lm.mlir.txt --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 16 --eval-windows 4 --no-runs-db --no-progress --adapt %t/tied-dup.toml --out %t/tied-dup 2>&1 | FileCheck %s --check-prefix=TIEDDUP
+// TIEDDUP: rejected
+// TIEDDUP: hl-widen-residual: @wte.weight is also the output layer's weight (tied); a tied stream widens by rule=mean only
