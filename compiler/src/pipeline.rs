@@ -323,7 +323,13 @@ pub fn insert_block(prefix: &str, at: i64, from: i64, mask: usize, mask_delay: u
 
 /// Grows multi-head attention `attention` to `heads` heads (a growth rewrite).
 pub fn add_heads(attention: &str, heads: usize, mask: usize, mask_delay: usize) -> String {
-    format!("builtin.module(hl-add-heads{{attention={attention} heads={heads} mask={mask} mask_delay={mask_delay}}})")
+    // Attention written out as ops (an imported model's) is fused first:
+    // the head count then changes in the projections and the head split
+    // and merge only (a mask broadcast to the heads states its count).
+    format!(
+        "builtin.module(hl-fuse-attention,hl-add-heads{{attention={attention} heads={heads} mask={mask} \
+         mask_delay={mask_delay}}})"
+    )
 }
 
 /// Retargets a model to `size` rows per batch.

@@ -31,6 +31,11 @@
 //! q/k/v projections (incoming) and output projection (outgoing) by whole
 //! heads ([`plan_heads`]); the head split and merge `hl.reshape`s, which
 //! state their result types, get the new head count ([`apply_heads`]).
+//! Where q, k and v come from one linear layer under the path, sliced into
+//! thirds (nanoGPT's `c_attn`, as PyTorch exports it), that layer's rows
+//! grow in each third (`WidenPlan::segments`), the slices move to the new
+//! thirds, and the output projection is the layer reading the merged heads
+//! ([`fused_projections`]); a masked growth needs separate projections.
 
 use super::set_batch::{reinfer, retype_function};
 use super::{PassFailed, PassOptions, PassResult, emit_error};
@@ -107,6 +112,20 @@ pub struct WidenPlan {
     pub incoming: Vec<(String, usize)>,
     /// Parameters that read them (the next layers' weight columns).
     pub outgoing: Vec<(String, usize)>,
+    /// How many equal parts the incoming parameters' axis holds, each
+    /// growing from `old` to `width` units: 3 for a fused q/k/v projection
+    /// (its rows are q's, then k's, then v's), else 1.
+    pub segments: usize,
+}
+
+impl WidenPlan {
+    /// For each entry of a grown axis of `len` entries (`width`, or
+    /// `segments * width` for an incoming parameter): the old entry it
+    /// keeps, or `None` for a new unit.
+    pub fn kept(&self, len: usize) -> Vec<Option<usize>> {
+        let w = self.width.max(1);
+        (0..len).map(|j| (j % w < self.old).then_some((j / w) * self.old + j % w)).collect()
+    }
 }
 
 /// What `hl-deepen` adds: new parameters of width `width`, the new layer's
@@ -265,7 +284,7 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
             format!("{PASS}: {layer}'s output reaches no linear layer; its width is the model's output"),
         ));
     }
-    Ok(WidenPlan { layer: layer.to_string(), old, width, incoming, outgoing })
+    Ok(WidenPlan { layer: layer.to_string(), old, width, incoming, outgoing, segments: 1 })
 }
 
 /// Applies a [`WidenPlan`] to `module`; with `mask`, the layer's units
@@ -334,11 +353,12 @@ pub(super) fn resize(
 ) -> Result<(), Failure> {
     let ctx = unsafe { mlirOperationGetContext(module) };
     let mut changed = HashSet::new();
-    for (name, axis) in plan.incoming.iter().chain(&plan.outgoing) {
+    let incoming = plan.incoming.iter().map(|p| (p, plan.segments.max(1)));
+    for ((name, axis), segments) in incoming.chain(plan.outgoing.iter().map(|p| (p, 1))) {
         let decl = find_param(module, name).ok_or_else(|| (op_loc(module), format!("{pass}: no parameter @{name}")))?;
         let t = unsafe { mlirTypeAttrGetValue(ir::attr(decl, "type")) };
         let mut shape = param_shape(decl);
-        shape[*axis] = plan.width;
+        shape[*axis] = segments * plan.width;
         let new = resized(t, &shape);
         unsafe { mlirOperationSetAttributeByName(decl, crate::ffi::string_ref("type"), mlirTypeAttrGet(new)) };
         // A state of the parameter's shape the model declares (a grown
@@ -422,6 +442,30 @@ pub struct HeadsPlan {
 pub fn plan_heads(module: MlirOperation, path: &str, heads: usize) -> Result<HeadsPlan, Failure> {
     const PASS: &str = "hl-add-heads";
     let (old, head_dim) = attention_heads(module, path)?;
+    if find_param(module, &format!("{path}.q_proj.weight")).is_none() {
+        let fused = fused_projections(module, path)?;
+        let inner = old * head_dim;
+        let anchor = find_param(module, &format!("{}.weight", fused.qkv)).map_or(op_loc(module), op_loc);
+        if heads <= old {
+            return Err((anchor, format!("{PASS}: heads={heads} does not add to {path}'s {old} heads")));
+        }
+        let width = heads
+            .checked_mul(head_dim)
+            .ok_or_else(|| (anchor, format!("{PASS}: {heads} heads of {head_dim} overflow a width")))?;
+        let mut incoming = vec![(format!("{}.weight", fused.qkv), 0)];
+        if find_param(module, &format!("{}.bias", fused.qkv)).is_some() {
+            incoming.push((format!("{}.bias", fused.qkv), 0));
+        }
+        let widen = WidenPlan {
+            layer: path.to_string(),
+            old: inner,
+            width,
+            incoming,
+            outgoing: vec![(format!("{}.weight", fused.out), 1)],
+            segments: 3,
+        };
+        return Ok(HeadsPlan { widen, heads: old, new_heads: heads, head_dim });
+    }
     let (q, _) = layer_linears(module, &format!("{path}.q_proj"), PASS)?;
     let inner = old * head_dim;
     if heads <= old {
@@ -443,13 +487,129 @@ pub fn plan_heads(module: MlirOperation, path: &str, heads: usize) -> Result<Hea
         width,
         incoming,
         outgoing: vec![(format!("{path}.out_proj.weight"), 1)],
+        segments: 1,
     };
     Ok(HeadsPlan { widen, heads: old, new_heads: heads, head_dim })
+}
+
+/// A multi-head attention whose q, k and v come from one linear layer
+/// (`qkv`, sliced into thirds on its last axis: nanoGPT's `c_attn`, as
+/// PyTorch exports it), its heads merged into the output projection `out`.
+pub struct FusedProjections {
+    pub qkv: String,
+    pub out: String,
+    /// The three slices of each function's projection, in q, k, v order.
+    pub slices: Vec<[MlirOperation; 3]>,
+}
+
+/// The fused projections of the attention at `path`: the one linear layer
+/// under `path.` whose output is read by three slices of its last axis
+/// into equal thirds, and the one whose input merges heads (a reshape of
+/// `[.., heads, head_dim]` to `[.., heads * head_dim]`).
+pub fn fused_projections(module: MlirOperation, path: &str) -> Result<FusedProjections, Failure> {
+    const PASS: &str = "hl-add-heads";
+    let prefix = format!("{path}.");
+    let (mut qkv, mut out): (Option<String>, Option<String>) = (None, None);
+    let mut slices = Vec::new();
+    let mut inner = 0;
+    let under = |op: MlirOperation| {
+        operands(op).get(1).and_then(|w| param_of(*w)).filter(|w| w.starts_with(&prefix) && w.ends_with(".weight"))
+    };
+    for (_, block) in ir::functions(module) {
+        for op in ops_of(block).into_iter().filter(|&op| op_name(op) == "hl.linear") {
+            let Some(weight) = under(op) else { continue };
+            let y = unsafe { mlirOperationGetResult(op, 0) };
+            let shape = ir::spec(y).shape;
+            let (rank, features) = (shape.len(), shape.last().copied().unwrap_or(0));
+            let readers = users(y);
+            if readers.len() == 3 && features % 3 == 0 && readers.iter().all(|&r| op_name(r) == "hl.slice") {
+                let third = features / 3;
+                let mut parts: Vec<(i64, MlirOperation)> = Vec::new();
+                for &r in &readers {
+                    let (Some(start), Some(limit), Some(strides)) =
+                        (ir::i64_array(r, "start"), ir::i64_array(r, "limit"), ir::i64_array(r, "strides"))
+                    else {
+                        continue;
+                    };
+                    let whole = (0..rank - 1).all(|d| start[d] == 0 && limit[d] == shape[d] as i64);
+                    if whole && strides.iter().all(|&s| s == 1) && limit[rank - 1] - start[rank - 1] == third as i64 {
+                        parts.push((start[rank - 1], r));
+                    }
+                }
+                parts.sort_by_key(|(s, _)| *s);
+                if parts.iter().map(|(s, _)| *s).eq([0, third as i64, 2 * third as i64]) {
+                    let name = weight.trim_end_matches(".weight").to_string();
+                    if qkv.as_ref().is_some_and(|q| *q != name) {
+                        return Err((op_loc(op), format!("{PASS}: {path} has two fused q/k/v projections")));
+                    }
+                    qkv = Some(name);
+                    inner = third;
+                    slices.push([parts[0].1, parts[1].1, parts[2].1]);
+                    continue;
+                }
+            }
+            // The output projection reads the heads merged.
+            let x = operands(op)[0];
+            if let Some(merge) = ir::producer(x).filter(|p| op_name(*p) == "hl.reshape") {
+                let from = ir::spec(operands(merge)[0]).shape;
+                let n = from.len();
+                if n >= 2 && shape.len() + 1 == n && ir::spec(x).shape.last() == Some(&(from[n - 2] * from[n - 1])) {
+                    let name = weight.trim_end_matches(".weight").to_string();
+                    if out.as_ref().is_some_and(|o| *o != name) {
+                        return Err((op_loc(op), format!("{PASS}: {path} has two output projections of merged heads")));
+                    }
+                    out = Some(name);
+                }
+            }
+        }
+    }
+    let anchor = op_loc(module);
+    let qkv = qkv.ok_or_else(|| {
+        (
+            anchor,
+            format!(
+                "{PASS}: no parameter @{path}.q_proj.weight, and no fused q/k/v projection under {path} (a linear \
+                 layer sliced into thirds): is '{path}' an attention of this model?"
+            ),
+        )
+    })?;
+    let out = out.ok_or_else(|| {
+        (
+            anchor,
+            format!("{PASS}: {path}'s fused projection {qkv} has no output projection of merged heads under {path}"),
+        )
+    })?;
+    let out_in = find_param(module, &format!("{out}.weight")).map(param_shape).and_then(|s| s.get(1).copied());
+    if out_in != Some(inner) {
+        return Err((
+            anchor,
+            format!("{PASS}: {out} reads {out_in:?} features, not the {inner} that {qkv}'s thirds give"),
+        ));
+    }
+    Ok(FusedProjections { qkv, out, slices })
 }
 
 /// `(heads, head_dim)` of the multi-head attention at `path`.
 pub fn attention_heads(module: MlirOperation, path: &str) -> Result<(usize, usize), Failure> {
     const PASS: &str = "hl-add-heads";
+    if find_param(module, &format!("{path}.q_proj.weight")).is_none() {
+        let fused = fused_projections(module, path)?;
+        let q = fused.slices[0][0];
+        let inner = *ir::spec(unsafe { mlirOperationGetResult(q, 0) }).shape.last().unwrap_or(&0);
+        let split = ir::single_user(unsafe { mlirOperationGetResult(q, 0) })
+            .filter(|op| op_name(*op) == "hl.reshape")
+            .ok_or_else(|| {
+                (op_loc(q), format!("{PASS}: {path}'s queries are not split into heads by an hl.reshape here"))
+            })?;
+        let shape = ir::spec(unsafe { mlirOperationGetResult(split, 0) }).shape;
+        return match shape[..] {
+            [_, _, h, d] if h * d == inner => Ok((h, d)),
+            _ => Err((
+                op_loc(split),
+                format!("{PASS}: expected a split into [batch, seq, heads, head_dim], got {shape:?}"),
+            )),
+        };
+    }
     let (q, linears) = layer_linears(module, &format!("{path}.q_proj"), PASS)?;
     for p in ["k_proj", "v_proj", "out_proj"] {
         layer_linears(module, &format!("{path}.{p}"), PASS)?;
@@ -478,6 +638,35 @@ pub fn attention_heads(module: MlirOperation, path: &str) -> Result<(usize, usiz
 /// becomes `[B, T, H' D]`.
 pub fn apply_heads(module: MlirOperation, plan: &HeadsPlan, mask: Option<Mask>) -> Result<(), Failure> {
     const PASS: &str = "hl-add-heads";
+    if plan.widen.segments > 1 {
+        let fused = fused_projections(module, &plan.widen.layer)?;
+        if mask.is_some() {
+            return Err((
+                op_loc(fused.slices[0][0]),
+                format!(
+                    "{PASS}: a masked head growth ramps each projection's new heads; {}'s q, k and v are one \
+                     fused projection ({}): grow it without a mask",
+                    plan.widen.layer, fused.qkv
+                ),
+            ));
+        }
+        // Each third's slice moves to the new width.
+        let width = plan.widen.width as i64;
+        for parts in &fused.slices {
+            for (k, slice) in parts.iter().enumerate() {
+                let k = k as i64;
+                for (key, bound) in [("start", k * width), ("limit", (k + 1) * width)] {
+                    let mut v = ir::i64_array(*slice, key).unwrap_or_default();
+                    if let Some(last) = v.last_mut() {
+                        *last = bound;
+                    }
+                    let ctx = unsafe { mlirOperationGetContext(*slice) };
+                    let attr = unsafe { mlirDenseI64ArrayGet(ctx, v.len() as isize, v.as_ptr()) };
+                    unsafe { mlirOperationSetAttributeByName(*slice, crate::ffi::string_ref(key), attr) };
+                }
+            }
+        }
+    }
     let name = unit_mask(&plan.widen.layer);
     let declared = same_mask(module, &name, mask, PASS)?;
     heads_only(module, plan)?;
@@ -787,4 +976,25 @@ pub(super) fn run_deepen(module: OperationRef<'_, '_>, options: &PassOptions) ->
     let raw = module.to_raw();
     let plan = plan_deepen(raw, &after, &name, residual).map_err(failed)?;
     apply_deepen(raw, &plan).map_err(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WidenPlan;
+
+    #[test]
+    fn a_fused_projections_parts_keep_their_own_units() {
+        let plan = WidenPlan {
+            layer: "attn".into(),
+            old: 2,
+            width: 3,
+            incoming: vec![("attn.c_attn.weight".into(), 0)],
+            outgoing: vec![("attn.c_proj.weight".into(), 1)],
+            segments: 3,
+        };
+        // q, k, v rows [0, 2), [2, 4), [4, 6) go to [0, 2), [3, 5), [6, 8).
+        assert_eq!(plan.kept(9), [Some(0), Some(1), None, Some(2), Some(3), None, Some(4), Some(5), None]);
+        // The output projection's columns: one part.
+        assert_eq!(plan.kept(3), [Some(0), Some(1), None]);
+    }
 }

@@ -472,6 +472,7 @@ pub fn apply_residual(module: MlirOperation, plan: &ResidualPlan) -> Result<(), 
         width: plan.width,
         incoming,
         outgoing: plan.consumers.iter().map(|(p, a, _)| (p.clone(), *a)).collect(),
+        segments: 1,
     };
     resize(module, &widen, &mut same_type, RESIDUAL)
 }

@@ -16,13 +16,17 @@
 // pre-transposed onnx::MatMul_N weight and an Add of the bias) and GELUs
 // (written out) import as hl.linear and hl.gelu, named as PyTorch's
 // modules, so the growth operators find the stream, the MLPs and the blocks
-// (every rewrite was rejected: no layer found).
+// (every rewrite was rejected: no layer found), and its heads grow in the
+// one fused q/k/v projection.
 // RUN: aicf train %S/../../onnx/gpt.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 80 --eval-windows 8 --no-runs-db --no-progress --adapt %S/inputs/onnx-gpt-grow.toml --out %t/gpt-grow --checkpoint-dir %t/gpt-grow-ck | FileCheck %s --check-prefix=GPTGROW
 // RUN: FileCheck %s --check-prefix=GPTDECISION < %t/gpt-grow/decisions.jsonl
-// GPTGROW: step 10 (epoch 1): widen the residual stream to 64; widen blocks.0.fc to 256 (zeroout); widen blocks.1.fc to 256 (zeroout); add a block to blocks after the last (zero) on step 10 reached -> accepted
+// GPTGROW: step 10 (epoch 1): widen the residual stream to 64; grow blocks.0 to 6 heads; grow blocks.1 to 6 heads; widen blocks.0.fc to 256 (zeroout); widen blocks.1.fc to 256 (zeroout); add a block to blocks after the last (zero) on step 10 reached -> accepted
 // GPTGROW: adaptive run: 1 decision
 // GPTDECISION: "blocks.0.qkv.weight 96x32 -> 96x64"
+// GPTDECISION-SAME: "blocks.0.qkv.weight 96x64 -> 144x64"
 // GPTDECISION-SAME: "+blocks.2.fc.weight 256x64"
+// GPTDECISION-SAME: "relative_change":0.0,
+// GPTDECISION-SAME: "exact":true
 // GPTDECISION-SAME: "outcome":"accepted"
 // RUN: not aicf import %S/onnx.mlir -o %t/y.mlir 2>&1 | FileCheck %s --check-prefix=JUNK
 // RUN: not aicf import %S/../../onnx/mlp.onnx --loss hinge 2>&1 | FileCheck %s --check-prefix=LOSS

@@ -232,6 +232,27 @@ fn expand(trainer: &Trainer, pattern: &str, suffix: &str) -> Vec<String> {
     out
 }
 
+/// The module paths (dot-separated prefixes of parameter names) a pattern
+/// names, in declaration order: the attentions `heads = "blocks.*"` may
+/// mean, whatever their projections are called.
+fn expand_paths(trainer: &Trainer, pattern: &str) -> Vec<String> {
+    if !pattern.contains('*') {
+        return vec![pattern.to_string()];
+    }
+    let depth = pattern.split('.').count();
+    let mut out: Vec<String> = Vec::new();
+    for s in &trainer.backend().manifest().symbols {
+        let parts: Vec<&str> = s.name.split('.').collect();
+        if parts.len() > depth {
+            let path = parts[..depth].join(".");
+            if matches(pattern, &path) && !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
 /// One operator, or their composition.
 fn one_or_all(mut ops: Vec<Operator>) -> Option<Operator> {
     match ops.len() {
@@ -316,7 +337,7 @@ impl Template {
                 one_or_all(ops.collect())
             }
             Template::Heads { attention, add, max_heads, mask, mask_delay } if attention.contains('*') => {
-                let ops = expand(trainer, attention, ".q_proj.weight").into_iter().filter_map(|a| {
+                let ops = expand_paths(trainer, attention).into_iter().filter_map(|a| {
                     Template::Heads {
                         attention: a,
                         add: *add,

@@ -599,12 +599,20 @@ pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<Stat
                 Some((axis, is_incoming)) => {
                     let o = old.get(name).ok_or_else(|| missing(name))?;
                     let zeros = vec![0.0; fresh_t.values.len()];
+                    // The grown axis's entries: the width, or a fused
+                    // projection's parts of it (each its own kept units).
+                    let len = fresh_t.shape.get(axis).copied().unwrap_or(w.width);
+                    let kept = w.kept(len);
+                    let ones = vec![1.0; len];
+                    if len != w.width && *rule == WidenRule::Net2wider {
+                        return Err(TrainError::Input(format!(
+                            "rebinding: {name} holds {} parts of {}'s units; net2wider splits whole units only",
+                            w.segments, w.layer
+                        )));
+                    }
                     let values = match (rule, is_incoming, kind) {
                         // Ages: kept entries keep theirs, new ones start at 0.
-                        (_, _, Some("age")) => {
-                            let kept: Vec<Option<usize>> = (0..w.width).map(|j| (j < w.old).then_some(j)).collect();
-                            gather_axis(&o.values, &o.shape, axis, &kept, &vec![1.0; w.width], &zeros)
-                        }
+                        (_, _, Some("age")) => gather_axis(&o.values, &o.shape, axis, &kept, &ones, &zeros),
                         // Net2Wider: incoming copied (state scaled by the split), outgoing split (state copied).
                         (WidenRule::Net2wider, true, None) => {
                             gather_axis(&o.values, &o.shape, axis, source, &vec![1.0; w.width], &zeros)
@@ -624,15 +632,13 @@ pub fn rebind(plan: &Plan, old: &State, fresh: &State, seed: u64) -> Result<Stat
                         }
                         // Fresh: new incoming and outgoing from the initialisers, new state zero.
                         (WidenRule::Fresh, _, _) => {
-                            let kept: Vec<Option<usize>> = (0..w.width).map(|j| (j < w.old).then_some(j)).collect();
                             let fill = if kind.is_none() { &fresh_t.values } else { &zeros };
-                            gather_axis(&o.values, &o.shape, axis, &kept, &vec![1.0; w.width], fill)
+                            gather_axis(&o.values, &o.shape, axis, &kept, &ones, fill)
                         }
                         // Zero-out: new incoming from the initialiser, new outgoing and all new state zero.
                         (WidenRule::ZeroOut, _, _) => {
-                            let kept: Vec<Option<usize>> = (0..w.width).map(|j| (j < w.old).then_some(j)).collect();
                             let fill = if is_incoming && kind.is_none() { &fresh_t.values } else { &zeros };
-                            gather_axis(&o.values, &o.shape, axis, &kept, &vec![1.0; w.width], fill)
+                            gather_axis(&o.values, &o.shape, axis, &kept, &ones, fill)
                         }
                     };
                     Some(values)
