@@ -577,3 +577,39 @@ fn stopping_the_launcher_stops_the_ranks() {
         }
     }
 }
+
+/// In fp16 with loss scaling, a short last batch leaves rank 1 no rows (30
+/// of them for two ranks of 32): it runs its first row at weight 0, whose
+/// gradient may overflow at the scale, and inf times 0 was NaN in the sum:
+/// every replica skipped the step as an overflow and halved the scale,
+/// silently (137 steps and scale 32768 where one process with two
+/// micro-batches took 138 at 65536). A weight-0 replica now adds exactly
+/// nothing: the bits of one process.
+#[test]
+fn an_empty_shard_adds_nothing_to_an_fp16_step() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("fp16-empty-shard");
+    let run = |out: &Path, args: &[&str]| {
+        ok(&Command::new(AICF)
+            .arg("train")
+            .arg(root().join("examples/mlp/digits_mlp.mlir"))
+            .arg("--data")
+            .arg(root().join("data/digits.csv.gz"))
+            .arg("--out")
+            .arg(out)
+            .arg("--checkpoint-dir")
+            .arg(out.join("ckpt"))
+            .args(["--gemm", "generated", "--no-progress", "--no-runs-db", "--precision", "fp16", "--epochs", "6"])
+            .args(args)
+            .output()
+            .expect("aicf starts"))
+    };
+    let (one, many) = (dir.join("one"), dir.join("many"));
+    run(&one, &["--accumulate", "2", "--threads", "1"]);
+    run(&many, &["--nproc", "2"]);
+    let (a, b) = (one.join("ckpt/last.safetensors"), many.join("ckpt/last.safetensors"));
+    assert_eq!(metadata(&a, "step"), metadata(&b, "step"));
+    let worst = max_difference(&a, &b);
+    assert_eq!(worst, 0.0, "two ranks in fp16 differ from one process's two micro-batches by {worst}");
+}

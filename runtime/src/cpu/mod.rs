@@ -1031,6 +1031,15 @@ fn weight_of(pointers: &[*mut u8]) -> f64 {
     pointers.last().map_or(1.0, |&p| unsafe { *(p as *const f32) } as f64)
 }
 
+/// A value times a replica's (or micro-batch's) weight. Weight 0 is a
+/// replica with no rows of a short last batch: it adds exactly nothing,
+/// whatever it computed on the row it ran (in fp16 with loss scaling, one
+/// row's gradient may overflow, and inf times 0 is NaN, which skipped the
+/// step of every replica as an overflow).
+fn weighed(v: f64, w: f64) -> f64 {
+    if w == 0.0 { 0.0 } else { v * w }
+}
+
 /// A collective of one replica: each summed buffer times the weight.
 fn scale_by_weight(call: &Call, pointers: &[*mut u8]) {
     let w = weight_of(pointers);
@@ -1043,8 +1052,12 @@ fn scale_by_weight(call: &Call, pointers: &[*mut u8]) {
         // SAFETY: the buffer holds `n` elements of `dtype` (checked at load).
         unsafe {
             match dtype {
-                DType::F32 => std::slice::from_raw_parts_mut(p as *mut f32, n).iter_mut().for_each(|v| *v *= w as f32),
-                DType::F64 => std::slice::from_raw_parts_mut(p as *mut f64, n).iter_mut().for_each(|v| *v *= w),
+                DType::F32 => std::slice::from_raw_parts_mut(p as *mut f32, n)
+                    .iter_mut()
+                    .for_each(|v| *v = weighed(*v as f64, w) as f32),
+                DType::F64 => {
+                    std::slice::from_raw_parts_mut(p as *mut f64, n).iter_mut().for_each(|v| *v = weighed(*v, w))
+                }
                 _ => {}
             }
         }
@@ -1118,12 +1131,12 @@ impl InFlight {
             match dtype {
                 DType::F32 => {
                     let values = unsafe { std::slice::from_raw_parts(p as *const f32, n) };
-                    f32s.0.extend(values.iter().map(|v| v * w as f32));
+                    f32s.0.extend(values.iter().map(|&v| weighed(v as f64, w) as f32));
                     f32s.1.push((p, n));
                 }
                 DType::F64 => {
                     let values = unsafe { std::slice::from_raw_parts(p as *const f64, n) };
-                    f64s.0.extend(values.iter().map(|v| v * w));
+                    f64s.0.extend(values.iter().map(|&v| weighed(v, w)));
                     f64s.1.push((p, n));
                 }
                 other => return Err(fail(format!("an all-reduce of {other:?} buffers (f32 and f64 only)"))),
