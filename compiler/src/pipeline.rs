@@ -137,6 +137,14 @@ pub enum MemoryBudget {
 }
 
 impl MemoryBudget {
+    /// As `--memory-budget` takes it: bytes, or a percentage.
+    pub fn text(&self) -> String {
+        match self {
+            MemoryBudget::Bytes(b) => b.to_string(),
+            MemoryBudget::Fraction(f) => format!("{}%", f * 100.0),
+        }
+    }
+
     /// `12000000`, `512K`, `64M`, `2G` (KiB, MiB, GiB) or `60%`.
     pub fn parse(text: &str) -> std::result::Result<MemoryBudget, String> {
         let t = text.trim();

@@ -531,6 +531,10 @@ fn replicas_that_differ_are_refused_naming_the_difference() {
         (&[], &["--lr", "0.5"], "lr", "differs from rank 0 in lr 0.5 (rank 0: 0.003)"),
         (&["--bucket-size", "0"], &[], "bucket", "differs from rank 0 in bucket_size 26214400 (rank 0: 0)"),
         (&[], &["--accumulate", "2"], "accumulate", "accumulate 2 (rank 0: 1)"),
+        // One replica standardizing its features trained one model on two
+        // preprocessings (it went on).
+        (&[], &["--standardize"], "standardize", "standardize true (rank 0: false)"),
+        (&[], &["--memory-budget", "50%"], "budget", "memory_budget 50% (rank 0: none)"),
     ] {
         let o = run(first, second, out);
         let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));

@@ -2416,7 +2416,10 @@ fn replica_settings(options: &Options, run: &RunOptions, record: &[(&'static str
         ("eval_windows", run.data.eval_windows.to_string()),
         ("bucket_size", options.bucket_bytes.to_string()),
         ("accumulate", options.accumulate.to_string()),
-        ("memory_budget", format!("{:?}", options.memory_budget)),
+        ("memory_budget", options.memory_budget.as_ref().map_or("none".into(), |b| b.text())),
+        // Features standardized by one replica and not by another would
+        // train one model on two preprocessings.
+        ("standardize", run.data.standardize.to_string()),
         ("shape_padding", options.shape_padding.to_string()),
         ("attention_backward", format!("{:?}", options.fused_attention_backward)),
     ];
