@@ -783,6 +783,7 @@ pub fn fit(
     let (source, model_file, resume) = match &resume_from {
         Some(path) => {
             let meta = aicf_runtime::checkpoint::read_metadata(path)?;
+            let mut other_model = false;
             for (key, value) in &record {
                 if let Some(saved) = meta.get(*key)
                     && saved != value
@@ -827,6 +828,7 @@ pub fn fit(
                         return Err(TrainError::Input(format!("{message} (--override-resume goes on anyway)")));
                     }
                     let with = if *key == "model" {
+                        other_model = !holds;
                         format!(" with the checkpoint's model, not {}", model.display())
                     } else {
                         String::new()
@@ -894,7 +896,18 @@ pub fn fit(
                     // and sample say it too).
                     // (Compared as canonical IR: comments and value names
                     // do not make a model another.)
-                    if rank == 0 && crate::pipeline::model_hash(ir, &name).ok().as_deref() != Some(model_hash.as_str())
+                    // A fork of another model's checkpoint (--override-resume)
+                    // starts its run from that model: its checkpoints record
+                    // it (they recorded the model given, so the model-v0.mlir
+                    // a resume of them asks for was refused as "grown").
+                    if other_model && let Ok(h) = crate::pipeline::model_hash(ir, &name) {
+                        for entry in record.iter_mut().filter(|(k, _)| *k == "model") {
+                            entry.1 = h.clone();
+                        }
+                    }
+                    if rank == 0
+                        && !other_model
+                        && crate::pipeline::model_hash(ir, &name).ok().as_deref() != Some(model_hash.as_str())
                     {
                         report.note(&format!(
                             "{}: the checkpoint holds a grown version of {} ({}); training goes on with it",

@@ -158,3 +158,15 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/grown-on --checkpoint-dir %t/grown-copy --resume --no-progress 2>&1 | FileCheck %s --check-prefix=GROWNON
 // GROWNON: note: {{.*}}grown-copy/last.safetensors: the checkpoint's run changed its model by a policy; without --adapt this run trains the model on as it is
 // GROWNON: note: {{.*}}grown-copy/last.safetensors: the checkpoint holds a grown version of {{.*}}narrow_mlp.mlir ({{.*}}resumed-model.mlir); training goes on with it
+
+// A fork of another model's checkpoint (--override-resume) trains that
+// model and records it as its run's model: its own resume takes the
+// model-v0.mlir it wrote (refused before as "not the one its run started
+// from", its checkpoints recording the model named), and it is not called
+// a grown version of the model named.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/other-src --checkpoint-dir %t/other-src-ckpt --no-runs-db --no-progress > /dev/null
+// RUN: aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --resume-from %t/other-src-ckpt/last.safetensors --override-resume --out %t/other --checkpoint-dir %t/other-ckpt --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=FORKOTHER
+// FORKOTHER: the checkpoint is of another model {{.*}}; going on with the checkpoint's model, not {{.*}}digits_cnn.mlir (--override-resume)
+// FORKOTHER-NOT: grown version
+// RUN: aicf train %t/other-ckpt/model-v0.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/other-on --checkpoint-dir %t/other-ckpt --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=FORKON
+// FORKON: resumed from {{.*}}other-ckpt/last.safetensors at epoch 2
