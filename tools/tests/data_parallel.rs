@@ -360,6 +360,13 @@ fn a_killed_rank_ends_the_run_and_it_resumes_to_the_same_bits() {
     let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(!o.status.success(), "the run went on:\n{text}");
     assert!(text.contains("process rank 1") && text.contains("signal 9"), "{text}");
+    // In aicf's words too (Open MPI's report was the only one).
+    assert!(
+        text.contains(
+            "aicf: error: the data-parallel run ended: one of its 2 processes was ended by signal 9 (SIGKILL"
+        ),
+        "{text}"
+    );
     assert!(took < Duration::from_secs(30), "the run took {took:?} to end after the kill");
     let last = out.join("ckpt/last.safetensors");
     let epoch: usize = metadata(&last, "epoch").parse().expect("the checkpoint is whole");

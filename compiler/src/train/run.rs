@@ -663,6 +663,20 @@ pub fn fit(
     // trained. Rank 0 reads the checkpoint a run resumes from (the other
     // replicas get it from rank 0, on any file system).
     let first_rank = run.data_parallel.as_ref().is_none_or(|c| c.rank() == 0);
+    // A checkpoint's place taken by something else than a file (a
+    // directory): said as it is (--resume said there was no checkpoint, a
+    // fresh run that the directory held one to --resume).
+    if let Some(dir) = &run.checkpoint_dir {
+        let last = dir.join("last.safetensors");
+        if last.exists() && !last.is_file() {
+            return Err(TrainError::Io {
+                path: last,
+                message: "is not a file (a directory?), where the checkpoint directory's checkpoint goes: move it \
+                          away, or give another --checkpoint-dir"
+                    .into(),
+            });
+        }
+    }
     if let (true, true, None, Some(dir)) = (first_rank, run.resume, &run.resume_from, &run.checkpoint_dir)
         && !dir.join("last.safetensors").is_file()
     {
@@ -1322,6 +1336,9 @@ struct Loop<'a> {
     /// Time spent writing to the run registry (waiting on another run's
     /// lock, up to 30 s a write): not counted as training time.
     registry_time: std::time::Duration,
+    /// When `plot.svg` was last drawn during the run (it is redrawn after
+    /// an epoch at most every [`PLOT_EVERY`], and at the end).
+    plotted: Option<Instant>,
     /// Decisions printed so far (accepted, rejected and rolled back alike).
     reported_decisions: usize,
 }
@@ -1333,6 +1350,10 @@ struct Loop<'a> {
 /// batch. A text trains on random windows in whole global batches, but a
 /// window count that is not a multiple of it leaves a last one, as its
 /// held-out windows do.
+/// How often a run redraws `plot.svg` after an epoch (runs of short epochs
+/// would spend their time drawing).
+const PLOT_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn tail_batches(data: &Dataset, batch: usize, micro: usize, replicas: usize, rank: usize) -> Vec<usize> {
     let last_train = data.train_len() % (batch * micro * replicas);
     let train_rows = if last_train > 0 {
@@ -1445,6 +1466,7 @@ impl<'a> Loop<'a> {
             recorded_decisions: 0,
             last_source: String::new(),
             registry_time: std::time::Duration::ZERO,
+            plotted: None,
             reported_decisions: 0,
         };
         loop_.last_source = loop_.adaptive.trainer().source().to_string();
@@ -2191,6 +2213,11 @@ impl<'a> Loop<'a> {
             self.records.push(record);
             if writes {
                 report::write_metrics(&metrics, &self.records)?;
+                // The curve so far, for a run watched (or stopped) midway.
+                if self.plotted.is_none_or(|t| t.elapsed() >= PLOT_EVERY) {
+                    report::plot(&run.out.join("plot.svg"), &self.records)?;
+                    self.plotted = Some(Instant::now());
+                }
             }
             if self
                 .adaptive

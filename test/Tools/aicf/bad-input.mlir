@@ -326,3 +326,10 @@
 // NOOPEVALWINDOWS: aicf: error: --eval-windows samples a text's held-out windows; {{.*}}digits.csv is no text (a table's held-out rows are scored every one)
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --no-shape-padding --emit hl 2>&1 | FileCheck %s --check-prefix=NOPADFP32
 // NOPADFP32: note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 none is padded
+
+// A directory where the checkpoint goes: said as it is, with and without
+// --resume (the two messages sent the user to each other).
+// RUN: mkdir -p %t/dirckpt/last.safetensors
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --no-runs-db --checkpoint-dir %t/dirckpt --resume --out %t/dirckpt-run 2>&1 | FileCheck %s --check-prefix=CKPTDIR
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --no-runs-db --checkpoint-dir %t/dirckpt --out %t/dirckpt-run 2>&1 | FileCheck %s --check-prefix=CKPTDIR
+// CKPTDIR: aicf: error: {{.*}}dirckpt/last.safetensors: is not a file (a directory?), where the checkpoint directory's checkpoint goes: move it away, or give another --checkpoint-dir

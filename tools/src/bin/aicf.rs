@@ -1008,6 +1008,19 @@ fn launch_mpirun(n: usize) -> i32 {
     }
     match command.status() {
         Ok(status) => match status.code() {
+            // A rank ended by a signal (killed, out of memory): mpirun
+            // reports it as 128 + the signal, in its own words only.
+            #[cfg(unix)]
+            Some(code) if code > 128 && code < 128 + 65 => {
+                let signal = code - 128;
+                eprintln!(
+                    "aicf: error: the data-parallel run ended: one of its {n} processes was ended by signal {signal} \
+                     ({}; Open MPI's report above names which rank); the checkpoints it wrote are whole: --resume \
+                     continues from the last one",
+                    signal_name(signal)
+                );
+                code
+            }
             Some(code) => code,
             None => {
                 #[cfg(unix)]
