@@ -79,6 +79,31 @@ func.func @mask_differs_per_sequence(%q: tensor<2x3x4x8xf32>, %k: tensor<2x3x4x8
 
 // -----
 
+// The dynamo exporter's SDPA: the keys transposed with batch and heads
+// merged (reshape, transpose of the last two, reshape back), sqrt(scale)
+// on each side: fused, the three ops gone.
+// CHECK-LABEL: func.func @dynamo_keys
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x3x4x8xf32>, %[[K:.*]]: tensor<2x3x4x8xf32>, %[[V:.*]]: tensor<2x3x4x8xf32>)
+func.func @dynamo_keys(%q: tensor<2x3x4x8xf32>, %k: tensor<2x3x4x8xf32>, %v: tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32> {
+  // CHECK: hl.attention %[[Q]], %[[K]], %[[V]] causal scale = 2.500000e-01
+  // CHECK-NOT: hl.reshape
+  %m1 = hl.reshape %k : tensor<2x3x4x8xf32> to tensor<6x4x8xf32>
+  %t = hl.transpose %m1 permutation = [0, 2, 1] : tensor<6x4x8xf32>
+  %kt = hl.reshape %t : tensor<6x8x4xf32> to tensor<2x3x8x4xf32>
+  %half = hl.constant dense<5.000000e-01> : tensor<1xf32>
+  %qs = hl.mul %q, %half : tensor<2x3x4x8xf32>, tensor<1xf32>
+  %half2 = hl.constant dense<5.000000e-01> : tensor<1xf32>
+  %ks = hl.mul %kt, %half2 : tensor<2x3x8x4xf32>, tensor<1xf32>
+  %s = hl.matmul %qs, %ks : tensor<2x3x4x8xf32>, tensor<2x3x8x4xf32>
+  %mask = hl.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %masked = hl.add %s, %mask : tensor<2x3x4x4xf32>, tensor<4x4xf32>
+  %p = hl.softmax %masked axis = 3 : tensor<2x3x4x4xf32>
+  %o = hl.matmul %p, %v : tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>
+  return %o : tensor<2x3x4x8xf32>
+}
+
+// -----
+
 // select(tril, scores, -inf) with no scale: scale 1; keys [.., D, S] made
 // by a transpose from [B, S, H, D] compose into one transpose.
 // CHECK-LABEL: func.func @tril_no_scale

@@ -214,6 +214,10 @@ pub struct Imported {
     /// as the exact transpose of another (an embedding table tied to it),
     /// read as that weight, tied as in the model.
     pub tied: Vec<(String, String)>,
+    /// `(parameter, initializer)`: parameters the dynamo exporter had
+    /// merged into one initializer of equal values (its metadata names the
+    /// parameter each node read), imported apart, each from those values.
+    pub untied: Vec<(String, String)>,
 }
 
 impl Imported {
@@ -401,7 +405,17 @@ pub fn import_model(
     }
     // Linear layers and GELUs the exporter wrote out, folded back
     // (`onnx_fold`).
-    let folded = super::onnx_fold::fold(graph, &mut inits, &aliased, base);
+    // Parameters the dynamo exporter merged as equal, apart again.
+    let (untied_nodes, untied) = super::onnx_fold::untie(graph, &mut inits);
+    let untied_graph = proto::GraphProto {
+        node: untied_nodes,
+        name: graph.name.clone(),
+        input: graph.input.clone(),
+        output: graph.output.clone(),
+        value_info: graph.value_info.clone(),
+        ..Default::default()
+    };
+    let folded = super::onnx_fold::fold(&untied_graph, &mut inits, &aliased, base);
     let transposed_from: HashMap<String, String> = folded.transposed.into_iter().collect();
     let folded_tied = folded.tied;
     let folded_graph = proto::GraphProto {
@@ -554,6 +568,7 @@ pub fn import_model(
         masks,
         shared_norms,
         shared_weights,
+        untied,
     })
 }
 

@@ -157,6 +157,84 @@ fn float_scalar(t: &aicf_onnx::Tensor) -> Option<f64> {
     }
 }
 
+/// Parameters the dynamo exporter merged: its optimizer keeps one
+/// initializer of values that are equal, so a fresh model's layers that
+/// start alike (every LayerNorm's ones and zeros; the copied layers of an
+/// `nn.TransformerEncoder`) read one tensor, and would train tied. Each
+/// node's `pkg.torch.onnx.fx_node` metadata names the parameter the model
+/// read there (`%p_blocks_1_ln1_weight`); where a reader of a shared
+/// initializer names another parameter than the initializer is, and its
+/// `pkg.torch.onnx.name_scopes` module plus the initializer's last name
+/// component spells that parameter (`blocks.1.ln1` + `weight`), the reader
+/// gets a copy under that name. Weights the model ties itself are one
+/// parameter in the metadata too, and stay one. Returns the nodes and
+/// `(copy, original)` for each copy made.
+pub(super) fn untie(
+    graph: &GraphProto,
+    inits: &mut HashMap<String, aicf_onnx::Tensor>,
+) -> (Vec<NodeProto>, Vec<(String, String)>) {
+    let mut readers: HashMap<&str, usize> = HashMap::new();
+    for n in &graph.node {
+        let mut seen = HashSet::new();
+        for i in n.input.iter().filter(|i| inits.contains_key(*i) && seen.insert(i.as_str())) {
+            *readers.entry(i.as_str()).or_default() += 1;
+        }
+    }
+    let flat = |name: &str| name.replace('.', "_");
+    let mut nodes = graph.node.clone();
+    let mut copies: Vec<(String, String)> = Vec::new();
+    for node in &mut nodes {
+        let Some(fx) =
+            node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node").map(|p| p.value().to_string())
+        else {
+            continue;
+        };
+        // The parameters the model's node read: `%p_<path with _>`.
+        let placeholders: Vec<&str> = fx
+            .split('%')
+            .skip(1)
+            .filter_map(|t| t.strip_prefix("p_"))
+            .map(|t| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or(""))
+            .filter(|t| !t.is_empty())
+            .collect();
+        let Some(module) = module_of(node) else { continue };
+        for k in 0..node.input.len() {
+            let original = node.input[k].clone();
+            let Some(t) = inits.get(&original) else { continue };
+            if !t.is_float() || readers.get(original.as_str()).copied().unwrap_or(0) < 2 {
+                continue;
+            }
+            if placeholders.contains(&flat(&original).as_str()) {
+                continue;
+            }
+            // The module, then the initializer's last components (its
+            // own tail within its module: `weight`, or `out_proj.weight`
+            // where the module calls a submodule's function), spelling one
+            // of the node's parameters.
+            let parts: Vec<&str> = original.split('.').collect();
+            let Some(name) = (1..parts.len())
+                .map(|k| format!("{module}.{}", parts[parts.len() - k..].join(".")))
+                .find(|n| placeholders.contains(&flat(n).as_str()))
+            else {
+                continue;
+            };
+            if name == original {
+                continue;
+            }
+            if !inits.contains_key(&name) {
+                let copy = aicf_onnx::Tensor { name: name.clone(), ..t.clone() };
+                inits.insert(name.clone(), copy);
+                copies.push((name.clone(), original.clone()));
+            } else if !copies.iter().any(|(c, _)| *c == name) {
+                // A tensor of that name that is not our copy: left alone.
+                continue;
+            }
+            node.input[k] = name;
+        }
+    }
+    (nodes, copies)
+}
+
 /// The folded graph: linear layers first, then GELUs.
 pub(super) fn fold(
     graph: &GraphProto,
@@ -198,7 +276,7 @@ pub(super) fn fold(
                         && !graph.input.iter().any(|x| x.name() == n)
                 };
                 let name = from_bias
-                    .or_else(|| module_of(node.name()).map(|m| format!("{m}.weight")))
+                    .or_else(|| module_of(node).map(|m| format!("{}.weight", qualified(&m, inits))))
                     .filter(free)
                     .unwrap_or_else(|| init.clone());
                 let t = &inits[init];
@@ -413,13 +491,59 @@ fn plan_linear(g: &Graph, i: usize, inits: &HashMap<String, aicf_onnx::Tensor>) 
     Some(Linear { weight, bias })
 }
 
-/// `/blocks.0/attn/qkv/MatMul` (the TorchScript exporter's node name) ->
-/// `blocks.0.attn.qkv`.
-fn module_of(node: &str) -> Option<String> {
-    let path = node.strip_prefix('/')?;
+/// `module` as the initializers name its module path: the TorchScript
+/// exporter's scopes leave out a container the model iterates rather than
+/// calls (nanoGPT's `for block in self.transformer.h`: `h.0.attn.c_attn`,
+/// where its norms are `transformer.h.0.ln_1.weight`), so where no
+/// initializer starts with the module's first component but some have it
+/// after one same prefix, that prefix goes before it.
+fn qualified(module: &str, inits: &HashMap<String, aicf_onnx::Tensor>) -> String {
+    let first = module.split('.').next().unwrap_or(module);
+    if inits.keys().any(|n| n.starts_with(&format!("{first}."))) {
+        return module.to_string();
+    }
+    let needle = format!(".{first}.");
+    let mut prefixes = inits.keys().filter_map(|n| n.find(&needle).map(|at| &n[..at]));
+    match prefixes.next() {
+        Some(p) if prefixes.all(|q| q == p) => format!("{p}.{module}"),
+        _ => module.to_string(),
+    }
+}
+
+/// The module a node belongs to: from the dynamo exporter's
+/// `pkg.torch.onnx.name_scopes` metadata (`['', 'blocks.0', 'blocks.0.attn',
+/// 'blocks.0.attn.qkv', 'linear']`: the last module path of the chain), or
+/// from the TorchScript exporter's node name (`/blocks.0/attn/qkv/MatMul`),
+/// as `blocks.0.attn.qkv`.
+fn module_of(node: &NodeProto) -> Option<String> {
+    let plain =
+        |name: &str| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    if let Some(scopes) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.name_scopes") {
+        let list: Vec<&str> = scopes
+            .value()
+            .trim()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .split(',')
+            .map(|s| s.trim().trim_matches('\'').trim_matches('"'))
+            .collect();
+        // Each module's path extends its parent's; the op's name does not.
+        let mut module: Option<&str> = None;
+        for pair in list.windows(2) {
+            if pair[1].starts_with(pair[0]) && (pair[0].is_empty() || pair[1][pair[0].len()..].starts_with('.')) {
+                module = Some(pair[1]);
+            } else {
+                break;
+            }
+        }
+        if let Some(m) = module.filter(|m| plain(m)) {
+            return Some(m.to_string());
+        }
+    }
+    let path = node.name().strip_prefix('/')?;
     let (module, _) = path.rsplit_once('/')?;
     let name = module.replace('/', ".");
-    (!name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')).then_some(name)
+    plain(&name).then_some(name)
 }
 
 const SQRT_2: f64 = std::f64::consts::SQRT_2;

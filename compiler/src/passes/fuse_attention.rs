@@ -229,7 +229,16 @@ fn match_attention(softmax: MlirOperation) -> Option<Attention> {
         replaced.push(op);
         *side = data;
     }
-    let keys_transposed = !has(scores, "transpose_rhs");
+    let mut keys_transposed = !has(scores, "transpose_rhs");
+    // Keys transposed with their batch and head axes merged (the dynamo
+    // exporter's SDPA: reshape [B, H, S, D] -> [B H, S, D], transpose the
+    // last two, reshape back to [B, H, D, S]), each read only by the next:
+    // the 4-D keys, their transpose undone.
+    if let Some((source, chain)) = merged_transpose(keys) {
+        replaced.extend(chain);
+        keys = source;
+        keys_transposed = !keys_transposed;
+    }
     // One float type and rank for query, keys and values (the scores'
     // product may broadcast a rank-2 operand; the attention does not).
     let (q, k, v) = (ir::spec(query), ir::spec(keys), ir::spec(values));
@@ -248,6 +257,34 @@ fn match_attention(softmax: MlirOperation) -> Option<Attention> {
         return None;
     }
     Some(Attention { query, keys, keys_transposed, values, values_transposed, scale, causal, output, replaced })
+}
+
+/// `v` = reshape(transpose(reshape(x))) where the inner reshape merges
+/// `x`'s leading axes (keeping its last two), the transpose swaps the last
+/// two, and the outer reshape splits the leading axes back: `v` is `x`
+/// with its last two axes swapped. Returns `x` and the three ops (outer
+/// first), each read only by the next.
+fn merged_transpose(v: MlirValue) -> Option<(MlirValue, Vec<MlirOperation>)> {
+    let single =
+        |v: MlirValue, name: &str| ir::producer(v).filter(|&op| op_name(op) == name && ir::single_user(v).is_some());
+    let outer = single(v, "hl.reshape")?;
+    let t = single(operand(outer, 0), "hl.transpose")?;
+    let inner = single(operand(t, 0), "hl.reshape")?;
+    let x = operand(inner, 0);
+    let (xs, merged, out) = (ir::spec(x).shape, ir::spec(operand(t, 0)).shape, ir::spec(v).shape);
+    let (n, m) = (xs.len(), merged.len());
+    if n < 3 || m < 2 || out.len() != n {
+        return None;
+    }
+    let perm = ir::i64_array(t, "permutation")?;
+    let swap: Vec<i64> = (0..m as i64 - 2).chain([m as i64 - 1, m as i64 - 2]).collect();
+    let leading = |s: &[usize]| s.iter().product::<usize>();
+    let swapped_ok = perm == swap
+        && merged[m - 2..] == xs[n - 2..]
+        && leading(&merged[..m - 2]) == leading(&xs[..n - 2])
+        && out[..n - 2] == xs[..n - 2]
+        && (out[n - 2], out[n - 1]) == (xs[n - 1], xs[n - 2]);
+    swapped_ok.then(|| (x, vec![outer, t, inner]))
 }
 
 /// The guard `select(compare ne(p, p), 0, p)` on probabilities `p` (its

@@ -191,6 +191,14 @@ impl Trace {
                 }
             }
             "hl.gather" => self.embedding(p)?,
+            // A parameter added into the stream as it is: a positional
+            // table the dynamo exporter folded out of its lookup (`wpe` of
+            // `arange(T)`), whose channels are the stream's.
+            "hl.get_param" => {
+                let v = unsafe { mlirOperationGetResult(p, 0) };
+                let name = param_of(v).ok_or_else(|| (op_loc(p), format!("{RESIDUAL}: an unnamed parameter")))?;
+                self.producer(name, ir::spec(v).shape.len() - 1);
+            }
             "hl.add" | "hl.sub" => {
                 for a in args {
                     self.claim(a, p)?;

@@ -1321,3 +1321,69 @@ fn folded_layers_keep_the_models_weight_sharing() {
     let names: Vec<&str> = params.iter().map(|l| l.split_whitespace().nth(1).unwrap()).collect();
     assert_eq!(names, ["@l0.bias", "@l0.weight", "@l1.bias", "@l1.weight", "@mix.weight", "@wte.weight"], "{text}");
 }
+
+/// The dynamo exporter keeps one initializer of equal values: a fresh
+/// model's norms (ones, zeros) read one tensor. Its metadata names the
+/// parameter each node read (`pkg.torch.onnx.fx_node`) and the node's
+/// module (`pkg.torch.onnx.name_scopes`): a reader naming another
+/// parameter gets a copy under that parameter's name. Where two nodes
+/// name the same parameter (weights the model ties), it stays one.
+#[test]
+fn parameters_the_exporter_merged_import_apart_by_its_metadata() {
+    use aicf_onnx::proto::{
+        GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto,
+    };
+    let meta = |scopes: &str, fx: &str| {
+        vec![
+            StringStringEntryProto { key: Some("pkg.torch.onnx.name_scopes".into()), value: Some(scopes.into()) },
+            StringStringEntryProto { key: Some("pkg.torch.onnx.fx_node".into()), value: Some(fx.into()) },
+        ]
+    };
+    let norm = |x: &str, out: &str, module: &str| NodeProto {
+        name: Some(format!("node_{out}")),
+        op_type: Some("LayerNormalization".into()),
+        input: vec![x.into(), "ln1.weight".into(), "ln1.bias".into()],
+        output: vec![out.into()],
+        metadata_props: meta(
+            &format!("['', '{module}', 'layer_norm']"),
+            &format!(
+                "%{out} : [num_users=1] = call_function[target=torch.ops.aten.layer_norm.default](args = (%{x}, [4], \
+                 %p_{module}_weight, %p_{module}_bias, 1e-05), kwargs = {{}})"
+            ),
+        ),
+        ..Default::default()
+    };
+    let init = |name: &str, v: f32| TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        dims: vec![4],
+        float_data: vec![v; 4],
+        ..Default::default()
+    };
+    let model = |second: &str| ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(18), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("norms".into()),
+            node: vec![norm("x", "a", "ln1"), norm("a", "b", second)],
+            input: vec![float_value("x", &[2, 4])],
+            output: vec![float_value("b", &[2, 4])],
+            initializer: vec![init("ln1.weight", 1.0), init("ln1.bias", 0.0)],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::Mse };
+    let apart = onnx::import_model(&model("ln2"), "norms.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(
+        apart.untied,
+        [("ln2.weight".to_string(), "ln1.weight".to_string()), ("ln2.bias".to_string(), "ln1.bias".to_string())]
+    );
+    assert!(apart.shared_norms.is_empty(), "{:?}", apart.shared_norms);
+    let names: Vec<&str> = apart.weights.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names, ["ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias"]);
+    // One norm module applied twice: one parameter, as the model has it.
+    let tied = onnx::import_model(&model("ln1"), "norms.onnx", std::path::Path::new("."), &options).unwrap();
+    assert!(tied.untied.is_empty(), "{:?}", tied.untied);
+    assert_eq!(tied.weights.len(), 2);
+}

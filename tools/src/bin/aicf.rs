@@ -1285,6 +1285,19 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    if !imported.untied.is_empty() {
+        let named: Vec<String> = imported.untied.iter().take(4).map(|(p, i)| format!("'{p}' (from '{i}')")).collect();
+        let more = imported.untied.len().saturating_sub(4);
+        eprintln!(
+            "note: {} parameter{} the exporter had merged with an equal one (its metadata names each) {} apart \
+             again: {}{}",
+            imported.untied.len(),
+            if imported.untied.len() == 1 { "" } else { "s" },
+            if imported.untied.len() == 1 { "imports" } else { "import" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
     if !imported.shared_norms.is_empty() {
         let named: Vec<String> = imported.shared_norms.iter().map(|(n, k)| format!("'{n}' ({k} norms)")).collect();
         eprintln!(
