@@ -633,3 +633,49 @@ fn finish_gelu(g: &Graph, x: &str, mut nodes: Vec<usize>, f: usize) -> Option<(S
     }
     Some((x.to_string(), nodes, last))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{module_of, qualified};
+    use aicf_onnx::proto::{NodeProto, StringStringEntryProto};
+    use std::collections::HashMap;
+
+    #[test]
+    fn a_nodes_module_comes_from_its_scopes_or_its_name() {
+        let scoped = NodeProto {
+            name: Some("node_linear_3".into()),
+            metadata_props: vec![StringStringEntryProto {
+                key: Some("pkg.torch.onnx.name_scopes".into()),
+                value: Some(
+                    "['', 'transformer.h.0', 'transformer.h.0.attn', 'transformer.h.0.attn.c_attn', 'linear']".into(),
+                ),
+            }],
+            ..Default::default()
+        };
+        assert_eq!(module_of(&scoped).as_deref(), Some("transformer.h.0.attn.c_attn"));
+        let named = NodeProto { name: Some("/h.0/attn/c_attn/MatMul".into()), ..Default::default() };
+        assert_eq!(module_of(&named).as_deref(), Some("h.0.attn.c_attn"));
+        let unnamed = NodeProto { name: Some("MatMul_12".into()), ..Default::default() };
+        assert_eq!(module_of(&unnamed), None);
+    }
+
+    #[test]
+    fn a_module_gets_the_container_prefix_its_initializers_have() {
+        let t = |name: &str| aicf_onnx::Tensor {
+            name: name.into(),
+            dims: vec![1],
+            data_type: aicf_onnx::proto::tensor_proto::DataType::Float,
+            data: aicf_onnx::Data::F32(vec![0.0]),
+        };
+        let inits: HashMap<String, aicf_onnx::Tensor> =
+            ["transformer.wte.weight", "transformer.h.0.ln_1.weight", "transformer.h.1.ln_1.weight"]
+                .into_iter()
+                .map(|n| (n.to_string(), t(n)))
+                .collect();
+        assert_eq!(qualified("h.0.attn.c_attn", &inits), "transformer.h.0.attn.c_attn");
+        // Already a prefix of the initializers': as it is.
+        assert_eq!(qualified("transformer.h.0.mlp.c_fc", &inits), "transformer.h.0.mlp.c_fc");
+        // Nothing to go by: as it is.
+        assert_eq!(qualified("lm_head", &inits), "lm_head");
+    }
+}
