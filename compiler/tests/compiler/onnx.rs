@@ -62,6 +62,28 @@ fn float_value(name: &str, dims: &[i64]) -> aicf_onnx::proto::ValueInfoProto {
     }
 }
 
+/// A node named as the TorchScript exporter names them (`/<output>/<op>`).
+fn scoped_node(op: &str, inputs: &[&str], output: &str) -> aicf_onnx::proto::NodeProto {
+    aicf_onnx::proto::NodeProto {
+        name: Some(format!("/{output}/{op}")),
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.into()],
+        ..Default::default()
+    }
+}
+
+/// An f32 initializer.
+fn float_init(name: &str, dims: Vec<i64>, float_data: Vec<f32>) -> aicf_onnx::proto::TensorProto {
+    aicf_onnx::proto::TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        dims,
+        float_data,
+        ..Default::default()
+    }
+}
+
 fn relative(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len());
     let scale = b.iter().fold(0f64, |m, v| m.max(v.abs())).max(1e-30);
@@ -1045,21 +1067,8 @@ fn an_additive_mask_initializer_imports_as_a_constant() {
 /// own layout: it stays a matmul.
 #[test]
 fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
-    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto};
-    let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
-        name: Some(format!("/{output}/{op}")),
-        op_type: Some(op.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: vec![output.into()],
-        ..Default::default()
-    };
-    let init = |name: &str, dims: Vec<i64>, float_data: Vec<f32>| TensorProto {
-        name: Some(name.into()),
-        data_type: Some(1),
-        dims,
-        float_data,
-        ..Default::default()
-    };
+    use aicf_onnx::proto::{GraphProto, ModelProto, OperatorSetIdProto};
+    let (node, init) = (scoped_node, float_init);
     let values = |n: usize, scale: f32| (0..n).map(|i| scale * ((i * 7 % 11) as f32 - 5.0)).collect::<Vec<f32>>();
     let (w1, b1, w2, b2, w3) = (values(20, 0.1), values(5, 0.05), values(15, 0.08), values(3, 0.1), values(12, 0.03));
     let model = ModelProto {
@@ -1246,21 +1255,8 @@ fn adding_constant_zeros_is_the_tensor_itself() {
 /// second layer) folds like the other.
 #[test]
 fn folded_layers_keep_the_models_weight_sharing() {
-    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto};
-    let node = |op: &str, inputs: &[&str], output: &str| NodeProto {
-        name: Some(format!("/{output}/{op}")),
-        op_type: Some(op.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: vec![output.into()],
-        ..Default::default()
-    };
-    let init = |name: &str, dims: Vec<i64>, float_data: Vec<f32>| TensorProto {
-        name: Some(name.into()),
-        data_type: Some(1),
-        dims,
-        float_data,
-        ..Default::default()
-    };
+    use aicf_onnx::proto::{GraphProto, ModelProto, OperatorSetIdProto};
+    let (node, init) = (scoped_node, float_init);
     let int_value = |name: &str, dims: &[i64]| {
         let mut v = float_value(name, dims);
         if let Some(aicf_onnx::proto::type_proto::Value::TensorType(t)) =
