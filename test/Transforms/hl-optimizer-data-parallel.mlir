@@ -18,6 +18,17 @@
 // the three functions.
 // RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=sgd data-parallel=true accumulate=true" | FileCheck %s --check-prefix=ACC
 // RUN: aicf-opt %t/model.mlir --aicf-train-pipeline="optimizer=sgd data-parallel=true accumulate=true" | FileCheck %s --check-prefix=ACCLL
+//
+// Under loss scaling, a replica of weight 0 (no rows of a short last batch)
+// adds exact zeros: an overflow in its one row's scaled gradient (inf)
+// times 0 was NaN in the sum, and every replica skipped the step.
+// RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=sgd data-parallel=true loss-scale=1024" | FileCheck %s --check-prefix=SCALED
+// SCALED-LABEL: func.func @train_step(
+// SCALED: %[[IDLE:.*]] = hl.compare eq, %arg3, %{{.*}} : tensor<f32>, tensor<f32>
+// SCALED: %[[L:.*]] = hl.select %[[IDLE]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<f32>, tensor<f32>
+// SCALED: hl.all_reduce %[[L]], %arg3
+// SCALED: %[[G:.*]] = hl.select %[[IDLE]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<f32>, tensor<8x4xf32>
+// SCALED: hl.all_reduce %[[G]], %arg3
 
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: {hl.bind = "lr"}, %[[W:.*]]: tensor<f32> {hl.bind = "replica_weight"})

@@ -406,7 +406,13 @@ pub fn add_train_step_scaled(
         let mut g = clone_gradients(g_block, block, ret, params.len())?;
         let lr = unsafe { mlirBlockGetArgument(block, nargs) };
         if data_parallel {
-            reduce_gradients(e, &mut g, unsafe { mlirBlockGetArgument(block, nargs + 1) }, false)?;
+            reduce_gradients(
+                e,
+                &mut g,
+                unsafe { mlirBlockGetArgument(block, nargs + 1) },
+                false,
+                loss_scale.is_some(),
+            )?;
         }
         update.apply(e, g, lr)
     })?;
@@ -456,7 +462,7 @@ pub fn add_train_step_scaled(
         grad_binds.push(format!("{{hl.bind = \"{FIRST_MICRO_BATCH}\"}}"));
         let grad = build_function(ctx, g_loc, "train_grad", &grad_types, &grad_binds, &sum_binds, |e, block| {
             let mut g = clone_gradients(g_block, block, ret, params.len())?;
-            reduce_gradients(e, &mut g, unsafe { mlirBlockGetArgument(block, nargs) }, true)?;
+            reduce_gradients(e, &mut g, unsafe { mlirBlockGetArgument(block, nargs) }, true, loss_scale.is_some())?;
             let first = unsafe { mlirBlockGetArgument(block, nargs + 1) };
             let first = e.op("hl.compare", &[first, e.scalar(0.5, first)?], &[("predicate", "5 : i32".into())])?;
             let mut values = vec![g.loss];
@@ -494,7 +500,7 @@ pub fn add_train_step_scaled(
                         .collect::<Result<_, Failure>>()?,
                 };
                 if data_parallel {
-                    reduce_gradients(e, &mut g, unsafe { mlirBlockGetArgument(block, 1) }, false)?;
+                    reduce_gradients(e, &mut g, unsafe { mlirBlockGetArgument(block, 1) }, false, false)?;
                 }
                 update.apply(e, g, unsafe { mlirBlockGetArgument(block, 0) })
             })?;
@@ -605,7 +611,13 @@ fn clone_gradients(
 /// share); the loss first, then the gradients in the order the backward
 /// pass computes them (the last parameter's first), the order
 /// `ll-bucket-collectives` keeps.
-fn reduce_gradients(e: &Emitter, g: &mut Gradients, weight: MlirValue, local: bool) -> Result<(), Failure> {
+fn reduce_gradients(
+    e: &Emitter,
+    g: &mut Gradients,
+    weight: MlirValue,
+    local: bool,
+    scaled: bool,
+) -> Result<(), Failure> {
     // The collectives and the accumulators sum f32 (`ll.all_reduce` weighs
     // by an f32 share); a 16-bit loss or gradient failed in lowering.
     let summed = std::iter::once(("the loss".to_string(), g.loss))
@@ -625,7 +637,22 @@ fn reduce_gradients(e: &Emitter, g: &mut Gradients, weight: MlirValue, local: bo
         }
     }
     let attributes: Vec<(&str, String)> = if local { vec![("local", "unit".into())] } else { vec![] };
+    // Under loss scaling, a replica of weight 0 (no rows of a short last
+    // batch: it ran one row to take part) adds exact zeros, whatever its
+    // one row's scaled gradient is: an overflow there (inf) times 0 is NaN
+    // in the sum, which skipped every replica's step as an overflow. (The
+    // CPU runtime weighs a weight-0 buffer as zeros too; NCCL's
+    // pre-multiplied sum does not.)
+    let idle = if scaled {
+        Some(e.op("hl.compare", &[weight, e.scalar(0.0, weight)?], &[("predicate", "0 : i32".into())])?)
+    } else {
+        None
+    };
     let reduce = |v: MlirValue| -> Result<MlirValue, Failure> {
+        let v = match idle {
+            Some(idle) => e.op("hl.select", &[idle, e.scalar(0.0, v)?, v], &[])?,
+            None => v,
+        };
         let s = spec(v);
         let ty = ir::parse_type(e.ctx, &s.mlir_type()).map_err(|err| (e.loc, format!("{err:?}")))?;
         let operands = [v, cast_to(e, weight, s.dtype)?];
