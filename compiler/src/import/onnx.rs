@@ -528,7 +528,15 @@ pub fn import_model(
         }
         traced.map_err(|e| fail(format!("tracing @loss: {e}")))?;
     }
-    let module = b.finish().map_err(|e| fail(format!("the imported module: {e}")))?;
+    let mut module = b.finish().map_err(|e| fail(format!("the imported module: {e}")))?;
+    // Linear layers of flattened rows, unflattened (`onnx_fold`).
+    {
+        let ctx = crate::CompilerContext::new();
+        let parsed = ctx.parse(&module.text, name).map_err(|e| fail(format!("the imported module: {e}")))?;
+        if super::onnx_fold::fold_reshaped_linears(parsed.as_operation().to_raw()) > 0 {
+            module.text = crate::pipeline::canonical_text(&parsed);
+        }
+    }
     let mut weights = Vec::new();
     let mut sources = Vec::new();
     for p in &module.params {

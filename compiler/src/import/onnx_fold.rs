@@ -320,6 +320,46 @@ pub(super) fn fold(
         g.taken.insert(i);
         emit(&mut g, &mut replace, graph, i, &linear, name);
     }
+    // A Gemm of a weight stored [in, out] (Hugging Face's `Conv1D`, written
+    // `Gemm(x, W, b)` without transB): the weight transposed, the same
+    // name, `transB = 1`: `hl.linear`.
+    for (i, node) in graph.node.iter().enumerate() {
+        if node.op_type() != "Gemm" || !node.domain().is_empty() || g.taken.contains(&i) {
+            continue;
+        }
+        let int = |key: &str| node.attribute.iter().find(|a| a.name() == key).map_or(0, |a| a.i());
+        let float = |key: &str| node.attribute.iter().find(|a| a.name() == key).map_or(1.0, |a| a.f());
+        if int("transA") != 0 || int("transB") != 0 || float("alpha") != 1.0 || float("beta") != 1.0 {
+            continue;
+        }
+        let Some(w) = node.input.get(1) else { continue };
+        let Some(t) = weight_init(&g, inits, w, true) else { continue };
+        let (rows, cols) = (t.dims[0], t.dims[1]);
+        if let Some(c) = node.input.get(2).filter(|c| !c.is_empty())
+            && inits.get(c).is_none_or(|b| b.dims != [cols])
+        {
+            continue;
+        }
+        let aicf_onnx::Data::F32(v) = &t.data else { continue };
+        let mut values = vec![0f32; v.len()];
+        for r in 0..rows {
+            for c in 0..cols {
+                values[c * rows + r] = v[r * cols + c];
+            }
+        }
+        new_inits.push(aicf_onnx::Tensor { dims: vec![cols, rows], data: aicf_onnx::Data::F32(values), ..t.clone() });
+        transposed.push((w.clone(), w.clone()));
+        g.taken.insert(i);
+        let mut gemm = node.clone();
+        gemm.attribute.retain(|a| a.name() != "transB");
+        gemm.attribute.push(AttributeProto {
+            name: Some("transB".into()),
+            r#type: Some(AttributeType::Int as i32),
+            i: Some(1),
+            ..Default::default()
+        });
+        replace.insert(i, gemm);
+    }
     for name in removed {
         inits.remove(&name);
     }
@@ -632,6 +672,74 @@ fn finish_gelu(g: &Graph, x: &str, mut nodes: Vec<usize>, f: usize) -> Option<(S
         return None;
     }
     Some((x.to_string(), nodes, last))
+}
+
+/// In the imported module: `reshape(linear(reshape(x)))`, where the inner
+/// reshape flattens `x`'s leading axes into rows and the outer one gives
+/// them back (a linear layer of flattened rows, as Hugging Face's `Conv1D`
+/// and `view(-1, C)` write one), becomes `linear(x)`: the layer's units
+/// reach the next layer through activations alone, as the growth operators
+/// follow them. The same values (each row's product is the same).
+pub(super) fn fold_reshaped_linears(module: mlir_sys::MlirOperation) -> usize {
+    use crate::ir::{self, op_name, ops_of};
+    use mlir_sys::*;
+    let mut folded = 0;
+    for (_, block) in ir::functions(module) {
+        for linear in ops_of(block).into_iter().filter(|&op| op_name(op) == "hl.linear") {
+            let operand = |op: MlirOperation, i: isize| unsafe { mlirOperationGetOperand(op, i) };
+            let result = |op: MlirOperation| unsafe { mlirOperationGetResult(op, 0) };
+            let rows = operand(linear, 0);
+            let Some(flatten) = ir::producer(rows).filter(|&p| op_name(p) == "hl.reshape") else { continue };
+            if ir::single_user(rows).is_none() {
+                continue;
+            }
+            let y = result(linear);
+            let Some(unflatten) = ir::single_user(y).filter(|&u| op_name(u) == "hl.reshape") else { continue };
+            let x = operand(flatten, 0);
+            let (rs, ys, out) = (ir::spec(rows).shape, ir::spec(y).shape, ir::spec(result(unflatten)).shape);
+            // The rows given back as `out`'s leading axes: the input is
+            // those with the features last (`x` as it is, or `x` reshaped
+            // so: heads merged, [B, T, H, D] -> [B, T, H D], the same
+            // elements in the same order as the rows).
+            let n = out.len();
+            let fits = n >= 3
+                && rs.len() == 2
+                && ys.len() == 2
+                && rs[0] == out[..n - 1].iter().product::<usize>()
+                && out[n - 1] == ys[1];
+            if !fits {
+                continue;
+            }
+            let mut input_shape = out[..n - 1].to_vec();
+            input_shape.push(rs[1]);
+            let ctx = unsafe { mlirOperationGetContext(linear) };
+            let x = if ir::spec(x).shape == input_shape {
+                x
+            } else {
+                let spec = crate::types::TensorSpec::new(input_shape.clone(), ir::spec(x).dtype);
+                let Ok(ty) = ir::parse_type(ctx, &spec.mlir_type()) else { continue };
+                let reshape = ir::OpSpec { operands: &[x], results: Some(&[ty]), ..ir::OpSpec::new("hl.reshape") };
+                let Ok(op) = ir::create_op(ctx, ir::op_loc(flatten), &reshape) else { continue };
+                unsafe { mlirBlockInsertOwnedOperationBefore(block, linear, op) };
+                result(op)
+            };
+            let count = unsafe { mlirOperationGetNumOperands(linear) };
+            let mut operands = vec![x];
+            operands.extend((1..count).map(|i| operand(linear, i)));
+            let ty = unsafe { mlirValueGetType(result(unflatten)) };
+            let spec = ir::OpSpec { operands: &operands, results: Some(&[ty]), ..ir::OpSpec::new("hl.linear") };
+            let Ok(new) = ir::create_op(ctx, ir::op_loc(linear), &spec) else { continue };
+            unsafe {
+                mlirBlockInsertOwnedOperationBefore(block, linear, new);
+                mlirValueReplaceAllUsesOfWith(result(unflatten), result(new));
+                mlirOperationDestroy(unflatten);
+                mlirOperationDestroy(linear);
+                mlirOperationDestroy(flatten);
+            }
+            folded += 1;
+        }
+    }
+    folded
 }
 
 #[cfg(test)]

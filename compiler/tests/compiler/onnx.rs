@@ -1383,3 +1383,74 @@ fn parameters_the_exporter_merged_import_apart_by_its_metadata() {
     assert!(tied.untied.is_empty(), "{:?}", tied.untied);
     assert_eq!(tied.weights.len(), 2);
 }
+
+/// Hugging Face's `Conv1D` (GPT-2's layers): rows flattened, `Gemm(rows, W,
+/// b)` with the weight stored `[in, out]` (no transB), rows given back. It
+/// imports as one `hl.linear` of the unflattened input, its weight `[out,
+/// in]` under its own name, and where the rows were flattened with heads
+/// merged in (`[B, T, H, D] -> [B T, H D]`), the heads merged first.
+#[test]
+fn a_conv1d_of_flattened_rows_imports_as_a_linear_layer() {
+    use aicf_onnx::proto::{GraphProto, ModelProto, OperatorSetIdProto, TensorProto};
+    let ints = |name: &str, v: &[i64]| TensorProto {
+        name: Some(name.into()),
+        data_type: Some(7),
+        dims: vec![v.len() as i64],
+        int64_data: v.to_vec(),
+        ..Default::default()
+    };
+    let w: Vec<f32> = (0..20).map(|i| 0.1 * ((i * 7 % 11) as f32 - 5.0)).collect();
+    let b: Vec<f32> = (0..5).map(|i| 0.05 * i as f32).collect();
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("conv1d".into()),
+            node: vec![
+                scoped_node("Reshape", &["x", "flat"], "rows"),
+                scoped_node("Gemm", &["rows", "h.0.mlp.c_fc.weight", "h.0.mlp.c_fc.bias"], "y2"),
+                scoped_node("Reshape", &["y2", "back"], "y"),
+            ],
+            input: vec![float_value("x", &[2, 3, 2, 2])],
+            output: vec![float_value("y", &[2, 3, 5])],
+            initializer: vec![
+                ints("flat", &[-1, 4]),
+                ints("back", &[2, 3, 5]),
+                float_init("h.0.mlp.c_fc.weight", vec![4, 5], w.clone()),
+                float_init("h.0.mlp.c_fc.bias", vec![5], b.clone()),
+            ],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::Mse };
+    let imported = onnx::import_model(&model, "conv1d.onnx", std::path::Path::new("."), &options).unwrap();
+    let text = &imported.module.text;
+    let forward = &text[text.find("func.func @forward").unwrap()..text.find("func.func @loss").unwrap()];
+    assert!(
+        forward.contains("hl.linear %") && forward.contains(": tensor<2x3x4xf32>, tensor<5x4xf32>, tensor<5xf32>"),
+        "{forward}"
+    );
+    assert_eq!(forward.matches("hl.reshape").count(), 1, "only the heads merged: {forward}");
+    assert!(forward.contains("tensor<2x3x2x2xf32> to tensor<2x3x4xf32>"), "{forward}");
+    assert_eq!(imported.transposed, vec!["h.0.mlp.c_fc.weight".to_string()]);
+    // The values: the rows times W plus b.
+    let dir = crate::tmp_root().join("onnx-conv1d");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("conv1d.mlir");
+    imported.write(&file).unwrap();
+    let options =
+        Options { device: aicf_runtime::Device::Cpu { threads: 2 }, cache_dir: dir.clone(), ..Options::default() };
+    let mut t = Trainer::from_file(&file, options).unwrap();
+    let x: Vec<f64> = (0..24).map(|i| 0.2 * ((i * 5 % 13) as f64 - 6.0)).collect();
+    let input = Tensor::new(vec![2, 3, 2, 2], aicf_runtime::artifact::DType::F32, x.clone());
+    let got = t.predict(&[&input]).unwrap();
+    let (w, b) = (&w, &b);
+    let want: Vec<f64> = x
+        .chunks(4)
+        .flat_map(|row| (0..5).map(move |o| (0..4).map(|i| row[i] * w[i * 5 + o] as f64).sum::<f64>() + b[o] as f64))
+        .collect();
+    let e = relative(&got[0].values, &want);
+    assert!(e <= 1e-6, "differs from the rows' products by {e:.2e}");
+}
