@@ -140,6 +140,26 @@ class SmallResNet18(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
+class HfGpt2(nn.Module):
+    """Hugging Face transformers' GPT2LMHeadModel from a tiny config (2
+    layers, width 32, 4 heads, context 16, vocabulary 65; no dropout):
+    `Conv1D` layers (flattened rows, weights stored [in, out]), `gelu_new`
+    written out, a fused c_attn, `lm_head` tied to `wte`, the attention
+    mask transformers 5 builds (an all-ones `attention_mask` is given: the
+    TorchScript export of the default fails on `aten::diff`)."""
+
+    def __init__(self):
+        super().__init__()
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        config = GPT2Config(vocab_size=65, n_positions=16, n_embd=32, n_layer=2, n_head=4, resid_pdrop=0.0,
+                            embd_pdrop=0.0, attn_pdrop=0.0, attn_implementation="eager")
+        self.m = GPT2LMHeadModel(config)
+
+    def forward(self, idx):
+        return self.m(input_ids=idx, attention_mask=torch.ones_like(idx), use_cache=False).logits
+
+
 def mobilenet():
     import torchvision
 
@@ -158,6 +178,8 @@ MODELS = {
     "mobilenetv2": (mobilenet, lambda g: torch.randn(8, 3, 64, 64, generator=g), ((8,), 10)),
     "resnet_digits": (lambda: SmallResNet18(width=8, digits=True), lambda g: torch.randn(8, 1, 8, 8, generator=g),
                       ((8,), 10)),
+    # Needs transformers (not in requirements.txt's pins for the others).
+    "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }
 
 
@@ -216,8 +238,13 @@ def export(name, out):
         if t.name in params:
             arrays[f"grad.{t.name}"] = params[t.name].grad.numpy().astype(np.float32)
             continue
-        for p in params.values():
+        for pname, p in params.items():
             if p.dim() == 2 and tuple(p.shape[::-1]) == value.shape and np.array_equal(p.detach().numpy().T, value):
+                # A tied output layer's copy of a weight the graph also
+                # holds under its own name: one parameter, one gradient
+                # (the importer reads the copy as that weight).
+                if any(other.name == pname for other in onnx.load(path).graph.initializer):
+                    break
                 arrays[f"grad.{t.name}"] = np.ascontiguousarray(p.grad.numpy().T).astype(np.float32)
                 break
     for bname, b in model.named_buffers():

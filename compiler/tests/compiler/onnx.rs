@@ -208,6 +208,13 @@ fn an_imported_cnn_matches_onnxruntime_and_pytorch_gradients() {
     check("cnn");
 }
 
+/// Hugging Face transformers 5's GPT-2 (its mask code: LessOrEqual, And,
+/// Where; Conv1D layers; a tied head): forward and gradients as PyTorch's.
+#[test]
+fn an_imported_hugging_face_gpt2_matches_onnxruntime_and_pytorch_gradients() {
+    check("hf_gpt2");
+}
+
 #[test]
 fn an_imported_gpt_matches_onnxruntime_and_pytorch_gradients() {
     check("gpt");

@@ -12,6 +12,18 @@
 // RUN: aicf train %S/../../onnx/mlp.onnx --batch 32 --data %S/../../../data/digits.csv.gz --epochs 1 --adapt %S/inputs/onnx-widen.toml --out %t/grow | FileCheck %s --check-prefix=GROW
 // RUN: FileCheck %s --check-prefix=DECISION < %t/grow/decisions.jsonl
 // RUN: not aicf import %S/../../onnx/gpt.onnx -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=BATCH
+// Hugging Face's GPT-2 (transformers 5: its mask code, Conv1D layers of
+// flattened rows with [in, out] weights, the head tied to wte) imports as
+// the model it is (the head reads wte, a note says so) and grows as the
+// exported GPT does, exactly.
+// RUN: aicf train %S/../../onnx/hf_gpt2.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 80 --eval-windows 8 --no-runs-db --no-progress --adapt %S/inputs/hf-gpt2-grow.toml --out %t/hf-grow 2>&1 | FileCheck %s --check-prefix=HFGROW
+// RUN: FileCheck %s --check-prefix=HFDECISION < %t/hf-grow/decisions.jsonl
+// HFGROW: note: 'onnx::MatMul_{{[0-9]+}}' is the exact transpose of 'm.transformer.wte.weight' (an output layer tied to an embedding
+// HFGROW: 28 parameters
+// HFGROW: step 10 (epoch 1): widen the residual stream to 64; grow m.transformer.h.0.attn to 6 heads; grow m.transformer.h.1.attn to 6 heads; widen m.transformer.h.0.mlp.c_fc to 256 (zeroout); widen m.transformer.h.1.mlp.c_fc to 256 (zeroout); add a block to m.transformer.h after the last (zero) on step 10 reached -> accepted
+// HFDECISION: "m.transformer.wte.weight 65x32 -> 65x64"
+// HFDECISION-SAME: "relative_change":0.0,
+// HFDECISION-SAME: "outcome":"accepted"
 // The exported GPT grows as a native one: its linear layers (MatMul of a
 // pre-transposed onnx::MatMul_N weight and an Add of the bias) and GELUs
 // (written out) import as hl.linear and hl.gelu, named as PyTorch's
