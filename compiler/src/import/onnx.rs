@@ -218,6 +218,9 @@ pub struct Imported {
     /// merged into one initializer of equal values (its metadata names the
     /// parameter each node read), imported apart, each from those values.
     pub untied: Vec<(String, String)>,
+    /// Linear layers' biases the dynamo exporter dropped (zero when
+    /// exported; its metadata names them), imported as zero parameters.
+    pub restored: Vec<String>,
 }
 
 impl Imported {
@@ -406,7 +409,9 @@ pub fn import_model(
     // Linear layers and GELUs the exporter wrote out, folded back
     // (`onnx_fold`).
     // Parameters the dynamo exporter merged as equal, apart again.
-    let (untied_nodes, untied) = super::onnx_fold::untie(graph, &mut inits);
+    let (mut untied_nodes, untied) = super::onnx_fold::untie(graph, &mut inits);
+    // And the zero biases it dropped, back.
+    let restored = super::onnx_fold::restore_biases(&mut untied_nodes, &mut inits);
     let untied_graph = proto::GraphProto {
         node: untied_nodes,
         name: graph.name.clone(),
@@ -577,6 +582,7 @@ pub fn import_model(
         shared_norms,
         shared_weights,
         untied,
+        restored,
     })
 }
 

@@ -235,6 +235,110 @@ pub(super) fn untie(
     (nodes, copies)
 }
 
+/// Biases the dynamo exporter dropped: a linear layer's bias that was zero
+/// when exported (as Hugging Face initializes them) is left out of the
+/// graph, so the model would train without it. A MatMul or Gemm whose
+/// `fx_node` metadata reads a bias parameter (`%p_<path>_bias`) that no
+/// initializer is gets it back as zeros, under its name (its
+/// `name_scopes` module and `bias`): a Gemm as its third input, a MatMul
+/// through an `Add` after it (which the linear fold then takes). Returns
+/// the names restored.
+pub(super) fn restore_biases(
+    nodes: &mut Vec<NodeProto>,
+    inits: &mut HashMap<String, aicf_onnx::Tensor>,
+) -> Vec<String> {
+    let flat = |name: &str| name.replace('.', "_");
+    let known: HashSet<String> = inits.keys().map(|n| flat(n)).collect();
+    let producer: HashMap<String, usize> =
+        nodes.iter().enumerate().flat_map(|(i, n)| n.output.iter().map(move |o| (o.clone(), i))).collect();
+    let mut restored = Vec::new();
+    let mut inserts: Vec<(usize, NodeProto)> = Vec::new();
+    let mut taken_names: HashSet<String> = nodes.iter().flat_map(|n| n.output.iter().cloned()).collect();
+    for i in 0..nodes.len() {
+        let node = &nodes[i];
+        if !matches!(node.op_type(), "MatMul" | "Gemm") || !node.domain().is_empty() {
+            continue;
+        }
+        let Some(fx) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node").map(|p| p.value())
+        else {
+            continue;
+        };
+        if !fx.contains("aten.linear") && !fx.contains("aten.addmm") {
+            continue;
+        }
+        let Some(bias) = fx
+            .split('%')
+            .skip(1)
+            .filter_map(|t| t.strip_prefix("p_"))
+            .map(|t| t.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or(""))
+            .find(|t| t.ends_with("_bias"))
+        else {
+            continue;
+        };
+        if known.contains(bias) {
+            continue;
+        }
+        // Its name: the node's module's, or its weight's (a submodule's
+        // function called from the module: `self_attn` calling
+        // `out_proj`'s weight and bias).
+        let from_weight = node.input.get(1).and_then(|w| w.strip_suffix(".weight")).map(|m| format!("{m}.bias"));
+        let Some(name) = module_of(node)
+            .map(|m| format!("{m}.bias"))
+            .into_iter()
+            .chain(from_weight)
+            .find(|n| flat(n) == bias && !inits.contains_key(n))
+        else {
+            continue;
+        };
+        // The layer's output features, from its weight.
+        let weight_dims = |w: &str| -> Option<Vec<usize>> {
+            inits.get(w).map(|t| t.dims.clone()).or_else(|| {
+                let t = &nodes[*producer.get(w)?];
+                (t.op_type() == "Transpose")
+                    .then(|| inits.get(t.input.first()?).map(|t| t.dims.iter().rev().copied().collect()))?
+            })
+        };
+        let Some(dims) = node.input.get(1).and_then(|w| weight_dims(w)).filter(|d| d.len() == 2) else { continue };
+        let trans_b = node.attribute.iter().find(|a| a.name() == "transB").is_some_and(|a| a.i() != 0);
+        let features = if node.op_type() == "Gemm" && trans_b { dims[0] } else { dims[1] };
+        match node.op_type() {
+            "Gemm" if node.input.len() == 2 => nodes[i].input.push(name.clone()),
+            "MatMul" => {
+                let out = node.output[0].clone();
+                let mut inner = format!("{out}_without_bias");
+                while taken_names.contains(&inner) {
+                    inner.push('_');
+                }
+                taken_names.insert(inner.clone());
+                nodes[i].output[0] = inner.clone();
+                let add = NodeProto {
+                    name: Some(format!("{}_bias", nodes[i].name())),
+                    op_type: Some("Add".into()),
+                    input: vec![inner, name.clone()],
+                    output: vec![out],
+                    ..Default::default()
+                };
+                inserts.push((i + 1, add));
+            }
+            _ => continue,
+        }
+        inits.insert(
+            name.clone(),
+            aicf_onnx::Tensor {
+                name: name.clone(),
+                dims: vec![features],
+                data_type: aicf_onnx::proto::tensor_proto::DataType::Float,
+                data: aicf_onnx::Data::F32(vec![0.0; features]),
+            },
+        );
+        restored.push(name);
+    }
+    for (at, node) in inserts.into_iter().rev() {
+        nodes.insert(at, node);
+    }
+    restored
+}
+
 /// The folded graph: linear layers first, then GELUs.
 pub(super) fn fold(
     graph: &GraphProto,

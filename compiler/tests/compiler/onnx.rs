@@ -1461,3 +1461,71 @@ fn a_conv1d_of_flattened_rows_imports_as_a_linear_layer() {
     let e = relative(&got[0].values, &want);
     assert!(e <= 1e-6, "differs from the rows' products by {e:.2e}");
 }
+
+/// The dynamo exporter leaves out a linear layer's bias that is zero when
+/// exported (Hugging Face initializes them so): its metadata still names
+/// the parameter (`%p_fc_bias`), which imports as zeros, trained as the
+/// model trains it (a MatMul through an Add, a Gemm as its third input).
+#[test]
+fn biases_the_exporter_dropped_import_as_zeros() {
+    use aicf_onnx::proto::{
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
+    };
+    let linear = |op: &str, x: &str, w: &str, out: &str, module: &str| NodeProto {
+        name: Some(format!("node_{out}")),
+        op_type: Some(op.into()),
+        input: vec![x.into(), w.into()],
+        output: vec![out.into()],
+        attribute: if op == "Gemm" {
+            vec![AttributeProto {
+                name: Some("transB".into()),
+                i: Some(1),
+                r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Int as i32),
+                ..Default::default()
+            }]
+        } else {
+            vec![]
+        },
+        metadata_props: vec![
+            StringStringEntryProto {
+                key: Some("pkg.torch.onnx.name_scopes".into()),
+                value: Some(format!("['', '{module}', 'linear']")),
+            },
+            StringStringEntryProto {
+                key: Some("pkg.torch.onnx.fx_node".into()),
+                value: Some(format!(
+                    "%{out} : [num_users=1] = call_function[target=torch.ops.aten.linear.default](args = (%{x}, \
+                     %p_{module}_weight, %p_{module}_bias), kwargs = {{}})"
+                )),
+            },
+        ],
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(18), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("dropped".into()),
+            node: vec![linear("MatMul", "x", "val_3", "h", "fc1"), linear("Gemm", "h", "fc2.weight", "y", "fc2")],
+            input: vec![float_value("x", &[2, 4])],
+            output: vec![float_value("y", &[2, 3])],
+            initializer: vec![
+                float_init("val_3", vec![4, 5], (0..20).map(|i| 0.1 * i as f32).collect()),
+                float_init("fc2.weight", vec![3, 5], (0..15).map(|i| 0.05 * i as f32).collect()),
+            ],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::Mse };
+    let imported = onnx::import_model(&model, "dropped.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(imported.restored, ["fc1.bias", "fc2.bias"]);
+    let text = &imported.module.text;
+    assert!(text.contains("hl.param @fc1.weight : tensor<5x4xf32>"), "{text}");
+    assert!(text.contains("hl.param @fc1.bias : tensor<5xf32>"), "{text}");
+    assert!(text.contains("hl.param @fc2.bias : tensor<3xf32>"), "{text}");
+    let forward = &text[text.find("func.func @forward").unwrap()..text.find("func.func @loss").unwrap()];
+    assert_eq!(forward.matches("hl.linear").count(), 2, "{forward}");
+    let zeros = imported.weights.iter().find(|(n, _, _)| n == "fc1.bias").map(|(_, _, v)| v.clone());
+    assert_eq!(zeros, Some(vec![0.0; 5]));
+}

@@ -1298,6 +1298,21 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    if !imported.restored.is_empty() {
+        let named: Vec<String> = imported.restored.iter().take(4).map(|b| format!("'{b}'")).collect();
+        let more = imported.restored.len().saturating_sub(4);
+        eprintln!(
+            "note: {} bias{} the exporter dropped (zero when exported; its metadata names {}) {} as zeros, as the \
+             model trains {}: {}{}",
+            imported.restored.len(),
+            if imported.restored.len() == 1 { "" } else { "es" },
+            if imported.restored.len() == 1 { "it" } else { "them" },
+            if imported.restored.len() == 1 { "imports" } else { "import" },
+            if imported.restored.len() == 1 { "it" } else { "them" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
     if !imported.shared_norms.is_empty() {
         let named: Vec<String> = imported.shared_norms.iter().map(|(n, k)| format!("'{n}' ({k} norms)")).collect();
         eprintln!(
