@@ -105,8 +105,13 @@ impl<'a> Graph<'a> {
         if self.outputs.contains(value) {
             return None;
         }
+        // (A node without an output, malformed, is nobody's fold.)
         match self.readers.get(value).map(Vec::as_slice) {
-            Some(&[i]) if self.nodes[i].op_type() == op && !self.taken.contains(&i) => Some(i),
+            Some(&[i])
+                if self.nodes[i].op_type() == op && !self.taken.contains(&i) && !self.nodes[i].output.is_empty() =>
+            {
+                Some(i)
+            }
             _ => None,
         }
     }
@@ -256,7 +261,7 @@ pub(super) fn restore_biases(
     let mut taken_names: HashSet<String> = nodes.iter().flat_map(|n| n.output.iter().cloned()).collect();
     for i in 0..nodes.len() {
         let node = &nodes[i];
-        if !matches!(node.op_type(), "MatMul" | "Gemm") || !node.domain().is_empty() {
+        if !matches!(node.op_type(), "MatMul" | "Gemm") || !node.domain().is_empty() || node.output.is_empty() {
             continue;
         }
         let Some(fx) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node").map(|p| p.value())
