@@ -1122,5 +1122,13 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             "func.func @f(%x: tensor<2x3x7x6xf32>) -> (tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>, tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>) {\n  %m = hl.max_pool2d %x kernel = [3, 2] stride = [2, 2] padding = [0, 0] : tensor<2x3x7x6xf32>\n  %dm = hl.max_pool2d_backward %m, %x kernel = [3, 2] stride = [2, 2] padding = [0, 0] : tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>\n  %a = hl.avg_pool2d %x kernel = [3, 3] stride = [2, 2] padding = [1, 1] : tensor<2x3x7x6xf32>\n  %da = hl.avg_pool2d_backward %a, %x kernel = [3, 3] stride = [2, 2] padding = [1, 1] : tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>\n  return %m, %dm, %a, %da : tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>, tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>\n}".into(),
             vec![f32s(&[2, 3, 7, 6], 32)],
         ),
+        (
+            // Windows apart (stride above the kernel: some elements in no
+            // window), overlapping ones, padding: the gradient visits only
+            // the windows that can hold each element.
+            "pool_windows",
+            "func.func @f(%x: tensor<2x3x8x7xf32>) -> (tensor<2x3x8x7xf32>, tensor<2x3x8x7xf32>) {\n  %m = hl.max_pool2d %x kernel = [2, 3] stride = [3, 2] padding = [1, 1] : tensor<2x3x8x7xf32>\n  %dm = hl.max_pool2d_backward %m, %x kernel = [2, 3] stride = [3, 2] padding = [1, 1] : tensor<2x3x3x4xf32>, tensor<2x3x8x7xf32>\n  %a = hl.avg_pool2d %x kernel = [3, 3] stride = [3, 1] padding = [0, 1] : tensor<2x3x8x7xf32>\n  %da = hl.avg_pool2d_backward %a, %x kernel = [3, 3] stride = [3, 1] padding = [0, 1] : tensor<2x3x2x7xf32>, tensor<2x3x8x7xf32>\n  return %dm, %da : tensor<2x3x8x7xf32>, tensor<2x3x8x7xf32>\n}".into(),
+            vec![f32s(&[2, 3, 8, 7], 33)],
+        ),
     ]
 }

@@ -224,9 +224,36 @@ impl Generator {
             // dx at (h, w): sum over windows (oh, ow) containing it of dy,
             // for max only where (h, w) is the window's first maximum.
             let c = k.unravel(&e, xs);
-            let (ohc, owc) = (k.index(ys[hd]), k.index(ys[wd]));
-            let (oh, acc0, s0) = k.open_reduce("%c0", &ohc, &zero, f);
-            let (ow, acc1, s1) = k.open_reduce("%c0", &owc, &acc0, f);
+            // Only the windows that can hold (h, w): o in [lo, hi] with
+            // lo = ceil((h + p - k + 1) / s) (0 below), hi = min((h + p) / s,
+            // O - 1), at most ceil(k / s) of them (every output position was
+            // visited: O^2 windows per element, 100x the forward's time).
+            let window_range = |k: &mut Kernel, pos: &str, axis: usize, outputs: usize| -> (String, String) {
+                let pc = k.index(pad[axis]);
+                let num = k.add(pos, &pc);
+                let one = k.index(1);
+                let num1 = k.add(&num, &one);
+                let kk = k.index(kern[axis]);
+                let s = k.index(stride[axis]);
+                let past = k.cmpi("uge", &num1, &kk);
+                let over = k.val(&format!("arith.subi {num1}, {kk} : index"));
+                let sm1 = k.index(stride[axis] - 1);
+                let up = k.add(&over, &sm1);
+                let lo_raw = k.val(&format!("arith.divui {up}, {s} : index"));
+                let zero_i = k.index(0);
+                let lo = k.val(&format!("arith.select {past}, {lo_raw}, {zero_i} : index"));
+                let hi = k.val(&format!("arith.divui {num}, {s} : index"));
+                let last = k.index(outputs.saturating_sub(1));
+                let hi = k.val(&format!("arith.minui {hi}, {last} : index"));
+                let end = k.add(&hi, &one);
+                // An empty range where lo passes the end.
+                let lo = k.val(&format!("arith.minui {lo}, {end} : index"));
+                (lo, end)
+            };
+            let (oh_lo, oh_end) = window_range(&mut k, &c[hd], 0, ys[hd]);
+            let (ow_lo, ow_end) = window_range(&mut k, &c[wd], 1, ys[wd]);
+            let (oh, acc0, s0) = k.open_reduce(&oh_lo, &oh_end, &zero, f);
+            let (ow, acc1, s1) = k.open_reduce(&ow_lo, &ow_end, &acc0, f);
             // is (h, w) inside window (oh, ow)? a = h + p - oh s in [0, k)
             let rel = |k: &mut Kernel, pos: &str, o: &str, axis: usize| -> String {
                 let pc = k.index(pad[axis]);
@@ -290,7 +317,12 @@ impl Generator {
         }
         k.close();
         let work = if backward { numel(xs) } else { numel(ys) };
-        let cost = if backward { ys[hd] * ys[wd] * (4 + kern[0] * kern[1] * 6) } else { kern[0] * kern[1] * 6 };
+        let windows = |axis: usize, o: usize| kern[axis].div_ceil(stride[axis].max(1)).min(o);
+        let cost = if backward {
+            windows(0, ys[hd]) * windows(1, ys[wd]) * (4 + kern[0] * kern[1] * 6)
+        } else {
+            kern[0] * kern[1] * 6
+        };
         self.one(k, specs, work, cost)
     }
 }
