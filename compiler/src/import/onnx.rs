@@ -2119,10 +2119,30 @@ impl Importer<'_> {
                 if dilation != [1, 1] {
                     return Err("dilated pooling is not supported".into());
                 }
-                if attr_i(node, "ceil_mode", 0) != 0 {
-                    return Err("ceil_mode=1 is not supported".into());
-                }
                 let padding = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
+                // ceil_mode=1 rounds the output size up (a last window
+                // partly past the input, starting inside it or its left
+                // padding, as PyTorch counts it): taken where that is the
+                // size rounding down gives (squeezenet's and googlenet's
+                // pools at their usual sizes), refused where it adds one.
+                if attr_i(node, "ceil_mode", 0) != 0 {
+                    for axis in 0..2 {
+                        let (size, k, s, p) = (x.shape()[2 + axis], kernel[axis], stride[axis].max(1), padding[axis]);
+                        let span = (size + 2 * p).checked_sub(k).ok_or("the kernel is larger than the padded input")?;
+                        let floor = span / s + 1;
+                        let mut ceil = span.div_ceil(s) + 1;
+                        if (ceil - 1) * s >= size + p {
+                            ceil -= 1;
+                        }
+                        if ceil != floor {
+                            return Err(format!(
+                                "ceil_mode=1 gives {ceil} outputs along spatial axis {axis} where rounding down gives \
+                                 {floor}: a window partly past the input is not supported (export with ceil_mode=False, \
+                                 or an input size where both agree)"
+                            ));
+                        }
+                    }
+                }
                 if op == "AveragePool" && padding != [0, 0] && attr_i(node, "count_include_pad", 0) == 0 {
                     return Err("padded average pooling without count_include_pad is not supported".into());
                 }

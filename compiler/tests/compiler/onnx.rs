@@ -1529,3 +1529,54 @@ fn biases_the_exporter_dropped_import_as_zeros() {
     let zeros = imported.weights.iter().find(|(n, _, _)| n == "fc1.bias").map(|(_, _, v)| v.clone());
     assert_eq!(zeros, Some(vec![0.0; 5]));
 }
+
+/// MaxPool with ceil_mode=1 imports where rounding up gives the size
+/// rounding down does (squeezenet's pools at 32 or 224 pixels: refused
+/// before), and is refused, naming both sizes, where a window would reach
+/// past the input.
+#[test]
+fn ceil_mode_pooling_imports_where_it_changes_no_size() {
+    use aicf_onnx::proto::{AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, attribute_proto};
+    let ints = |name: &str, v: &[i64]| AttributeProto {
+        name: Some(name.into()),
+        ints: v.to_vec(),
+        r#type: Some(attribute_proto::AttributeType::Ints as i32),
+        ..Default::default()
+    };
+    let model = |size: i64, out: i64| ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("pool".into()),
+            node: vec![NodeProto {
+                name: Some("pool".into()),
+                op_type: Some("MaxPool".into()),
+                input: vec!["x".into()],
+                output: vec!["y".into()],
+                attribute: vec![
+                    ints("kernel_shape", &[3, 3]),
+                    ints("strides", &[2, 2]),
+                    AttributeProto {
+                        name: Some("ceil_mode".into()),
+                        i: Some(1),
+                        r#type: Some(attribute_proto::AttributeType::Int as i32),
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            }],
+            input: vec![float_value("x", &[1, 2, size, size])],
+            output: vec![float_value("y", &[1, 2, out, out])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::None };
+    // 7 = 3 + 2 * 2: both round to 3 windows.
+    let same = onnx::import_model(&model(7, 3), "pool.onnx", std::path::Path::new("."), &options);
+    assert!(same.is_ok(), "{:?}", same.err());
+    // 8: rounding up adds a fourth window, past the input.
+    let err =
+        onnx::import_model(&model(8, 4), "pool.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
+    assert!(err.contains("node 'pool' (MaxPool, opset 17): ceil_mode=1 gives 4 outputs along spatial axis 0 where rounding down gives 3"), "{err}");
+}
