@@ -62,6 +62,7 @@ pub const SUPPORTED: &[&str] = &[
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "InstanceNormalization",
     "IsInf",
     "IsNaN",
     "LayerNormalization",
@@ -706,7 +707,9 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
         consumers.get(name).is_some_and(|uses| {
             uses.iter().any(|(node, k)| {
                 let weight = match node.op_type() {
-                    "Conv" | "LayerNormalization" | "BatchNormalization" => matches!(k, 1 | 2),
+                    "Conv" | "LayerNormalization" | "BatchNormalization" | "InstanceNormalization" => {
+                        matches!(k, 1 | 2)
+                    }
                     "Gemm" => *k <= 2,
                     "MatMul" => *k <= 1,
                     "Gather" => *k == 0,
@@ -838,6 +841,7 @@ fn arity(op: &str) -> (usize, usize) {
         }
         "Conv" | "Gemm" => (2, 3),
         "LayerNormalization" => (2, 3),
+        "InstanceNormalization" => (3, 3),
         "Max" | "Min" | "Concat" => (1, usize::MAX),
         "Clip" | "Dropout" => (1, 3),
         "Slice" => (1, 5),
@@ -1973,6 +1977,34 @@ impl Importer<'_> {
                 let (scale, bias) = (channel(&scale)?, channel(&bias)?);
                 let y = nn(y.mul(&scale).and_then(|y| y.add(&bias)))?;
                 one(y)
+            }
+            // y = scale (x - mean) / sqrt(var + eps) + B over each sample's
+            // and channel's spatial axes (PyTorch's InstanceNorm, and its
+            // GroupNorm, which exports as one over groups).
+            "InstanceNormalization" => {
+                let x = t(0)?;
+                if x.rank() < 3 {
+                    return Err(format!("the input is {}: [N, C, spatial...] (rank 3 at least)", x.spec()));
+                }
+                let eps = epsilon(node)?;
+                let channels = x.shape()[1];
+                let axes: Vec<i64> = (2..x.rank() as i64).collect();
+                let mean = nn(x.mean(&axes, true))?;
+                let centred = nn(x.sub(&mean))?;
+                let var = nn(centred.mul(&centred).and_then(|sq| sq.mean(&axes, true)))?;
+                let normal = nn(var.add_scalar(eps).and_then(|v| v.rsqrt()).and_then(|inv| centred.mul(&inv)))?;
+                // scale and B [C] as [C, 1, ...] against [N, C, spatial...].
+                let mut per_channel = vec![channels as i64];
+                per_channel.extend(std::iter::repeat_n(1, x.rank() - 2));
+                let (scale, bias) =
+                    (self.tensor(g, input(1)?, Some(DType::F32))?, self.tensor(g, input(2)?, Some(DType::F32))?);
+                for (what, v) in [("scale", &scale), ("B", &bias)] {
+                    if v.shape() != [channels] {
+                        return Err(format!("{what} is {}, not one value per channel ({channels})", v.spec()));
+                    }
+                }
+                let (scale, bias) = (nn(scale.reshape(&per_channel))?, nn(bias.reshape(&per_channel))?);
+                one(nn(normal.mul(&scale).and_then(|y| y.add(&bias)))?)
             }
             "LayerNormalization" => {
                 let x = t(0)?;
