@@ -90,6 +90,7 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceSum",
     "ReduceSumSquare",
     "Relu",
+    "Resize",
     "Reshape",
     "RNN",
     "Shape",
@@ -842,6 +843,7 @@ fn arity(op: &str) -> (usize, usize) {
         "Conv" | "Gemm" => (2, 3),
         "LayerNormalization" => (2, 3),
         "InstanceNormalization" => (3, 3),
+        "Resize" => (1, 4),
         "Max" | "Min" | "Concat" => (1, usize::MAX),
         "Clip" | "Dropout" => (1, 3),
         "Slice" => (1, 5),
@@ -1977,6 +1979,76 @@ impl Importer<'_> {
                 let (scale, bias) = (channel(&scale)?, channel(&bias)?);
                 let y = nn(y.mul(&scale).and_then(|y| y.add(&bias)))?;
                 one(y)
+            }
+            // Nearest-neighbour upsampling by whole factors (nn.Upsample,
+            // F.interpolate(mode="nearest")): each element repeated along
+            // each axis, as a broadcast of [.., d, 1, ..] to [.., d, s, ..]
+            // (its gradient the sum over the copies). Other modes, fractional
+            // factors and align_corners are refused by name.
+            "Resize" => {
+                let x = t(0)?;
+                let mode = attr_s(node, "mode").unwrap_or_else(|| "nearest".into());
+                if mode != "nearest" {
+                    return Err(format!("mode '{mode}' is not supported (only nearest, by whole factors)"));
+                }
+                let transform = attr_s(node, "coordinate_transformation_mode").unwrap_or_else(|| "half_pixel".into());
+                let rounding = attr_s(node, "nearest_mode").unwrap_or_else(|| "round_prefer_floor".into());
+                // By whole factors, element i reads floor(i / s) under these.
+                let floors = matches!(
+                    (transform.as_str(), rounding.as_str()),
+                    ("asymmetric", "floor")
+                        | ("half_pixel" | "pytorch_half_pixel", "round_prefer_floor" | "round_prefer_ceil")
+                );
+                if !floors {
+                    return Err(format!(
+                        "coordinate_transformation_mode '{transform}' with nearest_mode '{rounding}' is not supported"
+                    ));
+                }
+                let dims = x.shape().to_vec();
+                // The axes the scales or sizes give (opset 18's `axes`; all).
+                let axes: Vec<usize> = match attr_ints(node, "axes") {
+                    Some(a) => a.iter().map(|&a| norm_axis(a, dims.len())).collect::<R<_>>()?,
+                    None => (0..dims.len()).collect(),
+                };
+                let whole = |f: f64| {
+                    (f >= 1.0 && f.fract() == 0.0 && f <= 1024.0)
+                        .then_some(f as usize)
+                        .ok_or_else(|| format!("scale {f} is not a whole factor of 1 to 1024"))
+                };
+                let given: Vec<usize> = match (optional_const(2)?, optional_const(3)?) {
+                    (Some(sc), _) if !sc.vals.is_empty() => sc.vals.iter().map(|&f| whole(f)).collect::<R<_>>()?,
+                    (_, Some(sz)) if !sz.vals.is_empty() => sz
+                        .vals
+                        .iter()
+                        .zip(axes.iter().map(|&a| dims[a]))
+                        .map(|(&n, d)| {
+                            let n = n as usize;
+                            (d > 0 && n >= d && n % d == 0)
+                                .then_some(n / d)
+                                .ok_or_else(|| format!("size {n} is not a whole multiple of {d}"))
+                        })
+                        .collect::<R<_>>()?,
+                    _ => return Err("Resize needs its scales or sizes as constants".into()),
+                };
+                if given.len() != axes.len() {
+                    return Err(format!("{} scales or sizes for {} axes", given.len(), axes.len()));
+                }
+                let mut factors = vec![1usize; dims.len()];
+                for (&a, &f) in axes.iter().zip(&given) {
+                    factors[a] = f;
+                }
+                if factors.iter().all(|&f| f == 1) {
+                    return one(x);
+                }
+                let mut split = Vec::new();
+                let mut spread = Vec::new();
+                let mut out = Vec::new();
+                for (&d, &f) in dims.iter().zip(&factors) {
+                    split.extend([d as i64, 1]);
+                    spread.extend([d, f]);
+                    out.push((d * f) as i64);
+                }
+                one(nn(x.reshape(&split).and_then(|v| v.broadcast_to(&spread)).and_then(|v| v.reshape(&out)))?)
             }
             // y = scale (x - mean) / sqrt(var + eps) + B over each sample's
             // and channel's spatial axes (PyTorch's InstanceNorm, and its
