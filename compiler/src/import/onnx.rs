@@ -41,6 +41,7 @@ pub const SUPPORTED: &[&str] = &[
     "Constant",
     "ConstantOfShape",
     "Conv",
+    "ConvTranspose",
     "Div",
     "Dropout",
     "Elu",
@@ -708,7 +709,11 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
         consumers.get(name).is_some_and(|uses| {
             uses.iter().any(|(node, k)| {
                 let weight = match node.op_type() {
-                    "Conv" | "LayerNormalization" | "BatchNormalization" | "InstanceNormalization" => {
+                    "Conv"
+                    | "ConvTranspose"
+                    | "LayerNormalization"
+                    | "BatchNormalization"
+                    | "InstanceNormalization" => {
                         matches!(k, 1 | 2)
                     }
                     "Gemm" => *k <= 2,
@@ -840,7 +845,7 @@ fn arity(op: &str) -> (usize, usize) {
         | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul" => {
             (2, 2)
         }
-        "Conv" | "Gemm" => (2, 3),
+        "Conv" | "ConvTranspose" | "Gemm" => (2, 3),
         "LayerNormalization" => (2, 3),
         "InstanceNormalization" => (3, 3),
         "Resize" => (1, 4),
@@ -2205,6 +2210,93 @@ impl Importer<'_> {
                 }
                 let o = Conv2dOptions { stride, padding, dilation, groups: groups as usize, ..Default::default() };
                 one(nn(x.conv2d(&w, b.as_ref(), &o))?)
+            }
+            // The transposed convolution (a convolution's gradient with
+            // respect to its input: ConvTranspose2d, a decoder's upsampling)
+            // as the convolution it is: the input spread out by the stride
+            // (zeros between its elements), padded by dilation (k - 1) - p
+            // (and output_padding at the end), convolved at stride 1 with
+            // the weight's channels swapped and its taps flipped.
+            "ConvTranspose" => {
+                let (x, w) = (t(0)?, t(1)?);
+                if x.rank() != 4 || w.rank() != 4 {
+                    return Err(format!(
+                        "only 2-D transposed convolutions are supported, the input is {} and the weight {}",
+                        x.spec(),
+                        w.spec()
+                    ));
+                }
+                if attr_i(node, "group", 1) != 1 {
+                    return Err(format!("group {} is not supported (1 only)", attr_i(node, "group", 1)));
+                }
+                if attr(node, "output_shape").is_some() {
+                    return Err("output_shape is not supported (give pads and output_padding)".into());
+                }
+                if attr_s(node, "auto_pad").is_some_and(|a| a != "NOTSET") {
+                    return Err("auto_pad is not supported (give pads)".into());
+                }
+                let (xs, ws) = (x.shape().to_vec(), w.shape().to_vec());
+                if ws[0] != xs[1] {
+                    return Err(format!("the weight {} takes {} channels, the input has {}", w.spec(), ws[0], xs[1]));
+                }
+                let kernel = [ws[2], ws[3]];
+                let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
+                let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
+                let extra = pair2(attr_ints(node, "output_padding"), 0, "output_padding")?;
+                let pads = attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]);
+                if pads.len() != 4 || pads[0] != pads[2] || pads[1] != pads[3] || pads.iter().any(|&p| p < 0) {
+                    return Err(format!("pads {pads:?} are not symmetric and non-negative"));
+                }
+                let mut padding = [0usize; 2];
+                for axis in 0..2 {
+                    let reach = dilation[axis] * kernel[axis].saturating_sub(1);
+                    padding[axis] = reach.checked_sub(pads[axis] as usize).ok_or_else(|| {
+                        format!("pads {} exceed the kernel's reach {reach} along axis {axis}", pads[axis])
+                    })?;
+                    if extra[axis] >= stride[axis].max(dilation[axis]) {
+                        return Err(format!("output_padding {} is not below the stride or dilation", extra[axis]));
+                    }
+                }
+                let zeros = |shape: &[usize]| nn(g.constant(&[0.0], &TensorSpec::new(shape, x.dtype())));
+                // Spread: [N, C, H, 1, W, 1] with zeros to [N, C, H, s, W, s],
+                // the first (H - 1) s + 1 rows kept.
+                let (n, c, h, wd) = (xs[0], xs[1], xs[2], xs[3]);
+                let mut spread = nn(x.reshape(&[n as i64, c as i64, h as i64, 1, wd as i64, 1]))?;
+                if stride[0] > 1 {
+                    let z = zeros(&[n, c, h, stride[0] - 1, wd, 1])?;
+                    spread = nn(Tensor::concat(&[&spread, &z], 3))?;
+                }
+                if stride[1] > 1 {
+                    let z = zeros(&[n, c, h, stride[0], wd, stride[1] - 1])?;
+                    spread = nn(Tensor::concat(&[&spread, &z], 5))?;
+                }
+                let (hs, wss) = (h * stride[0], wd * stride[1]);
+                let mut input = nn(spread.reshape(&[n as i64, c as i64, hs as i64, wss as i64]))?;
+                let (hk, wk) = ((h - 1) * stride[0] + 1, (wd - 1) * stride[1] + 1);
+                if (hk, wk) != (hs, wss) {
+                    input = nn(input.slice(&[0, 0, 0, 0], &[n, c, hk, wk], &[1, 1, 1, 1]))?;
+                }
+                // output_padding: zeros at the end of each axis.
+                if extra[0] > 0 {
+                    let z = zeros(&[n, c, extra[0], wk])?;
+                    input = nn(Tensor::concat(&[&input, &z], 2))?;
+                }
+                if extra[1] > 0 {
+                    let z = zeros(&[n, c, hk + extra[0], extra[1]])?;
+                    input = nn(Tensor::concat(&[&input, &z], 3))?;
+                }
+                // The weight [Cin, Cout, kh, kw] as a convolution's [Cout,
+                // Cin, kh, kw], its taps in reverse.
+                let reverse = |k: usize| -> R<Tensor> {
+                    let idx: Vec<f64> = (0..k).rev().map(|i| i as f64).collect();
+                    nn(g.constant(&idx, &TensorSpec::new(&[k], DType::I32)))
+                };
+                let rows = nn(w.gather(&reverse(kernel[0])?, 2))?;
+                let flipped = nn(rows.gather(&reverse(kernel[1])?, 3))?;
+                let weight = nn(flipped.permute(&[1, 0, 2, 3]))?;
+                let b = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
+                let o = Conv2dOptions { stride: [1, 1], padding, dilation, groups: 1, ..Default::default() };
+                one(nn(input.conv2d(&weight, b.as_ref(), &o))?)
             }
             "MaxPool" | "AveragePool" => {
                 let x = t(0)?;
