@@ -168,8 +168,17 @@ pub enum ImportError {
     #[error(transparent)]
     Onnx(#[from] aicf_onnx::OnnxError),
     /// A node the importer cannot translate (or whose inputs it refuses).
-    #[error("{model}: node '{node}' ({op}, opset {opset}): {message}")]
-    Node { model: String, node: String, op: String, opset: i64, message: String },
+    #[error("{model}: node '{node}'{within} ({op}, opset {opset}): {message}")]
+    Node {
+        model: String,
+        node: String,
+        /// ` in module '<path>'` where the exporter's metadata names the
+        /// node's module (dynamo's node names are generic), else empty.
+        within: String,
+        op: String,
+        opset: i64,
+        message: String,
+    },
     /// Something about the model as a whole (its opset, inputs, outputs).
     #[error("{model}: {message}")]
     Model { model: String, message: String },
@@ -1300,6 +1309,15 @@ impl Importer<'_> {
             let fail = |message: String| ImportError::Node {
                 model: model.clone(),
                 node: if node.name().is_empty() { format!("#{index}") } else { node.name().to_string() },
+                // The dynamo exporter's names are generic
+                // (`node_convolution`): its metadata's module says where.
+                within: node
+                    .metadata_props
+                    .iter()
+                    .any(|p| p.key() == "pkg.torch.onnx.name_scopes")
+                    .then(|| super::onnx_fold::module_of(node))
+                    .flatten()
+                    .map_or(String::new(), |m| format!(" in module '{m}'")),
                 op: node.op_type().to_string(),
                 opset,
                 message,

@@ -664,7 +664,7 @@ fn qualified(module: &str, inits: &HashMap<String, aicf_onnx::Tensor>) -> String
 /// 'blocks.0.attn.qkv', 'linear']`: the last module path of the chain), or
 /// from the TorchScript exporter's node name (`/blocks.0/attn/qkv/MatMul`),
 /// as `blocks.0.attn.qkv`.
-fn module_of(node: &NodeProto) -> Option<String> {
+pub(super) fn module_of(node: &NodeProto) -> Option<String> {
     let plain =
         |name: &str| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     if let Some(scopes) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.name_scopes") {

@@ -1580,3 +1580,39 @@ fn ceil_mode_pooling_imports_where_it_changes_no_size() {
         onnx::import_model(&model(8, 4), "pool.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
     assert!(err.contains("node 'pool' (MaxPool, opset 17): ceil_mode=1 gives 4 outputs along spatial axis 0 where rounding down gives 3"), "{err}");
 }
+
+/// A node the importer refuses is named with its module where the dynamo
+/// exporter's metadata gives one (its node names are generic:
+/// `node_upsample_bilinear2d`).
+#[test]
+fn a_refused_dynamo_node_is_named_with_its_module() {
+    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto};
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(18), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("refused".into()),
+            node: vec![NodeProto {
+                name: Some("node_unique_1".into()),
+                op_type: Some("Unique".into()),
+                input: vec!["x".into()],
+                output: vec!["y".into()],
+                metadata_props: vec![StringStringEntryProto {
+                    key: Some("pkg.torch.onnx.name_scopes".into()),
+                    value: Some("['', 'decoder', 'decoder.up1', 'unique']".into()),
+                }],
+                ..Default::default()
+            }],
+            input: vec![float_value("x", &[2, 4])],
+            output: vec![float_value("y", &[2, 4])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::None };
+    let err = onnx::import_model(&model, "refused.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
+    assert!(
+        err.starts_with("refused.onnx: node 'node_unique_1' in module 'decoder.up1' (Unique, opset 18): not supported"),
+        "{err}"
+    );
+}
