@@ -2011,21 +2011,33 @@ impl Importer<'_> {
             "Resize" => {
                 let x = t(0)?;
                 let mode = attr_s(node, "mode").unwrap_or_else(|| "nearest".into());
-                if mode != "nearest" {
-                    return Err(format!("mode '{mode}' is not supported (only nearest, by whole factors)"));
-                }
                 let transform = attr_s(node, "coordinate_transformation_mode").unwrap_or_else(|| "half_pixel".into());
                 let rounding = attr_s(node, "nearest_mode").unwrap_or_else(|| "round_prefer_floor".into());
-                // By whole factors, element i reads floor(i / s) under these.
-                let floors = matches!(
-                    (transform.as_str(), rounding.as_str()),
-                    ("asymmetric", "floor")
-                        | ("half_pixel" | "pytorch_half_pixel", "round_prefer_floor" | "round_prefer_ceil")
-                );
-                if !floors {
-                    return Err(format!(
-                        "coordinate_transformation_mode '{transform}' with nearest_mode '{rounding}' is not supported"
-                    ));
+                let half_pixel = matches!(transform.as_str(), "half_pixel" | "pytorch_half_pixel");
+                match mode.as_str() {
+                    // By whole factors, element i reads floor(i / s) under these.
+                    "nearest" => {
+                        let floors = (transform == "asymmetric" && rounding == "floor")
+                            || (half_pixel && matches!(rounding.as_str(), "round_prefer_floor" | "round_prefer_ceil"));
+                        if !floors {
+                            return Err(format!(
+                                "coordinate_transformation_mode '{transform}' with nearest_mode '{rounding}' is not \
+                                 supported"
+                            ));
+                        }
+                    }
+                    // PyTorch's bilinear (and linear) upsampling with
+                    // align_corners=False.
+                    "linear" if half_pixel => {}
+                    "linear" => {
+                        return Err(format!(
+                            "linear mode with coordinate_transformation_mode '{transform}' is not supported (only \
+                             half_pixel: align_corners=False)"
+                        ));
+                    }
+                    other => {
+                        return Err(format!("mode '{other}' is not supported (nearest and linear, by whole factors)"));
+                    }
                 }
                 let dims = x.shape().to_vec();
                 // The axes the scales or sizes give (opset 18's `axes`; all).
@@ -2062,6 +2074,52 @@ impl Importer<'_> {
                 }
                 if factors.iter().all(|&f| f == 1) {
                     return one(x);
+                }
+                if mode == "linear" {
+                    if factors.len() < 3 || factors[..2] != [1, 1] {
+                        return Err(format!("linear resizing by {factors:?}: the batch and channels keep their size"));
+                    }
+                    // Axis by axis: output q s + r reads the source at q + d_r,
+                    // d_r = (r + 0.5) / s - 0.5 in (-0.5, 0.5): between element
+                    // q and its neighbour on d_r's side (the edge element past
+                    // the ends), as (1 - |d_r|) x + |d_r| neighbour.
+                    let mut y = x.clone();
+                    for (axis, &f) in factors.iter().enumerate().skip(2).filter(|(_, f)| **f > 1) {
+                        let shape = y.shape().to_vec();
+                        let n = shape[axis];
+                        let part = |v: &Tensor, from: usize, to: usize| -> R<Tensor> {
+                            let mut start = vec![0; shape.len()];
+                            let mut limit = shape.clone();
+                            (start[axis], limit[axis]) = (from, to);
+                            nn(v.slice(&start, &limit, &vec![1; shape.len()]))
+                        };
+                        let (prev, next) = if n > 1 {
+                            (
+                                nn(Tensor::concat(&[&part(&y, 0, 1)?, &part(&y, 0, n - 1)?], axis as i64))?,
+                                nn(Tensor::concat(&[&part(&y, 1, n)?, &part(&y, n - 1, n)?], axis as i64))?,
+                            )
+                        } else {
+                            (y.clone(), y.clone())
+                        };
+                        // Each phase r as [.., n, 1, ..], joined to [.., n, f, ..].
+                        let mut split: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+                        split.insert(axis + 1, 1);
+                        let mut phases = Vec::new();
+                        for r in 0..f {
+                            let d = (r as f64 + 0.5) / f as f64 - 0.5;
+                            let side = if d >= 0.0 { &next } else { &prev };
+                            let phase = nn(y
+                                .mul_scalar(1.0 - d.abs())
+                                .and_then(|a| side.mul_scalar(d.abs()).and_then(|b| a.add(&b)))
+                                .and_then(|p| p.reshape(&split)))?;
+                            phases.push(phase);
+                        }
+                        let refs: Vec<&Tensor> = phases.iter().collect();
+                        let mut out: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+                        out[axis] *= f as i64;
+                        y = nn(Tensor::concat(&refs, axis as i64 + 1).and_then(|v| v.reshape(&out)))?;
+                    }
+                    return one(y);
                 }
                 let mut split = Vec::new();
                 let mut spread = Vec::new();
