@@ -2319,6 +2319,13 @@ impl Importer<'_> {
                 let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
                 let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
                 let extra = pair2(attr_ints(node, "output_padding"), 0, "output_padding")?;
+                if stride.contains(&0) || dilation.contains(&0) || kernel.contains(&0) || xs[2..].contains(&0) {
+                    return Err(format!(
+                        "strides {stride:?}, dilations {dilation:?}, the kernel {kernel:?} and the input {} must be \
+                         at least 1 along each spatial axis",
+                        x.spec()
+                    ));
+                }
                 let pads = attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]);
                 if pads.len() != 4 || pads[0] != pads[2] || pads[1] != pads[3] || pads.iter().any(|&p| p < 0) {
                     return Err(format!("pads {pads:?} are not symmetric and non-negative"));
