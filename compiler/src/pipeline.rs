@@ -61,6 +61,12 @@ pub struct TrainOptions {
     /// whatever its heads: the CPU's blocked kernel takes them all (and
     /// beats the GEMMs), where the GPU's f32 heads run faster as GEMMs.
     pub fused_attention_any_heads: bool,
+    /// Ungrouped convolutions and their gradients as matrix products over
+    /// the image's window rows (`convert-hl-to-ll{conv-as-gemm}`: im2col,
+    /// the GEMM the runtime chooses, col2im), else one direct kernel each.
+    /// On by default; `aicf train` and the [`crate::train::Trainer`] turn it
+    /// off for a GPU, where it is not yet measured (`--conv`).
+    pub conv_as_gemm: bool,
 }
 
 /// PyTorch DDP's default gradient bucket: 25 MiB.
@@ -82,6 +88,7 @@ impl Default for TrainOptions {
             accumulate: false,
             fused_attention_backward: false,
             fused_attention_any_heads: false,
+            conv_as_gemm: true,
         }
     }
 }
@@ -208,6 +215,9 @@ impl TrainOptions {
             parallel.push_str(" accumulate=true");
         }
         parallel.push_str(self.attention_option());
+        if !self.conv_as_gemm {
+            parallel.push_str(" conv-as-gemm=false");
+        }
         format!(
             "builtin.module(aicf-train-pipeline{{optimizer={} weight-decay={} momentum={}{}{budget} precision={}{padding}{parallel}}})",
             self.optimizer,
@@ -437,6 +447,15 @@ pub fn compile_source(
 pub const INFERENCE_PIPELINE: &str = "builtin.module(canonicalize,hl-fuse-attention,cse,hl-fuse-gemm-epilogue,\
 canonicalize,hl-fuse-reductions,hl-fuse-elementwise,canonicalize,cse,convert-hl-to-ll,ll-plan-memory,ll-schedule)";
 
+/// [`INFERENCE_PIPELINE`] for `target`: convolutions as products on the
+/// CPU, direct kernels on a GPU (not yet measured there as products).
+pub fn inference_pipeline(target: &Target) -> String {
+    match target {
+        Target::Cpu(_) => INFERENCE_PIPELINE.to_string(),
+        Target::Cuda(_) => INFERENCE_PIPELINE.replace("convert-hl-to-ll,", "convert-hl-to-ll{conv-as-gemm=false},"),
+    }
+}
+
 /// Compiles every function of `source` as it is (no autodiff, no
 /// optimizer) for `target` into `out_dir`: an inference artifact.
 pub fn compile_inference(source: &str, name: &str, target: &Target, out_dir: &Path) -> Result<Compiled> {
@@ -445,7 +464,7 @@ pub fn compile_inference(source: &str, name: &str, target: &Target, out_dir: &Pa
     let mut module = timings.time("parse and verify", || ctx.parse(source, name))?;
     let hash = ir_hash(&identity_text(&canonical_text(&module)));
     let weights = crate::weights::of_module(&module, name)?;
-    timings.time("inference pipeline", || run_pipeline(&ctx, &mut module, INFERENCE_PIPELINE))?;
+    timings.time("inference pipeline", || run_pipeline(&ctx, &mut module, &inference_pipeline(target)))?;
     let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
     if let Some(w) = weights {
         crate::weights::attach(&mut manifest, out_dir, &w)?;

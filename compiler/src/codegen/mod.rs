@@ -685,6 +685,8 @@ impl Generator {
             "ll.conv2d" => self.conv(op, &specs, "forward"),
             "ll.conv2d_backward_input" => self.conv(op, &specs, "input"),
             "ll.conv2d_backward_weight" => self.conv(op, &specs, "weight"),
+            "ll.im2col" => self.windows(op, &specs, false),
+            "ll.col2im" => self.windows(op, &specs, true),
             "ll.pool2d" => self.pool(op, &specs, false),
             "ll.pool2d_backward" => self.pool(op, &specs, true),
             other => return Err(unsupported_at(op, format!("no kernel generator for '{other}' yet"))),

@@ -30,7 +30,7 @@ use crate::{
     },
     types::{DType, TensorSpec},
 };
-use melior::ir::{Location, OperationRef};
+use melior::ir::{Location, OperationRef, operation::OperationLike};
 use mlir_sys::*;
 use std::collections::HashMap;
 
@@ -58,8 +58,12 @@ fn reduce_slices(rows: usize, outs: usize, kind: i64, leading: bool) -> usize {
     }
 }
 
-pub(super) fn run(module: OperationRef<'_, '_>, _options: &PassOptions) -> PassResult {
-    convert_to_ll(module.to_raw()).map(|_| ()).map_err(|(loc, m)| {
+pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
+    let conv_as_gemm = options.get_bool("conv-as-gemm").map_err(|m| {
+        emit_error(module.location(), &format!("convert-hl-to-ll: {m}"));
+        PassFailed
+    })?;
+    convert_to_ll_with(module.to_raw(), conv_as_gemm).map(|_| ()).map_err(|(loc, m)| {
         emit_error(unsafe { Location::from_raw(loc) }, &format!("convert-hl-to-ll: {m}"));
         PassFailed
     })
@@ -74,9 +78,20 @@ pub(crate) fn memref_text(s: &TensorSpec) -> String {
     t + s.dtype.mlir() + ">"
 }
 
-/// Converts every function of `module`; returns how many `ll` kernels
-/// were made.
+/// Converts every function of `module`, convolutions as products
+/// (`conv-as-gemm`, the default); returns how many `ll` kernels were made.
 pub fn convert_to_ll(module: MlirOperation) -> Result<usize, Failure> {
+    convert_to_ll_with(module, true)
+}
+
+/// The most bytes the window rows of one convolution may take for it to
+/// run as a product (`conv-as-gemm`); a larger one runs as one direct
+/// kernel, which needs no scratch.
+pub const CONV_WINDOW_BYTES: usize = 1 << 30;
+
+/// [`convert_to_ll`], with ungrouped convolutions as products over their
+/// window rows where `conv_as_gemm`, else as direct kernels.
+pub fn convert_to_ll_with(module: MlirOperation, conv_as_gemm: bool) -> Result<usize, Failure> {
     let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)) };
     // The module's parameters and state, in declaration order.
     let symbols: Vec<(String, &'static str)> = ops_of(body)
@@ -97,6 +112,7 @@ pub fn convert_to_ll(module: MlirOperation) -> Result<usize, Failure> {
             }
         }
         let mut lower = Lower::new(func, &symbols, &mut constants)?;
+        lower.conv_as_gemm = conv_as_gemm;
         for op in ops_of(block) {
             lower.op(op)?;
         }
@@ -180,6 +196,11 @@ struct Lower<'a> {
     lse: HashMap<usize, MlirValue>,
     /// symbol -> its buffer argument
     symbol_args: HashMap<String, MlirValue>,
+    /// convolutions as products over their window rows
+    conv_as_gemm: bool,
+    /// a convolution's output gradient (hl value) -> its rows `[N*OH*OW,
+    /// O]` (NCHW's transposed once for both gradients)
+    conv_rows: HashMap<usize, MlirValue>,
     /// per original result: the output argument (None for param/state)
     outputs: Vec<(Option<String>, MlirValue)>,
     arg_tags: Vec<String>,
@@ -284,6 +305,8 @@ impl<'a> Lower<'a> {
             map,
             lse: HashMap::new(),
             symbol_args,
+            conv_as_gemm: true,
+            conv_rows: HashMap::new(),
             outputs,
             arg_tags: tags,
             returned,
@@ -851,6 +874,11 @@ impl<'a> Lower<'a> {
                 let ins = vec![self.buf(x[0])?, self.alloc(Self::result(op, 0))?];
                 self.kernel(loc, "ll.argmax", &ins, copied(op, &["axis"]))?;
             }
+            "hl.conv2d" | "hl.conv2d_backward_input" | "hl.conv2d_backward_weight"
+                if self.conv_as_gemm && conv_windows(op).is_some() =>
+            {
+                self.conv_as_product(op)?;
+            }
             "hl.conv2d" | "hl.conv2d_backward_input" | "hl.conv2d_backward_weight" => {
                 let mut ins = Vec::new();
                 for v in &x {
@@ -889,6 +917,127 @@ impl<'a> Lower<'a> {
                 return Err((loc, format!("'{other}' has no ll kernel yet, and hl must not remain after this pass")));
             }
             other => return Err((loc, format!("cannot lower '{other}' inside a function (inline calls first)"))),
+        }
+        Ok(())
+    }
+
+    /// A view of buffer `b` as `shape` (`ll.reshape`, no kernel).
+    fn view(&mut self, loc: MlirLocation, b: MlirValue, shape: Vec<usize>, dtype: DType) -> Result<MlirValue, Failure> {
+        let t = self.ty(&TensorSpec::new(shape, dtype))?;
+        let op = self.emit(loc, &OpSpec { operands: &[b], results: Some(&[t]), ..OpSpec::new("ll.reshape") })?;
+        Ok(Self::result(op, 0))
+    }
+
+    /// `out = op(a) @ op(b) (+ bias)` on rank-2 buffers.
+    fn product(
+        &mut self,
+        loc: MlirLocation,
+        (a, b, bias, out): (MlirValue, MlirValue, Option<MlirValue>, MlirValue),
+        transpose_a: bool,
+        transpose_b: bool,
+    ) -> Result<(), Failure> {
+        let mut ins = vec![a, b];
+        ins.extend(bias);
+        ins.push(out);
+        let mut attrs =
+            vec![("operandSegmentSizes", format!("array<i32: 1, 1, {}, 0, 0, 1, 0>", bias.is_some() as i32))];
+        if transpose_a {
+            attrs.push(("transpose_a", "unit".into()));
+        }
+        if transpose_b {
+            attrs.push(("transpose_b", "unit".into()));
+        }
+        self.kernel(loc, "ll.gemm", &ins, attrs)
+    }
+
+    /// The window rows `[N*OH*OW, C*KH*KW]` of image `x` (`ll.im2col`).
+    fn window_rows(&mut self, op: MlirOperation, x: MlirValue, w: &Windows) -> Result<MlirValue, Failure> {
+        let loc = op_loc(op);
+        let image = self.buf(x)?;
+        let cols = self.fresh(self.ty(&TensorSpec::new(w.cols_shape(), w.dtype))?)?;
+        let mut attrs = copied(op, &["stride", "padding", "dilation"]);
+        attrs.extend(layout(op));
+        self.kernel(loc, "ll.im2col", &[image, cols], attrs)?;
+        self.view(loc, cols, vec![w.rows(), w.depth()], w.dtype)
+    }
+
+    /// The output gradient `dy` as rows `[N*OH*OW, O]`: a view in NHWC, a
+    /// transpose in NCHW made once for both of the convolution's gradients.
+    fn gradient_rows(&mut self, loc: MlirLocation, dy: MlirValue, w: &Windows) -> Result<MlirValue, Failure> {
+        if let Some(&rows) = self.conv_rows.get(&key(dy)) {
+            return Ok(rows);
+        }
+        let g = self.buf(dy)?;
+        let rows = if w.nhwc {
+            self.view(loc, g, vec![w.rows(), w.out], w.dtype)?
+        } else {
+            let t = self.fresh(self.ty(&TensorSpec::new([w.n, w.positions(), w.out], w.dtype))?)?;
+            let planes = self.view(loc, g, vec![w.n, w.out, w.positions()], w.dtype)?;
+            self.kernel(loc, "ll.transpose", &[planes, t], vec![("permutation", "array<i64: 0, 2, 1>".into())])?;
+            self.view(loc, t, vec![w.rows(), w.out], w.dtype)?
+        };
+        self.conv_rows.insert(key(dy), rows);
+        Ok(rows)
+    }
+
+    /// An ungrouped convolution or one of its gradients as a matrix product
+    /// over the image's window rows (`conv-as-gemm`), with `W` viewed as
+    /// `[O, C*KH*KW]` and `R` the window rows:
+    /// - forward: `Y = R W^T (+ bias)`, rows `[N*OH*OW, O]`, transposed
+    ///   into NCHW;
+    /// - input gradient: `dR = dY W`, summed back into the image by
+    ///   `ll.col2im`;
+    /// - weight gradient: `dW = dY^T R`.
+    fn conv_as_product(&mut self, op: MlirOperation) -> Result<(), Failure> {
+        let loc = op_loc(op);
+        let x = operands(op);
+        let Some(w) = conv_windows(op) else { return Err((loc, "internal error: not a convolution product".into())) };
+        let result = Self::result(op, 0);
+        match op_name(op).as_str() {
+            "hl.conv2d" => {
+                let rows = self.window_rows(op, x[0], &w)?;
+                let weight = self.buf(x[1])?;
+                let weight = self.view(loc, weight, vec![w.out, w.depth()], w.dtype)?;
+                let bias = if x.len() > 2 { Some(self.buf(x[2])?) } else { None };
+                let out = self.alloc(result)?;
+                if w.nhwc {
+                    let target = self.view(loc, out, vec![w.rows(), w.out], w.dtype)?;
+                    self.product(loc, (rows, weight, bias, target), false, true)?;
+                } else {
+                    let t = self.fresh(self.ty(&TensorSpec::new([w.n, w.positions(), w.out], w.dtype))?)?;
+                    let target = self.view(loc, t, vec![w.rows(), w.out], w.dtype)?;
+                    self.product(loc, (rows, weight, bias, target), false, true)?;
+                    let planes = self.view(loc, out, vec![w.n, w.out, w.positions()], w.dtype)?;
+                    self.kernel(
+                        loc,
+                        "ll.transpose",
+                        &[t, planes],
+                        vec![("permutation", "array<i64: 0, 2, 1>".into())],
+                    )?;
+                }
+            }
+            "hl.conv2d_backward_input" => {
+                let dy = self.gradient_rows(loc, x[0], &w)?;
+                let weight = self.buf(x[1])?;
+                let weight = self.view(loc, weight, vec![w.out, w.depth()], w.dtype)?;
+                // 16-bit rows of the gradient would round each product
+                // before col2im sums them: f32 rows (the GEMM's mixed form).
+                let wide = if matches!(w.dtype, DType::F16 | DType::BF16) { DType::F32 } else { w.dtype };
+                let cols = self.fresh(self.ty(&TensorSpec::new(w.cols_shape(), wide))?)?;
+                let target = self.view(loc, cols, vec![w.rows(), w.depth()], wide)?;
+                self.product(loc, (dy, weight, None, target), false, false)?;
+                let out = self.alloc(result)?;
+                let mut attrs = copied(op, &["stride", "padding", "dilation"]);
+                attrs.extend(layout(op));
+                self.kernel(loc, "ll.col2im", &[cols, out], attrs)?;
+            }
+            _ => {
+                let dy = self.gradient_rows(loc, x[0], &w)?;
+                let rows = self.window_rows(op, x[1], &w)?;
+                let out = self.alloc(result)?;
+                let target = self.view(loc, out, vec![w.out, w.depth()], w.dtype)?;
+                self.product(loc, (dy, rows, None, target), true, false)?;
+            }
         }
         Ok(())
     }
@@ -1040,6 +1189,76 @@ impl<'a> Lower<'a> {
         }
         true
     }
+}
+
+/// The sizes of a convolution run as a product over its window rows.
+struct Windows {
+    n: usize,
+    /// output channels
+    out: usize,
+    channels: usize,
+    kernel: [usize; 2],
+    output: [usize; 2],
+    nhwc: bool,
+    dtype: DType,
+}
+
+impl Windows {
+    fn positions(&self) -> usize {
+        self.output[0] * self.output[1]
+    }
+    fn rows(&self) -> usize {
+        self.n * self.positions()
+    }
+    fn depth(&self) -> usize {
+        self.channels * self.kernel[0] * self.kernel[1]
+    }
+    fn cols_shape(&self) -> Vec<usize> {
+        vec![self.n, self.output[0], self.output[1], self.channels, self.kernel[0], self.kernel[1]]
+    }
+}
+
+/// The sizes of `hl.conv2d` (or a gradient of it) where it runs as a
+/// product: ungrouped, one element type throughout, its window rows at
+/// most [`CONV_WINDOW_BYTES`].
+fn conv_windows(op: MlirOperation) -> Option<Windows> {
+    if int_attr(op, "groups").unwrap_or(1) != 1 {
+        return None;
+    }
+    let x = operands(op);
+    let name = op_name(op);
+    // (image, weight, output) specs
+    let r = spec(unsafe { mlirOperationGetResult(op, 0) });
+    let (image, weight, output) = match name.as_str() {
+        "hl.conv2d" => (spec(x[0]), spec(x[1]), r),
+        "hl.conv2d_backward_input" => (r, spec(x[1]), spec(x[0])),
+        _ => (spec(x[1]), r, spec(x[0])),
+    };
+    let dtype = image.dtype;
+    if weight.dtype != dtype || output.dtype != dtype || !dtype.is_float() || x.len() > 3 {
+        return None;
+    }
+    if image.shape.len() != 4 || weight.shape.len() != 4 || output.shape.len() != 4 {
+        return None;
+    }
+    let nhwc = int_attr(op, "layout").unwrap_or(0) == 1;
+    let (c, h, w) = if nhwc { (3, 1, 2) } else { (1, 2, 3) };
+    let windows = Windows {
+        n: image.shape[0],
+        out: weight.shape[0],
+        channels: image.shape[c],
+        kernel: [weight.shape[2], weight.shape[3]],
+        output: [output.shape[h], output.shape[w]],
+        nhwc,
+        dtype,
+    };
+    let width = match dtype {
+        DType::F16 | DType::BF16 => 2,
+        DType::F64 => 8,
+        _ => 4,
+    };
+    let bytes = windows.cols_shape().iter().try_fold(width, |a: usize, &d| a.checked_mul(d))?;
+    (bytes <= CONV_WINDOW_BYTES && bytes > 0).then_some(windows)
 }
 
 /// The attributes `keys` of `op` that it has, as text to copy onto its kernel.

@@ -89,6 +89,11 @@ pub struct Options {
     /// (16-bit heads of multiples of 16 up to 128). `None` (the default)
     /// and `Some(true)`: fused so; `Some(false)`: GEMMs.
     pub fused_attention_backward: Option<bool>,
+    /// Ungrouped convolutions as matrix products over their window rows
+    /// ([`TrainOptions::conv_as_gemm`]) or as direct kernels: `None` (the
+    /// default) for products on the CPU and direct kernels on a GPU, where
+    /// the products are not yet measured.
+    pub conv_as_gemm: Option<bool>,
     /// Whether each train step first scans its inputs for NaN (refused:
     /// the step would make every parameter NaN); on by default. The
     /// training loop turns it off: its data loader refused non-finite
@@ -116,6 +121,7 @@ impl Default for Options {
             bucket_bytes: pipeline::DEFAULT_BUCKET_BYTES,
             accumulate: 1,
             fused_attention_backward: None,
+            conv_as_gemm: None,
             check_inputs: true,
         }
     }
@@ -138,6 +144,7 @@ impl Options {
             accumulate: self.accumulate > 1,
             fused_attention_backward: self.fused_attention_backward.unwrap_or(true),
             fused_attention_any_heads: matches!(self.device, Device::Cpu { .. }),
+            conv_as_gemm: self.conv_as_gemm.unwrap_or(matches!(self.device, Device::Cpu { .. })),
         }
     }
 

@@ -113,18 +113,26 @@ fn kernel_case(
 /// Every kernel case of the CPU tests, compiled for the GPU, in f32, bf16
 /// and f16: ptxas accepts the PTX for both chips; the bundle gets the
 /// interpreter's results (16-bit cases within 2 units in the last place).
+/// The convolution cases come twice: as products over window rows (the
+/// pass's default) and as the direct kernels a GPU runs by default
+/// (`_direct`).
 #[test]
 fn every_kernel_compiles_to_ptx_that_ptxas_accepts() {
     let cases = kernel_cases().into_iter().map(|(n, s, i)| (n.to_string(), s, i, 2e-5));
     let bf16 = narrow_kernel_cases(DType::BF16).into_iter().map(|(n, s, i)| (n, s, i, 2.0 / 256.0));
     let f16 = narrow_kernel_cases(DType::F16).into_iter().map(|(n, s, i)| (n, s, i, 2.0 / 2048.0));
-    for (name, source, inputs, tol) in cases.chain(bf16).chain(f16) {
+    let lowered = cases.chain(bf16).chain(f16).flat_map(|(n, s, i, t)| {
+        let direct = n.starts_with("conv").then(|| (format!("{n}_direct"), s.clone(), i.clone(), t, false));
+        std::iter::once((n, s, i, t, true)).chain(direct)
+    });
+    for (name, source, inputs, tol, conv_as_gemm) in lowered {
         let name = name.as_str();
         let ctx = CompilerContext::new();
         let reference = ctx.parse(&source, name).unwrap();
         let want = Interpreter::new(&reference).run("f", &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
         let mut planned = ctx.parse(&source, name).unwrap();
-        run_pipeline(&ctx, &mut planned, "builtin.module(convert-hl-to-ll,ll-plan-memory)").unwrap();
+        let pipeline = format!("builtin.module(convert-hl-to-ll{{conv-as-gemm={conv_as_gemm}}},ll-plan-memory)");
+        run_pipeline(&ctx, &mut planned, &pipeline).unwrap();
         let dir = out_dir(&format!("gpu_kernel_{name}"));
         let manifest = compile_gpu(&ctx, &planned, "test", &dir).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(manifest.target.starts_with("cuda"), "{name}: {}", manifest.target);

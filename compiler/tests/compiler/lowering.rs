@@ -113,21 +113,39 @@ fn assert_no_hl(ir: &str) {
 fn cnn_and_char_lm_train_steps_lower_completely() {
     let cnn = include_str!("../../../examples/cnn/digits_cnn.mlir");
     let lm = include_str!("../../../examples/char_lm/char_lm.mlir");
-    for (name, source, expected) in [
+    // Convolutions as products over their window rows (the default), or
+    // as one direct kernel each.
+    for (name, source, expected, options) in [
+        (
+            "digits_cnn",
+            cnn,
+            &["ll.im2col", "ll.col2im", "ll.gemm", "ll.transpose", "ll.pool2d", "ll.pool2d_backward"][..],
+            "",
+        ),
         (
             "digits_cnn",
             cnn,
             &["ll.conv2d", "ll.conv2d_backward_input", "ll.conv2d_backward_weight", "ll.pool2d", "ll.pool2d_backward"]
                 [..],
+            " conv-as-gemm=false",
         ),
-        ("char_lm", lm, &["ll.gather", "ll.scatter_add", "ll.norm_backward", "ll.softmax_backward", "ll.dropout"][..]),
+        (
+            "char_lm",
+            lm,
+            &["ll.gather", "ll.scatter_add", "ll.norm_backward", "ll.softmax_backward", "ll.dropout"][..],
+            "",
+        ),
     ] {
-        let ir = compile(source, name, "builtin.module(aicf-train-pipeline{optimizer=adam})").unwrap();
+        let ir =
+            compile(source, name, &format!("builtin.module(aicf-train-pipeline{{optimizer=adam{options}}})")).unwrap();
         assert_no_hl(&ir);
         let step = function(&ir, "train_step");
         let k = kernels(step);
         for kind in expected {
-            assert!(k.iter().any(|n| n == kind), "{name}: no {kind} in {k:?}");
+            assert!(k.iter().any(|n| n == kind), "{name}{options}: no {kind} in {k:?}");
+        }
+        if name == "digits_cnn" && options.is_empty() {
+            assert!(!k.iter().any(|n| n.starts_with("ll.conv2d")), "digits_cnn: a direct convolution left: {k:?}");
         }
         // The backward of layer norm, softmax and embedding is one kernel
         // each: no reduction kernel is left for them.

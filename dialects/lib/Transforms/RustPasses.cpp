@@ -204,6 +204,11 @@ struct TrainPipelineOptions
       llvm::cl::desc("attention's gradient as one hl.attention_backward "
                      "(hl-optimizer{fused-attention-backward})"),
       llvm::cl::init(false)};
+  Option<bool> convAsGemm{
+      *this, "conv-as-gemm",
+      llvm::cl::desc("ungrouped convolutions as products over their window "
+                     "rows (convert-hl-to-ll{conv-as-gemm})"),
+      llvm::cl::init(true)};
   Option<bool> fusedAttentionAnyHeads{
       *this, "fused-attention-any-heads",
       llvm::cl::desc("with fused-attention-backward, for every attention "
@@ -235,7 +240,8 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
      << "},canonicalize,cse,"
      << "hl-fuse-gemm-epilogue,canonicalize,hl-fuse-reductions,"
      << "hl-fuse-elementwise,hl-fuse-optimizer,canonicalize,cse,"
-     << "convert-hl-to-ll,";
+     << "convert-hl-to-ll{conv-as-gemm=" << (o.convAsGemm ? "true" : "false")
+     << "},";
   if (o.dataParallel)
     os << "ll-bucket-collectives{bucket-bytes=" << o.bucketBytes << "},";
   os << "ll-plan-memory{budget=" << o.budget

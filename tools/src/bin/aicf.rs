@@ -92,6 +92,29 @@ impl AttentionBackward {
     }
 }
 
+/// How a convolution runs (`--conv`).
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
+enum Conv {
+    /// Products on the CPU, direct kernels on a GPU.
+    Auto,
+    /// Matrix products over the image's window rows (im2col, the GEMM,
+    /// col2im), ungrouped convolutions whose rows take at most 1 GiB.
+    Gemm,
+    /// One direct kernel per convolution and gradient.
+    Direct,
+}
+
+impl Conv {
+    /// Whether as products: `None` for the device to choose.
+    fn as_gemm(self) -> Option<bool> {
+        match self {
+            Conv::Auto => None,
+            Conv::Gemm => Some(true),
+            Conv::Direct => Some(false),
+        }
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum Stage {
     /// The model as parsed and verified.
@@ -160,6 +183,12 @@ struct ModelArgs {
     /// GEMMs over the probabilities (gemm); auto: fused
     #[arg(long, value_enum, default_value = "auto")]
     attention_backward: AttentionBackward,
+    /// Convolutions: matrix products over the image's window rows (gemm:
+    /// im2col, the GEMM the runtime measures fastest, col2im; ungrouped
+    /// ones) or one direct kernel each (direct); auto: gemm on the CPU,
+    /// direct on a GPU
+    #[arg(long, value_enum, default_value = "auto")]
+    conv: Conv,
     /// Data parallel: compile the step that sums the replicas' gradients,
     /// and (train, bench) run as one replica of the `mpirun` that started
     /// this process. Alone it trains as without.
@@ -1151,6 +1180,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         // `run_compile` decides which heads by its target.
         fused_attention_backward: c.attention_backward.fused().unwrap_or(true),
         fused_attention_any_heads: false,
+        conv_as_gemm: c.conv.as_gemm().unwrap_or(true),
     }
 }
 
@@ -1204,6 +1234,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
         bucket_bytes: c.bucket_size,
         accumulate: c.accumulate,
         fused_attention_backward: c.attention_backward.fused(),
+        conv_as_gemm: c.conv.as_gemm(),
         check_inputs: true,
     })
 }
@@ -1492,7 +1523,11 @@ fn run_compile(
     check_model_flags(c, matches!(target, Target::Cuda))?;
     // The CPU's blocked kernel takes every attention's fused gradient; a
     // GPU's, 16-bit heads at tensor-core sizes.
-    let options = TrainOptions { fused_attention_any_heads: !matches!(target, Target::Cuda), ..train_options(c) };
+    let options = TrainOptions {
+        fused_attention_any_heads: !matches!(target, Target::Cuda),
+        conv_as_gemm: c.conv.as_gemm().unwrap_or(!matches!(target, Target::Cuda)),
+        ..train_options(c)
+    };
     if let Some(out) = &output
         && same_file(&c.model, out)
     {

@@ -27,6 +27,36 @@ pub(crate) fn window_tap(
     (ok, safe)
 }
 
+/// The window position `o = (pos + pad - kx * dilation) / stride` whose tap
+/// `kx` reads input coordinate `pos`, and whether there is one (the
+/// division exact, `o` in `[0, limit)`): (exists, `o` or 0 when not).
+pub(crate) fn window_source(
+    k: &mut Kernel,
+    pos: &str,
+    kx: &str,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+    limit: usize,
+) -> (String, String) {
+    let pc = k.index(pad);
+    let hp = k.add(pos, &pc);
+    let dc = k.index(dilation);
+    let ad = k.mul(kx, &dc);
+    let ge = k.cmpi("uge", &hp, &ad);
+    let num = k.val(&format!("arith.subi {hp}, {ad} : index"));
+    let s = k.index(stride);
+    let q = k.val(&format!("arith.divui {num}, {s} : index"));
+    let r = k.val(&format!("arith.remui {num}, {s} : index"));
+    let exact = k.cmpi("eq", &r, "%c0");
+    let l = k.index(limit);
+    let lt = k.cmpi("ult", &q, &l);
+    let ok = k.and(&ge, &exact);
+    let ok = k.and(&ok, &lt);
+    let safe = k.val(&format!("arith.select {ok}, {q}, %c0 : index"));
+    (ok, safe)
+}
+
 /// The image dimensions (channel, height, width) of a layout attribute.
 pub(crate) fn image_dims(op: MlirOperation) -> (usize, usize, usize) {
     if int_attr(op, "layout").unwrap_or(0) == 1 { (3, 1, 2) } else { (1, 2, 3) }
@@ -108,24 +138,8 @@ impl Generator {
                 let ogc = k.index(og);
                 let obase = k.mul(&g, &ogc);
                 let (khc, kwc) = (k.index(kh), k.index(kw));
-                // oh = (h + p - a d) / s when exact and in range
-                let axis_ok = |k: &mut Kernel, pos: &str, kx: &str, axis: usize, lim: usize| -> (String, String) {
-                    let pc = k.index(pad[axis]);
-                    let hp = k.add(pos, &pc);
-                    let dc = k.index(dil[axis]);
-                    let ad = k.mul(kx, &dc);
-                    let ge = k.cmpi("uge", &hp, &ad);
-                    let num = k.val(&format!("arith.subi {hp}, {ad} : index"));
-                    let s = k.index(stride[axis]);
-                    let q = k.val(&format!("arith.divui {num}, {s} : index"));
-                    let r = k.val(&format!("arith.remui {num}, {s} : index"));
-                    let exact = k.cmpi("eq", &r, "%c0");
-                    let l = k.index(lim);
-                    let lt = k.cmpi("ult", &q, &l);
-                    let ok = k.and(&ge, &exact);
-                    let ok = k.and(&ok, &lt);
-                    let safe = k.val(&format!("arith.select {ok}, {q}, %c0 : index"));
-                    (ok, safe)
+                let axis_ok = |k: &mut Kernel, pos: &str, kx: &str, axis: usize, lim: usize| {
+                    window_source(k, pos, kx, stride[axis], dil[axis], pad[axis], lim)
                 };
                 let s0 = k.masked_sum3([&ogc, &khc, &kwc], t, |k, [oi, a, b]| {
                     let (okh, oh) = axis_ok(k, h, &a, 0, ys[hd]);
@@ -164,6 +178,86 @@ impl Generator {
             }
         };
         k.close();
+        self.one(k, specs, work, cost)
+    }
+
+    /// `ll.im2col` (`cols` false: specs image, windows) or `ll.col2im`
+    /// (true: specs windows, image). im2col takes one window row `(n, oh,
+    /// ow)` a work item and writes its `C x KH x KW` elements in order (0
+    /// where a tap lies in the padding); col2im one image element, summing
+    /// the at most `KH x KW` window entries that read it.
+    pub(crate) fn windows(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], col2im: bool) -> Kernels {
+        let (cd, hd, wd) = image_dims(op);
+        let (stride, pad, dil) = (pair(op, "stride", 1), pair(op, "padding", 0), pair(op, "dilation", 1));
+        let (x, c) = if col2im { (1, 0) } else { (0, 1) };
+        let (xs, cs) = (&specs[x].0, &specs[c].0);
+        let storage = specs[x].1;
+        let (tx, tc) = (flat_type(xs, storage), flat_type(cs, specs[c].1));
+        let xstr = row_major_strides(xs);
+        let (oh_n, ow_n, channels, kh, kw) = (cs[1], cs[2], cs[3], cs[4], cs[5]);
+        let row = channels * kh * kw;
+        let mut k = Kernel::new();
+        let image_at = |k: &mut Kernel, n: &str, ch: &str, h: &str, w: &str| -> String {
+            let mut coords = vec![String::new(); 4];
+            coords[0] = n.into();
+            coords[cd] = ch.into();
+            coords[hd] = h.into();
+            coords[wd] = w.into();
+            k.ravel(&coords, &xstr)
+        };
+        let (work, cost) = if !col2im {
+            let zero = k.float(0.0, storage);
+            let e = k.open("%begin", "%end");
+            let at = k.unravel(&e, &[xs[0], oh_n, ow_n]);
+            let (n, oh, ow) = (&at[0], &at[1], &at[2]);
+            let rc = k.index(row);
+            let base = k.mul(&e, &rc);
+            let (cc, khc, kwc) = (k.index(channels), k.index(kh), k.index(kw));
+            let ch = k.open("%c0", &cc);
+            let a = k.open("%c0", &khc);
+            let (okh, h) = window_tap(&mut k, oh, &a, stride[0], dil[0], pad[0], xs[hd]);
+            let b = k.open("%c0", &kwc);
+            let (okw, w) = window_tap(&mut k, ow, &b, stride[1], dil[1], pad[1], xs[wd]);
+            let ok = k.and(&okh, &okw);
+            let xi = image_at(&mut k, n, &ch, &h, &w);
+            let v = k.load_raw("%b0", &xi, &tx);
+            let v = k.val(&format!("arith.select {ok}, {v}, {zero} : {}", storage.mlir()));
+            let tap = k.mad(&ch, kh, &a);
+            let tap = k.mad(&tap, kw, &b);
+            let ci = k.add(&base, &tap);
+            k.store_raw(&v, "%b1", &ci, &tc);
+            k.close();
+            k.close();
+            k.close();
+            k.close();
+            (xs[0] * oh_n * ow_n, row * 6)
+        } else {
+            let t = compute(storage);
+            let f = t.mlir();
+            let zero = k.float(0.0, t);
+            let e = k.open("%begin", "%end");
+            let at = k.unravel(&e, xs);
+            let (n, ch, h, w) = (&at[0], &at[cd], &at[hd], &at[wd]);
+            let (khc, kwc) = (k.index(kh), k.index(kw));
+            let (a, acc0, s0) = k.open_reduce("%c0", &khc, &zero, f);
+            let (okh, oh) = window_source(&mut k, h, &a, stride[0], dil[0], pad[0], oh_n);
+            let (b, acc1, s1) = k.open_reduce("%c0", &kwc, &acc0, f);
+            let (okw, ow) = window_source(&mut k, w, &b, stride[1], dil[1], pad[1], ow_n);
+            let ok = k.and(&okh, &okw);
+            let r = k.mad(n, oh_n, &oh);
+            let r = k.mad(&r, ow_n, &ow);
+            let tap = k.mad(ch, kh, &a);
+            let tap = k.mad(&tap, kw, &b);
+            let ci = k.mad(&r, row, &tap);
+            let v = k.load("%b0", &ci, &tc);
+            let v = k.val(&format!("arith.select {ok}, {v}, {zero} : {f}"));
+            let next = k.val(&format!("arith.addf {acc1}, {v} fastmath<fast> : {f}"));
+            k.close_with(&next, f);
+            k.close_with(&s1, f);
+            k.store(&s0, "%b1", &e, &tx);
+            k.close();
+            (numel(xs), kh * kw * 12)
+        };
         self.one(k, specs, work, cost)
     }
 

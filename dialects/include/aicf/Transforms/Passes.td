@@ -744,15 +744,19 @@ def ConvertHLToLL : Pass<"convert-hl-to-ll", "::mlir::ModuleOp"> {
   let summary = "Lower hl functions to ll: tensors become buffers, one op one kernel";
   let description = [{
     Rewrites every function of the module from `hl` tensors to `ll`
-    buffers. Every remaining `hl` op or fused group becomes exactly one `ll`
-    op (one kernel launch): `hl.gemm`/`matmul`/`linear` -> `ll.gemm` (with
+    buffers. Every remaining `hl` op or fused group becomes one `ll` op
+    (one kernel launch), but for a convolution as a product (below):
+    `hl.gemm`/`matmul`/`linear` -> `ll.gemm` (with
     its epilogue and `lhs_sum`), `hl.fused_elementwise` and any single
     elementwise op -> `ll.elementwise`, `hl.multi_tensor_apply` ->
     `ll.multi_tensor_apply`, cross-entropy forms ->
     `ll.softmax_cross_entropy`, `softmax`/`log_softmax` -> `ll.softmax`,
     `layer_norm`/`rms_norm` -> `ll.norm`, reductions -> `ll.reduce`,
     `attention` -> `ll.attention`, `transpose` -> `ll.transpose`,
-    `broadcast_to` -> `ll.elementwise`; `reshape` becomes the view
+    `broadcast_to` -> `ll.elementwise`, an ungrouped `conv2d` and its
+    gradients -> `ll.im2col` / `ll.col2im` around an `ll.gemm` (with
+    `conv-as-gemm`, the default; the transposes NCHW needs beside), other
+    convolutions -> `ll.conv2d*`; `reshape` becomes the view
     `ll.reshape` (no kernel); splat constants become scalars of the bodies
     that read them. `hl` is illegal afterwards: an op without a lowering
     is a located error, never left behind. The module keeps its `hl.param`
@@ -789,6 +793,13 @@ def ConvertHLToLL : Pass<"convert-hl-to-ll", "::mlir::ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"convAsGemm", "conv-as-gemm", "bool", /*default=*/"true",
+           "An ungrouped conv2d and both its gradients as matrix products "
+           "over the image's windows (ll.im2col / ll.col2im, ll.gemm, "
+           "ll.transpose for NCHW) where the windows take at most 1 GiB; "
+           "else one direct ll.conv2d kernel">
+  ];
   let dependentDialects = ["::ll::LLDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",

@@ -580,6 +580,62 @@ LogicalResult Conv2dBackwardWeightOp::verify() {
                    getPadding(), getDilation(), getGroups(), getLayout());
 }
 
+/// Checks that `cols` holds the `[N, OH, OW, C, KH, KW]` windows of
+/// `image` (an im2col's input, a col2im's result).
+static LogicalResult checkWindows(Operation *op, Value imageV, Value colsV,
+                                  ArrayRef<int64_t> stride,
+                                  ArrayRef<int64_t> padding,
+                                  ArrayRef<int64_t> dilation, Layout layout,
+                                  bool wideWindows) {
+  auto image = cast<MemRefType>(imageV.getType());
+  auto cols = cast<MemRefType>(colsV.getType());
+  if (image.getRank() != 4 || cols.getRank() != 6)
+    return op->emitOpError("the image must have rank 4 and the windows rank 6 "
+                           "([N, OH, OW, C, KH, KW]), got ")
+           << image << " and " << cols;
+  if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2)
+    return op->emitOpError("stride, padding and dilation must be [h, w] pairs");
+  if (llvm::any_of(stride, [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(dilation, [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(padding, [](int64_t s) { return s < 0; }))
+    return op->emitOpError("strides and dilations must be at least 1 and "
+                           "paddings at least 0");
+  // A col2im's windows may be f32 over a 16-bit image: the gradient's rows
+  // are summed before they are rounded.
+  bool wide = wideWindows && cols.getElementType().isF32() &&
+              (image.getElementType().isBF16() ||
+               image.getElementType().isF16());
+  if (image.getElementType() != cols.getElementType() && !wide)
+    return op->emitOpError("the image and the windows hold different element "
+                           "types: ")
+           << image << " and " << cols;
+  Image d(layout);
+  SmallVector<int64_t> expected = {
+      image.getDimSize(0),
+      windowExtent(image.getDimSize(d.h), cols.getDimSize(4), stride[0],
+                   padding[0], dilation[0]),
+      windowExtent(image.getDimSize(d.w), cols.getDimSize(5), stride[1],
+                   padding[1], dilation[1]),
+      image.getDimSize(d.c), cols.getDimSize(4), cols.getDimSize(5)};
+  if (cols.getShape() != ArrayRef<int64_t>(expected)) {
+    InFlightDiagnostic diag = op->emitOpError("windows ");
+    diag << cols << " are not the image's windows [";
+    llvm::interleaveComma(expected, diag);
+    return diag << "] of " << image;
+  }
+  return success();
+}
+
+LogicalResult Im2colOp::verify() {
+  return checkWindows(*this, getInput(), getOut(), getStride(), getPadding(),
+                      getDilation(), getLayout(), /*wideWindows=*/false);
+}
+
+LogicalResult Col2imOp::verify() {
+  return checkWindows(*this, getOut(), getInput(), getStride(), getPadding(),
+                      getDilation(), getLayout(), /*wideWindows=*/true);
+}
+
 /// Checks that pooling `input` gives `output`.
 static LogicalResult checkPool(Operation *op, Value inputV, Value outputV,
                                ArrayRef<int64_t> kernel,

@@ -656,6 +656,63 @@ def LL_Conv2dBackwardWeightOp : LL_Op<"conv2d_backward_weight"> {
   let hasVerifier = 1;
 }
 
+defvar LL_WindowAttrs = (ins
+  DenseI64ArrayAttr:$stride,
+  DenseI64ArrayAttr:$padding,
+  DenseI64ArrayAttr:$dilation,
+  DefaultValuedAttr<LL_Layout, "::ll::Layout::NCHW">:$layout
+);
+
+def LL_Im2colOp : LL_Op<"im2col"> {
+  let summary = "every convolution window of an image as one row";
+  let description = [{
+    `out[n, oh, ow, c, a, b] = input[n, c, oh * s - p + a * d, ow * s - p +
+    b * d]` (0 where that lies in the padding), for an `input` `[N, C, H,
+    W]` (or NHWC) and `out` `[N, OH, OW, C, KH, KW]`: the windows a
+    `KH x KW` convolution reads, one row of `C x KH x KW` per output
+    position, so that the convolution is one matrix product with its weight
+    viewed as `[O, C x KH x KW]` (`convert-hl-to-ll{conv-as-gemm}`).
+
+    ```mlir
+    ll.im2col %x into %cols stride = [1, 1] padding = [1, 1]
+        dilation = [1, 1] : memref<32x1x8x8xf32> -> memref<32x8x8x1x3x3xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    Arg<LL_FloatBuffer, "image", [MemRead]>:$input,
+    Arg<LL_FloatBuffer, "windows", [MemWrite]>:$out), LL_WindowAttrs);
+  let assemblyFormat = [{
+    $input `into` $out
+    `stride` `=` $stride `padding` `=` $padding `dilation` `=` $dilation
+    (`layout` `=` $layout^)? attr-dict `:` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
+def LL_Col2imOp : LL_Op<"col2im"> {
+  let summary = "sums window rows back into an image (the adjoint of im2col)";
+  let description = [{
+    `out[n, c, h, w]` is the sum of `input[n, oh, ow, c, a, b]` over every
+    window position and tap that `ll.im2col` reads `(h, w)` from: the input
+    gradient of a convolution from the gradient of its window rows. The
+    rows may be f32 over an f16/bf16 image (summed in f32, rounded once).
+
+    ```mlir
+    ll.col2im %dcols into %dx stride = [1, 1] padding = [1, 1]
+        dilation = [1, 1] : memref<32x8x8x1x3x3xf32> -> memref<32x1x8x8xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    Arg<LL_FloatBuffer, "windows", [MemRead]>:$input,
+    Arg<LL_FloatBuffer, "image", [MemWrite]>:$out), LL_WindowAttrs);
+  let assemblyFormat = [{
+    $input `into` $out
+    `stride` `=` $stride `padding` `=` $padding `dilation` `=` $dilation
+    (`layout` `=` $layout^)? attr-dict `:` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
 def LL_Pool2dOp : LL_Op<"pool2d"> {
   let summary = "2-D max or average pooling";
   let description = [{
