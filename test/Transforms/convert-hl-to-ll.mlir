@@ -2,6 +2,7 @@
 // ll kernel; parameters are bound by symbol and updated in place.
 // RUN: aicf-opt %s -split-input-file --convert-hl-to-ll | FileCheck %s
 // RUN: aicf-opt %s -split-input-file --convert-hl-to-ll | aicf-opt -split-input-file | FileCheck %s
+// RUN: aicf-opt %s -split-input-file --convert-hl-to-ll=conv-as-gemm=false | FileCheck %s --check-prefix=DIRECT
 // Run alone on an Adam train step, the pass loads the dialects it builds
 // (math for the bias corrections).
 // RUN: aicf-opt %S/../../examples/mlp/digits_mlp.mlir --hl-optimizer=kind=adam --convert-hl-to-ll | FileCheck %s --check-prefix=ADAM
@@ -55,15 +56,35 @@ func.func @views(%x: tensor<2x3xf32>) -> (tensor<6xf32>, tensor<4x6xf32>) {
 
 // -----
 
-// Vision: each convolution, pooling and their backward ops is one kernel.
+// Vision: each pooling and its backward is one kernel; an ungrouped
+// convolution and its gradients are matrix products over the image's
+// window rows (ll.im2col, the weight viewed as [O, C*KH*KW], NCHW's
+// transposes; the output gradient's rows made once for both gradients).
 // CHECK-LABEL: func.func @vision
 // CHECK-NOT: hl.
-// CHECK: ll.conv2d %{{.*}}, %{{.*}} bias(%{{.*}}) into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x1x8x8xf32>, memref<4x1x3x3xf32> bias memref<4xf32> -> memref<2x4x8x8xf32>
+// CHECK: ll.im2col %arg0 into %[[ROWS:.*]] stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x1x8x8xf32> -> memref<2x8x8x1x3x3xf32>
+// CHECK: %[[R:.*]] = ll.reshape %[[ROWS]] : memref<2x8x8x1x3x3xf32> to memref<128x9xf32>
+// CHECK: %[[W:.*]] = ll.reshape %arg1 : memref<4x1x3x3xf32> to memref<4x9xf32>
+// CHECK: ll.gemm %[[R]], %[[W]] bias(%arg2) into %{{.*}} transpose_b : memref<128x9xf32>, memref<4x9xf32> bias memref<4xf32> -> memref<128x4xf32>
+// CHECK: ll.transpose %{{.*}} into %{{.*}} permutation = [0, 2, 1] : memref<2x64x4xf32> -> memref<2x4x64xf32>
 // CHECK: ll.pool2d max %{{.*}} into %{{.*}} kernel = [2, 2] stride = [2, 2] padding = [0, 0] : memref<2x4x8x8xf32> -> memref<2x4x4x4xf32>
 // CHECK: ll.pool2d_backward max %{{.*}}, %{{.*}} into %{{.*}} kernel = [2, 2] stride = [2, 2] padding = [0, 0]
-// CHECK: ll.conv2d_backward_input %{{.*}}, %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x4x8x8xf32>, memref<4x1x3x3xf32> -> memref<2x1x8x8xf32>
-// CHECK: ll.conv2d_backward_weight %{{.*}}, %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x4x8x8xf32>, memref<2x1x8x8xf32> -> memref<4x1x3x3xf32>
+// CHECK: ll.transpose %{{.*}} into %{{.*}} permutation = [0, 2, 1] : memref<2x4x64xf32> -> memref<2x64x4xf32>
+// CHECK: %[[DY:.*]] = ll.reshape %{{.*}} : memref<2x64x4xf32> to memref<128x4xf32>
+// CHECK: ll.gemm %[[DY]], %{{.*}} into %{{.*}} : memref<128x4xf32>, memref<4x9xf32> -> memref<128x9xf32>
+// CHECK: ll.col2im %{{.*}} into %arg6 stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x8x8x1x3x3xf32> -> memref<2x1x8x8xf32>
+// CHECK-NOT: ll.transpose
+// CHECK: ll.im2col %arg0
+// CHECK: ll.gemm %[[DY]], %{{.*}} into %{{.*}} transpose_a : memref<128x4xf32>, memref<128x9xf32> -> memref<4x9xf32>
 // CHECK: ll.pool2d avg %{{.*}} into %{{.*}} kernel = [3, 3] stride = [1, 1] padding = [1, 1] layout = nhwc
+// Direct kernels (conv-as-gemm=false, a GPU's default): one each.
+// DIRECT-LABEL: func.func @vision
+// DIRECT: ll.conv2d %{{.*}}, %{{.*}} bias(%{{.*}}) into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x1x8x8xf32>, memref<4x1x3x3xf32> bias memref<4xf32> -> memref<2x4x8x8xf32>
+// DIRECT: ll.pool2d max
+// DIRECT: ll.pool2d_backward max
+// DIRECT: ll.conv2d_backward_input %{{.*}}, %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x4x8x8xf32>, memref<4x1x3x3xf32> -> memref<2x1x8x8xf32>
+// DIRECT: ll.conv2d_backward_weight %{{.*}}, %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : memref<2x4x8x8xf32>, memref<2x1x8x8xf32> -> memref<4x1x3x3xf32>
+// DIRECT-NOT: ll.im2col
 func.func @vision(%x: tensor<2x1x8x8xf32>, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>, %xn: tensor<2x8x8x3xf32>)
     -> (tensor<2x4x4x4xf32>, tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32>, tensor<4x1x3x3xf32>, tensor<2x8x8x3xf32>) {
   %y = hl.conv2d %x, %w, %b stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1

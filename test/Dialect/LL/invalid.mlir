@@ -406,6 +406,38 @@ func.func @f(%x: memref<2x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %y: memref<2x4x6x
 
 // -----
 
+func.func @f(%x: memref<2x3x8x8xf32>, %r: memref<2x6x6x3x3x3xf32>) {
+  // expected-error @+1 {{'ll.im2col' op windows 'memref<2x6x6x3x3x3xf32>' are not the image's windows [2, 8, 8, 3, 3, 3] of 'memref<2x3x8x8xf32>'}}
+  ll.im2col %x into %r stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x3x8x8xf32> -> memref<2x6x6x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x3x8x8xf32>, %r: memref<2x8x8x3x3x3xf32>) {
+  // expected-error @+1 {{'ll.im2col' op strides and dilations must be at least 1 and paddings at least 0}}
+  ll.im2col %x into %r stride = [0, 1] padding = [1, 1] dilation = [1, 1] : memref<2x3x8x8xf32> -> memref<2x8x8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x3x8x8xbf16>, %r: memref<2x8x8x3x3x3xf32>) {
+  // expected-error @+1 {{'ll.im2col' op the image and the windows hold different element types}}
+  ll.im2col %x into %r stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x3x8x8xbf16> -> memref<2x8x8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x3x8x8xf32>, %r: memref<2x8x8x3x3xf32>) {
+  // expected-error @+1 {{'ll.col2im' op the image must have rank 4 and the windows rank 6}}
+  ll.col2im %r into %x stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x8x8x3x3xf32> -> memref<2x3x8x8xf32>
+  return
+}
+
+// -----
+
 func.func @f(%x: memref<2x3x8x8xf32>, %w: memref<4x2x3x3xf32>, %y: memref<2x4x8x8xf32>) {
   // expected-error @+1 {{'ll.conv2d_backward_weight' op input 'memref<2x3x8x8xf32>' and weight 'memref<4x2x3x3xf32>' do not fit groups = 1}}
   ll.conv2d_backward_weight %y, %x into %w stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1
