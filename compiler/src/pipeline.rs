@@ -431,15 +431,37 @@ pub fn compile_source(
         }
         timings.time("hl-set-batch", || run_pipeline(&ctx, &mut module, &set_batch(b)))?;
     }
-    timings.time("train pipeline (autodiff .. ll-schedule)", || {
+    let planned = timings.time("train pipeline (autodiff .. ll-schedule)", || {
         run_pipeline(&ctx, &mut module, &options.train_pipeline())
-    })?;
+    });
+    if let Err(e) = planned {
+        // Convolutions as products need their window rows as scratch: where
+        // a memory budget cannot be met with them, the direct kernels,
+        // which need none, may meet it.
+        if !(options.conv_as_gemm && options.memory_budget.is_some() && over_budget(&e) && source.contains("hl.conv2d"))
+        {
+            return Err(e);
+        }
+        let direct = TrainOptions { conv_as_gemm: false, ..options.clone() };
+        module = ctx.parse(source, name)?;
+        if let Some(b) = batch {
+            run_pipeline(&ctx, &mut module, &set_batch(b))?;
+        }
+        timings.time("train pipeline, direct convolutions (the budget)", || {
+            run_pipeline(&ctx, &mut module, &direct.train_pipeline())
+        })?;
+    }
     let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
     if let Some(w) = weights {
         crate::weights::attach(&mut manifest, out_dir, &w)?;
     }
     timings.extend(stats.timings);
     Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })
+}
+
+/// Whether `e` is a memory plan over its budget.
+fn over_budget(e: &CompileError) -> bool {
+    e.to_string().contains("over the budget")
 }
 
 /// The pipeline of a module without a loss (an imported model's forward,

@@ -984,3 +984,37 @@ fn data_may_hold_the_label_the_loss_ignores() {
     let e = Dataset::load(std::slice::from_ref(&none), &sig, &DataOptions::default()).err().unwrap().to_string();
     assert!(e.contains("unlabelled.csv: every label is -1, the loss's ignore_index: nothing to train on"), "{e}");
 }
+
+/// Convolutions run as products over their window rows, which take scratch
+/// memory: where a memory budget cannot be met with them, the step is
+/// planned again with direct kernels (no scratch), which meet it, and its
+/// first steps give the losses of the products' step without a budget.
+#[test]
+fn a_memory_budget_the_window_rows_pass_plans_direct_convolutions() {
+    use aicf_compiler::codegen::KernelCache;
+    use aicf_compiler::pipeline::{Target, TrainOptions, compile_source};
+    let dir = scratch("conv-budget");
+    let target = Target::Cpu(KernelCache::new(dir.join("kernels")));
+    let source = std::fs::read_to_string(example("cnn/digits_cnn.mlir")).unwrap();
+    // The products' step needs 565,248 arena bytes in @loss_grad, the direct
+    // kernels' 311,296.
+    let budget = TrainOptions { memory_budget: Some(MemoryBudget::Bytes(400 << 10)), ..TrainOptions::default() };
+    let fallback = "train pipeline, direct convolutions (the budget)";
+    let free = compile_source(&source, "cnn", &TrainOptions::default(), None, &target, &dir.join("free")).unwrap();
+    assert!(!free.timings.stages.iter().any(|s| s.name == fallback));
+    let kinds = |c: &aicf_compiler::pipeline::Compiled| -> Vec<String> {
+        c.manifest.functions.iter().flat_map(|f| &f.calls).map(|call| call.op.clone()).collect()
+    };
+    assert!(kinds(&free).iter().any(|k| k == "ll.im2col"), "{:?}", kinds(&free));
+    let planned = compile_source(&source, "cnn", &budget, None, &target, &dir.join("budget")).unwrap();
+    assert!(planned.timings.stages.iter().any(|s| s.name == fallback), "{}", planned.timings.report());
+    assert!(!kinds(&planned).iter().any(|k| k == "ll.im2col"), "{:?}", kinds(&planned));
+    for f in &planned.manifest.functions {
+        assert!(f.arena_bytes <= 400 << 10, "{}: arena {} bytes", f.name, f.arena_bytes);
+    }
+    // Without convolutions to fall back from, the budget's error stands.
+    let mlp = std::fs::read_to_string(example("mlp/digits_mlp.mlir")).unwrap();
+    let tight = TrainOptions { memory_budget: Some(MemoryBudget::Bytes(1024)), ..TrainOptions::default() };
+    let e = compile_source(&mlp, "mlp", &tight, None, &target, &dir.join("mlp")).err().unwrap().to_string();
+    assert!(e.contains("over the budget"), "{e}");
+}

@@ -191,14 +191,14 @@ func.func @vision(%x: memref<2x3x8x8xf32>, %w: memref<4x3x3x3xf32>, %b: memref<4
 // image's gradient rows may be f32.
 // CHECK-LABEL: func.func @windows
 func.func @windows(%x: memref<2x3x8x8xf32>, %r: memref<2x8x8x3x3x3xf32>, %xn: memref<2x9x8x4xbf16>,
-                   %rn: memref<2x4x4x4x3x2xf32>) {
+                   %rn: memref<2x3x5x4x3x2xf32>) {
   // CHECK: ll.im2col %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x3x8x8xf32> -> memref<2x8x8x3x3x3xf32>
   ll.im2col %x into %r stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x3x8x8xf32> -> memref<2x8x8x3x3x3xf32>
   // CHECK: ll.col2im %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x8x8x3x3x3xf32> -> memref<2x3x8x8xf32>
   ll.col2im %r into %x stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x8x8x3x3x3xf32> -> memref<2x3x8x8xf32>
-  // CHECK: ll.col2im %{{.*}} into %{{.*}} stride = [2, 2] padding = [0, 1] dilation = [2, 1] layout = nhwc : memref<2x4x4x4x3x2xf32> -> memref<2x9x8x4xbf16>
+  // CHECK: ll.col2im %{{.*}} into %{{.*}} stride = [2, 2] padding = [0, 1] dilation = [2, 1] layout = nhwc : memref<2x3x5x4x3x2xf32> -> memref<2x9x8x4xbf16>
   ll.col2im %rn into %xn stride = [2, 2] padding = [0, 1] dilation = [2, 1] layout = nhwc
-      : memref<2x4x4x4x3x2xf32> -> memref<2x9x8x4xbf16>
+      : memref<2x3x5x4x3x2xf32> -> memref<2x9x8x4xbf16>
   return
 }
 
