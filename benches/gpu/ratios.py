@@ -42,6 +42,11 @@ def main(path):
             t = find(f"torch_{name}_adam", mode=mode)
             if a and t:
                 print(f"{name + ' step ms vs ' + mode:<34}{a['ms']:>12.4f}{t['ms']:>12.4f}{a['ms'] / t['ms']:>8.2f}x")
+    # the digits CNN's convolutions as products (--conv gemm) against the
+    # GPU's default direct kernels: which should a GPU take?
+    direct, products = generated("run_digits_cnn"), generated("run_digits_cnn_products")
+    if direct and products:
+        print(f"{'digits_cnn products vs direct':<34}{products['ms']:>12.4f}{direct['ms']:>12.4f}{products['ms'] / direct['ms']:>8.2f}x")
     def library(bench, tf32=False):
         # the same call on cuBLASLt (gpu_bench's second line with graphs);
         # with tf32, the run with AICF_ALLOW_TF32=1

@@ -42,6 +42,8 @@ benches() {
   # aicf train's steps of the example models (Adam, their batch sizes)
   ./gpu_bench runs/digits_mlp/main 1000
   ./gpu_bench runs/digits_cnn/main 500
+  # the same with its convolutions as products over window rows (--conv gemm)
+  ./gpu_bench runs/digits_cnn_products/main 500
   ./gpu_bench runs/char_lm/main 200
   if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     python3 torch_baselines.py

@@ -431,32 +431,41 @@ pub fn compile_source(
         }
         timings.time("hl-set-batch", || run_pipeline(&ctx, &mut module, &set_batch(b)))?;
     }
-    let planned = timings.time("train pipeline (autodiff .. ll-schedule)", || {
-        run_pipeline(&ctx, &mut module, &options.train_pipeline())
-    });
-    if let Err(e) = planned {
-        // Convolutions as products need their window rows as scratch: where
-        // a memory budget cannot be met with them, the direct kernels,
-        // which need none, may meet it.
-        if !(options.conv_as_gemm && options.memory_budget.is_some() && over_budget(&e) && source.contains("hl.conv2d"))
-        {
-            return Err(e);
-        }
-        let direct = TrainOptions { conv_as_gemm: false, ..options.clone() };
-        module = ctx.parse(source, name)?;
-        if let Some(b) = batch {
-            run_pipeline(&ctx, &mut module, &set_batch(b))?;
-        }
-        timings.time("train pipeline, direct convolutions (the budget)", || {
-            run_pipeline(&ctx, &mut module, &direct.train_pipeline())
-        })?;
-    }
+    train_step(&ctx, &mut module, (source, name, batch), options, &mut timings)?;
     let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
     if let Some(w) = weights {
         crate::weights::attach(&mut manifest, out_dir, &w)?;
     }
     timings.extend(stats.timings);
     Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })
+}
+
+/// Runs the train pipeline on `module`, which is `source` (named `name`)
+/// at `batch` rows. Convolutions as products need their window rows as
+/// scratch: where a memory budget cannot be met with them, the step is
+/// planned again from the source with direct convolutions, which need
+/// none (the timings name that stage).
+pub fn train_step<'c>(
+    ctx: &'c CompilerContext,
+    module: &mut melior::ir::Module<'c>,
+    (source, name, batch): (&str, &str, Option<usize>),
+    options: &TrainOptions,
+    timings: &mut Timings,
+) -> Result<()> {
+    let planned = timings
+        .time("train pipeline (autodiff .. ll-schedule)", || run_pipeline(ctx, module, &options.train_pipeline()));
+    let Err(e) = planned else { return Ok(()) };
+    if !(options.conv_as_gemm && options.memory_budget.is_some() && over_budget(&e) && source.contains("hl.conv2d")) {
+        return Err(e);
+    }
+    let direct = TrainOptions { conv_as_gemm: false, ..options.clone() };
+    *module = ctx.parse(source, name)?;
+    if let Some(b) = batch {
+        run_pipeline(ctx, module, &set_batch(b))?;
+    }
+    timings.time("train pipeline, direct convolutions (the budget)", || {
+        run_pipeline(ctx, module, &direct.train_pipeline())
+    })
 }
 
 /// Whether `e` is a memory plan over its budget.

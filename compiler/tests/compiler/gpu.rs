@@ -767,10 +767,13 @@ fn only_gemms_cublaslt_can_finish_carry_its_candidate() {
 /// bundle (`runs/<name>`), which the runtime's GPU test replays through the
 /// `Backend` interface.
 fn train_run(name: &str, model: &str, data: &str, steps: usize, lr: f64, tol: f64, state_tol: f64) {
-    train_run_in(name, model, data, steps, lr, (tol, state_tol), aicf_compiler::pipeline::Precision::Fp32);
+    train_run_in(name, model, data, steps, lr, (tol, state_tol), aicf_compiler::pipeline::Precision::Fp32, false);
 }
 
-/// [`train_run`] in `precision`.
+/// [`train_run`] in `precision`, the GPU's convolutions as products over
+/// their window rows where `conv_as_gemm` (else its default, direct
+/// kernels; the CPU's reference run takes products either way).
+#[allow(clippy::too_many_arguments)]
 fn train_run_in(
     name: &str,
     model: &str,
@@ -779,6 +782,7 @@ fn train_run_in(
     lr: f64,
     (tol, state_tol): (f64, f64),
     precision: aicf_compiler::pipeline::Precision,
+    conv_as_gemm: bool,
 ) {
     use aicf_compiler::pipeline::{Target, compile_source};
     use aicf_compiler::train::{
@@ -817,7 +821,8 @@ fn train_run_in(
     let gpu = Target::Cuda(GpuOptions::default());
     for (sub, size) in [("main", None), ("variant", ragged)] {
         if sub == "main" || size.is_some() {
-            compile_source(&source, model, &train.train_options(), size, &gpu, &dir.join(sub))
+            let options = aicf_compiler::pipeline::TrainOptions { conv_as_gemm, ..train.train_options() };
+            compile_source(&source, model, &options, size, &gpu, &dir.join(sub))
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             ptxas_accepts(&dir.join(sub), name);
         }
@@ -849,6 +854,11 @@ fn train_run_in(
 fn training_runs_for_the_gpu_bundle() {
     train_run("digits_mlp", "examples/mlp/digits_mlp.mlir", "data/digits.csv.gz", 100, 3e-3, 1e-3, 1e-2);
     train_run("digits_cnn", "examples/cnn/digits_cnn.mlir", "data/digits.csv.gz", 100, 3e-3, 1e-3, 1e-2);
+    // The same with the GPU's convolutions as products (`--conv gemm`),
+    // for its check and its step time beside the direct kernels'.
+    let (cnn, digits) = ("examples/cnn/digits_cnn.mlir", "data/digits.csv.gz");
+    let fp32 = aicf_compiler::pipeline::Precision::Fp32;
+    train_run_in("digits_cnn_products", cnn, digits, 100, 3e-3, (1e-3, 1e-2), fp32, true);
     train_run("char_lm", "examples/char_lm/char_lm.mlir", "data/tinyshakespeare.txt", 100, 3e-3, 5e-3, 5e-2);
     // Mixed precision: the GPU's bf16 run against the CPU's (both round
     // each kernel's output to bf16, in different orders of summation).
@@ -861,6 +871,7 @@ fn training_runs_for_the_gpu_bundle() {
         3e-3,
         (2e-2, 1e-1),
         bf16,
+        false,
     );
 }
 

@@ -19,7 +19,9 @@
 // RUN: aicf compile %S/../../../examples/char_lm/char_lm.mlir --memory-budget 60% --emit ll | FileCheck %s --check-prefix=PLAN
 // A budget between the CNN train step's lower bound (318,656 bytes) and
 // the arena largest-first placement left (351,296: fragmentation, which no
-// recomputation lowers) is met by another placement order.
+// recomputation lowers) is met by another placement order. The step with
+// its convolutions as products needs 627,776 bytes (their window rows):
+// under this budget it is planned with direct convolutions.
 // RUN: aicf compile %S/../../../examples/cnn/digits_cnn.mlir --memory-budget 320000 --emit ll | FileCheck %s --check-prefix=PLACED
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/digits.csv.gz --out %t/bad 2>&1 | FileCheck %s --check-prefix=TABLE
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/tinyshakespeare.txt --out %t/bad 2>&1 | FileCheck %s --check-prefix=TEXT

@@ -1614,7 +1614,10 @@ fn run_compile(
     match stage {
         Stage::Hl => {}
         Stage::Fused => run_pipeline(&ctx, &mut module, &options.fusion_pipeline()).map_err(|e| e.to_string())?,
-        Stage::Ll => run_pipeline(&ctx, &mut module, &options.train_pipeline()).map_err(|e| e.to_string())?,
+        Stage::Ll => {
+            pipeline::train_step(&ctx, &mut module, (&source, &name, batch), &options, &mut Default::default())
+                .map_err(|e| e.to_string())?
+        }
     }
     if let Some(path) = output {
         let text = format!("{}\n", module.as_operation());
