@@ -261,12 +261,85 @@ impl Generator {
         self.one(k, specs, work, cost)
     }
 
+    /// Max pooling's gradient an image plane `(n, c)` a work item
+    /// ([`TargetInfo::pool_planes`]): the plane of `dx` zeroed, then for
+    /// each window in row-major order its first maximum found (as the
+    /// forward's and the element form's) and the window's `dy` added there.
+    /// The windows' contributions to an element arrive in the element
+    /// form's order, so the sums are the same.
+    fn max_pool_backward_planes(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (cd, hd, wd) = image_dims(op);
+        let (kern, stride, pad) = (pair(op, "kernel", 1), pair(op, "stride", 1), pair(op, "padding", 0));
+        let (ys, xs) = (&specs[0].0, &specs[1].0);
+        let t = compute(specs[2].1);
+        let f = t.mlir();
+        let (ty, tx, tdx) = (flat_type(ys, specs[0].1), flat_type(xs, specs[1].1), flat_type(xs, specs[2].1));
+        let (xstr, ystr) = (row_major_strides(xs), row_major_strides(ys));
+        let mut k = Kernel::new();
+        let zero = k.float(0.0, t);
+        let ninf = k.float(f64::NEG_INFINITY, t);
+        let big = k.index(usize::MAX >> 1);
+        let (k0, k1) = (k.index(kern[0]), k.index(kern[1]));
+        let e = k.open("%begin", "%end");
+        let plane = k.unravel(&e, &[xs[0], xs[cd]]);
+        let at = |k: &mut Kernel, strides: &[usize], h: &str, w: &str| -> String {
+            let mut coords = vec![String::new(); 4];
+            coords[0] = plane[0].clone();
+            coords[cd] = plane[1].clone();
+            coords[hd] = h.into();
+            coords[wd] = w.into();
+            k.ravel(&coords, strides)
+        };
+        let (hc, wc) = (k.index(xs[hd]), k.index(xs[wd]));
+        let h = k.open("%c0", &hc);
+        let w = k.open("%c0", &wc);
+        let xi = at(&mut k, &xstr, &h, &w);
+        k.store(&zero, "%b2", &xi, &tdx);
+        k.close();
+        k.close();
+        let (ohc, owc) = (k.index(ys[hd]), k.index(ys[wd]));
+        let oh = k.open("%c0", &ohc);
+        let ow = k.open("%c0", &owc);
+        let (a, carried, found) =
+            k.open_carry("%c0", &k0, "%c1", &[(ninf.clone(), f.into()), (big.clone(), "index".into())]);
+        let (b, inner, best) =
+            k.open_carry("%c0", &k1, "%c1", &[(carried[0].clone(), f.into()), (carried[1].clone(), "index".into())]);
+        let (okh, hh) = window_tap(&mut k, &oh, &a, stride[0], 1, pad[0], xs[hd]);
+        let (okw, ww) = window_tap(&mut k, &ow, &b, stride[1], 1, pad[1], xs[wd]);
+        let ok = k.and(&okh, &okw);
+        let xi = at(&mut k, &xstr, &hh, &ww);
+        let xv = k.load("%b1", &xi, &tx);
+        let gt = k.val(&format!("arith.cmpf ogt, {xv}, {} : {f}", inner[0]));
+        let better = k.and(&ok, &gt);
+        let nb = k.val(&format!("arith.select {better}, {xv}, {} : {f}", inner[0]));
+        let np = k.val(&format!("arith.select {better}, {xi}, {} : index", inner[1]));
+        k.close_carry(&[nb, np], &[f.into(), "index".into()]);
+        k.close_carry(&best, &[f.into(), "index".into()]);
+        let arg = found[1].clone();
+        let has = k.cmpi("ne", &arg, &big);
+        let target = k.val(&format!("arith.select {has}, {arg}, %c0 : index"));
+        let yi = at(&mut k, &ystr, &oh, &ow);
+        let gv = k.load("%b0", &yi, &ty);
+        let g = k.val(&format!("arith.select {has}, {gv}, {zero} : {f}"));
+        let old = k.load("%b2", &target, &tdx);
+        let sum = k.fop("addf", &old, &g, t);
+        k.store(&sum, "%b2", &target, &tdx);
+        k.close();
+        k.close();
+        k.close();
+        let cost = xs[hd] * xs[wd] + ys[hd] * ys[wd] * (8 + kern[0] * kern[1] * 6);
+        self.one(k, specs, xs[0] * xs[cd], cost)
+    }
+
     /// Max or average pooling and its gradient, one element per work item.
     pub(crate) fn pool(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], backward: bool) -> Kernels {
+        let max = int_attr(op, "kind").unwrap_or(0) == 0;
+        if backward && max && self.target.pool_planes() && matches!(specs[2].1, DType::F32 | DType::F64) {
+            return self.max_pool_backward_planes(op, specs);
+        }
         let (cd, hd, wd) = image_dims(op);
         let _ = cd;
         let (kern, stride, pad) = (pair(op, "kernel", 1), pair(op, "stride", 1), pair(op, "padding", 0));
-        let max = int_attr(op, "kind").unwrap_or(0) == 0;
         let (x, y) = if backward { (1, 0) } else { (0, 1) };
         let (xs, ys, t) = (&specs[x].0, &specs[y].0, compute(specs[0].1));
         let f = t.mlir();

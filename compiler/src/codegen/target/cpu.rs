@@ -52,6 +52,10 @@ impl TargetInfo for CpuTarget {
         true
     }
 
+    fn pool_planes(&self) -> bool {
+        true
+    }
+
     fn heap_scratch(&self) -> bool {
         true
     }
