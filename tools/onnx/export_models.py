@@ -57,6 +57,26 @@ class SmallCnn(nn.Module):
         return self.head(x)
 
 
+class PaddedCnn(nn.Module):
+    """The padding layers: reflection, zeros on two sides only, a constant
+    (F.pad), replication, and crops (negative pads)."""
+
+    def __init__(self):
+        super().__init__()
+        self.reflect = nn.ReflectionPad2d(1)
+        self.conv1 = nn.Conv2d(1, 4, 3)
+        self.zeros = nn.ZeroPad2d((0, 1, 0, 1))
+        self.replicate = nn.ReplicationPad2d(2)
+        self.conv2 = nn.Conv2d(4, 4, 3, stride=2)
+        self.head = nn.Linear(4 * 6 * 6, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(self.reflect(x)))  # 8 x 8
+        x = F.pad(self.zeros(x), (1, 1, 1, 1), value=0.25)  # 11 x 11
+        x = F.pad(self.replicate(x), (-1, 0, 0, -1))  # 15 x 15 cropped to 14 x 14
+        return self.head(F.relu(self.conv2(x)).flatten(1))
+
+
 class Block(nn.Module):
     def __init__(self, d, heads):
         super().__init__()
@@ -178,6 +198,7 @@ MODELS = {
     "mobilenetv2": (mobilenet, lambda g: torch.randn(8, 3, 64, 64, generator=g), ((8,), 10)),
     "resnet_digits": (lambda: SmallResNet18(width=8, digits=True), lambda g: torch.randn(8, 1, 8, 8, generator=g),
                       ((8,), 10)),
+    "pads": (PaddedCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

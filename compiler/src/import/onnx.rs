@@ -110,6 +110,7 @@ pub const SUPPORTED: &[&str] = &[
     "Trilu",
     "Not",
     "Or",
+    "Pad",
     "Xor",
     "Unsqueeze",
     "Where",
@@ -860,6 +861,7 @@ fn arity(op: &str) -> (usize, usize) {
         "Resize" => (1, 4),
         "Max" | "Min" | "Concat" => (1, usize::MAX),
         "Clip" | "Dropout" => (1, 3),
+        "Pad" => (1, 4),
         "Slice" => (1, 5),
         "RNN" | "GRU" => (3, 6),
         "LSTM" => (3, 8),
@@ -954,6 +956,72 @@ fn check_node(node: &NodeProto) -> R<()> {
         return Err(format!("{op} needs the attribute '{missing}'"));
     }
     Ok(())
+}
+
+/// `x` padded along `axis` by `before` and `after` elements (a negative
+/// count crops) in ONNX Pad's `mode`: `constant` (`value`), `reflect` (the
+/// mirror image, the edge not repeated), `edge` (the edge repeated) or
+/// `wrap` (the other end's elements).
+fn pad_axis(g: &Graph, x: &Tensor, axis: usize, (before, after): (i64, i64), mode: &str, value: f64) -> R<Tensor> {
+    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+    let d = x.shape()[axis] as i64;
+    // Crops first: what is left is then padded.
+    let (lo, hi) = ((-before).max(0), d - (-after).max(0));
+    if hi < lo {
+        return Err(format!("pads {before} and {after} crop more than axis {axis}'s {d} elements"));
+    }
+    let mut x = x.clone();
+    if lo > 0 || hi < d {
+        x = nn(x.narrow(axis as i64, lo as usize, (hi - lo) as usize))?;
+    }
+    let (before, after) = (before.max(0) as usize, after.max(0) as usize);
+    if before == 0 && after == 0 {
+        return Ok(x);
+    }
+    let d = x.shape()[axis];
+    let one_at = |i: usize| nn(x.narrow(axis as i64, i, 1));
+    let (front, back): (Vec<Tensor>, Vec<Tensor>) = match mode {
+        "constant" => {
+            let block = |n: usize| -> R<Vec<Tensor>> {
+                if n == 0 {
+                    return Ok(vec![]);
+                }
+                let mut shape = x.shape().to_vec();
+                shape[axis] = n;
+                Ok(vec![nn(g.constant(&[value], &TensorSpec::new(shape, x.dtype())))?])
+            };
+            (block(before)?, block(after)?)
+        }
+        "reflect" => {
+            if before >= d || after >= d {
+                return Err(format!("reflect pads {before} and {after} need more than axis {axis}'s {d} elements"));
+            }
+            (
+                (1..=before).rev().map(one_at).collect::<R<_>>()?,
+                (1..=after).map(|i| one_at(d - 1 - i)).collect::<R<_>>()?,
+            )
+        }
+        "edge" => {
+            if d == 0 {
+                return Err(format!("edge pads of an empty axis {axis}"));
+            }
+            ((0..before).map(|_| one_at(0)).collect::<R<_>>()?, (0..after).map(|_| one_at(d - 1)).collect::<R<_>>()?)
+        }
+        "wrap" => {
+            if before > d || after > d {
+                return Err(format!(
+                    "wrap pads {before} and {after} need at least as many of axis {axis}'s {d} elements"
+                ));
+            }
+            let tail = if before > 0 { vec![nn(x.narrow(axis as i64, d - before, before))?] } else { vec![] };
+            let head = if after > 0 { vec![nn(x.narrow(axis as i64, 0, after))?] } else { vec![] };
+            (tail, head)
+        }
+        other => return Err(format!("mode '{other}' (Pad takes constant, reflect, edge or wrap)")),
+    };
+    let parts: Vec<&Tensor> =
+        front.iter().chain(std::iter::once(&x)).chain(back.iter()).filter(|t| t.shape()[axis] > 0).collect();
+    nn(Tensor::concat(&parts, axis as i64))
 }
 
 fn attr<'n>(node: &'n NodeProto, name: &str) -> Option<&'n AttributeProto> {
@@ -2727,41 +2795,100 @@ impl Importer<'_> {
                 if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
                     return Err("starts, ends, axes and steps differ in length".into());
                 }
-                let mut lo = vec![0usize; dims.len()];
-                let mut hi = dims.clone();
-                let mut st = vec![1usize; dims.len()];
+                // Per axis: the first index, the step and the count taken.
+                let mut first = vec![0i64; dims.len()];
+                let mut step = vec![1i64; dims.len()];
+                let mut count: Vec<usize> = dims.clone();
                 for k in 0..starts.len() {
                     let a = norm_axis(axes[k], dims.len())?;
                     let d = dims[a] as i64;
-                    if steps[k] <= 0 {
-                        return Err(format!("step {} is not supported (only positive steps)", steps[k]));
+                    let wrap = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
+                    match steps[k] {
+                        0 => return Err("a step of 0".into()),
+                        s if s > 0 => {
+                            let lo = wrap(starts[k]).clamp(0, d);
+                            let hi = wrap(ends[k]).clamp(0, d).max(lo);
+                            (first[a], step[a], count[a]) = (lo, s, ((hi - lo) as u64).div_ceil(s as u64) as usize);
+                        }
+                        // Backwards from start (at most d - 1) down to just
+                        // above end (at least -1: through index 0).
+                        s => {
+                            let lo = wrap(starts[k]).clamp(0, (d - 1).max(0));
+                            let end = wrap(ends[k]).clamp(-1, d - 1).min(lo);
+                            let n = if d == 0 { 0 } else { ((lo - end) as u64).div_ceil(s.unsigned_abs()) as usize };
+                            (first[a], step[a], count[a]) = (lo, s, n);
+                        }
                     }
-                    let clamp = |v: i64| (if v < 0 { v + d } else { v }).clamp(0, d);
-                    lo[a] = clamp(starts[k]) as usize;
-                    hi[a] = clamp(ends[k]).max(lo[a] as i64) as usize;
-                    st[a] = steps[k] as usize;
                 }
                 match input(0)? {
                     V::C(c) => {
-                        let out: Vec<usize> = (0..dims.len()).map(|i| (hi[i] - lo[i]).div_ceil(st[i])).collect();
                         let strides = strides_of(&dims);
-                        let n: usize = out.iter().product();
+                        let n: usize = count.iter().product();
                         let vals = (0..n)
                             .map(|i| {
                                 let mut rem = i;
                                 let mut src = 0;
-                                for k in (0..out.len()).rev() {
-                                    let coord = rem % out[k];
-                                    rem /= out[k];
-                                    src += (lo[k] + coord * st[k]) * strides[k];
+                                for k in (0..count.len()).rev() {
+                                    let coord = (rem % count[k]) as i64;
+                                    rem /= count[k];
+                                    src += (first[k] + coord * step[k]) as usize * strides[k];
                                 }
                                 c.vals[src]
                             })
                             .collect();
-                        Ok(vec![V::C(Const { dims: out, vals, float: c.float })])
+                        Ok(vec![V::C(Const { dims: count, vals, float: c.float })])
                     }
-                    V::T(x) => one(nn(x.slice(&lo, &hi, &st))?),
+                    V::T(x) => {
+                        if let Some(s) = step.iter().find(|&&s| s < 0) {
+                            return Err(format!(
+                                "step {s} of a computed tensor is not supported (only positive steps; a constant's may be negative)"
+                            ));
+                        }
+                        let lo: Vec<usize> = first.iter().map(|&f| f as usize).collect();
+                        let st: Vec<usize> = step.iter().map(|&s| s as usize).collect();
+                        let hi: Vec<usize> =
+                            (0..lo.len()).map(|k| (lo[k] + count[k] * st[k]).min(dims[k]).max(lo[k])).collect();
+                        one(nn(x.slice(&lo, &hi, &st))?)
+                    }
                 }
+            }
+            // Pads built from the ops autodiff already knows: constants
+            // (their gradient nothing) and slices of the input concatenated
+            // around it, axis after axis as numpy.pad applies them; a
+            // negative pad crops.
+            "Pad" => {
+                let x = t(0)?;
+                let rank = x.rank();
+                let mode = attr_s(node, "mode").unwrap_or_else(|| "constant".into());
+                let (pads, value, axes) = if self.opset >= 11 {
+                    let pads = konst(1, "the pads")?.as_ints();
+                    let value = match optional_const(2)? {
+                        Some(c) if c.vals.len() == 1 => c.vals[0],
+                        Some(c) => return Err(format!("constant_value has {} values; Pad takes one", c.vals.len())),
+                        None => 0.0,
+                    };
+                    let axes = optional_const(3)?.map(|c| c.as_ints());
+                    (pads, value, axes)
+                } else {
+                    let pads = attr_ints(node, "pads").ok_or("Pad needs the attribute 'pads'")?;
+                    (pads, f64::from(attr_f(node, "value", 0.0)), None)
+                };
+                let axes: Vec<usize> = match axes {
+                    Some(a) => a.iter().map(|&a| norm_axis(a, rank)).collect::<R<_>>()?,
+                    None => (0..rank).collect(),
+                };
+                if pads.len() != 2 * axes.len() {
+                    return Err(format!("{} pads for {} axes; Pad takes two an axis", pads.len(), axes.len()));
+                }
+                if !value.is_finite() && mode == "constant" && !x.dtype().is_float() {
+                    return Err(format!("constant_value {value} for an integer tensor"));
+                }
+                let mut y = x.clone();
+                for (k, &a) in axes.iter().enumerate() {
+                    let (before, after) = (pads[k], pads[axes.len() + k]);
+                    y = pad_axis(g, &y, a, (before, after), &mode, value)?;
+                }
+                one(y)
             }
             "Gather" => {
                 let dims = shape_of(input(0)?);

@@ -210,6 +210,14 @@ fn an_imported_cnn_matches_onnxruntime_and_pytorch_gradients() {
 
 /// Hugging Face transformers 5's GPT-2 (its mask code: LessOrEqual, And,
 /// Where; Conv1D layers; a tied head): forward and gradients as PyTorch's.
+/// Reflection, zero, constant and replication padding and crops (the
+/// TorchScript exporter computes the pads by reversing a constant with a
+/// negative-step Slice).
+#[test]
+fn an_imported_padded_cnn_matches_onnxruntime_and_pytorch_gradients() {
+    check("pads");
+}
+
 #[test]
 fn an_imported_hugging_face_gpt2_matches_onnxruntime_and_pytorch_gradients() {
     check("hf_gpt2");
@@ -1615,4 +1623,175 @@ fn a_refused_dynamo_node_is_named_with_its_module() {
         err.starts_with("refused.onnx: node 'node_unique_1' in module 'decoder.up1' (Unique, opset 18): not supported"),
         "{err}"
     );
+}
+
+/// Pad in each of its modes (constant with a value, reflect, edge, wrap;
+/// a negative pad crops) over the two image axes: the imported forward is
+/// numpy.pad's (after the crops) and its gradient sums each output's
+/// gradient back into the input element it copies.
+#[test]
+fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
+    use aicf_compiler::interp::{Array, Interpreter};
+    use aicf_compiler::types::DType;
+    use aicf_compiler::{CompilerContext, run_pipeline};
+    use aicf_onnx::proto::{
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+        attribute_proto::AttributeType,
+    };
+    let (n, c, h, w) = (1usize, 2usize, 3usize, 4usize);
+    // The input element output coordinate `o` copies along an axis of `d`
+    // elements padded by (b, e), or None for the constant.
+    let source = |o: usize, (b, e): (i64, i64), d: usize, mode: &str| -> Option<usize> {
+        let lo = (-b).max(0) as usize;
+        let kept = (d - lo - (-e).max(0) as usize) as i64;
+        let i = o as i64 - b.max(0);
+        let i = match mode {
+            _ if (0..kept).contains(&i) => i,
+            "constant" => return None,
+            "reflect" if i < 0 => -i,
+            "reflect" => 2 * (kept - 1) - i,
+            "edge" => i.clamp(0, kept - 1),
+            _ => i.rem_euclid(kept),
+        };
+        Some(lo + i as usize)
+    };
+    let dir = crate::tmp_root().join("onnx-pad");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let x: Vec<f64> = (0..n * c * h * w).map(|i| (i as f64 * 0.37).sin()).collect();
+    // (mode, (h begin, h end), (w begin, w end), value, opset)
+    let cases = [
+        ("constant", (1, 2), (-1, 2), 0.5f32, 17i64),
+        ("reflect", (2, 1), (1, 2), 0.0, 17),
+        ("edge", (2, 0), (0, 3), 0.0, 17),
+        ("wrap", (1, 2), (3, -1), 0.0, 19),
+    ];
+    for (mode, ph, pw, value, opset) in cases {
+        let oh = (h as i64 + ph.0 + ph.1) as usize;
+        let ow = (w as i64 + pw.0 + pw.1) as usize;
+        let model = ModelProto {
+            ir_version: Some(9),
+            opset_import: vec![OperatorSetIdProto { version: Some(opset), ..Default::default() }],
+            graph: Some(GraphProto {
+                name: Some("pad".into()),
+                node: vec![NodeProto {
+                    name: Some("pad".into()),
+                    op_type: Some("Pad".into()),
+                    input: vec!["x".into(), "pads".into(), "value".into()],
+                    output: vec!["y".into()],
+                    attribute: vec![AttributeProto {
+                        name: Some("mode".into()),
+                        s: Some(mode.as_bytes().to_vec()),
+                        r#type: Some(AttributeType::String as i32),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                input: vec![float_value("x", &[n as i64, c as i64, h as i64, w as i64])],
+                output: vec![float_value("y", &[n as i64, c as i64, oh as i64, ow as i64])],
+                initializer: vec![
+                    TensorProto {
+                        name: Some("pads".into()),
+                        data_type: Some(7),
+                        dims: vec![8],
+                        int64_data: vec![0, 0, ph.0, pw.0, 0, 0, ph.1, pw.1],
+                        ..Default::default()
+                    },
+                    TensorProto {
+                        name: Some("value".into()),
+                        data_type: Some(1),
+                        dims: vec![],
+                        float_data: vec![value],
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let imported =
+            onnx::import_model(&model, "pad.onnx", &dir, &ImportOptions { batch: None, loss: Loss::Mse }).unwrap();
+        let path = dir.join(format!("pad_{mode}.mlir"));
+        imported.write(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let ctx = CompilerContext::new();
+        let mut module = ctx.parse(&text, mode).unwrap();
+        run_pipeline(&ctx, &mut module, "builtin.module(hl-autodiff{function=loss wrt-inputs=true})").unwrap();
+        // numpy.pad's result, and how many outputs copy each input element.
+        let mut want = Vec::new();
+        let mut copies = vec![0.0; x.len()];
+        for plane in 0..n * c {
+            for i in 0..oh {
+                for j in 0..ow {
+                    match (source(i, ph, h, mode), source(j, pw, w, mode)) {
+                        (Some(a), Some(b)) => {
+                            let at = (plane * h + a) * w + b;
+                            want.push(x[at]);
+                            copies[at] += 1.0;
+                        }
+                        _ => want.push(value as f64),
+                    }
+                }
+            }
+        }
+        let input = Array::new(vec![n, c, h, w], DType::F32, x.clone()).unwrap();
+        let interp = Interpreter::new(&module);
+        let y = interp.run("forward", std::slice::from_ref(&input)).unwrap();
+        assert_eq!(y[0].shape, vec![n, c, oh, ow], "{mode}");
+        for (k, (g, e)) in y[0].data.iter().zip(&want).enumerate() {
+            assert!((g - e).abs() < 1e-6, "{mode}: output {k} is {g}, numpy.pad's {e}");
+        }
+        // Every output one above its target: each output's gradient is the
+        // same, so an input's is that times the outputs copying it.
+        let target: Vec<f64> = want.iter().map(|v| v - 1.0).collect();
+        let target = Array::new(vec![n, c, oh, ow], DType::F32, target).unwrap();
+        let grads = interp.run("loss_grad", &[input, target]).unwrap();
+        let dx = &grads[1].data;
+        let each = dx.iter().sum::<f64>() / copies.iter().sum::<f64>();
+        assert!(each > 0.0, "{mode}: {dx:?}");
+        for (k, (g, m)) in dx.iter().zip(&copies).enumerate() {
+            assert!((g - each * m).abs() < 1e-6, "{mode}: input {k}'s gradient {g}, {m} copies of {each}");
+        }
+    }
+    // A reflection wider than its axis is refused with its sizes.
+    let e = onnx::import_model(
+        &{
+            let mut m = aicf_onnx::proto::ModelProto::default();
+            m.ir_version = Some(9);
+            m.opset_import = vec![OperatorSetIdProto { version: Some(17), ..Default::default() }];
+            m.graph = Some(GraphProto {
+                name: Some("wide".into()),
+                node: vec![NodeProto {
+                    name: Some("pad".into()),
+                    op_type: Some("Pad".into()),
+                    input: vec!["x".into(), "pads".into()],
+                    output: vec!["y".into()],
+                    attribute: vec![AttributeProto {
+                        name: Some("mode".into()),
+                        s: Some(b"reflect".to_vec()),
+                        r#type: Some(AttributeType::String as i32),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                input: vec![float_value("x", &[1, 1, 3, 4])],
+                output: vec![float_value("y", &[1, 1, 9, 4])],
+                initializer: vec![TensorProto {
+                    name: Some("pads".into()),
+                    data_type: Some(7),
+                    dims: vec![8],
+                    int64_data: vec![0, 0, 3, 0, 0, 0, 3, 0],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+            m
+        },
+        "wide.onnx",
+        &dir,
+        &ImportOptions { batch: None, loss: Loss::None },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("Pad") && e.contains("reflect pads 3 and 3 need more than axis 2's 3 elements"), "{e}");
 }
