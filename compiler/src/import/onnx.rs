@@ -2469,9 +2469,12 @@ impl Importer<'_> {
                 let padding = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
                 // ceil_mode=1 rounds the output size up (a last window
                 // partly past the input, starting inside it or its left
-                // padding, as PyTorch counts it): taken where that is the
-                // size rounding down gives (squeezenet's and googlenet's
-                // pools at their usual sizes), refused where it adds one.
+                // padding, as PyTorch counts it). Where that adds a window,
+                // max pooling takes it over the input extended by -inf
+                // (never a window's maximum: the window starts inside the
+                // input); average pooling, whose divisor would count the
+                // extension, is refused.
+                let mut x = x;
                 if attr_i(node, "ceil_mode", 0) != 0 {
                     for axis in 0..2 {
                         let (size, k, s, p) = (x.shape()[2 + axis], kernel[axis], stride[axis].max(1), padding[axis]);
@@ -2481,13 +2484,18 @@ impl Importer<'_> {
                         if (ceil - 1) * s >= size + p {
                             ceil -= 1;
                         }
-                        if ceil != floor {
+                        if ceil == floor {
+                            continue;
+                        }
+                        if op == "AveragePool" {
                             return Err(format!(
                                 "ceil_mode=1 gives {ceil} outputs along spatial axis {axis} where rounding down gives \
-                                 {floor}: a window partly past the input is not supported (export with ceil_mode=False, \
-                                 or an input size where both agree)"
+                                 {floor}: an average over a window partly past the input is not supported (export with \
+                                 ceil_mode=False, or an input size where both agree)"
                             ));
                         }
+                        let extra = ((ceil - 1) * s + k - (size + 2 * p)) as i64;
+                        x = pad_axis(g, &x, 2 + axis, (0, extra), "constant", f64::NEG_INFINITY)?;
                     }
                 }
                 if op == "AveragePool" && padding != [0, 0] && attr_i(node, "count_include_pad", 0) == 0 {

@@ -1583,10 +1583,40 @@ fn ceil_mode_pooling_imports_where_it_changes_no_size() {
     // 7 = 3 + 2 * 2: both round to 3 windows.
     let same = onnx::import_model(&model(7, 3), "pool.onnx", std::path::Path::new("."), &options);
     assert!(same.is_ok(), "{:?}", same.err());
-    // 8: rounding up adds a fourth window, past the input.
-    let err =
-        onnx::import_model(&model(8, 4), "pool.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
-    assert!(err.contains("node 'pool' (MaxPool, opset 17): ceil_mode=1 gives 4 outputs along spatial axis 0 where rounding down gives 3"), "{err}");
+    // 8: rounding up adds a fourth window, partly past the input: max
+    // pooling takes it (over the input extended by -inf), as PyTorch's
+    // ceil_mode does (googlenet's pools).
+    let dir = crate::tmp_root().join("onnx-ceil-mode");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let imported = onnx::import_model(&model(8, 4), "pool.onnx", &dir, &options).unwrap();
+    let path = dir.join("pool.mlir");
+    imported.write(&path).unwrap();
+    let ctx = aicf_compiler::CompilerContext::new();
+    let module = ctx.parse(&std::fs::read_to_string(&path).unwrap(), "pool").unwrap();
+    let x: Vec<f64> = (0..2 * 64).map(|i| ((i * 37) % 101) as f64 - 50.0).collect();
+    let input =
+        aicf_compiler::interp::Array::new(vec![1, 2, 8, 8], aicf_compiler::types::DType::F32, x.clone()).unwrap();
+    let y = aicf_compiler::interp::Interpreter::new(&module).run("forward", &[input]).unwrap();
+    assert_eq!(y[0].shape, vec![1, 2, 4, 4]);
+    for c in 0..2 {
+        for i in 0..4 {
+            for j in 0..4 {
+                let mut m = f64::NEG_INFINITY;
+                for a in 2 * i..(2 * i + 3).min(8) {
+                    for b in 2 * j..(2 * j + 3).min(8) {
+                        m = m.max(x[(c * 8 + a) * 8 + b]);
+                    }
+                }
+                assert_eq!(y[0].data[(c * 4 + i) * 4 + j], m, "channel {c} window ({i}, {j})");
+            }
+        }
+    }
+    // An average over such a window would count the extension: refused.
+    let mut average = model(8, 4);
+    average.graph.as_mut().unwrap().node[0].op_type = Some("AveragePool".into());
+    let err = onnx::import_model(&average, "pool.onnx", &dir, &options).unwrap_err().to_string();
+    assert!(err.contains("node 'pool' (AveragePool, opset 17): ceil_mode=1 gives 4 outputs along spatial axis 0 where rounding down gives 3"), "{err}");
 }
 
 /// A node the importer refuses is named with its module where the dynamo
