@@ -966,7 +966,7 @@ fn pad_axis(g: &Graph, x: &Tensor, axis: usize, (before, after): (i64, i64), mod
     let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
     let d = x.shape()[axis] as i64;
     // Crops first: what is left is then padded.
-    let (lo, hi) = ((-before).max(0), d - (-after).max(0));
+    let (lo, hi) = (before.saturating_neg().max(0), d.saturating_sub(after.saturating_neg().max(0)));
     if hi < lo {
         return Err(format!("pads {before} and {after} crop more than axis {axis}'s {d} elements"));
     }
@@ -977,6 +977,12 @@ fn pad_axis(g: &Graph, x: &Tensor, axis: usize, (before, after): (i64, i64), mod
     let (before, after) = (before.max(0) as usize, after.max(0) as usize);
     if before == 0 && after == 0 {
         return Ok(x);
+    }
+    let elements = x.shape().iter().try_fold(1usize, |n, &s| n.checked_mul(s));
+    let padded = (x.shape()[axis].checked_add(before)).and_then(|s| s.checked_add(after));
+    let total = padded.zip(elements).and_then(|(p, e)| (e / x.shape()[axis].max(1)).checked_mul(p));
+    if total.is_none_or(|t| t > 1 << 40) {
+        return Err(format!("pads {before} and {after} of axis {axis} make a tensor of more than 2^40 elements"));
     }
     let d = x.shape()[axis];
     let one_at = |i: usize| nn(x.narrow(axis as i64, i, 1));
@@ -1005,7 +1011,15 @@ fn pad_axis(g: &Graph, x: &Tensor, axis: usize, (before, after): (i64, i64), mod
             if d == 0 {
                 return Err(format!("edge pads of an empty axis {axis}"));
             }
-            ((0..before).map(|_| one_at(0)).collect::<R<_>>()?, (0..after).map(|_| one_at(d - 1)).collect::<R<_>>()?)
+            let repeated = |i: usize, n: usize| -> R<Vec<Tensor>> {
+                if n == 0 {
+                    return Ok(vec![]);
+                }
+                let mut shape = x.shape().to_vec();
+                shape[axis] = n;
+                Ok(vec![nn(one_at(i)?.broadcast_to(&shape))?])
+            };
+            (repeated(0, before)?, repeated(d - 1, after)?)
         }
         "wrap" => {
             if before > d || after > d {

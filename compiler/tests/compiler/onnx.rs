@@ -1783,13 +1783,13 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
             assert!((g - each * m).abs() < 1e-6, "{mode}: input {k}'s gradient {g}, {m} copies of {each}");
         }
     }
-    // A reflection wider than its axis is refused with its sizes.
-    let e = onnx::import_model(
-        &{
-            let mut m = aicf_onnx::proto::ModelProto::default();
-            m.ir_version = Some(9);
-            m.opset_import = vec![OperatorSetIdProto { version: Some(17), ..Default::default() }];
-            m.graph = Some(GraphProto {
+    // A reflection wider than its axis, and pads past any memory, are
+    // refused with their sizes.
+    let refused = |mode: &str, pads: Vec<i64>| -> String {
+        let model = ModelProto {
+            ir_version: Some(9),
+            opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+            graph: Some(GraphProto {
                 name: Some("wide".into()),
                 node: vec![NodeProto {
                     name: Some("pad".into()),
@@ -1798,7 +1798,7 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
                     output: vec!["y".into()],
                     attribute: vec![AttributeProto {
                         name: Some("mode".into()),
-                        s: Some(b"reflect".to_vec()),
+                        s: Some(mode.as_bytes().to_vec()),
                         r#type: Some(AttributeType::String as i32),
                         ..Default::default()
                     }],
@@ -1810,18 +1810,26 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
                     name: Some("pads".into()),
                     data_type: Some(7),
                     dims: vec![8],
-                    int64_data: vec![0, 0, 3, 0, 0, 0, 3, 0],
+                    int64_data: pads,
                     ..Default::default()
                 }],
                 ..Default::default()
-            });
-            m
-        },
-        "wide.onnx",
-        &dir,
-        &ImportOptions { batch: None, loss: Loss::None },
-    )
-    .unwrap_err()
-    .to_string();
+            }),
+            ..Default::default()
+        };
+        let options = ImportOptions { batch: None, loss: Loss::None };
+        onnx::import_model(&model, "wide.onnx", &dir, &options).unwrap_err().to_string()
+    };
+    let e = refused("reflect", vec![0, 0, 3, 0, 0, 0, 3, 0]);
     assert!(e.contains("Pad") && e.contains("reflect pads 3 and 3 need more than axis 2's 3 elements"), "{e}");
+    for mode in ["edge", "constant"] {
+        let e = refused(mode, vec![0, 0, 0, 1 << 45, 0, 0, 0, 0]);
+        assert!(e.contains("pads 35184372088832 and 0 of axis 3 make a tensor of more than 2^40 elements"), "{e}");
+    }
+    let e = refused("constant", vec![0, 0, 0, i64::MAX, 0, 0, 0, i64::MAX]);
+    assert!(e.contains("of axis 3 make a tensor of more than 2^40 elements"), "{e}");
+    let e = refused("constant", vec![0, 0, i64::MIN, 0, 0, 0, 0, 0]);
+    assert!(e.contains("crop more than axis 2's 3 elements"), "{e}");
+    let e = refused("constant", vec![0, 0, -2, 0, 0, 0, -2, 0]);
+    assert!(e.contains("pads -2 and -2 crop more than axis 2's 3 elements"), "{e}");
 }
