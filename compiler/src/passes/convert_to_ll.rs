@@ -198,9 +198,10 @@ struct Lower<'a> {
     symbol_args: HashMap<String, MlirValue>,
     /// convolutions as products over their window rows
     conv_as_gemm: bool,
-    /// a convolution's output gradient (hl value) -> its rows `[N*OH*OW,
-    /// O]` (NCHW's transposed once for both gradients)
-    conv_rows: HashMap<usize, MlirValue>,
+    /// a convolution's output gradient (hl value, NHWC) -> its rows
+    /// `[N*OH*OW, O]` (NCHW's transposed once for both gradients, and for
+    /// every convolution whose output it is the gradient of)
+    conv_rows: HashMap<(usize, bool), MlirValue>,
     /// per original result: the output argument (None for param/state)
     outputs: Vec<(Option<String>, MlirValue)>,
     arg_tags: Vec<String>,
@@ -964,7 +965,7 @@ impl<'a> Lower<'a> {
     /// The output gradient `dy` as rows `[N*OH*OW, O]`: a view in NHWC, a
     /// transpose in NCHW made once for both of the convolution's gradients.
     fn gradient_rows(&mut self, loc: MlirLocation, dy: MlirValue, w: &Windows) -> Result<MlirValue, Failure> {
-        if let Some(&rows) = self.conv_rows.get(&key(dy)) {
+        if let Some(&rows) = self.conv_rows.get(&(key(dy), w.nhwc)) {
             return Ok(rows);
         }
         let g = self.buf(dy)?;
@@ -976,7 +977,7 @@ impl<'a> Lower<'a> {
             self.kernel(loc, "ll.transpose", &[planes, t], vec![("permutation", "array<i64: 0, 2, 1>".into())])?;
             self.view(loc, t, vec![w.rows(), w.out], w.dtype)?
         };
-        self.conv_rows.insert(key(dy), rows);
+        self.conv_rows.insert((key(dy), w.nhwc), rows);
         Ok(rows)
     }
 

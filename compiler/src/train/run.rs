@@ -2462,6 +2462,7 @@ fn replica_settings(options: &Options, run: &RunOptions, record: &[(&'static str
         ("standardize", run.data.standardize.to_string()),
         ("shape_padding", options.shape_padding.to_string()),
         ("attention_backward", format!("{:?}", options.fused_attention_backward)),
+        ("conv", format!("{:?}", options.conv_as_gemm)),
     ];
     settings.extend(more.into_iter().map(|(k, v)| (k.to_string(), v)));
     settings

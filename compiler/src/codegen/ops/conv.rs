@@ -181,7 +181,7 @@ impl Generator {
         self.one(k, specs, work, cost)
     }
 
-    /// `ll.im2col` (`cols` false: specs image, windows) or `ll.col2im`
+    /// `ll.im2col` (`col2im` false: specs image, windows) or `ll.col2im`
     /// (true: specs windows, image). im2col takes one window row `(n, oh,
     /// ow)` a work item and writes its `C x KH x KW` elements in order (0
     /// where a tap lies in the padding); col2im one image element, summing
