@@ -310,6 +310,8 @@ impl Generator {
         let xi = at(&mut k, &xstr, &hh, &ww);
         let xv = k.load("%b1", &xi, &tx);
         let gt = k.val(&format!("arith.cmpf ogt, {xv}, {} : {f}", inner[0]));
+        let first = k.cmpi("eq", &inner[1], &big);
+        let gt = k.val(&format!("arith.ori {gt}, {first} : i1"));
         let better = k.and(&ok, &gt);
         let nb = k.val(&format!("arith.select {better}, {xv}, {} : {f}", inner[0]));
         let np = k.val(&format!("arith.select {better}, {xi}, {} : index", inner[1]));
@@ -459,7 +461,11 @@ impl Generator {
                 let ok = k.and(&okh, &okw);
                 let xi = k.ravel(&with(&c, &h, &w), &xstr);
                 let xv = k.load(&format!("%b{x}"), &xi, &tx);
+                // The first tap in the window (-inf or NaN included), then
+                // any greater one: the interpreter's and PyTorch's choice.
                 let gt = k.val(&format!("arith.cmpf ogt, {xv}, {best1} : {f}"));
+                let first = k.cmpi("eq", &at1, &big);
+                let gt = k.val(&format!("arith.ori {gt}, {first} : i1"));
                 let better = k.and(&ok, &gt);
                 let nb = k.val(&format!("arith.select {better}, {xv}, {best1} : {f}"));
                 let np = k.val(&format!("arith.select {better}, {xi}, {at1} : index"));
