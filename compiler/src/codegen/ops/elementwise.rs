@@ -15,7 +15,10 @@ impl Generator {
         body: &(String, Vec<DType>, Vec<DType>),
         alias: &[Option<usize>],
     ) -> (u64, u64) {
-        let shape = outs.first().map(|o| o.0.clone()).unwrap_or_default();
+        let (shape, aligned_ins) = rows_of(
+            &outs.first().map(|o| o.0.clone()).unwrap_or_default(),
+            &ins.iter().map(|i| i.0.clone()).collect::<Vec<_>>(),
+        );
         let rank = shape.len();
         let cols = shape.last().copied().unwrap_or(1).max(1);
         let rows = (numel(&shape) / cols).max(1);
@@ -26,9 +29,7 @@ impl Generator {
         let (i, element) = self.target.elementwise_item(&mut k, cols);
         // Per input: the offset of its row, and whether it runs along the row.
         let mut bases = Vec::new();
-        for (s, _) in ins {
-            let mut aligned = vec![1; rank.saturating_sub(s.len())];
-            aligned.extend(s);
+        for aligned in &aligned_ins {
             let along = aligned.last().copied().unwrap_or(1) == cols && cols > 1;
             let outer_same = rank > 0 && aligned[..rank - 1] == shape[..rank - 1];
             let base = if rank <= 1 || aligned[..rank - 1].iter().all(|&d| d == 1) {
@@ -38,7 +39,7 @@ impl Generator {
                 k.mul(&i, &c)
             } else {
                 // Unravel the row over the outer dimensions.
-                let strides = row_major_strides(&aligned);
+                let strides = row_major_strides(aligned);
                 let mut rem = i.clone();
                 let mut acc = "%c0".to_string();
                 for d in (0..rank - 1).rev() {
@@ -96,4 +97,42 @@ impl Generator {
         self.finish(k, &specs);
         (rows as u64, (cols * (ins.len() + outs.len() + 4)) as u64)
     }
+}
+
+/// The least elements of a row worth merging further dims into.
+const ROW: usize = 256;
+
+/// The iteration shape of an elementwise kernel writing `out` from inputs
+/// of `ins` (broadcast to it): the innermost dims merged into one row where
+/// every input broadcasts both alike (both size 1, or both whole), until a
+/// row holds [`ROW`] elements; and each input's shape, aligned to it. A
+/// `[16, 144, 8, 8]` batch-norm scale by `[1, 144, 1, 1]` runs rows of 64
+/// (with the channel's scale once a row) rather than of 8: EfficientNet's
+/// elementwise kernels took 41% of its CPU step in rows of 8 or 16.
+fn rows_of(out: &[usize], ins: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut shape = out.to_vec();
+    let rank = shape.len();
+    let mut aligned: Vec<Vec<usize>> = ins
+        .iter()
+        .map(|s| {
+            let mut a = vec![1; rank.saturating_sub(s.len())];
+            a.extend(s);
+            a
+        })
+        .collect();
+    while shape.len() >= 2 && *shape.last().unwrap_or(&0) < ROW {
+        let d = shape.len() - 2;
+        let alike =
+            aligned.iter().all(|a| (a[d] == 1 && a[d + 1] == 1) || (a[d] == shape[d] && a[d + 1] == shape[d + 1]));
+        if !alike {
+            break;
+        }
+        shape[d] *= shape[d + 1];
+        shape.pop();
+        for a in &mut aligned {
+            a[d] *= a[d + 1];
+            a.pop();
+        }
+    }
+    (shape, aligned)
 }
