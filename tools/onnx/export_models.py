@@ -77,6 +77,28 @@ class PaddedCnn(nn.Module):
         return self.head(F.relu(self.conv2(x)).flatten(1))
 
 
+class ResizedCnn(nn.Module):
+    """Interpolations the whole-factor path does not take: bilinear with
+    align_corners=True, bicubic, nearest to a fractional size, and a
+    downsampling bilinear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(12, 4, 3, stride=2, padding=1)
+        self.head = nn.Linear(4 * 6 * 6, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))  # 8 x 8
+        a = F.interpolate(x, size=(11, 11), mode="bilinear", align_corners=True)
+        b = F.interpolate(x, size=(11, 11), mode="bicubic", align_corners=False)
+        c = F.interpolate(x, size=(11, 11), mode="nearest")
+        x = self.conv2(torch.cat([a, b, c], 1))  # 6 x 6
+        x = F.interpolate(x, scale_factor=0.5, mode="bilinear", align_corners=False, recompute_scale_factor=False)
+        x = F.interpolate(x, size=(6, 6), mode="bilinear", align_corners=True)
+        return self.head(F.relu(x).flatten(1))
+
+
 class Block(nn.Module):
     def __init__(self, d, heads):
         super().__init__()
@@ -199,6 +221,7 @@ MODELS = {
     "resnet_digits": (lambda: SmallResNet18(width=8, digits=True), lambda g: torch.randn(8, 1, 8, 8, generator=g),
                       ((8,), 10)),
     "pads": (PaddedCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "resize": (ResizedCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

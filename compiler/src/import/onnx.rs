@@ -958,6 +958,124 @@ fn check_node(node: &NodeProto) -> R<()> {
     Ok(())
 }
 
+/// What a Resize asks for besides its sizes.
+struct ResizeAsk<'a> {
+    mode: &'a str,
+    transform: &'a str,
+    rounding: &'a str,
+    cubic_a: f64,
+    exclude: bool,
+}
+
+/// The `[m, n]` matrix that resizes an axis of `n` elements to `m` (`scale`
+/// the factor the coordinates divide by) as ONNX's Resize defines it: each
+/// output's source coordinate by the coordinate transformation, its
+/// neighbours `i0 = ceil(x) - 1`, `i0 + 1` (and `i0 - 1`, `i0 + 2` for
+/// cubic) weighted by the mode's coefficients of `x - i0` in (0, 1], edge
+/// elements repeated past the ends (or, with `exclude`, dropped and the
+/// weights renormalised).
+fn resize_matrix(n: usize, m: usize, scale: f64, ask: &ResizeAsk<'_>) -> R<Vec<f64>> {
+    let length = scale * n as f64;
+    let mut w = vec![0.0; m * n];
+    for o in 0..m {
+        let x = o as f64;
+        let src = match ask.transform {
+            "half_pixel" => (x + 0.5) / scale - 0.5,
+            "pytorch_half_pixel" if length == 1.0 => -0.5,
+            "pytorch_half_pixel" => (x + 0.5) / scale - 0.5,
+            "align_corners" if length == 1.0 => 0.0,
+            "align_corners" => x * (n as f64 - 1.0) / (length - 1.0),
+            "asymmetric" => x / scale,
+            "half_pixel_symmetric" => {
+                let offset = n as f64 / 2.0 * (1.0 - m as f64 / length);
+                offset + (x + 0.5) / scale - 0.5
+            }
+            other => return Err(format!("coordinate_transformation_mode '{other}' is not supported")),
+        };
+        let i0 = src.ceil() as i64 - 1;
+        let ratio = src - i0 as f64;
+        let (first, coeffs): (i64, Vec<f64>) = match ask.mode {
+            "nearest" => {
+                let right = match ask.rounding {
+                    _ if ratio == 1.0 => true,
+                    "round_prefer_floor" => ratio > 0.5,
+                    "round_prefer_ceil" => ratio >= 0.5,
+                    "floor" => false,
+                    "ceil" => true,
+                    other => return Err(format!("nearest_mode '{other}' is not supported")),
+                };
+                (i0, if right { vec![0.0, 1.0] } else { vec![1.0, 0.0] })
+            }
+            "linear" => (i0, vec![1.0 - ratio, ratio]),
+            "cubic" => {
+                let a = ask.cubic_a;
+                let (r, s) = (ratio, 1.0 - ratio);
+                (
+                    i0 - 1,
+                    vec![
+                        ((a * (r + 1.0) - 5.0 * a) * (r + 1.0) + 8.0 * a) * (r + 1.0) - 4.0 * a,
+                        ((a + 2.0) * r - (a + 3.0)) * r * r + 1.0,
+                        ((a + 2.0) * s - (a + 3.0)) * s * s + 1.0,
+                        ((a * (s + 1.0) - 5.0 * a) * (s + 1.0) + 8.0 * a) * (s + 1.0) - 4.0 * a,
+                    ],
+                )
+            }
+            other => return Err(format!("mode '{other}' is not supported (nearest, linear or cubic)")),
+        };
+        let inside = |i: i64| (0..n as i64).contains(&i);
+        let total: f64 = if ask.exclude {
+            coeffs.iter().enumerate().filter(|(k, _)| inside(first + *k as i64)).map(|(_, c)| c).sum()
+        } else {
+            1.0
+        };
+        for (k, c) in coeffs.iter().enumerate() {
+            let i = first + k as i64;
+            if ask.exclude && !inside(i) {
+                continue;
+            }
+            let at = i.clamp(0, n as i64 - 1) as usize;
+            w[o * n + at] += if ask.exclude { c / total } else { *c };
+        }
+    }
+    Ok(w)
+}
+
+/// `x` resized along `axis` to `m` elements: the axis moved last, a linear
+/// layer whose constant weight is the interpolation matrix
+/// ([`resize_matrix`]), and moved back. Nothing where the matrix is the
+/// identity.
+fn resize_axis(g: &Graph, x: &Tensor, axis: usize, m: usize, scale: f64, ask: &ResizeAsk<'_>) -> R<Tensor> {
+    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+    let n = x.shape()[axis];
+    if axis < 2 && (m != n || scale != 1.0) {
+        return Err(format!("resizing axis {axis} (the batch or the channels) is not supported"));
+    }
+    if n == 0 || m == 0 {
+        return Err(format!("resizing axis {axis} of {n} elements to {m}"));
+    }
+    if n.saturating_mul(m) > 1 << 24 {
+        return Err(format!("resizing axis {axis} from {n} to {m} elements takes a matrix past 2^24 entries"));
+    }
+    let w = resize_matrix(n, m, scale, ask)?;
+    let identity = m == n && (0..m).all(|o| (0..n).all(|i| w[o * n + i] == if o == i { 1.0 } else { 0.0 }));
+    if identity {
+        return Ok(x.clone());
+    }
+    let rank = x.rank();
+    // x W^T over the last axis: a linear layer of constant weights.
+    let w = nn(g.constant(&w, &TensorSpec::new([m, n], x.dtype())))?;
+    if axis + 1 == rank {
+        return nn(x.linear(&w, None));
+    }
+    let mut to_last: Vec<i64> = (0..rank as i64).filter(|&d| d != axis as i64).collect();
+    to_last.push(axis as i64);
+    let mut back = vec![0i64; rank];
+    for (k, &d) in to_last.iter().enumerate() {
+        back[d as usize] = k as i64;
+    }
+    nn(x.permute(&to_last).and_then(|v| v.linear(&w, None)).and_then(|v| v.permute(&back)))
+}
+
 /// `x` padded along `axis` by `before` and `after` elements (a negative
 /// count crops) in ONNX Pad's `mode`: `constant` (`value`), `reflect` (the
 /// mirror image, the edge not repeated), `edge` (the edge repeated) or
@@ -2096,6 +2214,89 @@ impl Importer<'_> {
                 let transform = attr_s(node, "coordinate_transformation_mode").unwrap_or_else(|| "half_pixel".into());
                 let rounding = attr_s(node, "nearest_mode").unwrap_or_else(|| "round_prefer_floor".into());
                 let half_pixel = matches!(transform.as_str(), "half_pixel" | "pytorch_half_pixel");
+                // Nearest and half-pixel linear by whole factors take the
+                // reshapes and broadcasts below; every other resize is one
+                // interpolation matrix per resized axis.
+                {
+                    let dims = x.shape().to_vec();
+                    let axes: Vec<usize> = match attr_ints(node, "axes") {
+                        Some(a) => a.iter().map(|&a| norm_axis(a, dims.len())).collect::<R<_>>()?,
+                        None => (0..dims.len()).collect(),
+                    };
+                    let (scales, sizes) = (optional_const(2)?, optional_const(3)?);
+                    let whole = |f: f64| f >= 1.0 && f.fract() == 0.0 && f <= 1024.0;
+                    let whole_factors = match (&scales, &sizes) {
+                        (Some(sc), _) if !sc.vals.is_empty() => sc.vals.iter().all(|&f| whole(f)),
+                        (_, Some(sz)) if !sz.vals.is_empty() => sz
+                            .vals
+                            .iter()
+                            .zip(axes.iter().map(|&a| dims[a]))
+                            .all(|(&n, d)| d > 0 && n >= d as f64 && (n as usize) % d == 0),
+                        _ => true,
+                    };
+                    let floors = (transform == "asymmetric" && rounding == "floor")
+                        || (half_pixel && matches!(rounding.as_str(), "round_prefer_floor" | "round_prefer_ceil"));
+                    let fast = match mode.as_str() {
+                        "nearest" => floors,
+                        "linear" => half_pixel,
+                        _ => false,
+                    };
+                    let exclude = attr_i(node, "exclude_outside", 0) != 0;
+                    if !(fast && whole_factors && !exclude) {
+                        let asked = ResizeAsk {
+                            mode: &mode,
+                            transform: &transform,
+                            rounding: &rounding,
+                            cubic_a: f64::from(attr_f(node, "cubic_coeff_a", -0.75)),
+                            exclude,
+                        };
+                        if attr_i(node, "antialias", 0) != 0 {
+                            return Err("antialias=1 is not supported".into());
+                        }
+                        if attr_s(node, "keep_aspect_ratio_policy").is_some_and(|p| p != "stretch") {
+                            return Err("keep_aspect_ratio_policy other than 'stretch' is not supported".into());
+                        }
+                        let per_axis: Vec<(usize, usize, f64)> = match (&scales, &sizes) {
+                            (Some(sc), _) if !sc.vals.is_empty() => {
+                                if sc.vals.len() != axes.len() {
+                                    return Err(format!("{} scales for {} axes", sc.vals.len(), axes.len()));
+                                }
+                                axes.iter()
+                                    .zip(&sc.vals)
+                                    .map(|(&a, &f)| {
+                                        if !(f.is_finite() && f > 0.0 && f <= 1024.0) {
+                                            return Err(format!("scale {f} is not in (0, 1024]"));
+                                        }
+                                        Ok((a, (dims[a] as f64 * f).floor() as usize, f))
+                                    })
+                                    .collect::<R<_>>()?
+                            }
+                            (_, Some(sz)) if !sz.vals.is_empty() => {
+                                if sz.vals.len() != axes.len() {
+                                    return Err(format!("{} sizes for {} axes", sz.vals.len(), axes.len()));
+                                }
+                                axes.iter()
+                                    .zip(&sz.vals)
+                                    .map(|(&a, &n)| {
+                                        if !(n >= 1.0 && n <= (dims[a].max(1) * 1024) as f64) {
+                                            return Err(format!(
+                                                "size {n} of axis {a} is not in [1, 1024 x {}]",
+                                                dims[a]
+                                            ));
+                                        }
+                                        Ok((a, n as usize, n / dims[a].max(1) as f64))
+                                    })
+                                    .collect::<R<_>>()?
+                            }
+                            _ => return Err("Resize needs its scales or sizes as constants".into()),
+                        };
+                        let mut y = x.clone();
+                        for (a, m, scale) in per_axis {
+                            y = resize_axis(g, &y, a, m, scale, &asked)?;
+                        }
+                        return one(y);
+                    }
+                }
                 match mode.as_str() {
                     // By whole factors, element i reads floor(i / s) under these.
                     "nearest" => {

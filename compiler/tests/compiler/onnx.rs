@@ -218,6 +218,14 @@ fn an_imported_padded_cnn_matches_onnxruntime_and_pytorch_gradients() {
     check("pads");
 }
 
+/// Bilinear with align_corners, bicubic, nearest to a fractional size and
+/// a downsampling bilinear: each resized axis a linear layer of constant
+/// interpolation weights.
+#[test]
+fn an_imported_resizing_cnn_matches_onnxruntime_and_pytorch_gradients() {
+    check("resize");
+}
+
 #[test]
 fn an_imported_hugging_face_gpt2_matches_onnxruntime_and_pytorch_gradients() {
     check("hf_gpt2");
