@@ -59,7 +59,7 @@ class SmallCnn(nn.Module):
 
 class PaddedCnn(nn.Module):
     """The padding layers: reflection, zeros on two sides only, a constant
-    (F.pad), replication, and crops (negative pads)."""
+    (F.pad), replication, and crops (negative pads); and a flip."""
 
     def __init__(self):
         super().__init__()
@@ -74,6 +74,8 @@ class PaddedCnn(nn.Module):
         x = F.relu(self.conv1(self.reflect(x)))  # 8 x 8
         x = F.pad(self.zeros(x), (1, 1, 1, 1), value=0.25)  # 11 x 11
         x = F.pad(self.replicate(x), (-1, 0, 0, -1))  # 15 x 15 cropped to 14 x 14
+        # A flip exports as a Slice with step -1 of a computed tensor.
+        x = x + 0.5 * torch.flip(x, [3])
         return self.head(F.relu(self.conv2(x)).flatten(1))
 
 

@@ -3061,17 +3061,40 @@ impl Importer<'_> {
                             .collect();
                         Ok(vec![V::C(Const { dims: count, vals, float: c.float })])
                     }
+                    // Positive steps slice; an axis taken backwards is then
+                    // a gather of its constant indices (its gradient a
+                    // scatter-add).
                     V::T(x) => {
-                        if let Some(s) = step.iter().find(|&&s| s < 0) {
-                            return Err(format!(
-                                "step {s} of a computed tensor is not supported (only positive steps; a constant's may be negative)"
-                            ));
-                        }
-                        let lo: Vec<usize> = first.iter().map(|&f| f as usize).collect();
-                        let st: Vec<usize> = step.iter().map(|&s| s as usize).collect();
+                        let backwards: Vec<usize> = (0..step.len()).filter(|&k| step[k] < 0).collect();
+                        let lo: Vec<usize> =
+                            (0..first.len()).map(|k| if step[k] < 0 { 0 } else { first[k] as usize }).collect();
+                        let st: Vec<usize> = step.iter().map(|&s| if s < 0 { 1 } else { s as usize }).collect();
                         let hi: Vec<usize> =
-                            (0..lo.len()).map(|k| (lo[k] + count[k] * st[k]).min(dims[k]).max(lo[k])).collect();
-                        one(nn(x.slice(&lo, &hi, &st))?)
+                            (0..lo.len())
+                                .map(|k| {
+                                    if step[k] < 0 {
+                                        dims[k]
+                                    } else {
+                                        (lo[k] + count[k] * st[k]).min(dims[k]).max(lo[k])
+                                    }
+                                })
+                                .collect();
+                        let mut y = if lo.iter().all(|&l| l == 0) && hi == dims && st.iter().all(|&s| s == 1) {
+                            x.clone()
+                        } else {
+                            nn(x.slice(&lo, &hi, &st))?
+                        };
+                        for k in backwards {
+                            let indices: Vec<f64> =
+                                (0..count[k]).map(|i| (first[k] + i as i64 * step[k]) as f64).collect();
+                            let idx = self.materialize(
+                                g,
+                                &Const { dims: vec![count[k]], vals: indices, float: false },
+                                Some(DType::I32),
+                            )?;
+                            y = nn(y.gather(&idx, k as i64))?;
+                        }
+                        one(y)
                     }
                 }
             }
