@@ -1096,9 +1096,12 @@ fn pad_axis(g: &Graph, x: &Tensor, axis: usize, (before, after): (i64, i64), mod
     if before == 0 && after == 0 {
         return Ok(x);
     }
-    let elements = x.shape().iter().try_fold(1usize, |n, &s| n.checked_mul(s));
+    // The other axes' elements times the padded axis's (an empty axis
+    // must not hide the others).
+    let others =
+        x.shape().iter().enumerate().filter(|(k, _)| *k != axis).try_fold(1usize, |n, (_, &s)| n.checked_mul(s));
     let padded = (x.shape()[axis].checked_add(before)).and_then(|s| s.checked_add(after));
-    let total = padded.zip(elements).and_then(|(p, e)| (e / x.shape()[axis].max(1)).checked_mul(p));
+    let total = padded.zip(others).and_then(|(p, e)| e.checked_mul(p));
     if total.is_none_or(|t| t > 1 << 40) {
         return Err(format!("pads {before} and {after} of axis {axis} make a tensor of more than 2^40 elements"));
     }

@@ -1253,7 +1253,9 @@ fn conv_windows(op: MlirOperation) -> Option<Windows> {
         nhwc,
         dtype,
     };
+    // An input gradient's rows of a 16-bit convolution are f32.
     let width = match dtype {
+        DType::F16 | DType::BF16 if name == "hl.conv2d_backward_input" => 4,
         DType::F16 | DType::BF16 => 2,
         DType::F64 => 8,
         _ => 4,

@@ -1834,6 +1834,9 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
         let e = refused(mode, vec![0, 0, 0, 1 << 45, 0, 0, 0, 0]);
         assert!(e.contains("pads 35184372088832 and 0 of axis 3 make a tensor of more than 2^40 elements"), "{e}");
     }
+    // An axis cropped to nothing does not hide the others' elements.
+    let e = refused("constant", vec![0, 0, 0, -4, 0, 0, 0, 1 << 40]);
+    assert!(e.contains("of axis 3 make a tensor of more than 2^40 elements"), "{e}");
     let e = refused("constant", vec![0, 0, 0, i64::MAX, 0, 0, 0, i64::MAX]);
     assert!(e.contains("of axis 3 make a tensor of more than 2^40 elements"), "{e}");
     let e = refused("constant", vec![0, 0, i64::MIN, 0, 0, 0, 0, 0]);

@@ -430,6 +430,22 @@ func.func @f(%x: memref<2x3x8x8xbf16>, %r: memref<2x8x8x3x3x3xf32>) {
 
 // -----
 
+func.func @f(%x: memref<2x3x8x8xf32>, %r: memref<2x8x8x3x?x3xf32>) {
+  // expected-error @+1 {{'ll.im2col' op the image and the windows must have static shapes}}
+  ll.im2col %x into %r stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x3x8x8xf32> -> memref<2x8x8x3x?x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x3x8x8xf32>, %r: memref<2x8x8x3x3x3xf32>) {
+  // expected-error @+1 {{'ll.im2col' op the window (dilation 4611686018427387904, kernel 3) or padding (1) is beyond 64-bit sizes}}
+  ll.im2col %x into %r stride = [1, 1] padding = [1, 1] dilation = [4611686018427387904, 1] : memref<2x3x8x8xf32> -> memref<2x8x8x3x3x3xf32>
+  return
+}
+
+// -----
+
 func.func @f(%x: memref<2x3x8x8xf32>, %r: memref<2x8x8x3x3xf32>) {
   // expected-error @+1 {{'ll.col2im' op the image must have rank 4 and the windows rank 6}}
   ll.col2im %r into %x stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x8x8x3x3xf32> -> memref<2x3x8x8xf32>

@@ -319,7 +319,10 @@ impl Generator {
         k.close_carry(&best, &[f.into(), "index".into()]);
         let arg = found[1].clone();
         let has = k.cmpi("ne", &arg, &big);
-        let target = k.val(&format!("arith.select {has}, {arg}, %c0 : index"));
+        // A window without a tap adds 0 to its own plane's first element
+        // (never another plane's, which another work item owns).
+        let own = at(&mut k, &xstr, "%c0", "%c0");
+        let target = k.val(&format!("arith.select {has}, {arg}, {own} : index"));
         let yi = at(&mut k, &ystr, &oh, &ow);
         let gv = k.load("%b0", &yi, &ty);
         let g = k.val(&format!("arith.select {has}, {gv}, {zero} : {f}"));
@@ -461,8 +464,9 @@ impl Generator {
                 let ok = k.and(&okh, &okw);
                 let xi = k.ravel(&with(&c, &h, &w), &xstr);
                 let xv = k.load(&format!("%b{x}"), &xi, &tx);
-                // The first tap in the window (-inf or NaN included), then
-                // any greater one: the interpreter's and PyTorch's choice.
+                // The first tap in the window (-inf included), then any
+                // greater one: the interpreter's choice, and PyTorch's
+                // where no tap is NaN (PyTorch's gradient goes to a NaN).
                 let gt = k.val(&format!("arith.cmpf ogt, {xv}, {best1} : {f}"));
                 let first = k.cmpi("eq", &at1, &big);
                 let gt = k.val(&format!("arith.ori {gt}, {first} : i1"));

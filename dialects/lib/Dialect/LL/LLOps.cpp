@@ -7,6 +7,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace ll;
@@ -609,7 +610,23 @@ static LogicalResult checkWindows(Operation *op, Value imageV, Value colsV,
     return op->emitOpError("the image and the windows hold different element "
                            "types: ")
            << image << " and " << cols;
+  if (!image.hasStaticShape() || !cols.hasStaticShape())
+    return op->emitOpError("the image and the windows must have static "
+                           "shapes, got ")
+           << image << " and " << cols;
+  // The window's span and the padded extent, in 64 bits.
   Image d(layout);
+  for (unsigned axis = 0; axis < 2; ++axis) {
+    int64_t in = image.getDimSize(axis ? d.w : d.h);
+    int64_t kernel = cols.getDimSize(4 + axis);
+    auto span = llvm::checkedMul(dilation[axis], kernel - 1);
+    auto padded = llvm::checkedMul(padding[axis], int64_t(2));
+    if (!span || !llvm::checkedAdd(*span, int64_t(1)) || !padded ||
+        !llvm::checkedAdd(in, *padded))
+      return op->emitOpError("the window (dilation ")
+             << dilation[axis] << ", kernel " << kernel << ") or padding ("
+             << padding[axis] << ") is beyond 64-bit sizes";
+  }
   SmallVector<int64_t> expected = {
       image.getDimSize(0),
       windowExtent(image.getDimSize(d.h), cols.getDimSize(4), stride[0],
