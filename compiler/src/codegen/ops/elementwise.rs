@@ -102,10 +102,15 @@ impl Generator {
 /// The least elements of a row worth merging further dims into.
 const ROW: usize = 256;
 
+/// The most elements a merged row takes: rows are what the threads split,
+/// and a `[1024, 200]` tensor merged whole would be one row on one thread.
+const MAX_ROW: usize = 4096;
+
 /// The iteration shape of an elementwise kernel writing `out` from inputs
 /// of `ins` (broadcast to it): the innermost dims merged into one row where
 /// every input broadcasts both alike (both size 1, or both whole), until a
-/// row holds [`ROW`] elements; and each input's shape, aligned to it. A
+/// row holds [`ROW`] elements (and never past [`MAX_ROW`]); and each
+/// input's shape, aligned to it. A
 /// `[16, 144, 8, 8]` batch-norm scale by `[1, 144, 1, 1]` runs rows of 64
 /// (with the channel's scale once a row) rather than of 8: EfficientNet's
 /// elementwise kernels took 41% of its CPU step in rows of 8 or 16.
@@ -124,7 +129,7 @@ fn rows_of(out: &[usize], ins: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
         let d = shape.len() - 2;
         let alike =
             aligned.iter().all(|a| (a[d] == 1 && a[d + 1] == 1) || (a[d] == shape[d] && a[d + 1] == shape[d + 1]));
-        if !alike {
+        if !alike || shape[d].saturating_mul(shape[d + 1]) > MAX_ROW {
             break;
         }
         shape[d] *= shape[d + 1];
@@ -135,4 +140,24 @@ fn rows_of(out: &[usize], ins: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
         }
     }
     (shape, aligned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows_of;
+
+    #[test]
+    fn rows_merge_inner_dims_every_input_broadcasts_alike() {
+        // A batch norm's per-channel scale: H x W merge, the channel stays.
+        let (shape, ins) = rows_of(&[16, 144, 8, 8], &[vec![16, 144, 8, 8], vec![1, 144, 1, 1]]);
+        assert_eq!((shape, ins), (vec![16, 144, 64], vec![vec![16, 144, 64], vec![1, 144, 1]]));
+        // Same shapes merge until a row holds 256.
+        assert_eq!(rows_of(&[16, 64, 16, 16], &[vec![16, 64, 16, 16]]).0, vec![16, 64, 256]);
+        // A bias along the row: nothing merges.
+        assert_eq!(rows_of(&[32, 128], &[vec![128]]).0, vec![32, 128]);
+        // Never past 4096 a row: the threads split rows.
+        assert_eq!(rows_of(&[1024, 200], &[vec![1024, 200]]).0, vec![1024, 200]);
+        // Scalars and rank 1 stay.
+        assert_eq!(rows_of(&[7], &[vec![]]).0, vec![7]);
+    }
 }
