@@ -102,15 +102,15 @@ impl Generator {
 /// The least elements of a row worth merging further dims into.
 const ROW: usize = 256;
 
-/// The most elements a merged row takes: rows are what the threads split,
-/// and a `[1024, 200]` tensor merged whole would be one row on one thread.
-const MAX_ROW: usize = 4096;
+/// The fewest rows a merge may leave: rows are what the threads split, and
+/// a `[1024, 200]` tensor merged whole would be one row on one thread.
+const MIN_ROWS: usize = 64;
 
 /// The iteration shape of an elementwise kernel writing `out` from inputs
 /// of `ins` (broadcast to it): the innermost dims merged into one row where
 /// every input broadcasts both alike (both size 1, or both whole), until a
-/// row holds [`ROW`] elements (and never past [`MAX_ROW`]); and each
-/// input's shape, aligned to it. A
+/// row holds [`ROW`] elements (leaving at least [`MIN_ROWS`] rows); and
+/// each input's shape, aligned to it. A
 /// `[16, 144, 8, 8]` batch-norm scale by `[1, 144, 1, 1]` runs rows of 64
 /// (with the channel's scale once a row) rather than of 8: EfficientNet's
 /// elementwise kernels took 41% of its CPU step in rows of 8 or 16.
@@ -129,7 +129,8 @@ fn rows_of(out: &[usize], ins: &[Vec<usize>]) -> (Vec<usize>, Vec<Vec<usize>>) {
         let d = shape.len() - 2;
         let alike =
             aligned.iter().all(|a| (a[d] == 1 && a[d + 1] == 1) || (a[d] == shape[d] && a[d + 1] == shape[d + 1]));
-        if !alike || shape[d].saturating_mul(shape[d + 1]) > MAX_ROW {
+        let rows: usize = shape[..d].iter().product();
+        if !alike || rows < MIN_ROWS {
             break;
         }
         shape[d] *= shape[d + 1];
@@ -155,8 +156,10 @@ mod tests {
         assert_eq!(rows_of(&[16, 64, 16, 16], &[vec![16, 64, 16, 16]]).0, vec![16, 64, 256]);
         // A bias along the row: nothing merges.
         assert_eq!(rows_of(&[32, 128], &[vec![128]]).0, vec![32, 128]);
-        // Never past 4096 a row: the threads split rows.
+        // At least 64 rows are left for the threads to split.
         assert_eq!(rows_of(&[1024, 200], &[vec![1024, 200]]).0, vec![1024, 200]);
+        // A conv weight's Adam update: 512 rows of 4608, not 262,144 of 9.
+        assert_eq!(rows_of(&[512, 512, 3, 3], &[vec![512, 512, 3, 3]]).0, vec![512, 4608]);
         // Scalars and rank 1 stay.
         assert_eq!(rows_of(&[7], &[vec![]]).0, vec![7]);
     }
