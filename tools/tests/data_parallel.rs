@@ -296,16 +296,24 @@ fn rank_pid(out: &Path, rank: usize) -> Option<u32> {
 /// stopped, into `out` with its checkpoints in `out/ckpt`; the caller adds
 /// the launch (`--nproc`) and its other options.
 fn endless_nproc_run(out: &Path) -> Command {
+    let mut command = digits_mlp_run(out);
+    command.args(["--no-progress", "--epochs", "100000"]);
+    command
+}
+
+/// `aicf train` of the digits MLP on the digits into `out`, its
+/// checkpoints in `out/ckpt`; the caller adds the rest.
+fn digits_mlp_run(out: &Path) -> Command {
     let mut command = Command::new(AICF);
     command
-        .args(["train", root().join("examples/mlp/digits_mlp.mlir").to_str().unwrap()])
+        .arg("train")
+        .arg(root().join("examples/mlp/digits_mlp.mlir"))
         .arg("--data")
         .arg(root().join("data/digits.csv.gz"))
         .arg("--out")
         .arg(out)
         .arg("--checkpoint-dir")
-        .arg(out.join("ckpt"))
-        .args(["--no-progress", "--epochs", "100000"]);
+        .arg(out.join("ckpt"));
     command
 }
 
@@ -602,15 +610,7 @@ fn an_empty_shard_adds_nothing_to_an_fp16_step() {
     require_mpirun();
     let dir = scratch("fp16-empty-shard");
     let run = |out: &Path, args: &[&str]| {
-        ok(&Command::new(AICF)
-            .arg("train")
-            .arg(root().join("examples/mlp/digits_mlp.mlir"))
-            .arg("--data")
-            .arg(root().join("data/digits.csv.gz"))
-            .arg("--out")
-            .arg(out)
-            .arg("--checkpoint-dir")
-            .arg(out.join("ckpt"))
+        ok(&digits_mlp_run(out)
             .args(["--gemm", "generated", "--no-progress", "--no-runs-db", "--precision", "fp16", "--epochs", "6"])
             .args(args)
             .output()

@@ -901,7 +901,9 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
             AttributeType::Ints
         }
-        "epsilon" | "alpha" | "beta" | "momentum" | "min" | "max" | "ratio" | "gamma" => AttributeType::Float,
+        "epsilon" | "alpha" | "beta" | "momentum" | "min" | "max" | "ratio" | "gamma" | "cubic_coeff_a" => {
+            AttributeType::Float
+        }
         "auto_pad" | "approximate" | "mode" | "direction" => AttributeType::String,
         "activations" => AttributeType::Strings,
         _ => return None,
@@ -2220,140 +2222,97 @@ impl Importer<'_> {
                 // Nearest and half-pixel linear by whole factors take the
                 // reshapes and broadcasts below; every other resize is one
                 // interpolation matrix per resized axis.
-                {
-                    let dims = x.shape().to_vec();
-                    let axes: Vec<usize> = match attr_ints(node, "axes") {
-                        Some(a) => a.iter().map(|&a| norm_axis(a, dims.len())).collect::<R<_>>()?,
-                        None => (0..dims.len()).collect(),
-                    };
-                    let (scales, sizes) = (optional_const(2)?, optional_const(3)?);
-                    let whole = |f: f64| f >= 1.0 && f.fract() == 0.0 && f <= 1024.0;
-                    let whole_factors = match (&scales, &sizes) {
-                        (Some(sc), _) if !sc.vals.is_empty() => sc.vals.iter().all(|&f| whole(f)),
-                        (_, Some(sz)) if !sz.vals.is_empty() => sz
-                            .vals
-                            .iter()
-                            .zip(axes.iter().map(|&a| dims[a]))
-                            .all(|(&n, d)| d > 0 && n >= d as f64 && (n as usize) % d == 0),
-                        _ => true,
-                    };
-                    let floors = (transform == "asymmetric" && rounding == "floor")
-                        || (half_pixel && matches!(rounding.as_str(), "round_prefer_floor" | "round_prefer_ceil"));
-                    let fast = match mode.as_str() {
-                        "nearest" => floors,
-                        "linear" => half_pixel,
-                        _ => false,
-                    };
-                    let exclude = attr_i(node, "exclude_outside", 0) != 0;
-                    if !(fast && whole_factors && !exclude) {
-                        let asked = ResizeAsk {
-                            mode: &mode,
-                            transform: &transform,
-                            rounding: &rounding,
-                            cubic_a: f64::from(attr_f(node, "cubic_coeff_a", -0.75)),
-                            exclude,
-                        };
-                        if attr_i(node, "antialias", 0) != 0 {
-                            return Err("antialias=1 is not supported".into());
-                        }
-                        if attr_s(node, "keep_aspect_ratio_policy").is_some_and(|p| p != "stretch") {
-                            return Err("keep_aspect_ratio_policy other than 'stretch' is not supported".into());
-                        }
-                        let per_axis: Vec<(usize, usize, f64)> = match (&scales, &sizes) {
-                            (Some(sc), _) if !sc.vals.is_empty() => {
-                                if sc.vals.len() != axes.len() {
-                                    return Err(format!("{} scales for {} axes", sc.vals.len(), axes.len()));
-                                }
-                                axes.iter()
-                                    .zip(&sc.vals)
-                                    .map(|(&a, &f)| {
-                                        if !(f.is_finite() && f > 0.0 && f <= 1024.0) {
-                                            return Err(format!("scale {f} is not in (0, 1024]"));
-                                        }
-                                        Ok((a, (dims[a] as f64 * f).floor() as usize, f))
-                                    })
-                                    .collect::<R<_>>()?
-                            }
-                            (_, Some(sz)) if !sz.vals.is_empty() => {
-                                if sz.vals.len() != axes.len() {
-                                    return Err(format!("{} sizes for {} axes", sz.vals.len(), axes.len()));
-                                }
-                                axes.iter()
-                                    .zip(&sz.vals)
-                                    .map(|(&a, &n)| {
-                                        if !(n >= 1.0 && n <= (dims[a].max(1) * 1024) as f64) {
-                                            return Err(format!(
-                                                "size {n} of axis {a} is not in [1, 1024 x {}]",
-                                                dims[a]
-                                            ));
-                                        }
-                                        Ok((a, n as usize, n / dims[a].max(1) as f64))
-                                    })
-                                    .collect::<R<_>>()?
-                            }
-                            _ => return Err("Resize needs its scales or sizes as constants".into()),
-                        };
-                        let mut y = x.clone();
-                        for (a, m, scale) in per_axis {
-                            y = resize_axis(g, &y, a, m, scale, &asked)?;
-                        }
-                        return one(y);
-                    }
-                }
-                match mode.as_str() {
-                    // By whole factors, element i reads floor(i / s) under these.
-                    "nearest" => {
-                        let floors = (transform == "asymmetric" && rounding == "floor")
-                            || (half_pixel && matches!(rounding.as_str(), "round_prefer_floor" | "round_prefer_ceil"));
-                        if !floors {
-                            return Err(format!(
-                                "coordinate_transformation_mode '{transform}' with nearest_mode '{rounding}' is not \
-                                 supported"
-                            ));
-                        }
-                    }
-                    // PyTorch's bilinear (and linear) upsampling with
-                    // align_corners=False.
-                    "linear" if half_pixel => {}
-                    "linear" => {
-                        return Err(format!(
-                            "linear mode with coordinate_transformation_mode '{transform}' is not supported (only \
-                             half_pixel: align_corners=False)"
-                        ));
-                    }
-                    other => {
-                        return Err(format!("mode '{other}' is not supported (nearest and linear, by whole factors)"));
-                    }
-                }
                 let dims = x.shape().to_vec();
-                // The axes the scales or sizes give (opset 18's `axes`; all).
                 let axes: Vec<usize> = match attr_ints(node, "axes") {
                     Some(a) => a.iter().map(|&a| norm_axis(a, dims.len())).collect::<R<_>>()?,
                     None => (0..dims.len()).collect(),
                 };
-                let whole = |f: f64| {
-                    (f >= 1.0 && f.fract() == 0.0 && f <= 1024.0)
-                        .then_some(f as usize)
-                        .ok_or_else(|| format!("scale {f} is not a whole factor of 1 to 1024"))
+                let (scales, sizes) = (optional_const(2)?, optional_const(3)?);
+                let whole = |f: f64| f >= 1.0 && f.fract() == 0.0 && f <= 1024.0;
+                let whole_factors = match (&scales, &sizes) {
+                    // A count other than the axes' goes to the general path,
+                    // which names it.
+                    (Some(sc), _) if !sc.vals.is_empty() => {
+                        sc.vals.len() == axes.len() && sc.vals.iter().all(|&f| whole(f))
+                    }
+                    (_, Some(sz)) if !sz.vals.is_empty() => {
+                        sz.vals.len() == axes.len()
+                            && sz
+                                .vals
+                                .iter()
+                                .zip(axes.iter().map(|&a| dims[a]))
+                                .all(|(&n, d)| d > 0 && n >= d as f64 && (n as usize) % d == 0)
+                    }
+                    _ => true,
                 };
-                let given: Vec<usize> = match (optional_const(2)?, optional_const(3)?) {
-                    (Some(sc), _) if !sc.vals.is_empty() => sc.vals.iter().map(|&f| whole(f)).collect::<R<_>>()?,
-                    (_, Some(sz)) if !sz.vals.is_empty() => sz
-                        .vals
-                        .iter()
-                        .zip(axes.iter().map(|&a| dims[a]))
-                        .map(|(&n, d)| {
-                            let n = n as usize;
-                            (d > 0 && n >= d && n % d == 0)
-                                .then_some(n / d)
-                                .ok_or_else(|| format!("size {n} is not a whole multiple of {d}"))
-                        })
-                        .collect::<R<_>>()?,
+                let floors = (transform == "asymmetric" && rounding == "floor")
+                    || (half_pixel && matches!(rounding.as_str(), "round_prefer_floor" | "round_prefer_ceil"));
+                let fast = match mode.as_str() {
+                    "nearest" => floors,
+                    "linear" => half_pixel,
+                    _ => false,
+                };
+                let exclude = attr_i(node, "exclude_outside", 0) != 0;
+                if !(fast && whole_factors && !exclude) {
+                    let asked = ResizeAsk {
+                        mode: &mode,
+                        transform: &transform,
+                        rounding: &rounding,
+                        cubic_a: f64::from(attr_f(node, "cubic_coeff_a", -0.75)),
+                        exclude,
+                    };
+                    if attr_i(node, "antialias", 0) != 0 {
+                        return Err("antialias=1 is not supported".into());
+                    }
+                    if attr_s(node, "keep_aspect_ratio_policy").is_some_and(|p| p != "stretch") {
+                        return Err("keep_aspect_ratio_policy other than 'stretch' is not supported".into());
+                    }
+                    let per_axis: Vec<(usize, usize, f64)> = match (&scales, &sizes) {
+                        (Some(sc), _) if !sc.vals.is_empty() => {
+                            if sc.vals.len() != axes.len() {
+                                return Err(format!("{} scales for {} axes", sc.vals.len(), axes.len()));
+                            }
+                            axes.iter()
+                                .zip(&sc.vals)
+                                .map(|(&a, &f)| {
+                                    if !(f.is_finite() && f > 0.0 && f <= 1024.0) {
+                                        return Err(format!("scale {f} is not in (0, 1024]"));
+                                    }
+                                    Ok((a, (dims[a] as f64 * f).floor() as usize, f))
+                                })
+                                .collect::<R<_>>()?
+                        }
+                        (_, Some(sz)) if !sz.vals.is_empty() => {
+                            if sz.vals.len() != axes.len() {
+                                return Err(format!("{} sizes for {} axes", sz.vals.len(), axes.len()));
+                            }
+                            axes.iter()
+                                .zip(&sz.vals)
+                                .map(|(&a, &n)| {
+                                    if !(n >= 1.0 && n <= (dims[a].max(1) * 1024) as f64) {
+                                        return Err(format!("size {n} of axis {a} is not in [1, 1024 x {}]", dims[a]));
+                                    }
+                                    Ok((a, n as usize, n / dims[a].max(1) as f64))
+                                })
+                                .collect::<R<_>>()?
+                        }
+                        _ => return Err("Resize needs its scales or sizes as constants".into()),
+                    };
+                    let mut y = x.clone();
+                    for (a, m, scale) in per_axis {
+                        y = resize_axis(g, &y, a, m, scale, &asked)?;
+                    }
+                    return one(y);
+                }
+                // Here nearest or half-pixel linear, by whole factors
+                // (`whole_factors` checked them).
+                let given: Vec<usize> = match (scales, sizes) {
+                    (Some(sc), _) if !sc.vals.is_empty() => sc.vals.iter().map(|&f| f as usize).collect(),
+                    (_, Some(sz)) if !sz.vals.is_empty() => {
+                        sz.vals.iter().zip(axes.iter().map(|&a| dims[a])).map(|(&n, d)| n as usize / d).collect()
+                    }
                     _ => return Err("Resize needs its scales or sizes as constants".into()),
                 };
-                if given.len() != axes.len() {
-                    return Err(format!("{} scales or sizes for {} axes", given.len(), axes.len()));
-                }
                 let mut factors = vec![1usize; dims.len()];
                 for (&a, &f) in axes.iter().zip(&given) {
                     factors[a] = f;

@@ -875,12 +875,10 @@ impl<'a> Lower<'a> {
                 let ins = vec![self.buf(x[0])?, self.alloc(Self::result(op, 0))?];
                 self.kernel(loc, "ll.argmax", &ins, copied(op, &["axis"]))?;
             }
-            "hl.conv2d" | "hl.conv2d_backward_input" | "hl.conv2d_backward_weight"
-                if self.conv_as_gemm && conv_windows(op).is_some() =>
-            {
-                self.conv_as_product(op)?;
-            }
             "hl.conv2d" | "hl.conv2d_backward_input" | "hl.conv2d_backward_weight" => {
+                if let Some(w) = conv_windows(op).filter(|_| self.conv_as_gemm) {
+                    return self.conv_as_product(op, &w);
+                }
                 let mut ins = Vec::new();
                 for v in &x {
                     ins.push(self.buf(*v)?);
@@ -989,14 +987,13 @@ impl<'a> Lower<'a> {
     /// - input gradient: `dR = dY W`, summed back into the image by
     ///   `ll.col2im`;
     /// - weight gradient: `dW = dY^T R`.
-    fn conv_as_product(&mut self, op: MlirOperation) -> Result<(), Failure> {
+    fn conv_as_product(&mut self, op: MlirOperation, w: &Windows) -> Result<(), Failure> {
         let loc = op_loc(op);
         let x = operands(op);
-        let Some(w) = conv_windows(op) else { return Err((loc, "internal error: not a convolution product".into())) };
         let result = Self::result(op, 0);
         match op_name(op).as_str() {
             "hl.conv2d" => {
-                let rows = self.window_rows(op, x[0], &w)?;
+                let rows = self.window_rows(op, x[0], w)?;
                 let weight = self.buf(x[1])?;
                 let weight = self.view(loc, weight, vec![w.out, w.depth()], w.dtype)?;
                 let bias = if x.len() > 2 { Some(self.buf(x[2])?) } else { None };
@@ -1018,7 +1015,7 @@ impl<'a> Lower<'a> {
                 }
             }
             "hl.conv2d_backward_input" => {
-                let dy = self.gradient_rows(loc, x[0], &w)?;
+                let dy = self.gradient_rows(loc, x[0], w)?;
                 let weight = self.buf(x[1])?;
                 let weight = self.view(loc, weight, vec![w.out, w.depth()], w.dtype)?;
                 // 16-bit rows of the gradient would round each product
@@ -1033,8 +1030,8 @@ impl<'a> Lower<'a> {
                 self.kernel(loc, "ll.col2im", &[cols, out], attrs)?;
             }
             _ => {
-                let dy = self.gradient_rows(loc, x[0], &w)?;
-                let rows = self.window_rows(op, x[1], &w)?;
+                let dy = self.gradient_rows(loc, x[0], w)?;
+                let rows = self.window_rows(op, x[1], w)?;
                 let out = self.alloc(result)?;
                 let target = self.view(loc, out, vec![w.out, w.depth()], w.dtype)?;
                 self.product(loc, (dy, rows, None, target), true, false)?;

@@ -1704,10 +1704,28 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
         ("edge", (2, 0), (0, 3), 0.0, 17),
         ("wrap", (1, 2), (3, -1), 0.0, 19),
     ];
-    for (mode, ph, pw, value, opset) in cases {
-        let oh = (h as i64 + ph.0 + ph.1) as usize;
-        let ow = (w as i64 + pw.0 + pw.1) as usize;
-        let model = ModelProto {
+    // A model of one Pad node: input x, the pads (and the constant value
+    // where given) as initializers.
+    let pad_model = |mode: &str, (from, to): ([i64; 4], [i64; 4]), pads: Vec<i64>, value: Option<f32>, opset: i64| {
+        let mut initializer = vec![TensorProto {
+            name: Some("pads".into()),
+            data_type: Some(7),
+            dims: vec![8],
+            int64_data: pads,
+            ..Default::default()
+        }];
+        let mut input = vec!["x".to_string(), "pads".to_string()];
+        if let Some(v) = value {
+            initializer.push(TensorProto {
+                name: Some("value".into()),
+                data_type: Some(1),
+                dims: vec![],
+                float_data: vec![v],
+                ..Default::default()
+            });
+            input.push("value".into());
+        }
+        ModelProto {
             ir_version: Some(9),
             opset_import: vec![OperatorSetIdProto { version: Some(opset), ..Default::default() }],
             graph: Some(GraphProto {
@@ -1715,7 +1733,7 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
                 node: vec![NodeProto {
                     name: Some("pad".into()),
                     op_type: Some("Pad".into()),
-                    input: vec!["x".into(), "pads".into(), "value".into()],
+                    input,
                     output: vec!["y".into()],
                     attribute: vec![AttributeProto {
                         name: Some("mode".into()),
@@ -1725,28 +1743,24 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
                     }],
                     ..Default::default()
                 }],
-                input: vec![float_value("x", &[n as i64, c as i64, h as i64, w as i64])],
-                output: vec![float_value("y", &[n as i64, c as i64, oh as i64, ow as i64])],
-                initializer: vec![
-                    TensorProto {
-                        name: Some("pads".into()),
-                        data_type: Some(7),
-                        dims: vec![8],
-                        int64_data: vec![0, 0, ph.0, pw.0, 0, 0, ph.1, pw.1],
-                        ..Default::default()
-                    },
-                    TensorProto {
-                        name: Some("value".into()),
-                        data_type: Some(1),
-                        dims: vec![],
-                        float_data: vec![value],
-                        ..Default::default()
-                    },
-                ],
+                input: vec![float_value("x", &from)],
+                output: vec![float_value("y", &to)],
+                initializer,
                 ..Default::default()
             }),
             ..Default::default()
-        };
+        }
+    };
+    for (mode, ph, pw, value, opset) in cases {
+        let oh = (h as i64 + ph.0 + ph.1) as usize;
+        let ow = (w as i64 + pw.0 + pw.1) as usize;
+        let model = pad_model(
+            mode,
+            ([n as i64, c as i64, h as i64, w as i64], [n as i64, c as i64, oh as i64, ow as i64]),
+            vec![0, 0, ph.0, pw.0, 0, 0, ph.1, pw.1],
+            Some(value),
+            opset,
+        );
         let imported =
             onnx::import_model(&model, "pad.onnx", &dir, &ImportOptions { batch: None, loss: Loss::Mse }).unwrap();
         let path = dir.join(format!("pad_{mode}.mlir"));
@@ -1794,37 +1808,7 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
     // A reflection wider than its axis, and pads past any memory, are
     // refused with their sizes.
     let refused = |mode: &str, pads: Vec<i64>| -> String {
-        let model = ModelProto {
-            ir_version: Some(9),
-            opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
-            graph: Some(GraphProto {
-                name: Some("wide".into()),
-                node: vec![NodeProto {
-                    name: Some("pad".into()),
-                    op_type: Some("Pad".into()),
-                    input: vec!["x".into(), "pads".into()],
-                    output: vec!["y".into()],
-                    attribute: vec![AttributeProto {
-                        name: Some("mode".into()),
-                        s: Some(mode.as_bytes().to_vec()),
-                        r#type: Some(AttributeType::String as i32),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }],
-                input: vec![float_value("x", &[1, 1, 3, 4])],
-                output: vec![float_value("y", &[1, 1, 9, 4])],
-                initializer: vec![TensorProto {
-                    name: Some("pads".into()),
-                    data_type: Some(7),
-                    dims: vec![8],
-                    int64_data: pads,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
+        let model = pad_model(mode, ([1, 1, 3, 4], [1, 1, 9, 4]), pads, None, 17);
         let options = ImportOptions { batch: None, loss: Loss::None };
         onnx::import_model(&model, "wide.onnx", &dir, &options).unwrap_err().to_string()
     };
@@ -1843,4 +1827,55 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
     assert!(e.contains("crop more than axis 2's 3 elements"), "{e}");
     let e = refused("constant", vec![0, 0, -2, 0, 0, 0, -2, 0]);
     assert!(e.contains("pads -2 and -2 crop more than axis 2's 3 elements"), "{e}");
+}
+
+/// A Resize's cubic coefficient must be a number: NaN would make every
+/// interpolated value NaN.
+#[test]
+fn a_resize_s_cubic_coefficient_must_be_a_number() {
+    use aicf_onnx::proto::{
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+        attribute_proto::AttributeType,
+    };
+    let model = |a: f32| ModelProto {
+        ir_version: Some(9),
+        opset_import: vec![OperatorSetIdProto { version: Some(19), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("resize".into()),
+            node: vec![NodeProto {
+                name: Some("resize".into()),
+                op_type: Some("Resize".into()),
+                input: vec!["x".into(), String::new(), "scales".into()],
+                output: vec!["y".into()],
+                attribute: vec![
+                    AttributeProto {
+                        name: Some("mode".into()),
+                        s: Some(b"cubic".to_vec()),
+                        r#type: Some(AttributeType::String as i32),
+                        ..Default::default()
+                    },
+                    float_attribute("cubic_coeff_a", a),
+                ],
+                ..Default::default()
+            }],
+            input: vec![float_value("x", &[1, 1, 2, 2])],
+            output: vec![float_value("y", &[1, 1, 4, 4])],
+            initializer: vec![TensorProto {
+                name: Some("scales".into()),
+                data_type: Some(1),
+                dims: vec![4],
+                float_data: vec![1.0, 1.0, 2.0, 2.0],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let dir = crate::tmp_root().join("onnx-cubic-a");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let options = ImportOptions { batch: None, loss: Loss::None };
+    assert!(onnx::import_model(&model(-0.5), "resize.onnx", &dir, &options).is_ok());
+    let e = onnx::import_model(&model(f32::NAN), "resize.onnx", &dir, &options).unwrap_err().to_string();
+    assert!(e.contains("attribute 'cubic_coeff_a' is NaN; Resize takes a finite number"), "{e}");
 }
