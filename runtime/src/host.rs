@@ -92,20 +92,28 @@ impl Clone for Bytes {
 }
 
 /// Writes `values` into `out` as `dtype` elements.
+///
+/// One loop per type (the match outside it), so the conversions
+/// vectorise: a train step's input batch is written on every call, and
+/// the per-element match took 2.7% of the benchmark transformer block's
+/// step (262,144 values).
 pub fn write_values(out: &mut [u8], dtype: DType, values: &[f64]) {
-    for (i, &v) in values.iter().enumerate() {
-        let at = i * dtype.bytes();
-        match dtype {
-            DType::F32 => out[at..at + 4].copy_from_slice(&(v as f32).to_le_bytes()),
-            DType::F64 => out[at..at + 8].copy_from_slice(&v.to_le_bytes()),
-            DType::I32 => out[at..at + 4].copy_from_slice(&(v as i32).to_le_bytes()),
-            DType::I64 => out[at..at + 8].copy_from_slice(&(v as i64).to_le_bytes()),
-            DType::I1 => out[at] = (v != 0.0) as u8,
-            DType::U8 => out[at] = v as u8,
-            // Rounded to nearest even, as a GPU's conversion does.
-            DType::F16 => out[at..at + 2].copy_from_slice(&half::f16::from_f64(v).to_le_bytes()),
-            DType::BF16 => out[at..at + 2].copy_from_slice(&half::bf16::from_f64(v).to_le_bytes()),
+    debug_assert!(out.len() >= values.len() * dtype.bytes());
+    fn each<const N: usize>(out: &mut [u8], values: &[f64], f: impl Fn(f64) -> [u8; N]) {
+        for (o, &v) in out.chunks_exact_mut(N).zip(values) {
+            o.copy_from_slice(&f(v));
         }
+    }
+    match dtype {
+        DType::F32 => each(out, values, |v| (v as f32).to_le_bytes()),
+        DType::F64 => each(out, values, f64::to_le_bytes),
+        DType::I32 => each(out, values, |v| (v as i32).to_le_bytes()),
+        DType::I64 => each(out, values, |v| (v as i64).to_le_bytes()),
+        DType::I1 => each(out, values, |v| [(v != 0.0) as u8]),
+        DType::U8 => each(out, values, |v| [v as u8]),
+        // Rounded to nearest even, as a GPU's conversion does.
+        DType::F16 => each(out, values, |v| half::f16::from_f64(v).to_le_bytes()),
+        DType::BF16 => each(out, values, |v| half::bf16::from_f64(v).to_le_bytes()),
     }
 }
 
