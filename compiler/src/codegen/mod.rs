@@ -373,6 +373,8 @@ pub(crate) struct Generator {
     pub(crate) library: HashMap<String, Option<LibraryGemm>>,
     /// Where the operands of the op being generated live.
     pub(crate) buffers: Vec<Buffer>,
+    /// The bytes each operand of the op being generated spans.
+    pub(crate) extents: Vec<u64>,
     /// What the kernels are written for.
     pub(crate) target: std::rc::Rc<dyn TargetInfo>,
     /// GPU kernels written whole as `gpu.func` (not row functions), by
@@ -415,6 +417,7 @@ impl Generator {
             entries: Vec::new(),
             library: HashMap::new(),
             buffers: Vec::new(),
+            extents: Vec::new(),
             target,
             gpu_funcs: Vec::new(),
             hopper: HashMap::new(),
@@ -515,6 +518,7 @@ impl Generator {
                                 .ok_or_else(|| at(op, format!("a buffer of {shape:?} {t:?} is too large to address")))
                         })
                         .collect::<Result<Vec<u64>>>()?;
+                    self.extents = extents.clone();
                     // The op's place in the schedule: its kernels share its
                     // stream, the first waits and the last records.
                     let stream = ir::int_attr(op, "ll.stream").unwrap_or(0) as u32;
@@ -618,7 +622,8 @@ impl Generator {
                 let ins: Vec<usize> = (0..n_in).collect();
                 let outs: Vec<usize> = (n_in..specs.len()).collect();
                 let alias = self.in_place(&specs, &ins, &outs);
-                let (work, cost) = self.elementwise(&specs[..n_in], &specs[n_in..], &body, &alias);
+                let noalias = self.apart(&ins, &outs, &alias);
+                let (work, cost) = self.elementwise(&specs[..n_in], &specs[n_in..], &body, &alias, noalias);
                 vec![(self.last(), work, cost, all, vec![])]
             }
             "ll.multi_tensor_apply" => {
@@ -637,7 +642,8 @@ impl Generator {
                     let s_in: Vec<_> = ins.iter().map(|&i| specs[i].clone()).collect();
                     let s_out: Vec<_> = outs.iter().map(|&i| specs[i].clone()).collect();
                     let alias = self.in_place(&specs, &ins, &outs);
-                    let (work, cost) = self.elementwise(&s_in, &s_out, &body, &alias);
+                    let noalias = self.apart(&ins, &outs, &alias);
+                    let (work, cost) = self.elementwise(&s_in, &s_out, &body, &alias, noalias);
                     out.push((self.last(), work, cost, ins.into_iter().chain(outs).collect(), vec![]));
                 }
                 out
@@ -777,8 +783,18 @@ impl Generator {
     /// Appends a row kernel with buffers `%b0..` of `specs`' flat types
     /// (or finds an identical one); returns its name.
     pub(crate) fn finish(&mut self, k: Kernel, specs: &[(Vec<usize>, DType)]) -> String {
+        self.finish_noalias(k, specs, false)
+    }
+
+    /// [`Generator::finish`], every buffer `noalias` (C's `restrict`) where
+    /// `noalias`: no byte a kernel writes is read or written through
+    /// another of its pointers ([`Generator::apart`]). LLVM then vectorises
+    /// loops it cannot prove apart (a row's broadcast inputs indexed by
+    /// their coordinates; more pointers than its run-time checks take).
+    pub(crate) fn finish_noalias(&mut self, k: Kernel, specs: &[(Vec<usize>, DType)], noalias: bool) -> String {
+        let attr = if noalias { " {llvm.noalias}" } else { "" };
         let params: Vec<String> =
-            specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}", flat_type(s, *t))).collect();
+            specs.iter().enumerate().map(|(i, (s, t))| format!("%b{i}: {}{attr}", flat_type(s, *t))).collect();
         let mut text = format!("  func.func @KERNEL(%begin: index, %end: index, {}) {{\n", params.join(", "));
         text.push_str("    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n");
         text.push_str(&k.text);
@@ -798,6 +814,37 @@ impl Generator {
             }
             g.entries.push((name.to_string(), specs.len()));
         })
+    }
+
+    /// Whether the op's operands at `ins` and `outs` (positions), the
+    /// outputs updated in place (`alias`, [`Generator::in_place`]) stored
+    /// through their inputs, may be `noalias` (where the target asks,
+    /// [`TargetInfo::noalias`]): every output stored through its own
+    /// pointer shares no byte with another operand. An arena buffer spans
+    /// its extent from its offset; arguments are apart from each other and
+    /// from the arena unless the same; constants are only read.
+    pub(crate) fn apart(&self, ins: &[usize], outs: &[usize], alias: &[Option<usize>]) -> bool {
+        if !self.target.noalias() {
+            return false;
+        }
+        let accessed: Vec<usize> =
+            ins.iter().copied().chain(outs.iter().zip(alias).filter(|(_, a)| a.is_none()).map(|(&o, _)| o)).collect();
+        let overlap = |a: usize, b: usize| match (self.buffers.get(a), self.buffers.get(b)) {
+            (Some(Buffer::Arena { offset: x }), Some(Buffer::Arena { offset: y })) => {
+                let (ex, ey) = (
+                    self.extents.get(a).copied().unwrap_or(u64::MAX),
+                    self.extents.get(b).copied().unwrap_or(u64::MAX),
+                );
+                x.saturating_add(ex) > *y && y.saturating_add(ey) > *x
+            }
+            (Some(x), Some(y)) => x == y,
+            // Unknown: assume the worst.
+            _ => true,
+        };
+        // The written operands: outputs, and inputs an output is stored
+        // through.
+        let written: Vec<usize> = outs.iter().zip(alias).map(|(&o, a)| a.map_or(o, |i| ins[i])).collect();
+        written.iter().all(|&w| accessed.iter().filter(|&&a| a != w).all(|&a| !overlap(w, a)))
     }
 
     /// Per output (operand positions `outs`), the position within `ins` of

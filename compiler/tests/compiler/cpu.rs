@@ -1146,6 +1146,17 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             ],
         ),
         (
+            // Elementwise rows too short to vectorise take further dims on
+            // the CPU, the broadcast inputs indexed by their coordinates: a
+            // batch norm's per-channel scale and shift over 2 x 2 images
+            // (rows of 12: the channel split 16 x 3), an SE block's
+            // per-image, per-channel scale, and a prime channel count
+            // (nothing to split: rows of 4 stay).
+            "elementwise_short_rows",
+            "func.func @f(%x: tensor<4x48x2x2xf32>, %s: tensor<1x48x1x1xf32>, %b: tensor<1x48x1x1xf32>, %g: tensor<4x48x1x1xf32>, %p: tensor<4x7x2x2xf32>, %q: tensor<1x7x1x1xf32>) -> (tensor<4x48x2x2xf32>, tensor<4x48x2x2xf32>, tensor<4x7x2x2xf32>) {\n  %t = hl.mul %x, %s : tensor<4x48x2x2xf32>, tensor<1x48x1x1xf32>\n  %u = hl.add %t, %b : tensor<4x48x2x2xf32>, tensor<1x48x1x1xf32>\n  %y = hl.silu %u : tensor<4x48x2x2xf32>\n  %z = hl.mul %y, %g : tensor<4x48x2x2xf32>, tensor<4x48x1x1xf32>\n  %w = hl.mul %p, %q : tensor<4x7x2x2xf32>, tensor<1x7x1x1xf32>\n  return %u, %z, %w : tensor<4x48x2x2xf32>, tensor<4x48x2x2xf32>, tensor<4x7x2x2xf32>\n}".into(),
+            vec![f32s(&[4, 48, 2, 2], 90), f32s(&[1, 48, 1, 1], 91), f32s(&[1, 48, 1, 1], 92), f32s(&[4, 48, 1, 1], 93), f32s(&[4, 7, 2, 2], 94), f32s(&[1, 7, 1, 1], 95)],
+        ),
+        (
             "conv",
             "func.func @f(%x: tensor<2x3x7x6xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %xn: tensor<2x9x8x4xf32>, %wn: tensor<6x2x3x2xf32>) -> (tensor<2x4x7x6xf32>, tensor<2x3x7x6xf32>, tensor<4x3x3x3xf32>, tensor<2x3x8x6xf32>, tensor<2x9x8x4xf32>, tensor<6x2x3x2xf32>) {\n  %y = hl.conv2d %x, %w, %b stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x3x7x6xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>\n  %dx = hl.conv2d_backward_input %y, %w stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x4x7x6xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x7x6xf32>\n  %dw = hl.conv2d_backward_weight %y, %x stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x4x7x6xf32>, tensor<2x3x7x6xf32> -> tensor<4x3x3x3xf32>\n  %z = hl.conv2d %xn, %wn stride = [2, 1] padding = [0, 1] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x9x8x4xf32>, tensor<6x2x3x2xf32>\n  %dxn = hl.conv2d_backward_input %z, %wn stride = [2, 1] padding = [0, 1] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x3x8x6xf32>, tensor<6x2x3x2xf32> -> tensor<2x9x8x4xf32>\n  %dwn = hl.conv2d_backward_weight %z, %xn stride = [2, 1] padding = [0, 1] dilation = [2, 2] groups = 2 layout = nhwc : tensor<2x3x8x6xf32>, tensor<2x9x8x4xf32> -> tensor<6x2x3x2xf32>\n  return %y, %dx, %dw, %z, %dxn, %dwn : tensor<2x4x7x6xf32>, tensor<2x3x7x6xf32>, tensor<4x3x3x3xf32>, tensor<2x3x8x6xf32>, tensor<2x9x8x4xf32>, tensor<6x2x3x2xf32>\n}".into(),
             vec![f32s(&[2, 3, 7, 6], 27), f32s(&[4, 3, 3, 3], 28), f32s(&[4], 29), f32s(&[2, 9, 8, 4], 30), f32s(&[6, 2, 3, 2], 31)],

@@ -56,6 +56,14 @@ impl TargetInfo for CpuTarget {
         true
     }
 
+    fn long_rows(&self) -> bool {
+        true
+    }
+
+    fn noalias(&self) -> bool {
+        true
+    }
+
     fn heap_scratch(&self) -> bool {
         true
     }

@@ -142,6 +142,24 @@ pub(crate) trait TargetInfo {
         false
     }
 
+    /// Whether an elementwise kernel whose rows stay short after merging
+    /// takes further dims into its rows, the inputs broadcast along some of
+    /// them indexed by their coordinates (`ops/elementwise.rs`,
+    /// `rows_of`): the CPU, whose inner loop over a row of 4 (a batch norm
+    /// over 2 x 2 images) ran scalar code, 5x slower than vectorised;
+    /// not the GPU, whose work items are elements.
+    fn long_rows(&self) -> bool {
+        false
+    }
+
+    /// Whether kernels whose buffers are apart take them `noalias`
+    /// (`Generator::finish_noalias`): the CPU, whose elementwise loops over
+    /// many buffers ran scalar for want of it. The GPU's PTX stays as
+    /// checked on a device.
+    fn noalias(&self) -> bool {
+        false
+    }
+
     /// Whether max pooling's f32 gradient takes one image plane a work item
     /// (the CPU: each window's maximum found once and its gradient added
     /// there, where an item per input element searched each of the up to
