@@ -94,6 +94,38 @@ impl Generator {
         self.one(k, specs, numel(&outs.0) / inner.max(1), 2 * inner + 4 * rank)
     }
 
+    /// The CPU's form of a transpose that moves the innermost dim (a
+    /// convolution's rows to NCHW planes and back): an item per output row,
+    /// which reads its elements at the input's stride of the dim it comes
+    /// from, instead of an item per element that unravels its index
+    /// (EfficientNet-B0's 130 transposes took 2.8 ms a step). Its two
+    /// buffers are `noalias` where they are apart, so LLVM vectorises the
+    /// strided reads.
+    pub(crate) fn transpose_rows(&mut self, perm: &[usize], specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (ins, outs) = (&specs[0], &specs[1]);
+        let rank = perm.len();
+        let in_strides = row_major_strides(&ins.0);
+        let strides: Vec<usize> = perm[..rank - 1].iter().map(|&p| in_strides[p]).collect();
+        let inner = outs.0[rank - 1];
+        let mut k = Kernel::new();
+        let run = k.index(inner);
+        let o = k.open("%begin", "%end");
+        let c = k.unravel(&o, &outs.0[..rank - 1]);
+        let from = k.ravel(&c, &strides);
+        let to = k.mul(&o, &run);
+        let j = k.open("%c0", &run);
+        let i = k.mad(&j, in_strides[perm[rank - 1]], &from);
+        let v = k.load("%b0", &i, &flat_type(&ins.0, ins.1));
+        let w = k.add(&to, &j);
+        k.store(&v, "%b1", &w, &flat_type(&outs.0, outs.1));
+        k.close();
+        k.close();
+        let noalias = self.apart(&[0], &[1], &[None]);
+        self.finish_noalias(k, specs, noalias);
+        let rows = numel(&outs.0) / inner.max(1);
+        vec![(self.last(), rows.max(1) as u64, (2 * inner + 4 * rank).max(1) as u64, vec![0, 1], vec![])]
+    }
+
     pub(crate) fn gather(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], backward: bool) -> Kernels {
         let axis = int_attr(op, "axis").unwrap_or(0) as usize;
         // The table is the input (forward) or the output (backward).

@@ -45,7 +45,10 @@ impl TargetInfo for CpuTarget {
 
     fn transpose_runs(&self, g: &mut Generator, perm: &[usize], specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
         let rank = perm.len();
-        (rank >= 2 && perm[rank - 1] == rank - 1).then(|| g.transpose_runs(perm, specs))
+        match rank >= 2 && perm[rank - 1] == rank - 1 {
+            true => Some(g.transpose_runs(perm, specs)),
+            false => (rank >= 2).then(|| g.transpose_rows(perm, specs)),
+        }
     }
 
     fn row_copies(&self) -> bool {

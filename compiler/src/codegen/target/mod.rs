@@ -118,9 +118,10 @@ pub(crate) trait TargetInfo {
         None
     }
 
-    /// A form of its own for a transpose that keeps the innermost dim in
-    /// place (`ops/data.rs`: heads split from or merged into the model
-    /// width); `None` where the generic form (an item per element) serves.
+    /// A form of its own for a transpose (`ops/data.rs`: one that keeps the
+    /// innermost dim in place, heads split from or merged into the model
+    /// width, copies runs; one that moves it, NCHW to NHWC, reads strided
+    /// rows); `None` where the generic form (an item per element) serves.
     fn transpose_runs(&self, _g: &mut Generator, _perm: &[usize], _specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
         None
     }
