@@ -4,15 +4,18 @@
 #
 # Run in a venv with torch, torchvision and onnx (`make onnx-venv`), after
 # `cargo build --release -p aicf-tools`:
-#   target/onnx-venv/bin/python benches/onnx_vision/bench.py [--rounds 3] [--direct] [--models resnet18,...] [--out DIR]
+#   target/onnx-venv/bin/python benches/onnx_vision/bench.py [--rounds 3] [--direct] [--compile] [--models resnet18,...] [--out DIR]
 #
 # Each model is exported once (TorchScript exporter, opset 17, batch norm kept
 # in training mode) to DIR (default target/onnx-vision). Every round times
 # each model in PyTorch eager (median of 10 steps after 3 warm-up steps), then
 # `aicf bench` on its export (median of 10 steps), and with --direct also
 # `aicf bench --conv direct` (convolutions as one direct kernel each, the
-# lowering before convolutions ran as products over their window rows). The
-# table gives each system's median over the rounds and AICF / PyTorch.
+# lowering before convolutions ran as products over their window rows), and
+# with --compile also PyTorch under `torch.compile` (the model and the
+# optimizer step compiled once per model, before the first round; each round
+# times 10 steps after 3 warm-up steps). The table gives each system's median
+# over the rounds and AICF / PyTorch (the faster of eager and compiled).
 import argparse, os, platform, re, statistics, subprocess, sys, time, warnings
 
 import torch, torch.nn.functional as F, torchvision.models as tvm
@@ -51,18 +54,30 @@ def export(name, path):
                       output_names=["output0"], dynamic_axes={"input0": {0: "batch"}, "output0": {0: "batch"}})
 
 
-def torch_step_ms(name):
+def torch_step(name, compiled):
+    """One Adam train step of `name` in PyTorch: eager, or with the model
+    and the optimizer step under torch.compile (compiled on first use)."""
     torch.manual_seed(0)
     m = MODELS[name]().train()
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn((BATCH,) + SHAPE, generator=g), torch.randint(0, 10, (BATCH,), generator=g)
+    model = torch.compile(m) if compiled else m
+    update = torch.compile(opt.step) if compiled else opt.step
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        update()
+
+    return step
+
+
+def torch_step_ms(step):
     times = []
     for _ in range(13):
         t = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        F.cross_entropy(m(x), y).backward()
-        opt.step()
+        step()
         times.append(time.perf_counter() - t)
     return 1e3 * statistics.median(times[3:])
 
@@ -81,6 +96,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--direct", action="store_true", help="also time --conv direct")
+    p.add_argument("--compile", action="store_true", help="also time PyTorch under torch.compile")
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--out", default="target/onnx-vision")
     p.add_argument("--aicf", default="target/release/aicf")
@@ -94,25 +110,37 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     torch.set_num_threads(THREADS)
     convs = ["gemm", "direct"] if a.direct else ["gemm"]
-    times = {(n, s): [] for n in names for s in ["torch"] + convs}
+    torches = ["torch", "compile"] if a.compile else ["torch"]
+    systems = torches + convs
+    times = {(n, s): [] for n in names for s in systems}
     for n in names:
         export(n, os.path.join(a.out, f"{n}.onnx"))
+    steps = {(n, t): torch_step(n, t == "compile") for n in names for t in torches}
+    for (n, t), step in steps.items():
+        if t == "compile":
+            started = time.perf_counter()
+            step()
+            print(f"torch.compile: {n} compiled and stepped once in {time.perf_counter() - started:.0f} s", flush=True)
     for r in range(a.rounds):
         for n in names:
-            times[(n, "torch")].append(torch_step_ms(n))
+            for t in torches:
+                times[(n, t)].append(torch_step_ms(steps[(n, t)]))
             for c in convs:
                 times[(n, c)].append(aicf_step_ms(a.aicf, os.path.join(a.out, f"{n}.onnx"), os.path.join(a.out, "bench"), c))
-            row = ", ".join(f"{s} {times[(n, s)][-1]:.1f}" for s in ["torch"] + convs)
+            row = ", ".join(f"{s} {times[(n, s)][-1]:.1f}" for s in systems)
             print(f"round {r + 1}: {n}: {row} ms", flush=True)
     print(f"\n{cpu_name()}, {os.cpu_count()} cores, {THREADS} threads; torch {torch.__version__}; "
           f"batch {BATCH} at {'x'.join(map(str, SHAPE))}, Adam; median ms per train step over {a.rounds} rounds\n")
-    head = "| model | PyTorch eager | AICF |" + (" AICF --conv direct |" if a.direct else "") + " AICF / PyTorch |"
+    head = "| model | PyTorch eager |" + (" torch.compile |" if a.compile else "") + " AICF |"
+    head += (" AICF --conv direct |" if a.direct else "") + " AICF / PyTorch |"
     print(head)
     print("|---" * (head.count("|") - 1) + "|")
     for n in names:
-        med = {s: statistics.median(times[(n, s)]) for s in ["torch"] + convs}
+        med = {s: statistics.median(times[(n, s)]) for s in systems}
+        compiled = f" {med['compile']:.1f} |" if a.compile else ""
         direct = f" {med['direct']:.1f} |" if a.direct else ""
-        print(f"| {n} | {med['torch']:.1f} | {med['gemm']:.1f} |{direct} {med['gemm'] / med['torch']:.2f}x |")
+        best = min(med[t] for t in torches)
+        print(f"| {n} | {med['torch']:.1f} |{compiled} {med['gemm']:.1f} |{direct} {med['gemm'] / best:.2f}x |")
 
 
 if __name__ == "__main__":
