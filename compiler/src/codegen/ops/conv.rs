@@ -71,6 +71,11 @@ impl Generator {
     /// Direct convolution and its two gradients, one output element per
     /// work item.
     pub(crate) fn conv(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], which: &str) -> Kernels {
+        if which != "weight"
+            && let Some(kernels) = self.depthwise_rows(op, specs, which == "forward")
+        {
+            return kernels;
+        }
         let (cd, hd, wd) = image_dims(op);
         let (stride, pad, dil) = (pair(op, "stride", 1), pair(op, "padding", 0), pair(op, "dilation", 1));
         let groups = int_attr(op, "groups").unwrap_or(1) as usize;
@@ -179,6 +184,143 @@ impl Generator {
         };
         k.close();
         self.one(k, specs, work, cost)
+    }
+
+    /// A depthwise convolution (NCHW, a channel per group, one output
+    /// channel each, f32 or f64) or its input gradient, one image row a
+    /// work item, where the target asks ([`TargetInfo::conv_rows`]); `None`
+    /// for every other convolution.
+    ///
+    /// The forward sums, into output row `(n, c, oh)`, tap `(a, b)`'s
+    /// weight times the input row `oh s - p + a d`'s elements `ow s - p + b
+    /// d` over the outputs `ow` whose tap lies inside it (a range known
+    /// when the kernel is written), then adds the bias. The input gradient
+    /// adds, into `dx` row `(n, c, h)`, each tap's weight times the `dy`
+    /// row it reaches there (`h = oh s - p + a d`) at the columns `ow s - p
+    /// + b d`. Each sum takes its taps in the element form's order. The
+    /// inner loops run over a row: LLVM vectorises them, where the element
+    /// form (an item per output element, a bounds check per tap) ran
+    /// scalar. EfficientNet-B0's depthwise convolutions and their input
+    /// gradients took 5.9 ms of its 33 ms step.
+    fn depthwise_rows(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], forward: bool) -> Option<Kernels> {
+        let groups = int_attr(op, "groups").unwrap_or(1) as usize;
+        // Forward: x, w, (b,) y; input gradient: dy, w, dx.
+        let (x, w, y) = if forward { (0, 1, specs.len() - 1) } else { (2, 1, 0) };
+        let (xs, ws, ys) = (&specs[x].0, &specs[w].0, &specs[y].0);
+        let t = specs[0].1;
+        if !self.target.conv_rows()
+            || image_dims(op) != (1, 2, 3)
+            || !matches!(t, DType::F32 | DType::F64)
+            || specs.iter().any(|s| s.1 != t)
+            || xs.len() != 4
+            || ws.len() != 4
+            || ys.len() != 4
+            || ws[1] != 1
+            || ws[0] != groups
+            || xs[1] != groups
+            || ys[1] != groups
+        {
+            return None;
+        }
+        let (stride, pad, dil) = (pair(op, "stride", 1), pair(op, "padding", 0), pair(op, "dilation", 1));
+        let (kh, kw) = (ws[2], ws[3]);
+        let (h, wdt, oh, ow) = (xs[2], xs[3], ys[2], ys[3]);
+        let (tx, tw, ty) = (flat_type(xs, t), flat_type(ws, t), flat_type(ys, t));
+        // The rows a work item writes: output rows (forward) or dx rows.
+        let (rows_per_plane, row_len) = if forward { (oh, ow) } else { (h, wdt) };
+        let out = if forward { y } else { x };
+        let tout = if forward { &ty } else { &tx };
+        let mut k = Kernel::new();
+        let zero = k.float(0.0, t);
+        let r = k.open("%begin", "%end");
+        let rp = k.index(rows_per_plane);
+        let plane = k.val(&format!("arith.divui {r}, {rp} : index"));
+        let row = k.val(&format!("arith.remui {r}, {rp} : index"));
+        let cc = k.index(groups);
+        let c = k.val(&format!("arith.remui {plane}, {cc} : index"));
+        let len = k.index(row_len);
+        let out_row = k.mul(&r, &len);
+        let (x_plane, y_plane) = (k.mad(&plane, h * wdt, "%c0"), k.mad(&plane, oh * ow, "%c0"));
+        let w_base = k.mad(&c, kh * kw, "%c0");
+        let j = k.open("%c0", &len);
+        let at = k.add(&out_row, &j);
+        k.store(&zero, &format!("%b{out}"), &at, tout);
+        k.close();
+        for a in 0..kh {
+            // Forward: input row ih = oh s - p + a d, if inside; input
+            // gradient: output row oh = (h + p - a d) / s, if whole and
+            // inside.
+            let (inside, other_row) = if forward {
+                let top = k.mad(&row, stride[0], "%c0");
+                let ad = k.index(a * dil[0]);
+                let top = k.add(&top, &ad);
+                let pc = k.index(pad[0]);
+                let ge = k.cmpi("uge", &top, &pc);
+                let ih = k.val(&format!("arith.subi {top}, {pc} : index"));
+                let lim = k.index(h);
+                let lt = k.cmpi("ult", &ih, &lim);
+                let ih = k.val(&format!("arith.select {ge}, {ih}, %c0 : index"));
+                (k.and(&ge, &lt), ih)
+            } else {
+                let a_c = k.index(a);
+                window_source(&mut k, &row, &a_c, stride[0], dil[0], pad[0], oh)
+            };
+            k.line(&format!("scf.if {inside} {{"));
+            k.depth += 1;
+            // The row read: input row (forward) or dy row.
+            let read_row = if forward { k.mad(&other_row, wdt, &x_plane) } else { k.mad(&other_row, ow, &y_plane) };
+            for b in 0..kw {
+                // Outputs ow whose tap b lies in the input row: ow s + b d
+                // - p in [0, W).
+                let (bd, s1, p1) = (b * dil[1], stride[1], pad[1]);
+                let lo = if bd >= p1 { 0 } else { (p1 - bd).div_ceil(s1) };
+                let hi = if wdt + p1 > bd { ((wdt - 1 + p1 - bd) / s1 + 1).min(ow) } else { 0 };
+                if lo >= hi {
+                    continue;
+                }
+                let tap = k.index(a * kw + b);
+                let wi = k.add(&w_base, &tap);
+                let wv = k.load(&format!("%b{w}"), &wi, &tw);
+                let (loc, hic) = (k.index(lo), k.index(hi));
+                let o = k.open(&loc, &hic);
+                // The strided side's element ow s + b d - p, and the
+                // contiguous side's ow.
+                let bdc = k.index(bd);
+                let strided = k.mad(&o, s1, &bdc);
+                let pc = k.index(p1);
+                let strided = k.val(&format!("arith.subi {strided}, {pc} : index"));
+                let (from, to) = if forward {
+                    (k.add(&read_row, &strided), k.add(&out_row, &o))
+                } else {
+                    (k.add(&read_row, &o), k.add(&out_row, &strided))
+                };
+                let (tread, sread) = if forward { (&tx, x) } else { (&ty, y) };
+                let v = k.load(&format!("%b{sread}"), &from, tread);
+                let old = k.load(&format!("%b{out}"), &to, tout);
+                let p = k.fop("mulf", &v, &wv, t);
+                let sum = k.fop("addf", &old, &p, t);
+                k.store(&sum, &format!("%b{out}"), &to, tout);
+                k.close();
+            }
+            k.depth -= 1;
+            k.line("}");
+        }
+        if forward && specs.len() == 4 {
+            let bias = k.load("%b2", &c, &flat_type(&specs[2].0, t));
+            let j = k.open("%c0", &len);
+            let at = k.add(&out_row, &j);
+            let v = k.load(&format!("%b{out}"), &at, tout);
+            let v = k.fop("addf", &v, &bias, t);
+            k.store(&v, &format!("%b{out}"), &at, tout);
+            k.close();
+        }
+        k.close();
+        let ins: Vec<usize> = (0..specs.len()).filter(|&i| i != out).collect();
+        let noalias = self.apart(&ins, &[out], &[None]);
+        self.finish_noalias(k, specs, noalias);
+        let rows = numel(if forward { ys } else { xs }) / row_len.max(1);
+        let cost = row_len * (2 + kh * kw * 4);
+        Some(vec![(self.last(), rows.max(1) as u64, cost.max(1) as u64, (0..specs.len()).collect(), vec![])])
     }
 
     /// `ll.im2col` (`col2im` false: specs image, windows) or `ll.col2im`

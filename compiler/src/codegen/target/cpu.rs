@@ -67,6 +67,10 @@ impl TargetInfo for CpuTarget {
         true
     }
 
+    fn conv_rows(&self) -> bool {
+        true
+    }
+
     fn heap_scratch(&self) -> bool {
         true
     }

@@ -161,6 +161,13 @@ pub(crate) trait TargetInfo {
         false
     }
 
+    /// Whether a depthwise convolution and its input gradient take one
+    /// image row a work item, the taps' loops over the row (`ops/conv.rs`,
+    /// `depthwise_rows`): the CPU, whose element form ran scalar.
+    fn conv_rows(&self) -> bool {
+        false
+    }
+
     /// Whether max pooling's f32 gradient takes one image plane a work item
     /// (the CPU: each window's maximum found once and its gradient added
     /// there, where an item per input element searched each of the up to
