@@ -1183,6 +1183,15 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[2, 6, 7, 9], 100), f32s(&[6, 1, 3, 3], 101), f32s(&[6], 102), f32s(&[1, 4, 8, 8], 103), f32s(&[4, 1, 5, 5], 104), f32s(&[2, 3, 2, 2], 105), f32s(&[3, 1, 3, 3], 106), f32s(&[2, 5, 8, 8], 107), f32s(&[5, 1, 5, 5], 108), f32s(&[5], 109)],
         ),
         (
+            // Reductions over inner dims, kept dims between them (nested
+            // loops over the reduced runs): a batch norm's statistics over
+            // N, H and W, a max over alternate dims, a mean over a middle
+            // dim, a sum over the innermost.
+            "reduce_inner",
+            "func.func @f(%x: tensor<3x5x4x7xf32>) -> (tensor<1x5x1x1xf32>, tensor<3x4xf32>, tensor<3x5x7xf32>, tensor<3x5x4xf32>) {\n  %s = hl.reduce_sum %x axes = [0, 2, 3] keepdim : tensor<3x5x4x7xf32>\n  %m = hl.reduce_max %x axes = [1, 3] : tensor<3x5x4x7xf32>\n  %a = hl.reduce_mean %x axes = [2] : tensor<3x5x4x7xf32>\n  %i = hl.reduce_sum %x axes = [3] : tensor<3x5x4x7xf32>\n  return %s, %m, %a, %i : tensor<1x5x1x1xf32>, tensor<3x4xf32>, tensor<3x5x7xf32>, tensor<3x5x4xf32>\n}".into(),
+            vec![f32s(&[3, 5, 4, 7], 110)],
+        ),
+        (
             "pool",
             "func.func @f(%x: tensor<2x3x7x6xf32>) -> (tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>, tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>) {\n  %m = hl.max_pool2d %x kernel = [3, 2] stride = [2, 2] padding = [0, 0] : tensor<2x3x7x6xf32>\n  %dm = hl.max_pool2d_backward %m, %x kernel = [3, 2] stride = [2, 2] padding = [0, 0] : tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>\n  %a = hl.avg_pool2d %x kernel = [3, 3] stride = [2, 2] padding = [1, 1] : tensor<2x3x7x6xf32>\n  %da = hl.avg_pool2d_backward %a, %x kernel = [3, 3] stride = [2, 2] padding = [1, 1] : tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>\n  return %m, %dm, %a, %da : tensor<2x3x3x3xf32>, tensor<2x3x7x6xf32>, tensor<2x3x4x3xf32>, tensor<2x3x7x6xf32>\n}".into(),
             vec![f32s(&[2, 3, 7, 6], 32)],
