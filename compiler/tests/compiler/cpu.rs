@@ -1183,13 +1183,13 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[2, 6, 7, 9], 100), f32s(&[6, 1, 3, 3], 101), f32s(&[6], 102), f32s(&[1, 4, 8, 8], 103), f32s(&[4, 1, 5, 5], 104), f32s(&[2, 3, 2, 2], 105), f32s(&[3, 1, 3, 3], 106), f32s(&[2, 5, 8, 8], 107), f32s(&[5, 1, 5, 5], 108), f32s(&[5], 109)],
         ),
         (
-            // Reductions over inner dims, kept dims between them (nested
-            // loops over the reduced runs): a batch norm's statistics over
-            // N, H and W, a max over alternate dims, a mean over a middle
-            // dim, a sum over the innermost.
+            // Reductions over inner dims with kept dims between them: batch
+            // norms' statistics over N, H and W (MobileNetV2's shapes
+            // among them), a global average pool, a max over alternate
+            // dims, a mean over a middle dim, a sum over the innermost.
             "reduce_inner",
-            "func.func @f(%x: tensor<3x5x4x7xf32>) -> (tensor<1x5x1x1xf32>, tensor<3x4xf32>, tensor<3x5x7xf32>, tensor<3x5x4xf32>) {\n  %s = hl.reduce_sum %x axes = [0, 2, 3] keepdim : tensor<3x5x4x7xf32>\n  %m = hl.reduce_max %x axes = [1, 3] : tensor<3x5x4x7xf32>\n  %a = hl.reduce_mean %x axes = [2] : tensor<3x5x4x7xf32>\n  %i = hl.reduce_sum %x axes = [3] : tensor<3x5x4x7xf32>\n  return %s, %m, %a, %i : tensor<1x5x1x1xf32>, tensor<3x4xf32>, tensor<3x5x7xf32>, tensor<3x5x4xf32>\n}".into(),
-            vec![f32s(&[3, 5, 4, 7], 110)],
+            "func.func @f(%x: tensor<3x5x4x7xf32>, %y: tensor<2x96x4x4xf32>, %z: tensor<2x240x2x2xf32>, %v: tensor<2x8x32x32xf32>, %g: tensor<2x64x2x2xf32>, %h: tensor<2x48x8x8xf32>, %q: tensor<2x48x32x32xf32>) -> (tensor<1x48x1x1xf32>, tensor<1x48x1x1xf32>, tensor<1x5x1x1xf32>, tensor<3x4xf32>, tensor<3x5x7xf32>, tensor<3x5x4xf32>, tensor<96xf32>, tensor<240xf32>, tensor<8xf32>, tensor<2x64x1x1xf32>) {\n  %vm = hl.reduce_mean %v axes = [0, 2, 3] : tensor<2x8x32x32xf32>\n  %gm = hl.reduce_mean %g axes = [2, 3] keepdim : tensor<2x64x2x2xf32>\n  %hs = hl.reduce_sum %h axes = [0, 2, 3] keepdim : tensor<2x48x8x8xf32>\n  %qm = hl.reduce_mean %q axes = [0, 2, 3] keepdim : tensor<2x48x32x32xf32>\n  %s = hl.reduce_sum %x axes = [0, 2, 3] keepdim : tensor<3x5x4x7xf32>\n  %ym = hl.reduce_mean %y axes = [0, 2, 3] : tensor<2x96x4x4xf32>\n  %zs = hl.reduce_sum %z axes = [0, 2, 3] : tensor<2x240x2x2xf32>\n  %m = hl.reduce_max %x axes = [1, 3] : tensor<3x5x4x7xf32>\n  %a = hl.reduce_mean %x axes = [2] : tensor<3x5x4x7xf32>\n  %i = hl.reduce_sum %x axes = [3] : tensor<3x5x4x7xf32>\n  return %hs, %qm, %s, %m, %a, %i, %ym, %zs, %vm, %gm : tensor<1x48x1x1xf32>, tensor<1x48x1x1xf32>, tensor<1x5x1x1xf32>, tensor<3x4xf32>, tensor<3x5x7xf32>, tensor<3x5x4xf32>, tensor<96xf32>, tensor<240xf32>, tensor<8xf32>, tensor<2x64x1x1xf32>\n}".into(),
+            vec![f32s(&[3, 5, 4, 7], 110), f32s(&[2, 96, 4, 4], 111), f32s(&[2, 240, 2, 2], 112), f32s(&[2, 8, 32, 32], 113), f32s(&[2, 64, 2, 2], 114), f32s(&[2, 48, 8, 8], 115), f32s(&[2, 48, 32, 32], 116)],
         ),
         (
             "pool",
