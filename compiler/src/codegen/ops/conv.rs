@@ -67,6 +67,10 @@ pub(crate) fn pair(op: MlirOperation, key: &str, default: usize) -> [usize; 2] {
     [v.first().copied().unwrap_or(default as i64) as usize, v.get(1).copied().unwrap_or(default as i64) as usize]
 }
 
+/// The most taps a depthwise kernel writes out
+/// (`Generator::depthwise_on_rows`); a larger window keeps the element form.
+const MAX_ROW_TAPS: usize = 81;
+
 impl Generator {
     /// Direct convolution and its two gradients, one output element per
     /// work item.
@@ -331,6 +335,8 @@ impl Generator {
             && ws.len() == 4
             && ys.len() == 4
             && ws[1] == 1
+            // The taps are written out: up to 9 x 9 (ConvNeXt's 7 x 7).
+            && ws[2] * ws[3] <= MAX_ROW_TAPS
             && ws[0] == groups
             && xs[1] == groups
             && ys[1] == groups
