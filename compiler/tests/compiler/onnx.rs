@@ -120,6 +120,15 @@ fn check(name: &str) {
     let loss = io["torch.loss"].values[0];
     assert!((r[0].values[0] - loss).abs() <= 1e-4 * loss.abs(), "{name}: loss {} vs PyTorch's {loss}", r[0].values[0]);
     assert_eq!(r.len(), 1 + imported.sources.len());
+    // The reference is PyTorch's gradient computed in float64 where the
+    // fixture has it (`grad64.`, every fixture since 2026-12-04): PyTorch's
+    // own f32 gradients of MobileNetV2's early layers are up to 3.2e-2 (of
+    // a parameter's largest) from it, so a 1e-4 bar against them tested
+    // agreement with their rounding (AICF's reductions had the same; its
+    // vectorised ones are 3e-5 from float64). Else its f32 gradient.
+    let exact = io.keys().any(|k| k.starts_with("grad64."));
+    let prefix = if exact { "grad64" } else { "grad" };
+    let whose = if exact { "PyTorch's float64 gradient" } else { "PyTorch's" };
     // A parameter whose true gradient is zero (the bias of a convolution or
     // batch norm whose output a training-mode batch norm normalises) has
     // rounding noise for a reference (PyTorch's own f32 and f64 gradients
@@ -127,12 +136,14 @@ fn check(name: &str) {
     // measured against a hundredth of the model's largest gradient.
     let largest = io
         .iter()
-        .filter(|(k, _)| k.starts_with("grad."))
+        .filter(|(k, _)| k.starts_with(&format!("{prefix}.")))
         .flat_map(|(_, t)| t.values.iter())
         .fold(0f64, |m, v| m.max(v.abs()));
     for (k, source) in imported.sources.iter().enumerate() {
-        let mut reference =
-            io.get(&format!("grad.{source}")).unwrap_or_else(|| panic!("{name}: no gradient of {source}")).clone();
+        let mut reference = io
+            .get(&format!("{prefix}.{source}"))
+            .unwrap_or_else(|| panic!("{name}: no {prefix} gradient of {source}"))
+            .clone();
         // A linear layer's weight the exporter stored [in, out] is the
         // parameter [out, in] (as PyTorch's own module holds it).
         if imported.transposed.contains(source) {
@@ -144,7 +155,7 @@ fn check(name: &str) {
         assert_eq!(g.shape, reference.shape, "{name}: gradient of {source}");
         let scale = reference.values.iter().fold(1e-2 * largest, |m, v| m.max(v.abs()));
         let e = g.values.iter().zip(&reference.values).fold(0f64, |m, (x, y)| m.max((x - y).abs())) / scale;
-        assert!(e <= 1e-4, "{name}: gradient of {source} differs from PyTorch's by {e:.2e} (relative)");
+        assert!(e <= 1e-4, "{name}: gradient of {source} differs from {whose} by {e:.2e} (relative)");
     }
     assert_eq!(imported.sources.len(), io.keys().filter(|k| k.starts_with("grad.")).count(), "{name}: every parameter");
     // A batch norm's running statistics after one train step are PyTorch's
