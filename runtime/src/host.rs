@@ -98,7 +98,9 @@ impl Clone for Bytes {
 /// the per-element match took 2.7% of the benchmark transformer block's
 /// step (262,144 values).
 pub fn write_values(out: &mut [u8], dtype: DType, values: &[f64]) {
-    debug_assert!(out.len() >= values.len() * dtype.bytes());
+    // Callers size `out` from the values' shape: a shortfall is a bug here,
+    // not bad input, and must not drop values silently.
+    assert!(out.len() >= values.len() * dtype.bytes(), "write_values: {} bytes for {} values", out.len(), values.len());
     fn each<const N: usize>(out: &mut [u8], values: &[f64], f: impl Fn(f64) -> [u8; N]) {
         for (o, &v) in out.chunks_exact_mut(N).zip(values) {
             o.copy_from_slice(&f(v));

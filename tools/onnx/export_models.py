@@ -344,7 +344,7 @@ def export(name, out):
     }
     params = dict(model.named_parameters())
     arrays.update(by_initializer(path, params, {n: p.grad for n, p in params.items()}, "grad"))
-    arrays.update(by_initializer(path, params, train_grads(model.eval(), x, labels, torch.float64)[1], "grad64"))
+    arrays.update(by_initializer(path, params, train_grads(model, x, labels, torch.float64)[1], "grad64"))
     for bname, b in model.named_buffers():
         if bname.endswith(("running_mean", "running_var")):
             arrays[f"running.{bname}"] = b.detach().numpy().astype(np.float32)

@@ -375,6 +375,8 @@ pub(crate) struct Generator {
     pub(crate) buffers: Vec<Buffer>,
     /// The bytes each operand of the op being generated spans.
     pub(crate) extents: Vec<u64>,
+    /// The function's arena argument (its views are `Buffer::Arena`).
+    pub(crate) arena_arg: Option<usize>,
     /// What the kernels are written for.
     pub(crate) target: std::rc::Rc<dyn TargetInfo>,
     /// GPU kernels written whole as `gpu.func` (not row functions), by
@@ -418,6 +420,7 @@ impl Generator {
             library: HashMap::new(),
             buffers: Vec::new(),
             extents: Vec::new(),
+            arena_arg: None,
             target,
             gpu_funcs: Vec::new(),
             hopper: HashMap::new(),
@@ -448,10 +451,12 @@ impl Generator {
         let mut args = Vec::new();
         let mut refs: HashMap<usize, Buffer> = HashMap::new();
         let binds = arg_binds(func);
+        self.arena_arg = None;
         for i in 0..unsafe { mlirBlockGetNumArguments(block) } {
             let v = unsafe { mlirBlockGetArgument(block, i) };
             let bind = binds.get(i as usize).cloned().flatten().unwrap_or_else(|| "input".into());
             if bind == "arena" {
+                self.arena_arg = Some(i as usize);
                 let bytes = unsafe { mlirShapedTypeGetDimSize(mlirValueGetType(v), 0) }.max(0) as usize;
                 args.push(Arg { bind, shape: vec![bytes], dtype: artifact::DType::U8 });
             } else {
@@ -822,7 +827,8 @@ impl Generator {
     /// [`TargetInfo::noalias`]): every output stored through its own
     /// pointer shares no byte with another operand. An arena buffer spans
     /// its extent from its offset; arguments are apart from each other and
-    /// from the arena unless the same; constants are only read.
+    /// from the arena's buffers unless the same (or the arena argument
+    /// itself); constants are only read.
     pub(crate) fn apart(&self, ins: &[usize], outs: &[usize], alias: &[Option<usize>]) -> bool {
         if !self.target.noalias() {
             return false;
@@ -836,6 +842,13 @@ impl Generator {
                     self.extents.get(b).copied().unwrap_or(u64::MAX),
                 );
                 x.saturating_add(ex) > *y && y.saturating_add(ey) > *x
+            }
+            // The arena argument itself holds every arena buffer.
+            (Some(Buffer::Arg { index }), Some(Buffer::Arena { .. }))
+            | (Some(Buffer::Arena { .. }), Some(Buffer::Arg { index }))
+                if Some(*index) == self.arena_arg =>
+            {
+                true
             }
             (Some(x), Some(y)) => x == y,
             // Unknown: assume the worst.

@@ -193,7 +193,7 @@ impl Generator {
     }
 
     /// A depthwise convolution (NCHW, a channel per group, one output
-    /// channel each, f32 or f64) or its input gradient, one image row a
+    /// channel each, f32) or its input gradient, one image row a
     /// work item, where the target asks ([`TargetInfo::conv_rows`]); `None`
     /// for every other convolution.
     ///
@@ -321,15 +321,15 @@ impl Generator {
     /// Whether a convolution (operands `[x, w, y]` at those positions of
     /// `specs`) is depthwise and the target takes it a row at a time
     /// ([`TargetInfo::conv_rows`]): NCHW, a channel per group and one
-    /// output channel each, every buffer f32 (or every one f64; a 16-bit
-    /// row would round each tap's partial sum).
+    /// output channel each, every buffer f32 (a 16-bit row would round
+    /// each tap's partial sum; f64 keeps the element form, untested here).
     fn depthwise_on_rows(&self, op: MlirOperation, specs: &[(Vec<usize>, DType)], [x, w, y]: [usize; 3]) -> bool {
         let groups = int_attr(op, "groups").unwrap_or(1) as usize;
         let (xs, ws, ys) = (&specs[x].0, &specs[w].0, &specs[y].0);
         let t = specs[0].1;
         self.target.conv_rows()
             && image_dims(op) == (1, 2, 3)
-            && matches!(t, DType::F32 | DType::F64)
+            && t == DType::F32
             && specs.iter().all(|s| s.1 == t)
             && xs.len() == 4
             && ws.len() == 4

@@ -1,8 +1,10 @@
 use crate::codegen::prelude::*;
 
 impl Generator {
-    /// An elementwise kernel: rows of the outputs' last dimension; inputs
-    /// broadcast NumPy-style. Returns (rows, operations per row).
+    /// An elementwise kernel: rows of the output's innermost dims
+    /// ([`rows_of`]: its last dim, merged with more, and on the CPU spanning
+    /// further dims where rows are short); inputs broadcast NumPy-style.
+    /// Returns (rows, operations per row).
     ///
     /// An output updated in place (`alias[m]`, the input it overwrites) is
     /// stored through that input's pointer, so LLVM sees one buffer read and
@@ -165,7 +167,8 @@ struct Rows {
     aligned: Vec<Vec<usize>>,
     /// How many trailing dims of `shape` one row spans (its columns are
     /// their elements, row-major): 1, or more for a short row that took
-    /// further dims that some input broadcasts along.
+    /// further dims (that some input broadcasts along, or that the merge
+    /// left apart to keep enough rows).
     row_dims: usize,
 }
 

@@ -44,64 +44,102 @@ impl Generator {
         {
             return Ok(kernels);
         }
-        // Adjacent dims alike (both reduced, or both kept) merged: the
-        // reduced ones then run as nested loops, the innermost over a
-        // contiguous run where the input's last dim is reduced (a batch
-        // norm's statistics over N, H, W of NCHW: 16 runs of H x W per
-        // channel), which LLVM vectorises; one loop over every reduced
-        // element unravelled each index (EfficientNet-B0's 403 reductions
-        // took 3.6 ms a step). The sum is reassociated (`fast`, as before),
-        // the same bits on every run: its vector lanes are partial sums,
-        // closer to the exact result than one running sum (MobileNetV2's
-        // early gradients went from 3.2e-2 to 3e-5 of float64's, where
-        // PyTorch's f32 ones are 3.2e-2 too).
-        let mut merged: Vec<(usize, bool)> = Vec::new();
-        for (d, &n) in shape.iter().enumerate() {
-            let reduced = dims.contains(&d);
-            match merged.last_mut() {
-                Some((m, r)) if *r == reduced => *m *= n,
-                _ => merged.push((n, reduced)),
+        let (mut k, res, o) = if self.target.reduce_runs() {
+            // On the CPU ([`TargetInfo::reduce_runs`]) adjacent dims alike
+            // (both reduced, or both kept) merge: the reduced ones then run as
+            // nested loops, the innermost over a
+            // contiguous run where the input's last dim is reduced (a batch
+            // norm's statistics over N, H, W of NCHW: 16 runs of H x W per
+            // channel), which LLVM vectorises; one loop over every reduced
+            // element unravelled each index (EfficientNet-B0's 403 reductions
+            // took 3.6 ms a step). The sum is reassociated (`fast`, as before),
+            // the same bits on every run: its vector lanes are partial sums,
+            // closer to the exact result than one running sum (MobileNetV2's
+            // early gradients went from 3.2e-2 to 3e-5 of float64's, where
+            // PyTorch's f32 ones are 3.2e-2 too).
+            let mut merged: Vec<(usize, bool)> = Vec::new();
+            for (d, &n) in shape.iter().enumerate() {
+                let reduced = dims.contains(&d);
+                match merged.last_mut() {
+                    Some((m, r)) if *r == reduced => *m *= n,
+                    _ => merged.push((n, reduced)),
+                }
             }
-        }
-        let mshape: Vec<usize> = merged.iter().map(|m| m.0).collect();
-        let mstrides = row_major_strides(&mshape);
-        let f = t.mlir();
-        let mut k = Kernel::new();
-        let init = if kind == 2 { k.float(f64::NEG_INFINITY, t) } else { k.float(0.0, t) };
-        let o = k.open("%begin", "%end");
-        // input offset of the kept coordinates
-        let mut rem = o.clone();
-        let mut base = "%c0".to_string();
-        for (d, _) in merged.iter().enumerate().rev().filter(|(_, m)| !m.1) {
-            let nd = k.index(mshape[d]);
-            let c = k.val(&format!("arith.remui {rem}, {nd} : index"));
-            rem = k.val(&format!("arith.divui {rem}, {nd} : index"));
-            base = k.mad(&c, mstrides[d], &base);
-        }
-        let reduced: Vec<usize> = (0..merged.len()).filter(|&d| merged[d].1).collect();
-        let mut acc = init.clone();
-        let mut off = base;
-        let mut results = Vec::new();
-        for &d in &reduced {
-            let n = k.index(mshape[d].max(1));
-            let (i, a, r) = k.open_reduce("%c0", &n, &acc, f);
-            off = k.mad(&i, mstrides[d], &off);
-            acc = a;
-            results.push(r);
-        }
-        let v = k.load("%b0", &off, &flat_type(shape, st));
-        let next = if kind == 2 {
-            k.val(&format!("arith.maximumf {acc}, {v} : {f}"))
+            let mshape: Vec<usize> = merged.iter().map(|m| m.0).collect();
+            let mstrides = row_major_strides(&mshape);
+            let f = t.mlir();
+            let mut k = Kernel::new();
+            let init = if kind == 2 { k.float(f64::NEG_INFINITY, t) } else { k.float(0.0, t) };
+            let o = k.open("%begin", "%end");
+            // input offset of the kept coordinates
+            let mut rem = o.clone();
+            let mut base = "%c0".to_string();
+            for (d, _) in merged.iter().enumerate().rev().filter(|(_, m)| !m.1) {
+                let nd = k.index(mshape[d]);
+                let c = k.val(&format!("arith.remui {rem}, {nd} : index"));
+                rem = k.val(&format!("arith.divui {rem}, {nd} : index"));
+                base = k.mad(&c, mstrides[d], &base);
+            }
+            let reduced: Vec<usize> = (0..merged.len()).filter(|&d| merged[d].1).collect();
+            let mut acc = init.clone();
+            let mut off = base;
+            let mut results = Vec::new();
+            for &d in &reduced {
+                let n = k.index(mshape[d].max(1));
+                let (i, a, r) = k.open_reduce("%c0", &n, &acc, f);
+                off = k.mad(&i, mstrides[d], &off);
+                acc = a;
+                results.push(r);
+            }
+            let v = k.load("%b0", &off, &flat_type(shape, st));
+            let next = if kind == 2 {
+                k.val(&format!("arith.maximumf {acc}, {v} : {f}"))
+            } else {
+                k.val(&format!("arith.addf {acc}, {v} fastmath<fast> : {f}"))
+            };
+            // Each loop yields its sum to the one around it.
+            let mut yielded = next;
+            for r in results.iter().rev() {
+                k.close_with(&yielded, f);
+                yielded = r.clone();
+            }
+            (k, yielded, o)
         } else {
-            k.val(&format!("arith.addf {acc}, {v} fastmath<fast> : {f}"))
+            // One loop over every reduced element, its index unravelled
+            // (the GPU's: a thread an output, as checked on a device).
+            let strides = row_major_strides(shape);
+            let f = t.mlir();
+            let mut k = Kernel::new();
+            let init = if kind == 2 { k.float(f64::NEG_INFINITY, t) } else { k.float(0.0, t) };
+            let rc = k.index(red.max(1));
+            let o = k.open("%begin", "%end");
+            // input offset of the kept coordinates
+            let mut rem = o.clone();
+            let mut base = "%c0".to_string();
+            for &d in kept.iter().rev() {
+                let nd = k.index(shape[d]);
+                let c = k.val(&format!("arith.remui {rem}, {nd} : index"));
+                rem = k.val(&format!("arith.divui {rem}, {nd} : index"));
+                base = k.mad(&c, strides[d], &base);
+            }
+            let (r, acc, res) = k.open_reduce("%c0", &rc, &init, f);
+            let mut rem = r.clone();
+            let mut off = base.clone();
+            for &d in dims.iter().rev() {
+                let nd = k.index(shape[d]);
+                let c = k.val(&format!("arith.remui {rem}, {nd} : index"));
+                rem = k.val(&format!("arith.divui {rem}, {nd} : index"));
+                off = k.mad(&c, strides[d], &off);
+            }
+            let v = k.load("%b0", &off, &flat_type(shape, st));
+            let next = if kind == 2 {
+                k.val(&format!("arith.maximumf {acc}, {v} : {f}"))
+            } else {
+                k.val(&format!("arith.addf {acc}, {v} fastmath<fast> : {f}"))
+            };
+            k.close_with(&next, f);
+            (k, res, o)
         };
-        // Each loop yields its sum to the one around it.
-        let mut yielded = next;
-        for r in results.iter().rev() {
-            k.close_with(&yielded, f);
-            yielded = r.clone();
-        }
-        let res = yielded;
         let value = if kind == 1 {
             let c = k.float(red.max(1) as f64, t);
             k.fop("divf", &res, &c, t)

@@ -71,6 +71,10 @@ impl TargetInfo for CpuTarget {
         true
     }
 
+    fn reduce_runs(&self) -> bool {
+        true
+    }
+
     fn heap_scratch(&self) -> bool {
         true
     }

@@ -168,6 +168,14 @@ pub(crate) trait TargetInfo {
         false
     }
 
+    /// Whether a reduction over inner dims runs its reduced dims as nested
+    /// loops over merged runs (`ops/reduce.rs`): the CPU, whose one loop
+    /// over unravelled indices did not vectorise; the GPU keeps a thread an
+    /// output over one loop, as checked on a device.
+    fn reduce_runs(&self) -> bool {
+        false
+    }
+
     /// Whether max pooling's f32 gradient takes one image plane a work item
     /// (the CPU: each window's maximum found once and its gradient added
     /// there, where an item per input element searched each of the up to
