@@ -202,8 +202,8 @@ impl Generator {
     /// d` over the outputs `ow` whose tap lies inside it (a range known
     /// when the kernel is written), then adds the bias. The input gradient
     /// adds, into `dx` row `(n, c, h)`, each tap's weight times the `dy`
-    /// row it reaches there (`h = oh s - p + a d`) at the columns `ow s - p
-    /// + b d`. Each sum takes its taps in the element form's order. The
+    /// row it reaches there (`h = oh s - p + a d`) at the columns
+    /// `ow s - p + b d`. Each sum takes its taps in the element form's order. The
     /// inner loops run over a row: LLVM vectorises them, where the element
     /// form (an item per output element, a bounds check per tap) ran
     /// scalar. EfficientNet-B0's depthwise convolutions and their input

@@ -230,7 +230,7 @@ fn rows_of(out: &[usize], ins: &[Vec<usize>], long_rows: bool) -> Rows {
             1
         } else {
             // None: no factor leaves enough rows.
-            let Some(f) = (need..shape[d]).find(|f| shape[d] % f == 0) else { break };
+            let Some(f) = (need..shape[d]).find(|&f| shape[d].is_multiple_of(f)) else { break };
             f
         };
         if split > 1 {
