@@ -1845,8 +1845,7 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
 #[test]
 fn a_resize_s_cubic_coefficient_must_be_a_number() {
     use aicf_onnx::proto::{
-        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-        attribute_proto::AttributeType,
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, attribute_proto::AttributeType,
     };
     let model = |a: f32| ModelProto {
         ir_version: Some(9),
@@ -1871,13 +1870,7 @@ fn a_resize_s_cubic_coefficient_must_be_a_number() {
             }],
             input: vec![float_value("x", &[1, 1, 2, 2])],
             output: vec![float_value("y", &[1, 1, 4, 4])],
-            initializer: vec![TensorProto {
-                name: Some("scales".into()),
-                data_type: Some(1),
-                dims: vec![4],
-                float_data: vec![1.0, 1.0, 2.0, 2.0],
-                ..Default::default()
-            }],
+            initializer: vec![float_init("scales", vec![4], vec![1.0, 1.0, 2.0, 2.0])],
             ..Default::default()
         }),
         ..Default::default()

@@ -50,7 +50,7 @@ const WARP_ROW_CHUNK: usize = 1024;
 impl Generator {
     pub(crate) fn transpose(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let perm: Vec<usize> = i64_array(op, "permutation").unwrap_or_default().iter().map(|&p| p as usize).collect();
-        if let Some(kernels) = self.target.clone().transpose_runs(self, &perm, specs) {
+        if let Some(kernels) = self.target.clone().transpose_rows(self, &perm, specs) {
             return kernels;
         }
         let (ins, outs) = (&specs[0], &specs[1]);
@@ -67,40 +67,15 @@ impl Generator {
         self.one(k, specs, n, 4 * outs.0.len())
     }
 
-    /// The CPU's form of a transpose that keeps the innermost dim in place
-    /// (`perm` ends with the last axis): an item per output row of that dim,
-    /// which copies the contiguous run at once (vectorised), instead of an
-    /// item per element that unravels its index (the transformer block's 8
-    /// head transposes took 1.6 ms a step).
-    pub(crate) fn transpose_runs(&mut self, perm: &[usize], specs: &[(Vec<usize>, DType)]) -> Kernels {
-        let (ins, outs) = (&specs[0], &specs[1]);
-        let rank = perm.len();
-        let in_strides = row_major_strides(&ins.0);
-        let strides: Vec<usize> = perm[..rank - 1].iter().map(|&p| in_strides[p]).collect();
-        let inner = outs.0[rank - 1];
-        let mut k = Kernel::new();
-        let run = k.index(inner);
-        let o = k.open("%begin", "%end");
-        let c = k.unravel(&o, &outs.0[..rank - 1]);
-        let from = k.ravel(&c, &strides);
-        let to = k.mul(&o, &run);
-        let j = k.open("%c0", &run);
-        let i = k.add(&from, &j);
-        let v = k.load("%b0", &i, &flat_type(&ins.0, ins.1));
-        let w = k.add(&to, &j);
-        k.store(&v, "%b1", &w, &flat_type(&outs.0, outs.1));
-        k.close();
-        k.close();
-        self.one(k, specs, numel(&outs.0) / inner.max(1), 2 * inner + 4 * rank)
-    }
-
-    /// The CPU's form of a transpose that moves the innermost dim (a
-    /// convolution's rows to NCHW planes and back): an item per output row,
-    /// which reads its elements at the input's stride of the dim it comes
-    /// from, instead of an item per element that unravels its index
-    /// (EfficientNet-B0's 130 transposes took 2.8 ms a step). Its two
-    /// buffers are `noalias` where they are apart, so LLVM vectorises the
-    /// strided reads.
+    /// The CPU's form of a transpose: an item per output row, which reads
+    /// its elements at the input's stride of the dim they come from (1
+    /// where the innermost dim stays: heads split from or merged into the
+    /// model width, a contiguous run copied at once; a convolution's rows
+    /// to NCHW planes and back, a strided read), instead of an item per
+    /// element that unravels its index (the transformer block's 8 head
+    /// transposes took 1.6 ms a step, EfficientNet-B0's 130 transposes
+    /// 2.8). Its two buffers are `noalias` where they are apart, so LLVM
+    /// vectorises the strided reads too.
     pub(crate) fn transpose_rows(&mut self, perm: &[usize], specs: &[(Vec<usize>, DType)]) -> Kernels {
         let (ins, outs) = (&specs[0], &specs[1]);
         let rank = perm.len();

@@ -52,18 +52,7 @@ impl Generator {
                 k.mul(&i, &c)
             } else {
                 // Unravel the row over the outer dimensions.
-                let strides = row_major_strides(aligned);
-                let mut rem = i.clone();
-                let mut acc = "%c0".to_string();
-                for d in (0..outer).rev() {
-                    let n = k.index(shape[d]);
-                    let coord = k.val(&format!("arith.remui {rem}, {n} : index"));
-                    rem = k.val(&format!("arith.divui {rem}, {n} : index"));
-                    if aligned[d] != 1 {
-                        acc = k.mad(&coord, strides[d], &acc);
-                    }
-                }
-                acc
+                offset(&mut k, &i, &shape, aligned, 0..outer)
             };
             bases.push((base, along));
         }
@@ -90,26 +79,10 @@ impl Generator {
                 Along::Whole => k.add(base, &j),
                 Along::Broadcast => base.clone(),
                 Along::Coordinates => {
-                    // The column's coordinates in the row's dims; the
-                    // dims this input spans count (constant divisors:
-                    // LLVM multiplies, and vectorises the loop).
-                    let strides = row_major_strides(aligned);
-                    let mut rem = j.clone();
-                    let mut acc = base.clone();
-                    for d in (outer..rank).rev() {
-                        let coord = if d == outer {
-                            rem.clone()
-                        } else {
-                            let n = k.index(shape[d]);
-                            let c = k.val(&format!("arith.remui {rem}, {n} : index"));
-                            rem = k.val(&format!("arith.divui {rem}, {n} : index"));
-                            c
-                        };
-                        if aligned[d] != 1 {
-                            acc = k.mad(&coord, strides[d], &acc);
-                        }
-                    }
-                    acc
+                    // The column's coordinates in the row's dims (constant
+                    // divisors: LLVM multiplies, and vectorises the loop).
+                    let within = offset(&mut k, &j, &shape, aligned, outer..rank);
+                    k.add(base, &within)
                 }
             };
             values.push(k.load(&format!("%b{n}"), &idx, &flat_type(s, *t)));
@@ -135,6 +108,20 @@ impl Generator {
         self.finish_noalias(k, &specs, noalias);
         (rows as u64, (cols * (ins.len() + outs.len() + 4)) as u64)
     }
+}
+
+/// The offset in an input of `aligned` shape of flat index `idx` over the
+/// iteration dims `dims` of `shape`: `idx` unravelled over them, each
+/// coordinate times the input's stride, the dims it broadcasts along
+/// (size 1) left out.
+fn offset(k: &mut Kernel, idx: &str, shape: &[usize], aligned: &[usize], dims: std::ops::Range<usize>) -> String {
+    let strides = row_major_strides(aligned);
+    let coords = k.unravel(idx, &shape[dims.clone()]);
+    let mut acc = "%c0".to_string();
+    for (c, d) in coords.iter().zip(dims).filter(|&(_, d)| aligned[d] != 1) {
+        acc = k.mad(c, strides[d], &acc);
+    }
+    acc
 }
 
 /// How an input runs along an elementwise kernel's row.

@@ -43,12 +43,8 @@ impl TargetInfo for CpuTarget {
         })
     }
 
-    fn transpose_runs(&self, g: &mut Generator, perm: &[usize], specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
-        let rank = perm.len();
-        match rank >= 2 && perm[rank - 1] == rank - 1 {
-            true => Some(g.transpose_runs(perm, specs)),
-            false => (rank >= 2).then(|| g.transpose_rows(perm, specs)),
-        }
+    fn transpose_rows(&self, g: &mut Generator, perm: &[usize], specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
+        (perm.len() >= 2).then(|| g.transpose_rows(perm, specs))
     }
 
     fn row_copies(&self) -> bool {

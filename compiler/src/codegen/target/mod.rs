@@ -118,11 +118,10 @@ pub(crate) trait TargetInfo {
         None
     }
 
-    /// A form of its own for a transpose (`ops/data.rs`: one that keeps the
-    /// innermost dim in place, heads split from or merged into the model
-    /// width, copies runs; one that moves it, NCHW to NHWC, reads strided
-    /// rows); `None` where the generic form (an item per element) serves.
-    fn transpose_runs(&self, _g: &mut Generator, _perm: &[usize], _specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
+    /// A form of its own for a transpose (`ops/data.rs`: an output row a
+    /// work item, read at the input's stride of its innermost dim); `None`
+    /// where the generic form (an item per element) serves.
+    fn transpose_rows(&self, _g: &mut Generator, _perm: &[usize], _specs: &[(Vec<usize>, DType)]) -> Option<Kernels> {
         None
     }
 
