@@ -1,7 +1,10 @@
 """Node tests of cases ONNX's own generators do not cover, in their layout
 (model.onnx + test_data_set_0/{input,output}_0.pb), the expected outputs
 from onnx's reference evaluator: 1-D convolutions (strided and padded;
-grouped, dilated and SAME-padded).
+grouped, dilated and SAME-padded); transposed convolutions in 1-D,
+grouped, with uneven pads and from output_shape; 2-D convolutions with
+uneven padding; pooling in 1-D, dilated, with uneven pads, ceil_mode and
+count_include_pad=0.
 
     python tools/onnx/aicf_node_tests.py OUT     # test/onnx/node
 """
@@ -14,14 +17,24 @@ def case(name, cin, cout, length, k, attrs, group=1):
     x = rng.standard_normal((2, cin, length)).astype(np.float32)
     w = rng.standard_normal((cout, cin // group, k)).astype(np.float32)
     b = rng.standard_normal((cout,)).astype(np.float32)
-    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], group=group, **attrs)
+    node_case(name, "Conv", x, [("w", w), ("b", b)], dict(group=group, **attrs))
+def node_case(name, op, x, inits, attrs, opset=17, ort=False):
+    """One node `op` of the input `x` and the initializers `inits` ((name, array) pairs); the
+    expected output from onnx's reference evaluator, or with `ort` from onnxruntime (the
+    evaluator's grouped ConvTranspose splits the weight by output channels, onnx 1.23)."""
+    node = helper.make_node(op, ["x"] + [n for n, _ in inits], ["y"], **attrs)
     graph = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    y = ReferenceEvaluator(model).run(None, {"x": x})[0]
+                              initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    if ort:
+        import onnxruntime
+        sess = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        y = sess.run(None, {"x": x})[0]
+    else:
+        y = ReferenceEvaluator(model).run(None, {"x": x})[0]
     graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT, y.shape))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     onnx.checker.check_model(model)
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
@@ -33,3 +46,33 @@ def case(name, cin, cout, length, k, attrs, group=1):
     print(name, x.shape, y.shape)
 case("test_aicf_conv1d_strided_padded", 3, 4, 9, 3, dict(strides=[2], pads=[1, 1]))
 case("test_aicf_conv1d_grouped_dilated_same", 4, 6, 10, 3, dict(dilations=[2], auto_pad="SAME_UPPER"), group=2)
+def transposed(name, x_shape, w_shape, attrs, ort=False):
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal((w_shape[1] * attrs.get("group", 1),)).astype(np.float32)
+    node_case(name, "ConvTranspose", x, [("w", w), ("b", b)], attrs, ort=ort)
+transposed("test_aicf_convtranspose1d_strided_output_padding", (2, 3, 7), (3, 4, 3),
+           dict(strides=[2], pads=[1, 0], output_padding=[1]))
+transposed("test_aicf_convtranspose_grouped_uneven_pads", (2, 4, 5, 4), (4, 3, 3, 2),
+           dict(group=2, strides=[2, 3], pads=[0, 1, 2, 0], dilations=[1, 2]), ort=True)
+transposed("test_aicf_convtranspose_output_shape_same_lower", (1, 2, 4, 5), (2, 3, 4, 3),
+           dict(strides=[2, 2], output_shape=[9, 11], auto_pad="SAME_LOWER"))
+transposed("test_aicf_convtranspose_pads_past_reach", (1, 2, 6, 6), (2, 2, 3, 3),
+           dict(strides=[2, 1], pads=[3, 0, 1, 2]))
+x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+node_case("test_aicf_conv_uneven_pads", "Conv", x,
+          [("w", rng.standard_normal((4, 3, 2, 4)).astype(np.float32))], dict(strides=[2, 2], pads=[0, 2, 1, 1]))
+node_case("test_aicf_conv_same_upper_even_kernel", "Conv", x,
+          [("w", rng.standard_normal((2, 3, 4, 2)).astype(np.float32))], dict(strides=[2, 3], auto_pad="SAME_UPPER"))
+x1 = rng.standard_normal((2, 3, 11)).astype(np.float32)
+node_case("test_aicf_maxpool1d_ceil", "MaxPool", x1, [], dict(kernel_shape=[3], strides=[2], pads=[1, 0], ceil_mode=1), opset=19)
+node_case("test_aicf_averagepool1d_exclude_pad", "AveragePool", x1, [],
+          dict(kernel_shape=[4], strides=[3], pads=[2, 1], count_include_pad=0), opset=19)
+node_case("test_aicf_maxpool_dilated_uneven", "MaxPool", x, [],
+          dict(kernel_shape=[2, 3], strides=[2, 1], dilations=[3, 2], pads=[1, 0, 0, 2]), opset=19)
+node_case("test_aicf_averagepool_ceil_include_pad", "AveragePool", x, [],
+          dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1), opset=19)
+node_case("test_aicf_averagepool_ceil_exclude_pad_uneven", "AveragePool", x, [],
+          dict(kernel_shape=[3, 2], strides=[2, 3], pads=[0, 1, 2, 0], ceil_mode=1), opset=19)
+node_case("test_aicf_averagepool_dilated", "AveragePool", x, [],
+          dict(kernel_shape=[2, 2], strides=[1, 2], dilations=[2, 3], pads=[1, 1, 1, 1], count_include_pad=1), opset=19)

@@ -216,6 +216,34 @@ class HfGpt2(nn.Module):
         return self.m(input_ids=idx, attention_mask=torch.ones_like(idx), use_cache=False).logits
 
 
+class PooledCnn(nn.Module):
+    """Pooling and transposed convolutions past the plain cases: a grouped
+    ConvTranspose2d with output_padding, a dilated MaxPool2d, an AvgPool2d
+    with ceil_mode and its padding not counted; then along a line, Conv1d,
+    MaxPool1d with ceil_mode, AvgPool1d without its padding counted and
+    ConvTranspose1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.up = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.pool = nn.MaxPool2d(2, stride=2, dilation=2, padding=1)
+        self.avg = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+        self.line = nn.Conv1d(4, 4, 3, padding=1)
+        self.line_pool = nn.MaxPool1d(2, stride=2, ceil_mode=True)
+        self.line_avg = nn.AvgPool1d(2, stride=2, padding=1, count_include_pad=False)
+        self.line_up = nn.ConvTranspose1d(4, 2, 3, stride=2)
+        self.head = nn.Linear(2 * 15, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))  # 8 x 8
+        x = F.relu(self.up(x))  # 16 x 16
+        x = self.avg(self.pool(x))  # 8 x 8, then 5 x 5 (the last window past the input)
+        x = F.relu(self.line(x.flatten(2)))  # 25
+        x = self.line_avg(self.line_pool(x))  # 13 (the last window past the input), then 7
+        return self.head(self.line_up(x).flatten(1))  # 15
+
+
 def mobilenet():
     import torchvision
 
@@ -236,6 +264,7 @@ MODELS = {
                       ((8,), 10)),
     "pads": (PaddedCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "resize": (ResizedCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "pools": (PooledCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

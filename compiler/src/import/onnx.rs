@@ -2464,50 +2464,49 @@ impl Importer<'_> {
                 };
                 one(y)
             }
+            // A 1-D convolution or pooling is the 2-D one over a height of
+            // 1: the input [N, C, L] as [N, C, 1, L], a weight [O, C/g, K]
+            // as [O, C/g, 1, K], each spatial attribute given the height's
+            // (stride, dilation and kernel 1, no padding).
+            "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" if matches!(ins.first().and_then(|v| v.as_ref()), Some(V::T(x)) if x.rank() == 3) =>
+            {
+                let x = t(0)?;
+                let height = |v: &Tensor| {
+                    let s = v.shape();
+                    nn(v.reshape(&[s[0] as i64, s[1] as i64, 1, s[2] as i64]))
+                };
+                let mut lifted = ins.to_vec();
+                lifted[0] = Some(V::T(height(&x)?));
+                if matches!(op, "Conv" | "ConvTranspose") {
+                    let w = t(1)?;
+                    if w.rank() != 3 {
+                        return Err(format!("the 1-D input {} takes a weight of rank 3, not {}", x.spec(), w.spec()));
+                    }
+                    lifted[1] = Some(V::T(height(&w)?));
+                }
+                let mut flat = node.clone();
+                for a in flat.attribute.iter_mut() {
+                    match (a.name(), a.ints.as_slice()) {
+                        ("strides" | "dilations" | "kernel_shape" | "output_shape", [v]) => a.ints = vec![1, *v],
+                        ("output_padding", [v]) => a.ints = vec![0, *v],
+                        ("pads", [begin, end]) => a.ints = vec![0, *begin, 0, *end],
+                        (
+                            "strides" | "dilations" | "kernel_shape" | "output_shape" | "output_padding" | "pads",
+                            other,
+                        ) => {
+                            return Err(format!("{} {other:?} does not fit a 1-D {op}", a.name()));
+                        }
+                        _ => {}
+                    }
+                }
+                let Some(V::T(y)) = self.node(g, &flat, &lifted)?.into_iter().next() else {
+                    return Err(format!("the 1-D {op} made no tensor"));
+                };
+                let s = y.shape();
+                one(nn(y.reshape(&[s[0] as i64, s[1] as i64, s[3] as i64]))?)
+            }
             "Conv" => {
                 let (x, w) = (t(0)?, t(1)?);
-                // A 1-D convolution is the 2-D one over a height of 1: the
-                // input [N, C, L] as [N, C, 1, L], the weight [O, C/g, K] as
-                // [O, C/g, 1, K], each spatial attribute given the height's
-                // (stride, dilation and kernel 1, no padding).
-                if x.rank() == 3 && w.rank() == 3 {
-                    let height = |v: &Tensor| {
-                        let s = v.shape();
-                        v.reshape(&[s[0] as i64, s[1] as i64, 1, s[2] as i64])
-                    };
-                    if let Some(k) = attr_ints(node, "kernel_shape")
-                        && k != [w.shape()[2] as i64]
-                    {
-                        return Err(format!("kernel_shape {k:?} is not the weight's width [{}]", w.shape()[2]));
-                    }
-                    if let Some(p) = attr_ints(node, "pads")
-                        && (p.len() != 2 || p[0] != p[1])
-                    {
-                        return Err(format!("padding {p:?} is asymmetric; only symmetric padding is supported"));
-                    }
-                    let (x4, w4) = (nn(height(&x))?, nn(height(&w))?);
-                    let mut flat = node.clone();
-                    for a in flat.attribute.iter_mut() {
-                        match (a.name(), a.ints.as_slice()) {
-                            ("strides" | "dilations" | "kernel_shape", [v]) => a.ints = vec![1, *v],
-                            ("pads", [begin, end]) => a.ints = vec![0, *begin, 0, *end],
-                            ("strides" | "dilations" | "kernel_shape" | "pads", other) => {
-                                return Err(format!("{} {other:?} does not fit a 1-D convolution", a.name()));
-                            }
-                            _ => {}
-                        }
-                    }
-                    let mut conv_ins = ins.to_vec();
-                    conv_ins[0] = Some(V::T(x4));
-                    conv_ins[1] = Some(V::T(w4));
-                    let Some(V::T(y)) = self.node(g, &flat, &conv_ins)?.into_iter().next() else {
-                        return Err("the convolution made no tensor".into());
-                    };
-                    let s = y.shape();
-                    return Ok(vec![V::T(
-                        y.reshape(&[s[0] as i64, s[1] as i64, s[3] as i64]).map_err(|e| e.to_string())?,
-                    )]);
-                }
                 if x.rank() != 4 || w.rank() != 4 {
                     return Err(format!(
                         "only 1-D and 2-D convolutions are supported, the input is {} and the weight {}",
@@ -2524,7 +2523,8 @@ impl Importer<'_> {
                 }
                 let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
                 let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
-                let padding = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
+                let p = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
+                let (x, padding) = uneven(g, &x, &p, 0.0)?;
                 let groups = attr_i(node, "group", 1);
                 if groups < 1 {
                     return Err(format!("group {groups} must be at least 1"));
@@ -2536,53 +2536,97 @@ impl Importer<'_> {
             // respect to its input: ConvTranspose2d, a decoder's upsampling)
             // as the convolution it is: the input spread out by the stride
             // (zeros between its elements), padded by dilation (k - 1) - p
-            // (and output_padding at the end), convolved at stride 1 with
-            // the weight's channels swapped and its taps flipped.
+            // at each end (and output_padding at the end; a negative
+            // padding crops), convolved at stride 1 with each group's
+            // weight channels swapped and its taps flipped.
             "ConvTranspose" => {
                 let (x, w) = (t(0)?, t(1)?);
                 if x.rank() != 4 || w.rank() != 4 {
                     return Err(format!(
-                        "only 2-D transposed convolutions are supported, the input is {} and the weight {}",
+                        "only 1-D and 2-D transposed convolutions are supported, the input is {} and the weight {}",
                         x.spec(),
                         w.spec()
                     ));
                 }
-                if attr_i(node, "group", 1) != 1 {
-                    return Err(format!("group {} is not supported (1 only)", attr_i(node, "group", 1)));
-                }
-                if attr(node, "output_shape").is_some() {
-                    return Err("output_shape is not supported (give pads and output_padding)".into());
-                }
-                if attr_s(node, "auto_pad").is_some_and(|a| a != "NOTSET") {
-                    return Err("auto_pad is not supported (give pads)".into());
-                }
+                let groups = attr_i(node, "group", 1);
                 let (xs, ws) = (x.shape().to_vec(), w.shape().to_vec());
+                if groups < 1 || xs[1] % groups as usize != 0 {
+                    return Err(format!("group {groups} does not divide the input's {} channels", xs[1]));
+                }
+                let groups = groups as usize;
                 if ws[0] != xs[1] {
                     return Err(format!("the weight {} takes {} channels, the input has {}", w.spec(), ws[0], xs[1]));
                 }
                 let kernel = [ws[2], ws[3]];
+                if let Some(k) = attr_ints(node, "kernel_shape")
+                    && k != [kernel[0] as i64, kernel[1] as i64]
+                {
+                    return Err(format!("kernel_shape {k:?} is not the weight's {kernel:?}"));
+                }
                 let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
                 let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
                 let extra = pair2(attr_ints(node, "output_padding"), 0, "output_padding")?;
-                if stride.contains(&0) || dilation.contains(&0) || kernel.contains(&0) || xs[2..].contains(&0) {
+                let within = |v: &[usize]| v.iter().all(|&d| (1..=1 << 16).contains(&d));
+                if !(within(&stride) && within(&dilation) && within(&kernel) && within(&xs[2..])) {
                     return Err(format!(
                         "strides {stride:?}, dilations {dilation:?}, the kernel {kernel:?} and the input {} must be \
-                         at least 1 along each spatial axis",
+                         from 1 to 65536 along each spatial axis",
                         x.spec()
                     ));
                 }
-                let pads = attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]);
-                if pads.len() != 4 || pads[0] != pads[2] || pads[1] != pads[3] || pads.iter().any(|&p| p < 0) {
-                    return Err(format!("pads {pads:?} are not symmetric and non-negative"));
-                }
-                let mut padding = [0usize; 2];
                 for axis in 0..2 {
-                    let reach = dilation[axis] * kernel[axis].saturating_sub(1);
-                    padding[axis] = reach.checked_sub(pads[axis] as usize).ok_or_else(|| {
-                        format!("pads {} exceed the kernel's reach {reach} along axis {axis}", pads[axis])
-                    })?;
                     if extra[axis] >= stride[axis].max(dilation[axis]) {
                         return Err(format!("output_padding {} is not below the stride or dilation", extra[axis]));
+                    }
+                }
+                // Padding at each end of each axis: `pads`, or from the
+                // output's shape (`output_shape`, or the input's times the
+                // stride for SAME): what the full output holds past it,
+                // split between the ends (the extra one at the end for
+                // SAME_UPPER, at the start otherwise).
+                let auto = attr_s(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
+                let output_shape = match attr_ints(node, "output_shape") {
+                    Some(o) if o.len() == 4 => Some(o[2..].to_vec()),
+                    Some(o) if o.len() == 2 => Some(o),
+                    Some(o) => return Err(format!("output_shape {o:?} is not the output's two spatial sizes")),
+                    None => None,
+                };
+                let full = |axis: usize| {
+                    (stride[axis] * (xs[2 + axis] - 1) + extra[axis] + dilation[axis] * (kernel[axis] - 1) + 1) as i64
+                };
+                let (begin, end): ([i64; 2], [i64; 2]) = match (&output_shape, auto.as_str()) {
+                    (Some(_), "NOTSET" | "SAME_UPPER" | "SAME_LOWER") | (None, "SAME_UPPER" | "SAME_LOWER") => {
+                        let (mut begin, mut end) = ([0; 2], [0; 2]);
+                        for axis in 0..2 {
+                            let target = match &output_shape {
+                                Some(o) if (1..=1 << 32).contains(&o[axis]) => o[axis],
+                                Some(o) => {
+                                    return Err(format!("output_shape {o:?} must be from 1 to 2^32 along each axis"));
+                                }
+                                None => (xs[2 + axis] * stride[axis]) as i64,
+                            };
+                            let total = full(axis) - target;
+                            let half = total.div_euclid(2);
+                            (begin[axis], end[axis]) =
+                                if auto == "SAME_UPPER" { (half, total - half) } else { (total - half, half) };
+                        }
+                        (begin, end)
+                    }
+                    (None, "NOTSET") => match attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]).as_slice() {
+                        &[t, l, b, r] if [t, l, b, r].iter().all(|v| (0..1 << 20).contains(v)) => ([t, l], [b, r]),
+                        other => return Err(format!("pads {other:?}: expected four values from 0 to 2^20")),
+                    },
+                    (None, "VALID") => ([0; 2], [0; 2]),
+                    (_, other) => return Err(format!("auto_pad '{other}' is not supported with output_shape")),
+                };
+                for axis in 0..2 {
+                    if full(axis) - begin[axis] - end[axis] < 1 {
+                        return Err(format!(
+                            "pads {} and {} leave no output along spatial axis {axis} (of {})",
+                            begin[axis],
+                            end[axis],
+                            full(axis)
+                        ));
                     }
                 }
                 let zeros = |shape: &[usize]| nn(g.constant(&[0.0], &TensorSpec::new(shape, x.dtype())));
@@ -2604,32 +2648,54 @@ impl Importer<'_> {
                 if (hk, wk) != (hs, wss) {
                     input = nn(input.slice(&[0, 0, 0, 0], &[n, c, hk, wk], &[1, 1, 1, 1]))?;
                 }
-                // output_padding: zeros at the end of each axis.
-                if extra[0] > 0 {
-                    let z = zeros(&[n, c, extra[0], wk])?;
-                    input = nn(Tensor::concat(&[&input, &z], 2))?;
+                // The convolution's padding at each end: the kernel's
+                // reach less the pads; output_padding at the end. The
+                // part both ends share is the convolution's own.
+                let mut padding = [0usize; 2];
+                for axis in 0..2 {
+                    let reach = (dilation[axis] * (kernel[axis] - 1)) as i64;
+                    let (before, after) = (reach - begin[axis], reach - end[axis] + extra[axis] as i64);
+                    let common = before.min(after).max(0);
+                    padding[axis] = common as usize;
+                    if (before, after) != (common, common) {
+                        input = pad_axis(g, &input, 2 + axis, (before - common, after - common), "constant", 0.0)?;
+                    }
                 }
-                if extra[1] > 0 {
-                    let z = zeros(&[n, c, hk + extra[0], extra[1]])?;
-                    input = nn(Tensor::concat(&[&input, &z], 3))?;
-                }
-                // The weight [Cin, Cout, kh, kw] as a convolution's [Cout,
-                // Cin, kh, kw], its taps in reverse.
+                // The weight [Cin, Cout/g, kh, kw] as a convolution's
+                // [Cout, Cin/g, kh, kw], its taps in reverse.
                 let reverse = |k: usize| -> R<Tensor> {
                     let idx: Vec<f64> = (0..k).rev().map(|i| i as f64).collect();
                     nn(g.constant(&idx, &TensorSpec::new(&[k], DType::I32)))
                 };
                 let rows = nn(w.gather(&reverse(kernel[0])?, 2))?;
                 let flipped = nn(rows.gather(&reverse(kernel[1])?, 3))?;
-                let weight = nn(flipped.permute(&[1, 0, 2, 3]))?;
+                let (cin, cout_g) = (ws[0] as i64, ws[1] as i64);
+                let (gi, kh, kw) = (groups as i64, kernel[0] as i64, kernel[1] as i64);
+                let weight = if groups == 1 {
+                    nn(flipped.permute(&[1, 0, 2, 3]))?
+                } else {
+                    let split = nn(flipped.reshape(&[gi, cin / gi, cout_g, kh, kw]))?;
+                    let swapped = nn(split.permute(&[0, 2, 1, 3, 4]))?;
+                    nn(swapped.reshape(&[gi * cout_g, cin / gi, kh, kw]))?
+                };
                 let b = ins.get(2).and_then(|v| v.as_ref()).map(|v| self.tensor(g, v, Some(DType::F32))).transpose()?;
-                let o = Conv2dOptions { stride: [1, 1], padding, dilation, groups: 1, ..Default::default() };
+                let o = Conv2dOptions { stride: [1, 1], padding, dilation, groups, ..Default::default() };
                 one(nn(input.conv2d(&weight, b.as_ref(), &o))?)
             }
+            // Pooling: windows at each end of the input padded by `pads`
+            // (-inf for the maximum, zeros for the average); ceil_mode=1
+            // adds a last window partly past the padded input (one that
+            // starts inside the input or its start padding, as PyTorch
+            // counts them). An average is over the window's input
+            // elements, and its padding too with count_include_pad=1
+            // (never past the padded input): where that is not the whole
+            // window, the window's sum is scaled by a constant per output.
+            // A dilated window is the maximum or sum of its taps, each a
+            // strided slice.
             "MaxPool" | "AveragePool" => {
                 let x = t(0)?;
                 if x.rank() != 4 {
-                    return Err(format!("only 2-D pooling is supported, the input is {}", x.spec()));
+                    return Err(format!("only 1-D and 2-D pooling is supported, the input is {}", x.spec()));
                 }
                 if node.output.iter().skip(1).any(|o| !o.is_empty()) {
                     return Err("the indices output is not supported".into());
@@ -2640,46 +2706,115 @@ impl Importer<'_> {
                 }
                 let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
                 let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
-                if dilation != [1, 1] {
-                    return Err("dilated pooling is not supported".into());
+                if stride.contains(&0) || dilation.contains(&0) {
+                    return Err(format!("strides {stride:?} and dilations {dilation:?} must be at least 1"));
                 }
-                let padding = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
-                // ceil_mode=1 rounds the output size up (a last window
-                // partly past the input, starting inside it or its left
-                // padding, as PyTorch counts it). Where that adds a window,
-                // max pooling takes it over the input extended by -inf
-                // (never a window's maximum: the window starts inside the
-                // input); average pooling, whose divisor would count the
-                // extension, is refused.
-                let mut x = x;
-                if attr_i(node, "ceil_mode", 0) != 0 {
-                    for axis in 0..2 {
-                        let (size, k, s, p) = (x.shape()[2 + axis], kernel[axis], stride[axis].max(1), padding[axis]);
-                        let span = (size + 2 * p).checked_sub(k).ok_or("the kernel is larger than the padded input")?;
-                        let floor = span / s + 1;
-                        let mut ceil = span.div_ceil(s) + 1;
-                        if (ceil - 1) * s >= size + p {
-                            ceil -= 1;
-                        }
-                        if ceil == floor {
-                            continue;
-                        }
-                        if op == "AveragePool" {
-                            return Err(format!(
-                                "ceil_mode=1 gives {ceil} outputs along spatial axis {axis} where rounding down gives \
-                                 {floor}: an average over a window partly past the input is not supported (export with \
-                                 ceil_mode=False, or an input size where both agree)"
-                            ));
-                        }
-                        let extra = ((ceil - 1) * s + k - (size + 2 * p)) as i64;
-                        x = pad_axis(g, &x, 2 + axis, (0, extra), "constant", f64::NEG_INFINITY)?;
+                let p = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
+                let max = op == "MaxPool";
+                let ceil = attr_i(node, "ceil_mode", 0) != 0;
+                let include = attr_i(node, "count_include_pad", 0) != 0;
+                let (mut out, mut past) = ([0usize; 2], [0usize; 2]);
+                // Elements each output's window averages over, per axis.
+                let mut counts: [Vec<usize>; 2] = [vec![], vec![]];
+                for axis in 0..2 {
+                    let (size, k, s, d) = (x.shape()[2 + axis], kernel[axis], stride[axis], dilation[axis]);
+                    let reach = d * (k - 1) + 1;
+                    let padded = size + p.begin[axis] + p.end[axis];
+                    let span = padded.checked_sub(reach).ok_or_else(|| {
+                        format!(
+                            "the window's reach {reach} exceeds the padded input's {padded} along spatial axis {axis}"
+                        )
+                    })?;
+                    let mut n = span / s + 1;
+                    if ceil && span.div_ceil(s) + 1 > n && span.div_ceil(s) * s < size + p.begin[axis] {
+                        n += 1;
+                    }
+                    out[axis] = n;
+                    past[axis] = ((n - 1) * s + reach).saturating_sub(padded);
+                    let (lo, hi) = if include { (0, padded) } else { (p.begin[axis], p.begin[axis] + size) };
+                    counts[axis] =
+                        (0..n).map(|o| (0..k).filter(|t| (lo..hi).contains(&(o * s + t * d))).count()).collect();
+                    if let Some(o) = counts[axis].iter().position(|&c| c == 0) {
+                        return Err(format!(
+                            "window {o} along spatial axis {axis} holds only padding (pads {:?}, kernel {k})",
+                            [p.begin[axis], p.end[axis]]
+                        ));
                     }
                 }
-                if op == "AveragePool" && padding != [0, 0] && attr_i(node, "count_include_pad", 0) == 0 {
-                    return Err("padded average pooling without count_include_pad is not supported".into());
-                }
-                let o = Pool2dOptions { kernel, stride, padding, ..Pool2dOptions::square(1) };
-                one(nn(if op == "MaxPool" { x.max_pool2d(&o) } else { x.avg_pool2d(&o) })?)
+                let fill = if max { f64::NEG_INFINITY } else { 0.0 };
+                let taps = kernel[0] * kernel[1];
+                let whole = |axis: usize| counts[axis].iter().all(|&c| c == kernel[axis]);
+                let y = if dilation == [1, 1] {
+                    // The pooling op pads what both ends share itself, up
+                    // to half the window (with the op's own value: -inf,
+                    // or zeros counted in the average); the rest is padded
+                    // here.
+                    let mut x = x;
+                    let mut padding = [0usize; 2];
+                    for axis in 0..2 {
+                        let after = p.end[axis] + past[axis];
+                        let common = if max || include { p.begin[axis].min(after).min(kernel[axis] / 2) } else { 0 };
+                        padding[axis] = common;
+                        x = pad_axis(
+                            g,
+                            &x,
+                            2 + axis,
+                            ((p.begin[axis] - common) as i64, (after - common) as i64),
+                            "constant",
+                            fill,
+                        )?;
+                    }
+                    let o = Pool2dOptions { kernel, stride, padding, ..Pool2dOptions::square(1) };
+                    let y = nn(if max { x.max_pool2d(&o) } else { x.avg_pool2d(&o) })?;
+                    if max || (whole(0) && whole(1)) {
+                        y
+                    } else {
+                        // The average over the window: its sum over the
+                        // elements it counts.
+                        let scale: Vec<f64> = counts[0]
+                            .iter()
+                            .flat_map(|&a| counts[1].iter().map(move |&b| taps as f64 / (a * b) as f64))
+                            .collect();
+                        let scale = nn(g.constant(&scale, &TensorSpec::new(&[1, 1, out[0], out[1]], y.dtype())))?;
+                        nn(y.mul(&nn(scale.broadcast_to(y.shape()))?))?
+                    }
+                } else {
+                    if taps > 64 {
+                        return Err(format!(
+                            "dilated pooling of more than 64 taps (kernel {kernel:?}) is not supported"
+                        ));
+                    }
+                    let mut x = x;
+                    for axis in 0..2 {
+                        let after = (p.end[axis] + past[axis]) as i64;
+                        x = pad_axis(g, &x, 2 + axis, (p.begin[axis] as i64, after), "constant", fill)?;
+                    }
+                    let (n, c) = (x.shape()[0], x.shape()[1]);
+                    let mut acc: Option<Tensor> = None;
+                    for i in 0..kernel[0] {
+                        for j in 0..kernel[1] {
+                            let (h0, w0) = (i * dilation[0], j * dilation[1]);
+                            let limit = [n, c, h0 + (out[0] - 1) * stride[0] + 1, w0 + (out[1] - 1) * stride[1] + 1];
+                            let tap = nn(x.slice(&[0, 0, h0, w0], &limit, &[1, 1, stride[0], stride[1]]))?;
+                            acc = Some(match acc {
+                                None => tap,
+                                Some(a) => nn(if max { a.maximum(&tap) } else { a.add(&tap) })?,
+                            });
+                        }
+                    }
+                    let y = acc.ok_or("an empty window")?;
+                    if max {
+                        y
+                    } else {
+                        let scale: Vec<f64> = counts[0]
+                            .iter()
+                            .flat_map(|&a| counts[1].iter().map(move |&b| 1.0 / (a * b) as f64))
+                            .collect();
+                        let scale = nn(g.constant(&scale, &TensorSpec::new(&[1, 1, out[0], out[1]], y.dtype())))?;
+                        nn(y.mul(&nn(scale.broadcast_to(y.shape()))?))?
+                    }
+                };
+                one(y)
             }
             "GlobalAveragePool" => {
                 let x = t(0)?;
@@ -3287,14 +3422,17 @@ fn pair2(v: Option<Vec<i64>>, d: usize, what: &str) -> R<[usize; 2]> {
     }
 }
 
-/// Symmetric `[h, w]` padding from `pads` / `auto_pad`.
-fn pads(
-    node: &NodeProto,
-    spatial: &[usize],
-    kernel: [usize; 2],
-    stride: [usize; 2],
-    dilation: [usize; 2],
-) -> R<[usize; 2]> {
+/// Padding at the start and at the end of each of the two spatial axes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pads {
+    begin: [usize; 2],
+    end: [usize; 2],
+}
+
+/// The padding of a convolution or pooling from `pads` / `auto_pad`
+/// (SAME: the output's size the input's over the stride, rounded up; the
+/// odd element at the end for SAME_UPPER, at the start for SAME_LOWER).
+fn pads(node: &NodeProto, spatial: &[usize], kernel: [usize; 2], stride: [usize; 2], dilation: [usize; 2]) -> R<Pads> {
     let auto = attr_s(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
     let p: Vec<i64> = match auto.as_str() {
         "NOTSET" => attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]),
@@ -3303,9 +3441,9 @@ fn pads(
             let mut begin = Vec::new();
             let mut end = Vec::new();
             for i in 0..2 {
-                let out = spatial[i].div_ceil(stride[i]);
-                let eff = (kernel[i] - 1) * dilation[i] + 1;
-                let total = ((out - 1) * stride[i] + eff).saturating_sub(spatial[i]) as i64;
+                let out = spatial[i].div_ceil(stride[i].max(1));
+                let eff = kernel[i].saturating_sub(1) * dilation[i] + 1;
+                let total = (out.saturating_sub(1) * stride[i] + eff).saturating_sub(spatial[i]) as i64;
                 let small = total / 2;
                 let (b, e) = if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
                 begin.push(b);
@@ -3315,10 +3453,28 @@ fn pads(
         }
         other => return Err(format!("auto_pad '{other}' is not supported")),
     };
+    // (Beyond 2^20 a padding is no model's: the padded tensor would not fit.)
     match p.as_slice() {
-        [t, l, b, r] if t == b && l == r && *t >= 0 && *l >= 0 => Ok([*t as usize, *l as usize]),
-        other => Err(format!("padding {other:?} is asymmetric; only symmetric padding is supported")),
+        &[t, l, b, r] if [t, l, b, r].iter().all(|v| (0..1 << 20).contains(v)) => {
+            Ok(Pads { begin: [t as usize, l as usize], end: [b as usize, r as usize] })
+        }
+        other => Err(format!("pads {other:?}: expected four values from 0 to 2^20")),
     }
+}
+
+/// `x` padded by `value` where `p`'s two ends of an axis differ, and the
+/// padding both ends share, for the op to apply itself.
+fn uneven(g: &Graph, x: &Tensor, p: &Pads, value: f64) -> R<(Tensor, [usize; 2])> {
+    let mut x = x.clone();
+    let mut common = [0usize; 2];
+    for axis in 0..2 {
+        common[axis] = p.begin[axis].min(p.end[axis]);
+        let (b, e) = (p.begin[axis] - common[axis], p.end[axis] - common[axis]);
+        if b + e > 0 {
+            x = pad_axis(g, &x, 2 + axis, (b as i64, e as i64), "constant", value)?;
+        }
+    }
+    Ok((x, common))
 }
 
 /// Numpy matmul: rank-1 operands are promoted, batch dimensions broadcast;

@@ -237,6 +237,14 @@ fn an_imported_resizing_cnn_matches_onnxruntime_and_pytorch_gradients() {
     check("resize");
 }
 
+/// A grouped ConvTranspose2d with output_padding, a dilated MaxPool2d, an
+/// AvgPool2d with ceil_mode and count_include_pad=False; Conv1d, MaxPool1d
+/// with ceil_mode, AvgPool1d without its padding counted, ConvTranspose1d.
+#[test]
+fn an_imported_pooling_cnn_matches_onnxruntime_and_pytorch_gradients() {
+    check("pools");
+}
+
 #[test]
 fn an_imported_hugging_face_gpt2_matches_onnxruntime_and_pytorch_gradients() {
     check("hf_gpt2");
