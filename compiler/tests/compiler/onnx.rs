@@ -28,7 +28,6 @@ fn io(name: &str) -> BTreeMap<String, Tensor> {
         .collect()
 }
 
-/// max |a - b| / max |b|.
 /// A FLOAT attribute `name = f` of an ONNX node.
 fn float_attribute(name: &str, f: f32) -> aicf_onnx::proto::AttributeProto {
     aicf_onnx::proto::AttributeProto {
@@ -84,6 +83,7 @@ fn float_init(name: &str, dims: Vec<i64>, float_data: Vec<f32>) -> aicf_onnx::pr
     }
 }
 
+/// max |a - b| / max |b|.
 fn relative(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len());
     let scale = b.iter().fold(0f64, |m, v| m.max(v.abs())).max(1e-30);
@@ -1890,4 +1890,95 @@ fn a_resize_s_cubic_coefficient_must_be_a_number() {
     assert!(onnx::import_model(&model(-0.5), "resize.onnx", &dir, &options).is_ok());
     let e = onnx::import_model(&model(f32::NAN), "resize.onnx", &dir, &options).unwrap_err().to_string();
     assert!(e.contains("attribute 'cubic_coeff_a' is NaN; Resize takes a finite number"), "{e}");
+}
+
+/// Pooling and transposed convolutions the importer cannot build are
+/// refused naming the fault, never a panic: a window of only padding, a
+/// group that does not divide the channels, an `output_shape` of the wrong
+/// length, pads that leave no output, a dilated window of too many taps,
+/// 3-D pooling.
+#[test]
+fn pooling_and_transposed_convolution_refusals_name_the_fault() {
+    use aicf_onnx::proto::{
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, attribute_proto::AttributeType,
+    };
+    let dir = crate::tmp_root().join("onnx-pool-refusals");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ints = |name: &str, v: &[i64]| AttributeProto {
+        name: Some(name.into()),
+        ints: v.to_vec(),
+        r#type: Some(AttributeType::Ints as i32),
+        ..Default::default()
+    };
+    let int = |name: &str, v: i64| AttributeProto {
+        name: Some(name.into()),
+        i: Some(v),
+        r#type: Some(AttributeType::Int as i32),
+        ..Default::default()
+    };
+    // One node of input x (and weight w where given); the error's text.
+    let refusal = |op: &str, x: &[i64], w: Option<&[i64]>, attribute: Vec<AttributeProto>| -> String {
+        let mut input = vec!["x".to_string()];
+        let mut initializer = vec![];
+        if let Some(w) = w {
+            let n = w.iter().product::<i64>() as usize;
+            initializer.push(float_init("w", w.to_vec(), (0..n).map(|i| (i as f32 * 0.1).sin()).collect()));
+            input.push("w".into());
+        }
+        let model = ModelProto {
+            ir_version: Some(9),
+            opset_import: vec![OperatorSetIdProto { version: Some(19), ..Default::default() }],
+            graph: Some(GraphProto {
+                name: Some("refusal".into()),
+                node: vec![NodeProto {
+                    name: Some("the_node".into()),
+                    op_type: Some(op.into()),
+                    input,
+                    output: vec!["y".into()],
+                    attribute,
+                    ..Default::default()
+                }],
+                input: vec![float_value("x", x)],
+                output: vec![float_value("y", &[])],
+                initializer,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        match onnx::import_model(&model, "refusal.onnx", &dir, &ImportOptions { batch: None, loss: Loss::Mse }) {
+            Ok(_) => {
+                panic!("{op} {attribute_names:?} imported", attribute_names = model.graph.unwrap().node[0].attribute)
+            }
+            Err(e) => e.to_string(),
+        }
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (
+            refusal(
+                "AveragePool",
+                &[1, 1, 4, 4],
+                None,
+                vec![ints("kernel_shape", &[2, 2]), ints("pads", &[2, 0, 2, 0]), int("count_include_pad", 0)],
+            ),
+            "holds only padding",
+        ),
+        (refusal("ConvTranspose", &[1, 4, 3, 3], Some(&[4, 2, 3, 3]), vec![int("group", 3)]), "does not divide"),
+        (
+            refusal("ConvTranspose", &[1, 2, 3, 3], Some(&[2, 2, 3, 3]), vec![ints("output_shape", &[1, 5, 5])]),
+            "is not the output's two spatial sizes",
+        ),
+        (
+            refusal("ConvTranspose", &[1, 2, 2, 2], Some(&[2, 2, 3, 3]), vec![ints("pads", &[3, 0, 3, 0])]),
+            "leave no output",
+        ),
+        (
+            refusal("MaxPool", &[1, 1, 40, 40], None, vec![ints("kernel_shape", &[9, 9]), ints("dilations", &[2, 2])]),
+            "more than 64 taps",
+        ),
+        (refusal("MaxPool", &[1, 1, 4, 4, 4], None, vec![ints("kernel_shape", &[2, 2, 2])]), "only 1-D and 2-D"),
+    ];
+    for (e, want) in cases {
+        assert!(e.contains(want) && e.contains("the_node"), "{want}: {e}");
+    }
 }
