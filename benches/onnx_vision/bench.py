@@ -1,6 +1,8 @@
 # torchvision CNNs trained by AICF (imported from ONNX) against PyTorch eager,
 # side by side on this machine: one Adam train step (lr 1e-3, cross-entropy)
-# of batch 16 at 3 x 32 x 32, 10 classes, 2 threads.
+# of batch 16 at 3 x 32 x 32, 10 classes, 2 threads. The video ResNets
+# (3-D convolutions: r3d_18, mc3_18, r2plus1d_18) run only when named in
+# --models, on batches of 4 clips of 4 frames at 32 x 32.
 #
 # Run in a venv with torch, torchvision and onnx (`make onnx-venv`), after
 # `cargo build --release -p aicf-tools`:
@@ -30,7 +32,21 @@ MODELS = {
     "regnet_y_400mf": lambda: tvm.regnet_y_400mf(num_classes=10),
     "convnext_tiny": lambda: tvm.convnext_tiny(num_classes=10, stochastic_depth_prob=0.0),
 }
+VIDEO = {
+    "r3d_18": lambda: tvm.video.r3d_18(num_classes=10),
+    "mc3_18": lambda: tvm.video.mc3_18(num_classes=10),
+    "r2plus1d_18": lambda: tvm.video.r2plus1d_18(num_classes=10),
+}
 BATCH, SHAPE, THREADS = 16, (3, 32, 32), 2
+
+
+def batch_shape(name):
+    """The batch and one example's shape: a clip of 4 frames for the video models."""
+    return (4, (3, 4, 32, 32)) if name in VIDEO else (BATCH, SHAPE)
+
+
+def make(name):
+    return (MODELS | VIDEO)[name]()
 
 
 def cpu_name():
@@ -48,8 +64,9 @@ def export(name, path):
         return
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
-    m = MODELS[name]().train()
-    torch.onnx.export(m, (torch.randn((BATCH,) + SHAPE),), path, dynamo=False, opset_version=17,
+    m = make(name).train()
+    batch, shape = batch_shape(name)
+    torch.onnx.export(m, (torch.randn((batch,) + shape),), path, dynamo=False, opset_version=17,
                       training=torch.onnx.TrainingMode.PRESERVE, input_names=["input0"],
                       output_names=["output0"], dynamic_axes={"input0": {0: "batch"}, "output0": {0: "batch"}})
 
@@ -58,10 +75,11 @@ def torch_step(name, compiled):
     """One Adam train step of `name` in PyTorch: eager, or with the model
     and the optimizer step under torch.compile (compiled on first use)."""
     torch.manual_seed(0)
-    m = MODELS[name]().train()
+    m = make(name).train()
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(0)
-    x, y = torch.randn((BATCH,) + SHAPE, generator=g), torch.randint(0, 10, (BATCH,), generator=g)
+    batch, shape = batch_shape(name)
+    x, y = torch.randn((batch,) + shape, generator=g), torch.randint(0, 10, (batch,), generator=g)
     model = torch.compile(m) if compiled else m
     update = torch.compile(opt.step) if compiled else opt.step
 
@@ -82,8 +100,8 @@ def torch_step_ms(step):
     return 1e3 * statistics.median(times[3:])
 
 
-def aicf_step_ms(aicf, path, out, conv):
-    cmd = [aicf, "bench", path, "--batch", str(BATCH), "--optimizer", "adam", "--steps", "10",
+def aicf_step_ms(aicf, name, path, out, conv):
+    cmd = [aicf, "bench", path, "--batch", str(batch_shape(name)[0]), "--optimizer", "adam", "--steps", "10",
            "--threads", str(THREADS), "--conv", conv, "--out", out]
     run = subprocess.run(cmd, capture_output=True, text=True)
     found = re.search(r"median ([0-9.]+) ms", run.stdout + run.stderr)
@@ -102,9 +120,9 @@ def main():
     p.add_argument("--aicf", default="target/release/aicf")
     a = p.parse_args()
     names = [n for n in a.models.split(",") if n]
-    unknown = [n for n in names if n not in MODELS]
+    unknown = [n for n in names if n not in MODELS and n not in VIDEO]
     if unknown:
-        sys.exit(f"unknown models {unknown}; known: {', '.join(MODELS)}")
+        sys.exit(f"unknown models {unknown}; known: {', '.join(MODELS | VIDEO)}")
     if not os.access(a.aicf, os.X_OK):
         sys.exit(f"{a.aicf} is not built: cargo build --release -p aicf-tools")
     os.makedirs(a.out, exist_ok=True)
@@ -126,11 +144,13 @@ def main():
             for t in torches:
                 times[(n, t)].append(torch_step_ms(steps[(n, t)]))
             for c in convs:
-                times[(n, c)].append(aicf_step_ms(a.aicf, os.path.join(a.out, f"{n}.onnx"), os.path.join(a.out, "bench"), c))
+                times[(n, c)].append(
+                    aicf_step_ms(a.aicf, n, os.path.join(a.out, f"{n}.onnx"), os.path.join(a.out, "bench"), c))
             row = ", ".join(f"{s} {times[(n, s)][-1]:.1f}" for s in systems)
             print(f"round {r + 1}: {n}: {row} ms", flush=True)
     print(f"\n{cpu_name()}, {os.cpu_count()} cores, {THREADS} threads; torch {torch.__version__}; "
-          f"batch {BATCH} at {'x'.join(map(str, SHAPE))}, Adam; median ms per train step over {a.rounds} rounds\n")
+          f"batch {BATCH} at {'x'.join(map(str, SHAPE))} (video: 4 clips at 3x4x32x32), Adam; "
+          f"median ms per train step over {a.rounds} rounds\n")
     head = "| model | PyTorch eager |" + (" torch.compile |" if a.compile else "") + " AICF |"
     head += (" AICF --conv direct |" if a.direct else "") + " AICF / PyTorch |"
     print(head)

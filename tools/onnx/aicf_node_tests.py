@@ -4,7 +4,10 @@ from onnx's reference evaluator: 1-D convolutions (strided and padded;
 grouped, dilated and SAME-padded); transposed convolutions in 1-D,
 grouped, with uneven pads and from output_shape; 2-D convolutions with
 uneven padding; pooling in 1-D, dilated, with uneven pads, ceil_mode and
-count_include_pad=0.
+count_include_pad=0; 3-D convolutions (strided and padded; grouped,
+dilated and SAME-padded), 3-D transposed convolutions (strided with
+output_padding and uneven pads; grouped, to an output_shape) and 3-D
+pooling with uneven pads and ceil_mode.
 
     python tools/onnx/aicf_node_tests.py OUT     # test/onnx/node
 """
@@ -76,3 +79,20 @@ node_case("test_aicf_averagepool_ceil_exclude_pad_uneven", "AveragePool", x, [],
           dict(kernel_shape=[3, 2], strides=[2, 3], pads=[0, 1, 2, 0], ceil_mode=1), opset=19)
 node_case("test_aicf_averagepool_dilated", "AveragePool", x, [],
           dict(kernel_shape=[2, 2], strides=[1, 2], dilations=[2, 3], pads=[1, 1, 1, 1], count_include_pad=1), opset=19)
+x3 = rng.standard_normal((2, 3, 5, 6, 7)).astype(np.float32)
+node_case("test_aicf_conv3d_strided_padded", "Conv", x3,
+          [("w", rng.standard_normal((4, 3, 3, 2, 3)).astype(np.float32)),
+           ("b", rng.standard_normal((4,)).astype(np.float32))],
+          dict(strides=[2, 1, 2], pads=[1, 0, 1, 1, 1, 0]))
+node_case("test_aicf_conv3d_grouped_dilated_same", "Conv", rng.standard_normal((1, 4, 6, 5, 5)).astype(np.float32),
+          [("w", rng.standard_normal((6, 2, 2, 3, 3)).astype(np.float32))],
+          dict(group=2, dilations=[2, 1, 1], auto_pad="SAME_UPPER"))
+x3 = rng.standard_normal((2, 3, 7, 6, 5)).astype(np.float32)
+node_case("test_aicf_maxpool3d_ceil_uneven", "MaxPool", x3, [],
+          dict(kernel_shape=[3, 2, 2], strides=[2, 2, 1], pads=[1, 0, 0, 0, 1, 1], ceil_mode=1), opset=19)
+node_case("test_aicf_averagepool3d_exclude_pad_ceil", "AveragePool", x3, [],
+          dict(kernel_shape=[2, 3, 2], strides=[2, 2, 2], pads=[1, 1, 0, 0, 1, 1], ceil_mode=1), opset=19)
+transposed("test_aicf_convtranspose3d_strided_output_padding", (2, 3, 3, 4, 3), (3, 2, 3, 2, 3),
+           dict(strides=[2, 1, 2], pads=[1, 0, 0, 2, 1, 1], output_padding=[1, 0, 1]))
+transposed("test_aicf_convtranspose3d_grouped_output_shape", (1, 4, 3, 3, 4), (4, 2, 2, 3, 2),
+           dict(group=2, strides=[3, 2, 2], dilations=[2, 1, 1], output_shape=[8, 6, 8]), ort=True)

@@ -244,6 +244,29 @@ class PooledCnn(nn.Module):
         return self.head(self.line_up(x).flatten(1))  # 15
 
 
+class Video3d(nn.Module):
+    """A small 3-D CNN (a clip of 4 frames): Conv3d with BatchNorm3d,
+    MaxPool3d with ceil_mode, a grouped strided Conv3d, ConvTranspose3d,
+    AvgPool3d without its padding counted, AdaptiveAvgPool3d(1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv3d(1, 4, 3, padding=1)
+        self.bn1 = nn.BatchNorm3d(4)
+        self.pool = nn.MaxPool3d((2, 3, 3), stride=2, ceil_mode=True)
+        self.conv2 = nn.Conv3d(4, 8, (2, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1), groups=2)
+        self.up = nn.ConvTranspose3d(8, 4, (2, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1), output_padding=(0, 1, 1))
+        self.avg = nn.AvgPool3d((2, 3, 3), stride=(1, 2, 2), padding=1, count_include_pad=False)
+        self.head = nn.Linear(4, 10)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn1(self.conv1(x))))  # 4 x 8 x 8 -> 2 x 4 x 4 (ceil: 2 x 4 x 4)
+        x = F.relu(self.conv2(x))  # 1 x 2 x 2
+        x = F.relu(self.up(x))  # 2 x 4 x 4
+        x = self.avg(x)  # 3 x 2 x 2
+        return self.head(F.adaptive_avg_pool3d(x, 1).flatten(1))
+
+
 def mobilenet():
     import torchvision
 
@@ -265,6 +288,7 @@ MODELS = {
     "pads": (PaddedCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "resize": (ResizedCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "pools": (PooledCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "video3d": (Video3d, lambda g: torch.randn(4, 1, 4, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

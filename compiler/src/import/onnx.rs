@@ -2505,11 +2505,271 @@ impl Importer<'_> {
                 let s = y.shape();
                 one(nn(y.reshape(&[s[0] as i64, s[1] as i64, s[3] as i64]))?)
             }
+            // A 3-D transposed convolution as the 2-D one over the depth's
+            // windows: along the depth it is the convolution it is (the
+            // input spread by the stride, padded by the kernel's reach less
+            // the pads, the taps flipped), and the depth taps stack into
+            // the input channels ([N D', Cin kd, H, W], the weight [Cin kd,
+            // Cout/g, kh, kw]) of one 2-D ConvTranspose for the height and
+            // width.
+            "ConvTranspose" if matches!(ins.first().and_then(|v| v.as_ref()), Some(V::T(x)) if x.rank() == 5) => {
+                let (x, w) = (t(0)?, t(1)?);
+                let (xs, ws) = (x.shape().to_vec(), w.shape().to_vec());
+                if ws.len() != 5 {
+                    return Err(format!("the 3-D input {} takes a weight of rank 5, not {}", x.spec(), w.spec()));
+                }
+                if ws[0] != xs[1] {
+                    return Err(format!("the weight {} takes {} channels, the input has {}", w.spec(), ws[0], xs[1]));
+                }
+                let (n, c, depth, h, wd) = (xs[0], xs[1], xs[2], xs[3], xs[4]);
+                let first = |name: &str, d: usize| -> R<usize> {
+                    match attr_ints(node, name).as_deref() {
+                        None => Ok(d),
+                        Some(&[a, _, _]) if (0..=1 << 16).contains(&a) => Ok(a as usize),
+                        Some(other) => Err(format!("{name} {other:?}: expected three values from 0 to 65536")),
+                    }
+                };
+                let (kd, sd, dd, extra) =
+                    (ws[2], first("strides", 1)?, first("dilations", 1)?, first("output_padding", 0)?);
+                if sd == 0 || dd == 0 || kd == 0 || depth == 0 || depth > 1 << 16 {
+                    return Err(format!(
+                        "the depth's stride {sd}, dilation {dd}, kernel {kd} and input {depth} must be from 1 to 65536"
+                    ));
+                }
+                if extra >= sd.max(dd) {
+                    return Err(format!("output_padding {extra} is not below the stride or dilation"));
+                }
+                let reach = (dd * (kd - 1)) as i64;
+                let full = (sd * (depth - 1) + extra) as i64 + reach + 1;
+                // The depth's padding at each end, as the 2-D op finds its
+                // own (`pads`, or from `output_shape` or SAME).
+                let auto = attr_s(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
+                let target = match attr_ints(node, "output_shape").as_deref() {
+                    Some(&[d, _, _] | &[_, _, d, _, _]) if (1..=1 << 32).contains(&d) => Some(d),
+                    Some(o) => return Err(format!("output_shape {o:?} is not the output's three spatial sizes")),
+                    None if auto.starts_with("SAME_") => Some((depth * sd) as i64),
+                    None => None,
+                };
+                let (begin, end) = match (target, auto.as_str()) {
+                    (Some(t), "NOTSET" | "SAME_UPPER" | "SAME_LOWER") => {
+                        let total = full - t;
+                        let half = total.div_euclid(2);
+                        if auto == "SAME_UPPER" { (half, total - half) } else { (total - half, half) }
+                    }
+                    (None, "NOTSET") => match attr_ints(node, "pads").unwrap_or_else(|| vec![0; 6]).as_slice() {
+                        p if p.len() == 6 && p.iter().all(|v| (0..1 << 20).contains(v)) => (p[0], p[3]),
+                        other => return Err(format!("pads {other:?}: expected six values from 0 to 2^20")),
+                    },
+                    (None, "VALID") => (0, 0),
+                    (_, other) => return Err(format!("auto_pad '{other}' is not supported")),
+                };
+                let out = full - begin - end;
+                if out < 1 {
+                    return Err(format!("pads {begin} and {end} leave no output along the depth (of {full})"));
+                }
+                // Spread along the depth, then padded (or cropped).
+                let zeros = |shape: &[usize]| nn(g.constant(&[0.0], &TensorSpec::new(shape, x.dtype())));
+                let (n_, c_, h_, w_) = (n as i64, c as i64, h as i64, wd as i64);
+                let mut spread = nn(x.reshape(&[n_, c_, depth as i64, 1, h_, w_]))?;
+                if sd > 1 {
+                    spread = nn(Tensor::concat(&[&spread, &zeros(&[n, c, depth, sd - 1, h, wd])?], 3))?;
+                }
+                let spread = nn(spread.reshape(&[n_, c_, (depth * sd) as i64, h_, w_]))?;
+                let kept = (depth - 1) * sd + 1;
+                let spread = pad_axis(g, &spread, 2, (0, kept as i64 - (depth * sd) as i64), "constant", 0.0)?;
+                let xp = pad_axis(g, &spread, 2, (reach - begin, reach - end + extra as i64), "constant", 0.0)?;
+                let out = out as usize;
+                let taps: Vec<Tensor> = (0..kd)
+                    .map(|i| {
+                        let t = nn(xp.narrow(2, i * dd, out))?;
+                        nn(t.reshape(&[n_, c_, 1, out as i64, h_, w_]))
+                    })
+                    .collect::<R<_>>()?;
+                let refs: Vec<&Tensor> = taps.iter().collect();
+                let stacked = nn(Tensor::concat(&refs, 2))?;
+                let folded = nn(stacked.permute(&[0, 3, 1, 2, 4, 5]))?;
+                let folded = nn(folded.reshape(&[n_ * out as i64, c_ * kd as i64, h_, w_]))?;
+                // The weight's depth taps reversed, stacked into its input
+                // channels: [Cin kd, Cout/g, kh, kw].
+                let idx: Vec<f64> = (0..kd).rev().map(|i| i as f64).collect();
+                let reverse = nn(g.constant(&idx, &TensorSpec::new(&[kd], DType::I32)))?;
+                let flipped = nn(nn(w.gather(&reverse, 2))?.permute(&[0, 2, 1, 3, 4]))?;
+                let w2 = nn(flipped.reshape(&[(ws[0] * kd) as i64, ws[1] as i64, ws[3] as i64, ws[4] as i64]))?;
+                let mut flat = node.clone();
+                for a in flat.attribute.iter_mut() {
+                    match (a.name(), a.ints.len()) {
+                        ("strides" | "dilations" | "kernel_shape" | "output_padding" | "output_shape", 3) => {
+                            a.ints = a.ints[1..].to_vec()
+                        }
+                        ("output_shape", 5) => a.ints = a.ints[3..].to_vec(),
+                        ("pads", 6) => a.ints = vec![a.ints[1], a.ints[2], a.ints[4], a.ints[5]],
+                        _ => {}
+                    }
+                }
+                let mut ins2 = ins.to_vec();
+                ins2[0] = Some(V::T(folded));
+                ins2[1] = Some(V::T(w2));
+                let Some(V::T(y)) = self.node(g, &flat, &ins2)?.into_iter().next() else {
+                    return Err("the 3-D ConvTranspose made no tensor".into());
+                };
+                let ys = y.shape().to_vec();
+                let y = nn(y.reshape(&[n_, out as i64, ys[1] as i64, ys[2] as i64, ys[3] as i64]))?;
+                one(nn(y.permute(&[0, 2, 1, 3, 4]))?)
+            }
+            // A 3-D convolution or pooling as the 2-D one over the depth's
+            // windows: the input padded along the depth (zeros, -inf for the
+            // maximum; a `ceil_mode` window past it too), and each window's
+            // depth taps strided slices of it. A convolution stacks the taps
+            // into the channels ([N D', C kd, H, W], the weight [O, C/g kd,
+            // kh, kw]: one grouped 2-D convolution); pooling pools each tap's
+            // [N, C D', H, W] in 2-D and takes the maximum or the sum over
+            // the taps (an average divided by the depth's count, as the 2-D
+            // one divides by its own: the counts multiply).
+            "Conv" | "MaxPool" | "AveragePool" if matches!(ins.first().and_then(|v| v.as_ref()), Some(V::T(x)) if x.rank() == 5) =>
+            {
+                let x = t(0)?;
+                let xs = x.shape().to_vec();
+                let (n, c, depth, h, wd) = (xs[0], xs[1], xs[2], xs[3], xs[4]);
+                let three = |name: &str, d: usize| -> R<[usize; 3]> {
+                    match attr_ints(node, name).as_deref() {
+                        None => Ok([d; 3]),
+                        Some(&[a, b, e]) if [a, b, e].iter().all(|v| (0..1 << 20).contains(v)) => {
+                            Ok([a as usize, b as usize, e as usize])
+                        }
+                        Some(other) => Err(format!("{name} {other:?}: expected three values from 0 to 2^20")),
+                    }
+                };
+                let conv = op == "Conv";
+                let w = if conv { Some(t(1)?) } else { None };
+                let kernel = match &w {
+                    Some(w) if w.rank() == 5 => {
+                        let k = [w.shape()[2], w.shape()[3], w.shape()[4]];
+                        if attr_ints(node, "kernel_shape").is_some_and(|a| a != k.map(|v| v as i64)) {
+                            return Err(format!("kernel_shape is not the weight's {k:?}"));
+                        }
+                        k
+                    }
+                    Some(w) => {
+                        return Err(format!("the 3-D input {} takes a weight of rank 5, not {}", x.spec(), w.spec()));
+                    }
+                    None => three("kernel_shape", 0)?,
+                };
+                let (stride, dilation) = (three("strides", 1)?, three("dilations", 1)?);
+                if kernel.contains(&0) || stride.contains(&0) || dilation.contains(&0) {
+                    return Err(format!(
+                        "the kernel {kernel:?}, strides {stride:?} and dilations {dilation:?} must be at least 1"
+                    ));
+                }
+                let (kd, sd, dd) = (kernel[0], stride[0], dilation[0]);
+                let reach = dd * (kd - 1) + 1;
+                // The depth's padding at each end; the other axes' go to
+                // the 2-D op (SAME: it pads its own).
+                let auto = attr_s(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
+                let (begin, end) = match auto.as_str() {
+                    "NOTSET" => match attr_ints(node, "pads").unwrap_or_else(|| vec![0; 6]).as_slice() {
+                        p if p.len() == 6 && p.iter().all(|v| (0..1 << 20).contains(v)) => {
+                            (p[0] as usize, p[3] as usize)
+                        }
+                        other => return Err(format!("pads {other:?}: expected six values from 0 to 2^20")),
+                    },
+                    "VALID" => (0, 0),
+                    "SAME_UPPER" | "SAME_LOWER" => {
+                        let total = ((depth.div_ceil(sd) - 1) * sd + reach).saturating_sub(depth);
+                        let small = total / 2;
+                        if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) }
+                    }
+                    other => return Err(format!("auto_pad '{other}' is not supported")),
+                };
+                let padded = depth + begin + end;
+                let span = padded
+                    .checked_sub(reach)
+                    .ok_or_else(|| format!("the window's reach {reach} exceeds the padded input's depth {padded}"))?;
+                let mut out = span / sd + 1;
+                if !conv && attr_i(node, "ceil_mode", 0) != 0 && span.div_ceil(sd) * sd < depth + begin {
+                    out = span.div_ceil(sd) + 1;
+                }
+                let past = ((out - 1) * sd + reach).saturating_sub(padded);
+                let fill = if op == "MaxPool" { f64::NEG_INFINITY } else { 0.0 };
+                let xp = pad_axis(g, &x, 2, (begin as i64, (end + past) as i64), "constant", fill)?;
+                // Tap `i` of every depth window: [N, C, D', H, W].
+                let tap = |i: usize| {
+                    let d0 = i * dd;
+                    nn(xp.slice(&[0, 0, d0, 0, 0], &[n, c, d0 + (out - 1) * sd + 1, h, wd], &[1, 1, sd, 1, 1]))
+                };
+                // The node in 2-D: the height's and width's attributes.
+                let mut flat = node.clone();
+                for a in flat.attribute.iter_mut() {
+                    match (a.name(), a.ints.len()) {
+                        ("strides" | "dilations" | "kernel_shape", 3) => a.ints = a.ints[1..].to_vec(),
+                        ("pads", 6) => a.ints = vec![a.ints[1], a.ints[2], a.ints[4], a.ints[5]],
+                        ("strides" | "dilations" | "kernel_shape" | "pads", _) => {
+                            return Err(format!("{} {:?} does not fit a 3-D {op}", a.name(), a.ints));
+                        }
+                        _ => {}
+                    }
+                }
+                let in_2d = |this: &mut Self, ins2: Vec<Option<V>>| -> R<Tensor> {
+                    match this.node(g, &flat, &ins2)?.into_iter().next() {
+                        Some(V::T(y)) => Ok(y),
+                        _ => Err(format!("the 3-D {op} made no tensor")),
+                    }
+                };
+                let (n_, c_, out_, h_, w_) = (n as i64, c as i64, out as i64, h as i64, wd as i64);
+                if let Some(w) = w {
+                    let taps: Vec<Tensor> = (0..kd)
+                        .map(|i| tap(i).and_then(|t| nn(t.reshape(&[n_, c_, 1, out_, h_, w_]))))
+                        .collect::<R<_>>()?;
+                    let refs: Vec<&Tensor> = taps.iter().collect();
+                    let stacked = nn(Tensor::concat(&refs, 2))?;
+                    let folded = nn(stacked.permute(&[0, 3, 1, 2, 4, 5]))?;
+                    let folded = nn(folded.reshape(&[n_ * out_, c_ * kd as i64, h_, w_]))?;
+                    let ws = w.shape().to_vec();
+                    let w2 = nn(w.reshape(&[ws[0] as i64, (ws[1] * ws[2]) as i64, ws[3] as i64, ws[4] as i64]))?;
+                    let mut ins2 = ins.to_vec();
+                    ins2[0] = Some(V::T(folded));
+                    ins2[1] = Some(V::T(w2));
+                    let y = in_2d(self, ins2)?;
+                    let ys = y.shape().to_vec();
+                    let y = nn(y.reshape(&[n_, out_, ys[1] as i64, ys[2] as i64, ys[3] as i64]))?;
+                    return one(nn(y.permute(&[0, 2, 1, 3, 4]))?);
+                }
+                let mut acc: Option<Tensor> = None;
+                for i in 0..kd {
+                    let mut ins2 = ins.to_vec();
+                    ins2[0] = Some(V::T(nn(tap(i)?.reshape(&[n_, c_ * out_, h_, w_]))?));
+                    let y = in_2d(self, ins2)?;
+                    acc = Some(match acc {
+                        None => y,
+                        Some(a) => nn(if op == "MaxPool" { a.maximum(&y) } else { a.add(&y) })?,
+                    });
+                }
+                let y = acc.ok_or("an empty window")?;
+                let ys = y.shape().to_vec();
+                let y = nn(y.reshape(&[n_, c_, out_, ys[2] as i64, ys[3] as i64]))?;
+                if op == "MaxPool" {
+                    return one(y);
+                }
+                // The depth's count per output: its input elements, and its
+                // padding too with count_include_pad=1 (never past it).
+                let (lo, hi) =
+                    if attr_i(node, "count_include_pad", 0) != 0 { (0, padded) } else { (begin, begin + depth) };
+                let counts: Vec<usize> =
+                    (0..out).map(|o| (0..kd).filter(|i| (lo..hi).contains(&(o * sd + i * dd))).count()).collect();
+                if let Some(o) = counts.iter().position(|&k| k == 0) {
+                    return Err(format!(
+                        "window {o} along the depth holds only padding (pads {:?}, kernel {kd})",
+                        [begin, end]
+                    ));
+                }
+                let scale: Vec<f64> = counts.iter().map(|&k| 1.0 / k as f64).collect();
+                let scale = nn(g.constant(&scale, &TensorSpec::new(&[1, 1, out, 1, 1], y.dtype())))?;
+                one(nn(y.mul(&nn(scale.broadcast_to(y.shape()))?))?)
+            }
             "Conv" => {
                 let (x, w) = (t(0)?, t(1)?);
                 if x.rank() != 4 || w.rank() != 4 {
                     return Err(format!(
-                        "only 1-D and 2-D convolutions are supported, the input is {} and the weight {}",
+                        "only 1-D, 2-D and 3-D convolutions are supported, the input is {} and the weight {}",
                         x.spec(),
                         w.spec()
                     ));
@@ -2543,7 +2803,7 @@ impl Importer<'_> {
                 let (x, w) = (t(0)?, t(1)?);
                 if x.rank() != 4 || w.rank() != 4 {
                     return Err(format!(
-                        "only 1-D and 2-D transposed convolutions are supported, the input is {} and the weight {}",
+                        "only 1-D, 2-D and 3-D transposed convolutions are supported, the input is {} and the weight {}",
                         x.spec(),
                         w.spec()
                     ));
@@ -2695,7 +2955,7 @@ impl Importer<'_> {
             "MaxPool" | "AveragePool" => {
                 let x = t(0)?;
                 if x.rank() != 4 {
-                    return Err(format!("only 1-D and 2-D pooling is supported, the input is {}", x.spec()));
+                    return Err(format!("only 1-D, 2-D and 3-D pooling is supported, the input is {}", x.spec()));
                 }
                 if node.output.iter().skip(1).any(|o| !o.is_empty()) {
                     return Err("the indices output is not supported".into());

@@ -245,6 +245,14 @@ fn an_imported_pooling_cnn_matches_onnxruntime_and_pytorch_gradients() {
     check("pools");
 }
 
+/// A 3-D CNN on clips of 4 frames: Conv3d with BatchNorm3d, MaxPool3d with
+/// ceil_mode, a grouped strided Conv3d, ConvTranspose3d, AvgPool3d without
+/// its padding counted, AdaptiveAvgPool3d(1).
+#[test]
+fn an_imported_3d_cnn_matches_onnxruntime_and_pytorch_gradients() {
+    check("video3d");
+}
+
 #[test]
 fn an_imported_hugging_face_gpt2_matches_onnxruntime_and_pytorch_gradients() {
     check("hf_gpt2");
@@ -1896,7 +1904,8 @@ fn a_resize_s_cubic_coefficient_must_be_a_number() {
 /// refused naming the fault, never a panic: a window of only padding, a
 /// group that does not divide the channels, an `output_shape` of the wrong
 /// length, pads that leave no output, a dilated window of too many taps,
-/// 3-D pooling.
+/// a depth window of only padding, a 3-D input's weight of another rank,
+/// 4-D pooling.
 #[test]
 fn pooling_and_transposed_convolution_refusals_name_the_fault() {
     use aicf_onnx::proto::{
@@ -1976,7 +1985,20 @@ fn pooling_and_transposed_convolution_refusals_name_the_fault() {
             refusal("MaxPool", &[1, 1, 40, 40], None, vec![ints("kernel_shape", &[9, 9]), ints("dilations", &[2, 2])]),
             "more than 64 taps",
         ),
-        (refusal("MaxPool", &[1, 1, 4, 4, 4], None, vec![ints("kernel_shape", &[2, 2, 2])]), "only 1-D and 2-D"),
+        (
+            refusal(
+                "AveragePool",
+                &[1, 1, 4, 4, 4],
+                None,
+                vec![ints("kernel_shape", &[2, 2, 2]), ints("pads", &[2, 0, 0, 2, 0, 0]), int("count_include_pad", 0)],
+            ),
+            "along the depth holds only padding",
+        ),
+        (refusal("ConvTranspose", &[1, 2, 3, 3, 3], Some(&[2, 2, 3, 3]), vec![]), "takes a weight of rank 5"),
+        (
+            refusal("MaxPool", &[1, 1, 4, 4, 4, 4], None, vec![ints("kernel_shape", &[2, 2, 2, 2])]),
+            "only 1-D, 2-D and 3-D",
+        ),
     ];
     for (e, want) in cases {
         assert!(e.contains(want) && e.contains("the_node"), "{want}: {e}");
