@@ -2680,15 +2680,9 @@ impl Importer<'_> {
                     }
                     other => return Err(format!("auto_pad '{other}' is not supported")),
                 };
-                let padded = depth + begin + end;
-                let span = padded
-                    .checked_sub(reach)
-                    .ok_or_else(|| format!("the window's reach {reach} exceeds the padded input's depth {padded}"))?;
-                let mut out = span / sd + 1;
-                if !conv && attr_i(node, "ceil_mode", 0) != 0 && span.div_ceil(sd) * sd < depth + begin {
-                    out = span.div_ceil(sd) + 1;
-                }
-                let past = ((out - 1) * sd + reach).saturating_sub(padded);
+                let ceil = !conv && attr_i(node, "ceil_mode", 0) != 0;
+                let include = conv || attr_i(node, "count_include_pad", 0) != 0;
+                let (out, past, counts) = pool_axis(depth, (begin, end), (kd, sd, dd), ceil, include, "the depth")?;
                 let fill = if op == "MaxPool" { f64::NEG_INFINITY } else { 0.0 };
                 let xp = pad_axis(g, &x, 2, (begin as i64, (end + past) as i64), "constant", fill)?;
                 // Tap `i` of every depth window: [N, C, D', H, W].
@@ -2749,21 +2743,9 @@ impl Importer<'_> {
                 if op == "MaxPool" {
                     return one(y);
                 }
-                // The depth's count per output: its input elements, and its
-                // padding too with count_include_pad=1 (never past it).
-                let (lo, hi) =
-                    if attr_i(node, "count_include_pad", 0) != 0 { (0, padded) } else { (begin, begin + depth) };
-                let counts: Vec<usize> =
-                    (0..out).map(|o| (0..kd).filter(|i| (lo..hi).contains(&(o * sd + i * dd))).count()).collect();
-                if let Some(o) = counts.iter().position(|&k| k == 0) {
-                    return Err(format!(
-                        "window {o} along the depth holds only padding (pads {:?}, kernel {kd})",
-                        [begin, end]
-                    ));
-                }
+                // Divided by the depth's count per output.
                 let scale: Vec<f64> = counts.iter().map(|&k| 1.0 / k as f64).collect();
-                let scale = nn(g.constant(&scale, &TensorSpec::new(&[1, 1, out, 1, 1], y.dtype())))?;
-                one(nn(y.mul(&nn(scale.broadcast_to(y.shape()))?))?)
+                one(times_constant(g, &y, &scale, &[1, 1, out, 1, 1])?)
             }
             "Conv" => {
                 let (x, w) = (t(0)?, t(1)?);
@@ -2977,29 +2959,14 @@ impl Importer<'_> {
                 // Elements each output's window averages over, per axis.
                 let mut counts: [Vec<usize>; 2] = [vec![], vec![]];
                 for axis in 0..2 {
-                    let (size, k, s, d) = (x.shape()[2 + axis], kernel[axis], stride[axis], dilation[axis]);
-                    let reach = d * (k - 1) + 1;
-                    let padded = size + p.begin[axis] + p.end[axis];
-                    let span = padded.checked_sub(reach).ok_or_else(|| {
-                        format!(
-                            "the window's reach {reach} exceeds the padded input's {padded} along spatial axis {axis}"
-                        )
-                    })?;
-                    let mut n = span / s + 1;
-                    if ceil && span.div_ceil(s) + 1 > n && span.div_ceil(s) * s < size + p.begin[axis] {
-                        n += 1;
-                    }
-                    out[axis] = n;
-                    past[axis] = ((n - 1) * s + reach).saturating_sub(padded);
-                    let (lo, hi) = if include { (0, padded) } else { (p.begin[axis], p.begin[axis] + size) };
-                    counts[axis] =
-                        (0..n).map(|o| (0..k).filter(|t| (lo..hi).contains(&(o * s + t * d))).count()).collect();
-                    if let Some(o) = counts[axis].iter().position(|&c| c == 0) {
-                        return Err(format!(
-                            "window {o} along spatial axis {axis} holds only padding (pads {:?}, kernel {k})",
-                            [p.begin[axis], p.end[axis]]
-                        ));
-                    }
+                    (out[axis], past[axis], counts[axis]) = pool_axis(
+                        x.shape()[2 + axis],
+                        (p.begin[axis], p.end[axis]),
+                        (kernel[axis], stride[axis], dilation[axis]),
+                        ceil,
+                        include,
+                        &format!("spatial axis {axis}"),
+                    )?;
                 }
                 let fill = if max { f64::NEG_INFINITY } else { 0.0 };
                 let taps = kernel[0] * kernel[1];
@@ -3035,8 +3002,7 @@ impl Importer<'_> {
                             .iter()
                             .flat_map(|&a| counts[1].iter().map(move |&b| taps as f64 / (a * b) as f64))
                             .collect();
-                        let scale = nn(g.constant(&scale, &TensorSpec::new(&[1, 1, out[0], out[1]], y.dtype())))?;
-                        nn(y.mul(&nn(scale.broadcast_to(y.shape()))?))?
+                        times_constant(g, &y, &scale, &[1, 1, out[0], out[1]])?
                     }
                 } else {
                     if taps > 64 {
@@ -3070,8 +3036,7 @@ impl Importer<'_> {
                             .iter()
                             .flat_map(|&a| counts[1].iter().map(move |&b| 1.0 / (a * b) as f64))
                             .collect();
-                        let scale = nn(g.constant(&scale, &TensorSpec::new(&[1, 1, out[0], out[1]], y.dtype())))?;
-                        nn(y.mul(&nn(scale.broadcast_to(y.shape()))?))?
+                        times_constant(g, &y, &scale, &[1, 1, out[0], out[1]])?
                     }
                 };
                 one(y)
@@ -3720,6 +3685,47 @@ fn pads(node: &NodeProto, spatial: &[usize], kernel: [usize; 2], stride: [usize;
         }
         other => Err(format!("pads {other:?}: expected four values from 0 to 2^20")),
     }
+}
+
+/// One spatial axis of a pooling (`size` elements, padded by `begin` and
+/// `end`, a window of `k` taps `d` apart moved by `s`): the windows, how
+/// far the last reaches past the padded input (`ceil`: a last window
+/// partly past it, one that starts inside the input or its start padding,
+/// as PyTorch counts them), and the elements each window averages over:
+/// its input's, its padding's too with `include`, never past the padded
+/// input. A window of nothing to average is an error naming `axis`.
+fn pool_axis(
+    size: usize,
+    (begin, end): (usize, usize),
+    (k, s, d): (usize, usize, usize),
+    ceil: bool,
+    include: bool,
+    axis: &str,
+) -> R<(usize, usize, Vec<usize>)> {
+    let reach = d * (k - 1) + 1;
+    let padded = size + begin + end;
+    let span = padded
+        .checked_sub(reach)
+        .ok_or_else(|| format!("the window's reach {reach} exceeds the padded input's {padded} along {axis}"))?;
+    let mut n = span / s + 1;
+    if ceil && span.div_ceil(s) * s < size + begin {
+        n = span.div_ceil(s) + 1;
+    }
+    let past = ((n - 1) * s + reach).saturating_sub(padded);
+    let (lo, hi) = if include { (0, padded) } else { (begin, begin + size) };
+    let counts: Vec<usize> = (0..n).map(|o| (0..k).filter(|t| (lo..hi).contains(&(o * s + t * d))).count()).collect();
+    if let Some(o) = counts.iter().position(|&c| c == 0) {
+        return Err(format!("window {o} along {axis} holds only padding (pads {:?}, kernel {k})", [begin, end]));
+    }
+    Ok((n, past, counts))
+}
+
+/// `y` times a constant of `shape` broadcast to `y`'s (an average's scale
+/// per output).
+fn times_constant(g: &Graph, y: &Tensor, values: &[f64], shape: &[usize]) -> R<Tensor> {
+    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+    let c = nn(g.constant(values, &TensorSpec::new(shape, y.dtype())))?;
+    nn(y.mul(&nn(c.broadcast_to(y.shape()))?))
 }
 
 /// `x` padded by `value` where `p`'s two ends of an axis differ, and the
