@@ -2468,8 +2468,7 @@ impl Importer<'_> {
             // 1: the input [N, C, L] as [N, C, 1, L], a weight [O, C/g, K]
             // as [O, C/g, 1, K], each spatial attribute given the height's
             // (stride, dilation and kernel 1, no padding).
-            "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" if matches!(ins.first().and_then(|v| v.as_ref()), Some(V::T(x)) if x.rank() == 3) =>
-            {
+            "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" if rank_of(ins.first()) == Some(3) => {
                 let x = t(0)?;
                 let height = |v: &Tensor| {
                     let s = v.shape();
@@ -2487,7 +2486,8 @@ impl Importer<'_> {
                 let mut flat = node.clone();
                 for a in flat.attribute.iter_mut() {
                     match (a.name(), a.ints.as_slice()) {
-                        ("strides" | "dilations" | "kernel_shape" | "output_shape", [v]) => a.ints = vec![1, *v],
+                        ("strides" | "dilations" | "kernel_shape" | "output_shape", [v])
+                        | ("output_shape", [_, _, v]) => a.ints = vec![1, *v],
                         ("output_padding", [v]) => a.ints = vec![0, *v],
                         ("pads", [begin, end]) => a.ints = vec![0, *begin, 0, *end],
                         (
@@ -2512,7 +2512,7 @@ impl Importer<'_> {
             // the input channels ([N D', Cin kd, H, W], the weight [Cin kd,
             // Cout/g, kh, kw]) of one 2-D ConvTranspose for the height and
             // width.
-            "ConvTranspose" if matches!(ins.first().and_then(|v| v.as_ref()), Some(V::T(x)) if x.rank() == 5) => {
+            "ConvTranspose" if rank_of(ins.first()) == Some(5) => {
                 let (x, w) = (t(0)?, t(1)?);
                 let (xs, ws) = (x.shape().to_vec(), w.shape().to_vec());
                 if ws.len() != 5 {
@@ -2520,6 +2520,15 @@ impl Importer<'_> {
                 }
                 if ws[0] != xs[1] {
                     return Err(format!("the weight {} takes {} channels, the input has {}", w.spec(), ws[0], xs[1]));
+                }
+                let groups = attr_i(node, "group", 1);
+                if groups < 1 || xs[1] % groups as usize != 0 {
+                    return Err(format!("group {groups} does not divide the input's {} channels", xs[1]));
+                }
+                if let Some(k) = attr_ints(node, "kernel_shape")
+                    && k != ws[2..].iter().map(|&v| v as i64).collect::<Vec<_>>()
+                {
+                    return Err(format!("kernel_shape {k:?} is not the weight's {:?}", &ws[2..]));
                 }
                 let (n, c, depth, h, wd) = (xs[0], xs[1], xs[2], xs[3], xs[4]);
                 let first = |name: &str, d: usize| -> R<usize> {
@@ -2535,6 +2544,9 @@ impl Importer<'_> {
                     return Err(format!(
                         "the depth's stride {sd}, dilation {dd}, kernel {kd} and input {depth} must be from 1 to 65536"
                     ));
+                }
+                if kd > MAX_DEPTH_TAPS {
+                    return Err(format!("a depth window of {kd} taps is more than the {MAX_DEPTH_TAPS} supported"));
                 }
                 if extra >= sd.max(dd) {
                     return Err(format!("output_padding {extra} is not below the stride or dilation"));
@@ -2625,8 +2637,7 @@ impl Importer<'_> {
             // [N, C D', H, W] in 2-D and takes the maximum or the sum over
             // the taps (an average divided by the depth's count, as the 2-D
             // one divides by its own: the counts multiply).
-            "Conv" | "MaxPool" | "AveragePool" if matches!(ins.first().and_then(|v| v.as_ref()), Some(V::T(x)) if x.rank() == 5) =>
-            {
+            "Conv" | "MaxPool" | "AveragePool" if rank_of(ins.first()) == Some(5) => {
                 let x = t(0)?;
                 let xs = x.shape().to_vec();
                 let (n, c, depth, h, wd) = (xs[0], xs[1], xs[2], xs[3], xs[4]);
@@ -2661,6 +2672,12 @@ impl Importer<'_> {
                     ));
                 }
                 let (kd, sd, dd) = (kernel[0], stride[0], dilation[0]);
+                if depth == 0 {
+                    return Err(format!("the input {} has no depth", x.spec()));
+                }
+                if kd > MAX_DEPTH_TAPS {
+                    return Err(format!("a depth window of {kd} taps is more than the {MAX_DEPTH_TAPS} supported"));
+                }
                 let reach = dd * (kd - 1) + 1;
                 // The depth's padding at each end; the other axes' go to
                 // the 2-D op (SAME: it pads its own).
@@ -2859,7 +2876,8 @@ impl Importer<'_> {
                         other => return Err(format!("pads {other:?}: expected four values from 0 to 2^20")),
                     },
                     (None, "VALID") => ([0; 2], [0; 2]),
-                    (_, other) => return Err(format!("auto_pad '{other}' is not supported with output_shape")),
+                    (Some(_), other) => return Err(format!("auto_pad '{other}' is not supported with output_shape")),
+                    (None, other) => return Err(format!("auto_pad '{other}' is not supported")),
                 };
                 for axis in 0..2 {
                     if full(axis) - begin[axis] - end[axis] < 1 {
@@ -3642,8 +3660,8 @@ fn reshape_v(_: &Importer<'_>, _: &Graph, v: &V, shape: &[usize]) -> R<Vec<V>> {
 fn pair2(v: Option<Vec<i64>>, d: usize, what: &str) -> R<[usize; 2]> {
     match v.as_deref() {
         None => Ok([d, d]),
-        Some([a, b]) if *a >= 0 && *b >= 0 => Ok([*a as usize, *b as usize]),
-        Some(other) => Err(format!("{what} {other:?}: expected two non-negative values")),
+        Some([a, b]) if (0..=1 << 20).contains(a) && (0..=1 << 20).contains(b) => Ok([*a as usize, *b as usize]),
+        Some(other) => Err(format!("{what} {other:?}: expected two values from 0 to 2^20")),
     }
 }
 
@@ -3687,6 +3705,18 @@ fn pads(node: &NodeProto, spatial: &[usize], kernel: [usize; 2], stride: [usize;
     }
 }
 
+/// The most taps a 3-D convolution's or pooling's depth window may have:
+/// each is a slice of the input (stacked into a convolution's channels).
+const MAX_DEPTH_TAPS: usize = 64;
+
+/// The rank of an input, traced or constant.
+fn rank_of(v: Option<&Option<V>>) -> Option<usize> {
+    match v?.as_ref()? {
+        V::T(x) => Some(x.rank()),
+        V::C(c) => Some(c.dims.len()),
+    }
+}
+
 /// One spatial axis of a pooling (`size` elements, padded by `begin` and
 /// `end`, a window of `k` taps `d` apart moved by `s`): the windows, how
 /// far the last reaches past the padded input (`ceil`: a last window
@@ -3713,7 +3743,15 @@ fn pool_axis(
     }
     let past = ((n - 1) * s + reach).saturating_sub(padded);
     let (lo, hi) = if include { (0, padded) } else { (begin, begin + size) };
-    let counts: Vec<usize> = (0..n).map(|o| (0..k).filter(|t| (lo..hi).contains(&(o * s + t * d))).count()).collect();
+    // Taps t with lo <= o s + t d < hi.
+    let counts: Vec<usize> = (0..n)
+        .map(|o| {
+            let at = o * s;
+            let first = lo.saturating_sub(at).div_ceil(d);
+            let last = hi.saturating_sub(at).div_ceil(d).min(k);
+            last.saturating_sub(first)
+        })
+        .collect();
     if let Some(o) = counts.iter().position(|&c| c == 0) {
         return Err(format!("window {o} along {axis} holds only padding (pads {:?}, kernel {k})", [begin, end]));
     }

@@ -1926,7 +1926,8 @@ fn a_resize_s_cubic_coefficient_must_be_a_number() {
 /// group that does not divide the channels, an `output_shape` of the wrong
 /// length, pads that leave no output, a dilated window of too many taps,
 /// a depth window of only padding, a 3-D input's weight of another rank,
-/// 4-D pooling.
+/// 4-D pooling, a 3-D group that divides the folded channels but not the
+/// input's, a dilation past any input, a depth window of too many taps.
 #[test]
 fn pooling_and_transposed_convolution_refusals_name_the_fault() {
     use aicf_onnx::proto::{
@@ -2019,6 +2020,22 @@ fn pooling_and_transposed_convolution_refusals_name_the_fault() {
         (
             refusal("MaxPool", &[1, 1, 4, 4, 4, 4], None, vec![ints("kernel_shape", &[2, 2, 2, 2])]),
             "only 1-D, 2-D and 3-D",
+        ),
+        // 4 groups of 2 channels: the depth's taps folded into the channels
+        // (2 x 2) must not hide it.
+        (refusal("ConvTranspose", &[1, 2, 2, 4, 4], Some(&[2, 1, 2, 3, 3]), vec![int("group", 4)]), "does not divide"),
+        (
+            refusal(
+                "MaxPool",
+                &[1, 1, 8, 8],
+                None,
+                vec![ints("kernel_shape", &[5, 5]), ints("dilations", &[1 << 62, 1])],
+            ),
+            "expected two values from 0 to 2^20",
+        ),
+        (
+            refusal("AveragePool", &[1, 1, 70, 4, 4], None, vec![ints("kernel_shape", &[65, 2, 2])]),
+            "more than the 64 supported",
         ),
     ];
     for (e, want) in cases {

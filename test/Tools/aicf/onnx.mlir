@@ -15,14 +15,18 @@
 // Hugging Face's GPT-2 (transformers 5: its mask code, Conv1D layers of
 // flattened rows with [in, out] weights, the head tied to wte) imports as
 // the model it is (the head reads wte, a note says so) and grows as the
-// exported GPT does, exactly.
+// exported GPT does, exactly: the probe loss the same, or within 1e-6 of
+// it. On a Zen 4 (2026-12-04) it moves by one f32 ulp (3.7405407 to
+// 3.7405410, with --gemm generated too) where the Xeons gave it to the
+// bit: the kernels are built for the host CPU, and its vector width can
+// order a sum differently once a dim is widened.
 // RUN: aicf train %S/../../onnx/hf_gpt2.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 80 --eval-windows 8 --no-runs-db --no-progress --adapt %S/inputs/hf-gpt2-grow.toml --out %t/hf-grow 2>&1 | FileCheck %s --check-prefix=HFGROW
 // RUN: FileCheck %s --check-prefix=HFDECISION < %t/hf-grow/decisions.jsonl
 // HFGROW: note: 'onnx::MatMul_{{[0-9]+}}' is the exact transpose of 'm.transformer.wte.weight' (an output layer tied to an embedding
 // HFGROW: 28 parameters
 // HFGROW: step 10 (epoch 1): widen the residual stream to 64; grow m.transformer.h.0.attn to 6 heads; grow m.transformer.h.1.attn to 6 heads; widen m.transformer.h.0.mlp.c_fc to 256 (zeroout); widen m.transformer.h.1.mlp.c_fc to 256 (zeroout); add a block to m.transformer.h after the last (zero) on step 10 reached -> accepted
 // HFDECISION: "m.transformer.wte.weight 65x32 -> 65x64"
-// HFDECISION-SAME: "relative_change":0.0,
+// HFDECISION-SAME: "relative_change":{{0\.0|[0-9.]+e-([7-9]|[1-9][0-9])}},
 // HFDECISION-SAME: "outcome":"accepted"
 // The exported GPT grows as a native one: its linear layers (MatMul of a
 // pre-transposed onnx::MatMul_N weight and an Add of the bias) and GELUs
@@ -37,7 +41,7 @@
 // GPTDECISION: "blocks.0.qkv.weight 96x32 -> 96x64"
 // GPTDECISION-SAME: "blocks.0.qkv.weight 96x64 -> 144x64"
 // GPTDECISION-SAME: "+blocks.2.fc.weight 256x64"
-// GPTDECISION-SAME: "relative_change":0.0,
+// GPTDECISION-SAME: "relative_change":{{0\.0|[0-9.]+e-([7-9]|[1-9][0-9])}},
 // GPTDECISION-SAME: "exact":true
 // GPTDECISION-SAME: "outcome":"accepted"
 // RUN: not aicf import %S/onnx.mlir -o %t/y.mlir 2>&1 | FileCheck %s --check-prefix=JUNK
