@@ -2530,7 +2530,7 @@ impl Importer<'_> {
                 {
                     return Err(format!("kernel_shape {k:?} is not the weight's {:?}", &ws[2..]));
                 }
-                let (n, c, depth, h, wd) = (xs[0], xs[1], xs[2], xs[3], xs[4]);
+                let (n, depth) = (xs[0], xs[2]);
                 let first = |name: &str, d: usize| -> R<usize> {
                     match attr_ints(node, name).as_deref() {
                         None => Ok(d),
@@ -2562,45 +2562,18 @@ impl Importer<'_> {
                     None if auto.starts_with("SAME_") => Some((depth * sd) as i64),
                     None => None,
                 };
-                let (begin, end) = match (target, auto.as_str()) {
-                    (Some(t), "NOTSET" | "SAME_UPPER" | "SAME_LOWER") => {
-                        let total = full - t;
-                        let half = total.div_euclid(2);
-                        if auto == "SAME_UPPER" { (half, total - half) } else { (total - half, half) }
-                    }
-                    (None, "NOTSET") => match attr_ints(node, "pads").unwrap_or_else(|| vec![0; 6]).as_slice() {
-                        p if p.len() == 6 && p.iter().all(|v| (0..1 << 20).contains(v)) => (p[0], p[3]),
-                        other => return Err(format!("pads {other:?}: expected six values from 0 to 2^20")),
-                    },
-                    (None, "VALID") => (0, 0),
-                    (_, other) => return Err(format!("auto_pad '{other}' is not supported")),
-                };
+                let given = transposed_pad_attr(node, &auto, attr(node, "output_shape").is_some(), 3)?;
+                let (begin, end) = transposed_pads(full, target, &auto, (given[0], given[3]));
                 let out = full - begin - end;
                 if out < 1 {
                     return Err(format!("pads {begin} and {end} leave no output along the depth (of {full})"));
                 }
                 // Spread along the depth, then padded (or cropped).
-                let zeros = |shape: &[usize]| nn(g.constant(&[0.0], &TensorSpec::new(shape, x.dtype())));
-                let (n_, c_, h_, w_) = (n as i64, c as i64, h as i64, wd as i64);
-                let mut spread = nn(x.reshape(&[n_, c_, depth as i64, 1, h_, w_]))?;
-                if sd > 1 {
-                    spread = nn(Tensor::concat(&[&spread, &zeros(&[n, c, depth, sd - 1, h, wd])?], 3))?;
-                }
-                let spread = nn(spread.reshape(&[n_, c_, (depth * sd) as i64, h_, w_]))?;
-                let kept = (depth - 1) * sd + 1;
-                let spread = pad_axis(g, &spread, 2, (0, kept as i64 - (depth * sd) as i64), "constant", 0.0)?;
+                let spread = spread(g, &x, 2, sd)?;
                 let xp = pad_axis(g, &spread, 2, (reach - begin, reach - end + extra as i64), "constant", 0.0)?;
                 let out = out as usize;
-                let taps: Vec<Tensor> = (0..kd)
-                    .map(|i| {
-                        let t = nn(xp.narrow(2, i * dd, out))?;
-                        nn(t.reshape(&[n_, c_, 1, out as i64, h_, w_]))
-                    })
-                    .collect::<R<_>>()?;
-                let refs: Vec<&Tensor> = taps.iter().collect();
-                let stacked = nn(Tensor::concat(&refs, 2))?;
-                let folded = nn(stacked.permute(&[0, 3, 1, 2, 4, 5]))?;
-                let folded = nn(folded.reshape(&[n_ * out as i64, c_ * kd as i64, h_, w_]))?;
+                let taps: Vec<Tensor> = (0..kd).map(|i| nn(xp.narrow(2, i * dd, out))).collect::<R<_>>()?;
+                let folded = stack_taps(&taps)?;
                 // The weight's depth taps reversed, stacked into its input
                 // channels: [Cin kd, Cout/g, kh, kw].
                 let idx: Vec<f64> = (0..kd).rev().map(|i| i as f64).collect();
@@ -2624,9 +2597,7 @@ impl Importer<'_> {
                 let Some(V::T(y)) = self.node(g, &flat, &ins2)?.into_iter().next() else {
                     return Err("the 3-D ConvTranspose made no tensor".into());
                 };
-                let ys = y.shape().to_vec();
-                let y = nn(y.reshape(&[n_, out as i64, ys[1] as i64, ys[2] as i64, ys[3] as i64]))?;
-                one(nn(y.permute(&[0, 2, 1, 3, 4]))?)
+                one(unstack_depth(&y, n, out)?)
             }
             // A 3-D convolution or pooling as the 2-D one over the depth's
             // windows: the input padded along the depth (zeros, -inf for the
@@ -2727,22 +2698,13 @@ impl Importer<'_> {
                 };
                 let (n_, c_, out_, h_, w_) = (n as i64, c as i64, out as i64, h as i64, wd as i64);
                 if let Some(w) = w {
-                    let taps: Vec<Tensor> = (0..kd)
-                        .map(|i| tap(i).and_then(|t| nn(t.reshape(&[n_, c_, 1, out_, h_, w_]))))
-                        .collect::<R<_>>()?;
-                    let refs: Vec<&Tensor> = taps.iter().collect();
-                    let stacked = nn(Tensor::concat(&refs, 2))?;
-                    let folded = nn(stacked.permute(&[0, 3, 1, 2, 4, 5]))?;
-                    let folded = nn(folded.reshape(&[n_ * out_, c_ * kd as i64, h_, w_]))?;
+                    let folded = stack_taps(&(0..kd).map(tap).collect::<R<Vec<_>>>()?)?;
                     let ws = w.shape().to_vec();
                     let w2 = nn(w.reshape(&[ws[0] as i64, (ws[1] * ws[2]) as i64, ws[3] as i64, ws[4] as i64]))?;
                     let mut ins2 = ins.to_vec();
                     ins2[0] = Some(V::T(folded));
                     ins2[1] = Some(V::T(w2));
-                    let y = in_2d(self, ins2)?;
-                    let ys = y.shape().to_vec();
-                    let y = nn(y.reshape(&[n_, out_, ys[1] as i64, ys[2] as i64, ys[3] as i64]))?;
-                    return one(nn(y.permute(&[0, 2, 1, 3, 4]))?);
+                    return one(unstack_depth(&in_2d(self, ins2)?, n, out)?);
                 }
                 let mut acc: Option<Tensor> = None;
                 for i in 0..kd {
@@ -2853,32 +2815,19 @@ impl Importer<'_> {
                 let full = |axis: usize| {
                     (stride[axis] * (xs[2 + axis] - 1) + extra[axis] + dilation[axis] * (kernel[axis] - 1) + 1) as i64
                 };
-                let (begin, end): ([i64; 2], [i64; 2]) = match (&output_shape, auto.as_str()) {
-                    (Some(_), "NOTSET" | "SAME_UPPER" | "SAME_LOWER") | (None, "SAME_UPPER" | "SAME_LOWER") => {
-                        let (mut begin, mut end) = ([0; 2], [0; 2]);
-                        for axis in 0..2 {
-                            let target = match &output_shape {
-                                Some(o) if (1..=1 << 32).contains(&o[axis]) => o[axis],
-                                Some(o) => {
-                                    return Err(format!("output_shape {o:?} must be from 1 to 2^32 along each axis"));
-                                }
-                                None => (xs[2 + axis] * stride[axis]) as i64,
-                            };
-                            let total = full(axis) - target;
-                            let half = total.div_euclid(2);
-                            (begin[axis], end[axis]) =
-                                if auto == "SAME_UPPER" { (half, total - half) } else { (total - half, half) };
-                        }
-                        (begin, end)
-                    }
-                    (None, "NOTSET") => match attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]).as_slice() {
-                        &[t, l, b, r] if [t, l, b, r].iter().all(|v| (0..1 << 20).contains(v)) => ([t, l], [b, r]),
-                        other => return Err(format!("pads {other:?}: expected four values from 0 to 2^20")),
-                    },
-                    (None, "VALID") => ([0; 2], [0; 2]),
-                    (Some(_), other) => return Err(format!("auto_pad '{other}' is not supported with output_shape")),
-                    (None, other) => return Err(format!("auto_pad '{other}' is not supported")),
-                };
+                if output_shape.as_ref().is_some_and(|o| o.iter().any(|v| !(1..=1 << 32).contains(v))) {
+                    return Err(format!("output_shape {output_shape:?} must be from 1 to 2^32 along each axis"));
+                }
+                let given = transposed_pad_attr(node, &auto, output_shape.is_some(), 2)?;
+                let (mut begin, mut end) = ([0i64; 2], [0i64; 2]);
+                for axis in 0..2 {
+                    let target = match &output_shape {
+                        Some(o) => Some(o[axis]),
+                        None => auto.starts_with("SAME_").then_some((xs[2 + axis] * stride[axis]) as i64),
+                    };
+                    (begin[axis], end[axis]) =
+                        transposed_pads(full(axis), target, &auto, (given[axis], given[2 + axis]));
+                }
                 for axis in 0..2 {
                     if full(axis) - begin[axis] - end[axis] < 1 {
                         return Err(format!(
@@ -2889,25 +2838,7 @@ impl Importer<'_> {
                         ));
                     }
                 }
-                let zeros = |shape: &[usize]| nn(g.constant(&[0.0], &TensorSpec::new(shape, x.dtype())));
-                // Spread: [N, C, H, 1, W, 1] with zeros to [N, C, H, s, W, s],
-                // the first (H - 1) s + 1 rows kept.
-                let (n, c, h, wd) = (xs[0], xs[1], xs[2], xs[3]);
-                let mut spread = nn(x.reshape(&[n as i64, c as i64, h as i64, 1, wd as i64, 1]))?;
-                if stride[0] > 1 {
-                    let z = zeros(&[n, c, h, stride[0] - 1, wd, 1])?;
-                    spread = nn(Tensor::concat(&[&spread, &z], 3))?;
-                }
-                if stride[1] > 1 {
-                    let z = zeros(&[n, c, h, stride[0], wd, stride[1] - 1])?;
-                    spread = nn(Tensor::concat(&[&spread, &z], 5))?;
-                }
-                let (hs, wss) = (h * stride[0], wd * stride[1]);
-                let mut input = nn(spread.reshape(&[n as i64, c as i64, hs as i64, wss as i64]))?;
-                let (hk, wk) = ((h - 1) * stride[0] + 1, (wd - 1) * stride[1] + 1);
-                if (hk, wk) != (hs, wss) {
-                    input = nn(input.slice(&[0, 0, 0, 0], &[n, c, hk, wk], &[1, 1, 1, 1]))?;
-                }
+                let mut input = spread(g, &spread(g, &x, 2, stride[0])?, 3, stride[1])?;
                 // The convolution's padding at each end: the kernel's
                 // reach less the pads; output_padding at the end. The
                 // part both ends share is the convolution's own.
@@ -3703,6 +3634,78 @@ fn pads(node: &NodeProto, spatial: &[usize], kernel: [usize; 2], stride: [usize;
         }
         other => Err(format!("pads {other:?}: expected four values from 0 to 2^20")),
     }
+}
+
+/// A transposed convolution's `pads` attribute (`rank` begins, then
+/// `rank` ends), zeros under an `auto_pad` or an `output_shape` (which
+/// decide the padding instead), with the `auto_pad` checked.
+fn transposed_pad_attr(node: &NodeProto, auto: &str, output_shape: bool, rank: usize) -> R<Vec<i64>> {
+    match auto {
+        "NOTSET" if !output_shape => match attr_ints(node, "pads") {
+            None => Ok(vec![0; 2 * rank]),
+            Some(p) if p.len() == 2 * rank && p.iter().all(|v| (0..1 << 20).contains(v)) => Ok(p),
+            Some(p) => Err(format!("pads {p:?}: expected {} values from 0 to 2^20", 2 * rank)),
+        },
+        "NOTSET" | "SAME_UPPER" | "SAME_LOWER" => Ok(vec![0; 2 * rank]),
+        "VALID" if !output_shape => Ok(vec![0; 2 * rank]),
+        other if output_shape => Err(format!("auto_pad '{other}' is not supported with output_shape")),
+        other => Err(format!("auto_pad '{other}' is not supported")),
+    }
+}
+
+/// A transposed convolution's padding at the two ends of an axis whose
+/// full output is `full`: with a `target` size (`output_shape`, or the
+/// input's times the stride under SAME) what the full output holds past
+/// it, the odd one at the end under SAME_UPPER and at the start otherwise
+/// (negative: more output than the full one); else `pads`.
+fn transposed_pads(full: i64, target: Option<i64>, auto: &str, pads: (i64, i64)) -> (i64, i64) {
+    let Some(target) = target else { return pads };
+    let total = full - target;
+    let half = total.div_euclid(2);
+    if auto == "SAME_UPPER" { (half, total - half) } else { (total - half, half) }
+}
+
+/// `x` spread along `axis` by `stride`, as a transposed convolution reads
+/// its input: `stride - 1` zeros between neighbours, `(L - 1) stride + 1`
+/// elements.
+fn spread(g: &Graph, x: &Tensor, axis: usize, stride: usize) -> R<Tensor> {
+    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+    if stride == 1 {
+        return Ok(x.clone());
+    }
+    let shape = x.shape().to_vec();
+    let dims = |v: &[usize]| v.iter().map(|&d| d as i64).collect::<Vec<_>>();
+    let (mut lifted, mut zeros) = (shape.clone(), shape.clone());
+    lifted.insert(axis + 1, 1);
+    zeros.insert(axis + 1, stride - 1);
+    let z = nn(g.constant(&[0.0], &TensorSpec::new(zeros, x.dtype())))?;
+    let joined = nn(Tensor::concat(&[&nn(x.reshape(&dims(&lifted)))?, &z], (axis + 1) as i64))?;
+    let mut flat = shape.clone();
+    flat[axis] *= stride;
+    nn(nn(joined.reshape(&dims(&flat)))?.narrow(axis as i64, 0, (shape[axis] - 1) * stride + 1))
+}
+
+/// The depth taps `[N, C, D', H, W]` of a 3-D window stacked into the
+/// channels: `[N D', C kd, H, W]`, channel `c kd + i` tap `i` of channel `c`
+/// (a weight `[O, C/g, kd, ...]` reshaped to `[O, C/g kd, ...]` reads them
+/// so).
+fn stack_taps(taps: &[Tensor]) -> R<Tensor> {
+    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+    let s: Vec<i64> = taps.first().ok_or("a window of no taps")?.shape().iter().map(|&d| d as i64).collect();
+    let lifted: Vec<Tensor> =
+        taps.iter().map(|t| nn(t.reshape(&[s[0], s[1], 1, s[2], s[3], s[4]]))).collect::<R<_>>()?;
+    let stacked = nn(Tensor::concat(&lifted.iter().collect::<Vec<_>>(), 2))?;
+    let folded = nn(stacked.permute(&[0, 3, 1, 2, 4, 5]))?;
+    nn(folded.reshape(&[s[0] * s[2], s[1] * taps.len() as i64, s[3], s[4]]))
+}
+
+/// A 2-D result `[N D', O, H', W']` over the depth's windows back to 3-D:
+/// `[N, O, D', H', W']`.
+fn unstack_depth(y: &Tensor, n: usize, depth: usize) -> R<Tensor> {
+    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+    let s = y.shape();
+    let y = nn(y.reshape(&[n as i64, depth as i64, s[1] as i64, s[2] as i64, s[3] as i64]))?;
+    nn(y.permute(&[0, 2, 1, 3, 4]))
 }
 
 /// The most taps a 3-D convolution's or pooling's depth window may have:
