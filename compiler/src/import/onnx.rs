@@ -2676,7 +2676,12 @@ impl Importer<'_> {
                 // Tap `i` of every depth window: [N, C, D', H, W].
                 let tap = |i: usize| {
                     let d0 = i * dd;
-                    nn(xp.slice(&[0, 0, d0, 0, 0], &[n, c, d0 + (out - 1) * sd + 1, h, wd], &[1, 1, sd, 1, 1]))
+                    let limit = d0 + (out - 1) * sd + 1;
+                    if (d0, sd, limit) == (0, 1, xp.shape()[2]) {
+                        // (A 1 x k x k window's one tap: the input itself.)
+                        return Ok(xp.clone());
+                    }
+                    nn(xp.slice(&[0, 0, d0, 0, 0], &[n, c, limit, h, wd], &[1, 1, sd, 1, 1]))
                 };
                 // The node in 2-D: the height's and width's attributes.
                 let mut flat = node.clone();
@@ -3694,7 +3699,8 @@ fn stack_taps(taps: &[Tensor]) -> R<Tensor> {
     let s: Vec<i64> = taps.first().ok_or("a window of no taps")?.shape().iter().map(|&d| d as i64).collect();
     let lifted: Vec<Tensor> =
         taps.iter().map(|t| nn(t.reshape(&[s[0], s[1], 1, s[2], s[3], s[4]]))).collect::<R<_>>()?;
-    let stacked = nn(Tensor::concat(&lifted.iter().collect::<Vec<_>>(), 2))?;
+    let stacked =
+        if lifted.len() == 1 { lifted[0].clone() } else { nn(Tensor::concat(&lifted.iter().collect::<Vec<_>>(), 2))? };
     let folded = nn(stacked.permute(&[0, 3, 1, 2, 4, 5]))?;
     nn(folded.reshape(&[s[0] * s[2], s[1] * taps.len() as i64, s[3], s[4]]))
 }
