@@ -1649,6 +1649,15 @@ impl Importer<'_> {
         }
     }
 
+    /// [`Self::node`] for a node of one tensor output (the 2-D op a 1-D or
+    /// 3-D one runs as).
+    fn node_tensor(&mut self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Tensor> {
+        match self.node(g, node, ins)?.into_iter().next() {
+            Some(V::T(y)) => Ok(y),
+            _ => Err(format!("the {} made no tensor", node.op_type())),
+        }
+    }
+
     fn node(&mut self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Vec<V>> {
         let op = node.op_type();
         let input =
@@ -2499,9 +2508,7 @@ impl Importer<'_> {
                         _ => {}
                     }
                 }
-                let Some(V::T(y)) = self.node(g, &flat, &lifted)?.into_iter().next() else {
-                    return Err(format!("the 1-D {op} made no tensor"));
-                };
+                let y = self.node_tensor(g, &flat, &lifted)?;
                 let s = y.shape();
                 one(nn(y.reshape(&[s[0] as i64, s[1] as i64, s[3] as i64]))?)
             }
@@ -2531,16 +2538,10 @@ impl Importer<'_> {
                     return Err(format!("kernel_shape {k:?} is not the weight's {:?}", &ws[2..]));
                 }
                 let (n, depth) = (xs[0], xs[2]);
-                let first = |name: &str, d: usize| -> R<usize> {
-                    match attr_ints(node, name).as_deref() {
-                        None => Ok(d),
-                        Some(&[a, _, _]) if (0..=1 << 16).contains(&a) => Ok(a as usize),
-                        Some(other) => Err(format!("{name} {other:?}: expected three values from 0 to 65536")),
-                    }
-                };
+                let depth_of = |name: &str, d: usize| spatial::<3>(attr_ints(node, name), d, name).map(|v| v[0]);
                 let (kd, sd, dd, extra) =
-                    (ws[2], first("strides", 1)?, first("dilations", 1)?, first("output_padding", 0)?);
-                if sd == 0 || dd == 0 || kd == 0 || depth == 0 || depth > 1 << 16 {
+                    (ws[2], depth_of("strides", 1)?, depth_of("dilations", 1)?, depth_of("output_padding", 0)?);
+                if [sd, dd, kd, depth].iter().any(|v| !(1..=1 << 16).contains(v)) {
                     return Err(format!(
                         "the depth's stride {sd}, dilation {dd}, kernel {kd} and input {depth} must be from 1 to 65536"
                     ));
@@ -2576,28 +2577,12 @@ impl Importer<'_> {
                 let folded = stack_taps(&taps)?;
                 // The weight's depth taps reversed, stacked into its input
                 // channels: [Cin kd, Cout/g, kh, kw].
-                let idx: Vec<f64> = (0..kd).rev().map(|i| i as f64).collect();
-                let reverse = nn(g.constant(&idx, &TensorSpec::new(&[kd], DType::I32)))?;
-                let flipped = nn(nn(w.gather(&reverse, 2))?.permute(&[0, 2, 1, 3, 4]))?;
+                let flipped = nn(nn(w.gather(&reversed(g, kd)?, 2))?.permute(&[0, 2, 1, 3, 4]))?;
                 let w2 = nn(flipped.reshape(&[(ws[0] * kd) as i64, ws[1] as i64, ws[3] as i64, ws[4] as i64]))?;
-                let mut flat = node.clone();
-                for a in flat.attribute.iter_mut() {
-                    match (a.name(), a.ints.len()) {
-                        ("strides" | "dilations" | "kernel_shape" | "output_padding" | "output_shape", 3) => {
-                            a.ints = a.ints[1..].to_vec()
-                        }
-                        ("output_shape", 5) => a.ints = a.ints[3..].to_vec(),
-                        ("pads", 6) => a.ints = vec![a.ints[1], a.ints[2], a.ints[4], a.ints[5]],
-                        _ => {}
-                    }
-                }
                 let mut ins2 = ins.to_vec();
                 ins2[0] = Some(V::T(folded));
                 ins2[1] = Some(V::T(w2));
-                let Some(V::T(y)) = self.node(g, &flat, &ins2)?.into_iter().next() else {
-                    return Err("the 3-D ConvTranspose made no tensor".into());
-                };
-                one(unstack_depth(&y, n, out)?)
+                one(unstack_depth(&self.node_tensor(g, &without_depth(node, op)?, &ins2)?, n, out)?)
             }
             // A 3-D convolution or pooling as the 2-D one over the depth's
             // windows: the input padded along the depth (zeros, -inf for the
@@ -2612,15 +2597,6 @@ impl Importer<'_> {
                 let x = t(0)?;
                 let xs = x.shape().to_vec();
                 let (n, c, depth, h, wd) = (xs[0], xs[1], xs[2], xs[3], xs[4]);
-                let three = |name: &str, d: usize| -> R<[usize; 3]> {
-                    match attr_ints(node, name).as_deref() {
-                        None => Ok([d; 3]),
-                        Some(&[a, b, e]) if [a, b, e].iter().all(|v| (0..1 << 20).contains(v)) => {
-                            Ok([a as usize, b as usize, e as usize])
-                        }
-                        Some(other) => Err(format!("{name} {other:?}: expected three values from 0 to 2^20")),
-                    }
-                };
                 let conv = op == "Conv";
                 let w = if conv { Some(t(1)?) } else { None };
                 let kernel = match &w {
@@ -2634,9 +2610,10 @@ impl Importer<'_> {
                     Some(w) => {
                         return Err(format!("the 3-D input {} takes a weight of rank 5, not {}", x.spec(), w.spec()));
                     }
-                    None => three("kernel_shape", 0)?,
+                    None => spatial::<3>(attr_ints(node, "kernel_shape"), 0, "kernel_shape")?,
                 };
-                let (stride, dilation) = (three("strides", 1)?, three("dilations", 1)?);
+                let stride = spatial::<3>(attr_ints(node, "strides"), 1, "strides")?;
+                let dilation = spatial::<3>(attr_ints(node, "dilations"), 1, "dilations")?;
                 if kernel.contains(&0) || stride.contains(&0) || dilation.contains(&0) {
                     return Err(format!(
                         "the kernel {kernel:?}, strides {stride:?} and dilations {dilation:?} must be at least 1"
@@ -2649,7 +2626,6 @@ impl Importer<'_> {
                 if kd > MAX_DEPTH_TAPS {
                     return Err(format!("a depth window of {kd} taps is more than the {MAX_DEPTH_TAPS} supported"));
                 }
-                let reach = dd * (kd - 1) + 1;
                 // The depth's padding at each end; the other axes' go to
                 // the 2-D op (SAME: it pads its own).
                 let auto = attr_s(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
@@ -2661,11 +2637,7 @@ impl Importer<'_> {
                         other => return Err(format!("pads {other:?}: expected six values from 0 to 2^20")),
                     },
                     "VALID" => (0, 0),
-                    "SAME_UPPER" | "SAME_LOWER" => {
-                        let total = ((depth.div_ceil(sd) - 1) * sd + reach).saturating_sub(depth);
-                        let small = total / 2;
-                        if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) }
-                    }
+                    "SAME_UPPER" | "SAME_LOWER" => same_pads(depth, kd, sd, dd, auto == "SAME_UPPER"),
                     other => return Err(format!("auto_pad '{other}' is not supported")),
                 };
                 let ceil = !conv && attr_i(node, "ceil_mode", 0) != 0;
@@ -2683,24 +2655,7 @@ impl Importer<'_> {
                     }
                     nn(xp.slice(&[0, 0, d0, 0, 0], &[n, c, limit, h, wd], &[1, 1, sd, 1, 1]))
                 };
-                // The node in 2-D: the height's and width's attributes.
-                let mut flat = node.clone();
-                for a in flat.attribute.iter_mut() {
-                    match (a.name(), a.ints.len()) {
-                        ("strides" | "dilations" | "kernel_shape", 3) => a.ints = a.ints[1..].to_vec(),
-                        ("pads", 6) => a.ints = vec![a.ints[1], a.ints[2], a.ints[4], a.ints[5]],
-                        ("strides" | "dilations" | "kernel_shape" | "pads", _) => {
-                            return Err(format!("{} {:?} does not fit a 3-D {op}", a.name(), a.ints));
-                        }
-                        _ => {}
-                    }
-                }
-                let in_2d = |this: &mut Self, ins2: Vec<Option<V>>| -> R<Tensor> {
-                    match this.node(g, &flat, &ins2)?.into_iter().next() {
-                        Some(V::T(y)) => Ok(y),
-                        _ => Err(format!("the 3-D {op} made no tensor")),
-                    }
-                };
+                let flat = without_depth(node, op)?;
                 let (n_, c_, out_, h_, w_) = (n as i64, c as i64, out as i64, h as i64, wd as i64);
                 if let Some(w) = w {
                     let folded = stack_taps(&(0..kd).map(tap).collect::<R<Vec<_>>>()?)?;
@@ -2709,13 +2664,13 @@ impl Importer<'_> {
                     let mut ins2 = ins.to_vec();
                     ins2[0] = Some(V::T(folded));
                     ins2[1] = Some(V::T(w2));
-                    return one(unstack_depth(&in_2d(self, ins2)?, n, out)?);
+                    return one(unstack_depth(&self.node_tensor(g, &flat, &ins2)?, n, out)?);
                 }
                 let mut acc: Option<Tensor> = None;
                 for i in 0..kd {
                     let mut ins2 = ins.to_vec();
                     ins2[0] = Some(V::T(nn(tap(i)?.reshape(&[n_, c_ * out_, h_, w_]))?));
-                    let y = in_2d(self, ins2)?;
+                    let y = self.node_tensor(g, &flat, &ins2)?;
                     acc = Some(match acc {
                         None => y,
                         Some(a) => nn(if op == "MaxPool" { a.maximum(&y) } else { a.add(&y) })?,
@@ -2747,8 +2702,8 @@ impl Importer<'_> {
                 {
                     return Err(format!("kernel_shape {k:?} is not the weight's {kernel:?}"));
                 }
-                let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
-                let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
+                let stride = spatial::<2>(attr_ints(node, "strides"), 1, "strides")?;
+                let dilation = spatial::<2>(attr_ints(node, "dilations"), 1, "dilations")?;
                 let p = pads(node, &x.shape()[2..], kernel, stride, dilation)?;
                 let (x, padding) = uneven(g, &x, &p, 0.0)?;
                 let groups = attr_i(node, "group", 1);
@@ -2789,9 +2744,9 @@ impl Importer<'_> {
                 {
                     return Err(format!("kernel_shape {k:?} is not the weight's {kernel:?}"));
                 }
-                let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
-                let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
-                let extra = pair2(attr_ints(node, "output_padding"), 0, "output_padding")?;
+                let stride = spatial::<2>(attr_ints(node, "strides"), 1, "strides")?;
+                let dilation = spatial::<2>(attr_ints(node, "dilations"), 1, "dilations")?;
+                let extra = spatial::<2>(attr_ints(node, "output_padding"), 0, "output_padding")?;
                 let within = |v: &[usize]| v.iter().all(|&d| (1..=1 << 16).contains(&d));
                 if !(within(&stride) && within(&dilation) && within(&kernel) && within(&xs[2..])) {
                     return Err(format!(
@@ -2859,12 +2814,8 @@ impl Importer<'_> {
                 }
                 // The weight [Cin, Cout/g, kh, kw] as a convolution's
                 // [Cout, Cin/g, kh, kw], its taps in reverse.
-                let reverse = |k: usize| -> R<Tensor> {
-                    let idx: Vec<f64> = (0..k).rev().map(|i| i as f64).collect();
-                    nn(g.constant(&idx, &TensorSpec::new(&[k], DType::I32)))
-                };
-                let rows = nn(w.gather(&reverse(kernel[0])?, 2))?;
-                let flipped = nn(rows.gather(&reverse(kernel[1])?, 3))?;
+                let rows = nn(w.gather(&reversed(g, kernel[0])?, 2))?;
+                let flipped = nn(rows.gather(&reversed(g, kernel[1])?, 3))?;
                 let (cin, cout_g) = (ws[0] as i64, ws[1] as i64);
                 let (gi, kh, kw) = (groups as i64, kernel[0] as i64, kernel[1] as i64);
                 let weight = if groups == 1 {
@@ -2896,12 +2847,12 @@ impl Importer<'_> {
                 if node.output.iter().skip(1).any(|o| !o.is_empty()) {
                     return Err("the indices output is not supported".into());
                 }
-                let kernel = pair2(attr_ints(node, "kernel_shape"), 0, "kernel_shape")?;
+                let kernel = spatial::<2>(attr_ints(node, "kernel_shape"), 0, "kernel_shape")?;
                 if kernel.contains(&0) {
                     return Err("kernel_shape is required".into());
                 }
-                let stride = pair2(attr_ints(node, "strides"), 1, "strides")?;
-                let dilation = pair2(attr_ints(node, "dilations"), 1, "dilations")?;
+                let stride = spatial::<2>(attr_ints(node, "strides"), 1, "strides")?;
+                let dilation = spatial::<2>(attr_ints(node, "dilations"), 1, "dilations")?;
                 if stride.contains(&0) || dilation.contains(&0) {
                     return Err(format!("strides {stride:?} and dilations {dilation:?} must be at least 1"));
                 }
@@ -2925,7 +2876,9 @@ impl Importer<'_> {
                 let fill = if max { f64::NEG_INFINITY } else { 0.0 };
                 let taps = kernel[0] * kernel[1];
                 let whole = |axis: usize| counts[axis].iter().all(|&c| c == kernel[axis]);
-                let y = if dilation == [1, 1] {
+                // The pooled windows, and what each holds: an average over
+                // the whole window (taps) or the taps' sum (1).
+                let (y, holds) = if dilation == [1, 1] {
                     // The pooling op pads what both ends share itself, up
                     // to half the window (with the op's own value: -inf,
                     // or zeros counted in the average); the rest is padded
@@ -2946,18 +2899,7 @@ impl Importer<'_> {
                         )?;
                     }
                     let o = Pool2dOptions { kernel, stride, padding, ..Pool2dOptions::square(1) };
-                    let y = nn(if max { x.max_pool2d(&o) } else { x.avg_pool2d(&o) })?;
-                    if max || (whole(0) && whole(1)) {
-                        y
-                    } else {
-                        // The average over the window: its sum over the
-                        // elements it counts.
-                        let scale: Vec<f64> = counts[0]
-                            .iter()
-                            .flat_map(|&a| counts[1].iter().map(move |&b| taps as f64 / (a * b) as f64))
-                            .collect();
-                        times_constant(g, &y, &scale, &[1, 1, out[0], out[1]])?
-                    }
+                    (nn(if max { x.max_pool2d(&o) } else { x.avg_pool2d(&o) })?, taps)
                 } else {
                     if taps > 64 {
                         return Err(format!(
@@ -2982,18 +2924,21 @@ impl Importer<'_> {
                             });
                         }
                     }
-                    let y = acc.ok_or("an empty window")?;
-                    if max {
-                        y
-                    } else {
-                        let scale: Vec<f64> = counts[0]
-                            .iter()
-                            .flat_map(|&a| counts[1].iter().map(move |&b| 1.0 / (a * b) as f64))
-                            .collect();
-                        times_constant(g, &y, &scale, &[1, 1, out[0], out[1]])?
-                    }
+                    (acc.ok_or("an empty window")?, 1)
                 };
-                one(y)
+                if max || (holds == taps && whole(0) && whole(1)) {
+                    return one(y);
+                }
+                // The average over the elements each window counts, a
+                // constant per output.
+                if out[0].saturating_mul(out[1]) > 1 << 24 {
+                    return Err(format!("an average over {out:?} windows of unequal counts is past 2^24 outputs"));
+                }
+                let scale: Vec<f64> = counts[0]
+                    .iter()
+                    .flat_map(|&a| counts[1].iter().map(move |&b| holds as f64 / (a * b) as f64))
+                    .collect();
+                one(times_constant(g, &y, &scale, &[1, 1, out[0], out[1]])?)
             }
             "GlobalAveragePool" => {
                 let x = t(0)?;
@@ -3592,13 +3537,63 @@ fn reshape_v(_: &Importer<'_>, _: &Graph, v: &V, shape: &[usize]) -> R<Vec<V>> {
     }
 }
 
-/// `[h, w]` from an attribute of two values (default `d` for both).
-fn pair2(v: Option<Vec<i64>>, d: usize, what: &str) -> R<[usize; 2]> {
-    match v.as_deref() {
-        None => Ok([d, d]),
-        Some([a, b]) if (0..=1 << 20).contains(a) && (0..=1 << 20).contains(b) => Ok([*a as usize, *b as usize]),
-        Some(other) => Err(format!("{what} {other:?}: expected two values from 0 to 2^20")),
+/// An attribute of one value per spatial axis (`d` for each where it is
+/// absent): `[h, w]`, or `[d, h, w]`.
+fn spatial<const N: usize>(v: Option<Vec<i64>>, d: usize, what: &str) -> R<[usize; N]> {
+    match v {
+        None => Ok([d; N]),
+        Some(v) if v.len() == N && v.iter().all(|x| (0..=1 << 20).contains(x)) => {
+            Ok(std::array::from_fn(|i| v[i] as usize))
+        }
+        Some(other) => {
+            let n = ["no", "one", "two", "three"].get(N).map_or(N.to_string(), |w| w.to_string());
+            Err(format!("{what} {other:?}: expected {n} values from 0 to 2^20"))
+        }
     }
+}
+
+/// The padding at the two ends of an axis of `size` elements under SAME
+/// (`upper`: SAME_UPPER): the output the input over the stride, rounded up;
+/// the odd element at the end for SAME_UPPER, at the start for SAME_LOWER.
+fn same_pads(size: usize, kernel: usize, stride: usize, dilation: usize, upper: bool) -> (usize, usize) {
+    let out = size.div_ceil(stride.max(1));
+    let reach = kernel.saturating_sub(1) * dilation + 1;
+    let total = (out.saturating_sub(1) * stride + reach).saturating_sub(size);
+    let (b, e) = split_total(total as i64, upper);
+    (b as usize, e as usize)
+}
+
+/// A padding of `total` (negative: a crop) split between the two ends: the
+/// odd one at the end when `upper`, at the start otherwise.
+fn split_total(total: i64, upper: bool) -> (i64, i64) {
+    let half = total.div_euclid(2);
+    if upper { (half, total - half) } else { (total - half, half) }
+}
+
+/// The indices `k - 1, ..., 0`: a window's taps in reverse.
+fn reversed(g: &Graph, k: usize) -> R<Tensor> {
+    let idx: Vec<f64> = (0..k).rev().map(|i| i as f64).collect();
+    g.constant(&idx, &TensorSpec::new(vec![k], DType::I32)).map_err(|e| e.to_string())
+}
+
+/// `node` for the 2-D op that runs a 3-D one over the depth's windows: the
+/// per-axis attributes without the depth's.
+fn without_depth(node: &NodeProto, op: &str) -> R<NodeProto> {
+    let mut flat = node.clone();
+    for a in flat.attribute.iter_mut() {
+        match (a.name(), a.ints.len()) {
+            ("strides" | "dilations" | "kernel_shape" | "output_padding" | "output_shape", 3) => {
+                a.ints = a.ints[1..].to_vec()
+            }
+            ("output_shape", 5) => a.ints = a.ints[3..].to_vec(),
+            ("pads", 6) => a.ints = vec![a.ints[1], a.ints[2], a.ints[4], a.ints[5]],
+            ("strides" | "dilations" | "kernel_shape" | "output_padding" | "output_shape" | "pads", _) => {
+                return Err(format!("{} {:?} does not fit a 3-D {op}", a.name(), a.ints));
+            }
+            _ => {}
+        }
+    }
+    Ok(flat)
 }
 
 /// Padding at the start and at the end of each of the two spatial axes.
@@ -3611,24 +3606,15 @@ struct Pads {
 /// The padding of a convolution or pooling from `pads` / `auto_pad`
 /// (SAME: the output's size the input's over the stride, rounded up; the
 /// odd element at the end for SAME_UPPER, at the start for SAME_LOWER).
-fn pads(node: &NodeProto, spatial: &[usize], kernel: [usize; 2], stride: [usize; 2], dilation: [usize; 2]) -> R<Pads> {
+fn pads(node: &NodeProto, sizes: &[usize], kernel: [usize; 2], stride: [usize; 2], dilation: [usize; 2]) -> R<Pads> {
     let auto = attr_s(node, "auto_pad").unwrap_or_else(|| "NOTSET".into());
     let p: Vec<i64> = match auto.as_str() {
         "NOTSET" => attr_ints(node, "pads").unwrap_or_else(|| vec![0; 4]),
         "VALID" => vec![0; 4],
         "SAME_UPPER" | "SAME_LOWER" => {
-            let mut begin = Vec::new();
-            let mut end = Vec::new();
-            for i in 0..2 {
-                let out = spatial[i].div_ceil(stride[i].max(1));
-                let eff = kernel[i].saturating_sub(1) * dilation[i] + 1;
-                let total = (out.saturating_sub(1) * stride[i] + eff).saturating_sub(spatial[i]) as i64;
-                let small = total / 2;
-                let (b, e) = if auto == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
-                begin.push(b);
-                end.push(e);
-            }
-            [begin, end].concat()
+            let [(t, b), (l, r)] =
+                [0, 1].map(|i| same_pads(sizes[i], kernel[i], stride[i], dilation[i], auto == "SAME_UPPER"));
+            [t, l, b, r].map(|v| v as i64).to_vec()
         }
         other => return Err(format!("auto_pad '{other}' is not supported")),
     };
@@ -3665,9 +3651,7 @@ fn transposed_pad_attr(node: &NodeProto, auto: &str, output_shape: bool, rank: u
 /// (negative: more output than the full one); else `pads`.
 fn transposed_pads(full: i64, target: Option<i64>, auto: &str, pads: (i64, i64)) -> (i64, i64) {
     let Some(target) = target else { return pads };
-    let total = full - target;
-    let half = total.div_euclid(2);
-    if auto == "SAME_UPPER" { (half, total - half) } else { (total - half, half) }
+    split_total(full - target, auto == "SAME_UPPER")
 }
 
 /// `x` spread along `axis` by `stride`, as a transposed convolution reads

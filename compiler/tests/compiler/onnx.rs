@@ -38,6 +38,61 @@ fn float_attribute(name: &str, f: f32) -> aicf_onnx::proto::AttributeProto {
     }
 }
 
+/// An INTS attribute `name = v` of an ONNX node.
+fn ints_attribute(name: &str, v: &[i64]) -> aicf_onnx::proto::AttributeProto {
+    aicf_onnx::proto::AttributeProto {
+        name: Some(name.into()),
+        ints: v.to_vec(),
+        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Ints as i32),
+        ..Default::default()
+    }
+}
+
+/// An INT attribute `name = v` of an ONNX node.
+fn int_attribute(name: &str, v: i64) -> aicf_onnx::proto::AttributeProto {
+    aicf_onnx::proto::AttributeProto {
+        name: Some(name.into()),
+        i: Some(v),
+        r#type: Some(aicf_onnx::proto::attribute_proto::AttributeType::Int as i32),
+        ..Default::default()
+    }
+}
+
+/// A model of one node `name` of op `op` reading the graph input `x` (f32 of
+/// `x_dims`) and the `initializer`s, writing `y` (declared `y_dims`).
+fn one_node_model(
+    name: &str,
+    op: &str,
+    (x_dims, y_dims): (&[i64], &[i64]),
+    attribute: Vec<aicf_onnx::proto::AttributeProto>,
+    initializer: Vec<aicf_onnx::proto::TensorProto>,
+    opset: i64,
+) -> aicf_onnx::proto::ModelProto {
+    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto};
+    let mut input = vec!["x".to_string()];
+    input.extend(initializer.iter().map(|t| t.name().to_string()));
+    ModelProto {
+        ir_version: Some(9),
+        opset_import: vec![OperatorSetIdProto { version: Some(opset), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some(name.into()),
+            node: vec![NodeProto {
+                name: Some(name.into()),
+                op_type: Some(op.into()),
+                input,
+                output: vec!["y".into()],
+                attribute,
+                ..Default::default()
+            }],
+            input: vec![float_value("x", x_dims)],
+            output: vec![float_value("y", y_dims)],
+            initializer,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// A graph input or output: an f32 tensor of `dims`.
 fn float_value(name: &str, dims: &[i64]) -> aicf_onnx::proto::ValueInfoProto {
     use aicf_onnx::proto::{
@@ -1580,40 +1635,13 @@ fn biases_the_exporter_dropped_import_as_zeros() {
 /// window holds.
 #[test]
 fn ceil_mode_pooling_imports_where_it_changes_no_size() {
-    use aicf_onnx::proto::{AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, attribute_proto};
-    let ints = |name: &str, v: &[i64]| AttributeProto {
-        name: Some(name.into()),
-        ints: v.to_vec(),
-        r#type: Some(attribute_proto::AttributeType::Ints as i32),
-        ..Default::default()
-    };
-    let model = |size: i64, out: i64| ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
-        graph: Some(GraphProto {
-            name: Some("pool".into()),
-            node: vec![NodeProto {
-                name: Some("pool".into()),
-                op_type: Some("MaxPool".into()),
-                input: vec!["x".into()],
-                output: vec!["y".into()],
-                attribute: vec![
-                    ints("kernel_shape", &[3, 3]),
-                    ints("strides", &[2, 2]),
-                    AttributeProto {
-                        name: Some("ceil_mode".into()),
-                        i: Some(1),
-                        r#type: Some(attribute_proto::AttributeType::Int as i32),
-                        ..Default::default()
-                    },
-                ],
-                ..Default::default()
-            }],
-            input: vec![float_value("x", &[1, 2, size, size])],
-            output: vec![float_value("y", &[1, 2, out, out])],
-            ..Default::default()
-        }),
-        ..Default::default()
+    let model = |size: i64, out: i64| {
+        let attributes = vec![
+            ints_attribute("kernel_shape", &[3, 3]),
+            ints_attribute("strides", &[2, 2]),
+            int_attribute("ceil_mode", 1),
+        ];
+        one_node_model("pool", "MaxPool", (&[1, 2, size, size], &[1, 2, out, out]), attributes, vec![], 17)
     };
     let options = ImportOptions { batch: None, loss: Loss::None };
     // 7 = 3 + 2 * 2: both round to 3 windows.
@@ -1930,53 +1958,21 @@ fn a_resize_s_cubic_coefficient_must_be_a_number() {
 /// input's, a dilation past any input, a depth window of too many taps.
 #[test]
 fn pooling_and_transposed_convolution_refusals_name_the_fault() {
-    use aicf_onnx::proto::{
-        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, attribute_proto::AttributeType,
-    };
+    use aicf_onnx::proto::AttributeProto;
     let dir = crate::tmp_root().join("onnx-pool-refusals");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let ints = |name: &str, v: &[i64]| AttributeProto {
-        name: Some(name.into()),
-        ints: v.to_vec(),
-        r#type: Some(AttributeType::Ints as i32),
-        ..Default::default()
-    };
-    let int = |name: &str, v: i64| AttributeProto {
-        name: Some(name.into()),
-        i: Some(v),
-        r#type: Some(AttributeType::Int as i32),
-        ..Default::default()
-    };
+    let (ints, int) = (ints_attribute, int_attribute);
     // One node of input x (and weight w where given); the error's text.
     let refusal = |op: &str, x: &[i64], w: Option<&[i64]>, attribute: Vec<AttributeProto>| -> String {
-        let mut input = vec!["x".to_string()];
-        let mut initializer = vec![];
-        if let Some(w) = w {
-            let n = w.iter().product::<i64>() as usize;
-            initializer.push(float_init("w", w.to_vec(), (0..n).map(|i| (i as f32 * 0.1).sin()).collect()));
-            input.push("w".into());
-        }
-        let model = ModelProto {
-            ir_version: Some(9),
-            opset_import: vec![OperatorSetIdProto { version: Some(19), ..Default::default() }],
-            graph: Some(GraphProto {
-                name: Some("refusal".into()),
-                node: vec![NodeProto {
-                    name: Some("the_node".into()),
-                    op_type: Some(op.into()),
-                    input,
-                    output: vec!["y".into()],
-                    attribute,
-                    ..Default::default()
-                }],
-                input: vec![float_value("x", x)],
-                output: vec![float_value("y", &[])],
-                initializer,
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
+        let initializer: Vec<_> = w
+            .map(|w| {
+                let n = w.iter().product::<i64>() as usize;
+                float_init("w", w.to_vec(), (0..n).map(|i| (i as f32 * 0.1).sin()).collect())
+            })
+            .into_iter()
+            .collect();
+        let model = one_node_model("the_node", op, (x, &[]), attribute, initializer, 19);
         match onnx::import_model(&model, "refusal.onnx", &dir, &ImportOptions { batch: None, loss: Loss::Mse }) {
             Ok(_) => {
                 panic!("{op} {attribute_names:?} imported", attribute_names = model.graph.unwrap().node[0].attribute)
