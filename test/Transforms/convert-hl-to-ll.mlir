@@ -58,24 +58,29 @@ func.func @views(%x: tensor<2x3xf32>) -> (tensor<6xf32>, tensor<4x6xf32>) {
 
 // Vision: each pooling and its backward is one kernel; an ungrouped
 // convolution and its gradients are matrix products over the image's
-// window rows (ll.im2col, the weight viewed as [O, C*KH*KW], NCHW's
-// transposes; the output gradient's rows made once for both gradients).
+// windows: in NCHW the columns [C*KH*KW, N*OH*OW] (ll.im2col {columns}),
+// the weight viewed as [O, C*KH*KW], the product's [O, N, P] planes
+// transposed into NCHW and the bias added after; the output gradient's
+// [O, N*P] made once for both gradients.
 // CHECK-LABEL: func.func @vision
 // CHECK-NOT: hl.
-// CHECK: ll.im2col %arg0 into %[[ROWS:.*]] stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x1x8x8xf32> -> memref<2x8x8x1x3x3xf32>
-// CHECK: %[[R:.*]] = ll.reshape %[[ROWS]] : memref<2x8x8x1x3x3xf32> to memref<128x9xf32>
+// CHECK: ll.im2col %arg0 into %[[COLS:.*]] stride = [1, 1] padding = [1, 1] dilation = [1, 1] {columns} : memref<2x1x8x8xf32> -> memref<1x3x3x2x8x8xf32>
+// CHECK: %[[C:.*]] = ll.reshape %[[COLS]] : memref<1x3x3x2x8x8xf32> to memref<9x128xf32>
 // CHECK: %[[W:.*]] = ll.reshape %arg1 : memref<4x1x3x3xf32> to memref<4x9xf32>
-// CHECK: ll.gemm %[[R]], %[[W]] bias(%arg2) into %{{.*}} transpose_b : memref<128x9xf32>, memref<4x9xf32> bias memref<4xf32> -> memref<128x4xf32>
-// CHECK: ll.transpose %{{.*}} into %{{.*}} permutation = [0, 2, 1] : memref<2x64x4xf32> -> memref<2x4x64xf32>
+// CHECK: ll.gemm %[[W]], %[[C]] into %{{.*}} : memref<4x9xf32>, memref<9x128xf32> -> memref<4x128xf32>
+// CHECK: ll.transpose %{{.*}} into %[[PLANES:.*]] permutation = [1, 0, 2] : memref<4x2x64xf32> -> memref<2x4x64xf32>
+// CHECK: %[[B:.*]] = ll.reshape %arg2 : memref<4xf32> to memref<4x1xf32>
+// CHECK: ll.elementwise ins(%[[PLANES]], %[[B]] : memref<2x4x64xf32>, memref<4x1xf32>)
+// CHECK: arith.addf
 // CHECK: ll.pool2d max %{{.*}} into %{{.*}} kernel = [2, 2] stride = [2, 2] padding = [0, 0] : memref<2x4x8x8xf32> -> memref<2x4x4x4xf32>
 // CHECK: ll.pool2d_backward max %{{.*}}, %{{.*}} into %{{.*}} kernel = [2, 2] stride = [2, 2] padding = [0, 0]
-// CHECK: ll.transpose %{{.*}} into %{{.*}} permutation = [0, 2, 1] : memref<2x4x64xf32> -> memref<2x64x4xf32>
-// CHECK: %[[DY:.*]] = ll.reshape %{{.*}} : memref<2x64x4xf32> to memref<128x4xf32>
-// CHECK: ll.gemm %[[DY]], %{{.*}} into %{{.*}} : memref<128x4xf32>, memref<4x9xf32> -> memref<128x9xf32>
-// CHECK: ll.col2im %{{.*}} into %arg6 stride = [1, 1] padding = [1, 1] dilation = [1, 1] : memref<2x8x8x1x3x3xf32> -> memref<2x1x8x8xf32>
+// CHECK: ll.transpose %{{.*}} into %{{.*}} permutation = [1, 0, 2] : memref<2x4x64xf32> -> memref<4x2x64xf32>
+// CHECK: %[[DY:.*]] = ll.reshape %{{.*}} : memref<4x2x64xf32> to memref<4x128xf32>
+// CHECK: ll.gemm %{{.*}}, %[[DY]] into %{{.*}} transpose_a : memref<4x9xf32>, memref<4x128xf32> -> memref<9x128xf32>
+// CHECK: ll.col2im %{{.*}} into %arg6 stride = [1, 1] padding = [1, 1] dilation = [1, 1] {columns} : memref<1x3x3x2x8x8xf32> -> memref<2x1x8x8xf32>
 // CHECK-NOT: ll.transpose
 // CHECK: ll.im2col %arg0
-// CHECK: ll.gemm %[[DY]], %{{.*}} into %{{.*}} transpose_a : memref<128x4xf32>, memref<128x9xf32> -> memref<4x9xf32>
+// CHECK: ll.gemm %[[DY]], %{{.*}} into %{{.*}} transpose_b : memref<4x128xf32>, memref<9x128xf32> -> memref<4x9xf32>
 // CHECK: ll.pool2d avg %{{.*}} into %{{.*}} kernel = [3, 3] stride = [1, 1] padding = [1, 1] layout = nhwc
 // Direct kernels (conv-as-gemm=false, a GPU's default): one each.
 // DIRECT-LABEL: func.func @vision

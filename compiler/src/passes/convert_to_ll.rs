@@ -357,18 +357,19 @@ impl<'a> Lower<'a> {
         Ok(b)
     }
 
-    /// An `ll.elementwise` from `input` (if any) to `out` whose body yields
-    /// what `body` builds in it (given the block).
+    /// An `ll.elementwise` from `inputs` (buffer, scalar type) to `out`
+    /// whose body yields what `body` builds in it (given the block).
     fn scalar_kernel(
         &mut self,
         loc: MlirLocation,
-        input: Option<(MlirValue, MlirType)>,
+        inputs: &[(MlirValue, MlirType)],
         out: MlirValue,
         body: impl FnOnce(MlirBlock) -> Result<MlirValue, Failure>,
     ) -> Result<(), Failure> {
         let region = unsafe { mlirRegionCreate() };
-        let arg: Vec<MlirType> = input.iter().map(|i| i.1).collect();
-        let block = unsafe { mlirBlockCreate(arg.len() as isize, arg.as_ptr(), [loc].as_ptr()) };
+        let arg: Vec<MlirType> = inputs.iter().map(|i| i.1).collect();
+        let locs = vec![loc; arg.len()];
+        let block = unsafe { mlirBlockCreate(arg.len() as isize, arg.as_ptr(), locs.as_ptr()) };
         unsafe { mlirRegionAppendOwnedBlock(region, block) };
         let built = body(block).and_then(|value| {
             let spec = OpSpec { operands: &[value], results: Some(&[]), verify: false, ..OpSpec::new("ll.yield") };
@@ -382,7 +383,7 @@ impl<'a> Lower<'a> {
             }
         };
         unsafe { mlirBlockAppendOwnedOperation(block, y) };
-        let mut operands: Vec<MlirValue> = input.iter().map(|i| i.0).collect();
+        let mut operands: Vec<MlirValue> = inputs.iter().map(|i| i.0).collect();
         operands.push(out);
         let segments = format!("array<i32: {}, 1>", operands.len() - 1);
         self.emit(
@@ -414,7 +415,7 @@ impl<'a> Lower<'a> {
             let scalar = ir::parse_type(self.ctx, s.dtype.mlir()).map_err(|e| (loc, format!("{e:?}")))?;
             let text = scalar_text(c, s.dtype);
             let ctx = self.ctx;
-            self.scalar_kernel(loc, None, out, |body| {
+            self.scalar_kernel(loc, &[], out, |body| {
                 let spec = OpSpec {
                     attributes: &[("value", text)],
                     results: Some(&[scalar]),
@@ -579,9 +580,7 @@ impl<'a> Lower<'a> {
                 let input = self.buf(x[0])?;
                 let out = self.alloc(Self::result(op, 0))?;
                 let scalar = ir::parse_type(self.ctx, spec(x[0]).dtype.mlir()).map_err(|e| (loc, format!("{e:?}")))?;
-                self.scalar_kernel(loc, Some((input, scalar)), out, |body| {
-                    Ok(unsafe { mlirBlockGetArgument(body, 0) })
-                })?;
+                self.scalar_kernel(loc, &[(input, scalar)], out, |body| Ok(unsafe { mlirBlockGetArgument(body, 0) }))?;
             }
             "hl.softmax_cross_entropy" | "hl.cross_entropy" | "hl.cross_entropy_backward" => {
                 let (logits, labels) = (self.buf(x[0])?, self.buf(x[1])?);
@@ -923,6 +922,9 @@ impl<'a> Lower<'a> {
     /// A view of buffer `b` as `shape` (`ll.reshape`, no kernel).
     fn view(&mut self, loc: MlirLocation, b: MlirValue, shape: Vec<usize>, dtype: DType) -> Result<MlirValue, Failure> {
         let t = self.ty(&TensorSpec::new(shape, dtype))?;
+        if unsafe { mlirTypeEqual(mlirValueGetType(b), t) } {
+            return Ok(b);
+        }
         let op = self.emit(loc, &OpSpec { operands: &[b], results: Some(&[t]), ..OpSpec::new("ll.reshape") })?;
         Ok(Self::result(op, 0))
     }
@@ -949,92 +951,166 @@ impl<'a> Lower<'a> {
         self.kernel(loc, "ll.gemm", &ins, attrs)
     }
 
-    /// The window rows `[N*OH*OW, C*KH*KW]` of image `x` (`ll.im2col`).
-    fn window_rows(&mut self, op: MlirOperation, x: MlirValue, w: &Windows) -> Result<MlirValue, Failure> {
+    /// The windows of image `x` (`ll.im2col`) as a matrix: in NHWC the
+    /// window rows `[N*OH*OW, C*KH*KW]`, in NCHW the columns `[C*KH*KW,
+    /// N*OH*OW]` (`columns`: runs of an image row copy as runs).
+    fn windows(&mut self, op: MlirOperation, x: MlirValue, w: &Windows) -> Result<MlirValue, Failure> {
         let loc = op_loc(op);
         let image = self.buf(x)?;
         let cols = self.fresh(self.ty(&TensorSpec::new(w.cols_shape(), w.dtype))?)?;
-        let mut attrs = copied(op, &["stride", "padding", "dilation"]);
-        attrs.extend(layout(op));
-        self.kernel(loc, "ll.im2col", &[image, cols], attrs)?;
-        self.view(loc, cols, vec![w.rows(), w.depth()], w.dtype)
+        self.kernel(loc, "ll.im2col", &[image, cols], window_attrs(op, w))?;
+        self.view(loc, cols, w.matrix(), w.dtype)
     }
 
-    /// The output gradient `dy` as rows `[N*OH*OW, O]`: a view in NHWC, a
-    /// transpose in NCHW made once for both of the convolution's gradients.
-    fn gradient_rows(&mut self, loc: MlirLocation, dy: MlirValue, w: &Windows) -> Result<MlirValue, Failure> {
-        if let Some(&rows) = self.conv_rows.get(&(key(dy), w.nhwc)) {
-            return Ok(rows);
+    /// The output gradient `dy` as the product's matrix, made once for both
+    /// of the convolution's gradients: rows `[N*OH*OW, O]` in NHWC (a view),
+    /// `[O, N*OH*OW]` in NCHW (a view for one image, else a transpose of
+    /// whole planes).
+    fn gradient_matrix(&mut self, loc: MlirLocation, dy: MlirValue, w: &Windows) -> Result<MlirValue, Failure> {
+        if let Some(&m) = self.conv_rows.get(&(key(dy), w.nhwc)) {
+            return Ok(m);
         }
         let g = self.buf(dy)?;
-        let rows = if w.nhwc {
+        let m = if w.nhwc {
             self.view(loc, g, vec![w.rows(), w.out], w.dtype)?
+        } else if w.n == 1 {
+            self.view(loc, g, vec![w.out, w.positions()], w.dtype)?
         } else {
-            let t = self.fresh(self.ty(&TensorSpec::new([w.n, w.positions(), w.out], w.dtype))?)?;
+            let t = self.fresh(self.ty(&TensorSpec::new([w.out, w.n, w.positions()], w.dtype))?)?;
             let planes = self.view(loc, g, vec![w.n, w.out, w.positions()], w.dtype)?;
-            self.kernel(loc, "ll.transpose", &[planes, t], vec![("permutation", "array<i64: 0, 2, 1>".into())])?;
-            self.view(loc, t, vec![w.rows(), w.out], w.dtype)?
+            self.kernel(loc, "ll.transpose", &[planes, t], vec![("permutation", "array<i64: 1, 0, 2>".into())])?;
+            self.view(loc, t, vec![w.out, w.rows()], w.dtype)?
         };
-        self.conv_rows.insert((key(dy), w.nhwc), rows);
-        Ok(rows)
+        self.conv_rows.insert((key(dy), w.nhwc), m);
+        Ok(m)
+    }
+
+    /// `out[n, o, p] = planes[n, o, p] + bias[o]` (an NCHW convolution's
+    /// bias after its product), in f32 where `planes` is f32 over a 16-bit
+    /// `out`.
+    fn add_channel_bias(
+        &mut self,
+        loc: MlirLocation,
+        planes: MlirValue,
+        wide: DType,
+        bias: MlirValue,
+        out: MlirValue,
+        w: &Windows,
+    ) -> Result<(), Failure> {
+        let planes = self.view(loc, planes, vec![w.n, w.out, w.positions()], wide)?;
+        let bias = self.view(loc, bias, vec![w.out, 1], w.dtype)?;
+        let target = self.view(loc, out, vec![w.n, w.out, w.positions()], w.dtype)?;
+        let scalar = |t: DType| ir::parse_type(self.ctx, t.mlir()).map_err(|e| (loc, format!("{e:?}")));
+        let (narrow, wide_t) = (scalar(w.dtype)?, scalar(wide)?);
+        let ctx = self.ctx;
+        self.scalar_kernel(loc, &[(planes, wide_t), (bias, narrow)], target, |body| {
+            let one = |name: &str, operands: &[MlirValue], result: MlirType| -> Result<MlirValue, Failure> {
+                let spec = OpSpec { operands, results: Some(&[result]), ..OpSpec::new(name) };
+                let op = ir::create_op(ctx, loc, &spec).map_err(|e| (loc, format!("{e:?}")))?;
+                unsafe { mlirBlockAppendOwnedOperation(body, op) };
+                Ok(unsafe { mlirOperationGetResult(op, 0) })
+            };
+            let (p, b) = unsafe { (mlirBlockGetArgument(body, 0), mlirBlockGetArgument(body, 1)) };
+            if wide == w.dtype {
+                return one("arith.addf", &[p, b], narrow);
+            }
+            let b = one("arith.extf", &[b], wide_t)?;
+            let sum = one("arith.addf", &[p, b], wide_t)?;
+            one("arith.truncf", &[sum], narrow)
+        })
     }
 
     /// An ungrouped convolution or one of its gradients as a matrix product
-    /// over the image's window rows (`conv-as-gemm`), with `W` viewed as
-    /// `[O, C*KH*KW]` and `R` the window rows:
-    /// - forward: `Y = R W^T (+ bias)`, rows `[N*OH*OW, O]`, transposed
-    ///   into NCHW;
+    /// over the image's windows (`conv-as-gemm`), with `W` viewed as `[O,
+    /// C*KH*KW]`. NHWC, with `R` the window rows `[N*OH*OW, C*KH*KW]`:
+    /// - forward: `Y = R W^T (+ bias)`, rows `[N*OH*OW, O]`, which is NHWC;
     /// - input gradient: `dR = dY W`, summed back into the image by
     ///   `ll.col2im`;
     /// - weight gradient: `dW = dY^T R`.
+    ///
+    /// NCHW, with `C` the window columns `[C*KH*KW, N*OH*OW]` (Caffe's
+    /// order over the batch) and `dY'` the output gradient as `[O,
+    /// N*OH*OW]`:
+    /// - forward: `Y' = W C`, `[O, N, OH*OW]`, whose planes transpose into
+    ///   NCHW (none for one image), then the bias added;
+    /// - input gradient: `dC = W^T dY'`, summed back by `ll.col2im`;
+    /// - weight gradient: `dW = dY' C^T`.
     fn conv_as_product(&mut self, op: MlirOperation, w: &Windows) -> Result<(), Failure> {
         let loc = op_loc(op);
         let x = operands(op);
         let result = Self::result(op, 0);
+        let nhwc = w.nhwc;
         match op_name(op).as_str() {
             "hl.conv2d" => {
-                let rows = self.window_rows(op, x[0], w)?;
+                let cols = self.windows(op, x[0], w)?;
                 let weight = self.buf(x[1])?;
                 let weight = self.view(loc, weight, vec![w.out, w.depth()], w.dtype)?;
                 let bias = if x.len() > 2 { Some(self.buf(x[2])?) } else { None };
                 let out = self.alloc(result)?;
-                if w.nhwc {
+                if nhwc {
                     let target = self.view(loc, out, vec![w.rows(), w.out], w.dtype)?;
-                    self.product(loc, (rows, weight, bias, target), false, true)?;
+                    return self.product(loc, (cols, weight, bias, target), false, true);
+                }
+                // [O, N, P]: NCHW itself for one image without a bias. A
+                // 16-bit one with a bias is f32 until the bias is added,
+                // rounded once (as the GEMM's epilogue adds it).
+                let direct = w.n == 1 && bias.is_none();
+                let wide = match w.dtype {
+                    DType::F16 | DType::BF16 if bias.is_some() => DType::F32,
+                    t => t,
+                };
+                let product = if direct {
+                    out
                 } else {
-                    let t = self.fresh(self.ty(&TensorSpec::new([w.n, w.positions(), w.out], w.dtype))?)?;
-                    let target = self.view(loc, t, vec![w.rows(), w.out], w.dtype)?;
-                    self.product(loc, (rows, weight, bias, target), false, true)?;
-                    let planes = self.view(loc, out, vec![w.n, w.out, w.positions()], w.dtype)?;
-                    self.kernel(
-                        loc,
-                        "ll.transpose",
-                        &[t, planes],
-                        vec![("permutation", "array<i64: 0, 2, 1>".into())],
-                    )?;
+                    self.fresh(self.ty(&TensorSpec::new([w.out, w.n, w.positions()], wide))?)?
+                };
+                let target = self.view(loc, product, vec![w.out, w.rows()], wide)?;
+                self.product(loc, (weight, cols, None, target), false, false)?;
+                if direct {
+                    return Ok(());
+                }
+                let planes = if w.n == 1 {
+                    product
+                } else {
+                    let t = match bias {
+                        Some(_) => self.fresh(self.ty(&TensorSpec::new([w.n, w.out, w.positions()], wide))?)?,
+                        None => self.view(loc, out, vec![w.n, w.out, w.positions()], w.dtype)?,
+                    };
+                    let p = self.view(loc, product, vec![w.out, w.n, w.positions()], wide)?;
+                    self.kernel(loc, "ll.transpose", &[p, t], vec![("permutation", "array<i64: 1, 0, 2>".into())])?;
+                    t
+                };
+                if let Some(b) = bias {
+                    self.add_channel_bias(loc, planes, wide, b, out, w)?;
                 }
             }
             "hl.conv2d_backward_input" => {
-                let dy = self.gradient_rows(loc, x[0], w)?;
+                let dy = self.gradient_matrix(loc, x[0], w)?;
                 let weight = self.buf(x[1])?;
                 let weight = self.view(loc, weight, vec![w.out, w.depth()], w.dtype)?;
-                // 16-bit rows of the gradient would round each product
-                // before col2im sums them: f32 rows (the GEMM's mixed form).
+                // 16-bit windows of the gradient would round each product
+                // before col2im sums them: f32 ones (the GEMM's mixed form).
                 let wide = if matches!(w.dtype, DType::F16 | DType::BF16) { DType::F32 } else { w.dtype };
                 let cols = self.fresh(self.ty(&TensorSpec::new(w.cols_shape(), wide))?)?;
-                let target = self.view(loc, cols, vec![w.rows(), w.depth()], wide)?;
-                self.product(loc, (dy, weight, None, target), false, false)?;
+                let target = self.view(loc, cols, w.matrix(), wide)?;
+                if nhwc {
+                    self.product(loc, (dy, weight, None, target), false, false)?;
+                } else {
+                    self.product(loc, (weight, dy, None, target), true, false)?;
+                }
                 let out = self.alloc(result)?;
-                let mut attrs = copied(op, &["stride", "padding", "dilation"]);
-                attrs.extend(layout(op));
-                self.kernel(loc, "ll.col2im", &[cols, out], attrs)?;
+                self.kernel(loc, "ll.col2im", &[cols, out], window_attrs(op, w))?;
             }
             _ => {
-                let dy = self.gradient_rows(loc, x[0], w)?;
-                let rows = self.window_rows(op, x[1], w)?;
+                let dy = self.gradient_matrix(loc, x[0], w)?;
+                let cols = self.windows(op, x[1], w)?;
                 let out = self.alloc(result)?;
                 let target = self.view(loc, out, vec![w.out, w.depth()], w.dtype)?;
-                self.product(loc, (dy, rows, None, target), true, false)?;
+                if nhwc {
+                    self.product(loc, (dy, cols, None, target), true, false)?;
+                } else {
+                    self.product(loc, (dy, cols, None, target), false, true)?;
+                }
             }
         }
         Ok(())
@@ -1211,9 +1287,30 @@ impl Windows {
     fn depth(&self) -> usize {
         self.channels * self.kernel[0] * self.kernel[1]
     }
+    /// The windows' buffer: `[N, OH, OW, C, KH, KW]` (rows) in NHWC,
+    /// `[C, KH, KW, N, OH, OW]` (columns) in NCHW.
     fn cols_shape(&self) -> Vec<usize> {
-        vec![self.n, self.output[0], self.output[1], self.channels, self.kernel[0], self.kernel[1]]
+        let ([kh, kw], [oh, ow]) = (self.kernel, self.output);
+        if self.nhwc {
+            vec![self.n, oh, ow, self.channels, kh, kw]
+        } else {
+            vec![self.channels, kh, kw, self.n, oh, ow]
+        }
     }
+    /// The windows as the product's matrix.
+    fn matrix(&self) -> Vec<usize> {
+        if self.nhwc { vec![self.rows(), self.depth()] } else { vec![self.depth(), self.rows()] }
+    }
+}
+
+/// The attributes of a convolution's `ll.im2col` / `ll.col2im`.
+fn window_attrs(op: MlirOperation, w: &Windows) -> Vec<(&'static str, String)> {
+    let mut attrs = copied(op, &["stride", "padding", "dilation"]);
+    attrs.extend(layout(op));
+    if !w.nhwc {
+        attrs.push(("columns", "unit".into()));
+    }
+    attrs
 }
 
 /// The sizes of `hl.conv2d` (or a gradient of it) where it runs as a

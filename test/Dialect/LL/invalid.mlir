@@ -415,6 +415,15 @@ func.func @f(%x: memref<2x3x8x8xf32>, %r: memref<2x6x6x3x3x3xf32>) {
 // -----
 
 func.func @f(%x: memref<2x3x8x8xf32>, %r: memref<2x8x8x3x3x3xf32>) {
+  // The rows' shape where the columns form is asked for.
+  // expected-error @+1 {{'ll.im2col' op windows 'memref<2x8x8x3x3x3xf32>' are not the image's windows [3, 8, 8, 2, 3, 3] of 'memref<2x3x8x8xf32>'}}
+  ll.im2col %x into %r stride = [1, 1] padding = [1, 1] dilation = [1, 1] {columns} : memref<2x3x8x8xf32> -> memref<2x8x8x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: memref<2x3x8x8xf32>, %r: memref<2x8x8x3x3x3xf32>) {
   // expected-error @+1 {{'ll.im2col' op strides and dilations must be at least 1 and paddings at least 0}}
   ll.im2col %x into %r stride = [0, 1] padding = [1, 1] dilation = [1, 1] : memref<2x3x8x8xf32> -> memref<2x8x8x3x3x3xf32>
   return

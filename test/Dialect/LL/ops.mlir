@@ -202,6 +202,20 @@ func.func @windows(%x: memref<2x3x8x8xf32>, %r: memref<2x8x8x3x3x3xf32>, %xn: me
   return
 }
 
+// The columns form: windows [C, KH, KW, N, OH, OW].
+// CHECK-LABEL: func.func @window_columns
+func.func @window_columns(%x: memref<2x3x8x8xf32>, %c: memref<3x3x3x2x8x8xf32>, %xb: memref<2x3x9x8xbf16>,
+                          %cb: memref<3x3x2x2x3x5xf32>) {
+  // CHECK: ll.im2col %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] {columns} : memref<2x3x8x8xf32> -> memref<3x3x3x2x8x8xf32>
+  ll.im2col %x into %c stride = [1, 1] padding = [1, 1] dilation = [1, 1] {columns} : memref<2x3x8x8xf32> -> memref<3x3x3x2x8x8xf32>
+  // CHECK: ll.col2im %{{.*}} into %{{.*}} stride = [1, 1] padding = [1, 1] dilation = [1, 1] {columns} : memref<3x3x3x2x8x8xf32> -> memref<2x3x8x8xf32>
+  ll.col2im %c into %x stride = [1, 1] padding = [1, 1] dilation = [1, 1] {columns} : memref<3x3x3x2x8x8xf32> -> memref<2x3x8x8xf32>
+  // CHECK: ll.col2im %{{.*}} into %{{.*}} stride = [2, 2] padding = [0, 1] dilation = [2, 1] {columns} : memref<3x3x2x2x3x5xf32> -> memref<2x3x9x8xbf16>
+  ll.col2im %cb into %xb stride = [2, 2] padding = [0, 1] dilation = [2, 1] {columns}
+      : memref<3x3x2x2x3x5xf32> -> memref<2x3x9x8xbf16>
+  return
+}
+
 // CHECK-LABEL: func.func @indexing
 func.func @indexing(%t: memref<65x16xf32>, %tok: memref<4x8xi32>, %e: memref<4x8x16xf32>,
                     %x: memref<8x16xf32>, %s: memref<8x7xf32>, %a: memref<8x3xf32>,

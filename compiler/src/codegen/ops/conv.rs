@@ -433,6 +433,9 @@ impl Generator {
     /// where a tap lies in the padding); col2im one image element, summing
     /// the at most `KH x KW` window entries that read it.
     pub(crate) fn windows(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], col2im: bool) -> Kernels {
+        if has(op, "columns") {
+            return self.window_columns(op, specs, col2im);
+        }
         let (cd, hd, wd) = image_dims(op);
         let (stride, pad, dil) = (pair(op, "stride", 1), pair(op, "padding", 0), pair(op, "dilation", 1));
         let (x, c) = if col2im { (1, 0) } else { (0, 1) };
@@ -503,6 +506,133 @@ impl Generator {
             k.store(&s0, "%b1", &e, &tx);
             k.close();
             (numel(xs), kh * kw * 12)
+        };
+        self.one(k, specs, work, cost)
+    }
+
+    /// `ll.im2col` / `ll.col2im` in the columns form, windows `[C, KH, KW,
+    /// N, OH, OW]`. im2col writes one row of `OW` a work item `(c, a, b, n,
+    /// oh)`: zeros where the tap lies in the padding, between them a run of
+    /// the image's row `h = oh s - p + a d` (at stride 1 in NCHW a
+    /// contiguous copy, which the host compiler vectorises). col2im sums one
+    /// image row `(n, c, h)` a work item in a scratch row of the compute
+    /// type: each tap `(a, b)` whose window row reads `h` adds its run of
+    /// `OW` at its offset (contiguous at stride 1), then the row is stored.
+    fn window_columns(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], col2im: bool) -> Kernels {
+        let (cd, hd, wd) = image_dims(op);
+        let (stride, pad, dil) = (pair(op, "stride", 1), pair(op, "padding", 0), pair(op, "dilation", 1));
+        let (x, c) = if col2im { (1, 0) } else { (0, 1) };
+        let (xs, cs) = (&specs[x].0, &specs[c].0);
+        let storage = specs[x].1;
+        let (tx, tc) = (flat_type(xs, storage), flat_type(cs, specs[c].1));
+        let xstr = row_major_strides(xs);
+        let (channels, kh, kw, n_img, oh_n, ow_n) = (cs[0], cs[1], cs[2], cs[3], cs[4], cs[5]);
+        let (h_n, w_n) = (xs[hd], xs[wd]);
+        // The image's step along its width, and per output column.
+        let (w_step, run_step) = (xstr[wd], xstr[wd] * stride[1]);
+        let mut k = Kernel::new();
+        let image_at = |k: &mut Kernel, n: &str, ch: &str, h: &str, w: &str| -> String {
+            let mut coords = vec![String::new(); 4];
+            coords[0] = n.into();
+            coords[cd] = ch.into();
+            coords[hd] = h.into();
+            coords[wd] = w.into();
+            k.ravel(&coords, &xstr)
+        };
+        // The output columns `lo..hi` whose tap `b` lies in the image, and
+        // the image column of `lo`: `ow s - p + b d` in `0..W`.
+        let run = |k: &mut Kernel, b: &str| -> (String, String, String) {
+            let dc = k.index(dil[1]);
+            let bd = k.mul(b, &dc);
+            let (pc, limit, up, sc, owc) =
+                (k.index(pad[1]), k.index(w_n + pad[1]), k.index(stride[1] - 1), k.index(stride[1]), k.index(ow_n));
+            let need = k.val(&format!("arith.subi {pc}, {bd} : index"));
+            let need = k.val(&format!("arith.maxsi {need}, %c0 : index"));
+            let need = k.add(&need, &up);
+            let lo = k.val(&format!("arith.divui {need}, {sc} : index"));
+            let room = k.val(&format!("arith.subi {limit}, {bd} : index"));
+            let room = k.val(&format!("arith.maxsi {room}, %c0 : index"));
+            let room = k.add(&room, &up);
+            let hi = k.val(&format!("arith.divui {room}, {sc} : index"));
+            let hi = k.val(&format!("arith.minui {hi}, {owc} : index"));
+            let lo = k.val(&format!("arith.minui {lo}, {hi} : index"));
+            let first = k.mad(&lo, stride[1], &bd);
+            let first = k.val(&format!("arith.subi {first}, {pc} : index"));
+            (lo, hi, first)
+        };
+        let (khc, kwc, owc) = (k.index(kh), k.index(kw), k.index(ow_n));
+        let (work, cost) = if !col2im {
+            let zero = k.float(0.0, storage);
+            let e = k.open("%begin", "%end");
+            let at = k.unravel(&e, &[channels, kh, kw, n_img, oh_n]);
+            let (ch, a, b, n, oh) = (&at[0], &at[1], &at[2], &at[3], &at[4]);
+            let (okh, h) = window_tap(&mut k, oh, a, stride[0], dil[0], pad[0], h_n);
+            let (lo, hi, first) = run(&mut k, b);
+            // A row of taps in the padding is all zeros.
+            let lo = k.val(&format!("arith.select {okh}, {lo}, {owc} : index"));
+            let hi = k.val(&format!("arith.select {okh}, {hi}, {owc} : index"));
+            let row = k.mul(&e, &owc);
+            let i = k.open("%c0", &lo);
+            let ci = k.add(&row, &i);
+            k.store_raw(&zero, "%b1", &ci, &tc);
+            k.close();
+            let start = image_at(&mut k, n, ch, &h, &first);
+            let out = k.add(&row, &lo);
+            let len = k.val(&format!("arith.subi {hi}, {lo} : index"));
+            let j = k.open("%c0", &len);
+            let xi = k.mad(&j, run_step, &start);
+            let ci = k.add(&out, &j);
+            let v = k.load_raw("%b0", &xi, &tx);
+            k.store_raw(&v, "%b1", &ci, &tc);
+            k.close();
+            let i = k.open(&hi, &owc);
+            let ci = k.add(&row, &i);
+            k.store_raw(&zero, "%b1", &ci, &tc);
+            k.close();
+            k.close();
+            (channels * kh * kw * n_img * oh_n, ow_n * 3 + 24)
+        } else {
+            let t = compute(storage);
+            let zero = k.float(0.0, t);
+            let acc = k.scratch(w_n, t, self.target.heap_scratch());
+            let acc_ty = format!("memref<{}x{}>", w_n.max(1), t.mlir());
+            let wc = k.index(w_n);
+            let e = k.open("%begin", "%end");
+            let at = k.unravel(&e, &[n_img, channels, h_n]);
+            let (n, ch, h) = (&at[0], &at[1], &at[2]);
+            let i = k.open("%c0", &wc);
+            k.store(&zero, &acc, &i, &acc_ty);
+            k.close();
+            let a = k.open("%c0", &khc);
+            let (okh, oh) = window_source(&mut k, h, &a, stride[0], dil[0], pad[0], oh_n);
+            // No window row reads `h` through tap `a`: no taps `b`.
+            let taps = k.val(&format!("arith.select {okh}, {kwc}, %c0 : index"));
+            let b = k.open("%c0", &taps);
+            let (lo, hi, first) = run(&mut k, &b);
+            let r = k.mad(ch, kh, &a);
+            let r = k.mad(&r, kw, &b);
+            let r = k.mad(&r, n_img, n);
+            let r = k.mad(&r, oh_n, &oh);
+            let r = k.mad(&r, ow_n, &lo);
+            let len = k.val(&format!("arith.subi {hi}, {lo} : index"));
+            let j = k.open("%c0", &len);
+            let ci = k.add(&r, &j);
+            let wi = k.mad(&j, stride[1], &first);
+            let v = k.load("%b0", &ci, &tc);
+            let cur = k.load(&acc, &wi, &acc_ty);
+            let sum = k.fop("addf", &cur, &v, t);
+            k.store(&sum, &acc, &wi, &acc_ty);
+            k.close();
+            k.close();
+            k.close();
+            let start = image_at(&mut k, n, ch, h, "%c0");
+            let i = k.open("%c0", &wc);
+            let v = k.load(&acc, &i, &acc_ty);
+            let xi = k.mad(&i, w_step, &start);
+            k.store(&v, "%b1", &xi, &tx);
+            k.close();
+            k.close();
+            (n_img * channels * h_n, w_n * 2 + kh * (kw * ow_n * 3 + 12))
         };
         self.one(k, specs, work, cost)
     }

@@ -587,12 +587,13 @@ static LogicalResult checkWindows(Operation *op, Value imageV, Value colsV,
                                   ArrayRef<int64_t> stride,
                                   ArrayRef<int64_t> padding,
                                   ArrayRef<int64_t> dilation, Layout layout,
-                                  bool wideWindows) {
+                                  bool columns, bool wideWindows) {
   auto image = cast<MemRefType>(imageV.getType());
   auto cols = cast<MemRefType>(colsV.getType());
   if (image.getRank() != 4 || cols.getRank() != 6)
     return op->emitOpError("the image must have rank 4 and the windows rank 6 "
-                           "([N, OH, OW, C, KH, KW]), got ")
+                           "([N, OH, OW, C, KH, KW], or with columns "
+                           "[C, KH, KW, N, OH, OW]), got ")
            << image << " and " << cols;
   if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2)
     return op->emitOpError("stride, padding and dilation must be [h, w] pairs");
@@ -616,9 +617,11 @@ static LogicalResult checkWindows(Operation *op, Value imageV, Value colsV,
            << image << " and " << cols;
   // The window's span and the padded extent, in 64 bits.
   Image d(layout);
+  // Where the windows' shape holds KH (KW follows it).
+  unsigned kd = columns ? 1 : 4;
   for (unsigned axis = 0; axis < 2; ++axis) {
     int64_t in = image.getDimSize(axis ? d.w : d.h);
-    int64_t kernel = cols.getDimSize(4 + axis);
+    int64_t kernel = cols.getDimSize(kd + axis);
     auto span = llvm::checkedMul(dilation[axis], kernel - 1);
     auto padded = llvm::checkedMul(padding[axis], int64_t(2));
     if (!span || !llvm::checkedAdd(*span, int64_t(1)) || !padded ||
@@ -627,13 +630,15 @@ static LogicalResult checkWindows(Operation *op, Value imageV, Value colsV,
              << dilation[axis] << ", kernel " << kernel << ") or padding ("
              << padding[axis] << ") is beyond 64-bit sizes";
   }
-  SmallVector<int64_t> expected = {
-      image.getDimSize(0),
-      windowExtent(image.getDimSize(d.h), cols.getDimSize(4), stride[0],
-                   padding[0], dilation[0]),
-      windowExtent(image.getDimSize(d.w), cols.getDimSize(5), stride[1],
-                   padding[1], dilation[1]),
-      image.getDimSize(d.c), cols.getDimSize(4), cols.getDimSize(5)};
+  int64_t kh = cols.getDimSize(kd), kw = cols.getDimSize(kd + 1);
+  int64_t oh = windowExtent(image.getDimSize(d.h), kh, stride[0], padding[0],
+                            dilation[0]);
+  int64_t ow = windowExtent(image.getDimSize(d.w), kw, stride[1], padding[1],
+                            dilation[1]);
+  int64_t n = image.getDimSize(0), c = image.getDimSize(d.c);
+  SmallVector<int64_t> expected =
+      columns ? SmallVector<int64_t>{c, kh, kw, n, oh, ow}
+              : SmallVector<int64_t>{n, oh, ow, c, kh, kw};
   if (cols.getShape() != ArrayRef<int64_t>(expected)) {
     InFlightDiagnostic diag = op->emitOpError("windows ");
     diag << cols << " are not the image's windows [";
@@ -645,12 +650,14 @@ static LogicalResult checkWindows(Operation *op, Value imageV, Value colsV,
 
 LogicalResult Im2colOp::verify() {
   return checkWindows(*this, getInput(), getOut(), getStride(), getPadding(),
-                      getDilation(), getLayout(), /*wideWindows=*/false);
+                      getDilation(), getLayout(), getColumns(),
+                      /*wideWindows=*/false);
 }
 
 LogicalResult Col2imOp::verify() {
   return checkWindows(*this, getOut(), getInput(), getStride(), getPadding(),
-                      getDilation(), getLayout(), /*wideWindows=*/true);
+                      getDilation(), getLayout(), getColumns(),
+                      /*wideWindows=*/true);
 }
 
 /// Checks that pooling `input` gives `output`.

@@ -660,7 +660,8 @@ defvar LL_WindowAttrs = (ins
   DenseI64ArrayAttr:$stride,
   DenseI64ArrayAttr:$padding,
   DenseI64ArrayAttr:$dilation,
-  DefaultValuedAttr<LL_Layout, "::ll::Layout::NCHW">:$layout
+  DefaultValuedAttr<LL_Layout, "::ll::Layout::NCHW">:$layout,
+  UnitAttr:$columns
 );
 
 def LL_Im2colOp : LL_Op<"im2col"> {
@@ -673,9 +674,17 @@ def LL_Im2colOp : LL_Op<"im2col"> {
     position, so that the convolution is one matrix product with its weight
     viewed as `[O, C x KH x KW]` (`convert-hl-to-ll{conv-as-gemm}`).
 
+    With `columns`, `out` is `[C, KH, KW, N, OH, OW]` instead: one column
+    per output position, `out[c, a, b, n, oh, ow]` the same element
+    (Caffe's order, over the whole batch). An NCHW image's rows of `OW`
+    then copy as runs, and the product `W [O, C x KH x KW] @ out` is
+    `[O, N, OH x OW]`, one block transpose from NCHW.
+
     ```mlir
     ll.im2col %x into %cols stride = [1, 1] padding = [1, 1]
         dilation = [1, 1] : memref<32x1x8x8xf32> -> memref<32x8x8x1x3x3xf32>
+    ll.im2col %x into %cols stride = [1, 1] padding = [1, 1]
+        dilation = [1, 1] {columns} : memref<32x1x8x8xf32> -> memref<1x3x3x32x8x8xf32>
     ```
   }];
   let arguments = !con((ins
@@ -696,6 +705,8 @@ def LL_Col2imOp : LL_Op<"col2im"> {
     window position and tap that `ll.im2col` reads `(h, w)` from: the input
     gradient of a convolution from the gradient of its window rows. The
     rows may be f32 over an f16/bf16 image (summed in f32, rounded once).
+    With `columns`, `input` is `[C, KH, KW, N, OH, OW]` (`ll.im2col`'s
+    columns form).
 
     ```mlir
     ll.col2im %dcols into %dx stride = [1, 1] padding = [1, 1]
