@@ -879,6 +879,34 @@ fn every_kernel_matches_the_interpreter() {
     }
 }
 
+/// NCHW convolutions with output rows of at least `COLUMNS_MIN_RUN` take
+/// their windows as columns, shorter ones (and NHWC) as rows: the two
+/// forms the kernel cases above check against the interpreter.
+#[test]
+fn convolutions_take_their_windows_as_columns_where_rows_are_long() {
+    let cases = kernel_cases();
+    let lowered = |name: &str| {
+        let (_, source, _) = cases.iter().find(|c| c.0 == name).unwrap();
+        let ctx = CompilerContext::new();
+        let mut m = ctx.parse(source, name).unwrap();
+        run_pipeline(&ctx, &mut m, "builtin.module(convert-hl-to-ll)").unwrap();
+        m.as_operation().to_string()
+    };
+    let columns = lowered("conv_columns");
+    let windows = |ir: &str, columns: bool| {
+        ir.lines()
+            .filter(|l| l.contains("ll.im2col") || l.contains("ll.col2im"))
+            .filter(|l| l.contains("{columns}") == columns)
+            .count()
+    };
+    // 4 convolutions: a forward and a weight gradient's im2col, an input
+    // gradient's col2im each.
+    assert_eq!((windows(&columns, true), windows(&columns, false)), (12, 0), "{columns}");
+    let rows = lowered("conv_windows");
+    assert_eq!(windows(&rows, true), 0, "{rows}");
+    assert!(windows(&rows, false) > 0, "{rows}");
+}
+
 /// The convolution cases as direct kernels (`conv-as-gemm=false`, a
 /// GPU's choice), in f32 and bf16, against the interpreter.
 #[test]
@@ -895,7 +923,7 @@ fn direct_convolutions_match_the_interpreter() {
         kernel_matches_lowered(&format!("{name}_direct"), &source, &inputs, tol, Choice::Generated, false);
         ran += 1;
     }
-    assert_eq!(ran, 6, "the conv, conv_windows and conv_depthwise cases in f32 and bf16");
+    assert_eq!(ran, 8, "the conv, conv_windows, conv_columns and conv_depthwise cases in f32 and bf16");
 }
 
 /// Every ll kernel kind in bf16 and in f16 (stored in 16 bits, computed in
@@ -1179,6 +1207,17 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             "conv_windows",
             "func.func @f(%ax: tensor<2x5x9x8xf32>, %aw: tensor<3x5x3x2xf32>, %nx: tensor<2x7x6x4xf32>, %nw: tensor<5x4x2x3xf32>, %nb: tensor<5xf32>, %px: tensor<2x4x5x5xf32>, %pw: tensor<6x4x1x1xf32>, %pb: tensor<6xf32>, %qx: tensor<1x2x3x3xf32>, %qw: tensor<2x2x2x2xf32>) -> (tensor<2x3x4x6xf32>, tensor<2x5x9x8xf32>, tensor<3x5x3x2xf32>, tensor<2x8x2x5xf32>, tensor<2x7x6x4xf32>, tensor<5x4x2x3xf32>, tensor<2x6x3x3xf32>, tensor<2x4x5x5xf32>, tensor<6x4x1x1xf32>, tensor<1x2x6x6xf32>, tensor<1x2x3x3xf32>, tensor<2x2x2x2xf32>) {\n  %ay = hl.conv2d %ax, %aw stride = [2, 2] padding = [1, 2] dilation = [2, 1] groups = 1 : tensor<2x5x9x8xf32>, tensor<3x5x3x2xf32>\n  %adx = hl.conv2d_backward_input %ay, %aw stride = [2, 2] padding = [1, 2] dilation = [2, 1] groups = 1 : tensor<2x3x4x6xf32>, tensor<3x5x3x2xf32> -> tensor<2x5x9x8xf32>\n  %adw = hl.conv2d_backward_weight %ay, %ax stride = [2, 2] padding = [1, 2] dilation = [2, 1] groups = 1 : tensor<2x3x4x6xf32>, tensor<2x5x9x8xf32> -> tensor<3x5x3x2xf32>\n  %ny = hl.conv2d %nx, %nw, %nb stride = [1, 2] padding = [1, 0] dilation = [1, 1] groups = 1 layout = nhwc : tensor<2x7x6x4xf32>, tensor<5x4x2x3xf32>, tensor<5xf32>\n  %ndx = hl.conv2d_backward_input %ny, %nw stride = [1, 2] padding = [1, 0] dilation = [1, 1] groups = 1 layout = nhwc : tensor<2x8x2x5xf32>, tensor<5x4x2x3xf32> -> tensor<2x7x6x4xf32>\n  %ndw = hl.conv2d_backward_weight %ny, %nx stride = [1, 2] padding = [1, 0] dilation = [1, 1] groups = 1 layout = nhwc : tensor<2x8x2x5xf32>, tensor<2x7x6x4xf32> -> tensor<5x4x2x3xf32>\n  %py = hl.conv2d %px, %pw, %pb stride = [2, 2] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x4x5x5xf32>, tensor<6x4x1x1xf32>, tensor<6xf32>\n  %pdx = hl.conv2d_backward_input %py, %pw stride = [2, 2] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x6x3x3xf32>, tensor<6x4x1x1xf32> -> tensor<2x4x5x5xf32>\n  %pdw = hl.conv2d_backward_weight %py, %px stride = [2, 2] padding = [0, 0] dilation = [1, 1] groups = 1 : tensor<2x6x3x3xf32>, tensor<2x4x5x5xf32> -> tensor<6x4x1x1xf32>\n  %qy = hl.conv2d %qx, %qw stride = [1, 1] padding = [2, 2] dilation = [1, 1] groups = 1 : tensor<1x2x3x3xf32>, tensor<2x2x2x2xf32>\n  %qdx = hl.conv2d_backward_input %qy, %qw stride = [1, 1] padding = [2, 2] dilation = [1, 1] groups = 1 : tensor<1x2x6x6xf32>, tensor<2x2x2x2xf32> -> tensor<1x2x3x3xf32>\n  %qdw = hl.conv2d_backward_weight %qy, %qx stride = [1, 1] padding = [2, 2] dilation = [1, 1] groups = 1 : tensor<1x2x6x6xf32>, tensor<1x2x3x3xf32> -> tensor<2x2x2x2xf32>\n  return %ay, %adx, %adw, %ny, %ndx, %ndw, %py, %pdx, %pdw, %qy, %qdx, %qdw : tensor<2x3x4x6xf32>, tensor<2x5x9x8xf32>, tensor<3x5x3x2xf32>, tensor<2x8x2x5xf32>, tensor<2x7x6x4xf32>, tensor<5x4x2x3xf32>, tensor<2x6x3x3xf32>, tensor<2x4x5x5xf32>, tensor<6x4x1x1xf32>, tensor<1x2x6x6xf32>, tensor<1x2x3x3xf32>, tensor<2x2x2x2xf32>\n}".into(),
             vec![f32s(&[2, 5, 9, 8], 80), f32s(&[3, 5, 3, 2], 81), f32s(&[2, 7, 6, 4], 82), f32s(&[5, 4, 2, 3], 83), f32s(&[5], 84), f32s(&[2, 4, 5, 5], 85), f32s(&[6, 4, 1, 1], 86), f32s(&[6], 87), f32s(&[1, 2, 3, 3], 88), f32s(&[2, 2, 2, 2], 89)],
+        ),
+        (
+            // Ungrouped NCHW convolutions with output rows of at least
+            // `COLUMNS_MIN_RUN`, which take their windows as columns:
+            // with a bias; strided and dilated unequally across the axes
+            // (runs read at a stride); padding wider than the kernel on
+            // one image (rows and runs wholly in the padding, the product
+            // NCHW itself); one image with a bias.
+            "conv_columns",
+            "func.func @f(%ax: tensor<2x3x5x10xf32>, %aw: tensor<4x3x3x3xf32>, %ab: tensor<4xf32>, %bx: tensor<2x2x7x19xf32>, %bw: tensor<3x2x2x3xf32>, %cx: tensor<1x2x3x9xf32>, %cw: tensor<2x2x2x2xf32>, %dx: tensor<1x3x4x8xf32>, %dw: tensor<2x3x1x3xf32>, %db: tensor<2xf32>) -> (tensor<2x4x5x10xf32>, tensor<2x3x5x10xf32>, tensor<4x3x3x3xf32>, tensor<2x3x3x11xf32>, tensor<2x2x7x19xf32>, tensor<3x2x2x3xf32>, tensor<1x2x6x14xf32>, tensor<1x2x3x9xf32>, tensor<2x2x2x2xf32>, tensor<1x2x4x8xf32>, tensor<1x3x4x8xf32>, tensor<2x3x1x3xf32>) {\n  %ay = hl.conv2d %ax, %aw, %ab stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x3x5x10xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>\n  %adx = hl.conv2d_backward_input %ay, %aw stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x4x5x10xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x5x10xf32>\n  %adw = hl.conv2d_backward_weight %ay, %ax stride = [1, 1] padding = [1, 1] dilation = [1, 1] groups = 1 : tensor<2x4x5x10xf32>, tensor<2x3x5x10xf32> -> tensor<4x3x3x3xf32>\n  %by = hl.conv2d %bx, %bw stride = [2, 2] padding = [0, 2] dilation = [2, 1] groups = 1 : tensor<2x2x7x19xf32>, tensor<3x2x2x3xf32>\n  %bdx = hl.conv2d_backward_input %by, %bw stride = [2, 2] padding = [0, 2] dilation = [2, 1] groups = 1 : tensor<2x3x3x11xf32>, tensor<3x2x2x3xf32> -> tensor<2x2x7x19xf32>\n  %bdw = hl.conv2d_backward_weight %by, %bx stride = [2, 2] padding = [0, 2] dilation = [2, 1] groups = 1 : tensor<2x3x3x11xf32>, tensor<2x2x7x19xf32> -> tensor<3x2x2x3xf32>\n  %cy = hl.conv2d %cx, %cw stride = [1, 1] padding = [2, 3] dilation = [1, 1] groups = 1 : tensor<1x2x3x9xf32>, tensor<2x2x2x2xf32>\n  %cdx = hl.conv2d_backward_input %cy, %cw stride = [1, 1] padding = [2, 3] dilation = [1, 1] groups = 1 : tensor<1x2x6x14xf32>, tensor<2x2x2x2xf32> -> tensor<1x2x3x9xf32>\n  %cdw = hl.conv2d_backward_weight %cy, %cx stride = [1, 1] padding = [2, 3] dilation = [1, 1] groups = 1 : tensor<1x2x6x14xf32>, tensor<1x2x3x9xf32> -> tensor<2x2x2x2xf32>\n  %dy = hl.conv2d %dx, %dw, %db stride = [1, 1] padding = [0, 1] dilation = [1, 1] groups = 1 : tensor<1x3x4x8xf32>, tensor<2x3x1x3xf32>, tensor<2xf32>\n  %ddx = hl.conv2d_backward_input %dy, %dw stride = [1, 1] padding = [0, 1] dilation = [1, 1] groups = 1 : tensor<1x2x4x8xf32>, tensor<2x3x1x3xf32> -> tensor<1x3x4x8xf32>\n  %ddw = hl.conv2d_backward_weight %dy, %dx stride = [1, 1] padding = [0, 1] dilation = [1, 1] groups = 1 : tensor<1x2x4x8xf32>, tensor<1x3x4x8xf32> -> tensor<2x3x1x3xf32>\n  return %ay, %adx, %adw, %by, %bdx, %bdw, %cy, %cdx, %cdw, %dy, %ddx, %ddw : tensor<2x4x5x10xf32>, tensor<2x3x5x10xf32>, tensor<4x3x3x3xf32>, tensor<2x3x3x11xf32>, tensor<2x2x7x19xf32>, tensor<3x2x2x3xf32>, tensor<1x2x6x14xf32>, tensor<1x2x3x9xf32>, tensor<2x2x2x2xf32>, tensor<1x2x4x8xf32>, tensor<1x3x4x8xf32>, tensor<2x3x1x3xf32>\n}".into(),
+            vec![f32s(&[2, 3, 5, 10], 140), f32s(&[4, 3, 3, 3], 141), f32s(&[4], 142), f32s(&[2, 2, 7, 19], 143), f32s(&[3, 2, 2, 3], 144), f32s(&[1, 2, 3, 9], 145), f32s(&[2, 2, 2, 2], 146), f32s(&[1, 3, 4, 8], 147), f32s(&[2, 3, 1, 3], 148), f32s(&[2], 149)],
         ),
         (
             // Depthwise convolutions (a channel per group; on the CPU, an

@@ -511,10 +511,11 @@ impl Generator {
     }
 
     /// `ll.im2col` / `ll.col2im` in the columns form, windows `[C, KH, KW,
-    /// N, OH, OW]`. im2col writes one row of `OW` a work item `(c, a, b, n,
-    /// oh)`: zeros where the tap lies in the padding, between them a run of
-    /// the image's row `h = oh s - p + a d` (at stride 1 in NCHW a
-    /// contiguous copy, which the host compiler vectorises). col2im sums one
+    /// N, OH, OW]`. im2col writes one plane of `OH x OW` a work item `(c,
+    /// a, b, n)`, a row at a time: zeros where the tap lies in the padding,
+    /// between them a run of the image's row `h = oh s - p + a d` (at
+    /// stride 1 in NCHW a contiguous copy, which the host compiler
+    /// vectorises). col2im sums one
     /// image row `(n, c, h)` a work item in a scratch row of the compute
     /// type: each tap `(a, b)` whose window row reads `h` adds its run of
     /// `OW` at its offset (contiguous at stride 1), then the row is stored.
@@ -562,16 +563,22 @@ impl Generator {
         };
         let (khc, kwc, owc) = (k.index(kh), k.index(kw), k.index(ow_n));
         let (work, cost) = if !col2im {
+            // A work item is a plane `(c, a, b, n)` of `OH x OW`: its tap's
+            // run along the width is found once, then each row's.
             let zero = k.float(0.0, storage);
+            let ohc = k.index(oh_n);
             let e = k.open("%begin", "%end");
-            let at = k.unravel(&e, &[channels, kh, kw, n_img, oh_n]);
-            let (ch, a, b, n, oh) = (&at[0], &at[1], &at[2], &at[3], &at[4]);
-            let (okh, h) = window_tap(&mut k, oh, a, stride[0], dil[0], pad[0], h_n);
-            let (lo, hi, first) = run(&mut k, b);
+            let at = k.unravel(&e, &[channels, kh, kw, n_img]);
+            let (ch, a, b, n) = (&at[0], &at[1], &at[2], &at[3]);
+            let (lo_w, hi_w, first) = run(&mut k, b);
+            let plane = k.mul(&e, &ohc);
+            let oh = k.open("%c0", &ohc);
+            let (okh, h) = window_tap(&mut k, &oh, a, stride[0], dil[0], pad[0], h_n);
             // A row of taps in the padding is all zeros.
-            let lo = k.val(&format!("arith.select {okh}, {lo}, {owc} : index"));
-            let hi = k.val(&format!("arith.select {okh}, {hi}, {owc} : index"));
-            let row = k.mul(&e, &owc);
+            let lo = k.val(&format!("arith.select {okh}, {lo_w}, {owc} : index"));
+            let hi = k.val(&format!("arith.select {okh}, {hi_w}, {owc} : index"));
+            let r = k.add(&plane, &oh);
+            let row = k.mul(&r, &owc);
             let i = k.open("%c0", &lo);
             let ci = k.add(&row, &i);
             k.store_raw(&zero, "%b1", &ci, &tc);
@@ -590,7 +597,8 @@ impl Generator {
             k.store_raw(&zero, "%b1", &ci, &tc);
             k.close();
             k.close();
-            (channels * kh * kw * n_img * oh_n, ow_n * 3 + 24)
+            k.close();
+            (channels * kh * kw * n_img, oh_n * (ow_n * 3 + 16) + 24)
         } else {
             let t = compute(storage);
             let zero = k.float(0.0, t);
