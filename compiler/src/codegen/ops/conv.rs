@@ -436,24 +436,12 @@ impl Generator {
         if has(op, "columns") {
             return self.window_columns(op, specs, col2im);
         }
-        let (cd, hd, wd) = image_dims(op);
-        let (stride, pad, dil) = (pair(op, "stride", 1), pair(op, "padding", 0), pair(op, "dilation", 1));
-        let (x, c) = if col2im { (1, 0) } else { (0, 1) };
-        let (xs, cs) = (&specs[x].0, &specs[c].0);
-        let storage = specs[x].1;
-        let (tx, tc) = (flat_type(xs, storage), flat_type(cs, specs[c].1));
-        let xstr = row_major_strides(xs);
+        let wk = WindowKernel::new(op, specs, col2im);
+        let WindowKernel { stride, pad, dil, xs, cs, storage, ref tx, ref tc, dims: (cd, hd, wd), .. } = wk;
         let (oh_n, ow_n, channels, kh, kw) = (cs[1], cs[2], cs[3], cs[4], cs[5]);
         let row = channels * kh * kw;
         let mut k = Kernel::new();
-        let image_at = |k: &mut Kernel, n: &str, ch: &str, h: &str, w: &str| -> String {
-            let mut coords = vec![String::new(); 4];
-            coords[0] = n.into();
-            coords[cd] = ch.into();
-            coords[hd] = h.into();
-            coords[wd] = w.into();
-            k.ravel(&coords, &xstr)
-        };
+        let image_at = |k: &mut Kernel, n: &str, ch: &str, h: &str, w: &str| wk.image_at(k, n, ch, h, w);
         let (work, cost) = if !col2im {
             let zero = k.float(0.0, storage);
             let e = k.open("%begin", "%end");
@@ -515,31 +503,19 @@ impl Generator {
     /// a, b, n)`, a row at a time: zeros where the tap lies in the padding,
     /// between them a run of the image's row `h = oh s - p + a d` (at
     /// stride 1 in NCHW a contiguous copy, which the host compiler
-    /// vectorises). col2im sums one
-    /// image row `(n, c, h)` a work item in a scratch row of the compute
-    /// type: each tap `(a, b)` whose window row reads `h` adds its run of
-    /// `OW` at its offset (contiguous at stride 1), then the row is stored.
+    /// vectorises). col2im sums one image row `(n, c, h)` a work item in a
+    /// scratch row of the compute type: each tap `(a, b)` whose window row
+    /// reads `h` adds its run of `OW` at its offset (contiguous at stride
+    /// 1), then the row is stored.
     fn window_columns(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)], col2im: bool) -> Kernels {
-        let (cd, hd, wd) = image_dims(op);
-        let (stride, pad, dil) = (pair(op, "stride", 1), pair(op, "padding", 0), pair(op, "dilation", 1));
-        let (x, c) = if col2im { (1, 0) } else { (0, 1) };
-        let (xs, cs) = (&specs[x].0, &specs[c].0);
-        let storage = specs[x].1;
-        let (tx, tc) = (flat_type(xs, storage), flat_type(cs, specs[c].1));
-        let xstr = row_major_strides(xs);
+        let wk = WindowKernel::new(op, specs, col2im);
+        let WindowKernel { stride, pad, dil, xs, cs, storage, ref tx, ref tc, dims: (_, hd, wd), .. } = wk;
         let (channels, kh, kw, n_img, oh_n, ow_n) = (cs[0], cs[1], cs[2], cs[3], cs[4], cs[5]);
         let (h_n, w_n) = (xs[hd], xs[wd]);
         // The image's step along its width, and per output column.
-        let (w_step, run_step) = (xstr[wd], xstr[wd] * stride[1]);
+        let (w_step, run_step) = (wk.xstr[wd], wk.xstr[wd] * stride[1]);
         let mut k = Kernel::new();
-        let image_at = |k: &mut Kernel, n: &str, ch: &str, h: &str, w: &str| -> String {
-            let mut coords = vec![String::new(); 4];
-            coords[0] = n.into();
-            coords[cd] = ch.into();
-            coords[hd] = h.into();
-            coords[wd] = w.into();
-            k.ravel(&coords, &xstr)
-        };
+        let image_at = |k: &mut Kernel, n: &str, ch: &str, h: &str, w: &str| wk.image_at(k, n, ch, h, w);
         // The output columns `lo..hi` whose tap `b` lies in the image, and
         // the image column of `lo`: `ow s - p + b d` in `0..W`.
         let run = |k: &mut Kernel, b: &str| -> (String, String, String) {
@@ -885,5 +861,54 @@ impl Generator {
             kern[0] * kern[1] * 6
         };
         self.one(k, specs, work, cost)
+    }
+}
+
+/// What `ll.im2col` and `ll.col2im` kernels read from their op, in either
+/// form: the window attributes, the image's and the windows' shapes (`xs`,
+/// `cs`), the image's element type and the two buffers' flat types.
+struct WindowKernel<'s> {
+    /// (channel, height, width) dimensions of the image
+    dims: (usize, usize, usize),
+    stride: [usize; 2],
+    pad: [usize; 2],
+    dil: [usize; 2],
+    xs: &'s [usize],
+    cs: &'s [usize],
+    storage: DType,
+    tx: String,
+    tc: String,
+    xstr: Vec<usize>,
+}
+
+impl<'s> WindowKernel<'s> {
+    /// `col2im` false: specs (image, windows); true: (windows, image).
+    fn new(op: MlirOperation, specs: &'s [(Vec<usize>, DType)], col2im: bool) -> Self {
+        let (x, c) = if col2im { (1, 0) } else { (0, 1) };
+        let (xs, cs) = (&specs[x].0[..], &specs[c].0[..]);
+        let storage = specs[x].1;
+        WindowKernel {
+            dims: image_dims(op),
+            stride: pair(op, "stride", 1),
+            pad: pair(op, "padding", 0),
+            dil: pair(op, "dilation", 1),
+            xs,
+            cs,
+            storage,
+            tx: flat_type(xs, storage),
+            tc: flat_type(cs, specs[c].1),
+            xstr: row_major_strides(xs),
+        }
+    }
+
+    /// The flat index of image element `(n, ch, h, w)`.
+    fn image_at(&self, k: &mut Kernel, n: &str, ch: &str, h: &str, w: &str) -> String {
+        let (cd, hd, wd) = self.dims;
+        let mut coords = vec![String::new(); 4];
+        coords[0] = n.into();
+        coords[cd] = ch.into();
+        coords[hd] = h.into();
+        coords[wd] = w.into();
+        k.ravel(&coords, &self.xstr)
     }
 }
