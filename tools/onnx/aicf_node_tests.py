@@ -5,7 +5,7 @@ grouped, dilated and SAME-padded); transposed convolutions in 1-D,
 grouped, with uneven pads and from output_shape; 2-D convolutions with
 uneven padding; pooling in 1-D, dilated, with uneven pads, ceil_mode and
 count_include_pad=0; 3-D convolutions (strided and padded; grouped,
-dilated and SAME-padded), 3-D transposed convolutions (strided with
+dilated and SAME-padded; depth taps wholly in the padding), 3-D transposed convolutions (strided with
 output_padding and uneven pads; grouped, to an output_shape) and 3-D
 pooling with uneven pads and ceil_mode.
 
@@ -96,3 +96,18 @@ transposed("test_aicf_convtranspose3d_strided_output_padding", (2, 3, 3, 4, 3), 
            dict(strides=[2, 1, 2], pads=[1, 0, 0, 2, 1, 1], output_padding=[1, 0, 1]))
 transposed("test_aicf_convtranspose3d_grouped_output_shape", (1, 4, 3, 3, 4), (4, 2, 2, 3, 2),
            dict(group=2, strides=[3, 2, 2], dilations=[2, 1, 1], output_shape=[8, 6, 8]), ort=True)
+# 3-D convolutions whose depth taps read only padding for every output
+# (the importer leaves them out): one frame under a window of 3; a strided
+# window of 5 over 2 frames padded by 3 in front (3 dead taps); every tap
+# in the padding (the output is the bias).
+node_case("test_aicf_conv3d_one_frame", "Conv", rng.standard_normal((2, 3, 1, 5, 6)).astype(np.float32),
+          [("w", rng.standard_normal((4, 3, 3, 3, 3)).astype(np.float32)),
+           ("b", rng.standard_normal((4,)).astype(np.float32))],
+          dict(pads=[1, 1, 1, 1, 1, 1]))
+node_case("test_aicf_conv3d_taps_in_padding", "Conv", rng.standard_normal((1, 2, 2, 4, 4)).astype(np.float32),
+          [("w", rng.standard_normal((3, 2, 5, 2, 2)).astype(np.float32))],
+          dict(strides=[2, 1, 1], pads=[3, 0, 0, 1, 0, 0]))
+node_case("test_aicf_conv3d_all_taps_in_padding", "Conv", rng.standard_normal((1, 2, 1, 3, 3)).astype(np.float32),
+          [("w", rng.standard_normal((2, 2, 1, 2, 2)).astype(np.float32)),
+           ("b", rng.standard_normal((2,)).astype(np.float32))],
+          dict(strides=[3, 1, 1], pads=[2, 0, 0, 0, 0, 0]))

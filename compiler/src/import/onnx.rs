@@ -2658,9 +2658,19 @@ impl Importer<'_> {
                 let flat = without_depth(node, op)?;
                 let (n_, c_, out_, h_, w_) = (n as i64, c as i64, out as i64, h as i64, wd as i64);
                 if let Some(w) = w {
-                    let folded = stack_taps(&(0..kd).map(tap).collect::<R<Vec<_>>>()?)?;
+                    // A tap that reads only the depth's padding for every
+                    // output adds nothing: left out, with its weights (a
+                    // one-frame clip under a window of 3 keeps 1 tap of 3:
+                    // r3d_18's last layers at 4 frames). Where every tap
+                    // reads only padding, all stay (the output is the bias).
+                    let real = begin..begin + depth;
+                    let live: Vec<usize> =
+                        (0..kd).filter(|&i| (0..out).any(|o| real.contains(&(o * sd + i * dd)))).collect();
+                    let live = if live.is_empty() { (0..kd).collect() } else { live };
+                    let folded = stack_taps(&live.iter().map(|&i| tap(i)).collect::<R<Vec<_>>>()?)?;
                     let ws = w.shape().to_vec();
-                    let w2 = nn(w.reshape(&[ws[0] as i64, (ws[1] * ws[2]) as i64, ws[3] as i64, ws[4] as i64]))?;
+                    let w = if live.len() < kd { nn(w.gather(&tap_indices(g, &live)?, 2))? } else { w };
+                    let w2 = nn(w.reshape(&[ws[0] as i64, (ws[1] * live.len()) as i64, ws[3] as i64, ws[4] as i64]))?;
                     let mut ins2 = ins.to_vec();
                     ins2[0] = Some(V::T(folded));
                     ins2[1] = Some(V::T(w2));
@@ -3572,8 +3582,13 @@ fn split_total(total: i64, upper: bool) -> (i64, i64) {
 
 /// The indices `k - 1, ..., 0`: a window's taps in reverse.
 fn reversed(g: &Graph, k: usize) -> R<Tensor> {
-    let idx: Vec<f64> = (0..k).rev().map(|i| i as f64).collect();
-    g.constant(&idx, &TensorSpec::new(vec![k], DType::I32)).map_err(|e| e.to_string())
+    tap_indices(g, &(0..k).rev().collect::<Vec<_>>())
+}
+
+/// The indices `taps` as an i32 constant (for a gather along a window axis).
+fn tap_indices(g: &Graph, taps: &[usize]) -> R<Tensor> {
+    let idx: Vec<f64> = taps.iter().map(|&i| i as f64).collect();
+    g.constant(&idx, &TensorSpec::new(vec![taps.len()], DType::I32)).map_err(|e| e.to_string())
 }
 
 /// `node` for the 2-D op that runs a 3-D one over the depth's windows: the
