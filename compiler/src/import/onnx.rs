@@ -2646,35 +2646,66 @@ impl Importer<'_> {
                 let fill = if op == "MaxPool" { f64::NEG_INFINITY } else { 0.0 };
                 let xp = pad_axis(g, &x, 2, (begin as i64, (end + past) as i64), "constant", fill)?;
                 // Tap `i` of every depth window: [N, C, D', H, W].
-                let tap = |i: usize| {
-                    let d0 = i * dd;
-                    let limit = d0 + (out - 1) * sd + 1;
+                // Tap `i` of the depth windows `first..first + len`: [N, C,
+                // len, H, W].
+                let taps_of = |i: usize, first: usize, len: usize| {
+                    let d0 = first * sd + i * dd;
+                    let limit = d0 + (len - 1) * sd + 1;
                     if (d0, sd, limit) == (0, 1, xp.shape()[2]) {
                         // (A 1 x k x k window's one tap: the input itself.)
                         return Ok(xp.clone());
                     }
                     nn(xp.slice(&[0, 0, d0, 0, 0], &[n, c, limit, h, wd], &[1, 1, sd, 1, 1]))
                 };
+                let tap = |i: usize| taps_of(i, 0, out);
                 let flat = without_depth(node, op)?;
                 let (n_, c_, out_, h_, w_) = (n as i64, c as i64, out as i64, h as i64, wd as i64);
                 if let Some(w) = w {
-                    // A tap that reads only the depth's padding for every
-                    // output adds nothing: left out, with its weights (a
-                    // one-frame clip under a window of 3 keeps 1 tap of 3:
-                    // r3d_18's last layers at 4 frames). Where every tap
-                    // reads only padding, all stay (the output is the bias).
+                    // A tap that reads only the depth's padding adds
+                    // nothing: each run of outputs whose windows read the
+                    // same taps is one 2-D convolution over just those (and
+                    // their weights), the runs' outputs concatenated along
+                    // the depth. At 4 frames under a window of 3 padded by
+                    // 1 that is 10 taps of 12; a one-frame clip keeps 1 of
+                    // 3. A run whose every tap reads padding keeps them all
+                    // (its output is the bias).
                     let real = begin..begin + depth;
-                    let live: Vec<usize> =
-                        (0..kd).filter(|&i| (0..out).any(|o| real.contains(&(o * sd + i * dd)))).collect();
-                    let live = if live.is_empty() { (0..kd).collect() } else { live };
-                    let folded = stack_taps(&live.iter().map(|&i| tap(i)).collect::<R<Vec<_>>>()?)?;
+                    let mut runs: Vec<(usize, usize, Vec<usize>)> = Vec::new();
+                    for o in 0..out {
+                        let mut live: Vec<usize> = (0..kd).filter(|&i| real.contains(&(o * sd + i * dd))).collect();
+                        if live.is_empty() {
+                            live = (0..kd).collect();
+                        }
+                        match runs.last_mut() {
+                            Some(run) if run.2 == live => run.1 += 1,
+                            _ => runs.push((o, 1, live)),
+                        }
+                    }
+                    if runs.len() > MAX_DEPTH_RUNS {
+                        // Each run is a convolution: past a few, one over
+                        // every tap that any output reads.
+                        let mut union: Vec<usize> = runs.iter().flat_map(|r| r.2.clone()).collect();
+                        union.sort_unstable();
+                        union.dedup();
+                        runs = vec![(0, out, union)];
+                    }
                     let ws = w.shape().to_vec();
-                    let w = if live.len() < kd { nn(w.gather(&tap_indices(g, &live)?, 2))? } else { w };
-                    let w2 = nn(w.reshape(&[ws[0] as i64, (ws[1] * live.len()) as i64, ws[3] as i64, ws[4] as i64]))?;
-                    let mut ins2 = ins.to_vec();
-                    ins2[0] = Some(V::T(folded));
-                    ins2[1] = Some(V::T(w2));
-                    return one(unstack_depth(&self.node_tensor(g, &flat, &ins2)?, n, out)?);
+                    let mut parts = Vec::new();
+                    for (first, len, live) in &runs {
+                        let folded =
+                            stack_taps(&live.iter().map(|&i| taps_of(i, *first, *len)).collect::<R<Vec<_>>>()?)?;
+                        let w = if live.len() < kd { nn(w.gather(&tap_indices(g, live)?, 2))? } else { w.clone() };
+                        let w2 =
+                            nn(w.reshape(&[ws[0] as i64, (ws[1] * live.len()) as i64, ws[3] as i64, ws[4] as i64]))?;
+                        let mut ins2 = ins.to_vec();
+                        ins2[0] = Some(V::T(folded));
+                        ins2[1] = Some(V::T(w2));
+                        parts.push(unstack_depth(&self.node_tensor(g, &flat, &ins2)?, n, *len)?);
+                    }
+                    return one(match parts.len() {
+                        1 => parts.remove(0),
+                        _ => nn(Tensor::concat(&parts.iter().collect::<Vec<_>>(), 2))?,
+                    });
                 }
                 let mut acc: Option<Tensor> = None;
                 for i in 0..kd {
@@ -3716,6 +3747,11 @@ fn unstack_depth(y: &Tensor, n: usize, depth: usize) -> R<Tensor> {
 /// The most taps a 3-D convolution's or pooling's depth window may have:
 /// each is a slice of the input (stacked into a convolution's channels).
 const MAX_DEPTH_TAPS: usize = 64;
+
+/// The most runs of depth windows (outputs that read the same taps) a 3-D
+/// convolution splits into, one 2-D convolution each; past them it is one
+/// over every tap that any output reads.
+const MAX_DEPTH_RUNS: usize = 8;
 
 /// The rank of an input, traced or constant.
 fn rank_of(v: Option<&Option<V>>) -> Option<usize> {
