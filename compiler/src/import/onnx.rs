@@ -2645,7 +2645,6 @@ impl Importer<'_> {
                 let (out, past, counts) = pool_axis(depth, (begin, end), (kd, sd, dd), ceil, include, "the depth")?;
                 let fill = if op == "MaxPool" { f64::NEG_INFINITY } else { 0.0 };
                 let xp = pad_axis(g, &x, 2, (begin as i64, (end + past) as i64), "constant", fill)?;
-                // Tap `i` of every depth window: [N, C, D', H, W].
                 // Tap `i` of the depth windows `first..first + len`: [N, C,
                 // len, H, W].
                 let taps_of = |i: usize, first: usize, len: usize| {
@@ -2657,6 +2656,7 @@ impl Importer<'_> {
                     }
                     nn(xp.slice(&[0, 0, d0, 0, 0], &[n, c, limit, h, wd], &[1, 1, sd, 1, 1]))
                 };
+                // Tap `i` of every depth window: [N, C, D', H, W].
                 let tap = |i: usize| taps_of(i, 0, out);
                 let flat = without_depth(node, op)?;
                 let (n_, c_, out_, h_, w_) = (n as i64, c as i64, out as i64, h as i64, wd as i64);
