@@ -198,10 +198,10 @@ struct Lower<'a> {
     symbol_args: HashMap<String, MlirValue>,
     /// convolutions as products over their window rows
     conv_as_gemm: bool,
-    /// a convolution's output gradient (hl value, NHWC) -> its rows
-    /// `[N*OH*OW, O]` (NCHW's transposed once for both gradients, and for
-    /// every convolution whose output it is the gradient of)
-    conv_rows: HashMap<(usize, bool), MlirValue>,
+    /// (a convolution's output gradient (hl value), whether its windows
+    /// are columns) -> the gradient as the products' matrix
+    /// ([`Lower::gradient_matrix`]), made once for both gradients
+    conv_gradients: HashMap<(usize, bool), MlirValue>,
     /// per original result: the output argument (None for param/state)
     outputs: Vec<(Option<String>, MlirValue)>,
     arg_tags: Vec<String>,
@@ -307,7 +307,7 @@ impl<'a> Lower<'a> {
             lse: HashMap::new(),
             symbol_args,
             conv_as_gemm: true,
-            conv_rows: HashMap::new(),
+            conv_gradients: HashMap::new(),
             outputs,
             arg_tags: tags,
             returned,
@@ -967,7 +967,7 @@ impl<'a> Lower<'a> {
     /// view in NHWC, a transpose in NCHW), with window columns `[O,
     /// N*OH*OW]` (a view for one image, else a transpose of whole planes).
     fn gradient_matrix(&mut self, loc: MlirLocation, dy: MlirValue, w: &Windows) -> Result<MlirValue, Failure> {
-        if let Some(&m) = self.conv_rows.get(&(key(dy), w.columns)) {
+        if let Some(&m) = self.conv_gradients.get(&(key(dy), w.columns)) {
             return Ok(m);
         }
         let g = self.buf(dy)?;
@@ -986,7 +986,7 @@ impl<'a> Lower<'a> {
             self.kernel(loc, "ll.transpose", &[planes, t], vec![("permutation", "array<i64: 1, 0, 2>".into())])?;
             self.view(loc, t, vec![w.out, w.rows()], w.dtype)?
         };
-        self.conv_rows.insert((key(dy), w.columns), m);
+        self.conv_gradients.insert((key(dy), w.columns), m);
         Ok(m)
     }
 
