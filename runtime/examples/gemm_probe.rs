@@ -1,7 +1,8 @@
 //! Interleaved timing of the runtime's AVX-512 GEMM against the `gemm`
 //! crate on one shape, warm, `T` threads (default 2): `cargo run --release
 //! -p aicf-runtime --example gemm_probe -- M N K TA TB [ITERS]` (TA, TB: 1
-//! where the operand is stored transposed). The two run in turn, call by
+//! where the operand is stored transposed; `KERNEL=avx2` times the AVX2
+//! kernel instead of the AVX-512 one). The two run in turn, call by
 //! call, so a slow spell of the machine slows both: the ratio of their
 //! medians is the figure to read, the GFLOP/s only of that minute.
 use aicf_runtime::artifact::LibraryGemm;
@@ -10,8 +11,11 @@ use aicf_runtime::cpu::team::Team;
 
 fn main() {
     let a: Vec<usize> = std::env::args().skip(1).filter_map(|s| s.parse().ok()).collect();
-    if a.len() < 5 || !Kernel::Avx512F32.available() {
-        eprintln!("usage: gemm_probe M N K TA TB [ITERS] (numbers; on a CPU with AVX-512)");
+    let kernel = if std::env::var("KERNEL").as_deref() == Ok("avx2") { Kernel::Avx2F32 } else { Kernel::Avx512F32 };
+    if a.len() < 5 || !kernel.available() {
+        eprintln!(
+            "usage: [KERNEL=avx2] gemm_probe M N K TA TB [ITERS] (numbers; on a CPU with the kernel's instructions)"
+        );
         std::process::exit(2);
     }
     let (m, n, k, ta, tb) = (a[0], a[1], a[2], a[3] != 0, a[4] != 0);
@@ -39,7 +43,7 @@ fn main() {
                 team.threads(),
                 &mut packed,
                 &g,
-                Kernel::Avx512F32,
+                kernel,
                 av.as_ptr() as *const u8,
                 bv.as_ptr() as *const u8,
                 out.as_mut_ptr(),

@@ -111,8 +111,11 @@ impl Choice {
 /// every candidate splits over the runtime's spinning team
 /// ([`crate::cpu::team`]) instead of a rayon pool, the `gemm` crate
 /// single-threaded on each thread's block as the other libraries are.
-/// v12: MKL's bf16 GEMM (AMX where the CPU has it) for bf16 GEMMs.
-const CANDIDATES: &str = "v12";
+/// v12: MKL's bf16 GEMM (AMX where the CPU has it) for bf16 GEMMs. v13:
+/// the runtime's own GEMMs multiply a last row panel of 4 or 8 rows with a
+/// tile of as many, and pack a large B a panel at a time where the split
+/// is by columns.
+const CANDIDATES: &str = "v13";
 
 /// AICF's per-machine cache: `$AICF_CACHE_DIR` (set and not empty), else
 /// `~/.cache/aicf` (`None` without a home directory).

@@ -171,6 +171,15 @@ trait Micro {
     const MICRO_PACKED: MicroFn;
     /// Transposes `TRANSPOSED x TRANSPOSED` words (see [`TransposeFn`]).
     const TRANSPOSE: TransposeFn;
+    /// A micro-kernel of fewer rows than `MR`, on packed A, for a tile of
+    /// `rows`, where the kernel has one: the last row panel of a product
+    /// whose rows are not a multiple of `MR` (always packed, also where A
+    /// is read where it lies) multiplies only its rows (64 rows are five
+    /// tiles of 12 and one of 4, where six of 12 spent 11% of the
+    /// product's multiply-adds on rows of zeros).
+    fn short(_rows: usize) -> Option<MicroFn> {
+        None
+    }
     /// Packs a row panel of f32 A with contiguous rows, 16 words of depth
     /// at a time, where the kernel has such a routine (see
     /// [`PackRowsFn`]).
@@ -216,8 +225,15 @@ impl Micro for Avx512F32 {
     const MR: usize = 12;
     const NR: usize = 32;
     const TRANSPOSED: usize = 16;
-    const MICRO: MicroFn = micro_f32::<false>;
-    const MICRO_PACKED: MicroFn = micro_f32::<true>;
+    const MICRO: MicroFn = micro_f32::<false, 12>;
+    const MICRO_PACKED: MicroFn = micro_f32::<true, 12>;
+    fn short(rows: usize) -> Option<MicroFn> {
+        match rows {
+            0..=4 => Some(micro_f32::<true, 4>),
+            5..=8 => Some(micro_f32::<true, 8>),
+            _ => None,
+        }
+    }
     const TRANSPOSE: TransposeFn = transpose16;
     const PACK_A_ROWS: Option<PackRowsFn> = Some(pack_a_rows16);
 }
@@ -227,8 +243,15 @@ impl Micro for Avx512Bf16 {
     const MR: usize = Avx512F32::MR;
     const NR: usize = Avx512F32::NR;
     const TRANSPOSED: usize = Avx512F32::TRANSPOSED;
-    const MICRO: MicroFn = micro_bf16::<false>;
-    const MICRO_PACKED: MicroFn = micro_bf16::<true>;
+    const MICRO: MicroFn = micro_bf16::<false, 12>;
+    const MICRO_PACKED: MicroFn = micro_bf16::<true, 12>;
+    fn short(rows: usize) -> Option<MicroFn> {
+        match rows {
+            0..=4 => Some(micro_bf16::<true, 4>),
+            5..=8 => Some(micro_bf16::<true, 8>),
+            _ => None,
+        }
+    }
     const TRANSPOSE: TransposeFn = Avx512F32::TRANSPOSE;
 }
 
@@ -343,11 +366,31 @@ pub unsafe fn gemm(
     rows_done: Option<RowsDone>,
 ) -> bool {
     // SAFETY: the caller's contract.
+    unsafe { gemm_packing(pool, threads, packed, g, kernel, (a, b, c), rows_done, LAZY_B_BYTES) }
+}
+
+/// [`gemm`], packing B a panel at a time where it is at least `lazy_b_bytes`
+/// (the tests set 0 to cover that path on small products).
+///
+/// # Safety
+/// As [`gemm`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_packing(
+    pool: &Team,
+    threads: usize,
+    packed: &mut Packed,
+    g: &LibraryGemm,
+    kernel: Kernel,
+    (a, b, c): (*const u8, *const u8, *mut f32),
+    rows_done: Option<RowsDone>,
+    lazy_b_bytes: usize,
+) -> bool {
+    // SAFETY: the caller's contract.
     unsafe {
         match kernel {
-            Kernel::Avx512F32 => gemm_of::<Avx512F32>(pool, threads, packed, g, a, b, c, rows_done),
-            Kernel::Avx512Bf16 => gemm_of::<Avx512Bf16>(pool, threads, packed, g, a, b, c, rows_done),
-            Kernel::Avx2F32 => gemm_of::<Avx2F32>(pool, threads, packed, g, a, b, c, rows_done),
+            Kernel::Avx512F32 => gemm_of::<Avx512F32>(pool, threads, packed, g, a, b, c, rows_done, lazy_b_bytes),
+            Kernel::Avx512Bf16 => gemm_of::<Avx512Bf16>(pool, threads, packed, g, a, b, c, rows_done, lazy_b_bytes),
+            Kernel::Avx2F32 => gemm_of::<Avx2F32>(pool, threads, packed, g, a, b, c, rows_done, lazy_b_bytes),
         }
     }
 }
@@ -391,6 +434,7 @@ fn reads_a_directly<K: Micro>(g: &LibraryGemm) -> bool {
     g.a_strides[1] == 1 && g.k % K::E::PER_WORD == 0 && row_bytes % 2048 != 0
 }
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn gemm_of<K: Micro>(
     pool: &Team,
     threads: usize,
@@ -400,6 +444,7 @@ unsafe fn gemm_of<K: Micro>(
     b: *const u8,
     c: *mut f32,
     rows_done: Option<RowsDone>,
+    lazy_b_bytes: usize,
 ) -> bool {
     let (m, n) = (g.m, g.n);
     if m == 0 || n == 0 || g.batch == 0 {
@@ -421,17 +466,30 @@ unsafe fn gemm_of<K: Micro>(
     // group of panels by a block of depth at a time (`ASource::Lazy`).
     let by_rows = row_panels * K::MR >= col_panels * K::NR || threads == 1;
     let lazy = !per_batch && by_rows && !direct_a;
-    let sets = if per_batch || lazy { threads } else { 1 };
+    // One product split by columns, over a B too large for the caches:
+    // each thread packs its own columns of B, a panel by a block of depth
+    // at a time (`BSource::Lazy`), and every row panel runs over it from
+    // L1 and L2. No thread reads another's panels, so packing all of B
+    // first only sent it out to memory and back. See [`LAZY_B_BYTES`].
+    // Only where the depth is several blocks: over one block the row
+    // panels go first (C written row by row), which needs every column
+    // panel packed (measured: 1728 x 2048 x 64 at 0.86x of that order).
+    let lazy_b = !per_batch && !by_rows && depth > KC && b_words * 4 >= lazy_b_bytes;
+    let sets = if per_batch || lazy || lazy_b { threads } else { 1 };
     if packed.buffers.len() < sets {
         packed.buffers.resize_with(sets, Default::default);
     }
     let a_words = if lazy { LAZY_PANELS.min(row_panels) * KC.min(depth) * K::MR } else { a_words };
+    let b_words = if lazy_b { KC.min(depth) * K::NR } else { b_words };
     for (t, (pa, pb)) in packed.buffers[..sets].iter_mut().enumerate() {
         // Grown, never shrunk (`grown`): resizing to each product's size
         // filled the tail with zeros again after every smaller product.
-        super::grown(pa, a_words + LINE_WORDS);
-        // One B for all the threads of one product.
-        if t == 0 || per_batch {
+        // One A for all the threads where the split is by columns.
+        if t == 0 || per_batch || lazy {
+            super::grown(pa, a_words + LINE_WORDS);
+        }
+        // One B for all the threads where the split is by rows.
+        if t == 0 || per_batch || lazy_b {
             super::grown(pb, b_words + LINE_WORDS);
         }
     }
@@ -486,9 +544,10 @@ unsafe fn gemm_of<K: Micro>(
                 let done = done.as_ref().map(|f| f as &(dyn Fn(usize, usize) + Sync));
                 // SAFETY: this piece's buffers and batches.
                 unsafe {
-                    pack_b::<K>(g, b.get(), (0, col_panels), depth, pb.get());
+                    pack_b::<K>(g, b.get(), (0, col_panels), (0, depth), pb.get());
                     let panels = ASource::Panels(a_panels(a.get(), pa.get()));
-                    block::<K>(g, depth, (0, row_panels), (0, col_panels), panels, pb.get(), c.get(), done);
+                    let b = BSource::Packed(pb.get());
+                    block::<K>(g, depth, (0, row_panels), (0, col_panels), panels, b, c.get(), done);
                 }
             }
         });
@@ -508,9 +567,11 @@ unsafe fn gemm_of<K: Micro>(
             if !lazy {
                 pack_a_panels(a.get(), pa.get(), share(row_panels));
             }
-            let (lo, hi) = share(col_panels);
-            // SAFETY: the panels lie inside the packed B; B's reads inside B.
-            unsafe { pack_b::<K>(g, b.get(), (lo, hi), depth, pb.get().add(lo * depth * K::NR)) };
+            if !lazy_b {
+                let (lo, hi) = share(col_panels);
+                // SAFETY: the panels lie inside the packed B; B's reads inside B.
+                unsafe { pack_b::<K>(g, b.get(), (lo, hi), (0, depth), pb.get().add(lo * depth * K::NR)) };
+            }
         };
         // 2. Each thread its block.
         let done = rows_done.map(|f| move |lo: usize, hi: usize| f(batch * m + lo, batch * m + hi));
@@ -524,10 +585,15 @@ unsafe fn gemm_of<K: Micro>(
             } else {
                 ASource::Panels(a_panels(a.get(), pa.get()))
             };
+            let b_source = if lazy_b {
+                BSource::Lazy { b: b.get(), buffer: buffers[t].1.get() }
+            } else {
+                BSource::Packed(pb.get())
+            };
             // SAFETY: the tasks' blocks of C are disjoint; the packed panels
             // are complete (the pack phase joined first); a lazy source's
             // buffer is this piece's.
-            unsafe { block::<K>(g, depth, rows, cols, source, pb.get(), c.get(), done) };
+            unsafe { block::<K>(g, depth, rows, cols, source, b_source, c.get(), done) };
         };
         if threads == 1 {
             pack(0);
@@ -635,23 +701,35 @@ unsafe fn pack_a<K: Micro>(
     }
 }
 
-/// Packs B's column panels `lo..hi` (each `depth` groups of `NR` words)
-/// into `out` (where panel `lo` starts); columns past `n` are zero.
+/// Packs words `u_lo..u_hi` of depth of B's column panels `lo..hi` (each
+/// `u_hi - u_lo` groups of `NR` words) into `out` (where panel `lo`
+/// starts); columns past `n` are zero. `u_lo` is a multiple of
+/// `TRANSPOSED` (a block of depth starts at a multiple of [`KC`]).
 ///
 /// # Safety
-/// `b` holds B as `g` describes; `out` has `(hi - lo) * depth * NR` words.
-unsafe fn pack_b<K: Micro>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, usize), depth: usize, out: *mut u32) {
+/// `b` holds B as `g` describes; `out` has `(hi - lo) * (u_hi - u_lo) * NR`
+/// words.
+unsafe fn pack_b<K: Micro>(
+    g: &LibraryGemm,
+    b: *const u8,
+    (lo, hi): (usize, usize),
+    (u_lo, u_hi): (usize, usize),
+    out: *mut u32,
+) {
     let [rs, cs] = g.b_strides;
+    let words = u_hi - u_lo;
     for panel in lo..hi {
-        let out = out.wrapping_add((panel - lo) * depth * K::NR);
+        let out = out.wrapping_add((panel - lo) * words * K::NR);
+        // Word u of depth's NR words.
+        let at = |u: usize| out.wrapping_add((u - u_lo) * K::NR);
         let cols = K::NR.min(g.n - panel * K::NR);
-        // SAFETY (every access): column j < n, depth below k, and
-        // u * K::NR + j < depth * K::NR.
+        // SAFETY (every access): column j < n, depth below k, and the
+        // word's slot inside the panel's `words * NR`.
         unsafe {
             if cs == 1 {
                 // Rows contiguous: a row's columns at a time.
-                for u in 0..depth {
-                    K::E::row_words(b, rs, panel * K::NR, cols, u, g.k, out.add(u * K::NR), K::NR);
+                for u in u_lo..u_hi {
+                    K::E::row_words(b, rs, panel * K::NR, cols, u, g.k, at(u), K::NR);
                 }
                 continue;
             }
@@ -663,37 +741,80 @@ unsafe fn pack_b<K: Micro>(g: &LibraryGemm, b: *const u8, (lo, hi): (usize, usiz
             if rs == 1 && cols == K::NR && whole >= t {
                 let bytes = 4 / K::E::PER_WORD;
                 let column = |j: usize| b.wrapping_add((panel * K::NR + j) * cs * bytes);
-                let vectored = whole / t * t;
-                for u0 in (0..vectored).step_by(t) {
+                let vectored = (whole / t * t).clamp(u_lo, u_hi);
+                for u0 in (u_lo..vectored).step_by(t) {
                     for j0 in (0..K::NR).step_by(t) {
-                        (K::TRANSPOSE)(column(j0).wrapping_add(u0 * 4), cs * bytes, out.add(u0 * K::NR + j0), K::NR);
+                        (K::TRANSPOSE)(column(j0).wrapping_add(u0 * 4), cs * bytes, at(u0).add(j0), K::NR);
                     }
                 }
                 for j in 0..K::NR {
                     let base = (panel * K::NR + j) * cs;
-                    for u in vectored..depth {
-                        *out.add(u * K::NR + j) = K::E::word(b, base, rs, u, g.k);
+                    for u in vectored..u_hi {
+                        *at(u).add(j) = K::E::word(b, base, rs, u, g.k);
                     }
                 }
                 continue;
             }
             // Else each column's words along k, a chunk of depth at a time.
-            for u0 in (0..depth).step_by(PACK_CHUNK) {
-                let u1 = (u0 + PACK_CHUNK).min(depth);
+            for u0 in (u_lo..u_hi).step_by(PACK_CHUNK) {
+                let u1 = (u0 + PACK_CHUNK).min(u_hi);
                 for j in 0..cols {
                     let base = (panel * K::NR + j) * cs;
                     for u in u0..u1 {
-                        *out.add(u * K::NR + j) = K::E::word(b, base, rs, u, g.k);
+                        *at(u).add(j) = K::E::word(b, base, rs, u, g.k);
                     }
                 }
                 for u in u0..u1 {
                     for j in cols..K::NR {
-                        *out.add(u * K::NR + j) = 0;
+                        *at(u).add(j) = 0;
                     }
                 }
             }
         }
     }
+}
+
+/// Asks for share `part` of `parts` of the cache lines of column panel
+/// `cp`'s words `u_lo..u_hi` of depth to be brought into L2 (a hint: it
+/// reads nothing and never faults).
+fn prefetch_b<K: Micro>(
+    g: &LibraryGemm,
+    b: *const u8,
+    cp: usize,
+    (u_lo, u_hi): (usize, usize),
+    (part, parts): (usize, usize),
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+        let [rs, cs] = g.b_strides;
+        let bytes = 4 / K::E::PER_WORD;
+        let (col0, cols) = (cp * K::NR, K::NR.min(g.n - cp * K::NR));
+        let (k_lo, k_hi) = (u_lo * K::E::PER_WORD, (u_hi * K::E::PER_WORD).min(g.k));
+        let fetch = |first: usize, len: usize| {
+            let start = b.wrapping_add(first * bytes) as usize & !63;
+            let end = b.wrapping_add((first + len) * bytes) as usize;
+            for line in (start..end).step_by(64) {
+                // SAFETY: a prefetch is a hint; it does not fault.
+                unsafe { _mm_prefetch::<_MM_HINT_T1>(line as *const i8) };
+            }
+        };
+        if cs == 1 {
+            // Rows contiguous: each row of the depth's share, the panel's
+            // columns.
+            let (lo, hi) = (k_lo + (k_hi - k_lo) * part / parts, k_lo + (k_hi - k_lo) * (part + 1) / parts);
+            for kk in lo..hi {
+                fetch(kk * rs + col0, cols);
+            }
+        } else if rs == 1 {
+            // Columns contiguous: each column of the share, the depth.
+            for j in col0 + cols * part / parts..col0 + cols * (part + 1) / parts {
+                fetch(j * cs + k_lo, k_hi - k_lo);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (g, b, cp, u_lo, u_hi, part, parts);
 }
 
 /// Writes the transpose of the 16 x 16 words at `src` (rows
@@ -813,21 +934,45 @@ enum ASource {
     Lazy { a: *const u8, buffer: *mut u32 },
 }
 
+/// The packed size of B from which a product split by columns packs B a
+/// panel at a time ([`BSource::Lazy`]) rather than all of it first.
+/// Measured on an AMD Zen 4 (32 MiB of L3, 2 threads), the AVX-512 and
+/// AVX2 kernels alike: a 64 x 2048 x 1728 product (B 14 MB) ran 1.2x
+/// (AVX-512) and 1.6x (AVX2) faster a panel at a time, where packing all
+/// of B wrote it out to memory and read it back; a 64 x 1024 x 1152 one
+/// (B 4.7 MB, packed and unpacked inside the L3) ran 0.95x and 0.91x as
+/// fast that way, the packing no longer overlapped by its own loop.
+const LAZY_B_BYTES: usize = 8 << 20;
+
+/// Where a thread's block reads B.
+#[derive(Clone, Copy)]
+enum BSource {
+    /// Packed already: every column panel, all of the depth.
+    Packed(*const u32),
+    /// Packed by the thread itself, a column panel by one block of depth
+    /// at a time, into `buffer` (`KC x NR` words: 32 KiB of AVX-512's f32
+    /// tile), which every row panel then reads.
+    Lazy { b: *const u8, buffer: *mut u32 },
+}
+
 /// Row panels a thread packs together where it packs its own A
 /// ([`ASource::Lazy`]): 16 panels of one block of depth are 192 KiB for
 /// AVX-512's f32 tile, well inside a core's L2.
 const LAZY_PANELS: usize = 16;
 
 /// One thread's block: row panels `rows.0..rows.1` by column panels
-/// `cols.0..cols.1` of C, `KC` words of depth at a time. With `done` (the
+/// `cols.0..cols.1` of C, `KC` words of depth at a time (where B packs
+/// lazily: column panel by column panel, each packed once and read by
+/// every row panel). With `done` (the
 /// block holds whole rows), the last block of depth walks
 /// [`DONE_ROWS`] rows (whole row panels) at a time across every column panel and
 /// hands each group's rows to `done` as it completes them.
 ///
 /// # Safety
-/// A as `a` reads it (where packed already) and the packed B are complete;
-/// the block of C is this piece's; a lazy source's buffer holds
-/// [`LAZY_PANELS`] panels of a block of depth and is this piece's.
+/// A as `a` reads it and B as `b` reads it (where packed already) are
+/// complete; the block of C is this piece's; a lazy source's buffer is
+/// this piece's and holds [`LAZY_PANELS`] panels of a block of depth (A's)
+/// or one panel of a block of depth (B's).
 #[allow(clippy::too_many_arguments)]
 unsafe fn block<K: Micro>(
     g: &LibraryGemm,
@@ -835,14 +980,14 @@ unsafe fn block<K: Micro>(
     rows: (usize, usize),
     cols: (usize, usize),
     a: ASource,
-    pb: *const u32,
+    b: BSource,
     c: *mut f32,
     done: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) {
     let last = g.m.div_ceil(K::MR) - 1;
-    // Tile (rp, cp) over words u0..u0 + kc, A's words at `aw` (from u0).
-    let tile = |aw: AWords, u0: usize, kc: usize, rp: usize, cp: usize| {
-        let b = pb.wrapping_add(cp * depth * K::NR + u0 * K::NR);
+    // Tile (rp, cp) over words u0..u0 + kc, A's words at `aw` (from u0),
+    // B's at `bw` (from u0).
+    let tile = |aw: AWords, bw: *const u32, u0: usize, kc: usize, rp: usize, cp: usize| {
         let out = Out {
             tile: c.wrapping_add(rp * K::MR * g.n + cp * K::NR),
             ldc: g.n,
@@ -851,11 +996,16 @@ unsafe fn block<K: Micro>(
             alpha: g.alpha as f32,
             first: u0 == 0,
         };
-        let micro = if (aw.1, aw.2) == (4, 4 * K::MR) { K::MICRO_PACKED } else { K::MICRO };
+        let packed = (aw.1, aw.2) == (4, 4 * K::MR);
+        let full = if packed { K::MICRO_PACKED } else { K::MICRO };
+        let short = if packed && out.height < K::MR { K::short(out.height) } else { None };
+        let micro = short.unwrap_or(full);
         // SAFETY: A's panel and B's hold kc words from u0; the tile's
         // `height x width` values are inside C.
-        unsafe { micro(kc, aw, b, out) };
+        unsafe { micro(kc, aw, bw, out) };
     };
+    // B's words of column panel cp from u0, packed already.
+    let packed_b = |pb: *const u32, cp: usize, u0: usize| pb.wrapping_add(cp * depth * K::NR + u0 * K::NR);
     // A's words of row panel rp from u0, packed or in place.
     let placed = |p: APanels, rp: usize, u0: usize| -> AWords {
         let (base, row, step) = match p.tail {
@@ -870,17 +1020,37 @@ unsafe fn block<K: Micro>(
     // k = 256 products, AMD Zen 4); where it is
     // several, a column panel's B while A's pass (10-20% faster at
     // k = 1024).
+    // Where B packs lazily, always column panel by column panel.
     let order = |rows: (usize, usize), cols: (usize, usize), u0: usize, kc: usize, aw: &dyn Fn(usize) -> AWords| {
-        if depth <= KC {
-            for rp in rows.0..rows.1 {
-                for cp in cols.0..cols.1 {
-                    tile(aw(rp), u0, kc, rp, cp);
+        match b {
+            BSource::Packed(pb) if depth <= KC => {
+                for rp in rows.0..rows.1 {
+                    for cp in cols.0..cols.1 {
+                        tile(aw(rp), packed_b(pb, cp, u0), u0, kc, rp, cp);
+                    }
                 }
             }
-        } else {
-            for cp in cols.0..cols.1 {
-                for rp in rows.0..rows.1 {
-                    tile(aw(rp), u0, kc, rp, cp);
+            BSource::Packed(pb) => {
+                for cp in cols.0..cols.1 {
+                    for rp in rows.0..rows.1 {
+                        tile(aw(rp), packed_b(pb, cp, u0), u0, kc, rp, cp);
+                    }
+                }
+            }
+            BSource::Lazy { b, buffer } => {
+                for cp in cols.0..cols.1 {
+                    // SAFETY: the buffer holds a panel of kc words; B's
+                    // reads inside B.
+                    unsafe { pack_b::<K>(g, b, (cp, cp + 1), (u0, u0 + kc), buffer) };
+                    let tiles = rows.1 - rows.0;
+                    for rp in rows.0..rows.1 {
+                        // The next panel's block is fetched into L2 while
+                        // this one's tiles compute, a share before each.
+                        if cp + 1 < cols.1 {
+                            prefetch_b::<K>(g, b, cp + 1, (u0, u0 + kc), (rp - rows.0, tiles));
+                        }
+                        tile(aw(rp), buffer, u0, kc, rp, cp);
+                    }
                 }
             }
         }
@@ -919,9 +1089,9 @@ unsafe fn block<K: Micro>(
 
 // Off x86-64, `Kernel::available` is false and no kernel runs.
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn micro_f32<const PACKED: bool>(_: usize, _: AWords, _: *const u32, _: Out) {}
+unsafe fn micro_f32<const PACKED: bool, const ROWS: usize>(_: usize, _: AWords, _: *const u32, _: Out) {}
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn micro_bf16<const PACKED: bool>(_: usize, _: AWords, _: *const u32, _: Out) {}
+unsafe fn micro_bf16<const PACKED: bool, const ROWS: usize>(_: usize, _: AWords, _: *const u32, _: Out) {}
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn micro_avx2<const PACKED: bool>(_: usize, _: AWords, _: *const u32, _: Out) {}
 #[cfg(not(target_arch = "x86_64"))]
@@ -938,7 +1108,7 @@ const NR512: usize = Avx512F32::NR;
 /// The tile's rows are `out.ldc` apart inside C.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn store(acc: &[[std::arch::x86_64::__m512; 2]; MR512], out: Out) {
+unsafe fn store<const ROWS: usize>(acc: &[[std::arch::x86_64::__m512; 2]; ROWS], out: Out) {
     use std::arch::x86_64::*;
     let scale = _mm512_set1_ps(out.alpha);
     let mask = |w: usize| -> __mmask16 { if w >= 16 { 0xffff } else { ((1u32 << w) - 1) as u16 } };
@@ -967,19 +1137,20 @@ unsafe fn store(acc: &[[std::arch::x86_64::__m512; 2]; MR512], out: Out) {
 /// `ptr + r * row + u * step`.
 type AWords = (*const u8, usize, usize);
 
-/// The f32 micro-kernel: `MR x NR` sums over `kc` words of depth, written
-/// to `out`.
+/// The f32 micro-kernel: `ROWS x NR` sums over `kc` words of depth,
+/// written to `out`: `ROWS` is `MR`, or fewer for a last row panel of as
+/// few rows (see [`Micro::short`]).
 ///
 /// # Safety
-/// `a` reads `MR` rows of `kc` words, `b` holds `kc * NR` words; `out` as
-/// [`store`] requires.
+/// `a` reads `ROWS` rows of `kc` words, `b` holds `kc * NR` words; `out` as
+/// [`store`] requires, with `out.height <= ROWS`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn micro_f32<const PACKED: bool>(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
+unsafe fn micro_f32<const PACKED: bool, const ROWS: usize>(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
     use std::arch::x86_64::*;
     // Packed A's words at constant offsets: no address arithmetic per word.
     let (row, step) = if PACKED { (4, 4 * MR512) } else { (row, step) };
-    let mut acc = [[_mm512_setzero_ps(); 2]; MR512];
+    let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
     for u in 0..kc {
         // SAFETY: inside the panels (the caller's contract).
         unsafe {
@@ -1004,11 +1175,16 @@ unsafe fn micro_f32<const PACKED: bool>(kc: usize, (a, row, step): AWords, b: *c
 /// As [`micro_f32`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bf16")]
-unsafe fn micro_bf16<const PACKED: bool>(kc: usize, (a, row, step): AWords, b: *const u32, out: Out) {
+unsafe fn micro_bf16<const PACKED: bool, const ROWS: usize>(
+    kc: usize,
+    (a, row, step): AWords,
+    b: *const u32,
+    out: Out,
+) {
     use std::arch::x86_64::*;
     // Packed A's words at constant offsets: no address arithmetic per word.
     let (row, step) = if PACKED { (4, 4 * MR512) } else { (row, step) };
-    let mut acc = [[_mm512_setzero_ps(); 2]; MR512];
+    let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
     for u in 0..kc {
         // SAFETY: inside the panels (the caller's contract).
         unsafe {
@@ -1170,8 +1346,16 @@ mod tests {
             (256, 100, 300),
             (7, 300, 257),
             (410, 20, 300),
+            // Five rows (the 8-row tile), a product per thread.
+            (5, 40, 600),
+            // One product split by columns over several blocks of depth
+            // (B packed a panel at a time), the last of one word, a
+            // 4-row tile at the bottom, an odd k for the bf16 pairs.
+            (64, 200, 1101),
         ];
-        for threads in [1, 2] {
+        // Every product as `gemm` packs it, and with B packed a panel at a
+        // time wherever the split allows.
+        for (threads, lazy_b_bytes) in [(1, LAZY_B_BYTES), (2, LAZY_B_BYTES), (2, 0)] {
             let pool = Team::new(threads, || {}).unwrap();
             let mut packed = Packed::default();
             for (i, &(m, n, k)) in shapes.iter().enumerate() {
@@ -1189,7 +1373,8 @@ mod tests {
                         Kernel::Avx512F32 | Kernel::Avx2F32 => (a.as_ptr() as *const u8, b.as_ptr() as *const u8),
                         Kernel::Avx512Bf16 => (a16.as_ptr() as *const u8, b16.as_ptr() as *const u8),
                     };
-                    unsafe { gemm(&pool, threads, &mut packed, &g, kernel, pa, pb, c.as_mut_ptr(), None) };
+                    let operands = (pa, pb, c.as_mut_ptr());
+                    unsafe { gemm_packing(&pool, threads, &mut packed, &g, kernel, operands, None, lazy_b_bytes) };
                     for bt in 0..batch {
                         for r in 0..m {
                             for col in 0..n {
@@ -1204,7 +1389,8 @@ mod tests {
                                 let want = alpha * sum;
                                 assert!(
                                     (got - want).abs() <= 1e-6 * (1.0 + k as f64).sqrt() * alpha * size + 1e-30,
-                                    "{kernel:?}, {threads} threads, batch {bt} of {batch}, m {m} n {n} k {k} \
+                                    "{kernel:?}, {threads} threads (B a panel at a time from {lazy_b_bytes} bytes), batch {bt} of {batch}, \
+                                     m {m} n {n} k {k} \
                                      ta {ta} tb {tb}: C[{r},{col}] = {got}, want {want}"
                                 );
                             }
