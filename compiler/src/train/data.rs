@@ -1430,6 +1430,19 @@ fn read_safetensors(path: &Path, fed: &[&Input]) -> Result<Vec<Array>> {
     let named: Option<Vec<usize>> =
         (0..fed.len()).map(|i| tensors.iter().position(|(n, _)| *n == format!("input{i}"))).collect();
     let order: Vec<usize> = match named {
+        // Every input named: a tensor beside them is refused, as an extra
+        // `.npy` file is (it was read as nothing, without a word).
+        Some(order) if tensors.len() > order.len() => {
+            let extra: Vec<String> =
+                (0..tensors.len()).filter(|t| !order.contains(t)).map(|t| format!("'{}'", tensors[t].0)).collect();
+            return Err(bad(format!(
+                "{name}: {} tensors for the model's {} inputs ({}): {} would be read by none of them",
+                tensors.len(),
+                fed.len(),
+                fed.iter().map(|i| i.describe()).collect::<Vec<_>>().join(", "),
+                extra.join(", ")
+            )));
+        }
         Some(order) => order,
         // One tensor, or a count the caller names as wrong.
         None if tensors.len() <= 1 || tensors.len() != fed.len() => (0..tensors.len()).collect(),

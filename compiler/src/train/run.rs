@@ -2544,9 +2544,17 @@ fn unwritable(e: std::io::Error, what: &str, flag: &str) -> String {
 }
 
 pub(crate) fn create_dir(dir: &Path) -> Result<()> {
+    make_dir(dir).map_err(|message| TrainError::Io { path: dir.to_path_buf(), message })
+}
+
+/// Creates `dir` and the directories on its way; the error says why not in
+/// words: which ancestor is a file, or that the place cannot hold one
+/// (`create_dir_all`'s bare "File exists" or "No such file or directory"
+/// named neither). The caller names `dir` itself.
+pub fn make_dir(dir: &Path) -> std::result::Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| {
         let blocked = dir.ancestors().find(|a| a.exists() && !a.is_dir());
-        let message = match blocked {
+        match blocked {
             Some(file) => format!(
                 "cannot create the directory: {} is {}",
                 file.display(),
@@ -2558,10 +2566,9 @@ pub(crate) fn create_dir(dir: &Path) -> Result<()> {
                         "{e}: the directory cannot be made here (give --out, or --checkpoint-dir, a writable place)"
                     )
                 }
-                _ => e.to_string(),
+                _ => format!("cannot create the directory: {e}"),
             },
-        };
-        TrainError::Io { path: dir.to_path_buf(), message }
+        }
     })
 }
 

@@ -170,6 +170,17 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
     let all = data.batch(Split::Train, &(0..30).collect::<Vec<_>>());
     assert_eq!(all[0].shape, [30, 1, 8, 8]);
     assert_eq!(all[1].dtype, DType::I32, "labels take the model's type");
+    // A tensor beside the named inputs is refused by name, as an extra
+    // `.npy` file is (it was read as nothing).
+    let views = [
+        ("input0", safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![rows, 1, 8, 8], &xb).unwrap()),
+        ("input1", safetensors::tensor::TensorView::new(safetensors::Dtype::I64, vec![rows], &yb).unwrap()),
+        ("input2", safetensors::tensor::TensorView::new(safetensors::Dtype::I64, vec![rows], &yb).unwrap()),
+    ];
+    let three = dir.join("three.safetensors");
+    std::fs::write(&three, safetensors::serialize(views, &None).unwrap()).unwrap();
+    let e = Dataset::load(std::slice::from_ref(&three), &sig, &options).err().unwrap().to_string();
+    assert!(e.contains("3 tensors for the model's 2 inputs") && e.contains("'input2' would be read by none"), "{e}");
 
     // Unnamed tensors go to the inputs their shapes fit, whatever order the
     // file stores them in (safetensors' writer puts the i64 labels first).

@@ -10,7 +10,25 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+// LLVM's option parser reads an unknown option that begins with `h` as its
+// `-h` (help) grouped with more letters: `--hl-widn` printed the help and
+// exited 0, a typo of a pass that looked like success. Such an option is
+// refused here unless it names a registered option, pass or pipeline (the
+// other letters already get LLVM's "Unknown command line argument").
+static bool knownHOption(llvm::StringRef arg) {
+  llvm::StringRef name = arg.ltrim('-').split('=').first;
+  if (!name.starts_with("h") || name == "h" || name == "help" ||
+      name.starts_with("help-"))
+    return true;
+  return llvm::cl::getRegisteredOptions().count(name) ||
+         mlir::PassInfo::lookup(name) || mlir::PassPipelineInfo::lookup(name);
+}
 
 extern "C" int aicfOptMain(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -22,6 +40,17 @@ extern "C" int aicfOptMain(int argc, char **argv) {
   mlir::registerAllToLLVMIRTranslations(registry);
   mlir::registerAllPasses();
   aicfRegisterPasses();
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg == "--")
+      break;
+    if (arg.starts_with("-") && arg.size() > 1 && !knownHOption(arg)) {
+      llvm::errs() << argv[0] << ": error: unknown option '" << arg
+                   << "' (no registered option, pass or pipeline of that "
+                      "name; --help lists them)\n";
+      return 1;
+    }
+  }
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "AICF optimizer driver: hl/ll dialects and passes\n",
       registry));

@@ -17,6 +17,18 @@
 // RUN: not aicf-opt %t/ok.mlir --no-such-pass 2>&1 | FileCheck %s --check-prefix=FLAG
 // FLAG: Unknown command line argument '--no-such-pass'
 
+// An unknown option beginning with `h` is not LLVM's `-h` (help) grouped
+// with more letters: a misspelt hl pass printed the help and exited 0.
+// RUN: not aicf-opt %t/ok.mlir '--hl-widn=layer=fc1 width=256' 2>&1 | FileCheck %s --check-prefix=HFLAG
+// RUN: not aicf-opt %t/ok.mlir --hx 2>&1 | FileCheck %s --check-prefix=HFLAG2
+// HFLAG: error: unknown option '--hl-widn=layer=fc1 width=256' (no registered option, pass or pipeline of that name; --help lists them)
+// HFLAG-NOT: OVERVIEW
+// HFLAG2: error: unknown option '--hx'
+// Options, passes and LLVM's own flags that do begin with `h` still run.
+// RUN: aicf-opt %t/ok.mlir --hl-print-param-table --hot-cold-split -o /dev/null
+// RUN: aicf-opt --help | FileCheck %s --check-prefix=HELP
+// HELP: OVERVIEW: AICF optimizer driver
+
 // RUN: not aicf-opt %t/ok.mlir --pass-pipeline='builtin.module(hl-no-such-pass)' 2>&1 | FileCheck %s --check-prefix=PIPE
 // PIPE: 'hl-no-such-pass' does not refer to a registered pass or pass pipeline
 

@@ -12,6 +12,18 @@
 // --loss is an ONNX model's (an hl model's @loss is its own; it was ignored).
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --loss mse --out %t/loss 2>&1 | FileCheck %s --check-prefix=LOSSHL
 // LOSSHL: aicf: error: --loss mse chooses the loss of an ONNX model being imported; {{.*}}digits_mlp.mlir's @loss is its own
+// --loss none (an import for inference) is refused where the command
+// trains, before the import writes anything.
+// RUN: not aicf train %S/../../onnx/mlp.onnx --loss none --data %S/../../../data/digits.csv.gz --out %t/noloss 2>&1 | FileCheck %s --check-prefix=LOSSNONE
+// RUN: not aicf bench %S/../../onnx/mlp.onnx --loss none --batch 4 --out %t/noloss 2>&1 | FileCheck %s --check-prefix=LOSSNONE
+// RUN: test ! -e %t/noloss
+// LOSSNONE: aicf: error: --loss none imports {{.*}}mlp.onnx without a @loss (for inference alone); training needs cross_entropy or mse
+// A negative number reaches its option's own check (clap took it for an
+// option and suggested `-- -1`, which made it a positional argument).
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --flops-budget -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=NEGBUDGET
+// NEGBUDGET: aicf: error: the FLOPs budget -1 is not a positive number
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=NEGEPOCHS
+// NEGEPOCHS: invalid value '-1' for '--epochs <EPOCHS>'
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=LR
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr nan --out %t/run 2>&1 | FileCheck %s --check-prefix=LRNAN
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum -5 --out %t/run 2>&1 | FileCheck %s --check-prefix=MOMENTUM
@@ -146,6 +158,8 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run2 --checkpoint-dir %t/file/ckpt 2>&1 | FileCheck %s --check-prefix=BLOCKED
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run2 --profile %t/file/trace.json 2>&1 | FileCheck %s --check-prefix=BLOCKED
 // RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o %t/file/artifact 2>&1 | FileCheck %s --check-prefix=NOTDIR
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit hl -o %t/file/x.mlir 2>&1 | FileCheck %s --check-prefix=BLOCKED
+// RUN: not aicf import %S/../../onnx/mlp.onnx --batch 4 -o %t/file/x.mlir 2>&1 | FileCheck %s --check-prefix=BLOCKED
 // RUN: test ! -e %t/run2
 // BLOCKED: aicf: error: {{.*}}file{{.*}}: cannot create the directory: {{.*}}file is a file
 // BLOCKED-NOT: compiled

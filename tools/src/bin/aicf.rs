@@ -138,7 +138,7 @@ struct ModelArgs {
     /// The size of an ONNX model's symbolic batch dimension; with an hl
     /// model (compile only), compile a variant for this many rows
     /// (hl-set-batch) that runs on the same parameters and checkpoints.
-    #[arg(long, value_parser = batch_size)]
+    #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
     batch: Option<usize>,
     /// The optimizer the train step applies after the gradients: sgd,
     /// adam or adamw.
@@ -153,7 +153,7 @@ struct ModelArgs {
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     momentum: f64,
     /// Adam's and AdamW's beta1,beta2 (nanoGPT trains with 0.9,0.99).
-    #[arg(long, default_value = "0.9,0.999", value_parser = betas)]
+    #[arg(long, allow_negative_numbers = true, default_value = "0.9,0.999", value_parser = betas)]
     betas: (f64, f64),
     /// Clip all gradients together to this global L2 norm before each
     /// update (PyTorch's clip_grad_norm_); none by default.
@@ -196,14 +196,14 @@ struct ModelArgs {
     data_parallel: bool,
     /// The least bytes of gradients one all-reduce sums (K, M, G
     /// suffixes; 0: one per gradient), as PyTorch DDP's bucket_cap_mb.
-    #[arg(long, default_value = "25M", value_parser = bucket_size)]
+    #[arg(long, allow_negative_numbers = true, default_value = "25M", value_parser = bucket_size)]
     bucket_size: u64,
     /// Gradient accumulation: each step adds the gradients of N
     /// micro-batches of the model's batch before one update (a global
     /// batch N times the model's, at one micro-batch's memory), in order,
     /// as N replicas of a data-parallel run add theirs (the same bits).
     /// The sums stay on the device.
-    #[arg(long, default_value_t = 1, value_parser = accumulate)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = accumulate)]
     accumulate: usize,
     /// Data parallel: the most seconds any rank waits for the others in a
     /// collective before it names the ones that did not come and ends the
@@ -218,7 +218,7 @@ struct DeviceArgs {
     #[arg(long, default_value = "cpu", value_parser = device)]
     device: Device,
     /// CPU worker threads (0: one per core).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
     threads: usize,
     /// CUDA: let f32 GEMMs run in TF32 on the tensor cores (PyTorch's
     /// allow_tf32: inputs rounded to 10 mantissa bits, sums in f32); off
@@ -274,7 +274,7 @@ enum Command {
         #[arg(long, default_value = "cross_entropy", value_parser = Loss::parse)]
         loss: Loss,
         /// The size of the symbolic batch dimension.
-        #[arg(long, value_parser = batch_size)]
+        #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
         batch: Option<usize>,
     },
     /// Train a model on a data set: a CSV table (features, label last), a
@@ -294,11 +294,11 @@ enum Command {
         lr: f64,
         /// Passes over the training data (a resumed run: the epoch to end
         /// at).
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 10)]
         epochs: usize,
         /// Seeds the initial parameters (with the model's own seed), the
         /// held-out split, the data order and dropout's masks.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
         seed: u64,
         /// Fraction held out for validation (tables: a seeded shuffle of the
         /// rows; text: the end of the file).
@@ -312,11 +312,11 @@ enum Command {
         standardize: bool,
         /// Text: training windows per epoch (default: as many as fill the
         /// training text once).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         windows_per_epoch: Option<usize>,
         /// Text: held-out windows evaluated each epoch, at most (spread evenly
         /// over the held-out text; default 256).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         eval_windows: Option<usize>,
         /// Run directory: metrics.jsonl, plot.svg and the compiled artifacts.
         #[arg(long, default_value = "target/aicf-run")]
@@ -350,7 +350,7 @@ enum Command {
         #[arg(long)]
         profile: Option<PathBuf>,
         /// Steps the profile records.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 10)]
         profile_steps: usize,
         /// No progress bar (it is drawn only on a terminal anyway).
         #[arg(long)]
@@ -374,26 +374,26 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Schedule::Constant)]
         lr_schedule: Schedule,
         /// Steps of the cosine or wsd schedule's linear warm-up.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
         warmup_steps: u64,
         /// Where the cosine or wsd schedule ends, as a fraction of --lr.
-        #[arg(long, default_value_t = 0.1)]
+        #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
         min_lr_factor: f64,
         /// The share of the run the wsd schedule decays over (at its end;
         /// 0.2 if neither this nor --decay-steps is given).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         decay_fraction: Option<f64>,
         /// The wsd schedule's decay in steps, in place of --decay-fraction
         /// (with a growth policy's restart_schedule, the small model's
         /// steps then stay at the full rate whatever the run's length).
-        #[arg(long, conflicts_with = "decay_fraction")]
+        #[arg(long, allow_negative_numbers = true, conflicts_with = "decay_fraction")]
         decay_steps: Option<u64>,
         /// Train data parallel on N processes of this machine: starts
         /// `mpirun -n N` of this command with --data-parallel (the global
         /// batch is N times the model's; each process a shard, and
         /// --threads cores / N worker threads unless given). On several
         /// machines, run `mpirun ... aicf train --data-parallel` yourself.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         nproc: Option<usize>,
         /// Record the run in this run registry (SQLite; default
         /// $AICF_RUNS_DB, else ~/.local/share/aicf/runs.sqlite; see `aicf
@@ -405,7 +405,7 @@ enum Command {
         no_runs_db: bool,
         /// Stop once training has spent this many FLOPs (the epoch in
         /// progress ends there and is evaluated); --epochs still bounds it.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         flops_budget: Option<f64>,
     },
     /// The run registry: every `aicf train` run, its model's structure, its
@@ -432,14 +432,14 @@ enum Command {
         /// The training FLOPs the model will get (`aicf train
         /// --flops-budget`); past runs are scored where they had spent as
         /// many epochs of the default model.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         budget: Option<f64>,
         /// Emit this structure instead of asking the registry ('mlp 64-64',
         /// 'mlp linear', 'lm 2x64').
         #[arg(long)]
         structure: Option<String>,
         /// Nearest past problems to draw on.
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 5)]
         neighbours: usize,
         /// The next structure of a search: the best-ranked one not yet
         /// trained on this data (its runs in the registry mark what was
@@ -481,7 +481,7 @@ enum Command {
         checkpoint: PathBuf,
         /// Text: score at most this many held-out windows, spread over the
         /// held-out text as training's figures are (default: every one).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         eval_windows: Option<usize>,
         /// Where the compiled artifacts go.
         #[arg(long, default_value = "target/aicf-eval")]
@@ -505,17 +505,17 @@ enum Command {
         #[arg(long)]
         prompt: Option<String>,
         /// Tokens (characters, or bytes) to draw.
-        #[arg(long, default_value_t = 500)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 500)]
         tokens: usize,
         /// Below 1 more likely tokens, above 1 more varied (nanoGPT's 0.8).
-        #[arg(long, default_value_t = 0.8)]
+        #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
         temperature: f64,
         /// Draw among the k most likely tokens only (1: greedy); all by
         /// default.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         top_k: Option<usize>,
         /// Seeds the draws (the same seed, the same text).
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
         seed: u64,
         /// Where the compiled artifacts go.
         #[arg(long, default_value = "target/aicf-sample")]
@@ -533,7 +533,7 @@ enum Command {
         #[arg(long, allow_negative_numbers = true)]
         lr: Option<f64>,
         /// Timed steps (after warm-up steps that are not timed).
-        #[arg(long, default_value_t = 50)]
+        #[arg(long, allow_negative_numbers = true, default_value_t = 50)]
         steps: usize,
         /// Where the compiled artifact goes.
         #[arg(long, default_value = "target/aicf-bench")]
@@ -577,6 +577,19 @@ enum RunsCommand {
 }
 
 type Result<T> = std::result::Result<T, String>;
+
+/// Refuses `--loss none` where the command trains, before the import
+/// writes anything (the import wrote its model and weights, then training
+/// found no `@loss`).
+fn no_loss_to_train(c: &ModelArgs) -> Result<()> {
+    if matches!(c.loss, Some(Loss::None)) {
+        return Err(format!(
+            "--loss none imports {} without a @loss (for inference alone); training needs cross_entropy or mse",
+            c.model.display()
+        ));
+    }
+    Ok(())
+}
 
 /// Refuses an input file that is not a regular file (a pipe, a device, a
 /// socket) before anything reads it: models, policies and checkpoints are
@@ -692,6 +705,10 @@ fn main() {
             no_runs_db,
             flops_budget,
         } => {
+            if let Err(e) = no_loss_to_train(&compile) {
+                eprintln!("aicf: error: {e}");
+                std::process::exit(1);
+            }
             if let Some(n) = nproc {
                 std::process::exit(launch_mpirun(n));
             }
@@ -814,7 +831,8 @@ fn main() {
             // SGD's rate is 0.1; Adam's and AdamW's 1e-3 (AdamW at SGD's
             // rate diverged: GPT-2 small's loss went from 10.8 to 36).
             let lr = lr.unwrap_or(if compile.optimizer.name() == "sgd" { 0.1 } else { 1e-3 });
-            bench(&compile, &device, lr, steps, &out, profile, trace.as_deref(), gemm.as_deref())
+            no_loss_to_train(&compile)
+                .and_then(|()| bench(&compile, &device, lr, steps, &out, profile, trace.as_deref(), gemm.as_deref()))
         }
     };
     let comm = WORLD.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -1280,7 +1298,7 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
         if message.contains(&name) { message } else { format!("{name}: {message}") }
     })?;
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        aicf_compiler::train::run::make_dir(dir).map_err(|e| format!("-o {}: {e}", output.display()))?;
     }
     imported.write(output).map_err(|e| e.to_string())?;
     if let (Some(b), false) = (batch, imported.symbolic) {
@@ -1438,7 +1456,7 @@ fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
             c.model.display()
         ));
     }
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
     import_saying(&c.model, &output, c.loss.unwrap_or(Loss::CrossEntropy), c.batch, say)?;
     Ok(output)
 }
@@ -1624,7 +1642,7 @@ fn run_compile(
         // As an artifact's directory is: the directories on the way are
         // made (a missing one was a bare "No such file or directory").
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| format!("-o {}: {e}", path.display()))?;
+            aicf_compiler::train::run::make_dir(parent).map_err(|e| format!("-o {}: {e}", path.display()))?;
         }
         return aicf_compiler::codegen::write_atomically(&path, text.as_bytes())
             .map_err(|e| format!("-o {}: {e}", path.display()));
@@ -1931,7 +1949,7 @@ fn bench(
                     file.display()
                 ));
             }
-            std::fs::create_dir_all(parent).map_err(|e| format!("--trace {}: {e}", t.display()))?;
+            aicf_compiler::train::run::make_dir(parent).map_err(|e| format!("--trace {}: {e}", t.display()))?;
         }
         // Writable, before the benchmark runs (a read-only place was found
         // only after it, in an error that did not name --trace). The trace
@@ -2152,7 +2170,7 @@ fn bench(
 
 /// `aicf runs list|show|compare|schema`.
 fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
-    use aicf_compiler::train::registry::{Runs, SCHEMA};
+    use aicf_compiler::train::registry::{RunRow, Runs, SCHEMA};
     if let RunsCommand::Schema = what {
         println!("{}", SCHEMA.trim());
         return Ok(());
@@ -2171,17 +2189,25 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     match what {
         RunsCommand::List => {
             let rows = registry.list().map_err(|e| e.to_string())?;
+            let problem =
+                |r: &RunRow| format!("{} ({})", r.problem.name, r.problem.task.chars().take(5).collect::<String>());
+            // The text columns as wide as their widest entry (a deep
+            // model's structure pushed its row out of line).
+            let wide = |min: usize, f: &dyn Fn(&RunRow) -> String| {
+                rows.iter().map(|r| f(r).chars().count()).max().unwrap_or(0).max(min)
+            };
+            let (pw, sw) = (wide(16, &problem), wide(22, &|r| structure(&r.fingerprint)));
             println!(
-                "{:>4}  {:<10}  {:<20}  {:<16}  {:<22}  {:>9}  {:>10}  {:>9}  {:>6}",
+                "{:>4}  {:<10}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}",
                 "id", "status", "started", "problem", "structure", "params", "FLOPs", "best val", "epochs"
             );
             for r in &rows {
                 println!(
-                    "{:>4}  {:<10}  {:<20}  {:<16}  {:<22}  {:>9}  {:>10}  {:>9}  {:>6}",
+                    "{:>4}  {:<10}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}",
                     r.id,
                     r.status,
                     r.started,
-                    format!("{} ({})", r.problem.name, r.problem.task.chars().take(5).collect::<String>()),
+                    problem(r),
                     structure(&r.fingerprint),
                     r.fingerprint.params,
                     r.train_flops.map_or("-".into(), |f| format!("{f:.3e}")),
