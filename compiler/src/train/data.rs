@@ -1345,10 +1345,15 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         // text or tokenizer.
         notes: (size < classes)
             .then(|| {
+                // A vocabulary given (a checkpoint's) is counted as such:
+                // it was reported as the text's own characters.
+                let what = match (&vocab, &options.vocabulary) {
+                    (Vocab::Bytes, _) => format!("the text has {size} distinct byte values"),
+                    (_, Some(_)) => format!("the vocabulary given (a checkpoint's) has {size} characters"),
+                    (_, None) => format!("the text has {size} distinct characters"),
+                };
                 format!(
-                    "{name}: the text has {size} distinct {}; the model predicts {classes} classes, so {} of them are \
-                     never a target",
-                    if vocab == Vocab::Bytes { "byte values" } else { "characters" },
+                    "{name}: {what}; the model predicts {classes} classes, so {} of them are never a target",
                     classes - size
                 )
             })
@@ -1736,6 +1741,25 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         }
         if input.role == Role::Target {
             check_labels(&a.name, &a.values, sig)?;
+        }
+        // An integer the model's type cannot hold was saturated to its
+        // limit without a word (ONNX's int64 inputs are imported as i32).
+        let range = match input.dtype {
+            DType::I32 => Some((i32::MIN as f64, i32::MAX as f64)),
+            DType::I1 => Some((0.0, 1.0)),
+            DType::U8 => Some((0.0, 255.0)),
+            _ => None,
+        };
+        if let Some((lo, hi)) = range
+            && let Some(at) = a.values.iter().position(|&v| v < lo || v > hi)
+        {
+            return Err(bad(format!(
+                "{}: {} is {}, outside what input #{i} ({:?}) holds: [{lo}, {hi}]",
+                a.name,
+                place(at),
+                a.values[at],
+                input.dtype
+            )));
         }
         let mut values = a.values;
         // Arrays train as they are (scale 1); a checkpoint that trained on

@@ -109,6 +109,22 @@ fn text_feeds_token_ids_and_one_hot_windows() {
             path.display()
         )]
     );
+    // A vocabulary given (a checkpoint's) is counted as the vocabulary, not
+    // as the text's characters (it said "the text has 62 distinct
+    // characters" of a text of 3).
+    let mut given: Vec<char> = chars.clone();
+    given.extend(['~', '|', '{']);
+    given.sort_unstable();
+    let with_vocab = DataOptions { vocabulary: Some(given.iter().collect()), ..options.clone() };
+    let scored = Dataset::load(std::slice::from_ref(&path), &lm, &with_vocab).unwrap();
+    assert!(
+        scored.notes[0].ends_with(
+            "the vocabulary given (a checkpoint's) has 20 characters; the model predicts 65 classes, so 45 of them \
+             are never a target"
+        ),
+        "{:?}",
+        scored.notes
+    );
     // 172 held-out characters: two windows of 64 and their next characters.
     assert_eq!((data.train_len(), data.held_len()), (48, 2));
     let b = data.batch(Split::Train, &[3, 10]);
@@ -244,6 +260,20 @@ fn arrays_from_safetensors_and_npy_feed_any_signature() {
     let wrong = npy("x64.npy", &[rows as u64, 64], &|push| x.iter().for_each(|&v| push(v as f64)));
     let e = Dataset::load(&[wrong, py], &sig, &options).err().unwrap().to_string();
     assert!(e.contains("input #0 of the model is [32, 1, 8, 8] f32") && e.contains("[40, 64]"), "{e}");
+
+    // Integers the model's i32 input cannot hold are refused by place
+    // (token ids of 2^40 were saturated to 2^31 - 1 without a word; ONNX's
+    // int64 inputs are imported as i32).
+    let lm = signature("char_lm/char_lm.mlir");
+    let ids = npy("ids.npy", &[rows as u64, 64], &|push| {
+        (0..rows * 64).for_each(|i| push(if i == 70 { (1u64 << 40) as f64 + 3.0 } else { (i % 60) as f64 }))
+    });
+    let next = npy("next.npy", &[rows as u64, 64], &|push| (0..rows * 64).for_each(|i| push((i % 60) as f64)));
+    let e = Dataset::load(&[ids, next], &lm, &options).err().unwrap().to_string();
+    assert!(
+        e.contains("example 1, element 6 (counting from 0) is 1099511627779, outside what input #0 (I32) holds"),
+        "{e}"
+    );
 }
 
 /// The digits MLP's arrays in `dir`: `x.npy` (`rows` x 64 features `x`)

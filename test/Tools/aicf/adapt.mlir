@@ -75,6 +75,15 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/factor --adapt %t-factor.toml --no-progress 2>&1 | FileCheck %s --check-prefix=FACTOR
 // FACTOR: widen fc1 to 1099511627776 (net2wider) on step 10 reached -> rejected
 // FACTOR: is larger than the 1 TiB a tensor may hold
+// A widen whose grown model the machine cannot hold is rejected before
+// anything of it is allocated, counting the state, every batch size's
+// arenas and the state carried over (each allocation was checked alone,
+// and a widen to 20 million units was ended by the out-of-memory killer).
+// RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 1000000000, rule = "zero-out" }\n' > %t-huge.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/huge --adapt %t-huge.toml --no-progress 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: widen fc1 to 1000000000 (zeroout) on step 10 reached -> rejected
+// HUGE-SAME: the grown model (225000000031 values of parameters and optimizer state, the arenas of 3 batch sizes, the state carried into it): {{[0-9.]+}} TiB of memory needed
+// HUGE: final held-out accuracy
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "add-block", count = 1000000 }\n' > %t-blocks.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/blocks --adapt %t-blocks.toml 2>&1 | FileCheck %s --check-prefix=BLOCKS
 // BLOCKS: policy rule 1: action: count = 1000000: at most 64 blocks at once

@@ -1001,6 +1001,7 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
     // The new model at every batch size the old one ran, compiled at once.
     let batches: Vec<Option<usize>> = trainer.compiled().iter().map(|c| c.batch).collect();
     let compiled = crate::train::precompile(&rewrite.source, trainer.name(), trainer.options(), &batches)?;
+    grown_memory_fits(&compiled)?;
     let mut new = Trainer::from_source(&rewrite.source, trainer.name(), trainer.options().clone())?;
     // The state is carried as host tensors of f64 (the grown model's own
     // and the rebound one): refused here, as a rejected rewrite, where the
@@ -1104,4 +1105,38 @@ pub fn initial_state(source: &str, name: &str, options: &crate::train::Options) 
         }
     }
     Ok(aicf_runtime::host::initial_state(&table, options.seed, weights.as_deref())?)
+}
+
+/// Refuses, as a rejected rewrite and before anything is allocated, a
+/// grown model whose memory the machine does not have free: its parameters
+/// and optimizer state, the arenas of every batch size it runs at, and the
+/// state carried into it as host tensors of f64 (the old state and the
+/// grown one). Each allocation was checked alone as it came, against the
+/// memory free at that moment, and zeroed pages are not counted as used
+/// until written: a widen to 20 million units passed every check and the
+/// out-of-memory killer ended the run (24 GiB resident on a 23 GiB machine).
+fn grown_memory_fits(compiled: &[crate::train::Compiled]) -> Result<()> {
+    let mut need = 0u64;
+    let mut values = 0u64;
+    for (i, c) in compiled.iter().enumerate() {
+        let manifest = aicf_runtime::artifact::load_manifest(&c.dir)?;
+        need = manifest.functions.iter().fold(need, |n, f| n.saturating_add(f.arena_bytes));
+        if i == 0 {
+            for s in &manifest.symbols {
+                let n = s.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
+                values = values.saturating_add(n);
+                need = need.saturating_add(n.saturating_mul(s.dtype.bytes() as u64));
+            }
+        }
+    }
+    need = need.saturating_add(values.saturating_mul(2 * std::mem::size_of::<f64>() as u64));
+    aicf_runtime::host::check_memory(
+        &format!(
+            "the grown model ({values} values of parameters and optimizer state, the arenas of {} batch sizes, the \
+             state carried into it)",
+            compiled.len()
+        ),
+        need,
+    )?;
+    Ok(())
 }
