@@ -82,6 +82,97 @@ pub fn remove_stale_partials(path: &Path) {
     }
 }
 
+/// The temporary file a save in progress writes (a NUL-terminated path
+/// [`PartialGuard`] allocated), for the handler of
+/// [`remove_partial_on_signal`] to remove.
+#[cfg(unix)]
+static WRITING: std::sync::atomic::AtomicPtr<libc::c_char> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Names `tmp` as the file being written until the guard drops, so that a
+/// SIGINT, SIGTERM or SIGHUP in between removes it (where the program
+/// installed [`remove_partial_on_signal`]); one save at a time is named,
+/// the latest.
+pub struct PartialGuard {
+    #[cfg(unix)]
+    path: *mut libc::c_char,
+}
+
+impl PartialGuard {
+    pub fn new(tmp: &Path) -> PartialGuard {
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let path =
+                std::ffi::CString::new(tmp.as_os_str().as_bytes()).map_or(std::ptr::null_mut(), |c| c.into_raw());
+            if !path.is_null() {
+                WRITING.store(path, std::sync::atomic::Ordering::SeqCst);
+            }
+            PartialGuard { path }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tmp;
+            PartialGuard {}
+        }
+    }
+}
+
+impl Drop for PartialGuard {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        {
+            use std::sync::atomic::Ordering::SeqCst;
+            if !self.path.is_null() && WRITING.compare_exchange(self.path, std::ptr::null_mut(), SeqCst, SeqCst).is_ok()
+            {
+                // SAFETY: allocated by `CString::into_raw` in `new`, and no
+                // longer reachable from `WRITING`.
+                drop(unsafe { std::ffi::CString::from_raw(self.path) });
+            }
+            // Else a later save holds the slot, or a handler took the path
+            // and the process is ending: the path stays allocated (a
+            // handler may still be reading it).
+        }
+    }
+}
+
+/// Removes the temporary file of a save in progress, then ends the process
+/// as `signal` would have (its default action, so the exit status names
+/// it). Only async-signal-safe calls.
+#[cfg(unix)]
+extern "C" fn remove_partial(signal: libc::c_int) {
+    let path = WRITING.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: a NUL-terminated path from `PartialGuard::new`, never freed
+    // once taken from `WRITING`; unlink, signal and raise are
+    // async-signal-safe.
+    unsafe {
+        if !path.is_null() {
+            libc::unlink(path);
+        }
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
+/// Has SIGINT, SIGTERM and SIGHUP first remove the temporary file of a
+/// checkpoint being written (`<stem>.partial<pid>`), then end the process
+/// as they would have: a Ctrl-C during a save left that file until the
+/// next run in the directory removed it. For programs (the `aicf` CLI); a
+/// library leaves its host's signals alone. A signal the process ignores
+/// (`nohup`'s SIGHUP) stays ignored.
+pub fn remove_partial_on_signal() {
+    #[cfg(unix)]
+    for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let handler = remove_partial as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: installing a handler that only makes async-signal-safe
+        // calls.
+        unsafe {
+            if libc::signal(s, handler) == libc::SIG_IGN {
+                libc::signal(s, libc::SIG_IGN);
+            }
+        }
+    }
+}
+
 /// Writes `entries` and `metadata` to `path` atomically.
 /// The metadata key of a checkpoint's per-tensor CRC-32s (a JSON object,
 /// tensor name to hex): [`load`] refuses a tensor whose bytes changed.
@@ -158,6 +249,7 @@ pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>)
     }
     remove_stale_partials(path);
     let tmp = path.with_extension(format!("partial{}", std::process::id()));
+    let guard = PartialGuard::new(&tmp);
     let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(&(text.len() as u64).to_le_bytes())?;
@@ -177,6 +269,7 @@ pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>)
         let _ = std::fs::remove_file(&tmp);
         return Err(io(e));
     }
+    drop(guard);
     Ok(())
 }
 

@@ -389,3 +389,83 @@ fn a_binary_file_given_as_the_model_is_named() {
         assert!(!o.status.success() && err.contains("not a model: the file is not UTF-8 text"), "{args:?}: {err}");
     }
 }
+
+/// A SIGINT or SIGTERM that lands while a checkpoint is being written
+/// removes the save's temporary file (`last.partial<pid>`) before the
+/// process ends as the signal says; it stayed until the next run in the
+/// directory removed it. The last checkpoint, where there is one, stays
+/// whole.
+#[test]
+fn a_signal_during_a_save_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("signal-save");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The digits MLP 200,000 wide: 15 million parameters, 180 MB with
+    // Adam's moments, so that a save takes long enough to land in; a tenth
+    // of the rows to train on, so that saves come every few steps.
+    let model = std::fs::read_to_string("../examples/mlp/digits_mlp.mlir")
+        .unwrap()
+        .replace("128x", "200000x")
+        .replace("x128", "x200000")
+        .replace("<128", "<200000");
+    let path = dir.join("wide.mlir");
+    std::fs::write(&path, model).unwrap();
+    let partials = |ckpt: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(ckpt)
+            .map(|l| {
+                l.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.contains(".partial"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let mut caught = false;
+        for trial in 0..5 {
+            let ckpt = dir.join(format!("ckpt-{name}-{trial}"));
+            let mut child = Command::new(env!("CARGO_BIN_EXE_aicf"))
+                .current_dir("..")
+                .arg("train")
+                .arg(&path)
+                .args(["--data", "data/digits.csv.gz", "--val-split", "0.9", "--epochs", "40", "--gemm", "generated"])
+                .args(["--threads", "1", "--no-runs-db", "--no-progress", "--checkpoint-dir"])
+                .arg(&ckpt)
+                .arg("--out")
+                .arg(dir.join(format!("run-{name}-{trial}")))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            let mut seen = false;
+            while started.elapsed() < std::time::Duration::from_secs(300) {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                if !partials(&ckpt).is_empty() {
+                    seen = true;
+                    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            if !seen {
+                let _ = child.kill();
+                let _ = child.wait();
+                continue;
+            }
+            let status = child.wait().unwrap();
+            assert_eq!(status.signal(), Some(signal), "{name}: the run ends as the signal says: {status:?}");
+            assert_eq!(partials(&ckpt), Vec::<String>::new(), "{name}: the save's temporary file is removed");
+            let last = ckpt.join("last.safetensors");
+            if last.exists() {
+                aicf_runtime::checkpoint::load(&last).expect("the last checkpoint stays whole");
+            }
+            caught = true;
+            break;
+        }
+        assert!(caught, "{name}: no save was seen in progress in 5 runs");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

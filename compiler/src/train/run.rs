@@ -2586,6 +2586,7 @@ fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
     aicf_runtime::checkpoint::remove_stale_partials(to);
     let tmp = to.with_extension(format!("partial{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
+    let _guard = aicf_runtime::checkpoint::PartialGuard::new(&tmp);
     std::fs::hard_link(from, &tmp)
         .or_else(|_| std::fs::copy(from, &tmp).map(|_| ()))
         .and_then(|_| std::fs::rename(&tmp, to))

@@ -629,6 +629,9 @@ fn main() {
     // Before any thread exists: OpenBLAS's kernels for this CPU (a GEMM
     // candidate; see aicf_runtime::cpu::blas).
     aicf_runtime::cpu::blas::prepare_openblas_env();
+    // A Ctrl-C or a kill during a checkpoint's write removes its temporary
+    // file before the process ends as the signal says.
+    aicf_runtime::checkpoint::remove_partial_on_signal();
     // eval and sample take the model's compile settings but train nothing:
     // the training settings are hidden from their help (and refused if
     // given, `refuse_unused`).
