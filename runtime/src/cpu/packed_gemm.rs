@@ -937,8 +937,8 @@ enum ASource {
 /// The packed size of B from which a product split by columns packs B a
 /// panel at a time ([`BSource::Lazy`]) rather than all of it first.
 /// Measured on an AMD Zen 4 (32 MiB of L3, 2 threads), the AVX-512 and
-/// AVX2 kernels alike: a 64 x 2048 x 1728 product (B 14 MB) ran 1.2x
-/// (AVX-512) and 1.6x (AVX2) faster a panel at a time, where packing all
+/// AVX2 kernels alike: a 64 x 2048 x 1728 product (B 14 MB) ran 1.2-1.3x
+/// (AVX-512) and 1.6-1.8x (AVX2) faster a panel at a time, where packing all
 /// of B wrote it out to memory and read it back; a 64 x 1024 x 1152 one
 /// (B 4.7 MB, packed and unpacked inside the L3) ran 0.95x and 0.91x as
 /// fast that way, the packing no longer overlapped by its own loop.
