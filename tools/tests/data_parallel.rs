@@ -455,6 +455,10 @@ fn one_process_with_data_parallel_trains_as_without() {
         (&["--nproc", "0"][..], "--nproc 0: at least one process"),
         (&["--data-parallel", "--bucket-size", "10%"][..], "a bucket size is bytes"),
         (&["--accumulate", "0"][..], "micro-batches per step are a whole number from 1 to 65536"),
+        // A device that cannot run is refused before mpirun starts the
+        // ranks (each refused it after Open MPI's start-up, its noise
+        // after the error).
+        (&["--nproc", "2", "--threads", "1000"][..], "aicf: error: device cpu: 1000 threads on"),
     ] {
         let o = train(&model, &dir.join("bad"), &[&["--epochs", "1"], args].concat());
         let text = String::from_utf8_lossy(&o.stderr);

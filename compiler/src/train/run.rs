@@ -1941,10 +1941,18 @@ impl<'a> Loop<'a> {
         if let LrSchedule::Cosine { warmup_steps, .. } | LrSchedule::Wsd { warmup_steps, .. } = run.lr_schedule {
             let step = self.adaptive.trainer().steps();
             let total = schedule_steps(run, (steps_per_epoch, step), self.budget_steps_left(run, global));
-            if warmup_steps >= total {
+            // The warm-up's step s runs at lr (s + 1) / warmup: one as long
+            // as the run reaches --lr at its last step (it was said never to).
+            if warmup_steps > total {
                 report.note(&format!(
-                    "the warm-up ({warmup_steps} steps) is as long as the run ({total} steps): the rate never \
+                    "the warm-up ({warmup_steps} steps) is longer than the run ({total} steps): the rate never \
                      reaches --lr {}",
+                    run.lr
+                ));
+            } else if warmup_steps == total {
+                report.note(&format!(
+                    "the warm-up ({warmup_steps} steps) is as long as the run: the rate reaches --lr {} at the last \
+                     step, and no decay follows",
                     run.lr
                 ));
             }

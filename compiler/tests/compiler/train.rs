@@ -938,7 +938,27 @@ fn a_schedule_under_a_flops_budget_decays_where_the_budget_ends() {
     let s = run::fit(&model, &options, &[digits()], &long, &mut notes).unwrap();
     assert!(s.records.iter().all(|r| r.lr < 3e-3), "{:?}", s.records.iter().map(|r| r.lr).collect::<Vec<_>>());
     assert!(
-        notes.0.iter().any(|n| n.contains("the warm-up (150 steps) is as long as the run (100 steps)")),
+        notes
+            .0
+            .iter()
+            .any(|n| n
+                .contains("the warm-up (150 steps) is longer than the run (100 steps): the rate never reaches --lr")),
+        "{:?}",
+        notes.0
+    );
+    // A warm-up exactly as long reaches the rate at the last step (it was
+    // said never to).
+    let exact = RunOptions {
+        lr_schedule: LrSchedule::Cosine { warmup_steps: 100, min_factor: 0.1 },
+        out: dir.join("exact"),
+        ..run.clone()
+    };
+    run::fit(&model, &options, &[digits()], &exact, &mut notes).unwrap();
+    assert!(
+        notes.0.iter().any(|n| n.contains(
+            "the warm-up (100 steps) is as long as the run: the rate reaches --lr 0.003 at the last step, and no \
+             decay follows"
+        )),
         "{:?}",
         notes.0
     );

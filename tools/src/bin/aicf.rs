@@ -367,8 +367,9 @@ enum Command {
         #[arg(long)]
         gemm: Option<String>,
         /// How the learning rate changes: constant; cosine (a linear
-        /// warm-up over --warmup-steps, then a cosine decay to --min-lr-factor
-        /// times --lr at the last step); or wsd (warm-up, stable, decay: the
+        /// warm-up over --warmup-steps, then a cosine decay that reaches
+        /// --min-lr-factor times --lr one step past the last, as Hugging
+        /// Face's and PyTorch's CosineAnnealingLR do); or wsd (warm-up, stable, decay: the
         /// warm-up, then --lr until the last --decay-fraction of the run,
         /// then a linear decay to --min-lr-factor times --lr).
         #[arg(long, value_enum, default_value_t = Schedule::Constant)]
@@ -713,6 +714,13 @@ fn main() {
                 std::process::exit(1);
             }
             if let Some(n) = nproc {
+                // The device is checked once here, before mpirun starts the
+                // ranks: each rank refused it after Open MPI's start-up,
+                // whose noise followed the error.
+                if let Err(e) = aicf_runtime::backend::check_device(&device.device()) {
+                    eprintln!("aicf: error: {e}");
+                    std::process::exit(1);
+                }
                 std::process::exit(launch_mpirun(n));
             }
             let runs_db =
