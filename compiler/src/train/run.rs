@@ -1920,13 +1920,17 @@ impl<'a> Loop<'a> {
             device = format!("{device}, accumulating {} micro-batches of {}", self.micro, self.batch);
         }
         if !self.data.is_text() && global > self.data.train_len() && (self.micro > 1 || self.replicas > 1) {
+            // The fewer micro-batches that hold every example, where fewer
+            // than asked (it suggested the very --accumulate given).
+            let enough = self.data.train_len().div_ceil(self.batch * self.replicas).max(1);
+            let fewer =
+                if enough < self.micro { format!("; --accumulate {enough} would do the same") } else { String::new() };
             report.note(&format!(
                 "the global batch of {global} is larger than the {} training examples: every step takes all of \
-                 them ({} micro-batches of {} hold examples; --accumulate {} would do the same)",
+                 them ({} micro-batches of {} hold examples{fewer})",
                 self.data.train_len(),
                 self.data.train_len().div_ceil(self.batch),
                 self.batch,
-                self.data.train_len().div_ceil(self.batch * self.replicas).max(1)
             ));
         }
         report.started(&Start {

@@ -222,6 +222,11 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 10 --out %t/accum 2>&1 | FileCheck %s --check-prefix=ACCUM
 // ACCUM: note: the global batch of 320 is larger than the 80 training examples: every step takes all of them (3 micro-batches of 32 hold examples; --accumulate 3 would do the same)
 // ACCUM: training on 80 examples (20 held out), batch 80, 1 steps per epoch, {{.*}}, accumulating 10 micro-batches of 32
+// The suggestion only where it asks fewer micro-batches than given (it
+// suggested the very --accumulate 3).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 3 --out %t/accum3 2>&1 | FileCheck %s --check-prefix=ACCUM3
+// ACCUM3: note: the global batch of 96 is larger than the 80 training examples: every step takes all of them (3 micro-batches of 32 hold examples)
+// ACCUM3-NOT: would do the same
 // A held-out end too short for one whole window is refused (--eval-windows
 // 0 asks for no held-out score); fewer windows than a batch are scored by a
 // variant of their size.
