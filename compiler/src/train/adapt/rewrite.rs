@@ -1004,9 +1004,11 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
     grown_memory_fits(&compiled)?;
     let mut new = Trainer::from_source(&rewrite.source, trainer.name(), trainer.options().clone())?;
     // The state is carried as host tensors of f64 (the grown model's own
-    // and the rebound one): refused here, as a rejected rewrite, where the
-    // machine lacks the memory (a growth to 16 million units was ended by
-    // the out-of-memory killer instead, the run with it).
+    // and the rebound one). `grown_memory_fits` counted them before the
+    // grown model existed; checked again now that its initial values are
+    // written, against what is left free, so that a model that only just
+    // fitted is still a rejected rewrite rather than the out-of-memory
+    // killer's.
     let values: u64 = new.backend().manifest().symbols.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum();
     aicf_runtime::host::check_memory(
         &format!("carrying the state into the grown model ({values} values)"),
