@@ -355,6 +355,33 @@ pub fn set_batch(size: usize) -> String {
     format!("builtin.module(hl-set-batch{{size={size}}})")
 }
 
+/// `source` (named `name`) retargeted to `size` rows per batch, as text:
+/// the model `aicf-opt --hl-set-batch` writes, on the same parameters.
+pub fn rebatched_source(source: &str, name: &str, size: usize) -> Result<String> {
+    let ctx = CompilerContext::new();
+    let mut module = ctx.parse(source, name)?;
+    run_pipeline(&ctx, &mut module, &set_batch(size))?;
+    Ok(format!("{}\n", module.as_operation()))
+}
+
+/// Whether two models are one model at two batch sizes: `other` retargeted
+/// to `source`'s batch is `source` (compared as [`identity_text`]). `None`
+/// when they are the same model as they are, or when either does not parse
+/// or retarget.
+pub fn batch_of_same_model(source: &str, other: &str, name: &str) -> Option<usize> {
+    use crate::train::data::Signature;
+    let own = identity_source(source, name).ok()?;
+    if identity_source(other, name).ok()? == own {
+        return None;
+    }
+    let (mine, theirs) =
+        (Signature::of_source(source, name).ok()?.batch(), Signature::of_source(other, name).ok()?.batch());
+    if mine == theirs {
+        return None;
+    }
+    (identity_source(&rebatched_source(other, name, mine).ok()?, name).ok()? == own).then_some(theirs)
+}
+
 /// One compiled artifact.
 #[derive(Clone, Debug)]
 pub struct Compiled {

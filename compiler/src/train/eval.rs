@@ -382,9 +382,12 @@ pub(crate) fn model_of_checkpoint(
         }
         crate::codegen::write_atomically(&file, ir.as_bytes())?;
         crate::weights::carry(ir, model, &file)?;
+        let what = match crate::pipeline::batch_of_same_model(&source, ir, &name) {
+            Some(batch) => format!("{name} at {batch} rows per batch"),
+            None => format!("another version of {name} (a grown one, or another model)"),
+        };
         report.note(&format!(
-            "{} holds another version of {name} (a grown one, or another model): {doing} the model it holds, \
-             written to {}",
+            "{} holds {what}: {doing} the model it holds, written to {}",
             checkpoint.display(),
             file.display()
         ));

@@ -820,6 +820,17 @@ pub fn fit(
                             model.display(),
                             if first.is_file() { format!(", {}", first.display()) } else { String::new() }
                         )
+                    } else if *key == "model"
+                        && let Some(batch) =
+                            meta.get(IR_KEY).and_then(|ir| crate::pipeline::batch_of_same_model(&original, ir, &name))
+                    {
+                        format!(
+                            "{}: the checkpoint holds {} at {batch} rows per batch, not at this file's {}: resume \
+                             with --batch {batch}",
+                            path.display(),
+                            model.display(),
+                            Signature::of_source(&original, &name).map(|s| s.batch()).unwrap_or(0)
+                        )
                     } else if *key == "model" {
                         format!(
                             "{}: the checkpoint is of another model (IR hash {saved}, this model's is {value})",

@@ -136,8 +136,9 @@ struct ModelArgs {
     #[arg(long, value_parser = Loss::parse)]
     loss: Option<Loss>,
     /// The size of an ONNX model's symbolic batch dimension; with an hl
-    /// model (compile only), compile a variant for this many rows
-    /// (hl-set-batch) that runs on the same parameters and checkpoints.
+    /// model, its rows per batch (hl-set-batch: train, eval and bench run
+    /// the model so retargeted, written to <stem>.batch<N>.mlir in the
+    /// output directory; compile makes a variant on the same parameters).
     #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
     batch: Option<usize>,
     /// The optimizer the train step applies after the gradients: sgd,
@@ -1436,7 +1437,10 @@ fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
 /// [`hl_model`], the import's summary to `say`.
 fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
     if !is_onnx(&c.model) {
-        return Ok(c.model.clone());
+        return match c.batch {
+            Some(size) => rebatched(&c.model, size, out, say),
+            None => Ok(c.model.clone()),
+        };
     }
     let stem = c.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
     let output = out.join(format!("{stem}.mlir"));
@@ -1469,6 +1473,34 @@ fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
     }
     aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
     import_saying(&c.model, &output, c.loss.unwrap_or(Loss::CrossEntropy), c.batch, say)?;
+    Ok(output)
+}
+
+/// `--batch` on an hl model: the model retargeted to `size` rows
+/// (`hl-set-batch`, as `aicf-opt --hl-set-batch` or `aicf compile --batch
+/// --emit hl` write it) in `out`, `<stem>.batch<size>.mlir`, on the same
+/// parameters. Its checkpoints are of that model: a resume or an eval of
+/// them gives the same `--batch` (or the written file).
+fn rebatched(model: &Path, size: usize, out: &Path, say: Say) -> Result<PathBuf> {
+    let name = model.display().to_string();
+    let source = aicf_compiler::train::read_model(model).map_err(|e| e.to_string())?;
+    let text =
+        aicf_compiler::pipeline::rebatched_source(&source, &name, size).map_err(|e| format!("--batch {size}: {e}"))?;
+    let stem = model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+    let output = out.join(format!("{stem}.batch{size}.mlir"));
+    if aicf_compiler::train::same_path(&output, model) {
+        // The model given is an earlier one of these: it is at that batch.
+        return Ok(output);
+    }
+    aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    aicf_compiler::codegen::write_atomically(&output, text.as_bytes())
+        .map_err(|e| format!("{}: {e}", output.display()))?;
+    aicf_compiler::weights::carry(&text, model, &output).map_err(|e| e.to_string())?;
+    let line = format!("--batch {size}: {name} at {size} rows per batch -> {}", output.display());
+    match say {
+        Say::Stdout => println!("{line}"),
+        Say::Stderr => eprintln!("{line}"),
+    }
     Ok(output)
 }
 
@@ -1516,13 +1548,14 @@ fn no_loss(c: &ModelArgs, command: &str) -> Result<()> {
     }
 }
 
-/// `--batch` only retargets an hl model when compiling.
+/// Sampling runs one row at a time: `--batch` has nothing to set there for
+/// an hl model (an ONNX model's import takes it).
 fn no_batch(c: &ModelArgs, command: &str) -> Result<()> {
     no_loss(c, command)?;
     match c.batch {
         Some(_) if !is_onnx(&c.model) => Err(format!(
-            "--batch binds an ONNX model's batch dimension; `aicf {command}` runs an hl model at the batch its types \
-             say (aicf compile --batch compiles a variant)"
+            "--batch sets the rows per batch of a model that trains or is scored; `aicf {command}` runs an hl model \
+             one row at a time"
         )),
         _ => Ok(()),
     }
@@ -1744,7 +1777,7 @@ fn train(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: RunOptions, gemm:
     if !(0.0..1.0).contains(&run.data.val_split) {
         return Err(format!("--val-split {} is not in [0, 1)", run.data.val_split));
     }
-    no_batch(c, "train")?;
+    no_loss(c, "train")?;
     if !c.data_parallel {
         // Several processes of one mpirun, each training alone into the
         // same files, is a mistake, not a run.
@@ -1843,7 +1876,7 @@ fn eval(
     eval_windows: Option<usize>,
     out: &Path,
 ) -> Result<()> {
-    no_batch(c, "eval")?;
+    no_loss(c, "eval")?;
     let model = hl_model(c, out)?;
     let options = options(c, d, 0, out)?;
     let scored =
@@ -1940,7 +1973,7 @@ fn bench(
         // As train refuses it: the timed steps would not train.
         return Err(format!("the learning rate {lr:e} is 0 in f32, the precision the step computes in"));
     }
-    no_batch(c, "bench")?;
+    no_loss(c, "bench")?;
     // Where the trace goes is checked before the benchmark runs.
     if let Some(t) = trace {
         aicf_compiler::train::refuse_overwriting_all_but_traces(t, "the trace")

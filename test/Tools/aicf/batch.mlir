@@ -1,0 +1,26 @@
+// --batch on an hl model: train, eval and bench run the model retargeted
+// to that many rows (hl-set-batch), written beside the run's files; its
+// checkpoints are of that model, so a resume without the same --batch is
+// told which one to give, and eval of the file at its own batch scores
+// the checkpoint's model with a note that names the batch. Sampling runs
+// one row at a time and refuses it.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 16 --epochs 1 --out %t/run --checkpoint-dir %t/ck --no-runs-db --no-progress | FileCheck %s
+// CHECK: --batch 16: {{.*}}digits_mlp.mlir at 16 rows per batch -> {{.*}}run{{/|\\}}digits_mlp.batch16.mlir
+// CHECK: training on 1438 examples (359 held out), batch 16, 90 steps per epoch
+// RUN: FileCheck %s --check-prefix=IR < %t/run/digits_mlp.batch16.mlir
+// IR: tensor<16x64xf32>
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/ck --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=RESUME
+// RESUME: aicf: error: {{.*}}last.safetensors: the checkpoint holds {{.*}}digits_mlp.mlir at 16 rows per batch, not at this file's 32: resume with --batch 16
+// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 16 --epochs 2 --out %t/run --checkpoint-dir %t/ck --resume --no-runs-db --no-progress | FileCheck %s --check-prefix=RESUMED
+// RESUMED: epoch   2/2
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/ck/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVAL
+// EVAL: note: {{.*}}last.safetensors holds {{.*}}digits_mlp.mlir at 16 rows per batch: scoring the model it holds
+// EVAL: accuracy {{.*}} on 359 held-out rows
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --batch 16 --data %S/../../../data/digits.csv.gz --checkpoint %t/ck/last.safetensors --out %t/eval16 2>&1 | FileCheck %s --check-prefix=EVAL16
+// EVAL16-NOT: note:
+// EVAL16: accuracy {{.*}} on 359 held-out rows
+// RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --batch 8 --steps 3 --out %t/bench | FileCheck %s --check-prefix=BENCH
+// BENCH: digits_mlp.batch8.mlir: train step
+// RUN: not aicf sample %S/../../../examples/mlp/digits_mlp.mlir --batch 4 --checkpoint %t/ck/last.safetensors 2>&1 | FileCheck %s --check-prefix=SAMPLE
+// SAMPLE: aicf: error: --batch sets the rows per batch of a model that trains or is scored; `aicf sample` runs an hl model one row at a time
