@@ -133,7 +133,9 @@ pub struct RunOptions {
     pub seed: u64,
     /// How the data is read and split.
     pub data: DataOptions,
-    /// The run directory: `metrics.jsonl`, `plot.svg`, `decisions.jsonl`.
+    /// The run directory: `metrics.jsonl`, `plot.svg`, `decisions.jsonl`,
+    /// and the compiled artifacts (`Options::cache_dir` is not read by
+    /// [`fit`]).
     pub out: PathBuf,
     /// Save `last.safetensors` here after every epoch.
     pub checkpoint_dir: Option<PathBuf>,
@@ -641,7 +643,8 @@ const COMPILE_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
 pub const DIVERGENCE_FACTOR: f64 = 1e4;
 
 /// Trains the model in `model` on `data` by `run`, compiled and run by
-/// `options`.
+/// `options`. The summary holds one record per epoch trained: none for
+/// `epochs: 0`, or a resume with none left.
 pub fn fit(
     model: &Path,
     options: &Options,
@@ -2091,7 +2094,7 @@ impl<'a> Loop<'a> {
                         "the loss is {loss} at the first step, before any update: the model (its constants or \
                          initial values) or the data gives it, not the learning rate"
                     )),
-                    TrainError::NonFinite { step, loss, lr } => TrainError::Diverged(format!(
+                    TrainError::NonFinite { step, loss, lr, .. } => TrainError::Diverged(format!(
                         "the loss became {loss} at epoch {epoch}, step {step} (lr {}); {}; {}",
                         super::rate_text(lr),
                         self.remedy(),

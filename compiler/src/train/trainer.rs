@@ -25,7 +25,7 @@
 
 use crate::CompileError;
 use crate::codegen::{GpuOptions, KernelCache};
-use crate::passes::REPLICA_WEIGHT;
+use crate::passes::{FIRST_MICRO_BATCH, REPLICA_WEIGHT};
 use crate::pipeline::{self, MemoryBudget, Precision, Target, TrainOptions};
 use crate::timing::Timings;
 use aicf_runtime::collective::Communicator;
@@ -54,7 +54,8 @@ pub struct Options {
     pub device: Device,
     /// Seeds the parameters' initializers.
     pub seed: u64,
-    /// Where compiled artifacts are cached.
+    /// Where compiled artifacts are cached. (`run::fit` compiles into its
+    /// run directory, `RunOptions::out`, as `aicf train` does.)
     pub cache_dir: PathBuf,
     /// Runs every GEMM with this candidate instead of the one the GEMM
     /// registry measured fastest on this machine: a timing-independent
@@ -173,8 +174,14 @@ pub enum TrainError {
     #[error("{0}")]
     Diverged(String),
     /// The loss stopped being a number; the step's update was applied.
-    #[error("the loss became {loss} at step {step} (lr {}); lower the learning rate", super::rate_text(*.lr))]
-    NonFinite { step: u64, loss: f64, lr: f64 },
+    /// `cause`, where one is seen: an infinite input, or a previous step's
+    /// other learning rate.
+    #[error(
+        "the loss became {loss} at step {step} (lr {}); {}",
+        super::rate_text(*.lr),
+        .cause.as_deref().unwrap_or("lower the learning rate")
+    )]
+    NonFinite { step: u64, loss: f64, lr: f64, cause: Option<String> },
     /// An fp16 model's loss stopped being a number: its forward pass
     /// overflowed f16 (the step's update was skipped, and the loss scale
     /// halved, inside the compiled step).
@@ -245,6 +252,8 @@ pub struct Trainer {
     backend: Box<dyn Backend>,
     compiled: Vec<Compiled>,
     steps: u64,
+    /// The learning rate of the last step run.
+    last_lr: Option<f64>,
     /// This replica's share of the next steps' global batch (1 alone), and
     /// the global batch's rows (data parallel).
     replica_weight: f64,
@@ -278,7 +287,34 @@ fn check_nan_inputs(function: &str, inputs: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// The inputs a caller gives `function` of `f`: its inputs less those the
+/// Trainer adds itself (the learning rate, a data-parallel replica's
+/// weight, a micro-batch's share and whether it is a step's first).
+fn caller_inputs(f: &aicf_runtime::artifact::Function) -> Vec<&str> {
+    f.args
+        .iter()
+        .filter(|a| a.role() == Role::Input)
+        .map(|a| a.bind.as_str())
+        .filter(|b| !["lr", REPLICA_WEIGHT, FIRST_MICRO_BATCH].contains(b))
+        .collect()
+}
+
 impl Trainer {
+    /// A step given another number of inputs than the model takes: said in
+    /// the caller's count (the call's own error counted the inputs the
+    /// Trainer adds).
+    fn check_input_count(&self, function: &str, given: usize) -> Result<()> {
+        let takes = caller_inputs(self.backend.function(function)?);
+        if given == takes.len() {
+            return Ok(());
+        }
+        Err(TrainError::Input(format!(
+            "@{function}: {given} inputs given, the model takes {} ({})",
+            takes.len(),
+            takes.join(", ")
+        )))
+    }
+
     /// Reads an `hl` module (`@forward`, `@loss`) from `path` and compiles it.
     pub fn from_file(path: &Path, options: Options) -> Result<Self> {
         let source = super::read_model(path)?;
@@ -306,6 +342,7 @@ impl Trainer {
             backend,
             compiled: vec![compiled],
             steps: 0,
+            last_lr: None,
             replica_weight: 1.0,
             global_rows: None,
             comm: None,
@@ -587,6 +624,7 @@ impl Trainer {
     /// step's inputs, at the same learning rate) is copied to the device.
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         check_lr(lr)?;
+        self.check_input_count("train_step", inputs.len())?;
         if self.options.check_inputs && !self.replicated() {
             check_nan_inputs("train_step", inputs)?;
         }
@@ -603,7 +641,7 @@ impl Trainer {
             .map(|n| n.iter().copied().chain(std::iter::once(&lr_t)).chain(weighted.then_some(&weight_t)).collect());
         let out = self.backend.call_staging_next("train_step", &all, next.as_deref())?;
         let rows = inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
-        self.stepped(&out, lr, rows)
+        self.stepped(&out, lr, rows, &[inputs])
     }
 
     /// The learning rate as `function`'s `lr` input (its element type).
@@ -615,14 +653,34 @@ impl Trainer {
 
     /// Counts a step that returned `out` (its loss first); a non-finite
     /// loss is an error naming the step.
-    fn stepped(&mut self, out: &[Tensor], lr: f64, rows: usize) -> Result<Metrics> {
+    fn stepped(&mut self, out: &[Tensor], lr: f64, rows: usize, inputs: &[&[&Tensor]]) -> Result<Metrics> {
         self.steps = self.steps.saturating_add(1);
+        let before = self.last_lr.replace(lr);
         let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
         if !loss.is_finite() {
             if self.backend.manifest().symbols.iter().any(|s| s.name == "loss_scale") {
                 return Err(TrainError::Fp16Overflow { step: self.steps, loss, lr });
             }
-            return Err(TrainError::NonFinite { step: self.steps, loss, lr });
+            // An infinity passes the input check (a mask may hold -inf); a
+            // NaN loss on one is the likely cause. Else a step before at
+            // another rate may have made the parameters non-finite.
+            let infinite = inputs.iter().flat_map(|micro| micro.iter().enumerate()).find_map(|(i, t)| {
+                t.values.iter().position(|v| v.is_infinite()).map(|at| (i, at, t.values[at], &t.shape))
+            });
+            let cause = match (infinite, before) {
+                (Some((i, at, v, shape)), _) => Some(format!(
+                    "input #{i} holds {v} at index {at} (of shape {shape:?}), the likely cause where it is not a \
+                     mask; the step's update was applied, so the parameters may no longer be finite (load a \
+                     checkpoint)"
+                )),
+                (None, Some(b)) if b > 2.0 * lr => Some(format!(
+                    "lower the learning rate (the step before ran at lr {}, whose update may have made the \
+                     parameters non-finite)",
+                    super::rate_text(b)
+                )),
+                _ => None,
+            };
+            return Err(TrainError::NonFinite { step: self.steps, loss, lr, cause });
         }
         Ok(Metrics { step: self.steps, loss, rows })
     }
@@ -654,6 +712,24 @@ impl Trainer {
         {
             return Err(TrainError::Input(format!("micro-batch {i}'s share {w} is not in [0, 1]")));
         }
+        let shares: f64 = micro.iter().map(|(_, w)| w).sum();
+        for (inputs, _) in micro {
+            self.check_input_count("train_grad", inputs.len())?;
+        }
+        if micro.len() > self.options.accumulate {
+            return Err(TrainError::Input(format!(
+                "{} micro-batches, more than the {} the model was compiled to accumulate (Options::accumulate)",
+                micro.len(),
+                self.options.accumulate
+            )));
+        }
+        // (A data-parallel replica's add up to its rows' share of the batch
+        // over every replica.)
+        if !self.replicated() && (shares - 1.0).abs() > 1e-6 {
+            return Err(TrainError::Input(format!(
+                "the micro-batches' shares add up to {shares}, not 1 (each is its rows over the global batch's)"
+            )));
+        }
         if self.options.check_inputs && !self.replicated() {
             for (inputs, _) in micro {
                 check_nan_inputs("train_grad", inputs)?;
@@ -674,7 +750,8 @@ impl Trainer {
         // summed as they are.
         let one = Tensor::scalar(1.0, aicf_runtime::artifact::DType::F32);
         let out = self.backend.call("train_apply", &[&lr_t, &one])?;
-        self.stepped(&out, lr, rows)
+        let micro_inputs: Vec<&[&Tensor]> = micro.iter().map(|(inputs, _)| inputs.as_slice()).collect();
+        self.stepped(&out, lr, rows, &micro_inputs)
     }
 
     /// `@forward` on `inputs` (any batch size; a new one compiles once).

@@ -319,6 +319,16 @@ fn micro_batches_accumulate_as_one_batch() {
     assert!(e.contains("share 1.5 is not in [0, 1]"), "{e}");
     let e = acc.step_micro(&[], 0.05).unwrap_err().to_string();
     assert!(e.contains("no micro-batches"), "{e}");
+    // Shares that do not make the global batch, more micro-batches than
+    // compiled for, and inputs counted as the caller gives them.
+    let e = acc.step_micro(&[(vec![&x, &y], 0.1), (vec![&x, &y], 0.1)], 0.05).unwrap_err().to_string();
+    assert!(e.contains("shares add up to 0.2, not 1"), "{e}");
+    let third = 1.0 / 3.0;
+    let e = acc.step_micro(&[(vec![&x, &y], third), (vec![&x, &y], third), (vec![&x, &y], third)], 0.05);
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("3 micro-batches, more than the 2"), "{e}");
+    let e = acc.step_micro(&[(vec![&x], 1.0)], 0.05).unwrap_err().to_string();
+    assert!(e.contains("@train_grad: 1 inputs given, the model takes 2"), "{e}");
     let zero = Options { accumulate: 0, ..options("acc_zero", "sgd", false, 0) };
     let Err(e) = Trainer::from_file(&model(), zero) else { panic!("0 micro-batches were accepted") };
     assert!(e.to_string().contains("over 0 micro-batches"), "{e}");

@@ -121,6 +121,27 @@ fn trainer_errors_name_the_problem() {
         assert!(e.contains("is not a finite number of at least 0"), "{e}");
     }
     assert_eq!(t.steps(), 0, "a refused step is not counted");
+    // Inputs counted as the caller gives them (the call's own count took in
+    // the learning rate the Trainer adds).
+    let e = t.step(&[&good], 0.1).unwrap_err().to_string();
+    assert!(e.contains("@train_step: 1 inputs given, the model takes 2 (input, "), "{e}");
+    let e = t.step(&[], 0.1).unwrap_err().to_string();
+    assert!(e.contains("0 inputs given, the model takes 2"), "{e}");
+    // Integer labels hold whole numbers in their type's range: a 2.5, a
+    // NaN or a 1e12 was cast on the way in (to 2, 0 and 2^31 - 1).
+    // (The Trainer's NaN check names a NaN first; the runtime's, below,
+    // names the rest, and a NaN where a Backend is called directly.)
+    for (bad, why) in [(2.5, "2.5 at index 3"), (f64::NAN, "NaN at index 3"), (1e12, "1000000000000 at index 3")] {
+        let mut labels = vec![0.0; 32];
+        labels[3] = bad;
+        let y = Tensor::new([32], DType::I32, labels);
+        let e = t.step(&[&good, &y], 0.1).unwrap_err().to_string();
+        assert!(e.contains("input #1 ") && e.contains(why), "{e}");
+        let lr = Tensor::scalar(0.1, DType::F32);
+        let e = t.backend_mut().call("train_step", &[&good, &y, &lr]).unwrap_err().to_string();
+        assert!(e.contains("input #1 (") && e.contains(why) && e.contains("for its element type I32"), "{e}");
+    }
+    assert_eq!(t.steps(), 0, "a refused step is not counted");
     // evaluate: features of rank 0, too few values, no rows, labels
     // outside the classes (they counted as wrong answers).
     let e = t.evaluate(&Tensor::new(Vec::<usize>::new(), DType::F32, vec![0.5]), &[]).unwrap_err().to_string();
@@ -152,6 +173,21 @@ fn trainer_errors_name_the_problem() {
         }
         other => panic!("expected a non-finite loss, got {other:?}"),
     }
+    // A step at a small rate after one at a huge rate names the step before.
+    let mut t = Trainer::from_file(&model(), options("trainer_errors", "sgd")).unwrap();
+    let e = match t.step(&[&x, &y], 1e30).and_then(|_| t.step(&[&x, &y], 1e-3)).and_then(|_| t.step(&[&x, &y], 1e-3)) {
+        Err(e) => e.to_string(),
+        Ok(m) => panic!("expected a non-finite loss, got {m:?}"),
+    };
+    assert!(e.contains("the step before ran at lr 1e30"), "{e}");
+    // An infinite feature (which the NaN check lets through, as masks hold
+    // -inf) is named as the likely cause of the NaN loss.
+    let mut t = Trainer::from_file(&model(), options("trainer_errors", "sgd")).unwrap();
+    let mut values = x.values.clone();
+    values[70] = f64::INFINITY;
+    let inf = Tensor::new([32, 64], DType::F32, values);
+    let e = t.step(&[&inf, &y], 1e-3).unwrap_err().to_string();
+    assert!(e.contains("input #0 holds inf at index 70 (of shape [32, 64]), the likely cause"), "{e}");
 }
 
 /// `clip_norm` bounds a step's update by the global gradient norm (SGD:

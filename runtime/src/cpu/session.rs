@@ -127,6 +127,7 @@ impl Backend for CpuSession {
             return Err(no_module_for(function, &manifests, first_problem));
         };
         let f = self.modules[index].function(function)?.clone();
+        crate::host::check_integer_inputs(&f, inputs).map_err(bad)?;
         // First what can fail (the call's own buffers, the symbols' presence),
         // then the session's symbols and arena are taken: an error never
         // leaves the session without them.

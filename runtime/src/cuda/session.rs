@@ -719,6 +719,7 @@ impl CudaSession {
         let bad = |message: String| RuntimeError::Arguments { function: function.into(), message };
         let m = self.module_for(function, inputs)?;
         let f = self.modules[m].function(function)?.clone();
+        crate::host::check_integer_inputs(&f, inputs).map_err(bad)?;
         check_input_indices(&f, inputs).map_err(bad)?;
         self.bind(m, function)?;
         let copies = self.copies.clone();

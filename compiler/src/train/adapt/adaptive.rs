@@ -525,7 +525,7 @@ impl Adaptive {
         };
         let metrics = match stepped {
             Ok(m) => m,
-            Err(TrainError::NonFinite { step, loss, lr: at_lr }) => {
+            Err(TrainError::NonFinite { step, loss, lr: at_lr, cause }) => {
                 self.observer.losses.push((step, loss));
                 let reason = format!(
                     "instability: the loss became {loss} at step {step} (lr {})",
@@ -546,7 +546,7 @@ impl Adaptive {
                 };
                 return match rolled {
                     Some((d, p)) => Ok(Outcome::RolledBack(d, p)),
-                    None => Err(TrainError::NonFinite { step, loss, lr: at_lr }),
+                    None => Err(TrainError::NonFinite { step, loss, lr: at_lr, cause }),
                 };
             }
             Err(e) => return Err(e),
