@@ -52,16 +52,25 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EagerError {
     /// An op refused its operands (its own diagnostic, naming the types).
-    #[error("{op}: {message}")]
+    /// `op` is the op's kernel key (its name, attributes and operand
+    /// types); the message shows its name.
+    #[error("{}: {message}", op_name(op))]
     Op { op: String, message: String },
     /// Compiling or running an op's kernel failed.
-    #[error("{op}: {message}")]
+    #[error("{}: {message}", op_name(op))]
     Kernel { op: String, message: String },
     #[error("{0}")]
     Invalid(String),
 }
 
 pub type Result<T, E = EagerError> = std::result::Result<T, E>;
+
+/// An op's name in its kernel key (`hl.conv2d [("stride", ...)] tensor<...>`):
+/// what an error shows (the cache's key is no help to a reader; the
+/// diagnostic after it names the types).
+fn op_name(key: &str) -> &str {
+    key.split(' ').next().unwrap_or(key)
+}
 
 /// How one op is traced: a key naming it with its attributes, and the
 /// layer-API call that builds it.
@@ -801,7 +810,19 @@ fn op_call(def: &Rc<OpDef>, inputs: &[&Tensor]) -> Result<Tensor> {
     let (shape, dtype, data) = dispatch(&def.key, &build, inputs)?
         .pop()
         .ok_or_else(|| EagerError::Kernel { op: def.key.clone(), message: "no result".into() })?;
-    let record = grad_enabled() && inputs.iter().any(|t| t.requires_grad()) && dtype == HostDType::F32;
+    let needs = grad_enabled() && inputs.iter().any(|t| t.requires_grad());
+    // The tape's gradients are f32: an f64 result of a tensor that needs a
+    // gradient would cut it off silently (its loss's gradient missed that
+    // path). Integer and boolean results carry none, as in PyTorch.
+    if needs && dtype == HostDType::F64 {
+        return Err(EagerError::Op {
+            op: def.key.clone(),
+            message: "its f64 result would carry no gradient (gradients flow through f32 tensors): compute it in \
+                      f32, or detach the input (or run it under no_grad) where no gradient is wanted"
+                .into(),
+        });
+    }
+    let record = needs && dtype == HostDType::F32;
     let node = record.then(|| Node {
         op: def.clone(),
         inputs: inputs.iter().map(|t| (*t).clone()).collect(),

@@ -1165,4 +1165,21 @@ fn eager_misuse_is_an_error_not_an_abort_or_a_wrong_gradient() {
     assert!(e.contains("reductions are of float tensors (cast it first)"), "{e}");
     let counted = ints.cast(aicf_compiler::nn::DType::F32).unwrap().sum(&[0], false).unwrap();
     assert_eq!(counted.item().unwrap(), 3.0);
+
+    // (Fifth session of 2026-12-05.) An f64 result of a tensor that needs a
+    // gradient: its gradient was dropped silently (p + cast(cast(p)) got
+    // 1, not 2). Detached, or under no_grad, it runs.
+    let p = Tensor::from_vec(&[3], vec![1.0, 2.0, 3.0]).unwrap().param();
+    let e = p.cast(aicf_compiler::nn::DType::F64).unwrap_err().to_string();
+    assert!(e.starts_with("cast: its f64 result would carry no gradient"), "{e}");
+    let wide = eager::no_grad(|| p.cast(aicf_compiler::nn::DType::F64)).unwrap();
+    assert_eq!(wide.host().unwrap().values, vec![1.0, 2.0, 3.0]);
+    assert!(p.detach().cast(aicf_compiler::nn::DType::F64).is_ok());
+    // A linear layer on one example without its row dimension: refused when
+    // traced, naming the shape (it failed inside a later pass).
+    let w = Tensor::from_vec(&[4, 3], vec![0.5; 12]).unwrap().param();
+    let e = p.linear(&w, None).unwrap_err().to_string();
+    assert!(e.contains("input must have rank >= 2") && e.contains("tensor<3xf32>"), "{e}");
+    // An error names the op, not its kernel-cache key.
+    assert!(e.starts_with("linear-nobias: "), "{e}");
 }

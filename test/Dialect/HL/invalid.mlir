@@ -190,8 +190,16 @@ func.func @f(%a: tensor<8x3xf32>, %b: tensor<4x5xf32>) {
 // -----
 
 func.func @f(%x: tensor<f32>, %w: tensor<4x4xf32>) {
-  // expected-error @+1 {{'hl.linear' op input must have rank >= 1, got 'tensor<f32>'}}
+  // expected-error @+1 {{'hl.linear' op input must have rank >= 2 (rows of features, [..., rows, in]; one example is [1, in]), got 'tensor<f32>'}}
   %0 = hl.linear %x, %w : tensor<f32>, tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>, %w: tensor<4x4xf32>) {
+  // expected-error @+1 {{'hl.linear' op input must have rank >= 2 (rows of features, [..., rows, in]; one example is [1, in]), got 'tensor<4xf32>'}}
+  %0 = hl.linear %x, %w : tensor<4xf32>, tensor<4x4xf32>
   return
 }
 

@@ -74,8 +74,13 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   StringRef name = LinearOp::getOperationName();
   auto input = tensorOf(adaptor.getInput());
   auto weight = tensorOf(adaptor.getWeight());
-  if (input.getRank() < 1)
-    return inferError(loc, name) << "input must have rank >= 1, got " << input;
+  // Rows of features: the GEMM it lowers to (and its gradients) take a
+  // row dimension. A single example is given as one row, [1, in].
+  if (input.getRank() < 2)
+    return inferError(loc, name)
+           << "input must have rank >= 2 (rows of features, [..., rows, in]; "
+              "one example is [1, in]), got "
+           << input;
   if (weight.getRank() != 2)
     return inferError(loc, name)
            << "weight must have rank 2 ([out, in]), got " << weight;

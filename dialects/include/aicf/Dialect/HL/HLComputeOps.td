@@ -38,9 +38,9 @@ def HL_MatmulOp : HL_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
 def HL_LinearOp : HL_Op<"linear", [Pure, InferTypeOpAdaptor]> {
   let summary = "affine layer, x @ W^T + b";
   let description = [{
-    PyTorch's `nn.Linear`: `input: [..., in]`, `weight: [out, in]` and an
-    optional `bias: [out]` give `[..., out]`. All three have the same element
-    type.
+    PyTorch's `nn.Linear`: `input: [..., rows, in]` (rank 2 or more: one
+    example is `[1, in]`), `weight: [out, in]` and an optional `bias: [out]`
+    give `[..., rows, out]`. All three have the same element type.
 
     ```mlir
     %y = hl.linear %x, %w, %b : tensor<32x64xf32>, tensor<128x64xf32>, tensor<128xf32>
