@@ -135,11 +135,46 @@ impl Drop for PartialGuard {
     }
 }
 
+/// Whether a training loop that stops cleanly at its next step is running
+/// ([`interruptible`]), and whether a SIGINT asked it to stop.
+static INTERRUPTIBLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// While the guard lives, the first SIGINT (Ctrl-C) only asks the loop to
+/// stop ([`interrupted`]): the loop ends at its next step and says where
+/// the run stands (a save in progress completes). A second SIGINT, or one
+/// outside the guard, ends the process as before (two that come during one
+/// long write(2) of a save are delivered as one). Where the program
+/// installed [`remove_partial_on_signal`].
+pub fn interruptible() -> InterruptibleGuard {
+    INTERRUPTIBLE.store(true, std::sync::atomic::Ordering::SeqCst);
+    InterruptibleGuard
+}
+
+/// See [`interruptible`].
+pub struct InterruptibleGuard;
+
+impl Drop for InterruptibleGuard {
+    fn drop(&mut self) {
+        INTERRUPTIBLE.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Whether a SIGINT asked an [`interruptible`] loop to stop.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Removes the temporary file of a save in progress, then ends the process
 /// as `signal` would have (its default action, so the exit status names
-/// it). Only async-signal-safe calls.
+/// it). Only async-signal-safe calls. The first SIGINT inside
+/// [`interruptible`] only sets the flag [`interrupted`] reads.
 #[cfg(unix)]
 extern "C" fn remove_partial(signal: libc::c_int) {
+    use std::sync::atomic::Ordering::SeqCst;
+    if signal == libc::SIGINT && INTERRUPTIBLE.load(SeqCst) && !INTERRUPTED.swap(true, SeqCst) {
+        return;
+    }
     let path = WRITING.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
     // SAFETY: a NUL-terminated path from `PartialGuard::new`, never freed
     // once taken from `WRITING`; unlink, signal and raise are

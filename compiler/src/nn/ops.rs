@@ -211,7 +211,9 @@ impl Graph {
     }
 
     /// An eager graph whose parameters and model state live on `device`
-    /// (`cuda:N` for a GPU): its inputs go there too (`Tensor::to`).
+    /// (`cuda:N` for a GPU): its inputs go there too (`Tensor::to`). A CPU
+    /// device's `threads` is not read: eager kernels run on the process's
+    /// eager workers (`AICF_EAGER_THREADS`, else one per core).
     pub fn eager_on(mode: super::Mode, seed: u64, device: crate::eager::Device) -> Graph {
         Graph(GraphState::new_eager(mode, seed, device))
     }

@@ -1832,6 +1832,23 @@ impl<'a> Loop<'a> {
 
     /// Where the last good checkpoint is, for messages about a run that
     /// stopped.
+    /// The error of a run a Ctrl-C stopped before batch `b` of `epoch`.
+    fn interrupted(&self, epoch: usize, b: usize, steps_per_epoch: usize, checkpoint: Option<&Path>) -> TrainError {
+        let kept = match (checkpoint, self.saved_epoch) {
+            (Some(path), Some(saved)) => format!(
+                "{} holds epoch {saved}: --resume goes on from there{}",
+                path.display(),
+                if b > 0 { format!(" (this epoch's {b} steps are not in it)") } else { String::new() }
+            ),
+            (Some(path), None) => format!("no epoch ended, so {} was not written", path.display()),
+            (None, _) => "no checkpoint is written without --checkpoint-dir".into(),
+        };
+        TrainError::Interrupted(format!(
+            "interrupted at epoch {epoch}, step {b} of {steps_per_epoch}, {} steps in all; {kept}",
+            self.adaptive.trainer().steps()
+        ))
+    }
+
     fn kept_checkpoint(&self, checkpoint: Option<&Path>) -> String {
         match (checkpoint, self.saved_epoch) {
             (Some(path), Some(epoch)) => {
@@ -2041,6 +2058,10 @@ impl<'a> Loop<'a> {
         let mut start_batch = 0;
         let mut budget_spent = false;
         let mut last_lr = run.lr;
+        // A Ctrl-C stops the loop at its next step, saying where the run
+        // stands (alone: a data-parallel run's ranks end together as
+        // before).
+        let _interruptible = (self.replicas == 1).then(aicf_runtime::checkpoint::interruptible);
         'epochs: while epoch <= run.epochs {
             let epoch_started = Instant::now();
             let epoch_steps_before = self.adaptive.trainer().steps();
@@ -2057,6 +2078,12 @@ impl<'a> Loop<'a> {
             let mut prepared: Option<Vec<(Vec<Tensor>, f64)>> = None;
             for (b, chunk) in chunks.iter().enumerate().skip(start_batch) {
                 let step = self.adaptive.trainer().steps();
+                if aicf_runtime::checkpoint::interrupted() {
+                    if let Some(bar) = &bar {
+                        bar.abandon();
+                    }
+                    return Err(self.interrupted(epoch, b, steps_per_epoch, checkpoint));
+                }
                 // This replica's shard of the global batch (its
                 // micro-batches), and its share.
                 let micro = match prepared.take() {

@@ -173,6 +173,10 @@ pub enum TrainError {
     /// held-out loss or state); nothing was saved after it.
     #[error("{0}")]
     Diverged(String),
+    /// A Ctrl-C stopped the run between two steps (the message says where
+    /// it stands).
+    #[error("{0}")]
+    Interrupted(String),
     /// The loss stopped being a number; the step's update was applied.
     /// `cause`, where one is seen: an infinite input, or a previous step's
     /// other learning rate.
@@ -791,6 +795,19 @@ impl Trainer {
             let out = self.predict(&[&chunk])?;
             let logits = out.first().ok_or_else(|| TrainError::Input("@forward returns nothing".into()))?;
             let classes = logits.shape.last().copied().unwrap_or(1).max(1);
+            if classes == 1 {
+                return Err(TrainError::Input(
+                    "evaluate measures a classifier's accuracy (the argmax over its classes); @forward gives one value \
+                     per row, a regression's (use predict and its loss)"
+                        .into(),
+                ));
+            }
+            if let Some(at) = logits.values.iter().position(|v| v.is_nan()) {
+                return Err(TrainError::Input(format!(
+                    "evaluate: @forward gives NaN for row {} (a parameter or a feature of that row is not finite)",
+                    start + at / classes
+                )));
+            }
             if let Some((i, bad)) =
                 labels[start..start + n].iter().enumerate().find(|(_, l)| !(0..classes as i64).contains(l))
             {

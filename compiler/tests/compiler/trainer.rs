@@ -154,6 +154,31 @@ fn trainer_errors_name_the_problem() {
     assert!(e.contains("no rows"), "{e}");
     let e = t.evaluate(&good, &[-5; 32]).unwrap_err().to_string();
     assert!(e.contains("label -5 of row 0 is outside the model's classes [0, 10)"), "{e}");
+    // A NaN feature gave a NaN row, scored as class 0 (an accuracy, not an
+    // error).
+    let mut values = good.values.clone();
+    values[5 * 64 + 1] = f64::NAN;
+    let e = t.evaluate(&Tensor::new([32, 64], DType::F32, values), &[0; 32]).unwrap_err().to_string();
+    assert!(e.contains("@forward gives NaN for row 5"), "{e}");
+    // A regression's one output per row scored an accuracy of 1.
+    let regression = "module {
+  hl.param @fc.weight : tensor<1x2xf32> owner \"fc\" init <kaiming_uniform>
+  func.func @forward(%x: tensor<4x2xf32>) -> tensor<4x1xf32> {
+    %w = hl.get_param @fc.weight : tensor<1x2xf32>
+    %y = hl.linear %x, %w : tensor<4x2xf32>, tensor<1x2xf32>
+    return %y : tensor<4x1xf32>
+  }
+  func.func @loss(%x: tensor<4x2xf32>, %t: tensor<4xf32>) -> tensor<f32> {
+    %w = hl.get_param @fc.weight : tensor<1x2xf32>
+    %y = hl.linear %x, %w : tensor<4x2xf32>, tensor<1x2xf32>
+    %r = hl.reshape %y : tensor<4x1xf32> to tensor<4xf32>
+    %l = hl.mse_loss %r, %t : tensor<4xf32>, tensor<4xf32>
+    return %l : tensor<f32>
+  }
+}";
+    let mut r = Trainer::from_source(regression, "regression", options("trainer_errors_regression", "sgd")).unwrap();
+    let e = r.evaluate(&Tensor::new([4, 2], DType::F32, vec![0.5; 8]), &[0; 4]).unwrap_err().to_string();
+    assert!(e.contains("evaluate measures a classifier's accuracy"), "{e}");
 
     let rows = digits();
     let (x, y) = batch(&rows, 0, 32);

@@ -857,7 +857,9 @@ fn main() {
             }
             None => eprintln!("aicf: error: {e}"),
         }
-        std::process::exit(1);
+        // A run a Ctrl-C stopped between two steps ends as an interrupted
+        // program does (128 + SIGINT).
+        std::process::exit(if aicf_runtime::checkpoint::interrupted() { 130 } else { 1 });
     }
 }
 
