@@ -2062,6 +2062,7 @@ impl<'a> Loop<'a> {
         // stands (alone: a data-parallel run's ranks end together as
         // before).
         let _interruptible = (self.replicas == 1).then(aicf_runtime::checkpoint::interruptible);
+        let mut timed_before = aicf_runtime::registry::measuring_seconds();
         'epochs: while epoch <= run.epochs {
             let epoch_started = Instant::now();
             let epoch_steps_before = self.adaptive.trainer().steps();
@@ -2163,6 +2164,14 @@ impl<'a> Loop<'a> {
                         if let Some(bar) = &bar {
                             bar.inc(1);
                             bar.set_message(format!("epoch {epoch}, loss {:.4}", m.loss));
+                            // A step that compiled or timed GEMM candidates
+                            // (the first, one after a growth) is no measure
+                            // of the rest: the rate and ETA start over.
+                            let timing = aicf_runtime::registry::measuring_seconds();
+                            if timing > timed_before || decision.is_some() || b == start_batch {
+                                bar.reset_eta();
+                            }
+                            timed_before = timing;
                         }
                         self.record_decisions(bar.as_ref(), report);
                         // A FLOPs budget spent ends the run with this epoch.
