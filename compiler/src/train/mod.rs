@@ -46,6 +46,15 @@ pub fn rate_text(v: f64) -> String {
 /// Reads the `hl` model at `path` as text; a binary file (a checkpoint
 /// given where the model goes) is named as not a model.
 pub fn read_model(path: &std::path::Path) -> Result<String> {
+    if path.is_dir() {
+        let message = if path.join("manifest.json").is_file() {
+            "a compiled artifact (what `aicf compile` writes), not a model: give the .mlir or .onnx model it was \
+             compiled from (a Rust program runs an artifact itself: aicf_runtime::open)"
+        } else {
+            "a directory, not a model file (an hl module's .mlir, or an .onnx)"
+        };
+        return Err(TrainError::Io { path: path.to_path_buf(), message: message.into() });
+    }
     std::fs::read_to_string(path).map_err(|e| TrainError::Io {
         path: path.to_path_buf(),
         message: if e.kind() == std::io::ErrorKind::InvalidData {

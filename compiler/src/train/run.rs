@@ -2304,6 +2304,17 @@ impl<'a> Loop<'a> {
                 }
             }
             if budget_spent {
+                if epoch < run.epochs {
+                    suspend(bar.as_ref(), || {
+                        report.note(&format!(
+                            "--flops-budget {:.4e} spent ({:.4e} training FLOPs) during epoch {epoch} of {}: the \
+                             run ends with it",
+                            run.flops_budget.unwrap_or_default(),
+                            self.adaptive.flops,
+                            run.epochs
+                        ))
+                    });
+                }
                 break;
             }
             epoch += 1;

@@ -352,3 +352,10 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --no-runs-db --checkpoint-dir %t/dirckpt --resume --out %t/dirckpt-run 2>&1 | FileCheck %s --check-prefix=CKPTDIR
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --no-runs-db --checkpoint-dir %t/dirckpt --out %t/dirckpt-run 2>&1 | FileCheck %s --check-prefix=CKPTDIR
 // CKPTDIR: aicf: error: {{.*}}dirckpt/last.safetensors: is not a file (a directory?), where the checkpoint directory's checkpoint goes: move it away, or give another --checkpoint-dir
+// A compiled artifact given as the model: said as such (it was "Is a
+// directory"), and any other directory too.
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o %t/m.aicf > /dev/null
+// RUN: not aicf train %t/m.aicf --data %S/../../../data/digits.csv.gz --out %t/art 2>&1 | FileCheck %s --check-prefix=ARTIFACT
+// ARTIFACT: aicf: error: {{.*}}m.aicf: a compiled artifact (what `aicf compile` writes), not a model: give the .mlir or .onnx model it was compiled from
+// RUN: not aicf bench %t --out %t/art 2>&1 | FileCheck %s --check-prefix=DIR
+// DIR: aicf: error: {{.*}}: a directory, not a model file

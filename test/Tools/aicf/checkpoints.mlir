@@ -75,7 +75,10 @@
 // A run that spent its --flops-budget, resumed with the same budget,
 // trains nothing (it trained one step more, and wrote a checkpoint, each
 // time); the checkpoint stays as it was.
-// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 100 --flops-budget 3e8 --out %t/fb --checkpoint-dir %t/fb-ckpt --no-progress > /dev/null
+// The budget's end is said (the epochs counted to 6 of 100, then stopped).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 100 --flops-budget 3e8 --out %t/fb --checkpoint-dir %t/fb-ckpt --no-progress 2>&1 | FileCheck %s --check-prefix=ENDS
+// ENDS: epoch   6/100
+// ENDS-NEXT: note: --flops-budget 3.0000e8 spent ({{[0-9.]+}}e8 training FLOPs) during epoch 6 of 100: the run ends with it
 // RUN: cp %t/fb-ckpt/last.safetensors %t/fb-before.safetensors
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 100 --flops-budget 3e8 --out %t/fb --checkpoint-dir %t/fb-ckpt --resume --no-progress 2>&1 | FileCheck %s --check-prefix=SPENT
 // RUN: cmp %t/fb-ckpt/last.safetensors %t/fb-before.safetensors
