@@ -86,7 +86,8 @@ impl CpuSession {
 
 impl Backend for CpuSession {
     fn device(&self) -> String {
-        format!("cpu, {} threads", self.module().threads())
+        let threads = self.module().threads();
+        format!("cpu, {threads} thread{}", if threads == 1 { "" } else { "s" })
     }
 
     fn manifest(&self) -> &Manifest {

@@ -148,8 +148,8 @@
 // WORD-NOT: header
 // COMMAS: aicf: error: {{.*}}commas.csv:11: column 1 is empty
 // ZIPPED: aicf: error: {{.*}}zipped.csv: gzip-compressed data under a name without .gz
-// SHORT: training on 16 examples (4 held out), batch 16, 1 steps per epoch
-// SHORTACC: training on 16 examples (4 held out), batch 16, 1 steps per epoch, {{.*}}accumulating 2 micro-batches of 32
+// SHORT: training on 16 examples (4 held out), batch 16, 1 step per epoch
+// SHORTACC: training on 16 examples (4 held out), batch 16, 1 step per epoch, {{.*}}accumulating 2 micro-batches of 32
 // SHORTACC: epoch   2/2
 // SHORT: epoch   2/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy
 
@@ -221,7 +221,7 @@
 // ZEROEPOCHS: no epoch trained, so no held-out figures and no metrics or plot written
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 10 --out %t/accum 2>&1 | FileCheck %s --check-prefix=ACCUM
 // ACCUM: note: the global batch of 320 is larger than the 80 training examples: every step takes all of them (3 micro-batches of 32 hold examples; --accumulate 3 would do the same)
-// ACCUM: training on 80 examples (20 held out), batch 80, 1 steps per epoch, {{.*}}, accumulating 10 micro-batches of 32
+// ACCUM: training on 80 examples (20 held out), batch 80, 1 step per epoch, {{.*}}, accumulating 10 micro-batches of 32
 // The suggestion only where it asks fewer micro-batches than given (it
 // suggested the very --accumulate 3).
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 3 --out %t/accum3 2>&1 | FileCheck %s --check-prefix=ACCUM3

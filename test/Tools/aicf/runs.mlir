@@ -46,6 +46,8 @@
 // SHOW: decision 1: step 100 (epoch 3): deepen after fc1
 
 // COMPARE: structure {{ *}}mlp 128-10 {{ *}}mlp 16-10
+// COMPARE: precision {{ *}}fp32 {{ *}}fp32
+// COMPARE: batch {{ *}}32 {{ *}}32
 // COMPARE: decisions {{ *}}0 {{ *}}2
 
 // SCHEMA: CREATE TABLE IF NOT EXISTS runs (

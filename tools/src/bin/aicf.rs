@@ -1725,8 +1725,13 @@ impl Report for Printer {
         self.nothing_held = s.held_examples == 0;
         println!("data: {}", s.data);
         println!(
-            "training on {} examples ({} held out), batch {}, {} steps per epoch, {}",
-            s.train_examples, s.held_examples, s.batch, s.steps_per_epoch, s.device
+            "training on {} examples ({} held out), batch {}, {} step{} per epoch, {}",
+            s.train_examples,
+            s.held_examples,
+            s.batch,
+            s.steps_per_epoch,
+            if s.steps_per_epoch == 1 { "" } else { "s" },
+            s.device
         );
     }
 
@@ -2232,6 +2237,17 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
         let widths = f.widths.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("-");
         format!("{} {widths}", f.kind)
     };
+    // In the list, a deep model's widths are cut short (nanoGPT's row was
+    // 250 characters wide): the first three, the last, and how many; `runs
+    // show` gives them all.
+    let short_structure = |f: &aicf_compiler::train::registry::Fingerprint| {
+        let full = structure(f);
+        if full.chars().count() <= 40 || f.widths.len() <= 4 {
+            return full;
+        }
+        let w = &f.widths;
+        format!("{} {}-{}-{}-...-{} ({} widths)", f.kind, w[0], w[1], w[2], w[w.len() - 1], w.len())
+    };
     match what {
         RunsCommand::List => {
             let rows = registry.list().map_err(|e| e.to_string())?;
@@ -2242,7 +2258,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             let wide = |min: usize, f: &dyn Fn(&RunRow) -> String| {
                 rows.iter().map(|r| f(r).chars().count()).max().unwrap_or(0).max(min)
             };
-            let (pw, sw) = (wide(16, &problem), wide(22, &|r| structure(&r.fingerprint)));
+            let (pw, sw) = (wide(16, &problem), wide(22, &|r| short_structure(&r.fingerprint)));
             println!(
                 "{:>4}  {:<10}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}",
                 "id", "status", "started", "problem", "structure", "params", "FLOPs", "best val", "epochs"
@@ -2254,7 +2270,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                     r.status,
                     r.started,
                     problem(r),
-                    structure(&r.fingerprint),
+                    short_structure(&r.fingerprint),
                     r.fingerprint.params,
                     r.train_flops.map_or("-".into(), |f| format!("{f:.3e}")),
                     opt(r.best_val_loss, 4),
@@ -2356,6 +2372,8 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             line("structure", &|d| structure(&d.run.fingerprint));
             line("params", &|d| d.run.fingerprint.params.to_string());
             line("optimizer", &|d| format!("{} {}", d.run.settings.optimizer, d.run.settings.lr));
+            line("precision", &|d| d.run.settings.precision.clone());
+            line("batch", &|d| d.run.settings.batch.to_string());
             line("epochs", &|d| d.run.epochs.map_or("-".into(), |e| e.to_string()));
             line("training FLOPs", &|d| d.run.train_flops.map_or("-".into(), |f| format!("{f:.3e}")));
             line("best val loss", &|d| opt(d.run.best_val_loss, 4));

@@ -52,9 +52,15 @@ fn plateau_of(
     let prev = mean(&recent[..window]);
     let improvement = (prev - last) / prev.abs().max(1e-12);
     (improvement < threshold).then(|| {
+        // (A mean that rose is said as worse, not as a negative "better".)
+        let change = if improvement >= 0.0 {
+            format!("{:.2}% better", 100.0 * improvement)
+        } else {
+            format!("{:.2}% worse", -100.0 * improvement)
+        };
         format!(
-            "plateau: mean {what} {last:.4} over the last {window} {unit}, {prev:.4} before ({:.2}% better, threshold {:.2}%)",
-            100.0 * improvement,
+            "plateau: mean {what} {last:.4} over the last {window} {unit}, {prev:.4} before ({change}, threshold {:.2}% \
+             better)",
             100.0 * threshold
         )
     })
