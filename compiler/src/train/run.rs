@@ -1286,7 +1286,14 @@ fn nothing_to_train(
     let mut records = report::read_metrics(&metrics, usize::MAX);
     records.retain(|r| r.epoch <= epoch);
     if records.last().is_none_or(|r| r.epoch != epoch || r.step != step) {
-        report.note(&format!("{} holds no records of this checkpoint's run: no figures to report", metrics.display()));
+        let held = match records.last() {
+            Some(r) => format!("ends at epoch {}, not at this checkpoint's epoch {epoch}", r.epoch),
+            None => "holds no records of this checkpoint's run".into(),
+        };
+        report.note(&format!(
+            "{} {held} (its run wrote them to another --out?): no figures to report",
+            metrics.display()
+        ));
         records.clear();
     }
     Ok(Some(Summary {
@@ -2041,6 +2048,20 @@ impl<'a> Loop<'a> {
         let metrics = run.out.join("metrics.jsonl");
         // A resumed run keeps the records of the epochs it continues from.
         self.records = if run.resume { report::read_metrics(&metrics, self.first_epoch) } else { Vec::new() };
+        // Records that stop short of the checkpoint's epoch were not all
+        // written here (a resume into another --out wrote the rest there).
+        let resumed_at = self.first_epoch.saturating_sub(1);
+        if run.resume && resumed_at > 0 && self.rank == 0 {
+            let last = self.records.last().map_or(0, |r| r.epoch);
+            if last < resumed_at {
+                let held = if last == 0 { "no epoch".to_string() } else { format!("epochs up to {last}") };
+                report.note(&format!(
+                    "{} holds {held} of the {resumed_at} this checkpoint has trained (the rest were written to \
+                     another --out): its curve goes on from here with a gap",
+                    metrics.display()
+                ));
+            }
+        }
         if writes {
             report::write_metrics(&metrics, &self.records)?;
         }

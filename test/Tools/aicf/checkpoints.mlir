@@ -114,7 +114,7 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/other-out > /dev/null
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/other-out --resume-from %t/p-resumed/last.safetensors 2>&1 | FileCheck %s --check-prefix=STALE
 // STALE: note: nothing to train: {{.*}}last.safetensors is at epoch 3
-// STALE: note: {{.*}}other-out/metrics.jsonl holds no records of this checkpoint's run: no figures to report
+// STALE: note: {{.*}}other-out/metrics.jsonl ends at epoch 1, not at this checkpoint's epoch 3 (its run wrote them to another --out?): no figures to report
 // STALE-NOT: after 1 epoch
 // STALE: no epoch trained
 
@@ -173,3 +173,10 @@
 // FORKOTHER-NOT: grown version
 // RUN: aicf train %t/other-ckpt/model-v0.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/other-on --checkpoint-dir %t/other-ckpt --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=FORKON
 // FORKON: resumed from {{.*}}other-ckpt/last.safetensors at epoch 2
+
+// A resume into another --out than the run's first: its metrics start at
+// the resumed epoch, and a note says where the others are not.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/gap-first --checkpoint-dir %t/gap-ckpt --no-progress > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/gap-second --checkpoint-dir %t/gap-ckpt --resume --no-progress 2>&1 | FileCheck %s --check-prefix=GAP
+// GAP: note: {{.*}}gap-second/metrics.jsonl holds no epoch of the 1 this checkpoint has trained (the rest were written to another --out): its curve goes on from here with a gap
+// GAP: after 2 epochs
