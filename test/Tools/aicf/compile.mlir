@@ -95,3 +95,8 @@
 
 // BATCH: func.func @forward(%{{.*}}: memref<7x64xf32> {ll.bind = "input"}, %{{.*}}: memref<7x10xf32> {ll.bind = "result 0"}, %{{.*}}: memref<128x64xf32> {ll.bind = "param @fc1.weight"}
 // BATCH: func.func @train_step(%{{.*}}: memref<7x64xf32> {ll.bind = "input"}, %{{.*}}: memref<7xi32> {ll.bind = "input"}
+// Without -o the artifact goes to the current directory, as a compiler's
+// output does (it went beside the model, into the source tree).
+// RUN: rm -rf %t/here && mkdir -p %t/here && cd %t/here && aicf compile %S/../../../examples/mlp/digits_mlp.mlir > /dev/null
+// RUN: test -f %t/here/digits_mlp.aicf/manifest.json
+// RUN: test ! -e %S/../../../examples/mlp/digits_mlp.aicf

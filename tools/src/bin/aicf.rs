@@ -244,7 +244,8 @@ enum Command {
         #[command(flatten)]
         compile: ModelArgs,
         /// Where to write the artifact (a directory: manifest.json +
-        /// kernels.so; default: `<model stem>.aicf` beside the model), or
+        /// kernels.so; default: `<model stem>.aicf` in the current
+        /// directory, as a compiler writes its output), or
         /// with --emit the IR (default: printed). An ONNX model's imported
         /// module and weights are written beside the output too.
         #[arg(short, long)]
@@ -1622,7 +1623,12 @@ fn run_compile(
         }
     }
     let Some(stage) = emit else {
-        let out = output.unwrap_or_else(|| c.model.with_extension("aicf"));
+        let out = output.unwrap_or_else(|| {
+            // (Beside the model, it wrote into the source tree: an example
+            // compiled by `aicf compile examples/...` landed in examples/.)
+            let stem = c.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+            PathBuf::from(format!("{stem}.aicf"))
+        });
         // An artifact is written into its own directory: one holding other
         // files (not an earlier artifact) would have them overwritten.
         if out.is_dir()
