@@ -82,6 +82,38 @@ impl CompilerContext {
                 diagnostics: self.take_diagnostics(),
             });
         };
+        // Two top-level modules parse as one holding both, in which no
+        // function was found ("no @loss to train").
+        use melior::ir::BlockLike;
+        let ops: Vec<_> = module
+            .body()
+            .first_operation()
+            .into_iter()
+            .flat_map(|first| std::iter::successors(Some(first), |op| op.next_in_block()))
+            .collect();
+        let is_module =
+            |op: &melior::ir::OperationRef| op.name().as_string_ref().as_str().ok() == Some("builtin.module");
+        let nested: Vec<String> =
+            ops.iter().filter(|op| is_module(op)).map(|op| describe_location(op.location())).collect();
+        if let Some(first) = nested.first() {
+            // Functions beside the modules are a module of their own (the
+            // file's top level).
+            let modules = nested.len() + usize::from(ops.iter().any(|op| !is_module(op)));
+            let message = if modules > 1 {
+                format!("the file holds {modules} modules; a model is one module")
+            } else {
+                "a module inside the model's module; a model is one module".to_string()
+            };
+            return Err(CompileError::Parse {
+                source_name: source_name.to_string(),
+                diagnostics: vec![Diagnostic {
+                    location: first.clone(),
+                    severity: Severity::Error,
+                    message,
+                    notes: vec![],
+                }],
+            });
+        }
         if !module.as_operation().verify() {
             return Err(CompileError::Verify {
                 source_name: source_name.to_string(),

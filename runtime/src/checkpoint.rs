@@ -147,6 +147,9 @@ static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// long write(2) of a save are delivered as one). Where the program
 /// installed [`remove_partial_on_signal`].
 pub fn interruptible() -> InterruptibleGuard {
+    // (A program that runs a loop again after an interrupted one starts
+    // it afresh.)
+    INTERRUPTED.store(false, std::sync::atomic::Ordering::SeqCst);
     INTERRUPTIBLE.store(true, std::sync::atomic::Ordering::SeqCst);
     InterruptibleGuard
 }

@@ -104,6 +104,22 @@ impl Signature {
                     ir::string_attr(func, "sym_name").unwrap_or_default()
                 )));
             }
+            // A dynamic or unranked tensor read as a shape of nothing (an
+            // "[] i1" input in the errors that followed).
+            for i in 0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) } {
+                let ty = unsafe { mlir_sys::mlirValueGetType(mlir_sys::mlirBlockGetArgument(block, i)) };
+                let is_tensor = unsafe { mlir_sys::mlirTypeIsATensor(ty) };
+                if is_tensor
+                    && !unsafe { mlir_sys::mlirTypeIsARankedTensor(ty) && mlir_sys::mlirShapedTypeHasStaticShape(ty) }
+                {
+                    return Err(bad(format!(
+                        "{name}: @{}'s input #{i} is {}: a dynamic or unranked shape; AICF compiles static shapes \
+                         (write the batch size, e.g. tensor<32x64xf32>; `--batch N` or hl-set-batch retargets it)",
+                        ir::string_attr(func, "sym_name").unwrap_or_default(),
+                        ir::type_text(ty)
+                    )));
+                }
+            }
             let args: Vec<(Vec<usize>, DType)> = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
                 .map(|i| {
                     let s = ir::spec(unsafe { mlir_sys::mlirBlockGetArgument(block, i) });

@@ -359,3 +359,15 @@
 // ARTIFACT: aicf: error: {{.*}}m.aicf: a compiled artifact (what `aicf compile` writes), not a model: give the .mlir or .onnx model it was compiled from
 // RUN: not aicf bench %t --out %t/art 2>&1 | FileCheck %s --check-prefix=DIR
 // DIR: aicf: error: {{.*}}: a directory, not a model file
+// A dynamic shape is said as one (it read as "[] i1"), and two modules in
+// one file as two (it was "no @loss to train").
+// RUN: not aicf train %S/inputs/dynamic.mlir.txt --data %S/../../../data/digits.csv.gz --no-runs-db --out %t/dyn 2>&1 | FileCheck %s --check-prefix=DYNAMIC
+// DYNAMIC: aicf: error: {{.*}}dynamic.mlir.txt: @forward's input #0 is tensor<?x64xf32>: a dynamic or unranked shape; AICF compiles static shapes
+// RUN: not aicf train %S/inputs/two-modules.mlir.txt --data %S/../../../data/digits.csv.gz --no-runs-db --out %t/two 2>&1 | FileCheck %s --check-prefix=TWOMODULES
+// TWOMODULES: two-modules.mlir.txt:{{[0-9]+}}:1: error: the file holds 2 modules; a model is one module
+// Output into a closed pipe ends the run quietly (it panicked with a
+// backtrace), as any Unix tool: SIGPIPE's exit.
+// RUN: sh -c '(aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --no-runs-db --no-progress --out %t/pipe 2> %t/pipe.err; echo "status $?" > %t/pipe.status) | head -c 1 > /dev/null'
+// RUN: FileCheck %s --check-prefix=PIPE < %t/pipe.status
+// PIPE: status 141
+// RUN: not grep panicked %t/pipe.err

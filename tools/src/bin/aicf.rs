@@ -653,11 +653,20 @@ fn main() {
         eprintln!("aicf: error: {e}");
         std::process::exit(1);
     }
-    if matches!(cli.command, Command::Runs { .. } | Command::Propose { .. }) {
-        // Their tables piped into `head` end them quietly, as any Unix
-        // tool (Rust ignores SIGPIPE, and println! would panic). Not for
-        // training: an MPI peer's closed socket must be an error that
-        // names it, not a silent death.
+    // Output piped into `head` ends the command quietly, as any Unix tool
+    // (Rust ignores SIGPIPE, and println! panicked: `aicf train ... | head
+    // -1` ended in a backtrace). Not for data-parallel training: an MPI
+    // peer's closed socket must be an error that names it, not a silent
+    // death. (`sample` ends its text quietly on a closed pipe itself.)
+    let quiet_pipe = match &cli.command {
+        Command::Runs { .. } | Command::Propose { .. } | Command::Import { .. } => true,
+        Command::Train { compile, nproc, .. } => !compile.data_parallel && nproc.is_none(),
+        Command::Compile { compile, .. } | Command::Eval { compile, .. } | Command::Bench { compile, .. } => {
+            !compile.data_parallel
+        }
+        _ => false,
+    };
+    if quiet_pipe {
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
     if let Err(e) = regular_inputs(&cli.command) {
