@@ -1951,6 +1951,9 @@ impl Importer<'_> {
                     Ok(vec![V::C(Const { dims: c.dims.clone(), vals, float: false })])
                 }
                 V::T(x) => {
+                    // A computed boolean (`~mask`) compares as a float, as
+                    // And/Or/Xor do: hl's compare takes no i1.
+                    let x = if x.dtype() == DType::I1 { nn(x.cast(DType::F32))? } else { x.clone() };
                     let zero = nn(g.constant(&[0.0], &TensorSpec::new(x.shape(), x.dtype())))?;
                     one(nn(x.compare(Compare::Eq, &zero))?)
                 }

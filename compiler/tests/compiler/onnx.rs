@@ -871,6 +871,37 @@ fn weights_behind_a_transpose_are_parameters_and_constants_are_named() {
     assert_eq!(imported.frozen, vec![("divisor".to_string(), 32)]);
 }
 
+/// `Not` of a computed boolean (`~(x > 0)`, a mask's usual idiom) imports
+/// (hl's compare took no i1: a verifier error naming `hl.compare`), and
+/// the model computes ReLU through it.
+#[test]
+fn not_of_a_computed_mask_imports() {
+    let node = |name: &str, op: &str, inputs: &[&str], output: &str| aicf_onnx::proto::NodeProto {
+        name: Some(name.into()),
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.into()],
+        ..Default::default()
+    };
+    let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    let relu = graph.node.iter().position(|n| n.op_type() == "Relu").unwrap();
+    let hidden = graph.node[relu].input[0].clone();
+    graph.node[relu].input[0] = "masked".into();
+    graph.node.splice(
+        relu..relu,
+        [
+            node("gt", "Greater", &[&hidden, "zero"], "positive"),
+            node("not", "Not", &["positive"], "negative"),
+            node("where", "Where", &["negative", "zero", &hidden], "masked"),
+        ],
+    );
+    graph.initializer.push(float_init("zero", vec![], vec![0.0]));
+    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy };
+    let imported = onnx::import_model(&model, "not.onnx", std::path::Path::new("."), &options).unwrap();
+    assert!(imported.module.text.contains("hl.compare"), "{}", imported.module.text);
+}
+
 /// A freshly initialized model exported by PyTorch: the exporter keeps one
 /// initializer of equal values and writes the others as Identity copies (a
 /// norm's running variance a copy of its weight, all ones). Each copy is
