@@ -712,6 +712,7 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
     // `depth` more value-moving ops.
     fn weight_use(
         consumers: &HashMap<&str, Vec<(&proto::NodeProto, usize)>>,
+        generated: &HashSet<String>,
         name: &str,
         elements: usize,
         depth: usize,
@@ -719,6 +720,13 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
         consumers.get(name).is_some_and(|uses| {
             uses.iter().any(|(node, k)| {
                 let weight = match node.op_type() {
+                    // The dynamo exporter writes a GroupNorm (and a
+                    // non-affine InstanceNorm) as an InstanceNormalization
+                    // of constant ones and zeros it names `val_<n>` (the
+                    // affine weights follow as Mul and Add): not the
+                    // module's parameters (trained, they drifted from
+                    // PyTorch's run from the second step).
+                    "InstanceNormalization" if matches!(k, 1 | 2) && generated.contains(name) => false,
                     "Conv"
                     | "ConvTranspose"
                     | "LayerNormalization"
@@ -753,14 +761,34 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
                 weight
                     || (moves
                         && depth > 0
-                        && node.output.first().is_some_and(|o| weight_use(consumers, o, elements, depth - 1)))
+                        && node
+                            .output
+                            .first()
+                            .is_some_and(|o| weight_use(consumers, generated, o, elements, depth - 1)))
             })
         })
     }
+    // In a dynamo export (its nodes carry `pkg.torch.onnx` metadata), the
+    // initializers of all ones or all zeros the exporter made and named
+    // `val_<n>` (a module's parameters keep their module's names).
+    let dynamo = graph.node.iter().any(|n| n.metadata_props.iter().any(|p| p.key() == "pkg.torch.onnx.name_scopes"));
+    let generated: HashSet<String> = inits
+        .iter()
+        .filter(|(name, t)| {
+            dynamo
+                && name.strip_prefix("val_").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                && t.is_float()
+                && {
+                    let values = t.data.to_f64();
+                    values.iter().all(|&v| v == 1.0) || values.iter().all(|&v| v == 0.0)
+                }
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
     inits
         .iter()
         .filter(|(_, t)| t.is_float() && !t.dims.is_empty() && !is_mask(t))
-        .filter(|(name, t)| weight_use(&consumers, name, t.elements(), 8))
+        .filter(|(name, t)| weight_use(&consumers, &generated, name, t.elements(), 8))
         .map(|(name, _)| name.clone())
         .collect()
 }

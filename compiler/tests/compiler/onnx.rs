@@ -871,6 +871,39 @@ fn weights_behind_a_transpose_are_parameters_and_constants_are_named() {
     assert_eq!(imported.frozen, vec![("divisor".to_string(), 32)]);
 }
 
+/// The dynamo exporter's GroupNorm (and non-affine InstanceNorm): an
+/// InstanceNormalization of constant ones and zeros it names `val_<n>`.
+/// They are constants, not parameters (trained, the run drifted from
+/// PyTorch's from its second step); a module's own weight, named by its
+/// module, and the same graph from another exporter, stay parameters.
+#[test]
+fn a_dynamo_exports_constant_norm_affine_is_not_trained() {
+    let sources = |scale: &str, bias: &str, dynamo: bool| -> Vec<String> {
+        let mut model = one_node_model(
+            "norm",
+            "InstanceNormalization",
+            (&[2, 4, 3, 3], &[2, 4, 3, 3]),
+            vec![],
+            vec![float_init(scale, vec![4], vec![1.0; 4]), float_init(bias, vec![4], vec![0.0; 4])],
+            17,
+        );
+        if dynamo {
+            let node = &mut model.graph.as_mut().unwrap().node[0];
+            node.metadata_props.push(aicf_onnx::proto::StringStringEntryProto {
+                key: Some("pkg.torch.onnx.name_scopes".into()),
+                value: Some("['', 'gn']".into()),
+            });
+        }
+        let options = ImportOptions { batch: None, loss: Loss::Mse };
+        let mut s = onnx::import_model(&model, "norm.onnx", std::path::Path::new("."), &options).unwrap().sources;
+        s.sort();
+        s
+    };
+    assert_eq!(sources("val_9", "val_12", true), Vec::<String>::new());
+    assert_eq!(sources("gn.weight", "gn.bias", true), ["gn.bias", "gn.weight"]);
+    assert_eq!(sources("val_9", "val_12", false), ["val_12", "val_9"]);
+}
+
 /// `Not` of a computed boolean (`~(x > 0)`, a mask's usual idiom) imports
 /// (hl's compare took no i1: a verifier error naming `hl.compare`), and
 /// the model computes ReLU through it.
