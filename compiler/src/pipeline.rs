@@ -479,6 +479,7 @@ pub fn train_step<'c>(
     options: &TrainOptions,
     timings: &mut Timings,
 ) -> Result<()> {
+    inline_calls(ctx, module, source)?;
     let planned = timings
         .time("train pipeline (autodiff .. ll-schedule)", || run_pipeline(ctx, module, &options.train_pipeline()));
     let Err(e) = planned else { return Ok(()) };
@@ -490,9 +491,21 @@ pub fn train_step<'c>(
     if let Some(b) = batch {
         run_pipeline(ctx, module, &set_batch(b))?;
     }
+    inline_calls(ctx, module, source)?;
     timings.time("train pipeline, direct convolutions (the budget)", || {
         run_pipeline(ctx, module, &direct.train_pipeline())
     })
+}
+
+/// A model whose `@loss` calls `@forward` (or any function): the calls
+/// inlined first, as `aicf-opt --inline` does (without its canonicalizing
+/// pipeline), since autodiff differentiates one function's body. The
+/// functions called stay (`@forward` is the model's too).
+fn inline_calls(ctx: &CompilerContext, module: &mut melior::ir::Module<'_>, source: &str) -> Result<()> {
+    if source.contains("call @") {
+        run_pipeline(ctx, module, "builtin.module(inline{default-pipeline=})")?;
+    }
+    Ok(())
 }
 
 /// Whether `e` is a memory plan over its budget.

@@ -49,3 +49,8 @@
 // RUN: sed 's/xf32>/xf16>/g; s/tensor<f32>/tensor<f16>/g' %S/../../../examples/mlp/digits_mlp.mlir > %t/mlp16.mlir
 // RUN: aicf train %t/mlp16.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --lr 3e-3 --epochs 3 --out %t/mlp16 | FileCheck %s --check-prefix=F16
 // F16: epoch   3/3  train loss 0.{{[0-9]+}}  val loss 0.{{[0-9]+}}  val accuracy {{[89][0-9]\.[0-9]+}}%
+// An @loss that calls @forward trains: the call is inlined before autodiff
+// (it was "cannot differentiate through 'func.call'", with no way to
+// inline from aicf train).
+// RUN: aicf train %S/inputs/loss-calls-forward.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 2 --no-runs-db --no-progress --out %t/calls | FileCheck %s --check-prefix=CALLS
+// CALLS: epoch   2/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy {{[0-9.]+}}%
