@@ -234,6 +234,11 @@ pub struct Imported {
     /// Linear layers' biases the dynamo exporter dropped (zero when
     /// exported; its metadata names them), imported as zero parameters.
     pub restored: Vec<String>,
+    /// `(table, padding_idx)`: embeddings a dynamo export's metadata says
+    /// PyTorch declared with a padding index (`aten.embedding(w, x, p)`),
+    /// whose row PyTorch never updates. ONNX's Gather cannot say so: that
+    /// row trains here (a note says so).
+    pub padding_rows: Vec<(String, i64)>,
 }
 
 impl Imported {
@@ -596,7 +601,26 @@ pub fn import_model(
         shared_weights,
         untied,
         restored,
+        padding_rows: padding_rows(graph),
     })
+}
+
+/// The embeddings a dynamo export declares with a padding index: a
+/// Gather whose `pkg.torch.onnx.fx_node` is `aten.embedding.default(w, x,
+/// p)` (the third argument, where given and not -1), as (table, p).
+fn padding_rows(graph: &proto::GraphProto) -> Vec<(String, i64)> {
+    graph
+        .node
+        .iter()
+        .filter(|n| n.op_type() == "Gather")
+        .filter_map(|n| {
+            let fx = n.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node")?.value();
+            let args = fx.split("aten.embedding.default](args = (").nth(1)?.split(')').next()?;
+            let p: i64 = args.split(',').nth(2)?.trim().parse().ok()?;
+            let table = n.input.first()?.clone();
+            (p != -1).then_some((table, p))
+        })
+        .collect()
 }
 
 /// A graph input's static spec: known dimensions as they are, the first

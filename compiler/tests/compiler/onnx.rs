@@ -904,6 +904,52 @@ fn a_dynamo_exports_constant_norm_affine_is_not_trained() {
     assert_eq!(sources("val_9", "val_12", false), ["val_12", "val_9"]);
 }
 
+/// An embedding a dynamo export declares with `padding_idx` (its metadata's
+/// `aten.embedding.default(w, x, 0)`): ONNX's Gather cannot carry it, and
+/// the import names it (PyTorch never updates that row; here it trains).
+#[test]
+fn a_dynamo_embeddings_padding_index_is_named() {
+    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto};
+    let model = |fx: &str| {
+        let mut ids = float_value("ids", &[2, 3]);
+        if let Some(aicf_onnx::proto::type_proto::Value::TensorType(t)) =
+            ids.r#type.as_mut().and_then(|t| t.value.as_mut())
+        {
+            t.elem_type = Some(7);
+        }
+        ModelProto {
+            ir_version: Some(9),
+            opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+            graph: Some(GraphProto {
+                name: Some("emb".into()),
+                node: vec![NodeProto {
+                    name: Some("node_embedding".into()),
+                    op_type: Some("Gather".into()),
+                    input: vec!["emb.weight".into(), "ids".into()],
+                    output: vec!["y".into()],
+                    metadata_props: vec![StringStringEntryProto {
+                        key: Some("pkg.torch.onnx.fx_node".into()),
+                        value: Some(fx.into()),
+                    }],
+                    ..Default::default()
+                }],
+                input: vec![ids],
+                output: vec![float_value("y", &[2, 3, 4])],
+                initializer: vec![float_init("emb.weight", vec![5, 4], vec![0.5; 20])],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    };
+    let rows = |fx: &str| {
+        let options = ImportOptions { batch: None, loss: Loss::Mse };
+        onnx::import_model(&model(fx), "emb.onnx", std::path::Path::new("."), &options).unwrap().padding_rows
+    };
+    let call = "%embedding : [num_users=1] = call_function[target=torch.ops.aten.embedding.default]";
+    assert_eq!(rows(&format!("{call}(args = (%p_emb_weight, %x, 0), kwargs = {{}})")), [("emb.weight".into(), 0)]);
+    assert_eq!(rows(&format!("{call}(args = (%p_emb_weight, %x), kwargs = {{}})")), Vec::<(String, i64)>::new());
+}
+
 /// `Not` of a computed boolean (`~(x > 0)`, a mask's usual idiom) imports
 /// (hl's compare took no i1: a verifier error naming `hl.compare`), and
 /// the model computes ReLU through it.

@@ -1386,6 +1386,12 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    for (table, row) in &imported.padding_rows {
+        eprintln!(
+            "note: embedding '{table}' was declared with padding_idx {row} in PyTorch, which never updates that \
+             row; ONNX's Gather carries no padding index, so here the row trains like the others"
+        );
+    }
     if !imported.shared_norms.is_empty() {
         let named: Vec<String> = imported.shared_norms.iter().map(|(n, k)| format!("'{n}' ({k} norms)")).collect();
         eprintln!(
