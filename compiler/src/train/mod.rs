@@ -58,9 +58,15 @@ pub fn read_model(path: &std::path::Path) -> Result<String> {
     std::fs::read_to_string(path).map_err(|e| TrainError::Io {
         path: path.to_path_buf(),
         message: if e.kind() == std::io::ErrorKind::InvalidData {
-            "not a model: the file is not UTF-8 text, as an hl module is (a checkpoint, data or another binary \
-             file? an ONNX model's name ends in .onnx)"
-                .into()
+            // Where the text stops being UTF-8 (a Latin-1 comment in an
+            // otherwise good model was refused with no line).
+            let bytes = std::fs::read(path).unwrap_or_default();
+            let at = std::str::from_utf8(&bytes).err().map_or(0, |e| e.valid_up_to());
+            let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            format!(
+                "not a model: the file is not UTF-8 text, as an hl module is, from line {line} (byte {at}; a Latin-1 \
+                 comment? a checkpoint, data or another binary file? an ONNX model's name ends in .onnx)"
+            )
         } else {
             e.to_string()
         },

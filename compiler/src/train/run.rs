@@ -953,6 +953,13 @@ pub fn fit(
     };
     let name = model_file.display().to_string();
     let sig = Signature::of_source(&source, &name)?;
+    if sig.output.is_none() && rank == 0 {
+        // (Its run reported a held-out loss alone, unsaid.)
+        report.note(&format!(
+            "{name} has no @forward: the held-out figure is @loss's loss alone (a @forward returning the logits \
+             gives the accuracy, and serves eval and sample)"
+        ));
+    }
     // A resumed text is read with the checkpoint's vocabulary: ids by the
     // characters of another file would mean other characters to the model
     // (its embedding rows and logits are the checkpoint's characters).

@@ -54,3 +54,12 @@
 // inline from aicf train).
 // RUN: aicf train %S/inputs/loss-calls-forward.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 2 --no-runs-db --no-progress --out %t/calls | FileCheck %s --check-prefix=CALLS
 // CALLS: epoch   2/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}}  val accuracy {{[0-9.]+}}%
+// A model without @forward trains on its @loss, and a note says no
+// accuracy comes (its run reported a held-out loss alone, unsaid).
+// RUN: aicf train %S/inputs/no-forward.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/noforward 2>&1 | FileCheck %s --check-prefix=NOFORWARD
+// NOFORWARD: note: {{.*}}no-forward.mlir.txt has no @forward: the held-out figure is @loss's loss alone
+// NOFORWARD: final held-out loss
+// A byte that is not UTF-8 (a Latin-1 comment) is named by its line.
+// RUN: python3 -c "import sys; open(sys.argv[2], 'wb').write(b'// header\n// caf\xe9\n' + open(sys.argv[1], 'rb').read())" %S/../../../examples/mlp/digits_mlp.mlir %t/latin1.mlir
+// RUN: not aicf train %t/latin1.mlir --data %S/../../../data/digits.csv.gz --no-runs-db --out %t/latin1 2>&1 | FileCheck %s --check-prefix=LATIN1
+// LATIN1: aicf: error: {{.*}}latin1.mlir: not a model: the file is not UTF-8 text, as an hl module is, from line 2 (byte 16;
