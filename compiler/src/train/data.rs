@@ -80,6 +80,9 @@ pub struct Signature {
     /// `hl.cross_entropy` reading a target argument as its labels): data
     /// may hold it besides the classes, and evaluation skips its rows.
     pub ignore_index: Option<i64>,
+    /// Whether `@loss` sets model state (a batch norm's running statistics:
+    /// it normalizes by the batch's own, as PyTorch's training mode does).
+    pub sets_state: bool,
 }
 
 impl Signature {
@@ -92,6 +95,7 @@ impl Signature {
         let mut loss = None;
         let mut forward = None;
         let mut ignore_index = None;
+        let mut sets_state = false;
         for (func, block) in ir::functions(raw) {
             // Lowered IR (memref arguments) is no model to train: its
             // tensors' shapes would read as nothing.
@@ -129,6 +133,7 @@ impl Signature {
             match ir::string_attr(func, "sym_name").as_deref() {
                 Some("loss") => {
                     loss = Some(args);
+                    sets_state = ir::ops_of(block).into_iter().any(|o| ir::op_name(o) == "hl.set_state");
                     ignore_index = ir::ops_of(block)
                         .into_iter()
                         .filter(|&o| ir::op_name(o) == "hl.cross_entropy")
@@ -186,7 +191,7 @@ impl Signature {
                 Input { shape: shape.clone(), dtype: *dtype, role }
             })
             .collect();
-        Ok(Signature { inputs, output: forward.and_then(|f| f.1), ignore_index })
+        Ok(Signature { inputs, output: forward.and_then(|f| f.1), ignore_index, sets_state })
     }
 
     /// The batch size: the first input's leading dimension.

@@ -2439,7 +2439,13 @@ impl<'a> Loop<'a> {
             return Ok((f64::NAN, f64::NAN));
         }
         let classifies = self.sig.classifies();
-        let by_logits = self.sig.takes_rng();
+        // A classifier whose @loss normalizes by the batch's statistics (a
+        // batch norm in training mode) is scored as PyTorch validates in
+        // eval mode, and as `aicf eval` scores it: the cross-entropy of
+        // @forward's logits (the running statistics). Its @loss gave a
+        // held-out loss by the held-out batch's own statistics, beside an
+        // accuracy by the running ones.
+        let by_logits = self.sig.takes_rng() || (classifies && self.sig.sets_state);
         // A regression model's @loss with dropout in it: its held-out loss is
         // the mean squared error of @forward's output (an MSE model's loss
         // without the dropout; nothing was scored, and the run stopped on

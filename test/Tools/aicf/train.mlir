@@ -63,3 +63,13 @@
 // RUN: python3 -c "import sys; open(sys.argv[2], 'wb').write(b'// header\n// caf\xe9\n' + open(sys.argv[1], 'rb').read())" %S/../../../examples/mlp/digits_mlp.mlir %t/latin1.mlir
 // RUN: not aicf train %t/latin1.mlir --data %S/../../../data/digits.csv.gz --no-runs-db --out %t/latin1 2>&1 | FileCheck %s --check-prefix=LATIN1
 // LATIN1: aicf: error: {{.*}}latin1.mlir: not a model: the file is not UTF-8 text, as an hl module is, from line 2 (byte 16;
+// A classifier whose @loss normalizes by the batch's statistics (a batch
+// norm) reports the held-out loss of @forward's logits, the running
+// statistics', as PyTorch validates in eval mode: the figure `aicf eval`
+// gives (it was @loss's, by the held-out batch's own statistics, beside an
+// accuracy by the running ones).
+// RUN: aicf train %S/inputs/cnn-bn.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 2 --no-runs-db --no-progress --out %t/bn --checkpoint-dir %t/bn-ckpt > %t/bn.txt
+// RUN: aicf eval %S/inputs/cnn-bn.mlir.txt --data %S/../../../data/digits.csv.gz --checkpoint %t/bn-ckpt/last.safetensors --out %t/bn-eval >> %t/bn.txt 2>&1
+// RUN: FileCheck %s --check-prefix=BN < %t/bn.txt
+// BN: epoch   2/2  train loss {{[0-9.]+}}  val loss [[LOSS:[0-9.]+]]  val accuracy [[ACC:[0-9.]+]]%
+// BN: accuracy [[ACC]]% on 359 held-out rows {{.*}}; loss [[LOSS]] nats
