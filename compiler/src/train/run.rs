@@ -202,8 +202,13 @@ impl Default for RunOptions {
 #[derive(Clone, Debug)]
 pub struct Start {
     pub data: String,
+    /// Examples a training epoch reads: a table's rows, a text's windows.
     pub train_examples: usize,
+    /// Held-out examples scored each epoch: a table's held-out rows, the
+    /// windows drawn from a text's held-out part (`--eval-windows`).
     pub held_examples: usize,
+    /// Whether the data is a text (its examples are windows).
+    pub text: bool,
     pub batch: usize,
     pub steps_per_epoch: usize,
     pub device: String,
@@ -1982,6 +1987,7 @@ impl<'a> Loop<'a> {
             data: self.data.description.clone(),
             train_examples: self.data.train_len(),
             held_examples: self.data.held_len(),
+            text: self.data.is_text(),
             // A step takes at most every training example (see the note).
             batch: if self.data.is_text() { global } else { global.min(self.data.train_len()).max(1) },
             steps_per_epoch,

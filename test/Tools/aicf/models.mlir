@@ -45,7 +45,7 @@
 // CNN: final held-out accuracy
 
 // LM: data: 1115394 tokens of {{.*}}tinyshakespeare.txt (65 distinct characters), 892315 for training, 223079 held out; windows of 64
-// LM: training on 48 examples (32 held out), batch 16, 3 steps per epoch
+// LM: training on 48 windows (32 held-out windows scored), batch 16, 3 steps per epoch
 // LM: epoch   1/2  train loss {{[0-9.]+}}  val loss {{[0-9.]+}} nats/char  val accuracy {{[0-9.]+}}%
 // LM: epoch   2/2
 // LM: final held-out loss {{[0-9.]+}} nats/char
@@ -60,7 +60,7 @@
 // LMSAMPLED: accuracy [[ACC]]% on 32 held-out windows of {{.*}}loss [[LOSS]] nats/char
 
 // BLOCK: data: 1115394 tokens of {{.*}}tinyshakespeare.txt (256 byte values)
-// BLOCK: training on 16 examples (8 held out), batch 8, 2 steps per epoch
+// BLOCK: training on 16 windows (8 held-out windows scored), batch 8, 2 steps per epoch
 // BLOCK: epoch   1/1  train loss {{[0-9.]+}}  val loss {{[0-9.]+}} nats/byte
 
 // BUDGET: epoch   1/1  train loss {{[0-9.]+}}

@@ -1745,8 +1745,11 @@ impl Report for Printer {
     fn started(&mut self, s: &Start) {
         self.nothing_held = s.held_examples == 0;
         println!("data: {}", s.data);
+        // A text's held-out figure is of the windows scored, not of its
+        // whole held-out part (the data line gives its length).
+        let (examples, held) = if s.text { ("windows", "held-out windows scored") } else { ("examples", "held out") };
         println!(
-            "training on {} examples ({} held out), batch {}, {} step{} per epoch, {}",
+            "training on {} {examples} ({} {held}), batch {}, {} step{} per epoch, {}",
             s.train_examples,
             s.held_examples,
             s.batch,
