@@ -1081,8 +1081,10 @@ pub fn fit(
                     }
                     report.note(&format!(
                         "{name}: the model runs at a batch of {batch} only (an op fixes it: {why}); each epoch takes \
-                         whole batches, leaving out {train} training examples (a table's: other rows each epoch) and \
-                         {held} held-out ones"
+                         whole batches, leaving out {train} training example{} (a table's: other rows each epoch) and \
+                         {held} held-out one{}",
+                        if train == 1 { "" } else { "s" },
+                        if held == 1 { "" } else { "s" }
                     ));
                     break;
                 }
