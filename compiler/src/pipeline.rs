@@ -502,7 +502,7 @@ pub fn train_step<'c>(
 /// pipeline), since autodiff differentiates one function's body. The
 /// functions called stay (`@forward` is the model's too).
 fn inline_calls(ctx: &CompilerContext, module: &mut melior::ir::Module<'_>, source: &str) -> Result<()> {
-    if source.contains("call @") {
+    if source.contains("call @") || source.contains("\"func.call\"") {
         run_pipeline(ctx, module, "builtin.module(inline{default-pipeline=})")?;
     }
     Ok(())

@@ -137,7 +137,7 @@ impl Drop for PartialGuard {
 
 /// Whether a training loop that stops cleanly at its next step is running
 /// ([`interruptible`]), and whether a SIGINT asked it to stop.
-static INTERRUPTIBLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static INTERRUPTIBLE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// While the guard lives, the first SIGINT (Ctrl-C) only asks the loop to
@@ -147,10 +147,12 @@ static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// long write(2) of a save are delivered as one). Where the program
 /// installed [`remove_partial_on_signal`].
 pub fn interruptible() -> InterruptibleGuard {
-    // (A program that runs a loop again after an interrupted one starts
-    // it afresh.)
-    INTERRUPTED.store(false, std::sync::atomic::Ordering::SeqCst);
-    INTERRUPTIBLE.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Loops in several threads count; the first one to start after all
+    // others ended starts afresh (a program that runs a loop again after
+    // an interrupted one).
+    if INTERRUPTIBLE.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+        INTERRUPTED.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
     InterruptibleGuard
 }
 
@@ -159,7 +161,7 @@ pub struct InterruptibleGuard;
 
 impl Drop for InterruptibleGuard {
     fn drop(&mut self) {
-        INTERRUPTIBLE.store(false, std::sync::atomic::Ordering::SeqCst);
+        INTERRUPTIBLE.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -175,7 +177,7 @@ pub fn interrupted() -> bool {
 #[cfg(unix)]
 extern "C" fn remove_partial(signal: libc::c_int) {
     use std::sync::atomic::Ordering::SeqCst;
-    if signal == libc::SIGINT && INTERRUPTIBLE.load(SeqCst) && !INTERRUPTED.swap(true, SeqCst) {
+    if signal == libc::SIGINT && INTERRUPTIBLE.load(SeqCst) > 0 && !INTERRUPTED.swap(true, SeqCst) {
         return;
     }
     let path = WRITING.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);

@@ -266,28 +266,39 @@ pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String>
     })
 }
 
-/// Integer and boolean inputs hold what their element type can: whole
-/// numbers in its range (0 or 1 for i1). A NaN label, a 2.5 or a 1e12 for
-/// an i32 was cast on the way in (to 0, 2 and 2^31 - 1), a silently other
-/// input; the error names the input, the value and where it is.
+/// Integer inputs hold what their element type can: whole numbers in its
+/// range. A NaN label, a 2.5 or a 1e12 for an i32 was cast on the way in
+/// (to 0, 2 and 2^31 - 1), a silently other input; the error names the
+/// input, the value and where it is. A boolean (i1) takes any finite value
+/// (nonzero is true, as [`write_values`] writes it: a mask of 255s); only a
+/// NaN, which is neither, is refused.
 pub(crate) fn check_integer_inputs(f: &Function, inputs: &[&Tensor]) -> std::result::Result<(), String> {
     let expected = f.args.iter().filter(|a| a.role() == Role::Input);
     for (i, (a, t)) in expected.zip(inputs).enumerate() {
+        if a.dtype == DType::I1 {
+            if let Some(at) = t.values.iter().position(|v| !v.is_finite()) {
+                return Err(format!(
+                    "input #{i} ({}) holds {} at index {at} (of shape {:?}), which is no boolean (i1: zero is \
+                     false, any other finite value true)",
+                    a.bind, t.values[at], t.shape
+                ));
+            }
+            continue;
+        }
         let (low, high) = match a.dtype {
             DType::I32 => (i32::MIN as f64, i32::MAX as f64),
             // (2^63 itself is the first f64 past i64's range.)
             DType::I64 => (i64::MIN as f64, -(i64::MIN as f64) - 1024.0),
             DType::U8 => (0.0, 255.0),
-            DType::I1 => (0.0, 1.0),
             _ => continue,
         };
         if let Some((at, v)) =
             t.values.iter().enumerate().find(|(_, v)| !(v.fract() == 0.0 && (low..=high).contains(*v)))
         {
-            let why = if v.fract() == 0.0 {
-                format!("outside its range [{low}, {high}]")
+            let why = if v.is_nan() || (v.is_finite() && v.fract() != 0.0) {
+                "not a whole number".to_string()
             } else {
-                "not a whole number".into()
+                format!("outside its range [{low}, {high}]")
             };
             return Err(format!(
                 "input #{i} ({}) holds {v} at index {at} (of shape {:?}), {why} for its element type {:?}",

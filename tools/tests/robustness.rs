@@ -421,7 +421,8 @@ fn a_signal_during_a_save_leaves_no_temporary_file() {
             })
             .unwrap_or_default()
     };
-    // (Two SIGINTs during the save come as one: the thread writing is in
+    // (A second SIGINT ends the process as SIGTERM does; it is not sent
+    // here: two during the save come as one, the thread writing being in
     // one long write(2), and a signal pending twice is delivered once.)
     for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let mut caught = false;

@@ -81,7 +81,9 @@ pub struct Signature {
     /// may hold it besides the classes, and evaluation skips its rows.
     pub ignore_index: Option<i64>,
     /// Whether `@loss` sets model state (a batch norm's running statistics:
-    /// it normalizes by the batch's own, as PyTorch's training mode does).
+    /// it normalizes by the batch's own, as PyTorch's training mode does)
+    /// and is a mean cross-entropy alone: its held-out loss is then the
+    /// cross-entropy of `@forward`'s logits (eval mode's).
     pub sets_state: bool,
 }
 
@@ -133,7 +135,18 @@ impl Signature {
             match ir::string_attr(func, "sym_name").as_deref() {
                 Some("loss") => {
                     loss = Some(args);
-                    sets_state = ir::ops_of(block).into_iter().any(|o| ir::op_name(o) == "hl.set_state");
+                    // (Only where @loss is a mean cross-entropy and nothing
+                    // else, which the logits' cross-entropy reproduces.)
+                    let returns_cross_entropy = ir::ops_of(block)
+                        .into_iter()
+                        .rfind(|&o| ir::op_name(o) == "func.return")
+                        .and_then(|r| ir::operands(r).first().copied())
+                        .and_then(ir::producer)
+                        .is_some_and(|p| {
+                            ir::op_name(p) == "hl.cross_entropy" && !ir::attr_text(p, "reduction").contains("sum")
+                        });
+                    sets_state = returns_cross_entropy
+                        && ir::ops_of(block).into_iter().any(|o| ir::op_name(o) == "hl.set_state");
                     ignore_index = ir::ops_of(block)
                         .into_iter()
                         .filter(|&o| ir::op_name(o) == "hl.cross_entropy")

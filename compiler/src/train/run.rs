@@ -2158,10 +2158,10 @@ impl<'a> Loop<'a> {
                         "the loss is {loss} at the first step, before any update: the model (its constants or \
                          initial values) or the data gives it, not the learning rate"
                     )),
-                    TrainError::NonFinite { step, loss, lr, .. } => TrainError::Diverged(format!(
+                    TrainError::NonFinite { step, loss, lr, cause } => TrainError::Diverged(format!(
                         "the loss became {loss} at epoch {epoch}, step {step} (lr {}); {}; {}",
                         super::rate_text(lr),
-                        self.remedy(),
+                        cause.unwrap_or_else(|| self.remedy()),
                         self.kept_checkpoint(checkpoint)
                     )),
                     e @ TrainError::Fp16Overflow { .. } => {

@@ -534,6 +534,8 @@ impl Trainer {
     /// Sets the step count (carried across a rewrite or a rollback).
     pub fn set_steps(&mut self, steps: u64) {
         self.steps = steps;
+        // (The last step's rate is of a state no longer there.)
+        self.last_lr = None;
     }
 
     /// `@loss` on `inputs` (features and labels) without updating anything.
@@ -870,6 +872,7 @@ impl Trainer {
         // run reaches (past 2^53, where f64 step offsets stop being exact) is
         // a damaged or crafted file.
         let metadata = aicf_runtime::checkpoint::read_metadata(path).map_err(RuntimeError::from)?;
+        self.last_lr = None;
         let step = match metadata.get("step") {
             None => None,
             Some(text) => match text.parse::<u64>() {

@@ -365,9 +365,19 @@
 // DYNAMIC: aicf: error: {{.*}}dynamic.mlir.txt: @forward's input #0 is tensor<?x64xf32>: a dynamic or unranked shape; AICF compiles static shapes
 // RUN: not aicf train %S/inputs/two-modules.mlir.txt --data %S/../../../data/digits.csv.gz --no-runs-db --out %t/two 2>&1 | FileCheck %s --check-prefix=TWOMODULES
 // TWOMODULES: two-modules.mlir.txt:{{[0-9]+}}:1: error: the file holds 2 modules; a model is one module
-// Output into a closed pipe ends the run quietly (it panicked with a
-// backtrace), as any Unix tool: SIGPIPE's exit.
+// Output into a closed pipe (it panicked with a backtrace): a run goes on
+// with its output dropped, to its end and its checkpoints (a Ctrl-C that
+// ends a `| tee` must not end the run before it saves); a short command
+// ends quietly, as any Unix tool, on SIGPIPE.
 // RUN: sh -c '(aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --no-runs-db --no-progress --out %t/pipe 2> %t/pipe.err; echo "status $?" > %t/pipe.status) | head -c 1 > /dev/null'
 // RUN: FileCheck %s --check-prefix=PIPE < %t/pipe.status
-// PIPE: status 141
+// PIPE: status 0
 // RUN: not grep panicked %t/pipe.err
+// RUN: grep -c '"epoch":3' %t/pipe/metrics.jsonl
+// RUN: sh -c '(aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit ll; echo "status $?" > %t/pipe2.status) | head -c 1 > /dev/null'
+// RUN: FileCheck %s --check-prefix=PIPE2 < %t/pipe2.status
+// PIPE2: status 141
+// bench feeds a boolean input booleans (the runtime now checks integer
+// inputs' values: it fed values in [-1, 1)).
+// RUN: aicf bench %S/inputs/masked.mlir.txt --steps 3 --out %t/masked | FileCheck %s --check-prefix=MASKED
+// MASKED: masked.mlir.txt: train step (adam, lr 0.001) median

@@ -628,6 +628,25 @@ fn regular_inputs(command: &Command) -> Result<()> {
     Ok(())
 }
 
+/// `println!` that leaves a closed stdout alone: a run whose output went
+/// into a pipe that closed (`| head`, or a `| tee` a Ctrl-C ended) goes on
+/// to its next save instead of panicking on the write. (Commands with
+/// nothing to lose end on SIGPIPE instead: `main`.)
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!`, as [`println!`] here.
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn main() {
     // Before any thread exists: OpenBLAS's kernels for this CPU (a GEMM
     // candidate; see aicf_runtime::cpu::blas).
@@ -653,14 +672,15 @@ fn main() {
         eprintln!("aicf: error: {e}");
         std::process::exit(1);
     }
-    // Output piped into `head` ends the command quietly, as any Unix tool
-    // (Rust ignores SIGPIPE, and println! panicked: `aicf train ... | head
-    // -1` ended in a backtrace). Not for data-parallel training: an MPI
-    // peer's closed socket must be an error that names it, not a silent
-    // death. (`sample` ends its text quietly on a closed pipe itself.)
+    // Output piped into `head` ends a short command quietly, as any Unix
+    // tool (Rust ignores SIGPIPE). `train` goes on with its output dropped
+    // (`println!` here leaves a closed stdout alone: `aicf train ... |
+    // head -1` ended in a panic, and a Ctrl-C that ends a `| tee` must not
+    // end the run before it stops at its next step and saves), as does a
+    // data-parallel run, whose MPI sockets must fail loudly. (`sample`
+    // ends its text quietly on a closed pipe itself.)
     let quiet_pipe = match &cli.command {
         Command::Runs { .. } | Command::Propose { .. } | Command::Import { .. } => true,
-        Command::Train { compile, nproc, .. } => !compile.data_parallel && nproc.is_none(),
         Command::Compile { compile, .. } | Command::Eval { compile, .. } | Command::Bench { compile, .. } => {
             !compile.data_parallel
         }
@@ -1506,10 +1526,6 @@ fn rebatched(model: &Path, size: usize, out: &Path, say: Say) -> Result<PathBuf>
         aicf_compiler::pipeline::rebatched_source(&source, &name, size).map_err(|e| format!("--batch {size}: {e}"))?;
     let stem = model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
     let output = out.join(format!("{stem}.batch{size}.mlir"));
-    if aicf_compiler::train::same_path(&output, model) {
-        // The model given is an earlier one of these: it is at that batch.
-        return Ok(output);
-    }
     aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
     aicf_compiler::codegen::write_atomically(&output, text.as_bytes())
         .map_err(|e| format!("{}: {e}", output.display()))?;
@@ -2096,6 +2112,9 @@ fn bench(
             (_, aicf_runtime::artifact::DType::I32 | aicf_runtime::artifact::DType::I64) => {
                 random(n, &|u| (u * classes).floor())
             }
+            // Booleans (a mask) and bytes as their types hold them.
+            (_, aicf_runtime::artifact::DType::I1) => random(n, &|u| f64::from(u8::from(u < 0.5))),
+            (_, aicf_runtime::artifact::DType::U8) => random(n, &|u| (u * 256.0).floor().min(255.0)),
             _ => random(n, &|u| u * 2.0 - 1.0),
         };
         inputs.push(Tensor::new(a.shape.clone(), a.dtype, values));

@@ -554,13 +554,17 @@ fn tool_failure(clang: &str, what: &str, path: &Path, stderr: &[u8]) -> CompileE
 /// A tool the compile runs (clang), as a child that the kernel ends when
 /// the thread that started it ends (the process killed or stopped by a
 /// signal included: a stopped run left its clang compiling on, under
-/// init). The thread waits for the child, so it never ends first.
+/// init). The thread waits for the child, so it never ends first. It runs
+/// in a process group of its own: a terminal's Ctrl-C, which asks a
+/// training loop to stop at its next step, killed the clang of a variant
+/// compiled inside the loop, and the run ended on a clang error instead.
 fn tool_command(program: &str) -> std::process::Command {
     #[allow(unused_mut)]
     let mut command = std::process::Command::new(program);
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;
+        command.process_group(0);
         // SAFETY: prctl is async-signal-safe and touches only the child.
         unsafe {
             command.pre_exec(|| match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
