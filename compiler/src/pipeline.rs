@@ -499,10 +499,22 @@ pub fn train_step<'c>(
 
 /// A model whose `@loss` calls `@forward` (or any function): the calls
 /// inlined first, as `aicf-opt --inline` does (without its canonicalizing
-/// pipeline), since autodiff differentiates one function's body. The
-/// functions called stay (`@forward` is the model's too).
+/// pipeline), since autodiff differentiates one function's body. `@forward`
+/// and `@loss` stay, made public where they were private (the inliner
+/// erases a private function no call is left to).
 fn inline_calls(ctx: &CompilerContext, module: &mut melior::ir::Module<'_>, source: &str) -> Result<()> {
     if source.contains("call @") || source.contains("\"func.call\"") {
+        for (func, _) in crate::ir::functions(module.as_operation().to_raw()) {
+            if matches!(crate::ir::string_attr(func, "sym_name").as_deref(), Some("forward" | "loss")) {
+                // SAFETY: `func` is an operation of `module`, alive here.
+                unsafe {
+                    mlir_sys::mlirOperationRemoveAttributeByName(
+                        func,
+                        mlir_sys::mlirStringRefCreateFromCString(c"sym_visibility".as_ptr()),
+                    );
+                }
+            }
+        }
         run_pipeline(ctx, module, "builtin.module(inline{default-pipeline=})")?;
     }
     Ok(())

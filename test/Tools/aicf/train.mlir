@@ -73,3 +73,10 @@
 // RUN: FileCheck %s --check-prefix=BN < %t/bn.txt
 // BN: epoch   2/2  train loss {{[0-9.]+}}  val loss [[LOSS:[0-9.]+]]  val accuracy [[ACC:[0-9.]+]]%
 // BN: accuracy [[ACC]]% on 359 held-out rows {{.*}}; loss [[LOSS]] nats
+// The same with @forward private: the inliner would erase it once no call
+// is left, and eval would find no @forward; it stays.
+// RUN: sed 's/^func.func @forward/func.func private @forward/' %S/inputs/loss-calls-forward.mlir.txt > %t/private-forward.mlir
+// RUN: aicf train %t/private-forward.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/private --checkpoint-dir %t/private-ckpt | FileCheck %s --check-prefix=PRIVATE
+// PRIVATE: val accuracy
+// RUN: aicf eval %t/private-forward.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/private-ckpt/last.safetensors --out %t/private-eval | FileCheck %s --check-prefix=PRIVATEEVAL
+// PRIVATEEVAL: accuracy {{[0-9.]+}}% on 359 held-out rows
