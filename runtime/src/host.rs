@@ -269,17 +269,17 @@ pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String>
 /// Integer inputs hold what their element type can: whole numbers in its
 /// range. A NaN label, a 2.5 or a 1e12 for an i32 was cast on the way in
 /// (to 0, 2 and 2^31 - 1), a silently other input; the error names the
-/// input, the value and where it is. A boolean (i1) takes any finite value
-/// (nonzero is true, as [`write_values`] writes it: a mask of 255s); only a
-/// NaN, which is neither, is refused.
+/// input, the value and where it is. A boolean (i1) takes any value but a
+/// NaN, which is neither (nonzero is true, as [`write_values`] writes it: a
+/// mask of 255s).
 pub(crate) fn check_integer_inputs(f: &Function, inputs: &[&Tensor]) -> std::result::Result<(), String> {
     let expected = f.args.iter().filter(|a| a.role() == Role::Input);
     for (i, (a, t)) in expected.zip(inputs).enumerate() {
         if a.dtype == DType::I1 {
-            if let Some(at) = t.values.iter().position(|v| !v.is_finite()) {
+            if let Some(at) = t.values.iter().position(|v| v.is_nan()) {
                 return Err(format!(
                     "input #{i} ({}) holds {} at index {at} (of shape {:?}), which is no boolean (i1: zero is \
-                     false, any other finite value true)",
+                     false, any other value true)",
                     a.bind, t.values[at], t.shape
                 ));
             }
