@@ -127,6 +127,17 @@ fn scoped_node(op: &str, inputs: &[&str], output: &str) -> aicf_onnx::proto::Nod
     }
 }
 
+/// A node named `name` of op `op` reading `inputs`, writing `output`.
+fn node(name: &str, op: &str, inputs: &[&str], output: &str) -> aicf_onnx::proto::NodeProto {
+    aicf_onnx::proto::NodeProto {
+        name: Some(name.into()),
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec![output.into()],
+        ..Default::default()
+    }
+}
+
 /// An f32 initializer.
 fn float_init(name: &str, dims: Vec<i64>, float_data: Vec<f32>) -> aicf_onnx::proto::TensorProto {
     aicf_onnx::proto::TensorProto {
@@ -808,13 +819,6 @@ fn an_imported_leaky_relu_takes_another_batch() {
 /// trained.
 #[test]
 fn weights_behind_a_transpose_are_parameters_and_constants_are_named() {
-    let node = |name: &str, op: &str, inputs: &[&str], output: &str| aicf_onnx::proto::NodeProto {
-        name: Some(name.into()),
-        op_type: Some(op.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: vec![output.into()],
-        ..Default::default()
-    };
     let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
     let graph = model.graph.as_mut().unwrap();
     // fc1 as the training-mode export writes it, and its output divided by
@@ -955,13 +959,6 @@ fn a_dynamo_embeddings_padding_index_is_named() {
 /// the model computes ReLU through it.
 #[test]
 fn not_of_a_computed_mask_imports() {
-    let node = |name: &str, op: &str, inputs: &[&str], output: &str| aicf_onnx::proto::NodeProto {
-        name: Some(name.into()),
-        op_type: Some(op.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: vec![output.into()],
-        ..Default::default()
-    };
     let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
     let graph = model.graph.as_mut().unwrap();
     let relu = graph.node.iter().position(|n| n.op_type() == "Relu").unwrap();
