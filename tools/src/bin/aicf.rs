@@ -639,6 +639,15 @@ macro_rules! println {
     }};
 }
 
+/// `eprintln!`, as [`println!`] here: `aicf train ... 2>&1 | head` panicked
+/// on its next note.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// `print!`, as [`println!`] here.
 macro_rules! print {
     ($($arg:tt)*) => {{
