@@ -372,7 +372,7 @@
 // (Each runs with its stdout a pipe whose reading end is already closed:
 // a `| head` that ends before the output comes, every time.)
 // (Both stdout and stderr, as `2>&1 | head` has them; the budget's note
-// goes to stderr.)
+// is one more line after the epochs.)
 // RUN: python3 -c "import os, subprocess, sys; r, w = os.pipe(); os.close(r); p = subprocess.run(sys.argv[1:], stdout=w, stderr=w); print('status', p.returncode)" aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 30 --flops-budget 1.2e8 --no-runs-db --no-progress --out %t/pipe | FileCheck %s --check-prefix=PIPE
 // PIPE: status 0
 // RUN: grep -c '"epoch":3' %t/pipe/metrics.jsonl

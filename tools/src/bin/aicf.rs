@@ -639,8 +639,8 @@ macro_rules! println {
     }};
 }
 
-/// `eprintln!`, as [`println!`] here: `aicf train ... 2>&1 | head` panicked
-/// on its next note.
+/// `eprintln!`, as [`println!`] here (a stderr closed with stdout, as
+/// `2>&1 | head` closes it).
 macro_rules! eprintln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
