@@ -1414,3 +1414,34 @@ fn the_residual_stream_widens_through_masked_blocks() {
     let (a, b) = (lm_loss(&mut old, 20, false), lm_loss(&mut g.trainer, 20, false));
     assert!(close(a, b, 1e-5), "probe loss {a} -> {b}");
 }
+
+/// A run's background compile of the model its rules would grow into is
+/// waited for when the run is dropped: a process that ended while that
+/// thread was still in MLIR crashed at exit (a segmentation fault after
+/// `aicf train` had finished, seen once in CI). So once the run is gone,
+/// the grown model is whole in the cache, and compiling it again finds it
+/// there.
+#[test]
+fn dropping_a_run_waits_for_its_background_compile() {
+    let cache = crate::tmp_root().join("adapt-prefetch");
+    let _ = std::fs::remove_dir_all(&cache);
+    let opts = Options { cache_dir: cache, ..options("sgd", 0.0) };
+    let t = Trainer::from_file(&narrow(), opts.clone()).unwrap();
+    let rule = Rule {
+        trigger: Trigger::Steps { at: 1_000_000 },
+        action: Action::Grow(zero_widen_rule("fc1", 48)),
+        min_gap: 0,
+        max_times: 1,
+        lr_factor: 1.0,
+        reset_optimizer: false,
+        shrink: 1.0,
+    };
+    let mut run = Adaptive::new(t, Policy { prefetch: true, ..policy(vec![rule]) });
+    let [x, y] = batch(0);
+    run.step(&[&x, &y], 0.05, Progress { epoch: 1, batch: 1, rng: 0 }).unwrap();
+    let (source, name) = (run.trainer().source().to_string(), run.trainer().name().to_string());
+    drop(run);
+    let grown = aicf_compiler::train::adapt::rewrite(&source, &name, &zero_widen("fc1", 48)).unwrap();
+    let again = aicf_compiler::train::precompile(&grown.source, &name, &opts, &[None]).unwrap();
+    assert_eq!(again[0].seconds, None, "the grown model was compiled again: the run's compile had not finished");
+}

@@ -222,7 +222,7 @@ pub struct Adaptive {
     last_lr: f64,
     applied_lr: f64,
     /// The background compile of the models the rules may grow into.
-    prefetch: Option<std::thread::JoinHandle<()>>,
+    prefetch: Prefetch,
     /// Whether it was started for the current model.
     prefetched: bool,
     /// Training FLOPs so far ([`step_flops`]).
@@ -234,6 +234,21 @@ pub struct Adaptive {
     reset_optimizer: bool,
     /// The growth being applied's rule's `shrink` (1: none).
     shrink: f64,
+}
+
+/// The background compile's thread, joined when dropped: a run that
+/// ends (or is interrupted) while it compiles must not exit under it. The
+/// process's exit runs LLVM's static destructors, and a thread still in
+/// MLIR or LLVM code then crashes the process (a segmentation fault after
+/// a run that had finished, seen in CI).
+struct Prefetch(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for Prefetch {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 impl Adaptive {
@@ -262,7 +277,7 @@ impl Adaptive {
             schedule_from: 0,
             last_lr: 0.0,
             applied_lr: 0.0,
-            prefetch: None,
+            prefetch: Prefetch(None),
             prefetched: false,
             flops: 0.0,
             next: None,
@@ -874,12 +889,22 @@ impl Adaptive {
     /// batch size the current one runs.
     fn prefetch_next(&mut self) {
         self.prefetched = true;
-        if !self.policy.prefetch || self.prefetch.as_ref().is_some_and(|h| !h.is_finished()) {
+        if !self.policy.prefetch || self.prefetch.0.as_ref().is_some_and(|h| !h.is_finished()) {
+            return;
+        }
+        // No rewrite is left to the run (its policy's max_rewrites spent):
+        // nothing to compile ahead for.
+        if self.policy.max_rewrites > 0 && self.rewrites >= self.policy.max_rewrites {
             return;
         }
         let serial = self.rewrites;
         let mut ops: Vec<Operator> = Vec::new();
-        for rule in &self.policy.rules {
+        for (i, rule) in self.policy.rules.iter().enumerate() {
+            // (A rule that has fired its max_times, or is idle, grows
+            // nothing more.)
+            if (rule.max_times > 0 && self.fired[i] >= rule.max_times) || self.idle[i] {
+                continue;
+            }
             let templates: Vec<&Template> = match &rule.action {
                 Action::Grow(t) => vec![t],
                 Action::Fork { candidates, .. } => candidates.iter().collect(),
@@ -901,7 +926,7 @@ impl Adaptive {
             (self.trainer.source().to_string(), self.trainer.name().to_string(), self.trainer.options().clone());
         let batches: Vec<Option<usize>> = self.trainer.compiled().iter().map(|c| c.batch).collect();
         // Failures are left for the rewrite itself to report.
-        self.prefetch = Some(std::thread::spawn(move || {
+        self.prefetch.0 = Some(std::thread::spawn(move || {
             for op in ops {
                 if let Ok(r) = rewrite(&source, &name, &op) {
                     let _ = crate::train::precompile(&r.source, &name, &options, &batches);
@@ -913,7 +938,7 @@ impl Adaptive {
     /// Waits for the background compile; returns the seconds waited.
     fn wait_for_prefetch(&mut self) -> f64 {
         let started = Instant::now();
-        if let Some(h) = self.prefetch.take() {
+        if let Some(h) = self.prefetch.0.take() {
             let _ = h.join();
         }
         started.elapsed().as_secs_f64()
