@@ -319,6 +319,24 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
+/// An exclusive lock on the artifact directory `dir` (a hidden file
+/// `.<name>.lock` beside it), held until the returned file is dropped: two threads or
+/// processes that find the same artifact missing compile it one after the
+/// other, the second finding it whole, rather than both writing into one
+/// directory (one's manifest beside the other's kernel library). `None`
+/// where the lock cannot be taken (a read-only cache): the compile goes
+/// on unlocked, as before.
+pub fn lock_artifact(dir: &Path) -> Option<std::fs::File> {
+    let parent = dir.parent()?;
+    std::fs::create_dir_all(parent).ok()?;
+    let mut name = std::ffi::OsString::from(".");
+    name.push(dir.file_name()?);
+    name.push(".lock");
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(parent.join(name)).ok()?;
+    file.lock().ok()?;
+    Some(file)
+}
+
 pub(crate) fn runtime_dtype(d: DType) -> Result<artifact::DType> {
     Ok(match d {
         DType::F32 => artifact::DType::F32,

@@ -579,17 +579,22 @@ impl Runtime {
         ));
         let dir = self.dir.join(format!("op-{hash}"));
         // A damaged artifact, or one compiled for CPU features this host
-        // lacks, is compiled again.
-        let ready = aicf_runtime::artifact::load_manifest(&dir).is_ok_and(|m| match device {
-            Device::Cpu { .. } => {
-                m.files.contains_key("kernels.so") && aicf_runtime::cpu::missing_cpu_feature(&m).is_none()
-            }
-            Device::Cuda { .. } => {
-                m.target.starts_with("cuda")
-                    && ["sm_80", "sm_90"].iter().all(|c| m.ptx_files(c).iter().all(|f| dir.join(f).is_file()))
-            }
-        });
-        if ready {
+        // lacks, is compiled again (under the directory's lock, looked for
+        // again once it is held: another thread may have just compiled it).
+        let ready = || {
+            aicf_runtime::artifact::load_manifest(&dir).is_ok_and(|m| match device {
+                Device::Cpu { .. } => {
+                    m.files.contains_key("kernels.so") && aicf_runtime::cpu::missing_cpu_feature(&m).is_none()
+                }
+                Device::Cuda { .. } => {
+                    m.target.starts_with("cuda")
+                        && ["sm_80", "sm_90"].iter().all(|c| m.ptx_files(c).iter().all(|f| dir.join(f).is_file()))
+                }
+            })
+        };
+        let found = ready();
+        let _lock = if found { None } else { crate::codegen::lock_artifact(&dir) };
+        if found || ready() {
             self.stats.loaded += 1;
         } else {
             let started = std::time::Instant::now();

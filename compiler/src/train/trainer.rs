@@ -960,15 +960,24 @@ fn compile_artifact(source: &str, name: &str, options: &Options, batch: Option<u
     let dir = options.cache_dir.join(format!("artifact-{key}"));
     // A cached artifact whose kernels do not load (a kernel library linked
     // from a damaged kernel cache) is compiled again, not kept failing.
-    if complete(&dir, &options.device) && loads(&dir, &options.device).is_ok() {
-        return Ok(Compiled {
-            batch,
-            dir,
-            seconds: None,
-            kernels: 0,
-            compiled_kernels: 0,
-            timings: Timings::default(),
-        });
+    // Missing, it is compiled under the directory's lock, and looked for
+    // again once the lock is held (another thread or process may have just
+    // compiled it).
+    let ready = || complete(&dir, &options.device) && loads(&dir, &options.device).is_ok();
+    let cached = |dir: PathBuf| Compiled {
+        batch,
+        dir,
+        seconds: None,
+        kernels: 0,
+        compiled_kernels: 0,
+        timings: Timings::default(),
+    };
+    if ready() {
+        return Ok(cached(dir));
+    }
+    let _lock = crate::codegen::lock_artifact(&dir);
+    if ready() {
+        return Ok(cached(dir));
     }
     let started = Instant::now();
     let compiled = pipeline::compile_source(source, name, &train, batch, &target, &dir)?;

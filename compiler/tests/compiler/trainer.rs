@@ -329,3 +329,26 @@ fn the_trainer_refuses_states_that_do_not_fit_and_special_checkpoint_paths() {
     t.save_checkpoint(&file, &Default::default()).unwrap();
     t.load_checkpoint(&file).unwrap();
 }
+
+/// Two threads that find the same artifact missing compile it one after
+/// the other: the second finds the first's whole (both wrote into one
+/// directory, so one's manifest could sit beside the other's kernels).
+#[test]
+fn two_compiles_of_one_artifact_take_turns() {
+    let options = options("trainer_compile_turns", "sgd");
+    let source = std::fs::read_to_string(model()).unwrap();
+    let compiled: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| aicf_compiler::train::precompile(&source, "digits_mlp.mlir", &options, &[None])))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap().unwrap().remove(0)).collect()
+    });
+    assert_eq!(compiled[0].dir, compiled[1].dir);
+    let fresh = compiled.iter().filter(|c| c.seconds.is_some()).count();
+    assert_eq!(fresh, 1, "compiled {fresh} times");
+    // Each artifact directory has its lock beside it, hidden.
+    let lock =
+        compiled[0].dir.with_file_name(format!(".{}.lock", compiled[0].dir.file_name().unwrap().to_string_lossy()));
+    assert!(lock.is_file(), "{}", lock.display());
+    Trainer::from_source(&source, "digits_mlp.mlir", options).unwrap();
+}

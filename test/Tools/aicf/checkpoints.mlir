@@ -5,12 +5,14 @@
 // RUN: rm -rf %t && mkdir -p %t
 
 // An adaptive run: 4 epochs straight, against 2 epochs and a resume to 4 on
-// a fresh cache (kernels and GEMM choices from scratch). The widening at
+// a fresh cache (kernels from scratch; every GEMM pinned to the generated
+// kernels, since a fresh registry's timing, on a loaded machine, could
+// choose another candidate, whose sums differ in the last bits). The widening at
 // step 50 is still watched when epoch 2 ends (step 90): the checkpoint
 // carries the model it replaced, and the deepening at step 100 is replayed.
-// RUN: env AICF_CACHE_DIR=%t/cache-a aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/a --checkpoint-dir %t/a-ckpt --adapt %S/inputs/grow-steps.toml > /dev/null
-// RUN: env AICF_CACHE_DIR=%t/cache-a aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %S/inputs/grow-steps.toml > /dev/null
-// RUN: env AICF_CACHE_DIR=%t/cache-c aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %S/inputs/grow-steps.toml --resume | FileCheck %s --check-prefix=ADAPT
+// RUN: env AICF_CACHE_DIR=%t/cache-a aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --gemm generated --out %t/a --checkpoint-dir %t/a-ckpt --adapt %S/inputs/grow-steps.toml > /dev/null
+// RUN: env AICF_CACHE_DIR=%t/cache-a aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --gemm generated --out %t/b --checkpoint-dir %t/b-ckpt --adapt %S/inputs/grow-steps.toml > /dev/null
+// RUN: env AICF_CACHE_DIR=%t/cache-c aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --gemm generated --out %t/b --checkpoint-dir %t/b-ckpt --adapt %S/inputs/grow-steps.toml --resume | FileCheck %s --check-prefix=ADAPT
 // RUN: python3 %S/inputs/same-tensors.py %t/a-ckpt/last.safetensors %t/b-ckpt/last.safetensors | FileCheck %s --check-prefix=SAME
 // RUN: FileCheck %s --check-prefix=LOG < %t/b/decisions.jsonl
 // RUN: ls %t/b-ckpt | FileCheck %s --check-prefix=VERSIONS
@@ -57,10 +59,11 @@
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/b --checkpoint-dir %t/b-ckpt --adapt %t/one-rule.toml --resume --override-resume 2>&1 | FileCheck %s --check-prefix=RULES
 // RULES: error: {{.*}}b-ckpt/last.safetensors: the checkpoint's adaptive state has 2 rules; the policy has 1
 
-// A plain run resumed on a fresh cache ends where a straight one does.
-// RUN: env AICF_CACHE_DIR=%t/cache-p aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/p --checkpoint-dir %t/p-straight > /dev/null
-// RUN: env AICF_CACHE_DIR=%t/cache-p aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/q --checkpoint-dir %t/p-resumed > /dev/null
-// RUN: env AICF_CACHE_DIR=%t/cache-q aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/q --checkpoint-dir %t/p-resumed --resume > /dev/null
+// A plain run resumed on a fresh cache ends where a straight one does
+// (GEMMs pinned, as above).
+// RUN: env AICF_CACHE_DIR=%t/cache-p aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --gemm generated --out %t/p --checkpoint-dir %t/p-straight > /dev/null
+// RUN: env AICF_CACHE_DIR=%t/cache-p aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --gemm generated --out %t/q --checkpoint-dir %t/p-resumed > /dev/null
+// RUN: env AICF_CACHE_DIR=%t/cache-q aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --gemm generated --out %t/q --checkpoint-dir %t/p-resumed --resume > /dev/null
 // RUN: python3 %S/inputs/same-tensors.py %t/p-straight/last.safetensors %t/p-resumed/last.safetensors | FileCheck %s --check-prefix=SAME
 
 // Asking for epochs the checkpoint has reached trains nothing and keeps

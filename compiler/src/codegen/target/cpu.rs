@@ -398,8 +398,12 @@ impl Generator {
             crate::run_pipeline(ctx, &mut module, crate::pipeline::KERNELS_TO_LLVM)
         })?;
         let hash_started = std::time::Instant::now();
-        let (clang, cpu, _) = toolchain()?;
-        let flags = format!("{:?}", kernel_flags());
+        let (clang, cpu, features) = toolchain()?;
+        // The features too, not the CPU's name alone: a VM that masks
+        // AVX-512 or AMX off a CPU of the same name (a kernel cache in a
+        // home directory shared by a cluster's nodes) must not reuse the
+        // objects compiled where they were on (SIGILL).
+        let flags = format!("{:?} {}", kernel_flags(), features.join(","));
         let top = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(module.as_operation().to_raw(), 0)) };
         // Declarations (libm, libmvec) go into every kernel's module; the
         // kernels are hashed alone.
