@@ -487,3 +487,51 @@ fn a_signal_during_a_save_leaves_no_temporary_file() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run stopped by a Ctrl-C is recorded in the run registry as
+/// `interrupted` (resumable), not `failed`, with the epochs it recorded
+/// and the structure its growth reached (it was `failed`, with no epochs
+/// and no `grown into`).
+#[test]
+fn an_interrupted_run_is_recorded_as_interrupted_with_its_growth() {
+    let out = scratch("interrupted-run");
+    let db = out.join("runs.sqlite");
+    let repo = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let child = Command::new(env!("CARGO_BIN_EXE_aicf"))
+        .current_dir(&repo)
+        .args(["train", "examples/grow/narrow_mlp.mlir", "--data", "data/digits.csv.gz", "--no-progress"])
+        .args(["--epochs", "100000", "--adapt", "test/Tools/aicf/inputs/grow-steps.toml", "--runs-db"])
+        .arg(&db)
+        .arg("--checkpoint-dir")
+        .arg(out.join("ckpt"))
+        .arg("--out")
+        .arg(out.join("run"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("aicf starts");
+    // Three epochs (135 steps): past both growths (steps 50 and 100).
+    let started = std::time::Instant::now();
+    let metrics = out.join("run").join("metrics.jsonl");
+    let epochs = || std::fs::read_to_string(&metrics).map_or(0, |m| m.lines().count());
+    while epochs() < 3 {
+        assert!(started.elapsed().as_secs() < 300, "no third epoch in 5 minutes");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    let runs = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_aicf")).args(args).arg("--runs-db").arg(&db).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let list = runs(&["runs", "list"]);
+    let row = list.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap_or_default();
+    assert!(row.contains("interrupted") && !row.trim_end().ends_with('-'), "{list}");
+    let show = runs(&["runs", "show", "1"]);
+    assert!(show.contains("run 1: interrupted"), "{show}");
+    assert!(show.contains("grown into: mlp 32-32-32-10"), "{show}");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -47,10 +47,10 @@ CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
     started TEXT NOT NULL,
     finished TEXT,
-    status TEXT NOT NULL,            -- running | finished | failed (`runs list` shows a running row whose process is gone as unfinished)
+    status TEXT NOT NULL,            -- running | finished | failed | interrupted (`runs list` shows a running row whose process is gone as unfinished)
     pid INTEGER,
     host TEXT,
-    command TEXT,
+    command TEXT,                    -- the command line (a resumed run: one a line, the first first)
     model TEXT,                      -- the model file
     model_hash TEXT,                 -- hash of its canonical IR
     graph_hash TEXT,                 -- hash of its graph, names ignored
@@ -530,13 +530,41 @@ impl Runs {
     /// the registry holds it with this model (`model_hash`) and seed: it is
     /// running again, in this process. Whether it did (a registry made anew
     /// since reuses ids: another run's row is left alone).
-    pub fn resume(&self, id: i64, model_hash: &str, seed: u64) -> Result<bool> {
+    ///
+    /// Its settings become `settings` (the epochs it now trains to, a
+    /// policy given with --override-resume), keeping the policy it had
+    /// where this part gives none (its growth is in its decisions), and
+    /// `command` is added to its commands, one a line.
+    pub fn resume(&self, id: i64, model_hash: &str, seed: u64, settings: &Settings, command: &str) -> Result<bool> {
+        let before: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT settings FROM runs WHERE id = ?1 AND model_hash = ?2 AND seed = ?3",
+                params![id, model_hash, seed as i64],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_error(&self.path))?;
+        let Some(before) = before else { return Ok(false) };
+        let mut settings = settings.clone();
+        if let Ok(old) = serde_json::from_str::<Settings>(&before)
+            && settings.policy.is_none()
+        {
+            (settings.policy, settings.policy_grows) = (old.policy, old.policy_grows);
+        }
         let updated = self
             .conn
             .execute(
-                "UPDATE runs SET status = 'running', pid = ?2, finished = NULL, error = NULL WHERE id = ?1 AND \
-                 model_hash = ?3 AND seed = ?4",
-                params![id, std::process::id(), model_hash, seed as i64],
+                "UPDATE runs SET status = 'running', pid = ?2, finished = NULL, error = NULL, settings = ?5, command \
+                 = COALESCE(command || char(10), '') || ?6 WHERE id = ?1 AND model_hash = ?3 AND seed = ?4",
+                params![
+                    id,
+                    std::process::id(),
+                    model_hash,
+                    seed as i64,
+                    serde_json::to_string(&settings).unwrap_or_else(|_| before.clone()),
+                    command
+                ],
             )
             .map_err(db_error(&self.path))?;
         Ok(updated == 1)
@@ -564,13 +592,21 @@ impl Runs {
         Ok(())
     }
 
-    /// Records a growth decision.
+    /// Records a growth decision. One recorded before keeps its IR where
+    /// this record has none: a resumed run records again the decisions
+    /// its checkpoint carries, without the IR their own process saw (it
+    /// blanked them).
     pub fn decision(&self, id: i64, seq: usize, d: &DecisionRecord) -> Result<()> {
         self.conn
             .execute(
-                "INSERT OR REPLACE INTO decisions (run_id, seq, step, epoch, trigger, action, outcome, reason, \
+                "INSERT INTO decisions (run_id, seq, step, epoch, trigger, action, outcome, reason, \
                  params_before, params_after, loss_before, loss_after, ir_before, ir_after) VALUES (?1, ?2, ?3, ?4, \
-                 ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) ON CONFLICT (run_id, seq) DO UPDATE SET step = \
+                 excluded.step, epoch = excluded.epoch, trigger = excluded.trigger, action = excluded.action, outcome \
+                 = excluded.outcome, reason = excluded.reason, params_before = excluded.params_before, params_after \
+                 = excluded.params_after, loss_before = excluded.loss_before, loss_after = excluded.loss_after, \
+                 ir_before = CASE WHEN excluded.ir_before = '' THEN decisions.ir_before ELSE excluded.ir_before END, \
+                 ir_after = CASE WHEN excluded.ir_after = '' THEN decisions.ir_after ELSE excluded.ir_after END",
                 params![
                     id,
                     seq as i64,
@@ -623,6 +659,26 @@ impl Runs {
         let text = serde_json::to_string(f).unwrap_or_else(|_| "{}".into());
         self.conn
             .execute("UPDATE runs SET final_fingerprint = ?2 WHERE id = ?1", params![id, text])
+            .map_err(db_error(&self.path))?;
+        Ok(())
+    }
+
+    /// Records that a run was interrupted (a Ctrl-C: resumable, not
+    /// failed), with `message`, its numbers from the epochs it recorded.
+    pub fn interrupt(&self, id: i64, message: &str, seconds: f64) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE runs SET finished = ?2, status = 'interrupted', error = ?3, seconds = ?4, \
+                 epochs = (SELECT MAX(epoch) FROM curve WHERE run_id = ?1), \
+                 steps = (SELECT step FROM curve WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1), \
+                 train_flops = (SELECT train_flops FROM curve WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1), \
+                 params = (SELECT params FROM curve WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1), \
+                 best_val_loss = (SELECT MIN(val_loss) FROM curve WHERE run_id = ?1), \
+                 final_val_loss = (SELECT val_loss FROM curve WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1), \
+                 final_val_accuracy = (SELECT val_accuracy FROM curve WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1) \
+                 WHERE id = ?1",
+                params![id, now(), message, seconds],
+            )
             .map_err(db_error(&self.path))?;
         Ok(())
     }

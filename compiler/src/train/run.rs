@@ -1140,6 +1140,10 @@ pub fn fit(
     if let Some(r) = recorder.as_ref().filter(|r| !r.stopped.get()) {
         let written = match &result {
             Ok(summary) => r.runs.finish(r.id, &summary.records, summary.steps, started.elapsed().as_secs_f64()),
+            // Stopped by the user, resumable: not a failure.
+            Err(e @ TrainError::Interrupted(_)) => {
+                r.runs.interrupt(r.id, &e.to_string(), started.elapsed().as_secs_f64())
+            }
             Err(e) => r.runs.fail(r.id, &e.to_string()),
         };
         if let Err(e) = written {
@@ -1216,19 +1220,6 @@ impl Recorder {
         use super::registry::{NewRun, Runs, Settings, fingerprint};
         Runs::refuse_foreign(db)?;
         let runs = Runs::open(db)?;
-        // A resumed run goes on in its row (its curve, decisions and the
-        // model it started with are there): one run, not two, whose second
-        // would start from the checkpoint's grown model.
-        if let Some(id) = continued
-            && runs.resume(id, model_hash, run.seed)?
-        {
-            return Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false) });
-        }
-        let trainer = loop_.adaptive.trainer();
-        let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
-        let name = model.display().to_string();
-        let parts = (loop_.replicas * loop_.micro) as f64;
-        let fingerprint = fingerprint(trainer.source(), &name, step_flops * parts)?;
         let settings = Settings {
             optimizer: options.optimizer.clone(),
             lr: run.lr,
@@ -1246,6 +1237,21 @@ impl Recorder {
             standardize: loop_.data.metadata.contains_key(super::data::STANDARDIZE_KEY),
         };
         let command = std::env::args().collect::<Vec<_>>().join(" ");
+        // A resumed run goes on in its row (its curve, decisions and the
+        // model it started with are there): one run, not two, whose second
+        // would start from the checkpoint's grown model. Its settings become
+        // this part's (the epochs it trains to, a policy given with
+        // --override-resume), and its command is added to the first.
+        if let Some(id) = continued
+            && runs.resume(id, model_hash, run.seed, &settings, &command)?
+        {
+            return Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false) });
+        }
+        let trainer = loop_.adaptive.trainer();
+        let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
+        let name = model.display().to_string();
+        let parts = (loop_.replicas * loop_.micro) as f64;
+        let fingerprint = fingerprint(trainer.source(), &name, step_flops * parts)?;
         let id = runs.begin(&NewRun {
             command,
             model: name,
@@ -1851,10 +1857,10 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// Where the last good checkpoint is, for messages about a run that
-    /// stopped.
-    /// The error of a run a Ctrl-C stopped before batch `b` of `epoch`.
+    /// The error of a run a Ctrl-C stopped before batch `b` of `epoch`
+    /// (the registry told the structure it reached).
     fn interrupted(&self, epoch: usize, b: usize, steps_per_epoch: usize, checkpoint: Option<&Path>) -> TrainError {
+        self.record_final_structure();
         let kept = match (checkpoint, self.saved_epoch) {
             (Some(path), Some(saved)) => format!(
                 "{} holds epoch {saved}: --resume goes on from there{}",
@@ -1870,6 +1876,8 @@ impl<'a> Loop<'a> {
         ))
     }
 
+    /// Where the last good checkpoint is, for messages about a run that
+    /// stopped.
     fn kept_checkpoint(&self, checkpoint: Option<&Path>) -> String {
         match (checkpoint, self.saved_epoch) {
             (Some(path), Some(epoch)) => {
@@ -2390,16 +2398,7 @@ impl<'a> Loop<'a> {
         if writes {
             report::plot(&plot, &self.records)?;
         }
-        if let Some(r) = &self.recorder {
-            let trainer = self.adaptive.trainer();
-            let flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
-            let name = self.model.display().to_string();
-            if let Ok(f) =
-                super::registry::fingerprint(trainer.source(), &name, flops * (self.replicas * self.micro) as f64)
-            {
-                let _ = r.runs.final_structure(r.id, &f);
-            }
-        }
+        self.record_final_structure();
         let trainer = self.adaptive.trainer();
         Ok(Summary {
             steps: trainer.steps(),
@@ -2414,6 +2413,21 @@ impl<'a> Loop<'a> {
             train_flops: self.adaptive.flops,
             records: self.records,
         })
+    }
+
+    /// Records in the run registry the structure the run reached (grown,
+    /// or as it started).
+    fn record_final_structure(&self) {
+        if let Some(r) = &self.recorder {
+            let trainer = self.adaptive.trainer();
+            let flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
+            let name = self.model.display().to_string();
+            if let Ok(f) =
+                super::registry::fingerprint(trainer.source(), &name, flops * (self.replicas * self.micro) as f64)
+            {
+                let _ = r.runs.final_structure(r.id, &f);
+            }
+        }
     }
 
     /// After a decision changed the model: save the new model beside the

@@ -27,9 +27,10 @@
 // BUDGET: epoch   3/9
 // BUDGET-NOT: epoch   4/9
 
+// (A grown run: its structure as it started and as it ended, its parameters as it ended.)
 // LIST: id  status
 // LIST-NEXT: 1  finished {{.*}} digits (class)  mlp 128-10 {{ *}}9610
-// LIST-NEXT: 2  finished {{.*}} digits (class)  mlp 16-10 {{ *}}1210
+// LIST-NEXT: 2  finished {{.*}} digits (class)  mlp 16-10 -> 32-32-32-10 {{ *}}4522
 // LIST-NEXT: 3  failed
 // LIST-NEXT: 3 runs in
 
@@ -132,7 +133,13 @@
 // RUN: aicf runs show 1 --runs-db %t/resumed.sqlite | FileCheck %s --check-prefix=RESUMEDSHOW
 // RESUMED: 1 finished {{.*}} mlp 16-10 {{.*}} 9
 // RESUMED-NEXT: 1 runs in
+// The resume's settings (the epochs it trained to) and its command, beside
+// the first; the decision before the resume keeps its IR (the resume's
+// record of it blanked it).
+// RESUMEDSHOW: command: {{.*}}aicf train {{.*}} --epochs 6
+// RESUMEDSHOW-NEXT: resumed: {{.*}}aicf train {{.*}} --epochs 9 {{.*}} --resume
 // RESUMEDSHOW: structure: mlp 16-10
-// RESUMEDSHOW: decision 0: step 50
-// RESUMEDSHOW: decision 1: step 100
+// RESUMEDSHOW: settings: {{.*}}, 9 epochs, policy {{.*}}grow-steps.toml
+// RESUMEDSHOW: decision 0: step 50 {{.*}}, IR before and after recorded
+// RESUMEDSHOW: decision 1: step 100 {{.*}}, IR before and after recorded
 // RESUMEDSHOW-NOT: decision 2

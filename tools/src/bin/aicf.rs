@@ -2310,20 +2310,35 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             let wide = |min: usize, f: &dyn Fn(&RunRow) -> String| {
                 rows.iter().map(|r| f(r).chars().count()).max().unwrap_or(0).max(min)
             };
-            let (pw, sw) = (wide(16, &problem), wide(22, &|r| short_structure(&r.fingerprint)));
+            // A grown run's structure as it started and as it ended
+            // (`mlp 16-10 -> 32-32-32-10`), its parameters as it ended.
+            let structure = |r: &RunRow| {
+                let start = short_structure(&r.fingerprint);
+                match &r.final_fingerprint {
+                    Some(f) if f.widths != r.fingerprint.widths || f.kind != r.fingerprint.kind => {
+                        let end = short_structure(f);
+                        let end = end.strip_prefix(&format!("{} ", r.fingerprint.kind)).unwrap_or(&end).to_string();
+                        format!("{start} -> {end}")
+                    }
+                    _ => start,
+                }
+            };
+            let params = |r: &RunRow| r.final_fingerprint.as_ref().unwrap_or(&r.fingerprint).params;
+            let (pw, sw) = (wide(16, &problem), wide(22, &structure));
+            let tw = wide(10, &|r| r.status.clone());
             println!(
-                "{:>4}  {:<10}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}",
+                "{:>4}  {:<tw$}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}",
                 "id", "status", "started", "problem", "structure", "params", "FLOPs", "best val", "epochs"
             );
             for r in &rows {
                 println!(
-                    "{:>4}  {:<10}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}",
+                    "{:>4}  {:<tw$}  {:<20}  {:<pw$}  {:<sw$}  {:>9}  {:>10}  {:>9}  {:>6}",
                     r.id,
                     r.status,
                     r.started,
                     problem(r),
-                    short_structure(&r.fingerprint),
-                    r.fingerprint.params,
+                    structure(r),
+                    params(r),
                     r.train_flops.map_or("-".into(), |f| format!("{f:.3e}")),
                     opt(r.best_val_loss, 4),
                     r.epochs.map_or("-".into(), |e| e.to_string())
@@ -2335,7 +2350,11 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             let d = registry.get(id).map_err(|e| e.to_string())?;
             let r = &d.run;
             println!("run {id}: {} ({}), started {}", r.status, r.model, r.started);
-            println!("  command: {}", d.command);
+            // A resumed run's commands, one a line: the first, then each
+            // resume's.
+            for (i, c) in d.command.lines().enumerate() {
+                println!("  {}: {c}", if i == 0 { "command" } else { "resumed" });
+            }
             println!("  data: {} (seed {})", d.data, d.seed);
             let p = &r.problem;
             println!(
