@@ -105,13 +105,13 @@ pub enum Precision {
 }
 
 impl Precision {
-    /// `fp32`, `bf16` or `fp16` (also `f32`, `f16`).
+    /// `fp32`, `bf16` or `fp16` (also `f32`, `f16`), in any case.
     pub fn parse(text: &str) -> std::result::Result<Precision, String> {
-        match text.trim() {
+        match text.trim().to_ascii_lowercase().as_str() {
             "fp32" | "f32" => Ok(Precision::Fp32),
             "bf16" => Ok(Precision::Bf16),
             "fp16" | "f16" => Ok(Precision::Fp16),
-            other => Err(format!("'{other}': a precision is fp32, bf16 or fp16")),
+            _ => Err(format!("'{}': a precision is fp32, bf16 or fp16 (f32 and f16 read as well)", text.trim())),
         }
     }
 

@@ -858,7 +858,21 @@ pub fn fit(
                         )
                     };
                     if !run.override_resume {
-                        return Err(TrainError::Input(format!("{message} (--override-resume goes on anyway)")));
+                        // A setting of the command line: the flag that
+                        // resumes as the checkpoint trained, named too.
+                        let flag = match *key {
+                            "optimizer" | "lr" | "momentum" | "weight_decay" | "precision" | "seed" | "val_split" => {
+                                Some(key.replace('_', "-"))
+                            }
+                            "clip_norm" if saved != "none" => Some("clip-norm".into()),
+                            _ => None,
+                        };
+                        return Err(TrainError::Input(match flag {
+                            Some(flag) => format!(
+                                "{message} (--{flag} {saved} resumes as it trained; --override-resume goes on anyway)"
+                            ),
+                            None => format!("{message} (--override-resume goes on anyway)"),
+                        }));
                     }
                     let with = if *key == "model" {
                         other_model = !holds;
@@ -1978,6 +1992,12 @@ impl<'a> Loop<'a> {
         }
         if self.micro > 1 {
             device = format!("{device}, accumulating {} micro-batches of {}", self.micro, self.batch);
+        }
+        // Mixed precision said where it is on (a resumed run takes its
+        // checkpoint's, unasked).
+        let precision = self.adaptive.trainer().options().precision;
+        if precision != crate::pipeline::Precision::Fp32 {
+            device = format!("{device}, {} mixed precision", precision.name());
         }
         if !self.data.is_text() && global > self.data.train_len() && (self.micro > 1 || self.replicas > 1) {
             // The fewer micro-batches that hold every example, where fewer

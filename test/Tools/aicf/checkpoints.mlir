@@ -136,7 +136,7 @@
 // RUN: cmp %t/good.safetensors %t/p-resumed/last.safetensors
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --lr 1e-3 --override-resume --out %t/q --checkpoint-dir %t/p-resumed --resume | FileCheck %s --check-prefix=OVERRIDE
 // RUN: ls %t/p-resumed | FileCheck %s --check-prefix=NOPARTIAL
-// LR: error: {{.*}}last.safetensors: the checkpoint was trained with lr 0.003; this run asks for 0.01 (--override-resume goes on anyway)
+// LR: error: {{.*}}last.safetensors: the checkpoint was trained with lr 0.003; this run asks for 0.01 (--lr 0.003 resumes as it trained; --override-resume goes on anyway)
 // SEED: error: {{.*}}last.safetensors: the checkpoint was trained with seed 0; this run asks for 7
 // DATA: error: {{.*}}last.safetensors: the checkpoint was trained with data digits.csv.gz ({{[0-9a-f]+}}); this run asks for digits.csv.gz ({{[0-9a-f]+}})
 // DIVERGED: note: {{.*}}the checkpoint was trained with lr 0.003; this run asks for 100000; going on (--override-resume)

@@ -21,7 +21,15 @@
 // A checkpoint's precision is part of its run (an fp16 run's loss scale
 // lives in it): another one is refused, naming both.
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --precision bf16 --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=PRECISION
-// PRECISION: aicf: error: {{.*}}last.safetensors: the checkpoint was trained with precision fp32; this run asks for bf16 (--override-resume goes on anyway)
+// PRECISION: aicf: error: {{.*}}last.safetensors: the checkpoint was trained with precision fp32; this run asks for bf16 (--precision fp32 resumes as it trained; --override-resume goes on anyway)
+// A resume without --precision goes on in the checkpoint's (as eval and
+// sample run it; the default, fp32, was refused as another precision), and
+// the run says it trains in it.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --precision bf16 --epochs 1 --out %t/run --checkpoint-dir %t/bf16 > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/bf16 --resume 2>&1 | FileCheck %s --check-prefix=BF16
+// BF16: resumed from {{.*}}bf16/last.safetensors at epoch 1
+// BF16: training on {{.*}}, cpu, {{.*}}, bf16 mixed precision
+// BF16: epoch   2/2
 // A fork without a checkpoint directory says its epochs are saved nowhere.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 2 --out %t/fork --resume-from %t/sgd/last.safetensors 2>&1 | FileCheck %s --check-prefix=NOWHERE
 // NOWHERE: note: --resume-from without --checkpoint-dir: the epochs trained from the checkpoint are saved nowhere (add --checkpoint-dir to keep them)

@@ -167,8 +167,9 @@ struct ModelArgs {
     #[arg(long, value_parser = memory_budget)]
     memory_budget: Option<MemoryBudget>,
     /// fp32, or mixed precision: bf16 or fp16 contractions with f32
-    /// accumulation, master weights and losses (hl-autocast).
-    #[arg(long, default_value = "fp32", value_parser = Precision::parse)]
+    /// accumulation, master weights and losses (hl-autocast). fp32 by
+    /// default; eval, sample and a resumed train take the checkpoint's.
+    #[arg(long, default_value = "fp32", hide_default_value = true, value_parser = Precision::parse)]
     precision: Precision,
     /// With --precision bf16/fp16: leave large contractions whose
     /// dimensions are not multiples of 8 unpadded (by default they are
@@ -752,6 +753,20 @@ fn main() {
             if let Err(e) = no_loss_to_train(&compile) {
                 eprintln!("aicf: error: {e}");
                 std::process::exit(1);
+            }
+            // A resume without --precision goes on in the precision its
+            // checkpoint trained in, as eval and sample run it (the default,
+            // fp32, was refused as another precision than the checkpoint's).
+            let mut compile = compile;
+            if !given("precision") {
+                let checkpoint = resume_from
+                    .clone()
+                    .or_else(|| checkpoint_dir.as_ref().filter(|_| resume).map(|d| d.join("last.safetensors")));
+                if let Some(c) = checkpoint.filter(|c| c.is_file())
+                    && let Ok(Some(trained)) = run::trained_precision(&c)
+                {
+                    compile.precision = trained;
+                }
             }
             if let Some(n) = nproc {
                 // The device is checked once here, before mpirun starts the
