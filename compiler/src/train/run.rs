@@ -1453,42 +1453,82 @@ impl<'a> Loop<'a> {
             report.compiled(model, c);
         }
         // A growth rule that fits nothing in the starting model (a layer
-        // it does not have, or one at the rule's cap) acts only if another
-        // growth makes its layer: said before training (a misspelt layer
-        // otherwise never acts, silently). Not on resume: the model is then
-        // the checkpoint's, grown by rules that have fired.
+        // it does not have, one at the rule's cap, an output layer no
+        // widening can take) acts only if another growth makes its layer:
+        // said before training, and refused where no rule of the policy
+        // adds layers (a misspelt layer otherwise never acts, silently, and
+        // a rewrite that cannot apply was found only when its rule fired).
+        // Not on resume: the model is then the checkpoint's, grown by rules
+        // that have fired.
         if rank == 0 && !run.resume && run.resume_from.is_none() {
-            for (k, rule) in policy.rules.iter().enumerate() {
-                let mut templates: Vec<&Template> = match &rule.action {
-                    Action::Grow(t) => vec![t],
-                    Action::Fork { candidates, .. } => candidates.iter().collect(),
+            let templates = |action: &Action| -> Vec<Template> {
+                let mut all: Vec<Template> = match action {
+                    Action::Grow(t) => vec![t.clone()],
+                    Action::Fork { candidates, .. } => candidates.clone(),
                     _ => Vec::new(),
                 };
                 // A composition's operators each (one misspelt among them
                 // would otherwise be dropped silently).
-                while let Some(i) = templates.iter().position(|t| matches!(t, Template::Compose { .. })) {
-                    if let Template::Compose { ops } = templates.remove(i) {
-                        templates.splice(i..i, ops.iter());
+                while let Some(i) = all.iter().position(|t| matches!(t, Template::Compose { .. })) {
+                    if let Template::Compose { ops } = all.remove(i) {
+                        all.splice(i..i, ops);
                     }
                 }
-                for t in templates {
-                    if t.resolve(&trainer, 0).is_none() {
-                        let action = serde_json::to_string(t).unwrap_or_else(|_| format!("{t:?}"));
+                all
+            };
+            let adds_layers = policy.rules.iter().any(|r| {
+                templates(&r.action).iter().any(|t| {
+                    matches!(t, Template::Deepen { .. } | Template::AddBlock { .. })
+                        && t.cannot_apply(&trainer).is_none()
+                })
+            });
+            let mut never = Vec::new();
+            for (k, rule) in policy.rules.iter().enumerate() {
+                for t in templates(&rule.action) {
+                    let action = t.toml();
+                    let why = match t.resolve(&trainer, 0) {
+                        None => Some(t.nothing_to_grow(&trainer)),
+                        Some(op) => match t.cannot_apply(&trainer) {
+                            Some(why) => Some(why),
+                            None => {
+                                // The rewrite itself, tried on the IR (an
+                                // output layer no widening takes): noted,
+                                // as the rule's decision would reject it.
+                                // (The pass's own words, not the pipeline's.)
+                                if let Err(e) = super::adapt::rewrite(trainer.source(), trainer.name(), &op) {
+                                    let e = e.to_string().replace(" (see the errors above)", "");
+                                    let why = e.rsplit_once("error: ").map_or(e.clone(), |(_, w)| w.trim().into());
+                                    report.note(&format!(
+                                        "policy rule {} (action {action}) cannot rewrite the model it starts from \
+                                         ({why}): its decision will be rejected unless an earlier growth changes that",
+                                        k + 1
+                                    ));
+                                }
+                                None
+                            }
+                        },
+                    };
+                    let Some(why) = why else { continue };
+                    if adds_layers {
                         report.note(&format!(
-                            "policy rule {} (action {action}) has nothing to grow in the model it starts from ({}): \
-                             it acts only on what an earlier growth makes",
-                            k + 1,
-                            t.nothing_to_grow(&trainer)
+                            "policy rule {} (action {action}) cannot grow the model it starts from ({why}): it acts \
+                             only on what an earlier growth makes",
+                            k + 1
                         ));
-                    } else if let Some(why) = t.cannot_apply(&trainer) {
-                        let action = serde_json::to_string(t).unwrap_or_else(|_| format!("{t:?}"));
-                        report.note(&format!(
-                            "policy rule {} (action {action}) cannot apply to the model it starts from ({why}): it \
-                             acts only on what an earlier growth makes",
+                    } else {
+                        never.push(format!(
+                            "policy rule {} (action {action}) can never act on this model: {why}",
                             k + 1
                         ));
                     }
                 }
+            }
+            if !never.is_empty() {
+                return Err(TrainError::Input(format!(
+                    "{}: {} (no rule of the policy adds layers for it to act on later; fix the rule, or drop it)",
+                    run.adapt.as_ref().map_or_else(|| "the policy".into(), |p| p.display().to_string()),
+                    never.join("; ")
+                )));
             }
         }
         let mut adaptive = Adaptive::new(trainer, policy);

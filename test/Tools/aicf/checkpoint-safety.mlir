@@ -147,23 +147,33 @@
 // RUN: not aicf compile %t/idiv.mlir -o %t/idiv.aicf 2>&1 | FileCheck %s --check-prefix=IDIV
 // IDIV: idiv.mlir:{{[0-9]+}}:{{[0-9]+}}: error: convert-hl-to-ll: hl.div of I32 integers is not supported (a division by 0 has no value): cast to a float type
 
-// A growth rule naming a layer the model does not have is noted before
-// training (it would otherwise never act, silently).
+// A growth rule naming a layer the model does not have is refused before
+// training, with the model's layers, where no rule of the policy adds
+// layers (it would otherwise never act, silently); with one that does, it
+// is noted (it may act on a layer that rule makes).
 // RUN: printf '[[rule]]\nwhen = "steps"\nevery = 5\naction = { op = "widen", layer = "nope", factor = 2.0, max_width = 128 }\n' > %t/nolayer.toml
-// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nolayer.toml --out %t/run8 2>&1 | FileCheck %s --check-prefix=NOLAYER
-// NOLAYER: note: policy rule 1 (action {"op":"widen","layer":"nope"{{.*}}) has nothing to grow in the model it starts from (the model has no layer nope)
-// A width not above the layer's is noted for what it is (the note said
-// "no such layer, or at its cap").
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nolayer.toml --out %t/run8 2>&1 | FileCheck %s --check-prefix=NOLAYER
+// NOLAYER: error: {{.*}}nolayer.toml: policy rule 1 (action { op = "widen", factor = 2.0, layer = "nope", max_width = 128, rule = "net2wider" }) can never act on this model: the model has no layer nope (its layers: fc1, fc2) (no rule of the policy adds layers for it to act on later; fix the rule, or drop it)
+// RUN: printf '[[rule]]\nwhen = "steps"\nevery = 5\naction = { op = "widen", layer = "nope", width = 32 }\n[[rule]]\nwhen = "steps"\nat = 6\naction = { op = "deepen", after = "fc1" }\n' > %t/nolayer-deepen.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nolayer-deepen.toml --out %t/run8n 2>&1 | FileCheck %s --check-prefix=NOLAYERNOTE
+// NOLAYERNOTE: note: policy rule 1 (action { op = "widen", layer = "nope", rule = "net2wider", width = 32 }) cannot grow the model it starts from (the model has no layer nope (its layers: fc1, fc2)): it acts only on what an earlier growth makes
+// NOLAYERNOTE: final held-out
+// A width not above the layer's is named for what it is (the note said
+// "no such layer, or at its cap"); the output layer, which no widening can
+// take, is noted before training (it was found only when its rule fired).
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc1", width = 8 }\n' > %t/narrower.toml
-// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/narrower.toml --out %t/run8b 2>&1 | FileCheck %s --check-prefix=NARROWER
-// NARROWER: note: policy rule 1 (action {{.*}}) has nothing to grow in the model it starts from (width = 8 is not above fc1's 16 units)
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/narrower.toml --out %t/run8b 2>&1 | FileCheck %s --check-prefix=NARROWER
+// NARROWER: error: {{.*}}policy rule 1 (action {{.*}}) can never act on this model: width = 8 is not above fc1's 16 units
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc2", width = 32 }\n' > %t/output.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/output.toml --out %t/run8o 2>&1 | FileCheck %s --check-prefix=OUTPUT
+// OUTPUT: note: policy rule 1 (action { op = "widen", layer = "fc2", rule = "net2wider", width = 32 }) cannot rewrite the model it starts from (hl-widen: fc2's units reach 'func.return' here; {{.*}}): its decision will be rejected unless an earlier growth changes that
+// OUTPUT: widen fc2 to 32 (net2wider) on step 5 reached -> rejected
 // A deepening after a layer the model lacks, and a block added to a model
-// of no blocks, are noted before training too (each was found only when
+// of no blocks, are refused before training too (each was found only when
 // its rule fired); a mask on net2wider's widening is refused by its rule.
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "deepen", after = "nope" }\n[[rule]]\nwhen = "steps"\nat = 6\naction = { op = "add-block" }\n' > %t/cannot.toml
-// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/cannot.toml --out %t/run8c 2>&1 | FileCheck %s --check-prefix=CANNOT
-// CANNOT: note: policy rule 1 (action {{.*}}) cannot apply to the model it starts from (the model has no layer nope)
-// CANNOT: note: policy rule 2 (action {{.*}}) cannot apply to the model it starts from (the model has no blocks blocks.0, blocks.1, ...)
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/cannot.toml --out %t/run8c 2>&1 | FileCheck %s --check-prefix=CANNOT
+// CANNOT: error: {{.*}}policy rule 1 (action {{.*}}) can never act on this model: the model has no layer nope (its layers: fc1, fc2); policy rule 2 (action {{.*}}) can never act on this model: the model has no blocks blocks.0, blocks.1, ...
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc1", width = 32, mask = 4 }\n' > %t/masked-net2wider.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/masked-net2wider.toml --out %t/run8d 2>&1 | FileCheck %s --check-prefix=MASKN2W
 // MASKN2W: policy rule 1: action: a mask needs rule = "zero-out" or "fresh"

@@ -262,7 +262,43 @@ fn one_or_all(mut ops: Vec<Operator>) -> Option<Operator> {
     }
 }
 
+/// ` (its layers: fc1, fc2)`: the model's layers with a weight, for a
+/// message about one it does not have (empty where it has none).
+fn layers_of(trainer: &Trainer) -> String {
+    let layers: Vec<&str> =
+        trainer.backend().manifest().symbols.iter().filter_map(|s| s.name.strip_suffix(".weight")).collect();
+    match layers.len() {
+        0 => String::new(),
+        n if n > 12 => format!(" (its layers: {}, ... {} in all)", layers[..12].join(", "), n),
+        _ => format!(" (its layers: {})", layers.join(", ")),
+    }
+}
+
 impl Template {
+    /// The action as a policy file writes it, the settings left out
+    /// omitted: `{ op = "widen", layer = "fc9", width = 32 }`.
+    pub fn toml(&self) -> String {
+        fn text(v: &serde_json::Value) -> String {
+            match v {
+                serde_json::Value::Object(m) => {
+                    // `op` first; settings unset, or at zero (no noise, no
+                    // mask delay), left out.
+                    let unset = |v: &serde_json::Value| v.is_null() || v.as_f64() == Some(0.0);
+                    let fields: Vec<String> = m
+                        .get_key_value("op")
+                        .into_iter()
+                        .chain(m.iter().filter(|(k, v)| *k != "op" && !unset(v)))
+                        .map(|(k, v)| format!("{k} = {}", text(v)))
+                        .collect();
+                    format!("{{ {} }}", fields.join(", "))
+                }
+                serde_json::Value::Array(a) => format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(", ")),
+                other => other.to_string(),
+            }
+        }
+        serde_json::to_value(self).map_or_else(|_| format!("{self:?}"), |v| text(&v))
+    }
+
     /// Why [`Template::resolve`] finds nothing to grow in `trainer`'s
     /// model, as a note says it: the layer missing, or the width asked not
     /// above the current one, or at the cap.
@@ -273,7 +309,7 @@ impl Template {
                 let weight = format!("{layer}.weight");
                 let symbols = &trainer.backend().manifest().symbols;
                 match symbols.iter().find(|s| s.name == weight).and_then(|s| s.shape.first().copied()) {
-                    None => format!("the model has no layer {layer}"),
+                    None => format!("the model has no layer {layer}{}", layers_of(trainer)),
                     Some(current) if max_width.is_some_and(|m| m <= current) => {
                         format!("{layer} has {current} units, at or above max_width = {}", max_width.unwrap_or(0))
                     }
@@ -308,7 +344,7 @@ impl Template {
         let symbols = &trainer.backend().manifest().symbols;
         match self {
             Template::Deepen { after, .. } if !symbols.iter().any(|s| s.name == format!("{after}.weight")) => {
-                Some(format!("the model has no layer {after}"))
+                Some(format!("the model has no layer {after}{}", layers_of(trainer)))
             }
             Template::AddBlock { prefix, .. }
                 if !symbols.iter().any(|s| grow_stream::block_of(&s.name, prefix).is_some()) =>
