@@ -389,6 +389,31 @@ fn a_killed_rank_ends_the_run_and_it_resumes_to_the_same_bits() {
     assert!(text.contains(&format!("epoch {:>3}/{}", epoch + 3, epoch + 3)), "{text}");
 }
 
+/// A Ctrl-C (SIGINT) sent to `aicf train --nproc 2` alone, as `timeout -s
+/// INT` sends it, stops the ranks and says where the run stands, with exit
+/// status 130 (it ended without a word); the checkpoint it names is whole.
+#[test]
+fn an_interrupted_nproc_run_says_where_it_stands() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let out = scratch("interrupted").join("run");
+    let child = endless_nproc_run(&out)
+        .args(["--gemm", "generated", "--nproc", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("aicf starts");
+    wait_for_checkpoint(&out);
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let output = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    assert!(err.contains("aicf: error: interrupted: the data-parallel run's 2 processes were stopped; "), "{err}");
+    assert!(err.contains("last.safetensors holds epoch ") && err.contains("--resume goes on from there"), "{err}");
+    let last = out.join("ckpt/last.safetensors");
+    assert!(metadata(&last, "epoch").parse::<usize>().is_ok(), "the checkpoint is not whole");
+}
+
 /// A rank that hangs (stopped) makes the other fail within the timeout
 /// with an error naming it; the run ends and its checkpoint is whole.
 #[test]

@@ -1121,7 +1121,46 @@ fn launch_mpirun(n: usize) -> i32 {
             });
         }
     }
-    match command.status() {
+    // A Ctrl-C (or a SIGINT sent to this process alone, as `timeout -s
+    // INT` does) is passed on to mpirun, which stops the ranks; then the
+    // run says where it stands, as a single process does (it ended
+    // without a word). A second one ends this process at once.
+    let checkpoint_dir = args
+        .iter()
+        .position(|a| a == "--checkpoint-dir")
+        .and_then(|i| args.get(i + 1).map(PathBuf::from))
+        .or_else(|| args.iter().find_map(|a| a.strip_prefix("--checkpoint-dir=").map(PathBuf::from)));
+    let _interruptible = aicf_runtime::checkpoint::interruptible();
+    let waited = command.spawn().and_then(|mut child| {
+        let mut passed_on = false;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if !passed_on && aicf_runtime::checkpoint::interrupted() {
+                passed_on = true;
+                // SAFETY: kill(2) on the child's pid, which has not been
+                // waited for, so it is not reused.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    });
+    if waited.is_ok() && aicf_runtime::checkpoint::interrupted() {
+        let last = checkpoint_dir.map(|d| d.join("last.safetensors"));
+        let kept = match &last {
+            Some(last) => {
+                match aicf_runtime::checkpoint::read_metadata(last).ok().and_then(|m| m.get("epoch").cloned()) {
+                    Some(epoch) => format!("{} holds epoch {epoch}: --resume goes on from there", last.display()),
+                    None => format!("no epoch ended, so {} was not written", last.display()),
+                }
+            }
+            None => "no checkpoint is written without --checkpoint-dir".into(),
+        };
+        eprintln!("aicf: error: interrupted: the data-parallel run's {n} processes were stopped; {kept}");
+        return 130;
+    }
+    match waited {
         Ok(status) => match status.code() {
             // A rank ended by a signal (killed, out of memory): mpirun
             // reports it as 128 + the signal, in its own words only.
