@@ -793,14 +793,16 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     let seen = format!("{problems_seen} problem{}", if problems_seen == 1 { "" } else { "s" });
     if neighbours.is_empty() && short_of_budget > 0 {
         explanation.push(format!(
-            "no past {kind} problem in the registry has runs of two structures or more that reached the budget \
-             ({seen} seen, {short_of_budget} of them tried two or more but their runs stopped \
-             short of it): the default {default}"
+            "no past {kind} problem in the registry has runs of two structures or more trained as they are that \
+             reached the budget ({seen} seen, {short_of_budget} of them tried two or more but their runs stopped \
+             short of it; runs a policy grew are scored beside those, not as a structure of their own): the \
+             default {default}"
         ));
     } else if neighbours.is_empty() {
         explanation.push(format!(
-            "no past {kind} problem in the registry has runs of two structures or more ({seen} \
-             seen): the default {default}"
+            "no past {kind} problem in the registry has runs of two structures or more trained as they are \
+             ({seen} seen; runs a policy grew are scored beside those, not as a structure of their own): the \
+             default {default}"
         ));
     } else {
         explanation.push(format!("nearest of the registry's {problems_seen} past {kind} problems:"));
@@ -1060,8 +1062,8 @@ fn growth_policy(
         None if growth.is_empty() => explanation
             .push("growth policy: no neighbour grew a model; the policy only rolls back instabilities".into()),
         None if !source.is_empty() => explanation.push(format!(
-            "growth policy: the neighbours' growth ({}) ended no wider than {label}; the policy only rolls back \
-             instabilities",
+            "growth policy: the neighbours' growth ({}) ended, at its median width, no wider than {label}; the \
+             policy only rolls back instabilities",
             runs(&source)
         )),
         None => explanation.push(format!(
@@ -1084,7 +1086,7 @@ fn checked_policy(text: String) -> Result<String> {
 }
 
 /// The first line of every policy `aicf propose` writes.
-const POLICY_HEADER: &str = "# Proposed by aicf propose";
+pub const POLICY_HEADER: &str = "# Proposed by aicf propose";
 
 /// Where a proposal's policy goes when `--policy` names no file: beside the
 /// model `output` (`x.mlir` -> `x.toml`) where the proposal grows, else

@@ -72,7 +72,7 @@
 // LM: wrote {{.*}}lm.mlir (lm 1x32, {{[0-9]+}} parameters)
 
 // EMPTY: none.sqlite: no run registry yet; proposing the default
-// EMPTY: no past table problem in the registry has runs of two structures or more (0 problems seen): the default mlp 128
+// EMPTY: no past table problem in the registry has runs of two structures or more trained as they are (0 problems seen; runs a policy grew are scored beside those, not as a structure of their own): the default mlp 128
 // EMPTY: wrote {{.*}}none.mlir (mlp 128, 1027 parameters)
 
 // MISSING: aicf: error: {{.*}}missing.csv: No such file or directory
@@ -84,7 +84,7 @@
 // OVERWRITE: aicf: error: {{.*}}iris.csv.gz: the model would overwrite the data
 // FORMAT: aicf: error: {{.*}}propose.mlir: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)
 // OUTDIR: aicf: error: {{.*}}: the model is written to a file, and this is a directory
-// BEYOND: no past table problem in the registry has runs of two structures or more that reached the budget ({{[0-9]+}} problems seen, 2 of them tried two or more but their runs stopped short of it): the default mlp 128
+// BEYOND: no past table problem in the registry has runs of two structures or more trained as they are that reached the budget ({{[0-9]+}} problems seen, 2 of them tried two or more but their runs stopped short of it; runs a policy grew are scored beside those, not as a structure of their own): the default mlp 128
 // A short text: the proposal's batch fits its held-out windows (600
 // characters leave 3 of 32), so the model it writes trains; a text with no
 // held-out window at all is refused before anything is written.
@@ -141,15 +141,24 @@
 // RUN: not aicf propose --next --data %S/../../../data/problems/wine.csv.gz --runs-db %t/plain.sqlite -o %t/wine-next.mlir 2>&1 | FileCheck %s --check-prefix=PLAINNEXT
 // PLAIN: wrote {{.*}}wine.mlir (mlp 128,
 // PLAINNEXT: aicf: error: --next: every candidate the registry ranks for wine has been trained on it already (mlp 128)
-// Every output's directory is checked before anything is written (a model
-// was left behind by a policy that could not be), and no output may be a
-// file SQLite keeps beside the registry.
-// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --runs-db %t/runs.sqlite -o %t/partial.mlir --json %t/nodir/p.json 2>&1 | FileCheck %s --check-prefix=NODIR
+// Every output's directory is made (as train's --out is) or checked
+// before anything is written (a model was left behind by a policy that
+// could not be), and no output may be a file SQLite keeps beside the
+// registry.
+// RUN: touch %t/afile
+// RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --runs-db %t/runs.sqlite -o %t/partial.mlir --json %t/afile/nodir/p.json 2>&1 | FileCheck %s --check-prefix=NODIR
 // RUN: not test -e %t/partial.mlir
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/made/iris.mlir > /dev/null
+// RUN: test -f %t/made/iris.mlir
+// A proposal that writes no policy says so of an earlier proposal's beside
+// the model (it stayed, unmentioned, ready to be given to --adapt).
+// RUN: head -1 %t/wine.toml > %t/made/iris.toml
+// RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/made/iris.mlir 2>&1 | FileCheck %s --check-prefix=STALE
+// STALE: note: {{.*}}made/iris.toml is an earlier proposal's growth policy; this proposal does not grow, and wrote none
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" --runs-db %t/runs.sqlite -o %t/runs.sqlite-wal 2>&1 | FileCheck %s --check-prefix=WAL
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=BARE
 // RUN: aicf propose --data %S/../../../data/problems/sine_w1.csv.gz --runs-db %t/none.sqlite -o %t/sine2.mlir 2>&1 | FileCheck %s --check-prefix=SINE
-// NODIR: aicf: error: {{.*}}nodir/p.json: the JSON goes in {{.*}}nodir, which does not exist
+// NODIR: aicf: error: {{.*}}nodir/p.json: the JSON goes in {{.*}}afile/nodir, which cannot be made
 // WAL: aicf: error: {{.*}}runs.sqlite-wal: the model would overwrite the run registry (or a file SQLite keeps beside it)
 // BARE: aicf: error: structure 'mlp': an mlp names its hidden widths, or 'linear' for none
 // SINE: problem sine_w1: regression, {{[0-9]+}} rows, 1 output; targets' standard deviation {{[0-9.]+}}; a least-squares probe

@@ -2570,12 +2570,15 @@ fn propose(
                 p.display()
             ));
         }
-        // Every output's directory exists before anything is written: no
-        // model is left behind by a policy that could not be.
+        // Every output's directory exists (made, as train's --out is)
+        // before anything is written: no model is left behind by a policy
+        // that could not be.
         if let Some(p) = p {
             let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if !dir.exists() {
-                return Err(format!("{}: {what} goes in {}, which does not exist", p.display(), dir.display()));
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    format!("{}: {what} goes in {}, which cannot be made ({e})", p.display(), dir.display())
+                })?;
             }
             if !dir.is_dir() {
                 return Err(format!("{}: {what} goes in {}, which is not a directory", p.display(), dir.display()));
@@ -2673,6 +2676,16 @@ fn propose(
     if let Some(p) = &policy {
         write_atomically(p, proposal.policy.as_bytes()).map_err(|e| e.to_string())?;
         println!("wrote {} (aicf train --adapt)", p.display());
+    } else {
+        // An earlier proposal's policy beside the model, left as it was:
+        // said, as it is not this proposal's.
+        let beside = output.with_extension("toml");
+        if beside != *output && std::fs::read_to_string(&beside).is_ok_and(|t| t.starts_with(propose::POLICY_HEADER)) {
+            eprintln!(
+                "note: {} is an earlier proposal's growth policy; this proposal does not grow, and wrote none                  (delete it, or it may be given to aicf train --adapt with this model by mistake)",
+                beside.display()
+            );
+        }
     }
     if let Some(j) = &json {
         let text = serde_json::to_string_pretty(&proposal).map_err(|e| e.to_string())?;
