@@ -499,6 +499,10 @@ fn one_process_with_data_parallel_trains_as_without() {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let text = ok(&train(&model, &dir.join("one-rank"), &["--epochs", "1", "--nproc", "1"]));
     assert!(text.contains(&format!("cpu, {cores} threads")), "{text}");
+    // Rank 0 alone says what it writes before the run starts (every rank
+    // said the model it retargeted to --batch).
+    let text = ok(&train(&model, &dir.join("two-batch"), &["--epochs", "1", "--nproc", "2", "--batch", "16"]));
+    assert_eq!(text.matches("--batch 16: ").count(), 1, "{text}");
     let o = Command::new("mpirun")
         .args(["-n", "2"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")

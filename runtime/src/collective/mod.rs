@@ -174,6 +174,16 @@ pub fn launched_by_mpi() -> bool {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
+/// This process's rank as its MPI launcher set it (`OMPI_COMM_WORLD_RANK`,
+/// `PMIX_RANK`, `PMI_RANK`), before MPI is initialised: 0 outside one. For
+/// what only rank 0 says before the run's communicator exists.
+pub fn launcher_rank() -> usize {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().and_then(|r| r.trim().parse().ok()))
+        .unwrap_or(0)
+}
+
 /// The communicator of this process: MPI's world where the build has MPI
 /// and `mpirun` started the process, else a group of one. `timeout`
 /// bounds every wait.

@@ -1523,6 +1523,7 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
         }
     );
     match say {
+        _ if collective::launcher_rank() != 0 => {}
         Say::Stdout => println!("{summary}"),
         Say::Stderr => eprintln!("{summary}"),
     }
@@ -1594,7 +1595,9 @@ fn rebatched(model: &Path, size: usize, out: &Path, say: Say) -> Result<PathBuf>
         .map_err(|e| format!("{}: {e}", output.display()))?;
     aicf_compiler::weights::carry(&text, model, &output).map_err(|e| e.to_string())?;
     let line = format!("--batch {size}: {name} at {size} rows per batch -> {}", output.display());
+    // (Rank 0 says it for a data-parallel run's ranks.)
     match say {
+        _ if collective::launcher_rank() != 0 => {}
         Say::Stdout => println!("{line}"),
         Say::Stderr => eprintln!("{line}"),
     }
