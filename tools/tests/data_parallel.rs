@@ -412,6 +412,19 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     assert!(err.contains("last.safetensors holds epoch ") && err.contains("--resume goes on from there"), "{err}");
     let last = out.join("ckpt/last.safetensors");
     assert!(metadata(&last, "epoch").parse::<usize>().is_ok(), "the checkpoint is not whole");
+    // A resume the checkpoint refuses: every rank names the checkpoint the
+    // user gave (rank 1 named its private copy, `rank1/resume.safetensors`).
+    let o = digits_mlp_run(&out)
+        .args(["--gemm", "generated", "--nproc", "2", "--epochs", "100000", "--resume", "--lr", "0.5"])
+        .output()
+        .unwrap();
+    // (Rank 0's abort may end rank 1 before it prints: its line is
+    // checked where it is whole.)
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && !err.contains("resume.safetensors"), "{err}");
+    if let Some(line) = err.lines().find(|l| l.starts_with("aicf: error (rank 1 of 2): ") && l.ends_with("anyway)")) {
+        assert!(line.contains(&format!("{}: the checkpoint was trained with lr", last.display())), "{err}");
+    }
 }
 
 /// A rank that hangs (stopped) makes the other fail within the timeout

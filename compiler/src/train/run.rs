@@ -2699,7 +2699,24 @@ fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<
     create_dir(dir)?;
     let local = dir.join("resume.safetensors");
     crate::codegen::write_atomically(&local, &bytes)?;
+    if let Ok(mut copy) = SHARED_COPY.lock() {
+        *copy = Some((local.display().to_string(), path.display().to_string()));
+    }
     Ok(local)
+}
+
+/// A replica's copy of rank 0's checkpoint and the checkpoint it copies
+/// ([`share_checkpoint`]), as their paths read.
+static SHARED_COPY: std::sync::Mutex<Option<(String, String)>> = std::sync::Mutex::new(None);
+
+/// `message` (a replica's error) with the replica's private copy of the
+/// checkpoint named as the checkpoint the user gave: rank 1 named
+/// `<out>/rank1/resume.safetensors`, a file the user never made.
+pub fn as_the_user_named(message: &str) -> String {
+    match SHARED_COPY.lock().ok().and_then(|c| c.clone()) {
+        Some((copy, original)) => message.replace(&copy, &original),
+        None => message.to_string(),
+    }
 }
 
 /// Creates `dir` and its parents; a file in the way is named as such.

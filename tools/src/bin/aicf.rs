@@ -906,7 +906,7 @@ fn main() {
         match comm.filter(|c| c.size() > 1) {
             Some(c) => {
                 // The other ranks would wait for this one: end them all.
-                eprintln!("aicf: error (rank {} of {}): {e}", c.rank(), c.size());
+                eprintln!("aicf: error (rank {} of {}): {}", c.rank(), c.size(), run::as_the_user_named(&e));
                 c.abort(1);
             }
             None => eprintln!("aicf: error: {e}"),
