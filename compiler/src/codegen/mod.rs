@@ -333,9 +333,24 @@ pub fn lock_artifact(dir: &Path) -> Option<std::fs::File> {
     name.push(dir.file_name()?);
     name.push(".lock");
     let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(parent.join(name)).ok()?;
-    file.lock().ok()?;
-    Some(file)
+    // Waited for a while, not for ever: a holder stopped or hung (SIGSTOP,
+    // a file system that stopped answering) leaves the compile to go on
+    // unlocked, as it did before the lock.
+    let started = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Some(file),
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < ARTIFACT_LOCK_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(_) => return None,
+        }
+    }
 }
+
+/// How long [`lock_artifact`] waits for another compile of the artifact:
+/// longer than a large model's compile on 2 cores.
+const ARTIFACT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 pub(crate) fn runtime_dtype(d: DType) -> Result<artifact::DType> {
     Ok(match d {

@@ -241,8 +241,9 @@ pub struct DecisionRecord {
 pub struct RunRow {
     pub id: i64,
     pub started: String,
-    /// `running`, `finished`, `failed`, or `unfinished` (recorded as
-    /// running by a process that is gone: killed).
+    /// `running`, `finished`, `failed`, `interrupted` (a Ctrl-C: it can
+    /// be resumed), or `unfinished` (recorded as running by a process that
+    /// is gone: killed).
     pub status: String,
     pub model: String,
     pub problem: Problem,
@@ -592,10 +593,11 @@ impl Runs {
         Ok(())
     }
 
-    /// Records a growth decision. One recorded before keeps its IR where
-    /// this record has none: a resumed run records again the decisions
-    /// its checkpoint carries, without the IR their own process saw (it
-    /// blanked them).
+    /// Records a growth decision. One recorded before, the same decision
+    /// (its step and action), keeps its IR where this record has none: a
+    /// resumed run records again the decisions its checkpoint carries,
+    /// without the IR their own process saw (it blanked them). A replay
+    /// that decided otherwise at that place replaces it whole.
     pub fn decision(&self, id: i64, seq: usize, d: &DecisionRecord) -> Result<()> {
         self.conn
             .execute(
@@ -605,8 +607,10 @@ impl Runs {
                  excluded.step, epoch = excluded.epoch, trigger = excluded.trigger, action = excluded.action, outcome \
                  = excluded.outcome, reason = excluded.reason, params_before = excluded.params_before, params_after \
                  = excluded.params_after, loss_before = excluded.loss_before, loss_after = excluded.loss_after, \
-                 ir_before = CASE WHEN excluded.ir_before = '' THEN decisions.ir_before ELSE excluded.ir_before END, \
-                 ir_after = CASE WHEN excluded.ir_after = '' THEN decisions.ir_after ELSE excluded.ir_after END",
+                 ir_before = CASE WHEN excluded.ir_before = '' AND decisions.step = excluded.step AND \
+                 decisions.action = excluded.action THEN decisions.ir_before ELSE excluded.ir_before END, ir_after = \
+                 CASE WHEN excluded.ir_after = '' AND decisions.step = excluded.step AND decisions.action = \
+                 excluded.action THEN decisions.ir_after ELSE excluded.ir_after END",
                 params![
                     id,
                     seq as i64,

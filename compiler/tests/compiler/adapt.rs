@@ -1440,7 +1440,17 @@ fn dropping_a_run_waits_for_its_background_compile() {
     let [x, y] = batch(0);
     run.step(&[&x, &y], 0.05, Progress { epoch: 1, batch: 1, rng: 0 }).unwrap();
     let (source, name) = (run.trainer().source().to_string(), run.trainer().name().to_string());
+    let cache = run.trainer().options().cache_dir.clone();
     drop(run);
+    // No compile holds an artifact's lock any more (one would make the
+    // compile below wait for it, and find its artifact whole).
+    for entry in std::fs::read_dir(&cache).unwrap().flatten() {
+        let lock = entry.path();
+        if lock.extension().is_some_and(|e| e == "lock") {
+            let f = std::fs::OpenOptions::new().write(true).open(&lock).unwrap();
+            assert!(f.try_lock().is_ok(), "{} is held: the run's compile goes on", lock.display());
+        }
+    }
     let grown = aicf_compiler::train::adapt::rewrite(&source, &name, &zero_widen("fc1", 48)).unwrap();
     let again = aicf_compiler::train::precompile(&grown.source, &name, &opts, &[None]).unwrap();
     assert_eq!(again[0].seconds, None, "the grown model was compiled again: the run's compile had not finished");

@@ -174,6 +174,14 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "deepen", after = "nope" }\n[[rule]]\nwhen = "steps"\nat = 6\naction = { op = "add-block" }\n' > %t/cannot.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/cannot.toml --out %t/run8c 2>&1 | FileCheck %s --check-prefix=CANNOT
 // CANNOT: error: {{.*}}policy rule 1 (action {{.*}}) can never act on this model: the model has no layer nope (its layers: fc1, fc2); policy rule 2 (action {{.*}}) can never act on this model: the model has no blocks blocks.0, blocks.1, ...
+// A composition with one operator that finds nothing goes on without it,
+// and a fork skips such a candidate: each noted, the run not refused.
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "compose", ops = [{ op = "widen", layer = "nope", width = 32 }, { op = "widen", layer = "fc1", width = 32 }] }\n[[rule]]\nwhen = "steps"\nat = 50\naction = { fork = [{ op = "widen", layer = "fc1", width = 64 }, { op = "widen", layer = "fc2", width = 32 }], steps = 4 }\n' > %t/partial.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 2 --adapt %t/partial.toml --out %t/run8p --no-progress 2>&1 | FileCheck %s --check-prefix=PARTIAL
+// PARTIAL: note: policy rule 1 (action { op = "widen", layer = "nope", rule = "net2wider", width = 32 }) cannot grow the model it starts from (the model has no layer nope (its layers: fc1, fc2)): the composition goes on without it
+// PARTIAL: note: policy rule 2's fork candidate { op = "widen", layer = "fc2", rule = "net2wider", width = 32 } cannot grow the model it starts from (hl-widen: fc2's units reach 'func.return' here{{.*}}): the fork skips it while that holds
+// PARTIAL: step 5 (epoch 1): widen fc1 to 32
+// PARTIAL: final held-out
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc1", width = 32, mask = 4 }\n' > %t/masked-net2wider.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/masked-net2wider.toml --out %t/run8d 2>&1 | FileCheck %s --check-prefix=MASKN2W
 // MASKN2W: policy rule 1: action: a mask needs rule = "zero-out" or "fresh"

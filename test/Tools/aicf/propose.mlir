@@ -154,7 +154,7 @@
 // the model (it stayed, unmentioned, ready to be given to --adapt).
 // RUN: head -1 %t/wine.toml > %t/made/iris.toml
 // RUN: aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" -o %t/made/iris.mlir 2>&1 | FileCheck %s --check-prefix=STALE
-// STALE: note: {{.*}}made/iris.toml is an earlier proposal's growth policy; this proposal does not grow, and wrote none
+// STALE: note: {{.*}}made/iris.toml is an earlier proposal's growth policy; this proposal does not grow, and wrote none (delete it, or it may be given to aicf train --adapt with this model by mistake)
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp 8" --runs-db %t/runs.sqlite -o %t/runs.sqlite-wal 2>&1 | FileCheck %s --check-prefix=WAL
 // RUN: not aicf propose --data %S/../../../data/problems/iris.csv.gz --structure "mlp" -o %t/x.mlir 2>&1 | FileCheck %s --check-prefix=BARE
 // RUN: aicf propose --data %S/../../../data/problems/sine_w1.csv.gz --runs-db %t/none.sqlite -o %t/sine2.mlir 2>&1 | FileCheck %s --check-prefix=SINE

@@ -1131,22 +1131,29 @@ fn launch_mpirun(n: usize) -> i32 {
         .and_then(|i| args.get(i + 1).map(PathBuf::from))
         .or_else(|| args.iter().find_map(|a| a.strip_prefix("--checkpoint-dir=").map(PathBuf::from)));
     let _interruptible = aicf_runtime::checkpoint::interruptible();
+    // (A Ctrl-C at a terminal reaches mpirun too: it is passed on only
+    // where mpirun has not ended a second later, as a second SIGINT makes
+    // mpirun print that an abort is already under way.)
     let waited = command.spawn().and_then(|mut child| {
-        let mut passed_on = false;
+        let (mut seen, mut passed_on) = (None, false);
         loop {
             if let Some(status) = child.try_wait()? {
                 return Ok(status);
             }
-            if !passed_on && aicf_runtime::checkpoint::interrupted() {
-                passed_on = true;
-                // SAFETY: kill(2) on the child's pid, which has not been
-                // waited for, so it is not reused.
-                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            if aicf_runtime::checkpoint::interrupted() {
+                let at = *seen.get_or_insert_with(std::time::Instant::now);
+                if !passed_on && at.elapsed() > std::time::Duration::from_secs(1) {
+                    passed_on = true;
+                    // SAFETY: kill(2) on the child's pid, which has not
+                    // been waited for, so it is not reused.
+                    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+                }
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     });
-    if waited.is_ok() && aicf_runtime::checkpoint::interrupted() {
+    // (A run that ended well, or that failed on its own, says so as usual.)
+    if waited.as_ref().is_ok_and(|s| !s.success()) && aicf_runtime::checkpoint::interrupted() {
         let last = checkpoint_dir.map(|d| d.join("last.safetensors"));
         let kept = match &last {
             Some(last) => {
@@ -2685,7 +2692,7 @@ fn propose(
         let beside = output.with_extension("toml");
         if beside != *output && std::fs::read_to_string(&beside).is_ok_and(|t| t.starts_with(propose::POLICY_HEADER)) {
             eprintln!(
-                "note: {} is an earlier proposal's growth policy; this proposal does not grow, and wrote none                  (delete it, or it may be given to aicf train --adapt with this model by mistake)",
+                "note: {} is an earlier proposal's growth policy; this proposal does not grow, and wrote none (delete it, or it may be given to aicf train --adapt with this model by mistake)",
                 beside.display()
             );
         }

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Where the caller's data loop is: the epoch, the batch within it, and the
@@ -241,10 +243,13 @@ pub struct Adaptive {
 /// process's exit runs LLVM's static destructors, and a thread still in
 /// MLIR or LLVM code then crashes the process (a segmentation fault after
 /// a run that had finished, seen in CI).
-struct Prefetch(Option<std::thread::JoinHandle<()>>);
+/// The thread stops before its next model once `cancel` is set (a run
+/// that ends waits for the compile under way only, not the rest).
+struct Prefetch(Option<std::thread::JoinHandle<()>>, Arc<AtomicBool>);
 
 impl Drop for Prefetch {
     fn drop(&mut self) {
+        self.1.store(true, Ordering::SeqCst);
         if let Some(h) = self.0.take() {
             let _ = h.join();
         }
@@ -277,7 +282,7 @@ impl Adaptive {
             schedule_from: 0,
             last_lr: 0.0,
             applied_lr: 0.0,
-            prefetch: Prefetch(None),
+            prefetch: Prefetch(None, Arc::new(AtomicBool::new(false))),
             prefetched: false,
             flops: 0.0,
             next: None,
@@ -926,8 +931,12 @@ impl Adaptive {
             (self.trainer.source().to_string(), self.trainer.name().to_string(), self.trainer.options().clone());
         let batches: Vec<Option<usize>> = self.trainer.compiled().iter().map(|c| c.batch).collect();
         // Failures are left for the rewrite itself to report.
+        let cancel = self.prefetch.1.clone();
         self.prefetch.0 = Some(std::thread::spawn(move || {
             for op in ops {
+                if cancel.load(Ordering::SeqCst) {
+                    return;
+                }
                 if let Ok(r) = rewrite(&source, &name, &op) {
                     let _ = crate::train::precompile(&r.source, &name, &options, &batches);
                 }
@@ -1118,4 +1127,37 @@ pub fn param_count(trainer: &Trainer) -> usize {
         .filter(|s| s.kind == "param")
         .map(|s| s.shape.iter().product::<usize>())
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Prefetch;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    use std::time::Duration;
+
+    /// Dropping the background compile waits for its thread (a process
+    /// that exited under a thread in MLIR crashed), which stops before its
+    /// next model rather than compiling them all.
+    #[test]
+    fn dropping_the_background_compile_joins_it_and_stops_the_rest() {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicUsize::new(0));
+        let (c, d) = (cancel.clone(), done.clone());
+        let thread = std::thread::spawn(move || {
+            for _ in 0..100 {
+                if c.load(SeqCst) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                d.fetch_add(1, SeqCst);
+            }
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        drop(Prefetch(Some(thread), cancel));
+        let at_drop = done.load(SeqCst);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(done.load(SeqCst), at_drop, "the thread went on after the drop");
+        assert!(at_drop < 100, "the drop waited for every model, not only the one under way");
+    }
 }
