@@ -2076,12 +2076,16 @@ impl<'a> Loop<'a> {
             let enough = self.data.train_len().div_ceil(self.batch * self.replicas).max(1);
             let fewer =
                 if enough < self.micro { format!("; --accumulate {enough} would do the same") } else { String::new() };
+            let (holding, total) = (self.data.train_len().div_ceil(self.batch), self.micro * self.replicas);
+            let which = if holding < total {
+                format!("only {holding} of its {total} micro-batches of {} hold examples, the others none", self.batch)
+            } else {
+                format!("{holding} micro-batches of {} hold examples", self.batch)
+            };
             report.note(&format!(
                 "the global batch of {global} is larger than the {} training examples: every step takes all of \
-                 them ({} micro-batches of {} hold examples{fewer})",
+                 them ({which}{fewer})",
                 self.data.train_len(),
-                self.data.train_len().div_ceil(self.batch),
-                self.batch,
             ));
         }
         report.started(&Start {

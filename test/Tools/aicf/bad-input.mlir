@@ -220,8 +220,9 @@
 // ZEROEPOCHS-NOT: final held-out
 // ZEROEPOCHS: no epoch trained, so no held-out figures and no metrics or plot written
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 10 --out %t/accum 2>&1 | FileCheck %s --check-prefix=ACCUM
-// ACCUM: note: the global batch of 320 is larger than the 80 training examples: every step takes all of them (3 micro-batches of 32 hold examples; --accumulate 3 would do the same)
+// ACCUM: note: the global batch of 320 is larger than the 80 training examples: every step takes all of them (only 3 of its 10 micro-batches of 32 hold examples, the others none; --accumulate 3 would do the same)
 // ACCUM: training on 80 examples (20 held out), batch 80, 1 step per epoch, {{.*}}, accumulating 10 micro-batches of 32
+// ACCUM: final held-out accuracy {{.*}} after 1 epoch (1 step, training
 // The suggestion only where it asks fewer micro-batches than given (it
 // suggested the very --accumulate 3).
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --accumulate 3 --out %t/accum3 2>&1 | FileCheck %s --check-prefix=ACCUM3

@@ -1958,9 +1958,10 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     };
     let epochs = last.map_or(0, |r| r.epoch);
     println!(
-        "final held-out {what} after {epochs} epoch{} ({} steps, training {:.2} s{timing}); metrics {}, plot {}",
+        "final held-out {what} after {epochs} epoch{} ({} step{}, training {:.2} s{timing}); metrics {}, plot {}",
         if epochs == 1 { "" } else { "s" },
         summary.steps,
+        if summary.steps == 1 { "" } else { "s" },
         summary.training_seconds,
         summary.metrics.display(),
         summary.plot.display()
