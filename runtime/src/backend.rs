@@ -231,6 +231,22 @@ pub trait Backend {
                 Ok(Entry { name: s.name.clone(), dtype: s.dtype, shape: s.shape.clone(), bytes })
             })
             .collect::<Result<Vec<_>>>()?;
+        // A NaN or an infinity is not saved: loading refuses it as damage
+        // (a program that trained on NaN data saved a checkpoint that then
+        // did not load). The file at `path` is left as it was.
+        for e in &entries {
+            if let Some(at) = first_non_finite(e.dtype, &e.bytes) {
+                return Err(RuntimeError::Arguments {
+                    function: "save_checkpoint".into(),
+                    message: format!(
+                        "{}: not saved: {} holds a NaN or an infinity (element {at}), which no checkpoint loads \
+                         (training went wrong: the inputs or the learning rate)",
+                        path.display(),
+                        e.name
+                    ),
+                });
+            }
+        }
         entries.extend(extra);
         let mut metadata = metadata.clone();
         metadata.insert("aicf.ir_hash".into(), self.manifest().ir_hash.clone());

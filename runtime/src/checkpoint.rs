@@ -248,6 +248,31 @@ fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), String> {
 /// file in its place (a checkpoint saved to `/dev/null` replaced the
 /// device). A symbolic link is replaced itself, not what it names. The
 /// error is the reason, without the path.
+/// Where a file written to `path` by a rename goes: the file a symbolic
+/// link names (the link stays a link; renaming over it replaced it, and
+/// `-o /dev/stdout` made /dev/stdout a regular file), else `path`.
+pub fn through_links(path: &Path) -> std::path::PathBuf {
+    match std::fs::symlink_metadata(path) {
+        // (A link to a file not yet there: the file it names, found from
+        // the link's directory.)
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path).unwrap_or_else(|_| {
+            std::fs::read_link(path)
+                .map_or_else(|_| path.to_path_buf(), |to| path.parent().map_or(to.clone(), |dir| dir.join(&to)))
+        }),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Whether `path` is, or links to, a device, a pipe or a socket: written
+/// to as it is (`-o /dev/null`, `-o >(wc -c)`), never replaced.
+pub fn is_stream(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| {
+        let t = m.file_type();
+        t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
+    })
+}
+
 pub fn refuse_replacing_special(path: &Path) -> Result<(), String> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if !meta.is_file() && !meta.file_type().is_symlink() => {
@@ -260,6 +285,8 @@ pub fn refuse_replacing_special(path: &Path) -> Result<(), String> {
 
 pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>) -> Result<(), CheckpointError> {
     let io = |e: std::io::Error| CheckpointError::Io { path: path.display().to_string(), message: e.to_string() };
+    let target = through_links(path);
+    let path = target.as_path();
     refuse_replacing_special(path)
         .map_err(|message| CheckpointError::Io { path: path.display().to_string(), message })?;
     let sums: BTreeMap<&str, String> =
@@ -448,6 +475,22 @@ mod tests {
         let e = load(&path).err().unwrap().to_string();
         assert!(e.contains("b: its bytes do not match their checksum"), "{e}");
         let _ = std::fs::remove_file(&path);
+    }
+
+    /// A checkpoint saved through a symbolic link replaces the file the
+    /// link names and leaves the link a link (the rename replaced it).
+    #[test]
+    fn a_save_through_a_link_keeps_the_link() {
+        let dir = std::env::temp_dir().join(format!("aicf-ckpt-{}-link", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (target, link) = (dir.join("real.safetensors"), dir.join("last.safetensors"));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let entry = Entry { name: "a".into(), dtype: DType::F32, shape: vec![1], bytes: 1.0f32.to_le_bytes().to_vec() };
+        save(&link, &[entry], &BTreeMap::new()).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(load(&target).is_ok() && load(&link).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Metadata edited in place (a vocabulary changed by hand, of the same

@@ -308,12 +308,24 @@ pub(crate) fn thread_tag() -> String {
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over
 /// `path`: a reader never sees half a file.
+///
+/// A device, pipe or socket (or a link to one: `-o /dev/null`, `-o
+/// /dev/stdout`, `-o >(wc -c)`) is written to as it is: a rename would
+/// put a plain file in its place (`-o /dev/full` replaced the device).
+/// Through a symbolic link, the file it names is replaced, not the link.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    // A rename would put a plain file in place of a device or a FIFO
-    // (`-o /dev/full` replaced the device).
-    aicf_runtime::checkpoint::refuse_replacing_special(path).map_err(|m| io_error(path, m))?;
-    let tmp = path.with_extension(format!("{}.{}.tmp", std::process::id(), thread_tag()));
-    std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
+    if aicf_runtime::checkpoint::is_stream(path) {
+        use std::io::Write as _;
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.flush()))
+            .map_err(|e| io_error(path, e));
+    }
+    let target = aicf_runtime::checkpoint::through_links(path);
+    aicf_runtime::checkpoint::refuse_replacing_special(&target).map_err(|m| io_error(path, m))?;
+    let tmp = target.with_extension(format!("{}.{}.tmp", std::process::id(), thread_tag()));
+    std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, &target)).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         io_error(path, e)
     })

@@ -352,3 +352,22 @@ fn two_compiles_of_one_artifact_take_turns() {
     assert!(lock.is_file(), "{}", lock.display());
     Trainer::from_source(&source, "digits_mlp.mlir", options).unwrap();
 }
+
+/// The runtime saves no checkpoint holding a NaN (loading refuses one as
+/// damage: a program that trained on NaN data through the runtime saved a
+/// checkpoint that then did not load), and the file there stays as it was.
+#[test]
+fn the_runtime_saves_no_checkpoint_holding_a_nan() {
+    let options = options("trainer_nan_save", "sgd");
+    let mut t = Trainer::from_file(&model(), options.clone()).unwrap();
+    let path = options.cache_dir.join("good.safetensors");
+    t.backend().save_checkpoint(&path, &Default::default()).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let weight = t.backend().manifest().symbols.iter().find(|s| s.name.ends_with(".weight")).unwrap().clone();
+    let mut poisoned = t.state()[&weight.name].clone();
+    poisoned.values[3] = f64::NAN;
+    t.backend_mut().set_symbol(&weight.name, &poisoned).unwrap();
+    let e = t.backend().save_checkpoint(&path, &Default::default()).unwrap_err().to_string();
+    assert!(e.contains(&format!("not saved: {} holds a NaN or an infinity (element 3)", weight.name)), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the good checkpoint was replaced");
+}

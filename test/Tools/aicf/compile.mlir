@@ -21,6 +21,18 @@
 // NOTIR: aicf: error: {{.*}}data.csv.gz: the printed stage would overwrite this file, which holds no IR
 // RUN: cmp %t.d/data.csv.gz %S/../../../data/digits.csv.gz
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit ll -o %t.d/ll.mlir && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit fused -o %t.d/ll.mlir
+// A printed stage goes through a link to the file it names (a rename
+// replaced the link: `-o /dev/stdout` made it a regular file), and into a
+// device or a pipe as it is (`-o /dev/null` was refused).
+// RUN: ln -sf /proc/self/fd/1 %t.d/stdout
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit hl -o %t.d/stdout | FileCheck %s --check-prefix=THROUGHLINK
+// RUN: test -L %t.d/stdout
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit hl -o /dev/null
+// RUN: test -c /dev/null
+// RUN: touch %t.d/real.mlir && ln -sf %t.d/real.mlir %t.d/link.mlir
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit hl -o %t.d/link.mlir
+// RUN: test -L %t.d/link.mlir && FileCheck %s --check-prefix=THROUGHLINK < %t.d/real.mlir
+// THROUGHLINK: func.func @forward
 // For NVIDIA GPUs: PTX for both chips, assembled by ptxas, and each call's
 // launch shape in the manifest.
 // RUN: rm -rf %t.cuda && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --target cuda -o %t.cuda | FileCheck %s --check-prefix=CUDA
