@@ -1,5 +1,5 @@
 // convert-hl-to-ll diagnostics: located, and the pass fails.
-// RUN: aicf-opt %s -split-input-file --convert-hl-to-ll -verify-diagnostics -o /dev/null
+// RUN: aicf-opt %s -split-input-file --allow-unregistered-dialect --convert-hl-to-ll -verify-diagnostics -o /dev/null
 
 // Buffers have static shapes: a dynamic dimension is an error where the
 // value is defined.
@@ -54,8 +54,18 @@ func.func private @g(%a: tensor<2xf32>) -> tensor<2xf32> {
   return %a : tensor<2xf32>
 }
 func.func @call(%x: tensor<2xf32>) -> tensor<2xf32> {
-  // expected-error @+1 {{convert-hl-to-ll: cannot lower 'func.call' inside a function (inline calls first)}}
+  // expected-error @+1 {{convert-hl-to-ll: cannot lower a call inside a function: inline calls first (--inline)}}
   %y = func.call @g(%x) : (tensor<2xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+// An op of another dialect is named as such (the message told to inline
+// calls, where there was none).
+func.func @other(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{convert-hl-to-ll: cannot lower 'foo.bar': no ll kernel takes it (not an hl op, nor a func one)}}
+  %y = "foo.bar"(%x) : (tensor<2xf32>) -> tensor<2xf32>
   return %y : tensor<2xf32>
 }
 

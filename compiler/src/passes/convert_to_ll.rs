@@ -914,7 +914,15 @@ impl<'a> Lower<'a> {
             other if other.starts_with("hl.") => {
                 return Err((loc, format!("'{other}' has no ll kernel yet, and hl must not remain after this pass")));
             }
-            other => return Err((loc, format!("cannot lower '{other}' inside a function (inline calls first)"))),
+            "func.call" => {
+                return Err((loc, "cannot lower a call inside a function: inline calls first (--inline)".into()));
+            }
+            other => {
+                return Err((
+                    loc,
+                    format!("cannot lower '{other}': no ll kernel takes it (not an hl op, nor a func one)"),
+                ));
+            }
         }
         Ok(())
     }

@@ -8,6 +8,8 @@
 // A variant for batch 7 (what a smaller last batch runs): the same
 // parameters, every batch-carrying buffer 7 rows.
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --batch 7 --emit ll | FileCheck %s --check-prefix=BATCH
+// RUN: rm -rf %t.b7 && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --batch 7 -o %t.b7 | FileCheck %s --check-prefix=BATCHLINE
+// BATCHLINE: compiled {{.*}}digits_mlp.mlir for batch 7 -> {{.*}}b7 (4 functions
 // A batch past what a pass option holds, and an artifact path that is a
 // device, are refused naming them (the pipeline's "failed to add", and "File
 // exists", named neither).

@@ -1766,8 +1766,10 @@ fn run_compile(
             }
         }
         let kernels: usize = manifest.functions.iter().map(|f| f.calls.len()).sum();
+        let variant = c.batch.map(|b| format!(" for batch {b}")).unwrap_or_default();
         println!(
-            "compiled {name} -> {} ({} functions, {kernels} kernel calls, {} distinct kernels, {} compiled, {}) in {:.2} s",
+            "compiled {name}{variant} -> {} ({} functions, {kernels} kernel calls, {} distinct kernels, {} compiled, \
+             {}) in {:.2} s",
             out.display(),
             manifest.functions.len(),
             compiled.kernels,
