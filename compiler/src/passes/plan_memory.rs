@@ -186,6 +186,8 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
         }
     };
     let mut plans = Vec::new();
+    let has_train_step =
+        ir::functions(module).iter().any(|(f, _)| ir::string_attr(*f, "sym_name").as_deref() == Some("train_step"));
     for (func, block) in ir::functions(module) {
         require_lowered(block)?;
         // A buffer nothing uses has no lifetime to place: it was given a
@@ -234,7 +236,10 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
                     .or_else(|| scored.iter().min_by_key(|c| c.1))
                     .map(|c| (c.0, c.1));
                 let Some((cand, _)) = best else {
-                    return Err((op_loc(func), over_budget(&name, &model, &placed, budget, recomputed)));
+                    return Err((
+                        op_loc(func),
+                        over_budget(&name, &model, &placed, budget, recomputed, has_train_step),
+                    ));
                 };
                 recomputed += recompute(block, &model, &cand)?;
                 model = Model::build(block);
@@ -747,7 +752,7 @@ fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<usize, Fa
     Ok(chain.len())
 }
 
-fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomputed: usize) -> String {
+fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomputed: usize, train: bool) -> String {
     // The spans the lower bound was summed over: a root's own, extended by
     // the in-place outputs that share it.
     let t = placed.peak_step;
@@ -761,9 +766,17 @@ fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomput
         }
     }
     let at = model.steps.get(t).map(|s| s.name.clone()).unwrap_or_default();
+    // (A budget holds for every function: a percentage one is of the
+    // largest arena, the train step's, and another function, which
+    // recomputes less, can be the one over it.)
+    let every = if !train || name == "train_step" {
+        String::new()
+    } else {
+        " (a budget holds for every function of the module, not only @train_step)".to_string()
+    };
     format!(
         "@{name} needs an arena of {} bytes (lower bound {}) after {recomputed} recomputations, over the budget of \
-         {budget} bytes; no recomputation lowers it further (the values alive at the peak are all needed there; a \
+         {budget} bytes{every}; no recomputation lowers it further (the values alive at the peak are all needed there; a \
          smaller batch shrinks those of activations, hl-set-batch, with `aicf train --accumulate` to keep the \
          global batch). Alive at the peak (kernel #{t}, '{at}'): {}",
         placed.arena,
