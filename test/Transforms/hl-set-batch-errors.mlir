@@ -14,6 +14,19 @@ func.func @forward(%x: tensor<32x4xf32>) -> tensor<128xf32> {
 
 // -----
 
+// A reshape that folds the batch, then one that brings back a batch of
+// the old size: the fold is the error (the cross-entropy two ops on, which
+// could not infer its types, was named).
+func.func @loss(%x: tensor<32x4x16xf32>, %l: tensor<32xi32>) -> tensor<f32> {
+  // expected-error @below {{'hl.reshape' op cannot reshape 'tensor<7x4x16xf32>' (448 elements) to 'tensor<2048xf32>' (2048 elements)}}
+  %r = hl.reshape %x : tensor<32x4x16xf32> to tensor<2048xf32>
+  %b = hl.reshape %r : tensor<2048xf32> to tensor<32x64xf32>
+  %loss = hl.cross_entropy %b, %l : tensor<32x64xf32>, tensor<32xi32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
 // Nothing carries a batch.
 // expected-error @below {{hl-set-batch: no function argument has a leading dimension to take as the batch; give from=N}}
 module {

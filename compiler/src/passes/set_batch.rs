@@ -85,11 +85,20 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         // (`hl.reshape`, `hl.cast`) and reads a changed value gets the new
         // batch in each result whose leading dimension is the old one; the
         // verifier judges the rest.
-        let mut fixed = |_op: MlirOperation, results: &[MlirValue], before: &[MlirType]| {
+        let mut fixed = |op: MlirOperation, results: &[MlirValue], before: &[MlirType]| {
             for (r, ty) in results.iter().zip(before) {
                 if leading_dim(*ty) == Some(from) {
                     unsafe { mlirValueSetType(*r, with_leading_dim(*ty, size)) };
                 }
+            }
+            // A stated type that cannot take the new batch (a reshape that
+            // folds it into another dimension) is the error, at the op, in
+            // its verifier's words: the first later op that could not infer
+            // its types was named instead (a cross-entropy two ops on).
+            // (An hl op with results: a function's return is checked with
+            // the function's type, once that is retyped.)
+            if !results.is_empty() && op_name(op).starts_with("hl.") && !unsafe { mlirOperationVerify(op) } {
+                return Err(PassFailed);
             }
             Ok(())
         };
