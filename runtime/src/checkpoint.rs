@@ -243,11 +243,6 @@ fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), String> {
     }
 }
 
-/// Refuses `path` as a file to be replaced by a rename where it is a
-/// directory, a device, a pipe or a socket: the rename would put a plain
-/// file in its place (a checkpoint saved to `/dev/null` replaced the
-/// device). A symbolic link is replaced itself, not what it names. The
-/// error is the reason, without the path.
 /// Where a file written to `path` by a rename goes: the file a symbolic
 /// link names (the link stays a link; renaming over it replaced it, and
 /// `-o /dev/stdout` made /dev/stdout a regular file), else `path`.
@@ -273,6 +268,12 @@ pub fn is_stream(path: &Path) -> bool {
     })
 }
 
+/// Refuses `path` as a file to be replaced by a rename where it is a
+/// directory, a device, a pipe or a socket: the rename would put a plain
+/// file in its place (a checkpoint saved to `/dev/null` replaced the
+/// device). A symbolic link passes: checkpoints and printed outputs are
+/// renamed over the file it names ([`through_links`]). The error is the
+/// reason, without the path.
 pub fn refuse_replacing_special(path: &Path) -> Result<(), String> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if !meta.is_file() && !meta.file_type().is_symlink() => {

@@ -2822,6 +2822,7 @@ fn non_finite_symbol(trainer: &Trainer) -> Option<String> {
 /// Links `from` as `to` (or copies it where links are not possible),
 /// replacing `to` atomically.
 fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    let to = &aicf_runtime::checkpoint::through_links(to);
     aicf_runtime::checkpoint::refuse_replacing_special(to)
         .map_err(|message| TrainError::Io { path: to.to_path_buf(), message })?;
     aicf_runtime::checkpoint::remove_stale_partials(to);
