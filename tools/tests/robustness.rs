@@ -8,8 +8,13 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// A test's directory, named by this process, emptied first: a directory
+/// an earlier test binary of the same (reused) process id left held its
+/// checkpoints, and three tests read them as another run's.
 fn scratch(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()))
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
 }
 
 fn run(binary: &str, args: &[&str], out: &PathBuf) {

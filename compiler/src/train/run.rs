@@ -12,7 +12,7 @@
 //! atomically. A resumed run continues bit for bit: parameters, optimizer
 //! state, step, epoch and the data order's RNG come from the checkpoint.
 
-use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, Template, Trigger, param_count, step_flops};
+use super::adapt::{Action, Adaptive, Outcome, Policy, Progress, Trigger, param_count, step_flops};
 use super::data::{DataOptions, Dataset, Role, Signature, Split};
 use super::report::{self, EpochRecord};
 use super::{Compiled, Options, TrainError, Trainer};
@@ -1452,107 +1452,13 @@ impl<'a> Loop<'a> {
         for c in trainer.compiled() {
             report.compiled(model, c);
         }
-        // A growth rule that fits nothing in the starting model (a layer
-        // it does not have, one at the rule's cap, an output layer no
-        // widening can take) acts only if another growth makes its layer:
-        // said before training, and refused where no rule of the policy
-        // adds layers (a misspelt layer otherwise never acts, silently, and
-        // a rewrite that cannot apply was found only when its rule fired).
+        // The policy against the starting model (`Policy::check_start`).
         // Not on resume: the model is then the checkpoint's, grown by rules
         // that have fired.
         if rank == 0 && !run.resume && run.resume_from.is_none() {
-            // A composition's operators each (one misspelt among them
-            // would otherwise be dropped silently).
-            fn flat(t: &Template) -> Vec<&Template> {
-                match t {
-                    Template::Compose { ops } => ops.iter().flat_map(flat).collect(),
-                    other => vec![other],
-                }
-            }
-            // The templates a rule acts by: its growth, or a fork's
-            // candidates (the fork skips those that cannot act).
-            let tops = |action: &Action| -> Vec<Template> {
-                match action {
-                    Action::Grow(t) => vec![t.clone()],
-                    Action::Fork { candidates, .. } => candidates.clone(),
-                    _ => Vec::new(),
-                }
-            };
-            // Why an operator finds nothing in the starting model.
-            let lacks = |t: &Template| match t.resolve(&trainer, 0) {
-                None => Some(t.nothing_to_grow(&trainer)),
-                Some(_) => t.cannot_apply(&trainer),
-            };
-            let adds_layers = policy.rules.iter().any(|r| {
-                tops(&r.action)
-                    .iter()
-                    .flat_map(flat)
-                    .any(|t| matches!(t, Template::Deepen { .. } | Template::AddBlock { .. }) && lacks(t).is_none())
-            });
-            let later = "it acts only on what an earlier growth makes";
-            let mut never = Vec::new();
-            for (k, rule) in policy.rules.iter().enumerate() {
-                let fork = matches!(rule.action, Action::Fork { .. });
-                let candidates = tops(&rule.action);
-                // Why each candidate cannot act on the starting model: an
-                // operator that finds nothing there (all of them, for a
-                // composition to act on nothing), or its rewrite failing.
-                let mut cannot: Vec<(String, String, bool)> = Vec::new(); // (action, why, found by rewriting)
-                for t in &candidates {
-                    let ops = flat(t);
-                    let missing: Vec<(&Template, String)> =
-                        ops.iter().filter_map(|op| lacks(op).map(|why| (*op, why))).collect();
-                    // One operator of several missing: the composition
-                    // goes on without it (said).
-                    if !missing.is_empty() && missing.len() < ops.len() {
-                        for (op, why) in &missing {
-                            report.note(&format!(
-                                "policy rule {} (action {}) cannot grow the model it starts from ({why}): the \
-                                 composition goes on without it; {later}",
-                                k + 1,
-                                op.toml()
-                            ));
-                        }
-                    }
-                    if missing.len() == ops.len() {
-                        let why = missing.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("; ");
-                        cannot.push((t.toml(), why, false));
-                    } else if let Some(op) = t.resolve(&trainer, 0)
-                        && !matches!(op, super::adapt::Operator::Compose { .. })
-                        && let Err(e) = super::adapt::rewrite(trainer.source(), trainer.name(), &op)
-                    {
-                        // The rewrite itself, tried on the IR (an output
-                        // layer no widening takes), in the pass's words. (A
-                        // composition's operators apply one after another,
-                        // each to the last one's model: not tried alone.)
-                        let e = e.to_string().replace(" (see the errors above)", "");
-                        let why = e.rsplit_once("error: ").map_or(e.clone(), |(_, w)| w.trim().into());
-                        cannot.push((t.toml(), why, true));
-                    }
-                }
-                let none_acts = !candidates.is_empty() && cannot.len() == candidates.len();
-                for (action, why, rewriting) in &cannot {
-                    let rule_k = k + 1;
-                    if fork && !none_acts {
-                        report.note(&format!(
-                            "policy rule {rule_k}'s fork candidate {action} cannot grow the model it starts from \
-                             ({why}): the fork skips it while that holds"
-                        ));
-                    } else if *rewriting {
-                        report.note(&format!(
-                            "policy rule {rule_k} (action {action}) cannot rewrite the model it starts from ({why}): \
-                             its decision will be rejected unless an earlier growth changes that"
-                        ));
-                    } else if adds_layers {
-                        report.note(&format!(
-                            "policy rule {rule_k} (action {action}) cannot grow the model it starts from ({why}): \
-                             {later}"
-                        ));
-                    } else {
-                        never
-                            .push(format!("policy rule {rule_k} (action {action}) can never act on this model: {why}"));
-                    }
-                }
+            let (notes, never) = policy.check_start(&trainer);
+            for note in &notes {
+                report.note(note);
             }
             if !never.is_empty() {
                 return Err(TrainError::Input(format!(

@@ -1419,8 +1419,11 @@ fn the_residual_stream_widens_through_masked_blocks() {
 /// waited for when the run is dropped: a process that ended while that
 /// thread was still in MLIR crashed at exit (a segmentation fault after
 /// `aicf train` had finished, seen once in CI). So once the run is gone,
-/// the grown model is whole in the cache, and compiling it again finds it
-/// there.
+/// no compile holds an artifact's lock, the grown model is whole in the
+/// cache, and compiling it again finds it there. (Where the compile ends
+/// within the step, this passes without the wait too: the unit test
+/// `dropping_the_background_compile_joins_it_and_stops_the_rest` is the
+/// one a missing wait fails.)
 #[test]
 fn dropping_a_run_waits_for_its_background_compile() {
     let cache = crate::tmp_root().join("adapt-prefetch");

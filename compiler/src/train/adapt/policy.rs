@@ -630,6 +630,103 @@ struct RawLrFactor {
 }
 
 impl Policy {
+    /// The rules against the model a run starts from: notes, and what can
+    /// never act (empty where all can). An operator that finds nothing
+    /// there (a layer the model lacks, a width at or below the layer's)
+    /// makes its rule one that can never act where no rule of the policy
+    /// adds layers (deepen, add-block), and is noted where one does (a
+    /// misspelt layer otherwise never acted, silently); a composition goes
+    /// on without such an operator, and a fork skips such a candidate
+    /// (each noted). A single operator's rewrite is also tried on the IR:
+    /// one that fails (the output layer, which no widening takes) is noted,
+    /// as its decision would be rejected. A composition is not tried whole:
+    /// its operators apply one after another, each to the last one's model.
+    pub fn check_start(&self, trainer: &Trainer) -> (Vec<String>, Vec<String>) {
+        // A composition's operators each (one misspelt among them would
+        // otherwise be dropped silently).
+        fn flat(t: &Template) -> Vec<&Template> {
+            match t {
+                Template::Compose { ops } => ops.iter().flat_map(flat).collect(),
+                other => vec![other],
+            }
+        }
+        // The templates a rule acts by: its growth, or a fork's candidates.
+        fn tops(action: &Action) -> &[Template] {
+            match action {
+                Action::Grow(t) => std::slice::from_ref(t),
+                Action::Fork { candidates, .. } => candidates,
+                Action::Rollback { .. } => &[],
+            }
+        }
+        // Why an operator finds nothing in the starting model.
+        let lacks = |t: &Template| match t.resolve(trainer, 0) {
+            None => Some(t.nothing_to_grow(trainer)),
+            Some(_) => t.cannot_apply(trainer),
+        };
+        let adds_layers = self.rules.iter().any(|r| {
+            tops(&r.action)
+                .iter()
+                .flat_map(flat)
+                .any(|t| matches!(t, Template::Deepen { .. } | Template::AddBlock { .. }) && lacks(t).is_none())
+        });
+        let later = "it acts only on what an earlier growth makes";
+        let (mut notes, mut never) = (Vec::new(), Vec::new());
+        for (k, rule) in self.rules.iter().enumerate() {
+            let k = k + 1;
+            let candidates = tops(&rule.action);
+            // Why each candidate cannot act on the starting model: every
+            // operator finds nothing there, or its rewrite fails.
+            let mut cannot: Vec<(String, String, bool)> = Vec::new(); // (action, why, found by rewriting)
+            for t in candidates {
+                let ops = flat(t);
+                let missing: Vec<(&Template, String)> =
+                    ops.iter().filter_map(|op| lacks(op).map(|why| (*op, why))).collect();
+                if missing.len() == ops.len() {
+                    let why = missing.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("; ");
+                    cannot.push((t.toml(), why, false));
+                    continue;
+                }
+                for (op, why) in &missing {
+                    notes.push(format!(
+                        "policy rule {k} (action {}) cannot grow the model it starts from ({why}): the composition \
+                         goes on without it; {later}",
+                        op.toml()
+                    ));
+                }
+                if let Some(op) = t.resolve(trainer, 0)
+                    && !matches!(op, Operator::Compose { .. })
+                    && let Err(e) = super::rewrite(trainer.source(), trainer.name(), &op)
+                {
+                    // In the pass's own words, not the pipeline's.
+                    let e = e.to_string().replace(" (see the errors above)", "");
+                    let why = e.rsplit_once("error: ").map_or(e.clone(), |(_, w)| w.trim().into());
+                    cannot.push((t.toml(), why, true));
+                }
+            }
+            let none_acts = !candidates.is_empty() && cannot.len() == candidates.len();
+            for (action, why, rewriting) in cannot {
+                if matches!(rule.action, Action::Fork { .. }) && !none_acts {
+                    notes.push(format!(
+                        "policy rule {k}'s fork candidate {action} cannot grow the model it starts from ({why}): the \
+                         fork skips it while that holds"
+                    ));
+                } else if rewriting {
+                    notes.push(format!(
+                        "policy rule {k} (action {action}) cannot rewrite the model it starts from ({why}): its \
+                         decision will be rejected unless an earlier growth changes that"
+                    ));
+                } else if adds_layers {
+                    notes.push(format!(
+                        "policy rule {k} (action {action}) cannot grow the model it starts from ({why}): {later}"
+                    ));
+                } else {
+                    never.push(format!("policy rule {k} (action {action}) can never act on this model: {why}"));
+                }
+            }
+        }
+        (notes, never)
+    }
+
     pub fn from_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
