@@ -396,9 +396,12 @@ fn a_killed_rank_ends_the_run_and_it_resumes_to_the_same_bits() {
 fn an_interrupted_nproc_run_says_where_it_stands() {
     let _serial = one_at_a_time();
     require_mpirun();
-    let out = scratch("interrupted").join("run");
+    let dir = scratch("interrupted");
+    let out = dir.join("run");
+    let db = dir.join("runs.sqlite");
     let child = endless_nproc_run(&out)
-        .args(["--gemm", "generated", "--nproc", "2"])
+        .args(["--gemm", "generated", "--nproc", "2", "--runs-db"])
+        .arg(&db)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -412,6 +415,12 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     assert!(err.contains("last.safetensors holds epoch ") && err.contains("--resume goes on from there"), "{err}");
     let last = out.join("ckpt/last.safetensors");
     assert!(metadata(&last, "epoch").parse::<usize>().is_ok(), "the checkpoint is not whole");
+    // The run registry says so too (its row stayed `unfinished`, as a
+    // killed run's), with the epochs rank 0 recorded.
+    let o = Command::new(AICF).args(["runs", "show", "1", "--runs-db"]).arg(&db).output().unwrap();
+    let show = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && show.contains("run 1: interrupted"), "{show}");
+    assert!(show.contains("the data-parallel run's 2 processes were stopped"), "{show}");
     // A resume the checkpoint refuses: every rank names the checkpoint the
     // user gave (rank 1 named its private copy, `rank1/resume.safetensors`).
     let o = digits_mlp_run(&out)

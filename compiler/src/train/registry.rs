@@ -314,6 +314,10 @@ fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
+/// The environment variable `aicf train --nproc` sets for its ranks: rank 0
+/// writes there `<registry>#<run id>`, the row it records the run in.
+pub const NPROC_RECORD_ENV: &str = "AICF_NPROC_RUN_RECORD";
+
 impl Runs {
     /// Where runs are recorded by default: `$AICF_RUNS_DB` if set (`off`:
     /// nowhere), else `$XDG_DATA_HOME/aicf/runs.sqlite`, else
@@ -670,9 +674,21 @@ impl Runs {
     /// Records that a run was interrupted (a Ctrl-C: resumable, not
     /// failed), with `message`, its numbers from the epochs it recorded.
     pub fn interrupt(&self, id: i64, message: &str, seconds: f64) -> Result<()> {
+        self.mark_interrupted(id, message, seconds, "").map(|_| ())
+    }
+
+    /// [`Runs::interrupt`] where run `id` is still recorded as running (a run
+    /// whose processes were ended without a word: `aicf train --nproc`'s
+    /// ranks, which mpirun stops); says whether it was.
+    pub fn interrupt_unfinished(&self, id: i64, message: &str, seconds: f64) -> Result<bool> {
+        Ok(self.mark_interrupted(id, message, seconds, " AND status = 'running'")? > 0)
+    }
+
+    fn mark_interrupted(&self, id: i64, message: &str, seconds: f64, only: &str) -> Result<usize> {
         self.conn
             .execute(
-                "UPDATE runs SET finished = ?2, status = 'interrupted', error = ?3, seconds = ?4, \
+                &format!(
+                    "UPDATE runs SET finished = ?2, status = 'interrupted', error = ?3, seconds = ?4, \
                  epochs = (SELECT MAX(epoch) FROM curve WHERE run_id = ?1), \
                  steps = (SELECT step FROM curve WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1), \
                  train_flops = (SELECT train_flops FROM curve WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1), \
@@ -680,11 +696,11 @@ impl Runs {
                  best_val_loss = (SELECT MIN(val_loss) FROM curve WHERE run_id = ?1), \
                  final_val_loss = (SELECT val_loss FROM curve WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1), \
                  final_val_accuracy = (SELECT val_accuracy FROM curve WHERE run_id = ?1 ORDER BY epoch DESC LIMIT 1) \
-                 WHERE id = ?1",
+                 WHERE id = ?1{only}"
+                ),
                 params![id, now(), message, seconds],
             )
-            .map_err(db_error(&self.path))?;
-        Ok(())
+            .map_err(db_error(&self.path))
     }
 
     /// Records that a run stopped on `error`.

@@ -1136,7 +1136,15 @@ pub fn fit(
                 (registry_key(db) == file).then(|| id.parse::<i64>().ok())?
             });
             match Recorder::begin(db, &loop_, options, run, problem, &model_file, &model_hash, data, continued) {
-                Ok(r) => Some(Rc::new(r)),
+                Ok(r) => {
+                    // `aicf train --nproc` asks where rank 0 recorded the
+                    // run, to mark it interrupted after a Ctrl-C (mpirun
+                    // ends the ranks, which record nothing then).
+                    if let Some(file) = std::env::var_os(super::registry::NPROC_RECORD_ENV) {
+                        let _ = std::fs::write(file, format!("{}#{}", r.runs.path().display(), r.id));
+                    }
+                    Some(Rc::new(r))
+                }
                 Err(e) => {
                     // (The error names the registry's file.)
                     report.note(&format!("{e}; the run is not recorded"));

@@ -1025,6 +1025,21 @@ fn bucket_size(text: &str) -> Result<u64> {
     }
 }
 
+/// Records the run whose registry row rank 0 named in `record` (written
+/// where the run was recorded) as interrupted, where it is still
+/// unfinished; a registry that cannot be written is said, not an error.
+fn mark_interrupted(record: &Path, message: &str, seconds: f64) {
+    let Ok(text) = std::fs::read_to_string(record) else { return };
+    let _ = std::fs::remove_file(record);
+    let Some((db, id)) = text.rsplit_once('#') else { return };
+    let Ok(id) = id.parse::<i64>() else { return };
+    let marked = aicf_compiler::train::registry::Runs::open(Path::new(db))
+        .and_then(|runs| runs.interrupt_unfinished(id, message, seconds));
+    if let Err(e) = marked {
+        eprintln!("aicf: note: the run registry: {e}; run {id} stays recorded as unfinished");
+    }
+}
+
 /// Runs this command again under `mpirun -n n` with --data-parallel (and
 /// without --nproc), and returns its exit status.
 fn launch_mpirun(n: usize) -> i32 {
@@ -1097,6 +1112,11 @@ fn launch_mpirun(n: usize) -> i32 {
     if std::env::var("USER").as_deref() == Ok("root") || is_root() {
         command.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     }
+    // Rank 0 says where it records the run (`aicf runs`), so that a run
+    // this process interrupts is recorded as interrupted, not unfinished.
+    let record = std::env::temp_dir().join(format!("aicf-nproc-{}.run", std::process::id()));
+    let _ = std::fs::remove_file(&record);
+    command.env(aicf_compiler::train::registry::NPROC_RECORD_ENV, &record);
     command.arg(exe).args(&args);
     // mpirun ends with this process, however it ends (a SIGTERM or SIGKILL
     // sent to it alone left mpirun and its ranks training, holding the
@@ -1134,6 +1154,7 @@ fn launch_mpirun(n: usize) -> i32 {
     // (A Ctrl-C at a terminal reaches mpirun too: it is passed on only
     // where mpirun has not ended a second later, as a second SIGINT makes
     // mpirun print that an abort is already under way.)
+    let started = Instant::now();
     let waited = command.spawn().and_then(|mut child| {
         let (mut seen, mut passed_on) = (None, false);
         loop {
@@ -1164,9 +1185,12 @@ fn launch_mpirun(n: usize) -> i32 {
             }
             None => "no checkpoint is written without --checkpoint-dir".into(),
         };
-        eprintln!("aicf: error: interrupted: the data-parallel run's {n} processes were stopped; {kept}");
+        let message = format!("interrupted: the data-parallel run's {n} processes were stopped");
+        mark_interrupted(&record, &message, started.elapsed().as_secs_f64());
+        eprintln!("aicf: error: {message}; {kept}");
         return 130;
     }
+    let _ = std::fs::remove_file(&record);
     match waited {
         Ok(status) => match status.code() {
             // A rank ended by a signal (killed, out of memory): mpirun
