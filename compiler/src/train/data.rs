@@ -28,7 +28,8 @@ use crate::CompilerContext;
 use crate::ir;
 use crate::train::TrainError;
 use aicf_runtime::{Tensor, artifact::DType};
-use std::collections::BTreeMap;
+use mlir_sys::{MlirBlock, MlirOperation};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -85,6 +86,11 @@ pub struct Signature {
     /// and is a mean cross-entropy alone: its held-out loss is then the
     /// cross-entropy of `@forward`'s logits (eval mode's).
     pub sets_state: bool,
+    /// The parameters `@loss` never reads (itself or through the functions
+    /// it calls): they get no gradient and keep their initial values. Each
+    /// with whether `@forward` reads it (its predictions then use values
+    /// training never changed).
+    pub untrained: Vec<(String, bool)>,
 }
 
 impl Signature {
@@ -204,7 +210,38 @@ impl Signature {
                 Input { shape: shape.clone(), dtype: *dtype, role }
             })
             .collect();
-        Ok(Signature { inputs, output: forward.and_then(|f| f.1), ignore_index, sets_state })
+        let untrained = untrained_params(raw);
+        Ok(Signature { inputs, output: forward.and_then(|f| f.1), ignore_index, sets_state, untrained })
+    }
+
+    /// A note for each parameter training leaves at its initial values
+    /// ([`Signature::untrained`]), for `name`, the model's file.
+    pub fn untrained_notes(&self, name: &str) -> Vec<String> {
+        let (read, unread): (Vec<_>, Vec<_>) = self.untrained.iter().partition(|(_, forward)| *forward);
+        let list = |v: &[&(String, bool)]| v.iter().map(|(p, _)| format!("@{p}")).collect::<Vec<_>>().join(", ");
+        let mut notes = Vec::new();
+        if !read.is_empty() {
+            let (it, keeps, its) = if read.len() == 1 { ("it", "keeps", "its") } else { ("they", "keep", "their") };
+            notes.push(format!(
+                "{name}: @forward reads {}, which @loss never reads: {it} {keeps} {its} initial values in \
+                 training, and predictions use them (read {} in @loss too, or leave {} out of @forward)",
+                list(&read),
+                if read.len() == 1 { "it" } else { "them" },
+                if read.len() == 1 { "it" } else { "them" },
+            ));
+        }
+        if !unread.is_empty() {
+            let (it, its, them) = if unread.len() == 1 {
+                ("it never trains", "its hl.param", "it")
+            } else {
+                ("they never train", "their hl.params", "them")
+            };
+            notes.push(format!(
+                "{name}: no function reads {}: {it} (leave out {its}, or read {them} in @loss)",
+                list(&unread)
+            ));
+        }
+        notes
     }
 
     /// The batch size: the first input's leading dimension.
@@ -239,6 +276,60 @@ impl Signature {
         let targets: Vec<&Input> = self.inputs.iter().filter(|i| i.role == Role::Target).collect();
         matches!(targets[..], [t] if is_int(t.dtype) && t.shape[..] == out[..out.len().saturating_sub(1)])
     }
+}
+
+/// The parameters of `module` that `@loss` never reads, directly or through
+/// the functions it calls, each with whether `@forward` (or a function it
+/// calls) reads it; in declaration order.
+fn untrained_params(module: MlirOperation) -> Vec<(String, bool)> {
+    let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(module, 0)) };
+    let declared: Vec<String> = ir::ops_of(body)
+        .into_iter()
+        .filter(|&o| ir::op_name(o) == "hl.param")
+        .filter_map(|o| ir::string_attr(o, "sym_name"))
+        .collect();
+    let functions: BTreeMap<String, MlirBlock> =
+        ir::functions(module).into_iter().filter_map(|(f, b)| Some((ir::string_attr(f, "sym_name")?, b))).collect();
+    // The parameters read from `root` on, through calls (each function once).
+    let reads = |root: &str| {
+        let (mut seen, mut read) = (BTreeSet::new(), BTreeSet::new());
+        let mut todo = vec![root.to_string()];
+        while let Some(f) = todo.pop() {
+            let Some(&block) = functions.get(&f) else { continue };
+            if !seen.insert(f) {
+                continue;
+            }
+            let mut blocks = vec![block];
+            while let Some(b) = blocks.pop() {
+                for op in ir::ops_of(b) {
+                    match ir::op_name(op).as_str() {
+                        "hl.get_param" => read.extend(ir::flat_symbol(op, "name")),
+                        "func.call" => todo.extend(ir::flat_symbol(op, "callee")),
+                        _ => {}
+                    }
+                    // (Ops with regions: their bodies read too.)
+                    for r in 0..unsafe { mlir_sys::mlirOperationGetNumRegions(op) } {
+                        let mut inner =
+                            unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(op, r)) };
+                        while !inner.ptr.is_null() {
+                            blocks.push(inner);
+                            inner = unsafe { mlir_sys::mlirBlockGetNextInRegion(inner) };
+                        }
+                    }
+                }
+            }
+        }
+        read
+    };
+    let (loss, forward) = (reads("loss"), reads("forward"));
+    declared
+        .into_iter()
+        .filter(|p| !loss.contains(p))
+        .map(|p| {
+            let f = forward.contains(&p);
+            (p, f)
+        })
+        .collect()
 }
 
 fn runtime_dtype(d: crate::types::DType) -> DType {

@@ -972,6 +972,11 @@ pub fn fit(
     };
     let name = model_file.display().to_string();
     let sig = Signature::of_source(&source, &name)?;
+    if rank == 0 {
+        for note in sig.untrained_notes(&name) {
+            report.note(&note);
+        }
+    }
     if sig.output.is_none() && rank == 0 {
         // (Its run reported a held-out loss alone, unsaid.)
         report.note(&format!(

@@ -38,6 +38,82 @@ fn roles(sig: &Signature) -> Vec<(Role, Vec<usize>, DType)> {
     sig.inputs.iter().map(|i| (i.role, i.shape.clone(), i.dtype)).collect()
 }
 
+/// Every model the repository ships (examples, the lit tests' inputs) reads
+/// each parameter it declares in `@loss`; a parameter `@loss` never reads
+/// (it kept its initial values silently) is named, and so is one that
+/// `@forward` reads all the same (predictions then use untrained values).
+#[test]
+fn parameters_loss_never_reads_are_named() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut models = Vec::new();
+    for dir in ["examples", "test/Tools/aicf/inputs"] {
+        let mut todo = vec![root.join(dir)];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()) {
+                if e.is_dir() {
+                    todo.push(e);
+                } else if e.extension().is_some_and(|x| x == "mlir") {
+                    models.push(e);
+                }
+            }
+        }
+    }
+    let mut checked = 0;
+    for m in &models {
+        let source = std::fs::read_to_string(m).unwrap();
+        // (Inputs that are no model to train: lowered IR, no @loss, bad IR.)
+        let Ok(sig) = Signature::of_source(&source, &m.display().to_string()) else { continue };
+        assert!(sig.untrained.is_empty(), "{}: {:?}", m.display(), sig.untrained);
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} models read");
+
+    let mlp = std::fs::read_to_string(example("mlp/digits_mlp.mlir")).unwrap();
+    let extra = mlp.replacen(
+        "hl.param @fc2.bias",
+        "hl.param @extra.w : tensor<4x4xf32> owner \"extra\" init <zeros>\nhl.param @fc2.bias",
+        1,
+    );
+    let (head, loss) = mlp.split_at(mlp.find("func.func @loss").unwrap());
+    let loss = loss.replace("  %b2 = hl.get_param @fc2.bias : tensor<10xf32>\n", "").replace(
+        "%logits = hl.linear %a, %w2, %b2 : tensor<32x128xf32>, tensor<10x128xf32>, tensor<10xf32>",
+        "%logits = hl.linear %a, %w2 : tensor<32x128xf32>, tensor<10x128xf32>",
+    );
+    let no_bias = format!("{head}{loss}");
+    let sig = Signature::of_source(&extra, "extra.mlir").unwrap();
+    assert_eq!(sig.untrained, [("extra.w".to_string(), false)]);
+    assert_eq!(
+        sig.untrained_notes("extra.mlir"),
+        ["extra.mlir: no function reads @extra.w: it never trains (leave out its hl.param, or read it in @loss)"]
+    );
+    let sig = Signature::of_source(&no_bias, "no-bias.mlir").unwrap();
+    assert_eq!(sig.untrained, [("fc2.bias".to_string(), true)]);
+    let notes = sig.untrained_notes("no-bias.mlir");
+    assert!(
+        notes.len() == 1
+            && notes[0].starts_with(
+                "no-bias.mlir: @forward reads @fc2.bias, which @loss never reads: it keeps its initial values"
+            ),
+        "{notes:?}"
+    );
+    // `aicf train` says so before training.
+    let dir = scratch("untrained");
+    std::fs::write(dir.join("no-bias.mlir"), &no_bias).unwrap();
+    let mut report = Notes(Vec::new());
+    let run = RunOptions { epochs: 1, out: dir.join("run"), ..RunOptions::default() };
+    run::fit(&dir.join("no-bias.mlir"), &Options::default(), &[digits()], &run, &mut report).unwrap();
+    assert!(report.0.iter().any(|n| n.contains("@forward reads @fc2.bias, which @loss never reads")), "{:?}", report.0);
+}
+
+/// A report that keeps the notes.
+struct Notes(Vec<String>);
+
+impl run::Report for Notes {
+    fn note(&mut self, message: &str) {
+        self.0.push(message.to_string());
+    }
+}
+
 #[test]
 fn signatures_of_the_example_models() {
     let mlp = signature("mlp/digits_mlp.mlir");
