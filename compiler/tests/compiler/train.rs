@@ -417,6 +417,67 @@ fn feature_scales_apply_to_arrays_and_tiny_tables() {
     assert!(e.contains("zero.csv") && e.contains("every feature of the training rows is 0"), "{e}");
 }
 
+/// Arrays are checked where they are read, each fault placed by example and
+/// element: a label of a multi-dimensional target (its flat index was called
+/// the example: "example 159" of 100), a token id beyond the table it
+/// indexes (the gather kernel named a position in a shuffled batch at the
+/// first step), and features far from unit scale (digits times 1e30 trained
+/// to a loss of 1e29 without a word).
+#[test]
+fn arrays_are_checked_where_they_are_read() {
+    let dir = scratch("array-checks");
+    let lm = signature("char_lm/char_lm.mlir");
+    assert_eq!(lm.inputs[0].indexes, Some(65), "the token ids index the embedding's 65 rows");
+    assert_eq!(lm.inputs[1].indexes, None);
+    let (rows, context) = (20u64, 64u64);
+    let ids: Vec<f64> = (0..rows * context).map(|i| (i % 65) as f64).collect();
+    let npy = |name: &str, values: &[f64]| write_npy(&dir.join(name), &[rows, context], values);
+    let (x, y) = (npy("ids.npy", &ids), npy("next.npy", &ids));
+    Dataset::load(&[x.clone(), y.clone()], &lm, &DataOptions::default()).unwrap();
+    let mut bad = ids.clone();
+    bad[9 * 64 + 15] = 99.0;
+    let e = Dataset::load(&[x.clone(), npy("bad-next.npy", &bad)], &lm, &DataOptions::default()).err().unwrap();
+    assert!(
+        e.to_string().contains("bad-next.npy: example 9, element 15 (counting from 0): the label 99 is not a class"),
+        "{e}"
+    );
+    bad[9 * 64 + 15] = 70.0;
+    let e = Dataset::load(&[npy("bad-ids.npy", &bad), y.clone()], &lm, &DataOptions::default()).err().unwrap();
+    assert!(
+        e.to_string().contains(
+            "bad-ids.npy: example 9, element 15 (counting from 0) is 70: input #0 indexes a table of 65 rows"
+        ),
+        "{e}"
+    );
+
+    let sig = signature("mlp/digits_mlp.mlir");
+    let x: Vec<f64> = (0..40 * 64).map(|i| (i % 17) as f64).collect();
+    let [_, labels] = digits_arrays(&dir, 40, &x);
+    let huge: Vec<f64> = x.iter().map(|v| v * 1e30).collect();
+    let data = Dataset::load(
+        &[write_npy(&dir.join("huge.npy"), &[40, 64], &huge), labels.clone()],
+        &sig,
+        &DataOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        data.notes
+            .iter()
+            .any(|n| n.contains("huge.npy: input #0's values are at a scale of 1.6e31") && n.contains("--standardize")),
+        "{:?}",
+        data.notes
+    );
+    // The digits' own 0..16 are no such case, nor standardized values.
+    let [plain, _] = digits_arrays(&dir, 40, &x);
+    assert_eq!(
+        Dataset::load(&[plain, labels.clone()], &sig, &DataOptions::default()).unwrap().notes,
+        Vec::<String>::new()
+    );
+    let standardized = DataOptions { standardize: true, ..Default::default() };
+    let data = Dataset::load(&[dir.join("huge.npy"), labels], &sig, &standardized).unwrap();
+    assert_eq!(data.notes, Vec::<String>::new());
+}
+
 /// What the data holds that would make training learn little is said
 /// before it trains, where it is: a feature on another scale than the rest
 /// (arrays train as they are; a table's features share one scale, so the
