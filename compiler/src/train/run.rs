@@ -364,6 +364,14 @@ pub fn short(x: f64) -> String {
 /// stays far from overflow).
 const MAX_EPOCHS: usize = 1_000_000_000;
 
+/// Whether checkpoint `from` is one of checkpoint directory `dir`'s (a run
+/// resumed from it replays in place; from elsewhere, it is a fork).
+fn in_place(from: &Path, dir: &Path) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    let from_dir = from.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d });
+    from_dir.is_some_and(|from_dir| canonical(from_dir).is_some_and(|d| Some(d) == canonical(dir)))
+}
+
 /// Locks checkpoint directory `dir` for this run (`dir/.lock`, released
 /// when the returned file closes, also when the process is killed), and
 /// refuses to write over checkpoints it holds (`last.safetensors`, or any
@@ -396,11 +404,7 @@ fn claim_checkpoint_dir(
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(io(&path, format!("cannot lock it: {e}"))),
     }
-    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
-    let in_place = resume_from
-        .and_then(|from| from.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d }))
-        .is_some_and(|from_dir| canonical(from_dir).is_some_and(|d| Some(d) == canonical(dir)));
-    if in_place {
+    if resume_from.is_some_and(|from| in_place(from, dir)) {
         // Resumed from an earlier checkpoint of this directory, the run
         // replays the epochs after it (the same options and policy, so the
         // same checkpoints again); one that ends before this directory's
@@ -1135,8 +1139,14 @@ pub fn fit(
         (Some(db), 0) => {
             let mut problem = dataset.problem(&data_name(data), &sig);
             problem.data_hash = loop_.record.iter().find(|(k, _)| *k == "data").map(|(_, v)| v.clone());
-            // The row a resumed run's checkpoint names, in this registry.
-            let continued = resume.as_ref().and_then(|(_, meta)| {
+            // The row a resumed run's checkpoint names, in this registry; a
+            // fork (resumed from a checkpoint outside its own checkpoint
+            // directory) is a run of its own (it took over its parent's row,
+            // mixing their epochs).
+            let forked = run.resume_from.as_deref().is_some_and(|from| {
+                run.checkpoint_dir.as_deref().is_none_or(|dir| !in_place(from, dir))
+            });
+            let continued = resume.as_ref().filter(|_| !forked).and_then(|(_, meta)| {
                 let (file, id) = meta.get(REGISTRY_RUN_KEY)?.rsplit_once('#')?;
                 (registry_key(db) == file).then(|| id.parse::<i64>().ok())?
             });

@@ -143,3 +143,12 @@
 // RESUMEDSHOW: decision 0: step 50 {{.*}}, IR before and after recorded
 // RESUMEDSHOW: decision 1: step 100 {{.*}}, IR before and after recorded
 // RESUMEDSHOW-NOT: decision 2
+
+// A fork (resumed from a checkpoint outside its own checkpoint directory)
+// is a run of its own: it took over its parent's row, whose epochs then
+// mixed the two runs'.
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --out %t/f --checkpoint-dir %t/f-ckpt --runs-db %t/resumed.sqlite --adapt %S/inputs/grow-steps.toml --resume-from %t/r-ckpt/v1.safetensors > /dev/null
+// RUN: aicf runs list --runs-db %t/resumed.sqlite | FileCheck %s --check-prefix=FORKED
+// FORKED: 1 finished {{.*}} mlp 16-10 {{.*}} 9
+// FORKED-NEXT: 2 finished {{.*}} 4
+// FORKED-NEXT: 2 runs in
