@@ -1143,9 +1143,10 @@ pub fn fit(
             // fork (resumed from a checkpoint outside its own checkpoint
             // directory) is a run of its own (it took over its parent's row,
             // mixing their epochs).
-            let forked = run.resume_from.as_deref().is_some_and(|from| {
-                run.checkpoint_dir.as_deref().is_none_or(|dir| !in_place(from, dir))
-            });
+            let forked = run
+                .resume_from
+                .as_deref()
+                .is_some_and(|from| run.checkpoint_dir.as_deref().is_none_or(|dir| !in_place(from, dir)));
             let continued = resume.as_ref().filter(|_| !forked).and_then(|(_, meta)| {
                 let (file, id) = meta.get(REGISTRY_RUN_KEY)?.rsplit_once('#')?;
                 (registry_key(db) == file).then(|| id.parse::<i64>().ok())?
@@ -1649,7 +1650,23 @@ impl<'a> Loop<'a> {
                 )),
             }
         }
+        // Another policy than the checkpoint's run grew by (--override-resume
+        // said to go on): it starts afresh on the checkpoint's model, as a
+        // fork from a model version tries another growth (the earlier
+        // policy's state, its rules' counts, would not fit it).
+        let policy_changed = run.adapt.is_some()
+            && meta.get("policy").is_some_and(|saved| self.record.iter().any(|(k, v)| *k == "policy" && v != saved));
+        if policy_changed {
+            report.note(&format!(
+                "{}: its run grew by another policy: {} starts afresh from the checkpoint's model (its rules \
+                 act from step {} on)",
+                path.display(),
+                run.adapt.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+                field("step")?
+            ));
+        }
         if run.adapt.is_some()
+            && !policy_changed
             && let Some(text) = meta.get(ADAPT_KEY)
         {
             let snapshot: super::adapt::Snapshot =
