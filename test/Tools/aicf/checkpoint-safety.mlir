@@ -158,6 +158,11 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nolayer-deepen.toml --out %t/run8n 2>&1 | FileCheck %s --check-prefix=NOLAYERNOTE
 // NOLAYERNOTE: note: policy rule 1 (action { op = "widen", layer = "nope", rule = "net2wider", width = 32 }) cannot grow the model it starts from (the model has no layer nope (its layers: fc1, fc2)): it acts only on what an earlier growth makes
 // NOLAYERNOTE: final held-out
+// A pattern that matches no layer says so, with the layers (it said "no
+// such layer, or at its cap").
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "blocks.*.fc", factor = 2.0 }\n' > %t/nomatch.toml
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nomatch.toml --out %t/run8m 2>&1 | FileCheck %s --check-prefix=NOMATCH
+// NOMATCH: can never act on this model: no layer of the model matches blocks.*.fc (its layers: fc1, fc2)
 // A width not above the layer's is named for what it is (the note said
 // "no such layer, or at its cap"); the output layer, which no widening can
 // take, is noted before training (it was found only when its rule fired).
@@ -174,11 +179,17 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "deepen", after = "nope" }\n[[rule]]\nwhen = "steps"\nat = 6\naction = { op = "add-block" }\n' > %t/cannot.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/cannot.toml --out %t/run8c 2>&1 | FileCheck %s --check-prefix=CANNOT
 // CANNOT: error: {{.*}}policy rule 1 (action {{.*}}) can never act on this model: the model has no layer nope (its layers: fc1, fc2); policy rule 2 (action {{.*}}) can never act on this model: the model has no blocks blocks.0, blocks.1, ...
-// A composition with one operator that finds nothing goes on without it,
-// and a fork skips such a candidate: each noted, the run not refused.
-// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "compose", ops = [{ op = "widen", layer = "nope", width = 32 }, { op = "widen", layer = "fc1", width = 32 }] }\n[[rule]]\nwhen = "steps"\nat = 50\naction = { fork = [{ op = "widen", layer = "fc1", width = 64 }, { op = "widen", layer = "fc2", width = 32 }], steps = 4 }\n' > %t/partial.toml
+// A composition with one operator that finds nothing is refused as a
+// rule of that operator alone is, where no rule adds layers (it was noted,
+// and the rest applied: a misspelt layer dropped), naming the operator.
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "compose", ops = [{ op = "widen", layer = "nope", width = 32 }, { op = "widen", layer = "fc1", width = 32 }] }\n' > %t/compose-never.toml
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 2 --adapt %t/compose-never.toml --out %t/run8q --no-progress 2>&1 | FileCheck %s --check-prefix=COMPOSENEVER
+// COMPOSENEVER: error: {{.*}}compose-never.toml: policy rule 1's operator 1 of 2 of its composition (action { op = "widen", layer = "nope", rule = "net2wider", width = 32 }) can never act on this model: the model has no layer nope (its layers: fc1, fc2)
+// Where a rule adds layers, it goes on without it, and a fork skips such
+// a candidate: each noted, the run not refused.
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "compose", ops = [{ op = "widen", layer = "nope", width = 32 }, { op = "widen", layer = "fc1", width = 32 }] }\n[[rule]]\nwhen = "steps"\nat = 50\naction = { fork = [{ op = "widen", layer = "fc1", width = 64 }, { op = "widen", layer = "fc2", width = 32 }], steps = 4 }\n[[rule]]\nwhen = "steps"\nat = 70\naction = { op = "deepen", after = "fc1" }\n' > %t/partial.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 2 --adapt %t/partial.toml --out %t/run8p --no-progress 2>&1 | FileCheck %s --check-prefix=PARTIAL
-// PARTIAL: note: policy rule 1 (action { op = "widen", layer = "nope", rule = "net2wider", width = 32 }) cannot grow the model it starts from (the model has no layer nope (its layers: fc1, fc2)): the composition goes on without it
+// PARTIAL: note: policy rule 1's operator 1 of 2 of its composition (action { op = "widen", layer = "nope", rule = "net2wider", width = 32 }) cannot grow the model it starts from (the model has no layer nope (its layers: fc1, fc2)): the composition goes on without it
 // PARTIAL: note: policy rule 2's fork candidate { op = "widen", layer = "fc2", rule = "net2wider", width = 32 } cannot grow the model it starts from (hl-widen: fc2's units reach 'func.return' here{{.*}}): the fork skips it while that holds
 // PARTIAL: step 5 (epoch 1): widen fc1 to 32
 // PARTIAL: final held-out

@@ -319,7 +319,32 @@ impl Template {
                     Some(_) => generic,
                 }
             }
-            Template::WidenResidual { width, .. } => {
+            Template::Widen { layer, .. } => match expand(trainer, layer, ".weight")[..] {
+                [] => format!("no layer of the model matches {layer}{}", layers_of(trainer)),
+                _ => format!("every layer matching {layer} is at its width or max_width already"),
+            },
+            Template::Heads { attention, max_heads, .. } => {
+                let ctx = CompilerContext::new();
+                let Ok(module) = ctx.parse(trainer.source(), trainer.name()) else { return generic };
+                let raw = module.as_operation().to_raw();
+                let paths = expand_paths(trainer, attention);
+                if paths.is_empty() {
+                    return format!("no attention of the model matches {attention}{}", layers_of(trainer));
+                }
+                let mut why = Vec::new();
+                for path in &paths {
+                    match grow::attention_heads(raw, path) {
+                        Ok((heads, _)) if max_heads.is_some_and(|m| m <= heads) => why.push(format!(
+                            "{path} has {heads} heads, at or above max_heads = {}",
+                            max_heads.unwrap_or(0)
+                        )),
+                        Ok(_) => {}
+                        Err((_, e)) => why.push(format!("{path} is no attention the pass grows ({e})")),
+                    }
+                }
+                if why.is_empty() { generic } else { why.join("; ") }
+            }
+            Template::WidenResidual { width, max_width, .. } => {
                 let ctx = CompilerContext::new();
                 let current = ctx
                     .parse(trainer.source(), trainer.name())
@@ -327,6 +352,9 @@ impl Template {
                     .and_then(|m| grow_stream::residual_width(m.as_operation().to_raw()).map_err(|(_, why)| why));
                 match (current, width) {
                     (Ok(c), Some(w)) if *w <= c => format!("width = {w} is not above the residual stream's {c}"),
+                    (Ok(c), _) if max_width.is_some_and(|m| m <= c) => {
+                        format!("the residual stream's {c} is at or above max_width = {}", max_width.unwrap_or(0))
+                    }
                     // The stream the pass refuses, and why (a tied
                     // embedding, a norm it cannot rescale).
                     (Err(why), _) => why,
@@ -679,19 +707,26 @@ impl Policy {
             let mut cannot: Vec<(String, String, bool)> = Vec::new(); // (action, why, found by rewriting)
             for t in candidates {
                 let ops = flat(t);
-                let missing: Vec<(&Template, String)> =
-                    ops.iter().filter_map(|op| lacks(op).map(|why| (*op, why))).collect();
+                let missing: Vec<(usize, &Template, String)> =
+                    ops.iter().enumerate().filter_map(|(i, op)| lacks(op).map(|why| (i + 1, *op, why))).collect();
                 if missing.len() == ops.len() {
-                    let why = missing.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("; ");
+                    let why = missing.iter().map(|(_, _, w)| w.as_str()).collect::<Vec<_>>().join("; ");
                     cannot.push((t.toml(), why, false));
                     continue;
                 }
-                for (op, why) in &missing {
-                    notes.push(format!(
-                        "policy rule {k} (action {}) cannot grow the model it starts from ({why}): the composition \
-                         goes on without it; {later}",
-                        op.toml()
-                    ));
+                // An operator of a composition that finds nothing: the rest
+                // go on without it where a rule adds layers (it may act on
+                // them), else it never acts (a misspelt layer dropped).
+                for (i, op, why) in &missing {
+                    let which = format!("operator {i} of {} of its composition (action {})", ops.len(), op.toml());
+                    if adds_layers {
+                        notes.push(format!(
+                            "policy rule {k}'s {which} cannot grow the model it starts from ({why}): the \
+                             composition goes on without it; {later}"
+                        ));
+                    } else {
+                        never.push(format!("policy rule {k}'s {which} can never act on this model: {why}"));
+                    }
                 }
                 if let Some(op) = t.resolve(trainer, 0)
                     && !matches!(op, Operator::Compose { .. })
