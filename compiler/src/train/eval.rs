@@ -30,7 +30,9 @@ pub struct Scored {
 
 /// Scores `checkpoint` of the model in `model` on `data`; of a text's
 /// held-out windows, at most `eval_windows` spread over it (every one when
-/// `None`; the run's own figures sampled its `--eval-windows`).
+/// `None`; the run's own figures sampled its `--eval-windows`). `keep_batch`:
+/// `model` is scored at its own batch size where the checkpoint holds it at
+/// another (`aicf eval --batch N`), else the checkpoint's model is.
 pub fn evaluate_checkpoint(
     model: &Path,
     options: &Options,
@@ -38,6 +40,7 @@ pub fn evaluate_checkpoint(
     checkpoint: &Path,
     out: &Path,
     eval_windows: Option<usize>,
+    keep_batch: bool,
     report: &mut dyn Report,
 ) -> Result<Scored> {
     if eval_windows == Some(0) {
@@ -51,7 +54,7 @@ pub fn evaluate_checkpoint(
             table.display()
         )));
     }
-    let (name, source, meta) = model_of_checkpoint(model, checkpoint, out, "scoring", report)?;
+    let (name, source, meta) = model_of_checkpoint(model, checkpoint, out, "scoring", keep_batch, report)?;
     let sig = Signature::of_source(&source, &name)?;
     // A classifier is scored by accuracy and the cross-entropy of its
     // logits; a regression by its @loss's mean over the examples (as
@@ -310,7 +313,17 @@ pub(crate) fn checkpoint_trainer(
     }
     create_dir(out)?;
     let mut trainer = Trainer::from_source(source, name, options)?;
-    trainer.load_checkpoint(checkpoint)?;
+    // The checkpoint's model at another batch size (`aicf eval --batch`):
+    // its tensors by name, as a resume loads them.
+    let other_batch = meta.get(super::run::IR_KEY).is_some_and(|ir| {
+        crate::pipeline::identity_source(ir, name).ok() != crate::pipeline::identity_source(source, name).ok()
+            && crate::pipeline::batch_of_same_model(source, ir, name).is_some()
+    });
+    if other_batch {
+        trainer.backend_mut().load_checkpoint_of(checkpoint, false)?;
+    } else {
+        trainer.load_checkpoint(checkpoint)?;
+    }
     Ok(trainer)
 }
 
@@ -353,11 +366,16 @@ pub fn trained_precision(checkpoint: &Path) -> Result<Option<crate::pipeline::Pr
 /// adaptive run's grown one) holds its own IR: that model is the one
 /// `doing` (scoring, sampling) uses, as `--resume-from` trains it, and a
 /// note says so. The IR goes to `out` for the diagnostics that name it.
+///
+/// `keep_batch`: where the checkpoint holds this model at another batch
+/// size, `model` runs as given (its parameters are the same; `aicf eval
+/// --batch N` asks for that batch, and was answered with the checkpoint's).
 pub(crate) fn model_of_checkpoint(
     model: &Path,
     checkpoint: &Path,
     out: &Path,
     doing: &str,
+    keep_batch: bool,
     report: &mut dyn Report,
 ) -> Result<(String, String, std::collections::BTreeMap<String, String>)> {
     let mut name = model.display().to_string();
@@ -366,6 +384,7 @@ pub(crate) fn model_of_checkpoint(
     let own = crate::pipeline::identity_source(&source, &name)?;
     if let Some(ir) = meta.get(super::run::IR_KEY)
         && crate::pipeline::identity_source(ir, &checkpoint.display().to_string())? != own
+        && !(keep_batch && crate::pipeline::batch_of_same_model(&source, ir, &name).is_some())
     {
         create_dir(out)?;
         let file = out.join("checkpoint-model.mlir");

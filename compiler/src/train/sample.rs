@@ -106,7 +106,7 @@ pub fn sample_checkpoint(
         let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
         (model.display().to_string(), super::read_model(model)?, meta)
     } else {
-        model_of_checkpoint(model, checkpoint, out, "sampling from", report)?
+        model_of_checkpoint(model, checkpoint, out, "sampling from", false, report)?
     };
     let vocabulary = match meta.get("vocabulary").map(String::as_str) {
         Some("bytes") => Vocabulary::Bytes,

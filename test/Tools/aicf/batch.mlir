@@ -2,7 +2,8 @@
 // to that many rows (hl-set-batch), written beside the run's files; its
 // checkpoints are of that model, so a resume without the same --batch is
 // told which one to give, and eval of the file at its own batch scores
-// the checkpoint's model with a note that names the batch. Sampling runs
+// the checkpoint's model with a note that names the batch (eval --batch N,
+// the model at N). Sampling runs
 // one row at a time and refuses it.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 16 --epochs 1 --out %t/run --checkpoint-dir %t/ck --no-runs-db --no-progress | FileCheck %s
@@ -20,6 +21,12 @@
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --batch 16 --data %S/../../../data/digits.csv.gz --checkpoint %t/ck/last.safetensors --out %t/eval16 2>&1 | FileCheck %s --check-prefix=EVAL16
 // EVAL16-NOT: note:
 // EVAL16: accuracy {{.*}} on 359 held-out rows
+// At a batch of neither (it was scored at the checkpoint's 16, with a note
+// that called the retargeted file the checkpoint's), the one asked for.
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --batch 4 --data %S/../../../data/digits.csv.gz --checkpoint %t/ck/last.safetensors --out %t/eval4 2>&1 | FileCheck %s --check-prefix=EVAL4
+// EVAL4-NOT: note:
+// EVAL4: compiled {{.*}}digits_mlp.batch4.mlir in
+// EVAL4: accuracy {{.*}} on 359 held-out rows
 // RUN: aicf bench %S/../../../examples/mlp/digits_mlp.mlir --batch 8 --steps 3 --out %t/bench | FileCheck %s --check-prefix=BENCH
 // BENCH: digits_mlp.batch8.mlir: train step
 // RUN: not aicf sample %S/../../../examples/mlp/digits_mlp.mlir --batch 4 --checkpoint %t/ck/last.safetensors 2>&1 | FileCheck %s --check-prefix=SAMPLE

@@ -2026,9 +2026,17 @@ fn eval(
     no_loss(c, "eval")?;
     let model = hl_model(c, out)?;
     let options = options(c, d, 0, out)?;
-    let scored =
-        run::evaluate_checkpoint(&model, &options, data, checkpoint, out, eval_windows, &mut Printer::default())
-            .map_err(|e| e.to_string())?;
+    let scored = run::evaluate_checkpoint(
+        &model,
+        &options,
+        data,
+        checkpoint,
+        out,
+        eval_windows,
+        c.batch.is_some(),
+        &mut Printer::default(),
+    )
+    .map_err(|e| e.to_string())?;
     println!(
         "accuracy {} on {} {} of {} (checkpoint {}, epoch {}); loss {:.4} {}",
         percent(scored.accuracy),
