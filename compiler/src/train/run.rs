@@ -2016,6 +2016,19 @@ impl<'a> Loop<'a> {
         if precision != crate::pipeline::Precision::Fp32 {
             device = format!("{device}, {} mixed precision", precision.name());
         }
+        if global > self.data.train_len() && self.micro == 1 && self.replicas == 1 {
+            // (The line below said the batch asked for, or for a text a
+            // batch of more windows than an epoch draws.)
+            let (n, what) = if self.data.is_text() {
+                (self.data.train_len(), "windows an epoch draws (--windows-per-epoch)")
+            } else {
+                (self.data.train_len(), "training examples")
+            };
+            report.note(&format!(
+                "the batch of {global} is larger than the {n} {what}: each epoch is one step of all {n} (the model \
+                 compiled for {n} rows)"
+            ));
+        }
         if !self.data.is_text() && global > self.data.train_len() && (self.micro > 1 || self.replicas > 1) {
             // The fewer micro-batches that hold every example, where fewer
             // than asked (it suggested the very --accumulate given).
@@ -2040,7 +2053,7 @@ impl<'a> Loop<'a> {
             held_examples: self.data.held_len(),
             text: self.data.is_text(),
             // A step takes at most every training example (see the note).
-            batch: if self.data.is_text() { global } else { global.min(self.data.train_len()).max(1) },
+            batch: global.min(self.data.train_len()).max(1),
             steps_per_epoch,
             device,
         });
