@@ -995,12 +995,16 @@ fn text_bytes(path: &Path) -> Result<Vec<u8>> {
 /// (float).
 fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s Input)> {
     match sig.fed()[..] {
-        [x, y] if x.role == Role::Data && y.role == Role::Target && y.shape.len() == 1 => Ok((x, y)),
+        // A label per row: [batch], or [batch, 1] (a regression's one
+        // output column, as nn.Linear(n, 1) with MSELoss takes it).
+        [x, y] if x.role == Role::Data && y.role == Role::Target && y.shape[1..].iter().product::<usize>() == 1 => {
+            Ok((x, y))
+        }
         _ => {
             let found: Vec<String> = sig.fed().iter().map(|i| format!("{:?} {}", i.role, i.describe())).collect();
             Err(bad(format!(
                 "{name}: a CSV table (features, then a label per row) feeds a model of one input and one label of \
-                 [batch]; this model's @loss takes {}",
+                 [batch] (or [batch, 1]); this model's @loss takes {}",
                 found.join(", ")
             )))
         }
@@ -1276,7 +1280,7 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
         let mut data = Rows {
             columns: vec![
                 Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features, scaled: true },
-                Column { shape: vec![], dtype: y.dtype, values: labels, scaled: false },
+                Column { shape: y.shape[1..].to_vec(), dtype: y.dtype, values: labels, scaled: false },
             ],
             train,
             held,
@@ -1319,7 +1323,7 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     }
     let columns = vec![
         Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features, scaled: true },
-        Column { shape: vec![], dtype: y.dtype, values: labels, scaled: false },
+        Column { shape: y.shape[1..].to_vec(), dtype: y.dtype, values: labels, scaled: false },
     ];
     Ok(Dataset {
         description: format!("{rows} rows of {width} features and a label ({name})"),

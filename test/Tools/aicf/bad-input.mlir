@@ -195,7 +195,7 @@
 // NOHELD-NOT: NaN
 // NOHELD: epoch   1/1  train loss {{[0-9.]+}}  val loss n/a  (
 // NOHELD-NOT: NaN
-// NOHELD: final held-out accuracy n/a (no held-out examples)
+// NOHELD: final held-out figures n/a (no held-out examples: --val-split 0)
 // NOHELDPOLICY: val-plateau.toml: policy rule 1 triggers on a held-out plateau (val-plateau), but the run holds no examples out (--val-split); use the training-loss plateau (plateau) or hold some out
 
 // A device is no data file (/dev/zero would be read forever); a policy's

@@ -13,7 +13,7 @@
 // RUN: aicf eval %s --data %t/table.csv --checkpoint %t/ck2/last.safetensors --out %t/eval > %t/eval.txt
 // RUN: cat %t/train.txt %t/eval.txt | FileCheck %s --check-prefix=EVAL
 // EVAL: final held-out loss [[HELD:0.0[0-9]+]]
-// EVAL: accuracy n/a on 40 held-out rows of {{.*}}table.csv (checkpoint {{.*}}, epoch 30); loss [[HELD]] (mean squared error of @forward's output)
+// EVAL: loss [[HELD]] (mean squared error of @forward's output) on 40 held-out rows of {{.*}}table.csv (checkpoint {{.*}}, epoch 30)
 module {
   hl.param @fc.weight : tensor<1x2xf32> owner "fc" init <kaiming_uniform>
   hl.param @fc.bias : tensor<1xf32> owner "fc" init <zeros>

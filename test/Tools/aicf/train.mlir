@@ -40,7 +40,7 @@
 // NAN: aicf: error: the loss became {{.*}} at epoch 1, step {{[0-9]+}} (lr 1e30); lower the learning rate
 
 // NOVAL: training on 1797 examples (0 held out)
-// NOVAL: final held-out accuracy n/a (no held-out examples) after 1 epoch (
+// NOVAL: final held-out figures n/a (no held-out examples: --val-split 0) after 1 epoch (
 // SPLIT: aicf: error: --val-split 1 is not in [0, 1)
 
 // A model whose parameters are f16 trains with Adam: the update and its

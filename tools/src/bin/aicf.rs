@@ -1971,7 +1971,11 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     let accuracy = last.map_or(f64::NAN, |r| r.val_accuracy);
     let what = match last {
         Some(r) if accuracy.is_nan() && r.val_loss.is_finite() => format!("loss {:.4}", r.val_loss),
-        _ if accuracy.is_nan() => "accuracy n/a (no held-out examples)".into(),
+        // (A text's held-out part is kept out of training all the same.)
+        _ if accuracy.is_nan() && run.data.val_split > 0.0 && run.data.eval_windows == 0 => {
+            "figures n/a (--eval-windows 0 scores no held-out window)".into()
+        }
+        _ if accuracy.is_nan() => "figures n/a (no held-out examples: --val-split 0)".into(),
         _ => format!("accuracy {}", percent(accuracy)),
     };
     // Timing GEMM candidates happens once per shape and machine (later runs
@@ -2037,6 +2041,20 @@ fn eval(
         &mut Printer::default(),
     )
     .map_err(|e| e.to_string())?;
+    // A regression has no accuracy: its loss alone.
+    if scored.accuracy.is_nan() {
+        println!(
+            "loss {:.4} {} on {} {} of {} (checkpoint {}, epoch {})",
+            scored.loss,
+            scored.unit,
+            scored.examples,
+            scored.what,
+            data[0].display(),
+            checkpoint.display(),
+            scored.epoch.as_deref().unwrap_or("?"),
+        );
+        return Ok(());
+    }
     println!(
         "accuracy {} on {} {} of {} (checkpoint {}, epoch {}); loss {:.4} {}",
         percent(scored.accuracy),
