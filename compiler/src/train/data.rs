@@ -739,6 +739,15 @@ pub fn is_text(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().ends_with(".txt"))
 }
 
+/// Whether the data file `path` is read as examples in rows: a table
+/// (`.csv`, `.csv.gz`) or arrays (`.safetensors`, `.npy`).
+pub fn is_rows(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| {
+        let n = n.to_string_lossy().to_lowercase();
+        [".csv", ".csv.gz", ".safetensors", ".npy"].iter().any(|e| n.ends_with(e))
+    })
+}
+
 impl Dataset {
     /// Loads `paths` for a model of signature `sig`, checking that every fed
     /// input fits.

@@ -809,7 +809,10 @@ fn main() {
                 eprintln!("aicf: error: --profile-steps is --profile's: add --profile FILE");
                 std::process::exit(1);
             }
-            if eval_windows.is_some() && !data.iter().any(|p| aicf_compiler::train::data::is_text(p)) {
+            // (Of a file AICF reads: another's error is its format's, below.)
+            let tables = !data.iter().any(|p| aicf_compiler::train::data::is_text(p))
+                && data.iter().all(|p| aicf_compiler::train::data::is_rows(p));
+            if eval_windows.is_some() && tables {
                 eprintln!(
                     "aicf: error: --eval-windows samples a text's held-out windows; {} is no text (a table's held-out \
                      rows are scored every one)",
@@ -817,7 +820,7 @@ fn main() {
                 );
                 std::process::exit(1);
             }
-            if windows_per_epoch.is_some() && !data.iter().any(|p| aicf_compiler::train::data::is_text(p)) {
+            if windows_per_epoch.is_some() && tables {
                 eprintln!(
                     "aicf: error: --windows-per-epoch draws a text's windows; {} is no text (a table's epoch is its \
                      rows)",
