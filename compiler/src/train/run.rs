@@ -640,6 +640,23 @@ const FLOPS_KEY: &str = "train_flops";
 /// The rows a step of the checkpoint's run took (batch x micro-batches x
 /// replicas).
 const GLOBAL_BATCH_KEY: &str = "global_batch";
+const ACCUMULATE_KEY: &str = "accumulate";
+
+/// The micro-batches a step of `checkpoint`'s run took (`--accumulate`;
+/// `None` where its record has none, a checkpoint of before 2026-12-05):
+/// what `aicf train --resume` goes on with unless given another, as it goes
+/// on in the checkpoint's precision.
+pub fn trained_accumulate(checkpoint: &Path) -> Result<Option<usize>> {
+    let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
+    meta.get(ACCUMULATE_KEY)
+        .map(|v| {
+            v.parse::<usize>().ok().filter(|&m| m >= 1).ok_or_else(|| TrainError::Io {
+                path: checkpoint.to_path_buf(),
+                message: format!("its record's {ACCUMULATE_KEY} {v:?} is not a count of micro-batches"),
+            })
+        })
+        .transpose()
+}
 /// Checkpoint entries: the state of the model a watched rewrite replaced.
 const KEPT_PREFIX: &str = "aicf.kept/";
 /// The longest the replicas of a data-parallel run wait for rank 0 to
@@ -1935,6 +1952,9 @@ impl<'a> Loop<'a> {
             // --flops-budget and the registry's curve are the whole run's).
             (FLOPS_KEY.to_string(), format!("{:e}", self.adaptive.flops)),
             (GLOBAL_BATCH_KEY.to_string(), (self.batch * self.micro * self.replicas).to_string()),
+            // Its micro-batches a step (--accumulate): a resume without the
+            // flag goes on with them ([`trained_accumulate`]).
+            (ACCUMULATE_KEY.to_string(), self.micro.to_string()),
         ]);
         if let Some(r) = self.reference_loss {
             meta.insert("reference_loss".into(), r.to_string());

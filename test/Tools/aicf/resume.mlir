@@ -34,20 +34,23 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --epochs 2 --out %t/fork --resume-from %t/sgd/last.safetensors 2>&1 | FileCheck %s --check-prefix=NOWHERE
 // NOWHERE: note: --resume-from without --checkpoint-dir: the epochs trained from the checkpoint are saved nowhere (add --checkpoint-dir to keep them)
 // Gradient accumulation's sums are a step's scratch, not checkpointed: a
-// run resumes with or without --accumulate, and says that its steps then
-// take other rows. (The straight and resumed runs above also agree on the
-// training FLOPs each checkpoint records: a resumed run goes on counting.)
+// resume without --accumulate goes on with the checkpoint's micro-batches
+// (it went on at one, with a note, while --precision was taken from the
+// checkpoint); with another, it says that its steps then take other rows.
+// (The straight and resumed runs above also agree on the training FLOPs
+// each checkpoint records: a resumed run goes on counting.)
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --accumulate 2 --out %t/run --checkpoint-dir %t/acc > /dev/null
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/acc --resume 2>&1 | FileCheck %s --check-prefix=ACCPLAIN
-// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --accumulate 2 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=ACCAGAIN
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --accumulate 1 --out %t/run --checkpoint-dir %t/acc --resume 2>&1 | FileCheck %s --check-prefix=ACCONE
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 4 --accumulate 2 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=ACCAGAIN
 // RUN: not grep -c accumulated %t/acc/last.safetensors
 // The same data under another name is the same data (its bytes' hash):
 // a resume takes it, and scoring scores what the run held out of it.
 // RUN: cp %S/../../../data/digits.csv.gz %t/renamed.csv.gz
-// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/renamed.csv.gz --epochs 4 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=RENAMED
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/renamed.csv.gz --epochs 5 --out %t/run --checkpoint-dir %t/acc --resume | FileCheck %s --check-prefix=RENAMED
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/renamed.csv.gz --checkpoint %t/straight/last.safetensors --out %t/run | FileCheck %s --check-prefix=RENAMEDEVAL
-// RENAMED: resumed from {{.*}}last.safetensors at epoch 3
-// RENAMED: epoch   4/4
+// RENAMED: resumed from {{.*}}last.safetensors at epoch 4
+// RENAMED: epoch   5/5
 // RENAMEDEVAL: on 359 held-out rows of {{.*}}renamed.csv.gz
 
 // CHECK: resumed from {{.*}}last.safetensors at epoch 2 (step 90)
@@ -59,10 +62,14 @@
 
 // CORRUPT: aicf: error: {{.*}}last.safetensors: not a valid checkpoint: not a safetensors checkpoint (its first 8 bytes give a header of {{[0-9]+}} bytes, in a file of 16;
 // OTHER: aicf: error: {{.*}}last.safetensors: the checkpoint is of another model (IR hash {{[0-9a-f]+}}, this model's is {{[0-9a-f]+}})
-// ACCPLAIN: note: the checkpoint's run took global batches of 64 rows a step, this one 32 (--accumulate,
+// ACCPLAIN-NOT: note: the checkpoint's run took global batches
 // ACCPLAIN: resumed from {{.*}}last.safetensors at epoch 1 (step 23)
+// ACCPLAIN: accumulating 2 micro-batches of 32
 // ACCPLAIN: epoch   2/2
-// ACCAGAIN: resumed from {{.*}}last.safetensors at epoch 2 (step 68)
+// ACCONE: note: the checkpoint's run took global batches of 64 rows a step, this one 32 (--accumulate,
+// ACCONE: resumed from {{.*}}last.safetensors at epoch 2 (step 46)
+// ACCONE: epoch   3/3
+// ACCAGAIN: resumed from {{.*}}last.safetensors at epoch 3 (step 91)
 // ACCAGAIN: accumulating 2 micro-batches of 32
-// ACCAGAIN: epoch   3/3
+// ACCAGAIN: epoch   4/4
 // OPTIMIZER: aicf: error: {{.*}}last.safetensors: the checkpoint was trained with optimizer sgd; this run asks for adam

@@ -204,8 +204,9 @@ struct ModelArgs {
     /// micro-batches of the model's batch before one update (a global
     /// batch N times the model's, at one micro-batch's memory), in order,
     /// as N replicas of a data-parallel run add theirs (the same bits).
-    /// The sums stay on the device.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = accumulate)]
+    /// The sums stay on the device. [default: 1; a resume: the
+    /// checkpoint's]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, hide_default_value = true, value_parser = accumulate)]
     accumulate: usize,
     /// Data parallel: the most seconds any rank waits for the others in a
     /// collective before it names the ones that did not come and ends the
@@ -757,15 +758,23 @@ fn main() {
             // A resume without --precision goes on in the precision its
             // checkpoint trained in, as eval and sample run it (the default,
             // fp32, was refused as another precision than the checkpoint's).
+            // So does --accumulate (a resume at another global batch was
+            // noted, and went on at the default's).
             let mut compile = compile;
-            if !given("precision") {
-                let checkpoint = resume_from
-                    .clone()
-                    .or_else(|| checkpoint_dir.as_ref().filter(|_| resume).map(|d| d.join("last.safetensors")));
-                if let Some(c) = checkpoint.filter(|c| c.is_file())
-                    && let Ok(Some(trained)) = run::trained_precision(&c)
+            let checkpoint = resume_from
+                .clone()
+                .or_else(|| checkpoint_dir.as_ref().filter(|_| resume).map(|d| d.join("last.safetensors")))
+                .filter(|c| c.is_file());
+            if let Some(c) = &checkpoint {
+                if !given("precision")
+                    && let Ok(Some(trained)) = run::trained_precision(c)
                 {
                     compile.precision = trained;
+                }
+                if !given("accumulate")
+                    && let Ok(Some(trained)) = run::trained_accumulate(c)
+                {
+                    compile.accumulate = trained;
                 }
             }
             if let Some(n) = nproc {
