@@ -303,6 +303,20 @@ fn params_of(module: mlir_sys::MlirOperation) -> Vec<(String, Vec<usize>)> {
         .collect()
 }
 
+/// The parameter table's changes from `before` to `after`, in `after`'s
+/// order: `fc1.weight 16x64 -> 32x64`, `+fc1_deep.weight 32x32`.
+fn param_diff(before: &[(String, Vec<usize>)], after: &[(String, Vec<usize>)]) -> Vec<String> {
+    let mut diff = Vec::new();
+    for (name, shape) in after {
+        match before.iter().find(|(n, _)| n == name) {
+            Some((_, old)) if old != shape => diff.push(format!("{name} {} -> {}", shape_text(old), shape_text(shape))),
+            Some(_) => {}
+            None => diff.push(format!("+{name} {}", shape_text(shape))),
+        }
+    }
+    diff
+}
+
 fn shape_text(shape: &[usize]) -> String {
     shape.iter().map(usize::to_string).collect::<Vec<_>>().join("x")
 }
@@ -435,14 +449,7 @@ pub fn rewrite_with(source: &str, name: &str, op: &Operator, ages: bool) -> Resu
         declare_ages(module.as_operation().to_raw(), &aged)
             .map_err(|message| CompileError::Pipeline { pipeline: op.pipeline(), message })?;
     }
-    let mut diff = Vec::new();
-    for (name, shape) in &after {
-        match before.iter().find(|(n, _)| n == name) {
-            Some((_, old)) if old != shape => diff.push(format!("{name} {} -> {}", shape_text(old), shape_text(shape))),
-            Some(_) => {}
-            None => diff.push(format!("+{name} {}", shape_text(shape))),
-        }
-    }
+    let diff = param_diff(&before, &after);
     let exact = op.exact() && !matches!(&plan, Plan::Residual(r, _) if r.dropout);
     Ok(Rewrite { source: module.as_operation().to_string(), plan, diff, exact })
 }
@@ -980,7 +987,6 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
     };
     let mut source = trainer.source().to_string();
     let mut state = trainer.state();
-    let mut diff = Vec::new();
     let mut exact = true;
     let seed_of = |k: usize| seed ^ (k as u64).wrapping_mul(0x9E37_79B9);
     for (k, step) in steps.iter().enumerate() {
@@ -990,7 +996,6 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
         let r = rewrite_with(&source, trainer.name(), step, ages)?;
         let fresh = initial_state(&r.source, trainer.name(), trainer.options())?;
         state = rebind(&r.plan, &state, &fresh, seed_of(k))?;
-        diff.extend(r.diff);
         exact &= r.exact;
         source = r.source;
     }
@@ -1024,8 +1029,17 @@ pub fn grow_with(trainer: &Trainer, op: &Operator, seed: u64, ages: bool) -> Res
     new.set_state(&state)?;
     new.set_steps(trainer.steps());
     new.join_group_of(trainer)?;
-    diff.append(&mut rewrite.diff);
-    rewrite.diff = diff;
+    // A composition's changes are the whole rewrite's, each parameter once
+    // (its steps' were listed one after another: q_proj 32x32 -> 32x64,
+    // then 32x64 -> 64x64).
+    if !steps.is_empty() {
+        let table = |source: &str| -> Result<Vec<(String, Vec<usize>)>> {
+            let ctx = CompilerContext::new();
+            let module = ctx.parse(source, trainer.name())?;
+            Ok(params_of(module.as_operation().to_raw()))
+        };
+        rewrite.diff = param_diff(&table(trainer.source())?, &table(&rewrite.source)?);
+    }
     rewrite.exact &= exact;
     Ok(Grown {
         trainer: new,
