@@ -41,12 +41,12 @@
 
 // BAD: policy rule 1: unknown trigger when = "sometimes" (epoch, steps, flops, plateau, val-plateau, instability)
 // MISSING: missing.toml: No such file or directory
-// Two rules at the same step: one rewrite happens a step, so the second
+// Two rules at the same step: the step rules act once a step, so the second
 // never acted (silently); now refused, naming both. A mask longer than
 // 2^24 steps (its counter is f32) is refused by its rule.
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 32 }\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "deepen", after = "fc1" }\n' > %t/same-step.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/same --adapt %t/same-step.toml 2>&1 | FileCheck %s --check-prefix=SAMESTEP
-// SAMESTEP: policy rule 2: at = 10 is also rule 1's step: one rewrite happens a step, so this rule would never act; compose the two (action = { op = "compose", ops = [...] }) or give another step
+// SAMESTEP: policy rule 2: at = 10 is also rule 1's step: the step rules act once a step (the first that fires), so this rule would never act; compose the two (action = { op = "compose", ops = [...] }) or give another step
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 32, rule = "fresh", mask = 4, mask_delay = 2147483647 }\n' > %t/long-mask.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/long --adapt %t/long-mask.toml 2>&1 | FileCheck %s --check-prefix=LONGMASK
 // LONGMASK: policy rule 1: action: mask = 4, mask_delay = 2147483647: each at most 16777216 steps

@@ -810,14 +810,15 @@ impl Policy {
             {
                 return Err(at(format!("threshold = {t} is not a number of at least 0")));
             }
-            // One rewrite a step: a second rule set for the same step
+            // The step rules act once a step (epoch rules at the epoch's end,
+            // apart): a second rule set for the same step
             // would never fire (the first acts, and `at` matches no other).
             if r.when == "steps"
                 && let Some(step) = r.at
                 && let Some(j) = raw.rule[..i].iter().position(|q| q.when == "steps" && q.at == Some(step))
             {
                 return Err(at(format!(
-                    "at = {step} is also rule {}'s step: one rewrite happens a step, so this rule would never act; \
+                    "at = {step} is also rule {}'s step: the step rules act once a step (the first that fires), so this rule would never act; \
                      compose the two (action = {{ op = \"compose\", ops = [...] }}) or give another step",
                     j + 1
                 )));
