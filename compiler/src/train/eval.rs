@@ -104,6 +104,17 @@ pub fn evaluate_checkpoint(
         whole_text: text && !held,
         ..DataOptions::default()
     };
+    // Other data's features are read as the run read its table: divided by
+    // its scale (said: arrays already scaled were divided again, unsaid).
+    if let Some(s) =
+        scale.filter(|&s| !trained_on && !text && s != 1.0 && !meta.contains_key(super::data::STANDARDIZE_KEY))
+    {
+        report.note(&format!(
+            "{}: the features are divided by {s}, the scale the checkpoint's run read its table with (as the model \
+             trained on them): give them as that table held them",
+            data_name(data)
+        ));
+    }
     let dataset = Dataset::load(data, &sig, &data_options)?;
     // What training would have said of this data, said here too: a score
     // on it may mean little.

@@ -131,6 +131,11 @@
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/nan.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=NAN
 // NAN: aicf: error: {{.*}}nan.csv:7: column 1 is NaN, not a finite number
 // LABEL: aicf: error: {{.*}}label.csv:5: the label 42 is not a class of the model's 10 (0 to 9)
+// Other data is read as the run read its table, divided by its scale:
+// said (arrays already scaled were divided again, unsaid).
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/short.csv --checkpoint %t/ckpt/last.safetensors --out %t/run 2>&1 | FileCheck %s --check-prefix=SCALED
+// SCALED: note: {{.*}}short.csv: the features are divided by 16, the scale the checkpoint's run read its table with
+// SCALED: accuracy {{.*}} on 20 rows of
 // A cell that is not a number is named by its column; words in the first
 // row are taken for a header, which tables here have not; a row of empty
 // cells is refused (it was dropped without a word); gzip data under a name
