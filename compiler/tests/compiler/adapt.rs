@@ -490,7 +490,7 @@ fn policy_files_parse_and_errors_name_the_rule() {
     assert!(err("spike_factor = 0.5").contains("spike_factor"));
     // Another trigger's key would be ignored: it is an error naming both.
     let e = err("[[rule]]\nwhen = \"epoch\"\nat = 5\naction = \"rollback\"");
-    assert!(e.contains("policy rule 1: when = \"epoch\" takes every, not at"), "{e}");
+    assert!(e.contains("policy rule 1: when = \"epoch\" takes every = ..., not at"), "{e}");
     let e = err("[[rule]]\nwhen = \"instability\"\nwindow = 5\naction = \"rollback\"");
     assert!(e.contains("when = \"instability\" takes no trigger keys, not window"), "{e}");
     assert!(err("[[rule]]\nwhen = \"epoch\"\nevery = 0\naction = \"rollback\"").contains("count from 1"));
@@ -1092,7 +1092,7 @@ fn schedules_grow_every_k_steps_or_at_a_flops_budget_and_bad_schedules_are_refus
         ("when = \"steps\"\naction = \"rollback\"", "needs at = STEP or every = STEPS"),
         ("when = \"steps\"\nat = 3\nevery = 2\naction = \"rollback\"", "needs at = STEP or every = STEPS"),
         ("when = \"flops\"\nflops = -1.0\naction = \"rollback\"", "is not a positive number"),
-        ("when = \"epoch\"\nflops = 1.0\naction = \"rollback\"", "takes every, not flops"),
+        ("when = \"epoch\"\nflops = 1.0\naction = \"rollback\"", "takes every = ..., not flops"),
         ("when = \"steps\"\nat = 3\naction = { op = \"add-block\", init = \"sideways\" }", "unknown variant"),
         ("when = \"steps\"\nat = 3\naction = { op = \"add-block\", count = 0 }", "count = 0: it counts from 1"),
         (

@@ -799,7 +799,11 @@ impl Policy {
                 ("flops", r.flops.is_some()),
             ];
             if let Some((key, _)) = given.iter().find(|(k, set)| *set && !takes.contains(k)) {
-                let takes = if takes.is_empty() { "no trigger keys".to_string() } else { takes.join(" and ") };
+                let takes = if takes.is_empty() {
+                    "no trigger keys".to_string()
+                } else {
+                    takes.iter().map(|k| format!("{k} = ...")).collect::<Vec<_>>().join(" and ")
+                };
                 return Err(at(format!("when = \"{}\" takes {takes}, not {key}", r.when)));
             }
             if r.every == Some(0) || r.window == Some(0) || r.at == Some(0) {
