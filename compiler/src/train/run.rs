@@ -1503,7 +1503,7 @@ impl<'a> Loop<'a> {
             }
             if !never.is_empty() {
                 return Err(TrainError::Input(format!(
-                    "{}: {} (no rule of the policy adds layers for it to act on later; fix the rule, or drop it)",
+                    "{}: {}",
                     run.adapt.as_ref().map_or_else(|| "the policy".into(), |p| p.display().to_string()),
                     never.join("; ")
                 )));
@@ -2123,6 +2123,15 @@ impl<'a> Loop<'a> {
                     }
                     Trigger::Epoch { every } if every > run.epochs => {
                         Some(format!("every {every} epochs, more than this run's {}", run.epochs))
+                    }
+                    // (The last `window` steps' mean loss against the
+                    // `window` before: 2 x window steps of the run's.)
+                    Trigger::Plateau { window, .. } if (2 * window) as u64 > last.saturating_sub(step) => {
+                        Some(format!(
+                            "on a plateau over {window} steps, which compares {} steps' losses; this run trains {}",
+                            2 * window,
+                            last.saturating_sub(step)
+                        ))
                     }
                     Trigger::Flops { at } if run.flops_budget.is_some_and(|b| at > b) => Some(format!(
                         "at {at:.3e} training FLOPs, past this run's --flops-budget {:.3e}",

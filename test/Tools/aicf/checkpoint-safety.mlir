@@ -158,6 +158,11 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nolayer-deepen.toml --out %t/run8n 2>&1 | FileCheck %s --check-prefix=NOLAYERNOTE
 // NOLAYERNOTE: note: policy rule 1 (action { op = "widen", layer = "nope", rule = "net2wider", width = 32 }) cannot grow the model it starts from (the model has no layer nope (its layers: fc1, fc2)): it acts only on what an earlier growth makes
 // NOLAYERNOTE: final held-out
+// A plateau window longer than half the run is said never to act, as a
+// step past its last is.
+// RUN: printf '[[rule]]\nwhen = "plateau"\nwindow = 1000\nthreshold = 0.01\naction = { op = "widen", layer = "fc1", factor = 2.0 }\n' > %t/long-plateau.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/long-plateau.toml --out %t/run8w 2>&1 | FileCheck %s --check-prefix=LONGPLATEAU
+// LONGPLATEAU: note: policy rule 1 fires on a plateau over 1000 steps, which compares 2000 steps' losses; this run trains {{[0-9]+}}: it never acts
 // A pattern that matches no layer says so, with the layers (it said "no
 // such layer, or at its cap").
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "blocks.*.fc", factor = 2.0 }\n' > %t/nomatch.toml
@@ -169,8 +174,14 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc1", width = 8 }\n' > %t/narrower.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/narrower.toml --out %t/run8b 2>&1 | FileCheck %s --check-prefix=NARROWER
 // NARROWER: error: {{.*}}policy rule 1 (action {{.*}}) can never act on this model: width = 8 is not above fc1's 16 units
+// Alone in its policy, nothing else changes the model, so it is refused
+// (it trained on with every decision rejected); beside a rule that grows
+// the model, noted.
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc2", width = 32 }\n' > %t/output.toml
-// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/output.toml --out %t/run8o 2>&1 | FileCheck %s --check-prefix=OUTPUT
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/output.toml --out %t/run8o 2>&1 | FileCheck %s --check-prefix=OUTPUTALONE
+// OUTPUTALONE: error: {{.*}}output.toml: policy rule 1 (action { op = "widen", layer = "fc2", rule = "net2wider", width = 32 }) can never act on this model: hl-widen: fc2's units reach 'func.return' here; {{.*}} (no other rule of the policy changes the model; fix the rule, or drop it)
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "fc2", width = 32 }\n[[rule]]\nwhen = "steps"\nat = 7\naction = { op = "widen", layer = "fc1", width = 32 }\n' > %t/output2.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/output2.toml --out %t/run8o2 2>&1 | FileCheck %s --check-prefix=OUTPUT
 // OUTPUT: note: policy rule 1 (action { op = "widen", layer = "fc2", rule = "net2wider", width = 32 }) cannot rewrite the model it starts from (hl-widen: fc2's units reach 'func.return' here; {{.*}}): its decision will be rejected unless an earlier growth changes that
 // OUTPUT: widen fc2 to 32 (net2wider) on step 5 reached -> rejected
 // A deepening after a layer the model lacks, and a block added to a model
@@ -178,7 +189,7 @@
 // its rule fired); a mask on net2wider's widening is refused by its rule.
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "deepen", after = "nope" }\n[[rule]]\nwhen = "steps"\nat = 6\naction = { op = "add-block" }\n' > %t/cannot.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/cannot.toml --out %t/run8c 2>&1 | FileCheck %s --check-prefix=CANNOT
-// CANNOT: error: {{.*}}policy rule 1 (action {{.*}}) can never act on this model: the model has no layer nope (its layers: fc1, fc2); policy rule 2 (action {{.*}}) can never act on this model: the model has no blocks blocks.0, blocks.1, ...
+// CANNOT: error: {{.*}}policy rule 1 (action {{.*}}) can never act on this model: the model has no layer nope (its layers: fc1, fc2) (no rule {{.*}}); policy rule 2 (action {{.*}}) can never act on this model: the model has no blocks blocks.0, blocks.1, ...
 // A composition with one operator that finds nothing is refused as a
 // rule of that operator alone is, where no rule adds layers (it was noted,
 // and the rest applied: a misspelt layer dropped), naming the operator.

@@ -344,6 +344,18 @@ impl Template {
                 }
                 if why.is_empty() { generic } else { why.join("; ") }
             }
+            Template::AddBlock { prefix, max_blocks: Some(m), .. } => {
+                let mut blocks: Vec<usize> = trainer
+                    .backend()
+                    .manifest()
+                    .symbols
+                    .iter()
+                    .filter_map(|s| grow_stream::block_of(&s.name, prefix).map(|(i, _)| i))
+                    .collect();
+                blocks.sort_unstable();
+                blocks.dedup();
+                format!("the model has {} blocks {prefix}.*, at or above max_blocks = {m}", blocks.len())
+            }
             Template::WidenResidual { width, max_width, .. } => {
                 let ctx = CompilerContext::new();
                 let current = ctx
@@ -659,16 +671,18 @@ struct RawLrFactor {
 
 impl Policy {
     /// The rules against the model a run starts from: notes, and what can
-    /// never act (empty where all can). An operator that finds nothing
-    /// there (a layer the model lacks, a width at or below the layer's)
-    /// makes its rule one that can never act where no rule of the policy
-    /// adds layers (deepen, add-block), and is noted where one does (a
-    /// misspelt layer otherwise never acted, silently); a composition goes
-    /// on without such an operator, and a fork skips such a candidate
-    /// (each noted). A single operator's rewrite is also tried on the IR:
-    /// one that fails (the output layer, which no widening takes) is noted,
-    /// as its decision would be rejected. A composition is not tried whole:
-    /// its operators apply one after another, each to the last one's model.
+    /// never act (empty where all can), each saying why. An operator that
+    /// finds nothing there (a layer the model lacks, a width at or below the
+    /// layer's) makes its rule one that can never act where no rule of the
+    /// policy that can act adds layers (deepen, add-block), and is noted
+    /// where one does (a misspelt layer otherwise never acted, silently); a
+    /// composition's operator is judged so too, and a fork skips such a
+    /// candidate (noted). A single operator's rewrite is also tried on the
+    /// IR: one that fails (the output layer, which no widening takes) can
+    /// never act where no other rule of the policy can change the model (it
+    /// stays as it is), and is noted where one can, as its decision would be
+    /// rejected until then. A composition is not tried whole: its operators
+    /// apply one after another, each to the last one's model.
     pub fn check_start(&self, trainer: &Trainer) -> (Vec<String>, Vec<String>) {
         // A composition's operators each (one misspelt among them would
         // otherwise be dropped silently).
@@ -691,71 +705,103 @@ impl Policy {
             None => Some(t.nothing_to_grow(trainer)),
             Some(_) => t.cannot_apply(trainer),
         };
-        let adds_layers = self.rules.iter().any(|r| {
-            tops(&r.action)
-                .iter()
-                .flat_map(flat)
-                .any(|t| matches!(t, Template::Deepen { .. } | Template::AddBlock { .. }) && lacks(t).is_none())
-        });
-        let later = "it acts only on what an earlier growth makes";
-        let (mut notes, mut never) = (Vec::new(), Vec::new());
-        for (k, rule) in self.rules.iter().enumerate() {
-            let k = k + 1;
-            let candidates = tops(&rule.action);
-            // Why each candidate cannot act on the starting model: every
-            // operator finds nothing there, or its rewrite fails.
-            let mut cannot: Vec<(String, String, bool)> = Vec::new(); // (action, why, found by rewriting)
-            for t in candidates {
-                let ops = flat(t);
-                let missing: Vec<(usize, &Template, String)> =
-                    ops.iter().enumerate().filter_map(|(i, op)| lacks(op).map(|why| (i + 1, *op, why))).collect();
-                if missing.len() == ops.len() {
-                    let why = missing.iter().map(|(_, _, w)| w.as_str()).collect::<Vec<_>>().join("; ");
-                    cannot.push((t.toml(), why, false));
-                    continue;
-                }
-                // An operator of a composition that finds nothing: the rest
-                // go on without it where a rule adds layers (it may act on
-                // them), else it never acts (a misspelt layer dropped).
-                for (i, op, why) in &missing {
-                    let which = format!("operator {i} of {} of its composition (action {})", ops.len(), op.toml());
-                    if adds_layers {
-                        notes.push(format!(
-                            "policy rule {k}'s {which} cannot grow the model it starts from ({why}): the \
-                             composition goes on without it; {later}"
-                        ));
-                    } else {
-                        never.push(format!("policy rule {k}'s {which} can never act on this model: {why}"));
+        // What each rule finds in the starting model: per candidate, its
+        // composition's operators that find nothing (position, operator,
+        // why), and why the candidate cannot act at all (action, why,
+        // found by rewriting).
+        struct Found<'a> {
+            missing: Vec<(usize, usize, &'a Template, String)>, // (operators, position, operator, why)
+            cannot: Vec<(String, String, bool)>,
+            candidates: usize,
+        }
+        let found: Vec<Found> = self
+            .rules
+            .iter()
+            .map(|rule| {
+                let candidates = tops(&rule.action);
+                let (mut missing, mut cannot) = (Vec::new(), Vec::new());
+                for t in candidates {
+                    let ops = flat(t);
+                    let lacking: Vec<(usize, usize, &Template, String)> = ops
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, op)| lacks(op).map(|why| (ops.len(), i + 1, *op, why)))
+                        .collect();
+                    if lacking.len() == ops.len() {
+                        let why = lacking.iter().map(|(_, _, _, w)| w.as_str()).collect::<Vec<_>>().join("; ");
+                        cannot.push((t.toml(), why, false));
+                        continue;
+                    }
+                    missing.extend(lacking);
+                    if let Some(op) = t.resolve(trainer, 0)
+                        && !matches!(op, Operator::Compose { .. })
+                        && let Err(e) = super::rewrite(trainer.source(), trainer.name(), &op)
+                    {
+                        // In the pass's own words, not the pipeline's.
+                        let e = e.to_string().replace(" (see the errors above)", "");
+                        let why = e.rsplit_once("error: ").map_or(e.clone(), |(_, w)| w.trim().into());
+                        cannot.push((t.toml(), why, true));
                     }
                 }
-                if let Some(op) = t.resolve(trainer, 0)
-                    && !matches!(op, Operator::Compose { .. })
-                    && let Err(e) = super::rewrite(trainer.source(), trainer.name(), &op)
-                {
-                    // In the pass's own words, not the pipeline's.
-                    let e = e.to_string().replace(" (see the errors above)", "");
-                    let why = e.rsplit_once("error: ").map_or(e.clone(), |(_, w)| w.trim().into());
-                    cannot.push((t.toml(), why, true));
+                Found { missing, cannot, candidates: candidates.len() }
+            })
+            .collect();
+        // Whether a rule can change the starting model: a growth with a
+        // candidate that acts on it.
+        let grows = |k: usize| found[k].candidates > 0 && found[k].cannot.len() < found[k].candidates;
+        let adds_layers = self.rules.iter().enumerate().any(|(k, r)| {
+            grows(k)
+                && tops(&r.action)
+                    .iter()
+                    .flat_map(flat)
+                    .any(|t| matches!(t, Template::Deepen { .. } | Template::AddBlock { .. }) && lacks(t).is_none())
+        });
+        let later = "it acts only on what an earlier growth makes";
+        let no_adding = "no rule of the policy adds layers for it to act on later; fix the rule, or drop it";
+        let (mut notes, mut never) = (Vec::new(), Vec::new());
+        for (k, rule) in self.rules.iter().enumerate() {
+            let f = &found[k];
+            let others_grow = (0..self.rules.len()).any(|j| j != k && grows(j));
+            let n = k + 1;
+            // An operator of a composition that finds nothing: the rest go
+            // on without it where a rule adds layers (it may act on them),
+            // else it never acts (a misspelt layer dropped).
+            for (ops, i, op, why) in &f.missing {
+                let which = format!("operator {i} of {ops} of its composition (action {})", op.toml());
+                if adds_layers {
+                    notes.push(format!(
+                        "policy rule {n}'s {which} cannot grow the model it starts from ({why}): the composition goes \
+                         on without it; {later}"
+                    ));
+                } else {
+                    never.push(format!("policy rule {n}'s {which} can never act on this model: {why} ({no_adding})"));
                 }
             }
-            let none_acts = !candidates.is_empty() && cannot.len() == candidates.len();
-            for (action, why, rewriting) in cannot {
+            let none_acts = f.candidates > 0 && f.cannot.len() == f.candidates;
+            for (action, why, rewriting) in &f.cannot {
                 if matches!(rule.action, Action::Fork { .. }) && !none_acts {
                     notes.push(format!(
-                        "policy rule {k}'s fork candidate {action} cannot grow the model it starts from ({why}): the \
+                        "policy rule {n}'s fork candidate {action} cannot grow the model it starts from ({why}): the \
                          fork skips it while that holds"
                     ));
-                } else if rewriting {
+                } else if *rewriting && others_grow {
                     notes.push(format!(
-                        "policy rule {k} (action {action}) cannot rewrite the model it starts from ({why}): its \
+                        "policy rule {n} (action {action}) cannot rewrite the model it starts from ({why}): its \
                          decision will be rejected unless an earlier growth changes that"
+                    ));
+                } else if *rewriting {
+                    never.push(format!(
+                        "policy rule {n} (action {action}) can never act on this model: {why} (no other rule of the \
+                         policy changes the model; fix the rule, or drop it)"
                     ));
                 } else if adds_layers {
                     notes.push(format!(
-                        "policy rule {k} (action {action}) cannot grow the model it starts from ({why}): {later}"
+                        "policy rule {n} (action {action}) cannot grow the model it starts from ({why}): {later}"
                     ));
                 } else {
-                    never.push(format!("policy rule {k} (action {action}) can never act on this model: {why}"));
+                    never.push(format!(
+                        "policy rule {n} (action {action}) can never act on this model: {why} ({no_adding})"
+                    ));
                 }
             }
         }
