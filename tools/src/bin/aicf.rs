@@ -1037,12 +1037,65 @@ fn bucket_size(text: &str) -> Result<u64> {
     }
 }
 
+/// Copies mpirun's stderr to this process's, leaving out Open MPI's help
+/// text for an MPI_ABORT (a block between lines of dashes, and its
+/// aggregated repeats): it followed every failed data-parallel start,
+/// after the rank's own error, and says nothing the error does not. Other
+/// blocks (which rank a signal ended) pass whole.
+fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Write) {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(from);
+    let mut block: Option<Vec<u8>> = None;
+    let mut dropped = false;
+    let mut line = Vec::new();
+    let dashes = |l: &[u8]| {
+        let t = l.trim_ascii_end();
+        t.len() >= 20 && t.iter().all(|&b| b == b'-')
+    };
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&line);
+        if let Some(b) = block.as_mut() {
+            b.extend_from_slice(&line);
+            if dashes(&line) {
+                let b = block.take().unwrap_or_default();
+                if String::from_utf8_lossy(&b).contains("MPI_ABORT was invoked") {
+                    dropped = true;
+                } else {
+                    let _ = to.write_all(&b);
+                }
+            }
+            continue;
+        }
+        if dashes(&line) {
+            block = Some(line.clone());
+            continue;
+        }
+        // "[host:pid] 1 more process has sent help message help-mpi-api.txt
+        // / mpi-abort", and the advice that follows it.
+        if dropped
+            && (text.contains("help-mpi-api.txt / mpi-abort") || text.contains("\"orte_base_help_aggregate\" to 0"))
+        {
+            continue;
+        }
+        let _ = to.write_all(&line);
+        let _ = to.flush();
+    }
+    if let Some(b) = block {
+        let _ = to.write_all(&b);
+    }
+    let _ = to.flush();
+}
+
 /// Records the run whose registry row rank 0 named in `record` (written
 /// where the run was recorded) as interrupted, where it is still
 /// unfinished; a registry that cannot be written is said, not an error.
 fn mark_interrupted(record: &Path, message: &str, seconds: f64) {
     let Ok(text) = std::fs::read_to_string(record) else { return };
-    let _ = std::fs::remove_file(record);
     let Some((db, id)) = text.rsplit_once('#') else { return };
     let Ok(id) = id.parse::<i64>() else { return };
     let marked = aicf_compiler::train::registry::Runs::open(Path::new(db))
@@ -1125,11 +1178,22 @@ fn launch_mpirun(n: usize) -> i32 {
         command.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     }
     // Rank 0 says where it records the run (`aicf runs`), so that a run
-    // this process interrupts is recorded as interrupted, not unfinished.
-    let record = std::env::temp_dir().join(format!("aicf-nproc-{}.run", std::process::id()));
-    let _ = std::fs::remove_file(&record);
-    command.env(aicf_compiler::train::registry::NPROC_RECORD_ENV, &record);
+    // this process interrupts is recorded as interrupted, not unfinished:
+    // into a folder of this process's own (made new, so no one else's file
+    // or link is read or written), removed at the end.
+    let record_dir = std::env::temp_dir().join(format!(
+        "aicf-nproc-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+    ));
+    let record = std::fs::create_dir(&record_dir).ok().map(|()| record_dir.join("run"));
+    if let Some(record) = &record {
+        command.env(aicf_compiler::train::registry::NPROC_RECORD_ENV, record);
+    }
     command.arg(exe).args(&args);
+    // Open MPI's help text for an MPI_ABORT (a failed rank's way out) is
+    // left out of what mpirun prints: it followed the rank's own error.
+    command.stderr(std::process::Stdio::piped());
     // mpirun ends with this process, however it ends (a SIGTERM or SIGKILL
     // sent to it alone left mpirun and its ranks training, holding the
     // checkpoint directory's lock): the kernel sends it SIGTERM, which
@@ -1167,7 +1231,11 @@ fn launch_mpirun(n: usize) -> i32 {
     // where mpirun has not ended a second later, as a second SIGINT makes
     // mpirun print that an abort is already under way.)
     let started = Instant::now();
+    let mut forward = None;
     let waited = command.spawn().and_then(|mut child| {
+        if let Some(err) = child.stderr.take() {
+            forward = Some(std::thread::spawn(move || forward_without_abort_help(err, &mut std::io::stderr())));
+        }
         let (mut seen, mut passed_on) = (None, false);
         loop {
             if let Some(status) = child.try_wait()? {
@@ -1185,6 +1253,15 @@ fn launch_mpirun(n: usize) -> i32 {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     });
+    // (Everything mpirun printed is out before this process's last words.)
+    if let Some(f) = forward {
+        let _ = f.join();
+    }
+    let mark = |message: &str| {
+        if let Some(record) = &record {
+            mark_interrupted(record, message, started.elapsed().as_secs_f64());
+        }
+    };
     // (A run that ended well, or that failed on its own, says so as usual.)
     if waited.as_ref().is_ok_and(|s| !s.success()) && aicf_runtime::checkpoint::interrupted() {
         let last = checkpoint_dir.map(|d| d.join("last.safetensors"));
@@ -1198,11 +1275,16 @@ fn launch_mpirun(n: usize) -> i32 {
             None => "no checkpoint is written without --checkpoint-dir".into(),
         };
         let message = format!("interrupted: the data-parallel run's {n} processes were stopped");
-        mark_interrupted(&record, &message, started.elapsed().as_secs_f64());
+        mark(&message);
+        if record.is_some() {
+            let _ = std::fs::remove_dir_all(&record_dir);
+        }
         eprintln!("aicf: error: {message}; {kept}");
         return 130;
     }
-    let _ = std::fs::remove_file(&record);
+    if record.is_some() {
+        let _ = std::fs::remove_dir_all(&record_dir);
+    }
     match waited {
         Ok(status) => match status.code() {
             // A rank ended by a signal (killed, out of memory): mpirun
