@@ -1132,7 +1132,17 @@ pub fn fit(
             }
         }
     }
-    let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, report)?;
+    // Where the policy starts on the model it is checked against: a fresh
+    // run's, or a resume's whose policy is not the checkpoint's run's
+    // (--override-resume: it starts afresh at the checkpoint's step).
+    let policy_starts = match &resume {
+        None => Some(0),
+        Some((_, meta)) => meta
+            .get("policy")
+            .filter(|saved| run.adapt.is_some() && record.iter().any(|(k, v)| *k == "policy" && v != *saved))
+            .map(|_| meta.get("step").and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)),
+    };
+    let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, policy_starts, report)?;
     if let Some(c) = &comm {
         if rank == 0 {
             c.barrier_within("waiting for rank 0 to compile the model", COMPILE_WAIT.max(c.timeout()))
@@ -1168,6 +1178,12 @@ pub fn fit(
                 let (file, id) = meta.get(REGISTRY_RUN_KEY)?.rsplit_once('#')?;
                 (registry_key(db) == file).then(|| id.parse::<i64>().ok())?
             });
+            // A resumed run in a row of its own (a fork, or another
+            // registry) records the decisions from here on: those the
+            // checkpoint carries are its parent's, in the parent's row.
+            if resume.is_some() && continued.is_none() {
+                loop_.recorded_decisions = loop_.adaptive.decisions().len();
+            }
             match Recorder::begin(db, &loop_, options, run, problem, &model_file, &model_hash, data, continued) {
                 Ok(r) => {
                     // `aicf train --nproc` asks where rank 0 recorded the
@@ -1428,6 +1444,10 @@ struct Loop<'a> {
     /// the model's IR as the last recorded change left it.
     recorder: Option<Rc<Recorder>>,
     recorded_decisions: usize,
+    /// The step the policy starts at on this model (0, or a resume's where
+    /// another policy starts afresh); `None` on a plain resume, whose
+    /// policy goes on with what it observed.
+    policy_starts: Option<u64>,
     last_source: String,
     /// Time spent writing to the run registry (waiting on another run's
     /// lock, up to 30 s a write): not counted as training time.
@@ -1471,6 +1491,7 @@ fn tail_batches(data: &Dataset, batch: usize, micro: usize, replicas: usize, ran
 }
 
 impl<'a> Loop<'a> {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         trainer: Trainer,
         sig: &'a Signature,
@@ -1478,6 +1499,7 @@ impl<'a> Loop<'a> {
         run: &RunOptions,
         policy: Policy,
         model: &Path,
+        policy_starts: Option<u64>,
         report: &mut dyn Report,
     ) -> Result<Self> {
         let batch = sig.batch();
@@ -1493,11 +1515,27 @@ impl<'a> Loop<'a> {
         for c in trainer.compiled() {
             report.compiled(model, c);
         }
-        // The policy against the starting model (`Policy::check_start`).
-        // Not on resume: the model is then the checkpoint's, grown by rules
-        // that have fired.
-        if rank == 0 && !run.resume && run.resume_from.is_none() {
-            let (notes, never) = policy.check_start(&trainer);
+        // The policy against the model it starts on (`Policy::check_start`):
+        // a fresh run's, or the checkpoint's where another policy starts
+        // afresh on it. Not on a plain resume: the model is then grown by
+        // rules that have fired.
+        if rank == 0
+            && let Some(start) = policy_starts
+        {
+            let (mut notes, never) = policy.check_start(&trainer);
+            // (A step rule set at or before the step it starts from.)
+            for (k, rule) in policy.rules.iter().enumerate() {
+                if let Trigger::Steps { at } = rule.trigger
+                    && start > 0
+                    && at <= start
+                {
+                    notes.push(format!(
+                        "policy rule {} fires at step {at}, which the checkpoint's run has passed (step {start}): \
+                         it never acts",
+                        k + 1
+                    ));
+                }
+            }
             for note in &notes {
                 report.note(note);
             }
@@ -1537,6 +1575,7 @@ impl<'a> Loop<'a> {
             micro,
             recorder: None,
             recorded_decisions: 0,
+            policy_starts,
             last_source: String::new(),
             registry_time: std::time::Duration::ZERO,
             plotted: None,
@@ -2126,7 +2165,11 @@ impl<'a> Loop<'a> {
                     }
                     // (The last `window` steps' mean loss against the
                     // `window` before: 2 x window steps of the run's.)
-                    Trigger::Plateau { window, .. } if (2 * window) as u64 > last.saturating_sub(step) => {
+                    // (Only where the policy starts here: a resumed one
+                    // goes on with the losses it observed before.)
+                    Trigger::Plateau { window, .. }
+                        if self.policy_starts.is_some() && (2 * window) as u64 > last.saturating_sub(step) =>
+                    {
                         Some(format!(
                             "on a plateau over {window} steps, which compares {} steps' losses; this run trains {}",
                             2 * window,

@@ -62,6 +62,13 @@
 // RULES: note: {{.*}}b-ckpt/v1.safetensors: its run grew by another policy: {{.*}}one-rule.toml starts afresh from the checkpoint's model (its rules act from step 90 on)
 // RULES: step 100 (epoch 3): widen fc1 to 64 {{.*}} -> accepted
 // RULES: epoch   5/5
+// A policy that starts afresh is checked against the checkpoint's model,
+// as a fresh run's is against its own (a misspelt layer trained on, said
+// nothing), and a step rule the checkpoint has passed is said never to act.
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", factor = 2.0 }\n[[rule]]\nwhen = "steps"\nat = 120\naction = { op = "widen", layer = "fc9", factor = 2.0 }\n' > %t/misspelt.toml
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/b3 --checkpoint-dir %t/b3-ckpt --adapt %t/misspelt.toml --resume-from %t/b-ckpt/v1.safetensors --override-resume --no-progress 2>&1 | FileCheck %s --check-prefix=AFRESH
+// AFRESH: note: policy rule 1 fires at step 10, which the checkpoint's run has passed (step 90): it never acts
+// AFRESH: error: {{.*}}misspelt.toml: policy rule 2 (action {{.*}}fc9{{.*}}) can never act on this model: the model has no layer fc9 (its layers: fc1, fc2)
 
 // A plain run resumed on a fresh cache ends where a straight one does
 // (GEMMs pinned, as above).

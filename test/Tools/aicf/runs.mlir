@@ -152,3 +152,9 @@
 // FORKED: 1 finished {{.*}} mlp 16-10 {{.*}} 9
 // FORKED-NEXT: 2 finished {{.*}} 4
 // FORKED-NEXT: 2 runs in
+// Its row holds its own decisions, not the parent's before the fork (the
+// growth at step 50 is run 1's).
+// RUN: aicf runs show 2 --runs-db %t/resumed.sqlite | FileCheck %s --check-prefix=FORKSHOW
+// FORKSHOW-NOT: step 50
+// FORKSHOW: step 100 {{.*}}, IR before and after recorded
+// FORKSHOW-NOT: step 50

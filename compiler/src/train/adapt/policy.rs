@@ -766,9 +766,13 @@ impl Policy {
             // An operator of a composition that finds nothing: the rest go
             // on without it where a rule adds layers (it may act on them),
             // else it never acts (a misspelt layer dropped).
+            let none_acts = f.candidates > 0 && f.cannot.len() == f.candidates;
+            // (A fork's other candidates act: it goes on, as it skips a
+            // candidate that finds nothing.)
+            let fork_acts = matches!(rule.action, Action::Fork { .. }) && !none_acts;
             for (ops, i, op, why) in &f.missing {
                 let which = format!("operator {i} of {ops} of its composition (action {})", op.toml());
-                if adds_layers {
+                if adds_layers || fork_acts {
                     notes.push(format!(
                         "policy rule {n}'s {which} cannot grow the model it starts from ({why}): the composition goes \
                          on without it; {later}"
@@ -777,7 +781,6 @@ impl Policy {
                     never.push(format!("policy rule {n}'s {which} can never act on this model: {why} ({no_adding})"));
                 }
             }
-            let none_acts = f.candidates > 0 && f.cannot.len() == f.candidates;
             for (action, why, rewriting) in &f.cannot {
                 if matches!(rule.action, Action::Fork { .. }) && !none_acts {
                     notes.push(format!(
