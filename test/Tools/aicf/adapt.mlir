@@ -41,12 +41,15 @@
 
 // BAD: policy rule 1: unknown trigger when = "sometimes" (epoch, steps, flops, plateau, val-plateau, instability)
 // MISSING: missing.toml: No such file or directory
-// Two rules at the same step: the step rules act once a step, so the second
-// never acted (silently); now refused, naming both. A mask longer than
-// 2^24 steps (its counter is f32) is refused by its rule.
+// Two rules at the same step: the step rules act once a step, the first
+// whose rewrite changes the model, so the second acts only as a fallback
+// (it never acted, silently): noted, naming both. A mask longer than 2^24
+// steps (its counter is f32) is refused by its rule.
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 32 }\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "deepen", after = "fc1" }\n' > %t/same-step.toml
-// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/same --adapt %t/same-step.toml 2>&1 | FileCheck %s --check-prefix=SAMESTEP
-// SAMESTEP: policy rule 2: at = 10 is also rule 1's step: the step rules act once a step (the first that fires), so this rule would never act; compose the two (action = { op = "compose", ops = [...] }) or give another step
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/same --adapt %t/same-step.toml --no-progress 2>&1 | FileCheck %s --check-prefix=SAMESTEP
+// SAMESTEP: note: policy rule 2 is set for step 10, as rule 1 is: it acts there only where rule 1's rewrite does not change the model (rejected, or at its cap); compose the two (action = { op = "compose", ops = [...] }) to apply both
+// SAMESTEP: step 10 (epoch 1): widen fc1 to 32
+// SAMESTEP-NOT: deepen
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 32, rule = "fresh", mask = 4, mask_delay = 2147483647 }\n' > %t/long-mask.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/long --adapt %t/long-mask.toml 2>&1 | FileCheck %s --check-prefix=LONGMASK
 // LONGMASK: policy rule 1: action: mask = 4, mask_delay = 2147483647: each at most 16777216 steps
@@ -71,7 +74,9 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/early --adapt %t-early.toml --no-progress | FileCheck %s --check-prefix=EARLY
 // EARLY: step 5 (epoch 1): roll back on step 5 reached -> rejected {{.*}}: nothing to go back to: no epoch has ended yet, and no rewrite is being watched
 // EARLY: final held-out accuracy
-// RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", factor = 1e300 }\n' > %t-factor.toml
+// (Beside a rule that grows the model, so that the run goes on to reject
+// it: alone, it is refused before training.)
+// RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", factor = 1e300 }\n[[rule]]\nwhen = "steps"\nat = 40\naction = { op = "widen", layer = "fc1", width = 32 }\n' > %t-factor.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/factor --adapt %t-factor.toml --no-progress 2>&1 | FileCheck %s --check-prefix=FACTOR
 // FACTOR: widen fc1 to 1099511627776 (net2wider) on step 10 reached -> rejected
 // FACTOR: is larger than the 1 TiB a tensor may hold
@@ -92,11 +97,12 @@
 // layer norm, as nanoGPT's and GPT-2's) widens with the stream by the mean
 // rule, exactly: the table's new columns meet the norm's new channels,
 // which are zero (it was refused: "tied weights cannot widen"). The
-// duplicate rule would count copied channels twice: refused with why.
+// duplicate rule would count copied channels twice: refused with why,
+// before training where no other rule changes the model (it trained on,
+// rejected at its step).
 // RUN: printf 'verify_tolerance = 1e-4\n[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "widen-residual", factor = 2.0 }\n' > %t/tied-mean.toml
 // RUN: aicf train %S/inputs/tied-lm.mlir.txt --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 16 --eval-windows 4 --no-runs-db --no-progress --adapt %t/tied-mean.toml --out %t/tied-mean 2>&1 | FileCheck %s --check-prefix=TIEDMEAN
 // TIEDMEAN: step 2 (epoch 1): widen the residual stream to 16 on step 2 reached -> accepted [wte.weight 65x8 -> 65x16, ln.weight 8 -> 16, ln.bias 8 -> 16], probe loss [[LOSS:[0-9.]+]] -> [[LOSS]]
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "widen-residual", factor = 2.0, rule = "duplicate" }\n' > %t/tied-dup.toml
-// RUN: aicf train %S/inputs/tied-lm.mlir.txt --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 16 --eval-windows 4 --no-runs-db --no-progress --adapt %t/tied-dup.toml --out %t/tied-dup 2>&1 | FileCheck %s --check-prefix=TIEDDUP
-// TIEDDUP: rejected
-// TIEDDUP: hl-widen-residual: @wte.weight is also the output layer's weight (tied); a tied stream widens by rule=mean only
+// RUN: not aicf train %S/inputs/tied-lm.mlir.txt --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 16 --eval-windows 4 --no-runs-db --no-progress --adapt %t/tied-dup.toml --out %t/tied-dup 2>&1 | FileCheck %s --check-prefix=TIEDDUP
+// TIEDDUP: can never act on this model: hl-widen-residual: @wte.weight is also the output layer's weight (tied); a tied stream widens by rule=mean only

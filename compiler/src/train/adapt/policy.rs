@@ -760,6 +760,22 @@ impl Policy {
         let no_adding = "no rule of the policy adds layers for it to act on later; fix the rule, or drop it";
         let (mut notes, mut never) = (Vec::new(), Vec::new());
         for (k, rule) in self.rules.iter().enumerate() {
+            // The step rules act once a step, the first whose rewrite
+            // changes the model (epoch rules at the epoch's end, apart): a
+            // second rule at one step is a fallback, silent until now.
+            if let Trigger::Steps { at } = rule.trigger
+                && let Some(j) =
+                    self.rules[..k].iter().position(|q| matches!(q.trigger, Trigger::Steps { at: a } if a == at))
+            {
+                notes.push(format!(
+                    "policy rule {} is set for step {at}, as rule {} is: it acts there only where rule {}'s rewrite \
+                     does not change the model (rejected, or at its cap); compose the two (action = {{ op = \
+                     \"compose\", ops = [...] }}) to apply both",
+                    k + 1,
+                    j + 1,
+                    j + 1
+                ));
+            }
             let f = &found[k];
             let others_grow = (0..self.rules.len()).any(|j| j != k && grows(j));
             let n = k + 1;
@@ -862,19 +878,6 @@ impl Policy {
                 && !(t.is_finite() && t >= 0.0)
             {
                 return Err(at(format!("threshold = {t} is not a number of at least 0")));
-            }
-            // The step rules act once a step (epoch rules at the epoch's end,
-            // apart): a second rule set for the same step
-            // would never fire (the first acts, and `at` matches no other).
-            if r.when == "steps"
-                && let Some(step) = r.at
-                && let Some(j) = raw.rule[..i].iter().position(|q| q.when == "steps" && q.at == Some(step))
-            {
-                return Err(at(format!(
-                    "at = {step} is also rule {}'s step: the step rules act once a step (the first that fires), so this rule would never act; \
-                     compose the two (action = {{ op = \"compose\", ops = [...] }}) or give another step",
-                    j + 1
-                )));
             }
             let trigger = match r.when.as_str() {
                 "epoch" => Trigger::Epoch { every: r.every.unwrap_or(1) },
