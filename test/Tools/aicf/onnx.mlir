@@ -38,8 +38,10 @@
 // RUN: FileCheck %s --check-prefix=GPTDECISION < %t/gpt-grow/decisions.jsonl
 // GPTGROW: step 10 (epoch 1): widen the residual stream to 64; grow blocks.0 to 6 heads; grow blocks.1 to 6 heads; widen blocks.0.fc to 256 (zeroout); widen blocks.1.fc to 256 (zeroout); add a block to blocks after the last (zero) on step 10 reached -> accepted
 // GPTGROW: adaptive run: 1 decision
-// GPTDECISION: "blocks.0.qkv.weight 96x32 -> 96x64"
-// GPTDECISION-SAME: "blocks.0.qkv.weight 96x64 -> 144x64"
+// (The composition's change per parameter, once: stream 32 -> 64, then
+// heads 4 -> 6 of the fused q/k/v projection.)
+// GPTDECISION: "blocks.0.qkv.weight 96x32 -> 144x64"
+// GPTDECISION-NOT: "blocks.0.qkv.weight 96x64
 // GPTDECISION-SAME: "+blocks.2.fc.weight 256x64"
 // GPTDECISION-SAME: "relative_change":{{0\.0|[0-9.]+e-([7-9]|[1-9][0-9])}},
 // GPTDECISION-SAME: "exact":true
