@@ -28,7 +28,7 @@ use crate::CompilerContext;
 use crate::ir;
 use crate::train::TrainError;
 use aicf_runtime::{Tensor, artifact::DType};
-use mlir_sys::{MlirBlock, MlirOperation};
+use mlir_sys::{MlirBlock, MlirOperation, MlirValue};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -146,19 +146,12 @@ impl Signature {
                 Some("loss") => {
                     loss = Some(args);
                     // Inputs a gather reads as indices: the rows they index.
+                    let funcs: BTreeMap<String, MlirBlock> = ir::functions(raw)
+                        .into_iter()
+                        .filter_map(|(f, b)| Some((ir::string_attr(f, "sym_name")?, b)))
+                        .collect();
                     index_bounds = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
-                        .map(|i| {
-                            let arg = unsafe { mlir_sys::mlirBlockGetArgument(block, i) };
-                            ir::users(arg)
-                                .into_iter()
-                                .filter(|&u| ir::op_name(u) == "hl.gather")
-                                .filter(|&u| ir::operands(u).get(1).is_some_and(|&v| ir::key(v) == ir::key(arg)))
-                                .filter_map(|u| {
-                                    let axis = usize::try_from(ir::int_attr(u, "axis")?).ok()?;
-                                    ir::spec(*ir::operands(u).first()?).shape.get(axis).copied()
-                                })
-                                .min()
-                        })
+                        .map(|i| rows_indexed(unsafe { mlir_sys::mlirBlockGetArgument(block, i) }, &funcs, 0))
                         .collect();
                     // (Only where @loss is a mean cross-entropy and nothing
                     // else, which the logits' cross-entropy reproduces.)
@@ -295,6 +288,41 @@ impl Signature {
         let targets: Vec<&Input> = self.inputs.iter().filter(|i| i.role == Role::Target).collect();
         matches!(targets[..], [t] if is_int(t.dtype) && t.shape[..] == out[..out.len().saturating_sub(1)])
     }
+}
+
+/// The rows of the tables `v` indexes as a gather's indices: directly,
+/// through reshapes, or as an argument of a called function (`@loss`
+/// calling `@forward`); the fewest where several; `None` where none.
+fn rows_indexed(v: MlirValue, funcs: &BTreeMap<String, MlirBlock>, depth: usize) -> Option<usize> {
+    if depth > 8 {
+        return None;
+    }
+    ir::users(v)
+        .into_iter()
+        .filter_map(|u| match ir::op_name(u).as_str() {
+            "hl.gather" if ir::operands(u).get(1).is_some_and(|&x| ir::key(x) == ir::key(v)) => {
+                let axis = usize::try_from(ir::int_attr(u, "axis")?).ok()?;
+                ir::spec(*ir::operands(u).first()?).shape.get(axis).copied()
+            }
+            "hl.reshape" => rows_indexed(unsafe { mlir_sys::mlirOperationGetResult(u, 0) }, funcs, depth + 1),
+            "func.call" => {
+                let block = funcs.get(&ir::flat_symbol(u, "callee")?)?;
+                ir::operands(u)
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, x)| {
+                        ir::key(**x) == ir::key(v)
+                            && (*i as isize) < unsafe { mlir_sys::mlirBlockGetNumArguments(*block) }
+                    })
+                    .filter_map(|(i, _)| {
+                        let arg = unsafe { mlir_sys::mlirBlockGetArgument(*block, i as isize) };
+                        rows_indexed(arg, funcs, depth + 1)
+                    })
+                    .min()
+            }
+            _ => None,
+        })
+        .min()
 }
 
 /// The parameters of `module` that `@loss` never reads, directly or through
@@ -692,7 +720,11 @@ fn find_input_scale(names: &[String], rows: &Rows) -> Option<String> {
         if !column.scaled || is_int(column.dtype) {
             return None;
         }
-        let mut nonzero: Vec<f64> = column.values.iter().map(|v| v.abs()).filter(|v| *v > 0.0).collect();
+        // (A sample of at most about a million values: not a copy of a
+        // large data set.)
+        let stride = (column.values.len() / (1 << 20)).max(1);
+        let mut nonzero: Vec<f64> =
+            column.values.iter().step_by(stride).map(|v| v.abs()).filter(|v| *v > 0.0).collect();
         if nonzero.is_empty() {
             return None;
         }
@@ -791,8 +823,10 @@ impl Dataset {
                 dataset.outlier = find_outlier(&names, rows, scale);
             }
             let features = find_feature_scales(&names, rows, scale);
-            // (An outlier, or one feature far out, is the cause: said.)
-            if dataset.outlier.is_none() && features.is_none() {
+            // (An outlier, or one feature far out, is the cause: said. A
+            // table's features are scaled to at most 1 by their largest.)
+            let arrays = kind.ends_with(".npy") || kind.ends_with(".safetensors");
+            if arrays && dataset.outlier.is_none() && features.is_none() {
                 dataset.notes.extend(find_input_scale(&names, rows));
             }
             dataset.notes.extend(features);
@@ -1006,7 +1040,12 @@ fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s In
     match sig.fed()[..] {
         // A label per row: [batch], or [batch, 1] (a regression's one
         // output column, as nn.Linear(n, 1) with MSELoss takes it).
-        [x, y] if x.role == Role::Data && y.role == Role::Target && y.shape[1..].iter().product::<usize>() == 1 => {
+        [x, y]
+            if x.role == Role::Data
+                && !x.shape.is_empty()
+                && y.role == Role::Target
+                && y.shape.get(1..).is_some_and(|d| d.iter().product::<usize>() == 1) =>
+        {
             Ok((x, y))
         }
         _ => {
@@ -1882,8 +1921,16 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
     let array_names: Vec<String> = arrays.iter().map(|a| a.name.clone()).collect();
     let mut columns = Vec::new();
     for (i, (a, input)) in arrays.into_iter().zip(&fed).enumerate() {
+        // (A rank-0 input has no examples' dimension to feed.)
+        if input.shape.is_empty() {
+            return Err(bad(format!(
+                "{}: input #{i} of the model is a scalar ({}): data feeds inputs whose first dimension is the batch",
+                a.name,
+                input.describe()
+            )));
+        }
         let want = &input.shape[1..];
-        if a.shape.first() != Some(&rows) || &a.shape[1..] != want {
+        if a.shape.first() != Some(&rows) || a.shape.get(1..) != Some(want) {
             return Err(bad(format!(
                 "{}: input #{i} of the model is {} ({} examples of {:?}); the array is {:?}",
                 a.name,

@@ -48,13 +48,14 @@ pub fn evaluate_checkpoint(
     }
     // Windows are a text's: a table's rows are scored every one. Refused
     // before anything is read or written.
-    if let (Some(k), Some(table)) = (eval_windows, data.first().filter(|p| !super::data::is_text(p))) {
+    if let (Some(k), Some(rows)) = (eval_windows, data.first().filter(|p| super::data::is_rows(p))) {
         return Err(TrainError::Input(format!(
-            "--eval-windows {k} samples a text's held-out windows; {} is a table, whose examples are scored every one",
-            table.display()
+            "--eval-windows {k} samples a text's held-out windows; {} is {}, whose examples are scored every one",
+            rows.display(),
+            if rows.display().to_string().to_lowercase().contains(".csv") { "a table" } else { "arrays" }
         )));
     }
-    let (name, source, meta) = model_of_checkpoint(model, checkpoint, out, "scoring", keep_batch, report)?;
+    let (name, source, meta, other_batch) = model_of_checkpoint(model, checkpoint, out, "scoring", keep_batch, report)?;
     let sig = Signature::of_source(&source, &name)?;
     // A classifier is scored by accuracy and the cross-entropy of its
     // logits; a regression by its @loss's mean over the examples (as
@@ -134,7 +135,7 @@ pub fn evaluate_checkpoint(
             ));
         }
     }
-    let mut trainer = checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, report)?;
+    let mut trainer = checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, other_batch, report)?;
     let batch = sig.batch();
     // A text not trained on is held out whole.
     let split = if held || text { Split::HeldOut } else { Split::Train };
@@ -291,6 +292,7 @@ pub(crate) fn checkpoint_trainer(
     meta: &std::collections::BTreeMap<String, String>,
     checkpoint: &Path,
     out: &Path,
+    other_batch: bool,
     report: &mut dyn Report,
 ) -> Result<Trainer> {
     if let Some(trained) = meta.get("precision")
@@ -326,15 +328,7 @@ pub(crate) fn checkpoint_trainer(
     let mut trainer = Trainer::from_source(source, name, options)?;
     // The checkpoint's model at another batch size (`aicf eval --batch`):
     // its tensors by name, as a resume loads them.
-    let other_batch = meta.get(super::run::IR_KEY).is_some_and(|ir| {
-        crate::pipeline::identity_source(ir, name).ok() != crate::pipeline::identity_source(source, name).ok()
-            && crate::pipeline::batch_of_same_model(source, ir, name).is_some()
-    });
-    if other_batch {
-        trainer.backend_mut().load_checkpoint_of(checkpoint, false)?;
-    } else {
-        trainer.load_checkpoint(checkpoint)?;
-    }
+    trainer.load_checkpoint_of(checkpoint, !other_batch)?;
     Ok(trainer)
 }
 
@@ -353,7 +347,7 @@ pub(crate) fn checkpoint_trainer_at_other_batch(
     create_dir(out)?;
     let options = Options { cache_dir: out.to_path_buf(), ..options.clone() };
     let mut trainer = Trainer::from_source(source, name, options)?;
-    trainer.backend_mut().load_checkpoint_of(checkpoint, false)?;
+    trainer.load_checkpoint_of(checkpoint, false)?;
     Ok(trainer)
 }
 
@@ -380,7 +374,8 @@ pub fn trained_precision(checkpoint: &Path) -> Result<Option<crate::pipeline::Pr
 ///
 /// `keep_batch`: where the checkpoint holds this model at another batch
 /// size, `model` runs as given (its parameters are the same; `aicf eval
-/// --batch N` asks for that batch, and was answered with the checkpoint's).
+/// --batch N` asks for that batch, and was answered with the checkpoint's),
+/// and the last value returned says so (its tensors load by name).
 pub(crate) fn model_of_checkpoint(
     model: &Path,
     checkpoint: &Path,
@@ -388,15 +383,28 @@ pub(crate) fn model_of_checkpoint(
     doing: &str,
     keep_batch: bool,
     report: &mut dyn Report,
-) -> Result<(String, String, std::collections::BTreeMap<String, String>)> {
+) -> Result<(String, String, std::collections::BTreeMap<String, String>, bool)> {
     let mut name = model.display().to_string();
     let mut source = super::read_model(model)?;
     let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
     let own = crate::pipeline::identity_source(&source, &name)?;
     if let Some(ir) = meta.get(super::run::IR_KEY)
         && crate::pipeline::identity_source(ir, &checkpoint.display().to_string())? != own
-        && !(keep_batch && crate::pipeline::batch_of_same_model(&source, ir, &name).is_some())
     {
+        let batch = crate::pipeline::batch_of_same_model(&source, ir, &name);
+        if keep_batch && batch.is_some() {
+            // The model given, at its batch; the checkpoint's tensors by
+            // name.
+            return Ok((name, source, meta, true));
+        }
+        if keep_batch {
+            // (`--batch` retargets the model file given, not the grown one
+            // the checkpoint holds.)
+            report.note(&format!(
+                "--batch applies to {name}, and {} holds another version of it: scored at that version's own batch",
+                checkpoint.display()
+            ));
+        }
         create_dir(out)?;
         let file = out.join("checkpoint-model.mlir");
         if super::same_path(&file, model) {
@@ -412,7 +420,7 @@ pub(crate) fn model_of_checkpoint(
         }
         crate::codegen::write_atomically(&file, ir.as_bytes())?;
         crate::weights::carry(ir, model, &file)?;
-        let what = match crate::pipeline::batch_of_same_model(&source, ir, &name) {
+        let what = match batch {
             Some(batch) => format!("{name} at {batch} rows per batch"),
             None => format!("another version of {name} (a grown one, or another model)"),
         };
@@ -424,5 +432,5 @@ pub(crate) fn model_of_checkpoint(
         name = file.display().to_string();
         source = ir.clone();
     }
-    Ok((name, source, meta))
+    Ok((name, source, meta, false))
 }

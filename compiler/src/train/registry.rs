@@ -1016,6 +1016,28 @@ pub fn fingerprint(source: &str, name: &str, flops_per_step: f64) -> Result<Fing
 mod tests {
     use super::*;
 
+    /// `aicf train --nproc`'s launcher marks a run it interrupted where
+    /// the run is still recorded as running, and leaves a run that ended
+    /// (finished, failed) as it is.
+    #[test]
+    fn only_a_running_run_is_marked_interrupted_by_the_launcher() {
+        let dir = std::env::temp_dir().join(format!("aicf-registry-mark-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let runs = Runs::open(&dir.join("runs.sqlite")).unwrap();
+        let running = runs.begin(&NewRun::default()).unwrap();
+        let finished = runs.begin(&NewRun::default()).unwrap();
+        runs.finish(finished, &[], 0, 1.0).unwrap();
+        let failed = runs.begin(&NewRun::default()).unwrap();
+        runs.fail(failed, "boom").unwrap();
+        assert!(runs.interrupt_unfinished(running, "stopped", 2.0).unwrap());
+        assert!(!runs.interrupt_unfinished(finished, "stopped", 2.0).unwrap());
+        assert!(!runs.interrupt_unfinished(failed, "stopped", 2.0).unwrap());
+        let status: Vec<String> = runs.list().unwrap().into_iter().map(|r| r.status).collect();
+        assert_eq!(status, ["interrupted", "finished", "failed"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A record whose JSON does not read is an error that names the
     /// column, not a blank run that a proposal would then draw on.
     #[test]

@@ -106,7 +106,8 @@ pub fn sample_checkpoint(
         let meta = aicf_runtime::checkpoint::read_metadata(checkpoint)?;
         (model.display().to_string(), super::read_model(model)?, meta)
     } else {
-        model_of_checkpoint(model, checkpoint, out, "sampling from", false, report)?
+        let (name, source, meta, _) = model_of_checkpoint(model, checkpoint, out, "sampling from", false, report)?;
+        (name, source, meta)
     };
     let vocabulary = match meta.get("vocabulary").map(String::as_str) {
         Some("bytes") => Vocabulary::Bytes,
@@ -167,7 +168,7 @@ pub fn sample_checkpoint(
     let mut trainer = if s.same_model_at_one_row {
         super::eval::checkpoint_trainer_at_other_batch(&source, &name, options, checkpoint, out)?
     } else {
-        super::eval::checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, report)?
+        super::eval::checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, false, report)?
     };
     let decode = |id: usize| match &vocabulary {
         Vocabulary::Chars(c) => c[id].to_string(),

@@ -868,6 +868,13 @@ impl Trainer {
     /// Restores a checkpoint of this model (written on any device); returns
     /// its metadata.
     pub fn load_checkpoint(&mut self, path: &Path) -> Result<BTreeMap<String, String>> {
+        self.load_checkpoint_of(path, true)
+    }
+
+    /// [`Trainer::load_checkpoint`]; with `same_ir` false, of this model at
+    /// another batch size (its IR hash is the other batch's): the tensors
+    /// checked and loaded by name.
+    pub fn load_checkpoint_of(&mut self, path: &Path, same_ir: bool) -> Result<BTreeMap<String, String>> {
         // The step count is checked before any state is restored: a count no
         // run reaches (past 2^53, where f64 step offsets stop being exact) is
         // a damaged or crafted file.
@@ -885,7 +892,7 @@ impl Trainer {
                 }
             },
         };
-        let metadata = self.backend.load_checkpoint(path)?;
+        let metadata = self.backend.load_checkpoint_of(path, same_ir)?;
         if let Some(step) = step {
             self.steps = step;
         }

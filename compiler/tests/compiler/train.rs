@@ -429,6 +429,23 @@ fn arrays_are_checked_where_they_are_read() {
     let lm = signature("char_lm/char_lm.mlir");
     assert_eq!(lm.inputs[0].indexes, Some(65), "the token ids index the embedding's 65 rows");
     assert_eq!(lm.inputs[1].indexes, None);
+    // Through a call (`@loss` calling `@forward`, which the pipeline
+    // inlines) too.
+    let called = r#"
+hl.param @emb.weight : tensor<10x4xf32> owner "emb" init <normal>
+func.func @forward(%t: tensor<2x3xi32>) -> tensor<2x3x4xf32> {
+  %e = hl.get_param @emb.weight : tensor<10x4xf32>
+  %x = hl.gather %e[%t] axis = 0 : tensor<10x4xf32>, tensor<2x3xi32>
+  return %x : tensor<2x3x4xf32>
+}
+func.func @loss(%t: tensor<2x3xi32>, %y: tensor<2x3xi32>) -> tensor<f32> {
+  %x = func.call @forward(%t) : (tensor<2x3xi32>) -> tensor<2x3x4xf32>
+  %l = hl.cross_entropy %x, %y : tensor<2x3x4xf32>, tensor<2x3xi32>
+  return %l : tensor<f32>
+}
+"#;
+    let sig = Signature::of_source(called, "called.mlir").unwrap();
+    assert_eq!((sig.inputs[0].indexes, sig.inputs[1].indexes), (Some(10), None));
     let (rows, context) = (20u64, 64u64);
     let ids: Vec<f64> = (0..rows * context).map(|i| (i % 65) as f64).collect();
     let npy = |name: &str, values: &[f64]| write_npy(&dir.join(name), &[rows, context], values);

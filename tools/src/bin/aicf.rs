@@ -771,10 +771,17 @@ fn main() {
                 {
                     compile.precision = trained;
                 }
-                if !given("accumulate")
-                    && let Ok(Some(trained)) = run::trained_accumulate(c)
-                {
-                    compile.accumulate = trained;
+                if !given("accumulate") {
+                    match run::trained_accumulate(c) {
+                        Ok(Some(trained)) => compile.accumulate = trained,
+                        Ok(None) => {}
+                        // (A record that does not read: said, not taken
+                        // for one micro-batch.)
+                        Err(e) => {
+                            eprintln!("aicf: error: {e}");
+                            std::process::exit(1);
+                        }
+                    }
                 }
             }
             if let Some(n) = nproc {
@@ -2069,7 +2076,15 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
         _ if accuracy.is_nan() && run.data.val_split > 0.0 && run.data.eval_windows == 0 => {
             "figures n/a (--eval-windows 0 scores no held-out window)".into()
         }
-        _ if accuracy.is_nan() => "figures n/a (no held-out examples: --val-split 0)".into(),
+        _ if accuracy.is_nan() && run.data.val_split == 0.0 => {
+            "figures n/a (no held-out examples: --val-split 0)".into()
+        }
+        _ if accuracy.is_nan() => {
+            format!(
+                "figures n/a (no held-out examples: --val-split {} of these rows rounds to none)",
+                run.data.val_split
+            )
+        }
         _ => format!("accuracy {}", percent(accuracy)),
     };
     // Timing GEMM candidates happens once per shape and machine (later runs
