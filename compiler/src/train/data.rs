@@ -766,6 +766,11 @@ fn find_target_scale(names: &[String], rows: &Rows) -> Option<String> {
     ))
 }
 
+/// `n` and its noun, singular for 1: "1 row", "2 rows".
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Whether the data file `path` is read as a text (`.txt`, in any case).
 pub fn is_text(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().ends_with(".txt"))
@@ -1341,7 +1346,11 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
         let mut metadata = BTreeMap::from([("feature_scale".into(), "1".into())]);
         metadata.extend(stats.map(|s| (STANDARDIZE_KEY.to_string(), s)));
         return Ok(Dataset {
-            description: format!("{rows} rows of {width} features (standardized) and a label ({name})"),
+            description: format!(
+                "{} of {} (standardized) and a label ({name})",
+                count(rows, "row", "rows"),
+                count(width, "feature", "features")
+            ),
             metadata,
             kind: Kind::Rows(data),
             outlier,
@@ -1374,7 +1383,11 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
         Column { shape: y.shape[1..].to_vec(), dtype: y.dtype, values: labels, scaled: false },
     ];
     Ok(Dataset {
-        description: format!("{rows} rows of {width} features and a label ({name})"),
+        description: format!(
+            "{} of {} and a label ({name})",
+            count(rows, "row", "rows"),
+            count(width, "feature", "features")
+        ),
         metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
         kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
         outlier: None,
@@ -1551,11 +1564,14 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
     };
     Ok(Dataset {
         description: format!(
-            "{} tokens of {} ({} {}), {} for training, {} held out; windows of {context}",
-            t.tokens.len(),
+            "{} of {} ({}), {} for training, {} held out; windows of {context}",
+            count(t.tokens.len(), "token", "tokens"),
             name,
-            size,
-            if vocab == Vocab::Bytes { "byte values" } else { "distinct characters" },
+            if vocab == Vocab::Bytes {
+                count(size, "byte value", "byte values")
+            } else {
+                count(size, "distinct character", "distinct characters")
+            },
             split,
             t.tokens.len() - split
         ),
@@ -2043,7 +2059,11 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         columns[c].scaled = false;
     }
     Ok(Dataset {
-        description: format!("{rows} examples of {} arrays ({name})", columns.len()),
+        description: format!(
+            "{} of {} ({name})",
+            count(rows, "example", "examples"),
+            count(columns.len(), "array", "arrays")
+        ),
         metadata,
         kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
         outlier,

@@ -550,7 +550,7 @@ fn the_observer_sees_plateaus_and_spikes_not_one_hard_batch() {
     assert!(o.instability(4.0, 20).unwrap().contains("gradient norm 0.6000"));
     // Held-out plateaus, a value per epoch.
     o.val_losses = vec![(45, 0.5), (90, 0.3), (135, 0.29), (180, 0.289)];
-    assert!(o.val_plateau(0, 1, 0.05).unwrap().contains("held-out loss 0.2890 over the last 1 epochs"));
+    assert!(o.val_plateau(0, 1, 0.05).unwrap().contains("held-out loss 0.2890 over the last 1 epoch,"));
     assert_eq!(o.val_plateau(0, 2, 0.05), None, "0.2895 against 0.4: still improving");
 }
 

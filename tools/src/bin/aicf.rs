@@ -1963,7 +1963,13 @@ impl Report for Printer {
         println!("data: {}", s.data);
         // A text's held-out figure is of the windows scored, not of its
         // whole held-out part (the data line gives its length).
-        let (examples, held) = if s.text { ("windows", "held-out windows scored") } else { ("examples", "held out") };
+        let (examples, held) = match (s.text, s.train_examples == 1, s.held_examples == 1) {
+            (true, one, held_one) => (
+                if one { "window" } else { "windows" },
+                if held_one { "held-out window scored" } else { "held-out windows scored" },
+            ),
+            (false, one, _) => (if one { "example" } else { "examples" }, "held out"),
+        };
         println!(
             "training on {} {examples} ({} {held}), batch {}, {} step{} per epoch, {}",
             s.train_examples,

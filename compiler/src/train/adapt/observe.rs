@@ -58,6 +58,8 @@ fn plateau_of(
         } else {
             format!("{:.2}% worse", -100.0 * improvement)
         };
+        // ("over the last 1 epoch", not "1 epochs".)
+        let unit = if window == 1 { unit.strip_suffix('s').unwrap_or(unit) } else { unit };
         format!(
             "plateau: mean {what} {last:.4} over the last {window} {unit}, {prev:.4} before ({change}, threshold {:.2}% \
              better)",
