@@ -1799,7 +1799,15 @@ fn read_npy(path: &Path) -> Result<Array> {
     let name = path.display().to_string();
     let bytes = read_bytes(path)?;
     npy_shape_fits(&bytes).map_err(|e| bad(format!("{name}: {e}")))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| bad(format!("{name}: not a .npy file ({e})")))?;
+    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| {
+        // (npyz says "failed to fill whole buffer" of a cut header.)
+        let why = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            "its header is cut short".to_string()
+        } else {
+            e.to_string()
+        };
+        bad(format!("{name}: not a .npy file ({why})"))
+    })?;
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
     let dtype = npy.dtype();
     let fortran = npy.order() == npyz::Order::Fortran;

@@ -147,7 +147,15 @@ pub fn evaluate_checkpoint(
         (false, false) => "rows",
     };
     if n == 0 {
-        let what = if text { "the text holds no whole window to score" } else { "no examples" };
+        // (A window is the model's context and one token more.)
+        let what = if text {
+            format!(
+                "the text holds no whole window ({} tokens) to score",
+                sig.inputs[0].shape.get(1).map_or(0, |c| c + 1)
+            )
+        } else {
+            "no examples".to_string()
+        };
         return Err(TrainError::Input(format!("{}: {what}: nothing to score", data_name(data))));
     }
     // A model whose ops fix its batch runs no smaller last batch: that one

@@ -1467,7 +1467,7 @@ mod tests {
         let new = problem("new", 1000, 20, 4, 0.5);
         let shape = Shape { task: "classification".into(), features: 20, outputs: 4, rows: 1250 };
         let widen = |to: usize| crate::train::registry::DecisionRecord {
-            action: format!("widen fc1 to {to} (zeroout)"),
+            action: format!("widen fc1 to {to} (zero-out)"),
             outcome: "accepted".into(),
             ..Default::default()
         };

@@ -1053,7 +1053,7 @@ pub fn fit(
     if dataset.is_text() && held_asked && held == 0 {
         return Err(TrainError::Input(format!(
             "{}: the held-out part holds no whole window: a larger held-out fraction (--val-split) or a longer \
-             text (--eval-windows 0 holds none out)",
+             text (--val-split 0 holds none out; --eval-windows 0 scores none)",
             dataset.description
         )));
     }

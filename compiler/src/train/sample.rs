@@ -68,8 +68,8 @@ impl Vocabulary {
                 .map(|(at, c)| {
                     chars.binary_search(&c).map_err(|_| {
                         TrainError::Input(format!(
-                            "the prompt's character {} ({c:?}) is not in the model's vocabulary of {} characters",
-                            at + 1,
+                            "the prompt's character {at} (counting from 0) ({c:?}) is not in the model's vocabulary \
+                             of {} characters",
                             chars.len()
                         ))
                     })
@@ -97,7 +97,12 @@ pub fn sample_checkpoint(
         return Err(TrainError::Input("--tokens 0: nothing to sample".into()));
     }
     if !(s.temperature.is_finite() && s.temperature > 0.0) {
-        return Err(TrainError::Input(format!("the temperature {} is not a finite positive number", s.temperature)));
+        // (0 is greedy decoding elsewhere: here that is --top-k 1.)
+        let greedy = if s.temperature == 0.0 { " (--top-k 1 samples greedily)" } else { "" };
+        return Err(TrainError::Input(format!(
+            "the temperature {} is not a finite positive number{greedy}",
+            s.temperature
+        )));
     }
     if s.top_k == Some(0) {
         return Err(TrainError::Input("--top-k 0 leaves no token to draw: at least 1".into()));

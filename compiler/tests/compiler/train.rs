@@ -811,7 +811,7 @@ fn fit_reports_a_rejected_growth_and_the_applied_rate() {
         "{:?}",
         report.0
     );
-    assert!(report.0[1].contains("widen fc1 to 24 (zeroout) on step 30 reached -> accepted"), "{:?}", report.0);
+    assert!(report.0[1].contains("widen fc1 to 24 (zero-out) on step 30 reached -> accepted"), "{:?}", report.0);
     let record = &summary.records[0];
     assert_eq!((record.lr, record.lr_applied), (3e-3, Some(1.5e-3)), "{record:?}");
 }

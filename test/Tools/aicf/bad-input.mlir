@@ -238,7 +238,7 @@
 // variant of their size.
 // RUN: head -c 300 %S/../../../data/tinyshakespeare.txt > %t/short.txt
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %t/short.txt --epochs 1 --out %t/short 2>&1 | FileCheck %s --check-prefix=NOWINDOW
-// NOWINDOW: aicf: error: 300 tokens of {{.*}}short.txt {{.*}}: the held-out part holds no whole window: a larger held-out fraction (--val-split) or a longer text (--eval-windows 0 holds none out)
+// NOWINDOW: aicf: error: 300 tokens of {{.*}}short.txt {{.*}}: the held-out part holds no whole window: a larger held-out fraction (--val-split) or a longer text (--val-split 0 holds none out; --eval-windows 0 scores none)
 // Counts past any run are refused where they are given, not overflowed.
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --steps 18446744073709551615 --out %t/b 2>&1 | FileCheck %s --check-prefix=BENCHSTEPS
 // BENCHSTEPS: aicf: error: --steps 18446744073709551615: at most 10000000

@@ -24,7 +24,7 @@
 // RUN: FileCheck %s --check-prefix=HFDECISION < %t/hf-grow/decisions.jsonl
 // HFGROW: note: 'onnx::MatMul_{{[0-9]+}}' is the exact transpose of 'm.transformer.wte.weight' (an output layer tied to an embedding
 // HFGROW: 28 parameters
-// HFGROW: step 10 (epoch 1): widen the residual stream to 64; grow m.transformer.h.0.attn to 6 heads; grow m.transformer.h.1.attn to 6 heads; widen m.transformer.h.0.mlp.c_fc to 256 (zeroout); widen m.transformer.h.1.mlp.c_fc to 256 (zeroout); add a block to m.transformer.h after the last (zero) on step 10 reached -> accepted
+// HFGROW: step 10 (epoch 1): widen the residual stream to 64; grow m.transformer.h.0.attn to 6 heads; grow m.transformer.h.1.attn to 6 heads; widen m.transformer.h.0.mlp.c_fc to 256 (zero-out); widen m.transformer.h.1.mlp.c_fc to 256 (zero-out); add a block to m.transformer.h after the last (zero) on step 10 reached -> accepted
 // HFDECISION: "m.transformer.wte.weight 65x32 -> 65x64"
 // HFDECISION-SAME: "relative_change":{{0\.0|[0-9.]+e-([7-9]|[1-9][0-9])}},
 // HFDECISION-SAME: "outcome":"accepted"
@@ -36,7 +36,7 @@
 // one fused q/k/v projection.
 // RUN: aicf train %S/../../onnx/gpt.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 80 --eval-windows 8 --no-runs-db --no-progress --adapt %S/inputs/onnx-gpt-grow.toml --out %t/gpt-grow --checkpoint-dir %t/gpt-grow-ck | FileCheck %s --check-prefix=GPTGROW
 // RUN: FileCheck %s --check-prefix=GPTDECISION < %t/gpt-grow/decisions.jsonl
-// GPTGROW: step 10 (epoch 1): widen the residual stream to 64; grow blocks.0 to 6 heads; grow blocks.1 to 6 heads; widen blocks.0.fc to 256 (zeroout); widen blocks.1.fc to 256 (zeroout); add a block to blocks after the last (zero) on step 10 reached -> accepted
+// GPTGROW: step 10 (epoch 1): widen the residual stream to 64; grow blocks.0 to 6 heads; grow blocks.1 to 6 heads; widen blocks.0.fc to 256 (zero-out); widen blocks.1.fc to 256 (zero-out); add a block to blocks after the last (zero) on step 10 reached -> accepted
 // GPTGROW: adaptive run: 1 decision
 // (The composition's change per parameter, once: stream 32 -> 64, then
 // heads 4 -> 6 of the fused q/k/v projection.)
@@ -97,7 +97,7 @@
 // The imported model grows like a native one: its grown parameters leave
 // the weights file and take PyTorch's default initializers for new units.
 // GROW: adaptive run: 1 decision (
-// DECISION: "action":"widen fc1 to 64 (zeroout)","diff":["fc1.weight 32x64 -> 64x64","fc1.bias 32 -> 64","fc2.weight 10x32 -> 10x64"]
+// DECISION: "action":"widen fc1 to 64 (zero-out)","diff":["fc1.weight 32x64 -> 64x64","fc1.bias 32 -> 64","fc2.weight 10x32 -> 10x64"]
 // DECISION-SAME: "exact":true
 // DECISION-SAME: "outcome":"accepted"
 

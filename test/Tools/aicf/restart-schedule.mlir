@@ -9,7 +9,7 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --lr-schedule cosine --warmup-steps 10 --out %t/run --no-progress --adapt %S/inputs/grow-restart.toml | FileCheck %s
 // RUN: FileCheck %s --check-prefix=METRICS < %t/run/metrics.jsonl
 
-// CHECK: step 45 (epoch 1): widen fc1 to 32 (zeroout) on step 45 reached -> accepted
+// CHECK: step 45 (epoch 1): widen fc1 to 32 (zero-out) on step 45 reached -> accepted
 // CHECK: adaptive run: 1 decision (
 
 // METRICS: {"epoch":1,{{.*}}"lr":0.00253639{{[0-9]*}},"lr_applied":0.00253639

@@ -75,7 +75,7 @@
 // PROMPT: {{^}}ROMEO:
 // BYTES: {{^}}KING
 // LENGTH: {{^}}48{{$}}
-// VOCAB: aicf: error: the prompt's character 4 ('é') is not in the model's vocabulary of 65 characters
+// VOCAB: aicf: error: the prompt's character 3 (counting from 0) ('é') is not in the model's vocabulary of 65 characters
 // TEMPERATURE: aicf: error: the temperature 0 is not a finite positive number
 // TOKENS: aicf: error: --tokens 0: nothing to sample
 // TOPK: aicf: error: --top-k 0 leaves no token to draw: at least 1

@@ -229,7 +229,10 @@ impl Operator {
         match self {
             Operator::Widen { layer, width, rule, mask, .. } => {
                 let mask = mask.map_or(String::new(), |k| format!(", masked over {k} steps"));
-                format!("widen {layer} to {width} ({rule:?}{mask})").to_lowercase()
+                // The rule as a policy writes it (`zero-out`; it read
+                // `zeroout`), the layer's name as it is.
+                let rule = serde_json::to_value(rule).ok().and_then(|v| v.as_str().map(str::to_string));
+                format!("widen {layer} to {width} ({}{mask})", rule.unwrap_or_default())
             }
             Operator::Deepen { after, residual, .. } => {
                 format!("deepen after {after} ({})", if *residual { "residual, zero output" } else { "identity" })
