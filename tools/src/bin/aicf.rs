@@ -2393,6 +2393,7 @@ fn bench(
         loss = one_step(&mut trainer)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    let precision = trainer.options().precision;
     let backend = trainer.backend_mut();
     let events = backend.take_trace();
     backend.set_profiling(false);
@@ -2406,6 +2407,10 @@ fn bench(
     };
     if accumulate > 1 {
         device = format!("{device}, accumulating {accumulate} micro-batches");
+    }
+    // (Said as the training line says it: a bf16 step read as fp32's.)
+    if precision != aicf_compiler::pipeline::Precision::Fp32 {
+        device = format!("{device}, {} mixed precision", precision.name());
     }
     println!(
         "{}: train step ({}, lr {lr}) median {:.3} ms, min {:.3} ms over {steps} steps, {}, final loss {loss:.6}",
