@@ -2534,6 +2534,11 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
         if full.chars().count() <= 40 || f.widths.len() <= 4 {
             return full;
         }
+        // A transformer LM in the proposer's terms (`lm 2x64`): its cut
+        // widths read the same before and after a stream widening.
+        if !f.structure.is_empty() {
+            return f.structure.clone();
+        }
         let w = &f.widths;
         format!("{} {}-{}-{}-...-{} ({} widths)", f.kind, w[0], w[1], w[2], w[w.len() - 1], w.len())
     };
@@ -2554,7 +2559,23 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 match &r.final_fingerprint {
                     Some(f) if f.widths != r.fingerprint.widths || f.kind != r.fingerprint.kind => {
                         let end = short_structure(f);
-                        let end = end.strip_prefix(&format!("{} ", r.fingerprint.kind)).unwrap_or(&end).to_string();
+                        // Both in the proposer's terms where either is (a
+                        // small LM's widths fit, its grown one's do not).
+                        let terms = !r.fingerprint.structure.is_empty() && !f.structure.is_empty();
+                        let (start, end) = if terms && (start == r.fingerprint.structure || end == f.structure) {
+                            (r.fingerprint.structure.clone(), f.structure.clone())
+                        } else {
+                            (start.clone(), end)
+                        };
+                        // (Grown within its terms: more heads, a wider MLP.)
+                        if start == end {
+                            return format!("{start}, grown");
+                        }
+                        // (`mlp 16-10 -> 32-32-32-10`; `lm 2x64 -> lm 2x128`.)
+                        let end = match end.strip_prefix(&format!("{} ", r.fingerprint.kind)) {
+                            Some(rest) if start.starts_with(&format!("{} ", r.fingerprint.kind)) => rest.to_string(),
+                            _ => end.clone(),
+                        };
                         format!("{start} -> {end}")
                     }
                     _ => start,
