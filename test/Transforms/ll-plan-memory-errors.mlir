@@ -3,7 +3,7 @@
 
 // Nothing to recompute: the budget cannot be met, and the error says what
 // is alive at the peak.
-// expected-error @below {{ll-plan-memory: @chain needs an arena of 2048 bytes (lower bound 2048) after 0 recomputations, over the budget of 1000 bytes; no recomputation lowers it further (the values alive at the peak are all needed there; a smaller batch shrinks those of activations, hl-set-batch, with `aicf train --accumulate` to keep the global batch). Alive at the peak (kernel #1, 'll.gemm'): memref<16x16xf32> (1024 bytes), memref<16x16xf32> (1024 bytes)}}
+// expected-error @below {{ll-plan-memory: @chain needs an arena of 2048 bytes (lower bound 2048) after 0 recomputations, over the budget of 1000 bytes; no recomputation lowers it further (the values alive at the peak are all needed there; a smaller batch shrinks those of activations: `aicf train --batch N` (the pass hl-set-batch), with `--accumulate` to keep the global batch). Alive at the peak (kernel #1, 'll.gemm'): memref<16x16xf32> (1024 bytes), memref<16x16xf32> (1024 bytes)}}
 func.func @chain(%x: memref<16x16xf32>, %w: memref<16x16xf32>, %y: memref<16x16xf32>) {
   %a = memref.alloc() : memref<16x16xf32>
   ll.gemm %x, %w into %a : memref<16x16xf32>, memref<16x16xf32> -> memref<16x16xf32>

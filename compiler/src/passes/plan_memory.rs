@@ -777,8 +777,8 @@ fn over_budget(name: &str, model: &Model, placed: &Placed, budget: u64, recomput
     format!(
         "@{name} needs an arena of {} bytes (lower bound {}) after {recomputed} recomputations, over the budget of \
          {budget} bytes{every}; no recomputation lowers it further (the values alive at the peak are all needed there; a \
-         smaller batch shrinks those of activations, hl-set-batch, with `aicf train --accumulate` to keep the \
-         global batch). Alive at the peak (kernel #{t}, '{at}'): {}",
+         smaller batch shrinks those of activations: `aicf train --batch N` (the pass hl-set-batch), with \
+         `--accumulate` to keep the global batch). Alive at the peak (kernel #{t}, '{at}'): {}",
         placed.arena,
         placed.lower_bound,
         alive.join(", ")
