@@ -743,6 +743,35 @@ fn find_input_scale(names: &[String], rows: &Rows) -> Option<String> {
     })
 }
 
+/// A classifier's training rows that hold labels of fewer classes than the
+/// model predicts (a two-class table trained by a ten-class model): said,
+/// as a text's unused vocabulary is, with the classes they hold.
+fn find_missing_classes(names: &[String], rows: &Rows, sig: &Signature) -> Option<String> {
+    let classes = sig.classifies().then(|| sig.classes()).flatten()?;
+    let (c, labels) = rows.columns.iter().enumerate().next_back()?;
+    if labels.per() != 1 || rows.train.is_empty() {
+        return None;
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for &r in &rows.train {
+        let v = *labels.values.get(r)?;
+        if sig.counts_label(v) {
+            seen.insert(v as i64);
+        }
+    }
+    if seen.len() >= classes {
+        return None;
+    }
+    let list: Vec<String> = seen.iter().take(10).map(i64::to_string).collect();
+    let more = if seen.len() > 10 { ", ..." } else { "" };
+    let name = names.get(c).or(names.last()).map_or("the data", String::as_str);
+    Some(format!(
+        "{name}: the training rows hold {} of the model's {classes} classes ({}{more}); the others are never a target",
+        count(seen.len(), "label", "labels"),
+        list.join(", ")
+    ))
+}
+
 /// Regression targets whose spread is far from 1 (a standard deviation
 /// above 1e4 or below 1e-4): the squared error in f32 then overflows, stalls
 /// or reads as perfect. Said with the spread.
@@ -836,6 +865,7 @@ impl Dataset {
             }
             dataset.notes.extend(features);
             dataset.notes.extend(find_target_scale(&names, rows));
+            dataset.notes.extend(find_missing_classes(&names, rows, sig));
         }
         Ok(dataset)
     }

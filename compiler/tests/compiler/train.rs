@@ -493,6 +493,17 @@ func.func @loss(%t: tensor<2x3xi32>, %y: tensor<2x3xi32>) -> tensor<f32> {
     let standardized = DataOptions { standardize: true, ..Default::default() };
     let data = Dataset::load(&[dir.join("huge.npy"), labels], &sig, &standardized).unwrap();
     assert_eq!(data.notes, Vec::<String>::new());
+    // Labels of 3 of the model's 10 classes: the others are never a target.
+    let three: Vec<f64> = (0..40).map(|i| (i % 3) as f64).collect();
+    let three = write_npy(&dir.join("three.npy"), &[40], &three);
+    let [plain, _] = digits_arrays(&dir, 40, &x);
+    let data = Dataset::load(&[plain, three], &sig, &DataOptions::default()).unwrap();
+    assert_eq!(
+        data.notes,
+        ["".to_string()
+            + &dir.join("three.npy").display().to_string()
+            + ": the training rows hold 3 labels of the model's 10 classes (0, 1, 2); the others are never a target"]
+    );
 }
 
 /// What the data holds that would make training learn little is said
