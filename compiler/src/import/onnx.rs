@@ -2250,15 +2250,24 @@ impl Importer<'_> {
                     // (with the unbiased variance); momentum m keeps m of
                     // the old value (ONNX's convention: PyTorch's 0.1 is 0.9).
                     let axes: Vec<i64> = (0..x.rank() as i64).filter(|&a| a != 1).collect();
-                    let n: usize = x.shape().iter().product::<usize>() / c;
                     let mean = nn(x.mean(&axes, true))?;
                     let centred = nn(x.sub(&mean))?;
                     let var = nn(centred.mul(&centred).and_then(|sq| sq.mean(&axes, true)))?;
                     let flat = |v: &Tensor| nn(v.reshape(&[c as i64]));
-                    let unbiased = if n > 1 { n as f64 / (n - 1) as f64 } else { 1.0 };
+                    // Bessel's n / (n - 1) from the batch's own shape (x * 0
+                    // + 1, summed), not a constant of the import batch: a
+                    // model run at another batch (--batch, a smaller last
+                    // batch) updated its running variance by the import's
+                    // (0.1 * 96/95 where PyTorch's 1-row batch takes 16/15).
+                    // Where a batch has one value per channel, 1.
+                    let ones = nn(x.mul_scalar(0.0).and_then(|z| z.add_scalar(1.0)))?;
+                    let count = flat(&nn(ones.sum(&axes, true))?)?;
+                    let one = nn(count.scalar(1.0))?;
+                    let unbiased =
+                        nn(count.add_scalar(-1.0).and_then(|d| d.maximum(&one)).and_then(|d| count.div(&d)))?;
                     let batch_mean = nn(flat(&mean)?.mul_scalar(1.0 - momentum))?;
                     let next_mean = nn(rm.mul_scalar(momentum).and_then(|a| a.add(&batch_mean)))?;
-                    let batch_var = nn(flat(&var)?.mul_scalar((1.0 - momentum) * unbiased))?;
+                    let batch_var = nn(flat(&var)?.mul(&unbiased).and_then(|v| v.mul_scalar(1.0 - momentum)))?;
                     let next_var = nn(rv.mul_scalar(momentum).and_then(|a| a.add(&batch_var)))?;
                     g.set_state(mean_name, &next_mean).map_err(|e| e.to_string())?;
                     g.set_state(var_name, &next_var).map_err(|e| e.to_string())?;
