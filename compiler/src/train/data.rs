@@ -304,7 +304,12 @@ fn rows_indexed(v: MlirValue, funcs: &BTreeMap<String, MlirBlock>, depth: usize)
                 let axis = usize::try_from(ir::int_attr(u, "axis")?).ok()?;
                 ir::spec(*ir::operands(u).first()?).shape.get(axis).copied()
             }
-            "hl.reshape" => rows_indexed(unsafe { mlir_sys::mlirOperationGetResult(u, 0) }, funcs, depth + 1),
+            // Shape and type changes, and ONNX's wrap of a negative index
+            // (`select(compare(i, 0), i + n, i)`, as an imported Gather
+            // reads its indices).
+            "hl.reshape" | "hl.cast" | "hl.select" | "hl.add" | "hl.compare" => {
+                rows_indexed(unsafe { mlir_sys::mlirOperationGetResult(u, 0) }, funcs, depth + 1)
+            }
             "func.call" => {
                 let block = funcs.get(&ir::flat_symbol(u, "callee")?)?;
                 ir::operands(u)
@@ -2056,11 +2061,12 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
             && let Some(at) = a.values.iter().position(|&v| v < 0.0 || v >= rows as f64)
         {
             return Err(bad(format!(
-                "{}: {} is {}: input #{i} indexes a table of {rows} rows (ids 0 to {})",
+                "{}: {} is {}: input #{i} indexes a table of {rows} rows (ids 0 to {}{})",
                 a.name,
                 place(at),
                 a.values[at],
-                rows - 1
+                rows - 1,
+                if a.values[at] < 0.0 { "; ONNX's Gather would wrap it, PyTorch's embedding refuses it" } else { "" }
             )));
         }
         let mut values = a.values;

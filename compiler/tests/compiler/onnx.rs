@@ -1022,6 +1022,18 @@ fn initializers_the_exporter_merged_are_separate_again() {
     assert_eq!(imported.shared_norms, vec![("bn1.weight".to_string(), 2)]);
 }
 
+/// An imported embedding's token ids are known as indices to the data
+/// loader through the wrap ONNX's Gather puts before them (`select` of a
+/// negative id plus the rows), so ids past the table, and negative ones,
+/// are refused where the data is read (a negative id trained silently as
+/// the last row; one past the table failed in the kernel).
+#[test]
+fn an_imported_embedding_s_ids_are_checked_as_indices() {
+    let gpt = onnx::import(&fixture("gpt.onnx"), &ImportOptions { batch: Some(4), loss: Loss::CrossEntropy }).unwrap();
+    let sig = aicf_compiler::train::data::Signature::of_source(&gpt.module.text, "gpt.mlir").unwrap();
+    assert_eq!(sig.inputs[0].indexes, Some(65));
+}
+
 /// A batch norm's running variance takes Bessel's n / (n - 1) from the
 /// batch it runs at: the model imported at 8 rows and retargeted to 4
 /// (`--batch`, or a smaller last batch's variant) is the model imported at
