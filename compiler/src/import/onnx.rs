@@ -669,7 +669,9 @@ fn input_spec(i: &proto::ValueInfoProto, batch: Option<usize>) -> Result<(Tensor
                     }
                     Some(_) if bound => {
                         return Err(format!(
-                            "input '{}' dimension {k} is {what}, and --batch binds only one dimension",
+                            "input '{}' dimension {k} is {what}, and --batch binds only one dimension: AICF \
+                             compiles static shapes, so export the model with this dimension fixed (in PyTorch, \
+                             dynamic_axes, or dynamic_shapes, naming the batch alone)",
                             i.name()
                         ));
                     }

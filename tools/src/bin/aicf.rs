@@ -1718,8 +1718,19 @@ fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
 fn rebatched(model: &Path, size: usize, out: &Path, say: Say) -> Result<PathBuf> {
     let name = model.display().to_string();
     let source = aicf_compiler::train::read_model(model).map_err(|e| e.to_string())?;
-    let text =
-        aicf_compiler::pipeline::rebatched_source(&source, &name, size).map_err(|e| format!("--batch {size}: {e}"))?;
+    let text = aicf_compiler::pipeline::rebatched_source(&source, &name, size).map_err(|e| {
+        // An ONNX import's reshapes fix the batch it was imported at: the
+        // .onnx imports at any (an import's module names its weights file).
+        let hint = if source.contains("hl.weights = {file") {
+            format!(
+                " (an ONNX import's reshapes fix its batch: give the .onnx itself with --batch {size}, or import it \
+                 again with --batch {size})"
+            )
+        } else {
+            String::new()
+        };
+        format!("--batch {size}: {e}{hint}")
+    })?;
     let stem = model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
     let output = out.join(format!("{stem}.batch{size}.mlir"));
     aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -2085,12 +2096,9 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
         _ if accuracy.is_nan() && run.data.val_split == 0.0 => {
             "figures n/a (no held-out examples: --val-split 0)".into()
         }
-        _ if accuracy.is_nan() => {
-            format!(
-                "figures n/a (no held-out examples: --val-split {} of these rows rounds to none)",
-                run.data.val_split
-            )
-        }
+        // (Rounded to none, or left out by a model fixed at one batch:
+        // said above where so.)
+        _ if accuracy.is_nan() => "figures n/a (no held-out example was scored)".to_string(),
         _ => format!("accuracy {}", percent(accuracy)),
     };
     // Timing GEMM candidates happens once per shape and machine (later runs
