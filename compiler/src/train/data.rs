@@ -1990,8 +1990,16 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         }
         let want = &input.shape[1..];
         if a.shape.first() != Some(&rows) || a.shape.get(1..) != Some(want) {
+            // (A regression's targets fed to a classifier's labels: an ONNX
+            // model imports with cross-entropy unless told --loss mse.)
+            let hint = if input.role == Role::Target && is_int(input.dtype) && sig.classifies() {
+                "; it is the target, the class labels a cross-entropy takes: a regression's targets need a model \
+                 whose loss is a squared error (an ONNX model: --loss mse)"
+            } else {
+                ""
+            };
             return Err(bad(format!(
-                "{}: input #{i} of the model is {} ({} examples of {:?}); the array is {:?}",
+                "{}: input #{i} of the model is {} ({} examples of {:?}); the array is {:?}{hint}",
                 a.name,
                 input.describe(),
                 rows,
