@@ -306,8 +306,12 @@ fn rows_indexed(v: MlirValue, funcs: &BTreeMap<String, MlirBlock>, depth: usize)
             }
             // Shape and type changes, and ONNX's wrap of a negative index
             // (`select(compare(i, 0), i + n, i)`, as an imported Gather
-            // reads its indices).
-            "hl.reshape" | "hl.cast" | "hl.select" | "hl.add" | "hl.compare" => {
+            // reads its indices): through a select's values only, not its
+            // condition (a mask of ids choosing other indices is no index).
+            "hl.reshape" | "hl.cast" | "hl.add" => {
+                rows_indexed(unsafe { mlir_sys::mlirOperationGetResult(u, 0) }, funcs, depth + 1)
+            }
+            "hl.select" if ir::operands(u).iter().skip(1).any(|&x| ir::key(x) == ir::key(v)) => {
                 rows_indexed(unsafe { mlir_sys::mlirOperationGetResult(u, 0) }, funcs, depth + 1)
             }
             "func.call" => {
