@@ -1135,12 +1135,16 @@ pub fn fit(
     // Where the policy starts on the model it is checked against: a fresh
     // run's, or a resume's whose policy is not the checkpoint's run's
     // (--override-resume: it starts afresh at the checkpoint's step).
+    // A resume's policy starts afresh unless the checkpoint carries this
+    // very policy's state (another policy, or a checkpoint of a run without
+    // one: nothing to go on with).
     let policy_starts = match &resume {
         None => Some(0),
-        Some((_, meta)) => meta
-            .get("policy")
-            .filter(|saved| run.adapt.is_some() && record.iter().any(|(k, v)| *k == "policy" && v != *saved))
-            .map(|_| meta.get("step").and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)),
+        Some((_, meta)) => {
+            let same = record.iter().any(|(k, v)| *k == "policy" && meta.get("policy") == Some(v));
+            (run.adapt.is_some() && !(same && meta.contains_key(ADAPT_KEY)))
+                .then(|| meta.get("step").and_then(|s| s.parse::<u64>().ok()).unwrap_or(0))
+        }
     };
     let mut loop_ = Loop::new(trainer, &sig, &dataset, run, policy, &model_file, policy_starts, report)?;
     if let Some(c) = &comm {
@@ -1178,14 +1182,15 @@ pub fn fit(
                 let (file, id) = meta.get(REGISTRY_RUN_KEY)?.rsplit_once('#')?;
                 (registry_key(db) == file).then(|| id.parse::<i64>().ok())?
             });
-            // A resumed run in a row of its own (a fork, or another
-            // registry) records the decisions from here on: those the
-            // checkpoint carries are its parent's, in the parent's row.
-            if resume.is_some() && continued.is_none() {
-                loop_.recorded_decisions = loop_.adaptive.decisions().len();
-            }
             match Recorder::begin(db, &loop_, options, run, problem, &model_file, &model_hash, data, continued) {
                 Ok(r) => {
+                    // A resumed run in a row of its own (a fork, another
+                    // registry, a row its settings no longer fit) records
+                    // the decisions from here on: those the checkpoint
+                    // carries are its parent's, in the parent's row.
+                    if resume.is_some() && !r.continued {
+                        loop_.recorded_decisions = loop_.adaptive.decisions().len();
+                    }
                     // `aicf train --nproc` asks where rank 0 recorded the
                     // run, to mark it interrupted after a Ctrl-C (mpirun
                     // ends the ranks, which record nothing then).
@@ -1273,6 +1278,9 @@ struct Recorder {
     id: i64,
     /// Set where a write failed: the run writes nothing more there.
     stopped: std::cell::Cell<bool>,
+    /// Whether the run goes on in its checkpoint's row (else a row of its
+    /// own: a fresh run, a fork, or a resume that row no longer fits).
+    continued: bool,
 }
 
 impl Recorder {
@@ -1316,7 +1324,7 @@ impl Recorder {
         if let Some(id) = continued
             && runs.resume(id, model_hash, run.seed, &settings, &command)?
         {
-            return Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false) });
+            return Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false), continued: true });
         }
         let trainer = loop_.adaptive.trainer();
         let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
@@ -1333,7 +1341,7 @@ impl Recorder {
             data: data.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
             seed: run.seed,
         })?;
-        Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false) })
+        Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false), continued: false })
     }
 }
 
@@ -1522,7 +1530,7 @@ impl<'a> Loop<'a> {
         if rank == 0
             && let Some(start) = policy_starts
         {
-            let (mut notes, never) = policy.check_start(&trainer);
+            let (mut notes, never) = policy.check_start(&trainer, start);
             // (A step rule set at or before the step it starts from.)
             for (k, rule) in policy.rules.iter().enumerate() {
                 if let Trigger::Steps { at } = rule.trigger

@@ -1045,55 +1045,74 @@ fn bucket_size(text: &str) -> Result<u64> {
 }
 
 /// Copies mpirun's stderr to this process's, leaving out Open MPI's help
-/// text for an MPI_ABORT (a block between lines of dashes, and its
-/// aggregated repeats): it followed every failed data-parallel start,
-/// after the rank's own error, and says nothing the error does not. Other
-/// blocks (which rank a signal ended) pass whole.
+/// text for an MPI_ABORT (a block between lines of dashes whose first line
+/// says so, and the aggregated repeats' line with its advice): it followed
+/// every failed data-parallel start, after the rank's own error, and says
+/// nothing the error does not. Every other line passes at once and whole
+/// (which rank a signal ended, the ranks' own errors); an abort block cut
+/// short is written out as it came.
 fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Write) {
     use std::io::BufRead;
-    let mut reader = std::io::BufReader::new(from);
-    let mut block: Option<Vec<u8>> = None;
-    let mut dropped = false;
-    let mut line = Vec::new();
     let dashes = |l: &[u8]| {
         let t = l.trim_ascii_end();
         t.len() >= 20 && t.iter().all(|&b| b == b'-')
     };
+    let mut reader = std::io::BufReader::new(from);
+    // A line of dashes not yet written: the start of a block, if the next
+    // line says it is an abort's.
+    let mut opening: Option<Vec<u8>> = None;
+    // The abort block being dropped (kept, in case it never closes).
+    let mut dropping: Option<Vec<u8>> = None;
+    let mut after_aggregate = false;
+    let mut line = Vec::new();
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
-        let text = String::from_utf8_lossy(&line);
-        if let Some(b) = block.as_mut() {
-            b.extend_from_slice(&line);
+        if let Some(block) = dropping.as_mut() {
+            block.extend_from_slice(&line);
+            // Closed: dropped; a block past any help text's length is not
+            // one (written out).
             if dashes(&line) {
-                let b = block.take().unwrap_or_default();
-                if String::from_utf8_lossy(&b).contains("MPI_ABORT was invoked") {
-                    dropped = true;
-                } else {
-                    let _ = to.write_all(&b);
-                }
+                dropping = None;
+            } else if block.len() > 4096 {
+                let _ = to.write_all(block);
+                dropping = None;
             }
             continue;
         }
+        if let Some(open) = opening.take() {
+            if String::from_utf8_lossy(&line).starts_with("MPI_ABORT was invoked") {
+                let mut block = open;
+                block.extend_from_slice(&line);
+                dropping = Some(block);
+                continue;
+            }
+            let _ = to.write_all(&open);
+        }
         if dashes(&line) {
-            block = Some(line.clone());
+            opening = Some(line.clone());
             continue;
         }
         // "[host:pid] 1 more process has sent help message help-mpi-api.txt
-        // / mpi-abort", and the advice that follows it.
-        if dropped
-            && (text.contains("help-mpi-api.txt / mpi-abort") || text.contains("\"orte_base_help_aggregate\" to 0"))
-        {
+        // / mpi-abort", and the advice right after it.
+        let text = String::from_utf8_lossy(&line);
+        if text.contains("help-mpi-api.txt / mpi-abort") {
+            after_aggregate = true;
             continue;
         }
+        if after_aggregate && text.contains("\"orte_base_help_aggregate\" to 0") {
+            after_aggregate = false;
+            continue;
+        }
+        after_aggregate = false;
         let _ = to.write_all(&line);
         let _ = to.flush();
     }
-    if let Some(b) = block {
-        let _ = to.write_all(&b);
+    for rest in [opening, dropping].into_iter().flatten() {
+        let _ = to.write_all(&rest);
     }
     let _ = to.flush();
 }
@@ -1216,6 +1235,10 @@ fn launch_mpirun(n: usize) -> i32 {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // Its stderr is a pipe to this process: were this process
+                // gone, a write there must not end mpirun before it has
+                // stopped the ranks.
+                libc::signal(libc::SIGPIPE, libc::SIG_IGN);
                 // The parent ended before the request took hold.
                 if libc::getppid() != parent {
                     return Err(std::io::Error::other("aicf ended while starting mpirun"));
@@ -2904,4 +2927,49 @@ fn propose(
         write_atomically(j, text.as_bytes()).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forward_without_abort_help;
+
+    fn forwarded(input: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        forward_without_abort_help(input, &mut out);
+        out
+    }
+
+    /// Open MPI's MPI_ABORT help block and its aggregated repeat are left
+    /// out; the ranks' errors, and every other block (which rank a signal
+    /// ended), pass whole; a cut-short block, a last line without a newline
+    /// and bytes that are not UTF-8 pass as they came.
+    #[test]
+    fn only_the_abort_help_is_left_out_of_mpiruns_stderr() {
+        let dashes = "-".repeat(74);
+        let abort = format!(
+            "aicf: error (rank 1 of 2): x.csv: No such file\n{dashes}\nMPI_ABORT was invoked on rank 1 in communicator \
+             MPI_COMM_WORLD\nwith errorcode 1.\n\nNOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n\
+             {dashes}\naicf: error (rank 0 of 2): x.csv: No such file\n[vm:1] 1 more process has sent help message \
+             help-mpi-api.txt / mpi-abort\n[vm:1] Set MCA parameter \"orte_base_help_aggregate\" to 0 to see all help \
+             / error messages\n"
+        );
+        assert_eq!(
+            String::from_utf8(forwarded(abort.as_bytes())).unwrap(),
+            "aicf: error (rank 1 of 2): x.csv: No such file\naicf: error (rank 0 of 2): x.csv: No such file\n"
+        );
+        let signal = format!(
+            "{dashes}\nmpirun noticed that process rank 1 with PID 7 on node vm exited on signal 9 (Killed).\n{dashes}\n"
+        );
+        assert_eq!(forwarded(signal.as_bytes()), signal.as_bytes());
+        // Advice after another aggregated message is not the abort's.
+        let other = "[vm:1] 1 more process has sent help message help-x.txt / y\n[vm:1] Set MCA parameter \
+                     \"orte_base_help_aggregate\" to 0 to see all help / error messages\n";
+        assert_eq!(forwarded(other.as_bytes()), other.as_bytes());
+        let cut = format!("{dashes}\nMPI_ABORT was invoked on rank 1\nwith errorcode 1.");
+        assert_eq!(forwarded(cut.as_bytes()), cut.as_bytes());
+        let raw = b"a stray line\n\xff\xfe not utf-8\nlast without a newline";
+        assert_eq!(forwarded(raw), raw);
+        let lone = format!("{dashes}\n");
+        assert_eq!(forwarded(lone.as_bytes()), lone.as_bytes());
+    }
 }

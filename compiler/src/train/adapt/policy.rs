@@ -683,7 +683,12 @@ impl Policy {
     /// stays as it is), and is noted where one can, as its decision would be
     /// rejected until then. A composition is not tried whole: its operators
     /// apply one after another, each to the last one's model.
-    pub fn check_start(&self, trainer: &Trainer) -> (Vec<String>, Vec<String>) {
+    ///
+    /// `start`: the step the policy starts at (0; a checkpoint's, where a
+    /// policy starts afresh on it): a step rule at or before it is left out
+    /// (it never acts, said by the run; the model may already hold its
+    /// growth).
+    pub fn check_start(&self, trainer: &Trainer, start: u64) -> (Vec<String>, Vec<String>) {
         // A composition's operators each (one misspelt among them would
         // otherwise be dropped silently).
         fn flat(t: &Template) -> Vec<&Template> {
@@ -714,11 +719,12 @@ impl Policy {
             cannot: Vec<(String, String, bool)>,
             candidates: usize,
         }
+        let passed = |rule: &Rule| start > 0 && matches!(rule.trigger, Trigger::Steps { at } if at <= start);
         let found: Vec<Found> = self
             .rules
             .iter()
             .map(|rule| {
-                let candidates = tops(&rule.action);
+                let candidates = if passed(rule) { &[][..] } else { tops(&rule.action) };
                 let (mut missing, mut cannot) = (Vec::new(), Vec::new());
                 for t in candidates {
                     let ops = flat(t);
