@@ -308,8 +308,17 @@ fn rows_indexed(v: MlirValue, funcs: &BTreeMap<String, MlirBlock>, depth: usize)
             // (`select(compare(i, 0), i + n, i)`, as an imported Gather
             // reads its indices): through a select's values only, not its
             // condition (a mask of ids choosing other indices is no index).
-            "hl.reshape" | "hl.cast" | "hl.add" => {
+            "hl.reshape" | "hl.cast" => {
                 rows_indexed(unsafe { mlir_sys::mlirOperationGetResult(u, 0) }, funcs, depth + 1)
+            }
+            // (An add only as the wrap's `i + n`, which a select takes: an
+            // id shifted by other amounts indexes by other bounds.)
+            "hl.add" => {
+                let sum = unsafe { mlir_sys::mlirOperationGetResult(u, 0) };
+                let users = ir::users(sum);
+                (!users.is_empty() && users.iter().all(|&w| ir::op_name(w) == "hl.select"))
+                    .then(|| rows_indexed(sum, funcs, depth + 1))
+                    .flatten()
             }
             "hl.select" if ir::operands(u).iter().skip(1).any(|&x| ir::key(x) == ir::key(v)) => {
                 rows_indexed(unsafe { mlir_sys::mlirOperationGetResult(u, 0) }, funcs, depth + 1)
@@ -731,7 +740,18 @@ fn find_input_scale(names: &[String], rows: &Rows) -> Option<String> {
         }
         // (A sample of at most about a million values: not a copy of a
         // large data set.)
-        let stride = (column.values.len() / (1 << 20)).max(1);
+        // (Coprime with the features per example, so that every feature
+        // is sampled, not one in lockstep with the stride.)
+        let mut stride = (column.values.len() / (1 << 20)).max(1);
+        let gcd = |mut a: usize, mut b: usize| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        while stride > 1 && gcd(stride, column.per().max(1)) != 1 {
+            stride += 1;
+        }
         let mut nonzero: Vec<f64> =
             column.values.iter().step_by(stride).map(|v| v.abs()).filter(|v| *v > 0.0).collect();
         if nonzero.is_empty() {
@@ -755,9 +775,11 @@ fn find_input_scale(names: &[String], rows: &Rows) -> Option<String> {
 /// A classifier's training rows that hold labels of fewer classes than the
 /// model predicts (a two-class table trained by a ten-class model): said,
 /// as a text's unused vocabulary is, with the classes they hold.
-fn find_missing_classes(names: &[String], rows: &Rows, sig: &Signature) -> Option<String> {
+fn find_missing_classes(name: &str, rows: &Rows, sig: &Signature) -> Option<String> {
     let classes = sig.classifies().then(|| sig.classes()).flatten()?;
-    let (c, labels) = rows.columns.iter().enumerate().next_back()?;
+    // The column the target role feeds (the fed inputs' order).
+    let c = sig.fed().iter().position(|i| i.role == Role::Target)?;
+    let labels = rows.columns.get(c)?;
     if labels.per() != 1 || rows.train.is_empty() {
         return None;
     }
@@ -768,12 +790,11 @@ fn find_missing_classes(names: &[String], rows: &Rows, sig: &Signature) -> Optio
             seen.insert(v as i64);
         }
     }
-    if seen.len() >= classes {
+    if seen.is_empty() || seen.len() >= classes {
         return None;
     }
     let list: Vec<String> = seen.iter().take(10).map(i64::to_string).collect();
     let more = if seen.len() > 10 { ", ..." } else { "" };
-    let name = names.get(c).or(names.last()).map_or("the data", String::as_str);
     Some(format!(
         "{name}: the training rows hold {} of the model's {classes} classes ({}{more}); the others are never a target",
         count(seen.len(), "label", "labels"),
@@ -874,9 +895,18 @@ impl Dataset {
             }
             dataset.notes.extend(features);
             dataset.notes.extend(find_target_scale(&names, rows));
-            dataset.notes.extend(find_missing_classes(&names, rows, sig));
         }
         Ok(dataset)
+    }
+
+    /// A note where a classifier's training rows hold labels of fewer
+    /// classes than the model predicts (said by a training run; scoring a
+    /// file of some classes is no such case). `name`: the data's.
+    pub fn missing_classes(&self, name: &str, sig: &Signature) -> Option<String> {
+        match &self.kind {
+            Kind::Rows(rows) => find_missing_classes(name, rows, sig),
+            Kind::Text(_) => None,
+        }
     }
 
     /// Training examples per epoch.
@@ -1996,7 +2026,10 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         if a.shape.first() != Some(&rows) || a.shape.get(1..) != Some(want) {
             // (A regression's targets fed to a classifier's labels: an ONNX
             // model imports with cross-entropy unless told --loss mse.)
-            let hint = if input.role == Role::Target && is_int(input.dtype) && sig.classifies() {
+            let one_hot = sig.classes().is_some_and(|c| a.shape[..] == [rows, c]);
+            let hint = if input.role == Role::Target && is_int(input.dtype) && sig.classifies() && one_hot {
+                "; it is the target, class indices: give each row's class (argmax of a one-hot row)"
+            } else if input.role == Role::Target && is_int(input.dtype) && sig.classifies() {
                 "; it is the target, the class labels a cross-entropy takes: a regression's targets need a model \
                  whose loss is a squared error (an ONNX model: --loss mse)"
             } else {

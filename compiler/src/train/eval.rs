@@ -52,7 +52,14 @@ pub fn evaluate_checkpoint(
         return Err(TrainError::Input(format!(
             "--eval-windows {k} samples a text's held-out windows; {} is {}, whose examples are scored every one",
             rows.display(),
-            if rows.display().to_string().to_lowercase().contains(".csv") { "a table" } else { "arrays" }
+            if rows.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy().to_lowercase();
+                n.ends_with(".csv") || n.ends_with(".csv.gz")
+            }) {
+                "a table"
+            } else {
+                "arrays"
+            }
         )));
     }
     let (name, source, meta, other_batch) = model_of_checkpoint(model, checkpoint, out, "scoring", keep_batch, report)?;
@@ -409,7 +416,8 @@ pub(crate) fn model_of_checkpoint(
             // (`--batch` retargets the model file given, not the grown one
             // the checkpoint holds.)
             report.note(&format!(
-                "--batch applies to {name}, and {} holds another version of it: scored at that version's own batch",
+                "--batch retargets the model file given, and {} holds another version of it (a grown one): scored \
+                 at that version's own batch",
                 checkpoint.display()
             ));
         }

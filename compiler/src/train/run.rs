@@ -652,7 +652,10 @@ pub fn trained_accumulate(checkpoint: &Path) -> Result<Option<usize>> {
         .map(|v| {
             v.parse::<usize>().ok().filter(|&m| m >= 1).ok_or_else(|| TrainError::Io {
                 path: checkpoint.to_path_buf(),
-                message: format!("its record's {ACCUMULATE_KEY} {v:?} is not a count of micro-batches"),
+                message: format!(
+                    "its record's {ACCUMULATE_KEY} {v:?} is not a count of micro-batches (give --accumulate N to \
+                     resume)"
+                ),
             })
         })
         .transpose()
@@ -1035,6 +1038,12 @@ pub fn fit(
     }
     for note in &dataset.notes {
         report.note(note);
+    }
+    if rank == 0
+        && let Some(note) =
+            dataset.missing_classes(&data.last().map(|p| p.display().to_string()).unwrap_or_default(), &sig)
+    {
+        report.note(&note);
     }
     if dataset.train_len() == 0 {
         let why = if dataset.held_len() > 0 {

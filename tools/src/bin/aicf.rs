@@ -2567,7 +2567,7 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
         }
         // A transformer LM in the proposer's terms (`lm 2x64`): its cut
         // widths read the same before and after a stream widening.
-        if !f.structure.is_empty() {
+        if f.kind == "transformer" && !f.structure.is_empty() {
             return f.structure.clone();
         }
         let w = &f.widths;
@@ -2592,7 +2592,8 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                         let end = short_structure(f);
                         // Both in the proposer's terms where either is (a
                         // small LM's widths fit, its grown one's do not).
-                        let terms = !r.fingerprint.structure.is_empty() && !f.structure.is_empty();
+                        let terms =
+                            f.kind == "transformer" && !r.fingerprint.structure.is_empty() && !f.structure.is_empty();
                         let (start, end) = if terms && (start == r.fingerprint.structure || end == f.structure) {
                             (r.fingerprint.structure.clone(), f.structure.clone())
                         } else {

@@ -718,6 +718,9 @@ impl Policy {
             missing: Vec<(usize, usize, &'a Template, String)>, // (operators, position, operator, why)
             cannot: Vec<(String, String, bool)>,
             candidates: usize,
+            // Candidates that act with an operator missing (a fork goes on
+            // without them only where another acts whole).
+            partial: usize,
         }
         let passed = |rule: &Rule| start > 0 && matches!(rule.trigger, Trigger::Steps { at } if at <= start);
         let found: Vec<Found> = self
@@ -725,7 +728,7 @@ impl Policy {
             .iter()
             .map(|rule| {
                 let candidates = if passed(rule) { &[][..] } else { tops(&rule.action) };
-                let (mut missing, mut cannot) = (Vec::new(), Vec::new());
+                let (mut missing, mut cannot, mut partial) = (Vec::new(), Vec::new(), 0);
                 for t in candidates {
                     let ops = flat(t);
                     let lacking: Vec<(usize, usize, &Template, String)> = ops
@@ -738,6 +741,9 @@ impl Policy {
                         cannot.push((t.toml(), why, false));
                         continue;
                     }
+                    if !lacking.is_empty() {
+                        partial += 1;
+                    }
                     missing.extend(lacking);
                     if let Some(op) = t.resolve(trainer, 0)
                         && !matches!(op, Operator::Compose { .. })
@@ -749,7 +755,7 @@ impl Policy {
                         cannot.push((t.toml(), why, true));
                     }
                 }
-                Found { missing, cannot, candidates: candidates.len() }
+                Found { missing, cannot, candidates: candidates.len(), partial }
             })
             .collect();
         // Whether a rule can change the starting model: a growth with a
@@ -791,7 +797,8 @@ impl Policy {
             let none_acts = f.candidates > 0 && f.cannot.len() == f.candidates;
             // (A fork's other candidates act: it goes on, as it skips a
             // candidate that finds nothing.)
-            let fork_acts = matches!(rule.action, Action::Fork { .. }) && !none_acts;
+            let fork_acts =
+                matches!(rule.action, Action::Fork { .. }) && !none_acts && f.partial < f.candidates - f.cannot.len();
             for (ops, i, op, why) in &f.missing {
                 let which = format!("operator {i} of {ops} of its composition (action {})", op.toml());
                 if adds_layers || fork_acts {
