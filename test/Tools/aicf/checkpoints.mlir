@@ -69,6 +69,12 @@
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 5 --out %t/b3 --checkpoint-dir %t/b3-ckpt --adapt %t/misspelt.toml --resume-from %t/b-ckpt/v1.safetensors --override-resume --no-progress 2>&1 | FileCheck %s --check-prefix=AFRESH
 // AFRESH: note: policy rule 1 fires at step 10, which the checkpoint's run has passed (step 90): it never acts
 // AFRESH: error: {{.*}}misspelt.toml: policy rule 2 (action {{.*}}fc9{{.*}}) can never act on this model: the model has no layer fc9 (its layers: fc1, fc2)
+// So is one given to the resume of a run that had none (no flag needed,
+// nothing to go on with: it was not checked at all).
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/plain --checkpoint-dir %t/plain-ckpt --no-progress > /dev/null
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/plain --checkpoint-dir %t/plain-ckpt --adapt %t/misspelt.toml --resume --no-progress 2>&1 | FileCheck %s --check-prefix=AFRESHPLAIN
+// AFRESHPLAIN: note: policy rule 1 fires at step 10, which the checkpoint's run has passed (step 45): it never acts
+// AFRESHPLAIN: error: {{.*}}misspelt.toml: policy rule 2 {{.*}} can never act on this model: the model has no layer fc9
 
 // A plain run resumed on a fresh cache ends where a straight one does
 // (GEMMs pinned, as above).

@@ -489,11 +489,21 @@ impl Template {
                     mask_delay: *mask_delay,
                 })
             }
-            Template::Deepen { after, residual } => Some(Operator::Deepen {
-                after: after.clone(),
-                name: Some(format!("{after}_deep{serial}")),
-                residual: *residual,
-            }),
+            Template::Deepen { after, residual } => {
+                // A name no layer has (a policy started afresh on a grown
+                // checkpoint counts its rewrites from 0 again).
+                let symbols = &trainer.backend().manifest().symbols;
+                let taken = |k: usize| {
+                    let prefix = format!("{after}_deep{k}.");
+                    symbols.iter().any(|s| s.name.starts_with(&prefix))
+                };
+                let k = (serial..).find(|&k| !taken(k)).unwrap_or(serial);
+                Some(Operator::Deepen {
+                    after: after.clone(),
+                    name: Some(format!("{after}_deep{k}")),
+                    residual: *residual,
+                })
+            }
             Template::Heads { attention, add, max_heads, mask, mask_delay } => {
                 let ctx = CompilerContext::new();
                 let module = ctx.parse(trainer.source(), trainer.name()).ok()?;
