@@ -561,11 +561,17 @@ impl Trainer {
             }
             // The pass's own diagnostic, not the pipeline's header.
             let why = text.lines().find(|l| l.contains("error:")).or(text.lines().next()).unwrap_or_default();
+            // As a sentence with its place after it, not the verifier's
+            // raw "file:line:col: error: ..." inside a note.
+            let why = match why.trim().split_once(": error: ") {
+                Some((at, message)) => format!("{message}, at {at}"),
+                None => why.trim().to_string(),
+            };
             TrainError::FixedBatch {
                 model: self.name.clone(),
                 rows: batch,
                 batch: self.batch().map_or("its own".to_string(), |b| b.to_string()),
-                why: why.trim().to_string(),
+                why,
             }
         })?;
         self.backend.add_variant(&compiled.dir)?;

@@ -68,7 +68,7 @@
 // RENAMEDRESUME: final held-out loss
 // FIXEDEVAL: note: {{.*}}gpt.mlir: the model runs at a batch of 4 only (an op fixes it): the last 2 held-out windows are scored in a batch filled with repeats, whose predictions are not counted
 // FIXEDEVAL: accuracy {{[0-9.]+}}% on 10 held-out windows
-// FIXEDBATCH: note: {{.*}}gpt.mlir: the model runs at a batch of 4 only (an op fixes it: {{.*}}error: 'hl.cross_entropy'{{.*}}); each epoch takes whole batches, leaving out 1 training example (a table's: other rows each epoch) and 2 held-out ones
+// FIXEDBATCH: note: {{.*}}gpt.mlir: the model runs at a batch of 4 only (an op fixes it: 'hl.cross_entropy'{{.*}}, at {{.*}}gpt.mlir:{{[0-9]+}}:{{[0-9]+}}); each epoch takes whole batches, leaving out 1 training example (a table's: other rows each epoch) and 2 held-out ones
 // FIXEDBATCH: training on 100 windows (8 held-out windows scored), batch 4, 25 steps per epoch
 // FIXEDBATCH: final held-out loss
 
