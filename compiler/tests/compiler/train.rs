@@ -446,6 +446,26 @@ func.func @loss(%t: tensor<2x3xi32>, %y: tensor<2x3xi32>) -> tensor<f32> {
 "#;
     let sig = Signature::of_source(called, "called.mlir").unwrap();
     assert_eq!((sig.inputs[0].indexes, sig.inputs[1].indexes), (Some(10), None));
+    // Ids that only choose, as a select's condition, between other indices
+    // index nothing themselves (a mask of padding choosing positions).
+    let masked = r#"
+hl.param @pos.weight : tensor<5x4xf32> owner "pos" init <normal>
+func.func @forward(%t: tensor<2x3xi32>, %p: tensor<2x3xi32>) -> tensor<2x3x4xf32> {
+  %e = hl.get_param @pos.weight : tensor<5x4xf32>
+  %z = hl.constant dense<0> : tensor<2x3xi32>
+  %m = hl.compare eq, %t, %z : tensor<2x3xi32>, tensor<2x3xi32>
+  %i = hl.select %m, %z, %p : tensor<2x3xi1>, tensor<2x3xi32>, tensor<2x3xi32>
+  %x = hl.gather %e[%i] axis = 0 : tensor<5x4xf32>, tensor<2x3xi32>
+  return %x : tensor<2x3x4xf32>
+}
+func.func @loss(%t: tensor<2x3xi32>, %p: tensor<2x3xi32>, %y: tensor<2x3xi32>) -> tensor<f32> {
+  %x = func.call @forward(%t, %p) : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+  %l = hl.cross_entropy %x, %y : tensor<2x3x4xf32>, tensor<2x3xi32>
+  return %l : tensor<f32>
+}
+"#;
+    let sig = Signature::of_source(masked, "masked.mlir").unwrap();
+    assert_eq!((sig.inputs[0].indexes, sig.inputs[1].indexes), (None, Some(5)));
     let (rows, context) = (20u64, 64u64);
     let ids: Vec<f64> = (0..rows * context).map(|i| (i % 65) as f64).collect();
     let npy = |name: &str, values: &[f64]| write_npy(&dir.join(name), &[rows, context], values);
