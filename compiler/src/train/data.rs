@@ -108,6 +108,7 @@ impl Signature {
         let mut ignore_index = None;
         let mut sets_state = false;
         let mut index_bounds: Vec<Option<usize>> = Vec::new();
+        let funcs = functions_by_name(raw);
         for (func, block) in ir::functions(raw) {
             // Lowered IR (memref arguments) is no model to train: its
             // tensors' shapes would read as nothing.
@@ -146,10 +147,6 @@ impl Signature {
                 Some("loss") => {
                     loss = Some(args);
                     // Inputs a gather reads as indices: the rows they index.
-                    let funcs: BTreeMap<String, MlirBlock> = ir::functions(raw)
-                        .into_iter()
-                        .filter_map(|(f, b)| Some((ir::string_attr(f, "sym_name")?, b)))
-                        .collect();
                     index_bounds = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
                         .map(|i| rows_indexed(unsafe { mlir_sys::mlirBlockGetArgument(block, i) }, &funcs, 0))
                         .collect();
@@ -222,7 +219,7 @@ impl Signature {
                 Input { shape: shape.clone(), dtype: *dtype, role, indexes: index_bounds.get(i).copied().flatten() }
             })
             .collect();
-        let untrained = untrained_params(raw);
+        let untrained = untrained_params(raw, &funcs);
         Ok(Signature { inputs, output: forward.and_then(|f| f.1), ignore_index, sets_state, untrained })
     }
 
@@ -290,6 +287,11 @@ impl Signature {
     }
 }
 
+/// `module`'s functions with a body, by name.
+fn functions_by_name(module: MlirOperation) -> BTreeMap<String, MlirBlock> {
+    ir::functions(module).into_iter().filter_map(|(f, b)| Some((ir::string_attr(f, "sym_name")?, b))).collect()
+}
+
 /// The rows of the tables `v` indexes as a gather's indices: directly,
 /// through reshapes, or as an argument of a called function (`@loss`
 /// calling `@forward`); the fewest where several; `None` where none.
@@ -346,15 +348,13 @@ fn rows_indexed(v: MlirValue, funcs: &BTreeMap<String, MlirBlock>, depth: usize)
 /// The parameters of `module` that `@loss` never reads, directly or through
 /// the functions it calls, each with whether `@forward` (or a function it
 /// calls) reads it; in declaration order.
-fn untrained_params(module: MlirOperation) -> Vec<(String, bool)> {
+fn untrained_params(module: MlirOperation, functions: &BTreeMap<String, MlirBlock>) -> Vec<(String, bool)> {
     let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(module, 0)) };
     let declared: Vec<String> = ir::ops_of(body)
         .into_iter()
         .filter(|&o| ir::op_name(o) == "hl.param")
         .filter_map(|o| ir::string_attr(o, "sym_name"))
         .collect();
-    let functions: BTreeMap<String, MlirBlock> =
-        ir::functions(module).into_iter().filter_map(|(f, b)| Some((ir::string_attr(f, "sym_name")?, b))).collect();
     // The parameters read from `root` on, through calls (each function once).
     let reads = |root: &str| {
         let (mut seen, mut read) = (BTreeSet::new(), BTreeSet::new());
@@ -783,7 +783,7 @@ fn find_missing_classes(name: &str, rows: &Rows, sig: &Signature) -> Option<Stri
     if labels.per() != 1 || rows.train.is_empty() {
         return None;
     }
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = BTreeSet::new();
     for &r in &rows.train {
         let v = *labels.values.get(r)?;
         if sig.counts_label(v) {
@@ -835,13 +835,24 @@ pub fn is_text(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n.to_string_lossy().to_lowercase().ends_with(".txt"))
 }
 
-/// Whether the data file `path` is read as examples in rows: a table
-/// (`.csv`, `.csv.gz`) or arrays (`.safetensors`, `.npy`).
-pub fn is_rows(path: &Path) -> bool {
+/// Whether the data file `path`'s name ends in one of `endings` (in any
+/// case).
+fn ends_in(path: &Path, endings: &[&str]) -> bool {
     path.file_name().is_some_and(|n| {
         let n = n.to_string_lossy().to_lowercase();
-        [".csv", ".csv.gz", ".safetensors", ".npy"].iter().any(|e| n.ends_with(e))
+        endings.iter().any(|e| n.ends_with(e))
     })
+}
+
+/// Whether the data file `path` is read as a table (`.csv`, `.csv.gz`).
+pub fn is_table(path: &Path) -> bool {
+    ends_in(path, &[".csv", ".csv.gz"])
+}
+
+/// Whether the data file `path` is read as examples in rows: a table or
+/// arrays (`.safetensors`, `.npy`).
+pub fn is_rows(path: &Path) -> bool {
+    is_table(path) || ends_in(path, &[".safetensors", ".npy"])
 }
 
 impl Dataset {

@@ -52,14 +52,7 @@ pub fn evaluate_checkpoint(
         return Err(TrainError::Input(format!(
             "--eval-windows {k} samples a text's held-out windows; {} is {}, whose examples are scored every one",
             rows.display(),
-            if rows.file_name().is_some_and(|n| {
-                let n = n.to_string_lossy().to_lowercase();
-                n.ends_with(".csv") || n.ends_with(".csv.gz")
-            }) {
-                "a table"
-            } else {
-                "arrays"
-            }
+            if super::data::is_table(rows) { "a table" } else { "arrays" }
         )));
     }
     let (name, source, meta, other_batch) = model_of_checkpoint(model, checkpoint, out, "scoring", keep_batch, report)?;
@@ -344,25 +337,6 @@ pub(crate) fn checkpoint_trainer(
     // The checkpoint's model at another batch size (`aicf eval --batch`):
     // its tensors by name, as a resume loads them.
     trainer.load_checkpoint_of(checkpoint, !other_batch)?;
-    Ok(trainer)
-}
-
-/// [`checkpoint_trainer`] of a model that is the checkpoint's at another
-/// batch size (an ONNX model imported again at the batch a command needs):
-/// the same symbols, checked and loaded by name as a resume loads them,
-/// where the checkpoint's IR hash (the other batch's model's) is not this
-/// model's.
-pub(crate) fn checkpoint_trainer_at_other_batch(
-    source: &str,
-    name: &str,
-    options: &Options,
-    checkpoint: &Path,
-    out: &Path,
-) -> Result<Trainer> {
-    create_dir(out)?;
-    let options = Options { cache_dir: out.to_path_buf(), ..options.clone() };
-    let mut trainer = Trainer::from_source(source, name, options)?;
-    trainer.load_checkpoint_of(checkpoint, false)?;
     Ok(trainer)
 }
 

@@ -1141,12 +1141,10 @@ pub fn fit(
             }
         }
     }
-    // Where the policy starts on the model it is checked against: a fresh
-    // run's, or a resume's whose policy is not the checkpoint's run's
-    // (--override-resume: it starts afresh at the checkpoint's step).
-    // A resume's policy starts afresh unless the checkpoint carries this
-    // very policy's state (another policy, or a checkpoint of a run without
-    // one: nothing to go on with).
+    // The step the policy starts at on the model it is checked against: a
+    // fresh run's 0, or a resume's step where the checkpoint does not carry
+    // this very policy's state (another policy with --override-resume, or a
+    // checkpoint of a run without one: nothing to go on with).
     let policy_starts = match &resume {
         None => Some(0),
         Some((_, meta)) => {
@@ -1539,20 +1537,7 @@ impl<'a> Loop<'a> {
         if rank == 0
             && let Some(start) = policy_starts
         {
-            let (mut notes, never) = policy.check_start(&trainer, start);
-            // (A step rule set at or before the step it starts from.)
-            for (k, rule) in policy.rules.iter().enumerate() {
-                if let Trigger::Steps { at } = rule.trigger
-                    && start > 0
-                    && at <= start
-                {
-                    notes.push(format!(
-                        "policy rule {} fires at step {at}, which the checkpoint's run has passed (step {start}): \
-                         it never acts",
-                        k + 1
-                    ));
-                }
-            }
+            let (notes, never) = policy.check_start(&trainer, start);
             for note in &notes {
                 report.note(note);
             }

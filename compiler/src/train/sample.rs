@@ -170,11 +170,17 @@ pub fn sample_checkpoint(
         Some(p) if !p.is_empty() => vocabulary.encode(p)?,
         _ => vec![vocabulary.encode("\n").map_or(0, |ids| ids[0])],
     };
-    let mut trainer = if s.same_model_at_one_row {
-        super::eval::checkpoint_trainer_at_other_batch(&source, &name, options, checkpoint, out)?
-    } else {
-        super::eval::checkpoint_trainer(&source, &name, options, &meta, checkpoint, out, false, report)?
-    };
+    // (The same model at one row: its tensors load by name.)
+    let mut trainer = super::eval::checkpoint_trainer(
+        &source,
+        &name,
+        options,
+        &meta,
+        checkpoint,
+        out,
+        s.same_model_at_one_row,
+        report,
+    )?;
     let decode = |id: usize| match &vocabulary {
         Vocabulary::Chars(c) => c[id].to_string(),
         Vocabulary::Bytes => String::from_utf8_lossy(&[id as u8]).into_owned(),

@@ -695,9 +695,9 @@ impl Policy {
     /// apply one after another, each to the last one's model.
     ///
     /// `start`: the step the policy starts at (0; a checkpoint's, where a
-    /// policy starts afresh on it): a step rule at or before it is left out
-    /// (it never acts, said by the run; the model may already hold its
-    /// growth).
+    /// policy starts afresh on it): a step rule at or before it is noted as
+    /// never acting and left out of the checks (the model may already hold
+    /// its growth).
     pub fn check_start(&self, trainer: &Trainer, start: u64) -> (Vec<String>, Vec<String>) {
         // A composition's operators each (one misspelt among them would
         // otherwise be dropped silently).
@@ -782,6 +782,15 @@ impl Policy {
         let no_adding = "no rule of the policy adds layers for it to act on later; fix the rule, or drop it";
         let (mut notes, mut never) = (Vec::new(), Vec::new());
         for (k, rule) in self.rules.iter().enumerate() {
+            if let Trigger::Steps { at } = rule.trigger
+                && passed(rule)
+            {
+                notes.push(format!(
+                    "policy rule {} fires at step {at}, which the checkpoint's run has passed (step {start}): it \
+                     never acts",
+                    k + 1
+                ));
+            }
             // The step rules act once a step, the first whose rewrite
             // changes the model (epoch rules at the epoch's end, apart): a
             // second rule at one step is a fallback, silent until now.
