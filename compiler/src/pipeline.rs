@@ -128,7 +128,8 @@ impl Precision {
     fn autocast(self, pad: bool) -> String {
         let pad = if pad { "hl-pad-contractions," } else { "" };
         match self {
-            Precision::Fp32 => String::new(),
+            // (A model written in bf16 pads at fp32 too.)
+            Precision::Fp32 => pad.to_string(),
             Precision::Bf16 => format!("hl-autocast{{dtype=bf16}},{pad}"),
             Precision::Fp16 => format!("hl-autocast{{dtype=f16}},{pad}"),
         }
@@ -205,7 +206,7 @@ impl TrainOptions {
             Some(MemoryBudget::Fraction(f)) => format!(" budget-fraction={f}"),
             None => String::new(),
         };
-        let padding = if self.shape_padding || self.precision == Precision::Fp32 { "" } else { " shape-padding=false" };
+        let padding = if self.shape_padding { "" } else { " shape-padding=false" };
         let mut parallel = if self.data_parallel {
             format!(" data-parallel=true bucket-bytes={}", self.bucket_bytes)
         } else {

@@ -6,6 +6,7 @@
 // RUN: aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-insert-block --aicf-train-pipeline -o /dev/null
 // RUN: not aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-insert-block="at=5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: not aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-insert-block="prefix=layers" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOBLOCKS
+// RUN: not aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-insert-block="from=5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FROM
 
 // CHECK: hl.param @blocks.0.mlp.proj.bias
 // CHECK-NEXT: hl.param @blocks.1.ln1.weight : tensor<64xf32> owner "blocks.1.ln1" init <ones>
@@ -26,5 +27,6 @@
 // CHECK: hl.dropout {{.*}} stream = 5
 // CHECK: hl.dropout {{.*}} stream = 6
 
-// RANGE: hl-insert-block: at=5 must be at most 2 and from=1 below 2 (the model has 2 blocks)
+// RANGE: hl-insert-block: at=5 must be at most 2 (the model has 2 blocks)
+// FROM: hl-insert-block: from=5 must be below 2 (the model has 2 blocks, counted from 0)
 // NOBLOCKS: hl-insert-block: no parameters named layers.<i>.* (prefix=layers)

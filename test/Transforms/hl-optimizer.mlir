@@ -11,7 +11,7 @@
 // RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=adamw weight-decay=-0.5" 2>&1 | FileCheck %s --check-prefix=DECAY
 // RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=adam clip-norm=-1" 2>&1 | FileCheck %s --check-prefix=CLIP
 // MOMENTUM: hl-optimizer: momentum=-1 is not in [0, 1)
-// NANMOMENTUM: hl-optimizer: momentum=NaN is not in [0, 1)
+// NANMOMENTUM: hl-optimizer: momentum=NaN is not a finite number
 // NESTEROV: hl-optimizer: nesterov=true needs a momentum above 0
 // BETA: hl-optimizer: beta2=1 is not in [0, 1)
 // DECAY: hl-optimizer: weight-decay=-0.5 is not at least 0

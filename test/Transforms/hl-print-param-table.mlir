@@ -44,7 +44,7 @@
 // EMPTY: total: 0 parameters, 0 elements, 0 bytes
 // CONTROL: fc\tx.a\nb  fc\tx  2x2    f32    4         16     zeros
 // CONTROL-NEXT: total: 1 parameters
-// REQUIRE: empty.mlir:0:0: error: module declares no hl.param (require-params is set)
+// REQUIRE: empty.mlir:0:0: error: hl-print-param-table: the module declares no hl.param (require-params is set)
 // BADOPT: for the --require-params option: 'maybe' is invalid value for boolean argument!
 
 hl.param @enc.fc1.weight : tensor<128x64xf32> owner "enc" init <kaiming_uniform>

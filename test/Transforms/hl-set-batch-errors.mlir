@@ -1,6 +1,6 @@
 // hl-set-batch diagnostics.
 // RUN: aicf-opt %s -split-input-file --pass-pipeline='builtin.module(hl-set-batch{size=7})' -verify-diagnostics -o /dev/null
-// RUN: not aicf-opt %s --pass-pipeline='builtin.module(hl-set-batch)' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOSIZE
+// RUN: not aicf-opt %s -split-input-file --pass-pipeline='builtin.module(hl-set-batch)' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOSIZE
 
 // NOSIZE: hl-set-batch: size=0: give the new batch size, a positive integer
 

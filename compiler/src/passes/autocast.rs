@@ -152,13 +152,19 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         let other = ops_of(block).into_iter().find_map(|op| {
             let cast = op_name(op) == "hl.cast" && unsafe { mlirOperationGetNumResults(op) } == 1;
             let to = cast.then(|| float_of(unsafe { mlirOperationGetResult(op, 0) })).flatten()?;
-            (bits(to) == 16 && to != low).then_some(to)
+            (bits(to) == 16 && to != low).then_some((op, to))
         });
-        if let Some(other) = other {
-            return Err(report(format!(
-                "the module casts to {other:?} already (an earlier hl-autocast, or the model's own casts): casting \
-                 it to {low:?} would round those values twice; autocast a module without them, or to {other:?}"
-            )));
+        // (Said at the cast, not at the module's location.)
+        if let Some((op, other)) = other {
+            emit_error(
+                unsafe { Location::from_raw(op_loc(op)) },
+                &format!(
+                    "hl-autocast: the module casts to {other:?} already (an earlier hl-autocast, or the model's own \
+                     casts): casting it to {low:?} would round those values twice; autocast a module without them, \
+                     or to {other:?}"
+                ),
+            );
+            return Err(PassFailed);
         }
     }
     // An override naming nothing would leave the op or layer as it was,

@@ -119,6 +119,16 @@ pub fn differentiate(
     let forward = forward.ok_or_else(|| (module_loc, format!("no function @{function} to differentiate")))?;
     let fwd_block = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(forward, 0)) };
     let fwd_loc = unsafe { mlirOperationGetLocation(forward) };
+    // Branches (`cf.cond_br`) were read as a first block without a return.
+    if !fwd_block.ptr.is_null() && !unsafe { mlirBlockGetNextInRegion(fwd_block) }.ptr.is_null() {
+        return Err((
+            fwd_loc,
+            format!(
+                "@{function} has more than one block (control flow): AICF differentiates straight-line functions \
+                 (write a branch as hl.select over both sides)"
+            ),
+        ));
+    }
 
     // 2. The gradient function's block, with the forward's arguments.
     let nargs = unsafe { mlirBlockGetNumArguments(fwd_block) };
@@ -213,6 +223,14 @@ fn build_gradient(
         // A call's callee would have to be differentiated too: its
         // parameters' gradients would silently be zero.
         if op_name(op) == "func.call" {
+            // (The inliner does not inline a recursive call.)
+            let own = string_attr(forward, "sym_name").unwrap_or_default();
+            if flat_symbol(op, "callee").as_deref() == Some(own.as_str()) {
+                return Err((
+                    op_loc(op),
+                    format!("@{own} calls itself: AICF differentiates functions without recursion"),
+                ));
+            }
             return Err((
                 op_loc(op),
                 format!(
@@ -220,6 +238,21 @@ fn build_gradient(
                      @loss without calls",
                     ir::attr_text(op, "callee")
                 ),
+            ));
+        }
+        // An op of another dialect on the differentiable path has no rule:
+        // a gradient through it (`tensor.extract` of an activation) was
+        // dropped without a word, or the loss was said to depend on no
+        // parameter. Its integer results (`tensor.dim`'s) carry none.
+        let name = op_name(op);
+        if !name.starts_with("hl.")
+            && operands.iter().any(|v| active.contains(&key(*v)))
+            && (0..unsafe { mlirOperationGetNumResults(op) })
+                .any(|r| carries_float(unsafe { mlirValueGetType(mlirOperationGetResult(op, r)) }))
+        {
+            return Err((
+                op_loc(op),
+                format!("no gradient rule for '{name}' (AICF differentiates hl ops; write this step with hl ops)"),
             ));
         }
         let copy = unsafe { mlirOperationClone(op) };
@@ -304,7 +337,20 @@ fn backprop(
 ) -> Result<(), Failure> {
     let outer_loc = e.loc;
     for &op in ops.iter().rev() {
-        if unsafe { mlirOperationGetNumResults(op) } != 1 {
+        let results = unsafe { mlirOperationGetNumResults(op) };
+        if results != 1 {
+            // An op of several results (`hl.softmax_cross_entropy`'s loss
+            // and gradient, a backward op's) has no rule: its operands'
+            // gradients came out as zeros, silently.
+            let reached = (0..results)
+                .map(|r| unsafe { mlirOperationGetResult(op, r) })
+                .any(|y| adjoint.contains_key(&key(y)) && is_active(y));
+            if reached {
+                return Err((
+                    op_loc(op),
+                    format!("no gradient rule for '{}' (an op of {results} results) yet", op_name(op)),
+                ));
+            }
             continue;
         }
         let y = unsafe { mlirOperationGetResult(op, 0) };
@@ -802,4 +848,13 @@ fn gather_vjp(
         ..OpSpec::new("hl.gather_backward")
     })?;
     Ok(vec![Some(unsafe { mlirOperationGetResult(back, 0) }), None])
+}
+
+/// Whether a value of type `t` holds floating-point data: a float, or a
+/// shaped type of floats (what a gradient flows through).
+fn carries_float(t: MlirType) -> bool {
+    unsafe {
+        let element = if mlirTypeIsAShaped(t) { mlirShapedTypeGetElementType(t) } else { t };
+        mlirTypeIsAFloat(element)
+    }
 }

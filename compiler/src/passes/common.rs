@@ -211,6 +211,61 @@ pub(crate) fn declaration(op: MlirOperation) -> Option<(MlirLocation, String)> {
     })
 }
 
+/// A module nested in the anchored one (`module { module @inner {...} }`):
+/// the hl passes work on the functions of the module they run on, and
+/// skipped the inner one's without a word (its hl ops left after
+/// lowering, its parameters uncounted).
+pub(crate) fn nested_module(op: MlirOperation) -> Option<(MlirLocation, String)> {
+    if unsafe { mlirOperationGetNumRegions(op) } == 0 {
+        return None;
+    }
+    let body = unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) };
+    if body.ptr.is_null() {
+        return None;
+    }
+    crate::ir::ops_of(body).into_iter().find(|&m| crate::ir::op_name(m) == "builtin.module").map(|m| {
+        let name = crate::ir::string_attr(m, "sym_name").map(|n| format!(" @{n}")).unwrap_or_default();
+        (
+            unsafe { mlirOperationGetLocation(m) },
+            format!(
+                "a nested module{name}: AICF's passes run on the functions of one module (move its contents to the \
+                 top level, or anchor the pass on it: --pass-pipeline='builtin.module(builtin.module(...))')"
+            ),
+        )
+    })
+}
+
+/// What shows that the anchored module is differentiated already: a
+/// function `hl-autodiff` or `hl-optimizer` writes, or a backward op. The
+/// passes that rewrite a forward refuse such a module: a retyped backward
+/// kept the old batch's 1/N (gradients scaled wrong), and a grown layer's
+/// weight is read by the backward's transposes.
+pub(crate) fn differentiated(op: MlirOperation) -> Option<(MlirLocation, String)> {
+    for (func, block) in crate::ir::functions(op) {
+        let name = crate::ir::string_attr(func, "sym_name").unwrap_or_default();
+        if name.ends_with("_grad") || matches!(name.as_str(), "train_step" | "train_apply") {
+            return Some((unsafe { mlirOperationGetLocation(func) }, format!("@{name}")));
+        }
+        if let Some(b) = crate::ir::ops_of(block).into_iter().find(|&o| crate::ir::op_name(o).ends_with("_backward")) {
+            return Some((unsafe { mlirOperationGetLocation(b) }, format!("'{}' in @{name}", crate::ir::op_name(b))));
+        }
+    }
+    None
+}
+
+/// A module lowered to `ll` already: a function holding an `ll` op. The
+/// hl passes and `convert-hl-to-ll` refuse it (a second lowering failed on
+/// "a value of type memref<...>", autodiff on "'ll.elementwise'").
+pub(crate) fn lowered(op: MlirOperation) -> Option<(MlirLocation, String)> {
+    crate::ir::functions(op).into_iter().find_map(|(func, block)| {
+        let name = crate::ir::string_attr(func, "sym_name").unwrap_or_default();
+        crate::ir::ops_of(block)
+            .into_iter()
+            .find(|&o| crate::ir::op_name(o).starts_with("ll."))
+            .map(|o| (unsafe { mlirOperationGetLocation(o) }, format!("'{}' in @{name}", crate::ir::op_name(o))))
+    })
+}
+
 /// Whether `v` is a tensor or buffer of dynamic (or unknown) shape.
 pub(crate) fn dynamic(v: MlirValue) -> bool {
     unsafe {

@@ -103,7 +103,13 @@ pub fn convert_to_ll_with(module: MlirOperation, conv_as_gemm: bool) -> Result<u
         })
         .collect();
     let mut kernels = 0;
-    let mut constants = 0;
+    // Constants' globals are numbered past any the module has (one written
+    // by hand, or kept from another lowering, was defined twice).
+    let mut constants = ops_of(body)
+        .into_iter()
+        .filter_map(|op| ir::string_attr(op, "sym_name")?.strip_prefix("__aicf_constant_")?.parse::<usize>().ok())
+        .max()
+        .unwrap_or(0);
     for (func, block) in ir::functions(module) {
         require_static(func, block)?;
         for op in ops_of(block) {

@@ -911,6 +911,32 @@ pub(super) fn report(module: OperationRef<'_, '_>, pass: &'static str) -> impl F
     }
 }
 
+/// The `mask` and `mask_delay` options of a growth pass.
+pub(super) fn mask_option(
+    options: &PassOptions,
+    report: &impl Fn(String) -> PassFailed,
+) -> Result<Option<Mask>, PassFailed> {
+    let steps = options.get_i64("mask").map_err(report)?;
+    let delay = options.get_i64("mask_delay").map_err(report)?;
+    if steps < 0 || delay < 0 {
+        return Err(report(format!("mask={steps} and mask_delay={delay} count steps (0: no mask)")));
+    }
+    // A delay without a mask delayed nothing, silently.
+    if steps == 0 && delay > 0 {
+        return Err(report(format!("mask_delay={delay} delays a mask: give mask=N (the steps it ramps over) too")));
+    }
+    // The counter is a float: an f32 counts steps exactly to 2^24, after
+    // which it stops, and a longer ramp never ended.
+    const MOST_STEPS: i64 = 1 << 24;
+    if steps.saturating_add(delay) > MOST_STEPS {
+        return Err(report(format!(
+            "mask={steps} and mask_delay={delay}: together at most {MOST_STEPS} steps (2^24: the mask counts its \
+             steps in f32, exact to there)"
+        )));
+    }
+    Ok((steps > 0).then_some(Mask { steps: steps as usize, delay: delay as usize }))
+}
+
 pub(super) fn failed((loc, message): Failure) -> PassFailed {
     emit_error(unsafe { Location::from_raw(loc) }, &message);
     PassFailed
@@ -923,16 +949,7 @@ pub(super) fn run_widen(module: OperationRef<'_, '_>, options: &PassOptions) -> 
     if layer.is_empty() || width <= 0 {
         return Err(report(format!("give layer=NAME and width=N (N > 0); got layer='{layer}' width={width}")));
     }
-    let steps = options.get_i64("mask").map_err(&report)?;
-    let delay = options.get_i64("mask_delay").map_err(&report)?;
-    if steps < 0 || delay < 0 {
-        return Err(report(format!("mask={steps} and mask_delay={delay} count steps (0: no mask)")));
-    }
-    // A delay without a mask delayed nothing, silently.
-    if steps == 0 && delay > 0 {
-        return Err(report(format!("mask_delay={delay} delays a mask: give mask=N (the steps it ramps over) too")));
-    }
-    let mask = (steps > 0).then_some(Mask { steps: steps as usize, delay: delay as usize });
+    let mask = mask_option(options, &report)?;
     let raw = module.to_raw();
     let plan = plan_widen(raw, &layer, width as usize).map_err(failed)?;
     apply_widen(raw, &plan, mask).map_err(failed)
@@ -947,16 +964,7 @@ pub(super) fn run_heads(module: OperationRef<'_, '_>, options: &PassOptions) -> 
             "give attention=PATH and heads=N (N > 0); got attention='{attention}' heads={heads}"
         )));
     }
-    let steps = options.get_i64("mask").map_err(&report)?;
-    let delay = options.get_i64("mask_delay").map_err(&report)?;
-    if steps < 0 || delay < 0 {
-        return Err(report(format!("mask={steps} and mask_delay={delay} count steps (0: no mask)")));
-    }
-    // A delay without a mask delayed nothing, silently.
-    if steps == 0 && delay > 0 {
-        return Err(report(format!("mask_delay={delay} delays a mask: give mask=N (the steps it ramps over) too")));
-    }
-    let mask = (steps > 0).then_some(Mask { steps: steps as usize, delay: delay as usize });
+    let mask = mask_option(options, &report)?;
     let raw = module.to_raw();
     let plan = plan_heads(raw, &attention, heads as usize).map_err(failed)?;
     apply_heads(raw, &plan, mask).map_err(failed)

@@ -737,12 +737,17 @@ pub fn plan_block(
         .filter_map(|op| string_attr(op, "sym_name"))
         .filter_map(|name| block_of(&name, prefix).filter(|(i, _)| *i == from).map(|(_, rest)| rest.to_string()))
         .collect();
-    if at > count || from >= count {
+    // (Each bound said alone: a bad from= named the good at= first.)
+    if at > count {
         return Err((
             op_loc(module),
-            format!(
-                "{BLOCK}: at={at} must be at most {count} and from={from} below {count} (the model has {count} blocks)"
-            ),
+            format!("{BLOCK}: at={at} must be at most {count} (the model has {count} blocks)"),
+        ));
+    }
+    if from >= count {
+        return Err((
+            op_loc(module),
+            format!("{BLOCK}: from={from} must be below {count} (the model has {count} blocks, counted from 0)"),
         ));
     }
     let mut outputs: Option<Vec<String>> = None;
@@ -1098,16 +1103,7 @@ pub(super) fn run_block(module: OperationRef<'_, '_>, options: &PassOptions) -> 
             "give prefix=NAME, at=K (-1: after the last block) and from=J (-1: the block before K); got prefix='{prefix}' at={at} from={from}"
         )));
     }
-    let mask_steps = options.get_i64("mask").map_err(&report)?;
-    let delay = options.get_i64("mask_delay").map_err(&report)?;
-    if mask_steps < 0 || delay < 0 {
-        return Err(report(format!("mask={mask_steps} and mask_delay={delay} count steps (0: no mask)")));
-    }
-    // A delay without a mask delayed nothing, silently.
-    if mask_steps == 0 && delay > 0 {
-        return Err(report(format!("mask_delay={delay} delays a mask: give mask=N (the steps it ramps over) too")));
-    }
-    let mask = (mask_steps > 0).then_some(Mask { steps: mask_steps as usize, delay: delay as usize });
+    let mask = super::grow::mask_option(options, &report)?;
     let raw = module.to_raw();
     let count = block_count(raw, &prefix).map_err(failed)?;
     let at = if at < 0 { count } else { at as usize };

@@ -80,6 +80,18 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
     ("ll-schedule", schedule::run),
 ];
 
+/// The passes that rewrite a model's forward, refused on a differentiated
+/// module ([`common::differentiated`]; `hl-autocast` says so itself).
+const FORWARD_ONLY: &[&str] = &[
+    "hl-set-batch",
+    "hl-widen",
+    "hl-add-heads",
+    "hl-deepen",
+    "hl-insert-block",
+    "hl-widen-residual",
+    "hl-pad-contractions",
+];
+
 /// Installs every pass body and registers the passes (and AICF's named
 /// pipelines) in MLIR's global registry. Idempotent; call before parsing a
 /// textual pipeline or starting `aicf-opt`.
@@ -117,12 +129,42 @@ unsafe extern "C" fn trampoline(
             Err(PassFailed)
         }
         // The hl passes (not the ll ones, whose modules declare kernels)
-        // refuse functions without a body.
+        // refuse functions without a body, and modules nested in theirs.
         Ok(_)
             if (entry.argument.starts_with("hl-") || entry.argument == "convert-hl-to-ll")
-                && let Some((loc, message)) = common::declaration(op.to_raw()) =>
+                && let Some((loc, message)) =
+                    common::declaration(op.to_raw()).or_else(|| common::nested_module(op.to_raw())) =>
         {
             emit_error(unsafe { Location::from_raw(loc) }, &format!("{}: {message}", entry.argument));
+            Err(PassFailed)
+        }
+        Ok(_)
+            if (entry.argument.starts_with("hl-") || entry.argument == "convert-hl-to-ll")
+                && entry.argument != "hl-print-param-table"
+                && let Some((loc, what)) = common::lowered(op.to_raw()) =>
+        {
+            emit_error(
+                unsafe { Location::from_raw(loc) },
+                &format!(
+                    "{}: the module is lowered to ll already ({what}): the hl passes and convert-hl-to-ll run once, \
+                     before the ll ones",
+                    entry.argument
+                ),
+            );
+            Err(PassFailed)
+        }
+        Ok(_)
+            if FORWARD_ONLY.contains(&entry.argument)
+                && let Some((loc, what)) = common::differentiated(op.to_raw()) =>
+        {
+            emit_error(
+                unsafe { Location::from_raw(loc) },
+                &format!(
+                    "{}: the module is differentiated already ({what}): {} rewrites a model's forward, before \
+                     hl-autodiff and hl-optimizer",
+                    entry.argument, entry.argument
+                ),
+            );
             Err(PassFailed)
         }
         Ok(options) => (entry.body)(op, &options),

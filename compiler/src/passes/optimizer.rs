@@ -40,7 +40,14 @@ impl Optimizer {
     /// make no optimizer, if they do not: PyTorch's ranges.
     pub fn check(&self, clip_norm: Option<f64>) -> Result<(), String> {
         let within = |name: &str, v: f64, ok: bool, range: &str| {
-            if ok && v.is_finite() { Ok(()) } else { Err(format!("{name}={v} is not {range}")) }
+            // (An infinite value was "not above 0".)
+            if !v.is_finite() {
+                Err(format!("{name}={v} is not a finite number"))
+            } else if ok {
+                Ok(())
+            } else {
+                Err(format!("{name}={v} is not {range}"))
+            }
         };
         match *self {
             Optimizer::Sgd { momentum, nesterov, weight_decay } => {
@@ -200,8 +207,11 @@ pub fn add_train_step_scaled(
     let grad_name = format!("{function}_grad");
     let find =
         |name: &str| ops_of(body).into_iter().find(|&op| string_attr(op, "sym_name").unwrap_or_default() == name);
-    if let Some(op) = find("train_step") {
-        return Err((op_loc(op), "@train_step already exists".into()));
+    let made: &[&str] = if accumulate { &["train_step", "train_grad", "train_apply"] } else { &["train_step"] };
+    for name in made {
+        if let Some(op) = find(name) {
+            return Err((op_loc(op), format!("@{name} already exists")));
+        }
     }
     // hl-autodiff refuses a module without parameters; a gradient function
     // written by hand skipped it (a step that only counted steps).

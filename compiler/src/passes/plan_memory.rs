@@ -204,6 +204,14 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
         if ir::has(func, "ll.memory") {
             return Err((op_loc(func), format!("@{name} is planned already (ll.memory): plan memory once")));
         }
+        // An arena the input binds already (written by hand, or kept from
+        // a plan whose ll.memory was dropped) got a second one beside it.
+        if ir::attr_text(func, "arg_attrs").contains("ll.bind = \"arena\"") {
+            return Err((
+                op_loc(func),
+                format!("@{name} has an argument bound \"arena\" already: it is planned, plan memory once"),
+            ));
+        }
         if let Some(op) = ops_of(block).into_iter().find(|&o| ir::has(o, "ll.stream")) {
             return Err((
                 op_loc(op),

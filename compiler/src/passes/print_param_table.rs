@@ -58,7 +58,7 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         PassFailed
     })?;
     if params.is_empty() && require_params {
-        emit_error(module.location(), "module declares no hl.param (require-params is set)");
+        emit_error(module.location(), "hl-print-param-table: the module declares no hl.param (require-params is set)");
         return Err(PassFailed);
     }
     eprint!("{}", render_table(&params, group_by_owner));

@@ -9,6 +9,10 @@
 //! 4. Rewrite each function's type from its arguments and returned values,
 //!    and verify the module, so that an op that does not infer its types but
 //!    no longer fits (a call, a fixed reshape) is reported where it is.
+//!
+//! A differentiated module is refused (before the pass runs:
+//! [`super::common::differentiated`]): its backward's and optimizer's
+//! constants follow the batch it was differentiated at.
 
 use super::{PassFailed, PassOptions, PassResult, emit_error};
 use crate::ffi;

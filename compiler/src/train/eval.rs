@@ -349,7 +349,7 @@ pub fn trained_precision(checkpoint: &Path) -> Result<Option<crate::pipeline::Pr
         .map(|p| {
             crate::pipeline::Precision::parse(p).map_err(|e| TrainError::Io {
                 path: checkpoint.to_path_buf(),
-                message: format!("its record's precision: {e}"),
+                message: format!("its record's precision: {e} (give --precision P to resume or score it)"),
             })
         })
         .transpose()

@@ -42,7 +42,9 @@ struct AICFApproximateMath
         "math.tanh"};
     for (const std::string &name : names) {
       if (!llvm::is_contained(known, name)) {
-        getOperation()->emitError()
+        // (At the module's location, without the whole module printed
+        // after it as the op the error is on.)
+        mlir::emitError(getOperation()->getLoc())
             << "aicf-approximate-math: '" << name
             << "' is not an op this pass approximates (math.acos, math.asin, "
                "math.atan, math.atan2, math.cbrt, math.cos, math.erf, "

@@ -59,7 +59,7 @@ void runRustBody(PassT &pass, Operation *op) {
   StringRef argument = pass.getArgument();
   PassBody body = lookupBody(argument);
   if (!body.fn) {
-    op->emitError() << "pass '" << argument
+    mlir::emitError(op->getLoc()) << "pass '" << argument
                     << "' has no body: the Rust side of AICF did not install "
                        "it (call aicf_compiler::register_passes first)";
     return pass.signalFailureFromBody();
@@ -224,8 +224,12 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
   // hl.attention before anything differentiates or casts it.
   os << "hl-fuse-attention,";
   if (o.precision != "fp32" && o.precision != "f32")
-    os << "hl-autocast{dtype=" << o.precision << "},"
-       << (o.shapePadding ? "hl-pad-contractions," : "");
+    os << "hl-autocast{dtype=" << o.precision << "},";
+  // Padding acts on 16-bit contractions only: after autocast, or in a
+  // model written in bf16/f16 that trains at fp32 (where the option was
+  // ignored without a word).
+  if (o.shapePadding)
+    os << "hl-pad-contractions,";
   // fp16 trains with dynamic loss scaling (GradScaler's defaults).
   bool fp16 = o.precision == "fp16" || o.precision == "f16";
   os << "hl-optimizer{kind=" << o.optimizer << " momentum=" << o.momentum
@@ -261,7 +265,8 @@ struct FailPass : public PassWrapper<FailPass, OperationPass<>> {
   explicit FailPass(std::string message) : message(std::move(message)) {}
   StringRef getArgument() const final { return "aicf-fail"; }
   void runOnOperation() override {
-    getOperation()->emitError(message);
+    // (Not the op's emitError: that printed the whole module after it.)
+    mlir::emitError(getOperation()->getLoc(), message);
     signalPassFailure();
   }
   std::string message;
@@ -288,6 +293,29 @@ extern "C" void aicfRegisterPasses(void) {
                   "' is not a name (letters, digits, '-' and '_')"));
               return;
             }
+          }
+          // A name of neither list failed inside the pass it is given
+          // to, naming that pass's option (precision=x as hl-autocast's
+          // dtype=x).
+          auto refuse = [&](StringRef option, StringRef value,
+                            StringRef expected) {
+            pm.addPass(std::make_unique<FailPass>(
+                ("aicf-train-pipeline: " + option + "=" + value +
+                 ": expected " + expected)
+                    .str()));
+          };
+          if (!llvm::is_contained(
+                  {StringRef("fp32"), StringRef("f32"), StringRef("bf16"),
+                   StringRef("fp16"), StringRef("f16")},
+                  StringRef(o.precision))) {
+            refuse("precision", o.precision, "fp32, bf16 or fp16");
+            return;
+          }
+          if (!llvm::is_contained({StringRef("sgd"), StringRef("adam"),
+                                   StringRef("adamw")},
+                                  StringRef(o.optimizer))) {
+            refuse("optimizer", o.optimizer, "sgd, adam or adamw");
+            return;
           }
           std::string text = trainPipeline(o);
           if (failed(parsePassPipeline(text, pm))) {

@@ -52,7 +52,7 @@
 // SAMESTEP-NOT: deepen
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", width = 32, rule = "fresh", mask = 4, mask_delay = 2147483647 }\n' > %t/long-mask.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/long --adapt %t/long-mask.toml 2>&1 | FileCheck %s --check-prefix=LONGMASK
-// LONGMASK: policy rule 1: action: mask = 4, mask_delay = 2147483647: each at most 16777216 steps
+// LONGMASK: policy rule 1: action: mask = 4, mask_delay = 2147483647: together at most 16777216 steps
 // In bf16 an exact widening is checked to about one bf16 rounding of the
 // probe loss (the fp32 tolerance, 1e-5, rejected every one: 2e-4 here).
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --adapt %S/inputs/grow-steps.toml --precision bf16 --out %t/bf16 --no-progress 2>&1 | FileCheck %s --check-prefix=BF16GROW

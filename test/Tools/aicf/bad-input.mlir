@@ -350,7 +350,7 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --eval-windows 4 --no-runs-db --out %t/noop 2>&1 | FileCheck %s --check-prefix=NOOPEVALWINDOWS
 // NOOPEVALWINDOWS: aicf: error: --eval-windows samples a text's held-out windows; {{.*}}digits.csv is no text (a table's held-out rows are scored every one)
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --no-shape-padding --emit hl 2>&1 | FileCheck %s --check-prefix=NOPADFP32
-// NOPADFP32: note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 none is padded
+// NOPADFP32: note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 only a model written in bf16 or f16 has any
 
 // A directory where the checkpoint goes: said as it is, with and without
 // --resume (the two messages sent the user to each other).

@@ -766,10 +766,17 @@ fn main() {
                 .or_else(|| checkpoint_dir.as_ref().filter(|_| resume).map(|d| d.join("last.safetensors")))
                 .filter(|c| c.is_file());
             if let Some(c) = &checkpoint {
-                if !given("precision")
-                    && let Ok(Some(trained)) = run::trained_precision(c)
-                {
-                    compile.precision = trained;
+                if !given("precision") {
+                    match run::trained_precision(c) {
+                        Ok(Some(trained)) => compile.precision = trained,
+                        Ok(None) => {}
+                        // (A record that does not read: said, as for
+                        // --accumulate below, not taken for fp32.)
+                        Err(e) => {
+                            eprintln!("aicf: error: {e}");
+                            std::process::exit(1);
+                        }
+                    }
                 }
                 if !given("accumulate") {
                     match run::trained_accumulate(c) {
@@ -1477,8 +1484,8 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
     }
     if c.no_shape_padding && c.precision == Precision::Fp32 {
         eprintln!(
-            "note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 none \
-             is padded"
+            "note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 only \
+             a model written in bf16 or f16 has any"
         );
     }
     aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm)?;

@@ -187,11 +187,11 @@ impl Template {
             Template::Widen { mask, mask_delay, .. }
             | Template::Heads { mask, mask_delay, .. }
             | Template::AddBlock { mask, mask_delay, .. }
-                if mask.is_some_and(|m| m > MOST_MASK_STEPS) || *mask_delay > MOST_MASK_STEPS =>
+                if mask.unwrap_or(0).saturating_add(*mask_delay) > MOST_MASK_STEPS =>
             {
                 Err(format!(
-                    "mask = {}, mask_delay = {mask_delay}: each at most {MOST_MASK_STEPS} steps (2^24: the mask counts \
-                     its steps in f32, exact to there)",
+                    "mask = {}, mask_delay = {mask_delay}: together at most {MOST_MASK_STEPS} steps (2^24: the mask \
+                     counts its steps in f32, exact to there, and ramps up to mask_delay + mask)",
                     mask.unwrap_or_default()
                 ))
             }
