@@ -611,7 +611,16 @@ impl Runtime {
                 )),
                 Device::Cuda { .. } => crate::pipeline::Target::Cuda(crate::codegen::GpuOptions::default()),
             };
-            crate::pipeline::compile_inference(source, key, &target, &dir).map_err(|e| fail(e.to_string()))?;
+            crate::pipeline::compile_inference(source, key, &target, &dir).map_err(|e| match e {
+                // An op its operands do not fit (an integer division, an
+                // empty slice): the pass's own words, as an op's error, not
+                // the whole pipeline and the op's one-line module.
+                crate::error::CompileError::PassFailed { diagnostics, .. } if !diagnostics.is_empty() => {
+                    let words: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+                    EagerError::Op { op: key.to_string(), message: words.join("; ") }
+                }
+                other => fail(other.to_string()),
+            })?;
             self.stats.compiled += 1;
             self.stats.compile_seconds += started.elapsed().as_secs_f64();
         }

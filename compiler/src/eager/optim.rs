@@ -97,7 +97,8 @@ impl Optim {
     /// summed per gradient then in parameter order, in f32). Returns the
     /// norm before clipping.
     pub fn clip_grad_norm(&self, max_norm: f64) -> Result<f64> {
-        if !(max_norm.is_finite() && max_norm > 0.0) {
+        // (An infinite bound clips nothing, as in PyTorch.)
+        if max_norm.is_nan() || max_norm <= 0.0 {
             return Err(EagerError::Invalid(format!("clip_grad_norm: max_norm {max_norm} is not above 0")));
         }
         let grads: Vec<(&Tensor, Tensor)> =
@@ -117,7 +118,10 @@ impl Optim {
             }
             let Some(total) = total else { return Ok(0.0) };
             let norm = (total.item()? as f32).sqrt();
-            let coef = ((max_norm as f32) / (norm + 1e-6f32)).min(1.0);
+            // A NaN norm makes every gradient NaN, as PyTorch's does (f32's
+            // `min` took the 1 and left them as they were).
+            let raw = (max_norm as f32) / (norm + 1e-6f32);
+            let coef = if raw.is_nan() { raw } else { raw.min(1.0) };
             let c = Tensor::from_vec(&[], vec![coef])?.to(&device)?;
             for (p, g) in &grads {
                 *p.0.grad.borrow_mut() = Some(g.mul(&c)?);

@@ -163,6 +163,10 @@ struct EagerState {
     device: crate::eager::Device,
     params: RefCell<Vec<(String, crate::eager::Tensor)>>,
     states: RefCell<Vec<(String, crate::eager::Tensor)>>,
+    /// States set before the model first used them: taken when it does,
+    /// without counting among the symbols created until then (each counted
+    /// symbol moves the random stream of the parameters after it).
+    preset: RefCell<Vec<(String, crate::eager::Tensor)>>,
     offset: std::cell::Cell<u64>,
     next_stream: std::cell::Cell<i64>,
 }
@@ -192,6 +196,7 @@ impl GraphState {
             device,
             params: RefCell::new(Vec::new()),
             states: RefCell::new(Vec::new()),
+            preset: RefCell::new(Vec::new()),
             offset: std::cell::Cell::new(0),
             next_stream: std::cell::Cell::new(0),
         }))
@@ -249,8 +254,9 @@ impl GraphState {
     }
 
     /// Sets the eager graph's state `name` (created on first use before,
-    /// or not yet: then it starts from `values`), e.g. from a compiled
-    /// trainer's state.
+    /// or not yet: then it starts from `values` when the model first uses
+    /// it, and the parameters before it start as they would without it),
+    /// e.g. from a compiled trainer's state.
     pub(super) fn set_eager_state(self: &Rc<Self>, name: &str, shape: &[usize], values: Vec<f32>) -> Result<()> {
         let Some(e) = &self.eager else { return Err(NnError::Internal("not an eager graph".into())) };
         let invalid = |message: String| NnError::Invalid { layer: None, message };
@@ -267,8 +273,20 @@ impl GraphState {
                 Ok(())
             }
             None => {
-                states.push((name.to_string(), t));
-                Ok(())
+                let mut preset = e.preset.borrow_mut();
+                match preset.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, old)) if old.shape() != shape => {
+                        Err(invalid(format!("state `{name}` was set as {:?}, not {shape:?}", old.shape())))
+                    }
+                    Some((_, old)) => {
+                        *old = t;
+                        Ok(())
+                    }
+                    None => {
+                        preset.push((name.to_string(), t));
+                        Ok(())
+                    }
+                }
             }
         }
     }
@@ -291,6 +309,21 @@ impl GraphState {
         }
         if spec.dtype != DType::F32 {
             return Err(invalid(format!("eager model state is f32, `{name}` is {}", spec.mlir_type())));
+        }
+        let preset = {
+            let mut preset = e.preset.borrow_mut();
+            preset.iter().position(|(n, _)| n == name).map(|i| preset.remove(i).1)
+        };
+        if let Some(t) = preset {
+            if t.shape() != spec.shape {
+                return Err(invalid(format!(
+                    "state `{name}` was set as {:?}, but the model uses it as {}",
+                    t.shape(),
+                    spec.mlir_type()
+                )));
+            }
+            e.states.borrow_mut().push((name.to_string(), t.clone()));
+            return self.wrap(t);
         }
         let stream = (e.params.borrow().len() + e.states.borrow().len()) as u64;
         let mut values = host_zeros(name, spec.num_elements()).map_err(invalid)?;

@@ -153,7 +153,11 @@ pub fn is_trace(path: &Path) -> bool {
     head[..n].starts_with(b"{\"displayTimeUnit\"") || head[..n].starts_with(b"{\"traceEvents\"")
 }
 
+/// Writes `events` as a Chrome trace to `path`, refusing a file there that
+/// holds no trace (`eager::finish_trace` wrote over a checkpoint; the CLI
+/// and `fit` checked before their runs, and still do).
 pub fn write_trace(path: &Path, device: &str, events: &[TraceEvent]) -> Result<()> {
+    super::refuse_overwriting_all_but_traces(path, "the trace").map_err(io(path))?;
     let mut out = Vec::with_capacity(events.len() + 2);
     out.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": device}}));
     let mut streams: Vec<u32> = events.iter().map(|e| e.stream).collect();

@@ -258,6 +258,10 @@ pub struct Trainer {
     steps: u64,
     /// The learning rate of the last step run.
     last_lr: Option<f64>,
+    /// Where the last step's inputs held an infinity (input, index,
+    /// value): its loss can be finite while its update makes the
+    /// parameters non-finite, and the next step's NaN loss names it.
+    last_infinite: Option<(usize, usize, f64)>,
     /// This replica's share of the next steps' global batch (1 alone), and
     /// the global batch's rows (data parallel).
     replica_weight: f64,
@@ -294,12 +298,11 @@ fn check_nan_inputs(function: &str, inputs: &[&Tensor]) -> Result<()> {
 /// The inputs a caller gives `function` of `f`: its inputs less those the
 /// Trainer adds itself (the learning rate, a data-parallel replica's
 /// weight, a micro-batch's share and whether it is a step's first).
-fn caller_inputs(f: &aicf_runtime::artifact::Function) -> Vec<&str> {
+fn caller_inputs(f: &aicf_runtime::artifact::Function) -> Vec<&aicf_runtime::artifact::Arg> {
     f.args
         .iter()
         .filter(|a| a.role() == Role::Input)
-        .map(|a| a.bind.as_str())
-        .filter(|b| !["lr", REPLICA_WEIGHT, FIRST_MICRO_BATCH].contains(b))
+        .filter(|a| !["lr", REPLICA_WEIGHT, FIRST_MICRO_BATCH].contains(&a.bind.as_str()))
         .collect()
 }
 
@@ -312,10 +315,24 @@ impl Trainer {
         if given == takes.len() {
             return Ok(());
         }
+        // Each input by its type (a layer-API model's were all "input"),
+        // and dropout's seed and offset said as such.
+        let types: Vec<String> =
+            takes.iter().map(|a| format!("{} {:?}", format!("{:?}", a.dtype).to_lowercase(), a.shape)).collect();
+        let rng = takes.len() >= 2
+            && takes[takes.len() - 2..]
+                .iter()
+                .all(|a| a.dtype == aicf_runtime::artifact::DType::I64 && a.shape.is_empty());
+        let hint = if rng {
+            "; the last two, i64 scalars, are dropout's seed and offset: give a seed, and an offset that moves on \
+             each step (as `aicf train` does, by 2^24), or the same mask is drawn every step"
+        } else {
+            ""
+        };
         Err(TrainError::Input(format!(
-            "@{function}: {given} inputs given, the model takes {} ({})",
+            "@{function}: {given} inputs given, the model takes {} ({}){hint}",
             takes.len(),
-            takes.join(", ")
+            types.join(", ")
         )))
     }
 
@@ -347,6 +364,7 @@ impl Trainer {
             compiled: vec![compiled],
             steps: 0,
             last_lr: None,
+            last_infinite: None,
             replica_weight: 1.0,
             global_rows: None,
             comm: None,
@@ -495,6 +513,18 @@ impl Trainer {
     pub fn set_state(&mut self, state: &BTreeMap<String, Tensor>) -> Result<()> {
         for s in self.backend.manifest().symbols.iter().filter(|s| !s.is_accumulator()) {
             match state.get(&s.name) {
+                // A NaN was set, and the next step's NaN loss blamed the
+                // learning rate (an eager optimizer's state refuses it).
+                Some(t)
+                    if t.shape == s.shape
+                        && t.filled()
+                        && let Some(i) = t.values.iter().position(|v| !v.is_finite()) =>
+                {
+                    return Err(TrainError::Input(format!(
+                        "state for {}: {} at index {i} is not a finite number; nothing was set",
+                        s.name, t.values[i]
+                    )));
+                }
                 Some(t) if t.shape == s.shape && t.filled() => {}
                 Some(t) if t.shape == s.shape => {
                     return Err(TrainError::Input(format!(
@@ -536,6 +566,7 @@ impl Trainer {
         self.steps = steps;
         // (The last step's rate is of a state no longer there.)
         self.last_lr = None;
+        self.last_infinite = None;
     }
 
     /// `@loss` on `inputs` (features and labels) without updating anything.
@@ -669,6 +700,16 @@ impl Trainer {
         self.steps = self.steps.saturating_add(1);
         let before = self.last_lr.replace(lr);
         let loss = out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN);
+        // (Looked for on each step only where the inputs are checked: the
+        // training loop's data refused non-finite values when it loaded.)
+        let infinite = (self.options.check_inputs || !loss.is_finite())
+            .then(|| {
+                inputs.iter().flat_map(|micro| micro.iter().enumerate()).find_map(|(i, t)| {
+                    t.values.iter().position(|v| v.is_infinite()).map(|at| (i, at, t.values[at], &t.shape))
+                })
+            })
+            .flatten();
+        let infinite_before = std::mem::replace(&mut self.last_infinite, infinite.map(|(i, at, v, _)| (i, at, v)));
         if !loss.is_finite() {
             if self.backend.manifest().symbols.iter().any(|s| s.name == "loss_scale") {
                 return Err(TrainError::Fp16Overflow { step: self.steps, loss, lr });
@@ -676,13 +717,17 @@ impl Trainer {
             // An infinity passes the input check (a mask may hold -inf); a
             // NaN loss on one is the likely cause. Else a step before at
             // another rate may have made the parameters non-finite.
-            let infinite = inputs.iter().flat_map(|micro| micro.iter().enumerate()).find_map(|(i, t)| {
-                t.values.iter().position(|v| v.is_infinite()).map(|at| (i, at, t.values[at], &t.shape))
-            });
             let cause = match (infinite, before) {
                 (Some((i, at, v, shape)), _) => Some(format!(
                     "input #{i} holds {v} at index {at} (of shape {shape:?}), the likely cause where it is not a \
                      mask; the step's update was applied, so the parameters may no longer be finite (load a \
+                     checkpoint)"
+                )),
+                // The step before took an infinity with a finite loss; its
+                // update is the likely cause (the rate was blamed).
+                (None, _) if let Some((i, at, v)) = infinite_before => Some(format!(
+                    "the step before's input #{i} held {v} at index {at}, the likely cause where it is not a mask: \
+                     its loss was finite, but its update may have made the parameters non-finite (load a \
                      checkpoint)"
                 )),
                 (None, Some(b)) if b > 2.0 * lr => Some(format!(
@@ -858,6 +903,16 @@ impl Trainer {
                 t.shape
             )));
         }
+        // A caller's own "step" is the checkpoint's step count: one that is
+        // not a count was written, and the file then loaded nowhere.
+        if let Some(text) = metadata.get("step")
+            && !text.parse::<u64>().is_ok_and(|s| s <= MAX_STEPS)
+        {
+            return Err(TrainError::Input(format!(
+                "checkpoint metadata step {text:?} is not a step count (0 to 2^53): the key holds the checkpoint's \
+                 step, which loading restores (leave it out to write the trainer's, or use another key)"
+            )));
+        }
         let mut metadata = metadata.clone();
         metadata.entry("step".into()).or_insert_with(|| self.steps.to_string());
         let extra = extra
@@ -886,6 +941,7 @@ impl Trainer {
         // a damaged or crafted file.
         let metadata = aicf_runtime::checkpoint::read_metadata(path).map_err(RuntimeError::from)?;
         self.last_lr = None;
+        self.last_infinite = None;
         let step = match metadata.get("step") {
             None => None,
             Some(text) => match text.parse::<u64>() {

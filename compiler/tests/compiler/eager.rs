@@ -355,6 +355,18 @@ fn an_eager_trace_shows_each_op_and_its_kernels() {
     assert!(on(1) >= 6, "every op runs at least one kernel: {}", on(1));
     assert!(events.iter().any(|e| e["name"].as_str().is_some_and(|n| n.starts_with("vjp linear"))));
     assert!(eager::finish_trace(&path).is_err(), "no trace is running");
+    // A file that holds no trace (a checkpoint) is not written over; a
+    // trace is (the second run's replaces the first's).
+    let kept = crate::tmp_root().join("eager-trace-not-a-trace.safetensors");
+    std::fs::write(&kept, b"not a trace").unwrap();
+    eager::start_trace();
+    x.relu().unwrap();
+    let e = eager::finish_trace(&kept).unwrap_err().to_string();
+    assert!(e.contains("would overwrite this file, which holds no trace"), "{e}");
+    assert_eq!(std::fs::read(&kept).unwrap(), b"not a trace");
+    eager::start_trace();
+    x.relu().unwrap();
+    assert_eq!(eager::finish_trace(&path).unwrap(), 1);
 }
 
 /// A scale that changes every step (a schedule, an annealed weight) runs
@@ -701,7 +713,7 @@ fn model_state_trains_eagerly_as_compiled(dev: &Device) {
     // Evaluation reads the running statistics and writes nothing.
     let eval = nn::Graph::eager_on(nn::Mode::Eval, seed, *dev);
     let (xh, _) = digits_batch(&rows, 46, false);
-    let x = eval.input(&Tensor::from_host(xh).unwrap()).unwrap();
+    let x = eval.input(&Tensor::from_host(xh.clone()).unwrap()).unwrap();
     net.forward(&x).unwrap();
     let before: Vec<Vec<f64>> = eval.eager_states().iter().map(|(_, t)| t.host().unwrap().values).collect();
     net.forward(&x).unwrap();
@@ -726,6 +738,16 @@ fn model_state_trains_eagerly_as_compiled(dev: &Device) {
         .set_eager_state("bn.running_mean", &[32], end["bn.running_mean"].values.iter().map(|&v| v as f32).collect())
         .unwrap();
     assert!(fresh.set_eager_state("bn.running_mean", &[31], vec![0.0; 31]).unwrap_err().to_string().contains("[32]"));
+    // A state set before the model first uses it does not move the
+    // parameters' random streams: they start as a graph's without it.
+    let plain = nn::Graph::eager_on(nn::Mode::Train, seed, *dev);
+    for graph in [&plain, &fresh] {
+        net.forward(&graph.input(&Tensor::from_host(xh.clone()).unwrap()).unwrap()).unwrap();
+    }
+    assert_eq!(fresh.eager_states().len(), 2, "the set state is the model's, once");
+    for ((n, a), (_, b)) in plain.eager_params().into_iter().zip(fresh.eager_params()) {
+        assert_eq!(a.host().unwrap().values, b.host().unwrap().values, "{n} starts as without the set state");
+    }
 }
 
 /// `AICF_EAGER_GEMM` runs every eager GEMM by one candidate (as `aicf
@@ -797,6 +819,19 @@ fn clipping_by_global_norm_matches_the_compiled_clip_norm(dev: &Device) {
         assert_close_to(n, &t.host().unwrap().values, &end[*n].values, tolerance(dev));
     }
     assert!(opt.clip_grad_norm(0.0).unwrap_err().to_string().contains("not above 0"));
+    assert!(opt.clip_grad_norm(f64::NAN).unwrap_err().to_string().contains("not above 0"));
+    // An infinite bound clips nothing; a NaN gradient makes every gradient
+    // NaN (PyTorch's clip_grad_norm_ does both).
+    let g = |t: &Tensor| t.grad().unwrap().unwrap().values;
+    let before: Vec<Vec<f64>> = p.iter().map(g).collect();
+    let norm = opt.clip_grad_norm(f64::INFINITY).unwrap();
+    assert!(norm.is_finite() && norm > 0.0);
+    assert_eq!(p.iter().map(g).collect::<Vec<_>>(), before, "an infinite bound changed a gradient");
+    let w = Tensor::from_vec(&[2], vec![1.0, 2.0]).unwrap().to(dev).unwrap().param();
+    w.mul_scalar(f64::NAN).unwrap().sum(&[0], false).unwrap().backward().unwrap();
+    let nan_opt = Optim::sgd(&[w.clone(), p[0].clone()], 0.0, false, 0.0).unwrap();
+    assert!(nan_opt.clip_grad_norm(1.0).unwrap().is_nan());
+    assert!(g(&p[0]).iter().all(|v| v.is_nan()), "a NaN norm left a gradient as it was");
     let twice = Optim::sgd(&[p[0].clone(), p[1].clone(), p[0].clone()], 0.0, false, 0.0).err().unwrap();
     assert!(twice.to_string().contains("parameters 0 and 2 are the same values"), "{twice}");
     let none = Optim::adam(&[], 0.0).err().unwrap();
@@ -945,6 +980,12 @@ fn bad_input_is_an_error_naming_the_op(dev: &Device) {
         ("narrow past the end", Box::new(|| t(&[2, 3]).narrow(1, 2, 5)), "window 2:7 in dimension 1 is outside"),
         ("narrow from past 64 bits", Box::new(|| t(&[2, 3]).narrow(1, usize::MAX, 5)), "window 9223372036854775807:"),
         ("narrow to nothing", Box::new(|| t(&[2, 3]).narrow(1, 0, 0)), "no empty tensors"),
+        // The pass's words, as the op's error (not the pipeline's text).
+        (
+            "integer division",
+            Box::new(|| ids(&[7, 8]).div(&ids(&[0, 2]))),
+            "div: convert-hl-to-ll: hl.div of I32 integers is not supported",
+        ),
         (
             "label past the classes",
             Box::new(|| t(&[2, 3]).cross_entropy(&ids(&[0, 7]))),

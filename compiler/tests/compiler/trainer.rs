@@ -124,7 +124,7 @@ fn trainer_errors_name_the_problem() {
     // Inputs counted as the caller gives them (the call's own count took in
     // the learning rate the Trainer adds).
     let e = t.step(&[&good], 0.1).unwrap_err().to_string();
-    assert!(e.contains("@train_step: 1 inputs given, the model takes 2 (input, "), "{e}");
+    assert!(e.contains("@train_step: 1 inputs given, the model takes 2 (f32 [32, 64], i32 [32])"), "{e}");
     let e = t.step(&[], 0.1).unwrap_err().to_string();
     assert!(e.contains("0 inputs given, the model takes 2"), "{e}");
     // Integer labels hold whole numbers in their type's range: a 2.5, a
@@ -213,6 +213,19 @@ fn trainer_errors_name_the_problem() {
     let inf = Tensor::new([32, 64], DType::F32, values);
     let e = t.step(&[&inf, &y], 1e-3).unwrap_err().to_string();
     assert!(e.contains("input #0 holds inf at index 70 (of shape [32, 64]), the likely cause"), "{e}");
+    // Through a tanh, the infinite feature's loss is finite while its update
+    // makes the first layer's weights NaN: the next step's NaN loss names
+    // the step before's input (it blamed the learning rate).
+    let tanh = std::fs::read_to_string(model()).unwrap().replace("hl.relu", "hl.tanh");
+    assert!(tanh.contains("hl.tanh"), "the model has an activation to swap");
+    let mut t = Trainer::from_source(&tanh, "tanh_mlp.mlir", options("trainer_errors_tanh", "sgd")).unwrap();
+    let first = t.step(&[&inf, &y], 1e-3).unwrap();
+    assert!(first.loss.is_finite(), "the infinite input's own loss is finite through tanh: {}", first.loss);
+    let e = t.step(&[&x, &y], 1e-3).unwrap_err().to_string();
+    assert!(
+        e.contains("the loss became NaN at step 2") && e.contains("the step before's input #0 held inf at index 70"),
+        "{e}"
+    );
 }
 
 /// `clip_norm` bounds a step's update by the global gradient norm (SGD:
@@ -284,6 +297,10 @@ fn the_trainer_refuses_states_that_do_not_fit_and_special_checkpoint_paths() {
     unknown.insert("zzz".into(), Tensor::scalar(1.0, DType::F32));
     let e = t.set_state(&unknown).unwrap_err().to_string();
     assert!(e.contains("state for zzz: the model has no such symbol"), "{e}");
+    let mut nan = state.clone();
+    nan.get_mut("fc1.weight").unwrap().values[2] = f64::NAN;
+    let e = t.set_state(&nan).unwrap_err().to_string();
+    assert!(e.contains("state for fc1.weight: NaN at index 2 is not a finite number"), "{e}");
     for (name, v) in t.state() {
         assert_eq!(v.values, before[&name].values, "{name} changed by a refused state");
     }
@@ -325,6 +342,11 @@ fn the_trainer_refuses_states_that_do_not_fit_and_special_checkpoint_paths() {
     let short = [("extra".to_string(), Tensor::new([4], DType::F32, vec![1.0; 3]))].into_iter().collect();
     let e = t.save_checkpoint_with(&file, &Default::default(), &short).unwrap_err().to_string();
     assert!(e.contains("checkpoint entry extra: 3 values do not fill its shape [4]"), "{e}");
+    assert!(!file.exists());
+    // A caller's "step" that is no step count would be a file no load takes.
+    let step = [("step".to_string(), "hello".to_string())].into_iter().collect();
+    let e = t.save_checkpoint(&file, &step).unwrap_err().to_string();
+    assert!(e.contains("checkpoint metadata step \"hello\" is not a step count"), "{e}");
     assert!(!file.exists());
     t.save_checkpoint(&file, &Default::default()).unwrap();
     t.load_checkpoint(&file).unwrap();
@@ -370,4 +392,17 @@ fn the_runtime_saves_no_checkpoint_holding_a_nan() {
     let e = t.backend().save_checkpoint(&path, &Default::default()).unwrap_err().to_string();
     assert!(e.contains(&format!("not saved: {} holds a NaN or an infinity (element 3)", weight.name)), "{e}");
     assert_eq!(std::fs::read(&path).unwrap(), before, "the good checkpoint was replaced");
+}
+
+/// A model with dropout takes its seed and offset after its data: a step
+/// given only the data is told so (the inputs were listed as "input, ...").
+#[test]
+fn a_step_without_dropout_s_seed_and_offset_says_what_they_are() {
+    let lm = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/char_lm/char_lm.mlir"));
+    let mut t = Trainer::from_file(&lm, options("trainer_dropout_inputs", "adam")).unwrap();
+    let ids = Tensor::new([16, 64], DType::I32, vec![1.0; 16 * 64]);
+    let e = t.step(&[&ids, &ids], 1e-3).unwrap_err().to_string();
+    assert!(e.contains("2 inputs given, the model takes 4 (i32 [16, 64], i32 [16, 64], i64 [], i64 [])"), "{e}");
+    assert!(e.contains("the last two, i64 scalars, are dropout's seed and offset"), "{e}");
+    assert_eq!(t.steps(), 0);
 }
