@@ -519,6 +519,11 @@ fn held_checkpoint(dir: &Path) -> Option<PathBuf> {
     if last.exists() {
         return Some(last);
     }
+    // (Left alone where last was removed: a fresh run replaced it.)
+    let previous = dir.join(PREVIOUS);
+    if previous.exists() {
+        return Some(previous);
+    }
     let mut versions: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -2040,6 +2045,14 @@ impl<'a> Loop<'a> {
                 meta.insert("policy".into(), hash.clone());
             }
         }
+        // The checkpoint being replaced stays as prev.safetensors (a link:
+        // no copy), so a damaged or regretted last one has one before it
+        // (v<k> is a link to the same file as last).
+        if path.is_file()
+            && let Some(dir) = path.parent()
+        {
+            keep_as_previous(path, &dir.join(PREVIOUS));
+        }
         trainer.save_checkpoint_with(path, &meta, &extra)?;
         if let Some(dir) = path.parent() {
             link_or_copy(path, &dir.join(format!("v{}.safetensors", self.version)))?;
@@ -2215,6 +2228,19 @@ impl<'a> Loop<'a> {
         }
         if writes {
             report::write_metrics(&metrics, &self.records)?;
+            // The plot's place taken by a directory (or a pipe) was found
+            // after the first epoch had trained.
+            for own in ["plot.svg", "decisions.jsonl"] {
+                let path = run.out.join(own);
+                if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_symlink()) {
+                    return Err(TrainError::Io {
+                        path,
+                        message: "is not a file (a directory?), where the run writes its own: move it away, or \
+                                  give another --out"
+                            .into(),
+                    });
+                }
+            }
         }
         let bar = progress_bar(run, steps_per_epoch, self.first_epoch);
         let started = Instant::now();
@@ -2445,14 +2471,6 @@ impl<'a> Loop<'a> {
                 }
             }
             self.records.push(record);
-            if writes {
-                report::write_metrics(&metrics, &self.records)?;
-                // The curve so far, for a run watched (or stopped) midway.
-                if self.plotted.is_none_or(|t| t.elapsed() >= PLOT_EVERY) {
-                    report::plot(&run.out.join("plot.svg"), &self.records)?;
-                    self.plotted = Some(Instant::now());
-                }
-            }
             if self
                 .adaptive
                 .epoch_end(Progress { epoch, batch: steps_per_epoch, rng: epoch_rng }, Some(val_loss))?
@@ -2473,6 +2491,16 @@ impl<'a> Loop<'a> {
                     self.save(path, epoch, run)?;
                 } else {
                     self.saved_epoch = Some(epoch);
+                }
+            }
+            // After the checkpoint: a metrics file or plot that cannot be
+            // written ends the run with the epoch saved (it was lost).
+            if writes {
+                report::write_metrics(&metrics, &self.records)?;
+                // The curve so far, for a run watched (or stopped) midway.
+                if self.plotted.is_none_or(|t| t.elapsed() >= PLOT_EVERY) {
+                    report::plot(&run.out.join("plot.svg"), &self.records)?;
+                    self.plotted = Some(Instant::now());
                 }
             }
             if budget_spent {
@@ -2850,6 +2878,41 @@ pub fn make_dir(dir: &Path) -> std::result::Result<(), String> {
 /// infinity.
 fn non_finite_symbol(trainer: &Trainer) -> Option<String> {
     trainer.state().into_iter().find(|(_, t)| t.values.iter().any(|v| !v.is_finite())).map(|(name, _)| name)
+}
+
+/// The checkpoint before a checkpoint directory's `last.safetensors`.
+pub const PREVIOUS: &str = "prev.safetensors";
+
+/// Links `from` as `to`, replacing it atomically; nothing where the file
+/// system has no links (a copy of each epoch's checkpoint would cost its
+/// write again), or where it fails: `to` is a spare.
+fn keep_as_previous(from: &Path, to: &Path) {
+    if aicf_runtime::checkpoint::refuse_replacing_special(to).is_err() {
+        return;
+    }
+    let tmp = to.with_extension(format!("partial{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let _guard = aicf_runtime::checkpoint::PartialGuard::new(&tmp);
+    if std::fs::hard_link(from, &tmp).and_then(|_| std::fs::rename(&tmp, to)).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// Where `checkpoint` (a run's `last.safetensors`) does not read, the
+/// checkpoint before it, said as a way on: `prev.safetensors`, and its
+/// epoch.
+pub fn previous_checkpoint_note(checkpoint: &Path) -> Option<String> {
+    if checkpoint.file_name()? != "last.safetensors" {
+        return None;
+    }
+    let previous = checkpoint.with_file_name(PREVIOUS);
+    let meta = aicf_runtime::checkpoint::read_metadata(&previous).ok()?;
+    let epoch = meta.get("epoch")?;
+    Some(format!(
+        "{} holds epoch {epoch}, the checkpoint before this one: --resume-from it goes on from there (into this \
+         --checkpoint-dir)",
+        previous.display()
+    ))
 }
 
 /// Links `from` as `to` (or copies it where links are not possible),

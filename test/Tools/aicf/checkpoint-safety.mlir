@@ -17,6 +17,25 @@
 // RESUMED: resumed from {{.*}}last.safetensors at epoch 2
 // RESUMED: epoch   3/3
 
+// The checkpoint a save replaces stays as prev.safetensors: where the last
+// one is damaged on disk, the error names the one before, and a resume from
+// it into the directory goes on.
+// RUN: cp -r %t/ckpt %t/damaged && rm %t/damaged/last.safetensors
+// RUN: python3 %S/inputs/nan-checkpoint.py %t/ckpt/last.safetensors %t/damaged/last.safetensors --keep-checksum
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/rund --checkpoint-dir %t/damaged --resume 2>&1 | FileCheck %s --check-prefix=DAMAGED
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/rund --checkpoint-dir %t/damaged --resume-from %t/damaged/prev.safetensors | FileCheck %s --check-prefix=FROMPREV
+// DAMAGED: aicf: error: {{.*}}damaged/last.safetensors: not a valid checkpoint: fc1.weight: its bytes do not match their checksum
+// DAMAGED-NEXT: note: {{.*}}damaged/prev.safetensors holds epoch 2, the checkpoint before this one: --resume-from it goes on from there
+// FROMPREV: resumed from {{.*}}damaged/prev.safetensors at epoch 2
+// FROMPREV: epoch   4/4
+
+// A plot that cannot be written is found before training (it ended the
+// run after its first epoch had trained, before that epoch's checkpoint).
+// RUN: mkdir -p %t/blocked/plot.svg
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --out %t/blocked --checkpoint-dir %t/blockedck 2>&1 | FileCheck %s --check-prefix=PLOTDIR
+// PLOTDIR-NOT: epoch   1/2
+// PLOTDIR: aicf: error: {{.*}}blocked/plot.svg: is not a file (a directory?), where the run writes its own
+
 // A run resumed from a checkpoint elsewhere (a fork) does not write into a
 // directory holding another run's checkpoints, nor does a fresh run where
 // only a model version's checkpoint is left; outputs that would overwrite

@@ -712,6 +712,9 @@ fn main() {
                 && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
         })
     };
+    // The checkpoint a train run resumes from: where it does not read, the
+    // one before it is named after the error.
+    let mut resumed_from: Option<PathBuf> = None;
     let result = match cli.command {
         Command::Compile { compile, output, emit, target, timing } => {
             run_compile(&compile, output, emit, target, timing)
@@ -765,6 +768,7 @@ fn main() {
                 .clone()
                 .or_else(|| checkpoint_dir.as_ref().filter(|_| resume).map(|d| d.join("last.safetensors")))
                 .filter(|c| c.is_file());
+            resumed_from = checkpoint.clone();
             if let Some(c) = &checkpoint {
                 if !given("precision") {
                     match run::trained_precision(c) {
@@ -774,6 +778,7 @@ fn main() {
                         // --accumulate below, not taken for fp32.)
                         Err(e) => {
                             eprintln!("aicf: error: {e}");
+                            previous_checkpoint_note(c, &e.to_string());
                             std::process::exit(1);
                         }
                     }
@@ -786,6 +791,7 @@ fn main() {
                         // for one micro-batch.)
                         Err(e) => {
                             eprintln!("aicf: error: {e}");
+                            previous_checkpoint_note(c, &e.to_string());
                             std::process::exit(1);
                         }
                     }
@@ -936,6 +942,9 @@ fn main() {
                 c.abort(1);
             }
             None => eprintln!("aicf: error: {e}"),
+        }
+        if let Some(c) = &resumed_from {
+            previous_checkpoint_note(c, &e);
         }
         // A run a Ctrl-C stopped between two steps ends as an interrupted
         // program does (128 + SIGINT).
@@ -2979,5 +2988,15 @@ mod tests {
         assert_eq!(forwarded(raw), raw);
         let lone = format!("{dashes}\n");
         assert_eq!(forwarded(lone.as_bytes()), lone.as_bytes());
+    }
+}
+
+/// After an error saying that `checkpoint` (a resumed run's) does not read,
+/// a note naming the checkpoint before it, where the directory keeps one.
+fn previous_checkpoint_note(checkpoint: &Path, error: &str) {
+    if error.contains("not a valid checkpoint")
+        && let Some(note) = aicf_compiler::train::run::previous_checkpoint_note(checkpoint)
+    {
+        eprintln!("note: {note}");
     }
 }
