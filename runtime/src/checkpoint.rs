@@ -139,10 +139,13 @@ impl Drop for PartialGuard {
 /// ([`interruptible`]), and whether a SIGINT asked it to stop.
 static INTERRUPTIBLE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The signal that asked it to stop (SIGINT, SIGTERM or SIGHUP).
+static INTERRUPT_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-/// While the guard lives, the first SIGINT (Ctrl-C) only asks the loop to
-/// stop ([`interrupted`]): the loop ends at its next step and says where
-/// the run stands (a save in progress completes). A second SIGINT, or one
+/// While the guard lives, the first SIGINT (Ctrl-C), SIGTERM (what Slurm,
+/// Kubernetes and systemd send first) or SIGHUP only asks the loop to stop
+/// ([`interrupted`]): the loop ends at its next step and says where the
+/// run stands (a save in progress completes). A second signal, or one
 /// outside the guard, ends the process as before (two that come during one
 /// long write(2) of a save are delivered as one). Where the program
 /// installed [`remove_partial_on_signal`].
@@ -165,19 +168,27 @@ impl Drop for InterruptibleGuard {
     }
 }
 
-/// Whether a SIGINT asked an [`interruptible`] loop to stop.
+/// Whether a signal asked an [`interruptible`] loop to stop.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+/// The exit status of a program a signal stopped through
+/// [`interruptible`]: 128 plus the signal's number, as a shell reports a
+/// program the signal ended (130 for a Ctrl-C); `None` where none did.
+pub fn interrupted_status() -> Option<i32> {
+    interrupted().then(|| 128 + INTERRUPT_SIGNAL.load(std::sync::atomic::Ordering::SeqCst).max(2))
+}
+
 /// Removes the temporary file of a save in progress, then ends the process
 /// as `signal` would have (its default action, so the exit status names
-/// it). Only async-signal-safe calls. The first SIGINT inside
+/// it). Only async-signal-safe calls. The first signal inside
 /// [`interruptible`] only sets the flag [`interrupted`] reads.
 #[cfg(unix)]
 extern "C" fn remove_partial(signal: libc::c_int) {
     use std::sync::atomic::Ordering::SeqCst;
-    if signal == libc::SIGINT && INTERRUPTIBLE.load(SeqCst) > 0 && !INTERRUPTED.swap(true, SeqCst) {
+    if INTERRUPTIBLE.load(SeqCst) > 0 && !INTERRUPTED.swap(true, SeqCst) {
+        INTERRUPT_SIGNAL.store(signal, SeqCst);
         return;
     }
     let path = WRITING.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);

@@ -700,6 +700,9 @@ fn main() {
     if quiet_pipe {
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
+    // A file past `ulimit -f` ended the process by SIGXFSZ, without a
+    // word; ignored, the write fails with EFBIG, said as a full disk is.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     if let Err(e) = regular_inputs(&cli.command) {
         eprintln!("aicf: error: {e}");
         std::process::exit(1);
@@ -948,7 +951,7 @@ fn main() {
         }
         // A run a Ctrl-C stopped between two steps ends as an interrupted
         // program does (128 + SIGINT).
-        std::process::exit(if aicf_runtime::checkpoint::interrupted() { 130 } else { 1 });
+        std::process::exit(aicf_runtime::checkpoint::interrupted_status().unwrap_or(1));
     }
 }
 
@@ -1326,7 +1329,7 @@ fn launch_mpirun(n: usize) -> i32 {
             let _ = std::fs::remove_dir_all(&record_dir);
         }
         eprintln!("aicf: error: {message}; {kept}");
-        return 130;
+        return aicf_runtime::checkpoint::interrupted_status().unwrap_or(130);
     }
     if record.is_some() {
         let _ = std::fs::remove_dir_all(&record_dir);
