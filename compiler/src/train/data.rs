@@ -1660,6 +1660,9 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         metadata: BTreeMap::from([
             ("vocabulary".into(), vocab_text),
             ("eval_windows".into(), options.eval_windows.to_string()),
+            // (A resume with another is said: an epoch is then another
+            // amount of text.)
+            ("windows_per_epoch".into(), windows_per_epoch.to_string()),
         ]),
         kind: Kind::Text(t),
         outlier: None,

@@ -71,8 +71,27 @@ mod nan_as_null {
 /// what a resumed run keeps of the run it continues. Lines that do not
 /// parse are dropped.
 pub fn read_metrics(path: &Path, before: usize) -> Vec<EpochRecord> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    text.lines().filter_map(|l| serde_json::from_str::<EpochRecord>(l).ok()).filter(|r| r.epoch < before).collect()
+    read_metrics_noting(path, before).0
+}
+
+/// [`read_metrics`], and the first line that is not an epoch record (its
+/// number from 1, and why), where one is not: a damaged file, whose
+/// readable records a resume goes on with.
+pub fn read_metrics_noting(path: &Path, before: usize) -> (Vec<EpochRecord>, Option<(usize, String)>) {
+    let Ok(bytes) = std::fs::read(path) else { return (Vec::new(), None) };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut bad = None;
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        match serde_json::from_str::<EpochRecord>(line) {
+            Ok(r) if r.epoch < before => records.push(r),
+            Ok(_) => {}
+            Err(e) => {
+                bad.get_or_insert((i + 1, e.to_string()));
+            }
+        }
+    }
+    (records, bad)
 }
 
 /// Writes `records` to `path` as JSON lines (atomically).

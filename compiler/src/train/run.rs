@@ -729,7 +729,7 @@ pub fn fit(
         return Err(TrainError::Io { path: dir.join("last.safetensors"), message: message.into() });
     }
     if let Some(dir) = &run.checkpoint_dir {
-        create_dir(dir)?;
+        create_flag_dir(dir, "--checkpoint-dir")?;
     }
     if let Some(profile) = &run.profile {
         super::refuse_overwriting_all_but_traces(profile, "the profile")
@@ -831,6 +831,13 @@ pub fn fit(
     // A resume checks the checkpoint's record of the run before compiling,
     // and trains the model the checkpoint holds (an adaptive run's grown
     // one), written to the run directory for its diagnostics.
+    // A rate as the flag takes it (1e30, not thirty digits).
+    let shown = |key: &str, v: &str| -> String {
+        match (key, v.parse::<f64>()) {
+            ("lr", Ok(r)) => super::rate_text(r),
+            _ => v.to_string(),
+        }
+    };
     let (source, model_file, resume) = match &resume_from {
         Some(path) => {
             let meta = aicf_runtime::checkpoint::read_metadata(path)?;
@@ -861,11 +868,12 @@ pub fn fit(
                         && let Some(batch) =
                             meta.get(IR_KEY).and_then(|ir| crate::pipeline::batch_of_same_model(&original, ir, &name))
                     {
+                        // (Not named by the file: under --batch that is the
+                        // run directory's retargeted copy.)
                         format!(
-                            "{}: the checkpoint holds {} at {batch} rows per batch, not at this file's {}: resume \
-                             with --batch {batch}",
+                            "{}: the checkpoint holds this model at {batch} rows per batch, not at {}: resume with \
+                             --batch {batch}",
                             path.display(),
-                            model.display(),
                             Signature::of_source(&original, &name).map(|s| s.batch()).unwrap_or(0)
                         )
                     } else if *key == "model" {
@@ -882,8 +890,10 @@ pub fn fit(
                         )
                     } else {
                         format!(
-                            "{}: the checkpoint was trained with {key} {saved}; this run asks for {value}",
-                            path.display()
+                            "{}: the checkpoint was trained with {key} {}; this run asks for {}",
+                            path.display(),
+                            shown(key, saved),
+                            shown(key, value)
                         )
                     };
                     if !run.override_resume {
@@ -898,7 +908,8 @@ pub fn fit(
                         };
                         return Err(TrainError::Input(match flag {
                             Some(flag) => format!(
-                                "{message} (--{flag} {saved} resumes as it trained; --override-resume goes on anyway)"
+                                "{message} (--{flag} {} resumes as it trained; --override-resume goes on anyway)",
+                                shown(key, saved)
                             ),
                             None => format!("{message} (--override-resume goes on anyway)"),
                         }));
@@ -964,7 +975,7 @@ pub fn fit(
             }
             match meta.get(IR_KEY) {
                 Some(ir) => {
-                    create_dir(&run.out)?;
+                    create_flag_dir(&run.out, "--out")?;
                     let file = run.out.join("resumed-model.mlir");
                     crate::codegen::write_atomically(&file, ir.as_bytes())?;
                     crate::weights::carry(ir, model, &file)?;
@@ -1089,7 +1100,7 @@ pub fn fit(
     {
         return Ok(summary);
     }
-    create_dir(&run.out)?;
+    create_flag_dir(&run.out, "--out")?;
     create_dir(&own_dir)?;
     // One run at a time writes a run directory (its metrics, plot and
     // compiled model).
@@ -1680,6 +1691,21 @@ impl<'a> Loop<'a> {
             self.versions = serde_json::from_str(v).map_err(|e| corrupt(format!("{VERSIONS_KEY}: {e}")))?;
         }
         self.adaptive.trainer_mut().load_checkpoint(path)?;
+        // A text's windows an epoch and held-out windows scored: another
+        // number is allowed, and said (it changed without a word).
+        let recorded = |key: &str| meta.get(key).zip(self.data.metadata.get(key)).filter(|(a, b)| a != b);
+        if let Some((before, now)) = recorded("windows_per_epoch") {
+            report.note(&format!(
+                "the checkpoint's run trained {before} windows an epoch, this one {now} (--windows-per-epoch): an \
+                 epoch is another amount of text from here, and a schedule by epochs follows the new count"
+            ));
+        }
+        if let Some((before, now)) = recorded("eval_windows") {
+            report.note(&format!(
+                "the checkpoint's run scored {before} held-out windows an epoch, this one {now} (--eval-windows): the \
+                 held-out losses from here compare with the earlier epochs' only roughly"
+            ));
+        }
         // Another --accumulate or replica count is allowed (the sums are a
         // step's scratch), but a step then takes other rows: said.
         let global = self.batch * self.micro * self.replicas;
@@ -2211,11 +2237,31 @@ impl<'a> Loop<'a> {
         }
         let metrics = run.out.join("metrics.jsonl");
         // A resumed run keeps the records of the epochs it continues from.
-        self.records = if run.resume { report::read_metrics(&metrics, self.first_epoch) } else { Vec::new() };
+        let (records, damaged) =
+            if run.resume { report::read_metrics_noting(&metrics, self.first_epoch) } else { (Vec::new(), None) };
+        self.records = records;
+        // A line that does not read (a damaged file) is said, and the file
+        // kept beside before it is written again from what reads: it was
+        // said to be another --out's, and rewritten without its lines.
+        if let Some((line, why)) = &damaged
+            && writes
+        {
+            let kept = run.out.join("metrics.jsonl.damaged");
+            let how = match std::fs::copy(&metrics, &kept) {
+                Ok(_) => format!("kept as {}", kept.display()),
+                Err(e) => format!("not kept ({}: {e})", kept.display()),
+            };
+            report.note(&format!(
+                "{} line {line} is not an epoch record ({why}): the file is damaged; {how}, and the run goes on \
+                 with the {} records that read",
+                metrics.display(),
+                self.records.len()
+            ));
+        }
         // Records that stop short of the checkpoint's epoch were not all
         // written here (a resume into another --out wrote the rest there).
         let resumed_at = self.first_epoch.saturating_sub(1);
-        if run.resume && resumed_at > 0 && self.rank == 0 {
+        if run.resume && resumed_at > 0 && self.rank == 0 && damaged.is_none() {
             let last = self.records.last().map_or(0, |r| r.epoch);
             if last < resumed_at {
                 let held = if last == 0 { "no epoch".to_string() } else { format!("epochs up to {last}") };
@@ -2847,6 +2893,12 @@ fn unwritable(e: std::io::Error, what: &str, flag: &str) -> String {
 
 pub(crate) fn create_dir(dir: &Path) -> Result<()> {
     make_dir(dir).map_err(|message| TrainError::Io { path: dir.to_path_buf(), message })
+}
+
+/// [`create_dir`] for the directory a flag names, the flag said (the same
+/// words came for --out and --checkpoint-dir).
+fn create_flag_dir(dir: &Path, flag: &str) -> Result<()> {
+    make_dir(dir).map_err(|message| TrainError::Io { path: dir.to_path_buf(), message: format!("{message} ({flag})") })
 }
 
 /// Creates `dir` and the directories on its way; the error says why not in

@@ -160,13 +160,16 @@
 
 // Paths that cannot be written are named, before training.
 // RUN: printf 'x' > %t/file
-// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run2 --checkpoint-dir %t/file/ckpt 2>&1 | FileCheck %s --check-prefix=BLOCKED
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run2 --checkpoint-dir %t/file/ckpt 2>&1 | FileCheck %s --check-prefixes=BLOCKED,CKPTFLAG
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/file/run 2>&1 | FileCheck %s --check-prefixes=BLOCKED,OUTFLAG
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run2 --profile %t/file/trace.json 2>&1 | FileCheck %s --check-prefix=BLOCKED
 // RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir -o %t/file/artifact 2>&1 | FileCheck %s --check-prefix=NOTDIR
 // RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit hl -o %t/file/x.mlir 2>&1 | FileCheck %s --check-prefix=BLOCKED
 // RUN: not aicf import %S/../../onnx/mlp.onnx --batch 4 -o %t/file/x.mlir 2>&1 | FileCheck %s --check-prefix=BLOCKED
 // RUN: test ! -e %t/run2
 // BLOCKED: aicf: error: {{.*}}file{{.*}}: cannot create the directory: {{.*}}file is a file
+// CKPTFLAG-SAME: (--checkpoint-dir)
+// OUTFLAG-SAME: (--out)
 // BLOCKED-NOT: compiled
 // NOTDIR: aicf: error: {{.*}}file/artifact: the artifact is a directory, and {{.*}}file is a file
 

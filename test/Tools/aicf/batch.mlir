@@ -12,7 +12,7 @@
 // RUN: FileCheck %s --check-prefix=IR < %t/run/digits_mlp.batch16.mlir
 // IR: tensor<16x64xf32>
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/run --checkpoint-dir %t/ck --resume --no-runs-db --no-progress 2>&1 | FileCheck %s --check-prefix=RESUME
-// RESUME: aicf: error: {{.*}}last.safetensors: the checkpoint holds {{.*}}digits_mlp.mlir at 16 rows per batch, not at this file's 32: resume with --batch 16
+// RESUME: aicf: error: {{.*}}last.safetensors: the checkpoint holds this model at 16 rows per batch, not at 32: resume with --batch 16
 // RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --batch 16 --epochs 2 --out %t/run --checkpoint-dir %t/ck --resume --no-runs-db --no-progress | FileCheck %s --check-prefix=RESUMED
 // RESUMED: epoch   2/2
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/ck/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVAL

@@ -29,6 +29,16 @@
 // FROMPREV: resumed from {{.*}}damaged/prev.safetensors at epoch 2
 // FROMPREV: epoch   4/4
 
+// A damaged metrics file is said by its line and kept beside, and the run
+// goes on with the records that read (it was called another --out's, and
+// rewritten without the lines).
+// RUN: cp -r %t/ckpt %t/ck5 && cp -r %t/run %t/run5 && sed -i '2s/.*/{"epoch": 2, "tra/' %t/run5/metrics.jsonl
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/run5 --checkpoint-dir %t/ck5 --resume 2>&1 | FileCheck %s --check-prefix=METRICS
+// RUN: grep -c '"tra$' %t/run5/metrics.jsonl.damaged
+// METRICS: note: {{.*}}run5/metrics.jsonl line 2 is not an epoch record ({{.*}}): the file is damaged; kept as {{.*}}run5/metrics.jsonl.damaged, and the run goes on with the 2 records that read
+// METRICS-NOT: another --out
+// METRICS: epoch   4/4
+
 // A plot that cannot be written is found before training (it ended the
 // run after its first epoch had trained, before that epoch's checkpoint).
 // RUN: mkdir -p %t/blocked/plot.svg

@@ -73,3 +73,15 @@
 // ACCAGAIN: accumulating 2 micro-batches of 32
 // ACCAGAIN: epoch   4/4
 // OPTIMIZER: aicf: error: {{.*}}last.safetensors: the checkpoint was trained with optimizer sgd; this run asks for adam
+
+// A text's windows an epoch and held-out windows scored may change on
+// resume, and are said (they changed without a word).
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 32 --eval-windows 16 --out %t/lm --checkpoint-dir %t/lmck > /dev/null
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --windows-per-epoch 64 --eval-windows 32 --out %t/lm --checkpoint-dir %t/lmck --resume 2>&1 | FileCheck %s --check-prefix=WINDOWS
+// WINDOWS: note: the checkpoint's run trained 32 windows an epoch, this one 64 (--windows-per-epoch)
+// WINDOWS: note: the checkpoint's run scored 16 held-out windows an epoch, this one 32 (--eval-windows)
+// WINDOWS: epoch   2/2
+
+// A rate is shown as the flag takes it (1e30 was written out in 31 digits).
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --lr 1e30 --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=RATE
+// RATE: the checkpoint was trained with lr {{[0-9.]+}}; this run asks for 1e30 (--lr {{[0-9.]+}} resumes as it trained
