@@ -376,8 +376,22 @@ pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>, Checkpoint
         Some(v) => serde_json::from_value(v.clone()).map_err(|e| corrupt(format!("metadata: {e}")))?,
         None => BTreeMap::new(),
     };
+    not_a_tensor(&header).map_err(corrupt)?;
     check_metadata(&metadata).map_err(corrupt)?;
     Ok(metadata)
+}
+
+/// A header entry that is neither the metadata nor a tensor (a byte of the
+/// header changed: `__metadata__` misspelt): said as damage (a checkpoint
+/// without metadata was "no epoch", or "__metadata^_: dtype").
+fn not_a_tensor(header: &serde_json::Map<String, serde_json::Value>) -> Result<(), String> {
+    match header.iter().find(|(name, v)| *name != "__metadata__" && v.get("dtype").is_none()) {
+        Some((name, _)) => Err(format!(
+            "its header's entry {name:?} is neither the metadata nor a tensor (the file is damaged, or not a \
+             checkpoint)"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A checkpoint is a regular file: a directory is named as such, and a
@@ -419,6 +433,7 @@ pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, St
     }
     let header: serde_json::Map<String, serde_json::Value> =
         serde_json::from_slice(&bytes[8..8 + n]).map_err(|e| corrupt(format!("header: {e}")))?;
+    not_a_tensor(&header).map_err(corrupt)?;
     let data = &bytes[8 + n..];
     let mut metadata: BTreeMap<String, String> = BTreeMap::new();
     let mut entries = BTreeMap::new();
@@ -452,6 +467,17 @@ pub fn load(path: &Path) -> Result<(BTreeMap<String, Entry>, BTreeMap<String, St
             {
                 return Err(corrupt(format!("{name}: its bytes do not match their checksum (the file is damaged)")));
             }
+        }
+        // The checksums name every tensor written: a name that changed in
+        // the header was "no fc2.bias.exp_avg (saved with another
+        // optimizer?)".
+        if let Some(name) = entries.keys().find(|n| !sums.contains_key(*n)) {
+            return Err(corrupt(format!(
+                "{name}: a tensor its checksums do not name (the header is damaged: a tensor's name changed?)"
+            )));
+        }
+        if let Some(name) = sums.keys().find(|n| !entries.contains_key(*n)) {
+            return Err(corrupt(format!("{name}: a tensor its checksums name is not in it (the header is damaged)")));
         }
     }
     Ok((entries, metadata))
@@ -521,6 +547,35 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         for e in [read_metadata(&path).err().unwrap().to_string(), load(&path).err().unwrap().to_string()] {
             assert!(e.contains("its metadata (the run's record, vocabulary and checksums) does not match"), "{e}");
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// A byte of the header changed where it names things: a tensor's name
+    /// (it read as a missing optimizer slot) or the metadata's key (as a
+    /// checkpoint without metadata, or "__metadata^_: dtype") is said as
+    /// damage, by [`load`] and [`read_metadata`].
+    #[test]
+    fn a_damaged_header_name_is_said_as_damage() {
+        let path = std::env::temp_dir().join(format!("aicf-ckpt-{}-names.safetensors", std::process::id()));
+        let entries = [
+            Entry { name: "w.exp_avg".into(), dtype: DType::F32, shape: vec![1], bytes: vec![0, 0, 128, 63] },
+            Entry { name: "w".into(), dtype: DType::F32, shape: vec![1], bytes: vec![0, 0, 0, 64] },
+        ];
+        save(&path, &entries, &BTreeMap::from([("epoch".to_string(), "1".to_string())])).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let changed = |from: &[u8], to: &[u8]| {
+            let mut bytes = good.clone();
+            let at = bytes.windows(from.len()).position(|w| w == from).unwrap();
+            bytes[at..at + to.len()].copy_from_slice(to);
+            std::fs::write(&path, &bytes).unwrap();
+        };
+        changed(b"\"w.exp_avg\"", b"\"w.exp_avf\"");
+        let e = load(&path).err().unwrap().to_string();
+        assert!(e.contains("w.exp_avf: a tensor its checksums do not name (the header is damaged"), "{e}");
+        changed(b"__metadata__", b"__metadata^_");
+        for e in [read_metadata(&path).err().unwrap().to_string(), load(&path).err().unwrap().to_string()] {
+            assert!(e.contains("its header's entry \"__metadata^_\" is neither the metadata nor a tensor"), "{e}");
         }
         let _ = std::fs::remove_file(&path);
     }
