@@ -1549,6 +1549,10 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
     }
     let classes = sig.classes().ok_or_else(|| bad(format!("{name}: the model has no @forward output to predict")))?;
     let bytes = text_bytes(path)?;
+    // (It was "0 training tokens, fewer than one window".)
+    if bytes.is_empty() {
+        return Err(bad(format!("{name}: the file is empty: a text to train on has at least one window of tokens")));
+    }
     let vocab = if let Some(given) = &options.vocabulary {
         if given == "bytes" {
             Vocab::Bytes
@@ -1647,8 +1651,12 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             "{} of {} ({}), {} for training, {} held out; windows of {context}",
             count(t.tokens.len(), "token", "tokens"),
             name,
+            // The byte values the text holds, of the 256 the model
+            // predicts (every text was said to have 256).
             if vocab == Vocab::Bytes {
-                count(size, "byte value", "byte values")
+                let mut seen = [false; 256];
+                t.tokens.iter().for_each(|&b| seen[b as usize & 255] = true);
+                format!("{} of 256", count(seen.iter().filter(|&&s| s).count(), "byte value", "byte values"))
             } else {
                 count(size, "distinct character", "distinct characters")
             },

@@ -59,7 +59,7 @@
 // LMSAMPLED: epoch   2/2  train loss {{[0-9.]+}}  val loss [[LOSS:[0-9.]+]] nats/char  val accuracy [[ACC:[0-9.]+]]%
 // LMSAMPLED: accuracy [[ACC]]% on 32 held-out windows of {{.*}}loss [[LOSS]] nats/char
 
-// BLOCK: data: 1115394 tokens of {{.*}}tinyshakespeare.txt (256 byte values)
+// BLOCK: data: 1115394 tokens of {{.*}}tinyshakespeare.txt (65 byte values of 256)
 // BLOCK: training on 16 windows (8 held-out windows scored), batch 8, 2 steps per epoch
 // BLOCK: epoch   1/1  train loss {{[0-9.]+}}  val loss {{[0-9.]+}} nats/byte
 
