@@ -32,9 +32,11 @@ pub struct TrainOptions {
     pub memory_budget: Option<MemoryBudget>,
     /// Mixed precision (`hl-autocast` before autodiff), fp32 by default.
     pub precision: Precision,
-    /// With 16-bit precision, pad large contractions whose dimensions are
-    /// not multiples of 8 (`hl-pad-contractions`, Inductor's `pad_mm`), so
-    /// tensor-core GEMMs read and write aligned rows. On by default.
+    /// Pad large 16-bit contractions whose dimensions are not multiples of
+    /// 8 (`hl-pad-contractions`, Inductor's `pad_mm`), so tensor-core GEMMs
+    /// read and write aligned rows: after autocast, or in a model written
+    /// in 16 bits at fp32 (f32 contractions are never padded). On by
+    /// default.
     pub shape_padding: bool,
     /// A data-parallel train step: the loss and gradients, weighted by the
     /// replica's share of the batch (its `replica_weight` input), summed
@@ -123,8 +125,8 @@ impl Precision {
         }
     }
 
-    /// The `hl-autocast` pass that sets it up, and `hl-pad-contractions`
-    /// after it where `pad`, with a trailing comma (nothing for fp32).
+    /// The `hl-autocast` pass that sets it up (none for fp32), and
+    /// `hl-pad-contractions` after it where `pad`, with a trailing comma.
     fn autocast(self, pad: bool) -> String {
         let pad = if pad { "hl-pad-contractions," } else { "" };
         match self {

@@ -154,6 +154,7 @@ pub fn interruptible() -> InterruptibleGuard {
     // others ended starts afresh (a program that runs a loop again after
     // an interrupted one).
     if INTERRUPTIBLE.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+        INTERRUPT_SIGNAL.store(0, std::sync::atomic::Ordering::SeqCst);
         INTERRUPTED.store(false, std::sync::atomic::Ordering::SeqCst);
     }
     InterruptibleGuard
@@ -187,9 +188,13 @@ pub fn interrupted_status() -> Option<i32> {
 #[cfg(unix)]
 extern "C" fn remove_partial(signal: libc::c_int) {
     use std::sync::atomic::Ordering::SeqCst;
-    if INTERRUPTIBLE.load(SeqCst) > 0 && !INTERRUPTED.swap(true, SeqCst) {
-        INTERRUPT_SIGNAL.store(signal, SeqCst);
-        return;
+    // (The signal is kept before the flag is set: a reader of the flag
+    // finds it. The first kept stays.)
+    if INTERRUPTIBLE.load(SeqCst) > 0 && !INTERRUPTED.load(SeqCst) {
+        let _ = INTERRUPT_SIGNAL.compare_exchange(0, signal, SeqCst, SeqCst);
+        if !INTERRUPTED.swap(true, SeqCst) {
+            return;
+        }
     }
     let path = WRITING.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
     // SAFETY: a NUL-terminated path from `PartialGuard::new`, never freed

@@ -12,7 +12,10 @@
 // RUN: aicf-opt %t/nested.mlir --pass-pipeline='builtin.module(builtin.module(hl-print-param-table))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=ANCHORED
 // RUN: not aicf-opt %t/arena.mlir --ll-plan-memory 2>&1 | FileCheck %s --check-prefix=ARENA
 // RUN: aicf-opt %t/global.mlir --convert-hl-to-ll | FileCheck %s --check-prefix=GLOBAL
-// RUN: not aicf-opt %t/mse.mlir --hl-optimizer="kind=sgd accumulate=true" --hl-optimizer="kind=sgd accumulate=true" 2>&1 | FileCheck %s --check-prefix=ACCUM
+// RUN: not aicf-opt %t/traingrad.mlir --hl-optimizer="kind=sgd accumulate=true" 2>&1 | FileCheck %s --check-prefix=ACCUM
+// RUN: aicf-opt %t/mse.mlir --hl-autodiff --aicf-train-pipeline -o /dev/null
+// RUN: aicf-opt %t/owngrad.mlir --hl-set-batch=size=16 --aicf-train-pipeline -o /dev/null
+// RUN: aicf-opt %t/bf16.mlir --hl-pad-contractions --hl-pad-contractions --hl-autocast=dtype=bf16 -o /dev/null
 // RUN: aicf-opt %t/bf16.mlir --aicf-train-pipeline | FileCheck %s --check-prefix=PAD
 // RUN: aicf-opt %t/bf16.mlir --aicf-train-pipeline=shape-padding=false | FileCheck %s --check-prefix=NOPAD
 // RUN: not aicf-opt %t/mse.mlir --aicf-train-pipeline=precision=fp8 2>&1 | FileCheck %s --check-prefix=PRECISION
@@ -29,7 +32,7 @@
 // ARENA: arena.mlir:1:1: error: ll-plan-memory: @planned has an argument bound "arena" already
 // GLOBAL: memref.global "private" constant @__aicf_constant_7 : memref<2xf32> = dense<[7.000000e+00, 8.000000e+00]>
 // GLOBAL: memref.global "private" constant @__aicf_constant_8 : memref<3xf32>
-// ACCUM: error: hl-optimizer: @train_step already exists
+// ACCUM: traingrad.mlir:8:1: error: hl-optimizer: @train_grad already exists
 // PAD-LABEL: func.func @train_step
 // PAD: ll.gemm {{.*}}memref<1000x1008xbf16>
 // NOPAD-LABEL: func.func @train_step
@@ -105,6 +108,33 @@ func.func @loss(%x: tensor<32x8xf32>) -> tensor<f32> {
   %h = hl.linear %x, %w : tensor<32x8xf32>, tensor<4x8xf32>
   %l = hl.mse_loss %h, %h : tensor<32x4xf32>, tensor<32x4xf32>
   return %l : tensor<f32>
+}
+
+//--- traingrad.mlir
+hl.param @fc.w : tensor<4x8xf32> owner "fc" init <xavier_uniform>
+func.func @loss(%x: tensor<32x8xf32>) -> tensor<f32> {
+  %w = hl.get_param @fc.w : tensor<4x8xf32>
+  %h = hl.linear %x, %w : tensor<32x8xf32>, tensor<4x8xf32>
+  %l = hl.mse_loss %h, %h : tensor<32x4xf32>, tensor<32x4xf32>
+  return %l : tensor<f32>
+}
+func.func @train_grad() {
+  return
+}
+
+//--- owngrad.mlir
+// A function of the model's own named *_grad is no gradient: the forward
+// rewrites take the module.
+hl.param @fc.weight : tensor<4x8xf32> owner "fc" init <xavier_uniform>
+func.func @loss(%x: tensor<32x8xf32>) -> tensor<f32> {
+  %w = hl.get_param @fc.weight : tensor<4x8xf32>
+  %h = hl.linear %x, %w : tensor<32x8xf32>, tensor<4x8xf32>
+  %l = hl.mse_loss %h, %h : tensor<32x4xf32>, tensor<32x4xf32>
+  return %l : tensor<f32>
+}
+func.func @clip_grad(%h: tensor<32x4xf32>) -> tensor<32x4xf32> {
+  %r = hl.relu %h : tensor<32x4xf32>
+  return %r : tensor<32x4xf32>
 }
 
 //--- nested.mlir

@@ -129,16 +129,9 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
     };
     let module = module.to_raw();
     // Autocast rewrites the forward; autodiff then derives a backward that
-    // inherits its casts. A backward already there would keep f32 types
-    // the casts break.
-    for (_, block) in ir::functions(module) {
-        if let Some(op) = ops_of(block).into_iter().find(|&op| op_name(op).ends_with("_backward")) {
-            return Err(report(format!(
-                "the module is differentiated already ('{}'): hl-autocast runs before hl-autodiff",
-                op_name(op)
-            )));
-        }
-    }
+    // inherits its casts. A module differentiated already (whose backward
+    // would keep f32 types the casts break) is refused before this body
+    // runs (`passes::FORWARD_ONLY`).
     for (func, _) in ir::functions(module) {
         if let Err((loc, m)) = super::common::retypable("hl-autocast", func, false) {
             emit_error(unsafe { Location::from_raw(loc) }, &m);

@@ -241,12 +241,23 @@ pub(crate) fn nested_module(op: MlirOperation) -> Option<(MlirLocation, String)>
 /// kept the old batch's 1/N (gradients scaled wrong), and a grown layer's
 /// weight is read by the backward's transposes.
 pub(crate) fn differentiated(op: MlirOperation) -> Option<(MlirLocation, String)> {
-    for (func, block) in crate::ir::functions(op) {
-        let name = crate::ir::string_attr(func, "sym_name").unwrap_or_default();
-        if name.ends_with("_grad") || matches!(name.as_str(), "train_step" | "train_apply") {
-            return Some((unsafe { mlirOperationGetLocation(func) }, format!("@{name}")));
+    let functions = crate::ir::functions(op);
+    let names: Vec<String> =
+        functions.iter().map(|(f, _)| crate::ir::string_attr(*f, "sym_name").unwrap_or_default()).collect();
+    for ((func, block), name) in functions.iter().zip(&names) {
+        // `@<f>_grad` beside its `@<f>` (a `@clip_grad` of the model's own
+        // is no gradient), and the optimizer's step functions.
+        let gradient = name.strip_suffix("_grad").is_some_and(|f| names.iter().any(|n| n == f));
+        if gradient || matches!(name.as_str(), "train_step" | "train_apply") {
+            return Some((unsafe { mlirOperationGetLocation(*func) }, format!("@{name}")));
         }
-        if let Some(b) = crate::ir::ops_of(block).into_iter().find(|&o| crate::ir::op_name(o).ends_with("_backward")) {
+        // (`hl.slice_backward` is also a forward's zero-padding:
+        // `hl-pad-contractions` writes it.)
+        let backward = crate::ir::ops_of(*block).into_iter().find(|&o| {
+            let n = crate::ir::op_name(o);
+            n.ends_with("_backward") && n != "hl.slice_backward"
+        });
+        if let Some(b) = backward {
             return Some((unsafe { mlirOperationGetLocation(b) }, format!("'{}' in @{name}", crate::ir::op_name(b))));
         }
     }

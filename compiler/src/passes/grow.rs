@@ -59,6 +59,12 @@ pub struct Mask {
     pub delay: usize,
 }
 
+/// The longest a mask ramps, its delay included: its step counter is a
+/// float, an f32 counting steps exactly to 2^24, after which it stops and
+/// a longer ramp never ended (a delay of 2^31 rounded the old units'
+/// counters to the delay and masked them off).
+pub const MOST_MASK_STEPS: usize = 1 << 24;
+
 /// Whether mask `name` is declared already (a later masked growth of its
 /// layer grows it, keeping its ramp and delay): a mask asked with another
 /// ramp or delay is an error, not silently the declared one.
@@ -925,13 +931,10 @@ pub(super) fn mask_option(
     if steps == 0 && delay > 0 {
         return Err(report(format!("mask_delay={delay} delays a mask: give mask=N (the steps it ramps over) too")));
     }
-    // The counter is a float: an f32 counts steps exactly to 2^24, after
-    // which it stops, and a longer ramp never ended.
-    const MOST_STEPS: i64 = 1 << 24;
-    if steps.saturating_add(delay) > MOST_STEPS {
+    if steps.saturating_add(delay) > MOST_MASK_STEPS as i64 {
         return Err(report(format!(
-            "mask={steps} and mask_delay={delay}: together at most {MOST_STEPS} steps (2^24: the mask counts its \
-             steps in f32, exact to there)"
+            "mask={steps} and mask_delay={delay}: together at most {MOST_MASK_STEPS} steps (2^24: the mask counts \
+             its steps in f32, exact to there)"
         )));
     }
     Ok((steps > 0).then_some(Mask { steps: steps as usize, delay: delay as usize }))

@@ -81,16 +81,40 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
 ];
 
 /// The passes that rewrite a model's forward, refused on a differentiated
-/// module ([`common::differentiated`]; `hl-autocast` says so itself).
-const FORWARD_ONLY: &[&str] = &[
-    "hl-set-batch",
-    "hl-widen",
-    "hl-add-heads",
-    "hl-deepen",
-    "hl-insert-block",
-    "hl-widen-residual",
-    "hl-pad-contractions",
-];
+/// module ([`common::differentiated`]). (Not `hl-pad-contractions`: its
+/// rewrite keeps every value, so it pads a gradient function as well.)
+const FORWARD_ONLY: &[&str] =
+    &["hl-set-batch", "hl-autocast", "hl-widen", "hl-add-heads", "hl-deepen", "hl-insert-block", "hl-widen-residual"];
+
+/// Why pass `argument` refuses the module `op` before its body runs, at
+/// which place.
+fn refused(argument: &str, op: mlir_sys::MlirOperation) -> Option<(mlir_sys::MlirLocation, String)> {
+    if !(argument.starts_with("hl-") || argument == "convert-hl-to-ll") {
+        return None;
+    }
+    common::declaration(op)
+        .or_else(|| common::nested_module(op))
+        .or_else(|| {
+            let (loc, what) = common::lowered(op).filter(|_| argument != "hl-print-param-table")?;
+            Some((
+                loc,
+                format!(
+                    "the module is lowered to ll already ({what}): the hl passes and convert-hl-to-ll run once, \
+                     before the ll ones"
+                ),
+            ))
+        })
+        .or_else(|| {
+            let (loc, what) = common::differentiated(op).filter(|_| FORWARD_ONLY.contains(&argument))?;
+            Some((
+                loc,
+                format!(
+                    "the module is differentiated already ({what}): {argument} rewrites a model's forward, before \
+                     hl-autodiff and hl-optimizer"
+                ),
+            ))
+        })
+}
 
 /// Installs every pass body and registers the passes (and AICF's named
 /// pipelines) in MLIR's global registry. Idempotent; call before parsing a
@@ -129,42 +153,11 @@ unsafe extern "C" fn trampoline(
             Err(PassFailed)
         }
         // The hl passes (not the ll ones, whose modules declare kernels)
-        // refuse functions without a body, and modules nested in theirs.
-        Ok(_)
-            if (entry.argument.starts_with("hl-") || entry.argument == "convert-hl-to-ll")
-                && let Some((loc, message)) =
-                    common::declaration(op.to_raw()).or_else(|| common::nested_module(op.to_raw())) =>
-        {
+        // refuse functions without a body, modules nested in theirs, a
+        // module lowered already, and (those that rewrite a forward) one
+        // differentiated already.
+        Ok(_) if let Some((loc, message)) = refused(entry.argument, op.to_raw()) => {
             emit_error(unsafe { Location::from_raw(loc) }, &format!("{}: {message}", entry.argument));
-            Err(PassFailed)
-        }
-        Ok(_)
-            if (entry.argument.starts_with("hl-") || entry.argument == "convert-hl-to-ll")
-                && entry.argument != "hl-print-param-table"
-                && let Some((loc, what)) = common::lowered(op.to_raw()) =>
-        {
-            emit_error(
-                unsafe { Location::from_raw(loc) },
-                &format!(
-                    "{}: the module is lowered to ll already ({what}): the hl passes and convert-hl-to-ll run once, \
-                     before the ll ones",
-                    entry.argument
-                ),
-            );
-            Err(PassFailed)
-        }
-        Ok(_)
-            if FORWARD_ONLY.contains(&entry.argument)
-                && let Some((loc, what)) = common::differentiated(op.to_raw()) =>
-        {
-            emit_error(
-                unsafe { Location::from_raw(loc) },
-                &format!(
-                    "{}: the module is differentiated already ({what}): {} rewrites a model's forward, before \
-                     hl-autodiff and hl-optimizer",
-                    entry.argument, entry.argument
-                ),
-            );
             Err(PassFailed)
         }
         Ok(options) => (entry.body)(op, &options),

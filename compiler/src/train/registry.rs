@@ -241,7 +241,7 @@ pub struct DecisionRecord {
 pub struct RunRow {
     pub id: i64,
     pub started: String,
-    /// `running`, `finished`, `failed`, `interrupted` (a Ctrl-C: it can
+    /// `running`, `finished`, `failed`, `interrupted` (a Ctrl-C or SIGTERM: it can
     /// be resumed), or `unfinished` (recorded as running by a process that
     /// is gone: killed).
     pub status: String,
@@ -671,7 +671,7 @@ impl Runs {
         Ok(())
     }
 
-    /// Records that a run was interrupted (a Ctrl-C: resumable, not
+    /// Records that a run was interrupted (a Ctrl-C or SIGTERM: resumable, not
     /// failed), with `message`, its numbers from the epochs it recorded.
     pub fn interrupt(&self, id: i64, message: &str, seconds: f64) -> Result<()> {
         self.mark_interrupted(id, message, seconds, "").map(|_| ())

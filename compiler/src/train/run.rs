@@ -1455,6 +1455,11 @@ struct Loop<'a> {
     reference_loss: Option<f64>,
     /// The epoch of the last checkpoint written (or resumed from).
     saved_epoch: Option<usize>,
+    /// Whether the checkpoint directory's `last.safetensors` is known to
+    /// read: this run wrote it or resumed from it. Only then does a save
+    /// keep it as `prev.safetensors` (a damaged one, left by a resume from
+    /// the one before, would have replaced the only good spare).
+    last_is_good: bool,
     /// A policy's state (its snapshot) and the policy's hash from a
     /// checkpoint this run resumed without `--adapt`: written on into its
     /// checkpoints, so that a later resume with the policy goes on with its
@@ -1585,6 +1590,7 @@ impl<'a> Loop<'a> {
             versions: BTreeMap::new(),
             reference_loss: None,
             saved_epoch: None,
+            last_is_good: false,
             carried_policy: None,
             replay_until: None,
             comm,
@@ -1696,8 +1702,9 @@ impl<'a> Loop<'a> {
         let recorded = |key: &str| meta.get(key).zip(self.data.metadata.get(key)).filter(|(a, b)| a != b);
         if let Some((before, now)) = recorded("windows_per_epoch") {
             report.note(&format!(
-                "the checkpoint's run trained {before} windows an epoch, this one {now} (--windows-per-epoch): an \
-                 epoch is another amount of text from here, and a schedule by epochs follows the new count"
+                "the checkpoint's run trained {before} windows an epoch, this one {now} (--windows-per-epoch, or \
+                 its default, which fills the training text once and takes at least a batch): an epoch is another \
+                 amount of text from here, and a schedule by epochs follows the new count"
             ));
         }
         if let Some((before, now)) = recorded("eval_windows") {
@@ -1785,6 +1792,7 @@ impl<'a> Loop<'a> {
         }
         if let Some(dir) = &run.checkpoint_dir {
             self.write_version(dir)?;
+            self.last_is_good = super::same_path(path, &dir.join("last.safetensors"));
         }
         self.saved_epoch = Some(epoch);
         report.resumed(path, epoch, field("step")?);
@@ -1977,7 +1985,8 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// The error of a run a Ctrl-C stopped before batch `b` of `epoch`
+    /// The error of a run a Ctrl-C (or a first SIGTERM or SIGHUP) stopped
+    /// before batch `b` of `epoch`
     /// (the registry told the structure it reached).
     fn interrupted(&self, epoch: usize, b: usize, steps_per_epoch: usize, checkpoint: Option<&Path>) -> TrainError {
         self.record_final_structure();
@@ -2074,14 +2083,18 @@ impl<'a> Loop<'a> {
         // The checkpoint being replaced stays as prev.safetensors (a link:
         // no copy), so a damaged or regretted last one has one before it
         // (v<k> is a link to the same file as last).
-        if path.is_file()
+        if self.last_is_good
+            && path.is_file()
             && let Some(dir) = path.parent()
         {
-            keep_as_previous(path, &dir.join(PREVIOUS));
+            // (A spare: a file system without links keeps none, rather
+            // than copy every epoch's checkpoint.)
+            let _ = link_or_copy(path, &dir.join(PREVIOUS), false);
         }
         trainer.save_checkpoint_with(path, &meta, &extra)?;
+        self.last_is_good = true;
         if let Some(dir) = path.parent() {
-            link_or_copy(path, &dir.join(format!("v{}.safetensors", self.version)))?;
+            link_or_copy(path, &dir.join(format!("v{}.safetensors", self.version)), true)?;
         }
         self.saved_epoch = Some(epoch);
         Ok(())
@@ -2267,7 +2280,8 @@ impl<'a> Loop<'a> {
                 let held = if last == 0 { "no epoch".to_string() } else { format!("epochs up to {last}") };
                 report.note(&format!(
                     "{} holds {held} of the {resumed_at} this checkpoint has trained (the rest were written to \
-                     another --out): its curve goes on from here with a gap",
+                     another --out, or the run stopped between saving its checkpoint and its metrics): its curve \
+                     goes on from here with a gap",
                     metrics.display()
                 ));
             }
@@ -2302,7 +2316,8 @@ impl<'a> Loop<'a> {
         let mut start_batch = 0;
         let mut budget_spent = false;
         let mut last_lr = run.lr;
-        // A Ctrl-C stops the loop at its next step, saying where the run
+        // A Ctrl-C (or a first SIGTERM or SIGHUP: a scheduler's) stops the
+        // loop at its next step, saying where the run
         // stands (alone: a data-parallel run's ranks end together as
         // before).
         let _interruptible = (self.replicas == 1).then(aicf_runtime::checkpoint::interruptible);
@@ -2935,21 +2950,6 @@ fn non_finite_symbol(trainer: &Trainer) -> Option<String> {
 /// The checkpoint before a checkpoint directory's `last.safetensors`.
 pub const PREVIOUS: &str = "prev.safetensors";
 
-/// Links `from` as `to`, replacing it atomically; nothing where the file
-/// system has no links (a copy of each epoch's checkpoint would cost its
-/// write again), or where it fails: `to` is a spare.
-fn keep_as_previous(from: &Path, to: &Path) {
-    if aicf_runtime::checkpoint::refuse_replacing_special(to).is_err() {
-        return;
-    }
-    let tmp = to.with_extension(format!("partial{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let _guard = aicf_runtime::checkpoint::PartialGuard::new(&tmp);
-    if std::fs::hard_link(from, &tmp).and_then(|_| std::fs::rename(&tmp, to)).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-}
-
 /// Where `checkpoint` (a run's `last.safetensors`) does not read, the
 /// checkpoint before it, said as a way on: `prev.safetensors`, and its
 /// epoch.
@@ -2961,15 +2961,15 @@ pub fn previous_checkpoint_note(checkpoint: &Path) -> Option<String> {
     let meta = aicf_runtime::checkpoint::read_metadata(&previous).ok()?;
     let epoch = meta.get("epoch")?;
     Some(format!(
-        "{} holds epoch {epoch}, the checkpoint before this one: --resume-from it goes on from there (into this \
-         --checkpoint-dir)",
+        "{} holds epoch {epoch}, the checkpoint saved before this one (give it to --resume-from, or to \
+         --checkpoint)",
         previous.display()
     ))
 }
 
-/// Links `from` as `to` (or copies it where links are not possible),
-/// replacing `to` atomically.
-fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+/// Links `from` as `to` (or, with `copy`, copies it where links are not
+/// possible), replacing `to` atomically.
+fn link_or_copy(from: &Path, to: &Path, copy: bool) -> Result<()> {
     let to = &aicf_runtime::checkpoint::through_links(to);
     aicf_runtime::checkpoint::refuse_replacing_special(to)
         .map_err(|message| TrainError::Io { path: to.to_path_buf(), message })?;
@@ -2978,7 +2978,7 @@ fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
     let _ = std::fs::remove_file(&tmp);
     let _guard = aicf_runtime::checkpoint::PartialGuard::new(&tmp);
     std::fs::hard_link(from, &tmp)
-        .or_else(|_| std::fs::copy(from, &tmp).map(|_| ()))
+        .or_else(|e| if copy { std::fs::copy(from, &tmp).map(|_| ()) } else { Err(e) })
         .and_then(|_| std::fs::rename(&tmp, to))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);

@@ -173,7 +173,8 @@ pub enum TrainError {
     /// held-out loss or state); nothing was saved after it.
     #[error("{0}")]
     Diverged(String),
-    /// A Ctrl-C stopped the run between two steps (the message says where
+    /// A Ctrl-C, SIGTERM or SIGHUP stopped the run between two steps (the
+    /// message says where
     /// it stands).
     #[error("{0}")]
     Interrupted(String),
@@ -319,10 +320,9 @@ impl Trainer {
         // and dropout's seed and offset said as such.
         let types: Vec<String> =
             takes.iter().map(|a| format!("{} {:?}", format!("{:?}", a.dtype).to_lowercase(), a.shape)).collect();
+        // (By the model's signature, where its @loss has dropout.)
         let rng = takes.len() >= 2
-            && takes[takes.len() - 2..]
-                .iter()
-                .all(|a| a.dtype == aicf_runtime::artifact::DType::I64 && a.shape.is_empty());
+            && super::data::Signature::of_source(&self.source, &self.name).is_ok_and(|s| s.takes_rng());
         let hint = if rng {
             "; the last two, i64 scalars, are dropout's seed and offset: give a seed, and an offset that moves on \
              each step (as `aicf train` does, by 2^24), or the same mask is drawn every step"

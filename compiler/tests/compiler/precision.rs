@@ -141,7 +141,8 @@ fn padded_bf16_contractions_train_as_the_unpadded_model() {
 
 /// The train pipeline pads a large bf16 head (256 x 1001 x 768, over the
 /// default 2^27 multiply-adds) to 1008 outputs by default, and leaves it
-/// with `shape_padding: false` (`--no-shape-padding`); fp32 never pads;
+/// with `shape_padding: false` (`--no-shape-padding`); fp32 pads none of
+/// this f32 model's contractions;
 /// in bf16 and fp16 the loss reads the padded logits.
 #[test]
 fn the_train_pipeline_pads_large_bf16_heads_unless_told_not_to() {

@@ -23,11 +23,18 @@
 // RUN: cp -r %t/ckpt %t/damaged && rm %t/damaged/last.safetensors
 // RUN: python3 %S/inputs/nan-checkpoint.py %t/ckpt/last.safetensors %t/damaged/last.safetensors --keep-checksum
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/rund --checkpoint-dir %t/damaged --resume 2>&1 | FileCheck %s --check-prefix=DAMAGED
-// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/rund --checkpoint-dir %t/damaged --resume-from %t/damaged/prev.safetensors | FileCheck %s --check-prefix=FROMPREV
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/damaged/last.safetensors --out %t/rund 2>&1 | FileCheck %s --check-prefix=DAMAGED
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --out %t/rund --checkpoint-dir %t/damaged --resume-from %t/damaged/prev.safetensors | FileCheck %s --check-prefix=FROMPREV
+// The damaged file the resume replaced is not kept as the spare: the
+// good one before stays until this run's own checkpoint is saved twice.
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/damaged/prev.safetensors --out %t/rund > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/rund --checkpoint-dir %t/damaged --resume > /dev/null
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/damaged/prev.safetensors --out %t/rund | FileCheck %s --check-prefix=PREV3
+// PREV3: (checkpoint {{.*}}prev.safetensors, epoch 3)
 // DAMAGED: aicf: error: {{.*}}damaged/last.safetensors: not a valid checkpoint: fc1.weight: its bytes do not match their checksum
-// DAMAGED-NEXT: note: {{.*}}damaged/prev.safetensors holds epoch 2, the checkpoint before this one: --resume-from it goes on from there
+// DAMAGED-NEXT: note: {{.*}}damaged/prev.safetensors holds epoch 2, the checkpoint saved before this one (give it to --resume-from, or to --checkpoint)
 // FROMPREV: resumed from {{.*}}damaged/prev.safetensors at epoch 2
-// FROMPREV: epoch   4/4
+// FROMPREV: epoch   3/3
 
 // A damaged metrics file is said by its line and kept beside, and the run
 // goes on with the records that read (it was called another --out's, and

@@ -78,7 +78,7 @@
 // resume, and are said (they changed without a word).
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 32 --eval-windows 16 --out %t/lm --checkpoint-dir %t/lmck > /dev/null
 // RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 2 --windows-per-epoch 64 --eval-windows 32 --out %t/lm --checkpoint-dir %t/lmck --resume 2>&1 | FileCheck %s --check-prefix=WINDOWS
-// WINDOWS: note: the checkpoint's run trained 32 windows an epoch, this one 64 (--windows-per-epoch)
+// WINDOWS: note: the checkpoint's run trained 32 windows an epoch, this one 64 (--windows-per-epoch, or its default
 // WINDOWS: note: the checkpoint's run scored 16 held-out windows an epoch, this one 32 (--eval-windows)
 // WINDOWS: epoch   2/2
 

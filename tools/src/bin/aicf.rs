@@ -171,10 +171,11 @@ struct ModelArgs {
     /// default; eval, sample and a resumed train take the checkpoint's.
     #[arg(long, default_value = "fp32", hide_default_value = true, value_parser = Precision::parse)]
     precision: Precision,
-    /// With --precision bf16/fp16: leave large contractions whose
-    /// dimensions are not multiples of 8 unpadded (by default they are
-    /// padded with zeros, as Inductor's pad_mm, so tensor-core GEMMs read
-    /// aligned rows: GPT-2's vocabulary of 50,257)
+    /// Leave large 16-bit contractions (--precision bf16/fp16, or a model
+    /// written in 16 bits) whose dimensions are not multiples of 8
+    /// unpadded (by default they are padded with zeros, as Inductor's
+    /// pad_mm, so tensor-core GEMMs read aligned rows: GPT-2's vocabulary
+    /// of 50,257)
     #[arg(long)]
     no_shape_padding: bool,
     /// Attention's gradient: one fused op (FlashAttention-2's backward,
@@ -715,8 +716,8 @@ fn main() {
                 && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
         })
     };
-    // The checkpoint a train run resumes from: where it does not read, the
-    // one before it is named after the error.
+    // The checkpoint a run resumes from (or eval and sample read): where it
+    // does not read, the one saved before it is named after the error.
     let mut resumed_from: Option<PathBuf> = None;
     let result = match cli.command {
         Command::Compile { compile, output, emit, target, timing } => {
@@ -900,10 +901,12 @@ fn main() {
             train(&compile, &device, &data, run, gemm)
         }
         Command::Eval { mut compile, device, data, checkpoint, eval_windows, out } => {
+            resumed_from = Some(checkpoint.clone());
             checkpoint_precision(&mut compile, &checkpoint, given("precision"))
                 .and_then(|()| eval(&compile, &device, &data, &checkpoint, eval_windows, &out))
         }
         Command::Sample { mut compile, device, checkpoint, prompt, tokens, temperature, top_k, seed, out } => {
+            resumed_from = Some(checkpoint.clone());
             let s = aicf_compiler::train::sample::SampleOptions {
                 prompt,
                 tokens,
@@ -949,8 +952,8 @@ fn main() {
         if let Some(c) = &resumed_from {
             previous_checkpoint_note(c, &e);
         }
-        // A run a Ctrl-C stopped between two steps ends as an interrupted
-        // program does (128 + SIGINT).
+        // A run a Ctrl-C (or SIGTERM, SIGHUP) stopped between two steps
+        // ends as an interrupted program does (128 + the signal).
         std::process::exit(aicf_runtime::checkpoint::interrupted_status().unwrap_or(1));
     }
 }
@@ -1266,10 +1269,11 @@ fn launch_mpirun(n: usize) -> i32 {
             });
         }
     }
-    // A Ctrl-C (or a SIGINT sent to this process alone, as `timeout -s
-    // INT` does) is passed on to mpirun, which stops the ranks; then the
-    // run says where it stands, as a single process does (it ended
-    // without a word). A second one ends this process at once.
+    // A Ctrl-C (or a SIGINT, SIGTERM or SIGHUP sent to this process alone,
+    // as `timeout` or a scheduler does) is passed on to mpirun as a SIGINT,
+    // which stops the ranks; then the run says where it stands, as a
+    // single process does (it ended without a word). A second one ends
+    // this process at once (and mpirun with it: the kernel's SIGTERM).
     let checkpoint_dir = args
         .iter()
         .position(|a| a == "--checkpoint-dir")
@@ -2997,7 +3001,7 @@ mod tests {
 /// After an error saying that `checkpoint` (a resumed run's) does not read,
 /// a note naming the checkpoint before it, where the directory keeps one.
 fn previous_checkpoint_note(checkpoint: &Path, error: &str) {
-    if error.contains("not a valid checkpoint")
+    if error.contains(&format!("{}: not a valid checkpoint", checkpoint.display()))
         && let Some(note) = aicf_compiler::train::run::previous_checkpoint_note(checkpoint)
     {
         eprintln!("note: {note}");

@@ -120,10 +120,7 @@ pub enum Template {
     Compose { ops: Vec<Template> },
 }
 
-/// The longest mask ramp or delay: its step counter is f32, exact to 2^24
-/// (a delay of 2^31 rounded the old units' counters to the delay and
-/// masked them off).
-const MOST_MASK_STEPS: usize = 1 << 24;
+use crate::passes::grow::MOST_MASK_STEPS;
 
 /// `width` times `factor`, rounded up; past 2^40 units, 2^40 (which the
 /// rewrite refuses by its tensor-size cap, saying so; a factor of 1e300
