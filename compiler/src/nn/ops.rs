@@ -417,6 +417,15 @@ impl Tensor {
         }
         let mut norm = axes.iter().map(|&a| self.axis(a, name)).collect::<Result<Vec<_>>>()?;
         norm.sort_unstable();
+        // (Said in the axes given: [1, -1] was "axes [1, 1] must be
+        // distinct".)
+        if let Some(w) = norm.windows(2).find(|w| w[0] == w[1]) {
+            return Err(self.invalid(format!(
+                "{name}: axes {axes:?} name axis {} twice (of a rank-{} tensor)",
+                w[0],
+                self.rank()
+            )));
+        }
         let mut attrs = vec![("axes", array(&norm))];
         if keepdim {
             attrs.push(("keepdim", "unit".into()));
@@ -514,8 +523,11 @@ impl Tensor {
         self.reshape(&shape)
     }
     /// Result dimension `i` is dimension `permutation[i]` (PyTorch's `permute`).
+    /// Reorders the dimensions; negative entries count from the last, as
+    /// the other ops' axes do.
     pub fn permute(&self, permutation: &[i64]) -> Result<Tensor> {
-        self.op("hl.transpose", &[self], &[("permutation", array(permutation))])
+        let norm = permutation.iter().map(|&a| self.axis(a, "hl.transpose")).collect::<Result<Vec<_>>>()?;
+        self.op("hl.transpose", &[self], &[("permutation", array(&norm))])
     }
     /// Swaps two dimensions.
     pub fn transpose(&self, a: i64, b: i64) -> Result<Tensor> {

@@ -162,7 +162,7 @@ fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(de
         z.neg()?.mean(&[0, 1], false)
     });
     check("reductions and shapes", &[param(&[2, 3, 4], 5)], |p| {
-        let x = p[0].reshape(&[6, 4])?.permute(&[1, 0])?.narrow(1, 1, 4)?;
+        let x = p[0].reshape(&[6, 4])?.permute(&[-1, 0])?.narrow(1, 1, 4)?;
         let s = x.sum(&[1], true)?.mul(&x.mean(&[0], true)?)?;
         s.mul(&s)?.sum(&[0, 1], false)
     });
@@ -971,7 +971,12 @@ fn bad_input_is_an_error_naming_the_op(dev: &Device) {
         ),
         ("contraction", Box::new(|| t(&[2, 3]).matmul(&t(&[2, 3]))), "contracting dimensions differ"),
         ("reduced axis", Box::new(|| t(&[2, 3]).sum(&[5], false)), "axis 5 is out of range"),
-        ("axis twice", Box::new(|| t(&[2, 3]).sum(&[0, 0], false)), "must be distinct"),
+        ("axis twice", Box::new(|| t(&[2, 3]).sum(&[0, 0], false)), "axes [0, 0] name axis 0 twice"),
+        (
+            "axis twice, once from the end",
+            Box::new(|| t(&[2, 3]).sum(&[1, -1], false)),
+            "axes [1, -1] name axis 1 twice",
+        ),
         ("softmax axis", Box::new(|| t(&[2, 3]).softmax(i64::MIN)), "is out of range for tensor<2x3xf32>"),
         ("reshape's count", Box::new(|| t(&[2, 3]).reshape(&[4])), "(6 elements) to 'tensor<4xf32>'"),
         ("reshape past 64 bits", Box::new(|| t(&[2, 3]).reshape(&[i64::MAX, 4])), "cannot reshape tensor<2x3xf32>"),
