@@ -462,7 +462,9 @@ pub fn compile_source(
         timings.time("hl-set-batch", || run_pipeline(&ctx, &mut module, &set_batch(b)))?;
     }
     train_step(&ctx, &mut module, (source, name, batch), options, &mut timings)?;
-    let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
+    // (Its pipeline's text holds no batch: the same at every variant.)
+    let settings = ir_hash(&options.train_pipeline());
+    let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, &settings, out_dir, target)?;
     if let Some(w) = weights {
         crate::weights::attach(&mut manifest, out_dir, &w)?;
     }
@@ -489,7 +491,14 @@ pub fn train_step<'c>(
     if !(options.conv_as_gemm && options.memory_budget.is_some() && over_budget(&e) && source.contains("hl.conv2d")) {
         return Err(e);
     }
-    let direct = TrainOptions { conv_as_gemm: false, ..options.clone() };
+    // A budget given as a fraction is of the plan without a budget, the
+    // products': the direct plan takes it in bytes (a fraction of its own,
+    // smaller plan asked for less than the user had).
+    let memory_budget = match (options.memory_budget, budget_bytes(&e)) {
+        (Some(MemoryBudget::Fraction(_)), Some(bytes)) => Some(MemoryBudget::Bytes(bytes)),
+        (budget, _) => budget,
+    };
+    let direct = TrainOptions { conv_as_gemm: false, memory_budget, ..options.clone() };
     *module = ctx.parse(source, name)?;
     if let Some(b) = batch {
         run_pipeline(ctx, module, &set_batch(b))?;
@@ -528,6 +537,13 @@ fn over_budget(e: &CompileError) -> bool {
     e.to_string().contains("over the budget")
 }
 
+/// The bytes of the budget `e` (`ll-plan-memory`'s error) was over.
+fn budget_bytes(e: &CompileError) -> Option<u64> {
+    let text = e.to_string();
+    let rest = &text[text.find("over the budget of ")? + "over the budget of ".len()..];
+    rest.split(' ').next()?.parse().ok()
+}
+
 /// The pipeline of a module without a loss (an imported model's forward,
 /// inference): fusion, `convert-hl-to-ll`, the memory plan and schedule.
 pub const INFERENCE_PIPELINE: &str = "builtin.module(canonicalize,hl-fuse-attention,cse,hl-fuse-gemm-epilogue,\
@@ -551,7 +567,7 @@ pub fn compile_inference(source: &str, name: &str, target: &Target, out_dir: &Pa
     let hash = ir_hash(&identity_text(&canonical_text(&module)));
     let weights = crate::weights::of_module(&module, name)?;
     timings.time("inference pipeline", || run_pipeline(&ctx, &mut module, &inference_pipeline(target)))?;
-    let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, out_dir, target)?;
+    let (mut manifest, stats) = codegen::compile(&ctx, &module, &hash, "", out_dir, target)?;
     if let Some(w) = weights {
         crate::weights::attach(&mut manifest, out_dir, &w)?;
     }

@@ -48,7 +48,10 @@ pub struct Manifest {
     pub ptx: std::collections::BTreeMap<String, Vec<String>>,
     /// The CPU features the host code was compiled for (`+avx512f`, ...):
     /// a host without one of them refuses the artifact instead of dying of
-    /// an illegal instruction.
+    /// an illegal instruction. The runtime tests the x86 SIMD families
+    /// (SSE3 to AVX-512, F16C, FMA, BMI, GFNI, VAES, ...); a feature it
+    /// cannot test is taken as present, and the compiler's cache key (the
+    /// host it compiled on) stands for it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_features: Vec<String>,
     /// Each kernel file of the artifact (`kernels.so`, the PTX modules) and
@@ -60,6 +63,14 @@ pub struct Manifest {
     /// one of `files`, so its hash is checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights: Option<String>,
+    /// The hash of the train step's settings (optimizer and its
+    /// hyper-parameters, precision, padding, accumulation, data
+    /// parallelism: its pipeline less the batch); empty for an inference
+    /// artifact. A variant at another batch size must share them (one
+    /// compiled with other flags was taken, and its steps trained
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub settings: String,
     /// The hash of this manifest written with an empty checksum: an edited
     /// manifest is refused.
     #[serde(default)]

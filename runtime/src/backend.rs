@@ -410,7 +410,7 @@ pub fn open(dir: &Path, device: &Device, seed: u64) -> Result<Box<dyn Backend>> 
 }
 
 /// Whether `variant` is the model `first` holds (same IR hash, symbol
-/// table) compiled for other shapes.
+/// table, train-step settings) compiled for other shapes.
 pub(crate) fn check_variant(first: &Manifest, variant: &Manifest) -> Result<()> {
     let key = |m: &Manifest| -> Vec<(String, Vec<usize>, crate::artifact::DType)> {
         m.symbols.iter().map(|s| (s.name.clone(), s.shape.clone(), s.dtype)).collect()
@@ -419,6 +419,15 @@ pub(crate) fn check_variant(first: &Manifest, variant: &Manifest) -> Result<()> 
         return Err(RuntimeError::Arguments {
             function: "add_variant".into(),
             message: "the variant is another model (its IR hash or symbol table differs)".into(),
+        });
+    }
+    if first.settings != variant.settings {
+        return Err(RuntimeError::Arguments {
+            function: "add_variant".into(),
+            message: "the variant's train step was compiled with other settings (optimizer, its hyper-parameters, \
+                      precision, padding, accumulation or data parallelism): compile it with the model's flags, \
+                      and --batch"
+                .into(),
         });
     }
     if first.target != variant.target {

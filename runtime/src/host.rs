@@ -272,9 +272,37 @@ pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String>
 /// input, the value and where it is. A boolean (i1) takes any value but a
 /// NaN, which is neither (nonzero is true, as [`write_values`] writes it: a
 /// mask of 255s).
+///
+/// The float inputs of a train step (`@train_step`, `@train_grad`,
+/// `@train_apply`: what updates the parameters) hold no NaN, and its
+/// learning rate is a finite number of at least 0: a NaN feature or rate
+/// ran, returned a normal-looking loss and left every parameter NaN (the
+/// `Trainer` checked, a program on the runtime alone did not). Infinities
+/// pass (an additive mask holds -inf), and other functions compute on NaN
+/// as IEEE says.
 pub(crate) fn check_integer_inputs(f: &Function, inputs: &[&Tensor]) -> std::result::Result<(), String> {
     let expected = f.args.iter().filter(|a| a.role() == Role::Input);
+    let trains = f.name.starts_with("train_");
     for (i, (a, t)) in expected.zip(inputs).enumerate() {
+        if matches!(a.dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
+            if !trains {
+                continue;
+            }
+            if a.bind == "lr"
+                && let Some(&v) = t.values.iter().find(|v| !(v.is_finite() && **v >= 0.0))
+            {
+                return Err(format!(
+                    "input #{i} (lr), the learning rate, is {v}: a finite number of at least 0; nothing was run"
+                ));
+            }
+            if let Some(at) = t.values.iter().position(|v| v.is_nan()) {
+                return Err(format!(
+                    "input #{i} ({}) holds NaN at index {at} (of shape {:?}); nothing was run",
+                    a.bind, t.shape
+                ));
+            }
+            continue;
+        }
         if a.dtype == DType::I1 {
             if let Some(at) = t.values.iter().position(|v| v.is_nan()) {
                 return Err(format!(

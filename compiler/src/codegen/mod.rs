@@ -180,6 +180,7 @@ pub fn compile(
     ctx: &CompilerContext,
     module: &Module<'_>,
     ir_hash: &str,
+    settings: &str,
     out_dir: &Path,
     target: &Target,
 ) -> Result<(Manifest, KernelStats)> {
@@ -240,6 +241,7 @@ pub fn compile(
         cpu_features: info.cpu_features(),
         files: Default::default(),
         weights: None,
+        settings: settings.to_string(),
         checksum: String::new(),
     };
     manifest.seal(out_dir, &files).map_err(|e| io_error(out_dir, e))?;

@@ -1289,3 +1289,36 @@ fn a_memory_budget_the_window_rows_pass_plans_direct_convolutions() {
     let e = compile_source(&mlp, "mlp", &tight, None, &target, &dir.join("mlp")).err().unwrap().to_string();
     assert!(e.contains("over the budget"), "{e}");
 }
+
+/// A variant at another batch size joins a session only when its train
+/// step was compiled with the model's settings: one compiled with another
+/// optimizer (or precision) was taken, and its steps trained otherwise.
+#[test]
+fn a_variant_compiled_with_other_settings_is_refused() {
+    use aicf_compiler::codegen::KernelCache;
+    use aicf_compiler::pipeline::{Target, TrainOptions, compile_source};
+    let dir = scratch("variant-settings");
+    let target = Target::Cpu(KernelCache::new(dir.join("kernels")));
+    let source = std::fs::read_to_string(example("mlp/digits_mlp.mlir")).unwrap();
+    let compile = |options: &TrainOptions, batch: Option<usize>, out: &str| {
+        compile_source(&source, "m", options, batch, &target, &dir.join(out)).unwrap();
+        dir.join(out)
+    };
+    let adam = TrainOptions::default();
+    // (AdamW's slots are Adam's: the symbol tables agree.)
+    let adamw = TrainOptions { optimizer: "adamw".into(), weight_decay: 0.5, ..TrainOptions::default() };
+    let first = compile(&adam, None, "first");
+    let same = compile(&adam, Some(7), "same");
+    let other = compile(&adamw, Some(7), "other");
+    let mut session = aicf_runtime::open(&first, &Device::Cpu { threads: 1 }, 0).unwrap();
+    let e = session.add_variant(&other).unwrap_err().to_string();
+    assert!(e.contains("the variant's train step was compiled with other settings"), "{e}");
+    session.add_variant(&same).unwrap();
+    // A GPU artifact opened on the CPU says so (it was the loader's "cannot
+    // open shared object file", its path twice).
+    let gpu = dir.join("gpu");
+    let cuda = Target::Cuda(aicf_compiler::codegen::GpuOptions::default());
+    compile_source(&source, "m", &adam, None, &cuda, &gpu).unwrap();
+    let e = aicf_runtime::open(&gpu, &Device::Cpu { threads: 1 }, 0).err().unwrap().to_string();
+    assert!(e.contains("(a GPU artifact): open it on Device::Cuda"), "{e}");
+}

@@ -121,6 +121,23 @@ fn trainer_errors_name_the_problem() {
         assert!(e.contains("is not a finite number of at least 0"), "{e}");
     }
     assert_eq!(t.steps(), 0, "a refused step is not counted");
+    // The runtime's own call (a program on aicf-runtime alone) refuses a
+    // NaN feature and a rate that is not a finite number of at least 0 in
+    // a train step: they returned a loss and left the parameters NaN.
+    let before = t.state();
+    let mut nan_x = good.values.clone();
+    nan_x[7] = f64::NAN;
+    let nan_x = Tensor::new([32, 64], DType::F32, nan_x);
+    let labels = Tensor::new([32], DType::I32, vec![1.0; 32]);
+    let lr = Tensor::scalar(0.1, DType::F32);
+    let e = t.backend_mut().call("train_step", &[&nan_x, &labels, &lr]).unwrap_err().to_string();
+    assert!(e.contains("input #0 (input) holds NaN at index 7 (of shape [32, 64]); nothing was run"), "{e}");
+    for rate in [f64::NAN, -1e-3, f64::INFINITY] {
+        let lr = Tensor::scalar(rate, DType::F32);
+        let e = t.backend_mut().call("train_step", &[&good, &labels, &lr]).unwrap_err().to_string();
+        assert!(e.contains("(lr), the learning rate, is") && e.contains("nothing was run"), "{e}");
+    }
+    assert_eq!(t.state(), before, "a refused call changed the parameters");
     // Inputs counted as the caller gives them (the call's own count took in
     // the learning rate the Trainer adds).
     let e = t.step(&[&good], 0.1).unwrap_err().to_string();

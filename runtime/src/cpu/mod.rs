@@ -95,6 +95,31 @@ impl CpuModule {
     pub fn load_with_pool(dir: &Path, pool: Pool) -> Result<Self> {
         let load_err = |path: &Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
         let manifest = crate::artifact::load_manifest(dir)?;
+        // A GPU artifact has no kernels.so: said as such (it was the
+        // loader's "cannot open shared object file").
+        // Host code of another architecture (its target's first word).
+        if let Some(arch) = manifest.target.split_whitespace().next()
+            && !manifest.target.starts_with("cuda")
+            && arch != std::env::consts::ARCH
+        {
+            return Err(load_err(
+                dir,
+                format!(
+                    "compiled for {arch} ({}), and this machine is {}: compile the model again here",
+                    manifest.target,
+                    std::env::consts::ARCH
+                ),
+            ));
+        }
+        if manifest.target.starts_with("cuda") {
+            return Err(load_err(
+                dir,
+                format!(
+                    "compiled for {} (a GPU artifact): open it on Device::Cuda, or compile the model for the CPU",
+                    manifest.target
+                ),
+            ));
+        }
         if let Some(missing) = missing_cpu_feature(&manifest) {
             return Err(load_err(
                 dir,
@@ -107,7 +132,12 @@ impl CpuModule {
         let so = dir.join("kernels.so");
         // SAFETY: loading runs no initialisers beyond the C runtime's; the
         // compiler generated the library from the manifest beside it.
-        let library = unsafe { libloading::Library::new(&so) }.map_err(|e| load_err(&so, e.to_string()))?;
+        // (The loader's message names the file itself: said once.)
+        let library = unsafe { libloading::Library::new(&so) }.map_err(|e| {
+            let text = e.to_string();
+            let shown = so.display().to_string();
+            load_err(&so, text.strip_prefix(&format!("{shown}: ")).unwrap_or(&text).to_string())
+        })?;
         let mut kernels = HashMap::new();
         for f in &manifest.functions {
             let mut resolved = Vec::new();
@@ -1402,9 +1432,18 @@ mod tests {
         // memory that is not its own.
         let e = load_error(&sealed(&good.replace("[16, 16]", "[16, 64]")), &[]);
         assert!(e.contains("spans 64 bytes, but only 16 are there"), "{e}");
-        // A well-formed manifest without its kernels names the missing file.
-        let e = load_error(&sealed(&good), &[]);
-        assert!(e.contains("kernels.so"), "{e}");
+        // A well-formed manifest without its kernels names the missing file,
+        // once.
+        let here = good.replace(r#""target": "t""#, &format!(r#""target": "{} cpu t""#, std::env::consts::ARCH));
+        let e = load_error(&sealed(&here), &[]);
+        assert!(e.contains("kernels.so") && e.matches("kernels.so").count() == 1, "{e}");
+        // Host code of another architecture, or a GPU artifact, is said as
+        // such before its library is opened.
+        let other = if std::env::consts::ARCH == "x86_64" { "aarch64" } else { "x86_64" };
+        let e = load_error(&sealed(&good.replace(r#""target": "t""#, &format!(r#""target": "{other} cpu t""#))), &[]);
+        assert!(e.contains(&format!("compiled for {other} ({other} cpu t), and this machine is")), "{e}");
+        let e = load_error(&sealed(&good.replace(r#""target": "t""#, r#""target": "cuda sm_80 sm_90""#)), &[]);
+        assert!(e.contains("compiled for cuda sm_80 sm_90 (a GPU artifact): open it on Device::Cuda"), "{e}");
     }
 
     #[test]

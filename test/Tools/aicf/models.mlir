@@ -23,6 +23,11 @@
 // its convolutions as products needs 627,776 bytes (their window rows):
 // under this budget it is planned with direct convolutions.
 // RUN: aicf compile %S/../../../examples/cnn/digits_cnn.mlir --memory-budget 320000 --emit ll | FileCheck %s --check-prefix=PLACED
+// A percentage is of the plan without a budget (627,776 bytes, its
+// convolutions as products): 60% is 376,665 bytes, which the direct
+// convolutions' plan meets (it was taken as 60% of that smaller plan).
+// RUN: aicf compile %S/../../../examples/cnn/digits_cnn.mlir --memory-budget 60% --emit ll | FileCheck %s --check-prefix=PERCENT
+// PERCENT: ll.memory = {arena_bytes = 318656 : i64
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/digits.csv.gz --out %t/bad 2>&1 | FileCheck %s --check-prefix=TABLE
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/tinyshakespeare.txt --out %t/bad 2>&1 | FileCheck %s --check-prefix=TEXT
 // RUN: test ! -e %t/bad

@@ -20,7 +20,7 @@ use crate::codegen::prelude::*;
 /// Kernel objects are cached in [`KernelCache::default_dir`].
 pub fn compile_cpu(ctx: &CompilerContext, module: &Module<'_>, ir_hash: &str, out_dir: &Path) -> Result<Manifest> {
     let cache = KernelCache::new(KernelCache::default_dir(out_dir));
-    Ok(compile(ctx, module, ir_hash, out_dir, &Target::Cpu(cache))?.0)
+    Ok(compile(ctx, module, ir_hash, "", out_dir, &Target::Cpu(cache))?.0)
 }
 
 /// The host CPU: a thread per row (columns in the inner loop, where LLVM

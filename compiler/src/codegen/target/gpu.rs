@@ -88,7 +88,7 @@ pub fn compile_gpu_with(
     out_dir: &Path,
     options: &GpuOptions,
 ) -> Result<Manifest> {
-    Ok(compile(ctx, module, ir_hash, out_dir, &Target::Cuda(*options))?.0)
+    Ok(compile(ctx, module, ir_hash, "", out_dir, &Target::Cuda(*options))?.0)
 }
 
 /// NVIDIA GPUs: an element per thread for elementwise kernels, a warp per
