@@ -1413,19 +1413,24 @@ mod tests {
         crate::artifact::to_json(&m).unwrap()
     }
 
-    const BASE: &str = r#"{"format": 2, "ir_hash": "h", "target": "t", "symbols": [], "constants": [], "functions": [
+    const BASE: &str = r#"{"format": 2, "ir_hash": "h", "target": "ARCH cpu t", "symbols": [], "constants": [], "functions": [
             {"name": "f", "args": [{"bind": "input", "shape": [4], "dtype": "f32"}], "arena_bytes": 0,
              "calls": [{"symbol": "aicf_k0", "op": "ll.copy", "work": 4, "grain": 4, "index_checks": [],
                         "buffers": [{"arg": {"index": 0}}, BUFFER], "bytes": [16, 16]}]}]}"#;
 
+    /// [`BASE`] for this machine's architecture.
+    fn base() -> String {
+        BASE.replace("ARCH", std::env::consts::ARCH)
+    }
+
     #[test]
     fn bad_manifests_are_errors_naming_the_file() {
         assert!(load_error("{", &[]).contains("manifest.json: not a valid manifest"));
-        let e = load_error(&sealed(&BASE.replace("BUFFER", r#"{"arg": {"index": 3}}"#)), &[]);
+        let e = load_error(&sealed(&base().replace("BUFFER", r#"{"arg": {"index": 3}}"#)), &[]);
         assert!(e.contains("@f call #0: names Arg { index: 3 }, which the function lacks"), "{e}");
-        let e = load_error(&sealed(&BASE.replace("BUFFER", r#"{"arena": {"offset": 0}}"#)), &[]);
+        let e = load_error(&sealed(&base().replace("BUFFER", r#"{"arena": {"offset": 0}}"#)), &[]);
         assert!(e.contains("names Arena { offset: 0 }"), "{e}");
-        let good = BASE.replace("BUFFER", r#"{"arg": {"index": 0}}"#);
+        let good = base().replace("BUFFER", r#"{"arg": {"index": 0}}"#);
         let e = load_error(&sealed(&good.replace(r#""format": 2"#, r#""format": 9"#)), &[]);
         assert!(e.contains("format 9 (this runtime reads 2)"), "{e}");
         // A call whose extent runs past its buffer (16 bytes) would read
@@ -1434,21 +1439,22 @@ mod tests {
         assert!(e.contains("spans 64 bytes, but only 16 are there"), "{e}");
         // A well-formed manifest without its kernels names the missing file,
         // once.
-        let here = good.replace(r#""target": "t""#, &format!(r#""target": "{} cpu t""#, std::env::consts::ARCH));
-        let e = load_error(&sealed(&here), &[]);
+        let target = format!(r#""target": "{} cpu t""#, std::env::consts::ARCH);
+        let target = target.as_str();
+        let e = load_error(&sealed(&good), &[]);
         assert!(e.contains("kernels.so") && e.matches("kernels.so").count() == 1, "{e}");
         // Host code of another architecture, or a GPU artifact, is said as
         // such before its library is opened.
         let other = if std::env::consts::ARCH == "x86_64" { "aarch64" } else { "x86_64" };
-        let e = load_error(&sealed(&good.replace(r#""target": "t""#, &format!(r#""target": "{other} cpu t""#))), &[]);
+        let e = load_error(&sealed(&good.replace(target, &format!(r#""target": "{other} cpu t""#))), &[]);
         assert!(e.contains(&format!("compiled for {other} ({other} cpu t), and this machine is")), "{e}");
-        let e = load_error(&sealed(&good.replace(r#""target": "t""#, r#""target": "cuda sm_80 sm_90""#)), &[]);
+        let e = load_error(&sealed(&good.replace(target, r#""target": "cuda sm_80 sm_90""#)), &[]);
         assert!(e.contains("compiled for cuda sm_80 sm_90 (a GPU artifact): open it on Device::Cuda"), "{e}");
     }
 
     #[test]
     fn modified_artifacts_are_refused() {
-        let good = BASE.replace("BUFFER", r#"{"arg": {"index": 0}}"#);
+        let good = base().replace("BUFFER", r#"{"arg": {"index": 0}}"#);
         // An edit after sealing (here: the arena) breaks the checksum.
         let edited = sealed(&good).replace(r#""arena_bytes": 0"#, r#""arena_bytes": 8"#);
         let e = load_error(&edited, &[]);
