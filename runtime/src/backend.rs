@@ -187,6 +187,25 @@ pub trait Backend {
         if value.values.len() != s.shape.iter().product::<usize>() {
             return Err(err(format!("{} values for shape {:?}", value.values.len(), s.shape)));
         }
+        // As strict as a call's inputs: an integer tensor for a float
+        // symbol (or the other way), a step count of 2.5, or a NaN was set
+        // and written as whatever its bytes became.
+        use crate::artifact::DType;
+        let float = |d: DType| matches!(d, DType::F32 | DType::F64 | DType::F16 | DType::BF16);
+        if float(s.dtype) != float(value.dtype) {
+            return Err(err(format!("a {:?} tensor, the symbol is {:?}", value.dtype, s.dtype)));
+        }
+        let bad = if float(s.dtype) {
+            value.values.iter().position(|v| v.is_nan())
+        } else {
+            value.values.iter().position(|v| !(v.is_finite() && v.fract() == 0.0))
+        };
+        if let Some(at) = bad {
+            return Err(err(format!(
+                "{} at index {at} is not a value a {:?} symbol holds; nothing was set",
+                value.values[at], s.dtype
+            )));
+        }
         let mut bytes = vec![0u8; value.values.len() * s.dtype.bytes()];
         write_values(&mut bytes, s.dtype, &value.values);
         self.set_symbol_bytes(name, &bytes)
