@@ -267,6 +267,25 @@ class Video3d(nn.Module):
         return self.head(F.adaptive_avg_pool3d(x, 1).flatten(1))
 
 
+class PreluCumsum(nn.Module):
+    """PReLU with a learned slope per channel and one shared, and running
+    sums (cumsum) along the last axis and along the channels."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.act1 = nn.PReLU(4)
+        self.line = nn.Linear(8, 8)
+        self.act2 = nn.PReLU(init=0.1)
+        self.head = nn.Linear(4 * 8, 10)
+
+    def forward(self, x):
+        x = self.act1(self.conv1(x)).mean(2)  # 4 x 8
+        x = self.act2(self.line(x))
+        x = torch.cumsum(x, dim=2) * 0.25 + torch.cumsum(x, dim=1) * 0.5
+        return self.head(x.flatten(1))
+
+
 def mobilenet():
     import torchvision
 
@@ -289,6 +308,7 @@ MODELS = {
     "resize": (ResizedCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "pools": (PooledCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "video3d": (Video3d, lambda g: torch.randn(4, 1, 4, 8, 8, generator=g), ((4,), 10)),
+    "prelu_cumsum": (PreluCumsum, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

@@ -42,6 +42,7 @@ pub const SUPPORTED: &[&str] = &[
     "ConstantOfShape",
     "Conv",
     "ConvTranspose",
+    "CumSum",
     "Div",
     "Dropout",
     "Elu",
@@ -82,6 +83,7 @@ pub const SUPPORTED: &[&str] = &[
     "Mul",
     "Neg",
     "Pow",
+    "PRelu",
     "Range",
     "Reciprocal",
     "ReduceL1",
@@ -906,9 +908,8 @@ fn arity(op: &str) -> (usize, usize) {
         "Range" | "Where" => (3, 3),
         "BatchNormalization" => (5, 5),
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "LessOrEqual"
-        | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul" => {
-            (2, 2)
-        }
+        | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul"
+        | "PRelu" | "CumSum" => (2, 2),
         "Conv" | "ConvTranspose" | "Gemm" => (2, 3),
         "LayerNormalization" => (2, 3),
         "InstanceNormalization" => (3, 3),
@@ -951,6 +952,8 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "input_forget"
         | "layout"
         | "linear_before_reset"
+        | "exclusive"
+        | "reverse"
         | "batch_dims" => AttributeType::Int,
         "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
             AttributeType::Ints
@@ -2118,6 +2121,83 @@ impl Importer<'_> {
                     .and_then(|e| e.add_scalar(-1.0))
                     .and_then(|e| e.mul_scalar(alpha)))?;
                 one(nn(Tensor::select(&pos, &x, &neg))?)
+            }
+            // x if x >= 0 else slope x, the slope (a learned parameter in
+            // PyTorch's nn.PReLU: [C], [C, 1, 1] or one) broadcast to x.
+            "PRelu" => {
+                let x = t(0)?;
+                let slope = self.tensor(g, input(1)?, Some(x.dtype()))?;
+                let zero = nn(x.scalar(0.0).and_then(|z| z.broadcast_to(x.shape())))?;
+                let pos = nn(x.compare(Compare::Ge, &zero))?;
+                let scaled = nn(x.mul(&slope))?;
+                if scaled.shape() != x.shape() {
+                    return Err(format!(
+                        "slope of shape {:?} does not broadcast to the input's {:?}",
+                        slope.shape(),
+                        x.shape()
+                    ));
+                }
+                one(nn(Tensor::select(&pos, &x, &scaled))?)
+            }
+            // Running sums along `axis` (exclusive: without the element
+            // itself; reverse: from the end). Of a traced tensor, a product
+            // with a triangular matrix of ones along that axis (one GEMM,
+            // differentiable); of a constant, folded.
+            "CumSum" => {
+                let dims = shape_of(input(0)?);
+                let rank = dims.len() as i64;
+                let given = first(&konst(1, "axis")?, "axis")? as i64;
+                let axis = if given < 0 { given + rank } else { given };
+                if axis < 0 || axis >= rank {
+                    return Err(format!("axis {given} is out of range for rank {rank}"));
+                }
+                let axis = axis as usize;
+                let (exclusive, reverse) = (attr_i(node, "exclusive", 0) != 0, attr_i(node, "reverse", 0) != 0);
+                // Whether output j along the axis sums input i.
+                let takes = |i: usize, j: usize| match (reverse, exclusive) {
+                    (false, false) => i <= j,
+                    (false, true) => i < j,
+                    (true, false) => i >= j,
+                    (true, true) => i > j,
+                };
+                let n = dims[axis];
+                let inner: usize = dims[axis + 1..].iter().product();
+                match input(0)? {
+                    V::C(c) => {
+                        let mut vals = vec![0.0; c.vals.len()];
+                        for (at, v) in vals.iter_mut().enumerate() {
+                            let (j, base) = ((at / inner) % n, at - ((at / inner) % n) * inner);
+                            *v = (0..n).filter(|&i| takes(i, j)).map(|i| c.vals[base + i * inner]).sum();
+                        }
+                        Ok(vec![V::C(Const { dims, vals, float: c.float })])
+                    }
+                    V::T(x) => {
+                        if !x.dtype().is_float() {
+                            return Err(format!(
+                                "CumSum of {:?} values the model computes (only constants' sums fold; a float \
+                                 input runs as a product)",
+                                x.dtype()
+                            ));
+                        }
+                        // n x n ones: past this, a scan kernel would be the way.
+                        const MOST: usize = 8192;
+                        if n > MOST {
+                            return Err(format!("CumSum along an axis of {n} (at most {MOST})"));
+                        }
+                        let last = dims.len() - 1;
+                        let mut perm: Vec<i64> = (0..dims.len() as i64).collect();
+                        perm.swap(axis, last);
+                        let moved = if axis == last { x.clone() } else { nn(x.permute(&perm))? };
+                        let rows: usize = moved.shape()[..last].iter().product();
+                        let flat = nn(moved.reshape(&[rows as i64, n as i64]))?;
+                        let ones: Vec<f64> = (0..n * n).map(|k| takes(k / n, k % n) as i32 as f64).collect();
+                        let u = nn(g.constant(&ones, &TensorSpec::new([n, n], x.dtype())))?;
+                        let summed = nn(flat.matmul(&u))?;
+                        let back: Vec<i64> = moved.shape().iter().map(|&d| d as i64).collect();
+                        let y = nn(summed.reshape(&back))?;
+                        one(if axis == last { y } else { nn(y.permute(&perm))? })
+                    }
+                }
             }
             "LeakyRelu" => {
                 let x = t(0)?;

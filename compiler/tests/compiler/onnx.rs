@@ -314,6 +314,15 @@ fn an_imported_pooling_cnn_matches_onnxruntime_and_pytorch_gradients() {
 /// A 3-D CNN on clips of 4 frames: Conv3d with BatchNorm3d, MaxPool3d with
 /// ceil_mode, a grouped strided Conv3d, ConvTranspose3d, AvgPool3d without
 /// its padding counted, AdaptiveAvgPool3d(1).
+/// PReLU (its slopes learned: a parameter per channel, and one shared)
+/// and CumSum along the last axis and along the channels (a product with
+/// a triangular matrix of ones) match onnxruntime forward and PyTorch's
+/// gradients (neither op imported before).
+#[test]
+fn an_imported_prelu_and_cumsum_match_onnxruntime_and_pytorch_gradients() {
+    check("prelu_cumsum");
+}
+
 #[test]
 fn an_imported_3d_cnn_matches_onnxruntime_and_pytorch_gradients() {
     check("video3d");
