@@ -55,6 +55,11 @@ pub struct EpochRecord {
     pub grad_norm: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<serde_json::Value>,
+    /// An fp16 run's loss scale at the epoch's end: halved at each step
+    /// whose gradients overflowed (that step's update skipped), doubled
+    /// after 2000 clean steps. It was seen only in a checkpoint's tensors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<f64>,
 }
 
 mod nan_as_null {
@@ -234,6 +239,7 @@ mod tests {
                 lr_applied: Some(v),
                 grad_norm: Some(v),
                 layers: None,
+                loss_scale: Some(v),
             })
             .collect();
         write_metrics(&path, &records).unwrap();

@@ -2513,6 +2513,7 @@ impl<'a> Loop<'a> {
                 lr_applied: (!self.adaptive.policy().rules.is_empty()).then(|| self.adaptive.applied_lr()),
                 grad_norm: None,
                 layers: None,
+                loss_scale: trainer.backend().symbol("loss_scale").and_then(|t| t.values.first().copied()),
             };
             if let Some(o) = self.adaptive.observer().observations.last() {
                 record.grad_norm = Some(o.grad_norm);

@@ -9,7 +9,11 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,400p > %t/digits.csv
 // RUN: gzip -c %t/digits.csv > %t/digits.csv.gz
-// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv.gz --epochs 1 --optimizer sgd --momentum 0.9 --lr 0.05 --precision fp16 --no-runs-db --no-progress --out %t/run --checkpoint-dir %t/ckpt > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv.gz --epochs 1 --optimizer sgd --momentum 0.9 --lr 0.05 --precision fp16 --no-runs-db --no-progress --out %t/run --checkpoint-dir %t/ckpt | FileCheck %s --check-prefix=SCALE
+// RUN: grep -c '"loss_scale":' %t/run/metrics.jsonl
+// An fp16 run's epoch line and metrics show its loss scale (it was seen
+// only in the checkpoint's tensors).
+// SCALE: epoch   1/1  train loss {{.*}} steps/s)  loss scale {{[0-9]+}}
 // RUN: python3 -c "import json; r=[json.loads(l) for l in open('%t/run/metrics.jsonl')][-1]; print('RUN %%.2f%%%% %%.4f' %% (100*r['val_accuracy'], r['val_loss']))" > %t/figures.txt
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv.gz --checkpoint %t/ckpt/last.safetensors --out %t/eval >> %t/figures.txt
 // RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --out %t/eval >> %t/figures.txt

@@ -2008,6 +2008,8 @@ fn compiled_message(model: &Path, c: &Compiled) -> String {
 struct Printer {
     /// The run holds no examples out: its held-out figures are "n/a", not NaN.
     nothing_held: bool,
+    /// The loss scale the last epoch line showed (an fp16 run's).
+    last_scale: Option<f64>,
 }
 
 impl Report for Printer {
@@ -2048,8 +2050,18 @@ impl Report for Printer {
         let accuracy =
             if r.val_accuracy.is_nan() { String::new() } else { format!("  val accuracy {}", percent(r.val_accuracy)) };
         let val = if self.nothing_held { "n/a".to_string() } else { format!("{:.4}{unit}", r.val_loss) };
+        // An fp16 run's loss scale, and whether it fell (steps skipped for
+        // overflowing gradients: seen only in a checkpoint's tensors).
+        let before = std::mem::replace(&mut self.last_scale, r.loss_scale);
+        let scale = match (r.loss_scale, before) {
+            (Some(now), Some(before)) if now < before => {
+                format!("  loss scale {now} (from {before}: steps overflowed and were skipped)")
+            }
+            (Some(now), _) => format!("  loss scale {now}"),
+            (None, _) => String::new(),
+        };
         println!(
-            "epoch {:>3}/{epochs}  train loss {:.4}  val loss {val}{accuracy}  ({:.2} s, {:.1} steps/s)",
+            "epoch {:>3}/{epochs}  train loss {:.4}  val loss {val}{accuracy}  ({:.2} s, {:.1} steps/s){scale}",
             r.epoch, r.train_loss, r.seconds, r.steps_per_second
         );
     }
