@@ -472,6 +472,11 @@ pub fn compile_source(
     Ok(Compiled { manifest, kernels: stats.kernels, compiled_kernels: stats.compiled, timings })
 }
 
+/// The compile stage of a train step planned again with direct
+/// convolutions because their products' window rows did not fit the
+/// memory budget: a compile that has it says so (it was silent).
+pub const DIRECT_CONVOLUTIONS: &str = "train pipeline, direct convolutions (the budget)";
+
 /// Runs the train pipeline on `module`, which is `source` (named `name`)
 /// at `batch` rows. Convolutions as products need their window rows as
 /// scratch: where a memory budget cannot be met with them, the step is
@@ -504,9 +509,7 @@ pub fn train_step<'c>(
         run_pipeline(ctx, module, &set_batch(b))?;
     }
     inline_calls(ctx, module, source)?;
-    timings.time("train pipeline, direct convolutions (the budget)", || {
-        run_pipeline(ctx, module, &direct.train_pipeline())
-    })
+    timings.time(DIRECT_CONVOLUTIONS, || run_pipeline(ctx, module, &direct.train_pipeline()))
 }
 
 /// A model whose `@loss` calls `@forward` (or any function): the calls

@@ -1959,6 +1959,10 @@ fn run_compile(
             manifest.target,
             seconds
         );
+        let note = direct_convolutions_note(&compiled.timings);
+        if !note.is_empty() {
+            println!("{note}");
+        }
         if timing {
             print!("{}", compiled.timings.report());
         }
@@ -2003,6 +2007,17 @@ fn compiled_message(model: &Path, c: &Compiled) -> String {
     }
 }
 
+/// Where the memory budget made the convolutions direct kernels, a line
+/// saying so (they ran several times slower, without a word).
+fn direct_convolutions_note(timings: &aicf_compiler::timing::Timings) -> &'static str {
+    if timings.stages.iter().any(|s| s.name == pipeline::DIRECT_CONVOLUTIONS) {
+        "note: the convolutions' window rows (their products' scratch) do not fit --memory-budget: they run as \
+         direct kernels, which need none and are slower; a larger budget keeps them as products"
+    } else {
+        ""
+    }
+}
+
 /// Prints what a run reports.
 #[derive(Default)]
 struct Printer {
@@ -2010,11 +2025,17 @@ struct Printer {
     nothing_held: bool,
     /// The loss scale the last epoch line showed (an fp16 run's).
     last_scale: Option<f64>,
+    /// Whether the direct convolutions' note was printed (once a run).
+    said_direct: bool,
 }
 
 impl Report for Printer {
     fn compiled(&mut self, model: &Path, c: &Compiled) {
         println!("{}", compiled_message(model, c));
+        let note = direct_convolutions_note(&c.timings);
+        if !note.is_empty() && !std::mem::replace(&mut self.said_direct, true) {
+            println!("{note}");
+        }
     }
 
     fn started(&mut self, s: &Start) {
