@@ -357,6 +357,11 @@
 // NOOPEVALWINDOWS: aicf: error: --eval-windows samples a text's held-out windows; {{.*}}digits.csv is no text (a table's held-out rows are scored every one)
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --no-shape-padding --emit hl 2>&1 | FileCheck %s --check-prefix=NOPADFP32
 // NOPADFP32: note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 only a model written in bf16 or f16 has any
+// RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --attention-backward gemm --conv direct --emit hl 2>&1 | FileCheck %s --check-prefix=NOSUCHOPS
+// RUN: aicf compile %S/../../../examples/char_lm/char_lm.mlir --attention-backward gemm --emit hl 2>&1 | FileCheck %s --check-prefix=HASATTENTION
+// NOSUCHOPS: note: --attention-backward does nothing here: the model has no attention
+// NOSUCHOPS: note: --conv does nothing here: the model has no convolution
+// HASATTENTION-NOT: does nothing here
 
 // A directory where the checkpoint goes: said as it is, with and without
 // --resume (the two messages sent the user to each other).

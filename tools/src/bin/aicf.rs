@@ -1498,6 +1498,23 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
              head sizes multiples of 16 up to 128); in fp32 attention's gradient stays GEMMs there"
         );
     }
+    // A flag for ops the model has none of did nothing, without a word
+    // (an hl model's text is read; an ONNX file's ops are seen at import).
+    if !matches!(c.attention_backward, AttentionBackward::Auto) || !matches!(c.conv, Conv::Auto) {
+        let text = std::fs::read(&c.model).ok().filter(|_| c.model.extension().is_none_or(|e| e != "onnx"));
+        if let Some(text) = text.map(|t| String::from_utf8_lossy(&t).into_owned()) {
+            // (Attention written out as its ops is fused from a softmax.)
+            if !matches!(c.attention_backward, AttentionBackward::Auto)
+                && !text.contains("hl.attention")
+                && !text.contains("hl.softmax")
+            {
+                eprintln!("note: --attention-backward does nothing here: the model has no attention");
+            }
+            if !matches!(c.conv, Conv::Auto) && !text.contains("hl.conv") {
+                eprintln!("note: --conv does nothing here: the model has no convolution");
+            }
+        }
+    }
     if c.no_shape_padding && c.precision == Precision::Fp32 {
         eprintln!(
             "note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 only \
