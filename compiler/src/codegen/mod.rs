@@ -618,7 +618,10 @@ impl Generator {
                     // Library candidates are the op's own (a kernel shared
                     // with another op may have other aliases).
                     self.library.clear();
-                    let mut flops = op_flops(op, &x)?;
+                    // (A recomputation's FLOPs are the memory plan's: the
+                    // model's count leaves them out.)
+                    let mut flops =
+                        if ir::has(op, crate::passes::plan_memory::RECOMPUTED) { 0 } else { op_flops(op, &x)? };
                     for (kernel, work, cost, which, checks) in self.kernel(op, &x)? {
                         let library = self.library.get(&kernel).cloned().flatten();
                         let waits = if calls.len() == first { waits.clone() } else { vec![] };

@@ -23,7 +23,7 @@ pub mod grow;
 pub mod grow_stream;
 mod optimizer;
 mod pad_contractions;
-mod plan_memory;
+pub(crate) mod plan_memory;
 mod print_param_table;
 mod schedule;
 mod set_batch;

@@ -30,6 +30,10 @@ use std::collections::HashMap;
 
 const ALIGN: u64 = 64;
 
+/// The attribute of an op a plan recomputes (a clone of one the step ran
+/// before): its FLOPs are not counted as the model's.
+pub const RECOMPUTED: &str = "ll.recomputed";
+
 pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassResult {
     let parsed = (|| {
         Ok::<_, String>((options.get_i64("budget")?, options.get_f64("budget-fraction")?, options.get_bool("report")?))
@@ -702,6 +706,10 @@ fn recompute(block: MlirBlock, model: &Model, c: &Candidate) -> Result<usize, Fa
         unsafe {
             mlirBlockInsertOwnedOperationBefore(block, before, alloc);
             let clone = mlirOperationClone(producer_op);
+            // Marked: its FLOPs are a plan's, not the model's (a run's
+            // count and its --flops-budget do not depend on the budget).
+            let unit = mlirUnitAttrGet(ctx);
+            mlirOperationSetAttributeByName(clone, crate::ffi::string_ref(RECOMPUTED), unit);
             for i in 0..mlirOperationGetNumOperands(clone) {
                 if mlirOperationGetOperand(clone, i).ptr == old.ptr {
                     mlirOperationSetOperand(clone, i, fresh);

@@ -29,6 +29,13 @@
 // RUN: aicf compile %S/../../../examples/cnn/digits_cnn.mlir --memory-budget 60% --emit ll | FileCheck %s --check-prefix=PERCENT
 // PERCENT: ll.memory = {arena_bytes = 318656 : i64
 // RUN: aicf compile %S/../../../examples/cnn/digits_cnn.mlir --memory-budget 60% -o %t/cnn60.aicf | FileCheck %s --check-prefix=DIRECTNOTE
+// The FLOPs a step counts are the model's: a plan's recomputations add
+// kernel calls, not FLOPs (a --flops-budget bought fewer steps under a
+// memory budget).
+// RUN: aicf compile %S/../../../examples/char_lm/char_lm.mlir -o %t/lm.aicf > /dev/null
+// RUN: aicf compile %S/../../../examples/char_lm/char_lm.mlir --memory-budget 60% -o %t/lm60.aicf > /dev/null
+// RUN: python3 -c "import json; f=lambda d: [x for x in json.load(open(d+'/manifest.json'))['functions'] if x['name']=='train_step'][0]; a,b=f('%t/lm.aicf'),f('%t/lm60.aicf'); s=lambda x: sum(c.get('flops',0) for c in x['calls']); print('FLOPS', s(a)==s(b), len(b['calls'])>len(a['calls']))" | FileCheck %s --check-prefix=FLOPS
+// FLOPS: FLOPS True True
 // DIRECTNOTE: note: the convolutions' window rows (their products' scratch) do not fit --memory-budget: they run as direct kernels
 // RUN: not aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/digits.csv.gz --out %t/bad 2>&1 | FileCheck %s --check-prefix=TABLE
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/tinyshakespeare.txt --out %t/bad 2>&1 | FileCheck %s --check-prefix=TEXT
