@@ -178,7 +178,11 @@ pub fn interrupted() -> bool {
 /// [`interruptible`]: 128 plus the signal's number, as a shell reports a
 /// program the signal ended (130 for a Ctrl-C); `None` where none did.
 pub fn interrupted_status() -> Option<i32> {
-    interrupted().then(|| 128 + INTERRUPT_SIGNAL.load(std::sync::atomic::Ordering::SeqCst).max(2))
+    // (0: no signal kept, the loop's own stop: as a Ctrl-C's. SIGHUP is 1.)
+    interrupted().then(|| match INTERRUPT_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => 130,
+        signal => 128 + signal,
+    })
 }
 
 /// Removes the temporary file of a save in progress, then ends the process

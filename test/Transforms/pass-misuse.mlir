@@ -123,14 +123,19 @@ func.func @train_grad() {
 }
 
 //--- owngrad.mlir
-// A function of the model's own named *_grad is no gradient: the forward
-// rewrites take the module.
+// Functions of the model's own named @f and @f_grad are no gradient (not
+// @f's inputs, one scalar loss and gradients): the forward rewrites take
+// the module.
 hl.param @fc.weight : tensor<4x8xf32> owner "fc" init <xavier_uniform>
 func.func @loss(%x: tensor<32x8xf32>) -> tensor<f32> {
   %w = hl.get_param @fc.weight : tensor<4x8xf32>
   %h = hl.linear %x, %w : tensor<32x8xf32>, tensor<4x8xf32>
   %l = hl.mse_loss %h, %h : tensor<32x4xf32>, tensor<32x4xf32>
   return %l : tensor<f32>
+}
+func.func @clip(%h: tensor<32x4xf32>) -> tensor<32x4xf32> {
+  %r = hl.tanh %h : tensor<32x4xf32>
+  return %r : tensor<32x4xf32>
 }
 func.func @clip_grad(%h: tensor<32x4xf32>) -> tensor<32x4xf32> {
   %r = hl.relu %h : tensor<32x4xf32>

@@ -368,6 +368,13 @@ def by_initializer(path, params, grads, prefix):
                     break
                 arrays[f"{prefix}.{t.name}"] = np.ascontiguousarray(grads[pname].double().numpy().T).astype(np.float32)
                 break
+            # A parameter stored reshaped under a name of its own (PReLU's
+            # slope [C] as `onnx::PRelu_N` [C, 1, 1]), found by its values.
+            if (p.numel() == value.size and tuple(p.shape) != value.shape
+                    and not any(other.name == pname for other in initializers)
+                    and np.array_equal(p.detach().numpy().reshape(value.shape), value)):
+                arrays[f"{prefix}.{t.name}"] = grads[pname].double().numpy().reshape(value.shape).astype(np.float32)
+                break
     return arrays
 
 

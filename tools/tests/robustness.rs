@@ -440,9 +440,10 @@ fn a_signal_during_a_save_leaves_no_temporary_file() {
     // during the save come as one, the thread writing being in one long
     // write(2), and a signal pending twice is delivered once; a SIGINT and
     // a SIGTERM are two.)
-    let cases: [(&[i32], &str); 3] = [
+    let cases: [(&[i32], &str); 4] = [
         (&[libc::SIGINT], "SIGINT"),
         (&[libc::SIGTERM], "SIGTERM"),
+        (&[libc::SIGHUP], "SIGHUP"),
         (&[libc::SIGINT, libc::SIGTERM], "SIGINT-then-SIGTERM"),
     ];
     for (signals, name) in cases {

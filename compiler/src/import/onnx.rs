@@ -765,6 +765,9 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
                     "Gemm" => *k <= 2,
                     "MatMul" => *k <= 1,
                     "Gather" => *k == 0,
+                    // nn.PReLU's slope, one or per channel (imported as a
+                    // constant, it never trained).
+                    "PRelu" => *k == 1,
                     // W, R, B (and an LSTM's peepholes P).
                     "RNN" | "GRU" => matches!(k, 1..=3),
                     "LSTM" => matches!(k, 1..=3 | 7),

@@ -244,10 +244,32 @@ pub(crate) fn differentiated(op: MlirOperation) -> Option<(MlirLocation, String)
     let functions = crate::ir::functions(op);
     let names: Vec<String> =
         functions.iter().map(|(f, _)| crate::ir::string_attr(*f, "sym_name").unwrap_or_default()).collect();
+    // (inputs, results) of a function's type.
+    let signature = |f: MlirOperation| -> (Vec<MlirType>, Vec<MlirType>) {
+        let t = unsafe { mlirTypeAttrGetValue(crate::ir::attr(f, "function_type")) };
+        unsafe {
+            (
+                (0..mlirFunctionTypeGetNumInputs(t)).map(|i| mlirFunctionTypeGetInput(t, i)).collect(),
+                (0..mlirFunctionTypeGetNumResults(t)).map(|i| mlirFunctionTypeGetResult(t, i)).collect(),
+            )
+        }
+    };
     for ((func, block), name) in functions.iter().zip(&names) {
-        // `@<f>_grad` beside its `@<f>` (a `@clip_grad` of the model's own
-        // is no gradient), and the optimizer's step functions.
-        let gradient = name.strip_suffix("_grad").is_some_and(|f| names.iter().any(|n| n == f));
+        // `@<f>_grad` shaped as hl-autodiff writes it beside `@<f>`: `@f`'s
+        // inputs, and its one scalar loss followed by gradients (a model's
+        // own `@smooth` and `@smooth_grad` helpers are no gradient), and
+        // the optimizer's step functions.
+        let gradient = name.strip_suffix("_grad").and_then(|f| names.iter().position(|n| n == f)).is_some_and(|i| {
+            let ((inputs, results), (g_inputs, g_results)) = (signature(functions[i].0), signature(*func));
+            let same = |a: &[MlirType], b: &[MlirType]| {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| unsafe { mlirTypeEqual(*x, *y) })
+            };
+            results.len() == 1
+                && crate::nn::spec_of_type(results[0]).is_ok_and(|s| s.shape.is_empty() && s.dtype.is_float())
+                && same(&inputs, &g_inputs)
+                && g_results.len() >= 2
+                && unsafe { mlirTypeEqual(results[0], g_results[0]) }
+        });
         if gradient || matches!(name.as_str(), "train_step" | "train_apply") {
             return Some((unsafe { mlirOperationGetLocation(*func) }, format!("@{name}")));
         }

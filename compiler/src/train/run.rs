@@ -437,14 +437,19 @@ fn claim_checkpoint_dir(
             .map_or(String::new(), |e| format!(" (epoch {e})"));
         let name = held.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let what = if name == "last.safetensors" { String::new() } else { format!(", {name}") };
+        let continues = if name == PREVIOUS {
+            format!("--resume-from {} continues it", held.display())
+        } else {
+            "--resume continues it".to_string()
+        };
         let message = match resume_from {
             None => format!(
-                "holds another run's checkpoint{epoch}{what}: --resume continues it; a fresh run needs another \
+                "holds another run's checkpoint{epoch}{what}: {continues}; a fresh run needs another \
                  --checkpoint-dir (or this one emptied)"
             ),
             Some(from) => format!(
                 "holds another run's checkpoint{epoch}{what}: a run resumed from {} writes its checkpoints into \
-                 another --checkpoint-dir (a new or empty one); --resume continues the one here",
+                 another --checkpoint-dir (a new or empty one); {continues}",
                 from.display()
             ),
         };
@@ -720,13 +725,20 @@ pub fn fit(
         // A run still in its first epoch holds the directory's lock.
         let busy = std::fs::File::open(dir.join(".lock"))
             .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
+        let previous = dir.join(PREVIOUS);
+        let held = aicf_runtime::checkpoint::read_metadata(&previous).ok().and_then(|m| m.get("epoch").cloned());
         let message = if busy {
             "no checkpoint yet: another run is writing this directory and has not saved its first (resume once it \
              has, or stopped)"
+                .to_string()
+        } else if let Some(epoch) = held {
+            // (A last removed, or never renamed into place: the one before
+            // is there.)
+            format!("not here; {} holds epoch {epoch}: --resume-from it goes on from there", previous.display())
         } else {
-            "no checkpoint to resume from (train without --resume to start one)"
+            "no checkpoint to resume from (train without --resume to start one)".to_string()
         };
-        return Err(TrainError::Io { path: dir.join("last.safetensors"), message: message.into() });
+        return Err(TrainError::Io { path: dir.join("last.safetensors"), message });
     }
     if let Some(dir) = &run.checkpoint_dir {
         create_flag_dir(dir, "--checkpoint-dir")?;
@@ -2250,8 +2262,11 @@ impl<'a> Loop<'a> {
         }
         let metrics = run.out.join("metrics.jsonl");
         // A resumed run keeps the records of the epochs it continues from.
+        // (A resume from a named checkpoint too: its records in this --out
+        // were rewritten with the new epochs only.)
+        let resuming = run.resume || run.resume_from.is_some();
         let (records, damaged) =
-            if run.resume { report::read_metrics_noting(&metrics, self.first_epoch) } else { (Vec::new(), None) };
+            if resuming { report::read_metrics_noting(&metrics, self.first_epoch) } else { (Vec::new(), None) };
         self.records = records;
         // A line that does not read (a damaged file) is said, and the file
         // kept beside before it is written again from what reads: it was
@@ -2292,11 +2307,13 @@ impl<'a> Loop<'a> {
             // after the first epoch had trained.
             for own in ["plot.svg", "decisions.jsonl"] {
                 let path = run.out.join(own);
-                if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_symlink()) {
+                // (Through a link too: one to a directory, or to nothing.)
+                let placed = std::fs::symlink_metadata(&path).is_ok();
+                if placed && !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
                     return Err(TrainError::Io {
                         path,
-                        message: "is not a file (a directory?), where the run writes its own: move it away, or \
-                                  give another --out"
+                        message: "is not a file (a directory, or a link to one or to nothing), where the run \
+                                  writes its own: move it away, or give another --out"
                             .into(),
                     });
                 }
@@ -2971,7 +2988,14 @@ pub fn previous_checkpoint_note(checkpoint: &Path) -> Option<String> {
 /// Links `from` as `to` (or, with `copy`, copies it where links are not
 /// possible), replacing `to` atomically.
 fn link_or_copy(from: &Path, to: &Path, copy: bool) -> Result<()> {
+    // The file a link names: a hard link to a symbolic `last` linked the
+    // link, and renaming it over `to`'s target left links to themselves
+    // where every checkpoint had been.
+    let from = &aicf_runtime::checkpoint::through_links(from);
     let to = &aicf_runtime::checkpoint::through_links(to);
+    if super::same_path(from, to) {
+        return Ok(());
+    }
     aicf_runtime::checkpoint::refuse_replacing_special(to)
         .map_err(|message| TrainError::Io { path: to.to_path_buf(), message })?;
     aicf_runtime::checkpoint::remove_stale_partials(to);

@@ -46,12 +46,31 @@
 // METRICS-NOT: another --out
 // METRICS: epoch   4/4
 
+// A last.safetensors that is a symbolic link: the saves replace the file
+// it names, and prev and v0 are links to real files (they were linked to
+// the link, and every checkpoint became a link to itself).
+// RUN: mkdir -p %t/elsewhere %t/linked && ln -s ../elsewhere/ckpt.safetensors %t/linked/last.safetensors
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --out %t/runl --checkpoint-dir %t/linked > /dev/null
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/linked/prev.safetensors --out %t/runl | FileCheck %s --check-prefix=LINKEDPREV
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/linked/v0.safetensors --out %t/runl | FileCheck %s --check-prefix=LINKEDLAST
+// RUN: test -L %t/linked/last.safetensors && test -f %t/elsewhere/ckpt.safetensors
+// LINKEDPREV: (checkpoint {{.*}}prev.safetensors, epoch 1)
+// LINKEDLAST: (checkpoint {{.*}}v0.safetensors, epoch 2)
+
+// A resume from prev into the run's own --out keeps the records of the
+// epochs before it (they were rewritten with the new epochs only).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --out %t/rp --checkpoint-dir %t/rpck > /dev/null
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/rp --checkpoint-dir %t/rpck --resume-from %t/rpck/prev.safetensors > /dev/null
+// RUN: python3 -c "import json; print('EPOCHS', [json.loads(l)['epoch'] for l in open('%t/rp/metrics.jsonl')])" | FileCheck %s --check-prefix=KEPTRECORDS
+// KEPTRECORDS: EPOCHS [1, 2, 3, 4]
+
 // A plot that cannot be written is found before training (it ended the
 // run after its first epoch had trained, before that epoch's checkpoint).
-// RUN: mkdir -p %t/blocked/plot.svg
+// RUN: mkdir -p %t/blocked/plot.svg %t/dangling && ln -s ../nowhere/plot.svg %t/dangling/plot.svg
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --out %t/dangling --checkpoint-dir %t/danglingck 2>&1 | FileCheck %s --check-prefix=PLOTDIR
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --out %t/blocked --checkpoint-dir %t/blockedck 2>&1 | FileCheck %s --check-prefix=PLOTDIR
 // PLOTDIR-NOT: epoch   1/2
-// PLOTDIR: aicf: error: {{.*}}blocked/plot.svg: is not a file (a directory?), where the run writes its own
+// PLOTDIR: aicf: error: {{.*}}/plot.svg: is not a file (a directory, or a link to one or to nothing), where the run writes its own
 
 // A run resumed from a checkpoint elsewhere (a fork) does not write into a
 // directory holding another run's checkpoints, nor does a fresh run where
