@@ -79,7 +79,7 @@
 // RUN: sha256sum %t/ckpt/last.safetensors > %t/sum3
 // RUN: mkdir -p %t/other && cp %t/ckpt/last.safetensors %t/other/start.safetensors
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/run --resume-from %t/other/start.safetensors --checkpoint-dir %t/ckpt 2>&1 | FileCheck %s --check-prefix=FORK
-// FORK: aicf: error: {{.*}}ckpt: holds another run's checkpoint (epoch 3): a run resumed from {{.*}}start.safetensors writes its checkpoints into another --checkpoint-dir (a new or empty one); --resume continues the one here
+// FORK: aicf: error: {{.*}}ckpt: holds another run's checkpoint (epoch 3): a run resumed from {{.*}}start.safetensors writes its checkpoints into another --checkpoint-dir (a new or empty one); --resume continues it
 // RUN: mkdir -p %t/versions && cp %t/ckpt/last.safetensors %t/versions/v0.safetensors
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run --checkpoint-dir %t/versions 2>&1 | FileCheck %s --check-prefix=VERSION
 // VERSION: aicf: error: {{.*}}versions: holds another run's checkpoint (epoch 3), v0.safetensors: --resume continues it
