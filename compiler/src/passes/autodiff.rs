@@ -235,7 +235,7 @@ fn build_gradient(
                 op_loc(op),
                 format!(
                     "cannot differentiate through 'func.call' (to {}): inline it first (aicf-opt --inline), or write \
-                     @loss without calls",
+                     @loss without calls (a call the inliner leaves is recursive, which AICF does not differentiate)",
                     ir::attr_text(op, "callee")
                 ),
             ));

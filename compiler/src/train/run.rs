@@ -2274,7 +2274,17 @@ impl<'a> Loop<'a> {
         if let Some((line, why)) = &damaged
             && writes
         {
-            let kept = run.out.join("metrics.jsonl.damaged");
+            // (A second damaged file does not replace the first's copy.)
+            let kept = (0..)
+                .map(|n| {
+                    run.out.join(if n == 0 {
+                        "metrics.jsonl.damaged".into()
+                    } else {
+                        format!("metrics.jsonl.damaged.{n}")
+                    })
+                })
+                .find(|p| !p.exists())
+                .unwrap_or_else(|| run.out.join("metrics.jsonl.damaged"));
             let how = match std::fs::copy(&metrics, &kept) {
                 Ok(_) => format!("kept as {}", kept.display()),
                 Err(e) => format!("not kept ({}: {e})", kept.display()),

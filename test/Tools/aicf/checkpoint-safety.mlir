@@ -42,6 +42,10 @@
 // RUN: cp -r %t/ckpt %t/ck5 && cp -r %t/run %t/run5 && sed -i '2s/.*/{"epoch": 2, "tra/' %t/run5/metrics.jsonl
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/run5 --checkpoint-dir %t/ck5 --resume 2>&1 | FileCheck %s --check-prefix=METRICS
 // RUN: grep -c '"tra$' %t/run5/metrics.jsonl.damaged
+// RUN: sed -i '3s/.*/{"epoch": 3, "xyz/' %t/run5/metrics.jsonl
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 5 --out %t/run5 --checkpoint-dir %t/ck5 --resume > /dev/null 2>&1
+// RUN: grep -c '"tra$' %t/run5/metrics.jsonl.damaged
+// RUN: grep -c '"xyz$' %t/run5/metrics.jsonl.damaged.1
 // METRICS: note: {{.*}}run5/metrics.jsonl line 2 is not an epoch record ({{.*}}): the file is damaged; kept as {{.*}}run5/metrics.jsonl.damaged, and the run goes on with the 2 records that read
 // METRICS-NOT: another --out
 // METRICS: epoch   4/4
