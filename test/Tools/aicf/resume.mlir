@@ -81,6 +81,12 @@
 // WINDOWS: note: the checkpoint's run trained 32 windows an epoch, this one 64 (--windows-per-epoch, or its default
 // WINDOWS: note: the checkpoint's run scored 16 held-out windows an epoch, this one 32 (--eval-windows)
 // WINDOWS: epoch   2/2
+// Without the flags, a resume goes on with the checkpoint's (the whole
+// text's windows an epoch, and 256 scored, were taken instead).
+// RUN: aicf train %S/../../../examples/char_lm/char_lm.mlir --data %S/../../../data/tinyshakespeare.txt --epochs 3 --out %t/lm --checkpoint-dir %t/lmck --resume 2>&1 | FileCheck %s --check-prefix=WINDOWSKEPT
+// WINDOWSKEPT-NOT: windows an epoch, this one
+// WINDOWSKEPT: training on 64 windows (32 held-out windows scored)
+// WINDOWSKEPT: epoch   3/3
 
 // A rate is shown as the flag takes it (1e30 was written out in 31 digits).
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --lr 1e30 --epochs 2 --out %t/run --checkpoint-dir %t/sgd --resume 2>&1 | FileCheck %s --check-prefix=RATE

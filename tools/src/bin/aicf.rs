@@ -773,7 +773,20 @@ fn main() {
                 .or_else(|| checkpoint_dir.as_ref().filter(|_| resume).map(|d| d.join("last.safetensors")))
                 .filter(|c| c.is_file());
             resumed_from = checkpoint.clone();
+            let (mut windows_per_epoch, mut eval_windows) = (windows_per_epoch, eval_windows);
             if let Some(c) = &checkpoint {
+                // A text's windows an epoch and held-out windows scored go
+                // on as the checkpoint's run had them unless given (an
+                // epoch of 320 windows became the whole text's 13942).
+                if let Ok(meta) = aicf_runtime::checkpoint::read_metadata(c) {
+                    let recorded = |k: &str| meta.get(k).and_then(|v| v.parse::<usize>().ok());
+                    if windows_per_epoch.is_none() {
+                        windows_per_epoch = recorded("windows_per_epoch");
+                    }
+                    if eval_windows.is_none() {
+                        eval_windows = recorded("eval_windows");
+                    }
+                }
                 if !given("precision") {
                     match run::trained_precision(c) {
                         Ok(Some(trained)) => compile.precision = trained,
