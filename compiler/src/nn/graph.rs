@@ -263,30 +263,21 @@ impl GraphState {
         let t = crate::eager::Tensor::from_vec(shape, values)
             .and_then(|t| t.to(&e.device))
             .map_err(|err| invalid(err.to_string()))?;
-        let mut states = e.states.borrow_mut();
-        match states.iter_mut().find(|(n, _)| n == name) {
+        // A state the model uses already, or one held aside until it does.
+        let (mut states, mut preset) = (e.states.borrow_mut(), e.preset.borrow_mut());
+        let (list, was) =
+            if states.iter().any(|(n, _)| n == name) { (&mut *states, "is") } else { (&mut *preset, "was set as") };
+        match list.iter_mut().find(|(n, _)| n == name) {
             Some((_, old)) if old.shape() != shape => {
-                Err(invalid(format!("state `{name}` is {:?}, not {shape:?}", old.shape())))
+                Err(invalid(format!("state `{name}` {was} {:?}, not {shape:?}", old.shape())))
             }
             Some((_, old)) => {
                 *old = t;
                 Ok(())
             }
             None => {
-                let mut preset = e.preset.borrow_mut();
-                match preset.iter_mut().find(|(n, _)| n == name) {
-                    Some((_, old)) if old.shape() != shape => {
-                        Err(invalid(format!("state `{name}` was set as {:?}, not {shape:?}", old.shape())))
-                    }
-                    Some((_, old)) => {
-                        *old = t;
-                        Ok(())
-                    }
-                    None => {
-                        preset.push((name.to_string(), t));
-                        Ok(())
-                    }
-                }
+                list.push((name.to_string(), t));
+                Ok(())
             }
         }
     }

@@ -787,31 +787,17 @@ fn main() {
                         eval_windows = recorded("eval_windows");
                     }
                 }
-                if !given("precision") {
-                    match run::trained_precision(c) {
-                        Ok(Some(trained)) => compile.precision = trained,
-                        Ok(None) => {}
-                        // (A record that does not read: said, as for
-                        // --accumulate below, not taken for fp32.)
-                        Err(e) => {
-                            eprintln!("aicf: error: {e}");
-                            previous_checkpoint_note(c, &e.to_string());
-                            std::process::exit(1);
-                        }
-                    }
+                // (A record that does not read is said, not taken for the
+                // default: fp32, one micro-batch.)
+                if !given("precision")
+                    && let Some(trained) = recorded_or_exit(c, run::trained_precision(c))
+                {
+                    compile.precision = trained;
                 }
-                if !given("accumulate") {
-                    match run::trained_accumulate(c) {
-                        Ok(Some(trained)) => compile.accumulate = trained,
-                        Ok(None) => {}
-                        // (A record that does not read: said, not taken
-                        // for one micro-batch.)
-                        Err(e) => {
-                            eprintln!("aicf: error: {e}");
-                            previous_checkpoint_note(c, &e.to_string());
-                            std::process::exit(1);
-                        }
-                    }
+                if !given("accumulate")
+                    && let Some(trained) = recorded_or_exit(c, run::trained_accumulate(c))
+                {
+                    compile.accumulate = trained;
                 }
             }
             if let Some(n) = nproc {
@@ -3059,6 +3045,16 @@ mod tests {
         let lone = format!("{dashes}\n");
         assert_eq!(forwarded(lone.as_bytes()), lone.as_bytes());
     }
+}
+
+/// What a resumed checkpoint's record holds (`read`), or, where it does
+/// not read, the process ends saying why.
+fn recorded_or_exit<T>(checkpoint: &Path, read: aicf_compiler::train::Result<Option<T>>) -> Option<T> {
+    read.unwrap_or_else(|e| {
+        eprintln!("aicf: error: {e}");
+        previous_checkpoint_note(checkpoint, &e.to_string());
+        std::process::exit(1)
+    })
 }
 
 /// After an error saying that `checkpoint` (a resumed run's) does not read,
