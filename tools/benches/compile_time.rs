@@ -7,7 +7,11 @@
 //!    blocks: each compiled (Adam train step, CPU) with an empty kernel
 //!    cache ("cold") and again with every kernel cached, as `aicf compile`
 //!    does, with the time of each stage.
-//! 2. A growth rewrite of the 12-block char LM (widen `blocks.0.mlp.fc`
+//! 2. The char LM of 2 to 16 blocks under `--memory-budget 60%` and
+//!    `45%`, in bf16: the passes' time (every kernel cached), most of it
+//!    the memory plan's recomputation search, with the train step's
+//!    arena.
+//! 3. A growth rewrite of the 12-block char LM (widen `blocks.0.mlp.fc`
 //!    from 256 to 320 units, zero-out): the training pause with the new
 //!    model compiled ahead (the default `prefetch`) and without it (the
 //!    unchanged kernels still come from the cache).
@@ -22,7 +26,7 @@ mod char_lm;
 mod transformer;
 
 use aicf_compiler::codegen::KernelCache;
-use aicf_compiler::pipeline::{Compiled, Target, TrainOptions, compile_source};
+use aicf_compiler::pipeline::{Compiled, MemoryBudget, Precision, Target, TrainOptions, compile_source};
 use aicf_compiler::train::adapt::{Operator, WidenRule, grow};
 use aicf_compiler::train::{Options, Trainer, precompile};
 use std::path::Path;
@@ -97,10 +101,42 @@ fn main() {
     for r in &rows {
         println!("\n{} (cold):\n{}", r.model, r.cold.timings.report());
     }
+    budgeted(&scratch, quick);
     if !quick {
         growth_pause(&scratch);
     }
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// The char LM in bf16 under a memory budget: the passes' time with every
+/// kernel cached (the budgets' plans differ, their kernels barely).
+fn budgeted(scratch: &Path, quick: bool) {
+    println!("\n| char LM in bf16, memory budget | blocks | passes (every kernel cached) | train step's arena |");
+    println!("|---|---|---|---|");
+    let cache = KernelCache::new(scratch.join("kernels-budgeted"));
+    let target = Target::Cpu(cache);
+    for &layers in if quick { &[2usize, 4, 8][..] } else { &[2usize, 4, 8, 16][..] } {
+        let config = char_lm::Config { layers, dropout: 0.0, ..char_lm::CONFIG };
+        let source = char_lm::build(config).expect("char LM builds").to_string();
+        for fraction in [0.6, 0.45] {
+            let options = TrainOptions {
+                precision: Precision::Bf16,
+                memory_budget: Some(MemoryBudget::Fraction(fraction)),
+                ..TrainOptions::default()
+            };
+            let out = scratch.join(format!("budgeted-{layers}-{fraction}"));
+            let compile = || compile_source(&source, "char_lm", &options, None, &target, &out).expect("compiles");
+            compile();
+            let c = compile();
+            let arena = c.manifest.functions.iter().find(|f| f.name == "train_step").map_or(0, |f| f.arena_bytes);
+            let passes = c.timings.seconds("train pipeline (autodiff .. ll-schedule)");
+            println!(
+                "| {:.0}% | {layers} | {passes:.2} s | {:.1} MiB |",
+                fraction * 100.0,
+                arena as f64 / (1 << 20) as f64
+            );
+        }
+    }
 }
 
 /// Kernel generation, the kernels' lowering and hashing.
