@@ -8,6 +8,12 @@
 // RUN:   | FileCheck %s --check-prefix=CNN
 // The batch is given explicitly, or found from @forward's first argument.
 // RUN: aicf-opt %s --pass-pipeline='builtin.module(hl-set-batch{size=7 from=32})' | FileCheck %s
+// After padding (bf16 products padded to aligned N, then sliced back), the
+// slice that takes the whole batch takes the whole new batch: it stated the
+// old one, a verifier error.
+// RUN: aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-autocast="dtype=bf16" \
+// RUN:   '--hl-pad-contractions=min-macs=1' --hl-set-batch=size=4 | FileCheck %s --check-prefix=PADDED
+// PADDED: hl.slice %{{.*}} start = [0, 0, 0] limit = [4, 64, 65] strides = [1, 1, 1] : tensor<4x64x72xbf16>
 // Batch 32 to 32 changes nothing.
 // RUN: aicf-opt %s --pass-pipeline='builtin.module(hl-set-batch{size=32})' | FileCheck %s --check-prefix=SAME
 

@@ -117,6 +117,21 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         // user (an earlier one has typed its result by the old batch).
         let mut prepare = |op: MlirOperation, changed: &mut HashSet<usize>| {
             let operands = ir::operands(op);
+            // A slice that takes the whole batch (`hl-pad-contractions`'
+            // slice of a padded product, or `x[:, 1:]`) states its window:
+            // it takes the whole new batch.
+            if op_name(op) == "hl.slice" && operands.first().is_some_and(|v| changed.contains(&ir::key(*v))) {
+                let window = ["start", "limit", "strides"].map(|k| ir::i64_array(op, k).unwrap_or_default());
+                if window.iter().all(|w| !w.is_empty()) && (window[0][0], window[1][0], window[2][0]) == (0, from, 1) {
+                    let mut limit = window[1].clone();
+                    limit[0] = size;
+                    unsafe {
+                        let ctx = mlirOperationGetContext(op);
+                        let attr = mlirDenseI64ArrayGet(ctx, limit.len() as isize, limit.as_ptr());
+                        mlirOperationSetAttributeByName(op, ffi::string_ref("limit"), attr);
+                    }
+                }
+            }
             let mixes = from != 1
                 && operands.iter().any(|v| {
                     changed.contains(&ir::key(*v)) && leading_dim(unsafe { mlirValueGetType(*v) }) == Some(size)
