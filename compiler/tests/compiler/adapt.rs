@@ -1467,3 +1467,49 @@ fn dropping_a_run_waits_for_its_background_compile() {
         );
     }
 }
+
+#[test]
+fn compounded_rollbacks_stop_at_a_thousandth_of_the_rate() {
+    // Each rollback lowers the rate by its factor: 0.1, 0.01, 0.001; a
+    // fourth would take it to 1e-4 of the run's, so the rule stops there
+    // (said as a rejected decision) and the diverged step's error stands.
+    let text = "[[rule]]\nwhen = \"instability\"\naction = { rollback = { lr_factor = 0.1 } }";
+    let mut p = Policy::parse(text).unwrap();
+    p.prefetch = false;
+    let mut run = Adaptive::new(trained("adam", 0.0, 0), p);
+    let mut rolled = 0;
+    let mut stopped = None;
+    for epoch in 1..=5 {
+        let progress = Progress { epoch, ..Progress::default() };
+        for i in 0..2 {
+            let [x, y] = batch(i);
+            run.step(&[&x, &y], 3e-3, progress).unwrap();
+        }
+        run.epoch_end(progress, None).unwrap();
+        let [x, y] = batch(2);
+        run.step(&[&x, &y], 1e30 / run.lr_scale(), progress).unwrap();
+        let outcome = (3..6).find_map(|i| {
+            let [x, y] = batch(i);
+            match run.step(&[&x, &y], 3e-3, progress) {
+                Ok(Outcome::RolledBack(..)) => Some(Ok(())),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            }
+        });
+        match outcome {
+            Some(Ok(())) => rolled += 1,
+            Some(Err(e)) => {
+                stopped = Some(e.to_string());
+                break;
+            }
+            None => panic!("epoch {epoch}: a step at 1e30 did not diverge"),
+        }
+    }
+    assert_eq!(rolled, 3, "stopped: {stopped:?}");
+    let e = stopped.expect("the fourth divergence is not rolled back");
+    assert!(e.contains("not finite") || e.contains("NaN") || e.contains("inf"), "{e}");
+    assert!((run.lr_scale() - 1e-3).abs() < 1e-9, "the rate stays at {}", run.lr_scale());
+    let last = run.decisions().last().unwrap();
+    assert_eq!(last.outcome, "rejected");
+    assert!(last.reason.contains("this rule stops") && last.reason.contains("(3 of them)"), "{}", last.reason);
+}

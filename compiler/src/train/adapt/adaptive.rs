@@ -163,6 +163,11 @@ fn one() -> f64 {
     1.0
 }
 
+/// The lowest factor a rollback rule's learning-rate factors, compounded,
+/// take the run's rate to: past it the rule stops (a rate 1000x lower
+/// trains little; lowering it further only hid the rule's misfires).
+pub const LOWEST_ROLLBACK_FACTOR: f64 = 1e-3;
+
 /// Observations a snapshot keeps: the instability trigger reads the last
 /// 21, the metrics the last one.
 const KEPT_OBSERVATIONS: usize = 32;
@@ -682,6 +687,23 @@ impl Adaptive {
         }
         let step = self.trainer.steps();
         if let Action::Rollback { lr_factor } = rule.action {
+            // Each rollback lowers the rate by its factor, and they
+            // compound: a converged model whose ordinary batches read as
+            // spikes was rolled back 114 times, to a rate of 1e-12 that
+            // trained nothing. Past a thousandth of the run's rate the
+            // rule stops, said once; the run goes on at the rate it has.
+            if lr_factor < 1.0 && self.lr_factor * lr_factor < LOWEST_ROLLBACK_FACTOR {
+                self.idle[i] = true;
+                let mut d = self.decision(reason, "roll back".into(), progress);
+                d.outcome = "rejected".into();
+                d.reason = format!(
+                    "the rollbacks have lowered the learning rate to {:.2e}x the run's already ({} of them); another \
+                     would take it under {LOWEST_ROLLBACK_FACTOR}x, so this rule stops and training goes on at this rate",
+                    self.lr_factor, self.fired[i]
+                );
+                self.record(d)?;
+                return Ok(None);
+            }
             self.fired[i] += 1;
             let target = self.kept.as_ref().or(self.last_good.as_ref()).map(|k| k.steps);
             let rolled = self.roll_back(reason, progress)?;
