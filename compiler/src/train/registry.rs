@@ -318,6 +318,12 @@ fn finite(v: f64) -> Option<f64> {
 /// writes there `<registry>#<run id>`, the row it records the run in.
 pub const NPROC_RECORD_ENV: &str = "AICF_NPROC_RUN_RECORD";
 
+/// The environment variable `aicf train --nproc` sets for its ranks: the
+/// command the user gave (with `--nproc N`), which the registry records;
+/// the ranks' own (`... --data-parallel`, without `--nproc`) trained one
+/// process when run again.
+pub const NPROC_COMMAND_ENV: &str = "AICF_NPROC_COMMAND";
+
 impl Runs {
     /// Where runs are recorded by default: `$AICF_RUNS_DB` if set (`off`:
     /// nowhere), else `$XDG_DATA_HOME/aicf/runs.sqlite`, else
@@ -332,6 +338,15 @@ impl Runs {
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
         Some(data.join("aicf").join("runs.sqlite"))
+    }
+
+    /// Why there is no default registry ([`Runs::default_path`] is
+    /// `None`): `AICF_RUNS_DB=off`, or no home to put it in.
+    pub fn no_default_reason() -> &'static str {
+        match std::env::var_os("AICF_RUNS_DB") {
+            Some(v) if v == "off" || v.is_empty() => "AICF_RUNS_DB is off",
+            _ => "neither HOME nor XDG_DATA_HOME is set (the registry's default place is under them)",
+        }
     }
 
     /// The files SQLite keeps beside the registry at `path` while it is
@@ -389,15 +404,19 @@ impl Runs {
         })
     }
 
-    /// A registry path that is a directory: the error saying so.
+    /// A registry path that is a directory, or anything else that is not
+    /// a file (`/dev/null`, a pipe): the error saying so. SQLite opened
+    /// `/dev/null`, failed on it, and left `/dev/null-journal` beside it.
     fn refuse_directory(path: &Path) -> Result<()> {
-        if path.is_dir() {
-            return Err(TrainError::Io {
-                path: path.to_path_buf(),
-                message: "is a directory; the run registry is a file (such as DIR/runs.sqlite)".into(),
-            });
-        }
-        Ok(())
+        let message = match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => "is a directory; the run registry is a file (such as DIR/runs.sqlite)",
+            Ok(m) if !m.is_file() => {
+                "is not a file (a device or a pipe); the run registry is a file, such as DIR/runs.sqlite (--no-runs-db \
+                 or AICF_RUNS_DB=off records nothing)"
+            }
+            _ => return Ok(()),
+        };
+        Err(TrainError::Io { path: path.to_path_buf(), message: message.into() })
     }
 
     /// Opens (or creates) the database at `path`, to record runs. Refuses
@@ -478,6 +497,14 @@ impl Runs {
             Ok(conn) => return Ok(Some(Runs { conn, path: path.to_path_buf() })),
             Err(e) => e,
         };
+        // Another process holds it locked past the wait: an error. Read
+        // read-only, then as immutable, it was read without the lock, so
+        // with that process's uncommitted changes, and said nothing.
+        if first.to_string().contains("database is locked") {
+            return Err(io("another process holds the run registry locked (database is locked, for more than 30 s); \
+                           try again when it is done"
+                .into()));
+        }
         if let Ok(conn) = open(&name, F::SQLITE_OPEN_READ_ONLY) {
             return Ok(Some(Runs { conn, path: path.to_path_buf() }));
         }
@@ -719,14 +746,42 @@ impl Runs {
         self.rows(None)
     }
 
-    /// Every run, or run `id` alone.
+    /// Every run that reads, and the error of each that does not (a row
+    /// damaged by hand or by another program): one bad row made the whole
+    /// registry unreadable to `aicf runs list` and `aicf propose`. Where no
+    /// row reads, the first error is the error.
+    pub fn list_readable(&self) -> Result<(Vec<RunRow>, Vec<TrainError>)> {
+        let (rows, mut errors) = self.each_row(None)?;
+        if rows.is_empty() && !errors.is_empty() {
+            return Err(errors.swap_remove(0));
+        }
+        Ok((rows, errors))
+    }
+
+    /// Every run, or run `id` alone: an error where one does not read.
     fn rows(&self, id: Option<i64>) -> Result<Vec<RunRow>> {
+        let (rows, errors) = self.each_row(id)?;
+        match errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(rows),
+        }
+    }
+
+    /// Every run (or run `id` alone) that reads, and the error of each
+    /// that does not.
+    fn each_row(&self, id: Option<i64>) -> Result<(Vec<RunRow>, Vec<TrainError>)> {
         let err = db_error(&self.path);
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT id, started, status, pid, host, model, problem, fingerprint, settings, epochs, steps, \
-                 train_flops, best_val_loss, final_val_loss, final_val_accuracy, seconds, error, final_fingerprint \
+                // A run that has not finished (running, killed, interrupted,
+                // failed) has no totals yet: its curve's, as far as it went.
+                "SELECT id, started, status, pid, host, model, problem, fingerprint, settings, \
+                 COALESCE(epochs, (SELECT MAX(epoch) FROM curve WHERE run_id = runs.id)), \
+                 COALESCE(steps, (SELECT MAX(step) FROM curve WHERE run_id = runs.id)), \
+                 COALESCE(train_flops, (SELECT MAX(train_flops) FROM curve WHERE run_id = runs.id)), \
+                 COALESCE(best_val_loss, (SELECT MIN(val_loss) FROM curve WHERE run_id = runs.id)), \
+                 final_val_loss, final_val_accuracy, seconds, error, final_fingerprint \
                  FROM runs WHERE ?1 IS NULL OR id = ?1 ORDER BY id",
             )
             .map_err(&err)?;
@@ -776,7 +831,14 @@ impl Runs {
                 })
             })
             .map_err(&err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(&err)
+        let (mut read, mut errors) = (Vec::new(), Vec::new());
+        for row in rows {
+            match row {
+                Ok(r) => read.push(r),
+                Err(e) => errors.push(err(e)),
+            }
+        }
+        Ok((read, errors))
     }
 
     /// Run `id` with its curve and decisions.
@@ -1052,6 +1114,40 @@ mod tests {
         runs.conn.execute("UPDATE runs SET problem = '{\"name\": ' WHERE id = ?1", params![id]).unwrap();
         let e = runs.list().unwrap_err().to_string();
         assert!(e.contains("run registry") && e.contains("run 1's problem does not read as JSON"), "{e}");
+        // Alone, it is the error of `runs list` too; beside a run that
+        // reads, it is left out and named, and the other run is listed.
+        assert!(runs.list_readable().unwrap_err().to_string().contains("run 1's problem"));
+        let problem = Problem { name: "q".into(), task: "classification".into(), ..Problem::default() };
+        let other = runs.begin(&NewRun { problem, ..NewRun::default() }).unwrap();
+        let (rows, unread) = runs.list_readable().unwrap();
+        assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), [other]);
+        assert_eq!(unread.len(), 1);
+        assert!(unread[0].to_string().contains("run 1's problem does not read as JSON"), "{}", unread[0]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A run that has not finished (running, killed) lists the epochs,
+    /// FLOPs and best held-out loss its curve holds so far, not blanks.
+    #[test]
+    fn an_unfinished_run_lists_what_its_curve_holds() {
+        let dir = std::env::temp_dir().join(format!("aicf-registry-curve-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let runs = Runs::open(&dir.join("runs.sqlite")).unwrap();
+        let problem = Problem { name: "p".into(), task: "classification".into(), ..Problem::default() };
+        let id = runs.begin(&NewRun { problem, ..NewRun::default() }).unwrap();
+        let row = |runs: &Runs| runs.list().unwrap().remove(0);
+        assert_eq!((row(&runs).epochs, row(&runs).train_flops, row(&runs).best_val_loss), (None, None, None));
+        for (epoch, flops, val) in [(1, 1e6, 0.5), (2, 2e6, 0.3), (3, 3e6, 0.4)] {
+            runs.conn
+                .execute(
+                    "INSERT INTO curve (run_id, epoch, step, train_flops, train_loss, val_loss) \
+                     VALUES (?1, ?2, ?3, ?4, 1.0, ?5)",
+                    params![id, epoch, 10 * epoch, flops, val],
+                )
+                .unwrap();
+        }
+        let r = row(&runs);
+        assert_eq!((r.epochs, r.steps, r.train_flops, r.best_val_loss), (Some(3), Some(30), Some(3e6), Some(0.3)));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -1350,7 +1350,10 @@ impl Recorder {
             replicas: loop_.replicas,
             standardize: loop_.data.metadata.contains_key(super::data::STANDARDIZE_KEY),
         };
-        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        let command = match std::env::var(super::registry::NPROC_COMMAND_ENV) {
+            Ok(c) if loop_.replicas > 1 && !c.is_empty() => c,
+            _ => std::env::args().collect::<Vec<_>>().join(" "),
+        };
         // A resumed run goes on in its row (its curve, decisions and the
         // model it started with are there): one run, not two, whose second
         // would start from the checkpoint's grown model. Its settings become

@@ -812,6 +812,15 @@ fn main() {
             }
             let runs_db =
                 if no_runs_db { None } else { runs_db.or_else(aicf_compiler::train::registry::Runs::default_path) };
+            // No registry for want of a home: said, as a registry that
+            // cannot be written is (AICF_RUNS_DB=off and --no-runs-db ask
+            // for none).
+            if runs_db.is_none() && !no_runs_db && !matches!(std::env::var("AICF_RUNS_DB").as_deref(), Ok("off" | "")) {
+                eprintln!(
+                    "aicf: note: {}; the run is not recorded (give --runs-db FILE)",
+                    aicf_compiler::train::registry::Runs::no_default_reason()
+                );
+            }
             if !matches!(lr_schedule, Schedule::Wsd) && (decay_steps.is_some() || decay_fraction.is_some()) {
                 eprintln!(
                     "aicf: error: --decay-steps and --decay-fraction are the wsd schedule's: add --lr-schedule wsd"
@@ -1237,6 +1246,7 @@ fn launch_mpirun(n: usize) -> i32 {
     if let Some(record) = &record {
         command.env(aicf_compiler::train::registry::NPROC_RECORD_ENV, record);
     }
+    command.env(aicf_compiler::train::registry::NPROC_COMMAND_ENV, std::env::args().collect::<Vec<_>>().join(" "));
     command.arg(exe).args(&args);
     // Open MPI's help text for an MPI_ABORT (a failed rank's way out) is
     // left out of what mpirun prints: it followed the rank's own error.
@@ -2618,8 +2628,9 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
         println!("{}", SCHEMA.trim());
         return Ok(());
     }
-    let path =
-        db.or_else(Runs::default_path).ok_or("no run registry: AICF_RUNS_DB is off and no --runs-db was given")?;
+    let path = db
+        .or_else(Runs::default_path)
+        .ok_or_else(|| format!("no run registry: {} and no --runs-db was given", Runs::no_default_reason()))?;
     // Read without writing: no file, or an empty one, is no registry yet.
     let registry = Runs::read(&path).map_err(|e| e.to_string())?.ok_or_else(|| {
         format!("{}: no run registry there (no file, or an empty one; aicf train records its runs)", path.display())
@@ -2647,7 +2658,10 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     };
     match what {
         RunsCommand::List => {
-            let rows = registry.list().map_err(|e| e.to_string())?;
+            let (rows, unread) = registry.list_readable().map_err(|e| e.to_string())?;
+            for e in &unread {
+                eprintln!("aicf: note: {e}; left out of the list (`aicf runs check` reads every run)");
+            }
             let problem =
                 |r: &RunRow| format!("{} ({})", r.problem.name, r.problem.task.chars().take(5).collect::<String>());
             // The text columns as wide as their widest entry (a deep
@@ -2802,8 +2816,25 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             line("run", &|d| d.run.id.to_string());
             line("status", &|d| d.run.status.clone());
             line("problem", &|d| d.run.problem.name.clone());
+            // A grown run: what it started as, and what it ended as (the
+            // list shows both; compare showed the start alone).
+            fn grown(
+                d: &aicf_compiler::train::registry::RunDetail,
+            ) -> Option<&aicf_compiler::train::registry::Fingerprint> {
+                d.run.final_fingerprint.as_ref().filter(|f| {
+                    f.widths != d.run.fingerprint.widths
+                        || f.kind != d.run.fingerprint.kind
+                        || f.params != d.run.fingerprint.params
+                })
+            }
             line("structure", &|d| structure(&d.run.fingerprint));
-            line("params", &|d| d.run.fingerprint.params.to_string());
+            if rows.iter().any(|d| grown(d).is_some()) {
+                line("grown to", &|d| grown(d).map_or("-".into(), |f| structure(f)));
+            }
+            line("params", &|d| match grown(d) {
+                Some(f) => format!("{} -> {}", d.run.fingerprint.params, f.params),
+                None => d.run.fingerprint.params.to_string(),
+            });
             line("optimizer", &|d| format!("{} {}", d.run.settings.optimizer, d.run.settings.lr));
             line("precision", &|d| d.run.settings.precision.clone());
             line("batch", &|d| d.run.settings.batch.to_string());
@@ -2922,12 +2953,18 @@ fn propose(
             propose::Proposal::asked(&s, &shape, &problem, budget).map_err(|e| e.to_string())?
         }
         None => {
-            let path = runs_db
-                .or_else(Runs::default_path)
-                .ok_or("no run registry: AICF_RUNS_DB is off and no --runs-db was given (or give --structure)")?;
+            let path = runs_db.or_else(Runs::default_path).ok_or_else(|| {
+                format!(
+                    "no run registry: {} and no --runs-db was given (or give --structure)",
+                    Runs::no_default_reason()
+                )
+            })?;
             let runs = match Runs::read(&path).map_err(|e| e.to_string())? {
                 Some(registry) => {
-                    let rows = registry.list().map_err(|e| e.to_string())?;
+                    let (rows, unread) = registry.list_readable().map_err(|e| e.to_string())?;
+                    for e in &unread {
+                        eprintln!("aicf: note: {e}; the proposal does not draw on it");
+                    }
                     rows.iter()
                         .filter(|r| r.status == "finished")
                         .map(|r| registry.get(r.id))
