@@ -220,7 +220,9 @@ fn a_full_disk_keeps_the_last_good_checkpoint() {
     let full = train("4", true, Some(100), None);
     let err = String::from_utf8_lossy(&full.stderr);
     assert_eq!(full.status.code(), Some(1), "an error, not a signal: {err}");
-    assert!(err.contains("last.safetensors: File too large"), "{err}");
+    // What failed, and what is still there.
+    assert!(err.contains("last.safetensors: could not save epoch 3's checkpoint: File too large"), "{err}");
+    assert!(err.contains("last.safetensors still holds epoch 2: --resume goes on from there"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(std::fs::read(&last).unwrap(), good, "the last good checkpoint is kept byte for byte");
     assert_eq!(temporaries(&dir), Vec::<PathBuf>::new());
@@ -328,7 +330,7 @@ fn a_full_disk_during_growth_resumes_to_the_same_bits() {
     let full = train("full", Some(60), false);
     let err = String::from_utf8_lossy(&full.stderr);
     assert_eq!(full.status.code(), Some(1), "an error, not a signal: {err}");
-    assert!(err.contains("last.safetensors: File too large"), "{err}");
+    assert!(err.contains("last.safetensors: could not save epoch") && err.contains("File too large"), "{err}");
     assert!(String::from_utf8_lossy(&full.stdout).contains("widen fc1 to 32"), "the run reached the growth");
     let kept = std::fs::read(dir.join("full").join("last.safetensors")).unwrap();
     assert_eq!(

@@ -2106,13 +2106,38 @@ impl<'a> Loop<'a> {
             // than copy every epoch's checkpoint.)
             let _ = link_or_copy(path, &dir.join(PREVIOUS), false);
         }
-        trainer.save_checkpoint_with(path, &meta, &extra)?;
+        trainer.save_checkpoint_with(path, &meta, &extra).map_err(|e| self.save_failed(e, epoch, path))?;
         self.last_is_good = true;
         if let Some(dir) = path.parent() {
             link_or_copy(path, &dir.join(format!("v{}.safetensors", self.version)), true)?;
         }
         self.saved_epoch = Some(epoch);
         Ok(())
+    }
+
+    /// A save of `epoch` that failed: what failed, and what the directory
+    /// still holds (the save writes a new file and renames it over the
+    /// last, so the last stays whole). It read as a bare OS error on the
+    /// checkpoint's path.
+    fn save_failed(&self, e: TrainError, epoch: usize, path: &Path) -> TrainError {
+        // (The checkpoint's path is said once.)
+        let why = match e {
+            TrainError::Io { path: p, message } if p == path => message,
+            e => {
+                let text = e.to_string();
+                text.strip_prefix(&format!("{}: ", path.display())).map_or(text.clone(), str::to_string)
+            }
+        };
+        let kept = match self.saved_epoch {
+            Some(saved) if path.is_file() => {
+                format!("{} still holds epoch {saved}: --resume goes on from there", path.display())
+            }
+            _ => "no checkpoint of this run was saved before it".into(),
+        };
+        TrainError::Io {
+            path: path.to_path_buf(),
+            message: format!("could not save epoch {epoch}'s checkpoint: {why}; {kept}"),
+        }
     }
 
     /// Steps a FLOPs budget still buys at the current model's FLOPs per
