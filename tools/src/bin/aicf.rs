@@ -953,6 +953,10 @@ fn main() {
             Some(c) => {
                 // The other ranks would wait for this one: end them all.
                 eprintln!("aicf: error (rank {} of {}): {}", c.rank(), c.size(), run::as_the_user_named(&e));
+                // (Before the abort, which does not return; rank 0's.)
+                if let Some(checkpoint) = resumed_from.as_deref().filter(|_| c.rank() == 0) {
+                    previous_checkpoint_note(checkpoint, &e);
+                }
                 c.abort(1);
             }
             None => eprintln!("aicf: error: {e}"),
