@@ -174,6 +174,22 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+/// Marks the loop [`interruptible`] guards as stopped by `signal` (0: as
+/// by a Ctrl-C), as a signal delivered to this process would: for the
+/// ranks of a data-parallel run that stop at one step because another
+/// rank was signalled. The first signal kept stays.
+pub fn mark_interrupted(signal: i32) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let _ = INTERRUPT_SIGNAL.compare_exchange(0, signal, SeqCst, SeqCst);
+    INTERRUPTED.store(true, SeqCst);
+}
+
+/// The signal that stopped the loop ([`interruptible`]): `None` where
+/// none did, `Some(0)` where [`mark_interrupted`] was given none.
+pub fn interrupt_signal() -> Option<i32> {
+    interrupted().then(|| INTERRUPT_SIGNAL.load(std::sync::atomic::Ordering::SeqCst))
+}
+
 /// The exit status of a program a signal stopped through
 /// [`interruptible`]: 128 plus the signal's number, as a shell reports a
 /// program the signal ended (130 for a Ctrl-C); `None` where none did.

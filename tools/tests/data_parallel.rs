@@ -411,8 +411,14 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     let output = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{err}");
-    assert!(err.contains("aicf: error: interrupted: the data-parallel run's 2 processes were stopped; "), "{err}");
+    // mpirun passes the stop on to the ranks as a SIGTERM: they stop at
+    // one step, and rank 0 says where the run stands; where mpirun ended
+    // them before that step, the launcher says it.
+    let by_rank = err.contains("aicf: error: interrupted at epoch ");
+    let by_launcher = err.contains("aicf: error: interrupted: the data-parallel run's 2 processes were stopped; ");
+    assert!(by_rank != by_launcher, "said once: {err}");
     assert!(err.contains("last.safetensors holds epoch ") && err.contains("--resume goes on from there"), "{err}");
+    assert!(!err.contains("mpirun detected") && !err.contains("Primary job"), "{err}");
     let last = out.join("ckpt/last.safetensors");
     assert!(metadata(&last, "epoch").parse::<usize>().is_ok(), "the checkpoint is not whole");
     // The run registry says so too (its row stayed `unfinished`, as a
@@ -420,7 +426,8 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     let o = Command::new(AICF).args(["runs", "show", "1", "--runs-db"]).arg(&db).output().unwrap();
     let show = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && show.contains("run 1: interrupted"), "{show}");
-    assert!(show.contains("the data-parallel run's 2 processes were stopped"), "{show}");
+    let why = if by_rank { "interrupted at epoch " } else { "the data-parallel run's 2 processes were stopped" };
+    assert!(show.contains(why), "{show}");
     // A resume the checkpoint refuses: every rank names the checkpoint the
     // user gave (rank 1 named its private copy, `rank1/resume.safetensors`).
     let o = digits_mlp_run(&out)
@@ -438,6 +445,46 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     if let Some(line) = err.lines().find(|l| l.starts_with("aicf: error (rank 1 of 2): ") && l.ends_with("anyway)")) {
         assert!(line.contains(&format!("{}: the checkpoint was trained with lr", last.display())), "{err}");
     }
+}
+
+/// A SIGTERM sent to one rank alone (a scheduler's to a job's processes
+/// reaches each): the ranks stop at one step, rank 0 says where the run
+/// stands, the registry records it as interrupted, and the launcher ends
+/// with the signal's status; the run resumes from the checkpoint it names.
+#[test]
+fn a_sigterm_to_one_rank_stops_every_rank_at_one_step() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let dir = scratch("sigterm-rank");
+    let out = dir.join("run");
+    let db = dir.join("runs.sqlite");
+    // (Seed 2: the resume below, by `train`, asks for it.)
+    let child = endless_nproc_run(&out)
+        .args(["--gemm", "generated", "--seed", "2", "--nproc", "2", "--runs-db"])
+        .arg(&db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("aicf starts");
+    wait_for_checkpoint(&out);
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = rank_pid(&out, 1).expect("rank 1 is running");
+    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    let output = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(143), "{err}");
+    assert_eq!(err.matches("aicf: error: interrupted at epoch ").count(), 1, "rank 0 says it, once: {err}");
+    assert!(err.contains("last.safetensors holds epoch ") && err.contains("--resume goes on from there"), "{err}");
+    assert!(!err.contains("mpirun detected") && !err.contains("rank 1 of 2"), "{err}");
+    assert_eq!(rank_pid(&out, 1), None, "rank 1 ended");
+    let o = Command::new(AICF).args(["runs", "show", "1", "--runs-db"]).arg(&db).output().unwrap();
+    let show = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && show.contains("run 1: interrupted"), "{show}");
+    assert!(show.contains("--nproc 2"), "the command as given: {show}");
+    let last = out.join("ckpt/last.safetensors");
+    let epoch: usize = metadata(&last, "epoch").parse().expect("the checkpoint is whole");
+    let target = (epoch + 1).to_string();
+    ok(&train(&root().join("examples/mlp/digits_mlp.mlir"), &out, &["--epochs", &target, "--nproc", "2", "--resume"]));
 }
 
 /// A rank that hangs (stopped) makes the other fail within the timeout

@@ -2115,6 +2115,44 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
+    /// Whether the loop stops at this step for a Ctrl-C, SIGTERM or
+    /// SIGHUP: this process's flag alone, or, on the ranks of a
+    /// data-parallel run, the ranks' flags as they were one step before
+    /// (`vote`: the sum started then, each rank's signal in its own slot;
+    /// a new one is started here, and waited for where the loop stops or
+    /// ends). A rank that was not signalled stops as the first rank that
+    /// was (its signal, its exit status).
+    fn stop_asked(&self, vote: &mut Option<Box<dyn aicf_runtime::collective::PendingSum>>) -> Result<bool> {
+        use aicf_runtime::checkpoint::{interrupt_signal, interrupted, mark_interrupted};
+        let Some(c) = self.comm.as_ref().filter(|c| c.size() > 1) else { return Ok(interrupted()) };
+        let signals = |p: Box<dyn aicf_runtime::collective::PendingSum>| -> Result<Vec<f64>> {
+            Ok(match p.wait().map_err(RuntimeError::from)? {
+                Values::F32(v) => v.into_iter().map(f64::from).collect(),
+                Values::F64(v) => v,
+            })
+        };
+        let before = match vote.take() {
+            Some(p) => signals(p)?,
+            None => Vec::new(),
+        };
+        // (A Ctrl-C's slot holds 0.5: asked, with no signal kept.)
+        let mut mine = vec![0.0f32; c.size()];
+        if let Some(signal) = interrupt_signal() {
+            mine[c.rank()] = if signal > 0 { signal as f32 } else { 0.5 };
+        }
+        let next = c.start_sum(Values::F32(mine), "the ranks' stop check").map_err(RuntimeError::from)?;
+        let Some(&first) = before.iter().find(|&&s| s > 0.0) else {
+            *vote = Some(next);
+            return Ok(false);
+        };
+        // Every rank started it: it completes.
+        signals(next)?;
+        if !interrupted() {
+            mark_interrupted(if first >= 1.0 { first as i32 } else { 0 });
+        }
+        Ok(true)
+    }
+
     /// A save of `epoch` that failed: what failed, and what the directory
     /// still holds (the save writes a new file and renames it over the
     /// last, so the last stays whole). It read as a bare OS error on the
@@ -2372,10 +2410,14 @@ impl<'a> Loop<'a> {
         let mut budget_spent = false;
         let mut last_lr = run.lr;
         // A Ctrl-C (or a first SIGTERM or SIGHUP: a scheduler's) stops the
-        // loop at its next step, saying where the run
-        // stands (alone: a data-parallel run's ranks end together as
-        // before).
-        let _interruptible = (self.replicas == 1).then(aicf_runtime::checkpoint::interruptible);
+        // loop at its next step, saying where the run stands. The ranks of
+        // a data-parallel run stop at one step: each step every rank adds
+        // whether it was asked to stop into a sum started the step before
+        // (complete by then, so it costs no wait), and all stop where the
+        // sum is not 0. A SIGTERM sent to the ranks (Slurm's to every
+        // process of a job) ended them by the signal, the run unfinished.
+        let _interruptible = aicf_runtime::checkpoint::interruptible();
+        let mut stop_vote: Option<Box<dyn aicf_runtime::collective::PendingSum>> = None;
         let mut timed_before = aicf_runtime::registry::measuring_seconds();
         'epochs: while epoch <= run.epochs {
             let epoch_started = Instant::now();
@@ -2393,7 +2435,7 @@ impl<'a> Loop<'a> {
             let mut prepared: Option<Vec<(Vec<Tensor>, f64)>> = None;
             for (b, chunk) in chunks.iter().enumerate().skip(start_batch) {
                 let step = self.adaptive.trainer().steps();
-                if aicf_runtime::checkpoint::interrupted() {
+                if self.stop_asked(&mut stop_vote)? {
                     if let Some(bar) = &bar {
                         bar.abandon();
                     }
@@ -2635,6 +2677,10 @@ impl<'a> Loop<'a> {
                 break;
             }
             epoch += 1;
+        }
+        // The last step's stop check, which every rank started.
+        if let Some(vote) = stop_vote.take() {
+            vote.wait().map_err(RuntimeError::from)?;
         }
         if let Some(bar) = bar {
             bar.finish_and_clear();

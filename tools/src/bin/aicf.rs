@@ -950,6 +950,26 @@ fn main() {
     let comm = WORLD.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Err(e) = result {
         match comm.filter(|c| c.size() > 1) {
+            // Stopped by a Ctrl-C or SIGTERM: every rank at the same step
+            // (they agree on it), so none waits for another; rank 0 says
+            // where the run stands, and each ends as a program the signal
+            // stopped (MPI finalized as at a run's end, no abort).
+            Some(c) if aicf_runtime::checkpoint::interrupted_status().is_some() => {
+                if c.rank() == 0 {
+                    eprintln!("aicf: error: {e}");
+                    // `aicf train --nproc` ends with the ranks' status
+                    // (mpirun's own is 1), having nothing more to say.
+                    if let (Some(record), Some(status)) = (
+                        std::env::var_os(aicf_compiler::train::registry::NPROC_RECORD_ENV),
+                        aicf_runtime::checkpoint::interrupted_status(),
+                    ) {
+                        let mut file = record;
+                        file.push(".status");
+                        let _ = std::fs::write(file, status.to_string());
+                    }
+                }
+                drop(c);
+            }
             Some(c) => {
                 // The other ranks would wait for this one: end them all.
                 eprintln!("aicf: error (rank {} of {}): {}", c.rank(), c.size(), run::as_the_user_named(&e));
@@ -1085,7 +1105,9 @@ fn bucket_size(text: &str) -> Result<u64> {
 /// nothing the error does not. Every other line passes at once and whole
 /// (which rank a signal ended, the ranks' own errors); an abort block cut
 /// short is written out as it came.
-fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Write) {
+/// Says whether rank 0's words for an interrupted run (`aicf: error:
+/// interrupted at ...`) were among the lines passed on.
+fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Write) -> bool {
     use std::io::BufRead;
     let dashes = |l: &[u8]| {
         let t = l.trim_ascii_end();
@@ -1098,6 +1120,7 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
     // The abort block being dropped (kept, in case it never closes).
     let mut dropping: Option<Vec<u8>> = None;
     let mut after_aggregate = false;
+    let mut said_interrupted = false;
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -1118,7 +1141,14 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
             continue;
         }
         if let Some(open) = opening.take() {
-            if String::from_utf8_lossy(&line).starts_with("MPI_ABORT was invoked") {
+            let first = String::from_utf8_lossy(&line);
+            // After rank 0 said the run was interrupted (the ranks stopped
+            // together on a signal), mpirun's report of their exit status
+            // says nothing more.
+            let exit_report = said_interrupted
+                && (first.starts_with("Primary job")
+                    || first.starts_with("mpirun detected that one or more processes"));
+            if first.starts_with("MPI_ABORT was invoked") || exit_report {
                 let mut block = open;
                 block.extend_from_slice(&line);
                 dropping = Some(block);
@@ -1142,6 +1172,7 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
             continue;
         }
         after_aggregate = false;
+        said_interrupted |= text.starts_with(INTERRUPTED_WORDS);
         let _ = to.write_all(&line);
         let _ = to.flush();
     }
@@ -1149,7 +1180,11 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
         let _ = to.write_all(&rest);
     }
     let _ = to.flush();
+    said_interrupted
 }
+
+/// How an interrupted run's error starts (`TrainError::Interrupted`).
+const INTERRUPTED_WORDS: &str = "aicf: error: interrupted at epoch";
 
 /// Records the run whose registry row rank 0 named in `record` (written
 /// where the run was recorded) as interrupted, where it is still
@@ -1320,16 +1355,32 @@ fn launch_mpirun(n: usize) -> i32 {
         }
     });
     // (Everything mpirun printed is out before this process's last words.)
-    if let Some(f) = forward {
-        let _ = f.join();
-    }
+    let said_interrupted = forward.is_some_and(|f| f.join().unwrap_or(false));
     let mark = |message: &str| {
         if let Some(record) = &record {
             mark_interrupted(record, message, started.elapsed().as_secs_f64());
         }
     };
+    // The ranks stopped together on a signal of their own (Slurm sends
+    // SIGTERM to every process of a job): rank 0 said where the run
+    // stands and recorded it; this process ends with their status.
+    let ranks_stopped = record.as_ref().and_then(|r| {
+        let mut file = r.clone().into_os_string();
+        file.push(".status");
+        std::fs::read_to_string(file).ok()?.trim().parse::<i32>().ok()
+    });
+    // (Where mpirun, stopping on this process's signal, did not pass on
+    // rank 0's words, this process says where the run stands below.)
+    // (Its status is this process's own signal's where it had one: a
+    // Ctrl-C's 130, though mpirun stopped the ranks with a SIGTERM.)
+    if let Some(status) = ranks_stopped.filter(|_| waited.as_ref().is_ok_and(|s| !s.success()) && said_interrupted) {
+        let _ = std::fs::remove_dir_all(&record_dir);
+        return aicf_runtime::checkpoint::interrupted_status().unwrap_or(status);
+    }
     // (A run that ended well, or that failed on its own, says so as usual.)
-    if waited.as_ref().is_ok_and(|s| !s.success()) && aicf_runtime::checkpoint::interrupted() {
+    if waited.as_ref().is_ok_and(|s| !s.success())
+        && (aicf_runtime::checkpoint::interrupted() || ranks_stopped.is_some())
+    {
         let last = checkpoint_dir.map(|d| d.join("last.safetensors"));
         let kept = match &last {
             Some(last) => {
@@ -1346,7 +1397,7 @@ fn launch_mpirun(n: usize) -> i32 {
             let _ = std::fs::remove_dir_all(&record_dir);
         }
         eprintln!("aicf: error: {message}; {kept}");
-        return aicf_runtime::checkpoint::interrupted_status().unwrap_or(130);
+        return aicf_runtime::checkpoint::interrupted_status().or(ranks_stopped).unwrap_or(130);
     }
     if record.is_some() {
         let _ = std::fs::remove_dir_all(&record_dir);
@@ -3085,6 +3136,26 @@ mod tests {
         assert_eq!(forwarded(raw), raw);
         let lone = format!("{dashes}\n");
         assert_eq!(forwarded(lone.as_bytes()), lone.as_bytes());
+    }
+
+    /// After rank 0's words for an interrupted run, mpirun's reports of the
+    /// ranks' exit status are left out, and the words are seen; before
+    /// them (a rank that failed on its own) those reports pass.
+    #[test]
+    fn an_interrupted_runs_exit_reports_are_left_out() {
+        let dashes = "-".repeat(74);
+        let reports = format!(
+            "{dashes}\nPrimary job  terminated normally, but 1 process returned\na non-zero exit code.\n{dashes}\n\
+             {dashes}\nmpirun detected that one or more processes exited with non-zero status, thus causing\nthe job \
+             to be terminated.\n  Exit code:    143\n{dashes}\n"
+        );
+        let words = "aicf: error: interrupted at epoch 3, step 434 of 436; ckpt/last.safetensors holds epoch 2\n";
+        let mut out = Vec::new();
+        assert!(forward_without_abort_help(format!("{words}{reports}").as_bytes(), &mut out));
+        assert_eq!(String::from_utf8(out).unwrap(), words);
+        let mut out = Vec::new();
+        assert!(!forward_without_abort_help(reports.as_bytes(), &mut out));
+        assert_eq!(out, reports.as_bytes());
     }
 }
 
