@@ -777,10 +777,10 @@ impl Runs {
                 // A run that has not finished (running, killed, interrupted,
                 // failed) has no totals yet: its curve's, as far as it went.
                 "SELECT id, started, status, pid, host, model, problem, fingerprint, settings, \
-                 COALESCE(epochs, (SELECT MAX(epoch) FROM curve WHERE run_id = runs.id)), \
-                 COALESCE(steps, (SELECT MAX(step) FROM curve WHERE run_id = runs.id)), \
-                 COALESCE(train_flops, (SELECT MAX(train_flops) FROM curve WHERE run_id = runs.id)), \
-                 COALESCE(best_val_loss, (SELECT MIN(val_loss) FROM curve WHERE run_id = runs.id)), \
+                 COALESCE(epochs, (SELECT MAX(epoch) FROM curve WHERE run_id = runs.id)) AS epochs, \
+                 COALESCE(steps, (SELECT MAX(step) FROM curve WHERE run_id = runs.id)) AS steps, \
+                 COALESCE(train_flops, (SELECT MAX(train_flops) FROM curve WHERE run_id = runs.id)) AS train_flops, \
+                 COALESCE(best_val_loss, (SELECT MIN(val_loss) FROM curve WHERE run_id = runs.id)) AS best_val_loss, \
                  final_val_loss, final_val_accuracy, seconds, error, final_fingerprint \
                  FROM runs WHERE ?1 IS NULL OR id = ?1 ORDER BY id",
             )

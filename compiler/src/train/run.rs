@@ -1249,16 +1249,17 @@ pub fn fit(
     // A registry the run stopped writing to (a failed write) is not told
     // the run finished: its curve there has a gap.
     if let Some(r) = recorder.as_ref().filter(|r| !r.stopped.get()) {
-        let written = match &result {
+        // What a lock held back first (its wait once more).
+        let written = r.catch_up().and_then(|()| match &result {
             Ok(summary) => r.runs.finish(r.id, &summary.records, summary.steps, started.elapsed().as_secs_f64()),
             // Stopped by the user, resumable: not a failure.
             Err(e @ TrainError::Interrupted(_)) => {
                 r.runs.interrupt(r.id, &e.to_string(), started.elapsed().as_secs_f64())
             }
             Err(e) => r.runs.fail(r.id, &e.to_string()),
-        };
+        });
         if let Err(e) = written {
-            report.note(&format!("the run registry: {e}"));
+            report.note(&format!("{e}; the run stays unfinished there"));
         }
     }
     result
@@ -1308,11 +1309,43 @@ fn registry_key(db: &Path) -> String {
 }
 
 /// A run's entry in the run registry.
+/// The records a run keeps for a locked registry ([`Recorder::deferred`]).
+#[derive(Default)]
+struct Deferred {
+    epochs: Vec<EpochRecord>,
+    decisions: Vec<(usize, super::registry::DecisionRecord)>,
+}
+
+impl Recorder {
+    /// Whether `e` is SQLite's "locked" (another process's write held it
+    /// past the wait), which passes; other errors do not.
+    fn locked(e: &str) -> bool {
+        e.contains("database is locked")
+    }
+
+    /// Writes what a lock held back, in order; `Err` where it still fails.
+    fn catch_up(&self) -> Result<()> {
+        let Some(d) = self.deferred.borrow_mut().take() else { return Ok(()) };
+        for r in &d.epochs {
+            self.runs.epoch(self.id, r)?;
+        }
+        for (seq, r) in &d.decisions {
+            self.runs.decision(self.id, *seq, r)?;
+        }
+        Ok(())
+    }
+}
+
 struct Recorder {
     runs: super::registry::Runs,
     id: i64,
     /// Set where a write failed: the run writes nothing more there.
     stopped: std::cell::Cell<bool>,
+    /// Where another process held the registry locked past the wait: the
+    /// epochs and decisions since, kept to be written at the run's end
+    /// (every epoch would have waited 30 s again; a short lock lost the
+    /// whole record, the run left unfinished).
+    deferred: std::cell::RefCell<Option<Deferred>>,
     /// Whether the run goes on in its checkpoint's row (else a row of its
     /// own: a fresh run, a fork, or a resume that row no longer fits).
     continued: bool,
@@ -1362,7 +1395,13 @@ impl Recorder {
         if let Some(id) = continued
             && runs.resume(id, model_hash, run.seed, &settings, &command)?
         {
-            return Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false), continued: true });
+            return Ok(Recorder {
+                runs,
+                id,
+                stopped: std::cell::Cell::new(false),
+                deferred: Default::default(),
+                continued: true,
+            });
         }
         let trainer = loop_.adaptive.trainer();
         let step_flops = trainer.backend().function("train_step").map_or(0.0, |f| f.flops() as f64);
@@ -1379,7 +1418,7 @@ impl Recorder {
             data: data.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
             seed: run.seed,
         })?;
-        Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false), continued: false })
+        Ok(Recorder { runs, id, stopped: std::cell::Cell::new(false), deferred: Default::default(), continued: false })
     }
 }
 
@@ -1865,7 +1904,15 @@ impl<'a> Loop<'a> {
             }
             // A registry that cannot be written does not stop training; the
             // run writes nothing more there (as for an epoch's record).
+            if let Some(d) = r.deferred.borrow_mut().as_mut() {
+                d.decisions.push((seq, record));
+                continue;
+            }
             if let Err(e) = r.runs.decision(r.id, seq, &record) {
+                if Recorder::locked(&e.to_string()) {
+                    *r.deferred.borrow_mut() = Some(Deferred { epochs: Vec::new(), decisions: vec![(seq, record)] });
+                    continue;
+                }
                 failed = Some(e.to_string());
                 break;
             }
@@ -1886,10 +1933,7 @@ impl<'a> Loop<'a> {
         bar: Option<&indicatif::ProgressBar>,
         report: &mut dyn Report,
     ) {
-        suspend(bar, || {
-            report
-                .note(&format!("the run registry: {error}; this run records nothing more there (it stays unfinished)"))
-        });
+        suspend(bar, || report.note(&format!("{error}; this run records nothing more there (it stays unfinished)")));
         r.stopped.set(true);
         self.recorder = None;
     }
@@ -2623,10 +2667,27 @@ impl<'a> Loop<'a> {
             // left unfinished there, not recorded as whole.
             if let Some(r) = self.recorder.clone() {
                 let writing = Instant::now();
-                let written = r.runs.epoch(r.id, &record);
+                let written = match r.deferred.borrow_mut().as_mut() {
+                    Some(d) => {
+                        d.epochs.push(record.clone());
+                        Ok(())
+                    }
+                    None => r.runs.epoch(r.id, &record),
+                };
                 self.registry_time += writing.elapsed();
                 if let Err(e) = written {
-                    self.stop_recording(&r, &e.to_string(), bar.as_ref(), report);
+                    if Recorder::locked(&e.to_string()) {
+                        *r.deferred.borrow_mut() =
+                            Some(Deferred { epochs: vec![record.clone()], decisions: Vec::new() });
+                        suspend(bar.as_ref(), || {
+                            report.note(&format!(
+                                "{e} (another process holds it); this run writes its epochs there \
+                                 at its end"
+                            ))
+                        });
+                    } else {
+                        self.stop_recording(&r, &e.to_string(), bar.as_ref(), report);
+                    }
                 }
             }
             self.records.push(record);
