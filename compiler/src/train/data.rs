@@ -1365,9 +1365,21 @@ pub fn peek(path: &Path) -> Result<Peek> {
             );
             // Targets that are classes but for a few: a typo in a label
             // more likely than a regression, so the reading is said.
-            let note = (others * 100 <= labels.len()).then(|| {
-                format!("{cause}, so the table reads as a regression problem; if its last column holds classes, fix those rows")
-            });
+            // Whole numbers all (-1 and 1, or ids up to 99999): classes
+            // numbered otherwise as likely as a regression, so said too.
+            let whole = labels.iter().all(|l| l.fract() == 0.0);
+            let note = if others * 100 <= labels.len() {
+                Some(format!(
+                    "{cause}, so the table reads as a regression problem; if its last column holds classes, fix those rows"
+                ))
+            } else if whole {
+                Some(format!(
+                    "{cause}, so the table reads as a regression problem although every target is a whole number; if \
+                     they are classes, number them from 0 (class indices run from 0 to 65535)"
+                ))
+            } else {
+                None
+            };
             ("regression", 1, Some(cause), note)
         }
     };

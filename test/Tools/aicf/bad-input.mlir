@@ -321,6 +321,11 @@
 // BADLABEL: note: {{.*}}one-bad-label.csv:51: the target -1 is no class index (a whole number from 0 to 65535); 1 of the 1797 rows' targets is not, so the table reads as a regression problem; if its last column holds classes, fix those rows
 // RUN: not aicf propose --data %t/one-bad-label.csv --task classification --structure "mlp 16" -o %t/one-bad-label.mlir --runs-db %t/none.sqlite 2>&1 | FileCheck %s --check-prefix=BADLABELTASK
 // BADLABELTASK: aicf: error: {{.*}}one-bad-label.csv: reads as a regression problem, not classification: {{.*}}one-bad-label.csv:51: the target -1 is no class index
+// Whole-number targets that are no class indices (here -1 and 1) read as a
+// regression, said, as classes numbered otherwise are as likely.
+// RUN: printf '1,2,1\n3,4,-1\n5,6,1\n7,8,-1\n1,1,1\n2,2,-1\n' > %t/signs.csv
+// RUN: aicf propose --data %t/signs.csv --structure "mlp 16" -o %t/signs.mlir --runs-db %t/none.sqlite 2>&1 | FileCheck %s --check-prefix=SIGNS
+// SIGNS: note: {{.*}}signs.csv:2: the target -1 is no class index (a whole number from 0 to 65535); 3 of the 6 rows' targets are not, so the table reads as a regression problem although every target is a whole number; if they are classes, number them from 0
 // RUN: printf '1;2;3\n' > %t/semicolons.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/semicolons.csv --no-runs-db --out %t/semi 2>&1 | FileCheck %s --check-prefix=SEMI
 // SEMI: aicf: error: {{.*}}semicolons.csv:1: column 1 is '1;2;3': invalid float literal (AICF reads comma-separated values, and this cell holds ';', a tab or '|': another separator?)
