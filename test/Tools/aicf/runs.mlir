@@ -29,8 +29,8 @@
 
 // (A grown run: its structure as it started and as it ended, its parameters as it ended.)
 // LIST: id  status
-// LIST-NEXT: 1  finished {{.*}} digits (class)  mlp 128-10 {{ *}}9610
-// LIST-NEXT: 2  finished {{.*}} digits (class)  mlp 16-10 -> 32-32-32-10 {{ *}}4522
+// LIST-NEXT: 1  finished {{.*}} digits (classification)  mlp 128-10 {{ *}}9610
+// LIST-NEXT: 2  finished {{.*}} digits (classification)  mlp 16-10 -> 32-32-32-10 {{ *}}4522
 // LIST-NEXT: 3  failed
 // LIST-NEXT: 3 runs in
 
@@ -74,11 +74,11 @@
 // never taken for "no registry" (propose used to fall back to the default).
 // RUN: not aicf runs list --runs-db %t 2>&1 | FileCheck %s --check-prefix=DIRDB
 // DIRDB: error: {{.*}}: is a directory; the run registry is a file
-// A task whose name is not ASCII lists (it used to panic cutting it).
+// A task whose name is not ASCII lists whole (it used to panic cutting it).
 // RUN: cp %t/runs.sqlite %t/unicode.sqlite
 // RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/unicode.sqlite'); c.execute('''UPDATE runs SET problem = json_set(problem, '$.task', 'abcd\u00e9f')'''); c.commit()"
 // RUN: aicf runs list --runs-db %t/unicode.sqlite | FileCheck %s --check-prefix=UNICODE
-// UNICODE: 1  finished {{.*}} digits (abcdé)
+// UNICODE: 1  finished {{.*}} digits (abcdéf)
 // A decision's count edited to a negative number is an error naming the
 // run and the column (it showed as 18446744073709551615).
 // RUN: cp %t/runs.sqlite %t/negative.sqlite

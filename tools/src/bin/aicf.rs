@@ -2717,8 +2717,9 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             for e in &unread {
                 eprintln!("aicf: note: {e}; left out of the list (`aicf runs check` reads every run)");
             }
-            let problem =
-                |r: &RunRow| format!("{} ({})", r.problem.name, r.problem.task.chars().take(5).collect::<String>());
+            // (The task's whole word: cut to 5 letters, a regression read
+            // "(regre)".)
+            let problem = |r: &RunRow| format!("{} ({})", r.problem.name, r.problem.task);
             // The text columns as wide as their widest entry (a deep
             // model's structure pushed its row out of line).
             let wide = |min: usize, f: &dyn Fn(&RunRow) -> String| {
