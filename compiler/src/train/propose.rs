@@ -778,8 +778,10 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     );
     match (options.budget, default_epochs) {
         (Some(b), Some(e)) => {
-            // Past a million epochs, the count in powers of ten.
-            let epochs = if e < 1e6 { format!("{e:.1}") } else { format!("{e:.2e}") };
+            // Past a million epochs, or under a tenth of one (a text's
+            // whole is a large epoch: it read "0.0"), the count in powers
+            // of ten.
+            let epochs = if (0.1..1e6).contains(&e) { format!("{e:.1}") } else { format!("{e:.2e}") };
             explanation.push(format!("budget {b:.3e} FLOPs: {epochs} epochs of the default {default}"))
         }
         _ => explanation.push("no budget: past runs are scored on their whole curves".into()),
