@@ -239,8 +239,9 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
                 // Each candidate's lower bound (the most bytes alive at one
                 // step, no placement) is cheap; the arena is a placement,
                 // quadratic in the buffers. So the cheap candidates that
-                // lower the bound most are placed first, a few of them;
-                // every candidate is placed only when none of those helps.
+                // lower the bound most are placed first, a few of them,
+                // then every cheap one, then the GEMMs that lower it most,
+                // then every candidate: each only where none before helps.
                 // Placing every candidate each round made the compile
                 // quadratic in the model's depth (nanoGPT in bf16 at 60%:
                 // 10 s in this pass).
@@ -265,12 +266,24 @@ pub fn plan_memory(module: MlirOperation, budget: Budget, report: bool) -> Resul
                         .filter(|&(_, p, _)| p < current)
                         .collect()
                 };
+                // (Every cheap one before any GEMM: the rule above.)
+                let every = |kind: Option<bool>| -> Vec<(Candidate, u64, bool)> {
+                    candidates
+                        .iter()
+                        .filter(|c| kind.is_none_or(|k| cheap(&model.steps[c.step]) == k))
+                        .map(score)
+                        .filter(|&(_, p, _)| p < current)
+                        .collect()
+                };
                 let mut scored = fewest(true);
+                if scored.is_empty() {
+                    scored = every(Some(true));
+                }
                 if scored.is_empty() {
                     scored = fewest(false);
                 }
                 if scored.is_empty() {
-                    scored = candidates.iter().map(score).filter(|&(_, p, _)| p < current).collect();
+                    scored = every(None);
                 }
                 let best = scored
                     .iter()

@@ -1365,9 +1365,13 @@ pub fn peek(path: &Path) -> Result<Peek> {
             );
             // Targets that are classes but for a few: a typo in a label
             // more likely than a regression, so the reading is said.
-            // Whole numbers all (-1 and 1, or ids up to 99999): classes
-            // numbered otherwise as likely as a regression, so said too.
-            let whole = labels.iter().all(|l| l.fract() == 0.0);
+            // Whole numbers all, of a few values (-1 and 1, ids up to
+            // 99999): classes numbered otherwise as likely as a regression,
+            // so said too (not counts or prices of many values).
+            let mut values: Vec<u64> = labels.iter().map(|l| l.to_bits()).collect();
+            values.sort_unstable();
+            values.dedup();
+            let whole = values.len() <= 256 && labels.iter().all(|l| l.fract() == 0.0);
             let note = if others * 100 <= labels.len() {
                 Some(format!(
                     "{cause}, so the table reads as a regression problem; if its last column holds classes, fix those rows"

@@ -314,6 +314,12 @@ fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
+/// Whether `error` (a registry's) is SQLite's "database is locked":
+/// another process's write held it past the wait.
+pub fn is_locked(error: &str) -> bool {
+    error.contains("database is locked")
+}
+
 /// The environment variable `aicf train --nproc` sets for its ranks: rank 0
 /// writes there `<registry>#<run id>`, the row it records the run in.
 pub const NPROC_RECORD_ENV: &str = "AICF_NPROC_RUN_RECORD";
@@ -500,7 +506,7 @@ impl Runs {
         // Another process holds it locked past the wait: an error. Read
         // read-only, then as immutable, it was read without the lock, so
         // with that process's uncommitted changes, and said nothing.
-        if first.to_string().contains("database is locked") {
+        if is_locked(&first.to_string()) {
             return Err(io("another process holds the run registry locked (database is locked, for more than 30 s); \
                            try again when it is done"
                 .into()));

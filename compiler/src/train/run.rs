@@ -1308,7 +1308,6 @@ fn registry_key(db: &Path) -> String {
     std::fs::canonicalize(db).unwrap_or_else(|_| db.to_path_buf()).display().to_string()
 }
 
-/// A run's entry in the run registry.
 /// The records a run keeps for a locked registry ([`Recorder::deferred`]).
 #[derive(Default)]
 struct Deferred {
@@ -1320,7 +1319,12 @@ impl Recorder {
     /// Whether `e` is SQLite's "locked" (another process's write held it
     /// past the wait), which passes; other errors do not.
     fn locked(e: &str) -> bool {
-        e.contains("database is locked")
+        super::registry::is_locked(e)
+    }
+
+    /// The note of a run that defers its records for a lock (`e`).
+    fn deferring(e: &dyn std::fmt::Display) -> String {
+        format!("{e} (another process holds it); this run writes its epochs and decisions there at its end")
     }
 
     /// Writes what a lock held back, in order; `Err` where it still fails.
@@ -1336,6 +1340,7 @@ impl Recorder {
     }
 }
 
+/// A run's entry in the run registry.
 struct Recorder {
     runs: super::registry::Runs,
     id: i64,
@@ -1911,6 +1916,7 @@ impl<'a> Loop<'a> {
             if let Err(e) = r.runs.decision(r.id, seq, &record) {
                 if Recorder::locked(&e.to_string()) {
                     *r.deferred.borrow_mut() = Some(Deferred { epochs: Vec::new(), decisions: vec![(seq, record)] });
+                    suspend(bar, || report.note(&Recorder::deferring(&e)));
                     continue;
                 }
                 failed = Some(e.to_string());
@@ -2179,10 +2185,10 @@ impl<'a> Loop<'a> {
             Some(p) => signals(p)?,
             None => Vec::new(),
         };
-        // (A Ctrl-C's slot holds 0.5: asked, with no signal kept.)
+        // (A stop with no signal kept counts as a Ctrl-C's, SIGINT.)
         let mut mine = vec![0.0f32; c.size()];
         if let Some(signal) = interrupt_signal() {
-            mine[c.rank()] = if signal > 0 { signal as f32 } else { 0.5 };
+            mine[c.rank()] = if signal > 0 { signal as f32 } else { libc::SIGINT as f32 };
         }
         let next = c.start_sum(Values::F32(mine), "the ranks' stop check").map_err(RuntimeError::from)?;
         let Some(&first) = before.iter().find(|&&s| s > 0.0) else {
@@ -2192,7 +2198,7 @@ impl<'a> Loop<'a> {
         // Every rank started it: it completes.
         signals(next)?;
         if !interrupted() {
-            mark_interrupted(if first >= 1.0 { first as i32 } else { 0 });
+            mark_interrupted(first as i32);
         }
         Ok(true)
     }
@@ -2661,10 +2667,11 @@ impl<'a> Loop<'a> {
                 record.layers = serde_json::to_value(&o.layers).ok();
             }
             suspend(bar.as_ref(), || report.epoch(&record, run.epochs));
-            // A registry that failed a write (locked past its 30 s wait,
-            // a full disk) is left alone for the rest of the run: every
-            // epoch would wait again, and a run with a gap in its curve is
-            // left unfinished there, not recorded as whole.
+            // A registry that failed a write (a full disk) is left alone
+            // for the rest of the run: a run with a gap in its curve is
+            // left unfinished there, not recorded as whole. One locked
+            // past its 30 s wait gets the epochs at the run's end (every
+            // epoch would wait again).
             if let Some(r) = self.recorder.clone() {
                 let writing = Instant::now();
                 let written = match r.deferred.borrow_mut().as_mut() {
@@ -2679,12 +2686,7 @@ impl<'a> Loop<'a> {
                     if Recorder::locked(&e.to_string()) {
                         *r.deferred.borrow_mut() =
                             Some(Deferred { epochs: vec![record.clone()], decisions: Vec::new() });
-                        suspend(bar.as_ref(), || {
-                            report.note(&format!(
-                                "{e} (another process holds it); this run writes its epochs there \
-                                 at its end"
-                            ))
-                        });
+                        suspend(bar.as_ref(), || report.note(&Recorder::deferring(&e)));
                     } else {
                         self.stop_recording(&r, &e.to_string(), bar.as_ref(), report);
                     }

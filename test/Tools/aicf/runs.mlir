@@ -103,7 +103,7 @@
 // RUN: python3 -c "import sqlite3; q = chr(39); c = sqlite3.connect('%t/locked.sqlite'); c.execute('CREATE TABLE once (n INTEGER)'); c.execute('INSERT INTO once VALUES (0)'); c.execute('CREATE TRIGGER locked BEFORE INSERT ON curve WHEN (SELECT n FROM once) = 0 BEGIN UPDATE once SET n = 1; SELECT RAISE(FAIL, ' + q + 'database is locked' + q + '); END'); c.commit()"
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/l1 --runs-db %t/locked.sqlite --no-progress 2>&1 | FileCheck %s --check-prefix=LOCKED
 // RUN: aicf runs show 2 --runs-db %t/locked.sqlite | FileCheck %s --check-prefix=LOCKEDSHOW
-// LOCKED: note: {{.*}}locked.sqlite: run registry: database is locked (another process holds it); this run writes its epochs there at its end
+// LOCKED: note: {{.*}}locked.sqlite: run registry: database is locked (another process holds it); this run writes its epochs and decisions there at its end
 // LOCKED-NOT: run registry
 // LOCKED: final held-out
 // LOCKEDSHOW: run 2: finished

@@ -815,7 +815,11 @@ fn main() {
             // No registry for want of a home: said, as a registry that
             // cannot be written is (AICF_RUNS_DB=off and --no-runs-db ask
             // for none).
-            if runs_db.is_none() && !no_runs_db && !matches!(std::env::var("AICF_RUNS_DB").as_deref(), Ok("off" | "")) {
+            if runs_db.is_none()
+                && !no_runs_db
+                && !matches!(std::env::var("AICF_RUNS_DB").as_deref(), Ok("off" | ""))
+                && aicf_runtime::collective::launcher_rank() == 0
+            {
                 eprintln!(
                     "aicf: note: {}; the run is not recorded (give --runs-db FILE)",
                     aicf_compiler::train::registry::Runs::no_default_reason()
@@ -954,7 +958,10 @@ fn main() {
             // (they agree on it), so none waits for another; rank 0 says
             // where the run stands, and each ends as a program the signal
             // stopped (MPI finalized as at a run's end, no abort).
-            Some(c) if aicf_runtime::checkpoint::interrupted_status().is_some() => {
+            Some(c)
+                if aicf_runtime::checkpoint::interrupted_status().is_some()
+                    && e.starts_with("interrupted at epoch ") =>
+            {
                 if c.rank() == 0 {
                     eprintln!("aicf: error: {e}");
                     // `aicf train --nproc` ends with the ranks' status
@@ -1158,6 +1165,18 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
         }
         if dashes(&line) {
             opening = Some(line.clone());
+            continue;
+        }
+        // Two ranks' output interleaved: a block's opening dashes after
+        // the start of another rank's line (`aicf: error (rank ------`).
+        // The start is passed on, the dashes open the block (the line's
+        // rest follows the block).
+        let t = line.trim_ascii_end();
+        let trailing = t.iter().rev().take_while(|&&b| b == b'-').count();
+        if trailing >= 20 && trailing < t.len() {
+            let at = t.len() - trailing;
+            let _ = to.write_all(&line[..at]);
+            opening = Some(line[at..].to_vec());
             continue;
         }
         // "[host:pid] 1 more process has sent help message help-mpi-api.txt
@@ -3021,11 +3040,18 @@ fn propose(
                     for e in &unread {
                         eprintln!("aicf: note: {e}; the proposal does not draw on it");
                     }
+                    // A run whose curve or decisions do not read is left
+                    // out, named, as a run whose row does not.
                     rows.iter()
                         .filter(|r| r.status == "finished")
-                        .map(|r| registry.get(r.id))
-                        .collect::<std::result::Result<Vec<_>, _>>()
-                        .map_err(|e| e.to_string())?
+                        .filter_map(|r| match registry.get(r.id) {
+                            Ok(d) => Some(d),
+                            Err(e) => {
+                                eprintln!("aicf: note: {e}; the proposal does not draw on it");
+                                None
+                            }
+                        })
+                        .collect::<Vec<_>>()
                 }
                 None => {
                     eprintln!("aicf: {}: no run registry yet; proposing the default", path.display());
@@ -3137,6 +3163,16 @@ mod tests {
         assert_eq!(forwarded(raw), raw);
         let lone = format!("{dashes}\n");
         assert_eq!(forwarded(lone.as_bytes()), lone.as_bytes());
+        // Another rank's line cut by the block (mpirun passes output on in
+        // pieces): the block goes, the line is whole again.
+        let cut_line = format!(
+            "aicf: error (rank {dashes}\nMPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD\nwith errorcode \
+             1.\n{dashes}\n1 of 2): x.csv: No such file\n"
+        );
+        assert_eq!(
+            String::from_utf8(forwarded(cut_line.as_bytes())).unwrap(),
+            "aicf: error (rank 1 of 2): x.csv: No such file\n"
+        );
     }
 
     /// After rank 0's words for an interrupted run, mpirun's reports of the
