@@ -31,3 +31,10 @@
 // BENCH: digits_mlp.batch8.mlir: train step
 // RUN: not aicf sample %S/../../../examples/mlp/digits_mlp.mlir --batch 4 --checkpoint %t/ck/last.safetensors 2>&1 | FileCheck %s --check-prefix=SAMPLE
 // SAMPLE: aicf: error: --batch sets the rows per batch of a model that trains or is scored; `aicf sample` runs an hl model one row at a time
+// A model whose batch an op fixes (a reshape that folds it) scores a
+// last, smaller batch filled with repeats of its first example, whose
+// predictions are not counted: every held-out row once.
+// RUN: env AICF_CACHE_DIR=%t/cache aicf train %S/inputs/fixed-batch-mlp.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/fixed --checkpoint-dir %t/fixed-ck --no-runs-db --no-progress > /dev/null
+// RUN: env AICF_CACHE_DIR=%t/cache aicf eval %S/inputs/fixed-batch-mlp.mlir.txt --data %S/../../../data/digits.csv.gz --checkpoint %t/fixed-ck/last.safetensors --out %t/fixed-eval 2>&1 | FileCheck %s --check-prefix=FILLED
+// FILLED: note: {{.*}}fixed-batch-mlp.mlir.txt: the model runs at a batch of 32 only (an op fixes it): the last 7 held-out rows are scored in a batch filled with repeats, whose predictions are not counted
+// FILLED: accuracy {{[0-9.]+}}% on 359 held-out rows
