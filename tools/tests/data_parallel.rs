@@ -389,6 +389,28 @@ fn a_killed_rank_ends_the_run_and_it_resumes_to_the_same_bits() {
     assert!(text.contains(&format!("epoch {:>3}/{}", epoch + 3, epoch + 3)), "{text}");
 }
 
+/// An endless `--nproc 2` run of the digits MLP recorded in `db`, started
+/// and waited for until its first checkpoint.
+fn recorded_endless_run(out: &Path, db: &Path, seed: &str) -> std::process::Child {
+    let child = endless_nproc_run(out)
+        .args(["--gemm", "generated", "--seed", seed, "--nproc", "2", "--runs-db"])
+        .arg(db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("aicf starts");
+    wait_for_checkpoint(out);
+    child
+}
+
+/// `aicf runs show 1` of `db`, whose run 1 is recorded as interrupted.
+fn interrupted_row(db: &Path) -> String {
+    let o = Command::new(AICF).args(["runs", "show", "1", "--runs-db"]).arg(db).output().unwrap();
+    let show = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success() && show.contains("run 1: interrupted"), "{show}");
+    show
+}
+
 /// A Ctrl-C (SIGINT) sent to `aicf train --nproc 2` alone, as `timeout -s
 /// INT` sends it, stops the ranks and says where the run stands, with exit
 /// status 130 (it ended without a word); the checkpoint it names is whole.
@@ -399,14 +421,7 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     let dir = scratch("interrupted");
     let out = dir.join("run");
     let db = dir.join("runs.sqlite");
-    let child = endless_nproc_run(&out)
-        .args(["--gemm", "generated", "--nproc", "2", "--runs-db"])
-        .arg(&db)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("aicf starts");
-    wait_for_checkpoint(&out);
+    let child = recorded_endless_run(&out, &db, "0");
     assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
     let output = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&output.stderr);
@@ -423,9 +438,7 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     assert!(metadata(&last, "epoch").parse::<usize>().is_ok(), "the checkpoint is not whole");
     // The run registry says so too (its row stayed `unfinished`, as a
     // killed run's), with the epochs rank 0 recorded.
-    let o = Command::new(AICF).args(["runs", "show", "1", "--runs-db"]).arg(&db).output().unwrap();
-    let show = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success() && show.contains("run 1: interrupted"), "{show}");
+    let show = interrupted_row(&db);
     let why = if by_rank { "interrupted at epoch " } else { "the data-parallel run's 2 processes were stopped" };
     assert!(show.contains(why), "{show}");
     // A resume the checkpoint refuses: every rank names the checkpoint the
@@ -459,14 +472,7 @@ fn a_sigterm_to_one_rank_stops_every_rank_at_one_step() {
     let out = dir.join("run");
     let db = dir.join("runs.sqlite");
     // (Seed 2: the resume below, by `train`, asks for it.)
-    let child = endless_nproc_run(&out)
-        .args(["--gemm", "generated", "--seed", "2", "--nproc", "2", "--runs-db"])
-        .arg(&db)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("aicf starts");
-    wait_for_checkpoint(&out);
+    let child = recorded_endless_run(&out, &db, "2");
     std::thread::sleep(Duration::from_millis(200));
     let pid = rank_pid(&out, 1).expect("rank 1 is running");
     assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
@@ -477,9 +483,7 @@ fn a_sigterm_to_one_rank_stops_every_rank_at_one_step() {
     assert!(err.contains("last.safetensors holds epoch ") && err.contains("--resume goes on from there"), "{err}");
     assert!(!err.contains("mpirun detected") && !err.contains("rank 1 of 2"), "{err}");
     assert_eq!(rank_pid(&out, 1), None, "rank 1 ended");
-    let o = Command::new(AICF).args(["runs", "show", "1", "--runs-db"]).arg(&db).output().unwrap();
-    let show = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success() && show.contains("run 1: interrupted"), "{show}");
+    let show = interrupted_row(&db);
     assert!(show.contains("--nproc 2"), "the command as given: {show}");
     let last = out.join("ckpt/last.safetensors");
     let epoch: usize = metadata(&last, "epoch").parse().expect("the checkpoint is whole");
