@@ -229,6 +229,35 @@ __attribute__((weak, visibility("hidden"))) __bf16 __truncsfbf2(float x) {
 /// it, written after it, and one whose bytes no longer match (a process
 /// killed mid-write, a disk that filled up, an edit) counts as missing and
 /// is compiled again.
+/// Removes, once a process for each cache directory, the temporary files
+/// (`<name>.<pid>.<thread>.tmp`) of processes that are gone: a compile
+/// killed between writing one and renaming it left it for good.
+fn sweep_temporaries(dir: &Path) {
+    static SWEPT: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if swept.iter().any(|d| d == dir) || !Path::new("/proc/self").exists() {
+        return;
+    }
+    swept.push(dir.to_path_buf());
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".tmp") {
+            continue;
+        }
+        // <name>.<pid>.<thread>.tmp, and clang's own temporary of it
+        // (`...ThreadId3-984a0ea3.tmp.tmp`): the pid is the part before
+        // the thread's.
+        let parts: Vec<&str> = name.split('.').collect();
+        let pid = parts.windows(2).find(|w| w[1].starts_with("ThreadId")).and_then(|w| w[0].parse::<u32>().ok());
+        if let Some(pid) = pid
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct KernelCache {
     dir: std::path::PathBuf,
@@ -236,6 +265,7 @@ pub struct KernelCache {
 
 impl KernelCache {
     pub fn new(dir: std::path::PathBuf) -> Self {
+        sweep_temporaries(&dir);
         KernelCache { dir }
     }
 
@@ -773,6 +803,29 @@ pub(crate) fn round_bf16_in_integers(ctx: MlirContext, module: MlirOperation) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A compile killed mid-write left its temporaries (and clang's) in the
+    /// cache for good: the first use of the cache in a process removes
+    /// those of processes that are gone, and no other file.
+    #[test]
+    fn a_killed_compiles_temporaries_are_swept() {
+        let dir = std::env::temp_dir().join(format!("aicf-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // (No process has a pid past the kernel's limit, 2^22.)
+        let gone = "g_1.o.999999999.ThreadId1.tmp";
+        let clangs = "g_2.o.999999999.ThreadId3-984a0ea3.tmp.tmp";
+        let alive = format!("g_3.o.{}.ThreadId1.tmp", std::process::id());
+        for name in [gone, clangs, &alive, "g_4.o", "g_4.o.hash", "odd.tmp"] {
+            std::fs::write(dir.join(name), b"x").unwrap();
+        }
+        let _cache = KernelCache::new(dir.clone());
+        let mut left: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        assert_eq!(left, [alive.as_str(), "g_4.o", "g_4.o.hash", "odd.tmp"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// clang failing for want of room (linking on a full tmpfs printed
     /// "final link failed: No space left on device") is the user's to fix,
