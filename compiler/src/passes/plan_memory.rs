@@ -381,6 +381,15 @@ struct Placed {
     spans: Vec<Option<(usize, usize)>>,
 }
 
+/// The buffer whose memory `b` shares, following `root` ([`Merged::root`])
+/// to its end.
+fn root_of(root: &[usize], mut b: usize) -> usize {
+    while root[b] != b {
+        b = root[b];
+    }
+    b
+}
+
 /// [`Model::merged`]: the in-place merges and the lower bound.
 struct Merged {
     /// buffer -> the buffer whose memory it shares (a step towards its root)
@@ -538,16 +547,10 @@ impl Model {
         let mut root: Vec<usize> = (0..n).collect();
         let mut span: Vec<Option<(usize, usize)>> = spans.clone();
         let mut in_place = 0;
-        let find = |root: &Vec<usize>, mut b: usize| {
-            while root[b] != b {
-                b = root[b];
-            }
-            b
-        };
         for (t, s) in self.steps.iter().enumerate() {
             let mut taken: Vec<usize> = Vec::new();
             for &(i, o) in &s.same_index {
-                let (ri, ro) = (find(&root, i), find(&root, o));
+                let (ri, ro) = (root_of(&root, i), root_of(&root, o));
                 let dies = span[ri].is_some_and(|(_, l)| l == t);
                 let fresh = spans[o].is_some_and(|(f, _)| f == t) && ro == o;
                 if dies && fresh && ri != ro && !taken.contains(&ri) && !s.writes.contains(&i) {
@@ -586,12 +589,6 @@ impl Model {
     fn place_by(&self, orders: usize) -> Placed {
         let n = self.bufs.len();
         let Merged { root, span, roots, in_place, peak_step, lower_bound } = self.merged();
-        let find = |root: &Vec<usize>, mut b: usize| {
-            while root[b] != b {
-                b = root[b];
-            }
-            b
-        };
         // Placement: each buffer at the lowest offset free over its
         // lifetime, in an order. Largest first is the rule (TFLite's and
         // XLA's heap simulator's greedy by size); where it leaves the arena
@@ -626,10 +623,10 @@ impl Model {
         }
         let (mut offsets, arena) = best.unwrap_or((vec![0; n], 0));
         for b in 0..n {
-            let r = find(&root, b);
+            let r = root_of(&root, b);
             offsets[b] = offsets[r];
         }
-        let root = (0..n).map(|b| find(&root, b)).collect();
+        let root = (0..n).map(|b| root_of(&root, b)).collect();
         Placed { offsets, root, arena, lower_bound, in_place, peak_step, spans: span }
     }
 

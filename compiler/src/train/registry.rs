@@ -324,6 +324,14 @@ pub fn is_locked(error: &str) -> bool {
 /// writes there `<registry>#<run id>`, the row it records the run in.
 pub const NPROC_RECORD_ENV: &str = "AICF_NPROC_RUN_RECORD";
 
+/// Where rank 0 of an interrupted `--nproc` run leaves its exit status
+/// for the launcher: beside the [`NPROC_RECORD_ENV`] file `record`.
+pub fn nproc_status_file(record: &std::ffi::OsStr) -> PathBuf {
+    let mut file = record.to_owned();
+    file.push(".status");
+    PathBuf::from(file)
+}
+
 /// The environment variable `aicf train --nproc` sets for its ranks: the
 /// command the user gave (with `--nproc N`), which the registry records;
 /// the ranks' own (`... --data-parallel`, without `--nproc`) trained one

@@ -1308,6 +1308,15 @@ fn registry_key(db: &Path) -> String {
     std::fs::canonicalize(db).unwrap_or_else(|_| db.to_path_buf()).display().to_string()
 }
 
+/// How the error of a run stopped by a Ctrl-C or SIGTERM starts (the
+/// `--nproc` launcher and the ranks' exit path look for it).
+pub const INTERRUPTED_AT: &str = "interrupted at epoch ";
+
+/// That checkpoint `path`, holding `epoch`, is where `--resume` goes on.
+pub fn resume_here(path: &Path, epoch: impl std::fmt::Display) -> String {
+    format!("{} holds epoch {epoch}: --resume goes on from there", path.display())
+}
+
 /// The records a run keeps for a locked registry ([`Recorder::deferred`]).
 #[derive(Default)]
 struct Deferred {
@@ -1316,12 +1325,6 @@ struct Deferred {
 }
 
 impl Recorder {
-    /// Whether `e` is SQLite's "locked" (another process's write held it
-    /// past the wait), which passes; other errors do not.
-    fn locked(e: &str) -> bool {
-        super::registry::is_locked(e)
-    }
-
     /// The note of a run that defers its records for a lock (`e`).
     fn deferring(e: &dyn std::fmt::Display) -> String {
         format!("{e} (another process holds it); this run writes its epochs and decisions there at its end")
@@ -1914,7 +1917,7 @@ impl<'a> Loop<'a> {
                 continue;
             }
             if let Err(e) = r.runs.decision(r.id, seq, &record) {
-                if Recorder::locked(&e.to_string()) {
+                if super::registry::is_locked(&e.to_string()) {
                     *r.deferred.borrow_mut() = Some(Deferred { epochs: Vec::new(), decisions: vec![(seq, record)] });
                     suspend(bar, || report.note(&Recorder::deferring(&e)));
                     continue;
@@ -2057,15 +2060,15 @@ impl<'a> Loop<'a> {
         self.record_final_structure();
         let kept = match (checkpoint, self.saved_epoch) {
             (Some(path), Some(saved)) => format!(
-                "{} holds epoch {saved}: --resume goes on from there{}",
-                path.display(),
+                "{}{}",
+                resume_here(path, saved),
                 if b > 0 { format!(" (this epoch's {b} steps are not in it)") } else { String::new() }
             ),
             (Some(path), None) => format!("no epoch ended, so {} was not written", path.display()),
             (None, _) => "no checkpoint is written without --checkpoint-dir".into(),
         };
         TrainError::Interrupted(format!(
-            "interrupted at epoch {epoch}, step {b} of {steps_per_epoch}, {} steps in all; {kept}",
+            "{INTERRUPTED_AT}{epoch}, step {b} of {steps_per_epoch}, {} steps in all; {kept}",
             self.adaptive.trainer().steps()
         ))
     }
@@ -2683,7 +2686,7 @@ impl<'a> Loop<'a> {
                 };
                 self.registry_time += writing.elapsed();
                 if let Err(e) = written {
-                    if Recorder::locked(&e.to_string()) {
+                    if super::registry::is_locked(&e.to_string()) {
                         *r.deferred.borrow_mut() =
                             Some(Deferred { epochs: vec![record.clone()], decisions: Vec::new() });
                         suspend(bar.as_ref(), || report.note(&Recorder::deferring(&e)));

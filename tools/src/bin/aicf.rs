@@ -959,8 +959,7 @@ fn main() {
             // where the run stands, and each ends as a program the signal
             // stopped (MPI finalized as at a run's end, no abort).
             Some(c)
-                if aicf_runtime::checkpoint::interrupted_status().is_some()
-                    && e.starts_with("interrupted at epoch ") =>
+                if aicf_runtime::checkpoint::interrupted_status().is_some() && e.starts_with(run::INTERRUPTED_AT) =>
             {
                 if c.rank() == 0 {
                     eprintln!("aicf: error: {e}");
@@ -970,8 +969,7 @@ fn main() {
                         std::env::var_os(aicf_compiler::train::registry::NPROC_RECORD_ENV),
                         aicf_runtime::checkpoint::interrupted_status(),
                     ) {
-                        let mut file = record;
-                        file.push(".status");
+                        let file = aicf_compiler::train::registry::nproc_status_file(&record);
                         let _ = std::fs::write(file, status.to_string());
                     }
                 }
@@ -1191,7 +1189,7 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
             continue;
         }
         after_aggregate = false;
-        said_interrupted |= text.starts_with(INTERRUPTED_WORDS);
+        said_interrupted |= text.strip_prefix("aicf: error: ").is_some_and(|t| t.starts_with(run::INTERRUPTED_AT));
         let _ = to.write_all(&line);
         let _ = to.flush();
     }
@@ -1201,9 +1199,6 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
     let _ = to.flush();
     said_interrupted
 }
-
-/// How an interrupted run's error starts (`TrainError::Interrupted`).
-const INTERRUPTED_WORDS: &str = "aicf: error: interrupted at epoch";
 
 /// Records the run whose registry row rank 0 named in `record` (written
 /// where the run was recorded) as interrupted, where it is still
@@ -1384,8 +1379,7 @@ fn launch_mpirun(n: usize) -> i32 {
     // SIGTERM to every process of a job): rank 0 said where the run
     // stands and recorded it; this process ends with their status.
     let ranks_stopped = record.as_ref().and_then(|r| {
-        let mut file = r.clone().into_os_string();
-        file.push(".status");
+        let file = aicf_compiler::train::registry::nproc_status_file(r.as_os_str());
         std::fs::read_to_string(file).ok()?.trim().parse::<i32>().ok()
     });
     // (Where mpirun, stopping on this process's signal, did not pass on
@@ -1404,7 +1398,7 @@ fn launch_mpirun(n: usize) -> i32 {
         let kept = match &last {
             Some(last) => {
                 match aicf_runtime::checkpoint::read_metadata(last).ok().and_then(|m| m.get("epoch").cloned()) {
-                    Some(epoch) => format!("{} holds epoch {epoch}: --resume goes on from there", last.display()),
+                    Some(epoch) => run::resume_here(last, epoch),
                     None => format!("no epoch ended, so {} was not written", last.display()),
                 }
             }
