@@ -73,7 +73,7 @@ pub enum CompileError {
     Pipeline { pipeline: String, message: String },
 
     /// A pass rejected its input; the diagnostics say where and why.
-    #[error("pipeline '{pipeline}' failed:\n{}", DiagnosticList(.diagnostics))]
+    #[error("pipeline '{}' failed:\n{}", without_options(.pipeline), DiagnosticList(.diagnostics))]
     PassFailed { pipeline: String, diagnostics: Vec<Diagnostic> },
 
     /// A bug in AICF, not in the input.
@@ -95,3 +95,37 @@ pub enum CompileError {
 }
 
 pub type Result<T, E = CompileError> = std::result::Result<T, E>;
+
+/// A pipeline's passes without their options (`{...}`): the passes named,
+/// where the train pipeline's 20 options came before the diagnostics that
+/// say what failed.
+fn without_options(pipeline: &str) -> String {
+    let mut depth = 0usize;
+    pipeline
+        .chars()
+        .filter(|&c| {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    return false;
+                }
+                _ => {}
+            }
+            depth == 0
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_failed_pipeline_is_named_without_its_options() {
+        let e = super::CompileError::PassFailed {
+            pipeline: "builtin.module(aicf-train-pipeline{optimizer=adam lr=1.0e-3 memory-budget=1024},canonicalize)"
+                .into(),
+            diagnostics: Vec::new(),
+        };
+        assert_eq!(e.to_string(), "pipeline 'builtin.module(aicf-train-pipeline,canonicalize)' failed:\n");
+    }
+}

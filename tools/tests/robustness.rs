@@ -497,6 +497,7 @@ fn a_signal_during_a_save_leaves_no_temporary_file() {
                 // the process has several threads.)
                 let ended = status.signal().is_some_and(|s| signals.contains(&s));
                 assert!(ended, "{name}: the run ends as the second signal says: {status:?}");
+                assert!(err.contains("aicf: a second signal: stopped at once"), "{name}: {err}");
             }
             assert_eq!(partials(&ckpt), Vec::<String>::new(), "{name}: the save's temporary file is removed");
             let last = ckpt.join("last.safetensors");

@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 pub const SUPPORTED: &[&str] = &[
     "Abs",
     "Add",
+    "And",
     "AveragePool",
     "BatchNormalization",
     "Cast",
@@ -51,7 +52,6 @@ pub const SUPPORTED: &[&str] = &[
     "Exp",
     "Expand",
     "Flatten",
-    "And",
     "Gather",
     "GatherElements",
     "GatherND",
@@ -82,6 +82,9 @@ pub const SUPPORTED: &[&str] = &[
     "Mod",
     "Mul",
     "Neg",
+    "Not",
+    "Or",
+    "Pad",
     "Pow",
     "PRelu",
     "Range",
@@ -93,8 +96,8 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceSum",
     "ReduceSumSquare",
     "Relu",
-    "Resize",
     "Reshape",
+    "Resize",
     "RNN",
     "Shape",
     "Sigmoid",
@@ -110,12 +113,9 @@ pub const SUPPORTED: &[&str] = &[
     "Tanh",
     "Transpose",
     "Trilu",
-    "Not",
-    "Or",
-    "Pad",
-    "Xor",
     "Unsqueeze",
     "Where",
+    "Xor",
 ];
 
 /// The opsets the importer reads (the default domain's version; 28 is
@@ -363,7 +363,21 @@ pub fn import_model(
     let graph = model.graph.as_ref().ok_or_else(|| fail("the model has no graph".into()))?;
     let mut inits = HashMap::new();
     for t in &graph.initializer {
-        if inits.insert(t.name().to_string(), aicf_onnx::tensor(t, base)?).is_some() {
+        let tensor = aicf_onnx::tensor(t, base)?;
+        // A NaN in the weights is damage (an export of a model that had
+        // diverged): it was taken for a mask, imported as a constant, and
+        // the loss was NaN at the first step, naming nothing.
+        if tensor.is_float()
+            && let Some(at) = tensor.data.to_f64().iter().position(|v| v.is_nan())
+        {
+            return Err(fail(format!(
+                "initializer '{}' holds NaN (its value {at}, of {}): the exported weights are damaged (was the model \
+                 exported after its training diverged?)",
+                t.name(),
+                tensor.elements()
+            )));
+        }
+        if inits.insert(t.name().to_string(), tensor).is_some() {
             return Err(fail(format!("initializer '{}' is given twice (which one holds the weights?)", t.name())));
         }
     }
@@ -830,7 +844,8 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
 /// `finfo.min`). No trained weight holds such values, and training one
 /// would move the mask's zeros (and an infinity's gradient is NaN).
 fn is_mask(t: &aicf_onnx::Tensor) -> bool {
-    t.is_float() && t.data.to_f64().iter().any(|v| !v.is_finite() || v.abs() >= 1e30)
+    // (NaN is refused on import.)
+    t.is_float() && t.data.to_f64().iter().any(|v| v.is_infinite() || v.abs() >= 1e30)
 }
 
 /// The float initializers of more than one value the graph uses that are
@@ -850,6 +865,26 @@ fn frozen_initializers(
         .filter(|n| !params.contains(*n) && !states.contains(*n) && seen.insert(n.as_str()))
         .filter_map(|n| inits.get(n).filter(|t| t.is_float() && t.elements() >= 2).map(|t| (n.clone(), t.elements())))
         .collect()
+}
+
+/// An import error at `node` (the `index`-th of the graph).
+fn node_error(model: &str, index: usize, node: &NodeProto, opset: i64, message: String) -> ImportError {
+    ImportError::Node {
+        model: model.to_string(),
+        node: if node.name().is_empty() { format!("#{index}") } else { node.name().to_string() },
+        // The dynamo exporter's names are generic (`node_convolution`): its
+        // metadata's module says where.
+        within: node
+            .metadata_props
+            .iter()
+            .any(|p| p.key() == "pkg.torch.onnx.name_scopes")
+            .then(|| super::onnx_fold::module_of(node))
+            .flatten()
+            .map_or(String::new(), |m| format!(" in module '{m}'")),
+        op: node.op_type().to_string(),
+        opset,
+        message,
+    }
 }
 
 /// A value during import: a traced tensor, or a constant known now.
@@ -1570,23 +1605,45 @@ impl Importer<'_> {
             }
         }
         let (model, opset) = (self.name.clone(), self.opset);
+        // Nodes no graph output depends on (an exporter's leftovers: a
+        // shape computation, a NonMaxSuppression whose result is unused)
+        // are not translated: one of an op AICF lacks failed the import.
+        // (Each name is assigned once, checked over every node, dead or
+        // not: a graph that breaks that is broken.)
+        let mut written: HashSet<&str> = self.inits.keys().map(String::as_str).collect();
+        written.extend(self.graph.input.iter().map(|i| i.name()));
         for (index, node) in self.graph.node.iter().enumerate() {
-            let fail = |message: String| ImportError::Node {
-                model: model.clone(),
-                node: if node.name().is_empty() { format!("#{index}") } else { node.name().to_string() },
-                // The dynamo exporter's names are generic
-                // (`node_convolution`): its metadata's module says where.
-                within: node
-                    .metadata_props
-                    .iter()
-                    .any(|p| p.key() == "pkg.torch.onnx.name_scopes")
-                    .then(|| super::onnx_fold::module_of(node))
-                    .flatten()
-                    .map_or(String::new(), |m| format!(" in module '{m}'")),
-                op: node.op_type().to_string(),
-                opset,
-                message,
-            };
+            // (An Identity copy of an initializer became an initializer of
+            // its own, under its output's name: not translated.)
+            if node.op_type() == "Identity" && node.output.first().is_some_and(|o| self.aliased.contains(o)) {
+                continue;
+            }
+            if let Some(name) = node.output.iter().find(|o| !o.is_empty() && !written.insert(o.as_str())) {
+                return Err(node_error(
+                    &model,
+                    index,
+                    node,
+                    opset,
+                    format!(
+                        "its output '{name}' is already a value of the graph (an input or an earlier node's output): \
+                     each name is assigned once"
+                    ),
+                ));
+            }
+        }
+        let mut needed: HashSet<&str> = self.graph.output.iter().map(|o| o.name()).collect();
+        let mut live = vec![false; self.graph.node.len()];
+        for (index, node) in self.graph.node.iter().enumerate().rev() {
+            if node.output.iter().any(|o| needed.contains(o.as_str())) {
+                live[index] = true;
+                needed.extend(node.input.iter().filter(|i| !i.is_empty()).map(String::as_str));
+            }
+        }
+        for (index, node) in self.graph.node.iter().enumerate() {
+            if !live[index] {
+                continue;
+            }
+            let fail = |message: String| node_error(&model, index, node, opset, message);
             if !node.domain().is_empty() && node.domain() != "ai.onnx" {
                 return Err(fail(format!("domain '{}' is not supported (only the default domain)", node.domain())));
             }

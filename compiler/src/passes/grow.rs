@@ -290,6 +290,27 @@ pub fn plan_widen(module: MlirOperation, layer: &str, width: usize) -> Result<Wi
             format!("{PASS}: {layer}'s output reaches no linear layer; its width is the model's output"),
         ));
     }
+    // A parameter past the 1 TiB a tensor may hold (a factor of 1e30) is
+    // said here, by name: the verifier's words were lost behind "the
+    // rewritten module does not verify".
+    for (name, axis) in incoming.iter().chain(&outgoing) {
+        let Some(p) = find_param(module, name) else { continue };
+        let mut shape = param_shape(p);
+        if let Some(d) = shape.get_mut(*axis) {
+            *d = width;
+        }
+        let bytes = shape.iter().try_fold(4u64, |b, &d| b.checked_mul(d as u64)).unwrap_or(u64::MAX);
+        if bytes > 1 << 40 {
+            return Err((
+                op_loc(p),
+                format!(
+                    "{PASS}: width={width} makes @{name} {shape:?}, {bytes:.3e} bytes as f32: more than the 1 TiB a \
+                     tensor may hold",
+                    bytes = bytes as f64
+                ),
+            ));
+        }
+    }
     Ok(WidenPlan { layer: layer.to_string(), old, width, incoming, outgoing, segments: 1 })
 }
 

@@ -386,6 +386,28 @@ pub(crate) fn model_of_checkpoint(
             // name.
             return Ok((name, source, meta, true));
         }
+        // A grown version of the model given: its run started from this
+        // model (the checkpoint's record), or passed through it (a
+        // version's IR). Another model's checkpoint is refused, as `aicf
+        // train --resume-from` refuses it: it was scored as that model,
+        // under the command that named this one.
+        if batch.is_none()
+            && let Some(started) = meta.get("model")
+            && *started != crate::pipeline::model_hash(&source, &name)?
+            && !meta
+                .get(super::run::VERSIONS_KEY)
+                .and_then(|v| serde_json::from_str::<std::collections::BTreeMap<String, usize>>(v).ok())
+                .is_some_and(|versions| versions.contains_key(&aicf_runtime::artifact::ir_hash(&source)))
+        {
+            return Err(TrainError::Io {
+                path: checkpoint.to_path_buf(),
+                message: format!(
+                    "the checkpoint is of another model (its run started from IR hash {started}, {name}'s is {}): \
+                     give the model its run trained",
+                    crate::pipeline::model_hash(&source, &name)?
+                ),
+            });
+        }
         if keep_batch {
             // (`--batch` retargets the model file given, not the grown one
             // the checkpoint holds.)
@@ -412,7 +434,7 @@ pub(crate) fn model_of_checkpoint(
         crate::weights::carry(ir, model, &file)?;
         let what = match batch {
             Some(batch) => format!("{name} at {batch} rows per batch"),
-            None => format!("another version of {name} (a grown one, or another model)"),
+            None => format!("another version of {name} (a grown one)"),
         };
         report.note(&format!(
             "{} holds {what}: {doing} the model it holds, written to {}",

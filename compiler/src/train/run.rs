@@ -444,11 +444,11 @@ fn claim_checkpoint_dir(
         };
         let message = match resume_from {
             None => format!(
-                "holds another run's checkpoint{epoch}{what}: {continues}; a fresh run needs another \
+                "holds an earlier run's checkpoint{epoch}{what}: {continues}; a fresh run needs another \
                  --checkpoint-dir (or this one emptied)"
             ),
             Some(from) => format!(
-                "holds another run's checkpoint{epoch}{what}: a run resumed from {} writes its checkpoints into \
+                "holds an earlier run's checkpoint{epoch}{what}: a run resumed from {} writes its checkpoints into \
                  another --checkpoint-dir (a new or empty one); {continues}",
                 from.display()
             ),
@@ -633,7 +633,7 @@ pub const IR_KEY: &str = "aicf.ir";
 /// with; each accepted rewrite a new one) and the hash of every version's
 /// IR.
 const VERSION_KEY: &str = "aicf.model_version";
-const VERSIONS_KEY: &str = "aicf.versions";
+pub(crate) const VERSIONS_KEY: &str = "aicf.versions";
 /// Checkpoint metadata: the `--epochs` of the run that saved it (what its
 /// learning-rate schedule spanned).
 const SCHEDULE_EPOCHS_KEY: &str = "schedule_epochs";
@@ -685,6 +685,42 @@ pub const DIVERGENCE_FACTOR: f64 = 1e4;
 /// `options`. The summary holds one record per epoch trained: none for
 /// `epochs: 0`, or a resume with none left.
 pub fn fit(
+    model: &Path,
+    options: &Options,
+    data: &[PathBuf],
+    run: &RunOptions,
+    report: &mut dyn Report,
+) -> Result<Summary> {
+    // A checkpoint directory this run made, and left holding nothing (it
+    // failed before its first save: a checkpoint that does not read, a
+    // model that does not compile), is removed with it.
+    let made = run.checkpoint_dir.as_ref().filter(|d| std::fs::symlink_metadata(d).is_err()).cloned();
+    let result = fit_run(model, options, data, run, report);
+    if result.is_err()
+        && let Some(dir) = made
+    {
+        remove_if_unused(&dir);
+    }
+    result
+}
+
+/// Removes `dir` where it holds no more than its lock, which no one holds.
+fn remove_if_unused(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    if !entries.flatten().all(|e| e.file_name() == ".lock") {
+        return;
+    }
+    let lock = dir.join(".lock");
+    if let Ok(file) = std::fs::File::open(&lock) {
+        if file.try_lock().is_err() {
+            return;
+        }
+        let _ = std::fs::remove_file(&lock);
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+fn fit_run(
     model: &Path,
     options: &Options,
     data: &[PathBuf],
@@ -835,7 +871,14 @@ pub fn fit(
                 .as_ref()
                 .is_none_or(|c| std::fs::canonicalize(c).ok() != std::fs::canonicalize(dir).ok()) =>
         {
-            create_dir(dir)?;
+            // (Said as the policy's: the path alone named no file or field.)
+            make_dir(dir).map_err(|message| TrainError::Io {
+                path: dir.to_path_buf(),
+                message: format!(
+                    "{message} (the policy's checkpoint_dir{})",
+                    run.adapt.as_ref().map_or(String::new(), |p| format!(", in {}", p.display()))
+                ),
+            })?;
             Some(claim_rewrites_dir(dir, resume_from.is_some())?)
         }
         _ => None,
@@ -2369,6 +2412,23 @@ impl<'a> Loop<'a> {
                 };
                 if let Some(after) = after {
                     report.note(&format!("policy rule {} fires {after}: it never acts", k + 1));
+                    continue;
+                }
+                // A growth that repeats with nothing to stop it grows until
+                // the machine's memory refuses a rewrite (a width doubled
+                // every step reached 2 million units and 16 GiB, unsaid).
+                let repeats = !matches!(rule.trigger, Trigger::Steps { .. } | Trigger::Flops { .. });
+                let uncapped = match &rule.action {
+                    Action::Grow(t) => t.uncapped(),
+                    Action::Fork { candidates, .. } => candidates.iter().find_map(|t| t.uncapped()),
+                    Action::Rollback { .. } => None,
+                };
+                if let (true, 0, Some(what)) = (repeats, rule.max_times, uncapped) {
+                    report.note(&format!(
+                        "policy rule {} {what}, and may fire again and again (no max_times): the model grows each \
+                         time, until a rewrite needs more memory than the machine has (give the cap, or max_times)",
+                        k + 1
+                    ));
                 }
             }
             let optimizer = self.adaptive.trainer().options().optimizer.clone();

@@ -437,6 +437,18 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
         }
         other => panic!("{other}"),
     }
+    // The same op in a node no output depends on (an exporter's leftover)
+    // is left out, and the model imports (it failed on that node).
+    let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    let mut dead = graph.node[1].clone();
+    dead.op_type = Some("Celu".into());
+    dead.name = Some("unused".into());
+    dead.output = vec!["unused_out".into()];
+    graph.node.push(dead);
+    let options = ImportOptions { batch: Some(2), loss: Loss::None };
+    let imported = onnx::import_model(&model, "dead.onnx", std::path::Path::new("."), &options).unwrap();
+    assert!(!imported.module.text.contains("unused"), "{}", imported.module.text);
     // Cross-entropy needs logits.
     let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
     model.opset_import[0].version = Some(3);
@@ -537,6 +549,19 @@ fn malformed_graphs_are_errors_naming_the_fault() {
     graph.initializer.push(first.clone());
     let e = import(&model);
     assert!(e.contains(&format!("initializer '{}' is given twice", first.name())), "{e}");
+    // A NaN in the weights (a diverged model exported) is refused, naming
+    // the initializer (it imported as a constant mask, and the loss was
+    // NaN at the first step).
+    let mut model = mlp.clone();
+    let graph = model.graph.as_mut().unwrap();
+    let at = graph.initializer.iter().position(|t| t.data_type() == 1).unwrap();
+    let (name, dims) = (graph.initializer[at].name().to_string(), graph.initializer[at].dims.clone());
+    let n = dims.iter().product::<i64>() as usize;
+    let mut values = vec![0.5f32; n];
+    values[n / 2] = f32::NAN;
+    graph.initializer[at] = float_init(&name, dims, values);
+    let e = import(&model);
+    assert!(e.contains(&format!("initializer '{name}' holds NaN (its value {}, of {n})", n / 2)), "{e}");
     let mut model = mlp.clone();
     let graph = model.graph.as_mut().unwrap();
     let input = graph.input[0].clone();
@@ -626,12 +651,17 @@ fn an_integer_range_past_2_53_is_refused() {
     };
     let cases = [
         ([int("rs", i64::MIN), int("rl", i64::MAX), int("rd", i64::MAX)], "beyond 2^53 is not supported"),
-        ([float("rs", 0.0), float("rl", 4.0), float("rd", f32::NAN)], "delta NaN must be finite"),
+        // (A NaN initializer is refused as damage, before the node reads it.)
+        ([float("rs", 0.0), float("rl", 4.0), float("rd", f32::NAN)], "initializer 'rd' holds NaN"),
     ];
     for (bounds, why) in cases {
         let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
         let graph = model.graph.as_mut().unwrap();
         graph.initializer.extend(bounds);
+        // (A graph output: a node nothing reads is left out.)
+        let mut r = graph.output[0].clone();
+        r.name = Some("r".into());
+        graph.output.push(r);
         graph.node.insert(
             0,
             aicf_onnx::proto::NodeProto {
@@ -644,7 +674,7 @@ fn an_integer_range_past_2_53_is_refused() {
         );
         let options = ImportOptions { batch: Some(2), loss: Loss::None };
         let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
-        assert!(e.contains("range") && e.contains(why), "{e}");
+        assert!(e.contains(why) && (e.contains("range") || why.contains("NaN")), "{e}");
     }
 }
 

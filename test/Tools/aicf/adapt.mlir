@@ -32,7 +32,7 @@
 // MODEL: hl.param @fc1.weight : tensor<32x64xf32>
 // MODEL: hl.param @fc1_deep1.fc_out.weight : tensor<32x32xf32>
 
-// EVAL: note: {{.*}}last.safetensors holds another version of {{.*}}narrow_mlp.mlir (a grown one, or another model): scoring the model it holds, written to {{.*}}checkpoint-model.mlir
+// EVAL: note: {{.*}}last.safetensors holds another version of {{.*}}narrow_mlp.mlir (a grown one): scoring the model it holds, written to {{.*}}checkpoint-model.mlir
 // EVAL: compiled {{.*}}checkpoint-model.mlir
 // EVAL: accuracy {{[0-9.]+}}% on 359 held-out rows of {{.*}}digits.csv.gz (checkpoint {{.*}}last.safetensors, epoch 4)
 

@@ -13,7 +13,7 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run --checkpoint-dir %t/ckpt 2>&1 | FileCheck %s --check-prefix=FRESH
 // RUN: sha256sum -c %t/sum
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --out %t/run --checkpoint-dir %t/ckpt --resume | FileCheck %s --check-prefix=RESUMED
-// FRESH: aicf: error: {{.*}}ckpt: holds another run's checkpoint (epoch 2): --resume continues it; a fresh run needs another --checkpoint-dir (or this one emptied)
+// FRESH: aicf: error: {{.*}}ckpt: holds an earlier run's checkpoint (epoch 2): --resume continues it; a fresh run needs another --checkpoint-dir (or this one emptied)
 // RESUMED: resumed from {{.*}}last.safetensors at epoch 2
 // RESUMED: epoch   3/3
 
@@ -83,10 +83,10 @@
 // RUN: sha256sum %t/ckpt/last.safetensors > %t/sum3
 // RUN: mkdir -p %t/other && cp %t/ckpt/last.safetensors %t/other/start.safetensors
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 4 --out %t/run --resume-from %t/other/start.safetensors --checkpoint-dir %t/ckpt 2>&1 | FileCheck %s --check-prefix=FORK
-// FORK: aicf: error: {{.*}}ckpt: holds another run's checkpoint (epoch 3): a run resumed from {{.*}}start.safetensors writes its checkpoints into another --checkpoint-dir (a new or empty one); --resume continues it
+// FORK: aicf: error: {{.*}}ckpt: holds an earlier run's checkpoint (epoch 3): a run resumed from {{.*}}start.safetensors writes its checkpoints into another --checkpoint-dir (a new or empty one); --resume continues it
 // RUN: mkdir -p %t/versions && cp %t/ckpt/last.safetensors %t/versions/v0.safetensors
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run --checkpoint-dir %t/versions 2>&1 | FileCheck %s --check-prefix=VERSION
-// VERSION: aicf: error: {{.*}}versions: holds another run's checkpoint (epoch 3), v0.safetensors: --resume continues it
+// VERSION: aicf: error: {{.*}}versions: holds an earlier run's checkpoint (epoch 3), v0.safetensors: --resume continues it
 // RUN: not aicf propose --data %t/digits.csv --structure "mlp 16" -o %t/ckpt/last.safetensors 2>&1 | FileCheck %s --check-prefix=OVERWRITE
 // OVERWRITE: aicf: error: {{.*}}last.safetensors: the model would overwrite a weights file (a checkpoint or a model's weights); give another output
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/run8 --profile %t/ckpt/last.safetensors 2>&1 | FileCheck %s --check-prefix=PROFILE
@@ -297,12 +297,13 @@
 // REPLAYSTOP-NOT: has nothing to grow
 // REPLAYSTOP: note: the replay stopped at epoch 3 before {{.*}}rewind's latest checkpoint (epoch 4), which stays: no checkpoint written
 
-// eval and sample of a checkpoint holding another model write that model
-// to --out/checkpoint-model.mlir; where that file is MODEL itself (the path
-// an earlier note named), they refuse and leave it as it was.
-// RUN: mkdir -p %t/over && cp %S/../../../examples/cnn/digits_cnn.mlir %t/over/checkpoint-model.mlir
-// RUN: not aicf eval %t/over/checkpoint-model.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --out %t/over 2>&1 | FileCheck %s --check-prefix=OVERMODEL
-// RUN: cmp %t/over/checkpoint-model.mlir %S/../../../examples/cnn/digits_cnn.mlir
+// eval and sample of a checkpoint holding another version of the model (a
+// grown one) write that version to --out/checkpoint-model.mlir; where that
+// file is MODEL itself (the path an earlier note named), they refuse and
+// leave it as it was.
+// RUN: mkdir -p %t/over && cp %S/../../../examples/grow/narrow_mlp.mlir %t/over/checkpoint-model.mlir
+// RUN: not aicf eval %t/over/checkpoint-model.mlir --data %t/digits.csv --checkpoint %t/rewind/last.safetensors --out %t/over 2>&1 | FileCheck %s --check-prefix=OVERMODEL
+// RUN: cmp %t/over/checkpoint-model.mlir %S/../../../examples/grow/narrow_mlp.mlir
 // OVERMODEL: aicf: error: {{.*}}over/checkpoint-model.mlir: is MODEL, the model file given; scoring the other model the checkpoint holds would write that model here, over it: give another --out
 // --eval-windows samples a text's windows: on a table it is refused, not
 // ignored.

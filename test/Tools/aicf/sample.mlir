@@ -59,6 +59,23 @@
 // RUN: gzip -dc %S/../../../data/digits.csv.gz | sed -n 1,100p > %t/digits.csv
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --out %t/mlp --checkpoint-dir %t/mlp-ckpt > /dev/null
 // RUN: not aicf sample %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/mlp-ckpt/last.safetensors --out %t/s 2>&1 | FileCheck %s --check-prefix=TABLE
+// Another model's checkpoint is refused by sample, eval and a resume,
+// whichever the direction (the table's checkpoint was sampled as the
+// model it held; a text's, resumed on a table, set the text's
+// --eval-windows and was refused for that), and the fork's directory the
+// failed resume made is not left behind. A checkpoint cut short is said
+// as truncated (it read as one without a vocabulary).
+// RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/mlp-ckpt/last.safetensors --out %t/s-other 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: test ! -e %t/s-other/checkpoint-model.mlir
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt/last.safetensors --out %t/s-other 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --resume-from %t/ckpt/last.safetensors --checkpoint-dir %t/fork --out %t/fork-run 2>&1 | FileCheck %s --check-prefix=RESUMEOTHER
+// RUN: test ! -e %t/fork
+// RUN: head -c 3000 %t/mlp-ckpt/last.safetensors > %t/cut.safetensors
+// RUN: not aicf sample %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/cut.safetensors --out %t/s 2>&1 | FileCheck %s --check-prefix=CUT
+// OTHER: aicf: error: {{.*}}last.safetensors: the checkpoint is of another model (its run started from IR hash {{[0-9a-f]+}}, {{.*}}'s is {{[0-9a-f]+}}): give the model its run trained
+// RESUMEOTHER-NOT: eval-windows
+// RESUMEOTHER: aicf: error: {{.*}}ckpt/last.safetensors: the checkpoint is of another model (IR hash
+// CUT: aicf: error: {{.*}}cut.safetensors: not a valid checkpoint: truncated: its header takes {{[0-9]+}} bytes, and the file holds 3000
 // Options that only shape training are refused, not ignored, by sample
 // and eval.
 // RUN: not aicf sample %S/../../../examples/char_lm/char_lm.mlir --checkpoint %t/ckpt/last.safetensors --optimizer sgd --weight-decay 5 --out %t/s 2>&1 | FileCheck %s --check-prefix=TRAINING

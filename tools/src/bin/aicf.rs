@@ -65,7 +65,10 @@ enum Schedule {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Target {
+    /// This machine's CPU
     Cpu,
+    /// NVIDIA GPUs (`gpu` names it too)
+    #[value(alias = "gpu")]
     Cuda,
 }
 
@@ -774,11 +777,19 @@ fn main() {
                 .filter(|c| c.is_file());
             resumed_from = checkpoint.clone();
             let (mut windows_per_epoch, mut eval_windows) = (windows_per_epoch, eval_windows);
+            // (Of a file AICF reads: another's error is its format's, below.)
+            let tables = !data.iter().any(|p| aicf_compiler::train::data::is_text(p))
+                && data.iter().all(|p| aicf_compiler::train::data::is_rows(p));
             if let Some(c) = &checkpoint {
                 // A text's windows an epoch and held-out windows scored go
                 // on as the checkpoint's run had them unless given (an
-                // epoch of 320 windows became the whole text's 13942).
-                if let Ok(meta) = aicf_runtime::checkpoint::read_metadata(c) {
+                // epoch of 320 windows became the whole text's 13942). A
+                // text run's checkpoint given to a run on a table (another
+                // model: refused below, by the checkpoint's record) sets
+                // neither.
+                if let Ok(meta) = aicf_runtime::checkpoint::read_metadata(c)
+                    && !tables
+                {
                     let recorded = |k: &str| meta.get(k).and_then(|v| v.parse::<usize>().ok());
                     if windows_per_epoch.is_none() {
                         windows_per_epoch = recorded("windows_per_epoch");
@@ -854,9 +865,6 @@ fn main() {
                 eprintln!("aicf: error: --profile-steps is --profile's: add --profile FILE");
                 std::process::exit(1);
             }
-            // (Of a file AICF reads: another's error is its format's, below.)
-            let tables = !data.iter().any(|p| aicf_compiler::train::data::is_text(p))
-                && data.iter().all(|p| aicf_compiler::train::data::is_rows(p));
             if eval_windows.is_some() && tables {
                 eprintln!(
                     "aicf: error: --eval-windows samples a text's held-out windows; {} is no text (a table's held-out \
@@ -2020,6 +2028,13 @@ fn run_compile(
                 out.display()
             ));
         }
+        // (Made here, so that a place that cannot take it is said as -o's:
+        // the bare OS error came after the compile.)
+        if let Err(e) = std::fs::create_dir_all(&out)
+            && matches!(e.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem)
+        {
+            return Err(format!("{}: {e} (-o: give a place this user can write the artifact)", out.display()));
+        }
         let started = Instant::now();
         let target = match target {
             Target::Cpu => pipeline::Target::Cpu(KernelCache::new(KernelCache::default_dir(&out))),
@@ -2337,6 +2352,8 @@ fn eval(
         &mut Printer::default(),
     )
     .map_err(|e| e.to_string())?;
+    // ("on 1 windows" read as a slip.)
+    let what = if scored.examples == 1 { scored.what.trim_end_matches('s') } else { scored.what };
     // A regression has no accuracy: its loss alone.
     if scored.accuracy.is_nan() {
         println!(
@@ -2344,7 +2361,7 @@ fn eval(
             scored.loss,
             scored.unit,
             scored.examples,
-            scored.what,
+            what,
             data[0].display(),
             checkpoint.display(),
             scored.epoch.as_deref().unwrap_or("?"),
@@ -2355,7 +2372,7 @@ fn eval(
         "accuracy {} on {} {} of {} (checkpoint {}, epoch {}); loss {:.4} {}",
         percent(scored.accuracy),
         scored.examples,
-        scored.what,
+        what,
         data[0].display(),
         checkpoint.display(),
         scored.epoch.as_deref().unwrap_or("?"),
@@ -2594,12 +2611,17 @@ fn bench(
         device = format!("{device}, {} mixed precision", precision.name());
     }
     println!(
-        "{}: train step ({}, lr {lr}) median {:.3} ms, min {:.3} ms over {steps} steps, {}, final loss {loss:.6}",
+        "{}: train step ({}, lr {lr}) median {:.3} ms, min {:.3} ms over {steps} step{}, {}, last step's loss {} (one \
+         random batch, stepped on {} times: it may near 0)",
         c.model.display(),
         c.optimizer.name(),
         times[times.len() / 2],
         times[0],
-        device
+        if steps == 1 { "" } else { "s" },
+        device,
+        // (0.000000 read as a bug: a fixed batch is learnt by heart.)
+        if loss != 0.0 && loss.abs() < 1e-3 { format!("{loss:.3e}") } else { format!("{loss:.6}") },
+        steps + 5
     );
     // A forced candidate that could not run this model's GEMMs here (f32
     // operands for a bf16 one, a library not installed, an instruction set
@@ -2704,26 +2726,6 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
         format!("{}: no run registry there (no file, or an empty one; aicf train records its runs)", path.display())
     })?;
     let opt = |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
-    let structure = |f: &aicf_compiler::train::registry::Fingerprint| {
-        let widths = f.widths.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("-");
-        format!("{} {widths}", f.kind)
-    };
-    // In the list, a deep model's widths are cut short (nanoGPT's row was
-    // 250 characters wide): the first three, the last, and how many; `runs
-    // show` gives them all.
-    let short_structure = |f: &aicf_compiler::train::registry::Fingerprint| {
-        let full = structure(f);
-        if full.chars().count() <= 40 || f.widths.len() <= 4 {
-            return full;
-        }
-        // A transformer LM in the proposer's terms (`lm 2x64`): its cut
-        // widths read the same before and after a stream widening.
-        if f.kind == "transformer" && !f.structure.is_empty() {
-            return f.structure.clone();
-        }
-        let w = &f.widths;
-        format!("{} {}-{}-{}-...-{} ({} widths)", f.kind, w[0], w[1], w[2], w[w.len() - 1], w.len())
-    };
     match what {
         RunsCommand::List => {
             let (rows, unread) = registry.list_readable().map_err(|e| e.to_string())?;
@@ -2741,31 +2743,19 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             // A grown run's structure as it started and as it ended
             // (`mlp 16-10 -> 32-32-32-10`), its parameters as it ended.
             let structure = |r: &RunRow| {
-                let start = short_structure(&r.fingerprint);
-                match &r.final_fingerprint {
-                    Some(f) if f.widths != r.fingerprint.widths || f.kind != r.fingerprint.kind => {
-                        let end = short_structure(f);
-                        // Both in the proposer's terms where either is (a
-                        // small LM's widths fit, its grown one's do not).
-                        let terms =
-                            f.kind == "transformer" && !r.fingerprint.structure.is_empty() && !f.structure.is_empty();
-                        let (start, end) = if terms && (start == r.fingerprint.structure || end == f.structure) {
-                            (r.fingerprint.structure.clone(), f.structure.clone())
-                        } else {
-                            (start.clone(), end)
-                        };
-                        // (Grown within its terms: more heads, a wider MLP.)
-                        if start == end {
-                            return format!("{start}, grown");
-                        }
-                        // (`mlp 16-10 -> 32-32-32-10`; `lm 2x64 -> lm 2x128`.)
+                let (start, end) = start_and_end(&r.fingerprint, r.final_fingerprint.as_ref());
+                match end {
+                    // (Grown within its terms: more heads, a wider MLP.)
+                    Some(end) if end == start => format!("{start}, grown"),
+                    // (`mlp 16-10 -> 32-32-32-10`; `lm 2x64 -> lm 2x128`.)
+                    Some(end) => {
                         let end = match end.strip_prefix(&format!("{} ", r.fingerprint.kind)) {
                             Some(rest) if start.starts_with(&format!("{} ", r.fingerprint.kind)) => rest.to_string(),
                             _ => end.clone(),
                         };
                         format!("{start} -> {end}")
                     }
-                    _ => start,
+                    None => start,
                 }
             };
             let params = |r: &RunRow| r.final_fingerprint.as_ref().unwrap_or(&r.fingerprint).params;
@@ -2875,18 +2865,18 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 .map(|&i| registry.get(i))
                 .collect::<std::result::Result<_, _>>()
                 .map_err(|e| e.to_string())?;
+            // The lines, then printed with columns as wide as their widest
+            // entry (a deep model's structure broke the alignment).
+            let table = std::cell::RefCell::new(Vec::<(String, Vec<String>)>::new());
             let line = |what: &str, f: &dyn Fn(&aicf_compiler::train::registry::RunDetail) -> String| {
-                print!("{what:<16}");
-                for d in &rows {
-                    print!("  {:>22}", f(d));
-                }
-                println!();
+                table.borrow_mut().push((what.to_string(), rows.iter().map(f).collect()));
             };
             line("run", &|d| d.run.id.to_string());
             line("status", &|d| d.run.status.clone());
             line("problem", &|d| d.run.problem.name.clone());
             // A grown run: what it started as, and what it ended as (the
-            // list shows both; compare showed the start alone).
+            // list shows both; compare showed the start alone), named as
+            // the list names them.
             fn grown(
                 d: &aicf_compiler::train::registry::RunDetail,
             ) -> Option<&aicf_compiler::train::registry::Fingerprint> {
@@ -2896,9 +2886,17 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                         || f.params != d.run.fingerprint.params
                 })
             }
-            line("structure", &|d| structure(&d.run.fingerprint));
+            line("structure", &|d| start_and_end(&d.run.fingerprint, grown(d)).0);
             if rows.iter().any(|d| grown(d).is_some()) {
-                line("grown to", &|d| grown(d).map_or("-".into(), |f| structure(f)));
+                line("grown to", &|d| {
+                    let (start, end) = start_and_end(&d.run.fingerprint, grown(d));
+                    match end {
+                        Some(end) if end != start => end,
+                        // (Grown within its terms, or its parameters alone.)
+                        _ if grown(d).is_some() => format!("{start}, grown"),
+                        _ => "-".into(),
+                    }
+                });
             }
             line("params", &|d| match grown(d) {
                 Some(f) => format!("{} -> {}", d.run.fingerprint.params, f.params),
@@ -2913,6 +2911,15 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
             line("final val loss", &|d| opt(d.run.final_val_loss, 4));
             line("final accuracy", &|d| d.run.final_val_accuracy.map_or("-".into(), |a| format!("{:.2}%", 100.0 * a)));
             line("decisions", &|d| d.decisions.len().to_string());
+            let table = table.into_inner();
+            let width = table.iter().flat_map(|(_, cells)| cells.iter().map(|c| c.chars().count())).max().unwrap_or(0);
+            for (what, cells) in table {
+                print!("{what:<16}");
+                for c in cells {
+                    print!("  {c:>width$}");
+                }
+                println!();
+            }
         }
         RunsCommand::Check => {
             let verdict = registry.integrity().map_err(|e| e.to_string())?;
@@ -2937,6 +2944,51 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
         RunsCommand::Schema => {}
     }
     Ok(())
+}
+
+/// A run's structure: its kind and every width.
+fn structure(f: &aicf_compiler::train::registry::Fingerprint) -> String {
+    let widths = f.widths.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("-");
+    format!("{} {widths}", f.kind)
+}
+
+/// [`structure`], a deep model's widths cut short (nanoGPT's row of `runs
+/// list` was 250 characters wide): the first three, the last, and how
+/// many; `runs show` gives them all.
+fn short_structure(f: &aicf_compiler::train::registry::Fingerprint) -> String {
+    // A transformer LM in the proposer's terms (`lm 2x64`), short or not
+    // (`transformer 65-64-32-32-32-32-128-32-65` beside `lm 1x32` was the
+    // same structure): its widths read the same before and after a stream
+    // widening.
+    if f.kind == "transformer" && !f.structure.is_empty() {
+        return f.structure.clone();
+    }
+    let full = structure(f);
+    if full.chars().count() <= 40 || f.widths.len() <= 4 {
+        return full;
+    }
+    let w = &f.widths;
+    format!("{} {}-{}-{}-...-{} ({} widths)", f.kind, w[0], w[1], w[2], w[w.len() - 1], w.len())
+}
+
+/// A run's structure as it started and, where it grew into another, as it
+/// ended: both in the proposer's terms (`lm 2x64`) where either is (a
+/// small LM's widths fit them, its grown one's may not), else both short
+/// (`transformer 65-64-...`). `runs list` and `runs compare` name runs
+/// alike.
+fn start_and_end(
+    start: &aicf_compiler::train::registry::Fingerprint,
+    end: Option<&aicf_compiler::train::registry::Fingerprint>,
+) -> (String, Option<String>) {
+    let short = short_structure(start);
+    let Some(f) = end.filter(|f| f.widths != start.widths || f.kind != start.kind) else { return (short, None) };
+    let end = short_structure(f);
+    let terms = f.kind == "transformer" && !start.structure.is_empty() && !f.structure.is_empty();
+    if terms && (short == start.structure || end == f.structure) {
+        (start.structure.clone(), Some(f.structure.clone()))
+    } else {
+        (short, Some(end))
+    }
 }
 
 /// `aicf propose`.

@@ -136,6 +136,30 @@ fn times(width: usize, factor: f64) -> usize {
 const MOST_BLOCKS_AT_ONCE: usize = 64;
 
 impl Template {
+    /// What the template grows again each time it acts, with no cap to
+    /// stop it (a factor without `max_width`, heads without `max_heads`,
+    /// blocks without `max_blocks`, a deepening), said for a note; `None`
+    /// where it stops by itself.
+    pub fn uncapped(&self) -> Option<String> {
+        match self {
+            Template::Widen { layer, factor: Some(_), max_width: None, .. } => {
+                Some(format!("widens {layer} by a factor with no max_width"))
+            }
+            Template::WidenResidual { width: None, max_width: None, .. } => {
+                Some("widens the residual stream by a factor with no max_width".into())
+            }
+            Template::Heads { attention, max_heads: None, .. } => {
+                Some(format!("adds heads to {attention} with no max_heads"))
+            }
+            Template::AddBlock { prefix, max_blocks: None, .. } => {
+                Some(format!("adds blocks to {prefix} with no max_blocks"))
+            }
+            Template::Deepen { after, .. } => Some(format!("deepens after {after}")),
+            Template::Compose { ops } => ops.iter().find_map(Template::uncapped),
+            _ => None,
+        }
+    }
+
     /// Counts that must be at least 1 (`count`, `mask`), here and in a
     /// composition's templates.
     fn check(&self) -> std::result::Result<(), String> {
@@ -175,8 +199,8 @@ impl Template {
             Template::Heads { add: Some(0), .. } => zero("add"),
             Template::Heads { max_heads: Some(0), .. } => zero("max_heads"),
             Template::AddBlock { max_blocks: Some(0), .. } => zero("max_blocks"),
-            Template::Widen { split_noise: n, .. } if !(n.is_finite() && *n >= 0.0) => {
-                Err(format!("split_noise = {n}: it must be at least 0"))
+            Template::Widen { split_noise: n, .. } if !(n.is_finite() && (0.0..1.0).contains(n)) => {
+                Err(format!("split_noise = {n}: it must be in [0, 1) (net2wider's split of a unit's outgoing weights)"))
             }
             Template::Widen { noise: n, .. } if !(n.is_finite() && *n >= 0.0) => {
                 Err(format!("noise = {n}: it must be at least 0"))
