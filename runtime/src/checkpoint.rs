@@ -158,6 +158,7 @@ pub fn interruptible() -> InterruptibleGuard {
     if INTERRUPTIBLE.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
         INTERRUPT_SIGNAL.store(0, std::sync::atomic::Ordering::SeqCst);
         INTERRUPTED.store(false, std::sync::atomic::Ordering::SeqCst);
+        FIRST_SIGNAL_NS.store(0, std::sync::atomic::Ordering::SeqCst);
     }
     InterruptibleGuard
 }
@@ -182,6 +183,8 @@ pub fn interrupted() -> bool {
 /// rank was signalled. The first signal kept stays.
 pub fn mark_interrupted(signal: i32) {
     use std::sync::atomic::Ordering::SeqCst;
+    #[cfg(unix)]
+    let _ = FIRST_SIGNAL_NS.compare_exchange(0, monotonic_ns().max(1), SeqCst, SeqCst);
     let _ = INTERRUPT_SIGNAL.compare_exchange(0, signal, SeqCst, SeqCst);
     INTERRUPTED.store(true, SeqCst);
 }
@@ -230,23 +233,27 @@ extern "C" fn remove_partial(signal: libc::c_int) {
     use std::sync::atomic::Ordering::SeqCst;
     // (The signal is kept before the flag is set: a reader of the flag
     // finds it. The first kept stays.)
-    let now = monotonic_ns();
-    if INTERRUPTIBLE.load(SeqCst) > 0 && !INTERRUPTED.load(SeqCst) {
-        let _ = INTERRUPT_SIGNAL.compare_exchange(0, signal, SeqCst, SeqCst);
-        if !INTERRUPTED.swap(true, SeqCst) {
-            FIRST_SIGNAL_NS.store(now, SeqCst);
+    // (0 is "no first signal yet".)
+    let now = monotonic_ns().max(1);
+    if INTERRUPTIBLE.load(SeqCst) > 0 {
+        // The first signal is the one whose time is kept (one
+        // compare-exchange: threads may take signals at once); its signal
+        // is kept before the flag is set, so a reader of the flag finds it.
+        if FIRST_SIGNAL_NS.compare_exchange(0, now, SeqCst, SeqCst).is_ok() {
+            let _ = INTERRUPT_SIGNAL.compare_exchange(0, signal, SeqCst, SeqCst);
+            INTERRUPTED.store(true, SeqCst);
             return;
         }
-    }
-    // The same signal again within DUPLICATE_NS is the first one sent twice,
-    // not a second ask: `timeout` signals its command, then its whole
-    // process group, the command included, and where the two did not
-    // arrive as one the run died without its stop (1 time in 30).
-    if INTERRUPTIBLE.load(SeqCst) > 0
-        && INTERRUPT_SIGNAL.load(SeqCst) == signal
-        && now.wrapping_sub(FIRST_SIGNAL_NS.load(SeqCst)) < DUPLICATE_NS
-    {
-        return;
+        // The same signal again within DUPLICATE_NS is the first one sent
+        // twice, not a second ask: `timeout` signals its command, then its
+        // whole process group, the command included, and where the two did
+        // not arrive as one the run died without its stop (1 time in 30).
+        // (A kept signal of 0 is the first one's, not yet stored, or a
+        // stop by `mark_interrupted`: taken as the same.)
+        let kept = INTERRUPT_SIGNAL.load(SeqCst);
+        if (kept == signal || kept == 0) && now.saturating_sub(FIRST_SIGNAL_NS.load(SeqCst)) < DUPLICATE_NS {
+            return;
+        }
     }
     let path = WRITING.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
     // SAFETY: a NUL-terminated path from `PartialGuard::new`, never freed
@@ -419,6 +426,19 @@ pub fn save(path: &Path, entries: &[Entry], metadata: &BTreeMap<String, String>)
 /// Reads only a checkpoint's metadata (its header), not its tensors: what
 /// a resume checks before anything is compiled.
 pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>, CheckpointError> {
+    header_metadata(path, true)
+}
+
+/// Whether `path` is a checkpoint (its metadata records an epoch), whole
+/// or cut short: what a write that would replace it asks (a checkpoint
+/// still being copied is one).
+pub fn holds_checkpoint(path: &Path) -> bool {
+    header_metadata(path, false).is_ok_and(|m| m.contains_key("epoch"))
+}
+
+/// The metadata of `path`'s header; with `whole`, refused where the file
+/// is shorter than its header says.
+fn header_metadata(path: &Path, whole: bool) -> Result<BTreeMap<String, String>, CheckpointError> {
     use std::io::Read;
     let p = path.display().to_string();
     let io = |e: std::io::Error| CheckpointError::Io { path: p.clone(), message: e.to_string() };
@@ -454,7 +474,7 @@ pub fn read_metadata(path: &Path) -> Result<BTreeMap<String, String>, Checkpoint
         .max()
         .unwrap_or(0);
     let data = size - 8 - n;
-    if end > data {
+    if whole && end > data {
         return Err(corrupt(format!(
             "truncated: its tensors take {end} bytes after the header, and the file holds {data} (a copy or a save \
              that did not finish)"
@@ -740,6 +760,8 @@ mod tests {
         let e = read_metadata(&path).err().unwrap().to_string();
         assert!(e.contains("truncated: its tensors take 256 bytes after the header, and the file holds 156"), "{e}");
         assert!(load(&path).is_err());
+        // Still a checkpoint to the writes that would replace it.
+        assert!(holds_checkpoint(&path));
         let _ = std::fs::remove_file(&path);
     }
 }

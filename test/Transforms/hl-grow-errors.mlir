@@ -4,12 +4,14 @@
 // RUN: not aicf-opt %s -split-input-file --hl-widen="layer=nope width=16" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not aicf-opt %s -split-input-file --hl-widen="layer=fc1 width=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NARROW
 // RUN: not aicf-opt %s -split-input-file --hl-deepen="after=fc1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NORELU
-// A width past what memory holds is refused by the parameter's verifier.
+// A width past what a tensor holds is refused by the widening's plan,
+// naming the parameter (the verifier's words were lost where a policy was
+// checked).
 // RUN: not aicf-opt %S/../../examples/mlp/digits_mlp.mlir --hl-widen="layer=fc1 width=4611686018427387904" -o /dev/null 2>&1 | FileCheck %s --check-prefix=HUGE
 
 // MISSING: hl-widen: no parameter @nope.weight (is 'nope' a linear layer of this model?)
 // NARROW: hl-widen: width=2 is narrower than fc1's 8 units; widening only grows
-// HUGE: error: 'hl.param' op parameter @fc1.weight ('tensor<4611686018427387904x64xf32>') is larger than the 1 TiB a tensor may hold
+// HUGE: error: hl-widen: width=4611686018427387904 makes @fc1.weight [4611686018427387904, 64], {{.*}} bytes as f32: more than the 1 TiB a tensor may hold
 // A delay without a mask delayed nothing, silently.
 // RUN: not aicf-opt %S/../../examples/mlp/digits_mlp.mlir --hl-widen="layer=fc1 width=256 mask_delay=5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DELAY
 // RUN: not aicf-opt %S/../../examples/char_lm/char_lm.mlir --hl-add-heads="attention=blocks.0.attn heads=1 mask_delay=5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DELAY

@@ -364,19 +364,6 @@ pub fn import_model(
     let mut inits = HashMap::new();
     for t in &graph.initializer {
         let tensor = aicf_onnx::tensor(t, base)?;
-        // A NaN in the weights is damage (an export of a model that had
-        // diverged): it was taken for a mask, imported as a constant, and
-        // the loss was NaN at the first step, naming nothing.
-        if tensor.is_float()
-            && let Some(at) = tensor.data.to_f64().iter().position(|v| v.is_nan())
-        {
-            return Err(fail(format!(
-                "initializer '{}' holds NaN (its value {at}, of {}): the exported weights are damaged (was the model \
-                 exported after its training diverged?)",
-                t.name(),
-                tensor.elements()
-            )));
-        }
         if inits.insert(t.name().to_string(), tensor).is_some() {
             return Err(fail(format!("initializer '{}' is given twice (which one holds the weights?)", t.name())));
         }
@@ -420,6 +407,44 @@ pub fn import_model(
     if graph.output.is_empty() {
         return Err(fail("the graph has no outputs".into()));
     }
+    // Each name is assigned once, checked over every node.
+    let mut written: HashSet<&str> = inits.keys().map(String::as_str).collect();
+    written.extend(graph.input.iter().map(|i| i.name()));
+    for (index, node) in graph.node.iter().enumerate() {
+        if let Some(value) = node.output.iter().find(|o| !o.is_empty() && !written.insert(o.as_str())) {
+            return Err(node_error(
+                name,
+                index,
+                node,
+                opset,
+                format!(
+                    "its output '{value}' is already a value of the graph (an input or an earlier node's output): \
+                     each name is assigned once"
+                ),
+            ));
+        }
+    }
+    // Nodes no graph output depends on (an exporter's leftovers: a shape
+    // computation, a NonMaxSuppression whose result nothing reads) are left
+    // out before anything reads the graph: one of an op AICF lacks failed
+    // the import, and their initializers were counted as the model's.
+    let mut needed: HashSet<&str> = graph.output.iter().map(|o| o.name()).collect();
+    let mut live = vec![false; graph.node.len()];
+    for (index, node) in graph.node.iter().enumerate().rev() {
+        if node.output.iter().any(|o| needed.contains(o.as_str())) {
+            live[index] = true;
+            needed.extend(node.input.iter().filter(|i| !i.is_empty()).map(String::as_str));
+        }
+    }
+    let live_graph = proto::GraphProto {
+        node: graph.node.iter().zip(&live).filter(|(_, l)| **l).map(|(n, _)| n.clone()).collect(),
+        name: graph.name.clone(),
+        input: graph.input.clone(),
+        output: graph.output.clone(),
+        value_info: graph.value_info.clone(),
+        ..Default::default()
+    };
+    let graph = &live_graph;
     // PyTorch's exporter keeps one initializer of values that are equal,
     // and writes the others as Identity copies of it: in a freshly
     // initialized model a norm's running statistics (zeros, ones) are
@@ -469,6 +494,22 @@ pub fn import_model(
     let params = choose_params(graph, &inits);
     let states = choose_states(graph, &inits);
     let params: HashSet<String> = params.difference(&states).cloned().collect();
+    // A NaN in the weights or state is damage (an export of a model whose
+    // training had diverged): the loss was NaN at the first step, naming
+    // nothing. (A NaN constant elsewhere, a `where(.., nan)`'s, is a value.)
+    let mut weights: Vec<&String> = params.iter().chain(&states).collect();
+    weights.sort();
+    for w in weights {
+        if let Some(t) = inits.get(w).filter(|t| t.is_float())
+            && let Some(at) = t.data.to_f64().iter().position(|v| v.is_nan())
+        {
+            return Err(fail(format!(
+                "initializer '{w}' holds NaN (its value {at}, of {}), where the model reads a weight: the exported \
+                 weights are damaged (was the model exported after its training diverged?)",
+                t.elements()
+            )));
+        }
+    }
     let (masks, frozen): (Vec<_>, Vec<_>) = frozen_initializers(graph, &inits, &params, &states)
         .into_iter()
         .partition(|(n, _)| inits.get(n).is_some_and(is_mask));
@@ -839,12 +880,12 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
 }
 
 /// Whether a float initializer is a mask rather than a weight: it holds an
-/// infinity (or NaN) or a magnitude of 1e30 or more, as an additive
+/// infinity or a magnitude of 1e30 or more, as an additive
 /// attention mask does (`triu(full(-inf))` kept as a PyTorch buffer, or
 /// `finfo.min`). No trained weight holds such values, and training one
 /// would move the mask's zeros (and an infinity's gradient is NaN).
 fn is_mask(t: &aicf_onnx::Tensor) -> bool {
-    // (NaN is refused on import.)
+    // (A NaN is no mask: in a weight, damage, refused on import.)
     t.is_float() && t.data.to_f64().iter().any(|v| v.is_infinite() || v.abs() >= 1e30)
 }
 
@@ -1605,44 +1646,7 @@ impl Importer<'_> {
             }
         }
         let (model, opset) = (self.name.clone(), self.opset);
-        // Nodes no graph output depends on (an exporter's leftovers: a
-        // shape computation, a NonMaxSuppression whose result is unused)
-        // are not translated: one of an op AICF lacks failed the import.
-        // (Each name is assigned once, checked over every node, dead or
-        // not: a graph that breaks that is broken.)
-        let mut written: HashSet<&str> = self.inits.keys().map(String::as_str).collect();
-        written.extend(self.graph.input.iter().map(|i| i.name()));
         for (index, node) in self.graph.node.iter().enumerate() {
-            // (An Identity copy of an initializer became an initializer of
-            // its own, under its output's name: not translated.)
-            if node.op_type() == "Identity" && node.output.first().is_some_and(|o| self.aliased.contains(o)) {
-                continue;
-            }
-            if let Some(name) = node.output.iter().find(|o| !o.is_empty() && !written.insert(o.as_str())) {
-                return Err(node_error(
-                    &model,
-                    index,
-                    node,
-                    opset,
-                    format!(
-                        "its output '{name}' is already a value of the graph (an input or an earlier node's output): \
-                     each name is assigned once"
-                    ),
-                ));
-            }
-        }
-        let mut needed: HashSet<&str> = self.graph.output.iter().map(|o| o.name()).collect();
-        let mut live = vec![false; self.graph.node.len()];
-        for (index, node) in self.graph.node.iter().enumerate().rev() {
-            if node.output.iter().any(|o| needed.contains(o.as_str())) {
-                live[index] = true;
-                needed.extend(node.input.iter().filter(|i| !i.is_empty()).map(String::as_str));
-            }
-        }
-        for (index, node) in self.graph.node.iter().enumerate() {
-            if !live[index] {
-                continue;
-            }
             let fail = |message: String| node_error(&model, index, node, opset, message);
             if !node.domain().is_empty() && node.domain() != "ai.onnx" {
                 return Err(fail(format!("domain '{}' is not supported (only the default domain)", node.domain())));

@@ -340,6 +340,38 @@ pub(crate) fn checkpoint_trainer(
     Ok(trainer)
 }
 
+/// The model versions a run wrote (`model-v<k>.mlir`) in the folders of
+/// `files`, with their IR hashes.
+fn written_versions(files: &[&Path], name: &str) -> Vec<(std::path::PathBuf, String)> {
+    let mut folders: Vec<std::path::PathBuf> = Vec::new();
+    for f in files {
+        let folder = f.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        if !folders.contains(&folder) {
+            folders.push(folder);
+        }
+    }
+    let mut found = Vec::new();
+    for folder in folders {
+        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+        let mut paths: Vec<std::path::PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("model-v") && n.ends_with(".mlir"))
+            })
+            .collect();
+        paths.sort();
+        for p in paths {
+            if let Ok(text) = std::fs::read_to_string(&p)
+                && let Ok(hash) = crate::pipeline::model_hash(&text, name)
+            {
+                found.push((p, hash));
+            }
+        }
+    }
+    found
+}
+
 /// The precision `checkpoint`'s run trained in (`None` where its record
 /// has none): what `aicf eval` and `sample` run it in unless asked for
 /// another.
@@ -386,27 +418,34 @@ pub(crate) fn model_of_checkpoint(
             // name.
             return Ok((name, source, meta, true));
         }
-        // A grown version of the model given: its run started from this
-        // model (the checkpoint's record), or passed through it (a
-        // version's IR). Another model's checkpoint is refused, as `aicf
-        // train --resume-from` refuses it: it was scored as that model,
-        // under the command that named this one.
+        // A version of the model given (a grown one, or an earlier one of
+        // the same run): its run started from this model (the checkpoint's
+        // record), or passed through it (a version's IR), or the run's
+        // versions written beside the checkpoint or the model (`model-v<k>
+        // .mlir`) hold both. Another model's checkpoint is refused, as
+        // `aicf train --resume-from` refuses it: it was scored as that
+        // model, under the command that named this one.
         if batch.is_none()
             && let Some(started) = meta.get("model")
-            && *started != crate::pipeline::model_hash(&source, &name)?
-            && !meta
+        {
+            let given = crate::pipeline::model_hash(&source, &name)?;
+            let in_versions = meta
                 .get(super::run::VERSIONS_KEY)
                 .and_then(|v| serde_json::from_str::<std::collections::BTreeMap<String, usize>>(v).ok())
-                .is_some_and(|versions| versions.contains_key(&aicf_runtime::artifact::ir_hash(&source)))
-        {
-            return Err(TrainError::Io {
-                path: checkpoint.to_path_buf(),
-                message: format!(
-                    "the checkpoint is of another model (its run started from IR hash {started}, {name}'s is {}): \
-                     give the model its run trained",
-                    crate::pipeline::model_hash(&source, &name)?
-                ),
-            });
+                .is_some_and(|versions| versions.contains_key(&aicf_runtime::artifact::ir_hash(&source)));
+            let written = written_versions(&[checkpoint, model], &name);
+            let first = written.iter().find(|(_, h)| h == started).map(|(p, _)| p.clone());
+            let of_run = first.is_some() && written.iter().any(|(_, h)| *h == given);
+            if *started != given && !in_versions && !of_run {
+                return Err(TrainError::Io {
+                    path: checkpoint.to_path_buf(),
+                    message: format!(
+                        "the checkpoint is of another model (its run started from IR hash {started}, {name}'s is \
+                         {given}): give the model its run trained{}",
+                        first.map_or(String::new(), |f| format!(" ({} is its first)", f.display()))
+                    ),
+                });
+            }
         }
         if keep_batch {
             // (`--batch` retargets the model file given, not the grown one
@@ -434,7 +473,7 @@ pub(crate) fn model_of_checkpoint(
         crate::weights::carry(ir, model, &file)?;
         let what = match batch {
             Some(batch) => format!("{name} at {batch} rows per batch"),
-            None => format!("another version of {name} (a grown one)"),
+            None => format!("another version of {name} (a grown one, or an earlier one of its run)"),
         };
         report.note(&format!(
             "{} holds {what}: {doing} the model it holds, written to {}",

@@ -78,7 +78,7 @@ pub fn refuse_overwriting_weights(path: &std::path::Path, what: &str) -> std::re
         return Ok(());
     }
     let named = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("safetensors"));
-    let checkpoint = aicf_runtime::checkpoint::read_metadata(path).is_ok_and(|m| m.contains_key("epoch"));
+    let checkpoint = aicf_runtime::checkpoint::holds_checkpoint(path);
     if named || checkpoint {
         return Err(format!(
             "{what} would overwrite a weights file (a checkpoint or a model's weights); give another output"

@@ -2426,7 +2426,7 @@ impl<'a> Loop<'a> {
                 if let (true, 0, Some(what)) = (repeats, rule.max_times, uncapped) {
                     report.note(&format!(
                         "policy rule {} {what}, and may fire again and again (no max_times): the model grows each \
-                         time, until a rewrite needs more memory than the machine has (give the cap, or max_times)",
+                         time, until a rewrite needs more memory than the machine has (give its cap, or max_times)",
                         k + 1
                     ));
                 }

@@ -14,6 +14,12 @@
 // is of another model").
 // RUN: aicf eval %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/ckpt/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVAL
 // RUN: FileCheck %s --check-prefix=MODEL < %t/eval/checkpoint-model.mlir
+// The run's latest model with its first version's checkpoint: a version of
+// the same run, scored as the model the checkpoint holds (not refused as
+// another model's).
+// RUN: aicf eval %t/ckpt/model.mlir --data %S/../../../data/digits.csv.gz --checkpoint %t/ckpt/v0.safetensors --out %t/eval-v0 2>&1 | FileCheck %s --check-prefix=EVALV0
+// EVALV0: note: {{.*}}v0.safetensors holds another version of {{.*}}model.mlir (a grown one, or an earlier one of its run): scoring the model it holds
+// EVALV0: accuracy {{[0-9.]+}}% on 359 held-out rows
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --adapt %S/inputs/bad-policy.toml 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/run --adapt %t/missing.toml 2>&1 | FileCheck %s --check-prefix=MISSING
 
@@ -32,7 +38,7 @@
 // MODEL: hl.param @fc1.weight : tensor<32x64xf32>
 // MODEL: hl.param @fc1_deep1.fc_out.weight : tensor<32x32xf32>
 
-// EVAL: note: {{.*}}last.safetensors holds another version of {{.*}}narrow_mlp.mlir (a grown one): scoring the model it holds, written to {{.*}}checkpoint-model.mlir
+// EVAL: note: {{.*}}last.safetensors holds another version of {{.*}}narrow_mlp.mlir (a grown one, or an earlier one of its run): scoring the model it holds, written to {{.*}}checkpoint-model.mlir
 // EVAL: compiled {{.*}}checkpoint-model.mlir
 // EVAL: accuracy {{[0-9.]+}}% on 359 held-out rows of {{.*}}digits.csv.gz (checkpoint {{.*}}last.safetensors, epoch 4)
 
@@ -74,12 +80,18 @@
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 2 --out %t/early --adapt %t-early.toml --no-progress | FileCheck %s --check-prefix=EARLY
 // EARLY: step 5 (epoch 1): roll back on step 5 reached -> rejected {{.*}}: nothing to go back to: no epoch has ended yet, and no rewrite is being watched
 // EARLY: final held-out accuracy
+// A growth that repeats with no cap is noted when the run starts (a width
+// doubled every step grew, unsaid, until memory refused a rewrite).
+// RUN: printf '[[rule]]\nwhen = "steps"\nevery = 20\naction = { op = "widen", layer = "fc1", factor = 2.0 }\n' > %t-uncapped.toml
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/uncapped --adapt %t-uncapped.toml --no-progress 2>&1 | FileCheck %s --check-prefix=UNCAPPED
+// UNCAPPED: note: policy rule 1 widens fc1 by a factor with no max_width, and may fire again and again (no max_times): the model grows each time, until a rewrite needs more memory than the machine has (give its cap, or max_times)
+// UNCAPPED: widen fc1 to 32
 // (Beside a rule that grows the model, so that the run goes on to reject
 // it: alone, it is refused before training.)
 // RUN: printf 'prefetch = false\n[[rule]]\nwhen = "steps"\nat = 10\naction = { op = "widen", layer = "fc1", factor = 1e300 }\n[[rule]]\nwhen = "steps"\nat = 40\naction = { op = "widen", layer = "fc1", width = 32 }\n' > %t-factor.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --out %t/factor --adapt %t-factor.toml --no-progress 2>&1 | FileCheck %s --check-prefix=FACTOR
 // FACTOR: widen fc1 to 1099511627776 (net2wider) on step 10 reached -> rejected
-// FACTOR: is larger than the 1 TiB a tensor may hold
+// FACTOR: makes @fc1.weight [1099511627776, 64], {{.*}} more than the 1 TiB a tensor may hold
 // A widen whose grown model the machine cannot hold is rejected before
 // anything of it is allocated, counting the state, every batch size's
 // arenas and the state carried over (each allocation was checked alone,

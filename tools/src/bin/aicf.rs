@@ -1845,7 +1845,7 @@ fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
         }
     }
     let weights = out.join(weights);
-    if aicf_runtime::checkpoint::read_metadata(&weights).is_ok_and(|m| m.contains_key("epoch")) {
+    if aicf_runtime::checkpoint::holds_checkpoint(&weights) {
         return Err(format!(
             "{}: importing {} writes its weights here, and this file is a checkpoint; move it, or give another output \
              directory",
@@ -2030,6 +2030,7 @@ fn run_compile(
         }
         // (Made here, so that a place that cannot take it is said as -o's:
         // the bare OS error came after the compile.)
+        let made = std::fs::symlink_metadata(&out).is_err();
         if let Err(e) = std::fs::create_dir_all(&out)
             && matches!(e.kind(), std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem)
         {
@@ -2040,8 +2041,14 @@ fn run_compile(
             Target::Cpu => pipeline::Target::Cpu(KernelCache::new(KernelCache::default_dir(&out))),
             Target::Cuda => pipeline::Target::Cuda(GpuOptions::default()),
         };
-        let compiled =
-            pipeline::compile_source(&source, &name, &options, batch, &target, &out).map_err(|e| e.to_string())?;
+        let compiled = pipeline::compile_source(&source, &name, &options, batch, &target, &out).map_err(|e| {
+            // (A directory this command made for an artifact it did not
+            // write is not left behind.)
+            if made {
+                let _ = std::fs::remove_dir_all(&out);
+            }
+            e.to_string()
+        })?;
         let manifest = &compiled.manifest;
         let seconds = started.elapsed().as_secs_f64();
         if let pipeline::Target::Cuda(_) = target {

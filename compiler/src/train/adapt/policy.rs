@@ -142,7 +142,8 @@ impl Template {
     /// where it stops by itself.
     pub fn uncapped(&self) -> Option<String> {
         match self {
-            Template::Widen { layer, factor: Some(_), max_width: None, .. } => {
+            // (Neither a width nor a factor doubles it.)
+            Template::Widen { layer, width: None, max_width: None, .. } => {
                 Some(format!("widens {layer} by a factor with no max_width"))
             }
             Template::WidenResidual { width: None, max_width: None, .. } => {
