@@ -279,8 +279,10 @@ extern "C" void aicfRegisterPasses(void) {
     aicf::registerAICFPasses();
     PassPipelineRegistration<TrainPipelineOptions>(
         "aicf-train-pipeline",
-        "The whole train-step compilation: hl-optimizer, canonicalize, cse, "
-        "the hl fusion passes, convert-hl-to-ll, ll-plan-memory, ll-schedule",
+        "The whole train-step compilation: hl-fuse-attention, hl-autocast "
+        "(precision), hl-pad-contractions, hl-optimizer, canonicalize, cse, "
+        "the hl fusion passes, convert-hl-to-ll, ll-bucket-collectives "
+        "(data-parallel), ll-plan-memory, ll-schedule",
         [](OpPassManager &pm, const TrainPipelineOptions &o) {
           // Its string options are names spliced into the pipeline text:
           // one holding pipeline syntax would run other passes.

@@ -119,3 +119,20 @@ func.func @splat_shape_ops() -> (tensor<4x3xf32>, tensor<3x2xf32>, tensor<1x2xf3
   // CHECK: return %[[B]], %[[T]], %[[S]]
   return %b, %t, %s : tensor<4x3xf32>, tensor<3x2xf32>, tensor<1x2xf32>
 }
+
+// -----
+
+// The smallest integer divided by -1 overflows: not folded (upstream's
+// divsi declines it too; in 64 bits the folder's own division trapped).
+// CHECK-LABEL: func.func @no_overflowing_division
+func.func @no_overflowing_division() -> (tensor<1xi32>, tensor<1xi64>) {
+  %a = hl.constant dense<-2147483648> : tensor<1xi32>
+  %m = hl.constant dense<-1> : tensor<1xi32>
+  // CHECK: hl.div {{.*}} : tensor<1xi32>, tensor<1xi32>
+  %q = hl.div %a, %m : tensor<1xi32>, tensor<1xi32>
+  %b = hl.constant dense<-9223372036854775808> : tensor<1xi64>
+  %n = hl.constant dense<-1> : tensor<1xi64>
+  // CHECK: hl.div {{.*}} : tensor<1xi64>, tensor<1xi64>
+  %r = hl.div %b, %n : tensor<1xi64>, tensor<1xi64>
+  return %q, %r : tensor<1xi32>, tensor<1xi64>
+}

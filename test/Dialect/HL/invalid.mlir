@@ -1211,3 +1211,11 @@ func.func @f(%q: tensor<2x16x8xf32>, %k: tensor<2x16x4xf32>) {
   %0:3 = hl.attention_backward %q, %k, %k, %q, %q : tensor<2x16x8xf32>, tensor<2x16x4xf32>, tensor<2x16x4xf32>, tensor<2x16x8xf32>
   return
 }
+
+// -----
+
+func.func @f(%a: tensor<6917529027641081856x2xf32>) {
+  // expected-error @+1 {{'hl.concat' op the concatenated size of dimension 0 (6917529027641081856 + 6917529027641081856) is beyond 64-bit sizes}}
+  %0 = hl.concat %a, %a axis = 0 : tensor<6917529027641081856x2xf32>, tensor<6917529027641081856x2xf32>
+  return
+}

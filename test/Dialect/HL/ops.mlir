@@ -189,6 +189,11 @@ func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %table: tensor<6
   %7 = hl.relu %4 : tensor<2x2x2xf32>
   // CHECK: hl.relu %{{.*}} : tensor<4x16x8xf32>
   %8 = hl.relu %5 : tensor<4x16x8xf32>
+  // A stride near 2^63 takes one element (the size's sum overflowed to a
+  // negative dimension).
+  // CHECK: hl.relu %{{.*}} : tensor<2x1x4xf32>
+  %9 = hl.slice %x start = [0, 1, 0] limit = [2, 3, 4] strides = [1, 9223372036854775806, 1] : tensor<2x3x4xf32>
+  %10 = hl.relu %9 : tensor<2x1x4xf32>
   return
 }
 

@@ -8,6 +8,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -166,10 +167,20 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                << "inputs differ in dimension " << d << " (not the concatenation axis "
                << axis << "): " << first << " and " << t;
     }
-    if (ShapedType::isDynamic(shape[axis]) || t.isDynamicDim(axis))
+    if (ShapedType::isDynamic(shape[axis]) || t.isDynamicDim(axis)) {
       shape[axis] = ShapedType::kDynamic;
-    else
-      shape[axis] += t.getDimSize(axis);
+    } else {
+      // A sum past int64 wrapped, to a negative size or to the value
+      // MLIR reads as a dynamic one.
+      int64_t sum;
+      if (llvm::AddOverflow(shape[axis], t.getDimSize(axis), sum) ||
+          ShapedType::isDynamic(sum))
+        return inferError(loc, name)
+               << "the concatenated size of dimension " << axis << " ("
+               << shape[axis] << " + " << t.getDimSize(axis)
+               << ") is beyond 64-bit sizes";
+      shape[axis] = sum;
+    }
   }
   inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
@@ -203,7 +214,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
              << "window " << start[d] << ":" << limit[d] << " in dimension " << d
              << " is outside " << input << " (need 0 <= start <= limit <= "
              << dimStr(size) << ")";
-    shape.push_back((limit[d] - start[d] + strides[d] - 1) / strides[d]);
+    // (limit - start + stride - 1) / stride, without the sum's overflow: a
+    // stride near 2^63 gave a negative size, or 0 for a window of one.
+    int64_t span = limit[d] - start[d];
+    shape.push_back(span == 0 ? 0 : (span - 1) / strides[d] + 1);
   }
   inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();

@@ -2,6 +2,8 @@
 
 #include "HLCommon.h"
 
+#include <limits>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -260,10 +262,15 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
 
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   auto type = cast<RankedTensorType>(getType());
+  // The smallest value of an integer element type: divided by -1 it
+  // overflows (upstream's divsi declines to fold it, and in 64 bits the
+  // folder's own division trapped).
+  unsigned width = type.getElementType().isIntOrFloat() ? type.getElementType().getIntOrFloatBitWidth() : 64;
+  int64_t smallest = width >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (width - 1));
   if (Attribute r = foldElementwise({adaptor.getLhs(), adaptor.getRhs()}, type,
                                     [](ArrayRef<double> a) { return a[0] / a[1]; },
-                                    [](ArrayRef<int64_t> a) -> std::optional<int64_t> {
-                                      if (a[1] == 0)
+                                    [smallest](ArrayRef<int64_t> a) -> std::optional<int64_t> {
+                                      if (a[1] == 0 || (a[1] == -1 && a[0] == smallest))
                                         return std::nullopt;
                                       return a[0] / a[1];
                                     }))
