@@ -636,6 +636,30 @@ impl Trainer {
         let f = self.backend.function(function)?;
         let expected: Vec<_> = f.args.iter().filter(|a| a.role() == Role::Input).collect();
         let size = inputs.first().and_then(|t| t.shape.first()).copied();
+        // The inputs that carry the batch (their first dimension is the
+        // model's batch) give one number of rows: features of 15 rows with
+        // labels of 16 compiled a 15-row variant, then failed naming the
+        // features.
+        if expected.len() == inputs.len() {
+            let rows: Vec<(usize, usize)> = expected
+                .iter()
+                .zip(inputs)
+                .enumerate()
+                .filter(|(_, (a, t))| a.shape.first() == batch.as_ref() && t.shape.len() == a.shape.len())
+                .filter_map(|(i, (_, t))| t.shape.first().map(|&r| (i, r)))
+                .collect();
+            if let Some(&(i, _)) = rows.iter().find(|(_, r)| *r == 0) {
+                return Err(TrainError::Input(format!("@{function}: input #{i} has no rows (an empty batch)")));
+            }
+            if let Some(&(first, n)) = rows.first()
+                && let Some(&(i, m)) = rows.iter().find(|(_, m)| *m != n)
+            {
+                return Err(TrainError::Input(format!(
+                    "@{function}: input #{i} has {m} rows and input #{first} {n}: the inputs of one batch (features \
+                     and labels) have one number of rows"
+                )));
+            }
+        }
         let only_batch_differs = expected.len() == inputs.len()
             && expected.iter().zip(inputs).all(|(a, t)| {
                 a.dtype == t.dtype

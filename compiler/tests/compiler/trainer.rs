@@ -114,6 +114,17 @@ fn trainer_errors_name_the_problem() {
     let e = t.step(&[&huge, &y], 0.1).unwrap_err().to_string();
     assert!(e.contains("holds 0 values"), "{e}");
     assert_eq!(t.compiled().len(), 1, "no variant for values that do not fill their shape");
+    // Features and labels of different row counts, and an empty batch,
+    // are said as such before any variant is compiled (a 15-row variant
+    // was, then the call named the features).
+    let x15 = Tensor::new([15, 64], DType::F32, vec![0.5; 15 * 64]);
+    let e = t.step(&[&x15, &y], 0.1).unwrap_err().to_string();
+    assert!(e.contains("input #1 has 32 rows and input #0 15: the inputs of one batch"), "{e}");
+    let empty = Tensor::new([0, 64], DType::F32, vec![]);
+    let y0 = Tensor::new([0], DType::I32, vec![]);
+    let e = t.step(&[&empty, &y0], 0.1).unwrap_err().to_string();
+    assert!(e.contains("input #0 has no rows (an empty batch)"), "{e}");
+    assert_eq!(t.compiled().len(), 1, "no variant for rows that disagree");
     // A learning rate that is not a finite number of at least 0.
     let good = Tensor::new([32, 64], DType::F32, vec![0.5; 32 * 64]);
     for lr in [f64::NAN, -1.0, f64::INFINITY] {
