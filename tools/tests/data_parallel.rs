@@ -395,7 +395,7 @@ fn recorded_endless_run(out: &Path, db: &Path, seed: &str) -> std::process::Chil
     let child = endless_nproc_run(out)
         .args(["--gemm", "generated", "--seed", seed, "--nproc", "2", "--runs-db"])
         .arg(db)
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("aicf starts");
@@ -435,7 +435,14 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     assert!(err.contains("last.safetensors holds epoch ") && err.contains("--resume goes on from there"), "{err}");
     assert!(!err.contains("mpirun detected") && !err.contains("Primary job"), "{err}");
     let last = out.join("ckpt/last.safetensors");
-    assert!(metadata(&last, "epoch").parse::<usize>().is_ok(), "the checkpoint is not whole");
+    let epoch = metadata(&last, "epoch");
+    assert!(epoch.parse::<usize>().is_ok(), "the checkpoint is not whole");
+    // Every epoch line rank 0 printed is out, up to the checkpoint's epoch
+    // (through mpirun, a Ctrl-C dropped the last 20-100 of them).
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let printed =
+        stdout.lines().rev().find_map(|l| l.strip_prefix("epoch ")?.split('/').next()?.trim().parse::<usize>().ok());
+    assert_eq!(printed.map(|e| e.to_string()), Some(epoch.clone()), "{stdout}");
     // The run registry says so too (its row stayed `unfinished`, as a
     // killed run's), with the epochs rank 0 recorded.
     let show = interrupted_row(&db);
@@ -682,6 +689,7 @@ fn stopping_the_launcher_stops_the_ranks() {
     let _serial = one_at_a_time();
     require_mpirun();
     let dir = scratch("launcher");
+    let mut killed = None;
     for signal in ["-TERM", "-KILL"] {
         let out = dir.join(format!("run{signal}"));
         let mut child = endless_nproc_run(&out)
@@ -694,6 +702,7 @@ fn stopping_the_launcher_stops_the_ranks() {
         assert!(rank_pid(&out, 1).is_some(), "rank 1 is running");
         assert!(Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap().success());
         let _ = child.wait();
+        killed = Some(child.id());
         let stopped = Instant::now();
         while rank_pid(&out, 0).is_some() || rank_pid(&out, 1).is_some() {
             if stopped.elapsed() > Duration::from_secs(30) {
@@ -707,6 +716,20 @@ fn stopping_the_launcher_stops_the_ranks() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    // The killed launcher's folder (where rank 0 said where it recorded the
+    // run) is left; the next launch removes it, its process being gone.
+    let prefix = format!("aicf-nproc-{}-", killed.unwrap());
+    let left = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    };
+    assert!(left(), "a SIGKILL leaves the launcher's folder");
+    let o =
+        digits_mlp_run(&dir.join("again")).args(["--no-runs-db", "--nproc", "2", "--epochs", "1"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!left(), "the next launch removes a gone launcher's folder");
 }
 
 /// In fp16 with loss scaling, a short last batch leaves rank 1 no rows (30

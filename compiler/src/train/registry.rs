@@ -204,6 +204,12 @@ pub struct Settings {
     /// problem descriptors and proposals read features as they are.
     #[serde(default)]
     pub standardize: bool,
+    /// The checkpoint directory the run writes (its canonical path; absent
+    /// in older records and for a run without one). A resume from another
+    /// directory (a copy of this one) is a run of its own: it took over
+    /// this row, and the original's resume then wrote over its epochs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_dir: Option<String>,
 }
 
 /// What a run records when it starts.
@@ -593,7 +599,15 @@ impl Runs {
             .map_err(db_error(&self.path))?;
         let Some(before) = before else { return Ok(false) };
         let mut settings = settings.clone();
-        if let Ok(old) = serde_json::from_str::<Settings>(&before)
+        let old = serde_json::from_str::<Settings>(&before).ok();
+        // A copy of the run's checkpoint directory resumed: a run of its own.
+        if let Some(old) = &old
+            && let (Some(was), Some(now)) = (&old.checkpoint_dir, &settings.checkpoint_dir)
+            && was != now
+        {
+            return Ok(false);
+        }
+        if let Some(old) = old
             && settings.policy.is_none()
         {
             (settings.policy, settings.policy_grows) = (old.policy, old.policy_grows);
@@ -1111,6 +1125,26 @@ mod tests {
         assert!(!runs.interrupt_unfinished(failed, "stopped", 2.0).unwrap());
         let status: Vec<String> = runs.list().unwrap().into_iter().map(|r| r.status).collect();
         assert_eq!(status, ["interrupted", "finished", "failed"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A resume goes on in its run's row from the checkpoint directory the
+    /// row records (or where it records none); from another (a copy of
+    /// it) the row is left alone.
+    #[test]
+    fn a_resume_from_a_copied_checkpoint_directory_leaves_the_row_alone() {
+        let dir = std::env::temp_dir().join(format!("aicf-registry-copy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let runs = Runs::open(&dir.join("runs.sqlite")).unwrap();
+        let at = |d: Option<&str>| Settings { checkpoint_dir: d.map(String::from), ..Settings::default() };
+        let run = NewRun { model_hash: "m".into(), settings: at(Some("/ckpt")), ..NewRun::default() };
+        let id = runs.begin(&run).unwrap();
+        assert!(!runs.resume(id, "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
+        assert!(runs.resume(id, "m", 0, &at(Some("/ckpt")), "aicf train --resume").unwrap());
+        // An older record, without a directory, goes on as it did.
+        let old = runs.begin(&NewRun { model_hash: "m".into(), ..NewRun::default() }).unwrap();
+        assert!(runs.resume(old, "m", 0, &at(Some("/copy")), "aicf train --resume").unwrap());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

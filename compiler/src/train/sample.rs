@@ -191,25 +191,45 @@ pub fn sample_checkpoint(
         (None, Vocabulary::Chars(_)) => decode(sequence[0]),
         (None, Vocabulary::Bytes) => "\n".into(),
     };
-    if !emit(&text) {
-        return Ok(text);
-    }
+    // The rows fed: one, or the model's own batch where an op fixes it (an
+    // ONNX export's fixed batch), the context repeated in each; row 0's
+    // logits are read.
+    let mut rows = 1;
+    let mut shown = false;
     let mut pending = Vec::new();
     for i in 0..s.tokens {
         let window = &sequence[sequence.len().saturating_sub(context)..];
         let last = window.len() - 1;
         let ids: Vec<usize> = (0..context).map(|t| window[t.min(last)]).collect();
-        let input = match one_hot {
-            None => Tensor::new(vec![1, context], tokens_in.dtype, ids.iter().map(|&v| v as f64).collect()),
+        let input = |rows: usize| match one_hot {
+            None => Tensor::new(
+                vec![rows, context],
+                tokens_in.dtype,
+                ids.iter().map(|&v| v as f64).collect::<Vec<_>>().repeat(rows),
+            ),
             Some(v) => {
                 let mut values = vec![0.0; context * v];
                 for (t, &id) in ids.iter().enumerate() {
                     values[t * v + id] = 1.0;
                 }
-                Tensor::new(vec![1, context, v], tokens_in.dtype, values)
+                Tensor::new(vec![rows, context, v], tokens_in.dtype, values.repeat(rows))
             }
         };
-        let outputs = trainer.predict(&[&input])?;
+        let outputs = match trainer.predict(&[&input(rows)]) {
+            Err(TrainError::FixedBatch { .. }) if rows == 1 && tokens_in.shape[0] > 1 => {
+                rows = tokens_in.shape[0];
+                trainer.predict(&[&input(rows)])?
+            }
+            outputs => outputs?,
+        };
+        // The prompt goes out once the model has run (a model that does
+        // not compile leaves nothing on stdout).
+        if !shown {
+            shown = true;
+            if !emit(&text) {
+                return Ok(text);
+            }
+        }
         let logits = outputs.first().ok_or_else(|| TrainError::Input(format!("{name}: @forward returned nothing")))?;
         let row = logits.values.get(last * classes..last * classes + size).ok_or_else(|| {
             TrainError::Input(format!(

@@ -73,6 +73,15 @@
 // DECAYINF: aicf: error: the weight decay 1e300 is infinite in f32, the precision the step computes in
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --lr 0.1 --weight-decay 30 --epochs 1 --no-runs-db --no-progress --out %t/decay 2>&1 | FileCheck %s --check-prefix=DECAYGROWS
 // DECAYGROWS: training diverged; the weight decay 30 times the learning rate 0.1 is 3, above 2: each update multiplies the weights by 1 - 3 = -2, so they grow in size and alternate in sign; lower the weight decay
+// A run whose final held-out loss is above a uniform guess's, ln(classes),
+// ends as it did, and says so (an LM at 24 times ln 65 ended as a normal
+// result); a run that learnt says nothing of it.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 5 --gemm generated --epochs 2 --no-runs-db --no-progress --out %t/guess 2>&1 | FileCheck %s --check-prefix=GUESS
+// GUESS: note: the final held-out loss {{[0-9.]+}} nats is above a uniform guess's over the model's 10 classes (ln 10 = 2.3026): the model predicts the held-out data worse than guessing; training did not converge; lower the learning rate
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/learnt 2>&1 | FileCheck %s --check-prefix=LEARNT
+// LEARNT-NOT: uniform guess
+// LEARNT: final held-out accuracy
+// LEARNT-NOT: uniform guess
 // Flags that would change nothing are refused: the collectives' settings
 // without --data-parallel, --timing with --emit.
 // RUN: not aicf bench %S/../../../examples/mlp/digits_mlp.mlir --bucket-size 1K --steps 1 --out %t/bench 2>&1 | FileCheck %s --check-prefix=BUCKETALONE

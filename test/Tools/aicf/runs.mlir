@@ -178,3 +178,15 @@
 // FORKSHOW-NOT: step 50
 // FORKSHOW: step 100 {{.*}}, IR before and after recorded
 // FORKSHOW-NOT: step 50
+
+// A copy of a run's checkpoint directory resumed is a run of its own too:
+// it went on in the original's row, whose own resume then wrote over the
+// copy's epochs.
+// RUN: rm -rf %t/c-ckpt && cp -r %t/r-ckpt %t/c-ckpt && rm -f %t/c-ckpt/.lock
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 11 --out %t/c --checkpoint-dir %t/c-ckpt --runs-db %t/resumed.sqlite --adapt %S/inputs/grow-steps.toml --resume > /dev/null
+// RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 10 --out %t/r --checkpoint-dir %t/r-ckpt --runs-db %t/resumed.sqlite --adapt %S/inputs/grow-steps.toml --resume > /dev/null
+// RUN: aicf runs list --runs-db %t/resumed.sqlite | FileCheck %s --check-prefix=COPIED
+// COPIED: 1 finished {{.*}} mlp 16-10 {{.*}} 10
+// COPIED-NEXT: 2 finished {{.*}} 4
+// COPIED-NEXT: 3 finished {{.*}} 11
+// COPIED-NEXT: 3 runs in
