@@ -68,6 +68,12 @@ pub enum CompileError {
     #[error("{source_name}: the IR does not verify:\n{}", DiagnosticList(.diagnostics))]
     Verify { source_name: String, diagnostics: Vec<Diagnostic> },
 
+    /// The IR verifies but is not a model to compile as it is (it holds a
+    /// gradient function of its own, or data parameters without the file
+    /// that holds their values).
+    #[error("{source_name}: not a model to compile as it is:\n{}", DiagnosticList(.diagnostics))]
+    NotAModel { source_name: String, diagnostics: Vec<Diagnostic> },
+
     /// A pipeline string does not name registered passes with valid options.
     #[error("invalid pass pipeline '{pipeline}': {message}")]
     Pipeline { pipeline: String, message: String },

@@ -489,6 +489,7 @@ pub fn train_step<'c>(
     options: &TrainOptions,
     timings: &mut Timings,
 ) -> Result<()> {
+    refuse_differentiated(module, name)?;
     inline_calls(ctx, module, source)?;
     let planned = timings
         .time("train pipeline (autodiff .. ll-schedule)", || run_pipeline(ctx, module, &options.train_pipeline()));
@@ -533,6 +534,28 @@ fn inline_calls(ctx: &CompilerContext, module: &mut melior::ir::Module<'_>, sour
         run_pipeline(ctx, module, "builtin.module(inline{default-pipeline=})")?;
     }
     Ok(())
+}
+
+/// Refuses a model that holds a gradient of its own (`@loss_grad` as
+/// `hl-autodiff` writes it, or the optimizer's functions): the optimizer
+/// took a hand-written `@loss_grad` for the gradient of `@loss` at fp32
+/// (training on it silently) and `hl-autocast` refused it at bf16.
+fn refuse_differentiated(module: &melior::ir::Module<'_>, name: &str) -> Result<()> {
+    let Some((loc, what)) = crate::passes::differentiated(module.as_operation().to_raw()) else { return Ok(()) };
+    // SAFETY: a location of `module`'s context, alive here.
+    let location = crate::context::describe_location(unsafe { melior::ir::Location::from_raw(loc) });
+    Err(CompileError::NotAModel {
+        source_name: name.to_string(),
+        diagnostics: vec![crate::error::Diagnostic {
+            location,
+            severity: crate::error::Severity::Error,
+            message: format!(
+                "the model is differentiated already ({what}): training differentiates @loss itself and appends the \
+                 optimizer; give the model without it (remove or rename it)"
+            ),
+            notes: Vec::new(),
+        }],
+    })
 }
 
 /// Whether `e` is a memory plan over its budget.

@@ -43,14 +43,30 @@ pub fn declared(module: &Module<'_>, name: &str) -> Result<Option<WeightsRef>> {
     let data_param = ops_of(body)
         .into_iter()
         .filter(|&op| op_name(op) == "hl.param")
-        .find(|&op| attr_text(op, "init") == "#hl.init<data>")
-        .map(|op| ir::string_attr(op, "sym_name").unwrap_or_default());
+        .find(|&op| attr_text(op, "init") == "#hl.init<data>");
+    // A model's mistake, said at its place.
+    let located = |op: mlir_sys::MlirOperation, message: String| CompileError::NotAModel {
+        source_name: name.to_string(),
+        diagnostics: vec![crate::error::Diagnostic {
+            // SAFETY: `op` is an operation of `module`, alive here.
+            location: crate::context::describe_location(unsafe {
+                melior::ir::Location::from_raw(mlir_sys::mlirOperationGetLocation(op))
+            }),
+            severity: crate::error::Severity::Error,
+            message,
+            notes: Vec::new(),
+        }],
+    };
     if text.is_empty() {
         return match data_param {
-            Some(p) => Err(CompileError::Unsupported(format!(
-                "{name}: parameter @{p} is `init <data>` but the module has no `hl.weights` attribute naming the \
-                 file that holds it"
-            ))),
+            Some(op) => Err(located(
+                op,
+                format!(
+                    "parameter @{} is `init <data>` but the module has no `hl.weights` attribute naming the file \
+                     that holds it",
+                    ir::string_attr(op, "sym_name").unwrap_or_default()
+                ),
+            )),
             None => Ok(None),
         };
     }
@@ -61,9 +77,7 @@ pub fn declared(module: &Module<'_>, name: &str) -> Result<Option<WeightsRef>> {
     };
     match (field("file"), field("hash")) {
         (Some(file), Some(hash)) if !file.is_empty() => Ok(Some(WeightsRef { file, hash })),
-        _ => Err(CompileError::Unsupported(format!(
-            "{name}: `hl.weights` must be {{file = \"...\", hash = \"...\"}}, got {text}"
-        ))),
+        _ => Err(located(raw, format!("`hl.weights` must be {{file = \"...\", hash = \"...\"}}, got {text}"))),
     }
 }
 

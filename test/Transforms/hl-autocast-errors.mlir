@@ -5,6 +5,9 @@
 // RUN: not aicf-opt %t/branches.mlir --hl-autocast=dtype=bf16 2>&1 | FileCheck %s --check-prefix=BRANCHES
 // RUN: not aicf-opt %t/empty.mlir --hl-autocast=dtype=bf16 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: aicf-opt %t/f64.mlir --hl-autocast=dtype=bf16 | FileCheck %s --check-prefix=F64
+// An op in both override lists is refused (f32 won, silently).
+// RUN: not aicf-opt %S/../../examples/mlp/digits_mlp.mlir "--hl-autocast=dtype=bf16 fp32-ops=hl.linear,relu low-ops=linear" 2>&1 | FileCheck %s --check-prefix=BOTH
+// BOTH: error: hl-autocast: 'hl.linear' is in both fp32-ops and low-ops: name it in one
 
 // BRANCHES: branches.mlir:2:1: error: hl-autocast: @loss has more than one block: it retypes straight-line functions (no branches)
 // EMPTY: empty.mlir:4:8: error: hl-autocast: 'tensor.empty' is not an hl op

@@ -61,7 +61,7 @@
 // SGD: hl.get_state @fc.weight.momentum
 
 // KIND: error: hl-optimizer: unknown optimizer kind 'lion'; expected sgd, adam or adamw
-// TAKEN: error: hl-optimizer: cannot declare optimizer state @step: the symbol exists
+// TAKEN: taken.mlir:1:1: error: hl-optimizer: cannot declare optimizer state @step: the symbol exists
 
 //--- model.mlir
 hl.param @fc.weight : tensor<4x3xf32> owner "fc" init <kaiming_uniform>

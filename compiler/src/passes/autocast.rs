@@ -168,6 +168,12 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
             return Err(report(format!("'{name}' is not an hl op")));
         }
     }
+    // An op in both lists: f32 won, silently.
+    let mut both: Vec<&String> = policy.fp32_ops.intersection(&policy.low_ops).collect();
+    both.sort();
+    if let Some(name) = both.first() {
+        return Err(report(format!("'{name}' is in both fp32-ops and low-ops: name it in one")));
+    }
     let params: Vec<String> = ir::ops_of(super::grow::module_body(module))
         .into_iter()
         .filter(|&op| matches!(op_name(op).as_str(), "hl.param" | "hl.state"))

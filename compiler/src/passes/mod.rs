@@ -86,6 +86,14 @@ const PASS_BODIES: &[(&str, PassBody)] = &[
 const FORWARD_ONLY: &[&str] =
     &["hl-set-batch", "hl-autocast", "hl-widen", "hl-add-heads", "hl-deepen", "hl-insert-block", "hl-widen-residual"];
 
+/// Where and how the module `op` shows it is differentiated already (a
+/// gradient function as `hl-autodiff` writes one, the optimizer's step
+/// functions, a backward op), for the driver to refuse a model file that
+/// holds one.
+pub(crate) fn differentiated(op: mlir_sys::MlirOperation) -> Option<(mlir_sys::MlirLocation, String)> {
+    common::differentiated(op)
+}
+
 /// Why pass `argument` refuses the module `op` before its body runs, at
 /// which place.
 fn refused(argument: &str, op: mlir_sys::MlirOperation) -> Option<(mlir_sys::MlirLocation, String)> {

@@ -338,11 +338,12 @@ pub fn add_train_step_scaled(
         counters.push((name, None, spec(value)));
     }
     let mut anchor = last_param;
-    let taken: std::collections::HashSet<String> =
-        ops_of(body).into_iter().filter_map(|op| string_attr(op, "sym_name")).collect();
+    // Each symbol with its op, so that a clash is said at the op.
+    let taken: std::collections::HashMap<String, MlirOperation> =
+        ops_of(body).into_iter().filter_map(|op| Some((string_attr(op, "sym_name")?, op))).collect();
     for (name, param, s) in &states {
-        if taken.contains(name) {
-            return Err((module_loc, format!("cannot declare optimizer state @{name}: the symbol exists")));
+        if let Some(&op) = taken.get(name) {
+            return Err((op_loc(op), format!("cannot declare optimizer state @{name}: the symbol exists")));
         }
         let slot = match (param, name.as_str()) {
             (Some(_), _) => name.rsplit('.').next().unwrap_or(name),
@@ -451,8 +452,8 @@ pub fn add_train_step_scaled(
         sums.extend(params.iter().enumerate().map(|(i, (n, _))| (format!("{ACCUMULATED}{n}"), ret_spec(1 + i))));
         sums.extend(set_names.iter().map(|(n, s)| (format!("{ACCUMULATED}set.{n}"), s.clone())));
         for (name, s) in &sums {
-            if taken.contains(name) {
-                return Err((module_loc, format!("cannot declare the accumulator @{name}: the symbol exists")));
+            if let Some(&op) = taken.get(name) {
+                return Err((op_loc(op), format!("cannot declare the accumulator @{name}: the symbol exists")));
             }
             let attrs = [
                 ("sym_name", crate::ir::quoted(name)),

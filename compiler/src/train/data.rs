@@ -89,6 +89,10 @@ pub struct Signature {
     /// and is a mean cross-entropy alone: its held-out loss is then the
     /// cross-entropy of `@forward`'s logits (eval mode's).
     pub sets_state: bool,
+    /// Whether `@loss` returns a mean cross-entropy and nothing else (not
+    /// a sum, not one plus a penalty): its value is then comparable with a
+    /// uniform guess's, ln(classes).
+    pub mean_cross_entropy: bool,
     /// The parameters `@loss` never reads (itself or through the functions
     /// it calls): they get no gradient and keep their initial values. Each
     /// with whether `@forward` reads it (its predictions then use values
@@ -107,6 +111,7 @@ impl Signature {
         let mut forward = None;
         let mut ignore_index = None;
         let mut sets_state = false;
+        let mut mean_cross_entropy = false;
         let mut index_bounds: Vec<Option<usize>> = Vec::new();
         let funcs = functions_by_name(raw);
         for (func, block) in ir::functions(raw) {
@@ -160,6 +165,7 @@ impl Signature {
                         .is_some_and(|p| {
                             ir::op_name(p) == "hl.cross_entropy" && !ir::attr_text(p, "reduction").contains("sum")
                         });
+                    mean_cross_entropy = returns_cross_entropy;
                     sets_state = returns_cross_entropy
                         && ir::ops_of(block).into_iter().any(|o| ir::op_name(o) == "hl.set_state");
                     ignore_index = ir::ops_of(block)
@@ -220,7 +226,14 @@ impl Signature {
             })
             .collect();
         let untrained = untrained_params(raw, &funcs);
-        Ok(Signature { inputs, output: forward.and_then(|f| f.1), ignore_index, sets_state, untrained })
+        Ok(Signature {
+            inputs,
+            output: forward.and_then(|f| f.1),
+            ignore_index,
+            sets_state,
+            mean_cross_entropy,
+            untrained,
+        })
     }
 
     /// A note for each parameter training leaves at its initial values

@@ -1318,7 +1318,11 @@ fn fit_run(
 /// divergence check's factor: an LM ended at 101.7 nats/char, 24 times
 /// ln 65, as a normal result).
 fn note_worse_than_guessing(sig: &Signature, records: &[EpochRecord], remedy: &str, report: &mut dyn Report) {
-    let Some(classes) = sig.classes().filter(|&c| c > 1 && sig.classifies()) else { return };
+    // (A loss that is not a mean cross-entropy alone, a sum or one plus a
+    // penalty, is no measure against the guess.)
+    let Some(classes) = sig.classes().filter(|&c| c > 1 && sig.classifies() && sig.mean_cross_entropy) else {
+        return;
+    };
     let Some(last) = records.last().filter(|r| r.val_loss.is_finite()) else { return };
     let guess = (classes as f64).ln();
     if last.val_loss <= guess {

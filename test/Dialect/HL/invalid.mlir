@@ -30,6 +30,19 @@ hl.param @fc1.weight : tensor<0x64xf32> owner "fc1" init <zeros>
 
 // -----
 
+// An initializer's numbers beyond what the element type holds (a mean of
+// 1e39 made every f32 value infinite, and the loss NaN at the first step
+// with nothing naming the initializer); f16's range is 65504.
+// expected-error @+1 {{'hl.param' op initializer mean = 1e+39 of @fc.w is beyond what its element type 'f32' holds (at most 3.40282347e+38 in magnitude)}}
+hl.param @fc.w : tensor<10x64xf32> owner "fc" init <normal, mean = 1.0e39, std = 1.0>
+
+// -----
+
+// expected-error @+1 {{'hl.param' op initializer low = -70000 of @fc.w is beyond what its element type 'f16' holds (at most 65504 in magnitude)}}
+hl.param @fc.w : tensor<10x64xf16> owner "fc" init <uniform, low = -70000.0, high = 1.0>
+
+// -----
+
 // expected-error @+1 {{'hl.param' op attribute 'type' failed to satisfy constraint: type attribute of ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
 hl.param @p : tensor<4xi32> owner "" init <zeros>
 

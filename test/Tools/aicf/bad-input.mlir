@@ -73,6 +73,18 @@
 // DECAYINF: aicf: error: the weight decay 1e300 is infinite in f32, the precision the step computes in
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --lr 0.1 --weight-decay 30 --epochs 1 --no-runs-db --no-progress --out %t/decay 2>&1 | FileCheck %s --check-prefix=DECAYGROWS
 // DECAYGROWS: training diverged; the weight decay 30 times the learning rate 0.1 is 3, above 2: each update multiplies the weights by 1 - 3 = -2, so they grow in size and alternate in sign; lower the weight decay
+// A model holding a gradient of its own is refused, at every precision,
+// at the gradient's place (at fp32 it was trained on as @loss's gradient,
+// a constant loss of 7; at bf16 refused by hl-autocast).
+// RUN: not aicf train %S/inputs/own-gradient.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/own 2>&1 | FileCheck %s --check-prefix=OWNGRAD
+// RUN: not aicf compile %S/inputs/own-gradient.mlir.txt --precision bf16 -o %t/own.aicf 2>&1 | FileCheck %s --check-prefix=OWNGRAD
+// OWNGRAD: aicf: error: {{.*}}own-gradient.mlir.txt: not a model to compile as it is:
+// OWNGRAD-NEXT: {{.*}}own-gradient.mlir.txt:9:1: error: the model is differentiated already (@loss_grad): training differentiates @loss itself and appends the optimizer; give the model without it (remove or rename it)
+// A data parameter whose values no file names is the model's mistake, at
+// the parameter (it read "not supported yet", unlocated).
+// RUN: not aicf compile %S/inputs/data-no-weights.mlir.txt -o %t/noweights.aicf 2>&1 | FileCheck %s --check-prefix=NOWEIGHTS
+// NOWEIGHTS: aicf: error: {{.*}}data-no-weights.mlir.txt: not a model to compile as it is:
+// NOWEIGHTS-NEXT: {{.*}}data-no-weights.mlir.txt:2:1: error: parameter @fc.w is `init <data>` but the module has no `hl.weights` attribute naming the file that holds it
 // A run whose final held-out loss is above a uniform guess's, ln(classes),
 // ends as it did, and says so (an LM at 24 times ln 65 ended as a normal
 // result); a run that learnt says nothing of it.

@@ -1135,6 +1135,8 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
     let mut dropping: Option<Vec<u8>> = None;
     let mut after_aggregate = false;
     let mut said_interrupted = false;
+    // Whether a rank said it failed (or aborted).
+    let mut rank_failed = false;
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -1163,6 +1165,7 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
                 && (first.starts_with("Primary job")
                     || first.starts_with("mpirun detected that one or more processes"));
             if first.starts_with("MPI_ABORT was invoked") || exit_report {
+                rank_failed = true;
                 let mut block = open;
                 block.extend_from_slice(&line);
                 dropping = Some(block);
@@ -1198,14 +1201,17 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
             continue;
         }
         after_aggregate = false;
-        // Open MPI's runtime tripping over its own teardown while a job
-        // aborts ("[vm:5306] [[30788,0],0] ORTE_ERROR_LOG: Out of resource
-        // in file ../orte/util/show_help.c at line 507", "Data unpack would
-        // read past end of buffer"): in 1 of 3 failed starts, read as a
-        // second failure; the failure itself is said by the rank.
-        if is_orte_teardown_noise(&text) {
+        // Open MPI's runtime tripping over its own teardown after a rank
+        // failed and said why ("[vm:5306] [[30788,0],0] ORTE_ERROR_LOG: Out
+        // of resource in file ../orte/util/show_help.c at line 507", "Data
+        // unpack would read past end of buffer"): in 1 of 3 failed starts,
+        // read as a second failure. (Before a rank's error, they pass: a
+        // "Data unpack" is also mpirun's and the ranks' Open MPI versions
+        // differing.)
+        if rank_failed && is_orte_teardown_noise(&text) {
             continue;
         }
+        rank_failed |= text.starts_with("aicf: error");
         said_interrupted |= text.strip_prefix("aicf: error: ").is_some_and(|t| t.starts_with(run::INTERRUPTED_AT));
         let _ = to.write_all(&line);
         let _ = to.flush();
@@ -1241,17 +1247,44 @@ fn mark_interrupted(record: &Path, message: &str, seconds: f64) {
     }
 }
 
+/// Where this process runs, as a name's part: a hash of the host's name
+/// and the PID namespace's, so that a launcher's process id is only read
+/// where it means the same process (a container sharing /tmp, or a TMPDIR
+/// on shared storage, has other processes under the same ids).
+fn launcher_place() -> String {
+    let mut host = [0u8; 256];
+    // SAFETY: gethostname writes at most the buffer's length.
+    let host = if unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len()) } == 0 {
+        host.split(|&b| b == 0).next().unwrap_or_default().to_vec()
+    } else {
+        Vec::new()
+    };
+    let namespace = std::fs::read_link("/proc/self/ns/pid").map(|p| p.display().to_string()).unwrap_or_default();
+    // FNV-1a, the same in every build.
+    let hash = host
+        .iter()
+        .chain(b"\0")
+        .chain(namespace.as_bytes())
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{hash:016x}")
+}
+
 /// Removes the folders of earlier `--nproc` launchers that are gone (a
-/// launcher killed by SIGKILL cannot remove its own): `aicf-nproc-<pid>-*`
-/// in the temporary directory whose process no longer exists.
-fn remove_stale_record_dirs() {
+/// launcher killed by SIGKILL cannot remove its own):
+/// `aicf-nproc-<pid>-<time>-<place>` in the temporary directory, of this
+/// user and this place (`launcher_place`), whose process no longer exists.
+fn remove_stale_record_dirs(place: &str) {
+    use std::os::unix::fs::MetadataExt as _;
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    // SAFETY: geteuid cannot fail.
+    let user = unsafe { libc::geteuid() };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
             .and_then(|n| n.strip_prefix("aicf-nproc-"))
             .and_then(|rest| rest.split_once('-'))
+            .filter(|(_, rest)| rest.rsplit_once('-').is_some_and(|(_, p)| p == place))
             .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
             .filter(|&pid| pid > 0)
         else {
@@ -1260,9 +1293,8 @@ fn remove_stale_record_dirs() {
         // SAFETY: signal 0 only asks whether the process exists.
         let gone =
             unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        // (Another user's cannot be removed: the temporary directory is
-        // sticky.)
-        if gone && entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let ours = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == user);
+        if gone && ours {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -1290,9 +1322,21 @@ fn rank0_stdout_fifo(dir: &Path) -> Option<(PathBuf, std::fs::File)> {
 
 /// Copies what rank 0 writes into `fifo` to this process's standard output
 /// until mpirun has ended (`ended`) and the FIFO is drained: mpirun waits
-/// for its ranks, so nothing is written after it ends.
-fn copy_until_ended(mut fifo: std::fs::File, ended: &std::sync::atomic::AtomicBool) {
+/// for its ranks, so nothing is written after it ends. The FIFO is read
+/// into memory by one thread and written out by another, as mpirun keeps
+/// a rank's output: a standard output not read for a while (`| less`, a
+/// stopped terminal) must not stop rank 0 in a write, and every rank with
+/// it at the next all-reduce's timeout.
+fn copy_until_ended(mut fifo: std::fs::File, ended: std::sync::Arc<std::sync::atomic::AtomicBool>) {
     use std::io::Read as _;
+    let (send, receive) = std::sync::mpsc::channel::<Vec<u8>>();
+    let writer = std::thread::spawn(move || {
+        for piece in receive {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&piece);
+            let _ = out.flush();
+        }
+    });
     let mut buf = vec![0u8; 1 << 16];
     loop {
         // Read before the FIFO is: an end seen here means every byte was
@@ -1300,16 +1344,16 @@ fn copy_until_ended(mut fifo: std::fs::File, ended: &std::sync::atomic::AtomicBo
         let last = ended.load(std::sync::atomic::Ordering::Acquire);
         match fifo.read(&mut buf) {
             Ok(n) if n > 0 => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(&buf[..n]);
-                let _ = out.flush();
+                let _ = send.send(buf[..n].to_vec());
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             // Empty (no writer yet, or none any more) or would block.
             Ok(_) | Err(_) if !last => std::thread::sleep(std::time::Duration::from_millis(20)),
-            Ok(_) | Err(_) => return,
+            Ok(_) | Err(_) => break,
         }
     }
+    drop(send);
+    let _ = writer.join();
 }
 
 /// In rank 0 of a `--nproc` run, standard output goes to the launcher's
@@ -1415,9 +1459,10 @@ fn launch_mpirun(n: usize) -> i32 {
     // this process interrupts is recorded as interrupted, not unfinished:
     // into a folder of this process's own (made new, so no one else's file
     // or link is read or written), removed at the end.
-    remove_stale_record_dirs();
+    let place = launcher_place();
+    remove_stale_record_dirs(&place);
     let record_dir = std::env::temp_dir().join(format!(
-        "aicf-nproc-{}-{}",
+        "aicf-nproc-{}-{}-{place}",
         std::process::id(),
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
     ));
@@ -1431,8 +1476,14 @@ fn launch_mpirun(n: usize) -> i32 {
     // on a Ctrl-C dropped what its ranks had written last (an interrupted
     // run's last 20-100 epoch lines, which its metrics and checkpoint held).
     let rank0_out = record.as_ref().and_then(|_| rank0_stdout_fifo(&record_dir));
-    if let Some((fifo, _)) = &rank0_out {
-        command.env(NPROC_STDOUT_ENV, fifo);
+    // (Neither is taken from this process's environment where not set
+    // here: an inherited one is another launcher's.)
+    match &rank0_out {
+        Some((fifo, _)) => command.env(NPROC_STDOUT_ENV, fifo),
+        None => command.env_remove(NPROC_STDOUT_ENV),
+    };
+    if record.is_none() {
+        command.env_remove(aicf_compiler::train::registry::NPROC_RECORD_ENV);
     }
     // Training reads no standard input: mpirun would pass this process's
     // on to rank 0, reading it up (a `while read` loop around `aicf train
@@ -1488,7 +1539,7 @@ fn launch_mpirun(n: usize) -> i32 {
     let mpirun_ended = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let copy_out = rank0_out.map(|(_, fifo)| {
         let ended = mpirun_ended.clone();
-        std::thread::spawn(move || copy_until_ended(fifo, &ended))
+        std::thread::spawn(move || copy_until_ended(fifo, ended))
     });
     let waited = command.spawn().and_then(|mut child| {
         if let Some(err) = child.stderr.take() {
@@ -3384,6 +3435,10 @@ mod tests {
         );
         let other = "[vm:1] [[3,0],0] ORTE_ERROR_LOG: Not found in file ../ess_hnp_module.c at line 320\n";
         assert_eq!(forwarded(other.as_bytes()), other.as_bytes());
+        // Before any rank failed, they pass (versions that differ).
+        let first =
+            "[vm:1] [[3,0],0] ORTE_ERROR_LOG: Data unpack would read past end of buffer in file x.c at line 1\n";
+        assert_eq!(forwarded(first.as_bytes()), first.as_bytes());
     }
 
     /// After rank 0's words for an interrupted run, mpirun's reports of the

@@ -12,6 +12,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace hl;
@@ -438,6 +439,30 @@ LogicalResult ParamOp::verify() {
   if (!type.hasStaticShape())
     return emitOpError("parameter @")
            << name << " must have a static shape, got " << type;
+  // The initializer's numbers within the element type's range: a mean of
+  // 1e39 in f32 was infinity in every value, and the loss NaN at the first
+  // step with nothing naming the initializer.
+  if (auto floatType = dyn_cast<FloatType>(type.getElementType())) {
+    InitAttr init = getInit();
+    APFloat largest = APFloat::getLargest(floatType.getFloatSemantics());
+    double most = largest.convertToDouble();
+    std::pair<StringRef, APFloat> args[] = {{"mean", init.getMean()},
+                                            {"std", init.getStd()},
+                                            {"low", init.getLow()},
+                                            {"high", init.getHigh()}};
+    for (auto &[key, value] : args)
+      if (std::fabs(value.convertToDouble()) > most) {
+        // As written ("1e+39", not 9.9999999999999994E+38).
+        char valueText[32], mostText[32];
+        std::snprintf(valueText, sizeof valueText, "%.9g",
+                      value.convertToDouble());
+        std::snprintf(mostText, sizeof mostText, "%.9g", most);
+        return emitOpError("initializer ")
+               << key << " = " << valueText << " of @" << name
+               << " is beyond what its element type " << floatType
+               << " holds (at most " << mostText << " in magnitude)";
+      }
+  }
   if (llvm::is_contained(type.getShape(), 0))
     return emitOpError("parameter @")
            << name << " has a zero-size dimension (" << type
