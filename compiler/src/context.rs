@@ -146,6 +146,29 @@ fn parse_named<'c>(context: &'c Context, source: &str, source_name: &str) -> Opt
     }
 }
 
+/// The text of the MLIR bytecode `bytes` (`aicf-opt --emit-bytecode`'s,
+/// named `source_name` in errors), with its locations (`loc(...)`), so
+/// that errors name the places the bytecode kept.
+pub fn bytecode_text(bytes: &[u8], source_name: &str) -> Result<String> {
+    use melior::ir::operation::{OperationLike as _, OperationPrintingFlags};
+    let ctx = CompilerContext::new();
+    ctx.take_diagnostics();
+    let raw = unsafe {
+        ffi::aicfParseModule(
+            ctx.context.to_raw(),
+            mlir_sys::MlirStringRef { data: bytes.as_ptr().cast(), length: bytes.len() },
+            ffi::string_ref(source_name),
+        )
+    };
+    let Some(module) = (unsafe { Module::from_option_raw(raw) }) else {
+        return Err(CompileError::Parse { source_name: source_name.to_string(), diagnostics: ctx.take_diagnostics() });
+    };
+    module
+        .as_operation()
+        .to_string_with_flags(OperationPrintingFlags::new().enable_debug_info(true, false))
+        .map_err(|e| CompileError::Internal(format!("{source_name}: printing its bytecode as text: {e}")))
+}
+
 /// Renders an MLIR location as `file:line:col` where it has one.
 pub fn describe_location(location: Location<'_>) -> String {
     use mlir_sys::*;

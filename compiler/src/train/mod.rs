@@ -55,6 +55,17 @@ pub fn read_model(path: &std::path::Path) -> Result<String> {
         };
         return Err(TrainError::Io { path: path.to_path_buf(), message: message.into() });
     }
+    // MLIR bytecode (`aicf-opt --emit-bytecode`), as mlir-opt reads it: its
+    // text, with the places it kept (it was "not UTF-8 text").
+    if let Ok(mut file) = std::fs::File::open(path) {
+        use std::io::Read as _;
+        let mut magic = [0u8; 4];
+        if file.read_exact(&mut magic).is_ok() && magic == *b"ML\xefR" {
+            let bytes =
+                std::fs::read(path).map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+            return Ok(crate::context::bytecode_text(&bytes, &path.display().to_string())?);
+        }
+    }
     std::fs::read_to_string(path).map_err(|e| TrainError::Io {
         path: path.to_path_buf(),
         message: if e.kind() == std::io::ErrorKind::InvalidData {

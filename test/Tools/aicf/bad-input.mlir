@@ -80,6 +80,16 @@
 // RUN: not aicf compile %S/inputs/own-gradient.mlir.txt --precision bf16 -o %t/own.aicf 2>&1 | FileCheck %s --check-prefix=OWNGRAD
 // OWNGRAD: aicf: error: {{.*}}own-gradient.mlir.txt: not a model to compile as it is:
 // OWNGRAD-NEXT: {{.*}}own-gradient.mlir.txt:9:1: error: the model is differentiated already (@loss_grad): training differentiates @loss itself and appends the optimizer; give the model without it (remove or rename it)
+// A model as MLIR bytecode (aicf-opt --emit-bytecode) trains as its text
+// does, and its errors name the places the bytecode kept (it was "not
+// UTF-8 text").
+// RUN: aicf-opt %S/../../../examples/mlp/digits_mlp.mlir --emit-bytecode -o %t/mlp.mlirbc
+// RUN: aicf train %t/mlp.mlirbc --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/bytecode 2>&1 | FileCheck %s --check-prefix=BYTECODE
+// BYTECODE: final held-out accuracy
+// RUN: aicf-opt %S/inputs/own-gradient.mlir.txt --emit-bytecode -o %t/own.mlirbc
+// RUN: not aicf compile %t/own.mlirbc -o %t/own-bc.aicf 2>&1 | FileCheck %s --check-prefix=OWNBYTECODE
+// OWNBYTECODE: aicf: error: {{.*}}own.mlirbc: not a model to compile as it is:
+// OWNBYTECODE-NEXT: {{.*}}own-gradient.mlir.txt:9:1: error: the model is differentiated already (@loss_grad)
 // A data parameter whose values no file names is the model's mistake, at
 // the parameter (it read "not supported yet", unlocated).
 // RUN: not aicf compile %S/inputs/data-no-weights.mlir.txt -o %t/noweights.aicf 2>&1 | FileCheck %s --check-prefix=NOWEIGHTS
