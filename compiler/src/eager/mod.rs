@@ -96,6 +96,11 @@ struct Node {
     /// inputs' values then, so one changed since (an optimizer step,
     /// `set_values`) is refused rather than differentiated at its new value.
     versions: Vec<u64>,
+    /// Whether a `backward()` went through this node without keeping the
+    /// graph (`backward_retain_graph`): a second one through it is refused,
+    /// as PyTorch refuses it ("backward through the graph a second time"),
+    /// where it silently added the gradients again.
+    used: std::cell::Cell<bool>,
 }
 
 /// A tape is dropped node by node from a work list, not by recursion: each
@@ -841,6 +846,7 @@ fn op_call(def: &Rc<OpDef>, inputs: &[&Tensor]) -> Result<Tensor> {
         op: def.clone(),
         inputs: inputs.iter().map(|t| (*t).clone()).collect(),
         versions: inputs.iter().map(|t| t.0.version.get()).collect(),
+        used: std::cell::Cell::new(false),
     });
     Ok(Tensor(Rc::new(Inner {
         shape,
@@ -1185,8 +1191,22 @@ impl Tensor {
     }
 
     /// Fills every leaf's `.grad()` with d(self)/d(leaf), accumulating into
-    /// what is there; `self` must be a scalar.
+    /// what is there; `self` must be a scalar. As in PyTorch, the graph is
+    /// gone through once: a second `backward()` through any of its ops (of
+    /// this loss, or of another that shares them) is an error, unless the
+    /// earlier one was [`Tensor::backward_retain_graph`].
     pub fn backward(&self) -> Result<()> {
+        self.backward_with(false)
+    }
+
+    /// [`Tensor::backward`] keeping the graph for another backward through
+    /// it (PyTorch's `retain_graph=True`): the next one adds its gradients
+    /// to the leaves' again.
+    pub fn backward_retain_graph(&self) -> Result<()> {
+        self.backward_with(true)
+    }
+
+    fn backward_with(&self, retain_graph: bool) -> Result<()> {
         let shape = self.shape();
         if !shape.is_empty() && shape.iter().product::<usize>() != 1 {
             return Err(EagerError::Invalid(format!("backward() of a tensor of shape {shape:?}: a loss is a scalar")));
@@ -1212,6 +1232,21 @@ impl Tensor {
                     if x.requires_grad() && !seen.contains(&Rc::as_ptr(&x.0)) {
                         stack.push((x.clone(), false));
                     }
+                }
+            }
+        }
+        if order.iter().any(|t| t.0.node.as_ref().is_some_and(|n| n.used.get())) {
+            return Err(EagerError::Invalid(
+                "backward() through ops an earlier backward() went through (of this loss, or of another sharing \
+                 them): their gradients would be added to the leaves' again; make the earlier one \
+                 backward_retain_graph() (PyTorch's retain_graph=True) to go through them twice"
+                    .into(),
+            ));
+        }
+        if !retain_graph {
+            for t in &order {
+                if let Some(n) = &t.0.node {
+                    n.used.set(true);
                 }
             }
         }
@@ -1274,6 +1309,9 @@ impl Tensor {
     pub fn div(&self, o: &Tensor) -> Result<Tensor> {
         self.binary(o, "div".into(), |a, b| a.div(b))
     }
+    /// The elementwise larger of the two. Where they are equal the whole
+    /// gradient goes to `self` (as `torch.clamp` passes it at its bound,
+    /// and max pooling to one position; `torch.maximum` splits it in half).
     pub fn maximum(&self, o: &Tensor) -> Result<Tensor> {
         self.binary(o, "maximum".into(), |a, b| a.maximum(b))
     }

@@ -307,6 +307,9 @@ impl Tensor {
     pub fn pow(&self, other: &Tensor) -> Result<Tensor> {
         self.op("hl.pow", &[self, other], &[])
     }
+    /// The elementwise larger of the two; on a tie the gradient goes to
+    /// `self` whole (as `torch.clamp` and max pooling pass it; `torch.
+    /// maximum` splits it in half). [`Tensor::minimum`] likewise.
     pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
         self.op("hl.max", &[self, other], &[])
     }

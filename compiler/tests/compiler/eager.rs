@@ -213,9 +213,21 @@ fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad(dev: &D
     let want: Vec<f64> = w.values().unwrap().iter().map(|&v| 2.0 * v as f64 + 3.0).collect();
     let got = w.grad().unwrap().unwrap().values;
     assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5), "{got:?} vs {want:?}");
-    // A second backward accumulates, zero_grad clears.
+    // A second backward through the same ops is refused, as PyTorch
+    // refuses it (it added the gradients again, silently), the gradient
+    // left as the first made it; one kept by backward_retain_graph goes
+    // through again and accumulates, zero_grad clears.
+    let e = l.backward().unwrap_err().to_string();
+    assert!(e.contains("an earlier backward() went through") && e.contains("backward_retain_graph()"), "{e}");
+    assert!((w.grad().unwrap().unwrap().values[0] - want[0]).abs() < 1e-5);
+    w.zero_grad();
+    let l = w.mul(&w).unwrap().add(&w.mul_scalar(3.0).unwrap()).unwrap().sum(&[0], false).unwrap();
+    l.backward_retain_graph().unwrap();
     l.backward().unwrap();
     assert!((w.grad().unwrap().unwrap().values[0] - 2.0 * want[0]).abs() < 1e-5);
+    // Another loss sharing those ops is refused too.
+    let e = l.mul_scalar(2.0).unwrap().backward().unwrap_err().to_string();
+    assert!(e.contains("an earlier backward() went through"), "{e}");
     w.zero_grad();
     assert!(w.grad().unwrap().is_none());
     // Nothing is recorded under no_grad, and a detached tensor has no history.
