@@ -567,6 +567,8 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     // Problems left out because too few of their runs reached the budget
     // (they stopped short of it).
     let mut short_of_budget = 0;
+    // The problems that rank nothing (fewer than two structures), by name.
+    let mut unranked: Vec<String> = Vec::new();
     let mut neighbours: Vec<Neighbour> = Vec::new();
     for ((name, _), rs) in &by_problem {
         let past = &rs[0].run.problem;
@@ -593,6 +595,7 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         if plain.len() < 2 {
             // One structure ranks nothing.
             short_of_budget += usize::from(tried.len() >= 2);
+            unranked.push(name.clone());
             continue;
         }
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
@@ -719,12 +722,33 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
     if predictions.is_empty() {
         // Of the candidates the registry ranks (and the default), not of
         // every structure: a smaller one may fit (--structure).
+        let budget = options.budget.unwrap_or(0.0);
         let smallest = candidates.iter().map(|(s, _)| (s, step_flops(s) * 10.0)).min_by(|a, b| a.1.total_cmp(&b.1));
         let (name, ten) = smallest.map_or((String::new(), 0.0), |(s, f)| (s.to_string(), f));
+        let ranked: Vec<String> = candidates.iter().map(|(s, _)| s.to_string()).collect();
+        // Only the default ranked: no neighbour's run reached the budget's
+        // point of its curve (said, as a smaller structure of the registry
+        // read as left out).
+        let why = if candidates.len() == 1 {
+            " (the default alone: no run of the nearest problems reached this budget's point of its curve)"
+        } else {
+            ""
+        };
+        // The space's smallest that fits, to name (--structure).
+        let fitting = Structure::space(&shape.task)
+            .into_iter()
+            .filter(|s| step_flops(s) * 10.0 <= budget)
+            .min_by(|a, b| step_flops(a).total_cmp(&step_flops(b)));
+        let remedy = match fitting {
+            Some(s) => {
+                format!("give a larger --budget, or --structure \"{s}\" (ten steps {:.3e})", step_flops(&s) * 10.0)
+            }
+            None => "give a larger --budget: no structure of the proposer's space takes ten steps within it".into(),
+        };
         return Err(bad(format!(
-            "a budget of {:.3e} FLOPs is less than ten training steps of every structure ranked here (the \
-             smallest, {name}, takes {ten:.3e} for ten): give a larger --budget, or --structure for a smaller one",
-            options.budget.unwrap_or(0.0)
+            "a budget of {budget:.3e} FLOPs is less than ten training steps of every structure ranked here ({}{why}; \
+             the smallest, {name}, takes {ten:.3e} for ten): {remedy}",
+            ranked.join(", ")
         )));
     }
     // Best predicted first; among equals, the one with more evidence, then
@@ -807,7 +831,17 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
              default {default}"
         ));
     } else {
-        explanation.push(format!("nearest of the registry's {problems_seen} past {kind} problems:"));
+        // Those left out, said: the count above read as all of them.
+        let left = if unranked.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} left out, with runs of fewer than two structures trained as they are at the budget: {})",
+                unranked.len(),
+                unranked.join(", ")
+            )
+        };
+        explanation.push(format!("nearest of the registry's {problems_seen} past {kind} problems{left}:"));
         for n in &neighbours {
             let best = n.scored.iter().min_by(|a, b| a.2.total_cmp(&b.2)).map(|b| format!("{} ({:.4})", b.0, b.2));
             let ids: Vec<i64> = n.scored.iter().flat_map(|s| s.1.iter().copied()).collect();
@@ -858,7 +892,7 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
             format!("proposal: {chosen}, the best predicted{rest}")
         });
     }
-    let policy = checked_policy(growth_policy(&chosen, grow, shape, &neighbours, &mut explanation))?;
+    let policy = checked_policy(growth_policy(&chosen, grow, options.next, shape, &neighbours, &mut explanation))?;
     let module = chosen.build(shape)?;
     Ok(Proposal {
         structure: chosen.to_string(),
@@ -988,10 +1022,14 @@ fn id_ranges(ids: &[i64]) -> String {
 /// The growth policy for `chosen`: a rollback of instabilities, and the
 /// neighbours' widenings carried over where they are the proposal (`grow`:
 /// the growth runs from this start did best) or where most growth runs
-/// paid off (ended better than their start trained plain).
+/// paid off (ended better than their start trained plain). In a search
+/// (`next`) a plain proposal's policy only rolls back: its grown form is a
+/// candidate of its own, and a policy that grew it recorded that one
+/// again, so the search proposed the same structure on and on.
 fn growth_policy(
     chosen: &Structure,
     grow: bool,
+    next: bool,
     shape: &Shape,
     neighbours: &[Neighbour],
     explanation: &mut Vec<String>,
@@ -1012,6 +1050,8 @@ fn growth_policy(
     let label = chosen.to_string();
     let source: Vec<&Growth> = if grow {
         growth.iter().copied().filter(|g| g.from == label && !g.widened.is_empty()).collect()
+    } else if next {
+        Vec::new()
     } else if !paid.is_empty() && paid.len() * 2 >= growth.len() {
         paid.clone()
     } else {
@@ -1036,6 +1076,10 @@ fn growth_policy(
     };
     let runs = |g: &[&Growth]| id_ranges(&g.iter().map(|g| g.run).collect::<Vec<_>>());
     match rule {
+        None if next && !grow => explanation.push(format!(
+            "growth policy: --next proposes {label} as it is ({label} grown is a candidate of its own); the policy \
+             only rolls back instabilities"
+        )),
         Some((pos, max_width)) => {
             text += &format!(
                 "\n# Growth from runs {}: widen fc{pos} on each plateau, up to {max_width} units.\n[[rule]]\n\
@@ -1069,7 +1113,7 @@ fn growth_policy(
             runs(&source)
         )),
         None => explanation.push(format!(
-            "growth policy: {} of {} growth runs of the neighbours paid off ({}), too few to carry over to {label}; \
+            "growth policy: {} of the neighbours' {} growth runs ({}) paid off, too few to carry over to {label}; \
              the policy only rolls back instabilities",
             paid.len(),
             growth.len(),
@@ -1335,9 +1379,21 @@ mod tests {
         namesake.name = "near_a".into();
         runs.push(run(40, &namesake, "mlp 16", &[(lo, 0.3), (hi, 0.2)], false));
         runs.push(run(41, &namesake, "mlp 64", &[(lo, 0.2), (hi, 0.1)], false));
+        // A problem of one structure ranks nothing: left out, and said so.
+        let mut lonely = far.clone();
+        lonely.name = "lonely".into();
+        runs.push(run(50, &lonely, "mlp 16", &[(lo, 0.3), (hi, 0.2)], false));
         let opts = |epochs: f64| ProposeOptions { neighbours: 2, budget: Some(budget(&new, epochs)), next: false };
         let small = propose(&shape, &new, &runs, &opts(40.0)).unwrap();
-        assert_eq!(small.problems_seen, 4);
+        assert_eq!(small.problems_seen, 5);
+        assert!(
+            small.explanation.iter().any(|l| l.starts_with(
+                "nearest of the registry's 5 past table problems (1 left \
+                                                             out"
+            ) && l.ends_with(": lonely):")),
+            "{:#?}",
+            small.explanation
+        );
         assert_eq!(small.structure, "mlp 16", "{:#?}", small.explanation);
         let mut names: Vec<&str> = small.neighbours.iter().map(|n| n.problem.as_str()).collect();
         names.sort_unstable();
@@ -1361,9 +1417,18 @@ mod tests {
             beyond.explanation
         );
         // Too small a budget for ten steps of anything.
-        assert!(
-            propose(&shape, &new, &runs, &ProposeOptions { neighbours: 2, budget: Some(10.0), next: false }).is_err()
-        );
+        let e = propose(&shape, &new, &runs, &ProposeOptions { neighbours: 2, budget: Some(10.0), next: false })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no structure of the proposer's space takes ten steps within it"), "{e}");
+        // With only the default ranked (no past run), a budget that fits a
+        // smaller structure of the space names it (it named only the
+        // default, as if nothing smaller were there).
+        let ten = |s: &str| Structure::parse(s).unwrap().flops_per_example(&shape) * shape.batch() as f64 * 10.0;
+        let between = ProposeOptions { neighbours: 2, budget: Some(ten("mlp 16") * 1.5), next: false };
+        assert!(ten("mlp 128") > ten("mlp 16") * 1.5);
+        let e = propose(&shape, &new, &[], &between).unwrap_err().to_string();
+        assert!(e.contains("(mlp 128 (the default alone") && e.contains("--structure \"mlp 16\""), "{e}");
         // Text problems do not draw on tables.
         let text = Shape { task: "text".into(), features: 1, outputs: 30, rows: 50_000 };
         let mut lm = new.clone();
@@ -1498,11 +1563,19 @@ mod tests {
         assert_eq!((p.structure.as_str(), p.grow), ("mlp 64", false), "{:#?}", p.explanation);
         assert!(p.policy.contains("max_width = 256"), "{}", p.policy);
         assert!(p.explanation.iter().any(|l| l.contains("2 of 2 growth runs")), "{:#?}", p.explanation);
+        // In a search (--next) a plain proposal is trained as it is: its
+        // grown form is a candidate of its own (a widening policy recorded
+        // that again, and the search proposed mlp 64 on and on).
+        let next = ProposeOptions { next: true, ..ProposeOptions::default() };
+        let p = propose(&shape, &new, &registry(0.45), &next).unwrap();
+        assert_eq!((p.structure.as_str(), p.grow), ("mlp 64", false), "{:#?}", p.explanation);
+        assert!(!p.policy.contains("widen"), "{}", p.policy);
+        assert!(p.explanation.iter().any(|l| l.contains("--next proposes mlp 64 as it is")), "{:#?}", p.explanation);
         // Growth that ended worse than the plain start: only the rollback.
         let p = propose(&shape, &new, &registry(0.9), &ProposeOptions::default()).unwrap();
         assert_eq!((p.structure.as_str(), p.grow), ("mlp 64", false));
         assert!(!p.policy.contains("widen"), "{}", p.policy);
-        assert!(p.explanation.iter().any(|l| l.contains("0 of 2 growth runs")), "{:#?}", p.explanation);
+        assert!(p.explanation.iter().any(|l| l.contains("0 of the neighbours' 2 growth runs")), "{:#?}", p.explanation);
         assert_eq!(crate::train::adapt::Policy::parse(&p.policy).unwrap().rules.len(), 1);
         // Runs under a policy that never grew them (only rollbacks) are
         // plain runs of their structure: no "grown" candidate comes of them.

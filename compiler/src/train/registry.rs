@@ -296,7 +296,21 @@ pub struct Runs {
 }
 
 fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> TrainError + '_ {
-    move |e| TrainError::Io { path: path.to_path_buf(), message: format!("run registry: {e}") }
+    move |e| {
+        // A damaged file (SQLite's own words say so, not what to do).
+        let advice = match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::NotADatabase) => {
+                " (or its header is damaged): give the registry's own file with --runs-db, or move this one aside \
+                 to start a new registry there (--no-runs-db records nothing)"
+            }
+            Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+                "; the file is damaged: `aicf runs check` says what still reads; move it aside to start a new \
+                 registry there, or give another with --runs-db (--no-runs-db records nothing)"
+            }
+            _ => "",
+        };
+        TrainError::Io { path: path.to_path_buf(), message: format!("run registry: {e}{advice}") }
+    }
 }
 
 /// Seconds since the Unix epoch, as ISO 8601 (UTC).

@@ -1279,7 +1279,14 @@ fn fit_run(
                 }
                 Err(e) => {
                     // (The error names the registry's file.)
-                    report.note(&format!("{e}; the run is not recorded"));
+                    // A lock held past the wait: by whom, and what to do.
+                    let held = if super::registry::is_locked(&e.to_string()) {
+                        " (another process held it through a 30 s wait: a program in a transaction on it, or a \
+                         copy over it; --runs-db gives another registry, --no-runs-db none)"
+                    } else {
+                        ""
+                    };
+                    report.note(&format!("{e}{held}; the run is not recorded"));
                     None
                 }
             }

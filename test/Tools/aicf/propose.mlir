@@ -78,8 +78,8 @@
 // MISSING: aicf: error: {{.*}}missing.csv: No such file or directory
 // STRUCTURE: aicf: error: structure 'cnn 3': not an mlp or an lm
 // KIND: aicf: error: mlp 64 does not model a text problem
-// ZERO: aicf: error: --budget 0: a budget is a positive number of FLOPs
-// SMALL: aicf: error: a budget of 1.000e2 FLOPs is less than ten training steps of every structure ranked here (the smallest, {{.*}}, takes {{[0-9.e]+}} for ten): give a larger --budget, or --structure for a smaller one
+// ZERO: aicf: error: --budget 0: a budget is a finite positive number of FLOPs
+// SMALL: aicf: error: a budget of 1.000e2 FLOPs is less than ten training steps of every structure ranked here ({{.*}}; the smallest, {{.*}}, takes {{[0-9.e]+}} for ten): give a larger --budget: no structure of the proposer's space takes ten steps within it
 // TASK: aicf: error: {{.*}}iris.csv.gz: reads as a classification problem, not text
 // OVERWRITE: aicf: error: {{.*}}iris.csv.gz: the model would overwrite the data
 // FORMAT: aicf: error: {{.*}}propose.mlir: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)

@@ -16,6 +16,12 @@
 // RUN: python3 -c "import sqlite3; print(sqlite3.connect('%t/other.sqlite').execute('SELECT name FROM sqlite_master').fetchall())" | FileCheck %s --check-prefix=UNTOUCHED
 // FOREIGN: aicf: error: {{.*}}other.sqlite: not an AICF run registry (another program's database: no AICF schema version in it); left as it is
 // FOREIGNTRAIN: note: {{.*}}other.sqlite: not an AICF run registry (another program's database: no AICF schema version in it); left as it is; the run is not recorded
+// A file that is not SQLite's (or whose header is damaged) says what to do
+// (it was SQLite's words alone), and is left as it is.
+// RUN: python3 -c "open('%t/garbage.sqlite', 'wb').write(bytes(range(256)) * 20)"
+// RUN: not aicf runs list --runs-db %t/garbage.sqlite 2>&1 | FileCheck %s --check-prefix=GARBAGE
+// RUN: python3 -c "import sys; sys.exit(open('%t/garbage.sqlite', 'rb').read() != bytes(range(256)) * 20)"
+// GARBAGE: aicf: error: {{.*}}garbage.sqlite: run registry: file is not a database (or its header is damaged): give the registry's own file with --runs-db, or move this one aside to start a new registry there (--no-runs-db records nothing)
 // UNTOUCHED: [('stuff',)]
 // RUN: aicf runs show 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=SHOW
 // RUN: aicf runs compare 1 2 --runs-db %t/runs.sqlite | FileCheck %s --check-prefix=COMPARE

@@ -3215,7 +3215,7 @@ fn propose(
     if let Some(b) = budget
         && !(b.is_finite() && b > 0.0)
     {
-        return Err(format!("--budget {b}: a budget is a positive number of FLOPs"));
+        return Err(format!("--budget {b}: a budget is a finite positive number of FLOPs"));
     }
     let outputs = [("the model", Some(output)), ("the policy", policy.as_deref()), ("the JSON", json.as_deref())];
     let registry = runs_db.clone().or_else(Runs::default_path);
@@ -3353,6 +3353,11 @@ fn propose(
         write_atomically(p, proposal.policy.as_bytes()).map_err(|e| e.to_string())?;
         println!("wrote {} (aicf train --adapt)", p.display());
     } else {
+        // The explanation's growth policy, which a plain proposal writes
+        // only where asked: said, as it reads as written.
+        if proposal.policy.contains("op = \"widen\"") {
+            println!("its growth policy is not written (the proposal does not grow as it is): --policy FILE writes it");
+        }
         // An earlier proposal's policy beside the model, left as it was:
         // said, as it is not this proposal's.
         let beside = output.with_extension("toml");
