@@ -363,6 +363,8 @@ pub fn set_batch(size: usize) -> String {
 pub fn rebatched_source(source: &str, name: &str, size: usize) -> Result<String> {
     let ctx = CompilerContext::new();
     let mut module = ctx.parse(source, name)?;
+    // (In the driver's words, not hl-set-batch's.)
+    refuse_differentiated(&module, name)?;
     run_pipeline(&ctx, &mut module, &set_batch(size))?;
     Ok(format!("{}\n", module.as_operation()))
 }
@@ -455,6 +457,8 @@ pub fn compile_source(
     let mut module = timings.time("parse and verify", || ctx.parse(source, name))?;
     let hash = ir_hash(&identity_text(&canonical_text(&module)));
     let weights = crate::weights::of_module(&module, name)?;
+    // Said by the driver, before hl-set-batch would refuse it in its words.
+    refuse_differentiated(&module, name)?;
     if let Some(b) = batch {
         if b == 0 {
             return Err(CompileError::Unsupported(format!("{name}: a batch of 0 rows")));
@@ -540,7 +544,7 @@ fn inline_calls(ctx: &CompilerContext, module: &mut melior::ir::Module<'_>, sour
 /// `hl-autodiff` writes it, or the optimizer's functions): the optimizer
 /// took a hand-written `@loss_grad` for the gradient of `@loss` at fp32
 /// (training on it silently) and `hl-autocast` refused it at bf16.
-fn refuse_differentiated(module: &melior::ir::Module<'_>, name: &str) -> Result<()> {
+pub fn refuse_differentiated(module: &melior::ir::Module<'_>, name: &str) -> Result<()> {
     let Some((loc, what)) = crate::passes::differentiated(module.as_operation().to_raw()) else { return Ok(()) };
     // SAFETY: a location of `module`'s context, alive here.
     let location = crate::context::describe_location(unsafe { melior::ir::Location::from_raw(loc) });

@@ -98,8 +98,8 @@ struct Node {
     versions: Vec<u64>,
     /// Whether a `backward()` went through this node without keeping the
     /// graph (`backward_retain_graph`): a second one through it is refused,
-    /// as PyTorch refuses it ("backward through the graph a second time"),
-    /// where it silently added the gradients again.
+    /// as PyTorch refuses one through ops that saved tensors ("backward
+    /// through the graph a second time"); it added the gradients again.
     used: std::cell::Cell<bool>,
 }
 
@@ -1191,10 +1191,12 @@ impl Tensor {
     }
 
     /// Fills every leaf's `.grad()` with d(self)/d(leaf), accumulating into
-    /// what is there; `self` must be a scalar. As in PyTorch, the graph is
-    /// gone through once: a second `backward()` through any of its ops (of
-    /// this loss, or of another that shares them) is an error, unless the
-    /// earlier one was [`Tensor::backward_retain_graph`].
+    /// what is there; `self` must be a scalar. The graph is gone through
+    /// once: a second `backward()` through any of its ops (of this loss, or
+    /// of another that shares them) is an error, unless the earlier one was
+    /// [`Tensor::backward_retain_graph`]. (PyTorch refuses it where an op
+    /// saved tensors for its backward, which most do; this refuses it
+    /// always.)
     pub fn backward(&self) -> Result<()> {
         self.backward_with(false)
     }
@@ -1243,13 +1245,6 @@ impl Tensor {
                     .into(),
             ));
         }
-        if !retain_graph {
-            for t in &order {
-                if let Some(n) = &t.0.node {
-                    n.used.set(true);
-                }
-            }
-        }
         let mut grads: HashMap<*const Inner, Storage> = HashMap::new();
         let one = bytes_of(&Host::new(shape, HostDType::F32, vec![1.0]))?;
         grads.insert(Rc::as_ptr(&self.0), Storage::from_bytes(&self.device(), one)?);
@@ -1276,6 +1271,15 @@ impl Tensor {
                             }
                         }
                     }
+                }
+            }
+        }
+        // Spent once it went through whole (a backward that failed midway,
+        // a kernel's error, may be tried again).
+        if !retain_graph {
+            for t in &order {
+                if let Some(n) = &t.0.node {
+                    n.used.set(true);
                 }
             }
         }

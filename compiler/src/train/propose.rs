@@ -725,14 +725,14 @@ pub fn propose(shape: &Shape, problem: &Problem, runs: &[RunDetail], options: &P
         let budget = options.budget.unwrap_or(0.0);
         let smallest = candidates.iter().map(|(s, _)| (s, step_flops(s) * 10.0)).min_by(|a, b| a.1.total_cmp(&b.1));
         let (name, ten) = smallest.map_or((String::new(), 0.0), |(s, f)| (s.to_string(), f));
-        let ranked: Vec<String> = candidates.iter().map(|(s, _)| s.to_string()).collect();
-        // Only the default ranked: no neighbour's run reached the budget's
-        // point of its curve (said, as a smaller structure of the registry
-        // read as left out).
-        let why = if candidates.len() == 1 {
-            " (the default alone: no run of the nearest problems reached this budget's point of its curve)"
-        } else {
-            ""
+        let ranked: Vec<String> =
+            candidates.iter().map(|(s, grow)| if *grow { format!("{s} {GROWN}") } else { s.to_string() }).collect();
+        // Only the default ranked: why (said, as a smaller structure of the
+        // registry read as left out).
+        let why = match (candidates.len(), neighbours.is_empty()) {
+            (1, true) => " (the default alone: no past problem in the registry ranks structures here)",
+            (1, false) => " (the default alone: the nearest problems' runs rank none other)",
+            _ => "",
         };
         // The space's smallest that fits, to name (--structure).
         let fitting = Structure::space(&shape.task)

@@ -1281,8 +1281,9 @@ fn fit_run(
                     // (The error names the registry's file.)
                     // A lock held past the wait: by whom, and what to do.
                     let held = if super::registry::is_locked(&e.to_string()) {
-                        " (another process held it through a 30 s wait: a program in a transaction on it, or a \
-                         copy over it; --runs-db gives another registry, --no-runs-db none)"
+                        " (another process holds it, a program in a transaction on it, past a 30 s wait; or the \
+                         file system takes no locks, as some network ones: --runs-db gives another registry, \
+                         --no-runs-db none)"
                     } else {
                         ""
                     };

@@ -78,6 +78,8 @@
 // a constant loss of 7; at bf16 refused by hl-autocast).
 // RUN: not aicf train %S/inputs/own-gradient.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/own 2>&1 | FileCheck %s --check-prefix=OWNGRAD
 // RUN: not aicf compile %S/inputs/own-gradient.mlir.txt --precision bf16 -o %t/own.aicf 2>&1 | FileCheck %s --check-prefix=OWNGRAD
+// RUN: not aicf compile %S/inputs/own-gradient.mlir.txt --emit fused 2>&1 | FileCheck %s --check-prefix=OWNGRAD
+// RUN: not aicf train %S/inputs/own-gradient.mlir.txt --batch 16 --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/own16 2>&1 | FileCheck %s --check-prefix=OWNGRAD
 // OWNGRAD: aicf: error: {{.*}}own-gradient.mlir.txt: not a model to compile as it is:
 // OWNGRAD-NEXT: {{.*}}own-gradient.mlir.txt:9:1: error: the model is differentiated already (@loss_grad): training differentiates @loss itself and appends the optimizer; give the model without it (remove or rename it)
 // A model as MLIR bytecode (aicf-opt --emit-bytecode) trains as its text

@@ -2277,6 +2277,11 @@ fn run_compile(
     };
     let ctx = CompilerContext::new();
     let mut module = ctx.parse(&source, &name).map_err(|e| e.to_string())?;
+    // A model with a gradient of its own, refused as training refuses it
+    // (the fused stage trained on it).
+    if !matches!(stage, Stage::Hl) {
+        pipeline::refuse_differentiated(&module, &name).map_err(|e| e.to_string())?;
+    }
     if let Some(b) = batch {
         run_pipeline(&ctx, &mut module, &pipeline::set_batch(b)).map_err(|e| e.to_string())?;
     }
