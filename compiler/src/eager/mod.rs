@@ -1020,6 +1020,30 @@ impl Tensor {
         Tensor::with_values(shape, HostDType::F32, values.iter().map(|&v| v as f64).collect())
     }
 
+    /// An f32 tensor of `shape` with every value `value` (`torch.full`).
+    pub fn full(shape: &[usize], value: f32) -> Result<Tensor> {
+        let n = shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| EagerError::Invalid(format!("full: the shape {shape:?} holds more values than memory")))?;
+        let mut values = Vec::new();
+        values.try_reserve_exact(n).map_err(|_| {
+            EagerError::Invalid(format!("full: {n} values for the shape {shape:?} do not fit in memory"))
+        })?;
+        values.resize(n, f64::from(value));
+        Tensor::with_values(shape, HostDType::F32, values)
+    }
+
+    /// `torch.zeros`: an f32 tensor of zeros.
+    pub fn zeros(shape: &[usize]) -> Result<Tensor> {
+        Tensor::full(shape, 0.0)
+    }
+
+    /// `torch.ones`: an f32 tensor of ones.
+    pub fn ones(shape: &[usize]) -> Result<Tensor> {
+        Tensor::full(shape, 1.0)
+    }
+
     /// An i32 tensor (labels, token ids).
     pub fn from_i32(shape: &[usize], values: &[i32]) -> Result<Tensor> {
         Tensor::with_values(shape, HostDType::I32, values.iter().map(|&v| v as f64).collect())
@@ -1319,6 +1343,14 @@ impl Tensor {
     pub fn maximum(&self, o: &Tensor) -> Result<Tensor> {
         self.binary(o, "maximum".into(), |a, b| a.maximum(b))
     }
+    /// The elementwise smaller of the two (ties as [`Tensor::maximum`]).
+    pub fn minimum(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(o, "minimum".into(), |a, b| a.minimum(b))
+    }
+    /// `self` to the power `o`, elementwise (`torch.pow`).
+    pub fn pow(&self, o: &Tensor) -> Result<Tensor> {
+        self.binary(o, "pow".into(), |a, b| a.pow(b))
+    }
     pub fn matmul(&self, o: &Tensor) -> Result<Tensor> {
         self.binary(o, "matmul".into(), |a, b| a.matmul(b))
     }
@@ -1364,6 +1396,18 @@ impl Tensor {
     pub fn log(&self) -> Result<Tensor> {
         self.unary("log".into(), |x| x.log())
     }
+    pub fn abs(&self) -> Result<Tensor> {
+        self.unary("abs".into(), |x| x.abs())
+    }
+    pub fn rsqrt(&self) -> Result<Tensor> {
+        self.unary("rsqrt".into(), |x| x.rsqrt())
+    }
+    pub fn silu(&self) -> Result<Tensor> {
+        self.unary("silu".into(), |x| x.silu())
+    }
+    pub fn erf(&self) -> Result<Tensor> {
+        self.unary("erf".into(), |x| x.erf())
+    }
     pub fn sqrt(&self) -> Result<Tensor> {
         self.unary("sqrt".into(), |x| x.sqrt())
     }
@@ -1403,6 +1447,48 @@ impl Tensor {
     }
     pub fn narrow(&self, axis: i64, start: usize, len: usize) -> Result<Tensor> {
         self.unary(format!("narrow {axis} {start} {len}"), move |x| x.narrow(axis, start, len))
+    }
+    /// Axes `a` and `b` swapped (`torch.transpose`; `-1` counts from the end).
+    pub fn transpose(&self, a: i64, b: i64) -> Result<Tensor> {
+        self.unary(format!("transpose {a} {b}"), move |x| x.transpose(a, b))
+    }
+    /// The axes from `start` on as one (`torch.flatten(x, start)`).
+    pub fn flatten(&self, start: usize) -> Result<Tensor> {
+        self.unary(format!("flatten {start}"), move |x| x.flatten(start))
+    }
+    /// Broadcast to `shape` (`torch.broadcast_to`, `expand`).
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        let s = shape.to_vec();
+        self.unary(format!("broadcast_to {shape:?}"), move |x| x.broadcast_to(&s))
+    }
+    /// `tensors` joined along `axis` (`torch.cat`).
+    pub fn concat(tensors: &[&Tensor], axis: i64) -> Result<Tensor> {
+        if tensors.is_empty() {
+            return Err(EagerError::Invalid("concat of no tensors".into()));
+        }
+        let def = Rc::new(OpDef {
+            key: format!("concat {} {axis}", tensors.len()),
+            build: Box::new(move |xs| nn::Tensor::concat(&xs.iter().collect::<Vec<_>>(), axis)),
+        });
+        op_call(&def, tensors)
+    }
+    /// The largest values over `axes` (`torch.amax`; the gradient is split
+    /// among the positions equal to the maximum).
+    pub fn max(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        let a = axes.to_vec();
+        self.unary(format!("max {axes:?} {keepdim}"), move |x| x.max(&a, keepdim))
+    }
+    /// The index of the largest value along `axis` (`torch.argmax`): an i64
+    /// tensor, with no gradient.
+    pub fn argmax(&self, axis: i64, keepdim: bool) -> Result<Tensor> {
+        self.unary(format!("argmax {axis} {keepdim}"), move |x| x.argmax(axis, keepdim))
+    }
+    /// RMS norm over the last `dims` axes, scaled by `weight` where given.
+    pub fn rms_norm(&self, weight: Option<&Tensor>, dims: usize, eps: f64) -> Result<Tensor> {
+        match weight {
+            Some(w) => self.binary(w, format!("rms_norm {dims} {eps:e}"), move |x, w| x.rms_norm(Some(w), dims, eps)),
+            None => self.unary(format!("rms_norm-noweight {dims} {eps:e}"), move |x| x.rms_norm(None, dims, eps)),
+        }
     }
     /// Mean cross-entropy of logits `[..., C]` against i32 labels `[...]`.
     pub fn cross_entropy(&self, labels: &Tensor) -> Result<Tensor> {

@@ -170,6 +170,35 @@ fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(de
         let w = Tensor::from_vec(&[5], vec![0.5, -1.0, 2.0, 0.25, 1.5])?.to(dev)?;
         p[0].softmax(1)?.mul(&w)?.add(&p[0].log_softmax(1)?.mul_scalar(0.1)?)?.sum(&[0, 1], false)
     });
+    // The functional API's further ops, as the layer API has them.
+    check("abs, pow, minimum, silu, erf, rsqrt", &[param(&[2, 5], 30), param(&[2, 5], 31)], |p| {
+        let (x, y) = (&p[0], &p[1]);
+        let a = x.abs()?.add(&x.exp()?.pow(&y.tanh()?)?)?.add(&x.minimum(y)?)?;
+        let b = a.add(&x.silu()?)?.add(&y.erf()?)?.add(&x.exp()?.rsqrt()?)?;
+        b.sum(&[0, 1], false)
+    });
+    check("transpose, flatten, broadcast_to, concat, max", &[param(&[2, 3, 4], 32), param(&[3, 1], 33)], |p| {
+        let t = p[0].transpose(0, -1)?.flatten(1)?;
+        let b = p[1].broadcast_to(&[3, 4])?.transpose(0, 1)?;
+        let c = Tensor::concat(&[&t, &b], 1)?;
+        c.mul(&c)?.sum(&[0, 1], false)?.add(&c.max(&[1], false)?.sum(&[0], false)?)
+    });
+    check("rms norm", &[param(&[3, 8], 34), param(&[8], 35)], |p| {
+        let y = p[0].rms_norm(Some(&p[1]), 1, 1e-6)?.add(&p[0].rms_norm(None, 1, 1e-6)?)?;
+        y.mul(&y)?.sum(&[0, 1], false)
+    });
+    // argmax (no gradient) and the constructors.
+    let x = Tensor::from_vec(&[2, 3], vec![0.5, 2.0, -1.0, 3.0, 3.5, 1.0]).unwrap().to(dev).unwrap();
+    let i = x.argmax(1, false).unwrap();
+    assert_eq!((i.shape(), i.values().unwrap()), (vec![2], vec![1.0, 1.0]));
+    assert!(!i.requires_grad());
+    let ones = Tensor::ones(&[2, 3]).unwrap().to(dev).unwrap();
+    assert_eq!(x.mul(&ones).unwrap().values().unwrap(), x.values().unwrap());
+    assert_eq!(Tensor::zeros(&[3]).unwrap().values().unwrap(), vec![0.0; 3]);
+    assert_eq!(Tensor::full(&[2], 1.5).unwrap().values().unwrap(), vec![1.5, 1.5]);
+    let e = Tensor::full(&[usize::MAX, 4], 1.0).unwrap_err().to_string();
+    assert!(e.contains("full:"), "{e}");
+    assert!(Tensor::concat(&[], 0).unwrap_err().to_string().contains("concat of no tensors"));
 }
 
 fn contractions_normalisation_and_losses_have_the_gradients_of_finite_differences(dev: &Device) {
