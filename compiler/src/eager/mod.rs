@@ -1272,16 +1272,15 @@ impl Tensor {
         let mut grads: HashMap<*const Inner, Storage> = HashMap::new();
         let one = bytes_of(&Host::new(shape, HostDType::F32, vec![1.0]))?;
         grads.insert(Rc::as_ptr(&self.0), Storage::from_bytes(&self.device(), one)?);
+        // The leaves' gradients, written once every op's went through: a
+        // backward that fails midway (an input written in place, a
+        // kernel's error) leaves the leaves' `.grad` as it was, so that it
+        // may be tried again without adding any part twice.
+        let mut leaves: Vec<(&Tensor, Storage)> = Vec::new();
         for t in order.iter().rev() {
             let Some(g) = grads.remove(&Rc::as_ptr(&t.0)) else { continue };
             match &t.0.node {
-                None => {
-                    let mut slot = t.0.grad.borrow_mut();
-                    match slot.as_mut() {
-                        Some(acc) => accumulate(&mut acc.0.data.borrow_mut(), g, &t.0.shape)?,
-                        None => *slot = Some(Tensor::leaf(t.0.shape.clone(), HostDType::F32, g, false)),
-                    }
-                }
+                None => leaves.push((t, g)),
                 Some(node) => {
                     for (x, dx) in node.inputs.iter().zip(vjp(node, g, &t.0.shape)?) {
                         let Some(dx) = dx else { continue };
@@ -1298,8 +1297,15 @@ impl Tensor {
                 }
             }
         }
-        // Spent once it went through whole (a backward that failed midway,
-        // a kernel's error, may be tried again).
+        for (t, g) in leaves {
+            let mut slot = t.0.grad.borrow_mut();
+            match slot.as_mut() {
+                Some(acc) => accumulate(&mut acc.0.data.borrow_mut(), g, &t.0.shape)?,
+                None => *slot = Some(Tensor::leaf(t.0.shape.clone(), HostDType::F32, g, false)),
+            }
+        }
+        // Spent once it went through whole (one that failed midway may be
+        // tried again).
         if !retain_graph {
             for t in &order {
                 if let Some(n) = &t.0.node {
@@ -1452,8 +1458,13 @@ impl Tensor {
     pub fn transpose(&self, a: i64, b: i64) -> Result<Tensor> {
         self.unary(format!("transpose {a} {b}"), move |x| x.transpose(a, b))
     }
-    /// The axes from `start` on as one (`torch.flatten(x, start)`).
+    /// The axes from `start` on as one (`torch.flatten(x, start)`); `start`
+    /// is an axis of the tensor.
     pub fn flatten(&self, start: usize) -> Result<Tensor> {
+        let rank = self.shape().len();
+        if start >= rank.max(1) {
+            return Err(EagerError::Invalid(format!("flatten({start}) of a tensor of rank {rank}: no axis {start}")));
+        }
         self.unary(format!("flatten {start}"), move |x| x.flatten(start))
     }
     /// Broadcast to `shape` (`torch.broadcast_to`, `expand`).

@@ -199,6 +199,7 @@ fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(de
     let e = Tensor::full(&[usize::MAX, 4], 1.0).unwrap_err().to_string();
     assert!(e.contains("full:"), "{e}");
     assert!(Tensor::concat(&[], 0).unwrap_err().to_string().contains("concat of no tensors"));
+    assert!(x.flatten(2).unwrap_err().to_string().contains("flatten(2) of a tensor of rank 2: no axis 2"));
 }
 
 fn contractions_normalisation_and_losses_have_the_gradients_of_finite_differences(dev: &Device) {
@@ -254,6 +255,21 @@ fn the_tape_accumulates_shares_and_respects_no_grad_detach_and_zero_grad(dev: &D
     l.backward_retain_graph().unwrap();
     l.backward().unwrap();
     assert!((w.grad().unwrap().unwrap().values[0] - 2.0 * want[0]).abs() < 1e-5);
+    // A backward that fails midway (an input written in place since the
+    // forward read it) leaves every leaf's gradient as it was, and is not
+    // spent: it added the parts it reached, and again on each retry.
+    let (a, c) = (param_on(&[3], 24, dev), Tensor::from_vec(&[3], vec![1.0, 2.0, 3.0]).unwrap().to(dev).unwrap());
+    let m = a.mul(&a).unwrap().sum(&[0], false).unwrap().add(&w.mul(&c).unwrap().sum(&[0], false).unwrap()).unwrap();
+    w.zero_grad();
+    c.set_values(vec![0.0; 3]).unwrap();
+    for _ in 0..2 {
+        let e = m.backward().unwrap_err().to_string();
+        assert!(e.contains("written in place"), "{e}");
+        assert!(a.grad().unwrap().is_none() && w.grad().unwrap().is_none());
+    }
+    let l = w.mul(&w).unwrap().add(&w.mul_scalar(3.0).unwrap()).unwrap().sum(&[0], false).unwrap();
+    l.backward_retain_graph().unwrap();
+    l.backward().unwrap();
     // Another loss sharing those ops is refused too.
     let e = l.mul_scalar(2.0).unwrap().backward().unwrap_err().to_string();
     assert!(e.contains("an earlier backward() went through"), "{e}");
