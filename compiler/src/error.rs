@@ -100,6 +100,17 @@ pub enum CompileError {
     Environment(String),
 }
 
+impl CompileError {
+    /// [`CompileError::NotAModel`] of the model `source_name`, with one
+    /// error at `location` (`file:line:col`).
+    pub(crate) fn not_a_model(source_name: &str, location: String, message: String) -> CompileError {
+        CompileError::NotAModel {
+            source_name: source_name.to_string(),
+            diagnostics: vec![Diagnostic { location, severity: Severity::Error, message, notes: Vec::new() }],
+        }
+    }
+}
+
 pub type Result<T, E = CompileError> = std::result::Result<T, E>;
 
 /// A pipeline's passes without their options (`{...}`): the passes named,

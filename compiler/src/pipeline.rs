@@ -548,18 +548,14 @@ pub fn refuse_differentiated(module: &melior::ir::Module<'_>, name: &str) -> Res
     let Some((loc, what)) = crate::passes::differentiated(module.as_operation().to_raw()) else { return Ok(()) };
     // SAFETY: a location of `module`'s context, alive here.
     let location = crate::context::describe_location(unsafe { melior::ir::Location::from_raw(loc) });
-    Err(CompileError::NotAModel {
-        source_name: name.to_string(),
-        diagnostics: vec![crate::error::Diagnostic {
-            location,
-            severity: crate::error::Severity::Error,
-            message: format!(
-                "the model is differentiated already ({what}): training differentiates @loss itself and appends the \
-                 optimizer; give the model without it (remove or rename it)"
-            ),
-            notes: Vec::new(),
-        }],
-    })
+    Err(CompileError::not_a_model(
+        name,
+        location,
+        format!(
+            "the model is differentiated already ({what}): training differentiates @loss itself and appends the \
+             optimizer; give the model without it (remove or rename it)"
+        ),
+    ))
 }
 
 /// Whether `e` is a memory plan over its budget.

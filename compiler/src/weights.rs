@@ -45,17 +45,12 @@ pub fn declared(module: &Module<'_>, name: &str) -> Result<Option<WeightsRef>> {
         .filter(|&op| op_name(op) == "hl.param")
         .find(|&op| attr_text(op, "init") == "#hl.init<data>");
     // A model's mistake, said at its place.
-    let located = |op: mlir_sys::MlirOperation, message: String| CompileError::NotAModel {
-        source_name: name.to_string(),
-        diagnostics: vec![crate::error::Diagnostic {
-            // SAFETY: `op` is an operation of `module`, alive here.
-            location: crate::context::describe_location(unsafe {
-                melior::ir::Location::from_raw(mlir_sys::mlirOperationGetLocation(op))
-            }),
-            severity: crate::error::Severity::Error,
-            message,
-            notes: Vec::new(),
-        }],
+    let located = |op: mlir_sys::MlirOperation, message: String| {
+        // SAFETY: `op` is an operation of `module`, alive here.
+        let location = crate::context::describe_location(unsafe {
+            melior::ir::Location::from_raw(mlir_sys::mlirOperationGetLocation(op))
+        });
+        CompileError::not_a_model(name, location, message)
     };
     if text.is_empty() {
         return match data_param {

@@ -55,32 +55,25 @@ pub fn read_model(path: &std::path::Path) -> Result<String> {
         };
         return Err(TrainError::Io { path: path.to_path_buf(), message: message.into() });
     }
-    // MLIR bytecode (`aicf-opt --emit-bytecode`), as mlir-opt reads it: its
-    // text, with the places it kept (it was "not UTF-8 text").
-    if let Ok(mut file) = std::fs::File::open(path) {
-        use std::io::Read as _;
-        let mut magic = [0u8; 4];
-        if file.read_exact(&mut magic).is_ok() && magic == *b"ML\xefR" {
-            let bytes =
-                std::fs::read(path).map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
-            return Ok(crate::context::bytecode_text(&bytes, &path.display().to_string())?);
-        }
+    // Read once: MLIR bytecode (`aicf-opt --emit-bytecode`), as mlir-opt
+    // reads it, becomes its text with the places it kept (it was "not
+    // UTF-8 text"); anything else must be UTF-8 text.
+    let bytes = std::fs::read(path).map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
+    if bytes.starts_with(b"ML\xefR") {
+        return Ok(crate::context::bytecode_text(&bytes, &path.display().to_string())?);
     }
-    std::fs::read_to_string(path).map_err(|e| TrainError::Io {
-        path: path.to_path_buf(),
-        message: if e.kind() == std::io::ErrorKind::InvalidData {
-            // Where the text stops being UTF-8 (a Latin-1 comment in an
-            // otherwise good model was refused with no line).
-            let bytes = std::fs::read(path).unwrap_or_default();
-            let at = std::str::from_utf8(&bytes).err().map_or(0, |e| e.valid_up_to());
-            let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-            format!(
+    String::from_utf8(bytes).map_err(|e| {
+        // Where the text stops being UTF-8 (a Latin-1 comment in an
+        // otherwise good model was refused with no line).
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        TrainError::Io {
+            path: path.to_path_buf(),
+            message: format!(
                 "not a model: the file is not UTF-8 text, as an hl module is, from line {line} (byte {at}; a Latin-1 \
                  comment? a checkpoint, data or another binary file? an ONNX model's name ends in .onnx)"
-            )
-        } else {
-            e.to_string()
-        },
+            ),
+        }
     })
 }
 
