@@ -31,7 +31,8 @@
 
 pub mod optim;
 
-use crate::nn::{self, Conv2dOptions, DType, Mode, ModuleBuilder, Pool2dOptions, Reduction, TensorSpec};
+pub use crate::nn::Reduction;
+use crate::nn::{self, Conv2dOptions, DType, Mode, ModuleBuilder, Pool2dOptions, TensorSpec};
 pub use aicf_runtime::backend::Device;
 use aicf_runtime::{
     Tensor as Host,
@@ -698,6 +699,19 @@ pub fn stats() -> Stats {
     RUNTIME.with(|r| r.borrow().stats)
 }
 
+thread_local! {
+    /// The generator of `randn`/`rand`: Philox under a seed, one stream per
+    /// tensor drawn.
+    static GENERATOR: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// Seeds this thread's generator (`torch.manual_seed`): the tensors
+/// `Tensor::randn`/`rand` draw after it are a function of the seed and their
+/// order. Without it the seed is 0.
+pub fn manual_seed(seed: u64) {
+    GENERATOR.with(|g| g.set((seed, 0)));
+}
+
 /// Runs `f` without recording a tape (`torch.no_grad()`).
 pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
     /// Restores recording however `f` ends (a panic caught further up left
@@ -1034,6 +1048,47 @@ impl Tensor {
         Tensor::with_values(shape, HostDType::F32, values)
     }
 
+    /// `torch.arange(start, end, step)`: the f32 values `start`,
+    /// `start + step`, ... before `end` (`.cast(DType::I32)` for indices).
+    pub fn arange(start: f64, end: f64, step: f64) -> Result<Tensor> {
+        if !(start.is_finite() && end.is_finite() && step.is_finite()) || step == 0.0 {
+            return Err(EagerError::Invalid(format!(
+                "arange({start}, {end}, {step}): the bounds and the step must be finite and the step not 0"
+            )));
+        }
+        let count = ((end - start) / step).ceil().max(0.0);
+        if count > (1u64 << 40) as f64 {
+            return Err(EagerError::Invalid(format!(
+                "arange({start}, {end}, {step}): {count} values do not fit in memory"
+            )));
+        }
+        let values = (0..count as u64).map(|i| f64::from((start + i as f64 * step) as f32)).collect();
+        Tensor::with_values(&[count as usize], HostDType::F32, values)
+    }
+
+    /// `torch.randn`: f32 values drawn from the standard normal
+    /// distribution by this thread's generator (see [`manual_seed`]).
+    pub fn randn(shape: &[usize]) -> Result<Tensor> {
+        Tensor::random(shape, "randn", aicf_runtime::init::Init::Normal { mean: 0.0, std: 1.0 })
+    }
+
+    /// `torch.rand`: f32 values drawn uniformly from [0, 1) by this
+    /// thread's generator (see [`manual_seed`]).
+    pub fn rand(shape: &[usize]) -> Result<Tensor> {
+        Tensor::random(shape, "rand", aicf_runtime::init::Init::Uniform { low: 0.0, high: 1.0 })
+    }
+
+    fn random(shape: &[usize], what: &str, init: aicf_runtime::init::Init) -> Result<Tensor> {
+        let mut values = Tensor::full(shape, 0.0).map_err(|e| EagerError::Invalid(format!("{what}: {e}")))?.values()?;
+        let (seed, stream) = GENERATOR.with(|g| {
+            let (seed, stream) = g.get();
+            g.set((seed, stream + 1));
+            (seed, stream)
+        });
+        init.fill(shape, seed, stream, &mut values).map_err(|e| EagerError::Invalid(format!("{what}: {e}")))?;
+        Tensor::from_vec(shape, values)
+    }
+
     /// `torch.zeros`: an f32 tensor of zeros.
     pub fn zeros(shape: &[usize]) -> Result<Tensor> {
         Tensor::full(shape, 0.0)
@@ -1357,6 +1412,9 @@ impl Tensor {
     pub fn pow(&self, o: &Tensor) -> Result<Tensor> {
         self.binary(o, "pow".into(), |a, b| a.pow(b))
     }
+    /// `self @ o` as `torch.matmul`: 1-D operands are vectors, batch axes
+    /// broadcast (one op on the tape, its gradient summing broadcast
+    /// copies).
     pub fn matmul(&self, o: &Tensor) -> Result<Tensor> {
         self.binary(o, "matmul".into(), |a, b| a.matmul(b))
     }
@@ -1503,10 +1561,51 @@ impl Tensor {
     }
     /// Mean cross-entropy of logits `[..., C]` against i32 labels `[...]`.
     pub fn cross_entropy(&self, labels: &Tensor) -> Result<Tensor> {
-        self.binary(labels, "cross_entropy".into(), |x, y| x.cross_entropy(y, Reduction::Mean, None))
+        self.cross_entropy_with(labels, Reduction::Mean, None)
     }
+    /// Cross-entropy reduced as `reduction` says (`Reduction::None`: each
+    /// position's, the labels' shape), positions labelled `ignore_index`
+    /// left out (PyTorch's `F.cross_entropy(..., reduction, ignore_index)`).
+    pub fn cross_entropy_with(
+        &self,
+        labels: &Tensor,
+        reduction: Reduction,
+        ignore_index: Option<i64>,
+    ) -> Result<Tensor> {
+        if reduction == Reduction::None {
+            self.check_labels(labels, ignore_index)?;
+        }
+        self.binary(labels, format!("cross_entropy {reduction:?} {ignore_index:?}"), move |x, y| {
+            x.cross_entropy(y, reduction, ignore_index)
+        })
+    }
+    /// A label outside `[0, classes)` that is not `ignore_index` is an
+    /// error naming it, as the reducing kernel says it: the unreduced form is
+    /// composed of ops that would pick nothing for it (a loss of 0). The
+    /// labels are read back from a GPU for it.
+    fn check_labels(&self, labels: &Tensor, ignore_index: Option<i64>) -> Result<()> {
+        let classes = self.0.shape.last().copied().unwrap_or(0);
+        if !matches!(labels.0.dtype, HostDType::I32 | HostDType::I64) {
+            return Ok(()); // the op's verifier names it
+        }
+        let values = labels.host()?.values;
+        let bad = values.iter().position(|&v| !(v >= 0.0 && v < classes as f64) && Some(v as i64) != ignore_index);
+        match bad {
+            Some(k) => Err(EagerError::Op {
+                op: "cross_entropy".into(),
+                message: format!("label {} at position {k} is outside [0, {classes})", values[k]),
+            }),
+            None => Ok(()),
+        }
+    }
+    /// Mean squared error.
     pub fn mse_loss(&self, target: &Tensor) -> Result<Tensor> {
-        self.binary(target, "mse_loss".into(), |x, y| x.mse_loss(y, Reduction::Mean))
+        self.mse_loss_with(target, Reduction::Mean)
+    }
+    /// Squared error reduced as `reduction` says (`Reduction::None`: each
+    /// position's).
+    pub fn mse_loss_with(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        self.binary(target, format!("mse_loss {reduction:?}"), move |x, y| x.mse_loss(y, reduction))
     }
     pub fn layer_norm(&self, weight: &Tensor, bias: &Tensor, dims: usize, eps: f64) -> Result<Tensor> {
         let def = Rc::new(OpDef {

@@ -40,6 +40,8 @@ pub enum Reduction {
     #[default]
     Mean,
     Sum,
+    /// Each position's loss, unreduced (PyTorch's `reduction="none"`).
+    None,
 }
 
 /// Options of a 2-D convolution (PyTorch's defaults).
@@ -107,9 +109,11 @@ fn layout_attr(layout: Layout) -> String {
     })
 }
 
+/// The `hl` attribute of a reducing loss (`None` is composed, not an
+/// attribute).
 fn reduction_attr(r: Reduction) -> String {
     enum_case(match r {
-        Reduction::Mean => 0,
+        Reduction::Mean | Reduction::None => 0,
         Reduction::Sum => 1,
     })
 }
@@ -384,8 +388,67 @@ impl Tensor {
     }
 
     // Contractions.
+    /// `self @ other` as `torch.matmul`: a 1-D operand is a row (left) or
+    /// a column (right) vector whose axis is dropped from the result, and
+    /// the batch axes (all but the last two) broadcast. Operands of the same
+    /// batch shape are one `hl.matmul`; a batched left operand times a
+    /// matrix is one GEMM over all its rows; other batch shapes broadcast
+    /// first (`hl.broadcast_to`, whose gradient sums the copies).
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
-        self.matmul_t(other, false, false)
+        let (a, b) = (self.rank(), other.rank());
+        if a >= 2 && a == b && self.shape()[..a - 2] == other.shape()[..b - 2] {
+            return self.matmul_t(other, false, false);
+        }
+        let shapes = || format!("{} @ {}", self.spec, other.spec);
+        if a == 0 || b == 0 {
+            return Err(self.invalid(format!("matmul of a scalar ({}): multiply it instead", shapes())));
+        }
+        let k_lhs = self.shape()[a - 1];
+        let k_rhs = other.shape()[if b == 1 { 0 } else { b - 2 }];
+        if k_lhs != k_rhs {
+            return Err(
+                self.invalid(format!("matmul {}: contracting dimensions differ ({k_lhs} and {k_rhs})", shapes()))
+            );
+        }
+        let as_i64 = |dims: &[usize]| dims.iter().map(|&d| d as i64).collect::<Vec<_>>();
+        let lhs = if a == 1 { self.reshape(&[1, k_lhs as i64])? } else { self.clone() };
+        let rhs = if b == 1 { other.reshape(&[k_rhs as i64, 1])? } else { other.clone() };
+        let (lb, rb) = (&lhs.shape()[..lhs.rank() - 2], &rhs.shape()[..rhs.rank() - 2]);
+        let (m, n) = (lhs.shape()[lhs.rank() - 2], rhs.shape()[rhs.rank() - 1]);
+        let (batch, product) = if rb.is_empty() {
+            // Every row of every batch against one matrix: one GEMM.
+            let rows = lhs.reshape(&[-1, k_lhs as i64])?;
+            (lb.to_vec(), rows.matmul_t(&rhs, false, false)?)
+        } else {
+            let rank = lb.len().max(rb.len());
+            let dim = |dims: &[usize], i: usize| if i + dims.len() < rank { 1 } else { dims[i + dims.len() - rank] };
+            let mut batch = Vec::with_capacity(rank);
+            for i in 0..rank {
+                let (x, y) = (dim(lb, i), dim(rb, i));
+                if x != y && x != 1 && y != 1 {
+                    return Err(self.invalid(format!(
+                        "matmul {}: the batch dimensions do not broadcast ({x} and {y} at batch axis {i})",
+                        shapes()
+                    )));
+                }
+                batch.push(if x == 1 { y } else { x });
+            }
+            let widen = |t: &Tensor, rows: usize, cols: usize| -> Result<Tensor> {
+                let full: Vec<usize> = batch.iter().copied().chain([rows, cols]).collect();
+                if t.shape() == full.as_slice() { Ok(t.clone()) } else { t.broadcast_to(&full) }
+            };
+            let product = widen(&lhs, m, k_lhs)?.matmul_t(&widen(&rhs, k_rhs, n)?, false, false)?;
+            (batch, product)
+        };
+        // The result's shape, without the axes the vectors gained.
+        let mut out = batch;
+        if a > 1 {
+            out.push(m);
+        }
+        if b > 1 {
+            out.push(n);
+        }
+        if product.shape() == out.as_slice() { Ok(product) } else { product.reshape(&as_i64(&out)) }
     }
     /// `op(self) @ op(other)`, `op` swapping the last two dimensions where asked.
     pub fn matmul_t(&self, other: &Tensor, transpose_lhs: bool, transpose_rhs: bool) -> Result<Tensor> {
@@ -479,23 +542,71 @@ impl Tensor {
     // Losses.
     /// Cross-entropy of logits `[..., C]` against integer labels `[...]`.
     pub fn cross_entropy(&self, labels: &Tensor, reduction: Reduction, ignore_index: Option<i64>) -> Result<Tensor> {
+        // A label of the labels' type: i32's range for i32 labels (past
+        // it the generated kernel's constant did not parse).
+        if let Some(i) = ignore_index
+            && labels.dtype() == DType::I32
+            && i32::try_from(i).is_err()
+        {
+            return Err(
+                self.invalid(format!("hl.cross_entropy: ignore_index {i} is outside the range of the labels' i32"))
+            );
+        }
+        if reduction == Reduction::None {
+            return self.cross_entropy_each(labels, ignore_index);
+        }
         let mut attrs = Vec::new();
         if reduction != Reduction::Mean {
             attrs.push(("reduction", reduction_attr(reduction)));
         }
         if let Some(i) = ignore_index {
-            // A label of the labels' type: i32's range for i32 labels (past
-            // it the generated kernel's constant did not parse).
-            if labels.dtype() == DType::I32 && i32::try_from(i).is_err() {
-                return Err(
-                    self.invalid(format!("hl.cross_entropy: ignore_index {i} is outside the range of the labels' i32"))
-                );
-            }
             attrs.push(("ignore_index", int(i)));
         }
         self.op("hl.cross_entropy", &[self, labels], &attrs)
     }
+    /// Each position's cross-entropy, `-log_softmax(self)[label]` (0 where
+    /// the label is `ignore_index`): the logits' shape without the class
+    /// axis. Labels outside the classes pick nothing (a loss of 0): the
+    /// eager op checks its labels' values before it runs.
+    fn cross_entropy_each(&self, labels: &Tensor, ignore_index: Option<i64>) -> Result<Tensor> {
+        let name = "cross_entropy (reduction none)";
+        if self.rank() == 0 || labels.shape() != &self.shape()[..self.rank() - 1] {
+            return Err(self.invalid(format!(
+                "{name}: labels {} do not match logits {} (the logits' shape without its last, class axis)",
+                labels.spec, self.spec
+            )));
+        }
+        if !matches!(labels.dtype(), DType::I32 | DType::I64) {
+            return Err(self.invalid(format!("{name}: labels {} are not integers (class indices)", labels.spec)));
+        }
+        let classes = self.shape()[self.rank() - 1];
+        let mut class_axis: Vec<i64> = labels.shape().iter().map(|&d| d as i64).collect();
+        class_axis.push(1);
+        let column = labels.reshape(&class_axis)?;
+        let ids = self.graph().arange(classes)?;
+        let ids = if labels.dtype() == DType::I32 { ids } else { ids.cast(labels.dtype())? };
+        let hit = column.compare(Compare::Eq, &ids)?;
+        let picked = Tensor::select(&hit, &self.log_softmax(-1)?, &self.scalar(0.0)?)?;
+        let loss = picked.sum(&[-1], false)?.neg()?;
+        match ignore_index {
+            Some(i) => {
+                let ignored = labels.compare(Compare::Eq, &labels.scalar(i as f64)?)?;
+                Tensor::select(&ignored, &loss.scalar(0.0)?, &loss)
+            }
+            None => Ok(loss),
+        }
+    }
     pub fn mse_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        if reduction == Reduction::None {
+            if self.spec != target.spec {
+                return Err(self.invalid(format!(
+                    "mse_loss (reduction none): input {} and target {} differ",
+                    self.spec, target.spec
+                )));
+            }
+            let d = self.sub(target)?;
+            return d.mul(&d);
+        }
         let attrs = if reduction == Reduction::Mean { vec![] } else { vec![("reduction", reduction_attr(reduction))] };
         self.op("hl.mse_loss", &[self, target], &attrs)
     }

@@ -196,6 +196,23 @@ fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(de
     assert_eq!(x.mul(&ones).unwrap().values().unwrap(), x.values().unwrap());
     assert_eq!(Tensor::zeros(&[3]).unwrap().values().unwrap(), vec![0.0; 3]);
     assert_eq!(Tensor::full(&[2], 1.5).unwrap().values().unwrap(), vec![1.5, 1.5]);
+    // arange, and randn/rand under a seed.
+    assert_eq!(Tensor::arange(0.0, 1.0, 0.25).unwrap().values().unwrap(), vec![0.0, 0.25, 0.5, 0.75]);
+    assert_eq!(Tensor::arange(3.0, 0.0, -1.5).unwrap().values().unwrap(), vec![3.0, 1.5]);
+    assert_eq!(Tensor::arange(1.0, 0.0, 1.0).unwrap().shape(), vec![0]);
+    assert!(Tensor::arange(0.0, 1.0, 0.0).unwrap_err().to_string().contains("the step not 0"));
+    assert!(Tensor::arange(0.0, f64::NAN, 1.0).unwrap_err().to_string().contains("must be finite"));
+    eager::manual_seed(7);
+    let (r1, u1) =
+        (Tensor::randn(&[64, 64]).unwrap().values().unwrap(), Tensor::rand(&[1000]).unwrap().values().unwrap());
+    eager::manual_seed(7);
+    assert_eq!(Tensor::randn(&[64, 64]).unwrap().values().unwrap(), r1, "the same seed draws the same values");
+    assert_ne!(Tensor::randn(&[64, 64]).unwrap().values().unwrap(), r1, "a second draw differs");
+    let mean = r1.iter().map(|&v| f64::from(v)).sum::<f64>() / r1.len() as f64;
+    let var = r1.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / r1.len() as f64;
+    assert!(mean.abs() < 0.05 && (var - 1.0).abs() < 0.08, "randn's mean {mean} and variance {var}");
+    assert!(u1.iter().all(|&u| (0.0..1.0).contains(&u)), "rand in [0, 1)");
+    assert!(Tensor::randn(&[usize::MAX, 4]).unwrap_err().to_string().contains("randn:"));
     let e = Tensor::full(&[usize::MAX, 4], 1.0).unwrap_err().to_string();
     assert!(e.contains("full:"), "{e}");
     assert!(Tensor::concat(&[], 0).unwrap_err().to_string().contains("concat of no tensors"));
@@ -205,6 +222,72 @@ fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(de
 fn contractions_normalisation_and_losses_have_the_gradients_of_finite_differences(dev: &Device) {
     let param = |shape: &[usize], seed| param_on(shape, seed, dev);
     check("matmul", &[param(&[2, 3, 4], 7), param(&[2, 4, 5], 8)], |p| p[0].matmul(&p[1])?.sum(&[0, 1, 2], false));
+    // torch.matmul's forms: vectors, a batch against one matrix, batch
+    // axes that broadcast (the gradient of a broadcast operand sums its
+    // copies).
+    let w = Tensor::from_vec(&[2, 3, 2, 5], (0..60).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect()).unwrap();
+    let w = w.to(dev).unwrap();
+    check(
+        "matmul of vectors and broadcast batches",
+        &[param(&[4], 40), param(&[4, 5], 41), param(&[3, 2, 4], 42)],
+        |p| {
+            let dot = p[0].matmul(&p[0])?; // []
+            let row = p[0].matmul(&p[1])?; // [5]
+            let col = p[1].transpose(0, 1)?.matmul(&p[0])?; // [5]
+            let rows = p[2].matmul(&p[1])?; // [3, 2, 5]: one GEMM over 6 rows
+            let batch = p[2].matmul(&p[2].transpose(-1, -2)?.narrow(0, 0, 1)?)?; // [3, 2, 2]
+            let wide = batch.matmul(&p[1].broadcast_to(&[2, 1, 4, 5])?.narrow(2, 0, 2)?)?; // [2, 3, 2, 5]
+            let mixed = p[2].matmul(&p[0])?; // [3, 2]
+            let all = rows.mul(&wide)?.mul(&w)?.sum(&[0, 1, 2, 3], false)?;
+            let v = row.add(&col)?.sum(&[0], false)?.add(&dot)?;
+            all.add(&v)?.add(&mixed.mul(&mixed)?.sum(&[0, 1], false)?)
+        },
+    );
+    let (v, m, b) = (param(&[4], 43), param(&[4, 5], 44), param(&[2, 3, 4], 45));
+    let values = |t: eager::Result<Tensor>| t.unwrap().host().unwrap().values;
+    let as_rows = values(v.reshape(&[1, 4]).and_then(|r| r.matmul(&m)));
+    assert_eq!(values(v.matmul(&m)), as_rows);
+    assert_eq!(v.matmul(&m).unwrap().shape(), vec![5]);
+    let folded = values(b.reshape(&[6, 4]).and_then(|r| r.matmul(&m)));
+    assert_eq!(values(b.matmul(&m)), folded);
+    assert_eq!(b.matmul(&m).unwrap().shape(), vec![2, 3, 5]);
+    let spread = values(m.broadcast_to(&[2, 4, 5]).and_then(|mm| b.matmul(&mm)));
+    assert_close("a matrix broadcast over the batch", &values(b.matmul(&m)), &spread);
+    assert_eq!(v.matmul(&v).unwrap().shape(), Vec::<usize>::new());
+    let e = b.matmul(&param(&[3, 5, 2], 46)).unwrap_err().to_string();
+    assert!(e.contains("contracting dimensions differ (4 and 5)"), "{e}");
+    let e = b.matmul(&param(&[4, 4, 2], 47)).unwrap_err().to_string();
+    assert!(e.contains("batch dimensions do not broadcast (2 and 4"), "{e}");
+    let e = Tensor::full(&[], 2.0).unwrap().to(dev).unwrap().matmul(&m).unwrap_err().to_string();
+    assert!(e.contains("matmul of a scalar"), "{e}");
+    // Losses by reduction, and labels left out.
+    let logits = param(&[4, 3], 48);
+    let labels3 = Tensor::from_i32(&[4], &[2, 0, -100, 1]).unwrap().to(dev).unwrap();
+    let each = logits.cross_entropy_with(&labels3, eager::Reduction::None, Some(-100)).unwrap();
+    assert_eq!(each.shape(), vec![4]);
+    let lsm = logits.log_softmax(1).unwrap().values().unwrap();
+    let want: Vec<f64> = [2usize, 0, usize::MAX, 1]
+        .iter()
+        .enumerate()
+        .map(|(r, &c)| if c == usize::MAX { 0.0 } else { -f64::from(lsm[r * 3 + c]) })
+        .collect();
+    assert_close("cross-entropy per row", &each.host().unwrap().values, &want);
+    let sum = logits.cross_entropy_with(&labels3, eager::Reduction::Sum, Some(-100)).unwrap().item().unwrap();
+    let mean = logits.cross_entropy_with(&labels3, eager::Reduction::Mean, Some(-100)).unwrap().item().unwrap();
+    let total: f64 = want.iter().sum();
+    assert!((sum - total).abs() < 1e-4 * total.abs().max(1.0), "sum {sum} against {total}");
+    assert!((mean - total / 3.0).abs() < 1e-4 * total.abs().max(1.0), "mean {mean} over the 3 counted rows");
+    check("cross-entropy and mse per position", &[param(&[2, 3, 4], 49), param(&[2, 3], 50)], |p| {
+        let labels = Tensor::from_i32(&[2, 3], &[3, 0, 1, -1, 2, 3])?.to(dev)?;
+        let ce = p[0].cross_entropy_with(&labels, eager::Reduction::None, Some(-1))?;
+        let se = p[1].mse_loss_with(&Tensor::full(&[2, 3], 0.25)?.to(dev)?, eager::Reduction::None)?;
+        ce.mul(&se)?.sum(&[0, 1], false)
+    });
+    let bad = Tensor::from_i32(&[4], &[2, 0, 3, 1]).unwrap().to(dev).unwrap();
+    for reduction in [eager::Reduction::None, eager::Reduction::Sum] {
+        let e = logits.cross_entropy_with(&bad, reduction, None).unwrap_err().to_string();
+        assert!(e.contains("label 3 at position 2 is outside [0, 3)"), "{reduction:?}: {e}");
+    }
     let labels = Tensor::from_i32(&[4], &[1, 0, 2, 1]).unwrap().to(dev).unwrap();
     check("linear + cross-entropy", &[param(&[4, 6], 9), param(&[3, 6], 10), param(&[3], 11)], |p| {
         p[0].linear(&p[1], Some(&p[2]))?.cross_entropy(&labels)
