@@ -204,6 +204,17 @@ impl Kernel {
         self.val(&format!("arith.constant {c} : index"))
     }
 
+    /// Whether float `v` displaces the running maximum `best`: greater, or
+    /// the first NaN (a NaN is the largest, as `hl.reduce_max` propagates
+    /// it and PyTorch's argmax and max-pool gradient take it).
+    pub(crate) fn above_nan_first(&mut self, v: &str, best: &str, f: &str) -> String {
+        let greater = self.val(&format!("arith.cmpf ogt, {v}, {best} : {f}"));
+        let nan = self.val(&format!("arith.cmpf uno, {v}, {v} : {f}"));
+        let best_is_number = self.val(&format!("arith.cmpf ord, {best}, {best} : {f}"));
+        let first_nan = self.val(&format!("arith.andi {nan}, {best_is_number} : i1"));
+        self.val(&format!("arith.ori {greater}, {first_nan} : i1"))
+    }
+
     pub(crate) fn float(&mut self, c: f64, t: DType) -> String {
         // Infinities and NaN have no decimal spelling: their bit patterns,
         // of `t`'s width.

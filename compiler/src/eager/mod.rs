@@ -29,6 +29,7 @@
 //! gradients come from one source. Only what ran is recorded: `if`, loops
 //! and shapes that change between steps need nothing special.
 
+mod composed;
 pub mod optim;
 
 pub use crate::nn::Reduction;
@@ -1316,6 +1317,17 @@ impl Tensor {
                 }
             }
         }
+        // An integer leaf made a parameter has no gradient to take
+        // (PyTorch refuses `requires_grad` on it): said, not left `None`.
+        if let Some(t) = order.iter().find(|t| {
+            t.0.node.is_none()
+                && !matches!(t.0.dtype, HostDType::F32 | HostDType::F64 | HostDType::F16 | HostDType::BF16)
+        }) {
+            return Err(EagerError::Invalid(format!(
+                "backward(): {t:?} is a parameter (param()) of integers, which have no gradient: make it a float \
+                 tensor, or leave it an input (only float tensors can require a gradient)"
+            )));
+        }
         if order.iter().any(|t| t.0.node.as_ref().is_some_and(|n| n.used.get())) {
             return Err(EagerError::Invalid(
                 "backward() through ops an earlier backward() went through (of this loss, or of another sharing \
@@ -1433,17 +1445,33 @@ impl Tensor {
     /// tensor's device), not a constant of the kernel: a scale that changes
     /// every step (a schedule, an annealed weight) runs one compiled kernel,
     /// where a constant compiled one per value.
+    ///
+    /// An integer tensor times a fraction is a float result (as PyTorch
+    /// promotes it); times a whole number it stays integer.
     pub fn mul_scalar(&self, v: f64) -> Result<Tensor> {
-        self.binary(&self.scalar_operand("mul_scalar", v)?, "mul".into(), |a, b| a.mul(b))
+        let x = self.promoted_for(v)?;
+        x.binary(&x.scalar_operand("mul_scalar", v)?, "mul".into(), |a, b| a.mul(b))
     }
-    /// `self + v`, `v` an operand as in [`Tensor::mul_scalar`].
+    /// `self + v`, `v` an operand as in [`Tensor::mul_scalar`] (promoted
+    /// as it).
     pub fn add_scalar(&self, v: f64) -> Result<Tensor> {
-        self.binary(&self.scalar_operand("add_scalar", v)?, "add".into(), |a, b| a.add(b))
+        let x = self.promoted_for(v)?;
+        x.binary(&x.scalar_operand("add_scalar", v)?, "add".into(), |a, b| a.add(b))
+    }
+
+    /// This tensor as f32 where it holds integers and `v` is not a whole
+    /// number (or not finite), else itself.
+    fn promoted_for(&self, v: f64) -> Result<Tensor> {
+        let integer = matches!(self.0.dtype, HostDType::I32 | HostDType::I64);
+        if integer && (v.fract() != 0.0 || !v.is_finite()) { self.cast(DType::F32) } else { Ok(self.clone()) }
     }
 
     /// `v` as a rank-0 tensor of this tensor's dtype on its device.
     fn scalar_operand(&self, op: &str, v: f64) -> Result<Tensor> {
-        let named = |e: EagerError| EagerError::Op { op: op.to_string(), message: e.to_string() };
+        let named = |e: EagerError| EagerError::Op {
+            op: op.to_string(),
+            message: format!("the scalar {v} as a {:?} tensor: {e}", self.0.dtype),
+        };
         Tensor::with_values(&[], self.0.dtype, vec![v]).map_err(named)?.to(&self.device()).map_err(named)
     }
     /// The values as `dtype` (PyTorch's `.to(dtype)`): integer labels or

@@ -97,9 +97,10 @@ impl Optim {
     /// summed per gradient then in parameter order, in f32). Returns the
     /// norm before clipping.
     pub fn clip_grad_norm(&self, max_norm: f64) -> Result<f64> {
-        // (An infinite bound clips nothing, as in PyTorch.)
-        if max_norm.is_nan() || max_norm <= 0.0 {
-            return Err(EagerError::Invalid(format!("clip_grad_norm: max_norm {max_norm} is not above 0")));
+        // (An infinite bound clips nothing, and 0 zeroes the gradients, as
+        // in PyTorch.)
+        if max_norm.is_nan() || max_norm < 0.0 {
+            return Err(EagerError::Invalid(format!("clip_grad_norm: max_norm {max_norm} is negative or NaN")));
         }
         let grads: Vec<(&Tensor, Tensor)> =
             self.params.iter().filter_map(|p| p.grad_tensor().map(|g| (p, g))).collect();

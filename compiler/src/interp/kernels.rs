@@ -461,7 +461,8 @@ pub fn conv2d_backward(
     (Array::from_parts(x_shape.to_vec(), dy.dtype, dx), Array::from_parts(w_shape.to_vec(), dy.dtype, dw))
 }
 
-/// The gradient of max_pool2d (to each window's first maximum) or
+/// The gradient of max_pool2d (to each window's first maximum, or first
+/// NaN) or
 /// avg_pool2d (spread over the kernel area) with respect to its input.
 pub fn pool2d_backward(dy: &Array, x: &Array, win: &Window, max: bool) -> Array {
     let xd = win.dims(&x.shape);
@@ -481,7 +482,9 @@ pub fn pool2d_backward(dy: &Array, x: &Array, win: &Window, max: bool) -> Array 
                             if let Some((iy, ix)) = win.tap((y, xx), (kh, kw), (h, w)) {
                                 let i = win.at([ni, ci, iy, ix], xd);
                                 if max {
-                                    if best.is_none_or(|(_, v)| x.data[i] > v) {
+                                    // The first maximum, a NaN above all (PyTorch's).
+                                    let above = |v: f64| x.data[i] > v || (x.data[i].is_nan() && !v.is_nan());
+                                    if best.is_none_or(|(_, v)| above(v)) {
                                         best = Some((i, x.data[i]));
                                     }
                                 } else {

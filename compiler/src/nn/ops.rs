@@ -462,7 +462,12 @@ impl Tensor {
         self.op("hl.matmul", &[self, other], &attrs)
     }
     /// `self @ weight^T + bias`.
+    /// A 1-D input is one example (`F.linear`'s form): `[in] -> [out]`.
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        if self.rank() == 1 && weight.rank() == 2 {
+            let row = self.reshape(&[1, self.shape()[0] as i64])?.linear(weight, bias)?;
+            return row.reshape(&[weight.shape()[0] as i64]);
+        }
         match bias {
             Some(b) => self.op("hl.linear", &[self, weight, b], &[]),
             None => self.op("hl.linear", &[self, weight], &[]),
@@ -471,6 +476,10 @@ impl Tensor {
 
     // Reductions.
     fn reduce(&self, name: &str, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        // A scalar over its no axes is itself (`x.sum()` of a rank-0 x).
+        if axes.is_empty() && self.rank() == 0 && self.dtype().is_float() {
+            return Ok(self.clone());
+        }
         if axes.is_empty() {
             return Err(self.invalid(format!("{name} over no axes: give the axes to reduce (every one: 0..rank)")));
         }

@@ -523,6 +523,17 @@ fn vjp(
             let bm1 = e.binary("hl.sub", x[1], e.scalar(1.0, x[1])?)?;
             let da = e.binary("hl.mul", g, e.binary("hl.mul", x[1], e.binary("hl.pow", x[0], bm1)?)?)?;
             let db = e.binary("hl.mul", g, e.binary("hl.mul", y, e.unary("hl.log", x[0])?)?)?;
+            // PyTorch's limits where the formulas read 0 * inf: d/da is 0
+            // where b = 0 (a^0 is 1 for every a, 0 included), d/db is 0
+            // where a = 0 and b >= 0 (0^b is 0 or 1 there).
+            let zero = e.scalar(0.0, g)?;
+            let (a0, b0) = (e.scalar(0.0, x[0])?, e.scalar(0.0, x[1])?);
+            let b_zero = e.op("hl.compare", &[x[1], b0.clone()], &[("predicate", "0 : i32".into())])?;
+            let da = e.op("hl.select", &[b_zero, zero.clone(), da], &[])?;
+            let a_zero = e.op("hl.compare", &[x[0], a0], &[("predicate", "0 : i32".into())])?;
+            let b_nonneg = e.op("hl.compare", &[x[1], b0], &[("predicate", "5 : i32".into())])?;
+            let db_where_a_zero = e.op("hl.select", &[b_nonneg, zero, db.clone()], &[])?;
+            let db = e.op("hl.select", &[a_zero, db_where_a_zero, db], &[])?;
             Ok(vec![Some(da), Some(db)])
         }
         "hl.max" | "hl.min" => {

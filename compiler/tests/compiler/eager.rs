@@ -68,6 +68,8 @@ on_devices!(
     bad_input_is_an_error_naming_the_op,
     a_scalar_that_changes_every_step_runs_one_kernel,
     adam_counts_steps_per_parameter,
+    composed_ops_have_pytorchs_values_and_the_gradients_of_finite_differences,
+    nan_zero_and_integer_corners_are_pytorchs,
 );
 
 /// How close an eager run on `dev` must end to the compiled CPU run, as a
@@ -1368,4 +1370,143 @@ fn eager_misuse_is_an_error_not_an_abort_or_a_wrong_gradient() {
     assert!(e.contains("input must have rank >= 2") && e.contains("tensor<3xf32>"), "{e}");
     // An error names the op, not its kernel-cache key.
     assert!(e.starts_with("linear-nobias: "), "{e}");
+}
+
+/// The ops composed of others (`clamp`, `where_`, `logsumexp`, `var`, ...):
+/// their values against the definitions computed here, their gradients
+/// against finite differences.
+fn composed_ops_have_pytorchs_values_and_the_gradients_of_finite_differences(dev: &Device) {
+    use aicf_compiler::nn::Compare;
+    let param = |shape: &[usize], seed| param_on(shape, seed, dev);
+    let x = Tensor::from_vec(&[2, 3], vec![-2.0, -0.5, 0.0, 0.5, 1.0, 30.0]).unwrap().to(dev).unwrap();
+    let xs = [-2.0f64, -0.5, 0.0, 0.5, 1.0, 30.0];
+    let each = |t: eager::Result<Tensor>| t.unwrap().host().unwrap().values;
+    let want = |f: &dyn Fn(f64) -> f64| xs.iter().map(|&v| f(v)).collect::<Vec<_>>();
+    assert_close("clamp", &each(x.clamp(Some(-1.0), Some(0.5))), &want(&|v| v.clamp(-1.0, 0.5)));
+    assert_close("clamp min", &each(x.clamp(Some(0.0), None)), &want(&|v| v.max(0.0)));
+    assert_close("square", &each(x.square()), &want(&|v| v * v));
+    assert_close("leaky_relu", &each(x.leaky_relu(0.1)), &want(&|v| if v > 0.0 { v } else { 0.1 * v }));
+    assert_close("elu", &each(x.elu(1.0)), &want(&|v| if v > 0.0 { v } else { v.exp() - 1.0 }));
+    assert_close("softplus", &each(x.softplus()), &want(&|v| v.max(0.0) + (-v.abs()).exp().ln_1p()));
+    let t = (2.0 / std::f64::consts::PI).sqrt();
+    let gelu_tanh = |v: f64| 0.5 * v * (1.0 + (t * (v + 0.044715 * v * v * v)).tanh());
+    assert_close("gelu_tanh", &each(x.gelu_tanh()), &want(&gelu_tanh));
+    let lse = |row: &[f64]| {
+        let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        m + row.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
+    };
+    assert_close("logsumexp", &each(x.logsumexp(&[1], false)), &[lse(&xs[..3]), lse(&xs[3..])]);
+    assert_eq!(x.logsumexp(&[-1], true).unwrap().shape(), vec![2, 1]);
+    let ninf = Tensor::full(&[1, 2], f32::NEG_INFINITY).unwrap().to(dev).unwrap();
+    assert_eq!(each(ninf.logsumexp(&[1], false)), vec![f64::NEG_INFINITY]);
+    let var = |row: &[f64], c: f64| {
+        let m = row.iter().sum::<f64>() / row.len() as f64;
+        row.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (row.len() as f64 - c)
+    };
+    assert_close("var", &each(x.var(&[1], 1, false)), &[var(&xs[..3], 1.0), var(&xs[3..], 1.0)]);
+    assert_close("std", &each(x.std(&[0, 1], 0, false)), &[var(&xs, 0.0).sqrt()]);
+    assert!(x.var(&[0], 2, false).unwrap_err().to_string().contains("the divisor 2 - 2 is not above 0"));
+    assert_close("min", &each(x.min(&[1], false)), &[-2.0, 0.5]);
+    assert_eq!(each(x.argmin(1, false)), vec![0.0, 0.0]);
+    let hit = x.compare(Compare::Gt, &Tensor::full(&[], 0.25).unwrap().to(dev).unwrap()).unwrap();
+    assert!(!hit.requires_grad());
+    let picked = Tensor::where_(&hit, &x, &x.neg().unwrap()).unwrap();
+    assert_close("where", &each(Ok(picked)), &want(&|v| if v > 0.25 { v } else { -v }));
+    // Shapes: unsqueeze, squeeze, stack, split.
+    assert_eq!(x.unsqueeze(0).unwrap().shape(), vec![1, 2, 3]);
+    assert_eq!(x.unsqueeze(-1).unwrap().shape(), vec![2, 3, 1]);
+    assert_eq!(x.unsqueeze(0).unwrap().squeeze(0).unwrap().shape(), vec![2, 3]);
+    assert_eq!(x.squeeze(1).unwrap().shape(), vec![2, 3], "an axis of 3 stays");
+    let st = Tensor::stack(&[&x, &x.neg().unwrap()], 1).unwrap();
+    assert_eq!(st.shape(), vec![2, 2, 3]);
+    assert_eq!(each(Ok(st))[..6], [-2.0, -0.5, 0.0, 2.0, 0.5, -0.0]);
+    let parts = x.split(&[1, 2], 1).unwrap();
+    assert_eq!((parts[0].shape(), parts[1].shape()), (vec![2, 1], vec![2, 2]));
+    assert!(x.split(&[1, 1], 1).unwrap_err().to_string().contains("add up to 2, axis 1 of [2, 3] has 3"));
+    assert!(Tensor::stack(&[&x, &parts[1]], 0).unwrap_err().to_string().contains("tensor 1 has the shape [2, 2]"));
+    assert!(x.unsqueeze(4).unwrap_err().to_string().contains("no place 4"));
+    assert!(x.clamp(Some(1.0), Some(0.0)).unwrap_err().to_string().contains("min 1 is above max 0"));
+    // Dropout: zeros and scaled survivors in training, the input otherwise.
+    eager::manual_seed(3);
+    let ones = Tensor::ones(&[1000]).unwrap().to(dev).unwrap();
+    let d = each(ones.dropout(0.25, true));
+    let kept = d.iter().filter(|&&v| v != 0.0).count();
+    assert!(d.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6), "survivors scaled by 1/(1-p)");
+    assert!((700..800).contains(&kept), "{kept} of 1000 kept at p = 0.25");
+    assert_eq!(each(ones.dropout(0.25, false)), vec![1.0; 1000]);
+    // Gradients.
+    check("clamp, leaky_relu, elu, softplus, gelu_tanh", &[param(&[3, 4], 60)], |p| {
+        let x = p[0].mul_scalar(2.0)?;
+        let y = x.clamp(Some(-0.7), Some(0.9))?.add(&x.leaky_relu(0.2)?)?.add(&x.elu(0.5)?)?;
+        y.add(&x.softplus()?)?.add(&x.gelu_tanh()?)?.add(&x.square()?)?.sum(&[0, 1], false)
+    });
+    check("logsumexp, var, std, min", &[param(&[3, 4], 61)], |p| {
+        let a = p[0].logsumexp(&[1], false)?.sum(&[0], false)?;
+        let b = p[0].var(&[0], 1, false)?.sum(&[0], false)?.add(&p[0].std(&[1], 0, true)?.sum(&[0, 1], false)?)?;
+        a.add(&b)?.add(&p[0].min(&[0], false)?.sum(&[0], false)?)
+    });
+    check("where, stack, split", &[param(&[2, 3], 62), param(&[2, 3], 63)], |p| {
+        let c = p[0].compare(Compare::Lt, &p[1])?;
+        let w = Tensor::where_(&c, &p[0], &p[1].mul_scalar(3.0)?)?;
+        let s = Tensor::stack(&[&w, &p[0]], 0)?;
+        let parts = s.split(&[1, 2], 2)?;
+        parts[0].sum(&[0, 1, 2], false)?.add(&parts[1].square()?.sum(&[0, 1, 2], false)?)
+    });
+}
+
+/// Where PyTorch defines a corner (a NaN, a 0, an integer tensor), the
+/// eager ops give its answer.
+fn nan_zero_and_integer_corners_are_pytorchs(dev: &Device) {
+    use aicf_compiler::nn::Pool2dOptions;
+    let on_dev = |t: Tensor| t.to(dev).unwrap();
+    // argmax of integers, and a NaN as the largest value (max says NaN too).
+    let ints = on_dev(Tensor::from_i32(&[2, 2], &[1, 5, 3, 4]).unwrap());
+    assert_eq!(ints.argmax(1, false).unwrap().values().unwrap(), vec![1.0, 1.0]);
+    let row = on_dev(Tensor::from_vec(&[1, 5], vec![1.0, f32::NAN, 5.0, f32::NAN, 2.0]).unwrap());
+    assert_eq!(row.argmax(1, false).unwrap().values().unwrap(), vec![1.0], "the first NaN");
+    assert!(row.max(&[1], false).unwrap().values().unwrap()[0].is_nan());
+    // max pooling's gradient goes to a window's NaN, as its value is NaN.
+    let img = on_dev(Tensor::from_vec(&[1, 1, 2, 2], vec![1.0, f32::NAN, 2.0, 0.0]).unwrap()).param();
+    let pooled = img.max_pool2d(&Pool2dOptions::square(2)).unwrap();
+    assert!(pooled.values().unwrap()[0].is_nan());
+    pooled.sum(&[0, 1, 2, 3], false).unwrap().backward().unwrap();
+    assert_eq!(img.grad().unwrap().unwrap().values, vec![0.0, 1.0, 0.0, 0.0]);
+    // pow's gradients at 0: d/da where b = 0, d/db where a = 0 and b >= 0.
+    let a = on_dev(Tensor::from_vec(&[3], vec![0.0, 0.0, 2.0]).unwrap()).param();
+    let b = on_dev(Tensor::from_vec(&[3], vec![0.0, 2.0, 0.0]).unwrap()).param();
+    a.pow(&b).unwrap().sum(&[0], false).unwrap().backward().unwrap();
+    assert_eq!(a.grad().unwrap().unwrap().values, vec![0.0, 0.0, 0.0]);
+    let db = b.grad().unwrap().unwrap().values;
+    assert_eq!(db[..2], [0.0, 0.0]);
+    assert!((db[2] - 2f64.ln()).abs() < 1e-6, "{db:?}");
+    // An integer parameter has no gradient: backward says so.
+    let ids = on_dev(Tensor::from_i32(&[2], &[1, 2]).unwrap()).param();
+    let e = ids.cast(aicf_compiler::nn::DType::F32).unwrap().sum(&[0], false).unwrap().backward().unwrap_err();
+    assert!(e.to_string().contains("a parameter (param()) of integers"), "{e}");
+    // An integer tensor times a fraction is a float tensor, times a whole
+    // number an integer one.
+    let counts = on_dev(Tensor::from_i32(&[2], &[3, 4]).unwrap());
+    let scaled = counts.mul_scalar(2.5).unwrap();
+    assert_eq!(
+        (scaled.spec().unwrap().dtype, scaled.values().unwrap()),
+        (aicf_compiler::nn::DType::F32, vec![7.5, 10.0])
+    );
+    assert_eq!(counts.mul_scalar(2.0).unwrap().spec().unwrap().dtype, aicf_compiler::nn::DType::I32);
+    // linear of one example, and the sum of a scalar.
+    let w = on_dev(Tensor::from_vec(&[2, 3], vec![1.0, 0.0, -1.0, 0.5, 0.5, 0.5]).unwrap());
+    let v = on_dev(Tensor::from_vec(&[3], vec![1.0, 2.0, 3.0]).unwrap());
+    let y = v.linear(&w, None).unwrap();
+    assert_eq!((y.shape(), y.values().unwrap()), (vec![2], vec![-2.0, 3.0]));
+    let s = on_dev(Tensor::full(&[], 4.0).unwrap()).param();
+    let total = s.sum(&[], false).unwrap();
+    assert_eq!(total.item().unwrap(), 4.0);
+    total.backward().unwrap();
+    assert_eq!(s.grad().unwrap().unwrap().values, vec![1.0]);
+    // clip_grad_norm(0) zeroes the gradients (PyTorch's).
+    let p = on_dev(Tensor::from_vec(&[2], vec![1.0, 2.0]).unwrap()).param();
+    p.square().unwrap().sum(&[0], false).unwrap().backward().unwrap();
+    let opt = Optim::sgd(&[p.clone()], 0.0, false, 0.0).unwrap();
+    assert!((opt.clip_grad_norm(0.0).unwrap() - 20f64.sqrt()).abs() < 1e-5);
+    assert_eq!(p.grad().unwrap().unwrap().values, vec![0.0, 0.0]);
+    assert!(opt.clip_grad_norm(-1.0).is_err());
 }

@@ -669,7 +669,7 @@ impl Generator {
         let ok = k.and(&okh, &okw);
         let xi = at(&mut k, &xstr, &hh, &ww);
         let xv = k.load("%b1", &xi, &tx);
-        let gt = k.val(&format!("arith.cmpf ogt, {xv}, {} : {f}", inner[0]));
+        let gt = k.above_nan_first(&xv, &inner[0], f);
         let first = k.cmpi("eq", &inner[1], &big);
         let gt = k.val(&format!("arith.ori {gt}, {first} : i1"));
         let better = k.and(&ok, &gt);
@@ -825,9 +825,9 @@ impl Generator {
                 let xi = k.ravel(&with(&c, &h, &w), &xstr);
                 let xv = k.load(&format!("%b{x}"), &xi, &tx);
                 // The first tap in the window (-inf included), then any
-                // greater one: the interpreter's choice, and PyTorch's
-                // where no tap is NaN (PyTorch's gradient goes to a NaN).
-                let gt = k.val(&format!("arith.cmpf ogt, {xv}, {best1} : {f}"));
+                // greater one or the first NaN: the interpreter's choice,
+                // and PyTorch's.
+                let gt = k.above_nan_first(&xv, &best1, f);
                 let first = k.cmpi("eq", &at1, &big);
                 let gt = k.val(&format!("arith.ori {gt}, {first} : i1"));
                 let better = k.and(&ok, &gt);

@@ -445,16 +445,26 @@ impl Generator {
         let nc = k.index(n);
         let l = k.open("%begin", "%end");
         let base = k.line_base(&l, inner, n);
-        let ninf = k.float(f64::NEG_INFINITY, t);
+        // The running best starts below every value: -inf, or the integer
+        // type's least value (a line of only that value gives index 0).
+        let integer = matches!(t, DType::I32 | DType::I64);
+        let lowest = match t {
+            DType::I32 => k.val(&format!("arith.constant {} : i32", i32::MIN)),
+            DType::I64 => k.val(&format!("arith.constant {} : i64", i64::MIN)),
+            _ => k.float(f64::NEG_INFINITY, t),
+        };
         k.n += 1;
         let (j, bv, bi, r) = (format!("%i{}", k.n), format!("%bv{}", k.n), format!("%bi{}", k.n), format!("%r{}", k.n));
         k.line(&format!(
-            "{r}:2 = scf.for {j} = %c0 to {nc} step %c1 iter_args({bv} = {ninf}, {bi} = %c0) -> ({f}, index) {{"
+            "{r}:2 = scf.for {j} = %c0 to {nc} step %c1 iter_args({bv} = {lowest}, {bi} = %c0) -> ({f}, index) {{"
         ));
         k.depth += 1;
         let p = k.at(&base, &j, inner);
         let v = k.load("%b0", &p, &ty);
-        let better = k.val(&format!("arith.cmpf ogt, {v}, {bv} : {f}"));
+        // A NaN is the largest (as `torch.argmax`, and as `hl.reduce_max`
+        // propagates it): the first NaN wins and nothing after it does.
+        let better =
+            if integer { k.val(&format!("arith.cmpi sgt, {v}, {bv} : {f}")) } else { k.above_nan_first(&v, &bv, f) };
         let nb = k.val(&format!("arith.select {better}, {v}, {bv} : {f}"));
         let ni = k.val(&format!("arith.select {better}, {j}, {bi} : index"));
         k.line(&format!("scf.yield {nb}, {ni} : {f}, index"));
