@@ -1435,6 +1435,43 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
             options.val_split
         )));
     }
+    // Integer features (token or category ids for a gather) are read as
+    // the file holds them: scaled, an id of 5 read as 1 where the largest
+    // was 5, training the wrong embedding rows without a word.
+    if is_int(x.dtype) {
+        if options.standardize {
+            return Err(bad(format!(
+                "{name}: --standardize reads each feature at mean 0 and deviation 1, but the model's input #0 is {}, \
+                 integers (ids) that are read as they are: leave --standardize out",
+                x.describe()
+            )));
+        }
+        let (low, high) = if x.dtype == DType::I32 { (i32::MIN as f64, i32::MAX as f64) } else { (-9.2e18, 9.2e18) };
+        if let Some(k) = features.iter().position(|v| v.fract() != 0.0 || !(low..=high).contains(v)) {
+            return Err(bad(format!(
+                "{name}:{}: feature {} is {}, not a whole number the model's input #0 ({}) holds",
+                lines[k / width],
+                k % width,
+                features[k],
+                x.describe()
+            )));
+        }
+        let columns = vec![
+            Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features, scaled: false },
+            Column { shape: y.shape[1..].to_vec(), dtype: y.dtype, values: labels, scaled: false },
+        ];
+        return Ok(Dataset {
+            description: format!(
+                "{} of {} (integers, read as they are) and a label ({name})",
+                count(rows, "row", "rows"),
+                count(width, "feature", "features")
+            ),
+            metadata: BTreeMap::from([("feature_scale".into(), "1".into())]),
+            kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
+            outlier: None,
+            notes: Vec::new(),
+        });
+    }
     // Standardized feature by feature where asked (then no shared scale),
     // after the values as the file holds them are checked for an outlier
     // (standardized, a 1e30 typed for 1.30 is a few deviations out).

@@ -483,7 +483,8 @@ enum Command {
         #[arg(long, required = true)]
         data: Vec<PathBuf>,
         /// A checkpoint written by `aicf train --checkpoint-dir` (its
-        /// `last.safetensors`, or a model version `v0.safetensors`, ...);
+        /// `last.safetensors`, which the directory itself stands for, or a
+        /// model version `v0.safetensors`, ...);
         /// its own model is scored (MODEL is the fallback for a checkpoint
         /// that holds none).
         #[arg(long)]
@@ -505,7 +506,8 @@ enum Command {
         compile: ModelArgs,
         #[command(flatten)]
         device: DeviceArgs,
-        /// A checkpoint written by `aicf train --checkpoint-dir` on a text.
+        /// A checkpoint written by `aicf train --checkpoint-dir` on a text
+        /// (the directory stands for its `last.safetensors`).
         #[arg(long)]
         checkpoint: PathBuf,
         /// The text to continue (default, and for an empty one: a newline,
@@ -600,6 +602,24 @@ fn no_loss_to_train(c: &ModelArgs) -> Result<()> {
     Ok(())
 }
 
+/// A checkpoint directory given where a checkpoint file is read
+/// (`--checkpoint ck`, `--resume-from ck`) stands for the `last.safetensors`
+/// that `--checkpoint-dir ck` wrote in it (it was "is a directory, not a
+/// checkpoint file").
+fn checkpoints_in_dirs(command: &mut Command) {
+    let file = |p: &mut PathBuf| {
+        let last = p.join("last.safetensors");
+        if p.is_dir() && last.is_file() {
+            *p = last;
+        }
+    };
+    match command {
+        Command::Eval { checkpoint, .. } | Command::Sample { checkpoint, .. } => file(checkpoint),
+        Command::Train { resume_from: Some(p), .. } => file(p),
+        _ => {}
+    }
+}
+
 /// Refuses an input file that is not a regular file (a pipe, a device, a
 /// socket) before anything reads it: models, policies and checkpoints are
 /// read more than once (hashed, then parsed), so a pipe gave an empty
@@ -683,7 +703,8 @@ fn main() {
         });
     }
     let matches = command.get_matches();
-    let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    checkpoints_in_dirs(&mut cli.command);
     if let Err(e) = no_training_options(&matches) {
         eprintln!("aicf: error: {e}");
         std::process::exit(1);
