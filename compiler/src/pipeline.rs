@@ -495,6 +495,7 @@ pub fn train_step<'c>(
 ) -> Result<()> {
     refuse_differentiated(module, name)?;
     inline_calls(ctx, module, source)?;
+    add_loss_eval(module);
     let planned = timings
         .time("train pipeline (autodiff .. ll-schedule)", || run_pipeline(ctx, module, &options.train_pipeline()));
     let Err(e) = planned else { return Ok(()) };
@@ -514,7 +515,48 @@ pub fn train_step<'c>(
         run_pipeline(ctx, module, &set_batch(b))?;
     }
     inline_calls(ctx, module, source)?;
+    add_loss_eval(module);
     timings.time(DIRECT_CONVOLUTIONS, || run_pipeline(ctx, module, &direct.train_pipeline()))
+}
+
+/// The name of `@loss` with its dropout off, which a train step's
+/// artifact holds where `@loss` has dropout (`c"loss_eval"` below).
+pub const LOSS_EVAL: &str = "loss_eval";
+
+/// Where `@loss` (its calls inlined) has dropout: adds `@loss_eval`, a copy
+/// whose `hl.dropout`s pass their input on (PyTorch's `model.eval()`), with
+/// the same arguments (dropout's seed and offset then unread). The held-out
+/// loss is `@loss`'s own without the noise, whatever `@loss` is (an L1
+/// loss, a sum, two targets); it was the squared error or cross-entropy of
+/// `@forward`'s output, a figure of another kind, or none (NaN) where the
+/// targets did not line up with the output. A module that names a symbol
+/// `@loss_eval` itself is left as it is.
+fn add_loss_eval(module: &mut melior::ir::Module<'_>) {
+    let raw = module.as_operation().to_raw();
+    let funcs = crate::ir::functions(raw);
+    let named = |n: &str| funcs.iter().find(|(f, _)| crate::ir::string_attr(*f, "sym_name").as_deref() == Some(n));
+    let Some(&(loss, block)) = named("loss") else { return };
+    let dropout = |b| crate::ir::ops_of(b).into_iter().any(|o| crate::ir::op_name(o) == "hl.dropout");
+    if named(LOSS_EVAL).is_some() || !dropout(block) {
+        return;
+    }
+    // SAFETY: `loss` is a function of `module`, alive here; the copy is
+    // inserted into the module's body (which owns it from then on) before
+    // anything else reads it, and each dropout is erased after its one
+    // result's uses moved to its input.
+    unsafe {
+        use mlir_sys::*;
+        let copy = mlirOperationClone(loss);
+        let ctx = mlirOperationGetContext(loss);
+        let attr = mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(c"loss_eval".as_ptr()));
+        mlirOperationSetAttributeByName(copy, mlirStringRefCreateFromCString(c"sym_name".as_ptr()), attr);
+        mlirBlockInsertOwnedOperationAfter(mlirOperationGetBlock(loss), loss, copy);
+        let body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
+        for op in crate::ir::ops_of(body).into_iter().filter(|&o| crate::ir::op_name(o) == "hl.dropout") {
+            mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 0), mlirOperationGetOperand(op, 0));
+            mlirOperationDestroy(op);
+        }
+    }
 }
 
 /// A model whose `@loss` calls `@forward` (or any function): the calls

@@ -157,15 +157,17 @@ impl Signature {
                         .collect();
                     // (Only where @loss is a mean cross-entropy and nothing
                     // else, which the logits' cross-entropy reproduces.)
-                    let returns_cross_entropy = ir::ops_of(block)
+                    let returned = ir::ops_of(block)
                         .into_iter()
                         .rfind(|&o| ir::op_name(o) == "func.return")
                         .and_then(|r| ir::operands(r).first().copied())
                         .and_then(ir::producer)
-                        .is_some_and(|p| {
-                            ir::op_name(p) == "hl.cross_entropy" && !ir::attr_text(p, "reduction").contains("sum")
-                        });
-                    mean_cross_entropy = returns_cross_entropy;
+                        .filter(|&p| ir::op_name(p) == "hl.cross_entropy");
+                    let returns_cross_entropy = returned.is_some();
+                    // (The reduction is an enum: 1, sum; it was read as
+                    // text, which says `1 : i32`, so a sum was taken for a
+                    // mean.)
+                    mean_cross_entropy = returned.is_some_and(|p| ir::int_attr(p, "reduction").unwrap_or(0) != 1);
                     sets_state = returns_cross_entropy
                         && ir::ops_of(block).into_iter().any(|o| ir::op_name(o) == "hl.set_state");
                     ignore_index = ir::ops_of(block)

@@ -182,7 +182,15 @@ pub fn evaluate_checkpoint(
     let ids: Vec<usize> = (0..n).collect();
     let chunks: Vec<&[usize]> = ids.chunks(batch).collect();
     let (mut correct, mut targets, mut nll) = (0usize, 0usize, 0.0);
-    let by_output = sig.takes_rng() || fill;
+    // A model with dropout is scored by its @loss without the dropout
+    // (`@loss_eval`), as its run's held-out figures were; by @forward's
+    // output where a batch is filled with repeats (whose loss would count
+    // them) or the artifact has no `@loss_eval`.
+    let no_eval_loss = sig.takes_rng() && trainer.held_out_function() == "loss";
+    let by_output = no_eval_loss || fill;
+    // A classifier whose @loss is not a mean cross-entropy (a sum, or one
+    // with a penalty) is scored by its @loss, as its run reported it.
+    let by_model_loss = classifies && !sig.mean_cross_entropy && !fill && !no_eval_loss;
     let (mut loss_sum, mut loss_rows, mut squared, mut elements) = (0.0, 0usize, 0.0, 0usize);
     // A long text's every window takes a while: a bar on a terminal (none
     // where stderr is a file or a pipe).
@@ -215,11 +223,18 @@ pub fn evaluate_checkpoint(
                 squared += pairs.map(|(a, b)| (a - b) * (a - b)).sum::<f64>();
                 elements += per * chunk.len();
             } else {
-                let refs: Vec<&Tensor> = fed.iter().collect();
-                loss_sum += trainer.loss(&refs)? * chunk.len() as f64;
+                let rng = super::run::rng_inputs(&sig, 0, 0);
+                let refs: Vec<&Tensor> = fed.iter().chain(&rng).collect();
+                loss_sum += trainer.held_out_loss(&refs)? * chunk.len() as f64;
                 loss_rows += chunk.len();
             }
             continue;
+        }
+        if by_model_loss {
+            let rng = super::run::rng_inputs(&sig, 0, 0);
+            let refs: Vec<&Tensor> = fed.iter().chain(&rng).collect();
+            loss_sum += trainer.held_out_loss(&refs)? * chunk.len() as f64;
+            loss_rows += chunk.len();
         }
         let logits = trainer.predict(&data_in)?;
         let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { continue };
@@ -275,10 +290,15 @@ pub fn evaluate_checkpoint(
             data_name(data)
         )));
     }
+    let (loss, unit) = if by_model_loss {
+        (loss_sum / loss_rows.max(1) as f64, "(the model's @loss)".to_string())
+    } else {
+        (nll / targets.max(1) as f64, dataset.loss_unit().to_string())
+    };
     Ok(Scored {
         accuracy: correct as f64 / targets.max(1) as f64,
-        loss: nll / targets.max(1) as f64,
-        unit: dataset.loss_unit().into(),
+        loss,
+        unit,
         examples: n,
         what,
         epoch: meta.get("epoch").cloned(),

@@ -134,7 +134,8 @@ fn draw<'a>(svg: &'a mut String, records: &[EpochRecord]) -> std::result::Result
         .right_y_label_area_size(if accuracy { 56 } else { 0 })
         .build_cartesian_2d(first as f64..last as f64 + 1e-9, 0.0..top)?
         .set_secondary_coord(first as f64..last as f64 + 1e-9, 0.0..1.0);
-    chart.configure_mesh().x_desc("epoch").y_desc(format!("loss ({unit})")).draw()?;
+    let y = if unit.is_empty() { "loss".to_string() } else { format!("loss ({unit})") };
+    chart.configure_mesh().x_desc("epoch").y_desc(y).draw()?;
     if accuracy {
         chart.configure_secondary_axes().y_desc("held-out accuracy").draw()?;
     }

@@ -2763,7 +2763,7 @@ impl<'a> Loop<'a> {
                 train_loss: loss_sum / count.max(1) as f64,
                 val_loss,
                 val_accuracy,
-                unit: self.data.loss_unit().into(),
+                unit: self.loss_unit().into(),
                 seconds,
                 steps_per_second: (steps - epoch_steps_before) as f64 / seconds.max(1e-9),
                 params: param_count(trainer),
@@ -2945,6 +2945,14 @@ impl<'a> Loop<'a> {
         self.reported_decisions = decisions.len();
     }
 
+    /// The unit of the losses reported: nats (per character of a text)
+    /// for a cross-entropy, none for a loss of the model's own (a squared
+    /// error, an L1 loss, a sum: every regression was said in nats).
+    fn loss_unit(&self) -> &'static str {
+        let cross_entropy = self.sig.mean_cross_entropy || (self.sig.classifies() && self.sig.sets_state);
+        if cross_entropy || !matches!(self.data.loss_unit(), "nats") { self.data.loss_unit() } else { "" }
+    }
+
     /// The held-out loss (mean over every held-out example of `@loss`, or
     /// where the loss takes dropout's seed, the cross-entropy of
     /// `@forward`'s logits)
@@ -2961,11 +2969,16 @@ impl<'a> Loop<'a> {
         // @forward's logits (the running statistics). Its @loss gave a
         // held-out loss by the held-out batch's own statistics, beside an
         // accuracy by the running ones.
-        let by_logits = self.sig.takes_rng() || (classifies && self.sig.sets_state);
-        // A regression model's @loss with dropout in it: its held-out loss is
-        // the mean squared error of @forward's output (an MSE model's loss
-        // without the dropout; nothing was scored, and the run stopped on
-        // a NaN held-out loss).
+        // A model with dropout: its @loss without the dropout
+        // (`@loss_eval`), as PyTorch validates in eval mode, where the
+        // artifact has it; a classifier whose @loss is a mean cross-entropy
+        // by its logits' cross-entropy, the same figure at one forward pass.
+        // (Without `@loss_eval`, an artifact compiled before it: a regression
+        // by the mean squared error of @forward's output.)
+        let held_out_fn = self.adaptive.trainer_mut().held_out_function();
+        let rng = self.sig.takes_rng();
+        let by_logits = (classifies && (self.sig.sets_state || (rng && self.sig.mean_cross_entropy)))
+            || (rng && held_out_fn == "loss");
         let (mut squared, mut elements) = (0.0, 0usize);
         let (mut loss_sum, mut loss_rows) = (0.0, 0usize);
         let (mut nll, mut correct, mut targets) = (0.0, 0usize, 0usize);
@@ -3010,9 +3023,11 @@ impl<'a> Loop<'a> {
             }
             // Every batch counts by its rows (a smaller last one runs its
             // variant), so the loss is the mean over held-out examples.
-            let refs: Vec<&Tensor> = fed.iter().collect();
-            if !by_logits && trainer.backend().compiled_for("loss", &refs) {
-                loss_sum += trainer.loss(&refs)? * ids.len() as f64;
+            // (`@loss_eval` takes dropout's seed and offset, unread.)
+            let rng = rng_inputs(&self.sig, 0, 0);
+            let refs: Vec<&Tensor> = fed.iter().chain(&rng).collect();
+            if !by_logits && trainer.backend().compiled_for(held_out_fn, &refs) {
+                loss_sum += trainer.held_out_loss(&refs)? * ids.len() as f64;
                 loss_rows += ids.len();
             }
         }
@@ -3283,6 +3298,14 @@ pub fn step_inputs(
     step: u64,
 ) -> Vec<Tensor> {
     let mut inputs = data.batch(split, examples);
+    inputs.extend(rng_inputs(sig, seed, step));
+    inputs
+}
+
+/// Dropout's seed and step offset where `@loss` takes them (none else):
+/// what follows the fed inputs.
+pub fn rng_inputs(sig: &Signature, seed: u64, step: u64) -> Vec<Tensor> {
+    let mut inputs = Vec::new();
     for i in &sig.inputs {
         match i.role {
             Role::Seed => inputs.push(Tensor::scalar((seed & ((1 << 52) - 1)) as f64, DType::I64)),

@@ -576,6 +576,24 @@ impl Trainer {
         Ok(out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN))
     }
 
+    /// The function that gives the held-out loss: `@loss_eval` (`@loss`
+    /// with its dropout off) where the model has dropout and its artifact
+    /// holds one, else `@loss`.
+    pub fn held_out_function(&self) -> &'static str {
+        let eval = crate::pipeline::LOSS_EVAL;
+        if self.backend.function(eval).is_ok() { eval } else { "loss" }
+    }
+
+    /// `@loss` on held-out `inputs` (the same inputs as [`Trainer::loss`]),
+    /// as PyTorch validates in `model.eval()`: without dropout's noise
+    /// ([`Trainer::held_out_function`]).
+    pub fn held_out_loss(&mut self, inputs: &[&Tensor]) -> Result<f64> {
+        let function = self.held_out_function();
+        self.ensure_compiled(function, inputs)?;
+        let out = self.backend.call(function, inputs)?;
+        Ok(out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN))
+    }
+
     /// Compiles (or finds in the cache) the variant of the model for
     /// `batch` rows, if the backend has none, and adds it.
     pub fn add_batch(&mut self, batch: usize) -> Result<()> {

@@ -2399,7 +2399,7 @@ impl Report for Printer {
     }
 
     fn epoch(&mut self, r: &EpochRecord, epochs: usize) {
-        let unit = if r.unit == "nats" { String::new() } else { format!(" {}", r.unit) };
+        let unit = if r.unit == "nats" || r.unit.is_empty() { String::new() } else { format!(" {}", r.unit) };
         // A regression (or a run without held-out rows) has no accuracy.
         let accuracy =
             if r.val_accuracy.is_nan() { String::new() } else { format!("  val accuracy {}", percent(r.val_accuracy)) };
@@ -2531,7 +2531,7 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
         summary.metrics.display(),
         summary.plot.display()
     );
-    if let Some(r) = last.filter(|r| r.unit != "nats" && !printer.nothing_held) {
+    if let Some(r) = last.filter(|r| r.unit != "nats" && !r.unit.is_empty() && !printer.nothing_held) {
         let best = summary.records.iter().map(|r| r.val_loss).fold(f64::INFINITY, f64::min);
         println!("final held-out loss {:.4} {} (best {best:.4})", r.val_loss, r.unit);
     }
