@@ -564,7 +564,7 @@ fn add_loss_eval(module: &mut melior::ir::Module<'_>) {
 /// pipeline), since autodiff differentiates one function's body. `@forward`
 /// and `@loss` stay, made public where they were private (the inliner
 /// erases a private function no call is left to).
-fn inline_calls(ctx: &CompilerContext, module: &mut melior::ir::Module<'_>, source: &str) -> Result<()> {
+pub fn inline_calls(ctx: &CompilerContext, module: &mut melior::ir::Module<'_>, source: &str) -> Result<()> {
     if source.contains("call @") || source.contains("\"func.call\"") {
         for (func, _) in crate::ir::functions(module.as_operation().to_raw()) {
             if matches!(crate::ir::string_attr(func, "sym_name").as_deref(), Some("forward" | "loss")) {

@@ -5,6 +5,13 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/manifest.json
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit ll | FileCheck %s --check-prefix=LL
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit fused | FileCheck %s --check-prefix=FUSED
+// A model whose @loss calls @forward: the fused stage inlines the call first,
+// as the train step's compile does (it stopped at autodiff's "inline it
+// first").
+// RUN: aicf compile %S/inputs/ids-bag.mlir --emit fused | FileCheck %s --check-prefix=FUSEDCALL
+// FUSEDCALL: func.func @loss(
+// FUSEDCALL-NOT: call @forward
+// FUSEDCALL: func.func @train_step
 // A variant for batch 7 (what a smaller last batch runs): the same
 // parameters, every batch-carrying buffer 7 rows.
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --batch 7 --emit ll | FileCheck %s --check-prefix=BATCH

@@ -2308,7 +2308,12 @@ fn run_compile(
     }
     match stage {
         Stage::Hl => {}
-        Stage::Fused => run_pipeline(&ctx, &mut module, &options.fusion_pipeline()).map_err(|e| e.to_string())?,
+        Stage::Fused => {
+            // Calls inlined first, as the train step's compile does (the
+            // stage stopped at autodiff's "inline it first").
+            pipeline::inline_calls(&ctx, &mut module, &source).map_err(|e| e.to_string())?;
+            run_pipeline(&ctx, &mut module, &options.fusion_pipeline()).map_err(|e| e.to_string())?
+        }
         Stage::Ll => {
             pipeline::train_step(&ctx, &mut module, (&source, &name, batch), &options, &mut Default::default())
                 .map_err(|e| e.to_string())?
