@@ -184,8 +184,11 @@ pub fn describe_location(location: Location<'_>) -> String {
         if mlirLocationIsAName(raw) {
             return describe_location(Location::from_raw(mlirLocationNameGetChildLoc(raw)));
         }
+        // An inlined op: where it is written (a note names the call, as
+        // MLIR's own handler does). The call was named alone, so an error
+        // in @forward pointed at `call @forward` in @loss.
         if mlirLocationIsACallSite(raw) {
-            return describe_location(Location::from_raw(mlirLocationCallSiteGetCaller(raw)));
+            return describe_location(Location::from_raw(mlirLocationCallSiteGetCallee(raw)));
         }
         let parts = if mlirLocationIsAFused(raw) { mlirLocationFusedGetNumLocations(raw) } else { 0 };
         if parts > 0 {
@@ -228,8 +231,19 @@ fn convert(diagnostic: &melior::diagnostic::Diagnostic<'_>) -> Diagnostic {
         DiagnosticSeverity::Note => Severity::Note,
         DiagnosticSeverity::Remark => Severity::Remark,
     };
-    let notes =
+    let mut notes: Vec<Diagnostic> =
         (0..diagnostic.note_count()).filter_map(|i| diagnostic.note(i).ok()).map(|note| convert(&note)).collect();
+    let raw = diagnostic.location().to_raw();
+    // SAFETY: a location of the diagnostic's context, alive while it is.
+    if unsafe { mlir_sys::mlirLocationIsACallSite(raw) } {
+        let caller = unsafe { Location::from_raw(mlir_sys::mlirLocationCallSiteGetCaller(raw)) };
+        notes.push(Diagnostic {
+            location: describe_location(caller),
+            severity: Severity::Note,
+            message: "called from here".into(),
+            notes: Vec::new(),
+        });
+    }
     Diagnostic { location: describe_location(diagnostic.location()), severity, message: diagnostic.to_string(), notes }
 }
 

@@ -78,6 +78,11 @@
 // a constant loss of 7; at bf16 refused by hl-autocast).
 // RUN: not aicf train %S/inputs/own-gradient.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/own 2>&1 | FileCheck %s --check-prefix=OWNGRAD
 // RUN: not aicf compile %S/inputs/own-gradient.mlir.txt --precision bf16 -o %t/own.aicf 2>&1 | FileCheck %s --check-prefix=OWNGRAD
+// An op that @loss reaches through a call is named where it is written,
+// the call in a note (the call alone was named).
+// RUN: not aicf compile %S/inputs/math-in-forward.mlir.txt -o %t/math 2>&1 | FileCheck %s --check-prefix=CALLEE
+// CALLEE: math-in-forward.mlir.txt:13:9: error: hl-optimizer: no gradient rule for 'math.tanh'
+// CALLEE-NEXT: math-in-forward.mlir.txt:25:8: note: called from here
 // RUN: not aicf compile %S/inputs/own-gradient.mlir.txt --emit fused 2>&1 | FileCheck %s --check-prefix=OWNGRAD
 // RUN: not aicf train %S/inputs/own-gradient.mlir.txt --batch 16 --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/own16 2>&1 | FileCheck %s --check-prefix=OWNGRAD
 // OWNGRAD: aicf: error: {{.*}}own-gradient.mlir.txt: not a model to compile as it is:

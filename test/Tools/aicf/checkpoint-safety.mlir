@@ -190,8 +190,10 @@
 // RUN: sed 's/%a = hl.relu %h : tensor<32x128xf32>/%z = hl.constant dense<0x7FC00000> : tensor<128xf32>\n  %r = hl.relu %h : tensor<32x128xf32>\n  %a = hl.mul %r, %z : tensor<32x128xf32>, tensor<128xf32>/' %S/../../../examples/mlp/digits_mlp.mlir > %t/nanmodel.mlir
 // RUN: not aicf train %t/nanmodel.mlir --data %t/digits.csv --out %t/run5 2>&1 | FileCheck %s --check-prefix=FIRST
 // FIRST: aicf: error: the loss is NaN at the first step, before any update: the model (its constants or initial values) or the data gives it, not the learning rate
-// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/ckpt --out %t/run 2>&1 | FileCheck %s --check-prefix=DIR
-// DIR: aicf: error: {{.*}}ckpt: is a directory, not a checkpoint file
+// (A checkpoint directory stands for its last.safetensors: one without it.)
+// RUN: mkdir -p %t/nockpt
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/nockpt --out %t/run 2>&1 | FileCheck %s --check-prefix=DIR
+// DIR: aicf: error: {{.*}}nockpt: is a directory, not a checkpoint file
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run6 --checkpoint-dir %t/none --resume 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: test ! -e %t/none
 // NONE: aicf: error: {{.*}}none{{/|\\}}last.safetensors: no checkpoint to resume from (train without --resume to start one)

@@ -8,7 +8,7 @@
 // A model whose @loss calls @forward: the fused stage inlines the call first,
 // as the train step's compile does (it stopped at autodiff's "inline it
 // first").
-// RUN: aicf compile %S/inputs/ids-bag.mlir --emit fused | FileCheck %s --check-prefix=FUSEDCALL
+// RUN: aicf compile %S/inputs/ids-bag.mlir.txt --emit fused | FileCheck %s --check-prefix=FUSEDCALL
 // FUSEDCALL: func.func @loss(
 // FUSEDCALL-NOT: call @forward
 // FUSEDCALL: func.func @train_step

@@ -4,16 +4,16 @@
 // a value the file did not hold), and ids 0 and 5 became 0 and 1, training
 // embedding row 1 for id 5 without a word.
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: aicf train %S/inputs/ids-bag.mlir --data %S/inputs/ids.csv --epochs 20 --lr 0.1 --optimizer adam --out %t/run --checkpoint-dir %t/ck --no-progress 2>&1 | FileCheck %s
+// RUN: aicf train %S/inputs/ids-bag.mlir.txt --data %S/inputs/ids.csv --epochs 20 --lr 0.1 --optimizer adam --out %t/run --checkpoint-dir %t/ck --no-progress 2>&1 | FileCheck %s
 // CHECK: data: 240 rows of 3 features (integers, read as they are) and a label ({{.*}}ids.csv)
 // CHECK: final held-out accuracy {{(9[0-9]|100)\.[0-9]+}}%
 // The same rows evaluated from the checkpoint read the same ids (the
 // checkpoint directory stands for its last.safetensors).
-// RUN: aicf eval %S/inputs/ids-bag.mlir --checkpoint %t/ck --data %S/inputs/ids.csv 2>&1 | FileCheck %s --check-prefix=EVAL
+// RUN: aicf eval %S/inputs/ids-bag.mlir.txt --checkpoint %t/ck --data %S/inputs/ids.csv 2>&1 | FileCheck %s --check-prefix=EVAL
 // EVAL: accuracy {{(9[0-9]|100)\.[0-9]+}}%
 // An id that is not a whole number is named at its line, and --standardize
 // (mean 0, deviation 1) is refused for ids.
-// RUN: not aicf train %S/inputs/ids-bag.mlir --data %S/inputs/ids-fraction.csv --out %t/frac 2>&1 | FileCheck %s --check-prefix=FRACTION
+// RUN: not aicf train %S/inputs/ids-bag.mlir.txt --data %S/inputs/ids-fraction.csv --out %t/frac 2>&1 | FileCheck %s --check-prefix=FRACTION
 // FRACTION: aicf: error: {{.*}}ids-fraction.csv:2: feature 1 is 5.5, not a whole number the model's input #0 ([4, 3] i32) holds
-// RUN: not aicf train %S/inputs/ids-bag.mlir --data %S/inputs/ids.csv --standardize --out %t/std 2>&1 | FileCheck %s --check-prefix=STANDARDIZE
+// RUN: not aicf train %S/inputs/ids-bag.mlir.txt --data %S/inputs/ids.csv --standardize --out %t/std 2>&1 | FileCheck %s --check-prefix=STANDARDIZE
 // STANDARDIZE: aicf: error: {{.*}}ids.csv: --standardize reads each feature at mean 0 and deviation 1, but the model's input #0 is [4, 3] i32, integers (ids) that are read as they are: leave --standardize out
