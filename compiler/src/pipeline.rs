@@ -21,6 +21,8 @@ pub struct TrainOptions {
     /// `sgd`, `adam` or `adamw`.
     pub optimizer: String,
     pub momentum: f64,
+    /// SGD's Nesterov momentum (PyTorch's `nesterov=True`).
+    pub nesterov: bool,
     pub weight_decay: f64,
     /// Adam's and AdamW's (beta1, beta2); PyTorch's (0.9, 0.999) by default.
     pub betas: (f64, f64),
@@ -79,6 +81,7 @@ impl Default for TrainOptions {
         TrainOptions {
             optimizer: "adam".into(),
             momentum: 0.0,
+            nesterov: false,
             weight_decay: 0.0,
             betas: (0.9, 0.999),
             clip_norm: None,
@@ -254,6 +257,9 @@ impl TrainOptions {
     /// are the defaults, so the default pipeline's text stays as it was.
     fn update_options(&self) -> String {
         let mut text = String::new();
+        if self.nesterov {
+            text.push_str(" nesterov=true");
+        }
         if self.betas != (0.9, 0.999) {
             text.push_str(&format!(" beta1={} beta2={}", self.betas.0, self.betas.1));
         }

@@ -612,6 +612,7 @@ fn recorded(
         ("optimizer", options.optimizer.clone()),
         ("lr", run.lr.to_string()),
         ("momentum", options.momentum.to_string()),
+        ("nesterov", options.nesterov.to_string()),
         ("weight_decay", options.weight_decay.to_string()),
         ("betas", format!("{},{}", options.betas.0, options.betas.1)),
         ("clip_norm", options.clip_norm.map_or("none".into(), |c| c.to_string())),
@@ -962,6 +963,11 @@ fn fit_run(
                             _ => None,
                         };
                         return Err(TrainError::Input(match flag {
+                            // A switch: given or not.
+                            _ if *key == "nesterov" => format!(
+                                "{message} ({} resumes as it trained; --override-resume goes on anyway)",
+                                if saved == "true" { "--nesterov" } else { "leaving out --nesterov" }
+                            ),
                             Some(flag) => format!(
                                 "{message} (--{flag} {} resumes as it trained; --override-resume goes on anyway)",
                                 shown(key, saved)

@@ -43,6 +43,9 @@ pub struct Options {
     /// `sgd`, `adam` or `adamw`.
     pub optimizer: String,
     pub momentum: f64,
+    /// SGD's Nesterov momentum (PyTorch's `nesterov=True`; needs a
+    /// momentum).
+    pub nesterov: bool,
     pub weight_decay: f64,
     /// Adam's and AdamW's (beta1, beta2), (0.9, 0.999) by default.
     pub betas: (f64, f64),
@@ -107,6 +110,7 @@ impl Default for Options {
         Options {
             optimizer: "adam".into(),
             momentum: 0.0,
+            nesterov: false,
             weight_decay: 0.0,
             betas: (0.9, 0.999),
             clip_norm: None,
@@ -134,6 +138,7 @@ impl Options {
         TrainOptions {
             optimizer: self.optimizer.clone(),
             momentum: self.momentum,
+            nesterov: self.nesterov,
             weight_decay: self.weight_decay,
             betas: self.betas,
             clip_norm: self.clip_norm,

@@ -1510,3 +1510,41 @@ fn nan_zero_and_integer_corners_are_pytorchs(dev: &Device) {
     assert_eq!(p.grad().unwrap().unwrap().values, vec![0.0, 0.0]);
     assert!(opt.clip_grad_norm(-1.0).is_err());
 }
+
+/// The compiled step's Nesterov SGD (`Options::nesterov`, `aicf train
+/// --nesterov`) is the eager optimizer's (which matches `torch.optim.SGD`):
+/// the same parameters after steps with weight decay.
+#[test]
+fn nesterov_sgd_compiled_matches_eager() {
+    let dev = Device::Cpu { threads: 0 };
+    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", 4, "eager-nesterov", &dev);
+    let options = Options { nesterov: true, weight_decay: 1e-3, ..options };
+    let mut compiled = Trainer::from_file(&model, options).unwrap();
+    let start = compiled.state();
+    let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
+    let params: Vec<Tensor> = names.iter().map(|n| on(&dev, start[*n].clone()).param()).collect();
+    let mut opt = Optim::sgd(&params, 0.9, true, 1e-3).unwrap();
+    let rows = digits();
+    for step in 0..12 {
+        let (xh, yh) = digits_batch(&rows, step, false);
+        compiled.step(&[&xh, &yh], 0.05).unwrap();
+        opt.zero_grad();
+        mlp_loss(&params, &on(&dev, xh), &on(&dev, yh)).backward().unwrap();
+        opt.step(0.05).unwrap();
+    }
+    let end = compiled.state();
+    for (n, p) in names.iter().zip(&params) {
+        assert_close_to(n, &p.host().unwrap().values, &end[*n].values, 1e-4);
+    }
+    // Without Nesterov the same steps end elsewhere (the option reached
+    // the compiled step).
+    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "sgd", 4, "eager-nesterov", &dev);
+    let mut plain = Trainer::from_file(&model, Options { weight_decay: 1e-3, ..options }).unwrap();
+    for step in 0..12 {
+        let (xh, yh) = digits_batch(&rows, step, false);
+        plain.step(&[&xh, &yh], 0.05).unwrap();
+    }
+    let (a, b) = (&plain.state()["fc2.weight"].values, &end["fc2.weight"].values);
+    let diff = a.iter().zip(b).fold(0f64, |m, (x, y)| m.max((x - y).abs()));
+    assert!(diff > 1e-4, "Nesterov changed nothing ({diff:e})");
+}

@@ -151,6 +151,9 @@ struct TrainPipelineOptions
                                 llvm::cl::init("sgd")};
   Option<double> momentum{*this, "momentum",
                           llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("SGD Nesterov momentum"),
+                        llvm::cl::init(false)};
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("weight decay"),
                              llvm::cl::init(0.0)};
@@ -233,6 +236,7 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
   // fp16 trains with dynamic loss scaling (GradScaler's defaults).
   bool fp16 = o.precision == "fp16" || o.precision == "f16";
   os << "hl-optimizer{kind=" << o.optimizer << " momentum=" << o.momentum
+     << (o.nesterov ? " nesterov=true" : "")
      << " weight-decay=" << o.weightDecay
      << llvm::format(" beta1=%.17g beta2=%.17g clip-norm=%.17g",
                      double(o.beta1), double(o.beta2), double(o.clipNorm))

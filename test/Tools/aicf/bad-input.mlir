@@ -78,6 +78,11 @@
 // a constant loss of 7; at bf16 refused by hl-autocast).
 // RUN: not aicf train %S/inputs/own-gradient.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/own 2>&1 | FileCheck %s --check-prefix=OWNGRAD
 // RUN: not aicf compile %S/inputs/own-gradient.mlir.txt --precision bf16 -o %t/own.aicf 2>&1 | FileCheck %s --check-prefix=OWNGRAD
+// --nesterov is SGD's, with a momentum (as PyTorch's SGD has it).
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --nesterov --out %t/nesterov 2>&1 | FileCheck %s --check-prefix=NESTEROV
+// NESTEROV: aicf: error: --nesterov needs a momentum: --momentum 0.9, say (PyTorch's SGD refuses it without one)
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --nesterov --out %t/nesterov 2>&1 | FileCheck %s --check-prefix=NESTEROVADAM
+// NESTEROVADAM: aicf: error: --nesterov is SGD's: --optimizer sgd --momentum 0.9 --nesterov, say (the default optimizer is adam)
 // An op that @loss reaches through a call is named where it is written,
 // the call in a note (the call alone was named).
 // RUN: not aicf compile %S/inputs/math-in-forward.mlir.txt -o %t/math 2>&1 | FileCheck %s --check-prefix=CALLEE

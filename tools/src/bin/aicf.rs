@@ -156,6 +156,9 @@ struct ModelArgs {
     /// moments are set by --betas.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     momentum: f64,
+    /// SGD's Nesterov momentum (PyTorch's nesterov=True; with --momentum).
+    #[arg(long)]
+    nesterov: bool,
     /// Adam's and AdamW's beta1,beta2 (nanoGPT trains with 0.9,0.99).
     #[arg(long, allow_negative_numbers = true, default_value = "0.9,0.999", value_parser = betas)]
     betas: (f64, f64),
@@ -1086,8 +1089,9 @@ fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
 
 /// The settings of training alone (by argument id and flag): eval and
 /// sample hide and refuse them.
-const TRAINING: [(&str, &str); 10] = [
+const TRAINING: [(&str, &str); 11] = [
     ("optimizer", "--optimizer"),
+    ("nesterov", "--nesterov"),
     ("weight_decay", "--weight-decay"),
     ("momentum", "--momentum"),
     ("betas", "--betas"),
@@ -1768,6 +1772,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
     TrainOptions {
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
+        nesterov: c.nesterov,
         weight_decay: c.weight_decay,
         betas: c.betas,
         clip_norm: c.clip_norm,
@@ -1824,6 +1829,13 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
             Err(format!("--momentum {} is SGD's; Adam's and AdamW's moments are set by --betas", c.momentum))
         }
         Optimizer::Sgd if c.betas != (0.9, 0.999) => Err("--betas are Adam's and AdamW's; SGD's is --momentum".into()),
+        Optimizer::Adam | Optimizer::Adamw if c.nesterov => {
+            Err("--nesterov is SGD's: --optimizer sgd --momentum 0.9 --nesterov, say (the default optimizer is adam)"
+                .into())
+        }
+        Optimizer::Sgd if c.nesterov && c.momentum == 0.0 => {
+            Err("--nesterov needs a momentum: --momentum 0.9, say (PyTorch's SGD refuses it without one)".into())
+        }
         _ => Ok(()),
     }
 }
@@ -1836,6 +1848,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
     Ok(Options {
         optimizer: c.optimizer.name().into(),
         momentum: c.momentum,
+        nesterov: c.nesterov,
         weight_decay: c.weight_decay,
         betas: c.betas,
         clip_norm: c.clip_norm,
