@@ -2103,7 +2103,7 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
     let scale = given_scale(name, options.feature_scale.unwrap_or(1.0))?;
     let array_names: Vec<String> = arrays.iter().map(|a| a.name.clone()).collect();
     let mut columns = Vec::new();
-    for (i, (a, input)) in arrays.into_iter().zip(&fed).enumerate() {
+    for (i, (mut a, input)) in arrays.into_iter().zip(&fed).enumerate() {
         // (A rank-0 input has no examples' dimension to feed.)
         if input.shape.is_empty() {
             return Err(bad(format!(
@@ -2113,6 +2113,13 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
             )));
         }
         let want = &input.shape[1..];
+        // Axes of 1 aside, the same shape (labels saved as [N, 1] for a
+        // model's [B] labels, as PyTorch code often keeps them, or targets
+        // [N] for [B, 1]): the same values in the same order, read so.
+        let ones = |dims: &[usize]| dims.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
+        if a.shape.first() == Some(&rows) && ones(&a.shape[1..]) == ones(want) {
+            a.shape = std::iter::once(rows).chain(want.iter().copied()).collect();
+        }
         if a.shape.first() != Some(&rows) || a.shape.get(1..) != Some(want) {
             // (A regression's targets fed to a classifier's labels: an ONNX
             // model imports with cross-entropy unless told --loss mse.)

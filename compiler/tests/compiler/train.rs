@@ -529,6 +529,30 @@ func.func @loss(%t: tensor<2x3xi32>, %p: tensor<2x3xi32>, %y: tensor<2x3xi32>) -
     assert_eq!(data.notes, Vec::<String>::new());
 }
 
+/// Arrays whose shape differs from the input's only by axes of 1 (labels
+/// saved as `[N, 1]`, as PyTorch code often keeps them, for a model's `[B]`
+/// labels) are read in their order; another shape is still refused.
+#[test]
+fn arrays_with_axes_of_one_feed_inputs_without_them() {
+    let dir = scratch("data-axes-of-one");
+    let sig = signature("mlp/digits_mlp.mlir");
+    let x: Vec<f64> = (0..40 * 64).map(|i| (i % 17) as f64).collect();
+    let y: Vec<f64> = (0..40).map(|i| (i % 10) as f64).collect();
+    let [plain, flat] = digits_arrays(&dir, 40, &x);
+    let column = write_npy(&dir.join("y-column.npy"), &[40, 1], &y);
+    let a = Dataset::load(&[plain.clone(), flat], &sig, &DataOptions::default()).unwrap();
+    let b = Dataset::load(&[plain.clone(), column], &sig, &DataOptions::default()).unwrap();
+    let ids: Vec<usize> = (0..8).collect();
+    let (fa, fb) = (a.batch(Split::Train, &ids), b.batch(Split::Train, &ids));
+    assert_eq!(fa[1].shape, fb[1].shape);
+    assert_eq!(fa[1].values, fb[1].values);
+    let doubled: Vec<f64> = y.iter().flat_map(|&v| [v, v]).collect();
+    let pairs = write_npy(&dir.join("y-pairs.npy"), &[40, 2], &doubled);
+    let Err(e) = Dataset::load(&[plain, pairs], &sig, &DataOptions::default()) else { panic!("[40, 2] labels read") };
+    let e = e.to_string();
+    assert!(e.contains("(40 examples of []); the array is [40, 2]"), "{e}");
+}
+
 /// What the data holds that would make training learn little is said
 /// before it trains, where it is: a feature on another scale than the rest
 /// (arrays train as they are; a table's features share one scale, so the
