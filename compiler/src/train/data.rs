@@ -1149,10 +1149,20 @@ fn table_inputs<'s>(sig: &'s Signature, name: &str) -> Result<(&'s Input, &'s In
             Ok((x, y))
         }
         _ => {
-            let found: Vec<String> = sig.fed().iter().map(|i| format!("{:?} {}", i.role, i.describe())).collect();
+            let fed = sig.fed();
+            let found: Vec<String> = fed.iter().map(|i| format!("{:?} {}", i.role, i.describe())).collect();
+            // Token ids in, the next ids out: a language model reads a text.
+            let text = matches!(fed.as_slice(), [x, y] if is_int(x.dtype) && x.shape == y.shape && x.shape.len() == 2);
+            let instead = if text {
+                "a language model (token ids in, the next ids as targets) trains on a text file: --data \
+                 data/tinyshakespeare.txt"
+            } else {
+                "give one .npy array per input instead (--data x.npy --data y.npy, in @loss's order; numpy.save \
+                 writes them)"
+            };
             Err(bad(format!(
                 "{name}: a CSV table (features, then a label per row) feeds a model of one input and one label of \
-                 [batch] (or [batch, 1]); this model's @loss takes {}",
+                 [batch] (or [batch, 1]); this model's @loss takes {}: {instead}",
                 found.join(", ")
             )))
         }

@@ -78,6 +78,9 @@
 // a constant loss of 7; at bf16 refused by hl-autocast).
 // RUN: not aicf train %S/inputs/own-gradient.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/own 2>&1 | FileCheck %s --check-prefix=OWNGRAD
 // RUN: not aicf compile %S/inputs/own-gradient.mlir.txt --precision bf16 -o %t/own.aicf 2>&1 | FileCheck %s --check-prefix=OWNGRAD
+// A model of two targets per row is fed arrays, not a table: said.
+// RUN: not aicf train %S/inputs/two-targets.mlir.txt --data %S/../../../data/digits.csv.gz --out %t/two 2>&1 | FileCheck %s --check-prefix=TWOTARGETS
+// TWOTARGETS: this model's @loss takes Data [16, 64] f32, Target [16, 2] f32: give one .npy array per input instead (--data x.npy --data y.npy, in @loss's order; numpy.save writes them)
 // --nesterov is SGD's, with a momentum (as PyTorch's SGD has it).
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --nesterov --out %t/nesterov 2>&1 | FileCheck %s --check-prefix=NESTEROV
 // NESTEROV: aicf: error: --nesterov needs a momentum: --momentum 0.9, say (PyTorch's SGD refuses it without one)

@@ -84,7 +84,7 @@
 // PLAN: func.func @train_step
 // PLAN-SAME: ll.memory = {{.*}}recomputed = {{[1-9][0-9]*}}
 
-// TABLE: aicf: error: {{.*}}digits.csv.gz: a CSV table (features, then a label per row) feeds a model of one input and one label of [batch] (or [batch, 1]); this model's @loss takes Data [16, 64] i32, Target [16, 64] i32
+// TABLE: aicf: error: {{.*}}digits.csv.gz: a CSV table (features, then a label per row) feeds a model of one input and one label of [batch] (or [batch, 1]); this model's @loss takes Data [16, 64] i32, Target [16, 64] i32: a language model (token ids in, the next ids as targets) trains on a text file: --data data/tinyshakespeare.txt
 // TEXT: aicf: error: {{.*}}tinyshakespeare.txt: text feeds token ids [batch, context] or one-hot vectors [batch, context, vocabulary]; the model's input #0 is [32, 1, 8, 8] f32
 // ZERO: error: invalid value '0%' for '--memory-budget <MEMORY_BUDGET>': '0%': a percentage in (0, 100]
 // DEVICE: error: invalid value 'tpu' for '--device <DEVICE>': 'tpu' is not a device (cpu, cuda or cuda:N)
