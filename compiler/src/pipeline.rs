@@ -500,6 +500,7 @@ pub fn train_step<'c>(
     timings: &mut Timings,
 ) -> Result<()> {
     refuse_differentiated(module, name)?;
+    refuse_oversized(module, name)?;
     inline_calls(ctx, module, source)?;
     add_loss_eval(module);
     let planned = timings
@@ -604,6 +605,16 @@ pub fn refuse_differentiated(module: &melior::ir::Module<'_>, name: &str) -> Res
              optimizer; give the model without it (remove or rename it)"
         ),
     ))
+}
+
+/// Refuses a tensor past the 1 TiB one may hold at its place, as the
+/// model's own error: the pipeline's first pass said it in its name
+/// (`hl-fuse-attention: argument #0: ...` of a model with no attention).
+fn refuse_oversized(module: &melior::ir::Module<'_>, name: &str) -> Result<()> {
+    let Some((loc, message)) = crate::passes::common::oversized(module.as_operation().to_raw()) else { return Ok(()) };
+    // SAFETY: a location of `module`'s context, alive here.
+    let location = crate::context::describe_location(unsafe { melior::ir::Location::from_raw(loc) });
+    Err(CompileError::not_a_model(name, location, message))
 }
 
 /// Whether `e` is a memory plan over its budget.

@@ -12,7 +12,7 @@
 mod autocast;
 mod autodiff;
 mod bucket_collectives;
-mod common;
+pub(crate) mod common;
 mod convert_to_ll;
 mod fuse_attention;
 mod fuse_elementwise;

@@ -78,6 +78,12 @@
 // a constant loss of 7; at bf16 refused by hl-autocast).
 // RUN: not aicf train %S/inputs/own-gradient.mlir.txt --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/own 2>&1 | FileCheck %s --check-prefix=OWNGRAD
 // RUN: not aicf compile %S/inputs/own-gradient.mlir.txt --precision bf16 -o %t/own.aicf 2>&1 | FileCheck %s --check-prefix=OWNGRAD
+// A tensor past 1 TiB is the model's error at its place (the pipeline's
+// first pass said it in its own name, hl-fuse-attention, of a model with no
+// attention).
+// RUN: not aicf compile %S/inputs/huge-batch.mlir.txt -o %t/huge 2>&1 | FileCheck %s --check-prefix=HUGEARG
+// HUGEARG: aicf: error: {{.*}}huge-batch.mlir.txt: not a model to compile as it is:
+// HUGEARG-NEXT: huge-batch.mlir.txt:9:1: error: argument #0: tensor<9223372036854775807x8xf32> is larger than the 1 TiB a tensor may hold
 // A model of two targets per row is fed arrays, not a table: said.
 // RUN: not aicf train %S/inputs/two-targets.mlir.txt --data %S/../../../data/digits.csv.gz --out %t/two 2>&1 | FileCheck %s --check-prefix=TWOTARGETS
 // TWOTARGETS: this model's @loss takes Data [16, 64] f32, Target [16, 2] f32: give one .npy array per input instead (--data x.npy --data y.npy, in @loss's order; numpy.save writes them)
