@@ -282,11 +282,14 @@ LogicalResult windowOutput(StringRef name, std::optional<Location> loc,
                                  << ", kernel " << kernel << ") or padding ("
                                  << pad << ") is beyond 64-bit sizes";
   int64_t span = (int64_t)span128;
-  if (size + 2 * pad < span)
-    return inferError(loc, name) << "the window (" << span
-                                 << " with dilation) does not fit the padded input "
-                                 << input << " (size " << size << " + 2 * "
-                                 << pad << ")";
+  if (size + 2 * pad < span) {
+    // (A pool has no dilation: its window is its kernel.)
+    auto diag = inferError(loc, name) << "the window (" << span;
+    if (dilation != 1)
+      diag << ", kernel " << kernel << " at dilation " << dilation;
+    return diag << ") does not fit the padded input " << input << " (size "
+                << size << " + 2 * " << pad << ")";
+  }
   out = (size + 2 * pad - span) / stride + 1;
   return success();
 }
