@@ -2361,14 +2361,21 @@ impl<'a> Loop<'a> {
         if global > self.data.train_len() && self.micro == 1 && self.replicas == 1 {
             // (The line below said the batch asked for, or for a text a
             // batch of more windows than an epoch draws.)
-            let (n, what) = if self.data.is_text() {
-                (self.data.train_len(), "windows an epoch draws (--windows-per-epoch)")
+            let n = self.data.train_len();
+            let what = if self.data.is_text() {
+                super::data::count(
+                    n,
+                    "window an epoch draws (--windows-per-epoch)",
+                    "windows an epoch draws (--windows-per-epoch)",
+                )
             } else {
-                (self.data.train_len(), "training examples")
+                super::data::count(n, "training example", "training examples")
             };
             report.note(&format!(
-                "the batch of {global} is larger than the {n} {what}: each epoch is one step of all {n} (the model \
-                 compiled for {n} rows)"
+                "the batch of {global} is larger than the {what}: each epoch is one step of {} (the model compiled \
+                 for {})",
+                if n == 1 { "it".to_string() } else { format!("all {n}") },
+                super::data::count(n, "row", "rows")
             ));
         }
         if !self.data.is_text() && global > self.data.train_len() && (self.micro > 1 || self.replicas > 1) {

@@ -17,3 +17,7 @@
 // FRACTION: aicf: error: {{.*}}ids-fraction.csv:2: feature 1 is 5.5, not a whole number the model's input #0 ([4, 3] i32) holds
 // RUN: not aicf train %S/inputs/ids-bag.mlir.txt --data %S/inputs/ids.csv --standardize --out %t/std 2>&1 | FileCheck %s --check-prefix=STANDARDIZE
 // STANDARDIZE: aicf: error: {{.*}}ids.csv: --standardize reads each feature at mean 0 and deviation 1, but the model's input #0 is [4, 3] i32, integers (ids) that are read as they are: leave --standardize out
+// One training example: said in the singular (it was "the 1 training
+// examples ... compiled for 1 rows").
+// RUN: aicf train %S/inputs/ids-bag.mlir.txt --data %S/inputs/ids-two-rows.csv --val-split 0.5 --epochs 1 --out %t/one --no-progress 2>&1 | FileCheck %s --check-prefix=ONE
+// ONE: note: the batch of 4 is larger than the 1 training example: each epoch is one step of it (the model compiled for 1 row)
