@@ -1248,7 +1248,9 @@ fn parse_table(
                     let cell = if c.trim().is_empty() { "empty".to_string() } else { format!("'{}': {e}", shown(c)) };
                     let numbers = record.iter().filter(|c| c.trim().parse::<f64>().is_ok()).count();
                     let words = c.trim().chars().any(char::is_alphabetic);
-                    let hint = if [';', '\t', '|'].iter().any(|s| c.contains(*s)) {
+                    let hint = if column == 0 && c.trim_start().starts_with('#') {
+                        " (a comment line? AICF reads tables of numbers alone: remove it)"
+                    } else if [';', '\t', '|'].iter().any(|s| c.contains(*s)) {
                         // Another separator (decimal commas may split it).
                         " (AICF reads comma-separated values, and this cell holds ';', a tab or '|': another \
                          separator?)"

@@ -21,3 +21,7 @@
 // examples ... compiled for 1 rows").
 // RUN: aicf train %S/inputs/ids-bag.mlir.txt --data %S/inputs/ids-two-rows.csv --val-split 0.5 --epochs 1 --out %t/one --no-progress 2>&1 | FileCheck %s --check-prefix=ONE
 // ONE: note: the batch of 4 is larger than the 1 training example: each epoch is one step of it (the model compiled for 1 row)
+// A comment line in a table is named as one.
+// RUN: printf '1,2,3,0\n# ids and a label\n4,5,6,1\n' > %t/comment.csv
+// RUN: not aicf train %S/inputs/ids-bag.mlir.txt --data %t/comment.csv --out %t/comment 2>&1 | FileCheck %s --check-prefix=COMMENT
+// COMMENT: comment.csv:2: column 1 is '# ids and a label': invalid float literal (a comment line? AICF reads tables of numbers alone: remove it)
