@@ -527,24 +527,27 @@ pub fn train_step<'c>(
 }
 
 /// The name of `@loss` with its dropout off, which a train step's
-/// artifact holds where `@loss` has dropout (`c"loss_eval"` below).
-pub const LOSS_EVAL: &str = "loss_eval";
+/// artifact holds where `@loss` has dropout: a name of the compiler's own
+/// (a model's function of any other name is left alone).
+pub const LOSS_EVAL: &str = "__aicf_loss_eval";
 
-/// Where `@loss` (its calls inlined) has dropout: adds `@loss_eval`, a copy
-/// whose `hl.dropout`s pass their input on (PyTorch's `model.eval()`), with
-/// the same arguments (dropout's seed and offset then unread). The held-out
-/// loss is `@loss`'s own without the noise, whatever `@loss` is (an L1
-/// loss, a sum, two targets); it was the squared error or cross-entropy of
-/// `@forward`'s output, a figure of another kind, or none (NaN) where the
-/// targets did not line up with the output. A module that names a symbol
-/// `@loss_eval` itself is left as it is.
-fn add_loss_eval(module: &mut melior::ir::Module<'_>) {
+/// Where `@loss` (its calls inlined) has dropout: adds [`LOSS_EVAL`], a
+/// copy whose `hl.dropout`s pass their input on, with the same arguments
+/// (dropout's seed and offset then unread). The held-out loss is `@loss`'s
+/// own without the noise, whatever `@loss` is (an L1 loss, a sum, two
+/// targets); it was the squared error or cross-entropy of `@forward`'s
+/// output, a figure of another kind, or none (NaN) where the targets did
+/// not line up with the output. Not where `@loss` sets model state (a batch
+/// norm normalising by the batch's statistics in training mode): the copy
+/// would too, where PyTorch's `model.eval()` reads the running statistics,
+/// so such a model is scored by `@forward` as before. Not twice.
+pub fn add_loss_eval(module: &mut melior::ir::Module<'_>) {
     let raw = module.as_operation().to_raw();
     let funcs = crate::ir::functions(raw);
     let named = |n: &str| funcs.iter().find(|(f, _)| crate::ir::string_attr(*f, "sym_name").as_deref() == Some(n));
     let Some(&(loss, block)) = named("loss") else { return };
-    let dropout = |b| crate::ir::ops_of(b).into_iter().any(|o| crate::ir::op_name(o) == "hl.dropout");
-    if named(LOSS_EVAL).is_some() || !dropout(block) {
+    let has = |b, op: &str| crate::ir::ops_of(b).into_iter().any(|o| crate::ir::op_name(o) == op);
+    if named(LOSS_EVAL).is_some() || !has(block, "hl.dropout") || has(block, "hl.set_state") {
         return;
     }
     // SAFETY: `loss` is a function of `module`, alive here; the copy is
@@ -555,7 +558,8 @@ fn add_loss_eval(module: &mut melior::ir::Module<'_>) {
         use mlir_sys::*;
         let copy = mlirOperationClone(loss);
         let ctx = mlirOperationGetContext(loss);
-        let attr = mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(c"loss_eval".as_ptr()));
+        let name = MlirStringRef { data: LOSS_EVAL.as_ptr().cast(), length: LOSS_EVAL.len() };
+        let attr = mlirStringAttrGet(ctx, name);
         mlirOperationSetAttributeByName(copy, mlirStringRefCreateFromCString(c"sym_name".as_ptr()), attr);
         mlirBlockInsertOwnedOperationAfter(mlirOperationGetBlock(loss), loss, copy);
         let body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
@@ -610,7 +614,7 @@ pub fn refuse_differentiated(module: &melior::ir::Module<'_>, name: &str) -> Res
 /// Refuses a tensor past the 1 TiB one may hold at its place, as the
 /// model's own error: the pipeline's first pass said it in its name
 /// (`hl-fuse-attention: argument #0: ...` of a model with no attention).
-fn refuse_oversized(module: &melior::ir::Module<'_>, name: &str) -> Result<()> {
+pub fn refuse_oversized(module: &melior::ir::Module<'_>, name: &str) -> Result<()> {
     let Some((loc, message)) = crate::passes::common::oversized(module.as_operation().to_raw()) else { return Ok(()) };
     // SAFETY: a location of `module`'s context, alive here.
     let location = crate::context::describe_location(unsafe { melior::ir::Location::from_raw(loc) });

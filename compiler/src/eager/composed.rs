@@ -27,13 +27,9 @@ impl Tensor {
     }
 
     /// `torch.clamp(self, min, max)`: the gradient passes where the value
-    /// is within the bounds, the bounds included (as PyTorch's).
+    /// is within the bounds, the bounds included (as PyTorch's; a min
+    /// above the max gives the max everywhere, as PyTorch's does).
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
-        if let (Some(lo), Some(hi)) = (min, max)
-            && !(lo <= hi)
-        {
-            return Err(EagerError::Invalid(format!("clamp: min {lo} is above max {hi}")));
-        }
         if min.is_some_and(f64::is_nan) || max.is_some_and(f64::is_nan) {
             return Err(EagerError::Invalid("clamp: a bound is NaN".into()));
         }
@@ -85,12 +81,18 @@ impl Tensor {
     }
 
     /// `torch.nn.functional.softplus` (beta 1): `log(1 + exp(x))`, as
-    /// `relu(x) + log(1 + exp(-|x|))` so that it neither overflows nor
-    /// loses the small values.
+    /// `max(0, x) + log(1 + exp(min(x, -x)))`, which does not overflow;
+    /// below -15 the tail is `exp(t)` itself (`1 + exp(t)` rounds to 1
+    /// there, and its log to 0). The ties of `maximum`/`minimum` (the
+    /// gradient to the first operand) make the gradient at 0 PyTorch's
+    /// sigmoid(0) = 0.5: 0 from `max(0, x)`, half of 1 from the tail.
     pub fn softplus(&self) -> Result<Tensor> {
         self.unary("softplus".into(), |x| {
-            let tail = x.abs()?.neg()?.exp()?.add(&x.scalar(1.0)?)?.log()?;
-            x.relu()?.add(&tail)
+            let t = x.minimum(&x.neg()?)?;
+            let log_tail = t.exp()?.add(&x.scalar(1.0)?)?.log()?;
+            let small = t.compare(Compare::Lt, &x.scalar(-15.0)?)?;
+            let tail = nn::Tensor::select(&small, &t.exp()?, &log_tail)?;
+            x.scalar(0.0)?.maximum(x)?.add(&tail)
         })
     }
 
@@ -121,6 +123,9 @@ impl Tensor {
     /// The variance over `axes` with Bessel's `correction` (`torch.var`;
     /// 1 is PyTorch's default, 0 the population variance).
     pub fn var(&self, axes: &[i64], correction: usize, keepdim: bool) -> Result<Tensor> {
+        if axes.is_empty() {
+            return Err(EagerError::Invalid("var over no axes: give the axes to reduce (every one: 0..rank)".into()));
+        }
         let count = self.reduced_count(axes, "var")?;
         if count <= correction {
             return Err(EagerError::Invalid(format!(
@@ -164,9 +169,15 @@ impl Tensor {
     }
 
     /// The index of the smallest value along `axis` (`torch.argmin`; a
-    /// NaN counts as the smallest, as PyTorch's).
+    /// NaN counts as the smallest, as PyTorch's). Integers are negated as
+    /// f64 (the least i32 has no i32 negation; i64 beyond 2^53 compare as
+    /// their nearest f64).
     pub fn argmin(&self, axis: i64, keepdim: bool) -> Result<Tensor> {
-        self.unary(format!("argmin {axis} {keepdim}"), move |x| x.neg()?.argmax(axis, keepdim))
+        self.unary(format!("argmin {axis} {keepdim}"), move |x| {
+            let x =
+                if matches!(x.dtype(), nn::DType::I32 | nn::DType::I64) { x.cast(nn::DType::F64)? } else { x.clone() };
+            x.neg()?.argmax(axis, keepdim)
+        })
     }
 
     /// A new axis of size 1 at `axis` (`torch.unsqueeze`; -1 appends).
@@ -189,6 +200,10 @@ impl Tensor {
     pub fn squeeze(&self, axis: i64) -> Result<Tensor> {
         let shape = self.shape();
         let rank = shape.len() as i64;
+        // A scalar's axis 0 (or -1), as PyTorch takes it: itself.
+        if rank == 0 && (axis == 0 || axis == -1) {
+            return Ok(self.clone());
+        }
         let at = if axis < 0 { axis + rank } else { axis };
         if !(0..rank).contains(&at) {
             return Err(EagerError::Invalid(format!("squeeze({axis}) of a tensor of shape {shape:?}: no axis {axis}")));
@@ -263,13 +278,17 @@ impl Tensor {
     /// Inverted dropout (`torch.nn.functional.dropout`): while `training`,
     /// each value is zeroed with probability `p` and the rest scaled by
     /// `1 / (1 - p)`; the mask is drawn by the thread's generator
-    /// ([`super::manual_seed`]). Not training, or `p` 0: the input itself.
+    /// ([`super::manual_seed`]). Not training, or `p` 0: the input itself;
+    /// `p` 1: zeros (as PyTorch's).
     pub fn dropout(&self, p: f64, training: bool) -> Result<Tensor> {
-        if !(0.0..1.0).contains(&p) {
-            return Err(EagerError::Invalid(format!("dropout: the probability {p} is not in [0, 1)")));
+        if !(0.0..=1.0).contains(&p) {
+            return Err(EagerError::Invalid(format!("dropout: the probability {p} is not in [0, 1]")));
         }
         if !training || p == 0.0 {
             return Ok(self.clone());
+        }
+        if p == 1.0 {
+            return self.mul_scalar(0.0);
         }
         let keep = Tensor::rand(&self.shape())?.to(&self.device())?;
         let def = Rc::new(OpDef {

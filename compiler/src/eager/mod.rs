@@ -1063,7 +1063,11 @@ impl Tensor {
                 "arange({start}, {end}, {step}): {count} values do not fit in memory"
             )));
         }
-        let values = (0..count as u64).map(|i| f64::from((start + i as f64 * step) as f32)).collect();
+        let mut values = Vec::new();
+        values.try_reserve_exact(count as usize).map_err(|_| {
+            EagerError::Invalid(format!("arange({start}, {end}, {step}): {count} values do not fit in memory"))
+        })?;
+        values.extend((0..count as u64).map(|i| f64::from((start + i as f64 * step) as f32)));
         Tensor::with_values(&[count as usize], HostDType::F32, values)
     }
 

@@ -1463,9 +1463,9 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
         let (low, high) = if x.dtype == DType::I32 { (i32::MIN as f64, i32::MAX as f64) } else { (-9.2e18, 9.2e18) };
         if let Some(k) = features.iter().position(|v| v.fract() != 0.0 || !(low..=high).contains(v)) {
             return Err(bad(format!(
-                "{name}:{}: feature {} is {}, not a whole number the model's input #0 ({}) holds",
+                "{name}:{}: column {} is {}, not a whole number the model's input #0 ({}) holds",
                 lines[k / width],
-                k % width,
+                k % width + 1,
                 features[k],
                 x.describe()
             )));

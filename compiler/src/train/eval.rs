@@ -183,14 +183,15 @@ pub fn evaluate_checkpoint(
     let chunks: Vec<&[usize]> = ids.chunks(batch).collect();
     let (mut correct, mut targets, mut nll) = (0usize, 0usize, 0.0);
     // A model with dropout is scored by its @loss without the dropout
-    // (`@loss_eval`), as its run's held-out figures were; by @forward's
+    // (`@__aicf_loss_eval`), as its run's held-out figures were; by @forward's
     // output where a batch is filled with repeats (whose loss would count
-    // them) or the artifact has no `@loss_eval`.
-    let no_eval_loss = sig.takes_rng() && trainer.held_out_function() == "loss";
+    // them) or the artifact has no `@__aicf_loss_eval`.
+    let no_eval_loss = sig.takes_rng() && !trainer.has_loss_eval();
     let by_output = no_eval_loss || fill;
     // A classifier whose @loss is not a mean cross-entropy (a sum, or one
-    // with a penalty) is scored by its @loss, as its run reported it.
-    let by_model_loss = classifies && !sig.mean_cross_entropy && !fill && !no_eval_loss;
+    // with a penalty) is scored by its @loss, as its run reported it (one
+    // that sets state, a batch norm's, by its logits, as its run did).
+    let by_model_loss = classifies && !sig.mean_cross_entropy && !sig.sets_state && !fill && !no_eval_loss;
     let (mut loss_sum, mut loss_rows, mut squared, mut elements) = (0.0, 0usize, 0.0, 0usize);
     // A long text's every window takes a while: a bar on a terminal (none
     // where stderr is a file or a pipe).
@@ -223,17 +224,13 @@ pub fn evaluate_checkpoint(
                 squared += pairs.map(|(a, b)| (a - b) * (a - b)).sum::<f64>();
                 elements += per * chunk.len();
             } else {
-                let rng = super::run::rng_inputs(&sig, 0, 0);
-                let refs: Vec<&Tensor> = fed.iter().chain(&rng).collect();
-                loss_sum += trainer.held_out_loss(&refs)? * chunk.len() as f64;
+                loss_sum += super::run::held_out_loss(&mut trainer, &sig, &fed)? * chunk.len() as f64;
                 loss_rows += chunk.len();
             }
             continue;
         }
         if by_model_loss {
-            let rng = super::run::rng_inputs(&sig, 0, 0);
-            let refs: Vec<&Tensor> = fed.iter().chain(&rng).collect();
-            loss_sum += trainer.held_out_loss(&refs)? * chunk.len() as f64;
+            loss_sum += super::run::held_out_loss(&mut trainer, &sig, &fed)? * chunk.len() as f64;
             loss_rows += chunk.len();
         }
         let logits = trainer.predict(&data_in)?;

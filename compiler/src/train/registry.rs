@@ -186,6 +186,9 @@ pub struct Settings {
     pub optimizer: String,
     pub lr: f64,
     pub momentum: f64,
+    /// SGD's Nesterov momentum (absent in older records: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nesterov: bool,
     pub weight_decay: f64,
     pub precision: String,
     pub batch: usize,

@@ -898,8 +898,12 @@ fn fit_run(
         Some(path) => {
             let meta = aicf_runtime::checkpoint::read_metadata(path)?;
             let mut other_model = false;
+            // A checkpoint from before a setting was recorded trained
+            // without it (Nesterov: off; a resume with --nesterov switched
+            // its optimizer silently).
+            let unrecorded = |key: &str| (key == "nesterov").then_some("false");
             for (key, value) in &record {
-                if let Some(saved) = meta.get(*key)
+                if let Some(saved) = meta.get(*key).map(String::as_str).or_else(|| unrecorded(key))
                     && saved != value
                     && !(*key == "data" && (same_data(saved, value) || records_bytes(saved, data)?))
                 {
@@ -1472,6 +1476,7 @@ impl Recorder {
             optimizer: options.optimizer.clone(),
             lr: run.lr,
             momentum: options.momentum,
+            nesterov: options.nesterov,
             weight_decay: options.weight_decay,
             precision: options.precision.name().into(),
             batch: loop_.batch * loop_.micro * loop_.replicas,
@@ -2983,15 +2988,16 @@ impl<'a> Loop<'a> {
         // held-out loss by the held-out batch's own statistics, beside an
         // accuracy by the running ones.
         // A model with dropout: its @loss without the dropout
-        // (`@loss_eval`), as PyTorch validates in eval mode, where the
-        // artifact has it; a classifier whose @loss is a mean cross-entropy
-        // by its logits' cross-entropy, the same figure at one forward pass.
-        // (Without `@loss_eval`, an artifact compiled before it: a regression
-        // by the mean squared error of @forward's output.)
-        let held_out_fn = self.adaptive.trainer_mut().held_out_function();
+        // (`@__aicf_loss_eval`) where the artifact has it; a classifier
+        // whose @loss is a mean cross-entropy by its logits' cross-entropy,
+        // the same figure at one forward pass. (Without that form, where
+        // @loss sets state: a regression by the mean squared error of
+        // @forward's output.)
+        let loss_eval = self.adaptive.trainer().has_loss_eval();
+        let held_out_fn = if loss_eval { crate::pipeline::LOSS_EVAL } else { "loss" };
         let rng = self.sig.takes_rng();
-        let by_logits = (classifies && (self.sig.sets_state || (rng && self.sig.mean_cross_entropy)))
-            || (rng && held_out_fn == "loss");
+        let by_logits =
+            (classifies && (self.sig.sets_state || (rng && self.sig.mean_cross_entropy))) || (rng && !loss_eval);
         let (mut squared, mut elements) = (0.0, 0usize);
         let (mut loss_sum, mut loss_rows) = (0.0, 0usize);
         let (mut nll, mut correct, mut targets) = (0.0, 0usize, 0usize);
@@ -3036,11 +3042,10 @@ impl<'a> Loop<'a> {
             }
             // Every batch counts by its rows (a smaller last one runs its
             // variant), so the loss is the mean over held-out examples.
-            // (`@loss_eval` takes dropout's seed and offset, unread.)
             let rng = rng_inputs(&self.sig, 0, 0);
             let refs: Vec<&Tensor> = fed.iter().chain(&rng).collect();
             if !by_logits && trainer.backend().compiled_for(held_out_fn, &refs) {
-                loss_sum += trainer.held_out_loss(&refs)? * ids.len() as f64;
+                loss_sum += held_out_loss(trainer, &self.sig, &fed)? * ids.len() as f64;
                 loss_rows += ids.len();
             }
         }
@@ -3313,6 +3318,16 @@ pub fn step_inputs(
     let mut inputs = data.batch(split, examples);
     inputs.extend(rng_inputs(sig, seed, step));
     inputs
+}
+
+/// `@loss` (without dropout's noise where the artifact has that form:
+/// [`Trainer::held_out_loss`]) on a held-out batch `fed`, dropout's seed and
+/// offset added where `@loss` takes them (the form without it reads
+/// neither).
+pub(crate) fn held_out_loss(trainer: &mut Trainer, sig: &Signature, fed: &[Tensor]) -> Result<f64> {
+    let rng = rng_inputs(sig, 0, 0);
+    let refs: Vec<&Tensor> = fed.iter().chain(&rng).collect();
+    trainer.held_out_loss(&refs)
 }
 
 /// Dropout's seed and step offset where `@loss` takes them (none else):

@@ -576,24 +576,26 @@ impl Trainer {
 
     /// `@loss` on `inputs` (features and labels) without updating anything.
     pub fn loss(&mut self, inputs: &[&Tensor]) -> Result<f64> {
-        self.ensure_compiled("loss", inputs)?;
-        let out = self.backend.call("loss", inputs)?;
-        Ok(out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN))
+        self.scalar_call("loss", inputs)
     }
 
-    /// The function that gives the held-out loss: `@loss_eval` (`@loss`
-    /// with its dropout off) where the model has dropout and its artifact
-    /// holds one, else `@loss`.
-    pub fn held_out_function(&self) -> &'static str {
-        let eval = crate::pipeline::LOSS_EVAL;
-        if self.backend.function(eval).is_ok() { eval } else { "loss" }
+    /// Whether the artifact holds `@loss` with its dropout off
+    /// ([`crate::pipeline::LOSS_EVAL`]: a model with dropout whose `@loss`
+    /// sets no state).
+    pub fn has_loss_eval(&self) -> bool {
+        self.backend.function(crate::pipeline::LOSS_EVAL).is_ok()
     }
 
     /// `@loss` on held-out `inputs` (the same inputs as [`Trainer::loss`]),
-    /// as PyTorch validates in `model.eval()`: without dropout's noise
-    /// ([`Trainer::held_out_function`]).
+    /// without dropout's noise where the artifact has that form
+    /// ([`Trainer::has_loss_eval`]).
     pub fn held_out_loss(&mut self, inputs: &[&Tensor]) -> Result<f64> {
-        let function = self.held_out_function();
+        let function = if self.has_loss_eval() { crate::pipeline::LOSS_EVAL } else { "loss" };
+        self.scalar_call(function, inputs)
+    }
+
+    /// The first value `function` returns on `inputs` (a loss).
+    fn scalar_call(&mut self, function: &str, inputs: &[&Tensor]) -> Result<f64> {
         self.ensure_compiled(function, inputs)?;
         let out = self.backend.call(function, inputs)?;
         Ok(out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN))

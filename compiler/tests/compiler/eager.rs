@@ -1430,7 +1430,27 @@ fn composed_ops_have_pytorchs_values_and_the_gradients_of_finite_differences(dev
     assert!(x.split(&[1, 1], 1).unwrap_err().to_string().contains("add up to 2, axis 1 of [2, 3] has 3"));
     assert!(Tensor::stack(&[&x, &parts[1]], 0).unwrap_err().to_string().contains("tensor 1 has the shape [2, 2]"));
     assert!(x.unsqueeze(4).unwrap_err().to_string().contains("no place 4"));
-    assert!(x.clamp(Some(1.0), Some(0.0)).unwrap_err().to_string().contains("min 1 is above max 0"));
+    // PyTorch's corners: a min above the max gives the max; softplus's
+    // gradient at 0 is sigmoid(0) and its far tail is not rounded to 0; a
+    // scalar squeezes to itself; dropout of p = 1 is zeros; argmin of the
+    // least i32 (which has no i32 negation).
+    assert_eq!(each(x.clamp(Some(1.0), Some(0.0))), vec![0.0; 6]);
+    let z = on_dev_f32(dev, &[3], &[0.0, -30.0, 40.0]).param();
+    let sp = z.softplus().unwrap();
+    let v = sp.host().unwrap().values;
+    assert!(
+        (v[0] - 2f64.ln()).abs() < 1e-6 && (v[1] - (-30f64).exp()).abs() < 1e-18 && (v[2] - 40.0).abs() < 1e-5,
+        "{v:?}"
+    );
+    sp.sum(&[0], false).unwrap().backward().unwrap();
+    let g = z.grad().unwrap().unwrap().values;
+    assert!((g[0] - 0.5).abs() < 1e-6 && g[1].abs() < 1e-12 && (g[2] - 1.0).abs() < 1e-6, "softplus' gradient {g:?}");
+    let scalar = Tensor::full(&[], 2.0).unwrap().to(dev).unwrap();
+    assert_eq!(scalar.squeeze(0).unwrap().shape(), Vec::<usize>::new());
+    assert_eq!(each(x.dropout(1.0, true)), vec![0.0; 6]);
+    let least = on_dev_i32(dev, &[3], &[5, i32::MIN, 7]);
+    assert_eq!(least.argmin(0, false).unwrap().values().unwrap(), vec![1.0]);
+    assert!(x.var(&[], 1, false).unwrap_err().to_string().contains("var over no axes"));
     // Dropout: zeros and scaled survivors in training, the input otherwise.
     eager::manual_seed(3);
     let ones = Tensor::ones(&[1000]).unwrap().to(dev).unwrap();
@@ -1552,4 +1572,14 @@ fn nesterov_sgd_compiled_matches_eager() {
     let (a, b) = (&plain.state()["fc2.weight"].values, &end["fc2.weight"].values);
     let diff = a.iter().zip(b).fold(0f64, |m, (x, y)| m.max((x - y).abs()));
     assert!(diff > 1e-4, "Nesterov changed nothing ({diff:e})");
+}
+
+/// An f32 tensor of `shape` holding `values`, on `dev`.
+fn on_dev_f32(dev: &Device, shape: &[usize], values: &[f32]) -> Tensor {
+    Tensor::from_vec(shape, values.to_vec()).unwrap().to(dev).unwrap()
+}
+
+/// An i32 tensor of `shape` holding `values`, on `dev`.
+fn on_dev_i32(dev: &Device, shape: &[usize], values: &[i32]) -> Tensor {
+    Tensor::from_i32(shape, values).unwrap().to(dev).unwrap()
 }

@@ -92,6 +92,10 @@
 // NESTEROV: aicf: error: --nesterov needs a momentum: --momentum 0.9, say (PyTorch's SGD refuses it without one)
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adam --nesterov --out %t/nesterov 2>&1 | FileCheck %s --check-prefix=NESTEROVADAM
 // NESTEROVADAM: aicf: error: --nesterov is SGD's: --optimizer sgd --momentum 0.9 --nesterov, say (the default optimizer is adam)
+// A checkpoint trained without Nesterov does not resume with it.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum 0.9 --epochs 1 --no-runs-db --out %t/plainsgd --checkpoint-dir %t/plainsgd-ck --no-progress > /dev/null
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum 0.9 --nesterov --epochs 2 --no-runs-db --out %t/plainsgd --checkpoint-dir %t/plainsgd-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=NESTEROVRESUME
+// NESTEROVRESUME: the checkpoint was trained with nesterov false; this run asks for true (leaving out --nesterov resumes as it trained; --override-resume goes on anyway)
 // An op that @loss reaches through a call is named where it is written,
 // the call in a note (the call alone was named).
 // RUN: not aicf compile %S/inputs/math-in-forward.mlir.txt -o %t/math 2>&1 | FileCheck %s --check-prefix=CALLEE

@@ -193,7 +193,7 @@
 // (A checkpoint directory stands for its last.safetensors: one without it.)
 // RUN: mkdir -p %t/nockpt
 // RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --checkpoint %t/nockpt --out %t/run 2>&1 | FileCheck %s --check-prefix=DIR
-// DIR: aicf: error: {{.*}}nockpt: is a directory, not a checkpoint file
+// DIR: aicf: error: --checkpoint {{.*}}nockpt: a directory that holds no last.safetensors: give a checkpoint file (its v0.safetensors, ...) or the --checkpoint-dir of a run
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --out %t/run6 --checkpoint-dir %t/none --resume 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: test ! -e %t/none
 // NONE: aicf: error: {{.*}}none{{/|\\}}last.safetensors: no checkpoint to resume from (train without --resume to start one)

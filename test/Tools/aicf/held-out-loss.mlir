@@ -1,6 +1,6 @@
 // The held-out loss is the model's own @loss, as its training loss is, and
 // `aicf eval` gives the run's figure. A loss with dropout is scored with the
-// dropout off (`@loss_eval`): an L1 loss was scored as the squared error of
+// dropout off (`@__aicf_loss_eval`): an L1 loss was scored as the squared error of
 // @forward's output, beside an L1 training loss and unlabelled. A
 // classifier whose @loss sums its cross-entropy is no mean cross-entropy:
 // its loss is in no unit, not compared with a uniform guess's ln(classes)
@@ -15,6 +15,14 @@
 // L1: epoch  20/20  train loss {{[0-9.]+}}  val loss [[HELD:0\.[0-9]+]]  (
 // L1: final held-out loss [[HELD]] after 20 epochs
 // L1: loss [[HELD]] (the model's @loss) on 64 held-out rows of {{.*}}table.csv
+// The form that scores it is @loss without its dropout (the run's @loss
+// keeps it), and its own: a model's function of that name is left alone.
+// RUN: aicf compile %S/inputs/l1-dropout.mlir.txt --emit ll | FileCheck %s --check-prefix=EVALFN
+// EVALFN: func.func @loss(
+// EVALFN: ll.dropout
+// EVALFN: func.func @__aicf_loss_eval(
+// EVALFN-NOT: ll.dropout
+// EVALFN: return
 // RUN: grep -c '"unit":""' %t/l1/metrics.jsonl | FileCheck %s --check-prefix=UNIT
 // UNIT: 20
 // RUN: aicf train %S/inputs/ids-bag-sum.mlir.txt --data %S/inputs/ids.csv --epochs 5 --lr 0.1 --optimizer adam --no-runs-db --out %t/sum --checkpoint-dir %t/cksum --no-progress > %t/sum.txt 2>&1

@@ -14,7 +14,7 @@
 // An id that is not a whole number is named at its line, and --standardize
 // (mean 0, deviation 1) is refused for ids.
 // RUN: not aicf train %S/inputs/ids-bag.mlir.txt --data %S/inputs/ids-fraction.csv --out %t/frac 2>&1 | FileCheck %s --check-prefix=FRACTION
-// FRACTION: aicf: error: {{.*}}ids-fraction.csv:2: feature 1 is 5.5, not a whole number the model's input #0 ([4, 3] i32) holds
+// FRACTION: aicf: error: {{.*}}ids-fraction.csv:2: column 2 is 5.5, not a whole number the model's input #0 ([4, 3] i32) holds
 // RUN: not aicf train %S/inputs/ids-bag.mlir.txt --data %S/inputs/ids.csv --standardize --out %t/std 2>&1 | FileCheck %s --check-prefix=STANDARDIZE
 // STANDARDIZE: aicf: error: {{.*}}ids.csv: --standardize reads each feature at mean 0 and deviation 1, but the model's input #0 is [4, 3] i32, integers (ids) that are read as they are: leave --standardize out
 // One training example: said in the singular (it was "the 1 training

@@ -1,5 +1,5 @@
 // A regression model with dropout in its @loss: the held-out loss is its
-// @loss with the dropout off (`@loss_eval`, as PyTorch validates in eval
+// @loss with the dropout off (`@__aicf_loss_eval`, as PyTorch validates in eval
 // mode). Once nothing was scored and the run stopped on a NaN held-out
 // loss; then it was the mean squared error of @forward's output, which is
 // another figure where @loss is not a squared error. The targets are

@@ -608,18 +608,27 @@ fn no_loss_to_train(c: &ModelArgs) -> Result<()> {
 /// A checkpoint directory given where a checkpoint file is read
 /// (`--checkpoint ck`, `--resume-from ck`) stands for the `last.safetensors`
 /// that `--checkpoint-dir ck` wrote in it (it was "is a directory, not a
-/// checkpoint file").
-fn checkpoints_in_dirs(command: &mut Command) {
-    let file = |p: &mut PathBuf| {
-        let last = p.join("last.safetensors");
-        if p.is_dir() && last.is_file() {
-            *p = last;
+/// checkpoint file"); a directory without one is said as such.
+fn checkpoints_in_dirs(command: &mut Command) -> Result<()> {
+    let file = |p: &mut PathBuf, flag: &str| {
+        if !p.is_dir() {
+            return Ok(());
         }
+        let last = p.join("last.safetensors");
+        if !last.is_file() {
+            return Err(format!(
+                "{flag} {}: a directory that holds no last.safetensors: give a checkpoint file (its v0.safetensors, \
+                 ...) or the --checkpoint-dir of a run",
+                p.display()
+            ));
+        }
+        *p = last;
+        Ok(())
     };
     match command {
-        Command::Eval { checkpoint, .. } | Command::Sample { checkpoint, .. } => file(checkpoint),
-        Command::Train { resume_from: Some(p), .. } => file(p),
-        _ => {}
+        Command::Eval { checkpoint, .. } | Command::Sample { checkpoint, .. } => file(checkpoint, "--checkpoint"),
+        Command::Train { resume_from: Some(p), .. } => file(p, "--resume-from"),
+        _ => Ok(()),
     }
 }
 
@@ -707,7 +716,10 @@ fn main() {
     }
     let matches = command.get_matches();
     let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    checkpoints_in_dirs(&mut cli.command);
+    if let Err(e) = checkpoints_in_dirs(&mut cli.command) {
+        eprintln!("aicf: error: {e}");
+        std::process::exit(1);
+    }
     if let Err(e) = no_training_options(&matches) {
         eprintln!("aicf: error: {e}");
         std::process::exit(1);
@@ -2322,9 +2334,12 @@ fn run_compile(
     match stage {
         Stage::Hl => {}
         Stage::Fused => {
-            // Calls inlined first, as the train step's compile does (the
-            // stage stopped at autodiff's "inline it first").
+            // As the train step's compile: calls inlined first (the stage
+            // stopped at autodiff's "inline it first"), and `@loss` without
+            // its dropout beside it.
+            pipeline::refuse_oversized(&module, &name).map_err(|e| e.to_string())?;
             pipeline::inline_calls(&ctx, &mut module, &source).map_err(|e| e.to_string())?;
+            pipeline::add_loss_eval(&mut module);
             run_pipeline(&ctx, &mut module, &options.fusion_pipeline()).map_err(|e| e.to_string())?
         }
         Stage::Ll => {
