@@ -109,13 +109,15 @@ fn layout_attr(layout: Layout) -> String {
     })
 }
 
-/// The `hl` attribute of a reducing loss (`None` is composed, not an
-/// attribute).
-fn reduction_attr(r: Reduction) -> String {
-    enum_case(match r {
-        Reduction::Mean | Reduction::None => 0,
-        Reduction::Sum => 1,
-    })
+/// The attributes of an `hl` loss reduced as `r`: none for a mean (the
+/// default), `reduction = sum` for a sum. `Reduction::None` has no `hl`
+/// form (the layer API composes it): `None` here, never a mean.
+fn reduction_attrs(r: Reduction) -> Option<Vec<(&'static str, String)>> {
+    match r {
+        Reduction::Mean => Some(Vec::new()),
+        Reduction::Sum => Some(vec![("reduction", enum_case(1))]),
+        Reduction::None => None,
+    }
 }
 
 /// A float literal for an element of `dtype`, including the non-finite
@@ -561,13 +563,7 @@ impl Tensor {
                 self.invalid(format!("hl.cross_entropy: ignore_index {i} is outside the range of the labels' i32"))
             );
         }
-        if reduction == Reduction::None {
-            return self.cross_entropy_each(labels, ignore_index);
-        }
-        let mut attrs = Vec::new();
-        if reduction != Reduction::Mean {
-            attrs.push(("reduction", reduction_attr(reduction)));
-        }
+        let Some(mut attrs) = reduction_attrs(reduction) else { return self.cross_entropy_each(labels, ignore_index) };
         if let Some(i) = ignore_index {
             attrs.push(("ignore_index", int(i)));
         }
@@ -616,7 +612,9 @@ impl Tensor {
             let d = self.sub(target)?;
             return d.mul(&d);
         }
-        let attrs = if reduction == Reduction::Mean { vec![] } else { vec![("reduction", reduction_attr(reduction))] };
+        let Some(attrs) = reduction_attrs(reduction) else {
+            return Err(self.invalid("mse_loss: an unreduced loss has no hl form".into()));
+        };
         self.op("hl.mse_loss", &[self, target], &attrs)
     }
 
