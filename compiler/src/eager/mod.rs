@@ -1659,6 +1659,20 @@ impl Tensor {
             None => self.binary(weight, format!("conv2d-nobias {o:?}"), move |x, w| x.conv2d(w, None, &o)),
         }
     }
+    /// `F.conv1d` over `[batch, channels, length]` (a height-1 `conv2d`).
+    pub fn conv1d(&self, weight: &Tensor, bias: Option<&Tensor>, o: &nn::Conv1dOptions) -> Result<Tensor> {
+        let o = *o;
+        match bias {
+            Some(b) => {
+                let def = Rc::new(OpDef {
+                    key: format!("conv1d {o:?}"),
+                    build: Box::new(move |xs| xs[0].conv1d(&xs[1], Some(&xs[2]), &o)),
+                });
+                op_call(&def, &[self, weight, b])
+            }
+            None => self.binary(weight, format!("conv1d-nobias {o:?}"), move |x, w| x.conv1d(w, None, &o)),
+        }
+    }
     pub fn max_pool2d(&self, o: &Pool2dOptions) -> Result<Tensor> {
         let o = *o;
         self.unary(format!("max_pool2d {o:?}"), move |x| x.max_pool2d(&o))

@@ -3,7 +3,8 @@
 //! its parameters (`blocks.0.attn.q_proj.weight`) and its errors.
 
 use super::{
-    Conv2dOptions, DType, GeluApproximation, Module, NnError, Pool2dOptions, Result, Tensor, TensorSpec, child, layer,
+    Conv1dOptions, Conv2dOptions, DType, GeluApproximation, Module, NnError, Pool2dOptions, Result, Tensor, TensorSpec,
+    child, layer,
 };
 use aicf_runtime::init::{FanMode, Init};
 
@@ -143,6 +144,68 @@ impl Module for Conv2d {
                 None
             };
             x.conv2d(&w, b.as_ref(), &self.options)
+        })
+    }
+}
+
+/// PyTorch's `nn.Conv1d` over `[batch, channels, length]`: weight
+/// `[out, in / groups, kernel]`, initialised as PyTorch's (fan-in of
+/// `in / groups x kernel`).
+#[derive(Debug, Clone)]
+pub struct Conv1d {
+    pub path: String,
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub kernel: usize,
+    pub options: Conv1dOptions,
+    pub bias: bool,
+}
+
+impl Conv1d {
+    pub fn new(path: impl Into<String>, in_channels: usize, out_channels: usize, kernel: usize) -> Self {
+        Conv1d { path: path.into(), in_channels, out_channels, kernel, options: Conv1dOptions::default(), bias: true }
+    }
+    pub fn with_options(mut self, options: Conv1dOptions) -> Self {
+        self.options = options;
+        self
+    }
+    pub fn without_bias(mut self) -> Self {
+        self.bias = false;
+        self
+    }
+}
+
+impl Module for Conv1d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let describe = || format!("Conv1d({} -> {}, kernel {})", self.in_channels, self.out_channels, self.kernel);
+        layer(x, &self.path, describe, || {
+            let groups = self.options.groups.max(1);
+            if !self.in_channels.is_multiple_of(groups) {
+                return Err(NnError::Invalid {
+                    layer: None,
+                    message: format!("{} input channels are not divisible by groups = {groups}", self.in_channels),
+                });
+            }
+            let g = x.graph();
+            let dtype = param_dtype(x);
+            let per_group = self.in_channels / groups;
+            let w = g.param(
+                &child(&self.path, "weight"),
+                &self.path,
+                &TensorSpec::new([self.out_channels, per_group, self.kernel], dtype),
+                default_weight_init(),
+            )?;
+            let b = if self.bias {
+                Some(g.param(
+                    &child(&self.path, "bias"),
+                    &self.path,
+                    &TensorSpec::new([self.out_channels], dtype),
+                    default_bias_init(per_group * self.kernel),
+                )?)
+            } else {
+                None
+            };
+            x.conv1d(&w, b.as_ref(), &self.options)
         })
     }
 }

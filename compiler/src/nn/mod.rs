@@ -30,7 +30,7 @@ pub(crate) mod ops;
 pub use crate::types::{DType, TensorSpec};
 pub use graph::{FunctionSig, Graph, LayerRef, Mode, ParamSpec, StateSpec, Tensor};
 pub use layers::*;
-pub use ops::{Compare, Conv2dOptions, GeluApproximation, Layout, Pool2dOptions, Reduction};
+pub use ops::{Compare, Conv1dOptions, Conv2dOptions, GeluApproximation, Layout, Pool2dOptions, Reduction};
 
 use crate::CompilerContext;
 use graph::GraphState;

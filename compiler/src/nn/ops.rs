@@ -60,6 +60,22 @@ impl Default for Conv2dOptions {
     }
 }
 
+/// Options of a 1-D convolution over `[batch, channels, length]`
+/// (PyTorch's `nn.Conv1d` defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conv1dOptions {
+    pub stride: usize,
+    pub padding: usize,
+    pub dilation: usize,
+    pub groups: usize,
+}
+
+impl Default for Conv1dOptions {
+    fn default() -> Self {
+        Conv1dOptions { stride: 1, padding: 0, dilation: 1, groups: 1 }
+    }
+}
+
 /// Options of a 2-D pooling window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pool2dOptions {
@@ -699,6 +715,31 @@ impl Tensor {
             attrs.push(("layout", layout_attr(o.layout)));
         }
         self.op("hl.conv2d", &operands, &attrs)
+    }
+    /// A 1-D convolution of `[batch, channels, length]` by a weight
+    /// `[out, channels / groups, kernel]` (`F.conv1d`): the 2-D convolution
+    /// of a height-1 image, its gradients `hl.conv2d`'s.
+    pub fn conv1d(&self, weight: &Tensor, bias: Option<&Tensor>, o: &Conv1dOptions) -> Result<Tensor> {
+        if self.rank() != 3 || weight.rank() != 3 {
+            return Err(self.invalid(format!(
+                "conv1d takes an input [batch, channels, length] and a weight [out, channels / groups, kernel]; got {} \
+                 and {}",
+                self.spec, weight.spec
+            )));
+        }
+        let (x, w) = (self.shape(), weight.shape());
+        let image = self.reshape(&[x[0] as i64, x[1] as i64, 1, x[2] as i64])?;
+        let filter = weight.reshape(&[w[0] as i64, w[1] as i64, 1, w[2] as i64])?;
+        let o2 = Conv2dOptions {
+            stride: [1, o.stride],
+            padding: [0, o.padding],
+            dilation: [1, o.dilation],
+            groups: o.groups,
+            layout: Layout::Nchw,
+        };
+        let y = image.conv2d(&filter, bias, &o2)?;
+        let s = y.shape();
+        y.reshape(&[s[0] as i64, s[1] as i64, s[3] as i64])
     }
     fn pool(&self, name: &str, o: &Pool2dOptions) -> Result<Tensor> {
         let mut attrs = vec![

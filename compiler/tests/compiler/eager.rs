@@ -311,6 +311,38 @@ fn contractions_normalisation_and_losses_have_the_gradients_of_finite_difference
 
 fn convolution_and_pooling_have_the_gradients_of_finite_differences(dev: &Device) {
     let param = |shape: &[usize], seed| param_on(shape, seed, dev);
+    // conv1d (a height-1 conv2d): values against the definition, and
+    // gradients against finite differences.
+    let o1 = aicf_compiler::nn::Conv1dOptions { stride: 2, padding: 1, dilation: 2, groups: 2 };
+    let (x, w, b) = (param(&[2, 4, 9], 21), param(&[6, 2, 3], 22), param(&[6], 23));
+    let y = x.conv1d(&w, Some(&b), &o1).unwrap();
+    let (xv, wv, bv) = (x.host().unwrap().values, w.host().unwrap().values, b.host().unwrap().values);
+    let out_len = (9 + 2 - 2 * 2 - 1) / 2 + 1;
+    assert_eq!(y.shape(), vec![2, 6, out_len]);
+    let mut want = Vec::new();
+    for n in 0..2 {
+        for o in 0..6 {
+            for l in 0..out_len {
+                let mut acc = bv[o];
+                for c in 0..2 {
+                    for k in 0..3 {
+                        let at = (l * 2 + k * 2) as i64 - 1;
+                        if (0..9).contains(&at) {
+                            acc += xv[(n * 4 + (o / 3) * 2 + c) * 9 + at as usize] * wv[(o * 2 + c) * 3 + k];
+                        }
+                    }
+                }
+                want.push(acc);
+            }
+        }
+    }
+    assert_close("conv1d", &y.host().unwrap().values, &want);
+    check("conv1d", &[x.detach().param(), w.detach().param(), b.detach().param()], |p| {
+        let y = p[0].conv1d(&p[1], Some(&p[2]), &o1)?;
+        y.mul(&y)?.sum(&[0, 1, 2], false)
+    });
+    let e = x.conv1d(&param(&[6, 2, 3, 1], 24), None, &o1).unwrap_err().to_string();
+    assert!(e.contains("conv1d takes an input [batch, channels, length] and a weight"), "{e}");
     let o = Conv2dOptions { stride: [2, 1], padding: [1, 1], dilation: [1, 1], groups: 2, ..Default::default() };
     check("conv2d + pools", &[param(&[2, 4, 6, 6], 18), param(&[6, 2, 3, 3], 19), param(&[6], 20)], |p| {
         let y = p[0].conv2d(&p[1], Some(&p[2]), &o)?;

@@ -335,3 +335,43 @@ fn an_ignore_index_outside_the_labels_type_is_refused() {
         .to_string();
     assert!(e.contains("ignore_index 9223372036854775807 is outside the range of the labels' i32"), "{e}");
 }
+
+/// PyTorch's forms the layer API composes trace into verified `hl`:
+/// `nn::Conv1d` (a height-1 convolution, its weight `[out, in / groups,
+/// kernel]`), `torch.matmul`'s vector and broadcast forms, a linear layer
+/// of one example, and the unreduced losses.
+#[test]
+fn pytorchs_composed_forms_trace_through_the_layer_api() {
+    use aicf_compiler::nn::{Conv1d, Conv1dOptions};
+    let inputs = [f32(&[2, 4, 10]), f32(&[3, 1, 5, 6]), f32(&[6]), TensorSpec::new([2, 5], DType::I32)];
+    let mut b = ModuleBuilder::new();
+    let sig = b
+        .function("forms", Mode::Train, &inputs, |xs| {
+            let conv = Conv1d::new("conv", 4, 6, 3).with_options(Conv1dOptions {
+                stride: 2,
+                padding: 1,
+                groups: 2,
+                ..Default::default()
+            });
+            let c = conv.forward(&xs[0])?;
+            let m = xs[1].matmul(&xs[1].transpose(-1, -2)?.narrow(0, 0, 1)?.reshape(&[6, 5])?)?;
+            let v = xs[1].matmul(&xs[2])?;
+            let g = xs[2].graph();
+            let w = g.param("w", "", &f32(&[3, 6]), Init::XavierUniform { gain: 1.0 })?;
+            let one = xs[2].linear(&w, None)?;
+            let logits = xs[1].narrow(0, 0, 2)?.reshape(&[2, 5, 6])?;
+            let ce = logits.cross_entropy(&xs[3], Reduction::None, Some(-1))?;
+            let se = one.mse_loss(&one.neg()?, Reduction::None)?;
+            Ok(vec![c, m, v, one, ce, se])
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sig.outputs[0], f32(&[2, 6, 5]));
+    assert_eq!(sig.outputs[1], f32(&[3, 1, 5, 5]));
+    assert_eq!(sig.outputs[2], f32(&[3, 1, 5]));
+    assert_eq!(sig.outputs[3], f32(&[3]));
+    assert_eq!(sig.outputs[4], f32(&[2, 5]));
+    assert_eq!(sig.outputs[5], f32(&[3]));
+    let m = b.finish().unwrap();
+    assert!(m.text.contains("tensor<6x2x3xf32>"), "Conv1d's weight [out, in / groups, kernel]\n{m}");
+    m.parse(&CompilerContext::new()).unwrap_or_else(|e| panic!("{e}\n{m}"));
+}
