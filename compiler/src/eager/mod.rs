@@ -1611,6 +1611,21 @@ impl Tensor {
             x.cross_entropy(y, reduction, ignore_index)
         })
     }
+    /// Cross-entropy with PyTorch's `label_smoothing` (see
+    /// `nn::Tensor::cross_entropy_smoothed`).
+    pub fn cross_entropy_smoothed(
+        &self,
+        labels: &Tensor,
+        reduction: Reduction,
+        ignore_index: Option<i64>,
+        smoothing: f64,
+    ) -> Result<Tensor> {
+        if smoothing != 0.0 {
+            self.check_labels(labels, ignore_index)?;
+        }
+        let key = format!("cross_entropy {reduction:?} {ignore_index:?} smoothing {:016x}", smoothing.to_bits());
+        self.binary(labels, key, move |x, y| x.cross_entropy_smoothed(y, reduction, ignore_index, smoothing))
+    }
     /// A label outside `[0, classes)` that is not `ignore_index` is an
     /// error naming it, as the reducing kernel says it: the unreduced form is
     /// composed of ops that would pick nothing for it (a loss of 0). The

@@ -590,6 +590,51 @@ impl Tensor {
     /// axis. Labels outside the classes pick nothing (a loss of 0): the
     /// eager op checks its labels' values before it runs.
     fn cross_entropy_each(&self, labels: &Tensor, ignore_index: Option<i64>) -> Result<Tensor> {
+        self.cross_entropy_each_smoothed(labels, ignore_index, 0.0)
+    }
+    /// [`Tensor::cross_entropy`] with PyTorch's `label_smoothing`: each
+    /// position's target is `1 - smoothing` on its label plus `smoothing`
+    /// spread over the classes, so its loss is `(1 - smoothing) nll +
+    /// smoothing mean_c(-log_softmax)`; a mean is over the positions not
+    /// labelled `ignore_index`. Composed of the layer API's ops (no `hl`
+    /// loss smooths). `smoothing` 0 is the plain loss.
+    pub fn cross_entropy_smoothed(
+        &self,
+        labels: &Tensor,
+        reduction: Reduction,
+        ignore_index: Option<i64>,
+        smoothing: f64,
+    ) -> Result<Tensor> {
+        if !(0.0..=1.0).contains(&smoothing) {
+            return Err(self.invalid(format!("cross_entropy: label smoothing {smoothing} is not in [0, 1]")));
+        }
+        if smoothing == 0.0 {
+            return self.cross_entropy(labels, reduction, ignore_index);
+        }
+        let each = self.cross_entropy_each_smoothed(labels, ignore_index, smoothing)?;
+        let axes: Vec<i64> = (0..each.rank() as i64).collect();
+        let total = if axes.is_empty() { each.clone() } else { each.sum(&axes, false)? };
+        match reduction {
+            Reduction::None => Ok(each),
+            Reduction::Sum => Ok(total),
+            Reduction::Mean => {
+                let counted = match ignore_index {
+                    Some(i) => {
+                        let kept = labels.compare(Compare::Ne, &labels.scalar(i as f64)?)?.cast(self.dtype())?;
+                        if axes.is_empty() { kept } else { kept.sum(&axes, false)? }
+                    }
+                    None => self.scalar(labels.spec.num_elements() as f64)?,
+                };
+                total.div(&counted)
+            }
+        }
+    }
+    fn cross_entropy_each_smoothed(
+        &self,
+        labels: &Tensor,
+        ignore_index: Option<i64>,
+        smoothing: f64,
+    ) -> Result<Tensor> {
         let name = "cross_entropy (reduction none)";
         if self.rank() == 0 || labels.shape() != &self.shape()[..self.rank() - 1] {
             return Err(self.invalid(format!(
@@ -607,8 +652,15 @@ impl Tensor {
         let ids = self.graph().arange(classes)?;
         let ids = if labels.dtype() == DType::I32 { ids } else { ids.cast(labels.dtype())? };
         let hit = column.compare(Compare::Eq, &ids)?;
-        let picked = Tensor::select(&hit, &self.log_softmax(-1)?, &self.scalar(0.0)?)?;
-        let loss = picked.sum(&[-1], false)?.neg()?;
+        let log_p = self.log_softmax(-1)?;
+        let picked = Tensor::select(&hit, &log_p, &self.scalar(0.0)?)?;
+        let nll = picked.sum(&[-1], false)?.neg()?;
+        let loss = if smoothing > 0.0 {
+            let uniform = log_p.mean(&[-1], false)?.neg()?;
+            nll.mul_scalar(1.0 - smoothing)?.add(&uniform.mul_scalar(smoothing)?)?
+        } else {
+            nll
+        };
         match ignore_index {
             Some(i) => {
                 let ignored = labels.compare(Compare::Eq, &labels.scalar(i as f64)?)?;

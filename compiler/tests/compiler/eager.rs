@@ -279,6 +279,19 @@ fn contractions_normalisation_and_losses_have_the_gradients_of_finite_difference
     let total: f64 = want.iter().sum();
     assert!((sum - total).abs() < 1e-4 * total.abs().max(1.0), "sum {sum} against {total}");
     assert!((mean - total / 3.0).abs() < 1e-4 * total.abs().max(1.0), "mean {mean} over the 3 counted rows");
+    // Label smoothing (PyTorch's): (1 - e) nll + e mean_c(-log p), the
+    // mean over the counted rows.
+    let e = 0.1;
+    let smoothed =
+        logits.cross_entropy_smoothed(&labels3, eager::Reduction::Mean, Some(-100), e).unwrap().item().unwrap();
+    let uniform: Vec<f64> = (0..4).map(|r| -(0..3).map(|c| f64::from(lsm[r * 3 + c])).sum::<f64>() / 3.0).collect();
+    let want_smoothed = [0usize, 1, 3].iter().map(|&r| (1.0 - e) * want[r] + e * uniform[r]).sum::<f64>() / 3.0;
+    assert!((smoothed - want_smoothed).abs() < 1e-5, "label smoothing {smoothed} against {want_smoothed}");
+    assert!(logits.cross_entropy_smoothed(&labels3, eager::Reduction::Mean, Some(-100), 1.5).is_err());
+    check("label-smoothed cross-entropy", &[param(&[2, 3, 4], 51)], |p| {
+        let labels = Tensor::from_i32(&[2, 3], &[3, 0, 1, -1, 2, 3])?.to(dev)?;
+        p[0].cross_entropy_smoothed(&labels, eager::Reduction::Mean, Some(-1), 0.2)
+    });
     check("cross-entropy and mse per position", &[param(&[2, 3, 4], 49), param(&[2, 3], 50)], |p| {
         let labels = Tensor::from_i32(&[2, 3], &[3, 0, 1, -1, 2, 3])?.to(dev)?;
         let ce = p[0].cross_entropy_with(&labels, eager::Reduction::None, Some(-1))?;
