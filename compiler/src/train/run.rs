@@ -29,8 +29,10 @@ pub use super::eval::{Scored, evaluate_checkpoint, trained_precision};
 type Result<T, E = TrainError> = std::result::Result<T, E>;
 
 /// The learning rate over a run: `lr` throughout; a linear warm-up over
-/// `warmup_steps` then a cosine decay to `min_factor` times `lr` at the
-/// run's last step (nanoGPT's schedule); or warm-up, stable, decay (WSD,
+/// `warmup_steps` (from `lr / warmup_steps`, as PyTorch's `LinearLR`) then
+/// a cosine decay that reaches `min_factor` times `lr` one step past the
+/// run's last (nanoGPT's schedule, and `CosineAnnealingLR` over the steps
+/// after the warm-up); or warm-up, stable, decay (WSD,
 /// MiniCPM's and Hägele et al.'s 2024): the warm-up, then `lr` until the
 /// last `decay_fraction` of the run (or its last `decay_steps`, where
 /// given), then a linear decay to `min_factor` times `lr` at its last step.

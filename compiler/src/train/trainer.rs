@@ -354,6 +354,16 @@ impl Trainer {
         if options.accumulate == 0 {
             return Err(TrainError::Input("gradient accumulation over 0 micro-batches: at least 1".into()));
         }
+        // The optimizer's settings as the CLI checks them, before anything
+        // compiles (a clip_norm of 0 reached the pass as "off" and trained
+        // unclipped, where PyTorch's clip_grad_norm_(0) zeroes the step).
+        super::run::check_optimizer_settings(options.momentum, options.weight_decay, options.betas, options.clip_norm)
+            .map_err(|e| TrainError::Input(format!("Options: {e}")))?;
+        if options.nesterov && (options.optimizer != "sgd" || options.momentum == 0.0) {
+            return Err(TrainError::Input(
+                "Options: nesterov is SGD's with a momentum (optimizer \"sgd\", momentum above 0)".into(),
+            ));
+        }
 
         let compiled = compile_artifact(source, name, &options, None)?;
         let mut backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;
@@ -594,8 +604,13 @@ impl Trainer {
         self.scalar_call(function, inputs)
     }
 
-    /// The first value `function` returns on `inputs` (a loss).
+    /// The first value `function` (`@loss`, or its form without dropout,
+    /// which takes the same inputs) returns on `inputs`.
     fn scalar_call(&mut self, function: &str, inputs: &[&Tensor]) -> Result<f64> {
+        // Said as `step`'s is: dropout's seed and offset named where missing.
+        self.check_input_count("loss", inputs.len())?;
+        let converted = self.integer_inputs(function, inputs)?;
+        let inputs: &[&Tensor] = &converted.iter().map(|t| t.as_ref()).collect::<Vec<_>>();
         self.ensure_compiled(function, inputs)?;
         let out = self.backend.call(function, inputs)?;
         Ok(out.first().and_then(|t| t.values.first()).copied().unwrap_or(f64::NAN))
@@ -717,6 +732,8 @@ impl Trainer {
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         check_lr(lr)?;
         self.check_input_count("train_step", inputs.len())?;
+        let converted = self.integer_inputs("train_step", inputs)?;
+        let inputs: &[&Tensor] = &converted.iter().map(|t| t.as_ref()).collect::<Vec<_>>();
         if self.options.check_inputs && !self.replicated() {
             check_nan_inputs("train_step", inputs)?;
         }
@@ -729,8 +746,10 @@ impl Trainer {
             all.push(&weight_t);
         }
         self.ensure_compiled("train_step", &all)?;
-        let next: Option<Vec<&Tensor>> = next
-            .map(|n| n.iter().copied().chain(std::iter::once(&lr_t)).chain(weighted.then_some(&weight_t)).collect());
+        let next_converted = next.map(|n| self.integer_inputs("train_step", n)).transpose()?;
+        let next: Option<Vec<&Tensor>> = next_converted.as_ref().map(|n| {
+            n.iter().map(|t| t.as_ref()).chain(std::iter::once(&lr_t)).chain(weighted.then_some(&weight_t)).collect()
+        });
         let out = self.backend.call_staging_next("train_step", &all, next.as_deref())?;
         let rows = inputs.first().and_then(|t| t.shape.first()).copied().unwrap_or(0);
         self.stepped(&out, lr, rows, &[inputs])
@@ -845,7 +864,8 @@ impl Trainer {
         for (i, (inputs, weight)) in micro.iter().enumerate() {
             let weight_t = Tensor::scalar(*weight, aicf_runtime::artifact::DType::F32);
             let first_t = Tensor::scalar(if i == 0 { 1.0 } else { 0.0 }, aicf_runtime::artifact::DType::F32);
-            let mut all: Vec<&Tensor> = inputs.clone();
+            let converted = self.integer_inputs("train_grad", inputs)?;
+            let mut all: Vec<&Tensor> = converted.iter().map(|t| t.as_ref()).collect();
             all.extend([&weight_t, &first_t]);
             self.ensure_compiled("train_grad", &all)?;
             self.backend.call("train_grad", &all)?;
@@ -862,8 +882,29 @@ impl Trainer {
 
     /// `@forward` on `inputs` (any batch size; a new one compiles once).
     pub fn predict(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let converted = self.integer_inputs("forward", inputs)?;
+        let inputs: &[&Tensor] = &converted.iter().map(|t| t.as_ref()).collect::<Vec<_>>();
         self.ensure_compiled("forward", inputs)?;
         Ok(self.backend.call("forward", inputs)?)
+    }
+
+    /// `inputs` with an integer tensor of the other integer width than
+    /// `function`'s input takes (PyTorch's labels and token ids are int64;
+    /// a model's are i32) read as the model's type: the values are the
+    /// same numbers, and one that the type cannot hold is refused naming
+    /// the input (as every integer input is checked). Others as given.
+    fn integer_inputs<'t>(&self, function: &str, inputs: &[&'t Tensor]) -> Result<Vec<std::borrow::Cow<'t, Tensor>>> {
+        use aicf_runtime::artifact::DType::{I32, I64};
+        use std::borrow::Cow;
+        let f = self.backend.function(function)?;
+        let args = f.args.iter().filter(|a| a.role() == aicf_runtime::artifact::Role::Input);
+        let mut out: Vec<Cow<'t, Tensor>> = inputs.iter().map(|&t| Cow::Borrowed(t)).collect();
+        for (t, a) in out.iter_mut().zip(args) {
+            if matches!((t.dtype, a.dtype), (I64, I32) | (I32, I64)) {
+                t.to_mut().dtype = a.dtype;
+            }
+        }
+        Ok(out)
     }
 
     /// Accuracy of `@forward`'s argmax over the last dimension against

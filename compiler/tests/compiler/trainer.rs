@@ -443,4 +443,41 @@ fn a_step_without_dropout_s_seed_and_offset_says_what_they_are() {
     assert!(e.contains("2 inputs given, the model takes 4 (i32 [16, 64], i32 [16, 64], i64 [], i64 [])"), "{e}");
     assert!(e.contains("the last two, i64 scalars, are dropout's seed and offset"), "{e}");
     assert_eq!(t.steps(), 0);
+    // The loss is said the same way (it said "2 inputs given, the function
+    // takes 4" alone).
+    let e = t.loss(&[&ids, &ids]).unwrap_err().to_string();
+    assert!(e.contains("the last two, i64 scalars, are dropout's seed and offset"), "{e}");
+}
+
+/// PyTorch's int64 labels feed a model's i32 labels (the same numbers; one
+/// the i32 cannot hold is refused naming the input), and the optimizer's
+/// settings are checked as the CLI checks them: a clip norm of 0 trained
+/// unclipped (PyTorch's clip_grad_norm_(0) zeroes the step).
+#[test]
+fn int64_labels_feed_i32_inputs_and_optimizer_settings_are_checked() {
+    let rows = digits();
+    let (x, y) = batch(&rows, 0, 32);
+    let y64 = Tensor::new([32], DType::I64, y.values.clone());
+    let mut a = Trainer::from_file(&model(), options("trainer_int64_a", "sgd")).unwrap();
+    let mut b = Trainer::from_file(&model(), options("trainer_int64_b", "sgd")).unwrap();
+    let (la, lb) = (a.step(&[&x, &y], 0.1).unwrap().loss, b.step(&[&x, &y64], 0.1).unwrap().loss);
+    assert_eq!(la, lb);
+    assert_eq!(a.predict(&[&x]).unwrap(), b.predict(&[&x]).unwrap());
+    assert_eq!(a.loss(&[&x, &y]).unwrap(), b.loss(&[&x, &y64]).unwrap());
+    let mut huge = y64.clone();
+    huge.values[3] = 3e9;
+    let e = b.step(&[&x, &huge], 0.1).unwrap_err().to_string();
+    assert!(e.contains("input #1") && e.contains("3000000000"), "{e}");
+    for (what, o, expected) in [
+        ("clip 0", Options { clip_norm: Some(0.0), ..options("trainer_settings", "sgd") }, "clipping norm 0 is not"),
+        (
+            "nesterov without momentum",
+            Options { nesterov: true, ..options("trainer_settings", "sgd") },
+            "nesterov is SGD's",
+        ),
+        ("nesterov with adam", Options { nesterov: true, ..options("trainer_settings", "adam") }, "nesterov is SGD's"),
+    ] {
+        let Err(e) = Trainer::from_file(&model(), o) else { panic!("{what}: accepted") };
+        assert!(e.to_string().contains(expected), "{what}: {e}");
+    }
 }
