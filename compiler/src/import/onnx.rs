@@ -211,6 +211,11 @@ pub struct Imported {
     /// (no op uses them as a weight): not trained. (ONNX marks no tensor
     /// trainable; the importer decides by use.)
     pub frozen: Vec<(String, usize)>,
+    /// Float initializers the dynamo exporter's metadata names a module's
+    /// buffer (`register_buffer`) or a value it computed and folded (a RoPE
+    /// table): constants of the export, not trained (their use alone made
+    /// them parameters).
+    pub exported_constants: Vec<(String, usize)>,
     /// Float initializers holding an infinity or a magnitude of 1e30 or
     /// more (an attention mask kept as a PyTorch buffer, added to the
     /// scores): constants, never trained, wherever they are used.
@@ -493,7 +498,9 @@ pub fn import_model(
     let graph = &folded_graph;
     let params = choose_params(graph, &inits);
     let states = choose_states(graph, &inits);
-    let params: HashSet<String> = params.difference(&states).cloned().collect();
+    let exported_constants = exporter_constants(graph, &inits);
+    let params: HashSet<String> =
+        params.difference(&states).filter(|p| !exported_constants.contains(*p)).cloned().collect();
     // A NaN in the weights or state is damage (an export of a model whose
     // training had diverged): the loss was NaN at the first step, naming
     // nothing. (A NaN constant elsewhere, a `where(.., nan)`'s, is a value.)
@@ -513,6 +520,8 @@ pub fn import_model(
     let (masks, frozen): (Vec<_>, Vec<_>) = frozen_initializers(graph, &inits, &params, &states)
         .into_iter()
         .partition(|(n, _)| inits.get(n).is_some_and(is_mask));
+    let (exported_constants, frozen): (Vec<_>, Vec<_>) =
+        frozen.into_iter().partition(|(n, _)| exported_constants.contains(n));
     let mut shared_norms: Vec<(String, usize)> = Vec::new();
     for norm in graph.node.iter().filter(|n| matches!(n.op_type(), "LayerNormalization" | "BatchNormalization")) {
         for name in norm.input.iter().skip(1).take(2).filter(|n| params.contains(*n)) {
@@ -653,6 +662,7 @@ pub fn import_model(
         inputs,
         symbolic,
         frozen,
+        exported_constants,
         masks,
         shared_norms,
         shared_weights,
@@ -877,6 +887,40 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
         .filter(|(name, t)| weight_use(&consumers, &generated, name, t.elements(), 8))
         .map(|(name, _)| name.clone())
         .collect()
+}
+
+/// The initializers that PyTorch's dynamo exporter says are no parameters:
+/// each node carries the FX node it came from (`pkg.torch.onnx.fx_node`,
+/// `aten.sub(%conv2d, %b_m_mean)`), whose arguments name a module's
+/// parameter `%p_<path>`, its buffer `%b_<path>` (a positional-encoding
+/// table, a normalisation's mean: `register_buffer`, never trained), or a
+/// value the graph computed and the exporter folded to a constant (`%cos`
+/// of a RoPE table, `%linspace`), named as the initializer. The last two
+/// are constants of the exported graph: trained, as by their use the
+/// importer took them, they moved where PyTorch's never do. A parameter
+/// stored under another name (`val_0`, a transposed weight: its node names
+/// `%p_...`) is neither.
+fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
+    // An FX argument `%name` as a whole token.
+    fn names(fx: &str, token: &str) -> bool {
+        fx.match_indices(token)
+            .any(|(at, _)| fx[at + token.len()..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_')))
+    }
+    let mut constants = HashSet::new();
+    for node in &graph.node {
+        let Some(fx) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node") else { continue };
+        let fx = fx.value();
+        for input in node.input.iter().filter(|i| inits.contains_key(i.as_str())) {
+            let path = input.replace('.', "_");
+            let parameter = names(fx, &format!("%p_{path}"));
+            let buffer = names(fx, &format!("%b_{path}"));
+            let computed = names(fx, &format!("%{input}"));
+            if !parameter && (buffer || computed) {
+                constants.insert(input.clone());
+            }
+        }
+    }
+    constants
 }
 
 /// Whether a float initializer is a mask rather than a weight: it holds an

@@ -954,6 +954,47 @@ fn a_dynamo_exports_constant_norm_affine_is_not_trained() {
     assert_eq!(sources("val_9", "val_12", false), ["val_12", "val_9"]);
 }
 
+/// A dynamo export's buffers (`register_buffer`: a normalisation's mean,
+/// a positional-encoding table) and the values it computed and folded (a
+/// RoPE table) are named so by its nodes' FX metadata (`%b_m_mean`,
+/// `%cos`): constants, not trained (their use, added to or multiplying
+/// activations, made them parameters). A parameter (`%p_...`), and the same
+/// graph without the metadata, stay parameters.
+#[test]
+fn a_dynamo_exports_buffers_and_folded_constants_are_not_trained() {
+    let imported = |init: &str, fx: Option<&str>| {
+        let mut model = one_node_model(
+            "shift",
+            "Sub",
+            (&[2, 4], &[2, 4]),
+            vec![],
+            vec![float_init(init, vec![4], vec![0.5, 1.0, 1.5, 2.0])],
+            17,
+        );
+        if let Some(fx) = fx {
+            let node = &mut model.graph.as_mut().unwrap().node[0];
+            node.metadata_props.push(aicf_onnx::proto::StringStringEntryProto {
+                key: Some("pkg.torch.onnx.fx_node".into()),
+                value: Some(fx.into()),
+            });
+        }
+        let options = ImportOptions { batch: None, loss: Loss::Mse };
+        let i = onnx::import_model(&model, "shift.onnx", std::path::Path::new("."), &options).unwrap();
+        (i.sources, i.exported_constants)
+    };
+    let call = "%sub : [num_users=1] = call_function[target=torch.ops.aten.sub.Tensor]";
+    let (params, constants) = imported("m.mean", Some(&format!("{call}(args = (%x, %b_m_mean), kwargs = {{}})")));
+    assert_eq!((params, constants), (Vec::<String>::new(), vec![("m.mean".to_string(), 4)]));
+    let (params, constants) = imported("cos", Some(&format!("{call}(args = (%x, %cos), kwargs = {{}})")));
+    assert_eq!((params, constants), (Vec::<String>::new(), vec![("cos".to_string(), 4)]));
+    // `%cos_1` is another value than the initializer `cos`.
+    let (params, _) = imported("cos", Some(&format!("{call}(args = (%x, %cos_1), kwargs = {{}})")));
+    assert_eq!(params, ["cos"]);
+    let (params, constants) = imported("m.shift", Some(&format!("{call}(args = (%x, %p_m_shift), kwargs = {{}})")));
+    assert_eq!((params, constants), (vec!["m.shift".to_string()], vec![]));
+    assert_eq!(imported("m.mean", None).0, ["m.mean"]);
+}
+
 /// An embedding a dynamo export declares with `padding_idx` (its metadata's
 /// `aten.embedding.default(w, x, 0)`): ONNX's Gather cannot carry it, and
 /// the import names it (PyTorch never updates that row; here it trains).

@@ -1945,6 +1945,20 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    if !imported.exported_constants.is_empty() {
+        let c = &imported.exported_constants;
+        let total: usize = c.iter().map(|(_, n)| n).sum();
+        let named: Vec<String> = c.iter().take(5).map(|(n, v)| format!("'{n}' ({v} values)")).collect();
+        let more = c.len().saturating_sub(5);
+        eprintln!(
+            "note: {} float initializer{} ({total} values) the exporter names a buffer or a computed constant \
+             (register_buffer, a folded table), not trained: {}{}",
+            c.len(),
+            if c.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
     if !imported.masks.is_empty() {
         let named: Vec<String> = imported.masks.iter().take(5).map(|(n, v)| format!("'{n}' ({v} values)")).collect();
         let more = imported.masks.len().saturating_sub(5);
