@@ -245,9 +245,10 @@ pub(super) fn untie(
 /// graph, so the model would train without it. A MatMul or Gemm whose
 /// `fx_node` metadata reads a bias parameter (`%p_<path>_bias`) that no
 /// initializer is gets it back as zeros, under its name (its
-/// `name_scopes` module and `bias`): a Gemm as its third input, a MatMul
-/// through an `Add` after it (which the linear fold then takes). Returns
-/// the names restored.
+/// `name_scopes` module and `bias`): a Gemm or a Conv as its third input
+/// (its `RemoveOptionalBiasFromConv` rule drops a convolution's, as a
+/// squeeze-excitation's in MobileNetV3), a MatMul through an `Add` after
+/// it (which the linear fold then takes). Returns the names restored.
 pub(super) fn restore_biases(
     nodes: &mut Vec<NodeProto>,
     inits: &mut HashMap<String, aicf_onnx::Tensor>,
@@ -261,14 +262,16 @@ pub(super) fn restore_biases(
     let mut taken_names: HashSet<String> = nodes.iter().flat_map(|n| n.output.iter().cloned()).collect();
     for i in 0..nodes.len() {
         let node = &nodes[i];
-        if !matches!(node.op_type(), "MatMul" | "Gemm") || !node.domain().is_empty() || node.output.is_empty() {
+        if !matches!(node.op_type(), "MatMul" | "Gemm" | "Conv") || !node.domain().is_empty() || node.output.is_empty()
+        {
             continue;
         }
         let Some(fx) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node").map(|p| p.value())
         else {
             continue;
         };
-        if !fx.contains("aten.linear") && !fx.contains("aten.addmm") {
+        let conv = node.op_type() == "Conv";
+        if !(fx.contains("aten.linear") || fx.contains("aten.addmm") || (conv && fx.contains("aten.conv"))) {
             continue;
         }
         let Some(bias) = fx
@@ -303,11 +306,14 @@ pub(super) fn restore_biases(
                     .then(|| inits.get(t.input.first()?).map(|t| t.dims.iter().rev().copied().collect()))?
             })
         };
-        let Some(dims) = node.input.get(1).and_then(|w| weight_dims(w)).filter(|d| d.len() == 2) else { continue };
+        // (A convolution's weight is [out, in / groups, k...]: its
+        // output channels first.)
+        let rank_ok = |d: &Vec<usize>| if conv { d.len() >= 3 } else { d.len() == 2 };
+        let Some(dims) = node.input.get(1).and_then(|w| weight_dims(w)).filter(rank_ok) else { continue };
         let trans_b = node.attribute.iter().find(|a| a.name() == "transB").is_some_and(|a| a.i() != 0);
-        let features = if node.op_type() == "Gemm" && trans_b { dims[0] } else { dims[1] };
+        let features = if conv || (node.op_type() == "Gemm" && trans_b) { dims[0] } else { dims[1] };
         match node.op_type() {
-            "Gemm" if node.input.len() == 2 => nodes[i].input.push(name.clone()),
+            "Gemm" | "Conv" if node.input.len() == 2 => nodes[i].input.push(name.clone()),
             "MatMul" => {
                 let out = node.output[0].clone();
                 let mut inner = format!("{out}_without_bias");

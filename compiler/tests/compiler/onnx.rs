@@ -1852,6 +1852,46 @@ fn biases_the_exporter_dropped_import_as_zeros() {
     assert_eq!(forward.matches("hl.linear").count(), 2, "{forward}");
     let zeros = imported.weights.iter().find(|(n, _, _)| n == "fc1.bias").map(|(_, _, v)| v.clone());
     assert_eq!(zeros, Some(vec![0.0; 5]));
+
+    // A convolution's zero bias, dropped the same way (MobileNetV3's
+    // squeeze-excitation layers lost theirs), comes back as its third input.
+    let conv = NodeProto {
+        name: Some("node_conv2d".into()),
+        op_type: Some("Conv".into()),
+        input: vec!["x".into(), "se.fc1.weight".into()],
+        output: vec!["y".into()],
+        metadata_props: vec![
+            StringStringEntryProto {
+                key: Some("pkg.torch.onnx.name_scopes".into()),
+                value: Some("['', 'se.fc1', 'conv2d']".into()),
+            },
+            StringStringEntryProto {
+                key: Some("pkg.torch.onnx.fx_node".into()),
+                value: Some(
+                    "%conv2d : [num_users=1] = call_function[target=torch.ops.aten.conv2d.default](args = (%x, \
+                     %p_se_fc1_weight, %p_se_fc1_bias), kwargs = {})"
+                        .into(),
+                ),
+            },
+        ],
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { version: Some(18), ..Default::default() }],
+        graph: Some(GraphProto {
+            name: Some("se".into()),
+            node: vec![conv],
+            input: vec![float_value("x", &[2, 4, 1, 1])],
+            output: vec![float_value("y", &[2, 6, 1, 1])],
+            initializer: vec![float_init("se.fc1.weight", vec![6, 4, 1, 1], vec![0.25; 24])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let imported = onnx::import_model(&model, "se.onnx", std::path::Path::new("."), &options).unwrap();
+    assert_eq!(imported.restored, ["se.fc1.bias"]);
+    assert!(imported.module.text.contains("hl.param @se.fc1.bias : tensor<6xf32>"), "{}", imported.module.text);
 }
 
 /// MaxPool with ceil_mode=1 imports where rounding up gives the size
