@@ -1588,7 +1588,14 @@ fn all_ignored(name: &str, labels: &[f64], sig: &Signature) -> Result<()> {
 fn no_class(sig: &Signature) -> String {
     let classes = sig.classes().unwrap_or(0);
     let ignored = sig.ignore_index.map_or(String::new(), |i| format!(", nor its ignore_index {i}"));
-    format!("is not a class of the model's {classes} (0 to {}{ignored})", classes.saturating_sub(1))
+    // One class is no classifier: a model of one output trained by a
+    // cross-entropy (an ONNX import's default loss) is a regression's.
+    let one = if classes == 1 {
+        ": a model of one output is a regression (an ONNX model: import it with --loss mse)"
+    } else {
+        ""
+    };
+    format!("is not a class of the model's {classes} (0 to {}{ignored}){one}", classes.saturating_sub(1))
 }
 
 /// The first example whose label is no class of the model's (nor its

@@ -84,6 +84,10 @@
 // RUN: not aicf compile %S/inputs/huge-batch.mlir.txt -o %t/huge 2>&1 | FileCheck %s --check-prefix=HUGEARG
 // HUGEARG: aicf: error: {{.*}}huge-batch.mlir.txt: not a model to compile as it is:
 // HUGEARG-NEXT: huge-batch.mlir.txt:9:1: error: argument #0: tensor<9223372036854775807x8xf32> is larger than the 1 TiB a tensor may hold
+// A model of one output trained by a cross-entropy is a regression
+// imported with the default loss: said so.
+// RUN: not aicf train %S/inputs/one-output-ce.mlir.txt --data %S/../../../data/digits.csv.gz --out %t/oneout 2>&1 | FileCheck %s --check-prefix=ONEOUT
+// ONEOUT: the label 1 is not a class of the model's 1 (0 to 0): a model of one output is a regression (an ONNX model: import it with --loss mse)
 // A model of two targets per row is fed arrays, not a table: said.
 // RUN: not aicf train %S/inputs/two-targets.mlir.txt --data %S/../../../data/digits.csv.gz --out %t/two 2>&1 | FileCheck %s --check-prefix=TWOTARGETS
 // TWOTARGETS: this model's @loss takes Data [16, 64] f32, Target [16, 2] f32: give one .npy array per input instead (--data x.npy --data y.npy, in @loss's order; numpy.save writes them)
