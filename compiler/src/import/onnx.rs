@@ -246,6 +246,10 @@ pub struct Imported {
     /// whose row PyTorch never updates. ONNX's Gather cannot say so: that
     /// row trains here (a note says so).
     pub padding_rows: Vec<(String, i64)>,
+    /// The first output's node where it is a `Softmax` and the loss a
+    /// cross-entropy, which takes logits: it would train on probabilities
+    /// (the loss stalled where PyTorch's on the logits learns).
+    pub softmax_output: Option<String>,
 }
 
 impl Imported {
@@ -669,6 +673,12 @@ pub fn import_model(
         untied,
         restored,
         padding_rows: padding_rows(graph),
+        softmax_output: (options.loss == Loss::CrossEntropy)
+            .then(|| graph.output.first().map(|o| o.name()))
+            .flatten()
+            .and_then(|out| graph.node.iter().find(|n| n.output.iter().any(|o| o == out)))
+            .filter(|n| n.op_type() == "Softmax")
+            .map(|n| n.name().to_string()),
     })
 }
 

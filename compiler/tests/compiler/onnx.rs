@@ -995,6 +995,21 @@ fn a_dynamo_exports_buffers_and_folded_constants_are_not_trained() {
     assert_eq!(imported("m.mean", None).0, ["m.mean"]);
 }
 
+/// A model whose output is a Softmax, imported to train by a cross-entropy
+/// (which takes logits), is named so; with --loss mse, or another last op,
+/// nothing is said.
+#[test]
+fn a_softmax_output_trained_by_cross_entropy_is_named() {
+    let import = |op: &str, loss: Loss| {
+        let model = one_node_model("probs", op, (&[2, 4], &[2, 4]), vec![], vec![], 17);
+        let options = ImportOptions { batch: None, loss };
+        onnx::import_model(&model, "probs.onnx", std::path::Path::new("."), &options).unwrap().softmax_output
+    };
+    assert_eq!(import("Softmax", Loss::CrossEntropy).as_deref(), Some("probs"));
+    assert_eq!(import("Softmax", Loss::Mse), None);
+    assert_eq!(import("Relu", Loss::CrossEntropy), None);
+}
+
 /// An embedding a dynamo export declares with `padding_idx` (its metadata's
 /// `aten.embedding.default(w, x, 0)`): ONNX's Gather cannot carry it, and
 /// the import names it (PyTorch never updates that row; here it trains).

@@ -2000,6 +2000,12 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
     }
+    if let Some(node) = &imported.softmax_output {
+        eprintln!(
+            "note: the model's output is a Softmax (node '{node}'): a cross-entropy takes logits, and on \
+             probabilities it learns little; export the model without its final softmax (its logits) to train it"
+        );
+    }
     for (table, row) in &imported.padding_rows {
         eprintln!(
             "note: embedding '{table}' was declared with padding_idx {row} in PyTorch, which never updates that \
