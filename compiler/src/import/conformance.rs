@@ -58,7 +58,7 @@ pub fn run_case(dir: &Path, work: &Path, cache: &Path) -> (String, Outcome) {
 fn run_model(model: &aicf_onnx::proto::ModelProto, dir: &Path, work: &Path, cache: &Path) -> Outcome {
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let data = dir.join("test_data_set_0");
-    let options = ImportOptions { batch: None, loss: Loss::None };
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
     let imported = match onnx::import_model(model, &name, dir, &options) {
         Ok(i) => i,
         // A node test feeds as graph inputs what an exported model holds as

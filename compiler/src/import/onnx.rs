@@ -158,11 +158,17 @@ pub struct ImportOptions {
     /// The size a symbolic (or unknown) leading dimension is bound to.
     pub batch: Option<usize>,
     pub loss: Loss,
+    /// Initializers to import as constants, not trained, whatever their
+    /// use (`aicf import --freeze`): exact names, or prefixes ending in
+    /// `*`. A TorchScript export keeps no record of which tensors are
+    /// buffers (a positional-encoding table added to activations would
+    /// train); a name that matches no initializer is an error.
+    pub freeze: Vec<String>,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { batch: None, loss: Loss::CrossEntropy }
+        ImportOptions { batch: None, loss: Loss::CrossEntropy, freeze: Vec::new() }
     }
 }
 
@@ -216,6 +222,9 @@ pub struct Imported {
     /// table): constants of the export, not trained (their use alone made
     /// them parameters).
     pub exported_constants: Vec<(String, usize)>,
+    /// Float initializers `--freeze` named (`ImportOptions::freeze`):
+    /// constants, not trained.
+    pub frozen_by_option: Vec<(String, usize)>,
     /// Float initializers holding an infinity or a magnitude of 1e30 or
     /// more (an attention mask kept as a PyTorch buffer, added to the
     /// scores): constants, never trained, wherever they are used.
@@ -503,8 +512,29 @@ pub fn import_model(
     let params = choose_params(graph, &inits);
     let states = choose_states(graph, &inits);
     let exported_constants = exporter_constants(graph, &inits);
-    let params: HashSet<String> =
-        params.difference(&states).filter(|p| !exported_constants.contains(*p)).cloned().collect();
+    // `--freeze`: each pattern names initializers (a typo names none:
+    // refused, rather than training what it meant to freeze).
+    let matches = |pattern: &str, name: &str| match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    };
+    if let Some(p) = options.freeze.iter().find(|p| !inits.keys().any(|n| matches(p, n))) {
+        let mut names: Vec<&String> = inits.keys().filter(|n| inits[*n].is_float()).collect();
+        names.sort();
+        let shown: Vec<&str> = names.iter().take(8).map(|n| n.as_str()).collect();
+        return Err(fail(format!(
+            "--freeze {p}: no initializer of that name (its float initializers include {}{})",
+            shown.join(", "),
+            if names.len() > 8 { ", ..." } else { "" }
+        )));
+    }
+    let user_frozen: HashSet<String> =
+        inits.keys().filter(|n| options.freeze.iter().any(|p| matches(p, n))).cloned().collect();
+    let params: HashSet<String> = params
+        .difference(&states)
+        .filter(|p| !exported_constants.contains(*p) && !user_frozen.contains(*p))
+        .cloned()
+        .collect();
     // A NaN in the weights or state is damage (an export of a model whose
     // training had diverged): the loss was NaN at the first step, naming
     // nothing. (A NaN constant elsewhere, a `where(.., nan)`'s, is a value.)
@@ -526,6 +556,7 @@ pub fn import_model(
         .partition(|(n, _)| inits.get(n).is_some_and(is_mask));
     let (exported_constants, frozen): (Vec<_>, Vec<_>) =
         frozen.into_iter().partition(|(n, _)| exported_constants.contains(n));
+    let (frozen_by_option, frozen): (Vec<_>, Vec<_>) = frozen.into_iter().partition(|(n, _)| user_frozen.contains(n));
     let mut shared_norms: Vec<(String, usize)> = Vec::new();
     for norm in graph.node.iter().filter(|n| matches!(n.op_type(), "LayerNormalization" | "BatchNormalization")) {
         for name in norm.input.iter().skip(1).take(2).filter(|n| params.contains(*n)) {
@@ -667,6 +698,7 @@ pub fn import_model(
         symbolic,
         frozen,
         exported_constants,
+        frozen_by_option,
         masks,
         shared_norms,
         shared_weights,

@@ -279,7 +279,8 @@ fn train_steps_compile_to_ptx_that_ptxas_accepts() {
     // attention kernels forward and backward.
     use aicf_compiler::import::onnx::{self, ImportOptions, Loss};
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/onnx/gpt.onnx");
-    let gpt = onnx::import(&fixture, &ImportOptions { batch: Some(4), loss: Loss::CrossEntropy }).unwrap();
+    let gpt = onnx::import(&fixture, &ImportOptions { batch: Some(4), loss: Loss::CrossEntropy, ..Default::default() })
+        .unwrap();
     let dir = out_dir("gpu_onnx_gpt_source");
     std::fs::create_dir_all(&dir).unwrap();
     let model = dir.join("gpt.mlir");

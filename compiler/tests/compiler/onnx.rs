@@ -165,7 +165,7 @@ fn check(name: &str) {
     std::fs::create_dir_all(&dir).unwrap();
     let imported = onnx::import(
         &fixture(&format!("{name}.onnx")),
-        &ImportOptions { batch: Some(x.shape[0]), loss: Loss::CrossEntropy },
+        &ImportOptions { batch: Some(x.shape[0]), loss: Loss::CrossEntropy, ..Default::default() },
     )
     .unwrap();
     let model = dir.join(format!("{name}.mlir"));
@@ -245,8 +245,11 @@ fn check(name: &str) {
 /// that train step with PyTorch's gradients.
 #[test]
 fn an_imported_gpts_attention_becomes_the_fused_attention() {
-    let imported =
-        onnx::import(&fixture("gpt.onnx"), &ImportOptions { batch: Some(4), loss: Loss::CrossEntropy }).unwrap();
+    let imported = onnx::import(
+        &fixture("gpt.onnx"),
+        &ImportOptions { batch: Some(4), loss: Loss::CrossEntropy, ..Default::default() },
+    )
+    .unwrap();
     let ctx = aicf_compiler::CompilerContext::new();
     let mut module = ctx.parse(&imported.module.text, "gpt").unwrap();
     aicf_compiler::run_pipeline(&ctx, &mut module, "builtin.module(hl-fuse-attention)").unwrap();
@@ -353,8 +356,11 @@ fn the_weights_are_data_parameters_whose_file_the_ir_names_by_hash() {
     let dir = crate::tmp_root().join("onnx-weights");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let imported =
-        onnx::import(&fixture("mlp.onnx"), &ImportOptions { batch: Some(8), loss: Loss::CrossEntropy }).unwrap();
+    let imported = onnx::import(
+        &fixture("mlp.onnx"),
+        &ImportOptions { batch: Some(8), loss: Loss::CrossEntropy, ..Default::default() },
+    )
+    .unwrap();
     let model = dir.join("mlp.mlir");
     imported.write(&model).unwrap();
     let text = std::fs::read_to_string(&model).unwrap();
@@ -389,8 +395,11 @@ fn an_import_replaces_only_an_earlier_import_s_weights() {
     let dir = crate::tmp_root().join("onnx-write-guard");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("m.mlir")).unwrap();
-    let imported =
-        onnx::import(&fixture("mlp.onnx"), &ImportOptions { batch: Some(8), loss: Loss::CrossEntropy }).unwrap();
+    let imported = onnx::import(
+        &fixture("mlp.onnx"),
+        &ImportOptions { batch: Some(8), loss: Loss::CrossEntropy, ..Default::default() },
+    )
+    .unwrap();
     let checkpoint = aicf_runtime::checkpoint::Entry {
         name: "w".into(),
         dtype: aicf_runtime::artifact::DType::F32,
@@ -416,7 +425,11 @@ fn an_import_replaces_only_an_earlier_import_s_weights() {
 #[test]
 fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     // The exported GPT's batch is symbolic: without --batch it cannot be static.
-    let e = onnx::import(&fixture("gpt.onnx"), &ImportOptions { batch: None, loss: Loss::CrossEntropy }).unwrap_err();
+    let e = onnx::import(
+        &fixture("gpt.onnx"),
+        &ImportOptions { batch: None, loss: Loss::CrossEntropy, ..Default::default() },
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("input 'input0' dimension 0 is 'batch': give --batch"), "{e}");
     // An op outside the supported set: the node, its op type and opset, and the list.
     let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
@@ -427,7 +440,7 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
         &model,
         "edited.onnx",
         std::path::Path::new("."),
-        &ImportOptions { batch: Some(2), loss: Loss::None },
+        &ImportOptions { batch: Some(2), loss: Loss::None, ..Default::default() },
     )
     .unwrap_err();
     match &e {
@@ -446,7 +459,7 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     dead.name = Some("unused".into());
     dead.output = vec!["unused_out".into()];
     graph.node.push(dead);
-    let options = ImportOptions { batch: Some(2), loss: Loss::None };
+    let options = ImportOptions { batch: Some(2), loss: Loss::None, ..Default::default() };
     let imported = onnx::import_model(&model, "dead.onnx", std::path::Path::new("."), &options).unwrap();
     let plain = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
     let plain = onnx::import_model(&plain, "mlp.onnx", std::path::Path::new("."), &options).unwrap();
@@ -469,7 +482,7 @@ fn malformed_graphs_are_errors_naming_the_fault() {
             model,
             "edited.onnx",
             std::path::Path::new("."),
-            &ImportOptions { batch: Some(2), loss: Loss::None },
+            &ImportOptions { batch: Some(2), loss: Loss::None, ..Default::default() },
         )
         .unwrap_err()
         .to_string()
@@ -605,7 +618,7 @@ fn a_normalisation_s_epsilon_must_be_a_number() {
         let name = node.name().to_string();
         node.attribute.retain(|a| a.name() != "epsilon");
         node.attribute.push(float_attribute("epsilon", bad));
-        let options = ImportOptions { batch: Some(2), loss: Loss::None };
+        let options = ImportOptions { batch: Some(2), loss: Loss::None, ..Default::default() };
         let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
         // NaN and infinity are refused with every float attribute's check,
         // a negative epsilon by the normalisation's.
@@ -634,7 +647,7 @@ fn a_gather_s_constant_indices_are_checked_at_import() {
             int64_data: vec![0, bad],
             ..Default::default()
         });
-        let options = ImportOptions { batch: Some(2), loss: Loss::None };
+        let options = ImportOptions { batch: Some(2), loss: Loss::None, ..Default::default() };
         let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
         assert!(e.contains(&format!("index {bad} is out of range")) && e.contains("Gather"), "{e}");
     }
@@ -679,7 +692,7 @@ fn an_integer_range_past_2_53_is_refused() {
                 ..Default::default()
             },
         );
-        let options = ImportOptions { batch: Some(2), loss: Loss::None };
+        let options = ImportOptions { batch: Some(2), loss: Loss::None, ..Default::default() };
         let e = onnx::import_model(&model, "edited.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
         assert!(e.contains("range") && e.contains(why), "{e}");
     }
@@ -796,7 +809,7 @@ fn onnx_conformance_table() {
 #[test]
 fn damaged_onnx_files_are_errors_not_panics() {
     let bytes = std::fs::read(fixture("gpt.onnx")).unwrap();
-    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy };
+    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy, ..Default::default() };
     let mut decoded = 0;
     let mut variants: Vec<Vec<u8>> = (0..bytes.len()).step_by(509).map(|n| bytes[..n].to_vec()).collect();
     for at in (0..bytes.len()).step_by(331) {
@@ -822,7 +835,9 @@ fn an_imported_model_trains_on_an_mse_loss() {
     let dir = crate::tmp_root().join("onnx-mse");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let imported = onnx::import(&fixture("mlp.onnx"), &ImportOptions { batch: Some(8), loss: Loss::Mse }).unwrap();
+    let imported =
+        onnx::import(&fixture("mlp.onnx"), &ImportOptions { batch: Some(8), loss: Loss::Mse, ..Default::default() })
+            .unwrap();
     assert!(imported.module.text.contains("hl.mse_loss"), "{}", imported.module.text);
     let model = dir.join("mlp.mlir");
     imported.write(&model).unwrap();
@@ -848,7 +863,7 @@ fn an_imported_leaky_relu_takes_another_batch() {
     let relu = graph.node.iter_mut().find(|n| n.op_type() == "Relu").unwrap();
     relu.op_type = Some("LeakyRelu".into());
     relu.attribute.push(float_attribute("alpha", 0.2));
-    let options = ImportOptions { batch: Some(4), loss: Loss::CrossEntropy };
+    let options = ImportOptions { batch: Some(4), loss: Loss::CrossEntropy, ..Default::default() };
     let imported = onnx::import_model(&model, "leaky.onnx", std::path::Path::new("."), &options).unwrap();
     let ctx = aicf_compiler::CompilerContext::new();
     let mut module = ctx.parse(&imported.module.text, "leaky").unwrap();
@@ -913,7 +928,7 @@ fn weights_behind_a_transpose_are_parameters_and_constants_are_named() {
             concat,
         ],
     );
-    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy };
+    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy, ..Default::default() };
     let imported = onnx::import_model(&model, "train-mode.onnx", std::path::Path::new("."), &options).unwrap();
     let mut sources = imported.sources.clone();
     sources.sort();
@@ -944,7 +959,7 @@ fn a_dynamo_exports_constant_norm_affine_is_not_trained() {
                 value: Some("['', 'gn']".into()),
             });
         }
-        let options = ImportOptions { batch: None, loss: Loss::Mse };
+        let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
         let mut s = onnx::import_model(&model, "norm.onnx", std::path::Path::new("."), &options).unwrap().sources;
         s.sort();
         s
@@ -978,7 +993,7 @@ fn a_dynamo_exports_buffers_and_folded_constants_are_not_trained() {
                 value: Some(fx.into()),
             });
         }
-        let options = ImportOptions { batch: None, loss: Loss::Mse };
+        let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
         let i = onnx::import_model(&model, "shift.onnx", std::path::Path::new("."), &options).unwrap();
         (i.sources, i.exported_constants)
     };
@@ -1002,7 +1017,7 @@ fn a_dynamo_exports_buffers_and_folded_constants_are_not_trained() {
 fn a_softmax_output_trained_by_cross_entropy_is_named() {
     let import = |op: &str, loss: Loss| {
         let model = one_node_model("probs", op, (&[2, 4], &[2, 4]), vec![], vec![], 17);
-        let options = ImportOptions { batch: None, loss };
+        let options = ImportOptions { batch: None, loss, ..Default::default() };
         onnx::import_model(&model, "probs.onnx", std::path::Path::new("."), &options).unwrap().softmax_output
     };
     assert_eq!(import("Softmax", Loss::CrossEntropy).as_deref(), Some("probs"));
@@ -1048,7 +1063,7 @@ fn a_dynamo_embeddings_padding_index_is_named() {
         }
     };
     let rows = |fx: &str| {
-        let options = ImportOptions { batch: None, loss: Loss::Mse };
+        let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
         onnx::import_model(&model(fx), "emb.onnx", std::path::Path::new("."), &options).unwrap().padding_rows
     };
     let call = "%embedding : [num_users=1] = call_function[target=torch.ops.aten.embedding.default]";
@@ -1075,7 +1090,7 @@ fn not_of_a_computed_mask_imports() {
         ],
     );
     graph.initializer.push(float_init("zero", vec![], vec![0.0]));
-    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy };
+    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy, ..Default::default() };
     let imported = onnx::import_model(&model, "not.onnx", std::path::Path::new("."), &options).unwrap();
     assert!(imported.module.text.contains("hl.compare"), "{}", imported.module.text);
 }
@@ -1101,7 +1116,7 @@ fn initializers_the_exporter_merged_are_separate_again() {
             ..Default::default()
         },
     );
-    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy };
+    let options = ImportOptions { batch: Some(2), loss: Loss::CrossEntropy, ..Default::default() };
     let imported = onnx::import_model(&model, "fresh.onnx", std::path::Path::new("."), &options).unwrap();
     assert!(imported.module.text.contains("hl.state @bn1.running_var"), "the variance is state");
     let values = |name: &str| imported.weights.iter().find(|(n, _, _)| n == name).map(|(_, _, v)| v.clone()).unwrap();
@@ -1131,7 +1146,11 @@ fn initializers_the_exporter_merged_are_separate_again() {
 /// the last row; one past the table failed in the kernel).
 #[test]
 fn an_imported_embedding_s_ids_are_checked_as_indices() {
-    let gpt = onnx::import(&fixture("gpt.onnx"), &ImportOptions { batch: Some(4), loss: Loss::CrossEntropy }).unwrap();
+    let gpt = onnx::import(
+        &fixture("gpt.onnx"),
+        &ImportOptions { batch: Some(4), loss: Loss::CrossEntropy, ..Default::default() },
+    )
+    .unwrap();
     let sig = aicf_compiler::train::data::Signature::of_source(&gpt.module.text, "gpt.mlir").unwrap();
     assert_eq!(sig.inputs[0].indexes, Some(65));
 }
@@ -1146,10 +1165,13 @@ fn an_imported_embedding_s_ids_are_checked_as_indices() {
 #[test]
 fn a_batch_norm_s_running_variance_follows_the_batch_it_runs_at() {
     let import = |batch| {
-        onnx::import(&fixture("resnet_digits.onnx"), &ImportOptions { batch: Some(batch), loss: Loss::CrossEntropy })
-            .unwrap()
-            .module
-            .text
+        onnx::import(
+            &fixture("resnet_digits.onnx"),
+            &ImportOptions { batch: Some(batch), loss: Loss::CrossEntropy, ..Default::default() },
+        )
+        .unwrap()
+        .module
+        .text
     };
     let (four, eight) = (import(4), import(8));
     assert!(four.contains("hl.batch_norm") || four.contains("set_state"), "no batch norm to check");
@@ -1207,7 +1229,7 @@ fn a_training_mode_export_imports_to_train() {
         },
     );
     let import = |model: &aicf_onnx::proto::ModelProto, loss| {
-        let options = ImportOptions { batch: Some(2), loss };
+        let options = ImportOptions { batch: Some(2), loss, ..Default::default() };
         onnx::import_model(model, "train-mode.onnx", std::path::Path::new("."), &options)
     };
     let imported = import(&model, Loss::CrossEntropy).unwrap();
@@ -1286,7 +1308,7 @@ fn elu_and_reduce_l2_train_with_finite_gradients() {
         &model(nodes, vec![]),
         "corners.onnx",
         &dir,
-        &ImportOptions { batch: None, loss: Loss::Mse },
+        &ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() },
     )
     .unwrap();
     let path = dir.join("corners.mlir");
@@ -1339,9 +1361,14 @@ fn elu_and_reduce_l2_train_with_finite_gradients() {
             ],
         );
         m.graph.as_mut().unwrap().output = vec![value("y", &[1, 1, 2, 2])];
-        let e = onnx::import_model(&m, "rnn.onnx", &dir, &ImportOptions { batch: None, loss: Loss::None })
-            .unwrap_err()
-            .to_string();
+        let e = onnx::import_model(
+            &m,
+            "rnn.onnx",
+            &dir,
+            &ImportOptions { batch: None, loss: Loss::None, ..Default::default() },
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("RNN") && e.contains(why), "{e}");
     }
 }
@@ -1393,7 +1420,7 @@ fn an_additive_mask_initializer_imports_as_a_constant() {
             }),
             ..Default::default()
         };
-        let options = ImportOptions { batch: None, loss: Loss::CrossEntropy };
+        let options = ImportOptions { batch: None, loss: Loss::CrossEntropy, ..Default::default() };
         let imported = onnx::import_model(&model, "masked.onnx", std::path::Path::new("."), &options).unwrap();
         let what = format!("mask of {minus_infinity}");
         assert_eq!(imported.masks, vec![("mask".to_string(), 16)], "{what}");
@@ -1471,7 +1498,7 @@ fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
         }),
         ..Default::default()
     };
-    let options = ImportOptions { batch: None, loss: Loss::Mse };
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
     let imported = onnx::import_model(&model, "folds.onnx", std::path::Path::new("."), &options).unwrap();
     let text = &imported.module.text;
     let forward = &text[text.find("func.func @forward").unwrap()..text.find("func.func @loss").unwrap()];
@@ -1530,7 +1557,7 @@ fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
         }),
         ..Default::default()
     };
-    let options = ImportOptions { batch: None, loss: Loss::None };
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
     let imported = onnx::import_model(&vector, "vector.onnx", std::path::Path::new("."), &options).unwrap();
     assert!(imported.module.text.contains("hl.param @head.weight : tensor<3x4xf32>"), "{}", imported.module.text);
     assert!(imported.module.text.contains("-> tensor<3xf32>"), "{}", imported.module.text);
@@ -1582,7 +1609,7 @@ fn adding_constant_zeros_is_the_tensor_itself() {
         }),
         ..Default::default()
     };
-    let options = ImportOptions { batch: None, loss: Loss::None };
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
     let same = onnx::import_model(&model(&[2, 3], vec![1, 3], &[2, 3]), "z.onnx", std::path::Path::new("."), &options)
         .unwrap();
     assert!(!same.module.text.contains("hl.add"), "{}", same.module.text);
@@ -1650,7 +1677,7 @@ fn folded_layers_keep_the_models_weight_sharing() {
         }),
         ..Default::default()
     };
-    let options = ImportOptions { batch: None, loss: Loss::CrossEntropy };
+    let options = ImportOptions { batch: None, loss: Loss::CrossEntropy, ..Default::default() };
     let imported = onnx::import_model(&model, "sharing.onnx", std::path::Path::new("."), &options).unwrap();
     let text = &imported.module.text;
     assert_eq!(imported.tied, vec![("onnx::MatMul_9".to_string(), "wte.weight".to_string())]);
@@ -1715,7 +1742,7 @@ fn parameters_the_exporter_merged_import_apart_by_its_metadata() {
         }),
         ..Default::default()
     };
-    let options = ImportOptions { batch: None, loss: Loss::Mse };
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
     let apart = onnx::import_model(&model("ln2"), "norms.onnx", std::path::Path::new("."), &options).unwrap();
     assert_eq!(
         apart.untied,
@@ -1769,7 +1796,7 @@ fn a_conv1d_of_flattened_rows_imports_as_a_linear_layer() {
         }),
         ..Default::default()
     };
-    let options = ImportOptions { batch: None, loss: Loss::Mse };
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
     let imported = onnx::import_model(&model, "conv1d.onnx", std::path::Path::new("."), &options).unwrap();
     let text = &imported.module.text;
     let forward = &text[text.find("func.func @forward").unwrap()..text.find("func.func @loss").unwrap()];
@@ -1856,7 +1883,7 @@ fn biases_the_exporter_dropped_import_as_zeros() {
         }),
         ..Default::default()
     };
-    let options = ImportOptions { batch: None, loss: Loss::Mse };
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
     let imported = onnx::import_model(&model, "dropped.onnx", std::path::Path::new("."), &options).unwrap();
     assert_eq!(imported.restored, ["fc1.bias", "fc2.bias"]);
     let text = &imported.module.text;
@@ -1924,7 +1951,7 @@ fn ceil_mode_pooling_imports_where_it_changes_no_size() {
         ];
         one_node_model("pool", "MaxPool", (&[1, 2, size, size], &[1, 2, out, out]), attributes, vec![], 17)
     };
-    let options = ImportOptions { batch: None, loss: Loss::None };
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
     // 7 = 3 + 2 * 2: both round to 3 windows.
     let same = onnx::import_model(&model(7, 3), "pool.onnx", std::path::Path::new("."), &options);
     assert!(same.is_ok(), "{:?}", same.err());
@@ -2012,7 +2039,7 @@ fn a_refused_dynamo_node_is_named_with_its_module() {
         }),
         ..Default::default()
     };
-    let options = ImportOptions { batch: None, loss: Loss::None };
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
     let err = onnx::import_model(&model, "refused.onnx", std::path::Path::new("."), &options).unwrap_err().to_string();
     assert!(
         err.starts_with("refused.onnx: node 'node_unique_1' in module 'decoder.up1' (Unique, opset 18): not supported"),
@@ -2118,8 +2145,13 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
             Some(value),
             opset,
         );
-        let imported =
-            onnx::import_model(&model, "pad.onnx", &dir, &ImportOptions { batch: None, loss: Loss::Mse }).unwrap();
+        let imported = onnx::import_model(
+            &model,
+            "pad.onnx",
+            &dir,
+            &ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() },
+        )
+        .unwrap();
         let path = dir.join(format!("pad_{mode}.mlir"));
         imported.write(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -2166,7 +2198,7 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
     // refused with their sizes.
     let refused = |mode: &str, pads: Vec<i64>| -> String {
         let model = pad_model(mode, ([1, 1, 3, 4], [1, 1, 9, 4]), pads, None, 17);
-        let options = ImportOptions { batch: None, loss: Loss::None };
+        let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
         onnx::import_model(&model, "wide.onnx", &dir, &options).unwrap_err().to_string()
     };
     let e = refused("reflect", vec![0, 0, 3, 0, 0, 0, 3, 0]);
@@ -2224,7 +2256,7 @@ fn a_resize_s_cubic_coefficient_must_be_a_number() {
     let dir = crate::tmp_root().join("onnx-cubic-a");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let options = ImportOptions { batch: None, loss: Loss::None };
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
     assert!(onnx::import_model(&model(-0.5), "resize.onnx", &dir, &options).is_ok());
     let e = onnx::import_model(&model(f32::NAN), "resize.onnx", &dir, &options).unwrap_err().to_string();
     assert!(e.contains("attribute 'cubic_coeff_a' is NaN; Resize takes a finite number"), "{e}");
@@ -2254,7 +2286,12 @@ fn pooling_and_transposed_convolution_refusals_name_the_fault() {
             .into_iter()
             .collect();
         let model = one_node_model("the_node", op, (x, &[]), attribute, initializer, 19);
-        match onnx::import_model(&model, "refusal.onnx", &dir, &ImportOptions { batch: None, loss: Loss::Mse }) {
+        match onnx::import_model(
+            &model,
+            "refusal.onnx",
+            &dir,
+            &ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() },
+        ) {
             Ok(_) => {
                 panic!("{op} {attribute_names:?} imported", attribute_names = model.graph.unwrap().node[0].attribute)
             }

@@ -5,6 +5,16 @@
 // is not ONNX and an unknown loss are clear errors.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: aicf import %S/../../onnx/gpt.onnx -o %t/gpt.mlir --batch 4 | FileCheck %s --check-prefix=IMPORT
+// --freeze keeps named initializers constant (a TorchScript export's
+// buffers, which it does not mark); a name that matches none is refused,
+// and an hl model has no initializers to name.
+// RUN: aicf import %S/../../onnx/gpt.onnx -o %t/gpt-frozen.mlir --batch 4 --freeze 'pos.weight,blocks.0.ln1*' 2>&1 | FileCheck %s --check-prefix=FREEZE
+// FREEZE: note: --freeze keeps 'pos.weight' (512 values), 'blocks.0.ln1.weight' (32 values), 'blocks.0.ln1.bias' (32 values) constant, not trained
+// FREEZE: 27 parameters (29633 values)
+// RUN: not aicf import %S/../../onnx/gpt.onnx -o %t/gpt-typo.mlir --batch 4 --freeze pos.weights 2>&1 | FileCheck %s --check-prefix=FREEZETYPO
+// FREEZETYPO: aicf: error: {{.*}}gpt.onnx: --freeze pos.weights: no initializer of that name (its float initializers include
+// RUN: not aicf compile %S/../../../examples/mlp/digits_mlp.mlir --freeze fc1.weight -o %t/hlfreeze 2>&1 | FileCheck %s --check-prefix=FREEZEHL
+// FREEZEHL: aicf: error: --freeze names an ONNX model's initializers; {{.*}}digits_mlp.mlir is an hl model, whose hl.params all train
 // RUN: FileCheck %s --check-prefix=IR < %t/gpt.mlir
 // RUN: test -f %t/gpt.weights.safetensors
 // RUN: aicf train %S/../../onnx/cnn.onnx --batch 32 --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/run | FileCheck %s --check-prefix=TRAIN

@@ -138,6 +138,11 @@ struct ModelArgs {
     /// (cross_entropy when not given.)
     #[arg(long, value_parser = Loss::parse)]
     loss: Option<Loss>,
+    /// An ONNX model's initializers to keep constant, not trained (names,
+    /// or prefixes ending in `*`, comma-separated): a TorchScript export's
+    /// buffers (a positional-encoding table), which it does not mark.
+    #[arg(long, value_delimiter = ',')]
+    freeze: Vec<String>,
     /// The size of an ONNX model's symbolic batch dimension; with an hl
     /// model, its rows per batch (hl-set-batch: train, eval and bench run
     /// the model so retargeted, written to <stem>.batch<N>.mlir in the
@@ -287,6 +292,11 @@ enum Command {
         /// The size of the symbolic batch dimension.
         #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
         batch: Option<usize>,
+        /// Initializers to keep constant, not trained (names, or prefixes
+        /// ending in `*`, comma-separated): a TorchScript export's buffers
+        /// (a positional-encoding table), which it does not mark.
+        #[arg(long, value_delimiter = ',')]
+        freeze: Vec<String>,
     },
     /// Train a model on a data set: a CSV table (features, label last), a
     /// text (next-character prediction), or arrays (.safetensors, .npy).
@@ -763,9 +773,9 @@ fn main() {
         Command::Compile { compile, output, emit, target, timing } => {
             run_compile(&compile, output, emit, target, timing)
         }
-        Command::Import { model, output, loss, batch } => {
+        Command::Import { model, output, loss, batch, freeze } => {
             let output = output.unwrap_or_else(|| model.with_extension("mlir"));
-            import(&model, &output, loss, batch)
+            import(&model, &output, &ImportOptions { batch, loss, freeze })
         }
         Command::Train {
             compile,
@@ -1905,11 +1915,12 @@ enum Say {
     Stderr,
 }
 
-fn import(model: &Path, output: &Path, loss: Loss, batch: Option<usize>) -> Result<()> {
-    import_saying(model, output, loss, batch, Say::Stdout)
+fn import(model: &Path, output: &Path, options: &ImportOptions) -> Result<()> {
+    import_saying(model, output, options, Say::Stdout)
 }
 
-fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, say: Say) -> Result<()> {
+fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say) -> Result<()> {
+    let batch = options.batch;
     if same_file(model, output) {
         return Err(format!("{}: -o names the model being imported; give another output file", output.display()));
     }
@@ -1917,7 +1928,7 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
         .map_err(|e| format!("{}: {e}", output.display()))?;
     let started = Instant::now();
     // Every import error names the file (some name only a node or tensor).
-    let imported = onnx::import(model, &ImportOptions { batch, loss }).map_err(|e| {
+    let imported = onnx::import(model, options).map_err(|e| {
         let (message, name) = (e.to_string(), model.display().to_string());
         if message.contains(&name) { message } else { format!("{name}: {message}") }
     })?;
@@ -1944,6 +1955,10 @@ fn import_saying(model: &Path, output: &Path, loss: Loss, batch: Option<usize>, 
             named.join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() }
         );
+    }
+    if !imported.frozen_by_option.is_empty() {
+        let named: Vec<String> = imported.frozen_by_option.iter().map(|(n, v)| format!("'{n}' ({v} values)")).collect();
+        eprintln!("note: --freeze keeps {} constant, not trained", named.join(", "));
     }
     if !imported.exported_constants.is_empty() {
         let c = &imported.exported_constants;
@@ -2111,7 +2126,9 @@ fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
         ));
     }
     aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    import_saying(&c.model, &output, c.loss.unwrap_or(Loss::CrossEntropy), c.batch, say)?;
+    let options =
+        ImportOptions { batch: c.batch, loss: c.loss.unwrap_or(Loss::CrossEntropy), freeze: c.freeze.clone() };
+    import_saying(&c.model, &output, &options, say)?;
     Ok(output)
 }
 
@@ -2185,6 +2202,12 @@ fn one_row_import(c: &ModelArgs, checkpoint: &Path, out: &Path) -> Result<Option
 /// `--loss` is an ONNX model's: an hl model's @loss is its own (it was
 /// silently ignored).
 fn no_loss(c: &ModelArgs, command: &str) -> Result<()> {
+    if !c.freeze.is_empty() && !is_onnx(&c.model) {
+        return Err(format!(
+            "--freeze names an ONNX model's initializers; {} is an hl model, whose hl.params all train",
+            c.model.display()
+        ));
+    }
     match c.loss {
         Some(l) if !is_onnx(&c.model) => Err(format!(
             "--loss {} chooses the loss of an ONNX model being imported; {}'s @loss is its own (`aicf {command}` \
