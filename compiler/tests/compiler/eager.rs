@@ -1102,6 +1102,8 @@ fn every_eager_kernel_compiles_to_ptx_that_ptxas_accepts() {
     elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(&cpu);
     contractions_normalisation_and_losses_have_the_gradients_of_finite_differences(&cpu);
     convolution_and_pooling_have_the_gradients_of_finite_differences(&cpu);
+    composed_ops_have_pytorchs_values_and_the_gradients_of_finite_differences(&cpu);
+    nan_zero_and_integer_corners_are_pytorchs(&cpu);
     let p: Vec<Tensor> =
         [[10usize, 64].as_slice(), &[10]].iter().enumerate().map(|(i, s)| param(s, i as u64)).collect();
     for kind in ["sgd", "adam"] {
