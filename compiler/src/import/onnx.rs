@@ -710,7 +710,9 @@ pub fn import_model(
             .flatten()
             .and_then(|out| graph.node.iter().find(|n| n.output.iter().any(|o| o == out)))
             .filter(|n| n.op_type() == "Softmax")
-            .map(|n| n.name().to_string()),
+            .map(|n| {
+                if n.name().is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name().to_string() }
+            }),
     })
 }
 
@@ -936,32 +938,44 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
 /// `aten.sub(%conv2d, %b_m_mean)`), whose arguments name a module's
 /// parameter `%p_<path>`, its buffer `%b_<path>` (a positional-encoding
 /// table, a normalisation's mean: `register_buffer`, never trained), or a
-/// value the graph computed and the exporter folded to a constant (`%cos`
-/// of a RoPE table, `%linspace`), named as the initializer. The last two
-/// are constants of the exported graph: trained, as by their use the
-/// importer took them, they moved where PyTorch's never do. A parameter
-/// stored under another name (`val_0`, a transposed weight: its node names
-/// `%p_...`) is neither.
+/// value the graph computed and the exporter folded to a constant, named
+/// as the initializer. Only values an op makes from nothing trainable
+/// count as computed (`%cos` of a RoPE table, `%linspace`, `%ones`): the
+/// folder also names a parameter it moved by its op (`%permute` of
+/// `W.T`, `%expand` of a class token, `%exp` of a logit scale), and those
+/// train. A parameter stored under another name (`val_0`: its node names
+/// `%p_...`) is neither, and an initializer any reader names as a
+/// parameter is one (the exporter merges equal values).
 fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
     // An FX argument `%name` as a whole token.
     fn names(fx: &str, token: &str) -> bool {
-        fx.match_indices(token)
-            .any(|(at, _)| fx[at + token.len()..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_')))
+        fx.match_indices(token).any(|(at, _)| {
+            fx[at + token.len()..].chars().next().is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
+        })
     }
-    let mut constants = HashSet::new();
+    // FX names a node by its op, numbered from the second (`cos_1`).
+    let made_from_nothing = |name: &str| {
+        let base = match name.rsplit_once('_') {
+            Some((b, n)) if !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) => b,
+            _ => name,
+        };
+        matches!(base, "cos" | "sin" | "arange" | "linspace" | "logspace" | "ones" | "zeros" | "full" | "eye")
+    };
+    let (mut constants, mut parameters) = (HashSet::new(), HashSet::new());
     for node in &graph.node {
         let Some(fx) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node") else { continue };
         let fx = fx.value();
         for input in node.input.iter().filter(|i| inits.contains_key(i.as_str())) {
             let path = input.replace('.', "_");
-            let parameter = names(fx, &format!("%p_{path}"));
-            let buffer = names(fx, &format!("%b_{path}"));
-            let computed = names(fx, &format!("%{input}"));
-            if !parameter && (buffer || computed) {
+            if names(fx, &format!("%p_{path}")) {
+                parameters.insert(input.clone());
+            } else if names(fx, &format!("%b_{path}")) || (made_from_nothing(input) && names(fx, &format!("%{input}")))
+            {
                 constants.insert(input.clone());
             }
         }
     }
+    constants.retain(|c| !parameters.contains(c));
     constants
 }
 

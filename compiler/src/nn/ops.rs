@@ -611,23 +611,30 @@ impl Tensor {
         if smoothing == 0.0 {
             return self.cross_entropy(labels, reduction, ignore_index);
         }
-        let each = self.cross_entropy_each_smoothed(labels, ignore_index, smoothing)?;
-        let axes: Vec<i64> = (0..each.rank() as i64).collect();
-        let total = if axes.is_empty() { each.clone() } else { each.sum(&axes, false)? };
-        match reduction {
-            Reduction::None => Ok(each),
-            Reduction::Sum => Ok(total),
-            Reduction::Mean => {
-                let counted = match ignore_index {
-                    Some(i) => {
-                        let kept = labels.compare(Compare::Ne, &labels.scalar(i as f64)?)?.cast(self.dtype())?;
-                        if axes.is_empty() { kept } else { kept.sum(&axes, false)? }
-                    }
-                    None => self.scalar(labels.spec.num_elements() as f64)?,
-                };
-                total.div(&counted)
-            }
+        if reduction == Reduction::None {
+            return self.cross_entropy_each_smoothed(labels, ignore_index, smoothing);
         }
+        // The label's term by `hl.cross_entropy` itself (its kernel checks
+        // every label against the classes), the uniform term beside it over
+        // the same counted positions, summed and counted in f32.
+        let nll = self.cross_entropy(labels, reduction, ignore_index)?;
+        let uniform = self.log_softmax(-1)?.mean(&[-1], false)?.neg()?.cast(DType::F32)?;
+        let (uniform, counted) = match ignore_index {
+            Some(i) => {
+                let ignored = labels.compare(Compare::Eq, &labels.scalar(i as f64)?)?;
+                let kept = Tensor::select(&ignored, &uniform.scalar(0.0)?, &uniform)?;
+                let count = Tensor::select(&ignored, &uniform.scalar(0.0)?, &uniform.scalar(1.0)?)?;
+                (kept, count)
+            }
+            None => (uniform.clone(), uniform.scalar(labels.spec.num_elements() as f64)?),
+        };
+        let axes: Vec<i64> = (0..uniform.rank() as i64).collect();
+        let total = |t: &Tensor| if axes.is_empty() || t.rank() == 0 { Ok(t.clone()) } else { t.sum(&axes, false) };
+        let spread = match reduction {
+            Reduction::Mean => total(&uniform)?.div(&total(&counted)?)?,
+            _ => total(&uniform)?,
+        };
+        nll.mul_scalar(1.0 - smoothing)?.add(&spread.cast(nll.dtype())?.mul_scalar(smoothing)?)
     }
     fn cross_entropy_each_smoothed(
         &self,

@@ -1591,7 +1591,8 @@ fn no_class(sig: &Signature) -> String {
     // One class is no classifier: a model of one output trained by a
     // cross-entropy (an ONNX import's default loss) is a regression's.
     let one = if classes == 1 {
-        ": a model of one output is a regression (an ONNX model: import it with --loss mse)"
+        ": a cross-entropy over one output is 0 whatever the label; a regression needs a squared error (an ONNX \
+         model: import it with --loss mse), a classifier an output per class"
     } else {
         ""
     };

@@ -288,6 +288,19 @@ fn contractions_normalisation_and_losses_have_the_gradients_of_finite_difference
     let want_smoothed = [0usize, 1, 3].iter().map(|&r| (1.0 - e) * want[r] + e * uniform[r]).sum::<f64>() / 3.0;
     assert!((smoothed - want_smoothed).abs() < 1e-5, "label smoothing {smoothed} against {want_smoothed}");
     assert!(logits.cross_entropy_smoothed(&labels3, eager::Reduction::Mean, Some(-100), 1.5).is_err());
+    // Sum and none agree with the mean's parts; a label past the classes is
+    // refused at every reduction (the reduced ones by the kernel's check).
+    let summed = logits.cross_entropy_smoothed(&labels3, eager::Reduction::Sum, Some(-100), e).unwrap().item().unwrap();
+    assert!((summed - 3.0 * want_smoothed).abs() < 1e-5, "sum {summed} against {}", 3.0 * want_smoothed);
+    let each = logits.cross_entropy_smoothed(&labels3, eager::Reduction::None, Some(-100), e).unwrap();
+    assert!((each.sum(&[0], false).unwrap().item().unwrap() - summed).abs() < 1e-5);
+    let past = Tensor::from_i32(&[4], &[2, 0, 3, 1]).unwrap().to(dev).unwrap();
+    for reduction in [eager::Reduction::Mean, eager::Reduction::None] {
+        for smoothing in [0.0, 0.1] {
+            let e = logits.cross_entropy_smoothed(&past, reduction, None, smoothing).unwrap_err().to_string();
+            assert!(e.contains("label 3 at position 2 is outside [0, 3)"), "{reduction:?} {smoothing}: {e}");
+        }
+    }
     check("label-smoothed cross-entropy", &[param(&[2, 3, 4], 51)], |p| {
         let labels = Tensor::from_i32(&[2, 3], &[3, 0, 1, -1, 2, 3])?.to(dev)?;
         p[0].cross_entropy_smoothed(&labels, eager::Reduction::Mean, Some(-1), 0.2)

@@ -1008,6 +1008,14 @@ fn a_dynamo_exports_buffers_and_folded_constants_are_not_trained() {
     let (params, constants) = imported("m.shift", Some(&format!("{call}(args = (%x, %p_m_shift), kwargs = {{}})")));
     assert_eq!((params, constants), (vec!["m.shift".to_string()], vec![]));
     assert_eq!(imported("m.mean", None).0, ["m.mean"]);
+    // A parameter the exporter folded through an op keeps that op's name
+    // (`W.T` as `%permute`, a class token as `%expand`): it trains.
+    for moved in ["permute", "expand", "exp"] {
+        let (params, constants) = imported(moved, Some(&format!("{call}(args = (%x, %{moved}), kwargs = {{}})")));
+        assert_eq!((params, constants), (vec![moved.to_string()], vec![]), "{moved}");
+    }
+    let (params, _) = imported("sin_2", Some(&format!("{call}(args = (%x, %sin_2), kwargs = {{}})")));
+    assert_eq!(params, Vec::<String>::new());
 }
 
 /// A model whose output is a Softmax, imported to train by a cross-entropy

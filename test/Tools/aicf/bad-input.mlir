@@ -87,7 +87,7 @@
 // A model of one output trained by a cross-entropy is a regression
 // imported with the default loss: said so.
 // RUN: not aicf train %S/inputs/one-output-ce.mlir.txt --data %S/../../../data/digits.csv.gz --out %t/oneout 2>&1 | FileCheck %s --check-prefix=ONEOUT
-// ONEOUT: the label 1 is not a class of the model's 1 (0 to 0): a model of one output is a regression (an ONNX model: import it with --loss mse)
+// ONEOUT: the label 1 is not a class of the model's 1 (0 to 0): a cross-entropy over one output is 0 whatever the label; a regression needs a squared error (an ONNX model: import it with --loss mse), a classifier an output per class
 // A model of two targets per row is fed arrays, not a table: said.
 // RUN: not aicf train %S/inputs/two-targets.mlir.txt --data %S/../../../data/digits.csv.gz --out %t/two 2>&1 | FileCheck %s --check-prefix=TWOTARGETS
 // TWOTARGETS: this model's @loss takes Data [16, 64] f32, Target [16, 2] f32: give one .npy array per input instead (--data x.npy --data y.npy, in @loss's order; numpy.save writes them)
