@@ -116,36 +116,50 @@ impl Module for Conv2d {
             )
         };
         layer(x, &self.path, describe, || {
-            let groups = self.options.groups.max(1);
-            if !self.in_channels.is_multiple_of(groups) {
-                return Err(NnError::Invalid {
-                    layer: None,
-                    message: format!("{} input channels are not divisible by groups = {groups}", self.in_channels),
-                });
-            }
-            let g = x.graph();
-            let dtype = param_dtype(x);
-            let per_group = self.in_channels / groups;
-            let w = g.param(
-                &child(&self.path, "weight"),
+            let (w, b) = conv_params(
+                x,
                 &self.path,
-                &TensorSpec::new([self.out_channels, per_group, self.kernel[0], self.kernel[1]], dtype),
-                default_weight_init(),
+                (self.in_channels, self.out_channels),
+                &self.kernel,
+                self.options.groups,
+                self.bias,
             )?;
-            let b = if self.bias {
-                let fan_in = per_group * self.kernel[0] * self.kernel[1];
-                Some(g.param(
-                    &child(&self.path, "bias"),
-                    &self.path,
-                    &TensorSpec::new([self.out_channels], dtype),
-                    default_bias_init(fan_in),
-                )?)
-            } else {
-                None
-            };
             x.conv2d(&w, b.as_ref(), &self.options)
         })
     }
+}
+
+/// A convolution's weight `[out, in / groups, kernel...]` and bias `[out]`
+/// (where it has one), declared under `path` with PyTorch's initializers
+/// (the bias's fan-in `in / groups x kernel`); `in` must divide by
+/// `groups`.
+fn conv_params(
+    x: &Tensor,
+    path: &str,
+    (inputs, outputs): (usize, usize),
+    kernel: &[usize],
+    groups: usize,
+    bias: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
+    let groups = groups.max(1);
+    if !inputs.is_multiple_of(groups) {
+        return Err(NnError::Invalid {
+            layer: None,
+            message: format!("{inputs} input channels are not divisible by groups = {groups}"),
+        });
+    }
+    let g = x.graph();
+    let dtype = param_dtype(x);
+    let per_group = inputs / groups;
+    let shape: Vec<usize> = [outputs, per_group].into_iter().chain(kernel.iter().copied()).collect();
+    let w = g.param(&child(path, "weight"), path, &TensorSpec::new(shape, dtype), default_weight_init())?;
+    let b = if bias {
+        let fan_in = per_group * kernel.iter().product::<usize>();
+        Some(g.param(&child(path, "bias"), path, &TensorSpec::new([outputs], dtype), default_bias_init(fan_in))?)
+    } else {
+        None
+    };
+    Ok((w, b))
 }
 
 /// PyTorch's `nn.Conv1d` over `[batch, channels, length]`: weight
@@ -179,32 +193,14 @@ impl Module for Conv1d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let describe = || format!("Conv1d({} -> {}, kernel {})", self.in_channels, self.out_channels, self.kernel);
         layer(x, &self.path, describe, || {
-            let groups = self.options.groups.max(1);
-            if !self.in_channels.is_multiple_of(groups) {
-                return Err(NnError::Invalid {
-                    layer: None,
-                    message: format!("{} input channels are not divisible by groups = {groups}", self.in_channels),
-                });
-            }
-            let g = x.graph();
-            let dtype = param_dtype(x);
-            let per_group = self.in_channels / groups;
-            let w = g.param(
-                &child(&self.path, "weight"),
+            let (w, b) = conv_params(
+                x,
                 &self.path,
-                &TensorSpec::new([self.out_channels, per_group, self.kernel], dtype),
-                default_weight_init(),
+                (self.in_channels, self.out_channels),
+                &[self.kernel],
+                self.options.groups,
+                self.bias,
             )?;
-            let b = if self.bias {
-                Some(g.param(
-                    &child(&self.path, "bias"),
-                    &self.path,
-                    &TensorSpec::new([self.out_channels], dtype),
-                    default_bias_init(per_group * self.kernel),
-                )?)
-            } else {
-                None
-            };
             x.conv1d(&w, b.as_ref(), &self.options)
         })
     }
