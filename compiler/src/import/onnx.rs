@@ -34,9 +34,11 @@ pub const SUPPORTED: &[&str] = &[
     "Abs",
     "Add",
     "And",
+    "ArgMax",
     "AveragePool",
     "BatchNormalization",
     "Cast",
+    "Celu",
     "Clip",
     "Concat",
     "Constant",
@@ -91,16 +93,20 @@ pub const SUPPORTED: &[&str] = &[
     "Reciprocal",
     "ReduceL1",
     "ReduceL2",
+    "ReduceLogSumExp",
     "ReduceMax",
     "ReduceMean",
+    "ReduceMin",
     "ReduceSum",
     "ReduceSumSquare",
     "Relu",
     "Reshape",
     "Resize",
     "RNN",
+    "Selu",
     "Shape",
     "Sigmoid",
+    "Sign",
     "Slice",
     "Softmax",
     "Softplus",
@@ -1099,8 +1105,8 @@ fn arity(op: &str) -> (usize, usize) {
         "Slice" => (1, 5),
         "RNN" | "GRU" => (3, 6),
         "LSTM" => (3, 8),
-        "Reshape" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare"
-        | "Split" | "Squeeze" | "Unsqueeze" | "Trilu" => (1, 2),
+        "Reshape" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceLogSumExp" | "ReduceL1"
+        | "ReduceL2" | "ReduceSumSquare" | "Split" | "Squeeze" | "Unsqueeze" | "Trilu" => (1, 2),
         _ => (1, 1),
     }
 }
@@ -2271,6 +2277,50 @@ impl Importer<'_> {
                     _ => x.abs().and_then(|a| a.add_scalar(1.0)).and_then(|d| x.div(&d)),
                 })?)
             }
+            "Selu" | "Celu" => {
+                let x = t(0)?;
+                let zero = nn(x.scalar(0.0).and_then(|z| z.broadcast_to(x.shape())))?;
+                let pos = nn(x.compare(Compare::Gt, &zero))?;
+                // The negative branch from e^min(x, 0) (finite where not
+                // taken): selu's gamma (x if x > 0 else alpha (e^x - 1)),
+                // celu's max(0, x) + min(0, alpha (e^(x / alpha) - 1)).
+                let (alpha, gamma, inner) = if op == "Selu" {
+                    (
+                        attr_f(node, "alpha", 1.673_263_192_176_818_8) as f64,
+                        attr_f(node, "gamma", 1.050_701_022_148_132_3) as f64,
+                        1.0,
+                    )
+                } else {
+                    let a = attr_f(node, "alpha", 1.0) as f64;
+                    (a, 1.0, 1.0 / a)
+                };
+                let neg = nn(x
+                    .minimum(&zero)
+                    .and_then(|m| m.mul_scalar(inner))
+                    .and_then(|m| m.exp())
+                    .and_then(|e| e.add_scalar(-1.0))
+                    .and_then(|e| e.mul_scalar(alpha)))?;
+                let y = nn(Tensor::select(&pos, &x, &neg))?;
+                one(if gamma == 1.0 { y } else { nn(y.mul_scalar(gamma))? })
+            }
+            "Sign" => {
+                let x = t(0)?;
+                let zero = nn(x.scalar(0.0).and_then(|z| z.broadcast_to(x.shape())))?;
+                let pos = nn(x.compare(Compare::Gt, &zero))?;
+                let negative = nn(x.compare(Compare::Lt, &zero))?;
+                let minus = nn(x.scalar(-1.0))?;
+                let plus = nn(x.scalar(1.0))?;
+                let lower = nn(Tensor::select(&negative, &minus, &zero))?;
+                one(nn(Tensor::select(&pos, &plus, &lower))?)
+            }
+            "ArgMax" => {
+                if attr_i(node, "select_last_index", 0) != 0 {
+                    return Err("select_last_index=1 (the last of equal maxima): AICF's argmax takes the first".into());
+                }
+                let x = t(0)?;
+                let axis = norm_axis(attr_i(node, "axis", 0), x.rank())? as i64;
+                one(nn(x.argmax(axis, attr_i(node, "keepdims", 1) != 0))?)
+            }
             "Elu" => {
                 let x = t(0)?;
                 let alpha = attr_f(node, "alpha", 1.0) as f64;
@@ -3296,7 +3346,8 @@ impl Importer<'_> {
                 let axes: Vec<i64> = (2..x.rank() as i64).collect();
                 one(nn(x.mean(&axes, true))?)
             }
-            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceL1" | "ReduceL2" | "ReduceSumSquare" => {
+            "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceLogSumExp" | "ReduceL1" | "ReduceL2"
+            | "ReduceSumSquare" => {
                 let rank = match input(0)? {
                     V::T(x) => x.rank(),
                     V::C(c) => c.dims.len(),
@@ -3340,6 +3391,17 @@ impl Importer<'_> {
                         Tensor::select(&positive, &root, &zero)
                     }),
                     "ReduceSumSquare" => x.mul(&x).and_then(|q| q.sum(&axes, keep)),
+                    "ReduceMin" => x.neg().and_then(|n| n.max(&axes, keep)).and_then(|m| m.neg()),
+                    // log(sum(exp(x - m))) + m, m the maximum where it is
+                    // finite (else 0: a line of -inf gives -inf, not NaN).
+                    "ReduceLogSumExp" => (|| {
+                        let shift = |keepdim: bool| -> nn::Result<Tensor> {
+                            let m = x.max(&axes, keepdim)?;
+                            let finite = m.abs()?.compare(Compare::Lt, &m.scalar(f64::INFINITY)?)?;
+                            Tensor::select(&finite, &m, &m.scalar(0.0)?)
+                        };
+                        x.sub(&shift(true)?)?.exp()?.sum(&axes, keep)?.log()?.add(&shift(keep)?)
+                    })(),
                     _ => x.max(&axes, keep),
                 })?)
             }
