@@ -1084,7 +1084,15 @@ impl Tensor {
     }
 
     fn random(shape: &[usize], what: &str, init: aicf_runtime::init::Init) -> Result<Tensor> {
-        let mut values = Tensor::full(shape, 0.0).map_err(|e| EagerError::Invalid(format!("{what}: {e}")))?.values()?;
+        let n = shape
+            .iter()
+            .try_fold(1usize, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| EagerError::Invalid(format!("{what}: the shape {shape:?} holds more values than memory")))?;
+        let mut values: Vec<f32> = Vec::new();
+        values.try_reserve_exact(n).map_err(|_| {
+            EagerError::Invalid(format!("{what}: {n} values for the shape {shape:?} do not fit in memory"))
+        })?;
+        values.resize(n, 0.0);
         let (seed, stream) = GENERATOR.with(|g| {
             let (seed, stream) = g.get();
             g.set((seed, stream + 1));
@@ -1665,29 +1673,31 @@ impl Tensor {
     }
     pub fn conv2d(&self, weight: &Tensor, bias: Option<&Tensor>, o: &Conv2dOptions) -> Result<Tensor> {
         let o = *o;
-        match bias {
-            Some(b) => {
-                let def = Rc::new(OpDef {
-                    key: format!("conv2d {o:?}"),
-                    build: Box::new(move |xs| xs[0].conv2d(&xs[1], Some(&xs[2]), &o)),
-                });
-                op_call(&def, &[self, weight, b])
-            }
-            None => self.binary(weight, format!("conv2d-nobias {o:?}"), move |x, w| x.conv2d(w, None, &o)),
-        }
+        self.weighted(weight, bias, format!("conv2d {o:?}"), move |x, w, b| x.conv2d(w, b, &o))
     }
     /// `F.conv1d` over `[batch, channels, length]` (a height-1 `conv2d`).
     pub fn conv1d(&self, weight: &Tensor, bias: Option<&Tensor>, o: &nn::Conv1dOptions) -> Result<Tensor> {
         let o = *o;
+        self.weighted(weight, bias, format!("conv1d {o:?}"), move |x, w, b| x.conv1d(w, b, &o))
+    }
+    /// An op of `self`, a weight and an optional bias, keyed `key` (with
+    /// `-nobias` where it has none: its kernel takes two operands).
+    fn weighted(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        key: String,
+        build: impl Fn(&nn::Tensor, &nn::Tensor, Option<&nn::Tensor>) -> nn::Result<nn::Tensor> + 'static,
+    ) -> Result<Tensor> {
         match bias {
             Some(b) => {
-                let def = Rc::new(OpDef {
-                    key: format!("conv1d {o:?}"),
-                    build: Box::new(move |xs| xs[0].conv1d(&xs[1], Some(&xs[2]), &o)),
-                });
+                let def = Rc::new(OpDef { key, build: Box::new(move |xs| build(&xs[0], &xs[1], Some(&xs[2]))) });
                 op_call(&def, &[self, weight, b])
             }
-            None => self.binary(weight, format!("conv1d-nobias {o:?}"), move |x, w| x.conv1d(w, None, &o)),
+            None => {
+                let (name, rest) = key.split_once(' ').unwrap_or((key.as_str(), ""));
+                self.binary(weight, format!("{name}-nobias {rest}"), move |x, w| build(x, w, None))
+            }
         }
     }
     pub fn max_pool2d(&self, o: &Pool2dOptions) -> Result<Tensor> {
