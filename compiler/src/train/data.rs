@@ -468,6 +468,11 @@ pub struct DataOptions {
     /// training rows' (a checkpoint's `feature_standardize`, as
     /// [`Standardization::to_metadata`] writes it).
     pub feature_stats: Option<String>,
+    /// Tables and arrays read for predictions (`aicf predict`): every row,
+    /// in the file's order (none held out), and the targets may be absent
+    /// (a table of features alone, arrays for the data inputs alone); those
+    /// given are read as numbers and not checked (they feed nothing).
+    pub predicting: bool,
 }
 
 /// Per-feature mean and standard deviation of a data input's values over
@@ -566,6 +571,7 @@ impl Default for DataOptions {
             whole_text: false,
             standardize: false,
             feature_stats: None,
+            predicting: false,
         }
     }
 }
@@ -893,7 +899,13 @@ impl Dataset {
         } else if is_text(first) {
             text(first, sig, options)
         } else if kind.ends_with(".safetensors") {
-            let arrays = read_safetensors(first, &sig.fed())?;
+            // Predictions may read the data inputs alone.
+            let fed = sig.fed();
+            let data: Vec<&Input> = fed.iter().copied().filter(|i| i.role == Role::Data).collect();
+            let arrays = match read_safetensors(first, &fed) {
+                Err(e) if options.predicting && data.len() < fed.len() => read_safetensors(first, &data).map_err(|_| e),
+                read => read,
+            }?;
             rows_of_arrays(&name, arrays, sig, options)
         } else if kind.ends_with(".npy") {
             let arrays = paths.iter().map(|p| read_npy(p)).collect::<Result<Vec<_>>>()?;
@@ -1081,8 +1093,13 @@ pub fn shuffle<T>(items: &mut [T], state: &mut u64) {
 
 /// The seeded split of `rows` examples into (training, held-out) ids: a
 /// shuffle, the first `val_split` of it held out.
-fn split_rows(rows: usize, seed: u64, val_split: f64) -> (Vec<usize>, Vec<usize>) {
+fn split_rows(rows: usize, options: &DataOptions) -> (Vec<usize>, Vec<usize>) {
+    let (seed, val_split) = (options.seed, options.val_split);
     let mut order: Vec<usize> = (0..rows).collect();
+    // Predictions are of every row, in the file's order.
+    if options.predicting {
+        return (order, Vec::new());
+    }
     let mut state = seed ^ 0x2545F4914F6CDD1D;
     shuffle(&mut order, &mut state);
     let held = ((rows as f64) * val_split).round() as usize;
@@ -1421,27 +1438,51 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     let name = path.display().to_string();
     let (x, y) = table_inputs(sig, &name)?;
     let per: usize = x.shape[1..].iter().product();
+    let predicting = options.predicting;
     let refusal = |width: usize| {
-        format!(
-            "rows have {width} features and a label; the model's input #0 is {}, which takes {per} features per row",
-            x.describe()
-        )
+        if predicting {
+            format!(
+                "rows have {}; the model's input #0 is {}, which takes {per} features per row (a table to predict \
+                 from holds them, and may hold a label after them, which is not read)",
+                count(width + 1, "column", "columns"),
+                x.describe()
+            )
+        } else {
+            format!(
+                "rows have {width} features and a label; the model's input #0 is {}, which takes {per} features per \
+                 row",
+                x.describe()
+            )
+        }
     };
-    let (mut features, labels, width, lines) =
-        parse_table(path, is_int(y.dtype).then_some(sig.ignore_index), Some((per + 1, &refusal)))?;
+    // (Labels are checked as class indices only where they train or score.)
+    let class_labels = (is_int(y.dtype) && !predicting).then_some(sig.ignore_index);
+    let (mut features, mut labels, mut width, lines) = parse_table(path, class_labels, Some((per + 1, &refusal)))?;
     let rows = labels.len();
     if rows == 0 {
         return Err(bad(format!("{name}: no rows")));
+    }
+    // Features alone, to predict from: the last column, read as a label,
+    // is the last feature; the labels, which feed nothing, are 0.
+    if predicting && width + 1 == per {
+        let mut whole = Vec::with_capacity(rows * per);
+        for (r, last) in labels.iter().enumerate() {
+            whole.extend_from_slice(&features[r * width..(r + 1) * width]);
+            whole.push(*last);
+        }
+        (features, labels, width) = (whole, vec![0.0; rows], per);
     }
     if width != per {
         return Err(bad(format!("{name}: {}", refusal(width))));
     }
     // A table's row is named by its line.
-    if let Some(row) = bad_label(&labels, sig) {
-        return Err(bad(format!("{name}:{}: the label {} {}", lines[row], labels[row], no_class(sig))));
+    if !predicting {
+        if let Some(row) = bad_label(&labels, sig) {
+            return Err(bad(format!("{name}:{}: the label {} {}", lines[row], labels[row], no_class(sig))));
+        }
+        all_ignored(&name, &labels, sig)?;
     }
-    all_ignored(&name, &labels, sig)?;
-    let (train, held) = split_rows(rows, options.seed, options.val_split);
+    let (train, held) = split_rows(rows, options);
     if train.is_empty() {
         return Err(bad(format!(
             "{name}: holding out {} of its {rows} rows (--val-split {}) leaves none to train on",
@@ -2096,8 +2137,19 @@ fn fortran_to_c(values: &[f64], shape: &[usize]) -> Vec<f64> {
     out
 }
 
-fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
     let fed = sig.fed();
+    // Predictions from the data inputs alone: the targets, which feed
+    // nothing, are 0 (they follow the data inputs).
+    let data_inputs = fed.iter().filter(|i| i.role == Role::Data).count();
+    if options.predicting && !arrays.is_empty() && arrays.len() == data_inputs {
+        let rows = arrays[0].shape.first().copied().unwrap_or(0);
+        for target in &fed[data_inputs..] {
+            let shape: Vec<usize> = std::iter::once(rows).chain(target.shape.iter().skip(1).copied()).collect();
+            let values = vec![0.0; shape.iter().product()];
+            arrays.push(Array { name: format!("{name} (no target)"), shape, values });
+        }
+    }
     if arrays.len() != fed.len() {
         return Err(bad(format!(
             "{name}: {} arrays for the model's {} inputs ({})",
@@ -2195,7 +2247,7 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
                 a.values[at]
             )));
         }
-        if input.role == Role::Target {
+        if input.role == Role::Target && !options.predicting {
             check_labels(&a.name, &a.values, sig, place)?;
         }
         // An integer the model's type cannot hold was saturated to its
@@ -2240,7 +2292,7 @@ fn rows_of_arrays(name: &str, arrays: Vec<Array>, sig: &Signature, options: &Dat
         }
         columns.push(Column { shape: want.to_vec(), dtype: input.dtype, values, scaled });
     }
-    let (train, held) = split_rows(rows, options.seed, options.val_split);
+    let (train, held) = split_rows(rows, options);
     let mut metadata = BTreeMap::from([("feature_scale".into(), scale.to_string())]);
     let mut outlier = None;
     if options.standardize || options.feature_stats.is_some() {

@@ -9,7 +9,7 @@ use aicf_runtime::Tensor;
 use std::path::{Path, PathBuf};
 
 /// The data files' names, for messages.
-fn data_name(data: &[PathBuf]) -> String {
+pub(crate) fn data_name(data: &[PathBuf]) -> String {
     data.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
@@ -62,18 +62,7 @@ pub fn evaluate_checkpoint(
     // training's held-out loss), or, where @loss has dropout in it or a
     // batch is filled, by the mean squared error of @forward's output.
     let classifies = sig.classifies();
-    let scale = match meta.get("feature_scale") {
-        Some(v) => match v.parse::<f64>() {
-            Ok(s) if s.is_finite() && s > 0.0 => Some(s),
-            _ => {
-                return Err(TrainError::Io {
-                    path: checkpoint.to_path_buf(),
-                    message: format!("its feature_scale {v:?} is not a positive number"),
-                });
-            }
-        },
-        None => None,
-    };
+    let scale = recorded_scale(&meta, checkpoint)?;
     let val_split: f64 = meta.get("val_split").and_then(|v| v.parse().ok()).unwrap_or(0.2);
     let seed: u64 = meta.get("seed").and_then(|v| v.parse().ok()).unwrap_or(0);
     // The data the checkpoint trained on is scored on what that run held
@@ -300,6 +289,24 @@ pub fn evaluate_checkpoint(
         what,
         epoch: meta.get("epoch").cloned(),
     })
+}
+
+/// The scale `checkpoint`'s run divided its table's features by (its
+/// record `meta`'s `feature_scale`), where it records one.
+pub(crate) fn recorded_scale(
+    meta: &std::collections::BTreeMap<String, String>,
+    checkpoint: &Path,
+) -> Result<Option<f64>> {
+    match meta.get("feature_scale") {
+        Some(v) => match v.parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 => Ok(Some(s)),
+            _ => Err(TrainError::Io {
+                path: checkpoint.to_path_buf(),
+                message: format!("its feature_scale {v:?} is not a positive number"),
+            }),
+        },
+        None => Ok(None),
+    }
 }
 
 /// The trainer that scores or samples `checkpoint` (of `meta`), compiled

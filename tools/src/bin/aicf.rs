@@ -21,6 +21,7 @@ use aicf_compiler::{
     train::{
         Compiled, Options, Trainer,
         data::DataOptions,
+        predict,
         report::EpochRecord,
         run::{self, LrSchedule, Report, RunOptions, Start},
     },
@@ -54,6 +55,17 @@ impl Optimizer {
             Optimizer::Adamw => "adamw",
         }
     }
+}
+
+/// What `aicf predict` gives for each row.
+#[derive(Clone, Copy, ValueEnum)]
+enum PredictValues {
+    /// A classifier's class (the argmax of its output).
+    Class,
+    /// A classifier's probabilities (the softmax of its output).
+    Probabilities,
+    /// @forward's output as it is.
+    Raw,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -545,6 +557,37 @@ enum Command {
         #[arg(long, default_value = "target/aicf-sample")]
         out: PathBuf,
     },
+    /// A model's predictions for every row of a data set, in its order: a
+    /// classifier's classes (or probabilities), other models' outputs, from
+    /// a checkpoint of `aicf train` or an imported model's own weights;
+    /// written as .npy or CSV (-o), or as CSV to stdout.
+    Predict {
+        #[command(flatten)]
+        compile: ModelArgs,
+        #[command(flatten)]
+        device: DeviceArgs,
+        /// The rows to predict for: a table (the features, with or without
+        /// the label column after them) or arrays (one .npy per data input,
+        /// or a .safetensors file); targets given with them are not read.
+        #[arg(long, required = true)]
+        data: Vec<PathBuf>,
+        /// A checkpoint written by `aicf train --checkpoint-dir` (the
+        /// directory stands for its last.safetensors); without one, the
+        /// model's own weights (an imported ONNX model's).
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        /// Each row's prediction: class (the argmax: a classifier's
+        /// default), probabilities (the softmax), or raw (@forward's output
+        /// as it is: a classifier's logits, other models' default).
+        #[arg(long, value_enum)]
+        values: Option<PredictValues>,
+        /// The file to write, .npy or .csv (default: CSV to stdout).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Where the compiled artifacts go.
+        #[arg(long, default_value = "target/aicf-predict")]
+        out: PathBuf,
+    },
     /// Time the compiled train step on a fixed random batch (median of
     /// `--steps` after warm-up).
     Bench {
@@ -636,7 +679,9 @@ fn checkpoints_in_dirs(command: &mut Command) -> Result<()> {
         Ok(())
     };
     match command {
-        Command::Eval { checkpoint, .. } | Command::Sample { checkpoint, .. } => file(checkpoint, "--checkpoint"),
+        Command::Eval { checkpoint, .. }
+        | Command::Sample { checkpoint, .. }
+        | Command::Predict { checkpoint: Some(checkpoint), .. } => file(checkpoint, "--checkpoint"),
         Command::Train { resume_from: Some(p), .. } => file(p, "--resume-from"),
         _ => Ok(()),
     }
@@ -667,6 +712,11 @@ fn regular_inputs(command: &Command) -> Result<()> {
         Command::Sample { compile, checkpoint, .. } => {
             inputs.push((&compile.model, "the model"));
             inputs.push((checkpoint, "--checkpoint"));
+        }
+        Command::Predict { compile, checkpoint, data, .. } => {
+            inputs.push((&compile.model, "the model"));
+            inputs.extend(checkpoint.as_deref().map(|p| (p, "--checkpoint")));
+            inputs.extend(data.iter().map(|p| (p.as_path(), "--data")));
         }
         Command::Runs { .. } | Command::Propose { .. } => {}
     }
@@ -716,7 +766,7 @@ fn main() {
     // the training settings are hidden from their help (and refused if
     // given, `refuse_unused`).
     let mut command = <Cli as clap::CommandFactory>::command();
-    for sub in ["eval", "sample"] {
+    for sub in ["eval", "sample", "predict"] {
         command = command.mut_subcommand(sub, |mut c| {
             for (id, _) in TRAINING {
                 c = c.mut_arg(id, |a| a.hide(true));
@@ -742,7 +792,7 @@ fn main() {
     // data-parallel run, whose MPI sockets must fail loudly. (`sample`
     // ends its text quietly on a closed pipe itself.)
     let quiet_pipe = match &cli.command {
-        Command::Runs { .. } | Command::Propose { .. } | Command::Import { .. } => true,
+        Command::Runs { .. } | Command::Propose { .. } | Command::Import { .. } | Command::Predict { .. } => true,
         Command::Compile { compile, .. } | Command::Eval { compile, .. } | Command::Bench { compile, .. } => {
             !compile.data_parallel
         }
@@ -951,6 +1001,7 @@ fn main() {
                     whole_text: false,
                     standardize,
                     feature_stats: None,
+                    predicting: false,
                 },
                 out,
                 checkpoint_dir,
@@ -984,6 +1035,19 @@ fn main() {
             };
             checkpoint_precision(&mut compile, &checkpoint, given("precision"))
                 .and_then(|()| sample(&compile, &device, &checkpoint, &s, &out))
+        }
+        Command::Predict { mut compile, device, data, checkpoint, values, output, out } => {
+            resumed_from = checkpoint.clone();
+            let values = values.map(|v| match v {
+                PredictValues::Class => predict::Values::Class,
+                PredictValues::Probabilities => predict::Values::Probabilities,
+                PredictValues::Raw => predict::Values::Raw,
+            });
+            match &checkpoint {
+                Some(c) => checkpoint_precision(&mut compile, c, given("precision")),
+                None => Ok(()),
+            }
+            .and_then(|()| predict(&compile, &device, &data, checkpoint.as_deref(), values, output.as_deref(), &out))
         }
         Command::Runs { what, runs_db } => runs(what, runs_db),
         Command::Propose { data, task, budget, structure, neighbours, next, output, policy, json, runs_db } => propose(
@@ -1089,7 +1153,7 @@ fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
             ));
         }
     }
-    let Some((command @ ("eval" | "sample"), sub)) = matches.subcommand() else { return Ok(()) };
+    let Some((command @ ("eval" | "sample" | "predict"), sub)) = matches.subcommand() else { return Ok(()) };
     let given: Vec<&str> = TRAINING
         .iter()
         .filter(|(id, _)| {
@@ -2679,6 +2743,67 @@ fn eval(
         scored.loss,
         scored.unit
     );
+    Ok(())
+}
+
+/// `aicf predict`: the predictions to `output` (.npy or .csv), or as CSV
+/// to stdout; messages to stderr.
+fn predict(
+    c: &ModelArgs,
+    d: &DeviceArgs,
+    data: &[PathBuf],
+    checkpoint: Option<&Path>,
+    values: Option<predict::Values>,
+    output: Option<&Path>,
+    out: &Path,
+) -> Result<()> {
+    no_loss(c, "predict")?;
+    no_loss_to_train(c).map_err(|e| format!("{e} (predict compiles the model as train does)"))?;
+    // Where the predictions go is checked before anything compiles.
+    if let Some(o) = output {
+        if !predict::known_format(o) {
+            return Err(format!("-o {}: predictions are written as {}", o.display(), predict::FORMATS));
+        }
+        if o.is_dir() {
+            return Err(format!("-o {}: is a directory, not a file", o.display()));
+        }
+        aicf_compiler::train::refuse_overwriting_weights(o, "the predictions")
+            .map_err(|e| format!("-o {}: {e}", o.display()))?;
+        for given in [Some(&c.model), checkpoint.map(Path::to_path_buf).as_ref()].into_iter().flatten().chain(data) {
+            if aicf_compiler::train::same_path(o, given) {
+                return Err(format!("-o {}: is an input of this command; give another file", o.display()));
+            }
+        }
+    }
+    let model = hl_model_saying(c, out, Say::Stderr)?;
+    let options = options(c, d, 0, out)?;
+    let predictions = predict::predict(&model, &options, data, checkpoint, out, c.batch.is_some(), &mut ToStderr)
+        .map_err(|e| e.to_string())?;
+    let values = values.unwrap_or(predictions.default_values());
+    let t = predictions.values(values).map_err(|e| e.to_string())?;
+    let rows = t.shape.first().copied().unwrap_or(0);
+    match output {
+        Some(o) => {
+            predict::write(&t, o).map_err(|e| e.to_string())?;
+            let shape: Vec<String> = t.shape.iter().map(usize::to_string).collect();
+            println!(
+                "{} of {} row{} ({}, [{}]) written to {}",
+                values.name(),
+                rows,
+                if rows == 1 { "" } else { "s" },
+                if t.dtype == aicf_runtime::artifact::DType::I64 { "int64" } else { "float32" },
+                shape.join(", "),
+                o.display()
+            );
+        }
+        None => match predict::write_csv(&t, std::io::stdout().lock()) {
+            // A closed pipe (`| head`) ends the output quietly.
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                return Err(format!("writing the predictions: {e}"));
+            }
+            _ => {}
+        },
+    }
     Ok(())
 }
 

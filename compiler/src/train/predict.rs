@@ -1,0 +1,407 @@
+//! Predictions of a model on data (`aicf predict`): `@forward`'s output for
+//! every row of a table or of arrays, in the file's order, from a
+//! checkpoint's parameters (or an imported model's own weights), as a
+//! classifier's classes or probabilities, or the output as it is; written
+//! as `.npy` or CSV.
+
+use super::data::{DataOptions, Dataset, Role, STANDARDIZE_KEY, Signature, Split};
+use super::eval::{checkpoint_trainer, data_name, model_of_checkpoint, recorded_scale};
+use super::run::{Report, create_dir};
+use super::{Options, TrainError, Trainer};
+use aicf_runtime::Tensor;
+use aicf_runtime::artifact::DType;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+type Result<T, E = TrainError> = std::result::Result<T, E>;
+
+/// What a prediction gives for each row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Values {
+    /// A classifier's class: the argmax of the output's last dimension
+    /// (its first on ties, as `torch.argmax`), an integer.
+    Class,
+    /// A classifier's probabilities: the softmax of the output's last
+    /// dimension.
+    Probabilities,
+    /// `@forward`'s output as it is (a classifier's logits).
+    Raw,
+}
+
+impl Values {
+    pub fn name(self) -> &'static str {
+        match self {
+            Values::Class => "class",
+            Values::Probabilities => "probabilities",
+            Values::Raw => "raw",
+        }
+    }
+}
+
+/// `@forward`'s first result for every row of the data, in its order.
+#[derive(Clone, Debug)]
+pub struct Predictions {
+    /// `[rows, ...]`: the output's shape with the batch's dimension as the
+    /// data's rows.
+    pub output: Tensor,
+    /// Whether the model is a classifier (its `@loss` a cross-entropy of
+    /// the output against class labels): what [`Values`] it defaults to.
+    pub classifies: bool,
+}
+
+/// The formats predictions are written in, by the file's name.
+pub const FORMATS: &str = ".npy (an array, numpy.load reads it) or .csv (a row per example)";
+
+/// Whether `path` names a format predictions are written in.
+pub fn known_format(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    name.ends_with(".npy") || name.ends_with(".csv")
+}
+
+/// Runs `@forward` of the model in `model` on every row of `data` (a table,
+/// or arrays: the data inputs alone, or with the targets, which are not
+/// read) with the parameters of `checkpoint`, or, without one, the model's
+/// own weights (an imported model's `hl.weights`). Features are read as the
+/// checkpoint's run read them (its table's scale or standardization);
+/// without a checkpoint, as the file holds them. `keep_batch`: as
+/// [`super::eval::evaluate_checkpoint`]'s.
+pub fn predict(
+    model: &Path,
+    options: &Options,
+    data: &[PathBuf],
+    checkpoint: Option<&Path>,
+    out: &Path,
+    keep_batch: bool,
+    report: &mut dyn Report,
+) -> Result<Predictions> {
+    if let Some(text) = data.iter().find(|p| super::data::is_text(p)) {
+        return Err(TrainError::Input(format!(
+            "{}: a text; predictions are of rows (a table, or .npy/.safetensors arrays): a language model continues \
+             a text with `aicf sample` and is scored on one by `aicf eval`",
+            text.display()
+        )));
+    }
+    let (name, source, meta, other_batch) = match checkpoint {
+        Some(c) => model_of_checkpoint(model, c, out, "predicting with", keep_batch, report)?,
+        None => {
+            let source = super::read_model(model)?;
+            // Random initial values predict nothing: refused, not written.
+            if crate::weights::declared_in_text(&source).is_none() {
+                return Err(TrainError::Input(format!(
+                    "{}: no --checkpoint, and the model holds no weights of its own (an imported model's): its \
+                     parameters would be their random initial values; give a checkpoint of a run (`aicf train \
+                     --checkpoint-dir DIR` writes DIR/last.safetensors)",
+                    model.display()
+                )));
+            }
+            (model.display().to_string(), source, BTreeMap::new(), false)
+        }
+    };
+    let sig = Signature::of_source(&source, &name)?;
+    let Some((output_shape, _)) = sig.output.clone() else {
+        return Err(TrainError::Input(format!("{name}: the model has no @forward to predict with")));
+    };
+    if output_shape.is_empty() {
+        return Err(TrainError::Input(format!(
+            "{name}: @forward returns a scalar, not an output per example (its first dimension the batch)"
+        )));
+    }
+    // A checkpoint's table was read divided by its scale (or standardized):
+    // the features to predict from are read so too. Without a record (an
+    // imported model, a `Trainer` run's tensors), as the file holds them.
+    let scale = match checkpoint {
+        Some(c) => recorded_scale(&meta, c)?,
+        None => None,
+    };
+    let standardized = meta.get(STANDARDIZE_KEY).cloned();
+    let trained_on = match meta.get("data") {
+        Some(d) => super::run::records_data(d, data)?,
+        None => false,
+    };
+    // (A table is read as the run's table was; arrays may come scaled
+    // already, and would be divided again: said.)
+    let arrays = !data.iter().any(|p| super::data::is_table(p));
+    if let Some(s) = scale.filter(|&s| arrays && !trained_on && s != 1.0 && standardized.is_none()) {
+        report.note(&format!(
+            "{}: the features are divided by {s}, the scale the checkpoint's run read its table with (as the model \
+             trained on them): give them as that table held them",
+            data_name(data)
+        ));
+    }
+    let data_options = DataOptions {
+        val_split: 0.0,
+        feature_scale: Some(scale.unwrap_or(1.0)),
+        feature_stats: standardized,
+        predicting: true,
+        ..DataOptions::default()
+    };
+    let dataset = Dataset::load(data, &sig, &data_options)?;
+    if let Some(outlier) = &dataset.outlier {
+        report.note(&format!("{outlier}: the model's predictions for it may mean little; check the data"));
+    }
+    for note in &dataset.notes {
+        report.note(note);
+    }
+    let mut trainer = match checkpoint {
+        Some(c) => checkpoint_trainer(&source, &name, options, &meta, c, out, other_batch, report)?,
+        None => {
+            create_dir(out)?;
+            Trainer::from_source(&source, &name, Options { cache_dir: out.to_path_buf(), ..options.clone() })?
+        }
+    };
+    let batch = sig.batch();
+    let n = dataset.train_len();
+    // A model whose ops fix its batch runs its last rows in a batch filled
+    // with repeats of the first of them, whose outputs are dropped.
+    let mut fill = false;
+    if n % batch > 0 {
+        match trainer.add_batch(n % batch) {
+            Ok(()) => {}
+            Err(TrainError::FixedBatch { .. }) => fill = true,
+            Err(e) => return Err(e),
+        }
+    }
+    for c in trainer.compiled() {
+        report.compiled(Path::new(&name), c);
+    }
+    let per: usize = output_shape[1..].iter().product();
+    let mut values = Vec::with_capacity(n.saturating_mul(per));
+    let mut output_dtype = None;
+    let ids: Vec<usize> = (0..n).collect();
+    let bar = indicatif::ProgressBar::new(n.div_ceil(batch) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} batches  {per_sec}  ETA {eta}  predicting")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    for chunk in ids.chunks(batch) {
+        bar.inc(1);
+        let mut rows = chunk.to_vec();
+        if fill {
+            rows.resize(batch, chunk[0]);
+        }
+        let fed = dataset.batch(Split::Train, &rows);
+        let data_in: Vec<&Tensor> =
+            fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
+        let results = trainer.predict(&data_in)?;
+        let Some(y) = results.first() else {
+            return Err(TrainError::Input(format!("{name}: @forward returns nothing to predict with")));
+        };
+        if output_dtype.is_none() && results.len() > 1 {
+            report.note(&format!("{name}: @forward returns {} results; the first is predicted", results.len()));
+        }
+        output_dtype = Some(y.dtype);
+        let kept = &y.values[..(per * chunk.len()).min(y.values.len())];
+        if let Some(at) = kept.iter().position(|v| v.is_nan()) {
+            return Err(TrainError::Input(format!(
+                "{}: row {} (counting from 0): the model's output is NaN: {}",
+                data_name(data),
+                chunk[at / per.max(1)],
+                match checkpoint {
+                    Some(c) =>
+                        format!("a parameter of {} is not finite, or the row is far outside its data", c.display()),
+                    None => "a weight of the model is not finite, or the row is far outside its data".to_string(),
+                }
+            )));
+        }
+        values.extend_from_slice(kept);
+    }
+    bar.finish_and_clear();
+    let shape: Vec<usize> = std::iter::once(n).chain(output_shape[1..].iter().copied()).collect();
+    let output = Tensor::new(shape, output_dtype.unwrap_or(DType::F32), values);
+    Ok(Predictions { output, classifies: sig.classifies() })
+}
+
+impl Predictions {
+    /// The values a classifier defaults to (its classes), or the output.
+    pub fn default_values(&self) -> Values {
+        if self.classifies { Values::Class } else { Values::Raw }
+    }
+
+    /// The predictions as `values` asks: `[rows, ...]` as the output, or
+    /// without its last dimension for classes.
+    pub fn values(&self, values: Values) -> Result<Tensor> {
+        let out = &self.output;
+        if values != Values::Raw && !self.classifies {
+            return Err(TrainError::Input(format!(
+                "--values {}: the model is not a classifier (its @loss is no cross-entropy of @forward's output \
+                 against class labels): its predictions are its output as it is (--values raw)",
+                values.name()
+            )));
+        }
+        let classes = out.shape.last().copied().unwrap_or(1).max(1);
+        Ok(match values {
+            Values::Raw => out.clone(),
+            Values::Class => {
+                let best = out
+                    .values
+                    .chunks(classes)
+                    .map(|row| {
+                        // The first of the largest (a NaN was refused).
+                        let mut at = 0;
+                        for (i, v) in row.iter().enumerate() {
+                            if *v > row[at] {
+                                at = i;
+                            }
+                        }
+                        at as f64
+                    })
+                    .collect();
+                Tensor::new(&out.shape[..out.shape.len() - 1], DType::I64, best)
+            }
+            Values::Probabilities => {
+                let mut p = Vec::with_capacity(out.values.len());
+                for row in out.values.chunks(classes) {
+                    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let exp: Vec<f64> = row.iter().map(|v| (v - max).exp()).collect();
+                    let sum: f64 = exp.iter().sum();
+                    p.extend(exp.iter().map(|e| e / sum));
+                }
+                Tensor::new(out.shape.clone(), DType::F32, p)
+            }
+        })
+    }
+}
+
+/// `t` as a `.npy` file's bytes: integers as int64, floats as float32
+/// (float64 where the model's output is).
+pub fn npy_bytes(t: &Tensor) -> Result<Vec<u8>> {
+    use npyz::WriterBuilder;
+    let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
+    let mut bytes = Vec::new();
+    let failed = |e: std::io::Error| TrainError::Input(format!("writing the .npy array: {e}"));
+    match t.dtype {
+        DType::I64 | DType::I32 | DType::I1 | DType::U8 => {
+            let mut w = npyz::WriteOptions::new()
+                .default_dtype()
+                .shape(&shape)
+                .writer(&mut bytes)
+                .begin_nd()
+                .map_err(failed)?;
+            w.extend(t.values.iter().map(|&v| v as i64)).map_err(failed)?;
+            w.finish().map_err(failed)?;
+        }
+        DType::F64 => {
+            let mut w = npyz::WriteOptions::new()
+                .default_dtype()
+                .shape(&shape)
+                .writer(&mut bytes)
+                .begin_nd()
+                .map_err(failed)?;
+            w.extend(t.values.iter().copied()).map_err(failed)?;
+            w.finish().map_err(failed)?;
+        }
+        DType::F32 | DType::F16 | DType::BF16 => {
+            let mut w = npyz::WriteOptions::new()
+                .default_dtype()
+                .shape(&shape)
+                .writer(&mut bytes)
+                .begin_nd()
+                .map_err(failed)?;
+            w.extend(t.values.iter().map(|&v| v as f32)).map_err(failed)?;
+            w.finish().map_err(failed)?;
+        }
+    }
+    Ok(bytes)
+}
+
+/// `t` as CSV: a line per row (its first dimension), the row's values in
+/// order; floats as the shortest text that reads back to the same f32 (or
+/// f64), below 1e-4 in exponent form, integers as integers.
+pub fn write_csv(t: &Tensor, to: impl std::io::Write) -> std::io::Result<()> {
+    let rows = t.shape.first().copied().unwrap_or(1);
+    let per = if rows == 0 { 0 } else { t.values.len() / rows };
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(to);
+    // (Small magnitudes in exponent form: 2.5918052e-7, not 0.00000025918052.)
+    let float = |v: f64, text: String, exponent: String| if v != 0.0 && v.abs() < 1e-4 { exponent } else { text };
+    let cell = |v: f64| match t.dtype {
+        DType::I64 | DType::I32 | DType::I1 | DType::U8 => format!("{}", v as i64),
+        DType::F64 => float(v, format!("{v}"), format!("{v:e}")),
+        _ => float(v, format!("{}", v as f32), format!("{:e}", v as f32)),
+    };
+    for row in t.values.chunks(per.max(1)) {
+        w.write_record(row.iter().map(|&v| cell(v)))?;
+    }
+    w.flush()
+}
+
+/// Writes `t` to `path` as its name says ([`FORMATS`]), replacing it
+/// whole: a file cut short by a full disk is never left in its place.
+pub fn write(t: &Tensor, path: &Path) -> Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    let bytes = if name.ends_with(".npy") {
+        npy_bytes(t)?
+    } else if name.ends_with(".csv") {
+        let mut bytes = Vec::new();
+        write_csv(t, &mut bytes).map_err(|e| TrainError::Input(format!("writing the CSV: {e}")))?;
+        bytes
+    } else {
+        return Err(TrainError::Input(format!("{}: predictions are written as {FORMATS}", path.display())));
+    };
+    crate::codegen::write_atomically(path, &bytes)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn logits() -> Predictions {
+        // Two rows of three classes: a tie (the first wins, as torch.argmax)
+        // and a clear largest.
+        let output = Tensor::new([2, 3], DType::F32, vec![1.0, 3.0, 3.0, -1.0, 0.0, 2.0]);
+        Predictions { output, classifies: true }
+    }
+
+    #[test]
+    fn classes_are_the_first_largest() {
+        let p = logits();
+        assert_eq!(p.default_values(), Values::Class);
+        let c = p.values(Values::Class).expect("classes");
+        assert_eq!((c.shape.clone(), c.dtype, c.values.clone()), (vec![2], DType::I64, vec![1.0, 2.0]));
+    }
+
+    #[test]
+    fn probabilities_are_the_softmax() {
+        let p = logits().values(Values::Probabilities).expect("probabilities");
+        assert_eq!(p.shape, vec![2, 3]);
+        let e = [(-1f64).exp(), 0f64.exp(), 2f64.exp()];
+        let sum: f64 = e.iter().sum();
+        for (got, want) in p.values[3..].iter().zip(e.iter().map(|v| v / sum)) {
+            assert!((got - want).abs() < 1e-12, "{got} against {want}");
+        }
+        assert!((p.values[..3].iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_regression_has_no_classes() {
+        let p = Predictions { output: Tensor::new([2, 1], DType::F32, vec![0.5, -1.0]), classifies: false };
+        assert_eq!(p.default_values(), Values::Raw);
+        let e = p.values(Values::Probabilities).expect_err("no probabilities of a regression");
+        assert!(e.to_string().contains("not a classifier"), "{e}");
+    }
+
+    #[test]
+    fn npy_reads_back_as_written() {
+        let classes = Tensor::new([3], DType::I64, vec![0.0, 7.0, 2.0]);
+        let bytes = npy_bytes(&classes).expect("npy");
+        let npy = npyz::NpyFile::new(&bytes[..]).expect("an .npy file");
+        assert_eq!(npy.shape(), &[3]);
+        assert_eq!(npy.into_vec::<i64>().expect("int64"), vec![0, 7, 2]);
+        let raw = Tensor::new([2, 2], DType::F32, vec![0.25, -1.5, 3.0, 1e-7]);
+        let bytes = npy_bytes(&raw).expect("npy");
+        let npy = npyz::NpyFile::new(&bytes[..]).expect("an .npy file");
+        assert_eq!(npy.shape(), &[2, 2]);
+        assert_eq!(npy.into_vec::<f32>().expect("float32"), vec![0.25, -1.5, 3.0, 1e-7]);
+    }
+
+    #[test]
+    fn csv_has_a_line_per_row() {
+        let mut text = Vec::new();
+        let raw = Tensor::new([2, 2], DType::F32, vec![0.1, -1.5, 3.0, 2.5e-7]);
+        write_csv(&raw, &mut text).expect("csv");
+        assert_eq!(String::from_utf8(text).expect("utf-8"), "0.1,-1.5\n3,2.5e-7\n");
+        let mut text = Vec::new();
+        write_csv(&Tensor::new([3], DType::I64, vec![4.0, 0.0, 9.0]), &mut text).expect("csv");
+        assert_eq!(String::from_utf8(text).expect("utf-8"), "4\n0\n9\n");
+    }
+}
