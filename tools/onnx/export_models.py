@@ -286,6 +286,30 @@ class PreluCumsum(nn.Module):
         return self.head(x.flatten(1))
 
 
+class EinsumTile(nn.Module):
+    """Attention written with torch.einsum (the exporter keeps Einsum
+    nodes), a learned token tiled over the batch (Tensor.repeat: Tile),
+    and a head as an einsum of the weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(8, 16)
+        self.q = nn.Linear(16, 16)
+        self.k = nn.Linear(16, 16)
+        self.v = nn.Linear(16, 16)
+        self.token = nn.Parameter(torch.randn(1, 1, 16) * 0.5)
+        self.head = nn.Parameter(torch.randn(10, 16) * 0.25)
+
+    def forward(self, x):  # x: B x 1 x 8 x 8, read as 8 rows of 8
+        x = self.embed(x.flatten(1, 2))  # B x 8 x 16
+        x = torch.cat([self.token.repeat(x.shape[0], 1, 1), x], 1)  # B x 9 x 16
+        q, k, v = self.q(x), self.k(x), self.v(x)
+        a = torch.einsum("btd,bsd->bts", q, k).mul(0.25).softmax(-1)
+        o = torch.einsum("bts,bsd->btd", a, v)
+        pooled = torch.einsum("btd->bd", o) / 9.0
+        return torch.einsum("bd,cd->bc", pooled, self.head)
+
+
 def mobilenet():
     import torchvision
 
@@ -309,6 +333,7 @@ MODELS = {
     "pools": (PooledCnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "video3d": (Video3d, lambda g: torch.randn(4, 1, 4, 8, 8, generator=g), ((4,), 10)),
     "prelu_cumsum": (PreluCumsum, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "einsum_tile": (EinsumTile, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

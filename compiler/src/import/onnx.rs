@@ -48,6 +48,7 @@ pub const SUPPORTED: &[&str] = &[
     "CumSum",
     "Div",
     "Dropout",
+    "Einsum",
     "Elu",
     "Equal",
     "Erf",
@@ -117,6 +118,7 @@ pub const SUPPORTED: &[&str] = &[
     "Sub",
     "Swish",
     "Tanh",
+    "Tile",
     "Transpose",
     "Trilu",
     "Unsqueeze",
@@ -879,6 +881,8 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
                     }
                     "Gemm" => *k <= 2,
                     "MatMul" => *k <= 1,
+                    // `x W` written as an einsum (`bi,oi->bo`).
+                    "Einsum" => true,
                     "Gather" => *k == 0,
                     // nn.PReLU's slope, one or per channel (imported as a
                     // constant, it never trained).
@@ -903,6 +907,7 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
                         | "Cast"
                         | "Slice"
                         | "Split"
+                        | "Tile"
                 ) && *k == 0;
                 weight
                     || (moves
@@ -1094,12 +1099,12 @@ fn arity(op: &str) -> (usize, usize) {
         "BatchNormalization" => (5, 5),
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "LessOrEqual"
         | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul"
-        | "PRelu" | "CumSum" => (2, 2),
+        | "PRelu" | "CumSum" | "Tile" => (2, 2),
         "Conv" | "ConvTranspose" | "Gemm" => (2, 3),
         "LayerNormalization" => (2, 3),
         "InstanceNormalization" => (3, 3),
         "Resize" => (1, 4),
-        "Max" | "Min" | "Concat" => (1, usize::MAX),
+        "Max" | "Min" | "Concat" | "Einsum" => (1, usize::MAX),
         "Clip" | "Dropout" => (1, 3),
         "Pad" => (1, 4),
         "Slice" => (1, 5),
@@ -1146,7 +1151,7 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         "epsilon" | "alpha" | "beta" | "momentum" | "min" | "max" | "ratio" | "gamma" | "cubic_coeff_a" => {
             AttributeType::Float
         }
-        "auto_pad" | "approximate" | "mode" | "direction" => AttributeType::String,
+        "auto_pad" | "approximate" | "mode" | "direction" | "equation" => AttributeType::String,
         "activations" => AttributeType::Strings,
         _ => return None,
     })
@@ -1193,6 +1198,7 @@ fn check_node(node: &NodeProto) -> R<()> {
     let required: &[&str] = match op {
         "Concat" => &["axis"],
         "Cast" => &["to"],
+        "Einsum" => &["equation"],
         "RNN" | "GRU" | "LSTM" => &["hidden_size"],
         _ => &[],
     };
@@ -3845,6 +3851,63 @@ impl Importer<'_> {
                     }
                     V::T(x) if x.shape() == shape.as_slice() => one(x.clone()),
                     V::T(x) => one(nn(x.broadcast_to(&shape))?),
+                }
+            }
+            "Einsum" => {
+                let equation = attr_s(node, "equation").unwrap_or_default();
+                let dtype = ins.iter().flatten().find_map(|v| if let V::T(x) = v { Some(x.dtype()) } else { None });
+                let operands: Vec<Tensor> = ins.iter().flatten().map(|v| self.tensor(g, v, dtype)).collect::<R<_>>()?;
+                one(super::einsum::einsum(&equation, operands)?)
+            }
+            "Tile" => {
+                let repeats = konst(1, "the repeats")?.as_ints();
+                let dims = shape_of(input(0)?);
+                if repeats.len() != dims.len() {
+                    return Err(format!("{} repeats for an input of rank {}: one per axis", repeats.len(), dims.len()));
+                }
+                if let Some(r) = repeats.iter().find(|&&r| r < 1) {
+                    return Err(format!(
+                        "a repeat of {r}: the output would be empty or negative in size, which AICF does not compile"
+                    ));
+                }
+                let repeats: Vec<usize> = repeats.iter().map(|&r| r as usize).collect();
+                let shape: Vec<usize> = dims.iter().zip(&repeats).map(|(d, r)| d * r).collect();
+                match input(0)? {
+                    V::C(c) => {
+                        let n = numel(&shape)?;
+                        let strides = strides_of(&c.dims);
+                        let vals = (0..n)
+                            .map(|i| {
+                                // Each output coordinate's source: modulo the input's size.
+                                let (mut rest, mut at) = (i, 0);
+                                for axis in (0..shape.len()).rev() {
+                                    at += (rest % shape[axis]) % c.dims[axis] * strides[axis];
+                                    rest /= shape[axis];
+                                }
+                                c.vals[at]
+                            })
+                            .collect();
+                        Ok(vec![V::C(Const { dims: shape, vals, float: c.float })])
+                    }
+                    V::T(x) => {
+                        // An axis of d repeated r times: [.., 1, d, ..]
+                        // broadcast to [.., r, d, ..], read as [.., r d, ..].
+                        let mut y = x.clone();
+                        for (axis, &r) in repeats.iter().enumerate().filter(|(_, r)| **r > 1) {
+                            let s = y.shape().to_vec();
+                            let mut wide: Vec<usize> = s[..axis].to_vec();
+                            wide.push(1);
+                            wide.extend_from_slice(&s[axis..]);
+                            let as_i64 = |v: &[usize]| v.iter().map(|&d| d as i64).collect::<Vec<_>>();
+                            let lifted = nn(y.reshape(&as_i64(&wide)))?;
+                            wide[axis] = r;
+                            let copies = nn(lifted.broadcast_to(&wide))?;
+                            let mut joined = s.clone();
+                            joined[axis] *= r;
+                            y = nn(copies.reshape(&as_i64(&joined)))?;
+                        }
+                        one(y)
+                    }
                 }
             }
             other => Err(format!("{other} is listed as supported but not translated")),

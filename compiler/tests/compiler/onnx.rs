@@ -326,6 +326,14 @@ fn an_imported_prelu_and_cumsum_match_onnxruntime_and_pytorch_gradients() {
     check("prelu_cumsum");
 }
 
+/// Attention written with `torch.einsum` (Einsum nodes: batched matrix
+/// products, a sum over an axis, a weight contracted), and a parameter
+/// tiled over the batch (`Tensor.repeat`: Tile), which trains.
+#[test]
+fn an_imported_einsum_and_tile_match_onnxruntime_and_pytorch_gradients() {
+    check("einsum_tile");
+}
+
 #[test]
 fn an_imported_3d_cnn_matches_onnxruntime_and_pytorch_gradients() {
     check("video3d");
@@ -434,7 +442,7 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     // An op outside the supported set: the node, its op type and opset, and the list.
     let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
     let graph = model.graph.as_mut().unwrap();
-    graph.node[1].op_type = Some("Einsum".into());
+    graph.node[1].op_type = Some("DepthToSpace".into());
     let node = graph.node[1].name().to_string();
     let e = onnx::import_model(
         &model,
@@ -445,7 +453,7 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     .unwrap_err();
     match &e {
         ImportError::Node { node: n, op, opset, message, .. } => {
-            assert_eq!((n.as_str(), op.as_str(), *opset), (node.as_str(), "Einsum", 17));
+            assert_eq!((n.as_str(), op.as_str(), *opset), (node.as_str(), "DepthToSpace", 17));
             assert!(message.contains("supports: Abs, Add"), "{message}");
         }
         other => panic!("{other}"),
@@ -455,7 +463,7 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
     let graph = model.graph.as_mut().unwrap();
     let mut dead = graph.node[1].clone();
-    dead.op_type = Some("Einsum".into());
+    dead.op_type = Some("DepthToSpace".into());
     dead.name = Some("unused".into());
     dead.output = vec!["unused_out".into()];
     graph.node.push(dead);
