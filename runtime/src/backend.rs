@@ -292,7 +292,17 @@ pub trait Backend {
         let (entries, metadata) = checkpoint::load(path)?;
         let p = path.display().to_string();
         let expected = self.manifest().ir_hash.clone();
-        let found = metadata.get("aicf.ir_hash").cloned().unwrap_or_else(|| "none".into());
+        let Some(found) = metadata.get("aicf.ir_hash").cloned() else {
+            // Weights saved by other means (safetensors.torch.save_file):
+            // no record of the model they are of, said as such.
+            return Err(CheckpointError::Io {
+                path: p,
+                message: "holds no record of its model (no aicf.ir_hash in its metadata): not a checkpoint AICF \
+                          wrote (`aicf train --checkpoint-dir`, `Trainer::save_checkpoint`)"
+                    .into(),
+            }
+            .into());
+        };
         if same_ir && found != expected {
             return Err(CheckpointError::OtherModel { path: p, found, expected }.into());
         }

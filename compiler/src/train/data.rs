@@ -73,6 +73,48 @@ fn describe(shape: &[usize], dtype: DType) -> String {
     format!("[{}] {}", dims.join(", "), format!("{dtype:?}").to_lowercase())
 }
 
+/// What a classifier's `@forward` output holds along its last axis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scores {
+    /// Logits: what a cross-entropy takes (the usual output).
+    #[default]
+    Logits,
+    /// Probabilities: `@forward` ends in a softmax over the last axis.
+    Probabilities,
+    /// Log-probabilities: `@forward` ends in a log-softmax over it.
+    LogProbabilities,
+}
+
+impl Scores {
+    /// Row `row`'s negative log-likelihood of class `label`.
+    pub fn nll(self, row: &[f64], label: usize) -> f64 {
+        let at = row.get(label).copied().unwrap_or(f64::NAN);
+        match self {
+            Scores::Logits => {
+                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
+                max + sum.ln() - at
+            }
+            Scores::Probabilities => -at.ln(),
+            Scores::LogProbabilities => -at,
+        }
+    }
+
+    /// Row `row`'s probabilities.
+    pub fn probabilities(self, row: &[f64]) -> Vec<f64> {
+        match self {
+            Scores::Logits => {
+                let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let exp: Vec<f64> = row.iter().map(|v| (v - max).exp()).collect();
+                let sum: f64 = exp.iter().sum();
+                exp.iter().map(|e| e / sum).collect()
+            }
+            Scores::Probabilities => row.to_vec(),
+            Scores::LogProbabilities => row.iter().map(|v| v.exp()).collect(),
+        }
+    }
+}
+
 /// What a model takes and returns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Signature {
@@ -80,6 +122,10 @@ pub struct Signature {
     pub inputs: Vec<Input>,
     /// `@forward`'s first result (the logits), when there is a `@forward`.
     pub output: Option<(Vec<usize>, DType)>,
+    /// Whether that output is logits, or ends in a softmax or log-softmax
+    /// over its last axis (while `@loss` takes the cross-entropy of the
+    /// logits before it): how a score or a prediction reads it.
+    pub scores: Scores,
     /// The label `@loss`'s cross-entropy leaves out (`ignore_index` of an
     /// `hl.cross_entropy` reading a target argument as its labels): data
     /// may hold it besides the classes, and evaluation skips its rows.
@@ -113,6 +159,7 @@ impl Signature {
         let mut sets_state = false;
         let mut mean_cross_entropy = false;
         let mut index_bounds: Vec<Option<usize>> = Vec::new();
+        let mut scores = Scores::Logits;
         let funcs = functions_by_name(raw);
         for (func, block) in ir::functions(raw) {
             // Lowered IR (memref arguments) is no model to train: its
@@ -177,14 +224,26 @@ impl Signature {
                         .find_map(|o| ir::int_attr(o, "ignore_index"));
                 }
                 Some("forward") => {
-                    let results = ir::ops_of(block)
+                    let returned = ir::ops_of(block)
                         .into_iter()
                         .rfind(|&o| ir::op_name(o) == "func.return")
-                        .and_then(|r| ir::operands(r).first().copied())
-                        .map(|v| {
-                            let s = ir::spec(v);
-                            (s.shape.clone(), runtime_dtype(s.dtype))
-                        });
+                        .and_then(|r| ir::operands(r).first().copied());
+                    let results = returned.map(|v| {
+                        let s = ir::spec(v);
+                        (s.shape.clone(), runtime_dtype(s.dtype))
+                    });
+                    // A softmax (or log-softmax) over the last axis last.
+                    if let Some(v) = returned
+                        && let Some(p) = ir::producer(v)
+                    {
+                        let rank = ir::spec(v).shape.len() as i64;
+                        let last = ir::int_attr(p, "axis").is_some_and(|a| a == rank - 1 || a == -1);
+                        scores = match ir::op_name(p).as_str() {
+                            "hl.softmax" if last => Scores::Probabilities,
+                            "hl.log_softmax" if last => Scores::LogProbabilities,
+                            _ => Scores::Logits,
+                        };
+                    }
                     forward = Some((args, results));
                 }
                 _ => {}
@@ -231,6 +290,7 @@ impl Signature {
         Ok(Signature {
             inputs,
             output: forward.and_then(|f| f.1),
+            scores,
             ignore_index,
             sets_state,
             mean_cross_entropy,
@@ -947,6 +1007,17 @@ impl Dataset {
         }
     }
 
+    /// The largest magnitude of the float data inputs' values as they are
+    /// read (after a table's scale), where there are any.
+    pub fn largest_data(&self) -> Option<f64> {
+        match &self.kind {
+            Kind::Rows(rows) => {
+                rows.columns.iter().filter(|c| c.scaled).flat_map(|c| c.values.iter()).map(|v| v.abs()).reduce(f64::max)
+            }
+            Kind::Text(_) => None,
+        }
+    }
+
     /// Training examples per epoch.
     pub fn train_len(&self) -> usize {
         match &self.kind {
@@ -1306,8 +1377,9 @@ fn parse_table(
         let Some((&label, row)) = values.split_last() else { continue };
         match width {
             None => width = Some(row.len()),
+            // (In columns: a table to predict from may have no label.)
             Some(w) if w != row.len() => {
-                return Err(at(format!("{} features, earlier rows have {w}", row.len())));
+                return Err(at(format!("{} columns, earlier rows have {}", row.len() + 1, w + 1)));
             }
             _ => {}
         }
@@ -1436,16 +1508,66 @@ pub fn peek(path: &Path) -> Result<Peek> {
 
 fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
     let name = path.display().to_string();
-    let (x, y) = table_inputs(sig, &name)?;
+    if !options.predicting {
+        let (x, y) = table_inputs(sig, &name)?;
+        return table_of(path, x, Some(y), sig, options);
+    }
+    // Predictions read the one data input's features, and a label column
+    // after them only where the model's target is one label per row (a
+    // table for a model of other targets holds the features alone); the
+    // targets, which feed nothing, are 0.
+    let fed = sig.fed();
+    let data: Vec<&Input> = fed.iter().copied().filter(|i| i.role == Role::Data).collect();
+    let [x] = data[..] else {
+        return Err(bad(format!(
+            "{name}: a CSV table feeds a model of one data input; this model's @forward takes {}: give one .npy \
+             array per input instead (--data x.npy --data ..., in @forward's order)",
+            data.len()
+        )));
+    };
+    if x.shape.is_empty() {
+        return Err(bad(format!("{name}: the model's input #0 is a scalar; a table's rows feed a batch of rows")));
+    }
+    let label = match table_inputs(sig, &name) {
+        Ok((_, y)) => Some(y),
+        Err(_) => None,
+    };
+    let mut dataset = table_of(path, x, label, sig, options)?;
+    if let Kind::Rows(rows) = &mut dataset.kind {
+        let n = rows.columns[0].values.len() / rows.columns[0].per().max(1);
+        rows.columns.truncate(1);
+        for t in fed.iter().filter(|i| i.role == Role::Target) {
+            let shape = t.shape.get(1..).unwrap_or_default().to_vec();
+            let values = vec![0.0; n * shape.iter().product::<usize>()];
+            rows.columns.push(Column { shape, dtype: t.dtype, values, scaled: false });
+        }
+    }
+    Ok(dataset)
+}
+
+/// A table's rows for the data input `x` and the label `y` after its
+/// features (predicting: `None` where the model's targets are not one
+/// label per row, so the rows hold the features alone).
+fn table_of(path: &Path, x: &Input, y: Option<&Input>, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+    let name = path.display().to_string();
+    // (Predicting without a label: a column of its own, 0s, read as f32.)
+    let unlabelled = Input { shape: vec![x.shape[0]], dtype: DType::F32, role: Role::Target, indexes: None };
+    let has_label = y.is_some();
+    let y = y.unwrap_or(&unlabelled);
     let per: usize = x.shape[1..].iter().product();
     let predicting = options.predicting;
     let refusal = |width: usize| {
         if predicting {
             format!(
                 "rows have {}; the model's input #0 is {}, which takes {per} features per row (a table to predict \
-                 from holds them, and may hold a label after them, which is not read)",
+                 from holds them{})",
                 count(width + 1, "column", "columns"),
-                x.describe()
+                x.describe(),
+                if has_label {
+                    ", and may hold a label after them, which is not read"
+                } else {
+                    " alone: the model's targets are not one label per row"
+                }
             )
         } else {
             format!(
@@ -1464,7 +1586,8 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     }
     // Features alone, to predict from: the last column, read as a label,
     // is the last feature; the labels, which feed nothing, are 0.
-    if predicting && width + 1 == per {
+    let alone = predicting && width + 1 == per;
+    if alone {
         let mut whole = Vec::with_capacity(rows * per);
         for (r, last) in labels.iter().enumerate() {
             whole.extend_from_slice(&features[r * width..(r + 1) * width]);
@@ -1472,7 +1595,7 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
         }
         (features, labels, width) = (whole, vec![0.0; rows], per);
     }
-    if width != per {
+    if width != per || (!has_label && !alone) {
         return Err(bad(format!("{name}: {}", refusal(width))));
     }
     // A table's row is named by its line.
@@ -1509,6 +1632,19 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
                 k % width + 1,
                 features[k],
                 x.describe()
+            )));
+        }
+        // Ids a gather reads: in its table (the kernel's check named only
+        // a position in a batch).
+        if let Some(table) = x.indexes
+            && let Some(k) = features.iter().position(|&v| v < 0.0 || v >= table as f64)
+        {
+            return Err(bad(format!(
+                "{name}:{}: column {} is {}: the model's input #0 indexes a table of {table} rows (ids 0 to {})",
+                lines[k / width],
+                k % width + 1,
+                features[k],
+                table.saturating_sub(1)
             )));
         }
         let columns = vec![
@@ -2151,11 +2287,21 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         }
     }
     if arrays.len() != fed.len() {
+        let list = |inputs: &[&Input]| inputs.iter().map(|i| i.describe()).collect::<Vec<_>>().join(", ");
+        if options.predicting {
+            return Err(bad(format!(
+                "{name}: {} arrays for the model's {} data inputs ({}; the targets after them, which predictions do \
+                 not read, may be left out)",
+                arrays.len(),
+                data_inputs,
+                list(&fed[..data_inputs])
+            )));
+        }
         return Err(bad(format!(
             "{name}: {} arrays for the model's {} inputs ({})",
             arrays.len(),
             fed.len(),
-            fed.iter().map(|i| i.describe()).collect::<Vec<_>>().join(", ")
+            list(&fed)
         )));
     }
     let rows = arrays[0].shape.first().copied().unwrap_or(0);
@@ -2196,7 +2342,9 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
             // (A regression's targets fed to a classifier's labels: an ONNX
             // model imports with cross-entropy unless told --loss mse.)
             let one_hot = sig.classes().is_some_and(|c| a.shape[..] == [rows, c]);
-            let hint = if input.role == Role::Target && is_int(input.dtype) && sig.classifies() && one_hot {
+            let hint = if input.role == Role::Target && options.predicting {
+                "; it is the target, which predictions do not read: leave it out"
+            } else if input.role == Role::Target && is_int(input.dtype) && sig.classifies() && one_hot {
                 "; it is the target, class indices: give each row's class (argmax of a one-hot row)"
             } else if input.role == Role::Target && is_int(input.dtype) && sig.classifies() {
                 "; it is the target, the class labels a cross-entropy takes: a regression's targets need a model \

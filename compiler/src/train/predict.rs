@@ -4,7 +4,7 @@
 //! classifier's classes or probabilities, or the output as it is; written
 //! as `.npy` or CSV.
 
-use super::data::{DataOptions, Dataset, Role, STANDARDIZE_KEY, Signature, Split};
+use super::data::{DataOptions, Dataset, Role, STANDARDIZE_KEY, Scores, Signature, Split};
 use super::eval::{checkpoint_trainer, data_name, model_of_checkpoint, recorded_scale};
 use super::run::{Report, create_dir};
 use super::{Options, TrainError, Trainer};
@@ -22,7 +22,7 @@ pub enum Values {
     /// (its first on ties, as `torch.argmax`), an integer.
     Class,
     /// A classifier's probabilities: the softmax of the output's last
-    /// dimension.
+    /// dimension (the output itself where `@forward` ends in a softmax).
     Probabilities,
     /// `@forward`'s output as it is (a classifier's logits).
     Raw,
@@ -47,6 +47,9 @@ pub struct Predictions {
     /// Whether the model is a classifier (its `@loss` a cross-entropy of
     /// the output against class labels): what [`Values`] it defaults to.
     pub classifies: bool,
+    /// What the output holds: logits, or the probabilities (or their
+    /// logarithms) of a softmax at `@forward`'s end.
+    pub scores: Scores,
 }
 
 /// The formats predictions are written in, by the file's name.
@@ -87,12 +90,15 @@ pub fn predict(
             let source = super::read_model(model)?;
             // Random initial values predict nothing: refused, not written.
             if crate::weights::declared_in_text(&source).is_none() {
-                return Err(TrainError::Input(format!(
-                    "{}: no --checkpoint, and the model holds no weights of its own (an imported model's): its \
-                     parameters would be their random initial values; give a checkpoint of a run (`aicf train \
-                     --checkpoint-dir DIR` writes DIR/last.safetensors)",
-                    model.display()
-                )));
+                let why = if has_params(&source, &model.display().to_string())? {
+                    "no --checkpoint, and the model holds no weights of its own (an imported model's): its parameters \
+                     would be their random initial values; give a checkpoint of a run (`aicf train --checkpoint-dir \
+                     DIR` writes DIR/last.safetensors)"
+                } else {
+                    "the model declares no parameters (hl.param): AICF compiles a model that trains, and this one has \
+                     nothing to train or to predict with"
+                };
+                return Err(TrainError::Input(format!("{}: {why}", model.display())));
             }
             (model.display().to_string(), source, BTreeMap::new(), false)
         }
@@ -118,24 +124,32 @@ pub fn predict(
         Some(d) => super::run::records_data(d, data)?,
         None => false,
     };
-    // (A table is read as the run's table was; arrays may come scaled
-    // already, and would be divided again: said.)
-    let arrays = !data.iter().any(|p| super::data::is_table(p));
-    if let Some(s) = scale.filter(|&s| arrays && !trained_on && s != 1.0 && standardized.is_none()) {
-        report.note(&format!(
-            "{}: the features are divided by {s}, the scale the checkpoint's run read its table with (as the model \
-             trained on them): give them as that table held them",
-            data_name(data)
-        ));
-    }
     let data_options = DataOptions {
         val_split: 0.0,
         feature_scale: Some(scale.unwrap_or(1.0)),
-        feature_stats: standardized,
+        feature_stats: standardized.clone(),
         predicting: true,
         ..DataOptions::default()
     };
     let dataset = Dataset::load(data, &sig, &data_options)?;
+    // Arrays are divided by the scale the checkpoint's run read its table
+    // with, as that table was: arrays divided already (their largest far
+    // below the table's) would be divided twice, and are said to be.
+    let arrays = !data.iter().any(|p| super::data::is_table(p));
+    if let (Some(s), Some(largest)) = (scale.filter(|&s| s != 1.0 && standardized.is_none()), dataset.largest_data())
+        && arrays
+        && !trained_on
+        && largest < 0.25
+    {
+        let inputs = sig.inputs.iter().filter(|i| i.role == Role::Data).count();
+        let files: Vec<PathBuf> = data.iter().take(if data.len() > 1 { inputs } else { 1 }).cloned().collect();
+        report.note(&format!(
+            "{}: the largest feature is {}, and the checkpoint's run read its table divided by {s} (its largest): \
+             these are divided by {s} too; if they are divided already, give them as that table held them",
+            data_name(&files),
+            super::rate_text(largest * s),
+        ));
+    }
     if let Some(outlier) = &dataset.outlier {
         report.note(&format!("{outlier}: the model's predictions for it may mean little; check the data"));
     }
@@ -208,7 +222,17 @@ pub fn predict(
     bar.finish_and_clear();
     let shape: Vec<usize> = std::iter::once(n).chain(output_shape[1..].iter().copied()).collect();
     let output = Tensor::new(shape, output_dtype.unwrap_or(DType::F32), values);
-    Ok(Predictions { output, classifies: sig.classifies() })
+    Ok(Predictions { output, classifies: sig.classifies(), scores: sig.scores })
+}
+
+/// Whether the module `source` declares parameters (`hl.param`).
+fn has_params(source: &str, name: &str) -> Result<bool> {
+    let ctx = crate::CompilerContext::new();
+    let module = ctx.parse(source, name)?;
+    let raw = module.as_operation().to_raw();
+    // SAFETY: `module` is alive here; its body is its region's first block.
+    let body = unsafe { mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(raw, 0)) };
+    Ok(crate::ir::ops_of(body).into_iter().any(|op| crate::ir::op_name(op) == "hl.param"))
 }
 
 impl Predictions {
@@ -248,14 +272,9 @@ impl Predictions {
                     .collect();
                 Tensor::new(&out.shape[..out.shape.len() - 1], DType::I64, best)
             }
+            // (A softmax at @forward's end already made them.)
             Values::Probabilities => {
-                let mut p = Vec::with_capacity(out.values.len());
-                for row in out.values.chunks(classes) {
-                    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let exp: Vec<f64> = row.iter().map(|v| (v - max).exp()).collect();
-                    let sum: f64 = exp.iter().sum();
-                    p.extend(exp.iter().map(|e| e / sum));
-                }
+                let p = out.values.chunks(classes).flat_map(|row| self.scores.probabilities(row)).collect();
                 Tensor::new(out.shape.clone(), DType::F32, p)
             }
         })
@@ -349,7 +368,7 @@ mod tests {
         // Two rows of three classes: a tie (the first wins, as torch.argmax)
         // and a clear largest.
         let output = Tensor::new([2, 3], DType::F32, vec![1.0, 3.0, 3.0, -1.0, 0.0, 2.0]);
-        Predictions { output, classifies: true }
+        Predictions { output, classifies: true, scores: Scores::Logits }
     }
 
     #[test]
@@ -373,8 +392,24 @@ mod tests {
     }
 
     #[test]
+    fn a_softmax_output_is_not_taken_again() {
+        let output = Tensor::new([1, 3], DType::F32, vec![0.7, 0.2, 0.1]);
+        let p = Predictions { output: output.clone(), classifies: true, scores: Scores::Probabilities };
+        assert_eq!(p.values(Values::Probabilities).expect("probabilities").values, output.values);
+        let logs = Tensor::new([1, 3], DType::F32, output.values.iter().map(|v| v.ln()).collect());
+        let p = Predictions { output: logs, classifies: true, scores: Scores::LogProbabilities };
+        let got = p.values(Values::Probabilities).expect("probabilities").values;
+        assert!(got.iter().zip(&output.values).all(|(a, b)| (a - b).abs() < 1e-12), "{got:?}");
+        assert_eq!(p.values(Values::Class).expect("classes").values, vec![0.0]);
+    }
+
+    #[test]
     fn a_regression_has_no_classes() {
-        let p = Predictions { output: Tensor::new([2, 1], DType::F32, vec![0.5, -1.0]), classifies: false };
+        let p = Predictions {
+            output: Tensor::new([2, 1], DType::F32, vec![0.5, -1.0]),
+            classifies: false,
+            scores: Scores::Logits,
+        };
         assert_eq!(p.default_values(), Values::Raw);
         let e = p.values(Values::Probabilities).expect_err("no probabilities of a regression");
         assert!(e.to_string().contains("not a classifier"), "{e}");

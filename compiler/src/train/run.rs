@@ -3027,9 +3027,9 @@ impl<'a> Loop<'a> {
                     correct += (best as f64 == label) as usize;
                     targets += 1;
                     if by_logits {
-                        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                        let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
-                        nll += max + sum.ln() - row[label as usize];
+                        // (Of a softmax's probabilities at @forward's end
+                        // too: `Scores`.)
+                        nll += self.sig.scores.nll(row, label as usize);
                     }
                 }
             }

@@ -156,7 +156,8 @@
 // A FIFO given as eval's --data is refused before anything reads it (it
 // is read more than once; a single writer left eval waiting).
 // RUN: rm -f %t/fifo.csv && mkfifo %t/fifo.csv
-// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/fifo.csv --checkpoint %t/missing.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=FIFODATA
+// RUN: touch %t/unread.safetensors
+// RUN: not aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/fifo.csv --checkpoint %t/unread.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=FIFODATA
 // FIFODATA: aicf: error: --data {{.*}}fifo.csv: not a regular file (a device, pipe or socket); it is read from a file
 // RUN: test ! -e %t/run && test ! -e %t/bench
 //

@@ -42,14 +42,41 @@
 // RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/features.csv --values raw -o %t/logits.npy --out %t/p | FileCheck %s --check-prefix=LOGITS
 // LOGITS: raw of 600 rows (float32, [600, 10]) written to {{.*}}logits.npy
 //
-// The predictions of a model as arrays, and back as arrays: the features
-// .npy (the targets left out) predict the same classes.
-// RUN: python3 -c "import sys, struct; rows=[[float(v) for v in l.split(',')] for l in open(sys.argv[1])]; h=\"{'descr': '<f4', 'fortran_order': False, 'shape': (600, 64), }\"; h=h + ' ' * (117 - len(h)) + '\n'; open(sys.argv[2], 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode() + b''.join(struct.pack('<64f', *r) for r in rows))" %t/features.csv %t/x.npy
+// The features as a .npy array (the targets left out) predict the same
+// classes; they are divided by the run's table's scale as that table was,
+// unremarked, and arrays divided already (their largest 1, the table's
+// 16) are said to be divided again.
+// RUN: python3 %S/inputs/csv-to-npy.py %t/features.csv %t/x.npy 0 63
 // RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/x.npy --out %t/p > %t/from-array.txt 2> %t/array-stderr.txt
 // RUN: cmp %t/with-labels.txt %t/from-array.txt
-// Arrays may come scaled already, and are divided by the run's scale: said.
-// RUN: FileCheck %s --check-prefix=SCALED < %t/array-stderr.txt
-// SCALED: note: {{.*}}x.npy: the features are divided by 16, the scale the checkpoint's run read its table with
+// RUN: not grep -q "largest feature" %t/array-stderr.txt
+// RUN: python3 %S/inputs/csv-to-npy.py %t/features.csv %t/scaled.npy 0 63 16
+// RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/scaled.npy --out %t/p 2>&1 >/dev/null | FileCheck %s --check-prefix=SCALED
+// SCALED: note: {{.*}}scaled.npy: the largest feature is 1, and the checkpoint's run read its table divided by 16 (its largest): these are divided by 16 too; if they are divided already, give them as that table held them
+//
+// A @forward that ends in a softmax gives its probabilities as they are
+// (a softmax of them was taken again: 0.18 where 0.70), and `aicf eval`
+// scores their cross-entropy (it read them as logits: 1.69 nats for 0.48).
+// RUN: aicf train %S/inputs/softmax-output.mlir.txt --data %t/digits.csv --epochs 2 --no-runs-db --no-progress --out %t/sm --checkpoint-dir %t/sm-ck > /dev/null
+// RUN: aicf predict %S/inputs/softmax-output.mlir.txt --checkpoint %t/sm-ck --data %t/features.csv --values probabilities --out %t/p > %t/sm-probabilities.csv 2>/dev/null
+// RUN: aicf predict %S/inputs/softmax-output.mlir.txt --checkpoint %t/sm-ck --data %t/features.csv --values raw --out %t/p > %t/sm-raw.csv 2>/dev/null
+// RUN: cmp %t/sm-probabilities.csv %t/sm-raw.csv
+// RUN: aicf eval %S/inputs/softmax-output.mlir.txt --data %t/other.csv --checkpoint %t/sm-ck --out %t/e 2>/dev/null > %t/sm-agree.txt
+// RUN: python3 -c "import sys, math; p=[[float(v) for v in l.split(',')] for l in open(sys.argv[1])]; y=[int(float(l.rsplit(',', 1)[1])) for l in open(sys.argv[2])]; print('nll {:.4f}'.format(sum(-math.log(r[c]) for r, c in zip(p, y)) / len(y)))" %t/sm-probabilities.csv %t/digits.csv >> %t/sm-agree.txt
+// RUN: FileCheck %s --check-prefix=SOFTMAX < %t/sm-agree.txt
+// SOFTMAX: accuracy {{.*}} on 600 rows of {{.*}}; loss [[NLL:[0-9.]+]] nats
+// SOFTMAX: nll [[NLL]]
+//
+// A model whose targets are not one label per row (two regression
+// targets) predicts from a table of the features alone; a label column
+// after them is refused.
+// RUN: python3 %S/inputs/csv-to-npy.py %t/digits.csv %t/targets.npy 63 64
+// RUN: aicf train %S/inputs/two-targets.mlir.txt --data %t/x.npy --data %t/targets.npy --epochs 1 --no-runs-db --no-progress --out %t/tt --checkpoint-dir %t/tt-ck > /dev/null
+// RUN: aicf predict %S/inputs/two-targets.mlir.txt --checkpoint %t/tt-ck --data %t/features.csv --out %t/p 2>/dev/null > %t/two.csv
+// RUN: python3 -c "import sys; rows=[l.split(',') for l in open(sys.argv[1])]; print(len(rows), {len(r) for r in rows})" %t/two.csv | FileCheck %s --check-prefix=TWO
+// TWO: 600 {2}
+// RUN: not aicf predict %S/inputs/two-targets.mlir.txt --checkpoint %t/tt-ck --data %t/digits.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=TWOLABEL
+// TWOLABEL: error: {{.*}}digits.csv: rows have 65 columns; the model's input #0 is [16, 64] f32, which takes 64 features per row (a table to predict from holds them alone: the model's targets are not one label per row)
 //
 // A regression's outputs, one per row; it has no classes.
 // RUN: python3 -c "import random; random.seed(3); rows = [(random.uniform(-1, 1), random.uniform(-1, 1)) for _ in range(200)]; open('%t/table.csv', 'w').write('\n'.join(f'{a:.4f},{b:.4f},{2 * a - b + 0.5:.4f}' for a, b in rows) + '\n')"
@@ -75,6 +102,28 @@
 // RUN: aicf predict %S/inputs/fixed-batch-mlp.mlir.txt --checkpoint %t/fixed-ck --data %t/features.csv --out %t/fp 2>/dev/null | head -7 | cmp - %t/fixed-seven.txt
 //
 // Mistakes, each said before anything compiles or is written.
+// RUN: not aicf predict %S/inputs/no-params.mlir.txt --data %t/features.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=NOPARAMS
+// NOPARAMS: error: {{.*}}no-params.mlir.txt: the model declares no parameters (hl.param)
+// RUN: not aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/nope --data %t/features.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=NOCHECKPOINT
+// NOCHECKPOINT: error: --checkpoint {{.*}}nope: no such file or directory
+// Weights saved by other means (no record of their model) are said to be.
+// RUN: python3 -c "import sys, json, struct; h=json.dumps({'fc1.weight': {'dtype': 'F32', 'shape': [1], 'data_offsets': [0, 4]}}).encode(); open(sys.argv[1], 'wb').write(struct.pack('<Q', len(h)) + h + bytes(4))" %t/plain.safetensors
+// RUN: not aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/plain.safetensors --data %t/features.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=NORECORD
+// NORECORD: error: {{.*}}plain.safetensors: holds no record of its model (no aicf.ir_hash in its metadata): not a checkpoint AICF wrote
+// A row of another width is named by its line, in columns.
+// RUN: (sed -n 1,3p %t/features.csv; echo 1,2,3) > %t/ragged.csv
+// RUN: not aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/ragged.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=RAGGED
+// RAGGED: error: {{.*}}ragged.csv:4: 3 columns, earlier rows have 64
+// An id outside the table a gather reads is named by its line and column
+// (it was the kernel's error, naming a position in a batch).
+// RUN: aicf train %S/inputs/ids-bag.mlir.txt --data %S/inputs/ids.csv --epochs 1 --no-runs-db --no-progress --out %t/ids --checkpoint-dir %t/ids-ck > /dev/null
+// RUN: printf '1,2,3\n4,10,5\n' > %t/ids-out.csv
+// RUN: not aicf predict %S/inputs/ids-bag.mlir.txt --checkpoint %t/ids-ck --data %t/ids-out.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=IDS
+// IDS: error: {{.*}}ids-out.csv:2: column 2 is 10: the model's input #0 indexes a table of 10 rows (ids 0 to 9)
+// The directory of -o is made.
+// RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/seven.csv -o %t/new/dir/seven.csv --out %t/p > /dev/null
+// RUN: wc -l < %t/new/dir/seven.csv | FileCheck %s --check-prefix=SEVEN
+// SEVEN: 7
 // RUN: not aicf predict %S/../../../examples/mlp/digits_mlp.mlir --data %t/features.csv --out %t/p 2>&1 | FileCheck %s --check-prefix=NOWEIGHTS
 // NOWEIGHTS: error: {{.*}}digits_mlp.mlir: no --checkpoint, and the model holds no weights of its own (an imported model's): its parameters would be their random initial values
 // RUN: not aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %S/../../../data/tinyshakespeare.txt --out %t/p 2>&1 | FileCheck %s --check-prefix=TEXT

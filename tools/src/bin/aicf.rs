@@ -664,6 +664,10 @@ fn no_loss_to_train(c: &ModelArgs) -> Result<()> {
 /// checkpoint file"); a directory without one is said as such.
 fn checkpoints_in_dirs(command: &mut Command) -> Result<()> {
     let file = |p: &mut PathBuf, flag: &str| {
+        // (The reader's own "No such file" named no option.)
+        if std::fs::symlink_metadata(&*p).is_err() {
+            return Err(format!("{flag} {}: no such file or directory", p.display()));
+        }
         if !p.is_dir() {
             return Ok(());
         }
@@ -2275,9 +2279,10 @@ fn no_loss(c: &ModelArgs, command: &str) -> Result<()> {
     match c.loss {
         Some(l) if !is_onnx(&c.model) => Err(format!(
             "--loss {} chooses the loss of an ONNX model being imported; {}'s @loss is its own (`aicf {command}` \
-             trains and scores that)",
+             {} that)",
             l.name(),
-            c.model.display()
+            c.model.display(),
+            if command == "predict" { "predicts with the @forward beside" } else { "trains and scores" }
         )),
         _ => Ok(()),
     }
@@ -2766,6 +2771,18 @@ fn predict(
         }
         if o.is_dir() {
             return Err(format!("-o {}: is a directory, not a file", o.display()));
+        }
+        // Its directory is made now (a missing one failed after the
+        // predictions were computed, naming no option).
+        if let Some(parent) = o.parent().filter(|p| !p.as_os_str().is_empty() && !p.is_dir()) {
+            if let Some(file) = parent.ancestors().find(|a| a.is_file()) {
+                return Err(format!(
+                    "-o {}: {} is a file, not a directory to write it in",
+                    o.display(),
+                    file.display()
+                ));
+            }
+            run::make_dir(parent).map_err(|e| format!("-o {}: {e}", o.display()))?;
         }
         aicf_compiler::train::refuse_overwriting_weights(o, "the predictions")
             .map_err(|e| format!("-o {}: {e}", o.display()))?;
