@@ -310,6 +310,25 @@ class EinsumTile(nn.Module):
         return torch.einsum("bd,cd->bc", pooled, self.head)
 
 
+class SinCosRound(nn.Module):
+    """Sine and cosine of activations (a periodic feature map), a
+    sinusoidal position table computed in forward (Sin/Cos of a Range), and
+    a rounding beside a path that carries the gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, 16)
+        self.head = nn.Linear(8 * 16, 10)
+
+    def forward(self, x):  # x: B x 1 x 8 x 8, 8 rows of 8
+        h = self.inp(x.flatten(1, 2))  # B x 8 x 16
+        h = torch.sin(h) + torch.cos(0.5 * h)
+        pos = torch.arange(8, dtype=torch.float32).unsqueeze(1) * torch.arange(1, 17, dtype=torch.float32) * 0.1
+        h = h + torch.sin(pos) * 0.5 + torch.cos(pos) * 0.25
+        h = h + torch.round(h * 4.0) * 0.05 + torch.floor(h) * 0.01 - torch.ceil(h) * 0.01
+        return self.head(h.flatten(1))
+
+
 def mobilenet():
     import torchvision
 
@@ -334,6 +353,7 @@ MODELS = {
     "video3d": (Video3d, lambda g: torch.randn(4, 1, 4, 8, 8, generator=g), ((4,), 10)),
     "prelu_cumsum": (PreluCumsum, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "einsum_tile": (EinsumTile, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "sin_cos_round": (SinCosRound, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

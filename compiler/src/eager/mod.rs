@@ -1512,6 +1512,24 @@ impl Tensor {
     pub fn erf(&self) -> Result<Tensor> {
         self.unary("erf".into(), |x| x.erf())
     }
+    pub fn sin(&self) -> Result<Tensor> {
+        self.unary("sin".into(), |x| x.sin())
+    }
+    pub fn cos(&self) -> Result<Tensor> {
+        self.unary("cos".into(), |x| x.cos())
+    }
+    /// No gradient flows through it (PyTorch's is 0).
+    pub fn floor(&self) -> Result<Tensor> {
+        self.unary("floor".into(), |x| x.floor())
+    }
+    /// No gradient flows through it.
+    pub fn ceil(&self) -> Result<Tensor> {
+        self.unary("ceil".into(), |x| x.ceil())
+    }
+    /// Ties to even, as `torch.round`; no gradient flows through it.
+    pub fn round(&self) -> Result<Tensor> {
+        self.unary("round".into(), |x| x.round())
+    }
     pub fn sqrt(&self) -> Result<Tensor> {
         self.unary("sqrt".into(), |x| x.sqrt())
     }

@@ -38,6 +38,7 @@ pub const SUPPORTED: &[&str] = &[
     "AveragePool",
     "BatchNormalization",
     "Cast",
+    "Ceil",
     "Celu",
     "Clip",
     "Concat",
@@ -45,6 +46,7 @@ pub const SUPPORTED: &[&str] = &[
     "ConstantOfShape",
     "Conv",
     "ConvTranspose",
+    "Cos",
     "CumSum",
     "Div",
     "Dropout",
@@ -55,6 +57,7 @@ pub const SUPPORTED: &[&str] = &[
     "Exp",
     "Expand",
     "Flatten",
+    "Floor",
     "Gather",
     "GatherElements",
     "GatherND",
@@ -104,10 +107,12 @@ pub const SUPPORTED: &[&str] = &[
     "Reshape",
     "Resize",
     "RNN",
+    "Round",
     "Selu",
     "Shape",
     "Sigmoid",
     "Sign",
+    "Sin",
     "Slice",
     "Softmax",
     "Softplus",
@@ -2230,6 +2235,30 @@ impl Importer<'_> {
                 let mut c = konst(0, "x")?;
                 c.vals.iter_mut().for_each(|v| *v = -*v);
                 Ok(vec![V::C(c)])
+            }
+            // Of constants (a position table computed from a Range, as a
+            // TorchScript export leaves it): folded, in f64.
+            "Sin" | "Cos" | "Floor" | "Ceil" | "Round" if all_const => {
+                let mut c = konst(0, "x")?;
+                let f: fn(f64) -> f64 = match op {
+                    "Sin" => f64::sin,
+                    "Cos" => f64::cos,
+                    "Floor" => f64::floor,
+                    "Ceil" => f64::ceil,
+                    _ => f64::round_ties_even,
+                };
+                c.vals.iter_mut().for_each(|v| *v = f(*v));
+                Ok(vec![V::C(c)])
+            }
+            "Sin" | "Cos" | "Floor" | "Ceil" | "Round" => {
+                let x = t(0)?;
+                one(nn(match op {
+                    "Sin" => x.sin(),
+                    "Cos" => x.cos(),
+                    "Floor" => x.floor(),
+                    "Ceil" => x.ceil(),
+                    _ => x.round(),
+                })?)
             }
             "Sqrt" | "Erf" | "Exp" | "Log" | "Neg" | "Abs" | "Relu" | "Sigmoid" | "Tanh" | "Reciprocal" => {
                 let x = t(0)?;

@@ -376,6 +376,26 @@ impl Tensor {
     pub fn erf(&self) -> Result<Tensor> {
         self.op("hl.erf", &[self], &[])
     }
+    /// Sine, of radians (rotary and sinusoidal position tables).
+    pub fn sin(&self) -> Result<Tensor> {
+        self.op("hl.sin", &[self], &[])
+    }
+    /// Cosine, of radians.
+    pub fn cos(&self) -> Result<Tensor> {
+        self.op("hl.cos", &[self], &[])
+    }
+    /// The largest integer not above each element (no gradient).
+    pub fn floor(&self) -> Result<Tensor> {
+        self.op("hl.floor", &[self], &[])
+    }
+    /// The smallest integer not below each element (no gradient).
+    pub fn ceil(&self) -> Result<Tensor> {
+        self.op("hl.ceil", &[self], &[])
+    }
+    /// The nearest integer, ties to even, as `torch.round` (no gradient).
+    pub fn round(&self) -> Result<Tensor> {
+        self.op("hl.round", &[self], &[])
+    }
     pub fn sqrt(&self) -> Result<Tensor> {
         self.op("hl.sqrt", &[self], &[])
     }

@@ -416,6 +416,10 @@ fn vjp(
         }
         "hl.neg" => one(e.unary("hl.neg", g)?),
         "hl.exp" => one(e.binary("hl.mul", g, y)?),
+        "hl.sin" => one(e.binary("hl.mul", g, e.unary("hl.cos", x[0])?)?),
+        "hl.cos" => one(e.unary("hl.neg", e.binary("hl.mul", g, e.unary("hl.sin", x[0])?)?)?),
+        // Piecewise constant: no gradient (PyTorch's is 0).
+        "hl.floor" | "hl.ceil" | "hl.round" => Ok(vec![None]),
         "hl.log" => one(e.binary("hl.div", g, x[0])?),
         "hl.sqrt" => one(e.scale(e.binary("hl.div", g, y)?, 0.5)?),
         "hl.rsqrt" => {

@@ -334,6 +334,14 @@ fn an_imported_einsum_and_tile_match_onnxruntime_and_pytorch_gradients() {
     check("einsum_tile");
 }
 
+/// Sine and cosine of activations and of a position table computed from a
+/// Range (folded at import), and roundings (Round, Floor, Ceil: no
+/// gradient) beside the path that carries it.
+#[test]
+fn an_imported_sin_cos_and_rounding_match_onnxruntime_and_pytorch_gradients() {
+    check("sin_cos_round");
+}
+
 #[test]
 fn an_imported_3d_cnn_matches_onnxruntime_and_pytorch_gradients() {
     check("video3d");

@@ -99,6 +99,16 @@ func.func @elementwise(%x: tensor<4x5xf32>, %r: tensor<5xf32>, %i: tensor<4x5xi3
   %12 = hl.log %x : tensor<4x5xf32>
   // CHECK: hl.erf %{{.*}} : tensor<4x5xf32>
   %erf = hl.erf %x : tensor<4x5xf32>
+  // CHECK: hl.sin %{{.*}} : tensor<4x5xf32>
+  %sin = hl.sin %x : tensor<4x5xf32>
+  // CHECK: hl.cos %{{.*}} : tensor<4x5xf32>
+  %cos = hl.cos %x : tensor<4x5xf32>
+  // CHECK: hl.floor %{{.*}} : tensor<4x5xf32>
+  %floor = hl.floor %x : tensor<4x5xf32>
+  // CHECK: hl.ceil %{{.*}} : tensor<4x5xf32>
+  %ceil = hl.ceil %x : tensor<4x5xf32>
+  // CHECK: hl.round %{{.*}} : tensor<4x5xf32>
+  %round = hl.round %x : tensor<4x5xf32>
   // CHECK: hl.sqrt %{{.*}} : tensor<4x5xf32>
   %13 = hl.sqrt %x : tensor<4x5xf32>
   // CHECK: hl.rsqrt %{{.*}} : tensor<4x5xf32>

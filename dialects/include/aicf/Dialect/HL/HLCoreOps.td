@@ -386,6 +386,63 @@ def HL_ErfOp : HL_UnaryOp<"erf"> {
   }];
 }
 
+def HL_SinOp : HL_UnaryOp<"sin"> {
+  let summary = "elementwise sine (radians)";
+  let description = [{
+    Positional encodings and rotary embeddings computed in a model (an
+    ONNX export's `Sin`). The gradient is `g cos(x)`.
+
+    ```mlir
+    %y = hl.sin %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_CosOp : HL_UnaryOp<"cos"> {
+  let summary = "elementwise cosine (radians)";
+  let description = [{
+    The gradient is `-g sin(x)`.
+
+    ```mlir
+    %y = hl.cos %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_FloorOp : HL_UnaryOp<"floor"> {
+  let summary = "elementwise floor, the largest integer not above x";
+  let description = [{
+    Piecewise constant: no gradient flows through it (PyTorch's is 0).
+
+    ```mlir
+    %y = hl.floor %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_CeilOp : HL_UnaryOp<"ceil"> {
+  let summary = "elementwise ceiling, the smallest integer not below x";
+  let description = [{
+    Piecewise constant: no gradient flows through it.
+
+    ```mlir
+    %y = hl.ceil %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
+def HL_RoundOp : HL_UnaryOp<"round"> {
+  let summary = "elementwise rounding to the nearest integer, ties to even";
+  let description = [{
+    As `torch.round` and ONNX's `Round` (2.5 -> 2, 3.5 -> 4). Piecewise
+    constant: no gradient flows through it.
+
+    ```mlir
+    %y = hl.round %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
 def HL_SqrtOp : HL_UnaryOp<"sqrt"> {
   let summary = "elementwise square root";
   let description = [{
