@@ -26,6 +26,12 @@ pub struct TrainOptions {
     pub weight_decay: f64,
     /// Adam's and AdamW's (beta1, beta2); PyTorch's (0.9, 0.999) by default.
     pub betas: (f64, f64),
+    /// Adam's and AdamW's denominator term; PyTorch's 1e-8 by default.
+    pub eps: f64,
+    /// Parameters of fewer dimensions take no weight decay: 0, every one
+    /// does (PyTorch's default); 2, biases and norm weights do not
+    /// (nanoGPT's and Hugging Face's parameter groups).
+    pub decay_min_rank: usize,
     /// Clip all gradients together to this global L2 norm before the
     /// update (PyTorch's `clip_grad_norm_`); `None`: no clipping.
     pub clip_norm: Option<f64>,
@@ -84,6 +90,8 @@ impl Default for TrainOptions {
             nesterov: false,
             weight_decay: 0.0,
             betas: (0.9, 0.999),
+            eps: 1e-8,
+            decay_min_rank: 0,
             clip_norm: None,
             memory_budget: None,
             precision: Precision::Fp32,
@@ -262,6 +270,12 @@ impl TrainOptions {
         }
         if self.betas != (0.9, 0.999) {
             text.push_str(&format!(" beta1={} beta2={}", self.betas.0, self.betas.1));
+        }
+        if self.eps != 1e-8 {
+            text.push_str(&format!(" eps={:e}", self.eps));
+        }
+        if self.decay_min_rank != 0 {
+            text.push_str(&format!(" decay-min-rank={}", self.decay_min_rank));
         }
         if let Some(c) = self.clip_norm {
             text.push_str(&format!(" clip-norm={c}"));

@@ -133,7 +133,11 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
         options.get_bool("fused-attention-backward").map_err(report)?,
         options.get_bool("fused-attention-any-heads").map_err(report)?,
     );
-    let step = TrainStep { loss_scale, data_parallel, accumulate, fused_attention };
+    let decay_min_rank = options.get_i64("decay-min-rank").map_err(report)?;
+    let Ok(decay_min_rank) = usize::try_from(decay_min_rank) else {
+        return Err(report(format!("decay-min-rank={decay_min_rank} is not a rank (0 or more)")));
+    };
+    let step = TrainStep { loss_scale, data_parallel, accumulate, fused_attention, decay_min_rank };
     add_train_step_scaled(module.to_raw(), &function, &optimizer, clip, step).map_err(|(loc, m)| {
         emit_error(unsafe { Location::from_raw(loc) }, &format!("hl-optimizer: {m}"));
         PassFailed
@@ -175,6 +179,9 @@ pub struct TrainStep {
     /// Which attention gradients are one `hl.attention_backward`
     /// ([`differentiate`]).
     pub fused_attention: FusedAttention,
+    /// Parameters of fewer dimensions take no weight decay (0: every one
+    /// does; 2: biases and norm weights do not, nanoGPT's groups).
+    pub decay_min_rank: usize,
 }
 
 impl Default for TrainStep {
@@ -184,6 +191,7 @@ impl Default for TrainStep {
             data_parallel: false,
             accumulate: false,
             fused_attention: FusedAttention::TensorCoreHeads,
+            decay_min_rank: 0,
         }
     }
 }
@@ -199,7 +207,7 @@ pub fn add_train_step_scaled(
     clip_norm: Option<f64>,
     step: TrainStep,
 ) -> Result<(), Failure> {
-    let TrainStep { loss_scale, data_parallel, accumulate, fused_attention } = step;
+    let TrainStep { loss_scale, data_parallel, accumulate, fused_attention, decay_min_rank } = step;
     let ctx = unsafe { mlirOperationGetContext(module) };
     let module_loc = unsafe { mlirOperationGetLocation(module) };
     optimizer.check(clip_norm).map_err(|m| (module_loc, m))?;
@@ -389,7 +397,7 @@ pub fn add_train_step_scaled(
     let ret = ret.ok_or_else(|| (g_loc, format!("@{grad_name} has no func.return")))?;
     let loss_ty = unsafe { mlirValueGetType(mlirOperationGetOperand(ret, 0)) };
     let f32_scalar = ir::parse_type(ctx, "tensor<f32>").map_err(|e| (g_loc, format!("{e:?}")))?;
-    let update = Update { params: &params, states: &states, optimizer, clip_norm, loss_scale };
+    let update = Update { params: &params, states: &states, optimizer, clip_norm, loss_scale, decay_min_rank };
     let input_binds: Vec<String> = (0..nargs).map(|_| "{hl.bind = \"input\"}".to_string()).collect();
     let weight_bind = format!("{{hl.bind = \"{REPLICA_WEIGHT}\"}}");
     let mut update_binds = vec!["{hl.bind = \"loss\"}".to_string()];
@@ -698,13 +706,14 @@ struct Update<'a> {
     optimizer: &'a Optimizer,
     clip_norm: Option<f64>,
     loss_scale: Option<LossScale>,
+    decay_min_rank: usize,
 }
 
 impl Update<'_> {
     /// Loss scaling's unscale and skip, clipping, the optimizer's update;
     /// returns the loss, the new parameters and the new states.
     fn apply(&self, e: &Emitter, g: Gradients, lr: MlirValue) -> Result<Vec<MlirValue>, Failure> {
-        let Update { params, states, optimizer, clip_norm, loss_scale } = *self;
+        let Update { params, states, optimizer, clip_norm, loss_scale, decay_min_rank } = *self;
         let loc = e.loc;
         let Gradients { mut loss, mut grads, set } = g;
 
@@ -801,10 +810,12 @@ impl Update<'_> {
             let g = &cast_to(&e, *g, cd)?;
             let lr_p = cast_to(&e, lr, cd)?;
             let state = |slot: &str| get_symbol(&e, "hl.get_state", &format!("{name}.{slot}"), &cs);
+            // (Biases and norm weights take none under decay-min-rank=2.)
+            let decays = ps.shape.len() >= decay_min_rank;
             let p_new = match *optimizer {
                 Optimizer::Sgd { momentum, nesterov, weight_decay } => {
                     let mut d = *g;
-                    if weight_decay != 0.0 {
+                    if weight_decay != 0.0 && decays {
                         d = e.binary("hl.add", d, e.scale(p, weight_decay)?)?;
                     }
                     if momentum > 0.0 {
@@ -819,7 +830,7 @@ impl Update<'_> {
                     let decoupled = matches!(optimizer, Optimizer::AdamW { .. });
                     let mut d = *g;
                     let mut base = p;
-                    if weight_decay != 0.0 {
+                    if weight_decay != 0.0 && decays {
                         if decoupled {
                             // p (1 - lr wd)
                             let factor = e.binary("hl.sub", e.scalar(1.0, p)?, e.scale(lr_p, weight_decay)?)?;

@@ -345,6 +345,35 @@ pub fn check_optimizer_settings(
     Ok(())
 }
 
+/// Adam's eps for `optimizer` (PyTorch's 1e-8 is the default, and SGD's
+/// only value: it has none), and whether parameters of one dimension or
+/// none take weight decay (`decay_1d`; false asks for nanoGPT's groups,
+/// which mean something only with a weight decay).
+pub fn check_eps_and_groups(
+    optimizer: &str,
+    eps: f64,
+    decay_1d: bool,
+    weight_decay: f64,
+) -> std::result::Result<(), String> {
+    if !(eps.is_finite() && eps > 0.0) {
+        return Err(format!("Adam's eps {eps} is not a positive number"));
+    }
+    if (eps as f32) == 0.0 {
+        return Err(format!("Adam's eps {eps:e} is 0 in f32, the precision the step computes in"));
+    }
+    if optimizer == "sgd" && eps != 1e-8 {
+        return Err(format!("eps {eps:e} is Adam's and AdamW's: SGD has none"));
+    }
+    if !decay_1d && weight_decay == 0.0 {
+        return Err(
+            "keeping weight decay off biases and norm weights changes nothing without a weight decay (give one: \
+             0.1, as nanoGPT)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 /// Whether `optimizer`'s weight decay alone makes the weights grow: SGD's
 /// (L2, in the gradient) and AdamW's (decoupled) multiply each weight by
 /// `1 - lr * decay` per step, above 1 in size once `lr * decay > 2`.
@@ -617,6 +646,8 @@ fn recorded(
         ("nesterov", options.nesterov.to_string()),
         ("weight_decay", options.weight_decay.to_string()),
         ("betas", format!("{},{}", options.betas.0, options.betas.1)),
+        ("eps", format!("{:e}", options.eps)),
+        ("decay_1d", options.decay_1d.to_string()),
         ("clip_norm", options.clip_norm.map_or("none".into(), |c| c.to_string())),
         // An fp16 run's loss scale lives in its checkpoint: another
         // precision would drop it, or start without one.
@@ -903,7 +934,12 @@ fn fit_run(
             // A checkpoint from before a setting was recorded trained
             // without it (Nesterov: off; a resume with --nesterov switched
             // its optimizer silently).
-            let unrecorded = |key: &str| (key == "nesterov").then_some("false");
+            let unrecorded = |key: &str| match key {
+                "nesterov" => Some("false"),
+                "eps" => Some("1e-8"),
+                "decay_1d" => Some("true"),
+                _ => None,
+            };
             for (key, value) in &record {
                 if let Some(saved) = meta.get(*key).map(String::as_str).or_else(|| unrecorded(key))
                     && saved != value
@@ -973,6 +1009,14 @@ fn fit_run(
                             _ if *key == "nesterov" => format!(
                                 "{message} ({} resumes as it trained; --override-resume goes on anyway)",
                                 if saved == "true" { "--nesterov" } else { "leaving out --nesterov" }
+                            ),
+                            _ if *key == "decay_1d" => format!(
+                                "{message} ({} resumes as it trained; --override-resume goes on anyway)",
+                                if saved == "false" { "--no-decay-1d" } else { "leaving out --no-decay-1d" }
+                            ),
+                            _ if *key == "eps" => format!(
+                                "{message} (--adam-eps {saved} resumes as it trained; --override-resume goes on \
+                                 anyway)"
                             ),
                             Some(flag) => format!(
                                 "{message} (--{flag} {} resumes as it trained; --override-resume goes on anyway)",

@@ -49,6 +49,14 @@ pub struct Options {
     pub weight_decay: f64,
     /// Adam's and AdamW's (beta1, beta2), (0.9, 0.999) by default.
     pub betas: (f64, f64),
+    /// Adam's and AdamW's denominator term, PyTorch's 1e-8 by default.
+    pub eps: f64,
+    /// Whether parameters of fewer than two dimensions (biases, norm
+    /// weights) take weight decay too: true by default, as PyTorch's
+    /// optimizers decay every parameter given; false makes the parameter
+    /// groups of nanoGPT's `configure_optimizers` (and Hugging Face's
+    /// `Trainer`), which decay only matrices and convolution kernels.
+    pub decay_1d: bool,
     /// Clip all gradients to this global L2 norm before each update.
     pub clip_norm: Option<f64>,
     /// The memory plan's budget (activations recomputed to meet it).
@@ -113,6 +121,8 @@ impl Default for Options {
             nesterov: false,
             weight_decay: 0.0,
             betas: (0.9, 0.999),
+            eps: 1e-8,
+            decay_1d: true,
             clip_norm: None,
             memory_budget: None,
             device: Device::default(),
@@ -141,6 +151,8 @@ impl Options {
             nesterov: self.nesterov,
             weight_decay: self.weight_decay,
             betas: self.betas,
+            eps: self.eps,
+            decay_min_rank: if self.decay_1d { 0 } else { 2 },
             clip_norm: self.clip_norm,
             memory_budget: self.memory_budget,
             precision: self.precision,
@@ -364,6 +376,8 @@ impl Trainer {
                 "Options: nesterov is SGD's with a momentum (optimizer \"sgd\", momentum above 0)".into(),
             ));
         }
+        super::run::check_eps_and_groups(&options.optimizer, options.eps, options.decay_1d, options.weight_decay)
+            .map_err(|e| TrainError::Input(format!("Options: {e}")))?;
 
         let compiled = compile_artifact(source, name, &options, None)?;
         let mut backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;

@@ -1648,6 +1648,60 @@ fn nesterov_sgd_compiled_matches_eager() {
     assert!(diff > 1e-4, "Nesterov changed nothing ({diff:e})");
 }
 
+/// The compiled step's AdamW with nanoGPT's parameter groups (no weight
+/// decay on biases: `Options::decay_1d` false, `aicf train --no-decay-1d`)
+/// and another eps (`Options::eps`, `--adam-eps`) is two eager optimizers,
+/// one per group (as PyTorch's groups are): the same parameters after
+/// steps.
+#[test]
+fn adamw_parameter_groups_and_eps_compiled_match_eager() {
+    use aicf_compiler::passes::Optimizer;
+    let dev = Device::Cpu { threads: 0 };
+    let (model, options) = compiled_reference("mlp/digits_mlp.mlir", "adamw", 4, "eager-groups", &dev);
+    let (wd, eps) = (0.5, 1e-3);
+    let options = Options { weight_decay: wd, eps, decay_1d: false, ..options };
+    let mut compiled = Trainer::from_file(&model, options.clone()).unwrap();
+    let start = compiled.state();
+    let names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"];
+    let params: Vec<Tensor> = names.iter().map(|n| on(&dev, start[*n].clone()).param()).collect();
+    let adamw = |weight_decay| Optimizer::AdamW { beta1: 0.9, beta2: 0.999, eps, weight_decay };
+    let mut matrices = Optim::new(adamw(wd), &[params[0].clone(), params[2].clone()]).unwrap();
+    let mut vectors = Optim::new(adamw(0.0), &[params[1].clone(), params[3].clone()]).unwrap();
+    let rows = digits();
+    for step in 0..8 {
+        let (xh, yh) = digits_batch(&rows, step, false);
+        compiled.step(&[&xh, &yh], 0.01).unwrap();
+        matrices.zero_grad();
+        vectors.zero_grad();
+        mlp_loss(&params, &on(&dev, xh), &on(&dev, yh)).backward().unwrap();
+        matrices.step(0.01).unwrap();
+        vectors.step(0.01).unwrap();
+    }
+    let end = compiled.state();
+    for (n, p) in names.iter().zip(&params) {
+        assert_close_to(n, &p.host().unwrap().values, &end[*n].values, 1e-4);
+    }
+    // With every parameter decayed the biases end elsewhere (the groups
+    // reached the compiled step).
+    let mut every = Trainer::from_file(&model, Options { decay_1d: true, ..options.clone() }).unwrap();
+    for step in 0..8 {
+        let (xh, yh) = digits_batch(&rows, step, false);
+        every.step(&[&xh, &yh], 0.01).unwrap();
+    }
+    let (a, b) = (&every.state()["fc1.bias"].values, &end["fc1.bias"].values);
+    let diff = a.iter().zip(b).fold(0f64, |m, (x, y)| m.max((x - y).abs()));
+    assert!(diff > 1e-5, "the groups changed nothing ({diff:e})");
+    // Settings that mean nothing are refused, naming the setting.
+    for (bad, want) in [
+        (Options { decay_1d: false, weight_decay: 0.0, ..options.clone() }, "without a weight decay"),
+        (Options { optimizer: "sgd".into(), momentum: 0.9, ..options.clone() }, "SGD has none"),
+        (Options { eps: 0.0, ..options.clone() }, "not a positive number"),
+    ] {
+        let e = Trainer::from_file(&model, bad).err().expect("refused").to_string();
+        assert!(e.contains(want), "{e}");
+    }
+}
+
 /// An f32 tensor of `shape` holding `values`, on `dev`.
 fn on_dev_f32(dev: &Device, shape: &[usize], values: &[f32]) -> Tensor {
     Tensor::from_vec(shape, values.to_vec()).unwrap().to(dev).unwrap()

@@ -161,6 +161,12 @@ struct TrainPipelineOptions
                        llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("Adam's beta2"),
                        llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("Adam's denominator term"),
+                     llvm::cl::init(1e-8)};
+  Option<int64_t> decayMinRank{
+      *this, "decay-min-rank",
+      llvm::cl::desc("parameters of fewer dimensions take no weight decay"),
+      llvm::cl::init(0)};
   Option<double> clipNorm{
       *this, "clip-norm",
       llvm::cl::desc("clip all gradients to this global L2 norm (0: off)"),
@@ -239,8 +245,14 @@ std::string trainPipeline(const TrainPipelineOptions &o) {
      << (o.nesterov ? " nesterov=true" : "")
      << " weight-decay=" << o.weightDecay
      << llvm::format(" beta1=%.17g beta2=%.17g clip-norm=%.17g",
-                     double(o.beta1), double(o.beta2), double(o.clipNorm))
-     << (fp16 ? " loss-scale=65536" : "")
+                     double(o.beta1), double(o.beta2), double(o.clipNorm));
+  // (Written only where not the default: the pipeline's text is part of
+  // every artifact's identity.)
+  if (double(o.eps) != 1e-8)
+    os << llvm::format(" eps=%.17g", double(o.eps));
+  if (o.decayMinRank != 0)
+    os << " decay-min-rank=" << int64_t(o.decayMinRank);
+  os << (fp16 ? " loss-scale=65536" : "")
      << (o.dataParallel ? " data-parallel=true" : "")
      << (o.accumulate ? " accumulate=true" : "")
      << (o.fusedAttentionBackward ? " fused-attention-backward=true" : "")

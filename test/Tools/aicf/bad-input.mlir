@@ -100,6 +100,22 @@
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum 0.9 --epochs 1 --no-runs-db --out %t/plainsgd --checkpoint-dir %t/plainsgd-ck --no-progress > /dev/null
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --momentum 0.9 --nesterov --epochs 2 --no-runs-db --out %t/plainsgd --checkpoint-dir %t/plainsgd-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=NESTEROVRESUME
 // NESTEROVRESUME: the checkpoint was trained with nesterov false; this run asks for true (leaving out --nesterov resumes as it trained; --override-resume goes on anyway)
+// nanoGPT's parameter groups (--no-decay-1d) need a weight decay, and
+// Adam's eps is Adam's; a run with them resumes with them (a checkpoint
+// from before they were recorded trained with PyTorch's defaults).
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --no-decay-1d --out %t/groups 2>&1 | FileCheck %s --check-prefix=GROUPS
+// GROUPS: aicf: error: --no-decay-1d keeps weight decay off biases and norm weights: give --weight-decay too (0.1, as nanoGPT)
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --adam-eps 1e-6 --out %t/groups 2>&1 | FileCheck %s --check-prefix=EPSSGD
+// EPSSGD: aicf: error: --adam-eps is Adam's and AdamW's; SGD has none
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --adam-eps 0 --out %t/groups 2>&1 | FileCheck %s --check-prefix=EPSZERO
+// EPSZERO: aicf: error: --adam-eps: Adam's eps 0 is not a positive number
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --adam-eps 1e-6 --epochs 1 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --no-progress > /dev/null
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --adam-eps 1e-6 --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=GROUPSRESUME
+// GROUPSRESUME: the checkpoint was trained with decay_1d false; this run asks for true (--no-decay-1d resumes as it trained; --override-resume goes on anyway)
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=EPSRESUME
+// EPSRESUME: the checkpoint was trained with eps 1e-6; this run asks for 1e-8 (--adam-eps 1e-6 resumes as it trained; --override-resume goes on anyway)
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --adam-eps 1e-6 --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress | FileCheck %s --check-prefix=GROUPSRESUMED
+// GROUPSRESUMED: epoch   2/2
 // An op that @loss reaches through a call is named where it is written,
 // the call in a note (the call alone was named).
 // RUN: not aicf compile %S/inputs/math-in-forward.mlir.txt -o %t/math 2>&1 | FileCheck %s --check-prefix=CALLEE

@@ -179,6 +179,16 @@ struct ModelArgs {
     /// Adam's and AdamW's beta1,beta2 (nanoGPT trains with 0.9,0.99).
     #[arg(long, allow_negative_numbers = true, default_value = "0.9,0.999", value_parser = betas)]
     betas: (f64, f64),
+    /// Adam's and AdamW's eps, the term added to the denominator
+    /// (PyTorch's default).
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1e-8)]
+    adam_eps: f64,
+    /// Weight decay for matrices and convolution kernels only: biases and
+    /// norm weights (parameters of fewer than two dimensions) take none,
+    /// as nanoGPT's and Hugging Face's parameter groups (with
+    /// --weight-decay).
+    #[arg(long)]
+    no_decay_1d: bool,
     /// Clip all gradients together to this global L2 norm before each
     /// update (PyTorch's clip_grad_norm_); none by default.
     #[arg(long, allow_negative_numbers = true)]
@@ -1179,9 +1189,11 @@ fn no_training_options(matches: &clap::ArgMatches) -> Result<()> {
 
 /// The settings of training alone (by argument id and flag): eval and
 /// sample hide and refuse them.
-const TRAINING: [(&str, &str); 11] = [
+const TRAINING: [(&str, &str); 13] = [
     ("optimizer", "--optimizer"),
     ("nesterov", "--nesterov"),
+    ("adam_eps", "--adam-eps"),
+    ("no_decay_1d", "--no-decay-1d"),
     ("weight_decay", "--weight-decay"),
     ("momentum", "--momentum"),
     ("betas", "--betas"),
@@ -1865,6 +1877,8 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         nesterov: c.nesterov,
         weight_decay: c.weight_decay,
         betas: c.betas,
+        eps: c.adam_eps,
+        decay_min_rank: if c.no_decay_1d { 2 } else { 0 },
         clip_norm: c.clip_norm,
         memory_budget: c.memory_budget,
         precision: c.precision,
@@ -1914,6 +1928,16 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
         );
     }
     aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm)?;
+    if matches!(c.optimizer, Optimizer::Sgd) && c.adam_eps != 1e-8 {
+        return Err("--adam-eps is Adam's and AdamW's; SGD has none".into());
+    }
+    if c.no_decay_1d && c.weight_decay == 0.0 {
+        return Err("--no-decay-1d keeps weight decay off biases and norm weights: give --weight-decay too (0.1, as \
+                    nanoGPT)"
+            .into());
+    }
+    aicf_compiler::train::run::check_eps_and_groups(c.optimizer.name(), c.adam_eps, !c.no_decay_1d, c.weight_decay)
+        .map_err(|e| format!("--adam-eps: {e}"))?;
     match c.optimizer {
         Optimizer::Adam | Optimizer::Adamw if c.momentum != 0.0 => {
             Err(format!("--momentum {} is SGD's; Adam's and AdamW's moments are set by --betas", c.momentum))
@@ -1941,6 +1965,8 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
         nesterov: c.nesterov,
         weight_decay: c.weight_decay,
         betas: c.betas,
+        eps: c.adam_eps,
+        decay_1d: !c.no_decay_1d,
         clip_norm: c.clip_norm,
         memory_budget: c.memory_budget,
         device: d.device(),

@@ -279,7 +279,10 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
       over all gradients together.
 
     `weight-decay` defaults to 0 for every kind (PyTorch's AdamW defaults to
-    0.01: pass it explicitly).
+    0.01: pass it explicitly). With `decay-min-rank=2`, parameters of fewer
+    than two dimensions (biases, norm weights) take none: the parameter
+    groups nanoGPT's `configure_optimizers` and Hugging Face's `Trainer`
+    make.
 
     With `data-parallel`, the step takes one more input, the replica's share
     of the global batch (`hl.bind = "replica_weight"`: its rows over the
@@ -353,6 +356,9 @@ def HLOptimizer : Pass<"hl-optimizer", "::mlir::ModuleOp"> {
            "Attention's gradient as one hl.attention_backward (as hl-autodiff's)">,
     Option<"fusedAttentionAnyHeads", "fused-attention-any-heads", "bool", /*default=*/"false",
            "With fused-attention-backward, for every attention (as hl-autodiff's)">,
+    Option<"decayMinRank", "decay-min-rank", "int64_t", /*default=*/"0",
+           "Parameters of fewer dimensions take no weight decay (2: biases "
+           "and norm weights take none, as nanoGPT's parameter groups)">,
   ];
 }
 
