@@ -680,7 +680,22 @@ pub fn compile_inference(source: &str, name: &str, target: &Target, out_dir: &Pa
 
 #[cfg(test)]
 mod tests {
-    use super::identity_text;
+    use super::{TrainOptions, identity_text};
+
+    /// Adam's eps and the parameter groups appear in the pipelines' text
+    /// (an artifact's identity) only where they are not the defaults: every
+    /// artifact compiled before them keeps its key.
+    #[test]
+    fn eps_and_groups_are_in_the_text_only_where_asked_for() {
+        let default = TrainOptions::default();
+        for text in [default.train_pipeline(), default.fusion_pipeline()] {
+            assert!(!text.contains("eps=") && !text.contains("decay-min-rank="), "{text}");
+        }
+        let asked = TrainOptions { eps: 1e-6, decay_min_rank: 2, weight_decay: 0.1, ..TrainOptions::default() };
+        for text in [asked.train_pipeline(), asked.fusion_pipeline()] {
+            assert!(text.contains(" eps=1e-6") && text.contains(" decay-min-rank=2"), "{text}");
+        }
+    }
 
     #[test]
     fn a_models_identity_ignores_its_weights_files_name_not_its_bytes() {

@@ -4,6 +4,11 @@
 // RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=optimizer=adam report=true" 2>&1 | FileCheck %s --check-prefix=ADAM
 // The betas and global-norm clipping reach hl-optimizer (nanoGPT's AdamW).
 // RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=optimizer=adamw beta1=0.8 beta2=0.95 clip-norm=0.5" | FileCheck %s --check-prefix=CLIP
+// So do Adam's eps and nanoGPT's parameter groups (hl-optimizer.mlir
+// checks which parameters decay).
+// RUN: aicf-opt %S/../../examples/mlp784/mlp784.mlir "--aicf-train-pipeline=optimizer=adamw weight-decay=0.1 eps=1e-6 decay-min-rank=2" | FileCheck %s --check-prefix=GROUPS
+// GROUPS-LABEL: func.func @train_step
+// GROUPS: arith.constant 9.99999997E-7 : f32
 
 // CLIP-LABEL: func.func @train_step
 // The clipping factor min(1, 0.5 / (||g|| + 1e-6)) from the squared norms' sum.

@@ -8,6 +8,9 @@
 // RUN: not aicf-opt %t/vector.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=VECTOR
 // RUN: not aicf-opt %t/norule.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=NORULE
 // RUN: not aicf-opt %t/nograd.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=NOGRAD
+// A rounding passes no gradient either (sin beside it does).
+// RUN: not aicf-opt %t/rounded.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=ROUNDED
+// RUN: aicf-opt %t/sine.mlir --hl-autodiff | FileCheck %s --check-prefix=SINE
 // RUN: not aicf-opt %t/noparam.mlir --hl-autodiff 2>&1 | FileCheck %s --check-prefix=NOPARAM
 // RUN: not aicf-opt %t/noparam.mlir --aicf-train-pipeline 2>&1 | FileCheck %s --check-prefix=NOPARAM
 // RUN: aicf-opt %t/nohl.mlir --hl-autodiff=wrt-inputs | FileCheck %s --check-prefix=NOHL
@@ -58,6 +61,11 @@
 // A loss reached from the parameters only through an integer (argmax)
 // trained at a loss of 0 with every gradient 0: refused at the return.
 // NOGRAD: nograd.mlir:8:3: error: hl-autodiff: the loss depends on no parameter through differentiable ops
+// ROUNDED: rounded.mlir:7:3: error: hl-autodiff: the loss depends on no parameter through differentiable ops
+// SINE-LABEL: func.func @loss_grad
+// SINE: hl.cos
+// SINE-NOT: hl.round
+// SINE: return
 // A module without parameters compiled a train step that only counted
 // steps.
 // NOPARAM: noparam.mlir:{{[0-9]+}}:{{[0-9]+}}: error: {{hl-autodiff|hl-optimizer}}: the module declares no parameter (hl.param): there is nothing to differentiate
@@ -118,6 +126,28 @@ func.func @loss(%x: tensor<3x4xf32>) -> tensor<f32> {
   %i = hl.argmax %y axis = 1 : tensor<3x4xf32>
   %f = hl.cast %i : tensor<3xi64> to tensor<3xf32>
   %l = hl.reduce_sum %f axes = [0] : tensor<3xf32>
+  return %l : tensor<f32>
+}
+
+//--- rounded.mlir
+hl.param @w : tensor<3x4xf32> owner "" init <zeros>
+func.func @loss(%x: tensor<3x4xf32>) -> tensor<f32> {
+  %w = hl.get_param @w : tensor<3x4xf32>
+  %y = hl.mul %w, %x : tensor<3x4xf32>, tensor<3x4xf32>
+  %r = hl.round %y : tensor<3x4xf32>
+  %l = hl.reduce_sum %r axes = [0, 1] : tensor<3x4xf32>
+  return %l : tensor<f32>
+}
+
+//--- sine.mlir
+hl.param @w : tensor<3x4xf32> owner "" init <zeros>
+func.func @loss(%x: tensor<3x4xf32>) -> tensor<f32> {
+  %w = hl.get_param @w : tensor<3x4xf32>
+  %y = hl.mul %w, %x : tensor<3x4xf32>, tensor<3x4xf32>
+  %s = hl.sin %y : tensor<3x4xf32>
+  %r = hl.round %y : tensor<3x4xf32>
+  %a = hl.add %s, %r : tensor<3x4xf32>, tensor<3x4xf32>
+  %l = hl.reduce_sum %a axes = [0, 1] : tensor<3x4xf32>
   return %l : tensor<f32>
 }
 

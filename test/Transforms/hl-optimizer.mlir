@@ -3,6 +3,8 @@
 // RUN: split-file %s %t
 // RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=adamw weight-decay=0.01" --canonicalize | FileCheck %s --check-prefix=ADAMW
 // RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=sgd momentum=0.9 nesterov=true clip-norm=1.0" --canonicalize | FileCheck %s --check-prefix=SGD
+// RUN: aicf-opt %t/model.mlir --hl-optimizer="kind=adamw weight-decay=0.01 decay-min-rank=2 eps=1e-6" --canonicalize | FileCheck %s --check-prefix=GROUPS
+// RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=adamw weight-decay=0.01 decay-min-rank=-1" 2>&1 | FileCheck %s --check-prefix=RANK
 // RUN: not aicf-opt %t/model.mlir --hl-optimizer=kind=lion 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=sgd momentum=-1" 2>&1 | FileCheck %s --check-prefix=MOMENTUM
 // RUN: not aicf-opt %t/model.mlir --hl-optimizer="kind=sgd momentum=nan" 2>&1 | FileCheck %s --check-prefix=NANMOMENTUM
@@ -60,6 +62,22 @@
 // SGD: hl.mul %{{.*}}, %[[COEF]] : tensor<4xf32>, tensor<f32>
 // SGD: hl.get_state @fc.weight.momentum
 
+// nanoGPT's groups (decay-min-rank=2): the weight is decayed, the bias
+// (one dimension) is not; eps reaches the denominator.
+// GROUPS-LABEL: func.func @train_step(
+// GROUPS: %[[EPS:.*]] = hl.constant dense<9.99999997E-7> : tensor<f32>
+// The update reads each parameter again, after the bias corrections.
+// GROUPS: hl.sub %{{.*}}, %{{.*}} : tensor<f64>, tensor<f64>
+// GROUPS: hl.sub %{{.*}}, %{{.*}} : tensor<f64>, tensor<f64>
+// GROUPS-NEXT: %[[W:.*]] = hl.get_param @fc.weight : tensor<4x3xf32>
+// GROUPS: %[[DECAYED:.*]] = hl.mul %[[W]], %{{.*}} : tensor<4x3xf32>, tensor<f32>
+// GROUPS: hl.add %{{.*}}, %[[EPS]] : tensor<4x3xf32>, tensor<f32>
+// GROUPS: hl.sub %[[DECAYED]], %{{.*}} : tensor<4x3xf32>, tensor<4x3xf32>
+// GROUPS-NEXT: %[[B:.*]] = hl.get_param @fc.bias : tensor<4xf32>
+// GROUPS-NOT: hl.mul %[[B]],
+// GROUPS: hl.add %{{.*}}, %[[EPS]] : tensor<4xf32>, tensor<f32>
+// GROUPS: hl.sub %[[B]], %{{.*}} : tensor<4xf32>, tensor<4xf32>
+// RANK: error: hl-optimizer: decay-min-rank=-1 is not a rank (0 or more)
 // KIND: error: hl-optimizer: unknown optimizer kind 'lion'; expected sgd, adam or adamw
 // TAKEN: taken.mlir:1:1: error: hl-optimizer: cannot declare optimizer state @step: the symbol exists
 

@@ -1589,6 +1589,20 @@ impl Tensor {
         self.unary(format!("broadcast_to {shape:?}"), move |x| x.broadcast_to(&s))
     }
     /// `tensors` joined along `axis` (`torch.cat`).
+    /// `torch.einsum(equation, *operands)`: each pair of operands one
+    /// batched matrix product (or a broadcast product where the pair sums
+    /// over nothing); see [`nn::Tensor::einsum`].
+    pub fn einsum(equation: &str, operands: &[&Tensor]) -> Result<Tensor> {
+        if operands.is_empty() {
+            return Err(EagerError::Invalid(format!("einsum '{equation}' of no tensors")));
+        }
+        let owned = equation.to_string();
+        let def = Rc::new(OpDef {
+            key: format!("einsum {equation}"),
+            build: Box::new(move |xs| nn::Tensor::einsum(&owned, &xs.iter().collect::<Vec<_>>())),
+        });
+        op_call(&def, operands)
+    }
     pub fn concat(tensors: &[&Tensor], axis: i64) -> Result<Tensor> {
         if tensors.is_empty() {
             return Err(EagerError::Invalid("concat of no tensors".into()));

@@ -3886,7 +3886,7 @@ impl Importer<'_> {
                 let equation = attr_s(node, "equation").unwrap_or_default();
                 let dtype = ins.iter().flatten().find_map(|v| if let V::T(x) = v { Some(x.dtype()) } else { None });
                 let operands: Vec<Tensor> = ins.iter().flatten().map(|v| self.tensor(g, v, dtype)).collect::<R<_>>()?;
-                one(super::einsum::einsum(&equation, operands)?)
+                one(nn(Tensor::einsum(&equation, &operands.iter().collect::<Vec<_>>()))?)
             }
             "Tile" => {
                 let repeats = konst(1, "the repeats")?.as_ints();
@@ -3900,7 +3900,10 @@ impl Importer<'_> {
                     ));
                 }
                 let repeats: Vec<usize> = repeats.iter().map(|&r| r as usize).collect();
-                let shape: Vec<usize> = dims.iter().zip(&repeats).map(|(d, r)| d * r).collect();
+                let shape: Vec<usize> =
+                    dims.iter().zip(&repeats).map(|(d, r)| d.checked_mul(*r)).collect::<Option<_>>().ok_or_else(
+                        || format!("repeats {repeats:?} of a tensor of shape {dims:?} overflow its size"),
+                    )?;
                 match input(0)? {
                     V::C(c) => {
                         let n = numel(&shape)?;
@@ -3932,7 +3935,7 @@ impl Importer<'_> {
                             wide[axis] = r;
                             let copies = nn(lifted.broadcast_to(&wide))?;
                             let mut joined = s.clone();
-                            joined[axis] *= r;
+                            joined[axis] = shape[axis];
                             y = nn(copies.reshape(&as_i64(&joined)))?;
                         }
                         one(y)

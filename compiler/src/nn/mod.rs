@@ -22,6 +22,7 @@
 //! [`Traced`] caches the traced module per input shapes and dtypes, so a
 //! repeated call with the same shapes does not trace again.
 
+mod einsum;
 mod graph;
 mod layers;
 pub(crate) mod ops;

@@ -260,7 +260,11 @@ fn build_gradient(
             unsafe { mlirOperationSetOperand(copy, i as isize, *v) };
         }
         unsafe { mlirBlockAppendOwnedOperation(block, copy) };
-        let is_active = op_name(op) == "hl.get_param" || operands.iter().any(|v| active.contains(&key(*v)));
+        // A rounding's result carries no gradient, as an integer's does
+        // not: a loss reached through it alone is refused below.
+        let piecewise_constant = matches!(op_name(op).as_str(), "hl.floor" | "hl.ceil" | "hl.round");
+        let is_active = op_name(op) == "hl.get_param"
+            || (!piecewise_constant && operands.iter().any(|v| active.contains(&key(*v))));
         for r in 0..unsafe { mlirOperationGetNumResults(op) } {
             let result = unsafe { mlirOperationGetResult(copy, r) };
             map.insert(key(unsafe { mlirOperationGetResult(op, r) }), result);
@@ -289,7 +293,8 @@ fn build_gradient(
         return Err((
             return_loc,
             "the loss depends on no parameter through differentiable ops (an integer value, such as hl.argmax's or a \
-             cast to an integer, carries no gradient): every gradient would be 0 and training would change nothing"
+             cast to an integer, or a rounding's, carries no gradient): every gradient would be 0 and training would \
+             change nothing"
                 .into(),
         ));
     }

@@ -103,8 +103,19 @@ pub(super) fn is_mask(op: MlirOperation) -> bool {
 
 /// Elementwise ops that keep a hidden unit a hidden unit: unit `j` of their
 /// result depends on unit `j` of their operand only.
-const ACTIVATIONS: &[&str] =
-    &["hl.relu", "hl.gelu", "hl.tanh", "hl.sigmoid", "hl.silu", "hl.neg", "hl.abs", "hl.exp", "hl.erf"];
+const ACTIVATIONS: &[&str] = &[
+    "hl.relu",
+    "hl.gelu",
+    "hl.tanh",
+    "hl.sigmoid",
+    "hl.silu",
+    "hl.neg",
+    "hl.abs",
+    "hl.exp",
+    "hl.erf",
+    "hl.sin",
+    "hl.cos",
+];
 
 /// What `hl-widen` changes: the parameters whose `axis` grows from `old`
 /// to `width` units.

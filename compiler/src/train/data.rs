@@ -95,7 +95,10 @@ impl Scores {
                 let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
                 max + sum.ln() - at
             }
-            Scores::Probabilities => -at.ln(),
+            // (A probability that underflowed to 0 in f32 counts as the
+            // smallest one f32 holds: a confident mistake is a large loss,
+            // not an infinite one that reads as divergence.)
+            Scores::Probabilities => -at.max(f32::from_bits(1) as f64).ln(),
             Scores::LogProbabilities => -at,
         }
     }
@@ -160,6 +163,7 @@ impl Signature {
         let mut mean_cross_entropy = false;
         let mut index_bounds: Vec<Option<usize>> = Vec::new();
         let mut scores = Scores::Logits;
+        let mut ce_of_output = false;
         let funcs = functions_by_name(raw);
         for (func, block) in ir::functions(raw) {
             // Lowered IR (memref arguments) is no model to train: its
@@ -217,6 +221,18 @@ impl Signature {
                     mean_cross_entropy = returned.is_some_and(|p| ir::int_attr(p, "reduction").unwrap_or(0) != 1);
                     sets_state = returns_cross_entropy
                         && ir::ops_of(block).into_iter().any(|o| ir::op_name(o) == "hl.set_state");
+                    // A cross-entropy of a softmax's output, or of @forward's
+                    // (an imported classifier's Softmax output): training
+                    // reads the output as logits, and so do its figures.
+                    ce_of_output = ir::ops_of(block)
+                        .into_iter()
+                        .filter(|&o| ir::op_name(o) == "hl.cross_entropy")
+                        .filter_map(|o| ir::operands(o).first().copied().and_then(ir::producer))
+                        .any(|p| {
+                            matches!(ir::op_name(p).as_str(), "hl.softmax" | "hl.log_softmax")
+                                || (ir::op_name(p) == "func.call"
+                                    && ir::attr_text(p, "callee").trim_start_matches('@') == "forward")
+                        });
                     ignore_index = ir::ops_of(block)
                         .into_iter()
                         .filter(|&o| ir::op_name(o) == "hl.cross_entropy")
@@ -290,7 +306,7 @@ impl Signature {
         Ok(Signature {
             inputs,
             output: forward.and_then(|f| f.1),
-            scores,
+            scores: if ce_of_output { Scores::Logits } else { scores },
             ignore_index,
             sets_state,
             mean_cross_entropy,
@@ -992,7 +1008,10 @@ impl Dataset {
                 dataset.notes.extend(find_input_scale(&names, rows));
             }
             dataset.notes.extend(features);
-            dataset.notes.extend(find_target_scale(&names, rows));
+            // (Targets read for predictions feed nothing.)
+            if !options.predicting {
+                dataset.notes.extend(find_target_scale(&names, rows));
+            }
         }
         Ok(dataset)
     }
@@ -1510,7 +1529,7 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     let name = path.display().to_string();
     if !options.predicting {
         let (x, y) = table_inputs(sig, &name)?;
-        return table_of(path, x, Some(y), sig, options);
+        return table_of(path, x, Some(y), sig, options).map(|(d, _)| d);
     }
     // Predictions read the one data input's features, and a label column
     // after them only where the model's target is one label per row (a
@@ -1532,7 +1551,16 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
         Ok((_, y)) => Some(y),
         Err(_) => None,
     };
-    let mut dataset = table_of(path, x, label, sig, options)?;
+    let labelled = label.is_some();
+    let (mut dataset, alone) = table_of(path, x, label, sig, options)?;
+    // Read as the features alone where the model takes a label after them
+    // too: said (a table missing a feature but keeping its label reads so).
+    if labelled && alone {
+        dataset.notes.push(format!(
+            "{name}: rows of {} columns are read as the features alone (no label column)",
+            x.shape[1..].iter().product::<usize>()
+        ));
+    }
     if let Kind::Rows(rows) = &mut dataset.kind {
         let n = rows.columns[0].values.len() / rows.columns[0].per().max(1);
         rows.columns.truncate(1);
@@ -1547,8 +1575,15 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
 
 /// A table's rows for the data input `x` and the label `y` after its
 /// features (predicting: `None` where the model's targets are not one
-/// label per row, so the rows hold the features alone).
-fn table_of(path: &Path, x: &Input, y: Option<&Input>, sig: &Signature, options: &DataOptions) -> Result<Dataset> {
+/// label per row, so the rows hold the features alone), and whether the
+/// rows held the features alone.
+fn table_of(
+    path: &Path,
+    x: &Input,
+    y: Option<&Input>,
+    sig: &Signature,
+    options: &DataOptions,
+) -> Result<(Dataset, bool)> {
     let name = path.display().to_string();
     // (Predicting without a label: a column of its own, 0s, read as f32.)
     let unlabelled = Input { shape: vec![x.shape[0]], dtype: DType::F32, role: Role::Target, indexes: None };
@@ -1651,17 +1686,20 @@ fn table_of(path: &Path, x: &Input, y: Option<&Input>, sig: &Signature, options:
             Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features, scaled: false },
             Column { shape: y.shape[1..].to_vec(), dtype: y.dtype, values: labels, scaled: false },
         ];
-        return Ok(Dataset {
-            description: format!(
-                "{} of {} (integers, read as they are) and a label ({name})",
-                count(rows, "row", "rows"),
-                count(width, "feature", "features")
-            ),
-            metadata: BTreeMap::from([("feature_scale".into(), "1".into())]),
-            kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
-            outlier: None,
-            notes: Vec::new(),
-        });
+        return Ok((
+            Dataset {
+                description: format!(
+                    "{} of {} (integers, read as they are) and a label ({name})",
+                    count(rows, "row", "rows"),
+                    count(width, "feature", "features")
+                ),
+                metadata: BTreeMap::from([("feature_scale".into(), "1".into())]),
+                kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
+                outlier: None,
+                notes: Vec::new(),
+            },
+            alone,
+        ));
     }
     // Standardized feature by feature where asked (then no shared scale),
     // after the values as the file holds them are checked for an outlier
@@ -1682,17 +1720,20 @@ fn table_of(path: &Path, x: &Input, y: Option<&Input>, sig: &Signature, options:
         data.columns[0].scaled = false;
         let mut metadata = BTreeMap::from([("feature_scale".into(), "1".into())]);
         metadata.extend(stats.map(|s| (STANDARDIZE_KEY.to_string(), s)));
-        return Ok(Dataset {
-            description: format!(
-                "{} of {} (standardized) and a label ({name})",
-                count(rows, "row", "rows"),
-                count(width, "feature", "features")
-            ),
-            metadata,
-            kind: Kind::Rows(data),
-            outlier,
-            notes: Vec::new(),
-        });
+        return Ok((
+            Dataset {
+                description: format!(
+                    "{} of {} (standardized) and a label ({name})",
+                    count(rows, "row", "rows"),
+                    count(width, "feature", "features")
+                ),
+                metadata,
+                kind: Kind::Rows(data),
+                outlier,
+                notes: Vec::new(),
+            },
+            alone,
+        ));
     }
     // Features scaled by the training split's largest magnitude.
     // By the largest magnitude itself, however small (a floor would leave
@@ -1719,17 +1760,20 @@ fn table_of(path: &Path, x: &Input, y: Option<&Input>, sig: &Signature, options:
         Column { shape: x.shape[1..].to_vec(), dtype: x.dtype, values: features, scaled: true },
         Column { shape: y.shape[1..].to_vec(), dtype: y.dtype, values: labels, scaled: false },
     ];
-    Ok(Dataset {
-        description: format!(
-            "{} of {} and a label ({name})",
-            count(rows, "row", "rows"),
-            count(width, "feature", "features")
-        ),
-        metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
-        kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
-        outlier: None,
-        notes: Vec::new(),
-    })
+    Ok((
+        Dataset {
+            description: format!(
+                "{} of {} and a label ({name})",
+                count(rows, "row", "rows"),
+                count(width, "feature", "features")
+            ),
+            metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
+            kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
+            outlier: None,
+            notes: Vec::new(),
+        },
+        alone,
+    ))
 }
 
 /// A feature scale handed in (a checkpoint's): a positive number.

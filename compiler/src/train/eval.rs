@@ -150,26 +150,17 @@ pub fn evaluate_checkpoint(
     // A model whose ops fix its batch runs no smaller last batch: that one
     // is filled to the batch with repeats of its first example, whose
     // predictions are not counted (each example's prediction is its own).
-    let mut fill = false;
-    if n % batch > 0 {
-        match trainer.add_batch(n % batch) {
-            Ok(()) => {}
-            Err(TrainError::FixedBatch { .. }) => {
-                fill = true;
-                report.note(&format!(
-                    "{name}: the model runs at a batch of {batch} only (an op fixes it): the last {} {what} are \
-                     scored in a batch filled with repeats, whose predictions are not counted",
-                    n % batch
-                ));
-            }
-            Err(e) => return Err(e),
-        }
+    let fill = last_batch(&mut trainer, n, batch)?;
+    if fill {
+        report.note(&format!(
+            "{name}: the model runs at a batch of {batch} only (an op fixes it): the last {} {what} are scored in a \
+             batch filled with repeats, whose predictions are not counted",
+            n % batch
+        ));
     }
     for c in trainer.compiled() {
         report.compiled(Path::new(&name), c);
     }
-    let ids: Vec<usize> = (0..n).collect();
-    let chunks: Vec<&[usize]> = ids.chunks(batch).collect();
     let (mut correct, mut targets, mut nll) = (0usize, 0usize, 0.0);
     // A model with dropout is scored by its @loss without the dropout
     // (`@__aicf_loss_eval`), as its run's held-out figures were; by @forward's
@@ -182,26 +173,14 @@ pub fn evaluate_checkpoint(
     // that sets state, a batch norm's, by its logits, as its run did).
     let by_model_loss = classifies && !sig.mean_cross_entropy && !sig.sets_state && !fill && !no_eval_loss;
     let (mut loss_sum, mut loss_rows, mut squared, mut elements) = (0.0, 0usize, 0.0, 0usize);
-    // A long text's every window takes a while: a bar on a terminal (none
-    // where stderr is a file or a pipe).
-    let bar = indicatif::ProgressBar::new(chunks.len() as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} batches  {per_sec}  ETA {eta}  scoring")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    for chunk in chunks {
-        bar.inc(1);
-        let mut ids = chunk.to_vec();
-        if fill {
-            ids.resize(batch, chunk[0]);
-        }
-        let fed = dataset.batch(split, &ids);
+    each_batch(n, batch, fill, "scoring", |ids, counted| {
+        let fed = dataset.batch(split, ids);
         let data_in: Vec<&Tensor> =
             fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
         if !classifies {
             if by_output {
                 let out = trainer.predict(&data_in)?;
-                let (Some(y), Some(target)) = (out.first(), fed.last()) else { continue };
+                let (Some(y), Some(target)) = (out.first(), fed.last()) else { return Ok(()) };
                 if y.values.len() != target.values.len() {
                     return Err(TrainError::Input(format!(
                         "{name}: @forward's output {:?} and the target {:?} differ in size: no squared error to score",
@@ -209,21 +188,21 @@ pub fn evaluate_checkpoint(
                     )));
                 }
                 let per = y.values.len() / ids.len();
-                let pairs = y.values.iter().zip(&target.values).take(per * chunk.len());
+                let pairs = y.values.iter().zip(&target.values).take(per * counted);
                 squared += pairs.map(|(a, b)| (a - b) * (a - b)).sum::<f64>();
-                elements += per * chunk.len();
+                elements += per * counted;
             } else {
-                loss_sum += super::run::held_out_loss(&mut trainer, &sig, &fed)? * chunk.len() as f64;
-                loss_rows += chunk.len();
+                loss_sum += super::run::held_out_loss(&mut trainer, &sig, &fed)? * counted as f64;
+                loss_rows += counted;
             }
-            continue;
+            return Ok(());
         }
         if by_model_loss {
-            loss_sum += super::run::held_out_loss(&mut trainer, &sig, &fed)? * chunk.len() as f64;
-            loss_rows += chunk.len();
+            loss_sum += super::run::held_out_loss(&mut trainer, &sig, &fed)? * counted as f64;
+            loss_rows += counted;
         }
         let logits = trainer.predict(&data_in)?;
-        let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { continue };
+        let (Some(logits), Some(labels)) = (logits.first(), fed.last()) else { return Ok(()) };
         if let Some(v) = logits.values.iter().find(|v| !v.is_finite()) {
             return Err(TrainError::Input(format!(
                 "{}: the checkpoint's model gives a logit of {v} on {}",
@@ -233,9 +212,9 @@ pub fn evaluate_checkpoint(
         }
         let classes = logits.shape.last().copied().unwrap_or(1).max(1);
         // Targets per example (a window's tokens): the filled ones' left out.
-        let counted = labels.values.len() / ids.len() * chunk.len();
+        let scored = labels.values.len() / ids.len() * counted;
         // A label the loss ignores counts for nothing.
-        let rows = logits.values.chunks(classes).zip(&labels.values).take(counted);
+        let rows = logits.values.chunks(classes).zip(&labels.values).take(scored);
         for (row, &label) in rows.filter(|(_, l)| sig.counts_label(**l)) {
             let best = row.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |b| b.0);
             correct += (best as f64 == label) as usize;
@@ -245,8 +224,8 @@ pub fn evaluate_checkpoint(
             // scored 1.69 nats where they held 0.48.)
             nll += sig.scores.nll(row, label as usize);
         }
-    }
-    bar.finish_and_clear();
+        Ok(())
+    })?;
     if !classifies {
         let (loss, unit) = if by_output {
             (squared / elements.max(1) as f64, "(mean squared error of @forward's output)")
@@ -269,9 +248,11 @@ pub fn evaluate_checkpoint(
             epoch: meta.get("epoch").cloned(),
         });
     }
-    if !nll.is_finite() {
+    // (Where the reported figure is the model's @loss, that one.)
+    let reported = if by_model_loss { loss_sum } else { nll };
+    if !reported.is_finite() {
         return Err(TrainError::Input(format!(
-            "{}: the checkpoint's model gives a loss of {nll} on {}: a parameter of it is not finite, or \
+            "{}: the checkpoint's model gives a loss of {reported} on {}: a parameter of it is not finite, or \
              the data is out of its range",
             checkpoint.display(),
             data_name(data)
@@ -290,6 +271,52 @@ pub fn evaluate_checkpoint(
         what,
         epoch: meta.get("epoch").cloned(),
     })
+}
+
+/// Compiles `trainer`'s model for the last, smaller batch of `n` examples
+/// (`n % batch` of them); where an op fixes the batch, returns true: that
+/// batch is then filled to `batch` with repeats of its first example, whose
+/// outputs are not counted ([`each_batch`]).
+pub(crate) fn last_batch(trainer: &mut Trainer, n: usize, batch: usize) -> Result<bool> {
+    if n % batch == 0 {
+        return Ok(false);
+    }
+    match trainer.add_batch(n % batch) {
+        Ok(()) => Ok(false),
+        Err(TrainError::FixedBatch { .. }) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// Calls `each` with the examples of every batch of `0..n` in order (the
+/// last filled to `batch` with repeats of its first where `fill`) and how
+/// many of them count, under a progress bar saying `doing` (on a terminal:
+/// none where stderr is a file or a pipe).
+pub(crate) fn each_batch(
+    n: usize,
+    batch: usize,
+    fill: bool,
+    doing: &str,
+    mut each: impl FnMut(&[usize], usize) -> Result<()>,
+) -> Result<()> {
+    let bar = indicatif::ProgressBar::new(n.div_ceil(batch.max(1)) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{bar:30}} {{pos}}/{{len}} batches  {{per_sec}}  ETA {{eta}}  {doing}"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let ids: Vec<usize> = (0..n).collect();
+    for chunk in ids.chunks(batch.max(1)) {
+        bar.inc(1);
+        let mut rows = chunk.to_vec();
+        if fill {
+            rows.resize(batch, chunk[0]);
+        }
+        each(&rows, chunk.len())?;
+    }
+    bar.finish_and_clear();
+    Ok(())
 }
 
 /// The scale `checkpoint`'s run divided its table's features by (its
@@ -350,12 +377,17 @@ pub(crate) fn checkpoint_trainer(
             }
             None => 0.0,
         };
-        // Adam's betas (and SGD's lack of them) as the step compiles them.
+        // Adam's betas and eps (and SGD's lack of them) as the step
+        // compiles them; the groups change no state a score reads.
         if optimizer == "sgd" {
             options.betas = Options::default().betas;
+            options.eps = Options::default().eps;
+            options.nesterov = false;
         } else {
             options.momentum = 0.0;
+            options.nesterov = false;
         }
+        options.decay_1d = true;
     }
     create_dir(out)?;
     let mut trainer = Trainer::from_source(source, name, options)?;

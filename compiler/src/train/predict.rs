@@ -167,33 +167,15 @@ pub fn predict(
     let n = dataset.train_len();
     // A model whose ops fix its batch runs its last rows in a batch filled
     // with repeats of the first of them, whose outputs are dropped.
-    let mut fill = false;
-    if n % batch > 0 {
-        match trainer.add_batch(n % batch) {
-            Ok(()) => {}
-            Err(TrainError::FixedBatch { .. }) => fill = true,
-            Err(e) => return Err(e),
-        }
-    }
+    let fill = super::eval::last_batch(&mut trainer, n, batch)?;
     for c in trainer.compiled() {
         report.compiled(Path::new(&name), c);
     }
     let per: usize = output_shape[1..].iter().product();
     let mut values = Vec::with_capacity(n.saturating_mul(per));
     let mut output_dtype = None;
-    let ids: Vec<usize> = (0..n).collect();
-    let bar = indicatif::ProgressBar::new(n.div_ceil(batch) as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} batches  {per_sec}  ETA {eta}  predicting")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    for chunk in ids.chunks(batch) {
-        bar.inc(1);
-        let mut rows = chunk.to_vec();
-        if fill {
-            rows.resize(batch, chunk[0]);
-        }
-        let fed = dataset.batch(Split::Train, &rows);
+    super::eval::each_batch(n, batch, fill, "predicting", |rows, counted| {
+        let fed = dataset.batch(Split::Train, rows);
         let data_in: Vec<&Tensor> =
             fed.iter().zip(sig.fed()).filter(|(_, i)| i.role == Role::Data).map(|(t, _)| t).collect();
         let results = trainer.predict(&data_in)?;
@@ -204,12 +186,12 @@ pub fn predict(
             report.note(&format!("{name}: @forward returns {} results; the first is predicted", results.len()));
         }
         output_dtype = Some(y.dtype);
-        let kept = &y.values[..(per * chunk.len()).min(y.values.len())];
+        let kept = &y.values[..(per * counted).min(y.values.len())];
         if let Some(at) = kept.iter().position(|v| v.is_nan()) {
             return Err(TrainError::Input(format!(
                 "{}: row {} (counting from 0): the model's output is NaN: {}",
                 data_name(data),
-                chunk[at / per.max(1)],
+                rows[at / per.max(1)],
                 match checkpoint {
                     Some(c) =>
                         format!("a parameter of {} is not finite, or the row is far outside its data", c.display()),
@@ -218,8 +200,8 @@ pub fn predict(
             )));
         }
         values.extend_from_slice(kept);
-    }
-    bar.finish_and_clear();
+        Ok(())
+    })?;
     let shape: Vec<usize> = std::iter::once(n).chain(output_shape[1..].iter().copied()).collect();
     let output = Tensor::new(shape, output_dtype.unwrap_or(DType::F32), values);
     Ok(Predictions { output, classifies: sig.classifies(), scores: sig.scores })
@@ -401,6 +383,15 @@ mod tests {
         let got = p.values(Values::Probabilities).expect("probabilities").values;
         assert!(got.iter().zip(&output.values).all(|(a, b)| (a - b).abs() < 1e-12), "{got:?}");
         assert_eq!(p.values(Values::Class).expect("classes").values, vec![0.0]);
+    }
+
+    #[test]
+    fn a_probability_of_zero_is_a_large_finite_loss() {
+        let nll = Scores::Probabilities.nll(&[0.0, 1.0], 0);
+        assert!(nll.is_finite() && nll > 100.0, "{nll}");
+        assert_eq!(Scores::LogProbabilities.nll(&[-2.0, -0.1], 0), 2.0);
+        let logits = Scores::Logits.nll(&[0.0, 0.0], 1);
+        assert!((logits - 2f64.ln()).abs() < 1e-12);
     }
 
     #[test]

@@ -345,16 +345,9 @@ pub fn check_optimizer_settings(
     Ok(())
 }
 
-/// Adam's eps for `optimizer` (PyTorch's 1e-8 is the default, and SGD's
-/// only value: it has none), and whether parameters of one dimension or
-/// none take weight decay (`decay_1d`; false asks for nanoGPT's groups,
-/// which mean something only with a weight decay).
-pub fn check_eps_and_groups(
-    optimizer: &str,
-    eps: f64,
-    decay_1d: bool,
-    weight_decay: f64,
-) -> std::result::Result<(), String> {
+/// Adam's eps for `optimizer`: a positive number f32 holds, and PyTorch's
+/// 1e-8 (the default) for SGD, which has none.
+pub fn check_eps(optimizer: &str, eps: f64) -> std::result::Result<(), String> {
     if !(eps.is_finite() && eps > 0.0) {
         return Err(format!("Adam's eps {eps} is not a positive number"));
     }
@@ -362,14 +355,19 @@ pub fn check_eps_and_groups(
         return Err(format!("Adam's eps {eps:e} is 0 in f32, the precision the step computes in"));
     }
     if optimizer == "sgd" && eps != 1e-8 {
-        return Err(format!("eps {eps:e} is Adam's and AdamW's: SGD has none"));
+        return Err(format!("eps {eps:e} is Adam's and AdamW's; SGD has none"));
     }
+    Ok(())
+}
+
+/// Whether parameters of one dimension or none take weight decay
+/// (`decay_1d`): false asks for nanoGPT's groups, which mean something
+/// only with a weight decay.
+pub fn check_groups(decay_1d: bool, weight_decay: f64) -> std::result::Result<(), String> {
     if !decay_1d && weight_decay == 0.0 {
-        return Err(
-            "keeping weight decay off biases and norm weights changes nothing without a weight decay (give one: \
-             0.1, as nanoGPT)"
-                .into(),
-        );
+        return Err("weight decay kept off biases and norm weights changes nothing without a weight decay: give \
+                    one too (0.1, as nanoGPT)"
+            .into());
     }
     Ok(())
 }

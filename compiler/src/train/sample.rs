@@ -245,6 +245,15 @@ pub fn sample_checkpoint(
             )));
         }
         let u = aicf_runtime::rng::unit_f32(aicf_runtime::rng::block(s.seed, 0, i as u64)[0]) as f64;
+        // A softmax at @forward's end: its probabilities as logits (their
+        // logarithms), not taken through a softmax again.
+        let logs: Vec<f64>;
+        let row = if sig.scores == super::data::Scores::Probabilities {
+            logs = row.iter().map(|p| p.max(f32::from_bits(1) as f64).ln()).collect();
+            &logs[..]
+        } else {
+            row
+        };
         let id = draw(row, s.temperature, s.top_k, u);
         sequence.push(id);
         match vocabulary {

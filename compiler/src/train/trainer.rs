@@ -376,8 +376,10 @@ impl Trainer {
                 "Options: nesterov is SGD's with a momentum (optimizer \"sgd\", momentum above 0)".into(),
             ));
         }
-        super::run::check_eps_and_groups(&options.optimizer, options.eps, options.decay_1d, options.weight_decay)
-            .map_err(|e| TrainError::Input(format!("Options: {e}")))?;
+        super::run::check_eps(&options.optimizer, options.eps)
+            .map_err(|e| TrainError::Input(format!("Options: eps: {e}")))?;
+        super::run::check_groups(options.decay_1d, options.weight_decay)
+            .map_err(|e| TrainError::Input(format!("Options: decay_1d: {e}")))?;
 
         let compiled = compile_artifact(source, name, &options, None)?;
         let mut backend = aicf_runtime::open(&compiled.dir, &options.device, options.seed)?;

@@ -1648,6 +1648,71 @@ fn nesterov_sgd_compiled_matches_eager() {
     assert!(diff > 1e-4, "Nesterov changed nothing ({diff:e})");
 }
 
+/// `einsum` against loops over its letters, and its gradients against
+/// finite differences: batched products, a sum over an operand's own
+/// letter, an implicit output with `...`, three operands, uppercase
+/// letters, and a product that sums over nothing (a broadcast product).
+#[test]
+fn einsum_matches_loops_and_finite_differences() {
+    let values = |t: &Tensor| t.host().unwrap().values;
+    // a[b, i, j], b[b, j, k], c[k, l]
+    let (a, b, c) = (param(&[2, 3, 4], 40), param(&[2, 4, 5], 41), param(&[5, 3], 42));
+    let (av, bv, cv) = (values(&a), values(&b), values(&c));
+    let at = |v: &[f64], dims: &[usize], idx: &[usize]| {
+        let mut o = 0;
+        for (d, i) in dims.iter().zip(idx) {
+            o = o * d + i;
+        }
+        v[o]
+    };
+    // Three operands: bij,bjk,kl->bil.
+    let y = Tensor::einsum("bij,bjk,kl->bil", &[&a, &b, &c]).unwrap();
+    assert_eq!(y.shape(), vec![2, 3, 3]);
+    let mut want = Vec::new();
+    for n in 0..2 {
+        for i in 0..3 {
+            for l in 0..3 {
+                let mut sum = 0.0;
+                for j in 0..4 {
+                    for k in 0..5 {
+                        sum += at(&av, &[2, 3, 4], &[n, i, j])
+                            * at(&bv, &[2, 4, 5], &[n, j, k])
+                            * at(&cv, &[5, 3], &[k, l]);
+                    }
+                }
+                want.push(sum);
+            }
+        }
+    }
+    assert_close_to("bij,bjk,kl->bil", &values(&y), &want, 1e-5);
+    // Implicit output with an ellipsis (batched matmul), uppercase letters.
+    let y = Tensor::einsum("...IJ,...JK", &[&a, &b]).unwrap();
+    let z = Tensor::einsum("bij,bjk->bik", &[&a, &b]).unwrap();
+    assert_eq!(y.shape(), vec![2, 3, 5]);
+    assert_close_to("...IJ,...JK", &values(&y), &values(&z), 1e-6);
+    // A letter summed in one operand alone (ij->i), and nothing summed
+    // (bij,ij->bij: a broadcast product).
+    let rows = Tensor::einsum("bij->bi", &[&a]).unwrap();
+    assert_close_to("bij->bi", &values(&rows), &values(&a.sum(&[2], false).unwrap()), 1e-6);
+    let w = param(&[3, 4], 43);
+    let scaled = Tensor::einsum("bij,ij->bij", &[&a, &w]).unwrap();
+    let wv = values(&w);
+    let want: Vec<f64> = av.iter().enumerate().map(|(k, x)| x * wv[k % 12]).collect();
+    assert_close_to("bij,ij->bij", &values(&scaled), &want, 1e-6);
+    // Gradients through each form.
+    check("einsum", &[a.clone(), b.clone(), c.clone(), w.clone()], |p| {
+        let y = Tensor::einsum("bij,bjk,kl->bil", &[&p[0], &p[1], &p[2]])?;
+        let s = Tensor::einsum("bij,ij->bij", &[&p[0], &p[3]])?;
+        let t = Tensor::einsum("bil,bij->lj", &[&y, &s])?;
+        t.mul(&t)?.sum(&[0, 1], false)
+    });
+    // Mistakes are errors naming the equation.
+    let e = Tensor::einsum("ii->i", &[&w]).unwrap_err().to_string();
+    assert!(e.contains("einsum 'ii->i'") && e.contains("repeats 'i'"), "{e}");
+    let e = Tensor::einsum("bij,bjk->bik", &[&a, &c]).unwrap_err().to_string();
+    assert!(e.contains("has rank 2"), "{e}");
+}
+
 /// The compiled step's AdamW with nanoGPT's parameter groups (no weight
 /// decay on biases: `Options::decay_1d` false, `aicf train --no-decay-1d`)
 /// and another eps (`Options::eps`, `--adam-eps`) is two eager optimizers,

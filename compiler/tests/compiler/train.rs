@@ -1346,3 +1346,49 @@ fn a_variant_compiled_with_other_settings_is_refused() {
     let e = aicf_runtime::open(&gpu, &Device::Cpu { threads: 1 }, 0).err().unwrap().to_string();
     assert!(e.contains("(a GPU artifact): open it on Device::Cuda"), "{e}");
 }
+
+/// How a score reads `@forward`'s output: logits, or the probabilities of
+/// a softmax at its end where `@loss` takes the cross-entropy of the
+/// logits before it; a cross-entropy of the softmaxed output itself (an
+/// imported classifier's Softmax output) trains on it as logits, and so
+/// it is read.
+#[test]
+fn a_softmax_output_is_read_as_probabilities_only_where_the_loss_takes_logits() {
+    use aicf_compiler::train::data::Scores;
+    let model = |ending: &str, loss: &str| {
+        format!(
+            "hl.param @fc.w : tensor<3x4xf32> owner \"fc\" init <zeros>\n\
+             func.func @logits(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {{\n\
+               %w = hl.get_param @fc.w : tensor<3x4xf32>\n\
+               %y = hl.linear %x, %w : tensor<2x4xf32>, tensor<3x4xf32>\n\
+               return %y : tensor<2x3xf32>\n\
+             }}\n\
+             func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {{\n\
+               %y = func.call @logits(%x) : (tensor<2x4xf32>) -> tensor<2x3xf32>\n\
+               {ending}\n\
+             }}\n\
+             func.func @loss(%x: tensor<2x4xf32>, %t: tensor<2xi32>) -> tensor<f32> {{\n\
+               {loss}\n\
+               %l = hl.cross_entropy %z, %t : tensor<2x3xf32>, tensor<2xi32>\n\
+               return %l : tensor<f32>\n\
+             }}\n"
+        )
+    };
+    let softmax = "%p = hl.softmax %y axis = 1 : tensor<2x3xf32>\n return %p : tensor<2x3xf32>";
+    let log_softmax = "%p = hl.log_softmax %y axis = 1 : tensor<2x3xf32>\n return %p : tensor<2x3xf32>";
+    let plain = "return %y : tensor<2x3xf32>";
+    let of_logits = "%z = func.call @logits(%x) : (tensor<2x4xf32>) -> tensor<2x3xf32>";
+    let of_forward = "%z = func.call @forward(%x) : (tensor<2x4xf32>) -> tensor<2x3xf32>";
+    let of_softmax = "%y = func.call @logits(%x) : (tensor<2x4xf32>) -> tensor<2x3xf32>\n \
+                      %z = hl.softmax %y axis = 1 : tensor<2x3xf32>";
+    for (ending, loss, want) in [
+        (softmax, of_logits, Scores::Probabilities),
+        (log_softmax, of_logits, Scores::LogProbabilities),
+        (plain, of_logits, Scores::Logits),
+        (softmax, of_forward, Scores::Logits),
+        (softmax, of_softmax, Scores::Logits),
+    ] {
+        let sig = Signature::of_source(&model(ending, loss), "scores.mlir").unwrap();
+        assert_eq!(sig.scores, want, "{ending} / {loss}");
+    }
+}

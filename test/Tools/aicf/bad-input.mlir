@@ -104,9 +104,9 @@
 // Adam's eps is Adam's; a run with them resumes with them (a checkpoint
 // from before they were recorded trained with PyTorch's defaults).
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --no-decay-1d --out %t/groups 2>&1 | FileCheck %s --check-prefix=GROUPS
-// GROUPS: aicf: error: --no-decay-1d keeps weight decay off biases and norm weights: give --weight-decay too (0.1, as nanoGPT)
+// GROUPS: aicf: error: --no-decay-1d: weight decay kept off biases and norm weights changes nothing without a weight decay: give one too (0.1, as nanoGPT) (--weight-decay)
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --adam-eps 1e-6 --out %t/groups 2>&1 | FileCheck %s --check-prefix=EPSSGD
-// EPSSGD: aicf: error: --adam-eps is Adam's and AdamW's; SGD has none
+// EPSSGD: aicf: error: --adam-eps: eps 1e-6 is Adam's and AdamW's; SGD has none
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --adam-eps 0 --out %t/groups 2>&1 | FileCheck %s --check-prefix=EPSZERO
 // EPSZERO: aicf: error: --adam-eps: Adam's eps 0 is not a positive number
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --adam-eps 1e-6 --epochs 1 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --no-progress > /dev/null

@@ -1928,16 +1928,9 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
         );
     }
     aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm)?;
-    if matches!(c.optimizer, Optimizer::Sgd) && c.adam_eps != 1e-8 {
-        return Err("--adam-eps is Adam's and AdamW's; SGD has none".into());
-    }
-    if c.no_decay_1d && c.weight_decay == 0.0 {
-        return Err("--no-decay-1d keeps weight decay off biases and norm weights: give --weight-decay too (0.1, as \
-                    nanoGPT)"
-            .into());
-    }
-    aicf_compiler::train::run::check_eps_and_groups(c.optimizer.name(), c.adam_eps, !c.no_decay_1d, c.weight_decay)
-        .map_err(|e| format!("--adam-eps: {e}"))?;
+    aicf_compiler::train::run::check_eps(c.optimizer.name(), c.adam_eps).map_err(|e| format!("--adam-eps: {e}"))?;
+    aicf_compiler::train::run::check_groups(!c.no_decay_1d, c.weight_decay)
+        .map_err(|e| format!("--no-decay-1d: {e} (--weight-decay)"))?;
     match c.optimizer {
         Optimizer::Adam | Optimizer::Adamw if c.momentum != 0.0 => {
             Err(format!("--momentum {} is SGD's; Adam's and AdamW's moments are set by --betas", c.momentum))

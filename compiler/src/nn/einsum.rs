@@ -1,7 +1,8 @@
-//! ONNX's (and numpy's) `Einsum` as `hl` ops: each pair of operands is one
-//! batched matrix product (`hl.matmul`) between transposes and reshapes,
-//! letters no later operand or the output needs summed away first
-//! (`hl.reduce_sum`); the result transposed to the output's order. So an
+//! `torch.einsum` (and ONNX's `Einsum`) as `hl` ops: each pair of operands
+//! is one batched matrix product (`hl.matmul`) between transposes and
+//! reshapes, letters no later operand or the output needs summed away first
+//! (`hl.reduce_sum`), or a broadcast product (`hl.mul`) where the pair sums
+//! over no letter; the result transposed to the output's order. So an
 //! attention's `bhqd,bhkd->bhqk` is the GEMM it would be written as, and
 //! its gradient is the matmul's.
 //!
@@ -11,10 +12,10 @@
 //! an axis of one size in one operand and another in the next (no
 //! broadcasting of 1), an output letter no operand has.
 
-use crate::nn::Tensor;
+use super::{NnError, Tensor};
 use std::collections::BTreeMap;
 
-type R<T> = Result<T, String>;
+type R<T> = std::result::Result<T, String>;
 
 /// An operand's axes by letter (`...`'s axes as letters past `z`).
 type Term = Vec<char>;
@@ -172,7 +173,13 @@ fn contract(a: (Tensor, Term), b: (Tensor, Term), needed: &dyn Fn(char) -> bool)
     let order_b: Term = batch.iter().chain(&summed).chain(&cols).copied().collect();
     let (lhs, rhs) = (permuted(&a, &ta, &order_a)?, permuted(&b, &tb, &order_b)?);
     let dims = |v: &[usize]| v.iter().map(|&d| d as i64).collect::<Vec<i64>>();
-    let y = if batch.is_empty() {
+    let y = if summed.is_empty() {
+        // Nothing summed (`ij,ij->ij`, a rotary table's `bhld,ld->bhld`):
+        // a broadcast product, not matrix products of one column.
+        let l = nn(lhs.reshape(&dims(&[nb, m, 1])))?;
+        let r = nn(rhs.reshape(&dims(&[nb, 1, n])))?;
+        nn(l.mul(&r))?
+    } else if batch.is_empty() {
         let l = nn(lhs.reshape(&dims(&[m, k])))?;
         let r = nn(rhs.reshape(&dims(&[k, n])))?;
         nn(l.matmul(&r))?
@@ -187,8 +194,18 @@ fn contract(a: (Tensor, Term), b: (Tensor, Term), needed: &dyn Fn(char) -> bool)
     Ok((nn(y.reshape(&dims(&shape)))?, term))
 }
 
-/// `Einsum(equation)` of `operands`, as `hl` ops.
-pub fn einsum(equation: &str, operands: Vec<Tensor>) -> R<Tensor> {
+impl Tensor {
+    /// `torch.einsum(equation, *operands)`: explicit (`ij,jk->ik`) and
+    /// implicit (`ij,jk`) outputs, `...`, any number of operands. A letter
+    /// twice in one operand (a diagonal or trace) and a size-1 axis
+    /// broadcast against another size are refused.
+    pub fn einsum(equation: &str, operands: &[&Tensor]) -> super::Result<Tensor> {
+        einsum(equation, operands.iter().map(|&t| t.clone()).collect())
+            .map_err(|message| NnError::Invalid { layer: None, message: format!("einsum '{equation}': {message}") })
+    }
+}
+
+fn einsum(equation: &str, operands: Vec<Tensor>) -> R<Tensor> {
     let ranks: Vec<usize> = operands.iter().map(Tensor::rank).collect();
     let (terms, output) = parse(equation, &ranks)?;
     let mut rest: Vec<(Tensor, Term)> = operands.into_iter().zip(terms).collect();
