@@ -329,6 +329,25 @@ class SinCosRound(nn.Module):
         return self.head(h.flatten(1))
 
 
+class SteFmod(nn.Module):
+    """Quantization-aware training's straight-through estimators (`q +
+    (q.round() - q).detach()`, and a floor's), which the export records
+    without their `detach`, and torch.fmod / torch.remainder of
+    activations."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(64, 16)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = self.inp(x.flatten(1)) * 4.0
+        q = h + (torch.round(h) - h).detach()
+        f = h + (torch.floor(h) - h).detach()
+        h = (q + f) * 0.125
+        return self.head(torch.cat([torch.fmod(h, 0.7), torch.remainder(h, 0.7)], 1))
+
+
 def mobilenet():
     import torchvision
 
@@ -354,6 +373,7 @@ MODELS = {
     "prelu_cumsum": (PreluCumsum, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "einsum_tile": (EinsumTile, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "sin_cos_round": (SinCosRound, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "ste_fmod": (SteFmod, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

@@ -238,6 +238,11 @@ pub struct Imported {
     /// Float initializers `--freeze` named (`ImportOptions::freeze`):
     /// constants, not trained.
     pub frozen_by_option: Vec<(String, usize)>,
+    /// Parameters the dynamo exporter folded into their copies over the
+    /// batch (`cls.repeat(B, 1, 1)` at a static batch: an initializer of B
+    /// equal slices named by that op), imported as the one slice
+    /// broadcast (name, copies): as copies they trained apart.
+    pub broadcast: Vec<(String, usize)>,
     /// Float initializers holding an infinity or a magnitude of 1e30 or
     /// more (an attention mask kept as a PyTorch buffer, added to the
     /// scores): constants, never trained, wherever they are used.
@@ -473,6 +478,7 @@ pub fn import_model(
         input: graph.input.clone(),
         output: graph.output.clone(),
         value_info: graph.value_info.clone(),
+        metadata_props: graph.metadata_props.clone(),
         ..Default::default()
     };
     let graph = &live_graph;
@@ -508,6 +514,7 @@ pub fn import_model(
         input: graph.input.clone(),
         output: graph.output.clone(),
         value_info: graph.value_info.clone(),
+        metadata_props: graph.metadata_props.clone(),
         ..Default::default()
     };
     let folded = super::onnx_fold::fold(&untied_graph, &mut inits, &aliased, base);
@@ -519,12 +526,22 @@ pub fn import_model(
         input: graph.input.clone(),
         output: graph.output.clone(),
         value_info: graph.value_info.clone(),
+        // (The exported program's signature: `exporter_constants`.)
+        metadata_props: graph.metadata_props.clone(),
         ..Default::default()
     };
     let graph = &folded_graph;
-    let params = choose_params(graph, &inits);
     let states = choose_states(graph, &inits);
-    let exported_constants = exporter_constants(graph, &inits);
+    let ExporterRecord { constants: exported_constants, declared } = exporter_constants(graph, &inits);
+    // (A declared parameter of any shape trains, a scalar one too; used by
+    // no node, it has nothing to train.)
+    let used: HashSet<&str> = graph.node.iter().flat_map(|n| n.input.iter().map(String::as_str)).collect();
+    let mut params = choose_params(graph, &inits);
+    params.extend(
+        declared
+            .into_iter()
+            .filter(|d| used.contains(d.as_str()) && inits.get(d).is_some_and(|t| t.is_float() && !is_mask(t))),
+    );
     // `--freeze`: each pattern names initializers (a typo names none:
     // refused, rather than training what it meant to freeze).
     let matches = |pattern: &str, name: &str| match pattern.strip_suffix('*') {
@@ -562,6 +579,36 @@ pub fn import_model(
                  weights are damaged (was the model exported after its training diverged?)",
                 t.elements()
             )));
+        }
+    }
+    // A parameter the dynamo exporter folded into its broadcast over the
+    // batch at a static shape (`cls.expand(B, -1, -1)`, `cls.repeat(B, 1,
+    // 1)`: an initializer named by that op, of B equal slices) trains as
+    // the one slice it is, broadcast: as B copies, each row's copy took its
+    // own gradient and they drifted apart (a row's prediction then
+    // depended on its place in the batch).
+    let mut broadcast: HashMap<String, Vec<usize>> = HashMap::new();
+    for p in &params {
+        let base = match p.rsplit_once('_') {
+            Some((b, n)) if n.bytes().all(|c| c.is_ascii_digit()) => b,
+            _ => p.as_str(),
+        };
+        let Some(t) = inits.get(p) else { continue };
+        if !matches!(base, "expand" | "repeat") || t.dims.len() < 2 || t.dims[0] < 2 {
+            continue;
+        }
+        let aicf_onnx::Data::F32(values) = &t.data else { continue };
+        let slice = values.len() / t.dims[0];
+        if slice > 0 && values.chunks(slice).all(|c| c == &values[..slice]) {
+            broadcast.insert(p.clone(), t.dims.clone());
+        }
+    }
+    for (p, full) in &broadcast {
+        if let Some(t) = inits.get_mut(p)
+            && let aicf_onnx::Data::F32(values) = &mut t.data
+        {
+            values.truncate(values.len() / full[0]);
+            t.dims[0] = 1;
         }
     }
     let (masks, frozen): (Vec<_>, Vec<_>) = frozen_initializers(graph, &inits, &params, &states)
@@ -606,6 +653,7 @@ pub fn import_model(
         names: HashMap::new(),
         trains: options.loss != Loss::None,
         aliased: &aliased,
+        broadcast: &broadcast,
     };
     let mut b = ModuleBuilder::new();
     let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
@@ -712,6 +760,11 @@ pub fn import_model(
         frozen,
         exported_constants,
         frozen_by_option,
+        broadcast: {
+            let mut b: Vec<(String, usize)> = broadcast.iter().map(|(p, full)| (p.clone(), full[0])).collect();
+            b.sort();
+            b
+        },
         masks,
         shared_norms,
         shared_weights,
@@ -962,7 +1015,7 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
 /// train. A parameter stored under another name (`val_0`: its node names
 /// `%p_...`) is neither, and an initializer any reader names as a
 /// parameter is one (the exporter merges equal values).
-fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
+fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> ExporterRecord {
     // An FX argument `%name` as a whole token.
     fn names(fx: &str, token: &str) -> bool {
         fx.match_indices(token).any(|(at, _)| {
@@ -977,22 +1030,104 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
         };
         matches!(base, "cos" | "sin" | "arange" | "linspace" | "logspace" | "ones" | "zeros" | "full" | "eye")
     };
+    // (FX spells a module path in lower case: a buffer `Proj` is `%b_proj`.)
+    let fx_path = |name: &str| name.replace('.', "_").to_lowercase();
     let (mut constants, mut parameters) = (HashSet::new(), HashSet::new());
+    let mut fx_text = String::new();
     for node in &graph.node {
         let Some(fx) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node") else { continue };
-        let fx = fx.value();
+        let fx = fx.value().to_lowercase();
+        fx_text.push_str(&fx);
+        fx_text.push('\n');
         for input in node.input.iter().filter(|i| inits.contains_key(i.as_str())) {
-            let path = input.replace('.', "_");
-            if names(fx, &format!("%p_{path}")) {
+            let path = fx_path(input);
+            if names(&fx, &format!("%p_{path}")) {
                 parameters.insert(input.clone());
-            } else if names(fx, &format!("%b_{path}")) || (made_from_nothing(input) && names(fx, &format!("%{input}")))
+            } else if names(&fx, &format!("%b_{path}")) || (made_from_nothing(input) && names(&fx, &format!("%{path}")))
             {
                 constants.insert(input.clone());
             }
         }
     }
+    // The exporter's own records, where it wrote them: what each input of
+    // the exported program is (`InputSpec.kind`: a parameter, a buffer, a
+    // constant tensor), and what a folded initializer was computed from
+    // (`folded_from`: the values and initializers it folded). One folded
+    // from no parameter is a constant (a RoPE table from `arange`, whatever
+    // op ends it: `unsqueeze_1`, `view`, `slice_scatter_1`, which the names
+    // above missed, and the tables trained); one folded from a parameter
+    // (`W.T`, a class token's expand) trains.
+    let records = graph.value_info.iter().chain(&graph.input).filter(|v| inits.contains_key(v.name()));
+    let mut declared = HashSet::new();
+    let kind_of = |v: &proto::ValueInfoProto| {
+        v.metadata_props
+            .iter()
+            .find(|p| p.key() == "pkg.torch.export.graph_signature.InputSpec.kind")
+            .map(|p| p.value().to_string())
+    };
+    // The exported program's signature names every input's kind and the
+    // state it is (`p_cls: PARAMETER target='cls'`), those the folder
+    // removed too (a class token folded into its `repeat`).
+    let signature: HashMap<String, String> = graph
+        .metadata_props
+        .iter()
+        .filter(|p| p.key() == "pkg.torch.export.ExportedProgram.graph_signature")
+        .flat_map(|p| p.value().lines().map(str::to_string).collect::<Vec<_>>())
+        .filter_map(|line| {
+            let (_, rest) = line.split_once(": ")?;
+            let (kind, target) = rest.split_once(" target=")?;
+            Some((target.trim().trim_matches(|c| c == '\'' || c == '"').to_string(), kind.trim().to_string()))
+        })
+        .collect();
+    let declared_params: HashSet<String> = graph
+        .value_info
+        .iter()
+        .chain(&graph.input)
+        .filter(|v| kind_of(v).as_deref() == Some("PARAMETER"))
+        .map(|v| v.name().to_string())
+        .chain(signature.iter().filter(|(_, k)| *k == "PARAMETER").map(|(t, _)| t.clone()))
+        .collect();
+    let from_parameter =
+        |source: &str| declared_params.contains(source) || names(&fx_text, &format!("%p_{}", fx_path(source)));
+    for v in records {
+        let name = v.name().to_string();
+        match kind_of(v).as_deref().or(signature.get(&name).map(String::as_str)) {
+            Some("PARAMETER") => {
+                parameters.insert(name.clone());
+                declared.insert(name.clone());
+            }
+            Some("BUFFER" | "CONSTANT_TENSOR") => {
+                constants.insert(name.clone());
+            }
+            _ => {}
+        }
+        if let Some(f) = v.metadata_props.iter().find(|p| p.key() == "pkg.onnxscript.optimizer.folded_from") {
+            let sources: Vec<&str> = f
+                .value()
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(|s| s.trim().trim_matches(|c| c == '\'' || c == '"'))
+                .filter(|s| !s.is_empty())
+                .collect();
+            if sources.iter().any(|s| from_parameter(s)) {
+                parameters.insert(name);
+            } else {
+                constants.insert(name);
+            }
+        }
+    }
     constants.retain(|c| !parameters.contains(c));
-    constants
+    ExporterRecord { constants, declared }
+}
+
+/// What the dynamo exporter's metadata says of the initializers.
+struct ExporterRecord {
+    /// Initializers that are no parameters (buffers, folded constants).
+    constants: HashSet<String>,
+    /// Initializers the exported program declares as parameters (a scalar
+    /// one too: a temperature, a logit scale, which no weight position
+    /// names).
+    declared: HashSet<String>,
 }
 
 /// Whether a float initializer is a mask rather than a weight: it holds an
@@ -1093,6 +1228,9 @@ struct Importer<'a> {
     /// Identity outputs that are initializers of their own (a fresh norm's
     /// running statistics): their Identity nodes are not traced.
     aliased: &'a HashSet<String>,
+    /// Parameters read broadcast to these shapes (a class token the
+    /// exporter folded into its copies over the batch).
+    broadcast: &'a HashMap<String, Vec<usize>>,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -1848,6 +1986,27 @@ impl Importer<'_> {
         Ok(outputs)
     }
 
+    /// Whether `node` (a Sub) is the difference of a straight-through
+    /// estimator: `Sub(R(x), x)`, R a Round, Floor or Ceil, that an Add
+    /// adds to `x` again (`x + (x.round() - x).detach()`, whose `detach`
+    /// no export records). Written without one it would be `round(x)` with
+    /// no gradient at all, which no model means.
+    fn straight_through(&self, node: &NodeProto) -> bool {
+        let [rounded, x] = &node.input[..] else { return false };
+        let Some(out) = node.output.first() else { return false };
+        let rounds = self.graph.node.iter().any(|n| {
+            n.output.first() == Some(rounded)
+                && matches!(n.op_type(), "Round" | "Floor" | "Ceil")
+                && n.input.first() == Some(x)
+        });
+        rounds
+            && self.graph.node.iter().any(|n| {
+                n.op_type() == "Add"
+                    && n.input.len() == 2
+                    && ((n.input[0] == *out && n.input[1] == *x) || (n.input[1] == *out && n.input[0] == *x))
+            })
+    }
+
     fn param(&mut self, g: &Graph, onnx: &str) -> R<Tensor> {
         let t = &self.inits[onnx];
         let name = match self.names.get(onnx) {
@@ -1867,7 +2026,11 @@ impl Importer<'_> {
             return g.state(&name, &slot, &spec, Init::Data).map_err(|e| e.to_string());
         }
         let owner = name.rsplit_once('.').map(|(o, _)| o.to_string()).unwrap_or_default();
-        g.param(&name, &owner, &spec, Init::Data).map_err(|e| e.to_string())
+        let p = g.param(&name, &owner, &spec, Init::Data).map_err(|e| e.to_string())?;
+        match self.broadcast.get(onnx) {
+            Some(full) => p.broadcast_to(full).map_err(|e| e.to_string()),
+            None => Ok(p),
+        }
     }
 
     /// A constant as an `hl.constant` (`like`: the dtype of the tensor it
@@ -2004,9 +2167,6 @@ impl Importer<'_> {
             {
                 let (a, b) = (konst(0, "a")?, konst(1, "b")?);
                 let int_div = !a.float && !b.float;
-                if op == "Mod" && !int_div && attr_i(node, "fmod", 0) == 0 {
-                    return Err("fmod=0 on floats is not valid ONNX (a float Mod takes fmod=1)".into());
-                }
                 let f: Box<dyn Fn(f64, f64) -> f64> = match op {
                     // ONNX's Mod: fmod=1 C's remainder (the dividend's
                     // sign), else Python's (the divisor's); x mod 0 is 0
@@ -2015,7 +2175,10 @@ impl Importer<'_> {
                         Box::new(|x: f64, y: f64| if y == 0.0 { 0.0 } else { x % y })
                     }
                     "Mod" if attr_i(node, "fmod", 0) != 0 => Box::new(|x: f64, y: f64| x % y),
-                    "Mod" => Box::new(|x: f64, y: f64| if y == 0.0 { 0.0 } else { x - y * (x / y).floor() }),
+                    "Mod" if int_div => Box::new(|x: f64, y: f64| if y == 0.0 { 0.0 } else { x - y * (x / y).floor() }),
+                    // (Python's float remainder, opset 22's fmod=0 of floats;
+                    // by 0, NaN.)
+                    "Mod" => Box::new(|x: f64, y: f64| x - y * (x / y).floor()),
                     "Add" => Box::new(|x, y| x + y),
                     "Sub" => Box::new(|x, y| x - y),
                     "Mul" => Box::new(|x, y| x * y),
@@ -2040,7 +2203,24 @@ impl Importer<'_> {
                 }
                 Ok(vec![V::C(c)])
             }
-            "Mod" => return Err("Mod of computed tensors is not supported (of constants, it is folded)".into()),
+            // Floats: C's remainder (fmod=1, `torch.fmod`), x - y trunc(x /
+            // y), trunc as floor above 0 and ceil below; or Python's (fmod=0,
+            // `torch.remainder`), x - y floor(x / y). Gradients 1 and
+            // -trunc (or -floor) of x / y, as PyTorch's.
+            "Mod" => {
+                let (a, b) = pair(self)?;
+                if !a.dtype().is_float() {
+                    return Err("Mod of computed integer tensors is not supported (of constants, it is folded)".into());
+                }
+                let q = nn(a.div(&b))?;
+                let whole = if attr_i(node, "fmod", 0) != 0 {
+                    let below = nn(q.scalar(0.0).and_then(|zero| q.compare(Compare::Lt, &zero)))?;
+                    nn(Tensor::select(&below, &nn(q.ceil())?, &nn(q.floor())?))?
+                } else {
+                    nn(q.floor())?
+                };
+                one(nn(a.sub(&nn(whole.mul(&b))?))?)
+            }
             "Add" | "Sub" | "Mul" | "Div" | "Pow" => {
                 // Adding constant zeros that do not widen the tensor is the
                 // tensor: an attention mask of all-ones (Hugging Face's
@@ -2061,13 +2241,21 @@ impl Importer<'_> {
                 if op == "Div" && !a.dtype().is_float() {
                     return Err("integer division of computed tensors is not supported".into());
                 }
-                one(nn(match op {
+                let y = nn(match op {
                     "Add" => a.add(&b),
                     "Sub" => a.sub(&b),
                     "Mul" => a.mul(&b),
                     "Div" => a.div(&b),
                     _ => a.pow(&b),
-                })?)
+                })?;
+                // A straight-through estimator, `x + (round(x) - x).detach()`:
+                // the export keeps no `detach`, and as written the rounding's
+                // gradient (none) cancelled x's (the layers before it never
+                // trained); its difference passes no gradient.
+                if op == "Sub" && self.straight_through(node) {
+                    return one(nn(y.detach())?);
+                }
+                one(y)
             }
             "Max" | "Min" => {
                 let mut acc = t(0)?;

@@ -193,6 +193,7 @@ impl<'m, 'c> Interpreter<'m, 'c> {
             "hl.floor" => map1(&f64::floor),
             "hl.ceil" => map1(&f64::ceil),
             "hl.round" => map1(&f64::round_ties_even),
+            "hl.stop_gradient" => map1(&|v| v),
             "hl.rsqrt" => map1(&|v| 1.0 / v.sqrt()),
             "hl.tanh" => map1(&f64::tanh),
             "hl.sigmoid" => map1(&kernels::sigmoid),

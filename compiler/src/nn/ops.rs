@@ -396,6 +396,11 @@ impl Tensor {
     pub fn round(&self) -> Result<Tensor> {
         self.op("hl.round", &[self], &[])
     }
+    /// The same values, through which no gradient flows (`torch.detach`;
+    /// a straight-through estimator: `x + (x.round() - x).detach()`).
+    pub fn detach(&self) -> Result<Tensor> {
+        self.op("hl.stop_gradient", &[self], &[])
+    }
     pub fn sqrt(&self) -> Result<Tensor> {
         self.op("hl.sqrt", &[self], &[])
     }

@@ -262,7 +262,8 @@ fn build_gradient(
         unsafe { mlirBlockAppendOwnedOperation(block, copy) };
         // A rounding's result carries no gradient, as an integer's does
         // not: a loss reached through it alone is refused below.
-        let piecewise_constant = matches!(op_name(op).as_str(), "hl.floor" | "hl.ceil" | "hl.round");
+        let piecewise_constant =
+            matches!(op_name(op).as_str(), "hl.floor" | "hl.ceil" | "hl.round" | "hl.stop_gradient");
         let is_active = op_name(op) == "hl.get_param"
             || (!piecewise_constant && operands.iter().any(|v| active.contains(&key(*v))));
         for r in 0..unsafe { mlirOperationGetNumResults(op) } {
@@ -424,7 +425,7 @@ fn vjp(
         "hl.sin" => one(e.binary("hl.mul", g, e.unary("hl.cos", x[0])?)?),
         "hl.cos" => one(e.unary("hl.neg", e.binary("hl.mul", g, e.unary("hl.sin", x[0])?)?)?),
         // Piecewise constant: no gradient (PyTorch's is 0).
-        "hl.floor" | "hl.ceil" | "hl.round" => Ok(vec![None]),
+        "hl.floor" | "hl.ceil" | "hl.round" | "hl.stop_gradient" => Ok(vec![None]),
         "hl.log" => one(e.binary("hl.div", g, x[0])?),
         "hl.sqrt" => one(e.scale(e.binary("hl.div", g, y)?, 0.5)?),
         "hl.rsqrt" => {

@@ -55,6 +55,7 @@ const ELEMENTWISE: &[&str] = &[
     "hl.floor",
     "hl.ceil",
     "hl.round",
+    "hl.stop_gradient",
     "hl.sqrt",
     "hl.rsqrt",
     "hl.tanh",
@@ -334,6 +335,8 @@ fn scalar_op(s: &Scalar, op: MlirOperation, a: &[MlirValue], out: DType) -> Resu
         "hl.floor" => s.un("math.floor", a[0])?,
         "hl.ceil" => s.un("math.ceil", a[0])?,
         "hl.round" => s.un("math.roundeven", a[0])?,
+        // (Its work was done: differentiation passed no gradient through it.)
+        "hl.stop_gradient" => a[0],
         "hl.sqrt" => s.un("math.sqrt", a[0])?,
         "hl.rsqrt" => s.un("math.rsqrt", a[0])?,
         "hl.tanh" => s.un("math.tanh", a[0])?,

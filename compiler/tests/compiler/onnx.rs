@@ -334,6 +334,70 @@ fn an_imported_einsum_and_tile_match_onnxruntime_and_pytorch_gradients() {
     check("einsum_tile");
 }
 
+/// Straight-through estimators (`x + (x.round() - x).detach()`, a floor's),
+/// exported without their `detach`, train as PyTorch's (the layers before
+/// them never trained); fmod and remainder of activations.
+#[test]
+fn an_imported_straight_through_estimator_and_fmod_match_pytorchs_gradients() {
+    check("ste_fmod");
+}
+
+/// A dynamo export at a static batch (`tools/onnx/export_dynamo.py`),
+/// read by the exporter's own records rather than by names: the RoPE tables
+/// it folded (`unsqueeze_4`, `unsqueeze_5`: computed from `arange`) and an
+/// upper-case buffer (`Proj`) are constants; the class token it folded into
+/// its four copies over the batch (`repeat`) is one parameter, broadcast;
+/// a scalar parameter (a temperature) trains. One SGD step then matches
+/// PyTorch's in every parameter (as copies, the token's rows drifted apart;
+/// trained, the tables moved; the temperature never did).
+#[test]
+fn a_dynamo_exports_folded_tables_tokens_and_scalars_train_as_pytorchs() {
+    let io = io("dynamo_folded");
+    let (x, labels) = (&io["input0"], &io["labels"]);
+    let imported = onnx::import(&fixture("dynamo_folded.onnx"), &ImportOptions::default()).unwrap();
+    assert_eq!(imported.broadcast, vec![("repeat".to_string(), 4)]);
+    let constants: Vec<&str> = imported.exported_constants.iter().map(|(n, _)| n.as_str()).collect();
+    for c in ["unsqueeze_4", "unsqueeze_5", "Proj"] {
+        assert!(constants.contains(&c), "{c} is not a constant: {constants:?}");
+    }
+    let dir = crate::tmp_root().join("onnx-dynamo-folded");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("dynamo_folded.mlir");
+    imported.write(&model).unwrap();
+    let options = Options {
+        optimizer: "sgd".into(),
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        cache_dir: dir.clone(),
+        ..Options::default()
+    };
+    let mut t = Trainer::from_file(&model, options).unwrap();
+    let out = t.predict(&[x]).unwrap();
+    let e = relative(&out[0].values, &io["ort.output0"].values);
+    assert!(e <= 1e-5, "forward differs from onnxruntime by {e:.2e} (relative)");
+    let loss = t.step(&[x, labels], 0.1).unwrap().loss;
+    let want = io["torch.loss"].values[0];
+    assert!((loss - want).abs() <= 1e-5 * want.abs(), "loss {loss} vs PyTorch's {want}");
+    let state = t.state();
+    let mut names: Vec<&String> = state.keys().filter(|k| !k.contains("step")).collect();
+    names.sort();
+    assert_eq!(names, ["head.bias", "head.weight", "inp.bias", "inp.weight", "qk.weight", "repeat", "t"]);
+    for (ours, theirs) in [
+        ("inp.weight", "inp.weight"),
+        ("inp.bias", "inp.bias"),
+        ("repeat", "cls"),
+        ("qk.weight", "qk.weight"),
+        ("head.weight", "head.weight"),
+        ("head.bias", "head.bias"),
+        ("t", "t"),
+    ] {
+        let (got, want) = (&state[ours], &io[&format!("after.{theirs}")]);
+        assert_eq!(got.values.len(), want.values.len(), "{ours}");
+        let diff = got.values.iter().zip(&want.values).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(diff <= 1e-6, "{ours} after a step differs from PyTorch's {theirs} by {diff:.2e}");
+    }
+}
+
 /// Sine and cosine of activations and of a position table computed from a
 /// Range (folded at import), and roundings (Round, Floor, Ceil: no
 /// gradient) beside the path that carries it.

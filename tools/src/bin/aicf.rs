@@ -2047,6 +2047,15 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         let named: Vec<String> = imported.frozen_by_option.iter().map(|(n, v)| format!("'{n}' ({v} values)")).collect();
         eprintln!("note: --freeze keeps {} constant, not trained", named.join(", "));
     }
+    if !imported.broadcast.is_empty() {
+        let named: Vec<String> =
+            imported.broadcast.iter().map(|(n, copies)| format!("'{n}' ({copies} equal copies)")).collect();
+        eprintln!(
+            "note: the exporter folded a parameter into its copies over the batch; each trains as one parameter, \
+             broadcast (as copies they would train apart): {}",
+            named.join(", ")
+        );
+    }
     if !imported.exported_constants.is_empty() {
         let c = &imported.exported_constants;
         let total: usize = c.iter().map(|(_, n)| n).sum();

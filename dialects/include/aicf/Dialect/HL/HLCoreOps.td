@@ -443,6 +443,25 @@ def HL_RoundOp : HL_UnaryOp<"round"> {
   }];
 }
 
+def HL_StopGradientOp : HL_Op<"stop_gradient", [Pure, SameOperandsAndResultType]> {
+  let summary = "identity whose value carries no gradient (PyTorch's detach)";
+  let description = [{
+    The input, unchanged; differentiation passes no gradient through it.
+    A straight-through estimator is `x + stop_gradient(round(x) - x)`: the
+    value of `round(x)`, the gradient of `x` (an ONNX export writes it
+    without its `detach`: the importer recognises it). No folder: it must
+    survive until `hl-autodiff`; `hl-fuse-elementwise` lowers it as the
+    identity.
+
+    ```mlir
+    %y = hl.stop_gradient %x : tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins HL_FloatTensor:$input);
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 def HL_SqrtOp : HL_UnaryOp<"sqrt"> {
   let summary = "elementwise square root";
   let description = [{
