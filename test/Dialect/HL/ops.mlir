@@ -109,6 +109,8 @@ func.func @elementwise(%x: tensor<4x5xf32>, %r: tensor<5xf32>, %i: tensor<4x5xi3
   %ceil = hl.ceil %x : tensor<4x5xf32>
   // CHECK: hl.round %{{.*}} : tensor<4x5xf32>
   %round = hl.round %x : tensor<4x5xf32>
+  // CHECK: hl.stop_gradient %{{.*}} : tensor<4x5xf32>
+  %stopped = hl.stop_gradient %x : tensor<4x5xf32>
   // CHECK: hl.sqrt %{{.*}} : tensor<4x5xf32>
   %13 = hl.sqrt %x : tensor<4x5xf32>
   // CHECK: hl.rsqrt %{{.*}} : tensor<4x5xf32>
