@@ -984,6 +984,21 @@ fn fit_run(
                             path.display(),
                             run.adapt.as_ref().map_or_else(|| "this run's".into(), |p| p.display().to_string())
                         )
+                    } else if *key == "decay_1d" {
+                        // (Said as the flag is, not by the record's key.)
+                        let groups = |v: &str| {
+                            if v == "false" {
+                                "no weight decay on biases and norm weights (--no-decay-1d)"
+                            } else {
+                                "weight decay on every parameter"
+                            }
+                        };
+                        format!(
+                            "{}: the checkpoint was trained with {}; this run asks for {}",
+                            path.display(),
+                            groups(saved),
+                            groups(value)
+                        )
                     } else {
                         format!(
                             "{}: the checkpoint was trained with {key} {}; this run asks for {}",

@@ -106,12 +106,14 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --no-decay-1d --out %t/groups 2>&1 | FileCheck %s --check-prefix=GROUPS
 // GROUPS: aicf: error: --no-decay-1d: weight decay kept off biases and norm weights changes nothing without a weight decay: give one too (0.1, as nanoGPT) (--weight-decay)
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --adam-eps 1e-6 --out %t/groups 2>&1 | FileCheck %s --check-prefix=EPSSGD
-// EPSSGD: aicf: error: --adam-eps: eps 1e-6 is Adam's and AdamW's; SGD has none
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer sgd --adam-eps 1e-8 --out %t/groups 2>&1 | FileCheck %s --check-prefix=EPSSGDDEFAULT
+// EPSSGDDEFAULT: aicf: error: --adam-eps 1e-8 is Adam's and AdamW's; SGD has none
+// EPSSGD: aicf: error: --adam-eps 1e-6 is Adam's and AdamW's; SGD has none
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --adam-eps 0 --out %t/groups 2>&1 | FileCheck %s --check-prefix=EPSZERO
 // EPSZERO: aicf: error: --adam-eps: Adam's eps 0 is not a positive number
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --adam-eps 1e-6 --epochs 1 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --no-progress > /dev/null
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --adam-eps 1e-6 --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=GROUPSRESUME
-// GROUPSRESUME: the checkpoint was trained with decay_1d false; this run asks for true (--no-decay-1d resumes as it trained; --override-resume goes on anyway)
+// GROUPSRESUME: the checkpoint was trained with no weight decay on biases and norm weights (--no-decay-1d); this run asks for weight decay on every parameter (--no-decay-1d resumes as it trained; --override-resume goes on anyway)
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress 2>&1 | FileCheck %s --check-prefix=EPSRESUME
 // EPSRESUME: the checkpoint was trained with eps 1e-6; this run asks for 1e-8 (--adam-eps 1e-6 resumes as it trained; --override-resume goes on anyway)
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --optimizer adamw --weight-decay 0.1 --no-decay-1d --adam-eps 1e-6 --epochs 2 --no-runs-db --out %t/groups --checkpoint-dir %t/groups-ck --resume --no-progress | FileCheck %s --check-prefix=GROUPSRESUMED

@@ -180,9 +180,9 @@ struct ModelArgs {
     #[arg(long, allow_negative_numbers = true, default_value = "0.9,0.999", value_parser = betas)]
     betas: (f64, f64),
     /// Adam's and AdamW's eps, the term added to the denominator
-    /// (PyTorch's default).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 1e-8)]
-    adam_eps: f64,
+    /// [default: 1e-8, PyTorch's].
+    #[arg(long, allow_negative_numbers = true)]
+    adam_eps: Option<f64>,
     /// Weight decay for matrices and convolution kernels only: biases and
     /// norm weights (parameters of fewer than two dimensions) take none,
     /// as nanoGPT's and Hugging Face's parameter groups (with
@@ -1877,7 +1877,7 @@ fn train_options(c: &ModelArgs) -> TrainOptions {
         nesterov: c.nesterov,
         weight_decay: c.weight_decay,
         betas: c.betas,
-        eps: c.adam_eps,
+        eps: c.adam_eps.unwrap_or(1e-8),
         decay_min_rank: if c.no_decay_1d { 2 } else { 0 },
         clip_norm: c.clip_norm,
         memory_budget: c.memory_budget,
@@ -1928,7 +1928,13 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
         );
     }
     aicf_compiler::train::run::check_optimizer_settings(c.momentum, c.weight_decay, c.betas, c.clip_norm)?;
-    aicf_compiler::train::run::check_eps(c.optimizer.name(), c.adam_eps).map_err(|e| format!("--adam-eps: {e}"))?;
+    // (Given at all, it is Adam's: SGD's 1e-8 too.)
+    if let Some(eps) = c.adam_eps {
+        if matches!(c.optimizer, Optimizer::Sgd) {
+            return Err(format!("--adam-eps {eps:e} is Adam's and AdamW's; SGD has none"));
+        }
+        aicf_compiler::train::run::check_eps(c.optimizer.name(), eps).map_err(|e| format!("--adam-eps: {e}"))?;
+    }
     aicf_compiler::train::run::check_groups(!c.no_decay_1d, c.weight_decay)
         .map_err(|e| format!("--no-decay-1d: {e} (--weight-decay)"))?;
     match c.optimizer {
@@ -1958,7 +1964,7 @@ fn options(c: &ModelArgs, d: &DeviceArgs, seed: u64, out: &Path) -> Result<Optio
         nesterov: c.nesterov,
         weight_decay: c.weight_decay,
         betas: c.betas,
-        eps: c.adam_eps,
+        eps: c.adam_eps.unwrap_or(1e-8),
         decay_1d: !c.no_decay_1d,
         clip_norm: c.clip_norm,
         memory_budget: c.memory_budget,
