@@ -108,6 +108,7 @@ pub const SUPPORTED: &[&str] = &[
     "Resize",
     "RNN",
     "Round",
+    "ScatterND",
     "Selu",
     "Shape",
     "Sigmoid",
@@ -1238,7 +1239,7 @@ struct Importer<'a> {
 fn arity(op: &str) -> (usize, usize) {
     match op {
         "Constant" => (0, 0),
-        "Range" | "Where" => (3, 3),
+        "Range" | "Where" | "ScatterND" => (3, 3),
         "BatchNormalization" => (5, 5),
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "LessOrEqual"
         | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul"
@@ -1294,7 +1295,7 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         "epsilon" | "alpha" | "beta" | "momentum" | "min" | "max" | "ratio" | "gamma" | "cubic_coeff_a" => {
             AttributeType::Float
         }
-        "auto_pad" | "approximate" | "mode" | "direction" | "equation" => AttributeType::String,
+        "auto_pad" | "approximate" | "mode" | "direction" | "equation" | "reduction" => AttributeType::String,
         "activations" => AttributeType::Strings,
         _ => return None,
     })
@@ -2306,6 +2307,49 @@ impl Importer<'_> {
                     gather_elements(data, indices, attr_i(node, "axis", 0))?
                 })]),
                 _ => Err(format!("{op} of computed tensors is not supported (of constants, it is folded)")),
+            },
+            // Of constants (a position table written slice by slice in
+            // forward, `pe[:, 0::2] = sin(..)`, as a TorchScript export
+            // leaves it): folded.
+            "ScatterND" => match (input(0)?, input(1)?, input(2)?) {
+                (V::C(data), V::C(indices), V::C(updates)) => {
+                    let reduction = attr_s(node, "reduction").unwrap_or_else(|| "none".into());
+                    Ok(vec![V::C(scatter_nd(data, indices, updates, &reduction)?)])
+                }
+                // Into a computed tensor (zeros of a shape read from the
+                // input), constant updates at constant places: placed into
+                // a constant of the tensor's shape and combined with it
+                // where they write (replaced, added, multiplied, or the
+                // larger or smaller taken), the gradient passing where the
+                // tensor's values survive.
+                (V::T(x), V::C(indices), V::C(updates)) => {
+                    let reduction = attr_s(node, "reduction").unwrap_or_else(|| "none".into());
+                    let dims = x.shape().to_vec();
+                    let n = numel(&dims)?;
+                    let base = |v: f64| Const { dims: dims.clone(), vals: vec![v; n], float: true };
+                    let start = match reduction.as_str() {
+                        "none" | "add" => 0.0,
+                        "mul" => 1.0,
+                        "max" => f64::NEG_INFINITY,
+                        "min" => f64::INFINITY,
+                        other => return Err(format!("ScatterND's reduction '{other}' is not one ONNX defines")),
+                    };
+                    let placed = scatter_nd(&base(start), indices, updates, &reduction)?;
+                    let placed = self.materialize(g, &placed, Some(x.dtype()))?;
+                    let ones = Const { vals: vec![1.0; updates.vals.len()], ..updates.clone() };
+                    let written = scatter_nd(&Const { float: false, ..base(0.0) }, indices, &ones, "none")?;
+                    let mask = self.materialize(g, &written, Some(DType::I1))?;
+                    one(nn(match reduction.as_str() {
+                        "add" => x.add(&placed),
+                        "mul" => x.mul(&placed),
+                        "max" => x.maximum(&placed).and_then(|m| Tensor::select(&mask, &m, x)),
+                        "min" => x.minimum(&placed).and_then(|m| Tensor::select(&mask, &m, x)),
+                        _ => Tensor::select(&mask, &placed, x),
+                    })?)
+                }
+                _ => Err("ScatterND's indices and updates must be known at import time (constants); here they are \
+                          computed"
+                    .into()),
             },
             "Where" => {
                 if let (V::C(c), V::C(x), V::C(y)) = (input(0)?, input(1)?, input(2)?) {
@@ -4175,6 +4219,54 @@ fn gather_nd(data: &Const, indices: &Const, batch_dims: i64) -> R<Const> {
         vals.extend_from_slice(&data.vals[offset..offset + slice]);
     }
     Ok(Const { dims, vals, float: data.float })
+}
+
+/// ONNX's ScatterND of constants: a copy of `data` where each index tuple
+/// of `indices` (its last axis, of length `k`) names a slice of `data`'s
+/// last axes after the first `k`, which `updates` replaces (or, with a
+/// `reduction`, combines: add, mul, max, min).
+fn scatter_nd(data: &Const, indices: &Const, updates: &Const, reduction: &str) -> R<Const> {
+    let (dr, ir) = (data.dims.len(), indices.dims.len());
+    let k = *indices.dims.last().ok_or("ScatterND's indices are a scalar (rank 1 at least)")?;
+    if k > dr {
+        return Err(format!("ScatterND of data {:?} at index tuples of {k}: more than its rank", data.dims));
+    }
+    let mut want = indices.dims[..ir - 1].to_vec();
+    want.extend_from_slice(&data.dims[k..]);
+    if updates.dims != want {
+        return Err(format!(
+            "ScatterND of data {:?} at indices {:?} takes updates {want:?}, not {:?}",
+            data.dims, indices.dims, updates.dims
+        ));
+    }
+    let combine: fn(f64, f64) -> f64 = match reduction {
+        "none" => |_, u| u,
+        "add" => |a, u| a + u,
+        "mul" => |a, u| a * u,
+        "max" => f64::max,
+        "min" => f64::min,
+        other => return Err(format!("ScatterND's reduction '{other}' is not one ONNX defines")),
+    };
+    let slice: usize = data.dims[k..].iter().product();
+    let strides = strides_of(&data.dims);
+    let tuples: usize = indices.dims[..ir - 1].iter().product();
+    let mut vals = data.vals.clone();
+    for t in 0..tuples {
+        let mut offset = 0;
+        for j in 0..k {
+            let n = data.dims[j] as i64;
+            let raw = indices.vals[t * k + j] as i64;
+            let i = if raw < 0 { raw + n } else { raw };
+            if !(0..n).contains(&i) {
+                return Err(format!("ScatterND index {raw} is out of range for an axis of {n}"));
+            }
+            offset += i as usize * strides[j];
+        }
+        for (v, u) in vals[offset..offset + slice].iter_mut().zip(&updates.vals[t * slice..(t + 1) * slice]) {
+            *v = combine(*v, *u);
+        }
+    }
+    Ok(Const { dims: data.dims.clone(), vals, float: data.float })
 }
 
 /// ONNX's GatherElements of constants: `out[p] = data[p with axis
