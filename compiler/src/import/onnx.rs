@@ -533,15 +533,53 @@ pub fn import_model(
     };
     let graph = &folded_graph;
     let states = choose_states(graph, &inits);
-    let ExporterRecord { constants: exported_constants, declared } = exporter_constants(graph, &inits);
-    // (A declared parameter of any shape trains, a scalar one too; used by
-    // no node, it has nothing to train.)
-    let used: HashSet<&str> = graph.node.iter().flat_map(|n| n.input.iter().map(String::as_str)).collect();
+    let ExporterRecord { constants: exported_constants, declared, folded_from_parameter } =
+        exporter_constants(graph, &inits);
+    // A declared parameter trains, a scalar one too (a temperature), where
+    // every op reading it takes a computed operand there: a scalar read as
+    // an op's constant setting (a Clip's bound, a Pad's value) stays one.
+    let computed_operand = |n: &proto::NodeProto, k: usize| {
+        matches!(
+            n.op_type(),
+            "Add"
+                | "Sub"
+                | "Mul"
+                | "Div"
+                | "Pow"
+                | "Exp"
+                | "Log"
+                | "Neg"
+                | "Abs"
+                | "Sqrt"
+                | "Reciprocal"
+                | "Sigmoid"
+                | "Tanh"
+                | "Softplus"
+                | "Max"
+                | "Min"
+                | "Concat"
+                | "MatMul"
+                | "Gemm"
+                | "Identity"
+                | "Cast"
+        ) || (matches!(n.op_type(), "Expand" | "Reshape" | "Unsqueeze" | "Where")
+            && k == usize::from(n.op_type() == "Where"))
+    };
+    let trainable_use = |d: &str| {
+        let scalar = inits.get(d).is_some_and(|t| t.dims.is_empty());
+        let mut readers = graph
+            .node
+            .iter()
+            .flat_map(|n| n.input.iter().enumerate().filter(|(_, i)| *i == d).map(move |(k, _)| (n, k)))
+            .peekable();
+        readers.peek().is_some() && (!scalar || readers.all(|(n, k)| computed_operand(n, k)))
+    };
     let mut params = choose_params(graph, &inits);
     params.extend(
         declared
-            .into_iter()
-            .filter(|d| used.contains(d.as_str()) && inits.get(d).is_some_and(|t| t.is_float() && !is_mask(t))),
+            .iter()
+            .filter(|d| inits.get(*d).is_some_and(|t| t.is_float() && !is_mask(t)) && trainable_use(d))
+            .cloned(),
     );
     // `--freeze`: each pattern names initializers (a typo names none:
     // refused, rather than training what it meant to freeze).
@@ -589,13 +627,22 @@ pub fn import_model(
     // own gradient and they drifted apart (a row's prediction then
     // depended on its place in the batch).
     let mut broadcast: HashMap<String, Vec<usize>> = HashMap::new();
+    // (A folded copy, never a parameter the program declares; of one
+    // parameter; as many copies as the input has rows.)
+    let rows = inputs.first().and_then(|(_, s)| s.shape.first().copied());
     for p in &params {
         let base = match p.rsplit_once('_') {
             Some((b, n)) if n.bytes().all(|c| c.is_ascii_digit()) => b,
             _ => p.as_str(),
         };
         let Some(t) = inits.get(p) else { continue };
-        if !matches!(base, "expand" | "repeat") || t.dims.len() < 2 || t.dims[0] < 2 {
+        if !matches!(base, "expand" | "repeat")
+            || declared.contains(p)
+            || folded_from_parameter.get(p) != Some(&1)
+            || t.dims.len() < 2
+            || t.dims[0] < 2
+            || Some(t.dims[0]) != rows
+        {
             continue;
         }
         let aicf_onnx::Data::F32(values) = &t.data else { continue };
@@ -1069,15 +1116,27 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
     // The exported program's signature names every input's kind and the
     // state it is (`p_cls: PARAMETER target='cls'`), those the folder
     // removed too (a class token folded into its `repeat`).
+    // (Its `# inputs` section alone: `b_proj: BUFFER target='Proj'
+    // persistent=True`; the outputs' mutations name targets too.)
     let signature: HashMap<String, String> = graph
         .metadata_props
         .iter()
         .filter(|p| p.key() == "pkg.torch.export.ExportedProgram.graph_signature")
-        .flat_map(|p| p.value().lines().map(str::to_string).collect::<Vec<_>>())
+        .flat_map(|p| {
+            p.value()
+                .lines()
+                .skip_while(|l| l.trim() != "# inputs")
+                .skip(1)
+                .take_while(|l| !l.trim_start().starts_with('#'))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
         .filter_map(|line| {
             let (_, rest) = line.split_once(": ")?;
             let (kind, target) = rest.split_once(" target=")?;
-            Some((target.trim().trim_matches(|c| c == '\'' || c == '"').to_string(), kind.trim().to_string()))
+            let quote = target.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+            let target = target[1..].split(quote).next()?;
+            Some((target.to_string(), kind.trim().to_string()))
         })
         .collect();
     let declared_params: HashSet<String> = graph
@@ -1090,6 +1149,30 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
         .collect();
     let from_parameter =
         |source: &str| declared_params.contains(source) || names(&fx_text, &format!("%p_{}", fx_path(source)));
+    // Every initializer the signature names (the copies `onnx_fold::untie`
+    // made of merged parameters have no value_info of their own).
+    for (name, kind) in signature.iter().filter(|(n, _)| inits.contains_key(n.as_str())) {
+        match kind.as_str() {
+            "PARAMETER" => {
+                parameters.insert(name.clone());
+                declared.insert(name.clone());
+            }
+            "BUFFER" | "CONSTANT_TENSOR" => {
+                constants.insert(name.clone());
+            }
+            _ => {}
+        }
+    }
+    // A folded initializer is a constant where what it was folded from is
+    // known to hold no parameter: an op that makes values from nothing
+    // (`arange`) or a buffer is among its sources, and no parameter is.
+    // Other sources (`val_0` alone, an earlier fold of `W.T` a second
+    // optimizer run recorded so) leave it to the uses (`choose_params`).
+    let known_constant = |source: &str| {
+        made_from_nothing(source)
+            || matches!(signature.get(source).map(String::as_str), Some("BUFFER" | "CONSTANT_TENSOR"))
+    };
+    let mut folded_from_parameter: HashMap<String, usize> = HashMap::new();
     for v in records {
         let name = v.name().to_string();
         match kind_of(v).as_deref().or(signature.get(&name).map(String::as_str)) {
@@ -1110,15 +1193,17 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
                 .map(|s| s.trim().trim_matches(|c| c == '\'' || c == '"'))
                 .filter(|s| !s.is_empty())
                 .collect();
-            if sources.iter().any(|s| from_parameter(s)) {
+            let from = sources.iter().filter(|s| from_parameter(s)).count();
+            if from > 0 {
+                folded_from_parameter.insert(name.clone(), from);
                 parameters.insert(name);
-            } else {
+            } else if sources.iter().any(|s| known_constant(s)) {
                 constants.insert(name);
             }
         }
     }
     constants.retain(|c| !parameters.contains(c));
-    ExporterRecord { constants, declared }
+    ExporterRecord { constants, declared, folded_from_parameter }
 }
 
 /// What the dynamo exporter's metadata says of the initializers.
@@ -1129,6 +1214,8 @@ struct ExporterRecord {
     /// one too: a temperature, a logit scale, which no weight position
     /// names).
     declared: HashSet<String>,
+    /// Folded initializers computed from parameters, with how many.
+    folded_from_parameter: HashMap<String, usize>,
 }
 
 /// Whether a float initializer is a mask rather than a weight: it holds an
@@ -2000,12 +2087,13 @@ impl Importer<'_> {
                 && matches!(n.op_type(), "Round" | "Floor" | "Ceil")
                 && n.input.first() == Some(x)
         });
+        // (Its only reader: a difference read elsewhere too, by a penalty
+        // on it, keeps its gradient there.)
+        let readers: Vec<&NodeProto> = self.graph.node.iter().filter(|n| n.input.contains(out)).collect();
         rounds
-            && self.graph.node.iter().any(|n| {
-                n.op_type() == "Add"
-                    && n.input.len() == 2
-                    && ((n.input[0] == *out && n.input[1] == *x) || (n.input[1] == *out && n.input[0] == *x))
-            })
+            && matches!(readers[..], [n] if n.op_type() == "Add"
+                && n.input.len() == 2
+                && ((n.input[0] == *out && n.input[1] == *x) || (n.input[1] == *out && n.input[0] == *x)))
     }
 
     fn param(&mut self, g: &Graph, onnx: &str) -> R<Tensor> {
@@ -2324,6 +2412,9 @@ impl Importer<'_> {
                 // tensor's values survive.
                 (V::T(x), V::C(indices), V::C(updates)) => {
                     let reduction = attr_s(node, "reduction").unwrap_or_else(|| "none".into());
+                    if !x.dtype().is_float() && matches!(reduction.as_str(), "max" | "min") {
+                        return Err(format!("ScatterND with reduction '{reduction}' into integers is not supported"));
+                    }
                     let dims = x.shape().to_vec();
                     let n = numel(&dims)?;
                     let base = |v: f64| Const { dims: dims.clone(), vals: vec![v; n], float: true };
