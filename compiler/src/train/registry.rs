@@ -337,6 +337,21 @@ fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
+/// SQLite's busy handler for the registry: waits 10 ms at a time, up to
+/// 30 s in all (then the write fails: "database is locked"), saying so on
+/// stderr once a second has passed.
+fn wait_for_registry(tries: i32) -> bool {
+    const STEP_MS: i32 = 10;
+    if tries == 1000 / STEP_MS {
+        eprintln!("note: waiting for the run registry: another process holds it (at most 30 s)");
+    }
+    if tries >= 30_000 / STEP_MS {
+        return false;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(STEP_MS as u64));
+    true
+}
+
 /// Whether `error` (a registry's) is SQLite's "database is locked":
 /// another process's write held it past the wait.
 pub fn is_locked(error: &str) -> bool {
@@ -466,7 +481,10 @@ impl Runs {
         Runs::refuse_foreign(path)?;
         let err = db_error(path);
         let conn = Connection::open(path).map_err(&err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(&err)?;
+        // Another run's write holds it for a moment; one that holds it
+        // longer is waited for up to 30 s, said after the first second (a
+        // run seemed to hang at its start).
+        conn.busy_handler(Some(wait_for_registry)).map_err(&err)?;
         // WAL: a writer never blocks readers, and a process killed
         // mid-write leaves the last committed state.
         let _: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(&err)?;
