@@ -266,42 +266,22 @@ impl Predictions {
 /// `t` as a `.npy` file's bytes: integers as int64, floats as float32
 /// (float64 where the model's output is).
 pub fn npy_bytes(t: &Tensor) -> Result<Vec<u8>> {
-    use npyz::WriterBuilder;
     let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();
-    let mut bytes = Vec::new();
-    let failed = |e: std::io::Error| TrainError::Input(format!("writing the .npy array: {e}"));
     match t.dtype {
-        DType::I64 | DType::I32 | DType::I1 | DType::U8 => {
-            let mut w = npyz::WriteOptions::new()
-                .default_dtype()
-                .shape(&shape)
-                .writer(&mut bytes)
-                .begin_nd()
-                .map_err(failed)?;
-            w.extend(t.values.iter().map(|&v| v as i64)).map_err(failed)?;
-            w.finish().map_err(failed)?;
-        }
-        DType::F64 => {
-            let mut w = npyz::WriteOptions::new()
-                .default_dtype()
-                .shape(&shape)
-                .writer(&mut bytes)
-                .begin_nd()
-                .map_err(failed)?;
-            w.extend(t.values.iter().copied()).map_err(failed)?;
-            w.finish().map_err(failed)?;
-        }
-        DType::F32 | DType::F16 | DType::BF16 => {
-            let mut w = npyz::WriteOptions::new()
-                .default_dtype()
-                .shape(&shape)
-                .writer(&mut bytes)
-                .begin_nd()
-                .map_err(failed)?;
-            w.extend(t.values.iter().map(|&v| v as f32)).map_err(failed)?;
-            w.finish().map_err(failed)?;
-        }
+        DType::I64 | DType::I32 | DType::I1 | DType::U8 => npy_of(&shape, t.values.iter().map(|&v| v as i64)),
+        DType::F64 => npy_of(&shape, t.values.iter().copied()),
+        DType::F32 | DType::F16 | DType::BF16 => npy_of(&shape, t.values.iter().map(|&v| v as f32)),
     }
+}
+
+/// A `.npy` array of `shape` holding `values`, in their type.
+fn npy_of<T: npyz::AutoSerialize>(shape: &[u64], values: impl Iterator<Item = T>) -> Result<Vec<u8>> {
+    use npyz::WriterBuilder;
+    let failed = |e: std::io::Error| TrainError::Input(format!("writing the .npy array: {e}"));
+    let mut bytes = Vec::new();
+    let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(&mut bytes).begin_nd().map_err(failed)?;
+    w.extend(values).map_err(failed)?;
+    w.finish().map_err(failed)?;
     Ok(bytes)
 }
 
