@@ -30,6 +30,7 @@ makes a venv with them); the committed fixtures let `make test` run
 without any of them.
 """
 import copy
+import math
 import os
 import sys
 
@@ -348,6 +349,28 @@ class SteFmod(nn.Module):
         return self.head(torch.cat([torch.fmod(h, 0.7), torch.remainder(h, 0.7)], 1))
 
 
+class PeInForward(nn.Module):
+    """The classic sinusoidal position table written slice by slice in
+    forward (`pe[:, 0::2] = sin(..)`: ScatterND into zeros of the input's
+    shape, its places and values computed from Range, Exp and Reciprocal
+    of constants, which the importer folds)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, 8)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):  # B x 1 x 8 x 8: 8 positions of 8 features
+        h = x.flatten(1, 2)
+        t, d = h.shape[1], h.shape[2]
+        pe = torch.zeros(t, d)
+        pos = torch.arange(0, t, dtype=torch.float).unsqueeze(1)
+        div = torch.exp(torch.arange(0, d, 2).float() * (-math.log(10000.0) / d))
+        pe[:, 0::2] = torch.sin(pos * div)
+        pe[:, 1::2] = torch.cos(pos * div)
+        return self.head(torch.relu(self.inp(h + pe)).flatten(1))
+
+
 def mobilenet():
     import torchvision
 
@@ -374,6 +397,7 @@ MODELS = {
     "einsum_tile": (EinsumTile, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "sin_cos_round": (SinCosRound, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "ste_fmod": (SteFmod, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "pe_in_forward": (PeInForward, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

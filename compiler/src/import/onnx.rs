@@ -2583,6 +2583,26 @@ impl Importer<'_> {
                     _ => x.round(),
                 })?)
             }
+            // Of constants (index and table arithmetic a TorchScript export
+            // leaves: `1 / x` of a Range's bound): folded, as Neg is.
+            "Sqrt" | "Exp" | "Log" | "Abs" | "Relu" | "Sigmoid" | "Tanh" | "Reciprocal" | "Erf"
+                if all_const && matches!(input(0)?, V::C(c) if c.float) =>
+            {
+                let mut c = konst(0, "x")?;
+                let f: fn(f64) -> f64 = match op {
+                    "Sqrt" => f64::sqrt,
+                    "Exp" => f64::exp,
+                    "Log" => f64::ln,
+                    "Abs" => f64::abs,
+                    "Relu" => |v| if v > 0.0 || v.is_nan() { v } else { 0.0 },
+                    "Sigmoid" => |v| 1.0 / (1.0 + (-v).exp()),
+                    "Tanh" => f64::tanh,
+                    "Erf" => libm::erf,
+                    _ => |v| 1.0 / v,
+                };
+                c.vals.iter_mut().for_each(|v| *v = f(*v));
+                Ok(vec![V::C(c)])
+            }
             "Sqrt" | "Erf" | "Exp" | "Log" | "Neg" | "Abs" | "Relu" | "Sigmoid" | "Tanh" | "Reciprocal" => {
                 let x = t(0)?;
                 one(nn(match op {

@@ -342,6 +342,14 @@ fn an_imported_straight_through_estimator_and_fmod_match_pytorchs_gradients() {
     check("ste_fmod");
 }
 
+/// The classic sinusoidal table written slice by slice in forward (a
+/// TorchScript export's ScatterND into zeros of the input's shape, its
+/// places from constant arithmetic the importer folds).
+#[test]
+fn an_imported_position_table_written_in_forward_matches_pytorchs_gradients() {
+    check("pe_in_forward");
+}
+
 /// A dynamo export at a static batch (`tools/onnx/export_dynamo.py`),
 /// read by the exporter's own records rather than by names: the RoPE tables
 /// it folded (`unsqueeze_4`, `unsqueeze_5`: computed from `arange`) and an
