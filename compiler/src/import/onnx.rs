@@ -47,6 +47,7 @@ pub const SUPPORTED: &[&str] = &[
     "Conv",
     "ConvTranspose",
     "Cos",
+    "Cosh",
     "CumSum",
     "Div",
     "Dropout",
@@ -114,6 +115,7 @@ pub const SUPPORTED: &[&str] = &[
     "Sigmoid",
     "Sign",
     "Sin",
+    "Sinh",
     "Slice",
     "Softmax",
     "Softplus",
@@ -123,6 +125,7 @@ pub const SUPPORTED: &[&str] = &[
     "Squeeze",
     "Sub",
     "Swish",
+    "Tan",
     "Tanh",
     "Tile",
     "Transpose",
@@ -2561,6 +2564,26 @@ impl Importer<'_> {
             }
             // Of constants (a position table computed from a Range, as a
             // TorchScript export leaves it): folded, in f64.
+            // Composed of exp, sin and cos (of constants, folded).
+            "Sinh" | "Cosh" | "Tan" if all_const => {
+                let mut c = konst(0, "x")?;
+                let f: fn(f64) -> f64 = match op {
+                    "Sinh" => f64::sinh,
+                    "Cosh" => f64::cosh,
+                    _ => f64::tan,
+                };
+                c.vals.iter_mut().for_each(|v| *v = f(*v));
+                Ok(vec![V::C(c)])
+            }
+            "Sinh" | "Cosh" => {
+                let x = t(0)?;
+                let (up, down) = (nn(x.exp())?, nn(x.neg().and_then(|n| n.exp()))?);
+                one(nn(if op == "Sinh" { up.sub(&down) } else { up.add(&down) }.and_then(|v| v.mul_scalar(0.5)))?)
+            }
+            "Tan" => {
+                let x = t(0)?;
+                one(nn(x.sin().and_then(|s| x.cos().and_then(|c| s.div(&c))))?)
+            }
             "Sin" | "Cos" | "Floor" | "Ceil" | "Round" if all_const => {
                 let mut c = konst(0, "x")?;
                 let f: fn(f64) -> f64 = match op {
