@@ -2562,19 +2562,16 @@ impl Importer<'_> {
                 c.vals.iter_mut().for_each(|v| *v = -*v);
                 Ok(vec![V::C(c)])
             }
-            // Of constants (a position table computed from a Range, as a
-            // TorchScript export leaves it): folded, in f64.
-            // Composed of exp, sin and cos (of constants, folded).
-            "Sinh" | "Cosh" | "Tan" if all_const => {
+            // A float function of a float constant (index and table
+            // arithmetic a TorchScript export leaves: `1 / x` of a Range's
+            // bound, a position table's sin): folded, as Neg is.
+            _ if all_const && unary_fold(op).is_some() && matches!(input(0)?, V::C(c) if c.float) => {
                 let mut c = konst(0, "x")?;
-                let f: fn(f64) -> f64 = match op {
-                    "Sinh" => f64::sinh,
-                    "Cosh" => f64::cosh,
-                    _ => f64::tan,
-                };
+                let f = unary_fold(op).ok_or("no folding function")?;
                 c.vals.iter_mut().for_each(|v| *v = f(*v));
                 Ok(vec![V::C(c)])
             }
+            // Composed of exp, sin and cos.
             "Sinh" | "Cosh" => {
                 let x = t(0)?;
                 let (up, down) = (nn(x.exp())?, nn(x.neg().and_then(|n| n.exp()))?);
@@ -2583,18 +2580,6 @@ impl Importer<'_> {
             "Tan" => {
                 let x = t(0)?;
                 one(nn(x.sin().and_then(|s| x.cos().and_then(|c| s.div(&c))))?)
-            }
-            "Sin" | "Cos" | "Floor" | "Ceil" | "Round" if all_const => {
-                let mut c = konst(0, "x")?;
-                let f: fn(f64) -> f64 = match op {
-                    "Sin" => f64::sin,
-                    "Cos" => f64::cos,
-                    "Floor" => f64::floor,
-                    "Ceil" => f64::ceil,
-                    _ => f64::round_ties_even,
-                };
-                c.vals.iter_mut().for_each(|v| *v = f(*v));
-                Ok(vec![V::C(c)])
             }
             "Sin" | "Cos" | "Floor" | "Ceil" | "Round" => {
                 let x = t(0)?;
@@ -2605,26 +2590,6 @@ impl Importer<'_> {
                     "Ceil" => x.ceil(),
                     _ => x.round(),
                 })?)
-            }
-            // Of constants (index and table arithmetic a TorchScript export
-            // leaves: `1 / x` of a Range's bound): folded, as Neg is.
-            "Sqrt" | "Exp" | "Log" | "Abs" | "Relu" | "Sigmoid" | "Tanh" | "Reciprocal" | "Erf"
-                if all_const && matches!(input(0)?, V::C(c) if c.float) =>
-            {
-                let mut c = konst(0, "x")?;
-                let f: fn(f64) -> f64 = match op {
-                    "Sqrt" => f64::sqrt,
-                    "Exp" => f64::exp,
-                    "Log" => f64::ln,
-                    "Abs" => f64::abs,
-                    "Relu" => |v| if v > 0.0 || v.is_nan() { v } else { 0.0 },
-                    "Sigmoid" => |v| 1.0 / (1.0 + (-v).exp()),
-                    "Tanh" => f64::tanh,
-                    "Erf" => libm::erf,
-                    _ => |v| 1.0 / v,
-                };
-                c.vals.iter_mut().for_each(|v| *v = f(*v));
-                Ok(vec![V::C(c)])
             }
             "Sqrt" | "Erf" | "Exp" | "Log" | "Neg" | "Abs" | "Relu" | "Sigmoid" | "Tanh" | "Reciprocal" => {
                 let x = t(0)?;
@@ -4353,6 +4318,30 @@ fn gather_nd(data: &Const, indices: &Const, batch_dims: i64) -> R<Const> {
         vals.extend_from_slice(&data.vals[offset..offset + slice]);
     }
     Ok(Const { dims, vals, float: data.float })
+}
+
+/// The f64 function of a unary ONNX op that folds a float constant.
+fn unary_fold(op: &str) -> Option<fn(f64) -> f64> {
+    Some(match op {
+        "Sin" => f64::sin,
+        "Cos" => f64::cos,
+        "Tan" => f64::tan,
+        "Sinh" => f64::sinh,
+        "Cosh" => f64::cosh,
+        "Floor" => f64::floor,
+        "Ceil" => f64::ceil,
+        "Round" => f64::round_ties_even,
+        "Sqrt" => f64::sqrt,
+        "Exp" => f64::exp,
+        "Log" => f64::ln,
+        "Abs" => f64::abs,
+        "Relu" => |v| if v > 0.0 || v.is_nan() { v } else { 0.0 },
+        "Sigmoid" => |v| 1.0 / (1.0 + (-v).exp()),
+        "Tanh" => f64::tanh,
+        "Erf" => libm::erf,
+        "Reciprocal" => |v| 1.0 / v,
+        _ => return None,
+    })
 }
 
 /// ONNX's ScatterND of constants: a copy of `data` where each index tuple

@@ -234,7 +234,12 @@ impl Predictions {
                 values.name()
             )));
         }
-        let classes = out.shape.last().copied().unwrap_or(1).max(1);
+        // (An output per example has the examples' axis: a scalar has no
+        // rows, and no classes to take.)
+        let Some(&classes) = out.shape.last() else {
+            return Err(TrainError::Input("predictions of a scalar output: no rows to give".into()));
+        };
+        let classes = classes.max(1);
         Ok(match values {
             Values::Raw => out.clone(),
             Values::Class => {
