@@ -371,6 +371,28 @@ class PeInForward(nn.Module):
         return self.head(torch.relu(self.inp(h + pe)).flatten(1))
 
 
+class GatherPool(nn.Module):
+    """torch.gather of activations at indices the model computes (each
+    example's strongest position, an ArgMax) and at a constant permutation
+    (GatherElements), and advanced indexing `h[arange(B), idx]` (the
+    dynamo exporter's GatherND; TorchScript's Gather of a flattened view):
+    the gradient reaches only the gathered elements."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x)).flatten(2)  # B x 8 x 64
+        b = h.shape[0]
+        idx = h.mean(1).argmax(-1)  # B
+        top = torch.gather(h, 2, idx[:, None, None].expand(b, 8, 1)).squeeze(2)
+        sel = h.transpose(1, 2)[torch.arange(b), idx]
+        shuffled = torch.gather(top * sel, 1, torch.tensor([3, 1, 0, 2, 7, 5, 4, 6]).expand(b, 8))
+        return self.head(torch.cat([top, sel, shuffled, h.amax(2)], 1))
+
+
 def mobilenet():
     import torchvision
 
@@ -398,6 +420,8 @@ MODELS = {
     "sin_cos_round": (SinCosRound, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "ste_fmod": (SteFmod, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "pe_in_forward": (PeInForward, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "gather_pool": (GatherPool, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "gather_pool_dynamo": (GatherPool, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }
@@ -484,13 +508,18 @@ def reference64(name, out):
 def export(name, out):
     model, x, labels = build(name)
     path = os.path.join(out, f"{name}.onnx")
-    torch.onnx.export(
-        model, (x,), path, input_names=["input0"], output_names=["output0"],
-        dynamic_axes={"input0": {0: "batch"}, "output0": {0: "batch"}}, opset_version=17, dynamo=False,
-        # Keep BatchNormalization nodes (evaluation mode would fold them
-        # into the convolutions).
-        training=torch.onnx.TrainingMode.PRESERVE,
-    )
+    if name.endswith("_dynamo"):
+        # The dynamo exporter (opset 18, static shapes, weights inline).
+        torch.onnx.export(model, (x,), path, input_names=["input0"], output_names=["output0"], opset_version=18,
+                          dynamo=True, external_data=False)
+    else:
+        torch.onnx.export(
+            model, (x,), path, input_names=["input0"], output_names=["output0"],
+            dynamic_axes={"input0": {0: "batch"}, "output0": {0: "batch"}}, opset_version=17, dynamo=False,
+            # Keep BatchNormalization nodes (evaluation mode would fold them
+            # into the convolutions).
+            training=torch.onnx.TrainingMode.PRESERVE,
+        )
     onnx.checker.check_model(onnx.load(path))
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed = x.numpy() if x.dtype != torch.int64 else x.numpy()

@@ -71,6 +71,7 @@ pub const SUPPORTED: &[&str] = &[
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "If",
     "InstanceNormalization",
     "IsInf",
     "IsNaN",
@@ -474,6 +475,8 @@ pub fn import_model(
         if node.output.iter().any(|o| needed.contains(o.as_str())) {
             live[index] = true;
             needed.extend(node.input.iter().filter(|i| !i.is_empty()).map(String::as_str));
+            // An If's branches read values of the graph around them.
+            needed.extend(subgraph_reads(node));
         }
     }
     let live_graph = proto::GraphProto {
@@ -1251,6 +1254,21 @@ fn frozen_initializers(
 }
 
 /// An import error at `node` (the `index`-th of the graph).
+/// The values a node's subgraphs (an If's branches) read, the graph's
+/// around them included (an over-approximation: their own too).
+fn subgraph_reads(node: &NodeProto) -> Vec<&str> {
+    let mut names = Vec::new();
+    for a in &node.attribute {
+        if let Some(b) = a.g.as_ref() {
+            for n in &b.node {
+                names.extend(n.input.iter().filter(|i| !i.is_empty()).map(String::as_str));
+                names.extend(subgraph_reads(n));
+            }
+        }
+    }
+    names
+}
+
 fn node_error(model: &str, index: usize, node: &NodeProto, opset: i64, message: String) -> ImportError {
     ImportError::Node {
         model: model.to_string(),
@@ -1976,6 +1994,124 @@ impl Importer<'_> {
         Ok(out)
     }
 
+    /// One node of the graph (`index`: its place there, or its If's for
+    /// a node of a branch, which `within` names) into `env`.
+    fn trace_node(
+        &mut self,
+        g: &Graph,
+        index: usize,
+        node: &NodeProto,
+        env: &mut HashMap<String, V>,
+        within: &str,
+    ) -> Result<(), ImportError> {
+        let (model, opset) = (self.name.clone(), self.opset);
+        let fail = |message: String| node_error(&model, index, node, opset, format!("{message}{within}"));
+        if !node.domain().is_empty() && node.domain() != "ai.onnx" {
+            return Err(fail(format!("domain '{}' is not supported (only the default domain)", node.domain())));
+        }
+        if !SUPPORTED.contains(&node.op_type()) {
+            return Err(fail(format!("not supported; the importer supports: {}", SUPPORTED.join(", "))));
+        }
+        check_node(node).map_err(fail)?;
+        if node.op_type() == "Identity" && node.output.first().is_some_and(|o| self.aliased.contains(o)) {
+            return Ok(());
+        }
+        if node.op_type() == "If" {
+            return self.trace_if(g, index, node, env);
+        }
+        let mut ins = Vec::new();
+        for n in &node.input {
+            if n.is_empty() {
+                ins.push(None);
+                continue;
+            }
+            if let Some(v) = env.get(n) {
+                ins.push(Some(v.clone()));
+            } else if self.params.contains(n) || self.states.contains(n) {
+                let t = self.param(&g, n).map_err(fail)?;
+                env.insert(n.clone(), V::T(t.clone()));
+                ins.push(Some(V::T(t)));
+            } else {
+                return Err(fail(format!("input '{n}' is not produced by any earlier node")));
+            }
+        }
+        let outs = self.node(&g, node, &ins).map_err(fail)?;
+        if let Some(V::T(t)) = outs.iter().find(|v| matches!(v, V::T(t) if t.shape().contains(&0))) {
+            return Err(fail(format!("it produces an empty tensor ({}), which AICF does not compile", t.spec())));
+        }
+        for (name, v) in node.output.iter().zip(outs) {
+            if name.is_empty() {
+                continue;
+            }
+            // ONNX names each value once: a second writer is a broken
+            // graph, not a later value.
+            if env.contains_key(name) {
+                return Err(fail(format!(
+                    "its output '{name}' is already a value of the graph (an input or an earlier node's \
+                     output): each name is assigned once"
+                )));
+            }
+            env.insert(name.clone(), v);
+        }
+        Ok(())
+    }
+
+    /// An If whose condition is known at import (TorchScript's exports
+    /// test a shape, `squeeze(dim)` where the size might not be 1): the
+    /// branch it takes, its nodes traced into the graph around it (whose
+    /// values they read), its outputs the If's. A condition the model
+    /// computes from its data is control flow AICF does not compile.
+    fn trace_if(
+        &mut self,
+        g: &Graph,
+        index: usize,
+        node: &NodeProto,
+        env: &mut HashMap<String, V>,
+    ) -> Result<(), ImportError> {
+        let (model, opset) = (self.name.clone(), self.opset);
+        let fail = |message: String| node_error(&model, index, node, opset, message);
+        let taken = match env.get(&node.input[0]) {
+            Some(V::C(c)) if c.vals.len() == 1 => c.vals[0] != 0.0,
+            Some(V::C(c)) => return Err(fail(format!("a condition of {:?} values, not one", c.dims))),
+            _ => {
+                return Err(fail(
+                    "its condition is computed from the model's data: control flow that depends on the data is \
+                     not supported (an If on shapes, known at import, is)"
+                        .into(),
+                ));
+            }
+        };
+        let name = if taken { "then_branch" } else { "else_branch" };
+        let branch = node
+            .attribute
+            .iter()
+            .find(|a| a.name() == name)
+            .and_then(|a| a.g.as_ref())
+            .ok_or_else(|| fail(format!("no {name}")))?
+            .clone();
+        if branch.output.len() != node.output.len() {
+            return Err(fail(format!(
+                "its {name} has {} outputs for the If's {}",
+                branch.output.len(),
+                node.output.len()
+            )));
+        }
+        let within = format!(" (in the {name} of If '{}')", node.name());
+        for inner in &branch.node {
+            self.trace_node(g, index, inner, env, &within)?;
+        }
+        for (name, o) in node.output.iter().zip(&branch.output) {
+            let v = env
+                .get(o.name())
+                .cloned()
+                .ok_or_else(|| fail(format!("branch output '{}' is not produced", o.name())))?;
+            if !name.is_empty() {
+                env.insert(name.clone(), v);
+            }
+        }
+        Ok(())
+    }
+
     fn trace(&mut self, xs: &[Tensor]) -> Result<Vec<Tensor>, ImportError> {
         let g = xs[0].graph();
         let mut env: HashMap<String, V> = HashMap::new();
@@ -1991,53 +2127,9 @@ impl Importer<'_> {
                 env.insert(n.clone(), V::C(Const::from_onnx(t)));
             }
         }
-        let (model, opset) = (self.name.clone(), self.opset);
-        for (index, node) in self.graph.node.iter().enumerate() {
-            let fail = |message: String| node_error(&model, index, node, opset, message);
-            if !node.domain().is_empty() && node.domain() != "ai.onnx" {
-                return Err(fail(format!("domain '{}' is not supported (only the default domain)", node.domain())));
-            }
-            if !SUPPORTED.contains(&node.op_type()) {
-                return Err(fail(format!("not supported; the importer supports: {}", SUPPORTED.join(", "))));
-            }
-            check_node(node).map_err(fail)?;
-            if node.op_type() == "Identity" && node.output.first().is_some_and(|o| self.aliased.contains(o)) {
-                continue;
-            }
-            let mut ins = Vec::new();
-            for n in &node.input {
-                if n.is_empty() {
-                    ins.push(None);
-                    continue;
-                }
-                if let Some(v) = env.get(n) {
-                    ins.push(Some(v.clone()));
-                } else if self.params.contains(n) || self.states.contains(n) {
-                    let t = self.param(&g, n).map_err(fail)?;
-                    env.insert(n.clone(), V::T(t.clone()));
-                    ins.push(Some(V::T(t)));
-                } else {
-                    return Err(fail(format!("input '{n}' is not produced by any earlier node")));
-                }
-            }
-            let outs = self.node(&g, node, &ins).map_err(fail)?;
-            if let Some(V::T(t)) = outs.iter().find(|v| matches!(v, V::T(t) if t.shape().contains(&0))) {
-                return Err(fail(format!("it produces an empty tensor ({}), which AICF does not compile", t.spec())));
-            }
-            for (name, v) in node.output.iter().zip(outs) {
-                if name.is_empty() {
-                    continue;
-                }
-                // ONNX names each value once: a second writer is a broken
-                // graph, not a later value.
-                if env.contains_key(name) {
-                    return Err(fail(format!(
-                        "its output '{name}' is already a value of the graph (an input or an earlier node's \
-                         output): each name is assigned once"
-                    )));
-                }
-                env.insert(name.clone(), v);
-            }
+        let nodes = self.graph.node.clone();
+        for (index, node) in nodes.iter().enumerate() {
+            self.trace_node(&g, index, node, &mut env, "")?;
         }
         let mut outputs = Vec::new();
         for o in &self.graph.output {
@@ -2133,6 +2225,143 @@ impl Importer<'_> {
         }
         let dtype = like.unwrap_or(if c.float { DType::F32 } else { DType::I32 });
         g.constant(&c.vals, &TensorSpec::new(c.dims.clone(), dtype)).map_err(|e| e.to_string())
+    }
+
+    /// `indices` (constant or computed, negative ones counting from the
+    /// end) as positions along an axis of `n` with elements `stride`
+    /// apart: `i * stride`, an i32 tensor of the indices' shape. Constant
+    /// indices are checked here; computed ones read a table of the `n`
+    /// offsets (an `hl.gather`), whose kernel checks each index against
+    /// `n` before the call as an embedding's ids are checked (and the
+    /// trainer checks a data set's labels), so that an index out of its
+    /// axis is an error and never reads a neighbouring row.
+    fn offsets(&self, g: &Graph, indices: &V, n: usize, stride: usize, what: &str) -> R<Tensor> {
+        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+        if n.checked_mul(stride).is_none_or(|m| m > i32::MAX as usize) {
+            return Err(format!("{what}: {n} x {stride} elements, beyond the 2^31 an i32 index reaches"));
+        }
+        match indices {
+            V::C(c) => {
+                let d = n as i64;
+                let vals = c
+                    .as_ints()
+                    .iter()
+                    .map(|&k| match k {
+                        k if (-d..d).contains(&k) => Ok(((if k < 0 { k + d } else { k }) as usize * stride) as f64),
+                        k => Err(format!("{what} index {k} is out of range for an axis of {n} (in [-{n}, {n}))")),
+                    })
+                    .collect::<R<_>>()?;
+                self.materialize(g, &Const { dims: c.dims.clone(), vals, float: false }, Some(DType::I32))
+            }
+            V::T(i) => {
+                if i.dtype().is_float() {
+                    return Err(format!("{what}'s indices are {:?}, not integers", i.dtype()));
+                }
+                let i = if i.dtype() == DType::I32 { i.clone() } else { nn(i.cast(DType::I32))? };
+                let spec = TensorSpec::new(i.shape(), DType::I32);
+                let negative = nn(i.compare(Compare::Lt, &nn(g.constant(&[0.0], &spec))?))?;
+                let wrapped = nn(Tensor::select(&negative, &nn(i.add(&nn(g.constant(&[n as f64], &spec))?))?, &i))?;
+                let table: Vec<f64> = (0..n).map(|k| (k * stride) as f64).collect();
+                let table = nn(g.constant(&table, &TensorSpec::new(vec![n], DType::I32)))?;
+                nn(table.gather(&wrapped, 0))
+            }
+        }
+    }
+
+    /// ONNX GatherElements (`torch.gather`) of a computed tensor or at
+    /// computed indices: `out[p] = data[p with p[axis] = indices[p]]`, a
+    /// gather of the flattened data at each element's position (the
+    /// indices' offset along the axis plus the constant offset of the
+    /// other coordinates), so the gradient is the gather's scatter-add.
+    fn gather_elements(&self, g: &Graph, data: &V, indices: &V, axis: i64) -> R<Tensor> {
+        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+        let (dims, idims) = (shape_of(data), shape_of(indices));
+        let axis = norm_axis(axis, dims.len())?;
+        if idims.len() != dims.len() || idims.iter().zip(&dims).enumerate().any(|(d, (&i, &n))| d != axis && i > n) {
+            return Err(format!(
+                "GatherElements of data {dims:?} at indices {idims:?} (axis {axis}): the indices must be of the \
+                 data's rank and no longer on the other axes"
+            ));
+        }
+        let total = numel(&dims)?;
+        if total > i32::MAX as usize {
+            return Err(format!("GatherElements of data {dims:?}: {total} elements, beyond an i32 index"));
+        }
+        let (ds, is) = (strides_of(&dims), strides_of(&idims));
+        let along = self.offsets(g, indices, dims[axis], ds[axis], "GatherElements")?;
+        // Each output element's offset from its other coordinates.
+        let base: Vec<f64> = (0..numel(&idims)?)
+            .map(|p| {
+                (0..dims.len()).filter(|&d| d != axis).map(|d| (p / is[d]) % idims[d] * ds[d]).sum::<usize>() as f64
+            })
+            .collect();
+        let at = if base.iter().all(|&b| b == 0.0) {
+            along
+        } else {
+            nn(along.add(&nn(g.constant(&base, &TensorSpec::new(idims.clone(), DType::I32)))?))?
+        };
+        let x = self.tensor(g, data, None)?;
+        nn(nn(x.reshape(&[total as i64]))?.gather(&at, 0))
+    }
+
+    /// ONNX GatherND of a computed tensor or at computed indices: each
+    /// index tuple (after `batch_dims` batch axes) names a slice of the
+    /// data, found as a row of the data viewed as (the indexed axes
+    /// flattened) x (the rest): the tuple's offsets along each axis added
+    /// (with the batch position's), then one gather of those rows.
+    fn gather_nd(&self, g: &Graph, data: &V, indices: &V, batch_dims: i64) -> R<Tensor> {
+        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+        let (dims, idims) = (shape_of(data), shape_of(indices));
+        let (dr, ir) = (dims.len(), idims.len());
+        let b = usize::try_from(batch_dims).map_err(|_| format!("batch_dims {batch_dims} is negative"))?;
+        let k = *idims.last().ok_or("GatherND's indices are a scalar (rank 1 at least)")?;
+        if b >= ir || b + k > dr || dims[..b] != idims[..b] {
+            return Err(format!(
+                "GatherND of data {dims:?} at indices {idims:?} with batch_dims {b}: the shapes do not fit"
+            ));
+        }
+        let rows = numel(&dims[..b + k])?;
+        if rows > i32::MAX as usize {
+            return Err(format!("GatherND of data {dims:?}: {rows} indexed slices, beyond an i32 index"));
+        }
+        // Row strides of the indexed axes (batch ones first) in the view.
+        let strides = strides_of(&dims[..b + k]);
+        let tuple_dims = idims[..ir - 1].to_vec();
+        let mut at: Option<Tensor> = None;
+        let mut add = |t: Tensor| -> R<()> {
+            at = Some(match at.take() {
+                None => t,
+                Some(a) => nn(a.add(&t))?,
+            });
+            Ok(())
+        };
+        if b > 0 {
+            let per_batch: usize = idims[b..ir - 1].iter().product();
+            let base: Vec<f64> =
+                (0..numel(&tuple_dims)?).map(|t| (t / per_batch.max(1) * strides[b - 1]) as f64).collect();
+            add(nn(g.constant(&base, &TensorSpec::new(tuple_dims.clone(), DType::I32)))?)?;
+        }
+        for j in 0..k {
+            // The tuples' j-th index, of the tuples' shape.
+            let column = match indices {
+                V::C(c) => V::C(Const {
+                    dims: tuple_dims.clone(),
+                    vals: c.vals.iter().skip(j).step_by(k).copied().collect(),
+                    float: false,
+                }),
+                V::T(i) => {
+                    let pick = nn(g.constant(&[j as f64], &TensorSpec::new(vec![1], DType::I32)))?;
+                    let shape: Vec<i64> = tuple_dims.iter().map(|&d| d as i64).collect();
+                    V::T(nn(nn(i.gather(&pick, (ir - 1) as i64))?.reshape(&shape))?)
+                }
+            };
+            add(self.offsets(g, &column, dims[b + j], strides[b + j], "GatherND")?)?;
+        }
+        let at = at.ok_or("GatherND with tuples of no indices")?;
+        let x = self.tensor(g, data, None)?;
+        let mut view = vec![rows as i64];
+        view.extend(dims[b + k..].iter().map(|&d| d as i64));
+        nn(nn(x.reshape(&view))?.gather(&at, 0))
     }
 
     fn tensor(&self, g: &Graph, v: &V, like: Option<DType>) -> R<Tensor> {
@@ -2397,7 +2626,13 @@ impl Importer<'_> {
                 } else {
                     gather_elements(data, indices, attr_i(node, "axis", 0))?
                 })]),
-                _ => Err(format!("{op} of computed tensors is not supported (of constants, it is folded)")),
+                (data, indices) => {
+                    if op == "GatherND" {
+                        one(self.gather_nd(g, data, indices, attr_i(node, "batch_dims", 0))?)
+                    } else {
+                        one(self.gather_elements(g, data, indices, attr_i(node, "axis", 0))?)
+                    }
+                }
             },
             // Of constants (a position table written slice by slice in
             // forward, `pe[:, 0::2] = sin(..)`, as a TorchScript export

@@ -350,6 +350,17 @@ fn an_imported_position_table_written_in_forward_matches_pytorchs_gradients() {
     check("pe_in_forward");
 }
 
+/// `torch.gather` of activations at indices the model computes (ArgMax)
+/// and at a constant permutation (GatherElements), and advanced indexing
+/// `h[arange(B), idx]`: TorchScript's export (Gather of a flattened view)
+/// and the dynamo exporter's (GatherND), forward against onnxruntime and
+/// gradients against PyTorch's.
+#[test]
+fn an_imported_gather_of_activations_matches_onnxruntime_and_pytorch_gradients() {
+    check("gather_pool");
+    check("gather_pool_dynamo");
+}
+
 /// A dynamo export at a static batch (`tools/onnx/export_dynamo.py`),
 /// read by the exporter's own records rather than by names: the RoPE tables
 /// it folded (`unsqueeze_4`, `unsqueeze_5`: computed from `arange`) and an
@@ -2451,4 +2462,88 @@ fn pooling_and_transposed_convolution_refusals_name_the_fault() {
     for (e, want) in cases {
         assert!(e.contains(want) && e.contains("the_node"), "{want}: {e}");
     }
+}
+
+/// An If on a shape (TorchScript's `squeeze(dim)` of a size it cannot
+/// prove is 1) takes the branch the import-time shape picks, its nodes
+/// reading values of the graph around them; an If on the model's data
+/// is refused naming the node.
+#[test]
+fn an_if_on_a_shape_takes_its_branch_and_one_on_data_is_refused() {
+    use aicf_onnx::proto::{AttributeProto, GraphProto, attribute_proto::AttributeType};
+    let ints = |name: &str, vals: &[i64]| aicf_onnx::proto::TensorProto {
+        name: Some(name.into()),
+        data_type: Some(7),
+        dims: if vals.len() == 1 { vec![] } else { vec![vals.len() as i64] },
+        int64_data: vals.to_vec(),
+        ..Default::default()
+    };
+    let branch = |name: &str, op: &str, out: &str| AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(AttributeType::Graph as i32),
+        g: Some(GraphProto {
+            name: Some(name.into()),
+            node: vec![node(&format!("{name}_node"), op, &["h"], out)],
+            output: vec![float_value(out, &[2, 3])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    // y = If(shape(h)[1] == `size`) then relu(h) else neg(h), h = x W.
+    let model = |size: i64, on_data: bool| {
+        let mut m = one_node_model("mm", "MatMul", (&[2, 4], &[2, 3]), vec![], vec![], 17);
+        let g = m.graph.as_mut().unwrap();
+        g.node[0].input.push("w".into());
+        g.node[0].output = vec!["h".into()];
+        // (The Constant goes first.)
+        // A constant weight (an initializer would be a parameter).
+        let mut weight = node("weight", "Constant", &[], "w");
+        weight.attribute = vec![AttributeProto {
+            name: Some("value".into()),
+            r#type: Some(AttributeType::Tensor as i32),
+            t: Some(float_init("w", vec![4, 3], (0..12).map(|i| i as f32 * 0.25 - 1.5).collect())),
+            ..Default::default()
+        }];
+        g.node.insert(0, weight);
+        g.initializer.extend([ints("one", &[1]), ints("size", &[size])]);
+        g.node.push(node("shape", "Shape", &["h"], "s"));
+        g.node.push(node("pick", "Gather", &["s", "one"], "d"));
+        if on_data {
+            g.node.push(node("sum", "ReduceSum", &["x"], "t"));
+            g.initializer.push(float_init("zero", vec![], vec![0.0]));
+            g.node.push(node("test", "Greater", &["t", "zero"], "c"));
+        } else {
+            g.node.push(node("test", "Equal", &["d", "size"], "c"));
+        }
+        let mut choose = node("squeeze_if", "If", &["c"], "y");
+        choose.attribute = vec![branch("then_branch", "Relu", "r"), branch("else_branch", "Neg", "n")];
+        g.node.push(choose);
+        m
+    };
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
+    let dir = crate::tmp_root().join("onnx-if");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ctx = aicf_compiler::CompilerContext::new();
+    let x: Vec<f64> = (0..8).map(|i| i as f64 * 0.5 - 2.0).collect();
+    let h: Vec<f64> = (0..2)
+        .flat_map(|r| (0..3).map(move |c| (0..4).map(|k| (r * 4 + k) as f64 * 0.5 - 2.0).zip(0..4).collect::<Vec<_>>()))
+        .enumerate()
+        .map(|(p, terms)| terms.iter().map(|&(xv, k)| xv * ((k * 3 + p % 3) as f64 * 0.25 - 1.5)).sum())
+        .collect();
+    for (size, expect) in
+        [(3, h.iter().map(|v: &f64| v.max(0.0)).collect::<Vec<_>>()), (5, h.iter().map(|v| -v).collect())]
+    {
+        let imported = onnx::import_model(&model(size, false), "if.onnx", &dir, &options).unwrap();
+        assert!(!imported.module.text.contains("If"), "the If is gone: {}", imported.module.text);
+        let path = dir.join("if.mlir");
+        imported.write(&path).unwrap();
+        let module = ctx.parse(&std::fs::read_to_string(&path).unwrap(), "if").unwrap();
+        let input = aicf_compiler::interp::Array::new(vec![2, 4], aicf_compiler::types::DType::F32, x.clone()).unwrap();
+        let y = aicf_compiler::interp::Interpreter::new(&module).run("forward", &[input]).unwrap();
+        let e = relative(&y[0].data, &expect);
+        assert!(e < 1e-6, "size {size}: {:?} against {expect:?}", y[0].data);
+    }
+    let e = onnx::import_model(&model(3, true), "if.onnx", &dir, &options).unwrap_err().to_string();
+    assert!(e.contains("squeeze_if") && e.contains("depends on the data"), "{e}");
 }
