@@ -125,15 +125,10 @@ impl CompilerContext {
 
     /// Reads and parses a `.mlir` file.
     pub fn parse_file(&self, path: &std::path::Path) -> Result<Module<'_>> {
-        let source = std::fs::read_to_string(path).map_err(|e| CompileError::Parse {
-            source_name: path.display().to_string(),
-            diagnostics: vec![Diagnostic {
-                location: path.display().to_string(),
-                severity: Severity::Error,
-                message: format!("cannot read the file: {e}"),
-                notes: vec![],
-            }],
-        })?;
+        // (A file that cannot be read is no parse error: "not valid IR"
+        // said of a missing file misled.)
+        let source = std::fs::read_to_string(path)
+            .map_err(|e| CompileError::Io { path: path.display().to_string(), message: e.to_string() })?;
         self.parse(&source, &path.display().to_string())
     }
 }

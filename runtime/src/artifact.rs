@@ -529,6 +529,20 @@ pub fn load_manifest(dir: &std::path::Path) -> crate::error::Result<Manifest> {
     use crate::error::RuntimeError;
     let path = dir.join("manifest.json");
     let fail = |path: &std::path::Path, message: String| RuntimeError::Load { path: path.to_path_buf(), message };
+    // A model's source or a missing path, said as such ("manifest.json:
+    // Not a directory" named neither).
+    match std::fs::metadata(dir) {
+        Err(e) => return Err(fail(dir, format!("{e}: no compiled artifact here (`aicf compile` writes one)"))),
+        Ok(m) if !m.is_dir() => {
+            return Err(fail(
+                dir,
+                "a file, not a compiled artifact (a directory of manifest.json and kernels.so, which `aicf compile` \
+                 writes)"
+                    .into(),
+            ));
+        }
+        Ok(_) => {}
+    }
     // A manifest is kilobytes (megabytes for the largest models); a huge
     // or endless file (a device) is not one, and is not read whole.
     let size = std::fs::metadata(&path).map_err(|e| fail(&path, e.to_string()))?;

@@ -262,7 +262,13 @@ pub(crate) fn input_mismatch(f: &Function, inputs: &[&Tensor]) -> Option<String>
         ));
     }
     expected.iter().zip(inputs).enumerate().find(|(_, (_, t))| !t.filled()).map(|(i, (a, t))| {
-        format!("input #{i} ({}) holds {} values, which do not fill its shape {:?}", a.bind, t.values.len(), t.shape)
+        format!(
+            "input #{i} ({}) holds {} values; its shape {:?} takes {}",
+            a.bind,
+            t.values.len(),
+            t.shape,
+            t.shape.iter().product::<usize>()
+        )
     })
 }
 
@@ -299,6 +305,22 @@ pub(crate) fn check_integer_inputs(f: &Function, inputs: &[&Tensor]) -> std::res
                 return Err(format!(
                     "input #{i} ({}) holds NaN at index {at} (of shape {:?}); nothing was run",
                     a.bind, t.shape
+                ));
+            }
+            // A finite value past the element type's range would arrive as
+            // an infinity (1e39 in an f32), which then went unnamed: the
+            // step ran and the loss's NaN blamed the learning rate.
+            let most = match a.dtype {
+                DType::F32 => f32::MAX as f64,
+                DType::BF16 => half::bf16::MAX.to_f64(),
+                DType::F16 => half::f16::MAX.to_f64(),
+                _ => f64::MAX,
+            };
+            if let Some(at) = t.values.iter().position(|v| v.is_finite() && v.abs() > most) {
+                return Err(format!(
+                    "input #{i} ({}) holds {:e} at index {at} (of shape {:?}), beyond {:?}'s range ({most:e}): it \
+                     would be an infinity; nothing was run",
+                    a.bind, t.values[at], t.shape, a.dtype
                 ));
             }
             continue;

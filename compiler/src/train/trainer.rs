@@ -285,6 +285,9 @@ pub struct Trainer {
     replica_weight: f64,
     global_rows: Option<usize>,
     comm: Option<std::sync::Arc<dyn Communicator>>,
+    /// The model's signature where its `@loss` has dropout (takes a seed
+    /// and an offset): a step given the inputs without them draws them.
+    rng: Option<super::data::Signature>,
 }
 
 /// A learning rate a step can take: finite and not negative (0 is a
@@ -338,11 +341,11 @@ impl Trainer {
         let types: Vec<String> =
             takes.iter().map(|a| format!("{} {:?}", format!("{:?}", a.dtype).to_lowercase(), a.shape)).collect();
         // (By the model's signature, where its @loss has dropout.)
-        let rng = takes.len() >= 2
-            && super::data::Signature::of_source(&self.source, &self.name).is_ok_and(|s| s.takes_rng());
+        let rng = takes.len() >= 2 && self.rng.is_some();
         let hint = if rng {
-            "; the last two, i64 scalars, are dropout's seed and offset: give a seed, and an offset that moves on \
-             each step (as `aicf train` does, by 2^24), or the same mask is drawn every step"
+            "; the last two, i64 scalars, are dropout's seed and offset: leave both out (the trainer draws them \
+             from Options::seed and the step, as `aicf train` does), or give a seed and an offset that moves on \
+             each step (by 2^24), or the same mask is drawn every step"
         } else {
             ""
         };
@@ -351,6 +354,18 @@ impl Trainer {
             takes.len(),
             types.join(", ")
         )))
+    }
+
+    /// Dropout's seed and offset for step `step` where the model's `@loss`
+    /// takes them and the caller's `given` inputs leave them out: drawn as
+    /// `aicf train` draws them (from [`Options::seed`], 2^24 counters a
+    /// step, so no two steps share a mask). None otherwise.
+    fn implied_rng(&self, function: &str, given: usize, step: u64) -> Result<Vec<Tensor>> {
+        let Some(sig) = &self.rng else { return Ok(Vec::new()) };
+        if given + 2 != caller_inputs(self.backend.function(function)?).len() {
+            return Ok(Vec::new());
+        }
+        Ok(super::run::rng_inputs(sig, self.options.seed, step))
     }
 
     /// Reads an `hl` module (`@forward`, `@loss`) from `path` and compiles it.
@@ -371,6 +386,12 @@ impl Trainer {
         // unclipped, where PyTorch's clip_grad_norm_(0) zeroes the step).
         super::run::check_optimizer_settings(options.momentum, options.weight_decay, options.betas, options.clip_norm)
             .map_err(|e| TrainError::Input(format!("Options: {e}")))?;
+        if !matches!(options.optimizer.as_str(), "sgd" | "adam" | "adamw") {
+            return Err(TrainError::Input(format!(
+                "Options: optimizer \"{}\": \"sgd\", \"adam\" or \"adamw\"",
+                options.optimizer
+            )));
+        }
         if options.nesterov && (options.optimizer != "sgd" || options.momentum == 0.0) {
             return Err(TrainError::Input(
                 "Options: nesterov is SGD's with a momentum (optimizer \"sgd\", momentum above 0)".into(),
@@ -399,6 +420,7 @@ impl Trainer {
             replica_weight: 1.0,
             global_rows: None,
             comm: None,
+            rng: super::data::Signature::of_source(source, name).ok().filter(|s| s.takes_rng()),
         })
     }
 
@@ -623,6 +645,8 @@ impl Trainer {
     /// The first value `function` (`@loss`, or its form without dropout,
     /// which takes the same inputs) returns on `inputs`.
     fn scalar_call(&mut self, function: &str, inputs: &[&Tensor]) -> Result<f64> {
+        let drawn = self.implied_rng("loss", inputs.len(), self.steps)?;
+        let inputs: &[&Tensor] = &inputs.iter().copied().chain(&drawn).collect::<Vec<_>>();
         // Said as `step`'s is: dropout's seed and offset named where missing.
         self.check_input_count("loss", inputs.len())?;
         let converted = self.integer_inputs(function, inputs)?;
@@ -683,9 +707,10 @@ impl Trainer {
         // Nothing is compiled for a tensor whose values do not fill its shape.
         if let Some((i, t)) = inputs.iter().enumerate().find(|(_, t)| !t.filled()) {
             return Err(TrainError::Input(format!(
-                "@{function}: input #{i} holds {} values, which do not fill its shape {:?}",
+                "@{function}: input #{i} holds {} values; its shape {:?} takes {}",
                 t.values.len(),
-                t.shape
+                t.shape,
+                t.shape.iter().product::<usize>()
             )));
         }
         let batch = self.batch();
@@ -727,6 +752,26 @@ impl Trainer {
             });
         match size {
             Some(size) if size > 0 && only_batch_differs => self.add_batch(size),
+            // An input that carries the batch but differs beyond it: what the
+            // model takes, with any number of rows (not the batch it was
+            // compiled for, which the call's error would name).
+            _ if let Some((i, a, t)) = (expected.len() == inputs.len())
+                .then(|| {
+                    expected.iter().zip(inputs).enumerate().find(|(_, (a, t))| {
+                        a.shape.first() == batch.as_ref()
+                            && (a.dtype != t.dtype || a.shape.len() != t.shape.len() || a.shape[1..] != t.shape[1..])
+                    })
+                })
+                .flatten()
+                .map(|(i, (a, t))| (i, a, t)) =>
+            {
+                let rest: Vec<String> = a.shape[1..].iter().map(|d| d.to_string()).collect();
+                let takes = std::iter::once("rows".to_string()).chain(rest).collect::<Vec<_>>().join(", ");
+                Err(TrainError::Input(format!(
+                    "@{function}: input #{i} ({}) is {:?} {:?}; the model takes {:?} [{takes}], any number of rows",
+                    a.bind, t.dtype, t.shape, a.dtype
+                )))
+            }
             // No module takes these inputs, so the call fails on them before
             // running anything; its error names what the model expects.
             _ => self.backend.call(function, inputs).map(|_| ()).map_err(Into::into),
@@ -747,6 +792,15 @@ impl Trainer {
     /// step's inputs, at the same learning rate) is copied to the device.
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         check_lr(lr)?;
+        // Dropout's seed and offset where left out.
+        let drawn = self.implied_rng("train_step", inputs.len(), self.steps)?;
+        let inputs: &[&Tensor] = &inputs.iter().copied().chain(&drawn).collect::<Vec<_>>();
+        let drawn_next = match next {
+            Some(n) => self.implied_rng("train_step", n.len(), self.steps + 1)?,
+            None => Vec::new(),
+        };
+        let next_all: Option<Vec<&Tensor>> = next.map(|n| n.iter().copied().chain(&drawn_next).collect());
+        let next = next_all.as_deref();
         self.check_input_count("train_step", inputs.len())?;
         let converted = self.integer_inputs("train_step", inputs)?;
         let inputs: &[&Tensor] = &converted.iter().map(|t| t.as_ref()).collect::<Vec<_>>();

@@ -65,7 +65,16 @@ fn missing_file_is_an_error_naming_the_path() {
     let ctx = CompilerContext::new();
     let err = ctx.parse_file(std::path::Path::new("/nonexistent/model.mlir")).expect_err("no such file");
     let text = err.to_string();
-    assert!(text.contains("/nonexistent/model.mlir") && text.contains("cannot read the file"), "{text}");
+    assert!(text.starts_with("/nonexistent/model.mlir: No such file"), "{text}");
+    assert!(!text.contains("not valid IR"), "a missing file is no parse error: {text}");
+    // The runtime, given a model's source or a missing path for an
+    // artifact, says what it was given.
+    let cpu = aicf_runtime::Device::Cpu { threads: 1 };
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mlp/digits_mlp.mlir");
+    let e = aicf_runtime::open(&source, &cpu, 0).err().unwrap().to_string();
+    assert!(e.contains("digits_mlp.mlir") && e.contains("a file, not a compiled artifact"), "{e}");
+    let e = aicf_runtime::open("/nonexistent/model.aicf".as_ref(), &cpu, 0).err().unwrap().to_string();
+    assert!(e.contains("/nonexistent/model.aicf") && e.contains("no compiled artifact here"), "{e}");
 }
 
 #[test]

@@ -102,14 +102,24 @@ fn trainer_errors_name_the_problem() {
     let x = Tensor::new([32, 63], DType::F32, vec![0.0; 32 * 63]);
     let y = Tensor::new([32], DType::I32, vec![0.0; 32]);
     let e = t.step(&[&x, &y], 0.1).unwrap_err().to_string();
-    assert!(e.contains("input #0 (input) is F32 [32, 63], the model expects F32 [32, 64]"), "{e}");
+    assert!(e.contains("input #0 (input) is F32 [32, 63]; the model takes F32 [rows, 64], any number of rows"), "{e}");
     assert_eq!(t.compiled().len(), 1, "no variant for a feature mismatch");
+    let x5 = Tensor::new([5, 63], DType::F32, vec![0.0; 5 * 63]);
+    let e = t.predict(&[&x5]).unwrap_err().to_string();
+    assert!(e.contains("is F32 [5, 63]; the model takes F32 [rows, 64]"), "{e}");
+    // A value past f32's range would arrive as an infinity: named, and
+    // nothing runs (the step ran, and the NaN loss blamed the rate).
+    let mut far = Tensor::new([32, 64], DType::F32, vec![0.1; 32 * 64]);
+    far.values[9] = 1e39;
+    let e = t.step(&[&far, &y], 0.1).unwrap_err().to_string();
+    assert!(e.contains("input #0 (input) holds 1e39 at index 9") && e.contains("beyond F32's range"), "{e}");
+    assert_eq!(t.steps(), 0, "nothing ran");
     // Values that do not fill their shape, found before anything is
     // compiled or read (they were read past their end: a NaN loss).
     let y = Tensor::new([32], DType::I32, vec![0.0; 32]);
     let short = Tensor::new([32, 64], DType::F32, vec![0.5; 10]);
     let e = t.step(&[&short, &y], 0.1).unwrap_err().to_string();
-    assert!(e.contains("input #0 holds 10 values, which do not fill its shape [32, 64]"), "{e}");
+    assert!(e.contains("input #0 holds 10 values; its shape [32, 64] takes 2048"), "{e}");
     let huge = Tensor::new([1 << 40, 64], DType::F32, vec![]);
     let e = t.step(&[&huge, &y], 0.1).unwrap_err().to_string();
     assert!(e.contains("holds 0 values"), "{e}");
@@ -432,21 +442,31 @@ fn the_runtime_saves_no_checkpoint_holding_a_nan() {
     assert_eq!(std::fs::read(&path).unwrap(), before, "the good checkpoint was replaced");
 }
 
-/// A model with dropout takes its seed and offset after its data: a step
-/// given only the data is told so (the inputs were listed as "input, ...").
+/// A model with dropout takes its seed and offset after its data. A step
+/// (or a loss) given only the data draws them as `aicf train` does: the
+/// options' seed, and an offset of 2^24 counters a step (the same bits as
+/// giving them); given one of the two, it is told what they are.
 #[test]
-fn a_step_without_dropout_s_seed_and_offset_says_what_they_are() {
+fn a_step_without_dropout_s_seed_and_offset_draws_them() {
     let lm = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/char_lm/char_lm.mlir"));
     let mut t = Trainer::from_file(&lm, options("trainer_dropout_inputs", "adam")).unwrap();
-    let ids = Tensor::new([16, 64], DType::I32, vec![1.0; 16 * 64]);
-    let e = t.step(&[&ids, &ids], 1e-3).unwrap_err().to_string();
-    assert!(e.contains("2 inputs given, the model takes 4 (i32 [16, 64], i32 [16, 64], i64 [], i64 [])"), "{e}");
-    assert!(e.contains("the last two, i64 scalars, are dropout's seed and offset"), "{e}");
-    assert_eq!(t.steps(), 0);
-    // The loss is said the same way (it said "2 inputs given, the function
-    // takes 4" alone).
-    let e = t.loss(&[&ids, &ids]).unwrap_err().to_string();
-    assert!(e.contains("the last two, i64 scalars, are dropout's seed and offset"), "{e}");
+    let mut given = Trainer::from_file(&lm, options("trainer_dropout_inputs", "adam")).unwrap();
+    let ids = Tensor::new([16, 64], DType::I32, (0..16 * 64).map(|i| (i * 7 % 65) as f64).collect());
+    let seed = Tensor::scalar(options("trainer_dropout_inputs", "adam").seed as f64, DType::I64);
+    for step in 0..2u64 {
+        let offset = Tensor::scalar((step << 24) as f64, DType::I64);
+        let drawn = t.step(&[&ids, &ids], 1e-3).unwrap().loss;
+        let explicit = given.step(&[&ids, &ids, &seed, &offset], 1e-3).unwrap().loss;
+        assert_eq!(drawn, explicit, "step {step}: the drawn seed and offset are aicf train's");
+    }
+    assert_eq!(t.steps(), 2);
+    let offset = Tensor::scalar((2u64 << 24) as f64, DType::I64);
+    assert_eq!(t.loss(&[&ids, &ids]).unwrap(), given.loss(&[&ids, &ids, &seed, &offset]).unwrap());
+    // A seed without its offset: said what the two are.
+    let e = t.step(&[&ids, &ids, &seed], 1e-3).unwrap_err().to_string();
+    assert!(e.contains("3 inputs given, the model takes 4 (i32 [16, 64], i32 [16, 64], i64 [], i64 [])"), "{e}");
+    assert!(e.contains("the last two, i64 scalars, are dropout's seed and offset: leave both out"), "{e}");
+    assert_eq!(t.steps(), 2);
 }
 
 /// PyTorch's int64 labels feed a model's i32 labels (the same numbers; one
@@ -476,6 +496,7 @@ fn int64_labels_feed_i32_inputs_and_optimizer_settings_are_checked() {
             "nesterov is SGD's",
         ),
         ("nesterov with adam", Options { nesterov: true, ..options("trainer_settings", "adam") }, "nesterov is SGD's"),
+        ("a misspelt optimizer", options("trainer_settings", "sgdd"), "Options: optimizer \"sgdd\": \"sgd\""),
     ] {
         let Err(e) = Trainer::from_file(&model(), o) else { panic!("{what}: accepted") };
         assert!(e.to_string().contains(expected), "{what}: {e}");
