@@ -187,7 +187,7 @@ func.func @f(%a: tensor<2x4x4xf32>, %b: tensor<3x4x4xf32>) {
 // -----
 
 func.func @f(%a: tensor<8x3xf32>, %b: tensor<4x5xf32>) {
-  // expected-error @+1 {{'hl.matmul' op contracting dimensions differ: 'tensor<8x3xf32>' has K = 3 but 'tensor<4x5xf32>' has K = 4}}
+  // expected-error @+1 {{'hl.matmul' op contracting dimensions differ: lhs 'tensor<8x3xf32>' has K = 3 but rhs 'tensor<4x5xf32>' has K = 4}}
   %0 = hl.matmul %a, %b : tensor<8x3xf32>, tensor<4x5xf32>
   return
 }
@@ -195,7 +195,7 @@ func.func @f(%a: tensor<8x3xf32>, %b: tensor<4x5xf32>) {
 // -----
 
 func.func @f(%a: tensor<8x3xf32>, %b: tensor<4x5xf32>) {
-  // expected-error @+1 {{'hl.matmul' op contracting dimensions differ: 'tensor<8x3xf32>' has K = 3 but 'tensor<4x5xf32>' (transposed) has K = 5}}
+  // expected-error @+1 {{'hl.matmul' op contracting dimensions differ: lhs 'tensor<8x3xf32>' has K = 3 but rhs 'tensor<4x5xf32>' (transposed) has K = 5}}
   %0 = hl.matmul %a, %b transpose_rhs : tensor<8x3xf32>, tensor<4x5xf32>
   return
 }
@@ -940,7 +940,7 @@ func.func @f(%x: tensor<2x8x16xf32>, %w: tensor<32x15xf32>) {
 
 func.func @f(%a: tensor<4x8xf32>, %b: tensor<9x6xf32>) {
   // The matmul form has matmul's rules.
-  // expected-error @+1 {{'hl.gemm' op contracting dimensions differ: 'tensor<4x8xf32>' has K = 8 but 'tensor<9x6xf32>' has K = 9}}
+  // expected-error @+1 {{'hl.gemm' op contracting dimensions differ: lhs 'tensor<4x8xf32>' has K = 8 but rhs 'tensor<9x6xf32>' has K = 9}}
   %0 = hl.gemm %a, %b : tensor<4x8xf32>, tensor<9x6xf32>
   return
 }

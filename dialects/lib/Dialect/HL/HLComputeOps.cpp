@@ -49,8 +49,8 @@ static LogicalResult inferMatmul(StringRef name, std::optional<Location> loc,
   int64_t n = rhs.getDimSize(rank - (tr ? 2 : 1));
   if (!ShapedType::isDynamic(kl) && !ShapedType::isDynamic(kr) && kl != kr)
     return inferError(loc, name)
-           << "contracting dimensions differ: " << lhs << (tl ? " (transposed)" : "")
-           << " has K = " << kl << " but " << rhs << (tr ? " (transposed)" : "")
+           << "contracting dimensions differ: lhs " << lhs << (tl ? " (transposed)" : "")
+           << " has K = " << kl << " but rhs " << rhs << (tr ? " (transposed)" : "")
            << " has K = " << kr;
   shape.push_back(m);
   shape.push_back(n);
