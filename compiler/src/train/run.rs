@@ -925,6 +925,10 @@ fn fit_run(
             _ => v.to_string(),
         }
     };
+    // What this run trains otherwise than the checkpoint's run did (a
+    // replay in place must not: it would replace the directory's later
+    // checkpoints with others).
+    let mut changed: Vec<String> = Vec::new();
     let (source, model_file, resume) = match &resume_from {
         Some(path) => {
             let meta = aicf_runtime::checkpoint::read_metadata(path)?;
@@ -1045,6 +1049,7 @@ fn fit_run(
                         String::new()
                     };
                     report.note(&format!("{message}; going on{with} (--override-resume)"));
+                    changed.push(format!("{key} (--override-resume)"));
                 }
             }
             // A run that changed its model by a policy, resumed without
@@ -1067,6 +1072,11 @@ fn fit_run(
                 && let Some(before) = meta.get(SCHEDULE_EPOCHS_KEY).and_then(|e| e.parse::<usize>().ok())
                 && before != run.epochs
             {
+                changed.push(format!(
+                    "the {} schedule's length (--epochs {before}, now {})",
+                    run.lr_schedule.name(),
+                    run.epochs
+                ));
                 report.note(&format!(
                     "the {} schedule spanned {before} epochs in the checkpoint's run and spans {} in this one: the \
                      rate follows the new length from the checkpoint's step on ({})",
@@ -1306,6 +1316,7 @@ fn fit_run(
     // replays the epochs to the directory's latest: it writes no checkpoint
     // before that epoch, so a replay killed midway leaves the latest one.
     loop_.replay_until = replay_until;
+    loop_.changed = changed;
     if let Some((path, meta)) = &resume {
         loop_.resume(path, meta, run, report)?;
     } else if let Some(dir) = &run.checkpoint_dir {
@@ -1693,6 +1704,10 @@ struct Loop<'a> {
     /// directory): the epoch of the directory's latest checkpoint, before
     /// which no checkpoint is written.
     replay_until: Option<usize>,
+    /// What the run trains otherwise than its checkpoint's run (settings
+    /// overridden, the schedule's length): a replay in place with any is
+    /// refused, as is one at another global batch.
+    changed: Vec<String>,
     /// Data parallel: the replicas (none alone), this one's rank and their
     /// number.
     comm: Option<Arc<dyn Communicator>>,
@@ -1817,6 +1832,7 @@ impl<'a> Loop<'a> {
             last_is_good: false,
             carried_policy: None,
             replay_until: None,
+            changed: Vec::new(),
             comm,
             rank,
             replicas,
@@ -1940,6 +1956,31 @@ impl<'a> Loop<'a> {
         // Another --accumulate or replica count is allowed (the sums are a
         // step's scratch), but a step then takes other rows: said.
         let global = self.batch * self.micro * self.replicas;
+        if let Some((before, now)) = recorded("windows_per_epoch") {
+            self.changed.push(format!("the windows an epoch ({before}, now {now})"));
+        }
+        if let Some(before) = meta.get(GLOBAL_BATCH_KEY).and_then(|v| v.parse::<usize>().ok())
+            && before != global
+        {
+            self.changed.push(format!("the global batch ({before} rows a step, now {global}: --accumulate, --nproc)"));
+        }
+        // A replay in place (resumed from an earlier checkpoint of its own
+        // directory) rewrites the directory's later checkpoints: as they
+        // were where it trains as its run did; trained otherwise, it would
+        // replace a good later checkpoint with another, silently.
+        if let (Some(held), Some(dir)) = (self.replay_until, &run.checkpoint_dir)
+            && !self.changed.is_empty()
+        {
+            return Err(TrainError::Input(format!(
+                "{}: resumed from {} (epoch {epoch}), an earlier checkpoint of this directory, with {} changed: \
+                 the run would replace the directory's later checkpoint last.safetensors (epoch {held}) with one \
+                 trained otherwise; give another --checkpoint-dir to fork from epoch {epoch} (or --resume to go on \
+                 from the latest)",
+                dir.display(),
+                path.display(),
+                self.changed.join(", ")
+            )));
+        }
         if let Some(before) = meta.get(GLOBAL_BATCH_KEY).and_then(|v| v.parse::<usize>().ok())
             && before != global
         {

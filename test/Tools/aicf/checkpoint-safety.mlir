@@ -298,6 +298,16 @@
 // RUN: cmp %t/rewind/last.safetensors %t/rewind-last.safetensors
 // REPLAYSTOP-NOT: has nothing to grow
 // REPLAYSTOP: note: the replay stopped at epoch 3 before {{.*}}rewind's latest checkpoint (epoch 4), which stays: no checkpoint written
+// A replay in place that would train otherwise than its run did (another
+// global batch, a setting overridden) is refused before it trains: it
+// replaced the good epoch-3 last.safetensors with another epoch 3.
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --out %t/replaybatch-run --checkpoint-dir %t/replaybatch --no-progress > /dev/null
+// RUN: cp %t/replaybatch/last.safetensors %t/replaybatch-last.safetensors
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --out %t/replaybatch-again --checkpoint-dir %t/replaybatch --resume-from %t/replaybatch/prev.safetensors --accumulate 2 --no-progress 2>&1 | FileCheck %s --check-prefix=REPLAYBATCH
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 3 --out %t/replaybatch-again --checkpoint-dir %t/replaybatch --resume-from %t/replaybatch/prev.safetensors --override-resume --lr 0.01 --no-progress 2>&1 | FileCheck %s --check-prefix=REPLAYLR
+// RUN: cmp %t/replaybatch/last.safetensors %t/replaybatch-last.safetensors
+// REPLAYBATCH: aicf: error: {{.*}}replaybatch: resumed from {{.*}}prev.safetensors (epoch 2), an earlier checkpoint of this directory, with the global batch (32 rows a step, now 64: --accumulate, --nproc) changed: the run would replace the directory's later checkpoint last.safetensors (epoch 3) with one trained otherwise; give another --checkpoint-dir to fork from epoch 2 (or --resume to go on from the latest)
+// REPLAYLR: aicf: error: {{.*}}with lr (--override-resume) changed: the run would replace
 
 // eval and sample of a checkpoint holding another version of the model (a
 // grown one) write that version to --out/checkpoint-model.mlir; where that
