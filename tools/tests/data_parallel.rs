@@ -449,7 +449,8 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     let why = if by_rank { "interrupted at epoch " } else { "the data-parallel run's 2 processes were stopped" };
     assert!(show.contains(why), "{show}");
     // A resume the checkpoint refuses: every rank names the checkpoint the
-    // user gave (rank 1 named its private copy, `rank1/resume.safetensors`).
+    // user gave (rank 1 named its private copy, `rank1/resume.safetensors`),
+    // a replica as rank 0's (its own, on its own disk, is not what it read).
     let o = digits_mlp_run(&out)
         .args(["--gemm", "generated", "--nproc", "2", "--epochs", "100000", "--resume", "--lr", "0.5"])
         .output()
@@ -463,7 +464,9 @@ fn an_interrupted_nproc_run_says_where_it_stands() {
     // can interleave: a rank's error is looked for, not a whole line.)
     assert!(err.contains("aicf: error (rank ") && !err.contains("MPI_ABORT"), "{err}");
     if let Some(line) = err.lines().find(|l| l.starts_with("aicf: error (rank 1 of 2): ") && l.ends_with("anyway)")) {
-        assert!(line.contains(&format!("{}: the checkpoint was trained with lr", last.display())), "{err}");
+        let named =
+            format!("{} (rank 0's, which it sent to this rank): the checkpoint was trained with lr", last.display());
+        assert!(line.contains(&named), "{err}");
     }
 }
 

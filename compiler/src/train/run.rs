@@ -3256,6 +3256,11 @@ fn check_replicas_agree(comm: &dyn Communicator, settings: &[(String, String)]) 
 
 fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<PathBuf> {
     let mut bytes = Vec::new();
+    // Rank 0's name for the file: an error in the copy names the file it
+    // came from (a replica named its own checkpoint, the same path on
+    // its own disk, as damaged, where rank 0's was).
+    let mut name = path.display().to_string().into_bytes();
+    comm.broadcast(&mut name, 0, "the checkpoint's path").map_err(RuntimeError::from)?;
     if comm.rank() == 0 {
         bytes = std::fs::read(path).map_err(|e| TrainError::Io { path: path.to_path_buf(), message: e.to_string() })?;
     }
@@ -3267,7 +3272,10 @@ fn share_checkpoint(comm: &dyn Communicator, path: &Path, dir: &Path) -> Result<
     let local = dir.join("resume.safetensors");
     crate::codegen::write_atomically(&local, &bytes)?;
     if let Ok(mut copy) = SHARED_COPY.lock() {
-        *copy = Some((local.display().to_string(), path.display().to_string()));
+        *copy = Some((
+            local.display().to_string(),
+            format!("{} (rank 0's, which it sent to this rank)", String::from_utf8_lossy(&name)),
+        ));
     }
     Ok(local)
 }
