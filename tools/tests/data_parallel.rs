@@ -762,3 +762,62 @@ fn an_empty_shard_adds_nothing_to_an_fp16_step() {
     let worst = max_difference(&a, &b);
     assert_eq!(worst, 0.0, "two ranks in fp16 differ from one process's two micro-batches by {worst}");
 }
+
+/// mpirun killed under a running `--nproc` run (its ranks outlive it by a
+/// moment, and rank 0 wrote a checkpoint after the launcher had said the
+/// run ended): the launcher says so once rank 0 has let go of the
+/// checkpoint directory, naming the epoch last.safetensors then holds.
+#[test]
+fn a_killed_mpirun_is_named_with_the_checkpoint_left() {
+    let _serial = one_at_a_time();
+    require_mpirun();
+    let out = scratch("killed-mpirun");
+    let child = endless_nproc_run(&out)
+        .args(["--no-runs-db", "--nproc", "2", "--threads", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("aicf starts");
+    wait_for_checkpoint(&out);
+    let launcher = child.id().to_string();
+    let pgrep = Command::new("pgrep").args(["-P", &launcher, "mpirun"]).output().expect("pgrep runs");
+    let mpirun = String::from_utf8_lossy(&pgrep.stdout).trim().to_string();
+    assert!(!mpirun.is_empty(), "mpirun is the launcher's child");
+    assert!(Command::new("kill").args(["-KILL", &mpirun]).status().unwrap().success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    let line =
+        err.lines().find(|l| l.starts_with("aicf: error: mpirun was ended by signal 9 (SIGKILL); ")).expect(&err);
+    // What the launcher named is what the directory holds now: rank 0 is
+    // done with it.
+    let epoch = metadata(&out.join("ckpt/last.safetensors"), "epoch");
+    assert!(line.contains(&format!("last.safetensors holds epoch {epoch}: --resume goes on from there")), "{line}");
+    assert!(rank_pid(&out, 0).is_none(), "rank 0 ended before the launcher's last word");
+    for rank in 0..2 {
+        if let Some(pid) = rank_pid(&out, rank) {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        }
+    }
+}
+
+/// A `mpirun` on the PATH that ends well without running the ranks (not
+/// Open MPI's) is no trained model: said, with a failing status.
+#[test]
+fn a_launcher_that_runs_no_ranks_is_an_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let out = scratch("fake-mpirun");
+    let bin = out.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("mpirun"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(bin.join("mpirun"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let o = digits_mlp_run(&out.join("run"))
+        .args(["--no-runs-db", "--nproc", "2", "--epochs", "1"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("mpirun ended with status 0, but rank 0 wrote nothing"), "{err}");
+}

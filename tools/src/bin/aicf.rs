@@ -1454,7 +1454,8 @@ fn rank0_stdout_fifo(dir: &Path) -> Option<(PathBuf, std::fs::File)> {
 /// a rank's output: a standard output not read for a while (`| less`, a
 /// stopped terminal) must not stop rank 0 in a write, and every rank with
 /// it at the next all-reduce's timeout.
-fn copy_until_ended(mut fifo: std::fs::File, ended: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+/// Returns how many bytes came.
+fn copy_until_ended(mut fifo: std::fs::File, ended: std::sync::Arc<std::sync::atomic::AtomicBool>) -> usize {
     use std::io::Read as _;
     let (send, receive) = std::sync::mpsc::channel::<Vec<u8>>();
     let writer = std::thread::spawn(move || {
@@ -1465,12 +1466,14 @@ fn copy_until_ended(mut fifo: std::fs::File, ended: std::sync::Arc<std::sync::at
         }
     });
     let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0;
     loop {
         // Read before the FIFO is: an end seen here means every byte was
         // written before the reads below.
         let last = ended.load(std::sync::atomic::Ordering::Acquire);
         match fifo.read(&mut buf) {
             Ok(n) if n > 0 => {
+                total += n;
                 let _ = send.send(buf[..n].to_vec());
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -1481,6 +1484,7 @@ fn copy_until_ended(mut fifo: std::fs::File, ended: std::sync::Arc<std::sync::at
     }
     drop(send);
     let _ = writer.join();
+    total
 }
 
 /// In rank 0 of a `--nproc` run, standard output goes to the launcher's
@@ -1692,9 +1696,7 @@ fn launch_mpirun(n: usize) -> i32 {
     // (Everything mpirun and rank 0 printed is out before this process's
     // last words.)
     mpirun_ended.store(true, std::sync::atomic::Ordering::Release);
-    if let Some(copy) = copy_out {
-        let _ = copy.join();
-    }
+    let rank0_wrote = copy_out.map(|copy| copy.join().unwrap_or(1));
     let said_interrupted = forward.is_some_and(|f| f.join().unwrap_or(false));
     let mark = |message: &str| {
         if let Some(record) = &record {
@@ -1704,6 +1706,35 @@ fn launch_mpirun(n: usize) -> i32 {
     // The ranks stopped together on a signal of their own (Slurm sends
     // SIGTERM to every process of a job): rank 0 said where the run
     // stands and recorded it; this process ends with their status.
+    // What the checkpoint directory holds, once rank 0 has let go of it
+    // (its `.lock`): the ranks outlive a mpirun killed under them by a
+    // moment, and rank 0 wrote a checkpoint after this process had said
+    // the run ended.
+    let kept = || -> String {
+        let Some(dir) = checkpoint_dir else { return "no checkpoint is written without --checkpoint-dir".into() };
+        let released = std::fs::File::open(dir.join(".lock")).is_ok_and(|lock| {
+            let deadline = Instant::now() + std::time::Duration::from_secs(15);
+            loop {
+                if lock.try_lock().is_ok() {
+                    return true;
+                }
+                if Instant::now() > deadline {
+                    return false;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
+        let last = dir.join("last.safetensors");
+        let holds = match aicf_runtime::checkpoint::read_metadata(&last).ok().and_then(|m| m.get("epoch").cloned()) {
+            Some(epoch) => run::resume_here(&last, epoch),
+            None => format!("no epoch ended, so {} was not written", last.display()),
+        };
+        if released || !dir.join(".lock").exists() {
+            holds
+        } else {
+            format!("{holds} (rank 0 still holds {}: its process may still be running)", dir.join(".lock").display())
+        }
+    };
     let ranks_stopped = record.as_ref().and_then(|r| {
         let file = aicf_compiler::train::registry::nproc_status_file(r.as_os_str());
         std::fs::read_to_string(file).ok()?.trim().parse::<i32>().ok()
@@ -1720,28 +1751,27 @@ fn launch_mpirun(n: usize) -> i32 {
     if waited.as_ref().is_ok_and(|s| !s.success())
         && (aicf_runtime::checkpoint::interrupted() || ranks_stopped.is_some())
     {
-        let last = checkpoint_dir.map(|d| d.join("last.safetensors"));
-        let kept = match &last {
-            Some(last) => {
-                match aicf_runtime::checkpoint::read_metadata(last).ok().and_then(|m| m.get("epoch").cloned()) {
-                    Some(epoch) => run::resume_here(last, epoch),
-                    None => format!("no epoch ended, so {} was not written", last.display()),
-                }
-            }
-            None => "no checkpoint is written without --checkpoint-dir".into(),
-        };
         let message = format!("interrupted: the data-parallel run's {n} processes were stopped");
         mark(&message);
         if record.is_some() {
             let _ = std::fs::remove_dir_all(&record_dir);
         }
-        eprintln!("aicf: error: {message}; {kept}");
+        eprintln!("aicf: error: {message}; {}", kept());
         return aicf_runtime::checkpoint::interrupted_status().or(ranks_stopped).unwrap_or(130);
     }
     if record.is_some() {
         let _ = std::fs::remove_dir_all(&record_dir);
     }
     match waited {
+        // A launcher that ended well without running the ranks (rank 0
+        // writes its lines to the FIFO on any run): not a trained model.
+        Ok(status) if status.success() && rank0_wrote == Some(0) => {
+            eprintln!(
+                "aicf: error: mpirun ended with status 0, but rank 0 wrote nothing: the run's {n} processes did not \
+                 train (is `mpirun` Open MPI's launcher?)"
+            );
+            1
+        }
         Ok(status) => match status.code() {
             // A rank ended by a signal (killed, out of memory): mpirun
             // reports it as 128 + the signal, in its own words only.
@@ -1762,7 +1792,7 @@ fn launch_mpirun(n: usize) -> i32 {
                 {
                     use std::os::unix::process::ExitStatusExt;
                     let signal = status.signal().unwrap_or(0);
-                    eprintln!("aicf: error: mpirun was ended by signal {signal} ({})", signal_name(signal));
+                    eprintln!("aicf: error: mpirun was ended by signal {signal} ({}); {}", signal_name(signal), kept());
                     128 + signal
                 }
                 #[cfg(not(unix))]
