@@ -32,6 +32,23 @@ func.func @scale_then_bias(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>, %c: tensor<
 
 // -----
 
+// A second row vector after a bias stays an add (it replaced the bias:
+// `linear(x, W, b) + p` computed x W^T + p, b lost).
+// CHECK-LABEL: func.func @bias_then_vector
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<6x8xf32>, %[[B:.*]]: tensor<6xf32>, %[[P:.*]]: tensor<6xf32>)
+func.func @bias_then_vector(%x: tensor<4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>, %p: tensor<6xf32>) -> tensor<4x6xf32> {
+  // CHECK: %[[Y:.*]] = hl.gemm %[[X]], %[[W]] bias(%[[B]]) transpose_rhs : tensor<4x8xf32>, tensor<6x8xf32> bias tensor<6xf32>
+  // CHECK-NEXT: %[[S:.*]] = hl.add %[[Y]], %[[P]]
+  // CHECK-NEXT: %[[R:.*]] = hl.relu %[[S]]
+  // CHECK-NEXT: return %[[R]]
+  %y = hl.linear %x, %w, %b : tensor<4x8xf32>, tensor<6x8xf32>, tensor<6xf32>
+  %s = hl.add %y, %p : tensor<4x6xf32>, tensor<6xf32>
+  %r = hl.relu %s : tensor<4x6xf32>
+  return %r : tensor<4x6xf32>
+}
+
+// -----
+
 // The backward form: the ReLU's derivative mask in the epilogue of the
 // GEMM producing the upstream gradient, and W^T folded into a flag.
 // CHECK-LABEL: func.func @backward_mask

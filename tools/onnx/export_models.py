@@ -376,12 +376,15 @@ class GatherPool(nn.Module):
     example's strongest position, an ArgMax) and at a constant permutation
     (GatherElements), and advanced indexing `h[arange(B), idx]` (the
     dynamo exporter's GatherND; TorchScript's Gather of a flattened view):
-    the gradient reaches only the gathered elements."""
+    the gradient reaches only the gathered elements. A learned vector
+    added after the head's biased Linear (a logit adjustment: the GEMM's
+    epilogue once replaced the bias with it)."""
 
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(1, 8, 3, padding=1)
         self.head = nn.Linear(32, 10)
+        self.shift = nn.Parameter(torch.zeros(10))
 
     def forward(self, x):
         h = torch.relu(self.conv(x)).flatten(2)  # B x 8 x 64
@@ -390,7 +393,7 @@ class GatherPool(nn.Module):
         top = torch.gather(h, 2, idx[:, None, None].expand(b, 8, 1)).squeeze(2)
         sel = h.transpose(1, 2)[torch.arange(b), idx]
         shuffled = torch.gather(top * sel, 1, torch.tensor([3, 1, 0, 2, 7, 5, 4, 6]).expand(b, 8))
-        return self.head(torch.cat([top, sel, shuffled, h.amax(2)], 1))
+        return self.head(torch.cat([top, sel, shuffled, h.amax(2)], 1)) + self.shift
 
 
 def mobilenet():

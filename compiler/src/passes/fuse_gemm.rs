@@ -260,7 +260,13 @@ fn absorb(g: &mut Gemm, y: MlirValue, user: MlirOperation) -> bool {
         "hl.add" => {
             let Some(v) = other(&operands) else { return false };
             let vs = spec(v);
-            if nothing_after_bias && vs.shape == [*ys.shape.last().unwrap_or(&0)] && vs.dtype == ys.dtype {
+            // (A bias only where there is none yet: a second row vector
+            // replaced the first, `linear(x, W, b) + p` computing x W + p.)
+            if nothing_after_bias
+                && g.bias.is_none()
+                && vs.shape == [*ys.shape.last().unwrap_or(&0)]
+                && vs.dtype == ys.dtype
+            {
                 g.bias = Some(v);
                 true
             } else if g.residual.is_none() && vs == ys {
