@@ -151,3 +151,24 @@ func.func @sum_not_fused(%dy: tensor<32x10xf32>, %x: tensor<32x64xf32>) -> (tens
 func.func @placeholder() {
   return
 }
+
+// -----
+
+// A transpose that swaps nothing is no transpose flag (it read as one,
+// computing a^T b where canonicalize had not folded it first); a gemm
+// that already returns its lhs's sums keeps its epilogue (re-fusing
+// freed it while its second result was in use).
+// CHECK-LABEL: func.func @identity_transpose_and_sums
+// CHECK-SAME: (%[[A:.*]]: tensor<4x4xf32>, %[[B:.*]]: tensor<4x4xf32>
+func.func @identity_transpose_and_sums(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %c: tensor<4x8xf32>, %d: tensor<4x6xf32>) -> (tensor<4x4xf32>, tensor<8x6xf32>, tensor<8xf32>) {
+  // CHECK: %[[T:.*]] = hl.transpose %[[A]] permutation = [0, 1]
+  // CHECK-NEXT: hl.gemm %[[T]], %[[B]] : tensor<4x4xf32>, tensor<4x4xf32>
+  %t = hl.transpose %a permutation = [0, 1] : tensor<4x4xf32>
+  %y = hl.matmul %t, %b : tensor<4x4xf32>, tensor<4x4xf32>
+  // CHECK-NEXT: %[[G:.*]], %[[S:.*]] = hl.gemm %{{.*}}, %{{.*}} transpose_lhs sum_lhs
+  // CHECK-NEXT: hl.relu %[[G]]
+  // CHECK: return {{.*}}, %[[S]]
+  %g:2 = hl.gemm %c, %d transpose_lhs sum_lhs : tensor<4x8xf32>, tensor<4x6xf32>
+  %r = hl.relu %g#0 : tensor<8x6xf32>
+  return %y, %r, %g#1 : tensor<4x4xf32>, tensor<8x6xf32>, tensor<8xf32>
+}

@@ -110,6 +110,7 @@ pub const SUPPORTED: &[&str] = &[
     "Resize",
     "RNN",
     "Round",
+    "ScatterElements",
     "ScatterND",
     "Selu",
     "Shape",
@@ -129,6 +130,7 @@ pub const SUPPORTED: &[&str] = &[
     "Tan",
     "Tanh",
     "Tile",
+    "TopK",
     "Transpose",
     "Trilu",
     "Unsqueeze",
@@ -1347,11 +1349,11 @@ struct Importer<'a> {
 fn arity(op: &str) -> (usize, usize) {
     match op {
         "Constant" => (0, 0),
-        "Range" | "Where" | "ScatterND" => (3, 3),
+        "Range" | "Where" | "ScatterND" | "ScatterElements" => (3, 3),
         "BatchNormalization" => (5, 5),
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "LessOrEqual"
         | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul"
-        | "PRelu" | "CumSum" | "Tile" => (2, 2),
+        | "PRelu" | "CumSum" | "Tile" | "TopK" => (2, 2),
         "Conv" | "ConvTranspose" | "Gemm" => (2, 3),
         "LayerNormalization" => (2, 3),
         "InstanceNormalization" => (3, 3),
@@ -1396,7 +1398,9 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "linear_before_reset"
         | "exclusive"
         | "reverse"
-        | "batch_dims" => AttributeType::Int,
+        | "batch_dims"
+        | "largest"
+        | "sorted" => AttributeType::Int,
         "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
             AttributeType::Ints
         }
@@ -2268,63 +2272,141 @@ impl Importer<'_> {
         }
     }
 
-    /// ONNX GatherElements (`torch.gather`) of a computed tensor or at
-    /// computed indices: `out[p] = data[p with p[axis] = indices[p]]`, a
-    /// gather of the flattened data at each element's position (the
-    /// indices' offset along the axis plus the constant offset of the
-    /// other coordinates), so the gradient is the gather's scatter-add.
-    fn gather_elements(&self, g: &Graph, data: &V, indices: &V, axis: i64) -> R<Tensor> {
+    /// Where each element of `indices` points into data of `dims`
+    /// flattened, for GatherElements and ScatterElements along `axis`: the
+    /// index's offset along the axis plus the constant offset of its other
+    /// coordinates (an i32 tensor of the indices' shape).
+    fn element_positions(&self, g: &Graph, indices: &V, dims: &[usize], axis: usize, op: &str) -> R<Tensor> {
         let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
-        let (dims, idims) = (shape_of(data), shape_of(indices));
-        let axis = norm_axis(axis, dims.len())?;
-        if idims.len() != dims.len() || idims.iter().zip(&dims).enumerate().any(|(d, (&i, &n))| d != axis && i > n) {
+        let idims = shape_of(indices);
+        if idims.len() != dims.len() || idims.iter().zip(dims).enumerate().any(|(d, (&i, &n))| d != axis && i > n) {
             return Err(format!(
-                "GatherElements of data {dims:?} at indices {idims:?} (axis {axis}): the indices must be of the \
-                 data's rank and no longer on the other axes"
+                "{op} of data {dims:?} at indices {idims:?} (axis {axis}): the indices must be of the data's rank \
+                 and no longer on the other axes"
             ));
         }
-        let total = numel(&dims)?;
+        let total = numel(dims)?;
         if total > i32::MAX as usize {
-            return Err(format!("GatherElements of data {dims:?}: {total} elements, beyond an i32 index"));
+            return Err(format!("{op} of data {dims:?}: {total} elements, beyond an i32 index"));
         }
-        let (ds, is) = (strides_of(&dims), strides_of(&idims));
-        let along = self.offsets(g, indices, dims[axis], ds[axis], "GatherElements")?;
-        // Each output element's offset from its other coordinates.
+        let (ds, is) = (strides_of(dims), strides_of(&idims));
+        let along = self.offsets(g, indices, dims[axis], ds[axis], op)?;
         let base: Vec<f64> = (0..numel(&idims)?)
             .map(|p| {
                 (0..dims.len()).filter(|&d| d != axis).map(|d| (p / is[d]) % idims[d] * ds[d]).sum::<usize>() as f64
             })
             .collect();
-        let at = if base.iter().all(|&b| b == 0.0) {
-            along
-        } else {
-            nn(along.add(&nn(g.constant(&base, &TensorSpec::new(idims.clone(), DType::I32)))?))?
-        };
-        let x = self.tensor(g, data, None)?;
-        nn(nn(x.reshape(&[total as i64]))?.gather(&at, 0))
+        if base.iter().all(|&b| b == 0.0) {
+            return Ok(along);
+        }
+        nn(along.add(&nn(g.constant(&base, &TensorSpec::new(idims, DType::I32)))?))
     }
 
-    /// ONNX GatherND of a computed tensor or at computed indices: each
-    /// index tuple (after `batch_dims` batch axes) names a slice of the
-    /// data, found as a row of the data viewed as (the indexed axes
-    /// flattened) x (the rest): the tuple's offsets along each axis added
-    /// (with the batch position's), then one gather of those rows.
-    fn gather_nd(&self, g: &Graph, data: &V, indices: &V, batch_dims: i64) -> R<Tensor> {
+    /// ONNX GatherElements (`torch.gather`) of a computed tensor or at
+    /// computed indices: `out[p] = data[p with p[axis] = indices[p]]`, a
+    /// gather of the flattened data at each element's position, so the
+    /// gradient is the gather's scatter-add.
+    fn gather_elements(&self, g: &Graph, data: &V, indices: &V, axis: i64) -> R<Tensor> {
         let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
-        let (dims, idims) = (shape_of(data), shape_of(indices));
+        let dims = shape_of(data);
+        let axis = norm_axis(axis, dims.len())?;
+        let at = self.element_positions(g, indices, &dims, axis, "GatherElements")?;
+        let x = self.tensor(g, data, None)?;
+        nn(nn(x.reshape(&[numel(&dims)? as i64]))?.gather(&at, 0))
+    }
+
+    /// ONNX ScatterElements (`scatter`, `scatter_add`) where anything is
+    /// computed: the updates added at their elements' positions in the
+    /// flattened data ([`Importer::scatter_into`]).
+    fn scatter_elements(&self, g: &Graph, data: &V, indices: &V, updates: &V, axis: i64, reduction: &str) -> R<Tensor> {
+        let dims = shape_of(data);
+        let axis = norm_axis(axis, dims.len())?;
+        if shape_of(updates) != shape_of(indices) {
+            return Err(format!(
+                "ScatterElements' updates {:?} are not of the indices' shape {:?}",
+                shape_of(updates),
+                shape_of(indices)
+            ));
+        }
+        let at = self.element_positions(g, indices, &dims, axis, "ScatterElements")?;
+        self.scatter_into(g, data, &at, updates, &[numel(&dims)?], reduction, "ScatterElements")
+    }
+
+    /// `updates` written into `data` (viewed as `view`: rows, then each
+    /// row's slice) at the rows `at` names, combined by `reduction`: added
+    /// (`add`), or in place of the data (`none`; where several updates
+    /// name one row, their mean: exact where they write one value, as a
+    /// k-hot `scatter(1, idx, 1.0)` does, where ONNX leaves the result
+    /// undefined). One scatter-add each, so the gradient reaches the
+    /// updates (a gather) and the data where it survives.
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_into(
+        &self,
+        g: &Graph,
+        data: &V,
+        at: &Tensor,
+        updates: &V,
+        view: &[usize],
+        reduction: &str,
+        op: &str,
+    ) -> R<Tensor> {
+        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+        let dims = shape_of(data);
+        let dtype = match (data, updates) {
+            (V::T(x), _) | (_, V::T(x)) => x.dtype(),
+            _ => DType::F32,
+        };
+        if !dtype.is_float() {
+            return Err(format!("{op} of integers the model computes is not supported (of constants, it is folded)"));
+        }
+        if !matches!(reduction, "none" | "add") {
+            return Err(format!(
+                "{op} with reduction '{reduction}': its indices and updates must be known at import time \
+                 (constants); here they are computed (reductions none and add take computed ones)"
+            ));
+        }
+        let x = self.tensor(g, data, Some(dtype))?;
+        let u = self.tensor(g, updates, Some(dtype))?;
+        let places = numel(at.shape())?;
+        let mut rows_shape = vec![places as i64];
+        rows_shape.extend(view[1..].iter().map(|&d| d as i64));
+        if numel(u.shape())? != places * numel(&view[1..])? {
+            return Err(format!("{op}'s updates {:?} do not fit {places} places of {:?}", u.shape(), &view[1..]));
+        }
+        let at = nn(at.reshape(&[places as i64]))?;
+        let dims_i: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        let added = nn(nn(nn(u.reshape(&rows_shape))?.scatter_add(&at, 0, view))?.reshape(&dims_i))?;
+        if reduction == "add" {
+            return nn(x.add(&added));
+        }
+        let slice: Vec<usize> = rows_shape.iter().map(|&d| d as usize).collect();
+        let ones = nn(g.constant(&[1.0], &TensorSpec::new(slice, dtype)))?;
+        let count = nn(nn(ones.scatter_add(&at, 0, view))?.reshape(&dims_i))?;
+        let spec = TensorSpec::new(dims.clone(), dtype);
+        let written = nn(count.compare(Compare::Gt, &nn(g.constant(&[0.0], &spec))?))?;
+        let mean = nn(added.div(&nn(count.maximum(&nn(g.constant(&[1.0], &spec))?))?))?;
+        nn(Tensor::select(&written, &mean, &x))
+    }
+
+    /// The rows each index tuple of GatherND or ScatterND names in data of
+    /// `dims` viewed as (the `b` batch axes and the tuple's axes
+    /// flattened) x (the rest): the tuple's offsets along each axis added,
+    /// with the batch position's. Returns the rows (an i32 tensor of the
+    /// tuples' shape) and the view.
+    fn nd_positions(&self, g: &Graph, indices: &V, dims: &[usize], b: usize, op: &str) -> R<(Tensor, Vec<usize>)> {
+        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+        let idims = shape_of(indices);
         let (dr, ir) = (dims.len(), idims.len());
-        let b = usize::try_from(batch_dims).map_err(|_| format!("batch_dims {batch_dims} is negative"))?;
-        let k = *idims.last().ok_or("GatherND's indices are a scalar (rank 1 at least)")?;
+        let k = *idims.last().ok_or(format!("{op}'s indices are a scalar (rank 1 at least)"))?;
         if b >= ir || b + k > dr || dims[..b] != idims[..b] {
             return Err(format!(
-                "GatherND of data {dims:?} at indices {idims:?} with batch_dims {b}: the shapes do not fit"
+                "{op} of data {dims:?} at indices {idims:?} with batch_dims {b}: the shapes do not fit"
             ));
         }
         let rows = numel(&dims[..b + k])?;
         if rows > i32::MAX as usize {
-            return Err(format!("GatherND of data {dims:?}: {rows} indexed slices, beyond an i32 index"));
+            return Err(format!("{op} of data {dims:?}: {rows} indexed slices, beyond an i32 index"));
         }
-        // Row strides of the indexed axes (batch ones first) in the view.
         let strides = strides_of(&dims[..b + k]);
         let tuple_dims = idims[..ir - 1].to_vec();
         let mut at: Option<Tensor> = None;
@@ -2355,12 +2437,22 @@ impl Importer<'_> {
                     V::T(nn(nn(i.gather(&pick, (ir - 1) as i64))?.reshape(&shape))?)
                 }
             };
-            add(self.offsets(g, &column, dims[b + j], strides[b + j], "GatherND")?)?;
+            add(self.offsets(g, &column, dims[b + j], strides[b + j], op)?)?;
         }
-        let at = at.ok_or("GatherND with tuples of no indices")?;
+        let at = at.ok_or(format!("{op} with tuples of no indices"))?;
+        let mut view = vec![rows];
+        view.extend(&dims[b + k..]);
+        Ok((at, view))
+    }
+
+    /// ONNX GatherND of a computed tensor or at computed indices: one
+    /// gather of the rows the tuples name ([`Importer::nd_positions`]).
+    fn gather_nd(&self, g: &Graph, data: &V, indices: &V, batch_dims: i64) -> R<Tensor> {
+        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+        let b = usize::try_from(batch_dims).map_err(|_| format!("batch_dims {batch_dims} is negative"))?;
+        let (at, view) = self.nd_positions(g, indices, &shape_of(data), b, "GatherND")?;
         let x = self.tensor(g, data, None)?;
-        let mut view = vec![rows as i64];
-        view.extend(dims[b + k..].iter().map(|&d| d as i64));
+        let view: Vec<i64> = view.iter().map(|&d| d as i64).collect();
         nn(nn(x.reshape(&view))?.gather(&at, 0))
     }
 
@@ -2676,10 +2768,65 @@ impl Importer<'_> {
                         _ => Tensor::select(&mask, &placed, x),
                     })?)
                 }
-                _ => Err("ScatterND's indices and updates must be known at import time (constants); here they are \
-                          computed"
-                    .into()),
+                // Places or updates the model computes (`index_add`,
+                // `index_put`): the rows the tuples name, written as
+                // ScatterElements' are.
+                (data, indices, updates) => {
+                    let reduction = attr_s(node, "reduction").unwrap_or_else(|| "none".into());
+                    let (at, view) = self.nd_positions(g, indices, &shape_of(data), 0, "ScatterND")?;
+                    let mut want = at.shape().to_vec();
+                    want.extend(&view[1..]);
+                    if shape_of(updates) != want {
+                        return Err(format!(
+                            "ScatterND's updates {:?} are not of the shape its indices give ({want:?})",
+                            shape_of(updates)
+                        ));
+                    }
+                    one(self.scatter_into(g, data, &at, updates, &view, &reduction, "ScatterND")?)
+                }
             },
+            "ScatterElements" => {
+                let reduction = attr_s(node, "reduction").unwrap_or_else(|| "none".into());
+                let axis = attr_i(node, "axis", 0);
+                match (input(0)?, input(1)?, input(2)?) {
+                    (V::C(data), V::C(indices), V::C(updates)) => {
+                        Ok(vec![V::C(scatter_elements(data, indices, updates, axis, &reduction)?)])
+                    }
+                    // Constant updates at constant places combined with a
+                    // computed tensor by a product, maximum or minimum: as
+                    // ScatterND's (placed into a constant, then combined
+                    // where they write).
+                    (V::T(x), V::C(indices), V::C(updates)) if matches!(reduction.as_str(), "mul" | "max" | "min") => {
+                        if !x.dtype().is_float() && reduction != "mul" {
+                            return Err(format!(
+                                "ScatterElements with reduction '{reduction}' into integers is not supported"
+                            ));
+                        }
+                        let dims = x.shape().to_vec();
+                        let n = numel(&dims)?;
+                        let start = match reduction.as_str() {
+                            "mul" => 1.0,
+                            "max" => f64::NEG_INFINITY,
+                            _ => f64::INFINITY,
+                        };
+                        let base = |v: f64| Const { dims: dims.clone(), vals: vec![v; n], float: true };
+                        let placed = scatter_elements(&base(start), indices, updates, axis, &reduction)?;
+                        let placed = self.materialize(g, &placed, Some(x.dtype()))?;
+                        let ones = Const { vals: vec![1.0; updates.vals.len()], ..updates.clone() };
+                        let written =
+                            scatter_elements(&Const { float: false, ..base(0.0) }, indices, &ones, axis, "none")?;
+                        let mask = self.materialize(g, &written, Some(DType::I1))?;
+                        one(nn(match reduction.as_str() {
+                            "mul" => x.mul(&placed),
+                            "max" => x.maximum(&placed).and_then(|m| Tensor::select(&mask, &m, x)),
+                            _ => x.minimum(&placed).and_then(|m| Tensor::select(&mask, &m, x)),
+                        })?)
+                    }
+                    (data, indices, updates) => {
+                        one(self.scatter_elements(g, data, indices, updates, axis, &reduction)?)
+                    }
+                }
+            }
             "Where" => {
                 if let (V::C(c), V::C(x), V::C(y)) = (input(0)?, input(1)?, input(2)?) {
                     let dims = broadcast(&broadcast(&c.dims, &x.dims)?, &y.dims)?;
@@ -2913,6 +3060,64 @@ impl Importer<'_> {
                 let plus = nn(x.scalar(1.0))?;
                 let lower = nn(Tensor::select(&negative, &minus, &zero))?;
                 one(nn(Tensor::select(&pos, &plus, &lower))?)
+            }
+            // The k largest (or smallest) along an axis, in order, the
+            // lower index first among equals: k rounds of an ArgMax, each
+            // value gathered from the input (so the gradient reaches the
+            // chosen elements: a mixture of experts' gate) and its place
+            // masked out for the next round.
+            "TopK" => {
+                let ks = konst(1, "TopK's k")?.as_ints();
+                let dims = shape_of(input(0)?);
+                let a = norm_axis(attr_i(node, "axis", -1), dims.len())?;
+                let largest = attr_i(node, "largest", 1) != 0;
+                let (n, k) = (dims[a], ks.first().copied().unwrap_or(0));
+                if ks.len() != 1 || k < 1 || k as usize > n {
+                    return Err(format!("k {ks:?}: one number in [1, {n}] (the axis' size)"));
+                }
+                let k = k as usize;
+                if let V::C(c) = input(0)? {
+                    let (values, indices) = top_k(c, a, k, largest);
+                    return Ok(vec![V::C(values), V::C(indices)]);
+                }
+                if k > 64 {
+                    return Err(format!("k {k} of a computed tensor: at most 64 (each is a pass over the axis)"));
+                }
+                let x = t(0)?;
+                // (A taken place is masked by -inf, or by an integer's
+                // least value, which a later round takes after its equals.)
+                let least = match x.dtype() {
+                    d if d.is_float() => f64::NEG_INFINITY,
+                    DType::I32 => i32::MIN as f64,
+                    d => return Err(format!("TopK of a computed {d:?} tensor: floats and i32")),
+                };
+                let mut work = if largest { x.clone() } else { nn(x.neg())? };
+                let mut place = vec![1; dims.len()];
+                place[a] = n;
+                let iota: Vec<f64> = (0..n).map(|i| i as f64).collect();
+                let iota = nn(nn(g.constant(&iota, &TensorSpec::new(place, DType::I32)))?.broadcast_to(&dims))?;
+                let gone = nn(g.constant(&[least], &TensorSpec::new(dims.clone(), x.dtype())))?;
+                let (mut values, mut indices) = (Vec::new(), Vec::new());
+                for round in 0..k {
+                    let mut i = nn(work.argmax(a as i64, true))?;
+                    if i.dtype() != DType::I32 {
+                        i = nn(i.cast(DType::I32))?;
+                    }
+                    values.push(self.gather_elements(g, &V::T(x.clone()), &V::T(i.clone()), a as i64)?);
+                    if round + 1 < k {
+                        let hit = nn(iota.compare(Compare::Eq, &nn(i.broadcast_to(&dims))?))?;
+                        work = nn(Tensor::select(&hit, &gone, &work))?;
+                    }
+                    indices.push(i);
+                }
+                let join = |parts: &[Tensor]| -> R<Tensor> {
+                    if parts.len() == 1 {
+                        Ok(parts[0].clone())
+                    } else {
+                        nn(Tensor::concat(&parts.iter().collect::<Vec<_>>(), a as i64))
+                    }
+                };
+                Ok(vec![V::T(join(&values)?), V::T(join(&indices)?)])
             }
             "ArgMax" => {
                 if attr_i(node, "select_last_index", 0) != 0 {
@@ -4629,6 +4834,74 @@ fn scatter_nd(data: &Const, indices: &Const, updates: &Const, reduction: &str) -
 
 /// ONNX's GatherElements of constants: `out[p] = data[p with axis
 /// coordinate indices[p]]`, the shape of `indices`.
+/// TopK of a constant: the `k` largest (or smallest) along `axis` in order,
+/// the lower index first among equals, and their indices.
+fn top_k(c: &Const, axis: usize, k: usize, largest: bool) -> (Const, Const) {
+    let n = c.dims[axis];
+    let inner: usize = c.dims[axis + 1..].iter().product();
+    let outer: usize = c.dims[..axis].iter().product();
+    let mut dims = c.dims.clone();
+    dims[axis] = k;
+    let (mut values, mut indices) = (vec![0.0; outer * k * inner], vec![0.0; outer * k * inner]);
+    for o in 0..outer {
+        for j in 0..inner {
+            let mut order: Vec<usize> = (0..n).collect();
+            let at = |i: usize| c.vals[(o * n + i) * inner + j];
+            // (A stable sort: equal values keep their order.)
+            order.sort_by(|&p, &q| {
+                let (x, y) = (at(p), at(q));
+                if largest { y.total_cmp(&x) } else { x.total_cmp(&y) }
+            });
+            for (r, &i) in order.iter().take(k).enumerate() {
+                values[(o * k + r) * inner + j] = at(i);
+                indices[(o * k + r) * inner + j] = i as f64;
+            }
+        }
+    }
+    (Const { dims: dims.clone(), vals: values, float: c.float }, Const { dims, vals: indices, float: false })
+}
+
+/// ScatterElements of constants: `data` with each update written (or
+/// combined by `reduction`) at its index's element.
+fn scatter_elements(data: &Const, indices: &Const, updates: &Const, axis: i64, reduction: &str) -> R<Const> {
+    let rank = data.dims.len();
+    let axis = norm_axis(axis, rank)?;
+    if indices.dims.len() != rank || updates.dims != indices.dims {
+        return Err(format!(
+            "ScatterElements of data {:?} at indices {:?} with updates {:?}: the shapes do not fit",
+            data.dims, indices.dims, updates.dims
+        ));
+    }
+    let (ds, is) = (strides_of(&data.dims), strides_of(&indices.dims));
+    let n = data.dims[axis] as i64;
+    let mut vals = data.vals.clone();
+    for (p, &raw) in indices.vals.iter().enumerate() {
+        let raw = raw as i64;
+        let i = if raw < 0 { raw + n } else { raw };
+        if !(0..n).contains(&i) {
+            return Err(format!("ScatterElements index {raw} is out of range for an axis of {n}"));
+        }
+        let mut offset = 0;
+        for d in 0..rank {
+            let c = (p / is[d]) % indices.dims[d];
+            if d != axis && c >= data.dims[d] {
+                return Err(format!("ScatterElements' indices {:?} exceed data {:?}", indices.dims, data.dims));
+            }
+            offset += if d == axis { i as usize } else { c } * ds[d];
+        }
+        let (old, u) = (vals[offset], updates.vals[p]);
+        vals[offset] = match reduction {
+            "none" => u,
+            "add" => old + u,
+            "mul" => old * u,
+            "max" => old.max(u),
+            "min" => old.min(u),
+            other => return Err(format!("ScatterElements' reduction '{other}' is not one ONNX defines")),
+        };
+    }
+    Ok(Const { dims: data.dims.clone(), vals, float: data.float })
+}
+
 fn gather_elements(data: &Const, indices: &Const, axis: i64) -> R<Const> {
     let rank = data.dims.len();
     let axis = norm_axis(axis, rank)?;

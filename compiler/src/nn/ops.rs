@@ -784,6 +784,20 @@ impl Tensor {
     pub fn gather(&self, indices: &Tensor, axis: i64) -> Result<Tensor> {
         self.op("hl.gather", &[self, indices], &[("axis", int(self.axis(axis, "hl.gather")?))])
     }
+    /// The adjoint of [`Tensor::gather`]: zeros of `shape` (the gathered
+    /// tensor's) to which each slice of `self` is added at the place along
+    /// `axis` that `indices` names; repeated indices add up (PyTorch's
+    /// `index_add` into zeros). Differentiable in `self` (its gradient is
+    /// the gather).
+    pub fn scatter_add(&self, indices: &Tensor, axis: i64, shape: &[usize]) -> Result<Tensor> {
+        let rank = shape.len() as i64;
+        let a = if axis < 0 { axis + rank } else { axis };
+        if !(0..rank).contains(&a) {
+            return Err(self.invalid(format!("hl.gather_backward: axis {axis} of a result of rank {rank}")));
+        }
+        let spec = TensorSpec::new(shape.to_vec(), self.dtype());
+        Ok(self.g().emit("hl.gather_backward", &[self, indices], &[("axis", int(a))], Some(&[spec]))?.remove(0))
+    }
 
     // Vision.
     pub fn conv2d(&self, weight: &Tensor, bias: Option<&Tensor>, o: &Conv2dOptions) -> Result<Tensor> {

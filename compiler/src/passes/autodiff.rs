@@ -658,6 +658,17 @@ fn vjp(
         "hl.attention" if fused_attention.takes(x) => attention_fused_vjp(e, op, x, y, g),
         "hl.attention" => attention_vjp(e, op, x, g),
         "hl.gather" => gather_vjp(e, op, x, g),
+        // A scatter-add's (an imported ScatterElements'): each slice's
+        // gradient is g's slice where it was added, a gather.
+        "hl.gather_backward" => {
+            let back = e.append(&OpSpec {
+                operands: &[g, x[1]],
+                attributes: &[("axis", attr_text(op, "axis"))],
+                results: Some(&[unsafe { mlirValueGetType(x[0]) }]),
+                ..OpSpec::new("hl.gather")
+            })?;
+            Ok(vec![Some(unsafe { mlirOperationGetResult(back, 0) }), None])
+        }
         // erf and GELU: g times a formula with irrational constants,
         // computed in f32 for 16-bit operands and rounded once (`widened`).
         "hl.erf" => {

@@ -176,7 +176,10 @@ pub fn fuse_gemm_epilogues(module: MlirOperation) -> Result<usize, Failure> {
             let y = unsafe { mlirOperationGetResult(op, 0) };
             let Some(user) = single_user(y) else { continue };
             let mut g = Gemm::read(op);
-            if !absorb(&mut g, y, user) {
+            // (A gemm with its lhs's sums, from an earlier run of the pass,
+            // keeps its epilogue: the fused op, placed at the user, would
+            // take that second result's uses too, which may come before.)
+            if g.sum_lhs || !absorb(&mut g, y, user) {
                 continue;
             }
             let fused = g.build(block, user)?;
@@ -314,7 +317,10 @@ fn absorb(g: &mut Gemm, y: MlirValue, user: MlirOperation) -> bool {
 /// matrix.
 fn plain_transpose(v: MlirValue) -> Option<MlirValue> {
     let op = producer(v)?;
-    if op_name(op) != "hl.transpose" || spec(v).shape.len() != 2 {
+    // (Of the two dimensions swapped: an identity permutation flipped the
+    // GEMM's transpose flag where canonicalize had not folded it.)
+    if op_name(op) != "hl.transpose" || spec(v).shape.len() != 2 || ir::i64_array(op, "permutation") != Some(vec![1, 0])
+    {
         return None;
     }
     Some(unsafe { mlirOperationGetOperand(op, 0) })
