@@ -396,6 +396,39 @@ class GatherPool(nn.Module):
         return self.head(torch.cat([top, sel, shuffled, h.amax(2)], 1)) + self.shift
 
 
+class MoeGnn(nn.Module):
+    """A graph network's message passing (`scatter_add` of messages along
+    constant edges: ScatterElements; `index_add`: the dynamo exporter's
+    ScatterND) and a mixture of experts' top-2 gate (`topk`, a softmax of
+    the two, `zeros.scatter(1, idx, w)`: TopK and ScatterElements of
+    computed places and values), trained end to end."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, 8)
+        self.msg = nn.Linear(8, 8)
+        self.gate = nn.Linear(64, 4)
+        self.experts = nn.ModuleList(nn.Linear(64, 10) for _ in range(4))
+        # A ring of 8 nodes and a few chords: messages src -> dst.
+        self.register_buffer("src", torch.tensor([0, 1, 2, 3, 4, 5, 6, 7, 0, 2, 5]))
+        self.register_buffer("dst", torch.tensor([1, 2, 3, 4, 5, 6, 7, 0, 4, 6, 1]))
+
+    def forward(self, x):  # B x 1 x 8 x 8: 8 nodes of 8 features
+        h = torch.relu(self.inp(x.flatten(1, 2)))  # B x 8 x 8
+        m = self.msg(h[:, self.src])  # B x E x 8
+        index = self.dst[None, :, None].expand(h.shape[0], -1, 8)
+        agg = torch.zeros_like(h).scatter_add(1, index, m)
+        # (Of distinct places: TorchScript's export of an index_add that
+        # names a place twice keeps one of the two, unlike PyTorch.)
+        agg = agg.index_add(1, self.dst[:8], m[:, :8] * 0.5)
+        z = (h + agg).flatten(1)  # B x 64
+        logits = self.gate(z)
+        top, idx = logits.topk(2, dim=1)
+        gates = torch.zeros_like(logits).scatter(1, idx, top.softmax(1))
+        outs = torch.stack([e(z) for e in self.experts], 1)  # B x 4 x 10
+        return (gates.unsqueeze(2) * outs).sum(1)
+
+
 def mobilenet():
     import torchvision
 
@@ -425,6 +458,8 @@ MODELS = {
     "pe_in_forward": (PeInForward, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "gather_pool": (GatherPool, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "gather_pool_dynamo": (GatherPool, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "moe_gnn": (MoeGnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "moe_gnn_dynamo": (MoeGnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }

@@ -274,10 +274,11 @@ pub(crate) fn differentiated(op: MlirOperation) -> Option<(MlirLocation, String)
             return Some((unsafe { mlirOperationGetLocation(*func) }, format!("@{name}")));
         }
         // (`hl.slice_backward` is also a forward's zero-padding:
-        // `hl-pad-contractions` writes it.)
+        // `hl-pad-contractions` writes it; `hl.gather_backward` a forward's
+        // scatter-add: an imported ScatterElements, `index_add`.)
         let backward = crate::ir::ops_of(*block).into_iter().find(|&o| {
             let n = crate::ir::op_name(o);
-            n.ends_with("_backward") && n != "hl.slice_backward"
+            n.ends_with("_backward") && n != "hl.slice_backward" && n != "hl.gather_backward"
         });
         if let Some(b) = backward {
             return Some((unsafe { mlirOperationGetLocation(b) }, format!("'{}' in @{name}", crate::ir::op_name(b))));

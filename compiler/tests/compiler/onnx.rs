@@ -363,6 +363,17 @@ fn an_imported_gather_of_activations_matches_onnxruntime_and_pytorch_gradients()
     check("gather_pool_dynamo");
 }
 
+/// A graph network's message passing (`scatter_add` along constant edges,
+/// `index_add`) and a mixture of experts' top-2 gate (`topk`, then
+/// `zeros.scatter(1, idx, softmax(top))`): ScatterElements, ScatterND and
+/// TopK of computed tensors, from both exporters, forward against
+/// onnxruntime and every gradient (gate and experts) against PyTorch's.
+#[test]
+fn an_imported_graph_network_and_top2_mixture_of_experts_match_pytorch() {
+    check("moe_gnn");
+    check("moe_gnn_dynamo");
+}
+
 /// A dynamo export at a static batch (`tools/onnx/export_dynamo.py`),
 /// read by the exporter's own records rather than by names: the RoPE tables
 /// it folded (`unsqueeze_4`, `unsqueeze_5`: computed from `arange`) and an
