@@ -429,6 +429,25 @@ class MoeGnn(nn.Module):
         return (gates.unsqueeze(2) * outs).sum(1)
 
 
+class CosineHead(nn.Module):
+    """A cosine classifier (`F.normalize` of the features and of the class
+    weights, scaled) with weight norm's `g * v / |v|` before it and a
+    scale parametrized by its log (`exp`): parameters a layer reads only
+    through a computation from them (they imported as constants)."""
+
+    def __init__(self):
+        super().__init__()
+        self.v = nn.Parameter(torch.randn(16, 64) * 0.1)
+        self.g = nn.Parameter(torch.ones(16, 1))
+        self.log_scale = nn.Parameter(torch.full((1, 10), 2.0))
+        self.W = nn.Parameter(torch.randn(10, 16))
+
+    def forward(self, x):
+        w = self.g * self.v / self.v.norm(dim=1, keepdim=True)
+        f = F.normalize(torch.relu(x.flatten(1) @ w.t()), dim=-1)
+        return self.log_scale.exp() * (f @ F.normalize(self.W, dim=-1).t())
+
+
 def mobilenet():
     import torchvision
 
@@ -460,9 +479,17 @@ MODELS = {
     "gather_pool_dynamo": (GatherPool, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "moe_gnn": (MoeGnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "moe_gnn_dynamo": (MoeGnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "cosine_head": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "cosine_head_dynamo_noopt": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    # (Optimized: its normalized weights folded, for the importer's note.)
+    "cosine_head_dynamo": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # Needs transformers (not in requirements.txt's pins for the others).
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }
+
+
+# Fixtures whose layers read weights computed from parameters.
+COMPUTED_WEIGHTS = {"cosine_head"}
 
 
 def build(name):
@@ -546,10 +573,12 @@ def reference64(name, out):
 def export(name, out):
     model, x, labels = build(name)
     path = os.path.join(out, f"{name}.onnx")
-    if name.endswith("_dynamo"):
-        # The dynamo exporter (opset 18, static shapes, weights inline).
+    if name.endswith(("_dynamo", "_dynamo_noopt")):
+        # The dynamo exporter (opset 18, static shapes, weights inline;
+        # `_noopt`: without its optimizer, which folds what it computes
+        # from parameters).
         torch.onnx.export(model, (x,), path, input_names=["input0"], output_names=["output0"], opset_version=18,
-                          dynamo=True, external_data=False)
+                          dynamo=True, external_data=False, optimize=not name.endswith("_noopt"))
     else:
         torch.onnx.export(
             model, (x,), path, input_names=["input0"], output_names=["output0"],
@@ -557,6 +586,9 @@ def export(name, out):
             # Keep BatchNormalization nodes (evaluation mode would fold them
             # into the convolutions).
             training=torch.onnx.TrainingMode.PRESERVE,
+            # A model that computes weights from its parameters keeps that
+            # computation (folded, it would train as a tensor of its own).
+            do_constant_folding=name not in COMPUTED_WEIGHTS,
         )
     onnx.checker.check_model(onnx.load(path))
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])

@@ -38,6 +38,7 @@ pub const SUPPORTED: &[&str] = &[
     "AveragePool",
     "BatchNormalization",
     "Cast",
+    "CastLike",
     "Ceil",
     "Celu",
     "Clip",
@@ -242,6 +243,11 @@ pub struct Imported {
     /// table): constants of the export, not trained (their use alone made
     /// them parameters).
     pub exported_constants: Vec<(String, usize)>,
+    /// Trained initializers the dynamo exporter computed from parameters
+    /// and folded (a normalized weight), with the ops it folded: each
+    /// trains as a tensor of its own, not through that computation (as
+    /// PyTorch's parameter would); `optimize=False` keeps the computation.
+    pub computed_folds: Vec<(String, Vec<String>)>,
     /// Float initializers `--freeze` named (`ImportOptions::freeze`):
     /// constants, not trained.
     pub frozen_by_option: Vec<(String, usize)>,
@@ -541,7 +547,7 @@ pub fn import_model(
     };
     let graph = &folded_graph;
     let states = choose_states(graph, &inits);
-    let ExporterRecord { constants: exported_constants, declared, folded_from_parameter } =
+    let ExporterRecord { constants: exported_constants, declared, folded_from_parameter, computed } =
         exporter_constants(graph, &inits);
     // A declared parameter trains, a scalar one too (a temperature), where
     // every op reading it takes a computed operand there: a scalar read as
@@ -815,6 +821,15 @@ pub fn import_model(
         symbolic,
         frozen,
         exported_constants,
+        computed_folds: {
+            let mut c: Vec<(String, Vec<String>)> = computed
+                .iter()
+                .filter(|(name, _)| params.contains(*name) && !broadcast.contains_key(*name))
+                .map(|(n, ops)| (n.clone(), ops.clone()))
+                .collect();
+            c.sort();
+            c
+        },
         frozen_by_option,
         broadcast: {
             let mut b: Vec<(String, usize)> = broadcast.iter().map(|(p, full)| (p.clone(), full[0])).collect();
@@ -1009,6 +1024,11 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
                     "Add" | "Sub" | "Mul" | "Concat" => elements >= 2,
                     _ => false,
                 };
+                // Ops that move a weight's values, or compute the weight
+                // a layer uses from them: a normalized weight (a cosine
+                // classifier's `F.normalize(W)`, weight norm's `v / |v|`:
+                // the numerator of a Div), a reparametrized one
+                // (`log_scale.exp()`), which trained frozen before.
                 let moves = matches!(
                     node.op_type(),
                     "Transpose"
@@ -1019,9 +1039,19 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
                         | "Identity"
                         | "Flatten"
                         | "Cast"
+                        | "CastLike"
                         | "Slice"
                         | "Split"
                         | "Tile"
+                        | "Div"
+                        | "Exp"
+                        | "Sqrt"
+                        | "Neg"
+                        | "Abs"
+                        | "Sigmoid"
+                        | "Tanh"
+                        | "Softplus"
+                        | "Reciprocal"
                 ) && *k == 0;
                 weight
                     || (moves
@@ -1181,6 +1211,7 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
             || matches!(signature.get(source).map(String::as_str), Some("BUFFER" | "CONSTANT_TENSOR"))
     };
     let mut folded_from_parameter: HashMap<String, usize> = HashMap::new();
+    let mut computed: HashMap<String, Vec<String>> = HashMap::new();
     for v in records {
         let name = v.name().to_string();
         match kind_of(v).as_deref().or(signature.get(&name).map(String::as_str)) {
@@ -1204,6 +1235,24 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
             let from = sources.iter().filter(|s| from_parameter(s)).count();
             if from > 0 {
                 folded_from_parameter.insert(name.clone(), from);
+                // The folded values the exported program computed, by their
+                // node names (`div_1`, `clamp_min_1`); the exporter's own
+                // `val_<n>` say nothing.
+                let ops: Vec<String> = sources
+                    .iter()
+                    .filter(|s| !from_parameter(s) && !inits.contains_key(**s))
+                    .map(|s| match s.rsplit_once('_') {
+                        Some((base, n)) if n.bytes().all(|b| b.is_ascii_digit()) => base,
+                        _ => s,
+                    })
+                    .filter(|base| *base != "val" && !MOVING_FX_OPS.contains(base))
+                    .map(str::to_string)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                if !ops.is_empty() {
+                    computed.insert(name.clone(), ops);
+                }
                 parameters.insert(name);
             } else if sources.iter().any(|s| known_constant(s)) {
                 constants.insert(name);
@@ -1211,8 +1260,38 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
         }
     }
     constants.retain(|c| !parameters.contains(c));
-    ExporterRecord { constants, declared, folded_from_parameter }
+    ExporterRecord { constants, declared, folded_from_parameter, computed }
 }
+
+/// The exported program's ops (fx node names, less their `_<n>`) that move
+/// values and compute none: a fold of a parameter through these alone is
+/// the parameter rearranged (`W.t()`, a class token's `expand`).
+const MOVING_FX_OPS: &[&str] = &[
+    "t",
+    "transpose",
+    "permute",
+    "view",
+    "reshape",
+    "_unsafe_view",
+    "expand",
+    "unsqueeze",
+    "squeeze",
+    "repeat",
+    "clone",
+    "contiguous",
+    "slice",
+    "select",
+    "_to_copy",
+    "to",
+    "detach",
+    "alias",
+    "lift_fresh_copy",
+    "cat",
+    "flatten",
+    "split",
+    "split_with_sizes",
+    "getitem",
+];
 
 /// What the dynamo exporter's metadata says of the initializers.
 struct ExporterRecord {
@@ -1224,6 +1303,10 @@ struct ExporterRecord {
     declared: HashSet<String>,
     /// Folded initializers computed from parameters, with how many.
     folded_from_parameter: HashMap<String, usize>,
+    /// Of those, the ones the exporter computed by more than moving the
+    /// parameters' values (a normalized weight: `div`, `linalg_vector_norm`
+    /// among what it folded), with those ops.
+    computed: HashMap<String, Vec<String>>,
 }
 
 /// Whether a float initializer is a mask rather than a weight: it holds an
@@ -1353,7 +1436,7 @@ fn arity(op: &str) -> (usize, usize) {
         "BatchNormalization" => (5, 5),
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "LessOrEqual"
         | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul"
-        | "PRelu" | "CumSum" | "Tile" | "TopK" => (2, 2),
+        | "PRelu" | "CumSum" | "Tile" | "TopK" | "CastLike" => (2, 2),
         "Conv" | "ConvTranspose" | "Gemm" => (2, 3),
         "LayerNormalization" => (2, 3),
         "InstanceNormalization" => (3, 3),
@@ -4246,6 +4329,30 @@ impl Importer<'_> {
                             _ => x.clone(),
                         };
                         one(if x.dtype() == dtype { x } else { nn(x.cast(dtype))? })
+                    }
+                }
+            }
+            // The dynamo exporter's unoptimized graphs (`optimize=False`)
+            // cast scalars to their operand's type: a Cast to the target's
+            // element type as the importer holds it (floats f32, integers
+            // i32, booleans i1).
+            "CastLike" => {
+                let (float, target) = match input(1)? {
+                    V::T(t) => (t.dtype().is_float(), Some(t.dtype())),
+                    V::C(c) => (c.float, None),
+                };
+                match input(0)? {
+                    V::C(c) => {
+                        let mut c = c.clone();
+                        if c.float && !float {
+                            c.vals.iter_mut().for_each(|v| *v = v.trunc());
+                        }
+                        c.float = float;
+                        Ok(vec![V::C(c)])
+                    }
+                    V::T(x) => {
+                        let dtype = target.unwrap_or(if float { DType::F32 } else { DType::I32 });
+                        one(if x.dtype() == dtype { x.clone() } else { nn(x.cast(dtype))? })
                     }
                 }
             }

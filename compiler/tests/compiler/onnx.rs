@@ -374,6 +374,36 @@ fn an_imported_graph_network_and_top2_mixture_of_experts_match_pytorch() {
     check("moe_gnn_dynamo");
 }
 
+/// Parameters a layer reads only through a computation from them: weight
+/// norm's `g * v / |v|`, a cosine classifier's `F.normalize(W)`, a scale
+/// parametrized by its log (`exp`). They imported as constants (no op
+/// used them as a weight) and never trained; from TorchScript's export
+/// without constant folding and the dynamo exporter's unoptimized one
+/// (`CastLike`), they train as PyTorch's.
+#[test]
+fn an_imported_normalized_weight_trains_through_its_normalization() {
+    check("cosine_head");
+    check("cosine_head_dynamo_noopt");
+}
+
+/// The dynamo exporter's optimizer folds a normalized weight into an
+/// initializer: the importer names it from the exporter's records (its
+/// `folded_from` lists `div`, `linalg_vector_norm`), and no fold that only
+/// moves a parameter's values (`W.t()`, an index into a table) is named.
+#[test]
+fn a_weight_the_exporter_computed_and_folded_is_named() {
+    let import = |name: &str| {
+        let options = ImportOptions { batch: Some(4), loss: Loss::CrossEntropy, ..Default::default() };
+        onnx::import(&fixture(&format!("{name}.onnx")), &options).unwrap()
+    };
+    let folds = import("cosine_head_dynamo").computed_folds;
+    assert_eq!(folds.len(), 2, "{folds:?}");
+    assert!(folds.iter().all(|(_, ops)| ops.contains(&"div".to_string()) && ops.iter().any(|o| o.contains("norm"))));
+    for name in ["cosine_head_dynamo_noopt", "gather_pool_dynamo", "moe_gnn_dynamo", "dynamo_folded"] {
+        assert_eq!(import(name).computed_folds, vec![], "{name}");
+    }
+}
+
 /// A dynamo export at a static batch (`tools/onnx/export_dynamo.py`),
 /// read by the exporter's own records rather than by names: the RoPE tables
 /// it folded (`unsqueeze_4`, `unsqueeze_5`: computed from `arange`) and an

@@ -2069,14 +2069,36 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         let total: usize = imported.frozen.iter().map(|(_, n)| n).sum();
         let named: Vec<String> = imported.frozen.iter().take(5).map(|(n, v)| format!("'{n}' ({v} values)")).collect();
         let more = imported.frozen.len().saturating_sub(5);
+        // (TorchScript's exporter names what it folded `onnx::<Op>_<n>`:
+        // a norm of a parameter, say, whose computation it left out.)
+        let folded = imported.frozen.iter().any(|(n, _)| n.starts_with("onnx::"));
         eprintln!(
-            "note: {} float initializer{} ({total} values) {}, not trained (no op uses {} as a weight): {}{}",
+            "note: {} float initializer{} ({total} values) {}, not trained (no op uses {} as a weight): {}{}{}",
             imported.frozen.len(),
             if imported.frozen.len() == 1 { "" } else { "s" },
             if imported.frozen.len() == 1 { "imports as a constant" } else { "import as constants" },
             if imported.frozen.len() == 1 { "it" } else { "them" },
             named.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+            if folded {
+                " (an `onnx::` one is a value the exporter computed and folded: where it came from parameters, a \
+                 weight's norm, export with do_constant_folding=False so that it trains as PyTorch's)"
+            } else {
+                ""
+            }
+        );
+    }
+    if !imported.computed_folds.is_empty() {
+        let named: Vec<String> =
+            imported.computed_folds.iter().map(|(n, ops)| format!("'{n}' (by {})", ops.join(", "))).collect();
+        eprintln!(
+            "note: the exporter computed {} from parameters and folded the result (the computation is not in the \
+             file): {} as a tensor of its own, not through that computation as PyTorch's parameter would (a \
+             normalized or reparametrized weight trains otherwise); export with \
+             torch.onnx.export(..., dynamo=True, optimize=False) to keep it: {}",
+            if named.len() == 1 { "an initializer" } else { "initializers" },
+            if named.len() == 1 { "it trains" } else { "each trains" },
+            named.join(", ")
         );
     }
     if !imported.frozen_by_option.is_empty() {
