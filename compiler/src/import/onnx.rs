@@ -48,6 +48,7 @@ pub const SUPPORTED: &[&str] = &[
     "Conv",
     "ConvTranspose",
     "Cos",
+    "DepthToSpace",
     "Cosh",
     "CumSum",
     "Div",
@@ -104,6 +105,7 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceMax",
     "ReduceMean",
     "ReduceMin",
+    "ReduceProd",
     "ReduceSum",
     "ReduceSumSquare",
     "Relu",
@@ -123,6 +125,7 @@ pub const SUPPORTED: &[&str] = &[
     "Softmax",
     "Softplus",
     "Softsign",
+    "SpaceToDepth",
     "Split",
     "Sqrt",
     "Squeeze",
@@ -1448,7 +1451,7 @@ fn arity(op: &str) -> (usize, usize) {
         "RNN" | "GRU" => (3, 6),
         "LSTM" => (3, 8),
         "Reshape" | "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceLogSumExp" | "ReduceL1"
-        | "ReduceL2" | "ReduceSumSquare" | "Split" | "Squeeze" | "Unsqueeze" | "Trilu" => (1, 2),
+        | "ReduceL2" | "ReduceSumSquare" | "ReduceProd" | "Split" | "Squeeze" | "Unsqueeze" | "Trilu" => (1, 2),
         _ => (1, 1),
     }
 }
@@ -1482,6 +1485,7 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "exclusive"
         | "reverse"
         | "batch_dims"
+        | "blocksize"
         | "largest"
         | "sorted" => AttributeType::Int,
         "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
@@ -1537,6 +1541,7 @@ fn check_node(node: &NodeProto) -> R<()> {
     let required: &[&str] = match op {
         "Concat" => &["axis"],
         "Cast" => &["to"],
+        "DepthToSpace" | "SpaceToDepth" => &["blocksize"],
         "Einsum" => &["equation"],
         "RNN" | "GRU" | "LSTM" => &["hidden_size"],
         _ => &[],
@@ -4230,10 +4235,103 @@ impl Importer<'_> {
                     .collect();
                 one(times_constant(g, &y, &scale, &[1, 1, out[0], out[1]])?)
             }
+            // PixelShuffle and its inverse: a reshape, a transpose and a
+            // reshape (DCR: the depth's blocks outermost, PyTorch's
+            // pixel_shuffle is CRD).
+            "DepthToSpace" | "SpaceToDepth" => {
+                let x = t(0)?;
+                let b = attr_i(node, "blocksize", 0);
+                let d = x.shape().to_vec();
+                if d.len() != 4 || b < 1 {
+                    return Err(format!(
+                        "a blocksize of {b} for an input of {d:?}: 4-D NCHW and a blocksize of 1 or more"
+                    ));
+                }
+                let (b, [n, c, h, w]) = (b as usize, [d[0], d[1], d[2], d[3]]);
+                let i = |v: &[usize]| v.iter().map(|&d| d as i64).collect::<Vec<_>>();
+                let crd = attr_s(node, "mode").as_deref() == Some("CRD");
+                let y = if op == "DepthToSpace" {
+                    if c % (b * b) != 0 {
+                        return Err(format!("{c} channels do not split into blocks of {b} x {b}"));
+                    }
+                    let (shape, perm) = if crd {
+                        (vec![n, c / (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3])
+                    } else {
+                        (vec![n, b, b, c / (b * b), h, w], [0, 3, 4, 1, 5, 2])
+                    };
+                    nn(nn(nn(x.reshape(&i(&shape)))?.permute(&perm))?.reshape(&i(&[n, c / (b * b), h * b, w * b])))?
+                } else {
+                    if h % b != 0 || w % b != 0 {
+                        return Err(format!("a height and width of {h} x {w} do not split into blocks of {b}"));
+                    }
+                    let shape = [n, c, h / b, b, w / b, b];
+                    let perm = if crd { [0, 1, 3, 5, 2, 4] } else { [0, 3, 5, 1, 2, 4] };
+                    nn(nn(nn(x.reshape(&i(&shape)))?.permute(&perm))?.reshape(&i(&[n, c * b * b, h / b, w / b])))?
+                };
+                one(y)
+            }
             "GlobalAveragePool" => {
                 let x = t(0)?;
                 let axes: Vec<i64> = (2..x.rank() as i64).collect();
                 one(nn(x.mean(&axes, true))?)
+            }
+            // A product: of constants (TorchScript's element count of a
+            // shape, for `std`), folded; of a computed tensor, its slices
+            // along each axis multiplied in order (exact where an element
+            // is 0, as a sum of logarithms is not), at most 256 a product.
+            "ReduceProd" => {
+                let dims = shape_of(input(0)?);
+                let rank = dims.len();
+                let axes =
+                    if self.opset >= 18 { optional_const(1)?.map(|c| c.as_ints()) } else { attr_ints(node, "axes") };
+                let keep = attr_i(node, "keepdims", 1) != 0;
+                let axes: Vec<usize> = match axes {
+                    Some(a) if !a.is_empty() => a.iter().map(|&a| norm_axis(a, rank)).collect::<R<_>>()?,
+                    _ if attr_i(node, "noop_with_empty_axes", 0) != 0 => return Ok(vec![input(0)?.clone()]),
+                    _ => (0..rank).collect(),
+                };
+                let mut out_dims = dims.clone();
+                axes.iter().for_each(|&a| out_dims[a] = 1);
+                let squeezed: Vec<usize> =
+                    out_dims.iter().enumerate().filter(|(a, _)| !axes.contains(a)).map(|(_, &d)| d).collect();
+                let final_dims = if keep { out_dims.clone() } else { squeezed };
+                match input(0)? {
+                    V::C(c) => {
+                        let n = numel(&out_dims)?;
+                        let mut vals = vec![1.0; n];
+                        let (ds, os) = (strides_of(&dims), strides_of(&out_dims));
+                        for (i, &v) in c.vals.iter().enumerate() {
+                            let at: usize = (0..rank)
+                                .map(|d| if axes.contains(&d) { 0 } else { (i / ds[d]) % dims[d] * os[d] })
+                                .sum();
+                            vals[at] *= v;
+                        }
+                        if !c.float {
+                            // (An integer product, as ONNX computes it.)
+                            vals.iter_mut().for_each(|v| *v = v.round());
+                        }
+                        Ok(vec![V::C(Const { dims: final_dims, vals, float: c.float })])
+                    }
+                    V::T(x) => {
+                        let count: usize = axes.iter().map(|&a| dims[a]).product();
+                        if count > 256 {
+                            return Err(format!(
+                                "a product over {count} elements of a computed tensor: at most 256 (each is a \
+                                 multiplication)"
+                            ));
+                        }
+                        let mut y = x.clone();
+                        for &a in &axes {
+                            let mut acc = nn(y.narrow(a as i64, 0, 1))?;
+                            for i in 1..dims[a] {
+                                acc = nn(acc.mul(&nn(y.narrow(a as i64, i, 1))?))?;
+                            }
+                            y = acc;
+                        }
+                        let shape: Vec<i64> = final_dims.iter().map(|&d| d as i64).collect();
+                        one(if keep { y } else { nn(y.reshape(&shape))? })
+                    }
+                }
             }
             "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceLogSumExp" | "ReduceL1" | "ReduceL2"
             | "ReduceSumSquare" => {

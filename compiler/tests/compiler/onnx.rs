@@ -576,7 +576,7 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     // An op outside the supported set: the node, its op type and opset, and the list.
     let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
     let graph = model.graph.as_mut().unwrap();
-    graph.node[1].op_type = Some("DepthToSpace".into());
+    graph.node[1].op_type = Some("LpPool".into());
     let node = graph.node[1].name().to_string();
     let e = onnx::import_model(
         &model,
@@ -587,7 +587,7 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     .unwrap_err();
     match &e {
         ImportError::Node { node: n, op, opset, message, .. } => {
-            assert_eq!((n.as_str(), op.as_str(), *opset), (node.as_str(), "DepthToSpace", 17));
+            assert_eq!((n.as_str(), op.as_str(), *opset), (node.as_str(), "LpPool", 17));
             assert!(message.contains("supports: Abs, Add"), "{message}");
         }
         other => panic!("{other}"),
@@ -597,7 +597,7 @@ fn unsupported_nodes_and_unbound_dimensions_are_errors_naming_them() {
     let mut model = aicf_onnx::load(&fixture("mlp.onnx")).unwrap();
     let graph = model.graph.as_mut().unwrap();
     let mut dead = graph.node[1].clone();
-    dead.op_type = Some("DepthToSpace".into());
+    dead.op_type = Some("LpPool".into());
     dead.name = Some("unused".into());
     dead.output = vec!["unused_out".into()];
     graph.node.push(dead);
