@@ -448,6 +448,27 @@ class CosineHead(nn.Module):
         return self.log_scale.exp() * (f @ F.normalize(self.W, dim=-1).t())
 
 
+class AnglesShuffle(nn.Module):
+    """Angles of feature pairs (`torch.atan2`: Atan of a quotient, its
+    quadrant by Where), a sub-pixel upsampling (`PixelShuffle`:
+    DepthToSpace in CRD mode) and a standard deviation over channels
+    (TorchScript's `std` counts its elements with a ReduceProd of the
+    shape)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(2)
+        self.pair = nn.Linear(64, 32)
+        self.head = nn.Linear(2 * 256 + 16, 10)
+
+    def forward(self, x):
+        h = self.shuffle(torch.relu(self.conv(x)))  # B x 2 x 16 x 16
+        p = self.pair(x.flatten(1))
+        angle = torch.atan2(p[:, :16], p[:, 16:] - 0.1)
+        return self.head(torch.cat([h.flatten(1), angle], 1) * 1.0 + 0.0) + h.std(dim=(2, 3)).sum(1, keepdim=True)
+
+
 def mobilenet():
     import torchvision
 
@@ -479,6 +500,7 @@ MODELS = {
     "gather_pool_dynamo": (GatherPool, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "moe_gnn": (MoeGnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "moe_gnn_dynamo": (MoeGnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "angles_shuffle": (AnglesShuffle, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head_dynamo_noopt": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # (Optimized: its normalized weights folded, for the importer's note.)

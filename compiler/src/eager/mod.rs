@@ -1515,6 +1515,9 @@ impl Tensor {
     pub fn sin(&self) -> Result<Tensor> {
         self.unary("sin".into(), |x| x.sin())
     }
+    pub fn atan(&self) -> Result<Tensor> {
+        self.unary("atan".into(), |x| x.atan())
+    }
     pub fn cos(&self) -> Result<Tensor> {
         self.unary("cos".into(), |x| x.cos())
     }

@@ -35,6 +35,7 @@ pub const SUPPORTED: &[&str] = &[
     "Add",
     "And",
     "ArgMax",
+    "Atan",
     "AveragePool",
     "BatchNormalization",
     "Cast",
@@ -3051,10 +3052,11 @@ impl Importer<'_> {
                 let x = t(0)?;
                 one(nn(x.sin().and_then(|s| x.cos().and_then(|c| s.div(&c))))?)
             }
-            "Sin" | "Cos" | "Floor" | "Ceil" | "Round" => {
+            "Sin" | "Cos" | "Floor" | "Ceil" | "Round" | "Atan" => {
                 let x = t(0)?;
                 one(nn(match op {
                     "Sin" => x.sin(),
+                    "Atan" => x.atan(),
                     "Cos" => x.cos(),
                     "Floor" => x.floor(),
                     "Ceil" => x.ceil(),
@@ -4970,6 +4972,7 @@ fn unary_fold(op: &str) -> Option<fn(f64) -> f64> {
     Some(match op {
         "Sin" => f64::sin,
         "Cos" => f64::cos,
+        "Atan" => f64::atan,
         "Tan" => f64::tan,
         "Sinh" => f64::sinh,
         "Cosh" => f64::cosh,

@@ -380,6 +380,10 @@ impl Tensor {
     pub fn sin(&self) -> Result<Tensor> {
         self.op("hl.sin", &[self], &[])
     }
+    /// Arctangent, in radians (`atan2` from it and the quadrant).
+    pub fn atan(&self) -> Result<Tensor> {
+        self.op("hl.atan", &[self], &[])
+    }
     /// Cosine, of radians.
     pub fn cos(&self) -> Result<Tensor> {
         self.op("hl.cos", &[self], &[])

@@ -424,6 +424,12 @@ fn vjp(
         "hl.exp" => one(e.binary("hl.mul", g, y)?),
         "hl.sin" => one(e.binary("hl.mul", g, e.unary("hl.cos", x[0])?)?),
         "hl.cos" => one(e.unary("hl.neg", e.binary("hl.mul", g, e.unary("hl.sin", x[0])?)?)?),
+        // d/dx atan(x) = 1 / (1 + x^2)
+        "hl.atan" => {
+            let square = e.binary("hl.mul", x[0], x[0])?;
+            let one_plus = e.binary("hl.add", e.scalar(1.0, x[0])?, square)?;
+            one(e.binary("hl.div", g, one_plus)?)
+        }
         // Piecewise constant: no gradient (PyTorch's is 0).
         "hl.floor" | "hl.ceil" | "hl.round" | "hl.stop_gradient" => Ok(vec![None]),
         "hl.log" => one(e.binary("hl.div", g, x[0])?),

@@ -181,9 +181,10 @@ fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(de
     });
     // Sine and cosine (rotary tables computed in a model); a rounding
     // passes no gradient, and the rest of the path still does.
-    check("sin, cos, round", &[param(&[2, 5], 36), param(&[2, 5], 37)], |p| {
+    check("sin, cos, atan, round", &[param(&[2, 5], 36), param(&[2, 5], 37)], |p| {
         let (x, y) = (&p[0], &p[1]);
         let a = x.mul_scalar(3.0)?.sin()?.mul(&y.cos()?)?.add(&y.mul_scalar(2.0)?.cos()?)?;
+        let a = a.add(&x.mul_scalar(2.5)?.atan()?.mul(y)?)?;
         a.add(&x.mul_scalar(4.0)?.round()?.mul(x)?)?.sum(&[0, 1], false)
     });
     let r = Tensor::from_vec(&[5], vec![2.5, 3.5, -0.5, -1.7, 0.2]).unwrap().to(dev).unwrap();
@@ -192,6 +193,9 @@ fn elementwise_reductions_and_shapes_have_the_gradients_of_finite_differences(de
     assert_eq!(r.ceil().unwrap().values().unwrap(), vec![3.0, 4.0, -0.0, -1.0, 1.0]);
     let s = r.sin().unwrap().values().unwrap();
     let want = [2.5f32, 3.5, -0.5, -1.7, 0.2].map(f32::sin);
+    assert!(s.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6), "{s:?}");
+    let s = r.atan().unwrap().values().unwrap();
+    let want = [2.5f32, 3.5, -0.5, -1.7, 0.2].map(f32::atan);
     assert!(s.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6), "{s:?}");
     check("transpose, flatten, broadcast_to, concat, max", &[param(&[2, 3, 4], 32), param(&[3, 1], 33)], |p| {
         let t = p[0].transpose(0, -1)?.flatten(1)?;

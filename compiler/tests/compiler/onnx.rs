@@ -374,6 +374,14 @@ fn an_imported_graph_network_and_top2_mixture_of_experts_match_pytorch() {
     check("moe_gnn_dynamo");
 }
 
+/// `torch.atan2` (Atan of a quotient, its quadrant by Where), `PixelShuffle`
+/// (DepthToSpace, CRD) and `std` over two axes (TorchScript counts its
+/// elements with a ReduceProd of the shape): none imported before.
+#[test]
+fn an_imported_atan2_pixel_shuffle_and_std_match_pytorch() {
+    check("angles_shuffle");
+}
+
 /// Parameters a layer reads only through a computation from them: weight
 /// norm's `g * v / |v|`, a cosine classifier's `F.normalize(W)`, a scale
 /// parametrized by its log (`exp`). They imported as constants (no op

@@ -139,12 +139,15 @@ func.func @no_overflowing_division() -> (tensor<1xi32>, tensor<1xi64>) {
 
 // -----
 
-// Sine, cosine and the roundings fold; rounding takes ties to even.
+// Sine, cosine, arctangent and the roundings fold; rounding takes ties
+// to even.
 // CHECK-LABEL: func.func @fold_trigonometry_and_rounding
-func.func @fold_trigonometry_and_rounding() -> (tensor<2xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+func.func @fold_trigonometry_and_rounding() -> (tensor<2xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>) {
   %a = hl.constant dense<[0.0, 1.5707963705062866]> : tensor<2xf32>
   %s = hl.sin %a : tensor<2xf32>
   %c = hl.cos %a : tensor<2xf32>
+  %one = hl.constant dense<[1.0, -1.0]> : tensor<2xf32>
+  %t = hl.atan %one : tensor<2xf32>
   %r = hl.constant dense<[2.5, 3.5, -0.5, -1.7]> : tensor<4xf32>
   %f = hl.floor %r : tensor<4xf32>
   %u = hl.ceil %r : tensor<4xf32>
@@ -154,7 +157,9 @@ func.func @fold_trigonometry_and_rounding() -> (tensor<2xf32>, tensor<2xf32>, te
   // CHECK-DAG: hl.constant dense<[2.000000e+00, 3.000000e+00, -1.000000e+00, -2.000000e+00]> : tensor<4xf32>
   // CHECK-DAG: hl.constant dense<[3.000000e+00, 4.000000e+00, -0.000000e+00, -1.000000e+00]> : tensor<4xf32>
   // CHECK-DAG: hl.constant dense<[2.000000e+00, 4.000000e+00, -0.000000e+00, -2.000000e+00]> : tensor<4xf32>
+  // CHECK-DAG: hl.constant dense<[0.785398185, -0.785398185]> : tensor<2xf32>
   // CHECK-NOT: hl.sin
+  // CHECK-NOT: hl.atan
   // CHECK-NOT: hl.round
-  return %s, %c, %f, %u, %n : tensor<2xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return %s, %c, %f, %u, %n, %t : tensor<2xf32>, tensor<2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>
 }

@@ -103,6 +103,8 @@ func.func @elementwise(%x: tensor<4x5xf32>, %r: tensor<5xf32>, %i: tensor<4x5xi3
   %sin = hl.sin %x : tensor<4x5xf32>
   // CHECK: hl.cos %{{.*}} : tensor<4x5xf32>
   %cos = hl.cos %x : tensor<4x5xf32>
+  // CHECK: hl.atan %{{.*}} : tensor<4x5xf32>
+  %atan = hl.atan %x : tensor<4x5xf32>
   // CHECK: hl.floor %{{.*}} : tensor<4x5xf32>
   %floor = hl.floor %x : tensor<4x5xf32>
   // CHECK: hl.ceil %{{.*}} : tensor<4x5xf32>

@@ -398,6 +398,19 @@ def HL_SinOp : HL_UnaryOp<"sin"> {
   }];
 }
 
+def HL_AtanOp : HL_UnaryOp<"atan"> {
+  let summary = "elementwise arctangent (radians, in (-pi/2, pi/2))";
+  let description = [{
+    Angles from ratios: `torch.atan`, and `torch.atan2` as an ONNX export
+    writes it (an Atan of y / x, its quadrant by Where). The gradient is
+    `g / (1 + x^2)`.
+
+    ```mlir
+    %y = hl.atan %x : tensor<4x5xf32>
+    ```
+  }];
+}
+
 def HL_CosOp : HL_UnaryOp<"cos"> {
   let summary = "elementwise cosine (radians)";
   let description = [{
