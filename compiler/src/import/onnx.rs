@@ -981,7 +981,8 @@ fn choose_states(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
 /// through `Expand`), or that are concatenated with activations.
 fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
     let mut consumers: HashMap<&str, Vec<(&proto::NodeProto, usize)>> = HashMap::new();
-    for node in &graph.node {
+    // (An If's branches' nodes too: a weight only a branch reads is one.)
+    for node in nodes_within(graph) {
         for (k, input) in node.input.iter().enumerate() {
             consumers.entry(input.as_str()).or_default().push((node, k));
         }
@@ -1343,6 +1344,21 @@ fn frozen_initializers(
 }
 
 /// An import error at `node` (the `index`-th of the graph).
+/// A graph's nodes and, after each, those of its subgraphs (an If's
+/// branches), depth first.
+fn nodes_within(graph: &proto::GraphProto) -> Vec<&proto::NodeProto> {
+    let mut all = Vec::new();
+    for node in &graph.node {
+        all.push(node);
+        for a in &node.attribute {
+            if let Some(g) = a.g.as_ref() {
+                all.extend(nodes_within(g));
+            }
+        }
+    }
+    all
+}
+
 /// The values a node's subgraphs (an If's branches) read, the graph's
 /// around them included (an over-approximation: their own too).
 fn subgraph_reads(node: &NodeProto) -> Vec<&str> {
@@ -2545,6 +2561,28 @@ impl Importer<'_> {
         nn(nn(x.reshape(&view))?.gather(&at, 0))
     }
 
+    /// The ONNX element type of value `name` where the graph says it: an
+    /// initializer's, a Constant node's tensor's, a declared input's or
+    /// value's.
+    fn element_type(&self, name: &str) -> Option<DataType> {
+        if let Some(t) = self.inits.get(name) {
+            return Some(t.data_type);
+        }
+        let constant = nodes_within(self.graph)
+            .into_iter()
+            .find(|n| n.op_type() == "Constant" && n.output.iter().any(|o| o == name))
+            .and_then(|n| n.attribute.iter().find(|a| a.name() == "value").and_then(|a| a.t.as_ref()));
+        if let Some(t) = constant {
+            return DataType::try_from(t.data_type()).ok();
+        }
+        self.graph.value_info.iter().chain(&self.graph.input).find(|v| v.name() == name).and_then(|v| {
+            match v.r#type.as_ref()?.value.as_ref()? {
+                proto::type_proto::Value::TensorType(t) => DataType::try_from(t.elem_type()).ok(),
+                _ => None,
+            }
+        })
+    }
+
     fn tensor(&self, g: &Graph, v: &V, like: Option<DType>) -> R<Tensor> {
         match v {
             V::T(t) => Ok(t.clone()),
@@ -3174,29 +3212,39 @@ impl Importer<'_> {
                     return Err(format!("k {k} of a computed tensor: at most 64 (each is a pass over the axis)"));
                 }
                 let x = t(0)?;
-                // (A taken place is masked by -inf, or by an integer's
-                // least value, which a later round takes after its equals.)
+                // Each round takes the first place still left whose value
+                // is the largest of those left: the places taken are kept
+                // apart (`left`, 1 where a place is left), not masked by a
+                // value, which an input's own -inf would equal (its place
+                // was then taken twice).
                 let least = match x.dtype() {
                     d if d.is_float() => f64::NEG_INFINITY,
                     DType::I32 => i32::MIN as f64,
                     d => return Err(format!("TopK of a computed {d:?} tensor: floats and i32")),
                 };
-                let mut work = if largest { x.clone() } else { nn(x.neg())? };
+                let work = if largest { x.clone() } else { nn(x.neg())? };
                 let mut place = vec![1; dims.len()];
                 place[a] = n;
                 let iota: Vec<f64> = (0..n).map(|i| i as f64).collect();
                 let iota = nn(nn(g.constant(&iota, &TensorSpec::new(place, DType::I32)))?.broadcast_to(&dims))?;
                 let gone = nn(g.constant(&[least], &TensorSpec::new(dims.clone(), x.dtype())))?;
+                let flags = TensorSpec::new(dims.clone(), DType::F32);
+                let zero = nn(g.constant(&[0.0], &flags))?;
+                let mut left = nn(g.constant(&[1.0], &flags))?;
                 let (mut values, mut indices) = (Vec::new(), Vec::new());
                 for round in 0..k {
-                    let mut i = nn(work.argmax(a as i64, true))?;
+                    let available = nn(left.compare(Compare::Gt, &zero))?;
+                    let best = nn(nn(Tensor::select(&available, &work, &gone))?.max(&[a as i64], true))?;
+                    let equal = nn(work.compare(Compare::Eq, &nn(best.broadcast_to(&dims))?))?;
+                    let candidates = nn(Tensor::select(&equal, &left, &zero))?;
+                    let mut i = nn(candidates.argmax(a as i64, true))?;
                     if i.dtype() != DType::I32 {
                         i = nn(i.cast(DType::I32))?;
                     }
                     values.push(self.gather_elements(g, &V::T(x.clone()), &V::T(i.clone()), a as i64)?);
                     if round + 1 < k {
                         let hit = nn(iota.compare(Compare::Eq, &nn(i.broadcast_to(&dims))?))?;
-                        work = nn(Tensor::select(&hit, &gone, &work))?;
+                        left = nn(Tensor::select(&hit, &zero, &left))?;
                     }
                     indices.push(i);
                 }
@@ -4250,25 +4298,35 @@ impl Importer<'_> {
                     ));
                 }
                 let (b, [n, c, h, w]) = (b as usize, [d[0], d[1], d[2], d[3]]);
+                // (A block larger than the image, or whose square
+                // overflows, splits nothing: refused before any product.)
+                if b > c.max(h).max(w) {
+                    return Err(format!("a blocksize of {b} for an input of {d:?}: larger than its every dimension"));
+                }
+                let bb = b.checked_mul(b).ok_or(format!("a blocksize of {b}: its square overflows"))?;
                 let i = |v: &[usize]| v.iter().map(|&d| d as i64).collect::<Vec<_>>();
-                let crd = attr_s(node, "mode").as_deref() == Some("CRD");
+                let crd = match (op, attr_s(node, "mode").as_deref()) {
+                    (_, None | Some("DCR")) => false,
+                    (_, Some("CRD")) => true,
+                    (_, Some(other)) => return Err(format!("mode '{other}': DCR or CRD")),
+                };
                 let y = if op == "DepthToSpace" {
-                    if c % (b * b) != 0 {
+                    if c % bb != 0 {
                         return Err(format!("{c} channels do not split into blocks of {b} x {b}"));
                     }
                     let (shape, perm) = if crd {
-                        (vec![n, c / (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3])
+                        (vec![n, c / bb, b, b, h, w], [0, 1, 4, 2, 5, 3])
                     } else {
-                        (vec![n, b, b, c / (b * b), h, w], [0, 3, 4, 1, 5, 2])
+                        (vec![n, b, b, c / bb, h, w], [0, 3, 4, 1, 5, 2])
                     };
-                    nn(nn(nn(x.reshape(&i(&shape)))?.permute(&perm))?.reshape(&i(&[n, c / (b * b), h * b, w * b])))?
+                    nn(nn(nn(x.reshape(&i(&shape)))?.permute(&perm))?.reshape(&i(&[n, c / bb, h * b, w * b])))?
                 } else {
                     if h % b != 0 || w % b != 0 {
                         return Err(format!("a height and width of {h} x {w} do not split into blocks of {b}"));
                     }
                     let shape = [n, c, h / b, b, w / b, b];
                     let perm = if crd { [0, 1, 3, 5, 2, 4] } else { [0, 3, 5, 1, 2, 4] };
-                    nn(nn(nn(x.reshape(&i(&shape)))?.permute(&perm))?.reshape(&i(&[n, c * b * b, h / b, w / b])))?
+                    nn(nn(nn(x.reshape(&i(&shape)))?.permute(&perm))?.reshape(&i(&[n, c * bb, h / b, w / b])))?
                 };
                 one(y)
             }
@@ -4437,14 +4495,22 @@ impl Importer<'_> {
             // element type as the importer holds it (floats f32, integers
             // i32, booleans i1).
             "CastLike" => {
+                // (A constant target's element type from where it comes
+                // from: a boolean casts by "not zero", not by truncation.)
+                let boolean = match input(1)? {
+                    V::T(t) => t.dtype() == DType::I1,
+                    V::C(_) => self.element_type(&node.input[1]) == Some(DataType::Bool),
+                };
                 let (float, target) = match input(1)? {
                     V::T(t) => (t.dtype().is_float(), Some(t.dtype())),
-                    V::C(c) => (c.float, None),
+                    V::C(c) => (c.float, boolean.then_some(DType::I1)),
                 };
                 match input(0)? {
                     V::C(c) => {
                         let mut c = c.clone();
-                        if c.float && !float {
+                        if boolean {
+                            c.vals.iter_mut().for_each(|v| *v = (*v != 0.0) as i32 as f64);
+                        } else if c.float && !float {
                             c.vals.iter_mut().for_each(|v| *v = v.trunc());
                         }
                         c.float = float;

@@ -425,10 +425,12 @@ fn vjp(
         "hl.sin" => one(e.binary("hl.mul", g, e.unary("hl.cos", x[0])?)?),
         "hl.cos" => one(e.unary("hl.neg", e.binary("hl.mul", g, e.unary("hl.sin", x[0])?)?)?),
         // d/dx atan(x) = 1 / (1 + x^2)
+        // (In f32 for 16-bit operands, as erf's: x^2 of an f16 past 256
+        // is inf, and the gradient 0 where it is about 1/x^2.)
         "hl.atan" => {
-            let square = e.binary("hl.mul", x[0], x[0])?;
-            let one_plus = e.binary("hl.add", e.scalar(1.0, x[0])?, square)?;
-            one(e.binary("hl.div", g, one_plus)?)
+            let x0 = e.widened(x[0])?;
+            let one_plus = e.binary("hl.add", e.scalar(1.0, x0)?, e.binary("hl.mul", x0, x0)?)?;
+            one(e.cast_like(e.binary("hl.div", e.widened(g)?, one_plus)?, g)?)
         }
         // Piecewise constant: no gradient (PyTorch's is 0).
         "hl.floor" | "hl.ceil" | "hl.round" | "hl.stop_gradient" => Ok(vec![None]),

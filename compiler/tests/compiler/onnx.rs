@@ -2597,4 +2597,89 @@ fn an_if_on_a_shape_takes_its_branch_and_one_on_data_is_refused() {
     }
     let e = onnx::import_model(&model(3, true), "if.onnx", &dir, &options).unwrap_err().to_string();
     assert!(e.contains("squeeze_if") && e.contains("depends on the data"), "{e}");
+    // A weight only a branch reads is a parameter (it imported as a
+    // constant: the choice of parameters read the top graph alone).
+    let mut m = model(3, false);
+    let g = m.graph.as_mut().unwrap();
+    g.initializer.push(float_init("scale", vec![3], vec![0.5, 1.0, 2.0]));
+    let then = g.node.last_mut().unwrap().attribute[0].g.as_mut().unwrap();
+    then.node[0] = node("then_branch_node", "Mul", &["h", "scale"], "r");
+    let imported = onnx::import_model(&m, "if.onnx", &dir, &options).unwrap();
+    assert_eq!(imported.sources, vec!["scale".to_string()], "{}", imported.module.text);
+}
+
+/// TopK of a computed tensor holding -inf (a masked gate's logits): the
+/// places taken are kept apart, so a -inf place left is taken once, in
+/// order (masking the taken by -inf took the first -inf twice: indices
+/// [0, 3, 0] for onnxruntime's [0, 3, 1]); DepthToSpace refuses a block
+/// larger than the image and a mode ONNX does not define.
+#[test]
+fn top_k_takes_each_place_once_and_depth_to_space_checks_its_block() {
+    use aicf_onnx::proto::{AttributeProto, attribute_proto::AttributeType};
+    let constant = |name: &str, t: aicf_onnx::proto::TensorProto| {
+        let mut c = node(name, "Constant", &[], name);
+        c.attribute = vec![AttributeProto {
+            name: Some("value".into()),
+            r#type: Some(AttributeType::Tensor as i32),
+            t: Some(t),
+            ..Default::default()
+        }];
+        c
+    };
+    let mut m = one_node_model("mask", "Add", (&[2, 4], &[2, 3]), vec![], vec![], 17);
+    let g = m.graph.as_mut().unwrap();
+    g.node[0].input.push("m".into());
+    g.node[0].output = vec!["x1".into()];
+    g.node.insert(0, constant("m", float_init("m", vec![4], vec![0.0, f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0])));
+    g.node.insert(
+        0,
+        constant(
+            "k",
+            aicf_onnx::proto::TensorProto {
+                name: Some("k".into()),
+                data_type: Some(7),
+                dims: vec![1],
+                int64_data: vec![3],
+                ..Default::default()
+            },
+        ),
+    );
+    let mut topk = node("top", "TopK", &["x1", "k"], "v");
+    topk.output.push("i".into());
+    g.node.push(topk);
+    let mut cast = node("cast", "Cast", &["i"], "y");
+    cast.attribute = vec![int_attribute("to", 1)];
+    g.node.push(cast);
+    let dir = crate::tmp_root().join("onnx-topk-inf");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
+    let imported = onnx::import_model(&m, "topk.onnx", &dir, &options).unwrap();
+    let path = dir.join("topk.mlir");
+    imported.write(&path).unwrap();
+    let ctx = aicf_compiler::CompilerContext::new();
+    let module = ctx.parse(&std::fs::read_to_string(&path).unwrap(), "topk").unwrap();
+    let x = vec![1.0, 2.0, 3.0, 0.5, 3.0, 2.0, 1.0, 0.0];
+    let input = aicf_compiler::interp::Array::new(vec![2, 4], aicf_compiler::types::DType::F32, x).unwrap();
+    let y = aicf_compiler::interp::Interpreter::new(&module).run("forward", &[input]).unwrap();
+    assert_eq!(y[0].data, vec![0.0, 3.0, 1.0, 0.0, 3.0, 1.0]);
+    // DepthToSpace: a block past every dimension, an unknown mode.
+    for (block, mode, expected) in [(1 << 32, "DCR", "larger than its every dimension"), (2, "XYZ", "mode 'XYZ'")] {
+        let mode = AttributeProto {
+            name: Some("mode".into()),
+            r#type: Some(AttributeType::String as i32),
+            s: Some(mode.as_bytes().to_vec()),
+            ..Default::default()
+        };
+        let m = one_node_model(
+            "d2s",
+            "DepthToSpace",
+            (&[1, 8, 2, 2], &[1, 2, 4, 4]),
+            vec![int_attribute("blocksize", block), mode],
+            vec![],
+            17,
+        );
+        let e = onnx::import_model(&m, "d2s.onnx", &dir, &options).unwrap_err().to_string();
+        assert!(e.contains(expected), "{e}");
+    }
 }
