@@ -1906,8 +1906,7 @@ impl<'a> Loop<'a> {
     /// its own dropout masks, the same whether it runs on a replica of
     /// its own or as a micro-batch.
     fn part_inputs(&self, split: Split, examples: &[usize], step: u64, part: usize) -> Vec<Tensor> {
-        let seed = self.seed.wrapping_add((part as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) & ((1 << 52) - 1);
-        step_inputs(self.sig, self.data, split, examples, seed, step)
+        step_inputs(self.sig, self.data, split, examples, part_seed(self.seed, part), step)
     }
 
     /// Continues from the checkpoint at `path` (its metadata `meta`):
@@ -3436,6 +3435,12 @@ pub(crate) fn held_out_loss(trainer: &mut Trainer, sig: &Signature, fed: &[Tenso
     let rng = rng_inputs(sig, 0, 0);
     let refs: Vec<&Tensor> = fed.iter().chain(&rng).collect();
     trainer.held_out_loss(&refs)
+}
+
+/// The dropout seed of part `part` of a step (rank r's j-th micro-batch is
+/// `r M + j`): each part draws its own masks.
+pub(crate) fn part_seed(seed: u64, part: usize) -> u64 {
+    seed.wrapping_add((part as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) & ((1 << 52) - 1)
 }
 
 /// Dropout's seed and step offset where `@loss` takes them (none else):

@@ -360,12 +360,19 @@ impl Trainer {
     /// takes them and the caller's `given` inputs leave them out: drawn as
     /// `aicf train` draws them (from [`Options::seed`], 2^24 counters a
     /// step, so no two steps share a mask). None otherwise.
-    fn implied_rng(&self, function: &str, given: usize, step: u64) -> Result<Vec<Tensor>> {
+    /// Each part of a step (a data-parallel replica's, a micro-batch's:
+    /// `part`, rank r's j-th micro-batch `r M + j`) draws its own masks.
+    fn implied_rng(&self, function: &str, given: usize, step: u64, part: usize) -> Result<Vec<Tensor>> {
         let Some(sig) = &self.rng else { return Ok(Vec::new()) };
         if given + 2 != caller_inputs(self.backend.function(function)?).len() {
             return Ok(Vec::new());
         }
-        Ok(super::run::rng_inputs(sig, self.options.seed, step))
+        Ok(super::run::rng_inputs(sig, super::run::part_seed(self.options.seed, part), step))
+    }
+
+    /// This replica's rank (0 alone).
+    fn rank(&self) -> usize {
+        self.comm.as_ref().map_or(0, |c| c.rank())
     }
 
     /// Reads an `hl` module (`@forward`, `@loss`) from `path` and compiles it.
@@ -645,7 +652,7 @@ impl Trainer {
     /// The first value `function` (`@loss`, or its form without dropout,
     /// which takes the same inputs) returns on `inputs`.
     fn scalar_call(&mut self, function: &str, inputs: &[&Tensor]) -> Result<f64> {
-        let drawn = self.implied_rng("loss", inputs.len(), self.steps)?;
+        let drawn = self.implied_rng("loss", inputs.len(), self.steps, self.rank())?;
         let inputs: &[&Tensor] = &inputs.iter().copied().chain(&drawn).collect::<Vec<_>>();
         // Said as `step`'s is: dropout's seed and offset named where missing.
         self.check_input_count("loss", inputs.len())?;
@@ -793,10 +800,10 @@ impl Trainer {
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         check_lr(lr)?;
         // Dropout's seed and offset where left out.
-        let drawn = self.implied_rng("train_step", inputs.len(), self.steps)?;
+        let drawn = self.implied_rng("train_step", inputs.len(), self.steps, self.rank())?;
         let inputs: &[&Tensor] = &inputs.iter().copied().chain(&drawn).collect::<Vec<_>>();
         let drawn_next = match next {
-            Some(n) => self.implied_rng("train_step", n.len(), self.steps + 1)?,
+            Some(n) => self.implied_rng("train_step", n.len(), self.steps + 1, self.rank())?,
             None => Vec::new(),
         };
         let next_all: Option<Vec<&Tensor>> = next.map(|n| n.iter().copied().chain(&drawn_next).collect());
@@ -901,6 +908,18 @@ impl Trainer {
         if micro.is_empty() {
             return Err(TrainError::Input("a step of no micro-batches".into()));
         }
+        // Dropout's seed and offset where left out: each micro-batch its
+        // own masks, as `aicf train --accumulate` draws them.
+        let drawn: Vec<Vec<Tensor>> = micro
+            .iter()
+            .enumerate()
+            .map(|(j, (inputs, _))| {
+                self.implied_rng("train_grad", inputs.len(), self.steps, self.rank() * self.options.accumulate + j)
+            })
+            .collect::<Result<_>>()?;
+        let extended: Vec<(Vec<&Tensor>, f64)> =
+            micro.iter().zip(&drawn).map(|((inputs, w), d)| (inputs.iter().copied().chain(d).collect(), *w)).collect();
+        let micro = extended.as_slice();
         check_lr(lr)?;
         if let Some((i, (_, w))) =
             micro.iter().enumerate().find(|(_, (_, w))| !(w.is_finite() && (0.0..=1.0).contains(w)))

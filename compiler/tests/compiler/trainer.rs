@@ -462,6 +462,21 @@ fn a_step_without_dropout_s_seed_and_offset_draws_them() {
     assert_eq!(t.steps(), 2);
     let offset = Tensor::scalar((2u64 << 24) as f64, DType::I64);
     assert_eq!(t.loss(&[&ids, &ids]).unwrap(), given.loss(&[&ids, &ids, &seed, &offset]).unwrap());
+    // Micro-batches of an accumulated step: each its own masks, as `aicf
+    // train --accumulate` draws them (micro-batch j's seed is offset by j).
+    let accumulate = || Options { accumulate: 2, ..options("trainer_dropout_micro", "adam") };
+    let (mut a, mut b) =
+        (Trainer::from_file(&lm, accumulate()).unwrap(), Trainer::from_file(&lm, accumulate()).unwrap());
+    let base = accumulate().seed;
+    let part = |j: u64| {
+        let s = base.wrapping_add(j.wrapping_mul(0x9E37_79B9_7F4A_7C15)) & ((1 << 52) - 1);
+        Tensor::scalar(s as f64, DType::I64)
+    };
+    let (s0, s1, zero) = (part(0), part(1), Tensor::scalar(0.0, DType::I64));
+    let drawn = a.step_micro(&[(vec![&ids, &ids], 0.5), (vec![&ids, &ids], 0.5)], 1e-3).unwrap().loss;
+    let given =
+        b.step_micro(&[(vec![&ids, &ids, &s0, &zero], 0.5), (vec![&ids, &ids, &s1, &zero], 0.5)], 1e-3).unwrap().loss;
+    assert_eq!(drawn, given);
     // A seed without its offset: said what the two are.
     let e = t.step(&[&ids, &ids, &seed], 1e-3).unwrap_err().to_string();
     assert!(e.contains("3 inputs given, the model takes 4 (i32 [16, 64], i32 [16, 64], i64 [], i64 [])"), "{e}");
