@@ -290,6 +290,9 @@ pub struct Imported {
     /// whose row PyTorch never updates. ONNX's Gather cannot say so: that
     /// row trains here (a note says so).
     pub padding_rows: Vec<(String, i64)>,
+    /// Each If the import traced (by name, or `#<index>`) and whether it
+    /// took its then branch.
+    pub branches: Vec<(String, bool)>,
     /// The first output's node where it is a `Softmax` and the loss a
     /// cross-entropy, which takes logits: it would train on probabilities
     /// (the loss stalled where PyTorch's on the logits learns).
@@ -393,7 +396,48 @@ pub fn import(path: &Path, options: &ImportOptions) -> Result<Imported, ImportEr
 }
 
 /// Imports a decoded model (`name` in errors, external data under `base`).
+///
+/// An If whose branch follows the batch size (TorchScript's
+/// `squeeze(0)` of a dynamic batch tests whether it is 1) is refused:
+/// the import binds the batch, and a variant at another size (a last,
+/// smaller batch) would run the branch of the bound one. Found by
+/// importing again at other sizes and comparing the branches taken.
 pub fn import_model(
+    model: &proto::ModelProto,
+    name: &str,
+    base: &Path,
+    options: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    let imported = import_model_at(model, name, base, options)?;
+    if let (Some(batch), true, false) = (options.batch, imported.symbolic, imported.branches.is_empty()) {
+        for other in [1, batch + 1] {
+            if other == batch {
+                continue;
+            }
+            let again = import_model_at(model, name, base, &ImportOptions { batch: Some(other), ..options.clone() });
+            let Ok(again) = again else { continue };
+            if let Some(((at, taken), (_, then))) =
+                imported.branches.iter().zip(&again.branches).find(|((a, x), (b, y))| a == b && x != y)
+            {
+                let branch = |t: bool| if t { "then" } else { "else" };
+                return Err(ImportError::Model {
+                    model: name.to_string(),
+                    message: format!(
+                        "If '{at}' takes its branch by the batch size ({} at batch {batch}, {} at {other}): the \
+                         imported model runs every batch size on one graph, so a batch of another size would take \
+                         the wrong one; export with a static batch (no dynamic batch axis), where the exporter \
+                         decides it",
+                        branch(*taken),
+                        branch(*then)
+                    ),
+                });
+            }
+        }
+    }
+    Ok(imported)
+}
+
+fn import_model_at(
     model: &proto::ModelProto,
     name: &str,
     base: &Path,
@@ -720,6 +764,7 @@ pub fn import_model(
         trains: options.loss != Loss::None,
         aliased: &aliased,
         broadcast: &broadcast,
+        branches: Vec::new(),
     };
     let mut b = ModuleBuilder::new();
     let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
@@ -846,6 +891,7 @@ pub fn import_model(
         untied,
         restored,
         padding_rows: padding_rows(graph),
+        branches: importer.branches.clone(),
         softmax_output: (options.loss == Loss::CrossEntropy)
             .then(|| graph.output.first().map(|o| o.name()))
             .flatten()
@@ -1439,6 +1485,8 @@ struct Importer<'a> {
     names: HashMap<String, String>,
     /// Imported with a loss, to train (not `--loss none`, forward only).
     trains: bool,
+    /// Each If traced, by its name, and whether it took its then branch.
+    branches: Vec<(String, bool)>,
     /// Identity outputs that are initializers of their own (a fresh norm's
     /// running statistics): their Identity nodes are not traced.
     aliased: &'a HashSet<String>,
@@ -2190,6 +2238,7 @@ impl Importer<'_> {
                 ));
             }
         };
+        self.branches.push((if node.name().is_empty() { format!("#{index}") } else { node.name().to_string() }, taken));
         let name = if taken { "then_branch" } else { "else_branch" };
         let branch = node
             .attribute

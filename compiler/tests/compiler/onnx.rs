@@ -2606,6 +2606,28 @@ fn an_if_on_a_shape_takes_its_branch_and_one_on_data_is_refused() {
     then.node[0] = node("then_branch_node", "Mul", &["h", "scale"], "r");
     let imported = onnx::import_model(&m, "if.onnx", &dir, &options).unwrap();
     assert_eq!(imported.sources, vec!["scale".to_string()], "{}", imported.module.text);
+    // An If on the batch size (`squeeze(0)` of a dynamic batch: is it 1?)
+    // is refused: a variant at another size would take the bound one's
+    // branch. On a dimension the batch leaves alone, it imports.
+    use aicf_onnx::proto::{tensor_shape_proto::dimension::Value, type_proto};
+    let on_batch = |axis: i64| {
+        let mut m = model(1, false);
+        let g = m.graph.as_mut().unwrap();
+        let Some(type_proto::Value::TensorType(t)) = g.input[0].r#type.as_mut().and_then(|t| t.value.as_mut()) else {
+            panic!("not a tensor")
+        };
+        t.shape.as_mut().unwrap().dim[0].value = Some(Value::DimParam("N".into()));
+        let Some(type_proto::Value::TensorType(t)) = g.output[0].r#type.as_mut().and_then(|t| t.value.as_mut()) else {
+            panic!("not a tensor")
+        };
+        t.shape.as_mut().unwrap().dim[0].value = Some(Value::DimParam("N".into()));
+        g.initializer.iter_mut().find(|t| t.name() == "one").unwrap().int64_data = vec![axis];
+        m
+    };
+    let batched = ImportOptions { batch: Some(2), ..options.clone() };
+    let e = onnx::import_model(&on_batch(0), "if.onnx", &dir, &batched).unwrap_err().to_string();
+    assert!(e.contains("If 'squeeze_if' takes its branch by the batch size (else at batch 2, then at 1)"), "{e}");
+    assert!(onnx::import_model(&on_batch(1), "if.onnx", &dir, &batched).is_ok());
 }
 
 /// TopK of a computed tensor holding -inf (a masked gate's logits): the
