@@ -469,6 +469,26 @@ class AnglesShuffle(nn.Module):
         return self.head(torch.cat([h.flatten(1), angle], 1) * 1.0 + 0.0) + h.std(dim=(2, 3)).sum(1, keepdim=True)
 
 
+class GroupNorms(nn.Module):
+    """Two GroupNorms of one width, exported fresh by the dynamo exporter:
+    it reshapes each weight and bias to [C, 1, 1] and folds them, and its
+    optimizer keeps one initializer of equal values, so the two layers
+    read one weight (and one bias), which trained tied."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 8, 3, padding=1)
+        self.gn1 = nn.GroupNorm(2, 8)
+        self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.gn2 = nn.GroupNorm(4, 8)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        h = torch.relu(self.gn1(self.c1(x)))
+        h = torch.relu(self.gn2(self.c2(h)))
+        return self.head(h.mean((2, 3)))
+
+
 def mobilenet():
     import torchvision
 
@@ -501,6 +521,7 @@ MODELS = {
     "moe_gnn": (MoeGnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "moe_gnn_dynamo": (MoeGnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "angles_shuffle": (AnglesShuffle, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "groupnorms_dynamo": (GroupNorms, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head_dynamo_noopt": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # (Optimized: its normalized weights folded, for the importer's note.)
@@ -509,6 +530,9 @@ MODELS = {
     "hf_gpt2": (HfGpt2, lambda g: torch.randint(0, 65, (4, 16), generator=g), ((4, 16), 65)),
 }
 
+
+# Fixtures exported as initialized, their equal parameters equal.
+FRESH = {"groupnorms_dynamo"}
 
 # Fixtures whose layers read weights computed from parameters.
 COMPUTED_WEIGHTS = {"cosine_head"}
@@ -523,7 +547,10 @@ def build(name):
     # values (fresh LayerNorms are all ones), which would share them.
     with torch.no_grad():
         for p in model.parameters():
-            p.add_(0.05 * torch.randn(p.shape))
+            # (A fresh model's equal parameters stay equal where the
+            # fixture is about them.)
+            if name not in FRESH:
+                p.add_(0.05 * torch.randn(p.shape))
         # Running statistics as a trained model has them.
         for bname, b in model.named_buffers():
             if bname.endswith("running_mean"):
@@ -558,6 +585,17 @@ def by_initializer(path, params, grads, prefix):
         value = onnx.numpy_helper.to_array(t)
         if t.name in params:
             arrays[f"{prefix}.{t.name}"] = grads[t.name].double().numpy().astype(np.float32)
+            continue
+        # One initializer the exporter kept for several equal parameters it
+        # had reshaped (a fresh model's GroupNorm weights): each parameter's
+        # gradient under its own name, which the importer gives its copy.
+        equal = [pname for pname, p in params.items()
+                 if p.numel() == value.size and tuple(p.shape) != value.shape
+                 and not any(other.name == pname for other in initializers)
+                 and np.array_equal(p.detach().numpy().reshape(value.shape), value)]
+        if len(equal) > 1:
+            for pname in equal:
+                arrays[f"{prefix}.{pname}"] = grads[pname].double().numpy().reshape(value.shape).astype(np.float32)
             continue
         for pname, p in params.items():
             if p.dim() == 2 and tuple(p.shape[::-1]) == value.shape and np.array_equal(p.detach().numpy().T, value):

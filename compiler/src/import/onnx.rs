@@ -3283,7 +3283,14 @@ impl Importer<'_> {
                 let (mut values, mut indices) = (Vec::new(), Vec::new());
                 for round in 0..k {
                     let available = nn(left.compare(Compare::Gt, &zero))?;
-                    let best = nn(nn(Tensor::select(&available, &work, &gone))?.max(&[a as i64], true))?;
+                    // The largest value left, read where an argmax finds it
+                    // (a reduction takes floats only; an argmax integers too).
+                    let masked = nn(Tensor::select(&available, &work, &gone))?;
+                    let mut at = nn(masked.argmax(a as i64, true))?;
+                    if at.dtype() != DType::I32 {
+                        at = nn(at.cast(DType::I32))?;
+                    }
+                    let best = self.gather_elements(g, &V::T(masked), &V::T(at), a as i64)?;
                     let equal = nn(work.compare(Compare::Eq, &nn(best.broadcast_to(&dims))?))?;
                     let candidates = nn(Tensor::select(&equal, &left, &zero))?;
                     let mut i = nn(candidates.argmax(a as i64, true))?;

@@ -186,6 +186,28 @@ pub(super) fn untie(
         }
     }
     let flat = |name: &str| name.replace('.', "_");
+    // An initializer the exporter folded from one parameter (a GroupNorm's
+    // weight reshaped to [C, 1, 1], `val_20`): named by that parameter's
+    // last components, as the parameter itself would be.
+    let folded_from: HashMap<String, String> = graph
+        .value_info
+        .iter()
+        .filter(|v| inits.contains_key(v.name()))
+        .filter_map(|v| {
+            let f = v.metadata_props.iter().find(|p| p.key() == "pkg.onnxscript.optimizer.folded_from")?;
+            let sources: Vec<&str> = f
+                .value()
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(|s| s.trim().trim_matches(|c| c == '\'' || c == '"'))
+                .filter(|s| s.contains('.'))
+                .collect();
+            match sources.as_slice() {
+                [one] => Some((v.name().to_string(), one.to_string())),
+                _ => None,
+            }
+        })
+        .collect();
     let mut nodes = graph.node.clone();
     let mut copies: Vec<(String, String)> = Vec::new();
     for node in &mut nodes {
@@ -216,7 +238,8 @@ pub(super) fn untie(
             // own tail within its module: `weight`, or `out_proj.weight`
             // where the module calls a submodule's function), spelling one
             // of the node's parameters.
-            let parts: Vec<&str> = original.split('.').collect();
+            let spelled = folded_from.get(&original).unwrap_or(&original);
+            let parts: Vec<&str> = spelled.split('.').collect();
             let Some(name) = (1..parts.len())
                 .map(|k| format!("{module}.{}", parts[parts.len() - k..].join(".")))
                 .find(|n| placeholders.contains(&flat(n).as_str()))

@@ -374,6 +374,16 @@ fn an_imported_graph_network_and_top2_mixture_of_experts_match_pytorch() {
     check("moe_gnn_dynamo");
 }
 
+/// Two fresh GroupNorms of one width from the dynamo exporter, which
+/// reshapes their weights and biases to [C, 1, 1], folds them and keeps
+/// one initializer of equal values: each layer gets its own copy again
+/// (named by the parameter the exporter folded it from), and every
+/// gradient is PyTorch's (the two trained tied).
+#[test]
+fn fresh_group_norms_the_exporter_merged_train_apart() {
+    check("groupnorms_dynamo");
+}
+
 /// `torch.atan2` (Atan of a quotient, its quadrant by Where), `PixelShuffle`
 /// (DepthToSpace, CRD) and `std` over two axes (TorchScript counts its
 /// elements with a ReduceProd of the shape): none imported before.
