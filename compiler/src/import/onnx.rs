@@ -5202,23 +5202,8 @@ fn scatter_elements(data: &Const, indices: &Const, updates: &Const, axis: i64, r
             data.dims, indices.dims, updates.dims
         ));
     }
-    let (ds, is) = (strides_of(&data.dims), strides_of(&indices.dims));
-    let n = data.dims[axis] as i64;
     let mut vals = data.vals.clone();
-    for (p, &raw) in indices.vals.iter().enumerate() {
-        let raw = raw as i64;
-        let i = if raw < 0 { raw + n } else { raw };
-        if !(0..n).contains(&i) {
-            return Err(format!("ScatterElements index {raw} is out of range for an axis of {n}"));
-        }
-        let mut offset = 0;
-        for d in 0..rank {
-            let c = (p / is[d]) % indices.dims[d];
-            if d != axis && c >= data.dims[d] {
-                return Err(format!("ScatterElements' indices {:?} exceed data {:?}", indices.dims, data.dims));
-            }
-            offset += if d == axis { i as usize } else { c } * ds[d];
-        }
+    for (p, offset) in element_offsets(data, indices, axis, "ScatterElements")?.into_iter().enumerate() {
         let (old, u) = (vals[offset], updates.vals[p]);
         vals[offset] = match reduction {
             "none" => u,
@@ -5238,26 +5223,35 @@ fn gather_elements(data: &Const, indices: &Const, axis: i64) -> R<Const> {
     if indices.dims.len() != rank {
         return Err(format!("GatherElements' indices {:?} are not of data's rank {rank}", indices.dims));
     }
+    let vals = element_offsets(data, indices, axis, "GatherElements")?.into_iter().map(|o| data.vals[o]).collect();
+    Ok(Const { dims: indices.dims.clone(), vals, float: data.float })
+}
+
+/// Where each element of constant `indices` points into constant `data`
+/// along `axis` (GatherElements, ScatterElements): checked, negative ones
+/// counting from the end.
+fn element_offsets(data: &Const, indices: &Const, axis: usize, op: &str) -> R<Vec<usize>> {
+    let rank = data.dims.len();
     let (ds, is) = (strides_of(&data.dims), strides_of(&indices.dims));
     let n = data.dims[axis] as i64;
-    let mut vals = Vec::with_capacity(indices.vals.len());
+    let mut offsets = Vec::with_capacity(indices.vals.len());
     for (p, &raw) in indices.vals.iter().enumerate() {
         let raw = raw as i64;
         let i = if raw < 0 { raw + n } else { raw };
         if !(0..n).contains(&i) {
-            return Err(format!("GatherElements index {raw} is out of range for an axis of {n}"));
+            return Err(format!("{op} index {raw} is out of range for an axis of {n}"));
         }
         let mut offset = 0;
         for d in 0..rank {
             let c = (p / is[d]) % indices.dims[d];
             if d != axis && c >= data.dims[d] {
-                return Err(format!("GatherElements' indices {:?} exceed data {:?}", indices.dims, data.dims));
+                return Err(format!("{op}'s indices {:?} exceed data {:?}", indices.dims, data.dims));
             }
             offset += if d == axis { i as usize } else { c } * ds[d];
         }
-        vals.push(data.vals[offset]);
+        offsets.push(offset);
     }
-    Ok(Const { dims: indices.dims.clone(), vals, float: data.float })
+    Ok(offsets)
 }
 
 fn shape_of(v: &V) -> Vec<usize> {
