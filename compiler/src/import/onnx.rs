@@ -252,6 +252,15 @@ pub struct Imported {
     /// trains as a tensor of its own, not through that computation (as
     /// PyTorch's parameter would); `optimize=False` keeps the computation.
     pub computed_folds: Vec<(String, Vec<String>)>,
+    /// One-value initializers of a TorchScript export that train (a
+    /// learned scale: the export records a parameter as it records a
+    /// buffer).
+    pub scalar_params: Vec<String>,
+    /// Trained initializers of a TorchScript export under names the
+    /// exporter made (`onnx::<Op>_<n>`: a value it computed and folded,
+    /// or a parameter it reshaped), other than a linear layer's weight it
+    /// stored transposed.
+    pub exporter_named: Vec<String>,
     /// Float initializers `--freeze` named (`ImportOptions::freeze`):
     /// constants, not trained.
     pub frozen_by_option: Vec<(String, usize)>,
@@ -835,9 +844,23 @@ fn import_model_at(
     }
     let mut weights = Vec::new();
     let mut sources = Vec::new();
+    let (mut scalar_params, mut exporter_named) = (Vec::new(), Vec::new());
+    let dynamo = graph.node.iter().any(|n| n.metadata_props.iter().any(|p| p.key() == "pkg.torch.onnx.name_scopes"));
     for p in &module.params {
         let onnx_name = importer.names.iter().find(|(_, hl)| **hl == p.name).map(|(o, _)| o.clone());
         let t = onnx_name.and_then(|o| inits.get(&o)).ok_or_else(|| fail(format!("no initializer for @{}", p.name)))?;
+        if !dynamo && t.elements() == 1 && !t.name.starts_with("onnx::") {
+            scalar_params.push(t.name.clone());
+        }
+        // (A PReLU's slope the exporter reshaped to [C, 1, 1] is the
+        // parameter itself.)
+        if !dynamo
+            && t.name.starts_with("onnx::")
+            && !t.name.starts_with("onnx::PRelu_")
+            && !transposed_from.contains_key(&t.name)
+        {
+            exporter_named.push(t.name.clone());
+        }
         sources.push(transposed_from.get(&t.name).unwrap_or(&t.name).clone());
         let aicf_onnx::Data::F32(values) = &t.data else {
             return Err(fail(format!("initializer '{}' is not floating point", t.name)));
@@ -870,6 +893,8 @@ fn import_model_at(
         symbolic,
         frozen,
         exported_constants,
+        scalar_params,
+        exporter_named,
         computed_folds: {
             let mut c: Vec<(String, Vec<String>)> = computed
                 .iter()
@@ -1131,10 +1156,22 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
         })
         .map(|(name, _)| name.clone())
         .collect();
+    // A one-value initializer of a TorchScript export under a name of the
+    // model's (not `onnx::<Op>_<n>`, what the exporter made): a learned
+    // scale or gate (ReZero's alpha, a logit scale, weight norm's g at
+    // dim=None), which the exporter records as it records a buffer; it
+    // trains where a weight of more values would (it stayed a constant,
+    // silently). (A dynamo export declares its scalar parameters.)
+    let named_scalar = |name: &str, t: &aicf_onnx::Tensor| {
+        !dynamo && t.elements() == 1 && !name.starts_with("onnx::") && !name.contains("::")
+    };
     inits
         .iter()
-        .filter(|(_, t)| t.is_float() && !t.dims.is_empty() && !is_mask(t))
-        .filter(|(name, t)| weight_use(&consumers, &generated, name, t.elements(), 8))
+        .filter(|(name, t)| t.is_float() && (!t.dims.is_empty() || named_scalar(name, t)) && !is_mask(t))
+        .filter(|(name, t)| {
+            let elements = if named_scalar(name, t) { 2 } else { t.elements() };
+            weight_use(&consumers, &generated, name, elements, 8)
+        })
         .map(|(name, _)| name.clone())
         .collect()
 }
@@ -1342,6 +1379,21 @@ const MOVING_FX_OPS: &[&str] = &[
     "split",
     "split_with_sizes",
     "getitem",
+    "stack",
+    "unbind",
+    "chunk",
+    "narrow",
+    // (Values from nothing a fold combines with a parameter: an LSTM's
+    // weights concatenated with zeros.)
+    "zeros",
+    "ones",
+    "full",
+    "zeros_like",
+    "ones_like",
+    "new_zeros",
+    "new_ones",
+    "empty",
+    "scalar_tensor",
 ];
 
 /// What the dynamo exporter's metadata says of the initializers.

@@ -2715,3 +2715,32 @@ fn top_k_takes_each_place_once_and_depth_to_space_checks_its_block() {
         assert!(e.contains(expected), "{e}");
     }
 }
+
+/// A one-value initializer of a TorchScript export under a name of the
+/// model's (ReZero's alpha, a logit scale) trains, and is named in
+/// `Imported::scalar_params` (it stayed a constant, silently: the export
+/// records a parameter as it records a buffer); one the exporter named
+/// (`onnx::Mul_5`, a folded constant) stays a constant.
+#[test]
+fn a_learned_scalar_of_a_torchscript_export_trains() {
+    let scalar = |name: &str| aicf_onnx::proto::TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        dims: vec![],
+        float_data: vec![2.0],
+        ..Default::default()
+    };
+    let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+    let dir = crate::tmp_root().join("onnx-scalar");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = one_node_model("scale", "Mul", (&[2, 4], &[2, 4]), vec![], vec![scalar("alpha")], 17);
+    let imported = onnx::import_model(&m, "scale.onnx", &dir, &options).unwrap();
+    assert_eq!(
+        (imported.sources.clone(), imported.scalar_params.clone()),
+        (vec!["alpha".into()], vec!["alpha".into()])
+    );
+    let m = one_node_model("scale", "Mul", (&[2, 4], &[2, 4]), vec![], vec![scalar("onnx::Mul_5")], 17);
+    let imported = onnx::import_model(&m, "scale.onnx", &dir, &options).unwrap();
+    assert!(imported.sources.is_empty() && imported.scalar_params.is_empty(), "{:?}", imported.sources);
+}

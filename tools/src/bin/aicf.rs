@@ -2088,6 +2088,32 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             }
         );
     }
+    if !imported.scalar_params.is_empty() {
+        let named: Vec<String> = imported.scalar_params.iter().map(|n| format!("'{n}'")).collect();
+        eprintln!(
+            "note: one-value initializer{} {} train{} as {} (TorchScript's export records a parameter as it \
+             records a buffer; --freeze NAME keeps a buffer constant)",
+            if named.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            if named.len() == 1 { "s" } else { "" },
+            if named.len() == 1 { "a learned scale" } else { "learned scales" }
+        );
+    }
+    if !imported.exporter_named.is_empty() {
+        let named: Vec<String> = imported.exporter_named.iter().take(5).map(|n| format!("'{n}'")).collect();
+        let more = imported.exporter_named.len().saturating_sub(5);
+        eprintln!(
+            "note: {} initializer{} the exporter named (onnx::...) train{} as parameters: {}{}; where TorchScript \
+             computed one from parameters and folded it (a weight norm, a table read at constant indices), it \
+             trains as a tensor of its own, not through that computation (export with do_constant_folding=False \
+             to keep it)",
+            imported.exporter_named.len(),
+            if imported.exporter_named.len() == 1 { "" } else { "s" },
+            if imported.exporter_named.len() == 1 { "s" } else { "" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
     if !imported.computed_folds.is_empty() {
         let named: Vec<String> =
             imported.computed_folds.iter().map(|(n, ops)| format!("'{n}' (by {})", ops.join(", "))).collect();
