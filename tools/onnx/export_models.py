@@ -489,6 +489,16 @@ class GroupNorms(nn.Module):
         return self.head(h.mean((2, 3)))
 
 
+class GroupNormsTied(GroupNorms):
+    """GroupNorms whose weight the model ties itself (`gn2.weight =
+    gn1.weight`): one parameter both layers read, which the import keeps
+    one (the exporter's merge of the equal biases comes apart)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gn2.weight = self.gn1.weight
+
+
 def mobilenet():
     import torchvision
 
@@ -522,6 +532,7 @@ MODELS = {
     "moe_gnn_dynamo": (MoeGnn, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "angles_shuffle": (AnglesShuffle, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "groupnorms_dynamo": (GroupNorms, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
+    "groupnorms_tied_dynamo": (GroupNormsTied, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     "cosine_head_dynamo_noopt": (CosineHead, lambda g: torch.randn(4, 1, 8, 8, generator=g), ((4,), 10)),
     # (Optimized: its normalized weights folded, for the importer's note.)
@@ -532,7 +543,7 @@ MODELS = {
 
 
 # Fixtures exported as initialized, their equal parameters equal.
-FRESH = {"groupnorms_dynamo"}
+FRESH = {"groupnorms_dynamo", "groupnorms_tied_dynamo"}
 
 # Fixtures whose layers read weights computed from parameters.
 COMPUTED_WEIGHTS = {"cosine_head"}

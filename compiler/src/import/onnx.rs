@@ -645,7 +645,7 @@ fn import_model_at(
             .peekable();
         readers.peek().is_some() && (!scalar || readers.all(|(n, k)| computed_operand(n, k)))
     };
-    let mut params = choose_params(graph, &inits);
+    let (mut params, scalar_picks) = choose_params(graph, &inits, model.producer_name() == "pytorch");
     params.extend(
         declared
             .iter()
@@ -844,14 +844,11 @@ fn import_model_at(
     }
     let mut weights = Vec::new();
     let mut sources = Vec::new();
-    let (mut scalar_params, mut exporter_named) = (Vec::new(), Vec::new());
+    let mut exporter_named = Vec::new();
     let dynamo = graph.node.iter().any(|n| n.metadata_props.iter().any(|p| p.key() == "pkg.torch.onnx.name_scopes"));
     for p in &module.params {
         let onnx_name = importer.names.iter().find(|(_, hl)| **hl == p.name).map(|(o, _)| o.clone());
         let t = onnx_name.and_then(|o| inits.get(&o)).ok_or_else(|| fail(format!("no initializer for @{}", p.name)))?;
-        if !dynamo && t.elements() == 1 && !t.name.starts_with("onnx::") {
-            scalar_params.push(t.name.clone());
-        }
         // (A PReLU's slope the exporter reshaped to [C, 1, 1] is the
         // parameter itself.)
         if !dynamo
@@ -893,7 +890,11 @@ fn import_model_at(
         symbolic,
         frozen,
         exported_constants,
-        scalar_params,
+        scalar_params: {
+            let mut s: Vec<String> = scalar_picks.iter().filter(|n| params.contains(*n)).cloned().collect();
+            s.sort();
+            s
+        },
         exporter_named,
         computed_folds: {
             let mut c: Vec<(String, Vec<String>)> = computed
@@ -1050,7 +1051,11 @@ fn choose_states(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
 /// `MatMul(x, Transpose(W))`, and an LSTM's weights sliced into gates and
 /// concatenated in ONNX's gate order; a class token reaches `Concat`
 /// through `Expand`), or that are concatenated with activations.
-fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::Tensor>) -> HashSet<String> {
+fn choose_params(
+    graph: &proto::GraphProto,
+    inits: &HashMap<String, aicf_onnx::Tensor>,
+    pytorch: bool,
+) -> (HashSet<String>, HashSet<String>) {
     let mut consumers: HashMap<&str, Vec<(&proto::NodeProto, usize)>> = HashMap::new();
     // (An If's branches' nodes too: a weight only a branch reads is one.)
     for node in nodes_within(graph) {
@@ -1156,16 +1161,24 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
         })
         .map(|(name, _)| name.clone())
         .collect();
-    // A one-value initializer of a TorchScript export under a name of the
-    // model's (not `onnx::<Op>_<n>`, what the exporter made): a learned
-    // scale or gate (ReZero's alpha, a logit scale, weight norm's g at
-    // dim=None), which the exporter records as it records a buffer; it
-    // trains where a weight of more values would (it stayed a constant,
-    // silently). (A dynamo export declares its scalar parameters.)
-    let named_scalar = |name: &str, t: &aicf_onnx::Tensor| {
-        !dynamo && t.elements() == 1 && !name.starts_with("onnx::") && !name.contains("::")
+    // A one-value initializer of PyTorch's TorchScript export under a
+    // state-dict name of the model's (`alpha`, `blocks.0.gamma`; not
+    // `onnx::<Op>_<n>` or a node's `/Constant_output_0`, what an exporter
+    // or optimizer made, nor another tool's `add/y:0`): a learned scale or
+    // gate (ReZero's alpha, a logit scale, weight norm's g at dim=None),
+    // which that export records as it records a buffer; it trains where a
+    // weight of more values would (it stayed a constant, silently). (A
+    // dynamo export declares its scalar parameters.)
+    let state_dict_name = |name: &str| {
+        !name.is_empty()
+            && name
+                .split('.')
+                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+            && !name.contains("_output_")
     };
-    inits
+    let named_scalar =
+        |name: &str, t: &aicf_onnx::Tensor| pytorch && !dynamo && t.elements() == 1 && state_dict_name(name);
+    let chosen: HashSet<String> = inits
         .iter()
         .filter(|(name, t)| t.is_float() && (!t.dims.is_empty() || named_scalar(name, t)) && !is_mask(t))
         .filter(|(name, t)| {
@@ -1173,7 +1186,18 @@ fn choose_params(graph: &proto::GraphProto, inits: &HashMap<String, aicf_onnx::T
             weight_use(&consumers, &generated, name, elements, 8)
         })
         .map(|(name, _)| name.clone())
-        .collect()
+        .collect();
+    // (Those the rule for one value chose, which no other would have.)
+    let scalars = chosen
+        .iter()
+        .filter(|name| {
+            inits.get(name.as_str()).is_some_and(|t| {
+                named_scalar(name, t) && (t.dims.is_empty() || !weight_use(&consumers, &generated, name, 1, 8))
+            })
+        })
+        .cloned()
+        .collect();
+    (chosen, scalars)
 }
 
 /// The initializers that PyTorch's dynamo exporter says are no parameters:
@@ -1383,17 +1407,6 @@ const MOVING_FX_OPS: &[&str] = &[
     "unbind",
     "chunk",
     "narrow",
-    // (Values from nothing a fold combines with a parameter: an LSTM's
-    // weights concatenated with zeros.)
-    "zeros",
-    "ones",
-    "full",
-    "zeros_like",
-    "ones_like",
-    "new_zeros",
-    "new_ones",
-    "empty",
-    "scalar_tensor",
 ];
 
 /// What the dynamo exporter's metadata says of the initializers.

@@ -234,17 +234,25 @@ pub(super) fn untie(
             if placeholders.contains(&flat(&original).as_str()) {
                 continue;
             }
-            // The module, then the initializer's last components (its
-            // own tail within its module: `weight`, or `out_proj.weight`
-            // where the module calls a submodule's function), spelling one
-            // of the node's parameters.
-            let spelled = folded_from.get(&original).unwrap_or(&original);
-            let parts: Vec<&str> = spelled.split('.').collect();
-            let Some(name) = (1..parts.len())
-                .map(|k| format!("{module}.{}", parts[parts.len() - k..].join(".")))
-                .find(|n| placeholders.contains(&flat(n).as_str()))
-            else {
-                continue;
+            // A reader of the very parameter a fold came from reads that
+            // parameter, under its name (two layers the model ties
+            // themselves read one copy, and stay one). Else the module,
+            // then the initializer's last components (its own tail within
+            // its module: `weight`, or `out_proj.weight` where the module
+            // calls a submodule's function; a fold's, its parameter's),
+            // spelling one of the node's parameters.
+            let name = match folded_from.get(&original) {
+                Some(p) if placeholders.contains(&flat(p).as_str()) => p.clone(),
+                spelled => {
+                    let parts: Vec<&str> = spelled.unwrap_or(&original).split('.').collect();
+                    let Some(name) = (1..parts.len())
+                        .map(|k| format!("{module}.{}", parts[parts.len() - k..].join(".")))
+                        .find(|n| placeholders.contains(&flat(n).as_str()))
+                    else {
+                        continue;
+                    };
+                    name
+                }
             };
             if name == original {
                 continue;
@@ -260,6 +268,15 @@ pub(super) fn untie(
             node.input[k] = name;
         }
     }
+    // A fold every reader now reads under one name was renamed, not
+    // untied: no copy of it to report.
+    let still_read: HashSet<&str> = nodes.iter().flat_map(|n| n.input.iter().map(String::as_str)).collect();
+    let renamed: HashSet<String> = copies
+        .iter()
+        .map(|(_, o)| o.clone())
+        .filter(|o| !still_read.contains(o.as_str()) && copies.iter().filter(|(_, x)| x == o).count() == 1)
+        .collect();
+    copies.retain(|(_, o)| !renamed.contains(o));
     (nodes, copies)
 }
 

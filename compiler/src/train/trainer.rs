@@ -652,7 +652,7 @@ impl Trainer {
     /// The first value `function` (`@loss`, or its form without dropout,
     /// which takes the same inputs) returns on `inputs`.
     fn scalar_call(&mut self, function: &str, inputs: &[&Tensor]) -> Result<f64> {
-        let drawn = self.implied_rng("loss", inputs.len(), self.steps, self.rank())?;
+        let drawn = self.implied_rng("loss", inputs.len(), self.steps, self.rank() * self.options.accumulate.max(1))?;
         let inputs: &[&Tensor] = &inputs.iter().copied().chain(&drawn).collect::<Vec<_>>();
         // Said as `step`'s is: dropout's seed and offset named where missing.
         self.check_input_count("loss", inputs.len())?;
@@ -800,10 +800,13 @@ impl Trainer {
     pub fn step_staging_next(&mut self, inputs: &[&Tensor], lr: f64, next: Option<&[&Tensor]>) -> Result<Metrics> {
         check_lr(lr)?;
         // Dropout's seed and offset where left out.
-        let drawn = self.implied_rng("train_step", inputs.len(), self.steps, self.rank())?;
+        // (Rank r's first part is r M, M micro-batches a replica, as in
+        // `aicf train`.)
+        let part = self.rank() * self.options.accumulate.max(1);
+        let drawn = self.implied_rng("train_step", inputs.len(), self.steps, part)?;
         let inputs: &[&Tensor] = &inputs.iter().copied().chain(&drawn).collect::<Vec<_>>();
         let drawn_next = match next {
-            Some(n) => self.implied_rng("train_step", n.len(), self.steps + 1, self.rank())?,
+            Some(n) => self.implied_rng("train_step", n.len(), self.steps + 1, part)?,
             None => Vec::new(),
         };
         let next_all: Option<Vec<&Tensor>> = next.map(|n| n.iter().copied().chain(&drawn_next).collect());

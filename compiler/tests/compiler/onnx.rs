@@ -382,6 +382,16 @@ fn an_imported_graph_network_and_top2_mixture_of_experts_match_pytorch() {
 #[test]
 fn fresh_group_norms_the_exporter_merged_train_apart() {
     check("groupnorms_dynamo");
+    // The model's own tie (`gn2.weight = gn1.weight`, both layers reading
+    // `%p_gn2_weight`) stays one parameter that both read; the biases,
+    // merged by the exporter only, come apart.
+    let options = ImportOptions { batch: None, loss: Loss::CrossEntropy, ..Default::default() };
+    let imported = onnx::import(&fixture("groupnorms_tied_dynamo.onnx"), &options).unwrap();
+    let mut sources = imported.sources.clone();
+    sources.sort();
+    let norms: Vec<&String> = sources.iter().filter(|s| s.starts_with("gn")).collect();
+    assert_eq!(norms, ["gn1.bias", "gn2.bias", "gn2.weight"], "{sources:?}");
+    assert_eq!(imported.shared_weights, vec![("gn2.weight".to_string(), 2)]);
 }
 
 /// `torch.atan2` (Atan of a quotient, its quadrant by Where), `PixelShuffle`
@@ -2734,13 +2744,27 @@ fn a_learned_scalar_of_a_torchscript_export_trains() {
     let dir = crate::tmp_root().join("onnx-scalar");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let m = one_node_model("scale", "Mul", (&[2, 4], &[2, 4]), vec![], vec![scalar("alpha")], 17);
-    let imported = onnx::import_model(&m, "scale.onnx", &dir, &options).unwrap();
+    let model = |name: &str, producer: &str| {
+        let mut m = one_node_model("scale", "Mul", (&[2, 4], &[2, 4]), vec![], vec![scalar(name)], 17);
+        m.producer_name = Some(producer.into());
+        onnx::import_model(&m, "scale.onnx", &dir, &options).unwrap()
+    };
+    let imported = model("alpha", "pytorch");
     assert_eq!(
         (imported.sources.clone(), imported.scalar_params.clone()),
         (vec!["alpha".into()], vec!["alpha".into()])
     );
-    let m = one_node_model("scale", "Mul", (&[2, 4], &[2, 4]), vec![], vec![scalar("onnx::Mul_5")], 17);
-    let imported = onnx::import_model(&m, "scale.onnx", &dir, &options).unwrap();
-    assert!(imported.sources.is_empty() && imported.scalar_params.is_empty(), "{:?}", imported.sources);
+    assert_eq!(model("blocks.0.gamma", "pytorch").sources, vec!["blocks.0.gamma".to_string()]);
+    // Constants: one the exporter named, an optimizer's node output, another
+    // tool's, and any in a model PyTorch did not write (an onnxruntime-
+    // optimized one's GELU coefficients and epsilons trained).
+    for (name, producer) in [
+        ("onnx::Mul_5", "pytorch"),
+        ("/Constant_output_0", "pytorch"),
+        ("mul/y:0", "tf2onnx"),
+        ("alpha", "onnxruntime"),
+    ] {
+        let imported = model(name, producer);
+        assert!(imported.sources.is_empty() && imported.scalar_params.is_empty(), "{name}: {:?}", imported.sources);
+    }
 }
