@@ -301,27 +301,27 @@ pub(crate) fn check_integer_inputs(f: &Function, inputs: &[&Tensor]) -> std::res
                     "input #{i} (lr), the learning rate, is {v}: a finite number of at least 0; nothing was run"
                 ));
             }
-            if let Some(at) = t.values.iter().position(|v| v.is_nan()) {
-                return Err(format!(
-                    "input #{i} ({}) holds NaN at index {at} (of shape {:?}); nothing was run",
-                    a.bind, t.shape
-                ));
-            }
             // A finite value past the element type's range would arrive as
             // an infinity (1e39 in an f32), which then went unnamed: the
-            // step ran and the loss's NaN blamed the learning rate.
+            // step ran and the loss's NaN blamed the learning rate. (One
+            // pass over the values for both.)
             let most = match a.dtype {
                 DType::F32 => f32::MAX as f64,
                 DType::BF16 => half::bf16::MAX.to_f64(),
                 DType::F16 => half::f16::MAX.to_f64(),
                 _ => f64::MAX,
             };
-            if let Some(at) = t.values.iter().position(|v| v.is_finite() && v.abs() > most) {
-                return Err(format!(
-                    "input #{i} ({}) holds {:e} at index {at} (of shape {:?}), beyond {:?}'s range ({most:e}): it \
-                     would be an infinity; nothing was run",
-                    a.bind, t.values[at], t.shape, a.dtype
-                ));
+            if let Some(at) = t.values.iter().position(|v| v.is_nan() || (v.is_finite() && v.abs() > most)) {
+                let v = t.values[at];
+                return Err(if v.is_nan() {
+                    format!("input #{i} ({}) holds NaN at index {at} (of shape {:?}); nothing was run", a.bind, t.shape)
+                } else {
+                    format!(
+                        "input #{i} ({}) holds {v:e} at index {at} (of shape {:?}), beyond {:?}'s range ({most:e}): \
+                         it would be an infinity; nothing was run",
+                        a.bind, t.shape, a.dtype
+                    )
+                });
             }
             continue;
         }

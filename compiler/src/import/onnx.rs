@@ -1769,7 +1769,6 @@ fn resize_matrix(n: usize, m: usize, scale: f64, ask: &ResizeAsk<'_>) -> R<Vec<f
 /// ([`resize_matrix`]), and moved back. Nothing where the matrix is the
 /// identity.
 fn resize_axis(g: &Graph, x: &Tensor, axis: usize, m: usize, scale: f64, ask: &ResizeAsk<'_>) -> R<Tensor> {
-    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
     let n = x.shape()[axis];
     if axis < 2 && (m != n || scale != 1.0) {
         return Err(format!("resizing axis {axis} (the batch or the channels) is not supported"));
@@ -1805,7 +1804,6 @@ fn resize_axis(g: &Graph, x: &Tensor, axis: usize, m: usize, scale: f64, ask: &R
 /// mirror image, the edge not repeated), `edge` (the edge repeated) or
 /// `wrap` (the other end's elements).
 fn pad_axis(g: &Graph, x: &Tensor, axis: usize, (before, after): (i64, i64), mode: &str, value: f64) -> R<Tensor> {
-    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
     let d = x.shape()[axis] as i64;
     // Crops first: what is left is then padded.
     let (lo, hi) = (before.saturating_neg().max(0), d.saturating_sub(after.saturating_neg().max(0)));
@@ -2004,7 +2002,6 @@ impl Importer<'_> {
     /// `Y_h` (and `Y_c`).
     fn recurrent(&self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Vec<V>> {
         let op = node.op_type();
-        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
         let given = |k: usize| ins.get(k).and_then(|v| v.as_ref());
         let tensor =
             |k: usize| -> R<Option<Tensor>> { given(k).map(|v| self.tensor(g, v, Some(DType::F32))).transpose() };
@@ -2459,7 +2456,6 @@ impl Importer<'_> {
     /// trainer checks a data set's labels), so that an index out of its
     /// axis is an error and never reads a neighbouring row.
     fn offsets(&self, g: &Graph, indices: &V, n: usize, stride: usize, what: &str) -> R<Tensor> {
-        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
         if n.checked_mul(stride).is_none_or(|m| m > i32::MAX as usize) {
             return Err(format!("{what}: {n} x {stride} elements, beyond the 2^31 an i32 index reaches"));
         }
@@ -2496,7 +2492,6 @@ impl Importer<'_> {
     /// index's offset along the axis plus the constant offset of its other
     /// coordinates (an i32 tensor of the indices' shape).
     fn element_positions(&self, g: &Graph, indices: &V, dims: &[usize], axis: usize, op: &str) -> R<Tensor> {
-        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
         let idims = shape_of(indices);
         if idims.len() != dims.len() || idims.iter().zip(dims).enumerate().any(|(d, (&i, &n))| d != axis && i > n) {
             return Err(format!(
@@ -2526,7 +2521,6 @@ impl Importer<'_> {
     /// gather of the flattened data at each element's position, so the
     /// gradient is the gather's scatter-add.
     fn gather_elements(&self, g: &Graph, data: &V, indices: &V, axis: i64) -> R<Tensor> {
-        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
         let dims = shape_of(data);
         let axis = norm_axis(axis, dims.len())?;
         let at = self.element_positions(g, indices, &dims, axis, "GatherElements")?;
@@ -2569,7 +2563,6 @@ impl Importer<'_> {
         reduction: &str,
         op: &str,
     ) -> R<Tensor> {
-        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
         let dims = shape_of(data);
         let dtype = match (data, updates) {
             (V::T(x), _) | (_, V::T(x)) => x.dtype(),
@@ -2613,7 +2606,6 @@ impl Importer<'_> {
     /// with the batch position's. Returns the rows (an i32 tensor of the
     /// tuples' shape) and the view.
     fn nd_positions(&self, g: &Graph, indices: &V, dims: &[usize], b: usize, op: &str) -> R<(Tensor, Vec<usize>)> {
-        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
         let idims = shape_of(indices);
         let (dr, ir) = (dims.len(), idims.len());
         let k = *idims.last().ok_or(format!("{op}'s indices are a scalar (rank 1 at least)"))?;
@@ -2667,7 +2659,6 @@ impl Importer<'_> {
     /// ONNX GatherND of a computed tensor or at computed indices: one
     /// gather of the rows the tuples name ([`Importer::nd_positions`]).
     fn gather_nd(&self, g: &Graph, data: &V, indices: &V, batch_dims: i64) -> R<Tensor> {
-        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
         let b = usize::try_from(batch_dims).map_err(|_| format!("batch_dims {batch_dims} is negative"))?;
         let (at, view) = self.nd_positions(g, indices, &shape_of(data), b, "GatherND")?;
         let x = self.tensor(g, data, None)?;
@@ -2730,7 +2721,6 @@ impl Importer<'_> {
                 Some(V::T(_)) => Err(format!("input {k} must be known at import time")),
             }
         };
-        let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
         let all_const = ins.iter().flatten().all(|v| matches!(v, V::C(_))) && !ins.is_empty();
         let t = |k: usize| -> R<Tensor> { self.tensor(g, input(k)?, None) };
         // Two operands with the dtype of the traced one for a constant.
@@ -5319,6 +5309,12 @@ fn element_offsets(data: &Const, indices: &Const, axis: usize, op: &str) -> R<Ve
     Ok(offsets)
 }
 
+/// A traced op's result, its error as the importer's (the message). (A
+/// function beside the `nn` module: `nn::` names the module, `nn(..)` this.)
+fn nn(r: nn::Result<Tensor>) -> R<Tensor> {
+    r.map_err(|e| e.to_string())
+}
+
 fn shape_of(v: &V) -> Vec<usize> {
     match v {
         V::T(x) => x.shape().to_vec(),
@@ -5471,7 +5467,6 @@ fn transposed_pads(full: i64, target: Option<i64>, auto: &str, pads: (i64, i64))
 /// its input: `stride - 1` zeros between neighbours, `(L - 1) stride + 1`
 /// elements.
 fn spread(g: &Graph, x: &Tensor, axis: usize, stride: usize) -> R<Tensor> {
-    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
     if stride == 1 {
         return Ok(x.clone());
     }
@@ -5492,7 +5487,6 @@ fn spread(g: &Graph, x: &Tensor, axis: usize, stride: usize) -> R<Tensor> {
 /// (a weight `[O, C/g, kd, ...]` reshaped to `[O, C/g kd, ...]` reads them
 /// so).
 fn stack_taps(taps: &[Tensor]) -> R<Tensor> {
-    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
     let s: Vec<i64> = taps.first().ok_or("a window of no taps")?.shape().iter().map(|&d| d as i64).collect();
     let lifted: Vec<Tensor> =
         taps.iter().map(|t| nn(t.reshape(&[s[0], s[1], 1, s[2], s[3], s[4]]))).collect::<R<_>>()?;
@@ -5505,7 +5499,6 @@ fn stack_taps(taps: &[Tensor]) -> R<Tensor> {
 /// A 2-D result `[N D', O, H', W']` over the depth's windows back to 3-D:
 /// `[N, O, D', H', W']`.
 fn unstack_depth(y: &Tensor, n: usize, depth: usize) -> R<Tensor> {
-    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
     let s = y.shape();
     let y = nn(y.reshape(&[n as i64, depth as i64, s[1] as i64, s[2] as i64, s[3] as i64]))?;
     nn(y.permute(&[0, 2, 1, 3, 4]))
@@ -5572,7 +5565,6 @@ fn pool_axis(
 /// `y` times a constant of `shape` broadcast to `y`'s (an average's scale
 /// per output).
 fn times_constant(g: &Graph, y: &Tensor, values: &[f64], shape: &[usize]) -> R<Tensor> {
-    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
     let c = nn(g.constant(values, &TensorSpec::new(shape, y.dtype())))?;
     nn(y.mul(&nn(c.broadcast_to(y.shape()))?))
 }
@@ -5596,7 +5588,6 @@ fn uneven(g: &Graph, x: &Tensor, p: &Pads, value: f64) -> R<(Tensor, [usize; 2])
 /// a `[..., K] x [K, N]` product with a 2-D right side is one GEMM over
 /// the flattened rows.
 fn matmul(a: &Tensor, b: &Tensor) -> R<Tensor> {
-    let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
     let (ra, rb) = (a.rank(), b.rank());
     if ra == 0 || rb == 0 {
         return Err("MatMul of a scalar".into());

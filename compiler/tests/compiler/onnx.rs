@@ -127,6 +127,43 @@ fn scoped_node(op: &str, inputs: &[&str], output: &str) -> aicf_onnx::proto::Nod
     }
 }
 
+/// An empty scratch directory `name` under this run's test root.
+fn scratch(name: impl AsRef<std::path::Path>) -> PathBuf {
+    let dir = crate::tmp_root().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `imported` written to `dir/<name>.mlir` and compiled into a trainer
+/// (plain SGD, 2 CPU threads, its cache in `dir`).
+fn sgd_trainer(imported: &onnx::Imported, dir: &std::path::Path, name: &str) -> Trainer {
+    let model = dir.join(format!("{name}.mlir"));
+    imported.write(&model).unwrap();
+    let options = Options {
+        optimizer: "sgd".into(),
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        cache_dir: dir.to_path_buf(),
+        ..Options::default()
+    };
+    Trainer::from_file(&model, options).unwrap()
+}
+
+/// @forward of `imported` (written to `dir/<name>.mlir`, parsed) run by
+/// the reference interpreter on `input`.
+fn interpreted_forward(
+    imported: &onnx::Imported,
+    dir: &std::path::Path,
+    name: &str,
+    input: aicf_compiler::interp::Array,
+) -> Vec<aicf_compiler::interp::Array> {
+    let path = dir.join(format!("{name}.mlir"));
+    imported.write(&path).unwrap();
+    let ctx = aicf_compiler::CompilerContext::new();
+    let module = ctx.parse(&std::fs::read_to_string(&path).unwrap(), name).unwrap();
+    aicf_compiler::interp::Interpreter::new(&module).run("forward", &[input]).unwrap()
+}
+
 /// A node named `name` of op `op` reading `inputs`, writing `output`.
 fn node(name: &str, op: &str, inputs: &[&str], output: &str) -> aicf_onnx::proto::NodeProto {
     aicf_onnx::proto::NodeProto {
@@ -160,23 +197,13 @@ fn check(name: &str) {
     let io = io(name);
     let x = &io["input0"];
     let labels = &io["labels"];
-    let dir = crate::tmp_root().join(format!("onnx-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch(format!("onnx-{name}"));
     let imported = onnx::import(
         &fixture(&format!("{name}.onnx")),
         &ImportOptions { batch: Some(x.shape[0]), loss: Loss::CrossEntropy, ..Default::default() },
     )
     .unwrap();
-    let model = dir.join(format!("{name}.mlir"));
-    imported.write(&model).unwrap();
-    let options = Options {
-        optimizer: "sgd".into(),
-        device: aicf_runtime::Device::Cpu { threads: 2 },
-        cache_dir: dir.clone(),
-        ..Options::default()
-    };
-    let mut t = Trainer::from_file(&model, options).unwrap();
+    let mut t = sgd_trainer(&imported, &dir, name);
     let out = t.predict(&[x]).unwrap();
     let ort = &io["ort.output0"];
     assert_eq!(out[0].shape, ort.shape, "{name}: output shape");
@@ -260,9 +287,7 @@ fn an_imported_gpts_attention_becomes_the_fused_attention() {
     assert_eq!(text.matches("hl.softmax").count(), 0, "{text}");
     // The same through the Trainer's pipeline: the train step's backward
     // is the fused one.
-    let dir = crate::tmp_root().join("onnx-gpt-fused-attention");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-gpt-fused-attention");
     let model = dir.join("gpt.mlir");
     imported.write(&model).unwrap();
     // As the Trainer compiles for the CPU: every attention's gradient fused.
@@ -450,18 +475,8 @@ fn a_dynamo_exports_folded_tables_tokens_and_scalars_train_as_pytorchs() {
     for c in ["unsqueeze_4", "unsqueeze_5", "Proj"] {
         assert!(constants.contains(&c), "{c} is not a constant: {constants:?}");
     }
-    let dir = crate::tmp_root().join("onnx-dynamo-folded");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let model = dir.join("dynamo_folded.mlir");
-    imported.write(&model).unwrap();
-    let options = Options {
-        optimizer: "sgd".into(),
-        device: aicf_runtime::Device::Cpu { threads: 2 },
-        cache_dir: dir.clone(),
-        ..Options::default()
-    };
-    let mut t = Trainer::from_file(&model, options).unwrap();
+    let dir = scratch("onnx-dynamo-folded");
+    let mut t = sgd_trainer(&imported, &dir, "dynamo_folded");
     let out = t.predict(&[x]).unwrap();
     let e = relative(&out[0].values, &io["ort.output0"].values);
     assert!(e <= 1e-5, "forward differs from onnxruntime by {e:.2e} (relative)");
@@ -523,9 +538,7 @@ fn an_imported_mobilenetv2_matches_onnxruntime_and_pytorch_gradients_and_running
 
 #[test]
 fn the_weights_are_data_parameters_whose_file_the_ir_names_by_hash() {
-    let dir = crate::tmp_root().join("onnx-weights");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-weights");
     let imported = onnx::import(
         &fixture("mlp.onnx"),
         &ImportOptions { batch: Some(8), loss: Loss::CrossEntropy, ..Default::default() },
@@ -1002,9 +1015,7 @@ fn damaged_onnx_files_are_errors_not_panics() {
 /// the imported model trains on it.
 #[test]
 fn an_imported_model_trains_on_an_mse_loss() {
-    let dir = crate::tmp_root().join("onnx-mse");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-mse");
     let imported =
         onnx::import(&fixture("mlp.onnx"), &ImportOptions { batch: Some(8), loss: Loss::Mse, ..Default::default() })
             .unwrap();
@@ -1479,9 +1490,7 @@ fn elu_and_reduce_l2_train_with_finite_gradients() {
         node("Elu", &["h"], "e", vec![]),
         node("ReduceL2", &["e"], "y", vec![ints("axes", &[1])]),
     ];
-    let dir = crate::tmp_root().join("onnx-corners");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-corners");
     let imported = onnx::import_model(
         &model(nodes, vec![]),
         "corners.onnx",
@@ -1694,9 +1703,7 @@ fn exported_linear_layers_and_gelus_fold_back_to_hl_linear_and_hl_gelu() {
     assert!(imported.sources.contains(&"onnx::MatMul_7".to_string()), "{:?}", imported.sources);
 
     // The values: the folded model's forward against the graph's math in f64.
-    let dir = crate::tmp_root().join("onnx-folds");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-folds");
     let file = dir.join("folds.mlir");
     imported.write(&file).unwrap();
     let options =
@@ -1986,9 +1993,7 @@ fn a_conv1d_of_flattened_rows_imports_as_a_linear_layer() {
     assert!(forward.contains("tensor<2x3x2x2xf32> to tensor<2x3x4xf32>"), "{forward}");
     assert_eq!(imported.transposed, vec!["h.0.mlp.c_fc.weight".to_string()]);
     // The values: the rows times W plus b.
-    let dir = crate::tmp_root().join("onnx-conv1d");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-conv1d");
     let file = dir.join("conv1d.mlir");
     imported.write(&file).unwrap();
     let options =
@@ -2136,18 +2141,12 @@ fn ceil_mode_pooling_imports_where_it_changes_no_size() {
     // 8: rounding up adds a fourth window, partly past the input: max
     // pooling takes it (over the input extended by -inf), as PyTorch's
     // ceil_mode does (googlenet's pools).
-    let dir = crate::tmp_root().join("onnx-ceil-mode");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-ceil-mode");
     let imported = onnx::import_model(&model(8, 4), "pool.onnx", &dir, &options).unwrap();
-    let path = dir.join("pool.mlir");
-    imported.write(&path).unwrap();
-    let ctx = aicf_compiler::CompilerContext::new();
-    let module = ctx.parse(&std::fs::read_to_string(&path).unwrap(), "pool").unwrap();
     let x: Vec<f64> = (0..2 * 64).map(|i| ((i * 37) % 101) as f64 - 50.0).collect();
     let input =
         aicf_compiler::interp::Array::new(vec![1, 2, 8, 8], aicf_compiler::types::DType::F32, x.clone()).unwrap();
-    let y = aicf_compiler::interp::Interpreter::new(&module).run("forward", &[input]).unwrap();
+    let y = interpreted_forward(&imported, &dir, "pool", input);
     assert_eq!(y[0].shape, vec![1, 2, 4, 4]);
     for c in 0..2 {
         for i in 0..4 {
@@ -2167,11 +2166,9 @@ fn ceil_mode_pooling_imports_where_it_changes_no_size() {
     let mut average = model(8, 4);
     average.graph.as_mut().unwrap().node[0].op_type = Some("AveragePool".into());
     let imported = onnx::import_model(&average, "pool.onnx", &dir, &options).unwrap();
-    imported.write(&path).unwrap();
-    let module = ctx.parse(&std::fs::read_to_string(&path).unwrap(), "pool").unwrap();
     let input =
         aicf_compiler::interp::Array::new(vec![1, 2, 8, 8], aicf_compiler::types::DType::F32, x.clone()).unwrap();
-    let y = aicf_compiler::interp::Interpreter::new(&module).run("forward", &[input]).unwrap();
+    let y = interpreted_forward(&imported, &dir, "pool", input);
     for c in 0..2 {
         for i in 0..4 {
             for j in 0..4 {
@@ -2255,9 +2252,7 @@ fn pad_in_each_mode_matches_numpy_and_sums_its_gradient_back() {
         };
         Some(lo + i as usize)
     };
-    let dir = crate::tmp_root().join("onnx-pad");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-pad");
     let x: Vec<f64> = (0..n * c * h * w).map(|i| (i as f64 * 0.37).sin()).collect();
     // (mode, (h begin, h end), (w begin, w end), value, opset)
     let cases = [
@@ -2431,9 +2426,7 @@ fn a_resize_s_cubic_coefficient_must_be_a_number() {
         }),
         ..Default::default()
     };
-    let dir = crate::tmp_root().join("onnx-cubic-a");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-cubic-a");
     let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
     assert!(onnx::import_model(&model(-0.5), "resize.onnx", &dir, &options).is_ok());
     let e = onnx::import_model(&model(f32::NAN), "resize.onnx", &dir, &options).unwrap_err().to_string();
@@ -2450,9 +2443,7 @@ fn a_resize_s_cubic_coefficient_must_be_a_number() {
 #[test]
 fn pooling_and_transposed_convolution_refusals_name_the_fault() {
     use aicf_onnx::proto::AttributeProto;
-    let dir = crate::tmp_root().join("onnx-pool-refusals");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-pool-refusals");
     let (ints, int) = (ints_attribute, int_attribute);
     // One node of input x (and weight w where given); the error's text.
     let refusal = |op: &str, x: &[i64], w: Option<&[i64]>, attribute: Vec<AttributeProto>| -> String {
@@ -2592,26 +2583,20 @@ fn an_if_on_a_shape_takes_its_branch_and_one_on_data_is_refused() {
         m
     };
     let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
-    let dir = crate::tmp_root().join("onnx-if");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let ctx = aicf_compiler::CompilerContext::new();
+    let dir = scratch("onnx-if");
     let x: Vec<f64> = (0..8).map(|i| i as f64 * 0.5 - 2.0).collect();
-    let h: Vec<f64> = (0..2)
-        .flat_map(|r| (0..3).map(move |c| (0..4).map(|k| (r * 4 + k) as f64 * 0.5 - 2.0).zip(0..4).collect::<Vec<_>>()))
-        .enumerate()
-        .map(|(p, terms)| terms.iter().map(|&(xv, k)| xv * ((k * 3 + p % 3) as f64 * 0.25 - 1.5)).sum())
-        .collect();
+    // h = x W, W[k][c] = (3k + c) / 4 - 1.5 (the Constant above).
+    let w = |k: usize, c: usize| (k * 3 + c) as f64 * 0.25 - 1.5;
+    let x_at = |i: usize| i as f64 * 0.5 - 2.0;
+    let h: Vec<f64> =
+        (0..2).flat_map(|r| (0..3).map(move |c| (0..4).map(|k| x_at(r * 4 + k) * w(k, c)).sum::<f64>())).collect();
     for (size, expect) in
         [(3, h.iter().map(|v: &f64| v.max(0.0)).collect::<Vec<_>>()), (5, h.iter().map(|v| -v).collect())]
     {
         let imported = onnx::import_model(&model(size, false), "if.onnx", &dir, &options).unwrap();
         assert!(!imported.module.text.contains("If"), "the If is gone: {}", imported.module.text);
-        let path = dir.join("if.mlir");
-        imported.write(&path).unwrap();
-        let module = ctx.parse(&std::fs::read_to_string(&path).unwrap(), "if").unwrap();
         let input = aicf_compiler::interp::Array::new(vec![2, 4], aicf_compiler::types::DType::F32, x.clone()).unwrap();
-        let y = aicf_compiler::interp::Interpreter::new(&module).run("forward", &[input]).unwrap();
+        let y = interpreted_forward(&imported, &dir, "if", input);
         let e = relative(&y[0].data, &expect);
         assert!(e < 1e-6, "size {size}: {:?} against {expect:?}", y[0].data);
     }
@@ -2692,18 +2677,12 @@ fn top_k_takes_each_place_once_and_depth_to_space_checks_its_block() {
     let mut cast = node("cast", "Cast", &["i"], "y");
     cast.attribute = vec![int_attribute("to", 1)];
     g.node.push(cast);
-    let dir = crate::tmp_root().join("onnx-topk-inf");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-topk-inf");
     let options = ImportOptions { batch: None, loss: Loss::None, ..Default::default() };
     let imported = onnx::import_model(&m, "topk.onnx", &dir, &options).unwrap();
-    let path = dir.join("topk.mlir");
-    imported.write(&path).unwrap();
-    let ctx = aicf_compiler::CompilerContext::new();
-    let module = ctx.parse(&std::fs::read_to_string(&path).unwrap(), "topk").unwrap();
     let x = vec![1.0, 2.0, 3.0, 0.5, 3.0, 2.0, 1.0, 0.0];
     let input = aicf_compiler::interp::Array::new(vec![2, 4], aicf_compiler::types::DType::F32, x).unwrap();
-    let y = aicf_compiler::interp::Interpreter::new(&module).run("forward", &[input]).unwrap();
+    let y = interpreted_forward(&imported, &dir, "topk", input);
     assert_eq!(y[0].data, vec![0.0, 3.0, 1.0, 0.0, 3.0, 1.0]);
     // DepthToSpace: a block past every dimension, an unknown mode.
     for (block, mode, expected) in [(1 << 32, "DCR", "larger than its every dimension"), (2, "XYZ", "mode 'XYZ'")] {
@@ -2741,9 +2720,7 @@ fn a_learned_scalar_of_a_torchscript_export_trains() {
         ..Default::default()
     };
     let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
-    let dir = crate::tmp_root().join("onnx-scalar");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("onnx-scalar");
     let model = |name: &str, producer: &str| {
         let mut m = one_node_model("scale", "Mul", (&[2, 4], &[2, 4]), vec![], vec![scalar(name)], 17);
         m.producer_name = Some(producer.into());
