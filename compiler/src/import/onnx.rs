@@ -92,6 +92,7 @@ pub const SUPPORTED: &[&str] = &[
     "Mish",
     "Mod",
     "Mul",
+    "NegativeLogLikelihoodLoss",
     "Neg",
     "Not",
     "Or",
@@ -124,6 +125,7 @@ pub const SUPPORTED: &[&str] = &[
     "Sinh",
     "Slice",
     "Softmax",
+    "SoftmaxCrossEntropyLoss",
     "Softplus",
     "Softsign",
     "SpaceToDepth",
@@ -147,13 +149,24 @@ pub const SUPPORTED: &[&str] = &[
 /// the newest of onnx 1.23).
 pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=28;
 
-/// The loss `@loss` computes from the model's first output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The loss `@loss` computes: of the model's first output, or the graph's
+/// own.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Loss {
     /// Mean cross-entropy of logits `[..., C]` against integer labels `[...]`.
     CrossEntropy,
     /// Mean squared error against a target of the output's shape.
     Mse,
+    /// The loss the graph computes itself: its output of that name, or
+    /// (`None`) its one scalar float output (a module's `forward(x,
+    /// targets)` returning `(logits, loss)`, as nanoGPT's does). `@loss`
+    /// returns it, taking the inputs `@forward` needs and then the others
+    /// (the targets); `@forward` returns the other outputs.
+    Graph(Option<String>),
+    /// The graph's own loss where it declares one scalar float output (as
+    /// [`Loss::Graph`]), else [`Loss::CrossEntropy`]: what `aicf train`
+    /// does without `--loss`.
+    Auto,
     /// No `@loss`: the module only has `@forward` (inference).
     None,
 }
@@ -163,17 +176,28 @@ impl Loss {
         match text {
             "cross_entropy" | "cross-entropy" | "ce" => Ok(Loss::CrossEntropy),
             "mse" => Ok(Loss::Mse),
+            "graph" => Ok(Loss::Graph(None)),
+            "auto" => Ok(Loss::Auto),
             "none" => Ok(Loss::None),
-            other => Err(format!("unknown loss '{other}': expected cross_entropy, mse or none")),
+            other => match other.strip_prefix("graph:") {
+                Some(name) if !name.is_empty() => Ok(Loss::Graph(Some(name.to_string()))),
+                _ => Err(format!(
+                    "unknown loss '{other}': expected cross_entropy, mse, graph (the graph's own scalar output), \
+                     graph:OUTPUT, auto or none"
+                )),
+            },
         }
     }
 
     /// The name `--loss` takes.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> String {
         match self {
-            Loss::CrossEntropy => "cross_entropy",
-            Loss::Mse => "mse",
-            Loss::None => "none",
+            Loss::CrossEntropy => "cross_entropy".into(),
+            Loss::Mse => "mse".into(),
+            Loss::Graph(None) => "graph".into(),
+            Loss::Graph(Some(o)) => format!("graph:{o}"),
+            Loss::Auto => "auto".into(),
+            Loss::None => "none".into(),
         }
     }
 }
@@ -193,7 +217,7 @@ pub struct ImportOptions {
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { batch: None, loss: Loss::CrossEntropy, freeze: Vec::new() }
+        ImportOptions { batch: None, loss: Loss::Auto, freeze: Vec::new() }
     }
 }
 
@@ -252,6 +276,11 @@ pub struct Imported {
     /// trains as a tensor of its own, not through that computation (as
     /// PyTorch's parameter would); `optimize=False` keeps the computation.
     pub computed_folds: Vec<(String, Vec<String>)>,
+    /// Initializers the dynamo exporter computed from parameters and
+    /// folded (a weight penalty's `W.pow(2).sum()`), with the ops it folded,
+    /// that import as constants: no gradient reaches those parameters
+    /// through them (`optimize=False` keeps the computation).
+    pub constant_folds: Vec<(String, Vec<String>)>,
     /// One-value initializers of a TorchScript export that train (a
     /// learned scale: the export records a parameter as it records a
     /// buffer).
@@ -302,10 +331,24 @@ pub struct Imported {
     /// Each If the import traced (by name, or `#<index>`) and whether it
     /// took its then branch.
     pub branches: Vec<(String, bool)>,
+    /// The graph's own loss, where `@loss` returns it ([`Loss::Graph`]).
+    pub graph_loss: Option<GraphLoss>,
     /// The first output's node where it is a `Softmax` and the loss a
     /// cross-entropy, which takes logits: it would train on probabilities
     /// (the loss stalled where PyTorch's on the logits learns).
     pub softmax_output: Option<String>,
+}
+
+/// How an imported graph's own loss is trained: `@loss` returns the
+/// output `output`, taking the inputs `data` and then `targets`;
+/// `@forward` takes `data` and returns `predictions` (none: the module
+/// has no `@forward`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphLoss {
+    pub output: String,
+    pub predictions: Vec<String>,
+    pub data: Vec<String>,
+    pub targets: Vec<String>,
 }
 
 impl Imported {
@@ -761,6 +804,53 @@ fn import_model_at(
         }
     }
     shared_weights.retain(|(_, uses)| *uses > 1);
+    // The graph's own loss (`--loss graph`, or by default where it has
+    // one scalar output): which output, and which inputs @forward takes.
+    let loss_at = match &options.loss {
+        Loss::Graph(wanted) => Some(graph_loss_output(graph, wanted.as_deref()).map_err(fail)?),
+        Loss::Auto => {
+            let scalars = scalar_outputs(graph);
+            match scalars[..] {
+                [] => None,
+                [one] => Some(one),
+                _ => return Err(fail(graph_loss_output(graph, None).unwrap_err())),
+            }
+        }
+        _ => None,
+    };
+    let loss = match (&options.loss, loss_at) {
+        (_, Some(_)) => Loss::Graph(loss_at.map(|at| graph.output[at].name().to_string())),
+        (Loss::Auto, None) => Loss::CrossEntropy,
+        (other, None) => other.clone(),
+    };
+    let all_names: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
+    let mut graph_loss = None;
+    if let Some(at) = loss_at {
+        let predicted: Vec<&str> =
+            graph.output.iter().enumerate().filter(|(k, _)| *k != at).map(|(_, o)| o.name()).collect();
+        let read = reads_of(graph, &predicted, true);
+        // @forward takes the inputs the predictions read; @loss those and
+        // then the others (the targets), in the graph's order.
+        // (No prediction: the first input is the data, as an hl model
+        // without @forward reads its @loss, and the others the targets.)
+        let (data, targets): (Vec<_>, Vec<_>) = inputs
+            .drain(..)
+            .enumerate()
+            .partition(|(k, (n, _))| if predicted.is_empty() { *k == 0 } else { read.contains(n.as_str()) });
+        let (data, targets): (Vec<_>, Vec<_>) =
+            (data.into_iter().map(|(_, i)| i).collect(), targets.into_iter().map(|(_, i)| i).collect());
+        let target_names: Vec<String> = targets.iter().map(|(n, _)| n.clone()).collect();
+        let data_names: Vec<String> = data.iter().map(|(n, _)| n.clone()).collect();
+        inputs = data.into_iter().chain(targets).collect();
+        graph_loss = Some(GraphLoss {
+            output: graph.output[at].name().to_string(),
+            predictions: predicted.iter().map(|s| s.to_string()).collect(),
+            data: data_names,
+            targets: target_names,
+        });
+    }
+    let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
+    let names: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
     let mut importer = Importer {
         name: name.to_string(),
         opset,
@@ -770,75 +860,124 @@ fn import_model_at(
         states: &states,
         base,
         names: HashMap::new(),
-        trains: options.loss != Loss::None,
+        trains: loss != Loss::None,
         aliased: &aliased,
         broadcast: &broadcast,
         branches: Vec::new(),
+        input_specs: inputs.clone(),
+        shape_placeholders: false,
     };
     let mut b = ModuleBuilder::new();
-    let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
     let mut error = None;
-    let traced = b.function("forward", Mode::Eval, &specs, |xs| {
-        importer.trace(xs).map_err(|e| {
-            error = Some(e);
-            nn::NnError::Internal("import failed".into())
-        })
-    });
-    if let Some(e) = error.take() {
-        return Err(e);
-    }
-    let forward = traced.map_err(|e| fail(format!("tracing @forward: {e}")))?;
-    if options.loss != Loss::None {
-        let out = forward.outputs.first().cloned().ok_or_else(|| fail("the graph has no outputs".into()))?;
-        // A loss differentiates the output: an integer or boolean one has no
-        // gradient (a comparison, a count, an index).
-        if !out.dtype.is_float() {
-            let name = graph.output.first().map_or("", |o| o.name());
-            return Err(fail(format!(
-                "--loss {} needs a floating-point first output; '{name}' is {} (--loss none imports it to run \
-                 forward only)",
-                options.loss.name(),
-                out.mlir_type()
-            )));
-        }
-        let target = match options.loss {
-            Loss::CrossEntropy => {
-                if out.shape.len() < 2 {
-                    return Err(fail(format!(
-                        "--loss cross_entropy takes logits [..., classes]; the first output is {}",
-                        out.mlir_type()
-                    )));
-                }
-                TensorSpec::new(&out.shape[..out.shape.len() - 1], DType::I32)
+    if let (Some(at), Some(gl)) = (loss_at, &graph_loss) {
+        if !gl.predictions.is_empty() {
+            let outputs: Vec<usize> = (0..graph.output.len()).filter(|k| *k != at).collect();
+            let data_specs = &specs[..gl.data.len()];
+            let traced = b.function("forward", Mode::Eval, data_specs, |xs| {
+                importer.trace_of(xs, &gl.data, &outputs).map_err(|e| {
+                    error = Some(e);
+                    nn::NnError::Internal("import failed".into())
+                })
+            });
+            if let Some(e) = error.take() {
+                return Err(e);
             }
-            _ => out.clone(),
-        };
-        let mut loss_inputs = specs.clone();
-        loss_inputs.push(target);
-        let loss = options.loss;
-        let traced = b.function("loss", Mode::Train, &loss_inputs, |xs| {
-            let (x, target) = xs.split_at(xs.len() - 1);
-            let outs = importer.trace(x).map_err(|e| {
+            traced.map_err(|e| fail(format!("tracing @forward: {e}")))?;
+        }
+        let output = gl.output.clone();
+        let traced = b.function("loss", Mode::Train, &specs, |xs| {
+            let outs = importer.trace_of(xs, &names, &[at]).map_err(|e| {
                 error = Some(e);
                 nn::NnError::Internal("import failed".into())
             })?;
-            let y = &outs[0];
-            Ok(vec![match loss {
-                Loss::CrossEntropy => y.cross_entropy(&target[0], Reduction::Mean, None)?,
-                _ => y.mse_loss(&target[0], Reduction::Mean)?,
-            }])
+            let l = &outs[0];
+            if !l.dtype().is_float() || l.spec().num_elements() != 1 {
+                return Err(nn::NnError::Invalid {
+                    layer: None,
+                    message: format!(
+                        "the graph's loss '{output}' is {}: a loss is one floating-point value (reduce it in the \
+                         model, or import with --loss cross_entropy or mse on the first output)",
+                        l.spec()
+                    ),
+                });
+            }
+            let l = if l.rank() == 0 { l.clone() } else { l.reshape(&[])? };
+            Ok(vec![if l.dtype() == DType::F32 { l } else { l.cast(DType::F32)? }])
         });
         if let Some(e) = error.take() {
             return Err(e);
         }
         traced.map_err(|e| fail(format!("tracing @loss: {e}")))?;
+    } else {
+        let traced = b.function("forward", Mode::Eval, &specs, |xs| {
+            importer.trace_of(xs, &all_names, &(0..graph.output.len()).collect::<Vec<_>>()).map_err(|e| {
+                error = Some(e);
+                nn::NnError::Internal("import failed".into())
+            })
+        });
+        if let Some(e) = error.take() {
+            return Err(e);
+        }
+        let forward = traced.map_err(|e| fail(format!("tracing @forward: {e}")))?;
+        if loss != Loss::None {
+            let out = forward.outputs.first().cloned().ok_or_else(|| fail("the graph has no outputs".into()))?;
+            // A loss differentiates the output: an integer or boolean one has no
+            // gradient (a comparison, a count, an index).
+            if !out.dtype.is_float() {
+                let name = graph.output.first().map_or("", |o| o.name());
+                return Err(fail(format!(
+                    "--loss {} needs a floating-point first output; '{name}' is {} (--loss none imports it to run \
+                     forward only)",
+                    loss.name(),
+                    out.mlir_type()
+                )));
+            }
+            let target = match loss {
+                Loss::CrossEntropy => {
+                    if out.shape.len() < 2 {
+                        return Err(fail(format!(
+                            "--loss cross_entropy takes logits [..., classes]; the first output is {}",
+                            out.mlir_type()
+                        )));
+                    }
+                    TensorSpec::new(&out.shape[..out.shape.len() - 1], DType::I32)
+                }
+                _ => out.clone(),
+            };
+            let mut loss_inputs = specs.clone();
+            loss_inputs.push(target);
+            let mse = loss == Loss::Mse;
+            let traced = b.function("loss", Mode::Train, &loss_inputs, |xs| {
+                let (x, target) = xs.split_at(xs.len() - 1);
+                let outs =
+                    importer.trace_of(x, &all_names, &(0..graph.output.len()).collect::<Vec<_>>()).map_err(|e| {
+                        error = Some(e);
+                        nn::NnError::Internal("import failed".into())
+                    })?;
+                let y = &outs[0];
+                Ok(vec![if mse {
+                    y.mse_loss(&target[0], Reduction::Mean)?
+                } else {
+                    y.cross_entropy(&target[0], Reduction::Mean, None)?
+                }])
+            });
+            if let Some(e) = error.take() {
+                return Err(e);
+            }
+            traced.map_err(|e| fail(format!("tracing @loss: {e}")))?;
+        }
     }
     let mut module = b.finish().map_err(|e| fail(format!("the imported module: {e}")))?;
     // Linear layers of flattened rows, unflattened (`onnx_fold`).
     {
         let ctx = crate::CompilerContext::new();
         let parsed = ctx.parse(&module.text, name).map_err(|e| fail(format!("the imported module: {e}")))?;
-        if super::onnx_fold::fold_reshaped_linears(parsed.as_operation().to_raw()) > 0 {
+        let mut parsed = parsed;
+        if importer.shape_placeholders {
+            crate::run_pipeline(&ctx, &mut parsed, "builtin.module(func.func(canonicalize))")
+                .map_err(|e| fail(format!("the imported module: {e}")))?;
+        }
+        if super::onnx_fold::fold_reshaped_linears(parsed.as_operation().to_raw()) > 0 || importer.shape_placeholders {
             module.text = crate::pipeline::canonical_text(&parsed);
         }
     }
@@ -905,6 +1044,16 @@ fn import_model_at(
             c.sort();
             c
         },
+        constant_folds: {
+            let mut c: Vec<(String, Vec<String>)> = computed
+                .iter()
+                .filter(|(name, _)| !params.contains(*name))
+                .filter(|(name, _)| graph.node.iter().any(|n| n.input.iter().any(|i| i == *name)))
+                .map(|(n, ops)| (n.clone(), ops.clone()))
+                .collect();
+            c.sort();
+            c
+        },
         frozen_by_option,
         broadcast: {
             let mut b: Vec<(String, usize)> = broadcast.iter().map(|(p, full)| (p.clone(), full[0])).collect();
@@ -918,7 +1067,8 @@ fn import_model_at(
         restored,
         padding_rows: padding_rows(graph),
         branches: importer.branches.clone(),
-        softmax_output: (options.loss == Loss::CrossEntropy)
+        graph_loss,
+        softmax_output: (loss == Loss::CrossEntropy)
             .then(|| graph.output.first().map(|o| o.name()))
             .flatten()
             .and_then(|out| graph.node.iter().find(|n| n.output.iter().any(|o| o == out)))
@@ -927,6 +1077,87 @@ fn import_model_at(
                 if n.name().is_empty() { n.output.first().cloned().unwrap_or_default() } else { n.name().to_string() }
             }),
     })
+}
+
+/// The graph's outputs it declares one floating-point value (rank 0),
+/// by index: a loss the model computes.
+fn scalar_outputs(graph: &proto::GraphProto) -> Vec<usize> {
+    graph
+        .output
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| {
+            let Some(proto::type_proto::Value::TensorType(t)) = o.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+                return false;
+            };
+            let float = matches!(
+                DataType::try_from(t.elem_type()),
+                Ok(DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16)
+            );
+            float && t.shape.as_ref().is_some_and(|s| s.dim.is_empty())
+        })
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// The output `--loss graph[:NAME]` trains: the one named, or the one
+/// scalar float output.
+fn graph_loss_output(graph: &proto::GraphProto, wanted: Option<&str>) -> Result<usize, String> {
+    let listed = || {
+        graph
+            .output
+            .iter()
+            .map(|o| {
+                let shape = declared_dims(o).map_or("shape not declared".to_string(), |d| {
+                    format!(
+                        "[{}]",
+                        d.iter().map(|d| d.map_or("?".to_string(), |d| d.to_string())).collect::<Vec<_>>().join(", ")
+                    )
+                });
+                format!("'{}' {shape}", o.name())
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(w) = wanted {
+        return graph
+            .output
+            .iter()
+            .position(|o| o.name() == w)
+            .ok_or_else(|| format!("--loss graph:{w}: the graph has no output '{w}' (its outputs: {})", listed()));
+    }
+    match scalar_outputs(graph)[..] {
+        [one] => Ok(one),
+        [] => Err(format!(
+            "--loss graph trains the graph's own loss, its one scalar float output, and it has none (its outputs: {}); \
+             name the output with --loss graph:NAME, or train the first output with --loss cross_entropy or mse",
+            listed()
+        )),
+        ref several => Err(format!(
+            "the graph has {} scalar float outputs ({}): name the one that is the loss with --loss graph:NAME, or \
+             train the first output with --loss cross_entropy or mse",
+            several.len(),
+            several.iter().map(|&k| format!("'{}'", graph.output[k].name())).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// The values the graph reads to compute `outputs` (its inputs among
+/// them), through every node they depend on and what an If's branches
+/// read; with `values_only`, not through a Shape, which reads a value's
+/// shape alone (TorchScript's `mse_loss(p, t)` expands the prediction to
+/// the shape `p + t` broadcasts to).
+fn reads_of<'g>(graph: &'g proto::GraphProto, outputs: &[&'g str], values_only: bool) -> HashSet<&'g str> {
+    let mut needed: HashSet<&str> = outputs.iter().copied().collect();
+    for node in graph.node.iter().rev() {
+        if node.output.iter().any(|o| needed.contains(o.as_str())) {
+            if !(values_only && node.op_type() == "Shape") {
+                needed.extend(node.input.iter().filter(|i| !i.is_empty()).map(String::as_str));
+            }
+            needed.extend(subgraph_reads(node));
+        }
+    }
+    needed
 }
 
 /// The embeddings a dynamo export declares with a padding index: a
@@ -1558,6 +1789,11 @@ struct Importer<'a> {
     /// Parameters read broadcast to these shapes (a class token the
     /// exporter folded into its copies over the batch).
     broadcast: &'a HashMap<String, Vec<usize>>,
+    /// Every graph input's spec, by name.
+    input_specs: Vec<(String, TensorSpec)>,
+    /// Whether a function read an input it does not take for its shape
+    /// (through zeros that canonicalization removes).
+    shape_placeholders: bool,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -1570,7 +1806,7 @@ fn arity(op: &str) -> (usize, usize) {
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "LessOrEqual"
         | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul"
         | "PRelu" | "CumSum" | "Tile" | "TopK" | "CastLike" => (2, 2),
-        "Conv" | "ConvTranspose" | "Gemm" => (2, 3),
+        "Conv" | "ConvTranspose" | "Gemm" | "SoftmaxCrossEntropyLoss" | "NegativeLogLikelihoodLoss" => (2, 3),
         "LayerNormalization" => (2, 3),
         "InstanceNormalization" => (3, 3),
         "Resize" => (1, 4),
@@ -1617,7 +1853,8 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "batch_dims"
         | "blocksize"
         | "largest"
-        | "sorted" => AttributeType::Int,
+        | "sorted"
+        | "ignore_index" => AttributeType::Int,
         "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
             AttributeType::Ints
         }
@@ -1904,6 +2141,85 @@ fn attr_ints(node: &NodeProto, name: &str) -> Option<Vec<i64>> {
 }
 fn attr_s(node: &NodeProto, name: &str) -> Option<String> {
     attr(node, name).map(|a| String::from_utf8_lossy(a.s()).into_owned())
+}
+
+/// The `label_smoothing` of the PyTorch call a dynamo export's
+/// SoftmaxCrossEntropyLoss came from (`aten.cross_entropy_loss(self,
+/// target, weight, reduction, ignore_index, label_smoothing)` in its
+/// `pkg.torch.onnx.fx_node`): 0 where it records none.
+fn label_smoothing(node: &NodeProto) -> Result<f64, String> {
+    let Some(fx) = node.metadata_props.iter().find(|p| p.key() == "pkg.torch.onnx.fx_node").map(|p| p.value()) else {
+        return Ok(0.0);
+    };
+    let Some(call) = fx.split("aten.cross_entropy_loss.default](").nth(1) else { return Ok(0.0) };
+    let kwarg = call
+        .split("kwargs = {")
+        .nth(1)
+        .and_then(|k| k.split("label_smoothing:").nth(1))
+        .and_then(|v| v.split([',', '}']).next());
+    let positional = call.strip_prefix("args = (").and_then(|a| a.split(')').next()).and_then(|a| a.split(',').nth(5));
+    let Some(text) = kwarg.or(positional) else { return Ok(0.0) };
+    let ls: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("label_smoothing '{}' in its metadata is not a number", text.trim()))?;
+    if !(0.0..=1.0).contains(&ls) {
+        return Err(format!("label_smoothing {ls} (its metadata) is not in [0, 1]"));
+    }
+    Ok(ls)
+}
+
+/// The negative log-likelihood of log-probabilities `log_p` `[..., C]`
+/// (classes last) at `labels` `[...]`, as PyTorch's `nll_loss` (and its
+/// `cross_entropy` of log-softmaxed scores): each position's `-w[y]
+/// log_p[y]`, 0 where the label is `ignore`; with `smoothing`, `(1 - s)`
+/// of that and `s` of the mean over the classes of `-w[c] log_p[c]`; a mean
+/// divides by the labels' summed weights (their count unweighted).
+fn nll_loss(
+    log_p: &Tensor,
+    labels: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+    ignore: Option<i64>,
+    smoothing: f64,
+) -> nn::Result<Tensor> {
+    let classes = log_p.shape()[log_p.rank() - 1];
+    let mut column: Vec<i64> = labels.shape().iter().map(|&d| d as i64).collect();
+    column.push(1);
+    let ids = log_p.graph().arange(classes)?;
+    let ids = if labels.dtype() == DType::I32 { ids } else { ids.cast(labels.dtype())? };
+    let hit = labels.reshape(&column)?.compare(Compare::Eq, &ids)?;
+    let zero = log_p.scalar(0.0)?;
+    let weights = weight.map(|w| w.broadcast_to(log_p.shape())).transpose()?;
+    let nll = Tensor::select(&hit, log_p, &zero)?.sum(&[-1], false)?.neg()?;
+    let (mut each, mut counted) = match &weights {
+        Some(w) => {
+            let wy = Tensor::select(&hit, w, &zero)?.sum(&[-1], false)?;
+            (nll.mul(&wy)?, wy)
+        }
+        None => (nll.clone(), nll.scalar(1.0)?.broadcast_to(nll.shape())?),
+    };
+    if smoothing > 0.0 {
+        let spread = match &weights {
+            Some(w) => log_p.mul(w)?.sum(&[-1], false)?,
+            None => log_p.sum(&[-1], false)?,
+        };
+        let uniform = spread.neg()?.mul_scalar(1.0 / classes as f64)?;
+        each = each.mul_scalar(1.0 - smoothing)?.add(&uniform.mul_scalar(smoothing)?)?;
+    }
+    if let Some(i) = ignore {
+        let ignored = labels.compare(Compare::Eq, &labels.scalar(i as f64)?)?;
+        let zero = each.scalar(0.0)?;
+        each = Tensor::select(&ignored, &zero, &each)?;
+        counted = Tensor::select(&ignored, &zero, &counted)?;
+    }
+    let all: Vec<i64> = (0..each.rank() as i64).collect();
+    let total = |t: &Tensor| if all.is_empty() { Ok(t.clone()) } else { t.sum(&all, false) };
+    match reduction {
+        Reduction::None => Ok(each),
+        Reduction::Sum => total(&each),
+        Reduction::Mean => total(&each)?.div(&total(&counted)?),
+    }
 }
 
 /// A parameter name that is a plain MLIR symbol: characters outside
@@ -2332,27 +2648,45 @@ impl Importer<'_> {
         Ok(())
     }
 
-    fn trace(&mut self, xs: &[Tensor]) -> Result<Vec<Tensor>, ImportError> {
+    /// Traces the graph's outputs `outputs` (by index, in that order)
+    /// from `xs`, the graph inputs named `inputs`: only the nodes they
+    /// depend on.
+    fn trace_of(&mut self, xs: &[Tensor], inputs: &[String], outputs: &[usize]) -> Result<Vec<Tensor>, ImportError> {
         let g = xs[0].graph();
         let mut env: HashMap<String, V> = HashMap::new();
-        let mut k = 0;
-        for i in &self.graph.input {
-            if !self.inits.contains_key(i.name()) {
-                env.insert(i.name().to_string(), V::T(xs[k].clone()));
-                k += 1;
-            }
+        for (name, x) in inputs.iter().zip(xs) {
+            env.insert(name.clone(), V::T(x.clone()));
         }
         for (n, t) in self.inits.iter() {
             if !self.params.contains(n) && !self.states.contains(n) {
                 env.insert(n.clone(), V::C(Const::from_onnx(t)));
             }
         }
+        let wanted: Vec<&proto::ValueInfoProto> = outputs.iter().filter_map(|&k| self.graph.output.get(k)).collect();
+        let read = reads_of(self.graph, &wanted.iter().map(|o| o.name()).collect::<Vec<_>>(), false);
+        // An input this function does not take, read for its shape alone
+        // (a target's, in @forward): zeros of its spec, whose ops no value
+        // reads (canonicalization removes them).
+        for (name, spec) in &self.input_specs {
+            if !env.contains_key(name) && read.contains(name.as_str()) {
+                let zeros =
+                    xs[0].scalar(0.0).and_then(|z| z.cast(spec.dtype)).and_then(|z| z.broadcast_to(&spec.shape));
+                let zeros = zeros.map_err(|e| ImportError::Model {
+                    model: self.name.clone(),
+                    message: format!("the shape of input '{name}': {e}"),
+                })?;
+                env.insert(name.clone(), V::T(zeros));
+                self.shape_placeholders = true;
+            }
+        }
         let nodes = self.graph.node.clone();
         for (index, node) in nodes.iter().enumerate() {
-            self.trace_node(&g, index, node, &mut env, "")?;
+            if node.output.iter().any(|o| read.contains(o.as_str())) {
+                self.trace_node(&g, index, node, &mut env, "")?;
+            }
         }
         let mut outputs = Vec::new();
-        for o in &self.graph.output {
+        for o in wanted {
             let v = env.get(o.name()).cloned().ok_or_else(|| ImportError::Model {
                 model: self.name.clone(),
                 message: format!("output '{}' is not produced by any node", o.name()),
@@ -3516,6 +3850,65 @@ impl Importer<'_> {
                     ));
                 }
                 one(nn(if op == "Softmax" { x.softmax(axis as i64) } else { x.log_softmax(axis as i64) })?)
+            }
+            "SoftmaxCrossEntropyLoss" | "NegativeLogLikelihoodLoss" => {
+                let scores = t(0)?;
+                let labels = t(1)?;
+                let r = scores.rank();
+                if r < 2 {
+                    return Err(format!("the scores {} have no class axis ([N, C, ...])", scores.spec()));
+                }
+                let mut want: Vec<usize> = scores.shape().to_vec();
+                want.remove(1);
+                if !matches!(labels.dtype(), DType::I32 | DType::I64) || labels.shape() != &want[..] {
+                    return Err(format!(
+                        "the labels {} are not class indices of the scores {} (integers of their shape without the \
+                         class axis 1)",
+                        labels.spec(),
+                        scores.spec()
+                    ));
+                }
+                let classes = scores.shape()[1];
+                let weight = match ins.get(2).and_then(|v| v.as_ref()) {
+                    None => None,
+                    Some(v) => {
+                        let w = self.tensor(g, v, Some(scores.dtype()))?;
+                        if w.shape() != [classes] {
+                            return Err(format!("the class weights {} are not one per class ({classes})", w.spec()));
+                        }
+                        Some(w)
+                    }
+                };
+                let reduction = match attr_s(node, "reduction").as_deref().unwrap_or("mean") {
+                    "mean" => Reduction::Mean,
+                    "sum" => Reduction::Sum,
+                    "none" => Reduction::None,
+                    other => return Err(format!("reduction '{other}' is not one of none, sum, mean")),
+                };
+                let ignore = attr(node, "ignore_index").map(|a| a.i());
+                // The dynamo exporter drops F.cross_entropy's
+                // label_smoothing (ONNX's op has none); its metadata keeps it.
+                let smoothing = if op == "SoftmaxCrossEntropyLoss" { label_smoothing(node)? } else { 0.0 };
+                // Classes last, as `hl.cross_entropy` takes them.
+                let last = if r > 2 {
+                    let mut perm: Vec<i64> = vec![0];
+                    perm.extend(2..r as i64);
+                    perm.push(1);
+                    nn(scores.permute(&perm))?
+                } else {
+                    scores.clone()
+                };
+                let loss = if op == "SoftmaxCrossEntropyLoss" && weight.is_none() {
+                    nn(last.cross_entropy_smoothed(&labels, reduction, ignore, smoothing))?
+                } else {
+                    let log_p = if op == "SoftmaxCrossEntropyLoss" { nn(last.log_softmax(-1))? } else { last };
+                    nn(nll_loss(&log_p, &labels, weight.as_ref(), reduction, ignore, smoothing))?
+                };
+                let mut outs = vec![V::T(loss)];
+                if node.output.get(1).is_some_and(|o| !o.is_empty()) {
+                    outs.push(V::T(nn(scores.log_softmax(1))?));
+                }
+                Ok(outs)
             }
             "BatchNormalization" => {
                 let x = t(0)?;

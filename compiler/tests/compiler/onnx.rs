@@ -193,26 +193,9 @@ fn relative(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).fold(0f64, |m, (x, y)| m.max((x - y).abs())) / scale
 }
 
-fn check(name: &str) {
-    let io = io(name);
-    let x = &io["input0"];
-    let labels = &io["labels"];
-    let dir = scratch(format!("onnx-{name}"));
-    let imported = onnx::import(
-        &fixture(&format!("{name}.onnx")),
-        &ImportOptions { batch: Some(x.shape[0]), loss: Loss::CrossEntropy, ..Default::default() },
-    )
-    .unwrap();
-    let mut t = sgd_trainer(&imported, &dir, name);
-    let out = t.predict(&[x]).unwrap();
-    let ort = &io["ort.output0"];
-    assert_eq!(out[0].shape, ort.shape, "{name}: output shape");
-    let e = relative(&out[0].values, &ort.values);
-    assert!(e <= 1e-4, "{name}: forward differs from onnxruntime by {e:.2e} (relative)");
-    let r = t.backend_mut().call("loss_grad", &[x, labels]).unwrap();
-    let loss = io["torch.loss"].values[0];
-    assert!((r[0].values[0] - loss).abs() <= 1e-4 * loss.abs(), "{name}: loss {} vs PyTorch's {loss}", r[0].values[0]);
-    assert_eq!(r.len(), 1 + imported.sources.len());
+/// `grads` (of @loss, one per parameter of `imported`) against the
+/// fixture's PyTorch gradients of every parameter.
+fn assert_gradients(name: &str, io: &BTreeMap<String, Tensor>, imported: &onnx::Imported, grads: &[Tensor]) {
     // The reference is PyTorch's gradient computed in float64 where the
     // fixture has it (`grad64.`, every fixture since 2026-12-04): PyTorch's
     // own f32 gradients of MobileNetV2's early layers are up to 3.2e-2 (of
@@ -244,12 +227,35 @@ fn check(name: &str) {
             let values = (0..rows * cols).map(|i| reference.values[(i % rows) * cols + i / rows]).collect();
             reference = Tensor { shape: vec![cols, rows], values, ..reference };
         }
-        let g = &r[1 + k];
+        let g = &grads[k];
         assert_eq!(g.shape, reference.shape, "{name}: gradient of {source}");
         let scale = reference.values.iter().fold(1e-2 * largest, |m, v| m.max(v.abs()));
         let e = g.values.iter().zip(&reference.values).fold(0f64, |m, (x, y)| m.max((x - y).abs())) / scale;
         assert!(e <= 1e-4, "{name}: gradient of {source} differs from {whose} by {e:.2e} (relative)");
     }
+}
+
+fn check(name: &str) {
+    let io = io(name);
+    let x = &io["input0"];
+    let labels = &io["labels"];
+    let dir = scratch(format!("onnx-{name}"));
+    let imported = onnx::import(
+        &fixture(&format!("{name}.onnx")),
+        &ImportOptions { batch: Some(x.shape[0]), loss: Loss::CrossEntropy, ..Default::default() },
+    )
+    .unwrap();
+    let mut t = sgd_trainer(&imported, &dir, name);
+    let out = t.predict(&[x]).unwrap();
+    let ort = &io["ort.output0"];
+    assert_eq!(out[0].shape, ort.shape, "{name}: output shape");
+    let e = relative(&out[0].values, &ort.values);
+    assert!(e <= 1e-4, "{name}: forward differs from onnxruntime by {e:.2e} (relative)");
+    let r = t.backend_mut().call("loss_grad", &[x, labels]).unwrap();
+    let loss = io["torch.loss"].values[0];
+    assert!((r[0].values[0] - loss).abs() <= 1e-4 * loss.abs(), "{name}: loss {} vs PyTorch's {loss}", r[0].values[0]);
+    assert_eq!(r.len(), 1 + imported.sources.len());
+    assert_gradients(name, &io, &imported, &r[1..]);
     assert_eq!(imported.sources.len(), io.keys().filter(|k| k.starts_with("grad.")).count(), "{name}: every parameter");
     // A batch norm's running statistics after one train step are PyTorch's
     // after one training-mode forward.
@@ -397,6 +403,96 @@ fn an_imported_gather_of_activations_matches_onnxruntime_and_pytorch_gradients()
 fn an_imported_graph_network_and_top2_mixture_of_experts_match_pytorch() {
     check("moe_gnn");
     check("moe_gnn_dynamo");
+}
+
+/// A fixture whose graph computes its own loss
+/// (`tools/onnx/export_loss_models.py`: `forward(x, targets)` returning
+/// the prediction and the loss), imported as `aicf train` does without
+/// `--loss`: @forward's prediction against onnxruntime's, @loss against
+/// PyTorch's loss and its gradient against PyTorch's float64 one in every
+/// parameter.
+fn check_graph_loss(name: &str) -> onnx::Imported {
+    let io = io(name);
+    let x = &io["input0"];
+    let targets: Vec<&Tensor> = (0..).map_while(|k| io.get(&format!("target{k}"))).collect();
+    let dir = scratch(format!("onnx-{name}"));
+    let imported = onnx::import(
+        &fixture(&format!("{name}.onnx")),
+        &ImportOptions { batch: Some(x.shape[0]), ..Default::default() },
+    )
+    .unwrap();
+    let graph_loss = imported.graph_loss.as_ref().unwrap_or_else(|| panic!("{name}: not imported as its own loss"));
+    assert_eq!(graph_loss.data, ["input0"], "{name}: @forward's inputs");
+    assert_eq!(graph_loss.targets.len(), targets.len(), "{name}: the targets");
+    let mut t = sgd_trainer(&imported, &dir, name);
+    let out = t.predict(&[x]).unwrap();
+    let ort = &io["ort.output0"];
+    assert_eq!(out[0].shape, ort.shape, "{name}: output shape");
+    let e = relative(&out[0].values, &ort.values);
+    assert!(e <= 1e-4, "{name}: forward differs from onnxruntime by {e:.2e} (relative)");
+    let mut args = vec![x];
+    args.extend(&targets);
+    let r = t.backend_mut().call("loss_grad", &args).unwrap();
+    let loss = io["torch.loss"].values[0];
+    assert!((r[0].values[0] - loss).abs() <= 1e-5 * loss.abs(), "{name}: loss {} vs PyTorch's {loss}", r[0].values[0]);
+    assert_eq!(r.len(), 1 + imported.sources.len());
+    assert_gradients(name, &io, &imported, &r[1..]);
+    assert_eq!(
+        imported.sources.len(),
+        io.keys().filter(|k| k.starts_with("grad64.")).count(),
+        "{name}: every parameter"
+    );
+    // One SGD step lowers the loss on the batch it took.
+    let before = r[0].values[0];
+    t.step(&args, 0.1).unwrap();
+    let after = t.backend_mut().call("loss_grad", &args).unwrap()[0].values[0];
+    assert!(after < before, "{name}: a step from loss {before} reached {after}");
+    imported
+}
+
+/// nanoGPT's `forward(idx, targets)`, which returns the logits and the
+/// cross-entropy of the flattened logits with positions labelled -1
+/// ignored (SoftmaxCrossEntropyLoss), trains as PyTorch's from both
+/// exporters: @forward takes the ids alone.
+#[test]
+fn a_language_model_that_computes_its_own_loss_trains_as_pytorchs() {
+    for name in ["lm_loss", "lm_loss_dynamo"] {
+        let imported = check_graph_loss(name);
+        let f = imported.module.function("forward").unwrap();
+        assert_eq!(f.inputs.len(), 1, "{name}: @forward takes the ids alone");
+    }
+}
+
+/// A loss of several terms: a class-weighted, label-smoothed
+/// cross-entropy, an auxiliary head's `nll_loss` (NegativeLogLikelihoodLoss)
+/// and an activation penalty. The dynamo exporter drops the smoothing from
+/// its SoftmaxCrossEntropyLoss (onnxruntime's loss differs from PyTorch's):
+/// the import reads it back from the node's metadata, and trains
+/// PyTorch's loss. Two targets, one of them per position of a sequence
+/// (scores [N, C, L]), with TorchScript's `mse_loss`, which reads the
+/// target's shape in the prediction it returns.
+#[test]
+fn losses_of_several_terms_in_the_graph_train_as_pytorchs() {
+    let io = io("weighted_smoothed_dynamo");
+    let (ort, torch) = (io["ort.loss"].values[0], io["torch.loss"].values[0]);
+    assert!((ort - torch).abs() > 1e-2, "the fixture's export keeps its smoothing ({ort} vs {torch})");
+    check_graph_loss("weighted_smoothed_dynamo");
+    let imported = check_graph_loss("segment_regress");
+    assert_eq!(imported.graph_loss.as_ref().unwrap().targets, ["target0", "target1"]);
+}
+
+/// A weight penalty in the loss (`1e-2 * fc.weight.pow(2).sum()`): the
+/// dynamo exporter's optimizer folds it into a constant, which the import
+/// names (no gradient of the penalty reaches the weight); exported without
+/// the optimizer, the loss and every gradient are PyTorch's.
+#[test]
+fn a_weight_penalty_the_exporter_folded_is_named_and_one_it_kept_trains() {
+    let options = ImportOptions { batch: None, ..Default::default() };
+    let folded = onnx::import(&fixture("penalty_dynamo.onnx"), &options).unwrap();
+    assert_eq!(folded.constant_folds.len(), 1, "{:?}", folded.constant_folds);
+    assert!(folded.constant_folds[0].1.iter().any(|op| op == "pow"), "{:?}", folded.constant_folds);
+    let kept = check_graph_loss("penalty_dynamo_noopt");
+    assert!(kept.constant_folds.is_empty());
 }
 
 /// Two fresh GroupNorms of one width from the dynamo exporter, which

@@ -117,7 +117,7 @@
 
 // BATCH: aicf: error: {{.*}}gpt.onnx: input 'input0' dimension 0 is 'batch': give --batch to make it static
 // JUNK: aicf: error: {{.*}}onnx.mlir: not an ONNX model
-// LOSS: error: invalid value 'hinge' for '--loss <LOSS>': unknown loss 'hinge': expected cross_entropy, mse or none
+// LOSS: error: invalid value 'hinge' for '--loss <LOSS>': unknown loss 'hinge': expected cross_entropy, mse, graph (the graph's own scalar output), graph:OUTPUT, auto or none
 
 // A loss needs a floating-point output: an integer or boolean one is named.
 // RUN: not aicf import %S/../../onnx/node/test_add_int8/model.onnx --batch 2 --loss mse -o %t-int.mlir 2>&1 | FileCheck %s --check-prefix=INTOUT
@@ -140,3 +140,21 @@
 // IMPORTEVAL: accuracy {{[0-9.]+}}% on 359 held-out rows
 // NOPOLICY: note: {{.*}}last.safetensors: the checkpoint's run changed its model by a policy; without --adapt this run trains the model on as it is, with no policy (give --adapt and that policy to go on growing it)
 // NOPOLICY: final held-out accuracy
+// A model that computes its own loss (nanoGPT's `forward(idx, targets)`
+// returning the logits and the loss) trains on a text as it is: @loss is
+// the graph's loss output, the targets its other input; @forward, which
+// scores the accuracy and samples, takes the ids alone.
+// RUN: aicf train %S/../../onnx/lm_loss.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 40 --eval-windows 8 --no-runs-db --no-progress --out %t/lm-loss --checkpoint-dir %t/lm-loss-ck 2>&1 | FileCheck %s --check-prefix=GRAPHLOSS
+// GRAPHLOSS: note: @loss is the graph's own loss, its output '{{[0-9]+}}' (its one scalar output; --loss cross_entropy or mse trains the first output instead): it takes the inputs @forward takes, then the targets 'target0' (a table's last column, a text's next tokens, or the --data files after the inputs', in this order); @forward takes 'input0' and returns '{{.*}}'
+// GRAPHLOSS: imported {{.*}}lm_loss.onnx (opset 17) -> {{.*}}: inputs input0: tensor<4x6xi32>, target0: tensor<4x6xi32>
+// GRAPHLOSS: final held-out accuracy
+// GRAPHLOSS: final held-out loss {{[0-9.]+}} nats/char
+// RUN: aicf sample %S/../../onnx/lm_loss.onnx --batch 4 --checkpoint %t/lm-loss-ck --prompt ROMEO --tokens 20 --seed 1 2>/dev/null | FileCheck %s --check-prefix=GRAPHSAMPLE
+// GRAPHSAMPLE: ROMEO
+// --loss graph names the output where the graph has no one scalar output.
+// RUN: not aicf import %S/../../onnx/mlp.onnx --batch 2 --loss graph -o %t/mlp-graph.mlir 2>&1 | FileCheck %s --check-prefix=NOGRAPHLOSS
+// NOGRAPHLOSS: aicf: error: {{.*}}mlp.onnx: --loss graph trains the graph's own loss, its one scalar float output, and it has none (its outputs: 'output0' [?, 10]); name the output with --loss graph:NAME, or train the first output with --loss cross_entropy or mse
+// RUN: not aicf import %S/../../onnx/mlp.onnx --batch 2 --loss graph:logits -o %t/mlp-graph.mlir 2>&1 | FileCheck %s --check-prefix=GRAPHNAME
+// GRAPHNAME: aicf: error: {{.*}}mlp.onnx: --loss graph:logits: the graph has no output 'logits' (its outputs: 'output0' [?, 10])
+// RUN: not aicf import %S/../../onnx/mlp.onnx --batch 2 --loss graph:output0 -o %t/mlp-graph.mlir 2>&1 | FileCheck %s --check-prefix=NOTSCALAR
+// NOTSCALAR: aicf: error: {{.*}}mlp.onnx: tracing @loss: {{.*}}the graph's loss 'output0' is tensor<2x10xf32>: a loss is one floating-point value (reduce it in the model, or import with --loss cross_entropy or mse on the first output)

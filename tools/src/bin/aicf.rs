@@ -145,9 +145,12 @@ struct ModelArgs {
     /// The model: an hl module with @forward and @loss, or an ONNX model
     /// (.onnx), imported first with --loss and --batch.
     model: PathBuf,
-    /// An ONNX model's loss on its first output: cross_entropy (integer
-    /// labels) or mse (a target of the output's shape).
-    /// (cross_entropy when not given.)
+    /// An ONNX model's loss: cross_entropy (integer labels) or mse (a
+    /// target of the output's shape) on its first output, or graph: the
+    /// loss the graph computes itself, its one scalar float output (a
+    /// `forward(x, targets)` returning `(logits, loss)`; graph:NAME names
+    /// the output), whose other inputs are the targets. (Not given: the
+    /// graph's own where it has one scalar output, else cross_entropy.)
     #[arg(long, value_parser = Loss::parse)]
     loss: Option<Loss>,
     /// An ONNX model's initializers to keep constant, not trained (names,
@@ -307,9 +310,11 @@ enum Command {
         /// the weights go to `<stem>.weights.safetensors` beside it.
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// The loss @loss computes on the first output: cross_entropy, mse,
-        /// or none (only @forward).
-        #[arg(long, default_value = "cross_entropy", value_parser = Loss::parse)]
+        /// The loss @loss computes: cross_entropy or mse on the first
+        /// output, graph (the graph's own scalar output; graph:NAME names
+        /// it), auto (graph where the graph has one scalar output, else
+        /// cross_entropy), or none (only @forward).
+        #[arg(long, default_value = "auto", value_parser = Loss::parse)]
         loss: Loss,
         /// The size of the symbolic batch dimension.
         #[arg(long, allow_negative_numbers = true, value_parser = batch_size)]
@@ -661,7 +666,7 @@ type Result<T> = std::result::Result<T, String>;
 fn no_loss_to_train(c: &ModelArgs) -> Result<()> {
     if matches!(c.loss, Some(Loss::None)) {
         return Err(format!(
-            "--loss none imports {} without a @loss (for inference alone); training needs cross_entropy or mse",
+            "--loss none imports {} without a @loss (for inference alone); training needs cross_entropy, mse or graph",
             c.model.display()
         ));
     }
@@ -2088,6 +2093,37 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             }
         );
     }
+    if let Some(gl) = &imported.graph_loss {
+        let quoted = |v: &[String]| v.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+        eprintln!(
+            "note: @loss is the graph's own loss, its output '{}'{}: it takes {}{}; {}",
+            gl.output,
+            if matches!(options.loss, Loss::Auto) {
+                " (its one scalar output; --loss cross_entropy or mse trains the first output instead)"
+            } else {
+                ""
+            },
+            if gl.predictions.is_empty() {
+                format!("the data {}", quoted(&gl.data))
+            } else {
+                "the inputs @forward takes".to_string()
+            },
+            if gl.targets.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", then the targets {} (a table's last column, a text's next tokens, or the --data files after the inputs', in this order)",
+                    quoted(&gl.targets)
+                )
+            },
+            if gl.predictions.is_empty() {
+                "the graph has no other output, so there is no @forward (the held-out figure is the loss alone)"
+                    .to_string()
+            } else {
+                format!("@forward takes {} and returns {}", quoted(&gl.data), quoted(&gl.predictions))
+            }
+        );
+    }
     if !imported.scalar_params.is_empty() {
         let named: Vec<String> = imported.scalar_params.iter().map(|n| format!("'{n}'")).collect();
         eprintln!(
@@ -2112,6 +2148,21 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             if imported.exporter_named.len() == 1 { "s" } else { "" },
             named.join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
+    if !imported.constant_folds.is_empty() {
+        let named: Vec<String> =
+            imported.constant_folds.iter().map(|(n, ops)| format!("'{n}' (by {})", ops.join(", "))).collect();
+        eprintln!(
+            "note: the exporter computed {} from parameters and folded {} into {}, which import{} as {}: no \
+             gradient reaches those parameters through {} (a weight penalty in the loss trains no weight); export \
+             with torch.onnx.export(..., dynamo=True, optimize=False) to keep the computation",
+            named.join(", "),
+            if named.len() == 1 { "it" } else { "them" },
+            if named.len() == 1 { "a constant" } else { "constants" },
+            if named.len() == 1 { "s" } else { "" },
+            if named.len() == 1 { "one" } else { "such" },
+            if named.len() == 1 { "it" } else { "them" },
         );
     }
     if !imported.computed_folds.is_empty() {
@@ -2307,7 +2358,7 @@ fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
     }
     aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let options =
-        ImportOptions { batch: c.batch, loss: c.loss.unwrap_or(Loss::CrossEntropy), freeze: c.freeze.clone() };
+        ImportOptions { batch: c.batch, loss: c.loss.clone().unwrap_or(Loss::Auto), freeze: c.freeze.clone() };
     import_saying(&c.model, &output, &options, say)?;
     Ok(output)
 }
@@ -2388,7 +2439,7 @@ fn no_loss(c: &ModelArgs, command: &str) -> Result<()> {
             c.model.display()
         ));
     }
-    match c.loss {
+    match &c.loss {
         Some(l) if !is_onnx(&c.model) => Err(format!(
             "--loss {} chooses the loss of an ONNX model being imported; {}'s @loss is its own (`aicf {command}` \
              {} that)",

@@ -1,0 +1,207 @@
+"""Exports the ONNX fixtures of models that compute their own loss (a
+module's `forward(x, targets)` returning `(prediction, loss)`, as nanoGPT's
+`GPT.forward(idx, targets)` does), with what the tests compare against:
+
+  <name>.onnx              the model; its inputs x, then the targets
+  <name>.io.safetensors:
+      input0               a batch of inputs
+      target0, target1 ... the targets, in the model's argument order
+      ort.output0          onnxruntime's first output (the prediction)
+      ort.loss             onnxruntime's loss output
+      torch.loss           PyTorch's loss (training mode)
+      grad64.<param>       PyTorch's gradient of that loss computed in
+                           float64 (stored as f32), by initializer name
+                           (a weight TorchScript stored transposed under
+                           a name of its own: its gradient transposed)
+
+    python tools/onnx/export_loss_models.py OUT_DIR [NAME ...]
+
+Names ending `_dynamo` use the dynamo exporter (opset 18; `_dynamo_noopt`
+without its optimizer), the others TorchScript's (opset 17). It needs torch, onnx, onnxruntime and
+safetensors (make onnx-fixtures makes a venv with them); the committed
+fixtures let `make test` run without any of them.
+"""
+import copy
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import onnxruntime as ort
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from safetensors.numpy import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_models import by_initializer  # noqa: E402
+
+
+class CharLm(nn.Module):
+    """A character model whose forward takes the targets and returns the
+    logits and nanoGPT's loss: the cross-entropy of the flattened logits,
+    positions labelled -1 ignored (SoftmaxCrossEntropyLoss with
+    ignore_index, of logits reshaped to [B*T, V])."""
+
+    def __init__(self, vocab=65, d=16, context=6):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(context, d)
+        self.ln = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx, targets):
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(t))
+        x = x + torch.tanh(self.fc(self.ln(x)))
+        logits = self.head(x)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
+
+
+class WeightedSmoothed(nn.Module):
+    """A classifier trained on a loss of several terms: a class-weighted,
+    label-smoothed cross-entropy (the dynamo exporter drops the smoothing
+    from SoftmaxCrossEntropyLoss; its metadata keeps it), an auxiliary
+    head's negative log-likelihood (NegativeLogLikelihoodLoss) at half
+    weight, and an activation penalty."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 24)
+        self.head = nn.Linear(24, 5)
+        self.aux = nn.Linear(24, 5)
+        self.register_buffer("class_weight", torch.tensor([1.0, 2.0, 0.5, 1.0, 1.5]))
+
+    def forward(self, x, y):
+        h = torch.relu(self.fc1(x))
+        logits = self.head(h)
+        loss = F.cross_entropy(logits, y, weight=self.class_weight, label_smoothing=0.1)
+        loss = loss + 0.5 * F.nll_loss(F.log_softmax(self.aux(h), -1), y)
+        return logits, loss + 0.01 * h.pow(2).mean()
+
+
+class SegmentRegress(nn.Module):
+    """Two targets: a per-position classification of a sequence (logits
+    [N, C, L], the class axis second as ONNX's loss ops take it) and a
+    regression of one value per example (`mse_loss`, which TorchScript
+    exports expanded to the broadcast shape of prediction and target)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(3, 8, 3, padding=1)
+        self.cls = nn.Conv1d(8, 4, 1)
+        self.reg = nn.Linear(8, 1)
+
+    def forward(self, x, labels, value):
+        h = torch.relu(self.conv(x))
+        seg = self.cls(h)
+        pred = self.reg(h.mean(2)).squeeze(-1)
+        return seg, F.cross_entropy(seg, labels) + F.mse_loss(pred, value)
+
+
+class Penalized(nn.Module):
+    """A loss with a weight penalty (`1e-2 * fc.weight.pow(2).sum()`), which
+    the dynamo exporter's optimizer computes from the parameter and folds
+    into a constant: `_noopt` exports keep the computation."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 16)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x, y):
+        logits = self.head(torch.tanh(self.fc(x)))
+        return logits, F.cross_entropy(logits, y) + 1e-2 * self.fc.weight.pow(2).sum()
+
+
+def char_lm_data(g):
+    idx = torch.randint(0, 65, (4, 6), generator=g)
+    targets = torch.randint(0, 65, (4, 6), generator=g)
+    targets[0, :2] = -1
+    targets[3, 5] = -1
+    return idx, (targets,)
+
+
+def weighted_data(g):
+    return torch.randn(8, 12, generator=g), (torch.randint(0, 5, (8,), generator=g),)
+
+
+def segment_data(g):
+    return torch.randn(4, 3, 10, generator=g), (torch.randint(0, 4, (4, 10), generator=g), torch.randn(4, generator=g))
+
+
+MODELS = {
+    "lm_loss": (CharLm, char_lm_data),
+    "lm_loss_dynamo": (CharLm, char_lm_data),
+    "weighted_smoothed_dynamo": (WeightedSmoothed, weighted_data),
+    "segment_regress": (SegmentRegress, segment_data),
+    "penalty_dynamo": (Penalized, weighted_data),
+    "penalty_dynamo_noopt": (Penalized, weighted_data),
+}
+
+
+def export(name, out):
+    make, data = MODELS[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            # (Equal initializers would be merged by the exporter.)
+            p.add_(0.05 * torch.randn(p.shape))
+    x, targets = data(torch.Generator().manual_seed(1))
+    path = os.path.join(out, f"{name}.onnx")
+    names = ["input0"] + [f"target{k}" for k in range(len(targets))]
+    if name.endswith(("_dynamo", "_dynamo_noopt")):
+        torch.onnx.export(model, (x, *targets), path, input_names=names, opset_version=18, dynamo=True,
+                          external_data=False, optimize=not name.endswith("_noopt"))
+    else:
+        torch.onnx.export(model, (x, *targets), path, input_names=names, opset_version=17, dynamo=False,
+                          dynamic_axes={n: {0: "batch"} for n in names})
+    onnx.checker.check_model(onnx.load(path))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feed = {n: v.numpy() for n, v in zip(names, (x, *targets))}
+    ort_out, ort_loss = sess.run(None, feed)
+    arrays = {
+        "input0": x.numpy().astype(np.int32 if x.dtype == torch.int64 else np.float32),
+        "ort.output0": ort_out.astype(np.float32),
+        "ort.loss": np.asarray(ort_loss, dtype=np.float32),
+    }
+    for k, t in enumerate(targets):
+        arrays[f"target{k}"] = t.numpy().astype(np.int32 if t.dtype == torch.int64 else np.float32)
+    model.train()
+    _, loss = model(x, *targets)
+    arrays["torch.loss"] = np.array(loss.item(), dtype=np.float32)
+    m64 = copy.deepcopy(model).double()
+    as64 = lambda t: t.double() if t.is_floating_point() else t
+    _, loss64 = m64(as64(x), *[as64(t) for t in targets])
+    loss64.backward()
+    grads = {n: p.grad for n, p in m64.named_parameters()}
+    params = dict(model.named_parameters())
+    arrays.update(by_initializer(path, params, grads, "grad64"))
+    # A parameter the dynamo exporter folded under another name at its
+    # own shape (`pos(arange(t))` of the whole table: `embedding_1`).
+    initializers = onnx.load(path).graph.initializer
+    for t in initializers:
+        value = onnx.numpy_helper.to_array(t)
+        for pname, p in params.items():
+            if (all(i.name != pname for i in initializers) and tuple(p.shape) == value.shape
+                    and np.array_equal(p.detach().numpy(), value)):
+                arrays[f"grad64.{t.name}"] = grads[pname].numpy().astype(np.float32)
+    if sum(k.startswith("grad64.") for k in arrays) != len(grads):
+        sys.exit(f"{name}: not every parameter's gradient found its initializer")
+    save_file(arrays, os.path.join(out, f"{name}.io.safetensors"))
+    print(f"{path}: {os.path.getsize(path)} bytes, loss {loss.item():.6f} (onnxruntime {float(ort_loss):.6f})")
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for name in sys.argv[2:] or MODELS:
+        export(name, out)
+
+
+if __name__ == "__main__":
+    main()
