@@ -2112,7 +2112,8 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
                 String::new()
             } else {
                 format!(
-                    ", then the targets {} (a table's last column, a text's next tokens, or the --data files after the inputs', in this order)",
+                    ", then the targets {} (a table's last column, a text's next tokens, or the --data files after \
+                     the inputs', in this order)",
                     quoted(&gl.targets)
                 )
             },
