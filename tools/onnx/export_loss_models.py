@@ -5,10 +5,13 @@ module's `forward(x, targets)` returning `(prediction, loss)`, as nanoGPT's
   <name>.onnx              the model; its inputs x, then the targets
   <name>.io.safetensors:
       input0               a batch of inputs
-      target0, target1 ... the targets, in the model's argument order
+      target0, target1 ... the targets, in the model's argument order (as
+                           AICF's @loss takes them: a Hugging Face causal
+                           model's labels as the next tokens)
       ort.output0          onnxruntime's first output (the prediction)
       ort.loss             onnxruntime's loss output
       torch.loss           PyTorch's loss (training mode)
+      torch.parameters     how many distinct parameters the model has
       grad64.<param>       PyTorch's gradient of that loss computed in
                            float64 (stored as f32), by initializer name
                            (a weight TorchScript stored transposed under
@@ -117,6 +120,40 @@ class Penalized(nn.Module):
         return logits, F.cross_entropy(logits, y) + 1e-2 * self.fc.weight.pow(2).sum()
 
 
+class HfGpt2Labels(nn.Module):
+    """Hugging Face's GPT2LMHeadModel called with `labels` (tiny config, as
+    export_models.py's `HfGpt2`; exported with transformers 4.57): its loss shifts the labels itself (pads
+    them with -100 and scores position t's logits against labels[t + 1]),
+    so its labels are the input ids. AICF's @loss takes the next tokens, as
+    its other language models do (the fixture's target0), and hands the
+    model the ids: PyTorch's reference loss is `model(ids, labels=ids)`."""
+
+    def __init__(self):
+        super().__init__()
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        config = GPT2Config(vocab_size=65, n_positions=16, n_embd=32, n_layer=2, n_head=4, resid_pdrop=0.0,
+                            embd_pdrop=0.0, attn_pdrop=0.0, attn_implementation="eager")
+        self.m = GPT2LMHeadModel(config)
+
+    def forward(self, idx, labels):
+        # (No attention_mask: transformers 4.57 builds the causal one with
+        # vmap, which the TorchScript export of an all-ones mask fails on.)
+        out = self.m(input_ids=idx, labels=labels)
+        return out.logits, out.loss
+
+
+def hf_data(g):
+    idx = torch.randint(0, 65, (4, 16), generator=g)
+    return idx, (idx.clone(),)
+
+
+def next_tokens(x, targets):
+    """The next tokens of `x` (the last position: any token; the model's
+    shift never reads it)."""
+    return (torch.cat([x[:, 1:], x[:, :1]], 1),)
+
+
 def char_lm_data(g):
     idx = torch.randint(0, 65, (4, 6), generator=g)
     targets = torch.randint(0, 65, (4, 6), generator=g)
@@ -140,11 +177,13 @@ MODELS = {
     "segment_regress": (SegmentRegress, segment_data),
     "penalty_dynamo": (Penalized, weighted_data),
     "penalty_dynamo_noopt": (Penalized, weighted_data),
+    "hf_gpt2_labels": (HfGpt2Labels, hf_data, next_tokens),
+    "hf_gpt2_labels_dynamo": (HfGpt2Labels, hf_data, next_tokens),
 }
 
 
 def export(name, out):
-    make, data = MODELS[name]
+    make, data, *aicf_targets = MODELS[name]
     torch.manual_seed(0)
     model = make().eval()
     with torch.no_grad():
@@ -169,7 +208,8 @@ def export(name, out):
         "ort.output0": ort_out.astype(np.float32),
         "ort.loss": np.asarray(ort_loss, dtype=np.float32),
     }
-    for k, t in enumerate(targets):
+    # (The targets AICF's @loss takes, where they are not the model's own.)
+    for k, t in enumerate(aicf_targets[0](x, targets) if aicf_targets else targets):
         arrays[f"target{k}"] = t.numpy().astype(np.int32 if t.dtype == torch.int64 else np.float32)
     model.train()
     _, loss = model(x, *targets)
@@ -190,8 +230,11 @@ def export(name, out):
             if (all(i.name != pname for i in initializers) and tuple(p.shape) == value.shape
                     and np.array_equal(p.detach().numpy(), value)):
                 arrays[f"grad64.{t.name}"] = grads[pname].numpy().astype(np.float32)
-    if sum(k.startswith("grad64.") for k in arrays) != len(grads):
-        sys.exit(f"{name}: not every parameter's gradient found its initializer")
+    found = {k[len("grad64."):] for k in arrays if k.startswith("grad64.")}
+    if len(found) < len(grads):
+        sys.exit(f"{name}: {len(grads)} parameters, gradients found for {len(found)} initializers: {sorted(found)}")
+    # (The distinct parameters: a tied weight's copy is no other.)
+    arrays["torch.parameters"] = np.array(len(grads), dtype=np.float32)
     save_file(arrays, os.path.join(out, f"{name}.io.safetensors"))
     print(f"{path}: {os.path.getsize(path)} bytes, loss {loss.item():.6f} (onnxruntime {float(ort_loss):.6f})")
 

@@ -257,7 +257,8 @@ pub struct Imported {
     pub transposed: Vec<String>,
     /// The default domain's opset the model declares.
     pub opset: i64,
-    /// The graph's inputs as `@forward` takes them.
+    /// The graph's inputs as `@forward` takes them (with the graph's own loss,
+    /// as `@loss` takes them: `@forward`'s, then the targets).
     pub inputs: Vec<(String, TensorSpec)>,
     /// Whether an input had a symbolic (or unknown) dimension for
     /// `--batch` to bind.
@@ -349,6 +350,13 @@ pub struct GraphLoss {
     pub predictions: Vec<String>,
     pub data: Vec<String>,
     pub targets: Vec<String>,
+    /// `(target, data)`: targets the graph shifts itself (Hugging Face's
+    /// causal language models: `labels` are the input ids, padded and
+    /// sliced from position 1 inside the model). `@loss` takes the next
+    /// tokens, as AICF's language models do, and hands the graph the ids
+    /// they shift from: the data input's first column, then the targets
+    /// but the last.
+    pub shifted: Vec<(String, String)>,
 }
 
 impl Imported {
@@ -842,11 +850,24 @@ fn import_model_at(
         let target_names: Vec<String> = targets.iter().map(|(n, _)| n.clone()).collect();
         let data_names: Vec<String> = data.iter().map(|(n, _)| n.clone()).collect();
         inputs = data.into_iter().chain(targets).collect();
+        // A target of a token sequence's shape that the graph shifts
+        // itself reads the ids of that sequence.
+        let shifted = target_names
+            .iter()
+            .filter_map(|t| {
+                let spec = &inputs.iter().find(|(n, _)| n == t)?.1;
+                let ids = inputs.iter().find(|(n, s)| {
+                    data_names.contains(n) && s == spec && spec.shape.len() == 2 && !spec.dtype.is_float()
+                })?;
+                shifts_target(graph, &inits, base, t).then(|| (t.clone(), ids.0.clone()))
+            })
+            .collect();
         graph_loss = Some(GraphLoss {
             output: graph.output[at].name().to_string(),
             predictions: predicted.iter().map(|s| s.to_string()).collect(),
             data: data_names,
             targets: target_names,
+            shifted,
         });
     }
     let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
@@ -886,7 +907,18 @@ fn import_model_at(
         }
         let output = gl.output.clone();
         let traced = b.function("loss", Mode::Train, &specs, |xs| {
-            let outs = importer.trace_of(xs, &names, &[at]).map_err(|e| {
+            // A target the graph shifts itself: the ids it shifts from.
+            let mut xs = xs.to_vec();
+            for (target, data) in &gl.shifted {
+                let (Some(t), Some(d)) = (names.iter().position(|n| n == target), names.iter().position(|n| n == data))
+                else {
+                    continue;
+                };
+                let len = xs[t].shape()[1];
+                let first = xs[d].narrow(1, 0, 1)?;
+                xs[t] = if len > 1 { Tensor::concat(&[&first, &xs[t].narrow(1, 0, len - 1)?], 1)? } else { first };
+            }
+            let outs = importer.trace_of(&xs, &names, &[at]).map_err(|e| {
                 error = Some(e);
                 nn::NnError::Internal("import failed".into())
             })?;
@@ -1158,6 +1190,67 @@ fn reads_of<'g>(graph: &'g proto::GraphProto, outputs: &[&'g str], values_only: 
         }
     }
     needed
+}
+
+/// An integer constant of the graph: an initializer's values, or a
+/// Constant node's.
+fn constant_ints(
+    graph: &proto::GraphProto,
+    inits: &HashMap<String, aicf_onnx::Tensor>,
+    base: &Path,
+    name: &str,
+) -> Option<Vec<i64>> {
+    if let Some(t) = inits.get(name) {
+        return Some(t.data.to_f64().iter().map(|&v| v as i64).collect());
+    }
+    let node = graph.node.iter().find(|n| n.op_type() == "Constant" && n.output.first().is_some_and(|o| o == name))?;
+    let a = node.attribute.first()?;
+    match a.name() {
+        "value" => Some(aicf_onnx::tensor(a.t.as_ref()?, base).ok()?.data.to_f64().iter().map(|&v| v as i64).collect()),
+        "value_int" => Some(vec![a.i()]),
+        "value_ints" => Some(a.ints.clone()),
+        _ => None,
+    }
+}
+
+/// Whether the graph shifts its target `name` (`[batch, sequence]`) one
+/// position left before anything else reads it: a Slice from 1 along the
+/// sequence, of the target or of it padded or concatenated at the end
+/// (Hugging Face's causal language models' loss: `labels` are the input
+/// ids, and position `t`'s logits are scored against `labels[t + 1]`).
+fn shifts_target(
+    graph: &proto::GraphProto,
+    inits: &HashMap<String, aicf_onnx::Tensor>,
+    base: &Path,
+    name: &str,
+) -> bool {
+    let only_reader = |v: &str| {
+        let readers: Vec<&proto::NodeProto> = graph.node.iter().filter(|n| n.input.iter().any(|i| i == v)).collect();
+        match readers[..] {
+            [one] if one.input.first().is_some_and(|i| i == v) => Some(one),
+            _ => None,
+        }
+    };
+    let Some(mut node) = only_reader(name) else { return false };
+    if matches!(node.op_type(), "Pad" | "Concat") {
+        let Some(next) = node.output.first().and_then(|o| only_reader(o)) else { return false };
+        node = next;
+    }
+    if node.op_type() != "Slice" {
+        return false;
+    }
+    let ints = |k: usize, attribute: &str| match node.input.get(k).filter(|i| !i.is_empty()) {
+        Some(i) => constant_ints(graph, inits, base, i),
+        None => attr_ints(node, attribute),
+    };
+    let (Some(starts), axes, steps) = (ints(1, "starts"), ints(3, "axes"), ints(4, "steps")) else { return false };
+    let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let sequence = axes.iter().position(|&a| a == 1 || a == -1);
+    sequence.is_some_and(|k| {
+        starts.get(k) == Some(&1)
+            && steps.as_ref().is_none_or(|s| s.get(k) == Some(&1))
+            && starts.iter().enumerate().all(|(j, &s)| j == k || s == 0)
+    })
 }
 
 /// The embeddings a dynamo export declares with a padding index: a

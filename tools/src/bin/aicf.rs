@@ -2125,6 +2125,16 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             }
         );
     }
+    if let Some(gl) = &imported.graph_loss {
+        for (target, ids) in &gl.shifted {
+            eprintln!(
+                "note: the graph shifts its target '{target}' itself (Hugging Face's causal language models: the \
+                 labels are the input ids, position t scored against label t + 1): @loss takes the next tokens, as \
+                 a text's targets are, and hands the graph the ids of '{ids}' as its labels (arrays given with \
+                 --data hold the next tokens too; -100 there is ignored as the graph ignores it)"
+            );
+        }
+    }
     if !imported.scalar_params.is_empty() {
         let named: Vec<String> = imported.scalar_params.iter().map(|n| format!("'{n}'")).collect();
         eprintln!(
