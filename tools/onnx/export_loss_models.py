@@ -154,6 +154,46 @@ def next_tokens(x, targets):
     return (torch.cat([x[:, 1:], x[:, :1]], 1),)
 
 
+class Denoise(nn.Module):
+    """The target first: `forward(clean, noisy)` predicts the clean signal
+    from the noisy one. @forward takes `noisy` alone, @loss `noisy` and then
+    `clean`; `aicf train --data clean.npy --data noisy.npy` (the graph's
+    order) feeds each its own file (test/Tools/aicf/onnx.mlir, with the
+    batch in test/Tools/aicf/inputs/denoise-*.npy; its io file is not
+    used)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(10, 16)
+        self.fc2 = nn.Linear(16, 10)
+
+    def forward(self, clean, noisy):
+        pred = self.fc2(torch.tanh(self.fc1(noisy)))
+        return pred, F.mse_loss(pred, clean)
+
+
+def denoise_data(g):
+    clean = torch.randn(8, 10, generator=g)
+    return clean, (clean + 0.3 * torch.randn(8, 10, generator=g),)
+
+
+class WithAccuracy(nn.Module):
+    """A figure of the batch beside the loss: `(logits, loss, accuracy)`,
+    the accuracy an ArgMax (int64) compared with the labels. Two scalar
+    outputs: `--loss graph:loss` names the loss; @forward returns the
+    logits alone (the accuracy reads the labels)."""
+
+    OUTPUTS = ["logits", "loss", "accuracy"]
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 5)
+
+    def forward(self, x, y):
+        logits = self.fc(x)
+        return logits, F.cross_entropy(logits, y), (logits.argmax(-1) == y).float().mean()
+
+
 def char_lm_data(g):
     idx = torch.randint(0, 65, (4, 6), generator=g)
     targets = torch.randint(0, 65, (4, 6), generator=g)
@@ -177,6 +217,8 @@ MODELS = {
     "segment_regress": (SegmentRegress, segment_data),
     "penalty_dynamo": (Penalized, weighted_data),
     "penalty_dynamo_noopt": (Penalized, weighted_data),
+    "denoise": (Denoise, denoise_data),
+    "with_accuracy": (WithAccuracy, weighted_data),
     "hf_gpt2_labels": (HfGpt2Labels, hf_data, next_tokens),
     "hf_gpt2_labels_dynamo": (HfGpt2Labels, hf_data, next_tokens),
 }
@@ -193,16 +235,17 @@ def export(name, out):
     x, targets = data(torch.Generator().manual_seed(1))
     path = os.path.join(out, f"{name}.onnx")
     names = ["input0"] + [f"target{k}" for k in range(len(targets))]
+    outputs = getattr(model, "OUTPUTS", None)
     if name.endswith(("_dynamo", "_dynamo_noopt")):
-        torch.onnx.export(model, (x, *targets), path, input_names=names, opset_version=18, dynamo=True,
-                          external_data=False, optimize=not name.endswith("_noopt"))
+        torch.onnx.export(model, (x, *targets), path, input_names=names, output_names=outputs, opset_version=18,
+                          dynamo=True, external_data=False, optimize=not name.endswith("_noopt"))
     else:
-        torch.onnx.export(model, (x, *targets), path, input_names=names, opset_version=17, dynamo=False,
-                          dynamic_axes={n: {0: "batch"} for n in names})
+        torch.onnx.export(model, (x, *targets), path, input_names=names, output_names=outputs, opset_version=17,
+                          dynamo=False, dynamic_axes={n: {0: "batch"} for n in names})
     onnx.checker.check_model(onnx.load(path))
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed = {n: v.numpy() for n, v in zip(names, (x, *targets))}
-    ort_out, ort_loss = sess.run(None, feed)
+    ort_out, ort_loss = sess.run(None, feed)[:2]
     arrays = {
         "input0": x.numpy().astype(np.int32 if x.dtype == torch.int64 else np.float32),
         "ort.output0": ort_out.astype(np.float32),
@@ -212,11 +255,11 @@ def export(name, out):
     for k, t in enumerate(aicf_targets[0](x, targets) if aicf_targets else targets):
         arrays[f"target{k}"] = t.numpy().astype(np.int32 if t.dtype == torch.int64 else np.float32)
     model.train()
-    _, loss = model(x, *targets)
+    loss = model(x, *targets)[1]
     arrays["torch.loss"] = np.array(loss.item(), dtype=np.float32)
     m64 = copy.deepcopy(model).double()
     as64 = lambda t: t.double() if t.is_floating_point() else t
-    _, loss64 = m64(as64(x), *[as64(t) for t in targets])
+    loss64 = m64(as64(x), *[as64(t) for t in targets])[1]
     loss64.backward()
     grads = {n: p.grad for n, p in m64.named_parameters()}
     params = dict(model.named_parameters())

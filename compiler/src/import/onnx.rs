@@ -95,6 +95,7 @@ pub const SUPPORTED: &[&str] = &[
     "NegativeLogLikelihoodLoss",
     "Neg",
     "Not",
+    "OneHot",
     "Or",
     "Pad",
     "Pow",
@@ -334,6 +335,10 @@ pub struct Imported {
     pub branches: Vec<(String, bool)>,
     /// The graph's own loss, where `@loss` returns it ([`Loss::Graph`]).
     pub graph_loss: Option<GraphLoss>,
+    /// Whether PyTorch's dynamo exporter wrote the model (its nodes carry
+    /// `pkg.torch.onnx` metadata): it merges equal initializers, so a
+    /// shared one may be its doing, not the model's.
+    pub dynamo: bool,
     /// The first output's node where it is a `Softmax` and the loss a
     /// cross-entropy, which takes logits: it would train on probabilities
     /// (the loss stalled where PyTorch's on the logits learns).
@@ -357,6 +362,9 @@ pub struct GraphLoss {
     /// they shift from: the data input's first column, then the targets
     /// but the last.
     pub shifted: Vec<(String, String)>,
+    /// The graph's inputs in its own order (`forward(x, targets)`'s), which
+    /// `@loss`'s (`data`, then `targets`) may differ from.
+    pub graph_order: Vec<String>,
 }
 
 impl Imported {
@@ -834,9 +842,19 @@ fn import_model_at(
     let all_names: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
     let mut graph_loss = None;
     if let Some(at) = loss_at {
-        let predicted: Vec<&str> =
-            graph.output.iter().enumerate().filter(|(k, _)| *k != at).map(|(_, o)| o.name()).collect();
+        // (Another scalar output is a figure of the batch, an accuracy,
+        // no prediction of its rows: @forward leaves it out, and with it
+        // the labels it reads.)
+        let scalars = scalar_outputs(graph);
+        let predicted: Vec<&str> = graph
+            .output
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k != at && !scalars.contains(k))
+            .map(|(_, o)| o.name())
+            .collect();
         let read = reads_of(graph, &predicted, true);
+        let graph_order: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
         // @forward takes the inputs the predictions read; @loss those and
         // then the others (the targets), in the graph's order.
         // (No prediction: the first input is the data, as an hl model
@@ -868,6 +886,7 @@ fn import_model_at(
             data: data_names,
             targets: target_names,
             shifted,
+            graph_order,
         });
     }
     let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
@@ -892,7 +911,9 @@ fn import_model_at(
     let mut error = None;
     if let (Some(at), Some(gl)) = (loss_at, &graph_loss) {
         if !gl.predictions.is_empty() {
-            let outputs: Vec<usize> = (0..graph.output.len()).filter(|k| *k != at).collect();
+            let outputs: Vec<usize> = (0..graph.output.len())
+                .filter(|k| gl.predictions.iter().any(|p| p == graph.output[*k].name()))
+                .collect();
             let data_specs = &specs[..gl.data.len()];
             let traced = b.function("forward", Mode::Eval, data_specs, |xs| {
                 importer.trace_of(xs, &gl.data, &outputs).map_err(|e| {
@@ -1100,6 +1121,7 @@ fn import_model_at(
         padding_rows: padding_rows(graph),
         branches: importer.branches.clone(),
         graph_loss,
+        dynamo,
         softmax_output: (loss == Loss::CrossEntropy)
             .then(|| graph.output.first().map(|o| o.name()))
             .flatten()
@@ -1166,8 +1188,7 @@ fn graph_loss_output(graph: &proto::GraphProto, wanted: Option<&str>) -> Result<
             listed()
         )),
         ref several => Err(format!(
-            "the graph has {} scalar float outputs ({}): name the one that is the loss with --loss graph:NAME, or \
-             train the first output with --loss cross_entropy or mse",
+            "the graph has {} scalar float outputs ({}): name the one that is the loss with --loss graph:NAME",
             several.len(),
             several.iter().map(|&k| format!("'{}'", graph.output[k].name())).collect::<Vec<_>>().join(", ")
         )),
@@ -1676,7 +1697,7 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
                 // `val_<n>` say nothing.
                 let ops: Vec<String> = sources
                     .iter()
-                    .filter(|s| !from_parameter(s) && !inits.contains_key(**s))
+                    .filter(|s| !from_parameter(s) && !inits.contains_key(**s) && !known_constant(s))
                     .map(|s| match s.rsplit_once('_') {
                         Some((base, n)) if n.bytes().all(|b| b.is_ascii_digit()) => base,
                         _ => s,
@@ -1731,6 +1752,12 @@ const MOVING_FX_OPS: &[&str] = &[
     "unbind",
     "chunk",
     "narrow",
+    // A table read at constant places (`wpe(arange(t))`: the indices made
+    // from nothing, the rows gathered) moves rows too.
+    "arange",
+    "embedding",
+    "index_select",
+    "gather",
 ];
 
 /// What the dynamo exporter's metadata says of the initializers.
@@ -1894,7 +1921,7 @@ struct Importer<'a> {
 fn arity(op: &str) -> (usize, usize) {
     match op {
         "Constant" => (0, 0),
-        "Range" | "Where" | "ScatterND" | "ScatterElements" => (3, 3),
+        "Range" | "Where" | "ScatterND" | "ScatterElements" | "OneHot" => (3, 3),
         "BatchNormalization" => (5, 5),
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" | "Equal" | "Less" | "Greater" | "LessOrEqual"
         | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul"
@@ -3157,7 +3184,14 @@ impl Importer<'_> {
                 (V::T(x), _) | (_, V::T(x)) => Some(x.dtype()),
                 _ => None,
             };
-            Ok((this.tensor(g, a, dtype)?, this.tensor(g, b, dtype)?))
+            let (a, b) = (this.tensor(g, a, dtype)?, this.tensor(g, b, dtype)?);
+            // Integers of two widths (ONNX's int64 both: an input's labels
+            // imported as i32, an ArgMax's i64) meet at the wider.
+            match (a.dtype(), b.dtype()) {
+                (DType::I32, DType::I64) => Ok((a.cast(DType::I64).map_err(|e| e.to_string())?, b)),
+                (DType::I64, DType::I32) => Ok((a, b.cast(DType::I64).map_err(|e| e.to_string())?)),
+                _ => Ok((a, b)),
+            }
         };
         let one = |t: Tensor| Ok(vec![V::T(t)]);
         match op {
@@ -3943,6 +3977,40 @@ impl Importer<'_> {
                     ));
                 }
                 one(nn(if op == "Softmax" { x.softmax(axis as i64) } else { x.log_softmax(axis as i64) })?)
+            }
+            "OneHot" => {
+                // (`F.one_hot`: a comparison of the indices, negative ones
+                // counted from the end, with each class.)
+                let depth = first(&konst(1, "the depth")?, "the depth")?;
+                if depth < 1.0 || depth.fract() != 0.0 || depth > (1u64 << 24) as f64 {
+                    return Err(format!("depth {depth} is not a number of classes"));
+                }
+                let depth = depth as usize;
+                let values = konst(2, "the values")?;
+                let [off, on] = values.vals[..] else {
+                    return Err(format!("the values hold {} numbers, not two (off, on)", values.vals.len()));
+                };
+                let idx = t(0)?;
+                // (Float indices are cast to integers, as ONNX says.)
+                let idx = if idx.dtype().is_float() { nn(idx.cast(DType::I32))? } else { idx };
+                let axis = norm_axis(attr_i(node, "axis", -1), idx.rank() + 1)?;
+                let n = nn(idx.scalar(depth as f64))?;
+                let negative = nn(idx.scalar(0.0).and_then(|z| idx.compare(Compare::Lt, &z)))?;
+                let wrapped = nn(idx.add(&n).and_then(|w| Tensor::select(&negative, &w, &idx)))?;
+                let mut at: Vec<i64> = wrapped.shape().iter().map(|&d| d as i64).collect();
+                at.insert(axis, 1);
+                let column = nn(wrapped.reshape(&at))?;
+                let mut along = vec![1i64; idx.rank() + 1];
+                along[axis] = depth as i64;
+                let classes = nn(g.arange(depth).and_then(|c| c.cast(idx.dtype())).and_then(|c| c.reshape(&along)))?;
+                let hit = nn(column.compare(Compare::Eq, &classes))?;
+                let float = values.float;
+                let like = if float { nn(idx.scalar(0.0).and_then(|z| z.cast(DType::F32)))? } else { idx.clone() };
+                let (on, off) = (nn(like.scalar(on))?, nn(like.scalar(off))?);
+                let mut shape = wrapped.shape().to_vec();
+                shape.insert(axis, depth);
+                let hit = nn(hit.broadcast_to(&shape))?;
+                one(nn(Tensor::select(&hit, &on, &off))?)
             }
             "SoftmaxCrossEntropyLoss" | "NegativeLogLikelihoodLoss" => {
                 let scores = t(0)?;

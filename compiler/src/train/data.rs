@@ -233,11 +233,26 @@ impl Signature {
                                 || (ir::op_name(p) == "func.call"
                                     && ir::attr_text(p, "callee").trim_start_matches('@') == "forward")
                         });
+                    // (Of labels the data gives: an argument, reshaped, cast,
+                    // sliced or concatenated, as an imported loss reads it:
+                    // nanoGPT's `targets.view(-1)`. Else a loss composed of
+                    // ops, an imported NLL's: the labels compared with a
+                    // negative constant, PyTorch's -100 or nanoGPT's -1.)
                     ignore_index = ir::ops_of(block)
                         .into_iter()
                         .filter(|&o| ir::op_name(o) == "hl.cross_entropy")
-                        .filter(|&o| ir::operands(o).get(1).is_some_and(|&t| ir::producer(t).is_none()))
-                        .find_map(|o| ir::int_attr(o, "ignore_index"));
+                        .filter(|&o| ir::operands(o).get(1).is_some_and(|&t| from_arguments(t, 0)))
+                        .find_map(|o| ir::int_attr(o, "ignore_index"))
+                        .or_else(|| {
+                            ir::ops_of(block)
+                                .into_iter()
+                                .filter(|&o| ir::op_name(o) == "hl.compare" && ir::int_attr(o, "predicate") == Some(0))
+                                .find_map(|o| {
+                                    let [a, b] = ir::operands(o)[..] else { return None };
+                                    let v = splat_int(b)?;
+                                    (v < 0 && !ir::spec(a).dtype.is_float() && from_arguments(a, 0)).then_some(v)
+                                })
+                        });
                 }
                 Some("forward") => {
                     let returned = ir::ops_of(block)
@@ -376,6 +391,33 @@ impl Signature {
         let targets: Vec<&Input> = self.inputs.iter().filter(|i| i.role == Role::Target).collect();
         matches!(targets[..], [t] if is_int(t.dtype) && t.shape[..] == out[..out.len().saturating_sub(1)])
     }
+}
+
+/// Whether `v` is a function argument or made of arguments by ops that
+/// move values alone (a reshape, a cast, a slice, a concatenation with
+/// constants).
+fn from_arguments(v: MlirValue, depth: usize) -> bool {
+    match ir::producer(v) {
+        None => true,
+        Some(_) if depth > 8 => false,
+        Some(p) => match ir::op_name(p).as_str() {
+            "hl.reshape" | "hl.cast" | "hl.slice" => {
+                ir::operands(p).first().is_some_and(|&x| from_arguments(x, depth + 1))
+            }
+            "hl.concat" => ir::operands(p).iter().all(|&x| {
+                from_arguments(x, depth + 1) || ir::producer(x).is_some_and(|q| ir::op_name(q) == "hl.constant")
+            }),
+            _ => false,
+        },
+    }
+}
+
+/// The value of an integer splat constant (`hl.constant dense<-100>`).
+fn splat_int(v: MlirValue) -> Option<i64> {
+    let p = ir::producer(v).filter(|&p| ir::op_name(p) == "hl.constant")?;
+    let text = ir::attr_text(p, "value");
+    let inner = text.strip_prefix("dense<")?.split('>').next()?;
+    inner.trim().parse().ok()
 }
 
 /// `module`'s functions with a body, by name.

@@ -412,15 +412,17 @@ fn an_imported_graph_network_and_top2_mixture_of_experts_match_pytorch() {
 /// PyTorch's loss and its gradient against PyTorch's float64 one in every
 /// parameter.
 fn check_graph_loss(name: &str) -> onnx::Imported {
+    check_graph_loss_as(name, Loss::Auto)
+}
+
+/// [`check_graph_loss`] with `loss` (`--loss`).
+fn check_graph_loss_as(name: &str, loss: Loss) -> onnx::Imported {
     let io = io(name);
     let x = &io["input0"];
     let targets: Vec<&Tensor> = (0..).map_while(|k| io.get(&format!("target{k}"))).collect();
     let dir = scratch(format!("onnx-{name}"));
-    let imported = onnx::import(
-        &fixture(&format!("{name}.onnx")),
-        &ImportOptions { batch: Some(x.shape[0]), ..Default::default() },
-    )
-    .unwrap();
+    let options = ImportOptions { batch: Some(x.shape[0]), loss, ..Default::default() };
+    let imported = onnx::import(&fixture(&format!("{name}.onnx")), &options).unwrap();
     let graph_loss = imported.graph_loss.as_ref().unwrap_or_else(|| panic!("{name}: not imported as its own loss"));
     assert_eq!(graph_loss.data, ["input0"], "{name}: @forward's inputs");
     assert_eq!(graph_loss.targets.len(), targets.len(), "{name}: the targets");
@@ -491,6 +493,38 @@ fn losses_of_several_terms_in_the_graph_train_as_pytorchs() {
     check_graph_loss("weighted_smoothed_dynamo");
     let imported = check_graph_loss("segment_regress");
     assert_eq!(imported.graph_loss.as_ref().unwrap().targets, ["target0", "target1"]);
+}
+
+/// A figure of the batch beside the loss (`(logits, loss, accuracy)`, the
+/// accuracy an int64 ArgMax compared with the labels, which import as
+/// i32): two scalar outputs are refused by name without `--loss
+/// graph:NAME`; named, @forward returns the logits alone and takes no
+/// labels, and @loss trains as PyTorch's. (The comparison of the two
+/// integer widths failed the import.)
+#[test]
+fn a_graph_with_an_accuracy_output_trains_its_named_loss() {
+    let options = ImportOptions { batch: Some(8), ..Default::default() };
+    let e = onnx::import(&fixture("with_accuracy.onnx"), &options).unwrap_err().to_string();
+    assert!(e.contains("2 scalar float outputs ('loss', 'accuracy')") && e.contains("--loss graph:NAME"), "{e}");
+    let imported = check_graph_loss_as("with_accuracy", Loss::Graph(Some("loss".into())));
+    assert_eq!(imported.graph_loss.as_ref().unwrap().predictions, ["logits"]);
+}
+
+/// The label a loss ignores is read from the imported @loss, so a data
+/// set's -1 or -100 labels are no classes to refuse: through the reshape
+/// of nanoGPT's `targets.view(-1)` into `hl.cross_entropy`, and from the
+/// comparison a composed loss (class weights) makes of the labels.
+#[test]
+fn the_label_an_imported_loss_ignores_is_known_to_the_trainer() {
+    use aicf_compiler::train::data::Signature;
+    for (name, ignored) in [("lm_loss", -1), ("lm_loss_dynamo", -1), ("weighted_smoothed_dynamo", -100)] {
+        let batch = io(name)["input0"].shape[0];
+        let options = ImportOptions { batch: Some(batch), ..Default::default() };
+        let imported = onnx::import(&fixture(&format!("{name}.onnx")), &options).unwrap();
+        let sig = Signature::of_source(&imported.module.text, name).unwrap();
+        assert_eq!(sig.ignore_index, Some(ignored), "{name}");
+        assert!(!sig.counts_label(ignored as f64) && sig.counts_label(0.0), "{name}");
+    }
 }
 
 /// A weight penalty in the loss (`1e-2 * fc.weight.pow(2).sum()`): the

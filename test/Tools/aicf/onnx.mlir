@@ -145,7 +145,7 @@
 // the graph's loss output, the targets its other input; @forward, which
 // scores the accuracy and samples, takes the ids alone.
 // RUN: aicf train %S/../../onnx/lm_loss.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 40 --eval-windows 8 --no-runs-db --no-progress --out %t/lm-loss --checkpoint-dir %t/lm-loss-ck 2>&1 | FileCheck %s --check-prefix=GRAPHLOSS
-// GRAPHLOSS: note: @loss is the graph's own loss, its output '{{[0-9]+}}' (its one scalar output; --loss cross_entropy or mse trains the first output instead): it takes the inputs @forward takes, then the targets 'target0' (a table's last column, a text's next tokens, or the --data files after the inputs', in this order); @forward takes 'input0' and returns '{{.*}}'
+// GRAPHLOSS: note: @loss is the graph's own loss, its output '{{[0-9]+}}' (its one scalar output): it takes the inputs @forward takes, then the targets 'target0' (a table's last column, a text's next tokens, or --data files, one per input in the graph's order); @forward takes 'input0' and returns '{{.*}}'
 // GRAPHLOSS: imported {{.*}}lm_loss.onnx (opset 17) -> {{.*}}: inputs input0: tensor<4x6xi32>, target0: tensor<4x6xi32>
 // GRAPHLOSS: final held-out accuracy
 // GRAPHLOSS: final held-out loss {{[0-9.]+}} nats/char
@@ -158,3 +158,14 @@
 // GRAPHNAME: aicf: error: {{.*}}mlp.onnx: --loss graph:logits: the graph has no output 'logits' (its outputs: 'output0' [?, 10])
 // RUN: not aicf import %S/../../onnx/mlp.onnx --batch 2 --loss graph:output0 -o %t/mlp-graph.mlir 2>&1 | FileCheck %s --check-prefix=NOTSCALAR
 // NOTSCALAR: aicf: error: {{.*}}mlp.onnx: tracing @loss: {{.*}}the graph's loss 'output0' is tensor<2x10xf32>: a loss is one floating-point value (reduce it in the model, or import with --loss cross_entropy or mse on the first output)
+// The target first (`forward(clean, noisy)`): one --data file per input,
+// in the graph's order, each feeds its own input (they were taken in
+// @loss's order, noisy then clean, and trained the model backwards). One
+// SGD step on the one batch: PyTorch's losses, 1.3735 then 1.2792.
+// RUN: aicf train %S/../../onnx/denoise.onnx --batch 8 --data %S/inputs/denoise-clean.npy --data %S/inputs/denoise-noisy.npy --optimizer sgd --lr 0.1 --epochs 2 --val-split 0 --no-runs-db --no-progress --out %t/denoise 2>&1 | FileCheck %s --check-prefix=DATAORDER
+// (The fixture names its inputs input0 and target0 by their places: clean
+// is input0.)
+// DATAORDER: then the targets 'input0' {{.*}}; @forward takes 'target0' and returns
+// DATAORDER: note: the --data files are taken in the graph's input order ('input0', 'target0'): 'target0' <- {{.*}}denoise-noisy.npy, 'input0' <- {{.*}}denoise-clean.npy
+// DATAORDER: epoch   1/2  train loss 1.3735
+// DATAORDER: epoch   2/2  train loss 1.2792

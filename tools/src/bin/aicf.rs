@@ -2044,10 +2044,10 @@ enum Say {
 }
 
 fn import(model: &Path, output: &Path, options: &ImportOptions) -> Result<()> {
-    import_saying(model, output, options, Say::Stdout)
+    import_saying(model, output, options, Say::Stdout).map(|_| ())
 }
 
-fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say) -> Result<()> {
+fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say) -> Result<Option<onnx::GraphLoss>> {
     let batch = options.batch;
     if same_file(model, output) {
         return Err(format!("{}: -o names the model being imported; give another output file", output.display()));
@@ -2098,11 +2098,7 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         eprintln!(
             "note: @loss is the graph's own loss, its output '{}'{}: it takes {}{}; {}",
             gl.output,
-            if matches!(options.loss, Loss::Auto) {
-                " (its one scalar output; --loss cross_entropy or mse trains the first output instead)"
-            } else {
-                ""
-            },
+            if matches!(options.loss, Loss::Auto) { " (its one scalar output)" } else { "" },
             if gl.predictions.is_empty() {
                 format!("the data {}", quoted(&gl.data))
             } else {
@@ -2112,8 +2108,8 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
                 String::new()
             } else {
                 format!(
-                    ", then the targets {} (a table's last column, a text's next tokens, or the --data files after \
-                     the inputs', in this order)",
+                    ", then the targets {} (a table's last column, a text's next tokens, or --data files, one per \
+                     input in the graph's order)",
                     quoted(&gl.targets)
                 )
             },
@@ -2272,10 +2268,14 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
     if !imported.shared_norms.is_empty() {
         let named: Vec<String> = imported.shared_norms.iter().map(|(n, k)| format!("'{n}' ({k} norms)")).collect();
         eprintln!(
-            "note: one parameter serves several normalizations, which train tied: {} (PyTorch's dynamo exporter reads \
-             one initializer wherever values are equal, as in a freshly initialized model; export with \
-             dynamo=False, or after training, to keep them apart)",
-            named.join(", ")
+            "note: one parameter serves several normalizations, which train tied: {}{}",
+            named.join(", "),
+            if imported.dynamo {
+                " (PyTorch's dynamo exporter reads one initializer wherever values are equal, as in a freshly \
+                 initialized model; export with dynamo=False, or after training, to keep them apart)"
+            } else {
+                ", as the model shares it"
+            }
         );
     }
     if !imported.shared_weights.is_empty() {
@@ -2283,15 +2283,21 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             imported.shared_weights.iter().take(5).map(|(n, k)| format!("'{n}' ({k} layers)")).collect();
         let more = imported.shared_weights.len().saturating_sub(5);
         eprintln!(
-            "note: {} weight{} or bias{} {} several layers, which train tied: {}{} (where the model keeps them \
-             apart, PyTorch's dynamo exporter merged equal initializers, as in a fresh stack of copied layers; \
-             export with dynamo=False, or after training)",
+            "note: {} weight{} or bias{} {} several layers, which train tied: {}{}{}",
             imported.shared_weights.len(),
             if imported.shared_weights.len() == 1 { "" } else { "s" },
             if imported.shared_weights.len() == 1 { "" } else { "es" },
             if imported.shared_weights.len() == 1 { "serves" } else { "serve" },
             named.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+            // (Another exporter's shared initializer is the model's own
+            // sharing: an encoder applied twice.)
+            if imported.dynamo {
+                " (where the model keeps them apart, PyTorch's dynamo exporter merged equal initializers, as in a \
+                 fresh stack of copied layers; export with dynamo=False, or after training)"
+            } else {
+                ", as the model shares them"
+            }
         );
     }
     for (copy, weight) in &imported.tied {
@@ -2321,7 +2327,7 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         Say::Stdout => println!("{summary}"),
         Say::Stderr => eprintln!("{summary}"),
     }
-    Ok(())
+    Ok(imported.graph_loss)
 }
 
 /// The hl model the command works on: the model itself, or an ONNX model
@@ -2332,11 +2338,49 @@ fn hl_model(c: &ModelArgs, out: &Path) -> Result<PathBuf> {
 
 /// [`hl_model`], the import's summary to `say`.
 fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
+    hl_model_ordered(c, out, say).map(|(model, _)| model)
+}
+
+/// One `--data` file per input of an ONNX model that computes its own
+/// loss, given in the graph's input order (`forward(clean, noisy)`'s),
+/// put in the order `@loss` takes them (the inputs `@forward` reads, then
+/// the targets), and said; other data as given.
+fn data_in_loss_order(data: &[PathBuf], graph_loss: Option<&onnx::GraphLoss>) -> Vec<PathBuf> {
+    let Some(gl) = graph_loss else { return data.to_vec() };
+    let loss_order: Vec<&String> = gl.data.iter().chain(&gl.targets).collect();
+    if data.len() != gl.graph_order.len()
+        || data.len() < 2
+        || loss_order.iter().zip(&gl.graph_order).all(|(a, b)| *a == b)
+    {
+        return data.to_vec();
+    }
+    let reordered: Vec<PathBuf> = loss_order
+        .iter()
+        .filter_map(|name| gl.graph_order.iter().position(|g| g == *name).map(|k| data[k].clone()))
+        .collect();
+    if reordered.len() != data.len() {
+        return data.to_vec();
+    }
+    if collective::launcher_rank() == 0 {
+        let fed: Vec<String> =
+            loss_order.iter().zip(&reordered).map(|(n, f)| format!("'{n}' <- {}", f.display())).collect();
+        eprintln!(
+            "note: the --data files are taken in the graph's input order ({}): {}",
+            gl.graph_order.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", "),
+            fed.join(", ")
+        );
+    }
+    reordered
+}
+
+/// [`hl_model_saying`], with an ONNX model's own loss where it has one.
+fn hl_model_ordered(c: &ModelArgs, out: &Path, say: Say) -> Result<(PathBuf, Option<onnx::GraphLoss>)> {
     if !is_onnx(&c.model) {
         return match c.batch {
             Some(size) => rebatched(&c.model, size, out, say),
             None => Ok(c.model.clone()),
-        };
+        }
+        .map(|m| (m, None));
     }
     let stem = c.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
     let output = out.join(format!("{stem}.mlir"));
@@ -2370,8 +2414,8 @@ fn hl_model_saying(c: &ModelArgs, out: &Path, say: Say) -> Result<PathBuf> {
     aicf_compiler::train::run::make_dir(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let options =
         ImportOptions { batch: c.batch, loss: c.loss.clone().unwrap_or(Loss::Auto), freeze: c.freeze.clone() };
-    import_saying(&c.model, &output, &options, say)?;
-    Ok(output)
+    let graph_loss = import_saying(&c.model, &output, &options, say)?;
+    Ok((output, graph_loss))
 }
 
 /// `--batch` on an hl model: the model retargeted to `size` rows
@@ -2798,7 +2842,8 @@ fn train_on(c: &ModelArgs, d: &DeviceArgs, data: &[PathBuf], run: &RunOptions, g
     let rank = run.data_parallel.as_ref().map_or(0, |c| c.rank());
     // Each replica imports an ONNX model into its own directory.
     let import_dir = if rank == 0 { run.out.clone() } else { run.out.join(format!("rank{rank}")) };
-    let model = hl_model(c, &import_dir)?;
+    let (model, graph_loss) = hl_model_ordered(c, &import_dir, Say::Stdout)?;
+    let data = &data_in_loss_order(data, graph_loss.as_ref());
     let options = Options { gemm, ..options(c, d, run.seed, &run.out)? };
     let mut printer = Printer::default();
     let summary = if rank == 0 {
@@ -2882,7 +2927,8 @@ fn eval(
     out: &Path,
 ) -> Result<()> {
     no_loss(c, "eval")?;
-    let model = hl_model(c, out)?;
+    let (model, graph_loss) = hl_model_ordered(c, out, Say::Stdout)?;
+    let data = &data_in_loss_order(data, graph_loss.as_ref());
     let options = options(c, d, 0, out)?;
     let scored = run::evaluate_checkpoint(
         &model,
