@@ -194,6 +194,68 @@ class WithAccuracy(nn.Module):
         return logits, F.cross_entropy(logits, y), (logits.argmax(-1) == y).float().mean()
 
 
+class TaggerSkipFirst(nn.Module):
+    """A tagger that scores every position but the first (a [CLS]
+    token's): `logits[:, 1:]` against `labels[:, 1:]`. Its labels are
+    sliced from 1 as Hugging Face's shifted ones are, but the logits are
+    too: nothing is shifted, and the labels stay as given."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 8)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, ids, labels):
+        logits = self.head(torch.tanh(self.emb(ids)))
+        return logits, F.cross_entropy(logits[:, 1:].reshape(-1, 5), labels[:, 1:].reshape(-1))
+
+
+def tagger_data(g):
+    return torch.randint(0, 20, (4, 6), generator=g), (torch.randint(0, 5, (4, 6), generator=g),)
+
+
+class PaddedIds(nn.Module):
+    """Ids padded with -1, masked out by `ids != -1` (a comparison of the
+    data with -1, no label to ignore), classified with class weights (a
+    composed loss whose labels are compared with -100)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 8)
+        self.head = nn.Linear(8, 3)
+        self.register_buffer("w", torch.tensor([1.0, 2.0, 0.5]))
+
+    def forward(self, ids, y):
+        m = (ids != -1).float().unsqueeze(-1)
+        h = (self.emb(ids.clamp(min=0)) * m).sum(1) / m.sum(1)
+        logits = self.head(h)
+        return logits, F.cross_entropy(logits, y, weight=self.w)
+
+
+def padded_data(g):
+    ids = torch.randint(0, 20, (4, 6), generator=g)
+    ids[0, 4:] = -1
+    y = torch.randint(0, 3, (4,), generator=g)
+    y[1] = -100
+    return ids, (y,)
+
+
+class TableOut(nn.Module):
+    """An output that reads no input (a learned table, returned beside the
+    loss): @forward takes the first input, which it does not read (the
+    import indexed an empty input list). Exported without the dynamo
+    optimizer: it, and TorchScript's constant folding, fold the table's
+    computations into constants."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 5)
+        self.table = nn.Parameter(torch.randn(3, 4))
+
+    def forward(self, x, y):
+        return self.table * 2, F.cross_entropy(self.fc(x), y) + self.table.pow(2).mean()
+
+
 def char_lm_data(g):
     idx = torch.randint(0, 65, (4, 6), generator=g)
     targets = torch.randint(0, 65, (4, 6), generator=g)
@@ -219,6 +281,9 @@ MODELS = {
     "penalty_dynamo_noopt": (Penalized, weighted_data),
     "denoise": (Denoise, denoise_data),
     "with_accuracy": (WithAccuracy, weighted_data),
+    "tagger_skip_first": (TaggerSkipFirst, tagger_data),
+    "table_out_dynamo_noopt": (TableOut, weighted_data),
+    "padded_ids_dynamo": (PaddedIds, padded_data),
     "hf_gpt2_labels": (HfGpt2Labels, hf_data, next_tokens),
     "hf_gpt2_labels_dynamo": (HfGpt2Labels, hf_data, next_tokens),
 }

@@ -822,16 +822,20 @@ fn import_model_at(
     shared_weights.retain(|(_, uses)| *uses > 1);
     // The graph's own loss (`--loss graph`, or by default where it has
     // one scalar output): which output, and which inputs @forward takes.
+    let scalars = scalar_outputs(graph);
+    let all_names: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
     let loss_at = match &options.loss {
         Loss::Graph(wanted) => Some(graph_loss_output(graph, wanted.as_deref()).map_err(fail)?),
-        Loss::Auto => {
-            let scalars = scalar_outputs(graph);
-            match scalars[..] {
-                [] => None,
-                [one] => Some(one),
-                _ => return Err(fail(graph_loss_output(graph, None).unwrap_err())),
+        // (A scalar that reads no input, a learned temperature returned
+        // beside the logits, is no loss.)
+        Loss::Auto => match scalars[..] {
+            [] => None,
+            [one] => {
+                let read = reads_of(graph, &[graph.output[one].name()], true);
+                all_names.iter().any(|n| read.contains(n.as_str())).then_some(one)
             }
-        }
+            _ => return Err(fail(graph_loss_output(graph, None).unwrap_err())),
+        },
         _ => None,
     };
     let loss = match (&options.loss, loss_at) {
@@ -839,13 +843,11 @@ fn import_model_at(
         (Loss::Auto, None) => Loss::CrossEntropy,
         (other, None) => other.clone(),
     };
-    let all_names: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
     let mut graph_loss = None;
     if let Some(at) = loss_at {
         // (Another scalar output is a figure of the batch, an accuracy,
         // no prediction of its rows: @forward leaves it out, and with it
         // the labels it reads.)
-        let scalars = scalar_outputs(graph);
         let predicted: Vec<&str> = graph
             .output
             .iter()
@@ -854,15 +856,16 @@ fn import_model_at(
             .map(|(_, o)| o.name())
             .collect();
         let read = reads_of(graph, &predicted, true);
-        let graph_order: Vec<String> = inputs.iter().map(|(n, _)| n.clone()).collect();
         // @forward takes the inputs the predictions read; @loss those and
         // then the others (the targets), in the graph's order.
-        // (No prediction: the first input is the data, as an hl model
-        // without @forward reads its @loss, and the others the targets.)
+        // (No prediction, or none that reads an input: the first input is
+        // the data, as an hl model without @forward reads its @loss, and
+        // the others the targets.)
+        let first_only = !all_names.iter().any(|n| read.contains(n.as_str()));
         let (data, targets): (Vec<_>, Vec<_>) = inputs
             .drain(..)
             .enumerate()
-            .partition(|(k, (n, _))| if predicted.is_empty() { *k == 0 } else { read.contains(n.as_str()) });
+            .partition(|(k, (n, _))| if first_only { *k == 0 } else { read.contains(n.as_str()) });
         let (data, targets): (Vec<_>, Vec<_>) =
             (data.into_iter().map(|(_, i)| i).collect(), targets.into_iter().map(|(_, i)| i).collect());
         let target_names: Vec<String> = targets.iter().map(|(n, _)| n.clone()).collect();
@@ -886,7 +889,7 @@ fn import_model_at(
             data: data_names,
             targets: target_names,
             shifted,
-            graph_order,
+            graph_order: all_names.clone(),
         });
     }
     let specs: Vec<TensorSpec> = inputs.iter().map(|(_, s)| s.clone()).collect();
@@ -1235,10 +1238,14 @@ fn constant_ints(
 }
 
 /// Whether the graph shifts its target `name` (`[batch, sequence]`) one
-/// position left before anything else reads it: a Slice from 1 along the
-/// sequence, of the target or of it padded or concatenated at the end
-/// (Hugging Face's causal language models' loss: `labels` are the input
-/// ids, and position `t`'s logits are scored against `labels[t + 1]`).
+/// position left before anything else reads it, as Hugging Face's causal
+/// language models' loss does (`labels` are the input ids, and position
+/// `t`'s logits are scored against `labels[t + 1]`): padded or
+/// concatenated at the end and sliced from 1 along the sequence
+/// (transformers 4.4x and later); or sliced from 1 while some value of
+/// the graph is sliced to its last position but one (`logits[:, :-1]`,
+/// the older form and nanoGPT-style code). A tagger that drops position 0
+/// of both (`logits[:, 1:]`, `labels[:, 1:]`) shifts nothing.
 fn shifts_target(
     graph: &proto::GraphProto,
     inits: &HashMap<String, aicf_onnx::Tensor>,
@@ -1252,26 +1259,34 @@ fn shifts_target(
             _ => None,
         }
     };
+    // A Slice's (start, end, step) along the sequence (axis 1, or `axis`
+    // counted from the end), where it slices no other axis.
+    let along = |node: &proto::NodeProto, from_end: i64| -> Option<(i64, i64, i64)> {
+        let ints = |k: usize, attribute: &str| match node.input.get(k).filter(|i| !i.is_empty()) {
+            Some(i) => constant_ints(graph, inits, base, i),
+            None => attr_ints(node, attribute),
+        };
+        let (starts, ends) = (ints(1, "starts")?, ints(2, "ends")?);
+        let axes = ints(3, "axes").unwrap_or_else(|| (0..starts.len() as i64).collect());
+        let steps = ints(4, "steps");
+        let [axis] = axes[..] else { return None };
+        (axis == 1 || axis == from_end).then_some(())?;
+        Some((*starts.first()?, *ends.first()?, steps.as_ref().map_or(Some(1), |s| s.first().copied())?))
+    };
     let Some(mut node) = only_reader(name) else { return false };
-    if matches!(node.op_type(), "Pad" | "Concat") {
+    let padded = matches!(node.op_type(), "Pad" | "Concat");
+    if padded {
         let Some(next) = node.output.first().and_then(|o| only_reader(o)) else { return false };
         node = next;
     }
-    if node.op_type() != "Slice" {
+    if node.op_type() != "Slice" || along(node, -1).is_none_or(|(start, _, step)| start != 1 || step != 1) {
         return false;
     }
-    let ints = |k: usize, attribute: &str| match node.input.get(k).filter(|i| !i.is_empty()) {
-        Some(i) => constant_ints(graph, inits, base, i),
-        None => attr_ints(node, attribute),
-    };
-    let (Some(starts), axes, steps) = (ints(1, "starts"), ints(3, "axes"), ints(4, "steps")) else { return false };
-    let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
-    let sequence = axes.iter().position(|&a| a == 1 || a == -1);
-    sequence.is_some_and(|k| {
-        starts.get(k) == Some(&1)
-            && steps.as_ref().is_none_or(|s| s.get(k) == Some(&1))
-            && starts.iter().enumerate().all(|(j, &s)| j == k || s == 0)
-    })
+    padded
+        || graph.node.iter().any(|n| {
+            n.op_type() == "Slice"
+                && along(n, -2).is_some_and(|(start, end, step)| start == 0 && end == -1 && step == 1)
+        })
 }
 
 /// The embeddings a dynamo export declares with a padding index: a
@@ -1697,7 +1712,7 @@ fn exporter_constants(graph: &proto::GraphProto, inits: &HashMap<String, aicf_on
                 // `val_<n>` say nothing.
                 let ops: Vec<String> = sources
                     .iter()
-                    .filter(|s| !from_parameter(s) && !inits.contains_key(**s) && !known_constant(s))
+                    .filter(|s| !from_parameter(s) && !inits.contains_key(**s))
                     .map(|s| match s.rsplit_once('_') {
                         Some((base, n)) if n.bytes().all(|b| b.is_ascii_digit()) => base,
                         _ => s,
@@ -1752,12 +1767,11 @@ const MOVING_FX_OPS: &[&str] = &[
     "unbind",
     "chunk",
     "narrow",
-    // A table read at constant places (`wpe(arange(t))`: the indices made
-    // from nothing, the rows gathered) moves rows too.
+    // A table read at the distinct places of an `arange` (`wpe(arange(t))`)
+    // moves rows. (At a buffer's ids, which may repeat a row, a relative
+    // position table's or BERT's `token_type_ids`, the fold holds copies
+    // that train apart: named.)
     "arange",
-    "embedding",
-    "index_select",
-    "gather",
 ];
 
 /// What the dynamo exporter's metadata says of the initializers.
@@ -3835,7 +3849,9 @@ impl Importer<'_> {
                 }
                 let x = t(0)?;
                 let axis = norm_axis(attr_i(node, "axis", 0), x.rank())? as i64;
-                one(nn(x.argmax(axis, attr_i(node, "keepdims", 1) != 0))?)
+                // (As i32, as the importer holds ONNX's int64 ids and labels:
+                // `where(p > 2, p, y)` of an ArgMax and labels.)
+                one(nn(x.argmax(axis, attr_i(node, "keepdims", 1) != 0).and_then(|i| i.cast(DType::I32)))?)
             }
             "Elu" => {
                 let x = t(0)?;

@@ -158,7 +158,7 @@ impl Signature {
         let raw = module.as_operation().to_raw();
         let mut loss = None;
         let mut forward = None;
-        let mut ignore_index = None;
+        let mut ignore_candidates: Vec<(Vec<usize>, i64)> = Vec::new();
         let mut sets_state = false;
         let mut mean_cross_entropy = false;
         let mut index_bounds: Vec<Option<usize>> = Vec::new();
@@ -233,26 +233,32 @@ impl Signature {
                                 || (ir::op_name(p) == "func.call"
                                     && ir::attr_text(p, "callee").trim_start_matches('@') == "forward")
                         });
-                    // (Of labels the data gives: an argument, reshaped, cast,
-                    // sliced or concatenated, as an imported loss reads it:
-                    // nanoGPT's `targets.view(-1)`. Else a loss composed of
-                    // ops, an imported NLL's: the labels compared with a
-                    // negative constant, PyTorch's -100 or nanoGPT's -1.)
-                    ignore_index = ir::ops_of(block)
+                    // (Of labels the data gives: a target argument,
+                    // reshaped, cast, sliced or concatenated, as an
+                    // imported loss reads it: nanoGPT's `targets.view(-1)`.
+                    // Else a loss composed of ops, an imported NLL's: the
+                    // labels compared with a negative constant, PyTorch's
+                    // -100 or nanoGPT's -1. Which arguments are targets is
+                    // known once @forward is: resolved below.)
+                    let mut found: Vec<(Vec<usize>, i64)> = ir::ops_of(block)
                         .into_iter()
                         .filter(|&o| ir::op_name(o) == "hl.cross_entropy")
-                        .filter(|&o| ir::operands(o).get(1).is_some_and(|&t| from_arguments(t, 0)))
-                        .find_map(|o| ir::int_attr(o, "ignore_index"))
-                        .or_else(|| {
-                            ir::ops_of(block)
-                                .into_iter()
-                                .filter(|&o| ir::op_name(o) == "hl.compare" && ir::int_attr(o, "predicate") == Some(0))
-                                .find_map(|o| {
-                                    let [a, b] = ir::operands(o)[..] else { return None };
-                                    let v = splat_int(b)?;
-                                    (v < 0 && !ir::spec(a).dtype.is_float() && from_arguments(a, 0)).then_some(v)
-                                })
-                        });
+                        .filter_map(|o| {
+                            let args = arguments_of(*ir::operands(o).get(1)?, 0)?;
+                            Some((args, ir::int_attr(o, "ignore_index")?))
+                        })
+                        .collect();
+                    found.extend(
+                        ir::ops_of(block)
+                            .into_iter()
+                            .filter(|&o| ir::op_name(o) == "hl.compare" && ir::int_attr(o, "predicate") == Some(0))
+                            .filter_map(|o| {
+                                let [a, b] = ir::operands(o)[..] else { return None };
+                                let v = splat_int(b).filter(|&v| v < 0 && !ir::spec(a).dtype.is_float())?;
+                                Some((arguments_of(a, 0)?, v))
+                            }),
+                    );
+                    ignore_candidates = found;
                 }
                 Some("forward") => {
                     let returned = ir::ops_of(block)
@@ -282,6 +288,10 @@ impl Signature {
         }
         let loss = loss.ok_or_else(|| bad(format!("{name}: the model has no @loss to train")))?;
         let data_inputs = forward.as_ref().map_or(1, |f| f.0.len());
+        // The label a loss ignores: of a target, not of the data (a mask of
+        // padded ids compared with -1 is no label).
+        let ignore_index =
+            ignore_candidates.iter().find(|(args, _)| args.iter().any(|&a| a >= data_inputs)).map(|(_, v)| *v);
         // @forward predicts from the data @loss trains on: the same inputs.
         if let Some((args, _)) = &forward {
             for (i, (f, l)) in args.iter().zip(&loss).enumerate() {
@@ -393,21 +403,30 @@ impl Signature {
     }
 }
 
-/// Whether `v` is a function argument or made of arguments by ops that
-/// move values alone (a reshape, a cast, a slice, a concatenation with
-/// constants).
-fn from_arguments(v: MlirValue, depth: usize) -> bool {
+/// The function arguments `v` is made of by ops that move values alone (a
+/// reshape, a cast, a slice, a concatenation with constants); `None`
+/// where it is computed otherwise.
+fn arguments_of(v: MlirValue, depth: usize) -> Option<Vec<usize>> {
     match ir::producer(v) {
-        None => true,
-        Some(_) if depth > 8 => false,
+        None => {
+            let index = unsafe { mlir_sys::mlirBlockArgumentGetArgNumber(v) };
+            Some(vec![usize::try_from(index).ok()?])
+        }
+        Some(_) if depth > 8 => None,
         Some(p) => match ir::op_name(p).as_str() {
-            "hl.reshape" | "hl.cast" | "hl.slice" => {
-                ir::operands(p).first().is_some_and(|&x| from_arguments(x, depth + 1))
+            "hl.reshape" | "hl.cast" | "hl.slice" => arguments_of(*ir::operands(p).first()?, depth + 1),
+            "hl.concat" => {
+                let mut args = Vec::new();
+                for &x in &ir::operands(p) {
+                    match arguments_of(x, depth + 1) {
+                        Some(a) => args.extend(a),
+                        None if ir::producer(x).is_some_and(|q| ir::op_name(q) == "hl.constant") => {}
+                        None => return None,
+                    }
+                }
+                (!args.is_empty()).then_some(args)
             }
-            "hl.concat" => ir::operands(p).iter().all(|&x| {
-                from_arguments(x, depth + 1) || ir::producer(x).is_some_and(|q| ir::op_name(q) == "hl.constant")
-            }),
-            _ => false,
+            _ => None,
         },
     }
 }

@@ -475,6 +475,11 @@ fn a_hugging_face_model_that_shifts_its_own_labels_takes_the_next_tokens() {
         let shifted = &imported.graph_loss.as_ref().unwrap().shifted;
         assert_eq!(shifted, &[("target0".to_string(), "input0".to_string())], "{name}");
     }
+    // A tagger that leaves out position 0 of both logits and labels shifts
+    // nothing: its labels stay as given (a reviewer's case: they were
+    // shifted, and its loss was another's).
+    let tagger = check_graph_loss("tagger_skip_first");
+    assert!(tagger.graph_loss.as_ref().unwrap().shifted.is_empty());
 }
 
 /// A loss of several terms: a class-weighted, label-smoothed
@@ -510,6 +515,15 @@ fn a_graph_with_an_accuracy_output_trains_its_named_loss() {
     assert_eq!(imported.graph_loss.as_ref().unwrap().predictions, ["logits"]);
 }
 
+/// An output that reads no input (a learned table returned beside the
+/// loss): @forward takes the first input, unread, and the loss trains as
+/// PyTorch's (the import indexed an empty list of inputs and panicked).
+#[test]
+fn an_output_that_reads_no_input_imports_with_the_first_as_data() {
+    let imported = check_graph_loss("table_out_dynamo_noopt");
+    assert_eq!(imported.graph_loss.as_ref().unwrap().targets, ["target0"]);
+}
+
 /// The label a loss ignores is read from the imported @loss, so a data
 /// set's -1 or -100 labels are no classes to refuse: through the reshape
 /// of nanoGPT's `targets.view(-1)` into `hl.cross_entropy`, and from the
@@ -517,7 +531,10 @@ fn a_graph_with_an_accuracy_output_trains_its_named_loss() {
 #[test]
 fn the_label_an_imported_loss_ignores_is_known_to_the_trainer() {
     use aicf_compiler::train::data::Signature;
-    for (name, ignored) in [("lm_loss", -1), ("lm_loss_dynamo", -1), ("weighted_smoothed_dynamo", -100)] {
+    // (`padded_ids_dynamo` compares its ids, data, with -1: no label.)
+    for (name, ignored) in
+        [("lm_loss", -1), ("lm_loss_dynamo", -1), ("weighted_smoothed_dynamo", -100), ("padded_ids_dynamo", -100)]
+    {
         let batch = io(name)["input0"].shape[0];
         let options = ImportOptions { batch: Some(batch), ..Default::default() };
         let imported = onnx::import(&fixture(&format!("{name}.onnx")), &options).unwrap();
@@ -525,6 +542,9 @@ fn the_label_an_imported_loss_ignores_is_known_to_the_trainer() {
         assert_eq!(sig.ignore_index, Some(ignored), "{name}");
         assert!(!sig.counts_label(ignored as f64) && sig.counts_label(0.0), "{name}");
     }
+    // Its batch holds a -100 label and padded ids: PyTorch's loss and
+    // gradients.
+    check_graph_loss("padded_ids_dynamo");
 }
 
 /// A weight penalty in the loss (`1e-2 * fc.weight.pow(2).sum()`): the

@@ -145,7 +145,7 @@
 // the graph's loss output, the targets its other input; @forward, which
 // scores the accuracy and samples, takes the ids alone.
 // RUN: aicf train %S/../../onnx/lm_loss.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 1 --windows-per-epoch 40 --eval-windows 8 --no-runs-db --no-progress --out %t/lm-loss --checkpoint-dir %t/lm-loss-ck 2>&1 | FileCheck %s --check-prefix=GRAPHLOSS
-// GRAPHLOSS: note: @loss is the graph's own loss, its output '{{[0-9]+}}' (its one scalar output): it takes the inputs @forward takes, then the targets 'target0' (a table's last column, a text's next tokens, or --data files, one per input in the graph's order); @forward takes 'input0' and returns '{{.*}}'
+// GRAPHLOSS: note: @loss is the graph's own loss, its output '{{[0-9]+}}' (its one scalar output): it takes the inputs @forward takes, then the targets 'target0' (a table's last column, a text's next tokens, or --data files: given to `aicf train`, `eval` or `predict` of the .onnx, one per input in the graph's order; to the written module, in @loss's); @forward takes 'input0' and returns '{{.*}}'
 // GRAPHLOSS: imported {{.*}}lm_loss.onnx (opset 17) -> {{.*}}: inputs input0: tensor<4x6xi32>, target0: tensor<4x6xi32>
 // GRAPHLOSS: final held-out accuracy
 // GRAPHLOSS: final held-out loss {{[0-9.]+}} nats/char

@@ -2108,8 +2108,9 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
                 String::new()
             } else {
                 format!(
-                    ", then the targets {} (a table's last column, a text's next tokens, or --data files, one per \
-                     input in the graph's order)",
+                    ", then the targets {} (a table's last column, a text's next tokens, or --data files: given \
+                     to `aicf train`, `eval` or `predict` of the .onnx, one per input in the graph's order; to \
+                     the written module, in @loss's)",
                     quoted(&gl.targets)
                 )
             },
@@ -2120,8 +2121,6 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
                 format!("@forward takes {} and returns {}", quoted(&gl.data), quoted(&gl.predictions))
             }
         );
-    }
-    if let Some(gl) = &imported.graph_loss {
         for (target, ids) in &gl.shifted {
             eprintln!(
                 "note: the graph shifts its target '{target}' itself (Hugging Face's causal language models: the \
@@ -3012,7 +3011,17 @@ fn predict(
             }
         }
     }
-    let model = hl_model_saying(c, out, Say::Stderr)?;
+    let (model, graph_loss) = hl_model_ordered(c, out, Say::Stderr)?;
+    // (Given a file per input of a model that computes its own loss, in the
+    // graph's order: @forward's.)
+    let data = &match &graph_loss {
+        Some(gl) if data.len() == gl.graph_order.len() && gl.data.len() < data.len() => {
+            let mut ordered = data_in_loss_order(data, Some(gl));
+            ordered.truncate(gl.data.len());
+            ordered
+        }
+        _ => data.to_vec(),
+    };
     let options = options(c, d, 0, out)?;
     let predictions = predict::predict(&model, &options, data, checkpoint, out, c.batch.is_some(), &mut ToStderr)
         .map_err(|e| e.to_string())?;
