@@ -17,7 +17,7 @@
 // RUN: not aicf train %S/../../onnx/mlp.onnx --loss none --data %S/../../../data/digits.csv.gz --out %t/noloss 2>&1 | FileCheck %s --check-prefix=LOSSNONE
 // RUN: not aicf bench %S/../../onnx/mlp.onnx --loss none --batch 4 --out %t/noloss 2>&1 | FileCheck %s --check-prefix=LOSSNONE
 // RUN: test ! -e %t/noloss
-// LOSSNONE: aicf: error: --loss none imports {{.*}}mlp.onnx without a @loss (for inference alone); training needs cross_entropy or mse
+// LOSSNONE: aicf: error: --loss none imports {{.*}}mlp.onnx without a @loss (for inference alone); training needs cross_entropy, mse or graph
 // A negative number reaches its option's own check (clap took it for an
 // option and suggested `-- -1`, which made it a positional argument).
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --flops-budget -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=NEGBUDGET
