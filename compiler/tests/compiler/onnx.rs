@@ -193,6 +193,15 @@ fn relative(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).fold(0f64, |m, (x, y)| m.max((x - y).abs())) / scale
 }
 
+/// @forward of `t` on `x` against the fixture's onnxruntime output.
+fn assert_forward_matches_onnxruntime(name: &str, t: &mut Trainer, x: &Tensor, io: &BTreeMap<String, Tensor>) {
+    let out = t.predict(&[x]).unwrap();
+    let ort = &io["ort.output0"];
+    assert_eq!(out[0].shape, ort.shape, "{name}: output shape");
+    let e = relative(&out[0].values, &ort.values);
+    assert!(e <= 1e-4, "{name}: forward differs from onnxruntime by {e:.2e} (relative)");
+}
+
 /// `grads` (of @loss, one per parameter of `imported`) against the
 /// fixture's PyTorch gradients of every parameter.
 fn assert_gradients(name: &str, io: &BTreeMap<String, Tensor>, imported: &onnx::Imported, grads: &[Tensor]) {
@@ -246,11 +255,7 @@ fn check(name: &str) {
     )
     .unwrap();
     let mut t = sgd_trainer(&imported, &dir, name);
-    let out = t.predict(&[x]).unwrap();
-    let ort = &io["ort.output0"];
-    assert_eq!(out[0].shape, ort.shape, "{name}: output shape");
-    let e = relative(&out[0].values, &ort.values);
-    assert!(e <= 1e-4, "{name}: forward differs from onnxruntime by {e:.2e} (relative)");
+    assert_forward_matches_onnxruntime(name, &mut t, x, &io);
     let r = t.backend_mut().call("loss_grad", &[x, labels]).unwrap();
     let loss = io["torch.loss"].values[0];
     assert!((r[0].values[0] - loss).abs() <= 1e-4 * loss.abs(), "{name}: loss {} vs PyTorch's {loss}", r[0].values[0]);
@@ -427,11 +432,7 @@ fn check_graph_loss_as(name: &str, loss: Loss) -> onnx::Imported {
     assert_eq!(graph_loss.data, ["input0"], "{name}: @forward's inputs");
     assert_eq!(graph_loss.targets.len(), targets.len(), "{name}: the targets");
     let mut t = sgd_trainer(&imported, &dir, name);
-    let out = t.predict(&[x]).unwrap();
-    let ort = &io["ort.output0"];
-    assert_eq!(out[0].shape, ort.shape, "{name}: output shape");
-    let e = relative(&out[0].values, &ort.values);
-    assert!(e <= 1e-4, "{name}: forward differs from onnxruntime by {e:.2e} (relative)");
+    assert_forward_matches_onnxruntime(name, &mut t, x, &io);
     let mut args = vec![x];
     args.extend(&targets);
     let r = t.backend_mut().call("loss_grad", &args).unwrap();
