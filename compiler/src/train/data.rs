@@ -133,6 +133,12 @@ pub struct Signature {
     /// `hl.cross_entropy` reading a target argument as its labels): data
     /// may hold it besides the classes, and evaluation skips its rows.
     pub ignore_index: Option<i64>,
+    /// `(target, data)` @loss arguments where @loss reads the target as
+    /// the next tokens of the data's ids, which it hands on as a model's
+    /// labels (`concat(ids[:, :1], target[:, :-1])`: an imported Hugging
+    /// Face causal LM, whose labels are the ids): targets given equal to
+    /// the ids are refused.
+    pub next_token_targets: Vec<(usize, usize)>,
     /// Whether `@loss` sets model state (a batch norm's running statistics:
     /// it normalizes by the batch's own, as PyTorch's training mode does)
     /// and is a mean cross-entropy alone: its held-out loss is then the
@@ -159,6 +165,7 @@ impl Signature {
         let mut loss = None;
         let mut forward = None;
         let mut ignore_candidates: Vec<(Vec<usize>, i64)> = Vec::new();
+        let mut next_token_targets = Vec::new();
         let mut sets_state = false;
         let mut mean_cross_entropy = false;
         let mut index_bounds: Vec<Option<usize>> = Vec::new();
@@ -259,6 +266,28 @@ impl Signature {
                             }),
                     );
                     ignore_candidates = found;
+                    // `concat(arg d [:, :1], arg t [:, :-1])` along the sequence.
+                    let sliced_argument = |v: MlirValue| {
+                        let p = ir::producer(v).filter(|&p| ir::op_name(p) == "hl.slice")?;
+                        let x = *ir::operands(p).first()?;
+                        ir::producer(x)
+                            .is_none()
+                            .then(|| usize::try_from(unsafe { mlir_sys::mlirBlockArgumentGetArgNumber(x) }).ok())
+                            .flatten()
+                            .map(|a| (a, ir::spec(x).shape, ir::spec(v).shape))
+                    };
+                    next_token_targets = ir::ops_of(block)
+                        .into_iter()
+                        .filter(|&o| ir::op_name(o) == "hl.concat" && ir::int_attr(o, "axis") == Some(1))
+                        .filter_map(|o| {
+                            let [first, rest] = ir::operands(o)[..] else { return None };
+                            let (d, dshape, dcut) = sliced_argument(first)?;
+                            let (t, tshape, tcut) = sliced_argument(rest)?;
+                            let len = *tshape.get(1)?;
+                            (dshape == tshape && dcut.get(1) == Some(&1) && tcut.get(1) == Some(&(len - 1)) && d != t)
+                                .then_some((t, d))
+                        })
+                        .collect();
                 }
                 Some("forward") => {
                     let returned = ir::ops_of(block)
@@ -333,6 +362,7 @@ impl Signature {
             output: forward.and_then(|f| f.1),
             scores: if ce_of_output { Scores::Logits } else { scores },
             ignore_index,
+            next_token_targets,
             sets_state,
             mean_cross_entropy,
             untrained,
@@ -2544,6 +2574,23 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
             values.iter_mut().for_each(|v| *v /= scale);
         }
         columns.push(Column { shape: want.to_vec(), dtype: input.dtype, values, scaled });
+    }
+    // Targets given as the ids themselves (Hugging Face's labels) where
+    // @loss takes the next tokens: the model would learn to repeat its
+    // input.
+    for &(t, d) in &sig.next_token_targets {
+        let fed_index =
+            |arg: usize| sig.inputs.iter().take(arg).filter(|i| matches!(i.role, Role::Data | Role::Target)).count();
+        let (Some(tc), Some(dc)) = (columns.get(fed_index(t)), columns.get(fed_index(d))) else { continue };
+        if !options.predicting && tc.values.len() == dc.values.len() && tc.values == dc.values {
+            return Err(bad(format!(
+                "{}: the targets are the input ids of {} (Hugging Face's labels, which the model shifts itself): the \
+                 imported @loss takes the next tokens, as a text's targets are (each row's ids from the second on, \
+                 then the token after the window, or -100), and hands the model the ids",
+                array_names.get(fed_index(t)).map_or("--data", String::as_str),
+                array_names.get(fed_index(d)).map_or("the data", String::as_str)
+            )));
+        }
     }
     let (train, held) = split_rows(rows, options);
     let mut metadata = BTreeMap::from([("feature_scale".into(), scale.to_string())]);

@@ -460,6 +460,8 @@ fn a_language_model_that_computes_its_own_loss_trains_as_pytorchs() {
         let f = imported.module.function("forward").unwrap();
         assert_eq!(f.inputs.len(), 1, "{name}: @forward takes the ids alone");
         assert!(imported.graph_loss.as_ref().unwrap().shifted.is_empty(), "{name}: its targets are the next tokens");
+        let sig = aicf_compiler::train::data::Signature::of_source(&imported.module.text, name).unwrap();
+        assert!(sig.next_token_targets.is_empty(), "{name}");
     }
 }
 
@@ -475,6 +477,9 @@ fn a_hugging_face_model_that_shifts_its_own_labels_takes_the_next_tokens() {
         let imported = check_graph_loss(name);
         let shifted = &imported.graph_loss.as_ref().unwrap().shifted;
         assert_eq!(shifted, &[("target0".to_string(), "input0".to_string())], "{name}");
+        // The trainer knows: targets given as the ids are refused.
+        let sig = aicf_compiler::train::data::Signature::of_source(&imported.module.text, name).unwrap();
+        assert_eq!(sig.next_token_targets, [(1, 0)], "{name}");
     }
     // A tagger that leaves out position 0 of both logits and labels shifts
     // nothing: its labels stay as given (a reviewer's case: they were

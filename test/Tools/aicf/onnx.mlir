@@ -169,3 +169,10 @@
 // DATAORDER: note: the --data files are taken in the graph's input order ('input0', 'target0'): 'target0' <- {{.*}}denoise-noisy.npy, 'input0' <- {{.*}}denoise-clean.npy
 // DATAORDER: epoch   1/2  train loss 1.3735
 // DATAORDER: epoch   2/2  train loss 1.2792
+// Hugging Face's labels are the ids (the model shifts them itself); the
+// imported @loss takes the next tokens: targets given equal to the ids
+// are refused, naming both files (the model would learn to repeat its
+// input).
+// RUN: not aicf train %S/../../onnx/hf_gpt2_labels.onnx --batch 4 --data %S/inputs/hf-ids.npy --data %S/inputs/hf-labels-as-ids.npy --epochs 1 --no-runs-db --no-progress --out %t/hf-ids 2>&1 | FileCheck %s --check-prefix=HFIDS
+// HFIDS: note: the graph shifts its target 'target0' itself
+// HFIDS: aicf: error: {{.*}}hf-labels-as-ids.npy: the targets are the input ids of {{.*}}hf-ids.npy (Hugging Face's labels, which the model shifts itself): the imported @loss takes the next tokens
