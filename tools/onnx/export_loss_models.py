@@ -256,6 +256,30 @@ class TableOut(nn.Module):
         return self.table * 2, F.cross_entropy(self.fc(x), y) + self.table.pow(2).mean()
 
 
+class SplitShift(nn.Module):
+    """A causal LM whose loss shifts its labels as Hugging Face's OPT does
+    (cast, padded with -100, sliced from 1), with the attention's q, k, v
+    split from one projection (`torch.split`: the unoptimized dynamo
+    export's SplitToSequence and SequenceAt; TorchScript's Cast before the
+    Pad)."""
+
+    def __init__(self, vocab=65, d=16):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx, labels):
+        x = self.tok(idx)
+        q, k, v = self.qkv(x).split(x.shape[-1], dim=2)
+        t = idx.shape[1]
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        a = (q @ k.transpose(1, 2) / 4.0).masked_fill(~mask, float("-inf")).softmax(-1)
+        logits = self.head(x + a @ v)
+        shifted = F.pad(labels.to(logits.device).long(), (0, 1), value=-100)[:, 1:]
+        return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), shifted.reshape(-1))
+
+
 def char_lm_data(g):
     idx = torch.randint(0, 65, (4, 6), generator=g)
     targets = torch.randint(0, 65, (4, 6), generator=g)
@@ -283,6 +307,8 @@ MODELS = {
     "with_accuracy": (WithAccuracy, weighted_data),
     "tagger_skip_first": (TaggerSkipFirst, tagger_data),
     "table_out_dynamo_noopt": (TableOut, weighted_data),
+    "split_shift": (SplitShift, hf_data, next_tokens),
+    "split_shift_dynamo_noopt": (SplitShift, hf_data, next_tokens),
     "padded_ids_dynamo": (PaddedIds, padded_data),
     "hf_gpt2_labels": (HfGpt2Labels, hf_data, next_tokens),
     "hf_gpt2_labels_dynamo": (HfGpt2Labels, hf_data, next_tokens),

@@ -44,6 +44,7 @@ pub const SUPPORTED: &[&str] = &[
     "Celu",
     "Clip",
     "Concat",
+    "ConcatFromSequence",
     "Constant",
     "ConstantOfShape",
     "Conv",
@@ -92,8 +93,8 @@ pub const SUPPORTED: &[&str] = &[
     "Mish",
     "Mod",
     "Mul",
-    "NegativeLogLikelihoodLoss",
     "Neg",
+    "NegativeLogLikelihoodLoss",
     "Not",
     "OneHot",
     "Or",
@@ -133,6 +134,9 @@ pub const SUPPORTED: &[&str] = &[
     "Split",
     "Sqrt",
     "Squeeze",
+    "SequenceAt",
+    "SequenceLength",
+    "SplitToSequence",
     "Sub",
     "Swish",
     "Tan",
@@ -335,6 +339,9 @@ pub struct Imported {
     pub branches: Vec<(String, bool)>,
     /// The graph's own loss, where `@loss` returns it ([`Loss::Graph`]).
     pub graph_loss: Option<GraphLoss>,
+    /// Graph inputs no node reads (fed, and ignored): a dynamo export of a
+    /// tensor passed twice reads one input for both.
+    pub unread_inputs: Vec<String>,
     /// Whether PyTorch's dynamo exporter wrote the model (its nodes carry
     /// `pkg.torch.onnx` metadata): it merges equal initializers, so a
     /// shared one may be its doing, not the model's.
@@ -613,6 +620,14 @@ fn import_model_at(
         ..Default::default()
     };
     let graph = &live_graph;
+    // Inputs no node reads: the dynamo exporter wires a tensor passed twice
+    // (`model(ids, labels=ids)`) to one of its inputs, and the other is
+    // read by nothing.
+    let unread_inputs: Vec<String> = inputs
+        .iter()
+        .filter(|(n, _)| !needed.contains(n.as_str()) && !graph.output.iter().any(|o| o.name() == n))
+        .map(|(n, _)| n.clone())
+        .collect();
     // PyTorch's exporter keeps one initializer of values that are equal,
     // and writes the others as Identity copies of it: in a freshly
     // initialized model a norm's running statistics (zeros, ones) are
@@ -909,6 +924,7 @@ fn import_model_at(
         branches: Vec::new(),
         input_specs: inputs.clone(),
         shape_placeholders: false,
+        sequences: HashMap::new(),
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -1124,6 +1140,7 @@ fn import_model_at(
         padding_rows: padding_rows(graph),
         branches: importer.branches.clone(),
         graph_loss,
+        unread_inputs,
         dynamo,
         softmax_output: (loss == Loss::CrossEntropy)
             .then(|| graph.output.first().map(|o| o.name()))
@@ -1227,7 +1244,15 @@ fn constant_ints(
     if let Some(t) = inits.get(name) {
         return Some(t.data.to_f64().iter().map(|&v| v as i64).collect());
     }
-    let node = graph.node.iter().find(|n| n.op_type() == "Constant" && n.output.first().is_some_and(|o| o == name))?;
+    let node = graph.node.iter().find(|n| n.output.first().is_some_and(|o| o == name))?;
+    // (An unoptimized dynamo export reshapes its constants: the values as
+    // they are.)
+    if matches!(node.op_type(), "Reshape" | "Identity" | "Cast" | "Squeeze" | "Unsqueeze") {
+        return constant_ints(graph, inits, base, node.input.first()?);
+    }
+    if node.op_type() != "Constant" {
+        return None;
+    }
     let a = node.attribute.first()?;
     match a.name() {
         "value" => Some(aicf_onnx::tensor(a.t.as_ref()?, base).ok()?.data.to_f64().iter().map(|&v| v as i64).collect()),
@@ -1273,10 +1298,19 @@ fn shifts_target(
         (axis == 1 || axis == from_end).then_some(())?;
         Some((*starts.first()?, *ends.first()?, steps.as_ref().map_or(Some(1), |s| s.first().copied())?))
     };
-    let Some(mut node) = only_reader(name) else { return false };
+    // (Through a Cast or an Identity: OPT's TorchScript export casts the
+    // labels before it pads them.)
+    let next_reader = |v: &str| {
+        let mut node = only_reader(v)?;
+        while matches!(node.op_type(), "Cast" | "Identity") {
+            node = only_reader(node.output.first()?)?;
+        }
+        Some(node)
+    };
+    let Some(mut node) = next_reader(name) else { return false };
     let padded = matches!(node.op_type(), "Pad" | "Concat");
     if padded {
-        let Some(next) = node.output.first().and_then(|o| only_reader(o)) else { return false };
+        let Some(next) = node.output.first().and_then(|o| next_reader(o)) else { return false };
         node = next;
     }
     if node.op_type() != "Slice" || along(node, -1).is_none_or(|(start, _, step)| start != 1 || step != 1) {
@@ -1928,6 +1962,8 @@ struct Importer<'a> {
     /// Whether a function read an input it does not take for its shape
     /// (through zeros that canonicalization removes).
     shape_placeholders: bool,
+    /// Sequences (`SplitToSequence`'s), by name: their tensors.
+    sequences: HashMap<String, Vec<V>>,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -1941,6 +1977,8 @@ fn arity(op: &str) -> (usize, usize) {
         | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Expand" | "Gather" | "GatherElements" | "GatherND" | "MatMul"
         | "PRelu" | "CumSum" | "Tile" | "TopK" | "CastLike" => (2, 2),
         "Conv" | "ConvTranspose" | "Gemm" | "SoftmaxCrossEntropyLoss" | "NegativeLogLikelihoodLoss" => (2, 3),
+        "SequenceAt" => (2, 2),
+        "SplitToSequence" => (1, 2),
         "LayerNormalization" => (2, 3),
         "InstanceNormalization" => (3, 3),
         "Resize" => (1, 4),
@@ -2688,6 +2726,9 @@ impl Importer<'_> {
         if node.op_type() == "If" {
             return self.trace_if(g, index, node, env);
         }
+        if matches!(node.op_type(), "SplitToSequence" | "SequenceAt" | "SequenceLength" | "ConcatFromSequence") {
+            return self.trace_sequence(g, node, env).map_err(fail);
+        }
         let mut ins = Vec::new();
         for n in &node.input {
             if n.is_empty() {
@@ -2777,6 +2818,100 @@ impl Importer<'_> {
                 .ok_or_else(|| fail(format!("branch output '{}' is not produced", o.name())))?;
             if !name.is_empty() {
                 env.insert(name.clone(), v);
+            }
+        }
+        Ok(())
+    }
+
+    /// The sequence ops an unoptimized dynamo export writes for
+    /// `torch.split` (`SplitToSequence`, then `SequenceAt` of each piece):
+    /// a sequence is its tensors, held by name beside the values.
+    fn trace_sequence(&mut self, g: &Graph, node: &NodeProto, env: &mut HashMap<String, V>) -> R<()> {
+        let op = node.op_type();
+        let out = node.output.first().filter(|o| !o.is_empty()).ok_or("no output")?.clone();
+        let input = |k: usize| node.input.get(k).filter(|i| !i.is_empty());
+        let value = |k: usize| input(k).and_then(|i| env.get(i)).cloned();
+        let sequence = |k: usize| {
+            input(k)
+                .and_then(|i| self.sequences.get(i))
+                .cloned()
+                .ok_or_else(|| format!("input {k} is not a sequence that SplitToSequence made"))
+        };
+        match op {
+            "SplitToSequence" => {
+                let x = self.tensor(g, &value(0).ok_or("input 0 is missing")?, None)?;
+                let axis = norm_axis(attr_i(node, "axis", 0), x.rank())?;
+                let d = x.shape()[axis];
+                let sizes: Vec<usize> = match value(1) {
+                    None => vec![1; d],
+                    Some(V::C(c)) if c.dims.is_empty() => {
+                        let chunk = c.as_ints().first().copied().unwrap_or(0);
+                        if chunk < 1 {
+                            return Err(format!("split {chunk} is not a size"));
+                        }
+                        let chunk = chunk as usize;
+                        (0..d.div_ceil(chunk)).map(|i| chunk.min(d - i * chunk)).collect()
+                    }
+                    Some(V::C(c)) => c.as_ints().iter().map(|&v| v.max(0) as usize).collect(),
+                    Some(V::T(_)) => return Err("the split sizes must be known at import time".into()),
+                };
+                if sizes.iter().sum::<usize>() != d {
+                    return Err(format!("split sizes {sizes:?} do not cover dimension {axis} of {}", x.spec()));
+                }
+                // (Without sizes, `keepdims=0` drops the split axis.)
+                let squeeze = input(1).is_none() && attr_i(node, "keepdims", 1) == 0;
+                let mut start = 0;
+                let mut pieces = Vec::new();
+                for size in sizes {
+                    let piece = x.narrow(axis as i64, start, size).map_err(|e| e.to_string())?;
+                    let piece = if squeeze {
+                        let mut dims: Vec<i64> = piece.shape().iter().map(|&v| v as i64).collect();
+                        dims.remove(axis);
+                        piece.reshape(&dims).map_err(|e| e.to_string())?
+                    } else {
+                        piece
+                    };
+                    pieces.push(V::T(piece));
+                    start += size;
+                }
+                self.sequences.insert(out, pieces);
+            }
+            "SequenceAt" => {
+                let pieces = sequence(0)?;
+                let Some(V::C(at)) = value(1) else { return Err("the position must be known at import time".into()) };
+                let at = at.as_ints().first().copied().unwrap_or(0);
+                let k = if at < 0 { at + pieces.len() as i64 } else { at };
+                let piece = usize::try_from(k)
+                    .ok()
+                    .and_then(|k| pieces.get(k))
+                    .ok_or_else(|| format!("position {at} is outside the sequence's {} tensors", pieces.len()))?;
+                env.insert(out, piece.clone());
+            }
+            "SequenceLength" => {
+                let pieces = sequence(0)?;
+                env.insert(out, V::C(Const::scalar(pieces.len() as f64, false)));
+            }
+            _ => {
+                // ConcatFromSequence: along `axis`, or stacked on a new one.
+                let pieces = sequence(0)?;
+                let tensors: Vec<Tensor> = pieces.iter().map(|p| self.tensor(g, p, None)).collect::<R<_>>()?;
+                let first = tensors.first().ok_or("an empty sequence")?;
+                let new_axis = attr_i(node, "new_axis", 0) != 0;
+                let axis = norm_axis(attr_i(node, "axis", 0), first.rank() + usize::from(new_axis))?;
+                let tensors: Vec<Tensor> = if new_axis {
+                    tensors
+                        .iter()
+                        .map(|t| {
+                            let mut dims: Vec<i64> = t.shape().iter().map(|&v| v as i64).collect();
+                            dims.insert(axis, 1);
+                            t.reshape(&dims).map_err(|e| e.to_string())
+                        })
+                        .collect::<R<_>>()?
+                } else {
+                    tensors
+                };
+                let refs: Vec<&Tensor> = tensors.iter().collect();
+                env.insert(out, V::T(Tensor::concat(&refs, axis as i64).map_err(|e| e.to_string())?));
             }
         }
         Ok(())

@@ -2582,7 +2582,13 @@ fn rows_of_arrays(name: &str, mut arrays: Vec<Array>, sig: &Signature, options: 
         let fed_index =
             |arg: usize| sig.inputs.iter().take(arg).filter(|i| matches!(i.role, Role::Data | Role::Target)).count();
         let (Some(tc), Some(dc)) = (columns.get(fed_index(t)), columns.get(fed_index(d))) else { continue };
-        if !options.predicting && tc.values.len() == dc.values.len() && tc.values == dc.values {
+        // (Equal where not masked with a negative label: a prompt's -100.)
+        let unmasked = || tc.values.iter().zip(&dc.values).filter(|(t, _)| **t >= 0.0);
+        if !options.predicting
+            && tc.values.len() == dc.values.len()
+            && unmasked().count() * 4 >= tc.values.len()
+            && unmasked().all(|(t, d)| t == d)
+        {
             return Err(bad(format!(
                 "{}: the targets are the input ids of {} (Hugging Face's labels, which the model shifts itself): the \
                  imported @loss takes the next tokens, as a text's targets are (each row's ids from the second on, \

@@ -481,6 +481,13 @@ fn a_hugging_face_model_that_shifts_its_own_labels_takes_the_next_tokens() {
         let sig = aicf_compiler::train::data::Signature::of_source(&imported.module.text, name).unwrap();
         assert_eq!(sig.next_token_targets, [(1, 0)], "{name}");
     }
+    // Labels cast before they are padded (OPT's TorchScript export), with
+    // the constants of an unoptimized dynamo export reshaped, and q, k, v
+    // from `torch.split` (SplitToSequence, SequenceAt): shifted too.
+    for name in ["split_shift", "split_shift_dynamo_noopt"] {
+        let imported = check_graph_loss(name);
+        assert_eq!(imported.graph_loss.as_ref().unwrap().shifted.len(), 1, "{name}");
+    }
     // A tagger that leaves out position 0 of both logits and labels shifts
     // nothing: its labels stay as given (a reviewer's case: they were
     // shifted, and its loss was another's).

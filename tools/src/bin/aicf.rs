@@ -2093,6 +2093,21 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             }
         );
     }
+    if !imported.unread_inputs.is_empty() {
+        let named: Vec<String> = imported.unread_inputs.iter().map(|n| format!("'{n}'")).collect();
+        eprintln!(
+            "note: no node reads the input{} {}: {} fed and ignored{}",
+            if named.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            if named.len() == 1 { "it is" } else { "they are" },
+            if imported.dynamo {
+                " (the dynamo exporter wires a tensor passed twice, `model(ids, labels=ids)`, to one input and reads \
+                 it for both: export with a copy, `labels=ids.clone()`)"
+            } else {
+                ""
+            }
+        );
+    }
     if let Some(gl) = &imported.graph_loss {
         let quoted = |v: &[String]| v.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
         eprintln!(
