@@ -1416,7 +1416,9 @@ fn note_worse_than_guessing(sig: &Signature, records: &[EpochRecord], remedy: &s
     if last.val_loss <= guess {
         return;
     }
-    let why = if last.train_loss.is_finite() && last.train_loss < guess {
+    // (Fitting means clearly below the guess: a training loss of ln 3 to
+    // the fourth digit, a model that learned nothing, was called a fit.)
+    let why = if last.train_loss.is_finite() && last.train_loss < 0.9 * guess {
         format!(
             "it fits the training data (training loss {:.4}) and not the held-out: a smaller model, fewer epochs or \
              more data",
