@@ -280,6 +280,27 @@ class SplitShift(nn.Module):
         return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), shifted.reshape(-1))
 
 
+class PaddingIdx(nn.Module):
+    """`nn.Embedding(.., padding_idx=0)` over ids that hold 0: PyTorch
+    never updates row 0 (its gradient is zero). ONNX's Gather has no
+    padding index; the dynamo exporter's metadata records it."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 8, padding_idx=0)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, ids, y):
+        logits = self.head(torch.tanh(self.emb(ids)).mean(1))
+        return logits, F.cross_entropy(logits, y)
+
+
+def padding_data(g):
+    ids = torch.randint(0, 20, (4, 6), generator=g)
+    ids[:, 4:] = 0
+    return ids, (torch.randint(0, 3, (4,), generator=g),)
+
+
 def char_lm_data(g):
     idx = torch.randint(0, 65, (4, 6), generator=g)
     targets = torch.randint(0, 65, (4, 6), generator=g)
@@ -308,6 +329,7 @@ MODELS = {
     "tagger_skip_first": (TaggerSkipFirst, tagger_data),
     "table_out_dynamo_noopt": (TableOut, weighted_data),
     "split_shift": (SplitShift, hf_data, next_tokens),
+    "padding_idx_dynamo": (PaddingIdx, padding_data),
     "split_shift_dynamo_noopt": (SplitShift, hf_data, next_tokens),
     "padded_ids_dynamo": (PaddedIds, padded_data),
     "hf_gpt2_labels": (HfGpt2Labels, hf_data, next_tokens),

@@ -925,6 +925,7 @@ fn import_model_at(
         input_specs: inputs.clone(),
         shape_placeholders: false,
         sequences: HashMap::new(),
+        padding: padding_rows(graph).into_iter().collect(),
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -1964,6 +1965,9 @@ struct Importer<'a> {
     shape_placeholders: bool,
     /// Sequences (`SplitToSequence`'s), by name: their tensors.
     sequences: HashMap<String, Vec<V>>,
+    /// Embedding tables PyTorch declared with a padding index (a dynamo
+    /// export's record), by initializer: the row whose gradient is zero.
+    padding: HashMap<String, i64>,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -2821,6 +2825,26 @@ impl Importer<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A Gather's table: where PyTorch declared it with a padding index
+    /// (`nn.Embedding(.., padding_idx=p)`, a dynamo export's record), its
+    /// row `p` is read through `hl.stop_gradient`, so training leaves it
+    /// as PyTorch does (its gradient zero); other tables as they are.
+    fn padded_table(&self, g: &Graph, node: &NodeProto, data: &V, axis: usize) -> R<Tensor> {
+        let x = self.tensor(g, data, None)?;
+        let row = node.input.first().and_then(|t| self.padding.get(t)).copied();
+        let (Some(row), V::T(_), 0, true) = (row, data, axis, self.trains) else { return Ok(x) };
+        let rows = x.shape()[0];
+        if row < 0 || row >= rows as i64 {
+            return Ok(x);
+        }
+        let mut column = vec![1i64; x.rank()];
+        column[0] = rows as i64;
+        let ids = nn(g.arange(rows).and_then(|r| r.reshape(&column)))?;
+        let padding = nn(ids.scalar(row as f64).and_then(|p| ids.compare(Compare::Eq, &p)))?;
+        let padding = nn(padding.broadcast_to(x.shape()))?;
+        nn(x.detach().and_then(|frozen| Tensor::select(&padding, &frozen, &x)))
     }
 
     /// The sequence ops an unoptimized dynamo export writes for
@@ -5697,7 +5721,7 @@ impl Importer<'_> {
                         Ok(vec![V::C(Const { dims: out, vals, float: c.float })])
                     }
                     (data, V::C(i)) => {
-                        let x = self.tensor(g, data, None)?;
+                        let x = self.padded_table(g, node, data, a)?;
                         // Constant indices are checked here, as ONNX makes
                         // them (in [-d, d)), not by the kernel at run time.
                         let d = dims[a] as i64;
@@ -5718,7 +5742,7 @@ impl Importer<'_> {
                     }
                     (data, V::T(i)) => {
                         // Negative indices count from the end: i + d where i < 0.
-                        let x = self.tensor(g, data, None)?;
+                        let x = self.padded_table(g, node, data, a)?;
                         let d = nn(g.constant(&[dims[a] as f64], &TensorSpec::new(i.shape(), i.dtype())))?;
                         let zero = nn(g.constant(&[0.0], &TensorSpec::new(i.shape(), i.dtype())))?;
                         let negative = nn(i.compare(Compare::Lt, &zero))?;

@@ -537,6 +537,16 @@ fn an_output_that_reads_no_input_imports_with_the_first_as_data() {
     assert_eq!(imported.graph_loss.as_ref().unwrap().targets, ["target0"]);
 }
 
+/// `nn.Embedding(.., padding_idx=0)` from the dynamo exporter (its
+/// metadata records the index; ONNX's Gather has none): row 0 takes no
+/// gradient, as in PyTorch, whose float64 gradients of every parameter
+/// the check compares (it trained like the other rows).
+#[test]
+fn an_embeddings_padding_row_takes_no_gradient() {
+    let imported = check_graph_loss("padding_idx_dynamo");
+    assert_eq!(imported.padding_rows, [("emb.weight".to_string(), 0)]);
+}
+
 /// The label a loss ignores is read from the imported @loss, so a data
 /// set's -1 or -100 labels are no classes to refuse: through the reshape
 /// of nanoGPT's `targets.view(-1)` into `hl.cross_entropy`, and from the

@@ -2275,8 +2275,9 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
     }
     for (table, row) in &imported.padding_rows {
         eprintln!(
-            "note: embedding '{table}' was declared with padding_idx {row} in PyTorch, which never updates that \
-             row; ONNX's Gather carries no padding index, so here the row trains like the others"
+            "note: embedding '{table}' was declared with padding_idx {row} in PyTorch (the export's metadata says \
+             so; ONNX's Gather carries no padding index): its row {row} takes no gradient here either, as in \
+             PyTorch"
         );
     }
     if !imported.shared_norms.is_empty() {
