@@ -849,7 +849,11 @@ fn import_model_at(
                 let read = reads_of(graph, &[graph.output[one].name()], true);
                 all_names.iter().any(|n| read.contains(n.as_str())).then_some(one)
             }
-            _ => return Err(fail(graph_loss_output(graph, None).unwrap_err())),
+            // (Several: the error that names them.)
+            _ => match graph_loss_output(graph, None) {
+                Err(e) => return Err(fail(e)),
+                Ok(one) => Some(one),
+            },
         },
         _ => None,
     };
