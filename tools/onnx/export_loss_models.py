@@ -301,6 +301,27 @@ def padding_data(g):
     return ids, (torch.randint(0, 3, (4,), generator=g),)
 
 
+class MaskedLm(nn.Module):
+    """A character model that takes an attention mask beside its ids, as
+    Hugging Face's do (`forward(ids, mask, targets)`): a text cannot feed
+    it, and the refusal says what to do (test/Tools/aicf/onnx.mlir; its io
+    file is not used)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(65, 8)
+        self.head = nn.Linear(8, 65)
+
+    def forward(self, idx, mask, targets):
+        logits = self.head(self.emb(idx) * mask.unsqueeze(-1).float())
+        return logits, F.cross_entropy(logits.reshape(-1, 65), targets.reshape(-1))
+
+
+def masked_lm_data(g):
+    idx = torch.randint(0, 65, (4, 6), generator=g)
+    return idx, (torch.ones(4, 6, dtype=torch.int64), torch.randint(0, 65, (4, 6), generator=g))
+
+
 def char_lm_data(g):
     idx = torch.randint(0, 65, (4, 6), generator=g)
     targets = torch.randint(0, 65, (4, 6), generator=g)
@@ -330,6 +351,7 @@ MODELS = {
     "table_out_dynamo_noopt": (TableOut, weighted_data),
     "split_shift": (SplitShift, hf_data, next_tokens),
     "padding_idx_dynamo": (PaddingIdx, padding_data),
+    "masked_lm": (MaskedLm, masked_lm_data),
     "split_shift_dynamo_noopt": (SplitShift, hf_data, next_tokens),
     "padded_ids_dynamo": (PaddedIds, padded_data),
     "hf_gpt2_labels": (HfGpt2Labels, hf_data, next_tokens),

@@ -1925,9 +1925,18 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
     }
     let fed = sig.fed();
     let [tokens_in, targets] = fed[..] else {
+        // (Hugging Face's models take an attention mask beside the ids: a
+        // text's windows are whole, all ones.)
+        let mask_too = fed.len() == 3 && fed.iter().all(|i| is_int(i.dtype) && i.shape == fed[0].shape);
         return Err(bad(format!(
-            "{name}: text feeds a model of two inputs (tokens, next tokens); this model's @loss feeds {}",
-            fed.len()
+            "{name}: text feeds a model of two inputs (tokens, next tokens); this model's @loss feeds {}{}",
+            fed.len(),
+            if mask_too {
+                " (ids, another sequence and the targets: export a model with an attention mask without it, a \
+                 text's windows being whole, or give the three as --data arrays)"
+            } else {
+                ""
+            }
         )));
     };
     let (batch, context) = match tokens_in.shape[..] {
