@@ -600,18 +600,10 @@ fn import_model_at(
     // computation, a NonMaxSuppression whose result nothing reads) are left
     // out before anything reads the graph: one of an op AICF lacks failed
     // the import, and their initializers were counted as the model's.
-    let mut needed: HashSet<&str> = graph.output.iter().map(|o| o.name()).collect();
-    let mut live = vec![false; graph.node.len()];
-    for (index, node) in graph.node.iter().enumerate().rev() {
-        if node.output.iter().any(|o| needed.contains(o.as_str())) {
-            live[index] = true;
-            needed.extend(node.input.iter().filter(|i| !i.is_empty()).map(String::as_str));
-            // An If's branches read values of the graph around them.
-            needed.extend(subgraph_reads(node));
-        }
-    }
+    // (An If's branches read values of the graph around them.)
+    let needed = reads_of(graph, &graph.output.iter().map(|o| o.name()).collect::<Vec<_>>(), false);
     let live_graph = proto::GraphProto {
-        node: graph.node.iter().zip(&live).filter(|(_, l)| **l).map(|(n, _)| n.clone()).collect(),
+        node: graph.node.iter().filter(|n| n.output.iter().any(|o| needed.contains(o.as_str()))).cloned().collect(),
         name: graph.name.clone(),
         input: graph.input.clone(),
         output: graph.output.clone(),
@@ -986,8 +978,9 @@ fn import_model_at(
         }
         traced.map_err(|e| fail(format!("tracing @loss: {e}")))?;
     } else {
+        let every: Vec<usize> = (0..graph.output.len()).collect();
         let traced = b.function("forward", Mode::Eval, &specs, |xs| {
-            importer.trace_of(xs, &all_names, &(0..graph.output.len()).collect::<Vec<_>>()).map_err(|e| {
+            importer.trace_of(xs, &all_names, &every).map_err(|e| {
                 error = Some(e);
                 nn::NnError::Internal("import failed".into())
             })
@@ -1026,11 +1019,10 @@ fn import_model_at(
             let mse = loss == Loss::Mse;
             let traced = b.function("loss", Mode::Train, &loss_inputs, |xs| {
                 let (x, target) = xs.split_at(xs.len() - 1);
-                let outs =
-                    importer.trace_of(x, &all_names, &(0..graph.output.len()).collect::<Vec<_>>()).map_err(|e| {
-                        error = Some(e);
-                        nn::NnError::Internal("import failed".into())
-                    })?;
+                let outs = importer.trace_of(x, &all_names, &every).map_err(|e| {
+                    error = Some(e);
+                    nn::NnError::Internal("import failed".into())
+                })?;
                 let y = &outs[0];
                 Ok(vec![if mse {
                     y.mse_loss(&target[0], Reduction::Mean)?

@@ -270,11 +270,7 @@ impl Signature {
                     let sliced_argument = |v: MlirValue| {
                         let p = ir::producer(v).filter(|&p| ir::op_name(p) == "hl.slice")?;
                         let x = *ir::operands(p).first()?;
-                        ir::producer(x)
-                            .is_none()
-                            .then(|| usize::try_from(unsafe { mlir_sys::mlirBlockArgumentGetArgNumber(x) }).ok())
-                            .flatten()
-                            .map(|a| (a, ir::spec(x).shape, ir::spec(v).shape))
+                        argument_index(x).map(|a| (a, ir::spec(x).shape, ir::spec(v).shape))
                     };
                     next_token_targets = ir::ops_of(block)
                         .into_iter()
@@ -283,8 +279,8 @@ impl Signature {
                             let [first, rest] = ir::operands(o)[..] else { return None };
                             let (d, dshape, dcut) = sliced_argument(first)?;
                             let (t, tshape, tcut) = sliced_argument(rest)?;
-                            let len = *tshape.get(1)?;
-                            (dshape == tshape && dcut.get(1) == Some(&1) && tcut.get(1) == Some(&(len - 1)) && d != t)
+                            let len = tshape.get(1)?.checked_sub(1)?;
+                            (dshape == tshape && dcut.get(1) == Some(&1) && tcut.get(1) == Some(&len) && d != t)
                                 .then_some((t, d))
                         })
                         .collect();
@@ -438,10 +434,7 @@ impl Signature {
 /// where it is computed otherwise.
 fn arguments_of(v: MlirValue, depth: usize) -> Option<Vec<usize>> {
     match ir::producer(v) {
-        None => {
-            let index = unsafe { mlir_sys::mlirBlockArgumentGetArgNumber(v) };
-            Some(vec![usize::try_from(index).ok()?])
-        }
+        None => Some(vec![argument_index(v)?]),
         Some(_) if depth > 8 => None,
         Some(p) => match ir::op_name(p).as_str() {
             "hl.reshape" | "hl.cast" | "hl.slice" => arguments_of(*ir::operands(p).first()?, depth + 1),
@@ -459,6 +452,12 @@ fn arguments_of(v: MlirValue, depth: usize) -> Option<Vec<usize>> {
             _ => None,
         },
     }
+}
+
+/// The index of `v` among its function's arguments; `None` where an op
+/// makes it.
+fn argument_index(v: MlirValue) -> Option<usize> {
+    ir::producer(v).is_none().then(|| usize::try_from(unsafe { mlir_sys::mlirBlockArgumentGetArgNumber(v) }).ok())?
 }
 
 /// The value of an integer splat constant (`hl.constant dense<-100>`).
