@@ -545,13 +545,16 @@ pub fn train_step<'c>(
 /// (a model's function of any other name is left alone).
 pub const LOSS_EVAL: &str = "__aicf_loss_eval";
 
-/// Where `@loss` (its calls inlined) has dropout: adds [`LOSS_EVAL`], a
-/// copy whose `hl.dropout`s pass their input on, with the same arguments
-/// (dropout's seed and offset then unread). The held-out loss is `@loss`'s
-/// own without the noise, whatever `@loss` is (an L1 loss, a sum, two
-/// targets); it was the squared error or cross-entropy of `@forward`'s
-/// output, a figure of another kind, or none (NaN) where the targets did
-/// not line up with the output. Not where `@loss` sets model state (a batch
+/// Where `@loss` (its calls inlined) has dropout or noise: adds
+/// [`LOSS_EVAL`], a copy whose `hl.dropout`s pass their input on, with the
+/// same arguments (dropout's seed and offset then unread where nothing else
+/// reads them). The held-out loss is `@loss`'s own without dropout's noise,
+/// whatever `@loss` is (an L1 loss, a sum, two targets); it was the squared
+/// error or cross-entropy of `@forward`'s output, a figure of another kind,
+/// or none (NaN) where the targets did not line up with the output. Noise
+/// (`hl.random_like`, a VAE's sample) stays, as PyTorch's `model.eval()`
+/// leaves `randn_like` on; a model with it has the copy too, so that it is
+/// scored by its own loss. Not where `@loss` sets model state (a batch
 /// norm normalising by the batch's statistics in training mode): the copy
 /// would too, where PyTorch's `model.eval()` reads the running statistics,
 /// so such a model is scored by `@forward` as before. Not twice.
@@ -561,7 +564,8 @@ pub fn add_loss_eval(module: &mut melior::ir::Module<'_>) {
     let named = |n: &str| funcs.iter().find(|(f, _)| crate::ir::string_attr(*f, "sym_name").as_deref() == Some(n));
     let Some(&(loss, block)) = named("loss") else { return };
     let has = |b, op: &str| crate::ir::ops_of(b).into_iter().any(|o| crate::ir::op_name(o) == op);
-    if named(LOSS_EVAL).is_some() || !has(block, "hl.dropout") || has(block, "hl.set_state") {
+    let random = has(block, "hl.dropout") || has(block, "hl.random_like");
+    if named(LOSS_EVAL).is_some() || !random || has(block, "hl.set_state") {
         return;
     }
     // SAFETY: `loss` is a function of `module`, alive here; the copy is

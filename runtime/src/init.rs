@@ -242,15 +242,8 @@ fn fill_uniform(out: &mut [f32], low: f64, high: f64, seed: u64, stream: u64) {
 fn fill_normal(out: &mut [f32], mean: f64, std: f64, seed: u64, stream: u64) {
     for (b, chunk) in out.chunks_mut(4).enumerate() {
         let w = rng::block(seed, stream, b as u64);
-        let mut normals = [0.0f64; 4];
-        for pair in 0..2 {
-            let r = (-2.0 * f64::from(rng::unit_open_f32(w[2 * pair])).ln()).sqrt();
-            let theta = std::f64::consts::TAU * f64::from(rng::unit_f32(w[2 * pair + 1]));
-            normals[2 * pair] = r * theta.cos();
-            normals[2 * pair + 1] = r * theta.sin();
-        }
-        for (x, n) in chunk.iter_mut().zip(normals) {
-            *x = (mean + std * n) as f32;
+        for (j, x) in chunk.iter_mut().enumerate() {
+            *x = (mean + std * rng::normal(w, j)) as f32;
         }
     }
 }

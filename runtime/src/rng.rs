@@ -46,6 +46,16 @@ pub fn unit_open_f32(x: u32) -> f32 {
     ((x >> 8) + 1) as f32 * (1.0 / 16_777_216.0)
 }
 
+/// Standard normal `j` (0 to 3) of a block's words `w`: Box-Muller on the
+/// pair `j / 2`, the cosine for even `j` and the sine for odd, as
+/// `hl.random_like` and the normal initializers draw them.
+pub fn normal(w: [u32; 4], j: usize) -> f64 {
+    let p = (j / 2) % 2;
+    let r = (-2.0 * f64::from(unit_open_f32(w[2 * p])).ln()).sqrt();
+    let theta = std::f64::consts::TAU * f64::from(unit_f32(w[2 * p + 1]));
+    if j % 2 == 0 { r * theta.cos() } else { r * theta.sin() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

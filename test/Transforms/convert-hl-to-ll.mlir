@@ -108,7 +108,8 @@ func.func @vision(%x: tensor<2x1x8x8xf32>, %w: tensor<4x1x3x3xf32>, %b: tensor<4
 // -----
 
 // Sequence models: embedding lookup and its scatter-add gradient, norm and
-// softmax backward as one kernel each, slices, concat, dropout, losses.
+// softmax backward as one kernel each, slices, concat, dropout, noise,
+// losses.
 // CHECK-LABEL: func.func @sequence
 // CHECK-NOT: hl.
 // CHECK: ll.gather %{{.*}}[%{{.*}}] into %{{.*}} axis = 0 : memref<65x8xf32>, memref<2x4xi32> -> memref<2x4x8xf32>
@@ -119,6 +120,7 @@ func.func @vision(%x: tensor<2x1x8x8xf32>, %w: tensor<4x1x3x3xf32>, %b: tensor<4
 // CHECK: ll.slice %{{.*}} into %{{.*}} start = [0, 1, 0] strides = [1, 2, 1] backward : memref<2x2x8xf32> -> memref<2x4x8xf32>
 // CHECK: ll.concat %{{.*}}, %{{.*}} into %{{.*}} axis = 1 : memref<2x2x8xf32>, memref<2x4x8xf32> -> memref<2x6x8xf32>
 // CHECK: ll.dropout %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}} p = 1.000000e-01 stream = 2 : memref<2x4x8xf32>
+// CHECK: ll.random %{{.*}}, %{{.*}} into %{{.*}} kind = "normal" a = 0.000000e+00 b = 5.000000e-01 stream = 3 : memref<2x4x8xf32>
 // CHECK: ll.mse_loss %{{.*}}, %{{.*}} into %{{.*}} : memref<2x4x8xf32> -> memref<f32>
 // CHECK: ll.argmax %{{.*}} into %{{.*}} axis = 2 : memref<2x4x8xf32> -> memref<2x4xi64>
 func.func @sequence(%t: tensor<65x8xf32>, %tok: tensor<2x4xi32>, %w: tensor<8xf32>, %seed: tensor<i64>, %off: tensor<i64>)
@@ -133,7 +135,8 @@ func.func @sequence(%t: tensor<65x8xf32>, %tok: tensor<2x4xi32>, %w: tensor<8xf3
   %ss = hl.slice_backward %s start = [0, 1, 0] limit = [2, 4, 8] strides = [1, 2, 1] : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
   %c = hl.concat %s, %ss axis = 1 : tensor<2x2x8xf32>, tensor<2x4x8xf32>
   %d = hl.dropout %e, %seed, %off p = 0.1 stream = 2 : tensor<2x4x8xf32>
-  %l = hl.mse_loss %d, %e : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+  %n = hl.random_like %e, %seed, %off kind = "normal" a = 0.0 b = 0.5 stream = 3 : tensor<2x4x8xf32>
+  %l = hl.mse_loss %d, %n : tensor<2x4x8xf32>, tensor<2x4x8xf32>
   %i = hl.argmax %d axis = 2 : tensor<2x4x8xf32>
   return %dt, %dx, %dw, %db, %ds, %c, %d, %l, %i : tensor<65x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>,
       tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x4x8xf32>, tensor<f32>, tensor<2x4xi64>

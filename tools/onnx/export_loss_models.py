@@ -8,9 +8,16 @@ module's `forward(x, targets)` returning `(prediction, loss)`, as nanoGPT's
       target0, target1 ... the targets, in the model's argument order (as
                            AICF's @loss takes them: a Hugging Face causal
                            model's labels as the next tokens)
-      ort.output0          onnxruntime's first output (the prediction)
+      ort.output0          onnxruntime's first output (the prediction;
+                           of a model that draws noise, a sample)
+      torch.mean_output0   of a model that draws noise (NOISY), PyTorch's
+                           prediction with the noise at its mean (zero),
+                           as AICF's @forward computes it
       ort.loss             onnxruntime's loss output
-      torch.loss           PyTorch's loss (training mode)
+      torch.loss           PyTorch's loss (training mode; of a model that
+                           draws noise, with AICF's numbers for it: the
+                           normals of hl.random_like under NOISE_SEED and
+                           NOISE_OFFSET from stream NOISE_STREAM on)
       torch.parameters     how many distinct parameters the model has
       grad64.<param>       PyTorch's gradient of that loss computed in
                            float64 (stored as f32), by initializer name
@@ -24,6 +31,7 @@ without its optimizer), the others TorchScript's (opset 17). It needs torch, onn
 safetensors (make onnx-fixtures makes a venv with them); the committed
 fixtures let `make test` run without any of them.
 """
+import contextlib
 import copy
 import os
 import sys
@@ -317,6 +325,91 @@ class MaskedLm(nn.Module):
         return logits, F.cross_entropy(logits.reshape(-1, 65), targets.reshape(-1))
 
 
+class Vae(nn.Module):
+    """A variational autoencoder: the encoder's mean and log-variance, a
+    sample by the reparameterisation `mu + eps * exp(logvar / 2)` with
+    `eps = torch.randn_like(std)` (RandomNormalLike), and the negative
+    ELBO: the reconstruction's squared error summed per example plus the
+    KL divergence from N(0, 1), averaged over the batch. No targets."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(12, 16)
+        self.mu = nn.Linear(16, 4)
+        self.logvar = nn.Linear(16, 4)
+        self.dec1 = nn.Linear(4, 16)
+        self.dec2 = nn.Linear(16, 12)
+
+    def forward(self, x):
+        h = torch.relu(self.enc(x))
+        mu, logvar = self.mu(h), self.logvar(h)
+        std = torch.exp(0.5 * logvar)
+        z = mu + torch.randn_like(std) * std
+        recon = self.dec2(torch.relu(self.dec1(z)))
+        rec = (recon - x).pow(2).sum(1).mean()
+        kl = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1)).mean()
+        return recon, rec + kl
+
+
+def vae_data(g):
+    return torch.randn(8, 12, generator=g), ()
+
+
+# The step's seed and offset the tests hand @loss for a model with noise,
+# and the stream of its first draw: PyTorch's reference loss takes AICF's
+# numbers (`hl.random_like`'s Philox4x32-10 normals), so that the two
+# losses and gradients are comparable.
+NOISE_SEED, NOISE_OFFSET, NOISE_STREAM = 1234, 0, 0
+
+
+def philox_normals(n, seed, offset, stream):
+    """`hl.random_like`'s standard normals: element i from block
+    offset + i / 4 of Philox4x32-10 under key seed, counter (block, stream),
+    by Box-Muller on the block's word pairs (cosine, sine)."""
+    mask = 0xFFFFFFFF
+    out = np.empty(((n + 3) // 4) * 4)
+    for b in range((n + 3) // 4):
+        block = offset + b
+        c = [block & mask, block >> 32 & mask, stream & mask, stream >> 32 & mask]
+        k = [seed & mask, seed >> 32 & mask]
+        for r in range(10):
+            if r:
+                k = [(k[0] + 0x9E3779B9) & mask, (k[1] + 0xBB67AE85) & mask]
+            p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+            c = [(p1 >> 32) ^ c[1] ^ k[0], p1 & mask, (p0 >> 32) ^ c[3] ^ k[1], p0 & mask]
+        for p in range(2):
+            u1 = np.float32(((c[2 * p] >> 8) + 1) * (1.0 / 16777216.0))
+            u2 = np.float32((c[2 * p + 1] >> 8) * (1.0 / 16777216.0))
+            r = np.sqrt(-2.0 * np.log(np.float64(u1)))
+            theta = 2.0 * np.pi * np.float64(u2)
+            out[4 * b + 2 * p], out[4 * b + 2 * p + 1] = r * np.cos(theta), r * np.sin(theta)
+    return out[:n]
+
+
+class AicfNoise:
+    """Within it, `torch.randn_like` returns AICF's normals (or zeros, the
+    mean @forward takes): successive calls take successive streams."""
+
+    def __init__(self, zeros=False):
+        self.zeros, self.stream = zeros, NOISE_STREAM
+
+    def __enter__(self):
+        self.saved = torch.randn_like
+
+        def randn_like(t, **kw):
+            if self.zeros:
+                return torch.zeros_like(t)
+            v = philox_normals(t.numel(), NOISE_SEED, NOISE_OFFSET, self.stream)
+            self.stream += 1
+            return torch.tensor(v.astype(np.float32), dtype=torch.float32).reshape(t.shape).to(t.dtype)
+
+        torch.randn_like = randn_like
+        return self
+
+    def __exit__(self, *exc):
+        torch.randn_like = self.saved
+
+
 def masked_lm_data(g):
     idx = torch.randint(0, 65, (4, 6), generator=g)
     return idx, (torch.ones(4, 6, dtype=torch.int64), torch.randint(0, 65, (4, 6), generator=g))
@@ -356,7 +449,13 @@ MODELS = {
     "padded_ids_dynamo": (PaddedIds, padded_data),
     "hf_gpt2_labels": (HfGpt2Labels, hf_data, next_tokens),
     "hf_gpt2_labels_dynamo": (HfGpt2Labels, hf_data, next_tokens),
+    "vae": (Vae, vae_data),
+    "vae_dynamo": (Vae, vae_data),
 }
+
+# Models that draw noise: their reference losses take AICF's numbers, and
+# their prediction (`torch.mean_output0`) the noise's mean.
+NOISY = {"vae", "vae_dynamo"}
 
 
 def export(name, out):
@@ -389,12 +488,18 @@ def export(name, out):
     # (The targets AICF's @loss takes, where they are not the model's own.)
     for k, t in enumerate(aicf_targets[0](x, targets) if aicf_targets else targets):
         arrays[f"target{k}"] = t.numpy().astype(np.int32 if t.dtype == torch.int64 else np.float32)
+    noisy = name in NOISY
+    if noisy:
+        with torch.no_grad(), AicfNoise(zeros=True):
+            arrays["torch.mean_output0"] = model(x, *targets)[0].numpy().astype(np.float32)
     model.train()
-    loss = model(x, *targets)[1]
+    with AicfNoise() if noisy else contextlib.nullcontext():
+        loss = model(x, *targets)[1]
     arrays["torch.loss"] = np.array(loss.item(), dtype=np.float32)
     m64 = copy.deepcopy(model).double()
     as64 = lambda t: t.double() if t.is_floating_point() else t
-    loss64 = m64(as64(x), *[as64(t) for t in targets])[1]
+    with AicfNoise() if noisy else contextlib.nullcontext():
+        loss64 = m64(as64(x), *[as64(t) for t in targets])[1]
     loss64.backward()
     grads = {n: p.grad for n, p in m64.named_parameters()}
     params = dict(model.named_parameters())

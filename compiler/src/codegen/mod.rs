@@ -743,6 +743,7 @@ impl Generator {
             "ll.argmax" => self.argmax(op, &specs),
             "ll.mse_loss" => self.mse_loss(op, &specs),
             "ll.dropout" => self.dropout(op, &specs),
+            "ll.random" => self.random(op, &specs),
             "ll.conv2d" => self.conv(op, &specs, "forward"),
             "ll.conv2d_backward_input" => self.conv(op, &specs, "input"),
             "ll.conv2d_backward_weight" => self.conv(op, &specs, "weight"),

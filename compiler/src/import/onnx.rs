@@ -38,6 +38,7 @@ pub const SUPPORTED: &[&str] = &[
     "Atan",
     "AveragePool",
     "BatchNormalization",
+    "Bernoulli",
     "Cast",
     "CastLike",
     "Ceil",
@@ -61,6 +62,7 @@ pub const SUPPORTED: &[&str] = &[
     "Erf",
     "Exp",
     "Expand",
+    "EyeLike",
     "Flatten",
     "Floor",
     "Gather",
@@ -101,6 +103,10 @@ pub const SUPPORTED: &[&str] = &[
     "Pad",
     "Pow",
     "PRelu",
+    "RandomNormal",
+    "RandomNormalLike",
+    "RandomUniform",
+    "RandomUniformLike",
     "Range",
     "Reciprocal",
     "ReduceL1",
@@ -334,6 +340,11 @@ pub struct Imported {
     /// whose row PyTorch never updates. ONNX's Gather cannot say so: that
     /// row trains here (a note says so).
     pub padding_rows: Vec<(String, i64)>,
+    /// The nodes that draw noise (op type, first output): RandomNormal(Like),
+    /// RandomUniform(Like) and Bernoulli. Each draws afresh every step in
+    /// `@loss` from the run's seed (not its own `seed` attribute); in
+    /// `@forward`, its mean.
+    pub noise: Vec<(String, String)>,
     /// Each If the import traced (by name, or `#<index>`) and whether it
     /// took its then branch.
     pub branches: Vec<(String, bool)>,
@@ -1135,6 +1146,12 @@ fn import_model_at(
         untied,
         restored,
         padding_rows: padding_rows(graph),
+        noise: graph
+            .node
+            .iter()
+            .filter(|n| NOISE.contains(&n.op_type()))
+            .map(|n| (n.op_type().to_string(), n.output.first().cloned().unwrap_or_default()))
+            .collect(),
         branches: importer.branches.clone(),
         graph_loss,
         unread_inputs,
@@ -1319,6 +1336,10 @@ fn shifts_target(
                 && along(n, -2).is_some_and(|(start, end, step)| start == 0 && end == -1 && step == 1)
         })
 }
+
+/// The ops that draw noise.
+pub(crate) const NOISE: &[&str] =
+    &["RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli"];
 
 /// The embeddings a dynamo export declares with a padding index: a
 /// Gather whose `pkg.torch.onnx.fx_node` is `aten.embedding.default(w, x,
@@ -1984,6 +2005,7 @@ fn arity(op: &str) -> (usize, usize) {
         "Resize" => (1, 4),
         "Max" | "Min" | "Concat" | "Einsum" => (1, usize::MAX),
         "Clip" | "Dropout" => (1, 3),
+        "RandomNormal" | "RandomUniform" => (0, 0),
         "Pad" => (1, 4),
         "Slice" => (1, 5),
         "RNN" | "GRU" => (3, 6),
@@ -2026,13 +2048,13 @@ fn attribute_type(name: &str) -> Option<AttributeType> {
         | "blocksize"
         | "largest"
         | "sorted"
-        | "ignore_index" => AttributeType::Int,
+        | "ignore_index"
+        | "dtype" => AttributeType::Int,
         "axes" | "perm" | "kernel_shape" | "strides" | "pads" | "dilations" | "split" | "starts" | "ends" | "shape" => {
             AttributeType::Ints
         }
-        "epsilon" | "alpha" | "beta" | "momentum" | "min" | "max" | "ratio" | "gamma" | "cubic_coeff_a" => {
-            AttributeType::Float
-        }
+        "epsilon" | "alpha" | "beta" | "momentum" | "min" | "max" | "ratio" | "gamma" | "cubic_coeff_a" | "mean"
+        | "scale" | "low" | "high" => AttributeType::Float,
         "auto_pad" | "approximate" | "mode" | "direction" | "equation" | "reduction" => AttributeType::String,
         "activations" => AttributeType::Strings,
         _ => return None,
@@ -3410,6 +3432,29 @@ impl Importer<'_> {
                 let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
                 let n = numel(&dims)?;
                 Ok(vec![V::C(Const { dims, vals: vec![v; n], float })])
+            }
+            // A 2-D identity (shifted by k) of the input's shape: a
+            // constant, as the shape is known at import.
+            "EyeLike" => {
+                let (dims, float) = match input(0)? {
+                    V::T(x) => (x.shape().to_vec(), x.dtype().is_float()),
+                    V::C(c) => (c.dims.clone(), c.float),
+                };
+                let [_, cols] = dims[..] else {
+                    return Err(format!("the input has shape {dims:?}; EyeLike takes a 2-D one"));
+                };
+                let float = match attr(node, "dtype").map(|a| DataType::try_from(a.i() as i32)) {
+                    None => float,
+                    Some(Ok(d)) => {
+                        matches!(d, DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16)
+                    }
+                    Some(Err(_)) => return Err("unknown dtype".into()),
+                };
+                let k = attr_i(node, "k", 0);
+                let n = numel(&dims)?;
+                let vals =
+                    (0..n).map(|i| ((i % cols) as i64 - (i / cols) as i64 == k) as i32 as f64).collect::<Vec<_>>();
+                Ok(vec![V::C(Const { dims, vals, float })])
             }
             "Range" => {
                 let (s, l, d) = (konst(0, "start")?, konst(1, "limit")?, konst(2, "delta")?);
@@ -5357,6 +5402,56 @@ impl Importer<'_> {
                         one(if x.dtype() == dtype { x.clone() } else { nn(x.cast(dtype))? })
                     }
                 }
+            }
+            // Noise, drawn per step in @loss from the run's seed (the
+            // node's `seed` is not taken), with no gradient; in @forward,
+            // which takes no seed, its mean (a Bernoulli's likelier value),
+            // as dropout is off there.
+            _ if NOISE.contains(&op) => {
+                let to = attr(node, "dtype")
+                    .map(|a| DataType::try_from(a.i() as i32).map_err(|_| format!("unknown dtype {}", a.i())))
+                    .transpose()?;
+                let float = |d: DataType| {
+                    matches!(d, DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16)
+                };
+                if op != "Bernoulli"
+                    && let Some(d) = to.filter(|&d| !float(d))
+                {
+                    return Err(format!("dtype {}: {op} draws floats", d.as_str_name()));
+                }
+                let like = if matches!(op, "RandomNormal" | "RandomUniform") {
+                    let shape = attr_ints(node, "shape").ok_or_else(|| format!("{op} needs the attribute 'shape'"))?;
+                    if shape.iter().any(|&d| d < 0) {
+                        return Err(format!("negative dimension in the shape {shape:?}"));
+                    }
+                    let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+                    numel(&dims)?;
+                    self.materialize(g, &Const { dims, vals: vec![0.0], float: true }, Some(DType::F32))?
+                } else {
+                    let x = t(0)?;
+                    if op == "Bernoulli" && !x.dtype().is_float() {
+                        return Err(format!("the probabilities are {}: Bernoulli takes floats", x.dtype().mlir()));
+                    }
+                    if x.dtype().is_float() { x } else { nn(x.cast(DType::F32))? }
+                };
+                let (mean, scale) = (attr_f(node, "mean", 0.0) as f64, attr_f(node, "scale", 1.0) as f64);
+                let (low, high) = (attr_f(node, "low", 0.0) as f64, attr_f(node, "high", 1.0) as f64);
+                one(match op {
+                    "RandomNormal" | "RandomNormalLike" => nn(like.randn_like(mean, scale))?,
+                    "RandomUniform" | "RandomUniformLike" => nn(like.rand_like(low, high))?,
+                    _ => {
+                        // 1 where a uniform number falls below p (in
+                        // @forward the uniform's midpoint: p above 1/2).
+                        let hit = nn(like.rand_like(0.0, 1.0).and_then(|u| u.compare(Compare::Lt, &like)))?;
+                        let dtype = match to {
+                            None => like.dtype(),
+                            Some(d) if float(d) => DType::F32,
+                            Some(DataType::Bool) => DType::I1,
+                            Some(_) => DType::I32,
+                        };
+                        if dtype == DType::I1 { hit } else { nn(hit.cast(dtype))? }
+                    }
+                })
             }
             "Dropout" => {
                 if node.output.get(1).is_some_and(|o| !self.unused(o)) {

@@ -630,6 +630,24 @@ pub fn dropout(x: &Array, seed: u64, offset: u64, p: f64, stream: u64) -> Array 
     Array::from_parts(x.shape.clone(), x.dtype, data)
 }
 
+/// `hl.random_like`'s numbers, exactly as its description defines them:
+/// normal (mean `a`, deviation `b`) or uniform in `[a, b)`, rounded to
+/// f32 as the generated kernel computes them.
+pub fn random_like(like: &Array, seed: u64, offset: u64, normal: bool, a: f64, b: f64, stream: u64) -> Array {
+    let data = (0..like.len())
+        .map(|i| {
+            let words = aicf_runtime::rng::block(seed, stream, offset.wrapping_add(i as u64 / 4));
+            let v = if normal {
+                a + b * aicf_runtime::rng::normal(words, i % 4)
+            } else {
+                a + (b - a) * f64::from(aicf_runtime::rng::unit_f32(words[i % 4]))
+            };
+            f64::from(v as f32)
+        })
+        .collect();
+    Array::from_parts(like.shape.clone(), like.dtype, data)
+}
+
 /// Gradient of softmax (or log_softmax with `log`) along `axis` from the
 /// forward result `y` and the upstream gradient `g`.
 pub fn softmax_backward(y: &Array, g: &Array, axis: usize, log: bool) -> Array {

@@ -378,6 +378,13 @@ impl<'m, 'c> Interpreter<'m, 'c> {
                 let stream = int_attr(op, "stream")? as u64;
                 kernels::dropout(x[0], scalar(x[1])? as i64 as u64, scalar(x[2])? as i64 as u64, p, stream)
             }
+            "hl.random_like" => {
+                let normal = string_attr(op, "kind").as_deref() == Some("normal");
+                let (a, b) = (float_attr(op, "a")?, float_attr(op, "b")?);
+                let stream = int_attr(op, "stream")? as u64;
+                let (seed, offset) = (scalar(x[1])? as i64 as u64, scalar(x[2])? as i64 as u64);
+                kernels::random_like(x[0], seed, offset, normal, a, b, stream)
+            }
             "hl.fused_elementwise" => return fused_elementwise(op, x, &result_specs(op, 0..results)),
             "hl.multi_tensor_apply" => {
                 // group g: inputs [g*k, (g+1)*k), results [g*m, (g+1)*m)

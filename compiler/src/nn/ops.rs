@@ -874,6 +874,46 @@ impl Tensor {
         query.op("hl.attention", &[query, key, value], &attrs)
     }
 
+    /// Normal random numbers of this tensor's shape and dtype (its values
+    /// unread), mean `mean` and deviation `std`: `torch.randn_like(x) * std
+    /// + mean`, a VAE's reparameterisation noise. While training, drawn
+    /// afresh each step from the step's seed, as dropout's masks are (and
+    /// with no gradient); in evaluation (`@forward`), the mean, so that a
+    /// prediction is deterministic, as with dropout off.
+    pub fn randn_like(&self, mean: f64, std: f64) -> Result<Tensor> {
+        if !(mean.is_finite() && std.is_finite() && std >= 0.0) {
+            return Err(self.invalid(format!("randn_like: mean {mean} and deviation {std} must be finite, std >= 0")));
+        }
+        self.random_like("normal", mean, std, mean)
+    }
+
+    /// Uniform random numbers in `[low, high)` of this tensor's shape and
+    /// dtype (`torch.rand_like`, scaled): drawn as [`Tensor::randn_like`]'s
+    /// are; in evaluation, the midpoint.
+    pub fn rand_like(&self, low: f64, high: f64) -> Result<Tensor> {
+        if !(low.is_finite() && high.is_finite() && low <= high) {
+            return Err(self.invalid(format!("rand_like: the range [{low}, {high}) must be finite and not reversed")));
+        }
+        self.random_like("uniform", low, high, 0.5 * (low + high))
+    }
+
+    fn random_like(&self, kind: &str, a: f64, b: f64, mean: f64) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(self.invalid(format!("{kind} noise like {}: the tensor must be a float", self.spec)));
+        }
+        if !self.graph().is_training() {
+            return self.scalar(mean)?.broadcast_to(&self.spec.shape);
+        }
+        let (seed, offset, stream) = self.g().rng()?;
+        let attrs = [
+            ("kind", format!("{kind:?}")),
+            ("a", format!("{} : f64", Float(a))),
+            ("b", format!("{} : f64", Float(b))),
+            ("stream", int(stream)),
+        ];
+        self.op("hl.random_like", &[self, &seed, &offset], &attrs)
+    }
+
     /// Inverted dropout while training; the identity (no op) in evaluation.
     pub fn dropout(&self, p: f64) -> Result<Tensor> {
         if !(0.0..1.0).contains(&p) {

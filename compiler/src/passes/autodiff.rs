@@ -263,7 +263,7 @@ fn build_gradient(
         // A rounding's result carries no gradient, as an integer's does
         // not: a loss reached through it alone is refused below.
         let piecewise_constant =
-            matches!(op_name(op).as_str(), "hl.floor" | "hl.ceil" | "hl.round" | "hl.stop_gradient");
+            matches!(op_name(op).as_str(), "hl.floor" | "hl.ceil" | "hl.round" | "hl.stop_gradient" | "hl.random_like");
         let is_active = op_name(op) == "hl.get_param"
             || (!piecewise_constant && operands.iter().any(|v| active.contains(&key(*v))));
         for r in 0..unsafe { mlirOperationGetNumResults(op) } {
@@ -434,6 +434,8 @@ fn vjp(
         }
         // Piecewise constant: no gradient (PyTorch's is 0).
         "hl.floor" | "hl.ceil" | "hl.round" | "hl.stop_gradient" => Ok(vec![None]),
+        // Noise: its value does not depend on `like`'s.
+        "hl.random_like" => Ok(vec![None]),
         "hl.log" => one(e.binary("hl.div", g, x[0])?),
         "hl.sqrt" => one(e.scale(e.binary("hl.div", g, y)?, 0.5)?),
         "hl.rsqrt" => {

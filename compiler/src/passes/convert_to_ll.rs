@@ -909,6 +909,10 @@ impl<'a> Lower<'a> {
                 let ins = vec![self.buf(x[0])?, self.buf(x[1])?, self.buf(x[2])?, self.alloc(Self::result(op, 0))?];
                 self.kernel(loc, "ll.dropout", &ins, copied(op, &["p", "stream"]))?;
             }
+            "hl.random_like" => {
+                let ins = vec![self.buf(x[1])?, self.buf(x[2])?, self.alloc(Self::result(op, 0))?];
+                self.kernel(loc, "ll.random", &ins, copied(op, &["kind", "a", "b", "stream"]))?;
+            }
             "hl.mse_loss" => {
                 let ins = vec![self.buf(x[0])?, self.buf(x[1])?, self.alloc(Self::result(op, 0))?];
                 let mut attrs = Vec::new();

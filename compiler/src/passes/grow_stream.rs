@@ -907,11 +907,12 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
             declare_mask(module, after, &name, "tensor<f32>", mask).map_err(|(l, m)| (l, format!("{BLOCK}: {m}")))?;
         }
     }
-    // Dropout streams stay unique: the clones draw new ones.
+    // Random streams (dropout's, noise's) stay unique: the clones draw new
+    // ones.
     let mut next_stream = 0i64;
     for (_, block) in ir::functions(module) {
         for op in ops_of(block) {
-            if op_name(op) == "hl.dropout" {
+            if matches!(op_name(op).as_str(), "hl.dropout" | "hl.random_like") {
                 next_stream = next_stream.max(ir::int_attr(op, "stream").unwrap_or(0) + 1);
             }
         }
@@ -950,7 +951,7 @@ pub fn apply_block(module: MlirOperation, plan: &BlockPlan) -> Result<(), Failur
             {
                 set_string(copy, "hl.mask", &new);
             }
-            if op_name(copy) == "hl.dropout" {
+            if matches!(op_name(copy).as_str(), "hl.dropout" | "hl.random_like") {
                 let ctx = unsafe { mlirOperationGetContext(copy) };
                 let attr = unsafe { mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), next_stream) };
                 unsafe { mlirOperationSetAttributeByName(copy, crate::ffi::string_ref("stream"), attr) };

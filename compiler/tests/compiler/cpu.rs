@@ -1161,6 +1161,16 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64), f32s(&[3, 1001], 59)],
         ),
         (
+            // Noise: normal (mean 0.5, deviation 2) over 35 elements (a
+            // ragged group, each of a block's two pairs and both of a
+            // pair's cosine and sine), uniform in [-1, 3) and standard
+            // normal over 3003 (split over the threads); the two 3003s on
+            // streams of their own, from a like never read otherwise.
+            "random",
+            "func.func @f(%x: tensor<5x7xf32>, %s: tensor<i64>, %o: tensor<i64>, %z: tensor<3x1001xf32>) -> (tensor<5x7xf32>, tensor<3x1001xf32>, tensor<3x1001xf32>) {\n  %y = hl.random_like %x, %s, %o kind = \"normal\" a = 5.000000e-01 b = 2.000000e+00 stream = 5 : tensor<5x7xf32>\n  %u = hl.random_like %z, %s, %o kind = \"uniform\" a = -1.000000e+00 b = 3.000000e+00 stream = 6 : tensor<3x1001xf32>\n  %n = hl.random_like %z, %s, %o kind = \"normal\" a = 0.000000e+00 b = 1.000000e+00 stream = 7 : tensor<3x1001xf32>\n  return %y, %u, %n : tensor<5x7xf32>, tensor<3x1001xf32>, tensor<3x1001xf32>\n}".into(),
+            vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64), f32s(&[3, 1001], 59)],
+        ),
+        (
             // Boolean buffers (bytes in the kernels): a mask stored by a
             // compare, and one loaded and broadcast over a leading
             // dimension by a select, on rows of 37 (two vectors of 16 and

@@ -1780,3 +1780,27 @@ fn on_dev_f32(dev: &Device, shape: &[usize], values: &[f32]) -> Tensor {
 fn on_dev_i32(dev: &Device, shape: &[usize], values: &[i32]) -> Tensor {
     Tensor::from_i32(shape, values).unwrap().to(dev).unwrap()
 }
+
+/// The layer API's noise runs eagerly: `randn_like` and `rand_like` of a
+/// training graph draw afresh on each call (normal of the asked mean and
+/// deviation, uniform within its range); an evaluation graph's are the
+/// means.
+#[test]
+fn the_layer_apis_noise_runs_eagerly() {
+    use aicf_compiler::nn;
+    let dev = Device::Cpu { threads: 2 };
+    let g = nn::Graph::eager_on(nn::Mode::Train, 5, dev);
+    let x = g.input(&Tensor::zeros(&[8192]).unwrap()).unwrap();
+    let values = |t: nn::Tensor| t.eager().unwrap().values().unwrap().iter().map(|&v| v as f64).collect::<Vec<_>>();
+    let (a, b) = (values(x.randn_like(1.0, 2.0).unwrap()), values(x.randn_like(1.0, 2.0).unwrap()));
+    assert_ne!(a, b, "two calls, two draws");
+    let mean = a.iter().sum::<f64>() / a.len() as f64;
+    let std = (a.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / a.len() as f64).sqrt();
+    assert!((mean - 1.0).abs() < 0.07 && (std - 2.0).abs() < 0.05, "mean {mean}, deviation {std}");
+    let u = values(x.rand_like(-1.0, 3.0).unwrap());
+    assert!(u.iter().all(|v| (-1.0..3.0).contains(v)));
+    let g = nn::Graph::eager_on(nn::Mode::Eval, 5, dev);
+    let x = g.input(&Tensor::zeros(&[16]).unwrap()).unwrap();
+    assert_eq!(values(x.randn_like(1.0, 2.0).unwrap()), vec![1.0; 16]);
+    assert_eq!(values(x.rand_like(-1.0, 3.0).unwrap()), vec![1.0; 16]);
+}

@@ -170,6 +170,51 @@ fn dropout_drops_a_fraction_p_reproducibly() {
     assert_ne!(go(2.0, 0.0).data, a.data);
 }
 
+/// `hl.random_like`'s numbers have the moments they promise, lie in the
+/// uniform's range, and are a function of seed, offset and stream alone.
+#[test]
+fn random_like_draws_normal_and_uniform_numbers_reproducibly() {
+    let src = r#"
+      func.func @f(%x: tensor<20000xf32>, %seed: tensor<i64>, %off: tensor<i64>) -> (tensor<20000xf32>, tensor<20000xf32>, tensor<20000xf32>) {
+        %n = hl.random_like %x, %seed, %off kind = "normal" a = 1.500000e+00 b = 2.000000e+00 stream = 0 : tensor<20000xf32>
+        %u = hl.random_like %x, %seed, %off kind = "uniform" a = -2.000000e+00 b = 6.000000e+00 stream = 1 : tensor<20000xf32>
+        %m = hl.random_like %x, %seed, %off kind = "normal" a = 1.500000e+00 b = 2.000000e+00 stream = 2 : tensor<20000xf32>
+        return %n, %u, %m : tensor<20000xf32>, tensor<20000xf32>, tensor<20000xf32>
+      }"#;
+    // The like's values are not read: NaN in, numbers out.
+    let x = Array::new([20000], DType::F32, vec![f64::NAN; 20000]).unwrap();
+    let go = |seed: f64, off: f64| {
+        run(src, &[], &[x.clone(), Array::scalar(seed, DType::I64), Array::scalar(off, DType::I64)]).unwrap()
+    };
+    let moments = |v: &[f64]| {
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        let skew = v.iter().map(|x| (x - mean).powi(3)).sum::<f64>() / n / var.powf(1.5);
+        (mean, var.sqrt(), skew)
+    };
+    let a = go(7.0, 0.0);
+    // Standard errors at n = 20000: mean 0.014 (of 2), deviation 0.01.
+    let (mean, std, skew) = moments(&a[0].data);
+    assert!((mean - 1.5).abs() < 0.06 && (std - 2.0).abs() < 0.05 && skew.abs() < 0.1, "{mean} {std} {skew}");
+    // A normal's mass within one deviation: 68.3%.
+    let within = a[0].data.iter().filter(|v| (*v - 1.5).abs() < 2.0).count() as f64 / 20000.0;
+    assert!((within - 0.683).abs() < 0.015, "{within} within one deviation");
+    let u = &a[1].data;
+    assert!(u.iter().all(|v| (-2.0..6.0).contains(v)), "uniform outside [-2, 6)");
+    let (mean, std, _) = moments(u);
+    assert!((mean - 2.0).abs() < 0.08 && (std - 8.0 / 12f64.sqrt()).abs() < 0.05, "{mean} {std}");
+    assert_ne!(a[0].data, a[2].data, "streams 0 and 2 draw apart");
+    assert_eq!(go(7.0, 0.0), a, "same seed and offset, same numbers");
+    assert_ne!(go(7.0, 5000.0)[0].data, a[0].data, "a later offset draws new numbers");
+    assert_ne!(go(8.0, 0.0)[0].data, a[0].data);
+    // Block b's four numbers are the initializers' normals of block b.
+    let mut init = vec![0f32; 8];
+    aicf_runtime::init::Init::Normal { mean: 1.5, std: 2.0 }.fill(&[8], 7, 0, &mut init).unwrap();
+    let first: Vec<f32> = a[0].data[..8].iter().map(|&v| v as f32).collect();
+    assert_eq!(first, init);
+}
+
 #[test]
 fn errors_name_the_op_and_its_location() {
     let src = r#"

@@ -375,3 +375,95 @@ fn pytorchs_composed_forms_trace_through_the_layer_api() {
     assert!(m.text.contains("tensor<6x2x3xf32>"), "Conv1d's weight [out, in / groups, kernel]\n{m}");
     m.parse(&CompilerContext::new()).unwrap_or_else(|e| panic!("{e}\n{m}"));
 }
+
+/// `randn_like` and `rand_like`: noise while training (`hl.random_like`,
+/// on streams numbered with dropout's), the distribution's mean in
+/// evaluation (no seed taken); arguments out of their range, and noise
+/// like an integer tensor, are refused by name.
+#[test]
+fn noise_is_drawn_while_training_and_is_its_mean_in_evaluation() {
+    let mut b = ModuleBuilder::new();
+    let eval = b
+        .function("eval", Mode::Eval, &[f32(&[4, 4])], |xs| {
+            Ok(vec![xs[0].randn_like(1.0, 2.0)?, xs[0].rand_like(-1.0, 3.0)?])
+        })
+        .unwrap();
+    let train = b
+        .function("train", Mode::Train, &[f32(&[4, 4])], |xs| {
+            Ok(vec![xs[0].dropout(0.5)?.randn_like(0.0, 1.0)?, xs[0].rand_like(0.0, 1.0)?])
+        })
+        .unwrap();
+    let m = b.finish().unwrap();
+    assert!(!eval.takes_rng && train.takes_rng);
+    let (eval_text, train_text) = m.text.split_once("func.func @train").unwrap();
+    assert!(!eval_text.contains("hl.random_like"), "{m}");
+    assert!(train_text.contains(r#"kind = "normal" a = 0.000000e+00 b = 1.000000e+00 stream = 1"#), "{m}");
+    assert!(train_text.contains(r#"kind = "uniform" a = 0.000000e+00 b = 1.000000e+00 stream = 2"#), "{m}");
+    let ctx = CompilerContext::new();
+    let module = ctx.parse(&m.text, "noise").unwrap();
+    let x = aicf_compiler::interp::Array::new([4, 4], DType::F32, vec![f64::NAN; 16]).unwrap();
+    let out = aicf_compiler::interp::Interpreter::new(&module).run("eval", &[x]).unwrap();
+    assert!(out.iter().all(|o| o.data.iter().all(|&v| v == 1.0)), "the means 1 and 1: {out:?}");
+    let mut b = ModuleBuilder::new();
+    for (what, body) in [
+        (
+            "randn_like: mean 0 and deviation -1 must be finite, std >= 0",
+            Box::new(|x: &Tensor| x.randn_like(0.0, -1.0)) as Box<dyn Fn(&Tensor) -> nn::Result<Tensor>>,
+        ),
+        ("rand_like: the range [2, 1) must be finite and not reversed", Box::new(|x: &Tensor| x.rand_like(2.0, 1.0))),
+        (
+            "normal noise like tensor<2xi32>: the tensor must be a float",
+            Box::new(|x: &Tensor| x.cast(DType::I32)?.randn_like(0.0, 1.0)),
+        ),
+    ] {
+        let err = b.function("bad", Mode::Train, &[f32(&[2])], |xs| Ok(vec![body(&xs[0])?])).unwrap_err();
+        assert!(err.to_string().contains(what), "{err}");
+    }
+}
+
+/// A variational autoencoder written with the layer API (`randn_like` for
+/// its reparameterisation) compiles and trains on its negative ELBO: the
+/// trainer draws the noise's seed and offset per step, and the loss falls.
+#[test]
+fn a_variational_autoencoder_built_with_the_layer_api_trains() {
+    use aicf_compiler::train::{Options, Trainer};
+    let (enc, mu, logvar, dec) =
+        (Linear::new("enc", 6, 16), Linear::new("mu", 16, 2), Linear::new("logvar", 16, 2), Linear::new("dec", 2, 6));
+    let encode = |x: &Tensor| -> nn::Result<(Tensor, Tensor)> {
+        let h = enc.forward(x)?.tanh()?;
+        Ok((mu.forward(&h)?, logvar.forward(&h)?))
+    };
+    let mut b = ModuleBuilder::new();
+    b.function("forward", Mode::Eval, &[f32(&[16, 6])], |xs| {
+        let (m, lv) = encode(&xs[0])?;
+        let z = m.add(&lv.randn_like(0.0, 1.0)?.mul(&lv.mul_scalar(0.5)?.exp()?)?)?;
+        Ok(vec![dec.forward(&z)?])
+    })
+    .unwrap();
+    b.function("loss", Mode::Train, &[f32(&[16, 6])], |xs| {
+        let (m, lv) = encode(&xs[0])?;
+        let z = m.add(&lv.randn_like(0.0, 1.0)?.mul(&lv.mul_scalar(0.5)?.exp()?)?)?;
+        let rec = dec.forward(&z)?.sub(&xs[0])?;
+        let rec = rec.mul(&rec)?.sum(&[1], false)?.mean(&[0], false)?;
+        let kl = m.mul(&m)?.add(&lv.exp()?)?.sub(&lv)?.sum(&[1], false)?.mean(&[0], false)?;
+        Ok(vec![rec.add(&kl.mul_scalar(0.5)?)?])
+    })
+    .unwrap();
+    let m = b.finish().unwrap();
+    assert!(m.text.contains("hl.random_like"), "{m}");
+    let options = Options {
+        optimizer: "adam".into(),
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        cache_dir: crate::tmp_root().join("nn-vae"),
+        ..Options::default()
+    };
+    let mut t = Trainer::from_source(&m.text, "vae.mlir", options).unwrap();
+    // Rows on a line in 6-D: two latent factors describe them.
+    let x: Vec<f64> = (0..96).map(|i| ((i / 6) as f64 * 0.37 + (i % 6) as f64).sin()).collect();
+    let x = aicf_runtime::Tensor::new([16, 6], aicf_runtime::artifact::DType::F32, x);
+    let losses: Vec<f64> = (0..150).map(|_| t.step(&[&x], 0.01).unwrap().loss).collect();
+    let (first, last) = (losses[..10].iter().sum::<f64>() / 10.0, losses[140..].iter().sum::<f64>() / 10.0);
+    assert!(last < 0.7 * first, "the loss went from {first} to {last}");
+    // Each step drew its own noise: the loss of one batch varies.
+    assert!(losses.windows(2).any(|w| w[0] != w[1]));
+}

@@ -449,6 +449,146 @@ fn check_graph_loss_as(name: &str, loss: Loss) -> onnx::Imported {
     imported
 }
 
+/// A variational autoencoder exported from PyTorch (`torch.randn_like`:
+/// RandomNormalLike), from both exporters, trains on its own negative
+/// ELBO. Its noise is `hl.random_like`'s, drawn from the step's seed and
+/// offset; the fixture's reference loss and float64 gradients are
+/// PyTorch's with `randn_like` returning those same numbers (the
+/// exporter's `philox_normals`), so they match as any model's do.
+/// `@forward` decodes the mean (PyTorch's output with zero noise).
+#[test]
+fn a_variational_autoencoder_trains_on_its_own_elbo_with_noise_drawn_per_step() {
+    for name in ["vae", "vae_dynamo"] {
+        let io = io(name);
+        let x = &io["input0"];
+        let dir = scratch(format!("onnx-{name}"));
+        let options = ImportOptions { batch: Some(x.shape[0]), ..Default::default() };
+        let imported = onnx::import(&fixture(&format!("{name}.onnx")), &options).unwrap();
+        let graph_loss = imported.graph_loss.as_ref().unwrap();
+        assert!(graph_loss.targets.is_empty(), "{name}: no targets");
+        assert_eq!(imported.noise.len(), 1, "{name}");
+        assert_eq!(imported.noise[0].0, "RandomNormalLike", "{name}");
+        assert!(imported.module.text.contains("hl.random_like"), "{name}");
+        let mut t = sgd_trainer(&imported, &dir, name);
+        let out = t.predict(&[x]).unwrap();
+        let e = relative(&out[0].values, &io["torch.mean_output0"].values);
+        assert!(e <= 1e-5, "{name}: @forward differs from PyTorch's with zero noise by {e:.2e}");
+        // The seed and offset the fixture drew PyTorch's noise with.
+        let i64 = aicf_runtime::artifact::DType::I64;
+        let (seed, offset) = (Tensor::scalar(1234.0, i64), Tensor::scalar(0.0, i64));
+        let args = [x, &seed, &offset];
+        let r = t.backend_mut().call("loss_grad", &args).unwrap();
+        let loss = io["torch.loss"].values[0];
+        assert!(
+            (r[0].values[0] - loss).abs() <= 1e-5 * loss.abs(),
+            "{name}: loss {} vs PyTorch's {loss}",
+            r[0].values[0]
+        );
+        assert_gradients(name, &io, &imported, &r[1..]);
+        assert_eq!(imported.sources.len() as f64, io["torch.parameters"].values[0], "{name}: every parameter");
+        // Another step's offset draws other noise, and another loss.
+        let later = Tensor::scalar((1u64 << 24) as f64, i64);
+        let other = t.backend_mut().call("loss_grad", &[x, &seed, &later]).unwrap()[0].values[0];
+        assert!((other - r[0].values[0]).abs() > 1e-4, "{name}: the same loss {other} at another offset");
+        // A step lowers the loss at the noise it took.
+        t.step(&args, 0.01).unwrap();
+        let after = t.backend_mut().call("loss_grad", &args).unwrap()[0].values[0];
+        assert!(after < r[0].values[0], "{name}: a step from loss {} reached {after}", r[0].values[0]);
+    }
+}
+
+/// Each op that draws noise, alone before a graph loss of its output's
+/// mean square: in @loss (run by the interpreter, with a step's seed and
+/// offset) its numbers have the second moment of their distribution
+/// (Bernoulli p: p; uniform [-1, 3): 7/3; normal (2, 0.5): 4.25; a shape
+/// attribute's RandomNormal likewise); in @forward, the distribution's
+/// mean (a Bernoulli's likelier value: 0 at p = 0.3, 1 at 0.8). A dtype
+/// that is no float is refused by name.
+#[test]
+fn noise_ops_draw_their_distributions_in_the_loss_and_their_means_forward() {
+    use aicf_compiler::interp::{Array, Interpreter};
+    use aicf_onnx::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto};
+    let model = |op: &str, attribute: Vec<aicf_onnx::proto::AttributeProto>| {
+        let noise = NodeProto {
+            name: Some("noise".into()),
+            op_type: Some(op.into()),
+            input: if op == "RandomNormal" { vec![] } else { vec!["x".into()] },
+            output: vec!["y".into()],
+            attribute,
+            ..Default::default()
+        };
+        ModelProto {
+            ir_version: Some(8),
+            opset_import: vec![OperatorSetIdProto { version: Some(17), ..Default::default() }],
+            graph: Some(GraphProto {
+                name: Some("noise".into()),
+                node: vec![
+                    noise,
+                    node("sq", "Mul", &["y", "y"], "y2"),
+                    // (The graph reads x, as a loss the importer takes must.)
+                    node("zero", "Sub", &["x", "x"], "x0"),
+                    node("with", "Add", &["y2", "x0"], "z"),
+                    node("mean", "ReduceMean", &["z"], "m"),
+                    {
+                        let mut r = node("loss", "Reshape", &["m", "scalar"], "loss");
+                        r.attribute.clear();
+                        r
+                    },
+                ],
+                input: vec![float_value("x", &[64, 64])],
+                output: vec![float_value("y", &[64, 64]), float_value("loss", &[])],
+                initializer: vec![aicf_onnx::proto::TensorProto {
+                    name: Some("scalar".into()),
+                    data_type: Some(7),
+                    dims: vec![0],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    };
+    let f = |name: &str, v: f32| float_attribute(name, v);
+    let cases = [
+        ("Bernoulli", vec![], 0.3, 0.3, 0.0),
+        ("Bernoulli", vec![int_attribute("dtype", 1)], 0.8, 0.8, 1.0),
+        ("RandomUniformLike", vec![f("low", -1.0), f("high", 3.0)], 0.3, 7.0 / 3.0, 1.0),
+        ("RandomNormalLike", vec![f("mean", 2.0), f("scale", 0.5)], 0.3, 4.25, 2.0),
+        ("RandomNormal", vec![f("mean", 2.0), f("scale", 0.5), ints_attribute("shape", &[64, 64])], 0.3, 4.25, 2.0),
+    ];
+    let dir = scratch("onnx-noise-ops");
+    for (k, (op, attribute, p, second, mean)) in cases.into_iter().enumerate() {
+        let options = ImportOptions { batch: None, ..Default::default() };
+        let imported = onnx::import_model(&model(op, attribute), "noise.onnx", &dir, &options)
+            .unwrap_or_else(|e| panic!("{op}: {e}"));
+        assert_eq!(imported.noise, [(op.to_string(), "y".to_string())], "{op}");
+        let path = dir.join(format!("noise{k}.mlir"));
+        imported.write(&path).unwrap();
+        let ctx = aicf_compiler::CompilerContext::new();
+        let module = ctx.parse(&std::fs::read_to_string(&path).unwrap(), "noise").unwrap();
+        let x = Array::new([64, 64], aicf_compiler::nn::DType::F32, vec![p; 4096]).unwrap();
+        let i64 = aicf_compiler::nn::DType::I64;
+        let run = |offset: f64| {
+            let args = [x.clone(), Array::scalar(99.0, i64), Array::scalar(offset, i64)];
+            Interpreter::new(&module).run("loss", &args).unwrap_or_else(|e| panic!("{op}: {e}"))[0].data[0]
+        };
+        let got = run(0.0);
+        assert!((got - second).abs() < 0.06 * second, "{op}: mean square {got}, expected {second}");
+        assert_ne!(run((1u64 << 24) as f64), got, "{op}: another step draws other numbers");
+        let forward = Interpreter::new(&module).run("forward", std::slice::from_ref(&x)).unwrap();
+        assert!(forward[0].data.iter().all(|&v| v == mean), "{op}: @forward gives {:?}", &forward[0].data[..4]);
+    }
+    let err = onnx::import_model(
+        &model("RandomNormalLike", vec![int_attribute("dtype", 7)]),
+        "noise.onnx",
+        &dir,
+        &ImportOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("dtype INT64: RandomNormalLike draws floats"), "{err}");
+}
+
 /// nanoGPT's `forward(idx, targets)`, which returns the logits and the
 /// cross-entropy of the flattened logits with positions labelled -1
 /// ignored (SoftmaxCrossEntropyLoss), trains as PyTorch's from both

@@ -843,6 +843,38 @@ func.func @f(%x: tensor<4xf32>, %s: tensor<i32>) {
 
 // -----
 
+func.func @f(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'hl.random_like' op kind "gamma" is neither "normal" nor "uniform"}}
+  %0 = hl.random_like %x, %s, %s kind = "gamma" a = 0.0 b = 1.0 stream = 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'hl.random_like' op the standard deviation b = -1.000000e+00 is negative}}
+  %0 = hl.random_like %x, %s, %s kind = "normal" a = 0.0 b = -1.0 stream = 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'hl.random_like' op the uniform range [2.000000e+00, 1.000000e+00) is empty}}
+  %0 = hl.random_like %x, %s, %s kind = "uniform" a = 2.0 b = 1.0 stream = 0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xi32>, %s: tensor<i64>) {
+  // expected-error @+1 {{'hl.random_like' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4xi32>'}}
+  %0 = "hl.random_like"(%x, %s, %s) {kind = "normal", a = 0.0 : f64, b = 1.0 : f64, stream = 0 : i64} : (tensor<4xi32>, tensor<i64>, tensor<i64>) -> tensor<4xi32>
+  return
+}
+
+// -----
+
 hl.param @w : tensor<3xf32> owner "" init <zeros>
 // expected-error @+1 {{'hl.state' op slot type 'tensor<4xf32>' differs from the type 'tensor<3xf32>' of its parameter @w}}
 hl.state @w.m : tensor<4xf32> of @w slot "momentum" init <zeros>

@@ -241,6 +241,10 @@ func.func @vision_and_attention(%img: tensor<2x3x9x9xf32>, %w: tensor<8x3x3x3xf3
   %5 = hl.attention %q, %kv, %kv scale = 0.25 : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>
   // CHECK: hl.dropout %{{.*}}, %{{.*}}, %{{.*}} p = 1.000000e-01 stream = 3 : tensor<2x4x16x8xf32>
   %6 = hl.dropout %4, %seed, %offset p = 0.1 stream = 3 : tensor<2x4x16x8xf32>
+  // CHECK: hl.random_like %{{.*}}, %{{.*}}, %{{.*}} kind = "normal" a = 0.000000e+00 b = 1.000000e+00 stream = 4 : tensor<2x4x16x8xf32>
+  %n = hl.random_like %4, %seed, %offset kind = "normal" a = 0.0 b = 1.0 stream = 4 : tensor<2x4x16x8xf32>
+  // CHECK: hl.random_like %{{.*}}, %{{.*}}, %{{.*}} kind = "uniform" a = -1.000000e+00 b = 1.000000e+00 stream = 5 : tensor<2x4x16x8xf32>
+  %u = hl.random_like %4, %seed, %offset kind = "uniform" a = -1.0 b = 1.0 stream = 5 : tensor<2x4x16x8xf32>
   // CHECK: hl.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x16x8xf32>
   %7:3 = hl.attention_backward %q, %kv, %kv, %4, %6 causal : tensor<2x4x16x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x12x8xf32>, tensor<2x4x16x8xf32>
   return

@@ -242,6 +242,8 @@ func.func @losses_and_randomness(%x: memref<8x16xf32>, %t: memref<8x16xf32>, %l:
   ll.mse_loss %x, %t into %l reduction = sum : memref<8x16xf32> -> memref<f32>
   // CHECK: ll.dropout %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}} p = 1.000000e-01 stream = 3 : memref<8x16xf32>
   ll.dropout %x, %seed, %offset into %t p = 0.1 stream = 3 : memref<8x16xf32>
+  // CHECK: ll.random %{{.*}}, %{{.*}} into %{{.*}} kind = "normal" a = 5.000000e-01 b = 2.000000e+00 stream = 4 : memref<8x16xf32>
+  ll.random %seed, %offset into %t kind = "normal" a = 0.5 b = 2.0 stream = 4 : memref<8x16xf32>
   return
 }
 

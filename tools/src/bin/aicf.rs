@@ -2145,6 +2145,21 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             );
         }
     }
+    if !imported.noise.is_empty() {
+        let named: Vec<String> = imported.noise.iter().map(|(op, out)| format!("{op} '{out}'")).collect();
+        let one = named.len() == 1;
+        let bernoulli = imported.noise.iter().any(|(op, _)| op == "Bernoulli");
+        eprintln!(
+            "note: {} draw{} afresh each training step from the run's --seed (not {} seed attribute), with no \
+             gradient, in @loss and in the held-out loss (PyTorch's randn_like draws in eval mode too); @forward \
+             (`predict`, `eval`'s accuracy) takes {} mean instead{}, as dropout is off there",
+            named.join(", "),
+            if one { "s" } else { "" },
+            if one { "its" } else { "their" },
+            if one { "its" } else { "each one's" },
+            if bernoulli { " (a Bernoulli's likelier value)" } else { "" }
+        );
+    }
     if !imported.scalar_params.is_empty() {
         let named: Vec<String> = imported.scalar_params.iter().map(|n| format!("'{n}'")).collect();
         eprintln!(

@@ -487,24 +487,123 @@ impl Generator {
         let threshold = (p * 16_777_216.0).ceil() as u64;
         let n = numel(shape);
         let mut k = Kernel::new();
+        let philox = Philox::new(&mut k, "%b1", "%b2", stream);
+        let scale = k.float(1.0 / (1.0 - p), t);
+        let zero = k.float(0.0, t);
+        let thr = k.val(&format!("arith.constant {threshold} : i32"));
+        let c8 = k.val("arith.constant 8 : i32");
+        philox.groups(
+            &mut k,
+            n,
+            |_, _| (),
+            |k, i, words, _| {
+                let top = k.val(&format!("arith.shrui {}, {c8} : i32", words[i.1]));
+                let keep = k.val(&format!("arith.cmpi uge, {top}, {thr} : i32"));
+                let x = k.load("%b0", &i.0, &ty);
+                let y = k.fop("mulf", &x, &scale, t);
+                let r = k.val(&format!("arith.select {keep}, {y}, {zero} : {f}"));
+                k.store(&r, "%b3", &i.0, &out_ty);
+            },
+        );
+        self.one(k, specs, n.div_ceil(4), 120)
+    }
+
+    /// `hl.random_like`'s numbers (operands seed, offset, out): uniform
+    /// words scaled into `[a, b)`, or Box-Muller normals from word pairs.
+    pub(crate) fn random(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
+        let (shape, t) = (&specs[2].0, DType::F32);
+        let out_ty = flat_type(shape, specs[2].1);
+        let normal = crate::ir::string_attr(op, "kind").as_deref() == Some("normal");
+        let (a, b) = (float_attr(op, "a").unwrap_or(0.0), float_attr(op, "b").unwrap_or(1.0));
+        let stream = int_attr(op, "stream").unwrap_or(0) as u64;
+        let n = numel(shape);
+        let mut k = Kernel::new();
+        let philox = Philox::new(&mut k, "%b0", "%b1", stream);
+        let c8 = k.val("arith.constant 8 : i32");
+        let c1 = k.val("arith.constant 1 : i32");
+        let inv24 = k.float(1.0 / 16_777_216.0, t);
+        let (av, bv) = (k.float(a, t), k.float(if normal { b } else { b - a }, t));
+        let (m2, tau) = (k.float(-2.0, t), k.float(std::f64::consts::TAU, t));
+        // word >> 8 (plus one for the open interval) over 2^24
+        let unit = |k: &mut Kernel, w: &str, open: bool| {
+            let top = k.val(&format!("arith.shrui {w}, {c8} : i32"));
+            let top = if open { k.val(&format!("arith.addi {top}, {c1} : i32")) } else { top };
+            let x = k.val(&format!("arith.uitofp {top} : i32 to f32"));
+            k.fop("mulf", &x, &inv24, t)
+        };
+        let per_block = |k: &mut Kernel, words: &[String; 4]| {
+            if !normal {
+                return Vec::new();
+            }
+            (0..2)
+                .map(|p| {
+                    let u1 = unit(k, &words[2 * p], true);
+                    let u2 = unit(k, &words[2 * p + 1], false);
+                    let ln = k.val(&format!("math.log {u1} : f32"));
+                    let r2 = k.fop("mulf", &m2, &ln, t);
+                    let r = k.val(&format!("math.sqrt {r2} : f32"));
+                    (r, k.fop("mulf", &tau, &u2, t))
+                })
+                .collect()
+        };
+        philox.groups(&mut k, n, per_block, |k, i, words, pairs: &Vec<(String, String)>| {
+            let v = if normal {
+                let (r, theta) = &pairs[i.1 / 2];
+                let trig = if i.1 % 2 == 0 { "cos" } else { "sin" };
+                let z = k.val(&format!("math.{trig} {theta} : f32"));
+                k.fop("mulf", r, &z, t)
+            } else {
+                unit(k, &words[i.1], false)
+            };
+            let scaled = k.fop("mulf", &v, &bv, t);
+            let y = k.fop("addf", &av, &scaled, t);
+            k.store(&y, "%b2", &i.0, &out_ty);
+        });
+        self.one(k, specs, n.div_ceil(4), if normal { 160 } else { 100 })
+    }
+}
+
+/// Philox4x32-10's constants and the step's key and offset, loaded once in
+/// a kernel (`seed` and `offset` are rank-0 i64 buffers).
+struct Philox {
+    k: [String; 2],
+    stream: [String; 2],
+    offset: String,
+    m: [String; 2],
+    w: [String; 2],
+    c32: String,
+}
+
+impl Philox {
+    fn new(k: &mut Kernel, seed: &str, offset: &str, stream: u64) -> Philox {
         let c = |k: &mut Kernel, v: u64, t: &str| k.val(&format!("arith.constant {v} : {t}"));
-        let seed = k.load("%b1", "%c0", "memref<1xi64>");
-        let offset = k.load("%b2", "%c0", "memref<1xi64>");
-        let c32 = c(&mut k, 32, "i64");
+        let seed = k.load(seed, "%c0", "memref<1xi64>");
+        let offset = k.load(offset, "%c0", "memref<1xi64>");
+        let c32 = c(k, 32, "i64");
         let k0 = k.val(&format!("arith.trunci {seed} : i64 to i32"));
         let sh = k.val(&format!("arith.shrui {seed}, {c32} : i64"));
         let k1 = k.val(&format!("arith.trunci {sh} : i64 to i32"));
-        let scale = k.float(1.0 / (1.0 - p), t);
-        let zero = k.float(0.0, t);
-        let (s_lo, s_hi) = (c(&mut k, stream & 0xffff_ffff, "i32"), c(&mut k, stream >> 32, "i32"));
-        let (m0, m1) = (c(&mut k, 0xD251_1F53, "i64"), c(&mut k, 0xCD9E_8D57, "i64"));
-        let (w0, w1) = (c(&mut k, 0x9E37_79B9, "i32"), c(&mut k, 0xBB67_AE85, "i32"));
-        let thr = c(&mut k, threshold, "i32");
-        let c8 = c(&mut k, 8, "i32");
+        let stream = [c(k, stream & 0xffff_ffff, "i32"), c(k, stream >> 32, "i32")];
+        let m = [c(k, 0xD251_1F53, "i64"), c(k, 0xCD9E_8D57, "i64")];
+        let w = [c(k, 0x9E37_79B9, "i32"), c(k, 0xBB67_AE85, "i32")];
+        Philox { k: [k0, k1], stream, offset, m, w, c32 }
+    }
+
+    /// For each element `i` of `n`, in groups of four per block (`g` from
+    /// `%begin` to `%end`): `per_block` of the block's words, then
+    /// `per_element` of ((`i`, `i mod 4`), the words, what `per_block`
+    /// gave). Groups whose four elements all exist run without a bound
+    /// check, so the loop vectorises (a check per element kept it scalar:
+    /// twice an elementwise pass's time); the one ragged group, if any,
+    /// after.
+    fn groups<P>(
+        &self,
+        k: &mut Kernel,
+        n: usize,
+        mut per_block: impl FnMut(&mut Kernel, &[String; 4]) -> P,
+        mut per_element: impl FnMut(&mut Kernel, (String, usize), &[String; 4], &P),
+    ) {
         let four = k.index(4);
-        // Groups whose four elements all exist run without a bound check,
-        // so the loop vectorises (a check per element kept it scalar: twice
-        // an elementwise pass's time); the one ragged group, if any, after.
         let full = k.index(n / 4);
         let hi = k.val(&format!("arith.minui %end, {full} : index"));
         let groups = [
@@ -516,37 +615,11 @@ impl Generator {
                 continue;
             }
             let g = k.open(&lo, &hi);
-            let gi = k.val(&format!("arith.index_cast {g} : index to i64"));
-            let block = k.val(&format!("arith.addi {offset}, {gi} : i64"));
-            let b_lo = k.val(&format!("arith.trunci {block} : i64 to i32"));
-            let bsh = k.val(&format!("arith.shrui {block}, {c32} : i64"));
-            let b_hi = k.val(&format!("arith.trunci {bsh} : i64 to i32"));
-            let mut ctr = [b_lo, b_hi, s_lo.clone(), s_hi.clone()];
-            let (mut ka, mut kb) = (k0.clone(), k1.clone());
-            for round in 0..10 {
-                if round > 0 {
-                    ka = k.val(&format!("arith.addi {ka}, {w0} : i32"));
-                    kb = k.val(&format!("arith.addi {kb}, {w1} : i32"));
-                }
-                let mulhilo = |k: &mut Kernel, m: &str, x: &str| {
-                    let x64 = k.val(&format!("arith.extui {x} : i32 to i64"));
-                    let prod = k.val(&format!("arith.muli {m}, {x64} : i64"));
-                    let hi64 = k.val(&format!("arith.shrui {prod}, {c32} : i64"));
-                    let hi = k.val(&format!("arith.trunci {hi64} : i64 to i32"));
-                    let lo = k.val(&format!("arith.trunci {prod} : i64 to i32"));
-                    (hi, lo)
-                };
-                let (hi0, lo0) = mulhilo(&mut k, &m0, &ctr[0]);
-                let (hi1, lo1) = mulhilo(&mut k, &m1, &ctr[2]);
-                let x0 = k.val(&format!("arith.xori {hi1}, {} : i32", ctr[1]));
-                let x0 = k.val(&format!("arith.xori {x0}, {ka} : i32"));
-                let x2 = k.val(&format!("arith.xori {hi0}, {} : i32", ctr[3]));
-                let x2 = k.val(&format!("arith.xori {x2}, {kb} : i32"));
-                ctr = [x0, lo1, x2, lo0];
-            }
+            let words = self.block(k, &g);
+            let shared = per_block(k, &words);
             let base = k.mul(&g, &four);
-            for (word, value) in ctr.iter().enumerate() {
-                let wc = k.index(word);
+            for j in 0..4 {
+                let wc = k.index(j);
                 let i = k.add(&base, &wc);
                 if ragged {
                     let nc = k.index(n);
@@ -554,12 +627,7 @@ impl Generator {
                     k.line(&format!("scf.if {inside} {{"));
                     k.depth += 1;
                 }
-                let top = k.val(&format!("arith.shrui {value}, {c8} : i32"));
-                let keep = k.val(&format!("arith.cmpi uge, {top}, {thr} : i32"));
-                let x = k.load("%b0", &i, &ty);
-                let y = k.fop("mulf", &x, &scale, t);
-                let r = k.val(&format!("arith.select {keep}, {y}, {zero} : {f}"));
-                k.store(&r, "%b3", &i, &out_ty);
+                per_element(k, (i, j), &words, &shared);
                 if ragged {
                     k.depth -= 1;
                     k.line("}");
@@ -567,6 +635,39 @@ impl Generator {
             }
             k.close();
         }
-        self.one(k, specs, n.div_ceil(4), 120)
+    }
+
+    /// The four words of block `offset + g` (`g` an index).
+    fn block(&self, k: &mut Kernel, g: &str) -> [String; 4] {
+        let c32 = &self.c32;
+        let gi = k.val(&format!("arith.index_cast {g} : index to i64"));
+        let block = k.val(&format!("arith.addi {}, {gi} : i64", self.offset));
+        let b_lo = k.val(&format!("arith.trunci {block} : i64 to i32"));
+        let bsh = k.val(&format!("arith.shrui {block}, {c32} : i64"));
+        let b_hi = k.val(&format!("arith.trunci {bsh} : i64 to i32"));
+        let mut ctr = [b_lo, b_hi, self.stream[0].clone(), self.stream[1].clone()];
+        let [mut ka, mut kb] = self.k.clone();
+        for round in 0..10 {
+            if round > 0 {
+                ka = k.val(&format!("arith.addi {ka}, {} : i32", self.w[0]));
+                kb = k.val(&format!("arith.addi {kb}, {} : i32", self.w[1]));
+            }
+            let mulhilo = |k: &mut Kernel, m: &str, x: &str| {
+                let x64 = k.val(&format!("arith.extui {x} : i32 to i64"));
+                let prod = k.val(&format!("arith.muli {m}, {x64} : i64"));
+                let hi64 = k.val(&format!("arith.shrui {prod}, {c32} : i64"));
+                let hi = k.val(&format!("arith.trunci {hi64} : i64 to i32"));
+                let lo = k.val(&format!("arith.trunci {prod} : i64 to i32"));
+                (hi, lo)
+            };
+            let (hi0, lo0) = mulhilo(k, &self.m[0], &ctr[0]);
+            let (hi1, lo1) = mulhilo(k, &self.m[1], &ctr[2]);
+            let x0 = k.val(&format!("arith.xori {hi1}, {} : i32", ctr[1]));
+            let x0 = k.val(&format!("arith.xori {x0}, {ka} : i32"));
+            let x2 = k.val(&format!("arith.xori {hi0}, {} : i32", ctr[3]));
+            let x2 = k.val(&format!("arith.xori {x2}, {kb} : i32"));
+            ctr = [x0, lo1, x2, lo0];
+        }
+        ctr
     }
 }

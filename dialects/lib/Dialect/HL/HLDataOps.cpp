@@ -603,3 +603,24 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// RandomLikeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RandomLikeOp::verify() {
+  StringRef kind = getKind();
+  double a = getA().convertToDouble(), b = getB().convertToDouble();
+  if (kind != "normal" && kind != "uniform")
+    return emitOpError("kind \"") << kind
+                                   << "\" is neither \"normal\" nor \"uniform\"";
+  if (!std::isfinite(a) || !std::isfinite(b))
+    return emitOpError("a = ") << a << " and b = " << b << " must be finite";
+  if (kind == "normal" && b < 0.0)
+    return emitOpError("the standard deviation b = ") << b << " is negative";
+  if (kind == "uniform" && b < a)
+    return emitOpError("the uniform range [") << a << ", " << b << ") is empty";
+  if (getStreamAttr().getInt() < 0)
+    return emitOpError("stream ") << getStreamAttr().getInt() << " must be >= 0";
+  return success();
+}
+

@@ -9,6 +9,8 @@
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace ll;
 
@@ -816,6 +818,17 @@ LogicalResult DropoutOp::verify() {
   if (!(getP().convertToDouble() >= 0.0 && getP().convertToDouble() < 1.0))
     return emitOpError("p = ") << getP().convertToDouble()
                                << " is not in [0, 1)";
+  return success();
+}
+
+LogicalResult RandomOp::verify() {
+  StringRef kind = getKind();
+  if (kind != "normal" && kind != "uniform")
+    return emitOpError("kind \"") << kind
+                                   << "\" is neither \"normal\" nor \"uniform\"";
+  if (!std::isfinite(getA().convertToDouble()) ||
+      !std::isfinite(getB().convertToDouble()))
+    return emitOpError("a and b must be finite");
   return success();
 }
 

@@ -565,3 +565,43 @@ def HL_DropoutOp : HL_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> 
   }];
   let hasVerifier = 1;
 }
+
+def HL_RandomLikeOp : HL_Op<"random_like", [Pure, AllTypesMatch<["like", "result"]>]> {
+  let summary = "normal or uniform random numbers from a counter-based stream";
+  let description = [{
+    A tensor of `like`'s type (its values are not read) of independent
+    random numbers: `kind = "normal"`, mean `a` and standard deviation `b`
+    (`torch.randn_like`, ONNX `RandomNormalLike`); `kind = "uniform"`, in
+    `[a, b)` (`torch.rand_like`, `RandomUniformLike`). They are a pure
+    function of the step's `seed` and `offset` and the op's static
+    `stream`, as `hl.dropout`'s mask is: element `i` of the row-major
+    flattened tensor takes block `offset + i / 4` of Philox4x32-10 (key
+    and counter as `hl.dropout`'s) and, with `j = i mod 4`,
+    - uniform: `a + (b - a) u`, `u` word `j`'s top 24 bits over 2^24;
+    - normal: Box-Muller on the pair `p = j / 2`: `r = sqrt(-2 ln u1)`,
+      `u1` the top 24 bits of word `2p` plus one over 2^24 (in (0, 1]),
+      `t = 2 pi u2`, `u2` word `2p + 1`'s as uniform's; `a + b r cos t`
+      for even `j`, `a + b r sin t` for odd.
+    It has no gradient.
+
+    ```mlir
+    %eps = hl.random_like %mu, %seed, %offset kind = "normal"
+        a = 0.000000e+00 b = 1.000000e+00 stream = 1 : tensor<32x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    HL_FloatTensor:$like,
+    HL_I64Scalar:$seed,
+    HL_I64Scalar:$offset,
+    StrAttr:$kind,
+    F64Attr:$a,
+    F64Attr:$b,
+    I64Attr:$stream
+  );
+  let results = (outs HL_FloatTensor:$result);
+  let assemblyFormat = [{
+    $like `,` $seed `,` $offset `kind` `=` $kind `a` `=` $a `b` `=` $b
+    `stream` `=` $stream attr-dict `:` type($like)
+  }];
+  let hasVerifier = 1;
+}

@@ -955,6 +955,35 @@ def LL_DropoutOp : LL_Op<"dropout", [AllTypesMatch<["input", "out"]>]> {
   let hasVerifier = 1;
 }
 
+def LL_RandomOp : LL_Op<"random"> {
+  let summary = "normal or uniform random numbers from a counter-based stream";
+  let description = [{
+    `hl.random_like` on buffers: `out` is filled from Philox4x32-10 of the
+    rank-0 `seed` and `offset` buffers and the static `stream` (the exact
+    rule is in `hl.random_like`'s description), so a replayed step draws
+    the same numbers.
+
+    ```mlir
+    ll.random %seed, %offset into %y kind = "normal" a = 0.000000e+00
+        b = 1.000000e+00 stream = 1 : memref<32x16xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<LL_I64Scalar, "seed", [MemRead]>:$seed,
+    Arg<LL_I64Scalar, "offset", [MemRead]>:$offset,
+    Arg<LL_FloatBuffer, "result", [MemWrite]>:$out,
+    StrAttr:$kind,
+    F64Attr:$a,
+    F64Attr:$b,
+    I64Attr:$stream
+  );
+  let assemblyFormat = [{
+    $seed `,` $offset `into` $out `kind` `=` $kind `a` `=` $a `b` `=` $b
+    `stream` `=` $stream attr-dict `:` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
