@@ -340,6 +340,13 @@ pub struct Imported {
     /// whose row PyTorch never updates. ONNX's Gather cannot say so: that
     /// row trains here (a note says so).
     pub padding_rows: Vec<(String, i64)>,
+    /// Batch norms the dynamo exporter's optimizer folded into the layer
+    /// before them (`FuseBatchNormIntoConv`, `...IntoGemm`,
+    /// `...IntoConvTranspose`): (the norm's module, whether PyTorch ran it
+    /// in training mode). They train as part of that layer's weights; one
+    /// in training mode normalized by the batch's statistics, which the
+    /// folded graph does not do at all.
+    pub folded_norms: Vec<(String, bool)>,
     /// The nodes that draw noise (op type, first output): RandomNormal(Like),
     /// RandomUniform(Like) and Bernoulli. Each draws afresh every step in
     /// `@loss` from the run's seed (not its own `seed` attribute); in
@@ -1146,6 +1153,7 @@ fn import_model_at(
         untied,
         restored,
         padding_rows: padding_rows(graph),
+        folded_norms: folded_norms(graph),
         noise: graph
             .node
             .iter()
@@ -1335,6 +1343,36 @@ fn shifts_target(
             n.op_type() == "Slice"
                 && along(n, -2).is_some_and(|(start, end, step)| start == 0 && end == -1 && step == 1)
         })
+}
+
+/// The batch norms a dynamo export's optimizer folded into the layer
+/// before them, from the layer's metadata: its rewrite rule
+/// (`pkg.onnxscript.rewriter.rule_name` naming `FuseBatchNorm...`), the
+/// norm's module (`pkg.torch.onnx.name_scopes`, the scope before the op's)
+/// and its `training` argument (the sixth of `aten.batch_norm` and
+/// `aten._native_batch_norm_legit_functional`).
+fn folded_norms(graph: &proto::GraphProto) -> Vec<(String, bool)> {
+    let meta = |n: &proto::NodeProto, key: &str| {
+        n.metadata_props.iter().find(|p| p.key() == key).map(|p| p.value().to_string())
+    };
+    graph
+        .node
+        .iter()
+        .filter(|n| meta(n, "pkg.onnxscript.rewriter.rule_name").is_some_and(|r| r.contains("FuseBatchNorm")))
+        .map(|n| {
+            let scopes = meta(n, "pkg.torch.onnx.name_scopes").unwrap_or_default();
+            let scopes: Vec<&str> =
+                scopes.trim_matches(['[', ']']).split(',').map(|s| s.trim().trim_matches('\'')).collect();
+            let module = match scopes.len() {
+                2.. if !scopes[scopes.len() - 2].is_empty() => scopes[scopes.len() - 2].to_string(),
+                _ => n.name().to_string(),
+            };
+            let fx = meta(n, "pkg.torch.onnx.fx_node").unwrap_or_default();
+            let training = fx.contains("batch_norm")
+                && fx.split("args = (").nth(1).and_then(|a| a.split(", ").nth(5)).is_some_and(|t| t == "True");
+            (module, training)
+        })
+        .collect()
 }
 
 /// The ops that draw noise.

@@ -589,6 +589,19 @@ fn noise_ops_draw_their_distributions_in_the_loss_and_their_means_forward() {
     assert!(err.contains("dtype INT64: RandomNormalLike draws floats"), "{err}");
 }
 
+/// A training-mode batch norm the dynamo exporter's optimizer folded into
+/// the convolution before it (a user sweep's MobileNet block trained as
+/// another model without a word): the import names it and its mode.
+#[test]
+fn a_batch_norm_the_exporter_folded_in_training_mode_is_named() {
+    let options = ImportOptions { batch: Some(4), ..Default::default() };
+    let imported = onnx::import(&fixture("bn_folded_dynamo.onnx"), &options).unwrap();
+    assert_eq!(imported.folded_norms, [("bn".to_string(), true)]);
+    // Exports the optimizer did not rewrite name none.
+    let plain = onnx::import(&fixture("vae_dynamo.onnx"), &ImportOptions::default()).unwrap();
+    assert!(plain.folded_norms.is_empty());
+}
+
 /// nanoGPT's `forward(idx, targets)`, which returns the logits and the
 /// cross-entropy of the flattened logits with positions labelled -1
 /// ignored (SoftmaxCrossEntropyLoss), trains as PyTorch's from both

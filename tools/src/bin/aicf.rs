@@ -2214,6 +2214,34 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             named.join(", ")
         );
     }
+    if !imported.folded_norms.is_empty() {
+        let n = &imported.folded_norms;
+        let named: Vec<String> = n.iter().take(5).map(|(m, _)| format!("'{m}'")).collect();
+        let more = n.len().saturating_sub(5);
+        let training = n.iter().filter(|(_, t)| *t).count();
+        let (one, each, them) = if n.len() == 1 { ("", "it", "it") } else { ("s", "each", "them") };
+        eprintln!(
+            "note: the exporter's optimizer folded {} batch norm{one} into the layer before {each} \
+             (FuseBatchNormIntoConv): {}{}; {each} trains as part of that layer's weights{}; export with \
+             torch.onnx.export(..., dynamo=True, optimize=False) to keep {them} as PyTorch trains {them}",
+            n.len(),
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+            if training > 0 {
+                format!(
+                    ", and {} exported in training mode, where PyTorch normalizes by the batch's statistics, which \
+                     the folded graph does not do at all: this is not the model PyTorch trains",
+                    match (training == n.len(), n.len()) {
+                        (true, 1) => "it was".to_string(),
+                        (true, _) => "all were".to_string(),
+                        _ => format!("{training} were"),
+                    }
+                )
+            } else {
+                String::new()
+            },
+        );
+    }
     if !imported.frozen_by_option.is_empty() {
         let named: Vec<String> = imported.frozen_by_option.iter().map(|(n, v)| format!("'{n}' ({v} values)")).collect();
         eprintln!("note: --freeze keeps {} constant, not trained", named.join(", "));
