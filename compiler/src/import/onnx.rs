@@ -297,6 +297,13 @@ pub struct Imported {
     /// learned scale: the export records a parameter as it records a
     /// buffer).
     pub scalar_params: Vec<String>,
+    /// Initializers of more than one value of a TorchScript export, under
+    /// the model's own names, that train only because the graph adds,
+    /// subtracts, multiplies or concatenates them with activations: a
+    /// learned bias, scale or position table, or a buffer (a
+    /// normalisation's mean, a loss's quantiles), which that export records
+    /// alike (`--freeze` keeps a buffer constant).
+    pub arithmetic_params: Vec<String>,
     /// Trained initializers of a TorchScript export under names the
     /// exporter made (`onnx::<Op>_<n>`: a value it computed and folded,
     /// or a parameter it reshaped), other than a linear layer's weight it
@@ -729,7 +736,7 @@ fn import_model_at(
             .peekable();
         readers.peek().is_some() && (!scalar || readers.all(|(n, k)| computed_operand(n, k)))
     };
-    let (mut params, scalar_picks) = choose_params(graph, &inits, model.producer_name() == "pytorch");
+    let (mut params, scalar_picks, arithmetic_picks) = choose_params(graph, &inits, model.producer_name() == "pytorch");
     params.extend(
         declared
             .iter()
@@ -1121,6 +1128,11 @@ fn import_model_at(
             s.sort();
             s
         },
+        arithmetic_params: {
+            let mut s: Vec<String> = arithmetic_picks.iter().filter(|n| params.contains(*n)).cloned().collect();
+            s.sort();
+            s
+        },
         exporter_named,
         computed_folds: {
             let mut c: Vec<(String, Vec<String>)> = computed
@@ -1505,7 +1517,7 @@ fn choose_params(
     graph: &proto::GraphProto,
     inits: &HashMap<String, aicf_onnx::Tensor>,
     pytorch: bool,
-) -> (HashSet<String>, HashSet<String>) {
+) -> (HashSet<String>, HashSet<String>, HashSet<String>) {
     let mut consumers: HashMap<&str, Vec<(&proto::NodeProto, usize)>> = HashMap::new();
     // (An If's branches' nodes too: a weight only a branch reads is one.)
     for node in nodes_within(graph) {
@@ -1519,7 +1531,7 @@ fn choose_params(
         consumers: &HashMap<&str, Vec<(&proto::NodeProto, usize)>>,
         generated: &HashSet<String>,
         name: &str,
-        elements: usize,
+        (elements, arithmetic): (usize, bool),
         depth: usize,
     ) -> bool {
         consumers.get(name).is_some_and(|uses| {
@@ -1552,7 +1564,7 @@ fn choose_params(
                     "LSTM" => matches!(k, 1..=3 | 7),
                     // A bias or scale added to an activation, or a token
                     // joined to them: more than one element.
-                    "Add" | "Sub" | "Mul" | "Concat" => elements >= 2,
+                    "Add" | "Sub" | "Mul" | "Concat" => arithmetic && elements >= 2,
                     _ => false,
                 };
                 // Ops that move a weight's values, or compute the weight
@@ -1590,7 +1602,7 @@ fn choose_params(
                         && node
                             .output
                             .first()
-                            .is_some_and(|o| weight_use(consumers, generated, o, elements, depth - 1)))
+                            .is_some_and(|o| weight_use(consumers, generated, o, (elements, arithmetic), depth - 1)))
             })
         })
     }
@@ -1633,7 +1645,7 @@ fn choose_params(
         .filter(|(name, t)| t.is_float() && (!t.dims.is_empty() || named_scalar(name, t)) && !is_mask(t))
         .filter(|(name, t)| {
             let elements = if named_scalar(name, t) { 2 } else { t.elements() };
-            weight_use(&consumers, &generated, name, elements, 8)
+            weight_use(&consumers, &generated, name, (elements, true), 8)
         })
         .map(|(name, _)| name.clone())
         .collect();
@@ -1642,12 +1654,26 @@ fn choose_params(
         .iter()
         .filter(|name| {
             inits.get(name.as_str()).is_some_and(|t| {
-                named_scalar(name, t) && (t.dims.is_empty() || !weight_use(&consumers, &generated, name, 1, 8))
+                named_scalar(name, t) && (t.dims.is_empty() || !weight_use(&consumers, &generated, name, (1, true), 8))
             })
         })
         .cloned()
         .collect();
-    (chosen, scalars)
+    // (Those of a TorchScript export under the model's own names that train
+    // only for the arithmetic with activations: a learned bias, scale or
+    // table, or a buffer, which that export cannot tell apart.)
+    let arithmetic = chosen
+        .iter()
+        .filter(|name| {
+            pytorch
+                && !dynamo
+                && state_dict_name(name)
+                && inits.get(name.as_str()).is_some_and(|t| t.elements() >= 2)
+                && !weight_use(&consumers, &generated, name, (2, false), 8)
+        })
+        .cloned()
+        .collect();
+    (chosen, scalars, arithmetic)
 }
 
 /// The initializers that PyTorch's dynamo exporter says are no parameters:

@@ -3083,3 +3083,40 @@ fn a_learned_scalar_of_a_torchscript_export_trains() {
         assert!(imported.sources.is_empty() && imported.scalar_params.is_empty(), "{name}: {:?}", imported.sources);
     }
 }
+
+/// Initializers of a TorchScript export that train only for arithmetic
+/// with activations (`x - mean`, a quantile loss's `q * e`) are named in
+/// `Imported::arithmetic_params`: that export records a buffer as it
+/// records a parameter, and a user sweep's normalization mean and
+/// quantiles trained without a word. A layer's weight is not named, nor
+/// any initializer of another producer's model; `--freeze` keeps one
+/// constant (then it is not named).
+#[test]
+fn initializers_trained_for_arithmetic_alone_are_named() {
+    let tensor = |name: &str, dims: &[i64]| aicf_onnx::proto::TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        dims: dims.to_vec(),
+        float_data: vec![0.5; dims.iter().product::<i64>() as usize],
+        ..Default::default()
+    };
+    let dir = scratch("onnx-arithmetic");
+    let import = |producer: &str, freeze: &[&str]| {
+        let mut m = one_node_model("centre", "Sub", (&[2, 4], &[2, 2]), vec![], vec![tensor("mean", &[4])], 17);
+        let graph = m.graph.as_mut().unwrap();
+        graph.node[0].output = vec!["h".into()];
+        graph.node.push(node("fc", "Gemm", &["h", "fc.weight", "fc.bias"], "y"));
+        graph.node[1].attribute.push(int_attribute("transB", 1));
+        graph.initializer.extend([tensor("fc.weight", &[2, 4]), tensor("fc.bias", &[2])]);
+        m.producer_name = Some(producer.into());
+        let freeze = freeze.iter().map(|s| s.to_string()).collect();
+        let options = ImportOptions { batch: None, loss: Loss::Mse, freeze, ..Default::default() };
+        onnx::import_model(&m, "centre.onnx", &dir, &options).unwrap()
+    };
+    let imported = import("pytorch", &[]);
+    assert_eq!(imported.arithmetic_params, ["mean"]);
+    assert!(imported.sources.contains(&"mean".to_string()), "it trains: {:?}", imported.sources);
+    assert!(import("onnxruntime", &[]).arithmetic_params.is_empty());
+    let frozen = import("pytorch", &["mean"]);
+    assert!(frozen.arithmetic_params.is_empty() && !frozen.sources.contains(&"mean".to_string()));
+}

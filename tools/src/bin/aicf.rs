@@ -2171,14 +2171,33 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             if named.len() == 1 { "a learned scale" } else { "learned scales" }
         );
     }
+    if !imported.arithmetic_params.is_empty() {
+        let named: Vec<String> = imported.arithmetic_params.iter().take(8).map(|n| format!("'{n}'")).collect();
+        let more = imported.arithmetic_params.len().saturating_sub(8);
+        let one = imported.arithmetic_params.len() == 1;
+        eprintln!(
+            "note: {} train{} as {} because the graph adds, subtracts, multiplies or joins {} with activations: {}{}; \
+             TorchScript's export records a buffer (register_buffer: a normalization's mean, a loss's quantiles) \
+             as it records a parameter: where {} a buffer, --freeze NAME keeps it constant (the dynamo exporter \
+             records which are buffers)",
+            if one { "an initializer" } else { "initializers" },
+            if one { "s" } else { "" },
+            if one { "a learned bias, scale or table" } else { "learned biases, scales or tables" },
+            if one { "it" } else { "them" },
+            named.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+            if one { "it is" } else { "one is" },
+        );
+    }
     if !imported.exporter_named.is_empty() {
         let named: Vec<String> = imported.exporter_named.iter().take(5).map(|n| format!("'{n}'")).collect();
         let more = imported.exporter_named.len().saturating_sub(5);
         eprintln!(
             "note: {} initializer{} the exporter named (onnx::...) train{} as parameters: {}{}; where TorchScript \
              computed one from parameters and folded it (a weight norm, a table read at constant indices), it \
-             trains as a tensor of its own, not through that computation (export with do_constant_folding=False \
-             to keep it)",
+             trains as a tensor of its own, not through that computation; one it computed from buffers alone (`1 - \
+             q` of a buffer q) trains where PyTorch's does not (--freeze NAME keeps it constant); export with \
+             do_constant_folding=False to keep the computation",
             imported.exporter_named.len(),
             if imported.exporter_named.len() == 1 { "" } else { "s" },
             if imported.exporter_named.len() == 1 { "s" } else { "" },
