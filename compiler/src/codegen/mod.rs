@@ -1000,10 +1000,12 @@ impl Generator {
 }
 
 /// An elementwise body computes in f32 where its region says f16 or bf16:
-/// its arguments, results and every 16-bit value become f32, a conversion
-/// between 16-bit and f32 disappears, and a 16-bit constant is re-made in
-/// f32. The kernel rounds each output once, on its store (as a fused GEMM
-/// epilogue does), instead of after every op.
+/// its arguments, results and every 16-bit value become f32, a widening
+/// from 16 bits disappears, and a 16-bit constant is re-made in f32. The
+/// kernel rounds each output once, on its store (as a fused GEMM epilogue
+/// does), instead of after every op; but a narrowing the model asked for
+/// (`hl.cast` of an f32 value to bf16 or f16, an ONNX Cast) still rounds,
+/// then widens back: `x.to(bf16).float()` is not `x` (it was, fused).
 fn widen_body(block: MlirBlock) -> Result<()> {
     let narrow = |t: MlirType| unsafe { mlirTypeIsAF16(t) || mlirTypeIsABF16(t) };
     let Some(&first) = ops_of(block).first() else { return Ok(()) };
@@ -1022,6 +1024,22 @@ fn widen_body(block: MlirBlock) -> Result<()> {
         let narrow_result = results.iter().any(|r| narrow(unsafe { mlirValueGetType(*r) }));
         match name.as_str() {
             // A conversion that now has the same type on both sides goes.
+            "arith.truncf"
+                if narrow_result && unsafe { mlirTypeIsAF32(mlirValueGetType(mlirOperationGetOperand(op, 0))) } =>
+            {
+                // The rounded value's readers take it widened again. (The
+                // widening is made reading the operand, its uses moved, and
+                // then pointed at the rounding, which it must not read as
+                // its own result.)
+                let x = unsafe { mlirOperationGetOperand(op, 0) };
+                let spec = ir::OpSpec { operands: &[x], results: Some(&[f32t]), verify: false, ..ir::OpSpec::new("arith.extf") };
+                let widen = ir::create_op(ctx, ir::op_loc(op), &spec).map_err(|e| at(op, format!("{e:?}")))?;
+                unsafe {
+                    mlirBlockInsertOwnedOperationAfter(block, op, widen);
+                    mlirValueReplaceAllUsesOfWith(results[0], mlirOperationGetResult(widen, 0));
+                    mlirOperationSetOperand(widen, 0, results[0]);
+                }
+            }
             "arith.extf" | "arith.truncf" => {
                 let x = unsafe { mlirOperationGetOperand(op, 0) };
                 let from = unsafe { mlirValueGetType(x) };

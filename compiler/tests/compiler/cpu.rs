@@ -1171,6 +1171,14 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64), f32s(&[3, 1001], 59)],
         ),
         (
+            // A cast to bf16 and f16 and back, fused with an add: the
+            // narrowing rounds (`x.to(bf16).float() + x` is not `2x`; fused,
+            // the body's widening to f32 had dropped it).
+            "cast_round_trip",
+            "func.func @f(%x: tensor<5x7xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>) {\n  %b = hl.cast %x : tensor<5x7xf32> to tensor<5x7xbf16>\n  %c = hl.cast %b : tensor<5x7xbf16> to tensor<5x7xf32>\n  %d = hl.add %c, %x : tensor<5x7xf32>, tensor<5x7xf32>\n  %h = hl.cast %x : tensor<5x7xf32> to tensor<5x7xf16>\n  %g = hl.cast %h : tensor<5x7xf16> to tensor<5x7xf32>\n  %e = hl.sub %g, %x : tensor<5x7xf32>, tensor<5x7xf32>\n  return %d, %e : tensor<5x7xf32>, tensor<5x7xf32>\n}".into(),
+            vec![f32s(&[5, 7], 33)],
+        ),
+        (
             // Boolean buffers (bytes in the kernels): a mask stored by a
             // compare, and one loaded and broadcast over a leading
             // dimension by a select, on rows of 37 (two vectors of 16 and
