@@ -27,7 +27,7 @@
 //!      multi_tensor_apply, softmax_cross_entropy, softmax and norm (each
 //!      with its backward), reduce, attention, conv2d (+ 2 backward),
 //!      pool2d (+ backward), gather, scatter_add, slice, concat, argmax,
-//!      mse_loss, dropout, transpose, copy, fill; reshape is a view;
+//!      mse_loss, dropout, random, transpose, copy, fill; reshape is a view;
 //!      all_reduce is a collective the runtime runs, not a kernel)
 //!        |  ll-bucket-collectives{bucket-bytes}: reductions moved to their
 //!        |      producers and merged into buckets (data parallel)

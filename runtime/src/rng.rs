@@ -36,6 +36,22 @@ pub fn block(seed: u64, stream: u64, block: u64) -> [u32; 4] {
     )
 }
 
+/// Blocks a random op (`hl.dropout`, `hl.random_like`) draws per step
+/// before its counter would reach the next step's (`offset` advances by
+/// this much a step).
+pub const STEP_BLOCKS: u64 = 1 << 24;
+
+/// The words a random op draws for its block `g` at `offset`: block
+/// `offset + g mod 2^24` of stream `stream`, with `g / 2^24` xored into
+/// the stream's high word, so that an op of more than 2^26 elements does
+/// not draw the next step's numbers (streams stay below 2^32; below 2^24
+/// blocks it is `block(seed, stream, offset + g)`).
+pub fn op_block(seed: u64, stream: u64, offset: u64, g: u64) -> [u32; 4] {
+    let c = offset.wrapping_add(g % STEP_BLOCKS);
+    let hi = ((stream >> 32) as u32) ^ ((g / STEP_BLOCKS) as u32);
+    philox4x32_10([c as u32, (c >> 32) as u32, stream as u32, hi], [seed as u32, (seed >> 32) as u32])
+}
+
 /// A uniform float in [0, 1) from the top 24 bits of `x`.
 pub fn unit_f32(x: u32) -> f32 {
     (x >> 8) as f32 * (1.0 / 16_777_216.0)
@@ -59,6 +75,14 @@ pub fn normal(w: [u32; 4], j: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // An op's block is the plain block below 2^24 blocks, and past it
+    // not the next step's.
+    #[test]
+    fn an_ops_blocks_past_a_steps_share_are_not_the_next_steps() {
+        assert_eq!(op_block(7, 3, 5 << 24, 1000), block(7, 3, (5 << 24) + 1000));
+        assert_ne!(op_block(7, 3, 5 << 24, STEP_BLOCKS + 1000), op_block(7, 3, 6 << 24, 1000));
+    }
 
     // Known-answer vectors of Random123's kat_vectors for philox4x32 with 10 rounds.
     #[test]

@@ -387,14 +387,15 @@ NOISE_SEED, NOISE_OFFSET, NOISE_STREAM = 1234, 0, 0
 
 
 def philox_normals(n, seed, offset, stream):
-    """`hl.random_like`'s standard normals: element i from block
-    offset + i / 4 of Philox4x32-10 under key seed, counter (block, stream),
-    by Box-Muller on the block's word pairs (cosine, sine)."""
+    """`hl.random_like`'s standard normals: element i from Philox4x32-10
+    under key seed, counter (offset + g mod 2^24, stream with g >> 24 xored
+    into its high word), g = i / 4, by Box-Muller on the block's word pairs
+    (cosine, sine)."""
     mask = 0xFFFFFFFF
     out = np.empty(((n + 3) // 4) * 4)
     for b in range((n + 3) // 4):
-        block = offset + b
-        c = [block & mask, block >> 32 & mask, stream & mask, stream >> 32 & mask]
+        block = offset + b % (1 << 24)
+        c = [block & mask, block >> 32 & mask, stream & mask, (stream >> 32 ^ b >> 24) & mask]
         k = [seed & mask, seed >> 32 & mask]
         for r in range(10):
             if r:

@@ -1032,7 +1032,12 @@ fn widen_body(block: MlirBlock) -> Result<()> {
                 // then pointed at the rounding, which it must not read as
                 // its own result.)
                 let x = unsafe { mlirOperationGetOperand(op, 0) };
-                let spec = ir::OpSpec { operands: &[x], results: Some(&[f32t]), verify: false, ..ir::OpSpec::new("arith.extf") };
+                let spec = ir::OpSpec {
+                    operands: &[x],
+                    results: Some(&[f32t]),
+                    verify: false,
+                    ..ir::OpSpec::new("arith.extf")
+                };
                 let widen = ir::create_op(ctx, ir::op_loc(op), &spec).map_err(|e| at(op, format!("{e:?}")))?;
                 unsafe {
                     mlirBlockInsertOwnedOperationAfter(block, op, widen);

@@ -359,6 +359,9 @@ pub struct Imported {
     /// `@loss` from the run's seed (not its own `seed` attribute); in
     /// `@forward`, its mean.
     pub noise: Vec<(String, String)>,
+    /// Whether a node of `noise` sets its own `seed` (not taken: the run's
+    /// seed draws the numbers).
+    pub noise_seeded: bool,
     /// Each If the import traced (by name, or `#<index>`) and whether it
     /// took its then branch.
     pub branches: Vec<(String, bool)>,
@@ -1166,12 +1169,14 @@ fn import_model_at(
         restored,
         padding_rows: padding_rows(graph),
         folded_norms: folded_norms(graph),
-        noise: graph
-            .node
-            .iter()
+        noise: nodes_within(graph)
+            .into_iter()
             .filter(|n| NOISE.contains(&n.op_type()))
             .map(|n| (n.op_type().to_string(), n.output.first().cloned().unwrap_or_default()))
             .collect(),
+        noise_seeded: nodes_within(graph)
+            .into_iter()
+            .any(|n| NOISE.contains(&n.op_type()) && attr(n, "seed").is_some()),
         branches: importer.branches.clone(),
         graph_loss,
         unread_inputs,
@@ -5472,6 +5477,9 @@ impl Importer<'_> {
             // which takes no seed, its mean (a Bernoulli's likelier value),
             // as dropout is off there.
             _ if NOISE.contains(&op) => {
+                // (A float `dtype` is f32 here, as every float the importer
+                // reads: a 16-bit one is not rounded to, nor is a double
+                // kept; an integer Bernoulli is i32, a boolean one i1.)
                 let to = attr(node, "dtype")
                     .map(|a| DataType::try_from(a.i() as i32).map_err(|_| format!("unknown dtype {}", a.i())))
                     .transpose()?;

@@ -623,7 +623,7 @@ pub fn dropout(x: &Array, seed: u64, offset: u64, p: f64, stream: u64) -> Array 
     let scale = 1.0 / (1.0 - p);
     let mut data = Vec::with_capacity(x.len());
     for (i, &v) in x.data.iter().enumerate() {
-        let words = aicf_runtime::rng::block(seed, stream, offset.wrapping_add(i as u64 / 4));
+        let words = aicf_runtime::rng::op_block(seed, stream, offset, i as u64 / 4);
         let u = aicf_runtime::rng::unit_f32(words[i % 4]) as f64;
         data.push(if u >= p { v * scale } else { 0.0 });
     }
@@ -632,11 +632,12 @@ pub fn dropout(x: &Array, seed: u64, offset: u64, p: f64, stream: u64) -> Array 
 
 /// `hl.random_like`'s numbers, exactly as its description defines them:
 /// normal (mean `a`, deviation `b`) or uniform in `[a, b)`, rounded to
-/// f32 as the generated kernel computes them.
+/// f32 (the generated kernel computes in f32, its `log`, `sqrt` and
+/// `cos` within a few units in the last place of these).
 pub fn random_like(like: &Array, seed: u64, offset: u64, normal: bool, a: f64, b: f64, stream: u64) -> Array {
     let data = (0..like.len())
         .map(|i| {
-            let words = aicf_runtime::rng::block(seed, stream, offset.wrapping_add(i as u64 / 4));
+            let words = aicf_runtime::rng::op_block(seed, stream, offset, i as u64 / 4);
             let v = if normal {
                 a + b * aicf_runtime::rng::normal(words, i % 4)
             } else {

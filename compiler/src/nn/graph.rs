@@ -168,7 +168,6 @@ struct EagerState {
     /// symbol moves the random stream of the parameters after it).
     preset: RefCell<Vec<(String, crate::eager::Tensor)>>,
     offset: std::cell::Cell<u64>,
-    next_stream: std::cell::Cell<i64>,
 }
 
 impl Drop for GraphState {
@@ -198,7 +197,6 @@ impl GraphState {
             states: RefCell::new(Vec::new()),
             preset: RefCell::new(Vec::new()),
             offset: std::cell::Cell::new(0),
-            next_stream: std::cell::Cell::new(0),
         }))
     }
 
@@ -398,7 +396,8 @@ impl GraphState {
         self.wrap(t)
     }
 
-    /// Dropout's seed and offset in an eager graph (a fresh offset per use).
+    /// The seed, offset and stream of a random op (dropout, noise) in an
+    /// eager graph (a fresh offset per use).
     fn eager_rng(self: &Rc<Self>) -> Result<(Tensor, Tensor, i64)> {
         let Some(e) = &self.eager else { return Err(NnError::Internal("not an eager graph".into())) };
         let scalar = |v: u64| {
@@ -410,9 +409,10 @@ impl GraphState {
             self.wrap(t)
         };
         let offset = e.offset.get();
-        e.offset.set(offset + (1 << 24));
-        let stream = e.next_stream.get();
-        e.next_stream.set(stream + 1);
+        e.offset.set(offset + aicf_runtime::rng::STEP_BLOCKS);
+        // One stream: each use draws at its own offset, and a kernel keyed
+        // by its attributes is compiled once, not per call.
+        let stream = 0;
         Ok((scalar(e.seed)?, scalar(offset)?, stream))
     }
 

@@ -3429,10 +3429,11 @@ pub fn step_inputs(
     inputs
 }
 
-/// `@loss` (without dropout's noise where the artifact has that form:
-/// [`Trainer::held_out_loss`]) on a held-out batch `fed`, dropout's seed and
-/// offset added where `@loss` takes them (the form without it reads
-/// neither).
+/// `@loss` (without dropout where the artifact has that form:
+/// [`Trainer::held_out_loss`]) on a held-out batch `fed`, the random seed
+/// and offset added where `@loss` takes them: seed 0 at offset 0, so that
+/// a model's noise (`hl.random_like`, which that form keeps) is the same at
+/// every evaluation, and a form without dropout or noise reads neither.
 pub(crate) fn held_out_loss(trainer: &mut Trainer, sig: &Signature, fed: &[Tensor]) -> Result<f64> {
     let rng = rng_inputs(sig, 0, 0);
     let refs: Vec<&Tensor> = fed.iter().chain(&rng).collect();
@@ -3445,14 +3446,14 @@ pub(crate) fn part_seed(seed: u64, part: usize) -> u64 {
     seed.wrapping_add((part as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)) & ((1 << 52) - 1)
 }
 
-/// Dropout's seed and step offset where `@loss` takes them (none else):
-/// what follows the fed inputs.
+/// The random ops' (dropout's, noise's) seed and step offset where `@loss`
+/// takes them (none else): what follows the fed inputs.
 pub fn rng_inputs(sig: &Signature, seed: u64, step: u64) -> Vec<Tensor> {
     let mut inputs = Vec::new();
     for i in &sig.inputs {
         match i.role {
             Role::Seed => inputs.push(Tensor::scalar((seed & ((1 << 52) - 1)) as f64, DType::I64)),
-            Role::Offset => inputs.push(Tensor::scalar((step << 24) as f64, DType::I64)),
+            Role::Offset => inputs.push(Tensor::scalar((step * aicf_runtime::rng::STEP_BLOCKS) as f64, DType::I64)),
             _ => {}
         }
     }

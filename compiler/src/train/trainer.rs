@@ -343,9 +343,10 @@ impl Trainer {
         // (By the model's signature, where its @loss has dropout.)
         let rng = takes.len() >= 2 && self.rng.is_some();
         let hint = if rng {
-            "; the last two, i64 scalars, are dropout's seed and offset: leave both out (the trainer draws them \
-             from Options::seed and the step, as `aicf train` does), or give a seed and an offset that moves on \
-             each step (by 2^24), or the same mask is drawn every step"
+            "; the last two, i64 scalars, are the seed and offset of its random numbers (dropout's masks, \
+             noise): leave both out (the trainer draws them from Options::seed and the step, as `aicf train` does), \
+             or give a seed and an offset that moves on each step (by 2^24), or the same numbers are drawn every \
+             step"
         } else {
             ""
         };

@@ -453,6 +453,7 @@ pub(crate) fn kernel_matches_lowered(
                 DType::BF16 => artifact::DType::BF16,
                 DType::F16 => artifact::DType::F16,
                 DType::I1 => artifact::DType::I1,
+                DType::F64 => artifact::DType::F64,
                 _ => artifact::DType::F32,
             };
             Tensor::new(a.shape.clone(), dtype, a.data.clone())
@@ -1165,10 +1166,17 @@ pub(crate) fn kernel_cases() -> Vec<(&'static str, String, Vec<Array>)> {
             // ragged group, each of a block's two pairs and both of a
             // pair's cosine and sine), uniform in [-1, 3) and standard
             // normal over 3003 (split over the threads); the two 3003s on
-            // streams of their own, from a like never read otherwise.
+            // streams of their own, from a like never read otherwise; an
+            // f64 tensor's (drawn in f32, widened).
             "random",
-            "func.func @f(%x: tensor<5x7xf32>, %s: tensor<i64>, %o: tensor<i64>, %z: tensor<3x1001xf32>) -> (tensor<5x7xf32>, tensor<3x1001xf32>, tensor<3x1001xf32>) {\n  %y = hl.random_like %x, %s, %o kind = \"normal\" a = 5.000000e-01 b = 2.000000e+00 stream = 5 : tensor<5x7xf32>\n  %u = hl.random_like %z, %s, %o kind = \"uniform\" a = -1.000000e+00 b = 3.000000e+00 stream = 6 : tensor<3x1001xf32>\n  %n = hl.random_like %z, %s, %o kind = \"normal\" a = 0.000000e+00 b = 1.000000e+00 stream = 7 : tensor<3x1001xf32>\n  return %y, %u, %n : tensor<5x7xf32>, tensor<3x1001xf32>, tensor<3x1001xf32>\n}".into(),
-            vec![f32s(&[5, 7], 26), Array::scalar(123456789012.0, DType::I64), Array::scalar(77.0, DType::I64), f32s(&[3, 1001], 59)],
+            "func.func @f(%x: tensor<5x7xf32>, %s: tensor<i64>, %o: tensor<i64>, %z: tensor<3x1001xf32>, %w: tensor<2x9xf64>) -> (tensor<5x7xf32>, tensor<3x1001xf32>, tensor<3x1001xf32>, tensor<2x9xf64>) {\n  %y = hl.random_like %x, %s, %o kind = \"normal\" a = 5.000000e-01 b = 2.000000e+00 stream = 5 : tensor<5x7xf32>\n  %u = hl.random_like %z, %s, %o kind = \"uniform\" a = -1.000000e+00 b = 3.000000e+00 stream = 6 : tensor<3x1001xf32>\n  %n = hl.random_like %z, %s, %o kind = \"normal\" a = 0.000000e+00 b = 1.000000e+00 stream = 7 : tensor<3x1001xf32>\n  %d = hl.random_like %w, %s, %o kind = \"normal\" a = 0.000000e+00 b = 1.000000e+00 stream = 8 : tensor<2x9xf64>\n  return %y, %u, %n, %d : tensor<5x7xf32>, tensor<3x1001xf32>, tensor<3x1001xf32>, tensor<2x9xf64>\n}".into(),
+            vec![
+                f32s(&[5, 7], 26),
+                Array::scalar(123456789012.0, DType::I64),
+                Array::scalar(77.0, DType::I64),
+                f32s(&[3, 1001], 59),
+                Array::zeros([2, 9], DType::F64),
+            ],
         ),
         (
             // A cast to bf16 and f16 and back, fused with an add: the

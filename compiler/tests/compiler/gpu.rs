@@ -83,6 +83,7 @@ fn tensor_of(a: &aicf_compiler::interp::Array) -> Tensor {
         DType::BF16 => artifact::DType::BF16,
         DType::F16 => artifact::DType::F16,
         DType::I1 => artifact::DType::I1,
+        DType::F64 => artifact::DType::F64,
         _ => artifact::DType::F32,
     };
     Tensor::new(a.shape.clone(), dtype, a.data.clone())

@@ -480,7 +480,7 @@ fn a_step_without_dropout_s_seed_and_offset_draws_them() {
     // A seed without its offset: said what the two are.
     let e = t.step(&[&ids, &ids, &seed], 1e-3).unwrap_err().to_string();
     assert!(e.contains("3 inputs given, the model takes 4 (i32 [16, 64], i32 [16, 64], i64 [], i64 [])"), "{e}");
-    assert!(e.contains("the last two, i64 scalars, are dropout's seed and offset: leave both out"), "{e}");
+    assert!(e.contains("the last two, i64 scalars, are the seed and offset of its random numbers (dropout's masks, noise): leave both out"), "{e}");
     assert_eq!(t.steps(), 2);
 }
 

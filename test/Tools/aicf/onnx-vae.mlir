@@ -8,7 +8,7 @@
 // tanh of 4 latent factors with noise.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: aicf train %S/../../onnx/vae.onnx --batch 8 --data %S/inputs/vae-x.npy --epochs 6 --lr 0.01 --no-runs-db --no-progress --out %t/run --checkpoint-dir %t/ck 2>&1 | FileCheck %s
-// CHECK: note: RandomNormalLike '{{.*}}' draws afresh each training step from the run's --seed (not its seed attribute), with no gradient, in @loss and in the held-out loss (PyTorch's randn_like draws in eval mode too); @forward (`predict`, `eval`'s accuracy) takes its mean instead, as dropout is off there
+// CHECK: note: RandomNormalLike '{{.*}}' draws afresh each training step from the run's --seed, with no gradient; the held-out loss draws it too, the same numbers at every evaluation (PyTorch's randn_like draws in eval mode too); @forward (`predict`, `eval`'s accuracy) takes its mean instead, as dropout is off there
 // CHECK: epoch   1/6  train loss [[FIRST:[0-9.]+]]
 // CHECK: final held-out loss [[HELD:[0-9.]+]] after 6 epochs
 // The training loss fell: the last epoch's is below the first's.

@@ -18,7 +18,7 @@
 // A batch norm the dynamo exporter's optimizer folded into its convolution
 // in training mode is named: the file is not the model PyTorch trains.
 // RUN: aicf import %S/../../onnx/bn_folded_dynamo.onnx -o %t/bn.mlir 2>&1 | FileCheck %s --check-prefix=BNFOLD
-// BNFOLD: note: the exporter's optimizer folded 1 batch norm into the layer before it (FuseBatchNormIntoConv): 'bn'; it trains as part of that layer's weights, and it was exported in training mode, where PyTorch normalizes by the batch's statistics, which the folded graph does not do at all: this is not the model PyTorch trains; export with torch.onnx.export(..., dynamo=True, optimize=False) to keep it as PyTorch trains it
+// BNFOLD: note: the exporter's optimizer folded 1 batch norm into the layer before it (its FuseBatchNorm rewrites): 'bn'; it trains as part of that layer's weights, and it was exported in training mode, where PyTorch normalizes by the batch's statistics, which the folded graph does not do at all: this is not the model PyTorch trains; export with torch.onnx.export(..., dynamo=True, optimize=False) to keep it as PyTorch trains it
 // RUN: FileCheck %s --check-prefix=IR < %t/gpt.mlir
 // RUN: test -f %t/gpt.weights.safetensors
 // RUN: aicf train %S/../../onnx/cnn.onnx --batch 32 --data %S/../../../data/digits.csv.gz --epochs 3 --out %t/run | FileCheck %s --check-prefix=TRAIN

@@ -345,7 +345,7 @@ enum Command {
         #[arg(long, allow_negative_numbers = true, default_value_t = 10)]
         epochs: usize,
         /// Seeds the initial parameters (with the model's own seed), the
-        /// held-out split, the data order and dropout's masks.
+        /// held-out split, the data order, dropout's masks and a model's noise.
         #[arg(long, allow_negative_numbers = true, default_value_t = 0)]
         seed: u64,
         /// Fraction held out for validation (tables: a seeded shuffle of the
@@ -2150,14 +2150,15 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         let one = named.len() == 1;
         let bernoulli = imported.noise.iter().any(|(op, _)| op == "Bernoulli");
         eprintln!(
-            "note: {} draw{} afresh each training step from the run's --seed (not {} seed attribute), with no \
-             gradient, in @loss and in the held-out loss (PyTorch's randn_like draws in eval mode too); @forward \
-             (`predict`, `eval`'s accuracy) takes {} mean instead{}, as dropout is off there",
+            "note: {} draw{} afresh each training step from the run's --seed{}, with no gradient; the held-out loss \
+             draws {} too, the same numbers at every evaluation (PyTorch's randn_like draws in eval mode too); \
+             @forward (`predict`, `eval`'s accuracy) takes {} mean instead{}, as dropout is off there",
             named.join(", "),
             if one { "s" } else { "" },
-            if one { "its" } else { "their" },
+            if imported.noise_seeded { " (not the node's own seed attribute)" } else { "" },
+            if one { "it" } else { "them" },
             if one { "its" } else { "each one's" },
-            if bernoulli { " (a Bernoulli's likelier value)" } else { "" }
+            if bernoulli { " (a Bernoulli's likelier value, not its mean p)" } else { "" }
         );
     }
     if !imported.scalar_params.is_empty() {
@@ -2240,8 +2241,8 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         let training = n.iter().filter(|(_, t)| *t).count();
         let (one, each, them) = if n.len() == 1 { ("", "it", "it") } else { ("s", "each", "them") };
         eprintln!(
-            "note: the exporter's optimizer folded {} batch norm{one} into the layer before {each} \
-             (FuseBatchNormIntoConv): {}{}; {each} trains as part of that layer's weights{}; export with \
+            "note: the exporter's optimizer folded {} batch norm{one} into the layer before {each} (its \
+             FuseBatchNorm rewrites): {}{}; {each} trains as part of that layer's weights{}; export with \
              torch.onnx.export(..., dynamo=True, optimize=False) to keep {them} as PyTorch trains {them}",
             n.len(),
             named.join(", "),
@@ -2253,6 +2254,7 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
                     match (training == n.len(), n.len()) {
                         (true, 1) => "it was".to_string(),
                         (true, _) => "all were".to_string(),
+                        (false, _) if training == 1 => "1 was".to_string(),
                         _ => format!("{training} were"),
                     }
                 )

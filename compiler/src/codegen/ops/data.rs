@@ -513,6 +513,7 @@ impl Generator {
     pub(crate) fn random(&mut self, op: MlirOperation, specs: &[(Vec<usize>, DType)]) -> Kernels {
         let (shape, t) = (&specs[2].0, DType::F32);
         let out_ty = flat_type(shape, specs[2].1);
+        let wide_out = specs[2].1 == DType::F64;
         let normal = crate::ir::string_attr(op, "kind").as_deref() == Some("normal");
         let (a, b) = (float_attr(op, "a").unwrap_or(0.0), float_attr(op, "b").unwrap_or(1.0));
         let stream = int_attr(op, "stream").unwrap_or(0) as u64;
@@ -557,6 +558,9 @@ impl Generator {
             };
             let scaled = k.fop("mulf", &v, &bv, t);
             let y = k.fop("addf", &av, &scaled, t);
+            // (Drawn in f32, as the interpreter rounds them, and widened
+            // exactly for an f64 tensor.)
+            let y = if wide_out { k.val(&format!("arith.extf {y} : f32 to f64")) } else { y };
             k.store(&y, "%b2", &i.0, &out_ty);
         });
         self.one(k, specs, n.div_ceil(4), if normal { 160 } else { 100 })
@@ -615,7 +619,7 @@ impl Philox {
                 continue;
             }
             let g = k.open(&lo, &hi);
-            let words = self.block(k, &g);
+            let words = self.block(k, &g, n.div_ceil(4) as u64 > aicf_runtime::rng::STEP_BLOCKS);
             let shared = per_block(k, &words);
             let base = k.mul(&g, &four);
             for j in 0..4 {
@@ -637,15 +641,27 @@ impl Philox {
         }
     }
 
-    /// The four words of block `offset + g` (`g` an index).
-    fn block(&self, k: &mut Kernel, g: &str) -> [String; 4] {
+    /// The four words of the op's block `g` (an index), as
+    /// `aicf_runtime::rng::op_block` draws them: block `offset + g` where
+    /// the op has at most 2^24 blocks (`wide` false), else `g`'s bits past
+    /// 24 xored into the stream's high word.
+    fn block(&self, k: &mut Kernel, g: &str, wide: bool) -> [String; 4] {
         let c32 = &self.c32;
-        let gi = k.val(&format!("arith.index_cast {g} : index to i64"));
+        let mut gi = k.val(&format!("arith.index_cast {g} : index to i64"));
+        let mut s_hi = self.stream[1].clone();
+        if wide {
+            let c24 = k.val("arith.constant 24 : i64");
+            let mask = k.val(&format!("arith.constant {} : i64", aicf_runtime::rng::STEP_BLOCKS - 1));
+            let high = k.val(&format!("arith.shrui {gi}, {c24} : i64"));
+            let high = k.val(&format!("arith.trunci {high} : i64 to i32"));
+            s_hi = k.val(&format!("arith.xori {s_hi}, {high} : i32"));
+            gi = k.val(&format!("arith.andi {gi}, {mask} : i64"));
+        }
         let block = k.val(&format!("arith.addi {}, {gi} : i64", self.offset));
         let b_lo = k.val(&format!("arith.trunci {block} : i64 to i32"));
         let bsh = k.val(&format!("arith.shrui {block}, {c32} : i64"));
         let b_hi = k.val(&format!("arith.trunci {bsh} : i64 to i32"));
-        let mut ctr = [b_lo, b_hi, self.stream[0].clone(), self.stream[1].clone()];
+        let mut ctr = [b_lo, b_hi, self.stream[0].clone(), s_hi];
         let [mut ka, mut kb] = self.k.clone();
         for round in 0..10 {
             if round > 0 {

@@ -543,8 +543,11 @@ def HL_DropoutOp : HL_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> 
     makes distinct per dropout in a step. Element `i` of the row-major
     flattened tensor uses word `i mod 4` of Philox4x32-10 with key
     `(lo32(seed), hi32(seed))` and counter
-    `(lo32(c), hi32(c), lo32(stream), hi32(stream))`, `c = offset + i / 4`;
-    it is kept when that word's top 24 bits divided by 2^24 are `>= p`.
+    `(lo32(c), hi32(c), lo32(stream), hi32(stream) xor (g >> 24))`,
+    `g = i / 4`, `c = offset + (g mod 2^24)` (a step advances `offset` by
+    2^24: a tensor of more than 2^26 elements does not draw the next
+    step's words); it is kept when that word's top 24 bits divided by 2^24
+    are `>= p`.
 
     ```mlir
     %y = hl.dropout %x, %seed, %offset p = 1.000000e-01 stream = 0
@@ -575,8 +578,8 @@ def HL_RandomLikeOp : HL_Op<"random_like", [Pure, AllTypesMatch<["like", "result
     `[a, b)` (`torch.rand_like`, `RandomUniformLike`). They are a pure
     function of the step's `seed` and `offset` and the op's static
     `stream`, as `hl.dropout`'s mask is: element `i` of the row-major
-    flattened tensor takes block `offset + i / 4` of Philox4x32-10 (key
-    and counter as `hl.dropout`'s) and, with `j = i mod 4`,
+    flattened tensor takes the block of Philox4x32-10 that `hl.dropout`'s
+    element `i` does (key and counter as its) and, with `j = i mod 4`,
     - uniform: `a + (b - a) u`, `u` word `j`'s top 24 bits over 2^24;
     - normal: Box-Muller on the pair `p = j / 2`: `r = sqrt(-2 ln u1)`,
       `u1` the top 24 bits of word `2p` plus one over 2^24 (in (0, 1]),
