@@ -89,6 +89,23 @@ pub(crate) fn create_op(
     Ok(op)
 }
 
+/// The float attribute `key` of argument `i` of `func` (its `arg_attrs`
+/// dictionary), where it has one.
+pub(crate) fn arg_float_attr(func: MlirOperation, i: usize, key: &str) -> Option<f64> {
+    let attrs = attr(func, "arg_attrs");
+    unsafe {
+        if attrs.ptr.is_null() || !mlirAttributeIsAArray(attrs) || i as isize >= mlirArrayAttrGetNumElements(attrs) {
+            return None;
+        }
+        let dict = mlirArrayAttrGetElement(attrs, i as isize);
+        if !mlirAttributeIsADictionary(dict) {
+            return None;
+        }
+        let value = mlirDictionaryAttrGetElementByName(dict, crate::ffi::string_ref(key));
+        (!value.ptr.is_null() && mlirAttributeIsAFloat(value)).then(|| mlirFloatAttrGetValueDouble(value))
+    }
+}
+
 /// Ends `region`'s (single) block with `func.return outputs` and wraps the
 /// region in `func.func @name` (argument types from the block), with
 /// `attributes` added (`arg_attrs`, `res_attrs`). The function is not

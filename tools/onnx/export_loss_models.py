@@ -151,6 +151,29 @@ class HfGpt2Labels(nn.Module):
         return out.logits, out.loss
 
 
+class HfGpt2Mask(HfGpt2Labels):
+    """HfGpt2Labels called as a tokenizer's output is passed:
+    `model(input_ids, attention_mask=attention_mask, labels=labels)`, the
+    graph's inputs named so. A text's windows are whole: AICF fills the
+    attention mask with ones (`hl.fill`). Dynamo only (see HfGpt2Labels)."""
+
+    INPUT_NAMES = ["input_ids", "attention_mask", "labels"]
+
+    def forward(self, idx, mask, labels):
+        out = self.m(input_ids=idx, attention_mask=mask, labels=labels)
+        return out.logits, out.loss
+
+
+def hf_mask_data(g):
+    idx = torch.randint(0, 65, (4, 16), generator=g)
+    return idx, (torch.ones(4, 16, dtype=torch.int64), idx.clone())
+
+
+def mask_next_tokens(x, targets):
+    """The mask as given, then the next tokens of `x`."""
+    return (targets[0], *next_tokens(x, targets[1:]))
+
+
 def hf_data(g):
     idx = torch.randint(0, 65, (4, 16), generator=g)
     return idx, (idx.clone(),)
@@ -475,6 +498,7 @@ MODELS = {
     "hf_gpt2_labels": (HfGpt2Labels, hf_data, next_tokens),
     "hf_gpt2_labels_dynamo": (HfGpt2Labels, hf_data, next_tokens),
     "bn_folded_dynamo": (BnFolded, bn_data),
+    "hf_gpt2_mask_dynamo": (HfGpt2Mask, hf_mask_data, mask_next_tokens),
     "vae": (Vae, vae_data),
     "vae_dynamo": (Vae, vae_data),
 }
@@ -501,7 +525,7 @@ def export(name, out):
             p.add_(0.05 * torch.randn(p.shape))
     x, targets = data(torch.Generator().manual_seed(1))
     path = os.path.join(out, f"{name}.onnx")
-    names = ["input0"] + [f"target{k}" for k in range(len(targets))]
+    names = getattr(model, "INPUT_NAMES", ["input0"] + [f"target{k}" for k in range(len(targets))])
     outputs = getattr(model, "OUTPUTS", None)
     if name.endswith(("_dynamo", "_dynamo_noopt")):
         torch.onnx.export(model, (x, *targets), path, input_names=names, output_names=outputs, opset_version=18,

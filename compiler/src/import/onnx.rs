@@ -359,6 +359,10 @@ pub struct Imported {
     /// `@loss` from the run's seed (not its own `seed` attribute); in
     /// `@forward`, its mean.
     pub noise: Vec<(String, String)>,
+    /// Inputs a text does not give, filled by the trainer (`hl.fill` on
+    /// their arguments): a Hugging Face model's `attention_mask` (1: a
+    /// text's windows are whole) and `token_type_ids` (0).
+    pub fills: Vec<(String, f64)>,
     /// Whether a node of `noise` sets its own `seed` (not taken: the run's
     /// seed draws the numbers).
     pub noise_seeded: bool,
@@ -1078,6 +1082,52 @@ fn import_model_at(
             module.text = crate::pipeline::canonical_text(&parsed);
         }
     }
+    // Inputs a text cannot give: a Hugging Face model's attention mask
+    // (ones over a text's whole windows) and token type ids (zeros), marked
+    // on @forward's and @loss's arguments (`hl.fill`) for the trainer.
+    let fills: Vec<(String, f64)> = inputs
+        .iter()
+        .skip(1)
+        .filter(|(_, spec)| !spec.dtype.is_float() && spec.shape == inputs[0].1.shape)
+        .filter_map(|(n, _)| {
+            let lower = n.to_lowercase();
+            let value = if lower.ends_with("attention_mask") {
+                1.0
+            } else if lower.ends_with("token_type_ids") {
+                0.0
+            } else {
+                return None;
+            };
+            Some((n.clone(), value))
+        })
+        .collect();
+    if !fills.is_empty() {
+        let forward_names: Vec<&String> = match &graph_loss {
+            Some(gl) => gl.data.iter().collect(),
+            None => inputs.iter().map(|(n, _)| n).collect(),
+        };
+        let loss_names: Vec<&String> = inputs.iter().map(|(n, _)| n).collect();
+        let ctx = crate::CompilerContext::new();
+        let parsed = ctx.parse(&module.text, name).map_err(|e| fail(format!("the imported module: {e}")))?;
+        for (func, block) in crate::ir::functions(parsed.as_operation().to_raw()) {
+            let names = match crate::ir::string_attr(func, "sym_name").as_deref() {
+                Some("forward") => &forward_names,
+                Some("loss") => &loss_names,
+                _ => continue,
+            };
+            let count = unsafe { mlir_sys::mlirBlockGetNumArguments(block) } as usize;
+            let dicts: Vec<String> = (0..count)
+                .map(|i| match names.get(i).and_then(|n| fills.iter().find(|(f, _)| f == *n)) {
+                    Some((_, v)) => format!("{{hl.fill = {} : f64}}", crate::nn::ops::float_literal(*v, DType::F64)),
+                    None => "{}".to_string(),
+                })
+                .collect();
+            let attr = crate::ir::parse_attribute(ctx.mlir().to_raw(), &format!("[{}]", dicts.join(", ")))
+                .map_err(|e| fail(format!("the imported module's hl.fill: {e:?}")))?;
+            unsafe { mlir_sys::mlirOperationSetAttributeByName(func, crate::ffi::string_ref("arg_attrs"), attr) };
+        }
+        module.text = crate::pipeline::canonical_text(&parsed);
+    }
     let mut weights = Vec::new();
     let mut sources = Vec::new();
     let mut exporter_named = Vec::new();
@@ -1169,6 +1219,7 @@ fn import_model_at(
         restored,
         padding_rows: padding_rows(graph),
         folded_norms: folded_norms(graph),
+        fills,
         noise: nodes_within(graph)
             .into_iter()
             .filter(|n| NOISE.contains(&n.op_type()))

@@ -60,6 +60,11 @@ pub struct Input {
     /// The rows of the table this input indexes (an `hl.gather`'s indices
     /// in `@loss`: token ids of a vocabulary of that many), where it does.
     pub indexes: Option<usize>,
+    /// The value that fills this input where the data has none for it
+    /// (`@loss`'s argument attribute `hl.fill`: an imported Hugging Face
+    /// model's `attention_mask`, all ones over a text's whole windows; its
+    /// `token_type_ids`, zeros).
+    pub fill: Option<f64>,
 }
 
 impl Input {
@@ -171,6 +176,7 @@ impl Signature {
         let mut index_bounds: Vec<Option<usize>> = Vec::new();
         let mut scores = Scores::Logits;
         let mut ce_of_output = false;
+        let mut fills: Vec<Option<f64>> = Vec::new();
         let funcs = functions_by_name(raw);
         for (func, block) in ir::functions(raw) {
             // Lowered IR (memref arguments) is no model to train: its
@@ -209,6 +215,9 @@ impl Signature {
             match ir::string_attr(func, "sym_name").as_deref() {
                 Some("loss") => {
                     loss = Some(args);
+                    fills = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
+                        .map(|i| ir::arg_float_attr(func, i as usize, "hl.fill"))
+                        .collect();
                     // Inputs a gather reads as indices: the rows they index.
                     index_bounds = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
                         .map(|i| rows_indexed(unsafe { mlir_sys::mlirBlockGetArgument(block, i) }, &funcs, 0))
@@ -349,7 +358,13 @@ impl Signature {
                 } else {
                     Role::Target
                 };
-                Input { shape: shape.clone(), dtype: *dtype, role, indexes: index_bounds.get(i).copied().flatten() }
+                Input {
+                    shape: shape.clone(),
+                    dtype: *dtype,
+                    role,
+                    indexes: index_bounds.get(i).copied().flatten(),
+                    fill: fills.get(i).copied().flatten().filter(|_| role == Role::Data),
+                }
             })
             .collect();
         let untrained = untrained_params(raw, &funcs);
@@ -789,6 +804,9 @@ struct Text {
     one_hot: Option<usize>,
     token_dtype: DType,
     target_dtype: DType,
+    /// Inputs filled with a value over each window (an attention mask's
+    /// ones): (position among the fed inputs, value, dtype).
+    filled: Vec<(usize, f64, DType)>,
     windows_per_epoch: usize,
     eval_windows: usize,
 }
@@ -1676,7 +1694,8 @@ fn table_of(
 ) -> Result<(Dataset, bool)> {
     let name = path.display().to_string();
     // (Predicting without a label: a column of its own, 0s, read as f32.)
-    let unlabelled = Input { shape: vec![x.shape[0]], dtype: DType::F32, role: Role::Target, indexes: None };
+    let unlabelled =
+        Input { shape: vec![x.shape[0]], dtype: DType::F32, role: Role::Target, indexes: None, fill: None };
     let has_label = y.is_some();
     let y = y.unwrap_or(&unlabelled);
     let per: usize = x.shape[1..].iter().product();
@@ -1923,7 +1942,16 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         return Err(bad(format!("{name}: --standardize standardizes the features of tables and arrays, not a text")));
     }
     let fed = sig.fed();
-    let [tokens_in, targets] = fed[..] else {
+    // Inputs the model marks to be filled (an imported attention mask: a
+    // text's windows are whole, all ones) take their value, not the text.
+    let filled: Vec<(usize, f64, DType)> = fed
+        .iter()
+        .enumerate()
+        .filter_map(|(k, i)| i.fill.filter(|_| k > 0 && i.shape[..] == fed[0].shape[..]).map(|v| (k, v, i.dtype)))
+        .collect();
+    let given: Vec<&Input> =
+        fed.iter().enumerate().filter(|(k, _)| !filled.iter().any(|f| f.0 == *k)).map(|(_, i)| *i).collect();
+    let [tokens_in, targets] = given[..] else {
         // (Hugging Face's models take an attention mask beside the ids: a
         // text's windows are whole, all ones.)
         let mask_too = fed.len() == 3 && fed.iter().all(|i| is_int(i.dtype) && i.shape == fed[0].shape);
@@ -1931,8 +1959,9 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
             "{name}: text feeds a model of two inputs (tokens, next tokens); this model's @loss feeds {}{}",
             fed.len(),
             if mask_too {
-                " (ids, another sequence and the targets: export a model with an attention mask without it, a \
-                 text's windows being whole, or give the three as --data arrays)"
+                " (ids, another sequence and the targets: an ONNX model's input named attention_mask, as Hugging \
+                 Face's, is filled with ones; export a model with an unnamed mask without it, a text's windows \
+                 being whole, or give the three as --data arrays)"
             } else {
                 ""
             }
@@ -2047,6 +2076,7 @@ fn text(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset> 
         one_hot: tokens_in.shape.get(2).copied(),
         token_dtype: tokens_in.dtype,
         target_dtype: targets.dtype,
+        filled,
         windows_per_epoch,
         eval_windows: options.eval_windows,
     };
@@ -2151,7 +2181,11 @@ impl Text {
                 Tensor::new([b, t, width], self.token_dtype, hot)
             }
         };
-        vec![inputs, Tensor::new([b, t], self.target_dtype, targets)]
+        let mut fed = vec![inputs, Tensor::new([b, t], self.target_dtype, targets)];
+        for &(k, value, dtype) in &self.filled {
+            fed.insert(k, Tensor::new([b, t], dtype, vec![value; b * t]));
+        }
+        fed
     }
 }
 

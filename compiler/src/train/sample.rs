@@ -12,10 +12,10 @@
 //! blocks of (seed, token index): the same seed gives the same text on
 //! any machine whose kernels give the same logits.
 
-use super::data::{Role, Signature};
+use super::data::{Input, Role, Signature};
 use super::eval::model_of_checkpoint;
 use super::run::Report;
-use super::{Options, TrainError};
+use super::{Options, TrainError, Trainer};
 use aicf_runtime::Tensor;
 use aicf_runtime::artifact::DType;
 use std::path::Path;
@@ -136,8 +136,13 @@ pub fn sample_checkpoint(
     };
     let sig = Signature::of_source(&source, &name)?;
     let fed = sig.fed();
-    let tokens_in = match fed[..] {
-        [t, _] if t.role == Role::Data => t,
+    // (Inputs the model fills where the data does not give them, an
+    // imported attention mask, are not the tokens.)
+    let given: Vec<&Input> = fed.iter().filter(|i| i.fill.is_none()).copied().collect();
+    let filled: Vec<(f64, DType)> =
+        fed.iter().filter(|i| i.role == Role::Data).filter_map(|i| i.fill.map(|v| (v, i.dtype))).collect();
+    let tokens_in = match given[..] {
+        [t, _] if t.role == Role::Data && fed[0].fill.is_none() => t,
         _ => {
             return Err(TrainError::Input(format!(
                 "{name}: sampling needs a language model (tokens in, next tokens as targets); its @loss feeds {}",
@@ -215,10 +220,22 @@ pub fn sample_checkpoint(
                 Tensor::new(vec![rows, context, v], tokens_in.dtype, values.repeat(rows))
             }
         };
-        let outputs = match trainer.predict(&[&input(rows)]) {
+        // The tokens, then each filled input (all of a window: ones of an
+        // attention mask).
+        let fed_in = |rows: usize| {
+            let mut v = vec![input(rows)];
+            v.extend(
+                filled
+                    .iter()
+                    .map(|&(value, dtype)| Tensor::new(vec![rows, context], dtype, vec![value; rows * context])),
+            );
+            v
+        };
+        let predict = |trainer: &mut Trainer, rows: usize| trainer.predict(&fed_in(rows).iter().collect::<Vec<_>>());
+        let outputs = match predict(&mut trainer, rows) {
             Err(TrainError::FixedBatch { .. }) if rows == 1 && tokens_in.shape[0] > 1 => {
                 rows = tokens_in.shape[0];
-                trainer.predict(&[&input(rows)])?
+                predict(&mut trainer, rows)?
             }
             outputs => outputs?,
         };

@@ -589,6 +589,36 @@ fn noise_ops_draw_their_distributions_in_the_loss_and_their_means_forward() {
     assert!(err.contains("dtype INT64: RandomNormalLike draws floats"), "{err}");
 }
 
+/// Hugging Face's GPT-2 exported as a tokenizer's output is passed
+/// (`input_ids`, `attention_mask`, `labels`): the mask is marked to be
+/// filled with ones (`hl.fill` on @forward's and @loss's argument), so a
+/// text feeds it (its windows are whole); given the ones, its loss and
+/// float64 gradients are PyTorch's `model(ids, attention_mask=ones,
+/// labels=ids)`.
+#[test]
+fn an_attention_mask_input_is_marked_to_be_filled_with_ones() {
+    let name = "hf_gpt2_mask_dynamo";
+    let io = io(name);
+    let imported = onnx::import(&fixture(&format!("{name}.onnx")), &ImportOptions::default()).unwrap();
+    assert_eq!(imported.fills, [("attention_mask".to_string(), 1.0)]);
+    let sig = aicf_compiler::train::data::Signature::of_source(&imported.module.text, name).unwrap();
+    let fills: Vec<Option<f64>> = sig.fed().iter().map(|i| i.fill).collect();
+    assert_eq!(fills, [None, Some(1.0), None], "ids, the mask, the next tokens");
+    assert!(imported.module.text.contains("{hl.fill = 1.000000e+00 : f64}"));
+    let dir = scratch(format!("onnx-{name}"));
+    let mut t = sgd_trainer(&imported, &dir, name);
+    let args = [&io["input0"], &io["target0"], &io["target1"]];
+    let r = t.backend_mut().call("loss_grad", &args).unwrap();
+    let loss = io["torch.loss"].values[0];
+    assert!((r[0].values[0] - loss).abs() <= 1e-5 * loss.abs(), "loss {} vs PyTorch's {loss}", r[0].values[0]);
+    assert_gradients(name, &io, &imported, &r[1..]);
+    // Inputs of other names are not filled (the masked_lm fixture's
+    // `target0`, a mask by its values only).
+    let other =
+        onnx::import(&fixture("masked_lm.onnx"), &ImportOptions { batch: Some(4), ..Default::default() }).unwrap();
+    assert!(other.fills.is_empty());
+}
+
 /// A training-mode batch norm the dynamo exporter's optimizer folded into
 /// the convolution before it (a user sweep's MobileNet block trained as
 /// another model without a word): the import names it and its mode.

@@ -180,7 +180,8 @@
 // RUN: not aicf train %S/../../onnx/hf_gpt2_labels.onnx --batch 4 --data %S/inputs/hf-ids.npy --data %S/inputs/hf-labels-as-ids.npy --epochs 1 --no-runs-db --no-progress --out %t/hf-ids 2>&1 | FileCheck %s --check-prefix=HFIDS
 // HFIDS: note: the graph shifts its target 'target0' itself
 // HFIDS: aicf: error: {{.*}}hf-labels-as-ids.npy: the targets are the input ids of {{.*}}hf-ids.npy (Hugging Face's labels, which the model shifts itself): the imported @loss takes the next tokens
-// A model that takes an attention mask beside its ids (Hugging Face's):
+// A model that takes a mask beside its ids under another name than
+// Hugging Face's `attention_mask` (which is filled: onnx-attention-mask.mlir):
 // a text feeds two inputs, and the refusal says what to do.
 // RUN: not aicf train %S/../../onnx/masked_lm.onnx --batch 4 --data %S/../../../data/tinyshakespeare.txt --epochs 1 --no-runs-db --no-progress --out %t/masked 2>&1 | FileCheck %s --check-prefix=MASKTEXT
-// MASKTEXT: aicf: error: {{.*}}tinyshakespeare.txt: text feeds a model of two inputs (tokens, next tokens); this model's @loss feeds 3 (ids, another sequence and the targets: export a model with an attention mask without it, a text's windows being whole, or give the three as --data arrays)
+// MASKTEXT: aicf: error: {{.*}}tinyshakespeare.txt: text feeds a model of two inputs (tokens, next tokens); this model's @loss feeds 3 (ids, another sequence and the targets: an ONNX model's input named attention_mask, as Hugging Face's, is filled with ones; export a model with an unnamed mask without it, a text's windows being whole, or give the three as --data arrays)

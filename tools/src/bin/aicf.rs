@@ -2145,6 +2145,31 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             );
         }
     }
+    if !imported.fills.is_empty() {
+        let named: Vec<String> = imported
+            .fills
+            .iter()
+            .map(|(n, v)| {
+                format!(
+                    "'{n}' with {}",
+                    if *v == 1.0 {
+                        "ones".to_string()
+                    } else if *v == 0.0 {
+                        "zeros".to_string()
+                    } else {
+                        format!("{v}")
+                    }
+                )
+            })
+            .collect();
+        eprintln!(
+            "note: a text does not give {}: the trainer fills {} (a text's windows are whole, one segment), and \
+             `sample` does too; arrays given with --data feed {} as given",
+            if named.len() == 1 { "this input" } else { "these inputs" },
+            named.join(", "),
+            if named.len() == 1 { "it" } else { "them" }
+        );
+    }
     if !imported.noise.is_empty() {
         let named: Vec<String> = imported.noise.iter().map(|(op, out)| format!("{op} '{out}'")).collect();
         let one = named.len() == 1;

@@ -1,0 +1,14 @@
+// A Hugging Face causal LM exported as a tokenizer's output is passed
+// (`input_ids`, `attention_mask`, `labels`: tools/onnx/export_loss_models.py's
+// HfGpt2Mask, dynamo) trains on a text: the import marks the mask to be
+// filled with ones (a text's windows are whole), said in a note, and
+// `train`, `eval` and `sample` fill it. Before, a text was refused for its
+// three inputs.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: aicf train %S/../../onnx/hf_gpt2_mask_dynamo.onnx --data %S/../../../data/tinyshakespeare.txt --epochs 2 --windows-per-epoch 40 --eval-windows 16 --no-runs-db --no-progress --out %t/run --checkpoint-dir %t/ck 2>&1 | FileCheck %s
+// CHECK: note: a text does not give this input: the trainer fills 'attention_mask' with ones (a text's windows are whole, one segment), and `sample` does too; arrays given with --data feed it as given
+// CHECK: epoch   2/2  train loss {{[0-9.]+}}  val loss [[HELD:[0-9.]+]] nats/char
+// RUN: aicf eval %S/../../onnx/hf_gpt2_mask_dynamo.onnx --data %S/../../../data/tinyshakespeare.txt --eval-windows 16 --checkpoint %t/ck/last.safetensors --out %t/eval 2>&1 | FileCheck %s --check-prefix=EVAL
+// EVAL: accuracy {{[0-9.]+}}% on 16 held-out windows of {{.*}}tinyshakespeare.txt {{.*}}; loss {{[0-9.]+}} nats/char
+// RUN: aicf sample %S/../../onnx/hf_gpt2_mask_dynamo.onnx --checkpoint %t/ck/last.safetensors --prompt "ROMEO:" --tokens 8 --out %t/sample 2>/dev/null | FileCheck %s --check-prefix=SAMPLE
+// SAMPLE: ROMEO:
