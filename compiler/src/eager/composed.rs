@@ -15,7 +15,7 @@ impl Tensor {
     /// The elementwise comparison `self <predicate> other` (broadcasting),
     /// a boolean (i1) tensor without gradient: `torch.eq`, `lt`, ...
     pub fn compare(&self, predicate: Compare, other: &Tensor) -> Result<Tensor> {
-        self.binary(other, format!("compare {predicate:?}"), move |a, b| a.compare(predicate, b))
+        self.promoted_binary(other, &format!("compare {predicate:?}"), move |a, b| a.compare(predicate, b))
     }
 
     /// `condition ? on_true : on_false` elementwise, the three broadcasting

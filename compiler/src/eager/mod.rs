@@ -1410,31 +1410,83 @@ impl Tensor {
         op_call(&def, &[self, other])
     }
 
+    /// The two operands of an elementwise op in their common dtype, as
+    /// PyTorch promotes them: a float over an integer over a boolean, the
+    /// wider of one kind; a rank-0 tensor (a scalar) raises the kind but
+    /// does not widen it (`i32 + f32` is f32, `f32 * f64 scalar` f32). The
+    /// cast is an op on the tape (a float's gradient goes through it).
+    pub(crate) fn promoted(&self, other: &Tensor) -> Result<(Tensor, Tensor)> {
+        let (a, b) = (self.0.dtype, other.0.dtype);
+        if a == b {
+            return Ok((self.clone(), other.clone()));
+        }
+        let kind = |d: HostDType| match d {
+            HostDType::I1 => 0,
+            HostDType::I32 | HostDType::I64 | HostDType::U8 => 1,
+            _ => 2,
+        };
+        let width = |d: HostDType| match d {
+            HostDType::I1 | HostDType::U8 => 1,
+            HostDType::F16 | HostDType::BF16 => 2,
+            HostDType::I32 | HostDType::F32 => 4,
+            HostDType::I64 | HostDType::F64 => 8,
+        };
+        let (ra, rb) = (self.0.shape.is_empty(), other.0.shape.is_empty());
+        let to = if kind(a) != kind(b) {
+            if kind(a) > kind(b) { a } else { b }
+        } else if ra != rb {
+            // Of one kind, the tensor's over the scalar's.
+            if ra { b } else { a }
+        } else if width(a) >= width(b) {
+            a
+        } else {
+            b
+        };
+        let cast =
+            |t: &Tensor| -> Result<Tensor> { if t.0.dtype == to { Ok(t.clone()) } else { t.cast(nn_dtype(to)?) } };
+        Ok((cast(self)?, cast(other)?))
+    }
+
+    /// [`Tensor::binary`] of the operands in their common dtype
+    /// ([`Tensor::promoted`]).
+    pub(crate) fn promoted_binary(
+        &self,
+        other: &Tensor,
+        key: &str,
+        build: impl Fn(&nn::Tensor, &nn::Tensor) -> nn::Result<nn::Tensor> + 'static,
+    ) -> Result<Tensor> {
+        let (a, b) = self.promoted(other)?;
+        a.binary(&b, key.into(), build)
+    }
+
+    /// `self + o`, broadcasting; dtypes promote as PyTorch's do
+    /// ([`Tensor::promoted`]), as for `sub`, `mul`, `div`, `maximum`,
+    /// `minimum`, `pow` and `compare`.
     pub fn add(&self, o: &Tensor) -> Result<Tensor> {
-        self.binary(o, "add".into(), |a, b| a.add(b))
+        self.promoted_binary(o, "add", |a, b| a.add(b))
     }
     pub fn sub(&self, o: &Tensor) -> Result<Tensor> {
-        self.binary(o, "sub".into(), |a, b| a.sub(b))
+        self.promoted_binary(o, "sub", |a, b| a.sub(b))
     }
     pub fn mul(&self, o: &Tensor) -> Result<Tensor> {
-        self.binary(o, "mul".into(), |a, b| a.mul(b))
+        self.promoted_binary(o, "mul", |a, b| a.mul(b))
     }
     pub fn div(&self, o: &Tensor) -> Result<Tensor> {
-        self.binary(o, "div".into(), |a, b| a.div(b))
+        self.promoted_binary(o, "div", |a, b| a.div(b))
     }
     /// The elementwise larger of the two. Where they are equal the whole
     /// gradient goes to `self` (as `torch.clamp` passes it at its bound,
     /// and max pooling to one position; `torch.maximum` splits it in half).
     pub fn maximum(&self, o: &Tensor) -> Result<Tensor> {
-        self.binary(o, "maximum".into(), |a, b| a.maximum(b))
+        self.promoted_binary(o, "maximum", |a, b| a.maximum(b))
     }
     /// The elementwise smaller of the two (ties as [`Tensor::maximum`]).
     pub fn minimum(&self, o: &Tensor) -> Result<Tensor> {
-        self.binary(o, "minimum".into(), |a, b| a.minimum(b))
+        self.promoted_binary(o, "minimum", |a, b| a.minimum(b))
     }
     /// `self` to the power `o`, elementwise (`torch.pow`).
     pub fn pow(&self, o: &Tensor) -> Result<Tensor> {
-        self.binary(o, "pow".into(), |a, b| a.pow(b))
+        self.promoted_binary(o, "pow", |a, b| a.pow(b))
     }
     /// `self @ o` as `torch.matmul`: 1-D operands are vectors, batch axes
     /// broadcast (one op on the tape, its gradient summing broadcast

@@ -1804,3 +1804,39 @@ fn the_layer_apis_noise_runs_eagerly() {
     assert_eq!(values(x.randn_like(1.0, 2.0).unwrap()), vec![1.0; 16]);
     assert_eq!(values(x.rand_like(-1.0, 3.0).unwrap()), vec![1.0; 16]);
 }
+
+/// Operands of two dtypes promote as PyTorch's do (it was an error: cast
+/// first): a float over an integer over a boolean, the wider of a kind, a
+/// rank-0 tensor raising the kind but not the width; the float operand's
+/// gradient goes through the cast.
+#[test]
+fn operands_of_two_dtypes_promote_as_pytorchs() {
+    let dev = Device::Cpu { threads: 2 };
+    let on = |dtype: DType, shape: &[usize], v: &[f64]| {
+        Tensor::from_host(Host::new(shape.to_vec(), dtype, v.to_vec())).unwrap().to(&dev).unwrap()
+    };
+    let i = on(DType::I32, &[3], &[1.0, 2.0, 3.0]);
+    let f = on(DType::F32, &[3], &[0.5, 0.25, -1.0]).param();
+    let y = i.add(&f).unwrap();
+    assert_eq!((y.host().unwrap().dtype, y.host().unwrap().values), (DType::F32, vec![1.5, 2.25, 2.0]));
+    y.sum(&[0], false).unwrap().backward().unwrap();
+    assert_eq!(f.grad().unwrap().unwrap().values, vec![1.0; 3]);
+    // Wider of a kind; a boolean under an integer; comparisons too.
+    let l = on(DType::I64, &[3], &[5.0, 6.0, 7.0]);
+    assert_eq!(i.mul(&l).unwrap().host().unwrap().dtype, DType::I64);
+    let d = on(DType::F64, &[3], &[1.0, 1.0, 1.0]);
+    let plain = on(DType::F32, &[3], &[0.5, 0.25, -1.0]);
+    assert_eq!(plain.sub(&d).unwrap().host().unwrap().dtype, DType::F64);
+    // (A parameter's f32 promoted to f64 would carry no gradient: the cast
+    // says so.)
+    let e = f.sub(&d).unwrap_err().to_string();
+    assert!(e.contains("its f64 result would carry no gradient"), "{e}");
+    let b = i.compare(aicf_compiler::nn::Compare::Gt, &on(DType::I32, &[3], &[2.0, 2.0, 2.0])).unwrap();
+    assert_eq!(b.add(&i).unwrap().host().unwrap(), Host::new(vec![3], DType::I32, vec![1.0, 2.0, 4.0]));
+    assert_eq!(i.compare(aicf_compiler::nn::Compare::Lt, &f).unwrap().host().unwrap().values, vec![0.0, 0.0, 0.0]);
+    // A scalar of a wider float keeps the tensor's f32; of a float over an
+    // integer tensor, raises it to that float.
+    let s64 = on(DType::F64, &[], &[2.0]);
+    assert_eq!(f.mul(&s64).unwrap().host().unwrap().dtype, DType::F32);
+    assert_eq!(i.mul(&s64).unwrap().host().unwrap().dtype, DType::F64);
+}
