@@ -1280,7 +1280,7 @@ fn bad_input_is_an_error_naming_the_op(dev: &Device) {
         ),
         ("mse's shapes", Box::new(|| t(&[2, 3]).mse_loss(&t(&[3, 2]))), "must have the same type"),
         ("linear's features", Box::new(|| t(&[2, 3]).linear(&t(&[4, 2]), None)), "has 3 features"),
-        ("int and float", Box::new(|| ids(&[1, 2]).add(&t(&[2]))), "different element types"),
+        ("int and float matmul", Box::new(|| ids(&[1, 2]).matmul(&t(&[2]))), "different element types"),
         ("exp of ints", Box::new(|| ids(&[1, 2]).exp()), "must be ranked tensor of 16-bit float"),
         ("no elements", Box::new(|| Tensor::from_vec(&[0, 3], vec![]).and_then(|z| z.relu())), "with no elements"),
         ("item of two", Box::new(|| t(&[2]).item().map(|_| t(&[1]))), "item() of a tensor of shape [2]"),
