@@ -5525,8 +5525,8 @@ impl Importer<'_> {
             }
             // Noise, drawn per step in @loss from the run's seed (the
             // node's `seed` is not taken), with no gradient; in @forward,
-            // which takes no seed, its mean (a Bernoulli's likelier value),
-            // as dropout is off there.
+            // which takes no seed, its mean (an integer Bernoulli's
+            // likelier value), as dropout is off there.
             _ if NOISE.contains(&op) => {
                 // (A float `dtype` is f32 here, as every float the importer
                 // reads: a 16-bit one is not rounded to, nor is a double
@@ -5563,16 +5563,24 @@ impl Importer<'_> {
                     "RandomNormal" | "RandomNormalLike" => nn(like.randn_like(mean, scale))?,
                     "RandomUniform" | "RandomUniformLike" => nn(like.rand_like(low, high))?,
                     _ => {
-                        // 1 where a uniform number falls below p (in
-                        // @forward the uniform's midpoint: p above 1/2).
-                        let hit = nn(like.rand_like(0.0, 1.0).and_then(|u| u.compare(Compare::Lt, &like)))?;
                         let dtype = match to {
                             None => like.dtype(),
                             Some(d) if float(d) => DType::F32,
                             Some(DataType::Bool) => DType::I1,
                             Some(_) => DType::I32,
                         };
-                        if dtype == DType::I1 { hit } else { nn(hit.cast(dtype))? }
+                        // In @forward, a float Bernoulli is its mean, p
+                        // (an inverted dropout's `x * bernoulli(keep) /
+                        // keep` is then x, as PyTorch's eval mode gives);
+                        // an integer or boolean one its likelier value.
+                        if !g.is_training() && dtype.is_float() {
+                            like.clone()
+                        } else {
+                            // 1 where a uniform number falls below p (in
+                            // @forward the uniform's midpoint: p above 1/2).
+                            let hit = nn(like.rand_like(0.0, 1.0).and_then(|u| u.compare(Compare::Lt, &like)))?;
+                            if dtype == DType::I1 { hit } else { nn(hit.cast(dtype))? }
+                        }
                     }
                 })
             }

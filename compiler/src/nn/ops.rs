@@ -901,10 +901,22 @@ impl Tensor {
         if !self.dtype().is_float() {
             return Err(self.invalid(format!("{kind} noise like {}: the tensor must be a float", self.spec)));
         }
-        if !self.graph().is_training() {
-            return self.scalar(mean)?.broadcast_to(&self.spec.shape);
-        }
-        let (seed, offset, stream) = self.g().rng()?;
+        // In evaluation, the mean: the same op of no spread (normal b = 0,
+        // uniform [mean, mean]) on a constant seed, so that its shape still
+        // follows `like`'s (a constant broadcast to the traced shape fixed
+        // the batch size, which `--batch` and a smaller last batch change).
+        let training = self.graph().is_training();
+        let (seed, offset, stream) = if training {
+            self.g().rng()?
+        } else {
+            let zero = self.graph().constant(&[0.0], &TensorSpec::new([], DType::I64))?;
+            (zero.clone(), zero, 0)
+        };
+        let (a, b) = match (training, kind) {
+            (true, _) => (a, b),
+            (false, "normal") => (mean, 0.0),
+            (false, _) => (mean, mean),
+        };
         let attrs = [
             ("kind", format!("{kind:?}")),
             ("a", format!("{} : f64", Float(a))),

@@ -2183,7 +2183,7 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
             if imported.noise_seeded { " (not the node's own seed attribute)" } else { "" },
             if one { "it" } else { "them" },
             if one { "its" } else { "each one's" },
-            if bernoulli { " (a Bernoulli's likelier value, not its mean p)" } else { "" }
+            if bernoulli { " (a float Bernoulli's p, an integer one's likelier value)" } else { "" }
         );
     }
     if !imported.scalar_params.is_empty() {
