@@ -398,6 +398,32 @@ def bn_data(g):
     return torch.randn(4, 2, 5, 5, generator=g), (torch.randint(0, 3, (4,), generator=g),)
 
 
+class StraightThrough(nn.Module):
+    """Two straight-through estimators, whose `detach` no export records:
+    a hard one-hot of a softmax that passes the softmax's gradient
+    (`y_hard - y_soft.detach() + y_soft`, Gumbel-softmax's hard form without
+    the noise), and a hard threshold that passes the sigmoid's
+    (`b + h - h.detach()`). As exported, each one's gradient cancelled to
+    zero: the layers before them never trained."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(12, 6)
+        self.gate = nn.Linear(12, 6)
+        self.head = nn.Linear(12, 5)
+
+    def forward(self, x, y):
+        y_soft = torch.softmax(self.enc(x), -1)
+        index = y_soft.argmax(-1, keepdim=True)
+        y_hard = torch.zeros_like(y_soft).scatter_(-1, index, 1.0)
+        onehot = y_hard - y_soft.detach() + y_soft
+        h = torch.sigmoid(self.gate(x))
+        b = (h > 0.5).float()
+        gate = b + h - h.detach()
+        logits = self.head(torch.cat([onehot, gate], -1))
+        return logits, F.cross_entropy(logits, y)
+
+
 def vae_data(g):
     return torch.randn(8, 12, generator=g), ()
 
@@ -499,6 +525,8 @@ MODELS = {
     "hf_gpt2_labels_dynamo": (HfGpt2Labels, hf_data, next_tokens),
     "bn_folded_dynamo": (BnFolded, bn_data),
     "hf_gpt2_mask_dynamo": (HfGpt2Mask, hf_mask_data, mask_next_tokens),
+    "straight_through": (StraightThrough, weighted_data),
+    "straight_through_dynamo": (StraightThrough, weighted_data),
     "vae": (Vae, vae_data),
     "vae_dynamo": (Vae, vae_data),
 }

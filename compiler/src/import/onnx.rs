@@ -3155,25 +3155,35 @@ impl Importer<'_> {
     }
 
     /// Whether `node` (a Sub) is the difference of a straight-through
-    /// estimator: `Sub(R(x), x)`, R a Round, Floor or Ceil, that an Add
-    /// adds to `x` again (`x + (x.round() - x).detach()`, whose `detach`
-    /// no export records). Written without one it would be `round(x)` with
-    /// no gradient at all, which no model means.
+    /// estimator: `Sub(h, x)` that an Add adds to `x` again (`x + (x.round()
+    /// - x).detach()`, Gumbel-softmax's hard form `y_hard - y_soft.detach()
+    /// + y_soft`, whose `detach` no export records). Written without one it
+    /// would be `h` with `x`'s gradient cancelled, which no model means.
     fn straight_through(&self, node: &NodeProto) -> bool {
-        let [rounded, x] = &node.input[..] else { return false };
+        let [h, x] = &node.input[..] else { return false };
         let Some(out) = node.output.first() else { return false };
-        let rounds = self.graph.node.iter().any(|n| {
-            n.output.first() == Some(rounded)
-                && matches!(n.op_type(), "Round" | "Floor" | "Ceil")
-                && n.input.first() == Some(x)
-        });
         // (Its only reader: a difference read elsewhere too, by a penalty
         // on it, keeps its gradient there.)
         let readers: Vec<&NodeProto> = self.graph.node.iter().filter(|n| n.input.contains(out)).collect();
-        rounds
+        h != x
             && matches!(readers[..], [n] if n.op_type() == "Add"
                 && n.input.len() == 2
                 && ((n.input[0] == *out && n.input[1] == *x) || (n.input[1] == *out && n.input[0] == *x)))
+    }
+
+    /// Whether `node` (a Sub) takes away again a value its first operand
+    /// added: `Sub(Add(b, h), h)`, a straight-through estimator's `b + h -
+    /// h.detach()` (value `b`, `h`'s gradient), whose `detach` no export
+    /// records. Written without one it would be `b` with `h`'s gradient
+    /// cancelled, which no model means: the subtrahend is detached.
+    fn straight_through_subtrahend(&self, node: &NodeProto) -> bool {
+        let [sum, h] = &node.input[..] else { return false };
+        self.graph.node.iter().any(|n| {
+            n.op_type() == "Add"
+                && n.output.first() == Some(sum)
+                && n.input.len() == 2
+                && n.input.iter().filter(|i| *i == h).count() == 1
+        })
     }
 
     fn param(&mut self, g: &Graph, onnx: &str) -> R<Tensor> {
@@ -3687,12 +3697,15 @@ impl Importer<'_> {
                     "Div" => a.div(&b),
                     _ => a.pow(&b),
                 })?;
-                // A straight-through estimator, `x + (round(x) - x).detach()`:
-                // the export keeps no `detach`, and as written the rounding's
-                // gradient (none) cancelled x's (the layers before it never
-                // trained); its difference passes no gradient.
+                // A straight-through estimator, `x + (round(x) - x).detach()`
+                // or `b + h - h.detach()`: the export keeps no `detach`, and
+                // as written the gradients cancelled (the layers before it
+                // never trained); the detached part passes none.
                 if op == "Sub" && self.straight_through(node) {
                     return one(nn(y.detach())?);
+                }
+                if op == "Sub" && self.straight_through_subtrahend(node) {
+                    return one(nn(a.sub(&nn(b.detach())?))?);
                 }
                 one(y)
             }

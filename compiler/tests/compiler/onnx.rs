@@ -599,6 +599,19 @@ fn noise_ops_draw_their_distributions_in_the_loss_and_their_means_forward() {
     assert!(err.contains("dtype INT64: RandomNormalLike draws floats"), "{err}");
 }
 
+/// Straight-through estimators whose `detach` no export records: a hard
+/// one-hot passing its softmax's gradient (`y_hard - y_soft.detach() +
+/// y_soft`) and a threshold passing its sigmoid's (`b + h - h.detach()`).
+/// As exported their gradients cancel (a user sweep's Gumbel-softmax
+/// encoders never trained); imported, every parameter's gradient is
+/// PyTorch's, from both exporters.
+#[test]
+fn straight_through_estimators_pass_their_gradients() {
+    for name in ["straight_through", "straight_through_dynamo"] {
+        check_graph_loss(name);
+    }
+}
+
 /// Hugging Face's GPT-2 exported as a tokenizer's output is passed
 /// (`input_ids`, `attention_mask`, `labels`): the mask is marked to be
 /// filled with ones (`hl.fill` on @forward's and @loss's argument), so a
