@@ -52,6 +52,24 @@ pub fn op_block(seed: u64, stream: u64, offset: u64, g: u64) -> [u32; 4] {
     philox4x32_10([c as u32, (c >> 32) as u32, stream as u32, hi], [seed as u32, (seed >> 32) as u32])
 }
 
+/// The bits of a word a uniform draw of `hl.random_like` takes: the
+/// stored type's significand (24 for f32 and f64, 11 for f16, 8 for
+/// bf16), so that its largest draw, `1 - 2^-bits`, rounds to no 1.
+pub fn uniform_bits(bf16: bool, f16: bool) -> u32 {
+    if bf16 {
+        8
+    } else if f16 {
+        11
+    } else {
+        24
+    }
+}
+
+/// A uniform float in [0, 1) from the top `bits` bits of `x`.
+pub fn unit_bits(x: u32, bits: u32) -> f64 {
+    f64::from(x >> (32 - bits)) / (1u64 << bits) as f64
+}
+
 /// A uniform float in [0, 1) from the top 24 bits of `x`.
 pub fn unit_f32(x: u32) -> f32 {
     (x >> 8) as f32 * (1.0 / 16_777_216.0)

@@ -641,7 +641,8 @@ pub fn random_like(like: &Array, seed: u64, offset: u64, normal: bool, a: f64, b
             let v = if normal {
                 a + b * aicf_runtime::rng::normal(words, i % 4)
             } else {
-                a + (b - a) * f64::from(aicf_runtime::rng::unit_f32(words[i % 4]))
+                let bits = aicf_runtime::rng::uniform_bits(like.dtype == DType::BF16, like.dtype == DType::F16);
+                a + (b - a) * aicf_runtime::rng::unit_bits(words[i % 4], bits)
             };
             f64::from(v as f32)
         })

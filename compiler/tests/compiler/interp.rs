@@ -208,6 +208,18 @@ fn random_like_draws_normal_and_uniform_numbers_reproducibly() {
     assert_eq!(go(7.0, 0.0), a, "same seed and offset, same numbers");
     assert_ne!(go(7.0, 5000.0)[0].data, a[0].data, "a later offset draws new numbers");
     assert_ne!(go(8.0, 0.0)[0].data, a[0].data);
+    // A 16-bit uniform takes the type's bits: in [0, 1) it never rounds to
+    // 1 (a sweep's Gumbel noise, -log(-log u), went infinite in bf16).
+    for (t, bits) in [("bf16", 8), ("f16", 11)] {
+        let src = format!(
+            "func.func @f(%x: tensor<20000x{t}>, %seed: tensor<i64>, %off: tensor<i64>) -> tensor<20000x{t}> {{\n  %u = hl.random_like %x, %seed, %off kind = \"uniform\" a = 0.000000e+00 b = 1.000000e+00 stream = 1 : tensor<20000x{t}>\n  return %u : tensor<20000x{t}>\n}}"
+        );
+        let dtype = if t == "bf16" { DType::BF16 } else { DType::F16 };
+        let x = Array::new([20000], dtype, vec![0.0; 20000]).unwrap();
+        let u = run(&src, &[], &[x, Array::scalar(7.0, DType::I64), Array::scalar(0.0, DType::I64)]).unwrap().remove(0);
+        let top = u.data.iter().cloned().fold(0.0, f64::max);
+        assert!(top < 1.0 && top >= 1.0 - 4.0 / (1u64 << bits) as f64, "{t}: the largest draw {top}");
+    }
     // Block b's four numbers are the initializers' normals of block b.
     let mut init = vec![0f32; 8];
     aicf_runtime::init::Init::Normal { mean: 1.5, std: 2.0 }.fill(&[8], 7, 0, &mut init).unwrap();

@@ -523,6 +523,11 @@ impl Generator {
         let c8 = k.val("arith.constant 8 : i32");
         let c1 = k.val("arith.constant 1 : i32");
         let inv24 = k.float(1.0 / 16_777_216.0, t);
+        // A uniform draw takes as many bits as the stored type holds
+        // (`hl.random_like`'s description), so a 16-bit one stays below 1.
+        let bits = aicf_runtime::rng::uniform_bits(specs[2].1 == DType::BF16, specs[2].1 == DType::F16);
+        let (shift, scale) =
+            (k.val(&format!("arith.constant {} : i32", 32 - bits)), k.float(1.0 / (1u64 << bits) as f64, t));
         let (av, bv) = (k.float(a, t), k.float(if normal { b } else { b - a }, t));
         let (m2, tau) = (k.float(-2.0, t), k.float(std::f64::consts::TAU, t));
         // word >> 8 (plus one for the open interval) over 2^24
@@ -554,7 +559,9 @@ impl Generator {
                 let z = k.val(&format!("math.{trig} {theta} : f32"));
                 k.fop("mulf", r, &z, t)
             } else {
-                unit(k, &words[i.1], false)
+                let top = k.val(&format!("arith.shrui {}, {shift} : i32", words[i.1]));
+                let x = k.val(&format!("arith.uitofp {top} : i32 to f32"));
+                k.fop("mulf", &x, &scale, t)
             };
             let scaled = k.fop("mulf", &v, &bv, t);
             let y = k.fop("addf", &av, &scaled, t);

@@ -580,7 +580,9 @@ def HL_RandomLikeOp : HL_Op<"random_like", [Pure, AllTypesMatch<["like", "result
     `stream`, as `hl.dropout`'s mask is: element `i` of the row-major
     flattened tensor takes the block of Philox4x32-10 that `hl.dropout`'s
     element `i` does (key and counter as its) and, with `j = i mod 4`,
-    - uniform: `a + (b - a) u`, `u` word `j`'s top 24 bits over 2^24;
+    - uniform: `a + (b - a) u`, `u` word `j`'s top `k` bits over 2^k, `k`
+      the result type's significand (24 for f32 and f64, 11 for f16, 8
+      for bf16: a 16-bit draw in [0, 1) stays below 1);
     - normal: Box-Muller on the pair `p = j / 2`: `r = sqrt(-2 ln u1)`,
       `u1` the top 24 bits of word `2p` plus one over 2^24 (in (0, 1]),
       `t = 2 pi u2`, `u2` word `2p + 1`'s as uniform's; `a + b r cos t`
