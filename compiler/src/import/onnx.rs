@@ -299,10 +299,11 @@ pub struct Imported {
     pub scalar_params: Vec<String>,
     /// Initializers of more than one value of a TorchScript export, under
     /// the model's own names, that train only because the graph adds,
-    /// subtracts, multiplies or concatenates them with activations: a
-    /// learned bias, scale or position table, or a buffer (a
-    /// normalisation's mean, a loss's quantiles), which that export records
-    /// alike (`--freeze` keeps a buffer constant).
+    /// subtracts, multiplies or concatenates them with activations, or
+    /// gathers from them as a table of one axis: a learned bias, scale or
+    /// position table, or a buffer (a normalisation's mean, a loss's
+    /// quantiles, a diffusion schedule), which that export records alike
+    /// (`--freeze` keeps a buffer constant).
     pub arithmetic_params: Vec<String>,
     /// Trained initializers of a TorchScript export under names the
     /// exporter made (`onnx::<Op>_<n>`: a value it computed and folded,
@@ -1587,7 +1588,7 @@ fn choose_params(
         consumers: &HashMap<&str, Vec<(&proto::NodeProto, usize)>>,
         generated: &HashSet<String>,
         name: &str,
-        (elements, arithmetic): (usize, bool),
+        (elements, arithmetic, gather): (usize, bool, bool),
         depth: usize,
     ) -> bool {
         consumers.get(name).is_some_and(|uses| {
@@ -1611,7 +1612,7 @@ fn choose_params(
                     "MatMul" => *k <= 1,
                     // `x W` written as an einsum (`bi,oi->bo`).
                     "Einsum" => true,
-                    "Gather" => *k == 0,
+                    "Gather" => gather && *k == 0,
                     // nn.PReLU's slope, one or per channel (imported as a
                     // constant, it never trained).
                     "PRelu" => *k == 1,
@@ -1655,10 +1656,9 @@ fn choose_params(
                 weight
                     || (moves
                         && depth > 0
-                        && node
-                            .output
-                            .first()
-                            .is_some_and(|o| weight_use(consumers, generated, o, (elements, arithmetic), depth - 1)))
+                        && node.output.first().is_some_and(|o| {
+                            weight_use(consumers, generated, o, (elements, arithmetic, gather), depth - 1)
+                        }))
             })
         })
     }
@@ -1701,7 +1701,7 @@ fn choose_params(
         .filter(|(name, t)| t.is_float() && (!t.dims.is_empty() || named_scalar(name, t)) && !is_mask(t))
         .filter(|(name, t)| {
             let elements = if named_scalar(name, t) { 2 } else { t.elements() };
-            weight_use(&consumers, &generated, name, (elements, true), 8)
+            weight_use(&consumers, &generated, name, (elements, true, true), 8)
         })
         .map(|(name, _)| name.clone())
         .collect();
@@ -1710,22 +1710,26 @@ fn choose_params(
         .iter()
         .filter(|name| {
             inits.get(name.as_str()).is_some_and(|t| {
-                named_scalar(name, t) && (t.dims.is_empty() || !weight_use(&consumers, &generated, name, (1, true), 8))
+                named_scalar(name, t)
+                    && (t.dims.is_empty() || !weight_use(&consumers, &generated, name, (1, true, true), 8))
             })
         })
         .cloned()
         .collect();
     // (Those of a TorchScript export under the model's own names that train
-    // only for the arithmetic with activations: a learned bias, scale or
-    // table, or a buffer, which that export cannot tell apart.)
+    // only for the arithmetic with activations, or as a table of one axis
+    // gathered (a diffusion schedule's `abar[t]`; an embedding's table has
+    // two): a learned bias, scale or table, or a buffer, which that export
+    // cannot tell apart.)
     let arithmetic = chosen
         .iter()
         .filter(|name| {
+            let Some(t) = inits.get(name.as_str()) else { return false };
             pytorch
                 && !dynamo
                 && state_dict_name(name)
-                && inits.get(name.as_str()).is_some_and(|t| t.elements() >= 2)
-                && !weight_use(&consumers, &generated, name, (2, false), 8)
+                && t.elements() >= 2
+                && !weight_use(&consumers, &generated, name, (2, false, t.dims.len() != 1), 8)
         })
         .cloned()
         .collect();

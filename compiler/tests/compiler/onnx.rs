@@ -3172,4 +3172,25 @@ fn initializers_trained_for_arithmetic_alone_are_named() {
     assert!(import("onnxruntime", &[]).arithmetic_params.is_empty());
     let frozen = import("pytorch", &["mean"]);
     assert!(frozen.arithmetic_params.is_empty() && !frozen.sources.contains(&"mean".to_string()));
+    // A table of one axis gathered at the data's indices (a diffusion
+    // schedule's `abar[t]`, which trained to NaN in a user's DDPM) is named
+    // too; an embedding's table of two axes is a layer's weight.
+    let gathered = |dims: &[i64]| {
+        let mut m = one_node_model("schedule", "Gather", (&[4], &[4]), vec![], vec![tensor("abar", dims)], 17);
+        let graph = m.graph.as_mut().unwrap();
+        graph.node[0].input = vec!["abar".into(), "x".into()];
+        if let Some(aicf_onnx::proto::type_proto::Value::TensorType(t)) =
+            graph.input[0].r#type.as_mut().and_then(|t| t.value.as_mut())
+        {
+            t.elem_type = Some(7);
+        }
+        if dims.len() == 2 {
+            graph.output[0] = float_value("y", &[4, dims[1]]);
+        }
+        m.producer_name = Some("pytorch".into());
+        let options = ImportOptions { batch: None, loss: Loss::Mse, ..Default::default() };
+        onnx::import_model(&m, "schedule.onnx", &dir, &options).unwrap()
+    };
+    assert_eq!(gathered(&[10]).arithmetic_params, ["abar"]);
+    assert!(gathered(&[10, 3]).arithmetic_params.is_empty());
 }

@@ -2202,13 +2202,14 @@ fn import_saying(model: &Path, output: &Path, options: &ImportOptions, say: Say)
         let more = imported.arithmetic_params.len().saturating_sub(8);
         let one = imported.arithmetic_params.len() == 1;
         eprintln!(
-            "note: {} train{} as {} because the graph adds, subtracts, multiplies or joins {} with activations: {}{}; \
-             TorchScript's export records a buffer (register_buffer: a normalization's mean, a loss's quantiles) \
-             as it records a parameter: where {} a buffer, --freeze NAME keeps it constant (the dynamo exporter \
-             records which are buffers)",
+            "note: {} train{} as {} because the graph adds, subtracts, multiplies or joins {} with activations, or \
+             gathers from {} as a table of one axis: {}{}; TorchScript's export records a buffer (register_buffer: \
+             a normalization's mean, a loss's quantiles, a diffusion schedule) as it records a parameter: where {} \
+             a buffer, --freeze NAME keeps it constant (the dynamo exporter records which are buffers)",
             if one { "an initializer" } else { "initializers" },
             if one { "s" } else { "" },
             if one { "a learned bias, scale or table" } else { "learned biases, scales or tables" },
+            if one { "it" } else { "them" },
             if one { "it" } else { "them" },
             named.join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() },
