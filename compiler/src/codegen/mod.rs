@@ -1004,8 +1004,10 @@ impl Generator {
 /// from 16 bits disappears, and a 16-bit constant is re-made in f32. The
 /// kernel rounds each output once, on its store (as a fused GEMM epilogue
 /// does), instead of after every op; but a narrowing the model asked for
-/// (`hl.cast` of an f32 value to bf16 or f16, an ONNX Cast) still rounds,
-/// then widens back: `x.to(bf16).float()` is not `x` (it was, fused).
+/// (`hl.cast` of an f32 value to bf16 or f16, an ONNX Cast: its `truncf`
+/// marked `aicf.rounds`) still rounds, then widens back:
+/// `x.to(bf16).float()` is not `x` (it was, fused). A formula's f32
+/// constant cast to 16 bits is not rounded.
 fn widen_body(block: MlirBlock) -> Result<()> {
     let narrow = |t: MlirType| unsafe { mlirTypeIsAF16(t) || mlirTypeIsABF16(t) };
     let Some(&first) = ops_of(block).first() else { return Ok(()) };
@@ -1025,7 +1027,9 @@ fn widen_body(block: MlirBlock) -> Result<()> {
         match name.as_str() {
             // A conversion that now has the same type on both sides goes.
             "arith.truncf"
-                if narrow_result && unsafe { mlirTypeIsAF32(mlirValueGetType(mlirOperationGetOperand(op, 0))) } =>
+                if narrow_result
+                    && ir::has(op, crate::passes::ROUNDS)
+                    && unsafe { mlirTypeIsAF32(mlirValueGetType(mlirOperationGetOperand(op, 0))) } =>
             {
                 // The rounded value's readers take it widened again. (The
                 // widening is made reading the operand, its uses moved, and

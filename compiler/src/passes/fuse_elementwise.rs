@@ -381,6 +381,10 @@ fn sigmoid(s: &Scalar, x: MlirValue, t: DType) -> Result<MlirValue, Failure> {
     s.bin("arith.divf", s.constant(1.0, t)?, s.bin("arith.addf", s.constant(1.0, t)?, e)?)
 }
 
+/// The attribute of a `truncf` that an `hl.cast` made (not a formula's
+/// constant): a 16-bit body computed in f32 still rounds there.
+pub(crate) const ROUNDS: &str = "aicf.rounds";
+
 /// hl.cast's semantics on a scalar.
 fn cast(s: &Scalar, x: MlirValue, to: DType) -> Result<MlirValue, Failure> {
     let from = dtype_of(x);
@@ -400,7 +404,9 @@ fn cast(s: &Scalar, x: MlirValue, to: DType) -> Result<MlirValue, Failure> {
             s.cast("arith.truncf", s.cast("arith.extf", x, DType::F32)?, to)
         }
         (true, true) if width(to) > width(from) => s.cast("arith.extf", x, to),
-        (true, true) => s.cast("arith.truncf", x, to),
+        // A narrowing the model asked for, marked so that the f32 body
+        // still rounds there (`codegen::widen_body`).
+        (true, true) => s.op("arith.truncf", &[x], &[(ROUNDS, "unit".into())], Some(&[s.ty(to)?])),
         (true, false) if to == DType::I1 => {
             s.op("arith.cmpf", &[x, s.constant(0.0, from)?], &[("predicate", "13 : i64".into())], None)
         }

@@ -32,6 +32,7 @@ pub use autodiff::{FusedAttention, differentiate};
 pub use bucket_collectives::bucket_collectives;
 pub use convert_to_ll::convert_to_ll;
 pub use fuse_attention::fuse_attention;
+pub(crate) use fuse_elementwise::ROUNDS;
 pub use fuse_elementwise::fuse_elementwise;
 pub use fuse_gemm::fuse_gemm_epilogues;
 pub use fuse_optimizer::fuse_optimizer;
