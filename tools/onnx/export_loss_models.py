@@ -424,6 +424,25 @@ class StraightThrough(nn.Module):
         return logits, F.cross_entropy(logits, y)
 
 
+class SizeDiv(nn.Module):
+    """An autoencoder whose loss is summed and divided by the batch size
+    read from its input (`((r - x) ** 2).sum() / x.size(0)`, the usual form
+    of a VAE's): the export folds `x.size(0)` to the bound batch, and a
+    smaller batch was divided by the full one (io: `torch.loss_rows2`,
+    PyTorch's loss of the first two rows)."""
+
+    DYNAMIC_BATCH = True
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(12, 4)
+        self.dec = nn.Linear(4, 12)
+
+    def forward(self, x):
+        r = self.dec(torch.tanh(self.enc(x)))
+        return r, ((r - x) ** 2).sum() / x.size(0)
+
+
 def vae_data(g):
     return torch.randn(8, 12, generator=g), ()
 
@@ -527,6 +546,8 @@ MODELS = {
     "hf_gpt2_mask_dynamo": (HfGpt2Mask, hf_mask_data, mask_next_tokens),
     "straight_through": (StraightThrough, weighted_data),
     "straight_through_dynamo": (StraightThrough, weighted_data),
+    "size_div": (SizeDiv, vae_data),
+    "size_div_dynamo": (SizeDiv, vae_data),
     "vae": (Vae, vae_data),
     "vae_dynamo": (Vae, vae_data),
 }
@@ -556,8 +577,10 @@ def export(name, out):
     names = getattr(model, "INPUT_NAMES", ["input0"] + [f"target{k}" for k in range(len(targets))])
     outputs = getattr(model, "OUTPUTS", None)
     if name.endswith(("_dynamo", "_dynamo_noopt")):
+        # (A symbolic batch where the model asks: `x.size(0)` stays a Shape.)
+        dynamic = {"dynamic_axes": {n: {0: "batch"} for n in names}} if getattr(model, "DYNAMIC_BATCH", False) else {}
         torch.onnx.export(model, (x, *targets), path, input_names=names, output_names=outputs, opset_version=18,
-                          dynamo=True, external_data=False, optimize=not name.endswith("_noopt"))
+                          dynamo=True, external_data=False, optimize=not name.endswith("_noopt"), **dynamic)
     else:
         torch.onnx.export(model, (x, *targets), path, input_names=names, output_names=outputs, opset_version=17,
                           dynamo=False, dynamic_axes={n: {0: "batch"} for n in names})
@@ -581,6 +604,8 @@ def export(name, out):
     with AicfNoise() if noisy else contextlib.nullcontext():
         loss = model(x, *targets)[1]
     arrays["torch.loss"] = np.array(loss.item(), dtype=np.float32)
+    if name.startswith("size_div"):
+        arrays["torch.loss_rows2"] = np.array(model(x[:2], *targets)[1].item(), dtype=np.float32)
     m64 = copy.deepcopy(model).double()
     as64 = lambda t: t.double() if t.is_floating_point() else t
     with AicfNoise() if noisy else contextlib.nullcontext():

@@ -955,6 +955,8 @@ fn import_model_at(
         shape_placeholders: false,
         sequences: HashMap::new(),
         padding: padding_rows(graph).into_iter().collect(),
+        bound_batch: if symbolic { options.batch } else { None },
+        batch_sizes: HashMap::new(),
     };
     let mut b = ModuleBuilder::new();
     let mut error = None;
@@ -2109,6 +2111,16 @@ struct Importer<'a> {
     /// Embedding tables PyTorch declared with a padding index (a dynamo
     /// export's record), by initializer: the row whose gradient is zero.
     padding: HashMap<String, i64>,
+    /// The batch size `--batch` bound to a symbolic dimension, if any.
+    bound_batch: Option<usize>,
+    /// Values (by name) of the function being traced that fold the bound
+    /// batch size: a Shape of a tensor of batch rows (`true`: its element
+    /// 0 is the batch), or the size itself (`x.size(0)`, `false`), with the
+    /// tensor it is read from. Where such a size meets a computed tensor in
+    /// arithmetic (`loss.sum() / x.size(0)`), it is computed from that
+    /// tensor's rows, so that a smaller batch (`--batch`, an epoch's last)
+    /// divides by its own size, not the bound one.
+    batch_sizes: HashMap<String, (Tensor, bool)>,
 }
 
 /// How many inputs an op takes, least and most (over the opsets the
@@ -3088,6 +3100,7 @@ impl Importer<'_> {
     /// depend on.
     fn trace_of(&mut self, xs: &[Tensor], inputs: &[String], outputs: &[usize]) -> Result<Vec<Tensor>, ImportError> {
         let g = xs[0].graph();
+        self.batch_sizes.clear();
         let mut env: HashMap<String, V> = HashMap::new();
         for (name, x) in inputs.iter().zip(xs) {
             env.insert(name.clone(), V::T(x.clone()));
@@ -3156,6 +3169,57 @@ impl Importer<'_> {
             outputs.push(t);
         }
         Ok(outputs)
+    }
+
+    /// Records the values `node` makes that fold the bound batch size
+    /// ([`Importer::batch_sizes`]): a Shape of a tensor whose first
+    /// dimension is the batch, its element 0 gathered, and that size cast,
+    /// reshaped or squeezed.
+    fn track_batch_size(&mut self, node: &NodeProto, ins: &[Option<V>]) {
+        let (Some(batch), Some(out)) = (self.bound_batch, node.output.first()) else { return };
+        let first = node.input.first().and_then(|n| self.batch_sizes.get(n)).cloned();
+        let entry = match (node.op_type(), ins.first().and_then(|v| v.as_ref()), first) {
+            // (A Shape ending at 1, the dynamo exporter's `x.size(0)`, is
+            // the size itself.)
+            ("Shape", Some(V::T(x)), _) if x.shape().first() == Some(&batch) && attr_i(node, "start", 0) == 0 => {
+                Some((x.clone(), attr_i(node, "end", i64::MAX) != 1))
+            }
+            ("Gather", _, Some((x, true))) if matches!(ins.get(1).and_then(|v| v.as_ref()), Some(V::C(c)) if c.vals == [0.0]) => {
+                Some((x, false))
+            }
+            ("Cast" | "Squeeze" | "Unsqueeze" | "Reshape" | "Identity" | "Flatten", _, Some((x, false))) => {
+                Some((x, false))
+            }
+            _ => None,
+        };
+        if let Some(e) = entry {
+            self.batch_sizes.insert(out.clone(), e);
+        }
+    }
+
+    /// The operands of an arithmetic `node` where one is a folded batch size
+    /// and the other a computed tensor: the size computed from its tensor's
+    /// rows (a sum of ones over them, of the folded value's shape and the
+    /// other operand's dtype), in the node's order. None otherwise.
+    fn batch_operand(&self, node: &NodeProto, ins: &[Option<V>]) -> R<Option<(Tensor, Tensor)>> {
+        let value = |k: usize| ins.get(k).and_then(|v| v.as_ref());
+        for (k, other) in [(0, 1), (1, 0)] {
+            let (Some(V::C(c)), Some(V::T(t))) = (value(k), value(other)) else { continue };
+            let Some((x, false)) = node.input.get(k).and_then(|n| self.batch_sizes.get(n)) else { continue };
+            if c.vals.len() != 1 {
+                continue;
+            }
+            let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+            let f = if x.dtype().is_float() { x.clone() } else { nn(x.cast(DType::F32))? };
+            let ones = nn(f.ones_like())?;
+            let axes: Vec<i64> = (1..f.rank() as i64).collect();
+            let rows = if axes.is_empty() { ones } else { nn(ones.mean(&axes, false))? };
+            let dims: Vec<i64> = c.dims.iter().map(|&d| d as i64).collect();
+            let size = nn(rows.sum(&[0], false).and_then(|s| s.reshape(&dims)))?;
+            let size = if size.dtype() == t.dtype() { size } else { nn(size.cast(t.dtype()))? };
+            return Ok(Some(if k == 0 { (size, t.clone()) } else { (t.clone(), size) }));
+        }
+        Ok(None)
     }
 
     /// Whether `node` (a Sub) is the difference of a straight-through
@@ -3484,6 +3548,7 @@ impl Importer<'_> {
     }
 
     fn node(&mut self, g: &Graph, node: &NodeProto, ins: &[Option<V>]) -> R<Vec<V>> {
+        self.track_batch_size(node, ins);
         let op = node.op_type();
         let input =
             |k: usize| -> R<&V> { ins.get(k).and_then(|v| v.as_ref()).ok_or_else(|| format!("input {k} is missing")) };
@@ -3690,7 +3755,10 @@ impl Importer<'_> {
                 {
                     return one(x.clone());
                 }
-                let (a, b) = pair(self)?;
+                let (a, b) = match self.batch_operand(node, ins)? {
+                    Some(ab) => ab,
+                    None => pair(self)?,
+                };
                 if op == "Div" && !a.dtype().is_float() {
                     return Err("integer division of computed tensors is not supported".into());
                 }

@@ -897,6 +897,20 @@ impl Tensor {
         self.random_like("uniform", low, high, 0.5 * (low + high))
     }
 
+    /// Ones of this float tensor's shape and dtype that follow its shape
+    /// when the batch is retargeted (a constant of the traced shape would
+    /// not): the normal noise op of no spread on a constant seed.
+    pub(crate) fn ones_like(&self) -> Result<Tensor> {
+        let zero = self.graph().constant(&[0.0], &TensorSpec::new([], DType::I64))?;
+        let attrs = [
+            ("kind", "\"normal\"".to_string()),
+            ("a", format!("{} : f64", Float(1.0))),
+            ("b", format!("{} : f64", Float(0.0))),
+            ("stream", int(0)),
+        ];
+        self.op("hl.random_like", &[self, &zero, &zero], &attrs)
+    }
+
     fn random_like(&self, kind: &str, a: f64, b: f64, mean: f64) -> Result<Tensor> {
         if !self.dtype().is_float() {
             return Err(self.invalid(format!("{kind} noise like {}: the tensor must be a float", self.spec)));

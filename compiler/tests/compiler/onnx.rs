@@ -612,6 +612,42 @@ fn straight_through_estimators_pass_their_gradients() {
     }
 }
 
+/// A loss divided by the batch size read from the input (`sum() /
+/// x.size(0)`, a VAE's usual form), which the export folds to the bound
+/// batch: the import computes it from the input's rows, so the model
+/// retargeted to 2 rows (an epoch's last batch, `eval`'s) divides by 2, as
+/// PyTorch's loss of those rows does (it divided by 8). TorchScript writes
+/// the size as Shape, Gather and Cast; the dynamo exporter (a symbolic
+/// batch) as a Shape ending at 1, Squeeze and Cast.
+#[test]
+fn a_loss_divided_by_the_batch_size_divides_a_smaller_batch_by_its_own() {
+    for name in ["size_div", "size_div_dynamo"] {
+        loss_of_two_rows_is_pytorchs(name);
+    }
+}
+
+fn loss_of_two_rows_is_pytorchs(name: &str) {
+    let imported = check_graph_loss(name);
+    let io = io(name);
+    let dir = scratch(format!("onnx-{name}-rows2"));
+    let model = dir.join(format!("{name}.mlir"));
+    imported.write(&model).unwrap();
+    let text = aicf_compiler::pipeline::rebatched_source(&std::fs::read_to_string(&model).unwrap(), name, 2).unwrap();
+    std::fs::write(&model, &text).unwrap();
+    let options = Options {
+        optimizer: "sgd".into(),
+        device: aicf_runtime::Device::Cpu { threads: 2 },
+        cache_dir: dir.clone(),
+        ..Options::default()
+    };
+    let mut t = Trainer::from_file(&model, options).unwrap();
+    let x = &io["input0"];
+    let rows2 = Tensor::new(vec![2, 12], x.dtype, x.values[..24].to_vec());
+    let got = t.backend_mut().call("loss", &[&rows2]).unwrap()[0].values[0];
+    let want = io["torch.loss_rows2"].values[0];
+    assert!((got - want).abs() <= 1e-5 * want.abs(), "{name}, 2 rows: loss {got}, PyTorch's {want}");
+}
+
 /// Hugging Face's GPT-2 exported as a tokenizer's output is passed
 /// (`input_ids`, `attention_mask`, `labels`): the mask is marked to be
 /// filled with ones (`hl.fill` on @forward's and @loss's argument), so a
