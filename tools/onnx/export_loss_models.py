@@ -443,6 +443,29 @@ class SizeDiv(nn.Module):
         return r, ((r - x) ** 2).sum() / x.size(0)
 
 
+class NotStraightThrough(nn.Module):
+    """Shapes of a straight-through estimator that are none, which the
+    import once read as one (and cut a gradient): an update's difference
+    penalised (`z2 = z + f(z)`, `((z2 - z) ** 2).mean()`, the head reading
+    `z2`), and a constant taken away and added back (`2 s - 1`, then `+ 1`:
+    the dynamo exporter's one initializer for equal scalars)."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(12, 8)
+        self.f = nn.Linear(8, 8)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x, y):
+        z = self.enc(x)
+        z2 = z + torch.tanh(self.f(z))
+        reg = ((z2 - z) ** 2).mean()
+        t = 2 * torch.sigmoid(z) - 1.0
+        u = t + 1.0
+        logits = self.head(torch.cat([z2, u], -1))
+        return logits, F.cross_entropy(logits, y) + 0.1 * reg
+
+
 def vae_data(g):
     return torch.randn(8, 12, generator=g), ()
 
@@ -548,6 +571,8 @@ MODELS = {
     "straight_through_dynamo": (StraightThrough, weighted_data),
     "size_div": (SizeDiv, vae_data),
     "size_div_dynamo": (SizeDiv, vae_data),
+    "not_straight_through": (NotStraightThrough, weighted_data),
+    "not_straight_through_dynamo": (NotStraightThrough, weighted_data),
     "vae": (Vae, vae_data),
     "vae_dynamo": (Vae, vae_data),
 }

@@ -1471,8 +1471,16 @@ impl Tensor {
     pub fn mul(&self, o: &Tensor) -> Result<Tensor> {
         self.promoted_binary(o, "mul", |a, b| a.mul(b))
     }
+    /// True division, as `torch.div`: integers divide as f32.
     pub fn div(&self, o: &Tensor) -> Result<Tensor> {
-        self.promoted_binary(o, "div", |a, b| a.div(b))
+        let (a, b) = self.promoted(o)?;
+        let (a, b) = match a.0.dtype {
+            HostDType::I32 | HostDType::I64 | HostDType::I1 | HostDType::U8 => {
+                (a.cast(DType::F32)?, b.cast(DType::F32)?)
+            }
+            _ => (a, b),
+        };
+        a.binary(&b, "div".into(), |a, b| a.div(b))
     }
     /// The elementwise larger of the two. Where they are equal the whole
     /// gradient goes to `self` (as `torch.clamp` passes it at its bound,

@@ -3210,12 +3210,14 @@ impl Importer<'_> {
                 continue;
             }
             let nn = |r: nn::Result<Tensor>| r.map_err(|e| e.to_string());
+            // (One value a row first, whatever it is: the ones are drawn
+            // for the rows alone, not for every element of a [B, T, V].)
             let f = if x.dtype().is_float() { x.clone() } else { nn(x.cast(DType::F32))? };
-            let ones = nn(f.ones_like())?;
             let axes: Vec<i64> = (1..f.rank() as i64).collect();
-            let rows = if axes.is_empty() { ones } else { nn(ones.mean(&axes, false))? };
+            let rows = if axes.is_empty() { f } else { nn(f.max(&axes, false))? };
+            let ones = nn(rows.ones_like())?;
             let dims: Vec<i64> = c.dims.iter().map(|&d| d as i64).collect();
-            let size = nn(rows.sum(&[0], false).and_then(|s| s.reshape(&dims)))?;
+            let size = nn(ones.sum(&[0], false).and_then(|s| s.reshape(&dims)))?;
             let size = if size.dtype() == t.dtype() { size } else { nn(size.cast(t.dtype()))? };
             return Ok(Some(if k == 0 { (size, t.clone()) } else { (t.clone(), size) }));
         }
@@ -3223,13 +3225,23 @@ impl Importer<'_> {
     }
 
     /// Whether `node` (a Sub) is the difference of a straight-through
-    /// estimator: `Sub(h, x)` that an Add adds to `x` again (`x + (x.round()
-    /// - x).detach()`, Gumbel-softmax's hard form `y_hard - y_soft.detach()
-    /// + y_soft`, whose `detach` no export records). Written without one it
-    /// would be `h` with `x`'s gradient cancelled, which no model means.
+    /// estimator: `Sub(h, x)` that an Add adds to a computed `x` again (`x +
+    /// (x.round() - x).detach()`, Gumbel-softmax's hard form `y_hard -
+    /// y_soft.detach() + y_soft`, a VQ-VAE's `x + (q - x).detach()`, whose
+    /// `detach` no export records). Written without one it would be `h` with
+    /// `x`'s gradient cancelled, which no model means. The whole difference
+    /// is detached: `h`'s gradient through it is dropped, as a VQ-VAE's is
+    /// (`h - x.detach() + x` would keep it; both export alike). A constant
+    /// `x` (the dynamo exporter's one initializer for equal scalars: `2 s -
+    /// 1 + 1`) is no estimator: detaching a constant changes nothing.
     fn straight_through(&self, node: &NodeProto) -> bool {
         let [h, x] = &node.input[..] else { return false };
         let Some(out) = node.output.first() else { return false };
+        if self.inits.contains_key(x)
+            || self.graph.node.iter().any(|n| n.op_type() == "Constant" && n.output.contains(x))
+        {
+            return false;
+        }
         // (Its only reader: a difference read elsewhere too, by a penalty
         // on it, keeps its gradient there.)
         let readers: Vec<&NodeProto> = self.graph.node.iter().filter(|n| n.input.contains(out)).collect();
@@ -3240,18 +3252,38 @@ impl Importer<'_> {
     }
 
     /// Whether `node` (a Sub) takes away again a value its first operand
-    /// added: `Sub(Add(b, h), h)`, a straight-through estimator's `b + h -
-    /// h.detach()` (value `b`, `h`'s gradient), whose `detach` no export
-    /// records. Written without one it would be `b` with `h`'s gradient
-    /// cancelled, which no model means: the subtrahend is detached.
+    /// added to a value without gradient: `Sub(Add(b, h), h)`, a
+    /// straight-through estimator's `b + h - h.detach()` (value `b`, `h`'s
+    /// gradient), whose `detach` no export records; the subtrahend is
+    /// detached. `b` comes from an op without gradient (a comparison, a
+    /// rounding, an argmax or one-hot, noise, through casts and reshapes),
+    /// and the sum is read by this Sub alone: `z2 - z` of an update `z2 = z
+    /// + f(z)` that the model also reads is a difference, not an estimator.
     fn straight_through_subtrahend(&self, node: &NodeProto) -> bool {
         let [sum, h] = &node.input[..] else { return false };
-        self.graph.node.iter().any(|n| {
-            n.op_type() == "Add"
-                && n.output.first() == Some(sum)
-                && n.input.len() == 2
-                && n.input.iter().filter(|i| *i == h).count() == 1
-        })
+        let Some(add) = self.graph.node.iter().find(|n| n.output.first() == Some(sum)) else { return false };
+        let only_reader = self.graph.node.iter().filter(|n| n.input.contains(sum)).count() == 1;
+        add.op_type() == "Add"
+            && add.input.len() == 2
+            && only_reader
+            && add.input.iter().filter(|i| *i == h).count() == 1
+            && add.input.iter().find(|i| *i != h).is_some_and(|b| self.gradient_free(b, 8))
+    }
+
+    /// Whether value `name` carries no gradient by the op that makes it (a
+    /// comparison, a rounding, an argmax, a one-hot, noise), through at
+    /// most `depth` casts, reshapes and scatters of constants.
+    fn gradient_free(&self, name: &str, depth: usize) -> bool {
+        let Some(n) = self.graph.node.iter().find(|n| n.output.iter().any(|o| o == name)) else { return false };
+        match n.op_type() {
+            "Round" | "Floor" | "Ceil" | "Sign" | "ArgMax" | "ArgMin" | "OneHot" | "Equal" | "Less" | "Greater"
+            | "LessOrEqual" | "GreaterOrEqual" | "Not" | "And" | "Or" | "Xor" | "IsNaN" | "IsInf" => true,
+            op if NOISE.contains(&op) => true,
+            "Cast" | "Reshape" | "Squeeze" | "Unsqueeze" | "Identity" | "Transpose" | "Flatten" | "Expand" => {
+                depth > 0 && n.input.first().is_some_and(|i| self.gradient_free(i, depth - 1))
+            }
+            _ => false,
+        }
     }
 
     fn param(&mut self, g: &Graph, onnx: &str) -> R<Tensor> {

@@ -401,7 +401,8 @@ fn cast(s: &Scalar, x: MlirValue, to: DType) -> Result<MlirValue, Failure> {
         // Between the two 16-bit types (neither holds the other): through
         // f32, which holds both exactly.
         (true, true) if matches!((from, to), (DType::BF16, DType::F16) | (DType::F16, DType::BF16)) => {
-            s.cast("arith.truncf", s.cast("arith.extf", x, DType::F32)?, to)
+            let wide = s.cast("arith.extf", x, DType::F32)?;
+            s.op("arith.truncf", &[wide], &[(ROUNDS, "unit".into())], Some(&[s.ty(to)?]))
         }
         (true, true) if width(to) > width(from) => s.cast("arith.extf", x, to),
         // A narrowing the model asked for, marked so that the f32 body

@@ -1208,12 +1208,6 @@ fn bad_input_is_an_error_naming_the_op(dev: &Device) {
         ("narrow past the end", Box::new(|| t(&[2, 3]).narrow(1, 2, 5)), "window 2:7 in dimension 1 is outside"),
         ("narrow from past 64 bits", Box::new(|| t(&[2, 3]).narrow(1, usize::MAX, 5)), "window 9223372036854775807:"),
         ("narrow to nothing", Box::new(|| t(&[2, 3]).narrow(1, 0, 0)), "no empty tensors"),
-        // The pass's words, as the op's error (not the pipeline's text).
-        (
-            "integer division",
-            Box::new(|| ids(&[7, 8]).div(&ids(&[0, 2]))),
-            "div: convert-hl-to-ll: hl.div of I32 integers is not supported",
-        ),
         (
             "label past the classes",
             Box::new(|| t(&[2, 3]).cross_entropy(&ids(&[0, 7]))),
@@ -1824,6 +1818,11 @@ fn operands_of_two_dtypes_promote_as_pytorchs() {
     // Wider of a kind; a boolean under an integer; comparisons too.
     let l = on(DType::I64, &[3], &[5.0, 6.0, 7.0]);
     assert_eq!(i.mul(&l).unwrap().host().unwrap().dtype, DType::I64);
+    // Integers divide truly, as torch.div: 1 / 5 is 0.2, not 0 (it was
+    // refused: hl has no integer division).
+    let q = i.div(&l).unwrap().host().unwrap();
+    assert_eq!(q.dtype, DType::F32);
+    assert!((q.values[0] - 0.2).abs() < 1e-6, "{:?}", q.values);
     let d = on(DType::F64, &[3], &[1.0, 1.0, 1.0]);
     let plain = on(DType::F32, &[3], &[0.5, 0.25, -1.0]);
     assert_eq!(plain.sub(&d).unwrap().host().unwrap().dtype, DType::F64);
