@@ -1257,10 +1257,7 @@ fn scalar_outputs(graph: &proto::GraphProto) -> Vec<usize> {
             let Some(proto::type_proto::Value::TensorType(t)) = o.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
                 return false;
             };
-            let float = matches!(
-                DataType::try_from(t.elem_type()),
-                Ok(DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16)
-            );
+            let float = DataType::try_from(t.elem_type()).is_ok_and(is_float_type);
             float && t.shape.as_ref().is_some_and(|s| s.dim.is_empty())
         })
         .map(|(k, _)| k)
@@ -2451,6 +2448,12 @@ fn pad_axis(g: &Graph, x: &Tensor, axis: usize, (before, after): (i64, i64), mod
 fn attr<'n>(node: &'n NodeProto, name: &str) -> Option<&'n AttributeProto> {
     node.attribute.iter().find(|a| a.name() == name)
 }
+/// Whether an ONNX element type is a float (the importer reads each as
+/// f32).
+fn is_float_type(d: DataType) -> bool {
+    matches!(d, DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16)
+}
+
 fn attr_i(node: &NodeProto, name: &str, default: i64) -> i64 {
     attr(node, name).map(|a| a.i()).unwrap_or(default)
 }
@@ -3676,9 +3679,7 @@ impl Importer<'_> {
                 };
                 let float = match attr(node, "dtype").map(|a| DataType::try_from(a.i() as i32)) {
                     None => float,
-                    Some(Ok(d)) => {
-                        matches!(d, DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16)
-                    }
+                    Some(Ok(d)) => is_float_type(d),
                     Some(Err(_)) => return Err("unknown dtype".into()),
                 };
                 let k = attr_i(node, "k", 0);
@@ -5573,7 +5574,7 @@ impl Importer<'_> {
             "Cast" => {
                 let to =
                     DataType::try_from(attr_i(node, "to", 1) as i32).map_err(|_| "unknown 'to' type".to_string())?;
-                let float = matches!(to, DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16);
+                let float = is_float_type(to);
                 match input(0)? {
                     V::C(c) => {
                         let mut c = c.clone();
@@ -5651,11 +5652,8 @@ impl Importer<'_> {
                 let to = attr(node, "dtype")
                     .map(|a| DataType::try_from(a.i() as i32).map_err(|_| format!("unknown dtype {}", a.i())))
                     .transpose()?;
-                let float = |d: DataType| {
-                    matches!(d, DataType::Float | DataType::Double | DataType::Float16 | DataType::Bfloat16)
-                };
                 if op != "Bernoulli"
-                    && let Some(d) = to.filter(|&d| !float(d))
+                    && let Some(d) = to.filter(|&d| !is_float_type(d))
                 {
                     return Err(format!("dtype {}: {op} draws floats", d.as_str_name()));
                 }
@@ -5682,7 +5680,7 @@ impl Importer<'_> {
                     _ => {
                         let dtype = match to {
                             None => like.dtype(),
-                            Some(d) if float(d) => DType::F32,
+                            Some(d) if is_float_type(d) => DType::F32,
                             Some(DataType::Bool) => DType::I1,
                             Some(_) => DType::I32,
                         };

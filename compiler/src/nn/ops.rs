@@ -902,13 +902,19 @@ impl Tensor {
     /// not): the normal noise op of no spread on a constant seed.
     pub(crate) fn ones_like(&self) -> Result<Tensor> {
         let zero = self.graph().constant(&[0.0], &TensorSpec::new([], DType::I64))?;
+        self.drawn("normal", (1.0, 0.0), (&zero, &zero, 0))
+    }
+
+    /// `hl.random_like` of `kind` with parameters `a` and `b` on the seed,
+    /// offset and stream given.
+    fn drawn(&self, kind: &str, (a, b): (f64, f64), (seed, offset, stream): (&Tensor, &Tensor, i64)) -> Result<Tensor> {
         let attrs = [
-            ("kind", "\"normal\"".to_string()),
-            ("a", format!("{} : f64", Float(1.0))),
-            ("b", format!("{} : f64", Float(0.0))),
-            ("stream", int(0)),
+            ("kind", format!("{kind:?}")),
+            ("a", format!("{} : f64", Float(a))),
+            ("b", format!("{} : f64", Float(b))),
+            ("stream", int(stream)),
         ];
-        self.op("hl.random_like", &[self, &zero, &zero], &attrs)
+        self.op("hl.random_like", &[self, seed, offset], &attrs)
     }
 
     fn random_like(&self, kind: &str, a: f64, b: f64, mean: f64) -> Result<Tensor> {
@@ -919,25 +925,13 @@ impl Tensor {
         // uniform [mean, mean]) on a constant seed, so that its shape still
         // follows `like`'s (a constant broadcast to the traced shape fixed
         // the batch size, which `--batch` and a smaller last batch change).
-        let training = self.graph().is_training();
-        let (seed, offset, stream) = if training {
-            self.g().rng()?
-        } else {
-            let zero = self.graph().constant(&[0.0], &TensorSpec::new([], DType::I64))?;
-            (zero.clone(), zero, 0)
-        };
-        let (a, b) = match (training, kind) {
-            (true, _) => (a, b),
-            (false, "normal") => (mean, 0.0),
-            (false, _) => (mean, mean),
-        };
-        let attrs = [
-            ("kind", format!("{kind:?}")),
-            ("a", format!("{} : f64", Float(a))),
-            ("b", format!("{} : f64", Float(b))),
-            ("stream", int(stream)),
-        ];
-        self.op("hl.random_like", &[self, &seed, &offset], &attrs)
+        if self.graph().is_training() {
+            let (seed, offset, stream) = self.g().rng()?;
+            return self.drawn(kind, (a, b), (&seed, &offset, stream));
+        }
+        let zero = self.graph().constant(&[0.0], &TensorSpec::new([], DType::I64))?;
+        let none = if kind == "normal" { (mean, 0.0) } else { (mean, mean) };
+        self.drawn(kind, none, (&zero, &zero, 0))
     }
 
     /// Inverted dropout while training; the identity (no op) in evaluation.
