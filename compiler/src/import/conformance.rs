@@ -33,6 +33,11 @@ fn op_of(model: &aicf_onnx::proto::ModelProto) -> String {
 }
 
 fn read_tensor(path: &Path) -> Result<Tensor, String> {
+    read_typed(path).map(|(t, _)| t)
+}
+
+/// A test tensor with its ONNX element type.
+fn read_typed(path: &Path) -> Result<(Tensor, aicf_onnx::proto::tensor_proto::DataType), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let proto =
         aicf_onnx::proto::TensorProto::decode(bytes.as_slice()).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -42,7 +47,7 @@ fn read_tensor(path: &Path) -> Result<Tensor, String> {
         (_, aicf_onnx::proto::tensor_proto::DataType::Bool) => DType::I1,
         _ => DType::I32,
     };
-    Ok(Tensor::new(t.dims.clone(), dtype, t.data.to_f64()))
+    Ok((Tensor::new(t.dims.clone(), dtype, t.data.to_f64()), t.data_type))
 }
 
 /// Runs the node test in `dir`, compiling into `work` (a scratch directory,
@@ -117,10 +122,20 @@ fn run_model(model: &aicf_onnx::proto::ModelProto, dir: &Path, work: &Path, cach
         Err(e) => return Outcome::Failed(format!("run: {e}")),
     };
     for (k, got) in outs.iter().enumerate() {
-        let want = match read_tensor(&data.join(format!("output_{k}.pb"))) {
+        let (want, declared) = match read_typed(&data.join(format!("output_{k}.pb"))) {
             Ok(t) => t,
             Err(e) => return Outcome::Failed(format!("output {k}: {e}")),
         };
+        // A half-precision output is the reference's value rounded to its
+        // type; AICF imports half graphs as f32 (its own casts decide the
+        // precision), so its value is rounded to the declared type as the
+        // model's consumer would read it, then compared.
+        let round: fn(f64) -> f64 = match declared {
+            aicf_onnx::proto::tensor_proto::DataType::Bfloat16 => |v| half::bf16::from_f64(v).to_f64(),
+            aicf_onnx::proto::tensor_proto::DataType::Float16 => |v| half::f16::from_f64(v).to_f64(),
+            _ => |v| v,
+        };
+        let got = Tensor::new(got.shape.clone(), got.dtype, got.values.iter().map(|&v| round(v)).collect());
         if got.shape != want.shape {
             return Outcome::Failed(format!("output {k} is {:?}, expected {:?}", got.shape, want.shape));
         }

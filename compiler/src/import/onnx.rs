@@ -3727,9 +3727,13 @@ impl Importer<'_> {
                     }
                     "Mod" if attr_i(node, "fmod", 0) != 0 => Box::new(|x: f64, y: f64| x % y),
                     "Mod" if int_div => Box::new(|x: f64, y: f64| if y == 0.0 { 0.0 } else { x - y * (x / y).floor() }),
-                    // (Python's float remainder, opset 22's fmod=0 of floats;
-                    // by 0, NaN.)
-                    "Mod" => Box::new(|x: f64, y: f64| x - y * (x / y).floor()),
+                    // (Python's float remainder, opset 22's fmod=0 of floats,
+                    // as numpy's: C's moved by the divisor where the signs
+                    // differ, so -3 mod inf is inf; by 0, NaN.)
+                    "Mod" => Box::new(|x: f64, y: f64| {
+                        let r = x % y;
+                        if r != 0.0 && (r < 0.0) != (y < 0.0) { r + y } else { r }
+                    }),
                     "Add" => Box::new(|x, y| x + y),
                     "Sub" => Box::new(|x, y| x - y),
                     "Mul" => Box::new(|x, y| x * y),
@@ -3755,22 +3759,34 @@ impl Importer<'_> {
                 Ok(vec![V::C(c)])
             }
             // Floats: C's remainder (fmod=1, `torch.fmod`), x - y trunc(x /
-            // y), trunc as floor above 0 and ceil below; or Python's (fmod=0,
-            // `torch.remainder`), x - y floor(x / y). Gradients 1 and
-            // -trunc (or -floor) of x / y, as PyTorch's.
+            // y), trunc as floor above 0 and ceil below, and x itself where
+            // the quotient truncates to 0 (so 3 fmod inf is 3, not inf 0);
+            // or Python's (fmod=0, `torch.remainder`), numpy's way: C's
+            // remainder plus y where the two differ in sign (-3 mod inf is
+            // inf). Gradients 1 and -trunc (or -floor) of x / y, as
+            // PyTorch's.
             "Mod" => {
                 let (a, b) = pair(self)?;
                 if !a.dtype().is_float() {
                     return Err("Mod of computed integer tensors is not supported (of constants, it is folded)".into());
                 }
                 let q = nn(a.div(&b))?;
-                let whole = if attr_i(node, "fmod", 0) != 0 {
-                    let below = nn(q.scalar(0.0).and_then(|zero| q.compare(Compare::Lt, &zero)))?;
-                    nn(Tensor::select(&below, &nn(q.ceil())?, &nn(q.floor())?))?
-                } else {
-                    nn(q.floor())?
-                };
-                one(nn(a.sub(&nn(whole.mul(&b))?))?)
+                let zero = nn(q.scalar(0.0))?;
+                let below = nn(q.compare(Compare::Lt, &zero))?;
+                let whole = nn(Tensor::select(&below, &nn(q.ceil())?, &nn(q.floor())?))?;
+                let none = nn(whole.compare(Compare::Eq, &zero))?;
+                let f = nn(a.sub(&nn(Tensor::select(&none, &whole, &nn(whole.mul(&b))?))?))?;
+                if attr_i(node, "fmod", 0) != 0 {
+                    return one(f);
+                }
+                let moved = nn(f.add(&b))?;
+                let b_below = nn(b.compare(Compare::Lt, &zero))?;
+                let b_not_below = nn(b.compare(Compare::Ge, &zero))?;
+                let f_above = nn(f.compare(Compare::Gt, &zero))?;
+                let f_below = nn(f.compare(Compare::Lt, &zero))?;
+                let above_case = nn(Tensor::select(&b_below, &moved, &f))?;
+                let below_case = nn(Tensor::select(&b_not_below, &moved, &f))?;
+                one(nn(Tensor::select(&f_below, &below_case, &nn(Tensor::select(&f_above, &above_case, &f))?))?)
             }
             "Add" | "Sub" | "Mul" | "Div" | "Pow" => {
                 // Adding constant zeros that do not widen the tensor is the
