@@ -83,6 +83,15 @@ test: setup check-runtime-deps
 	else \
 	  rmdir $$probe; echo "not run here: a_registry_on_a_read_only_file_system_is_read (mounting a tmpfs needs root)"; \
 	fi
+	@# Likewise the immutable checkpoint directory (chattr +i: root, and a file
+	@# system with the flag, tried on a directory beside the tests' own).
+	@mkdir -p target/tmp; probe=$$(mktemp -d -p target/tmp); \
+	if chattr +i $$probe 2>/dev/null; then \
+	  chattr -i $$probe; rmdir $$probe; \
+	  $(CARGO) test -p aicf-tools --test robustness an_immutable_checkpoint_directory_is_named_before_training -- --ignored; \
+	else \
+	  rmdir $$probe; echo "not run here: an_immutable_checkpoint_directory_is_named_before_training (chattr +i needs root)"; \
+	fi
 
 # The runtime must build without LLVM/MLIR (it is embedded on machines that
 # have neither); fail if any crate of its dependency tree pulls them in.

@@ -126,6 +126,43 @@ fn a_checkpoint_directory_takes_one_run_at_a_time() {
     assert!(ckpt.join("last.safetensors").exists());
 }
 
+/// A checkpoint directory made immutable since its run (`chattr +i`: its
+/// lock file still opens, no new file can be made): a resumed run stops
+/// before training, naming the directory and the option that chooses
+/// another (it stopped at `model.mlir` with no hint), and the checkpoint is
+/// as it was. Needs root and a file system with the flag: `make test` runs
+/// it after the workspace's tests where `chattr +i` works.
+#[test]
+#[ignore = "makes a directory immutable (chattr +i): needs root"]
+fn an_immutable_checkpoint_directory_is_named_before_training() {
+    let dir = scratch("immutable");
+    let ckpt = dir.join("ckpt");
+    let train = |more: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_aicf"))
+            .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--no-runs-db"])
+            .args(more)
+            .arg("--out")
+            .arg(dir.join("run"))
+            .arg("--checkpoint-dir")
+            .arg(&ckpt)
+            .output()
+            .unwrap()
+    };
+    let first = train(&["--epochs", "1"]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let before = std::fs::read(ckpt.join("last.safetensors")).unwrap();
+    let chattr = |flag: &str| Command::new("chattr").arg(flag).arg(&ckpt).status().is_ok_and(|s| s.success());
+    assert!(chattr("+i"), "chattr +i {}", ckpt.display());
+    let resumed = train(&["--epochs", "2", "--resume"]);
+    assert!(chattr("-i"), "chattr -i {}", ckpt.display());
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert!(!resumed.status.success(), "{err}");
+    assert!(err.contains("ckpt") && err.contains("give --checkpoint-dir a writable directory"), "{err}");
+    assert!(!err.contains("epoch   2/2"), "it trained before stopping: {err}");
+    assert_eq!(std::fs::read(ckpt.join("last.safetensors")).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A kernel cache whose entries point at the wrong object files links a
 /// kernel library missing kernels: the run stops naming the kernel cache,
 /// keeps no broken artifact, and once the cache is whole again it runs.

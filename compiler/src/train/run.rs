@@ -433,6 +433,12 @@ fn claim_checkpoint_dir(
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(io(&path, format!("cannot lock it: {e}"))),
     }
+    // A lock file left by an earlier run opens in a directory where no new
+    // file can be made (read-only or immutable since): tried here, before
+    // any training, as the checkpoints will be (each a new file renamed).
+    let probe = dir.join(format!(".probe.{}.tmp", std::process::id()));
+    std::fs::File::create(&probe).map_err(|e| io(dir, unwritable(e, "the checkpoints", "--checkpoint-dir")))?;
+    let _ = std::fs::remove_file(&probe);
     if resume_from.is_some_and(|from| in_place(from, dir)) {
         // Resumed from an earlier checkpoint of this directory, the run
         // replays the epochs after it (the same options and policy, so the
@@ -1379,6 +1385,7 @@ fn fit_run(
     let remedy = loop_.remedy();
     let result = loop_.train(run, checkpoint.as_deref(), report);
     if let Ok(summary) = &result {
+        let remedy = |guess: f64| unconverged_remedy(run, summary.steps, &summary.records, guess, &remedy);
         note_worse_than_guessing(&sig, &summary.records, &remedy, report);
     }
     // A registry the run stopped writing to (a failed write) is not told
@@ -1400,12 +1407,63 @@ fn fit_run(
     result
 }
 
+/// What to do about a run that ended without fitting (no error, no
+/// divergence): a warm-up as long as the run, or a run of few steps, or
+/// one whose training loss still fell in each epoch, trains longer; else
+/// `remedy` (lower the learning rate, or what the run found first).
+fn unconverged_remedy(run: &RunOptions, steps: u64, records: &[EpochRecord], guess: f64, remedy: &str) -> String {
+    if let LrSchedule::Cosine { warmup_steps, .. } | LrSchedule::Wsd { warmup_steps, .. } = run.lr_schedule
+        && warmup_steps >= steps
+    {
+        return format!(
+            "the warm-up ({warmup_steps} steps) covers the whole run ({steps} steps), so the rate stayed below --lr: \
+             shorten --warmup-steps or train longer"
+        );
+    }
+    // (A cause the run found, the weight decay or the data, comes first.)
+    if remedy != LOWER_RATE {
+        return remedy.to_string();
+    }
+    // A training loss that rose from epoch to epoch, or stood well above
+    // the guess in any epoch, is the rate's doing (the updates throw the
+    // weights about).
+    let losses: Vec<f64> = records.iter().map(|r| r.train_loss).collect();
+    let rose = losses.len() > 1 && losses.last() > losses.first();
+    if rose || losses.iter().any(|&l| !(l <= 1.5 * guess)) {
+        return remedy.to_string();
+    }
+    // (A few hundred steps is what the repo's smallest models take to
+    // leave the guess behind.)
+    if steps < FEW_STEPS {
+        return format!(
+            "it took only {steps} step{}: train longer (more epochs, rows or windows), and if that does not help, \
+             {remedy}",
+            if steps == 1 { "" } else { "s" }
+        );
+    }
+    if losses.len() > 1 && losses.windows(2).all(|w| w[1] < w[0]) {
+        return "its training loss still fell in every epoch: train longer".into();
+    }
+    remedy.to_string()
+}
+
+/// The remedy of a run that diverged for no cause the run can name.
+const LOWER_RATE: &str = "lower the learning rate";
+
+/// Fewer steps than this are too few to judge a learning rate by.
+const FEW_STEPS: u64 = 200;
+
 /// A classifier (or language model) whose final held-out loss is above
 /// a uniform guess's, ln(classes), is said: such a run ended without an
 /// error (a rate that threw the weights about stays under the
 /// divergence check's factor: an LM ended at 101.7 nats/char, 24 times
 /// ln 65, as a normal result).
-fn note_worse_than_guessing(sig: &Signature, records: &[EpochRecord], remedy: &str, report: &mut dyn Report) {
+fn note_worse_than_guessing(
+    sig: &Signature,
+    records: &[EpochRecord],
+    remedy: &dyn Fn(f64) -> String,
+    report: &mut dyn Report,
+) {
     // (A loss that is not a mean cross-entropy alone, a sum or one plus a
     // penalty, is no measure against the guess.)
     let Some(classes) = sig.classes().filter(|&c| c > 1 && sig.classifies() && sig.mean_cross_entropy) else {
@@ -1425,7 +1483,7 @@ fn note_worse_than_guessing(sig: &Signature, records: &[EpochRecord], remedy: &s
             last.train_loss
         )
     } else {
-        format!("training did not converge; {remedy}")
+        format!("training did not converge; {}", remedy(guess))
     };
     report.note(&format!(
         "the final held-out loss {:.4} {} is above a uniform guess's over the model's {classes} classes (ln \
@@ -2253,7 +2311,7 @@ impl<'a> Loop<'a> {
         }
         match &self.data.outlier {
             Some(outlier) => format!("the data holds an outlier ({outlier}): fix it before lowering the learning rate"),
-            None => "lower the learning rate".into(),
+            None => LOWER_RATE.into(),
         }
     }
 

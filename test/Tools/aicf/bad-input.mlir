@@ -147,6 +147,12 @@
 // result); a run that learnt says nothing of it.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 5 --gemm generated --epochs 2 --no-runs-db --no-progress --out %t/guess 2>&1 | FileCheck %s --check-prefix=GUESS
 // GUESS: note: the final held-out loss {{[0-9.]+}} nats is above a uniform guess's over the model's 10 classes (ln 10 = 2.3026): the model predicts the held-out data worse than guessing; training did not converge; lower the learning rate
+// The advice fits the cause: a warm-up as long as the run, or a run of
+// one step, trains longer (it said to lower the rate, whatever the cause).
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule cosine --warmup-steps 100000 --no-runs-db --no-progress --out %t/warm 2>&1 | FileCheck %s --check-prefix=WARMGUESS
+// WARMGUESS: worse than guessing; training did not converge; the warm-up (100000 steps) covers the whole run (45 steps), so the rate stayed below --lr: shorten --warmup-steps or train longer
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --flops-budget 1 --no-runs-db --no-progress --out %t/short 2>&1 | FileCheck %s --check-prefix=SHORTGUESS
+// SHORTGUESS: worse than guessing; training did not converge; it took only 1 step: train longer (more epochs, rows or windows), and if that does not help, lower the learning rate
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/learnt 2>&1 | FileCheck %s --check-prefix=LEARNT
 // LEARNT-NOT: uniform guess
 // LEARNT: final held-out accuracy
