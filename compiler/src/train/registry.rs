@@ -298,6 +298,11 @@ pub struct Runs {
     path: PathBuf,
 }
 
+/// What to do about a damaged registry, said after SQLite's words (not
+/// by `aicf runs check`, which is what it points to).
+const DAMAGED: &str = "; the file is damaged: `aicf runs check` says what still reads; move it aside to start a new \
+                       registry there, or give another with --runs-db (--no-runs-db records nothing)";
+
 fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> TrainError + '_ {
     move |e| {
         // A damaged file (SQLite's own words say so, not what to do).
@@ -306,10 +311,7 @@ fn db_error(path: &Path) -> impl Fn(rusqlite::Error) -> TrainError + '_ {
                 " (or its header is damaged): give the registry's own file with --runs-db, or move this one aside \
                  to start a new registry there (--no-runs-db records nothing)"
             }
-            Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
-                "; the file is damaged: `aicf runs check` says what still reads; move it aside to start a new \
-                 registry there, or give another with --runs-db (--no-runs-db records nothing)"
-            }
+            Some(rusqlite::ErrorCode::DatabaseCorrupt) => DAMAGED,
             _ => "",
         };
         TrainError::Io { path: path.to_path_buf(), message: format!("run registry: {e}{advice}") }
@@ -437,14 +439,17 @@ impl Runs {
         // The registry writes its schema version with its tables, in one
         // transaction (see `open`): a database with the tables and no
         // version is another program's.
-        let version = has("meta")
+        // (A version that does not read, a damaged page, cannot tell: the
+        // registry's own reading says it is damaged.)
+        let version = match has("meta")
             .then(|| {
-                conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get::<_, String>(0))
-                    .optional()
-                    .ok()
-                    .flatten()
+                conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get::<_, String>(0)).optional()
             })
-            .flatten();
+            .transpose()
+        {
+            Ok(v) => v.flatten(),
+            Err(_) => return Ok(()),
+        };
         if has("runs") && version.is_some() {
             return Ok(());
         }
@@ -977,9 +982,60 @@ impl Runs {
         })
     }
 
-    /// Whether SQLite finds the database whole.
-    pub fn integrity(&self) -> Result<String> {
-        self.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(db_error(&self.path))
+    /// `aicf runs check` of the registry at `path`: SQLite's integrity
+    /// check of its pages and every run read as `runs show` reads it, on a
+    /// damaged file too (where opening it as the other commands do stops at
+    /// the first page that does not read). `None` where there is no
+    /// registry (no file, or an empty one); an error for a file that is no
+    /// registry (another schema, another kind of file, a directory).
+    pub fn check(path: &Path) -> Result<Option<Checked>> {
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Ok(m) if m.len() == 0 => return Ok(None),
+            _ => {}
+        }
+        Runs::refuse_directory(path)?;
+        Runs::refuse_foreign(path)?;
+        use rusqlite::OpenFlags as F;
+        let conn = Connection::open_with_flags(path, F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_NO_MUTEX)
+            .map_err(db_error(path))?;
+        let _ = conn.busy_timeout(std::time::Duration::from_secs(30));
+        // Another schema's registry is not checked as this one's; a schema
+        // that does not read is part of the damage.
+        let version: rusqlite::Result<Option<String>> =
+            conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).optional();
+        if let Ok(v) = &version
+            && v.as_deref() != Some(SCHEMA_VERSION)
+        {
+            Runs::check_version(&conn, path, "checks")?;
+        }
+        // Its findings up to the first page it cannot read, then that.
+        let mut pages = Vec::new();
+        let checked = conn.prepare("PRAGMA integrity_check").and_then(|mut stmt| {
+            for row in stmt.query_map([], |r| r.get::<_, String>(0))? {
+                pages.push(row?);
+            }
+            Ok(())
+        });
+        match checked {
+            // Not an SQLite file at all: no registry, as the others say.
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
+                return Err(db_error(path)(e));
+            }
+            Err(e) => pages.push(format!("it reads no further: {e}")),
+            Ok(()) if pages == ["ok"] => pages.clear(),
+            Ok(()) => {}
+        }
+        // (An error here is SQLite's alone: the advice is this check's.)
+        let own = |e: TrainError| TrainError::Io { path: path.to_path_buf(), message: plain(&e) };
+        let runs = Runs { conn, path: path.to_path_buf() };
+        let read = match runs.check_runs() {
+            Ok((count, unreadable)) => Ok((count, unreadable.into_iter().map(own).collect())),
+            Err(e) => Err(plain(&e)),
+        };
+        drop(runs);
+        let opens = Runs::read(path).map(|_| ()).map_err(|e| plain(&e));
+        Ok(Some(Checked { pages, read, opens }))
     }
 
     /// Every run read as `runs show` reads it: the runs read, and an error
@@ -993,9 +1049,39 @@ impl Runs {
             .map_err(&err)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(&err)?;
-        let errors: Vec<TrainError> = ids.iter().filter_map(|&id| self.get(id).err()).collect();
+        // (An error of SQLite's own, a damaged page, is given its run.)
+        let errors: Vec<TrainError> = ids
+            .iter()
+            .filter_map(|&id| match self.get(id) {
+                Err(TrainError::Io { path, message }) if !message.contains(&format!("run {id}'s")) => {
+                    Some(TrainError::Io { path, message: format!("run {id} does not read: {message}") })
+                }
+                other => other.err(),
+            })
+            .collect();
         Ok((ids.len(), errors))
     }
+}
+
+/// An error's message without the damaged registry's advice.
+fn plain(e: &TrainError) -> String {
+    match e {
+        TrainError::Io { message, .. } => message.replace(DAMAGED, ""),
+        e => e.to_string(),
+    }
+}
+
+/// What `aicf runs check` found ([`Runs::check`]).
+pub struct Checked {
+    /// SQLite's integrity check's findings, empty where the pages are
+    /// whole.
+    pub pages: Vec<String>,
+    /// The runs it holds and an error for each that does not read; or why
+    /// the runs could not even be listed.
+    pub read: std::result::Result<(usize, Vec<TrainError>), String>,
+    /// Whether the other commands open it (`runs list`, `propose`), or why
+    /// they stop (a damaged page they read first).
+    pub opens: std::result::Result<(), String>,
 }
 
 /// A row of run `id`'s records: reading a value of the wrong type is an

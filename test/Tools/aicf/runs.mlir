@@ -148,6 +148,21 @@
 // TYPEDCHECK: run 2's steps holds
 // TYPEDCHECK: aicf: error: {{.*}}typed.sqlite: 2 of 3 runs do not read (above); the database itself is whole
 // CHECKOK: runs.sqlite: ok (3 runs read)
+// A damaged registry (an index's page overwritten; one cut short) is
+// reported, not refused at the first bad page: SQLite's findings and how
+// many runs still read (it told the user to run `aicf runs check`, itself).
+// RUN: cp %t/runs.sqlite %t/damaged.sqlite
+// RUN: python3 -c "import sqlite3; c = sqlite3.connect('%t/damaged.sqlite'); q = chr(39); page = c.execute('SELECT rootpage FROM sqlite_master WHERE name = ' + q + 'runs_graph' + q).fetchone()[0]; size = c.execute('PRAGMA page_size').fetchone()[0]; c.close(); f = open('%t/damaged.sqlite', 'r+b'); f.seek((page - 1) * size); f.write(bytes([255]) * size)"
+// RUN: not aicf runs check --runs-db %t/damaged.sqlite > %t/damaged.out 2>&1
+// RUN: FileCheck %s --check-prefix=DAMAGED < %t/damaged.out
+// DAMAGED: damaged.sqlite: SQLite's integrity check finds it damaged:
+// DAMAGED-NOT: runs check
+// DAMAGED: aicf: error: {{.*}}damaged.sqlite: the file is damaged (SQLite's findings above); 3 of its 3 runs still read (`aicf runs list` and `runs show` show them)
+// RUN: cp %t/runs.sqlite %t/short.sqlite && python3 -c "open('%t/short.sqlite', 'r+b').truncate(8192)"
+// RUN: not aicf runs check --runs-db %t/short.sqlite 2>&1 | FileCheck %s --check-prefix=SHORT
+// SHORT: it reads no further: database disk image is malformed
+// SHORT-NOT: runs check
+// SHORT: aicf: error: {{.*}}short.sqlite: no run reads (the list of runs does not: run registry: database disk image is malformed); move the file aside
 
 // A resumed run goes on in its own row: one run, started from the model
 // it started with, its decisions once (it was a second row, started from

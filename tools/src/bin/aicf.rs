@@ -3503,6 +3503,9 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
     let path = db
         .or_else(Runs::default_path)
         .ok_or_else(|| format!("no run registry: {} and no --runs-db was given", Runs::no_default_reason()))?;
+    if let RunsCommand::Check = what {
+        return check_runs(&path);
+    }
     // Read without writing: no file, or an empty one, is no registry yet.
     let registry = Runs::read(&path).map_err(|e| e.to_string())?.ok_or_else(|| {
         format!("{}: no run registry there (no file, or an empty one; aicf train records its runs)", path.display())
@@ -3703,29 +3706,60 @@ fn runs(what: RunsCommand, db: Option<PathBuf>) -> Result<()> {
                 println!();
             }
         }
-        RunsCommand::Check => {
-            let verdict = registry.integrity().map_err(|e| e.to_string())?;
-            if verdict != "ok" {
-                return Err(format!("{}: {verdict}", path.display()));
-            }
-            // SQLite's check is of its pages; every run is also read as
-            // `runs show` reads it.
-            let (runs, errors) = registry.check_runs().map_err(|e| e.to_string())?;
-            for e in &errors {
-                eprintln!("aicf: {e}");
-            }
-            if !errors.is_empty() {
-                return Err(format!(
-                    "{}: {} of {runs} runs do not read (above); the database itself is whole",
-                    path.display(),
-                    errors.len()
-                ));
-            }
-            println!("{}: ok ({runs} runs read)", path.display());
-        }
-        RunsCommand::Schema => {}
+        RunsCommand::Check | RunsCommand::Schema => {}
     }
     Ok(())
+}
+
+/// `aicf runs check`: SQLite's check of the registry's pages, then every
+/// run read as `runs show` reads it. A damaged registry is reported, not
+/// refused at its first bad page: what SQLite found, and which runs still
+/// read.
+fn check_runs(path: &Path) -> Result<()> {
+    use aicf_compiler::train::registry::Runs;
+    let checked = Runs::check(path).map_err(|e| e.to_string())?.ok_or_else(|| {
+        format!("{}: no run registry there (no file, or an empty one; aicf train records its runs)", path.display())
+    })?;
+    if !checked.pages.is_empty() {
+        println!("{}: SQLite's integrity check finds it damaged:", path.display());
+        for line in checked.pages.iter().flat_map(|p| p.lines()) {
+            println!("  {line}");
+        }
+    }
+    let (runs, unreadable) = match &checked.read {
+        Ok((runs, unreadable)) => (*runs, unreadable.as_slice()),
+        Err(e) => {
+            return Err(format!(
+                "{}: no run reads (the list of runs does not: {e}); move the file aside to start a new registry \
+                 there, or give another with --runs-db",
+                path.display()
+            ));
+        }
+    };
+    for e in unreadable {
+        eprintln!("aicf: {e}");
+    }
+    let read = runs - unreadable.len();
+    match (checked.pages.is_empty(), unreadable.is_empty()) {
+        (true, true) => {
+            println!("{}: ok ({runs} runs read)", path.display());
+            Ok(())
+        }
+        (true, false) => Err(format!(
+            "{}: {} of {runs} runs do not read (above); the database itself is whole",
+            path.display(),
+            unreadable.len()
+        )),
+        (false, _) => Err(format!(
+            "{}: the file is damaged (SQLite's findings above); {read} of its {runs} runs still read{}; move it \
+             aside to start a new registry there",
+            path.display(),
+            match &checked.opens {
+                Ok(()) => " (`aicf runs list` and `runs show` show them)".to_string(),
+                Err(e) => format!(", but the other commands stop at the damage ({e})"),
+            }
+        )),
+    }
 }
 
 /// A run's structure: its kind and every width.
