@@ -281,14 +281,16 @@ pub trait Backend {
     /// (same IR hash, every symbol present with its shape and type);
     /// returns the checkpoint's metadata. Nothing changes when it fails.
     fn load_checkpoint(&mut self, path: &Path) -> Result<BTreeMap<String, String>> {
-        self.load_checkpoint_of(path, true)
+        self.load_checkpoint_of(path, true, true)
     }
 
     /// [`Backend::load_checkpoint`], where `same_ir` asks for the model's
     /// IR hash; without it, a checkpoint of the same symbols from the model
     /// at another batch size (an ONNX model imported again at the batch a
-    /// command needs), every symbol still checked.
-    fn load_checkpoint_of(&mut self, path: &Path, same_ir: bool) -> Result<BTreeMap<String, String>> {
+    /// command needs), every symbol still checked. Without `state`, the
+    /// optimizer's state may be missing (kept as it is: what evaluation
+    /// reads is the parameters), a checkpoint's weights alone.
+    fn load_checkpoint_of(&mut self, path: &Path, same_ir: bool, state: bool) -> Result<BTreeMap<String, String>> {
         let (entries, metadata) = checkpoint::load(path)?;
         let p = path.display().to_string();
         let expected = self.manifest().ir_hash.clone();
@@ -312,9 +314,16 @@ pub trait Backend {
             if (LOSS_SCALING.contains(&s.name.as_str()) || s.is_accumulator()) && !entries.contains_key(&s.name) {
                 continue;
             }
+            if !state && s.kind == "state" && !entries.contains_key(&s.name) {
+                continue;
+            }
             let e = entries.get(&s.name).ok_or_else(|| CheckpointError::Mismatch {
                 path: p.clone(),
-                message: format!("it has no {} (saved with another optimizer?)", s.name),
+                message: if s.kind == "param" {
+                    format!("it has no parameter {} (a checkpoint of another model?)", s.name)
+                } else {
+                    format!("it has no optimizer state {} (saved with another optimizer?)", s.name)
+                },
             })?;
             if e.shape != s.shape || e.dtype != s.dtype {
                 return Err(CheckpointError::Mismatch {

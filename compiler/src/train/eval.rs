@@ -392,8 +392,9 @@ pub(crate) fn checkpoint_trainer(
     create_dir(out)?;
     let mut trainer = Trainer::from_source(source, name, options)?;
     // The checkpoint's model at another batch size (`aicf eval --batch`):
-    // its tensors by name, as a resume loads them.
-    trainer.load_checkpoint_of(checkpoint, !other_batch)?;
+    // its tensors by name, as a resume loads them. (The optimizer's state
+    // scores nothing: a checkpoint stripped to its weights evaluates.)
+    trainer.load_checkpoint_of(checkpoint, !other_batch, false)?;
     Ok(trainer)
 }
 

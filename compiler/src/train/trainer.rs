@@ -1112,13 +1112,14 @@ impl Trainer {
     /// Restores a checkpoint of this model (written on any device); returns
     /// its metadata.
     pub fn load_checkpoint(&mut self, path: &Path) -> Result<BTreeMap<String, String>> {
-        self.load_checkpoint_of(path, true)
+        self.load_checkpoint_of(path, true, true)
     }
 
     /// [`Trainer::load_checkpoint`]; with `same_ir` false, of this model at
     /// another batch size (its IR hash is the other batch's): the tensors
-    /// checked and loaded by name.
-    pub fn load_checkpoint_of(&mut self, path: &Path, same_ir: bool) -> Result<BTreeMap<String, String>> {
+    /// checked and loaded by name. Without `state`, for evaluation, the
+    /// optimizer's state may be missing (a checkpoint's weights alone).
+    pub fn load_checkpoint_of(&mut self, path: &Path, same_ir: bool, state: bool) -> Result<BTreeMap<String, String>> {
         // The step count is checked before any state is restored: a count no
         // run reaches (past 2^53, where f64 step offsets stop being exact) is
         // a damaged or crafted file.
@@ -1137,7 +1138,7 @@ impl Trainer {
                 }
             },
         };
-        let metadata = self.backend.load_checkpoint_of(path, same_ir)?;
+        let metadata = self.backend.load_checkpoint_of(path, same_ir, state)?;
         if let Some(step) = step {
             self.steps = step;
         }

@@ -972,6 +972,51 @@ fn a_checkpoint_with_an_impossible_step_count_is_refused() {
     assert_eq!(t.steps(), 0);
 }
 
+/// A checkpoint without one of its tensors names what it lacks: a
+/// parameter as another model's, the optimizer's state as another
+/// optimizer's (a missing bias was said to be "saved with another
+/// optimizer?"). Evaluation's load needs no optimizer state: a checkpoint
+/// stripped to its weights loads them, where a train step's resume refuses it.
+#[test]
+fn a_checkpoint_missing_a_tensor_names_what_it_is() {
+    let dir = scratch("missing-tensor");
+    let options = Options { device: Device::Cpu { threads: 1 }, cache_dir: dir.clone(), ..Options::default() };
+    let mut t = Trainer::from_file(&example("mlp/digits_mlp.mlir"), options).unwrap();
+    let (x, y) = random_batch(32, 3);
+    t.step(&[&x, &y], 0.01).unwrap();
+    let good = dir.join("good.safetensors");
+    t.save_checkpoint(&good, &Default::default()).unwrap();
+    let (entries, meta) = aicf_runtime::checkpoint::load(&good).unwrap();
+    let without = |name: &str, keep: &dyn Fn(&str) -> bool| {
+        let path = dir.join(format!("{name}.safetensors"));
+        let kept: Vec<_> = entries
+            .values()
+            .filter(|e| keep(&e.name))
+            .map(|e| aicf_runtime::checkpoint::Entry {
+                name: e.name.clone(),
+                dtype: e.dtype,
+                shape: e.shape.clone(),
+                bytes: e.bytes.clone(),
+            })
+            .collect();
+        aicf_runtime::checkpoint::save(&path, &kept, &meta).unwrap();
+        path
+    };
+    let no_bias = without("no-bias", &|n| n != "fc2.bias");
+    let weights = without("weights", &|n| !n.contains(".exp_avg"));
+    let e = t.load_checkpoint(&no_bias).err().unwrap().to_string();
+    assert!(e.contains("it has no parameter fc2.bias (a checkpoint of another model?)"), "{e}");
+    let e = t.load_checkpoint(&weights).err().unwrap().to_string();
+    assert!(e.contains("it has no optimizer state") && e.contains("(saved with another optimizer?)"), "{e}");
+    let options = Options { device: Device::Cpu { threads: 1 }, cache_dir: dir.clone(), ..Options::default() };
+    let mut fresh = Trainer::from_file(&example("mlp/digits_mlp.mlir"), options).unwrap();
+    fresh.load_checkpoint_of(&weights, true, false).unwrap();
+    assert_eq!(fresh.state()["fc2.bias"], t.state()["fc2.bias"]);
+    assert_eq!(fresh.state()["fc1.weight"], t.state()["fc1.weight"]);
+    let e = fresh.load_checkpoint_of(&no_bias, true, false).err().unwrap().to_string();
+    assert!(e.contains("it has no parameter fc2.bias"), "{e}");
+}
+
 /// A model is identified by its canonical IR: a comment, a renamed value or
 /// another layout changes neither its hash nor which checkpoints fit it,
 /// and finds its cached artifact; a changed shape does.
