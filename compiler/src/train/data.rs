@@ -1093,7 +1093,9 @@ impl Dataset {
             rows_of_arrays(&name, arrays, sig, options)
         } else if kind.ends_with(".npy") {
             let arrays = paths.iter().map(|p| read_npy(p)).collect::<Result<Vec<_>>>()?;
-            rows_of_arrays(&name, arrays, sig, options)
+            // (Several files, one array each: named together.)
+            let names = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+            rows_of_arrays(&names, arrays, sig, options)
         } else {
             Err(bad(format!("{name}: not a data file AICF reads (.csv, .csv.gz, .txt, .safetensors, .npy)")))
         }?;

@@ -264,7 +264,7 @@ impl Summary {
 fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     let bad = |m: String| Err(TrainError::Input(m));
     if !run.lr.is_finite() || run.lr <= 0.0 {
-        return bad(format!("the learning rate {} is not a positive number", run.lr));
+        return bad(format!("the learning rate {} is not a finite positive number", run.lr));
     }
     if (run.lr as f32) == 0.0 {
         return bad(format!("the learning rate {:e} is 0 in f32, the precision the step computes in", run.lr));
@@ -272,7 +272,7 @@ fn check_options(options: &Options, run: &RunOptions) -> Result<()> {
     if let Some(b) = run.flops_budget
         && !(b.is_finite() && b > 0.0)
     {
-        return bad(format!("the FLOPs budget {b} is not a positive number"));
+        return bad(format!("the FLOPs budget {b} is not a finite positive number"));
     }
     if let LrSchedule::Cosine { min_factor, .. } | LrSchedule::Wsd { min_factor, .. } = run.lr_schedule
         && !(0.0..=1.0).contains(&min_factor)

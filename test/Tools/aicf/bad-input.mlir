@@ -21,7 +21,7 @@
 // A negative number reaches its option's own check (clap took it for an
 // option and suggested `-- -1`, which made it a positional argument).
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --flops-budget -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=NEGBUDGET
-// NEGBUDGET: aicf: error: the FLOPs budget -1 is not a positive number
+// NEGBUDGET: aicf: error: the FLOPs budget -1 is not a finite positive number
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=NEGEPOCHS
 // NEGEPOCHS: invalid value '-1' for '--epochs <EPOCHS>'
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr -1 --out %t/run 2>&1 | FileCheck %s --check-prefix=LR
@@ -185,8 +185,8 @@
 // FIFODATA: aicf: error: --data {{.*}}fifo.csv: not a regular file (a device, pipe or socket); it is read from a file
 // RUN: test ! -e %t/run && test ! -e %t/bench
 //
-// LR: aicf: error: the learning rate -1 is not a positive number
-// LRNAN: aicf: error: the learning rate NaN is not a positive number
+// LR: aicf: error: the learning rate -1 is not a finite positive number
+// LRNAN: aicf: error: the learning rate NaN is not a finite positive number
 // MOMENTUM: aicf: error: the momentum -5 is not in [0, 1)
 // MOMENTUMNAN: aicf: error: the momentum NaN is not in [0, 1)
 // DECAY: aicf: error: the weight decay -1 is not a number of at least 0

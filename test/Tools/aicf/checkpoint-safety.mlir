@@ -178,7 +178,7 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --lr 1e-50 --out %t/run3 2>&1 | FileCheck %s --check-prefix=TINYLR
 // TINYLR: aicf: error: the learning rate 1e-50 is 0 in f32
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --flops-budget nan --out %t/run3 2>&1 | FileCheck %s --check-prefix=BUDGET
-// BUDGET: aicf: error: the FLOPs budget NaN is not a positive number
+// BUDGET: aicf: error: the FLOPs budget NaN is not a finite positive number
 
 // @forward and @loss of other batch sizes: named before training.
 // RUN: sed '16,24s/tensor<32x/tensor<16x/g' %S/../../../examples/mlp/digits_mlp.mlir > %t/batchdiff.mlir

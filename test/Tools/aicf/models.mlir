@@ -41,6 +41,8 @@
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/tinyshakespeare.txt --out %t/bad 2>&1 | FileCheck %s --check-prefix=TEXT
 // RUN: test ! -e %t/bad
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --memory-budget 0% --out %t/bad 2>&1 | FileCheck %s --check-prefix=ZERO
+// (A negative one is the budget's value, not an unknown option.)
+// RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --memory-budget -5% --out %t/bad 2>&1 | FileCheck %s --check-prefix=NEGBUDGET
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --memory-budget=-5 --out %t/bad 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: not aicf train %S/../../../examples/cnn/digits_cnn.mlir --data %S/../../../data/digits.csv.gz --memory-budget 1.5G --out %t/bad 2>&1 | FileCheck %s --check-prefix=FRACTIONAL
 // NEGATIVE: '-5': not a number of bytes (a whole number of bytes, with K, M or G (1024-based), or a percentage such as 60%)
@@ -87,5 +89,6 @@
 // TABLE: aicf: error: {{.*}}digits.csv.gz: a CSV table (features, then a label per row) feeds a model of one input and one label of [batch] (or [batch, 1]); this model's @loss takes Data [16, 64] i32, Target [16, 64] i32: a language model (token ids in, the next ids as targets) trains on a text file: --data data/tinyshakespeare.txt
 // TEXT: aicf: error: {{.*}}tinyshakespeare.txt: text feeds token ids [batch, context] or one-hot vectors [batch, context, vocabulary]; the model's input #0 is [32, 1, 8, 8] f32
 // ZERO: error: invalid value '0%' for '--memory-budget <MEMORY_BUDGET>': '0%': a percentage in (0, 100]
+// NEGBUDGET: error: invalid value '-5%' for '--memory-budget <MEMORY_BUDGET>': '-5%': a percentage in (0, 100]
 // DEVICE: error: invalid value 'tpu' for '--device <DEVICE>': 'tpu' is not a device (cpu, cuda or cuda:N)
 // CUDA: aicf: error: device cuda:3: {{.*}}

@@ -173,6 +173,9 @@
 // DATAORDER: note: the --data files are taken in the graph's input order ('input0', 'target0'): 'target0' <- {{.*}}denoise-noisy.npy, 'input0' <- {{.*}}denoise-clean.npy
 // DATAORDER: epoch   1/2  train loss 1.3735
 // DATAORDER: epoch   2/2  train loss 1.2792
+// Too many files for the inputs: all of them named (the first alone was).
+// RUN: not aicf train %S/../../onnx/denoise.onnx --batch 8 --data %S/inputs/denoise-clean.npy --data %S/inputs/denoise-noisy.npy --data %S/inputs/denoise-noisy.npy --epochs 1 --no-runs-db --no-progress --out %t/denoise3 2>&1 | FileCheck %s --check-prefix=THREEFILES
+// THREEFILES: aicf: error: {{.*}}denoise-clean.npy, {{.*}}denoise-noisy.npy, {{.*}}denoise-noisy.npy: 3 arrays for the model's 2 inputs
 // Hugging Face's labels are the ids (the model shifts them itself); the
 // imported @loss takes the next tokens: targets given equal to the ids
 // are refused, naming both files (the model would learn to repeat its

@@ -200,7 +200,7 @@ struct ModelArgs {
     /// with a K, M or G suffix for KiB, MiB, GiB: 12M) or a percentage of
     /// the plan without a budget (60%); activations are recomputed to meet
     /// it.
-    #[arg(long, value_parser = memory_budget)]
+    #[arg(long, allow_hyphen_values = true, value_parser = memory_budget)]
     memory_budget: Option<MemoryBudget>,
     /// fp32, or mixed precision: bf16 or fp16 contractions with f32
     /// accumulation, master weights and losses (hl-autocast). fp32 by
@@ -3230,7 +3230,7 @@ fn bench(
         return Err(format!("--steps {steps}: at most {MAX_STEPS}"));
     }
     if !lr.is_finite() || lr <= 0.0 {
-        return Err(format!("the learning rate {lr} is not a positive number"));
+        return Err(format!("the learning rate {lr} is not a finite positive number"));
     }
     if (lr as f32) == 0.0 {
         // As train refuses it: the timed steps would not train.
@@ -3388,10 +3388,11 @@ fn bench(
         device = format!("{device}, {} mixed precision", precision.name());
     }
     println!(
-        "{}: train step ({}, lr {lr}) median {:.3} ms, min {:.3} ms over {steps} step{}, {}, last step's loss {} (one \
+        "{}: train step ({}, lr {}) median {:.3} ms, min {:.3} ms over {steps} step{}, {}, last step's loss {} (one \
          random batch, stepped on {} times: it may near 0)",
         c.model.display(),
         c.optimizer.name(),
+        aicf_compiler::train::rate_text(lr),
         times[times.len() / 2],
         times[0],
         if steps == 1 { "" } else { "s" },
