@@ -106,16 +106,7 @@ fn a_checkpoint_directory_takes_one_run_at_a_time() {
     std::fs::create_dir_all(&ckpt).unwrap();
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(ckpt.join(".lock")).unwrap();
     lock.try_lock().unwrap();
-    let train = || {
-        Command::new(env!("CARGO_BIN_EXE_aicf"))
-            .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--epochs", "1"])
-            .arg("--out")
-            .arg(dir.join("run"))
-            .arg("--checkpoint-dir")
-            .arg(&ckpt)
-            .output()
-            .unwrap()
-    };
+    let train = || train_digits_into(&dir, &ckpt, &["--epochs", "1"]);
     let refused = train();
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && err.contains("another run is writing its checkpoints here"), "{err}");
@@ -124,6 +115,20 @@ fn a_checkpoint_directory_takes_one_run_at_a_time() {
     let ran = train();
     assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
     assert!(ckpt.join("last.safetensors").exists());
+}
+
+/// `aicf train` of the digits MLP with `more`, its run directory in `dir`
+/// and its checkpoints in `ckpt`.
+fn train_digits_into(dir: &std::path::Path, ckpt: &std::path::Path, more: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_aicf"))
+        .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz"])
+        .args(more)
+        .arg("--out")
+        .arg(dir.join("run"))
+        .arg("--checkpoint-dir")
+        .arg(ckpt)
+        .output()
+        .unwrap()
 }
 
 /// A checkpoint directory made immutable since its run (`chattr +i`: its
@@ -137,17 +142,7 @@ fn a_checkpoint_directory_takes_one_run_at_a_time() {
 fn an_immutable_checkpoint_directory_is_named_before_training() {
     let dir = scratch("immutable");
     let ckpt = dir.join("ckpt");
-    let train = |more: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_aicf"))
-            .args(["train", "../examples/mlp/digits_mlp.mlir", "--data", "../data/digits.csv.gz", "--no-runs-db"])
-            .args(more)
-            .arg("--out")
-            .arg(dir.join("run"))
-            .arg("--checkpoint-dir")
-            .arg(&ckpt)
-            .output()
-            .unwrap()
-    };
+    let train = |more: &[&str]| train_digits_into(&dir, &ckpt, &[more, &["--no-runs-db"]].concat());
     let first = train(&["--epochs", "1"]);
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
     let before = std::fs::read(ckpt.join("last.safetensors")).unwrap();
