@@ -11,7 +11,12 @@
 //!    fusion: computed once, stored once, never recomputed), so Adam's two
 //!    moments and the parameter update are one kernel. A group takes at
 //!    most `MOST_FUSED` ops (a longer chain becomes several kernels: the
-//!    host compile of one huge kernel grows faster than its size).
+//!    host compile of one huge kernel grows faster than its size), and
+//!    reads at most `MOST_HELD` computed values of its result's size: each
+//!    stays alive until the fused op runs, so a gradient summed over many
+//!    uses (an unrolled RNN's `T` slices of one tensor, each zero-padded
+//!    back to its full size) fused whole held all `T` full-size terms at
+//!    once (memory growing with `T^2`, where the running sum holds two).
 //! 2. Every group of two or more ops becomes one op at its last op; all its
 //!    outside uses come later, so that is legal. Its inputs are the group's
 //!    operands from outside, except splat constants, which become scalar
@@ -74,6 +79,34 @@ const ELEMENTWISE: &[&str] = &[
 /// gradient), few enough that each kernel compiles in well under a second.
 const MOST_FUSED: usize = 64;
 
+/// The most values of its result's size, computed before it (not the
+/// function's arguments, parameters or state, which are alive anyway), one
+/// fused group reads (see [`fuse_elementwise`]): Adam's update reads four
+/// (parameter, gradient, moments); a sum of many gradient terms is cut into
+/// kernels of this many, so at most this many are alive at once.
+const MOST_HELD: usize = 8;
+
+/// The distinct values `group` reads from outside it that are of
+/// `elements` elements and computed there by an op (not an argument, a
+/// splat constant, a parameter or state, which live on anyway).
+fn held(group: &[MlirOperation], elements: usize) -> usize {
+    let inside: std::collections::HashSet<usize> = group.iter().map(|o| o.ptr as usize).collect();
+    let mut seen = std::collections::HashSet::new();
+    for &op in group {
+        for v in operands(op) {
+            let Some(p) = producer(v) else { continue };
+            if inside.contains(&(p.ptr as usize))
+                || matches!(op_name(p).as_str(), "hl.get_param" | "hl.get_state" | "hl.constant")
+                || spec(v).shape.iter().product::<usize>() != elements
+            {
+                continue;
+            }
+            seen.insert(v.ptr as usize);
+        }
+    }
+    seen.len()
+}
+
 pub(super) fn is_elementwise(op: MlirOperation) -> bool {
     ELEMENTWISE.contains(&op_name(op).as_str())
 }
@@ -104,6 +137,10 @@ pub fn fuse_elementwise(module: MlirOperation) -> Result<usize, Failure> {
                 // compile grows faster than its body (a chain of 1000 tanh
                 // in one kernel took 38 s under clang -O3, 2000 over 120).
                 if groups[id].len() + groups[pg].len() > MOST_FUSED {
+                    continue;
+                }
+                let merged: Vec<MlirOperation> = groups[id].iter().chain(&groups[pg]).copied().collect();
+                if held(&merged, result_shape.iter().product()) > MOST_HELD {
                     continue;
                 }
                 // Every outside use of the producer group's values must come

@@ -197,3 +197,59 @@ fn cnn_and_char_lm_train_steps_lower_completely() {
         assert!(k.iter().any(|n| n == want) && !k.iter().any(|n| n == not), "fused={fused}: {k:?}");
     }
 }
+
+/// A hand-unrolled RNN of `t` steps over one embedded sequence `[8, t, 16]`:
+/// each step slices its column, so the sequence's gradient is a sum of `t`
+/// zero-padded full-size terms.
+fn unrolled_rnn(t: usize) -> String {
+    let mut s = format!(
+        "hl.param @emb.weight : tensor<65x16xf32> owner \"emb\" init <normal>\n\
+         hl.param @rnn.wx : tensor<32x16xf32> owner \"rnn\" init <xavier_uniform>\n\
+         hl.param @rnn.wh : tensor<32x32xf32> owner \"rnn\" init <xavier_uniform>\n\
+         hl.param @head.weight : tensor<65x32xf32> owner \"head\" init <xavier_uniform>\n\
+         func.func @loss(%tok: tensor<8x{t}xi32>, %y: tensor<8xi32>) -> tensor<f32> {{\n\
+         %E = hl.get_param @emb.weight : tensor<65x16xf32>\n\
+         %e = hl.gather %E[%tok] axis = 0 : tensor<65x16xf32>, tensor<8x{t}xi32>\n\
+         %Wx = hl.get_param @rnn.wx : tensor<32x16xf32>\n\
+         %Wh = hl.get_param @rnn.wh : tensor<32x32xf32>\n\
+         %h0 = hl.constant dense<0.0> : tensor<8x32xf32>\n"
+    );
+    for i in 0..t {
+        s += &format!(
+            "%xs{i} = hl.slice %e start = [0, {i}, 0] limit = [8, {}, 16] strides = [1, 1, 1] : tensor<8x{t}x16xf32>\n\
+             %x{i} = hl.reshape %xs{i} : tensor<8x1x16xf32> to tensor<8x16xf32>\n\
+             %ax{i} = hl.linear %x{i}, %Wx : tensor<8x16xf32>, tensor<32x16xf32>\n\
+             %ah{i} = hl.matmul %h{i}, %Wh transpose_rhs : tensor<8x32xf32>, tensor<32x32xf32>\n\
+             %s{i} = hl.add %ax{i}, %ah{i} : tensor<8x32xf32>, tensor<8x32xf32>\n\
+             %h{} = hl.tanh %s{i} : tensor<8x32xf32>\n",
+            i + 1,
+            i + 1
+        );
+    }
+    s + &format!(
+        "%H = hl.get_param @head.weight : tensor<65x32xf32>\n\
+         %logits = hl.linear %h{t}, %H : tensor<8x32xf32>, tensor<65x32xf32>\n\
+         %l = hl.cross_entropy %logits, %y : tensor<8x65xf32>, tensor<8xi32>\n\
+         return %l : tensor<f32>\n}}\n"
+    )
+}
+
+/// The gradient of a tensor sliced at every step of an unrolled loop is a
+/// sum of `T` full-size terms: fused whole, all `T` stayed alive until the
+/// one kernel ran, and the step's memory grew with `T^2` (15x for 4x the
+/// steps); summed in kernels of a few terms it grows with `T`.
+#[test]
+fn an_unrolled_loops_gradient_sum_keeps_memory_linear_in_its_length() {
+    let arena = |t: usize| {
+        let ir = compile(&unrolled_rnn(t), "rnn.mlir", "builtin.module(aicf-train-pipeline{optimizer=adam})")
+            .unwrap_or_else(|e| panic!("T = {t}: {e}"));
+        number(function(&ir, "train_step"), "arena_bytes")
+    };
+    let (short, long) = (arena(16), arena(64));
+    println!("unrolled RNN arena: T = 16 {short} B, T = 64 {long} B ({:.2}x)", long as f64 / short as f64);
+    assert!(
+        long < 5 * short,
+        "4x the steps took {:.1}x the memory ({short} B -> {long} B)",
+        long as f64 / short as f64
+    );
+}
