@@ -166,6 +166,16 @@ pub(super) fn run(module: OperationRef<'_, '_>, options: &PassOptions) -> PassRe
                         mlirShapedTypeGetRank(t) < mlirShapedTypeGetRank(ty) || leading_dim(t) == Some(1)
                     });
                 let new = with_leading_dim(ty, size);
+                // Further back: a splat constant of the old batch that
+                // reaches this op through ops reading nothing else of the
+                // batch (an RNN's zero initial state times its recurrent
+                // weight), each value read once, takes the new batch, and
+                // those ops infer their types again (the op named was the
+                // first to mix them, and the constant was not said).
+                if op_name(owner) != "hl.broadcast_to" && op_name(owner) != "hl.constant" {
+                    retarget_chain(v, from, size, changed);
+                    continue;
+                }
                 if op_name(owner) == "hl.broadcast_to" && spread {
                     unsafe { mlirValueSetType(v, new) };
                     changed.insert(ir::key(v));
@@ -249,6 +259,77 @@ pub(super) fn reinfer(
         }
     }
     Ok(())
+}
+
+/// The ops from a splat constant of leading dimension `from` to `v`, in
+/// program order, where each reads exactly one value of the old batch (the
+/// one before it) and that value has no other user: `None` where `v` does
+/// not come so from a splat constant (within 16 ops).
+fn chain_to_splat(v: MlirValue, from: i64, changed: &HashSet<usize>) -> Option<Vec<MlirOperation>> {
+    let mut path = Vec::new();
+    let mut cur = v;
+    for _ in 0..16 {
+        if !unsafe { mlirValueIsAOpResult(cur) } {
+            return None;
+        }
+        let owner = unsafe { mlirOpResultGetOwner(cur) };
+        if unsafe { mlirOperationGetNumResults(owner) } != 1 {
+            return None;
+        }
+        path.push(owner);
+        if op_name(owner) == "hl.constant" {
+            let value = ir::attr(owner, "value");
+            let splat = !value.ptr.is_null()
+                && unsafe { mlirAttributeIsADenseElements(value) && mlirDenseElementsAttrIsSplat(value) };
+            path.reverse();
+            return splat.then_some(path);
+        }
+        let batch: Vec<MlirValue> = ir::operands(owner)
+            .into_iter()
+            .filter(|o| changed.contains(&ir::key(*o)) || leading_dim(unsafe { mlirValueGetType(*o) }) == Some(from))
+            .collect();
+        let [next] = batch.as_slice() else { return None };
+        if changed.contains(&ir::key(*next)) || ir::users(*next).len() != 1 {
+            return None;
+        }
+        cur = *next;
+    }
+    None
+}
+
+/// Gives the splat constant that `v` comes from ([`chain_to_splat`]) the
+/// leading dimension `size`, and the ops after it their types again;
+/// leaves all as it was where one of them does not infer them.
+fn retarget_chain(v: MlirValue, from: i64, size: i64, changed: &mut HashSet<usize>) {
+    let Some(path) = chain_to_splat(v, from, changed) else { return };
+    let result = |op: MlirOperation| unsafe { mlirOperationGetResult(op, 0) };
+    let old: Vec<MlirType> = path.iter().map(|&o| unsafe { mlirValueGetType(result(o)) }).collect();
+    let constant = path[0];
+    let value = ir::attr(constant, "value");
+    let new = with_leading_dim(old[0], size);
+    unsafe {
+        mlirOperationSetAttributeByName(
+            constant,
+            ffi::string_ref("value"),
+            mlirDenseElementsAttrSplatGet(new, mlirDenseElementsAttrGetSplatValue(value)),
+        );
+        mlirValueSetType(result(constant), new);
+    }
+    let inferred = path[1..]
+        .iter()
+        .all(|&o| infers_quietly(o) == 1 && leading_dim(unsafe { mlirValueGetType(result(o)) }) == Some(size));
+    if !inferred {
+        unsafe {
+            mlirOperationSetAttributeByName(constant, ffi::string_ref("value"), value);
+            for (&o, &ty) in path.iter().zip(&old) {
+                mlirValueSetType(result(o), ty);
+            }
+        }
+        return;
+    }
+    for &o in &path {
+        changed.insert(ir::key(result(o)));
+    }
 }
 
 /// Sets `func`'s type from its entry block's arguments and the operands of
