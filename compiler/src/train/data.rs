@@ -214,6 +214,34 @@ impl Signature {
                 .collect();
             match ir::string_attr(func, "sym_name").as_deref() {
                 Some("loss") => {
+                    // Dropout's (and noise's) seed and offset are @loss's
+                    // last two arguments, which the training loop passes;
+                    // elsewhere they were taken for data ("1 arrays for the
+                    // model's 3 inputs").
+                    let n = args.len();
+                    for o in ir::ops_of(block) {
+                        if !matches!(ir::op_name(o).as_str(), "hl.dropout" | "hl.random_like") {
+                            continue;
+                        }
+                        let reads = ir::operands(o);
+                        let (Some(seed), Some(offset)) = (
+                            reads.get(1).and_then(|&v| argument_index(v)),
+                            reads.get(2).and_then(|&v| argument_index(v)),
+                        ) else {
+                            continue;
+                        };
+                        if n < 2 || (seed, offset) != (n - 2, n - 1) {
+                            let at = crate::context::describe_location(unsafe {
+                                melior::ir::Location::from_raw(ir::op_loc(o))
+                            });
+                            return Err(bad(format!(
+                                "{at}: '{}' reads its seed and offset from @loss's arguments #{seed} and #{offset}; \
+                                 the training loop passes them as @loss's last two arguments (the seed, then the \
+                                 offset, each tensor<i64>): move them to the end of @loss's arguments",
+                                ir::op_name(o)
+                            )));
+                        }
+                    }
                     loss = Some(args);
                     fills = (0..unsafe { mlir_sys::mlirBlockGetNumArguments(block) })
                         .map(|i| ir::arg_float_attr(func, i as usize, "hl.fill"))

@@ -147,6 +147,11 @@
 // result); a run that learnt says nothing of it.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 5 --gemm generated --epochs 2 --no-runs-db --no-progress --out %t/guess 2>&1 | FileCheck %s --check-prefix=GUESS
 // GUESS: note: the final held-out loss {{[0-9.]+}} nats is above a uniform guess's over the model's 10 classes (ln 10 = 2.3026): the model predicts the held-out data worse than guessing; training did not converge; lower the learning rate
+// Dropout's seed and offset written as @loss's first arguments are named
+// at the op, with where they go (they were taken for data: "1 arrays for
+// the model's 3 inputs").
+// RUN: not aicf train %S/inputs/dropout-seed-first.mlir.txt --data %S/inputs/vae-x.npy --no-runs-db --out %t/seedfirst 2>&1 | FileCheck %s --check-prefix=SEEDFIRST
+// SEEDFIRST: aicf: error: {{.*}}dropout-seed-first.mlir.txt:5:8: 'hl.dropout' reads its seed and offset from @loss's arguments #0 and #1; the training loop passes them as @loss's last two arguments
 // The advice fits the cause: a warm-up as long as the run, or a run of
 // one step, trains longer (it said to lower the rate, whatever the cause).
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule cosine --warmup-steps 100000 --no-runs-db --no-progress --out %t/warm 2>&1 | FileCheck %s --check-prefix=WARMGUESS
