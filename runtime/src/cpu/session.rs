@@ -51,7 +51,32 @@ impl CpuSession {
         let index = self.modules.len();
         let functions = &module.manifest().functions;
         let total = functions.iter().fold(0u64, |t, f| t.saturating_add(f.arena_bytes));
-        crate::host::check_memory(&format!("the arenas of {} functions", functions.len()), total)?;
+        // Arenas past the machine's memory are named by their largest
+        // tensor: the kernel that writes it and where its op is written
+        // (the error named no op and no file).
+        let largest = functions
+            .iter()
+            .flat_map(|f| &f.calls)
+            .flat_map(|c| {
+                c.buffers
+                    .iter()
+                    .zip(&c.bytes)
+                    .filter(|(b, _)| matches!(b, crate::artifact::Buffer::Arena { .. }))
+                    .map(move |(_, &bytes)| (bytes, c))
+            })
+            .max_by_key(|(bytes, _)| *bytes);
+        let what = match largest {
+            Some((bytes, c)) if bytes > 0 => format!(
+                "the arenas of {} functions (the largest tensor in them, {}, is read or written by '{}'{}; a \
+                 smaller --batch or a --memory-budget shrinks activations)",
+                functions.len(),
+                crate::error::human_bytes(bytes),
+                c.op,
+                c.origin.as_deref().map_or(String::new(), |o| format!(" of {o}"))
+            ),
+            _ => format!("the arenas of {} functions", functions.len()),
+        };
+        crate::host::check_memory(&what, total)?;
         for f in functions {
             let arena = Bytes::try_zeroed(f.arena_bytes as usize, &format!("the arena of @{}", f.name))?;
             self.arenas.insert((index, f.name.clone()), arena);

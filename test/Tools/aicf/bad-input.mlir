@@ -147,6 +147,10 @@
 // result); a run that learnt says nothing of it.
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --lr 5 --gemm generated --epochs 2 --no-runs-db --no-progress --out %t/guess 2>&1 | FileCheck %s --check-prefix=GUESS
 // GUESS: note: the final held-out loss {{[0-9.]+}} nats is above a uniform guess's over the model's 10 classes (ln 10 = 2.3026): the model predicts the held-out data worse than guessing; training did not converge; lower the learning rate
+// Activations past the machine's memory name their largest tensor and the
+// op that writes it, with what shrinks them (the error named no op).
+// RUN: not aicf train %S/inputs/big-activation.mlir.txt --data %S/inputs/rows-of-8.npy --no-runs-db --out %t/bigact 2>&1 | FileCheck %s --check-prefix=BIGACT
+// BIGACT: aicf: error: the arenas of 3 functions (the largest tensor in them, 238.4 GiB, is read or written by 'll.reduce' of {{.*}}big-activation.mlir.txt:6:10; a smaller --batch or a --memory-budget shrinks activations): {{.*}} of memory needed; this machine has
 // Dropout's seed and offset written as @loss's first arguments are named
 // at the op, with where they go (they were taken for data: "1 arrays for
 // the model's 3 inputs").
