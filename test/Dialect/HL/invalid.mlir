@@ -121,6 +121,15 @@ func.func @f() {
 
 // -----
 
+hl.state @bn.running_mean : tensor<4xf32> slot "running_mean" init <zeros>
+func.func @f() {
+  // expected-error @+1 {{'hl.get_param' op '@bn.running_mean' names an hl.state, not an hl.param: read it with hl.get_state}}
+  %0 = hl.get_param @bn.running_mean : tensor<4xf32>
+  return
+}
+
+// -----
+
 hl.param @w : tensor<4x8xf32> owner "" init <zeros>
 func.func @f() {
   // expected-error @+1 {{'hl.get_param' op result type 'tensor<8x4xf32>' does not match the type 'tensor<4x8xf32>' of parameter @w}}
@@ -897,7 +906,7 @@ func.func @f() {
 
 hl.param @w : tensor<3xf32> owner "" init <zeros>
 func.func @f() {
-  // expected-error @+1 {{'hl.get_state' op '@w' does not name an hl.state}}
+  // expected-error @+1 {{'hl.get_state' op '@w' names an hl.param, not an hl.state: read it with hl.get_param}}
   %0 = hl.get_state @w : tensor<3xf32>
   return
 }

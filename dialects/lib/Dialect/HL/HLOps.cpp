@@ -492,6 +492,10 @@ LogicalResult GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   Operation *symbol =
       symbolTable.lookupNearestSymbolFrom(getOperation(), getNameAttr());
   auto param = dyn_cast_or_null<ParamOp>(symbol);
+  if (!param && isa_and_nonnull<StateOp>(symbol))
+    return emitOpError("'@") << getName()
+                             << "' names an hl.state, not an hl.param: read "
+                                "it with hl.get_state";
   if (!param)
     return emitOpError("'@") << getName() << "' does not name an hl.param";
   if (param.getTensorType() != getType())
@@ -526,8 +530,13 @@ LogicalResult StateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 LogicalResult GetStateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto state = dyn_cast_or_null<StateOp>(
-      symbolTable.lookupNearestSymbolFrom(getOperation(), getNameAttr()));
+  Operation *symbol =
+      symbolTable.lookupNearestSymbolFrom(getOperation(), getNameAttr());
+  auto state = dyn_cast_or_null<StateOp>(symbol);
+  if (!state && isa_and_nonnull<ParamOp>(symbol))
+    return emitOpError("'@") << getName()
+                             << "' names an hl.param, not an hl.state: read "
+                                "it with hl.get_param";
   if (!state)
     return emitOpError("'@") << getName() << "' does not name an hl.state";
   if (state.getType() != getType())
