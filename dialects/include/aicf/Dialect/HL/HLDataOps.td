@@ -540,7 +540,11 @@ def HL_DropoutOp : HL_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> 
     `1 / (1 - p)`. The random numbers are a pure function of the step's
     `seed` and `offset` (runtime `i64` scalars, so that a replayed step
     draws the same mask) and of the op's static `stream`, which the tracer
-    makes distinct per dropout in a step. Element `i` of the row-major
+    makes distinct per dropout in a step; in hand-written IR, two dropouts
+    of one stream and shape draw the same mask (variational dropout's one
+    mask for every time step is written so). The seed and offset are
+    `@loss`'s last two arguments, which the training loop passes. Element
+    `i` of the row-major
     flattened tensor uses word `i mod 4` of Philox4x32-10 with key
     `(lo32(seed), hi32(seed))` and counter
     `(lo32(c), hi32(c), lo32(stream), hi32(stream) xor (g >> 24))`,
