@@ -517,3 +517,23 @@ fn int64_labels_feed_i32_inputs_and_optimizer_settings_are_checked() {
         assert!(e.to_string().contains(expected), "{what}: {e}");
     }
 }
+
+#[path = "../../../examples/train_api/steps.rs"]
+mod train_api;
+
+/// README's *Training from a Rust program* (examples/train_api) compiles
+/// and runs as shown: the whole loop learns the digits, a step, a
+/// prediction, an evaluation and a checkpoint, and an accumulated step
+/// (its snippet had drifted from the API: `summary.last()` of a struct).
+#[test]
+fn the_readmes_rust_training_example_runs() {
+    let out = crate::tmp_root().join("train_api");
+    let lines = train_api::run(&aicf_runtime::Device::Cpu { threads: 1 }, &out).unwrap();
+    println!("{}", lines.join("\n"));
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let held_out: f64 = lines[0].split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap();
+    assert!(held_out < 1.0, "two epochs of the digits MLP: held-out {held_out} (ln 10 = 2.30 is a guess)");
+    assert!(lines[1].starts_with("step 1: loss") && lines[1].contains("logits [32, 10]"), "{}", lines[1]);
+    assert!(out.join("ckpt.safetensors").is_file());
+    assert!(lines[2].starts_with("accumulated step 1: loss") && lines[2].contains("on 64 rows"), "{}", lines[2]);
+}
