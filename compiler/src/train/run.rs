@@ -1677,7 +1677,9 @@ fn nothing_to_train(
     // step more, and wrote a checkpoint, each time).
     let spent = meta.get(FLOPS_KEY).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
     let budget_spent = run.flops_budget.is_some_and(|b| spent >= b);
-    if epoch < run.epochs && !budget_spent {
+    // (An epoch a budget cut short is the one to go on with.)
+    let within = meta.contains_key(WITHIN_KEYS[0]);
+    if (epoch < run.epochs || (within && epoch == run.epochs)) && !budget_spent {
         return Ok(None);
     }
     if budget_spent {
@@ -1729,6 +1731,23 @@ fn nothing_to_train(
 }
 
 /// The state of one run.
+/// A place inside an epoch: the batch to run next, the data order's RNG
+/// at the epoch's start (which draws its order again), and the training
+/// loss summed over the rows it has trained so far.
+#[derive(Clone, Copy, Debug)]
+struct Within {
+    batch: usize,
+    rng: u64,
+    loss_sum: f64,
+    rows: usize,
+}
+
+/// A checkpoint's keys for [`Within`]: written only by a run a FLOPs
+/// budget ended mid-epoch, so that a resume with a larger budget trains
+/// the rest of that epoch (it went on with the next epoch, the rest never
+/// trained, and ended elsewhere than a run given the larger budget).
+const WITHIN_KEYS: [&str; 4] = ["epoch_next_batch", "epoch_rng_state", "epoch_loss_sum", "epoch_rows"];
+
 struct Loop<'a> {
     adaptive: Adaptive,
     sig: &'a Signature,
@@ -1740,6 +1759,10 @@ struct Loop<'a> {
     /// Dropout's seed.
     seed: u64,
     first_epoch: usize,
+    /// Where in its epoch the run stands: set where a FLOPs budget ended
+    /// it mid-epoch (saved with the checkpoint), or read from such a
+    /// checkpoint (where a resume starts).
+    within: Option<Within>,
     records: Vec<EpochRecord>,
     /// The options checkpoints record ([`recorded`]).
     record: Vec<(&'static str, String)>,
@@ -1883,6 +1906,7 @@ impl<'a> Loop<'a> {
             rng: 0,
             seed: run.seed & ((1 << 52) - 1),
             first_epoch: 1,
+            within: None,
             records: Vec::new(),
             record: Vec::new(),
             version: 0,
@@ -1988,6 +2012,20 @@ impl<'a> Loop<'a> {
         let epoch = field("epoch")? as usize;
         self.first_epoch = epoch.checked_add(1).ok_or_else(|| corrupt(format!("epoch {epoch} cannot be continued")))?;
         self.rng = field("data_rng_state")?;
+        // A run a FLOPs budget ended mid-epoch goes on inside that epoch.
+        if meta.contains_key(WITHIN_KEYS[0]) {
+            let loss_sum = meta
+                .get(WITHIN_KEYS[2])
+                .and_then(|v| v.parse::<f64>().ok())
+                .ok_or_else(|| corrupt(format!("{} does not read", WITHIN_KEYS[2])))?;
+            let within = Within {
+                batch: field(WITHIN_KEYS[0])? as usize,
+                rng: field(WITHIN_KEYS[1])?,
+                loss_sum,
+                rows: field(WITHIN_KEYS[3])? as usize,
+            };
+            (self.first_epoch, self.rng, self.within) = (epoch.max(1), within.rng, Some(within));
+        }
         self.reference_loss = meta.get("reference_loss").and_then(|v| v.parse().ok());
         if let Some(v) = meta.get(VERSION_KEY) {
             self.version = v.parse().map_err(|_| corrupt(format!("{VERSION_KEY} {v:?} is not a version")))?;
@@ -2370,6 +2408,10 @@ impl<'a> Loop<'a> {
         if let Some(r) = self.reference_loss {
             meta.insert("reference_loss".into(), r.to_string());
         }
+        if let Some(w) = self.within {
+            let values = [w.batch.to_string(), w.rng.to_string(), w.loss_sum.to_string(), w.rows.to_string()];
+            meta.extend(WITHIN_KEYS.iter().map(|k| k.to_string()).zip(values));
+        }
         // The epochs a decaying schedule spans (not compared on resume: a
         // run goes on for more epochs; noted where that stretches it).
         meta.insert(SCHEDULE_EPOCHS_KEY.into(), run.epochs.to_string());
@@ -2745,7 +2787,9 @@ impl<'a> Loop<'a> {
         });
         let mut trace = None;
         let mut epoch = self.first_epoch;
-        let mut start_batch = 0;
+        // (Resumed inside an epoch: from its next batch, its loss so far.)
+        let mut resumed_within = self.within.take();
+        let mut start_batch = resumed_within.map_or(0, |w| w.batch);
         let mut budget_spent = false;
         let mut last_lr = run.lr;
         // A Ctrl-C (or a first SIGTERM or SIGHUP: a scheduler's) stops the
@@ -2769,7 +2813,7 @@ impl<'a> Loop<'a> {
                 (start_batch, epoch) = (0, epoch + 1);
                 continue;
             }
-            let (mut loss_sum, mut count) = (0.0, 0usize);
+            let (mut loss_sum, mut count) = resumed_within.take().map_or((0.0, 0usize), |w| (w.loss_sum, w.rows));
             let chunks: Vec<&[usize]> = order.chunks(global).collect();
             let mut prepared: Option<Vec<(Vec<Tensor>, f64)>> = None;
             for (b, chunk) in chunks.iter().enumerate().skip(start_batch) {
@@ -2869,9 +2913,14 @@ impl<'a> Loop<'a> {
                             timed_before = timing;
                         }
                         self.record_decisions(bar.as_ref(), report);
-                        // A FLOPs budget spent ends the run with this epoch.
-                        if run.flops_budget.is_some_and(|b| self.adaptive.flops >= b) {
+                        // A FLOPs budget spent ends the run with this epoch;
+                        // mid-epoch, its checkpoint says where (a resume with
+                        // a larger budget trains the rest of it).
+                        if run.flops_budget.is_some_and(|budget| self.adaptive.flops >= budget) {
                             budget_spent = true;
+                            if b + 1 < chunks.len() {
+                                self.within = Some(Within { batch: b + 1, rng: epoch_rng, loss_sum, rows: count });
+                            }
                             break;
                         }
                     }
@@ -2982,10 +3031,13 @@ impl<'a> Loop<'a> {
                 }
             }
             self.records.push(record);
-            if self
-                .adaptive
-                .epoch_end(Progress { epoch, batch: steps_per_epoch, rng: epoch_rng }, Some(val_loss))?
-                .is_some()
+            // (An epoch a budget cut short has not ended: a policy's
+            // epoch-end rules wait for its end, in the resumed run.)
+            if self.within.is_none()
+                && self
+                    .adaptive
+                    .epoch_end(Progress { epoch, batch: steps_per_epoch, rng: epoch_rng }, Some(val_loss))?
+                    .is_some()
             {
                 self.after_rewrite(run)?;
             }
@@ -3015,11 +3067,20 @@ impl<'a> Loop<'a> {
                 }
             }
             if budget_spent {
-                if epoch < run.epochs {
+                if epoch < run.epochs || self.within.is_some() {
+                    let resume = match (self.within, checkpoint) {
+                        (Some(w), Some(_)) => format!(
+                            " after its batch {} of {steps_per_epoch} (its checkpoint says where: --resume with a \
+                             larger budget trains the rest of it)",
+                            w.batch
+                        ),
+                        (Some(w), None) => format!(" after its batch {} of {steps_per_epoch}", w.batch),
+                        (None, _) => String::new(),
+                    };
                     suspend(bar.as_ref(), || {
                         report.note(&format!(
                             "--flops-budget {:.4e} spent ({:.4e} training FLOPs) during epoch {epoch} of {}: the \
-                             run ends with it",
+                             run ends with it{resume}",
                             run.flops_budget.unwrap_or_default(),
                             self.adaptive.flops,
                             run.epochs

@@ -1437,3 +1437,38 @@ fn a_softmax_output_is_read_as_probabilities_only_where_the_loss_takes_logits() 
         assert_eq!(sig.scores, want, "{ending} / {loss}");
     }
 }
+
+/// A run a FLOPs budget ends mid-epoch, resumed with a larger budget,
+/// trains the rest of that epoch and ends on the bits of a run given the
+/// larger budget from the start (it went on with the next epoch: the rest
+/// never trained, and 12 of 13 tensors differed).
+#[test]
+fn a_run_a_flops_budget_ended_mid_epoch_resumes_inside_it() {
+    let dir = scratch("budget-within");
+    let options = Options { device: Device::Cpu { threads: 2 }, gemm: Some("generated".into()), ..Options::default() };
+    let run = |budget: f64, ckpt: &str, resume: bool| RunOptions {
+        epochs: 5,
+        lr: 3e-3,
+        out: dir.join(format!("run-{ckpt}")),
+        checkpoint_dir: Some(dir.join(ckpt)),
+        resume,
+        flops_budget: Some(budget),
+        ..RunOptions::default()
+    };
+    let model = example("mlp/digits_mlp.mlir");
+    // 45 steps an epoch of about 1.29e6 FLOPs each: 6e7 ends in epoch 2.
+    let cut = run::fit(&model, &options, &[digits()], &run(6e7, "cut", false), &mut Quiet).unwrap();
+    assert!(cut.steps % 45 != 0, "the budget ends the run mid-epoch ({} steps)", cut.steps);
+    let (_, meta) = aicf_runtime::checkpoint::load(&dir.join("cut").join("last.safetensors")).unwrap();
+    assert_eq!(meta["epoch_next_batch"], (cut.steps % 45).to_string());
+    let resumed = run::fit(&model, &options, &[digits()], &run(1.2e8, "cut", true), &mut Quiet).unwrap();
+    let straight = run::fit(&model, &options, &[digits()], &run(1.2e8, "straight", false), &mut Quiet).unwrap();
+    assert_eq!(resumed.steps, straight.steps);
+    let epochs = |s: &run::Summary| s.records.iter().map(|r| (r.epoch, r.step, r.train_loss)).collect::<Vec<_>>();
+    assert_eq!(epochs(&resumed), epochs(&straight), "the same epochs, the cut one's loss over all its rows");
+    let read = |ckpt: &str| {
+        let (tensors, _) = aicf_runtime::checkpoint::load(&dir.join(ckpt).join("last.safetensors")).unwrap();
+        tensors.into_values().map(|e| (e.name, e.bytes)).collect::<Vec<_>>()
+    };
+    assert_eq!(read("cut"), read("straight"), "the resumed run ends on the straight run's tensors");
+}
