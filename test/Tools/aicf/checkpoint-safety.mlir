@@ -229,6 +229,15 @@
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "blocks.*.fc", factor = 2.0 }\n' > %t/nomatch.toml
 // RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/nomatch.toml --out %t/run8m 2>&1 | FileCheck %s --check-prefix=NOMATCH
 // NOMATCH: can never act on this model: no layer of the model matches blocks.*.fc (its layers: fc1, fc2)
+// A composition, or a pattern's layers, rewrite the model in turn before
+// training: one that undoes itself, or a layer of the pattern that cannot
+// widen, is refused there (it was found only when its rule fired).
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "compose", ops = [ { op = "widen", layer = "fc1", width = 32 }, { op = "widen", layer = "fc1", width = 24 } ] }\n' > %t/undoes.toml
+// RUN: not aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/undoes.toml --out %t/run8u 2>&1 | FileCheck %s --check-prefix=UNDOES
+// UNDOES: error: {{.*}}undoes.toml: policy rule 1 {{.*}} can never act on this model: hl-widen: width=24 is narrower than fc1's 32 units; widening only grows
+// RUN: printf '[[rule]]\nwhen = "steps"\nat = 3\naction = { op = "widen", layer = "blocks.*.mlp.proj", factor = 2.0 }\n' > %t/star.toml
+// RUN: not aicf train %S/../../../examples/grow_lm/small2x.mlir --data %S/../../../data/tinyshakespeare.txt --windows-per-epoch 96 --eval-windows 16 --epochs 1 --adapt %t/star.toml --no-runs-db --out %t/run8s 2>&1 | FileCheck %s --check-prefix=STAR
+// STAR: error: {{.*}}star.toml: policy rule 1 {{.*}} can never act on this model: hl-widen: blocks.0.mlp.proj's units reach 'hl.add' here
 // A width not above the layer's is named for what it is (the note said
 // "no such layer, or at its cap"); the output layer, which no widening can
 // take, is noted before training (it was found only when its rule fired).

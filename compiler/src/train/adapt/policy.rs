@@ -276,6 +276,22 @@ fn expand_paths(trainer: &Trainer, pattern: &str) -> Vec<String> {
 }
 
 /// One operator, or their composition.
+/// Rewrites `source` by `op` without compiling anything, a composition's
+/// operators in turn (each on the model the ones before it make): whether
+/// the growth applies to the model.
+fn dry_run(source: &str, name: &str, op: &Operator) -> Result<(), crate::CompileError> {
+    match op {
+        Operator::Compose { ops } => {
+            let mut source = source.to_string();
+            for op in ops {
+                source = super::rewrite(&source, name, op)?.source;
+            }
+            Ok(())
+        }
+        op => super::rewrite(source, name, op).map(|_| ()),
+    }
+}
+
 fn one_or_all(mut ops: Vec<Operator>) -> Option<Operator> {
     match ops.len() {
         0 => None,
@@ -777,9 +793,10 @@ impl Policy {
                         partial += 1;
                     }
                     missing.extend(lacking);
+                    // (A composition, or a `*` path's layers, in turn: each
+                    // on the model the ones before it make.)
                     if let Some(op) = t.resolve(trainer, 0)
-                        && !matches!(op, Operator::Compose { .. })
-                        && let Err(e) = super::rewrite(trainer.source(), trainer.name(), &op)
+                        && let Err(e) = dry_run(trainer.source(), trainer.name(), &op)
                     {
                         // In the pass's own words, not the pipeline's.
                         let e = e.to_string().replace(" (see the errors above)", "");
