@@ -239,14 +239,7 @@ pub fn evaluate_checkpoint(
                 data_name(data)
             )));
         }
-        return Ok(Scored {
-            accuracy: f64::NAN,
-            loss,
-            unit: unit.into(),
-            examples: n,
-            what,
-            epoch: meta.get("epoch").cloned(),
-        });
+        return Ok(Scored { accuracy: f64::NAN, loss, unit: unit.into(), examples: n, what, epoch: epoch_of(&meta) });
     }
     // (Where the reported figure is the model's @loss, that one.)
     let reported = if by_model_loss { loss_sum } else { nll };
@@ -269,7 +262,15 @@ pub fn evaluate_checkpoint(
         unit,
         examples: n,
         what,
-        epoch: meta.get("epoch").cloned(),
+        epoch: epoch_of(&meta),
+    })
+}
+
+/// The checkpoint's epoch, or what a policy's before-rewrite snapshot is.
+fn epoch_of(meta: &std::collections::BTreeMap<String, String>) -> Option<String> {
+    meta.get("epoch").cloned().or_else(|| {
+        let step = meta.get("step").map_or(String::new(), |s| format!(" at step {s}"));
+        meta.get("rewrite").map(|n| format!("none: the model before rewrite {n}{step}"))
     })
 }
 

@@ -1317,6 +1317,12 @@ fn fit_run(
         }
         loop_.adaptive.trainer_mut().set_communicator(c.clone())?;
     }
+    // A policy's before-rewrite snapshots carry the run's record too (its
+    // data, held-out split and seed, optimizer): eval scores one on the
+    // rows the run held out (it scored every row, the trained ones too).
+    let mut snapshot_metadata = dataset.metadata.clone();
+    snapshot_metadata.extend(record.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    loop_.adaptive.set_data_metadata(snapshot_metadata);
     loop_.record = record;
     // Resumed from an earlier checkpoint of its own directory, the run
     // replays the epochs to the directory's latest: it writes no checkpoint
@@ -2005,6 +2011,15 @@ impl<'a> Loop<'a> {
         report: &mut dyn Report,
     ) -> Result<()> {
         let corrupt = |message: String| TrainError::Io { path: path.to_path_buf(), message };
+        // A policy's snapshot of the model before a rewrite is no place in
+        // the run to go on from (it said only "no epoch").
+        if let Some(n) = meta.get("rewrite").filter(|_| !meta.contains_key("epoch")) {
+            return Err(corrupt(format!(
+                "the model before rewrite {n} (the policy's checkpoint_dir), a snapshot of its parameters and \
+                 optimizer state with no place in the run (epoch, data order): resume from the run's \
+                 --checkpoint-dir (last.safetensors, or a model version's v<k>.safetensors); `aicf eval` scores it"
+            )));
+        }
         let field = |k: &str| -> Result<u64> {
             let v = meta.get(k).ok_or_else(|| corrupt(format!("no {k} in the checkpoint's metadata")))?;
             v.parse().map_err(|_| corrupt(format!("the checkpoint's {k} {v:?} is not a whole number")))

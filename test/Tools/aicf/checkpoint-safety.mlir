@@ -108,6 +108,16 @@
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/rewrites.toml --seed 7 --out %t/rw2 2>&1 | FileCheck %s --check-prefix=REWRITES
 // REWRITES: aicf: error: {{.*}}rewrites: the policy's checkpoint_dir holds another run's pre-rewrite checkpoints (before-rewrite-1.safetensors)
 // RUN: sha256sum -c %t/sum4
+// A snapshot before a later rewrite holds its (grown) model and the run's
+// record: eval scores it as that model on the held-out rows (it was
+// refused by the starting model's hash, and scored every row as "epoch
+// ?"), and a resume from it says what it is (it said "no epoch").
+// RUN: printf 'checkpoint_dir = "%t/rewrites2"\n[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "widen", layer = "fc1", width = 160 }\n[[rule]]\nwhen = "steps"\nat = 4\naction = { op = "widen", layer = "fc1", width = 192 }\n' > %t/rewrites2.toml
+// RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/rewrites2.toml --no-runs-db --out %t/rw3 > /dev/null
+// RUN: aicf eval %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/rewrites2/before-rewrite-2.safetensors --data %t/digits.csv 2>&1 | FileCheck %s --check-prefix=SNAPEVAL
+// SNAPEVAL: accuracy {{.*}} on {{[0-9]+}} held-out rows of {{.*}}digits.csv (checkpoint {{.*}}before-rewrite-2.safetensors, epoch none: the model before rewrite 2 at step 4)
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/digits.csv --epochs 2 --no-runs-db --out %t/rw4 --resume-from %t/rewrites2/before-rewrite-2.safetensors 2>&1 | FileCheck %s --check-prefix=SNAPRESUME
+// SNAPRESUME: aicf: error: {{.*}}before-rewrite-2.safetensors: the model before rewrite 2 (the policy's checkpoint_dir), a snapshot of its parameters and optimizer state with no place in the run
 // After a rollback, the checkpoint directory's model.mlir is the model
 // rolled back to (it named the grown one).
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 2\naction = { op = "widen", layer = "fc1", width = 160 }\n[[rule]]\nwhen = "steps"\nat = 3\naction = "rollback"\n' > %t/rollback.toml

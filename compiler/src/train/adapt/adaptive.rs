@@ -787,6 +787,9 @@ impl Adaptive {
             let path = dir.join(format!("before-rewrite-{}.safetensors", self.rewrites + 1));
             let mut meta = self.data_metadata.clone();
             meta.insert("rewrite".to_string(), (self.rewrites + 1).to_string());
+            // Its model's IR: `aicf eval` scores it as that model (the
+            // starting model's was taken, and refused by its hash).
+            meta.insert(crate::train::run::IR_KEY.to_string(), self.trainer.source().to_string());
             self.trainer.save_checkpoint(&path, &meta)?;
         }
         Ok(())
