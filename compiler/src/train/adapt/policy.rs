@@ -950,6 +950,18 @@ impl Policy {
             {
                 return Err(at(format!("threshold = {t} is not a number of at least 0")));
             }
+            // A relative improvement of a positive loss stays below 1: a
+            // threshold of 1 or more is never reached, so the plateau rule
+            // fired at every window.
+            if let Some(t) = r.threshold.filter(|&t| t >= 1.0) {
+                return Err(at(format!(
+                    "threshold = {t} is a relative improvement (0.01: 1%), which a falling loss never reaches at 1 \
+                     or more, so the rule would fire at every window: give a fraction below 1"
+                )));
+            }
+            if r.max_times == Some(0) {
+                return Err(at("max_times = 0 would let the rule act never; leave it out for no limit".into()));
+            }
             let trigger = match r.when.as_str() {
                 "epoch" => Trigger::Epoch { every: r.every.unwrap_or(1) },
                 "steps" => match (r.at, r.every) {
@@ -1079,10 +1091,12 @@ impl Policy {
         if !(policy.max_loss_increase >= 0.0) {
             return Err(format!("max_loss_increase ({}) must be at least 0", policy.max_loss_increase));
         }
-        if !policy.verify_tolerance.is_none_or(|t| t >= 0.0) || !(policy.spike_factor > 1.0) {
+        if let Some(t) = policy.verify_tolerance.filter(|t| !(*t >= 0.0)) {
+            return Err(format!("verify_tolerance = {t} must be at least 0"));
+        }
+        if !(policy.spike_factor > 1.0) {
             return Err(format!(
-                "verify_tolerance ({}) must be at least 0 and spike_factor ({}) above 1",
-                policy.verify_tolerance.unwrap_or_default(),
+                "spike_factor = {} must be above 1 (a loss that many times the recent median is a spike)",
                 policy.spike_factor
             ));
         }
