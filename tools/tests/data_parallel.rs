@@ -802,22 +802,29 @@ fn a_killed_mpirun_is_named_with_the_checkpoint_left() {
 }
 
 /// A `mpirun` on the PATH that ends well without running the ranks (not
-/// Open MPI's) is no trained model: said, with a failing status.
+/// Open MPI's) is no trained model: said, with a failing status. One that
+/// fails before any rank wrote is said too (its status was passed on with
+/// no word of aicf's).
 #[test]
 fn a_launcher_that_runs_no_ranks_is_an_error() {
     use std::os::unix::fs::PermissionsExt;
-    let out = scratch("fake-mpirun");
-    let bin = out.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::write(bin.join("mpirun"), "#!/bin/sh\nexit 0\n").unwrap();
-    std::fs::set_permissions(bin.join("mpirun"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    let o = digits_mlp_run(&out.join("run"))
-        .args(["--no-runs-db", "--nproc", "2", "--epochs", "1"])
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "{err}");
-    assert!(err.contains("mpirun ended with status 0, but rank 0 wrote nothing"), "{err}");
+    for (exit, said) in [
+        (0, "mpirun ended with status 0, but rank 0 wrote nothing"),
+        (3, "mpirun ended with status 3 before the run's rank 0 wrote anything: its 2 processes did not start"),
+    ] {
+        let out = scratch(&format!("fake-mpirun-{exit}"));
+        let bin = out.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("mpirun"), format!("#!/bin/sh\nexit {exit}\n")).unwrap();
+        std::fs::set_permissions(bin.join("mpirun"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        let o = digits_mlp_run(&out.join("run"))
+            .args(["--no-runs-db", "--nproc", "2", "--epochs", "1"])
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{err}");
+        assert!(err.contains(said), "{err}");
+    }
 }

@@ -163,6 +163,7 @@ pub fn timeout_from_env(default: Duration) -> Result<Duration, String> {
         Err(_) => Ok(default),
         Ok(text) => match text.trim().parse::<f64>() {
             Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
+            Ok(s) if s >= 1e9 => Err(format!("AICF_COLLECTIVE_TIMEOUT={text:?}: at most 1e9 seconds")),
             _ => Err(format!("AICF_COLLECTIVE_TIMEOUT={text:?} is not a positive number of seconds")),
         },
     }

@@ -1783,11 +1783,22 @@ fn launch_mpirun(n: usize) -> i32 {
             #[cfg(unix)]
             Some(code) if code > 128 && code < 128 + 65 => {
                 let signal = code - 128;
+                // (What the checkpoint directory holds: "--resume continues"
+                // was said where no epoch had ended, and none was written.)
                 eprintln!(
                     "aicf: error: the data-parallel run ended: one of its {n} processes was ended by signal {signal} \
-                     ({}; Open MPI's report above names which rank); the checkpoints it wrote are whole: --resume \
-                     continues from the last one",
-                    signal_name(signal)
+                     ({}; Open MPI's report above names which rank); {}",
+                    signal_name(signal),
+                    kept()
+                );
+                code
+            }
+            // mpirun failing before any rank wrote (a launch that did not
+            // start, a host it could not reach): said, not only its status.
+            Some(code) if code != 0 && rank0_wrote == Some(0) => {
+                eprintln!(
+                    "aicf: error: mpirun ended with status {code} before the run's rank 0 wrote anything: its {n} \
+                     processes did not start training (Open MPI's report above says why)"
                 );
                 code
             }
