@@ -1005,12 +1005,17 @@ impl Adaptive {
         d.params_after = param_count(&self.trainer);
         d.outcome = "accepted".into();
         d.reason = match kept.decision {
+            // (The growth undone is not tried again: a rule that would make
+            // it stays idle from here, which went unsaid.)
             Some(i) => {
                 self.decisions[i].outcome = "rolled back".into();
                 self.decisions[i].reason = reason.to_string();
                 format!(
-                    "rewrite at step {} ({}) rolled back to step {}",
-                    self.decisions[i].step, self.decisions[i].action, kept.steps
+                    "rewrite at step {} ({}) rolled back to step {}{}",
+                    self.decisions[i].step,
+                    self.decisions[i].action,
+                    kept.steps,
+                    if kept.op.is_some() { "; that growth is not tried again" } else { "" }
                 )
             }
             None => format!("back to the state of step {} (end of epoch {})", kept.steps, kept.progress.epoch),
