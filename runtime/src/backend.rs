@@ -314,15 +314,22 @@ pub trait Backend {
             if (LOSS_SCALING.contains(&s.name.as_str()) || s.is_accumulator()) && !entries.contains_key(&s.name) {
                 continue;
             }
-            if !state && s.kind == "state" && !entries.contains_key(&s.name) {
+            // An optimizer's slot is named for its parameter
+            // (`fc1.weight.exp_avg`); other state is the model's own (a
+            // batch norm's running statistics), which evaluation reads.
+            let slot = s.kind == "state"
+                && self.manifest().symbols.iter().any(|q| {
+                    q.kind == "param" && s.name.strip_prefix(q.name.as_str()).is_some_and(|r| r.starts_with('.'))
+                });
+            if !state && slot && !entries.contains_key(&s.name) {
                 continue;
             }
             let e = entries.get(&s.name).ok_or_else(|| CheckpointError::Mismatch {
                 path: p.clone(),
-                message: if s.kind == "param" {
-                    format!("it has no parameter {} (a checkpoint of another model?)", s.name)
-                } else {
-                    format!("it has no optimizer state {} (saved with another optimizer?)", s.name)
+                message: match (s.kind.as_str(), slot) {
+                    ("param", _) => format!("it has no parameter {} (a checkpoint of another model?)", s.name),
+                    (_, true) => format!("it has no optimizer state {} (saved with another optimizer?)", s.name),
+                    _ => format!("it has no model state {} (a checkpoint of another model?)", s.name),
                 },
             })?;
             if e.shape != s.shape || e.dtype != s.dtype {

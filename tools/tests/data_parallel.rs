@@ -810,7 +810,7 @@ fn a_launcher_that_runs_no_ranks_is_an_error() {
     use std::os::unix::fs::PermissionsExt;
     for (exit, said) in [
         (0, "mpirun ended with status 0, but rank 0 wrote nothing"),
-        (3, "mpirun ended with status 3 before the run's rank 0 wrote anything: its 2 processes did not start"),
+        (3, "mpirun ended with status 3 before the run's rank 0 wrote its first line"),
     ] {
         let out = scratch(&format!("fake-mpirun-{exit}"));
         let bin = out.join("bin");

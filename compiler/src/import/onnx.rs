@@ -3732,7 +3732,14 @@ impl Importer<'_> {
                     // differ, so -3 mod inf is inf; by 0, NaN.)
                     "Mod" => Box::new(|x: f64, y: f64| {
                         let r = x % y;
-                        if r != 0.0 && (r < 0.0) != (y < 0.0) { r + y } else { r }
+                        // (A zero takes the divisor's sign, as numpy's.)
+                        if r == 0.0 {
+                            0.0f64.copysign(y)
+                        } else if (r < 0.0) != (y < 0.0) {
+                            r + y
+                        } else {
+                            r
+                        }
                     }),
                     "Add" => Box::new(|x, y| x + y),
                     "Sub" => Box::new(|x, y| x - y),

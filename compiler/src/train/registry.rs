@@ -448,7 +448,9 @@ impl Runs {
             .transpose()
         {
             Ok(v) => v.flatten(),
-            Err(_) => return Ok(()),
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt) => return Ok(()),
+            // (Another program's `meta`, of other columns: not the registry.)
+            Err(_) => None,
         };
         if has("runs") && version.is_some() {
             return Ok(());
@@ -989,17 +991,22 @@ impl Runs {
     /// registry (no file, or an empty one); an error for a file that is no
     /// registry (another schema, another kind of file, a directory).
     pub fn check(path: &Path) -> Result<Option<Checked>> {
-        match std::fs::metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Ok(m) if m.len() == 0 => return Ok(None),
-            _ => {}
-        }
         Runs::refuse_directory(path)?;
-        Runs::refuse_foreign(path)?;
-        use rusqlite::OpenFlags as F;
-        let conn = Connection::open_with_flags(path, F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_NO_MUTEX)
-            .map_err(db_error(path))?;
-        let _ = conn.busy_timeout(std::time::Duration::from_secs(30));
+        // Opened as the other commands open it (a read-only place, a lock,
+        // a write-ahead log there); only a damaged file is opened plainly,
+        // to read what still reads.
+        let (conn, opens) = match Runs::read(path) {
+            Ok(None) => return Ok(None),
+            Ok(Some(runs)) => (runs.conn, Ok(())),
+            Err(e) if e.to_string().contains(DAMAGED) => {
+                use rusqlite::OpenFlags as F;
+                let conn = Connection::open_with_flags(path, F::SQLITE_OPEN_READ_ONLY | F::SQLITE_OPEN_NO_MUTEX)
+                    .map_err(db_error(path))?;
+                let _ = conn.busy_timeout(std::time::Duration::from_secs(30));
+                (conn, Err(plain(&e)))
+            }
+            Err(e) => return Err(e),
+        };
         // Another schema's registry is not checked as this one's; a schema
         // that does not read is part of the damage.
         let version: rusqlite::Result<Option<String>> =
@@ -1033,8 +1040,8 @@ impl Runs {
             Ok((count, unreadable)) => Ok((count, unreadable.into_iter().map(own).collect())),
             Err(e) => Err(plain(&e)),
         };
-        drop(runs);
-        let opens = Runs::read(path).map(|_| ()).map_err(|e| plain(&e));
+        // (Opened, it also lists: what `aicf runs list` reads.)
+        let opens = opens.and_then(|()| runs.list_readable().map(|_| ()).map_err(|e| plain(&e)));
         Ok(Some(Checked { pages, read, opens }))
     }
 

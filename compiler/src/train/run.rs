@@ -500,9 +500,14 @@ fn claim_rewrites_dir(dir: &Path, resuming: bool) -> Result<std::fs::File> {
     let (lock, _) = claim_checkpoint_dir(dir, None, 0).map_err(|e| match e {
         // Its own message for a directory that is also another run's
         // checkpoint directory.
-        TrainError::Io { path, message } => {
-            TrainError::Io { path, message: format!("the policy's checkpoint_dir: {message}") }
-        }
+        // (Its remedy names the policy's setting, not --checkpoint-dir.)
+        TrainError::Io { path, message } => TrainError::Io {
+            path,
+            message: format!(
+                "the policy's checkpoint_dir: {}",
+                message.replace("give --checkpoint-dir a writable", "give the policy's checkpoint_dir a writable")
+            ),
+        },
         other => other,
     })?;
     let held = std::fs::read_dir(dir).ok().and_then(|entries| {
@@ -1418,24 +1423,27 @@ fn fit_run(
 /// one whose training loss still fell in each epoch, trains longer; else
 /// `remedy` (lower the learning rate, or what the run found first).
 fn unconverged_remedy(run: &RunOptions, steps: u64, records: &[EpochRecord], guess: f64, remedy: &str) -> String {
-    if let LrSchedule::Cosine { warmup_steps, .. } | LrSchedule::Wsd { warmup_steps, .. } = run.lr_schedule
-        && warmup_steps >= steps
-    {
-        return format!(
-            "the warm-up ({warmup_steps} steps) covers the whole run ({steps} steps), so the rate stayed below --lr: \
-             shorten --warmup-steps or train longer"
-        );
-    }
     // (A cause the run found, the weight decay or the data, comes first.)
     if remedy != LOWER_RATE {
         return remedy.to_string();
     }
-    // A training loss that rose from epoch to epoch, or stood well above
-    // the guess in any epoch, is the rate's doing (the updates throw the
-    // weights about).
+    if let LrSchedule::Cosine { warmup_steps, .. } | LrSchedule::Wsd { warmup_steps, .. } = run.lr_schedule
+        && warmup_steps >= steps
+    {
+        return format!(
+            "the warm-up ({warmup_steps} steps) covers the whole run ({steps} steps), so the rate was below --lr \
+             until its end: shorten --warmup-steps or train longer"
+        );
+    }
+    // A training loss that rose from epoch to epoch, that stands well above
+    // the guess at the end, or that blew up in some epoch (far past what an
+    // untrained model starts at), is the rate's doing (the updates throw
+    // the weights about).
     let losses: Vec<f64> = records.iter().map(|r| r.train_loss).collect();
     let rose = losses.len() > 1 && losses.last() > losses.first();
-    if rose || losses.iter().any(|&l| !(l <= 1.5 * guess)) {
+    let high = losses.last().is_some_and(|&l| !(l <= 1.5 * guess));
+    let blew_up = losses.iter().any(|&l| !(l <= 10.0 * guess));
+    if rose || high || blew_up {
         return remedy.to_string();
     }
     // (A few hundred steps is what the repo's smallest models take to
@@ -1736,10 +1744,9 @@ fn nothing_to_train(
     }))
 }
 
-/// The state of one run.
-/// A place inside an epoch: the batch to run next, the data order's RNG
-/// at the epoch's start (which draws its order again), and the training
-/// loss summed over the rows it has trained so far.
+/// A place inside an epoch: the batch to run next (of this run's global
+/// batch), the data order's RNG at the epoch's start (which draws its
+/// order again), and the rows trained so far with their summed loss.
 #[derive(Clone, Copy, Debug)]
 struct Within {
     batch: usize,
@@ -1748,12 +1755,14 @@ struct Within {
     rows: usize,
 }
 
-/// A checkpoint's keys for [`Within`]: written only by a run a FLOPs
+/// A checkpoint's keys for [`Within`] (the rows trained, not the batch: a
+/// resume may take other global batches): written only by a run a FLOPs
 /// budget ended mid-epoch, so that a resume with a larger budget trains
 /// the rest of that epoch (it went on with the next epoch, the rest never
 /// trained, and ended elsewhere than a run given the larger budget).
-const WITHIN_KEYS: [&str; 4] = ["epoch_next_batch", "epoch_rng_state", "epoch_loss_sum", "epoch_rows"];
+const WITHIN_KEYS: [&str; 3] = ["epoch_rows_done", "epoch_rng_state", "epoch_loss_sum"];
 
+/// The state of one run.
 struct Loop<'a> {
     adaptive: Adaptive,
     sig: &'a Signature,
@@ -1769,6 +1778,9 @@ struct Loop<'a> {
     /// it mid-epoch (saved with the checkpoint), or read from such a
     /// checkpoint (where a resume starts).
     within: Option<Within>,
+    /// The epoch and batch a resume started inside (its checkpoint holds
+    /// that epoch's batches before it).
+    held_within: Option<(usize, usize)>,
     records: Vec<EpochRecord>,
     /// The options checkpoints record ([`recorded`]).
     record: Vec<(&'static str, String)>,
@@ -1913,6 +1925,7 @@ impl<'a> Loop<'a> {
             seed: run.seed & ((1 << 52) - 1),
             first_epoch: 1,
             within: None,
+            held_within: None,
             records: Vec::new(),
             record: Vec::new(),
             version: 0,
@@ -2027,20 +2040,20 @@ impl<'a> Loop<'a> {
         let epoch = field("epoch")? as usize;
         self.first_epoch = epoch.checked_add(1).ok_or_else(|| corrupt(format!("epoch {epoch} cannot be continued")))?;
         self.rng = field("data_rng_state")?;
-        // A run a FLOPs budget ended mid-epoch goes on inside that epoch.
-        if meta.contains_key(WITHIN_KEYS[0]) {
-            let loss_sum = meta
-                .get(WITHIN_KEYS[2])
-                .and_then(|v| v.parse::<f64>().ok())
-                .ok_or_else(|| corrupt(format!("{} does not read", WITHIN_KEYS[2])))?;
-            let within = Within {
-                batch: field(WITHIN_KEYS[0])? as usize,
-                rng: field(WITHIN_KEYS[1])?,
-                loss_sum,
-                rows: field(WITHIN_KEYS[3])? as usize,
-            };
-            (self.first_epoch, self.rng, self.within) = (epoch.max(1), within.rng, Some(within));
-        }
+        // A run a FLOPs budget ended mid-epoch goes on inside that epoch
+        // (its batch found below, once this run's global batch is known).
+        let within = match meta.contains_key(WITHIN_KEYS[0]) {
+            false => None,
+            true => {
+                let loss_sum = meta
+                    .get(WITHIN_KEYS[2])
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .ok_or_else(|| corrupt(format!("{} does not read", WITHIN_KEYS[2])))?;
+                let (rows, rng) = (field(WITHIN_KEYS[0])? as usize, field(WITHIN_KEYS[1])?);
+                (self.first_epoch, self.rng) = (epoch.max(1), rng);
+                Some(Within { batch: 0, rng, loss_sum, rows })
+            }
+        };
         self.reference_loss = meta.get("reference_loss").and_then(|v| v.parse().ok());
         if let Some(v) = meta.get(VERSION_KEY) {
             self.version = v.parse().map_err(|_| corrupt(format!("{VERSION_KEY} {v:?} is not a version")))?;
@@ -2068,6 +2081,27 @@ impl<'a> Loop<'a> {
         // Another --accumulate or replica count is allowed (the sums are a
         // step's scratch), but a step then takes other rows: said.
         let global = self.batch * self.micro * self.replicas;
+        // Inside an epoch: the rows trained must be whole batches of this
+        // run's, of the same epoch order (the windows an epoch as they were).
+        if let Some(mut w) = within {
+            if recorded("windows_per_epoch").is_some() {
+                return Err(corrupt(format!(
+                    "a FLOPs budget ended its run inside epoch {epoch}, whose order depends on the windows an epoch: \
+                     resume with the checkpoint's --windows-per-epoch ({})",
+                    meta.get("windows_per_epoch").map_or("?", |v| v.as_str())
+                )));
+            }
+            if w.rows % global != 0 {
+                return Err(corrupt(format!(
+                    "a FLOPs budget ended its run after {} rows of epoch {epoch}, which this run's global batch of \
+                     {global} rows does not divide: resume with the checkpoint's ({}; --accumulate, --nproc)",
+                    w.rows,
+                    meta.get(GLOBAL_BATCH_KEY).map_or("?", |v| v.as_str())
+                )));
+            }
+            w.batch = w.rows / global;
+            (self.within, self.held_within) = (Some(w), Some((epoch, w.batch)));
+        }
         if let Some((before, now)) = recorded("windows_per_epoch") {
             self.changed.push(format!("the windows an epoch ({before}, now {now})"));
         }
@@ -2374,11 +2408,13 @@ impl<'a> Loop<'a> {
     fn interrupted(&self, epoch: usize, b: usize, steps_per_epoch: usize, checkpoint: Option<&Path>) -> TrainError {
         self.record_final_structure();
         let kept = match (checkpoint, self.saved_epoch) {
-            (Some(path), Some(saved)) => format!(
-                "{}{}",
-                resume_here(path, saved),
-                if b > 0 { format!(" (this epoch's {b} steps are not in it)") } else { String::new() }
-            ),
+            (Some(path), Some(saved)) => format!("{}{}", resume_here(path, saved), {
+                // (A resume inside this epoch: its checkpoint holds the
+                // epoch's batches before that.)
+                let held = self.held_within.filter(|w| w.0 == epoch).map_or(0, |w| w.1);
+                let lost = b.saturating_sub(held);
+                if lost > 0 { format!(" (this epoch's {lost} steps are not in it)") } else { String::new() }
+            }),
             (Some(path), None) => format!("no epoch ended, so {} was not written", path.display()),
             (None, _) => "no checkpoint is written without --checkpoint-dir".into(),
         };
@@ -2424,7 +2460,7 @@ impl<'a> Loop<'a> {
             meta.insert("reference_loss".into(), r.to_string());
         }
         if let Some(w) = self.within {
-            let values = [w.batch.to_string(), w.rng.to_string(), w.loss_sum.to_string(), w.rows.to_string()];
+            let values = [w.rows.to_string(), w.rng.to_string(), w.loss_sum.to_string()];
             meta.extend(WITHIN_KEYS.iter().map(|k| k.to_string()).zip(values));
         }
         // The epochs a decaying schedule spans (not compared on resume: a
@@ -2705,6 +2741,18 @@ impl<'a> Loop<'a> {
                     }
                     _ => None,
                 };
+                // A relative improvement a positive loss never makes (a
+                // loss that can be negative may): the rule fires at every
+                // window.
+                if let Trigger::Plateau { threshold, .. } | Trigger::ValPlateau { threshold, .. } = rule.trigger
+                    && threshold >= 1.0
+                {
+                    report.note(&format!(
+                        "policy rule {} takes a plateau as an improvement below threshold = {threshold} of the \
+                         loss (0.01: 1%), which a positive loss never makes at 1 or more: it fires at every window",
+                        k + 1
+                    ));
+                }
                 if let Some(after) = after {
                     report.note(&format!("policy rule {} fires {after}: it never acts", k + 1));
                     continue;
@@ -2871,12 +2919,12 @@ impl<'a> Loop<'a> {
             // The epoch's order depends only on the RNG state (checkpointed).
             let epoch_rng = self.rng;
             let order = self.data.epoch_order(&mut self.rng);
+            let (mut loss_sum, mut count) = resumed_within.take().map_or((0.0, 0usize), |w| (w.loss_sum, w.rows));
             if start_batch >= steps_per_epoch {
                 // Rolled back to the end of this epoch: the next one starts.
                 (start_batch, epoch) = (0, epoch + 1);
                 continue;
             }
-            let (mut loss_sum, mut count) = resumed_within.take().map_or((0.0, 0usize), |w| (w.loss_sum, w.rows));
             let chunks: Vec<&[usize]> = order.chunks(global).collect();
             let mut prepared: Option<Vec<(Vec<Tensor>, f64)>> = None;
             for (b, chunk) in chunks.iter().enumerate().skip(start_batch) {
@@ -3131,7 +3179,7 @@ impl<'a> Loop<'a> {
             }
             if budget_spent {
                 if epoch < run.epochs || self.within.is_some() {
-                    let resume = match (self.within, checkpoint) {
+                    let resume = match (self.within, checkpoint.filter(|_| self.saved_epoch == Some(epoch))) {
                         (Some(w), Some(_)) => format!(
                             " after its batch {} of {steps_per_epoch} (its checkpoint says where: --resume with a \
                              larger budget trains the rest of it)",

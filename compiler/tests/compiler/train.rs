@@ -1015,6 +1015,29 @@ fn a_checkpoint_missing_a_tensor_names_what_it_is() {
     assert_eq!(fresh.state()["fc1.weight"], t.state()["fc1.weight"]);
     let e = fresh.load_checkpoint_of(&no_bias, true, false).err().unwrap().to_string();
     assert!(e.contains("it has no parameter fc2.bias"), "{e}");
+    // A model's own state (a batch norm's running statistics) is no
+    // optimizer's: evaluation needs it, and says so.
+    let bn = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../test/Tools/aicf/inputs/cnn-bn.mlir.txt");
+    let bn_options = || Options { device: Device::Cpu { threads: 1 }, cache_dir: dir.clone(), ..Options::default() };
+    let t = Trainer::from_file(&bn, bn_options()).unwrap();
+    let good = dir.join("bn.safetensors");
+    t.save_checkpoint(&good, &Default::default()).unwrap();
+    let (entries, meta) = aicf_runtime::checkpoint::load(&good).unwrap();
+    let kept: Vec<_> = entries
+        .values()
+        .filter(|e| e.name != "bn1.running_mean")
+        .map(|e| aicf_runtime::checkpoint::Entry {
+            name: e.name.clone(),
+            dtype: e.dtype,
+            shape: e.shape.clone(),
+            bytes: e.bytes.clone(),
+        })
+        .collect();
+    let no_stats = dir.join("bn-no-stats.safetensors");
+    aicf_runtime::checkpoint::save(&no_stats, &kept, &meta).unwrap();
+    let mut fresh = Trainer::from_file(&bn, bn_options()).unwrap();
+    let e = fresh.load_checkpoint_of(&no_stats, true, false).err().unwrap().to_string();
+    assert!(e.contains("it has no model state bn1.running_mean"), "{e}");
 }
 
 /// A model is identified by its canonical IR: a comment, a renamed value or
@@ -1187,7 +1210,9 @@ fn a_schedule_under_a_flops_budget_decays_where_the_budget_ends() {
     assert!(last.lr < 3e-4 * 1.01, "the last step's rate {} is not near the floor 3e-4", last.lr);
     // The one note: the budget's end of the run.
     assert!(
-        notes.0.len() == 1 && notes.0[0].contains("spent") && notes.0[0].ends_with("of 1000: the run ends with it"),
+        notes.0.len() == 1
+            && notes.0[0].contains("spent")
+            && notes.0[0].contains("of 1000: the run ends with it after its batch "),
         "{:?}",
         notes.0
     );
@@ -1460,7 +1485,7 @@ fn a_run_a_flops_budget_ended_mid_epoch_resumes_inside_it() {
     let cut = run::fit(&model, &options, &[digits()], &run(6e7, "cut", false), &mut Quiet).unwrap();
     assert!(cut.steps % 45 != 0, "the budget ends the run mid-epoch ({} steps)", cut.steps);
     let (_, meta) = aicf_runtime::checkpoint::load(&dir.join("cut").join("last.safetensors")).unwrap();
-    assert_eq!(meta["epoch_next_batch"], (cut.steps % 45).to_string());
+    assert_eq!(meta["epoch_rows_done"], (cut.steps % 45 * 32).to_string());
     let resumed = run::fit(&model, &options, &[digits()], &run(1.2e8, "cut", true), &mut Quiet).unwrap();
     let straight = run::fit(&model, &options, &[digits()], &run(1.2e8, "straight", false), &mut Quiet).unwrap();
     assert_eq!(resumed.steps, straight.steps);
@@ -1471,4 +1496,10 @@ fn a_run_a_flops_budget_ended_mid_epoch_resumes_inside_it() {
         tensors.into_values().map(|e| (e.name, e.bytes)).collect::<Vec<_>>()
     };
     assert_eq!(read("cut"), read("straight"), "the resumed run ends on the straight run's tensors");
+    // Another global batch that does not divide the rows trained is refused
+    // (its batch index would skip other rows).
+    run::fit(&model, &options, &[digits()], &run(6e7, "cut2", false), &mut Quiet).unwrap();
+    let other = Options { accumulate: 3, ..options.clone() };
+    let e = run::fit(&model, &other, &[digits()], &run(1.2e8, "cut2", true), &mut Quiet).err().unwrap().to_string();
+    assert!(e.contains("which this run's global batch of 96 rows does not divide"), "{e}");
 }

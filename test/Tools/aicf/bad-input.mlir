@@ -159,7 +159,7 @@
 // The advice fits the cause: a warm-up as long as the run, or a run of
 // one step, trains longer (it said to lower the rate, whatever the cause).
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --lr-schedule cosine --warmup-steps 100000 --no-runs-db --no-progress --out %t/warm 2>&1 | FileCheck %s --check-prefix=WARMGUESS
-// WARMGUESS: worse than guessing; training did not converge; the warm-up (100000 steps) covers the whole run (45 steps), so the rate stayed below --lr: shorten --warmup-steps or train longer
+// WARMGUESS: worse than guessing; training did not converge; the warm-up (100000 steps) covers the whole run (45 steps), so the rate was below --lr until its end: shorten --warmup-steps or train longer
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --flops-budget 1 --no-runs-db --no-progress --out %t/short 2>&1 | FileCheck %s --check-prefix=SHORTGUESS
 // SHORTGUESS: worse than guessing; training did not converge; it took only 1 step: train longer (more epochs, rows or windows), and if that does not help, lower the learning rate
 // RUN: aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %S/../../../data/digits.csv.gz --epochs 1 --no-runs-db --no-progress --out %t/learnt 2>&1 | FileCheck %s --check-prefix=LEARNT

@@ -237,12 +237,13 @@
 // Likewise a held-out plateau over more epochs than the run has, FLOPs the
 // run does not reach at its model's cost, a fork's trial longer than the
 // run, and a re-warm-up longer than the run (all went by unsaid).
-// RUN: printf 'rewarmup_steps = 1000000\n[[rule]]\nwhen = "val-plateau"\nwindow = 1000\nthreshold = 0.01\naction = { op = "widen", layer = "fc1", width = 32 }\n[[rule]]\nwhen = "flops"\nflops = 1e30\naction = { op = "widen", layer = "fc1", width = 48 }\n[[rule]]\nwhen = "steps"\nat = 3\naction = { fork = [ { op = "widen", layer = "fc1", width = 24 }, { op = "widen", layer = "fc1", width = 28 } ], steps = 50 }\n' > %t/never.toml
+// RUN: printf 'rewarmup_steps = 1000000\n[[rule]]\nwhen = "val-plateau"\nwindow = 1000\nthreshold = 5.0\naction = { op = "widen", layer = "fc1", width = 32 }\n[[rule]]\nwhen = "flops"\nflops = 1e30\naction = { op = "widen", layer = "fc1", width = 48 }\n[[rule]]\nwhen = "steps"\nat = 3\naction = { fork = [ { op = "widen", layer = "fc1", width = 24 }, { op = "widen", layer = "fc1", width = 28 } ], steps = 50 }\n' > %t/never.toml
 // RUN: aicf train %S/../../../examples/grow/narrow_mlp.mlir --data %t/digits.csv --epochs 1 --adapt %t/never.toml --no-runs-db --out %t/run8n 2>&1 | FileCheck %s --check-prefix=NEVER
 // NEVER-DAG: note: policy rule 1 fires on a held-out plateau over 1000 epochs, which compares 2000 epochs' held-out losses; this run trains 1: it never acts
 // NEVER-DAG: note: policy rule 2 fires at 1.000e30 training FLOPs; this run spends about {{.*}} a step: it acts only if a growth makes the steps costlier
 // NEVER-DAG: note: policy rule 3 forks with a trial of 50 steps a candidate, more than this whole run's 5: each candidate trains that long where the rule fires
 // NEVER-DAG: note: the policy's rewarmup_steps (1000000) is longer than this run (5 steps)
+// NEVER-DAG: note: policy rule 1 takes a plateau as an improvement below threshold = 5 of the loss (0.01: 1%), which a positive loss never makes at 1 or more: it fires at every window
 // A pattern that matches no layer says so, with the layers (it said "no
 // such layer, or at its cap").
 // RUN: printf '[[rule]]\nwhen = "steps"\nat = 5\naction = { op = "widen", layer = "blocks.*.fc", factor = 2.0 }\n' > %t/nomatch.toml

@@ -1797,8 +1797,9 @@ fn launch_mpirun(n: usize) -> i32 {
             // start, a host it could not reach): said, not only its status.
             Some(code) if code != 0 && rank0_wrote == Some(0) => {
                 eprintln!(
-                    "aicf: error: mpirun ended with status {code} before the run's rank 0 wrote anything: its {n} \
-                     processes did not start training (Open MPI's report above says why)"
+                    "aicf: error: mpirun ended with status {code} before the run's rank 0 wrote its first line (the \
+                     errors above, a rank's or Open MPI's, say why); {}",
+                    kept()
                 );
                 code
             }

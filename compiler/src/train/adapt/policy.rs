@@ -275,7 +275,6 @@ fn expand_paths(trainer: &Trainer, pattern: &str) -> Vec<String> {
     out
 }
 
-/// One operator, or their composition.
 /// Rewrites `source` by `op` without compiling anything, a composition's
 /// operators in turn (each on the model the ones before it make): whether
 /// the growth applies to the model.
@@ -292,6 +291,7 @@ fn dry_run(source: &str, name: &str, op: &Operator) -> Result<(), crate::Compile
     }
 }
 
+/// One operator, or their composition.
 fn one_or_all(mut ops: Vec<Operator>) -> Option<Operator> {
     match ops.len() {
         0 => None,
@@ -949,15 +949,6 @@ impl Policy {
                 && !(t.is_finite() && t >= 0.0)
             {
                 return Err(at(format!("threshold = {t} is not a number of at least 0")));
-            }
-            // A relative improvement of a positive loss stays below 1: a
-            // threshold of 1 or more is never reached, so the plateau rule
-            // fired at every window.
-            if let Some(t) = r.threshold.filter(|&t| t >= 1.0) {
-                return Err(at(format!(
-                    "threshold = {t} is a relative improvement (0.01: 1%), which a falling loss never reaches at 1 \
-                     or more, so the rule would fire at every window: give a fraction below 1"
-                )));
             }
             if r.max_times == Some(0) {
                 return Err(at("max_times = 0 would let the rule act never; leave it out for no limit".into()));
