@@ -986,24 +986,8 @@ fn a_checkpoint_missing_a_tensor_names_what_it_is() {
     t.step(&[&x, &y], 0.01).unwrap();
     let good = dir.join("good.safetensors");
     t.save_checkpoint(&good, &Default::default()).unwrap();
-    let (entries, meta) = aicf_runtime::checkpoint::load(&good).unwrap();
-    let without = |name: &str, keep: &dyn Fn(&str) -> bool| {
-        let path = dir.join(format!("{name}.safetensors"));
-        let kept: Vec<_> = entries
-            .values()
-            .filter(|e| keep(&e.name))
-            .map(|e| aicf_runtime::checkpoint::Entry {
-                name: e.name.clone(),
-                dtype: e.dtype,
-                shape: e.shape.clone(),
-                bytes: e.bytes.clone(),
-            })
-            .collect();
-        aicf_runtime::checkpoint::save(&path, &kept, &meta).unwrap();
-        path
-    };
-    let no_bias = without("no-bias", &|n| n != "fc2.bias");
-    let weights = without("weights", &|n| !n.contains(".exp_avg"));
+    let no_bias = checkpoint_keeping(&good, &dir.join("no-bias.safetensors"), &|n| n != "fc2.bias");
+    let weights = checkpoint_keeping(&good, &dir.join("weights.safetensors"), &|n| !n.contains(".exp_avg"));
     let e = t.load_checkpoint(&no_bias).err().unwrap().to_string();
     assert!(e.contains("it has no parameter fc2.bias (a checkpoint of another model?)"), "{e}");
     let e = t.load_checkpoint(&weights).err().unwrap().to_string();
@@ -1022,19 +1006,7 @@ fn a_checkpoint_missing_a_tensor_names_what_it_is() {
     let t = Trainer::from_file(&bn, bn_options()).unwrap();
     let good = dir.join("bn.safetensors");
     t.save_checkpoint(&good, &Default::default()).unwrap();
-    let (entries, meta) = aicf_runtime::checkpoint::load(&good).unwrap();
-    let kept: Vec<_> = entries
-        .values()
-        .filter(|e| e.name != "bn1.running_mean")
-        .map(|e| aicf_runtime::checkpoint::Entry {
-            name: e.name.clone(),
-            dtype: e.dtype,
-            shape: e.shape.clone(),
-            bytes: e.bytes.clone(),
-        })
-        .collect();
-    let no_stats = dir.join("bn-no-stats.safetensors");
-    aicf_runtime::checkpoint::save(&no_stats, &kept, &meta).unwrap();
+    let no_stats = checkpoint_keeping(&good, &dir.join("bn-no-stats.safetensors"), &|n| n != "bn1.running_mean");
     let mut fresh = Trainer::from_file(&bn, bn_options()).unwrap();
     let e = fresh.load_checkpoint_of(&no_stats, true, false).err().unwrap().to_string();
     assert!(e.contains("it has no model state bn1.running_mean"), "{e}");
@@ -1064,18 +1036,19 @@ fn the_model_hash_ignores_comments_and_value_names() {
     assert_eq!(commented.state(), t.state());
 }
 
-/// A fixed pseudo-random batch of the digits MLP's shape (`rows` rows).
+/// A fixed pseudo-random batch of the digits MLP's shape (`rows` rows):
+/// examples/train_api's.
 fn random_batch(rows: usize, seed: u64) -> (Tensor, Tensor) {
-    let mut state = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let x: Vec<f64> = (0..rows * 64).map(|_| (next() % 17) as f64).collect();
-    let y: Vec<f64> = (0..rows).map(|_| (next() % 10) as f64).collect();
-    (Tensor::new([rows, 64], DType::F32, x), Tensor::new([rows], DType::I32, y))
+    crate::trainer::train_api::batch(rows, seed)
+}
+
+/// A copy of the checkpoint `from` at `to` with only the tensors `keep`
+/// takes, its metadata as it was.
+fn checkpoint_keeping(from: &Path, to: &Path, keep: &dyn Fn(&str) -> bool) -> PathBuf {
+    let (entries, meta) = aicf_runtime::checkpoint::load(from).unwrap();
+    let kept: Vec<_> = entries.into_values().filter(|e| keep(&e.name)).collect();
+    aicf_runtime::checkpoint::save(to, &kept, &meta).unwrap();
+    to.to_path_buf()
 }
 
 /// Adam's first update, against the formula in f64 on the compiled step's

@@ -519,7 +519,7 @@ fn int64_labels_feed_i32_inputs_and_optimizer_settings_are_checked() {
 }
 
 #[path = "../../../examples/train_api/steps.rs"]
-mod train_api;
+pub(crate) mod train_api;
 
 /// README's *Training from a Rust program* (examples/train_api) compiles
 /// and runs as shown: the whole loop learns the digits, a step, a
