@@ -57,3 +57,23 @@ func.func @step(%x: tensor<4x16xf32>) -> tensor<4x32xf32> {
   %s = hl.add %ax, %ah : tensor<4x32xf32>, tensor<4x32xf32>
   return %s : tensor<4x32xf32>
 }
+
+// -----
+
+// The recurrent weight as wide as the old batch (hidden 4, batch 4) is a
+// parameter, not the chain: the state still takes the new batch.
+// CHAIN-LABEL: func.func @square(%{{.*}}: tensor<2x16xf32>)
+// CHAIN: hl.constant dense<0.000000e+00> : tensor<2x4xf32>
+// CHAIN: hl.matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<2x4xf32>, tensor<4x4xf32>
+// CHAIN: return %{{.*}} : tensor<2x4xf32>
+hl.param @wx : tensor<4x16xf32> owner "" init <normal>
+hl.param @wh : tensor<4x4xf32> owner "" init <normal>
+func.func @square(%x: tensor<4x16xf32>) -> tensor<4x4xf32> {
+  %Wx = hl.get_param @wx : tensor<4x16xf32>
+  %Wh = hl.get_param @wh : tensor<4x4xf32>
+  %h0 = hl.constant dense<0.0> : tensor<4x4xf32>
+  %ax = hl.linear %x, %Wx : tensor<4x16xf32>, tensor<4x16xf32>
+  %ah = hl.matmul %h0, %Wh transpose_rhs : tensor<4x4xf32>, tensor<4x4xf32>
+  %s = hl.add %ax, %ah : tensor<4x4xf32>, tensor<4x4xf32>
+  return %s : tensor<4x4xf32>
+}

@@ -284,9 +284,17 @@ fn chain_to_splat(v: MlirValue, from: i64, changed: &HashSet<usize>) -> Option<V
             path.reverse();
             return splat.then_some(path);
         }
+        // (A parameter or state never carries the batch: a recurrent weight
+        // as wide as the batch is not the chain.)
+        let weight = |o: &MlirValue| {
+            ir::producer(*o).is_some_and(|p| matches!(op_name(p).as_str(), "hl.get_param" | "hl.get_state"))
+        };
         let batch: Vec<MlirValue> = ir::operands(owner)
             .into_iter()
-            .filter(|o| changed.contains(&ir::key(*o)) || leading_dim(unsafe { mlirValueGetType(*o) }) == Some(from))
+            .filter(|o| {
+                !weight(o)
+                    && (changed.contains(&ir::key(*o)) || leading_dim(unsafe { mlirValueGetType(*o) }) == Some(from))
+            })
             .collect();
         let [next] = batch.as_slice() else { return None };
         if changed.contains(&ir::key(*next)) || ir::users(*next).len() != 1 {
