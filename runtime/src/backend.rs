@@ -308,6 +308,8 @@ pub trait Backend {
         if same_ir && found != expected {
             return Err(CheckpointError::OtherModel { path: p, found, expected }.into());
         }
+        let params: std::collections::HashSet<&str> =
+            self.manifest().symbols.iter().filter(|q| q.kind == "param").map(|q| q.name.as_str()).collect();
         for s in &self.manifest().symbols {
             // A checkpoint of an fp32 or bf16 run continues in fp16 from the
             // initial loss scale.
@@ -317,10 +319,7 @@ pub trait Backend {
             // An optimizer's slot is named for its parameter
             // (`fc1.weight.exp_avg`); other state is the model's own (a
             // batch norm's running statistics), which evaluation reads.
-            let slot = s.kind == "state"
-                && self.manifest().symbols.iter().any(|q| {
-                    q.kind == "param" && s.name.strip_prefix(q.name.as_str()).is_some_and(|r| r.starts_with('.'))
-                });
+            let slot = s.kind == "state" && s.name.rmatch_indices('.').any(|(at, _)| params.contains(&s.name[..at]));
             if !state && slot && !entries.contains_key(&s.name) {
                 continue;
             }

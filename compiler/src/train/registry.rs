@@ -1007,15 +1007,8 @@ impl Runs {
             }
             Err(e) => return Err(e),
         };
-        // Another schema's registry is not checked as this one's; a schema
-        // that does not read is part of the damage.
-        let version: rusqlite::Result<Option<String>> =
-            conn.query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| r.get(0)).optional();
-        if let Ok(v) = &version
-            && v.as_deref() != Some(SCHEMA_VERSION)
-        {
-            Runs::check_version(&conn, path, "checks")?;
-        }
+        // (Another schema's registry was refused by `read`, whose version
+        // check reads it first; a version that does not read is damage.)
         // Its findings up to the first page it cannot read, then that.
         let mut pages = Vec::new();
         let checked = conn.prepare("PRAGMA integrity_check").and_then(|mut stmt| {
