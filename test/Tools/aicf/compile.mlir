@@ -46,6 +46,15 @@
 // RUN: aicf compile %S/../../../examples/mlp/digits_mlp.mlir --emit hl -o %t.d/link.mlir
 // RUN: test -L %t.d/link.mlir && FileCheck %s --check-prefix=THROUGHLINK < %t.d/real.mlir
 // THROUGHLINK: func.func @forward
+// `-` reads the module from standard input, as aicf-opt does: text or
+// bytecode, its places named <stdin> (it was "-: No such file").
+// RUN: aicf-opt %S/../../../examples/mlp/digits_mlp.mlir | aicf compile - --emit ll | FileCheck %s --check-prefix=LL
+// RUN: aicf-opt --emit-bytecode %S/../../../examples/mlp/digits_mlp.mlir | aicf compile - --emit fused | FileCheck %s --check-prefix=FUSED
+// RUN: rm -rf %t.stdin && mkdir %t.stdin && cd %t.stdin && aicf compile - < %S/../../../examples/mlp/digits_mlp.mlir | FileCheck %s --check-prefix=STDIN
+// RUN: test -f %t.stdin/model.aicf/manifest.json
+// STDIN: compiled <stdin> -> model.aicf (4 functions
+// RUN: not aicf compile - --emit ll < %S/inputs/bad.mlir.txt 2>&1 | FileCheck %s --check-prefix=STDINBAD
+// STDINBAD: <stdin>:{{[0-9]+}}:{{[0-9]+}}: error:
 // For NVIDIA GPUs: PTX for both chips, assembled by ptxas, and each call's
 // launch shape in the manifest.
 // RUN: rm -rf %t.cuda && aicf compile %S/../../../examples/mlp/digits_mlp.mlir --optimizer sgd --target cuda -o %t.cuda | FileCheck %s --check-prefix=CUDA

@@ -143,7 +143,8 @@ enum Stage {
 #[derive(clap::Args, Clone)]
 struct ModelArgs {
     /// The model: an hl module with @forward and @loss, or an ONNX model
-    /// (.onnx), imported first with --loss and --batch.
+    /// (.onnx), imported first with --loss and --batch (`aicf compile -`
+    /// reads an hl module from standard input).
     model: PathBuf,
     /// An ONNX model's loss: cross_entropy (integer labels) or mse (a
     /// target of the output's shape) on its first output, or graph: the
@@ -2636,6 +2637,27 @@ fn no_batch(c: &ModelArgs, command: &str) -> Result<()> {
     }
 }
 
+/// The model `aicf compile -` reads from standard input: MLIR text, or
+/// bytecode (`aicf-opt --emit-bytecode`) as a file's is read.
+fn model_from_stdin() -> Result<String> {
+    use std::io::{IsTerminal, Read};
+    if std::io::stdin().is_terminal() {
+        return Err("-: reads the model from standard input, which is a terminal; pipe a module in (`aicf-opt m.mlir \
+                    | aicf compile - --emit ll`) or give its file"
+            .into());
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("<stdin>: {e}"))?;
+    if bytes.starts_with(b"ML\xefR") {
+        return aicf_compiler::context::bytecode_text(&bytes, "<stdin>").map_err(|e| e.to_string());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        format!("<stdin>: not a model: the input is not UTF-8 text, as an hl module is, from line {line} (byte {at})")
+    })
+}
+
 fn run_compile(
     c: &ModelArgs,
     output: Option<PathBuf>,
@@ -2652,8 +2674,16 @@ fn run_compile(
         (c.model.clone(), c.batch)
     };
     let c = &ModelArgs { model, ..c.clone() };
-    let source = aicf_compiler::train::read_model(&c.model).map_err(|e| e.to_string())?;
-    let name = c.model.display().to_string();
+    // `-` reads the module from standard input, as `aicf-opt -` and
+    // `mlir-opt -` do (`aicf-opt ... | aicf compile - --emit ll`); it was
+    // "-: No such file or directory".
+    let stdin = c.model.as_os_str() == "-";
+    let source = if stdin {
+        model_from_stdin()?
+    } else {
+        aicf_compiler::train::read_model(&c.model).map_err(|e| e.to_string())?
+    };
+    let name = if stdin { "<stdin>".to_string() } else { c.model.display().to_string() };
     if source.trim().is_empty() {
         return Err(format!("{name}: the file is empty; a model is an hl module with func.func @loss (and @forward)"));
     }
@@ -2698,7 +2728,12 @@ fn run_compile(
         let out = output.unwrap_or_else(|| {
             // (Beside the model, it wrote into the source tree: an example
             // compiled by `aicf compile examples/...` landed in examples/.)
-            let stem = c.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+            let stem = c
+                .model
+                .file_stem()
+                .filter(|_| !stdin)
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "model".into());
             PathBuf::from(format!("{stem}.aicf"))
         });
         // An artifact is written into its own directory: one holding other
