@@ -1116,7 +1116,10 @@ fn main() {
             }
             Some(c) => {
                 // The other ranks would wait for this one: end them all.
-                eprintln!("aicf: error (rank {} of {}): {}", c.rank(), c.size(), run::as_the_user_named(&e));
+                // (One write: a line written in pieces was mixed with
+                // another rank's.)
+                let line = format!("aicf: error (rank {} of {}): {}\n", c.rank(), c.size(), run::as_the_user_named(&e));
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
                 // (Before the abort, which does not return; rank 0's.)
                 if let Some(checkpoint) = resumed_from.as_deref().filter(|_| c.rank() == 0) {
                     previous_checkpoint_note(checkpoint, &e);
@@ -1254,8 +1257,9 @@ fn bucket_size(text: &str) -> Result<u64> {
 /// short is written out as it came.
 /// Says whether rank 0's words for an interrupted run (`aicf: error:
 /// interrupted at ...`) were among the lines passed on.
-fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Write) -> bool {
+fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Write, ranks: usize) -> bool {
     use std::io::BufRead;
+    let mut repeats = RankRepeats::new(ranks);
     let dashes = |l: &[u8]| {
         let t = l.trim_ascii_end();
         t.len() >= 20 && t.iter().all(|&b| b == b'-')
@@ -1346,14 +1350,100 @@ fn forward_without_abort_help(from: impl std::io::Read, to: &mut dyn std::io::Wr
         }
         rank_failed |= text.starts_with("aicf: error");
         said_interrupted |= text.strip_prefix("aicf: error: ").is_some_and(|t| t.starts_with(run::INTERRUPTED_AT));
+        if !repeats.admit(&text) {
+            continue;
+        }
         let _ = to.write_all(&line);
         let _ = to.flush();
     }
     for rest in [opening, dropping].into_iter().flatten() {
         let _ = to.write_all(&rest);
     }
+    let _ = to.write_all(repeats.summary().as_bytes());
     let _ = to.flush();
     said_interrupted
+}
+
+/// What every rank of an `--nproc` run says alike, said once: a rank's
+/// error that an earlier rank said in the same words (its lines after the
+/// first too), and a note or warning each rank printed (their stderr
+/// passes through mpirun; a bad flag was said once per rank, and two
+/// ranks' errors mixed). [`RankRepeats::summary`] names the ranks left out.
+struct RankRepeats {
+    ranks: usize,
+    /// Each error said: its message, its ranks' count, the ranks that said
+    /// it again, its lines after the first.
+    errors: Vec<(String, usize, Vec<usize>, Vec<String>)>,
+    /// How often each note line came.
+    notes: std::collections::HashMap<String, usize>,
+    /// The error whose lines after the first are being seen.
+    recording: Option<usize>,
+    /// A repeated error's lines being left out: which, and the next line.
+    skipping: Option<(usize, usize)>,
+}
+
+impl RankRepeats {
+    fn new(ranks: usize) -> Self {
+        Self { ranks: ranks.max(1), errors: Vec::new(), notes: Default::default(), recording: None, skipping: None }
+    }
+
+    /// `aicf: error (rank R of N): MESSAGE` as (R, N, MESSAGE).
+    fn rank_error(line: &str) -> Option<(usize, usize, &str)> {
+        let rest = line.strip_prefix("aicf: error (rank ")?;
+        let (r, rest) = rest.split_once(" of ")?;
+        let (n, message) = rest.split_once("): ")?;
+        Some((r.parse().ok()?, n.parse().ok()?, message))
+    }
+
+    /// Whether `line` is written.
+    fn admit(&mut self, line: &str) -> bool {
+        let line = line.trim_end_matches(['\n', '\r']);
+        if let Some((i, k)) = self.skipping {
+            if self.errors[i].3.get(k).is_some_and(|l| l == line) {
+                self.skipping = Some((i, k + 1));
+                return false;
+            }
+            self.skipping = None;
+        }
+        if let Some((rank, size, message)) = Self::rank_error(line) {
+            if let Some(i) = self.errors.iter().position(|e| e.0 == message && e.1 == size) {
+                self.errors[i].2.push(rank);
+                self.skipping = Some((i, 0));
+                self.recording = None;
+                return false;
+            }
+            self.errors.push((message.to_string(), size, Vec::new(), Vec::new()));
+            self.recording = Some(self.errors.len() - 1);
+            return true;
+        }
+        let own_line = ["aicf:", "note:", "warning:", "[", "---"].iter().any(|p| line.starts_with(p));
+        match self.recording {
+            Some(i) if !own_line && !line.is_empty() => {
+                self.errors[i].3.push(line.to_string());
+                return true;
+            }
+            _ => self.recording = None,
+        }
+        if line.starts_with("note: ") || line.starts_with("warning: ") {
+            let seen = self.notes.entry(line.to_string()).or_insert(0);
+            *seen += 1;
+            // (Once for every `ranks` times it came: a note one process
+            // says twice is said twice.)
+            return (*seen - 1) % self.ranks == 0;
+        }
+        true
+    }
+
+    /// A line for each error other ranks said too: which ranks.
+    fn summary(&self) -> String {
+        let mut out = String::new();
+        for (_, size, others, _) in self.errors.iter().filter(|e| !e.2.is_empty()) {
+            let list = others.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+            let s = if others.len() == 1 { "" } else { "s" };
+            out.push_str(&format!("aicf: the same error on rank{s} {list} of {size}\n"));
+        }
+        out
+    }
 }
 
 /// Whether `line` is one of Open MPI's internal error logs that its
@@ -1680,7 +1770,7 @@ fn launch_mpirun(n: usize) -> i32 {
     });
     let waited = command.spawn().and_then(|mut child| {
         if let Some(err) = child.stderr.take() {
-            forward = Some(std::thread::spawn(move || forward_without_abort_help(err, &mut std::io::stderr())));
+            forward = Some(std::thread::spawn(move || forward_without_abort_help(err, &mut std::io::stderr(), n)));
         }
         let (mut seen, mut passed_on) = (None, false);
         loop {
@@ -4042,7 +4132,7 @@ mod tests {
 
     fn forwarded(input: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
-        forward_without_abort_help(input, &mut out);
+        forward_without_abort_help(input, &mut out, 2);
         out
     }
 
@@ -4062,7 +4152,7 @@ mod tests {
         );
         assert_eq!(
             String::from_utf8(forwarded(abort.as_bytes())).unwrap(),
-            "aicf: error (rank 1 of 2): x.csv: No such file\naicf: error (rank 0 of 2): x.csv: No such file\n"
+            "aicf: error (rank 1 of 2): x.csv: No such file\naicf: the same error on rank 0 of 2\n"
         );
         let signal = format!(
             "{dashes}\nmpirun noticed that process rank 1 with PID 7 on node vm exited on signal 9 (Killed).\n{dashes}\n"
@@ -4107,6 +4197,29 @@ mod tests {
         assert_eq!(forwarded(first.as_bytes()), first.as_bytes());
     }
 
+    /// What each rank says alike is said once: an error in the same words
+    /// (its later lines too), then which
+    /// ranks said it too; a note once per round of ranks. Errors that
+    /// differ, and a note said twice by each rank, pass.
+    #[test]
+    fn what_every_rank_says_alike_is_said_once() {
+        let ranks = "note: --conv does nothing here\nnote: --conv does nothing here\n\
+                     aicf: error (rank 2 of 3): bad.csv: rows have 2 features\n  the model takes 64\n\
+                     aicf: error (rank 0 of 3): bad.csv: rows have 2 features\n  the model takes 64\n\
+                     aicf: error (rank 1 of 3): other.csv: missing\n\
+                     note: --conv does nothing here\n\
+                     aicf: error (rank 1 of 3): bad.csv: rows have 2 features\n  the model takes 64\n\
+                     note: --conv does nothing here\n";
+        let mut out = Vec::new();
+        forward_without_abort_help(ranks.as_bytes(), &mut out, 3);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "note: --conv does nothing here\naicf: error (rank 2 of 3): bad.csv: rows have 2 features\n  the model \
+             takes 64\naicf: error (rank 1 of 3): other.csv: missing\nnote: --conv does nothing here\n\
+             aicf: the same error on ranks 0, 1 of 3\n"
+        );
+    }
+
     /// After rank 0's words for an interrupted run, mpirun's reports of the
     /// ranks' exit status are left out, and the words are seen; before
     /// them (a rank that failed on its own) those reports pass.
@@ -4120,10 +4233,10 @@ mod tests {
         );
         let words = "aicf: error: interrupted at epoch 3, step 434 of 436; ckpt/last.safetensors holds epoch 2\n";
         let mut out = Vec::new();
-        assert!(forward_without_abort_help(format!("{words}{reports}").as_bytes(), &mut out));
+        assert!(forward_without_abort_help(format!("{words}{reports}").as_bytes(), &mut out, 2));
         assert_eq!(String::from_utf8(out).unwrap(), words);
         let mut out = Vec::new();
-        assert!(!forward_without_abort_help(reports.as_bytes(), &mut out));
+        assert!(!forward_without_abort_help(reports.as_bytes(), &mut out, 2));
         assert_eq!(out, reports.as_bytes());
     }
 }
