@@ -89,6 +89,7 @@
 //! driver.
 
 pub mod codegen;
+pub mod consistency;
 pub mod context;
 pub mod eager;
 pub mod error;

@@ -611,6 +611,18 @@ pub fn inline_calls(ctx: &CompilerContext, module: &mut melior::ir::Module<'_>, 
     Ok(())
 }
 
+/// Where the model's `@forward` does not compute what its `@loss` trains
+/// ([`crate::consistency::forward_differs`]), with calls inlined first (a
+/// `@loss` calling `@forward` agrees by construction): a note's text.
+/// Nothing where the model does not parse (its error is said where it is
+/// compiled).
+pub fn forward_differs(source: &str, name: &str) -> Option<String> {
+    let ctx = CompilerContext::new();
+    let mut module = ctx.parse(source, name).ok()?;
+    inline_calls(&ctx, &mut module, source).ok()?;
+    crate::consistency::forward_differs(module.as_operation().to_raw())
+}
+
 /// Refuses a model that holds a gradient of its own (`@loss_grad` as
 /// `hl-autodiff` writes it, or the optimizer's functions): the optimizer
 /// took a hand-written `@loss_grad` for the gradient of `@loss` at fp32

@@ -2059,6 +2059,15 @@ fn check_model_flags(c: &ModelArgs, gpu: bool) -> Result<()> {
             }
         }
     }
+    // A model written by hand states its network twice (@forward, @loss):
+    // one edited without the other made predictions and the held-out
+    // accuracy another network's, without a word.
+    if c.model.extension().is_none_or(|e| e != "onnx")
+        && let Ok(text) = std::fs::read_to_string(&c.model)
+        && let Some(m) = aicf_compiler::pipeline::forward_differs(&text, &c.model.display().to_string())
+    {
+        eprintln!("warning: {m}");
+    }
     if c.no_shape_padding && c.precision == Precision::Fp32 {
         eprintln!(
             "note: --no-shape-padding leaves 16-bit contractions unpadded (--precision bf16 or fp16); in fp32 only \

@@ -1,0 +1,191 @@
+//! Whether a model's `@forward` computes what its `@loss` trains.
+//!
+//! A model written in `hl` by hand states its network twice: `@forward`
+//! (what `aicf predict`, `aicf sample` and the held-out accuracy run) and
+//! `@loss` (what training differentiates). The examples write both out in
+//! full, so a layer added to one, or an activation changed in one, made
+//! `predict` and the accuracy score another network than the one trained,
+//! without a word. [`forward_differs`] compares the two structurally: the
+//! values `@forward` returns against the prediction `@loss`'s
+//! cross-entropy or MSE takes, op by op back to the arguments, with the
+//! same parameters, attributes and types.
+//!
+//! What `@forward` leaves out by design is passed over: dropout in
+//! `@loss` (off at inference), the view of the prediction the loss takes
+//! (a reshape to `[B*T, V]`, a transpose to classes last, a slice for a
+//! shifted target, a cast), and a softmax, log-softmax or argmax that
+//! `@forward` puts on top of the logits. A random draw in `@loss` (an imported
+//! model's noise, whose mean `@forward` takes) matches anything, as does
+//! what `@forward` computes from running statistics alone (a batch norm's,
+//! where `@loss` normalizes by the batch's). A loss
+//! written out in ops of its own (no `hl.cross_entropy`,
+//! `hl.softmax_cross_entropy` or `hl.mse_loss`) is not compared.
+
+use crate::ir::{self, op_name};
+use mlir_sys::*;
+use std::collections::HashSet;
+
+/// Where `@forward` and `@loss` first differ, said for a note: `None`
+/// where they agree, one of `@forward`'s outputs being `@loss`'s
+/// prediction (or there is nothing to compare).
+pub fn forward_differs(module: MlirOperation) -> Option<String> {
+    let functions = ir::functions(module);
+    let named = |name: &str| {
+        functions.iter().find(|(f, _)| ir::string_attr(*f, "sym_name").as_deref() == Some(name)).map(|&(_, b)| b)
+    };
+    let (forward, loss) = (named("forward")?, named("loss")?);
+    let returned = ir::operands(unsafe { mlirBlockGetTerminator(forward) });
+    // The loss op: exactly one, its first operand the prediction.
+    let losses: Vec<_> = ir::ops_of(loss)
+        .into_iter()
+        .filter(|&op| matches!(op_name(op).as_str(), "hl.cross_entropy" | "hl.softmax_cross_entropy" | "hl.mse_loss"))
+        .collect();
+    let [loss_op] = losses[..] else { return None };
+    let prediction = *ir::operands(loss_op).first()?;
+    let head = |mut v: MlirValue, over: &[&str]| {
+        while let Some(op) = ir::producer(v).filter(|&op| over.contains(&op_name(op).as_str())) {
+            v = ir::operands(op)[0];
+        }
+        v
+    };
+    let prediction = head(prediction, &["hl.reshape", "hl.transpose", "hl.slice", "hl.cast", "hl.dropout"]);
+    // Any output @forward returns may be the prediction; one that reads no
+    // argument (a table an imported graph returns beside its loss) is
+    // none.
+    let outputs: Vec<_> = returned
+        .into_iter()
+        .map(|v| head(v, &["hl.softmax", "hl.log_softmax", "hl.argmax", "hl.reshape", "hl.transpose", "hl.cast"]))
+        .filter(|&v| reads_an_argument(v))
+        .collect();
+    let differences: Vec<_> = outputs.iter().map(|&v| first_difference(v, prediction)).collect();
+    let (f, l) = differences.into_iter().collect::<Option<Vec<_>>>()?.into_iter().next()?;
+    let say = |v: MlirValue, side: &str| match ir::producer(v) {
+        Some(op) => {
+            let name = ir::flat_symbol(op, "name").map(|n| format!(" @{n}")).unwrap_or_default();
+            format!("{side} {}{name} at {}", op_name(op), place(op))
+        }
+        None => format!("{side} argument #{}", unsafe { mlirBlockArgumentGetArgNumber(v) }),
+    };
+    Some(format!(
+        "@forward does not compute what @loss trains: {} where {}; `aicf predict`, `aicf sample` and the held-out \
+         accuracy run @forward, so they would score another network than the one trained (write @forward's network \
+         in @loss, or have @loss call @forward)",
+        say(f, "@forward has"),
+        say(l, "@loss has")
+    ))
+}
+
+/// The earliest pair (in `@forward`'s order) of values that do not match,
+/// going back from `f` and `l` together; two ops before an op and an
+/// argument.
+fn first_difference(f: MlirValue, l: MlirValue) -> Option<(MlirValue, MlirValue)> {
+    let mut seen = HashSet::new();
+    let mut work = vec![(f, l)];
+    let mut found: Option<(MlirValue, MlirValue)> = None;
+    while let Some((f, l)) = work.pop() {
+        // Dropout in @loss is off in @forward.
+        let mut l = l;
+        while let Some(op) = ir::producer(l).filter(|&op| op_name(op) == "hl.dropout") {
+            l = ir::operands(op)[0];
+        }
+        if !seen.insert((ir::key(f), ir::key(l))) {
+            continue;
+        }
+        match pair(f, l) {
+            Some(operands) => work.extend(operands),
+            // Two ops that differ say more than an op against an
+            // argument (a layer added to one side puts the argument
+            // against that layer's output, and its parameters against the
+            // next layer's).
+            None => {
+                let ops = |(f, l): (MlirValue, MlirValue)| ir::producer(f).is_some() && ir::producer(l).is_some();
+                let better = match found {
+                    None => true,
+                    Some(g) if ops((f, l)) != ops(g) => ops((f, l)),
+                    Some((g, _)) => before(f, g),
+                };
+                if better {
+                    found = Some((f, l));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The operand pairs to compare next where `f` and `l` match here; `None`
+/// where they do not.
+fn pair(f: MlirValue, l: MlirValue) -> Option<Vec<(MlirValue, MlirValue)>> {
+    let arg = |v: MlirValue| unsafe { mlirValueIsABlockArgument(v) };
+    if arg(f) || arg(l) {
+        let same = arg(f)
+            && arg(l)
+            && unsafe { mlirBlockArgumentGetArgNumber(f) == mlirBlockArgumentGetArgNumber(l) }
+            && unsafe { mlirTypeEqual(mlirValueGetType(f), mlirValueGetType(l)) };
+        return same.then(Vec::new);
+    }
+    let (a, b) = (unsafe { mlirOpResultGetOwner(f) }, unsafe { mlirOpResultGetOwner(l) });
+    // A draw in @loss, whose mean @forward takes, matches anything; so
+    // does a value @forward computes from running statistics alone (a
+    // batch norm's, where @loss takes the batch's).
+    if op_name(b) == "hl.random_like" || (op_name(a) != op_name(b) && from_state_alone(f)) {
+        return Some(Vec::new());
+    }
+    let same = op_name(a) == op_name(b)
+        && unsafe { mlirOpResultGetResultNumber(f) == mlirOpResultGetResultNumber(l) }
+        && unsafe { mlirTypeEqual(mlirValueGetType(f), mlirValueGetType(l)) }
+        && unsafe { mlirOperationGetNumOperands(a) == mlirOperationGetNumOperands(b) }
+        && same_attributes(a, b);
+    same.then(|| ir::operands(a).into_iter().zip(ir::operands(b)).collect())
+}
+
+/// Whether `v` is computed from `hl.get_state` and constants, reading no
+/// argument.
+fn from_state_alone(v: MlirValue) -> bool {
+    let (mut work, mut seen, mut state) = (vec![v], HashSet::new(), false);
+    while let Some(v) = work.pop() {
+        let Some(op) = ir::producer(v) else { return false };
+        if !seen.insert(ir::key(v)) {
+            continue;
+        }
+        state |= op_name(op) == "hl.get_state";
+        work.extend(ir::operands(op));
+    }
+    state
+}
+
+/// Whether `v` is computed from an argument of its function.
+fn reads_an_argument(v: MlirValue) -> bool {
+    let (mut work, mut seen) = (vec![v], HashSet::new());
+    while let Some(v) = work.pop() {
+        let Some(op) = ir::producer(v) else { return true };
+        if seen.insert(ir::key(v)) {
+            work.extend(ir::operands(op));
+        }
+    }
+    false
+}
+
+fn same_attributes(a: MlirOperation, b: MlirOperation) -> bool {
+    let n = unsafe { mlirOperationGetNumAttributes(a) };
+    n == unsafe { mlirOperationGetNumAttributes(b) }
+        && (0..n).all(|i| unsafe {
+            let named = mlirOperationGetAttribute(a, i);
+            let other = mlirOperationGetAttributeByName(b, mlirIdentifierStr(named.name));
+            !other.ptr.is_null() && mlirAttributeEqual(named.attribute, other)
+        })
+}
+
+/// Whether `v` comes before `w` in `@forward` (an argument before any op).
+fn before(v: MlirValue, w: MlirValue) -> bool {
+    match (ir::producer(v), ir::producer(w)) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(a), Some(b)) => unsafe { mlirOperationIsBeforeInBlock(a, b) },
+    }
+}
+
+fn place(op: MlirOperation) -> String {
+    // SAFETY: a location of a live op's context.
+    crate::context::describe_location(unsafe { melior::ir::Location::from_raw(ir::op_loc(op)) })
+}
