@@ -1452,6 +1452,7 @@ fn parse_table(
     path: &Path,
     class_labels: Option<Option<i64>>,
     expect: Option<(usize, &dyn Fn(usize) -> String)>,
+    unread_label: Option<usize>,
 ) -> Result<(Vec<f64>, Vec<f64>, usize, Vec<u64>)> {
     let name = path.display().to_string();
     let bytes = read_bytes(path)?;
@@ -1485,10 +1486,34 @@ fn parse_table(
         if record.len() == 1 && record.iter().all(|c| c.trim().is_empty()) {
             continue;
         }
+        // pandas' column names (`DataFrame(a).to_csv(index=False)` writes
+        // 0, 1, ..., n-1 first; with its index, an empty cell before them)
+        // are numbers, and were read as a row of data without a word (an
+        // extra example, every prediction one row off).
+        if lines.is_empty() && record.len() >= 6 {
+            let cells: Vec<&str> = record.iter().map(str::trim).collect();
+            let indexed = cells[0].is_empty();
+            let names = &cells[indexed as usize..];
+            if names.iter().enumerate().all(|(i, c)| c.parse::<u64>().ok() == Some(i as u64)) {
+                return Err(at(format!(
+                    "the first row is {}0, 1, 2, ..., {}: the column names pandas writes (a header row{}); AICF \
+                     reads tables of numbers alone: write it with to_csv(header=False, index=False), or remove the row",
+                    if indexed { "an empty cell, then " } else { "" },
+                    names.len() - 1,
+                    if indexed { ", and an index column" } else { "" }
+                )));
+            }
+        }
+        // A label that is not read (predicting) is not parsed: "cat" there
+        // was refused as a number.
+        let unread = unread_label == Some(record.len());
         let values = record
             .iter()
             .enumerate()
             .map(|(column, c)| {
+                if unread && column + 1 == record.len() {
+                    return Ok(0.0);
+                }
                 c.trim().parse::<f64>().map_err(|e| {
                     let cell = if c.trim().is_empty() { "empty".to_string() } else { format!("'{}': {e}", shown(c)) };
                     let numbers = record.iter().filter(|c| c.trim().parse::<f64>().is_ok()).count();
@@ -1613,7 +1638,7 @@ pub fn peek(path: &Path) -> Result<Peek> {
     if !(lower.ends_with(".csv") || lower.ends_with(".csv.gz")) {
         return Err(bad(format!("{name}: propose reads a CSV table (.csv, .csv.gz) or a text (.txt)")));
     }
-    let (_, labels, width, lines) = parse_table(path, None, None)?;
+    let (_, labels, width, lines) = parse_table(path, None, None, None)?;
     if labels.is_empty() {
         return Err(bad(format!("{name}: no rows")));
     }
@@ -1693,11 +1718,9 @@ fn table(path: &Path, sig: &Signature, options: &DataOptions) -> Result<Dataset>
     let (mut dataset, alone) = table_of(path, x, label, sig, options)?;
     // Read as the features alone where the model takes a label after them
     // too: said (a table missing a feature but keeping its label reads so).
+    let per = x.shape[1..].iter().product::<usize>();
     if labelled && alone {
-        dataset.notes.push(format!(
-            "{name}: rows of {} columns are read as the features alone (no label column)",
-            x.shape[1..].iter().product::<usize>()
-        ));
+        dataset.notes.push(format!("{name}: rows of {per} columns are read as the features alone (no label column)"));
     }
     if let Kind::Rows(rows) = &mut dataset.kind {
         let n = rows.columns[0].values.len() / rows.columns[0].per().max(1);
@@ -1753,7 +1776,9 @@ fn table_of(
     };
     // (Labels are checked as class indices only where they train or score.)
     let class_labels = (is_int(y.dtype) && !predicting).then_some(sig.ignore_index);
-    let (mut features, mut labels, mut width, lines) = parse_table(path, class_labels, Some((per + 1, &refusal)))?;
+    let unread_label = (predicting && has_label).then_some(per + 1);
+    let (mut features, mut labels, mut width, lines) =
+        parse_table(path, class_labels, Some((per + 1, &refusal)), unread_label)?;
     let rows = labels.len();
     if rows == 0 {
         return Err(bad(format!("{name}: no rows")));
@@ -1771,6 +1796,21 @@ fn table_of(
     }
     if width != per || (!has_label && !alone) {
         return Err(bad(format!("{name}: {}", refusal(width))));
+    }
+    // A first column counting the rows (pandas' index, written by
+    // `to_csv()`) before the features, and no label: read as the first
+    // feature, every feature one column off and the last one taken for the
+    // label, without a word.
+    let mut notes = Vec::new();
+    let counts = |from: f64| (0..rows).all(|r| features[r * width] == r as f64 + from);
+    if predicting && has_label && !alone && rows >= 3 && width > 1 && (counts(0.0) || counts(1.0)) {
+        notes.push(format!(
+            "{name}: column 1 counts the rows ({}, {}, {}, ...): an index column? It is read as the first feature, and \
+             the last column as a label (not read); write the table with to_csv(index=False)",
+            features[0],
+            features[width],
+            features[2 * width]
+        ));
     }
     // A table's row is named by its line.
     if !predicting {
@@ -1835,7 +1875,7 @@ fn table_of(
                 metadata: BTreeMap::from([("feature_scale".into(), "1".into())]),
                 kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
                 outlier: None,
-                notes: Vec::new(),
+                notes: notes.clone(),
             },
             alone,
         ));
@@ -1869,7 +1909,7 @@ fn table_of(
                 metadata,
                 kind: Kind::Rows(data),
                 outlier,
-                notes: Vec::new(),
+                notes: notes.clone(),
             },
             alone,
         ));
@@ -1909,7 +1949,7 @@ fn table_of(
             metadata: BTreeMap::from([("feature_scale".into(), scale.to_string())]),
             kind: Kind::Rows(Rows { columns, train, held, train_cap: None, held_cap: None }),
             outlier: None,
-            notes: Vec::new(),
+            notes,
         },
         alone,
     ))

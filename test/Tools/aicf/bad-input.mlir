@@ -243,6 +243,14 @@
 // RUN: cp %S/../../../data/digits.csv.gz %t/zipped.csv
 // RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/zipped.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=ZIPPED
 // HEADER: aicf: error: {{.*}}header.csv:1: column 1 is 'f1': invalid float literal (a header row? AICF reads tables of numbers alone, without one)
+// pandas' column names are numbers (`DataFrame(a).to_csv(index=False)`
+// writes 0, 1, ..., 64 first): they were read as a row of data.
+// RUN: (seq -s, 0 64; cat %t/digits.csv) > %t/numbered.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/numbered.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=NUMBERED
+// NUMBERED: aicf: error: {{.*}}numbered.csv:1: the first row is 0, 1, 2, ..., 64: the column names pandas writes (a header row); AICF reads tables of numbers alone: write it with to_csv(header=False, index=False), or remove the row
+// RUN: (printf ','; seq -s, 0 64; awk '{print NR-1 "," $0}' %t/digits.csv) > %t/indexed.csv
+// RUN: not aicf train %S/../../../examples/mlp/digits_mlp.mlir --data %t/indexed.csv --out %t/run 2>&1 | FileCheck %s --check-prefix=INDEXED
+// INDEXED: aicf: error: {{.*}}indexed.csv:1: the first row is an empty cell, then 0, 1, 2, ..., 64: the column names pandas writes (a header row, and an index column)
 // WORD: aicf: error: {{.*}}word.csv:3: column 1 is 'x': invalid float literal
 // WORD-NOT: header
 // COMMAS: aicf: error: {{.*}}commas.csv:11: column 1 is empty

@@ -21,6 +21,16 @@
 // ROWS: 600
 // A table's features are read as the run read its table, unremarked.
 // RUN: not grep -q "divided by" %t/stderr.txt
+// RUN: not grep -q "index column" %t/stderr.txt
+// A label that is not read is not parsed (labels by name were refused as
+// numbers); a first column counting the rows, where the label would be,
+// is said (pandas' index: every feature one column off, unsaid).
+// RUN: awk -F, -v OFS=, '{$65 = "class" $65; print}' %t/digits.csv > %t/named.csv
+// RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/named.csv --out %t/p > %t/named.txt
+// RUN: cmp %t/with-labels.txt %t/named.txt
+// RUN: cut -d, -f1-64 %t/digits.csv | awk '{print NR-1 "," $0}' > %t/indexed.csv
+// RUN: aicf predict %S/../../../examples/mlp/digits_mlp.mlir --checkpoint %t/ck --data %t/indexed.csv --out %t/p 2>&1 >/dev/null | FileCheck %s --check-prefix=INDEXCOL
+// INDEXCOL: note: {{.*}}indexed.csv: column 1 counts the rows (0, 1, 2, ...): an index column? It is read as the first feature, and the last column as a label (not read); write the table with to_csv(index=False)
 // RUN: tac %t/digits.csv > %t/other.csv && aicf eval %S/../../../examples/mlp/digits_mlp.mlir --data %t/other.csv --checkpoint %t/ck --out %t/e > %t/agree.txt
 // RUN: python3 -c "import sys; p=[int(l) for l in open(sys.argv[1])]; y=[int(float(l.rsplit(',', 1)[1])) for l in open(sys.argv[2])]; print('accuracy {:.2f}'.format(100 * sum(a == b for a, b in zip(p, y)) / len(y)))" %t/with-labels.txt %t/digits.csv >> %t/agree.txt
 // RUN: FileCheck %s --check-prefix=AGREE < %t/agree.txt
